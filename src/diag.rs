@@ -1,0 +1,134 @@
+//! Diagnostics: one error or warning about one place in one document.
+//!
+//! Owns: the [`Diagnostic`] value every checker produces (decoder, validator, linter,
+//! simulate's history checks) and the rule for writing user values in messages. Must not:
+//! print, decide exit codes, or know which file a document came from (the caller adds that).
+
+use serde::Serialize;
+
+use crate::yaml::Pos;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// One finding. `path` is the field path inside the document (`spec.rules[2].action`), empty
+/// for the document as a whole; `pos` is where it stands when the source text is known.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// A stable, kebab-case identifier (`unknown-field`, `shadowed-rule`) for scripts.
+    pub code: &'static str,
+    pub path: String,
+    #[serde(skip)]
+    pub pos: Option<Pos>,
+    pub message: String,
+}
+
+impl Diagnostic {
+    pub fn error(code: &'static str, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            code,
+            path: path.into(),
+            pos: None,
+            message: message.into(),
+        }
+    }
+
+    pub fn warning(code: &'static str, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            code,
+            path: path.into(),
+            pos: None,
+            message: message.into(),
+        }
+    }
+
+    pub fn at(mut self, pos: Pos) -> Self {
+        self.pos = Some(pos);
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// Joins a field path and a child key: `join("spec", "rules")` is `spec.rules`.
+pub fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// `index("spec.rules", 2)` is `spec.rules[2]`.
+pub fn index(path: &str, i: usize) -> String {
+    format!("{path}[{i}]")
+}
+
+/// A user value for a message: backticked, shortened when long, control characters escaped.
+pub fn quote(value: &str) -> String {
+    const MAX: usize = 80;
+    let mut out: String = value.chars().take(MAX).flat_map(char::escape_default).collect();
+    if value.chars().count() > MAX {
+        out.push('…');
+    }
+    format!("`{out}`")
+}
+
+/// `one of `a`, `b`, `c``.
+pub fn one_of(values: &[&str]) -> String {
+    let list: Vec<String> = values.iter().map(|v| format!("`{v}`")).collect();
+    list.join(", ")
+}
+
+/// The closest candidate to `input` when it is close enough to be a likely typo: same text
+/// ignoring case, `_`/`-`; or an edit distance of at most 2, or a fifth of the length for
+/// long words (at most 1 for short ones).
+pub fn suggest<'a>(input: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let fold = |s: &str| -> String {
+        s.chars()
+            .filter(|c| *c != '_' && *c != '-')
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let folded = fold(input);
+    if let Some(c) = candidates.iter().find(|c| fold(c) == folded) {
+        return Some(c);
+    }
+    let best = candidates
+        .iter()
+        .map(|c| (strsim::damerau_levenshtein(&folded, &fold(c)), *c))
+        .min_by_key(|(d, _)| *d)?;
+    let len = folded.chars().count().max(fold(best.1).chars().count());
+    let allowed = if len <= 4 { 1 } else { 2.max(len / 5) };
+    (best.0 <= allowed).then_some(best.1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions() {
+        let fields = ["retryLimit", "defaultAction", "rules"];
+        assert_eq!(suggest("retry_limit", &fields), Some("retryLimit"));
+        assert_eq!(suggest("RetryLimit", &fields), Some("retryLimit"));
+        assert_eq!(suggest("rulez", &fields), Some("rules"));
+        assert_eq!(suggest("zzz", &fields), None);
+        assert_eq!(suggest("Retri", &["Retry", "Fail"]), Some("Retry"));
+    }
+
+    #[test]
+    fn quoting_escapes_and_truncates() {
+        assert_eq!(quote("a\nb"), "`a\\nb`");
+        assert!(quote(&"x".repeat(200)).ends_with("…`"));
+    }
+}

@@ -1,0 +1,1 @@
+//! The embedded evaluator: pure, deterministic retry decisions. (Placeholder.)

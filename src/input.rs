@@ -1,0 +1,199 @@
+//! Reading `-f PATH...`: files, directories (`-R` to recurse), and `-` for stdin.
+//!
+//! Owns: every filesystem and stdin read of input documents, the size limit, and the
+//! attribution of documents to the file they came from. Must not: decode documents itself
+//! (that is `model::document`) or print.
+
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use crate::diag::{quote, Diagnostic};
+use crate::model::{parse_documents, Document, Kind};
+
+/// Largest input file read. Policy and queue files are a few KiB; a larger file is a mistake.
+pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// One input file, its documents and the problems that concern the file as a whole.
+#[derive(Debug)]
+pub struct SourceFile {
+    /// The path as the user should read it (`-` is `<stdin>`).
+    pub name: String,
+    pub documents: Vec<Document>,
+    pub errors: Vec<Diagnostic>,
+}
+
+impl SourceFile {
+    pub fn error_count(&self) -> usize {
+        self.errors.len()
+            + self
+                .documents
+                .iter()
+                .flat_map(|d| &d.diagnostics)
+                .filter(|d| d.is_error())
+                .count()
+    }
+}
+
+/// Every file named by `paths`, in order, directories expanded (sorted by name).
+pub fn read_sources(paths: &[PathBuf], recursive: bool, expected: Option<&[Kind]>) -> Vec<SourceFile> {
+    let mut out = Vec::new();
+    for path in paths {
+        if path.as_os_str() == "-" {
+            let mut text = Vec::new();
+            let result = io::stdin().take(MAX_FILE_BYTES + 1).read_to_end(&mut text);
+            out.push(source_from_bytes("<stdin>".into(), result.map(|_| text), expected));
+            continue;
+        }
+        if path.is_dir() {
+            let mut files = Vec::new();
+            if let Err(e) = collect_dir(path, recursive, &mut files) {
+                out.push(file_error(path, &e));
+                continue;
+            }
+            if files.is_empty() {
+                let what = if recursive {
+                    ""
+                } else {
+                    " (use `-R` to look in subdirectories)"
+                };
+                out.push(SourceFile {
+                    name: path.display().to_string(),
+                    documents: Vec::new(),
+                    errors: vec![Diagnostic::error(
+                        "no-documents",
+                        "",
+                        format!("no `.yaml`, `.yml` or `.json` files in this directory{what}"),
+                    )],
+                });
+            }
+            for file in files {
+                out.push(read_file(&file, expected));
+            }
+            continue;
+        }
+        out.push(read_file(path, expected));
+    }
+    out
+}
+
+fn collect_dir(dir: &Path, recursive: bool, out: &mut Vec<PathBuf>) -> io::Result<()> {
+    let mut entries: Vec<PathBuf> = fs::read_dir(dir)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for entry in entries {
+        if entry.is_dir() {
+            if recursive {
+                collect_dir(&entry, recursive, out)?;
+            }
+        } else if matches!(
+            entry.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml" | "json")
+        ) {
+            out.push(entry);
+        }
+    }
+    Ok(())
+}
+
+fn read_file(path: &Path, expected: Option<&[Kind]>) -> SourceFile {
+    let result = fs::File::open(path).and_then(|f| {
+        let mut bytes = Vec::new();
+        f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+        Ok(bytes)
+    });
+    source_from_bytes(path.display().to_string(), result, expected)
+}
+
+fn file_error(path: &Path, e: &io::Error) -> SourceFile {
+    SourceFile {
+        name: path.display().to_string(),
+        documents: Vec::new(),
+        errors: vec![Diagnostic::error(
+            "unreadable",
+            "",
+            format!("cannot read: {}", io_reason(e)),
+        )],
+    }
+}
+
+/// An I/O error in words, without Rust's `(os error 2)` suffix.
+pub fn io_reason(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => "no such file or directory".into(),
+        io::ErrorKind::PermissionDenied => "permission denied".into(),
+        io::ErrorKind::IsADirectory => "is a directory".into(),
+        _ => {
+            let text = e.to_string();
+            match text.find(" (os error") {
+                Some(i) => text[..i].to_lowercase(),
+                None => text.to_lowercase(),
+            }
+        }
+    }
+}
+
+fn source_from_bytes(name: String, bytes: io::Result<Vec<u8>>, expected: Option<&[Kind]>) -> SourceFile {
+    let mut file = SourceFile {
+        name,
+        documents: Vec::new(),
+        errors: Vec::new(),
+    };
+    let bytes = match bytes {
+        Ok(b) => b,
+        Err(e) => {
+            file.errors.push(Diagnostic::error(
+                "unreadable",
+                "",
+                format!("cannot read: {}", io_reason(&e)),
+            ));
+            return file;
+        }
+    };
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        file.errors.push(Diagnostic::error(
+            "too-large",
+            "",
+            format!(
+                "file is larger than {} MiB; policy and queue files are a few KiB",
+                MAX_FILE_BYTES / 1024 / 1024
+            ),
+        ));
+        return file;
+    }
+    if bytes.contains(&0) {
+        file.errors.push(Diagnostic::error(
+            "not-text",
+            "",
+            "not a text file (it contains NUL bytes); expected YAML or JSON",
+        ));
+        return file;
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            file.errors.push(Diagnostic::error(
+                "not-text",
+                "",
+                format!(
+                    "not UTF-8 text (invalid byte at offset {}); expected YAML or JSON",
+                    e.utf8_error().valid_up_to()
+                ),
+            ));
+            return file;
+        }
+    };
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let parsed = parse_documents(text, expected);
+    file.documents = parsed.documents;
+    if let Some(e) = parsed.syntax_error {
+        file.errors.push(e);
+    }
+    if file.documents.is_empty() && file.errors.is_empty() {
+        file.errors.push(Diagnostic::error(
+            "no-documents",
+            "",
+            format!("{} contains no documents", quote(&file.name)),
+        ));
+    }
+    file
+}

@@ -1,0 +1,783 @@
+//! YAML/JSON text → typed documents: envelope first, then the body, strictly.
+//!
+//! Owns: multi-document parsing, the `apiVersion`/`kind` envelope check (done before the
+//! body, so a Queue is never read as a policy), dispatch to each kind's decoder, running the
+//! validator, and placing every diagnostic at a line and column. Must not: read files (see
+//! `crate::input`), print, or lint across documents (see `lint`).
+
+use crate::diag::{index, join, one_of, quote, suggest, Diagnostic};
+use crate::yaml::{self, Node, Pos, Value};
+
+use super::decode::{Decoder, Fields};
+use super::history::{self, FailureHistory};
+use super::policy::{
+    AffinityMutation, AntiAffinityMode, Backoff, Condition, ExitCodes, MemoryBump, Mutation, Operator,
+    ResourceMutation, RetryPolicy, Rule,
+};
+use super::queue::{Permission, Queue, Subject};
+use super::scheduler::{self, SchedulerConfig};
+use super::validate;
+use super::Action;
+
+pub const API_V1: &str = "armadaproject.io/v1";
+pub const API_V1BETA1: &str = "armadaproject.io/v1beta1";
+pub const API_VERSIONS: [&str; 2] = [API_V1, API_V1BETA1];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum Kind {
+    RetryPolicy,
+    Queue,
+    FailureHistory,
+    SchedulerConfig,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [
+        Kind::RetryPolicy,
+        Kind::Queue,
+        Kind::FailureHistory,
+        Kind::SchedulerConfig,
+    ];
+    pub const NAMES: [&'static str; 4] = ["RetryPolicy", "Queue", "FailureHistory", "SchedulerConfig"];
+
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    pub fn parse(text: &str) -> Option<Kind> {
+        Self::NAMES.iter().position(|n| *n == text).map(|i| Self::ALL[i])
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum ApiVersion {
+    #[serde(rename = "armadaproject.io/v1")]
+    V1,
+    #[serde(rename = "armadaproject.io/v1beta1")]
+    V1beta1,
+}
+
+impl ApiVersion {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApiVersion::V1 => API_V1,
+            ApiVersion::V1beta1 => API_V1BETA1,
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ApiVersion> {
+        match text {
+            API_V1 => Some(ApiVersion::V1),
+            API_V1BETA1 => Some(ApiVersion::V1beta1),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resource {
+    RetryPolicy(RetryPolicy),
+    Queue(Queue),
+    FailureHistory(Box<FailureHistory>),
+    SchedulerConfig(SchedulerConfig),
+}
+
+impl Resource {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Resource::RetryPolicy(_) => Kind::RetryPolicy,
+            Resource::Queue(_) => Kind::Queue,
+            Resource::FailureHistory(_) => Kind::FailureHistory,
+            Resource::SchedulerConfig(_) => Kind::SchedulerConfig,
+        }
+    }
+
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            Resource::RetryPolicy(p) => Some(&p.name),
+            Resource::Queue(q) => Some(&q.name),
+            Resource::FailureHistory(h) => Some(&h.job.id),
+            Resource::SchedulerConfig(_) => None,
+        }
+    }
+}
+
+/// One document of a file, decoded as far as it could be.
+#[derive(Debug, Clone)]
+pub struct Document {
+    /// 0-based position in its file.
+    pub index: usize,
+    pub pos: Pos,
+    pub api_version: Option<ApiVersion>,
+    pub kind: Option<Kind>,
+    /// The name as written, even when the document is otherwise invalid.
+    pub name: Option<String>,
+    /// Present when the body decoded; it may still carry validation errors.
+    pub resource: Option<Resource>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// The marked tree, kept so that later checks (lint) can place their findings.
+    pub node: Node,
+}
+
+impl Document {
+    pub fn is_valid(&self) -> bool {
+        self.resource.is_some() && !self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// Adds a finding from a later pass (lint), placed at the field it names.
+    pub fn push(&mut self, diagnostic: Diagnostic) {
+        let pos = diagnostic.pos.or_else(|| locate(&self.node, &diagnostic.path));
+        self.diagnostics.push(Diagnostic { pos, ..diagnostic });
+    }
+}
+
+/// Every document of one text, plus a syntax error that ended it early, if any.
+#[derive(Debug, Default)]
+pub struct ParsedText {
+    pub documents: Vec<Document>,
+    pub syntax_error: Option<Diagnostic>,
+}
+
+/// Parses, decodes and validates every document of `text`. `expected` restricts the kinds
+/// accepted (a Queue where a RetryPolicy is expected is refused by its `kind`).
+pub fn parse_documents(text: &str, expected: Option<&[Kind]>) -> ParsedText {
+    let stream = yaml::parse_stream(text);
+    let mut out = ParsedText::default();
+    for (i, node) in stream.documents.into_iter().enumerate() {
+        // `---` at the end of a file, or a comment-only document: nothing to check.
+        if node.is_null() {
+            continue;
+        }
+        out.documents.push(decode_document(node, i, expected));
+    }
+    if let Some(e) = stream.error {
+        out.syntax_error = Some(Diagnostic::error("syntax", "", format!("invalid YAML: {}", e.message)).at(e.pos));
+    }
+    out
+}
+
+/// Decodes one document node.
+pub fn decode_document(node: Node, index: usize, expected: Option<&[Kind]>) -> Document {
+    let mut doc = Document {
+        index,
+        pos: node.pos,
+        api_version: None,
+        kind: None,
+        name: None,
+        resource: None,
+        diagnostics: Vec::new(),
+        node,
+    };
+    let mut dec = Decoder::default();
+    let node = &doc.node;
+    if !matches!(node.value, Value::Map(_)) {
+        let what = if node.is_null() {
+            "an empty document".to_string()
+        } else {
+            format!("a {}", node.kind_name())
+        };
+        dec.error(
+            node,
+            "invalid-type",
+            "",
+            format!("expected a mapping with `apiVersion` and `kind`, found {what}"),
+        );
+        doc.diagnostics = dec.diagnostics;
+        return doc;
+    }
+    doc.name = node
+        .get("name")
+        .or_else(|| node.get("metadata").and_then(|m| m.get("name")))
+        .and_then(Node::as_scalar)
+        .map(str::to_string);
+    let (api_version, kind) = envelope(&mut dec, node, expected);
+    doc.api_version = api_version;
+    doc.kind = kind;
+    if let (Some(version), Some(kind)) = (api_version, kind) {
+        let resource = match (kind, version) {
+            (Kind::RetryPolicy, _) => decode_policy(&mut dec, node, version).map(Resource::RetryPolicy),
+            (Kind::Queue, _) => decode_queue(&mut dec, node).map(Resource::Queue),
+            (Kind::FailureHistory, _) => {
+                history::decode_failure_history(&mut dec, node).map(|h| Resource::FailureHistory(Box::new(h)))
+            }
+            (Kind::SchedulerConfig, _) => {
+                scheduler::decode_scheduler_config(&mut dec, node).map(Resource::SchedulerConfig)
+            }
+        };
+        // Semantic rules run even when some fields failed to decode, so that every error of
+        // the document is reported; a finding on (or above, or below) a field that already
+        // failed to decode is dropped, since it would only repeat that error.
+        if let Some(resource) = &resource {
+            let failed: Vec<String> = dec
+                .diagnostics
+                .iter()
+                .filter(|d| d.is_error())
+                .map(|d| d.path.clone())
+                .collect();
+            for d in validate::validate_resource(resource) {
+                let path = document_path(&d.path, kind, version);
+                if failed.iter().any(|f| overlaps(f, &path)) {
+                    continue;
+                }
+                let pos = locate(node, &path);
+                dec.diagnostics.push(Diagnostic { path, pos, ..d });
+            }
+        }
+        doc.resource = resource;
+    }
+    doc.diagnostics = dec.diagnostics;
+    doc
+}
+
+fn envelope(dec: &mut Decoder, node: &Node, expected: Option<&[Kind]>) -> (Option<ApiVersion>, Option<Kind>) {
+    let version = match node.get("apiVersion") {
+        None => {
+            dec.error(
+                node,
+                "missing-field",
+                "apiVersion",
+                format!("missing `apiVersion`; expected one of {}", one_of(&API_VERSIONS)),
+            );
+            None
+        }
+        Some(v) => match v.as_scalar().and_then(ApiVersion::parse) {
+            Some(version) => Some(version),
+            None => {
+                let text = v.as_scalar().unwrap_or_default();
+                dec.error(
+                    v,
+                    "unknown-api-version",
+                    "apiVersion",
+                    format!(
+                        "unknown apiVersion {}, expected one of {}",
+                        quote(text),
+                        one_of(&API_VERSIONS)
+                    ),
+                );
+                None
+            }
+        },
+    };
+    let kind = match node.get("kind") {
+        None => {
+            dec.error(
+                node,
+                "missing-field",
+                "kind",
+                format!("missing `kind`; expected one of {}", one_of(&Kind::NAMES)),
+            );
+            None
+        }
+        Some(k) => match k.as_scalar() {
+            Some(text) => match Kind::parse(text) {
+                Some(kind) => Some(kind),
+                None => {
+                    let mut message = format!("unknown kind {}, expected one of {}", quote(text), one_of(&Kind::NAMES));
+                    if let Some(s) = suggest(text, &Kind::NAMES) {
+                        message.push_str(&format!("; did you mean `{s}`?"));
+                    }
+                    dec.error(k, "unknown-kind", "kind", message);
+                    None
+                }
+            },
+            None => {
+                dec.error(k, "invalid-type", "kind", "expected a string");
+                None
+            }
+        },
+    };
+    if let (Some(kind), Some(version)) = (kind, version) {
+        if matches!(kind, Kind::FailureHistory | Kind::SchedulerConfig) && version != ApiVersion::V1 {
+            dec.error(
+                node.get("apiVersion").unwrap_or(node),
+                "unknown-api-version",
+                "apiVersion",
+                format!("kind `{}` has apiVersion `{API_V1}` only", kind.as_str()),
+            );
+            return (None, Some(kind));
+        }
+        if let Some(expected) = expected {
+            if !expected.contains(&kind) {
+                let names: Vec<&str> = expected.iter().map(|k| k.as_str()).collect();
+                dec.error(
+                    node.get("kind").unwrap_or(node),
+                    "unexpected-kind",
+                    "kind",
+                    format!(
+                        "expected a {} document here, found kind `{}`",
+                        one_of(&names).replace(", ", " or "),
+                        kind.as_str()
+                    ),
+                );
+                return (Some(version), None);
+            }
+        }
+    }
+    (version, kind)
+}
+
+/// Whether one field path is the other or lies under it (`a.b` and `a.b[2].c`).
+fn overlaps(a: &str, b: &str) -> bool {
+    let under = |long: &str, short: &str| {
+        long.strip_prefix(short)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('.') || rest.starts_with('['))
+    };
+    under(a, b) || under(b, a)
+}
+
+/// Maps a validator path (the wire layout: `rules[0].onFailureCategory[1]`) onto the layout
+/// of the document the user wrote.
+pub fn document_path(path: &str, kind: Kind, version: ApiVersion) -> String {
+    match (kind, version) {
+        (Kind::RetryPolicy, ApiVersion::V1) => {
+            if path == "name" {
+                "metadata.name".to_string()
+            } else if path.is_empty() {
+                String::new()
+            } else {
+                format!("spec.{path}")
+            }
+        }
+        (Kind::RetryPolicy, ApiVersion::V1beta1) => {
+            let mut out = path.to_string();
+            for (from, to) in [
+                ("onFailureSubcategory", "onSubcategory"),
+                ("onFailureCategory", "onCategory"),
+            ] {
+                if let Some(at) = out.find(from) {
+                    // A v1beta1 document holds one category, written as a scalar.
+                    out = format!("{}{to}", &out[..at]);
+                }
+            }
+            out
+        }
+        _ => path.to_string(),
+    }
+}
+
+/// The position of the node at `path` (`spec.rules[2].action`), or of its nearest existing
+/// ancestor.
+pub fn locate(root: &Node, path: &str) -> Option<Pos> {
+    let mut node = root;
+    let mut best = root.pos;
+    if path.is_empty() {
+        return Some(best);
+    }
+    for segment in path.split('.') {
+        let (key, rest) = segment
+            .split_once('[')
+            .map(|(k, r)| (k, Some(r)))
+            .unwrap_or((segment, None));
+        if !key.is_empty() {
+            match node.get(key) {
+                Some(n) => node = n,
+                None => {
+                    // An unknown key: point at the key itself when it exists.
+                    if let Value::Map(entries) = &node.value {
+                        if let Some((k, _)) = entries.iter().find(|(k, _)| k.as_scalar() == Some(key)) {
+                            return Some(k.pos);
+                        }
+                    }
+                    return Some(best);
+                }
+            }
+            best = node.pos;
+        }
+        if let Some(rest) = rest {
+            for idx in rest.split('[') {
+                let i: usize = idx.trim_end_matches(']').parse().ok()?;
+                match &node.value {
+                    Value::Seq(items) if i < items.len() => {
+                        node = &items[i];
+                        best = node.pos;
+                    }
+                    _ => return Some(best),
+                }
+            }
+        }
+    }
+    Some(best)
+}
+
+// ---------------------------------------------------------------------------------------
+// RetryPolicy
+
+const V1_TOP: [&str; 4] = ["apiVersion", "kind", "metadata", "spec"];
+const V1_METADATA: [&str; 1] = ["name"];
+const V1_SPEC: [&str; 5] = ["retryLimit", "defaultAction", "backoff", "antiAffinity", "rules"];
+const V1_RULE: [&str; 13] = [
+    "action",
+    "containerName",
+    "includeInitContainers",
+    "onConditions",
+    "onExitCodes",
+    "onTerminationMessage",
+    "onFailureCategory",
+    "onFailureSubcategory",
+    "retryLimit",
+    "backoff",
+    "antiAffinity",
+    "mutate",
+    // Upstream's single-category spellings, accepted in v1 too for easy migration.
+    "onCategory",
+];
+const V1BETA1_TOP: [&str; 6] = ["apiVersion", "kind", "name", "retryLimit", "defaultAction", "rules"];
+const V1BETA1_RULE: [&str; 4] = ["action", "onCategory", "onSubcategory", "mutate"];
+const BACKOFF: [&str; 4] = ["initialDelay", "maxDelay", "multiplier", "jitter"];
+
+fn decode_policy(dec: &mut Decoder, node: &Node, version: ApiVersion) -> Option<RetryPolicy> {
+    match version {
+        ApiVersion::V1 => decode_policy_v1(dec, node),
+        ApiVersion::V1beta1 => decode_policy_v1beta1(dec, node),
+    }
+}
+
+fn decode_policy_v1(dec: &mut Decoder, node: &Node) -> Option<RetryPolicy> {
+    let top = dec.fields(node, "", &V1_TOP)?;
+    let mut policy = RetryPolicy::default();
+    if let Some(meta) = dec.require(&top, node, "metadata") {
+        if let Some(fields) = dec.fields(meta, "metadata", &V1_METADATA) {
+            if let Some(name) = dec.require(&fields, meta, "name") {
+                policy.name = dec.string(name, "metadata.name").unwrap_or_default();
+            }
+        }
+    }
+    let spec = dec.require(&top, node, "spec")?;
+    let spec_fields = dec.fields(spec, "spec", &V1_SPEC)?;
+    if let Some(n) = spec_fields.get("retryLimit") {
+        policy.retry_limit = dec.u32(n, "spec.retryLimit");
+    }
+    if let Some(n) = spec_fields.get("defaultAction") {
+        policy.default_action = action(dec, n, "spec.defaultAction").unwrap_or_default();
+    }
+    if let Some(n) = spec_fields.get("backoff") {
+        policy.backoff = backoff(dec, n, "spec.backoff");
+    }
+    if let Some(n) = spec_fields.get("antiAffinity") {
+        policy.anti_affinity = anti_affinity(dec, n, "spec.antiAffinity");
+    }
+    if let Some(n) = spec_fields.get("rules") {
+        if let Some(items) = dec.seq(n, "spec.rules") {
+            for (i, item) in items.iter().enumerate() {
+                policy.rules.push(rule_v1(dec, item, &index("spec.rules", i)));
+            }
+        }
+    }
+    Some(policy)
+}
+
+fn rule_v1(dec: &mut Decoder, node: &Node, path: &str) -> Rule {
+    let mut rule = Rule::default();
+    let Some(f) = dec.fields(node, path, &V1_RULE) else {
+        return rule;
+    };
+    if let Some(n) = dec.require(&f, node, "action") {
+        rule.action = action(dec, n, &f.path_of("action")).unwrap_or_default();
+    }
+    if let Some(n) = f.get("containerName") {
+        rule.container_name = dec.string(n, &f.path_of("containerName"));
+    }
+    if let Some(n) = f.get("includeInitContainers") {
+        rule.include_init_containers = dec.bool(n, &f.path_of("includeInitContainers")).unwrap_or(false);
+    }
+    if let Some(n) = f.get("onConditions") {
+        let p = f.path_of("onConditions");
+        if let Some(items) = dec.seq(n, &p) {
+            let mut out = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                if let Some(c) = dec.enumeration(item, &index(&p, i), &Condition::NAMES, Condition::parse) {
+                    out.push(c);
+                }
+            }
+            rule.on_conditions = Some(out);
+        }
+    }
+    if let Some(n) = f.get("onExitCodes") {
+        rule.on_exit_codes = exit_codes(dec, n, &f.path_of("onExitCodes"));
+    }
+    if let Some(n) = f.get("onTerminationMessage") {
+        let p = f.path_of("onTerminationMessage");
+        if let Some(m) = dec.fields(n, &p, &["pattern"]) {
+            if let Some(pattern) = dec.require(&m, n, "pattern") {
+                rule.on_termination_message = dec.string(pattern, &m.path_of("pattern"));
+            }
+        }
+    }
+    if let Some(n) = f.get("onFailureCategory") {
+        rule.on_failure_category = category_list(dec, n, &f.path_of("onFailureCategory"));
+    }
+    if let Some(n) = f.get("onCategory") {
+        if f.has("onFailureCategory") {
+            dec.error(
+                n,
+                "invalid-value",
+                &f.path_of("onCategory"),
+                "set `onFailureCategory` or `onCategory`, not both",
+            );
+        } else {
+            rule.on_failure_category = dec.string(n, &f.path_of("onCategory")).map(|c| vec![c]);
+        }
+    }
+    if let Some(n) = f.get("onFailureSubcategory") {
+        rule.on_failure_subcategory = category_list(dec, n, &f.path_of("onFailureSubcategory"));
+    }
+    if let Some(n) = f.get("retryLimit") {
+        rule.retry_limit = dec.u32(n, &f.path_of("retryLimit"));
+    }
+    if let Some(n) = f.get("backoff") {
+        rule.backoff = backoff(dec, n, &f.path_of("backoff"));
+    }
+    if let Some(n) = f.get("antiAffinity") {
+        rule.anti_affinity = anti_affinity(dec, n, &f.path_of("antiAffinity"));
+    }
+    if let Some(n) = f.get("mutate") {
+        rule.mutate = mutation(dec, n, &f.path_of("mutate"));
+    }
+    rule
+}
+
+/// `onFailureCategory: [a, b]`; a lone string gets a precise error, not a silent promotion.
+fn category_list(dec: &mut Decoder, node: &Node, path: &str) -> Option<Vec<String>> {
+    if let Some(text) = node.as_scalar() {
+        dec.error(
+            node,
+            "invalid-type",
+            path,
+            format!("expected a list, found scalar {}; write `[{text}]`", quote(text)),
+        );
+        return None;
+    }
+    dec.strings(node, path)
+}
+
+fn decode_policy_v1beta1(dec: &mut Decoder, node: &Node) -> Option<RetryPolicy> {
+    let top = dec.fields(node, "", &V1BETA1_TOP)?;
+    let mut policy = RetryPolicy {
+        // Upstream meaning: an absent limit is 0, never retry.
+        retry_limit: Some(0),
+        ..RetryPolicy::default()
+    };
+    if let Some(n) = dec.require(&top, node, "name") {
+        policy.name = dec.string(n, "name").unwrap_or_default();
+    }
+    if let Some(n) = top.get("retryLimit") {
+        policy.retry_limit = dec.u32(n, "retryLimit").or(Some(0));
+    }
+    if let Some(n) = top.get("defaultAction") {
+        policy.default_action = action(dec, n, "defaultAction").unwrap_or_default();
+    }
+    if let Some(n) = top.get("rules") {
+        if let Some(items) = dec.seq(n, "rules") {
+            for (i, item) in items.iter().enumerate() {
+                let path = index("rules", i);
+                let mut rule = Rule::default();
+                if let Some(f) = dec.fields(item, &path, &V1BETA1_RULE) {
+                    if let Some(a) = dec.require(&f, item, "action") {
+                        rule.action = action(dec, a, &f.path_of("action")).unwrap_or_default();
+                    }
+                    if let Some(c) = f.get("onCategory") {
+                        rule.on_failure_category = dec.string(c, &f.path_of("onCategory")).map(|c| vec![c]);
+                    }
+                    if let Some(c) = f.get("onSubcategory") {
+                        rule.on_failure_subcategory = dec.string(c, &f.path_of("onSubcategory")).map(|c| vec![c]);
+                    }
+                    if let Some(m) = f.get("mutate") {
+                        rule.mutate = mutation(dec, m, &f.path_of("mutate"));
+                    }
+                }
+                policy.rules.push(rule);
+            }
+        }
+    }
+    Some(policy)
+}
+
+fn action(dec: &mut Decoder, node: &Node, path: &str) -> Option<Action> {
+    dec.enumeration(node, path, &Action::NAMES, Action::parse)
+}
+
+fn backoff(dec: &mut Decoder, node: &Node, path: &str) -> Backoff {
+    let mut b = Backoff::default();
+    let Some(f) = dec.fields(node, path, &BACKOFF) else {
+        return b;
+    };
+    if let Some(n) = f.get("initialDelay") {
+        b.initial_delay = dec.duration(n, &f.path_of("initialDelay"));
+    }
+    if let Some(n) = f.get("maxDelay") {
+        b.max_delay = dec.duration(n, &f.path_of("maxDelay"));
+    }
+    if let Some(n) = f.get("multiplier") {
+        b.multiplier = dec.float(n, &f.path_of("multiplier"));
+    }
+    if let Some(n) = f.get("jitter") {
+        b.jitter = dec.float(n, &f.path_of("jitter"));
+    }
+    b
+}
+
+fn anti_affinity(dec: &mut Decoder, node: &Node, path: &str) -> Option<AntiAffinityMode> {
+    let f = dec.fields(node, path, &["mode"])?;
+    let mode = dec.require(&f, node, "mode")?;
+    dec.enumeration(
+        mode,
+        &f.path_of("mode"),
+        &AntiAffinityMode::NAMES,
+        AntiAffinityMode::parse,
+    )
+}
+
+fn exit_codes(dec: &mut Decoder, node: &Node, path: &str) -> Option<ExitCodes> {
+    let f = dec.fields(node, path, &["operator", "values"])?;
+    let operator = dec.require(&f, node, "operator");
+    let values = dec.require(&f, node, "values");
+    let operator = operator.and_then(|n| dec.enumeration(n, &f.path_of("operator"), &Operator::NAMES, Operator::parse));
+    let p = f.path_of("values");
+    let values = values.and_then(|n| dec.seq(n, &p)).map(|items| {
+        items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, item)| dec.int(item, &index(&p, i)))
+            .collect::<Vec<_>>()
+    });
+    Some(ExitCodes {
+        operator: operator?,
+        values: values?,
+    })
+}
+
+fn mutation(dec: &mut Decoder, node: &Node, path: &str) -> Option<Mutation> {
+    let f = dec.fields(node, path, &["affinity", "resources"])?;
+    let mut m = Mutation::default();
+    if let Some(n) = f.get("affinity") {
+        let p = f.path_of("affinity");
+        if let Some(a) = dec.fields(n, &p, &["avoidSameNode"]) {
+            let avoid = a
+                .get("avoidSameNode")
+                .and_then(|v| dec.bool(v, &a.path_of("avoidSameNode")));
+            m.affinity = Some(AffinityMutation {
+                avoid_same_node: avoid.unwrap_or(false),
+            });
+        }
+    }
+    if let Some(n) = f.get("resources") {
+        let p = f.path_of("resources");
+        if let Some(r) = dec.fields(n, &p, &["memory"]) {
+            let mut resources = ResourceMutation::default();
+            if let Some(mem) = r.get("memory") {
+                let mp = r.path_of("memory");
+                if let Some(mf) = dec.fields(mem, &mp, &["factor", "static"]) {
+                    let factor = mf.get("factor").and_then(|v| dec.float(v, &mf.path_of("factor")));
+                    let fixed = mf.get("static").and_then(|v| dec.string(v, &mf.path_of("static")));
+                    resources.memory = Some(MemoryBump { factor, fixed });
+                }
+            }
+            m.resources = Some(resources);
+        }
+    }
+    Some(m)
+}
+
+// ---------------------------------------------------------------------------------------
+// Queue
+
+const QUEUE_FIELDS: [&str; 10] = [
+    "apiVersion",
+    "kind",
+    "name",
+    "priorityFactor",
+    "userOwners",
+    "groupOwners",
+    "labels",
+    "cordoned",
+    "retryPolicies",
+    "permissions",
+];
+
+fn decode_queue(dec: &mut Decoder, node: &Node) -> Option<Queue> {
+    let f = dec.fields(node, "", &QUEUE_FIELDS)?;
+    let mut q = Queue::default();
+    if let Some(n) = dec.require(&f, node, "name") {
+        q.name = dec.string(n, "name").unwrap_or_default();
+    }
+    if let Some(n) = f.get("priorityFactor") {
+        q.priority_factor = dec.float(n, "priorityFactor").unwrap_or(1.0);
+    }
+    if let Some(n) = f.get("userOwners") {
+        q.user_owners = dec.strings(n, "userOwners").unwrap_or_default();
+    }
+    if let Some(n) = f.get("groupOwners") {
+        q.group_owners = dec.strings(n, "groupOwners").unwrap_or_default();
+    }
+    if let Some(n) = f.get("cordoned") {
+        q.cordoned = dec.bool(n, "cordoned").unwrap_or(false);
+    }
+    if let Some(n) = f.get("retryPolicies") {
+        q.retry_policies = dec.strings(n, "retryPolicies").unwrap_or_default();
+    }
+    if let Some(n) = f.get("labels") {
+        if let Value::Map(entries) = &n.value {
+            for (k, v) in entries {
+                let key = k.as_scalar().unwrap_or_default().to_string();
+                let value = if v.is_null() {
+                    Some(String::new())
+                } else {
+                    dec.string(v, &join("labels", &key))
+                };
+                if let Some(value) = value {
+                    q.labels.insert(key, value);
+                }
+            }
+        } else {
+            dec.error(
+                n,
+                "invalid-type",
+                "labels",
+                format!("expected a mapping, found a {}", n.kind_name()),
+            );
+        }
+    }
+    if let Some(n) = f.get("permissions") {
+        if let Some(items) = dec.seq(n, "permissions") {
+            for (i, item) in items.iter().enumerate() {
+                let p = index("permissions", i);
+                let Some(pf) = dec.fields(item, &p, &["subjects", "verbs"]) else {
+                    continue;
+                };
+                let mut perm = Permission::default();
+                if let Some(v) = pf.get("verbs") {
+                    perm.verbs = dec.strings(v, &pf.path_of("verbs")).unwrap_or_default();
+                }
+                if let Some(s) = pf.get("subjects") {
+                    let sp = pf.path_of("subjects");
+                    if let Some(subjects) = dec.seq(s, &sp) {
+                        for (j, subject) in subjects.iter().enumerate() {
+                            let subp = index(&sp, j);
+                            let Some(sf) = dec.fields(subject, &subp, &["kind", "name"]) else {
+                                continue;
+                            };
+                            let kind = dec.require(&sf, subject, "kind").and_then(|k| {
+                                dec.enumeration(k, &sf.path_of("kind"), &["User", "Group"], |t| {
+                                    matches!(t, "User" | "Group").then(|| t.to_string())
+                                })
+                            });
+                            let name = dec
+                                .require(&sf, subject, "name")
+                                .and_then(|k| dec.string(k, &sf.path_of("name")));
+                            if let (Some(kind), Some(name)) = (kind, name) {
+                                perm.subjects.push(Subject { kind, name });
+                            }
+                        }
+                    }
+                }
+                q.permissions.push(perm);
+            }
+        }
+    }
+    Some(q)
+}
+
+/// Reads the fields of a mapping for callers outside this module (history, scheduler).
+pub fn fields<'n>(dec: &mut Decoder, node: &'n Node, path: &str, allowed: &[&str]) -> Option<Fields<'n>> {
+    dec.fields(node, path, allowed)
+}

@@ -1,0 +1,210 @@
+//! Go-style durations (`300ms`, `10s`, `1h30m`), as the Armada scheduler config writes them.
+//!
+//! Owns: parsing and canonical formatting of [`GoDuration`]. Must not: read clocks.
+
+use std::fmt;
+
+/// A non-negative duration in nanoseconds, written Go-style.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct GoDuration(pub u64);
+
+const NS: u64 = 1;
+const US: u64 = 1_000;
+const MS: u64 = 1_000_000;
+const S: u64 = 1_000_000_000;
+const M: u64 = 60 * S;
+const H: u64 = 60 * M;
+
+impl GoDuration {
+    pub const ZERO: GoDuration = GoDuration(0);
+
+    pub fn from_secs(s: u64) -> Self {
+        GoDuration(s.saturating_mul(S))
+    }
+
+    pub fn from_millis(ms: u64) -> Self {
+        GoDuration(ms.saturating_mul(MS))
+    }
+
+    pub fn as_nanos(self) -> u64 {
+        self.0
+    }
+
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / S as f64
+    }
+
+    /// Parses `1h30m`, `1.5s`, `300ms`, `0`. Negative values parse (so that the validator can
+    /// say "must not be negative") and come back as `Err(Negative)`.
+    pub fn parse(text: &str) -> Result<GoDuration, DurationError> {
+        let s = text.trim();
+        if s.is_empty() {
+            return Err(DurationError::Invalid);
+        }
+        let (negative, mut rest) = match s.as_bytes()[0] {
+            b'-' => (true, &s[1..]),
+            b'+' => (false, &s[1..]),
+            _ => (false, s),
+        };
+        if rest == "0" {
+            return Ok(GoDuration::ZERO);
+        }
+        if rest.is_empty() {
+            return Err(DurationError::Invalid);
+        }
+        let mut total: u128 = 0;
+        while !rest.is_empty() {
+            let num_end = rest
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .ok_or(DurationError::MissingUnit)?;
+            let number = &rest[..num_end];
+            if number.is_empty() || number == "." || number.matches('.').count() > 1 {
+                return Err(DurationError::Invalid);
+            }
+            rest = &rest[num_end..];
+            let unit_end = rest
+                .find(|c: char| c.is_ascii_digit() || c == '.')
+                .unwrap_or(rest.len());
+            let unit = match &rest[..unit_end] {
+                "ns" => NS,
+                "us" | "µs" | "μs" => US,
+                "ms" => MS,
+                "s" => S,
+                "m" => M,
+                "h" => H,
+                other => return Err(DurationError::UnknownUnit(other.to_string())),
+            };
+            rest = &rest[unit_end..];
+            let (whole, frac) = number.split_once('.').unwrap_or((number, ""));
+            let whole: u128 = if whole.is_empty() {
+                0
+            } else {
+                whole.parse().map_err(|_| DurationError::TooLarge)?
+            };
+            let mut value = whole.checked_mul(unit as u128).ok_or(DurationError::TooLarge)?;
+            let mut scale = unit as u128;
+            for digit in frac.bytes().take(18) {
+                scale /= 10;
+                value += (digit - b'0') as u128 * scale;
+            }
+            total = total.checked_add(value).ok_or(DurationError::TooLarge)?;
+            if total > u64::MAX as u128 {
+                return Err(DurationError::TooLarge);
+            }
+        }
+        if negative && total > 0 {
+            return Err(DurationError::Negative);
+        }
+        Ok(GoDuration(total as u64))
+    }
+}
+
+/// Serialized in its Go form (`1m30s`), as it is written in documents.
+impl serde::Serialize for GoDuration {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DurationError {
+    Invalid,
+    MissingUnit,
+    UnknownUnit(String),
+    Negative,
+    TooLarge,
+}
+
+impl fmt::Display for DurationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DurationError::Invalid => write!(f, "expected a duration such as `300ms`, `10s`, `5m` or `1h30m`"),
+            DurationError::MissingUnit => write!(
+                f,
+                "missing unit; expected a duration such as `10s` (units: `ns`, `us`, `ms`, `s`, `m`, `h`)"
+            ),
+            DurationError::UnknownUnit(u) => {
+                write!(f, "unknown unit `{u}`; expected one of `ns`, `us`, `ms`, `s`, `m`, `h`")
+            }
+            DurationError::Negative => write!(f, "must not be negative"),
+            DurationError::TooLarge => write!(f, "too large"),
+        }
+    }
+}
+
+impl fmt::Display for GoDuration {
+    /// Canonical form: largest units first, zero parts left out (`1h30m`, `1m30s`, `1.5s`,
+    /// `300ms`, `0s`). `parse(format(d)) == d` for every `d`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0;
+        if n == 0 {
+            return write!(f, "0s");
+        }
+        if n < S {
+            return if n % MS == 0 {
+                write!(f, "{}ms", n / MS)
+            } else if n % US == 0 {
+                write!(f, "{}us", n / US)
+            } else {
+                write!(f, "{n}ns")
+            };
+        }
+        let h = n / H;
+        let m = (n % H) / M;
+        let rem = n % M;
+        if h > 0 {
+            write!(f, "{h}h")?;
+        }
+        if m > 0 {
+            write!(f, "{m}m")?;
+        }
+        if rem > 0 {
+            let secs = rem / S;
+            let frac = rem % S;
+            if frac == 0 {
+                write!(f, "{secs}s")?;
+            } else {
+                let digits = format!("{frac:09}");
+                write!(f, "{secs}.{}s", digits.trim_end_matches('0'))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_go_forms() {
+        assert_eq!(GoDuration::parse("10s"), Ok(GoDuration::from_secs(10)));
+        assert_eq!(GoDuration::parse("1h30m"), Ok(GoDuration::from_secs(5400)));
+        assert_eq!(GoDuration::parse("1.5s"), Ok(GoDuration::from_millis(1500)));
+        assert_eq!(GoDuration::parse("300ms"), Ok(GoDuration::from_millis(300)));
+        assert_eq!(GoDuration::parse("0"), Ok(GoDuration::ZERO));
+        assert_eq!(GoDuration::parse("0s"), Ok(GoDuration::ZERO));
+        assert_eq!(GoDuration::parse("10"), Err(DurationError::MissingUnit));
+        assert_eq!(GoDuration::parse("-5s"), Err(DurationError::Negative));
+        assert_eq!(GoDuration::parse("5d"), Err(DurationError::UnknownUnit("d".into())));
+        assert_eq!(GoDuration::parse("s"), Err(DurationError::Invalid));
+        assert!(GoDuration::parse("99999999999999999999h").is_err());
+    }
+
+    #[test]
+    fn formats_canonically_and_round_trips() {
+        for (n, text) in [
+            (0, "0s"),
+            (5400 * S, "1h30m"),
+            (90 * S, "1m30s"),
+            (1500 * MS, "1.5s"),
+            (300 * MS, "300ms"),
+            (7, "7ns"),
+            (H + 1, "1h0.000000001s"),
+        ] {
+            let d = GoDuration(n);
+            assert_eq!(d.to_string(), text);
+            assert_eq!(GoDuration::parse(text), Ok(d));
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! Typed resources → documents (`apiVersion`, `kind`, body) as ordered JSON values, which the
+//! output layer prints as YAML or JSON.
+//!
+//! Owns: the canonical document form of each kind, in both policy dialects. The key order is
+//! fixed so that output, `diff` and round-trips are stable. Must not: print or do I/O.
+
+use serde_json::{json, Map, Value};
+
+use super::document::{ApiVersion, API_V1, API_V1BETA1};
+use super::policy::{Backoff, Mutation, RetryPolicy, Rule};
+use super::queue::Queue;
+
+/// A policy as a document of `version`. `Err` lists the fields that do not fit v1beta1.
+pub fn policy_document(policy: &RetryPolicy, version: ApiVersion) -> Result<Value, Vec<String>> {
+    match version {
+        ApiVersion::V1 => Ok(policy_v1(policy)),
+        ApiVersion::V1beta1 => policy_v1beta1(policy),
+    }
+}
+
+fn policy_v1(policy: &RetryPolicy) -> Value {
+    let mut spec = Map::new();
+    if let Some(limit) = policy.retry_limit {
+        spec.insert("retryLimit".into(), json!(limit));
+    }
+    spec.insert("defaultAction".into(), json!(policy.default_action.as_str()));
+    if let Some(b) = backoff(&policy.backoff) {
+        spec.insert("backoff".into(), b);
+    }
+    if let Some(mode) = policy.anti_affinity {
+        spec.insert("antiAffinity".into(), json!({ "mode": mode.as_str() }));
+    }
+    if !policy.rules.is_empty() {
+        spec.insert("rules".into(), Value::Array(policy.rules.iter().map(rule_v1).collect()));
+    }
+    json!({
+        "apiVersion": API_V1,
+        "kind": "RetryPolicy",
+        "metadata": { "name": policy.name },
+        "spec": spec,
+    })
+}
+
+fn rule_v1(rule: &Rule) -> Value {
+    let mut m = Map::new();
+    m.insert("action".into(), json!(rule.action.as_str()));
+    if let Some(c) = &rule.container_name {
+        m.insert("containerName".into(), json!(c));
+    }
+    if rule.include_init_containers {
+        m.insert("includeInitContainers".into(), json!(true));
+    }
+    if let Some(c) = &rule.on_conditions {
+        m.insert(
+            "onConditions".into(),
+            json!(c.iter().map(|c| c.as_str()).collect::<Vec<_>>()),
+        );
+    }
+    if let Some(e) = &rule.on_exit_codes {
+        m.insert(
+            "onExitCodes".into(),
+            json!({ "operator": e.operator.as_str(), "values": e.values }),
+        );
+    }
+    if let Some(p) = &rule.on_termination_message {
+        m.insert("onTerminationMessage".into(), json!({ "pattern": p }));
+    }
+    if let Some(c) = &rule.on_failure_category {
+        m.insert("onFailureCategory".into(), json!(c));
+    }
+    if let Some(c) = &rule.on_failure_subcategory {
+        m.insert("onFailureSubcategory".into(), json!(c));
+    }
+    if let Some(l) = rule.retry_limit {
+        m.insert("retryLimit".into(), json!(l));
+    }
+    if let Some(b) = backoff(&rule.backoff) {
+        m.insert("backoff".into(), b);
+    }
+    if let Some(mode) = rule.anti_affinity {
+        m.insert("antiAffinity".into(), json!({ "mode": mode.as_str() }));
+    }
+    if let Some(mutate) = &rule.mutate {
+        m.insert("mutate".into(), mutation(mutate));
+    }
+    Value::Object(m)
+}
+
+/// `None` when no field is set, so that an empty `backoff: {}` is not printed.
+pub fn backoff(b: &Backoff) -> Option<Value> {
+    let mut m = Map::new();
+    if let Some(d) = b.initial_delay {
+        m.insert("initialDelay".into(), json!(d.to_string()));
+    }
+    if let Some(d) = b.max_delay {
+        m.insert("maxDelay".into(), json!(d.to_string()));
+    }
+    if let Some(x) = b.multiplier {
+        m.insert("multiplier".into(), json!(x));
+    }
+    if let Some(x) = b.jitter {
+        m.insert("jitter".into(), json!(x));
+    }
+    (!m.is_empty()).then_some(Value::Object(m))
+}
+
+pub fn mutation(mutate: &Mutation) -> Value {
+    let mut m = Map::new();
+    if let Some(a) = &mutate.affinity {
+        m.insert("affinity".into(), json!({ "avoidSameNode": a.avoid_same_node }));
+    }
+    if let Some(r) = &mutate.resources {
+        let mut resources = Map::new();
+        if let Some(mem) = &r.memory {
+            let mut bump = Map::new();
+            if let Some(s) = &mem.fixed {
+                bump.insert("static".into(), json!(s));
+            }
+            if let Some(f) = mem.factor {
+                bump.insert("factor".into(), json!(f));
+            }
+            resources.insert("memory".into(), Value::Object(bump));
+        }
+        m.insert("resources".into(), Value::Object(resources));
+    }
+    Value::Object(m)
+}
+
+fn policy_v1beta1(policy: &RetryPolicy) -> Result<Value, Vec<String>> {
+    let misfits = policy.upstream_incompatibilities();
+    if !misfits.is_empty() {
+        return Err(misfits);
+    }
+    let mut m = Map::new();
+    m.insert("apiVersion".into(), json!(API_V1BETA1));
+    m.insert("kind".into(), json!("RetryPolicy"));
+    m.insert("name".into(), json!(policy.name));
+    m.insert("retryLimit".into(), json!(policy.retry_limit.unwrap_or(0)));
+    m.insert("defaultAction".into(), json!(policy.default_action.as_str()));
+    let rules: Vec<Value> = policy
+        .rules
+        .iter()
+        .map(|r| {
+            let mut rm = Map::new();
+            rm.insert("action".into(), json!(r.action.as_str()));
+            if let Some(c) = r.on_failure_category.as_ref().and_then(|c| c.first()) {
+                rm.insert("onCategory".into(), json!(c));
+            }
+            if let Some(s) = r.on_failure_subcategory.as_ref().and_then(|s| s.first()) {
+                rm.insert("onSubcategory".into(), json!(s));
+            }
+            if let Some(mutate) = &r.mutate {
+                rm.insert("mutate".into(), mutation(mutate));
+            }
+            Value::Object(rm)
+        })
+        .collect();
+    if !rules.is_empty() {
+        m.insert("rules".into(), Value::Array(rules));
+    }
+    Ok(Value::Object(m))
+}
+
+/// A queue as a `armadaproject.io/v1beta1` document (upstream's only queue version).
+pub fn queue_document(queue: &Queue) -> Value {
+    let mut m = Map::new();
+    m.insert("apiVersion".into(), json!(API_V1BETA1));
+    m.insert("kind".into(), json!("Queue"));
+    m.insert("name".into(), json!(queue.name));
+    m.insert("priorityFactor".into(), json!(queue.priority_factor));
+    if !queue.user_owners.is_empty() {
+        m.insert("userOwners".into(), json!(queue.user_owners));
+    }
+    if !queue.group_owners.is_empty() {
+        m.insert("groupOwners".into(), json!(queue.group_owners));
+    }
+    if !queue.labels.is_empty() {
+        m.insert("labels".into(), json!(queue.labels));
+    }
+    if queue.cordoned {
+        m.insert("cordoned".into(), json!(true));
+    }
+    if !queue.retry_policies.is_empty() {
+        m.insert("retryPolicies".into(), json!(queue.retry_policies));
+    }
+    if !queue.permissions.is_empty() {
+        let perms: Vec<Value> = queue
+            .permissions
+            .iter()
+            .map(|p| {
+                json!({
+                    "subjects": p.subjects.iter().map(|s| json!({"kind": s.kind, "name": s.name})).collect::<Vec<_>>(),
+                    "verbs": p.verbs,
+                })
+            })
+            .collect();
+        m.insert("permissions".into(), Value::Array(perms));
+    }
+    Value::Object(m)
+}
+
+/// YAML text of a document value.
+pub fn to_yaml(value: &Value) -> String {
+    serde_yaml::to_string(value).unwrap_or_else(|e| format!("# cannot render as YAML: {e}\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::document::parse_documents;
+    use crate::model::Resource;
+
+    #[test]
+    fn v1_round_trip() {
+        let text = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 3\n  backoff: {initialDelay: 10s, multiplier: 2.0}\n  rules:\n  - action: Retry\n    onExitCodes: {operator: In, values: [137]}\n    mutate: {resources: {memory: {factor: 1.5}}}\n";
+        let parsed = parse_documents(text, None);
+        let Some(Resource::RetryPolicy(p)) = &parsed.documents[0].resource else {
+            panic!("{parsed:?}")
+        };
+        let yaml = to_yaml(&policy_document(p, ApiVersion::V1).unwrap());
+        let again = parse_documents(&yaml, None);
+        assert_eq!(again.documents[0].resource, parsed.documents[0].resource, "{yaml}");
+    }
+}

@@ -1,0 +1,259 @@
+//! Lint (SPEC §1.5): findings that are legal but almost certainly not what the author meant.
+//!
+//! Owns: the warnings, within a policy (shadowed rules, settings with no effect, zero
+//! limits, patterns matching the empty string, over-broad `NotIn`) and across documents
+//! (scheduler limits, the default policy's presence, upstream fit). Must not: produce
+//! errors (`--strict` is the caller's business) or do I/O.
+
+use std::collections::HashSet;
+
+use crate::diag::{index, quote, Diagnostic};
+
+use super::document::{ApiVersion, Document, Resource};
+use super::policy::{Action, ExitCodes, Operator, RetryPolicy, Rule};
+use super::validate::compile_pattern;
+
+/// Context the warnings may use.
+#[derive(Debug, Clone, Default)]
+pub struct LintOptions {
+    /// From `--scheduler-config`: limits above it are capped.
+    pub global_max_retries: Option<u32>,
+    /// From `--scheduler-config`: must be among the documents.
+    pub default_policy_name: Option<String>,
+    /// The policies are headed for an upstream Armada server (§5.1).
+    pub upstream: bool,
+}
+
+/// Warnings for one policy, in wire-layout paths (`rules[1]`).
+pub fn lint_policy(policy: &RetryPolicy, options: &LintOptions) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for (i, rule) in policy.rules.iter().enumerate() {
+        let path = index("rules", i);
+        if let Some(j) = policy.rules[..i].iter().position(|earlier| covers(earlier, rule)) {
+            out.push(Diagnostic::warning(
+                "shadowed-rule",
+                &path,
+                format!("rule {i} can never match: rule {j} comes first and matches every failure it matches"),
+            ));
+        }
+        if rule.action == Action::Fail {
+            let mut useless = Vec::new();
+            if rule.retry_limit.is_some() {
+                useless.push("retryLimit");
+            }
+            if !rule.backoff.is_empty() {
+                useless.push("backoff");
+            }
+            if rule.anti_affinity.is_some() {
+                useless.push("antiAffinity");
+            }
+            if rule.mutate.is_some() {
+                useless.push("mutate");
+            }
+            for field in useless {
+                out.push(Diagnostic::warning(
+                    "no-effect",
+                    format!("{path}.{field}"),
+                    format!("`{field}` has no effect on a `Fail` rule"),
+                ));
+            }
+        } else {
+            let limit = rule.retry_limit.or(policy.retry_limit);
+            if limit == Some(0) {
+                let from = if rule.retry_limit.is_some() {
+                    "its own `retryLimit`"
+                } else {
+                    "the policy's `retryLimit`"
+                };
+                out.push(Diagnostic::warning(
+                    "zero-limit",
+                    &path,
+                    format!("this `Retry` rule never retries: its effective limit is 0 (from {from})"),
+                ));
+            }
+            if let (Some(global), Some(limit)) = (options.global_max_retries, limit) {
+                if limit > global {
+                    out.push(Diagnostic::warning(
+                        "limit-above-global",
+                        format!("{path}.retryLimit"),
+                        format!("limit `{limit}` is above the scheduler's globalMaxRetries `{global}`; it is capped at {global}"),
+                    ));
+                }
+            }
+        }
+        if let Some(pattern) = &rule.on_termination_message {
+            if compile_pattern(pattern).is_ok_and(|re| re.is_match("")) {
+                out.push(Diagnostic::warning(
+                    "empty-match-pattern",
+                    format!("{path}.onTerminationMessage.pattern"),
+                    format!("pattern {} matches the empty string, but a failure without a termination message never matches: this rule only matches failures that carry a message", quote(pattern)),
+                ));
+            }
+        }
+        if let Some(ExitCodes {
+            operator: Operator::NotIn,
+            values,
+        }) = &rule.on_exit_codes
+        {
+            let narrowed = rule.on_conditions.is_some()
+                || rule.on_failure_category.is_some()
+                || rule.on_termination_message.is_some();
+            if !narrowed && values.len() < 128 {
+                out.push(Diagnostic::warning(
+                    "broad-not-in",
+                    format!("{path}.onExitCodes"),
+                    format!("`NotIn` with {} value(s) matches every other non-zero exit code ({} of 255), application bugs included; list the codes to match with `In`", values.len(), 255 - values.len()),
+                ));
+            }
+        }
+    }
+    if let (Some(global), Some(limit)) = (options.global_max_retries, policy.retry_limit) {
+        if limit > global {
+            out.push(Diagnostic::warning(
+                "limit-above-global",
+                "retryLimit",
+                format!(
+                    "limit `{limit}` is above the scheduler's globalMaxRetries `{global}`; it is capped at {global}"
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// Whether `earlier` matches every failure `later` matches, with the same container
+/// selection. Conservative: `false` whenever coverage cannot be shown.
+pub fn covers(earlier: &Rule, later: &Rule) -> bool {
+    if !earlier.has_matcher()
+        || earlier.container_name != later.container_name
+        || earlier.include_init_containers != later.include_init_containers
+    {
+        return false;
+    }
+    let subset = |e: &Option<Vec<String>>, l: &Option<Vec<String>>| match (e, l) {
+        (None, _) => true,
+        (Some(e), Some(l)) => l.iter().all(|x| e.contains(x)),
+        (Some(_), None) => false,
+    };
+    let conditions = match (&earlier.on_conditions, &later.on_conditions) {
+        (None, _) => true,
+        (Some(e), Some(l)) => l.iter().all(|x| e.contains(x)),
+        (Some(_), None) => false,
+    };
+    let exit_codes = match (&earlier.on_exit_codes, &later.on_exit_codes) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(e), Some(l)) => {
+            let ev: HashSet<i64> = e.values.iter().copied().collect();
+            match (e.operator, l.operator) {
+                (Operator::In, Operator::In) => l.values.iter().all(|v| ev.contains(v)),
+                (Operator::NotIn, Operator::NotIn) => e.values.iter().all(|v| l.values.contains(v)),
+                (Operator::NotIn, Operator::In) => l.values.iter().all(|v| !ev.contains(v)),
+                (Operator::In, Operator::NotIn) => false,
+            }
+        }
+    };
+    let message = match (&earlier.on_termination_message, &later.on_termination_message) {
+        (None, _) => true,
+        (Some(e), Some(l)) => e == l,
+        (Some(_), None) => false,
+    };
+    conditions
+        && exit_codes
+        && message
+        && subset(&earlier.on_failure_category, &later.on_failure_category)
+        && subset(&earlier.on_failure_subcategory, &later.on_failure_subcategory)
+}
+
+/// Adds warnings to every valid document, then the cross-document ones.
+pub fn lint_documents<'a>(documents: impl IntoIterator<Item = &'a mut Document>, options: &LintOptions) {
+    let mut documents: Vec<&mut Document> = documents.into_iter().collect();
+    let mut policy_names = HashSet::new();
+    for doc in documents.iter_mut() {
+        if !doc.is_valid() {
+            continue;
+        }
+        let (Some(Resource::RetryPolicy(policy)), Some(version)) = (&doc.resource, doc.api_version) else {
+            continue;
+        };
+        policy_names.insert(policy.name.clone());
+        let mut found = lint_policy(policy, options);
+        if options.upstream && version == ApiVersion::V1 && policy.retry_limit.is_none() {
+            found.push(Diagnostic::warning(
+                "upstream-missing-retry-limit",
+                "retryLimit",
+                "no `spec.retryLimit`: an upstream Armada server reads an absent limit as 0 (never retry); set it explicitly",
+            ));
+        }
+        for d in found {
+            let path = super::document::document_path(&d.path, super::document::Kind::RetryPolicy, version);
+            doc.push(Diagnostic { path, ..d });
+        }
+    }
+    if let Some(default) = &options.default_policy_name {
+        if !policy_names.contains(default) {
+            if let Some(first) = documents.first_mut() {
+                first.push(Diagnostic::warning(
+                    "unknown-default-policy",
+                    "",
+                    format!(
+                        "the scheduler's defaultPolicyName {} is not among the documents",
+                        quote(default)
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::policy::Condition;
+
+    fn rule(conditions: &[Condition]) -> Rule {
+        Rule {
+            action: Action::Retry,
+            on_conditions: Some(conditions.to_vec()),
+            ..Rule::default()
+        }
+    }
+
+    #[test]
+    fn shadowing() {
+        let broad = rule(&[Condition::OOMKilled, Condition::Evicted]);
+        let narrow = rule(&[Condition::OOMKilled]);
+        assert!(covers(&broad, &narrow));
+        assert!(!covers(&narrow, &broad));
+        let mut other_container = narrow.clone();
+        other_container.container_name = Some("main".into());
+        assert!(!covers(&broad, &other_container));
+        let in_codes = |op, v: &[i64]| Rule {
+            on_exit_codes: Some(ExitCodes {
+                operator: op,
+                values: v.to_vec(),
+            }),
+            ..Rule::default()
+        };
+        assert!(covers(
+            &in_codes(Operator::In, &[137, 143]),
+            &in_codes(Operator::In, &[137])
+        ));
+        assert!(covers(
+            &in_codes(Operator::NotIn, &[1]),
+            &in_codes(Operator::In, &[137])
+        ));
+        assert!(!covers(
+            &in_codes(Operator::NotIn, &[137]),
+            &in_codes(Operator::In, &[137])
+        ));
+        assert!(covers(
+            &in_codes(Operator::NotIn, &[1]),
+            &in_codes(Operator::NotIn, &[1, 2])
+        ));
+        assert!(!covers(
+            &in_codes(Operator::In, &[1]),
+            &in_codes(Operator::NotIn, &[1, 2])
+        ));
+    }
+}

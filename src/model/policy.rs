@@ -1,0 +1,272 @@
+//! The RetryPolicy resource model: one internal type for both dialects (`armadaproject.io/v1`
+//! and upstream's flat `armadaproject.io/v1beta1`).
+//!
+//! Owns: the types. `None` always means "not set, inherit" (§2.4, §2.5), which is why limits
+//! and backoff fields are options. Must not: parse text, validate, or do I/O.
+
+use serde::Serialize;
+
+use super::duration::GoDuration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
+pub enum Action {
+    #[default]
+    Fail,
+    Retry,
+}
+
+impl Action {
+    pub const NAMES: [&'static str; 2] = ["Retry", "Fail"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Fail => "Fail",
+            Action::Retry => "Retry",
+        }
+    }
+
+    /// Accepts `Retry`/`Fail` in any case, upstream's wire names `RETRY_ACTION_RETRY` /
+    /// `RETRY_ACTION_FAIL` in any case, and upstream's enum numbers `1` (Fail) and `2` (Retry).
+    pub fn parse(text: &str) -> Option<Action> {
+        let upper = text.trim().to_ascii_uppercase();
+        let name = upper.strip_prefix("RETRY_ACTION_").unwrap_or(&upper);
+        match name {
+            "FAIL" | "1" => Some(Action::Fail),
+            "RETRY" | "2" => Some(Action::Retry),
+            _ => None,
+        }
+    }
+}
+
+/// Pod and container conditions a rule can match (`onConditions`). Case-sensitive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum Condition {
+    OOMKilled,
+    Evicted,
+    Preempted,
+    DeadlineExceeded,
+    Unschedulable,
+}
+
+impl Condition {
+    pub const ALL: [Condition; 5] = [
+        Condition::OOMKilled,
+        Condition::Evicted,
+        Condition::Preempted,
+        Condition::DeadlineExceeded,
+        Condition::Unschedulable,
+    ];
+    pub const NAMES: [&'static str; 5] = ["OOMKilled", "Evicted", "Preempted", "DeadlineExceeded", "Unschedulable"];
+
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    pub fn parse(text: &str) -> Option<Condition> {
+        Self::NAMES.iter().position(|n| *n == text).map(|i| Self::ALL[i])
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Operator {
+    In,
+    NotIn,
+}
+
+impl Operator {
+    pub const NAMES: [&'static str; 2] = ["In", "NotIn"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operator::In => "In",
+            Operator::NotIn => "NotIn",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Operator> {
+        match text {
+            "In" => Some(Operator::In),
+            "NotIn" => Some(Operator::NotIn),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExitCodes {
+    pub operator: Operator,
+    pub values: Vec<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AntiAffinityMode {
+    #[default]
+    None,
+    Node,
+}
+
+impl AntiAffinityMode {
+    pub const NAMES: [&'static str; 2] = ["none", "node"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AntiAffinityMode::None => "none",
+            AntiAffinityMode::Node => "node",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<AntiAffinityMode> {
+        match text {
+            "none" => Some(AntiAffinityMode::None),
+            "node" => Some(AntiAffinityMode::Node),
+            _ => None,
+        }
+    }
+}
+
+/// Every field optional: each resolves on its own, rule → policy → scheduler → built-in.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Backoff {
+    pub initial_delay: Option<GoDuration>,
+    pub max_delay: Option<GoDuration>,
+    pub multiplier: Option<f64>,
+    pub jitter: Option<f64>,
+}
+
+impl Backoff {
+    pub fn is_empty(&self) -> bool {
+        *self == Backoff::default()
+    }
+}
+
+/// `mutate`, shaped exactly like upstream's `RetryMutation` so that it round-trips.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mutation {
+    pub affinity: Option<AffinityMutation>,
+    pub resources: Option<ResourceMutation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AffinityMutation {
+    pub avoid_same_node: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceMutation {
+    pub memory: Option<MemoryBump>,
+}
+
+/// Exactly one of the two must be set; the validator checks it, the type does not, so that a
+/// document with both still decodes and gets a precise error.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryBump {
+    pub factor: Option<f64>,
+    #[serde(rename = "static")]
+    pub fixed: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rule {
+    pub action: Action,
+    pub container_name: Option<String>,
+    pub include_init_containers: bool,
+    /// `Some(empty)` is kept so that the validator can say "must not be empty".
+    pub on_conditions: Option<Vec<Condition>>,
+    pub on_exit_codes: Option<ExitCodes>,
+    /// The regular expression of `onTerminationMessage.pattern`.
+    pub on_termination_message: Option<String>,
+    pub on_failure_category: Option<Vec<String>>,
+    pub on_failure_subcategory: Option<Vec<String>>,
+    pub retry_limit: Option<u32>,
+    pub backoff: Backoff,
+    pub anti_affinity: Option<AntiAffinityMode>,
+    pub mutate: Option<Mutation>,
+}
+
+impl Rule {
+    /// Whether any `on*` matcher is set.
+    pub fn has_matcher(&self) -> bool {
+        self.on_conditions.is_some()
+            || self.on_exit_codes.is_some()
+            || self.on_termination_message.is_some()
+            || self.on_failure_category.is_some()
+            || self.on_failure_subcategory.is_some()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryPolicy {
+    pub name: String,
+    /// `None`: each rule's limit falls back to `globalMaxRetries` (v1 only; v1beta1 reads an
+    /// absent limit as 0).
+    pub retry_limit: Option<u32>,
+    pub default_action: Action,
+    pub backoff: Backoff,
+    pub anti_affinity: Option<AntiAffinityMode>,
+    pub rules: Vec<Rule>,
+}
+
+impl RetryPolicy {
+    /// The design-dialect fields this policy uses that upstream Armada cannot store, as
+    /// field paths (`rules[0].onExitCodes`). Empty when the policy fits upstream's
+    /// category-only model. An unset `retryLimit` counts: upstream would read it as 0.
+    pub fn upstream_incompatibilities(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.retry_limit.is_none() {
+            out.push("retryLimit".to_string());
+        }
+        if !self.backoff.is_empty() {
+            out.push("backoff".to_string());
+        }
+        if self.anti_affinity.is_some() {
+            out.push("antiAffinity".to_string());
+        }
+        for (i, rule) in self.rules.iter().enumerate() {
+            let p = |f: &str| format!("rules[{i}].{f}");
+            if rule.container_name.is_some() {
+                out.push(p("containerName"));
+            }
+            if rule.include_init_containers {
+                out.push(p("includeInitContainers"));
+            }
+            if rule.on_conditions.is_some() {
+                out.push(p("onConditions"));
+            }
+            if rule.on_exit_codes.is_some() {
+                out.push(p("onExitCodes"));
+            }
+            if rule.on_termination_message.is_some() {
+                out.push(p("onTerminationMessage"));
+            }
+            match &rule.on_failure_category {
+                None => out.push(p("onFailureCategory (upstream requires one category)")),
+                Some(c) if c.len() != 1 => out.push(p("onFailureCategory (more than one category)")),
+                _ => {}
+            }
+            if let Some(s) = &rule.on_failure_subcategory {
+                if s.len() > 1 {
+                    out.push(p("onFailureSubcategory (more than one subcategory)"));
+                }
+            }
+            if rule.retry_limit.is_some() {
+                out.push(p("retryLimit"));
+            }
+            if !rule.backoff.is_empty() {
+                out.push(p("backoff"));
+            }
+            if rule.anti_affinity.is_some() {
+                out.push(p("antiAffinity"));
+            }
+        }
+        out
+    }
+}

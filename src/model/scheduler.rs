@@ -1,0 +1,154 @@
+//! The SchedulerConfig document (SPEC §3.1): the retry settings of an Armada scheduler config.
+//!
+//! Owns: the type and its decoding. A real Armada scheduler config file is accepted as is:
+//! keys outside `scheduling.retryPolicy` and `scheduling.maxAttemptedRuns` are ignored, and
+//! the `apiVersion`/`kind` envelope is optional. Inside `retryPolicy` decoding is strict.
+//! Must not: do I/O.
+
+use crate::diag::Diagnostic;
+use crate::yaml::{self, Node};
+
+use super::decode::Decoder;
+use super::policy::Backoff;
+use super::validate;
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SchedulerConfig {
+    /// `scheduling.retryPolicy.enabled`; `None` when the file does not say (simulate then
+    /// assumes enabled, since simulating a disabled engine is rarely the point).
+    pub enabled: Option<bool>,
+    pub global_max_retries: Option<u32>,
+    pub default_policy_name: Option<String>,
+    pub default_backoff: Backoff,
+    /// `scheduling.maxAttemptedRuns` (legacy requeue bound, default 5).
+    pub max_attempted_runs: Option<u32>,
+}
+
+const RETRY_POLICY_FIELDS: [&str; 4] = ["enabled", "globalMaxRetries", "defaultPolicyName", "defaultBackoff"];
+
+pub fn decode_scheduler_config(dec: &mut Decoder, node: &Node) -> Option<SchedulerConfig> {
+    let mut config = SchedulerConfig::default();
+    let Some(scheduling) = node.get("scheduling") else {
+        return Some(config);
+    };
+    if let Some(n) = scheduling.get("maxAttemptedRuns").filter(|n| !n.is_null()) {
+        config.max_attempted_runs = dec.u32(n, "scheduling.maxAttemptedRuns");
+    }
+    let Some(rp) = scheduling.get("retryPolicy").filter(|n| !n.is_null()) else {
+        return Some(config);
+    };
+    let f = dec.fields(rp, "scheduling.retryPolicy", &RETRY_POLICY_FIELDS)?;
+    if let Some(n) = f.get("enabled") {
+        config.enabled = dec.bool(n, &f.path_of("enabled"));
+    }
+    if let Some(n) = f.get("globalMaxRetries") {
+        config.global_max_retries = dec.u32(n, &f.path_of("globalMaxRetries"));
+    }
+    if let Some(n) = f.get("defaultPolicyName") {
+        config.default_policy_name = dec.string(n, &f.path_of("defaultPolicyName")).filter(|s| !s.is_empty());
+    }
+    if let Some(n) = f.get("defaultBackoff") {
+        let p = f.path_of("defaultBackoff");
+        if let Some(b) = dec.fields(n, &p, &["initialDelay", "maxDelay", "multiplier", "jitter"]) {
+            if let Some(v) = b.get("initialDelay") {
+                config.default_backoff.initial_delay = dec.duration(v, &b.path_of("initialDelay"));
+            }
+            if let Some(v) = b.get("maxDelay") {
+                config.default_backoff.max_delay = dec.duration(v, &b.path_of("maxDelay"));
+            }
+            if let Some(v) = b.get("multiplier") {
+                config.default_backoff.multiplier = dec.float(v, &b.path_of("multiplier"));
+            }
+            if let Some(v) = b.get("jitter") {
+                config.default_backoff.jitter = dec.float(v, &b.path_of("jitter"));
+            }
+        }
+    }
+    Some(config)
+}
+
+pub fn validate_scheduler_config(config: &SchedulerConfig) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    if let Some(name) = &config.default_policy_name {
+        if let Some(problem) = validate::name_problem(name) {
+            out.push(Diagnostic::error(
+                "invalid-name",
+                "scheduling.retryPolicy.defaultPolicyName",
+                problem,
+            ));
+        }
+    }
+    let probe = super::policy::RetryPolicy {
+        name: "x".into(),
+        backoff: config.default_backoff,
+        ..Default::default()
+    };
+    for d in validate::validate_policy(&probe) {
+        out.push(Diagnostic {
+            path: d.path.replacen("backoff", "scheduling.retryPolicy.defaultBackoff", 1),
+            ..d
+        });
+    }
+    out
+}
+
+/// Reads a scheduler config file's text: the first document, with or without envelope.
+/// Errors carry positions.
+pub fn parse_scheduler_config(text: &str) -> Result<SchedulerConfig, Vec<Diagnostic>> {
+    let stream = yaml::parse_stream(text);
+    if let Some(e) = stream.error {
+        return Err(vec![Diagnostic::error(
+            "syntax",
+            "",
+            format!("invalid YAML: {}", e.message),
+        )
+        .at(e.pos)]);
+    }
+    let Some(node) = stream.documents.into_iter().find(|d| !d.is_null()) else {
+        return Ok(SchedulerConfig::default());
+    };
+    if node.get("kind").is_some() {
+        let doc = super::document::decode_document(node, 0, Some(&[super::Kind::SchedulerConfig]));
+        let errors: Vec<Diagnostic> = doc.diagnostics.into_iter().filter(Diagnostic::is_error).collect();
+        return match doc.resource {
+            Some(super::Resource::SchedulerConfig(c)) if errors.is_empty() => Ok(c),
+            _ => Err(errors),
+        };
+    }
+    let mut dec = Decoder::default();
+    let config = decode_scheduler_config(&mut dec, &node);
+    let mut errors: Vec<Diagnostic> = dec.diagnostics;
+    if let Some(c) = &config {
+        for d in validate_scheduler_config(c) {
+            let pos = super::document::locate(&node, &d.path);
+            errors.push(Diagnostic { pos, ..d });
+        }
+    }
+    match config {
+        Some(c) if errors.is_empty() => Ok(c),
+        _ => Err(errors),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_config_with_other_keys() {
+        let text = "grpc:\n  port: 50052\nscheduling:\n  maxRetries: 3\n  maxAttemptedRuns: 4\n  retryPolicy:\n    enabled: true\n    globalMaxRetries: 20\n    defaultPolicyName: default\n    defaultBackoff: {initialDelay: 0s, maxDelay: 10m, multiplier: 2.0}\n  nodeIdLabel: kubernetes.io/hostname\n";
+        let c = parse_scheduler_config(text).unwrap();
+        assert_eq!(c.global_max_retries, Some(20));
+        assert_eq!(c.enabled, Some(true));
+        assert_eq!(c.max_attempted_runs, Some(4));
+        assert_eq!(c.default_policy_name.as_deref(), Some("default"));
+    }
+
+    #[test]
+    fn typo_inside_retry_policy_is_an_error() {
+        let text = "scheduling:\n  retryPolicy:\n    globalMaxRetry: 20\n";
+        let e = parse_scheduler_config(text).unwrap_err();
+        assert!(e[0].message.contains("did you mean `globalMaxRetries`"), "{e:?}");
+        assert_eq!(e[0].pos.unwrap().line, 3);
+    }
+}

@@ -1,0 +1,1 @@
+//! `retryctl serve`: a local Armada-compatible REST server over SQLite. (Placeholder.)
