@@ -31,15 +31,15 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result
     match cli.command {
         Command::Validate(args) => commands::validate::run(&mut ctx, &args),
         Command::Completion(args) => commands::completion::run(&mut ctx, &args),
-        Command::Create(args) => commands::not_yet(&mut ctx, "create", &args),
-        Command::Get(args) => commands::not_yet(&mut ctx, "get", &args),
-        Command::Update(args) => commands::not_yet(&mut ctx, "update", &args),
-        Command::Apply(args) => commands::not_yet(&mut ctx, "apply", &args),
-        Command::Diff(args) => commands::not_yet(&mut ctx, "diff", &args),
-        Command::Delete(args) => commands::not_yet(&mut ctx, "delete", &args),
+        Command::Create(args) => commands::create::run(&mut ctx, &args),
+        Command::Get(args) => commands::get::run(&mut ctx, &args),
+        Command::Update(args) => commands::update::run(&mut ctx, &args),
+        Command::Apply(args) => commands::apply::run(&mut ctx, &args),
+        Command::Diff(args) => commands::diff::run(&mut ctx, &args),
+        Command::Delete(args) => commands::delete::run(&mut ctx, &args),
         Command::Simulate(args) => commands::not_yet(&mut ctx, "simulate", &args),
         Command::Serve(args) => commands::not_yet(&mut ctx, "serve", &args),
-        Command::Config(args) => commands::not_yet(&mut ctx, "config", &args),
-        Command::Version(args) => commands::not_yet(&mut ctx, "version", &args),
+        Command::Config(args) => commands::config::run(&mut ctx, &args),
+        Command::Version(args) => commands::version::run(&mut ctx, &args),
     }
 }

@@ -1,11 +1,813 @@
-//! The wire client: routes, JSON and status codes of the Armada REST API.
+//! The wire client: routes, JSON and status codes of the Armada REST API (SPEC §5).
 //!
-//! Owns: talking to a server (reqwest, blocking, rustls). Must not: know about clap, tables
-//! or output formats. (Placeholder until the client lands.)
+//! Owns: talking to a server (reqwest, blocking, rustls): the routes, the error body of §5
+//! mapped to [`ClientError`] and from there to exit codes, timeouts, retries of idempotent
+//! requests, the `-v` request log (credentials never printed), the server dialect (§5.1) with
+//! its pre-send refusal and post-write read-back. Must not: know about clap, tables or output
+//! formats, or decide wording beyond what a failed request means.
+//!
+//! Decisions where SPEC is silent:
+//! - Retries: GET/PUT/DELETE are tried at most 3 times, on connection errors and 503, with
+//!   a 200 ms then 400 ms pause. POST is never retried (it is not idempotent: a lost answer
+//!   to a create would turn into a 409 on the retry). Timeouts are not retried, so a command
+//!   against a hung server ends within about one `--timeout`.
+//! - A read-back that differs from what was written is [`ClientError::Dropped`], exit 4: the
+//!   server answered something unexpected, and the write must not be taken as done.
+//! - Server-side validation errors (400 InvalidArgument) exit 3, like the same errors found
+//!   offline; FailedPrecondition (400, code 9), NotFound and AlreadyExists exit 1.
+
+use std::cell::Cell;
+use std::fmt;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use reqwest::blocking::{Client as Http, Response};
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
 
 use crate::error::ExitCode;
+use crate::model::{Queue, RetryPolicy};
+use crate::wire::{self, Dialect, DIALECT_HEADER, DIALECT_V1};
+
+/// How requests authenticate. Resolved by `settings`; exec auth is already run by then.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Auth {
+    None,
+    Basic { username: String, password: String },
+    Bearer(String),
+}
+
+impl fmt::Debug for Auth {
+    // Never print a secret, not even in a debug dump.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl Auth {
+    /// How the `-v` log shows the credentials: the scheme and user, never the secret.
+    pub fn redacted(&self) -> String {
+        match self {
+            Auth::None => "anonymous".into(),
+            Auth::Basic { username, .. } => format!("basic {username}:<redacted>"),
+            Auth::Bearer(_) => "bearer <redacted>".into(),
+        }
+    }
+}
+
+/// Connection settings for one process.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// REST base URL without a trailing slash, e.g. `http://localhost:8080`.
+    pub base_url: String,
+    pub auth: Auth,
+    /// Per request, including reading the body.
+    pub timeout: Duration,
+    /// Log each request and its status to stderr.
+    pub verbose: bool,
+}
+
+/// Everything that can go wrong talking to a server, each with its exit code.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientError {
+    /// No connection (refused, DNS, TLS, reset).
+    Unreachable { url: String, reason: String },
+    /// No answer within the timeout.
+    Timeout { url: String, timeout: Duration },
+    /// The §5 error body: the server understood and said no.
+    Api {
+        status: u16,
+        /// The gRPC code from the body, when present.
+        code: Option<i64>,
+        message: String,
+    },
+    /// 404 with a body that is not the §5 error shape: the route does not exist.
+    NoRoute { method: String, url: String },
+    /// A status or body this client cannot make sense of (HTML error page, bad JSON).
+    Unexpected {
+        method: String,
+        url: String,
+        status: u16,
+        detail: String,
+    },
+    /// The server is upstream Armada and cannot store these fields (§5.1): nothing was sent.
+    Incompatible {
+        kind: &'static str,
+        name: String,
+        fields: Vec<String>,
+    },
+    /// The write was acknowledged but the read-back differs: the server dropped fields.
+    Dropped {
+        kind: &'static str,
+        name: String,
+        fields: Vec<String>,
+    },
+}
+
+/// gRPC codes the client looks at.
+pub mod grpc {
+    pub const INVALID_ARGUMENT: i64 = 3;
+    pub const NOT_FOUND: i64 = 5;
+    pub const ALREADY_EXISTS: i64 = 6;
+    pub const PERMISSION_DENIED: i64 = 7;
+    pub const FAILED_PRECONDITION: i64 = 9;
+    pub const UNAVAILABLE: i64 = 14;
+    pub const UNAUTHENTICATED: i64 = 16;
+
+    pub fn name(code: i64) -> &'static str {
+        match code {
+            1 => "Canceled",
+            2 => "Unknown",
+            3 => "InvalidArgument",
+            4 => "DeadlineExceeded",
+            5 => "NotFound",
+            6 => "AlreadyExists",
+            7 => "PermissionDenied",
+            8 => "ResourceExhausted",
+            9 => "FailedPrecondition",
+            10 => "Aborted",
+            11 => "OutOfRange",
+            12 => "Unimplemented",
+            13 => "Internal",
+            14 => "Unavailable",
+            15 => "DataLoss",
+            16 => "Unauthenticated",
+            _ => "Unknown",
+        }
+    }
+}
+
+impl ClientError {
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            ClientError::Unreachable { .. }
+            | ClientError::Timeout { .. }
+            | ClientError::NoRoute { .. }
+            | ClientError::Unexpected { .. }
+            | ClientError::Dropped { .. } => ExitCode::Unreachable,
+            ClientError::Incompatible { .. } => ExitCode::Failure,
+            ClientError::Api { status, code, .. } => match (*status, *code) {
+                (401 | 403, _) => ExitCode::Auth,
+                (400, Some(grpc::INVALID_ARGUMENT)) => ExitCode::InvalidInput,
+                (400 | 404 | 409, _) => ExitCode::Failure,
+                _ => ExitCode::Unreachable,
+            },
+        }
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ClientError::Api { status: 404, .. })
+    }
+
+    pub fn is_already_exists(&self) -> bool {
+        matches!(self, ClientError::Api { status: 409, .. })
+    }
+
+    /// A connection-level failure: the server cannot be talked to at all.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, ClientError::Unreachable { .. } | ClientError::Timeout { .. })
+    }
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientError::Unreachable { url, reason } => {
+                write!(f, "cannot reach the Armada server at {url}: {reason}")
+            }
+            ClientError::Timeout { url, timeout } => write!(
+                f,
+                "the Armada server at {url} did not answer within {}",
+                crate::model::duration::GoDuration(timeout.as_nanos() as u64)
+            ),
+            ClientError::Api { status, code, message } => {
+                let code = code.map(grpc::name).unwrap_or("");
+                let status = StatusCode::from_u16(*status)
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|_| status.to_string());
+                if code.is_empty() {
+                    write!(f, "the server answered {status}: {message}")
+                } else {
+                    write!(f, "the server answered {status} ({code}): {message}")
+                }
+            }
+            ClientError::NoRoute { method, url } => write!(
+                f,
+                "this server has no route {method} {url} (404 without an Armada error body): \
+                 it is not an Armada server, or an older one without retry policy support"
+            ),
+            ClientError::Unexpected {
+                method,
+                url,
+                status,
+                detail,
+            } => {
+                write!(f, "unexpected answer to {method} {url}: HTTP {status}: {detail}")
+            }
+            ClientError::Incompatible { kind, name, fields } => write!(
+                f,
+                "the server is upstream Armada (no `{DIALECT_HEADER}: {DIALECT_V1}` header), which \
+                 cannot store these fields of {kind} `{name}`: {}",
+                fields.iter().map(|x| format!("`{x}`")).collect::<Vec<_>>().join(", ")
+            ),
+            ClientError::Dropped { kind, name, fields } => write!(
+                f,
+                "the server acknowledged {kind} `{name}` but reading it back shows it dropped or \
+                 changed: {}",
+                fields.iter().map(|x| format!("`{x}`")).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
 
 /// The exit code a client error maps to, when `error` is one.
-pub fn exit_code_of(_error: &(dyn std::error::Error + 'static)) -> Option<ExitCode> {
-    None
+pub fn exit_code_of(error: &(dyn std::error::Error + 'static)) -> Option<ExitCode> {
+    error.downcast_ref::<ClientError>().map(ClientError::exit_code)
+}
+
+pub type Result<T> = std::result::Result<T, ClientError>;
+
+/// What happened to a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOp {
+    Create,
+    Update,
+}
+
+/// A client for one server.
+pub struct Client {
+    config: ClientConfig,
+    http: Http,
+    /// `Some(true)` once a response carried the dialect header, `Some(false)` once one did
+    /// not; `None` before the first response.
+    dialect: Cell<Option<bool>>,
+}
+
+const MAX_TRIES: u32 = 3;
+const FIRST_PAUSE: Duration = Duration::from_millis(200);
+
+impl Client {
+    pub fn new(config: ClientConfig) -> Result<Client> {
+        let http = Http::builder()
+            .timeout(config.timeout)
+            .connect_timeout(config.timeout)
+            .user_agent(concat!("retryctl/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ClientError::Unreachable {
+                url: config.base_url.clone(),
+                reason: format!("cannot set up HTTP: {e}"),
+            })?;
+        Ok(Client {
+            config,
+            http,
+            dialect: Cell::new(None),
+        })
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.config.base_url
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Retry policies
+
+    pub fn get_policy(&self, name: &str) -> Result<RetryPolicy> {
+        let v = self.json(Method::GET, &format!("/v1/retry-policy/{}", seg(name)), None)?;
+        self.read_policy(&v, name)
+    }
+
+    /// Every policy, ordered by name as the server lists them.
+    pub fn list_policies(&self) -> Result<Vec<RetryPolicy>> {
+        let v = self.json(Method::GET, "/v1/retry-policies", None)?;
+        let items = match v.get("retryPolicies") {
+            None | Some(Value::Null) => return Ok(Vec::new()),
+            Some(Value::Array(a)) => a.clone(),
+            Some(_) => return Err(self.bad_body(Method::GET, "/v1/retry-policies", "`retryPolicies` is not a list")),
+        };
+        items
+            .iter()
+            .map(|p| self.read_policy(p, p.get("name").and_then(Value::as_str).unwrap_or("?")))
+            .collect()
+    }
+
+    /// Creates or replaces a policy, with the §5.1 checks: refused before sending when an
+    /// upstream server cannot store it; read back after and compared.
+    pub fn write_policy(&self, op: WriteOp, policy: &RetryPolicy) -> Result<()> {
+        if !self.is_v1()? {
+            let fields = policy.upstream_incompatibilities();
+            if !fields.is_empty() {
+                return Err(ClientError::Incompatible {
+                    kind: "retry policy",
+                    name: policy.name.clone(),
+                    fields,
+                });
+            }
+        }
+        let body = wire::policy_to_json(policy);
+        match op {
+            WriteOp::Create => self.json(Method::POST, "/v1/retry-policy", Some(&body))?,
+            WriteOp::Update => self.json(
+                Method::PUT,
+                &format!("/v1/retry-policy/{}", seg(&policy.name)),
+                Some(&body),
+            )?,
+        };
+        let back = self.get_policy(&policy.name)?;
+        let fields = diff_fields(&body, &wire::policy_to_json(&back));
+        if fields.is_empty() {
+            Ok(())
+        } else {
+            Err(ClientError::Dropped {
+                kind: "retry policy",
+                name: policy.name.clone(),
+                fields,
+            })
+        }
+    }
+
+    pub fn delete_policy(&self, name: &str) -> Result<()> {
+        self.json(Method::DELETE, &format!("/v1/retry-policy/{}", seg(name)), None)
+            .map(drop)
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Queues
+
+    pub fn get_queue(&self, name: &str) -> Result<Queue> {
+        let path = format!("/v1/queue/{}", seg(name));
+        let v = self.json(Method::GET, &path, None)?;
+        wire::queue_from_json(&v).map_err(|d| self.bad_body(Method::GET, &path, &describe(&d)))
+    }
+
+    /// Every queue, from the streaming `GET /v1/batched/queues`.
+    pub fn list_queues(&self) -> Result<Vec<Queue>> {
+        let path = "/v1/batched/queues";
+        let text = self.text(Method::GET, path)?;
+        let mut out = Vec::new();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let v: Value = serde_json::from_str(line)
+                .map_err(|e| self.bad_body(Method::GET, path, &format!("a stream line is not JSON: {e}")))?;
+            if let Some(err) = v.get("error") {
+                // A stream error chunk (upstream §1.6): `{"error":{"grpc_code":..,"http_code":..,"message":..}}`.
+                return Err(ClientError::Api {
+                    status: err.get("http_code").and_then(Value::as_u64).unwrap_or(500) as u16,
+                    code: err.get("grpc_code").and_then(Value::as_i64),
+                    message: err.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
+                });
+            }
+            let event = v.pointer("/result/Event").or_else(|| v.pointer("/result"));
+            match event {
+                Some(e) if e.get("end").is_some() => return Ok(out),
+                Some(e) if e.get("queue").is_some() => {
+                    let q = wire::queue_from_json(&e["queue"])
+                        .map_err(|d| self.bad_body(Method::GET, path, &describe(&d)))?;
+                    out.push(q);
+                }
+                _ => return Err(self.bad_body(Method::GET, path, &format!("unexpected stream line {line}"))),
+            }
+        }
+        // Without the end marker the list may be cut short: never present it as complete.
+        Err(self.bad_body(Method::GET, path, "the queue stream ended without its end marker"))
+    }
+
+    /// Creates or replaces (upserts) a queue, then reads it back and compares.
+    pub fn write_queue(&self, op: WriteOp, queue: &Queue) -> Result<()> {
+        let body = wire::queue_to_json(queue);
+        match op {
+            WriteOp::Create => self.json(Method::POST, "/v1/queue", Some(&body))?,
+            WriteOp::Update => self.json(Method::PUT, &format!("/v1/queue/{}", seg(&queue.name)), Some(&body))?,
+        };
+        let back = self.get_queue(&queue.name)?;
+        let fields = queue_differences(queue, &back);
+        if fields.is_empty() {
+            Ok(())
+        } else {
+            Err(ClientError::Dropped {
+                kind: "queue",
+                name: queue.name.clone(),
+                fields,
+            })
+        }
+    }
+
+    pub fn delete_queue(&self, name: &str) -> Result<()> {
+        self.json(Method::DELETE, &format!("/v1/queue/{}", seg(name)), None)
+            .map(drop)
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Dialect
+
+    /// Whether the server speaks the design dialect (`retryctl serve`). Asks `/health` when
+    /// no response has been seen yet.
+    pub fn is_v1(&self) -> Result<bool> {
+        if let Some(v1) = self.dialect.get() {
+            return Ok(v1);
+        }
+        // Any answer tells the dialect, even an error status; only a failed connection does not.
+        match self.send(Method::GET, "/health", None) {
+            Ok(_) => {}
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(_) => {}
+        }
+        Ok(self.dialect.get().unwrap_or(false))
+    }
+
+    /// The dialect name for `version`: `v1` or `upstream`.
+    pub fn dialect_name(&self) -> Result<&'static str> {
+        Ok(if self.is_v1()? { "v1" } else { "upstream" })
+    }
+
+    fn read_dialect(&self) -> Dialect {
+        if self.dialect.get() == Some(true) {
+            Dialect::V1
+        } else {
+            Dialect::Upstream
+        }
+    }
+
+    fn read_policy(&self, v: &Value, name: &str) -> Result<RetryPolicy> {
+        wire::policy_from_json(v, self.read_dialect())
+            .map_err(|d| self.bad_body(Method::GET, &format!("/v1/retry-policy/{}", seg(name)), &describe(&d)))
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Transport
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{}", self.config.base_url, path)
+    }
+
+    fn bad_body(&self, method: Method, path: &str, detail: &str) -> ClientError {
+        ClientError::Unexpected {
+            method: method.to_string(),
+            url: self.url(path),
+            status: 200,
+            detail: format!("cannot read the body: {detail}"),
+        }
+    }
+
+    /// A request whose 2xx body is JSON (`{}` when empty).
+    fn json(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value> {
+        let resp = self.send(method.clone(), path, body)?;
+        let status = resp.status().as_u16();
+        let text = resp.text().map_err(|e| self.transport_error(path, e))?;
+        if text.trim().is_empty() {
+            return Ok(Value::Object(Default::default()));
+        }
+        serde_json::from_str(&text).map_err(|e| ClientError::Unexpected {
+            method: method.to_string(),
+            url: self.url(path),
+            status,
+            detail: format!("the body is not JSON ({e}): {}", snippet(&text)),
+        })
+    }
+
+    fn text(&self, method: Method, path: &str) -> Result<String> {
+        let resp = self.send(method, path, None)?;
+        resp.text().map_err(|e| self.transport_error(path, e))
+    }
+
+    /// Sends with retries; returns a 2xx response or the error its status means.
+    fn send(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Response> {
+        let idempotent = method != Method::POST;
+        let url = self.url(path);
+        let mut pause = FIRST_PAUSE;
+        let mut attempt = 1;
+        loop {
+            let started = Instant::now();
+            if self.config.verbose {
+                log(&format!(
+                    "{method} {} (auth: {})",
+                    redact_url(&url),
+                    self.config.auth.redacted()
+                ));
+            }
+            let mut req = self.http.request(method.clone(), &url);
+            req = match &self.config.auth {
+                Auth::None => req,
+                Auth::Basic { username, password } => req.basic_auth(username, Some(password)),
+                Auth::Bearer(t) => req.bearer_auth(t),
+            };
+            if let Some(b) = body {
+                req = req.json(b);
+            }
+            let result = req.send();
+            let retry = match &result {
+                Err(e) => !e.is_timeout() && e.is_connect(),
+                Ok(r) => r.status() == StatusCode::SERVICE_UNAVAILABLE,
+            };
+            if self.config.verbose {
+                let what = match &result {
+                    Ok(r) => r.status().to_string(),
+                    Err(e) if e.is_timeout() => "timed out".into(),
+                    Err(_) => "connection failed".into(),
+                };
+                log(&format!(
+                    "{method} {} -> {what} in {}ms",
+                    redact_url(&url),
+                    started.elapsed().as_millis()
+                ));
+            }
+            if retry && idempotent && attempt < MAX_TRIES {
+                if self.config.verbose {
+                    log(&format!(
+                        "retrying in {}ms (try {} of {MAX_TRIES})",
+                        pause.as_millis(),
+                        attempt + 1
+                    ));
+                }
+                std::thread::sleep(pause);
+                pause *= 2;
+                attempt += 1;
+                continue;
+            }
+            let resp = result.map_err(|e| self.transport_error(path, e))?;
+            self.dialect.set(Some(
+                resp.headers()
+                    .get(DIALECT_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|v| v.trim().eq_ignore_ascii_case(DIALECT_V1)),
+            ));
+            if resp.status().is_success() {
+                return Ok(resp);
+            }
+            return Err(self.status_error(&method, &url, resp));
+        }
+    }
+
+    fn transport_error(&self, _path: &str, e: reqwest::Error) -> ClientError {
+        if e.is_timeout() {
+            return ClientError::Timeout {
+                url: self.config.base_url.clone(),
+                timeout: self.config.timeout,
+            };
+        }
+        ClientError::Unreachable {
+            url: self.config.base_url.clone(),
+            reason: root_cause(&e),
+        }
+    }
+
+    fn status_error(&self, method: &Method, url: &str, resp: Response) -> ClientError {
+        let status = resp.status().as_u16();
+        let text = resp.text().unwrap_or_default();
+        let body: Option<Value> = serde_json::from_str(&text).ok();
+        let message = body.as_ref().and_then(|b| {
+            b.get("message")
+                .or_else(|| b.get("error"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+        match message {
+            Some(message) => ClientError::Api {
+                status,
+                code: body.as_ref().and_then(|b| b.get("code")).and_then(Value::as_i64),
+                message,
+            },
+            None if status == 404 => ClientError::NoRoute {
+                method: method.to_string(),
+                url: redact_url(url),
+            },
+            // 401/403 mean the same whatever the body looks like (a proxy's HTML page).
+            None if status == 401 || status == 403 => ClientError::Api {
+                status,
+                code: Some(if status == 401 {
+                    grpc::UNAUTHENTICATED
+                } else {
+                    grpc::PERMISSION_DENIED
+                }),
+                message: if text.trim().is_empty() {
+                    "no message".into()
+                } else {
+                    snippet(&text)
+                },
+            },
+            None => ClientError::Unexpected {
+                method: method.to_string(),
+                url: redact_url(url),
+                status,
+                detail: if text.trim().is_empty() {
+                    "empty body".into()
+                } else {
+                    format!("body is not an Armada error: {}", snippet(&text))
+                },
+            },
+        }
+    }
+}
+
+fn log(line: &str) {
+    // The request log is diagnostics, never data: stderr, unbuffered, best effort.
+    let _ = writeln!(std::io::stderr(), "retryctl: {line}");
+}
+
+/// A path segment, percent-encoded so that a name can never change the route.
+fn seg(name: &str) -> String {
+    let mut out = String::new();
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The URL with any `user:password@` removed.
+pub fn redact_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.to_string().trim_end_matches('/').to_string() + if url.ends_with('/') { "/" } else { "" }
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// The innermost cause of a transport error, which is the one that says what happened
+/// (`Connection refused (os error 111)`), without reqwest's outer wrapping.
+fn root_cause(e: &reqwest::Error) -> String {
+    let mut cur: &dyn std::error::Error = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    let text = cur.to_string();
+    if text.contains("Connection refused") {
+        "connection refused".into()
+    } else {
+        text
+    }
+}
+
+/// The first line of a body, short enough for an error message.
+fn snippet(text: &str) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > 120 {
+        format!("{}…", flat.chars().take(120).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+fn describe(diags: &[crate::diag::Diagnostic]) -> String {
+    diags
+        .iter()
+        .map(|d| {
+            if d.path.is_empty() {
+                d.message.clone()
+            } else {
+                format!("{}: {}", d.path, d.message)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Paths (wire layout) where `sent` and `back` differ, for the read-back check.
+pub fn diff_fields(sent: &Value, back: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    diff_into("", sent, back, &mut out);
+    out
+}
+
+fn diff_into(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, va) in x {
+                let p = crate::diag::join(path, k);
+                match y.get(k) {
+                    Some(vb) => diff_into(&p, va, vb, out),
+                    None => out.push(p),
+                }
+            }
+            for k in y.keys().filter(|k| !x.contains_key(*k)) {
+                out.push(format!("{} (added by the server)", crate::diag::join(path, k)));
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (va, vb)) in x.iter().zip(y).enumerate() {
+                diff_into(&crate::diag::index(path, i), va, vb, out);
+            }
+        }
+        (Value::Number(x), Value::Number(y)) if x.as_f64() == y.as_f64() => {}
+        _ if a == b => {}
+        _ => out.push(if path.is_empty() {
+            "(everything)".into()
+        } else {
+            path.to_string()
+        }),
+    }
+}
+
+/// The fields of `sent` that the server did not keep. Owners are compared loosely: upstream
+/// turns `userOwners`/`groupOwners` into a `permissions` entry and never returns them, and
+/// fills in the caller as owner when none is given; neither loses what the user asked for.
+pub fn queue_differences(sent: &Queue, back: &Queue) -> Vec<String> {
+    let mut out = Vec::new();
+    if sent.priority_factor != back.priority_factor {
+        out.push("priorityFactor".to_string());
+    }
+    let has_subject = |kind: &str, name: &str, direct: &[String]| {
+        direct.iter().any(|o| o == name)
+            || back
+                .permissions
+                .iter()
+                .flat_map(|p| &p.subjects)
+                .any(|s| s.kind == kind && s.name == name)
+    };
+    if !sent
+        .user_owners
+        .iter()
+        .all(|o| has_subject("User", o, &back.user_owners))
+    {
+        out.push("userOwners".to_string());
+    }
+    if !sent
+        .group_owners
+        .iter()
+        .all(|o| has_subject("Group", o, &back.group_owners))
+    {
+        out.push("groupOwners".to_string());
+    }
+    if sent.labels != back.labels {
+        out.push("labels".to_string());
+    }
+    if sent.cordoned != back.cordoned {
+        out.push("cordoned".to_string());
+    }
+    if sent.retry_policies != back.retry_policies {
+        out.push("retryPolicies".to_string());
+    }
+    if !sent.permissions.is_empty() && sent.permissions != back.permissions {
+        out.push("permissions".to_string());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn diff_fields_names_dropped_and_changed_paths() {
+        let sent = json!({"name":"p","retryLimit":3,"rules":[{"action":"Retry","onCategory":"gpu","mutate":{"affinity":{"avoidSameNode":true}}}]});
+        let back = json!({"name":"p","retryLimit":2,"rules":[{"action":"Retry","onCategory":"gpu"}]});
+        assert_eq!(diff_fields(&sent, &back), vec!["retryLimit", "rules[0].mutate"]);
+        assert!(diff_fields(&json!({"f":1.0}), &json!({"f":1})).is_empty());
+    }
+
+    #[test]
+    fn queue_owners_folded_into_permissions_are_not_dropped() {
+        use crate::model::queue::{Permission, Subject};
+        let sent = Queue {
+            name: "q".into(),
+            user_owners: vec!["alice".into()],
+            retry_policies: vec!["a".into(), "b".into()],
+            ..Queue::default()
+        };
+        let mut back = Queue {
+            name: "q".into(),
+            permissions: vec![Permission {
+                subjects: vec![Subject {
+                    kind: "User".into(),
+                    name: "alice".into(),
+                }],
+                verbs: vec!["submit".into()],
+            }],
+            ..Queue::default()
+        };
+        assert_eq!(queue_differences(&sent, &back), vec!["retryPolicies"]);
+        back.retry_policies = vec!["a".into(), "b".into()];
+        assert!(queue_differences(&sent, &back).is_empty());
+    }
+
+    #[test]
+    fn exit_codes_follow_the_spec_table() {
+        let api = |status, code| ClientError::Api {
+            status,
+            code,
+            message: String::new(),
+        };
+        assert_eq!(api(401, Some(16)).exit_code(), ExitCode::Auth);
+        assert_eq!(api(403, Some(7)).exit_code(), ExitCode::Auth);
+        assert_eq!(api(404, Some(5)).exit_code(), ExitCode::Failure);
+        assert_eq!(api(409, Some(6)).exit_code(), ExitCode::Failure);
+        assert_eq!(api(400, Some(9)).exit_code(), ExitCode::Failure);
+        assert_eq!(api(400, Some(3)).exit_code(), ExitCode::InvalidInput);
+        assert_eq!(api(500, Some(13)).exit_code(), ExitCode::Unreachable);
+        assert_eq!(api(503, Some(14)).exit_code(), ExitCode::Unreachable);
+    }
+
+    #[test]
+    fn names_cannot_change_the_route_and_urls_hide_passwords() {
+        assert_eq!(seg("a/../b c"), "a%2F..%2Fb%20c");
+        assert_eq!(redact_url("http://u:secret@h:1/v1/x"), "http://h:1/v1/x");
+        assert_eq!(redact_url("http://h:1/v1/x"), "http://h:1/v1/x");
+    }
 }

@@ -2,8 +2,17 @@
 //!
 //! Must not: print with `println!` (write to the context's writers), or exit the process.
 
+pub mod apply;
 pub mod completion;
+pub mod config;
+pub mod create;
+pub mod delete;
+pub mod diff;
+pub mod get;
+pub mod remote;
+pub mod update;
 pub mod validate;
+pub mod version;
 
 use crate::app::Context;
 use crate::error::{CliError, ExitCode};

@@ -1,0 +1,83 @@
+//! `retryctl config view|get-contexts|current-context|use-context NAME`: the armadactl
+//! config file (`--config`, `$ARMADACTL_CONFIG`, `~/.armadactl.yaml`).
+//!
+//! `view` prints the file with every secret masked; with no file it says so on stderr and
+//! prints nothing. `use-context` rewrites the file keeping every other key.
+
+use crate::app::Context;
+use crate::cli::{ConfigArgs, ConfigCommand};
+use crate::config::ConfigFile;
+use crate::error::{CliError, ExitCode};
+use crate::settings::{self, Env, DEFAULT_URL};
+
+pub fn run(ctx: &mut Context, args: &ConfigArgs) -> anyhow::Result<ExitCode> {
+    let env = Env::from_process();
+    let mut file = settings::load_config(&ctx.global, &env)?;
+    match &args.command {
+        ConfigCommand::View => {
+            if !file.exists {
+                writeln!(
+                    ctx.err,
+                    "no config file at `{}`: using {DEFAULT_URL}, anonymous",
+                    file.path.display()
+                )?;
+                return Ok(ExitCode::Success);
+            }
+            ctx.out.write_all(serde_yaml::to_string(&file.masked())?.as_bytes())?;
+        }
+        ConfigCommand::GetContexts => get_contexts(ctx, &file)?,
+        ConfigCommand::CurrentContext => match file.current_context() {
+            Some(c) => writeln!(ctx.out, "{c}")?,
+            None => {
+                return Err(
+                    CliError::failed(format!("no current context set in `{}`", file.path.display()))
+                        .with_hint("set one with `retryctl config use-context NAME`")
+                        .into(),
+                )
+            }
+        },
+        ConfigCommand::UseContext { name } => {
+            if !file.exists {
+                return Err(CliError::failed(format!(
+                    "no config file at `{}`: there are no contexts to use",
+                    file.path.display()
+                ))
+                .into());
+            }
+            file.use_context(name)?;
+            writeln!(ctx.out, "switched to context `{name}`")?;
+        }
+    }
+    Ok(ExitCode::Success)
+}
+
+fn get_contexts(ctx: &mut Context, file: &ConfigFile) -> anyhow::Result<()> {
+    let names = file.context_names();
+    if names.is_empty() {
+        writeln!(ctx.err, "no contexts in `{}`", file.path.display())?;
+        return Ok(());
+    }
+    let current = file.current_context();
+    let mut rows = Vec::new();
+    for n in &names {
+        let c = file.context(Some(n))?;
+        let url = c.armada_rest_url.or(c.armada_url).unwrap_or_else(|| "-".into());
+        let auth = if c.basic_auth.is_some() {
+            "basic"
+        } else if c.bearer_token.is_some() {
+            "bearer"
+        } else if c.exec_auth.is_some() {
+            "exec"
+        } else {
+            "none"
+        };
+        let mark = if current.as_deref() == Some(n.as_str()) {
+            "*"
+        } else {
+            ""
+        };
+        rows.push([mark.to_string(), n.clone(), url, auth.to_string()]);
+    }
+    crate::output::resources::write_contexts(ctx.out, &rows)?;
+    Ok(())
+}

@@ -1,0 +1,143 @@
+//! `retryctl create -f PATH...`, `create retrypolicy -f`, `create queue NAME [flags]`.
+//!
+//! Every document is validated before anything is sent; then each is created in order, and
+//! the first failure stops the run (later documents, often queues that name the earlier
+//! policies, would fail for the same reason). Creating an existing name fails (exit 1) and
+//! suggests `apply`.
+
+use crate::app::Context;
+use crate::cli::{CreateArgs, CreateResource, FileArgs, FileSource, QueueFlags, WriteArgs};
+use crate::commands::remote::{self, Mode};
+use crate::error::{CliError, ExitCode};
+use crate::model::validate::validate_queue;
+use crate::model::{Kind, Queue, Resource};
+
+pub fn run(ctx: &mut Context, args: &CreateArgs) -> anyhow::Result<ExitCode> {
+    match &args.resource {
+        Some(CreateResource::Queue(flags)) => create_queue(ctx, flags),
+        Some(CreateResource::Retrypolicy(FileArgs { source, write })) => {
+            write_files(ctx, source, write, &[Kind::RetryPolicy], Mode::Create)
+        }
+        None => write_files(
+            ctx,
+            &args.source,
+            &args.write,
+            &[Kind::RetryPolicy, Kind::Queue],
+            Mode::Create,
+        ),
+    }
+}
+
+/// Loads, validates, then writes every document in order (shared with `update` and `apply`).
+pub fn write_files(
+    ctx: &mut Context,
+    source: &FileSource,
+    write: &WriteArgs,
+    kinds: &[Kind],
+    mode: Mode,
+) -> anyhow::Result<ExitCode> {
+    let items = remote::load(ctx, source, kinds)?;
+    let dry = remote::dry_run(ctx, write.dry_run)?;
+    // Create and update dry runs stay offline; apply reads to say what it would do.
+    let conn = if dry && mode != Mode::Apply {
+        None
+    } else {
+        Some(remote::connect(ctx)?)
+    };
+    for (i, item) in items.iter().enumerate() {
+        match remote::write(conn.as_ref(), &item.resource, mode, dry) {
+            Ok(result) => writeln!(ctx.out, "{} {result}{}", item.label(), remote::suffix(dry))?,
+            Err(e) => {
+                let e = CliError {
+                    message: format!("{}: {}", item.file, e.message),
+                    ..e
+                };
+                return Err(remote::not_sent(e, items.len() - i - 1).into());
+            }
+        }
+    }
+    Ok(ExitCode::Success)
+}
+
+fn create_queue(ctx: &mut Context, flags: &QueueFlags) -> anyhow::Result<ExitCode> {
+    remote::check_names("queue", std::slice::from_ref(&flags.name))?;
+    let mut queue = Queue {
+        name: flags.name.clone(),
+        ..Queue::default()
+    };
+    apply_flags(&mut queue, flags)?;
+    write_queue(ctx, queue, &flags.write, Mode::Create)
+}
+
+/// Validates and writes a queue built from flags (shared with `update queue`).
+pub fn write_queue(ctx: &mut Context, queue: Queue, write: &WriteArgs, mode: Mode) -> anyhow::Result<ExitCode> {
+    let problems: Vec<String> = validate_queue(&queue)
+        .into_iter()
+        .filter(|d| d.is_error())
+        .map(|d| format!("  {}: {}", flag_of(&d.path), d.message))
+        .collect();
+    if !problems.is_empty() {
+        return Err(CliError::invalid(format!(
+            "invalid queue `{}`, nothing was sent:\n{}",
+            queue.name,
+            problems.join("\n")
+        ))
+        .into());
+    }
+    let dry = remote::dry_run(ctx, write.dry_run)?;
+    let resource = Resource::Queue(queue);
+    let conn = if dry { None } else { Some(remote::connect(ctx)?) };
+    let result = remote::write(conn.as_ref(), &resource, mode, dry)?;
+    writeln!(ctx.out, "{} {result}{}", remote::label(&resource), remote::suffix(dry))?;
+    Ok(ExitCode::Success)
+}
+
+/// The flag a queue field path came from, so errors speak the user's words.
+fn flag_of(path: &str) -> String {
+    let field = path.split(['[', '.']).next().unwrap_or(path);
+    let flag = match field {
+        "name" => "NAME",
+        "priorityFactor" => "--priority-factor",
+        "userOwners" => "--owner",
+        "groupOwners" => "--group-owner",
+        "labels" => "--label",
+        "retryPolicies" => "--retry-policy",
+        _ => return path.to_string(),
+    };
+    format!("{flag} ({path})")
+}
+
+/// Sets the fields whose flags were given; the others keep their values.
+pub fn apply_flags(queue: &mut Queue, flags: &QueueFlags) -> Result<(), CliError> {
+    if let Some(p) = &flags.retry_policies {
+        queue.retry_policies = p
+            .iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+    }
+    if let Some(f) = flags.priority_factor {
+        queue.priority_factor = f;
+    }
+    if let Some(o) = &flags.owners {
+        queue.user_owners = o.clone();
+    }
+    if let Some(g) = &flags.group_owners {
+        queue.group_owners = g.clone();
+    }
+    if let Some(labels) = &flags.labels {
+        queue.labels.clear();
+        for l in labels {
+            match l.split_once('=') {
+                Some((k, v)) if !v.contains('=') => {
+                    queue.labels.insert(k.to_string(), v.to_string());
+                }
+                _ => return Err(CliError::usage(format!("invalid label `{l}`: expected KEY=VALUE"))),
+            }
+        }
+    }
+    if let Some(c) = flags.cordon {
+        queue.cordoned = c;
+    }
+    Ok(())
+}

@@ -1,0 +1,297 @@
+//! What the server-facing commands share: connecting, loading `-f` documents for a write,
+//! turning a [`ClientError`] into an error with the right words, hint and exit code, and the
+//! dry-run note.
+//!
+//! Must not: print data (commands do that through `output`), or hold one command's logic.
+
+use crate::app::Context;
+use crate::cli::{DryRun, FileSource};
+use crate::client::{self, WriteOp};
+use crate::client::{Client, ClientError};
+use crate::error::CliError;
+use crate::input;
+use crate::model::validate::name_problem;
+use crate::model::{Kind, Resource};
+use crate::output::report;
+use crate::settings::{self, Env, Settings};
+
+/// A connected client and the settings it came from (for hints).
+pub struct Remote {
+    pub client: Client,
+    pub settings: Settings,
+}
+
+pub fn connect(ctx: &Context) -> Result<Remote, CliError> {
+    let settings = settings::resolve(&ctx.global, &Env::from_process())?;
+    let config = settings.client_config()?;
+    let client = Client::new(config).map_err(|e| CliError::new(e.exit_code(), e.to_string()))?;
+    Ok(Remote { client, settings })
+}
+
+impl Remote {
+    /// `what` failed because of `e`: one message, the exit code of `e`, and a next step.
+    pub fn fail(&self, what: &str, e: ClientError) -> CliError {
+        let err = CliError::new(e.exit_code(), format!("{what}: {e}"));
+        match &e {
+            ClientError::Unreachable { .. } | ClientError::Timeout { .. } => {
+                err.with_hint(self.settings.unreachable_hint())
+            }
+            ClientError::Api { status: 401, .. } => err.with_hint(
+                "give credentials: `basicAuth`, `bearerToken` or `execAuth` in the config \
+                 context, or `$ARMADA_TOKEN`",
+            ),
+            ClientError::NoRoute { .. } => err.with_hint(format!(
+                "check that {} is the Armada REST (HTTP gateway) URL, not the gRPC port",
+                self.settings.url
+            )),
+            ClientError::Incompatible { fields, .. } => {
+                if fields.iter().any(|f| f == "retryLimit") {
+                    err.with_hint(
+                        "set `spec.retryLimit` explicitly (upstream reads an absent limit as 0) and \
+                         remove the other fields, or use a server that speaks the design dialect \
+                         (`retryctl serve`)",
+                    )
+                } else {
+                    err.with_hint(
+                        "remove these fields, or use a server that speaks the design dialect \
+                         (`retryctl serve`)",
+                    )
+                }
+            }
+            ClientError::Dropped { kind, name, .. } => {
+                let noun = if *kind == "queue" { "queue" } else { "retrypolicy" };
+                err.with_hint(format!(
+                    "the server does not keep these fields; see what it stored with \
+                     `retryctl get {noun} {name} -o yaml`"
+                ))
+            }
+            _ => err,
+        }
+    }
+}
+
+/// One document to write, with where it came from.
+pub struct Item {
+    pub file: String,
+    pub resource: Resource,
+}
+
+impl Item {
+    pub fn label(&self) -> String {
+        label(&self.resource)
+    }
+}
+
+/// `retrypolicy/NAME` or `queue/NAME`, as kubectl names resources.
+pub fn label(r: &Resource) -> String {
+    match r {
+        Resource::RetryPolicy(p) => format!("retrypolicy/{}", p.name),
+        Resource::Queue(q) => format!("queue/{}", q.name),
+        other => format!("{}/{}", other.kind().as_str(), other.name().unwrap_or("")),
+    }
+}
+
+/// Reads, decodes and validates every document of `source`. Any error anywhere: the full
+/// report on stderr and exit 3 before anything is sent, so a bad file never half-applies.
+pub fn load(ctx: &mut Context, source: &FileSource, kinds: &[Kind]) -> anyhow::Result<Vec<Item>> {
+    if source.files.is_empty() {
+        return Err(CliError::usage("no input: pass one or more files or directories with `-f PATH`").into());
+    }
+    let files = input::read_sources(&source.files, source.recursive, Some(kinds));
+    let totals = report::totals(&files);
+    if totals.errors > 0 {
+        // The summary line goes to stderr too: stdout carries only results.
+        let mut summary = Vec::new();
+        report::write_text(&files, ctx.style, &mut summary, ctx.err)?;
+        ctx.err.write_all(&summary)?;
+        return Err(CliError::invalid(format!(
+            "nothing was sent: {} in the input",
+            if totals.errors == 1 {
+                "1 error".to_string()
+            } else {
+                format!("{} errors", totals.errors)
+            }
+        ))
+        .into());
+    }
+    let mut items = Vec::new();
+    for f in files {
+        for d in f.documents {
+            if let Some(resource) = d.resource {
+                items.push(Item {
+                    file: f.name.clone(),
+                    resource,
+                });
+            }
+        }
+    }
+    if items.is_empty() {
+        return Err(CliError::invalid("no documents in the input: nothing to do").into());
+    }
+    Ok(items)
+}
+
+/// Checks names given on the command line before they reach a URL.
+pub fn check_names(noun: &str, names: &[String]) -> Result<(), CliError> {
+    for n in names {
+        if let Some(problem) = name_problem(n) {
+            return Err(CliError::usage(format!("invalid {noun} name `{n}`: {problem}")));
+        }
+    }
+    Ok(())
+}
+
+/// The dry-run mode to use, saying on stderr when `server` falls back to `client`: neither
+/// the Armada REST API nor `retryctl serve` has a dry-run parameter.
+pub fn dry_run(ctx: &mut Context, mode: DryRun) -> std::io::Result<bool> {
+    match mode {
+        DryRun::None => Ok(false),
+        DryRun::Client => Ok(true),
+        DryRun::Server => {
+            writeln!(
+                ctx.err,
+                "note: the server has no dry-run support (the Armada REST API has none); fell back to \
+                 --dry-run=client: validated offline, nothing sent"
+            )?;
+            Ok(true)
+        }
+    }
+}
+
+/// The suffix of a result line in dry-run mode.
+pub fn suffix(dry: bool) -> &'static str {
+    if dry {
+        " (dry run)"
+    } else {
+        ""
+    }
+}
+
+/// "N later documents were not sent" after a failure part-way.
+pub fn not_sent(err: CliError, remaining: usize) -> CliError {
+    if remaining == 0 {
+        return err;
+    }
+    let what = if remaining == 1 {
+        "1 later document was not sent".to_string()
+    } else {
+        format!("{remaining} later documents were not sent")
+    };
+    CliError {
+        message: format!("{} ({what})", err.message),
+        ..err
+    }
+}
+
+/// How a write treats an existing or missing resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Fails when it exists.
+    Create,
+    /// Fails when it is missing.
+    Update,
+    /// Creates or updates; does nothing when the server already has it.
+    Apply,
+}
+
+/// Writes one resource; returns what happened (`created`, `configured`, `unchanged`).
+/// `dry`: nothing is written. `create` and `update` then stay fully offline; `apply` reads
+/// the current state to say what it would do.
+pub fn write(remote: Option<&Remote>, r: &Resource, mode: Mode, dry: bool) -> Result<&'static str, CliError> {
+    let verb = match mode {
+        Mode::Create => "created",
+        Mode::Update | Mode::Apply => "configured",
+    };
+    let Some(remote) = remote else {
+        return Ok(verb);
+    };
+    let c = &remote.client;
+    let what = |action: &str| match r {
+        Resource::RetryPolicy(p) => format!("cannot {action} retry policy `{}`", p.name),
+        Resource::Queue(q) => format!("cannot {action} queue `{}`", q.name),
+        _ => format!("cannot {action} {}", label(r)),
+    };
+    let action = match mode {
+        Mode::Create => "create",
+        Mode::Update => "update",
+        Mode::Apply => "apply",
+    };
+    let fail = |e: ClientError| {
+        let exists = e.is_already_exists();
+        let missing = e.is_not_found();
+        let err = remote.fail(&what(action), e);
+        if exists {
+            err.with_hint("to change the existing one, use `retryctl apply -f` or `retryctl update -f`")
+        } else if missing && mode == Mode::Update {
+            err.with_hint("create it first with `retryctl create -f` or `retryctl apply -f`")
+        } else {
+            err
+        }
+    };
+    // The current state, when the mode needs it. Policies are not read for create/update:
+    // the server's 409/404 says the same in one request fewer.
+    let current: Option<Option<Resource>> = match (r, mode) {
+        (Resource::RetryPolicy(p), Mode::Apply) => {
+            Some(found(c.get_policy(&p.name).map(Resource::RetryPolicy)).map_err(fail)?)
+        }
+        // An upstream server upserts queues on POST and PUT: look first, so that create and
+        // update mean the same on every server.
+        (Resource::Queue(q), _) => Some(found(c.get_queue(&q.name).map(Resource::Queue)).map_err(fail)?),
+        _ => None,
+    };
+    let op = match (mode, &current) {
+        (Mode::Create, Some(Some(_))) => {
+            return Err(fail(ClientError::Api {
+                status: 409,
+                code: Some(client::grpc::ALREADY_EXISTS),
+                message: format!("queue `{}` already exists", r.name().unwrap_or("")),
+            }))
+        }
+        (Mode::Update, Some(None)) => {
+            return Err(fail(ClientError::Api {
+                status: 404,
+                code: Some(client::grpc::NOT_FOUND),
+                message: format!("queue `{}` does not exist", r.name().unwrap_or("")),
+            }))
+        }
+        (Mode::Apply, Some(Some(existing))) => {
+            if same(existing, r) {
+                return Ok("unchanged");
+            }
+            WriteOp::Update
+        }
+        (Mode::Apply, _) | (Mode::Create, _) => WriteOp::Create,
+        (Mode::Update, _) => WriteOp::Update,
+    };
+    let result = if op == WriteOp::Create { "created" } else { "configured" };
+    if dry {
+        return Ok(result);
+    }
+    match r {
+        Resource::RetryPolicy(p) => c.write_policy(op, p),
+        Resource::Queue(q) => c.write_queue(op, q),
+        _ => unreachable!("only RetryPolicy and Queue documents are loaded for writes"),
+    }
+    .map_err(fail)?;
+    Ok(result)
+}
+
+/// `Ok(None)` for NotFound.
+pub fn found<T>(r: client::Result<T>) -> client::Result<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether the server's resource already is what the file says.
+pub fn same(server: &Resource, file: &Resource) -> bool {
+    match (server, file) {
+        (Resource::RetryPolicy(a), Resource::RetryPolicy(b)) => {
+            crate::wire::policy_to_json(a) == crate::wire::policy_to_json(b)
+        }
+        (Resource::Queue(a), Resource::Queue(b)) => client::queue_differences(b, a).is_empty(),
+        _ => false,
+    }
+}

@@ -1,0 +1,337 @@
+//! Connection settings: URL, credentials and timeout, resolved from flags > environment >
+//! config file > defaults (SPEC §4).
+//!
+//! Owns: the precedence rules and running `execAuth`. Must not: send requests (that is
+//! `client`) or print anything.
+//!
+//! Precedence, and the decisions where SPEC is silent:
+//! - URL: `--armada-url`, `$ARMADA_URL`, the context's `armadaRestUrl`, then its `armadaUrl`
+//!   only when it is an `http(s)://` URL (in armadactl `armadaUrl` is a gRPC `host:port`, not
+//!   a REST URL), else `http://localhost:8080`. A URL without a scheme gets `http://`, as
+//!   armadactl does for `armadaRestUrl`.
+//! - Context: `--context`, else the file's `currentContext`, else the flat legacy keys.
+//! - Credentials: `$ARMADA_TOKEN` (bearer) wins over the file, since the environment is the
+//!   more specific source; then the context's `basicAuth` (when it has a username), then
+//!   `bearerToken`, then `execAuth` (armadactl's order: basic before exec).
+//! - `execAuth` runs only when a command actually talks to the server.
+
+use std::time::Duration;
+
+use crate::cli::GlobalArgs;
+use crate::client::{Auth, ClientConfig};
+use crate::config::{self, ConfigFile, ContextConfig, ExecAuth};
+use crate::error::{CliError, ExitCode};
+use crate::model::duration::GoDuration;
+
+pub const DEFAULT_URL: &str = "http://localhost:8080";
+
+/// Where the URL came from, so that "cannot reach" can say how to point elsewhere.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UrlSource {
+    Flag,
+    Env,
+    Context(String),
+    Default,
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub url: String,
+    pub url_source: UrlSource,
+    pub timeout: Duration,
+    pub verbose: bool,
+    pub context: Option<String>,
+    /// Credentials before `execAuth` is run.
+    pub auth: PendingAuth,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PendingAuth {
+    Ready(Auth),
+    Exec(ExecAuth),
+}
+
+/// The environment variables settings read, passed in so tests need not touch the process.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    pub armada_url: Option<String>,
+    pub armada_token: Option<String>,
+    pub armadactl_config: Option<String>,
+}
+
+impl Env {
+    pub fn from_process() -> Env {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        Env {
+            armada_url: var("ARMADA_URL"),
+            armada_token: var("ARMADA_TOKEN"),
+            armadactl_config: var("ARMADACTL_CONFIG"),
+        }
+    }
+}
+
+/// Parses `--timeout`.
+pub fn parse_timeout(text: &str) -> Result<Duration, CliError> {
+    match GoDuration::parse(text) {
+        Ok(d) if d.as_nanos() > 0 => Ok(Duration::from_nanos(d.as_nanos())),
+        Ok(_) => Err(CliError::usage("invalid `--timeout` `0s`: must be greater than zero")),
+        Err(e) => Err(CliError::usage(format!(
+            "invalid `--timeout` `{text}`: {e}; expected a duration such as `10s` or `500ms`"
+        ))),
+    }
+}
+
+pub fn load_config(global: &GlobalArgs, env: &Env) -> Result<ConfigFile, CliError> {
+    let (path, origin) = config::locate(global.config.as_deref(), env.armadactl_config.as_deref())?;
+    ConfigFile::load(path, origin)
+}
+
+pub fn resolve(global: &GlobalArgs, env: &Env) -> Result<Settings, CliError> {
+    let timeout = parse_timeout(&global.timeout)?;
+    let file = load_config(global, env)?;
+    let context = global.context.clone().or_else(|| file.current_context());
+    let ctx = match &context {
+        Some(name) => file.context(Some(name))?,
+        None if file.has_contexts() => {
+            return Err(CliError::usage(format!(
+                "config file `{}` defines contexts but no `currentContext`",
+                file.path.display()
+            ))
+            .with_hint("pick one with `retryctl config use-context NAME` or `--context NAME`"))
+        }
+        None => file.context(None)?,
+    };
+    let (raw_url, url_source) = if let Some(u) = &global.armada_url {
+        (u.clone(), UrlSource::Flag)
+    } else if let Some(u) = &env.armada_url {
+        (u.clone(), UrlSource::Env)
+    } else if let Some(u) = context_url(&ctx) {
+        (u, UrlSource::Context(context.clone().unwrap_or_default()))
+    } else {
+        (DEFAULT_URL.to_string(), UrlSource::Default)
+    };
+    let url = normalize_url(&raw_url)?;
+    let auth = if let Some(t) = &env.armada_token {
+        PendingAuth::Ready(Auth::Bearer(t.clone()))
+    } else if let Some((u, p)) = ctx.basic_auth {
+        PendingAuth::Ready(Auth::Basic {
+            username: u,
+            password: p,
+        })
+    } else if let Some(t) = ctx.bearer_token {
+        PendingAuth::Ready(Auth::Bearer(t))
+    } else if let Some(e) = ctx.exec_auth {
+        PendingAuth::Exec(e)
+    } else {
+        PendingAuth::Ready(Auth::None)
+    };
+    Ok(Settings {
+        url,
+        url_source,
+        timeout,
+        verbose: global.verbose > 0,
+        context,
+        auth,
+    })
+}
+
+fn context_url(ctx: &ContextConfig) -> Option<String> {
+    ctx.armada_rest_url.clone().or_else(|| {
+        ctx.armada_url
+            .clone()
+            .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
+    })
+}
+
+/// `host:port` → `http://host:port`; no trailing slash; must parse as an http(s) URL.
+pub fn normalize_url(raw: &str) -> Result<String, CliError> {
+    let trimmed = raw.trim();
+    let with_scheme = if trimmed.contains("://") {
+        trimmed.to_string()
+    } else {
+        format!("http://{trimmed}")
+    };
+    let bad = |why: &str| {
+        CliError::usage(format!("invalid Armada URL `{raw}`: {why}"))
+            .with_hint("pass a REST base URL such as `--armada-url http://localhost:8080`")
+    };
+    let url = reqwest::Url::parse(&with_scheme).map_err(|e| bad(&e.to_string()))?;
+    if url.scheme() != "http" && url.scheme() != "https" {
+        return Err(bad("the scheme must be `http` or `https`"));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(bad("no host"));
+    }
+    Ok(with_scheme.trim_end_matches('/').to_string())
+}
+
+impl Settings {
+    /// Runs `execAuth` if needed and returns what the client needs.
+    pub fn client_config(&self) -> Result<ClientConfig, CliError> {
+        let auth = match &self.auth {
+            PendingAuth::Ready(a) => a.clone(),
+            PendingAuth::Exec(e) => Auth::Bearer(run_exec(e)?),
+        };
+        Ok(ClientConfig {
+            base_url: self.url.clone(),
+            auth,
+            timeout: self.timeout,
+            verbose: self.verbose,
+        })
+    }
+
+    /// The next step when the server cannot be reached, naming where the URL came from.
+    pub fn unreachable_hint(&self) -> String {
+        let from = match &self.url_source {
+            UrlSource::Flag => "it came from `--armada-url`".to_string(),
+            UrlSource::Env => "it came from `$ARMADA_URL`".to_string(),
+            UrlSource::Context(c) => format!("it came from context `{c}` of the config file"),
+            UrlSource::Default => "it is the default".to_string(),
+        };
+        format!(
+            "check the server is running (`retryctl serve` starts a local one); {from}: point \
+             elsewhere with `--armada-url URL`, `$ARMADA_URL`, or a context (`retryctl config get-contexts`)"
+        )
+    }
+}
+
+/// Runs the exec-auth command; its trimmed stdout is the bearer token.
+fn run_exec(e: &ExecAuth) -> Result<String, CliError> {
+    let auth_err = |msg: String| CliError::new(ExitCode::Auth, msg);
+    let output = std::process::Command::new(&e.cmd)
+        .args(&e.args)
+        .envs(e.env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|err| {
+            auth_err(format!(
+                "execAuth command `{}` could not be run: {}",
+                e.cmd,
+                crate::input::io_reason(&err)
+            ))
+        })?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let tail = stderr.trim();
+        let code = output
+            .status
+            .code()
+            .map_or("a signal".to_string(), |c| format!("status {c}"));
+        let mut msg = format!("execAuth command `{}` failed with {code}", e.cmd);
+        if !tail.is_empty() {
+            msg.push_str(&format!(": {}", tail.lines().last().unwrap_or(tail)));
+        }
+        return Err(auth_err(msg));
+    }
+    let token = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    if token.is_empty() {
+        return Err(auth_err(format!("execAuth command `{}` printed no token", e.cmd)));
+    }
+    Ok(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn global(args: &[&str]) -> GlobalArgs {
+        let mut v = vec!["retryctl"];
+        v.extend_from_slice(args);
+        v.push("version");
+        crate::cli::Cli::parse_from(v).global
+    }
+
+    fn write(dir: &std::path::Path, text: &str) -> String {
+        let p = dir.join("cfg.yaml");
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    }
+
+    #[test]
+    fn url_precedence_flag_env_context_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = write(
+            dir.path(),
+            "currentContext: a\ncontexts:\n  a: {armadaRestUrl: ctx:1}\n  b: {armadaUrl: 'grpc:50051'}\n",
+        );
+        let env = Env {
+            armada_url: Some("http://env:2".into()),
+            ..Env::default()
+        };
+        let s = resolve(&global(&["--config", &cfg, "--armada-url", "http://flag:3/"]), &env).unwrap();
+        assert_eq!((s.url.as_str(), s.url_source), ("http://flag:3", UrlSource::Flag));
+        let s = resolve(&global(&["--config", &cfg]), &env).unwrap();
+        assert_eq!(s.url, "http://env:2");
+        let s = resolve(&global(&["--config", &cfg]), &Env::default()).unwrap();
+        assert_eq!(
+            (s.url.as_str(), s.url_source),
+            ("http://ctx:1", UrlSource::Context("a".into()))
+        );
+        // A gRPC host:port is not a REST URL: fall back to the default.
+        let s = resolve(&global(&["--config", &cfg, "-c", "b"]), &Env::default()).unwrap();
+        assert_eq!(s.url, DEFAULT_URL);
+    }
+
+    #[test]
+    fn credentials_precedence() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = write(
+            dir.path(),
+            "currentContext: a\ncontexts:\n  a: {basicAuth: {username: u, password: p}, bearerToken: t}\n  b: {bearerToken: t}\n",
+        );
+        let s = resolve(&global(&["--config", &cfg]), &Env::default()).unwrap();
+        assert_eq!(
+            s.auth,
+            PendingAuth::Ready(Auth::Basic {
+                username: "u".into(),
+                password: "p".into()
+            })
+        );
+        let s = resolve(&global(&["--config", &cfg, "-c", "b"]), &Env::default()).unwrap();
+        assert_eq!(s.auth, PendingAuth::Ready(Auth::Bearer("t".into())));
+        let env = Env {
+            armada_token: Some("envtok".into()),
+            ..Env::default()
+        };
+        let s = resolve(&global(&["--config", &cfg]), &env).unwrap();
+        assert_eq!(s.auth, PendingAuth::Ready(Auth::Bearer("envtok".into())));
+    }
+
+    #[test]
+    fn bad_timeout_and_url_are_usage_errors() {
+        assert_eq!(parse_timeout("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_timeout("ten").unwrap_err().code, ExitCode::Usage);
+        assert_eq!(parse_timeout("0s").unwrap_err().code, ExitCode::Usage);
+        assert_eq!(normalize_url("localhost:8080").unwrap(), "http://localhost:8080");
+        assert_eq!(normalize_url("ftp://x").unwrap_err().code, ExitCode::Usage);
+    }
+
+    #[test]
+    fn exec_auth_token_and_failures() {
+        let ok = ExecAuth {
+            cmd: "sh".into(),
+            args: vec!["-c".into(), "echo \"  $TOK \"".into()],
+            env: vec![("TOK".into(), "abc".into())],
+        };
+        assert_eq!(run_exec(&ok).unwrap(), "abc");
+        let fail = ExecAuth {
+            cmd: "sh".into(),
+            args: vec!["-c".into(), "echo nope >&2; exit 3".into()],
+            env: vec![],
+        };
+        let e = run_exec(&fail).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (ExitCode::Auth, "execAuth command `sh` failed with status 3: nope")
+        );
+        let empty = ExecAuth {
+            cmd: "true".into(),
+            ..ExecAuth::default()
+        };
+        assert_eq!(
+            run_exec(&empty).unwrap_err().message,
+            "execAuth command `true` printed no token"
+        );
+    }
+}
