@@ -73,7 +73,9 @@ fn get_policies(
         writeln!(ctx.err, "no retry policies found")?;
         return Ok(ExitCode::Success);
     }
-    if let Err((name, fields)) = resources::write_policies(ctx.out, &items, format, version)? {
+    if items.is_empty() {
+        // Only missing names: a table with just its header says nothing.
+    } else if let Err((name, fields)) = resources::write_policies(ctx.out, &items, format, version)? {
         return Err(CliError::failed(format!(
             "retry policy `{name}` cannot be shown as {}: it uses {}",
             version.as_str(),
@@ -117,7 +119,9 @@ fn get_queues(ctx: &mut Context, conn: &Remote, flags: &GetFlags, format: Format
         writeln!(ctx.err, "no queues found")?;
         return Ok(ExitCode::Success);
     }
-    resources::write_queues(ctx.out, &items, format)?;
+    if !items.is_empty() {
+        resources::write_queues(ctx.out, &items, format)?;
+    }
     match missing {
         Some(e) => Err(e.into()),
         None => Ok(ExitCode::Success),

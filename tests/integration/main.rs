@@ -3,5 +3,7 @@
 
 mod support;
 
+mod client_errors;
 mod completion;
+mod config;
 mod validate;

@@ -42,3 +42,4 @@ pub fn format_output(output: &std::process::Output) -> String {
 pub fn temp_home() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
 }
+pub mod stub;
