@@ -104,7 +104,7 @@ fn flag_of(path: &str) -> String {
         "retryPolicies" => "--retry-policy",
         _ => return path.to_string(),
     };
-    format!("{flag} ({path})")
+    flag.to_string()
 }
 
 /// Sets the fields whose flags were given; the others keep their values.

@@ -6,4 +6,5 @@ mod support;
 mod client_errors;
 mod completion;
 mod config;
+mod crud;
 mod validate;

@@ -148,6 +148,114 @@ impl Stub {
     }
 }
 
+impl Stub {
+    /// A stand-in for `retryctl serve` (§5 routes, dialect header, 409/404/upsert and the
+    /// in-use refusal), used until the real server is merged into this branch.
+    pub fn armada() -> Stub {
+        let mut policies: BTreeMap<String, Value> = BTreeMap::new();
+        let mut queues: BTreeMap<String, Value> = BTreeMap::new();
+        Stub::start(move |r| {
+            let body: Value = serde_json::from_str(&r.body).unwrap_or(Value::Null);
+            let segs: Vec<&str> = r.path.trim_start_matches('/').split('/').collect();
+            let reply = match (r.method.as_str(), segs.as_slice()) {
+                ("GET", ["health"]) => Reply::text(200, "text/plain", "ok"),
+                ("POST", ["v1", "retry-policy"]) => {
+                    let name = body["name"].as_str().unwrap_or("").to_string();
+                    match policies.entry(name) {
+                        std::collections::btree_map::Entry::Occupied(e) => {
+                            Reply::error(409, 6, &format!("retry policy \"{}\" already exists", e.key()))
+                        }
+                        std::collections::btree_map::Entry::Vacant(e) => {
+                            e.insert(body);
+                            Reply::json(200, json!({}))
+                        }
+                    }
+                }
+                ("PUT", ["v1", "retry-policy", name]) => {
+                    if policies.contains_key(*name) {
+                        policies.insert(name.to_string(), body);
+                        Reply::json(200, json!({}))
+                    } else {
+                        Reply::error(404, 5, &format!("retry policy \"{name}\" not found"))
+                    }
+                }
+                ("GET", ["v1", "retry-policy", name]) => match policies.get(*name) {
+                    Some(p) => Reply::json(200, p.clone()),
+                    None => Reply::error(404, 5, &format!("retry policy \"{name}\" not found")),
+                },
+                ("DELETE", ["v1", "retry-policy", name]) => {
+                    let users: Vec<String> = queues
+                        .values()
+                        .filter(|q| {
+                            q["retryPolicies"]
+                                .as_array()
+                                .is_some_and(|a| a.iter().any(|p| p == name))
+                        })
+                        .map(|q| format!("{:?}", q["name"].as_str().unwrap_or("")))
+                        .collect();
+                    if !users.is_empty() {
+                        Reply::error(
+                            400,
+                            9,
+                            &format!("retry policy \"{name}\" is used by queues: {}", users.join(", ")),
+                        )
+                    } else if policies.remove(*name).is_some() {
+                        Reply::json(200, json!({}))
+                    } else {
+                        Reply::error(404, 5, &format!("retry policy \"{name}\" not found"))
+                    }
+                }
+                ("GET", ["v1", "retry-policies"]) => {
+                    if policies.is_empty() {
+                        Reply::json(200, json!({}))
+                    } else {
+                        Reply::json(200, json!({"retryPolicies": policies.values().collect::<Vec<_>>()}))
+                    }
+                }
+                ("POST", ["v1", "queue"]) | ("PUT", ["v1", "queue", _]) => {
+                    let name = body["name"].as_str().unwrap_or("").to_string();
+                    let missing: Vec<String> = body["retryPolicies"]
+                        .as_array()
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|p| p.as_str())
+                                .filter(|p| !policies.contains_key(*p))
+                                .map(|p| format!("{p:?}"))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    if !missing.is_empty() {
+                        Reply::error(400, 3, &format!("retry policies do not exist: {}", missing.join(", ")))
+                    } else if r.method == "POST" && queues.contains_key(&name) {
+                        Reply::error(409, 6, &format!("queue \"{name}\" already exists"))
+                    } else {
+                        queues.insert(name, body);
+                        Reply::json(200, json!({}))
+                    }
+                }
+                ("GET", ["v1", "queue", name]) => match queues.get(*name) {
+                    Some(q) => Reply::json(200, q.clone()),
+                    None => Reply::error(404, 5, &format!("could not find queue \"{name}\"")),
+                },
+                ("DELETE", ["v1", "queue", name]) => {
+                    queues.remove(*name);
+                    Reply::json(200, json!({}))
+                }
+                ("GET", ["v1", "batched", "queues"]) => {
+                    let mut lines: Vec<String> = queues
+                        .values()
+                        .map(|q| json!({"result": {"Event": {"queue": q}}}).to_string())
+                        .collect();
+                    lines.push(json!({"result": {"Event": {"end": {}}}}).to_string());
+                    Reply::text(200, "application/json", &(lines.join("\n") + "\n"))
+                }
+                _ => Reply::text(404, "text/plain", "Not Found\n"),
+            };
+            reply.v1()
+        })
+    }
+}
+
 /// What upstream's proto keeps of a policy (encoding/json drops unknown keys silently).
 fn keep_upstream_policy(p: &Value, old: bool) -> Value {
     let mut out = serde_json::Map::new();
