@@ -320,3 +320,33 @@ fn upstream_server_that_drops_fields_is_caught_by_the_read_back() {
         "{out}"
     );
 }
+
+#[test]
+fn queue_stream_error_chunk_and_missing_end_marker() {
+    let home = temp_home();
+    // Upstream reports a rejected stream in its last chunk (upstream §1.6), HTTP status 200
+    // when something was already written.
+    let stub = Stub::start(|_| {
+        Reply::text(
+            200,
+            "application/json",
+            "{\"result\":{\"Event\":{\"queue\":{\"name\":\"a\",\"priorityFactor\":1}}}}\n{\"error\":{\"grpc_code\":7,\"http_code\":403,\"message\":\"not allowed\",\"http_status\":\"Forbidden\"}}",
+        )
+    });
+    let out = run(home.path(), &stub.url, &["get", "queues"]);
+    assert_eq!(
+        out,
+        "exit: 5\n--- stdout\n--- stderr\nerror: cannot list queues: the server answered 403 Forbidden (PermissionDenied): not allowed\n"
+    );
+    // A stream cut short must not pass for the whole list.
+    let stub = Stub::start(|_| {
+        Reply::text(
+            200,
+            "application/json",
+            "{\"result\":{\"Event\":{\"queue\":{\"name\":\"a\",\"priorityFactor\":1}}}}\n",
+        )
+    });
+    let out = run(home.path(), &stub.url, &["get", "queues"]);
+    assert!(out.starts_with("exit: 4\n--- stdout\n--- stderr\n"), "{out}");
+    assert!(out.contains("the queue stream ended without its end marker"), "{out}");
+}
