@@ -183,14 +183,16 @@ impl Settings {
     /// The next step when the server cannot be reached, naming where the URL came from.
     pub fn unreachable_hint(&self) -> String {
         let from = match &self.url_source {
-            UrlSource::Flag => "it came from `--armada-url`".to_string(),
-            UrlSource::Env => "it came from `$ARMADA_URL`".to_string(),
-            UrlSource::Context(c) => format!("it came from context `{c}` of the config file"),
-            UrlSource::Default => "it is the default".to_string(),
+            UrlSource::Flag => "this URL came from `--armada-url`".to_string(),
+            UrlSource::Env => "this URL came from `$ARMADA_URL`".to_string(),
+            UrlSource::Context(c) => format!("this URL came from context `{c}` of the config file"),
+            UrlSource::Default => {
+                "this URL is the default (no flag, `$ARMADA_URL` or config context set one)".to_string()
+            }
         };
         format!(
-            "check the server is running (`retryctl serve` starts a local one); {from}: point \
-             elsewhere with `--armada-url URL`, `$ARMADA_URL`, or a context (`retryctl config get-contexts`)"
+            "start a server (`retryctl serve`), or point retryctl elsewhere with `--armada-url URL`, \
+             `$ARMADA_URL` or a config context (`retryctl config get-contexts`); {from}"
         )
     }
 }

@@ -46,7 +46,7 @@ fn every_server_command_says_it_cannot_reach_the_url_and_exits_4() {
             "{args:?}: {out}"
         );
         assert!(
-            out.contains("point elsewhere with `--armada-url URL`, `$ARMADA_URL`"),
+            out.contains("point retryctl elsewhere with `--armada-url URL`, `$ARMADA_URL`"),
             "{args:?}: {out}"
         );
     }
@@ -56,7 +56,7 @@ fn every_server_command_says_it_cannot_reach_the_url_and_exits_4() {
     --- stderr
     error: cannot list retry policies: cannot reach the Armada server at URL: connection refused
 
-    hint: check the server is running (`retryctl serve` starts a local one); it came from `--armada-url`: point elsewhere with `--armada-url URL`, `$ARMADA_URL`, or a context (`retryctl config get-contexts`)
+    hint: start a server (`retryctl serve`), or point retryctl elsewhere with `--armada-url URL`, `$ARMADA_URL` or a config context (`retryctl config get-contexts`); this URL came from `--armada-url`
     ");
 }
 
@@ -66,7 +66,7 @@ fn the_default_url_is_localhost_8080_and_env_overrides_it() {
     let url = dead_url();
     let out = exchange(retryctl(home.path()).env("ARMADA_URL", &url).args(["get", "rp"])).replace(&url, "URL");
     assert!(out.contains("at URL: connection refused"), "{out}");
-    assert!(out.contains("it came from `$ARMADA_URL`"), "{out}");
+    assert!(out.contains("this URL came from `$ARMADA_URL`"), "{out}");
     // Without flag, env or config the request goes to localhost:8080 (seen in the -v log,
     // whether or not something happens to listen there).
     let out = exchange(retryctl(home.path()).args(["-v", "--timeout", "1s", "get", "rp"]));
