@@ -38,7 +38,7 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result
         Command::Diff(args) => commands::not_yet(&mut ctx, "diff", &args),
         Command::Delete(args) => commands::not_yet(&mut ctx, "delete", &args),
         Command::Simulate(args) => commands::not_yet(&mut ctx, "simulate", &args),
-        Command::Serve(args) => commands::not_yet(&mut ctx, "serve", &args),
+        Command::Serve(args) => commands::serve::run(&mut ctx, &args),
         Command::Config(args) => commands::not_yet(&mut ctx, "config", &args),
         Command::Version(args) => commands::not_yet(&mut ctx, "version", &args),
     }

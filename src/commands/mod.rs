@@ -3,6 +3,7 @@
 //! Must not: print with `println!` (write to the context's writers), or exit the process.
 
 pub mod completion;
+pub mod serve;
 pub mod validate;
 
 use crate::app::Context;

@@ -4,4 +4,5 @@
 mod support;
 
 mod completion;
+mod serve;
 mod validate;
