@@ -5,4 +5,6 @@ mod support;
 
 mod completion;
 mod serve;
+mod serve_process;
+mod serve_stress;
 mod validate;
