@@ -36,10 +36,11 @@ pub fn run(ctx: &mut Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         .thread_name("retryctl-serve")
         .build()?;
     runtime.block_on(async {
+        let shutdown = shutdown_signal()?;
         let server = server::Server::bind(config).await?;
         writeln!(ctx.err, "{}", server.startup_line())?;
         ctx.err.flush()?;
-        let run = server.run(shutdown_signal());
+        let run = server.run(shutdown);
         tokio::pin!(run);
         let result = loop {
             tokio::select! {
@@ -58,24 +59,25 @@ pub fn run(ctx: &mut Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Resolves on the first SIGINT (Ctrl-C) or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// Installs the SIGINT/SIGTERM handlers now (before the startup line, so a signal sent as
+/// soon as the line appears is already a graceful shutdown, not the default kill) and
+/// returns a future that resolves on the first of them.
+#[cfg(unix)]
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => {},
+            _ = term.recv() => {},
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
-    }
+    })
+}
+
+#[cfg(not(unix))]
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
