@@ -38,7 +38,7 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result
         Command::Diff(args) => commands::diff::run(&mut ctx, &args),
         Command::Delete(args) => commands::delete::run(&mut ctx, &args),
         Command::Simulate(args) => commands::not_yet(&mut ctx, "simulate", &args),
-        Command::Serve(args) => commands::not_yet(&mut ctx, "serve", &args),
+        Command::Serve(args) => commands::serve::run(&mut ctx, &args),
         Command::Config(args) => commands::config::run(&mut ctx, &args),
         Command::Version(args) => commands::version::run(&mut ctx, &args),
     }

@@ -10,6 +10,7 @@ pub mod delete;
 pub mod diff;
 pub mod get;
 pub mod remote;
+pub mod serve;
 pub mod update;
 pub mod validate;
 pub mod version;

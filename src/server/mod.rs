@@ -1,1 +1,422 @@
-//! `retryctl serve`: a local Armada-compatible REST server over SQLite. (Placeholder.)
+//! `retryctl serve`: a local Armada-compatible REST server (SPEC §5, §6) over SQLite.
+//!
+//! Owns: binding, the router, and the request hygiene around every route: the dialect
+//! header, authentication, the 1 MiB body limit, turning a handler panic into a 500 with the
+//! error body, the one-line request log, and graceful shutdown that closes the database.
+//! Must not: print anything but the request log (the command prints the startup line), exit
+//! the process, or read the environment; `api` has the handlers, `store` the SQL.
+//!
+//! Decisions where SPEC is silent: `/health` needs no credentials (load balancers and
+//! readiness probes call it without any); unknown routes answer upstream's plain-text
+//! `Not Found` so a client can tell "no such route" from "no such resource".
+
+pub mod api;
+pub mod store;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use base64::Engine as _;
+
+use crate::error::CliError;
+use crate::wire::{DIALECT_HEADER, DIALECT_V1};
+
+use api::{ApiError, Code};
+pub use store::Location;
+use store::Store;
+
+/// Request bodies larger than this are refused with 413.
+pub const MAX_BODY: usize = 1024 * 1024;
+
+/// What `serve` was asked to do.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `host:port`; port 0 picks a free one.
+    pub listen: String,
+    pub db: Location,
+    /// `user:password` pairs.
+    pub basic_auth: Vec<String>,
+    pub tokens: Vec<String>,
+    pub allow_anonymous: bool,
+    /// Where the one-line-per-request log goes; `None` for no log. A channel rather than
+    /// stderr itself: the binary's main thread holds the stderr lock for its whole run, and
+    /// the command writes the lines through its own writer.
+    pub request_log: Option<tokio::sync::mpsc::Sender<String>>,
+}
+
+impl Config {
+    pub fn new(listen: impl Into<String>, db: Location) -> Config {
+        Config {
+            listen: listen.into(),
+            db,
+            basic_auth: Vec::new(),
+            tokens: Vec::new(),
+            allow_anonymous: false,
+            request_log: None,
+        }
+    }
+}
+
+/// Credentials the server accepts; empty means anonymous.
+#[derive(Debug, Default)]
+struct Auth {
+    basic: Vec<(String, String)>,
+    tokens: Vec<String>,
+}
+
+impl Auth {
+    fn from_config(config: &Config) -> Result<Auth, CliError> {
+        let mut auth = Auth::default();
+        for pair in &config.basic_auth {
+            match pair.split_once(':') {
+                Some((user, pass)) if !user.is_empty() => auth.basic.push((user.to_string(), pass.to_string())),
+                _ => {
+                    return Err(CliError::usage(
+                        "`--basic-auth` expects `USER:PASSWORD` with a non-empty user",
+                    ))
+                }
+            }
+        }
+        for token in &config.tokens {
+            if token.is_empty() || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(CliError::usage("`--token` must be non-empty and contain no whitespace"));
+            }
+            auth.tokens.push(token.clone());
+        }
+        Ok(auth)
+    }
+
+    fn required(&self) -> bool {
+        !self.basic.is_empty() || !self.tokens.is_empty()
+    }
+
+    /// `Ok` when the request may proceed. Messages name the user but never a secret.
+    fn check(&self, header: Option<&HeaderValue>) -> Result<(), ApiError> {
+        if !self.required() {
+            return Ok(());
+        }
+        let unauth = |m: String| ApiError::new(Code::Unauthenticated, m);
+        let Some(value) = header else {
+            return Err(unauth(format!(
+                "request could not be authenticated: no credentials presented; this server requires {}",
+                self.schemes()
+            )));
+        };
+        let text = value
+            .to_str()
+            .map_err(|_| unauth("request could not be authenticated: the Authorization header is not ASCII".into()))?;
+        let (scheme, rest) = text.split_once(' ').unwrap_or((text, ""));
+        let rest = rest.trim();
+        if scheme.eq_ignore_ascii_case("basic") && !self.basic.is_empty() {
+            let decoded = base64::engine::general_purpose::STANDARD
+                .decode(rest)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok());
+            let Some((user, pass)) = decoded.as_deref().and_then(|d| d.split_once(':')) else {
+                return Err(unauth(
+                    "request could not be authenticated: malformed basic credentials".into(),
+                ));
+            };
+            let ok = self
+                .basic
+                .iter()
+                .any(|(u, p)| same(u.as_bytes(), user.as_bytes()) & same(p.as_bytes(), pass.as_bytes()));
+            return if ok {
+                Ok(())
+            } else {
+                Err(unauth(format!(
+                    "request could not be authenticated: invalid credentials presented for user {user:?}"
+                )))
+            };
+        }
+        if scheme.eq_ignore_ascii_case("bearer") && !self.tokens.is_empty() {
+            let ok = self.tokens.iter().any(|t| same(t.as_bytes(), rest.as_bytes()));
+            return if ok {
+                Ok(())
+            } else {
+                Err(unauth(
+                    "request could not be authenticated: invalid bearer token".into(),
+                ))
+            };
+        }
+        Err(unauth(format!(
+            "request could not be authenticated: unsupported scheme {scheme:?}; this server requires {}",
+            self.schemes()
+        )))
+    }
+
+    fn schemes(&self) -> &'static str {
+        match (self.basic.is_empty(), self.tokens.is_empty()) {
+            (false, false) => "basic auth or a bearer token",
+            (false, true) => "basic auth",
+            _ => "a bearer token",
+        }
+    }
+}
+
+/// Comparison whose time does not depend on where the inputs differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A bound server, ready to run.
+pub struct Server {
+    listener: tokio::net::TcpListener,
+    addr: SocketAddr,
+    store: Arc<Store>,
+    router: Router,
+}
+
+impl Server {
+    /// Checks the flags, opens (and migrates) the database and binds the address. Refuses a
+    /// non-loopback address without credentials unless `allow_anonymous`.
+    pub async fn bind(config: Config) -> anyhow::Result<Server> {
+        let auth = Auth::from_config(&config)?;
+        let listener = tokio::net::TcpListener::bind(&config.listen)
+            .await
+            .map_err(|e| CliError::failed(format!("cannot listen on `{}`: {e}", config.listen)))?;
+        let addr = listener.local_addr()?;
+        if !addr.ip().is_loopback() && !auth.required() && !config.allow_anonymous {
+            return Err(CliError::usage(format!(
+                "refusing to listen on {addr} without authentication: anyone who can reach it could change retry policies"
+            ))
+            .with_hint("add `--basic-auth USER:PASSWORD` or `--token TOKEN`, or `--allow-anonymous` on a trusted network")
+            .into());
+        }
+        let db = config.db.clone();
+        let store = tokio::task::spawn_blocking(move || Store::open(db)).await??;
+        let store = Arc::new(store);
+        let router = router(store.clone(), Arc::new(auth), config.request_log);
+        Ok(Server {
+            listener,
+            addr,
+            store,
+            router,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `retryctl serve: listening on http://127.0.0.1:8080 (database: PATH)`.
+    pub fn startup_line(&self) -> String {
+        format!(
+            "retryctl serve: listening on http://{} (database: {})",
+            self.addr,
+            self.store.location()
+        )
+    }
+
+    /// Serves until `shutdown` resolves, lets in-flight requests finish, then checkpoints
+    /// and closes the database.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(shutdown)
+            .await?;
+        let store = self.store;
+        tokio::task::spawn_blocking(move || store.close())
+            .await?
+            .map_err(|e| anyhow::anyhow!("cannot close the database cleanly: {e}"))?;
+        Ok(())
+    }
+}
+
+fn router(store: Arc<Store>, auth: Arc<Auth>, log: Option<Log>) -> Router {
+    use api::*;
+    let api = Router::new()
+        .route("/v1/retry-policy", post(create_policy))
+        .route(
+            "/v1/retry-policy/",
+            get(empty_policy_name).put(empty_policy_name).delete(empty_policy_name),
+        )
+        // A catch-all, so that a name containing `/` is refused as an invalid name (400)
+        // rather than falling through to "no such route".
+        .route(
+            "/v1/retry-policy/{*name}",
+            get(get_policy).put(update_policy).delete(delete_policy),
+        )
+        .route("/v1/retry-policies", get(list_policies))
+        .route("/v1/queue", post(create_queue))
+        .route(
+            "/v1/queue/",
+            get(empty_queue_name).put(empty_queue_name).delete(empty_queue_name),
+        )
+        .route(
+            "/v1/queue/{*name}",
+            get(get_queue).put(update_queue).delete(delete_queue),
+        )
+        .route("/v1/batched/queues", get(stream_queues))
+        .route("/v1/batched/create_queues", post(create_queues))
+        .route("/v1/batched/update_queues", axum::routing::put(update_queues))
+        .route_layer(middleware::from_fn_with_state(auth, authenticate))
+        .with_state(store);
+    hygiene(api.route("/health", get(|| async { "ok" })), log)
+}
+
+/// The layers every route gets, outermost first: request log + dialect header, panic → 500,
+/// body limit. Unknown routes and methods answer plain text like grpc-gateway.
+fn hygiene(router: Router, log: Option<Log>) -> Router {
+    router
+        .fallback(|| async { (StatusCode::NOT_FOUND, "Not Found\n") })
+        .method_not_allowed_fallback(|| async { (StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed\n") })
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(middleware::from_fn(catch_panic))
+        .layer(middleware::from_fn_with_state(log, log_and_mark))
+}
+
+async fn authenticate(State(auth): State<Arc<Auth>>, req: Request, next: Next) -> Response {
+    match auth.check(req.headers().get(header::AUTHORIZATION)) {
+        Ok(()) => next.run(req).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Runs the rest of the stack in its own task, so that a panic anywhere in a handler
+/// becomes a 500 with the error body instead of a dropped connection. (tower-http's
+/// CatchPanicLayer would do the same but is not a direct dependency; a task per request
+/// costs about a microsecond.)
+async fn catch_panic(req: Request, next: Next) -> Response {
+    match tokio::spawn(next.run(req)).await {
+        Ok(resp) => resp,
+        Err(e) => ApiError::new(Code::Internal, format!("internal server error: {}", panic_text(e))).into_response(),
+    }
+}
+
+/// What a panicked task said, for the error body.
+pub(crate) fn panic_text(e: tokio::task::JoinError) -> String {
+    if !e.is_panic() {
+        return "the request was cancelled".into();
+    }
+    let payload = e.into_panic();
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        format!("handler panicked: {s}")
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        format!("handler panicked: {s}")
+    } else {
+        "handler panicked".into()
+    }
+}
+
+/// Adds the dialect header to every response and logs one line per request: method, path
+/// (query included; no route carries secrets there), status, duration. Headers, where
+/// credentials travel, are never logged.
+async fn log_and_mark(State(log): State<Option<Log>>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let line = log.as_ref().map(|_| {
+        format!(
+            "{} {}",
+            req.method(),
+            req.uri().path_and_query().map_or("/", |p| p.as_str())
+        )
+    });
+    let mut resp = next.run(req).await;
+    resp.headers_mut()
+        .insert(DIALECT_HEADER, HeaderValue::from_static(DIALECT_V1));
+    if let (Some(log), Some(line)) = (log, line) {
+        let micros = started.elapsed().as_micros();
+        // Waits when the reader is behind (back-pressure, like a blocking write to stderr);
+        // fails only once the command stopped reading at shutdown.
+        let _ = log
+            .send(format!(
+                "retryctl serve: {line} {} {}.{:03}ms",
+                resp.status().as_u16(),
+                micros / 1000,
+                micros % 1000
+            ))
+            .await;
+    }
+    resp
+}
+
+type Log = tokio::sync::mpsc::Sender<String>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basic_and_bearer_credentials() {
+        let mut c = Config::new("127.0.0.1:0", Location::InMemory);
+        c.basic_auth = vec!["admin:s3cret".into()];
+        c.tokens = vec!["tok".into()];
+        let auth = Auth::from_config(&c).unwrap();
+        let hv = |s: &str| HeaderValue::from_str(s).unwrap();
+        let basic = |s: &str| {
+            hv(&format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(s)
+            ))
+        };
+        assert!(auth.check(Some(&basic("admin:s3cret"))).is_ok());
+        assert!(auth.check(Some(&hv("bearer tok"))).is_ok());
+        assert_eq!(
+            auth.check(Some(&basic("admin:nope"))).unwrap_err().message,
+            "request could not be authenticated: invalid credentials presented for user \"admin\""
+        );
+        assert_eq!(
+            auth.check(None).unwrap_err().message,
+            "request could not be authenticated: no credentials presented; this server requires basic auth or a bearer token"
+        );
+        assert_eq!(
+            auth.check(Some(&hv("Bearer tok2"))).unwrap_err().message,
+            "request could not be authenticated: invalid bearer token"
+        );
+        let mut bad = Config::new("127.0.0.1:0", Location::InMemory);
+        bad.basic_auth = vec!["nopassword".into()];
+        assert!(Auth::from_config(&bad).is_err());
+    }
+
+    async fn boom() -> &'static str {
+        panic!("kaboom")
+    }
+
+    /// A handler that panics answers 500 with the error body and the dialect header, and
+    /// the server keeps serving.
+    #[test]
+    fn a_panicking_handler_answers_500() {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let (addr, stop) = rt.block_on(async {
+            let app = hygiene(
+                Router::new()
+                    .route("/boom", get(boom))
+                    .route("/fine", get(|| async { "fine" })),
+                None,
+            );
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = l.local_addr().unwrap();
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            tokio::spawn(async move {
+                axum::serve(l, app)
+                    .with_graceful_shutdown(async {
+                        let _ = rx.await;
+                    })
+                    .await
+                    .unwrap()
+            });
+            (addr, tx)
+        });
+        let client = reqwest::blocking::Client::new();
+        let resp = client.get(format!("http://{addr}/boom")).send().unwrap();
+        assert_eq!(resp.status().as_u16(), 500);
+        assert_eq!(resp.headers()[DIALECT_HEADER], "v1");
+        assert_eq!(
+            resp.text().unwrap(),
+            r#"{"error":"internal server error: handler panicked: kaboom","code":13,"message":"internal server error: handler panicked: kaboom"}"#
+        );
+        let resp = client.get(format!("http://{addr}/fine")).send().unwrap();
+        assert_eq!(resp.text().unwrap(), "fine");
+        let _ = stop.send(());
+    }
+}

@@ -4,13 +4,14 @@
 
 use std::path::Path;
 
+use crate::support::server::TestServer;
 use crate::support::{exchange, retryctl, temp_home};
 
 const VALID: &str = "testdata/policies/valid";
 
-/// The server under test.
-fn server() -> crate::support::stub::Stub {
-    crate::support::stub::Stub::armada()
+/// The server under test: the real `retryctl serve`, in process, in memory.
+fn server() -> TestServer {
+    TestServer::start()
 }
 
 struct Session {
@@ -346,7 +347,12 @@ fn dry_run_client_sends_nothing_and_invalid_input_sends_nothing() {
     );
     let out = s.run(&["create", "queue", "q1", "--dry-run=client", "--retry-policy", "a,b"]);
     assert_eq!(out, "exit: 0\n--- stdout\nqueue/q1 created (dry run)\n--- stderr\n");
-    assert!(srv.requests().is_empty(), "{:?}", srv.requests());
+    let nothing = "exit: 0\n--- stdout\n--- stderr\nno retry policies found\n";
+    assert_eq!(s.run(&["get", "rp"]), nothing);
+    assert_eq!(
+        s.run(&["get", "q"]),
+        "exit: 0\n--- stdout\n--- stderr\nno queues found\n"
+    );
     let dir = tempfile::tempdir().unwrap();
     let bad = write(
         dir.path(),
@@ -356,7 +362,7 @@ fn dry_run_client_sends_nothing_and_invalid_input_sends_nothing() {
     insta::assert_snapshot!("create_invalid", s.run(&["create", "-f", &bad]).replace(&bad, "FILE"));
     let out = s.run(&["create", "queue", "q1", "--priority-factor", "0.5", "-l", "=x"]);
     insta::assert_snapshot!("create_queue_invalid", out);
-    assert!(srv.requests().is_empty(), "{:?}", srv.requests());
+    assert_eq!(s.run(&["get", "rp"]), nothing);
 }
 
 #[test]
@@ -455,4 +461,29 @@ fn empty_lists_and_v1beta1_output() {
             "armadaproject.io/v1beta1"
         ])
     );
+}
+
+#[test]
+fn auth_against_a_server_that_requires_it() {
+    let srv = TestServer::start_with_auth(&["alice:pw"], &["tok-1"]);
+    let s = Session::new(&srv.url);
+    let out = s.run(&["get", "rp"]);
+    assert!(
+        out.starts_with(
+            "exit: 5\n--- stdout\n--- stderr\nerror: cannot list retry policies: the server answered 401 Unauthorized"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("hint: give credentials"), "{out}");
+    let out = exchange(s.cmd().env("ARMADA_TOKEN", "tok-1").args(["get", "rp"]));
+    assert!(out.starts_with("exit: 0\n"), "{out}");
+    let out = exchange(s.cmd().env("ARMADA_TOKEN", "wrong").args(["get", "rp"]));
+    assert!(out.starts_with("exit: 5\n"), "{out}");
+    std::fs::write(
+        s.home.path().join(".armadactl.yaml"),
+        "currentContext: a\ncontexts:\n  a:\n    basicAuth: {username: alice, password: pw}\n",
+    )
+    .unwrap();
+    assert_eq!(s.ok(&["create", "queue", "q1"]), "queue/q1 created\n");
+    assert_eq!(s.ok(&["get", "q", "-o", "name"]), "queue/q1\n");
 }

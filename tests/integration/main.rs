@@ -7,4 +7,7 @@ mod client_errors;
 mod completion;
 mod config;
 mod crud;
+mod serve;
+mod serve_process;
+mod serve_stress;
 mod validate;

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
+pub mod server;
+
 /// The repository root (where Cargo.toml is).
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

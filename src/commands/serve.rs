@@ -1,0 +1,83 @@
+//! `retryctl serve`: run the local Armada-compatible API server (SPEC §6).
+//!
+//! Owns: turning flags into a [`server::Config`], the tokio runtime, the startup line and
+//! SIGINT/SIGTERM handling. Must not: hold server logic (that is `crate::server`).
+
+use crate::app::Context;
+use crate::cli::ServeArgs;
+use crate::error::{CliError, ExitCode};
+use crate::server::{self, Config, Location};
+
+pub fn run(ctx: &mut Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let db = if args.in_memory {
+        Location::InMemory
+    } else if let Some(path) = &args.db {
+        Location::File(path.clone())
+    } else {
+        let dir = dirs::data_dir().ok_or_else(|| {
+            CliError::failed("cannot find the user data directory for the default database")
+                .with_hint("pass `--db PATH` or `--in-memory`")
+        })?;
+        Location::File(dir.join("retryctl").join("armada.db"))
+    };
+    // Request log lines come back over this channel and are written here, through the
+    // command's own stderr writer.
+    let (log_tx, mut log_rx) = tokio::sync::mpsc::channel::<String>(4096);
+    let config = Config {
+        listen: args.listen.clone(),
+        db,
+        basic_auth: args.basic_auth.clone(),
+        tokens: args.token.clone(),
+        allow_anonymous: args.allow_anonymous,
+        request_log: Some(log_tx),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("retryctl-serve")
+        .build()?;
+    runtime.block_on(async {
+        let shutdown = shutdown_signal()?;
+        let server = server::Server::bind(config).await?;
+        writeln!(ctx.err, "{}", server.startup_line())?;
+        ctx.err.flush()?;
+        let run = server.run(shutdown);
+        tokio::pin!(run);
+        let result = loop {
+            tokio::select! {
+                result = &mut run => break result,
+                Some(line) = log_rx.recv() => {
+                    writeln!(ctx.err, "{line}")?;
+                }
+            }
+        };
+        while let Ok(line) = log_rx.try_recv() {
+            writeln!(ctx.err, "{line}")?;
+        }
+        result?;
+        writeln!(ctx.err, "retryctl serve: stopped; database closed")?;
+        Ok(ExitCode::Success)
+    })
+}
+
+/// Installs the SIGINT/SIGTERM handlers now (before the startup line, so a signal sent as
+/// soon as the line appears is already a graceful shutdown, not the default kill) and
+/// returns a future that resolves on the first of them.
+#[cfg(unix)]
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => {},
+            _ = term.recv() => {},
+        }
+    })
+}
+
+#[cfg(not(unix))]
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+}

@@ -1,0 +1,547 @@
+//! The SPEC §5 routes: request bodies in, status codes and upstream-shaped JSON out.
+//!
+//! Owns: the handlers, the error body (`{"error","code","message"}` with gRPC codes mapped to
+//! HTTP statuses as grpc-gateway does), and the byte-level JSON encoding of responses. Must
+//! not: convert JSON ⇄ model itself (that is `wire`), validate (that is
+//! `model::validate`, the same code the CLI runs) or touch SQL (that is `store`).
+//!
+//! Decisions where SPEC is silent (also in the README's `serve` section):
+//! - A body whose `name` differs from the `{name}` in the path is refused (400); upstream
+//!   silently lets the path win, which turns a copy-paste slip into an edit of the wrong
+//!   resource. A body without a name takes the path's.
+//! - Deleting a policy or queue that does not exist is 404 NotFound (upstream: silent
+//!   success), so `delete` can tell the user, and `--ignore-not-found` means something.
+//! - Queues are stored exactly as sent: no owner defaulting to the caller and no synthesised
+//!   `permissions` (upstream adds both), so a client's read-back check sees what it wrote.
+//! - Numbers are written like Go's encoding/json (`1`, not `1.0`), so upstream-shaped JSON
+//!   comes back byte for byte.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use crate::diag::Diagnostic;
+use crate::model::validate::{name_problem, validate_policy, validate_queue};
+use crate::model::Queue;
+use crate::wire::{self, Dialect};
+
+use super::store::{Store, StoreError};
+
+/// The gRPC status codes the API produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    InvalidArgument = 3,
+    NotFound = 5,
+    AlreadyExists = 6,
+    FailedPrecondition = 9,
+    ResourceExhausted = 8,
+    Internal = 13,
+    Unavailable = 14,
+    Unauthenticated = 16,
+}
+
+impl Code {
+    /// grpc-gateway's `HTTPStatusFromCode`, except ResourceExhausted: a body over the limit
+    /// is 413 (what HTTP clients and proxies expect), not gateway's 429.
+    pub fn status(self) -> StatusCode {
+        match self {
+            Code::InvalidArgument | Code::FailedPrecondition => StatusCode::BAD_REQUEST,
+            Code::NotFound => StatusCode::NOT_FOUND,
+            Code::AlreadyExists => StatusCode::CONFLICT,
+            Code::ResourceExhausted => StatusCode::PAYLOAD_TOO_LARGE,
+            Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Code::Unauthenticated => StatusCode::UNAUTHORIZED,
+        }
+    }
+
+    /// The gRPC name, for batched errors (`rpc error: code = InvalidArgument desc = …`).
+    fn name(self) -> &'static str {
+        match self {
+            Code::InvalidArgument => "InvalidArgument",
+            Code::NotFound => "NotFound",
+            Code::AlreadyExists => "AlreadyExists",
+            Code::FailedPrecondition => "FailedPrecondition",
+            Code::ResourceExhausted => "ResourceExhausted",
+            Code::Internal => "Internal",
+            Code::Unavailable => "Unavailable",
+            Code::Unauthenticated => "Unauthenticated",
+        }
+    }
+}
+
+/// An error answer: `{"error":msg,"code":n,"message":msg}` with the code's HTTP status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub code: Code,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(Code::InvalidArgument, message)
+    }
+
+    fn body(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert("error".into(), Value::from(self.message.clone()));
+        m.insert("code".into(), Value::from(self.code as i32));
+        m.insert("message".into(), Value::from(self.message.clone()));
+        Value::Object(m)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        json_response(self.code.status(), encode(&self.body()))
+    }
+}
+
+pub type ApiResult = Result<Response, ApiError>;
+
+pub fn json_response(status: StatusCode, body: Bytes) -> Response {
+    let mut resp = (status, body).into_response();
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+fn ok_empty() -> Response {
+    json_response(StatusCode::OK, Bytes::from_static(b"{}"))
+}
+
+// ---------------------------------------------------------------------------------------
+// JSON bytes
+
+/// Serialises like Go's encoding/json for the values we emit: integral floats without a
+/// fraction (`1`, not serde_json's `1.0`).
+pub fn encode(value: &Value) -> Bytes {
+    let mut out = Vec::with_capacity(128);
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, GoFormatter);
+    serde::Serialize::serialize(value, &mut ser).expect("a JSON value always serialises");
+    Bytes::from(out)
+}
+
+struct GoFormatter;
+
+impl serde_json::ser::Formatter for GoFormatter {
+    fn write_f64<W: ?Sized + std::io::Write>(&mut self, writer: &mut W, value: f64) -> std::io::Result<()> {
+        // Go switches to exponent form at 1e21; below that an integral value has no fraction.
+        if value.fract() == 0.0 && value.abs() < 1e21 {
+            write!(writer, "{value:.0}")
+        } else {
+            writer.write_all(ryu_like(value).as_bytes())
+        }
+    }
+}
+
+/// serde_json's own float text (shortest round-trip), for the non-integral case.
+fn ryu_like(value: f64) -> String {
+    serde_json::to_string(&value).unwrap_or_else(|_| "null".into())
+}
+
+// ---------------------------------------------------------------------------------------
+// request helpers
+
+/// The request body as JSON: empty means `{}` (grpc-gateway reads EOF as an empty message).
+fn json_body(body: Result<Bytes, BytesRejection>) -> Result<Value, ApiError> {
+    let bytes = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                Code::ResourceExhausted,
+                format!("request body is larger than the limit of {} bytes", super::MAX_BODY),
+            )
+        } else {
+            ApiError::invalid(format!("cannot read the request body: {}", rejection.body_text()))
+        }
+    })?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Object(Default::default()));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| ApiError::invalid(format!("request body is not valid JSON: {e}")))
+}
+
+/// `path: message; path: message` for the error body.
+fn describe(diags: &[Diagnostic]) -> String {
+    diags
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| {
+            if d.path.is_empty() {
+                d.message.clone()
+            } else {
+                format!("{}: {}", d.path, d.message)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A name from the path, checked before it reaches storage.
+fn path_name(kind: &str, name: &str) -> Result<(), ApiError> {
+    if name.is_empty() {
+        return Err(ApiError::invalid(format!("{kind} name must not be empty")));
+    }
+    match name_problem(name) {
+        Some(problem) => Err(ApiError::invalid(format!("invalid {kind} name: {problem}"))),
+        None => Ok(()),
+    }
+}
+
+/// Fills an empty body name from the path and refuses a different one.
+fn reconcile_name(kind: &str, body_name: &mut String, path: &str) -> Result<(), ApiError> {
+    if body_name.is_empty() {
+        *body_name = path.to_string();
+        Ok(())
+    } else if body_name != path {
+        Err(ApiError::invalid(format!(
+            "{kind} name {body_name:?} in the body does not match {path:?} in the path"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+fn store_error(err: StoreError, kind: &str, name: &str, doing: &str) -> ApiError {
+    match err {
+        StoreError::AlreadyExists => ApiError::new(Code::AlreadyExists, format!("{kind} {name:?} already exists")),
+        StoreError::NotFound => ApiError::new(Code::NotFound, format!("error: could not find {kind} {name:?}")),
+        StoreError::UnknownPolicies(names) => ApiError::invalid(format!(
+            "error {doing} {kind}: retry policies do not exist: {}",
+            quoted_list(&names)
+        )),
+        StoreError::InUse(queues) => ApiError::new(
+            Code::FailedPrecondition,
+            format!(
+                "retry policy {name:?} is attached to queues {}; detach it from them first",
+                quoted_list(&queues)
+            ),
+        ),
+        StoreError::Sql(e) => ApiError::new(Code::Unavailable, format!("error {doing} {kind} {name:?}: {e}")),
+    }
+}
+
+fn quoted_list(names: &[String]) -> String {
+    names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Runs a blocking store write off the async workers. A panic inside becomes a 500.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, ApiError> + Send + 'static) -> Result<T, ApiError> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r,
+        Err(e) => Err(ApiError::new(
+            Code::Internal,
+            format!("internal server error: {}", super::panic_text(e)),
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// retry policies
+
+const POLICY: &str = "retry policy";
+const QUEUE: &str = "queue";
+
+fn decode_policy(value: &Value) -> Result<crate::model::RetryPolicy, ApiError> {
+    wire::policy_from_json(value, Dialect::V1)
+        .map_err(|d| ApiError::invalid(format!("invalid retry policy: {}", describe(&d))))
+}
+
+fn check_policy(policy: &crate::model::RetryPolicy) -> Result<Bytes, ApiError> {
+    let problems = validate_policy(policy);
+    if problems.iter().any(Diagnostic::is_error) {
+        return Err(ApiError::invalid(format!(
+            "invalid retry policy: {}",
+            describe(&problems)
+        )));
+    }
+    Ok(encode(&wire::policy_to_json(policy)))
+}
+
+pub async fn create_policy(State(store): State<Arc<Store>>, body: Result<Bytes, BytesRejection>) -> ApiResult {
+    let value = json_body(body)?;
+    let policy = decode_policy(&value)?;
+    if policy.name.is_empty() {
+        return Err(ApiError::invalid("retry policy name must not be empty"));
+    }
+    let bytes = check_policy(&policy)?;
+    let name = policy.name;
+    blocking(move || {
+        store
+            .create_policy(&name, bytes)
+            .map_err(|e| store_error(e, POLICY, &name, "creating"))
+    })
+    .await?;
+    Ok(ok_empty())
+}
+
+pub async fn get_policy(State(store): State<Arc<Store>>, Path(name): Path<String>) -> ApiResult {
+    path_name(POLICY, &name)?;
+    match store.policy(&name) {
+        Some(body) => Ok(json_response(StatusCode::OK, body)),
+        None => Err(store_error(StoreError::NotFound, POLICY, &name, "getting")),
+    }
+}
+
+pub async fn list_policies(State(store): State<Arc<Store>>) -> Response {
+    let bodies = store.policies();
+    if bodies.is_empty() {
+        return ok_empty();
+    }
+    let mut out = Vec::with_capacity(bodies.iter().map(|b| b.len() + 1).sum::<usize>() + 20);
+    out.extend_from_slice(b"{\"retryPolicies\":[");
+    for (i, b) in bodies.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b);
+    }
+    out.extend_from_slice(b"]}");
+    json_response(StatusCode::OK, Bytes::from(out))
+}
+
+pub async fn update_policy(
+    State(store): State<Arc<Store>>,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    path_name(POLICY, &name)?;
+    let value = json_body(body)?;
+    let mut policy = decode_policy(&value)?;
+    reconcile_name(POLICY, &mut policy.name, &name)?;
+    let bytes = check_policy(&policy)?;
+    blocking(move || {
+        store
+            .update_policy(&name, bytes)
+            .map_err(|e| store_error(e, POLICY, &name, "updating"))
+    })
+    .await?;
+    Ok(ok_empty())
+}
+
+pub async fn delete_policy(State(store): State<Arc<Store>>, Path(name): Path<String>) -> ApiResult {
+    path_name(POLICY, &name)?;
+    blocking(move || {
+        store
+            .delete_policy(&name)
+            .map_err(|e| store_error(e, POLICY, &name, "deleting"))
+    })
+    .await?;
+    Ok(ok_empty())
+}
+
+/// `GET|PUT|DELETE /v1/retry-policy/` (empty name), as upstream answers it.
+pub async fn empty_policy_name() -> ApiError {
+    ApiError::invalid("retry policy name must not be empty")
+}
+
+// ---------------------------------------------------------------------------------------
+// queues
+
+fn decode_queue(value: &Value) -> Result<Queue, ApiError> {
+    wire::queue_from_json(value).map_err(|d| ApiError::invalid(format!("invalid queue: {}", describe(&d))))
+}
+
+fn check_queue(queue: &Queue) -> Result<Bytes, ApiError> {
+    let problems = validate_queue(queue);
+    if problems.iter().any(Diagnostic::is_error) {
+        return Err(ApiError::invalid(format!("invalid queue: {}", describe(&problems))));
+    }
+    Ok(encode(&wire::queue_to_json(queue)))
+}
+
+/// Decode, validate and write one queue (shared by the single and batched routes).
+async fn write_queue(store: Arc<Store>, value: &Value, path: Option<&str>, create: bool) -> Result<(), ApiError> {
+    let mut queue = decode_queue(value)?;
+    match path {
+        Some(p) => reconcile_name(QUEUE, &mut queue.name, p)?,
+        None if queue.name.is_empty() => return Err(ApiError::invalid("queue name must not be empty")),
+        None => {}
+    }
+    let bytes = check_queue(&queue)?;
+    let doing = if create { "creating" } else { "updating" };
+    blocking(move || {
+        store
+            .put_queue(&queue, bytes, create)
+            .map_err(|e| store_error(e, QUEUE, &queue.name, doing))
+    })
+    .await
+}
+
+pub async fn create_queue(State(store): State<Arc<Store>>, body: Result<Bytes, BytesRejection>) -> ApiResult {
+    let value = json_body(body)?;
+    write_queue(store, &value, None, true).await?;
+    Ok(ok_empty())
+}
+
+pub async fn get_queue(State(store): State<Arc<Store>>, Path(name): Path<String>) -> ApiResult {
+    path_name(QUEUE, &name)?;
+    match store.queue(&name) {
+        Some(body) => Ok(json_response(StatusCode::OK, body)),
+        None => Err(store_error(StoreError::NotFound, QUEUE, &name, "getting")),
+    }
+}
+
+pub async fn update_queue(
+    State(store): State<Arc<Store>>,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    path_name(QUEUE, &name)?;
+    let value = json_body(body)?;
+    write_queue(store, &value, Some(&name), false).await?;
+    Ok(ok_empty())
+}
+
+pub async fn delete_queue(State(store): State<Arc<Store>>, Path(name): Path<String>) -> ApiResult {
+    path_name(QUEUE, &name)?;
+    blocking(move || {
+        store
+            .delete_queue(&name)
+            .map_err(|e| store_error(e, QUEUE, &name, "deleting"))
+    })
+    .await?;
+    Ok(ok_empty())
+}
+
+pub async fn empty_queue_name() -> ApiError {
+    ApiError::invalid("queue name must not be empty")
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub struct StreamQuery {
+    num: Option<String>,
+}
+
+/// `GET /v1/batched/queues?num=N`: one `{"result":{"Event":{"queue":…}}}` line per queue,
+/// sorted by name, then the end marker, exactly as upstream's gateway writes them.
+pub async fn stream_queues(State(store): State<Arc<Store>>, Query(q): Query<StreamQuery>) -> ApiResult {
+    let limit = match q.num.as_deref() {
+        None | Some("") => None,
+        Some(text) => match text.parse::<u32>() {
+            Ok(0) => None,
+            Ok(n) => Some(n as usize),
+            Err(_) => {
+                return Err(ApiError::invalid(format!(
+                    "invalid query parameter num {text:?}: expected an integer from 0 to 4294967295"
+                )))
+            }
+        },
+    };
+    let bodies = store.queues(limit);
+    let mut out = Vec::with_capacity(bodies.iter().map(|b| b.len() + 40).sum::<usize>() + 40);
+    for b in &bodies {
+        out.extend_from_slice(b"{\"result\":{\"Event\":{\"queue\":");
+        out.extend_from_slice(b);
+        out.extend_from_slice(b"}}}\n");
+    }
+    out.extend_from_slice(b"{\"result\":{\"Event\":{\"end\":{}}}}\n");
+    Ok(json_response(StatusCode::OK, Bytes::from(out)))
+}
+
+/// `POST /v1/batched/create_queues` and `PUT /v1/batched/update_queues`: each queue is
+/// written on its own (as upstream); failures are listed as `{"queue":…,"error":…}` and the
+/// answer is 200 `{}` when none failed.
+async fn batch(store: Arc<Store>, body: Result<Bytes, BytesRejection>, create: bool) -> ApiResult {
+    let value = json_body(body)?;
+    let queues = match &value {
+        Value::Object(m) => match m.iter().find(|(k, _)| k.eq_ignore_ascii_case("queues")) {
+            None => Vec::new(),
+            Some((_, Value::Null)) => Vec::new(),
+            Some((_, Value::Array(items))) => items.clone(),
+            Some((_, other)) => {
+                return Err(ApiError::invalid(format!(
+                    "queues: expected an array, found {}",
+                    type_name(other)
+                )))
+            }
+        },
+        other => {
+            return Err(ApiError::invalid(format!(
+                "request body: expected an object, found {}",
+                type_name(other)
+            )))
+        }
+    };
+    if let Some((k, _)) = value
+        .as_object()
+        .and_then(|m| m.iter().find(|(k, _)| !k.eq_ignore_ascii_case("queues")))
+    {
+        return Err(ApiError::invalid(format!("unknown field {k:?}, expected \"queues\"")));
+    }
+    let mut failed = Vec::new();
+    for q in &queues {
+        if let Err(e) = write_queue(store.clone(), q, None, create).await {
+            let mut m = serde_json::Map::new();
+            m.insert("queue".into(), q.clone());
+            m.insert(
+                "error".into(),
+                Value::from(format!("rpc error: code = {} desc = {}", e.code.name(), e.message)),
+            );
+            failed.push(Value::Object(m));
+        }
+    }
+    if failed.is_empty() {
+        return Ok(ok_empty());
+    }
+    let mut m = serde_json::Map::new();
+    m.insert("failedQueues".into(), Value::Array(failed));
+    Ok(json_response(StatusCode::OK, encode(&Value::Object(m))))
+}
+
+pub async fn create_queues(State(store): State<Arc<Store>>, body: Result<Bytes, BytesRejection>) -> ApiResult {
+    batch(store, body, true).await
+}
+
+pub async fn update_queues(State(store): State<Arc<Store>>, body: Result<Bytes, BytesRejection>) -> ApiResult {
+    batch(store, body, false).await
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn numbers_are_written_as_go_writes_them() {
+        let v = json!({"a": 1.0, "b": 1.5, "c": 2, "d": -3.0, "e": 1.337, "f": 1e22});
+        assert_eq!(
+            encode(&v),
+            Bytes::from_static(b"{\"a\":1,\"b\":1.5,\"c\":2,\"d\":-3,\"e\":1.337,\"f\":1e+22}")
+        );
+    }
+
+    #[test]
+    fn error_body_has_upstream_keys_in_order() {
+        let e = ApiError::new(Code::NotFound, "error: could not find retry policy \"p9\"");
+        assert_eq!(
+            encode(&e.body()),
+            Bytes::from_static(
+                b"{\"error\":\"error: could not find retry policy \\\"p9\\\"\",\"code\":5,\"message\":\"error: could not find retry policy \\\"p9\\\"\"}"
+            )
+        );
+    }
+}

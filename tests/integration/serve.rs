@@ -1,0 +1,365 @@
+//! `retryctl serve` against the real server on 127.0.0.1:0: every route's happy path and
+//! error paths, asserting status, the dialect header and the exact body.
+
+use reqwest::blocking::Client;
+
+use crate::support::server::TestServer;
+
+/// One exchange: status, body. Asserts the dialect header on every answer.
+pub fn call(method: &str, url: &str, body: Option<&str>) -> (u16, String) {
+    call_with(method, url, body, None)
+}
+
+pub fn call_with(method: &str, url: &str, body: Option<&str>, auth: Option<&str>) -> (u16, String) {
+    let client = Client::new();
+    let mut req = client.request(method.parse().unwrap(), url);
+    if let Some(b) = body {
+        req = req.header("content-type", "application/json").body(b.to_string());
+    }
+    if let Some(a) = auth {
+        req = req.header("authorization", a);
+    }
+    let resp = req.send().unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+    assert_eq!(
+        resp.headers()
+            .get("armada-retry-policy-dialect")
+            .map(|v| v.to_str().unwrap()),
+        Some("v1"),
+        "{method} {url} carries the dialect header"
+    );
+    let status = resp.status().as_u16();
+    (status, resp.text().unwrap())
+}
+
+/// The error body for `message` with gRPC `code`.
+pub fn err(code: u8, message: &str) -> String {
+    let m = serde_json::to_string(message).unwrap();
+    format!(r#"{{"error":{m},"code":{code},"message":{m}}}"#)
+}
+
+const ML: &str = r#"{"name":"ml-training-retries","retryLimit":3,"defaultAction":"Fail","rules":[{"action":"Fail","onCategory":"user-error"},{"action":"Retry","onCategory":"gpu","onSubcategory":"transient","mutate":{"affinity":{"avoidSameNode":true}}},{"action":"Retry","onCategory":"oom","mutate":{"resources":{"memory":{"factor":1.5}}}},{"action":"Retry","onCategory":"oom","onSubcategory":"small","mutate":{"resources":{"memory":{"static":"512Mi"}}}}]}"#;
+
+#[test]
+fn upstream_policy_round_trips_byte_for_byte() {
+    let s = TestServer::start();
+    let u = &s.url;
+    assert_eq!(call("GET", &format!("{u}/v1/retry-policies"), None), (200, "{}".into()));
+    assert_eq!(
+        call("POST", &format!("{u}/v1/retry-policy"), Some(ML)),
+        (200, "{}".into())
+    );
+    assert_eq!(
+        call("GET", &format!("{u}/v1/retry-policy/ml-training-retries"), None),
+        (200, ML.into())
+    );
+    // Upstream's omitted zero values: no retryLimit stays unset (the v1 dialect).
+    let p0 = r#"{"name":"p0","defaultAction":"Retry"}"#;
+    assert_eq!(
+        call("POST", &format!("{u}/v1/retry-policy"), Some(p0)),
+        (200, "{}".into())
+    );
+    assert_eq!(
+        call("GET", &format!("{u}/v1/retry-policies"), None),
+        (200, format!(r#"{{"retryPolicies":[{ML},{p0}]}}"#))
+    );
+}
+
+/// `METHOD path [body]` → `STATUS body`, one exchange per line pair, for snapshots.
+fn transcript(base: &str, steps: &[(&str, &str, Option<&str>)]) -> String {
+    let mut out = String::new();
+    for (method, path, body) in steps {
+        let (status, text) = call(method, &format!("{base}{path}"), *body);
+        out.push_str(&format!("{method} {path}"));
+        if let Some(b) = body {
+            let shown: String = if b.len() > 200 {
+                format!("<{} bytes>", b.len())
+            } else {
+                b.to_string()
+            };
+            out.push_str(&format!(" {shown}"));
+        }
+        out.push_str(&format!("\n  → {status} {}\n", text.trim_end()));
+    }
+    out
+}
+
+#[test]
+fn retry_policy_routes() {
+    let s = TestServer::start();
+    let steps: &[(&str, &str, Option<&str>)] = &[
+        ("GET", "/v1/retry-policy/p1", None),
+        (
+            "PUT",
+            "/v1/retry-policy/p1",
+            Some(r#"{"name":"p1","defaultAction":"Retry"}"#),
+        ),
+        ("DELETE", "/v1/retry-policy/p1", None),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(r#"{"name":"p1","retryLimit":0,"defaultAction":"RETRY_ACTION_RETRY"}"#),
+        ),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(r#"{"name":"p1","defaultAction":"Fail"}"#),
+        ),
+        ("GET", "/v1/retry-policy/p1", None),
+        // Every upstream spelling of an action is accepted; output is always `Fail`/`Retry`.
+        (
+            "PUT",
+            "/v1/retry-policy/p1",
+            Some(
+                r#"{"RetryLimit":5,"defaultaction":1,"rules":[{"action":2,"onCategory":"oom"},{"action":"retry","onCategory":"gpu"}]}"#,
+            ),
+        ),
+        ("GET", "/v1/retry-policy/p1", None),
+        (
+            "PUT",
+            "/v1/retry-policy/p1",
+            Some(r#"{"name":"p2","defaultAction":"Fail"}"#),
+        ),
+        // The design-dialect fields are stored and returned losslessly.
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(
+                r#"{"name":"design","retryLimit":4,"defaultAction":"Fail","rules":[{"action":"Retry","onConditions":["OOMKilled","Evicted"],"retryLimit":2,"backoff":{"initialDelay":"10s","maxDelay":"5m0s","multiplier":2,"jitter":0.1},"antiAffinity":{"mode":"node"}},{"action":"Fail","onExitCodes":{"operator":"In","values":[1,2]},"containerName":"main","includeInitContainers":true},{"action":"Retry","onTerminationMessage":{"pattern":"CUDA error: .*"}},{"action":"Retry","onFailureCategory":["oom","gpu"],"onFailureSubcategory":["a"]}],"backoff":{"initialDelay":"1s"},"antiAffinity":{"mode":"node"}}"#,
+            ),
+        ),
+        ("GET", "/v1/retry-policy/design", None),
+        ("GET", "/v1/retry-policies", None),
+        ("DELETE", "/v1/retry-policy/p1", None),
+        ("DELETE", "/v1/retry-policy/p1", None),
+        ("GET", "/v1/retry-policy/", None),
+        ("PUT", "/v1/retry-policy/", Some("{}")),
+        ("DELETE", "/v1/retry-policy/", None),
+        ("POST", "/v1/retry-policy", Some("")),
+    ];
+    insta::assert_snapshot!(transcript(&s.url, steps));
+}
+
+#[test]
+fn queue_routes() {
+    let s = TestServer::start();
+    let steps: &[(&str, &str, Option<&str>)] = &[
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(r#"{"name":"p1","defaultAction":"Fail"}"#),
+        ),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(r#"{"name":"p2","defaultAction":"Retry"}"#),
+        ),
+        ("GET", "/v1/queue/q1", None),
+        (
+            "POST",
+            "/v1/queue",
+            Some(r#"{"name":"q1","priorityFactor":1,"retryPolicies":["ghost","p1","other"]}"#),
+        ),
+        ("GET", "/v1/queue/q1", None),
+        (
+            "POST",
+            "/v1/queue",
+            Some(
+                r#"{"name":"q1","priorityFactor":1,"userOwners":["alice"],"groupOwners":["ml"],"labels":{"team":"ml"},"cordoned":true,"retryPolicies":["p2","p1"]}"#,
+            ),
+        ),
+        ("GET", "/v1/queue/q1", None),
+        ("POST", "/v1/queue", Some(r#"{"name":"q1","priorityFactor":1}"#)),
+        // PUT of a missing queue creates it (upstream's upsert); PUT is a full replace.
+        (
+            "PUT",
+            "/v1/queue/q2",
+            Some(r#"{"priorityFactor":2.5,"retryPolicies":["p1"]}"#),
+        ),
+        ("GET", "/v1/queue/q2", None),
+        ("PUT", "/v1/queue/q2", Some(r#"{"name":"q3","priorityFactor":1}"#)),
+        ("PUT", "/v1/queue/q2", Some(r#"{"name":"q2","priorityFactor":0.5}"#)),
+        ("DELETE", "/v1/retry-policy/p1", None),
+        ("GET", "/v1/batched/queues", None),
+        ("GET", "/v1/batched/queues?num=1", None),
+        ("GET", "/v1/batched/queues?num=x", None),
+        ("PUT", "/v1/queue/q2", Some(r#"{"priorityFactor":2.5}"#)),
+        (
+            "PUT",
+            "/v1/queue/q1",
+            Some(r#"{"priorityFactor":1,"retryPolicies":["p2"]}"#),
+        ),
+        ("DELETE", "/v1/retry-policy/p1", None),
+        ("DELETE", "/v1/queue/q2", None),
+        ("DELETE", "/v1/queue/q2", None),
+        ("GET", "/v1/queue/", None),
+        (
+            "POST",
+            "/v1/batched/create_queues",
+            Some(
+                r#"{"queues":[{"name":"b1","priorityFactor":1},{"name":"q1","priorityFactor":1},{"name":"b2","priorityFactor":1,"retryPolicies":["nope"]}]}"#,
+            ),
+        ),
+        (
+            "PUT",
+            "/v1/batched/update_queues",
+            Some(r#"{"queues":[{"name":"b1","priorityFactor":3},{"name":"b3","priorityFactor":0}]}"#),
+        ),
+        (
+            "PUT",
+            "/v1/batched/update_queues",
+            Some(r#"{"queues":[{"name":"b1","priorityFactor":4}]}"#),
+        ),
+        ("POST", "/v1/batched/create_queues", Some(r#"{"queue":[]}"#)),
+        ("GET", "/v1/batched/queues", None),
+    ];
+    insta::assert_snapshot!(transcript(&s.url, steps));
+}
+
+/// Malformed, mistyped and hostile input: always a 4xx with the error body, never a 5xx.
+#[test]
+fn bad_input_is_a_4xx_with_the_error_body() {
+    let s = TestServer::start();
+    let big = format!(
+        r#"{{"name":"big","defaultAction":"Fail","x":"{}"}}"#,
+        "a".repeat(2 << 20)
+    );
+    let steps: &[(&str, &str, Option<&str>)] = &[
+        ("POST", "/v1/retry-policy", Some(r#"{"name":"p1","#)),
+        ("POST", "/v1/retry-policy", Some(r#"[1,2]"#)),
+        ("POST", "/v1/retry-policy", Some(r#"{"name":7,"retryLimit":"3"}"#)),
+        ("POST", "/v1/retry-policy", Some(r#"{"name":"p1","retryLimit":-1}"#)),
+        ("POST", "/v1/retry-policy", Some(r#"{"name":"p1","retryLimit":10001}"#)),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(r#"{"name":"p1","defaultAction":"Retri"}"#),
+        ),
+        ("POST", "/v1/retry-policy", Some(r#"{"name":"p1","retry_limit":5}"#)),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(r#"{"name":"p1","rules":[{"action":"Retry","onConditions":["OOMKiled"]}]}"#),
+        ),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(r#"{"name":"p1","rules":[{"action":"Retry"}]}"#),
+        ),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(
+                r#"{"name":"p1","rules":[{"action":"Retry","onCategory":"oom","mutate":{"resources":{"memory":{"factor":0.5}}}}]}"#,
+            ),
+        ),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(r#"{"name":"p1","rules":[{"action":"Retry","onTerminationMessage":{"pattern":"(unclosed"}}]}"#),
+        ),
+        ("POST", "/v1/retry-policy", Some(&big)),
+        ("POST", "/v1/retry-policy", Some(r#"{"name":"a/b"}"#)),
+        ("POST", "/v1/retry-policy", Some(r#"{"name":".."}"#)),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(r#"{"name":"x'; DROP TABLE retry_policy; --"}"#),
+        ),
+        ("POST", "/v1/retry-policy", Some(r#"{"name":"\"quoted\""}"#)),
+        ("GET", "/v1/retry-policy/a%2Fb", None),
+        ("GET", "/v1/retry-policy/a/b", None),
+        ("GET", "/v1/retry-policy/..%2F..%2Fetc", None),
+        ("GET", "/v1/retry-policy/%22q%22", None),
+        ("GET", "/v1/retry-policy/x'%20OR%20'1'='1", None),
+        ("DELETE", "/v1/queue/x';DROP%20TABLE%20queue;--", None),
+        ("POST", "/v1/queue", Some(r#"{"name":"q1","priorityFactor":"high"}"#)),
+        (
+            "POST",
+            "/v1/queue",
+            Some(r#"{"name":"q1","priorityFactor":1,"retryPolicies":["p1","p1"]}"#),
+        ),
+        (
+            "POST",
+            "/v1/queue",
+            Some(r#"{"name":"q1","priorityFactor":1,"labels":{"":"x"}}"#),
+        ),
+        ("POST", "/v1/batched/create_queues", Some(r#"{"queues":{}}"#)),
+        ("GET", "/v1/retry-policies", None),
+        ("GET", "/v1/no-such-route", None),
+        ("PATCH", "/v1/retry-policy/p1", Some("{}")),
+    ];
+    let text = transcript(&s.url, steps);
+    for line in text.lines().filter(|l| l.starts_with("  → ")) {
+        let status: u16 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!((200..500).contains(&status), "no 5xx: {line}");
+    }
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn credentials_are_required_when_configured() {
+    let s = TestServer::start_with_auth(&["admin:s3cret", "ci:other"], &["tok-123"]);
+    let url = format!("{}/v1/retry-policies", s.url);
+    let basic = |up: &str| {
+        use base64::Engine as _;
+        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(up))
+    };
+    assert_eq!(
+        call_with("GET", &url, None, None),
+        (
+            401,
+            err(
+                16,
+                "request could not be authenticated: no credentials presented; this server requires basic auth or a bearer token"
+            )
+        )
+    );
+    assert_eq!(
+        call_with("GET", &url, None, Some(&basic("admin:wrong"))),
+        (
+            401,
+            err(
+                16,
+                "request could not be authenticated: invalid credentials presented for user \"admin\""
+            )
+        )
+    );
+    assert_eq!(
+        call_with("GET", &url, None, Some("Bearer tok-999")),
+        (401, err(16, "request could not be authenticated: invalid bearer token"))
+    );
+    assert_eq!(
+        call_with("GET", &url, None, Some("Negotiate abc")),
+        (
+            401,
+            err(
+                16,
+                "request could not be authenticated: unsupported scheme \"Negotiate\"; this server requires basic auth or a bearer token"
+            )
+        )
+    );
+    // Writes are refused too, and nothing is stored.
+    let create = format!("{}/v1/retry-policy", s.url);
+    let body = Some(r#"{"name":"p1","defaultAction":"Fail"}"#);
+    assert_eq!(call_with("POST", &create, body, None).0, 401);
+    assert_eq!(call_with("GET", &url, None, Some("Bearer tok-123")), (200, "{}".into()));
+    assert_eq!(
+        call_with("POST", &create, body, Some(&basic("ci:other"))),
+        (200, "{}".into())
+    );
+    assert_eq!(
+        call_with(
+            "GET",
+            &format!("{}/v1/retry-policy/p1", s.url),
+            None,
+            Some(&basic("admin:s3cret"))
+        )
+        .0,
+        200
+    );
+    // Probes need no credentials.
+    assert_eq!(
+        call_with("GET", &format!("{}/health", s.url), None, None),
+        (200, "ok".into())
+    );
+}

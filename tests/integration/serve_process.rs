@@ -1,0 +1,234 @@
+//! `retryctl serve` as a process: the startup line, flag checks, SIGTERM, restart on the
+//! same file, and crash safety under `kill -9`.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::serve::call;
+use crate::support::{format_output, retryctl, temp_home};
+
+/// A `retryctl serve` child process; stderr after the startup line is collected in the
+/// background (the request log would otherwise fill the pipe and stall the server).
+struct Proc {
+    child: Child,
+    url: String,
+    first_line: String,
+    rest: Arc<Mutex<Vec<String>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+fn spawn(args: &[&str]) -> Proc {
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("retryctl"))
+        .arg("serve")
+        .args(args)
+        .env_clear()
+        .env("HOME", "/nonexistent")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn retryctl serve");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first_line = lines.next().expect("a startup line").unwrap();
+    let url = first_line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {first_line:?}"))
+        .to_string();
+    let rest = Arc::new(Mutex::new(Vec::new()));
+    let sink = rest.clone();
+    let reader = std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            sink.lock().unwrap().push(line);
+        }
+    });
+    Proc {
+        child,
+        url,
+        first_line,
+        rest,
+        reader: Some(reader),
+    }
+}
+
+impl Proc {
+    /// SIGTERM, then the exit code and every stderr line after the startup line.
+    fn terminate(mut self) -> (Option<i32>, Vec<String>) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let code = self.child.wait().unwrap().code();
+        self.reader.take().unwrap().join().unwrap();
+        let lines = self.rest.lock().unwrap().clone();
+        (code, lines)
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn port_of(url: &str) -> &str {
+    url.rsplit(':').next().unwrap()
+}
+
+#[test]
+fn startup_line_request_log_sigterm_and_restart_keep_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("data/armada.db");
+    let db_arg = db.to_str().unwrap();
+    let p = spawn(&["--listen", "127.0.0.1:0", "--db", db_arg]);
+    assert_eq!(
+        p.first_line,
+        format!(
+            "retryctl serve: listening on http://127.0.0.1:{} (database: {db_arg})",
+            port_of(&p.url)
+        )
+    );
+    let body = r#"{"name":"keep-me","retryLimit":2,"defaultAction":"Retry"}"#;
+    assert_eq!(call("POST", &format!("{}/v1/retry-policy", p.url), Some(body)).0, 200);
+    let (code, lines) = p.terminate();
+    assert_eq!(code, Some(0));
+    // One line per request (the duration varies, so compare up to it), then the goodbye.
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with("retryctl serve: POST /v1/retry-policy 200 "),
+        "{lines:?}"
+    );
+    assert!(lines[0].ends_with("ms"), "{lines:?}");
+    assert_eq!(lines[1], "retryctl serve: stopped; database closed");
+    assert_eq!(retryctl::server::store::integrity_check(&db).unwrap(), "ok");
+
+    let p = spawn(&["--listen", "127.0.0.1:0", "--db", db_arg]);
+    assert_eq!(
+        call("GET", &format!("{}/v1/retry-policy/keep-me", p.url), None),
+        (200, body.to_string())
+    );
+    assert_eq!(p.terminate().0, Some(0));
+}
+
+#[test]
+fn in_memory_startup_line() {
+    let p = spawn(&["--listen", "127.0.0.1:0", "--in-memory"]);
+    assert_eq!(
+        p.first_line,
+        format!(
+            "retryctl serve: listening on http://127.0.0.1:{} (database: in memory)",
+            port_of(&p.url)
+        )
+    );
+    assert_eq!(
+        call("GET", &format!("{}/v1/retry-policies", p.url), None),
+        (200, "{}".into())
+    );
+    assert_eq!(p.terminate().0, Some(0));
+}
+
+#[test]
+fn refuses_a_public_address_without_credentials() {
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .args(["serve", "--listen", "0.0.0.0:0", "--in-memory"])
+        .output()
+        .unwrap();
+    let text = format_output(&out);
+    // The port is picked by the kernel; everything else is exact.
+    let text = regex::Regex::new(r"0\.0\.0\.0:\d+")
+        .unwrap()
+        .replace(&text, "0.0.0.0:PORT");
+    assert_eq!(
+        text,
+        "exit: 2\n--- stdout\n--- stderr\nerror: refusing to listen on 0.0.0.0:PORT without authentication: anyone who can reach it could change retry policies\n\nhint: add `--basic-auth USER:PASSWORD` or `--token TOKEN`, or `--allow-anonymous` on a trusted network\n"
+    );
+    let out = retryctl(home.path())
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--in-memory",
+            "--basic-auth",
+            "nopass",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        format_output(&out),
+        "exit: 2\n--- stdout\n--- stderr\nerror: `--basic-auth` expects `USER:PASSWORD` with a non-empty user\n"
+    );
+}
+
+#[test]
+fn public_address_with_credentials_starts() {
+    let p = spawn(&["--listen", "0.0.0.0:0", "--in-memory", "--token", "t0k"]);
+    assert!(
+        p.first_line.starts_with("retryctl serve: listening on http://0.0.0.0:"),
+        "{}",
+        p.first_line
+    );
+    assert_eq!(p.terminate().0, Some(0));
+}
+
+/// Writes in a loop, `kill -9` mid-stream, restart on the same file: the database is
+/// intact and holds every write that was acknowledged with 200.
+#[test]
+fn kill_9_mid_stream_loses_no_acknowledged_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("armada.db");
+    let db_arg = db.to_str().unwrap().to_string();
+    let p = spawn(&["--listen", "127.0.0.1:0", "--db", &db_arg]);
+    let acked = Arc::new(Mutex::new(Vec::<String>::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (url, acked, stop) = (p.url.clone(), acked.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let client = reqwest::blocking::Client::new();
+                for i in 0.. {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let name = format!("w{w}-p{i}");
+                    let body = format!(r#"{{"name":"{name}","retryLimit":{i},"defaultAction":"Retry"}}"#);
+                    match client.post(format!("{url}/v1/retry-policy")).body(body).send() {
+                        Ok(r) if r.status().as_u16() == 200 => acked.lock().unwrap().push(name),
+                        Ok(r) => panic!("unexpected status {}", r.status()),
+                        Err(_) => break, // the server is gone
+                    }
+                }
+            })
+        })
+        .collect();
+    while acked.lock().unwrap().len() < 200 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let mut p = p;
+    p.child.kill().unwrap(); // SIGKILL: no shutdown, no checkpoint
+    p.child.wait().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.join().unwrap();
+    }
+    drop(p);
+    let acked = acked.lock().unwrap().clone();
+    assert!(acked.len() >= 200);
+
+    check_integrity(&db);
+    let p = spawn(&["--listen", "127.0.0.1:0", "--db", &db_arg]);
+    for name in &acked {
+        let (status, body) = call("GET", &format!("{}/v1/retry-policy/{name}", p.url), None);
+        assert_eq!(status, 200, "acknowledged write {name} lost: {body}");
+    }
+    assert_eq!(p.terminate().0, Some(0));
+    check_integrity(&db);
+}
+
+fn check_integrity(db: &Path) {
+    assert_eq!(retryctl::server::store::integrity_check(db).unwrap(), "ok");
+}

@@ -1,0 +1,126 @@
+//! Concurrency against the real server: the existence checks and the writes are one
+//! transaction, so racing requests can neither both create a name nor leave a queue
+//! referencing a deleted policy. Assertions are on outcomes, never on timing.
+
+use std::sync::{Arc, Barrier};
+
+use crate::serve::call;
+use crate::support::server::TestServer;
+
+#[test]
+fn thirty_two_racing_creates_of_one_name_give_one_200_and_31_409() {
+    let s = TestServer::start();
+    let url = format!("{}/v1/retry-policy", s.url);
+    let barrier = Arc::new(Barrier::new(32));
+    let handles: Vec<_> = (0..32)
+        .map(|i| {
+            let (url, barrier) = (url.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let body = format!(r#"{{"name":"same","retryLimit":{i},"defaultAction":"Fail"}}"#);
+                barrier.wait();
+                call("POST", &url, Some(&body)).0
+            })
+        })
+        .collect();
+    let mut statuses: Vec<u16> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    statuses.sort();
+    let mut expected = vec![200];
+    expected.extend([409; 31]);
+    assert_eq!(statuses, expected);
+    let (status, body) = call("GET", &format!("{}/v1/retry-policies", s.url), None);
+    assert_eq!(status, 200);
+    assert_eq!(body.matches("\"name\":\"same\"").count(), 1, "{body}");
+}
+
+/// A deterministic pseudo-random sequence per thread (no `rand` dependency needed).
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+#[test]
+fn attach_detach_delete_storm_never_leaves_a_dangling_reference() {
+    const THREADS: u64 = 10;
+    const OPS_PER_THREAD: u64 = 50; // 500 operations in all
+    let policies = ["p0", "p1", "p2", "p3", "p4"];
+    let queues = ["q0", "q1", "q2", "q3"];
+    let s = TestServer::start();
+    let base = s.url.clone();
+    for p in policies {
+        let body = format!(r#"{{"name":"{p}","defaultAction":"Retry"}}"#);
+        assert_eq!(call("POST", &format!("{base}/v1/retry-policy"), Some(&body)).0, 200);
+    }
+    let barrier = Arc::new(Barrier::new(THREADS as usize));
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (base, barrier) = (base.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let mut rng = Lcg(t + 1);
+                let mut statuses = Vec::new();
+                barrier.wait();
+                for _ in 0..OPS_PER_THREAD {
+                    let q = queues[rng.next(queues.len() as u64) as usize];
+                    let p = policies[rng.next(policies.len() as u64) as usize];
+                    let (op, status) = match rng.next(4) {
+                        0 => {
+                            // attach: two distinct policies, in either order
+                            let other = policies
+                                [(rng.next(4) as usize + 1 + policies.iter().position(|x| *x == p).unwrap()) % 5];
+                            let body = format!(r#"{{"priorityFactor":1,"retryPolicies":["{p}","{other}"]}}"#);
+                            ("attach", call("PUT", &format!("{base}/v1/queue/{q}"), Some(&body)).0)
+                        }
+                        1 => {
+                            let body = r#"{"priorityFactor":1}"#;
+                            ("detach", call("PUT", &format!("{base}/v1/queue/{q}"), Some(body)).0)
+                        }
+                        2 => ("delete", call("DELETE", &format!("{base}/v1/retry-policy/{p}"), None).0),
+                        _ => {
+                            let body = format!(r#"{{"name":"{p}","defaultAction":"Retry"}}"#);
+                            (
+                                "create",
+                                call("POST", &format!("{base}/v1/retry-policy"), Some(&body)).0,
+                            )
+                        }
+                    };
+                    statuses.push((op, status));
+                }
+                statuses
+            })
+        })
+        .collect();
+    let all: Vec<(&str, u16)> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
+    assert_eq!(all.len(), 500);
+    for (op, status) in &all {
+        let allowed: &[u16] = match *op {
+            "attach" => &[200, 400], // 400: a policy was deleted
+            "detach" => &[200],
+            "delete" => &[200, 400, 404], // 400: still attached; 404: already gone
+            _ => &[200, 409],
+        };
+        assert!(allowed.contains(status), "{op} answered {status}");
+    }
+    // Every attachment that exists names an existing policy.
+    let (status, stream) = call("GET", &format!("{base}/v1/batched/queues"), None);
+    assert_eq!(status, 200);
+    for line in stream.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let Some(queue) = v["result"]["Event"].get("queue") else {
+            continue;
+        };
+        for p in queue["retryPolicies"].as_array().into_iter().flatten() {
+            let p = p.as_str().unwrap();
+            assert_eq!(
+                call("GET", &format!("{base}/v1/retry-policy/{p}"), None).0,
+                200,
+                "queue {} references deleted policy {p}",
+                queue["name"]
+            );
+        }
+    }
+}
