@@ -91,6 +91,13 @@ pub fn resolve(global: &GlobalArgs, env: &Env) -> Result<Settings, CliError> {
     let file = load_config(global, env)?;
     let context = global.context.clone().or_else(|| file.current_context());
     let ctx = match &context {
+        Some(name) if !file.exists => {
+            return Err(CliError::usage(format!(
+                "context `{name}` given, but there is no config file at `{}`",
+                file.path.display()
+            ))
+            .with_hint("create it (armadactl's format), or name one with `--config FILE`"))
+        }
         Some(name) => file.context(Some(name))?,
         None if file.has_contexts() => {
             return Err(CliError::usage(format!(
@@ -197,14 +204,27 @@ impl Settings {
     }
 }
 
+/// How long `execAuth` may run. Generous, since the command may open a browser login, but
+/// bounded: a hung helper must not hang the CLI.
+pub const EXEC_AUTH_LIMIT: Duration = Duration::from_secs(60);
+
 /// Runs the exec-auth command; its trimmed stdout is the bearer token.
 fn run_exec(e: &ExecAuth) -> Result<String, CliError> {
+    run_exec_within(e, EXEC_AUTH_LIMIT)
+}
+
+fn run_exec_within(e: &ExecAuth, limit: Duration) -> Result<String, CliError> {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+
     let auth_err = |msg: String| CliError::new(ExitCode::Auth, msg);
-    let output = std::process::Command::new(&e.cmd)
+    let mut child = Command::new(&e.cmd)
         .args(&e.args)
         .envs(e.env.iter().map(|(k, v)| (k, v)))
-        .stdin(std::process::Stdio::null())
-        .output()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|err| {
             auth_err(format!(
                 "execAuth command `{}` could not be run: {}",
@@ -212,20 +232,46 @@ fn run_exec(e: &ExecAuth) -> Result<String, CliError> {
                 crate::input::io_reason(&err)
             ))
         })?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
+    // Read both pipes on threads so a chatty command cannot block on a full pipe.
+    let pipe = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let out = pipe(Box::new(child.stdout.take().expect("piped")));
+    let err = pipe(Box::new(child.stderr.take().expect("piped")));
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(auth_err(format!(
+                    "execAuth command `{}` did not finish within {}",
+                    e.cmd,
+                    GoDuration(limit.as_nanos() as u64)
+                )));
+            }
+            Err(x) => return Err(auth_err(format!("execAuth command `{}`: {x}", e.cmd))),
+        }
+    };
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    if !status.success() {
+        let stderr = String::from_utf8_lossy(&stderr);
         let tail = stderr.trim();
-        let code = output
-            .status
-            .code()
-            .map_or("a signal".to_string(), |c| format!("status {c}"));
+        let code = status.code().map_or("a signal".to_string(), |c| format!("status {c}"));
         let mut msg = format!("execAuth command `{}` failed with {code}", e.cmd);
         if !tail.is_empty() {
             msg.push_str(&format!(": {}", tail.lines().last().unwrap_or(tail)));
         }
         return Err(auth_err(msg));
     }
-    let token = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    let token = String::from_utf8_lossy(&stdout).trim().to_string();
     if token.is_empty() {
         return Err(auth_err(format!("execAuth command `{}` printed no token", e.cmd)));
     }

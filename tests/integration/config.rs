@@ -152,3 +152,18 @@ fn invalid_config_file_is_invalid_input() {
     assert!(out.starts_with("exit: 3\n"), "{out}");
     assert!(out.contains("error: invalid config file `"), "{out}");
 }
+
+#[test]
+fn a_context_without_a_config_file_is_a_usage_error() {
+    let home = temp_home();
+    let out = exchange(retryctl(home.path()).args(["-c", "prod", "get", "rp"]))
+        .replace(&home.path().display().to_string(), "HOME");
+    insta::assert_snapshot!(out, @r"
+    exit: 2
+    --- stdout
+    --- stderr
+    error: context `prod` given, but there is no config file at `HOME/.armadactl.yaml`
+
+    hint: create it (armadactl's format), or name one with `--config FILE`
+    ");
+}
