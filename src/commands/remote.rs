@@ -135,6 +135,9 @@ pub fn load(ctx: &mut Context, source: &FileSource, kinds: &[Kind]) -> anyhow::R
 pub fn check_names(noun: &str, names: &[String]) -> Result<(), CliError> {
     for n in names {
         if let Some(problem) = name_problem(n) {
+            // The model's wording repeats the name; here it is already in the sentence.
+            let prefix = format!("{} is not a valid name: ", crate::diag::quote(n));
+            let problem = problem.strip_prefix(&prefix).unwrap_or(&problem);
             return Err(CliError::usage(format!("invalid {noun} name `{n}`: {problem}")));
         }
     }

@@ -487,3 +487,38 @@ fn auth_against_a_server_that_requires_it() {
     assert_eq!(s.ok(&["create", "queue", "q1"]), "queue/q1 created\n");
     assert_eq!(s.ok(&["get", "q", "-o", "name"]), "queue/q1\n");
 }
+
+#[test]
+fn remaining_formats_json_round_trip_and_usage_errors() {
+    let srv = server();
+    let s = Session::new(&srv.url);
+    s.seed();
+    let json = s.ok(&["get", "rp", "infra", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["metadata"]["name"], "infra");
+    assert_eq!(v["spec"]["retryLimit"], 10);
+    assert_eq!(
+        s.run_stdin(&["apply", "-f", "-"], &json),
+        "exit: 0\n--- stdout\nretrypolicy/infra unchanged\n--- stderr\n"
+    );
+    let all: serde_json::Value = serde_json::from_str(&s.ok(&["get", "rp", "-o", "json"])).unwrap();
+    assert_eq!(all.as_array().map(Vec::len), Some(2));
+    assert_eq!(s.ok(&["get", "queues", "-o", "name"]), "queue/ml-queue\n");
+    assert_eq!(s.ok(&["get", "q", "ml-queue", "-o", "table"]), s.ok(&["get", "q"]));
+    assert_eq!(
+        s.run(&["get", "rp", "Bad_Name"]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: invalid retry policy name `Bad_Name`: character `B` at position 1 is not allowed (use lowercase); use lowercase letters, digits and `-`\n"
+    );
+    let out = s.run(&["--timeout", "soon", "get", "rp"]);
+    assert!(
+        out.starts_with("exit: 2\n--- stdout\n--- stderr\nerror: invalid `--timeout` `soon`: "),
+        "{out}"
+    );
+    let out = s.run(&["get", "rp", "-o", "xml"]);
+    assert!(out.starts_with("exit: 2\n"), "{out}");
+    let out = s.run(&["create", "queue", "q9", "-l", "team"]);
+    assert_eq!(
+        out,
+        "exit: 2\n--- stdout\n--- stderr\nerror: invalid label `team`: expected KEY=VALUE\n"
+    );
+}
