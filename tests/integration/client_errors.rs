@@ -350,3 +350,25 @@ fn queue_stream_error_chunk_and_missing_end_marker() {
     assert!(out.starts_with("exit: 4\n--- stdout\n--- stderr\n"), "{out}");
     assert!(out.contains("the queue stream ended without its end marker"), "{out}");
 }
+
+#[test]
+fn server_refusing_a_delete_after_the_check_names_its_reason_exit_1() {
+    // A queue attached the policy between retryctl's check and its DELETE (a race no
+    // single-client run against a real server produces on demand).
+    let home = temp_home();
+    let stub = Stub::start(|r| match (r.method.as_str(), r.path.as_str()) {
+        ("GET", "/v1/retry-policy/p1") => {
+            Reply::json(200, json!({"name":"p1","retryLimit":1,"defaultAction":"Fail"})).v1()
+        }
+        ("GET", "/v1/batched/queues") => {
+            Reply::text(200, "application/json", "{\"result\":{\"Event\":{\"end\":{}}}}\n").v1()
+        }
+        _ => Reply::error(400, 9, "retry policy \"p1\" is in use by queues: \"q9\"").v1(),
+    });
+    insta::assert_snapshot!(run(home.path(), &stub.url, &["delete", "rp", "p1"]), @r#"
+    exit: 1
+    --- stdout
+    --- stderr
+    error: cannot delete retry policy `p1`: the server answered 400 Bad Request (FailedPrecondition): retry policy "p1" is in use by queues: "q9"
+    "#);
+}
