@@ -233,7 +233,8 @@ impl ConfigFile {
         v
     }
 
-    /// Sets `currentContext` and writes the file back, keeping every other key.
+    /// Sets `currentContext` and writes the file back, keeping every other key (comments are
+    /// not kept: serde_yaml does not carry them).
     pub fn use_context(&mut self, name: &str) -> Result<(), CliError> {
         if !self.context_names().iter().any(|n| n == name) {
             return Err(self.unknown_context(name));
@@ -252,7 +253,14 @@ impl ConfigFile {
             .map_err(|e| CliError::failed(format!("cannot render the config file: {e}")))?;
         // Write a sibling file and rename it over, so a failure never leaves half a file.
         let tmp = self.path.with_extension("yaml.retryctl-tmp");
-        let write = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, &self.path));
+        // The file may hold passwords: the new one keeps the old one's permissions (0600
+        // stays 0600) rather than getting the umask's default.
+        let write = std::fs::write(&tmp, text)
+            .and_then(|_| match std::fs::metadata(&self.path) {
+                Ok(m) => std::fs::set_permissions(&tmp, m.permissions()),
+                Err(_) => Ok(()),
+            })
+            .and_then(|_| std::fs::rename(&tmp, &self.path));
         write.map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             CliError::failed(format!(

@@ -83,7 +83,10 @@ fn get_contexts_and_current_context() {
 
 #[test]
 fn use_context_rewrites_only_current_context() {
+    use std::os::unix::fs::PermissionsExt;
     let home = home_with_config();
+    let path = home.path().join(".armadactl.yaml");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     let out = exchange(retryctl(home.path()).args(["config", "use-context", "prod"]));
     assert_eq!(out, "exit: 0\n--- stdout\nswitched to context `prod`\n--- stderr\n");
     let text = std::fs::read_to_string(home.path().join(".armadactl.yaml")).unwrap();
@@ -92,6 +95,8 @@ fn use_context_rewrites_only_current_context() {
     assert_eq!(after["currentContext"], "prod");
     after["currentContext"] = "local".into();
     assert_eq!(after, before, "every other key kept:\n{text}");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "a file with passwords stays private");
 }
 
 #[test]
