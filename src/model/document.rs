@@ -220,13 +220,34 @@ pub fn decode_document(node: Node, index: usize, expected: Option<&[Kind]>) -> D
                     continue;
                 }
                 let pos = locate(node, &path);
-                dec.diagnostics.push(Diagnostic { path, pos, ..d });
+                let message = document_message(&d.message, kind, version);
+                dec.diagnostics.push(Diagnostic {
+                    path,
+                    pos,
+                    message,
+                    ..d
+                });
             }
         }
         doc.resource = resource;
     }
     doc.diagnostics = dec.diagnostics;
+    // Decoder findings come before validator findings; a reader goes down the file, so the
+    // report does too. Stable: findings at one place keep the order they were found in.
+    doc.diagnostics
+        .sort_by_key(|d| d.pos.map_or((usize::MAX, usize::MAX), |p| (p.line, p.column)));
     doc
+}
+
+/// A validator message names fields in the wire layout; a v1beta1 document spells the
+/// category matchers `onCategory` / `onSubcategory`, so the message does too.
+fn document_message(message: &str, kind: Kind, version: ApiVersion) -> String {
+    match (kind, version) {
+        (Kind::RetryPolicy, ApiVersion::V1beta1) => message
+            .replace("`onFailureSubcategory`", "`onSubcategory`")
+            .replace("`onFailureCategory`", "`onCategory`"),
+        _ => message.to_string(),
+    }
 }
 
 fn envelope(dec: &mut Decoder, node: &Node, expected: Option<&[Kind]>) -> (Option<ApiVersion>, Option<Kind>) {
