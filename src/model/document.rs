@@ -216,7 +216,7 @@ pub fn decode_document(node: Node, index: usize, expected: Option<&[Kind]>) -> D
                 .collect();
             for d in validate::validate_resource(resource) {
                 let path = document_path(&d.path, kind, version);
-                if failed.iter().any(|f| overlaps(f, &path)) {
+                if failed.iter().any(|f| masks(f, &path, d.code)) {
                     continue;
                 }
                 let pos = locate(node, &path);
@@ -337,13 +337,27 @@ fn envelope(dec: &mut Decoder, node: &Node, expected: Option<&[Kind]>) -> (Optio
     (version, kind)
 }
 
-/// Whether one field path is the other or lies under it (`a.b` and `a.b[2].c`).
-fn overlaps(a: &str, b: &str) -> bool {
+/// Whether a validator finding (`code` at `path`) only repeats a decode error at `failed`:
+/// the finding is at or under the failed field (the value there is a placeholder), or above
+/// it and plausibly caused by the placeholder (`values` empty because its only item failed).
+/// Two findings above a failure are independent of it and always kept: `too-many-rules`
+/// (every rule is counted, decoded or not), and `no-matcher` unless the failure is in one of
+/// the rule's matchers (a rule whose `action` is misspelt still has no matcher).
+fn masks(failed: &str, path: &str, code: &str) -> bool {
     let under = |long: &str, short: &str| {
         long.strip_prefix(short)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('.') || rest.starts_with('['))
+            .filter(|rest| rest.is_empty() || rest.starts_with('.') || rest.starts_with('['))
+            .map(str::to_string)
     };
-    under(a, b) || under(b, a)
+    if under(path, failed).is_some() {
+        return true;
+    }
+    match (under(failed, path), code) {
+        (None, _) => false,
+        (Some(_), "too-many-rules") => false,
+        (Some(rest), "no-matcher") => rest.starts_with(".on"),
+        (Some(_), _) => true,
+    }
 }
 
 /// Maps a validator path (the wire layout: `rules[0].onFailureCategory[1]`) onto the layout
@@ -504,13 +518,14 @@ fn rule_v1(dec: &mut Decoder, node: &Node, path: &str) -> Rule {
     if let Some(n) = f.get("onConditions") {
         let p = f.path_of("onConditions");
         if let Some(items) = dec.seq(n, &p) {
-            let mut out = Vec::new();
-            for (i, item) in items.iter().enumerate() {
-                if let Some(c) = dec.enumeration(item, &index(&p, i), &Condition::NAMES, Condition::parse) {
-                    out.push(c);
-                }
-            }
-            rule.on_conditions = Some(out);
+            // All or nothing: dropping only the bad items would shift the indices the
+            // validator reports (`onConditions[1]` would name the wrong entry).
+            let out: Vec<Option<Condition>> = items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| dec.enumeration(item, &index(&p, i), &Condition::NAMES, Condition::parse))
+                .collect();
+            rule.on_conditions = out.into_iter().collect();
         }
     }
     if let Some(n) = f.get("onExitCodes") {
@@ -654,12 +669,14 @@ fn exit_codes(dec: &mut Decoder, node: &Node, path: &str) -> Option<ExitCodes> {
     let values = dec.require(&f, node, "values");
     let operator = operator.and_then(|n| dec.enumeration(n, &f.path_of("operator"), &Operator::NAMES, Operator::parse));
     let p = f.path_of("values");
-    let values = values.and_then(|n| dec.seq(n, &p)).map(|items| {
-        items
+    // All or nothing, as for `onConditions`: the validator's indices must be the user's.
+    let values = values.and_then(|n| dec.seq(n, &p)).and_then(|items| {
+        let parsed: Vec<Option<i64>> = items
             .iter()
             .enumerate()
-            .filter_map(|(i, item)| dec.int(item, &index(&p, i)))
-            .collect::<Vec<_>>()
+            .map(|(i, item)| dec.int(item, &index(&p, i)))
+            .collect();
+        parsed.into_iter().collect::<Option<Vec<_>>>()
     });
     Some(ExitCodes {
         operator: operator?,
