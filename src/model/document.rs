@@ -420,7 +420,11 @@ pub fn locate(root: &Node, path: &str) -> Option<Pos> {
         }
         if let Some(rest) = rest {
             for idx in rest.split('[') {
-                let i: usize = idx.trim_end_matches(']').parse().ok()?;
+                // A map key may itself contain `[` (a label such as `a[b`): not an index, so
+                // the nearest ancestor is the best place there is.
+                let Ok(i) = idx.trim_end_matches(']').parse::<usize>() else {
+                    return Some(best);
+                };
                 match &node.value {
                     Value::Seq(items) if i < items.len() => {
                         node = &items[i];
@@ -818,4 +822,40 @@ fn decode_queue(dec: &mut Decoder, node: &Node) -> Option<Queue> {
 /// Reads the fields of a mapping for callers outside this module (history, scheduler).
 pub fn fields<'n>(dec: &mut Decoder, node: &'n Node, path: &str, allowed: &[&str]) -> Option<Fields<'n>> {
     dec.fields(node, path, allowed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locate_survives_keys_that_look_like_paths() {
+        let root = yaml::parse_stream("labels:\n  \"a[b\": \"\"\n  c: d\n").documents.remove(0);
+        // The labels mapping, which starts at its first key.
+        assert_eq!(locate(&root, "labels.a[b"), Some(Pos { line: 2, column: 3 }));
+        assert_eq!(locate(&root, "labels.c"), Some(Pos { line: 3, column: 6 }));
+    }
+
+    #[test]
+    fn label_key_with_bracket_is_placed() {
+        let text = "apiVersion: armadaproject.io/v1beta1\nkind: Queue\nname: q\nlabels: {\"a[b\": \"\"}\n";
+        let parsed = parse_documents(text, None);
+        let d = &parsed.documents[0].diagnostics;
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(d[0].pos.is_some(), "{d:?}");
+    }
+
+    #[test]
+    fn masking_keeps_independent_findings() {
+        // A value that failed to decode hides findings at, under and above it...
+        assert!(masks("spec.rules[0].action", "spec.rules[0].action", "invalid-value"));
+        assert!(masks("metadata", "metadata.name", "invalid-name"));
+        assert!(masks("spec.rules[0].onExitCodes.values[0]", "spec.rules[0].onExitCodes.values", "invalid-value"));
+        assert!(masks("spec.rules[0].onExitCodes.operator", "spec.rules[0]", "no-matcher"));
+        // ...but not a rule's missing matcher when the failure is elsewhere in the rule, nor
+        // the rule count, nor a sibling whose name merely starts the same.
+        assert!(!masks("spec.rules[0].action", "spec.rules[0]", "no-matcher"));
+        assert!(!masks("spec.rules[3].action", "spec.rules", "too-many-rules"));
+        assert!(!masks("spec.rules[1].action", "spec.rules[10].action", "invalid-value"));
+    }
 }

@@ -265,4 +265,31 @@ mod tests {
             &in_codes(Operator::NotIn, &[1, 2])
         ));
     }
+
+    #[test]
+    fn shadowing_by_categories_and_messages() {
+        let cat = |c: &[&str], sub: Option<&[&str]>, msg: Option<&str>| Rule {
+            action: Action::Retry,
+            on_failure_category: Some(c.iter().map(|s| s.to_string()).collect()),
+            on_failure_subcategory: sub.map(|s| s.iter().map(|s| s.to_string()).collect()),
+            on_termination_message: msg.map(str::to_string),
+            ..Rule::default()
+        };
+        // Categories: a subset is covered, a superset is not.
+        assert!(covers(&cat(&["gpu", "net"], None, None), &cat(&["gpu"], None, None)));
+        assert!(!covers(&cat(&["gpu"], None, None), &cat(&["gpu", "net"], None, None)));
+        // An earlier rule without a subcategory covers a later one with one, not the reverse.
+        assert!(covers(&cat(&["gpu"], None, None), &cat(&["gpu"], Some(&["transient"]), None)));
+        assert!(!covers(&cat(&["gpu"], Some(&["transient"]), None), &cat(&["gpu"], None, None)));
+        // Message: the earlier rule has none, or the same one.
+        assert!(covers(&cat(&["gpu"], None, None), &cat(&["gpu"], None, Some("X"))));
+        assert!(covers(&cat(&["gpu"], None, Some("X")), &cat(&["gpu"], None, Some("X"))));
+        assert!(!covers(&cat(&["gpu"], None, Some("X")), &cat(&["gpu"], None, Some("Y"))));
+        assert!(!covers(&cat(&["gpu"], None, Some("X")), &cat(&["gpu"], None, None)));
+        // Container selection must be equal, init containers included.
+        let mut init = cat(&["gpu"], None, None);
+        init.include_init_containers = true;
+        assert!(!covers(&cat(&["gpu"], None, None), &init));
+        assert!(!covers(&init, &cat(&["gpu"], None, None)));
+    }
 }
