@@ -151,7 +151,14 @@ pub fn parse_documents(text: &str, expected: Option<&[Kind]>) -> ParsedText {
         out.documents.push(decode_document(node, i, expected));
     }
     if let Some(e) = stream.error {
-        out.syntax_error = Some(Diagnostic::error("syntax", "", format!("invalid YAML: {}", e.message)).at(e.pos));
+        // After earlier documents, say which one broke: the report lists the earlier ones by
+        // number, and this one has no entry of its own.
+        let message = if e.documents_before > 0 {
+            format!("invalid YAML in document {}: {}", e.documents_before + 1, e.message)
+        } else {
+            format!("invalid YAML: {}", e.message)
+        };
+        out.syntax_error = Some(Diagnostic::error("syntax", "", message).at(e.pos));
     }
     out
 }
@@ -830,7 +837,9 @@ mod tests {
 
     #[test]
     fn locate_survives_keys_that_look_like_paths() {
-        let root = yaml::parse_stream("labels:\n  \"a[b\": \"\"\n  c: d\n").documents.remove(0);
+        let root = yaml::parse_stream("labels:\n  \"a[b\": \"\"\n  c: d\n")
+            .documents
+            .remove(0);
         // The labels mapping, which starts at its first key.
         assert_eq!(locate(&root, "labels.a[b"), Some(Pos { line: 2, column: 3 }));
         assert_eq!(locate(&root, "labels.c"), Some(Pos { line: 3, column: 6 }));
@@ -846,12 +855,29 @@ mod tests {
     }
 
     #[test]
+    fn syntax_error_after_a_document_names_its_document() {
+        let parsed = parse_documents("a: 1\n---\nb: [\n", None);
+        let e = parsed.syntax_error.unwrap();
+        assert!(e.message.starts_with("invalid YAML in document 2: "), "{e:?}");
+        let parsed = parse_documents("b: [\n", None);
+        assert!(parsed.syntax_error.unwrap().message.starts_with("invalid YAML: "));
+    }
+
+    #[test]
     fn masking_keeps_independent_findings() {
         // A value that failed to decode hides findings at, under and above it...
         assert!(masks("spec.rules[0].action", "spec.rules[0].action", "invalid-value"));
         assert!(masks("metadata", "metadata.name", "invalid-name"));
-        assert!(masks("spec.rules[0].onExitCodes.values[0]", "spec.rules[0].onExitCodes.values", "invalid-value"));
-        assert!(masks("spec.rules[0].onExitCodes.operator", "spec.rules[0]", "no-matcher"));
+        assert!(masks(
+            "spec.rules[0].onExitCodes.values[0]",
+            "spec.rules[0].onExitCodes.values",
+            "invalid-value"
+        ));
+        assert!(masks(
+            "spec.rules[0].onExitCodes.operator",
+            "spec.rules[0]",
+            "no-matcher"
+        ));
         // ...but not a rule's missing matcher when the failure is elsewhere in the rule, nor
         // the rule count, nor a sibling whose name merely starts the same.
         assert!(!masks("spec.rules[0].action", "spec.rules[0]", "no-matcher"));

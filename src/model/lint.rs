@@ -279,12 +279,21 @@ mod tests {
         assert!(covers(&cat(&["gpu", "net"], None, None), &cat(&["gpu"], None, None)));
         assert!(!covers(&cat(&["gpu"], None, None), &cat(&["gpu", "net"], None, None)));
         // An earlier rule without a subcategory covers a later one with one, not the reverse.
-        assert!(covers(&cat(&["gpu"], None, None), &cat(&["gpu"], Some(&["transient"]), None)));
-        assert!(!covers(&cat(&["gpu"], Some(&["transient"]), None), &cat(&["gpu"], None, None)));
+        assert!(covers(
+            &cat(&["gpu"], None, None),
+            &cat(&["gpu"], Some(&["transient"]), None)
+        ));
+        assert!(!covers(
+            &cat(&["gpu"], Some(&["transient"]), None),
+            &cat(&["gpu"], None, None)
+        ));
         // Message: the earlier rule has none, or the same one.
         assert!(covers(&cat(&["gpu"], None, None), &cat(&["gpu"], None, Some("X"))));
         assert!(covers(&cat(&["gpu"], None, Some("X")), &cat(&["gpu"], None, Some("X"))));
-        assert!(!covers(&cat(&["gpu"], None, Some("X")), &cat(&["gpu"], None, Some("Y"))));
+        assert!(!covers(
+            &cat(&["gpu"], None, Some("X")),
+            &cat(&["gpu"], None, Some("Y"))
+        ));
         assert!(!covers(&cat(&["gpu"], None, Some("X")), &cat(&["gpu"], None, None)));
         // Container selection must be equal, init containers included.
         let mut init = cat(&["gpu"], None, None);

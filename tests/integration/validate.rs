@@ -528,10 +528,10 @@ fn garbage_empty_file() {
     let out = validate_bytes("empty.yaml", b"");
     assert_clean_failure(
         &out,
-        "TMP/empty.yaml\n  error: `TMP/empty.yaml` contains no documents\n",
+        "TMP/empty.yaml\n  error: no documents: the input is empty or holds only comments; expected a YAML or JSON document\n",
     );
     let out = validate_bytes("comments.yaml", b"# nothing here\n---\n");
-    assert_clean_failure(&out, "contains no documents");
+    assert_clean_failure(&out, "error: no documents: the input is empty or holds only comments");
 }
 
 #[test]
