@@ -192,17 +192,11 @@ impl Builder<'_> {
         self.nodes = self.nodes.saturating_add(n);
         if self.nodes > MAX_NODES {
             let why = if alias {
-                "aliases expand the input to more than {MAX_NODES} nodes (an alias bomb?)"
+                format!("aliases expand the input to more than {MAX_NODES} nodes (an alias bomb?)")
             } else {
-                "the input has more than {MAX_NODES} nodes (a policy file has a few hundred)"
+                format!("the input has more than {MAX_NODES} nodes (a policy file has a few hundred)")
             };
-            return Err((
-                pos,
-                format!(
-                    "{}; refusing to read further",
-                    why.replace("{MAX_NODES}", &MAX_NODES.to_string())
-                ),
-            ));
+            return Err((pos, format!("{why}; refusing to read further")));
         }
         Ok(())
     }
