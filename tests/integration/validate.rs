@@ -709,3 +709,33 @@ fn scheduler_config_lint() {
         "{out}"
     );
 }
+
+#[test]
+fn syntax_error_in_a_later_document_keeps_the_earlier_ones() {
+    let text = "\
+apiVersion: armadaproject.io/v1
+kind: RetryPolicy
+metadata: {name: first}
+spec:
+  rules:
+    - action: Retri
+      onConditions: [Evicted]
+---
+apiVersion: armadaproject.io/v1
+kind: Queue
+name: q
+retryPolicies: [first
+";
+    let out = validate_bytes("broken.yaml", text.as_bytes());
+    let expected = "\
+exit: 3
+--- stdout
+checked 1 document in 1 file: 0 valid, 1 invalid; 2 errors, 0 warnings
+--- stderr
+TMP/broken.yaml (RetryPolicy `first`)
+  error: 6:15 spec.rules[0].action: unknown value `Retri`, expected one of `Retry`, `Fail`; did you mean `Retry`?
+TMP/broken.yaml
+  error: 13:1: invalid YAML in document 2: while parsing a flow sequence, expected ',' or ']'
+";
+    assert_eq!(out, expected);
+}
