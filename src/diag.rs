@@ -74,9 +74,18 @@ pub fn index(path: &str, i: usize) -> String {
 }
 
 /// A user value for a message: backticked, shortened when long, control characters escaped.
+/// Only control characters are escaped: a regex such as `\d+` must read as the user wrote
+/// it, not as `\\d+`.
 pub fn quote(value: &str) -> String {
     const MAX: usize = 80;
-    let mut out: String = value.chars().take(MAX).flat_map(char::escape_default).collect();
+    let mut out = String::new();
+    for c in value.chars().take(MAX) {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
     if value.chars().count() > MAX {
         out.push('…');
     }
@@ -130,5 +139,8 @@ mod tests {
     fn quoting_escapes_and_truncates() {
         assert_eq!(quote("a\nb"), "`a\\nb`");
         assert!(quote(&"x".repeat(200)).ends_with("…`"));
+        // Backslashes are the user's own text (regexes), not escapes.
+        assert_eq!(quote(r"\d+\s"), r"`\d+\s`");
+        assert_eq!(quote("tab\there"), "`tab\\there`");
     }
 }

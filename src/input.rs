@@ -8,7 +8,7 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use crate::diag::{quote, Diagnostic};
+use crate::diag::Diagnostic;
 use crate::model::{parse_documents, Document, Kind};
 
 /// Largest input file read. Policy and queue files are a few KiB; a larger file is a mistake.
@@ -192,7 +192,7 @@ fn source_from_bytes(name: String, bytes: io::Result<Vec<u8>>, expected: Option<
         file.errors.push(Diagnostic::error(
             "no-documents",
             "",
-            format!("{} contains no documents", quote(&file.name)),
+            "no documents: the input is empty or holds only comments; expected a YAML or JSON document",
         ));
     }
     file

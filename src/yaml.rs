@@ -14,8 +14,10 @@ use yaml_rust2::scanner::{Marker, TScalarStyle};
 
 /// Deepest nesting accepted. Real documents are under 10 levels deep.
 pub const MAX_DEPTH: usize = 64;
-/// Most nodes one stream may expand to, aliases included. Guards against alias bombs.
-pub const MAX_NODES: usize = 1_000_000;
+/// Most nodes one stream may expand to, aliases included. Guards against alias bombs and
+/// keeps memory bounded (a node costs ~100 bytes, so this caps the tree near 25 MiB). The
+/// largest legal policy (100 rules, 255 exit codes each) is under 30,000 nodes.
+pub const MAX_NODES: usize = 250_000;
 
 /// A 1-based line and column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -138,7 +140,9 @@ type BuildResult<T> = Result<T, (Pos, String)>;
 
 struct Builder<'a> {
     parser: Parser<std::str::Chars<'a>>,
-    anchors: HashMap<usize, Node>,
+    /// Each anchored node with its size in nodes, so that an alias is counted before it is
+    /// copied (copying first would be the very allocation the limit is there to prevent).
+    anchors: HashMap<usize, (Node, usize)>,
     nodes: usize,
 }
 
@@ -146,7 +150,15 @@ impl Builder<'_> {
     fn next_event(&mut self) -> BuildResult<(Event, Pos)> {
         match self.parser.next_token() {
             Ok((event, marker)) => Ok((event, Pos::from_marker(&marker))),
-            Err(e) => Err((Pos::from_marker(e.marker()), e.info().to_string())),
+            Err(e) => {
+                // yaml-rust2 has its own nesting guard for flow collections; say it in the
+                // same words as ours.
+                let message = match e.info() {
+                    "recursion limit exceeded" => format!("nesting deeper than {MAX_DEPTH} levels"),
+                    other => other.to_string(),
+                };
+                Err((Pos::from_marker(e.marker()), message))
+            }
         }
     }
 
@@ -176,13 +188,15 @@ impl Builder<'_> {
         }
     }
 
-    fn count(&mut self, pos: Pos, n: usize) -> BuildResult<()> {
+    fn count(&mut self, pos: Pos, n: usize, alias: bool) -> BuildResult<()> {
         self.nodes = self.nodes.saturating_add(n);
         if self.nodes > MAX_NODES {
-            return Err((
-                pos,
-                format!("document expands to more than {MAX_NODES} nodes (an alias bomb?); refusing to read further"),
-            ));
+            let why = if alias {
+                format!("aliases expand the input to more than {MAX_NODES} nodes (an alias bomb?)")
+            } else {
+                format!("the input has more than {MAX_NODES} nodes (a policy file has a few hundred)")
+            };
+            return Err((pos, format!("{why}; refusing to read further")));
         }
         Ok(())
     }
@@ -191,7 +205,7 @@ impl Builder<'_> {
         if depth > MAX_DEPTH {
             return Err((pos, format!("nesting deeper than {MAX_DEPTH} levels")));
         }
-        self.count(pos, 1)?;
+        self.count(pos, 1, false)?;
         let (node, anchor) = match event {
             Event::Scalar(text, style, anchor, tag) => {
                 let quoted = !matches!(style, TScalarStyle::Plain) || tag.is_some();
@@ -203,16 +217,12 @@ impl Builder<'_> {
                 (Node { pos, value }, anchor)
             }
             Event::Alias(id) => {
-                let Some(target) = self.anchors.get(&id) else {
+                let Some(size) = self.anchors.get(&id).map(|(_, size)| *size) else {
                     return Err((pos, "alias to an unknown anchor".to_string()));
                 };
-                let target = target.clone();
-                let size = node_count(&target);
-                self.count(pos, size)?;
-                return Ok(Node {
-                    pos,
-                    value: target.value,
-                });
+                self.count(pos, size, true)?;
+                let value = self.anchors[&id].0.value.clone();
+                return Ok(Node { pos, value });
             }
             Event::SequenceStart(anchor, _) => {
                 let mut items = Vec::new();
@@ -278,7 +288,8 @@ impl Builder<'_> {
             other => return Err((pos, format!("unexpected YAML event {other:?}"))),
         };
         if anchor > 0 {
-            self.anchors.insert(anchor, node.clone());
+            let size = node_count(&node);
+            self.anchors.insert(anchor, (node.clone(), size));
         }
         Ok(node)
     }

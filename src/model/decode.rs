@@ -53,15 +53,21 @@ impl Decoder {
 
     fn type_error(&mut self, node: &Node, path: &str, expected: &str) {
         let found = match &node.value {
+            // A quoted `"5"` is a string in YAML; saying "found scalar `5`" would puzzle the
+            // reader, who sees a 5.
+            Value::Scalar { text, quoted: true } => format!("the quoted string {}", quote(text)),
             Value::Scalar { text, .. } => format!("{} {}", node.kind_name(), quote(text)),
             _ => format!("a {}", node.kind_name()),
         };
-        self.error(
-            node,
-            "invalid-type",
-            path,
-            format!("expected {expected}, found {found}"),
-        );
+        let mut message = format!("expected {expected}, found {found}");
+        if let Value::Scalar { text, quoted: true } = &node.value {
+            if (expected.contains("integer") || expected.contains("number") || expected.contains("`true`"))
+                && (text.parse::<f64>().is_ok() || matches!(text.as_str(), "true" | "false"))
+            {
+                message.push_str("; remove the quotes");
+            }
+        }
+        self.error(node, "invalid-type", path, message);
     }
 
     /// Checks that `node` is a mapping whose keys are all in `allowed`; reports each unknown

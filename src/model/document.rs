@@ -151,7 +151,14 @@ pub fn parse_documents(text: &str, expected: Option<&[Kind]>) -> ParsedText {
         out.documents.push(decode_document(node, i, expected));
     }
     if let Some(e) = stream.error {
-        out.syntax_error = Some(Diagnostic::error("syntax", "", format!("invalid YAML: {}", e.message)).at(e.pos));
+        // After earlier documents, say which one broke: the report lists the earlier ones by
+        // number, and this one has no entry of its own.
+        let message = if e.documents_before > 0 {
+            format!("invalid YAML in document {}: {}", e.documents_before + 1, e.message)
+        } else {
+            format!("invalid YAML: {}", e.message)
+        };
+        out.syntax_error = Some(Diagnostic::error("syntax", "", message).at(e.pos));
     }
     out
 }
@@ -216,17 +223,38 @@ pub fn decode_document(node: Node, index: usize, expected: Option<&[Kind]>) -> D
                 .collect();
             for d in validate::validate_resource(resource) {
                 let path = document_path(&d.path, kind, version);
-                if failed.iter().any(|f| overlaps(f, &path)) {
+                if failed.iter().any(|f| masks(f, &path, d.code)) {
                     continue;
                 }
                 let pos = locate(node, &path);
-                dec.diagnostics.push(Diagnostic { path, pos, ..d });
+                let message = document_message(&d.message, kind, version);
+                dec.diagnostics.push(Diagnostic {
+                    path,
+                    pos,
+                    message,
+                    ..d
+                });
             }
         }
         doc.resource = resource;
     }
     doc.diagnostics = dec.diagnostics;
+    // Decoder findings come before validator findings; a reader goes down the file, so the
+    // report does too. Stable: findings at one place keep the order they were found in.
+    doc.diagnostics
+        .sort_by_key(|d| d.pos.map_or((usize::MAX, usize::MAX), |p| (p.line, p.column)));
     doc
+}
+
+/// A validator message names fields in the wire layout; a v1beta1 document spells the
+/// category matchers `onCategory` / `onSubcategory`, so the message does too.
+fn document_message(message: &str, kind: Kind, version: ApiVersion) -> String {
+    match (kind, version) {
+        (Kind::RetryPolicy, ApiVersion::V1beta1) => message
+            .replace("`onFailureSubcategory`", "`onSubcategory`")
+            .replace("`onFailureCategory`", "`onCategory`"),
+        _ => message.to_string(),
+    }
 }
 
 fn envelope(dec: &mut Decoder, node: &Node, expected: Option<&[Kind]>) -> (Option<ApiVersion>, Option<Kind>) {
@@ -316,13 +344,27 @@ fn envelope(dec: &mut Decoder, node: &Node, expected: Option<&[Kind]>) -> (Optio
     (version, kind)
 }
 
-/// Whether one field path is the other or lies under it (`a.b` and `a.b[2].c`).
-fn overlaps(a: &str, b: &str) -> bool {
+/// Whether a validator finding (`code` at `path`) only repeats a decode error at `failed`:
+/// the finding is at or under the failed field (the value there is a placeholder), or above
+/// it and plausibly caused by the placeholder (`values` empty because its only item failed).
+/// Two findings above a failure are independent of it and always kept: `too-many-rules`
+/// (every rule is counted, decoded or not), and `no-matcher` unless the failure is in one of
+/// the rule's matchers (a rule whose `action` is misspelt still has no matcher).
+fn masks(failed: &str, path: &str, code: &str) -> bool {
     let under = |long: &str, short: &str| {
         long.strip_prefix(short)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('.') || rest.starts_with('['))
+            .filter(|rest| rest.is_empty() || rest.starts_with('.') || rest.starts_with('['))
+            .map(str::to_string)
     };
-    under(a, b) || under(b, a)
+    if under(path, failed).is_some() {
+        return true;
+    }
+    match (under(failed, path), code) {
+        (None, _) => false,
+        (Some(_), "too-many-rules") => false,
+        (Some(rest), "no-matcher") => rest.starts_with(".on"),
+        (Some(_), _) => true,
+    }
 }
 
 /// Maps a validator path (the wire layout: `rules[0].onFailureCategory[1]`) onto the layout
@@ -385,7 +427,11 @@ pub fn locate(root: &Node, path: &str) -> Option<Pos> {
         }
         if let Some(rest) = rest {
             for idx in rest.split('[') {
-                let i: usize = idx.trim_end_matches(']').parse().ok()?;
+                // A map key may itself contain `[` (a label such as `a[b`): not an index, so
+                // the nearest ancestor is the best place there is.
+                let Ok(i) = idx.trim_end_matches(']').parse::<usize>() else {
+                    return Some(best);
+                };
                 match &node.value {
                     Value::Seq(items) if i < items.len() => {
                         node = &items[i];
@@ -483,13 +529,14 @@ fn rule_v1(dec: &mut Decoder, node: &Node, path: &str) -> Rule {
     if let Some(n) = f.get("onConditions") {
         let p = f.path_of("onConditions");
         if let Some(items) = dec.seq(n, &p) {
-            let mut out = Vec::new();
-            for (i, item) in items.iter().enumerate() {
-                if let Some(c) = dec.enumeration(item, &index(&p, i), &Condition::NAMES, Condition::parse) {
-                    out.push(c);
-                }
-            }
-            rule.on_conditions = Some(out);
+            // All or nothing: dropping only the bad items would shift the indices the
+            // validator reports (`onConditions[1]` would name the wrong entry).
+            let out: Vec<Option<Condition>> = items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| dec.enumeration(item, &index(&p, i), &Condition::NAMES, Condition::parse))
+                .collect();
+            rule.on_conditions = out.into_iter().collect();
         }
     }
     if let Some(n) = f.get("onExitCodes") {
@@ -633,12 +680,14 @@ fn exit_codes(dec: &mut Decoder, node: &Node, path: &str) -> Option<ExitCodes> {
     let values = dec.require(&f, node, "values");
     let operator = operator.and_then(|n| dec.enumeration(n, &f.path_of("operator"), &Operator::NAMES, Operator::parse));
     let p = f.path_of("values");
-    let values = values.and_then(|n| dec.seq(n, &p)).map(|items| {
-        items
+    // All or nothing, as for `onConditions`: the validator's indices must be the user's.
+    let values = values.and_then(|n| dec.seq(n, &p)).and_then(|items| {
+        let parsed: Vec<Option<i64>> = items
             .iter()
             .enumerate()
-            .filter_map(|(i, item)| dec.int(item, &index(&p, i)))
-            .collect::<Vec<_>>()
+            .map(|(i, item)| dec.int(item, &index(&p, i)))
+            .collect();
+        parsed.into_iter().collect::<Option<Vec<_>>>()
     });
     Some(ExitCodes {
         operator: operator?,
@@ -780,4 +829,59 @@ fn decode_queue(dec: &mut Decoder, node: &Node) -> Option<Queue> {
 /// Reads the fields of a mapping for callers outside this module (history, scheduler).
 pub fn fields<'n>(dec: &mut Decoder, node: &'n Node, path: &str, allowed: &[&str]) -> Option<Fields<'n>> {
     dec.fields(node, path, allowed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locate_survives_keys_that_look_like_paths() {
+        let root = yaml::parse_stream("labels:\n  \"a[b\": \"\"\n  c: d\n")
+            .documents
+            .remove(0);
+        // The labels mapping, which starts at its first key.
+        assert_eq!(locate(&root, "labels.a[b"), Some(Pos { line: 2, column: 3 }));
+        assert_eq!(locate(&root, "labels.c"), Some(Pos { line: 3, column: 6 }));
+    }
+
+    #[test]
+    fn label_key_with_bracket_is_placed() {
+        let text = "apiVersion: armadaproject.io/v1beta1\nkind: Queue\nname: q\nlabels: {\"a[b\": \"\"}\n";
+        let parsed = parse_documents(text, None);
+        let d = &parsed.documents[0].diagnostics;
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(d[0].pos.is_some(), "{d:?}");
+    }
+
+    #[test]
+    fn syntax_error_after_a_document_names_its_document() {
+        let parsed = parse_documents("a: 1\n---\nb: [\n", None);
+        let e = parsed.syntax_error.unwrap();
+        assert!(e.message.starts_with("invalid YAML in document 2: "), "{e:?}");
+        let parsed = parse_documents("b: [\n", None);
+        assert!(parsed.syntax_error.unwrap().message.starts_with("invalid YAML: "));
+    }
+
+    #[test]
+    fn masking_keeps_independent_findings() {
+        // A value that failed to decode hides findings at, under and above it...
+        assert!(masks("spec.rules[0].action", "spec.rules[0].action", "invalid-value"));
+        assert!(masks("metadata", "metadata.name", "invalid-name"));
+        assert!(masks(
+            "spec.rules[0].onExitCodes.values[0]",
+            "spec.rules[0].onExitCodes.values",
+            "invalid-value"
+        ));
+        assert!(masks(
+            "spec.rules[0].onExitCodes.operator",
+            "spec.rules[0]",
+            "no-matcher"
+        ));
+        // ...but not a rule's missing matcher when the failure is elsewhere in the rule, nor
+        // the rule count, nor a sibling whose name merely starts the same.
+        assert!(!masks("spec.rules[0].action", "spec.rules[0]", "no-matcher"));
+        assert!(!masks("spec.rules[3].action", "spec.rules", "too-many-rules"));
+        assert!(!masks("spec.rules[1].action", "spec.rules[10].action", "invalid-value"));
+    }
 }

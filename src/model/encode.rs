@@ -200,8 +200,27 @@ pub fn queue_document(queue: &Queue) -> Value {
 }
 
 /// YAML text of a document value.
+///
+/// serde_yaml writes YAML 1.1, where U+2028 and U+2029 are line breaks: a string holding one
+/// comes out as a folded single-quoted scalar that YAML 1.2 readers (our parser, Go's
+/// yaml.v3) read back with extra spaces. Such a rare value is written as JSON instead, which
+/// is YAML too, with those two characters escaped.
 pub fn to_yaml(value: &Value) -> String {
+    if has_yaml11_break(value) {
+        let json = serde_json::to_string_pretty(value).unwrap_or_default();
+        return json.replace('\u{2028}', "\\u2028").replace('\u{2029}', "\\u2029") + "\n";
+    }
     serde_yaml::to_string(value).unwrap_or_else(|e| format!("# cannot render as YAML: {e}\n"))
+}
+
+fn has_yaml11_break(value: &Value) -> bool {
+    let breaks = |s: &str| s.contains(['\u{2028}', '\u{2029}']);
+    match value {
+        Value::String(s) => breaks(s),
+        Value::Array(items) => items.iter().any(has_yaml11_break),
+        Value::Object(m) => m.iter().any(|(k, v)| breaks(k) || has_yaml11_break(v)),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -209,6 +228,17 @@ mod tests {
     use super::*;
     use crate::model::document::parse_documents;
     use crate::model::Resource;
+
+    #[test]
+    fn yaml11_line_separators_round_trip() {
+        let value = json!({"a": "x\u{2028}y", "b": ["\u{2029}"], "c": 1});
+        let text = to_yaml(&value);
+        assert!(text.contains("\"x\\u2028y\""), "{text}");
+        let node = &crate::yaml::parse_stream(&text).documents[0];
+        assert_eq!(node.get("a").and_then(|n| n.as_scalar()), Some("x\u{2028}y"));
+        // Everything else stays YAML.
+        assert_eq!(to_yaml(&json!({"a": "x\u{85}y"})), "a: \"x\\Ny\"\n");
+    }
 
     #[test]
     fn v1_round_trip() {

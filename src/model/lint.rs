@@ -71,7 +71,9 @@ pub fn lint_policy(policy: &RetryPolicy, options: &LintOptions) -> Vec<Diagnosti
                     format!("this `Retry` rule never retries: its effective limit is 0 (from {from})"),
                 ));
             }
-            if let (Some(global), Some(limit)) = (options.global_max_retries, limit) {
+            // Only a limit the rule sets itself; an inherited one is reported once, at the
+            // policy's `retryLimit`, not again at every rule that inherits it.
+            if let (Some(global), Some(limit)) = (options.global_max_retries, rule.retry_limit) {
                 if limit > global {
                     out.push(Diagnostic::warning(
                         "limit-above-global",
@@ -185,7 +187,14 @@ pub fn lint_documents<'a>(documents: impl IntoIterator<Item = &'a mut Document>,
                 "no `spec.retryLimit`: an upstream Armada server reads an absent limit as 0 (never retry); set it explicitly",
             ));
         }
-        for d in found {
+        // The model cannot tell an absent v1beta1 `retryLimit` from an explicit 0 (upstream
+        // reads both as 0); the text can, and "from the policy's `retryLimit`" would point the
+        // reader at a field that is not there.
+        let absent_limit = version == ApiVersion::V1beta1 && doc.node.get("retryLimit").is_none();
+        for mut d in found {
+            if absent_limit && d.code == "zero-limit" && d.message.ends_with("(from the policy's `retryLimit`)") {
+                d.message = "this `Retry` rule never retries: the policy has no `retryLimit`, which `armadaproject.io/v1beta1` reads as 0; set `retryLimit`".to_string();
+            }
             let path = super::document::document_path(&d.path, super::document::Kind::RetryPolicy, version);
             doc.push(Diagnostic { path, ..d });
         }
@@ -255,5 +264,41 @@ mod tests {
             &in_codes(Operator::In, &[1]),
             &in_codes(Operator::NotIn, &[1, 2])
         ));
+    }
+
+    #[test]
+    fn shadowing_by_categories_and_messages() {
+        let cat = |c: &[&str], sub: Option<&[&str]>, msg: Option<&str>| Rule {
+            action: Action::Retry,
+            on_failure_category: Some(c.iter().map(|s| s.to_string()).collect()),
+            on_failure_subcategory: sub.map(|s| s.iter().map(|s| s.to_string()).collect()),
+            on_termination_message: msg.map(str::to_string),
+            ..Rule::default()
+        };
+        // Categories: a subset is covered, a superset is not.
+        assert!(covers(&cat(&["gpu", "net"], None, None), &cat(&["gpu"], None, None)));
+        assert!(!covers(&cat(&["gpu"], None, None), &cat(&["gpu", "net"], None, None)));
+        // An earlier rule without a subcategory covers a later one with one, not the reverse.
+        assert!(covers(
+            &cat(&["gpu"], None, None),
+            &cat(&["gpu"], Some(&["transient"]), None)
+        ));
+        assert!(!covers(
+            &cat(&["gpu"], Some(&["transient"]), None),
+            &cat(&["gpu"], None, None)
+        ));
+        // Message: the earlier rule has none, or the same one.
+        assert!(covers(&cat(&["gpu"], None, None), &cat(&["gpu"], None, Some("X"))));
+        assert!(covers(&cat(&["gpu"], None, Some("X")), &cat(&["gpu"], None, Some("X"))));
+        assert!(!covers(
+            &cat(&["gpu"], None, Some("X")),
+            &cat(&["gpu"], None, Some("Y"))
+        ));
+        assert!(!covers(&cat(&["gpu"], None, Some("X")), &cat(&["gpu"], None, None)));
+        // Container selection must be equal, init containers included.
+        let mut init = cat(&["gpu"], None, None);
+        init.include_init_containers = true;
+        assert!(!covers(&cat(&["gpu"], None, None), &init));
+        assert!(!covers(&init, &cat(&["gpu"], None, None)));
     }
 }

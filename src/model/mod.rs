@@ -11,6 +11,8 @@ pub mod encode;
 pub mod history;
 pub mod lint;
 pub mod policy;
+#[cfg(test)]
+mod proptests;
 pub mod quantity;
 pub mod queue;
 pub mod scheduler;

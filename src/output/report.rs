@@ -113,7 +113,8 @@ pub fn write_text(files: &[SourceFile], style: Style, out: &mut dyn Write, err: 
             if several {
                 header.push_str(&format!(": document {}", doc.index + 1));
             }
-            match (doc.kind, &doc.name) {
+            // An empty name says nothing (the error below says it is empty).
+            match (doc.kind, doc.name.as_deref().filter(|n| !n.is_empty())) {
                 (Some(k), Some(n)) => header.push_str(&format!(" ({} `{n}`)", k.as_str())),
                 (Some(k), None) => header.push_str(&format!(" ({})", k.as_str())),
                 _ => {}
