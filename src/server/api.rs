@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
@@ -364,7 +364,16 @@ fn check_queue(queue: &Queue) -> Result<Bytes, ApiError> {
 
 /// Decode, validate and write one queue (shared by the single and batched routes).
 async fn write_queue(store: Arc<Store>, value: &Value, path: Option<&str>, create: bool) -> Result<(), ApiError> {
-    let mut queue = decode_queue(value)?;
+    let queue = decode_queue(value)?;
+    write_decoded_queue(store, queue, path, create).await
+}
+
+async fn write_decoded_queue(
+    store: Arc<Store>,
+    mut queue: Queue,
+    path: Option<&str>,
+    create: bool,
+) -> Result<(), ApiError> {
     match path {
         Some(p) => reconcile_name(QUEUE, &mut queue.name, p)?,
         None if queue.name.is_empty() => return Err(ApiError::invalid("queue name must not be empty")),
@@ -420,15 +429,15 @@ pub async fn empty_queue_name() -> ApiError {
     ApiError::invalid("queue name must not be empty")
 }
 
-#[derive(Debug, serde::Deserialize)]
-pub struct StreamQuery {
-    num: Option<String>,
-}
-
 /// `GET /v1/batched/queues?num=N`: one `{"result":{"Event":{"queue":…}}}` line per queue,
-/// sorted by name, then the end marker, exactly as upstream's gateway writes them.
-pub async fn stream_queues(State(store): State<Arc<Store>>, Query(q): Query<StreamQuery>) -> ApiResult {
-    let limit = match q.num.as_deref() {
+/// sorted by name, then the end marker, exactly as upstream's gateway writes them. `num`
+/// absent or 0 means all; when it is repeated the first wins (Go's `url.Values.Get`).
+pub async fn stream_queues(State(store): State<Arc<Store>>, RawQuery(query): RawQuery) -> ApiResult {
+    let num = query.as_deref().unwrap_or("").split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        (k == "num").then_some(v)
+    });
+    let limit = match num {
         None | Some("") => None,
         Some(text) => match text.parse::<u32>() {
             Ok(0) => None,
@@ -481,11 +490,21 @@ async fn batch(store: Arc<Store>, body: Result<Bytes, BytesRejection>, create: b
     {
         return Err(ApiError::invalid(format!("unknown field {k:?}, expected \"queues\"")));
     }
+    // Like upstream, a queue that does not even decode fails the whole request (there the
+    // JSON decoder rejects the QueueList); only semantic failures are listed per queue, and
+    // the echoed queue is the decoded one, in the API's shape.
+    let mut decoded = Vec::with_capacity(queues.len());
+    for (i, q) in queues.iter().enumerate() {
+        let queue = wire::queue_from_json(q)
+            .map_err(|d| ApiError::invalid(format!("invalid queues[{i}]: {}", describe(&d))))?;
+        decoded.push(queue);
+    }
     let mut failed = Vec::new();
-    for q in &queues {
-        if let Err(e) = write_queue(store.clone(), q, None, create).await {
+    for queue in decoded {
+        let echo = wire::queue_to_json(&queue);
+        if let Err(e) = write_decoded_queue(store.clone(), queue, None, create).await {
             let mut m = serde_json::Map::new();
-            m.insert("queue".into(), q.clone());
+            m.insert("queue".into(), echo);
             m.insert(
                 "error".into(),
                 Value::from(format!("rpc error: code = {} desc = {}", e.code.name(), e.message)),

@@ -71,7 +71,11 @@ fn transcript(base: &str, steps: &[(&str, &str, Option<&str>)]) -> String {
         let (status, text) = call(method, &format!("{base}{path}"), *body);
         out.push_str(&format!("{method} {path}"));
         if let Some(b) = body {
-            let shown: String = if b.len() > 200 { format!("<{} bytes>", b.len()) } else { b.to_string() };
+            let shown: String = if b.len() > 200 {
+                format!("<{} bytes>", b.len())
+            } else {
+                b.to_string()
+            };
             out.push_str(&format!(" {shown}"));
         }
         out.push_str(&format!("\n  → {status} {}\n", text.trim_end()));
@@ -84,17 +88,45 @@ fn retry_policy_routes() {
     let s = TestServer::start();
     let steps: &[(&str, &str, Option<&str>)] = &[
         ("GET", "/v1/retry-policy/p1", None),
-        ("PUT", "/v1/retry-policy/p1", Some(r#"{"name":"p1","defaultAction":"Retry"}"#)),
+        (
+            "PUT",
+            "/v1/retry-policy/p1",
+            Some(r#"{"name":"p1","defaultAction":"Retry"}"#),
+        ),
         ("DELETE", "/v1/retry-policy/p1", None),
-        ("POST", "/v1/retry-policy", Some(r#"{"name":"p1","retryLimit":0,"defaultAction":"RETRY_ACTION_RETRY"}"#)),
-        ("POST", "/v1/retry-policy", Some(r#"{"name":"p1","defaultAction":"Fail"}"#)),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(r#"{"name":"p1","retryLimit":0,"defaultAction":"RETRY_ACTION_RETRY"}"#),
+        ),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(r#"{"name":"p1","defaultAction":"Fail"}"#),
+        ),
         ("GET", "/v1/retry-policy/p1", None),
         // Every upstream spelling of an action is accepted; output is always `Fail`/`Retry`.
-        ("PUT", "/v1/retry-policy/p1", Some(r#"{"RetryLimit":5,"defaultaction":1,"rules":[{"action":2,"onCategory":"oom"},{"action":"retry","onCategory":"gpu"}]}"#)),
+        (
+            "PUT",
+            "/v1/retry-policy/p1",
+            Some(
+                r#"{"RetryLimit":5,"defaultaction":1,"rules":[{"action":2,"onCategory":"oom"},{"action":"retry","onCategory":"gpu"}]}"#,
+            ),
+        ),
         ("GET", "/v1/retry-policy/p1", None),
-        ("PUT", "/v1/retry-policy/p1", Some(r#"{"name":"p2","defaultAction":"Fail"}"#)),
+        (
+            "PUT",
+            "/v1/retry-policy/p1",
+            Some(r#"{"name":"p2","defaultAction":"Fail"}"#),
+        ),
         // The design-dialect fields are stored and returned losslessly.
-        ("POST", "/v1/retry-policy", Some(r#"{"name":"design","retryLimit":4,"defaultAction":"Fail","rules":[{"action":"Retry","onConditions":["OOMKilled","Evicted"],"retryLimit":2,"backoff":{"initialDelay":"10s","maxDelay":"5m0s","multiplier":2,"jitter":0.1},"antiAffinity":{"mode":"node"}},{"action":"Fail","onExitCodes":{"operator":"In","values":[1,2]},"containerName":"main","includeInitContainers":true},{"action":"Retry","onTerminationMessage":{"pattern":"CUDA error: .*"}},{"action":"Retry","onFailureCategory":["oom","gpu"],"onFailureSubcategory":["a"]}],"backoff":{"initialDelay":"1s"},"antiAffinity":{"mode":"node"}}"#)),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(
+                r#"{"name":"design","retryLimit":4,"defaultAction":"Fail","rules":[{"action":"Retry","onConditions":["OOMKilled","Evicted"],"retryLimit":2,"backoff":{"initialDelay":"10s","maxDelay":"5m0s","multiplier":2,"jitter":0.1},"antiAffinity":{"mode":"node"}},{"action":"Fail","onExitCodes":{"operator":"In","values":[1,2]},"containerName":"main","includeInitContainers":true},{"action":"Retry","onTerminationMessage":{"pattern":"CUDA error: .*"}},{"action":"Retry","onFailureCategory":["oom","gpu"],"onFailureSubcategory":["a"]}],"backoff":{"initialDelay":"1s"},"antiAffinity":{"mode":"node"}}"#,
+            ),
+        ),
         ("GET", "/v1/retry-policy/design", None),
         ("GET", "/v1/retry-policies", None),
         ("DELETE", "/v1/retry-policy/p1", None),
@@ -111,16 +143,38 @@ fn retry_policy_routes() {
 fn queue_routes() {
     let s = TestServer::start();
     let steps: &[(&str, &str, Option<&str>)] = &[
-        ("POST", "/v1/retry-policy", Some(r#"{"name":"p1","defaultAction":"Fail"}"#)),
-        ("POST", "/v1/retry-policy", Some(r#"{"name":"p2","defaultAction":"Retry"}"#)),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(r#"{"name":"p1","defaultAction":"Fail"}"#),
+        ),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(r#"{"name":"p2","defaultAction":"Retry"}"#),
+        ),
         ("GET", "/v1/queue/q1", None),
-        ("POST", "/v1/queue", Some(r#"{"name":"q1","priorityFactor":1,"retryPolicies":["ghost","p1","other"]}"#)),
+        (
+            "POST",
+            "/v1/queue",
+            Some(r#"{"name":"q1","priorityFactor":1,"retryPolicies":["ghost","p1","other"]}"#),
+        ),
         ("GET", "/v1/queue/q1", None),
-        ("POST", "/v1/queue", Some(r#"{"name":"q1","priorityFactor":1,"userOwners":["alice"],"groupOwners":["ml"],"labels":{"team":"ml"},"cordoned":true,"retryPolicies":["p2","p1"]}"#)),
+        (
+            "POST",
+            "/v1/queue",
+            Some(
+                r#"{"name":"q1","priorityFactor":1,"userOwners":["alice"],"groupOwners":["ml"],"labels":{"team":"ml"},"cordoned":true,"retryPolicies":["p2","p1"]}"#,
+            ),
+        ),
         ("GET", "/v1/queue/q1", None),
         ("POST", "/v1/queue", Some(r#"{"name":"q1","priorityFactor":1}"#)),
         // PUT of a missing queue creates it (upstream's upsert); PUT is a full replace.
-        ("PUT", "/v1/queue/q2", Some(r#"{"priorityFactor":2.5,"retryPolicies":["p1"]}"#)),
+        (
+            "PUT",
+            "/v1/queue/q2",
+            Some(r#"{"priorityFactor":2.5,"retryPolicies":["p1"]}"#),
+        ),
         ("GET", "/v1/queue/q2", None),
         ("PUT", "/v1/queue/q2", Some(r#"{"name":"q3","priorityFactor":1}"#)),
         ("PUT", "/v1/queue/q2", Some(r#"{"name":"q2","priorityFactor":0.5}"#)),
@@ -129,14 +183,32 @@ fn queue_routes() {
         ("GET", "/v1/batched/queues?num=1", None),
         ("GET", "/v1/batched/queues?num=x", None),
         ("PUT", "/v1/queue/q2", Some(r#"{"priorityFactor":2.5}"#)),
-        ("PUT", "/v1/queue/q1", Some(r#"{"priorityFactor":1,"retryPolicies":["p2"]}"#)),
+        (
+            "PUT",
+            "/v1/queue/q1",
+            Some(r#"{"priorityFactor":1,"retryPolicies":["p2"]}"#),
+        ),
         ("DELETE", "/v1/retry-policy/p1", None),
         ("DELETE", "/v1/queue/q2", None),
         ("DELETE", "/v1/queue/q2", None),
         ("GET", "/v1/queue/", None),
-        ("POST", "/v1/batched/create_queues", Some(r#"{"queues":[{"name":"b1","priorityFactor":1},{"name":"q1","priorityFactor":1},{"name":"b2","priorityFactor":1,"retryPolicies":["nope"]}]}"#)),
-        ("PUT", "/v1/batched/update_queues", Some(r#"{"queues":[{"name":"b1","priorityFactor":3},{"name":"b3","priorityFactor":0}]}"#)),
-        ("PUT", "/v1/batched/update_queues", Some(r#"{"queues":[{"name":"b1","priorityFactor":4}]}"#)),
+        (
+            "POST",
+            "/v1/batched/create_queues",
+            Some(
+                r#"{"queues":[{"name":"b1","priorityFactor":1},{"name":"q1","priorityFactor":1},{"name":"b2","priorityFactor":1,"retryPolicies":["nope"]}]}"#,
+            ),
+        ),
+        (
+            "PUT",
+            "/v1/batched/update_queues",
+            Some(r#"{"queues":[{"name":"b1","priorityFactor":3},{"name":"b3","priorityFactor":0}]}"#),
+        ),
+        (
+            "PUT",
+            "/v1/batched/update_queues",
+            Some(r#"{"queues":[{"name":"b1","priorityFactor":4}]}"#),
+        ),
         ("POST", "/v1/batched/create_queues", Some(r#"{"queue":[]}"#)),
         ("GET", "/v1/batched/queues", None),
     ];
@@ -147,23 +219,52 @@ fn queue_routes() {
 #[test]
 fn bad_input_is_a_4xx_with_the_error_body() {
     let s = TestServer::start();
-    let big = format!(r#"{{"name":"big","defaultAction":"Fail","x":"{}"}}"#, "a".repeat(2 << 20));
+    let big = format!(
+        r#"{{"name":"big","defaultAction":"Fail","x":"{}"}}"#,
+        "a".repeat(2 << 20)
+    );
     let steps: &[(&str, &str, Option<&str>)] = &[
         ("POST", "/v1/retry-policy", Some(r#"{"name":"p1","#)),
         ("POST", "/v1/retry-policy", Some(r#"[1,2]"#)),
         ("POST", "/v1/retry-policy", Some(r#"{"name":7,"retryLimit":"3"}"#)),
         ("POST", "/v1/retry-policy", Some(r#"{"name":"p1","retryLimit":-1}"#)),
         ("POST", "/v1/retry-policy", Some(r#"{"name":"p1","retryLimit":10001}"#)),
-        ("POST", "/v1/retry-policy", Some(r#"{"name":"p1","defaultAction":"Retri"}"#)),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(r#"{"name":"p1","defaultAction":"Retri"}"#),
+        ),
         ("POST", "/v1/retry-policy", Some(r#"{"name":"p1","retry_limit":5}"#)),
-        ("POST", "/v1/retry-policy", Some(r#"{"name":"p1","rules":[{"action":"Retry","onConditions":["OOMKiled"]}]}"#)),
-        ("POST", "/v1/retry-policy", Some(r#"{"name":"p1","rules":[{"action":"Retry"}]}"#)),
-        ("POST", "/v1/retry-policy", Some(r#"{"name":"p1","rules":[{"action":"Retry","onCategory":"oom","mutate":{"resources":{"memory":{"factor":0.5}}}}]}"#)),
-        ("POST", "/v1/retry-policy", Some(r#"{"name":"p1","rules":[{"action":"Retry","onTerminationMessage":{"pattern":"(unclosed"}}]}"#)),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(r#"{"name":"p1","rules":[{"action":"Retry","onConditions":["OOMKiled"]}]}"#),
+        ),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(r#"{"name":"p1","rules":[{"action":"Retry"}]}"#),
+        ),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(
+                r#"{"name":"p1","rules":[{"action":"Retry","onCategory":"oom","mutate":{"resources":{"memory":{"factor":0.5}}}}]}"#,
+            ),
+        ),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(r#"{"name":"p1","rules":[{"action":"Retry","onTerminationMessage":{"pattern":"(unclosed"}}]}"#),
+        ),
         ("POST", "/v1/retry-policy", Some(&big)),
         ("POST", "/v1/retry-policy", Some(r#"{"name":"a/b"}"#)),
         ("POST", "/v1/retry-policy", Some(r#"{"name":".."}"#)),
-        ("POST", "/v1/retry-policy", Some(r#"{"name":"x'; DROP TABLE retry_policy; --"}"#)),
+        (
+            "POST",
+            "/v1/retry-policy",
+            Some(r#"{"name":"x'; DROP TABLE retry_policy; --"}"#),
+        ),
         ("POST", "/v1/retry-policy", Some(r#"{"name":"\"quoted\""}"#)),
         ("GET", "/v1/retry-policy/a%2Fb", None),
         ("GET", "/v1/retry-policy/a/b", None),
@@ -172,9 +273,27 @@ fn bad_input_is_a_4xx_with_the_error_body() {
         ("GET", "/v1/retry-policy/x'%20OR%20'1'='1", None),
         ("DELETE", "/v1/queue/x';DROP%20TABLE%20queue;--", None),
         ("POST", "/v1/queue", Some(r#"{"name":"q1","priorityFactor":"high"}"#)),
-        ("POST", "/v1/queue", Some(r#"{"name":"q1","priorityFactor":1,"retryPolicies":["p1","p1"]}"#)),
-        ("POST", "/v1/queue", Some(r#"{"name":"q1","priorityFactor":1,"labels":{"":"x"}}"#)),
+        (
+            "POST",
+            "/v1/queue",
+            Some(r#"{"name":"q1","priorityFactor":1,"retryPolicies":["p1","p1"]}"#),
+        ),
+        (
+            "POST",
+            "/v1/queue",
+            Some(r#"{"name":"q1","priorityFactor":1,"labels":{"":"x"}}"#),
+        ),
         ("POST", "/v1/batched/create_queues", Some(r#"{"queues":{}}"#)),
+        // A queue that does not decode fails the whole batch (nothing is written), as upstream.
+        (
+            "PUT",
+            "/v1/batched/update_queues",
+            Some(r#"{"queues":[{"name":"ok","priorityFactor":1},{"name":"b","userOwners":[{}]}]}"#),
+        ),
+        ("GET", "/v1/queue/ok", None),
+        // Found by schemathesis: a repeated or non-numeric `num` is a JSON 400, not plain text.
+        ("GET", "/v1/batched/queues?num=null&num=null", None),
+        ("GET", "/v1/batched/queues?num=-1", None),
         ("GET", "/v1/retry-policies", None),
         ("GET", "/v1/no-such-route", None),
         ("PATCH", "/v1/retry-policy/p1", Some("{}")),
@@ -209,7 +328,10 @@ fn credentials_are_required_when_configured() {
         call_with("GET", &url, None, Some(&basic("admin:wrong"))),
         (
             401,
-            err(16, "request could not be authenticated: invalid credentials presented for user \"admin\"")
+            err(
+                16,
+                "request could not be authenticated: invalid credentials presented for user \"admin\""
+            )
         )
     );
     assert_eq!(
@@ -231,11 +353,23 @@ fn credentials_are_required_when_configured() {
     let body = Some(r#"{"name":"p1","defaultAction":"Fail"}"#);
     assert_eq!(call_with("POST", &create, body, None).0, 401);
     assert_eq!(call_with("GET", &url, None, Some("Bearer tok-123")), (200, "{}".into()));
-    assert_eq!(call_with("POST", &create, body, Some(&basic("ci:other"))), (200, "{}".into()));
     assert_eq!(
-        call_with("GET", &format!("{}/v1/retry-policy/p1", s.url), None, Some(&basic("admin:s3cret"))).0,
+        call_with("POST", &create, body, Some(&basic("ci:other"))),
+        (200, "{}".into())
+    );
+    assert_eq!(
+        call_with(
+            "GET",
+            &format!("{}/v1/retry-policy/p1", s.url),
+            None,
+            Some(&basic("admin:s3cret"))
+        )
+        .0,
         200
     );
     // Probes need no credentials.
-    assert_eq!(call_with("GET", &format!("{}/health", s.url), None, None), (200, "ok".into()));
+    assert_eq!(
+        call_with("GET", &format!("{}/health", s.url), None, None),
+        (200, "ok".into())
+    );
 }

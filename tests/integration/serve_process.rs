@@ -98,7 +98,10 @@ fn startup_line_request_log_sigterm_and_restart_keep_everything() {
     assert_eq!(code, Some(0));
     // One line per request (the duration varies, so compare up to it), then the goodbye.
     assert_eq!(lines.len(), 2, "{lines:?}");
-    assert!(lines[0].starts_with("retryctl serve: POST /v1/retry-policy 200 "), "{lines:?}");
+    assert!(
+        lines[0].starts_with("retryctl serve: POST /v1/retry-policy 200 "),
+        "{lines:?}"
+    );
     assert!(lines[0].ends_with("ms"), "{lines:?}");
     assert_eq!(lines[1], "retryctl serve: stopped; database closed");
     assert_eq!(retryctl::server::store::integrity_check(&db).unwrap(), "ok");
@@ -121,7 +124,10 @@ fn in_memory_startup_line() {
             port_of(&p.url)
         )
     );
-    assert_eq!(call("GET", &format!("{}/v1/retry-policies", p.url), None), (200, "{}".into()));
+    assert_eq!(
+        call("GET", &format!("{}/v1/retry-policies", p.url), None),
+        (200, "{}".into())
+    );
     assert_eq!(p.terminate().0, Some(0));
 }
 
@@ -134,13 +140,22 @@ fn refuses_a_public_address_without_credentials() {
         .unwrap();
     let text = format_output(&out);
     // The port is picked by the kernel; everything else is exact.
-    let text = regex::Regex::new(r"0\.0\.0\.0:\d+").unwrap().replace(&text, "0.0.0.0:PORT");
+    let text = regex::Regex::new(r"0\.0\.0\.0:\d+")
+        .unwrap()
+        .replace(&text, "0.0.0.0:PORT");
     assert_eq!(
         text,
         "exit: 2\n--- stdout\n--- stderr\nerror: refusing to listen on 0.0.0.0:PORT without authentication: anyone who can reach it could change retry policies\n\nhint: add `--basic-auth USER:PASSWORD` or `--token TOKEN`, or `--allow-anonymous` on a trusted network\n"
     );
     let out = retryctl(home.path())
-        .args(["serve", "--listen", "127.0.0.1:0", "--in-memory", "--basic-auth", "nopass"])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--in-memory",
+            "--basic-auth",
+            "nopass",
+        ])
         .output()
         .unwrap();
     assert_eq!(
@@ -152,7 +167,11 @@ fn refuses_a_public_address_without_credentials() {
 #[test]
 fn public_address_with_credentials_starts() {
     let p = spawn(&["--listen", "0.0.0.0:0", "--in-memory", "--token", "t0k"]);
-    assert!(p.first_line.starts_with("retryctl serve: listening on http://0.0.0.0:"), "{}", p.first_line);
+    assert!(
+        p.first_line.starts_with("retryctl serve: listening on http://0.0.0.0:"),
+        "{}",
+        p.first_line
+    );
     assert_eq!(p.terminate().0, Some(0));
 }
 
@@ -177,11 +196,7 @@ fn kill_9_mid_stream_loses_no_acknowledged_write() {
                     }
                     let name = format!("w{w}-p{i}");
                     let body = format!(r#"{{"name":"{name}","retryLimit":{i},"defaultAction":"Retry"}}"#);
-                    match client
-                        .post(format!("{url}/v1/retry-policy"))
-                        .body(body)
-                        .send()
-                    {
+                    match client.post(format!("{url}/v1/retry-policy")).body(body).send() {
                         Ok(r) if r.status().as_u16() == 200 => acked.lock().unwrap().push(name),
                         Ok(r) => panic!("unexpected status {}", r.status()),
                         Err(_) => break, // the server is gone

@@ -36,7 +36,10 @@ fn thirty_two_racing_creates_of_one_name_give_one_200_and_31_409() {
 struct Lcg(u64);
 impl Lcg {
     fn next(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 33) % n
     }
 }
@@ -67,7 +70,8 @@ fn attach_detach_delete_storm_never_leaves_a_dangling_reference() {
                     let (op, status) = match rng.next(4) {
                         0 => {
                             // attach: two distinct policies, in either order
-                            let other = policies[(rng.next(4) as usize + 1 + policies.iter().position(|x| *x == p).unwrap()) % 5];
+                            let other = policies
+                                [(rng.next(4) as usize + 1 + policies.iter().position(|x| *x == p).unwrap()) % 5];
                             let body = format!(r#"{{"priorityFactor":1,"retryPolicies":["{p}","{other}"]}}"#);
                             ("attach", call("PUT", &format!("{base}/v1/queue/{q}"), Some(&body)).0)
                         }
@@ -78,7 +82,10 @@ fn attach_detach_delete_storm_never_leaves_a_dangling_reference() {
                         2 => ("delete", call("DELETE", &format!("{base}/v1/retry-policy/{p}"), None).0),
                         _ => {
                             let body = format!(r#"{{"name":"{p}","defaultAction":"Retry"}}"#);
-                            ("create", call("POST", &format!("{base}/v1/retry-policy"), Some(&body)).0)
+                            (
+                                "create",
+                                call("POST", &format!("{base}/v1/retry-policy"), Some(&body)).0,
+                            )
                         }
                     };
                     statuses.push((op, status));
@@ -103,7 +110,9 @@ fn attach_detach_delete_storm_never_leaves_a_dangling_reference() {
     assert_eq!(status, 200);
     for line in stream.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let Some(queue) = v["result"]["Event"].get("queue") else { continue };
+        let Some(queue) = v["result"]["Event"].get("queue") else {
+            continue;
+        };
         for p in queue["retryPolicies"].as_array().into_iter().flatten() {
             let p = p.as_str().unwrap();
             assert_eq!(
