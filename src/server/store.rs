@@ -120,10 +120,16 @@ impl Store {
             Location::InMemory => Connection::open_in_memory()?,
         };
         let describe = location.to_string();
+        // rusqlite errors carry SQLite's own text as a second cause ("Error code 26: File
+        // opened that is not a database file"); one line is enough for the user.
+        let flat = |e: rusqlite::Error| anyhow::anyhow!("{e}");
         configure(&conn, matches!(location, Location::File(_)))
+            .map_err(flat)
             .with_context(|| format!("cannot configure the database {describe}"))?;
         migrate(&conn).with_context(|| format!("cannot migrate the database {describe}"))?;
-        let cache = load(&conn).with_context(|| format!("cannot read the database {describe}"))?;
+        let cache = load(&conn)
+            .map_err(flat)
+            .with_context(|| format!("cannot read the database {describe}"))?;
         let checkpointer = match &location {
             Location::File(path) => {
                 Some(spawn_checkpointer(path).with_context(|| format!("cannot open the database {describe}"))?)

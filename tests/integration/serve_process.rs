@@ -21,11 +21,15 @@ struct Proc {
 }
 
 fn spawn(args: &[&str]) -> Proc {
+    spawn_home(args, Path::new("/nonexistent"))
+}
+
+fn spawn_home(args: &[&str], home: &Path) -> Proc {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("retryctl"))
         .arg("serve")
         .args(args)
         .env_clear()
-        .env("HOME", "/nonexistent")
+        .env("HOME", home)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -231,4 +235,44 @@ fn kill_9_mid_stream_loses_no_acknowledged_write() {
 
 fn check_integrity(db: &Path) {
     assert_eq!(retryctl::server::store::integrity_check(db).unwrap(), "ok");
+}
+
+#[test]
+fn default_database_lives_in_the_user_data_directory() {
+    let home = temp_home();
+    let p = spawn_home(&["--listen", "127.0.0.1:0"], home.path());
+    let db = home.path().join(".local/share/retryctl/armada.db");
+    assert_eq!(
+        p.first_line,
+        format!(
+            "retryctl serve: listening on http://127.0.0.1:{} (database: {})",
+            port_of(&p.url),
+            db.display()
+        )
+    );
+    assert_eq!(p.terminate().0, Some(0));
+    check_integrity(&db);
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_refused() {
+    let home = temp_home();
+    let file = home.path().join("notes.txt");
+    std::fs::write(&file, "this is not SQLite, and it is long enough to have a header page....").unwrap();
+    let out = retryctl(home.path())
+        .args(["serve", "--listen", "127.0.0.1:0", "--db", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        format_output(&out),
+        format!(
+            "exit: 1\n--- stdout\n--- stderr\nerror: cannot configure the database {}\n  caused by: file is not a database\n",
+            file.display()
+        )
+    );
+    // Untouched.
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "this is not SQLite, and it is long enough to have a header page...."
+    );
 }
