@@ -258,7 +258,11 @@ fn default_database_lives_in_the_user_data_directory() {
 fn a_file_that_is_not_a_database_is_refused() {
     let home = temp_home();
     let file = home.path().join("notes.txt");
-    std::fs::write(&file, "this is not SQLite, and it is long enough to have a header page....").unwrap();
+    std::fs::write(
+        &file,
+        "this is not SQLite, and it is long enough to have a header page....",
+    )
+    .unwrap();
     let out = retryctl(home.path())
         .args(["serve", "--listen", "127.0.0.1:0", "--db", file.to_str().unwrap()])
         .output()
@@ -275,4 +279,46 @@ fn a_file_that_is_not_a_database_is_refused() {
         std::fs::read_to_string(&file).unwrap(),
         "this is not SQLite, and it is long enough to have a header page...."
     );
+}
+
+/// SIGTERM while a request is half sent: the request still completes (and its write is
+/// durable), then the process exits 0.
+#[test]
+fn sigterm_finishes_the_request_in_flight() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("armada.db");
+    let p = spawn(&["--listen", "127.0.0.1:0", "--db", db.to_str().unwrap()]);
+    let addr = p.url.trim_start_matches("http://").to_string();
+    let body = r#"{"name":"in-flight","defaultAction":"Retry"}"#;
+    let (head, tail) = body.split_at(10);
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        conn,
+        "POST /v1/retry-policy HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{head}",
+        body.len()
+    )
+    .unwrap();
+    conn.flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100)); // let the server start reading
+    Command::new("kill")
+        .args(["-TERM", &p.child.id().to_string()])
+        .status()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    conn.write_all(tail.as_bytes()).unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    assert!(answer.ends_with("\r\n\r\n{}"), "{answer}");
+    let mut p = p;
+    assert_eq!(p.child.wait().unwrap().code(), Some(0));
+    drop(p);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM retry_policy WHERE name = 'in-flight'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(n, 1);
 }
