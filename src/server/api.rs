@@ -126,7 +126,7 @@ fn ok_empty() -> Response {
 // JSON bytes
 
 /// Serialises like Go's encoding/json for the values we emit: integral floats without a
-/// fraction (`1`, not serde_json's `1.0`).
+/// fraction (`1`, not serde_json's `1.0`), and `<`, `>`, `&` escaped as `\u003c` etc.
 pub fn encode(value: &Value) -> Bytes {
     let mut out = Vec::with_capacity(128);
     let mut ser = serde_json::Serializer::with_formatter(&mut out, GoFormatter);
@@ -144,6 +144,38 @@ impl serde_json::ser::Formatter for GoFormatter {
         } else {
             writer.write_all(ryu_like(value).as_bytes())
         }
+    }
+
+    /// Go's encoding/json escapes `<`, `>`, `&` (HTML safety) and U+2028/U+2029.
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        match Self::escaped(fragment) {
+            Some(e) => writer.write_all(e.as_bytes()),
+            None => writer.write_all(fragment.as_bytes()),
+        }
+    }
+}
+
+impl GoFormatter {
+    fn escaped(fragment: &str) -> Option<String> {
+        if !fragment.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
+            return None;
+        }
+        let mut out = String::with_capacity(fragment.len() + 12);
+        for c in fragment.chars() {
+            match c {
+                '<' => out.push_str("\\u003c"),
+                '>' => out.push_str("\\u003e"),
+                '&' => out.push_str("\\u0026"),
+                '\u{2028}' => out.push_str("\\u2028"),
+                '\u{2029}' => out.push_str("\\u2029"),
+                c => out.push(c),
+            }
+        }
+        Some(out)
     }
 }
 
@@ -550,6 +582,15 @@ mod tests {
         assert_eq!(
             encode(&v),
             Bytes::from_static(b"{\"a\":1,\"b\":1.5,\"c\":2,\"d\":-3,\"e\":1.337,\"f\":1e+22}")
+        );
+    }
+
+    #[test]
+    fn strings_are_escaped_as_go_escapes_them() {
+        let v = json!({"labels": {"a&b": "<x>\u{2028}\"é"}});
+        assert_eq!(
+            encode(&v),
+            Bytes::from_static(b"{\"labels\":{\"a\\u0026b\":\"\\u003cx\\u003e\\u2028\\\"\xc3\xa9\"}}")
         );
     }
 
