@@ -183,9 +183,14 @@ impl Server {
     /// non-loopback address without credentials unless `allow_anonymous`.
     pub async fn bind(config: Config) -> anyhow::Result<Server> {
         let auth = Auth::from_config(&config)?;
-        let listener = tokio::net::TcpListener::bind(&config.listen)
-            .await
-            .map_err(|e| CliError::failed(format!("cannot listen on `{}`: {e}", config.listen)))?;
+        let listener = tokio::net::TcpListener::bind(&config.listen).await.map_err(|e| {
+            let err = CliError::failed(format!("cannot listen on `{}`: {e}", config.listen));
+            if e.kind() == std::io::ErrorKind::AddrInUse {
+                err.with_hint("another process uses that port: pick another with `--listen 127.0.0.1:PORT`")
+            } else {
+                err
+            }
+        })?;
         let addr = listener.local_addr()?;
         if !addr.ip().is_loopback() && !auth.required() && !config.allow_anonymous {
             return Err(CliError::usage(format!(

@@ -322,3 +322,20 @@ fn sigterm_finishes_the_request_in_flight() {
         .unwrap();
     assert_eq!(n, 1);
 }
+
+#[test]
+fn a_port_in_use_is_a_clear_error() {
+    let home = temp_home();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = retryctl(home.path())
+        .args(["serve", "--listen", &addr, "--in-memory"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        format_output(&out),
+        format!(
+            "exit: 1\n--- stdout\n--- stderr\nerror: cannot listen on `{addr}`: Address already in use (os error 98)\n\nhint: another process uses that port: pick another with `--listen 127.0.0.1:PORT`\n"
+        )
+    );
+}
