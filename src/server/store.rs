@@ -458,6 +458,23 @@ mod tests {
         assert!(matches!(s.delete_queue("q0"), Err(StoreError::NotFound)));
     }
 
+    /// The database itself refuses a dangling attachment, whatever the checks above it do.
+    #[test]
+    fn the_schema_refuses_a_dangling_attachment() {
+        let s = Store::open(Location::InMemory).unwrap();
+        s.put_queue(&queue("q1", &[]), Bytes::from_static(b"{}"), true).unwrap();
+        let guard = s.conn.lock().unwrap();
+        let err = guard
+            .as_ref()
+            .unwrap()
+            .execute(
+                "INSERT INTO queue_retry_policy (queue_name, policy_name, ordinal) VALUES ('q1', 'ghost', 0)",
+                [],
+            )
+            .unwrap_err();
+        assert_eq!(err.to_string(), "FOREIGN KEY constraint failed");
+    }
+
     #[test]
     fn reopening_a_file_keeps_everything_and_refuses_a_newer_schema() {
         let dir = tempfile::tempdir().unwrap();
