@@ -42,6 +42,9 @@ curl -fsS -XPOST "$url/v1/retry-policy" -d '{"name":"p1","retryLimit":3,"default
 curl -fsS -XPOST "$url/v1/queue" -d '{"name":"q1","priorityFactor":1,"retryPolicies":["p1"]}' >/dev/null
 
 status=0
+swagger="$(cd "$(dirname "$swagger")" && pwd)/$(basename "$swagger")"
+# schemathesis keeps a cache (.schemathesis/) in its working directory: keep it out of the repo.
+cd "$tmp"
 "$tmp/venv/bin/schemathesis" run "$swagger" \
   --url "$url" \
   --include-path-regex '^/v1/(retry-polic|queue(/|$)|batched/)' \
