@@ -150,3 +150,34 @@ fn storm(s: TestServer) {
         }
     }
 }
+
+/// A client that never finishes its request cannot keep the server from stopping: after the
+/// grace period the server closes the database and returns.
+#[test]
+fn a_stuck_client_does_not_block_shutdown_past_the_grace_period() {
+    use std::io::Write;
+    let mut config = Config::new("127.0.0.1:0", Location::InMemory);
+    config.shutdown_grace = std::time::Duration::from_millis(200);
+    let s = TestServer::start_config(config);
+    let addr = s.url.trim_start_matches("http://").to_string();
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    // Headers promise a body that never comes.
+    write!(
+        conn,
+        "POST /v1/retry-policy HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 100\r\n\r\n{{"
+    )
+    .unwrap();
+    conn.flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100)); // the request is in flight
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(s); // graceful shutdown, then the grace period
+        let _ = done_tx.send(());
+    });
+    // A liveness bound (150× the grace period), not a performance assertion.
+    assert!(
+        done_rx.recv_timeout(std::time::Duration::from_secs(30)).is_ok(),
+        "the server is still waiting for the stuck request"
+    );
+    drop(conn);
+}
