@@ -8,6 +8,9 @@ use crate::cli::ServeArgs;
 use crate::error::{CliError, ExitCode};
 use crate::server::{self, Config, Location};
 
+/// How long in-flight requests get after SIGINT/SIGTERM.
+const GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 pub fn run(ctx: &mut Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let db = if args.in_memory {
         Location::InMemory
@@ -30,6 +33,7 @@ pub fn run(ctx: &mut Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         tokens: args.token.clone(),
         allow_anonymous: args.allow_anonymous,
         request_log: Some(log_tx),
+        shutdown_grace: GRACE,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -53,7 +57,13 @@ pub fn run(ctx: &mut Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         while let Ok(line) = log_rx.try_recv() {
             writeln!(ctx.err, "{line}")?;
         }
-        result?;
+        if result? == server::Shutdown::GraceExpired {
+            writeln!(
+                ctx.err,
+                "retryctl serve: requests still running after {}s were cut off",
+                GRACE.as_secs()
+            )?;
+        }
         writeln!(ctx.err, "retryctl serve: stopped; database closed")?;
         Ok(ExitCode::Success)
     })

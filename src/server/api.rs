@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
@@ -126,7 +126,7 @@ fn ok_empty() -> Response {
 // JSON bytes
 
 /// Serialises like Go's encoding/json for the values we emit: integral floats without a
-/// fraction (`1`, not serde_json's `1.0`).
+/// fraction (`1`, not serde_json's `1.0`), and `<`, `>`, `&` escaped as `\u003c` etc.
 pub fn encode(value: &Value) -> Bytes {
     let mut out = Vec::with_capacity(128);
     let mut ser = serde_json::Serializer::with_formatter(&mut out, GoFormatter);
@@ -144,6 +144,38 @@ impl serde_json::ser::Formatter for GoFormatter {
         } else {
             writer.write_all(ryu_like(value).as_bytes())
         }
+    }
+
+    /// Go's encoding/json escapes `<`, `>`, `&` (HTML safety) and U+2028/U+2029.
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        match Self::escaped(fragment) {
+            Some(e) => writer.write_all(e.as_bytes()),
+            None => writer.write_all(fragment.as_bytes()),
+        }
+    }
+}
+
+impl GoFormatter {
+    fn escaped(fragment: &str) -> Option<String> {
+        if !fragment.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
+            return None;
+        }
+        let mut out = String::with_capacity(fragment.len() + 12);
+        for c in fragment.chars() {
+            match c {
+                '<' => out.push_str("\\u003c"),
+                '>' => out.push_str("\\u003e"),
+                '&' => out.push_str("\\u0026"),
+                '\u{2028}' => out.push_str("\\u2028"),
+                '\u{2029}' => out.push_str("\\u2029"),
+                c => out.push(c),
+            }
+        }
+        Some(out)
     }
 }
 
@@ -364,7 +396,16 @@ fn check_queue(queue: &Queue) -> Result<Bytes, ApiError> {
 
 /// Decode, validate and write one queue (shared by the single and batched routes).
 async fn write_queue(store: Arc<Store>, value: &Value, path: Option<&str>, create: bool) -> Result<(), ApiError> {
-    let mut queue = decode_queue(value)?;
+    let queue = decode_queue(value)?;
+    write_decoded_queue(store, queue, path, create).await
+}
+
+async fn write_decoded_queue(
+    store: Arc<Store>,
+    mut queue: Queue,
+    path: Option<&str>,
+    create: bool,
+) -> Result<(), ApiError> {
     match path {
         Some(p) => reconcile_name(QUEUE, &mut queue.name, p)?,
         None if queue.name.is_empty() => return Err(ApiError::invalid("queue name must not be empty")),
@@ -420,15 +461,15 @@ pub async fn empty_queue_name() -> ApiError {
     ApiError::invalid("queue name must not be empty")
 }
 
-#[derive(Debug, serde::Deserialize)]
-pub struct StreamQuery {
-    num: Option<String>,
-}
-
 /// `GET /v1/batched/queues?num=N`: one `{"result":{"Event":{"queue":…}}}` line per queue,
-/// sorted by name, then the end marker, exactly as upstream's gateway writes them.
-pub async fn stream_queues(State(store): State<Arc<Store>>, Query(q): Query<StreamQuery>) -> ApiResult {
-    let limit = match q.num.as_deref() {
+/// sorted by name, then the end marker, exactly as upstream's gateway writes them. `num`
+/// absent or 0 means all; when it is repeated the first wins (Go's `url.Values.Get`).
+pub async fn stream_queues(State(store): State<Arc<Store>>, RawQuery(query): RawQuery) -> ApiResult {
+    let num = query.as_deref().unwrap_or("").split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        (k == "num").then_some(v)
+    });
+    let limit = match num {
         None | Some("") => None,
         Some(text) => match text.parse::<u32>() {
             Ok(0) => None,
@@ -481,11 +522,21 @@ async fn batch(store: Arc<Store>, body: Result<Bytes, BytesRejection>, create: b
     {
         return Err(ApiError::invalid(format!("unknown field {k:?}, expected \"queues\"")));
     }
+    // Like upstream, a queue that does not even decode fails the whole request (there the
+    // JSON decoder rejects the QueueList); only semantic failures are listed per queue, and
+    // the echoed queue is the decoded one, in the API's shape.
+    let mut decoded = Vec::with_capacity(queues.len());
+    for (i, q) in queues.iter().enumerate() {
+        let queue = wire::queue_from_json(q)
+            .map_err(|d| ApiError::invalid(format!("invalid queues[{i}]: {}", describe(&d))))?;
+        decoded.push(queue);
+    }
     let mut failed = Vec::new();
-    for q in &queues {
-        if let Err(e) = write_queue(store.clone(), q, None, create).await {
+    for queue in decoded {
+        let echo = wire::queue_to_json(&queue);
+        if let Err(e) = write_decoded_queue(store.clone(), queue, None, create).await {
             let mut m = serde_json::Map::new();
-            m.insert("queue".into(), q.clone());
+            m.insert("queue".into(), echo);
             m.insert(
                 "error".into(),
                 Value::from(format!("rpc error: code = {} desc = {}", e.code.name(), e.message)),
@@ -531,6 +582,15 @@ mod tests {
         assert_eq!(
             encode(&v),
             Bytes::from_static(b"{\"a\":1,\"b\":1.5,\"c\":2,\"d\":-3,\"e\":1.337,\"f\":1e+22}")
+        );
+    }
+
+    #[test]
+    fn strings_are_escaped_as_go_escapes_them() {
+        let v = json!({"labels": {"a&b": "<x>\u{2028}\"é"}});
+        assert_eq!(
+            encode(&v),
+            Bytes::from_static(b"{\"labels\":{\"a\\u0026b\":\"\\u003cx\\u003e\\u2028\\\"\xc3\xa9\"}}")
         );
     }
 

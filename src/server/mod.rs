@@ -13,7 +13,7 @@
 pub mod api;
 pub mod store;
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
@@ -50,6 +50,18 @@ pub struct Config {
     /// stderr itself: the binary's main thread holds the stderr lock for its whole run, and
     /// the command writes the lines through its own writer.
     pub request_log: Option<tokio::sync::mpsc::Sender<String>>,
+    /// After the shutdown signal, how long in-flight requests get before the server stops
+    /// anyway (a client that never finishes its request must not keep it up forever).
+    pub shutdown_grace: std::time::Duration,
+}
+
+/// How [`Server::run`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shutdown {
+    /// Every in-flight request finished.
+    Clean,
+    /// Requests were still running when the grace period ran out.
+    GraceExpired,
 }
 
 impl Config {
@@ -61,6 +73,7 @@ impl Config {
             tokens: Vec::new(),
             allow_anonymous: false,
             request_log: None,
+            shutdown_grace: std::time::Duration::from_secs(10),
         }
     }
 }
@@ -173,6 +186,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 /// A bound server, ready to run.
 pub struct Server {
     listener: tokio::net::TcpListener,
+    grace: std::time::Duration,
     addr: SocketAddr,
     store: Arc<Store>,
     router: Router,
@@ -183,9 +197,14 @@ impl Server {
     /// non-loopback address without credentials unless `allow_anonymous`.
     pub async fn bind(config: Config) -> anyhow::Result<Server> {
         let auth = Auth::from_config(&config)?;
-        let listener = tokio::net::TcpListener::bind(&config.listen)
-            .await
-            .map_err(|e| CliError::failed(format!("cannot listen on `{}`: {e}", config.listen)))?;
+        let listener = tokio::net::TcpListener::bind(&config.listen).await.map_err(|e| {
+            let err = CliError::failed(format!("cannot listen on `{}`: {e}", config.listen));
+            if e.kind() == std::io::ErrorKind::AddrInUse {
+                err.with_hint("another process uses that port: pick another with `--listen 127.0.0.1:PORT`")
+            } else {
+                err
+            }
+        })?;
         let addr = listener.local_addr()?;
         if !addr.ip().is_loopback() && !auth.required() && !config.allow_anonymous {
             return Err(CliError::usage(format!(
@@ -200,6 +219,7 @@ impl Server {
         let router = router(store.clone(), Arc::new(auth), config.request_log);
         Ok(Server {
             listener,
+            grace: config.shutdown_grace,
             addr,
             store,
             router,
@@ -219,17 +239,37 @@ impl Server {
         )
     }
 
-    /// Serves until `shutdown` resolves, lets in-flight requests finish, then checkpoints
-    /// and closes the database.
-    pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(shutdown)
-            .await?;
+    /// Serves until `shutdown` resolves, lets in-flight requests finish (for at most the
+    /// grace period), then checkpoints and closes the database. A write still running when
+    /// the grace period ends either commits before the close (the store's lock orders them)
+    /// or fails with 503; it is never half-applied.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<Shutdown> {
+        let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
+        let signal = async move {
+            shutdown.await;
+            let _ = signalled_tx.send(());
+        };
+        let grace = self.grace;
+        let deadline = async move {
+            match signalled_rx.await {
+                Ok(()) => tokio::time::sleep(grace).await,
+                // The serve future ended (and dropped the signal) before any signal.
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        let serve = axum::serve(self.listener, self.router).with_graceful_shutdown(signal);
+        let outcome = tokio::select! {
+            result = serve.into_future() => {
+                result?;
+                Shutdown::Clean
+            }
+            () = deadline => Shutdown::GraceExpired,
+        };
         let store = self.store;
         tokio::task::spawn_blocking(move || store.close())
             .await?
             .map_err(|e| anyhow::anyhow!("cannot close the database cleanly: {e}"))?;
-        Ok(())
+        Ok(outcome)
     }
 }
 

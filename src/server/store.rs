@@ -92,6 +92,8 @@ struct Cache {
 pub struct Store {
     /// The one connection; `None` once closed at shutdown.
     conn: Mutex<Option<Connection>>,
+    /// The background checkpointer of a file database: dropping the sender stops it.
+    checkpointer: Mutex<Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>>,
     cache: RwLock<Cache>,
     location: Location,
 }
@@ -118,12 +120,25 @@ impl Store {
             Location::InMemory => Connection::open_in_memory()?,
         };
         let describe = location.to_string();
+        // rusqlite errors carry SQLite's own text as a second cause ("Error code 26: File
+        // opened that is not a database file"); one line is enough for the user.
+        let flat = |e: rusqlite::Error| anyhow::anyhow!("{e}");
         configure(&conn, matches!(location, Location::File(_)))
+            .map_err(flat)
             .with_context(|| format!("cannot configure the database {describe}"))?;
         migrate(&conn).with_context(|| format!("cannot migrate the database {describe}"))?;
-        let cache = load(&conn).with_context(|| format!("cannot read the database {describe}"))?;
+        let cache = load(&conn)
+            .map_err(flat)
+            .with_context(|| format!("cannot read the database {describe}"))?;
+        let checkpointer = match &location {
+            Location::File(path) => {
+                Some(spawn_checkpointer(path).with_context(|| format!("cannot open the database {describe}"))?)
+            }
+            Location::InMemory => None,
+        };
         Ok(Store {
             conn: Mutex::new(Some(conn)),
+            checkpointer: Mutex::new(checkpointer),
             cache: RwLock::new(cache),
             location,
         })
@@ -136,6 +151,11 @@ impl Store {
     /// Checkpoints the WAL into the main file and closes the connection. Later writes fail
     /// with `Sql`; reads keep answering from the cache.
     pub fn close(&self) -> Result<(), String> {
+        let checkpointer = self.checkpointer.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((stop, handle)) = checkpointer {
+            drop(stop);
+            let _ = handle.join();
+        }
         let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(conn) = guard.take() {
             if matches!(self.location, Location::File(_)) {
@@ -325,11 +345,36 @@ fn configure(conn: &Connection, file: bool) -> rusqlite::Result<()> {
             return Err(rusqlite::Error::InvalidQuery);
         }
         conn.execute_batch("PRAGMA synchronous = NORMAL;")?;
+        // No automatic checkpoints on the write path: one runs inside whichever commit
+        // crosses 1000 pages and syncs the database file, which put a ~10 ms stall into the
+        // p99 of writes. A background thread checkpoints instead (`spawn_checkpointer`).
+        conn.execute_batch("PRAGMA wal_autocheckpoint = 0;")?;
     }
     // Another process holding the file (a second `serve`) waits briefly instead of failing.
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     conn.execute_batch("PRAGMA foreign_keys = ON;")?;
     Ok(())
+}
+
+/// How often the background thread copies the WAL into the database file.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// A thread with its own connection running PASSIVE checkpoints, which never block the
+/// writer; it stops when the returned sender is dropped.
+fn spawn_checkpointer(path: &Path) -> anyhow::Result<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let handle = std::thread::Builder::new()
+        .name("retryctl-checkpoint".into())
+        .spawn(move || {
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(CHECKPOINT_EVERY) {
+                // A failure here (disk full) leaves the WAL growing; the data stays safe in
+                // the WAL and the next attempt or the shutdown checkpoint retries.
+                let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+            }
+        })?;
+    Ok((tx, handle))
 }
 
 fn migrate(conn: &Connection) -> anyhow::Result<()> {
@@ -411,6 +456,23 @@ mod tests {
         s.delete_policy("p1").unwrap();
         assert!(matches!(s.delete_policy("p1"), Err(StoreError::NotFound)));
         assert!(matches!(s.delete_queue("q0"), Err(StoreError::NotFound)));
+    }
+
+    /// The database itself refuses a dangling attachment, whatever the checks above it do.
+    #[test]
+    fn the_schema_refuses_a_dangling_attachment() {
+        let s = Store::open(Location::InMemory).unwrap();
+        s.put_queue(&queue("q1", &[]), Bytes::from_static(b"{}"), true).unwrap();
+        let guard = s.conn.lock().unwrap();
+        let err = guard
+            .as_ref()
+            .unwrap()
+            .execute(
+                "INSERT INTO queue_retry_policy (queue_name, policy_name, ordinal) VALUES ('q1', 'ghost', 0)",
+                [],
+            )
+            .unwrap_err();
+        assert_eq!(err.to_string(), "FOREIGN KEY constraint failed");
     }
 
     #[test]

@@ -284,6 +284,16 @@ fn bad_input_is_a_4xx_with_the_error_body() {
             Some(r#"{"name":"q1","priorityFactor":1,"labels":{"":"x"}}"#),
         ),
         ("POST", "/v1/batched/create_queues", Some(r#"{"queues":{}}"#)),
+        // A queue that does not decode fails the whole batch (nothing is written), as upstream.
+        (
+            "PUT",
+            "/v1/batched/update_queues",
+            Some(r#"{"queues":[{"name":"ok","priorityFactor":1},{"name":"b","userOwners":[{}]}]}"#),
+        ),
+        ("GET", "/v1/queue/ok", None),
+        // Found by schemathesis: a repeated or non-numeric `num` is a JSON 400, not plain text.
+        ("GET", "/v1/batched/queues?num=null&num=null", None),
+        ("GET", "/v1/batched/queues?num=-1", None),
         ("GET", "/v1/retry-policies", None),
         ("GET", "/v1/no-such-route", None),
         ("PATCH", "/v1/retry-policy/p1", Some("{}")),

@@ -21,11 +21,15 @@ struct Proc {
 }
 
 fn spawn(args: &[&str]) -> Proc {
+    spawn_home(args, Path::new("/nonexistent"))
+}
+
+fn spawn_home(args: &[&str], home: &Path) -> Proc {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("retryctl"))
         .arg("serve")
         .args(args)
         .env_clear()
-        .env("HOME", "/nonexistent")
+        .env("HOME", home)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -231,4 +235,107 @@ fn kill_9_mid_stream_loses_no_acknowledged_write() {
 
 fn check_integrity(db: &Path) {
     assert_eq!(retryctl::server::store::integrity_check(db).unwrap(), "ok");
+}
+
+#[test]
+fn default_database_lives_in_the_user_data_directory() {
+    let home = temp_home();
+    let p = spawn_home(&["--listen", "127.0.0.1:0"], home.path());
+    let db = home.path().join(".local/share/retryctl/armada.db");
+    assert_eq!(
+        p.first_line,
+        format!(
+            "retryctl serve: listening on http://127.0.0.1:{} (database: {})",
+            port_of(&p.url),
+            db.display()
+        )
+    );
+    assert_eq!(p.terminate().0, Some(0));
+    check_integrity(&db);
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_refused() {
+    let home = temp_home();
+    let file = home.path().join("notes.txt");
+    std::fs::write(
+        &file,
+        "this is not SQLite, and it is long enough to have a header page....",
+    )
+    .unwrap();
+    let out = retryctl(home.path())
+        .args(["serve", "--listen", "127.0.0.1:0", "--db", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        format_output(&out),
+        format!(
+            "exit: 1\n--- stdout\n--- stderr\nerror: cannot configure the database {}\n  caused by: file is not a database\n",
+            file.display()
+        )
+    );
+    // Untouched.
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "this is not SQLite, and it is long enough to have a header page...."
+    );
+}
+
+/// SIGTERM while a request is half sent: the request still completes (and its write is
+/// durable), then the process exits 0.
+#[test]
+fn sigterm_finishes_the_request_in_flight() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("armada.db");
+    let p = spawn(&["--listen", "127.0.0.1:0", "--db", db.to_str().unwrap()]);
+    let addr = p.url.trim_start_matches("http://").to_string();
+    let body = r#"{"name":"in-flight","defaultAction":"Retry"}"#;
+    let (head, tail) = body.split_at(10);
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        conn,
+        "POST /v1/retry-policy HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{head}",
+        body.len()
+    )
+    .unwrap();
+    conn.flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100)); // let the server start reading
+    Command::new("kill")
+        .args(["-TERM", &p.child.id().to_string()])
+        .status()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    conn.write_all(tail.as_bytes()).unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    assert!(answer.ends_with("\r\n\r\n{}"), "{answer}");
+    let mut p = p;
+    assert_eq!(p.child.wait().unwrap().code(), Some(0));
+    drop(p);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM retry_policy WHERE name = 'in-flight'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
+#[test]
+fn a_port_in_use_is_a_clear_error() {
+    let home = temp_home();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = retryctl(home.path())
+        .args(["serve", "--listen", &addr, "--in-memory"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        format_output(&out),
+        format!(
+            "exit: 1\n--- stdout\n--- stderr\nerror: cannot listen on `{addr}`: Address already in use (os error 98)\n\nhint: another process uses that port: pick another with `--listen 127.0.0.1:PORT`\n"
+        )
+    );
 }

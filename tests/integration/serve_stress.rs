@@ -5,6 +5,8 @@
 use std::sync::{Arc, Barrier};
 
 use crate::serve::call;
+use retryctl::server::{Config, Location};
+
 use crate::support::server::TestServer;
 
 #[test]
@@ -46,11 +48,35 @@ impl Lcg {
 
 #[test]
 fn attach_detach_delete_storm_never_leaves_a_dangling_reference() {
+    storm(TestServer::start());
+}
+
+/// The same storm on a database file (WAL, background checkpoints), then the file itself
+/// is checked: no join row names a missing policy, and integrity_check is `ok`.
+#[test]
+fn attach_detach_delete_storm_on_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("armada.db");
+    let s = TestServer::start_config(Config::new("127.0.0.1:0", Location::File(db.clone())));
+    storm(s); // dropped inside: graceful shutdown closes the database
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let dangling: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM queue_retry_policy WHERE policy_name NOT IN (SELECT name FROM retry_policy)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(dangling, 0);
+    let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(check, "ok");
+}
+
+fn storm(s: TestServer) {
     const THREADS: u64 = 10;
     const OPS_PER_THREAD: u64 = 50; // 500 operations in all
     let policies = ["p0", "p1", "p2", "p3", "p4"];
     let queues = ["q0", "q1", "q2", "q3"];
-    let s = TestServer::start();
     let base = s.url.clone();
     for p in policies {
         let body = format!(r#"{{"name":"{p}","defaultAction":"Retry"}}"#);
@@ -123,4 +149,35 @@ fn attach_detach_delete_storm_never_leaves_a_dangling_reference() {
             );
         }
     }
+}
+
+/// A client that never finishes its request cannot keep the server from stopping: after the
+/// grace period the server closes the database and returns.
+#[test]
+fn a_stuck_client_does_not_block_shutdown_past_the_grace_period() {
+    use std::io::Write;
+    let mut config = Config::new("127.0.0.1:0", Location::InMemory);
+    config.shutdown_grace = std::time::Duration::from_millis(200);
+    let s = TestServer::start_config(config);
+    let addr = s.url.trim_start_matches("http://").to_string();
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    // Headers promise a body that never comes.
+    write!(
+        conn,
+        "POST /v1/retry-policy HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 100\r\n\r\n{{"
+    )
+    .unwrap();
+    conn.flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100)); // the request is in flight
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(s); // graceful shutdown, then the grace period
+        let _ = done_tx.send(());
+    });
+    // A liveness bound (150× the grace period), not a performance assertion.
+    assert!(
+        done_rx.recv_timeout(std::time::Duration::from_secs(30)).is_ok(),
+        "the server is still waiting for the stuck request"
+    );
+    drop(conn);
 }
