@@ -37,7 +37,7 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result
         Command::Apply(args) => commands::not_yet(&mut ctx, "apply", &args),
         Command::Diff(args) => commands::not_yet(&mut ctx, "diff", &args),
         Command::Delete(args) => commands::not_yet(&mut ctx, "delete", &args),
-        Command::Simulate(args) => commands::not_yet(&mut ctx, "simulate", &args),
+        Command::Simulate(args) => commands::simulate::run(&mut ctx, &args),
         Command::Serve(args) => commands::not_yet(&mut ctx, "serve", &args),
         Command::Config(args) => commands::not_yet(&mut ctx, "config", &args),
         Command::Version(args) => commands::not_yet(&mut ctx, "version", &args),

@@ -3,6 +3,7 @@
 //! Must not: print with `println!` (write to the context's writers), or exit the process.
 
 pub mod completion;
+pub mod simulate;
 pub mod validate;
 
 use crate::app::Context;

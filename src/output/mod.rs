@@ -4,6 +4,7 @@
 //! resource printers. Must not: do network I/O, read files, or decide exit codes.
 
 pub mod report;
+pub mod simulate;
 pub mod style;
 
 pub use style::Style;

@@ -1,0 +1,523 @@
+//! `retryctl simulate`: replay failure histories through the embedded evaluator (SPEC §3).
+//!
+//! Owns: loading (policies and queues from `-f`, the scheduler config, histories from one
+//! file, a JSON Lines file or a directory), streaming bulk input one job at a time, the
+//! progress bar, and the exit status. The decisions come from `eval`, the words and
+//! layout from `output::simulate`. Must not: print with `println!` or exit.
+//!
+//! Decisions where SPEC §3 is silent:
+//! - a single YAML/JSON history file prints one table per job; a JSON Lines file or a
+//!   directory is "bulk": the table format prints only the summary (a million tables help
+//!   nobody); `-o json|yaml|jsonl` stream every job in every mode.
+//! - `-o json` is always `{"jobs": [...], "summary": {...}}` and `-o yaml` the same shape,
+//!   so scripts see one shape whatever the input; `-o jsonl` writes one job per line and
+//!   the summary to stderr.
+//! - a SchedulerConfig document inside a history file applies to that file's jobs (it
+//!   replaces `--scheduler-config`); `--global-max-retries` / `--default-policy` override both.
+//! - a bad JSON line or a job naming a missing policy is reported (with its line number)
+//!   and skipped; the other jobs still run and the exit status is 3.
+//! - JSON Lines: empty lines are skipped; a line longer than 8 MiB is an error.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::Value as Json;
+
+use crate::app::Context;
+use crate::cli::{SimulateArgs, SimulateOutput};
+use crate::diag::Diagnostic;
+use crate::error::{CliError, ExitCode};
+use crate::eval::simulator::Simulator;
+use crate::eval::summary::Summary;
+use crate::eval::{JobReport, Settings};
+use crate::input::{self, io_reason, SourceFile, MAX_FILE_BYTES};
+use crate::model::document::decode_document;
+use crate::model::history::FailureHistory;
+use crate::model::scheduler::{parse_scheduler_config, SchedulerConfig};
+use crate::model::{parse_documents, Kind, Resource};
+use crate::output::{report, simulate as out, Style};
+use crate::yaml::{Node, Pos, Value};
+
+/// Messages printed per category before "… and N more" (bulk input can have millions).
+const MAX_MESSAGES: u64 = 100;
+
+pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
+    if args.from_server {
+        return Err(CliError::usage(
+            "`--from-server` needs the server client, which is not part of this build of simulate",
+        )
+        .with_hint("pass the policies and queues as files with `-f PATH`")
+        .into());
+    }
+    let simulator = load_policies(ctx, args)?;
+    let Some(simulator) = simulator else {
+        return Ok(ExitCode::InvalidInput);
+    };
+    let base = base_settings(args)?;
+    let mut sink = Sink::new(args.output, ctx.style);
+    let history = &args.history;
+    let meta = std::fs::metadata(history).map_err(|e| {
+        CliError::invalid(format!("cannot read history `{}`: {}", history.display(), io_reason(&e)))
+    })?;
+    sink.begin(ctx.out)?;
+    if meta.is_dir() {
+        sink.bulk = true;
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(history)
+            .map_err(|e| CliError::invalid(format!("cannot read directory `{}`: {}", history.display(), io_reason(&e))))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && matches!(ext(p), "yaml" | "yml" | "json" | "jsonl" | "ndjson"))
+            .collect();
+        entries.sort();
+        let bar = progress(entries.len() as u64, false);
+        for path in &entries {
+            if matches!(ext(path), "jsonl" | "ndjson") {
+                run_jsonl(ctx, args, &simulator, &base, &mut sink, path, None)?;
+            } else {
+                run_file(ctx, args, &simulator, &base, &mut sink, path)?;
+            }
+            if let Some(b) = &bar {
+                b.inc(1);
+            }
+        }
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+    } else if matches!(ext(history), "jsonl" | "ndjson") {
+        sink.bulk = true;
+        let bar = progress(meta.len(), true);
+        run_jsonl(ctx, args, &simulator, &base, &mut sink, history, bar.as_ref())?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+    } else {
+        run_file(ctx, args, &simulator, &base, &mut sink, history)?;
+    }
+    sink.end(ctx.out, ctx.err)?;
+    let s = &sink.summary;
+    Ok(if s.errors > 0 {
+        ExitCode::InvalidInput
+    } else if s.expectation_failed_jobs > 0 || (args.strict && s.contradicted_jobs > 0) {
+        ExitCode::Failure
+    } else {
+        ExitCode::Success
+    })
+}
+
+fn ext(p: &Path) -> &str {
+    p.extension().and_then(|e| e.to_str()).unwrap_or("")
+}
+
+fn progress(len: u64, bytes: bool) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    let template = if bytes {
+        "simulating {bar:40} {bytes}/{total_bytes} ({eta} left)"
+    } else {
+        "simulating {bar:40} {pos}/{len} files ({eta} left)"
+    };
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style);
+    }
+    Some(bar)
+}
+
+/// Policies and queues from `-f`; `None` after writing the validation report when any
+/// document is invalid.
+fn load_policies(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<Option<Simulator>> {
+    let files = input::read_sources(
+        &args.source.files,
+        args.source.recursive,
+        Some(&[Kind::RetryPolicy, Kind::Queue]),
+    );
+    if report::totals(&files).errors > 0 {
+        // The report's summary line goes to stderr too: stdout carries simulation data only.
+        let mut summary = Vec::new();
+        report::write_text(&files, ctx.style, &mut summary, ctx.err)?;
+        ctx.err.write_all(&summary)?;
+        writeln!(ctx.err, "error: the policies are invalid; nothing was simulated")?;
+        return Ok(None);
+    }
+    let mut policies = Vec::new();
+    let mut queues = Vec::new();
+    for doc in files.into_iter().flat_map(|f| f.documents) {
+        match doc.resource {
+            Some(Resource::RetryPolicy(p)) => policies.push(p),
+            Some(Resource::Queue(q)) => queues.push(q),
+            _ => {}
+        }
+    }
+    Simulator::new(policies, queues, args.retry_policies.clone())
+        .map(Some)
+        .map_err(|e| CliError::invalid(e).into())
+}
+
+fn base_settings(args: &SimulateArgs) -> anyhow::Result<SchedulerConfig> {
+    let Some(path) = &args.scheduler_config else {
+        return Ok(SchedulerConfig::default());
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        CliError::invalid(format!("cannot read scheduler config `{}`: {}", path.display(), io_reason(&e)))
+    })?;
+    parse_scheduler_config(&text).map_err(|errors| {
+        let lines: Vec<String> = errors.iter().map(|d| format!("  {}", place(&path.display().to_string(), d))).collect();
+        CliError::invalid(format!("invalid scheduler config `{}`\n{}", path.display(), lines.join("\n"))).into()
+    })
+}
+
+fn place(file: &str, d: &Diagnostic) -> String {
+    let path = if d.path.is_empty() { String::new() } else { format!("{}: ", d.path) };
+    match d.pos {
+        Some(p) => format!("{file}:{p}: {path}{}", d.message),
+        None => format!("{file}: {path}{}", d.message),
+    }
+}
+
+fn settings(config: &SchedulerConfig, args: &SimulateArgs) -> Settings {
+    let mut s = Settings::from_config(config);
+    if let Some(g) = args.global_max_retries {
+        s.global_max_retries = g;
+    }
+    if let Some(d) = &args.default_policy {
+        s.default_policy_name = Some(d.clone());
+    }
+    s
+}
+
+/// One YAML or JSON file of FailureHistory (and optionally SchedulerConfig) documents.
+fn run_file(
+    ctx: &mut Context,
+    args: &SimulateArgs,
+    sim: &Simulator,
+    base: &SchedulerConfig,
+    sink: &mut Sink,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let name = path.display().to_string();
+    let text = match read_limited(path) {
+        Ok(t) => t,
+        Err(msg) => {
+            sink.error(ctx.err, &format!("{name}: {msg}"))?;
+            return Ok(());
+        }
+    };
+    let parsed = parse_documents(&text, Some(&[Kind::FailureHistory, Kind::SchedulerConfig]));
+    let file = SourceFile {
+        name: name.clone(),
+        errors: parsed.syntax_error.into_iter().collect(),
+        documents: parsed.documents,
+    };
+    if file.error_count() > 0 {
+        let mut buf = Vec::new();
+        report::write_text(std::slice::from_ref(&file), ctx.style, &mut buf, ctx.err)?;
+        sink.summary.errors += 1;
+        return Ok(());
+    }
+    let mut config = base.clone();
+    for doc in &file.documents {
+        if let Some(Resource::SchedulerConfig(c)) = &doc.resource {
+            config = c.clone();
+        }
+    }
+    let settings = settings(&config, args);
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("job").to_string();
+    for doc in file.documents {
+        if let Some(Resource::FailureHistory(mut h)) = doc.resource {
+            if h.job.id.is_empty() {
+                h.job.id = stem.clone();
+            }
+            simulate_one(ctx, sim, &settings, sink, &h, &name)?;
+        }
+    }
+    Ok(())
+}
+
+fn read_limited(path: &Path) -> Result<String, String> {
+    let file = File::open(path).map_err(|e| io_reason(&e))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| io_reason(&e))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!(
+            "larger than {} MiB; write bulk histories as JSON Lines (`.jsonl`), which is streamed",
+            MAX_FILE_BYTES >> 20
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())
+}
+
+fn simulate_one(
+    ctx: &mut Context,
+    sim: &Simulator,
+    settings: &Settings,
+    sink: &mut Sink,
+    h: &FailureHistory,
+    origin: &str,
+) -> anyhow::Result<()> {
+    match sim.simulate(h, settings) {
+        Ok(report) => sink.job(ctx.out, ctx.err, &report)?,
+        Err(e) => sink.error(ctx.err, &format!("{origin}: job `{}`: {e}", h.job.id))?,
+    }
+    Ok(())
+}
+
+/// A JSON Lines file, streamed: one line, one job, then it is dropped.
+fn run_jsonl(
+    ctx: &mut Context,
+    args: &SimulateArgs,
+    sim: &Simulator,
+    base: &SchedulerConfig,
+    sink: &mut Sink,
+    path: &Path,
+    bar: Option<&ProgressBar>,
+) -> anyhow::Result<()> {
+    let name = path.display().to_string();
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            sink.error(ctx.err, &format!("{name}: {}", io_reason(&e)))?;
+            return Ok(());
+        }
+    };
+    let settings = settings(base, args);
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("job").to_string();
+    let mut reader = BufReader::with_capacity(1 << 16, file);
+    let mut buf = Vec::with_capacity(4096);
+    let mut line_no = 0usize;
+    let mut read_bytes = 0u64;
+    loop {
+        buf.clear();
+        let n = (&mut reader).take(MAX_FILE_BYTES + 1).read_until(b'\n', &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        read_bytes += n as u64;
+        if let Some(b) = bar {
+            if line_no % 1024 == 0 {
+                b.set_position(read_bytes);
+            }
+        }
+        if n as u64 > MAX_FILE_BYTES {
+            sink.error(ctx.err, &format!("{name}:{line_no}: line longer than 8 MiB"))?;
+            // Skip the rest of the over-long line.
+            let mut rest = Vec::new();
+            reader.read_until(b'\n', &mut rest)?;
+            continue;
+        }
+        let line = trim_ascii(&buf);
+        if line.is_empty() {
+            continue;
+        }
+        match decode_line(line, line_no) {
+            Ok(mut h) => {
+                if h.job.id.is_empty() {
+                    h.job.id = format!("{stem}-{line_no}");
+                }
+                simulate_one(ctx, sim, &settings, sink, &h, &format!("{name}:{line_no}"))?;
+            }
+            Err(msg) => sink.error(ctx.err, &format!("{name}:{line_no}: {msg}"))?,
+        }
+    }
+    Ok(())
+}
+
+fn trim_ascii(b: &[u8]) -> &[u8] {
+    let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
+    let end = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    &b[start..end]
+}
+
+/// One JSON line → the same strict decoder as YAML documents (so the errors are the same),
+/// through a `yaml::Node` built directly from the JSON value. `apiVersion`/`kind` may be
+/// left out.
+pub fn decode_line(line: &[u8], line_no: usize) -> Result<FailureHistory, String> {
+    let value: Json = serde_json::from_slice(line).map_err(|e| format!("invalid JSON at column {}: {e}", e.column()))?;
+    let Json::Object(map) = value else {
+        return Err("expected a JSON object (one FailureHistory per line)".to_string());
+    };
+    let pos = Pos { line: line_no, column: 1 };
+    let mut entries: Vec<(Node, Node)> = Vec::with_capacity(map.len() + 2);
+    let scalar = |t: &str| Node {
+        pos,
+        value: Value::Scalar {
+            text: t.to_string(),
+            quoted: true,
+        },
+    };
+    if !map.contains_key("apiVersion") {
+        entries.push((scalar("apiVersion"), scalar("armadaproject.io/v1")));
+    }
+    if !map.contains_key("kind") {
+        entries.push((scalar("kind"), scalar("FailureHistory")));
+    }
+    for (k, v) in map {
+        entries.push((scalar(&k), json_node(v, pos)));
+    }
+    let node = Node {
+        pos,
+        value: Value::Map(entries),
+    };
+    let doc = decode_document(node, 0, Some(&[Kind::FailureHistory]));
+    let errors: Vec<String> = doc
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| if d.path.is_empty() { d.message.clone() } else { format!("{}: {}", d.path, d.message) })
+        .collect();
+    match doc.resource {
+        Some(Resource::FailureHistory(h)) if errors.is_empty() => Ok(*h),
+        _ => Err(errors.join("; ")),
+    }
+}
+
+fn json_node(v: Json, pos: Pos) -> Node {
+    let value = match v {
+        Json::Null => Value::Null,
+        Json::Bool(b) => Value::Scalar {
+            text: b.to_string(),
+            quoted: false,
+        },
+        Json::Number(n) => Value::Scalar {
+            text: n.to_string(),
+            quoted: false,
+        },
+        Json::String(s) => Value::Scalar { text: s, quoted: true },
+        Json::Array(items) => Value::Seq(items.into_iter().map(|i| json_node(i, pos)).collect()),
+        Json::Object(map) => Value::Map(
+            map.into_iter()
+                .map(|(k, v)| {
+                    (
+                        Node {
+                            pos,
+                            value: Value::Scalar { text: k, quoted: true },
+                        },
+                        json_node(v, pos),
+                    )
+                })
+                .collect(),
+        ),
+    };
+    Node { pos, value }
+}
+
+/// Where results go, one job at a time, so bulk input runs in constant memory.
+struct Sink {
+    format: SimulateOutput,
+    style: Style,
+    bulk: bool,
+    jobs_written: u64,
+    summary: Summary,
+    messages: u64,
+}
+
+impl Sink {
+    fn new(format: SimulateOutput, style: Style) -> Sink {
+        Sink {
+            format,
+            style,
+            bulk: false,
+            jobs_written: 0,
+            summary: Summary::default(),
+            messages: 0,
+        }
+    }
+
+    fn begin(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        match self.format {
+            SimulateOutput::Json => write!(out, "{{\"jobs\":["),
+            SimulateOutput::Yaml => writeln!(out, "jobs:"),
+            _ => Ok(()),
+        }
+    }
+
+    /// A stderr message, capped so that a bad million-line file stays readable.
+    fn message(&mut self, err: &mut dyn Write, text: &str) -> std::io::Result<()> {
+        self.messages += 1;
+        if self.messages <= MAX_MESSAGES {
+            writeln!(err, "{text}")?;
+        }
+        Ok(())
+    }
+
+    fn error(&mut self, err: &mut dyn Write, text: &str) -> std::io::Result<()> {
+        self.summary.errors += 1;
+        let line = format!("{}: {text}", self.style.error("error"));
+        self.message(err, &line)
+    }
+
+    fn job(&mut self, out: &mut dyn Write, err: &mut dyn Write, report: &JobReport) -> std::io::Result<()> {
+        self.summary.add(report);
+        match self.format {
+            SimulateOutput::Table => {
+                if !self.bulk {
+                    if self.jobs_written > 0 {
+                        writeln!(out)?;
+                    }
+                    out::write_job_table(out, self.style, report)?;
+                }
+            }
+            SimulateOutput::Json => {
+                if self.jobs_written > 0 {
+                    write!(out, ",")?;
+                }
+                serde_json::to_writer(&mut *out, &out::job_json(report))?;
+            }
+            SimulateOutput::Yaml => write!(out, "{}", out::yaml_item(&out::job_json(report), 0))?,
+            SimulateOutput::Jsonl => {
+                serde_json::to_writer(&mut *out, &out::job_json(report))?;
+                writeln!(out)?;
+            }
+        }
+        self.jobs_written += 1;
+        for c in &report.contradictions {
+            let line = format!(
+                "{}: job `{}`: history contradicts the decisions: {c}",
+                self.style.warning("warning"),
+                report.job_id
+            );
+            self.message(err, &line)?;
+        }
+        for f in &report.expectation_failures {
+            let line = format!("{}: job `{}`: expectation not met: {f}", self.style.error("error"), report.job_id);
+            self.message(err, &line)?;
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<()> {
+        if self.messages > MAX_MESSAGES {
+            writeln!(err, "… and {} more messages", self.messages - MAX_MESSAGES)?;
+        }
+        match self.format {
+            SimulateOutput::Table => {
+                if self.bulk || self.jobs_written != 1 {
+                    if !self.bulk && self.jobs_written > 0 {
+                        writeln!(out)?;
+                    }
+                    out::write_summary(out, self.style, &self.summary)?;
+                }
+            }
+            SimulateOutput::Json => {
+                write!(out, "],\"summary\":")?;
+                serde_json::to_writer(&mut *out, &out::summary_json(&self.summary))?;
+                writeln!(out, "}}")?;
+            }
+            SimulateOutput::Yaml => {
+                if self.jobs_written == 0 {
+                    // `jobs:` alone would read as null; say empty.
+                    writeln!(out, "  []")?;
+                }
+                let text = serde_yaml::to_string(&out::summary_json(&self.summary)).unwrap_or_default();
+                writeln!(out, "summary:")?;
+                for l in text.lines() {
+                    writeln!(out, "  {l}")?;
+                }
+            }
+            SimulateOutput::Jsonl => out::write_summary(err, self.style, &self.summary)?,
+        }
+        Ok(())
+    }
+}
