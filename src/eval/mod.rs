@@ -21,6 +21,7 @@
 //!   record says so.
 //! - `armadaproject.io/failFast: "true"` also ends the job on a returned lease, as upstream
 //!   (`!failFast && returned` gates the legacy requeue).
+//! - jitter is truncated to whole milliseconds (readable delays; still deterministic).
 //! - legacy requeue counts every run so far (including this one) as an attempt.
 
 pub mod replay;
@@ -597,7 +598,9 @@ pub fn evaluate(
     if jitter > 0.0 && backoff.0 > 0 {
         let add = backoff.0 as f64 * jitter.min(1.0) * jitter_fraction(job.id, run_index);
         let total = (backoff.0 as f64 + add).min(max.0 as f64);
-        with_jitter = GoDuration(if total.is_finite() { total as u64 } else { max.0 }).max(backoff);
+        // Whole milliseconds: a delay of `58.100503407s` is noise to an operator.
+        let ms = if total.is_finite() { total as u64 / 1_000_000 * 1_000_000 } else { max.0 };
+        with_jitter = GoDuration(ms.min(max.0)).max(backoff);
     }
     let grace = if run.conditions.contains(&Condition::Preempted) {
         match run.termination_confirmed_after {
