@@ -334,7 +334,12 @@ fn trim_ascii(b: &[u8]) -> &[u8] {
 /// through a `yaml::Node` built directly from the JSON value. `apiVersion`/`kind` may be
 /// left out.
 pub fn decode_line(line: &[u8], line_no: usize) -> Result<FailureHistory, String> {
-    let value: Json = serde_json::from_slice(line).map_err(|e| format!("invalid JSON at column {}: {e}", e.column()))?;
+    let value: Json = serde_json::from_slice(line).map_err(|e| {
+        // serde_json appends "at line 1 column N"; the line is ours to name, the column its.
+        let text = e.to_string();
+        let reason = text.split(" at line ").next().unwrap_or(&text).to_string();
+        format!("invalid JSON at column {}: {reason}", e.column())
+    })?;
     let Json::Object(map) = value else {
         return Err("expected a JSON object (one FailureHistory per line)".to_string());
     };

@@ -75,7 +75,7 @@ impl JobReport {
         match &self.status {
             JobStatus::Succeeded { run } => format!(
                 "Succeeded at run {run} after {}",
-                plural(self.retries, "retry", "retries")
+                plural(u64::from(self.retries), "retry", "retries")
             ),
             JobStatus::Failed { run, reason, .. } => format!("Failed permanently at run {run}: {reason}"),
             JobStatus::Cancelled { run } => format!("Cancelled at run {run}"),
@@ -92,7 +92,7 @@ impl JobReport {
     }
 }
 
-pub fn plural(n: u32, one: &str, many: &str) -> String {
+pub fn plural(n: u64, one: &str, many: &str) -> String {
     if n == 1 {
         format!("1 {one}")
     } else {
@@ -155,7 +155,7 @@ pub fn explain(d: &Decision, rule: Option<&str>, max_attempted_runs: u32, attemp
         DecisionKind::FailRuleLimit => format!(
             "rule {rule} limit {} reached ({} used, attempt {} of {})",
             d.limit.unwrap_or(0),
-            plural(d.counter.unwrap_or(0), "retry", "retries"),
+            plural(u64::from(d.counter.unwrap_or(0)), "retry", "retries"),
             u64::from(d.counter.unwrap_or(0)) + 1,
             u64::from(d.limit.unwrap_or(0)) + 1
         ),
@@ -165,7 +165,7 @@ pub fn explain(d: &Decision, rule: Option<&str>, max_attempted_runs: u32, attemp
         DecisionKind::FailGlobalLimit => format!(
             "global limit {} reached ({} used; rule {rule})",
             d.global_max_retries,
-            plural(d.total_retries, "retry", "retries")
+            plural(u64::from(d.total_retries), "retry", "retries")
         ),
         DecisionKind::FailDefault => "no rule matched and no policy has defaultAction Retry".to_string(),
         DecisionKind::FailFast => "failFast job: the first failure is final".to_string(),
@@ -380,7 +380,7 @@ fn check_run(report: &JobReport, rec: &RunRecord, e: &crate::model::history::Run
         }
         return;
     };
-    let why = || format!(" ({})", rec.reason);
+    let why = || format!(": {}", rec.reason);
     if let Some(a) = e.action {
         if a != d.action() {
             fail(format!("run {k}: expected action `{}`, got `{}`{}", a.as_str(), d.action().as_str(), why()));

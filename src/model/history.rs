@@ -207,7 +207,9 @@ const POD_CONDITIONS: [&str; 4] = ["Evicted", "Preempted", "DeadlineExceeded", "
 pub fn decode_failure_history(dec: &mut Decoder, node: &Node) -> Option<FailureHistory> {
     let top = dec.fields(node, "", &TOP)?;
     let mut h = FailureHistory::default();
-    if let Some(job) = dec.require(&top, node, "job") {
+    // `job` may be left out entirely: the id then defaults to the file stem and the job has
+    // no queue (it gets the policies given on the command line).
+    if let Some(job) = top.get("job") {
         if let Some(f) = dec.fields(job, "job", &JOB) {
             decode_job(dec, &f, &mut h.job);
         }

@@ -281,16 +281,26 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
         writeln!(
             out,
             "  {}",
-            style.error(&format!("expectations failed in {} jobs: {list}", s.expectation_failed_jobs))
+            style.error(&format!(
+                "expectations failed in {}: {list}",
+                crate::eval::replay::plural(s.expectation_failed_jobs, "job", "jobs")
+            ))
         )?;
     } else {
         writeln!(out, "  expectations: all met")?;
     }
     if s.contradicted_jobs > 0 {
-        writeln!(out, "  contradictions: {} jobs (reported on stderr)", s.contradicted_jobs)?;
+        writeln!(
+            out,
+            "  contradictions: {} (reported on stderr)",
+            crate::eval::replay::plural(s.contradicted_jobs, "job", "jobs")
+        )?;
     }
     if s.errors > 0 {
-        writeln!(out, "  {}", style.error(&format!("not simulated: {} jobs with errors (reported on stderr)", s.errors)))?;
+        writeln!(out, "  {}", style.error(&format!(
+                "not simulated: {} with errors (reported on stderr)",
+                crate::eval::replay::plural(s.errors, "job", "jobs")
+            )))?;
     }
     Ok(())
 }

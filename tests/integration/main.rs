@@ -4,4 +4,5 @@
 mod support;
 
 mod completion;
+mod simulate;
 mod validate;
