@@ -4,33 +4,47 @@
 
     scripts/gen-histories.py 1000000 > /tmp/histories-1m.jsonl
 
-Jobs run on queue `ml-queue` (testdata/policies/valid: infra + ml-training-oom) with a mix
-of preemptions, evictions, OOM kills, plain exit codes, CUDA categories, returned leases,
-and a final success; lines leave out apiVersion/kind, as SPEC §3.2 allows.
+Jobs run on queue `ml-queue` (testdata/policies/valid: infra + ml-training-oom): retryable
+preemptions, evictions, OOM kills and returned leases within the policies' limits, then a
+final run that succeeds (80%) or fails for good (CUDA category, plain exit codes). The
+histories are consistent with the decisions (no contradictions), so every run is evaluated.
+Lines leave out apiVersion/kind, as SPEC §3.2 allows.
 """
 import json
 import random
 import sys
 
 
-def run(rng, k):
-    node = f"node-{rng.randrange(200)}"
+def retryable(rng, node, oom_left, infra_left):
+    """A failure ml-queue's policies retry (infra: Preempted/Evicted, ml-training-oom: OOM),
+    or a returned lease (no budget), within the limits left."""
+    choices = ["lease"]
+    if infra_left > 0:
+        choices += ["preempted"] * 4 + ["evicted"]
+    if oom_left > 0:
+        choices += ["oom"] * 2
+    kind = rng.choice(choices)
+    if kind == "preempted":
+        return kind, {"node": node, "queuedFor": f"{rng.randrange(600)}s", "runFor": f"{rng.randrange(1, 7200)}s",
+                      "conditions": ["Preempted"], "terminationConfirmedAfter": f"{rng.randrange(30)}s"}
+    if kind == "evicted":
+        return kind, {"node": node, "runFor": f"{rng.randrange(1, 7200)}s", "conditions": ["Evicted"]}
+    if kind == "oom":
+        return kind, {"node": node, "runFor": f"{rng.randrange(1, 7200)}s",
+                      "containers": [{"name": "main", "exitCode": 137, "reason": "OOMKilled"},
+                                     {"name": "log-shipper", "exitCode": 0}]}
+    return kind, {"node": node, "outcome": "leaseReturned"}
+
+
+def final(rng, node):
+    """The last run: mostly a success; else a failure no rule retries (fail_default)."""
     r = rng.random()
-    if r < 0.30:
-        return {"node": node, "queuedFor": f"{rng.randrange(600)}s", "runFor": f"{rng.randrange(1, 7200)}s",
-                "conditions": ["Preempted"], "terminationConfirmedAfter": f"{rng.randrange(30)}s"}
-    if r < 0.40:
-        return {"node": node, "runFor": f"{rng.randrange(1, 7200)}s", "conditions": ["Evicted"]}
-    if r < 0.60:
-        return {"node": node, "runFor": f"{rng.randrange(1, 7200)}s",
-                "containers": [{"name": "main", "exitCode": 137, "reason": "OOMKilled"},
-                               {"name": "log-shipper", "exitCode": 0}]}
-    if r < 0.70:
+    if r < 0.8:
+        return {"node": node, "runFor": "1h", "outcome": "succeeded"}
+    if r < 0.9:
         return {"node": node, "runFor": "12m", "category": "cuda_error", "subcategory": "transient",
                 "containers": [{"name": "main", "exitCode": 1, "reason": "Error",
                                 "message": "CUDA error: an illegal memory access was encountered"}]}
-    if r < 0.80:
-        return {"node": node, "outcome": "leaseReturned"}
     return {"node": node, "runFor": f"{rng.randrange(1, 600)}s",
             "containers": [{"name": "main", "exitCode": rng.choice([1, 2, 143])}]}
 
@@ -43,8 +57,16 @@ def main():
     job = 0
     while written < total:
         n = min(total - written, rng.randrange(1, 9))
-        runs = [run(rng, k) for k in range(n - 1)]
-        runs.append({"node": f"node-{rng.randrange(200)}", "runFor": "1h", "outcome": "succeeded"})
+        runs = []
+        oom_left, infra_left, node = 3, 10, None
+        for _ in range(n - 1):
+            # infra avoids the node that failed: never reuse the previous node.
+            node = rng.choice([x for x in NODES if x != node]) if node else rng.choice(NODES)
+            kind, r = retryable(rng, node, oom_left, infra_left)
+            oom_left -= kind == "oom"
+            infra_left -= kind in ("preempted", "evicted")
+            runs.append(r)
+        runs.append(final(rng, rng.choice([x for x in NODES if x != node])))
         record = {"job": {"id": f"job-{job:07d}", "queue": "ml-queue", "terminationGracePeriod": "30s"},
                   "runs": runs}
         out.write(json.dumps(record, separators=(",", ":")))
@@ -52,6 +74,8 @@ def main():
         written += n
         job += 1
 
+
+NODES = [f"node-{i}" for i in range(200)]
 
 if __name__ == "__main__":
     main()
