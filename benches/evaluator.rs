@@ -94,13 +94,25 @@ fn bench(c: &mut Criterion) {
     let first = run("cat-0-0", 1);
     let none = run("nothing", 1);
     let mut group = c.benchmark_group("evaluate_3x20");
-    for (name, r) in [("last_rule_matches", &last), ("first_rule_matches", &first), ("no_match_default_fail", &none)] {
+    for (name, r) in [
+        ("last_rule_matches", &last),
+        ("first_rule_matches", &first),
+        ("no_match_default_fail", &none),
+    ] {
         let mut state = JobState::new(None);
         let mut i = 0usize;
         group.bench_function(name, |b| {
             b.iter(|| {
                 i += 1;
-                black_box(evaluate(black_box(&refs), &settings, &job, &mut state, black_box(r), i & 0xff, 1_000))
+                black_box(evaluate(
+                    black_box(&refs),
+                    &settings,
+                    &job,
+                    &mut state,
+                    black_box(r),
+                    i & 0xff,
+                    1_000,
+                ))
             })
         });
     }

@@ -59,13 +59,23 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     let mut sink = Sink::new(args.output, ctx.style);
     let history = &args.history;
     let meta = std::fs::metadata(history).map_err(|e| {
-        CliError::invalid(format!("cannot read history `{}`: {}", history.display(), io_reason(&e)))
+        CliError::invalid(format!(
+            "cannot read history `{}`: {}",
+            history.display(),
+            io_reason(&e)
+        ))
     })?;
     sink.begin(ctx.out)?;
     if meta.is_dir() {
         sink.bulk = true;
         let mut entries: Vec<PathBuf> = std::fs::read_dir(history)
-            .map_err(|e| CliError::invalid(format!("cannot read directory `{}`: {}", history.display(), io_reason(&e))))?
+            .map_err(|e| {
+                CliError::invalid(format!(
+                    "cannot read directory `{}`: {}",
+                    history.display(),
+                    io_reason(&e)
+                ))
+            })?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.is_file() && matches!(ext(p), "yaml" | "yml" | "json" | "jsonl" | "ndjson"))
             .collect();
@@ -160,16 +170,32 @@ fn base_settings(args: &SimulateArgs) -> anyhow::Result<SchedulerConfig> {
         return Ok(SchedulerConfig::default());
     };
     let text = std::fs::read_to_string(path).map_err(|e| {
-        CliError::invalid(format!("cannot read scheduler config `{}`: {}", path.display(), io_reason(&e)))
+        CliError::invalid(format!(
+            "cannot read scheduler config `{}`: {}",
+            path.display(),
+            io_reason(&e)
+        ))
     })?;
     parse_scheduler_config(&text).map_err(|errors| {
-        let lines: Vec<String> = errors.iter().map(|d| format!("  {}", place(&path.display().to_string(), d))).collect();
-        CliError::invalid(format!("invalid scheduler config `{}`\n{}", path.display(), lines.join("\n"))).into()
+        let lines: Vec<String> = errors
+            .iter()
+            .map(|d| format!("  {}", place(&path.display().to_string(), d)))
+            .collect();
+        CliError::invalid(format!(
+            "invalid scheduler config `{}`\n{}",
+            path.display(),
+            lines.join("\n")
+        ))
+        .into()
     })
 }
 
 fn place(file: &str, d: &Diagnostic) -> String {
-    let path = if d.path.is_empty() { String::new() } else { format!("{}: ", d.path) };
+    let path = if d.path.is_empty() {
+        String::new()
+    } else {
+        format!("{}: ", d.path)
+    };
     match d.pos {
         Some(p) => format!("{file}:{p}: {path}{}", d.message),
         None => format!("{file}: {path}{}", d.message),
@@ -238,7 +264,9 @@ fn run_file(
 fn read_limited(path: &Path) -> Result<String, String> {
     let file = File::open(path).map_err(|e| io_reason(&e))?;
     let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| io_reason(&e))?;
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_reason(&e))?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(format!(
             "larger than {} MiB; write bulk histories as JSON Lines (`.jsonl`), which is streamed",
@@ -326,7 +354,10 @@ fn run_jsonl(
 
 fn trim_ascii(b: &[u8]) -> &[u8] {
     let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
-    let end = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    let end = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
     &b[start..end]
 }
 
@@ -335,7 +366,10 @@ fn trim_ascii(b: &[u8]) -> &[u8] {
 /// `serde_json::Value`: its map hashing and copies were a fifth of the bulk run time).
 /// `apiVersion`/`kind` may be left out.
 pub fn decode_line(line: &[u8], line_no: usize) -> Result<FailureHistory, String> {
-    let pos = Pos { line: line_no, column: 1 };
+    let pos = Pos {
+        line: line_no,
+        column: 1,
+    };
     let mut de = serde_json::Deserializer::from_slice(line);
     let node = NodeSeed { pos }
         .deserialize(&mut de)
@@ -372,7 +406,13 @@ pub fn decode_line(line: &[u8], line_no: usize) -> Result<FailureHistory, String
         .diagnostics
         .iter()
         .filter(|d| d.is_error())
-        .map(|d| if d.path.is_empty() { d.message.clone() } else { format!("{}: {}", d.path, d.message) })
+        .map(|d| {
+            if d.path.is_empty() {
+                d.message.clone()
+            } else {
+                format!("{}: {}", d.path, d.message)
+            }
+        })
         .collect();
     match doc.resource {
         Some(Resource::FailureHistory(h)) if errors.is_empty() => Ok(*h),
@@ -550,7 +590,11 @@ impl Sink {
             self.message(err, &line)?;
         }
         for f in &report.expectation_failures {
-            let line = format!("{}: job `{}`: expectation not met: {f}", self.style.error("error"), report.job_id);
+            let line = format!(
+                "{}: job `{}`: expectation not met: {f}",
+                self.style.error("error"),
+                report.job_id
+            );
             self.message(err, &line)?;
         }
         Ok(())

@@ -167,7 +167,12 @@ pub fn effective_policy_names(
             out.push((name.clone(), base_source.clone()));
         }
     }
-    for name in annotation.unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    for name in annotation
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
         if !out.iter().any(|(n, _)| n == name) {
             out.push((name.to_string(), Source::Annotation));
         }
@@ -465,12 +470,22 @@ pub fn jitter_fraction(job_id: &str, run_index: usize) -> f64 {
 }
 
 /// Backoff with each field resolved on its own: rule → policy → scheduler → built-in.
-pub fn resolve_backoff(rule: Option<&Backoff>, policy: &Backoff, scheduler: &Backoff) -> (GoDuration, GoDuration, f64, f64) {
+pub fn resolve_backoff(
+    rule: Option<&Backoff>,
+    policy: &Backoff,
+    scheduler: &Backoff,
+) -> (GoDuration, GoDuration, f64, f64) {
     let pick = |f: fn(&Backoff) -> Option<GoDuration>, builtin| {
-        rule.and_then(f).or_else(|| f(policy)).or_else(|| f(scheduler)).unwrap_or(builtin)
+        rule.and_then(f)
+            .or_else(|| f(policy))
+            .or_else(|| f(scheduler))
+            .unwrap_or(builtin)
     };
     let pickf = |f: fn(&Backoff) -> Option<f64>, builtin| {
-        rule.and_then(f).or_else(|| f(policy)).or_else(|| f(scheduler)).unwrap_or(builtin)
+        rule.and_then(f)
+            .or_else(|| f(policy))
+            .or_else(|| f(scheduler))
+            .unwrap_or(builtin)
     };
     (
         pick(|b| b.initial_delay, BUILTIN_INITIAL_DELAY),
@@ -485,7 +500,11 @@ pub fn backoff_delay(initial: GoDuration, max: GoDuration, multiplier: f64, n: u
     if initial.0 == 0 || n == 0 {
         return GoDuration(initial.0.min(max.0));
     }
-    let m = if multiplier.is_finite() && multiplier >= 1.0 { multiplier } else { 1.0 };
+    let m = if multiplier.is_finite() && multiplier >= 1.0 {
+        multiplier
+    } else {
+        1.0
+    };
     let exp = i32::try_from(n - 1).unwrap_or(i32::MAX);
     let v = initial.0 as f64 * m.powi(exp);
     if !v.is_finite() || v >= max.0 as f64 {
@@ -599,7 +618,11 @@ pub fn evaluate(
         let add = backoff.0 as f64 * jitter.min(1.0) * jitter_fraction(job.id, run_index);
         let total = (backoff.0 as f64 + add).min(max.0 as f64);
         // Whole milliseconds: a delay of `58.100503407s` is noise to an operator.
-        let ms = if total.is_finite() { total as u64 / 1_000_000 * 1_000_000 } else { max.0 };
+        let ms = if total.is_finite() {
+            total as u64 / 1_000_000 * 1_000_000
+        } else {
+            max.0
+        };
         with_jitter = GoDuration(ms.min(max.0)).max(backoff);
     }
     let grace = if run.conditions.contains(&Condition::Preempted) {
@@ -618,7 +641,9 @@ pub fn evaluate(
         .or(policy.anti_affinity)
         .unwrap_or_default();
     let mutation = rule.and_then(|r| r.mutate.as_ref());
-    let avoid_same = mutation.and_then(|m| m.affinity.as_ref()).is_some_and(|a| a.avoid_same_node);
+    let avoid_same = mutation
+        .and_then(|m| m.affinity.as_ref())
+        .is_some_and(|a| a.avoid_same_node);
     let mut avoid_nodes = Vec::new();
     if avoid_same {
         avoid_nodes = state.nodes_tried.clone();
@@ -633,7 +658,12 @@ pub fn evaluate(
         }
     }
     let mut memory_note = None;
-    if let (Some(bump), RuleRef::Index(r)) = (mutation.and_then(|m| m.resources.as_ref()).and_then(|r| r.memory.as_ref()), rule_ref) {
+    if let (Some(bump), RuleRef::Index(r)) = (
+        mutation
+            .and_then(|m| m.resources.as_ref())
+            .and_then(|r| r.memory.as_ref()),
+        rule_ref,
+    ) {
         if let Some(factor) = bump.factor {
             if state.memory_static.is_some() {
                 memory_note = Some("memory factor skipped: the job already grew by a static amount");

@@ -10,7 +10,7 @@ use crate::model::history::{FailureHistory, Final, Outcome, Run, StartedAt, Time
 use crate::model::policy::Action;
 
 use super::{evaluate, pod_name, CompiledPolicy, Decision, DecisionKind, JobContext, JobState, RuleRef, Settings};
-use super::{FAIL_FAST_ANNOTATION, DEFAULT_GRACE};
+use super::{DEFAULT_GRACE, FAIL_FAST_ANNOTATION};
 
 /// One run as replayed.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,11 +32,21 @@ pub struct RunRecord {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum JobStatus {
-    Succeeded { run: usize },
-    Failed { run: usize, kind: DecisionKind, reason: String },
-    Cancelled { run: usize },
+    Succeeded {
+        run: usize,
+    },
+    Failed {
+        run: usize,
+        kind: DecisionKind,
+        reason: String,
+    },
+    Cancelled {
+        run: usize,
+    },
     /// The last decision was a retry and the history ends there.
-    Pending { retry_after: u64 },
+    Pending {
+        retry_after: u64,
+    },
 }
 
 impl JobStatus {
@@ -103,7 +113,7 @@ pub fn plural(n: u64, one: &str, many: &str) -> String {
 /// `T+2h15m` since submission, or an RFC 3339 time when the submission time is known.
 pub fn format_instant(offset: u64, submitted: Option<Timestamp>) -> String {
     match submitted {
-        Some(t) => t.add(GoDuration(offset)).to_string(),
+        Some(t) => t.plus(GoDuration(offset)).to_string(),
         None => format!("T+{}", GoDuration(offset)),
     }
 }
@@ -218,9 +228,9 @@ pub fn replay(history: &FailureHistory, policies: &[&CompiledPolicy], settings: 
                 report.status.final_state().as_str()
             ));
             if run.expect.is_some() {
-                report
-                    .expectation_failures
-                    .push(format!("run {k}: has expectations but is never evaluated (the job ended at run {end})"));
+                report.expectation_failures.push(format!(
+                    "run {k}: has expectations but is never evaluated (the job ended at run {end})"
+                ));
             }
             break;
         }
@@ -281,8 +291,16 @@ pub fn replay(history: &FailureHistory, policies: &[&CompiledPolicy], settings: 
         let reason = match &decision {
             None => "succeeded".to_string(),
             Some(d) => {
-                let label = d.policy.and_then(|p| Some(format!("{}/{}", report.policies.get(p)?, d.rule?)));
-                let mut text = explain(d, label.as_deref(), settings.max_attempted_runs, k + 1, settings.enabled);
+                let label = d
+                    .policy
+                    .and_then(|p| Some(format!("{}/{}", report.policies.get(p)?, d.rule?)));
+                let mut text = explain(
+                    d,
+                    label.as_deref(),
+                    settings.max_attempted_runs,
+                    k + 1,
+                    settings.enabled,
+                );
                 if let Some(note) = d.memory_note {
                     text.push_str("; ");
                     text.push_str(note);
@@ -359,7 +377,12 @@ pub fn replay(history: &FailureHistory, policies: &[&CompiledPolicy], settings: 
             }
         }
         if let Some(kind) = &e.decision {
-            let last = report.runs.iter().rev().find_map(|r| r.decision.as_ref()).map(|d| d.kind.as_str());
+            let last = report
+                .runs
+                .iter()
+                .rev()
+                .find_map(|r| r.decision.as_ref())
+                .map(|d| d.kind.as_str());
             if last != Some(kind.as_str()) {
                 failures.push(format!(
                     "job: expected last decision `{kind}`, got `{}`",
@@ -376,19 +399,30 @@ fn check_run(report: &JobReport, rec: &RunRecord, e: &crate::model::history::Run
     let k = rec.index;
     let Some(d) = &rec.decision else {
         if e.action.is_some() || e.decision.is_some() || e.rule.is_some() || e.delay.is_some() {
-            fail(format!("run {k}: has decision expectations but the run succeeded (nothing to decide)"));
+            fail(format!(
+                "run {k}: has decision expectations but the run succeeded (nothing to decide)"
+            ));
         }
         return;
     };
     let why = || format!(": {}", rec.reason);
     if let Some(a) = e.action {
         if a != d.action() {
-            fail(format!("run {k}: expected action `{}`, got `{}`{}", a.as_str(), d.action().as_str(), why()));
+            fail(format!(
+                "run {k}: expected action `{}`, got `{}`{}",
+                a.as_str(),
+                d.action().as_str(),
+                why()
+            ));
         }
     }
     if let Some(kind) = &e.decision {
         if kind != d.kind.as_str() {
-            fail(format!("run {k}: expected decision `{kind}`, got `{}`{}", d.kind.as_str(), why()));
+            fail(format!(
+                "run {k}: expected decision `{kind}`, got `{}`{}",
+                d.kind.as_str(),
+                why()
+            ));
         }
     }
     if let Some(rule) = &e.rule {
@@ -408,14 +442,21 @@ fn check_run(report: &JobReport, rec: &RunRecord, e: &crate::model::history::Run
     }
     if let Some(r) = e.retries {
         if r != d.total_retries {
-            fail(format!("run {k}: expected retries `{r}`, got `{}`{}", d.total_retries, why()));
+            fail(format!(
+                "run {k}: expected retries `{r}`, got `{}`{}",
+                d.total_retries,
+                why()
+            ));
         }
     }
     if let Some(p) = &e.pod_name {
         let got = d.next_pod_name.as_deref().unwrap_or("none");
         // `podName` names the pod of the run itself, which is what the table shows.
         if p != &rec.pod_name {
-            fail(format!("run {k}: expected podName `{p}`, got `{}` (next run: `{got}`)", rec.pod_name));
+            fail(format!(
+                "run {k}: expected podName `{p}`, got `{}` (next run: `{got}`)",
+                rec.pod_name
+            ));
         }
     }
     if let Some(nodes) = &e.avoid_nodes {

@@ -26,12 +26,19 @@ pub struct Simulator {
 impl Simulator {
     /// `retry_policies` is `--retry-policy`; `None` means every policy, in order. Fails on
     /// a policy name defined twice or a pattern that does not compile.
-    pub fn new(policies: Vec<RetryPolicy>, queues: Vec<Queue>, retry_policies: Option<Vec<String>>) -> Result<Simulator, String> {
+    pub fn new(
+        policies: Vec<RetryPolicy>,
+        queues: Vec<Queue>,
+        retry_policies: Option<Vec<String>>,
+    ) -> Result<Simulator, String> {
         let mut compiled = Vec::with_capacity(policies.len());
         let mut by_name = HashMap::new();
         for p in policies {
             if by_name.insert(p.name.clone(), compiled.len()).is_some() {
-                return Err(format!("policy `{}` is defined more than once; give each policy once", p.name));
+                return Err(format!(
+                    "policy `{}` is defined more than once; give each policy once",
+                    p.name
+                ));
             }
             compiled.push(CompiledPolicy::new(p)?);
         }
@@ -39,7 +46,10 @@ impl Simulator {
         let mut queue_map = HashMap::new();
         for q in queues {
             if queue_map.contains_key(&q.name) {
-                return Err(format!("queue `{}` is defined more than once; give each queue once", q.name));
+                return Err(format!(
+                    "queue `{}` is defined more than once; give each queue once",
+                    q.name
+                ));
             }
             queue_map.insert(q.name.clone(), q);
         }
@@ -75,7 +85,10 @@ impl Simulator {
                         if known.is_empty() {
                             String::new()
                         } else {
-                            format!(" (known: {})", known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "))
+                            format!(
+                                " (known: {})",
+                                known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                            )
                         }
                     )
                 })

@@ -59,7 +59,10 @@ impl Summary {
                     bump(&mut self.retries_by_rule, l);
                 }
             } else if d.action() == Action::Fail {
-                bump(&mut self.failures_by_rule, label.unwrap_or_else(|| format!("({})", d.kind.as_str())));
+                bump(
+                    &mut self.failures_by_rule,
+                    label.unwrap_or_else(|| format!("({})", d.kind.as_str())),
+                );
             }
         }
         if !report.expectation_failures.is_empty() {

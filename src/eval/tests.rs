@@ -42,18 +42,29 @@ fn simulate(policy_yaml: &str, history_body: &str, settings: &Settings) -> JobRe
 }
 
 fn kinds(r: &JobReport) -> Vec<&'static str> {
-    r.runs.iter().map(|x| x.decision.as_ref().map_or("-", |d| d.kind.as_str())).collect()
+    r.runs
+        .iter()
+        .map(|x| x.decision.as_ref().map_or("-", |d| d.kind.as_str()))
+        .collect()
 }
 
 fn rules(r: &JobReport) -> Vec<String> {
     r.runs
-            .iter()
-            .map(|x| x.decision.as_ref().and_then(|d| replay::rule_ref_label(&r.policies, d)).unwrap_or("-".into()))
-            .collect()
+        .iter()
+        .map(|x| {
+            x.decision
+                .as_ref()
+                .and_then(|d| replay::rule_ref_label(&r.policies, d))
+                .unwrap_or("-".into())
+        })
+        .collect()
 }
 
 fn delays(r: &JobReport) -> Vec<String> {
-    r.runs.iter().map(|x| x.decision.as_ref().map_or("-".into(), |d| d.delay.to_string())).collect()
+    r.runs
+        .iter()
+        .map(|x| x.decision.as_ref().map_or("-".into(), |d| d.delay.to_string()))
+        .collect()
 }
 
 fn decision(r: &JobReport, i: usize) -> &Decision {
@@ -91,7 +102,10 @@ fn design_example_preempted_10_times_and_oom_3_times_independently() {
     assert_eq!(decision(&r, 9).limit, Some(10));
     assert_eq!(decision(&r, 12).counter, Some(3));
     assert_eq!(r.retries, 13);
-    assert_eq!(r.outcome_text(), "Failed permanently at run 13: rule ml-training/0 limit 3 reached (3 retries used, attempt 4 of 4)");
+    assert_eq!(
+        r.outcome_text(),
+        "Failed permanently at run 13: rule ml-training/0 limit 3 reached (3 retries used, attempt 4 of 4)"
+    );
 }
 
 #[test]
@@ -120,9 +134,15 @@ fn names(base: &[&str], annotation: Option<&str>, default: Option<&str>) -> Vec<
 
 #[test]
 fn effective_policies_compose_queue_annotation_and_default() {
-    let cases: &[(&[&str], Option<&str>, Option<&str>, &[&str])] = &[
+    type Case<'a> = (&'a [&'a str], Option<&'a str>, Option<&'a str>, &'a [&'a str]);
+    let cases: &[Case<'_>] = &[
         (&["infra", "ml"], None, Some("fleet"), &["infra", "ml"]),
-        (&["infra"], Some("extra, ml ,"), Some("fleet"), &["infra", "extra", "ml"]),
+        (
+            &["infra"],
+            Some("extra, ml ,"),
+            Some("fleet"),
+            &["infra", "extra", "ml"],
+        ),
         // An annotation naming a policy already on the queue adds nothing, moves nothing.
         (&["infra", "ml"], Some("ml,infra"), None, &["infra", "ml"]),
         (&[], Some(" extra "), Some("fleet"), &["extra"]),
@@ -148,9 +168,13 @@ fn missing_policy_named_by_a_queue_is_an_error_naming_both() {
         err,
         "policy `gone` (referenced by queue `ml-queue`) is not among the documents given with -f (known: `infra`, `ml-training`)"
     );
-    let h = history("job: {id: j, queue: other, annotations: {armadaproject.io/retry-policy: nope}}\nruns: [{node: a}]\n");
+    let h =
+        history("job: {id: j, queue: other, annotations: {armadaproject.io/retry-policy: nope}}\nruns: [{node: a}]\n");
     let err = sim.simulate(&h, &Settings::default()).unwrap_err();
-    assert!(err.starts_with("policy `nope` (referenced by the job annotation `armadaproject.io/retry-policy`)"), "{err}");
+    assert!(
+        err.starts_with("policy `nope` (referenced by the job annotation `armadaproject.io/retry-policy`)"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -171,62 +195,146 @@ fn matching_table() {
     // (rule, run, matches?)
     let cases: &[(&str, &str, bool)] = &[
         // containerName: only that container.
-        ("{action: Retry, containerName: main, onExitCodes: {operator: In, values: [137]}}",
-         "{containers: [{name: side, exitCode: 137}, {name: main, exitCode: 1}]}", false),
-        ("{action: Retry, containerName: main, onExitCodes: {operator: In, values: [137]}}",
-         "{containers: [{name: side, exitCode: 1}, {name: main, exitCode: 137}]}", true),
+        (
+            "{action: Retry, containerName: main, onExitCodes: {operator: In, values: [137]}}",
+            "{containers: [{name: side, exitCode: 137}, {name: main, exitCode: 1}]}",
+            false,
+        ),
+        (
+            "{action: Retry, containerName: main, onExitCodes: {operator: In, values: [137]}}",
+            "{containers: [{name: side, exitCode: 1}, {name: main, exitCode: 137}]}",
+            true,
+        ),
         // containerName absent from the run: container matchers do not match.
-        ("{action: Retry, containerName: gone, onExitCodes: {operator: NotIn, values: [1]}}",
-         "{containers: [{name: main, exitCode: 137}]}", false),
+        (
+            "{action: Retry, containerName: gone, onExitCodes: {operator: NotIn, values: [1]}}",
+            "{containers: [{name: main, exitCode: 137}]}",
+            false,
+        ),
         // First failed container (exit 0 skipped).
-        ("{action: Retry, onExitCodes: {operator: In, values: [2]}}",
-         "{containers: [{name: a, exitCode: 0}, {name: b, exitCode: 2}, {name: c, exitCode: 3}]}", true),
-        ("{action: Retry, onExitCodes: {operator: In, values: [3]}}",
-         "{containers: [{name: a, exitCode: 0}, {name: b, exitCode: 2}, {name: c, exitCode: 3}]}", false),
+        (
+            "{action: Retry, onExitCodes: {operator: In, values: [2]}}",
+            "{containers: [{name: a, exitCode: 0}, {name: b, exitCode: 2}, {name: c, exitCode: 3}]}",
+            true,
+        ),
+        (
+            "{action: Retry, onExitCodes: {operator: In, values: [3]}}",
+            "{containers: [{name: a, exitCode: 0}, {name: b, exitCode: 2}, {name: c, exitCode: 3}]}",
+            false,
+        ),
         // OOMKilled with exit 0 still counts as failed.
-        ("{action: Retry, onConditions: [OOMKilled]}",
-         "{containers: [{name: a, exitCode: 0, reason: OOMKilled}]}", true),
+        (
+            "{action: Retry, onConditions: [OOMKilled]}",
+            "{containers: [{name: a, exitCode: 0, reason: OOMKilled}]}",
+            true,
+        ),
         // Init containers: out by default, in (first) when included.
-        ("{action: Retry, onExitCodes: {operator: In, values: [9]}}",
-         "{containers: [{name: init, init: true, exitCode: 9}, {name: main, exitCode: 1}]}", false),
-        ("{action: Retry, includeInitContainers: true, onExitCodes: {operator: In, values: [9]}}",
-         "{containers: [{name: main, exitCode: 1}, {name: init, init: true, exitCode: 9}]}", true),
-        ("{action: Retry, onExitCodes: {operator: In, values: [9]}}",
-         "{containers: [{name: init, init: true, exitCode: 9}]}", false),
+        (
+            "{action: Retry, onExitCodes: {operator: In, values: [9]}}",
+            "{containers: [{name: init, init: true, exitCode: 9}, {name: main, exitCode: 1}]}",
+            false,
+        ),
+        (
+            "{action: Retry, includeInitContainers: true, onExitCodes: {operator: In, values: [9]}}",
+            "{containers: [{name: main, exitCode: 1}, {name: init, init: true, exitCode: 9}]}",
+            true,
+        ),
+        (
+            "{action: Retry, onExitCodes: {operator: In, values: [9]}}",
+            "{containers: [{name: init, init: true, exitCode: 9}]}",
+            false,
+        ),
         // Exit code 0 never matches, not even NotIn.
-        ("{action: Retry, onExitCodes: {operator: NotIn, values: [1]}}",
-         "{containers: [{name: main, exitCode: 0}]}", false),
-        ("{action: Retry, containerName: main, onExitCodes: {operator: NotIn, values: [1]}}",
-         "{containers: [{name: main, exitCode: 0}]}", false),
-        ("{action: Retry, onExitCodes: {operator: NotIn, values: [1]}}",
-         "{containers: [{name: main, exitCode: 2}]}", true),
+        (
+            "{action: Retry, onExitCodes: {operator: NotIn, values: [1]}}",
+            "{containers: [{name: main, exitCode: 0}]}",
+            false,
+        ),
+        (
+            "{action: Retry, containerName: main, onExitCodes: {operator: NotIn, values: [1]}}",
+            "{containers: [{name: main, exitCode: 0}]}",
+            false,
+        ),
+        (
+            "{action: Retry, onExitCodes: {operator: NotIn, values: [1]}}",
+            "{containers: [{name: main, exitCode: 2}]}",
+            true,
+        ),
         // Messages: every non-init container, any match; empty never matches `.*`.
-        ("{action: Retry, onTerminationMessage: {pattern: TRANSIENT}}",
-         "{containers: [{name: a, exitCode: 1, message: boom}, {name: b, exitCode: 0, message: 'x TRANSIENT y'}]}", true),
-        ("{action: Retry, onTerminationMessage: {pattern: '.*'}}",
-         "{containers: [{name: a, exitCode: 1, message: ''}]}", false),
-        ("{action: Retry, onTerminationMessage: {pattern: '.*'}}",
-         "{containers: [{name: a, exitCode: 1}]}", false),
-        ("{action: Retry, onTerminationMessage: {pattern: TRANSIENT}}",
-         "{containers: [{name: i, init: true, exitCode: 1, message: TRANSIENT}]}", false),
-        ("{action: Retry, includeInitContainers: true, onTerminationMessage: {pattern: TRANSIENT}}",
-         "{containers: [{name: i, init: true, exitCode: 1, message: TRANSIENT}]}", true),
-        ("{action: Retry, containerName: b, onTerminationMessage: {pattern: TRANSIENT}}",
-         "{containers: [{name: a, exitCode: 1, message: TRANSIENT}, {name: b, exitCode: 1, message: ok}]}", false),
+        (
+            "{action: Retry, onTerminationMessage: {pattern: TRANSIENT}}",
+            "{containers: [{name: a, exitCode: 1, message: boom}, {name: b, exitCode: 0, message: 'x TRANSIENT y'}]}",
+            true,
+        ),
+        (
+            "{action: Retry, onTerminationMessage: {pattern: '.*'}}",
+            "{containers: [{name: a, exitCode: 1, message: ''}]}",
+            false,
+        ),
+        (
+            "{action: Retry, onTerminationMessage: {pattern: '.*'}}",
+            "{containers: [{name: a, exitCode: 1}]}",
+            false,
+        ),
+        (
+            "{action: Retry, onTerminationMessage: {pattern: TRANSIENT}}",
+            "{containers: [{name: i, init: true, exitCode: 1, message: TRANSIENT}]}",
+            false,
+        ),
+        (
+            "{action: Retry, includeInitContainers: true, onTerminationMessage: {pattern: TRANSIENT}}",
+            "{containers: [{name: i, init: true, exitCode: 1, message: TRANSIENT}]}",
+            true,
+        ),
+        (
+            "{action: Retry, containerName: b, onTerminationMessage: {pattern: TRANSIENT}}",
+            "{containers: [{name: a, exitCode: 1, message: TRANSIENT}, {name: b, exitCode: 1, message: ok}]}",
+            false,
+        ),
         // Pod conditions hold regardless of containerName.
-        ("{action: Retry, containerName: gone, onConditions: [Evicted]}", "{conditions: [Evicted]}", true),
-        ("{action: Retry, onConditions: [OOMKilled]}", "{conditions: [Evicted]}", false),
+        (
+            "{action: Retry, containerName: gone, onConditions: [Evicted]}",
+            "{conditions: [Evicted]}",
+            true,
+        ),
+        (
+            "{action: Retry, onConditions: [OOMKilled]}",
+            "{conditions: [Evicted]}",
+            false,
+        ),
         // Category exact and case-sensitive; subcategory narrows.
         ("{action: Retry, onFailureCategory: [gpu]}", "{category: GPU}", false),
-        ("{action: Retry, onFailureCategory: [gpu]}", "{category: gpu, subcategory: x}", true),
-        ("{action: Retry, onFailureCategory: [gpu], onFailureSubcategory: [transient]}", "{category: gpu, subcategory: x}", false),
-        ("{action: Retry, onFailureCategory: [gpu], onFailureSubcategory: [transient]}", "{category: gpu}", false),
-        ("{action: Retry, onFailureCategory: [gpu], onFailureSubcategory: [transient]}", "{category: gpu, subcategory: transient}", true),
+        (
+            "{action: Retry, onFailureCategory: [gpu]}",
+            "{category: gpu, subcategory: x}",
+            true,
+        ),
+        (
+            "{action: Retry, onFailureCategory: [gpu], onFailureSubcategory: [transient]}",
+            "{category: gpu, subcategory: x}",
+            false,
+        ),
+        (
+            "{action: Retry, onFailureCategory: [gpu], onFailureSubcategory: [transient]}",
+            "{category: gpu}",
+            false,
+        ),
+        (
+            "{action: Retry, onFailureCategory: [gpu], onFailureSubcategory: [transient]}",
+            "{category: gpu, subcategory: transient}",
+            true,
+        ),
         // All matchers must match.
-        ("{action: Retry, onFailureCategory: [gpu], onExitCodes: {operator: In, values: [1]}}",
-         "{category: gpu, containers: [{name: m, exitCode: 2}]}", false),
-        ("{action: Retry, onFailureCategory: [gpu], onExitCodes: {operator: In, values: [1]}}",
-         "{category: gpu, containers: [{name: m, exitCode: 1}]}", true),
+        (
+            "{action: Retry, onFailureCategory: [gpu], onExitCodes: {operator: In, values: [1]}}",
+            "{category: gpu, containers: [{name: m, exitCode: 2}]}",
+            false,
+        ),
+        (
+            "{action: Retry, onFailureCategory: [gpu], onExitCodes: {operator: In, values: [1]}}",
+            "{category: gpu, containers: [{name: m, exitCode: 1}]}",
+            true,
+        ),
     ];
     for (rule, run, want) in cases {
         let r = simulate(&one_rule(rule), &runs(&[run]), &Settings::default());
@@ -242,7 +350,10 @@ fn signal_says_what_matched() {
         &runs(&["{category: oom, containers: [{name: main, exitCode: 137}]}"]),
         &Settings::default(),
     );
-    assert_eq!(decision(&r, 0).signal.as_deref(), Some("container main exit 137, category oom"));
+    assert_eq!(
+        decision(&r, 0).signal.as_deref(),
+        Some("container main exit 137, category oom")
+    );
 }
 
 #[test]
@@ -258,7 +369,11 @@ fn first_match_across_concatenated_policies() {
 #[test]
 fn default_action_first_retry_default_wins_with_own_counter() {
     let yaml = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: a}\nspec:\n  defaultAction: Fail\n  rules: [{action: Retry, onFailureCategory: [x]}]\n---\napiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: b}\nspec:\n  retryLimit: 2\n  defaultAction: Retry\n---\napiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: c}\nspec:\n  retryLimit: 9\n  defaultAction: Retry\n";
-    let r = simulate(yaml, &runs(&["{category: y}", "{category: x}", "{category: y}", "{category: y}"]), &Settings::default());
+    let r = simulate(
+        yaml,
+        &runs(&["{category: y}", "{category: x}", "{category: y}", "{category: y}"]),
+        &Settings::default(),
+    );
     assert_eq!(rules(&r), ["b/default", "a/0", "b/default", "b/default"]);
     assert_eq!(kinds(&r), ["retry", "retry", "retry", "fail_rule_limit"]);
     assert_eq!(decision(&r, 2).counter, Some(2));
@@ -267,7 +382,11 @@ fn default_action_first_retry_default_wins_with_own_counter() {
 
 #[test]
 fn no_match_and_no_retry_default_fails_default() {
-    let r = simulate(&one_rule("{action: Retry, onFailureCategory: [x]}"), &runs(&["{category: y}"]), &Settings::default());
+    let r = simulate(
+        &one_rule("{action: Retry, onFailureCategory: [x]}"),
+        &runs(&["{category: y}"]),
+        &Settings::default(),
+    );
     assert_eq!(kinds(&r), ["fail_default"]);
 }
 
@@ -288,9 +407,16 @@ fn limit_resolution_rule_then_policy_then_global() {
 
 #[test]
 fn retry_limit_zero_never_retries_and_fail_rule_ignores_limits() {
-    let r = simulate(&one_rule("{action: Retry, onFailureCategory: [a], retryLimit: 0}"), &runs(&["{category: a}"]), &Settings::default());
+    let r = simulate(
+        &one_rule("{action: Retry, onFailureCategory: [a], retryLimit: 0}"),
+        &runs(&["{category: a}"]),
+        &Settings::default(),
+    );
     assert_eq!(kinds(&r), ["fail_rule_limit"]);
-    assert_eq!(r.runs[0].reason, "rule p/0 limit 0 reached (0 retries used, attempt 1 of 1)");
+    assert_eq!(
+        r.runs[0].reason,
+        "rule p/0 limit 0 reached (0 retries used, attempt 1 of 1)"
+    );
 }
 
 #[test]
@@ -301,7 +427,10 @@ fn kill_switch_global_zero_retries_nothing() {
     };
     let r = simulate(INFRA_AND_OOM, &runs(&[PRE]), &settings);
     assert_eq!(kinds(&r), ["fail_global_limit"]);
-    assert_eq!(r.runs[0].reason, "retries disabled: globalMaxRetries is 0 (kill switch)");
+    assert_eq!(
+        r.runs[0].reason,
+        "retries disabled: globalMaxRetries is 0 (kill switch)"
+    );
 }
 
 #[test]
@@ -376,7 +505,11 @@ fn multiplier_100_with_1000_retries_stays_at_max_delay() {
     };
     let r = simulate(yaml, &runs(&["{category: a}"; 1000]), &settings);
     assert_eq!(r.retries, 1000);
-    assert!(r.runs.iter().skip(2).all(|x| decision_of(x).delay == GoDuration::from_secs(300)));
+    assert!(r
+        .runs
+        .iter()
+        .skip(2)
+        .all(|x| decision_of(x).delay == GoDuration::from_secs(300)));
 }
 
 fn decision_of(r: &RunRecord) -> &Decision {
@@ -408,8 +541,16 @@ fn grace_delay_with_and_without_termination_confirmed() {
     let policy = one_rule("{action: Retry, onConditions: [Preempted]}");
     let cases = [
         ("terminationGracePeriod: 30s", "{conditions: [Preempted]}", "30s"),
-        ("terminationGracePeriod: 30s", "{conditions: [Preempted], terminationConfirmedAfter: 4s}", "4s"),
-        ("terminationGracePeriod: 30s", "{conditions: [Preempted], terminationConfirmedAfter: 1m}", "30s"),
+        (
+            "terminationGracePeriod: 30s",
+            "{conditions: [Preempted], terminationConfirmedAfter: 4s}",
+            "4s",
+        ),
+        (
+            "terminationGracePeriod: 30s",
+            "{conditions: [Preempted], terminationConfirmedAfter: 1m}",
+            "30s",
+        ),
         ("memory: 1Gi", "{conditions: [Preempted]}", "1s"),
     ];
     for (job, run, want) in cases {
@@ -419,7 +560,11 @@ fn grace_delay_with_and_without_termination_confirmed() {
         assert_eq!(decision(&r, 0).delay_parts.grace.to_string(), want);
     }
     // Not preempted: no grace floor.
-    let r = simulate(&one_rule("{action: Retry, onConditions: [Evicted]}"), "job: {id: j, terminationGracePeriod: 30s}\nruns: [{conditions: [Evicted]}]\n", &Settings::default());
+    let r = simulate(
+        &one_rule("{action: Retry, onConditions: [Evicted]}"),
+        "job: {id: j, terminationGracePeriod: 30s}\nruns: [{conditions: [Evicted]}]\n",
+        &Settings::default(),
+    );
     assert_eq!(delays(&r), ["0s"]);
 }
 
@@ -428,7 +573,14 @@ fn grace_delay_with_and_without_termination_confirmed() {
 #[test]
 fn anti_affinity_node_avoids_only_the_last_failed_node() {
     let yaml = one_rule("{action: Retry, onConditions: [Preempted], antiAffinity: {mode: node}}");
-    let r = simulate(&yaml, &runs(&["{node: a, conditions: [Preempted]}", "{node: b, conditions: [Preempted]}"]), &Settings::default());
+    let r = simulate(
+        &yaml,
+        &runs(&[
+            "{node: a, conditions: [Preempted]}",
+            "{node: b, conditions: [Preempted]}",
+        ]),
+        &Settings::default(),
+    );
     assert_eq!(decision(&r, 0).avoid_nodes, ["a"]);
     assert_eq!(decision(&r, 1).avoid_nodes, ["b"]);
 }
@@ -438,7 +590,12 @@ fn avoid_same_node_avoids_all_earlier_nodes() {
     let yaml = one_rule("{action: Retry, onFailureCategory: [gpu], mutate: {affinity: {avoidSameNode: true}}}");
     let r = simulate(
         &yaml,
-        &runs(&["{node: a, category: gpu}", "{node: b, outcome: leaseReturned}", "{node: c, category: gpu}", "{node: d, category: gpu}"]),
+        &runs(&[
+            "{node: a, category: gpu}",
+            "{node: b, outcome: leaseReturned}",
+            "{node: c, category: gpu}",
+            "{node: d, category: gpu}",
+        ]),
         &Settings::default(),
     );
     assert_eq!(decision(&r, 0).avoid_nodes, ["a"]);
@@ -450,12 +607,20 @@ fn avoid_same_node_avoids_all_earlier_nodes() {
 #[test]
 fn memory_factor_and_static_compound() {
     let factor = one_rule("{action: Retry, onFailureCategory: [oom], mutate: {resources: {memory: {factor: 1.5}}}}");
-    let r = simulate(&factor, "job: {id: j, memory: 1Gi}\nruns: [{category: oom}, {category: oom}]\n", &Settings::default());
+    let r = simulate(
+        &factor,
+        "job: {id: j, memory: 1Gi}\nruns: [{category: oom}, {category: oom}]\n",
+        &Settings::default(),
+    );
     assert_eq!(decision(&r, 0).memory, Some(1610612736.0));
     // Upstream's own test: 1Gi × 1.5 × 1.5 = 2415919104 bytes.
     assert_eq!(decision(&r, 1).memory, Some(2415919104.0));
     let fixed = one_rule("{action: Retry, onFailureCategory: [oom], mutate: {resources: {memory: {static: 512Mi}}}}");
-    let r = simulate(&fixed, "job: {id: j, memory: 1Gi}\nruns: [{category: oom}, {category: oom}]\n", &Settings::default());
+    let r = simulate(
+        &fixed,
+        "job: {id: j, memory: 1Gi}\nruns: [{category: oom}, {category: oom}]\n",
+        &Settings::default(),
+    );
     assert_eq!(decision(&r, 1).memory, Some(2.0 * 1024.0 * 1024.0 * 1024.0));
     // Without the job's memory there is nothing to show.
     let r = simulate(&fixed, &runs(&["{category: oom}"]), &Settings::default());
@@ -465,15 +630,25 @@ fn memory_factor_and_static_compound() {
 #[test]
 fn mixed_memory_kinds_skip_the_second_kind() {
     let yaml = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 5\n  rules:\n    - {action: Retry, onFailureCategory: [a], mutate: {resources: {memory: {factor: 2}}}}\n    - {action: Retry, onFailureCategory: [b], mutate: {resources: {memory: {static: 1Gi}}}}\n";
-    let r = simulate(yaml, "job: {id: j, memory: 1Gi}\nruns: [{category: a}, {category: b}]\n", &Settings::default());
+    let r = simulate(
+        yaml,
+        "job: {id: j, memory: 1Gi}\nruns: [{category: a}, {category: b}]\n",
+        &Settings::default(),
+    );
     assert_eq!(decision(&r, 1).memory, Some(2.0 * 1024.0 * 1024.0 * 1024.0));
-    assert!(r.runs[1].reason.ends_with("memory static skipped: the job already grew by a factor"));
+    assert!(r.runs[1]
+        .reason
+        .ends_with("memory static skipped: the job already grew by a factor"));
 }
 
 #[test]
 fn default_action_retry_carries_no_mutation() {
     let yaml = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 5\n  defaultAction: Retry\n  rules:\n    - {action: Retry, onFailureCategory: [a], mutate: {affinity: {avoidSameNode: true}, resources: {memory: {factor: 2}}}}\n";
-    let r = simulate(yaml, "job: {id: j, memory: 1Gi}\nruns: [{node: x, category: z}]\n", &Settings::default());
+    let r = simulate(
+        yaml,
+        "job: {id: j, memory: 1Gi}\nruns: [{node: x, category: z}]\n",
+        &Settings::default(),
+    );
     assert_eq!(rules(&r), ["p/default"]);
     assert!(decision(&r, 0).avoid_nodes.is_empty());
     assert_eq!(decision(&r, 0).memory, Some(1024.0 * 1024.0 * 1024.0));
@@ -505,15 +680,45 @@ fn bypass_paths() {
     let lease = "{node: n, outcome: leaseReturned}";
     let cases: &[(&str, &Settings, &[&str], &[&str])] = &[
         // Lease returned: requeued, no budget.
-        ("job: {id: j}\n", &Settings::default(), &[lease, lease, PRE], &["lease_returned", "lease_returned", "retry"]),
+        (
+            "job: {id: j}\n",
+            &Settings::default(),
+            &[lease, lease, PRE],
+            &["lease_returned", "lease_returned", "retry"],
+        ),
         // Cancelled: final, never retried.
-        ("job: {id: j}\n", &Settings::default(), &["{outcome: cancelled}"], &["cancelled"]),
+        (
+            "job: {id: j}\n",
+            &Settings::default(),
+            &["{outcome: cancelled}"],
+            &["cancelled"],
+        ),
         // failFast: the first failure is final (and a returned lease too, as upstream).
-        ("job: {id: j, annotations: {armadaproject.io/failFast: \"true\"}}\n", &Settings::default(), &[PRE], &["fail_fast"]),
-        ("job: {id: j, annotations: {armadaproject.io/failFast: \"true\"}}\n", &Settings::default(), &[lease], &["fail_fast"]),
-        ("job: {id: j, annotations: {armadaproject.io/failFast: \"false\"}}\n", &Settings::default(), &[PRE], &["retry"]),
+        (
+            "job: {id: j, annotations: {armadaproject.io/failFast: \"true\"}}\n",
+            &Settings::default(),
+            &[PRE],
+            &["fail_fast"],
+        ),
+        (
+            "job: {id: j, annotations: {armadaproject.io/failFast: \"true\"}}\n",
+            &Settings::default(),
+            &[lease],
+            &["fail_fast"],
+        ),
+        (
+            "job: {id: j, annotations: {armadaproject.io/failFast: \"false\"}}\n",
+            &Settings::default(),
+            &[PRE],
+            &["retry"],
+        ),
         // Disabled: legacy; lease returns requeue while attempts < maxAttemptedRuns.
-        ("job: {id: j}\n", &disabled, &[lease, lease, lease], &["legacy_requeue", "legacy_requeue", "legacy_fail"]),
+        (
+            "job: {id: j}\n",
+            &disabled,
+            &[lease, lease, lease],
+            &["legacy_requeue", "legacy_requeue", "legacy_fail"],
+        ),
         ("job: {id: j}\n", &disabled, &[PRE], &["legacy_fail"]),
     ];
     for (job, settings, items, want) in cases {
@@ -535,7 +740,11 @@ fn bypass_paths() {
 #[test]
 fn decision_record_has_every_field() {
     let yaml = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 3\n  backoff: {initialDelay: 10s}\n  antiAffinity: {mode: node}\n  rules:\n    - {action: Retry, containerName: main, onExitCodes: {operator: In, values: [137]}, mutate: {resources: {memory: {factor: 2}}}}\n";
-    let r = simulate(yaml, "job: {id: j, memory: 1Gi}\nruns:\n  - {node: a, runFor: 1m, containers: [{name: main, exitCode: 137}]}\n", &Settings::default());
+    let r = simulate(
+        yaml,
+        "job: {id: j, memory: 1Gi}\nruns:\n  - {node: a, runFor: 1m, containers: [{name: main, exitCode: 137}]}\n",
+        &Settings::default(),
+    );
     let d = decision(&r, 0);
     assert_eq!(
         d,
@@ -561,14 +770,18 @@ fn decision_record_has_every_field() {
             next_pod_name: Some("armada-j-0-1".into()),
         }
     );
-    assert_eq!(r.runs[0].reason, "retry 1 of 3 under p/0 (attempt 2 of 4); 1 of 20 retries overall");
+    assert_eq!(
+        r.runs[0].reason,
+        "retry 1 of 3 under p/0 (attempt 2 of 4); 1 of 20 retries overall"
+    );
 }
 
 // ---- replay: contradictions ---------------------------------------------------------------------
 
 #[test]
 fn contradictions_are_reported() {
-    let yaml = one_rule("{action: Retry, onConditions: [Preempted], antiAffinity: {mode: node}, backoff: {initialDelay: 1m}}");
+    let yaml =
+        one_rule("{action: Retry, onConditions: [Preempted], antiAffinity: {mode: node}, backoff: {initialDelay: 1m}}");
     let r = simulate(
         &yaml,
         &runs(&[
@@ -596,7 +809,11 @@ fn arb_rule() -> impl Strategy<Value = Rule> {
         prop::bool::weighted(0.8),
         prop::option::of(0u32..5),
         prop::sample::select(vec!["a", "b", "c"]),
-        prop::option::of(prop::sample::select(vec![Condition::Preempted, Condition::OOMKilled, Condition::Evicted])),
+        prop::option::of(prop::sample::select(vec![
+            Condition::Preempted,
+            Condition::OOMKilled,
+            Condition::Evicted,
+        ])),
         prop::option::of((0u64..120, 0u64..600, 1.0f64..100.0, 0.0f64..=1.0)),
         prop::bool::ANY,
     )
@@ -629,15 +846,18 @@ fn arb_rule() -> impl Strategy<Value = Rule> {
 }
 
 fn arb_policy(i: usize) -> impl Strategy<Value = RetryPolicy> {
-    (prop::option::of(0u32..6), prop::bool::ANY, prop::collection::vec(arb_rule(), 0..5)).prop_map(
-        move |(limit, retry_default, rules)| RetryPolicy {
+    (
+        prop::option::of(0u32..6),
+        prop::bool::ANY,
+        prop::collection::vec(arb_rule(), 0..5),
+    )
+        .prop_map(move |(limit, retry_default, rules)| RetryPolicy {
             name: format!("p{i}"),
             retry_limit: limit,
             default_action: if retry_default { Action::Retry } else { Action::Fail },
             rules,
             ..RetryPolicy::default()
-        },
-    )
+        })
 }
 
 fn arb_run() -> impl Strategy<Value = Run> {
@@ -646,7 +866,14 @@ fn arb_run() -> impl Strategy<Value = Run> {
         prop::sample::select(vec![None, Some("a"), Some("b"), Some("c")]),
         prop::sample::subsequence(vec![Condition::Preempted, Condition::Evicted], 0..=2),
         prop::option::of((0i64..3, prop::bool::ANY)),
-        prop::sample::select(vec![Outcome::Failed, Outcome::Failed, Outcome::Failed, Outcome::LeaseReturned, Outcome::Succeeded, Outcome::Cancelled]),
+        prop::sample::select(vec![
+            Outcome::Failed,
+            Outcome::Failed,
+            Outcome::Failed,
+            Outcome::LeaseReturned,
+            Outcome::Succeeded,
+            Outcome::Cancelled,
+        ]),
         0u64..100_000,
         prop::option::of(0u64..60),
     )

@@ -67,10 +67,14 @@ impl Outcome {
     }
 
     pub fn parse(text: &str) -> Option<Outcome> {
-        Self::NAMES
-            .iter()
-            .position(|n| *n == text)
-            .map(|i| [Outcome::Failed, Outcome::Succeeded, Outcome::LeaseReturned, Outcome::Cancelled][i])
+        Self::NAMES.iter().position(|n| *n == text).map(|i| {
+            [
+                Outcome::Failed,
+                Outcome::Succeeded,
+                Outcome::LeaseReturned,
+                Outcome::Cancelled,
+            ][i]
+        })
     }
 }
 
@@ -200,7 +204,15 @@ const RUN: [&str; 12] = [
     "expect",
 ];
 const CONTAINER: [&str; 5] = ["name", "init", "exitCode", "reason", "message"];
-const RUN_EXPECT: [&str; 7] = ["action", "decision", "rule", "delay", "retries", "podName", "avoidNodes"];
+const RUN_EXPECT: [&str; 7] = [
+    "action",
+    "decision",
+    "rule",
+    "delay",
+    "retries",
+    "podName",
+    "avoidNodes",
+];
 const JOB_EXPECT: [&str; 3] = ["final", "retries", "decision"];
 const POD_CONDITIONS: [&str; 4] = ["Evicted", "Preempted", "DeadlineExceeded", "Unschedulable"];
 
@@ -256,7 +268,12 @@ fn decode_job(dec: &mut Decoder, f: &super::decode::Fields<'_>, job: &mut Job) {
                 }
             }
         } else {
-            dec.error(v, "invalid-type", &p, format!("expected a mapping, found a {}", v.kind_name()));
+            dec.error(
+                v,
+                "invalid-type",
+                &p,
+                format!("expected a mapping, found a {}", v.kind_name()),
+            );
         }
     }
     if let Some(v) = f.get("terminationGracePeriod") {
@@ -281,7 +298,10 @@ fn decode_job(dec: &mut Decoder, f: &super::decode::Fields<'_>, job: &mut Job) {
                     v,
                     "invalid-value",
                     &p,
-                    format!("invalid time {}, expected RFC 3339 such as `2026-01-01T00:00:00Z`", quote(&s)),
+                    format!(
+                        "invalid time {}, expected RFC 3339 such as `2026-01-01T00:00:00Z`",
+                        quote(&s)
+                    ),
                 ),
             }
         }
@@ -320,7 +340,12 @@ fn decode_run(dec: &mut Decoder, node: &Node, path: &str) -> Run {
             }
         }
         if f.get("queuedFor").is_some() {
-            dec.error(v, "conflicting-fields", &p, "set either `startedAt` or `queuedFor`, not both");
+            dec.error(
+                v,
+                "conflicting-fields",
+                &p,
+                "set either `startedAt` or `queuedFor`, not both",
+            );
         }
     }
     if let Some(v) = f.get("runFor") {
@@ -437,7 +462,11 @@ fn decision_kind(dec: &mut Decoder, node: &Node, path: &str) -> Option<String> {
 pub fn validate_failure_history(history: &FailureHistory) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     if history.runs.is_empty() {
-        out.push(Diagnostic::error("invalid-value", "runs", "a history needs at least one run"));
+        out.push(Diagnostic::error(
+            "invalid-value",
+            "runs",
+            "a history needs at least one run",
+        ));
     }
     for (i, run) in history.runs.iter().enumerate() {
         if let Some(rule) = run.expect.as_ref().and_then(|e| e.rule.as_deref()) {
@@ -448,7 +477,10 @@ pub fn validate_failure_history(history: &FailureHistory) -> Vec<Diagnostic> {
                 out.push(Diagnostic::error(
                     "invalid-value",
                     format!("runs[{i}].expect.rule"),
-                    format!("invalid rule {}, expected `policy/index` or `policy/default` such as `infra/0`", quote(rule)),
+                    format!(
+                        "invalid rule {}, expected `policy/index` or `policy/default` such as `infra/0`",
+                        quote(rule)
+                    ),
                 ));
             }
         }
@@ -473,12 +505,16 @@ impl Timestamp {
     /// RFC 3339: `2026-01-01T00:00:00Z`, optional fraction, `Z` or `±HH:MM`.
     pub fn parse(text: &str) -> Option<Timestamp> {
         let b = text.as_bytes();
-        if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' || b[16] != b':' {
+        if b.len() < 20
+            || b[4] != b'-'
+            || b[7] != b'-'
+            || !matches!(b[10], b'T' | b't' | b' ')
+            || b[13] != b':'
+            || b[16] != b':'
+        {
             return None;
         }
-        let num = |s: &str| -> Option<i64> {
-            s.bytes().all(|c| c.is_ascii_digit()).then(|| s.parse().ok()).flatten()
-        };
+        let num = |s: &str| -> Option<i64> { s.bytes().all(|c| c.is_ascii_digit()).then(|| s.parse().ok()).flatten() };
         let (y, mo, d) = (num(&text[0..4])?, num(&text[5..7])?, num(&text[8..10])?);
         let (h, mi, s) = (num(&text[11..13])?, num(&text[14..16])?, num(&text[17..19])?);
         if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
@@ -511,7 +547,7 @@ impl Timestamp {
         secs.checked_mul(1_000_000_000)?.checked_add(nanos).map(Timestamp)
     }
 
-    pub fn add(self, d: GoDuration) -> Timestamp {
+    pub fn plus(self, d: GoDuration) -> Timestamp {
         Timestamp(self.0.saturating_add(i64::try_from(d.0).unwrap_or(i64::MAX)))
     }
 
@@ -528,7 +564,13 @@ impl std::fmt::Display for Timestamp {
         let nanos = self.0.rem_euclid(1_000_000_000);
         let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
         let (y, m, d) = civil_from_days(days);
-        write!(f, "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}", sod / 3600, sod / 60 % 60, sod % 60)?;
+        write!(
+            f,
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+            sod / 3600,
+            sod / 60 % 60,
+            sod % 60
+        )?;
         if nanos != 0 {
             let frac = format!("{nanos:09}");
             write!(f, ".{}", frac.trim_end_matches('0'))?;
@@ -573,7 +615,15 @@ mod tests {
             .diagnostics
             .iter()
             .filter(|d| d.is_error())
-            .map(|d| format!("{}:{} {}: {}", d.pos.map_or(0, |p| p.line), d.pos.map_or(0, |p| p.column), d.path, d.message))
+            .map(|d| {
+                format!(
+                    "{}:{} {}: {}",
+                    d.pos.map_or(0, |p| p.line),
+                    d.pos.map_or(0, |p| p.column),
+                    d.path,
+                    d.message
+                )
+            })
             .collect();
         let h = match doc.resource {
             Some(Resource::FailureHistory(h)) => Some(*h),

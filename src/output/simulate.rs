@@ -35,7 +35,14 @@ pub fn run_json(report: &JobReport, run: &RunRecord) -> Value {
     match &run.decision {
         None => {
             for k in [
-                "action", "decision", "policy", "ruleIndex", "rule", "signal", "counter", "limit",
+                "action",
+                "decision",
+                "policy",
+                "ruleIndex",
+                "rule",
+                "signal",
+                "counter",
+                "limit",
             ] {
                 m.insert(k.into(), Value::Null);
             }
@@ -168,18 +175,35 @@ pub fn write_job_table(out: &mut dyn Write, style: Style, report: &JobReport) ->
     } else if report.policies.is_empty() {
         "none (legacy behaviour)".to_string()
     } else {
-        format!("{} (first matching rule wins, in this order)", report.policies.join(", "))
+        format!(
+            "{} (first matching rule wins, in this order)",
+            report.policies.join(", ")
+        )
     };
     writeln!(out, "  policies:  {policies}")?;
-    writeln!(out, "  global:    at most {} retries per job (globalMaxRetries)", report.global_max_retries)?;
+    writeln!(
+        out,
+        "  global:    at most {} retries per job (globalMaxRetries)",
+        report.global_max_retries
+    )?;
     if let Some(t) = report.submitted_at {
         writeln!(out, "  submitted: {t}")?;
     }
     let with_memory = report.memory.is_some();
     let mut b = Builder::default();
     let mut header = vec![
-        "RUN", "POD", "NODE", "FAILED AT", "FAILURE", "RULE", "RULE RETRIES", "JOB RETRIES", "DECISION", "DELAY",
-        "ELIGIBLE AT", "AVOID NODES",
+        "RUN",
+        "POD",
+        "NODE",
+        "FAILED AT",
+        "FAILURE",
+        "RULE",
+        "RULE RETRIES",
+        "JOB RETRIES",
+        "DECISION",
+        "DELAY",
+        "ELIGIBLE AT",
+        "AVOID NODES",
     ];
     if with_memory {
         header.push("MEMORY");
@@ -250,7 +274,11 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
         "  outcomes:  {} succeeded, {} failed, {} cancelled, {} pending",
         s.succeeded, s.failed, s.cancelled, s.pending
     )?;
-    writeln!(out, "  retries:   {} granted, {} total delay added", s.retries, s.total_delay)?;
+    writeln!(
+        out,
+        "  retries:   {} granted, {} total delay added",
+        s.retries, s.total_delay
+    )?;
     let mut b = Builder::default();
     b.push_record(["POLICY/RULE", "RETRIES GRANTED", "PERMANENT FAILURES"]);
     let mut keys: Vec<&String> = s.retries_by_rule.keys().chain(s.failures_by_rule.keys()).collect();
@@ -271,9 +299,19 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
         }
     }
     let kinds: Vec<String> = s.decisions.iter().map(|(k, v)| format!("{} {v}", k.as_str())).collect();
-    writeln!(out, "  decisions: {}", if kinds.is_empty() { "none".into() } else { kinds.join(", ") })?;
+    writeln!(
+        out,
+        "  decisions: {}",
+        if kinds.is_empty() {
+            "none".into()
+        } else {
+            kinds.join(", ")
+        }
+    )?;
     if s.expectation_failed_jobs > 0 {
-        let more = s.expectation_failed_jobs.saturating_sub(s.expectation_failed_ids.len() as u64);
+        let more = s
+            .expectation_failed_jobs
+            .saturating_sub(s.expectation_failed_ids.len() as u64);
         let mut list = s.expectation_failed_ids.join(", ");
         if more > 0 {
             list.push_str(&format!(" and {more} more"));
@@ -297,10 +335,14 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
         )?;
     }
     if s.errors > 0 {
-        writeln!(out, "  {}", style.error(&format!(
+        writeln!(
+            out,
+            "  {}",
+            style.error(&format!(
                 "not simulated: {} with errors (reported on stderr)",
                 crate::eval::replay::plural(s.errors, "job", "jobs")
-            )))?;
+            ))
+        )?;
     }
     Ok(())
 }

@@ -25,7 +25,12 @@ fn design_example_table() {
 #[test]
 fn json_has_every_decision_field_for_every_run() {
     let home = temp_home();
-    let out = retryctl(home.path()).arg("simulate").args(DESIGN).args(["-o", "json"]).output().unwrap();
+    let out = retryctl(home.path())
+        .arg("simulate")
+        .args(DESIGN)
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let job = &v["jobs"][0];
@@ -33,9 +38,30 @@ fn json_has_every_decision_field_for_every_run() {
     let runs = job["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 14);
     let fields = [
-        "run", "podName", "node", "startedAt", "endedAt", "outcome", "failure", "action", "decision", "policy",
-        "ruleIndex", "rule", "signal", "counter", "limit", "totalRetries", "globalMaxRetries", "delay", "delayParts",
-        "retryAfter", "avoidNodes", "memory", "nextPodName", "reason",
+        "run",
+        "podName",
+        "node",
+        "startedAt",
+        "endedAt",
+        "outcome",
+        "failure",
+        "action",
+        "decision",
+        "policy",
+        "ruleIndex",
+        "rule",
+        "signal",
+        "counter",
+        "limit",
+        "totalRetries",
+        "globalMaxRetries",
+        "delay",
+        "delayParts",
+        "retryAfter",
+        "avoidNodes",
+        "memory",
+        "nextPodName",
+        "reason",
     ];
     for run in runs {
         let keys: Vec<&str> = run.as_object().unwrap().keys().map(String::as_str).collect();
@@ -43,7 +69,10 @@ fn json_has_every_decision_field_for_every_run() {
     }
     assert_eq!(runs[0]["decision"], "retry");
     assert_eq!(runs[0]["signal"], "condition Preempted");
-    assert_eq!(runs[0]["delayParts"], serde_json::json!({"backoff": "0s", "jitter": "0s", "grace": "5s"}));
+    assert_eq!(
+        runs[0]["delayParts"],
+        serde_json::json!({"backoff": "0s", "jitter": "0s", "grace": "5s"})
+    );
     assert_eq!(runs[0]["retryAfter"], "T+2h5s");
     assert_eq!(runs[0]["avoidNodes"], serde_json::json!(["node-a"]));
     assert_eq!(runs[13]["decision"], "fail_rule_limit");
@@ -57,8 +86,18 @@ fn json_has_every_decision_field_for_every_run() {
 #[test]
 fn yaml_output_is_the_same_data() {
     let home = temp_home();
-    let json = retryctl(home.path()).arg("simulate").args(DESIGN).args(["-o", "json"]).output().unwrap();
-    let yaml = retryctl(home.path()).arg("simulate").args(DESIGN).args(["-o", "yaml"]).output().unwrap();
+    let json = retryctl(home.path())
+        .arg("simulate")
+        .args(DESIGN)
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    let yaml = retryctl(home.path())
+        .arg("simulate")
+        .args(DESIGN)
+        .args(["-o", "yaml"])
+        .output()
+        .unwrap();
     let a: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let b: serde_json::Value = serde_yaml::from_slice(&yaml.stdout).unwrap();
     assert_eq!(a, b);
@@ -97,7 +136,14 @@ fn every_testdata_history_meets_its_expectations() {
         }
         count += 1;
         let out = retryctl(home.path())
-            .args(["simulate", "-f", "testdata/policies/valid", "-f", "testdata/histories/policies", "--history"])
+            .args([
+                "simulate",
+                "-f",
+                "testdata/policies/valid",
+                "-f",
+                "testdata/histories/policies",
+                "--history",
+            ])
             .arg(&path)
             .output()
             .unwrap();
@@ -108,7 +154,12 @@ fn every_testdata_history_meets_its_expectations() {
             path.display(),
             crate::support::format_output(&out)
         );
-        assert!(out.stderr.is_empty(), "{}: {}", path.display(), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.stderr.is_empty(),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     assert!(count >= 10, "only {count} histories");
 }
@@ -145,14 +196,22 @@ fn invalid_policy_refuses_to_simulate() {
     assert_eq!(out.status.code(), Some(3));
     assert!(out.stdout.is_empty());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("6:16 spec.rules[0].action: unknown value `Retri`"), "{err}");
-    assert!(err.ends_with("error: the policies are invalid; nothing was simulated\n"), "{err}");
+    assert!(
+        err.contains("6:16 spec.rules[0].action: unknown value `Retri`"),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("error: the policies are invalid; nothing was simulated\n"),
+        "{err}"
+    );
 }
 
 #[test]
 fn from_server_is_a_usage_error_for_now() {
     let home = temp_home();
-    insta::assert_snapshot!(exchange(retryctl(home.path()).arg("simulate").args(DESIGN).arg("--from-server")));
+    insta::assert_snapshot!(exchange(
+        retryctl(home.path()).arg("simulate").args(DESIGN).arg("--from-server")
+    ));
 }
 
 #[test]
@@ -207,7 +266,15 @@ fn contradictions_warn_and_strict_fails() {
     .unwrap();
     let run = |strict: bool| {
         let mut cmd = retryctl(home.path());
-        cmd.args(["simulate", "-f", "testdata/policies/valid/infra.yaml", "-o", "jsonl", "--history"]).arg(&path);
+        cmd.args([
+            "simulate",
+            "-f",
+            "testdata/policies/valid/infra.yaml",
+            "-o",
+            "jsonl",
+            "--history",
+        ])
+        .arg(&path);
         if strict {
             cmd.arg("--strict");
         }
@@ -239,7 +306,14 @@ fn json_lines_streams_reports_bad_lines_and_needs_no_envelope() {
     )
     .unwrap();
     let out = retryctl(home.path())
-        .args(["simulate", "-f", "testdata/policies/valid/infra.yaml", "-o", "jsonl", "--history"])
+        .args([
+            "simulate",
+            "-f",
+            "testdata/policies/valid/infra.yaml",
+            "-o",
+            "jsonl",
+            "--history",
+        ])
         .arg(&path)
         .output()
         .unwrap();
