@@ -383,11 +383,86 @@ fn selected_container<'r>(rule: &Rule, run: &'r Run) -> Option<&'r Container> {
 }
 
 /// SPEC §2.3. Returns the signal in words when every matcher of the rule matches.
+///
+/// Matchers are tried cheapest first (category, pod conditions, exit codes, then the
+/// regular expression), and the container is selected only when a container-level matcher
+/// needs it: a rule that misses costs a few comparisons. The signal is written only for
+/// the rule that matched, in a fixed order.
 fn rule_matches(rule: &Rule, pattern: Option<&Regex>, run: &Run) -> Option<String> {
     if !rule.has_matcher() {
         return None;
     }
-    let selected = selected_container(rule, run);
+    let category = match &rule.on_failure_category {
+        Some(categories) => {
+            let cat = run.category.as_deref()?;
+            if !categories.iter().any(|c| c == cat) {
+                return None;
+            }
+            match &rule.on_failure_subcategory {
+                Some(subs) => {
+                    let sub = run.subcategory.as_deref()?;
+                    if !subs.iter().any(|s| s == sub) {
+                        return None;
+                    }
+                    Some((cat, Some(sub)))
+                }
+                None => Some((cat, None)),
+            }
+        }
+        // Validation rejects a subcategory without a category; never match if one slips by.
+        None if rule.on_failure_subcategory.is_some() => return None,
+        None => None,
+    };
+    // Pod-level conditions first: they need no container.
+    let needs_container = rule.on_exit_codes.is_some()
+        || (pattern.is_some() && rule.container_name.is_some())
+        || rule.on_conditions.as_ref().is_some_and(|c| c.contains(&Condition::OOMKilled));
+    if let Some(conditions) = &rule.on_conditions {
+        if !needs_container && !conditions.iter().any(|c| run.conditions.contains(c)) {
+            return None;
+        }
+    }
+    let selected = if needs_container { selected_container(rule, run) } else { None };
+    let condition = match &rule.on_conditions {
+        Some(conditions) => Some(*conditions.iter().find(|c| match c {
+            Condition::OOMKilled => selected.is_some_and(|s| s.reason.as_deref() == Some("OOMKilled")),
+            other => run.conditions.contains(other),
+        })?),
+        None => None,
+    };
+    let exit = match &rule.on_exit_codes {
+        Some(codes) => {
+            let c = selected?;
+            if c.exit_code == 0 {
+                return None;
+            }
+            let member = codes.values.contains(&c.exit_code);
+            let ok = match codes.operator {
+                Operator::In => member,
+                Operator::NotIn => !member,
+            };
+            if !ok {
+                return None;
+            }
+            Some(c)
+        }
+        None => None,
+    };
+    let message = match pattern {
+        Some(re) => {
+            let hit = |c: &&Container| c.message.as_deref().is_some_and(|m| !m.is_empty() && re.is_match(m));
+            let found = if rule.container_name.is_some() {
+                selected.filter(hit)
+            } else {
+                run.containers
+                    .iter()
+                    .filter(|c| !c.init || rule.include_init_containers)
+                    .find(hit)
+            };
+            Some(found?)
+        }
+        None => None,
+    };
     let mut signal = String::new();
     let mut add = |s: std::fmt::Arguments<'_>| {
         if !signal.is_empty() {
@@ -395,60 +470,21 @@ fn rule_matches(rule: &Rule, pattern: Option<&Regex>, run: &Run) -> Option<Strin
         }
         let _ = signal.write_fmt(s);
     };
-    if let Some(conditions) = &rule.on_conditions {
-        let hit = conditions.iter().find(|c| match c {
-            Condition::OOMKilled => selected.is_some_and(|s| s.reason.as_deref() == Some("OOMKilled")),
-            other => run.conditions.contains(other),
-        })?;
-        match (hit, selected) {
-            (Condition::OOMKilled, Some(c)) => add(format_args!("container {} OOMKilled", c.name)),
-            _ => add(format_args!("condition {}", hit.as_str())),
-        }
+    match (condition, selected) {
+        (Some(Condition::OOMKilled), Some(c)) => add(format_args!("container {} OOMKilled", c.name)),
+        (Some(hit), _) => add(format_args!("condition {}", hit.as_str())),
+        (None, _) => {}
     }
-    if let Some(codes) = &rule.on_exit_codes {
-        let c = selected?;
-        if c.exit_code == 0 {
-            return None;
-        }
-        let member = codes.values.contains(&c.exit_code);
-        let ok = match codes.operator {
-            Operator::In => member,
-            Operator::NotIn => !member,
-        };
-        if !ok {
-            return None;
-        }
+    if let Some(c) = exit {
         add(format_args!("container {} exit {}", c.name, c.exit_code));
     }
-    if let Some(re) = pattern {
-        let found = if rule.container_name.is_some() {
-            selected.filter(|c| c.message.as_deref().is_some_and(|m| !m.is_empty() && re.is_match(m)))
-        } else {
-            run.containers.iter().find(|c| {
-                (!c.init || rule.include_init_containers)
-                    && c.message.as_deref().is_some_and(|m| !m.is_empty() && re.is_match(m))
-            })
-        };
-        let c = found?;
+    if let Some(c) = message {
         add(format_args!("message of container {} matches", c.name));
     }
-    if let Some(categories) = &rule.on_failure_category {
-        let cat = run.category.as_deref()?;
-        if !categories.iter().any(|c| c == cat) {
-            return None;
-        }
-        if let Some(subs) = &rule.on_failure_subcategory {
-            let sub = run.subcategory.as_deref()?;
-            if !subs.iter().any(|s| s == sub) {
-                return None;
-            }
-            add(format_args!("category {cat}/{sub}"));
-        } else {
-            add(format_args!("category {cat}"));
-        }
-    } else if rule.on_failure_subcategory.is_some() {
-        // Validation rejects a subcategory without a category; never match if one slips by.
-        return None;
+    match category {
+        Some((cat, Some(sub))) => add(format_args!("category {cat}/{sub}")),
+        Some((cat, None)) => add(format_args!("category {cat}")),
+        None => {}
     }
     Some(signal)
 }
