@@ -103,7 +103,9 @@ enum Pattern {
 impl Pattern {
     fn new(p: &str) -> Result<Pattern, String> {
         let regex = compile_pattern(p)?;
-        let literal = |t: &str| !t.is_empty() && regex::escape(t) == t;
+        // No regex metacharacter (`-` is literal outside a class, unlike what `regex::escape`
+        // would suggest).
+        let literal = |t: &str| !t.is_empty() && !t.contains(|c| "\\.+*?()|[]{}^$".contains(c));
         let inner = p.strip_prefix(".*").unwrap_or(p);
         let inner = inner.strip_suffix(".*").filter(|i| !i.ends_with('\\')).unwrap_or(inner);
         Ok(if literal(inner) {
