@@ -452,13 +452,20 @@ fn rule_matches(rule: &Rule, pattern: Option<&Pattern>, run: &Run) -> Option<Str
     // Pod-level conditions first: they need no container.
     let needs_container = rule.on_exit_codes.is_some()
         || (pattern.is_some() && rule.container_name.is_some())
-        || rule.on_conditions.as_ref().is_some_and(|c| c.contains(&Condition::OOMKilled));
+        || rule
+            .on_conditions
+            .as_ref()
+            .is_some_and(|c| c.contains(&Condition::OOMKilled));
     if let Some(conditions) = &rule.on_conditions {
         if !needs_container && !conditions.iter().any(|c| run.conditions.contains(c)) {
             return None;
         }
     }
-    let selected = if needs_container { selected_container(rule, run) } else { None };
+    let selected = if needs_container {
+        selected_container(rule, run)
+    } else {
+        None
+    };
     let condition = match &rule.on_conditions {
         Some(conditions) => Some(*conditions.iter().find(|c| match c {
             Condition::OOMKilled => selected.is_some_and(|s| s.reason.as_deref() == Some("OOMKilled")),
