@@ -249,6 +249,15 @@ fn run_file(
         }
     }
     let settings = settings(&config, args);
+    if !file
+        .documents
+        .iter()
+        .any(|d| matches!(d.resource, Some(Resource::FailureHistory(_))))
+    {
+        // An empty history is a mistake (a wrong path, a truncated file), not a pass.
+        sink.error(ctx.err, &format!("{name}: no FailureHistory document"))?;
+        return Ok(());
+    }
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("job").to_string();
     for doc in file.documents {
         if let Some(Resource::FailureHistory(mut h)) = doc.resource {

@@ -328,3 +328,18 @@ fn json_lines_streams_reports_bad_lines_and_needs_no_envelope() {
     let stderr = String::from_utf8_lossy(&out.stderr).replace(&path.display().to_string(), "bulk.jsonl");
     insta::assert_snapshot!(stderr);
 }
+
+#[test]
+fn a_history_file_without_histories_is_an_error() {
+    let home = temp_home();
+    let path = home.path().join("empty.yaml");
+    fs::write(&path, "# nothing yet\n").unwrap();
+    let out = retryctl(home.path())
+        .args(["simulate", "-f", "testdata/policies/valid/infra.yaml", "-o", "jsonl", "--history"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr).replace(&path.display().to_string(), "empty.yaml");
+    assert!(err.starts_with("error: empty.yaml: no FailureHistory document\n"), "{err}");
+}
