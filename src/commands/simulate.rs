@@ -581,11 +581,11 @@ impl Sink {
                 if self.jobs_written > 0 {
                     write!(out, ",")?;
                 }
-                serde_json::to_writer(&mut *out, &out::job_json(report))?;
+                serde_json::to_writer(&mut *out, &out::job_record(report))?;
             }
-            SimulateOutput::Yaml => write!(out, "{}", out::yaml_item(&out::job_json(report), 0))?,
+            SimulateOutput::Yaml => write!(out, "{}", out::yaml_item(&out::job_record(report), 0))?,
             SimulateOutput::Jsonl => {
-                serde_json::to_writer(&mut *out, &out::job_json(report))?;
+                serde_json::to_writer(&mut *out, &out::job_record(report))?;
                 writeln!(out)?;
             }
         }

@@ -10,6 +10,7 @@
 
 use std::io::{self, Write};
 
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 use tabled::builder::Builder;
 use tabled::settings::{Padding, Style as TableStyle};
@@ -21,74 +22,80 @@ use crate::model::quantity::format_bytes;
 
 use super::Style;
 
-/// One run as a record (SPEC §2.9 plus the run's own facts).
-pub fn run_json(report: &JobReport, run: &RunRecord) -> Value {
-    let t = |ns: u64| Value::String(format_instant(ns, report.submitted_at));
-    let mut m = Map::new();
-    m.insert("run".into(), json!(run.index));
-    m.insert("podName".into(), json!(run.pod_name));
-    m.insert("node".into(), json!(run.node));
-    m.insert("startedAt".into(), t(run.started_at));
-    m.insert("endedAt".into(), t(run.ended_at));
-    m.insert("outcome".into(), json!(run.outcome.as_str()));
-    m.insert("failure".into(), json!(run.failure));
-    match &run.decision {
-        None => {
-            for k in [
-                "action",
-                "decision",
-                "policy",
-                "ruleIndex",
-                "rule",
-                "signal",
-                "counter",
-                "limit",
-            ] {
-                m.insert(k.into(), Value::Null);
-            }
-            m.insert("totalRetries".into(), Value::Null);
-            m.insert("globalMaxRetries".into(), Value::Null);
-            m.insert("delay".into(), Value::Null);
-            m.insert("delayParts".into(), Value::Null);
-            m.insert("retryAfter".into(), Value::Null);
-            m.insert("avoidNodes".into(), json!([]));
-            m.insert("memory".into(), Value::Null);
-            m.insert("nextPodName".into(), Value::Null);
-        }
-        Some(d) => {
-            m.insert("action".into(), json!(d.action().as_str()));
-            m.insert("decision".into(), json!(d.kind.as_str()));
-            m.insert("policy".into(), json!(d.policy.and_then(|p| report.policies.get(p))));
-            m.insert(
-                "ruleIndex".into(),
-                match d.rule {
-                    Some(crate::eval::RuleRef::Index(i)) => json!(i),
-                    _ => Value::Null,
-                },
-            );
-            m.insert("rule".into(), json!(rule_ref_label(&report.policies, d)));
-            m.insert("signal".into(), json!(d.signal));
-            m.insert("counter".into(), json!(d.counter));
-            m.insert("limit".into(), json!(d.limit));
-            m.insert("totalRetries".into(), json!(d.total_retries));
-            m.insert("globalMaxRetries".into(), json!(d.global_max_retries));
-            m.insert("delay".into(), json!(d.delay.to_string()));
-            m.insert(
-                "delayParts".into(),
-                json!({
-                    "backoff": d.delay_parts.backoff.to_string(),
-                    "jitter": d.delay_parts.jitter.to_string(),
-                    "grace": d.delay_parts.grace.to_string(),
-                }),
-            );
-            m.insert("retryAfter".into(), d.retry_after.map_or(Value::Null, t));
-            m.insert("avoidNodes".into(), json!(d.avoid_nodes));
-            m.insert("memory".into(), json!(d.memory.map(format_bytes)));
-            m.insert("nextPodName".into(), json!(d.next_pod_name));
-        }
+/// One run as a record (SPEC §2.9 plus the run's own facts). Field order is the output
+/// order; a succeeded run has `null` decision fields.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunOut<'a> {
+    run: usize,
+    pod_name: &'a str,
+    node: Option<&'a str>,
+    started_at: String,
+    ended_at: String,
+    outcome: &'static str,
+    failure: &'a str,
+    action: Option<&'static str>,
+    decision: Option<&'static str>,
+    policy: Option<&'a str>,
+    rule_index: Option<usize>,
+    rule: Option<String>,
+    signal: Option<&'a str>,
+    counter: Option<u32>,
+    limit: Option<u32>,
+    total_retries: Option<u32>,
+    global_max_retries: Option<u32>,
+    delay: Option<String>,
+    delay_parts: Option<PartsOut>,
+    retry_after: Option<String>,
+    avoid_nodes: &'a [String],
+    memory: Option<String>,
+    next_pod_name: Option<&'a str>,
+    reason: &'a str,
+}
+
+#[derive(Serialize)]
+pub struct PartsOut {
+    backoff: String,
+    jitter: String,
+    grace: String,
+}
+
+pub fn run_record<'a>(report: &'a JobReport, run: &'a RunRecord) -> RunOut<'a> {
+    let t = |ns: u64| format_instant(ns, report.submitted_at);
+    let d = run.decision.as_ref();
+    RunOut {
+        run: run.index,
+        pod_name: &run.pod_name,
+        node: run.node.as_deref(),
+        started_at: t(run.started_at),
+        ended_at: t(run.ended_at),
+        outcome: run.outcome.as_str(),
+        failure: &run.failure,
+        action: d.map(|d| d.action().as_str()),
+        decision: d.map(|d| d.kind.as_str()),
+        policy: d.and_then(|d| report.policies.get(d.policy?)).map(String::as_str),
+        rule_index: d.and_then(|d| match d.rule {
+            Some(crate::eval::RuleRef::Index(i)) => Some(i),
+            _ => None,
+        }),
+        rule: d.and_then(|d| rule_ref_label(&report.policies, d)),
+        signal: d.and_then(|d| d.signal.as_deref()),
+        counter: d.and_then(|d| d.counter),
+        limit: d.and_then(|d| d.limit),
+        total_retries: d.map(|d| d.total_retries),
+        global_max_retries: d.map(|d| d.global_max_retries),
+        delay: d.map(|d| d.delay.to_string()),
+        delay_parts: d.map(|d| PartsOut {
+            backoff: d.delay_parts.backoff.to_string(),
+            jitter: d.delay_parts.jitter.to_string(),
+            grace: d.delay_parts.grace.to_string(),
+        }),
+        retry_after: d.and_then(|d| d.retry_after).map(t),
+        avoid_nodes: d.map_or(&[], |d| d.avoid_nodes.as_slice()),
+        memory: d.and_then(|d| d.memory).map(format_bytes),
+        next_pod_name: d.and_then(|d| d.next_pod_name.as_deref()),
+        reason: &run.reason,
     }
-    m.insert("reason".into(), json!(run.reason));
-    Value::Object(m)
 }
 
 fn status_json(report: &JobReport) -> Value {
@@ -106,23 +113,46 @@ fn status_json(report: &JobReport) -> Value {
     })
 }
 
-/// One job as a record.
+/// One job as a record, serialized straight to the writer (no intermediate `Value`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobOut<'a> {
+    job: &'a str,
+    queue: Option<&'a str>,
+    policies: &'a [String],
+    enabled: bool,
+    global_max_retries: u32,
+    submitted_at: Option<String>,
+    runs: Vec<RunOut<'a>>,
+    outcome: Value,
+    retries: u32,
+    total_delay: String,
+    memory: Option<String>,
+    expectation_failures: &'a [String],
+    contradictions: &'a [String],
+}
+
+pub fn job_record(report: &JobReport) -> JobOut<'_> {
+    JobOut {
+        job: &report.job_id,
+        queue: report.queue.as_deref(),
+        policies: &report.policies,
+        enabled: report.enabled,
+        global_max_retries: report.global_max_retries,
+        submitted_at: report.submitted_at.map(|t| t.to_string()),
+        runs: report.runs.iter().map(|r| run_record(report, r)).collect(),
+        outcome: status_json(report),
+        retries: report.retries,
+        total_delay: report.total_delay.to_string(),
+        memory: report.memory.map(format_bytes),
+        expectation_failures: &report.expectation_failures,
+        contradictions: &report.contradictions,
+    }
+}
+
+/// One job as a JSON value.
 pub fn job_json(report: &JobReport) -> Value {
-    json!({
-        "job": report.job_id,
-        "queue": report.queue,
-        "policies": report.policies,
-        "enabled": report.enabled,
-        "globalMaxRetries": report.global_max_retries,
-        "submittedAt": report.submitted_at.map(|t| t.to_string()),
-        "runs": report.runs.iter().map(|r| run_json(report, r)).collect::<Vec<_>>(),
-        "outcome": status_json(report),
-        "retries": report.retries,
-        "totalDelay": report.total_delay.to_string(),
-        "memory": report.memory.map(format_bytes),
-        "expectationFailures": report.expectation_failures,
-        "contradictions": report.contradictions,
-    })
+    serde_json::to_value(job_record(report)).unwrap_or(Value::Null)
 }
 
 pub fn summary_json(s: &Summary) -> Value {
@@ -151,8 +181,8 @@ pub fn summary_json(s: &Summary) -> Value {
     })
 }
 
-/// YAML of a value, indented by `indent` spaces (for streaming `jobs:` items).
-pub fn yaml_item(value: &Value, indent: usize) -> String {
+/// YAML of a value as a one-item list, indented by `indent` spaces (for streaming `jobs:`).
+pub fn yaml_item<T: Serialize>(value: &T, indent: usize) -> String {
     let text = serde_yaml::to_string(&vec![value]).unwrap_or_default();
     let pad = " ".repeat(indent);
     text.lines().map(|l| format!("{pad}{l}\n")).collect()
