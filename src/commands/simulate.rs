@@ -153,11 +153,28 @@ fn load_policies(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<Optio
     }
     let mut policies = Vec::new();
     let mut queues = Vec::new();
-    for doc in files.into_iter().flat_map(|f| f.documents) {
-        match doc.resource {
-            Some(Resource::RetryPolicy(p)) => policies.push(p),
-            Some(Resource::Queue(q)) => queues.push(q),
-            _ => {}
+    let mut seen: std::collections::HashMap<(bool, String), String> = std::collections::HashMap::new();
+    for file in files {
+        for doc in file.documents {
+            let (is_policy, name) = match &doc.resource {
+                Some(Resource::RetryPolicy(p)) => (true, p.name.clone()),
+                Some(Resource::Queue(q)) => (false, q.name.clone()),
+                _ => continue,
+            };
+            if let Some(first) = seen.insert((is_policy, name.clone()), file.name.clone()) {
+                let kind = if is_policy { "policy" } else { "queue" };
+                return Err(CliError::invalid(format!(
+                    "{kind} `{name}` is given twice: in `{first}` and in `{}`",
+                    file.name
+                ))
+                .with_hint("pass each file once (a directory given with -f already includes its files)")
+                .into());
+            }
+            match doc.resource {
+                Some(Resource::RetryPolicy(p)) => policies.push(p),
+                Some(Resource::Queue(q)) => queues.push(q),
+                _ => {}
+            }
         }
     }
     Simulator::new(policies, queues, args.retry_policies.clone())

@@ -335,11 +335,35 @@ fn a_history_file_without_histories_is_an_error() {
     let path = home.path().join("empty.yaml");
     fs::write(&path, "# nothing yet\n").unwrap();
     let out = retryctl(home.path())
-        .args(["simulate", "-f", "testdata/policies/valid/infra.yaml", "-o", "jsonl", "--history"])
+        .args([
+            "simulate",
+            "-f",
+            "testdata/policies/valid/infra.yaml",
+            "-o",
+            "jsonl",
+            "--history",
+        ])
         .arg(&path)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr).replace(&path.display().to_string(), "empty.yaml");
-    assert!(err.starts_with("error: empty.yaml: no FailureHistory document\n"), "{err}");
+    assert!(
+        err.starts_with("error: empty.yaml: no FailureHistory document\n"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_policy_given_twice_names_both_places() {
+    let home = temp_home();
+    insta::assert_snapshot!(exchange(retryctl(home.path()).args([
+        "simulate",
+        "-f",
+        "testdata/policies/valid",
+        "-f",
+        "testdata/policies/valid/infra.yaml",
+        "--history",
+        "testdata/histories/fail-fast.yaml",
+    ])));
 }
