@@ -37,7 +37,7 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result
         Command::Apply(args) => commands::apply::run(&mut ctx, &args),
         Command::Diff(args) => commands::diff::run(&mut ctx, &args),
         Command::Delete(args) => commands::delete::run(&mut ctx, &args),
-        Command::Simulate(args) => commands::not_yet(&mut ctx, "simulate", &args),
+        Command::Simulate(args) => commands::simulate::run(&mut ctx, &args),
         Command::Serve(args) => commands::serve::run(&mut ctx, &args),
         Command::Config(args) => commands::config::run(&mut ctx, &args),
         Command::Version(args) => commands::version::run(&mut ctx, &args),

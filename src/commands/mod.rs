@@ -11,6 +11,7 @@ pub mod diff;
 pub mod get;
 pub mod remote;
 pub mod serve;
+pub mod simulate;
 pub mod update;
 pub mod validate;
 pub mod version;

@@ -1,33 +1,679 @@
 //! The FailureHistory document (SPEC §3.1): a job and its runs, for `simulate`.
 //!
-//! Owns: the types and their strict decoding. Must not: evaluate anything or do I/O.
-//! (Placeholder: decoding is implemented with the evaluator.)
+//! Owns: the types, their strict decoding (every unknown field is an error with a
+//! suggestion, every error has a path and a position) and the few checks that need no
+//! policy (`validate_failure_history`). Also owns [`Timestamp`], the RFC 3339 instant of
+//! `job.submittedAt`. Must not: evaluate anything, read a clock, or do I/O.
+//!
+//! Decisions where SPEC §3.1 is silent (written down here because operators will ask):
+//! - `job.id` may be omitted; the command then uses the file stem (or `line-N` in JSON Lines).
+//! - a run may give `startedAt` (a duration since submission, or an RFC 3339 time when
+//!   `job.submittedAt` is set) instead of `queuedFor`; that is how a history states "this run
+//!   started at …", which `simulate` checks against the previous decision's `retryAfter`.
+//! - a run may give `globalMaxRetries`: the scheduler's limit from that run on, modelling a
+//!   config reload in the middle of a job's life (SPEC §2.4).
+//! - pod-level `conditions` take `Evicted`, `Preempted`, `DeadlineExceeded`, `Unschedulable`;
+//!   `OOMKilled` is a container `reason` and is rejected at pod level with that advice.
 
-use crate::diag::Diagnostic;
+use std::collections::BTreeMap;
+
+use crate::diag::{index, quote, Diagnostic};
 use crate::yaml::Node;
 
 use super::decode::Decoder;
+use super::duration::GoDuration;
+use super::policy::{Action, Condition};
+use super::quantity::parse_quantity;
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct FailureHistory {
     pub job: Job,
+    pub runs: Vec<Run>,
+    pub expect: Option<JobExpect>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Job {
+    /// Empty when the document does not say; the command fills in the file stem.
     pub id: String,
+    pub queue: Option<String>,
+    pub annotations: BTreeMap<String, String>,
+    /// Default 1s, as Armada assigns.
+    pub termination_grace_period: Option<GoDuration>,
+    /// Bytes, from a Kubernetes quantity (`8Gi`).
+    pub memory: Option<f64>,
+    pub submitted_at: Option<Timestamp>,
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Outcome {
+    #[default]
+    Failed,
+    Succeeded,
+    LeaseReturned,
+    Cancelled,
+}
+
+impl Outcome {
+    pub const NAMES: [&'static str; 4] = ["failed", "succeeded", "leaseReturned", "cancelled"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Failed => "failed",
+            Outcome::Succeeded => "succeeded",
+            Outcome::LeaseReturned => "leaseReturned",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Outcome> {
+        Self::NAMES.iter().position(|n| *n == text).map(|i| {
+            [
+                Outcome::Failed,
+                Outcome::Succeeded,
+                Outcome::LeaseReturned,
+                Outcome::Cancelled,
+            ][i]
+        })
+    }
+}
+
+/// When a run started, if the history says so (else it is derived, SPEC §3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartedAt {
+    /// Since submission.
+    Offset(GoDuration),
+    Absolute(Timestamp),
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Container {
+    pub name: String,
+    pub init: bool,
+    pub exit_code: i64,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+}
+
+impl Container {
+    /// SPEC §2.2: failed means a non-zero exit code or an OOM kill.
+    pub fn failed(&self) -> bool {
+        self.exit_code != 0 || self.reason.as_deref() == Some("OOMKilled")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Run {
+    pub node: Option<String>,
+    pub queued_for: GoDuration,
+    pub started_at: Option<StartedAt>,
+    pub run_for: GoDuration,
+    pub conditions: Vec<Condition>,
+    pub termination_confirmed_after: Option<GoDuration>,
+    pub containers: Vec<Container>,
+    pub category: Option<String>,
+    pub subcategory: Option<String>,
+    pub outcome: Outcome,
+    pub global_max_retries: Option<u32>,
+    pub expect: Option<RunExpect>,
+}
+
+/// Assertions on one run's decision. Every field optional; each set one is checked.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunExpect {
+    pub action: Option<Action>,
+    /// A decision kind of SPEC §2.9 (`fail_rule_limit`).
+    pub decision: Option<String>,
+    /// `policy/index` or `policy/default`.
+    pub rule: Option<String>,
+    pub delay: Option<GoDuration>,
+    /// Total retries of the job after this decision.
+    pub retries: Option<u32>,
+    pub pod_name: Option<String>,
+    pub avoid_nodes: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Final {
+    Succeeded,
+    Failed,
+    Cancelled,
+    Pending,
+}
+
+impl Final {
+    pub const NAMES: [&'static str; 4] = ["Succeeded", "Failed", "Cancelled", "Pending"];
+
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    pub fn parse(text: &str) -> Option<Final> {
+        Self::NAMES
+            .iter()
+            .position(|n| *n == text)
+            .map(|i| [Final::Succeeded, Final::Failed, Final::Cancelled, Final::Pending][i])
+    }
+}
+
+/// Assertions on the whole job.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JobExpect {
+    pub final_state: Option<Final>,
+    pub retries: Option<u32>,
+    /// The decision kind of the last evaluated run.
+    pub decision: Option<String>,
+}
+
+/// The decision kinds of SPEC §2.9, for validating `expect.decision`.
+pub const DECISION_KINDS: [&str; 10] = [
+    "retry",
+    "fail_rule",
+    "fail_rule_limit",
+    "fail_global_limit",
+    "fail_default",
+    "fail_fast",
+    "legacy_fail",
+    "legacy_requeue",
+    "lease_returned",
+    "cancelled",
+];
+
+const TOP: [&str; 5] = ["apiVersion", "kind", "job", "runs", "expect"];
+const JOB: [&str; 7] = [
+    "id",
+    "queue",
+    "annotations",
+    "terminationGracePeriod",
+    "memory",
+    "submittedAt",
+    "jobSet",
+];
+const RUN: [&str; 12] = [
+    "node",
+    "queuedFor",
+    "startedAt",
+    "runFor",
+    "conditions",
+    "terminationConfirmedAfter",
+    "containers",
+    "category",
+    "subcategory",
+    "outcome",
+    "globalMaxRetries",
+    "expect",
+];
+const CONTAINER: [&str; 5] = ["name", "init", "exitCode", "reason", "message"];
+const RUN_EXPECT: [&str; 7] = [
+    "action",
+    "decision",
+    "rule",
+    "delay",
+    "retries",
+    "podName",
+    "avoidNodes",
+];
+const JOB_EXPECT: [&str; 3] = ["final", "retries", "decision"];
+const POD_CONDITIONS: [&str; 4] = ["Evicted", "Preempted", "DeadlineExceeded", "Unschedulable"];
 
 pub fn decode_failure_history(dec: &mut Decoder, node: &Node) -> Option<FailureHistory> {
-    dec.error(
-        node,
-        "unsupported",
-        "kind",
-        "FailureHistory documents are not supported yet",
-    );
-    None
+    let top = dec.fields(node, "", &TOP)?;
+    let mut h = FailureHistory::default();
+    // `job` may be left out entirely: the id then defaults to the file stem and the job has
+    // no queue (it gets the policies given on the command line).
+    if let Some(job) = top.get("job") {
+        if let Some(f) = dec.fields(job, "job", &JOB) {
+            decode_job(dec, &f, &mut h.job);
+        }
+    }
+    if let Some(runs) = dec.require(&top, node, "runs") {
+        if let Some(items) = dec.seq(runs, "runs") {
+            for (i, item) in items.iter().enumerate() {
+                h.runs.push(decode_run(dec, item, &index("runs", i)));
+            }
+        }
+    }
+    if let Some(n) = top.get("expect") {
+        if let Some(f) = dec.fields(n, "expect", &JOB_EXPECT) {
+            let mut e = JobExpect::default();
+            if let Some(v) = f.get("final") {
+                e.final_state = dec.enumeration(v, &f.path_of("final"), &Final::NAMES, Final::parse);
+            }
+            if let Some(v) = f.get("retries") {
+                e.retries = dec.u32(v, &f.path_of("retries"));
+            }
+            if let Some(v) = f.get("decision") {
+                e.decision = decision_kind(dec, v, &f.path_of("decision"));
+            }
+            h.expect = Some(e);
+        }
+    }
+    Some(h)
 }
 
-pub fn validate_failure_history(_history: &FailureHistory) -> Vec<Diagnostic> {
-    Vec::new()
+fn decode_job(dec: &mut Decoder, f: &super::decode::Fields<'_>, job: &mut Job) {
+    if let Some(v) = f.get("id") {
+        job.id = dec.string(v, &f.path_of("id")).unwrap_or_default();
+    }
+    if let Some(v) = f.get("queue") {
+        job.queue = dec.string(v, &f.path_of("queue"));
+    }
+    if let Some(v) = f.get("annotations") {
+        let p = f.path_of("annotations");
+        if let crate::yaml::Value::Map(entries) = &v.value {
+            for (k, val) in entries {
+                let key = k.as_scalar().unwrap_or_default().to_string();
+                if let Some(s) = dec.string(val, &crate::diag::join(&p, &key)) {
+                    job.annotations.insert(key, s);
+                }
+            }
+        } else {
+            dec.error(
+                v,
+                "invalid-type",
+                &p,
+                format!("expected a mapping, found a {}", v.kind_name()),
+            );
+        }
+    }
+    if let Some(v) = f.get("terminationGracePeriod") {
+        job.termination_grace_period = dec.duration(v, &f.path_of("terminationGracePeriod"));
+    }
+    if let Some(v) = f.get("memory") {
+        let p = f.path_of("memory");
+        if let Some(s) = dec.string(v, &p) {
+            match parse_quantity(&s) {
+                Ok(b) if b > 0.0 => job.memory = Some(b),
+                Ok(_) => dec.error(v, "invalid-value", &p, format!("memory {} must be positive", quote(&s))),
+                Err(e) => dec.error(v, "invalid-value", &p, format!("invalid quantity {}: {e}", quote(&s))),
+            }
+        }
+    }
+    if let Some(v) = f.get("submittedAt") {
+        let p = f.path_of("submittedAt");
+        if let Some(s) = dec.string(v, &p) {
+            match Timestamp::parse(&s) {
+                Some(t) => job.submitted_at = Some(t),
+                None => dec.error(
+                    v,
+                    "invalid-value",
+                    &p,
+                    format!(
+                        "invalid time {}, expected RFC 3339 such as `2026-01-01T00:00:00Z`",
+                        quote(&s)
+                    ),
+                ),
+            }
+        }
+    }
+    // `jobSet` is accepted (a real job has one) and has no effect on decisions.
+}
+
+fn decode_run(dec: &mut Decoder, node: &Node, path: &str) -> Run {
+    let mut run = Run::default();
+    let Some(f) = dec.fields(node, path, &RUN) else {
+        return run;
+    };
+    if let Some(v) = f.get("node") {
+        run.node = dec.string(v, &f.path_of("node"));
+    }
+    if let Some(v) = f.get("queuedFor") {
+        run.queued_for = dec.duration(v, &f.path_of("queuedFor")).unwrap_or_default();
+    }
+    if let Some(v) = f.get("startedAt") {
+        let p = f.path_of("startedAt");
+        if let Some(s) = dec.string(v, &p) {
+            if let Ok(d) = GoDuration::parse(&s) {
+                run.started_at = Some(StartedAt::Offset(d));
+            } else if let Some(t) = Timestamp::parse(&s) {
+                run.started_at = Some(StartedAt::Absolute(t));
+            } else {
+                dec.error(
+                    v,
+                    "invalid-value",
+                    &p,
+                    format!(
+                        "invalid start {}, expected a duration since submission (`90s`) or an RFC 3339 time",
+                        quote(&s)
+                    ),
+                );
+            }
+        }
+        if f.get("queuedFor").is_some() {
+            dec.error(
+                v,
+                "conflicting-fields",
+                &p,
+                "set either `startedAt` or `queuedFor`, not both",
+            );
+        }
+    }
+    if let Some(v) = f.get("runFor") {
+        run.run_for = dec.duration(v, &f.path_of("runFor")).unwrap_or_default();
+    }
+    if let Some(v) = f.get("conditions") {
+        let p = f.path_of("conditions");
+        if let Some(items) = dec.seq(v, &p) {
+            for (i, item) in items.iter().enumerate() {
+                let ip = index(&p, i);
+                if item.as_scalar() == Some("OOMKilled") {
+                    dec.error(
+                        item,
+                        "invalid-value",
+                        &ip,
+                        "`OOMKilled` is a container reason, not a pod condition; write it as `containers: [{name: main, reason: OOMKilled, exitCode: 137}]`",
+                    );
+                    continue;
+                }
+                if let Some(c) = dec.enumeration(item, &ip, &POD_CONDITIONS, Condition::parse) {
+                    run.conditions.push(c);
+                }
+            }
+        }
+    }
+    if let Some(v) = f.get("terminationConfirmedAfter") {
+        run.termination_confirmed_after = dec.duration(v, &f.path_of("terminationConfirmedAfter"));
+    }
+    if let Some(v) = f.get("containers") {
+        let p = f.path_of("containers");
+        if let Some(items) = dec.seq(v, &p) {
+            for (i, item) in items.iter().enumerate() {
+                let cp = index(&p, i);
+                let Some(cf) = dec.fields(item, &cp, &CONTAINER) else {
+                    continue;
+                };
+                let mut c = Container::default();
+                if let Some(n) = dec.require(&cf, item, "name") {
+                    c.name = dec.string(n, &cf.path_of("name")).unwrap_or_default();
+                }
+                if let Some(n) = cf.get("init") {
+                    c.init = dec.bool(n, &cf.path_of("init")).unwrap_or_default();
+                }
+                if let Some(n) = cf.get("exitCode") {
+                    c.exit_code = dec.int(n, &cf.path_of("exitCode")).unwrap_or_default();
+                }
+                if let Some(n) = cf.get("reason") {
+                    c.reason = dec.string(n, &cf.path_of("reason"));
+                }
+                if let Some(n) = cf.get("message") {
+                    c.message = dec.string(n, &cf.path_of("message"));
+                }
+                run.containers.push(c);
+            }
+        }
+    }
+    if let Some(v) = f.get("category") {
+        run.category = dec.string(v, &f.path_of("category"));
+    }
+    if let Some(v) = f.get("subcategory") {
+        run.subcategory = dec.string(v, &f.path_of("subcategory"));
+    }
+    if let Some(v) = f.get("outcome") {
+        if let Some(o) = dec.enumeration(v, &f.path_of("outcome"), &Outcome::NAMES, Outcome::parse) {
+            run.outcome = o;
+        }
+    }
+    if let Some(v) = f.get("globalMaxRetries") {
+        run.global_max_retries = dec.u32(v, &f.path_of("globalMaxRetries"));
+    }
+    if let Some(v) = f.get("expect") {
+        let p = f.path_of("expect");
+        if let Some(ef) = dec.fields(v, &p, &RUN_EXPECT) {
+            let mut e = RunExpect::default();
+            if let Some(n) = ef.get("action") {
+                e.action = dec.enumeration(n, &ef.path_of("action"), &Action::NAMES, |s| match s {
+                    "Retry" => Some(Action::Retry),
+                    "Fail" => Some(Action::Fail),
+                    _ => None,
+                });
+            }
+            if let Some(n) = ef.get("decision") {
+                e.decision = decision_kind(dec, n, &ef.path_of("decision"));
+            }
+            if let Some(n) = ef.get("rule") {
+                e.rule = dec.string(n, &ef.path_of("rule"));
+            }
+            if let Some(n) = ef.get("delay") {
+                e.delay = dec.duration(n, &ef.path_of("delay"));
+            }
+            if let Some(n) = ef.get("retries") {
+                e.retries = dec.u32(n, &ef.path_of("retries"));
+            }
+            if let Some(n) = ef.get("podName") {
+                e.pod_name = dec.string(n, &ef.path_of("podName"));
+            }
+            if let Some(n) = ef.get("avoidNodes") {
+                e.avoid_nodes = dec.strings(n, &ef.path_of("avoidNodes"));
+            }
+            run.expect = Some(e);
+        }
+    }
+    run
+}
+
+fn decision_kind(dec: &mut Decoder, node: &Node, path: &str) -> Option<String> {
+    dec.enumeration(node, path, &DECISION_KINDS, |s| {
+        DECISION_KINDS.contains(&s).then(|| s.to_string())
+    })
+}
+
+/// Checks that need no policy: the job's id is usable in a pod name, and `expect.rule`
+/// is written `policy/index` or `policy/default`.
+pub fn validate_failure_history(history: &FailureHistory) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    if history.runs.is_empty() {
+        out.push(Diagnostic::error(
+            "invalid-value",
+            "runs",
+            "a history needs at least one run",
+        ));
+    }
+    for (i, run) in history.runs.iter().enumerate() {
+        if let Some(rule) = run.expect.as_ref().and_then(|e| e.rule.as_deref()) {
+            let ok = rule
+                .split_once('/')
+                .is_some_and(|(p, r)| !p.is_empty() && (r == "default" || r.parse::<usize>().is_ok()));
+            if !ok {
+                out.push(Diagnostic::error(
+                    "invalid-value",
+                    format!("runs[{i}].expect.rule"),
+                    format!(
+                        "invalid rule {}, expected `policy/index` or `policy/default` such as `infra/0`",
+                        quote(rule)
+                    ),
+                ));
+            }
+        }
+        for (c, container) in run.containers.iter().enumerate() {
+            if container.name.is_empty() {
+                out.push(Diagnostic::error(
+                    "invalid-value",
+                    format!("runs[{i}].containers[{c}].name"),
+                    "container name must not be empty",
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// An instant, as nanoseconds since the Unix epoch (UTC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Timestamp(pub i64);
+
+impl Timestamp {
+    /// RFC 3339: `2026-01-01T00:00:00Z`, optional fraction, `Z` or `±HH:MM`.
+    pub fn parse(text: &str) -> Option<Timestamp> {
+        let b = text.as_bytes();
+        if b.len() < 20
+            || b[4] != b'-'
+            || b[7] != b'-'
+            || !matches!(b[10], b'T' | b't' | b' ')
+            || b[13] != b':'
+            || b[16] != b':'
+        {
+            return None;
+        }
+        let num = |s: &str| -> Option<i64> { s.bytes().all(|c| c.is_ascii_digit()).then(|| s.parse().ok()).flatten() };
+        let (y, mo, d) = (num(&text[0..4])?, num(&text[5..7])?, num(&text[8..10])?);
+        let (h, mi, s) = (num(&text[11..13])?, num(&text[14..16])?, num(&text[17..19])?);
+        if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+            return None;
+        }
+        let mut rest = &text[19..];
+        let mut nanos = 0i64;
+        if let Some(frac) = rest.strip_prefix('.') {
+            let end = frac.find(|c: char| !c.is_ascii_digit()).unwrap_or(frac.len());
+            if end == 0 || end > 9 {
+                return None;
+            }
+            nanos = num(&frac[..end])? * 10i64.pow(9 - end as u32);
+            rest = &frac[end..];
+        }
+        let offset = match rest {
+            "Z" | "z" => 0,
+            _ if rest.len() == 6 && (rest.starts_with('+') || rest.starts_with('-')) && &rest[3..4] == ":" => {
+                let v = num(&rest[1..3])? * 3600 + num(&rest[4..6])? * 60;
+                if rest.starts_with('-') {
+                    -v
+                } else {
+                    v
+                }
+            }
+            _ => return None,
+        };
+        let days = days_from_civil(y, mo, d);
+        let secs = days * 86_400 + h * 3600 + mi * 60 + s - offset;
+        secs.checked_mul(1_000_000_000)?.checked_add(nanos).map(Timestamp)
+    }
+
+    pub fn plus(self, d: GoDuration) -> Timestamp {
+        Timestamp(self.0.saturating_add(i64::try_from(d.0).unwrap_or(i64::MAX)))
+    }
+
+    /// Nanoseconds from `earlier` to `self`, or `None` when `self` is before it.
+    pub fn since(self, earlier: Timestamp) -> Option<GoDuration> {
+        u64::try_from(self.0.checked_sub(earlier.0)?).ok().map(GoDuration)
+    }
+}
+
+impl std::fmt::Display for Timestamp {
+    /// `2026-01-01T00:02:05Z`, with a fraction only when there is one.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secs = self.0.div_euclid(1_000_000_000);
+        let nanos = self.0.rem_euclid(1_000_000_000);
+        let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+        let (y, m, d) = civil_from_days(days);
+        write!(
+            f,
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+            sod / 3600,
+            sod / 60 % 60,
+            sod % 60
+        )?;
+        if nanos != 0 {
+            let frac = format!("{nanos:09}");
+            write!(f, ".{}", frac.trim_end_matches('0'))?;
+        }
+        write!(f, "Z")
+    }
+}
+
+// Howard Hinnant's civil-calendar algorithms: exact for the proleptic Gregorian calendar.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::document::parse_documents;
+    use crate::model::{Kind, Resource};
+
+    fn decode(text: &str) -> (Option<FailureHistory>, Vec<String>) {
+        let parsed = parse_documents(text, Some(&[Kind::FailureHistory]));
+        let doc = parsed.documents.into_iter().next().unwrap();
+        let errors = doc
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| {
+                format!(
+                    "{}:{} {}: {}",
+                    d.pos.map_or(0, |p| p.line),
+                    d.pos.map_or(0, |p| p.column),
+                    d.path,
+                    d.message
+                )
+            })
+            .collect();
+        let h = match doc.resource {
+            Some(Resource::FailureHistory(h)) => Some(*h),
+            _ => None,
+        };
+        (h, errors)
+    }
+
+    #[test]
+    fn decodes_the_spec_example() {
+        let text = "apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob:\n  id: job-1\n  queue: ml-queue\n  annotations: {armadaproject.io/retry-policy: extra-retry}\n  terminationGracePeriod: 30s\n  memory: 8Gi\n  submittedAt: 2026-01-01T00:00:00Z\nruns:\n  - node: node-a\n    queuedFor: 5m\n    runFor: 2h\n    conditions: [Preempted]\n    terminationConfirmedAfter: 5s\n    expect: {action: Retry, rule: infra/0}\n  - node: node-b\n    containers:\n      - {name: main, exitCode: 137, reason: OOMKilled}\n    expect: {action: Retry, delay: 0s}\n  - outcome: succeeded\nexpect: {final: Succeeded, retries: 3}\n";
+        let (h, errors) = decode(text);
+        assert_eq!(errors, Vec::<String>::new());
+        let h = h.unwrap();
+        assert_eq!(h.job.id, "job-1");
+        assert_eq!(h.job.memory, Some(8.0 * 1024.0 * 1024.0 * 1024.0));
+        assert_eq!(h.job.submitted_at.unwrap().to_string(), "2026-01-01T00:00:00Z");
+        assert_eq!(h.runs.len(), 3);
+        assert_eq!(h.runs[0].conditions, vec![Condition::Preempted]);
+        assert_eq!(h.runs[1].containers[0].exit_code, 137);
+        assert_eq!(h.runs[2].outcome, Outcome::Succeeded);
+        assert_eq!(h.expect.unwrap().final_state, Some(Final::Succeeded));
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_values_are_reported_with_positions() {
+        let text = "apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob: {id: j}\nruns:\n  - nodee: a\n    conditions: [OOMKilled, Preemptd]\n    outcome: success\n";
+        let (_, errors) = decode(text);
+        assert_eq!(
+            errors,
+            vec![
+                "5:5 runs[0].nodee: unknown field `nodee`, did you mean `node`?".to_string(),
+                "6:18 runs[0].conditions[0]: `OOMKilled` is a container reason, not a pod condition; write it as `containers: [{name: main, reason: OOMKilled, exitCode: 137}]`".to_string(),
+                "6:29 runs[0].conditions[1]: unknown value `Preemptd`, expected one of `Evicted`, `Preempted`, `DeadlineExceeded`, `Unschedulable`; did you mean `Preempted`?".to_string(),
+                "7:14 runs[0].outcome: unknown value `success`, expected one of `failed`, `succeeded`, `leaseReturned`, `cancelled`".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn timestamps_round_trip() {
+        for (input, out) in [
+            ("2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z"),
+            ("2024-02-29T23:59:59.5+01:00", "2024-02-29T22:59:59.5Z"),
+            ("1970-01-01T00:00:00Z", "1970-01-01T00:00:00Z"),
+        ] {
+            assert_eq!(Timestamp::parse(input).unwrap().to_string(), out);
+        }
+        assert_eq!(Timestamp::parse("1970-01-01T00:00:01Z"), Some(Timestamp(1_000_000_000)));
+        assert!(Timestamp::parse("2026-13-01T00:00:00Z").is_none());
+        assert!(Timestamp::parse("yesterday").is_none());
+    }
 }

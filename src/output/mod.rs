@@ -5,6 +5,7 @@
 
 pub mod report;
 pub mod resources;
+pub mod simulate;
 pub mod style;
 
 pub use style::Style;

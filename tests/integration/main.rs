@@ -10,4 +10,5 @@ mod crud;
 mod serve;
 mod serve_process;
 mod serve_stress;
+mod simulate;
 mod validate;

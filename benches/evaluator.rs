@@ -1,0 +1,123 @@
+//! Decisions per second of the embedded evaluator (SPEC §7: under 1 µs per decision for
+//! 3 policies × 20 rules). Run: `cargo bench --bench evaluator`.
+//!
+//! Cases: a run that matches the very last rule of the last policy (every rule is tried
+//! first: the worst case for matching), one that matches a first rule, and one that matches
+//! nothing (falls to the default action).
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use std::hint::black_box;
+
+use retryctl::eval::{evaluate, CompiledPolicy, JobContext, JobState, Settings};
+use retryctl::model::history::{Container, Run};
+use retryctl::model::policy::{Action, Backoff, Condition, ExitCodes, Operator, RetryPolicy, Rule};
+use retryctl::model::GoDuration;
+
+fn policy(p: usize) -> RetryPolicy {
+    let rules = (0..20)
+        .map(|r| {
+            let mut rule = Rule {
+                action: Action::Retry,
+                ..Rule::default()
+            };
+            // A mix of matcher kinds, none matching the benchmark runs except where noted.
+            match r % 4 {
+                0 => rule.on_failure_category = Some(vec![format!("cat-{p}-{r}"), format!("other-{r}")]),
+                1 => {
+                    rule.on_exit_codes = Some(ExitCodes {
+                        operator: Operator::In,
+                        values: vec![(100 + p * 20 + r) as i64, 250],
+                    })
+                }
+                2 => {
+                    rule.container_name = Some("main".into());
+                    rule.on_termination_message = Some(format!("^never-{p}-{r}"));
+                }
+                _ => {
+                    rule.on_conditions = Some(vec![Condition::DeadlineExceeded]);
+                    rule.on_failure_category = Some(vec![format!("x-{r}")]);
+                }
+            }
+            rule.backoff = Backoff {
+                initial_delay: Some(GoDuration::from_secs(5)),
+                multiplier: Some(1.5),
+                jitter: Some(0.2),
+                ..Backoff::default()
+            };
+            rule
+        })
+        .collect();
+    RetryPolicy {
+        name: format!("policy-{p}"),
+        default_action: Action::Fail,
+        rules,
+        ..RetryPolicy::default()
+    }
+}
+
+fn run(category: &str, exit: i64) -> Run {
+    Run {
+        node: Some("node-1".into()),
+        category: Some(category.into()),
+        conditions: vec![Condition::Preempted],
+        termination_confirmed_after: Some(GoDuration::from_secs(3)),
+        containers: vec![
+            Container {
+                name: "main".into(),
+                exit_code: exit,
+                reason: Some("Error".into()),
+                message: Some("CUDA error: an illegal memory access was encountered".into()),
+                ..Container::default()
+            },
+            Container {
+                name: "sidecar".into(),
+                ..Container::default()
+            },
+        ],
+        ..Run::default()
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let compiled: Vec<CompiledPolicy> = (0..3).map(|p| CompiledPolicy::new(policy(p)).unwrap()).collect();
+    let refs: Vec<&CompiledPolicy> = compiled.iter().collect();
+    let settings = Settings {
+        global_max_retries: u32::MAX,
+        ..Settings::default()
+    };
+    let job = JobContext {
+        id: "job-0000042",
+        fail_fast: false,
+        termination_grace_period: GoDuration::from_secs(30),
+    };
+    let last = run("cat-2-16", 1); // policy-2 rule 16: the last category rule of the last policy
+    let first = run("cat-0-0", 1);
+    let none = run("nothing", 1);
+    let mut group = c.benchmark_group("evaluate_3x20");
+    for (name, r) in [
+        ("last_rule_matches", &last),
+        ("first_rule_matches", &first),
+        ("no_match_default_fail", &none),
+    ] {
+        let mut state = JobState::new(None);
+        let mut i = 0usize;
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                i += 1;
+                black_box(evaluate(
+                    black_box(&refs),
+                    &settings,
+                    &job,
+                    &mut state,
+                    black_box(r),
+                    i & 0xff,
+                    1_000,
+                ))
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

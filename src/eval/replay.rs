@@ -1,0 +1,480 @@
+//! Replaying a FailureHistory through the evaluator (SPEC §3.1): run timing, decisions,
+//! contradictions between the history and the decisions, and `expect` checks.
+//!
+//! Owns: [`replay`] and its report types, and the words used for decisions and outcomes
+//! (shared by every output format so that table and JSON never disagree). Must not: do I/O
+//! or read a clock; it gets policies as values, so a server-side source can plug in later.
+
+use crate::model::duration::GoDuration;
+use crate::model::history::{FailureHistory, Final, Outcome, Run, StartedAt, Timestamp};
+use crate::model::policy::Action;
+
+use super::{evaluate, pod_name, CompiledPolicy, Decision, DecisionKind, JobContext, JobState, RuleRef, Settings};
+use super::{DEFAULT_GRACE, FAIL_FAST_ANNOTATION};
+
+/// One run as replayed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    pub index: usize,
+    pub pod_name: String,
+    pub node: Option<String>,
+    /// Nanoseconds since submission.
+    pub started_at: u64,
+    pub ended_at: u64,
+    pub outcome: Outcome,
+    /// The failure in words (`Preempted`, `container main OOMKilled (exit 137)`).
+    pub failure: String,
+    /// `None` for a succeeded run (nothing to decide).
+    pub decision: Option<Decision>,
+    /// The decision in words (`retry 2 of 3 under infra/0 (attempt 3 of 4) …`).
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobStatus {
+    Succeeded {
+        run: usize,
+    },
+    Failed {
+        run: usize,
+        kind: DecisionKind,
+        reason: String,
+    },
+    Cancelled {
+        run: usize,
+    },
+    /// The last decision was a retry and the history ends there.
+    Pending {
+        retry_after: u64,
+    },
+}
+
+impl JobStatus {
+    pub fn final_state(&self) -> Final {
+        match self {
+            JobStatus::Succeeded { .. } => Final::Succeeded,
+            JobStatus::Failed { .. } => Final::Failed,
+            JobStatus::Cancelled { .. } => Final::Cancelled,
+            JobStatus::Pending { .. } => Final::Pending,
+        }
+    }
+}
+
+/// A whole job replayed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobReport {
+    pub job_id: String,
+    pub queue: Option<String>,
+    pub policies: Vec<String>,
+    /// The limit at submission (runs may lower it later, see `Decision::global_max_retries`).
+    pub global_max_retries: u32,
+    pub enabled: bool,
+    pub submitted_at: Option<Timestamp>,
+    pub runs: Vec<RunRecord>,
+    pub status: JobStatus,
+    pub retries: u32,
+    /// Delay added by granted retries, summed.
+    pub total_delay: GoDuration,
+    pub memory: Option<f64>,
+    pub expectation_failures: Vec<String>,
+    pub contradictions: Vec<String>,
+}
+
+impl JobReport {
+    pub fn outcome_text(&self) -> String {
+        match &self.status {
+            JobStatus::Succeeded { run } => format!(
+                "Succeeded at run {run} after {}",
+                plural(u64::from(self.retries), "retry", "retries")
+            ),
+            JobStatus::Failed { run, reason, .. } => format!("Failed permanently at run {run}: {reason}"),
+            JobStatus::Cancelled { run } => format!("Cancelled at run {run}"),
+            JobStatus::Pending { retry_after } => format!(
+                "Pending: retry eligible at {} (the history ends here)",
+                format_instant(*retry_after, self.submitted_at)
+            ),
+        }
+    }
+
+    /// `policy/rule` of a decision, with the policy's name.
+    pub fn rule_label(&self, d: &Decision) -> Option<String> {
+        Some(format!("{}/{}", self.policies.get(d.policy?)?, d.rule?))
+    }
+}
+
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+/// `T+2h15m` since submission, or an RFC 3339 time when the submission time is known.
+pub fn format_instant(offset: u64, submitted: Option<Timestamp>) -> String {
+    match submitted {
+        Some(t) => t.plus(GoDuration(offset)).to_string(),
+        None => format!("T+{}", GoDuration(offset)),
+    }
+}
+
+/// The failure of a run in words.
+pub fn describe_failure(run: &Run) -> String {
+    match run.outcome {
+        Outcome::Succeeded => return "succeeded".to_string(),
+        Outcome::Cancelled => return "cancelled".to_string(),
+        Outcome::LeaseReturned => return "lease returned".to_string(),
+        Outcome::Failed => {}
+    }
+    let mut parts: Vec<String> = run.conditions.iter().map(|c| c.as_str().to_string()).collect();
+    for c in run.containers.iter().filter(|c| c.failed()) {
+        let init = if c.init { "init container" } else { "container" };
+        match c.reason.as_deref() {
+            Some("OOMKilled") => parts.push(format!("{init} {} OOMKilled (exit {})", c.name, c.exit_code)),
+            _ => parts.push(format!("{init} {} exit {}", c.name, c.exit_code)),
+        }
+    }
+    if let Some(cat) = &run.category {
+        match &run.subcategory {
+            Some(sub) => parts.push(format!("category {cat}/{sub}")),
+            None => parts.push(format!("category {cat}")),
+        }
+    }
+    if parts.is_empty() {
+        "failed (no signal)".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The decision in words, saying both retries and attempts.
+pub fn explain(d: &Decision, rule: Option<&str>, max_attempted_runs: u32, attempts: usize, enabled: bool) -> String {
+    let rule = rule.unwrap_or("?");
+    match d.kind {
+        DecisionKind::Retry => {
+            let (n, l) = (d.counter.unwrap_or(0), d.limit.unwrap_or(0));
+            format!(
+                "retry {n} of {l} under {rule} (attempt {} of {}); {} of {} retries overall",
+                u64::from(n) + 1,
+                u64::from(l) + 1,
+                d.total_retries,
+                d.global_max_retries
+            )
+        }
+        DecisionKind::FailRule => format!("rule {rule} says Fail"),
+        DecisionKind::FailRuleLimit => format!(
+            "rule {rule} limit {} reached ({} used, attempt {} of {})",
+            d.limit.unwrap_or(0),
+            plural(u64::from(d.counter.unwrap_or(0)), "retry", "retries"),
+            u64::from(d.counter.unwrap_or(0)) + 1,
+            u64::from(d.limit.unwrap_or(0)) + 1
+        ),
+        DecisionKind::FailGlobalLimit if d.global_max_retries == 0 => {
+            "retries disabled: globalMaxRetries is 0 (kill switch)".to_string()
+        }
+        DecisionKind::FailGlobalLimit => format!(
+            "global limit {} reached ({} used; rule {rule})",
+            d.global_max_retries,
+            plural(u64::from(d.total_retries), "retry", "retries")
+        ),
+        DecisionKind::FailDefault => "no rule matched and no policy has defaultAction Retry".to_string(),
+        DecisionKind::FailFast => "failFast job: the first failure is final".to_string(),
+        DecisionKind::LegacyFail if !enabled => "retry policies disabled: a failed run is final (legacy)".to_string(),
+        DecisionKind::LegacyFail if attempts as u64 >= u64::from(max_attempted_runs) && d.signal.is_none() => {
+            format!("no retry policy applies: a failed run is final, and a returned lease only requeues below maxAttemptedRuns {max_attempted_runs} (legacy, attempt {attempts})")
+        }
+        DecisionKind::LegacyFail => "no retry policy applies: a failed run is final (legacy)".to_string(),
+        DecisionKind::LegacyRequeue => {
+            format!("lease returned: requeued (legacy, attempt {attempts} of {max_attempted_runs})")
+        }
+        DecisionKind::LeaseReturned => "lease returned before the run started: requeued, no budget used".to_string(),
+        DecisionKind::Cancelled => "cancelled: never retried".to_string(),
+    }
+}
+
+/// Replays `history` with the effective `policies` (already resolved, SPEC §2.1).
+pub fn replay(history: &FailureHistory, policies: &[&CompiledPolicy], settings: &Settings) -> JobReport {
+    let job = &history.job;
+    let ctx = JobContext {
+        id: &job.id,
+        fail_fast: job.annotations.get(FAIL_FAST_ANNOTATION).is_some_and(|v| v == "true"),
+        termination_grace_period: job.termination_grace_period.unwrap_or(DEFAULT_GRACE),
+    };
+    let mut settings = settings.clone();
+    let names: Vec<String> = policies.iter().map(|p| p.name().to_string()).collect();
+    let mut report = JobReport {
+        job_id: job.id.clone(),
+        queue: job.queue.clone(),
+        policies: names,
+        global_max_retries: settings.global_max_retries,
+        enabled: settings.enabled,
+        submitted_at: job.submitted_at,
+        runs: Vec::with_capacity(history.runs.len()),
+        status: JobStatus::Pending { retry_after: 0 },
+        retries: 0,
+        total_delay: GoDuration::ZERO,
+        memory: job.memory,
+        expectation_failures: Vec::new(),
+        contradictions: Vec::new(),
+    };
+    let mut state = JobState::new(job.memory);
+    let mut eligible_at: u64 = 0;
+    let mut avoid: Vec<String> = Vec::new();
+    let mut ended: Option<usize> = None;
+    for (k, run) in history.runs.iter().enumerate() {
+        if let Some(end) = ended {
+            report.contradictions.push(format!(
+                "run {k} follows the end of the job at run {end} ({}): the scheduler never starts it",
+                report.status.final_state().as_str()
+            ));
+            if run.expect.is_some() {
+                report.expectation_failures.push(format!(
+                    "run {k}: has expectations but is never evaluated (the job ended at run {end})"
+                ));
+            }
+            break;
+        }
+        if let Some(g) = run.global_max_retries {
+            settings.global_max_retries = g;
+        }
+        let started_at = match run.started_at {
+            None => eligible_at.saturating_add(run.queued_for.0),
+            Some(StartedAt::Offset(d)) => d.0,
+            Some(StartedAt::Absolute(t)) => match job.submitted_at {
+                Some(s) => match t.since(s) {
+                    Some(d) => d.0,
+                    None => {
+                        report
+                            .contradictions
+                            .push(format!("run {k} starts at {t}, before the job was submitted"));
+                        eligible_at
+                    }
+                },
+                None => {
+                    report.contradictions.push(format!(
+                        "run {k} gives an absolute startedAt `{t}` but job.submittedAt is not set; using the eligible time"
+                    ));
+                    eligible_at
+                }
+            },
+        };
+        if started_at < eligible_at {
+            report.contradictions.push(format!(
+                "run {k} starts at {}, before the retry became eligible at {}",
+                format_instant(started_at, job.submitted_at),
+                format_instant(eligible_at, job.submitted_at)
+            ));
+        }
+        if let Some(node) = &run.node {
+            if avoid.contains(node) {
+                report.contradictions.push(format!(
+                    "run {k} ran on `{node}`, a node the decision for run {} avoids",
+                    k - 1
+                ));
+            }
+        }
+        let ended_at = started_at.saturating_add(run.run_for.0);
+        let pod = pod_name(&job.id, k, settings.enabled);
+        let failure = describe_failure(run);
+        let decision = if run.outcome == Outcome::Succeeded {
+            None
+        } else {
+            Some(evaluate(policies, &settings, &ctx, &mut state, run, k, ended_at))
+        };
+        if run.outcome != Outcome::LeaseReturned {
+            if let Some(node) = &run.node {
+                if !state.nodes_tried.contains(node) {
+                    state.nodes_tried.push(node.clone());
+                }
+            }
+        }
+        let reason = match &decision {
+            None => "succeeded".to_string(),
+            Some(d) => {
+                let label = d
+                    .policy
+                    .and_then(|p| Some(format!("{}/{}", report.policies.get(p)?, d.rule?)));
+                let mut text = explain(
+                    d,
+                    label.as_deref(),
+                    settings.max_attempted_runs,
+                    k + 1,
+                    settings.enabled,
+                );
+                if let Some(note) = d.memory_note {
+                    text.push_str("; ");
+                    text.push_str(note);
+                }
+                text
+            }
+        };
+        match &decision {
+            None => {
+                report.status = JobStatus::Succeeded { run: k };
+                ended = Some(k);
+            }
+            Some(d) if d.kind == DecisionKind::Cancelled => {
+                report.status = JobStatus::Cancelled { run: k };
+                ended = Some(k);
+            }
+            Some(d) if d.action() == Action::Fail => {
+                report.status = JobStatus::Failed {
+                    run: k,
+                    kind: d.kind,
+                    reason: reason.clone(),
+                };
+                ended = Some(k);
+            }
+            Some(d) => {
+                let after = d.retry_after.unwrap_or(ended_at);
+                report.status = JobStatus::Pending { retry_after: after };
+                if d.kind == DecisionKind::Retry {
+                    report.total_delay = GoDuration(report.total_delay.0.saturating_add(d.delay.0));
+                }
+                eligible_at = after;
+                avoid.clone_from(&d.avoid_nodes);
+            }
+        }
+        if decision.as_ref().is_none_or(|d| d.action() == Action::Fail) {
+            avoid.clear();
+        }
+        let record = RunRecord {
+            index: k,
+            pod_name: pod,
+            node: run.node.clone(),
+            started_at,
+            ended_at,
+            outcome: run.outcome,
+            failure,
+            decision,
+            reason,
+        };
+        if let Some(e) = &run.expect {
+            let mut failures = Vec::new();
+            check_run(&report, &record, e, &mut |m| failures.push(m));
+            report.expectation_failures.extend(failures);
+        }
+        report.runs.push(record);
+    }
+    report.retries = state.total_retries;
+    report.memory = state.memory;
+    if let Some(e) = &history.expect {
+        let mut failures = Vec::new();
+        if let Some(f) = e.final_state {
+            let got = report.status.final_state();
+            if got != f {
+                failures.push(format!(
+                    "job: expected final `{}`, got `{}` ({})",
+                    f.as_str(),
+                    got.as_str(),
+                    report.outcome_text()
+                ));
+            }
+        }
+        if let Some(r) = e.retries {
+            if r != report.retries {
+                failures.push(format!("job: expected retries `{r}`, got `{}`", report.retries));
+            }
+        }
+        if let Some(kind) = &e.decision {
+            let last = report
+                .runs
+                .iter()
+                .rev()
+                .find_map(|r| r.decision.as_ref())
+                .map(|d| d.kind.as_str());
+            if last != Some(kind.as_str()) {
+                failures.push(format!(
+                    "job: expected last decision `{kind}`, got `{}`",
+                    last.unwrap_or("none")
+                ));
+            }
+        }
+        report.expectation_failures.extend(failures);
+    }
+    report
+}
+
+fn check_run(report: &JobReport, rec: &RunRecord, e: &crate::model::history::RunExpect, fail: &mut impl FnMut(String)) {
+    let k = rec.index;
+    let Some(d) = &rec.decision else {
+        if e.action.is_some() || e.decision.is_some() || e.rule.is_some() || e.delay.is_some() {
+            fail(format!(
+                "run {k}: has decision expectations but the run succeeded (nothing to decide)"
+            ));
+        }
+        return;
+    };
+    let why = || format!(": {}", rec.reason);
+    if let Some(a) = e.action {
+        if a != d.action() {
+            fail(format!(
+                "run {k}: expected action `{}`, got `{}`{}",
+                a.as_str(),
+                d.action().as_str(),
+                why()
+            ));
+        }
+    }
+    if let Some(kind) = &e.decision {
+        if kind != d.kind.as_str() {
+            fail(format!(
+                "run {k}: expected decision `{kind}`, got `{}`{}",
+                d.kind.as_str(),
+                why()
+            ));
+        }
+    }
+    if let Some(rule) = &e.rule {
+        let got = report.rule_label(d);
+        if got.as_deref() != Some(rule.as_str()) {
+            fail(format!(
+                "run {k}: expected rule `{rule}`, got {}{}",
+                got.map_or("no rule".to_string(), |g| format!("`{g}`")),
+                why()
+            ));
+        }
+    }
+    if let Some(delay) = e.delay {
+        if delay != d.delay {
+            fail(format!("run {k}: expected delay `{delay}`, got `{}`{}", d.delay, why()));
+        }
+    }
+    if let Some(r) = e.retries {
+        if r != d.total_retries {
+            fail(format!(
+                "run {k}: expected retries `{r}`, got `{}`{}",
+                d.total_retries,
+                why()
+            ));
+        }
+    }
+    if let Some(p) = &e.pod_name {
+        let got = d.next_pod_name.as_deref().unwrap_or("none");
+        // `podName` names the pod of the run itself, which is what the table shows.
+        if p != &rec.pod_name {
+            fail(format!(
+                "run {k}: expected podName `{p}`, got `{}` (next run: `{got}`)",
+                rec.pod_name
+            ));
+        }
+    }
+    if let Some(nodes) = &e.avoid_nodes {
+        if nodes != &d.avoid_nodes {
+            fail(format!(
+                "run {k}: expected avoidNodes [{}], got [{}]",
+                nodes.join(", "),
+                d.avoid_nodes.join(", ")
+            ));
+        }
+    }
+}
+
+/// `RuleRef` label helper for outputs.
+pub fn rule_ref_label(policies: &[String], d: &Decision) -> Option<String> {
+    let p = policies.get(d.policy?)?;
+    Some(match d.rule? {
+        RuleRef::Index(i) => format!("{p}/{i}"),
+        RuleRef::Default => format!("{p}/default"),
+    })
+}

@@ -1,0 +1,103 @@
+//! The policy side of `simulate`, as values: which policies a job gets (SPEC §3: the Queue
+//! document named like `job.queue`, else `--retry-policy`, else every RetryPolicy given, in
+//! order; then §2.1's annotation and default-policy steps), resolved against compiled
+//! policies.
+//!
+//! Owns: [`Simulator`]. It takes policies and queues as values so that a server-backed
+//! source (`--from-server`) can construct one the same way. Must not: do I/O.
+
+use std::collections::HashMap;
+
+use crate::model::history::FailureHistory;
+use crate::model::policy::RetryPolicy;
+use crate::model::queue::Queue;
+
+use super::{effective_policy_names, replay, CompiledPolicy, JobReport, Settings, Source, POLICY_ANNOTATION};
+
+#[derive(Debug, Clone)]
+pub struct Simulator {
+    policies: Vec<CompiledPolicy>,
+    by_name: HashMap<String, usize>,
+    queues: HashMap<String, Queue>,
+    /// `--retry-policy`, or every policy in the order given.
+    given: Vec<String>,
+}
+
+impl Simulator {
+    /// `retry_policies` is `--retry-policy`; `None` means every policy, in order. Fails on
+    /// a policy name defined twice or a pattern that does not compile.
+    pub fn new(
+        policies: Vec<RetryPolicy>,
+        queues: Vec<Queue>,
+        retry_policies: Option<Vec<String>>,
+    ) -> Result<Simulator, String> {
+        let mut compiled = Vec::with_capacity(policies.len());
+        let mut by_name = HashMap::new();
+        for p in policies {
+            if by_name.insert(p.name.clone(), compiled.len()).is_some() {
+                return Err(format!(
+                    "policy `{}` is defined more than once; give each policy once",
+                    p.name
+                ));
+            }
+            compiled.push(CompiledPolicy::new(p)?);
+        }
+        let given = retry_policies.unwrap_or_else(|| compiled.iter().map(|p| p.name().to_string()).collect());
+        let mut queue_map = HashMap::new();
+        for q in queues {
+            if queue_map.contains_key(&q.name) {
+                return Err(format!(
+                    "queue `{}` is defined more than once; give each queue once",
+                    q.name
+                ));
+            }
+            queue_map.insert(q.name.clone(), q);
+        }
+        Ok(Simulator {
+            policies: compiled,
+            by_name,
+            queues: queue_map,
+            given,
+        })
+    }
+
+    /// The effective policies of a job (SPEC §2.1); a missing one is an error that names it
+    /// and who referenced it.
+    pub fn effective(&self, history: &FailureHistory, settings: &Settings) -> Result<Vec<&CompiledPolicy>, String> {
+        let job = &history.job;
+        let (base, source) = match job.queue.as_deref().and_then(|q| self.queues.get(q)) {
+            Some(q) => (&q.retry_policies, Source::Queue(q.name.clone())),
+            None => (&self.given, Source::Given),
+        };
+        let names = effective_policy_names(
+            base,
+            &source,
+            job.annotations.get(POLICY_ANNOTATION).map(String::as_str),
+            settings.default_policy_name.as_deref(),
+        );
+        names
+            .iter()
+            .map(|(name, source)| {
+                self.by_name.get(name).map(|&i| &self.policies[i]).ok_or_else(|| {
+                    let known: Vec<&str> = self.policies.iter().map(CompiledPolicy::name).collect();
+                    format!(
+                        "policy `{name}` (referenced by {source}) is not among the documents given with -f{}",
+                        if known.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                " (known: {})",
+                                known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                            )
+                        }
+                    )
+                })
+            })
+            .collect()
+    }
+
+    pub fn simulate(&self, history: &FailureHistory, settings: &Settings) -> Result<JobReport, String> {
+        let policies = self.effective(history, settings)?;
+        Ok(replay(history, &policies, settings))
+    }
+}

@@ -1,0 +1,998 @@
+//! Table tests for every numbered rule of SPEC §2, and property tests over generated
+//! policies and histories. Policies and histories are written as YAML, the way operators
+//! write them, and decoded by the real decoders.
+
+use proptest::prelude::*;
+
+use super::simulator::Simulator;
+use super::*;
+use crate::model::history::{FailureHistory, Outcome, Run};
+use crate::model::{parse_documents, Resource};
+
+fn policies(yaml: &str) -> Vec<RetryPolicy> {
+    let parsed = parse_documents(yaml, None);
+    parsed
+        .documents
+        .into_iter()
+        .map(|d| {
+            let errors: Vec<_> = d.diagnostics.iter().filter(|x| x.is_error()).collect();
+            assert!(errors.is_empty(), "{errors:?}");
+            match d.resource {
+                Some(Resource::RetryPolicy(p)) => p,
+                other => panic!("not a policy: {other:?}"),
+            }
+        })
+        .collect()
+}
+
+fn history(body: &str) -> FailureHistory {
+    let text = format!("apiVersion: armadaproject.io/v1\nkind: FailureHistory\n{body}");
+    let doc = parse_documents(&text, None).documents.remove(0);
+    let errors: Vec<_> = doc.diagnostics.iter().filter(|x| x.is_error()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    match doc.resource {
+        Some(Resource::FailureHistory(h)) => *h,
+        other => panic!("not a history: {other:?}"),
+    }
+}
+
+fn simulate(policy_yaml: &str, history_body: &str, settings: &Settings) -> JobReport {
+    let sim = Simulator::new(policies(policy_yaml), Vec::new(), None).unwrap();
+    sim.simulate(&history(history_body), settings).unwrap()
+}
+
+fn kinds(r: &JobReport) -> Vec<&'static str> {
+    r.runs
+        .iter()
+        .map(|x| x.decision.as_ref().map_or("-", |d| d.kind.as_str()))
+        .collect()
+}
+
+fn rules(r: &JobReport) -> Vec<String> {
+    r.runs
+        .iter()
+        .map(|x| {
+            x.decision
+                .as_ref()
+                .and_then(|d| replay::rule_ref_label(&r.policies, d))
+                .unwrap_or("-".into())
+        })
+        .collect()
+}
+
+fn delays(r: &JobReport) -> Vec<String> {
+    r.runs
+        .iter()
+        .map(|x| x.decision.as_ref().map_or("-".into(), |d| d.delay.to_string()))
+        .collect()
+}
+
+fn decision(r: &JobReport, i: usize) -> &Decision {
+    r.runs[i].decision.as_ref().unwrap()
+}
+
+const INFRA_AND_OOM: &str = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: infra}\nspec:\n  retryLimit: 10\n  rules:\n    - {action: Retry, onConditions: [Preempted, Evicted]}\n---\napiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: ml-training}\nspec:\n  retryLimit: 5\n  rules:\n    - {action: Retry, onConditions: [OOMKilled], retryLimit: 3}\n";
+
+fn runs(items: &[&str]) -> String {
+    let mut s = String::from("job: {id: j}\nruns:\n");
+    for i in items {
+        s.push_str("  - ");
+        s.push_str(i);
+        s.push('\n');
+    }
+    s
+}
+
+const PRE: &str = "{node: n, conditions: [Preempted]}";
+const OOM: &str = "{node: n, containers: [{name: main, exitCode: 137, reason: OOMKilled}]}";
+
+// ---- §2.4 the design's example --------------------------------------------------------
+
+#[test]
+fn design_example_preempted_10_times_and_oom_3_times_independently() {
+    let mut items = vec![PRE; 10];
+    items.extend([OOM; 3]);
+    items.push(OOM);
+    let r = simulate(INFRA_AND_OOM, &runs(&items), &Settings::default());
+    let k = kinds(&r);
+    assert_eq!(&k[..13], &["retry"; 13]);
+    assert_eq!(k[13], "fail_rule_limit");
+    assert_eq!(rules(&r)[13], "ml-training/0");
+    assert_eq!(decision(&r, 9).counter, Some(10));
+    assert_eq!(decision(&r, 9).limit, Some(10));
+    assert_eq!(decision(&r, 12).counter, Some(3));
+    assert_eq!(r.retries, 13);
+    assert_eq!(
+        r.outcome_text(),
+        "Failed permanently at run 13: rule ml-training/0 limit 3 reached (3 retries used, attempt 4 of 4)"
+    );
+}
+
+#[test]
+fn design_example_total_never_passes_global_limit() {
+    // 11 preemptions would exceed infra's 10; with globalMaxRetries 12, 10 + 2 OOMs reach it.
+    let mut items = vec![PRE; 10];
+    items.extend([OOM; 3]);
+    let settings = Settings {
+        global_max_retries: 12,
+        ..Settings::default()
+    };
+    let r = simulate(INFRA_AND_OOM, &runs(&items), &settings);
+    assert_eq!(kinds(&r)[12], "fail_global_limit");
+    assert_eq!(r.retries, 12);
+}
+
+// ---- §2.1 effective policies ------------------------------------------------------------
+
+fn names(base: &[&str], annotation: Option<&str>, default: Option<&str>) -> Vec<String> {
+    let base: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+    effective_policy_names(&base, &Source::Queue("q".into()), annotation, default)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect()
+}
+
+#[test]
+fn effective_policies_compose_queue_annotation_and_default() {
+    type Case<'a> = (&'a [&'a str], Option<&'a str>, Option<&'a str>, &'a [&'a str]);
+    let cases: &[Case<'_>] = &[
+        (&["infra", "ml"], None, Some("fleet"), &["infra", "ml"]),
+        (
+            &["infra"],
+            Some("extra, ml ,"),
+            Some("fleet"),
+            &["infra", "extra", "ml"],
+        ),
+        // An annotation naming a policy already on the queue adds nothing, moves nothing.
+        (&["infra", "ml"], Some("ml,infra"), None, &["infra", "ml"]),
+        (&[], Some(" extra "), Some("fleet"), &["extra"]),
+        (&[], None, Some("fleet"), &["fleet"]),
+        (&[], Some(" , "), None, &[]),
+    ];
+    for (base, ann, default, want) in cases {
+        assert_eq!(names(base, *ann, *default), *want, "{base:?} {ann:?} {default:?}");
+    }
+}
+
+#[test]
+fn missing_policy_named_by_a_queue_is_an_error_naming_both() {
+    let queue = crate::model::queue::Queue {
+        name: "ml-queue".into(),
+        retry_policies: vec!["infra".into(), "gone".into()],
+        ..Default::default()
+    };
+    let sim = Simulator::new(policies(INFRA_AND_OOM), vec![queue], None).unwrap();
+    let h = history("job: {id: j, queue: ml-queue}\nruns: [{node: a}]\n");
+    let err = sim.simulate(&h, &Settings::default()).unwrap_err();
+    assert_eq!(
+        err,
+        "policy `gone` (referenced by queue `ml-queue`) is not among the documents given with -f (known: `infra`, `ml-training`)"
+    );
+    let h =
+        history("job: {id: j, queue: other, annotations: {armadaproject.io/retry-policy: nope}}\nruns: [{node: a}]\n");
+    let err = sim.simulate(&h, &Settings::default()).unwrap_err();
+    assert!(
+        err.starts_with("policy `nope` (referenced by the job annotation `armadaproject.io/retry-policy`)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn no_effective_policy_is_legacy() {
+    let sim = Simulator::new(Vec::new(), Vec::new(), None).unwrap();
+    let r = sim.simulate(&history(&runs(&[PRE])), &Settings::default()).unwrap();
+    assert_eq!(kinds(&r), ["legacy_fail"]);
+}
+
+// ---- §2.2 / §2.3 container selection and matching ---------------------------------------
+
+fn one_rule(rule: &str) -> String {
+    format!("apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {{name: p}}\nspec:\n  retryLimit: 5\n  rules:\n    - {rule}\n")
+}
+
+#[test]
+fn matching_table() {
+    // (rule, run, matches?)
+    let cases: &[(&str, &str, bool)] = &[
+        // containerName: only that container.
+        (
+            "{action: Retry, containerName: main, onExitCodes: {operator: In, values: [137]}}",
+            "{containers: [{name: side, exitCode: 137}, {name: main, exitCode: 1}]}",
+            false,
+        ),
+        (
+            "{action: Retry, containerName: main, onExitCodes: {operator: In, values: [137]}}",
+            "{containers: [{name: side, exitCode: 1}, {name: main, exitCode: 137}]}",
+            true,
+        ),
+        // containerName absent from the run: container matchers do not match.
+        (
+            "{action: Retry, containerName: gone, onExitCodes: {operator: NotIn, values: [1]}}",
+            "{containers: [{name: main, exitCode: 137}]}",
+            false,
+        ),
+        // First failed container (exit 0 skipped).
+        (
+            "{action: Retry, onExitCodes: {operator: In, values: [2]}}",
+            "{containers: [{name: a, exitCode: 0}, {name: b, exitCode: 2}, {name: c, exitCode: 3}]}",
+            true,
+        ),
+        (
+            "{action: Retry, onExitCodes: {operator: In, values: [3]}}",
+            "{containers: [{name: a, exitCode: 0}, {name: b, exitCode: 2}, {name: c, exitCode: 3}]}",
+            false,
+        ),
+        // OOMKilled with exit 0 still counts as failed.
+        (
+            "{action: Retry, onConditions: [OOMKilled]}",
+            "{containers: [{name: a, exitCode: 0, reason: OOMKilled}]}",
+            true,
+        ),
+        // Init containers: out by default, in (first) when included.
+        (
+            "{action: Retry, onExitCodes: {operator: In, values: [9]}}",
+            "{containers: [{name: init, init: true, exitCode: 9}, {name: main, exitCode: 1}]}",
+            false,
+        ),
+        (
+            "{action: Retry, includeInitContainers: true, onExitCodes: {operator: In, values: [9]}}",
+            "{containers: [{name: main, exitCode: 1}, {name: init, init: true, exitCode: 9}]}",
+            true,
+        ),
+        (
+            "{action: Retry, onExitCodes: {operator: In, values: [9]}}",
+            "{containers: [{name: init, init: true, exitCode: 9}]}",
+            false,
+        ),
+        // Exit code 0 never matches, not even NotIn.
+        (
+            "{action: Retry, onExitCodes: {operator: NotIn, values: [1]}}",
+            "{containers: [{name: main, exitCode: 0}]}",
+            false,
+        ),
+        (
+            "{action: Retry, containerName: main, onExitCodes: {operator: NotIn, values: [1]}}",
+            "{containers: [{name: main, exitCode: 0}]}",
+            false,
+        ),
+        (
+            "{action: Retry, onExitCodes: {operator: NotIn, values: [1]}}",
+            "{containers: [{name: main, exitCode: 2}]}",
+            true,
+        ),
+        // Messages: every non-init container, any match; empty never matches `.*`.
+        (
+            "{action: Retry, onTerminationMessage: {pattern: TRANSIENT}}",
+            "{containers: [{name: a, exitCode: 1, message: boom}, {name: b, exitCode: 0, message: 'x TRANSIENT y'}]}",
+            true,
+        ),
+        (
+            "{action: Retry, onTerminationMessage: {pattern: '.*'}}",
+            "{containers: [{name: a, exitCode: 1, message: ''}]}",
+            false,
+        ),
+        (
+            "{action: Retry, onTerminationMessage: {pattern: '.*'}}",
+            "{containers: [{name: a, exitCode: 1}]}",
+            false,
+        ),
+        (
+            "{action: Retry, onTerminationMessage: {pattern: TRANSIENT}}",
+            "{containers: [{name: i, init: true, exitCode: 1, message: TRANSIENT}]}",
+            false,
+        ),
+        (
+            "{action: Retry, includeInitContainers: true, onTerminationMessage: {pattern: TRANSIENT}}",
+            "{containers: [{name: i, init: true, exitCode: 1, message: TRANSIENT}]}",
+            true,
+        ),
+        (
+            "{action: Retry, containerName: b, onTerminationMessage: {pattern: TRANSIENT}}",
+            "{containers: [{name: a, exitCode: 1, message: TRANSIENT}, {name: b, exitCode: 1, message: ok}]}",
+            false,
+        ),
+        // Pod conditions hold regardless of containerName.
+        (
+            "{action: Retry, containerName: gone, onConditions: [Evicted]}",
+            "{conditions: [Evicted]}",
+            true,
+        ),
+        (
+            "{action: Retry, onConditions: [OOMKilled]}",
+            "{conditions: [Evicted]}",
+            false,
+        ),
+        // Category exact and case-sensitive; subcategory narrows.
+        ("{action: Retry, onFailureCategory: [gpu]}", "{category: GPU}", false),
+        (
+            "{action: Retry, onFailureCategory: [gpu]}",
+            "{category: gpu, subcategory: x}",
+            true,
+        ),
+        (
+            "{action: Retry, onFailureCategory: [gpu], onFailureSubcategory: [transient]}",
+            "{category: gpu, subcategory: x}",
+            false,
+        ),
+        (
+            "{action: Retry, onFailureCategory: [gpu], onFailureSubcategory: [transient]}",
+            "{category: gpu}",
+            false,
+        ),
+        (
+            "{action: Retry, onFailureCategory: [gpu], onFailureSubcategory: [transient]}",
+            "{category: gpu, subcategory: transient}",
+            true,
+        ),
+        // All matchers must match.
+        (
+            "{action: Retry, onFailureCategory: [gpu], onExitCodes: {operator: In, values: [1]}}",
+            "{category: gpu, containers: [{name: m, exitCode: 2}]}",
+            false,
+        ),
+        (
+            "{action: Retry, onFailureCategory: [gpu], onExitCodes: {operator: In, values: [1]}}",
+            "{category: gpu, containers: [{name: m, exitCode: 1}]}",
+            true,
+        ),
+    ];
+    for (rule, run, want) in cases {
+        let r = simulate(&one_rule(rule), &runs(&[run]), &Settings::default());
+        let got = kinds(&r)[0] == "retry";
+        assert_eq!(got, *want, "rule {rule} on run {run}: {}", r.runs[0].reason);
+    }
+}
+
+#[test]
+fn signal_says_what_matched() {
+    let r = simulate(
+        &one_rule("{action: Retry, containerName: main, onExitCodes: {operator: In, values: [137]}, onFailureCategory: [oom]}"),
+        &runs(&["{category: oom, containers: [{name: main, exitCode: 137}]}"]),
+        &Settings::default(),
+    );
+    assert_eq!(
+        decision(&r, 0).signal.as_deref(),
+        Some("container main exit 137, category oom")
+    );
+}
+
+#[test]
+fn first_match_across_concatenated_policies() {
+    let yaml = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: a}\nspec:\n  rules:\n    - {action: Retry, onFailureCategory: [x]}\n    - {action: Fail, onFailureCategory: [gpu]}\n---\napiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: b}\nspec:\n  rules:\n    - {action: Retry, onFailureCategory: [gpu]}\n";
+    let r = simulate(yaml, &runs(&["{category: gpu}"]), &Settings::default());
+    assert_eq!(kinds(&r), ["fail_rule"]);
+    assert_eq!(rules(&r), ["a/1"]);
+}
+
+// ---- §2.4 counting and limits -------------------------------------------------------------
+
+#[test]
+fn default_action_first_retry_default_wins_with_own_counter() {
+    let yaml = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: a}\nspec:\n  defaultAction: Fail\n  rules: [{action: Retry, onFailureCategory: [x]}]\n---\napiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: b}\nspec:\n  retryLimit: 2\n  defaultAction: Retry\n---\napiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: c}\nspec:\n  retryLimit: 9\n  defaultAction: Retry\n";
+    let r = simulate(
+        yaml,
+        &runs(&["{category: y}", "{category: x}", "{category: y}", "{category: y}"]),
+        &Settings::default(),
+    );
+    assert_eq!(rules(&r), ["b/default", "a/0", "b/default", "b/default"]);
+    assert_eq!(kinds(&r), ["retry", "retry", "retry", "fail_rule_limit"]);
+    assert_eq!(decision(&r, 2).counter, Some(2));
+    assert_eq!(decision(&r, 3).limit, Some(2));
+}
+
+#[test]
+fn no_match_and_no_retry_default_fails_default() {
+    let r = simulate(
+        &one_rule("{action: Retry, onFailureCategory: [x]}"),
+        &runs(&["{category: y}"]),
+        &Settings::default(),
+    );
+    assert_eq!(kinds(&r), ["fail_default"]);
+}
+
+#[test]
+fn limit_resolution_rule_then_policy_then_global() {
+    let yaml = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  rules:\n    - {action: Retry, onFailureCategory: [a], retryLimit: 1}\n    - {action: Retry, onFailureCategory: [b]}\n";
+    let settings = Settings {
+        global_max_retries: 3,
+        ..Settings::default()
+    };
+    let r = simulate(yaml, &runs(&["{category: a}", "{category: a}"]), &settings);
+    assert_eq!(kinds(&r), ["retry", "fail_rule_limit"]);
+    let r = simulate(yaml, &runs(&["{category: b}"; 4]), &settings);
+    assert_eq!(decision(&r, 0).limit, Some(3));
+    // Both bounds hit at once: the global one wins.
+    assert_eq!(kinds(&r), ["retry", "retry", "retry", "fail_global_limit"]);
+}
+
+#[test]
+fn retry_limit_zero_never_retries_and_fail_rule_ignores_limits() {
+    let r = simulate(
+        &one_rule("{action: Retry, onFailureCategory: [a], retryLimit: 0}"),
+        &runs(&["{category: a}"]),
+        &Settings::default(),
+    );
+    assert_eq!(kinds(&r), ["fail_rule_limit"]);
+    assert_eq!(
+        r.runs[0].reason,
+        "rule p/0 limit 0 reached (0 retries used, attempt 1 of 1)"
+    );
+}
+
+#[test]
+fn kill_switch_global_zero_retries_nothing() {
+    let settings = Settings {
+        global_max_retries: 0,
+        ..Settings::default()
+    };
+    let r = simulate(INFRA_AND_OOM, &runs(&[PRE]), &settings);
+    assert_eq!(kinds(&r), ["fail_global_limit"]);
+    assert_eq!(
+        r.runs[0].reason,
+        "retries disabled: globalMaxRetries is 0 (kill switch)"
+    );
+}
+
+#[test]
+fn lowering_global_limit_mid_history() {
+    let r = simulate(
+        INFRA_AND_OOM,
+        &runs(&[PRE, PRE, PRE, "{node: n, conditions: [Preempted], globalMaxRetries: 2}"]),
+        &Settings::default(),
+    );
+    assert_eq!(kinds(&r), ["retry", "retry", "retry", "fail_global_limit"]);
+    assert_eq!(decision(&r, 3).global_max_retries, 2);
+    assert_eq!(decision(&r, 3).total_retries, 3);
+}
+
+// ---- §2.5 backoff --------------------------------------------------------------------------
+
+#[test]
+fn backoff_fields_resolve_independently() {
+    let scheduler = Backoff {
+        initial_delay: Some(GoDuration::from_secs(7)),
+        max_delay: Some(GoDuration::from_secs(100)),
+        multiplier: Some(5.0),
+        jitter: None,
+    };
+    let policy = Backoff {
+        max_delay: Some(GoDuration::from_secs(50)),
+        ..Backoff::default()
+    };
+    let rule = Backoff {
+        multiplier: Some(3.0),
+        ..Backoff::default()
+    };
+    assert_eq!(
+        resolve_backoff(Some(&rule), &policy, &scheduler),
+        (GoDuration::from_secs(7), GoDuration::from_secs(50), 3.0, 0.0)
+    );
+    assert_eq!(
+        resolve_backoff(None, &Backoff::default(), &Backoff::default()),
+        (GoDuration::ZERO, GoDuration::from_secs(600), 2.0, 0.0)
+    );
+}
+
+#[test]
+fn backoff_grows_and_caps() {
+    let yaml = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 10\n  backoff: {initialDelay: 10s, maxDelay: 1m}\n  rules:\n    - {action: Retry, onFailureCategory: [a]}\n    - {action: Retry, onFailureCategory: [b], backoff: {multiplier: 3.0}}\n";
+    let settings = Settings {
+        default_backoff: Backoff {
+            multiplier: Some(1.5),
+            ..Backoff::default()
+        },
+        ..Settings::default()
+    };
+    let r = simulate(yaml, &runs(&["{category: a}"; 4]), &settings);
+    assert_eq!(delays(&r), ["10s", "15s", "22.5s", "33.75s"]);
+    let r = simulate(yaml, &runs(&["{category: b}"; 3]), &settings);
+    assert_eq!(delays(&r), ["10s", "30s", "1m"]);
+}
+
+#[test]
+fn multiplier_100_with_1000_retries_stays_at_max_delay() {
+    for n in [1u32, 2, 5, 10, 100, 1000, u32::MAX] {
+        let d = backoff_delay(GoDuration::from_secs(1), GoDuration::from_secs(600), 100.0, n);
+        assert!(d <= GoDuration::from_secs(600));
+        if n >= 3 {
+            assert_eq!(d, GoDuration::from_secs(600), "n={n}");
+        }
+    }
+    let yaml = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 1000\n  backoff: {initialDelay: 1s, maxDelay: 5m, multiplier: 100, jitter: 1}\n  rules: [{action: Retry, onFailureCategory: [a]}]\n";
+    let settings = Settings {
+        global_max_retries: 1000,
+        ..Settings::default()
+    };
+    let r = simulate(yaml, &runs(&["{category: a}"; 1000]), &settings);
+    assert_eq!(r.retries, 1000);
+    assert!(r
+        .runs
+        .iter()
+        .skip(2)
+        .all(|x| decision_of(x).delay == GoDuration::from_secs(300)));
+}
+
+fn decision_of(r: &RunRecord) -> &Decision {
+    r.decision.as_ref().unwrap()
+}
+
+#[test]
+fn jitter_is_identical_across_replays_and_varies_by_job_and_run() {
+    assert_eq!(jitter_fraction("job-1", 3), jitter_fraction("job-1", 3));
+    assert_ne!(jitter_fraction("job-1", 3), jitter_fraction("job-1", 4));
+    assert_ne!(jitter_fraction("job-1", 3), jitter_fraction("job-2", 3));
+    // Pinned: the hash is part of the contract (same history, same delays, every release).
+    assert_eq!(jitter_fraction("", 0), jitter_fraction("", 0));
+    let yaml = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 5\n  backoff: {initialDelay: 10s, maxDelay: 1h, jitter: 0.5}\n  rules: [{action: Retry, onFailureCategory: [a]}]\n";
+    let a = simulate(yaml, &runs(&["{category: a}"; 3]), &Settings::default());
+    let b = simulate(yaml, &runs(&["{category: a}"; 3]), &Settings::default());
+    assert_eq!(delays(&a), delays(&b));
+    for (i, x) in a.runs.iter().enumerate() {
+        let d = decision_of(x);
+        let base = 10_000_000_000u64 << i;
+        assert_eq!(d.delay_parts.backoff.0, base);
+        assert!(d.delay_parts.jitter.0 <= base / 2, "{:?}", d.delay_parts);
+        assert_eq!(d.delay.0, base + d.delay_parts.jitter.0);
+    }
+}
+
+#[test]
+fn grace_delay_with_and_without_termination_confirmed() {
+    let policy = one_rule("{action: Retry, onConditions: [Preempted]}");
+    let cases = [
+        ("terminationGracePeriod: 30s", "{conditions: [Preempted]}", "30s"),
+        (
+            "terminationGracePeriod: 30s",
+            "{conditions: [Preempted], terminationConfirmedAfter: 4s}",
+            "4s",
+        ),
+        (
+            "terminationGracePeriod: 30s",
+            "{conditions: [Preempted], terminationConfirmedAfter: 1m}",
+            "30s",
+        ),
+        ("memory: 1Gi", "{conditions: [Preempted]}", "1s"),
+    ];
+    for (job, run, want) in cases {
+        let body = format!("job: {{id: j, {job}}}\nruns:\n  - {run}\n");
+        let r = simulate(&policy, &body, &Settings::default());
+        assert_eq!(delays(&r), [want], "{job} {run}");
+        assert_eq!(decision(&r, 0).delay_parts.grace.to_string(), want);
+    }
+    // Not preempted: no grace floor.
+    let r = simulate(
+        &one_rule("{action: Retry, onConditions: [Evicted]}"),
+        "job: {id: j, terminationGracePeriod: 30s}\nruns: [{conditions: [Evicted]}]\n",
+        &Settings::default(),
+    );
+    assert_eq!(delays(&r), ["0s"]);
+}
+
+// ---- §2.6 anti-affinity and mutations ---------------------------------------------------------
+
+#[test]
+fn anti_affinity_node_avoids_only_the_last_failed_node() {
+    let yaml = one_rule("{action: Retry, onConditions: [Preempted], antiAffinity: {mode: node}}");
+    let r = simulate(
+        &yaml,
+        &runs(&[
+            "{node: a, conditions: [Preempted]}",
+            "{node: b, conditions: [Preempted]}",
+        ]),
+        &Settings::default(),
+    );
+    assert_eq!(decision(&r, 0).avoid_nodes, ["a"]);
+    assert_eq!(decision(&r, 1).avoid_nodes, ["b"]);
+}
+
+#[test]
+fn avoid_same_node_avoids_all_earlier_nodes() {
+    let yaml = one_rule("{action: Retry, onFailureCategory: [gpu], mutate: {affinity: {avoidSameNode: true}}}");
+    let r = simulate(
+        &yaml,
+        &runs(&[
+            "{node: a, category: gpu}",
+            "{node: b, outcome: leaseReturned}",
+            "{node: c, category: gpu}",
+            "{node: d, category: gpu}",
+        ]),
+        &Settings::default(),
+    );
+    assert_eq!(decision(&r, 0).avoid_nodes, ["a"]);
+    // The returned lease never started on b: not "tried".
+    assert_eq!(decision(&r, 2).avoid_nodes, ["a", "c"]);
+    assert_eq!(decision(&r, 3).avoid_nodes, ["a", "c", "d"]);
+}
+
+#[test]
+fn memory_factor_and_static_compound() {
+    let factor = one_rule("{action: Retry, onFailureCategory: [oom], mutate: {resources: {memory: {factor: 1.5}}}}");
+    let r = simulate(
+        &factor,
+        "job: {id: j, memory: 1Gi}\nruns: [{category: oom}, {category: oom}]\n",
+        &Settings::default(),
+    );
+    assert_eq!(decision(&r, 0).memory, Some(1610612736.0));
+    // Upstream's own test: 1Gi × 1.5 × 1.5 = 2415919104 bytes.
+    assert_eq!(decision(&r, 1).memory, Some(2415919104.0));
+    let fixed = one_rule("{action: Retry, onFailureCategory: [oom], mutate: {resources: {memory: {static: 512Mi}}}}");
+    let r = simulate(
+        &fixed,
+        "job: {id: j, memory: 1Gi}\nruns: [{category: oom}, {category: oom}]\n",
+        &Settings::default(),
+    );
+    assert_eq!(decision(&r, 1).memory, Some(2.0 * 1024.0 * 1024.0 * 1024.0));
+    // Without the job's memory there is nothing to show.
+    let r = simulate(&fixed, &runs(&["{category: oom}"]), &Settings::default());
+    assert_eq!(decision(&r, 0).memory, None);
+}
+
+#[test]
+fn mixed_memory_kinds_skip_the_second_kind() {
+    let yaml = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 5\n  rules:\n    - {action: Retry, onFailureCategory: [a], mutate: {resources: {memory: {factor: 2}}}}\n    - {action: Retry, onFailureCategory: [b], mutate: {resources: {memory: {static: 1Gi}}}}\n";
+    let r = simulate(
+        yaml,
+        "job: {id: j, memory: 1Gi}\nruns: [{category: a}, {category: b}]\n",
+        &Settings::default(),
+    );
+    assert_eq!(decision(&r, 1).memory, Some(2.0 * 1024.0 * 1024.0 * 1024.0));
+    assert!(r.runs[1]
+        .reason
+        .ends_with("memory static skipped: the job already grew by a factor"));
+}
+
+#[test]
+fn default_action_retry_carries_no_mutation() {
+    let yaml = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 5\n  defaultAction: Retry\n  rules:\n    - {action: Retry, onFailureCategory: [a], mutate: {affinity: {avoidSameNode: true}, resources: {memory: {factor: 2}}}}\n";
+    let r = simulate(
+        yaml,
+        "job: {id: j, memory: 1Gi}\nruns: [{node: x, category: z}]\n",
+        &Settings::default(),
+    );
+    assert_eq!(rules(&r), ["p/default"]);
+    assert!(decision(&r, 0).avoid_nodes.is_empty());
+    assert_eq!(decision(&r, 0).memory, Some(1024.0 * 1024.0 * 1024.0));
+}
+
+// ---- §2.7 pod names ---------------------------------------------------------------------------
+
+#[test]
+fn pod_names_enabled_and_disabled() {
+    assert_eq!(pod_name("j", 0, true), "armada-j-0");
+    assert_eq!(pod_name("j", 1, true), "armada-j-0-1");
+    assert_eq!(pod_name("j", 12, true), "armada-j-0-12");
+    assert_eq!(pod_name("j", 0, false), "armada-j-0");
+    assert_eq!(pod_name("j", 5, false), "armada-j-0");
+    let r = simulate(INFRA_AND_OOM, &runs(&[PRE, PRE]), &Settings::default());
+    assert_eq!(r.runs[1].pod_name, "armada-j-0-1");
+    assert_eq!(decision(&r, 1).next_pod_name.as_deref(), Some("armada-j-0-2"));
+}
+
+// ---- §2.8 bypass paths --------------------------------------------------------------------------
+
+#[test]
+fn bypass_paths() {
+    let disabled = Settings {
+        enabled: false,
+        max_attempted_runs: 3,
+        ..Settings::default()
+    };
+    let lease = "{node: n, outcome: leaseReturned}";
+    let cases: &[(&str, &Settings, &[&str], &[&str])] = &[
+        // Lease returned: requeued, no budget.
+        (
+            "job: {id: j}\n",
+            &Settings::default(),
+            &[lease, lease, PRE],
+            &["lease_returned", "lease_returned", "retry"],
+        ),
+        // Cancelled: final, never retried.
+        (
+            "job: {id: j}\n",
+            &Settings::default(),
+            &["{outcome: cancelled}"],
+            &["cancelled"],
+        ),
+        // failFast: the first failure is final (and a returned lease too, as upstream).
+        (
+            "job: {id: j, annotations: {armadaproject.io/failFast: \"true\"}}\n",
+            &Settings::default(),
+            &[PRE],
+            &["fail_fast"],
+        ),
+        (
+            "job: {id: j, annotations: {armadaproject.io/failFast: \"true\"}}\n",
+            &Settings::default(),
+            &[lease],
+            &["fail_fast"],
+        ),
+        (
+            "job: {id: j, annotations: {armadaproject.io/failFast: \"false\"}}\n",
+            &Settings::default(),
+            &[PRE],
+            &["retry"],
+        ),
+        // Disabled: legacy; lease returns requeue while attempts < maxAttemptedRuns.
+        (
+            "job: {id: j}\n",
+            &disabled,
+            &[lease, lease, lease],
+            &["legacy_requeue", "legacy_requeue", "legacy_fail"],
+        ),
+        ("job: {id: j}\n", &disabled, &[PRE], &["legacy_fail"]),
+    ];
+    for (job, settings, items, want) in cases {
+        let mut body = format!("{job}runs:\n");
+        for i in *items {
+            body.push_str(&format!("  - {i}\n"));
+        }
+        let r = simulate(INFRA_AND_OOM, &body, settings);
+        assert_eq!(kinds(&r), *want, "{job} {items:?}");
+    }
+    let r = simulate(INFRA_AND_OOM, &runs(&[lease, PRE]), &Settings::default());
+    assert_eq!(decision(&r, 1).total_retries, 1);
+    let r = simulate(INFRA_AND_OOM, &runs(&[lease, lease]), &disabled);
+    assert!(r.runs.iter().all(|x| x.pod_name == "armada-j-0"));
+}
+
+// ---- §2.9 the record ----------------------------------------------------------------------------
+
+#[test]
+fn decision_record_has_every_field() {
+    let yaml = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 3\n  backoff: {initialDelay: 10s}\n  antiAffinity: {mode: node}\n  rules:\n    - {action: Retry, containerName: main, onExitCodes: {operator: In, values: [137]}, mutate: {resources: {memory: {factor: 2}}}}\n";
+    let r = simulate(
+        yaml,
+        "job: {id: j, memory: 1Gi}\nruns:\n  - {node: a, runFor: 1m, containers: [{name: main, exitCode: 137}]}\n",
+        &Settings::default(),
+    );
+    let d = decision(&r, 0);
+    assert_eq!(
+        d,
+        &Decision {
+            kind: DecisionKind::Retry,
+            policy: Some(0),
+            rule: Some(RuleRef::Index(0)),
+            signal: Some("container main exit 137".into()),
+            counter: Some(1),
+            limit: Some(3),
+            total_retries: 1,
+            global_max_retries: 20,
+            delay: GoDuration::from_secs(10),
+            delay_parts: DelayParts {
+                backoff: GoDuration::from_secs(10),
+                jitter: GoDuration::ZERO,
+                grace: GoDuration::ZERO,
+            },
+            retry_after: Some(70_000_000_000),
+            avoid_nodes: vec!["a".into()],
+            memory: Some(2.0 * 1024.0 * 1024.0 * 1024.0),
+            memory_note: None,
+            next_pod_name: Some("armada-j-0-1".into()),
+        }
+    );
+    assert_eq!(
+        r.runs[0].reason,
+        "retry 1 of 3 under p/0 (attempt 2 of 4); 1 of 20 retries overall"
+    );
+}
+
+// ---- replay: contradictions ---------------------------------------------------------------------
+
+#[test]
+fn contradictions_are_reported() {
+    let yaml =
+        one_rule("{action: Retry, onConditions: [Preempted], antiAffinity: {mode: node}, backoff: {initialDelay: 1m}}");
+    let r = simulate(
+        &yaml,
+        &runs(&[
+            "{node: a, runFor: 1m, conditions: [Preempted]}",
+            "{node: a, startedAt: 90s, runFor: 1m, containers: [{name: m, exitCode: 1}]}",
+            "{node: b}",
+        ]),
+        &Settings::default(),
+    );
+    assert_eq!(
+        r.contradictions,
+        [
+            "run 1 starts at T+1m30s, before the retry became eligible at T+2m",
+            "run 1 ran on `a`, a node the decision for run 0 avoids",
+            "run 2 follows the end of the job at run 1 (Failed): the scheduler never starts it",
+        ]
+    );
+    assert_eq!(r.runs.len(), 2);
+}
+
+// ---- properties -----------------------------------------------------------------------------------
+
+fn arb_rule() -> impl Strategy<Value = Rule> {
+    (
+        prop::bool::weighted(0.8),
+        prop::option::of(0u32..5),
+        prop::sample::select(vec!["a", "b", "c"]),
+        prop::option::of(prop::sample::select(vec![
+            Condition::Preempted,
+            Condition::OOMKilled,
+            Condition::Evicted,
+        ])),
+        prop::option::of((0u64..120, 0u64..600, 1.0f64..100.0, 0.0f64..=1.0)),
+        prop::bool::ANY,
+    )
+        .prop_map(|(retry, limit, cat, cond, backoff, avoid)| {
+            let mut rule = Rule {
+                action: if retry { Action::Retry } else { Action::Fail },
+                retry_limit: limit,
+                ..Rule::default()
+            };
+            match cond {
+                Some(c) => rule.on_conditions = Some(vec![c]),
+                None => rule.on_failure_category = Some(vec![cat.to_string()]),
+            }
+            if let Some((i, m, mult, j)) = backoff {
+                rule.backoff = Backoff {
+                    initial_delay: Some(GoDuration::from_secs(i)),
+                    max_delay: Some(GoDuration::from_secs(m)),
+                    multiplier: Some(mult),
+                    jitter: Some(j),
+                };
+            }
+            if avoid {
+                rule.mutate = Some(crate::model::policy::Mutation {
+                    affinity: Some(crate::model::policy::AffinityMutation { avoid_same_node: true }),
+                    resources: None,
+                });
+            }
+            rule
+        })
+}
+
+fn arb_policy(i: usize) -> impl Strategy<Value = RetryPolicy> {
+    (
+        prop::option::of(0u32..6),
+        prop::bool::ANY,
+        prop::collection::vec(arb_rule(), 0..5),
+    )
+        .prop_map(move |(limit, retry_default, rules)| RetryPolicy {
+            name: format!("p{i}"),
+            retry_limit: limit,
+            default_action: if retry_default { Action::Retry } else { Action::Fail },
+            rules,
+            ..RetryPolicy::default()
+        })
+}
+
+fn arb_run() -> impl Strategy<Value = Run> {
+    (
+        prop::sample::select(vec!["n1", "n2", "n3"]),
+        prop::sample::select(vec![None, Some("a"), Some("b"), Some("c")]),
+        prop::sample::subsequence(vec![Condition::Preempted, Condition::Evicted], 0..=2),
+        prop::option::of((0i64..3, prop::bool::ANY)),
+        prop::sample::select(vec![
+            Outcome::Failed,
+            Outcome::Failed,
+            Outcome::Failed,
+            Outcome::LeaseReturned,
+            Outcome::Succeeded,
+            Outcome::Cancelled,
+        ]),
+        0u64..100_000,
+        prop::option::of(0u64..60),
+    )
+        .prop_map(|(node, cat, conditions, container, outcome, run_for, tca)| Run {
+            node: Some(node.into()),
+            category: cat.map(String::from),
+            conditions,
+            containers: container
+                .map(|(code, oom)| {
+                    vec![crate::model::history::Container {
+                        name: "main".into(),
+                        exit_code: code,
+                        reason: oom.then(|| "OOMKilled".into()),
+                        ..Default::default()
+                    }]
+                })
+                .unwrap_or_default(),
+            outcome,
+            run_for: GoDuration::from_millis(run_for),
+            termination_confirmed_after: tca.map(GoDuration::from_secs),
+            ..Run::default()
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn evaluator_invariants(
+        p0 in arb_policy(0),
+        p1 in arb_policy(1),
+        p2 in arb_policy(2),
+        runs in prop::collection::vec(arb_run(), 1..40),
+        global in 0u32..15,
+        enabled in prop::bool::weighted(0.9),
+    ) {
+        let settings = Settings { global_max_retries: global, enabled, ..Settings::default() };
+        let compiled: Vec<CompiledPolicy> = [p0, p1, p2].into_iter().map(|p| CompiledPolicy::new(p).unwrap()).collect();
+        let refs: Vec<&CompiledPolicy> = compiled.iter().collect();
+        let history = FailureHistory {
+            job: crate::model::history::Job { id: "prop".into(), ..Default::default() },
+            runs,
+            expect: None,
+        };
+        let a = replay(&history, &refs, &settings);
+        // Same input, same output.
+        let b = replay(&history, &refs, &settings);
+        prop_assert_eq!(&a, &b);
+        // Never more retries than globalMaxRetries.
+        prop_assert!(a.retries <= global);
+        for run in &a.runs {
+            let Some(d) = &run.decision else { continue };
+            prop_assert!(d.total_retries <= global);
+            if let (Some(c), Some(l)) = (d.counter, d.limit) {
+                // No rule counter above its effective limit.
+                prop_assert!(c <= l, "counter {} > limit {}", c, l);
+            }
+            if d.kind == DecisionKind::Retry {
+                // Every pre-grace delay within [0, maxDelay].
+                let p = &compiled[d.policy.unwrap()].policy;
+                let rule = match d.rule.unwrap() { RuleRef::Index(i) => Some(&p.rules[i].backoff), RuleRef::Default => None };
+                let (_, max, _, _) = resolve_backoff(rule, &p.backoff, &settings.default_backoff);
+                let pre = d.delay_parts.backoff.0 + d.delay_parts.jitter.0;
+                prop_assert!(pre <= max.0, "pre-grace delay {} > max {}", pre, max.0);
+                prop_assert_eq!(d.delay, GoDuration(pre).max(d.delay_parts.grace));
+            }
+        }
+    }
+
+    /// No panic on any input that parses: arbitrary YAML-ish histories through the decoder.
+    #[test]
+    fn decoder_never_panics(text in "[a-zA-Z0-9:{}\\[\\], \\n-]{0,200}") {
+        let full = format!("apiVersion: armadaproject.io/v1\nkind: FailureHistory\n{text}");
+        let parsed = parse_documents(&full, None);
+        for doc in parsed.documents {
+            if let Some(Resource::FailureHistory(h)) = doc.resource {
+                let _ = replay(&h, &[], &Settings::default());
+            }
+        }
+    }
+}
+
+#[test]
+fn literal_pattern_fast_paths_agree_with_the_regex() {
+    let texts = [
+        "",
+        "TRANSIENT",
+        "x TRANSIENT y",
+        "transient",
+        "OOM at start",
+        "late OOM",
+        "a.b",
+        "axb",
+        "CUDA error: x",
+        "never-1-2",
+        "x never-1",
+    ];
+    for p in [
+        "TRANSIENT",
+        ".*TRANSIENT.*",
+        ".*TRANSIENT",
+        "TRANSIENT.*",
+        "^OOM",
+        "OOM",
+        "a.b",
+        "^a.b",
+        "CUDA error",
+        ".*",
+        "^$",
+        "(?i)transient",
+        "TRANS\\.*",
+        "^never-1",
+        "never-1",
+        ".*-1.*",
+    ] {
+        let fast = Pattern::new(p).unwrap();
+        let slow = crate::model::validate::compile_pattern(p).unwrap();
+        for t in texts {
+            assert_eq!(fast.is_match(t), slow.is_match(t), "pattern {p:?} on {t:?} ({fast:?})");
+        }
+    }
+}

@@ -1,0 +1,369 @@
+//! `retryctl simulate` as a user runs it: the design example's table, the JSON record, failed
+//! expectations, contradictions, bulk JSON Lines, and every testdata history.
+
+use std::fs;
+
+use crate::support::{exchange, retryctl, root, temp_home};
+
+const DESIGN: [&str; 8] = [
+    "-f",
+    "testdata/policies/valid/infra.yaml",
+    "-f",
+    "testdata/policies/valid/ml-training-oom.yaml",
+    "-f",
+    "testdata/policies/valid/ml-queue.yaml",
+    "--history",
+    "testdata/histories/design-composition.yaml",
+];
+
+#[test]
+fn design_example_table() {
+    let home = temp_home();
+    insta::assert_snapshot!(exchange(retryctl(home.path()).arg("simulate").args(DESIGN)));
+}
+
+#[test]
+fn json_has_every_decision_field_for_every_run() {
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .arg("simulate")
+        .args(DESIGN)
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let job = &v["jobs"][0];
+    assert_eq!(job["job"], "train-42");
+    let runs = job["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 14);
+    let fields = [
+        "run",
+        "podName",
+        "node",
+        "startedAt",
+        "endedAt",
+        "outcome",
+        "failure",
+        "action",
+        "decision",
+        "policy",
+        "ruleIndex",
+        "rule",
+        "signal",
+        "counter",
+        "limit",
+        "totalRetries",
+        "globalMaxRetries",
+        "delay",
+        "delayParts",
+        "retryAfter",
+        "avoidNodes",
+        "memory",
+        "nextPodName",
+        "reason",
+    ];
+    for run in runs {
+        let keys: Vec<&str> = run.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, fields);
+    }
+    assert_eq!(runs[0]["decision"], "retry");
+    assert_eq!(runs[0]["signal"], "condition Preempted");
+    assert_eq!(
+        runs[0]["delayParts"],
+        serde_json::json!({"backoff": "0s", "jitter": "0s", "grace": "5s"})
+    );
+    assert_eq!(runs[0]["retryAfter"], "T+2h5s");
+    assert_eq!(runs[0]["avoidNodes"], serde_json::json!(["node-a"]));
+    assert_eq!(runs[13]["decision"], "fail_rule_limit");
+    assert_eq!(runs[13]["rule"], "ml-training-oom/0");
+    assert_eq!(runs[13]["counter"], 3);
+    assert_eq!(runs[13]["limit"], 3);
+    assert_eq!(job["outcome"]["final"], "Failed");
+    assert_eq!(v["summary"]["decisions"]["retry"], 13);
+}
+
+#[test]
+fn yaml_output_is_the_same_data() {
+    let home = temp_home();
+    let json = retryctl(home.path())
+        .arg("simulate")
+        .args(DESIGN)
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    let yaml = retryctl(home.path())
+        .arg("simulate")
+        .args(DESIGN)
+        .args(["-o", "yaml"])
+        .output()
+        .unwrap();
+    let a: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let b: serde_json::Value = serde_yaml::from_slice(&yaml.stdout).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn wrong_expectation_exits_1_and_says_which_run() {
+    let home = temp_home();
+    let text = fs::read_to_string(root().join("testdata/histories/design-composition.yaml")).unwrap();
+    let changed = text.replace(
+        "expect: {action: Fail, decision: fail_rule_limit, rule: ml-training-oom/0}",
+        "expect: {action: Retry, decision: retry, rule: ml-training-oom/0}",
+    );
+    assert_ne!(text, changed);
+    let path = home.path().join("wrong.yaml");
+    fs::write(&path, changed).unwrap();
+    let out = retryctl(home.path())
+        .arg("simulate")
+        .args(&DESIGN[..6])
+        .arg("--history")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    insta::assert_snapshot!(String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn every_testdata_history_meets_its_expectations() {
+    let home = temp_home();
+    let mut count = 0;
+    for entry in fs::read_dir(root().join("testdata/histories")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("yaml") {
+            continue;
+        }
+        count += 1;
+        let out = retryctl(home.path())
+            .args([
+                "simulate",
+                "-f",
+                "testdata/policies/valid",
+                "-f",
+                "testdata/histories/policies",
+                "--history",
+            ])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}:\n{}",
+            path.display(),
+            crate::support::format_output(&out)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(count >= 10, "only {count} histories");
+}
+
+#[test]
+fn directory_bulk_summary() {
+    let home = temp_home();
+    insta::assert_snapshot!(exchange(retryctl(home.path()).args([
+        "simulate",
+        "-f",
+        "testdata/policies/valid",
+        "-f",
+        "testdata/histories/policies",
+        "--history",
+        "testdata/histories",
+    ])));
+}
+
+#[test]
+fn invalid_policy_refuses_to_simulate() {
+    let home = temp_home();
+    let bad = home.path().join("bad.yaml");
+    fs::write(
+        &bad,
+        "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: bad}\nspec:\n  rules:\n    - {action: Retri, onConditions: [Preempted]}\n",
+    )
+    .unwrap();
+    let out = retryctl(home.path())
+        .args(["simulate", "-f"])
+        .arg(&bad)
+        .args(["--history", "testdata/histories/global-cap.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("6:16 spec.rules[0].action: unknown value `Retri`"),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("error: the policies are invalid; nothing was simulated\n"),
+        "{err}"
+    );
+}
+
+#[test]
+fn from_server_is_a_usage_error_for_now() {
+    let home = temp_home();
+    insta::assert_snapshot!(exchange(
+        retryctl(home.path()).arg("simulate").args(DESIGN).arg("--from-server")
+    ));
+}
+
+#[test]
+fn missing_policy_is_named_with_who_referenced_it() {
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .args([
+            "simulate",
+            "-f",
+            "testdata/policies/valid/infra.yaml",
+            "-f",
+            "testdata/policies/valid/ml-queue.yaml",
+            "--history",
+            "testdata/histories/global-cap.yaml",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: testdata/histories/global-cap.yaml: job `busy-cluster-job`: policy `ml-training-oom` (referenced by queue `ml-queue`) is not among the documents given with -f (known: `infra`)\n"
+    );
+}
+
+#[test]
+fn history_errors_have_positions() {
+    let home = temp_home();
+    let path = home.path().join("h.yaml");
+    fs::write(
+        &path,
+        "apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob: {id: j}\nruns:\n  - {node: a, exitCode: 1}\n",
+    )
+    .unwrap();
+    let out = retryctl(home.path())
+        .args(["simulate", "-f", "testdata/policies/valid/infra.yaml", "--history"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("5:15 runs[0].exitCode: unknown field `exitCode`"), "{err}");
+}
+
+#[test]
+fn contradictions_warn_and_strict_fails() {
+    let home = temp_home();
+    let path = home.path().join("c.yaml");
+    fs::write(
+        &path,
+        "apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob: {id: c}\nruns:\n  - {node: a, conditions: [Preempted]}\n  - {node: a, conditions: [Evicted]}\n  - {outcome: succeeded}\n  - {node: z}\n",
+    )
+    .unwrap();
+    let run = |strict: bool| {
+        let mut cmd = retryctl(home.path());
+        cmd.args([
+            "simulate",
+            "-f",
+            "testdata/policies/valid/infra.yaml",
+            "-o",
+            "jsonl",
+            "--history",
+        ])
+        .arg(&path);
+        if strict {
+            cmd.arg("--strict");
+        }
+        cmd.output().unwrap()
+    };
+    let out = run(false);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with(
+        "warning: job `c`: history contradicts the decisions: run 1 ran on `a`, a node the decision for run 0 avoids\n\
+         warning: job `c`: history contradicts the decisions: run 3 follows the end of the job at run 2 (Succeeded): the scheduler never starts it\n"
+    ), "{err}");
+    assert_eq!(run(true).status.code(), Some(1));
+}
+
+#[test]
+fn json_lines_streams_reports_bad_lines_and_needs_no_envelope() {
+    let home = temp_home();
+    let path = home.path().join("bulk.jsonl");
+    fs::write(
+        &path,
+        concat!(
+            "{\"job\":{\"id\":\"a\",\"queue\":\"q\"},\"runs\":[{\"node\":\"n1\",\"conditions\":[\"Preempted\"]},{\"outcome\":\"succeeded\"}]}\n",
+            "\n",
+            "{\"job\":{\"id\":\"b\"},\"runs\":[{\"node\":\"n1\",\"contaners\":[]}]}\n",
+            "{not json\n",
+            "{\"apiVersion\":\"armadaproject.io/v1\",\"kind\":\"FailureHistory\",\"runs\":[{\"node\":\"n1\",\"conditions\":[\"Evicted\"]}],\"expect\":{\"final\":\"Succeeded\"}}\n",
+        ),
+    )
+    .unwrap();
+    let out = retryctl(home.path())
+        .args([
+            "simulate",
+            "-f",
+            "testdata/policies/valid/infra.yaml",
+            "-o",
+            "jsonl",
+            "--history",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let jobs: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(jobs.len(), 2);
+    assert_eq!(jobs[0]["job"], "a");
+    assert_eq!(jobs[0]["outcome"]["text"], "Succeeded at run 1 after 1 retry");
+    // A line without job.id gets the file stem and its line number.
+    assert_eq!(jobs[1]["job"], "bulk-5");
+    let stderr = String::from_utf8_lossy(&out.stderr).replace(&path.display().to_string(), "bulk.jsonl");
+    insta::assert_snapshot!(stderr);
+}
+
+#[test]
+fn a_history_file_without_histories_is_an_error() {
+    let home = temp_home();
+    let path = home.path().join("empty.yaml");
+    fs::write(&path, "# nothing yet\n").unwrap();
+    let out = retryctl(home.path())
+        .args([
+            "simulate",
+            "-f",
+            "testdata/policies/valid/infra.yaml",
+            "-o",
+            "jsonl",
+            "--history",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr).replace(&path.display().to_string(), "empty.yaml");
+    assert!(
+        err.starts_with("error: empty.yaml: no FailureHistory document\n"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_policy_given_twice_names_both_places() {
+    let home = temp_home();
+    insta::assert_snapshot!(exchange(retryctl(home.path()).args([
+        "simulate",
+        "-f",
+        "testdata/policies/valid",
+        "-f",
+        "testdata/policies/valid/infra.yaml",
+        "--history",
+        "testdata/histories/fail-fast.yaml",
+    ])));
+}
