@@ -15,11 +15,3 @@ pub mod simulate;
 pub mod update;
 pub mod validate;
 pub mod version;
-
-use crate::app::Context;
-use crate::error::{CliError, ExitCode};
-
-/// Placeholder for a command whose implementation has not landed yet.
-pub fn not_yet<T: std::fmt::Debug>(_ctx: &mut Context, name: &str, _args: &T) -> anyhow::Result<ExitCode> {
-    Err(CliError::failed(format!("`retryctl {name}` is not implemented in this build")).into())
-}

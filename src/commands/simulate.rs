@@ -37,6 +37,7 @@ use crate::model::document::decode_document;
 use crate::model::history::FailureHistory;
 use crate::model::scheduler::{parse_scheduler_config, SchedulerConfig};
 use crate::model::{parse_documents, Kind, Resource};
+use crate::commands::remote;
 use crate::output::{report, simulate as out, Style};
 use crate::yaml::{Node, Pos, Value};
 
@@ -44,14 +45,11 @@ use crate::yaml::{Node, Pos, Value};
 const MAX_MESSAGES: u64 = 100;
 
 pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
-    if args.from_server {
-        return Err(CliError::usage(
-            "`--from-server` needs the server client, which is not part of this build of simulate",
-        )
-        .with_hint("pass the policies and queues as files with `-f PATH`")
-        .into());
-    }
-    let simulator = load_policies(ctx, args)?;
+    let simulator = if args.from_server {
+        Some(load_from_server(ctx, args)?)
+    } else {
+        load_policies(ctx, args)?
+    };
     let Some(simulator) = simulator else {
         return Ok(ExitCode::InvalidInput);
     };
@@ -133,6 +131,26 @@ fn progress(len: u64, bytes: bool) -> Option<ProgressBar> {
         bar.set_style(style);
     }
     Some(bar)
+}
+
+/// Policies and queues from the server (`--from-server`): every policy and queue, so that
+/// each job gets its own queue's policies, as the scheduler would see them now.
+fn load_from_server(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<Simulator> {
+    if !args.source.files.is_empty() {
+        return Err(CliError::usage(
+            "`--from-server` reads the policies and queues from the server; do not also pass `-f`",
+        )
+        .into());
+    }
+    let remote = remote::connect(ctx)?;
+    let policies = remote
+        .client
+        .list_policies()
+        .map_err(|e| remote.fail("cannot list retry policies", e))?;
+    let queues = remote.client.list_queues().map_err(|e| remote.fail("cannot list queues", e))?;
+    Simulator::new(policies, queues, args.retry_policies.clone())
+        .map(Simulator::from_server)
+        .map_err(|e| CliError::invalid(e).into())
 }
 
 /// Policies and queues from `-f`; `None` after writing the validation report when any
@@ -632,8 +650,10 @@ impl Sink {
         }
         match self.format {
             SimulateOutput::Table => {
-                if self.bulk || self.jobs_written != 1 {
-                    if !self.bulk && self.jobs_written > 0 {
+                // One history: its table says it all. None simulated (an error, reported on
+                // stderr): an all-zero summary would only be noise on stdout.
+                if self.bulk || self.jobs_written > 1 {
+                    if !self.bulk {
                         writeln!(out)?;
                     }
                     out::write_summary(out, self.style, &self.summary)?;

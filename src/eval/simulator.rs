@@ -21,6 +21,10 @@ pub struct Simulator {
     queues: HashMap<String, Queue>,
     /// `--retry-policy`, or every policy in the order given.
     given: Vec<String>,
+    /// Policies and queues were read from a server (`--from-server`): a job's queue must
+    /// exist there (falling back to every policy on the server would be a guess), and
+    /// messages name the server rather than `-f`.
+    from_server: bool,
 }
 
 impl Simulator {
@@ -58,7 +62,14 @@ impl Simulator {
             by_name,
             queues: queue_map,
             given,
+            from_server: false,
         })
+    }
+
+    /// Marks the policies and queues as read from a server (see the field's docs).
+    pub fn from_server(mut self) -> Simulator {
+        self.from_server = true;
+        self
     }
 
     /// The effective policies of a job (SPEC §2.1); a missing one is an error that names it
@@ -67,8 +78,15 @@ impl Simulator {
         let job = &history.job;
         let (base, source) = match job.queue.as_deref().and_then(|q| self.queues.get(q)) {
             Some(q) => (&q.retry_policies, Source::Queue(q.name.clone())),
+            None if self.from_server && self.given.is_empty() => {
+                return Err(match &job.queue {
+                    Some(q) => format!("queue `{q}` (the job's `queue`) does not exist on the server"),
+                    None => "the job names no `queue`; with --from-server, set `job.queue` or pass --retry-policy".to_string(),
+                });
+            }
             None => (&self.given, Source::Given),
         };
+        let origin = if self.from_server { "on the server" } else { "among the documents given with -f" };
         let names = effective_policy_names(
             base,
             &source,
@@ -81,7 +99,7 @@ impl Simulator {
                 self.by_name.get(name).map(|&i| &self.policies[i]).ok_or_else(|| {
                     let known: Vec<&str> = self.policies.iter().map(CompiledPolicy::name).collect();
                     format!(
-                        "policy `{name}` (referenced by {source}) is not among the documents given with -f{}",
+                        "policy `{name}` (referenced by {source}) is not {origin}{}",
                         if known.is_empty() {
                             String::new()
                         } else {

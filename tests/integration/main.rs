@@ -11,4 +11,5 @@ mod serve;
 mod serve_process;
 mod serve_stress;
 mod simulate;
+mod simulate_server;
 mod validate;

@@ -207,14 +207,6 @@ fn invalid_policy_refuses_to_simulate() {
 }
 
 #[test]
-fn from_server_is_a_usage_error_for_now() {
-    let home = temp_home();
-    insta::assert_snapshot!(exchange(
-        retryctl(home.path()).arg("simulate").args(DESIGN).arg("--from-server")
-    ));
-}
-
-#[test]
 fn missing_policy_is_named_with_who_referenced_it() {
     let home = temp_home();
     let out = retryctl(home.path())
