@@ -59,6 +59,23 @@ impl Diagnostic {
     }
 }
 
+/// The errors among `diagnostics` on one line, `path: message; path: message`, for places
+/// that have no room for a report (an HTTP error body, a one-line error).
+pub fn describe_errors(diagnostics: &[Diagnostic]) -> String {
+    diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| {
+            if d.path.is_empty() {
+                d.message.clone()
+            } else {
+                format!("{}: {}", d.path, d.message)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Joins a field path and a child key: `join("spec", "rules")` is `spec.rules`.
 pub fn join(path: &str, key: &str) -> String {
     if path.is_empty() {

@@ -697,7 +697,8 @@ fn is_empty(v: &Value) -> bool {
     }
 }
 
-fn type_name(v: &Value) -> &'static str {
+/// A JSON value's type in words, for "expected an object, found an array".
+pub fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -338,7 +338,7 @@ impl Client {
     pub fn get_queue(&self, name: &str) -> Result<Queue> {
         let path = format!("/v1/queue/{}", seg(name));
         let v = self.json(Method::GET, &path, None)?;
-        wire::queue_from_json(&v).map_err(|d| self.bad_body(Method::GET, &path, &describe(&d)))
+        wire::queue_from_json(&v).map_err(|d| self.bad_body(Method::GET, &path, &crate::diag::describe_errors(&d)))
     }
 
     /// Every queue, from the streaming `GET /v1/batched/queues`.
@@ -362,7 +362,7 @@ impl Client {
                 Some(e) if e.get("end").is_some() => return Ok(out),
                 Some(e) if e.get("queue").is_some() => {
                     let q = wire::queue_from_json(&e["queue"])
-                        .map_err(|d| self.bad_body(Method::GET, path, &describe(&d)))?;
+                        .map_err(|d| self.bad_body(Method::GET, path, &crate::diag::describe_errors(&d)))?;
                     out.push(q);
                 }
                 _ => return Err(self.bad_body(Method::GET, path, &format!("unexpected stream line {line}"))),
@@ -429,8 +429,13 @@ impl Client {
     }
 
     fn read_policy(&self, v: &Value, name: &str) -> Result<RetryPolicy> {
-        wire::policy_from_json(v, self.read_dialect())
-            .map_err(|d| self.bad_body(Method::GET, &format!("/v1/retry-policy/{}", seg(name)), &describe(&d)))
+        wire::policy_from_json(v, self.read_dialect()).map_err(|d| {
+            self.bad_body(
+                Method::GET,
+                &format!("/v1/retry-policy/{}", seg(name)),
+                &crate::diag::describe_errors(&d),
+            )
+        })
     }
 
     // -----------------------------------------------------------------------------------
@@ -652,20 +657,6 @@ fn snippet(text: &str) -> String {
     } else {
         flat
     }
-}
-
-fn describe(diags: &[crate::diag::Diagnostic]) -> String {
-    diags
-        .iter()
-        .map(|d| {
-            if d.path.is_empty() {
-                d.message.clone()
-            } else {
-                format!("{}: {}", d.path, d.message)
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 /// Paths (wire layout) where `sent` and `back` differ, for the read-back check.

@@ -27,6 +27,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 
 use crate::app::Context;
 use crate::cli::{SimulateArgs, SimulateOutput};
+use crate::commands::remote;
 use crate::diag::Diagnostic;
 use crate::error::{CliError, ExitCode};
 use crate::eval::simulator::Simulator;
@@ -37,7 +38,6 @@ use crate::model::document::decode_document;
 use crate::model::history::FailureHistory;
 use crate::model::scheduler::{parse_scheduler_config, SchedulerConfig};
 use crate::model::{parse_documents, Kind, Resource};
-use crate::commands::remote;
 use crate::output::{report, simulate as out, Style};
 use crate::yaml::{Node, Pos, Value};
 
@@ -147,8 +147,13 @@ fn load_from_server(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<Si
         .client
         .list_policies()
         .map_err(|e| remote.fail("cannot list retry policies", e))?;
-    let queues = remote.client.list_queues().map_err(|e| remote.fail("cannot list queues", e))?;
-    Simulator::new(policies, queues, args.retry_policies.clone())
+    let queues = remote
+        .client
+        .list_queues()
+        .map_err(|e| remote.fail("cannot list queues", e))?;
+    // Only `--retry-policy` stands in for a missing queue: never "every policy on the server".
+    let given = args.retry_policies.clone().unwrap_or_default();
+    Simulator::new(policies, queues, Some(given))
         .map(Simulator::from_server)
         .map_err(|e| CliError::invalid(e).into())
 }
@@ -446,21 +451,10 @@ pub fn decode_line(line: &[u8], line_no: usize) -> Result<FailureHistory, String
         value: Value::Map(entries),
     };
     let doc = decode_document(node, 0, Some(&[Kind::FailureHistory]));
-    let errors: Vec<String> = doc
-        .diagnostics
-        .iter()
-        .filter(|d| d.is_error())
-        .map(|d| {
-            if d.path.is_empty() {
-                d.message.clone()
-            } else {
-                format!("{}: {}", d.path, d.message)
-            }
-        })
-        .collect();
+    let errors = crate::diag::describe_errors(&doc.diagnostics);
     match doc.resource {
         Some(Resource::FailureHistory(h)) if errors.is_empty() => Ok(*h),
-        _ => Err(errors.join("; ")),
+        _ => Err(errors),
     }
 }
 

@@ -81,12 +81,17 @@ impl Simulator {
             None if self.from_server && self.given.is_empty() => {
                 return Err(match &job.queue {
                     Some(q) => format!("queue `{q}` (the job's `queue`) does not exist on the server"),
-                    None => "the job names no `queue`; with --from-server, set `job.queue` or pass --retry-policy".to_string(),
+                    None => "the job names no `queue`; with --from-server, set `job.queue` or pass --retry-policy"
+                        .to_string(),
                 });
             }
             None => (&self.given, Source::Given),
         };
-        let origin = if self.from_server { "on the server" } else { "among the documents given with -f" };
+        let origin = if self.from_server {
+            "on the server"
+        } else {
+            "among the documents given with -f"
+        };
         let names = effective_policy_names(
             base,
             &source,

@@ -25,7 +25,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use crate::diag::Diagnostic;
+use crate::diag::{describe_errors, Diagnostic};
 use crate::model::validate::{name_problem, validate_policy, validate_queue};
 use crate::model::Queue;
 use crate::wire::{self, Dialect};
@@ -205,22 +205,6 @@ fn json_body(body: Result<Bytes, BytesRejection>) -> Result<Value, ApiError> {
     serde_json::from_slice(&bytes).map_err(|e| ApiError::invalid(format!("request body is not valid JSON: {e}")))
 }
 
-/// `path: message; path: message` for the error body.
-fn describe(diags: &[Diagnostic]) -> String {
-    diags
-        .iter()
-        .filter(|d| d.is_error())
-        .map(|d| {
-            if d.path.is_empty() {
-                d.message.clone()
-            } else {
-                format!("{}: {}", d.path, d.message)
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
 /// A name from the path, checked before it reaches storage.
 fn path_name(kind: &str, name: &str) -> Result<(), ApiError> {
     if name.is_empty() {
@@ -288,7 +272,7 @@ const QUEUE: &str = "queue";
 
 fn decode_policy(value: &Value) -> Result<crate::model::RetryPolicy, ApiError> {
     wire::policy_from_json(value, Dialect::V1)
-        .map_err(|d| ApiError::invalid(format!("invalid retry policy: {}", describe(&d))))
+        .map_err(|d| ApiError::invalid(format!("invalid retry policy: {}", describe_errors(&d))))
 }
 
 fn check_policy(policy: &crate::model::RetryPolicy) -> Result<Bytes, ApiError> {
@@ -296,7 +280,7 @@ fn check_policy(policy: &crate::model::RetryPolicy) -> Result<Bytes, ApiError> {
     if problems.iter().any(Diagnostic::is_error) {
         return Err(ApiError::invalid(format!(
             "invalid retry policy: {}",
-            describe(&problems)
+            describe_errors(&problems)
         )));
     }
     Ok(encode(&wire::policy_to_json(policy)))
@@ -383,13 +367,16 @@ pub async fn empty_policy_name() -> ApiError {
 // queues
 
 fn decode_queue(value: &Value) -> Result<Queue, ApiError> {
-    wire::queue_from_json(value).map_err(|d| ApiError::invalid(format!("invalid queue: {}", describe(&d))))
+    wire::queue_from_json(value).map_err(|d| ApiError::invalid(format!("invalid queue: {}", describe_errors(&d))))
 }
 
 fn check_queue(queue: &Queue) -> Result<Bytes, ApiError> {
     let problems = validate_queue(queue);
     if problems.iter().any(Diagnostic::is_error) {
-        return Err(ApiError::invalid(format!("invalid queue: {}", describe(&problems))));
+        return Err(ApiError::invalid(format!(
+            "invalid queue: {}",
+            describe_errors(&problems)
+        )));
     }
     Ok(encode(&wire::queue_to_json(queue)))
 }
@@ -505,14 +492,14 @@ async fn batch(store: Arc<Store>, body: Result<Bytes, BytesRejection>, create: b
             Some((_, other)) => {
                 return Err(ApiError::invalid(format!(
                     "queues: expected an array, found {}",
-                    type_name(other)
+                    wire::type_name(other)
                 )))
             }
         },
         other => {
             return Err(ApiError::invalid(format!(
                 "request body: expected an object, found {}",
-                type_name(other)
+                wire::type_name(other)
             )))
         }
     };
@@ -528,7 +515,7 @@ async fn batch(store: Arc<Store>, body: Result<Bytes, BytesRejection>, create: b
     let mut decoded = Vec::with_capacity(queues.len());
     for (i, q) in queues.iter().enumerate() {
         let queue = wire::queue_from_json(q)
-            .map_err(|d| ApiError::invalid(format!("invalid queues[{i}]: {}", describe(&d))))?;
+            .map_err(|d| ApiError::invalid(format!("invalid queues[{i}]: {}", describe_errors(&d))))?;
         decoded.push(queue);
     }
     let mut failed = Vec::new();
@@ -558,17 +545,6 @@ pub async fn create_queues(State(store): State<Arc<Store>>, body: Result<Bytes, 
 
 pub async fn update_queues(State(store): State<Arc<Store>>, body: Result<Bytes, BytesRejection>) -> ApiResult {
     batch(store, body, false).await
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

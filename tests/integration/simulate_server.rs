@@ -47,11 +47,19 @@ fn from_server_decides_exactly_as_from_files() {
 fn from_server_refuses_a_queue_the_server_does_not_have() {
     let server = TestServer::start();
     let home = temp_home();
-    let out = exchange(
+    // The policies exist, the queue does not: no falling back to every policy on the server.
+    let created = exchange(
         retryctl(home.path())
             .env("ARMADA_URL", &server.url)
-            .args(["simulate", "--from-server", "--history", HISTORY]),
+            .args(["create", "-f", FILES[0], "-f", FILES[1]]),
     );
+    assert!(created.starts_with("exit: 0\n"), "{created}");
+    let out = exchange(retryctl(home.path()).env("ARMADA_URL", &server.url).args([
+        "simulate",
+        "--from-server",
+        "--history",
+        HISTORY,
+    ]));
     assert!(out.starts_with("exit: 3\n"), "{out}");
     assert!(
         out.contains("queue `ml-queue` (the job's `queue`) does not exist on the server"),
@@ -60,16 +68,31 @@ fn from_server_refuses_a_queue_the_server_does_not_have() {
 }
 
 #[test]
-fn from_server_with_files_is_a_usage_error() {
+fn from_server_uses_retry_policy_for_a_job_without_a_known_queue() {
+    let server = TestServer::start();
     let home = temp_home();
-    let out = exchange(retryctl(home.path()).args([
+    let created = exchange(
+        retryctl(home.path())
+            .env("ARMADA_URL", &server.url)
+            .args(["create", "-f", FILES[0], "-f", FILES[1]]),
+    );
+    assert!(created.starts_with("exit: 0\n"), "{created}");
+    let out = exchange(retryctl(home.path()).env("ARMADA_URL", &server.url).args([
         "simulate",
         "--from-server",
-        "-f",
-        FILES[0],
+        "--retry-policy",
+        "infra,ml-training-oom",
         "--history",
         HISTORY,
     ]));
+    assert!(out.starts_with("exit: 0\n"), "{out}");
+    assert!(out.contains("policies:  infra, ml-training-oom"), "{out}");
+}
+
+#[test]
+fn from_server_with_files_is_a_usage_error() {
+    let home = temp_home();
+    let out = exchange(retryctl(home.path()).args(["simulate", "--from-server", "-f", FILES[0], "--history", HISTORY]));
     assert_eq!(
         out,
         "exit: 2\n--- stdout\n--- stderr\nerror: `--from-server` reads the policies and queues from the server; do not also pass `-f`\n"
@@ -79,11 +102,14 @@ fn from_server_with_files_is_a_usage_error() {
 #[test]
 fn from_server_with_the_server_down_exits_4() {
     let home = temp_home();
-    let out = exchange(
-        retryctl(home.path())
-            .env("ARMADA_URL", "http://127.0.0.1:9")
-            .args(["--timeout", "2s", "simulate", "--from-server", "--history", HISTORY]),
-    );
+    let out = exchange(retryctl(home.path()).env("ARMADA_URL", "http://127.0.0.1:9").args([
+        "--timeout",
+        "2s",
+        "simulate",
+        "--from-server",
+        "--history",
+        HISTORY,
+    ]));
     assert!(out.starts_with("exit: 4\n"), "{out}");
     assert!(out.contains("http://127.0.0.1:9"), "{out}");
 }
