@@ -522,3 +522,18 @@ fn remaining_formats_json_round_trip_and_usage_errors() {
         "exit: 2\n--- stdout\n--- stderr\nerror: invalid label `team`: expected KEY=VALUE\n"
     );
 }
+
+/// Issue 2's acceptance, through the CLI: a Queue where a policy is expected is refused by its
+/// `kind` (not by field errors), and nothing reaches the server.
+#[test]
+fn create_retrypolicy_refuses_a_queue_document_by_kind() {
+    let server = server();
+    let s = Session::new(&server.url);
+    let out = s.run(&["create", "retrypolicy", "-f", "testdata/policies/valid/ml-queue.yaml"]);
+    assert_eq!(
+        out,
+        "exit: 3\n--- stdout\n--- stderr\ntestdata/policies/valid/ml-queue.yaml\n  error: 3:7 kind: expected a `RetryPolicy` document here, found kind `Queue`\nchecked 1 document in 1 file: 0 valid, 1 invalid; 1 error, 0 warnings\nerror: nothing was sent: 1 error in the input\n"
+    );
+    let queues = s.run(&["get", "queues", "-o", "name"]);
+    assert!(queues.starts_with("exit: 0\n--- stdout\n--- stderr\n"), "{queues}");
+}
