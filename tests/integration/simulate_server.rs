@@ -11,17 +11,22 @@ const FILES: [&str; 3] = [
     "testdata/policies/valid/ml-queue.yaml",
 ];
 
+/// `retryctl create -f FILE...` against `server`; fails the test unless it succeeds.
+fn create(server: &TestServer, home: &std::path::Path, files: &[&str]) {
+    let mut cmd = retryctl(home);
+    cmd.env("ARMADA_URL", &server.url).arg("create");
+    for f in files {
+        cmd.args(["-f", f]);
+    }
+    let created = exchange(&mut cmd);
+    assert!(created.starts_with("exit: 0\n"), "{created}");
+}
+
 #[test]
 fn from_server_decides_exactly_as_from_files() {
     let server = TestServer::start();
     let home = temp_home();
-    let mut create = retryctl(home.path());
-    create.env("ARMADA_URL", &server.url).arg("create");
-    for f in FILES {
-        create.args(["-f", f]);
-    }
-    let created = exchange(&mut create);
-    assert!(created.starts_with("exit: 0\n"), "{created}");
+    create(&server, home.path(), &FILES);
 
     let mut from_files = retryctl(home.path());
     from_files.args(["simulate", "--history", HISTORY, "-o", "json"]);
@@ -48,12 +53,7 @@ fn from_server_refuses_a_queue_the_server_does_not_have() {
     let server = TestServer::start();
     let home = temp_home();
     // The policies exist, the queue does not: no falling back to every policy on the server.
-    let created = exchange(
-        retryctl(home.path())
-            .env("ARMADA_URL", &server.url)
-            .args(["create", "-f", FILES[0], "-f", FILES[1]]),
-    );
-    assert!(created.starts_with("exit: 0\n"), "{created}");
+    create(&server, home.path(), &FILES[..2]);
     let out = exchange(retryctl(home.path()).env("ARMADA_URL", &server.url).args([
         "simulate",
         "--from-server",
@@ -71,12 +71,7 @@ fn from_server_refuses_a_queue_the_server_does_not_have() {
 fn from_server_uses_retry_policy_for_a_job_without_a_known_queue() {
     let server = TestServer::start();
     let home = temp_home();
-    let created = exchange(
-        retryctl(home.path())
-            .env("ARMADA_URL", &server.url)
-            .args(["create", "-f", FILES[0], "-f", FILES[1]]),
-    );
-    assert!(created.starts_with("exit: 0\n"), "{created}");
+    create(&server, home.path(), &FILES[..2]);
     let out = exchange(retryctl(home.path()).env("ARMADA_URL", &server.url).args([
         "simulate",
         "--from-server",
