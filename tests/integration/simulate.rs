@@ -2,6 +2,8 @@
 //! expectations, contradictions, bulk JSON Lines, and every testdata history.
 
 use std::fs;
+use std::path::Path;
+use std::process::Output;
 
 use crate::support::{exchange, retryctl, root, temp_home};
 
@@ -15,6 +17,17 @@ const DESIGN: [&str; 8] = [
     "--history",
     "testdata/histories/design-composition.yaml",
 ];
+
+/// `retryctl simulate -f infra.yaml --history HISTORY EXTRA...`, the setup most of the
+/// history-file tests below share.
+fn simulate_infra(home: &Path, history: &Path, extra: &[&str]) -> Output {
+    retryctl(home)
+        .args(["simulate", "-f", "testdata/policies/valid/infra.yaml", "--history"])
+        .arg(history)
+        .args(extra)
+        .output()
+        .unwrap()
+}
 
 #[test]
 fn design_example_table() {
@@ -237,11 +250,7 @@ fn history_errors_have_positions() {
         "apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob: {id: j}\nruns:\n  - {node: a, exitCode: 1}\n",
     )
     .unwrap();
-    let out = retryctl(home.path())
-        .args(["simulate", "-f", "testdata/policies/valid/infra.yaml", "--history"])
-        .arg(&path)
-        .output()
-        .unwrap();
+    let out = simulate_infra(home.path(), &path, &[]);
     assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("5:15 runs[0].exitCode: unknown field `exitCode`"), "{err}");
@@ -257,20 +266,12 @@ fn contradictions_warn_and_strict_fails() {
     )
     .unwrap();
     let run = |strict: bool| {
-        let mut cmd = retryctl(home.path());
-        cmd.args([
-            "simulate",
-            "-f",
-            "testdata/policies/valid/infra.yaml",
-            "-o",
-            "jsonl",
-            "--history",
-        ])
-        .arg(&path);
-        if strict {
-            cmd.arg("--strict");
-        }
-        cmd.output().unwrap()
+        let extra: &[&str] = if strict {
+            &["-o", "jsonl", "--strict"]
+        } else {
+            &["-o", "jsonl"]
+        };
+        simulate_infra(home.path(), &path, extra)
     };
     let out = run(false);
     assert_eq!(out.status.code(), Some(0));
@@ -297,18 +298,7 @@ fn json_lines_streams_reports_bad_lines_and_needs_no_envelope() {
         ),
     )
     .unwrap();
-    let out = retryctl(home.path())
-        .args([
-            "simulate",
-            "-f",
-            "testdata/policies/valid/infra.yaml",
-            "-o",
-            "jsonl",
-            "--history",
-        ])
-        .arg(&path)
-        .output()
-        .unwrap();
+    let out = simulate_infra(home.path(), &path, &["-o", "jsonl"]);
     assert_eq!(out.status.code(), Some(3));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let jobs: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -326,18 +316,7 @@ fn a_history_file_without_histories_is_an_error() {
     let home = temp_home();
     let path = home.path().join("empty.yaml");
     fs::write(&path, "# nothing yet\n").unwrap();
-    let out = retryctl(home.path())
-        .args([
-            "simulate",
-            "-f",
-            "testdata/policies/valid/infra.yaml",
-            "-o",
-            "jsonl",
-            "--history",
-        ])
-        .arg(&path)
-        .output()
-        .unwrap();
+    let out = simulate_infra(home.path(), &path, &["-o", "jsonl"]);
     assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr).replace(&path.display().to_string(), "empty.yaml");
     assert!(
