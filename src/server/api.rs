@@ -463,7 +463,8 @@ pub async fn stream_queues(State(store): State<Arc<Store>>, RawQuery(query): Raw
             Ok(n) => Some(n as usize),
             Err(_) => {
                 return Err(ApiError::invalid(format!(
-                    "invalid query parameter num {text:?}: expected an integer from 0 to 4294967295"
+                    "invalid query parameter `num`: expected an integer from 0 to 4294967295, got {}",
+                    crate::diag::quote(text)
                 )))
             }
         },
