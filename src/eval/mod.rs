@@ -595,7 +595,8 @@ pub fn backoff_delay(initial: GoDuration, max: GoDuration, multiplier: f64, n: u
     if !v.is_finite() || v >= max.0 as f64 {
         max
     } else {
-        GoDuration(v as u64)
+        // Rounded, not truncated: 10s × 1.15² is 13.225s, not 13.224999999s.
+        GoDuration(v.round() as u64)
     }
 }
 
@@ -624,8 +625,8 @@ pub fn evaluate(
     if job.fail_fast && matches!(run.outcome, Outcome::Failed | Outcome::LeaseReturned) {
         return Decision::fail(DecisionKind::FailFast, state, global);
     }
+    let attempts = u32::try_from(run_index + 1).unwrap_or(u32::MAX);
     if !settings.enabled || policies.is_empty() {
-        let attempts = u32::try_from(run_index + 1).unwrap_or(u32::MAX);
         return if run.outcome == Outcome::LeaseReturned && attempts < settings.max_attempted_runs {
             requeue(DecisionKind::LegacyRequeue, state)
         } else {
@@ -633,7 +634,14 @@ pub fn evaluate(
         };
     }
     if run.outcome == Outcome::LeaseReturned {
-        return requeue(DecisionKind::LeaseReturned, state);
+        // Upstream sends a returned lease down the legacy path even with the engine on: it
+        // consumes no retry budget, but `maxAttemptedRuns` still bounds it, so that a job
+        // whose leases keep coming back is not requeued forever.
+        return if attempts < settings.max_attempted_runs {
+            requeue(DecisionKind::LeaseReturned, state)
+        } else {
+            Decision::fail(DecisionKind::LegacyFail, state, global)
+        };
     }
 
     // First match across the concatenated rules.
@@ -753,9 +761,10 @@ pub fn evaluate(
             if state.memory_static.is_some() {
                 memory_note = Some("memory factor skipped: the job already grew by a static amount");
             } else {
-                let f = state.memory_factor.unwrap_or(1.0) * factor;
-                state.memory_factor = Some(f);
-                state.memory = state.original_memory.map(|m| (m * f).ceil());
+                // Each step grows the previous memory and rounds up, as upstream does, so the
+                // result is not the original times the product of the factors.
+                state.memory_factor = Some(state.memory_factor.unwrap_or(1.0) * factor);
+                state.memory = state.memory.map(|m| (m * factor).ceil());
             }
         } else if let Some(add) = policies[p].statics[r] {
             if state.memory_factor.is_some() {

@@ -220,6 +220,8 @@ pub fn replay(history: &FailureHistory, policies: &[&CompiledPolicy], settings: 
     let mut state = JobState::new(job.memory);
     let mut eligible_at: u64 = 0;
     let mut avoid: Vec<String> = Vec::new();
+    // The run whose decision set `avoid`.
+    let mut avoid_from = 0usize;
     let mut ended: Option<usize> = None;
     for (k, run) in history.runs.iter().enumerate() {
         if let Some(end) = ended {
@@ -268,8 +270,7 @@ pub fn replay(history: &FailureHistory, policies: &[&CompiledPolicy], settings: 
         if let Some(node) = &run.node {
             if avoid.contains(node) {
                 report.contradictions.push(format!(
-                    "run {k} ran on `{node}`, a node the decision for run {} avoids",
-                    k - 1
+                    "run {k} ran on `{node}`, a node the decision for run {avoid_from} avoids"
                 ));
             }
         }
@@ -332,7 +333,12 @@ pub fn replay(history: &FailureHistory, policies: &[&CompiledPolicy], settings: 
                     report.total_delay = GoDuration(report.total_delay.0.saturating_add(d.delay.0));
                 }
                 eligible_at = after;
-                avoid.clone_from(&d.avoid_nodes);
+                // A returned lease or a legacy requeue changes no scheduling constraint: the
+                // nodes the last retry avoids stay avoided.
+                if d.kind == DecisionKind::Retry {
+                    avoid.clone_from(&d.avoid_nodes);
+                    avoid_from = k;
+                }
             }
         }
         if decision.as_ref().is_none_or(|d| d.action() == Action::Fail) {

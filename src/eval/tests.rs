@@ -802,6 +802,69 @@ fn contradictions_are_reported() {
     assert_eq!(r.runs.len(), 2);
 }
 
+#[test]
+fn a_returned_lease_keeps_the_nodes_the_last_retry_avoids() {
+    let yaml = one_rule("{action: Retry, onConditions: [Preempted], antiAffinity: {mode: node}}");
+    let r = simulate(
+        &yaml,
+        &runs(&[
+            "{node: a, conditions: [Preempted]}",
+            "{node: b, outcome: leaseReturned}",
+            "{node: a, conditions: [Preempted]}",
+        ]),
+        &Settings::default(),
+    );
+    assert_eq!(kinds(&r), ["retry", "lease_returned", "retry"]);
+    assert_eq!(
+        r.contradictions,
+        ["run 2 ran on `a`, a node the decision for run 0 avoids"]
+    );
+}
+
+#[test]
+fn returned_leases_are_bounded_by_max_attempted_runs_with_policies_too() {
+    let lease = "{node: n, outcome: leaseReturned}";
+    let r = simulate(
+        &one_rule("{action: Retry, onConditions: [Preempted]}"),
+        &runs(&[lease; 6]),
+        &Settings::default(),
+    );
+    // maxAttemptedRuns 5: the 5th attempt is not requeued, and no retry budget was used.
+    assert_eq!(
+        kinds(&r),
+        [
+            "lease_returned",
+            "lease_returned",
+            "lease_returned",
+            "lease_returned",
+            "legacy_fail"
+        ]
+    );
+    assert_eq!(r.retries, 0);
+}
+
+#[test]
+fn backoff_is_rounded_not_truncated() {
+    let yaml = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 5\n  backoff: {initialDelay: 10s, maxDelay: 1h, multiplier: 1.15}\n  rules:\n    - {action: Retry, onConditions: [Evicted]}\n";
+    let evicted = "{node: n, conditions: [Evicted]}";
+    let r = simulate(yaml, &runs(&[evicted; 3]), &Settings::default());
+    assert_eq!(delays(&r), ["10s", "11.5s", "13.225s"]);
+}
+
+#[test]
+fn memory_factor_rounds_up_at_each_step() {
+    let yaml = one_rule("{action: Retry, onFailureCategory: [oom], mutate: {resources: {memory: {factor: 1.1}}}}");
+    let r = simulate(
+        &yaml,
+        "job: {id: j, memory: \"1003\"}\nruns: [{category: oom}, {category: oom}, {category: oom}]\n",
+        &Settings::default(),
+    );
+    // ceil(1003 × 1.1) = 1104, ceil(1104 × 1.1) = 1215, ceil(1215 × 1.1) = 1337; not
+    // ceil(1003 × 1.1³) = 1335.
+    let memory: Vec<Option<f64>> = (0..3).map(|i| decision(&r, i).memory).collect();
+    assert_eq!(memory, [Some(1104.0), Some(1215.0), Some(1337.0)]);
+}
+
 // ---- properties -----------------------------------------------------------------------------------
 
 fn arb_rule() -> impl Strategy<Value = Rule> {
