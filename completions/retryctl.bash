@@ -31,14 +31,23 @@ _retryctl() {
             retryctl,delete)
                 cmd="retryctl__subcmd__delete"
                 ;;
+            retryctl,describe)
+                cmd="retryctl__subcmd__describe"
+                ;;
             retryctl,diff)
                 cmd="retryctl__subcmd__diff"
+                ;;
+            retryctl,explain)
+                cmd="retryctl__subcmd__explain"
                 ;;
             retryctl,get)
                 cmd="retryctl__subcmd__get"
                 ;;
             retryctl,help)
                 cmd="retryctl__subcmd__help"
+                ;;
+            retryctl,schema)
+                cmd="retryctl__subcmd__schema"
                 ;;
             retryctl,serve)
                 cmd="retryctl__subcmd__serve"
@@ -157,6 +166,42 @@ _retryctl() {
             retryctl__subcmd__delete__subcmd__help,retrypolicy)
                 cmd="retryctl__subcmd__delete__subcmd__help__subcmd__retrypolicy"
                 ;;
+            retryctl__subcmd__describe,help)
+                cmd="retryctl__subcmd__describe__subcmd__help"
+                ;;
+            retryctl__subcmd__describe,q)
+                cmd="retryctl__subcmd__describe__subcmd__queue"
+                ;;
+            retryctl__subcmd__describe,queue)
+                cmd="retryctl__subcmd__describe__subcmd__queue"
+                ;;
+            retryctl__subcmd__describe,queues)
+                cmd="retryctl__subcmd__describe__subcmd__queue"
+                ;;
+            retryctl__subcmd__describe,retry-policies)
+                cmd="retryctl__subcmd__describe__subcmd__retrypolicy"
+                ;;
+            retryctl__subcmd__describe,retry-policy)
+                cmd="retryctl__subcmd__describe__subcmd__retrypolicy"
+                ;;
+            retryctl__subcmd__describe,retrypolicies)
+                cmd="retryctl__subcmd__describe__subcmd__retrypolicy"
+                ;;
+            retryctl__subcmd__describe,retrypolicy)
+                cmd="retryctl__subcmd__describe__subcmd__retrypolicy"
+                ;;
+            retryctl__subcmd__describe,rp)
+                cmd="retryctl__subcmd__describe__subcmd__retrypolicy"
+                ;;
+            retryctl__subcmd__describe__subcmd__help,help)
+                cmd="retryctl__subcmd__describe__subcmd__help__subcmd__help"
+                ;;
+            retryctl__subcmd__describe__subcmd__help,queue)
+                cmd="retryctl__subcmd__describe__subcmd__help__subcmd__queue"
+                ;;
+            retryctl__subcmd__describe__subcmd__help,retrypolicy)
+                cmd="retryctl__subcmd__describe__subcmd__help__subcmd__retrypolicy"
+                ;;
             retryctl__subcmd__get,help)
                 cmd="retryctl__subcmd__get__subcmd__help"
                 ;;
@@ -208,14 +253,23 @@ _retryctl() {
             retryctl__subcmd__help,delete)
                 cmd="retryctl__subcmd__help__subcmd__delete"
                 ;;
+            retryctl__subcmd__help,describe)
+                cmd="retryctl__subcmd__help__subcmd__describe"
+                ;;
             retryctl__subcmd__help,diff)
                 cmd="retryctl__subcmd__help__subcmd__diff"
+                ;;
+            retryctl__subcmd__help,explain)
+                cmd="retryctl__subcmd__help__subcmd__explain"
                 ;;
             retryctl__subcmd__help,get)
                 cmd="retryctl__subcmd__help__subcmd__get"
                 ;;
             retryctl__subcmd__help,help)
                 cmd="retryctl__subcmd__help__subcmd__help"
+                ;;
+            retryctl__subcmd__help,schema)
+                cmd="retryctl__subcmd__help__subcmd__schema"
                 ;;
             retryctl__subcmd__help,serve)
                 cmd="retryctl__subcmd__help__subcmd__serve"
@@ -255,6 +309,12 @@ _retryctl() {
                 ;;
             retryctl__subcmd__help__subcmd__delete,retrypolicy)
                 cmd="retryctl__subcmd__help__subcmd__delete__subcmd__retrypolicy"
+                ;;
+            retryctl__subcmd__help__subcmd__describe,queue)
+                cmd="retryctl__subcmd__help__subcmd__describe__subcmd__queue"
+                ;;
+            retryctl__subcmd__help__subcmd__describe,retrypolicy)
+                cmd="retryctl__subcmd__help__subcmd__describe__subcmd__retrypolicy"
                 ;;
             retryctl__subcmd__help__subcmd__get,queue)
                 cmd="retryctl__subcmd__help__subcmd__get__subcmd__queue"
@@ -311,7 +371,7 @@ _retryctl() {
 
     case "${cmd}" in
         retryctl)
-            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version validate create get update apply diff delete simulate serve completion config version help"
+            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version validate create get update apply diff delete simulate serve completion config version describe explain schema help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -937,12 +997,24 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__delete)
-            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
+            opts="-f -R -c -v -h -V --filename --recursive --ignore-not-found --detach --dry-run --armada-url --context --config --timeout --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --filename)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dry-run)
+                    COMPREPLY=($(compgen -W "none client server" -- "${cur}"))
+                    return 0
+                    ;;
                 --armada-url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1114,6 +1186,212 @@ _retryctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        retryctl__subcmd__describe)
+            opts="-f -R -c -v -h -V --filename --recursive --scheduler-config --armada-url --context --config --timeout --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --filename)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scheduler-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --armada-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        retryctl__subcmd__describe__subcmd__help)
+            opts="retrypolicy queue help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        retryctl__subcmd__describe__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        retryctl__subcmd__describe__subcmd__help__subcmd__queue)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        retryctl__subcmd__describe__subcmd__help__subcmd__retrypolicy)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        retryctl__subcmd__describe__subcmd__queue)
+            opts="-f -R -c -v -h -V --filename --recursive --scheduler-config --armada-url --context --config --timeout --verbose --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --filename)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scheduler-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --armada-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        retryctl__subcmd__describe__subcmd__retrypolicy)
+            opts="-f -R -c -v -h -V --filename --recursive --scheduler-config --armada-url --context --config --timeout --verbose --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --filename)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scheduler-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --armada-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         retryctl__subcmd__diff)
             opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1164,13 +1442,67 @@ _retryctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        retryctl__subcmd__get)
-            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
+        retryctl__subcmd__explain)
+            opts="-c -v -h -V --recursive --armada-url --context --config --timeout --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --armada-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        retryctl__subcmd__get)
+            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -W "table wide yaml json name jsonpath= custom-columns=" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide yaml json name jsonpath= custom-columns=" -- "${cur}"))
+                    return 0
+                    ;;
+                --api-version)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sort-by)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --armada-url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1259,21 +1591,25 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__get__subcmd__queue)
-            opts="-o -c -v -h -V --output --api-version --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide yaml json name" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide yaml json name jsonpath= custom-columns=" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide yaml json name" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide yaml json name jsonpath= custom-columns=" -- "${cur}"))
                     return 0
                     ;;
                 --api-version)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sort-by)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1309,21 +1645,25 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__get__subcmd__retrypolicy)
-            opts="-o -c -v -h -V --output --api-version --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide yaml json name" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide yaml json name jsonpath= custom-columns=" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide yaml json name" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide yaml json name jsonpath= custom-columns=" -- "${cur}"))
                     return 0
                     ;;
                 --api-version)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sort-by)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1359,7 +1699,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__help)
-            opts="validate create get update apply diff delete simulate serve completion config version help"
+            opts="validate create get update apply diff delete simulate serve completion config version describe explain schema help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1554,7 +1894,63 @@ _retryctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        retryctl__subcmd__help__subcmd__describe)
+            opts="retrypolicy queue"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        retryctl__subcmd__help__subcmd__describe__subcmd__queue)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        retryctl__subcmd__help__subcmd__describe__subcmd__retrypolicy)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         retryctl__subcmd__help__subcmd__diff)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        retryctl__subcmd__help__subcmd__explain)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1611,6 +2007,20 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        retryctl__subcmd__help__subcmd__schema)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1715,6 +2125,44 @@ _retryctl() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        retryctl__subcmd__schema)
+            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version retrypolicy queue"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --armada-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -46,6 +46,9 @@ complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "serve" -d 'Run a 
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "completion" -d 'Print a shell completion script'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "config" -d 'Show or change the armadactl config file'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "version" -d 'Print the client version, and the server\'s dialect when it is reachable'
+complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "describe" -d 'Explain a retry policy or queue in words: limits, backoff schedule, who uses it'
+complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "explain" -d 'Document the fields of a resource (`retrypolicy.spec.rules`)'
+complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "schema" -d 'Print the JSON Schema (draft 2020-12) of a document kind, for editors'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s o -l output -d 'Report format' -r -f -a "text\t'Human-readable findings on stderr, a summary on stdout'
@@ -227,6 +230,15 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from help" -f -a "queue" -d 'Create a queue from flags'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from help" -f -a "retrypolicy" -d 'Create retry policies from files (only RetryPolicy documents are accepted)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s o -l output -d 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl\'s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...' -r -f -a "table\t''
+wide\t''
+yaml\t''
+json\t''
+name\t''
+jsonpath=\t''
+custom-columns=\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -234,24 +246,28 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_se
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l no-headers -d 'Leave out the header line of tables and custom columns'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -f -a "retrypolicy" -d 'Retry policies: one or more by name, or all'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -f -a "retry-policy" -d 'Retry policies: one or more by name, or all'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -f -a "retrypolicies" -d 'Retry policies: one or more by name, or all'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -f -a "retry-policies" -d 'Retry policies: one or more by name, or all'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -f -a "rp" -d 'Retry policies: one or more by name, or all'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -f -a "queue" -d 'Queues: one or more by name, or all'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -f -a "queues" -d 'Queues: one or more by name, or all'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -f -a "q" -d 'Queues: one or more by name, or all'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -s o -l output -d 'Output format' -r -f -a "table\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "retrypolicy" -d 'Retry policies: one or more by name, or all'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "retry-policy" -d 'Retry policies: one or more by name, or all'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "retrypolicies" -d 'Retry policies: one or more by name, or all'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "retry-policies" -d 'Retry policies: one or more by name, or all'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "rp" -d 'Retry policies: one or more by name, or all'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "queue" -d 'Queues: one or more by name, or all'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "queues" -d 'Queues: one or more by name, or all'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "q" -d 'Queues: one or more by name, or all'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -s o -l output -d 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl\'s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...' -r -f -a "table\t''
 wide\t''
 yaml\t''
 json\t''
-name\t''"
+name\t''
+jsonpath=\t''
+custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -259,15 +275,19 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l no-headers -d 'Leave out the header line of tables and custom columns'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s o -l output -d 'Output format' -r -f -a "table\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s o -l output -d 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl\'s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...' -r -f -a "table\t''
 wide\t''
 yaml\t''
 json\t''
-name\t''"
+name\t''
+jsonpath=\t''
+custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -275,15 +295,19 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l no-headers -d 'Leave out the header line of tables and custom columns'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s o -l output -d 'Output format' -r -f -a "table\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s o -l output -d 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl\'s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...' -r -f -a "table\t''
 wide\t''
 yaml\t''
 json\t''
-name\t''"
+name\t''
+jsonpath=\t''
+custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -291,15 +315,19 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l no-headers -d 'Leave out the header line of tables and custom columns'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s o -l output -d 'Output format' -r -f -a "table\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s o -l output -d 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl\'s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...' -r -f -a "table\t''
 wide\t''
 yaml\t''
 json\t''
-name\t''"
+name\t''
+jsonpath=\t''
+custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -307,15 +335,19 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l no-headers -d 'Leave out the header line of tables and custom columns'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s o -l output -d 'Output format' -r -f -a "table\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s o -l output -d 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl\'s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...' -r -f -a "table\t''
 wide\t''
 yaml\t''
 json\t''
-name\t''"
+name\t''
+jsonpath=\t''
+custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -323,15 +355,19 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l no-headers -d 'Leave out the header line of tables and custom columns'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s o -l output -d 'Output format' -r -f -a "table\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s o -l output -d 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl\'s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...' -r -f -a "table\t''
 wide\t''
 yaml\t''
 json\t''
-name\t''"
+name\t''
+jsonpath=\t''
+custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -339,15 +375,19 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l no-headers -d 'Leave out the header line of tables and custom columns'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s o -l output -d 'Output format' -r -f -a "table\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s o -l output -d 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl\'s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...' -r -f -a "table\t''
 wide\t''
 yaml\t''
 json\t''
-name\t''"
+name\t''
+jsonpath=\t''
+custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -355,15 +395,19 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l no-headers -d 'Leave out the header line of tables and custom columns'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s o -l output -d 'Output format' -r -f -a "table\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s o -l output -d 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl\'s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...' -r -f -a "table\t''
 wide\t''
 yaml\t''
 json\t''
-name\t''"
+name\t''
+jsonpath=\t''
+custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -371,6 +415,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l no-headers -d 'Leave out the header line of tables and custom columns'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s V -l version -d 'Print version'
@@ -575,6 +620,10 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s R -l recursiv
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
+client\t'Validate fully offline and send nothing'
+server\t'Ask the server to validate without storing (falls back to client)'"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -582,18 +631,21 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l ignore-not-found -d 'Succeed when a name does not exist'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l detach -d 'Detach a policy from every queue that uses it, then delete it'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -f -a "retrypolicy" -d 'Delete retry policies. A policy still attached to queues is refused unless --detach'
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -f -a "retry-policy" -d 'Delete retry policies. A policy still attached to queues is refused unless --detach'
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -f -a "retrypolicies" -d 'Delete retry policies. A policy still attached to queues is refused unless --detach'
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -f -a "retry-policies" -d 'Delete retry policies. A policy still attached to queues is refused unless --detach'
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -f -a "rp" -d 'Delete retry policies. A policy still attached to queues is refused unless --detach'
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -f -a "queue" -d 'Delete queues'
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -f -a "queues" -d 'Delete queues'
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -f -a "q" -d 'Delete queues'
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "retrypolicy" -d 'Delete retry policies. A policy still attached to queues is refused unless --detach'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "retry-policy" -d 'Delete retry policies. A policy still attached to queues is refused unless --detach'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "retrypolicies" -d 'Delete retry policies. A policy still attached to queues is refused unless --detach'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "retry-policies" -d 'Delete retry policies. A policy still attached to queues is refused unless --detach'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "rp" -d 'Delete retry policies. A policy still attached to queues is refused unless --detach'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "queue" -d 'Delete queues'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "queues" -d 'Delete queues'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "q" -d 'Delete queues'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
@@ -834,19 +886,172 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l client -d 
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "validate" -d 'Parse, validate and lint documents offline'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "create" -d 'Create every document of the files (fails on an existing name), or a queue from flags'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "get" -d 'Show retry policies or queues'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "update" -d 'Replace existing resources from files, or change a queue in place'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "apply" -d 'Create or update every document of the files'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "diff" -d 'Show how the files differ from the server (exit 0 same, 1 different)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "delete" -d 'Delete retry policies or queues'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "simulate" -d 'Replay failure histories through the retry evaluator'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "serve" -d 'Run a local Armada-compatible API server with SQLite storage'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "completion" -d 'Print a shell completion script'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "config" -d 'Show or change the armadactl config file'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "version" -d 'Print the client version, and the server\'s dialect when it is reachable'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "retrypolicy" -d 'Describe retry policies'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "retry-policy" -d 'Describe retry policies'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "retrypolicies" -d 'Describe retry policies'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "retry-policies" -d 'Describe retry policies'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "rp" -d 'Describe retry policies'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "queue" -d 'Describe queues'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "queues" -d 'Describe queues'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "q" -d 'Describe queues'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from help" -f -a "retrypolicy" -d 'Describe retry policies'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from help" -f -a "queue" -d 'Describe queues'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l recursive -d 'Show every field below, not only the direct ones'
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version describe explain schema help" -f -a "validate" -d 'Parse, validate and lint documents offline'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version describe explain schema help" -f -a "create" -d 'Create every document of the files (fails on an existing name), or a queue from flags'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version describe explain schema help" -f -a "get" -d 'Show retry policies or queues'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version describe explain schema help" -f -a "update" -d 'Replace existing resources from files, or change a queue in place'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version describe explain schema help" -f -a "apply" -d 'Create or update every document of the files'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version describe explain schema help" -f -a "diff" -d 'Show how the files differ from the server (exit 0 same, 1 different)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version describe explain schema help" -f -a "delete" -d 'Delete retry policies or queues'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version describe explain schema help" -f -a "simulate" -d 'Replay failure histories through the retry evaluator'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version describe explain schema help" -f -a "serve" -d 'Run a local Armada-compatible API server with SQLite storage'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version describe explain schema help" -f -a "completion" -d 'Print a shell completion script'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version describe explain schema help" -f -a "config" -d 'Show or change the armadactl config file'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version describe explain schema help" -f -a "version" -d 'Print the client version, and the server\'s dialect when it is reachable'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version describe explain schema help" -f -a "describe" -d 'Explain a retry policy or queue in words: limits, backoff schedule, who uses it'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version describe explain schema help" -f -a "explain" -d 'Document the fields of a resource (`retrypolicy.spec.rules`)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version describe explain schema help" -f -a "schema" -d 'Print the JSON Schema (draft 2020-12) of a document kind, for editors'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version describe explain schema help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_subcommand_from create" -f -a "queue" -d 'Create a queue from flags'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_subcommand_from create" -f -a "retrypolicy" -d 'Create retry policies from files (only RetryPolicy documents are accepted)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_subcommand_from get" -f -a "retrypolicy" -d 'Retry policies: one or more by name, or all'
@@ -859,3 +1064,5 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_subcommand_from config" -f -a "get-contexts" -d 'List the contexts, marking the current one'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_subcommand_from config" -f -a "current-context" -d 'Print the current context'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_subcommand_from config" -f -a "use-context" -d 'Make NAME the current context (rewrites the file, keeping every other key)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_subcommand_from describe" -f -a "retrypolicy" -d 'Describe retry policies'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_subcommand_from describe" -f -a "queue" -d 'Describe queues'

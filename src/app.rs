@@ -41,5 +41,8 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result
         Command::Serve(args) => commands::serve::run(&mut ctx, &args),
         Command::Config(args) => commands::config::run(&mut ctx, &args),
         Command::Version(args) => commands::version::run(&mut ctx, &args),
+        Command::Describe(args) => commands::describe::run(&mut ctx, &args),
+        Command::Explain(args) => commands::explain::run(&mut ctx, &args),
+        Command::Schema(args) => commands::schema::run(&mut ctx, &args),
     }
 }

@@ -82,6 +82,79 @@ pub enum Command {
     Config(ConfigArgs),
     /// Print the client version, and the server's dialect when it is reachable.
     Version(VersionArgs),
+    /// Explain a retry policy or queue in words: limits, backoff schedule, who uses it.
+    Describe(DescribeArgs),
+    /// Document the fields of a resource (`retrypolicy.spec.rules`).
+    Explain(ExplainArgs),
+    /// Print the JSON Schema (draft 2020-12) of a document kind, for editors.
+    Schema(SchemaArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct DescribeArgs {
+    /// Resources as `TYPE/NAME` (`retrypolicy/infra`, `queue/ml`).
+    #[arg(value_name = "TYPE/NAME")]
+    pub targets: Vec<String>,
+
+    /// Describe from these files instead of the server (every policy and queue in them when
+    /// no name is given).
+    #[command(flatten)]
+    pub source: FileSource,
+
+    /// An Armada scheduler config: its globalMaxRetries and defaultBackoff are used.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub scheduler_config: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub resource: Option<DescribeResource>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DescribeResource {
+    /// Describe retry policies.
+    #[command(visible_aliases = ["retry-policy", "retrypolicies", "retry-policies", "rp"])]
+    Retrypolicy(DescribeNames),
+    /// Describe queues.
+    #[command(visible_aliases = ["queues", "q"])]
+    Queue(DescribeNames),
+}
+
+#[derive(Debug, Args)]
+pub struct DescribeNames {
+    /// Names (all of the files' when reading `-f` and none is given).
+    pub names: Vec<String>,
+
+    /// Describe from these files instead of the server.
+    #[command(flatten)]
+    pub source: FileSource,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// `retrypolicy` or `queue`, optionally followed by a field path
+    /// (`retrypolicy.spec.rules.onExitCodes`).
+    #[arg(value_name = "TYPE[.FIELD...]")]
+    pub path: String,
+
+    /// Show every field below, not only the direct ones.
+    #[arg(long)]
+    pub recursive: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// The document kind.
+    #[arg(value_enum)]
+    pub kind: SchemaKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemaKind {
+    #[value(alias = "rp", alias = "retry-policy")]
+    Retrypolicy,
+    #[value(alias = "q")]
+    Queue,
 }
 
 /// `-f PATH...` with `-R`, shared by every file-reading command.
@@ -221,9 +294,17 @@ pub struct QueueFlags {
 }
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct GetArgs {
+    /// Resources as `TYPE/NAME` (`retrypolicy/infra`, `queue/ml`), as `-o name` prints them.
+    #[arg(value_name = "TYPE/NAME", required = true)]
+    pub targets: Vec<String>,
+
+    #[command(flatten)]
+    pub view: ViewArgs,
+
     #[command(subcommand)]
-    pub resource: GetResource,
+    pub resource: Option<GetResource>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -238,26 +319,98 @@ pub enum GetResource {
 
 #[derive(Debug, Args)]
 pub struct GetFlags {
-    /// Names; all when none is given.
+    /// Names (or `TYPE/NAME`); all when none is given.
     pub names: Vec<String>,
 
-    /// Output format.
-    #[arg(short = 'o', long, value_enum, default_value_t = GetOutput::Table)]
+    #[command(flatten)]
+    pub view: ViewArgs,
+}
+
+/// How `get` prints what it found.
+#[derive(Debug, Args, Clone)]
+pub struct ViewArgs {
+    /// Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl's
+    /// `{.items[*].metadata.name}`), custom-columns=NAME:.path,...
+    #[arg(short = 'o', long, value_parser = OutputParser, default_value = "table", value_name = "FORMAT")]
     pub output: GetOutput,
 
     /// Dialect of YAML/JSON output for policies.
     #[arg(long, value_name = "VERSION", default_value = "armadaproject.io/v1")]
     pub api_version: String,
+
+    /// Leave out the header line of tables and custom columns.
+    #[arg(long)]
+    pub no_headers: bool,
+
+    /// Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`).
+    #[arg(long, value_name = "PATH")]
+    pub sort_by: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GetOutput {
     Table,
     Wide,
     Yaml,
     Json,
     Name,
+    /// `jsonpath=TEMPLATE`.
+    JsonPath(String),
+    /// `custom-columns=SPEC`.
+    CustomColumns(String),
 }
+
+/// Parses `-o`: the plain formats, or `jsonpath=` / `custom-columns=` with their argument.
+/// Lists the plain names as possible values, so help and completions show them.
+#[derive(Debug, Clone, Copy)]
+pub struct OutputParser;
+
+impl clap::builder::TypedValueParser for OutputParser {
+    type Value = GetOutput;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<GetOutput, clap::Error> {
+        let text = value.to_string_lossy();
+        let parsed = match text.split_once('=') {
+            Some(("jsonpath", t)) if !t.is_empty() => Some(GetOutput::JsonPath(t.to_string())),
+            Some(("custom-columns", t)) if !t.is_empty() => Some(GetOutput::CustomColumns(t.to_string())),
+            Some(_) => None,
+            None => match text.as_ref() {
+                "table" => Some(GetOutput::Table),
+                "wide" => Some(GetOutput::Wide),
+                "yaml" => Some(GetOutput::Yaml),
+                "json" => Some(GetOutput::Json),
+                "name" => Some(GetOutput::Name),
+                _ => None,
+            },
+        };
+        parsed.ok_or_else(|| {
+            let mut e = clap::Error::new(clap::error::ErrorKind::InvalidValue).with_cmd(cmd);
+            use clap::error::{ContextKind, ContextValue};
+            if let Some(arg) = arg {
+                e.insert(ContextKind::InvalidArg, ContextValue::String(arg.to_string()));
+            }
+            e.insert(ContextKind::InvalidValue, ContextValue::String(text.to_string()));
+            e.insert(
+                ContextKind::ValidValue,
+                ContextValue::Strings(OUTPUT_NAMES.iter().map(|s| s.to_string()).collect()),
+            );
+            e
+        })
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            OUTPUT_NAMES.iter().map(|n| clap::builder::PossibleValue::new(*n)),
+        ))
+    }
+}
+
+const OUTPUT_NAMES: [&str; 7] = ["table", "wide", "yaml", "json", "name", "jsonpath=", "custom-columns="];
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -295,9 +448,30 @@ pub struct UpdateQueueFlags {
 }
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["targets", "files"])))]
 pub struct DeleteArgs {
+    /// Resources as `TYPE/NAME` (`retrypolicy/infra`, `queue/ml`), as `get -o name` prints them.
+    #[arg(value_name = "TYPE/NAME")]
+    pub targets: Vec<String>,
+
+    /// Delete what these files define (queues before the policies they attach).
+    #[command(flatten)]
+    pub source: FileSource,
+
+    /// Succeed when a name does not exist.
+    #[arg(long)]
+    pub ignore_not_found: bool,
+
+    /// Detach a policy from every queue that uses it, then delete it.
+    #[arg(long)]
+    pub detach: bool,
+
+    #[command(flatten)]
+    pub write: WriteArgs,
+
     #[command(subcommand)]
-    pub resource: DeleteResource,
+    pub resource: Option<DeleteResource>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -475,6 +649,14 @@ mod tests {
             "retryctl completion zsh",
             "retryctl config use-context prod",
             "retryctl create -f a.yaml --dry-run=server",
+            "retryctl get retrypolicy/infra queue/ml -o jsonpath={.items[*].metadata.name}",
+            "retryctl get rp -o custom-columns=NAME:.metadata.name --no-headers --sort-by .metadata.name",
+            "retryctl delete retrypolicy/infra queue/ml --ignore-not-found",
+            "retryctl delete -f dir -R --dry-run",
+            "retryctl describe rp ml-training -f a.yaml",
+            "retryctl describe retrypolicy/infra",
+            "retryctl explain retrypolicy.spec.rules --recursive",
+            "retryctl schema rp",
         ];
         for line in ok {
             let args: Vec<&str> = line.split(' ').collect();
@@ -484,9 +666,12 @@ mod tests {
         }
         let bad = [
             ("retryctl", ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand),
-            ("retryctl get widgets", ErrorKind::InvalidSubcommand),
             ("retryctl validate -f a.yaml -o xml", ErrorKind::InvalidValue),
             ("retryctl delete rp", ErrorKind::MissingRequiredArgument),
+            ("retryctl delete", ErrorKind::MissingRequiredArgument),
+            ("retryctl get", ErrorKind::MissingRequiredArgument),
+            ("retryctl get rp -o xml", ErrorKind::InvalidValue),
+            ("retryctl get rp -o jsonpath=", ErrorKind::InvalidValue),
             ("retryctl serve --db x --in-memory", ErrorKind::ArgumentConflict),
             ("retryctl completion tcsh", ErrorKind::InvalidValue),
         ];

@@ -1,12 +1,13 @@
 //! `retryctl create -f PATH...`, `create retrypolicy -f`, `create queue NAME [flags]`.
 //!
-//! Every document is validated before anything is sent; then each is created in order, and
-//! the first failure stops the run (later documents, often queues that name the earlier
-//! policies, would fail for the same reason). Creating an existing name fails (exit 1) and
+//! Every document is validated before anything is sent; then each is created, policies
+//! before queues (see `batch`), and the first failure stops the run. Creating an existing name fails (exit 1) and
 //! suggests `apply`.
 
 use crate::app::Context;
-use crate::cli::{CreateArgs, CreateResource, FileArgs, FileSource, QueueFlags, WriteArgs};
+use crate::cli::{CreateArgs, CreateResource, FileArgs, QueueFlags, WriteArgs};
+/// Shared with `update` and `apply`; lives with the batch ordering and checks.
+pub use crate::commands::batch::write_files;
 use crate::commands::remote::{self, Mode};
 use crate::error::{CliError, ExitCode};
 use crate::model::validate::validate_queue;
@@ -26,37 +27,6 @@ pub fn run(ctx: &mut Context, args: &CreateArgs) -> anyhow::Result<ExitCode> {
             Mode::Create,
         ),
     }
-}
-
-/// Loads, validates, then writes every document in order (shared with `update` and `apply`).
-pub fn write_files(
-    ctx: &mut Context,
-    source: &FileSource,
-    write: &WriteArgs,
-    kinds: &[Kind],
-    mode: Mode,
-) -> anyhow::Result<ExitCode> {
-    let items = remote::load(ctx, source, kinds)?;
-    let dry = remote::dry_run(ctx, write.dry_run)?;
-    // Create and update dry runs stay offline; apply reads to say what it would do.
-    let conn = if dry && mode != Mode::Apply {
-        None
-    } else {
-        Some(remote::connect(ctx)?)
-    };
-    for (i, item) in items.iter().enumerate() {
-        match remote::write(conn.as_ref(), &item.resource, mode, dry) {
-            Ok(result) => writeln!(ctx.out, "{} {result}{}", item.label(), remote::suffix(dry))?,
-            Err(e) => {
-                let e = CliError {
-                    message: format!("{}: {}", item.file, e.message),
-                    ..e
-                };
-                return Err(remote::not_sent(e, items.len() - i - 1).into());
-            }
-        }
-    }
-    Ok(ExitCode::Success)
 }
 
 fn create_queue(ctx: &mut Context, flags: &QueueFlags) -> anyhow::Result<ExitCode> {

@@ -1,5 +1,8 @@
-//! `retryctl delete retrypolicy NAME... [--detach] [--ignore-not-found]` and
-//! `delete queue NAME...`.
+//! `retryctl delete retrypolicy NAME... [--detach] [--ignore-not-found]`,
+//! `delete queue NAME...`, `delete TYPE/NAME...` and `delete -f PATH...`.
+//!
+//! With `TYPE/NAME` arguments and files, queues are deleted before policies, so a policy
+//! named together with the queues that attach it can go in one run.
 //!
 //! Each name is looked up first, so that a missing one is reported (or skipped with
 //! `--ignore-not-found`) the same on every server: upstream deletes a missing queue as a
@@ -10,93 +13,163 @@
 //! `--dry-run` reads, reports what would happen, and writes nothing.
 
 use crate::app::Context;
-use crate::cli::{DeleteArgs, DeleteFlags, DeleteResource};
+use crate::cli::{DeleteArgs, DeleteResource};
 use crate::client::WriteOp;
+use crate::commands::batch;
 use crate::commands::remote::{self, found, Remote};
+use crate::commands::target::Targets;
 use crate::error::{CliError, ExitCode};
+use crate::model::{Kind, Resource};
+
+/// What to delete, in order, and how.
+struct Plan {
+    targets: Vec<(Kind, String)>,
+    ignore_not_found: bool,
+    detach: bool,
+    dry_run: crate::cli::DryRun,
+}
 
 pub fn run(ctx: &mut Context, args: &DeleteArgs) -> anyhow::Result<ExitCode> {
-    match &args.resource {
-        DeleteResource::Retrypolicy(f) => delete_policies(ctx, &f.delete, f.detach),
-        DeleteResource::Queue(f) => delete_queues(ctx, f),
-    }
+    let plan = match &args.resource {
+        Some(DeleteResource::Retrypolicy(f)) => Plan {
+            targets: flatten(Targets::from_names(Kind::RetryPolicy, &f.delete.names)?),
+            ignore_not_found: f.delete.ignore_not_found,
+            detach: f.detach,
+            dry_run: f.delete.write.dry_run,
+        },
+        Some(DeleteResource::Queue(f)) => Plan {
+            targets: flatten(Targets::from_names(Kind::Queue, &f.names)?),
+            ignore_not_found: f.ignore_not_found,
+            detach: false,
+            dry_run: f.write.dry_run,
+        },
+        None => {
+            let mut targets = flatten(Targets::from_typed(&args.targets)?);
+            if !args.source.files.is_empty() {
+                let mut items = remote::load(ctx, &args.source, &[Kind::RetryPolicy, Kind::Queue])?;
+                batch::order(&mut items, true);
+                targets.extend(items.iter().filter_map(|i| match &i.resource {
+                    Resource::RetryPolicy(p) => Some((Kind::RetryPolicy, p.name.clone())),
+                    Resource::Queue(q) => Some((Kind::Queue, q.name.clone())),
+                    _ => None,
+                }));
+            }
+            // Queues first, so that a policy named with the queues using it can go too.
+            targets.sort_by_key(|(k, _)| *k != Kind::Queue);
+            let mut seen = std::collections::HashSet::new();
+            targets.retain(|t| seen.insert(t.clone()));
+            Plan {
+                targets,
+                ignore_not_found: args.ignore_not_found,
+                detach: args.detach,
+                dry_run: args.write.dry_run,
+            }
+        }
+    };
+    delete(ctx, &plan)
 }
 
-fn delete_policies(ctx: &mut Context, flags: &DeleteFlags, detach: bool) -> anyhow::Result<ExitCode> {
-    remote::check_names("retry policy", &flags.names)?;
-    let dry = remote::dry_run(ctx, flags.write.dry_run)?;
+fn flatten(t: Targets) -> Vec<(Kind, String)> {
+    t.groups
+        .into_iter()
+        .flat_map(|(k, names)| names.into_iter().map(move |n| (k, n)))
+        .collect()
+}
+
+fn delete(ctx: &mut Context, plan: &Plan) -> anyhow::Result<ExitCode> {
+    let dry = remote::dry_run(ctx, plan.dry_run)?;
     let conn = remote::connect(ctx)?;
-    for name in &flags.names {
-        let what = format!("cannot delete retry policy `{name}`");
-        let exists = found(conn.client.get_policy(name)).map_err(|e| conn.fail(&what, e))?;
-        if exists.is_none() {
-            if flags.ignore_not_found {
-                continue;
-            }
-            return Err(CliError::failed(format!("{what}: it does not exist"))
-                .with_hint("pass `--ignore-not-found` to skip missing names")
-                .into());
+    // Queues deleted by this run no longer hold on to the policies deleted after them.
+    let queues_going: Vec<&str> = plan
+        .targets
+        .iter()
+        .filter(|(k, _)| *k == Kind::Queue)
+        .map(|(_, n)| n.as_str())
+        .collect();
+    for (kind, name) in &plan.targets {
+        match kind {
+            Kind::Queue => delete_queue(ctx, &conn, name, plan, dry)?,
+            _ => delete_policy(ctx, &conn, name, plan, dry, &queues_going)?,
         }
-        let queues = conn.client.list_queues().map_err(|e| conn.fail(&what, e))?;
-        let users: Vec<_> = queues.into_iter().filter(|q| q.retry_policies.contains(name)).collect();
-        if !users.is_empty() {
-            let list = users
-                .iter()
-                .map(|q| format!("`{}`", q.name))
-                .collect::<Vec<_>>()
-                .join(", ");
-            if !detach {
-                let one = &users[0].name;
-                return Err(CliError::failed(format!(
-                    "{what}: it is attached to {} {list}; nothing was changed",
-                    if users.len() == 1 { "queue" } else { "queues" }
-                ))
-                .with_hint(format!(
-                    "detach it from every queue and delete it with `retryctl delete retrypolicy {name} --detach`, \
-                     or detach it from one with `retryctl update queue {one} --remove-retry-policy {name}`"
-                ))
-                .into());
-            }
-            for q in users {
-                let mut changed = q.clone();
-                changed.retry_policies.retain(|p| p != name);
-                if !dry {
-                    conn.client
-                        .write_queue(WriteOp::Update, &changed)
-                        .map_err(|e| conn.fail(&format!("{what}: cannot detach it from queue `{}`", q.name), e))?;
-                }
-                writeln!(ctx.out, "queue/{} configured{}", q.name, remote::suffix(dry))?;
-            }
-        }
-        if !dry {
-            delete_one(&conn, &what, conn.client.delete_policy(name), flags.ignore_not_found)?;
-        }
-        writeln!(ctx.out, "retrypolicy/{name} deleted{}", remote::suffix(dry))?;
     }
     Ok(ExitCode::Success)
 }
 
-fn delete_queues(ctx: &mut Context, flags: &DeleteFlags) -> anyhow::Result<ExitCode> {
-    remote::check_names("queue", &flags.names)?;
-    let dry = remote::dry_run(ctx, flags.write.dry_run)?;
-    let conn = remote::connect(ctx)?;
-    for name in &flags.names {
-        let what = format!("cannot delete queue `{name}`");
-        let exists = found(conn.client.get_queue(name)).map_err(|e| conn.fail(&what, e))?;
-        if exists.is_none() {
-            if flags.ignore_not_found {
-                continue;
-            }
-            return Err(CliError::failed(format!("{what}: it does not exist"))
-                .with_hint("pass `--ignore-not-found` to skip missing names")
-                .into());
+fn delete_policy(
+    ctx: &mut Context,
+    conn: &Remote,
+    name: &str,
+    plan: &Plan,
+    dry: bool,
+    queues_going: &[&str],
+) -> anyhow::Result<()> {
+    let what = format!("cannot delete retry policy `{name}`");
+    let exists = found(conn.client.get_policy(name)).map_err(|e| conn.fail(&what, e))?;
+    if exists.is_none() {
+        if plan.ignore_not_found {
+            return Ok(());
         }
-        if !dry {
-            delete_one(&conn, &what, conn.client.delete_queue(name), flags.ignore_not_found)?;
-        }
-        writeln!(ctx.out, "queue/{name} deleted{}", remote::suffix(dry))?;
+        return Err(CliError::failed(format!("{what}: it does not exist"))
+            .with_hint("pass `--ignore-not-found` to skip missing names")
+            .into());
     }
-    Ok(ExitCode::Success)
+    let queues = conn.client.list_queues().map_err(|e| conn.fail(&what, e))?;
+    let users: Vec<_> = queues
+        .into_iter()
+        .filter(|q| q.retry_policies.iter().any(|p| p == name) && !queues_going.contains(&q.name.as_str()))
+        .collect();
+    if !users.is_empty() {
+        let list = users
+            .iter()
+            .map(|q| format!("`{}`", q.name))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if !plan.detach {
+            let one = &users[0].name;
+            return Err(CliError::failed(format!(
+                "{what}: it is attached to {} {list}; nothing was changed",
+                if users.len() == 1 { "queue" } else { "queues" }
+            ))
+            .with_hint(format!(
+                "detach it from every queue and delete it with `retryctl delete retrypolicy {name} --detach`, \
+                 or detach it from one with `retryctl update queue {one} --remove-retry-policy {name}`"
+            ))
+            .into());
+        }
+        for q in users {
+            let mut changed = q.clone();
+            changed.retry_policies.retain(|p| p != name);
+            if !dry {
+                conn.client
+                    .write_queue(WriteOp::Update, &changed)
+                    .map_err(|e| conn.fail(&format!("{what}: cannot detach it from queue `{}`", q.name), e))?;
+            }
+            writeln!(ctx.out, "queue/{} configured{}", q.name, remote::suffix(dry))?;
+        }
+    }
+    if !dry {
+        delete_one(conn, &what, conn.client.delete_policy(name), plan.ignore_not_found)?;
+    }
+    writeln!(ctx.out, "retrypolicy/{name} deleted{}", remote::suffix(dry))?;
+    Ok(())
+}
+
+fn delete_queue(ctx: &mut Context, conn: &Remote, name: &str, plan: &Plan, dry: bool) -> anyhow::Result<()> {
+    let what = format!("cannot delete queue `{name}`");
+    let exists = found(conn.client.get_queue(name)).map_err(|e| conn.fail(&what, e))?;
+    if exists.is_none() {
+        if plan.ignore_not_found {
+            return Ok(());
+        }
+        return Err(CliError::failed(format!("{what}: it does not exist"))
+            .with_hint("pass `--ignore-not-found` to skip missing names")
+            .into());
+    }
+    if !dry {
+        delete_one(conn, &what, conn.client.delete_queue(name), plan.ignore_not_found)?;
+    }
+    writeln!(ctx.out, "queue/{name} deleted{}", remote::suffix(dry))?;
+    Ok(())
 }
 
 /// A 404 here means someone else deleted it between the look-up and the delete: the goal

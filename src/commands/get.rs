@@ -1,129 +1,151 @@
-//! `retryctl get retrypolicy|queue [NAME...] [-o table|wide|yaml|json|name]`.
+//! `retryctl get retrypolicy|queue [NAME...]` and `get TYPE/NAME...`, in every `-o` format.
 //!
-//! With names, each is fetched in order; the ones found are printed, and a missing one is
-//! an error (exit 1) after the others print, as kubectl does. Without names, all are listed;
-//! an empty list prints nothing on stdout and says so on stderr.
+//! Every name is looked up; the ones found are printed, then the missing ones are named
+//! together in one error (exit 1), as kubectl does. Without names, all of the type are
+//! listed; an empty list prints an empty `List` in json/yaml and, for tables, says so on
+//! stderr. What the output looks like is `output::view`.
 
 use crate::app::Context;
-use crate::cli::{GetArgs, GetFlags, GetOutput, GetResource};
+use crate::cli::{GetArgs, GetOutput, GetResource, ViewArgs};
 use crate::commands::remote::{self, Remote};
+use crate::commands::target::{noun_of, Targets};
 use crate::error::{CliError, ExitCode};
 use crate::model::document::ApiVersion;
-use crate::output::resources::{self, Format};
+use crate::model::Kind;
+use crate::output::jsonpath::{self, Template};
+use crate::output::view::{self, parse_columns, Format, Options, Shown};
 
 pub fn run(ctx: &mut Context, args: &GetArgs) -> anyhow::Result<ExitCode> {
-    let (flags, policies) = match &args.resource {
-        GetResource::Retrypolicy(f) => (f, true),
-        GetResource::Queue(f) => (f, false),
+    // `None` names: every resource of the kind.
+    let (view_args, targets, all) = match &args.resource {
+        Some(GetResource::Retrypolicy(f)) => (
+            &f.view,
+            Targets::from_names(Kind::RetryPolicy, &f.names)?,
+            f.names.is_empty(),
+        ),
+        Some(GetResource::Queue(f)) => (&f.view, Targets::from_names(Kind::Queue, &f.names)?, f.names.is_empty()),
+        None => (&args.view, Targets::from_typed(&args.targets)?, false),
     };
-    let format = match flags.output {
+    let (format, version, sort_by) = parse_view(view_args)?;
+    let conn = remote::connect(ctx)?;
+    let mut items = Vec::new();
+    let mut missing: Vec<String> = Vec::new();
+    for (kind, names) in &targets.groups {
+        if all {
+            items.extend(list(&conn, *kind)?);
+            continue;
+        }
+        for name in names {
+            match fetch(&conn, *kind, name)? {
+                Some(item) => items.push(item),
+                None => missing.push(format!("`{name}`")),
+            }
+        }
+    }
+    if all && items.is_empty() && matches!(format, Format::Table | Format::Wide) {
+        let kind = targets.groups[0].0;
+        writeln!(
+            ctx.err,
+            "no {} found",
+            if kind == Kind::Queue {
+                "queues"
+            } else {
+                "retry policies"
+            }
+        )?;
+        return Ok(ExitCode::Success);
+    }
+    let options = Options {
+        version,
+        plural: all || targets.len() > 1,
+        no_headers: view_args.no_headers,
+        sort_by: sort_by.as_ref(),
+    };
+    // Only missing names: a table with just its header says nothing.
+    let show = !items.is_empty() || !matches!(format, Format::Table | Format::Wide | Format::Name);
+    if show {
+        if let Err((name, fields)) = view::write(ctx.out, &items, &format, &options)? {
+            return Err(CliError::failed(format!(
+                "retry policy `{name}` cannot be shown as {}: it uses {}",
+                version.as_str(),
+                fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+            ))
+            .with_hint("use the default `--api-version armadaproject.io/v1`")
+            .into());
+        }
+    }
+    if missing.is_empty() {
+        return Ok(ExitCode::Success);
+    }
+    let kinds: Vec<Kind> = targets.groups.iter().map(|(k, _)| *k).collect();
+    let what = match kinds.as_slice() {
+        [k] if missing.len() == 1 => noun_of(*k).to_string(),
+        [Kind::Queue] => "queues".to_string(),
+        [_] => "retry policies".to_string(),
+        _ => "resources".to_string(),
+    };
+    Err(CliError::failed(format!("{what} {} not found", missing.join(", ")))
+        .with_hint(match kinds.as_slice() {
+            [Kind::Queue] => "list the existing ones with `retryctl get queues`",
+            [_] => "list the existing ones with `retryctl get retrypolicies`",
+            _ => "list the existing ones with `retryctl get retrypolicies` or `retryctl get queues`",
+        })
+        .into())
+}
+
+fn parse_view(v: &ViewArgs) -> Result<(Format, ApiVersion, Option<serde_json_path::JsonPath>), CliError> {
+    let version = ApiVersion::parse(&v.api_version).ok_or_else(|| {
+        CliError::usage(format!(
+            "invalid `--api-version` `{}`: expected `armadaproject.io/v1` or `armadaproject.io/v1beta1`",
+            v.api_version
+        ))
+    })?;
+    let format = match &v.output {
         GetOutput::Table => Format::Table,
         GetOutput::Wide => Format::Wide,
         GetOutput::Yaml => Format::Yaml,
         GetOutput::Json => Format::Json,
         GetOutput::Name => Format::Name,
-    };
-    let version = ApiVersion::parse(&flags.api_version).ok_or_else(|| {
-        CliError::usage(format!(
-            "invalid `--api-version` `{}`: expected `armadaproject.io/v1` or `armadaproject.io/v1beta1`",
-            flags.api_version
-        ))
-    })?;
-    remote::check_names(if policies { "retry policy" } else { "queue" }, &flags.names)?;
-    let conn = remote::connect(ctx)?;
-    if policies {
-        get_policies(ctx, &conn, flags, format, version)
-    } else {
-        get_queues(ctx, &conn, flags, format)
-    }
-}
-
-fn get_policies(
-    ctx: &mut Context,
-    conn: &Remote,
-    flags: &GetFlags,
-    format: Format,
-    version: ApiVersion,
-) -> anyhow::Result<ExitCode> {
-    let (items, missing) = if flags.names.is_empty() {
-        let all = conn
-            .client
-            .list_policies()
-            .map_err(|e| conn.fail("cannot list retry policies", e))?;
-        (all, None)
-    } else {
-        let mut items = Vec::new();
-        let mut missing = None;
-        for n in &flags.names {
-            match conn.client.get_policy(n) {
-                Ok(p) => items.push(p),
-                Err(e) if e.is_not_found() => {
-                    missing = Some(
-                        CliError::failed(format!("retry policy `{n}` not found"))
-                            .with_hint("list the existing ones with `retryctl get retrypolicies`"),
-                    );
-                    break;
-                }
-                Err(e) => return Err(conn.fail(&format!("cannot get retry policy `{n}`"), e).into()),
-            }
+        GetOutput::JsonPath(t) => {
+            Format::JsonPath(Template::parse(t).map_err(|e| CliError::usage(format!("invalid `-o jsonpath`: {e}")))?)
         }
-        (items, missing)
+        GetOutput::CustomColumns(spec) => Format::CustomColumns(
+            parse_columns(spec).map_err(|e| CliError::usage(format!("invalid `-o custom-columns`: {e}")))?,
+        ),
     };
-    if items.is_empty() && flags.names.is_empty() {
-        writeln!(ctx.err, "no retry policies found")?;
-        return Ok(ExitCode::Success);
-    }
-    if items.is_empty() {
-        // Only missing names: a table with just its header says nothing.
-    } else if let Err((name, fields)) = resources::write_policies(ctx.out, &items, format, version)? {
-        return Err(CliError::failed(format!(
-            "retry policy `{name}` cannot be shown as {}: it uses {}",
-            version.as_str(),
-            fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
-        ))
-        .with_hint("use the default `--api-version armadaproject.io/v1`")
-        .into());
-    }
-    match missing {
-        Some(e) => Err(e.into()),
-        None => Ok(ExitCode::Success),
-    }
+    let sort_by = v
+        .sort_by
+        .as_deref()
+        .map(jsonpath::compile)
+        .transpose()
+        .map_err(|e| CliError::usage(format!("invalid `--sort-by`: {e}")))?;
+    Ok((format, version, sort_by))
 }
 
-fn get_queues(ctx: &mut Context, conn: &Remote, flags: &GetFlags, format: Format) -> anyhow::Result<ExitCode> {
-    let (items, missing) = if flags.names.is_empty() {
-        let all = conn
+fn list(conn: &Remote, kind: Kind) -> Result<Vec<Shown>, CliError> {
+    Ok(match kind {
+        Kind::Queue => conn
             .client
             .list_queues()
-            .map_err(|e| conn.fail("cannot list queues", e))?;
-        (all, None)
-    } else {
-        let mut items = Vec::new();
-        let mut missing = None;
-        for n in &flags.names {
-            match conn.client.get_queue(n) {
-                Ok(q) => items.push(q),
-                Err(e) if e.is_not_found() => {
-                    missing = Some(
-                        CliError::failed(format!("queue `{n}` not found"))
-                            .with_hint("list the existing ones with `retryctl get queues`"),
-                    );
-                    break;
-                }
-                Err(e) => return Err(conn.fail(&format!("cannot get queue `{n}`"), e).into()),
-            }
-        }
-        (items, missing)
+            .map_err(|e| conn.fail("cannot list queues", e))?
+            .into_iter()
+            .map(Shown::Queue)
+            .collect(),
+        _ => conn
+            .client
+            .list_policies()
+            .map_err(|e| conn.fail("cannot list retry policies", e))?
+            .into_iter()
+            .map(Shown::Policy)
+            .collect(),
+    })
+}
+
+fn fetch(conn: &Remote, kind: Kind, name: &str) -> Result<Option<Shown>, CliError> {
+    let what = format!("cannot get {} `{name}`", noun_of(kind));
+    let r = match kind {
+        Kind::Queue => remote::found(conn.client.get_queue(name)).map(|q| q.map(Shown::Queue)),
+        _ => remote::found(conn.client.get_policy(name)).map(|p| p.map(Shown::Policy)),
     };
-    if items.is_empty() && flags.names.is_empty() {
-        writeln!(ctx.err, "no queues found")?;
-        return Ok(ExitCode::Success);
-    }
-    if !items.is_empty() {
-        resources::write_queues(ctx.out, &items, format)?;
-    }
-    match missing {
-        Some(e) => Err(e.into()),
-        None => Ok(ExitCode::Success),
-    }
+    r.map_err(|e| conn.fail(&what, e))
 }

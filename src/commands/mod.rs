@@ -3,15 +3,20 @@
 //! Must not: print with `println!` (write to the context's writers), or exit the process.
 
 pub mod apply;
+pub mod batch;
 pub mod completion;
 pub mod config;
 pub mod create;
 pub mod delete;
+pub mod describe;
 pub mod diff;
+pub mod explain;
 pub mod get;
 pub mod remote;
+pub mod schema;
 pub mod serve;
 pub mod simulate;
+pub mod target;
 pub mod update;
 pub mod validate;
 pub mod version;

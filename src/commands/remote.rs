@@ -231,10 +231,11 @@ pub fn write(remote: Option<&Remote>, r: &Resource, mode: Mode, dry: bool) -> Re
             err
         }
     };
-    // The current state, when the mode needs it. Policies are not read for create/update:
-    // the server's 409/404 says the same in one request fewer.
+    // The current state, when the mode needs it. Policies are not read for a real create:
+    // the server's 409 says the same in one request fewer. A dry run reads them so that it
+    // refuses what the real run would; `update` reads them to report `unchanged`.
     let current: Option<Option<Resource>> = match (r, mode) {
-        (Resource::RetryPolicy(p), Mode::Apply) => {
+        (Resource::RetryPolicy(p), _) if mode != Mode::Create || dry => {
             Some(found(c.get_policy(&p.name).map(Resource::RetryPolicy)).map_err(fail)?)
         }
         // An upstream server upserts queues on POST and PUT: look first, so that create and
@@ -247,17 +248,17 @@ pub fn write(remote: Option<&Remote>, r: &Resource, mode: Mode, dry: bool) -> Re
             return Err(fail(ClientError::Api {
                 status: 409,
                 code: Some(client::grpc::ALREADY_EXISTS),
-                message: format!("queue `{}` already exists", r.name().unwrap_or("")),
+                message: format!("{} `{}` already exists", noun(r), r.name().unwrap_or("")),
             }))
         }
         (Mode::Update, Some(None)) => {
             return Err(fail(ClientError::Api {
                 status: 404,
                 code: Some(client::grpc::NOT_FOUND),
-                message: format!("queue `{}` does not exist", r.name().unwrap_or("")),
+                message: format!("{} `{}` does not exist", noun(r), r.name().unwrap_or("")),
             }))
         }
-        (Mode::Apply, Some(Some(existing))) => {
+        (Mode::Apply | Mode::Update, Some(Some(existing))) => {
             if same(existing, r) {
                 return Ok("unchanged");
             }
@@ -267,6 +268,19 @@ pub fn write(remote: Option<&Remote>, r: &Resource, mode: Mode, dry: bool) -> Re
         (Mode::Update, _) => WriteOp::Update,
     };
     let result = if op == WriteOp::Create { "created" } else { "configured" };
+    if let Resource::RetryPolicy(p) = r {
+        // The client refuses these before sending (SPEC §5.1); a dry run must say so too.
+        if dry && !c.is_v1().map_err(fail)? {
+            let fields = p.upstream_incompatibilities();
+            if !fields.is_empty() {
+                return Err(fail(ClientError::Incompatible {
+                    kind: "retry policy",
+                    name: p.name.clone(),
+                    fields,
+                }));
+            }
+        }
+    }
     if dry {
         return Ok(result);
     }
@@ -277,6 +291,13 @@ pub fn write(remote: Option<&Remote>, r: &Resource, mode: Mode, dry: bool) -> Re
     }
     .map_err(fail)?;
     Ok(result)
+}
+
+fn noun(r: &Resource) -> &'static str {
+    match r {
+        Resource::RetryPolicy(_) => "retry policy",
+        _ => "queue",
+    }
 }
 
 /// `Ok(None)` for NotFound.

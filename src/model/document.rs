@@ -9,6 +9,7 @@ use crate::diag::{index, join, one_of, quote, suggest, Diagnostic};
 use crate::yaml::{self, Node, Pos, Value};
 
 use super::decode::{Decoder, Fields};
+use super::fields;
 use super::history::{self, FailureHistory};
 use super::policy::{
     AffinityMutation, AntiAffinityMode, Backoff, Condition, ExitCodes, MemoryBump, Mutation, Operator,
@@ -22,6 +23,9 @@ use super::Action;
 pub const API_V1: &str = "armadaproject.io/v1";
 pub const API_V1BETA1: &str = "armadaproject.io/v1beta1";
 pub const API_VERSIONS: [&str; 2] = [API_V1, API_V1BETA1];
+/// The envelope of several resources, as kubectl prints and reads them.
+pub const LIST_KIND: &str = "List";
+pub const LIST_API_VERSION: &str = "v1";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum Kind {
@@ -143,12 +147,41 @@ pub struct ParsedText {
 pub fn parse_documents(text: &str, expected: Option<&[Kind]>) -> ParsedText {
     let stream = yaml::parse_stream(text);
     let mut out = ParsedText::default();
-    for (i, node) in stream.documents.into_iter().enumerate() {
+    // Items of a `kind: List` are numbered as documents of their own, after the documents
+    // before them, so that reports say "document N" of the file consistently.
+    let mut index = 0;
+    for node in stream.documents {
         // `---` at the end of a file, or a comment-only document: nothing to check.
         if node.is_null() {
+            index += 1;
             continue;
         }
-        out.documents.push(decode_document(node, i, expected));
+        if is_list(&node) {
+            match list_items(&node) {
+                Ok(items) => {
+                    for item in items {
+                        out.documents.push(decode_document(item, index, expected));
+                        index += 1;
+                    }
+                }
+                Err(d) => {
+                    out.documents.push(Document {
+                        index,
+                        pos: node.pos,
+                        api_version: None,
+                        kind: None,
+                        name: None,
+                        resource: None,
+                        diagnostics: vec![d],
+                        node,
+                    });
+                    index += 1;
+                }
+            }
+            continue;
+        }
+        out.documents.push(decode_document(node, index, expected));
+        index += 1;
     }
     if let Some(e) = stream.error {
         // After earlier documents, say which one broke: the report lists the earlier ones by
@@ -161,6 +194,63 @@ pub fn parse_documents(text: &str, expected: Option<&[Kind]>) -> ParsedText {
         out.syntax_error = Some(Diagnostic::error("syntax", "", message).at(e.pos));
     }
     out
+}
+
+/// `kind: List` (what `get -o json|yaml` prints for several resources, kubectl's shape).
+fn is_list(node: &Node) -> bool {
+    node.get("kind").and_then(Node::as_scalar) == Some(LIST_KIND)
+}
+
+/// The `items` of a List, each to be decoded as a document. The List's own `apiVersion` is
+/// `v1` as kubectl writes it; any of ours is accepted too, and `metadata` is ignored.
+fn list_items(node: &Node) -> Result<Vec<Node>, Diagnostic> {
+    if let Value::Map(entries) = &node.value {
+        for (k, v) in entries {
+            match k.as_scalar() {
+                Some("apiVersion") => {
+                    let version = v.as_scalar().unwrap_or_default();
+                    if version != LIST_API_VERSION && ApiVersion::parse(version).is_none() {
+                        return Err(Diagnostic::error(
+                            "unknown-api-version",
+                            "apiVersion",
+                            format!(
+                                "unknown apiVersion {} for kind `List`, expected `{LIST_API_VERSION}`",
+                                quote(version)
+                            ),
+                        )
+                        .at(v.pos));
+                    }
+                }
+                Some("kind" | "items" | "metadata") => {}
+                other => {
+                    let key = other.unwrap_or_default();
+                    return Err(Diagnostic::error(
+                        "unknown-field",
+                        key,
+                        format!(
+                            "unknown field {} in a `List`, expected one of `apiVersion`, `kind`, `metadata`, `items`",
+                            quote(key)
+                        ),
+                    )
+                    .at(k.pos));
+                }
+            }
+        }
+    }
+    match node.get("items") {
+        Some(Node {
+            value: Value::Seq(items),
+            ..
+        }) => Ok(items.clone()),
+        Some(n) if n.is_null() => Ok(Vec::new()),
+        Some(n) => Err(Diagnostic::error(
+            "invalid-type",
+            "items",
+            format!("`items` must be a list of documents, found a {}", n.kind_name()),
+        )
+        .at(n.pos)),
+        None => Err(Diagnostic::error("missing-field", "items", "a `List` needs `items`").at(node.pos)),
+    }
 }
 
 /// Decodes one document node.
@@ -448,28 +538,8 @@ pub fn locate(root: &Node, path: &str) -> Option<Pos> {
 // ---------------------------------------------------------------------------------------
 // RetryPolicy
 
-const V1_TOP: [&str; 4] = ["apiVersion", "kind", "metadata", "spec"];
-const V1_METADATA: [&str; 1] = ["name"];
-const V1_SPEC: [&str; 5] = ["retryLimit", "defaultAction", "backoff", "antiAffinity", "rules"];
-const V1_RULE: [&str; 13] = [
-    "action",
-    "containerName",
-    "includeInitContainers",
-    "onConditions",
-    "onExitCodes",
-    "onTerminationMessage",
-    "onFailureCategory",
-    "onFailureSubcategory",
-    "retryLimit",
-    "backoff",
-    "antiAffinity",
-    "mutate",
-    // Upstream's single-category spellings, accepted in v1 too for easy migration.
-    "onCategory",
-];
 const V1BETA1_TOP: [&str; 6] = ["apiVersion", "kind", "name", "retryLimit", "defaultAction", "rules"];
 const V1BETA1_RULE: [&str; 4] = ["action", "onCategory", "onSubcategory", "mutate"];
-const BACKOFF: [&str; 4] = ["initialDelay", "maxDelay", "multiplier", "jitter"];
 
 fn decode_policy(dec: &mut Decoder, node: &Node, version: ApiVersion) -> Option<RetryPolicy> {
     match version {
@@ -479,17 +549,17 @@ fn decode_policy(dec: &mut Decoder, node: &Node, version: ApiVersion) -> Option<
 }
 
 fn decode_policy_v1(dec: &mut Decoder, node: &Node) -> Option<RetryPolicy> {
-    let top = dec.fields(node, "", &V1_TOP)?;
+    let top = dec.fields(node, "", &fields::names(fields::RETRY_POLICY))?;
     let mut policy = RetryPolicy::default();
     if let Some(meta) = dec.require(&top, node, "metadata") {
-        if let Some(fields) = dec.fields(meta, "metadata", &V1_METADATA) {
+        if let Some(fields) = dec.fields(meta, "metadata", &fields::names(fields::METADATA)) {
             if let Some(name) = dec.require(&fields, meta, "name") {
                 policy.name = dec.string(name, "metadata.name").unwrap_or_default();
             }
         }
     }
     let spec = dec.require(&top, node, "spec")?;
-    let spec_fields = dec.fields(spec, "spec", &V1_SPEC)?;
+    let spec_fields = dec.fields(spec, "spec", &fields::names(fields::SPEC))?;
     if let Some(n) = spec_fields.get("retryLimit") {
         policy.retry_limit = dec.u32(n, "spec.retryLimit");
     }
@@ -514,7 +584,7 @@ fn decode_policy_v1(dec: &mut Decoder, node: &Node) -> Option<RetryPolicy> {
 
 fn rule_v1(dec: &mut Decoder, node: &Node, path: &str) -> Rule {
     let mut rule = Rule::default();
-    let Some(f) = dec.fields(node, path, &V1_RULE) else {
+    let Some(f) = dec.fields(node, path, &fields::names(fields::RULE)) else {
         return rule;
     };
     if let Some(n) = dec.require(&f, node, "action") {
@@ -544,7 +614,7 @@ fn rule_v1(dec: &mut Decoder, node: &Node, path: &str) -> Rule {
     }
     if let Some(n) = f.get("onTerminationMessage") {
         let p = f.path_of("onTerminationMessage");
-        if let Some(m) = dec.fields(n, &p, &["pattern"]) {
+        if let Some(m) = dec.fields(n, &p, &fields::names(fields::TERMINATION_MESSAGE)) {
             if let Some(pattern) = dec.require(&m, n, "pattern") {
                 rule.on_termination_message = dec.string(pattern, &m.path_of("pattern"));
             }
@@ -645,7 +715,7 @@ fn action(dec: &mut Decoder, node: &Node, path: &str) -> Option<Action> {
 
 fn backoff(dec: &mut Decoder, node: &Node, path: &str) -> Backoff {
     let mut b = Backoff::default();
-    let Some(f) = dec.fields(node, path, &BACKOFF) else {
+    let Some(f) = dec.fields(node, path, &fields::names(fields::BACKOFF)) else {
         return b;
     };
     if let Some(n) = f.get("initialDelay") {
@@ -664,7 +734,7 @@ fn backoff(dec: &mut Decoder, node: &Node, path: &str) -> Backoff {
 }
 
 fn anti_affinity(dec: &mut Decoder, node: &Node, path: &str) -> Option<AntiAffinityMode> {
-    let f = dec.fields(node, path, &["mode"])?;
+    let f = dec.fields(node, path, &fields::names(fields::ANTI_AFFINITY))?;
     let mode = dec.require(&f, node, "mode")?;
     dec.enumeration(
         mode,
@@ -675,7 +745,7 @@ fn anti_affinity(dec: &mut Decoder, node: &Node, path: &str) -> Option<AntiAffin
 }
 
 fn exit_codes(dec: &mut Decoder, node: &Node, path: &str) -> Option<ExitCodes> {
-    let f = dec.fields(node, path, &["operator", "values"])?;
+    let f = dec.fields(node, path, &fields::names(fields::EXIT_CODES))?;
     let operator = dec.require(&f, node, "operator");
     let values = dec.require(&f, node, "values");
     let operator = operator.and_then(|n| dec.enumeration(n, &f.path_of("operator"), &Operator::NAMES, Operator::parse));
@@ -696,11 +766,11 @@ fn exit_codes(dec: &mut Decoder, node: &Node, path: &str) -> Option<ExitCodes> {
 }
 
 fn mutation(dec: &mut Decoder, node: &Node, path: &str) -> Option<Mutation> {
-    let f = dec.fields(node, path, &["affinity", "resources"])?;
+    let f = dec.fields(node, path, &fields::names(fields::MUTATE))?;
     let mut m = Mutation::default();
     if let Some(n) = f.get("affinity") {
         let p = f.path_of("affinity");
-        if let Some(a) = dec.fields(n, &p, &["avoidSameNode"]) {
+        if let Some(a) = dec.fields(n, &p, &fields::allowed(fields::MUTATE, "affinity")) {
             let avoid = a
                 .get("avoidSameNode")
                 .and_then(|v| dec.bool(v, &a.path_of("avoidSameNode")));
@@ -711,11 +781,11 @@ fn mutation(dec: &mut Decoder, node: &Node, path: &str) -> Option<Mutation> {
     }
     if let Some(n) = f.get("resources") {
         let p = f.path_of("resources");
-        if let Some(r) = dec.fields(n, &p, &["memory"]) {
+        if let Some(r) = dec.fields(n, &p, &fields::allowed(fields::MUTATE, "resources")) {
             let mut resources = ResourceMutation::default();
             if let Some(mem) = r.get("memory") {
                 let mp = r.path_of("memory");
-                if let Some(mf) = dec.fields(mem, &mp, &["factor", "static"]) {
+                if let Some(mf) = dec.fields(mem, &mp, &fields::names(fields::MEMORY)) {
                     let factor = mf.get("factor").and_then(|v| dec.float(v, &mf.path_of("factor")));
                     let fixed = mf.get("static").and_then(|v| dec.string(v, &mf.path_of("static")));
                     resources.memory = Some(MemoryBump { factor, fixed });
@@ -730,21 +800,8 @@ fn mutation(dec: &mut Decoder, node: &Node, path: &str) -> Option<Mutation> {
 // ---------------------------------------------------------------------------------------
 // Queue
 
-const QUEUE_FIELDS: [&str; 10] = [
-    "apiVersion",
-    "kind",
-    "name",
-    "priorityFactor",
-    "userOwners",
-    "groupOwners",
-    "labels",
-    "cordoned",
-    "retryPolicies",
-    "permissions",
-];
-
 fn decode_queue(dec: &mut Decoder, node: &Node) -> Option<Queue> {
-    let f = dec.fields(node, "", &QUEUE_FIELDS)?;
+    let f = dec.fields(node, "", &fields::names(fields::QUEUE))?;
     let mut q = Queue::default();
     if let Some(n) = dec.require(&f, node, "name") {
         q.name = dec.string(n, "name").unwrap_or_default();
@@ -790,7 +847,7 @@ fn decode_queue(dec: &mut Decoder, node: &Node) -> Option<Queue> {
         if let Some(items) = dec.seq(n, "permissions") {
             for (i, item) in items.iter().enumerate() {
                 let p = index("permissions", i);
-                let Some(pf) = dec.fields(item, &p, &["subjects", "verbs"]) else {
+                let Some(pf) = dec.fields(item, &p, &fields::names(fields::PERMISSION)) else {
                     continue;
                 };
                 let mut perm = Permission::default();
@@ -802,7 +859,8 @@ fn decode_queue(dec: &mut Decoder, node: &Node) -> Option<Queue> {
                     if let Some(subjects) = dec.seq(s, &sp) {
                         for (j, subject) in subjects.iter().enumerate() {
                             let subp = index(&sp, j);
-                            let Some(sf) = dec.fields(subject, &subp, &["kind", "name"]) else {
+                            let Some(sf) = dec.fields(subject, &subp, &fields::allowed(fields::PERMISSION, "subjects"))
+                            else {
                                 continue;
                             };
                             let kind = dec.require(&sf, subject, "kind").and_then(|k| {

@@ -8,6 +8,7 @@ pub mod decode;
 pub mod document;
 pub mod duration;
 pub mod encode;
+pub mod fields;
 pub mod history;
 pub mod lint;
 pub mod policy;

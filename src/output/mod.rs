@@ -3,9 +3,13 @@
 //! Owns: colour, the validation report formats (text, JSON, GitHub annotations), and the
 //! resource printers. Must not: do network I/O, read files, or decide exit codes.
 
+pub mod describe;
+pub mod jsonpath;
 pub mod report;
 pub mod resources;
+pub mod schema;
 pub mod simulate;
 pub mod style;
+pub mod view;
 
 pub use style::Style;

@@ -156,7 +156,31 @@ fn documents(out: &mut dyn Write, docs: &[Value], format: Format) -> io::Result<
 }
 
 fn table<R: Tabled>(out: &mut dyn Write, rows: impl Iterator<Item = R>) -> io::Result<()> {
+    table_with(out, rows, false)
+}
+
+/// Tables of policies or queues for `get`, with `--no-headers` (column widths then fit the
+/// values alone, as kubectl's do).
+pub fn write_table(
+    out: &mut dyn Write,
+    policies: &[RetryPolicy],
+    queues: &[Queue],
+    wide: bool,
+    no_headers: bool,
+) -> io::Result<()> {
+    match (wide, policies.is_empty()) {
+        (false, false) => table_with(out, policies.iter().map(policy_row), no_headers),
+        (true, false) => table_with(out, policies.iter().map(policy_wide_row), no_headers),
+        (false, true) => table_with(out, queues.iter().map(queue_row), no_headers),
+        (true, true) => table_with(out, queues.iter().map(queue_wide_row), no_headers),
+    }
+}
+
+fn table_with<R: Tabled>(out: &mut dyn Write, rows: impl Iterator<Item = R>, no_headers: bool) -> io::Result<()> {
     let mut t = Table::new(rows);
+    if no_headers {
+        t.with(tabled::settings::Remove::row(tabled::settings::object::Rows::first()));
+    }
     t.with(Style::blank()).with(Padding::new(0, 2, 0, 0));
     // The blank style separates columns by one space, the padding adds two; it leaves spaces after the last column: strip them, as kubectl has none.
     for line in t.to_string().lines() {

@@ -134,9 +134,10 @@ fn every_noun_spelling_works() {
             "retrypolicy/ml-training created\n",
             "{noun}"
         );
+        // Nothing differs: `update -f` says so rather than rewriting (issue 11).
         assert_eq!(
             s.ok(&["update", noun, "-f", &file]),
-            "retrypolicy/ml-training configured\n",
+            "retrypolicy/ml-training unchanged\n",
             "{noun}"
         );
         assert_eq!(
@@ -165,12 +166,13 @@ fn get_yaml_round_trips_through_update_unchanged() {
     let before_json = s.ok(&["get", "rp", "-o", "json"]);
     let yaml = s.ok(&["get", "rp", "infra", "-o", "yaml"]);
     let out = s.run_stdin(&["update", "-f", "-"], &yaml);
-    assert_eq!(out, "exit: 0\n--- stdout\nretrypolicy/infra configured\n--- stderr\n");
-    // Every policy at once, as a YAML stream, and the queue.
+    assert_eq!(out, "exit: 0\n--- stdout\nretrypolicy/infra unchanged\n--- stderr\n");
+    // Every policy at once, as one `kind: List`, and the queue.
     let all = s.ok(&["get", "rp", "-o", "yaml"]);
+    assert!(all.starts_with("apiVersion: v1\nkind: List\nitems:\n"), "{all}");
     let out = s.run_stdin(&["update", "-f", "-"], &all);
     assert!(out.starts_with("exit: 0\n"), "{out}");
-    assert_eq!(out.matches(" configured\n").count(), 6, "{out}");
+    assert_eq!(out.matches(" unchanged\n").count(), 6, "{out}");
     let q = s.ok(&["get", "q", "ml-queue", "-o", "yaml"]);
     assert_eq!(
         s.run_stdin(&["apply", "-f", "-"], &q),
@@ -502,7 +504,8 @@ fn remaining_formats_json_round_trip_and_usage_errors() {
         "exit: 0\n--- stdout\nretrypolicy/infra unchanged\n--- stderr\n"
     );
     let all: serde_json::Value = serde_json::from_str(&s.ok(&["get", "rp", "-o", "json"])).unwrap();
-    assert_eq!(all.as_array().map(Vec::len), Some(2));
+    assert_eq!(all["kind"], "List");
+    assert_eq!(all["items"].as_array().map(Vec::len), Some(2));
     assert_eq!(s.ok(&["get", "queues", "-o", "name"]), "queue/ml-queue\n");
     assert_eq!(s.ok(&["get", "q", "ml-queue", "-o", "table"]), s.ok(&["get", "q"]));
     assert_eq!(

@@ -1,0 +1,182 @@
+//! A batch of documents from `-f`: the order they are sent in, and the checks that make a
+//! dry run mean what it says.
+//!
+//! Owns: ordering (policies before the queues that attach them; the reverse for delete),
+//! the reference check (every policy a queue attaches exists in the batch or on the server),
+//! and the write loop shared by `create`, `update` and `apply -f`. Must not: talk to the
+//! server except through `remote` (one client call per resource stays in `remote::write`).
+//!
+//! Decisions: documents keep their file order within a kind (a stable sort), so the output
+//! lists them as the user wrote them. A dry run contacts the server when it can, so that a
+//! dry run that passes means the real run passes (names that already exist, names that are
+//! missing, policies a queue attaches, fields an upstream server cannot store); when the
+//! server is unreachable it says so on stderr and checks the batch alone (the real run
+//! could not succeed then anyway).
+
+use std::collections::HashSet;
+
+use crate::app::Context;
+use crate::cli::{FileSource, WriteArgs};
+use crate::commands::remote::{self, found, Item, Mode, Remote};
+use crate::error::{CliError, ExitCode};
+use crate::model::{Kind, Resource};
+
+/// Sorts `items` for writing (policies first) or, with `delete`, for deleting (queues
+/// first). Stable: the order of the files and of the documents in them is kept per kind.
+pub fn order(items: &mut [Item], delete: bool) {
+    let rank = |i: &Item| {
+        let r = match i.resource.kind() {
+            Kind::RetryPolicy => 0,
+            Kind::Queue => 1,
+            _ => 2,
+        };
+        if delete {
+            2 - r
+        } else {
+            r
+        }
+    };
+    items.sort_by_key(rank);
+}
+
+/// For a dry run: a client when the server answers, `None` (with a note) when it does not.
+/// Errors other than an unreachable server (auth, a bad URL) are reported: the real run would
+/// hit them too.
+pub fn probe(ctx: &mut Context) -> anyhow::Result<Option<Remote>> {
+    let conn = remote::connect(ctx)?;
+    match conn.client.is_v1() {
+        Ok(_) => Ok(Some(conn)),
+        Err(e) if e.is_unreachable() => {
+            writeln!(
+                ctx.err,
+                "note: the server at {} is unreachable: checked the files alone; names and \
+                 attached policies were not checked against the server",
+                conn.client.base_url()
+            )?;
+            Ok(None)
+        }
+        Err(e) => Err(conn.fail("cannot check the batch against the server", e).into()),
+    }
+}
+
+/// Every policy a queue of the batch attaches must be a policy of the batch or exist on the
+/// server. Checked before anything is sent, so a batch never half-applies for this reason.
+/// Without a server, names outside the batch are not checked (`probe` said so).
+pub fn check_references(items: &[Item], conn: Option<&Remote>) -> Result<(), CliError> {
+    let in_batch: HashSet<&str> = items
+        .iter()
+        .filter_map(|i| match &i.resource {
+            Resource::RetryPolicy(p) => Some(p.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let Some(conn) = conn else { return Ok(()) };
+    let mut on_server: Vec<String> = Vec::new();
+    let mut problems = Vec::new();
+    for item in items {
+        let Resource::Queue(q) = &item.resource else { continue };
+        let mut missing = Vec::new();
+        for p in &q.retry_policies {
+            if in_batch.contains(p.as_str()) || on_server.contains(p) {
+                continue;
+            }
+            let what = format!("cannot check retry policy `{p}` of queue `{}`", q.name);
+            match found(conn.client.get_policy(p)).map_err(|e| conn.fail(&what, e))? {
+                Some(_) => on_server.push(p.clone()),
+                None => missing.push(format!("`{p}`")),
+            }
+        }
+        if !missing.is_empty() {
+            problems.push(format!(
+                "{}: queue `{}` attaches retry {} {} that {} neither in the input nor on the server",
+                item.file,
+                q.name,
+                if missing.len() == 1 { "policy" } else { "policies" },
+                missing.join(", "),
+                if missing.len() == 1 { "is" } else { "are" },
+            ));
+        }
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::invalid(format!("nothing was sent: {}", problems.join("; ")))
+        .with_hint("add the policy files to the command (`-f`), or create the policies first"))
+}
+
+/// Loads, orders, checks, then writes every document (`create`, `update`, `apply -f`).
+pub fn write_files(
+    ctx: &mut Context,
+    source: &FileSource,
+    write: &WriteArgs,
+    kinds: &[Kind],
+    mode: Mode,
+) -> anyhow::Result<ExitCode> {
+    let mut items = remote::load(ctx, source, kinds)?;
+    order(&mut items, false);
+    let dry = remote::dry_run(ctx, write.dry_run)?;
+    let conn = if dry { probe(ctx)? } else { Some(remote::connect(ctx)?) };
+    check_references(&items, conn.as_ref())?;
+    for (i, item) in items.iter().enumerate() {
+        match remote::write(conn.as_ref(), &item.resource, mode, dry) {
+            Ok(result) => writeln!(ctx.out, "{} {result}{}", item.label(), remote::suffix(dry))?,
+            Err(e) => {
+                let e = CliError {
+                    message: format!("{}: {}", item.file, e.message),
+                    ..e
+                };
+                return Err(remote::not_sent(e, items.len() - i - 1).into());
+            }
+        }
+    }
+    Ok(ExitCode::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Queue, RetryPolicy};
+
+    fn item(file: &str, r: Resource) -> Item {
+        Item {
+            file: file.into(),
+            resource: r,
+        }
+    }
+
+    fn labels(items: &[Item]) -> Vec<String> {
+        items.iter().map(Item::label).collect()
+    }
+
+    #[test]
+    fn policies_go_before_queues_and_file_order_is_kept() {
+        let q = |n: &str| {
+            Resource::Queue(Queue {
+                name: n.into(),
+                ..Queue::default()
+            })
+        };
+        let p = |n: &str| {
+            Resource::RetryPolicy(RetryPolicy {
+                name: n.into(),
+                ..RetryPolicy::default()
+            })
+        };
+        let mut items = vec![
+            item("a", q("ml-queue")),
+            item("b", p("zeta")),
+            item("c", q("other")),
+            item("d", p("alpha")),
+        ];
+        order(&mut items, false);
+        assert_eq!(
+            labels(&items),
+            ["retrypolicy/zeta", "retrypolicy/alpha", "queue/ml-queue", "queue/other"]
+        );
+        order(&mut items, true);
+        assert_eq!(
+            labels(&items),
+            ["queue/ml-queue", "queue/other", "retrypolicy/zeta", "retrypolicy/alpha"]
+        );
+    }
+}

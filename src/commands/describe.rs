@@ -1,0 +1,163 @@
+//! `retryctl describe retrypolicy|queue NAME...`, `describe TYPE/NAME...`, and offline with
+//! `-f PATH` (the files stand in for the server: names are looked up among their documents,
+//! and without names every policy and queue in them is described).
+//!
+//! Load → `output::describe`. The scheduler settings (global cap, default backoff) come from
+//! `--scheduler-config` when given, else the scheduler defaults, and the text says which.
+
+use crate::app::Context;
+use crate::cli::{DescribeArgs, DescribeResource};
+use crate::commands::remote::{self, found, Remote};
+use crate::commands::target::{noun_of, Targets};
+use crate::error::{CliError, ExitCode};
+use crate::eval::Settings;
+use crate::model::scheduler::parse_scheduler_config;
+use crate::model::{Kind, Queue, Resource, RetryPolicy};
+use crate::output::describe::{self, Scheduler};
+
+/// Where the resources come from.
+enum Store {
+    Files {
+        policies: Vec<RetryPolicy>,
+        queues: Vec<Queue>,
+    },
+    Server(Box<Remote>),
+}
+
+pub fn run(ctx: &mut Context, args: &DescribeArgs) -> anyhow::Result<ExitCode> {
+    let targets = match &args.resource {
+        Some(DescribeResource::Retrypolicy(f)) => Targets::from_names(Kind::RetryPolicy, &f.names)?,
+        Some(DescribeResource::Queue(f)) => Targets::from_names(Kind::Queue, &f.names)?,
+        None => Targets::from_typed(&args.targets)?,
+    };
+    let settings = match &args.scheduler_config {
+        None => Settings::default(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                CliError::invalid(format!(
+                    "{}: cannot read: {}",
+                    path.display(),
+                    crate::input::io_reason(&e)
+                ))
+            })?;
+            let config = parse_scheduler_config(&text).map_err(|errors| {
+                CliError::invalid(format!(
+                    "{}: invalid scheduler config: {}",
+                    path.display(),
+                    crate::diag::describe_errors(&errors)
+                ))
+            })?;
+            Settings::from_config(&config)
+        }
+    };
+    let source = args.scheduler_config.as_ref().map(|p| p.display().to_string());
+    let scheduler = Scheduler {
+        settings: &settings,
+        source: source.as_deref(),
+    };
+    let files = match &args.resource {
+        Some(DescribeResource::Retrypolicy(f) | DescribeResource::Queue(f)) if !f.source.files.is_empty() => &f.source,
+        _ => &args.source,
+    };
+    let store = if files.files.is_empty() {
+        Store::Server(Box::new(remote::connect(ctx)?))
+    } else {
+        let items = remote::load(ctx, files, &[Kind::RetryPolicy, Kind::Queue])?;
+        let (mut policies, mut queues) = (Vec::new(), Vec::new());
+        for i in items {
+            match i.resource {
+                Resource::RetryPolicy(p) => policies.push(p),
+                Resource::Queue(q) => queues.push(q),
+                _ => {}
+            }
+        }
+        Store::Files { policies, queues }
+    };
+    // Offline without names: everything in the files.
+    let wanted: Vec<(Kind, String)> = match (&store, targets.is_empty()) {
+        (Store::Files { policies, queues }, true) => policies
+            .iter()
+            .map(|p| (Kind::RetryPolicy, p.name.clone()))
+            .chain(queues.iter().map(|q| (Kind::Queue, q.name.clone())))
+            .collect(),
+        (Store::Server(_), true) => {
+            return Err(CliError::usage("describe what? name a resource: `retryctl describe retrypolicy NAME`").into())
+        }
+        _ => targets
+            .groups
+            .iter()
+            .flat_map(|(k, names)| names.iter().map(move |n| (*k, n.clone())))
+            .collect(),
+    };
+    let mut missing = Vec::new();
+    let mut first = true;
+    for (kind, name) in wanted {
+        let Some(text) = describe_one(&store, kind, &name, &scheduler)? else {
+            missing.push(format!("{} `{name}`", noun_of(kind)));
+            continue;
+        };
+        if !first {
+            writeln!(ctx.out)?;
+        }
+        first = false;
+        ctx.out.write_all(&text)?;
+    }
+    if missing.is_empty() {
+        Ok(ExitCode::Success)
+    } else {
+        Err(CliError::failed(format!("{} not found", missing.join(", "))).into())
+    }
+}
+
+fn describe_one(store: &Store, kind: Kind, name: &str, s: &Scheduler) -> anyhow::Result<Option<Vec<u8>>> {
+    let mut out = Vec::new();
+    match kind {
+        Kind::Queue => {
+            let Some(queue) = queue(store, name)? else {
+                return Ok(None);
+            };
+            let mut policies = Vec::new();
+            for p in &queue.retry_policies {
+                policies.push((p.clone(), policy(store, p)?));
+            }
+            describe::write_queue(&mut out, &queue, &policies, s)?;
+        }
+        _ => {
+            let Some(p) = policy(store, name)? else { return Ok(None) };
+            let used_by: Vec<(String, usize, usize)> = queues(store)?
+                .into_iter()
+                .filter_map(|q| {
+                    let pos = q.retry_policies.iter().position(|x| x == name)?;
+                    Some((q.name.clone(), pos + 1, q.retry_policies.len()))
+                })
+                .collect();
+            describe::write_policy(&mut out, &p, &used_by, s)?;
+        }
+    }
+    Ok(Some(out))
+}
+
+fn policy(store: &Store, name: &str) -> Result<Option<RetryPolicy>, CliError> {
+    match store {
+        Store::Files { policies, .. } => Ok(policies.iter().find(|p| p.name == name).cloned()),
+        Store::Server(c) => {
+            found(c.client.get_policy(name)).map_err(|e| c.fail(&format!("cannot get retry policy `{name}`"), e))
+        }
+    }
+}
+
+fn queue(store: &Store, name: &str) -> Result<Option<Queue>, CliError> {
+    match store {
+        Store::Files { queues, .. } => Ok(queues.iter().find(|q| q.name == name).cloned()),
+        Store::Server(c) => {
+            found(c.client.get_queue(name)).map_err(|e| c.fail(&format!("cannot get queue `{name}`"), e))
+        }
+    }
+}
+
+fn queues(store: &Store) -> Result<Vec<Queue>, CliError> {
+    match store {
+        Store::Files { queues, .. } => Ok(queues.clone()),
+        Store::Server(c) => c.client.list_queues().map_err(|e| c.fail("cannot list queues", e)),
+    }
+}

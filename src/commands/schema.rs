@@ -1,0 +1,28 @@
+//! `retryctl schema retrypolicy|queue`: the JSON Schema (draft 2020-12) of the v1 documents,
+//! generated from `model::fields`, the table the strict decoder reads.
+
+use crate::app::Context;
+use crate::cli::{SchemaArgs, SchemaKind};
+use crate::error::ExitCode;
+use crate::model::fields;
+use crate::output::schema;
+
+/// Where the published schemas live in the repository (the `$id`s), for editors.
+pub const SCHEMA_BASE: &str = "https://github.com/armadaproject/retryctl/schemas";
+
+pub fn run(ctx: &mut Context, args: &SchemaArgs) -> anyhow::Result<ExitCode> {
+    let value = match args.kind {
+        SchemaKind::Retrypolicy => schema::schema(
+            &format!("{SCHEMA_BASE}/retrypolicy.json"),
+            "Armada RetryPolicy (armadaproject.io/v1)",
+            fields::RETRY_POLICY,
+        ),
+        SchemaKind::Queue => schema::schema(
+            &format!("{SCHEMA_BASE}/queue.json"),
+            "Armada Queue (armadaproject.io/v1beta1)",
+            fields::QUEUE,
+        ),
+    };
+    writeln!(ctx.out, "{}", serde_json::to_string_pretty(&value)?)?;
+    Ok(ExitCode::Success)
+}

@@ -1,0 +1,394 @@
+//! The one definition of the fields of the v1 RetryPolicy and the Queue documents: names,
+//! types, bounds and documentation.
+//!
+//! Owns: the field tables. The strict decoder (`document`) takes the fields it accepts at
+//! each level from here, `explain` prints them, and `schema` turns them into JSON Schema, so
+//! a field added here is accepted, documented and completed in editors at once, and a field
+//! missing here is refused by all three. Must not: decode, validate values or do I/O (the
+//! bounds here are copied into the schema for editors; the validator enforces them with
+//! precise messages).
+
+use super::document::{API_V1, API_V1BETA1};
+use super::policy::{Action, Condition};
+
+/// The type of a field's value.
+#[derive(Debug)]
+pub enum Ty {
+    Str,
+    /// A string with a pattern an editor can check (`None`: no pattern).
+    Pattern(&'static str),
+    Int {
+        min: i64,
+        max: i64,
+    },
+    Num {
+        min: Option<f64>,
+        max: Option<f64>,
+    },
+    Bool,
+    /// A Go-style duration string (`10s`, `1h30m`).
+    Duration,
+    Enum(&'static [&'static str]),
+    Array {
+        items: &'static Ty,
+        max_items: Option<u64>,
+        unique: bool,
+    },
+    /// A map of strings to strings (`labels`).
+    StringMap,
+    Object(&'static [Field]),
+}
+
+#[derive(Debug)]
+pub struct Field {
+    pub name: &'static str,
+    pub ty: Ty,
+    pub required: bool,
+    pub doc: &'static str,
+}
+
+const fn f(name: &'static str, ty: Ty, doc: &'static str) -> Field {
+    Field {
+        name,
+        ty,
+        required: false,
+        doc,
+    }
+}
+
+const fn req(name: &'static str, ty: Ty, doc: &'static str) -> Field {
+    Field {
+        name,
+        ty,
+        required: true,
+        doc,
+    }
+}
+
+const NAME: Ty = Ty::Pattern("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
+const LIMIT: Ty = Ty::Int { min: 0, max: 10_000 };
+const CATEGORY: Ty = Ty::Pattern("^\\S{1,63}$");
+
+pub const BACKOFF: &[Field] = &[
+    f("initialDelay", Ty::Duration, "Delay before the first retry (`0s` retries at once). Inherited from the policy, then the scheduler's defaultBackoff, then `0s`."),
+    f("maxDelay", Ty::Duration, "Ceiling of every delay, at most `24h`. Inherited like initialDelay; built-in `10m`."),
+    f("multiplier", Ty::Num { min: Some(1.0), max: Some(100.0) }, "Each retry's delay is the previous one times this (1.0..=100). Built-in 2.0."),
+    f("jitter", Ty::Num { min: Some(0.0), max: Some(1.0) }, "Extension: adds up to this fraction of the delay, deterministic per job and run (0..=1). Built-in 0."),
+];
+
+pub const ANTI_AFFINITY: &[Field] = &[f(
+    "mode",
+    Ty::Enum(&["none", "node"]),
+    "`node`: the next run avoids the node of the failed run (that node only). `none` (default): no constraint.",
+)];
+
+pub const EXIT_CODES: &[Field] = &[
+    req(
+        "operator",
+        Ty::Enum(&["In", "NotIn"]),
+        "`In`: matches when the exit code is one of `values`; `NotIn`: when it is none of them.",
+    ),
+    req(
+        "values",
+        Ty::Array {
+            items: &Ty::Int { min: 1, max: 255 },
+            max_items: Some(255),
+            unique: true,
+        },
+        "Exit codes 1..=255, unique, non-empty. `0` means not set and never matches.",
+    ),
+];
+
+pub const TERMINATION_MESSAGE: &[Field] = &[req(
+    "pattern",
+    Ty::Str,
+    "A regular expression (RE2 syntax, at most 1024 bytes) searched in the container's termination message.",
+)];
+
+pub const MEMORY: &[Field] = &[
+    f("factor", Ty::Num { min: Some(1.0), max: None }, "Multiply the job's memory by this (> 1.0) at each retry, compounding. Exactly one of factor and static."),
+    f("static", Ty::Str, "Add this Kubernetes quantity (`512Mi`, `1Gi`) to the job's memory at each retry. Exactly one of factor and static."),
+];
+
+pub const MUTATE: &[Field] = &[
+    f(
+        "affinity",
+        Ty::Object(&[f(
+            "avoidSameNode",
+            Ty::Bool,
+            "Avoid every node any earlier run of the job used (upstream semantics).",
+        )]),
+        "Node affinity changes for the retry.",
+    ),
+    f(
+        "resources",
+        Ty::Object(&[f(
+            "memory",
+            Ty::Object(MEMORY),
+            "Grow the job's memory for the next run.",
+        )]),
+        "Resource changes for the retry.",
+    ),
+];
+
+pub const RULE: &[Field] = &[
+    req(
+        "action",
+        Ty::Enum(&Action::NAMES),
+        "`Retry` or `Fail`: what happens to a failure this rule matches.",
+    ),
+    f(
+        "containerName",
+        Ty::Str,
+        "Only this container's signals are considered by the matchers.",
+    ),
+    f(
+        "includeInitContainers",
+        Ty::Bool,
+        "Also consider init containers (default false).",
+    ),
+    f(
+        "onConditions",
+        Ty::Array {
+            items: &Ty::Enum(&Condition::NAMES),
+            max_items: None,
+            unique: true,
+        },
+        "Matches when the run failed with one of these conditions (case-sensitive).",
+    ),
+    f(
+        "onExitCodes",
+        Ty::Object(EXIT_CODES),
+        "Matches on a container's exit code.",
+    ),
+    f(
+        "onTerminationMessage",
+        Ty::Object(TERMINATION_MESSAGE),
+        "Matches on the termination message.",
+    ),
+    f(
+        "onFailureCategory",
+        Ty::Array {
+            items: &CATEGORY,
+            max_items: None,
+            unique: false,
+        },
+        "Matches when the executor assigned one of these failure categories.",
+    ),
+    f(
+        "onFailureSubcategory",
+        Ty::Array {
+            items: &CATEGORY,
+            max_items: None,
+            unique: false,
+        },
+        "Narrows onFailureCategory to these subcategories (requires onFailureCategory).",
+    ),
+    f(
+        "retryLimit",
+        LIMIT,
+        "Retries this rule allows (0..=10000); default: the policy's retryLimit, then globalMaxRetries.",
+    ),
+    f(
+        "backoff",
+        Ty::Object(BACKOFF),
+        "Overrides the policy's backoff for this rule, field by field.",
+    ),
+    f(
+        "antiAffinity",
+        Ty::Object(ANTI_AFFINITY),
+        "Overrides the policy's anti-affinity for this rule.",
+    ),
+    f(
+        "mutate",
+        Ty::Object(MUTATE),
+        "Changes to the job for the retry (Retry rules only), as upstream Armada.",
+    ),
+    f(
+        "onCategory",
+        CATEGORY,
+        "Upstream's single-category spelling of onFailureCategory, accepted for migration.",
+    ),
+];
+
+pub const SPEC: &[Field] = &[
+    f(
+        "retryLimit",
+        LIMIT,
+        "The default limit of each rule (0..=10000). Unset: globalMaxRetries (an upstream server reads unset as 0).",
+    ),
+    f(
+        "defaultAction",
+        Ty::Enum(&Action::NAMES),
+        "What happens when no rule matches: `Fail` (default) or `Retry`.",
+    ),
+    f(
+        "backoff",
+        Ty::Object(BACKOFF),
+        "Delay before each retry; each field inherits on its own.",
+    ),
+    f("antiAffinity", Ty::Object(ANTI_AFFINITY), "Where retries may run."),
+    f(
+        "rules",
+        Ty::Array {
+            items: &Ty::Object(RULE),
+            max_items: Some(100),
+            unique: false,
+        },
+        "Ordered rules; the first whose matchers all match a failure decides. At most 100.",
+    ),
+];
+
+pub const METADATA: &[Field] = &[req(
+    "name",
+    NAME,
+    "RFC 1123 label: lowercase letters, digits and `-`, starting and ending with a letter or digit, at most 63 characters.",
+)];
+
+/// A v1 RetryPolicy document.
+pub const RETRY_POLICY: &[Field] = &[
+    req(
+        "apiVersion",
+        Ty::Enum(&[API_V1]),
+        "`armadaproject.io/v1` (upstream's flat `armadaproject.io/v1beta1` is accepted too, with its own layout).",
+    ),
+    req("kind", Ty::Enum(&["RetryPolicy"]), "`RetryPolicy`."),
+    req("metadata", Ty::Object(METADATA), "The policy's name."),
+    req("spec", Ty::Object(SPEC), "What is retried, how often and how."),
+];
+
+pub const PERMISSION: &[Field] = &[
+    f(
+        "subjects",
+        Ty::Array {
+            items: &Ty::Object(&[
+                req("kind", Ty::Enum(&["User", "Group"]), "`User` or `Group`."),
+                req("name", Ty::Str, "The user or group name."),
+            ]),
+            max_items: None,
+            unique: false,
+        },
+        "Who the verbs are granted to.",
+    ),
+    f(
+        "verbs",
+        Ty::Array {
+            items: &Ty::Str,
+            max_items: None,
+            unique: false,
+        },
+        "What they may do (`submit`, `cancel`, ...).",
+    ),
+];
+
+/// A Queue document.
+pub const QUEUE: &[Field] = &[
+    req(
+        "apiVersion",
+        Ty::Enum(&[API_V1BETA1, API_V1]),
+        "`armadaproject.io/v1beta1` (upstream's only queue version); v1 is accepted too.",
+    ),
+    req("kind", Ty::Enum(&["Queue"]), "`Queue`."),
+    req("name", NAME, "RFC 1123 label, at most 63 characters."),
+    f(
+        "priorityFactor",
+        Ty::Num {
+            min: Some(1.0),
+            max: None,
+        },
+        "Priority factor, at least 1.0.",
+    ),
+    f(
+        "userOwners",
+        Ty::Array {
+            items: &Ty::Str,
+            max_items: None,
+            unique: false,
+        },
+        "Users who own the queue.",
+    ),
+    f(
+        "groupOwners",
+        Ty::Array {
+            items: &Ty::Str,
+            max_items: None,
+            unique: false,
+        },
+        "Groups that own the queue.",
+    ),
+    f("labels", Ty::StringMap, "Labels; no empty key or value."),
+    f("cordoned", Ty::Bool, "A cordoned queue accepts no new jobs."),
+    f(
+        "retryPolicies",
+        Ty::Array {
+            items: &NAME,
+            max_items: None,
+            unique: true,
+        },
+        "Retry policies of the queue's jobs, in precedence order (their rules are tried in this order).",
+    ),
+    f(
+        "permissions",
+        Ty::Array {
+            items: &Ty::Object(PERMISSION),
+            max_items: None,
+            unique: false,
+        },
+        "Upstream's permissions, as the server returns them.",
+    ),
+];
+
+/// The field names accepted by an object.
+pub fn names(fields: &[Field]) -> Vec<&'static str> {
+    fields.iter().map(|f| f.name).collect()
+}
+
+/// The fields of the object at `path` (`spec.rules.onExitCodes`; arrays are passed through)
+/// under `root`.
+pub fn object_at(root: &'static [Field], path: &str) -> Option<&'static [Field]> {
+    let mut fields = root;
+    for part in path.split('.').filter(|p| !p.is_empty()) {
+        let field = fields.iter().find(|f| f.name == part)?;
+        fields = object_of(&field.ty)?;
+    }
+    Some(fields)
+}
+
+/// The object fields of a type, looking through arrays.
+pub fn object_of(ty: &'static Ty) -> Option<&'static [Field]> {
+    match ty {
+        Ty::Object(f) => Some(f),
+        Ty::Array { items, .. } => object_of(items),
+        _ => None,
+    }
+}
+
+/// The field at `path` under `root`.
+pub fn field_at(root: &'static [Field], path: &str) -> Option<&'static Field> {
+    let (parent, last) = match path.rsplit_once('.') {
+        Some((p, l)) => (p, l),
+        None => ("", path),
+    };
+    object_at(root, parent)?.iter().find(|f| f.name == last)
+}
+
+/// Allowed field names at `path`; panics on a path not in the table (a programming error,
+/// caught by every decoding test).
+pub fn allowed(root: &'static [Field], path: &str) -> Vec<&'static str> {
+    names(object_at(root, path).unwrap_or_else(|| panic!("no object `{path}` in the field table")))
+}
+
+/// A short type name for `explain`.
+pub fn type_name(ty: &Ty) -> String {
+    match ty {
+        Ty::Str | Ty::Pattern(_) => "string".into(),
+        Ty::Int { .. } => "integer".into(),
+        Ty::Num { .. } => "number".into(),
+        Ty::Bool => "boolean".into(),
+        Ty::Duration => "duration".into(),
+        Ty::Enum(_) => "enum".into(),
+        Ty::Array { items, .. } => format!("[]{}", type_name(items)),
+        Ty::StringMap => "map[string]string".into(),
+        Ty::Object(_) => "object".into(),
+    }
+}

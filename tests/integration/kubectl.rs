@@ -1,0 +1,266 @@
+//! Issue 11, tried as a new user with kubectl habits would, against the real `retryctl
+//! serve`: apply of a directory converges, dry runs refuse what the real run would, `kind:
+//! List` out and in, `TYPE/NAME` arguments, `delete -f`, several names in one `get`,
+//! jsonpath / custom-columns / `--sort-by` / `--no-headers`, and `describe`.
+
+use crate::support::server::TestServer;
+use crate::support::{exchange, retryctl, temp_home};
+
+const VALID: &str = "testdata/policies/valid";
+
+struct Session {
+    home: tempfile::TempDir,
+    url: String,
+}
+
+impl Session {
+    fn new(url: &str) -> Session {
+        Session {
+            home: temp_home(),
+            url: url.to_string(),
+        }
+    }
+
+    fn cmd(&self) -> assert_cmd::Command {
+        let mut c = retryctl(self.home.path());
+        c.env("ARMADA_URL", &self.url);
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        exchange(self.cmd().args(args)).replace(&self.url, "URL")
+    }
+
+    fn run_stdin(&self, args: &[&str], stdin: &str) -> String {
+        exchange(self.cmd().args(args).write_stdin(stdin)).replace(&self.url, "URL")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.cmd().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            crate::support::format_output(&out)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+fn ok_out(stdout: &str) -> String {
+    format!("exit: 0\n--- stdout\n{stdout}--- stderr\n")
+}
+
+#[test]
+fn apply_of_the_examples_directory_converges_on_an_empty_server() {
+    let srv = TestServer::start();
+    let s = Session::new(&srv.url);
+    let created = "retrypolicy/backoff-override created\nretrypolicy/container-targeting created\nretrypolicy/infra created\nretrypolicy/ml-training-oom created\nretrypolicy/ml-training created\nretrypolicy/ml-training-retries created\nqueue/ml-queue created\n";
+    // The dry run says what the real run then does, in the same (policies first) order.
+    assert_eq!(
+        s.run(&["apply", "-f", VALID, "--dry-run=client"]),
+        ok_out(&created.replace(" created\n", " created (dry run)\n"))
+    );
+    assert_eq!(s.run(&["apply", "-f", VALID]), ok_out(created));
+    assert_eq!(
+        s.run(&["apply", "-f", VALID]),
+        ok_out(&created.replace(" created\n", " unchanged\n"))
+    );
+    // `update -f` of what the server already has changes nothing and says so.
+    assert_eq!(
+        s.run(&["update", "-f", &format!("{VALID}/infra.yaml")]),
+        ok_out("retrypolicy/infra unchanged\n")
+    );
+}
+
+#[test]
+fn a_dry_run_refuses_what_the_real_run_would() {
+    let srv = TestServer::start();
+    let s = Session::new(&srv.url);
+    let queue = format!("{VALID}/ml-queue.yaml");
+    // The queue attaches `infra` and `ml-training-oom`, which are neither in the batch nor on
+    // the server: the dry run and the real run refuse it alike, before sending anything.
+    let refused = "exit: 3\n--- stdout\n--- stderr\nerror: nothing was sent: testdata/policies/valid/ml-queue.yaml: queue `ml-queue` attaches retry policies `infra`, `ml-training-oom` that are neither in the input nor on the server\n\nhint: add the policy files to the command (`-f`), or create the policies first\n";
+    assert_eq!(s.run(&["create", "-f", &queue, "--dry-run"]), refused);
+    assert_eq!(s.run(&["create", "-f", &queue]), refused);
+    assert_eq!(s.ok(&["get", "queues", "-o", "name"]), "");
+    // An existing name: create's dry run fails like create.
+    s.ok(&["create", "-f", &format!("{VALID}/infra.yaml")]);
+    let out = s.run(&["create", "-f", &format!("{VALID}/infra.yaml"), "--dry-run"]);
+    assert!(
+        out.starts_with("exit: 1\n--- stdout\n--- stderr\nerror: testdata/policies/valid/infra.yaml: cannot create retry policy `infra`: "),
+        "{out}"
+    );
+    // A missing name: update's dry run fails like update.
+    let out = s.run(&["update", "-f", &format!("{VALID}/ml-training.yaml"), "--dry-run"]);
+    assert!(out.starts_with("exit: 1\n"), "{out}");
+    assert!(out.contains("retry policy `ml-training` does not exist"), "{out}");
+    // With the missing policy in the batch, the queue passes, attached to one on the server.
+    assert_eq!(
+        s.run(&[
+            "create",
+            "-f",
+            &format!("{VALID}/ml-training-oom.yaml"),
+            "-f",
+            &queue,
+            "--dry-run"
+        ]),
+        ok_out("retrypolicy/ml-training-oom created (dry run)\nqueue/ml-queue created (dry run)\n")
+    );
+}
+
+#[test]
+fn an_unreachable_server_leaves_a_dry_run_offline_and_says_so() {
+    let s = Session::new("http://127.0.0.1:9");
+    let out = s.run(&["apply", "-f", VALID, "--dry-run"]);
+    // Without the server, apply cannot tell created from configured: it says configured.
+    assert!(
+        out.starts_with("exit: 0\n--- stdout\nretrypolicy/backoff-override configured (dry run)\n"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("--- stderr\nnote: the server at URL is unreachable: checked the files alone; names and attached policies were not checked against the server\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn plural_get_is_one_list_that_apply_reads_back() {
+    let srv = TestServer::start();
+    let s = Session::new(&srv.url);
+    let empty = "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"items\": []\n}\n";
+    assert_eq!(s.run(&["get", "rp", "-o", "json"]), ok_out(empty));
+    assert_eq!(
+        s.run(&["get", "queues", "-o", "yaml"]),
+        ok_out("apiVersion: v1\nkind: List\nitems: []\n")
+    );
+    s.ok(&["apply", "-f", VALID]);
+    let json = s.ok(&["get", "rp", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["kind"], "List");
+    assert_eq!(v["items"].as_array().unwrap().len(), 6);
+    // Round trip: every item unchanged.
+    let out = s.run_stdin(&["apply", "-f", "-"], &json);
+    assert!(out.starts_with("exit: 0\n"), "{out}");
+    assert_eq!(out.matches(" unchanged\n").count(), 6, "{out}");
+    // Two names are plural too; one name is the object itself.
+    let two: serde_json::Value =
+        serde_json::from_str(&s.ok(&["get", "rp", "infra", "ml-training", "-o", "json"])).unwrap();
+    assert_eq!(two["items"].as_array().unwrap().len(), 2);
+    let one: serde_json::Value = serde_json::from_str(&s.ok(&["get", "rp", "infra", "-o", "json"])).unwrap();
+    assert_eq!(one["kind"], "RetryPolicy");
+    // A List in a file is checked like any documents: a bad item is named by its position.
+    let out = s.run_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: armadaproject.io/v1\n  kind: RetryPolicy\n  metadata: {name: x}\n  spec: {retry_limit: 3}\n",
+    );
+    assert!(out.starts_with("exit: 3\n"), "{out}");
+    assert!(
+        out.contains("7:10 spec.retry_limit: unknown field `retry_limit`, did you mean `retryLimit`?"),
+        "{out}"
+    );
+}
+
+#[test]
+fn several_names_print_the_found_ones_and_name_every_missing_one() {
+    let srv = TestServer::start();
+    let s = Session::new(&srv.url);
+    s.ok(&["apply", "-f", VALID]);
+    assert_eq!(
+        s.run(&["get", "rp", "nope", "infra", "ghost", "-o", "name"]),
+        "exit: 1\n--- stdout\nretrypolicy/infra\n--- stderr\nerror: retry policies `nope`, `ghost` not found\n\nhint: list the existing ones with `retryctl get retrypolicies`\n"
+    );
+    assert_eq!(
+        s.run(&["get", "queue/ml-queue", "retrypolicy/infra", "-o", "name"]),
+        ok_out("queue/ml-queue\nretrypolicy/infra\n")
+    );
+    assert_eq!(
+        s.run(&["get", "widgets"]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: invalid argument `widgets`: expected `TYPE/NAME` (`retrypolicy/widgets`, `queue/widgets`) or a type followed by names (`retrypolicy widgets`)\n"
+    );
+}
+
+#[test]
+fn names_from_get_feed_delete_and_delete_f_goes_queues_first() {
+    let srv = TestServer::start();
+    let s = Session::new(&srv.url);
+    s.ok(&["apply", "-f", VALID]);
+    // `get -o name | xargs retryctl delete`, once no queue uses them.
+    s.ok(&["delete", "queue/ml-queue"]);
+    let names = s.ok(&["get", "rp", "-o", "name"]);
+    let args: Vec<&str> = std::iter::once("delete").chain(names.lines()).collect();
+    assert_eq!(s.run(&args), ok_out(&names.replace('\n', " deleted\n")));
+    assert_eq!(s.ok(&["get", "rp", "-o", "name"]), "");
+    // `delete -f` of the directory: the queue before the policies it attaches.
+    s.ok(&["apply", "-f", VALID]);
+    let out = s.run(&["delete", "-f", VALID, "--dry-run"]);
+    assert!(
+        out.starts_with(
+            "exit: 0\n--- stdout\nqueue/ml-queue deleted (dry run)\nretrypolicy/backoff-override deleted (dry run)\n"
+        ),
+        "{out}"
+    );
+    let out = s.run(&["delete", "-f", VALID]);
+    assert!(
+        out.starts_with("exit: 0\n--- stdout\nqueue/ml-queue deleted\n"),
+        "{out}"
+    );
+    assert_eq!(out.matches(" deleted\n").count(), 7, "{out}");
+    assert_eq!(s.ok(&["get", "q", "-o", "name"]), "");
+}
+
+#[test]
+fn jsonpath_custom_columns_sort_by_and_no_headers() {
+    let srv = TestServer::start();
+    let s = Session::new(&srv.url);
+    s.ok(&["apply", "-f", VALID]);
+    assert_eq!(
+        s.ok(&["get", "rp", "-o", "jsonpath={.items[*].metadata.name}"]),
+        "backoff-override container-targeting infra ml-training ml-training-oom ml-training-retries"
+    );
+    assert_eq!(
+        s.ok(&[
+            "get",
+            "rp",
+            "-o",
+            r#"jsonpath={range .items[?(@.spec.retryLimit >= 5)]}{.metadata.name}={.spec.retryLimit}{"\n"}{end}"#
+        ]),
+        "infra=10\nml-training=5\nml-training-oom=5\n"
+    );
+    assert_eq!(
+        s.ok(&[
+            "get",
+            "rp",
+            "-o",
+            "custom-columns=NAME:.metadata.name,LIMIT:.spec.retryLimit",
+            "--sort-by",
+            ".spec.retryLimit",
+            "--no-headers"
+        ]),
+        "container-targeting   3\nml-training-retries   3\nbackoff-override      4\nml-training           5\nml-training-oom       5\ninfra                 10\n"
+    );
+    assert_eq!(
+        s.run(&["get", "rp", "-o", "jsonpath={.items[*"]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: invalid `-o jsonpath`: unclosed `{` in template `{.items[*`\n"
+    );
+}
+
+#[test]
+fn describe_tells_how_often_and_after_which_delays_and_who_is_affected() {
+    let srv = TestServer::start();
+    let s = Session::new(&srv.url);
+    s.ok(&["apply", "-f", VALID]);
+    insta::assert_snapshot!(
+        "describe_ml_training_oom",
+        s.run(&["describe", "retrypolicy", "ml-training-oom"])
+    );
+    insta::assert_snapshot!("describe_queue", s.run(&["describe", "queue/ml-queue"]));
+    // Offline, from the files, with a backoff schedule.
+    insta::assert_snapshot!(
+        "describe_offline_backoff",
+        s.run(&["describe", "rp", "backoff-override", "-f", VALID])
+    );
+    assert_eq!(
+        s.run(&["describe", "rp", "nope"]),
+        "exit: 1\n--- stdout\n--- stderr\nerror: retry policy `nope` not found\n"
+    );
+}
