@@ -62,7 +62,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand -R 'Descend into subdirectories of directories given with -f'
             cand --recursive 'Descend into subdirectories of directories given with -f'
             cand --strict 'Treat warnings as errors'
-            cand --upstream 'Lint for an upstream Armada server (warn where it would read things differently)'
+            cand --upstream 'Check for an upstream Armada server: report as errors exactly the fields `create` against such a server refuses'
             cand -v 'Log each request and its status to stderr (credentials are never printed)'
             cand --verbose 'Log each request and its status to stderr (credentials are never printed)'
             cand -h 'Print help (see more with ''--help'')'

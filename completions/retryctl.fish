@@ -64,7 +64,7 @@ always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l strict -d 'Treat warnings as errors'
-complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l upstream -d 'Lint for an upstream Armada server (warn where it would read things differently)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l upstream -d 'Check for an upstream Armada server: report as errors exactly the fields `create` against such a server refuses'
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s V -l version -d 'Print version'

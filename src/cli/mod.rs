@@ -187,7 +187,8 @@ pub struct ValidateArgs {
     #[arg(long, value_name = "FILE")]
     pub scheduler_config: Option<PathBuf>,
 
-    /// Lint for an upstream Armada server (warn where it would read things differently).
+    /// Check for an upstream Armada server: report as errors exactly the fields `create`
+    /// against such a server refuses.
     #[arg(long)]
     pub upstream: bool,
 }

@@ -168,6 +168,31 @@ pub fn covers(earlier: &Rule, later: &Rule) -> bool {
 }
 
 /// Adds warnings to every valid document, then the cross-document ones.
+/// `--upstream`: exactly what `create` against an upstream server refuses (the client's
+/// check, `RetryPolicy::upstream_incompatibilities`, is the one implementation), as errors.
+pub fn upstream_errors(policy: &RetryPolicy) -> Vec<Diagnostic> {
+    policy
+        .upstream_incompatibilities()
+        .into_iter()
+        .map(|entry| {
+            // Entries are a field path, optionally followed by ` (why)`.
+            let (path, why) = match entry.split_once(" (") {
+                Some((p, w)) => (p.to_string(), format!(" ({w}")),
+                None => (entry.clone(), String::new()),
+            };
+            let message = if path == "retryLimit" {
+                "no `spec.retryLimit`: an upstream Armada server reads an absent limit as 0 (never retry), so \
+                 `create` refuses it; set it explicitly"
+                    .to_string()
+            } else {
+                let field = path.rsplit('.').next().unwrap_or(&path);
+                format!("upstream Armada cannot store `{field}`{why}; `create` against an upstream server refuses this policy")
+            };
+            Diagnostic::error("upstream-incompatible", path, message)
+        })
+        .collect()
+}
+
 pub fn lint_documents<'a>(documents: impl IntoIterator<Item = &'a mut Document>, options: &LintOptions) {
     let mut documents: Vec<&mut Document> = documents.into_iter().collect();
     let mut policy_names = HashSet::new();
@@ -180,12 +205,8 @@ pub fn lint_documents<'a>(documents: impl IntoIterator<Item = &'a mut Document>,
         };
         policy_names.insert(policy.name.clone());
         let mut found = lint_policy(policy, options);
-        if options.upstream && version == ApiVersion::V1 && policy.retry_limit.is_none() {
-            found.push(Diagnostic::warning(
-                "upstream-missing-retry-limit",
-                "retryLimit",
-                "no `spec.retryLimit`: an upstream Armada server reads an absent limit as 0 (never retry); set it explicitly",
-            ));
+        if options.upstream {
+            found.extend(upstream_errors(policy));
         }
         // The model cannot tell an absent v1beta1 `retryLimit` from an explicit 0 (upstream
         // reads both as 0); the text can, and "from the policy's `retryLimit`" would point the

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod cli_traps;
 mod client_errors;
 mod completion;
 mod config;
