@@ -2591,12 +2591,20 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__version)
-            opts="-c -v -h -V --client --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-o -c -v -h -V --client --output --armada-url --context --config --timeout --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
                 --armada-url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -1033,6 +1033,8 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;config;help;help'= {
         }
         &'retryctl;version'= {
+            cand -o 'Output format'
+            cand --output 'Output format'
             cand --armada-url 'Armada REST base URL (default: $ARMADA_URL, the context''s `armadaRestUrl`, then http://localhost:8080)'
             cand -c 'Context of the config file to use instead of its `currentContext`'
             cand --context 'Context of the config file to use instead of its `currentContext`'

@@ -616,6 +616,16 @@ pub struct VersionArgs {
     /// Print only the client version; do not contact the server.
     #[arg(long)]
     pub client: bool,
+
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = VersionOutput::Text)]
+    pub output: VersionOutput,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum VersionOutput {
+    Text,
+    Json,
 }
 
 #[cfg(test)]

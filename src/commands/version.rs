@@ -1,22 +1,44 @@
-//! `retryctl version [--client]`: the client version, then the server's URL and dialect
-//! (`v1` for `retryctl serve`, `upstream` otherwise, §5.1). An unreachable server is an
-//! error (exit 4) after the client version is printed, like every other server command.
+//! `retryctl version [--client] [-o json]`: the client version, then the server's URL and
+//! dialect (`v1` for `retryctl serve`, `upstream` otherwise, §5.1). An unreachable server is
+//! an error (exit 4) after the client version is printed, like every other server command;
+//! with `-o json` the one object printed then holds the client part only.
 
 use crate::app::Context;
-use crate::cli::VersionArgs;
+use crate::cli::{VersionArgs, VersionOutput};
 use crate::commands::remote;
-use crate::error::ExitCode;
+use crate::error::{CliError, ExitCode};
 
 pub fn run(ctx: &mut Context, args: &VersionArgs) -> anyhow::Result<ExitCode> {
-    writeln!(ctx.out, "client: retryctl {}", env!("CARGO_PKG_VERSION"))?;
-    if args.client {
-        return Ok(ExitCode::Success);
+    let client = env!("CARGO_PKG_VERSION");
+    let server: Option<Result<(String, &'static str), CliError>> = if args.client {
+        None
+    } else {
+        Some(remote::connect(ctx).and_then(|conn| {
+            let dialect = conn
+                .client
+                .dialect_name()
+                .map_err(|e| conn.fail("cannot ask the server its dialect", e))?;
+            Ok((conn.client.base_url().to_string(), dialect))
+        }))
+    };
+    let found = server.as_ref().and_then(|s| s.as_ref().ok());
+    match args.output {
+        VersionOutput::Text => {
+            writeln!(ctx.out, "client: retryctl {client}")?;
+            if let Some((url, dialect)) = found {
+                writeln!(ctx.out, "server: {url} (dialect: {dialect})")?;
+            }
+        }
+        VersionOutput::Json => {
+            let mut v = serde_json::json!({"client": {"version": client}});
+            if let Some((url, dialect)) = found {
+                v["server"] = serde_json::json!({"url": url, "dialect": dialect});
+            }
+            writeln!(ctx.out, "{}", serde_json::to_string_pretty(&v)?)?;
+        }
     }
-    let conn = remote::connect(ctx)?;
-    let dialect = conn
-        .client
-        .dialect_name()
-        .map_err(|e| conn.fail("cannot ask the server its dialect", e))?;
-    writeln!(ctx.out, "server: {} (dialect: {dialect})", conn.client.base_url())?;
-    Ok(ExitCode::Success)
+    match server {
+        Some(Err(e)) => Err(e.into()),
+        _ => Ok(ExitCode::Success),
+    }
 }

@@ -138,3 +138,25 @@ fn the_schema_flags_unknown_fields_and_lists_every_rule_field() {
     let queue: serde_json::Value = serde_json::from_slice(&queue.stdout).unwrap();
     assert_eq!(queue["properties"]["retryPolicies"]["uniqueItems"], true);
 }
+
+#[test]
+fn version_as_json() {
+    let home = temp_home();
+    let out = exchange(retryctl(home.path()).args(["version", "--client", "-o", "json"]));
+    assert_eq!(
+        out,
+        format!(
+            "exit: 0\n--- stdout\n{{\n  \"client\": {{\n    \"version\": \"{}\"\n  }}\n}}\n--- stderr\n",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+    let srv = crate::support::server::TestServer::start();
+    let out = retryctl(home.path())
+        .env("ARMADA_URL", &srv.url)
+        .args(["version", "-o", "json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["server"]["dialect"], "v1");
+    assert_eq!(v["server"]["url"], srv.url.as_str());
+}
