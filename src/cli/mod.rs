@@ -25,27 +25,45 @@ pub struct Cli {
 pub struct GlobalArgs {
     /// Armada REST base URL (default: $ARMADA_URL, the context's `armadaRestUrl`, then
     /// http://localhost:8080).
-    #[arg(long, global = true, alias = "armadaUrl", value_name = "URL")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        alias = "armadaUrl",
+        value_name = "URL"
+    )]
     pub armada_url: Option<String>,
 
     /// Context of the config file to use instead of its `currentContext`.
-    #[arg(short = 'c', long, global = true, value_name = "NAME")]
+    #[arg(
+        short = 'c',
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "NAME"
+    )]
     pub context: Option<String>,
 
     /// Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, help_heading = "Global options", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
     /// Timeout of each request to the server, as a duration (`10s`, `500ms`).
-    #[arg(long, global = true, default_value = "10s", value_name = "DURATION")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        default_value = "10s",
+        value_name = "DURATION"
+    )]
     pub timeout: String,
 
     /// Log each request and its status to stderr (credentials are never printed).
-    #[arg(short = 'v', long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short = 'v', long, global = true, help_heading = "Global options", action = clap::ArgAction::Count)]
     pub verbose: u8,
 
     /// When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset.
-    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    #[arg(long, global = true, help_heading = "Global options", value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
 }
 
@@ -59,34 +77,49 @@ pub enum ColorChoice {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Parse, validate and lint documents offline.
+    #[command(after_help = EX_VALIDATE)]
     Validate(ValidateArgs),
     /// Create every document of the files (fails on an existing name), or a queue from flags.
+    #[command(after_help = EX_CREATE)]
     Create(CreateArgs),
     /// Show retry policies or queues.
+    #[command(after_help = EX_GET)]
     Get(GetArgs),
     /// Replace existing resources from files, or change a queue in place.
+    #[command(after_help = EX_UPDATE)]
     Update(UpdateArgs),
     /// Create or update every document of the files.
+    #[command(after_help = EX_APPLY)]
     Apply(FileArgs),
     /// Show how the files differ from the server (exit 0 same, 1 different).
+    #[command(after_help = EX_DIFF)]
     Diff(FileArgs),
     /// Delete retry policies or queues.
+    #[command(after_help = EX_DELETE)]
     Delete(DeleteArgs),
     /// Replay failure histories through the retry evaluator.
+    #[command(after_help = EX_SIMULATE)]
     Simulate(SimulateArgs),
     /// Run a local Armada-compatible API server with SQLite storage.
+    #[command(after_help = EX_SERVE)]
     Serve(ServeArgs),
     /// Print a shell completion script.
+    #[command(after_help = EX_COMPLETION)]
     Completion(CompletionArgs),
     /// Show or change the armadactl config file.
+    #[command(after_help = EX_CONFIG)]
     Config(ConfigArgs),
     /// Print the client version, and the server's dialect when it is reachable.
+    #[command(after_help = EX_VERSION)]
     Version(VersionArgs),
     /// Explain a retry policy or queue in words: limits, backoff schedule, who uses it.
+    #[command(after_help = EX_DESCRIBE)]
     Describe(DescribeArgs),
     /// Document the fields of a resource (`retrypolicy.spec.rules`).
+    #[command(after_help = EX_EXPLAIN)]
     Explain(ExplainArgs),
     /// Print the JSON Schema (draft 2020-12) of a document kind, for editors.
+    #[command(after_help = EX_SCHEMA)]
     Schema(SchemaArgs),
 }
 
@@ -113,9 +146,11 @@ pub struct DescribeArgs {
 #[derive(Debug, Subcommand)]
 pub enum DescribeResource {
     /// Describe retry policies.
+    #[command(after_help = EX_DESCRIBE)]
     #[command(visible_aliases = ["retry-policy", "retrypolicies", "retry-policies", "rp"])]
     Retrypolicy(DescribeNames),
     /// Describe queues.
+    #[command(after_help = EX_DESCRIBE)]
     #[command(visible_aliases = ["queues", "q"])]
     Queue(DescribeNames),
 }
@@ -243,9 +278,11 @@ pub struct CreateArgs {
 #[derive(Debug, Subcommand)]
 pub enum CreateResource {
     /// Create a queue from flags.
+    #[command(after_help = EX_CREATE)]
     #[command(visible_aliases = ["queues", "q"])]
     Queue(QueueFlags),
     /// Create retry policies from files (only RetryPolicy documents are accepted).
+    #[command(after_help = EX_CREATE)]
     #[command(visible_aliases = ["retry-policy", "retrypolicies", "retry-policies", "rp"])]
     Retrypolicy(FileArgs),
 }
@@ -311,9 +348,11 @@ pub struct GetArgs {
 #[derive(Debug, Subcommand)]
 pub enum GetResource {
     /// Retry policies: one or more by name, or all.
+    #[command(after_help = EX_GET)]
     #[command(visible_aliases = ["retry-policy", "retrypolicies", "retry-policies", "rp"])]
     Retrypolicy(GetFlags),
     /// Queues: one or more by name, or all.
+    #[command(after_help = EX_GET)]
     #[command(visible_aliases = ["queues", "q"])]
     Queue(GetFlags),
 }
@@ -427,9 +466,11 @@ pub struct UpdateArgs {
 #[derive(Debug, Subcommand)]
 pub enum UpdateResource {
     /// Change a queue in place: flags not given keep their values.
+    #[command(after_help = EX_UPDATE)]
     #[command(visible_aliases = ["queues", "q"])]
     Queue(UpdateQueueFlags),
     /// Replace retry policies from files (only RetryPolicy documents are accepted).
+    #[command(after_help = EX_UPDATE)]
     #[command(visible_aliases = ["retry-policy", "retrypolicies", "retry-policies", "rp"])]
     Retrypolicy(FileArgs),
 }
@@ -478,9 +519,11 @@ pub struct DeleteArgs {
 #[derive(Debug, Subcommand)]
 pub enum DeleteResource {
     /// Delete retry policies. A policy still attached to queues is refused unless --detach.
+    #[command(after_help = EX_DELETE)]
     #[command(visible_aliases = ["retry-policy", "retrypolicies", "retry-policies", "rp"])]
     Retrypolicy(DeletePolicyFlags),
     /// Delete queues.
+    #[command(after_help = EX_DELETE)]
     #[command(visible_aliases = ["queues", "q"])]
     Queue(DeleteFlags),
 }
@@ -599,12 +642,16 @@ pub struct ConfigArgs {
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
     /// Print the config file with secrets masked.
+    #[command(after_help = EX_CONFIG)]
     View,
     /// List the contexts, marking the current one.
+    #[command(after_help = EX_CONFIG)]
     GetContexts,
     /// Print the current context.
+    #[command(after_help = EX_CONFIG)]
     CurrentContext,
     /// Make NAME the current context (rewrites the file, keeping every other key).
+    #[command(after_help = EX_CONFIG)]
     UseContext {
         /// Context name.
         name: String,
@@ -628,6 +675,77 @@ pub enum VersionOutput {
     Json,
 }
 
+const EX_VALIDATE: &str =
+    "Examples:\n  retryctl validate -f policies/                     # every *.yaml, *.yml, *.json in the folder
+  retryctl validate -f policy.yaml --strict -o github  # warnings fail; GitHub annotations
+  retryctl validate -f policies/ -R --upstream         # what an upstream Armada would refuse
+  retryctl validate -f policies/ --scheduler-config scheduler.yaml";
+
+const EX_CREATE: &str =
+    "Examples:\n  retryctl create -f policies/                         # policies first, then the queues using them
+  retryctl create -f policies/ --dry-run               # check against the server, send nothing
+  retryctl create queue ml --retry-policy infra,ml-training --priority-factor 2 -l team=ml";
+
+const EX_GET: &str = "Examples:\n  retryctl get retrypolicies                           # a table of every policy
+  retryctl get rp infra -o yaml                        # one policy, as YAML
+  retryctl get rp -o json                              # one `kind: List`, for `apply -f -`
+  retryctl get retrypolicy/infra queue/ml -o name
+  retryctl get rp -o jsonpath='{.items[*].metadata.name}'
+  retryctl get rp -o custom-columns=NAME:.metadata.name,LIMIT:.spec.retryLimit --sort-by .spec.retryLimit";
+
+const EX_UPDATE: &str =
+    "Examples:\n  retryctl update -f infra.yaml                        # replace; `unchanged` when equal
+  retryctl get rp infra -o yaml | retryctl update -f -
+  retryctl update queue ml --add-retry-policy gpu      # other fields keep their values";
+
+const EX_APPLY: &str =
+    "Examples:\n  retryctl apply -f policies/                          # created / configured / unchanged per resource
+  retryctl apply -f policies/ --dry-run                # what it would do, nothing sent
+  retryctl get rp -o json | retryctl apply -f -";
+
+const EX_DIFF: &str = "Examples:\n  retryctl diff -f infra.yaml                          # exit 0 same, 1 different
+  retryctl diff -f policies/ -R";
+
+const EX_DELETE: &str = "Examples:\n  retryctl delete retrypolicy infra
+  retryctl delete rp infra --detach                    # detach from every queue, then delete
+  retryctl delete queue/ml retrypolicy/infra           # queues go first
+  retryctl delete -f policies/                         # what the files define
+  retryctl get rp -o name | xargs retryctl delete";
+
+const EX_SIMULATE: &str = "Examples:\n  retryctl simulate -f policies/ --history history.yaml
+  retryctl simulate -f policies/ --history histories/ -o json
+  retryctl simulate --from-server --history history.yaml";
+
+const EX_SERVE: &str =
+    "Examples:\n  retryctl serve --in-memory                           # http://127.0.0.1:8080, nothing kept
+  retryctl serve --db ./armada.db --listen 127.0.0.1:9090
+  retryctl serve --listen 0.0.0.0:8080 --token s3cret";
+
+const EX_COMPLETION: &str = "Examples:\n  retryctl completion bash > /etc/bash_completion.d/retryctl
+  retryctl completion zsh > \"${fpath[1]}/_retryctl\"
+  retryctl completion fish > ~/.config/fish/completions/retryctl.fish";
+
+const EX_CONFIG: &str = "Examples:\n  retryctl config view
+  retryctl config get-contexts
+  retryctl config use-context prod";
+
+const EX_VERSION: &str = "Examples:\n  retryctl version
+  retryctl version --client -o json";
+
+const EX_DESCRIBE: &str =
+    "Examples:\n  retryctl describe retrypolicy ml-training            # limits, backoff schedule, queues using it
+  retryctl describe queue/ml                           # its policies in precedence order
+  retryctl describe rp ml-training -f policies/        # offline, from files
+  retryctl describe -f policies/ --scheduler-config scheduler.yaml";
+
+const EX_EXPLAIN: &str = "Examples:\n  retryctl explain retrypolicy
+  retryctl explain retrypolicy.spec.rules.onExitCodes
+  retryctl explain rp.spec --recursive";
+
+const EX_SCHEMA: &str =
+    "Examples:\n  retryctl schema retrypolicy > retrypolicy.schema.json   # for yaml-language-server
+  retryctl schema queue";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -636,6 +754,35 @@ mod tests {
     #[test]
     fn cli_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// Issue 11: every command's `--help` ends with examples, and the global flags are listed
+    /// under their own heading, apart from the command's own.
+    #[test]
+    fn every_command_has_examples_and_global_flags_apart() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            // clap's generated `help` subcommands are not commands of ours.
+            if cmd.get_name() == "help" {
+                return;
+            }
+            let name = format!("{path} {}", cmd.get_name());
+            let examples = cmd.get_after_help().map(|h| h.to_string()).unwrap_or_default();
+            if !path.is_empty() && !examples.starts_with("Examples:\n  retryctl ") {
+                missing.push(name.clone());
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &name, missing);
+            }
+        }
+        let mut cmd = Cli::command();
+        cmd.build();
+        let mut missing = Vec::new();
+        walk(&cmd, "", &mut missing);
+        assert!(missing.is_empty(), "no Examples section: {missing:?}");
+        let help = cmd.find_subcommand_mut("get").unwrap().render_help().to_string();
+        let global = help.find("Global options:").expect("a Global options heading");
+        assert!(help.find("--output").unwrap() < global, "{help}");
+        assert!(help.find("--armada-url").unwrap() > global, "{help}");
     }
 
     #[test]
