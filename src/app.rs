@@ -1,12 +1,12 @@
-//! Dispatch: parsed command line → the command that runs it.
+//! The run of one command line: the [`Context`] every command takes, built once, and what
+//! happens to the command's result (a closed stdout is not an error).
 //!
-//! Owns: building the [`Context`] (style, writers) once and routing each [`Command`]. Must
-//! not: hold command logic.
+//! Owns: [`Context`]. Must not: import `commands` (commands import `app` for the context;
+//! `main` hands the dispatcher, `commands::dispatch`, to [`run`]), or hold command logic.
 
 use std::io::Write;
 
 use crate::cli::{Cli, Command};
-use crate::commands;
 use crate::error::ExitCode;
 use crate::output::Style;
 
@@ -20,7 +20,13 @@ pub struct Context<'a> {
     pub err: &'a mut dyn Write,
 }
 
-pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<ExitCode> {
+/// Runs `cli` with `dispatch` (`commands::dispatch`).
+pub fn run(
+    cli: Cli,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    dispatch: impl FnOnce(Command, &mut Context<'_>) -> anyhow::Result<ExitCode>,
+) -> anyhow::Result<ExitCode> {
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let mut ctx = Context {
         style: Style::new(cli.global.color, no_color),
@@ -44,24 +50,4 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
-}
-
-fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitCode> {
-    match command {
-        Command::Validate(args) => commands::validate::run(ctx, &args),
-        Command::Completion(args) => commands::completion::run(ctx, &args),
-        Command::Create(args) => commands::create::run(ctx, &args),
-        Command::Get(args) => commands::get::run(ctx, &args),
-        Command::Update(args) => commands::update::run(ctx, &args),
-        Command::Apply(args) => commands::apply::run(ctx, &args),
-        Command::Diff(args) => commands::diff::run(ctx, &args),
-        Command::Delete(args) => commands::delete::run(ctx, &args),
-        Command::Simulate(args) => commands::simulate::run(ctx, &args),
-        Command::Serve(args) => commands::serve::run(ctx, &args),
-        Command::Config(args) => commands::config::run(ctx, &args),
-        Command::Version(args) => commands::version::run(ctx, &args),
-        Command::Describe(args) => commands::describe::run(ctx, &args),
-        Command::Explain(args) => commands::explain::run(ctx, &args),
-        Command::Schema(args) => commands::schema::run(ctx, &args),
-    }
 }

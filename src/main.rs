@@ -24,7 +24,7 @@ fn main() {
     let stderr = std::io::stderr();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut err = stderr.lock();
-    let code = match retryctl::app::run(cli, &mut out, &mut err) {
+    let code = match retryctl::app::run(cli, &mut out, &mut err, retryctl::commands::dispatch) {
         Ok(code) => code,
         Err(e) => {
             let _ = out.flush();

@@ -20,3 +20,28 @@ pub mod target;
 pub mod update;
 pub mod validate;
 pub mod version;
+
+use crate::app::Context;
+use crate::cli::Command;
+use crate::error::ExitCode;
+
+/// Routes a parsed command to the command that runs it (handed to `app::run` by `main`).
+pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Validate(args) => validate::run(ctx, &args),
+        Command::Completion(args) => completion::run(ctx, &args),
+        Command::Create(args) => create::run(ctx, &args),
+        Command::Get(args) => get::run(ctx, &args),
+        Command::Update(args) => update::run(ctx, &args),
+        Command::Apply(args) => apply::run(ctx, &args),
+        Command::Diff(args) => diff::run(ctx, &args),
+        Command::Delete(args) => delete::run(ctx, &args),
+        Command::Simulate(args) => simulate::run(ctx, &args),
+        Command::Serve(args) => serve::run(ctx, &args),
+        Command::Config(args) => config::run(ctx, &args),
+        Command::Version(args) => version::run(ctx, &args),
+        Command::Describe(args) => describe::run(ctx, &args),
+        Command::Explain(args) => explain::run(ctx, &args),
+        Command::Schema(args) => schema::run(ctx, &args),
+    }
+}

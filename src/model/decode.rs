@@ -6,7 +6,7 @@
 //! serves the server.
 
 use crate::diag::{index, join, one_of, quote, suggest, Diagnostic};
-use crate::yaml::{Node, Value};
+use crate::yaml::{Node, Pos, Value};
 
 use super::duration::GoDuration;
 
@@ -263,4 +263,52 @@ impl Decoder {
         self.error(node, "invalid-value", path, message);
         None
     }
+}
+
+/// The position of the node at `path` (`spec.rules[2].action`), or of its nearest existing
+/// ancestor.
+pub fn locate(root: &Node, path: &str) -> Option<Pos> {
+    let mut node = root;
+    let mut best = root.pos;
+    if path.is_empty() {
+        return Some(best);
+    }
+    for segment in path.split('.') {
+        let (key, rest) = segment
+            .split_once('[')
+            .map(|(k, r)| (k, Some(r)))
+            .unwrap_or((segment, None));
+        if !key.is_empty() {
+            match node.get(key) {
+                Some(n) => node = n,
+                None => {
+                    // An unknown key: point at the key itself when it exists.
+                    if let Value::Map(entries) = &node.value {
+                        if let Some((k, _)) = entries.iter().find(|(k, _)| k.as_scalar() == Some(key)) {
+                            return Some(k.pos);
+                        }
+                    }
+                    return Some(best);
+                }
+            }
+            best = node.pos;
+        }
+        if let Some(rest) = rest {
+            for idx in rest.split('[') {
+                // A map key may itself contain `[` (a label such as `a[b`): not an index, so
+                // the nearest ancestor is the best place there is.
+                let Ok(i) = idx.trim_end_matches(']').parse::<usize>() else {
+                    return Some(best);
+                };
+                match &node.value {
+                    Value::Seq(items) if i < items.len() => {
+                        node = &items[i];
+                        best = node.pos;
+                    }
+                    _ => return Some(best),
+                }
+            }
+        }
+    }
+    Some(best)
 }

@@ -8,6 +8,7 @@
 use crate::diag::{index, join, one_of, quote, suggest, Diagnostic};
 use crate::yaml::{self, Node, Pos, Value};
 
+pub use super::decode::locate;
 use super::decode::{Decoder, Fields};
 use super::fields;
 use super::history::{self, FailureHistory};
@@ -311,7 +312,7 @@ pub fn decode_document(node: Node, index: usize, expected: Option<&[Kind]>) -> D
                 .filter(|d| d.is_error())
                 .map(|d| d.path.clone())
                 .collect();
-            for d in validate::validate_resource(resource) {
+            for d in validate_resource(resource) {
                 let path = document_path(&d.path, kind, version);
                 if failed.iter().any(|f| masks(f, &path, d.code)) {
                     continue;
@@ -334,6 +335,16 @@ pub fn decode_document(node: Node, index: usize, expected: Option<&[Kind]>) -> D
     doc.diagnostics
         .sort_by_key(|d| d.pos.map_or((usize::MAX, usize::MAX), |p| (p.line, p.column)));
     doc
+}
+
+/// Every validation rule of the resource's kind.
+fn validate_resource(resource: &Resource) -> Vec<Diagnostic> {
+    match resource {
+        Resource::RetryPolicy(p) => validate::validate_policy(p),
+        Resource::Queue(q) => validate::validate_queue(q),
+        Resource::FailureHistory(h) => history::validate_failure_history(h),
+        Resource::SchedulerConfig(c) => scheduler::validate_scheduler_config(c),
+    }
 }
 
 /// A validator message names fields in the wire layout; a v1beta1 document spells the
@@ -485,54 +496,6 @@ pub fn document_path(path: &str, kind: Kind, version: ApiVersion) -> String {
         }
         _ => path.to_string(),
     }
-}
-
-/// The position of the node at `path` (`spec.rules[2].action`), or of its nearest existing
-/// ancestor.
-pub fn locate(root: &Node, path: &str) -> Option<Pos> {
-    let mut node = root;
-    let mut best = root.pos;
-    if path.is_empty() {
-        return Some(best);
-    }
-    for segment in path.split('.') {
-        let (key, rest) = segment
-            .split_once('[')
-            .map(|(k, r)| (k, Some(r)))
-            .unwrap_or((segment, None));
-        if !key.is_empty() {
-            match node.get(key) {
-                Some(n) => node = n,
-                None => {
-                    // An unknown key: point at the key itself when it exists.
-                    if let Value::Map(entries) = &node.value {
-                        if let Some((k, _)) = entries.iter().find(|(k, _)| k.as_scalar() == Some(key)) {
-                            return Some(k.pos);
-                        }
-                    }
-                    return Some(best);
-                }
-            }
-            best = node.pos;
-        }
-        if let Some(rest) = rest {
-            for idx in rest.split('[') {
-                // A map key may itself contain `[` (a label such as `a[b`): not an index, so
-                // the nearest ancestor is the best place there is.
-                let Ok(i) = idx.trim_end_matches(']').parse::<usize>() else {
-                    return Some(best);
-                };
-                match &node.value {
-                    Value::Seq(items) if i < items.len() => {
-                        node = &items[i];
-                        best = node.pos;
-                    }
-                    _ => return Some(best),
-                }
-            }
-        }
-    }
-    Some(best)
 }
 
 // ---------------------------------------------------------------------------------------

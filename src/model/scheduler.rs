@@ -24,6 +24,9 @@ pub struct SchedulerConfig {
     pub max_attempted_runs: Option<u32>,
 }
 
+/// The envelope's version, spelt here so that this module does not import `document`.
+const API_V1: &str = "armadaproject.io/v1";
+
 const RETRY_POLICY_FIELDS: [&str; 4] = ["enabled", "globalMaxRetries", "defaultPolicyName", "defaultBackoff"];
 
 pub fn decode_scheduler_config(dec: &mut Decoder, node: &Node) -> Option<SchedulerConfig> {
@@ -107,20 +110,35 @@ pub fn parse_scheduler_config(text: &str) -> Result<SchedulerConfig, Vec<Diagnos
     let Some(node) = stream.documents.into_iter().find(|d| !d.is_null()) else {
         return Ok(SchedulerConfig::default());
     };
-    if node.get("kind").is_some() {
-        let doc = super::document::decode_document(node, 0, Some(&[super::Kind::SchedulerConfig]));
-        let errors: Vec<Diagnostic> = doc.diagnostics.into_iter().filter(Diagnostic::is_error).collect();
-        return match doc.resource {
-            Some(super::Resource::SchedulerConfig(c)) if errors.is_empty() => Ok(c),
-            _ => Err(errors),
-        };
-    }
     let mut dec = Decoder::default();
+    // The envelope is checked here, not through `document` (which calls this module to
+    // decode SchedulerConfig documents): the model has no import circle.
+    if let Some(kind) = node.get("kind") {
+        let version = node.get("apiVersion");
+        if kind.as_scalar() != Some("SchedulerConfig") {
+            dec.error(
+                kind,
+                "unexpected-kind",
+                "kind",
+                "expected a `SchedulerConfig` document or an Armada scheduler config file",
+            );
+        } else if version.and_then(Node::as_scalar) != Some(API_V1) {
+            dec.error(
+                version.unwrap_or(&node),
+                "unknown-api-version",
+                "apiVersion",
+                format!("kind `SchedulerConfig` has apiVersion `{API_V1}` only"),
+            );
+        }
+        if dec.has_errors() {
+            return Err(dec.diagnostics);
+        }
+    }
     let config = decode_scheduler_config(&mut dec, &node);
     let mut errors: Vec<Diagnostic> = dec.diagnostics;
     if let Some(c) = &config {
         for d in validate_scheduler_config(c) {
-            let pos = super::document::locate(&node, &d.path);
+            let pos = super::decode::locate(&node, &d.path);
             errors.push(Diagnostic { pos, ..d });
         }
     }

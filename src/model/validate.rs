@@ -10,7 +10,6 @@ use std::collections::HashSet;
 
 use crate::diag::{index, quote, Diagnostic};
 
-use super::document::Resource;
 use super::duration::GoDuration;
 use super::policy::{Backoff, RetryPolicy, Rule};
 use super::quantity::parse_quantity;
@@ -26,15 +25,6 @@ pub const MAX_PATTERN_BYTES: usize = 1024;
 pub const MAX_REGEX_SIZE: usize = 256 * 1024;
 pub const MAX_DELAY: GoDuration = GoDuration(24 * 3600 * 1_000_000_000);
 pub const MAX_MULTIPLIER: f64 = 100.0;
-
-pub fn validate_resource(resource: &Resource) -> Vec<Diagnostic> {
-    match resource {
-        Resource::RetryPolicy(p) => validate_policy(p),
-        Resource::Queue(q) => validate_queue(q),
-        Resource::FailureHistory(h) => super::history::validate_failure_history(h),
-        Resource::SchedulerConfig(c) => super::scheduler::validate_scheduler_config(c),
-    }
-}
 
 /// Why `name` is not an RFC 1123 label, or `None` when it is one.
 pub fn name_problem(name: &str) -> Option<String> {
