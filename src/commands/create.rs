@@ -56,7 +56,19 @@ pub fn write_queue(ctx: &mut Context, queue: Queue, write: &WriteArgs, mode: Mod
     }
     let dry = remote::dry_run(ctx, write.dry_run)?;
     let resource = Resource::Queue(queue);
-    let conn = if dry { None } else { Some(remote::connect(ctx)?) };
+    let conn = if dry {
+        // As for files: a dry run checks against the server when it answers, so that it
+        // refuses the policies the real run would find missing.
+        let conn = crate::commands::batch::probe(ctx)?;
+        let item = remote::Item {
+            file: "the command line".into(),
+            resource: resource.clone(),
+        };
+        crate::commands::batch::check_references(std::slice::from_ref(&item), conn.as_ref())?;
+        conn
+    } else {
+        Some(remote::connect(ctx)?)
+    };
     let result = remote::write(conn.as_ref(), &resource, mode, dry)?;
     writeln!(ctx.out, "{} {result}{}", remote::label(&resource), remote::suffix(dry))?;
     Ok(ExitCode::Success)

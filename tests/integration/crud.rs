@@ -347,7 +347,10 @@ fn dry_run_client_sends_nothing_and_invalid_input_sends_nothing() {
         out,
         "exit: 0\n--- stdout\nretrypolicy/infra created (dry run)\n--- stderr\n"
     );
+    // The real run would be refused (`a`, `b` do not exist), so the dry run is too (issue 11).
     let out = s.run(&["create", "queue", "q1", "--dry-run=client", "--retry-policy", "a,b"]);
+    assert!(out.starts_with("exit: 3\n--- stdout\n--- stderr\nerror: nothing was sent: the command line: queue `q1` attaches retry policies `a`, `b`"), "{out}");
+    let out = s.run(&["create", "queue", "q1", "--dry-run=client"]);
     assert_eq!(out, "exit: 0\n--- stdout\nqueue/q1 created (dry run)\n--- stderr\n");
     let nothing = "exit: 0\n--- stdout\n--- stderr\nno retry policies found\n";
     assert_eq!(s.run(&["get", "rp"]), nothing);

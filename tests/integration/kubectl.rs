@@ -264,3 +264,18 @@ fn describe_tells_how_often_and_after_which_delays_and_who_is_affected() {
         "exit: 1\n--- stdout\n--- stderr\nerror: retry policy `nope` not found\n"
     );
 }
+
+#[test]
+fn a_queue_from_flags_dry_run_checks_its_policies_on_the_server() {
+    let srv = TestServer::start();
+    let s = Session::new(&srv.url);
+    s.ok(&["create", "-f", &format!("{VALID}/infra.yaml")]);
+    assert_eq!(
+        s.run(&["create", "queue", "q", "--retry-policy", "infra,ghost", "--dry-run"]),
+        "exit: 3\n--- stdout\n--- stderr\nerror: nothing was sent: the command line: queue `q` attaches retry policy `ghost` that is neither in the input nor on the server\n\nhint: add the policy files to the command (`-f`), or create the policies first\n"
+    );
+    assert_eq!(
+        s.run(&["create", "queue", "q", "--retry-policy", "infra", "--dry-run"]),
+        ok_out("queue/q created (dry run)\n")
+    );
+}
