@@ -2,13 +2,10 @@
 
 use std::io::Write;
 
-use clap::Parser;
-
-use retryctl::cli::Cli;
 use retryctl::error::{report, ExitCode};
 
 fn main() {
-    let cli = match Cli::try_parse() {
+    let cli = match retryctl::cli::parse() {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();

@@ -13,7 +13,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// RetryPolicy and Queue documents offline, and replays failure histories through the same
 /// decision rules as the scheduler.
 #[derive(Debug, Parser)]
-#[command(name = "retryctl", version, propagate_version = true, max_term_width = 100)]
+#[command(name = "retryctl", version, propagate_version = true, max_term_width = 100, after_help = EX_ROOT)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -65,6 +65,44 @@ pub struct GlobalArgs {
     /// When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset.
     #[arg(long, global = true, help_heading = "Global options", value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
+}
+
+/// The global flags that only matter when a command talks to a server.
+const SERVER_FLAGS: [&str; 5] = ["armada_url", "context", "config", "timeout", "verbose"];
+
+/// Commands that never talk to a server: their help does not show [`SERVER_FLAGS`] (still
+/// accepted, as global flags are, so a shell alias that adds `--context` keeps working).
+const OFFLINE_COMMANDS: [&str; 5] = ["validate", "completion", "explain", "schema", "serve"];
+
+/// The command line as clap parses it: the derived definition, with the server flags hidden
+/// on offline commands. `main` parses with it and completions are generated from it.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    // Global flags are copied into each subcommand when the command is built, so they can
+    // only be hidden after. `mut_args` edits in place: the order clap's matcher relies on
+    // after a build is kept (`mut_arg` would move the flag to the end and shift the values).
+    cmd.build();
+    for name in OFFLINE_COMMANDS {
+        cmd = cmd.mut_subcommand(name, |sub| {
+            sub.mut_args(|a| {
+                if SERVER_FLAGS.contains(&a.get_id().as_str()) {
+                    a.hide(true)
+                } else {
+                    a
+                }
+            })
+        });
+    }
+    cmd
+}
+
+/// Parses the process's arguments with [`command`].
+pub fn parse() -> Result<Cli, clap::Error> {
+    use clap::FromArgMatches;
+    let mut cmd = command();
+    let matches = cmd.try_get_matches_from_mut(std::env::args_os())?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -675,6 +713,7 @@ pub enum VersionOutput {
     Json,
 }
 
+const EX_ROOT: &str = "Examples:\n  retryctl validate -f policies/                     # offline: parse, validate, lint\n  retryctl serve --in-memory                           # a local Armada-compatible server\n  retryctl apply -f policies/                          # push policies, then queues\n  retryctl describe retrypolicy ml-training            # what happens to a failed job\n  retryctl simulate -f policies/ --history history.yaml";
 const EX_VALIDATE: &str =
     "Examples:\n  retryctl validate -f policies/                     # every *.yaml, *.yml, *.json in the folder
   retryctl validate -f policy.yaml --strict -o github  # warnings fail; GitHub annotations
@@ -767,15 +806,14 @@ mod tests {
             }
             let name = format!("{path} {}", cmd.get_name());
             let examples = cmd.get_after_help().map(|h| h.to_string()).unwrap_or_default();
-            if !path.is_empty() && !examples.starts_with("Examples:\n  retryctl ") {
+            if !examples.starts_with("Examples:\n  retryctl ") {
                 missing.push(name.clone());
             }
             for sub in cmd.get_subcommands() {
                 walk(sub, &name, missing);
             }
         }
-        let mut cmd = Cli::command();
-        cmd.build();
+        let mut cmd = command();
         let mut missing = Vec::new();
         walk(&cmd, "", &mut missing);
         assert!(missing.is_empty(), "no Examples section: {missing:?}");
@@ -783,6 +821,16 @@ mod tests {
         let global = help.find("Global options:").expect("a Global options heading");
         assert!(help.find("--output").unwrap() < global, "{help}");
         assert!(help.find("--armada-url").unwrap() > global, "{help}");
+        // Flags a command ignores are not shown on it, and are still accepted in place.
+        let help = cmd.find_subcommand_mut("validate").unwrap().render_help().to_string();
+        assert!(!help.contains("--armada-url") && !help.contains("--timeout"), "{help}");
+        assert!(help.contains("--color"), "{help}");
+        let m = command()
+            .try_get_matches_from(["retryctl", "validate", "-f", "a.yaml", "--context", "prod"])
+            .unwrap();
+        let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&m).unwrap();
+        assert_eq!(cli.global.context.as_deref(), Some("prod"));
+        assert_eq!(cli.global.timeout, "10s");
     }
 
     #[test]

@@ -1,15 +1,13 @@
 //! `retryctl completion SHELL`: print the completion script generated from the clap definition.
 
-use clap::CommandFactory;
-
 use crate::app::Context;
-use crate::cli::{Cli, CompletionArgs};
+use crate::cli::CompletionArgs;
 use crate::error::ExitCode;
 
 /// The script for `shell`, exactly as checked in under `completions/`.
 pub fn script(shell: clap_complete::Shell) -> Vec<u8> {
     let mut buf = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "retryctl", &mut buf);
+    clap_complete::generate(shell, &mut crate::cli::command(), "retryctl", &mut buf);
     buf
 }
 
