@@ -8,8 +8,8 @@
 //! How kubectl's dialect maps onto RFC 9535:
 //! - a template is literal text with `{...}` blocks; text outside blocks is printed as is;
 //! - `{.a.b}` / `{.items[*].name}` / `{..name}` is an expression relative to the current
-//!   object: it becomes `$.a.b` (a leading `$` is accepted too); several results print
-//!   separated by one space, as kubectl prints them;
+//!   object: it becomes `$.a.b` (a leading `$`, or kubectl's `@` for the current object, is
+//!   accepted too); several results print separated by one space, as kubectl prints them;
 //! - `{range EXPR}...{end}` repeats the inner template for each result of EXPR, with that
 //!   result as the current object;
 //! - `{"text"}` prints a quoted literal, with `\n` and `\t` escapes (`{"\n"}` ends a line);
@@ -44,6 +44,12 @@ pub fn compile(expr: &str) -> Result<JsonPath, String> {
         .and_then(|x| x.strip_suffix('}'))
         .unwrap_or(e)
         .trim();
+    // kubectl's `@` is the current object, RFC 9535's `$` here (each query runs on it).
+    let e = match e.strip_prefix('@') {
+        Some(rest) => rest,
+        None => e,
+    };
+    let e = if e.is_empty() { "$" } else { e };
     let query = if e.starts_with('$') {
         e.to_string()
     } else if e.starts_with('.') || e.starts_with('[') {
@@ -184,6 +190,8 @@ mod tests {
         assert_eq!(render("{.kind}"), "List");
         assert_eq!(render("{.items[1].spec.rules}"), r#"[{"action":"Retry"}]"#);
         assert_eq!(render("{..retryLimit}"), "3 5");
+        assert_eq!(render("{range .items[*]}[{@.metadata.name}]{end}"), "[infra][ml]");
+        assert_eq!(render("{.items[0].metadata}"), r#"{"name":"infra"}"#);
     }
 
     #[test]

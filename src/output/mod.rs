@@ -1,7 +1,9 @@
 //! Presentation: data in, bytes out. The only place that decides what output looks like.
 //!
-//! Owns: colour, the validation report formats (text, JSON, GitHub annotations), and the
-//! resource printers. Must not: do network I/O, read files, or decide exit codes.
+//! Owns: colour, the validation report formats (text, JSON, GitHub annotations), the
+//! resource printers (`resources` tables, `view`: object or `kind: List`, `jsonpath`
+//! templates, custom columns, `--sort-by`), `describe`, and `schema` (JSON Schema and
+//! `explain` from `model::fields`). Must not: do network I/O, read files, or decide exit codes.
 
 pub mod describe;
 pub mod jsonpath;
