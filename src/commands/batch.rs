@@ -59,9 +59,42 @@ pub fn probe(ctx: &mut Context) -> anyhow::Result<Option<Remote>> {
     }
 }
 
+/// Without a server: the policies queues attach that are not in the batch, one line each,
+/// for a note on stderr (they could not be checked).
+pub fn unchecked_references(items: &[Item]) -> Vec<String> {
+    let in_batch: HashSet<&str> = items
+        .iter()
+        .filter_map(|i| match &i.resource {
+            Resource::RetryPolicy(p) => Some(p.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    items
+        .iter()
+        .filter_map(|i| match &i.resource {
+            Resource::Queue(q) => {
+                let outside: Vec<String> = q
+                    .retry_policies
+                    .iter()
+                    .filter(|p| !in_batch.contains(p.as_str()))
+                    .map(|p| format!("`{p}`"))
+                    .collect();
+                (!outside.is_empty()).then(|| {
+                    format!(
+                        "note: queue `{}` attaches {}, not in the input; it must exist on the server",
+                        q.name,
+                        outside.join(", ")
+                    )
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// Every policy a queue of the batch attaches must be a policy of the batch or exist on the
 /// server. Checked before anything is sent, so a batch never half-applies for this reason.
-/// Without a server, names outside the batch are not checked (`probe` said so).
+/// Without a server, names outside the batch are not checked (see `unchecked_references`).
 pub fn check_references(items: &[Item], conn: Option<&Remote>) -> Result<(), CliError> {
     let in_batch: HashSet<&str> = items
         .iter()
@@ -117,6 +150,11 @@ pub fn write_files(
     let dry = remote::dry_run(ctx, write.dry_run)?;
     let conn = if dry { probe(ctx)? } else { Some(remote::connect(ctx)?) };
     check_references(&items, conn.as_ref())?;
+    if conn.is_none() {
+        for note in unchecked_references(&items) {
+            writeln!(ctx.err, "{note}")?;
+        }
+    }
     for (i, item) in items.iter().enumerate() {
         match remote::write(conn.as_ref(), &item.resource, mode, dry) {
             Ok(result) => writeln!(ctx.out, "{} {result}{}", item.label(), remote::suffix(dry))?,

@@ -121,6 +121,12 @@ fn an_unreachable_server_leaves_a_dry_run_offline_and_says_so() {
         out.ends_with("--- stderr\nnote: the server at URL is unreachable: checked the files alone; names and attached policies were not checked against the server\n"),
         "{out}"
     );
+    // Alone, the queue's policies are outside the batch: said, not silently passed.
+    let out = s.run(&["create", "-f", &format!("{VALID}/ml-queue.yaml"), "--dry-run"]);
+    assert!(
+        out.ends_with("note: queue `ml-queue` attaches `infra`, `ml-training-oom`, not in the input; it must exist on the server\n"),
+        "{out}"
+    );
 }
 
 #[test]
