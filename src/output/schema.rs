@@ -9,6 +9,9 @@ use serde_json::{json, Map, Value};
 
 use crate::model::fields::{type_name, Field, Ty};
 
+/// A Go duration string (`10s`, `1h30m`, `1.5s`, `0`).
+pub const DURATION_PATTERN: &str = "^\\+?(0|(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$";
+
 /// The JSON Schema of a document whose top-level fields are `fields`.
 pub fn schema(id: &str, title: &str, fields: &[Field]) -> Value {
     let mut root = object(fields);
@@ -54,8 +57,9 @@ fn ty(t: &Ty) -> Value {
             o
         }
         Ty::Bool => json!({"type": "boolean"}),
-        // Go-style durations: one or more number+unit parts.
-        Ty::Duration => json!({"type": "string", "pattern": "^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"}),
+        // Go-style durations, as `GoDuration::parse` reads them (`0` alone needs no unit;
+        // the validator, not the schema, bounds the value).
+        Ty::Duration => json!({"anyOf": [{"type": "string", "pattern": DURATION_PATTERN}, {"const": 0}]}),
         Ty::Enum(values) => json!({"enum": values}),
         Ty::Array {
             items,
@@ -126,4 +130,21 @@ fn write_fields(out: &mut dyn Write, fields: &'static [Field], depth: usize, rec
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::GoDuration;
+
+    /// The schema's duration pattern accepts what the decoder accepts (bounds aside).
+    #[test]
+    fn duration_pattern_agrees_with_the_parser() {
+        let re = regex::Regex::new(DURATION_PATTERN).unwrap();
+        for text in [
+            "10s", "1h30m", "1.5s", "300ms", "0", "0s", "10", "5d", "s", "", "1m30s", "2us", "+5s", "1.s", ".5s",
+        ] {
+            assert_eq!(re.is_match(text), GoDuration::parse(text).is_ok(), "`{text}`");
+        }
+    }
 }
