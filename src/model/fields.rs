@@ -392,3 +392,107 @@ pub fn type_name(ty: &Ty) -> String {
         Ty::Object(_) => "object".into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::parse_documents;
+    use serde_json::{json, Value};
+
+    /// Every (document path, JSON pointer parts) under `fields`, arrays entered at index 0.
+    fn walk(fields: &'static [Field], doc_path: &str, out: &mut Vec<(String, Vec<String>)>, parts: &[String]) {
+        for f in fields {
+            let dp = if doc_path.is_empty() {
+                f.name.to_string()
+            } else {
+                format!("{doc_path}.{}", f.name)
+            };
+            let mut p = parts.to_vec();
+            p.push(f.name.to_string());
+            out.push((dp.clone(), p.clone()));
+            let (inner, dp, p) = match &f.ty {
+                Ty::Array { items, .. } => {
+                    let mut p = p.clone();
+                    p.push("0".into());
+                    (object_of(items), format!("{dp}[0]"), p)
+                }
+                ty => (object_of_ty(ty), dp, p),
+            };
+            if let Some(children) = inner {
+                walk(children, &dp, out, &p);
+            }
+        }
+    }
+
+    fn object_of_ty(ty: &'static Ty) -> Option<&'static [Field]> {
+        match ty {
+            Ty::Object(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    fn set(doc: &mut Value, parts: &[String], value: Value) {
+        let mut cur = doc;
+        for (i, part) in parts.iter().enumerate() {
+            let last = i + 1 == parts.len();
+            if let Ok(idx) = part.parse::<usize>() {
+                if !cur.is_array() {
+                    *cur = json!([]);
+                }
+                let arr = cur.as_array_mut().unwrap();
+                while arr.len() <= idx {
+                    arr.push(json!({}));
+                }
+                cur = &mut arr[idx];
+            } else {
+                if !cur.is_object() {
+                    *cur = json!({});
+                }
+                let obj = cur.as_object_mut().unwrap();
+                if last {
+                    obj.insert(part.clone(), value);
+                    return;
+                }
+                cur = obj.entry(part.clone()).or_insert(json!({}));
+            }
+        }
+    }
+
+    /// The table never declares a field the decoder then ignores: a wrong value at every
+    /// field the table lists is reported at that field (or under it). A field in the table
+    /// that no decoder reads would be accepted silently: the `retry_limit` trap again.
+    #[test]
+    fn the_decoder_reads_every_field_of_the_table() {
+        for (root, base) in [
+            (
+                RETRY_POLICY,
+                json!({"apiVersion": API_V1, "kind": "RetryPolicy", "metadata": {"name": "x"},
+                       "spec": {"retryLimit": 1, "rules": [{"action": "Retry", "onConditions": ["OOMKilled"]}]}}),
+            ),
+            (QUEUE, json!({"apiVersion": API_V1BETA1, "kind": "Queue", "name": "q"})),
+        ] {
+            let mut paths = Vec::new();
+            walk(root, "", &mut paths, &[]);
+            for (doc_path, parts) in paths {
+                if ["apiVersion", "kind"].contains(&doc_path.as_str()) {
+                    continue;
+                }
+                let mut doc = base.clone();
+                // A list where a scalar or mapping is expected, a mapping with an unknown key
+                // where a list or scalar is: wrong for every type in the table.
+                let field = field_at(root, &doc_path.replace("[0]", "")).unwrap();
+                let wrong = match field.ty {
+                    Ty::Object(_) | Ty::StringMap => json!([[1]]),
+                    _ => json!({"zz": [1]}),
+                };
+                set(&mut doc, &parts, wrong);
+                let parsed = parse_documents(&doc.to_string(), None);
+                let diags = &parsed.documents[0].diagnostics;
+                assert!(
+                    diags.iter().any(|d| d.is_error() && d.path.starts_with(&doc_path)),
+                    "{doc_path}: no error for a wrong value in {doc}: {diags:?}"
+                );
+            }
+        }
+    }
+}
