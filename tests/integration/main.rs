@@ -4,6 +4,7 @@
 mod support;
 
 mod client_errors;
+mod compare;
 mod completion;
 mod config;
 mod crud;
@@ -11,5 +12,6 @@ mod serve;
 mod serve_process;
 mod serve_stress;
 mod simulate;
+mod simulate_bulk;
 mod simulate_server;
 mod validate;
