@@ -7,6 +7,11 @@ use clap::Parser;
 use retryctl::cli::Cli;
 use retryctl::error::{report, ExitCode};
 
+// mimalloc: a bulk `simulate` allocates per job and per run (decoded histories, reports);
+// measured in BENCHMARKS.md ("Allocator").
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

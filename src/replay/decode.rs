@@ -41,7 +41,10 @@ pub fn decode_line(line: &[u8], line_no: usize) -> Result<FailureHistory, String
 
 /// The typed fast path; `None` means "ask the strict decoder".
 pub fn decode_fast(line: &[u8]) -> Option<FailureHistory> {
-    let raw: LineIn<'_> = serde_json::from_slice(line).ok()?;
+    // One UTF-8 check for the whole line: `from_slice` would check every string on its own
+    // (~30 calls per line, measured at 6% of a bulk run).
+    let text = std::str::from_utf8(line).ok()?;
+    let raw: LineIn<'_> = serde_json::from_str(text).ok()?;
     let h = raw.into_model()?;
     validate_failure_history(&h).is_empty().then_some(h)
 }

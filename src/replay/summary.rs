@@ -5,7 +5,7 @@
 //! and a capped list of failing job ids (so a million-job file stays constant-size). Must
 //! not: format anything (that is `output::simulate`) or do I/O.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use crate::eval::{DecisionKind, JobReport, JobStatus, RuleRef};
 use crate::model::duration::GoDuration;
@@ -24,8 +24,9 @@ pub struct Summary {
     pub pending: u64,
     pub retries: u64,
     /// Policy name → its rules' counts. Keyed by name and index, so that counting a run
-    /// builds no string (the `policy/rule` labels are made once, for output).
-    by_policy: HashMap<String, RuleCounts>,
+    /// builds no string (the `policy/rule` labels are made once, for output). A list: a
+    /// handful of policies, where a linear scan beats hashing the name per run.
+    by_policy: Vec<(String, RuleCounts)>,
     /// Decision kind → permanent failures no rule decided.
     failures_by_kind: BTreeMap<DecisionKind, u64>,
     pub decisions: BTreeMap<DecisionKind, u64>,
@@ -84,11 +85,14 @@ impl Summary {
                 }
                 continue;
             };
-            // `get_mut` first: the name is almost always there, and inserting needs a copy.
-            let counts = match self.by_policy.get_mut(policy.as_str()) {
-                Some(c) => c,
-                None => self.by_policy.entry(policy.clone()).or_default(),
+            let i = match self.by_policy.iter().position(|(p, _)| p == policy) {
+                Some(i) => i,
+                None => {
+                    self.by_policy.push((policy.clone(), RuleCounts::default()));
+                    self.by_policy.len() - 1
+                }
             };
+            let counts = &mut self.by_policy[i].1;
             let map = if retry {
                 &mut counts.retries
             } else {

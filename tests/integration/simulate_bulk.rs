@@ -25,9 +25,8 @@ fn bulk_lines(n: usize) -> String {
                 r#"{{"job":{{"id":"j{i}","queue":"ml-queue"}},"runs":[{{"containers":[{{"name":"main","exitCode":137,"reason":"OOMKilled"}}]}},{{"containers":[{{"name":"main","exitCode":1}}]}}]}}"#
             ),
             2 => format!(r#"{{"job":{{"id":"j{i}","queue":"ml-queue"}},"runs":[{{"nodee":"x"}}]}}"#),
-            3 => format!(
-                r#"{{"job":{{"queue":"ml-queue","annotations":{{"armadaproject.io/retry-policy":"gone"}}}},"runs":[{{}}]}}"#
-            ),
+            3 => r#"{"job":{"queue":"ml-queue","annotations":{"armadaproject.io/retry-policy":"gone"}},"runs":[{}]}"#
+                .to_string(),
             4 => format!(
                 r#"{{"job":{{"id":"j{i}","queue":"ml-queue"}},"runs":[{{"conditions":["Evicted"]}}],"expect":{{"final":"Succeeded"}}}}"#
             ),
