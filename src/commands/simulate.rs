@@ -19,8 +19,7 @@
 //!   and skipped; the other jobs still run and the exit status is 3.
 //! - a closed stdout (`simulate … | head`) stops the replay quietly with the status so far.
 
-use std::collections::HashSet;
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -34,13 +33,17 @@ use crate::input::{self, io_reason};
 use crate::model::scheduler::{parse_scheduler_config, SchedulerConfig};
 use crate::model::{Kind, Resource};
 use crate::output::report;
-use crate::output::simulate::{render_job, ComparisonSink, JobSink};
+use crate::output::simulate::{missing_queue_warning, render_job, ComparisonSink, JobSink};
 use crate::replay::compare::JobDiff;
-use crate::replay::run::{for_each_ordered, missing_queue, process, replay_job};
+use crate::replay::run::{fallback, for_each_ordered, process, replay_job, Fallback, Fallbacks};
 use crate::replay::source::{Files, HistorySource, Overrides, Progress};
 use crate::replay::Processed;
 
 pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
+    let stdin = |p: &PathBuf| p.as_os_str() == "-";
+    if stdin(&args.history) && args.source.files.iter().chain(&args.baseline).any(stdin) {
+        return Err(CliError::usage("stdin can be read once: give either `--history -` or `-f -`, not both").into());
+    }
     if args.source.files.is_empty() && !args.from_server {
         writeln!(
             ctx.err,
@@ -72,26 +75,9 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let (out, err, style, format) = (&mut *ctx.out, &mut *ctx.err, ctx.style, args.output);
-    let mut warned: HashSet<String> = HashSet::new();
-    let mut used_given = false;
-    let mut queue_warning = |sim: &Simulator,
-                             err: &mut dyn Write,
-                             job: &str,
-                             q: Option<String>,
-                             warn: &mut dyn FnMut(&mut dyn Write, &str) -> io::Result<()>|
-     -> io::Result<()> {
-        let Some(q) = q else { return Ok(()) };
-        used_given = true;
-        if warned.len() < 1000 && warned.insert(q.clone()) {
-            let what = if args.retry_policies.is_some() {
-                "--retry-policy"
-            } else {
-                "every policy given"
-            };
-            let names: Vec<String> = sim.given().iter().map(|n| format!("`{n}`")).collect();
-            warn(err, &format!("job `{job}`: queue `{q}` is not among the documents given with -f; using {what} ({}) for the jobs of this queue", if names.is_empty() { "none".to_string() } else { names.join(", ") }))?;
-        }
-        Ok(())
+    let mut fallbacks = Fallbacks::default();
+    let warn_queue = |job: &str, q: Option<String>| {
+        q.map(|q| missing_queue_warning(job, &q, args.retry_policies.is_some(), sim.given()))
     };
     let code = if let Some(old) = baseline {
         let mut sink = ComparisonSink::new(format, style);
@@ -102,13 +88,15 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
                     .map_err(|e| format!("{}: job `{}`: baseline: {e}", job.origin, job.history.job.id))?;
                 let c = replay_job(&sim, &job.settings, &job.history)
                     .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
-                Ok((JobDiff::new(&b, c), missing_queue(&sim, &job.history)))
+                Ok((JobDiff::new(&b, c), fallback(&sim, &job.history)))
             })
         };
-        let emit = |p: Processed<(JobDiff, Option<String>)>| -> io::Result<bool> {
+        let emit = |p: Processed<(JobDiff, Option<Fallback>)>| -> io::Result<bool> {
             match p {
-                Processed::Done((d, q)) => {
-                    queue_warning(&sim, err, &d.job, q, &mut |e, t| sink.warning(e, t))?;
+                Processed::Done((d, f)) => {
+                    if let Some(w) = warn_queue(&d.job, fallbacks.add(f)) {
+                        sink.warning(err, &w)?;
+                    }
                     write_or_stop(sink.job(out, &d))
                 }
                 Processed::Error(m) => sink.error(err, &m).map(|()| true),
@@ -137,14 +125,16 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
                 let report = replay_job(&sim, &job.settings, &job.history)
                     .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
                 let rendered = render_job(format, &report);
-                Ok((report, rendered, missing_queue(&sim, &job.history)))
+                Ok((report, rendered, fallback(&sim, &job.history)))
             })
         };
         let emit = |p: Processed<_>| -> io::Result<bool> {
             match p {
-                Processed::Done((report, rendered, q)) => {
+                Processed::Done((report, rendered, f)) => {
                     let report: crate::eval::JobReport = report;
-                    queue_warning(&sim, err, &report.job_id, q, &mut |e, t| sink.warning(e, t))?;
+                    if let Some(w) = warn_queue(&report.job_id, fallbacks.add(f)) {
+                        sink.warning(err, &w)?;
+                    }
                     let rendered: Vec<u8> = rendered;
                     write_or_stop(sink.job(out, err, &report, &rendered))
                 }
@@ -167,7 +157,7 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
             ExitCode::Success
         }
     };
-    if args.retry_policies.is_some() && !used_given {
+    if args.retry_policies.is_some() && !fallbacks.used_given {
         writeln!(ctx.err, "{}: --retry-policy was ignored: every job's queue is among the documents, and its queue's policies applied", ctx.style.warning("warning"))?;
     }
     Ok(code)

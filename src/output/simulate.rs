@@ -426,6 +426,22 @@ pub fn render_job(format: SimulateOutput, report: &JobReport) -> Vec<u8> {
     buf
 }
 
+/// The warning for a job whose queue is not among the documents.
+pub fn missing_queue_warning(job: &str, queue: &str, retry_policy: bool, given: &[String]) -> String {
+    let what = if retry_policy {
+        "--retry-policy"
+    } else {
+        "every policy given"
+    };
+    let names: Vec<String> = given.iter().map(|n| format!("`{n}`")).collect();
+    let names = if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    };
+    format!("job `{job}`: queue `{queue}` is not among the documents given with -f; using {what} ({names}) for the jobs of this queue")
+}
+
 /// Where replayed jobs go, one at a time.
 pub struct JobSink {
     pub format: SimulateOutput,

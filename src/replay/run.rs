@@ -8,6 +8,7 @@
 //! byte-identical to a single-threaded run, and at most a few chunks are in memory
 //! whatever the input size. Must not: format text for people or write output.
 
+use std::collections::HashSet;
 use std::io;
 use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
@@ -104,11 +105,52 @@ pub fn replay_job(sim: &Simulator, settings: &Settings, history: &FailureHistory
     Ok(report)
 }
 
-/// The job's queue when it names one that is not among the documents (so the policies
-/// given on the command line, or every policy, apply instead).
-pub fn missing_queue(sim: &Simulator, history: &FailureHistory) -> Option<String> {
-    let q = history.job.queue.as_deref()?;
-    (!sim.has_queue(q)).then(|| q.to_string())
+/// Whether a job got the policies given on the command line (`--retry-policy`, or every
+/// policy) instead of its queue's: `None` when its queue was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fallback {
+    /// The job names no queue.
+    NoQueue,
+    /// The job's queue is not among the documents.
+    Missing(String),
+}
+
+pub fn fallback(sim: &Simulator, history: &FailureHistory) -> Option<Fallback> {
+    match history.job.queue.as_deref() {
+        None => Some(Fallback::NoQueue),
+        Some(q) if sim.has_queue(q) => None,
+        Some(q) => Some(Fallback::Missing(q.to_string())),
+    }
+}
+
+/// Folds [`Fallback`]s in input order: which missing queue to report (each once), and
+/// whether the given policies were used at all.
+#[derive(Debug, Default)]
+pub struct Fallbacks {
+    seen: HashSet<String>,
+    pub used_given: bool,
+}
+
+/// Distinct missing queues reported at most (a bad file must not fill the memory).
+const MAX_REPORTED_QUEUES: usize = 1000;
+
+impl Fallbacks {
+    /// The missing queue to report now, if this is its first job.
+    pub fn add(&mut self, f: Option<Fallback>) -> Option<String> {
+        match f? {
+            Fallback::NoQueue => {
+                self.used_given = true;
+                None
+            }
+            Fallback::Missing(q) => {
+                self.used_given = true;
+                (self.seen.len() < MAX_REPORTED_QUEUES && !self.seen.contains(&q)).then(|| {
+                    self.seen.insert(q.clone());
+                    q
+                })
+            }
+        }
+    }
 }
 
 /// Runs `work` on every entry of `source` on all cores, and `emit` on each result in input

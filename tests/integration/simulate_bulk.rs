@@ -240,3 +240,44 @@ fn a_closed_stdout_is_not_an_error() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains("error"));
     let _ = std::io::stdout().flush();
 }
+
+#[test]
+fn stdin_is_read_once() {
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .args(["simulate", "-f", "-", "--history", "-"])
+        .write_stdin("")
+        .output()
+        .unwrap();
+    assert_eq!(
+        format_output(&out),
+        "exit: 2\n--- stdout\n--- stderr\nerror: stdin can be read once: give either `--history -` or `-f -`, not both\n"
+    );
+}
+
+#[test]
+fn retry_policy_used_by_a_job_without_queue_is_not_called_ignored() {
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .args([
+            "simulate",
+            "-f",
+            INFRA,
+            "-f",
+            OOM,
+            "--retry-policy",
+            "infra",
+            "--history",
+            "-",
+            "-o",
+            "jsonl",
+        ])
+        .write_stdin("{\"runs\":[{\"conditions\":[\"Preempted\"]},{\"outcome\":\"succeeded\"}]}\n")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["policies"], serde_json::json!(["infra"]));
+}
