@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::app::Context;
-use crate::cli::SimulateArgs;
+use crate::cli::{SimulateArgs, SimulateOutput};
 use crate::commands::remote;
 use crate::error::{CliError, ExitCode};
 use crate::eval::simulator::Simulator;
@@ -37,6 +37,7 @@ use crate::output::simulate::{missing_queue_warning, render_job, ComparisonSink,
 use crate::replay::compare::JobDiff;
 use crate::replay::run::{fallback, for_each_ordered, process, replay_job, Fallback, Fallbacks};
 use crate::replay::source::{Files, HistorySource, Overrides, Progress};
+use crate::replay::summary::keep_summary_fields;
 use crate::replay::Processed;
 
 pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
@@ -119,12 +120,17 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         }
     } else {
         let mut sink = JobSink::new(format, style, source.bulk());
+        let summary_only = source.bulk() && format == SimulateOutput::Table;
         sink.begin(out)?;
         let work = |entry| {
             process(entry, |job| {
                 let report = replay_job(&sim, &job.settings, &job.history)
                     .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
                 let rendered = render_job(format, &report);
+                let mut report = report;
+                if summary_only {
+                    keep_summary_fields(&mut report);
+                }
                 Ok((report, rendered, fallback(&sim, &job.history)))
             })
         };

@@ -38,6 +38,26 @@ pub struct Summary {
     pub errors: u64,
 }
 
+/// Drops what the summary does not read (the per-run texts, nodes, pod names), so that a
+/// worker frees them in parallel instead of the single thread that folds the summary.
+/// For outputs that print only the summary (bulk `-o table`).
+pub fn keep_summary_fields(report: &mut JobReport) {
+    for run in &mut report.runs {
+        run.pod_name = String::new();
+        run.failure = String::new();
+        run.reason = String::new();
+        run.node = None;
+        if let Some(d) = &mut run.decision {
+            d.signal = None;
+            d.avoid_nodes = Vec::new();
+            d.next_pod_name = None;
+        }
+    }
+    if let crate::eval::JobStatus::Failed { reason, .. } = &mut report.status {
+        *reason = String::new();
+    }
+}
+
 /// Retries granted and permanent failures per rule of one policy (`None`: the default).
 #[derive(Debug, Clone, Default, PartialEq)]
 struct RuleCounts {
