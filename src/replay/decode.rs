@@ -95,8 +95,7 @@ struct LineIn<'a> {
     kind: Option<Str<'a>>,
     #[serde(default, borrow)]
     job: Option<JobIn<'a>>,
-    #[serde(borrow)]
-    runs: Vec<RunIn<'a>>,
+    runs: Runs,
     #[serde(default, borrow)]
     expect: Option<JobExpectIn<'a>>,
 }
@@ -133,6 +132,34 @@ struct GangIn {
     cardinality: u32,
 }
 
+/// `runs`, each converted to the model's [`Run`] as soon as it is read (no list of
+/// intermediate structs); a run the fast path is not sure of fails the whole line over to
+/// the strict decoder.
+struct Runs(Vec<Run>);
+
+impl<'de> Deserialize<'de> for Runs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Runs;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of runs")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Runs, A::Error> {
+                let mut runs = Vec::with_capacity(seq.size_hint().unwrap_or(8));
+                while let Some(r) = seq.next_element::<RunIn<'de>>()? {
+                    runs.push(
+                        r.into_model()
+                            .ok_or_else(|| de::Error::custom("not on the fast path"))?,
+                    );
+                }
+                Ok(Runs(runs))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RunIn<'a> {
@@ -158,8 +185,9 @@ struct RunIn<'a> {
     outcome: Option<Str<'a>>,
     #[serde(default)]
     global_max_retries: Option<u32>,
+    /// Boxed: rare, and it would double the size of every run moved during decoding.
     #[serde(default, borrow)]
-    expect: Option<RunExpectIn<'a>>,
+    expect: Option<Box<RunExpectIn<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -232,7 +260,7 @@ impl LineIn<'_> {
         }
         let mut h = FailureHistory {
             job: Job::default(),
-            runs: Vec::with_capacity(self.runs.len()),
+            runs: self.runs.0,
             expect: None,
         };
         if let Some(job) = self.job {
@@ -252,9 +280,6 @@ impl LineIn<'_> {
             if let Some(t) = job.submitted_at {
                 h.job.submitted_at = Some(Timestamp::parse(&t.0)?);
             }
-        }
-        for r in self.runs {
-            h.runs.push(r.into_model()?);
         }
         if let Some(e) = self.expect {
             h.expect = Some(JobExpect {
