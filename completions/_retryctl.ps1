@@ -917,7 +917,8 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
         'retryctl;simulate' {
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable')
             [CompletionResult]::new('--filename', '--filename', [CompletionResultType]::ParameterName, 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable')
-            [CompletionResult]::new('--history', '--history', [CompletionResultType]::ParameterName, 'A FailureHistory file, a JSON Lines file of histories, or a directory of them')
+            [CompletionResult]::new('--history', '--history', [CompletionResultType]::ParameterName, 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`')
+            [CompletionResult]::new('--baseline', '--baseline', [CompletionResultType]::ParameterName, 'What-if: also replay under these (old) policies and report what changes')
             [CompletionResult]::new('--scheduler-config', '--scheduler-config', [CompletionResultType]::ParameterName, 'An Armada scheduler config file (its `scheduling.retryPolicy` block is used)')
             [CompletionResult]::new('--retry-policy', '--retry-policy', [CompletionResultType]::ParameterName, 'Policies for jobs whose queue is not among the documents (comma separated, in order)')
             [CompletionResult]::new('--global-max-retries', '--global-max-retries', [CompletionResultType]::ParameterName, 'Override the scheduler''s globalMaxRetries')
@@ -932,6 +933,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset')
             [CompletionResult]::new('-R', '-R ', [CompletionResultType]::ParameterName, 'Descend into subdirectories of directories given with -f')
             [CompletionResult]::new('--recursive', '--recursive', [CompletionResultType]::ParameterName, 'Descend into subdirectories of directories given with -f')
+            [CompletionResult]::new('--exit-code', '--exit-code', [CompletionResultType]::ParameterName, 'With --baseline: exit 1 when any job changes')
             [CompletionResult]::new('--from-server', '--from-server', [CompletionResultType]::ParameterName, 'Take the job''s queue and its policies from the server instead of files')
             [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Exit 1 when a history contradicts the decisions (not only on failed expectations)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log each request and its status to stderr (credentials are never printed)')

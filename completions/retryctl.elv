@@ -859,7 +859,8 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;simulate'= {
             cand -f 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable'
             cand --filename 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable'
-            cand --history 'A FailureHistory file, a JSON Lines file of histories, or a directory of them'
+            cand --history 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`'
+            cand --baseline 'What-if: also replay under these (old) policies and report what changes'
             cand --scheduler-config 'An Armada scheduler config file (its `scheduling.retryPolicy` block is used)'
             cand --retry-policy 'Policies for jobs whose queue is not among the documents (comma separated, in order)'
             cand --global-max-retries 'Override the scheduler''s globalMaxRetries'
@@ -874,6 +875,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --color 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset'
             cand -R 'Descend into subdirectories of directories given with -f'
             cand --recursive 'Descend into subdirectories of directories given with -f'
+            cand --exit-code 'With --baseline: exit 1 when any job changes'
             cand --from-server 'Take the job''s queue and its policies from the server instead of files'
             cand --strict 'Exit 1 when a history contradicts the decisions (not only on failed expectations)'
             cand -v 'Log each request and its status to stderr (credentials are never printed)'

@@ -749,7 +749,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from help" -f -a "queue" -d 'Delete queues'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l history -d 'A FailureHistory file, a JSON Lines file of histories, or a directory of them' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l history -d 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l baseline -d 'What-if: also replay under these (old) policies and report what changes' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l scheduler-config -d 'An Armada scheduler config file (its `scheduling.retryPolicy` block is used)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l retry-policy -d 'Policies for jobs whose queue is not among the documents (comma separated, in order)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l global-max-retries -d 'Override the scheduler\'s globalMaxRetries' -r
@@ -766,6 +767,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l color -d 
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l exit-code -d 'With --baseline: exit 1 when any job changes'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l from-server -d 'Take the job\'s queue and its policies from the server instead of files'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l strict -d 'Exit 1 when a history contradicts the decisions (not only on failed expectations)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'

@@ -1,24 +1,37 @@
 #!/usr/bin/env python3
 """Writes a JSON Lines file of FailureHistory records with about N runs in total, for the
-`simulate` benchmark (SPEC §7). Deterministic: the same N gives the same file.
+`simulate` benchmark (SPEC §7). Deterministic: the same arguments give the same file.
 
     scripts/gen-histories.py 1000000 > /tmp/histories-1m.jsonl
+    scripts/gen-histories.py --realistic 1000000 > /tmp/histories-real-1m.jsonl
 
 Jobs run on queue `ml-queue` (testdata/policies/valid: infra + ml-training-oom): retryable
 preemptions, evictions, OOM kills and returned leases within the policies' limits, then a
-final run that succeeds (80%) or fails for good (CUDA category, plain exit codes). The
-histories are consistent with the decisions (no contradictions), so every run is evaluated.
-Lines leave out apiVersion/kind, as SPEC §3.2 allows.
+final run that succeeds (80%) or fails for good (CUDA category, plain exit codes). Lines
+leave out apiVersion/kind, as SPEC §3.2 allows.
+
+By default the histories follow the decisions exactly (no contradiction, so every run of
+every job is evaluated): a run never lands on a node the last retry avoids (infra's
+`antiAffinity: node` avoids the node of a preempted or evicted run, and a returned lease
+keeps that constraint), and a lease is returned only while the job is below
+`maxAttemptedRuns` (5), since the job fails at that bound.
+
+`--realistic` adds what real cluster data has: about 2% of jobs land a run on an avoided
+node (the scheduler relaxed anti-affinity), and about 1% have runs recorded after the job
+ended for good (a resubmission under the same id); `simulate` reports both on stderr.
 """
 import json
 import random
 import sys
 
+MAX_ATTEMPTED_RUNS = 5
+NODES = [f"node-{i}" for i in range(200)]
 
-def retryable(rng, node, oom_left, infra_left):
+
+def retryable(rng, node, oom_left, infra_left, lease_ok):
     """A failure ml-queue's policies retry (infra: Preempted/Evicted, ml-training-oom: OOM),
     or a returned lease (no budget), within the limits left."""
-    choices = ["lease"]
+    choices = ["lease"] if lease_ok else []
     if infra_left > 0:
         choices += ["preempted"] * 4 + ["evicted"]
     if oom_left > 0:
@@ -49,8 +62,18 @@ def final(rng, node):
             "containers": [{"name": "main", "exitCode": rng.choice([1, 2, 143])}]}
 
 
+def pick(rng, avoid):
+    """A node the scheduler may use: not the avoided one."""
+    while True:
+        node = rng.choice(NODES)
+        if node != avoid:
+            return node
+
+
 def main():
-    total = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    realistic = "--realistic" in sys.argv[1:]
+    total = int(args[0]) if args else 1_000_000
     rng = random.Random(42)
     out = sys.stdout
     written = 0
@@ -58,24 +81,33 @@ def main():
     while written < total:
         n = min(total - written, rng.randrange(1, 9))
         runs = []
-        oom_left, infra_left, node = 3, 10, None
-        for _ in range(n - 1):
-            # infra avoids the node that failed: never reuse the previous node.
-            node = rng.choice([x for x in NODES if x != node]) if node else rng.choice(NODES)
-            kind, r = retryable(rng, node, oom_left, infra_left)
+        oom_left, infra_left = 3, 10
+        # The node the last retry avoids (infra: the node of a preempted/evicted run).
+        avoid = None
+        for k in range(n - 1):
+            node = pick(rng, avoid)
+            kind, r = retryable(rng, node, oom_left, infra_left, k + 1 < MAX_ATTEMPTED_RUNS)
             oom_left -= kind == "oom"
             infra_left -= kind in ("preempted", "evicted")
+            if kind in ("preempted", "evicted"):
+                avoid = node
+            elif kind == "oom":
+                avoid = None
             runs.append(r)
-        runs.append(final(rng, rng.choice([x for x in NODES if x != node])))
+        runs.append(final(rng, pick(rng, avoid)))
+        if realistic:
+            r = rng.random()
+            if r < 0.02 and avoid is not None:
+                runs[-1]["node"] = avoid
+            elif r < 0.03 and runs[-1].get("outcome") != "succeeded":
+                runs.append({"node": pick(rng, None), "runFor": "1h", "outcome": "succeeded"})
         record = {"job": {"id": f"job-{job:07d}", "queue": "ml-queue", "terminationGracePeriod": "30s"},
                   "runs": runs}
         out.write(json.dumps(record, separators=(",", ":")))
         out.write("\n")
-        written += n
+        written += len(runs)
         job += 1
 
-
-NODES = [f"node-{i}" for i in range(200)]
 
 if __name__ == "__main__":
     main()

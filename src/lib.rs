@@ -17,6 +17,7 @@ pub mod eval;
 pub mod input;
 pub mod model;
 pub mod output;
+pub mod replay;
 pub mod server;
 pub mod settings;
 pub mod wire;

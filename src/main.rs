@@ -4,6 +4,11 @@ use std::io::Write;
 
 use retryctl::error::{report, ExitCode};
 
+// mimalloc: a bulk `simulate` allocates per job and per run (decoded histories, reports);
+// measured in BENCHMARKS.md ("Allocator").
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let cli = match retryctl::cli::parse() {
         Ok(cli) => cli,

@@ -596,9 +596,17 @@ pub struct SimulateArgs {
     #[command(flatten)]
     pub source: FileSource,
 
-    /// A FailureHistory file, a JSON Lines file of histories, or a directory of them.
+    /// A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`.
     #[arg(long, value_name = "PATH")]
     pub history: PathBuf,
+
+    /// What-if: also replay under these (old) policies and report what changes.
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    pub baseline: Vec<PathBuf>,
+
+    /// With --baseline: exit 1 when any job changes.
+    #[arg(long, requires = "baseline")]
+    pub exit_code: bool,
 
     /// An Armada scheduler config file (its `scheduling.retryPolicy` block is used).
     #[arg(long, value_name = "FILE")]

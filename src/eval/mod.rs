@@ -26,7 +26,6 @@
 
 pub mod replay;
 pub mod simulator;
-pub mod summary;
 
 use regex::Regex;
 use serde::Serialize;

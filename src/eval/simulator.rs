@@ -72,6 +72,17 @@ impl Simulator {
         self
     }
 
+    /// Whether a Queue named `name` was given (simulate warns when a job's queue was not).
+    pub fn has_queue(&self, name: &str) -> bool {
+        self.queues.contains_key(name)
+    }
+
+    /// The policies a job gets when its queue is not given: `--retry-policy`, or every
+    /// policy in order.
+    pub fn given(&self) -> &[String] {
+        &self.given
+    }
+
     /// The effective policies of a job (SPEC §2.1); a missing one is an error that names it
     /// and who referenced it.
     pub fn effective(&self, history: &FailureHistory, settings: &Settings) -> Result<Vec<&CompiledPolicy>, String> {

@@ -1,9 +1,11 @@
 //! Presentation of `simulate` results: the per-job table (borderless, kubectl-like), the
 //! JSON/YAML/JSON Lines records and the bulk summary.
 //!
-//! Owns: how a [`JobReport`] and a [`Summary`] look, and the record field names, which are
-//! stable (documented in the README section `## simulate`). Must not: evaluate, read files
-//! or decide exit codes.
+//! Owns: how a [`JobReport`], a [`Summary`] and a [`Comparison`] look, the record field
+//! names, which are stable (documented in the README section `## simulate`), and the
+//! streaming sinks ([`JobSink`], [`ComparisonSink`]) that write them one job at a time in
+//! constant memory, with stderr messages capped. Must not: evaluate, read files or decide
+//! exit codes.
 //!
 //! Times are strings: RFC 3339 when the history gives `job.submittedAt`, else `T+<duration>`
 //! since submission; durations are Go-style (`1m30s`); memory is a Kubernetes quantity.
@@ -15,10 +17,12 @@ use serde_json::{json, Map, Value};
 use tabled::builder::Builder;
 use tabled::settings::{Padding, Style as TableStyle};
 
+use crate::cli::SimulateOutput;
 use crate::eval::replay::{format_instant, rule_ref_label, JobReport, JobStatus, RunRecord};
-use crate::eval::summary::Summary;
 use crate::eval::DecisionKind;
 use crate::model::quantity::format_bytes;
+use crate::replay::compare::{Comparison, JobDiff, Transition};
+use crate::replay::summary::Summary;
 
 use super::Style;
 
@@ -170,8 +174,8 @@ pub fn summary_json(s: &Summary) -> Value {
             "Pending": s.pending,
         },
         "retries": s.retries,
-        "retriesByRule": s.retries_by_rule,
-        "failuresByRule": s.failures_by_rule,
+        "retriesByRule": s.retries_by_rule(),
+        "failuresByRule": s.failures_by_rule(),
         "decisions": decisions,
         "totalDelay": s.total_delay.to_string(),
         "expectationFailedJobs": s.expectation_failed_jobs,
@@ -311,14 +315,15 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
     )?;
     let mut b = Builder::default();
     b.push_record(["POLICY/RULE", "RETRIES GRANTED", "PERMANENT FAILURES"]);
-    let mut keys: Vec<&String> = s.retries_by_rule.keys().chain(s.failures_by_rule.keys()).collect();
+    let (retries, failures) = (s.retries_by_rule(), s.failures_by_rule());
+    let mut keys: Vec<&String> = retries.keys().chain(failures.keys()).collect();
     keys.sort();
     keys.dedup();
     for k in &keys {
         b.push_record([
             k.to_string(),
-            s.retries_by_rule.get(*k).copied().unwrap_or(0).to_string(),
-            s.failures_by_rule.get(*k).copied().unwrap_or(0).to_string(),
+            retries.get(*k).copied().unwrap_or(0).to_string(),
+            failures.get(*k).copied().unwrap_or(0).to_string(),
         ]);
     }
     if !keys.is_empty() {
@@ -371,6 +376,430 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
             style.error(&format!(
                 "not simulated: {} with errors (reported on stderr)",
                 crate::eval::replay::plural(s.errors, "job", "jobs")
+            ))
+        )?;
+    }
+    Ok(())
+}
+
+/// Messages printed per category before "… and N more" (bulk input can have millions).
+const MAX_MESSAGES: u64 = 100;
+
+/// Capped stderr messages.
+#[derive(Debug, Default)]
+pub struct Messages {
+    count: u64,
+}
+
+impl Messages {
+    pub fn write(&mut self, err: &mut dyn Write, text: &str) -> io::Result<()> {
+        self.count += 1;
+        if self.count <= MAX_MESSAGES {
+            writeln!(err, "{text}")?;
+        }
+        Ok(())
+    }
+
+    pub fn finish(&self, err: &mut dyn Write) -> io::Result<()> {
+        if self.count > MAX_MESSAGES {
+            writeln!(err, "… and {} more messages", self.count - MAX_MESSAGES)?;
+        }
+        Ok(())
+    }
+}
+
+/// A job's record in a streamed format (`json`, `yaml`, `jsonl`), rendered where the job was
+/// replayed (a worker), so the writer only copies bytes. Empty for `table`.
+pub fn render_job(format: SimulateOutput, report: &JobReport) -> Vec<u8> {
+    let mut buf = Vec::new();
+    match format {
+        SimulateOutput::Table => {}
+        SimulateOutput::Json => {
+            let _ = serde_json::to_writer(&mut buf, &job_record(report));
+        }
+        SimulateOutput::Jsonl => {
+            let _ = serde_json::to_writer(&mut buf, &job_record(report));
+            buf.push(b'\n');
+        }
+        SimulateOutput::Yaml => buf.extend_from_slice(yaml_item(&job_record(report), 0).as_bytes()),
+    }
+    buf
+}
+
+/// The warning for a job whose queue is not among the documents.
+pub fn missing_queue_warning(job: &str, queue: &str, retry_policy: bool, given: &[String]) -> String {
+    let what = if retry_policy {
+        "--retry-policy"
+    } else {
+        "every policy given"
+    };
+    let names: Vec<String> = given.iter().map(|n| format!("`{n}`")).collect();
+    let names = if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    };
+    format!("job `{job}`: queue `{queue}` is not among the documents given with -f; using {what} ({names}) for the jobs of this queue")
+}
+
+/// Where replayed jobs go, one at a time.
+pub struct JobSink {
+    pub format: SimulateOutput,
+    pub style: Style,
+    /// Many jobs: the table format prints only the summary.
+    pub bulk: bool,
+    jobs_written: u64,
+    pub summary: Summary,
+    pub messages: Messages,
+}
+
+impl JobSink {
+    pub fn new(format: SimulateOutput, style: Style, bulk: bool) -> JobSink {
+        JobSink {
+            format,
+            style,
+            bulk,
+            jobs_written: 0,
+            summary: Summary::default(),
+            messages: Messages::default(),
+        }
+    }
+
+    pub fn begin(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        match self.format {
+            SimulateOutput::Json => write!(out, "{{\"jobs\":["),
+            SimulateOutput::Yaml => writeln!(out, "jobs:"),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn error(&mut self, err: &mut dyn Write, text: &str) -> io::Result<()> {
+        self.summary.errors += 1;
+        let line = format!("{}: {text}", self.style.error("error"));
+        self.messages.write(err, &line)
+    }
+
+    pub fn warning(&mut self, err: &mut dyn Write, text: &str) -> io::Result<()> {
+        let line = format!("{}: {text}", self.style.warning("warning"));
+        self.messages.write(err, &line)
+    }
+
+    /// One job; `rendered` is [`render_job`]'s bytes for it.
+    pub fn job(
+        &mut self,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+        report: &JobReport,
+        rendered: &[u8],
+    ) -> io::Result<()> {
+        self.summary.add(report);
+        match self.format {
+            SimulateOutput::Table => {
+                if !self.bulk {
+                    if self.jobs_written > 0 {
+                        writeln!(out)?;
+                    }
+                    write_job_table(out, self.style, report)?;
+                }
+            }
+            SimulateOutput::Json => {
+                if self.jobs_written > 0 {
+                    write!(out, ",")?;
+                }
+                out.write_all(rendered)?;
+            }
+            SimulateOutput::Yaml | SimulateOutput::Jsonl => out.write_all(rendered)?,
+        }
+        self.jobs_written += 1;
+        for c in &report.contradictions {
+            let line = format!(
+                "{}: job `{}`: history contradicts the decisions: {c}",
+                self.style.warning("warning"),
+                report.job_id
+            );
+            self.messages.write(err, &line)?;
+        }
+        for f in &report.expectation_failures {
+            let line = format!(
+                "{}: job `{}`: expectation not met: {f}",
+                self.style.error("error"),
+                report.job_id
+            );
+            self.messages.write(err, &line)?;
+        }
+        Ok(())
+    }
+
+    pub fn end(&mut self, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<()> {
+        self.messages.finish(err)?;
+        match self.format {
+            SimulateOutput::Table => {
+                // One history: its table says it all. None simulated (an error, reported on
+                // stderr): an all-zero summary would only be noise on stdout.
+                if self.bulk || self.jobs_written > 1 {
+                    if !self.bulk {
+                        writeln!(out)?;
+                    }
+                    write_summary(out, self.style, &self.summary)?;
+                }
+            }
+            SimulateOutput::Json => {
+                write!(out, "],\"summary\":")?;
+                serde_json::to_writer(&mut *out, &summary_json(&self.summary))?;
+                writeln!(out, "}}")?;
+            }
+            SimulateOutput::Yaml => {
+                if self.jobs_written == 0 {
+                    // `jobs:` alone would read as null; say empty.
+                    writeln!(out, "  []")?;
+                }
+                let text = serde_yaml::to_string(&summary_json(&self.summary)).unwrap_or_default();
+                writeln!(out, "summary:")?;
+                for l in text.lines() {
+                    writeln!(out, "  {l}")?;
+                }
+            }
+            SimulateOutput::Jsonl => write_summary(err, self.style, &self.summary)?,
+        }
+        Ok(())
+    }
+}
+
+fn side_json(s: &crate::replay::compare::Side) -> Value {
+    json!({
+        "final": s.final_state.as_str(),
+        "retries": s.retries,
+        "delay": s.delay.to_string(),
+        "runs": s.runs,
+    })
+}
+
+/// One changed job as a record (`comparison.changedJobs[]`).
+pub fn change_json(d: &JobDiff) -> Value {
+    json!({
+        "job": d.job,
+        "baseline": side_json(&d.baseline),
+        "candidate": side_json(&d.candidate),
+        "transition": d.transition().map(transition_name),
+        "computeAdded": d.compute_added.to_string(),
+        "computeRemoved": d.compute_removed.to_string(),
+    })
+}
+
+fn transition_name(t: Transition) -> &'static str {
+    match t {
+        Transition::Rescued => "rescued",
+        Transition::Lost => "lost",
+        Transition::ToPending => "toPending",
+        Transition::Other => "other",
+    }
+}
+
+/// The comparison totals as data.
+pub fn comparison_totals_json(c: &Comparison) -> Map<String, Value> {
+    let by_state: Map<String, Value> = c
+        .transitions()
+        .map(|(f, t, n)| (format!("{} → {}", f.as_str(), t.as_str()), json!(n)))
+        .collect();
+    let v = json!({
+        "jobs": c.jobs,
+        "changed": c.changed,
+        "unchanged": c.jobs - c.changed,
+        "transitions": {
+            "rescued": c.rescued,
+            "lost": c.lost,
+            "toPending": c.to_pending,
+            "other": c.other,
+            "retriesOnly": c.retries_only,
+            "byState": by_state,
+        },
+        "retries": {"added": c.retries_added, "removed": c.retries_removed},
+        "delay": {"added": c.delay_added.to_string(), "removed": c.delay_removed.to_string()},
+        "compute": {"added": c.compute_added.to_string(), "removed": c.compute_removed.to_string()},
+        "errors": c.errors,
+    });
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+fn retries_words(n: u32) -> String {
+    crate::eval::replay::plural(u64::from(n), "retry", "retries")
+}
+
+/// `--baseline` output, one changed job at a time.
+pub struct ComparisonSink {
+    pub format: SimulateOutput,
+    pub style: Style,
+    written: u64,
+    pub comparison: Comparison,
+    pub messages: Messages,
+}
+
+impl ComparisonSink {
+    pub fn new(format: SimulateOutput, style: Style) -> ComparisonSink {
+        ComparisonSink {
+            format,
+            style,
+            written: 0,
+            comparison: Comparison::default(),
+            messages: Messages::default(),
+        }
+    }
+
+    pub fn begin(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        match self.format {
+            SimulateOutput::Json => write!(out, "{{\"comparison\":{{\"changedJobs\":["),
+            SimulateOutput::Yaml => writeln!(out, "comparison:\n  changedJobs:"),
+            SimulateOutput::Table => writeln!(
+                out,
+                "{}",
+                self.style
+                    .bold("jobs the candidate policies change (baseline → candidate):")
+            ),
+            SimulateOutput::Jsonl => Ok(()),
+        }
+    }
+
+    pub fn error(&mut self, err: &mut dyn Write, text: &str) -> io::Result<()> {
+        self.comparison.errors += 1;
+        let line = format!("{}: {text}", self.style.error("error"));
+        self.messages.write(err, &line)
+    }
+
+    pub fn warning(&mut self, err: &mut dyn Write, text: &str) -> io::Result<()> {
+        let line = format!("{}: {text}", self.style.warning("warning"));
+        self.messages.write(err, &line)
+    }
+
+    pub fn job(&mut self, out: &mut dyn Write, d: &JobDiff) -> io::Result<()> {
+        self.comparison.add(d);
+        if !d.changed() {
+            return Ok(());
+        }
+        match self.format {
+            SimulateOutput::Table => {
+                let (b, c) = (&d.baseline, &d.candidate);
+                let what = match d.transition() {
+                    Some(t) => transition_name(t),
+                    None => "retries",
+                };
+                let line = format!(
+                    "  ~ {}: {} after {} → {} after {}  ({what})",
+                    d.job,
+                    b.final_state.as_str(),
+                    retries_words(b.retries),
+                    c.final_state.as_str(),
+                    retries_words(c.retries),
+                );
+                let styled = match d.transition() {
+                    Some(Transition::Rescued) => self.style.bold(&line),
+                    Some(Transition::Lost) => self.style.error(&line),
+                    _ => self.style.warning(&line),
+                };
+                writeln!(out, "{styled}")?;
+            }
+            SimulateOutput::Json => {
+                if self.written > 0 {
+                    write!(out, ",")?;
+                }
+                serde_json::to_writer(&mut *out, &change_json(d))?;
+            }
+            SimulateOutput::Jsonl => {
+                serde_json::to_writer(&mut *out, &change_json(d))?;
+                writeln!(out)?;
+            }
+            SimulateOutput::Yaml => write!(out, "{}", yaml_item(&change_json(d), 2))?,
+        }
+        self.written += 1;
+        Ok(())
+    }
+
+    pub fn end(&mut self, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<()> {
+        self.messages.finish(err)?;
+        let c = &self.comparison;
+        match self.format {
+            SimulateOutput::Json => {
+                write!(out, "]")?;
+                for (k, v) in comparison_totals_json(c) {
+                    write!(out, ",{}:", Value::String(k))?;
+                    serde_json::to_writer(&mut *out, &v)?;
+                }
+                writeln!(out, "}}}}")?;
+            }
+            SimulateOutput::Yaml => {
+                if self.written == 0 {
+                    writeln!(out, "    []")?;
+                }
+                let text = serde_yaml::to_string(&Value::Object(comparison_totals_json(c))).unwrap_or_default();
+                for l in text.lines() {
+                    writeln!(out, "  {l}")?;
+                }
+            }
+            SimulateOutput::Table => {
+                if self.written == 0 {
+                    writeln!(out, "  (none)")?;
+                }
+                writeln!(out)?;
+                write_comparison(out, self.style, c)?;
+            }
+            SimulateOutput::Jsonl => write_comparison(err, self.style, c)?,
+        }
+        Ok(())
+    }
+}
+
+/// The comparison totals in words, like the last lines of `terraform plan`.
+pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io::Result<()> {
+    let plan = format!(
+        "Plan: {} rescued, {} lost, {} → Pending, {} other; {} of {} change.",
+        c.rescued,
+        c.lost,
+        c.to_pending,
+        c.other + c.retries_only,
+        c.changed,
+        crate::eval::replay::plural(c.jobs, "job", "jobs"),
+    );
+    writeln!(out, "{}", style.bold(&plan))?;
+    for (f, t, n) in c.transitions() {
+        let name = match (f.as_str(), t.as_str()) {
+            ("Failed", "Succeeded") => "  (rescued)",
+            ("Succeeded", "Failed") => "  (lost)",
+            (_, "Pending") => "  (would retry past the end of the recorded history)",
+            _ => "",
+        };
+        writeln!(out, "  {} → {}: {n}{name}", f.as_str(), t.as_str())?;
+    }
+    if c.retries_only > 0 {
+        writeln!(
+            out,
+            "  same outcome, other retry count: {}",
+            crate::eval::replay::plural(c.retries_only, "job", "jobs")
+        )?;
+    }
+    writeln!(
+        out,
+        "  retries:   +{} added, -{} removed",
+        c.retries_added, c.retries_removed
+    )?;
+    writeln!(
+        out,
+        "  delay:     +{} added, -{} removed",
+        c.delay_added, c.delay_removed
+    )?;
+    writeln!(
+        out,
+        "  compute:   +{} added, -{} removed (runFor of the runs one side starts and the other does not)",
+        c.compute_added, c.compute_removed
+    )?;
+    if c.errors > 0 {
+        writeln!(
+            out,
+            "  {}",
+            style.error(&format!(
+                "not compared: {} with errors (reported on stderr)",
+                crate::eval::replay::plural(c.errors, "job", "jobs")
             ))
         )?;
     }

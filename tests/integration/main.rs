@@ -5,6 +5,7 @@ mod support;
 
 mod cli_traps;
 mod client_errors;
+mod compare;
 mod completion;
 mod config;
 mod crud;
@@ -13,5 +14,6 @@ mod serve;
 mod serve_process;
 mod serve_stress;
 mod simulate;
+mod simulate_bulk;
 mod simulate_server;
 mod validate;

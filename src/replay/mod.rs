@@ -1,0 +1,24 @@
+//! The replay pipeline (SPEC §3.2, §3.4), as a library: where a bulk `simulate` reads its
+//! histories, decodes them, runs them through the evaluator, and folds them into a summary
+//! or a comparison.
+//!
+//! ```text
+//! source (file, directory, JSON Lines, stdin; later Lookout)  → Entry
+//!   → decode (typed fast path; strict re-read only for a failing line) → FailureHistory
+//!   → run (one job through a Simulator → JobReport; parallel, order kept)
+//!   → summary / compare (folded in input order) → output::simulate (every format)
+//! ```
+//!
+//! Owns: the order of that stream and its memory bound (a bounded number of entries in
+//! flight, whatever the input size). Must not: format text for people (that is
+//! `output::simulate`), decide exit codes or parse the command line (that is
+//! `commands::simulate`), or evaluate (that is `eval`).
+
+pub mod compare;
+pub mod decode;
+pub mod run;
+pub mod source;
+pub mod summary;
+
+pub use run::{process, Processed};
+pub use source::{Entry, HistorySource, Origin};

@@ -1,0 +1,432 @@
+//! Where histories come from (SPEC §3.2): one YAML/JSON file, a JSON Lines file, a
+//! directory of either, or stdin (`--history -`) — as one stream of [`Entry`]s.
+//!
+//! Owns: [`HistorySource`], the one streaming interface every source implements (a later
+//! Lookout database or API source yields `Body::History` entries through it), file
+//! discovery, the 8 MiB limits, which settings apply to which job (a SchedulerConfig
+//! document in a history file applies to that file's jobs), and job ids by default (the
+//! file stem; `stem-LINE` in JSON Lines). Must not: decode JSON lines (workers do that in
+//! parallel, see `decode`), evaluate or print.
+//!
+//! Decision where SPEC §3.2 is silent: stdin is JSON Lines when its first line is one
+//! complete JSON value, else one YAML/JSON text (at most 8 MiB), like a file.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::eval::Settings;
+use crate::input::{io_reason, SourceFile, MAX_FILE_BYTES};
+use crate::model::history::FailureHistory;
+use crate::model::scheduler::SchedulerConfig;
+use crate::model::{parse_documents, Kind, Resource};
+
+/// Where one entry came from: `file` or `file:line`.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    pub file: Arc<str>,
+    pub line: Option<usize>,
+    stem: Arc<str>,
+}
+
+impl Origin {
+    /// The job id when the history gives none.
+    pub fn default_id(&self) -> String {
+        match self.line {
+            Some(l) => format!("{}-{l}", self.stem),
+            None => self.stem.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}:{l}", self.file),
+            None => f.write_str(&self.file),
+        }
+    }
+}
+
+/// What an entry carries.
+#[derive(Debug)]
+pub enum Body {
+    /// One JSON line, not decoded yet (decoding is parallel work).
+    Json(Vec<u8>),
+    /// A history decoded by the source itself (YAML files; later Lookout rows).
+    History(Box<FailureHistory>),
+    /// A problem with this entry (unreadable file, over-long line); the job is skipped.
+    Error(String),
+    /// A YAML file whose documents are invalid, with every diagnostic.
+    Invalid(Box<SourceFile>),
+}
+
+#[derive(Debug)]
+pub struct Entry {
+    pub origin: Origin,
+    pub settings: Arc<Settings>,
+    pub body: Body,
+}
+
+/// How far a source is, for the progress bar.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Progress {
+    pub done: u64,
+    pub total: u64,
+    /// `done`/`total` count bytes (one JSON Lines file) rather than files.
+    pub bytes: bool,
+}
+
+/// A stream of histories. `Send` so that it can be read on its own thread while workers
+/// decode and evaluate.
+pub trait HistorySource: Iterator<Item = Entry> + Send {
+    fn progress(&self) -> Progress;
+    /// Many jobs (JSON Lines, a directory): the table format prints only the summary.
+    fn bulk(&self) -> bool;
+}
+
+/// `--global-max-retries` / `--default-policy`, applied over whichever config a job gets.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub global_max_retries: Option<u32>,
+    pub default_policy: Option<String>,
+}
+
+impl Overrides {
+    pub fn apply(&self, config: &SchedulerConfig) -> Settings {
+        let mut s = Settings::from_config(config);
+        if let Some(g) = self.global_max_retries {
+            s.global_max_retries = g;
+        }
+        if let Some(d) = &self.default_policy {
+            s.default_policy_name = Some(d.clone());
+        }
+        s
+    }
+}
+
+type Input = BufReader<Box<dyn Read + Send>>;
+
+struct Lines {
+    reader: Input,
+    file: Arc<str>,
+    stem: Arc<str>,
+    line_no: usize,
+    /// A line read ahead (stdin detection), handed out first.
+    first: Option<Vec<u8>>,
+}
+
+/// Files, directories and stdin.
+pub struct Files {
+    queue: VecDeque<PathBuf>,
+    lines: Option<Lines>,
+    ready: VecDeque<Entry>,
+    overrides: Overrides,
+    settings: Arc<Settings>,
+    bulk: bool,
+    progress: Progress,
+    stdin: bool,
+}
+
+fn ext(p: &Path) -> &str {
+    p.extension().and_then(|e| e.to_str()).unwrap_or("")
+}
+
+fn is_jsonl(p: &Path) -> bool {
+    matches!(ext(p), "jsonl" | "ndjson")
+}
+
+fn stem_of(p: &Path, default: &str) -> Arc<str> {
+    p.file_stem().and_then(|s| s.to_str()).unwrap_or(default).into()
+}
+
+impl Files {
+    /// `Err` is the message for a history path that cannot be read at all.
+    pub fn open(path: &Path, base: SchedulerConfig, overrides: Overrides) -> Result<Files, String> {
+        let settings = Arc::new(overrides.apply(&base));
+        let mut files = Files {
+            queue: VecDeque::new(),
+            lines: None,
+            ready: VecDeque::new(),
+            overrides,
+            settings,
+            bulk: false,
+            progress: Progress::default(),
+            stdin: false,
+        };
+        if path.as_os_str() == "-" {
+            files.stdin = true;
+            files.open_stdin();
+            return Ok(files);
+        }
+        let meta = std::fs::metadata(path)
+            .map_err(|e| format!("cannot read history `{}`: {}", path.display(), io_reason(&e)))?;
+        if meta.is_dir() {
+            files.bulk = true;
+            let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+                .map_err(|e| format!("cannot read directory `{}`: {}", path.display(), io_reason(&e)))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_file() && matches!(ext(p), "yaml" | "yml" | "json" | "jsonl" | "ndjson"))
+                .collect();
+            entries.sort();
+            files.progress.total = entries.len() as u64;
+            files.queue = entries.into();
+        } else {
+            if is_jsonl(path) {
+                files.bulk = true;
+                files.progress = Progress {
+                    done: 0,
+                    total: meta.len(),
+                    bytes: true,
+                };
+            }
+            files.queue.push_back(path.to_path_buf());
+        }
+        Ok(files)
+    }
+
+    fn error(&self, file: &str, stem: &Arc<str>, line: Option<usize>, message: String) -> Entry {
+        Entry {
+            origin: Origin {
+                file: file.into(),
+                line,
+                stem: stem.clone(),
+            },
+            settings: self.settings.clone(),
+            body: Body::Error(message),
+        }
+    }
+
+    fn open_stdin(&mut self) {
+        let file: Arc<str> = "<stdin>".into();
+        let stem: Arc<str> = "stdin".into();
+        let mut reader: Input = BufReader::with_capacity(1 << 16, Box::new(std::io::stdin()));
+        let mut first = Vec::new();
+        // Skip blank lines to find the first line with content.
+        let mut skipped = 0usize;
+        loop {
+            first.clear();
+            match (&mut reader).take(MAX_FILE_BYTES + 1).read_until(b'\n', &mut first) {
+                Ok(0) => break,
+                Ok(_) if first.iter().all(u8::is_ascii_whitespace) => skipped += 1,
+                Ok(_) => break,
+                Err(e) => {
+                    let entry = self.error(&file, &stem, None, io_reason(&e));
+                    self.ready.push_back(entry);
+                    return;
+                }
+            }
+        }
+        let trimmed = first.trim_ascii();
+        let one_json_value =
+            trimmed.first() == Some(&b'{') && serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).is_ok();
+        if one_json_value {
+            self.bulk = true;
+            self.lines = Some(Lines {
+                reader,
+                file,
+                stem,
+                line_no: skipped,
+                first: Some(first),
+            });
+            return;
+        }
+        let mut text = first;
+        let read = reader.take(MAX_FILE_BYTES + 1).read_to_end(&mut text);
+        let result = match read {
+            Err(e) => Err(io_reason(&e)),
+            Ok(_) => decode_text(text),
+        };
+        self.yaml_entries(&file, &stem, result);
+    }
+
+    fn open_file(&mut self, path: &Path) {
+        let name: Arc<str> = path.display().to_string().into();
+        let stem = stem_of(path, "job");
+        if is_jsonl(path) {
+            match File::open(path) {
+                Ok(f) => {
+                    self.lines = Some(Lines {
+                        reader: BufReader::with_capacity(1 << 16, Box::new(f)),
+                        file: name,
+                        stem,
+                        line_no: 0,
+                        first: None,
+                    })
+                }
+                Err(e) => {
+                    let entry = self.error(&name, &stem, None, io_reason(&e));
+                    self.ready.push_back(entry);
+                }
+            }
+            return;
+        }
+        let result = read_limited(path);
+        self.yaml_entries(&name, &stem, result);
+    }
+
+    /// One YAML or JSON text of FailureHistory (and optionally SchedulerConfig) documents.
+    fn yaml_entries(&mut self, name: &Arc<str>, stem: &Arc<str>, text: Result<String, String>) {
+        let text = match text {
+            Ok(t) => t,
+            Err(msg) => {
+                let entry = self.error(name, stem, None, msg);
+                self.ready.push_back(entry);
+                return;
+            }
+        };
+        let parsed = parse_documents(&text, Some(&[Kind::FailureHistory, Kind::SchedulerConfig]));
+        let file = SourceFile {
+            name: name.to_string(),
+            errors: parsed.syntax_error.into_iter().collect(),
+            documents: parsed.documents,
+        };
+        let origin = Origin {
+            file: name.clone(),
+            line: None,
+            stem: stem.clone(),
+        };
+        if file.error_count() > 0 {
+            self.ready.push_back(Entry {
+                origin,
+                settings: self.settings.clone(),
+                body: Body::Invalid(Box::new(file)),
+            });
+            return;
+        }
+        let mut settings = self.settings.clone();
+        for doc in &file.documents {
+            if let Some(Resource::SchedulerConfig(c)) = &doc.resource {
+                settings = Arc::new(self.overrides.apply(c));
+            }
+        }
+        let before = self.ready.len();
+        for doc in file.documents {
+            if let Some(Resource::FailureHistory(h)) = doc.resource {
+                self.ready.push_back(Entry {
+                    origin: origin.clone(),
+                    settings: settings.clone(),
+                    body: Body::History(h),
+                });
+            }
+        }
+        if self.ready.len() == before {
+            // An empty history is a mistake (a wrong path, a truncated file), not a pass.
+            let entry = self.error(name, stem, None, "no FailureHistory document".to_string());
+            self.ready.push_back(entry);
+        }
+    }
+
+    /// The next JSON line of the open JSON Lines input, or `None` at its end.
+    fn next_line(&mut self) -> Option<Entry> {
+        let lines = self.lines.as_mut()?;
+        loop {
+            let mut buf = match lines.first.take() {
+                Some(b) => b,
+                None => {
+                    let mut buf = Vec::new();
+                    match (&mut lines.reader).take(MAX_FILE_BYTES + 1).read_until(b'\n', &mut buf) {
+                        Ok(0) => return None,
+                        Ok(_) => buf,
+                        Err(e) => {
+                            lines.line_no += 1;
+                            let (file, stem, line) = (lines.file.clone(), lines.stem.clone(), lines.line_no);
+                            self.lines = None;
+                            return Some(self.error(&file, &stem, Some(line), io_reason(&e)));
+                        }
+                    }
+                }
+            };
+            lines.line_no += 1;
+            if self.progress.bytes {
+                self.progress.done += buf.len() as u64;
+            }
+            let origin = Origin {
+                file: lines.file.clone(),
+                line: Some(lines.line_no),
+                stem: lines.stem.clone(),
+            };
+            if buf.len() as u64 > MAX_FILE_BYTES {
+                // Skip the rest of the over-long line.
+                let mut rest = Vec::new();
+                let _ = lines.reader.read_until(b'\n', &mut rest);
+                return Some(Entry {
+                    origin,
+                    settings: self.settings.clone(),
+                    body: Body::Error("line longer than 8 MiB".to_string()),
+                });
+            }
+            let trimmed = buf.trim_ascii();
+            if trimmed.is_empty() {
+                continue;
+            }
+            if trimmed.len() != buf.len() {
+                buf = trimmed.to_vec();
+            }
+            return Some(Entry {
+                origin,
+                settings: self.settings.clone(),
+                body: Body::Json(buf),
+            });
+        }
+    }
+}
+
+impl Iterator for Files {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        loop {
+            if let Some(e) = self.ready.pop_front() {
+                return Some(e);
+            }
+            if self.lines.is_some() {
+                if let Some(e) = self.next_line() {
+                    return Some(e);
+                }
+                self.lines = None;
+                if !self.progress.bytes && !self.stdin {
+                    self.progress.done += 1;
+                }
+                continue;
+            }
+            let path = self.queue.pop_front()?;
+            self.open_file(&path);
+            if self.lines.is_none() && !self.progress.bytes {
+                self.progress.done += 1;
+            }
+        }
+    }
+}
+
+impl HistorySource for Files {
+    fn progress(&self) -> Progress {
+        self.progress
+    }
+
+    fn bulk(&self) -> bool {
+        self.bulk
+    }
+}
+
+fn decode_text(bytes: Vec<u8>) -> Result<String, String> {
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!(
+            "larger than {} MiB; write bulk histories as JSON Lines (`.jsonl`), which is streamed",
+            MAX_FILE_BYTES >> 20
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())
+}
+
+fn read_limited(path: &Path) -> Result<String, String> {
+    let file = File::open(path).map_err(|e| io_reason(&e))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_reason(&e))?;
+    decode_text(bytes)
+}

@@ -1,0 +1,158 @@
+//! The bulk summary of a simulation (SPEC §3.2): jobs by outcome, retries and failures per
+//! policy/rule and per decision kind, total delay, jobs whose expectations failed.
+//!
+//! Owns: accumulation, one job at a time, in memory bounded by the number of distinct rules
+//! and a capped list of failing job ids (so a million-job file stays constant-size). Must
+//! not: format anything (that is `output::simulate`) or do I/O.
+
+use std::collections::BTreeMap;
+
+use crate::eval::{DecisionKind, JobReport, JobStatus, RuleRef};
+use crate::model::duration::GoDuration;
+use crate::model::policy::Action;
+
+/// How many failing job ids are kept by name; the count is always exact.
+pub const MAX_LISTED_JOBS: usize = 50;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    pub jobs: u64,
+    pub runs: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+    pub pending: u64,
+    pub retries: u64,
+    /// Policy name → its rules' counts. Keyed by name and index, so that counting a run
+    /// builds no string (the `policy/rule` labels are made once, for output). A list: a
+    /// handful of policies, where a linear scan beats hashing the name per run.
+    by_policy: Vec<(String, RuleCounts)>,
+    /// Decision kind → permanent failures no rule decided.
+    failures_by_kind: BTreeMap<DecisionKind, u64>,
+    pub decisions: BTreeMap<DecisionKind, u64>,
+    pub total_delay: GoDuration,
+    pub expectation_failed_jobs: u64,
+    pub expectation_failed_ids: Vec<String>,
+    pub contradicted_jobs: u64,
+    /// Jobs that could not be simulated (bad line, missing policy).
+    pub errors: u64,
+}
+
+/// Drops what the summary does not read (the per-run texts, nodes, pod names), so that a
+/// worker frees them in parallel instead of the single thread that folds the summary.
+/// For outputs that print only the summary (bulk `-o table`).
+pub fn keep_summary_fields(report: &mut JobReport) {
+    for run in &mut report.runs {
+        run.pod_name = String::new();
+        run.failure = String::new();
+        run.reason = String::new();
+        run.node = None;
+        if let Some(d) = &mut run.decision {
+            d.signal = None;
+            d.avoid_nodes = Vec::new();
+            d.next_pod_name = None;
+        }
+    }
+    if let crate::eval::JobStatus::Failed { reason, .. } = &mut report.status {
+        *reason = String::new();
+    }
+}
+
+/// Retries granted and permanent failures per rule of one policy (`None`: the default).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct RuleCounts {
+    retries: BTreeMap<Option<usize>, u64>,
+    failures: BTreeMap<Option<usize>, u64>,
+}
+
+fn rule_key(r: RuleRef) -> Option<usize> {
+    match r {
+        RuleRef::Index(i) => Some(i),
+        RuleRef::Default => None,
+    }
+}
+
+fn label(policy: &str, rule: Option<usize>) -> String {
+    match rule {
+        Some(i) => format!("{policy}/{i}"),
+        None => format!("{policy}/default"),
+    }
+}
+
+impl Summary {
+    pub fn add(&mut self, report: &JobReport) {
+        self.jobs += 1;
+        self.runs += report.runs.len() as u64;
+        match report.status {
+            JobStatus::Succeeded { .. } => self.succeeded += 1,
+            JobStatus::Failed { .. } => self.failed += 1,
+            JobStatus::Cancelled { .. } => self.cancelled += 1,
+            JobStatus::Pending { .. } => self.pending += 1,
+        }
+        self.retries += u64::from(report.retries);
+        self.total_delay = GoDuration(self.total_delay.0.saturating_add(report.total_delay.0));
+        for run in &report.runs {
+            let Some(d) = &run.decision else { continue };
+            *self.decisions.entry(d.kind).or_default() += 1;
+            let retry = d.kind == DecisionKind::Retry;
+            if !retry && d.action() != Action::Fail {
+                continue;
+            }
+            let rule = d.policy.and_then(|p| report.policies.get(p)).zip(d.rule);
+            let Some((policy, rule)) = rule else {
+                if !retry {
+                    *self.failures_by_kind.entry(d.kind).or_default() += 1;
+                }
+                continue;
+            };
+            let i = match self.by_policy.iter().position(|(p, _)| p == policy) {
+                Some(i) => i,
+                None => {
+                    self.by_policy.push((policy.clone(), RuleCounts::default()));
+                    self.by_policy.len() - 1
+                }
+            };
+            let counts = &mut self.by_policy[i].1;
+            let map = if retry {
+                &mut counts.retries
+            } else {
+                &mut counts.failures
+            };
+            *map.entry(rule_key(rule)).or_default() += 1;
+        }
+        if !report.expectation_failures.is_empty() {
+            self.expectation_failed_jobs += 1;
+            if self.expectation_failed_ids.len() < MAX_LISTED_JOBS {
+                self.expectation_failed_ids.push(report.job_id.clone());
+            }
+        }
+        if !report.contradictions.is_empty() {
+            self.contradicted_jobs += 1;
+        }
+    }
+
+    /// `policy/rule` → retries granted.
+    pub fn retries_by_rule(&self) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for (p, c) in &self.by_policy {
+            for (&r, &n) in &c.retries {
+                out.insert(label(p, r), n);
+            }
+        }
+        out
+    }
+
+    /// `policy/rule` (or `(decision kind)` when no rule decided) → permanent failures.
+    pub fn failures_by_rule(&self) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for (p, c) in &self.by_policy {
+            for (&r, &n) in &c.failures {
+                out.insert(label(p, r), n);
+            }
+        }
+        for (k, &n) in &self.failures_by_kind {
+            out.insert(format!("({})", k.as_str()), n);
+        }
+        out
+    }
+}

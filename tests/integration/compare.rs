@@ -1,0 +1,179 @@
+//! `retryctl simulate --baseline` (SPEC §3.4): one history replayed under an old and a new
+//! policy set, and what the change does, with exact outcomes.
+
+use std::fs;
+use std::path::Path;
+use std::process::Output;
+
+use crate::support::{format_output, retryctl, temp_home};
+
+const QUEUE: &str = "apiVersion: armadaproject.io/v1beta1\nkind: Queue\nname: q\nretryPolicies: [p]\n";
+
+/// Old: one retry on preemption, exit code 2 retried. New: three retries on preemption,
+/// exit code 2 fails at once.
+const OLD: &str = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 1\n  rules:\n    - {action: Retry, onConditions: [Preempted]}\n    - {action: Retry, onExitCodes: {operator: In, values: [2]}}\n";
+const NEW: &str = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 3\n  rules:\n    - {action: Retry, onConditions: [Preempted]}\n    - {action: Fail, onExitCodes: {operator: In, values: [2]}}\n";
+
+/// a: rescued (a third run the old policy never starts, 1h); b: unchanged; c: lost (its
+/// second run, 1h, is no longer started); d: would retry past the end of its history.
+const HISTORY: &str = r#"{"job":{"id":"a","queue":"q"},"runs":[{"conditions":["Preempted"],"runFor":"10m"},{"conditions":["Preempted"],"runFor":"20m"},{"outcome":"succeeded","runFor":"1h"}]}
+{"job":{"id":"b","queue":"q"},"runs":[{"conditions":["Preempted"],"runFor":"5m"},{"outcome":"succeeded","runFor":"1h"}],"expect":{"final":"Failed"}}
+{"job":{"id":"c","queue":"q"},"runs":[{"containers":[{"name":"main","exitCode":2}],"runFor":"30m"},{"outcome":"succeeded","runFor":"1h"}]}
+{"job":{"id":"d","queue":"q"},"runs":[{"conditions":["Preempted"],"runFor":"1m"},{"conditions":["Preempted"],"runFor":"2m"}]}
+"#;
+
+fn setup(dir: &Path) {
+    for (sub, policy) in [("old", OLD), ("new", NEW)] {
+        fs::create_dir_all(dir.join(sub)).unwrap();
+        fs::write(dir.join(sub).join("p.yaml"), policy).unwrap();
+        fs::write(dir.join(sub).join("q.yaml"), QUEUE).unwrap();
+    }
+    fs::write(dir.join("h.jsonl"), HISTORY).unwrap();
+}
+
+fn compare(dir: &Path, extra: &[&str]) -> Output {
+    let home = temp_home();
+    retryctl(home.path())
+        .current_dir(dir)
+        .args(["simulate", "-f", "new", "--baseline", "old", "--history", "h.jsonl"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_table_names_each_changed_job_and_the_totals_like_a_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path());
+    // Job b's failing expectation is not checked in this mode: exit 0.
+    assert_eq!(
+        format_output(&compare(dir.path(), &[])),
+        "exit: 0
+--- stdout
+jobs the candidate policies change (baseline → candidate):
+  ~ a: Failed after 1 retry → Succeeded after 2 retries  (rescued)
+  ~ c: Succeeded after 1 retry → Failed after 0 retries  (lost)
+  ~ d: Failed after 1 retry → Pending after 2 retries  (toPending)
+
+Plan: 1 rescued, 1 lost, 1 → Pending, 0 other; 3 of 4 jobs change.
+  Succeeded → Failed: 1  (lost)
+  Failed → Succeeded: 1  (rescued)
+  Failed → Pending: 1  (would retry past the end of the recorded history)
+  retries:   +2 added, -1 removed
+  delay:     +2s added, -0s removed
+  compute:   +1h added, -1h removed (runFor of the runs one side starts and the other does not)
+--- stderr
+"
+    );
+}
+
+#[test]
+fn json_lists_changed_jobs_with_both_sides_and_the_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path());
+    let out = compare(dir.path(), &["-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &v["comparison"];
+    let changed: Vec<(String, String, u64, String, u64)> = c["changedJobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["job"].as_str().unwrap().to_string(),
+                j["baseline"]["final"].as_str().unwrap().to_string(),
+                j["baseline"]["retries"].as_u64().unwrap(),
+                j["candidate"]["final"].as_str().unwrap().to_string(),
+                j["candidate"]["retries"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let s = |x: &str| x.to_string();
+    assert_eq!(
+        changed,
+        vec![
+            (s("a"), s("Failed"), 1, s("Succeeded"), 2),
+            (s("c"), s("Succeeded"), 1, s("Failed"), 0),
+            (s("d"), s("Failed"), 1, s("Pending"), 2),
+        ]
+    );
+    assert_eq!(c["changedJobs"][0]["computeAdded"], "1h");
+    assert_eq!(c["changedJobs"][1]["computeRemoved"], "1h");
+    assert_eq!(
+        (c["jobs"].as_u64(), c["changed"].as_u64(), c["unchanged"].as_u64()),
+        (Some(4), Some(3), Some(1))
+    );
+    let t = &c["transitions"];
+    assert_eq!(
+        (
+            t["rescued"].as_u64(),
+            t["lost"].as_u64(),
+            t["toPending"].as_u64(),
+            t["other"].as_u64()
+        ),
+        (Some(1), Some(1), Some(1), Some(0))
+    );
+    assert_eq!(t["byState"]["Failed → Succeeded"], 1);
+    assert_eq!(c["retries"], serde_json::json!({"added": 2, "removed": 1}));
+    assert_eq!(c["delay"], serde_json::json!({"added": "2s", "removed": "0s"}));
+    assert_eq!(c["compute"], serde_json::json!({"added": "1h", "removed": "1h"}));
+}
+
+#[test]
+fn exit_code_says_whether_anything_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path());
+    assert_eq!(compare(dir.path(), &["--exit-code"]).status.code(), Some(1));
+    // The same policies on both sides: nothing changes, exit 0 even with --exit-code.
+    let home = temp_home();
+    let same = retryctl(home.path())
+        .current_dir(dir.path())
+        .args([
+            "simulate",
+            "-f",
+            "old",
+            "--baseline",
+            "old",
+            "--history",
+            "h.jsonl",
+            "--exit-code",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        format_output(&same),
+        "exit: 0
+--- stdout
+jobs the candidate policies change (baseline → candidate):
+  (none)
+
+Plan: 0 rescued, 0 lost, 0 → Pending, 0 other; 0 of 4 jobs change.
+  retries:   +0 added, -0 removed
+  delay:     +0s added, -0s removed
+  compute:   +0s added, -0s removed (runFor of the runs one side starts and the other does not)
+--- stderr
+"
+    );
+}
+
+#[test]
+fn a_job_one_side_cannot_replay_is_an_error_naming_the_side() {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path());
+    // The baseline's queue attaches a policy that the baseline does not define.
+    fs::write(
+        dir.path().join("old/q.yaml"),
+        "apiVersion: armadaproject.io/v1beta1\nkind: Queue\nname: q\nretryPolicies: [p, gone]\n",
+    )
+    .unwrap();
+    let out = compare(dir.path(), &["-o", "jsonl"]);
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error: h.jsonl:1: job `a`: baseline: policy `gone` (referenced by queue `q`) is not among the documents given with -f (known: `p`)\n"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("not compared: 4 jobs with errors"), "{stderr}");
+    assert_eq!(out.stdout, b"");
+}

@@ -1,0 +1,283 @@
+//! Bulk `simulate` and its traps (issue 11 item 6): stdin histories, the warnings that
+//! replace silent fallbacks, every unevaluated `expect` reported, a closed stdout, and a
+//! parallel run that is byte-identical to a single-threaded one.
+
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command as StdCommand, Stdio};
+
+use crate::support::{format_output, retryctl, temp_home};
+
+const INFRA: &str = "testdata/policies/valid/infra.yaml";
+const QUEUE: &str = "testdata/policies/valid/ml-queue.yaml";
+const OOM: &str = "testdata/policies/valid/ml-training-oom.yaml";
+
+/// Many jobs of every kind: retries, failures, a bad line, a missing policy (via a queue
+/// that is not given), expectations met and not.
+fn bulk_lines(n: usize) -> String {
+    let mut s = String::new();
+    for i in 0..n {
+        let line = match i % 7 {
+            0 => format!(
+                r#"{{"job":{{"id":"j{i}","queue":"ml-queue"}},"runs":[{{"node":"n{i}","conditions":["Preempted"]}},{{"node":"m{i}","outcome":"succeeded"}}],"expect":{{"final":"Succeeded"}}}}"#
+            ),
+            1 => format!(
+                r#"{{"job":{{"id":"j{i}","queue":"ml-queue"}},"runs":[{{"containers":[{{"name":"main","exitCode":137,"reason":"OOMKilled"}}]}},{{"containers":[{{"name":"main","exitCode":1}}]}}]}}"#
+            ),
+            2 => format!(r#"{{"job":{{"id":"j{i}","queue":"ml-queue"}},"runs":[{{"nodee":"x"}}]}}"#),
+            3 => r#"{"job":{"queue":"ml-queue","annotations":{"armadaproject.io/retry-policy":"gone"}},"runs":[{}]}"#
+                .to_string(),
+            4 => format!(
+                r#"{{"job":{{"id":"j{i}","queue":"ml-queue"}},"runs":[{{"conditions":["Evicted"]}}],"expect":{{"final":"Succeeded"}}}}"#
+            ),
+            5 => "not json".to_string(),
+            _ => format!(
+                r#"{{"job":{{"id":"j\u0041{i}","queue":"ml-queue","terminationGracePeriod":"30s"}},"runs":[{{"conditions":["Preempted"],"runFor":"1h"}},{{"outcome":"succeeded"}}]}}"#
+            ),
+        };
+        s.push_str(&line);
+        s.push('\n');
+    }
+    s
+}
+
+#[test]
+fn a_parallel_run_is_byte_identical_to_a_single_threaded_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bulk.jsonl");
+    // More lines than one chunk of work, so that several chunks are in flight.
+    fs::write(&file, bulk_lines(5000)).unwrap();
+    for format in ["table", "jsonl", "json", "yaml"] {
+        let run = |threads: &str| {
+            let home = temp_home();
+            retryctl(home.path())
+                .env("RAYON_NUM_THREADS", threads)
+                .args([
+                    "simulate",
+                    "-f",
+                    INFRA,
+                    "-f",
+                    OOM,
+                    "-f",
+                    QUEUE,
+                    "-o",
+                    format,
+                    "--history",
+                ])
+                .arg(&file)
+                .output()
+                .unwrap()
+        };
+        let (one, many) = (run("1"), run("4"));
+        assert_eq!(one.status.code(), Some(3), "{format}");
+        assert_eq!(format_output(&one), format_output(&many), "{format}");
+    }
+}
+
+#[test]
+fn history_from_stdin_as_json_lines_or_yaml() {
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .args(["simulate", "-f", INFRA, "--history", "-", "-o", "jsonl"])
+        .write_stdin("\n{\"job\":{\"id\":\"s1\"},\"runs\":[{\"conditions\":[\"Preempted\"]},{\"outcome\":\"succeeded\"}]}\n{\"runs\":[{\"outcome\":\"succeeded\"}]}\n")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    let jobs: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            format!(
+                "{} {}",
+                v["job"].as_str().unwrap(),
+                v["outcome"]["final"].as_str().unwrap()
+            )
+        })
+        .collect();
+    // The second line has no id: `stdin-LINE`, counting the blank first line.
+    assert_eq!(jobs, ["s1 Succeeded", "stdin-3 Succeeded"]);
+
+    let yaml = "apiVersion: armadaproject.io/v1\nkind: FailureHistory\nruns:\n  - conditions: [Evicted]\n  - outcome: succeeded\n";
+    let out = retryctl(home.path())
+        .args(["simulate", "-f", INFRA, "--history", "-", "-o", "json"])
+        .write_stdin(yaml)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["jobs"][0]["job"], "stdin");
+    assert_eq!(v["jobs"][0]["outcome"]["text"], "Succeeded at run 1 after 1 retry");
+}
+
+#[test]
+fn warns_when_no_policy_file_is_given() {
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .args([
+            "simulate",
+            "--history",
+            "testdata/histories/cuda-error.yaml",
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("warning: no -f given: no retry policy applies, every job follows the legacy behaviour (a failed run is final)\n"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn warns_once_per_queue_not_among_the_documents_and_when_retry_policy_is_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("h.jsonl");
+    fs::write(
+        &file,
+        "{\"job\":{\"id\":\"a\",\"queue\":\"other\"},\"runs\":[{\"outcome\":\"succeeded\"}]}\n{\"job\":{\"id\":\"b\",\"queue\":\"other\"},\"runs\":[{\"outcome\":\"succeeded\"}]}\n",
+    )
+    .unwrap();
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .args([
+            "simulate",
+            "-f",
+            INFRA,
+            "-f",
+            OOM,
+            "--retry-policy",
+            "infra",
+            "-o",
+            "jsonl",
+            "--history",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.lines().next(),
+        Some("warning: job `a`: queue `other` is not among the documents given with -f; using --retry-policy (`infra`) for the jobs of this queue")
+    );
+    assert_eq!(stderr.matches("is not among the documents").count(), 1, "{stderr}");
+
+    // Every job's queue is given: --retry-policy is never used, and that is said.
+    let out = retryctl(home.path())
+        .args([
+            "simulate",
+            "-f",
+            INFRA,
+            "-f",
+            OOM,
+            "-f",
+            QUEUE,
+            "--retry-policy",
+            "infra",
+        ])
+        .args(["--history", "testdata/histories/design-composition.yaml", "-o", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "warning: --retry-policy was ignored: every job's queue is among the documents, and its queue's policies applied\n"
+    );
+}
+
+#[test]
+fn every_run_after_the_end_with_expectations_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("h.yaml");
+    fs::write(
+        &file,
+        "apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob: {id: j}\nruns:\n  - outcome: succeeded\n  - expect: {action: Retry}\n  - conditions: [Evicted]\n  - expect: {action: Fail}\nexpect: {retries: 1}\n",
+    )
+    .unwrap();
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .args(["simulate", "-f", INFRA, "-o", "json", "--history"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["jobs"][0]["expectationFailures"],
+        serde_json::json!([
+            "run 1: has expectations but is never evaluated (the job ended at run 0)",
+            "run 3: has expectations but is never evaluated (the job ended at run 0)",
+            "job: expected retries `1`, got `0`"
+        ])
+    );
+}
+
+#[test]
+fn a_closed_stdout_is_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bulk.jsonl");
+    let line = "{\"runs\":[{\"conditions\":[\"Preempted\"]},{\"outcome\":\"succeeded\"}]}\n";
+    fs::write(&file, line.repeat(200_000)).unwrap();
+    let home = temp_home();
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("retryctl"))
+        .current_dir(crate::support::root())
+        .env_clear()
+        .env("HOME", home.path())
+        .env("NO_COLOR", "1")
+        .args(["simulate", "-f", INFRA, "-o", "jsonl", "--history"])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Like `| head -1`: read one line, then close the pipe.
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("{\"job\":\"bulk-1\""), "{first}");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("error"));
+    let _ = std::io::stdout().flush();
+}
+
+#[test]
+fn stdin_is_read_once() {
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .args(["simulate", "-f", "-", "--history", "-"])
+        .write_stdin("")
+        .output()
+        .unwrap();
+    assert_eq!(
+        format_output(&out),
+        "exit: 2\n--- stdout\n--- stderr\nerror: stdin can be read once: give either `--history -` or `-f -`, not both\n"
+    );
+}
+
+#[test]
+fn retry_policy_used_by_a_job_without_queue_is_not_called_ignored() {
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .args([
+            "simulate",
+            "-f",
+            INFRA,
+            "-f",
+            OOM,
+            "--retry-policy",
+            "infra",
+            "--history",
+            "-",
+            "-o",
+            "jsonl",
+        ])
+        .write_stdin("{\"runs\":[{\"conditions\":[\"Preempted\"]},{\"outcome\":\"succeeded\"}]}\n")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["policies"], serde_json::json!(["infra"]));
+}
