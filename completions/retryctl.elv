@@ -42,6 +42,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand completion 'Print a shell completion script'
             cand config 'Show or change the armadactl config file'
             cand version 'Print the client version, and the server''s dialect when it is reachable'
+            cand history 'Export a real cluster''s failure history from Armada''s Lookout as FailureHistory documents'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'retryctl;validate'= {
@@ -1016,6 +1017,31 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'retryctl;history'= {
+            cand --queue 'Only jobs of this queue'
+            cand --jobset 'Only jobs of this job set'
+            cand --job 'Only this job (repeatable)'
+            cand --since 'Only jobs submitted within this duration before now (`7d`, `36h`)'
+            cand --from 'Only jobs submitted at or after this RFC 3339 time'
+            cand --to 'Only jobs submitted before this RFC 3339 time'
+            cand --lookout-db 'Lookout''s PostgreSQL database (`postgresql://user:password@host:5432/lookout`)'
+            cand --lookout-url 'Lookout''s REST API (`http://lookout:10000`); auth as for the Armada API'
+            cand -o 'Output format: one JSON document a line, or YAML documents'
+            cand --output 'Output format: one JSON document a line, or YAML documents'
+            cand --output-file 'Write to this file instead of stdout'
+            cand --armada-url 'Armada REST base URL (default: $ARMADA_URL, the context''s `armadaRestUrl`, then http://localhost:8080)'
+            cand -c 'Context of the config file to use instead of its `currentContext`'
+            cand --context 'Context of the config file to use instead of its `currentContext`'
+            cand --config 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)'
+            cand --timeout 'Timeout of each request to the server, as a duration (`10s`, `500ms`)'
+            cand --color 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset'
+            cand -v 'Log each request and its status to stderr (credentials are never printed)'
+            cand --verbose 'Log each request and its status to stderr (credentials are never printed)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'retryctl;help'= {
             cand validate 'Parse, validate and lint documents offline'
             cand create 'Create every document of the files (fails on an existing name), or a queue from flags'
@@ -1029,6 +1055,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand completion 'Print a shell completion script'
             cand config 'Show or change the armadactl config file'
             cand version 'Print the client version, and the server''s dialect when it is reachable'
+            cand history 'Export a real cluster''s failure history from Armada''s Lookout as FailureHistory documents'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'retryctl;help;validate'= {
@@ -1090,6 +1117,8 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;help;config;use-context'= {
         }
         &'retryctl;help;version'= {
+        }
+        &'retryctl;help;history'= {
         }
         &'retryctl;help;help'= {
         }

@@ -46,6 +46,7 @@ complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "serve" -d 'Run a 
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "completion" -d 'Print a shell completion script'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "config" -d 'Show or change the armadactl config file'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "version" -d 'Print the client version, and the server\'s dialect when it is reachable'
+complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "history" -d 'Export a real cluster\'s failure history from Armada\'s Lookout as FailureHistory documents'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s o -l output -d 'Report format' -r -f -a "text\t'Human-readable findings on stderr, a summary on stdout'
@@ -834,19 +835,41 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l client -d 
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "validate" -d 'Parse, validate and lint documents offline'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "create" -d 'Create every document of the files (fails on an existing name), or a queue from flags'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "get" -d 'Show retry policies or queues'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "update" -d 'Replace existing resources from files, or change a queue in place'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "apply" -d 'Create or update every document of the files'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "diff" -d 'Show how the files differ from the server (exit 0 same, 1 different)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "delete" -d 'Delete retry policies or queues'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "simulate" -d 'Replay failure histories through the retry evaluator'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "serve" -d 'Run a local Armada-compatible API server with SQLite storage'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "completion" -d 'Print a shell completion script'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "config" -d 'Show or change the armadactl config file'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "version" -d 'Print the client version, and the server\'s dialect when it is reachable'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l queue -d 'Only jobs of this queue' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l jobset -d 'Only jobs of this job set' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l job -d 'Only this job (repeatable)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l since -d 'Only jobs submitted within this duration before now (`7d`, `36h`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l from -d 'Only jobs submitted at or after this RFC 3339 time' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l to -d 'Only jobs submitted before this RFC 3339 time' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l lookout-db -d 'Lookout\'s PostgreSQL database (`postgresql://user:password@host:5432/lookout`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l lookout-url -d 'Lookout\'s REST API (`http://lookout:10000`); auth as for the Armada API' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s o -l output -d 'Output format: one JSON document a line, or YAML documents' -r -f -a "jsonl\t''
+yaml\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l output-file -d 'Write to this file instead of stdout' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version history help" -f -a "validate" -d 'Parse, validate and lint documents offline'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version history help" -f -a "create" -d 'Create every document of the files (fails on an existing name), or a queue from flags'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version history help" -f -a "get" -d 'Show retry policies or queues'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version history help" -f -a "update" -d 'Replace existing resources from files, or change a queue in place'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version history help" -f -a "apply" -d 'Create or update every document of the files'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version history help" -f -a "diff" -d 'Show how the files differ from the server (exit 0 same, 1 different)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version history help" -f -a "delete" -d 'Delete retry policies or queues'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version history help" -f -a "simulate" -d 'Replay failure histories through the retry evaluator'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version history help" -f -a "serve" -d 'Run a local Armada-compatible API server with SQLite storage'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version history help" -f -a "completion" -d 'Print a shell completion script'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version history help" -f -a "config" -d 'Show or change the armadactl config file'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version history help" -f -a "version" -d 'Print the client version, and the server\'s dialect when it is reachable'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version history help" -f -a "history" -d 'Export a real cluster\'s failure history from Armada\'s Lookout as FailureHistory documents'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate serve completion config version history help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_subcommand_from create" -f -a "queue" -d 'Create a queue from flags'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_subcommand_from create" -f -a "retrypolicy" -d 'Create retry policies from files (only RetryPolicy documents are accepted)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_subcommand_from get" -f -a "retrypolicy" -d 'Retry policies: one or more by name, or all'

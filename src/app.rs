@@ -41,5 +41,6 @@ pub fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result
         Command::Serve(args) => commands::serve::run(&mut ctx, &args),
         Command::Config(args) => commands::config::run(&mut ctx, &args),
         Command::Version(args) => commands::version::run(&mut ctx, &args),
+        Command::History(args) => commands::history::run(&mut ctx, &args),
     }
 }

@@ -82,6 +82,50 @@ pub enum Command {
     Config(ConfigArgs),
     /// Print the client version, and the server's dialect when it is reachable.
     Version(VersionArgs),
+    /// Export a real cluster's failure history from Armada's Lookout as FailureHistory documents.
+    History(HistoryArgs),
+}
+
+/// `retryctl history` (SPEC §3.3).
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["lookout_db", "lookout_url"])))]
+pub struct HistoryArgs {
+    /// Only jobs of this queue.
+    #[arg(long, value_name = "QUEUE")]
+    pub queue: String,
+    /// Only jobs of this job set.
+    #[arg(long, value_name = "JOBSET")]
+    pub jobset: Option<String>,
+    /// Only this job (repeatable).
+    #[arg(long = "job", value_name = "ID")]
+    pub jobs: Vec<String>,
+    /// Only jobs submitted within this duration before now (`7d`, `36h`).
+    #[arg(long, value_name = "DURATION", conflicts_with_all = ["from", "to"])]
+    pub since: Option<String>,
+    /// Only jobs submitted at or after this RFC 3339 time.
+    #[arg(long, value_name = "TIME")]
+    pub from: Option<String>,
+    /// Only jobs submitted before this RFC 3339 time.
+    #[arg(long, value_name = "TIME")]
+    pub to: Option<String>,
+    /// Lookout's PostgreSQL database (`postgresql://user:password@host:5432/lookout`).
+    #[arg(long, value_name = "DSN", env = "LOOKOUT_DB", hide_env_values = true)]
+    pub lookout_db: Option<String>,
+    /// Lookout's REST API (`http://lookout:10000`); auth as for the Armada API.
+    #[arg(long, value_name = "URL")]
+    pub lookout_url: Option<String>,
+    /// Output format: one JSON document a line, or YAML documents.
+    #[arg(short = 'o', long, value_enum, default_value_t = HistoryOutput::Jsonl)]
+    pub output: HistoryOutput,
+    /// Write to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistoryOutput {
+    Jsonl,
+    Yaml,
 }
 
 /// `-f PATH...` with `-R`, shared by every file-reading command.

@@ -9,6 +9,7 @@ pub mod create;
 pub mod delete;
 pub mod diff;
 pub mod get;
+pub mod history;
 pub mod remote;
 pub mod serve;
 pub mod simulate;

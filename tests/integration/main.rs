@@ -7,6 +7,7 @@ mod client_errors;
 mod completion;
 mod config;
 mod crud;
+mod history;
 mod serve;
 mod serve_process;
 mod serve_stress;
