@@ -400,3 +400,38 @@ fn rest_source_errors_exit_4_and_5() {
     );
     assert!(!err.contains("hunter2"));
 }
+
+#[test]
+fn an_unnamed_container_is_matched_only_by_rules_without_container_name() {
+    let home = temp_home();
+    let h = home.path().join("h.jsonl");
+    std::fs::write(
+        &h,
+        r#"{"apiVersion":"armadaproject.io/v1","kind":"FailureHistory","job":{"id":"j","queue":"ml"},"runs":[{"node":"n1","runFor":"1m","containers":[{"exitCode":137}]},{"node":"n2","outcome":"succeeded"}]}"#,
+    )
+    .unwrap();
+    let policy = |container: &str| {
+        let p = home.path().join(format!("p{}.yaml", container.len()));
+        std::fs::write(
+            &p,
+            format!(
+                "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {{name: p}}\nspec:\n  rules:\n    - action: Retry\n      {container}onExitCodes: {{operator: In, values: [137]}}\n"
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let decision = |p: &Path| -> Value {
+        let out = retryctl(home.path())
+            .args(["simulate", "--retry-policy", "p", "-o", "jsonl", "-f"])
+            .arg(p)
+            .arg("--history")
+            .arg(&h)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+        v["runs"][0]["decision"].clone()
+    };
+    assert_eq!(decision(&policy("")), json!("retry"));
+    assert_eq!(decision(&policy("containerName: main\n      ")), json!("fail_default"));
+}
