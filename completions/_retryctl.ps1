@@ -43,6 +43,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Show or change the armadactl config file')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print the client version, and the server''s dialect when it is reachable')
             [CompletionResult]::new('describe', 'describe', [CompletionResultType]::ParameterValue, 'Explain a retry policy or queue in words: limits, backoff schedule, who uses it')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Export a real cluster''s failure history from Armada''s Lookout as FailureHistory documents')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Parse, validate and lint documents offline')
             [CompletionResult]::new('completion', 'completion', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
@@ -1269,6 +1270,32 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
         'retryctl;describe;help;help' {
             break
         }
+        'retryctl;history' {
+            [CompletionResult]::new('--queue', '--queue', [CompletionResultType]::ParameterName, 'Only jobs of this queue')
+            [CompletionResult]::new('--jobset', '--jobset', [CompletionResultType]::ParameterName, 'Only jobs of this job set')
+            [CompletionResult]::new('--job', '--job', [CompletionResultType]::ParameterName, 'Only this job (repeatable)')
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Only jobs submitted within this duration before now (`7d`, `36h`)')
+            [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'Only jobs submitted at or after this RFC 3339 time')
+            [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Only jobs submitted before this RFC 3339 time')
+            [CompletionResult]::new('--lookout-db', '--lookout-db', [CompletionResultType]::ParameterName, 'Lookout''s PostgreSQL database (`postgresql://user:password@host:5432/lookout`)')
+            [CompletionResult]::new('--lookout-url', '--lookout-url', [CompletionResultType]::ParameterName, 'Lookout''s REST API (`http://lookout:10000`); auth as for the Armada API')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format: one JSON document a line, or YAML documents')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format: one JSON document a line, or YAML documents')
+            [CompletionResult]::new('--output-file', '--output-file', [CompletionResultType]::ParameterName, 'Write to this file instead of stdout')
+            [CompletionResult]::new('--armada-url', '--armada-url', [CompletionResultType]::ParameterName, 'Armada REST base URL (default: $ARMADA_URL, the context''s `armadaRestUrl`, then http://localhost:8080)')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Timeout of each request to the server, as a duration (`10s`, `500ms`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log each request and its status to stderr (credentials are never printed)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log each request and its status to stderr (credentials are never printed)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'retryctl;help' {
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Parse, validate and lint documents offline')
             [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Create every document of the files (fails on an existing name), or a queue from flags')
@@ -1285,6 +1312,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('describe', 'describe', [CompletionResultType]::ParameterValue, 'Explain a retry policy or queue in words: limits, backoff schedule, who uses it')
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Document the fields of a resource (`retrypolicy.spec.rules`)')
             [CompletionResult]::new('schema', 'schema', [CompletionResultType]::ParameterValue, 'Print the JSON Schema (draft 2020-12) of a document kind, for editors')
+            [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Export a real cluster''s failure history from Armada''s Lookout as FailureHistory documents')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -1387,6 +1415,9 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             break
         }
         'retryctl;help;schema' {
+            break
+        }
+        'retryctl;help;history' {
             break
         }
         'retryctl;help;help' {

@@ -46,6 +46,9 @@ _retryctl() {
             retryctl,help)
                 cmd="retryctl__subcmd__help"
                 ;;
+            retryctl,history)
+                cmd="retryctl__subcmd__history"
+                ;;
             retryctl,schema)
                 cmd="retryctl__subcmd__schema"
                 ;;
@@ -268,6 +271,9 @@ _retryctl() {
             retryctl__subcmd__help,help)
                 cmd="retryctl__subcmd__help__subcmd__help"
                 ;;
+            retryctl__subcmd__help,history)
+                cmd="retryctl__subcmd__help__subcmd__history"
+                ;;
             retryctl__subcmd__help,schema)
                 cmd="retryctl__subcmd__help__subcmd__schema"
                 ;;
@@ -371,7 +377,7 @@ _retryctl() {
 
     case "${cmd}" in
         retryctl)
-            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version create get update apply diff delete simulate config version describe help validate completion explain schema serve"
+            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version create get update apply diff delete simulate config version describe history help validate completion explain schema serve"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1699,7 +1705,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__help)
-            opts="validate create get update apply diff delete simulate serve completion config version describe explain schema help"
+            opts="validate create get update apply diff delete simulate serve completion config version describe explain schema history help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2020,6 +2026,20 @@ _retryctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        retryctl__subcmd__help__subcmd__history)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         retryctl__subcmd__help__subcmd__schema)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -2125,6 +2145,88 @@ _retryctl() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        retryctl__subcmd__history)
+            opts="-o -c -v -h -V --queue --jobset --job --since --from --to --lookout-db --lookout-url --output --output-file --armada-url --context --config --timeout --verbose --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --queue)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --jobset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --job)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lookout-db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lookout-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "jsonl yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "jsonl yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --output-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --armada-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

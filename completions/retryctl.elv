@@ -40,6 +40,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand config 'Show or change the armadactl config file'
             cand version 'Print the client version, and the server''s dialect when it is reachable'
             cand describe 'Explain a retry policy or queue in words: limits, backoff schedule, who uses it'
+            cand history 'Export a real cluster''s failure history from Armada''s Lookout as FailureHistory documents'
             cand help 'Print this message or the help of the given subcommand(s)'
             cand validate 'Parse, validate and lint documents offline'
             cand completion 'Print a shell completion script'
@@ -1185,6 +1186,31 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         }
         &'retryctl;describe;help;help'= {
         }
+        &'retryctl;history'= {
+            cand --queue 'Only jobs of this queue'
+            cand --jobset 'Only jobs of this job set'
+            cand --job 'Only this job (repeatable)'
+            cand --since 'Only jobs submitted within this duration before now (`7d`, `36h`)'
+            cand --from 'Only jobs submitted at or after this RFC 3339 time'
+            cand --to 'Only jobs submitted before this RFC 3339 time'
+            cand --lookout-db 'Lookout''s PostgreSQL database (`postgresql://user:password@host:5432/lookout`)'
+            cand --lookout-url 'Lookout''s REST API (`http://lookout:10000`); auth as for the Armada API'
+            cand -o 'Output format: one JSON document a line, or YAML documents'
+            cand --output 'Output format: one JSON document a line, or YAML documents'
+            cand --output-file 'Write to this file instead of stdout'
+            cand --armada-url 'Armada REST base URL (default: $ARMADA_URL, the context''s `armadaRestUrl`, then http://localhost:8080)'
+            cand -c 'Context of the config file to use instead of its `currentContext`'
+            cand --context 'Context of the config file to use instead of its `currentContext`'
+            cand --config 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)'
+            cand --timeout 'Timeout of each request to the server, as a duration (`10s`, `500ms`)'
+            cand --color 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset'
+            cand -v 'Log each request and its status to stderr (credentials are never printed)'
+            cand --verbose 'Log each request and its status to stderr (credentials are never printed)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'retryctl;help'= {
             cand validate 'Parse, validate and lint documents offline'
             cand create 'Create every document of the files (fails on an existing name), or a queue from flags'
@@ -1201,6 +1227,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand describe 'Explain a retry policy or queue in words: limits, backoff schedule, who uses it'
             cand explain 'Document the fields of a resource (`retrypolicy.spec.rules`)'
             cand schema 'Print the JSON Schema (draft 2020-12) of a document kind, for editors'
+            cand history 'Export a real cluster''s failure history from Armada''s Lookout as FailureHistory documents'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'retryctl;help;validate'= {
@@ -1274,6 +1301,8 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;help;explain'= {
         }
         &'retryctl;help;schema'= {
+        }
+        &'retryctl;help;history'= {
         }
         &'retryctl;help;help'= {
         }

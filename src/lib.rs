@@ -14,6 +14,7 @@ pub mod config;
 pub mod diag;
 pub mod error;
 pub mod eval;
+pub mod history;
 pub mod input;
 pub mod model;
 pub mod output;

@@ -159,6 +159,9 @@ pub enum Command {
     /// Print the JSON Schema (draft 2020-12) of a document kind, for editors.
     #[command(after_help = EX_SCHEMA)]
     Schema(SchemaArgs),
+    /// Export a real cluster's failure history from Armada's Lookout as FailureHistory documents.
+    #[command(after_help = EX_HISTORY)]
+    History(HistoryArgs),
 }
 
 #[derive(Debug, Args)]
@@ -228,6 +231,48 @@ pub enum SchemaKind {
     Retrypolicy,
     #[value(alias = "q")]
     Queue,
+}
+
+/// `retryctl history` (SPEC §3.3).
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["lookout_db", "lookout_url"])))]
+pub struct HistoryArgs {
+    /// Only jobs of this queue.
+    #[arg(long, value_name = "QUEUE")]
+    pub queue: String,
+    /// Only jobs of this job set.
+    #[arg(long, value_name = "JOBSET")]
+    pub jobset: Option<String>,
+    /// Only this job (repeatable).
+    #[arg(long = "job", value_name = "ID")]
+    pub jobs: Vec<String>,
+    /// Only jobs submitted within this duration before now (`7d`, `36h`).
+    #[arg(long, value_name = "DURATION", conflicts_with_all = ["from", "to"])]
+    pub since: Option<String>,
+    /// Only jobs submitted at or after this RFC 3339 time.
+    #[arg(long, value_name = "TIME")]
+    pub from: Option<String>,
+    /// Only jobs submitted before this RFC 3339 time.
+    #[arg(long, value_name = "TIME")]
+    pub to: Option<String>,
+    /// Lookout's PostgreSQL database (`postgresql://user:password@host:5432/lookout`).
+    #[arg(long, value_name = "DSN", env = "LOOKOUT_DB", hide_env_values = true)]
+    pub lookout_db: Option<String>,
+    /// Lookout's REST API (`http://lookout:10000`); auth as for the Armada API.
+    #[arg(long, value_name = "URL")]
+    pub lookout_url: Option<String>,
+    /// Output format: one JSON document a line, or YAML documents.
+    #[arg(short = 'o', long, value_enum, default_value_t = HistoryOutput::Jsonl)]
+    pub output: HistoryOutput,
+    /// Write to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistoryOutput {
+    Jsonl,
+    Yaml,
 }
 
 /// `-f PATH...` with `-R`, shared by every file-reading command.
@@ -792,6 +837,11 @@ const EX_EXPLAIN: &str = "Examples:\n  retryctl explain retrypolicy
 const EX_SCHEMA: &str =
     "Examples:\n  retryctl schema retrypolicy > retrypolicy.schema.json   # for yaml-language-server
   retryctl schema queue";
+
+const EX_HISTORY: &str = "Examples:
+  retryctl history --lookout-db postgresql://lookout:***@db:5432/lookout --queue ml --since 7d > week.jsonl
+  retryctl history --lookout-url http://lookout:10000 --queue ml --jobset nightly -o yaml
+  retryctl simulate -f new/ --baseline old/ --history week.jsonl";
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,7 @@ pub mod describe;
 pub mod diff;
 pub mod explain;
 pub mod get;
+pub mod history;
 pub mod remote;
 pub mod schema;
 pub mod serve;
@@ -43,5 +44,6 @@ pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitC
         Command::Describe(args) => describe::run(ctx, &args),
         Command::Explain(args) => explain::run(ctx, &args),
         Command::Schema(args) => schema::run(ctx, &args),
+        Command::History(args) => history::run(ctx, &args),
     }
 }

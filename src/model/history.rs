@@ -14,6 +14,10 @@
 //!   config reload in the middle of a job's life (SPEC §2.4).
 //! - pod-level `conditions` take `Evicted`, `Preempted`, `DeadlineExceeded`, `Unschedulable`;
 //!   `OOMKilled` is a container `reason` and is rejected at pod level with that advice.
+//! - a container's `name` may be left out (SPEC §3.3: Lookout keeps no container names). An
+//!   unnamed container is held as an empty `name` (see [`Container::name`]), so the evaluator,
+//!   which compares names, matches it only with rules that have no `containerName`; an
+//!   explicitly empty `name: ""` is still an error.
 
 use std::collections::BTreeMap;
 
@@ -88,6 +92,7 @@ pub enum StartedAt {
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Container {
+    /// Empty when the history gives no name (Lookout imports); see [`Container::name`].
     pub name: String,
     pub init: bool,
     pub exit_code: i64,
@@ -96,6 +101,11 @@ pub struct Container {
 }
 
 impl Container {
+    /// The container's name, `None` for an unnamed container.
+    pub fn name(&self) -> Option<&str> {
+        (!self.name.is_empty()).then_some(self.name.as_str())
+    }
+
     /// SPEC §2.2: failed means a non-zero exit code or an OOM kill.
     pub fn failed(&self) -> bool {
         self.exit_code != 0 || self.reason.as_deref() == Some("OOMKilled")
@@ -383,8 +393,18 @@ fn decode_run(dec: &mut Decoder, node: &Node, path: &str) -> Run {
                     continue;
                 };
                 let mut c = Container::default();
-                if let Some(n) = dec.require(&cf, item, "name") {
-                    c.name = dec.string(n, &cf.path_of("name")).unwrap_or_default();
+                if let Some(n) = cf.get("name") {
+                    let np = cf.path_of("name");
+                    match dec.string(n, &np) {
+                        Some(s) if s.is_empty() => dec.error(
+                            n,
+                            "invalid-value",
+                            &np,
+                            "container name must not be empty; leave `name` out for an unnamed container",
+                        ),
+                        Some(s) => c.name = s,
+                        None => {}
+                    }
                 }
                 if let Some(n) = cf.get("init") {
                     c.init = dec.bool(n, &cf.path_of("init")).unwrap_or_default();
@@ -484,17 +504,109 @@ pub fn validate_failure_history(history: &FailureHistory) -> Vec<Diagnostic> {
                 ));
             }
         }
-        for (c, container) in run.containers.iter().enumerate() {
-            if container.name.is_empty() {
-                out.push(Diagnostic::error(
-                    "invalid-value",
-                    format!("runs[{i}].containers[{c}].name"),
-                    "container name must not be empty",
-                ));
-            }
-        }
     }
     out
+}
+
+/// The document as JSON (one line of `retryctl history`'s JSON Lines), in the field order of
+/// SPEC §3.1, leaving out what is unset so `decode_failure_history` reads back the same value.
+/// An unnamed container is written without `name`. Memory is written in bytes.
+pub fn failure_history_json(h: &FailureHistory) -> serde_json::Value {
+    use serde_json::{json, Map, Value};
+    let mut job = Map::new();
+    if !h.job.id.is_empty() {
+        job.insert("id".into(), json!(h.job.id));
+    }
+    if let Some(q) = &h.job.queue {
+        job.insert("queue".into(), json!(q));
+    }
+    if !h.job.annotations.is_empty() {
+        job.insert("annotations".into(), json!(h.job.annotations));
+    }
+    if let Some(g) = h.job.termination_grace_period {
+        job.insert("terminationGracePeriod".into(), json!(g.to_string()));
+    }
+    if let Some(m) = h.job.memory {
+        job.insert("memory".into(), json!(format!("{m:.0}")));
+    }
+    if let Some(t) = h.job.submitted_at {
+        job.insert("submittedAt".into(), json!(t.to_string()));
+    }
+    let runs: Vec<Value> = h
+        .runs
+        .iter()
+        .map(|r| {
+            let mut m = Map::new();
+            if let Some(n) = &r.node {
+                m.insert("node".into(), json!(n));
+            }
+            match r.started_at {
+                Some(StartedAt::Offset(d)) => {
+                    m.insert("startedAt".into(), json!(d.to_string()));
+                }
+                Some(StartedAt::Absolute(t)) => {
+                    m.insert("startedAt".into(), json!(t.to_string()));
+                }
+                None if r.queued_for.0 != 0 => {
+                    m.insert("queuedFor".into(), json!(r.queued_for.to_string()));
+                }
+                None => {}
+            }
+            if r.run_for.0 != 0 {
+                m.insert("runFor".into(), json!(r.run_for.to_string()));
+            }
+            if !r.conditions.is_empty() {
+                let c: Vec<&str> = r.conditions.iter().map(|c| c.as_str()).collect();
+                m.insert("conditions".into(), json!(c));
+            }
+            if let Some(d) = r.termination_confirmed_after {
+                m.insert("terminationConfirmedAfter".into(), json!(d.to_string()));
+            }
+            if !r.containers.is_empty() {
+                let cs: Vec<Value> = r
+                    .containers
+                    .iter()
+                    .map(|c| {
+                        let mut cm = Map::new();
+                        if let Some(n) = c.name() {
+                            cm.insert("name".into(), json!(n));
+                        }
+                        if c.init {
+                            cm.insert("init".into(), json!(true));
+                        }
+                        cm.insert("exitCode".into(), json!(c.exit_code));
+                        if let Some(x) = &c.reason {
+                            cm.insert("reason".into(), json!(x));
+                        }
+                        if let Some(x) = &c.message {
+                            cm.insert("message".into(), json!(x));
+                        }
+                        Value::Object(cm)
+                    })
+                    .collect();
+                m.insert("containers".into(), Value::Array(cs));
+            }
+            if let Some(c) = &r.category {
+                m.insert("category".into(), json!(c));
+            }
+            if let Some(c) = &r.subcategory {
+                m.insert("subcategory".into(), json!(c));
+            }
+            if r.outcome != Outcome::Failed {
+                m.insert("outcome".into(), json!(r.outcome.as_str()));
+            }
+            if let Some(g) = r.global_max_retries {
+                m.insert("globalMaxRetries".into(), json!(g));
+            }
+            Value::Object(m)
+        })
+        .collect();
+    let mut top = Map::new();
+    top.insert("apiVersion".into(), json!("armadaproject.io/v1"));
+    top.insert("kind".into(), json!("FailureHistory"));
+    top.insert("job".into(), Value::Object(job));
+    top.insert("runs".into(), Value::Array(runs));
+    Value::Object(top)
 }
 
 /// An instant, as nanoseconds since the Unix epoch (UTC).

@@ -6,6 +6,7 @@
 //! `explain` from `model::fields`). Must not: do network I/O, read files, or decide exit codes.
 
 pub mod describe;
+pub mod history;
 pub mod jsonpath;
 pub mod report;
 pub mod resources;

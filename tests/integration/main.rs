@@ -9,6 +9,7 @@ mod compare;
 mod completion;
 mod config;
 mod crud;
+mod history;
 mod kubectl;
 mod serve;
 mod serve_process;

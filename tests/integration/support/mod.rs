@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
+pub mod pg;
 pub mod server;
 
 /// The repository root (where Cargo.toml is).

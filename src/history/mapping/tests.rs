@@ -1,0 +1,319 @@
+//! Table tests of the Lookout → FailureHistory mapping: one row per run state and per time
+//! oddity, each asserting the run written (as the JSON `history` writes) and the counts.
+
+use std::io::Write;
+
+use super::*;
+use crate::model::history::failure_history_json;
+
+fn t(s: &str) -> Option<Timestamp> {
+    Some(Timestamp::parse(s).unwrap())
+}
+
+fn zlib(text: &str) -> Vec<u8> {
+    let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(text.as_bytes()).unwrap();
+    e.finish().unwrap()
+}
+
+fn job(runs: Vec<RunRow>) -> LookoutJob {
+    LookoutJob {
+        job: JobRow {
+            job_id: "j1".into(),
+            queue: "ml".into(),
+            jobset: "set".into(),
+            memory: Some(8 * 1024 * 1024 * 1024),
+            submitted: t("2026-01-01T00:00:00Z"),
+            annotations: Some(serde_json::json!({"armadaproject.io/retry-policy": "extra"})),
+        },
+        runs,
+    }
+}
+
+/// A run leased at minute `m`, started 10s later, finished 1m after that.
+fn run(id: &str, m: u32, state: i16) -> RunRow {
+    RunRow {
+        run_id: id.into(),
+        node: Some(format!("node-{id}")),
+        state,
+        leased: t(&format!("2026-01-01T00:{m:02}:00Z")),
+        pending: t(&format!("2026-01-01T00:{m:02}:05Z")),
+        started: t(&format!("2026-01-01T00:{m:02}:10Z")),
+        finished: t(&format!("2026-01-01T00:{:02}:10Z", m + 1)),
+        ..RunRow::default()
+    }
+}
+
+fn runs_json(m: &Mapped) -> String {
+    match &m.history {
+        Some(h) => failure_history_json(h)["runs"].to_string(),
+        None => "none".into(),
+    }
+}
+
+#[test]
+fn each_run_state_maps_as_the_module_table_says() {
+    let failed = |code: Option<i32>, cat: Option<&str>, err: ErrorText| {
+        let mut r = run("a", 1, state::FAILED);
+        r.exit_code = code;
+        r.category = cat.map(String::from);
+        r.subcategory = cat.map(|_| "xid-79".to_string());
+        r.error = err;
+        r
+    };
+    let with = |state: i16| run("a", 1, state);
+    let base = r#""node":"node-a","queuedFor":"1m10s","runFor":"1m""#;
+    let cases: Vec<(&str, RunRow, String, Notes)> = vec![
+        (
+            "failed with everything",
+            failed(
+                Some(137),
+                Some("gpu"),
+                ErrorText::Zlib(zlib("CUDA error: uncorrectable ECC")),
+            ),
+            format!(
+                r#"[{{{base},"containers":[{{"exitCode":137,"message":"CUDA error: uncorrectable ECC"}}],"category":"gpu","subcategory":"xid-79"}}]"#
+            ),
+            Notes {
+                runs: 1,
+                first_exit_code_only: 1,
+                ..Notes::default()
+            },
+        ),
+        (
+            "failed, stored (level 0) zlib, no category",
+            failed(
+                Some(1),
+                None,
+                ErrorText::Zlib({
+                    let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::none());
+                    e.write_all(b"boom").unwrap();
+                    e.finish().unwrap()
+                }),
+            ),
+            format!(r#"[{{{base},"containers":[{{"exitCode":1,"message":"boom"}}]}}]"#),
+            Notes {
+                runs: 1,
+                first_exit_code_only: 1,
+                no_category: 1,
+                ..Notes::default()
+            },
+        ),
+        (
+            "failed without an exit code: no container, error text counted",
+            failed(None, Some("gpu"), ErrorText::Text("lost".into())),
+            format!(r#"[{{{base},"category":"gpu","subcategory":"xid-79"}}]"#),
+            Notes {
+                runs: 1,
+                no_exit_code: 1,
+                error_text_dropped: 1,
+                ..Notes::default()
+            },
+        ),
+        (
+            "succeeded",
+            with(state::SUCCEEDED),
+            format!(r#"[{{{base},"outcome":"succeeded"}}]"#),
+            Notes {
+                runs: 1,
+                ..Notes::default()
+            },
+        ),
+        (
+            "preempted",
+            with(state::PREEMPTED),
+            format!(r#"[{{{base},"conditions":["Preempted"]}}]"#),
+            Notes {
+                runs: 1,
+                no_category: 1,
+                ..Notes::default()
+            },
+        ),
+        (
+            "lease returned",
+            with(state::LEASE_RETURNED),
+            format!(r#"[{{{base},"outcome":"leaseReturned"}}]"#),
+            Notes {
+                runs: 1,
+                ..Notes::default()
+            },
+        ),
+        (
+            "lease expired",
+            with(state::LEASE_EXPIRED),
+            format!(r#"[{{{base},"category":"internal","subcategory":"lease-expired"}}]"#),
+            Notes {
+                runs: 1,
+                ..Notes::default()
+            },
+        ),
+        (
+            "cancelled",
+            with(state::CANCELLED),
+            format!(r#"[{{{base},"outcome":"cancelled"}}]"#),
+            Notes {
+                runs: 1,
+                ..Notes::default()
+            },
+        ),
+        (
+            "unable to schedule",
+            with(state::UNABLE_TO_SCHEDULE),
+            format!(r#"[{{{base},"outcome":"leaseReturned"}}]"#),
+            Notes {
+                runs: 1,
+                unable_to_schedule: 1,
+                ..Notes::default()
+            },
+        ),
+        (
+            "terminated",
+            with(state::TERMINATED),
+            "none".into(),
+            Notes {
+                terminated: 1,
+                ..Notes::default()
+            },
+        ),
+        (
+            "max runs exceeded",
+            with(state::MAX_RUNS_EXCEEDED),
+            "none".into(),
+            Notes {
+                max_runs_exceeded: 1,
+                ..Notes::default()
+            },
+        ),
+        (
+            "pending",
+            with(state::PENDING),
+            "none".into(),
+            Notes {
+                in_flight_jobs: 1,
+                in_flight_runs: 1,
+                ..Notes::default()
+            },
+        ),
+        (
+            "running",
+            with(state::RUNNING),
+            "none".into(),
+            Notes {
+                in_flight_jobs: 1,
+                in_flight_runs: 1,
+                ..Notes::default()
+            },
+        ),
+        (
+            "leased",
+            with(state::LEASED),
+            "none".into(),
+            Notes {
+                in_flight_jobs: 1,
+                in_flight_runs: 1,
+                ..Notes::default()
+            },
+        ),
+        (
+            "unknown state",
+            with(42),
+            "none".into(),
+            Notes {
+                unknown_state: 1,
+                ..Notes::default()
+            },
+        ),
+    ];
+    for (name, row, want, notes) in cases {
+        let m = map_job(&job(vec![row])).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(runs_json(&m), want, "{name}");
+        assert_eq!(m.notes, notes, "{name}");
+    }
+}
+
+#[test]
+fn job_fields_and_runs_in_leased_order() {
+    // Given out of order; the in-flight run ends the history, the run after it is dropped too.
+    let mut late = run("c", 5, state::RUNNING);
+    late.finished = None;
+    let m = map_job(&job(vec![
+        run("b", 3, state::FAILED),
+        late,
+        run("a", 1, state::PREEMPTED),
+        run("d", 7, state::SUCCEEDED),
+    ]))
+    .unwrap();
+    let h = failure_history_json(m.history.as_ref().unwrap());
+    assert_eq!(
+        h.to_string(),
+        r#"{"apiVersion":"armadaproject.io/v1","kind":"FailureHistory","job":{"id":"j1","queue":"ml","annotations":{"armadaproject.io/retry-policy":"extra"},"memory":"8589934592","submittedAt":"2026-01-01T00:00:00Z"},"runs":[{"node":"node-a","queuedFor":"1m10s","runFor":"1m","conditions":["Preempted"]},{"node":"node-b","queuedFor":"1m","runFor":"1m"}]}"#
+    );
+    assert_eq!(m.notes.in_flight_jobs, 1);
+    assert_eq!(m.notes.in_flight_runs, 2);
+    assert_eq!(m.notes.runs, 2);
+}
+
+#[test]
+fn out_of_order_and_missing_times_become_zero_and_are_counted() {
+    let mut r = run("a", 1, state::FAILED);
+    // Finished before started, and started before submission.
+    r.started = t("2025-12-31T23:00:00Z");
+    r.finished = t("2025-12-31T22:00:00Z");
+    let m = map_job(&job(vec![r])).unwrap();
+    assert_eq!(runs_json(&m), r#"[{"node":"node-a"}]"#);
+    assert_eq!(m.notes.out_of_order_times, 2);
+
+    let mut r = run("a", 1, state::FAILED);
+    r.finished = None;
+    let mut j = job(vec![r]);
+    j.job.submitted = None;
+    let m = map_job(&j).unwrap();
+    assert_eq!(runs_json(&m), r#"[{"node":"node-a"}]"#);
+    assert_eq!(m.notes.missing_times, 2);
+}
+
+#[test]
+fn rows_that_cannot_be_mapped_name_job_and_run() {
+    let mut r = run("r9", 1, state::FAILED);
+    r.exit_code = Some(1);
+    r.error = ErrorText::Zlib(b"not zlib".to_vec());
+    let e = map_job(&job(vec![r])).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "job `j1` run `r9`: `error` is not a zlib stream: corrupt deflate stream"
+    );
+
+    let mut j = job(vec![]);
+    j.job.annotations = Some(serde_json::json!({"a": 1}));
+    assert_eq!(
+        map_job(&j).unwrap_err().to_string(),
+        "job `j1`: annotation `a` is not a string (found `1`)"
+    );
+    j.job.annotations = None;
+    j.job.memory = Some(-1);
+    assert_eq!(
+        map_job(&j).unwrap_err().to_string(),
+        "job `j1`: `memory` is negative (`-1`)"
+    );
+}
+
+#[test]
+fn state_names_round_trip() {
+    for v in 1..=12i16 {
+        assert_eq!(state::from_name(state::NAMES[v as usize - 1]), Some(v));
+    }
+    assert_eq!(state::from_name("RUN_NOPE"), None);
+}
+
+#[test]
+fn written_history_reads_back_through_the_simulate_decoder() {
+    let mut r = run("a", 1, state::FAILED);
+    r.exit_code = Some(3);
+    r.error = ErrorText::Text("oops".into());
+    let m = map_job(&job(vec![r, run("b", 4, state::SUCCEEDED)])).unwrap();
+    let h = m.history.unwrap();
+    let line = failure_history_json(&h).to_string();
+    let back = crate::commands::simulate::decode_line(line.as_bytes(), 1).unwrap();
+    assert_eq!(back, h);
+    assert_eq!(back.runs[0].containers[0].name(), None);
+}

@@ -1,0 +1,105 @@
+//! `retryctl history` output: FailureHistory documents (JSON Lines or YAML) and the summary.
+//!
+//! Owns: the byte format of each document and the words of the stderr summary. Must not:
+//! read the database or the network, or decide the exit code.
+
+use std::io::{self, Write};
+
+use crate::history::mapping::Notes;
+use crate::model::history::{failure_history_json, FailureHistory};
+
+/// One job: a JSON line, or a YAML document starting with `---`.
+pub fn write_history(out: &mut dyn Write, h: &FailureHistory, yaml: bool) -> io::Result<()> {
+    let value = failure_history_json(h);
+    if yaml {
+        let text = serde_yaml::to_string(&value).map_err(io::Error::other)?;
+        writeln!(out, "---")?;
+        out.write_all(text.as_bytes())
+    } else {
+        serde_json::to_writer(&mut *out, &value)?;
+        out.write_all(b"\n")
+    }
+}
+
+/// What was exported and what Lookout could not tell, with counts, never silent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub jobs: u64,
+    /// Jobs with no run left to replay (all in flight or left out): not written.
+    pub empty_jobs: u64,
+    /// Jobs skipped because a row could not be mapped.
+    pub bad_jobs: u64,
+    pub notes: Notes,
+}
+
+pub fn write_summary(err: &mut dyn Write, queue: &str, t: &Totals) -> io::Result<()> {
+    let n = &t.notes;
+    writeln!(
+        err,
+        "history: exported {} {} and {} {} of queue `{queue}`",
+        t.jobs,
+        plural(t.jobs, "job", "jobs"),
+        n.runs,
+        plural(n.runs, "run", "runs")
+    )?;
+    let lines: [(u64, &str); 15] = [
+        (t.bad_jobs, "jobs skipped: a row could not be mapped (reported above)"),
+        (t.empty_jobs, "jobs not exported: no finished run to replay"),
+        (
+            n.in_flight_jobs,
+            "jobs end before a run still in flight (pending, leased or running)",
+        ),
+        (n.in_flight_runs, "runs left out: in flight, or after one in flight"),
+        (n.no_category, "failed or preempted runs without a failure category"),
+        (
+            n.first_exit_code_only,
+            "exit codes are the first non-zero container's only (one unnamed container written)",
+        ),
+        (
+            n.no_exit_code,
+            "failed runs without an exit code (no container written)",
+        ),
+        (
+            n.error_text_dropped,
+            "error texts not attached: their run has no exit code",
+        ),
+        (
+            n.terminated,
+            "RUN_TERMINATED runs left out: Lookout does not say why they stopped",
+        ),
+        (
+            n.unable_to_schedule,
+            "RUN_UNABLE_TO_SCHEDULE runs written as leaseReturned",
+        ),
+        (
+            n.max_runs_exceeded,
+            "RUN_MAX_RUNS_EXCEEDED runs: the job's history ends there",
+        ),
+        (n.after_max_runs, "runs left out after RUN_MAX_RUNS_EXCEEDED"),
+        (n.unknown_state, "runs left out: unknown run state"),
+        (
+            n.out_of_order_times,
+            "durations set to 0s: Lookout's times are out of order",
+        ),
+        (n.missing_times, "durations set to 0s: a time is missing"),
+    ];
+    let mut said = false;
+    for (count, what) in lines {
+        if count > 0 {
+            if !said {
+                writeln!(err, "what Lookout could not tell (counts, nothing guessed):")?;
+                said = true;
+            }
+            writeln!(err, "  {count:>8}  {what}")?;
+        }
+    }
+    Ok(())
+}
+
+fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}

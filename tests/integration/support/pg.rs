@@ -1,0 +1,251 @@
+//! A real, throwaway PostgreSQL for the history-import tests: one cluster per test binary
+//! run, a fresh database per test, the schema built from Lookout's own migrations
+//! (`../shared/contract/lookout/migrations/*.sql`, applied in name order, each file as one
+//! simple query outside a transaction, as upstream applies them).
+//!
+//! - Binaries: `initdb` on PATH, else `/usr/lib/postgresql/*/bin` (Debian's package).
+//!   When neither exists the tests print a loud SKIP and return (`.ci/run` installs the
+//!   package, so CI always has it).
+//! - initdb refuses root: as root the cluster runs as user `postgres` (else `nobody`)
+//!   through `runuser`, in a temp dir chowned to that user.
+//! - Stopped at the end: the server runs under a `sh` that waits on its stdin, a pipe held by
+//!   this process; when the test binary exits the pipe closes, and the shell stops the server
+//!   (fast shutdown) and removes the data directory. No server outlives the tests.
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+pub const USER: &str = "lookout";
+pub const PASSWORD: &str = "s3cret";
+
+pub struct Cluster {
+    pub port: u16,
+    /// Keeps the shell's stdin open; dropped never (static), closed when the process exits.
+    _guard: Mutex<Child>,
+}
+
+static CLUSTER: OnceLock<Option<Cluster>> = OnceLock::new();
+static NEXT_DB: AtomicUsize = AtomicUsize::new(0);
+
+/// The migrations directory of the contract, beside the repository.
+pub fn migrations_dir() -> PathBuf {
+    super::root().join("../shared/contract/lookout/migrations")
+}
+
+fn bin_dir() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&path) {
+            if dir.join("initdb").is_file() && dir.join("pg_ctl").is_file() {
+                return Some(dir);
+            }
+        }
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|p| p.join("initdb").is_file())
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+fn run_as_user() -> Option<&'static str> {
+    if !is_root() {
+        return None;
+    }
+    let exists = |u: &str| Command::new("id").arg(u).output().is_ok_and(|o| o.status.success());
+    Some(if exists("postgres") { "postgres" } else { "nobody" })
+}
+
+fn command(user: Option<&str>, program: &Path) -> Command {
+    match user {
+        Some(u) => {
+            let mut c = Command::new("runuser");
+            c.args(["-u", u, "--"]).arg(program);
+            c
+        }
+        None => Command::new(program),
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start() -> Option<Cluster> {
+    let Some(bin) = bin_dir() else {
+        eprintln!(
+            "\n!!!!!!!! SKIP: PostgreSQL not found (no `initdb` on PATH or in /usr/lib/postgresql/*/bin); \
+             the history-import tests against a real database did NOT run. \
+             Install it: `apt-get install -y postgresql` (.ci/run does). !!!!!!!!\n"
+        );
+        return None;
+    };
+    let user = run_as_user();
+    let dir = tempfile::Builder::new()
+        .prefix("retryctl-pg-")
+        .tempdir()
+        .unwrap()
+        .keep();
+    let data = dir.join("data");
+    let pwfile = dir.join("pw");
+    std::fs::write(&pwfile, PASSWORD).unwrap();
+    if let Some(u) = user {
+        let st = Command::new("chown").args(["-R", u]).arg(&dir).status().unwrap();
+        assert!(st.success(), "chown {} to {u}", dir.display());
+    }
+    let out = command(user, &bin.join("initdb"))
+        .arg("-D")
+        .arg(&data)
+        .args([
+            "-U",
+            USER,
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "--no-sync",
+            "-E",
+            "UTF8",
+            "--locale=C",
+        ])
+        .arg(format!("--pwfile={}", pwfile.display()))
+        .output()
+        .expect("initdb runs");
+    assert!(
+        out.status.success(),
+        "initdb failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let port = free_port();
+    // The shell starts the server, waits for its stdin (our pipe) to close, then stops it
+    // and removes the cluster.
+    let script = format!(
+        "'{pg}' -D '{data}' -p {port} -k '{dir}' -c listen_addresses=127.0.0.1 -c fsync=off \
+         -c synchronous_commit=off -c full_page_writes=off >'{dir}/log' 2>&1 & pid=$!; \
+         cat >/dev/null; kill -INT $pid; wait $pid; rm -rf '{dir}'",
+        pg = bin.join("postgres").display(),
+        data = data.display(),
+        dir = dir.display(),
+    );
+    let mut sh = command(user, Path::new("/bin/sh"));
+    sh.args(["-c", &script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let child = sh.spawn().expect("postgres starts");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if postgres::Client::connect(&admin_dsn(port, "postgres"), postgres::NoTls).is_ok() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let log = std::fs::read_to_string(dir.join("log")).unwrap_or_default();
+            panic!("postgres did not start on port {port} within 60s:\n{log}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    build_template(port);
+    Some(Cluster {
+        port,
+        _guard: Mutex::new(child),
+    })
+}
+
+pub fn admin_dsn(port: u16, db: &str) -> String {
+    format!("postgresql://{USER}:{PASSWORD}@127.0.0.1:{port}/{db}")
+}
+
+/// Database `lookout_template`, built once from the migrations; each test copies it.
+fn build_template(port: u16) {
+    let mut admin = postgres::Client::connect(&admin_dsn(port, "postgres"), postgres::NoTls).unwrap();
+    admin.batch_execute("CREATE DATABASE lookout_template").unwrap();
+    let mut db = postgres::Client::connect(&admin_dsn(port, "lookout_template"), postgres::NoTls).unwrap();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(migrations_dir())
+        .unwrap_or_else(|e| panic!("{}: {e}", migrations_dir().display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sql"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 35,
+        "expected Lookout's migrations, found {}",
+        files.len()
+    );
+    for f in files {
+        let sql = std::fs::read_to_string(&f).unwrap();
+        // One simple query per file: outside an explicit transaction, so the single-statement
+        // `CREATE INDEX CONCURRENTLY` files run as they do upstream.
+        db.batch_execute(&sql)
+            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+    }
+}
+
+/// The shared cluster, or `None` (after a loud SKIP) when PostgreSQL is not installed.
+pub fn cluster() -> Option<&'static Cluster> {
+    CLUSTER.get_or_init(start).as_ref()
+}
+
+/// A fresh Lookout database (a copy of the migrated template): its DSN and a client.
+pub struct Db {
+    pub dsn: String,
+    pub name: String,
+    pub client: postgres::Client,
+    pub port: u16,
+}
+
+pub fn lookout_db(test: &str) -> Option<Db> {
+    let c = cluster()?;
+    let name = format!("{test}_{}", NEXT_DB.fetch_add(1, Ordering::SeqCst));
+    let mut admin = postgres::Client::connect(&admin_dsn(c.port, "postgres"), postgres::NoTls).unwrap();
+    admin
+        .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE lookout_template"))
+        .unwrap();
+    let dsn = admin_dsn(c.port, &name);
+    let client = postgres::Client::connect(&dsn, postgres::NoTls).unwrap();
+    Some(Db {
+        dsn,
+        name,
+        client,
+        port: c.port,
+    })
+}
+
+/// A database with no Lookout tables at all.
+pub fn empty_db(test: &str) -> Option<Db> {
+    let c = cluster()?;
+    let name = format!("{test}_{}", NEXT_DB.fetch_add(1, Ordering::SeqCst));
+    let mut admin = postgres::Client::connect(&admin_dsn(c.port, "postgres"), postgres::NoTls).unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+    let dsn = admin_dsn(c.port, &name);
+    let client = postgres::Client::connect(&dsn, postgres::NoTls).unwrap();
+    Some(Db {
+        dsn,
+        name,
+        client,
+        port: c.port,
+    })
+}
+
+/// zlib, as Lookout's ingester compresses `job_run.error`.
+pub fn zlib(text: &str) -> Vec<u8> {
+    let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(text.as_bytes()).unwrap();
+    e.finish().unwrap()
+}
