@@ -193,8 +193,7 @@ struct RunIn<'a> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct ContainerIn<'a> {
-    /// Optional here as in the model being extended (Lookout keeps no container names);
-    /// until the model accepts a missing name, such a line goes to the strict decoder.
+    /// Optional, as in the model: Lookout keeps no container names.
     #[serde(default, borrow)]
     name: Option<Str<'a>>,
     #[serde(default)]
@@ -331,8 +330,15 @@ impl RunIn<'_> {
         if let Some(containers) = self.containers {
             run.containers.reserve(containers.len());
             for c in containers {
+                // A missing name is an unnamed container (Lookout imports); an explicit empty
+                // one is an error the strict decoder words.
+                let name = match c.name {
+                    None => String::new(),
+                    Some(n) if n.0.is_empty() => return None,
+                    Some(n) => n.owned(),
+                };
                 run.containers.push(Container {
-                    name: c.name?.owned(),
+                    name,
                     init: c.init.unwrap_or_default(),
                     exit_code: c.exit_code.unwrap_or_default(),
                     reason: c.reason.map(Str::owned),
@@ -515,6 +521,8 @@ mod tests {
             r#"{"job":{"id":"j","queue":"q","terminationGracePeriod":"30s","memory":"8Gi","submittedAt":"2026-01-01T00:00:00Z","annotations":{"a":"b"},"jobSet":{"x":1}},"runs":[{"node":"n1","queuedFor":"5m","runFor":"2h","conditions":["Preempted"],"terminationConfirmedAfter":"5s","expect":{"action":"Retry","rule":"infra/0","delay":"0s","retries":1,"podName":"armada-j-0","avoidNodes":["n1"],"decision":"retry"}},{"node":"n\u00e9","containers":[{"name":"main","exitCode":137,"reason":"OOMKilled","message":"a \"quoted\" message"},{"name":"side","init":true}],"category":"c","subcategory":"s","globalMaxRetries":3},{"outcome":"succeeded","startedAt":"3h"}],"expect":{"final":"Succeeded","retries":2,"decision":"retry"}}"#,
             r#"{"apiVersion":"armadaproject.io/v1","kind":"FailureHistory","runs":[{"node":null,"conditions":null}]}"#,
             r#"{"runs":[{"startedAt":"2026-01-01T00:00:00Z"}],"job":{"submittedAt":"2026-01-01T00:00:00Z"}}"#,
+            // An unnamed container, as `retryctl history` writes Lookout's runs.
+            r#"{"job":{"id":"ml-01","queue":"ml"},"runs":[{"node":"n1","containers":[{"exitCode":137,"message":"OOM"}],"category":"oom"}]}"#,
         ];
         for line in lines {
             let fast = decode_fast(line.as_bytes()).unwrap_or_else(|| panic!("fast path gave up on {line}"));
@@ -524,14 +532,13 @@ mod tests {
         let strict = [
             (r#"{"runs":[{"node":5}]}"#, Ok(())),
             (r#"{"job":{"annotations":{"a":5}},"runs":[{}]}"#, Ok(())),
-            (r#"{"runs":[{"containers":[{"exitCode":1}]}]}"#, Err("runs[0].containers[0].name: missing required field `name`")),
             (r#"{"runs":[{"nodee":"a"}]}"#, Err("runs[0].nodee: unknown field `nodee`, did you mean `node`?")),
             (r#"{"runs":[{"node":"a","node":"b"}]}"#, Ok(())),
             (r#"{"runs":[{"queuedFor":"0s","startedAt":"1s"}]}"#, Err("runs[0].startedAt: set either `startedAt` or `queuedFor`, not both")),
             (r#"{"runs":[{"conditions":["OOMKilled"]}]}"#, Err("runs[0].conditions[0]: `OOMKilled` is a container reason, not a pod condition; write it as `containers: [{name: main, reason: OOMKilled, exitCode: 137}]`")),
             (r#"{"kind":null,"runs":[{}]}"#, Err("kind: expected a string")),
             (r#"{"runs":[]}"#, Err("runs: a history needs at least one run")),
-            (r#"{"runs":[{"containers":[{"name":"","exitCode":1}]}]}"#, Err("runs[0].containers[0].name: container name must not be empty")),
+            (r#"{"runs":[{"containers":[{"name":"","exitCode":1}]}]}"#, Err("runs[0].containers[0].name: container name must not be empty; leave `name` out for an unnamed container")),
             (r#"{"runs":[{"containers":[{"name":"m","exitCode":1.0}]}]}"#, Err("runs[0].containers[0].exitCode: expected an integer, found scalar `1.0`")),
             (r#"{"runs":[{"runFor":"5"}]}"#, Err("runs[0].runFor: invalid duration `5`: missing unit; expected a duration such as `10s` (units: `ns`, `us`, `ms`, `s`, `m`, `h`)")),
         ];

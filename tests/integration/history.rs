@@ -121,8 +121,63 @@ fn imported_history_replays_through_simulate_with_exact_outcomes() {
             .collect::<Vec<_>>()
             .join("\n")
     );
-    // The two policy sets disagree on some jobs (what `simulate --baseline` reports).
+    // The two policy sets disagree on some jobs: `simulate --baseline` names exactly those.
     assert_ne!(old, new);
+    let differing: Vec<&str> = old
+        .iter()
+        .zip(&new)
+        .filter(|(o, n)| o != n)
+        .map(|(o, _)| o.0.as_str())
+        .collect();
+    assert_eq!(differing, ["ml-02", "ml-05", "ml-08", "ml-09", "ml-19"]);
+
+    let out = retryctl(home.path())
+        .args([
+            "simulate",
+            "-f",
+            "testdata/lookout/new",
+            "--baseline",
+            "testdata/lookout/old",
+        ])
+        .args(["--exit-code", "-o", "json", "--history"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "--exit-code: jobs changed\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &v["comparison"];
+    let changed: Vec<(String, String, u64, String, u64)> = c["changedJobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["job"].as_str().unwrap().to_string(),
+                j["baseline"]["final"].as_str().unwrap().to_string(),
+                j["baseline"]["retries"].as_u64().unwrap(),
+                j["candidate"]["final"].as_str().unwrap().to_string(),
+                j["candidate"]["retries"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // Both sides as the two plain replays above saw them.
+    let expected: Vec<(String, String, u64, String, u64)> = old
+        .iter()
+        .zip(&new)
+        .filter(|(o, n)| o != n)
+        .map(|(o, n)| (o.0.clone(), o.1.clone(), o.2, n.1.clone(), n.2))
+        .collect();
+    assert_eq!(changed, expected);
+    let t = &c["transitions"];
+    assert_eq!(
+        (t["rescued"].as_u64(), t["lost"].as_u64(), t["toPending"].as_u64()),
+        (Some(2), Some(0), Some(3))
+    );
 }
 
 #[test]

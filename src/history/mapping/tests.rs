@@ -313,7 +313,7 @@ fn written_history_reads_back_through_the_simulate_decoder() {
     let m = map_job(&job(vec![r, run("b", 4, state::SUCCEEDED)])).unwrap();
     let h = m.history.unwrap();
     let line = failure_history_json(&h).to_string();
-    let back = crate::commands::simulate::decode_line(line.as_bytes(), 1).unwrap();
+    let back = crate::replay::decode::decode_line(line.as_bytes(), 1).unwrap();
     assert_eq!(back, h);
     assert_eq!(back.runs[0].containers[0].name(), None);
 }
