@@ -920,6 +920,8 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('--filename', '--filename', [CompletionResultType]::ParameterName, 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable')
             [CompletionResult]::new('--history', '--history', [CompletionResultType]::ParameterName, 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`')
             [CompletionResult]::new('--baseline', '--baseline', [CompletionResultType]::ParameterName, 'What-if: also replay under these (old) policies and report what changes')
+            [CompletionResult]::new('--engine', '--engine', [CompletionResultType]::ParameterName, 'Which engine decides: the design (SPEC §2) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design; with --from-server against a server without the dialect header, upstream')
+            [CompletionResult]::new('--baseline-engine', '--baseline-engine', [CompletionResultType]::ParameterName, 'The engine of the --baseline side (default: the same as --engine)')
             [CompletionResult]::new('--scheduler-config', '--scheduler-config', [CompletionResultType]::ParameterName, 'An Armada scheduler config file (its `scheduling.retryPolicy` block is used)')
             [CompletionResult]::new('--retry-policy', '--retry-policy', [CompletionResultType]::ParameterName, 'Policies for jobs whose queue is not among the documents (comma separated, in order)')
             [CompletionResult]::new('--global-max-retries', '--global-max-retries', [CompletionResultType]::ParameterName, 'Override the scheduler''s globalMaxRetries')

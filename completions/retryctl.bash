@@ -2327,7 +2327,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__simulate)
-            opts="-f -R -o -c -v -h -V --filename --recursive --history --baseline --exit-code --scheduler-config --retry-policy --global-max-retries --default-policy --from-server --strict --output --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-f -R -o -c -v -h -V --filename --recursive --history --baseline --exit-code --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --from-server --strict --output --armada-url --context --config --timeout --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2347,6 +2347,14 @@ _retryctl() {
                     ;;
                 --baseline)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --engine)
+                    COMPREPLY=($(compgen -W "design upstream" -- "${cur}"))
+                    return 0
+                    ;;
+                --baseline-engine)
+                    COMPREPLY=($(compgen -W "design upstream" -- "${cur}"))
                     return 0
                     ;;
                 --scheduler-config)

@@ -862,6 +862,8 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --filename 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable'
             cand --history 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`'
             cand --baseline 'What-if: also replay under these (old) policies and report what changes'
+            cand --engine 'Which engine decides: the design (SPEC §2) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design; with --from-server against a server without the dialect header, upstream'
+            cand --baseline-engine 'The engine of the --baseline side (default: the same as --engine)'
             cand --scheduler-config 'An Armada scheduler config file (its `scheduling.retryPolicy` block is used)'
             cand --retry-policy 'Policies for jobs whose queue is not among the documents (comma separated, in order)'
             cand --global-max-retries 'Override the scheduler''s globalMaxRetries'

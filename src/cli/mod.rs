@@ -653,6 +653,16 @@ pub struct SimulateArgs {
     #[arg(long, requires = "baseline")]
     pub exit_code: bool,
 
+    /// Which engine decides: the design (SPEC §2) or what upstream Armada ships today (first
+    /// policy only, categories only, preemption terminal, no backoff). Default: design; with
+    /// --from-server against a server without the dialect header, upstream.
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    pub engine: Option<EngineArg>,
+
+    /// The engine of the --baseline side (default: the same as --engine).
+    #[arg(long, value_enum, value_name = "ENGINE", requires = "baseline")]
+    pub baseline_engine: Option<EngineArg>,
+
     /// An Armada scheduler config file (its `scheduling.retryPolicy` block is used).
     #[arg(long, value_name = "FILE")]
     pub scheduler_config: Option<PathBuf>,
@@ -680,6 +690,21 @@ pub struct SimulateArgs {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = SimulateOutput::Table)]
     pub output: SimulateOutput,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    Design,
+    Upstream,
+}
+
+impl From<EngineArg> for crate::eval::EngineKind {
+    fn from(e: EngineArg) -> Self {
+        match e {
+            EngineArg::Design => crate::eval::EngineKind::Design,
+            EngineArg::Upstream => crate::eval::EngineKind::Upstream,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -806,7 +831,9 @@ const EX_DELETE: &str = "Examples:\n  retryctl delete retrypolicy infra
 
 const EX_SIMULATE: &str = "Examples:\n  retryctl simulate -f policies/ --history history.yaml
   retryctl simulate -f policies/ --history histories/ -o json
-  retryctl simulate --from-server --history history.yaml";
+  retryctl simulate --from-server --history history.yaml
+  retryctl simulate -f policies/ --engine upstream --history week.jsonl   # as Armada decides today
+  retryctl simulate -f new/ --baseline old/ --history week.jsonl --exit-code";
 
 const EX_SERVE: &str =
     "Examples:\n  retryctl serve --in-memory                           # http://127.0.0.1:8080, nothing kept

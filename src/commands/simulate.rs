@@ -29,9 +29,10 @@ use crate::cli::{SimulateArgs, SimulateOutput};
 use crate::commands::remote;
 use crate::error::{CliError, ExitCode};
 use crate::eval::simulator::Simulator;
+use crate::eval::EngineKind;
 use crate::input::{self, io_reason};
 use crate::model::scheduler::{parse_scheduler_config, SchedulerConfig};
-use crate::model::{Kind, Resource};
+use crate::model::{ApiVersion, Kind, Resource};
 use crate::output::report;
 use crate::output::simulate::{missing_queue_warning, render_job, ComparisonSink, JobSink};
 use crate::replay::compare::JobDiff;
@@ -52,13 +53,17 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
             ctx.style.warning("warning")
         )?;
     }
+    let engine = args.engine.map(EngineKind::from);
     let candidate = if args.from_server {
-        Some(load_from_server(ctx, args)?)
+        Some(load_from_server(ctx, args, engine)?)
     } else {
-        load_policies(ctx, &args.source.files, args)?
+        load_policies(ctx, &args.source.files, args, engine.unwrap_or_default())?
     };
     let baseline = match (&candidate, args.baseline.is_empty()) {
-        (Some(_), false) => load_policies(ctx, &args.baseline, args)?.map(Some),
+        (Some(sim), false) => {
+            let engine = args.baseline_engine.map_or(sim.engine(), EngineKind::from);
+            load_policies(ctx, &args.baseline, args, engine)?.map(Some)
+        }
         _ => Some(None),
     };
     let (Some(sim), Some(baseline)) = (candidate, baseline) else {
@@ -206,7 +211,7 @@ fn finish(bar: &Option<ProgressBar>) {
 
 /// Policies and queues from the server (`--from-server`): every policy and queue, so that
 /// each job gets its own queue's policies, as the scheduler would see them now.
-fn load_from_server(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<Simulator> {
+fn load_from_server(ctx: &mut Context, args: &SimulateArgs, engine: Option<EngineKind>) -> anyhow::Result<Simulator> {
     if !args.source.files.is_empty() {
         return Err(CliError::usage(
             "`--from-server` reads the policies and queues from the server; do not also pass `-f`",
@@ -222,16 +227,40 @@ fn load_from_server(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<Si
         .client
         .list_queues()
         .map_err(|e| remote.fail("cannot list queues", e))?;
+    // A server without the dialect header is upstream Armada: its scheduler is the upstream
+    // engine (SPEC §2.10), unless --engine says otherwise.
+    let engine = match engine {
+        Some(e) => e,
+        None if remote
+            .client
+            .is_v1()
+            .map_err(|e| remote.fail("cannot read the server's dialect", e))? =>
+        {
+            EngineKind::Design
+        }
+        None => {
+            writeln!(
+                ctx.err,
+                "note: the server is upstream Armada (no dialect header): deciding with the upstream engine, as its scheduler does today (--engine design to override)"
+            )?;
+            EngineKind::Upstream
+        }
+    };
     // Only `--retry-policy` stands in for a missing queue: never "every policy on the server".
     let given = args.retry_policies.clone().unwrap_or_default();
     Simulator::new(policies, queues, Some(given))
-        .map(Simulator::from_server)
+        .map(|s| s.from_server().with_engine(engine))
         .map_err(|e| CliError::invalid(e).into())
 }
 
 /// Policies and queues from `paths`; `None` after writing the validation report when any
 /// document is invalid.
-fn load_policies(ctx: &mut Context, paths: &[PathBuf], args: &SimulateArgs) -> anyhow::Result<Option<Simulator>> {
+fn load_policies(
+    ctx: &mut Context,
+    paths: &[PathBuf],
+    args: &SimulateArgs,
+    engine: EngineKind,
+) -> anyhow::Result<Option<Simulator>> {
     let files = input::read_sources(paths, args.source.recursive, Some(&[Kind::RetryPolicy, Kind::Queue]));
     if report::totals(&files).errors > 0 {
         // The report's summary line goes to stderr too: stdout carries simulation data only.
@@ -244,8 +273,21 @@ fn load_policies(ctx: &mut Context, paths: &[PathBuf], args: &SimulateArgs) -> a
     let mut policies = Vec::new();
     let mut queues = Vec::new();
     let mut seen: std::collections::HashMap<(bool, String), String> = std::collections::HashMap::new();
+    let mut unreadable = Vec::new();
     for file in files {
         for doc in file.documents {
+            if let (EngineKind::Upstream, Some(Resource::RetryPolicy(p))) = (engine, &doc.resource) {
+                // SPEC §2.10: the upstream engine evaluates only what upstream can store; the
+                // same check the client makes before sending to an upstream server.
+                let prefix = if doc.api_version == Some(ApiVersion::V1) {
+                    "spec."
+                } else {
+                    ""
+                };
+                for field in p.upstream_incompatibilities() {
+                    unreadable.push(format!("  {}: policy `{}`: {prefix}{field}", file.name, p.name));
+                }
+            }
             let (is_policy, name) = match &doc.resource {
                 Some(Resource::RetryPolicy(p)) => (true, p.name.clone()),
                 Some(Resource::Queue(q)) => (false, q.name.clone()),
@@ -267,8 +309,18 @@ fn load_policies(ctx: &mut Context, paths: &[PathBuf], args: &SimulateArgs) -> a
             }
         }
     }
+    if !unreadable.is_empty() {
+        return Err(CliError::invalid(format!(
+            "the upstream engine cannot evaluate these fields (upstream Armada cannot store them):\n{}",
+            unreadable.join("\n")
+        ))
+        .with_hint(
+            "use --engine design, or keep the policy to what upstream stores (see `retryctl validate --upstream`)",
+        )
+        .into());
+    }
     Simulator::new(policies, queues, args.retry_policies.clone())
-        .map(Some)
+        .map(|s| Some(s.with_engine(engine)))
         .map_err(|e| CliError::invalid(e).into())
 }
 

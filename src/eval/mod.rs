@@ -26,6 +26,7 @@
 
 pub mod replay;
 pub mod simulator;
+pub mod upstream;
 
 use regex::Regex;
 use serde::Serialize;
@@ -51,6 +52,24 @@ pub const BUILTIN_MULTIPLIER: f64 = 2.0;
 pub const BUILTIN_JITTER: f64 = 0.0;
 /// Armada's default termination grace period for a job.
 pub const DEFAULT_GRACE: GoDuration = GoDuration(1_000_000_000);
+
+/// Which engine decides (SPEC §2.10): the design (§2.1–2.9, the default) or the engine
+/// upstream Armada ships today ([`upstream`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EngineKind {
+    #[default]
+    Design,
+    Upstream,
+}
+
+impl EngineKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Design => "design",
+            EngineKind::Upstream => "upstream",
+        }
+    }
+}
 
 /// The scheduler's retry settings, resolved (SPEC §3.1 defaults).
 #[derive(Debug, Clone, PartialEq)]
@@ -232,10 +251,14 @@ pub enum DecisionKind {
     LegacyRequeue,
     LeaseReturned,
     Cancelled,
+    /// Upstream: `Retry` refused because the policy's limit is used up (SPEC §2.10).
+    FailPolicyLimit,
+    /// Upstream: a preemption ends the job, never evaluated (SPEC §2.10).
+    Preempted,
 }
 
 impl DecisionKind {
-    pub const ALL: [DecisionKind; 10] = [
+    pub const ALL: [DecisionKind; 12] = [
         DecisionKind::Retry,
         DecisionKind::FailRule,
         DecisionKind::FailRuleLimit,
@@ -246,6 +269,8 @@ impl DecisionKind {
         DecisionKind::LegacyRequeue,
         DecisionKind::LeaseReturned,
         DecisionKind::Cancelled,
+        DecisionKind::FailPolicyLimit,
+        DecisionKind::Preempted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -286,6 +311,11 @@ pub struct JobState {
     pub nodes_tried: Vec<String>,
     /// Current memory in bytes, when the history gives the job's memory.
     pub memory: Option<f64>,
+    /// Upstream's `FailureCount`: failed runs so far, this one included, excluding
+    /// preempted and returned ones (SPEC §2.10).
+    pub failures: u32,
+    /// Nodes of every attempted run, returned leases included (upstream's avoidSameNode).
+    pub nodes_attempted: Vec<String>,
     original_memory: Option<f64>,
     memory_factor: Option<f64>,
     memory_static: Option<f64>,
@@ -372,7 +402,7 @@ impl Decision {
         self.kind.action()
     }
 
-    fn fail(kind: DecisionKind, state: &JobState, global: u32) -> Decision {
+    pub(crate) fn fail(kind: DecisionKind, state: &JobState, global: u32) -> Decision {
         Decision {
             kind,
             policy: None,
@@ -519,15 +549,16 @@ fn rule_matches(rule: &Rule, pattern: Option<&Pattern>, run: &Run) -> Option<Str
         }
     };
     match (condition, selected) {
-        (Some(Condition::OOMKilled), Some(c)) => add(&["container ", &c.name, " OOMKilled"]),
+        // An unnamed container (a Lookout import) reads `container exit 137`.
+        (Some(Condition::OOMKilled), Some(c)) => add(&["container", sep(c), &c.name, " OOMKilled"]),
         (Some(hit), _) => add(&["condition ", hit.as_str()]),
         (None, _) => {}
     }
     if let Some(c) = exit {
-        add(&["container ", &c.name, " exit ", &c.exit_code.to_string()]);
+        add(&["container", sep(c), &c.name, " exit ", &c.exit_code.to_string()]);
     }
     if let Some(c) = message {
-        add(&["message of container ", &c.name, " matches"]);
+        add(&["message of container", sep(c), &c.name, " matches"]);
     }
     match category {
         Some((cat, Some(sub))) => add(&["category ", cat, "/", sub]),
@@ -535,6 +566,15 @@ fn rule_matches(rule: &Rule, pattern: Option<&Pattern>, run: &Run) -> Option<Str
         None => {}
     }
     Some(signal)
+}
+
+/// The space before a container's name, none for an unnamed container.
+fn sep(c: &Container) -> &'static str {
+    if c.name.is_empty() {
+        ""
+    } else {
+        " "
+    }
 }
 
 /// A stable `u` in [0, 1) from (job id, run index): FNV-1a over the id, mixed with the run
@@ -749,32 +789,10 @@ pub fn evaluate(
             avoid_nodes.push(node.clone());
         }
     }
-    let mut memory_note = None;
-    if let (Some(bump), RuleRef::Index(r)) = (
-        mutation
-            .and_then(|m| m.resources.as_ref())
-            .and_then(|r| r.memory.as_ref()),
-        rule_ref,
-    ) {
-        if let Some(factor) = bump.factor {
-            if state.memory_static.is_some() {
-                memory_note = Some("memory factor skipped: the job already grew by a static amount");
-            } else {
-                // Each step grows the previous memory and rounds up, as upstream does, so the
-                // result is not the original times the product of the factors.
-                state.memory_factor = Some(state.memory_factor.unwrap_or(1.0) * factor);
-                state.memory = state.memory.map(|m| (m * factor).ceil());
-            }
-        } else if let Some(add) = policies[p].statics[r] {
-            if state.memory_factor.is_some() {
-                memory_note = Some("memory static skipped: the job already grew by a factor");
-            } else {
-                let s = state.memory_static.unwrap_or(0.0) + add;
-                state.memory_static = Some(s);
-                state.memory = state.original_memory.map(|m| m + s);
-            }
-        }
-    }
+    let memory_note = match rule_ref {
+        RuleRef::Index(r) => apply_memory_bump(state, policies[p], r),
+        RuleRef::Default => None,
+    };
 
     Decision {
         kind: DecisionKind::Retry,
@@ -797,6 +815,33 @@ pub fn evaluate(
         memory_note,
         next_pod_name: Some(pod_name(job.id, run_index + 1, settings.enabled)),
     }
+}
+
+/// SPEC §2.6 / §2.10: the matched rule's `mutate.resources.memory` grows the job's memory
+/// for the next run. One kind per job: factors multiply, each step rounding up from the
+/// previous memory (as upstream's reservation does); statics add; a bump of the other kind
+/// is skipped and the returned note says so. Shared by both engines.
+pub(crate) fn apply_memory_bump(state: &mut JobState, policy: &CompiledPolicy, rule: usize) -> Option<&'static str> {
+    let bump = policy.policy.rules[rule]
+        .mutate
+        .as_ref()
+        .and_then(|m| m.resources.as_ref())
+        .and_then(|r| r.memory.as_ref())?;
+    if let Some(factor) = bump.factor {
+        if state.memory_static.is_some() {
+            return Some("memory factor skipped: the job already grew by a static amount");
+        }
+        state.memory_factor = Some(state.memory_factor.unwrap_or(1.0) * factor);
+        state.memory = state.memory.map(|m| (m * factor).ceil());
+    } else if let Some(add) = policy.statics[rule] {
+        if state.memory_factor.is_some() {
+            return Some("memory static skipped: the job already grew by a factor");
+        }
+        let s = state.memory_static.unwrap_or(0.0) + add;
+        state.memory_static = Some(s);
+        state.memory = state.original_memory.map(|m| m + s);
+    }
+    None
 }
 
 #[cfg(test)]

@@ -9,7 +9,10 @@ use crate::model::duration::GoDuration;
 use crate::model::history::{FailureHistory, Final, Outcome, Run, StartedAt, Timestamp};
 use crate::model::policy::Action;
 
-use super::{evaluate, pod_name, CompiledPolicy, Decision, DecisionKind, JobContext, JobState, RuleRef, Settings};
+use super::upstream::{self, UpstreamJob};
+use super::{
+    evaluate, pod_name, CompiledPolicy, Decision, DecisionKind, EngineKind, JobContext, JobState, RuleRef, Settings,
+};
 use super::{DEFAULT_GRACE, FAIL_FAST_ANNOTATION};
 
 /// One run as replayed.
@@ -66,6 +69,9 @@ pub struct JobReport {
     pub job_id: String,
     pub queue: Option<String>,
     pub policies: Vec<String>,
+    pub engine: EngineKind,
+    /// Upstream: the queue's policies after the first, which that engine never reads.
+    pub ignored_policies: Vec<String>,
     /// The limit at submission (runs may lower it later, see `Decision::global_max_retries`).
     pub global_max_retries: u32,
     pub enabled: bool,
@@ -129,9 +135,14 @@ pub fn describe_failure(run: &Run) -> String {
     let mut parts: Vec<String> = run.conditions.iter().map(|c| c.as_str().to_string()).collect();
     for c in run.containers.iter().filter(|c| c.failed()) {
         let init = if c.init { "init container" } else { "container" };
+        // An unnamed container (a Lookout import) reads `container exit 137`.
+        let who = match c.name() {
+            Some(name) => format!("{init} {name}"),
+            None => init.to_string(),
+        };
         match c.reason.as_deref() {
-            Some("OOMKilled") => parts.push(format!("{init} {} OOMKilled (exit {})", c.name, c.exit_code)),
-            _ => parts.push(format!("{init} {} exit {}", c.name, c.exit_code)),
+            Some("OOMKilled") => parts.push(format!("{who} OOMKilled (exit {})", c.exit_code)),
+            _ => parts.push(format!("{who} exit {}", c.exit_code)),
         }
     }
     if let Some(cat) = &run.category {
@@ -189,11 +200,29 @@ pub fn explain(d: &Decision, rule: Option<&str>, max_attempted_runs: u32, attemp
         }
         DecisionKind::LeaseReturned => "lease returned before the run started: requeued, no budget used".to_string(),
         DecisionKind::Cancelled => "cancelled: never retried".to_string(),
+        DecisionKind::FailPolicyLimit => format!(
+            "policy limit {} of {rule} reached ({} used)",
+            d.limit.unwrap_or(0),
+            plural(u64::from(d.counter.unwrap_or(0)), "retry", "retries")
+        ),
+        DecisionKind::Preempted => "preempted: the job ends".to_string(),
     }
 }
 
-/// Replays `history` with the effective `policies` (already resolved, SPEC §2.1).
+/// Replays `history` with the effective `policies` (already resolved, SPEC §2.1) under the
+/// design engine.
 pub fn replay(history: &FailureHistory, policies: &[&CompiledPolicy], settings: &Settings) -> JobReport {
+    replay_with(history, policies, settings, EngineKind::Design)
+}
+
+/// Replays `history` under `engine`. For the upstream engine `policies` holds at most the
+/// one policy it evaluates (SPEC §2.10).
+pub fn replay_with(
+    history: &FailureHistory,
+    policies: &[&CompiledPolicy],
+    settings: &Settings,
+    engine: EngineKind,
+) -> JobReport {
     let job = &history.job;
     let ctx = JobContext {
         id: &job.id,
@@ -206,6 +235,8 @@ pub fn replay(history: &FailureHistory, policies: &[&CompiledPolicy], settings: 
         job_id: job.id.clone(),
         queue: job.queue.clone(),
         policies: names,
+        engine,
+        ignored_policies: Vec::new(),
         global_max_retries: settings.global_max_retries,
         enabled: settings.enabled,
         submitted_at: job.submitted_at,
@@ -218,6 +249,11 @@ pub fn replay(history: &FailureHistory, policies: &[&CompiledPolicy], settings: 
         contradictions: Vec::new(),
     };
     let mut state = JobState::new(job.memory);
+    let gang = UpstreamJob {
+        gang: job.gang_cardinality.is_some_and(|c| c > 1),
+    };
+    // Upstream's executor reuses `armada-<jobId>-0` for every run (SPEC §2.7 is the design's).
+    let numbered_pods = engine == EngineKind::Design;
     let mut eligible_at: u64 = 0;
     let mut avoid: Vec<String> = Vec::new();
     // The run whose decision set `avoid`.
@@ -275,12 +311,24 @@ pub fn replay(history: &FailureHistory, policies: &[&CompiledPolicy], settings: 
             }
         }
         let ended_at = started_at.saturating_add(run.run_for.0);
-        let pod = pod_name(&job.id, k, settings.enabled);
+        let pod = pod_name(&job.id, k, settings.enabled && numbered_pods);
         let failure = describe_failure(run);
         let decision = if run.outcome == Outcome::Succeeded {
             None
         } else {
-            Some(evaluate(policies, &settings, &ctx, &mut state, run, k, ended_at))
+            Some(match engine {
+                EngineKind::Design => evaluate(policies, &settings, &ctx, &mut state, run, k, ended_at),
+                EngineKind::Upstream => upstream::evaluate(
+                    policies.first().copied(),
+                    &settings,
+                    &ctx,
+                    gang,
+                    &mut state,
+                    run,
+                    k,
+                    ended_at,
+                ),
+            })
         };
         if run.outcome != Outcome::LeaseReturned {
             if let Some(node) = &run.node {
@@ -295,13 +343,19 @@ pub fn replay(history: &FailureHistory, policies: &[&CompiledPolicy], settings: 
                 let label = d
                     .policy
                     .and_then(|p| Some(format!("{}/{}", report.policies.get(p)?, d.rule?)));
-                let mut text = explain(
-                    d,
-                    label.as_deref(),
-                    settings.max_attempted_runs,
-                    k + 1,
-                    settings.enabled,
-                );
+                let upstream_words = match engine {
+                    EngineKind::Upstream => upstream::reason(d, label.as_deref()),
+                    EngineKind::Design => None,
+                };
+                let mut text = upstream_words.unwrap_or_else(|| {
+                    explain(
+                        d,
+                        label.as_deref(),
+                        settings.max_attempted_runs,
+                        k + 1,
+                        settings.enabled,
+                    )
+                });
                 if let Some(note) = d.memory_note {
                     text.push_str("; ");
                     text.push_str(note);

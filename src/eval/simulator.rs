@@ -12,7 +12,8 @@ use crate::model::history::FailureHistory;
 use crate::model::policy::RetryPolicy;
 use crate::model::queue::Queue;
 
-use super::{effective_policy_names, replay, CompiledPolicy, JobReport, Settings, Source, POLICY_ANNOTATION};
+use super::replay::replay_with;
+use super::{effective_policy_names, CompiledPolicy, EngineKind, JobReport, Settings, Source, POLICY_ANNOTATION};
 
 #[derive(Debug, Clone)]
 pub struct Simulator {
@@ -25,6 +26,7 @@ pub struct Simulator {
     /// exist there (falling back to every policy on the server would be a guess), and
     /// messages name the server rather than `-f`.
     from_server: bool,
+    engine: EngineKind,
 }
 
 impl Simulator {
@@ -63,6 +65,7 @@ impl Simulator {
             queues: queue_map,
             given,
             from_server: false,
+            engine: EngineKind::Design,
         })
     }
 
@@ -70,6 +73,21 @@ impl Simulator {
     pub fn from_server(mut self) -> Simulator {
         self.from_server = true;
         self
+    }
+
+    /// Decide with `engine` (SPEC §2.10); the design engine by default.
+    pub fn with_engine(mut self, engine: EngineKind) -> Simulator {
+        self.engine = engine;
+        self
+    }
+
+    pub fn engine(&self) -> EngineKind {
+        self.engine
+    }
+
+    /// The policies, for checks that depend on the engine (upstream cannot read every field).
+    pub fn policies(&self) -> impl Iterator<Item = &crate::model::policy::RetryPolicy> {
+        self.policies.iter().map(|p| &p.policy)
     }
 
     /// Whether a Queue named `name` was given (simulate warns when a job's queue was not).
@@ -103,12 +121,21 @@ impl Simulator {
         } else {
             "among the documents given with -f"
         };
-        let names = effective_policy_names(
-            base,
-            &source,
-            job.annotations.get(POLICY_ANNOTATION).map(String::as_str),
-            settings.default_policy_name.as_deref(),
-        );
+        let names = match self.engine {
+            EngineKind::Design => effective_policy_names(
+                base,
+                &source,
+                job.annotations.get(POLICY_ANNOTATION).map(String::as_str),
+                settings.default_policy_name.as_deref(),
+            ),
+            // Upstream: the first entry only, else the default policy; annotations never add.
+            EngineKind::Upstream => effective_policy_names(
+                &base[..base.len().min(1)],
+                &source,
+                None,
+                settings.default_policy_name.as_deref(),
+            ),
+        };
         names
             .iter()
             .map(|(name, source)| {
@@ -132,6 +159,17 @@ impl Simulator {
 
     pub fn simulate(&self, history: &FailureHistory, settings: &Settings) -> Result<JobReport, String> {
         let policies = self.effective(history, settings)?;
-        Ok(replay(history, &policies, settings))
+        let mut report = replay_with(history, &policies, settings, self.engine);
+        if self.engine == EngineKind::Upstream {
+            report.ignored_policies = self.queue_policies(history).iter().skip(1).cloned().collect();
+        }
+        Ok(report)
+    }
+
+    fn queue_policies(&self, history: &FailureHistory) -> &[String] {
+        match history.job.queue.as_deref().and_then(|q| self.queues.get(q)) {
+            Some(q) => &q.retry_policies,
+            None => &self.given,
+        }
     }
 }

@@ -6,7 +6,7 @@ use proptest::prelude::*;
 
 use super::simulator::Simulator;
 use super::*;
-use crate::model::history::{FailureHistory, Outcome, Run};
+use crate::model::history::{FailureHistory, Final, Outcome, Run};
 use crate::model::{parse_documents, Resource};
 
 fn policies(yaml: &str) -> Vec<RetryPolicy> {
@@ -733,6 +733,49 @@ fn bypass_paths() {
     assert_eq!(decision(&r, 1).total_retries, 1);
     let r = simulate(INFRA_AND_OOM, &runs(&[lease, lease]), &disabled);
     assert!(r.runs.iter().all(|x| x.pod_name == "armada-j-0"));
+}
+
+/// SPEC §2.8 "Decided" (differential testing against the reference model, 2026-11): each
+/// case pinned so that it stays decided.
+#[test]
+fn decided_cases_stay_decided() {
+    let lease = "{node: n, outcome: leaseReturned}";
+    let five = Settings::default(); // maxAttemptedRuns 5
+                                    // A returned lease is requeued without budget only while the runs so far (this one
+                                    // included) number fewer than maxAttemptedRuns; the fifth fails the job (legacy_fail).
+    let r = simulate(INFRA_AND_OOM, &runs(&[lease; 5]), &five);
+    assert_eq!(
+        kinds(&r),
+        [
+            "lease_returned",
+            "lease_returned",
+            "lease_returned",
+            "lease_returned",
+            "legacy_fail"
+        ]
+    );
+    assert_eq!((r.status.final_state(), r.retries), (Final::Failed, 0));
+    // failFast is exactly the string "true": "True" and "yes" do not count.
+    for (value, want) in [("true", "fail_fast"), ("True", "retry"), ("yes", "retry")] {
+        let body =
+            format!("job: {{id: j, annotations: {{armadaproject.io/failFast: \"{value}\"}}}}\nruns:\n  - {PRE}\n");
+        assert_eq!(
+            kinds(&simulate(INFRA_AND_OOM, &body, &five)),
+            [want],
+            "failFast `{value}`"
+        );
+    }
+    // With failFast a returned lease also ends the job.
+    let body = format!(
+        "job: {{id: j, annotations: {{armadaproject.io/failFast: \"true\"}}}}\nruns:\n  - {lease}\n  - {PRE}\n"
+    );
+    let r = simulate(INFRA_AND_OOM, &body, &five);
+    assert_eq!(kinds(&r), ["fail_fast"]);
+    assert_eq!(r.status.final_state(), Final::Failed);
+    // A cancelled job's final state is Cancelled (not Failed), never retried.
+    let r = simulate(INFRA_AND_OOM, &runs(&[PRE, "{outcome: cancelled}"]), &five);
+    assert_eq!(kinds(&r), ["retry", "cancelled"]);
+    assert_eq!(r.status.final_state(), Final::Cancelled);
 }
 
 // ---- §2.9 the record ----------------------------------------------------------------------------

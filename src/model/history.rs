@@ -47,6 +47,9 @@ pub struct Job {
     /// Bytes, from a Kubernetes quantity (`8Gi`).
     pub memory: Option<f64>,
     pub submitted_at: Option<Timestamp>,
+    /// `job.gang.cardinality`: upstream sends a gang of more than one job down the legacy
+    /// path (SPEC §2.10); the design engine ignores it.
+    pub gang_cardinality: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -176,7 +179,7 @@ pub struct JobExpect {
 }
 
 /// The decision kinds of SPEC §2.9, for validating `expect.decision`.
-pub const DECISION_KINDS: [&str; 10] = [
+pub const DECISION_KINDS: [&str; 12] = [
     "retry",
     "fail_rule",
     "fail_rule_limit",
@@ -187,10 +190,12 @@ pub const DECISION_KINDS: [&str; 10] = [
     "legacy_requeue",
     "lease_returned",
     "cancelled",
+    "fail_policy_limit",
+    "preempted",
 ];
 
 const TOP: [&str; 5] = ["apiVersion", "kind", "job", "runs", "expect"];
-const JOB: [&str; 7] = [
+const JOB: [&str; 8] = [
     "id",
     "queue",
     "annotations",
@@ -198,6 +203,7 @@ const JOB: [&str; 7] = [
     "memory",
     "submittedAt",
     "jobSet",
+    "gang",
 ];
 const RUN: [&str; 12] = [
     "node",
@@ -313,6 +319,13 @@ fn decode_job(dec: &mut Decoder, f: &super::decode::Fields<'_>, job: &mut Job) {
                         quote(&s)
                     ),
                 ),
+            }
+        }
+    }
+    if let Some(v) = f.get("gang") {
+        if let Some(g) = dec.fields(v, &f.path_of("gang"), &["cardinality"]) {
+            if let Some(c) = g.get("cardinality") {
+                job.gang_cardinality = dec.u32(c, &g.path_of("cardinality"));
             }
         }
     }
@@ -531,6 +544,9 @@ pub fn failure_history_json(h: &FailureHistory) -> serde_json::Value {
     }
     if let Some(t) = h.job.submitted_at {
         job.insert("submittedAt".into(), json!(t.to_string()));
+    }
+    if let Some(c) = h.job.gang_cardinality {
+        job.insert("gang".into(), json!({ "cardinality": c }));
     }
     let runs: Vec<Value> = h
         .runs

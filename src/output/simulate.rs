@@ -20,6 +20,7 @@ use tabled::settings::{Padding, Style as TableStyle};
 use crate::cli::SimulateOutput;
 use crate::eval::replay::{format_instant, rule_ref_label, JobReport, JobStatus, RunRecord};
 use crate::eval::DecisionKind;
+use crate::eval::EngineKind;
 use crate::model::quantity::format_bytes;
 use crate::replay::compare::{Comparison, JobDiff, Transition};
 use crate::replay::summary::Summary;
@@ -124,6 +125,11 @@ pub struct JobOut<'a> {
     job: &'a str,
     queue: Option<&'a str>,
     policies: &'a [String],
+    /// Only when not the design engine (keeps design output as it was).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    engine: Option<&'static str>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    ignored_policies: &'a [String],
     enabled: bool,
     global_max_retries: u32,
     submitted_at: Option<String>,
@@ -141,6 +147,8 @@ pub fn job_record(report: &JobReport) -> JobOut<'_> {
         job: &report.job_id,
         queue: report.queue.as_deref(),
         policies: &report.policies,
+        engine: (report.engine != EngineKind::Design).then(|| report.engine.as_str()),
+        ignored_policies: &report.ignored_policies,
         enabled: report.enabled,
         global_max_retries: report.global_max_retries,
         submitted_at: report.submitted_at.map(|t| t.to_string()),
@@ -208,12 +216,28 @@ pub fn write_job_table(out: &mut dyn Write, style: Style, report: &JobReport) ->
         "none: retry policies are disabled in the scheduler config (legacy behaviour)".to_string()
     } else if report.policies.is_empty() {
         "none (legacy behaviour)".to_string()
+    } else if report.engine == EngineKind::Upstream {
+        let ignored = if report.ignored_policies.is_empty() {
+            String::new()
+        } else {
+            format!("; ignored: {}", report.ignored_policies.join(", "))
+        };
+        format!(
+            "{} (upstream evaluates only the queue's first policy{ignored})",
+            report.policies.join(", ")
+        )
     } else {
         format!(
             "{} (first matching rule wins, in this order)",
             report.policies.join(", ")
         )
     };
+    if report.engine == EngineKind::Upstream {
+        writeln!(
+            out,
+            "  engine:    upstream (Armada today: categories only, preemption ends the job, no backoff)"
+        )?;
+    }
     writeln!(out, "  policies:  {policies}")?;
     writeln!(
         out,

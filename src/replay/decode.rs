@@ -119,8 +119,7 @@ struct JobIn<'a> {
     #[serde(default)]
     #[allow(dead_code)]
     job_set: Option<IgnoredAny>,
-    /// Mirrors the gang field being added to the model (`job.gang.cardinality`); until the
-    /// model has it, a line that sets it goes to the strict decoder.
+    /// `job.gang.cardinality` (the upstream engine's legacy path for gangs).
     #[serde(default)]
     gang: Option<GangIn>,
 }
@@ -128,7 +127,6 @@ struct JobIn<'a> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct GangIn {
-    #[allow(dead_code)]
     cardinality: u32,
 }
 
@@ -263,9 +261,7 @@ impl LineIn<'_> {
             expect: None,
         };
         if let Some(job) = self.job {
-            if job.gang.is_some() {
-                return None;
-            }
+            h.job.gang_cardinality = job.gang.map(|g| g.cardinality);
             h.job.id = job.id.map(Str::owned).unwrap_or_default();
             h.job.queue = job.queue.map(Str::owned);
             h.job.annotations = job.annotations.unwrap_or_default();

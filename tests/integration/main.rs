@@ -9,6 +9,7 @@ mod compare;
 mod completion;
 mod config;
 mod crud;
+mod engines;
 mod history;
 mod kubectl;
 mod serve;

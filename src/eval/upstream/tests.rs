@@ -1,0 +1,305 @@
+//! upstream's `TestEngine_Evaluate` table (armada-upstream.md 6.1) against [`evaluate`]
+//! directly, the memory bump of 6.9, and property tests of the budget.
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::eval::simulator::Simulator;
+use crate::eval::{EngineKind, JobReport};
+use crate::model::history::{FailureHistory, Run};
+use crate::model::policy::RetryPolicy;
+use crate::model::{parse_documents, Resource};
+
+fn policy(limit: u32, default: &str, rules: &[(&str, &str, &str)]) -> CompiledPolicy {
+    let mut y = format!(
+        "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: p\nretryLimit: {limit}\ndefaultAction: {default}\n"
+    );
+    if !rules.is_empty() {
+        y.push_str("rules:\n");
+        for (action, cat, sub) in rules {
+            y.push_str(&format!("  - {{action: {action}, onCategory: {cat}"));
+            if !sub.is_empty() {
+                y.push_str(&format!(", onSubcategory: {sub}"));
+            }
+            y.push_str("}\n");
+        }
+    }
+    let doc = parse_documents(&y, None).documents.remove(0);
+    match doc.resource {
+        Some(Resource::RetryPolicy(p)) => CompiledPolicy::new(p).unwrap(),
+        other => panic!("{other:?} {:?}", doc.diagnostics),
+    }
+}
+
+fn failed(cat: &str, sub: &str) -> Run {
+    Run {
+        node: Some("n".into()),
+        category: (!cat.is_empty()).then(|| cat.to_string()),
+        subcategory: (!sub.is_empty()).then(|| sub.to_string()),
+        ..Run::default()
+    }
+}
+
+/// One evaluation with `failures` failed runs already counted before this one (upstream's
+/// `Counts.Failures` = `failures + 1`).
+fn decide(global: u32, p: &CompiledPolicy, run: &Run, failures_before: u32) -> Decision {
+    let settings = Settings {
+        global_max_retries: global,
+        ..Settings::default()
+    };
+    let ctx = JobContext {
+        id: "j",
+        fail_fast: false,
+        termination_grace_period: crate::eval::DEFAULT_GRACE,
+    };
+    let mut state = JobState::new(None);
+    state.failures = failures_before;
+    evaluate(Some(p), &settings, &ctx, UpstreamJob::default(), &mut state, run, 0, 0)
+}
+
+#[test]
+fn engine_test_table() {
+    let gpu_t = failed("gpu", "transient");
+    let uncat = failed("", "");
+    let transient = failed("transient", "");
+    // (name, global, policy, run, F = Counts.Failures, kind, reason)
+    let cases: Vec<(&str, u32, CompiledPolicy, &Run, u32, DecisionKind, &str)> = vec![
+        (
+            "category match (any subcategory)",
+            10,
+            policy(10, "Retry", &[("Fail", "gpu", "")]),
+            &gpu_t,
+            1,
+            DecisionKind::FailRule,
+            "matched rule: Fail",
+        ),
+        (
+            "category and subcategory match",
+            10,
+            policy(10, "Retry", &[("Fail", "gpu", "transient")]),
+            &gpu_t,
+            1,
+            DecisionKind::FailRule,
+            "matched rule: Fail",
+        ),
+        (
+            "default-action retry",
+            10,
+            policy(10, "Retry", &[("Fail", "user-error", "")]),
+            &uncat,
+            1,
+            DecisionKind::Retry,
+            "no rule matched, using default action: retry 1 of 10",
+        ),
+        (
+            "matched Retry overrides Fail default",
+            10,
+            policy(10, "Fail", &[("Retry", "transient", "")]),
+            &transient,
+            1,
+            DecisionKind::Retry,
+            "matched rule: Retry: retry 1 of 10",
+        ),
+        (
+            "subcategory mismatch",
+            10,
+            policy(10, "Retry", &[("Fail", "gpu", "permanent")]),
+            &gpu_t,
+            1,
+            DecisionKind::Retry,
+            "no rule matched, using default action: retry 1 of 10",
+        ),
+        (
+            "category mismatch",
+            10,
+            policy(10, "Retry", &[("Fail", "network", "")]),
+            &gpu_t,
+            1,
+            DecisionKind::Retry,
+            "no rule matched, using default action: retry 1 of 10",
+        ),
+        (
+            "global cap exceeded",
+            5,
+            policy(10, "Retry", &[]),
+            &uncat,
+            6,
+            DecisionKind::FailGlobalLimit,
+            "global max retries exceeded (5/5)",
+        ),
+        (
+            "retry limit exceeded",
+            100,
+            policy(3, "Retry", &[]),
+            &uncat,
+            4,
+            DecisionKind::FailPolicyLimit,
+            "policy retry limit exceeded (3/3)",
+        ),
+        (
+            "retry limit 0 never retries",
+            100,
+            policy(0, "Retry", &[]),
+            &uncat,
+            1,
+            DecisionKind::FailPolicyLimit,
+            "policy retry limit exceeded (0/0)",
+        ),
+        (
+            "empty rules: DefaultAction",
+            10,
+            policy(10, "Fail", &[]),
+            &uncat,
+            1,
+            DecisionKind::FailDefault,
+            "no rule matched, using default action",
+        ),
+        (
+            "globalMaxRetries 0",
+            0,
+            policy(10, "Retry", &[]),
+            &uncat,
+            1,
+            DecisionKind::FailGlobalLimit,
+            "global max retries is 0, retries disabled",
+        ),
+        (
+            "first matching rule wins",
+            10,
+            policy(10, "Retry", &[("Fail", "gpu", ""), ("Retry", "gpu", "transient")]),
+            &gpu_t,
+            1,
+            DecisionKind::FailRule,
+            "matched rule: Fail",
+        ),
+        (
+            "uncategorized: default",
+            10,
+            policy(10, "Fail", &[("Retry", "gpu", "")]),
+            &uncat,
+            1,
+            DecisionKind::FailDefault,
+            "no rule matched, using default action",
+        ),
+    ];
+    for (name, global, p, run, f, kind, words) in cases {
+        let d = decide(global, &p, run, f - 1);
+        assert_eq!(d.kind, kind, "{name}");
+        assert_eq!(reason(&d, None).as_deref(), Some(words), "{name}");
+        assert_eq!(
+            d.delay,
+            crate::model::duration::GoDuration::ZERO,
+            "{name}: upstream has no backoff"
+        );
+    }
+}
+
+#[test]
+fn a_matched_retry_carries_its_mutation_a_default_one_none() {
+    let yaml = "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: p\nretryLimit: 10\ndefaultAction: Retry\nrules:\n  - {action: Retry, onCategory: oom, mutate: {affinity: {avoidSameNode: true}, resources: {memory: {factor: 1.5}}}}\n";
+    let p = match parse_documents(yaml, None).documents.remove(0).resource {
+        Some(Resource::RetryPolicy(p)) => CompiledPolicy::new(p).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let settings = Settings::default();
+    let ctx = JobContext {
+        id: "j",
+        fail_fast: false,
+        termination_grace_period: crate::eval::DEFAULT_GRACE,
+    };
+    // 6.9 Scheduler_MemoryBumpCompounds: 1Gi × 1.5 × 1.5 = 2415919104 bytes.
+    let mut state = JobState::new(Some(1024.0 * 1024.0 * 1024.0));
+    let oom = |node: &str| Run {
+        node: Some(node.into()),
+        category: Some("oom".into()),
+        ..Run::default()
+    };
+    let a = evaluate(
+        Some(&p),
+        &settings,
+        &ctx,
+        UpstreamJob::default(),
+        &mut state,
+        &oom("n1"),
+        0,
+        0,
+    );
+    assert_eq!(a.memory, Some(1610612736.0));
+    assert_eq!(a.avoid_nodes, vec!["n1".to_string()]);
+    let b = evaluate(
+        Some(&p),
+        &settings,
+        &ctx,
+        UpstreamJob::default(),
+        &mut state,
+        &oom("n2"),
+        1,
+        0,
+    );
+    assert_eq!(b.memory, Some(2415919104.0));
+    assert_eq!(b.avoid_nodes, vec!["n1".to_string(), "n2".to_string()]);
+    let c = evaluate(
+        Some(&p),
+        &settings,
+        &ctx,
+        UpstreamJob::default(),
+        &mut state,
+        &failed("", ""),
+        2,
+        0,
+    );
+    assert_eq!(
+        (c.kind, c.rule, c.memory),
+        (DecisionKind::Retry, Some(RuleRef::Default), Some(2415919104.0))
+    );
+    assert!(c.avoid_nodes.is_empty(), "a default-action retry carries no mutation");
+}
+
+fn replay_upstream(p: RetryPolicy, history: &FailureHistory, settings: &Settings) -> JobReport {
+    let sim = Simulator::new(vec![p], Vec::new(), None)
+        .unwrap()
+        .with_engine(EngineKind::Upstream);
+    sim.simulate(history, settings).unwrap()
+}
+
+/// A run of a generated history: 0 failed (category a or b), 1 preempted, 2 lease returned.
+fn gen_run(kind: u8, cat: bool) -> Run {
+    let mut r = failed(if cat { "a" } else { "b" }, "");
+    match kind {
+        1 => r.conditions = vec![Condition::Preempted],
+        2 => r.outcome = Outcome::LeaseReturned,
+        _ => {}
+    }
+    r
+}
+
+proptest! {
+    #[test]
+    fn budgets_hold_and_only_failures_count(
+        limit in 0u32..6,
+        global in 0u32..6,
+        default_retry in any::<bool>(),
+        runs in proptest::collection::vec((0u8..3, any::<bool>()), 1..12),
+    ) {
+        let p = policy(limit, if default_retry { "Retry" } else { "Fail" }, &[("Retry", "a", "")]).policy;
+        let history = FailureHistory {
+            runs: runs.iter().map(|&(k, c)| gen_run(k, c)).collect(),
+            ..FailureHistory::default()
+        };
+        let settings = Settings { global_max_retries: global, max_attempted_runs: 100, ..Settings::default() };
+        let report = replay_upstream(p.clone(), &history, &settings);
+        // Never more counted retries than either bound.
+        prop_assert!(report.retries <= global.min(limit), "{} retries, global {global}, limit {limit}", report.retries);
+        // Preempted and returned runs never change the budget: each retry follows a failure.
+        let granted = report.runs.iter().filter(|r| r.decision.as_ref().is_some_and(|d| d.kind == DecisionKind::Retry)).count();
+        prop_assert_eq!(granted as u32, report.retries);
+        for r in &report.runs {
+            let d = r.decision.as_ref().unwrap();
+            if matches!(d.kind, DecisionKind::Preempted | DecisionKind::LeaseReturned) {
+                prop_assert_eq!(d.total_retries, report.runs[..r.index].iter().filter(|x| x.decision.as_ref().is_some_and(|d| d.kind == DecisionKind::Retry)).count() as u32);
+            }
+        }
+        // Same input, same output.
+        prop_assert_eq!(report, replay_upstream(p, &history, &settings));
+    }
+}

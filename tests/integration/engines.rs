@@ -1,0 +1,199 @@
+//! `simulate --engine upstream` (SPEC §2.10): upstream's own test tables replayed as
+//! FailureHistory files (testdata/histories/upstream, each with its `expect`), the cases
+//! where the design engine decides otherwise, and the refusal of what upstream cannot read.
+
+use std::fs;
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::Value;
+
+use crate::support::{format_output, retryctl, root, temp_home};
+
+const POLICIES: &str = "testdata/histories/upstream/policies";
+
+fn simulate(home: &Path, engine: &str, history: &Path, extra: &[&str]) -> Output {
+    retryctl(home)
+        .args(["simulate", "-f", POLICIES, "--engine", engine])
+        .args(extra)
+        .arg("--history")
+        .arg(history)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn every_upstream_table_case_meets_its_expectations() {
+    let home = temp_home();
+    let mut count = 0;
+    for entry in fs::read_dir(root().join("testdata/histories/upstream")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("yaml") {
+            continue;
+        }
+        count += 1;
+        let out = simulate(home.path(), "upstream", &path, &[]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}:\n{}",
+            path.display(),
+            format_output(&out)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(count >= 25, "only {count} upstream histories");
+}
+
+/// (final state, last decision kind, retries) of one job under `engine`.
+fn outcome(home: &Path, engine: &str, file: &str) -> (String, String, u64) {
+    let path = root().join("testdata/histories/upstream").join(file);
+    let out = simulate(home, engine, &path, &["-o", "json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", format_output(&out)));
+    let job = &v["jobs"][0];
+    let last = job["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find_map(|r| r["decision"].as_str());
+    (
+        job["outcome"]["final"].as_str().unwrap().to_string(),
+        last.unwrap_or("none").to_string(),
+        job["retries"].as_u64().unwrap(),
+    )
+}
+
+#[test]
+fn where_the_engines_disagree_the_design_answer_is_pinned() {
+    let home = temp_home();
+    // (file, upstream, design): the same history, decided by each engine.
+    let cases = [
+        // Only the first policy counts upstream; the design concatenates both.
+        (
+            "two-policies-first-only.yaml",
+            ("Failed", "fail_default", 0),
+            ("Pending", "retry", 1),
+        ),
+        // Upstream ends the job at a preemption; the design evaluates it (default Retry).
+        (
+            "failed-then-preempted.yaml",
+            ("Failed", "preempted", 1),
+            ("Pending", "retry", 2),
+        ),
+        // Upstream ignores the policy for a gang; the design has no gangs.
+        (
+            "gang-is-never-retried.yaml",
+            ("Failed", "legacy_fail", 0),
+            ("Pending", "retry", 1),
+        ),
+        // A rule's limit: upstream `fail_policy_limit`, the design `fail_rule_limit` (its counter).
+        (
+            "retry-limit-exceeded.yaml",
+            ("Failed", "fail_policy_limit", 3),
+            ("Failed", "fail_rule_limit", 3),
+        ),
+    ];
+    for (file, upstream, design) in cases {
+        let got = outcome(home.path(), "upstream", file);
+        assert_eq!((got.0.as_str(), got.1.as_str(), got.2), upstream, "{file} upstream");
+        let got = outcome(home.path(), "design", file);
+        assert_eq!((got.0.as_str(), got.1.as_str(), got.2), design, "{file} design");
+    }
+}
+
+#[test]
+fn upstream_table_names_the_first_policy_only_and_speaks_upstreams_words() {
+    let home = temp_home();
+    let path = root().join("testdata/histories/upstream/two-policies-first-only.yaml");
+    let out = simulate(home.path(), "upstream", &path, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("  engine:    upstream (Armada today: categories only, preemption ends the job, no backoff)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  policies:  strict (upstream evaluates only the queue's first policy; ignored: retry-gpu)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("no rule matched, using default action (policy strict/default)"),
+        "{text}"
+    );
+
+    let path = root().join("testdata/histories/upstream/retry-limit-exceeded.yaml");
+    let out = simulate(home.path(), "upstream", &path, &["-o", "json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["jobs"][0]["engine"], "upstream");
+    let reasons: Vec<&str> = v["jobs"][0]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons[3], "policy retry limit exceeded (3/3) (policy retry-3/default)");
+    // Upstream's executor reuses one pod name for every run.
+    let pods: Vec<&str> = v["jobs"][0]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["podName"].as_str().unwrap())
+        .collect();
+    assert!(pods.iter().all(|p| *p == "armada-retry-limit-exceeded-0"), "{pods:?}");
+}
+
+#[test]
+fn upstream_refuses_a_policy_it_cannot_read_naming_every_field() {
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .args([
+            "simulate",
+            "-f",
+            "testdata/policies/valid/infra.yaml",
+            "--engine",
+            "upstream",
+        ])
+        .args(["--history", "testdata/histories/design-composition.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", format_output(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the upstream engine cannot evaluate these fields (upstream Armada cannot store them):\n  testdata/policies/valid/infra.yaml: policy `infra`: spec.rules[0].onConditions"),
+        "{err}"
+    );
+    assert!(err.contains("hint: use --engine design"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn baseline_engine_compares_the_design_against_upstream_on_one_policy_set() {
+    let home = temp_home();
+    let path = root().join("testdata/histories/upstream/failed-then-preempted.yaml");
+    let out = retryctl(home.path())
+        .args([
+            "simulate",
+            "-f",
+            POLICIES,
+            "--baseline",
+            POLICIES,
+            "--baseline-engine",
+            "upstream",
+        ])
+        .args(["-o", "json", "--history"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j = &v["comparison"]["changedJobs"][0];
+    assert_eq!(
+        (j["baseline"]["final"].as_str(), j["candidate"]["final"].as_str()),
+        (Some("Failed"), Some("Pending"))
+    );
+}
