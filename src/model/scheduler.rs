@@ -1,7 +1,7 @@
 //! The SchedulerConfig document (SPEC §3.1): the retry settings of an Armada scheduler config.
 //!
 //! Owns: the type and its decoding. A real Armada scheduler config file is accepted as is:
-//! keys outside `scheduling.retryPolicy` and `scheduling.maxAttemptedRuns` are ignored, and
+//! keys outside `scheduling.retryPolicy`, `scheduling.maxAttemptedRuns` and `scheduling.maxRetries` are ignored, and
 //! the `apiVersion`/`kind` envelope is optional. Inside `retryPolicy` decoding is strict.
 //! Must not: do I/O.
 
@@ -36,6 +36,10 @@ pub fn decode_scheduler_config(dec: &mut Decoder, node: &Node) -> Option<Schedul
     };
     if let Some(n) = scheduling.get("maxAttemptedRuns").filter(|n| !n.is_null()) {
         config.max_attempted_runs = dec.u32(n, "scheduling.maxAttemptedRuns");
+    } else if let Some(n) = scheduling.get("maxRetries").filter(|n| !n.is_null()) {
+        // Upstream's scheduler config has only the legacy `maxRetries`: its attempt bound is
+        // `maxRetries + 1` (SPEC §2.10; both engines read it).
+        config.max_attempted_runs = dec.u32(n, "scheduling.maxRetries").map(|r| r.saturating_add(1));
     }
     let Some(rp) = scheduling.get("retryPolicy").filter(|n| !n.is_null()) else {
         return Some(config);
@@ -160,6 +164,9 @@ mod tests {
         assert_eq!(c.enabled, Some(true));
         assert_eq!(c.max_attempted_runs, Some(4));
         assert_eq!(c.default_policy_name.as_deref(), Some("default"));
+        // Without maxAttemptedRuns, upstream's legacy maxRetries + 1 bounds the attempts.
+        let c = parse_scheduler_config("scheduling:\n  maxRetries: 3\n").unwrap();
+        assert_eq!(c.max_attempted_runs, Some(4));
     }
 
     #[test]
