@@ -2235,7 +2235,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__schema)
-            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version retrypolicy queue"
+            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version retrypolicy queue failurehistory"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -231,6 +231,7 @@ pub enum SchemaKind {
     Retrypolicy,
     #[value(alias = "q")]
     Queue,
+    Failurehistory,
 }
 
 /// `retryctl history` (SPEC §3.3).
@@ -863,7 +864,8 @@ const EX_EXPLAIN: &str = "Examples:\n  retryctl explain retrypolicy
 
 const EX_SCHEMA: &str =
     "Examples:\n  retryctl schema retrypolicy > retrypolicy.schema.json   # for yaml-language-server
-  retryctl schema queue";
+  retryctl schema queue
+  retryctl schema failurehistory > failurehistory.schema.json";
 
 const EX_HISTORY: &str = "Examples:
   retryctl history --lookout-db postgresql://lookout:***@db:5432/lookout --queue ml --since 7d > week.jsonl

@@ -15,9 +15,12 @@ pub fn run(ctx: &mut Context, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let (kind, root): (&str, &'static [Field]) = match noun_kind(noun) {
         Some(Kind::RetryPolicy) => ("RetryPolicy (armadaproject.io/v1)", fields::RETRY_POLICY),
         Some(Kind::Queue) => ("Queue (armadaproject.io/v1beta1)", fields::QUEUE),
+        _ if noun.eq_ignore_ascii_case("failurehistory") => {
+            ("FailureHistory (armadaproject.io/v1)", fields::FAILURE_HISTORY)
+        }
         _ => {
             return Err(CliError::usage(format!(
-                "unknown resource type `{noun}`: expected `retrypolicy` (`rp`) or `queue` (`q`)"
+                "unknown resource type `{noun}`: expected `retrypolicy` (`rp`), `queue` (`q`) or `failurehistory`"
             ))
             .into())
         }

@@ -1,4 +1,4 @@
-//! `retryctl schema retrypolicy|queue`: the JSON Schema (draft 2020-12) of the v1 documents,
+//! `retryctl schema retrypolicy|queue|failurehistory`: the JSON Schema (draft 2020-12) of the v1 documents,
 //! generated from `model::fields`, the table the strict decoder reads.
 
 use crate::app::Context;
@@ -21,6 +21,11 @@ pub fn run(ctx: &mut Context, args: &SchemaArgs) -> anyhow::Result<ExitCode> {
             &format!("{SCHEMA_BASE}/queue.json"),
             "Armada Queue (armadaproject.io/v1beta1)",
             fields::QUEUE,
+        ),
+        SchemaKind::Failurehistory => schema::schema(
+            &format!("{SCHEMA_BASE}/failurehistory.json"),
+            "Armada FailureHistory (armadaproject.io/v1, retryctl simulate's input)",
+            fields::FAILURE_HISTORY,
         ),
     };
     writeln!(ctx.out, "{}", serde_json::to_string_pretty(&value)?)?;

@@ -281,6 +281,189 @@ pub const PERMISSION: &[Field] = &[
     ),
 ];
 
+const STRINGS: Ty = Ty::Array {
+    items: &Ty::Str,
+    max_items: None,
+    unique: false,
+};
+
+pub const GANG: &[Field] = &[req(
+    "cardinality",
+    Ty::Int {
+        min: 0,
+        max: 4_294_967_295,
+    },
+    "How many jobs the gang has; upstream's engine never retries a gang of more than one.",
+)];
+
+pub const HISTORY_JOB: &[Field] = &[
+    f(
+        "id",
+        Ty::Str,
+        "The job id (pod names are `armada-<id>-0...`). Default: the file stem.",
+    ),
+    f(
+        "queue",
+        Ty::Str,
+        "The job's queue: its Queue document gives the job's policies.",
+    ),
+    f(
+        "annotations",
+        Ty::StringMap,
+        "The job's annotations (`armadaproject.io/retry-policy`, `armadaproject.io/failFast`).",
+    ),
+    f(
+        "terminationGracePeriod",
+        Ty::Duration,
+        "The pod's grace period, a floor for a preempted run's delay. Default `1s`.",
+    ),
+    f(
+        "memory",
+        Ty::Str,
+        "The job's memory request (`8Gi`), for memory mutations.",
+    ),
+    f(
+        "submittedAt",
+        Ty::Str,
+        "RFC 3339 submission time; times print relative (`T+90s`) without it.",
+    ),
+    f("jobSet", Ty::Str, "The job set (accepted, no effect on decisions)."),
+    f("gang", Ty::Object(GANG), "Gang scheduling of the job."),
+];
+
+pub const HISTORY_CONTAINER: &[Field] = &[
+    f("name", Ty::Str, "The container's name; leave it out for an unnamed container (a Lookout import), matched only by rules without `containerName`."),
+    f("init", Ty::Bool, "An init container."),
+    f("exitCode", Ty::Int { min: -2_147_483_648, max: 2_147_483_647 }, "The exit code (0: not failed)."),
+    f("reason", Ty::Str, "The termination reason (`OOMKilled`, `Error`)."),
+    f("message", Ty::Str, "The termination message."),
+];
+
+pub const RUN_EXPECT: &[Field] = &[
+    f("action", Ty::Enum(&Action::NAMES), "The expected action."),
+    f(
+        "decision",
+        Ty::Enum(&super::history::DECISION_KINDS),
+        "The expected decision kind.",
+    ),
+    f("rule", Ty::Str, "The expected `policy/rule` (`infra/0`, `p/default`)."),
+    f("delay", Ty::Duration, "The expected delay before the next run."),
+    f(
+        "retries",
+        Ty::Int {
+            min: 0,
+            max: 4_294_967_295,
+        },
+        "The expected total of retries after this decision.",
+    ),
+    f("podName", Ty::Str, "The expected pod name of the next run."),
+    f("avoidNodes", STRINGS, "The expected nodes the next run avoids."),
+];
+
+pub const JOB_EXPECT: &[Field] = &[
+    f(
+        "final",
+        Ty::Enum(&super::history::Final::NAMES),
+        "The expected final state.",
+    ),
+    f(
+        "retries",
+        Ty::Int {
+            min: 0,
+            max: 4_294_967_295,
+        },
+        "The expected retries in all.",
+    ),
+    f(
+        "decision",
+        Ty::Enum(&super::history::DECISION_KINDS),
+        "The expected last decision kind.",
+    ),
+];
+
+pub const HISTORY_RUN: &[Field] = &[
+    f("node", Ty::Str, "The node the run was on."),
+    f(
+        "queuedFor",
+        Ty::Duration,
+        "How long it waited for capacity after becoming eligible. Default `0s`.",
+    ),
+    f(
+        "startedAt",
+        Ty::Str,
+        "When it started: a duration since submission or an RFC 3339 time (instead of queuedFor).",
+    ),
+    f("runFor", Ty::Duration, "How long it ran before it ended. Default `0s`."),
+    f(
+        "conditions",
+        Ty::Array {
+            items: &Ty::Enum(&super::history::POD_CONDITIONS),
+            max_items: None,
+            unique: true,
+        },
+        "Pod-level conditions.",
+    ),
+    f(
+        "terminationConfirmedAfter",
+        Ty::Duration,
+        "When a preempted pod's termination was confirmed.",
+    ),
+    f(
+        "containers",
+        Ty::Array {
+            items: &Ty::Object(HISTORY_CONTAINER),
+            max_items: None,
+            unique: false,
+        },
+        "The pod's containers.",
+    ),
+    f("category", CATEGORY, "The executor's failure category."),
+    f("subcategory", CATEGORY, "The executor's failure subcategory."),
+    f(
+        "outcome",
+        Ty::Enum(&super::history::Outcome::NAMES),
+        "`failed` (default), `succeeded`, `leaseReturned` or `cancelled`.",
+    ),
+    f(
+        "globalMaxRetries",
+        Ty::Int {
+            min: 0,
+            max: 4_294_967_295,
+        },
+        "The scheduler's globalMaxRetries from this run on (a reload).",
+    ),
+    f(
+        "expect",
+        Ty::Object(RUN_EXPECT),
+        "Assertions on this run's decision (simulate exits 1 when one fails).",
+    ),
+];
+
+/// A FailureHistory document (simulate's input).
+pub const FAILURE_HISTORY: &[Field] = &[
+    f(
+        "apiVersion",
+        Ty::Enum(&[API_V1]),
+        "`armadaproject.io/v1` (may be left out on JSON lines).",
+    ),
+    f(
+        "kind",
+        Ty::Enum(&["FailureHistory"]),
+        "`FailureHistory` (may be left out on JSON lines).",
+    ),
+    f("job", Ty::Object(HISTORY_JOB), "The job."),
+    req(
+        "runs",
+        Ty::Array {
+            items: &Ty::Object(HISTORY_RUN),
+            max_items: None,
+            unique: false,
+        },
+        "The job's runs, in order.",
+    ),
+    f("expect", Ty::Object(JOB_EXPECT), "Assertions on the job's outcome."),
+];
+
 /// A Queue document.
 pub const QUEUE: &[Field] = &[
     req(

@@ -194,51 +194,16 @@ pub const DECISION_KINDS: [&str; 12] = [
     "preempted",
 ];
 
-const TOP: [&str; 5] = ["apiVersion", "kind", "job", "runs", "expect"];
-const JOB: [&str; 8] = [
-    "id",
-    "queue",
-    "annotations",
-    "terminationGracePeriod",
-    "memory",
-    "submittedAt",
-    "jobSet",
-    "gang",
-];
-const RUN: [&str; 12] = [
-    "node",
-    "queuedFor",
-    "startedAt",
-    "runFor",
-    "conditions",
-    "terminationConfirmedAfter",
-    "containers",
-    "category",
-    "subcategory",
-    "outcome",
-    "globalMaxRetries",
-    "expect",
-];
-const CONTAINER: [&str; 5] = ["name", "init", "exitCode", "reason", "message"];
-const RUN_EXPECT: [&str; 7] = [
-    "action",
-    "decision",
-    "rule",
-    "delay",
-    "retries",
-    "podName",
-    "avoidNodes",
-];
-const JOB_EXPECT: [&str; 3] = ["final", "retries", "decision"];
-const POD_CONDITIONS: [&str; 4] = ["Evicted", "Preempted", "DeadlineExceeded", "Unschedulable"];
+// The fields each level accepts come from `fields`, the one table `explain` and `schema` read.
+pub const POD_CONDITIONS: [&str; 4] = ["Evicted", "Preempted", "DeadlineExceeded", "Unschedulable"];
 
 pub fn decode_failure_history(dec: &mut Decoder, node: &Node) -> Option<FailureHistory> {
-    let top = dec.fields(node, "", &TOP)?;
+    let top = dec.fields(node, "", &super::fields::names(super::fields::FAILURE_HISTORY))?;
     let mut h = FailureHistory::default();
     // `job` may be left out entirely: the id then defaults to the file stem and the job has
     // no queue (it gets the policies given on the command line).
     if let Some(job) = top.get("job") {
-        if let Some(f) = dec.fields(job, "job", &JOB) {
+        if let Some(f) = dec.fields(job, "job", &super::fields::names(super::fields::HISTORY_JOB)) {
             decode_job(dec, &f, &mut h.job);
         }
     }
@@ -250,7 +215,7 @@ pub fn decode_failure_history(dec: &mut Decoder, node: &Node) -> Option<FailureH
         }
     }
     if let Some(n) = top.get("expect") {
-        if let Some(f) = dec.fields(n, "expect", &JOB_EXPECT) {
+        if let Some(f) = dec.fields(n, "expect", &super::fields::names(super::fields::JOB_EXPECT)) {
             let mut e = JobExpect::default();
             if let Some(v) = f.get("final") {
                 e.final_state = dec.enumeration(v, &f.path_of("final"), &Final::NAMES, Final::parse);
@@ -334,7 +299,7 @@ fn decode_job(dec: &mut Decoder, f: &super::decode::Fields<'_>, job: &mut Job) {
 
 fn decode_run(dec: &mut Decoder, node: &Node, path: &str) -> Run {
     let mut run = Run::default();
-    let Some(f) = dec.fields(node, path, &RUN) else {
+    let Some(f) = dec.fields(node, path, &super::fields::names(super::fields::HISTORY_RUN)) else {
         return run;
     };
     if let Some(v) = f.get("node") {
@@ -402,7 +367,7 @@ fn decode_run(dec: &mut Decoder, node: &Node, path: &str) -> Run {
         if let Some(items) = dec.seq(v, &p) {
             for (i, item) in items.iter().enumerate() {
                 let cp = index(&p, i);
-                let Some(cf) = dec.fields(item, &cp, &CONTAINER) else {
+                let Some(cf) = dec.fields(item, &cp, &super::fields::names(super::fields::HISTORY_CONTAINER)) else {
                     continue;
                 };
                 let mut c = Container::default();
@@ -451,7 +416,7 @@ fn decode_run(dec: &mut Decoder, node: &Node, path: &str) -> Run {
     }
     if let Some(v) = f.get("expect") {
         let p = f.path_of("expect");
-        if let Some(ef) = dec.fields(v, &p, &RUN_EXPECT) {
+        if let Some(ef) = dec.fields(v, &p, &super::fields::names(super::fields::RUN_EXPECT)) {
             let mut e = RunExpect::default();
             if let Some(n) = ef.get("action") {
                 e.action = dec.enumeration(n, &ef.path_of("action"), &Action::NAMES, |s| match s {

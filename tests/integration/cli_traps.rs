@@ -140,6 +140,41 @@ fn the_schema_flags_unknown_fields_and_lists_every_rule_field() {
 }
 
 #[test]
+fn the_failurehistory_schema_comes_from_the_table_the_decoder_reads() {
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .args(["schema", "failurehistory"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let schema: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(schema["required"], serde_json::json!(["runs"]));
+    let run = &schema["properties"]["runs"]["items"];
+    assert_eq!(run["additionalProperties"], false);
+    // A container's name is optional (Lookout imports have none).
+    let container = &run["properties"]["containers"]["items"];
+    assert!(container.get("required").is_none(), "{container}");
+    assert_eq!(
+        schema["properties"]["job"]["properties"]["gang"]["required"],
+        serde_json::json!(["cardinality"])
+    );
+    // A field the table does not list is refused by the decoder, with the table's names.
+    let bad = home.path().join("h.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: armadaproject.io/v1\nkind: FailureHistory\nruns:\n  - nodee: a\n",
+    )
+    .unwrap();
+    let out = retryctl(home.path())
+        .args(["simulate", "-f", "testdata/policies/valid", "--history"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown field `nodee`, did you mean `node`?"));
+}
+
+#[test]
 fn version_as_json() {
     let home = temp_home();
     let out = exchange(retryctl(home.path()).args(["version", "--client", "-o", "json"]));
