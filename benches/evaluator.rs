@@ -8,7 +8,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
 
-use retryctl::eval::{evaluate, CompiledPolicy, JobContext, JobState, Settings};
+use retryctl::engine::{evaluate, CompiledPolicy, JobContext, JobState, Settings};
 use retryctl::model::history::{Container, Run};
 use retryctl::model::policy::{Action, Backoff, Condition, ExitCodes, Operator, RetryPolicy, Rule};
 use retryctl::model::GoDuration;

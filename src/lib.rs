@@ -1,8 +1,14 @@
 //! retryctl: author, validate, push and simulate Armada retry policies.
 //!
-//! Layering (enforced in review): `cli` → `app` / `commands` → {`client`, `eval`, `output`,
-//! `server`} → `model`. `model`, `eval` and `wire` are pure: no I/O, clock, environment or
-//! randomness, and they import nothing else from this crate except `diag` and `yaml`.
+//! Layering (enforced in review): `cli` → `app` / `commands` → {`client`, `replay`,
+//! `history`, `output`, `server`} → `engine` → `model`. `model`, `engine` and `wire` are
+//! pure: no I/O, clock, environment or randomness, and they import nothing else from this
+//! crate except `diag` and `yaml`.
+//!
+//! Where things are: a history is read in `replay::source` (files, JSON Lines, stdin) and
+//! `history` (Lookout's database and REST API); each engine decides in `engine` (the design,
+//! SPEC §2.1–2.9, in `engine/mod.rs` and `engine/replay.rs`; upstream's, §2.10, in
+//! `engine/upstream.rs`); every output format is written in `output`.
 //! `client` knows nothing of `cli` or `output`; `output` never calls `client`. Only `main`
 //! exits the process.
 
@@ -12,8 +18,8 @@ pub mod client;
 pub mod commands;
 pub mod config;
 pub mod diag;
+pub mod engine;
 pub mod error;
-pub mod eval;
 pub mod history;
 pub mod input;
 pub mod model;

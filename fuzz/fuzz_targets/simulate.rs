@@ -13,8 +13,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use retryctl::eval::simulator::Simulator;
-use retryctl::eval::Settings;
+use retryctl::engine::simulator::Simulator;
+use retryctl::engine::Settings;
 use retryctl::model::{parse_documents, Kind, Resource};
 
 fuzz_target!(|data: &[u8]| {

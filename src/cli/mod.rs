@@ -699,11 +699,11 @@ pub enum EngineArg {
     Upstream,
 }
 
-impl From<EngineArg> for crate::eval::EngineKind {
+impl From<EngineArg> for crate::engine::EngineKind {
     fn from(e: EngineArg) -> Self {
         match e {
-            EngineArg::Design => crate::eval::EngineKind::Design,
-            EngineArg::Upstream => crate::eval::EngineKind::Upstream,
+            EngineArg::Design => crate::engine::EngineKind::Design,
+            EngineArg::Upstream => crate::engine::EngineKind::Upstream,
         }
     }
 }

@@ -27,9 +27,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::app::Context;
 use crate::cli::{SimulateArgs, SimulateOutput};
 use crate::commands::remote;
+use crate::engine::simulator::Simulator;
+use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
-use crate::eval::simulator::Simulator;
-use crate::eval::EngineKind;
 use crate::input::{self, io_reason};
 use crate::model::scheduler::{parse_scheduler_config, SchedulerConfig};
 use crate::model::{ApiVersion, Kind, Resource};
@@ -142,7 +142,7 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         let emit = |p: Processed<_>| -> io::Result<bool> {
             match p {
                 Processed::Done((report, rendered, f)) => {
-                    let report: crate::eval::JobReport = report;
+                    let report: crate::engine::JobReport = report;
                     if let Some(w) = warn_queue(&report.job_id, fallbacks.add(f)) {
                         sink.warning(err, &w)?;
                     }

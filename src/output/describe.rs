@@ -13,7 +13,7 @@
 
 use std::io::{self, Write};
 
-use crate::eval::{backoff_delay, resolve_backoff, Settings};
+use crate::engine::{backoff_delay, resolve_backoff, Settings};
 use crate::model::duration::GoDuration;
 use crate::model::policy::{AntiAffinityMode, Mutation};
 use crate::model::{Action, Queue, RetryPolicy, Rule};

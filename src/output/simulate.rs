@@ -18,9 +18,9 @@ use tabled::builder::Builder;
 use tabled::settings::{Padding, Style as TableStyle};
 
 use crate::cli::SimulateOutput;
-use crate::eval::replay::{format_instant, rule_ref_label, JobReport, JobStatus, RunRecord};
-use crate::eval::DecisionKind;
-use crate::eval::EngineKind;
+use crate::engine::replay::{format_instant, rule_ref_label, JobReport, JobStatus, RunRecord};
+use crate::engine::DecisionKind;
+use crate::engine::EngineKind;
 use crate::model::quantity::format_bytes;
 use crate::replay::compare::{Comparison, JobDiff, Transition};
 use crate::replay::summary::Summary;
@@ -80,7 +80,7 @@ pub fn run_record<'a>(report: &'a JobReport, run: &'a RunRecord) -> RunOut<'a> {
         decision: d.map(|d| d.kind.as_str()),
         policy: d.and_then(|d| report.policies.get(d.policy?)).map(String::as_str),
         rule_index: d.and_then(|d| match d.rule {
-            Some(crate::eval::RuleRef::Index(i)) => Some(i),
+            Some(crate::engine::RuleRef::Index(i)) => Some(i),
             _ => None,
         }),
         rule: d.and_then(|d| rule_ref_label(&report.policies, d)),
@@ -380,7 +380,7 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
             "  {}",
             style.error(&format!(
                 "expectations failed in {}: {list}",
-                crate::eval::replay::plural(s.expectation_failed_jobs, "job", "jobs")
+                crate::engine::replay::plural(s.expectation_failed_jobs, "job", "jobs")
             ))
         )?;
     } else {
@@ -390,7 +390,7 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
         writeln!(
             out,
             "  contradictions: {} (reported on stderr)",
-            crate::eval::replay::plural(s.contradicted_jobs, "job", "jobs")
+            crate::engine::replay::plural(s.contradicted_jobs, "job", "jobs")
         )?;
     }
     if s.errors > 0 {
@@ -399,7 +399,7 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
             "  {}",
             style.error(&format!(
                 "not simulated: {} with errors (reported on stderr)",
-                crate::eval::replay::plural(s.errors, "job", "jobs")
+                crate::engine::replay::plural(s.errors, "job", "jobs")
             ))
         )?;
     }
@@ -649,7 +649,7 @@ pub fn comparison_totals_json(c: &Comparison) -> Map<String, Value> {
 }
 
 fn retries_words(n: u32) -> String {
-    crate::eval::replay::plural(u64::from(n), "retry", "retries")
+    crate::engine::replay::plural(u64::from(n), "retry", "retries")
 }
 
 /// `--baseline` output, one changed job at a time.
@@ -783,7 +783,7 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
         c.to_pending,
         c.other + c.retries_only,
         c.changed,
-        crate::eval::replay::plural(c.jobs, "job", "jobs"),
+        crate::engine::replay::plural(c.jobs, "job", "jobs"),
     );
     writeln!(out, "{}", style.bold(&plan))?;
     for (f, t, n) in c.transitions() {
@@ -799,7 +799,7 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
         writeln!(
             out,
             "  same outcome, other retry count: {}",
-            crate::eval::replay::plural(c.retries_only, "job", "jobs")
+            crate::engine::replay::plural(c.retries_only, "job", "jobs")
         )?;
     }
     writeln!(
@@ -823,7 +823,7 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
             "  {}",
             style.error(&format!(
                 "not compared: {} with errors (reported on stderr)",
-                crate::eval::replay::plural(c.errors, "job", "jobs")
+                crate::engine::replay::plural(c.errors, "job", "jobs")
             ))
         )?;
     }

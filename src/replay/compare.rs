@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::eval::JobReport;
+use crate::engine::JobReport;
 use crate::model::duration::GoDuration;
 use crate::model::history::Final;
 

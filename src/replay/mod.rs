@@ -12,7 +12,7 @@
 //! Owns: the order of that stream and its memory bound (a bounded number of entries in
 //! flight, whatever the input size). Must not: format text for people (that is
 //! `output::simulate`), decide exit codes or parse the command line (that is
-//! `commands::simulate`), or evaluate (that is `eval`).
+//! `commands::simulate`), or evaluate (that is `engine`).
 
 pub mod compare;
 pub mod decode;

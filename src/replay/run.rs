@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::eval::simulator::Simulator;
-use crate::eval::{JobReport, JobStatus, Settings};
+use crate::engine::simulator::Simulator;
+use crate::engine::{JobReport, JobStatus, Settings};
 use crate::input::SourceFile;
 use crate::model::history::FailureHistory;
 

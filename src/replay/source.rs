@@ -18,7 +18,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::eval::Settings;
+use crate::engine::Settings;
 use crate::input::{io_reason, SourceFile, MAX_FILE_BYTES};
 use crate::model::history::FailureHistory;
 use crate::model::scheduler::SchedulerConfig;

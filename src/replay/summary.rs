@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::eval::{DecisionKind, JobReport, JobStatus, RuleRef};
+use crate::engine::{DecisionKind, JobReport, JobStatus, RuleRef};
 use crate::model::duration::GoDuration;
 use crate::model::policy::Action;
 
@@ -53,7 +53,7 @@ pub fn keep_summary_fields(report: &mut JobReport) {
             d.next_pod_name = None;
         }
     }
-    if let crate::eval::JobStatus::Failed { reason, .. } = &mut report.status {
+    if let crate::engine::JobStatus::Failed { reason, .. } = &mut report.status {
         *reason = String::new();
     }
 }

@@ -4,8 +4,8 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::eval::simulator::Simulator;
-use crate::eval::{EngineKind, JobReport};
+use crate::engine::simulator::Simulator;
+use crate::engine::{EngineKind, JobReport};
 use crate::model::history::{FailureHistory, Run};
 use crate::model::policy::RetryPolicy;
 use crate::model::{parse_documents, Resource};
@@ -50,7 +50,7 @@ fn decide(global: u32, p: &CompiledPolicy, run: &Run, failures_before: u32) -> D
     let ctx = JobContext {
         id: "j",
         fail_fast: false,
-        termination_grace_period: crate::eval::DEFAULT_GRACE,
+        termination_grace_period: crate::engine::DEFAULT_GRACE,
     };
     let mut state = JobState::new(None);
     state.failures = failures_before;
@@ -205,7 +205,7 @@ fn a_matched_retry_carries_its_mutation_a_default_one_none() {
     let ctx = JobContext {
         id: "j",
         fail_fast: false,
-        termination_grace_period: crate::eval::DEFAULT_GRACE,
+        termination_grace_period: crate::engine::DEFAULT_GRACE,
     };
     // 6.9 Scheduler_MemoryBumpCompounds: 1Gi × 1.5 × 1.5 = 2415919104 bytes.
     let mut state = JobState::new(Some(1024.0 * 1024.0 * 1024.0));

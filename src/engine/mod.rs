@@ -1,4 +1,6 @@
-//! The embedded evaluator (SPEC §2): pure, deterministic retry decisions.
+//! The engines (SPEC §2): pure, deterministic retry decisions. This file and `replay.rs` are
+//! the design engine (§2.1–2.9) and the records both engines share; `upstream.rs` is the
+//! engine Armada ships today (§2.10).
 //!
 //! Owns: effective-policy resolution (§2.1), container selection and matching (§2.2–2.3),
 //! counting and limits (§2.4), backoff, deterministic jitter and the grace delay (§2.5),
