@@ -16,7 +16,8 @@
 //! - Server-side validation errors (400 InvalidArgument) exit 3, like the same errors found
 //!   offline; FailedPrecondition (400, code 9), NotFound and AlreadyExists exit 1.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::fmt;
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -102,6 +103,13 @@ pub enum ClientError {
         name: String,
         fields: Vec<String>,
     },
+    /// Another writer changed the resource every time this client tried to (SPEC §5.2): the
+    /// edit was given up after `attempts` tries.
+    Conflict {
+        kind: &'static str,
+        name: String,
+        attempts: u32,
+    },
 }
 
 /// gRPC codes the client looks at.
@@ -145,11 +153,11 @@ impl ClientError {
             | ClientError::NoRoute { .. }
             | ClientError::Unexpected { .. }
             | ClientError::Dropped { .. } => ExitCode::Unreachable,
-            ClientError::Incompatible { .. } => ExitCode::Failure,
+            ClientError::Incompatible { .. } | ClientError::Conflict { .. } => ExitCode::Failure,
             ClientError::Api { status, code, .. } => match (*status, *code) {
                 (401 | 403, _) => ExitCode::Auth,
                 (400, Some(grpc::INVALID_ARGUMENT)) => ExitCode::InvalidInput,
-                (400 | 404 | 409, _) => ExitCode::Failure,
+                (400 | 404 | 409 | 412, _) => ExitCode::Failure,
                 _ => ExitCode::Unreachable,
             },
         }
@@ -157,6 +165,11 @@ impl ClientError {
 
     pub fn is_not_found(&self) -> bool {
         matches!(self, ClientError::Api { status: 404, .. })
+    }
+
+    /// 412: the `If-Match` sent no longer matches; someone else wrote in between.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, ClientError::Api { status: 412, .. })
     }
 
     pub fn is_already_exists(&self) -> bool {
@@ -210,6 +223,11 @@ impl fmt::Display for ClientError {
                  cannot store these fields of {kind} `{name}`: {}",
                 fields.iter().map(|x| format!("`{x}`")).collect::<Vec<_>>().join(", ")
             ),
+            ClientError::Conflict { kind, name, attempts } => write!(
+                f,
+                "{kind} `{name}` was modified concurrently by another writer; gave up after {attempts} \
+                 attempts to apply this change on top of the latest version, and the change is not applied"
+            ),
             ClientError::Dropped { kind, name, fields } => write!(
                 f,
                 "the server acknowledged {kind} `{name}` but reading it back shows it dropped or \
@@ -222,9 +240,11 @@ impl fmt::Display for ClientError {
 
 impl std::error::Error for ClientError {}
 
-/// The exit code a client error maps to, when `error` is one.
-pub fn exit_code_of(error: &(dyn std::error::Error + 'static)) -> Option<ExitCode> {
-    error.downcast_ref::<ClientError>().map(ClientError::exit_code)
+/// A client error as the CLI reports it: its words and its exit code.
+impl From<ClientError> for crate::error::CliError {
+    fn from(e: ClientError) -> Self {
+        crate::error::CliError::new(e.exit_code(), e.to_string())
+    }
 }
 
 pub type Result<T> = std::result::Result<T, ClientError>;
@@ -243,6 +263,36 @@ pub struct Client {
     /// `Some(true)` once a response carried the dialect header, `Some(false)` once one did
     /// not; `None` before the first response.
     dialect: Cell<Option<bool>>,
+    /// The `ETag` last seen per resource path (from a GET or a write's answer): what a later
+    /// `PUT` of that path sends as `If-Match`, so that every read-modify-write is refused
+    /// (412) when someone else wrote in between (SPEC §5.2). Upstream sends none.
+    etags: RefCell<HashMap<String, String>>,
+}
+
+/// How many times a read-modify-write is tried when others keep writing (kubectl's
+/// `retry.DefaultRetry` tries 5 times with 10 ms steps and jitter).
+pub const CONFLICT_ATTEMPTS: u32 = 5;
+
+/// What a read-modify-write did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Modified {
+    /// The edit changed nothing: nothing was sent.
+    Unchanged,
+    /// The edited queue was written (the value written).
+    Written(Queue),
+}
+
+/// Why a read-modify-write failed: the edit refused (its own error) or the server did.
+#[derive(Debug)]
+pub enum ModifyError<E> {
+    Edit(E),
+    Client(ClientError),
+}
+
+impl<E> From<ClientError> for ModifyError<E> {
+    fn from(e: ClientError) -> Self {
+        ModifyError::Client(e)
+    }
 }
 
 const MAX_TRIES: u32 = 3;
@@ -263,6 +313,7 @@ impl Client {
             config,
             http,
             dialect: Cell::new(None),
+            etags: RefCell::new(HashMap::new()),
         })
     }
 
@@ -306,17 +357,17 @@ impl Client {
             }
         }
         let body = wire::policy_to_json(policy);
+        let path = format!("/v1/retry-policy/{}", seg(&policy.name));
         match op {
             WriteOp::Create => self.json(Method::POST, "/v1/retry-policy", Some(&body))?,
-            WriteOp::Update => self.json(
-                Method::PUT,
-                &format!("/v1/retry-policy/{}", seg(&policy.name)),
-                Some(&body),
-            )?,
+            WriteOp::Update => self.json(Method::PUT, &path, Some(&body))?,
         };
+        let written = self.etag(&path);
         let back = self.get_policy(&policy.name)?;
+        // Another write landed after ours: the read-back shows theirs, not a dropped field.
+        let overtaken = written.is_some() && self.etag(&path) != written;
         let fields = diff_fields(&body, &wire::policy_to_json(&back));
-        if fields.is_empty() {
+        if fields.is_empty() || overtaken {
             Ok(())
         } else {
             Err(ClientError::Dropped {
@@ -372,16 +423,12 @@ impl Client {
         Err(self.bad_body(Method::GET, path, "the queue stream ended without its end marker"))
     }
 
-    /// Creates or replaces (upserts) a queue, then reads it back and compares.
+    /// Creates or replaces (upserts) a queue, then reads it back and compares. A `PUT` of a
+    /// queue read before sends `If-Match` with the ETag read (412 → [`ClientError::is_conflict`]).
     pub fn write_queue(&self, op: WriteOp, queue: &Queue) -> Result<()> {
-        let body = wire::queue_to_json(queue);
-        match op {
-            WriteOp::Create => self.json(Method::POST, "/v1/queue", Some(&body))?,
-            WriteOp::Update => self.json(Method::PUT, &format!("/v1/queue/{}", seg(&queue.name)), Some(&body))?,
-        };
-        let back = self.get_queue(&queue.name)?;
+        let (back, overtaken) = self.put_queue(op, queue)?;
         let fields = queue_differences(queue, &back);
-        if fields.is_empty() {
+        if fields.is_empty() || overtaken {
             Ok(())
         } else {
             Err(ClientError::Dropped {
@@ -390,6 +437,116 @@ impl Client {
                 fields,
             })
         }
+    }
+
+    /// Writes and reads back; `overtaken` when the ETags show another write landed after
+    /// this one (the read-back then shows theirs, and says nothing about ours).
+    fn put_queue(&self, op: WriteOp, queue: &Queue) -> Result<(Queue, bool)> {
+        let body = wire::queue_to_json(queue);
+        let path = format!("/v1/queue/{}", seg(&queue.name));
+        match op {
+            WriteOp::Create => self.json(Method::POST, "/v1/queue", Some(&body))?,
+            WriteOp::Update => self.json(Method::PUT, &path, Some(&body))?,
+        };
+        let written = self.etag(&path);
+        let back = self.get_queue(&queue.name)?;
+        let overtaken = written.is_some() && self.etag(&path) != written;
+        Ok((back, overtaken))
+    }
+
+    /// Reads queue `name`, applies `edit`, and writes the result with `If-Match`; when
+    /// another writer got in between (412) reads again and re-applies the edit, up to
+    /// [`CONFLICT_ATTEMPTS`] times with a short jittered pause, then gives up with
+    /// [`ClientError::Conflict`]. `edit` returns an error to stop without writing.
+    ///
+    /// Against a server without versions (upstream: no ETag) the read-back decides: when it
+    /// no longer shows this edit, another writer overwrote it and the edit is tried again;
+    /// when it shows the edit plus other changes, those are another writer's and the edit
+    /// landed. Fields the server drops every time are still [`ClientError::Dropped`].
+    pub fn modify_queue<E>(
+        &self,
+        name: &str,
+        mut edit: impl FnMut(&mut Queue) -> std::result::Result<(), E>,
+    ) -> std::result::Result<Modified, ModifyError<E>> {
+        let path = format!("/v1/queue/{}", seg(name));
+        let mut current = self.get_queue(name)?;
+        let mut last_dropped: Option<Vec<String>> = None;
+        for attempt in 1..=CONFLICT_ATTEMPTS {
+            let mut queue = current.clone();
+            edit(&mut queue).map_err(ModifyError::Edit)?;
+            if queue == current {
+                return Ok(Modified::Unchanged);
+            }
+            let (back, overtaken) = match self.put_queue(WriteOp::Update, &queue) {
+                Ok(r) => r,
+                Err(e) if e.is_conflict() => {
+                    self.conflict_pause(name, attempt);
+                    current = self.get_queue(name)?;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let fields = queue_differences(&queue, &back);
+            if fields.is_empty() || overtaken {
+                return Ok(Modified::Written(queue));
+            }
+            if self.etag(&path).is_some() {
+                // A versioned server answered our write and nobody wrote since: the
+                // difference is the server's own doing.
+                return Err(ClientError::Dropped {
+                    kind: "queue",
+                    name: name.to_string(),
+                    fields,
+                }
+                .into());
+            }
+            // No versions: does the read-back still carry this edit?
+            let mut again = back.clone();
+            edit(&mut again).map_err(ModifyError::Edit)?;
+            if again == back {
+                return Ok(Modified::Written(back));
+            }
+            if last_dropped.as_ref() == Some(&fields) {
+                return Err(ClientError::Dropped {
+                    kind: "queue",
+                    name: name.to_string(),
+                    fields,
+                }
+                .into());
+            }
+            last_dropped = Some(fields);
+            self.conflict_pause(name, attempt);
+            current = back;
+        }
+        Err(ClientError::Conflict {
+            kind: "queue",
+            name: name.to_string(),
+            attempts: CONFLICT_ATTEMPTS,
+        }
+        .into())
+    }
+
+    /// The pause before re-reading after a conflict: 10 ms doubling per attempt, with up to
+    /// 100% jitter so that racing writers spread out instead of colliding again.
+    pub fn conflict_pause(&self, name: &str, attempt: u32) {
+        let base = 10u64 << attempt.min(5);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos() as u64);
+        let jitter = (nanos ^ (std::process::id() as u64).wrapping_mul(2654435761)) % (base + 1);
+        let pause = Duration::from_millis(base + jitter);
+        if self.config.verbose {
+            log(&format!(
+                "queue `{name}` changed since it was read (conflict {attempt} of {CONFLICT_ATTEMPTS}); re-reading in {}ms",
+                pause.as_millis()
+            ));
+        }
+        std::thread::sleep(pause);
+    }
+
+    /// The ETag last seen for `path`.
+    fn etag(&self, path: &str) -> Option<String> {
+        self.etags.borrow().get(path).cloned()
     }
 
     pub fn delete_queue(&self, name: &str) -> Result<()> {
@@ -499,6 +656,11 @@ impl Client {
             if let Some(b) = body {
                 req = req.json(b);
             }
+            if method == Method::PUT {
+                if let Some(tag) = self.etag(path) {
+                    req = req.header(reqwest::header::IF_MATCH, tag);
+                }
+            }
             let result = req.send();
             let retry = match &result {
                 Err(e) => !e.is_timeout() && e.is_connect(),
@@ -537,9 +699,31 @@ impl Client {
                     .is_some_and(|v| v.trim().eq_ignore_ascii_case(DIALECT_V1)),
             ));
             if resp.status().is_success() {
+                self.remember_etag(&method, path, &resp);
                 return Ok(resp);
             }
             return Err(self.status_error(&method, &url, resp));
+        }
+    }
+
+    /// Keeps the ETag of a GET or a write of one resource, for the next `PUT` of it.
+    fn remember_etag(&self, method: &Method, path: &str, resp: &Response) {
+        let tag = resp
+            .headers()
+            .get(reqwest::header::ETAG)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let mut etags = self.etags.borrow_mut();
+        match tag {
+            Some(tag) if *method != Method::DELETE => {
+                // A create answers for the new resource, whose path is not the POST's.
+                if *method != Method::POST {
+                    etags.insert(path.to_string(), tag);
+                }
+            }
+            _ => {
+                etags.remove(path);
+            }
         }
     }
 

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
@@ -40,6 +40,12 @@ pub enum Code {
     AlreadyExists = 6,
     FailedPrecondition = 9,
     ResourceExhausted = 8,
+    /// FailedPrecondition (9) answered as 412: an `If-Match` that no longer matches.
+    Stale = 109,
+    /// 415: a write whose body is not declared `application/json`; gRPC InvalidArgument.
+    UnsupportedMediaType = 103,
+    /// 403 PermissionDenied.
+    PermissionDenied = 7,
     Internal = 13,
     Unavailable = 14,
     Unauthenticated = 16,
@@ -48,8 +54,20 @@ pub enum Code {
 impl Code {
     /// grpc-gateway's `HTTPStatusFromCode`, except ResourceExhausted: a body over the limit
     /// is 413 (what HTTP clients and proxies expect), not gateway's 429.
+    /// The gRPC code number in the error body.
+    pub fn number(self) -> i32 {
+        match self {
+            Code::Stale => Code::FailedPrecondition as i32,
+            Code::UnsupportedMediaType => Code::InvalidArgument as i32,
+            c => c as i32,
+        }
+    }
+
     pub fn status(self) -> StatusCode {
         match self {
+            Code::Stale => StatusCode::PRECONDITION_FAILED,
+            Code::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Code::PermissionDenied => StatusCode::FORBIDDEN,
             Code::InvalidArgument | Code::FailedPrecondition => StatusCode::BAD_REQUEST,
             Code::NotFound => StatusCode::NOT_FOUND,
             Code::AlreadyExists => StatusCode::CONFLICT,
@@ -66,7 +84,9 @@ impl Code {
             Code::InvalidArgument => "InvalidArgument",
             Code::NotFound => "NotFound",
             Code::AlreadyExists => "AlreadyExists",
-            Code::FailedPrecondition => "FailedPrecondition",
+            Code::FailedPrecondition | Code::Stale => "FailedPrecondition",
+            Code::UnsupportedMediaType => "InvalidArgument",
+            Code::PermissionDenied => "PermissionDenied",
             Code::ResourceExhausted => "ResourceExhausted",
             Code::Internal => "Internal",
             Code::Unavailable => "Unavailable",
@@ -97,7 +117,7 @@ impl ApiError {
     fn body(&self) -> Value {
         let mut m = serde_json::Map::new();
         m.insert("error".into(), Value::from(self.message.clone()));
-        m.insert("code".into(), Value::from(self.code as i32));
+        m.insert("code".into(), Value::from(self.code.number()));
         m.insert("message".into(), Value::from(self.message.clone()));
         Value::Object(m)
     }
@@ -120,6 +140,65 @@ pub fn json_response(status: StatusCode, body: Bytes) -> Response {
 
 fn ok_empty() -> Response {
     json_response(StatusCode::OK, Bytes::from_static(b"{}"))
+}
+
+/// The `ETag` of a version: the number, quoted (a strong validator).
+pub fn etag(version: u64) -> HeaderValue {
+    HeaderValue::from_str(&format!("\"{version}\"")).expect("digits and quotes are a valid header value")
+}
+
+fn with_etag(mut resp: Response, version: u64) -> Response {
+    resp.headers_mut().insert(header::ETAG, etag(version));
+    resp
+}
+
+/// What `If-Match` asks for: `None` when absent (no precondition, as upstream clients send),
+/// `Some(Any)` for `*`, else the versions listed. A value that names no version of ours (a
+/// weak tag, garbage) can never match, so the write is refused rather than let through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum IfMatch {
+    Any,
+    Versions(Vec<u64>),
+}
+
+fn if_match(headers: &HeaderMap) -> Option<IfMatch> {
+    let values: Vec<&str> = headers
+        .get_all(header::IF_MATCH)
+        .iter()
+        .map(|v| v.to_str().unwrap_or(""))
+        .collect();
+    if values.is_empty() {
+        return None;
+    }
+    let mut versions = Vec::new();
+    for part in values.iter().flat_map(|v| v.split(',')).map(str::trim) {
+        if part == "*" {
+            return Some(IfMatch::Any);
+        }
+        if let Some(n) = part
+            .strip_prefix('"')
+            .and_then(|p| p.strip_suffix('"'))
+            .and_then(|p| p.parse::<u64>().ok())
+        {
+            versions.push(n);
+        }
+    }
+    Some(IfMatch::Versions(versions))
+}
+
+/// The one version a write must find (the store compares it in its transaction), or `None`
+/// for no check. `*` means "any existing": resolved against the cache, then still checked
+/// by the store. Several listed versions: the current one if it is among them.
+fn expected_version(cond: Option<IfMatch>, current: Option<u64>) -> Option<u64> {
+    match cond {
+        None => None,
+        Some(IfMatch::Any) => Some(current.unwrap_or(0)),
+        Some(IfMatch::Versions(vs)) => Some(match current {
+            Some(c) if vs.contains(&c) => c,
+            // 0 is never a stored version: the store refuses it as stale.
+            _ => 0,
+        }),
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -245,6 +324,10 @@ fn store_error(err: StoreError, kind: &str, name: &str, doing: &str) -> ApiError
                 quoted_list(&queues)
             ),
         ),
+        StoreError::Stale => ApiError::new(
+            Code::Stale,
+            format!("{kind} {name:?} has been modified since it was read (If-Match does not match its ETag); read it again and retry"),
+        ),
         StoreError::Sql(e) => ApiError::new(Code::Unavailable, format!("error {doing} {kind} {name:?}: {e}")),
     }
 }
@@ -294,19 +377,19 @@ pub async fn create_policy(State(store): State<Arc<Store>>, body: Result<Bytes, 
     }
     let bytes = check_policy(&policy)?;
     let name = policy.name;
-    blocking(move || {
+    let version = blocking(move || {
         store
             .create_policy(&name, bytes)
             .map_err(|e| store_error(e, POLICY, &name, "creating"))
     })
     .await?;
-    Ok(ok_empty())
+    Ok(with_etag(ok_empty(), version))
 }
 
 pub async fn get_policy(State(store): State<Arc<Store>>, Path(name): Path<String>) -> ApiResult {
     path_name(POLICY, &name)?;
     match store.policy(&name) {
-        Some(body) => Ok(json_response(StatusCode::OK, body)),
+        Some(v) => Ok(with_etag(json_response(StatusCode::OK, v.body), v.version)),
         None => Err(store_error(StoreError::NotFound, POLICY, &name, "getting")),
     }
 }
@@ -331,6 +414,7 @@ pub async fn list_policies(State(store): State<Arc<Store>>) -> Response {
 pub async fn update_policy(
     State(store): State<Arc<Store>>,
     Path(name): Path<String>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     path_name(POLICY, &name)?;
@@ -338,20 +422,22 @@ pub async fn update_policy(
     let mut policy = decode_policy(&value)?;
     reconcile_name(POLICY, &mut policy.name, &name)?;
     let bytes = check_policy(&policy)?;
-    blocking(move || {
+    let expected = expected_version(if_match(&headers), store.policy(&name).map(|v| v.version));
+    let version = blocking(move || {
         store
-            .update_policy(&name, bytes)
+            .update_policy(&name, bytes, expected)
             .map_err(|e| store_error(e, POLICY, &name, "updating"))
     })
     .await?;
-    Ok(ok_empty())
+    Ok(with_etag(ok_empty(), version))
 }
 
-pub async fn delete_policy(State(store): State<Arc<Store>>, Path(name): Path<String>) -> ApiResult {
+pub async fn delete_policy(State(store): State<Arc<Store>>, Path(name): Path<String>, headers: HeaderMap) -> ApiResult {
     path_name(POLICY, &name)?;
+    let expected = expected_version(if_match(&headers), store.policy(&name).map(|v| v.version));
     blocking(move || {
         store
-            .delete_policy(&name)
+            .delete_policy(&name, expected)
             .map_err(|e| store_error(e, POLICY, &name, "deleting"))
     })
     .await?;
@@ -382,9 +468,15 @@ fn check_queue(queue: &Queue) -> Result<Bytes, ApiError> {
 }
 
 /// Decode, validate and write one queue (shared by the single and batched routes).
-async fn write_queue(store: Arc<Store>, value: &Value, path: Option<&str>, create: bool) -> Result<(), ApiError> {
+async fn write_queue(
+    store: Arc<Store>,
+    value: &Value,
+    path: Option<&str>,
+    create: bool,
+    cond: Option<IfMatch>,
+) -> Result<u64, ApiError> {
     let queue = decode_queue(value)?;
-    write_decoded_queue(store, queue, path, create).await
+    write_decoded_queue(store, queue, path, create, cond).await
 }
 
 async fn write_decoded_queue(
@@ -392,7 +484,8 @@ async fn write_decoded_queue(
     mut queue: Queue,
     path: Option<&str>,
     create: bool,
-) -> Result<(), ApiError> {
+    cond: Option<IfMatch>,
+) -> Result<u64, ApiError> {
     match path {
         Some(p) => reconcile_name(QUEUE, &mut queue.name, p)?,
         None if queue.name.is_empty() => return Err(ApiError::invalid("queue name must not be empty")),
@@ -400,9 +493,10 @@ async fn write_decoded_queue(
     }
     let bytes = check_queue(&queue)?;
     let doing = if create { "creating" } else { "updating" };
+    let expected = expected_version(cond, store.queue(&queue.name).map(|v| v.version));
     blocking(move || {
         store
-            .put_queue(&queue, bytes, create)
+            .put_queue(&queue, bytes, create, expected)
             .map_err(|e| store_error(e, QUEUE, &queue.name, doing))
     })
     .await
@@ -410,14 +504,14 @@ async fn write_decoded_queue(
 
 pub async fn create_queue(State(store): State<Arc<Store>>, body: Result<Bytes, BytesRejection>) -> ApiResult {
     let value = json_body(body)?;
-    write_queue(store, &value, None, true).await?;
-    Ok(ok_empty())
+    let version = write_queue(store, &value, None, true, None).await?;
+    Ok(with_etag(ok_empty(), version))
 }
 
 pub async fn get_queue(State(store): State<Arc<Store>>, Path(name): Path<String>) -> ApiResult {
     path_name(QUEUE, &name)?;
     match store.queue(&name) {
-        Some(body) => Ok(json_response(StatusCode::OK, body)),
+        Some(v) => Ok(with_etag(json_response(StatusCode::OK, v.body), v.version)),
         None => Err(store_error(StoreError::NotFound, QUEUE, &name, "getting")),
     }
 }
@@ -425,19 +519,21 @@ pub async fn get_queue(State(store): State<Arc<Store>>, Path(name): Path<String>
 pub async fn update_queue(
     State(store): State<Arc<Store>>,
     Path(name): Path<String>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     path_name(QUEUE, &name)?;
     let value = json_body(body)?;
-    write_queue(store, &value, Some(&name), false).await?;
-    Ok(ok_empty())
+    let version = write_queue(store, &value, Some(&name), false, if_match(&headers)).await?;
+    Ok(with_etag(ok_empty(), version))
 }
 
-pub async fn delete_queue(State(store): State<Arc<Store>>, Path(name): Path<String>) -> ApiResult {
+pub async fn delete_queue(State(store): State<Arc<Store>>, Path(name): Path<String>, headers: HeaderMap) -> ApiResult {
     path_name(QUEUE, &name)?;
+    let expected = expected_version(if_match(&headers), store.queue(&name).map(|v| v.version));
     blocking(move || {
         store
-            .delete_queue(&name)
+            .delete_queue(&name, expected)
             .map_err(|e| store_error(e, QUEUE, &name, "deleting"))
     })
     .await?;
@@ -522,7 +618,7 @@ async fn batch(store: Arc<Store>, body: Result<Bytes, BytesRejection>, create: b
     let mut failed = Vec::new();
     for queue in decoded {
         let echo = wire::queue_to_json(&queue);
-        if let Err(e) = write_decoded_queue(store.clone(), queue, None, create).await {
+        if let Err(e) = write_decoded_queue(store.clone(), queue, None, create, None).await {
             let mut m = serde_json::Map::new();
             m.insert("queue".into(), echo);
             m.insert(

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -166,6 +166,15 @@ impl Auth {
         )))
     }
 
+    /// The `WWW-Authenticate` challenge of a 401 (RFC 9110 §11.6.1).
+    fn challenge(&self) -> HeaderValue {
+        HeaderValue::from_static(match (self.basic.is_empty(), self.tokens.is_empty()) {
+            (false, false) => "Basic realm=\"retryctl\", Bearer realm=\"retryctl\"",
+            (false, true) => "Basic realm=\"retryctl\"",
+            _ => "Bearer realm=\"retryctl\"",
+        })
+    }
+
     fn schemes(&self) -> &'static str {
         match (self.basic.is_empty(), self.tokens.is_empty()) {
             (false, false) => "basic auth or a bearer token",
@@ -216,7 +225,14 @@ impl Server {
         let db = config.db.clone();
         let store = tokio::task::spawn_blocking(move || Store::open(db)).await??;
         let store = Arc::new(store);
-        let router = router(store.clone(), Arc::new(auth), config.request_log);
+        // DNS-rebinding guard (SPEC §6): only when nobody needs credentials and the operator
+        // did not declare the network trusted with `--allow-anonymous`.
+        let check_host = !auth.required() && !config.allow_anonymous;
+        let guard = Guard {
+            auth: Arc::new(auth),
+            check_host,
+        };
+        let router = router(store.clone(), Arc::new(guard), config.request_log);
         Ok(Server {
             listener,
             grace: config.shutdown_grace,
@@ -273,7 +289,13 @@ impl Server {
     }
 }
 
-fn router(store: Arc<Store>, auth: Arc<Auth>, log: Option<Log>) -> Router {
+/// What every API request is checked against before its handler runs.
+struct Guard {
+    auth: Arc<Auth>,
+    check_host: bool,
+}
+
+fn router(store: Arc<Store>, auth: Arc<Guard>, log: Option<Log>) -> Router {
     use api::*;
     let api = Router::new()
         .route("/v1/retry-policy", post(create_policy))
@@ -316,11 +338,69 @@ fn hygiene(router: Router, log: Option<Log>) -> Router {
         .layer(middleware::from_fn_with_state(log, log_and_mark))
 }
 
-async fn authenticate(State(auth): State<Arc<Auth>>, req: Request, next: Next) -> Response {
-    match auth.check(req.headers().get(header::AUTHORIZATION)) {
-        Ok(()) => next.run(req).await,
-        Err(e) => e.into_response(),
+/// Host check, credentials, then the write's media type; all before the body is read.
+async fn authenticate(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
+    if guard.check_host {
+        if let Err(e) = check_host(req.headers().get(header::HOST)) {
+            return e.into_response();
+        }
     }
+    if let Err(e) = guard.auth.check(req.headers().get(header::AUTHORIZATION)) {
+        let mut resp = e.into_response();
+        resp.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, guard.auth.challenge());
+        return resp;
+    }
+    if matches!(*req.method(), Method::POST | Method::PUT) {
+        if let Err(e) = check_json(req.headers().get(header::CONTENT_TYPE)) {
+            return e.into_response();
+        }
+    }
+    next.run(req).await
+}
+
+/// A write's body must be declared JSON: a browser page can send `text/plain` (or a form)
+/// to any address without a CORS preflight, but not `application/json` (SPEC §6).
+fn check_json(value: Option<&HeaderValue>) -> Result<(), ApiError> {
+    let text = value.and_then(|v| v.to_str().ok()).unwrap_or("");
+    let essence = text.split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case("application/json") {
+        return Ok(());
+    }
+    let got = if text.is_empty() {
+        "none".to_string()
+    } else {
+        format!("`{text}`")
+    };
+    Err(ApiError::new(
+        Code::UnsupportedMediaType,
+        format!("request body must be sent with `Content-Type: application/json`, got {got}"),
+    ))
+}
+
+/// In anonymous mode, the `Host` must be a loopback name or address, as `kubectl proxy`
+/// checks: a web page that rebinds its own DNS name to 127.0.0.1 sends its own name.
+fn check_host(value: Option<&HeaderValue>) -> Result<(), ApiError> {
+    let text = value.and_then(|v| v.to_str().ok()).unwrap_or("");
+    // Strip the port: `[::1]:8080`, `127.0.0.1:8080`, `localhost:8080`.
+    let host = if let Some(rest) = text.strip_prefix('[') {
+        rest.split(']').next().unwrap_or("")
+    } else {
+        text.rsplit_once(':').map_or(text, |(h, _)| h)
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host.to_ascii_lowercase().ends_with(".localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if loopback {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        Code::PermissionDenied,
+        format!(
+            "host `{}` is not a loopback name or address; an anonymous server answers only requests addressed to localhost (protection against DNS rebinding)",
+            text.escape_default()
+        ),
+    ))
 }
 
 /// Runs the rest of the stack in its own task, so that a panic anywhere in a handler
