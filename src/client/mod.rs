@@ -270,8 +270,9 @@ pub struct Client {
 }
 
 /// How many times a read-modify-write is tried when others keep writing (kubectl's
-/// `retry.DefaultRetry` tries 5 times with 10 ms steps and jitter).
-pub const CONFLICT_ATTEMPTS: u32 = 5;
+/// `retry.DefaultRetry` tries 5 times with 10 ms steps and jitter; more here because a CLI
+/// process per edit is slower than a controller loop, so races last longer).
+pub const CONFLICT_ATTEMPTS: u32 = 10;
 
 /// What a read-modify-write did.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,6 +5,7 @@ mod support;
 
 mod client_errors;
 mod completion;
+mod concurrency;
 mod config;
 mod crud;
 mod serve;
