@@ -112,6 +112,9 @@ struct Cache {
 }
 
 pub struct Store {
+    /// An exclusive `flock` on the database file, held for the store's life: one server per
+    /// file (SPEC §6), since two would each answer reads from their own cache.
+    _lock: Option<std::fs::File>,
     /// The one connection; `None` once closed at shutdown.
     conn: Mutex<Option<Connection>>,
     /// The background checkpointer of a file database: dropping the sender stops it.
@@ -131,12 +134,14 @@ impl Store {
     /// Opens (creating when missing) and migrates the database, then loads the cache.
     pub fn open(location: Location) -> anyhow::Result<Store> {
         use anyhow::Context as _;
+        let mut lock = None;
         let conn = match &location {
             Location::File(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     std::fs::create_dir_all(dir)
                         .with_context(|| format!("cannot create the database directory {}", dir.display()))?;
                 }
+                lock = Some(lock_file(path)?);
                 Connection::open(path).with_context(|| format!("cannot open the database {}", path.display()))?
             }
             Location::InMemory => Connection::open_in_memory()?,
@@ -148,6 +153,17 @@ impl Store {
         configure(&conn, matches!(location, Location::File(_)))
             .map_err(flat)
             .with_context(|| format!("cannot configure the database {describe}"))?;
+        // A damaged file is refused now, not discovered by the first write hours later.
+        let check: String = conn
+            .query_row("PRAGMA quick_check", [], |r| r.get(0))
+            .map_err(flat)
+            .with_context(|| format!("cannot check the database {describe}"))?;
+        if check != "ok" {
+            anyhow::bail!(
+                "the database {describe} is corrupt (PRAGMA quick_check: {}); restore it from a backup or move it away",
+                check.lines().next().unwrap_or("")
+            );
+        }
         migrate(&conn).with_context(|| format!("cannot migrate the database {describe}"))?;
         let cache = load(&conn)
             .map_err(flat)
@@ -159,6 +175,7 @@ impl Store {
             Location::InMemory => None,
         };
         Ok(Store {
+            _lock: lock,
             conn: Mutex::new(Some(conn)),
             checkpointer: Mutex::new(checkpointer),
             cache: RwLock::new(cache),
@@ -379,6 +396,28 @@ fn version_of(tx: &rusqlite::Transaction<'_>, table: &'static str, name: &str) -
     Ok(v.map(|v| v as u64))
 }
 
+/// Takes the exclusive lock on the database file (creating it empty when missing, which
+/// SQLite reads as a new database). An advisory `flock`, independent of SQLite's own locks.
+fn lock_file(path: &Path) -> anyhow::Result<std::fs::File> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("cannot open the database {}: {e}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+            "the database {} is in use by another process (another `retryctl serve`?); one server per database file",
+            path.display()
+        ),
+        Err(std::fs::TryLockError::Error(e)) => {
+            anyhow::bail!("cannot lock the database {}: {e}", path.display())
+        }
+    }
+}
+
 /// Bodies are produced by `serde_json`, so always UTF-8; stored as TEXT so that the file
 /// can be read with the `sqlite3` shell.
 fn utf8(body: &Bytes) -> &str {
@@ -537,6 +576,57 @@ mod tests {
             )
             .unwrap_err();
         assert_eq!(err.to_string(), "FOREIGN KEY constraint failed");
+    }
+
+    #[test]
+    fn versions_start_at_1_and_a_stale_expectation_changes_nothing() {
+        let s = Store::open(Location::InMemory).unwrap();
+        assert_eq!(s.create_policy("p", Bytes::from_static(b"a")).unwrap(), 1);
+        assert_eq!(s.update_policy("p", Bytes::from_static(b"b"), Some(1)).unwrap(), 2);
+        assert!(matches!(
+            s.update_policy("p", Bytes::from_static(b"c"), Some(1)),
+            Err(StoreError::Stale)
+        ));
+        assert!(matches!(s.delete_policy("p", Some(1)), Err(StoreError::Stale)));
+        assert_eq!(
+            s.policy("p").unwrap(),
+            Versioned {
+                body: Bytes::from_static(b"b"),
+                version: 2
+            }
+        );
+        assert_eq!(s.update_policy("p", Bytes::from_static(b"d"), None).unwrap(), 3);
+        let q = queue("q", &[]);
+        assert_eq!(s.put_queue(&q, Bytes::from_static(b"{}"), true, None).unwrap(), 1);
+        assert!(matches!(
+            s.put_queue(&q, Bytes::from_static(b"{}"), false, Some(5)),
+            Err(StoreError::Stale)
+        ));
+        assert_eq!(s.put_queue(&q, Bytes::from_static(b"{}"), false, Some(1)).unwrap(), 2);
+        s.delete_queue("q", Some(2)).unwrap();
+    }
+
+    #[test]
+    fn one_store_per_file_and_a_corrupt_file_is_refused_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.db");
+        let first = Store::open(Location::File(path.clone())).unwrap();
+        let err = Store::open(Location::File(path.clone())).err().unwrap();
+        assert_eq!(
+            format!("{err:#}"),
+            format!(
+                "the database {} is in use by another process (another `retryctl serve`?); one server per database file",
+                path.display()
+            )
+        );
+        first.close().unwrap();
+        drop(first);
+        Store::open(Location::File(path.clone())).unwrap().close().unwrap();
+
+        let bad = dir.path().join("bad.db");
+        std::fs::write(&bad, vec![7u8; 8192]).unwrap();
+        let err = format!("{:#}", Store::open(Location::File(bad.clone())).err().unwrap());
+        assert!(err.contains(&bad.display().to_string()), "{err}");
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::support::temp_home;
 struct ServeProc {
     child: Child,
     url: String,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl ServeProc {
@@ -47,7 +47,7 @@ impl ServeProc {
             );
             std::thread::sleep(Duration::from_millis(20));
         };
-        ServeProc { child, url, _dir: dir }
+        ServeProc { child, url, dir }
     }
 }
 
@@ -426,4 +426,28 @@ fn a_401_says_which_scheme_to_use() {
     let resp = reqwest::blocking::get(format!("{}/v1/retry-policies", s.url)).unwrap();
     assert_eq!(resp.status().as_u16(), 401);
     assert_eq!(resp.headers()["www-authenticate"], "Basic realm=\"retryctl\"");
+}
+
+/// One server per database file: a second `serve` on the same `--db` exits non-zero,
+/// naming the file, and the first keeps serving.
+#[test]
+fn a_second_server_on_the_same_database_is_refused() {
+    let first = ServeProc::start();
+    let db = first.dir.path().join("armada.db");
+    let out = Command::new(assert_cmd::cargo::cargo_bin("retryctl"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+        .arg(&db)
+        .env_clear()
+        .env("HOME", first.dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "error: the database {} is in use by another process (another `retryctl serve`?); one server per database file\n",
+            db.display()
+        )
+    );
+    assert_eq!(call("GET", &format!("{}/health", first.url), None), (200, "ok".into()));
 }

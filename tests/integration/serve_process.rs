@@ -200,7 +200,12 @@ fn kill_9_mid_stream_loses_no_acknowledged_write() {
                     }
                     let name = format!("w{w}-p{i}");
                     let body = format!(r#"{{"name":"{name}","retryLimit":{i},"defaultAction":"Retry"}}"#);
-                    match client.post(format!("{url}/v1/retry-policy")).body(body).send() {
+                    match client
+                        .post(format!("{url}/v1/retry-policy"))
+                        .header("content-type", "application/json")
+                        .body(body)
+                        .send()
+                    {
                         Ok(r) if r.status().as_u16() == 200 => acked.lock().unwrap().push(name),
                         Ok(r) => panic!("unexpected status {}", r.status()),
                         Err(_) => break, // the server is gone
