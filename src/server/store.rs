@@ -406,16 +406,36 @@ fn lock_file(path: &Path) -> anyhow::Result<std::fs::File> {
         .truncate(false)
         .open(path)
         .map_err(|e| anyhow::anyhow!("cannot open the database {}: {e}", path.display()))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+    if try_flock(&file)? {
+        Ok(file)
+    } else {
+        anyhow::bail!(
             "the database {} is in use by another process (another `retryctl serve`?); one server per database file",
             path.display()
-        ),
-        Err(std::fs::TryLockError::Error(e)) => {
-            anyhow::bail!("cannot lock the database {}: {e}", path.display())
-        }
+        )
     }
+}
+
+/// `flock(LOCK_EX | LOCK_NB)`: `Ok(false)` when another process holds it.
+#[cfg(unix)]
+fn try_flock(file: &std::fs::File) -> anyhow::Result<bool> {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: flock on a file descriptor this function borrows for the call's duration.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.kind() == std::io::ErrorKind::WouldBlock {
+        Ok(false)
+    } else {
+        Err(anyhow::anyhow!("cannot lock the database: {e}"))
+    }
+}
+
+#[cfg(not(unix))]
+fn try_flock(_file: &std::fs::File) -> anyhow::Result<bool> {
+    Ok(true)
 }
 
 /// Bodies are produced by `serde_json`, so always UTF-8; stored as TEXT so that the file
