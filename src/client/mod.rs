@@ -463,7 +463,8 @@ impl Client {
     /// Against a server without versions (upstream: no ETag) the read-back decides: when it
     /// no longer shows this edit, another writer overwrote it and the edit is tried again;
     /// when it shows the edit plus other changes, those are another writer's and the edit
-    /// landed. Fields the server drops every time are still [`ClientError::Dropped`].
+    /// landed. A server that answers the same read-back to two writes of the edit drops those
+    /// fields itself: [`ClientError::Dropped`].
     pub fn modify_queue<E>(
         &self,
         name: &str,
@@ -471,7 +472,8 @@ impl Client {
     ) -> std::result::Result<Modified, ModifyError<E>> {
         let path = format!("/v1/queue/{}", seg(name));
         let mut current = self.get_queue(name)?;
-        let mut last_dropped: Option<Vec<String>> = None;
+        // The previous read-back that lacked this edit (servers without versions only).
+        let mut last_back: Option<Queue> = None;
         for attempt in 1..=CONFLICT_ATTEMPTS {
             let mut queue = current.clone();
             edit(&mut queue).map_err(ModifyError::Edit)?;
@@ -507,7 +509,9 @@ impl Client {
             if again == back {
                 return Ok(Modified::Written(back));
             }
-            if last_dropped.as_ref() == Some(&fields) {
+            // The same answer twice to two writes of the edit: nobody else is writing, the
+            // server itself drops the fields.
+            if last_back.as_ref() == Some(&back) {
                 return Err(ClientError::Dropped {
                     kind: "queue",
                     name: name.to_string(),
@@ -515,7 +519,7 @@ impl Client {
                 }
                 .into());
             }
-            last_dropped = Some(fields);
+            last_back = Some(back.clone());
             self.conflict_pause(name, attempt);
             current = back;
         }

@@ -451,3 +451,78 @@ fn a_second_server_on_the_same_database_is_refused() {
     );
     assert_eq!(call("GET", &format!("{}/health", first.url), None), (200, "ok".into()));
 }
+
+/// A server without versions (upstream: no dialect header, no ETag) where another writer's
+/// PUT lands right after ours: `--priority-factor` keeps every other writer's change.
+/// Returns the stub and the queue it holds.
+fn racing_upstream(
+    overwrites: usize,
+) -> (
+    crate::support::stub::Stub,
+    std::sync::Arc<std::sync::Mutex<serde_json::Value>>,
+) {
+    use crate::support::stub::{Reply, Stub};
+    use serde_json::json;
+    let state = std::sync::Arc::new(std::sync::Mutex::new(
+        json!({"name":"q","priorityFactor":1,"retryPolicies":["a"]}),
+    ));
+    let shared = state.clone();
+    let mut puts = 0;
+    let stub = Stub::start(move |r| {
+        let mut q = shared.lock().unwrap();
+        match (r.method.as_str(), r.path.as_str()) {
+            ("GET", "/health") => Reply::text(200, "text/plain", "ok"),
+            ("GET", "/v1/queue/q") => Reply::json(200, q.clone()),
+            ("PUT", "/v1/queue/q") => {
+                puts += 1;
+                *q = if puts <= overwrites {
+                    // Another writer read before our write and wrote after it: ours is gone,
+                    // theirs (a different policy each time) is there.
+                    json!({"name":"q","priorityFactor":1,"retryPolicies":["a", format!("x{puts}")]})
+                } else {
+                    serde_json::from_str(&r.body).unwrap()
+                };
+                Reply::json(200, json!({}))
+            }
+            _ => Reply::text(404, "text/plain", "Not Found\n"),
+        }
+    });
+    (stub, state)
+}
+
+#[test]
+fn without_versions_an_overwritten_edit_is_applied_again() {
+    let (stub, state) = racing_upstream(1);
+    let home = temp_home();
+    let (code, stdout, stderr) = finish(spawn_cli(
+        &stub.url,
+        home.path(),
+        &["update", "queue", "q", "--add-retry-policy", "b"],
+    ));
+    assert_eq!(
+        (code, stdout.as_str(), stderr.as_str()),
+        (0, "queue/q configured\n", "")
+    );
+    assert_eq!(
+        state.lock().unwrap()["retryPolicies"],
+        serde_json::json!(["a", "x1", "b"])
+    );
+    // No If-Match to a server that gave no ETag.
+    assert!(stub.requests().iter().all(|r| r.header("if-match").is_none()));
+}
+
+#[test]
+fn without_versions_a_writer_that_keeps_overwriting_is_a_concurrent_modification() {
+    let (stub, _) = racing_upstream(usize::MAX);
+    let home = temp_home();
+    let (code, stdout, stderr) = finish(spawn_cli(
+        &stub.url,
+        home.path(),
+        &["update", "queue", "q", "--add-retry-policy", "b"],
+    ));
+    assert_eq!((code, stdout.as_str()), (1, ""));
+    assert_eq!(
+        stderr,
+        "error: cannot update queue `q`: queue `q` was modified concurrently by another writer; gave up after 10 attempts to apply this change on top of the latest version, and the change is not applied\n"
+    );
+}
