@@ -44,27 +44,40 @@ pub fn run(ctx: &mut Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         let server = server::Server::bind(config).await?;
         writeln!(ctx.err, "{}", server.startup_line())?;
         ctx.err.flush()?;
-        let run = server.run(shutdown);
-        tokio::pin!(run);
+        // The server runs on the runtime's workers, so that this thread blocking on a full
+        // stderr pipe can never stall a request; a line stderr refuses is dropped and
+        // counted, and a closed stderr does not stop the server (SPEC §6).
+        let mut run = tokio::spawn(server.run(shutdown));
+        let write_line = |err: &mut dyn std::io::Write, line: &str| {
+            if writeln!(err, "{line}").is_err() {
+                server::count_dropped_log_line();
+            }
+        };
         let result = loop {
             tokio::select! {
                 result = &mut run => break result,
-                Some(line) = log_rx.recv() => {
-                    writeln!(ctx.err, "{line}")?;
-                }
+                Some(line) = log_rx.recv() => write_line(ctx.err, &line),
             }
         };
         while let Ok(line) = log_rx.try_recv() {
-            writeln!(ctx.err, "{line}")?;
+            write_line(ctx.err, &line);
         }
+        let result = result.map_err(|e| anyhow::anyhow!("the server task failed: {e}"))?;
         if result? == server::Shutdown::GraceExpired {
-            writeln!(
+            let _ = writeln!(
                 ctx.err,
                 "retryctl serve: requests still running after {}s were cut off",
                 GRACE.as_secs()
-            )?;
+            );
         }
-        writeln!(ctx.err, "retryctl serve: stopped; database closed")?;
+        let dropped = server::dropped_log_lines();
+        if dropped > 0 {
+            let _ = writeln!(
+                ctx.err,
+                "retryctl serve: {dropped} request log lines were dropped (stderr was full or closed)"
+            );
+        }
+        let _ = writeln!(ctx.err, "retryctl serve: stopped; database closed");
         Ok(ExitCode::Success)
     })
 }

@@ -446,18 +446,34 @@ async fn log_and_mark(State(log): State<Option<Log>>, req: Request, next: Next) 
         .insert(DIALECT_HEADER, HeaderValue::from_static(DIALECT_V1));
     if let (Some(log), Some(line)) = (log, line) {
         let micros = started.elapsed().as_micros();
-        // Waits when the reader is behind (back-pressure, like a blocking write to stderr);
-        // fails only once the command stopped reading at shutdown.
-        let _ = log
-            .send(format!(
+        // Never waits: a reader that is behind (a full pipe) or gone costs the line, counted,
+        // not the request (SPEC §6).
+        if log
+            .try_send(format!(
                 "retryctl serve: {line} {} {}.{:03}ms",
                 resp.status().as_u16(),
                 micros / 1000,
                 micros % 1000
             ))
-            .await;
+            .is_err()
+        {
+            count_dropped_log_line();
+        }
     }
     resp
+}
+
+static DROPPED_LOG_LINES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts one request-log line that could not be written (also used by the command when
+/// stderr refuses a line).
+pub fn count_dropped_log_line() {
+    DROPPED_LOG_LINES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// How many request-log lines were dropped since the process started.
+pub fn dropped_log_lines() -> u64 {
+    DROPPED_LOG_LINES.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 type Log = tokio::sync::mpsc::Sender<String>;

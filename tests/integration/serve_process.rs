@@ -344,3 +344,76 @@ fn a_port_in_use_is_a_clear_error() {
         )
     );
 }
+
+/// SPEC §6: the request log never blocks a request. stderr is a pipe nobody reads after the
+/// startup line: it fills after a few thousand lines, and every request is still answered.
+#[test]
+fn an_unread_stderr_pipe_never_stalls_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("retryctl"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--in-memory"])
+        .env_clear()
+        .env("HOME", dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_string();
+    let client = reqwest::blocking::Client::builder()
+        .timeout(std::time::Duration::from_secs(10))
+        .build()
+        .unwrap();
+    for i in 0..6000 {
+        let resp = client
+            .get(format!("{url}/health"))
+            .send()
+            .unwrap_or_else(|e| panic!("request {i}: {e}"));
+        assert_eq!(resp.status().as_u16(), 200, "request {i}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(stderr);
+}
+
+/// A closed stderr neither kills the server nor fails a request.
+#[test]
+fn a_closed_stderr_does_not_stop_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(r#"exec "$0" serve --listen "127.0.0.1:$1" --in-memory 2>&-"#)
+        .arg(assert_cmd::cargo::cargo_bin("retryctl"))
+        .arg(port.to_string())
+        .env_clear()
+        .env("HOME", dir.path())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let started = std::time::Instant::now();
+    while reqwest::blocking::get(format!("{url}/health")).is_err() {
+        assert!(started.elapsed().as_secs() < 20, "serve did not come up");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for _ in 0..100 {
+        assert_eq!(
+            call("GET", &format!("{url}/v1/retry-policies"), None),
+            (200, "{}".into())
+        );
+    }
+    assert!(child.try_wait().unwrap().is_none(), "the server is still running");
+    let _ = child.kill();
+    let _ = child.wait();
+}
