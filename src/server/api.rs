@@ -281,7 +281,61 @@ fn json_body(body: Result<Bytes, BytesRejection>) -> Result<Value, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(Value::Object(Default::default()));
     }
-    serde_json::from_slice(&bytes).map_err(|e| ApiError::invalid(format!("request body is not valid JSON: {e}")))
+    let invalid = |e: serde_json::Error| ApiError::invalid(format!("request body is not valid JSON: {e}"));
+    // A repeated key is refused, not resolved: serde_json keeps the last, another reader the
+    // first, and the two would then disagree about what was stored.
+    serde::de::DeserializeSeed::deserialize(NoDuplicateKeys, &mut serde_json::Deserializer::from_slice(&bytes))
+        .map_err(invalid)?;
+    serde_json::from_slice(&bytes).map_err(invalid)
+}
+
+/// Walks a JSON document and fails on the first object with a repeated key.
+struct NoDuplicateKeys;
+
+impl<'de> serde::de::DeserializeSeed<'de> for NoDuplicateKeys {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicateKeys {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(NoDuplicateKeys)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                return Err(serde::de::Error::custom(format!("duplicate key {key:?}")));
+            }
+            map.next_value_seed(NoDuplicateKeys)?;
+        }
+        Ok(())
+    }
 }
 
 /// A name from the path, checked before it reaches storage.
@@ -664,6 +718,25 @@ mod tests {
         assert_eq!(
             encode(&v),
             Bytes::from_static(b"{\"labels\":{\"a\\u0026b\":\"\\u003cx\\u003e\\u2028\\\"\xc3\xa9\"}}")
+        );
+    }
+
+    #[test]
+    fn a_repeated_key_is_refused_at_any_depth() {
+        let body = |s: &'static str| json_body(Ok(Bytes::from_static(s.as_bytes())));
+        assert_eq!(
+            body(r#"{"name":"a","rules":[{"action":"Retry","action":"Fail"}]}"#)
+                .unwrap_err()
+                .message,
+            "request body is not valid JSON: duplicate key \"action\" at line 1 column 47"
+        );
+        assert_eq!(
+            body(r#"{"name":"a","name":"b"}"#).unwrap_err().message,
+            "request body is not valid JSON: duplicate key \"name\" at line 1 column 18"
+        );
+        assert_eq!(
+            body(r#"{"a":[1,2.5,"x",null,true,{"b":{}}]}"#).unwrap(),
+            serde_json::json!({"a":[1,2.5,"x",null,true,{"b":{}}]})
         );
     }
 
