@@ -34,6 +34,7 @@ pub fn run(ctx: &mut Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         allow_anonymous: args.allow_anonymous,
         request_log: Some(log_tx),
         shutdown_grace: GRACE,
+        ..Config::new(String::new(), Location::InMemory)
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -11,6 +11,7 @@
 //! `Not Found` so a client can tell "no such route" from "no such resource".
 
 pub mod api;
+mod conn;
 pub mod store;
 
 use std::future::{Future, IntoFuture};
@@ -53,6 +54,11 @@ pub struct Config {
     /// After the shutdown signal, how long in-flight requests get before the server stops
     /// anyway (a client that never finishes its request must not keep it up forever).
     pub shutdown_grace: std::time::Duration,
+    /// A connection on which no byte moved for this long is closed (SPEC §6: header read
+    /// and idle keep-alive timeout, 10 s).
+    pub idle_timeout: std::time::Duration,
+    /// Open connections at most; `None`: below the process's file limit.
+    pub max_connections: Option<usize>,
 }
 
 /// How [`Server::run`] ended.
@@ -74,6 +80,8 @@ impl Config {
             allow_anonymous: false,
             request_log: None,
             shutdown_grace: std::time::Duration::from_secs(10),
+            idle_timeout: std::time::Duration::from_secs(10),
+            max_connections: None,
         }
     }
 }
@@ -194,7 +202,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 /// A bound server, ready to run.
 pub struct Server {
-    listener: tokio::net::TcpListener,
+    listener: conn::GuardedListener,
     grace: std::time::Duration,
     addr: SocketAddr,
     store: Arc<Store>,
@@ -233,8 +241,9 @@ impl Server {
             check_host,
         };
         let router = router(store.clone(), Arc::new(guard), config.request_log);
+        let max = config.max_connections.unwrap_or_else(conn::default_max_connections);
         Ok(Server {
-            listener,
+            listener: conn::GuardedListener::new(listener, max, config.idle_timeout),
             grace: config.shutdown_grace,
             addr,
             store,
