@@ -382,7 +382,9 @@ fn store_error(err: StoreError, kind: &str, name: &str, doing: &str) -> ApiError
             Code::Stale,
             format!("{kind} {name:?} has been modified since it was read (If-Match does not match its ETag); read it again and retry"),
         ),
-        StoreError::Sql(e) => ApiError::new(Code::Unavailable, format!("error {doing} {kind} {name:?}: {e}")),
+        // A permanent failure is 500: a client retrying a 503 would only hammer a broken disk.
+        StoreError::Sql(e) => ApiError::new(Code::Internal, format!("error {doing} {kind} {name:?}: {e}")),
+        StoreError::Unavailable(e) => ApiError::new(Code::Unavailable, format!("error {doing} {kind} {name:?}: {e}")),
     }
 }
 

@@ -53,13 +53,19 @@ pub enum StoreError {
     InUse(Vec<String>),
     /// `If-Match` named a version that is no longer the stored one (or the resource is gone).
     Stale,
-    /// The database failed (disk full, I/O error, closed at shutdown).
+    /// The database failed for good (disk full, I/O error, corruption, read-only): 500.
     Sql(String),
+    /// The database is busy or closed at shutdown: trying again later can work (503).
+    Unavailable(String),
 }
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        StoreError::Sql(e.to_string())
+        use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
+        match e.sqlite_error_code() {
+            Some(DatabaseBusy | DatabaseLocked) => StoreError::Unavailable(e.to_string()),
+            _ => StoreError::Sql(e.to_string()),
+        }
     }
 }
 
@@ -127,7 +133,7 @@ pub struct Store {
 fn open_conn(guard: &mut Option<Connection>) -> Result<&mut Connection, StoreError> {
     guard
         .as_mut()
-        .ok_or_else(|| StoreError::Sql("the database is closed (server shutting down)".into()))
+        .ok_or_else(|| StoreError::Unavailable("the database is closed (server shutting down)".into()))
 }
 
 impl Store {
@@ -596,6 +602,20 @@ mod tests {
             )
             .unwrap_err();
         assert_eq!(err.to_string(), "FOREIGN KEY constraint failed");
+    }
+
+    #[test]
+    fn busy_is_temporary_and_everything_else_permanent() {
+        let busy = rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(5), None);
+        assert!(matches!(StoreError::from(busy), StoreError::Unavailable(_)));
+        let readonly = rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(8), None);
+        assert!(matches!(StoreError::from(readonly), StoreError::Sql(_)));
+        let s = Store::open(Location::InMemory).unwrap();
+        s.close().unwrap();
+        assert!(matches!(
+            s.create_policy("p", Bytes::from_static(b"{}")),
+            Err(StoreError::Unavailable(_))
+        ));
     }
 
     #[test]
