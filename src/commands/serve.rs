@@ -29,8 +29,8 @@ pub fn run(ctx: &mut Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let config = Config {
         listen: args.listen.clone(),
         db,
-        basic_auth: args.basic_auth.clone(),
-        tokens: args.token.clone(),
+        basic_auth: with_file_lines(&args.basic_auth, args.basic_auth_file.as_deref(), "--basic-auth-file")?,
+        tokens: with_file_lines(&args.token, args.token_file.as_deref(), "--token-file")?,
         allow_anonymous: args.allow_anonymous,
         request_log: Some(log_tx),
         shutdown_grace: GRACE,
@@ -81,6 +81,29 @@ pub fn run(ctx: &mut Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         let _ = writeln!(ctx.err, "retryctl serve: stopped; database closed");
         Ok(ExitCode::Success)
     })
+}
+
+/// The credentials given on the command line plus the non-empty, non-`#` lines of `file`.
+fn with_file_lines(given: &[String], file: Option<&std::path::Path>, flag: &str) -> Result<Vec<String>, CliError> {
+    let mut out = given.to_vec();
+    if let Some(path) = file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| CliError::usage(format!("cannot read `{flag}` {}: {e}", path.display())))?;
+        let before = out.len();
+        out.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(String::from),
+        );
+        if out.len() == before {
+            return Err(CliError::usage(format!(
+                "`{flag}` {} holds no credentials (one per line expected)",
+                path.display()
+            )));
+        }
+    }
+    Ok(out)
 }
 
 /// Installs the SIGINT/SIGTERM handlers now (before the startup line, so a signal sent as

@@ -417,3 +417,74 @@ fn a_closed_stderr_does_not_stop_the_server() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// Credentials from files (never only argv): `--token-file` lines are the accepted tokens;
+/// a file without any is a usage error naming it.
+#[test]
+fn tokens_and_basic_auth_from_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "# team tokens\ntok-a\n\ntok-b\n").unwrap();
+    let users = dir.path().join("users");
+    std::fs::write(&users, "admin:pw\n").unwrap();
+    let p = spawn(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--in-memory",
+        "--token-file",
+        tokens.to_str().unwrap(),
+        "--basic-auth-file",
+        users.to_str().unwrap(),
+    ]);
+    let url = format!("{}/v1/retry-policies", p.url);
+    let client = reqwest::blocking::Client::new();
+    let anonymous = client.get(&url).send().unwrap();
+    assert_eq!(anonymous.status().as_u16(), 401);
+    assert_eq!(
+        anonymous.headers()["www-authenticate"],
+        "Basic realm=\"retryctl\", Bearer realm=\"retryctl\""
+    );
+    assert_eq!(
+        client.get(&url).bearer_auth("tok-b").send().unwrap().status().as_u16(),
+        200
+    );
+    assert_eq!(
+        client
+            .get(&url)
+            .basic_auth("admin", Some("pw"))
+            .send()
+            .unwrap()
+            .status()
+            .as_u16(),
+        200
+    );
+    assert_eq!(
+        client
+            .get(&url)
+            .bearer_auth("# team tokens")
+            .send()
+            .unwrap()
+            .status()
+            .as_u16(),
+        401
+    );
+    drop(p);
+
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, "# nothing\n").unwrap();
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("retryctl"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--in-memory", "--token-file"])
+        .arg(&empty)
+        .env_clear()
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "error: `--token-file` {} holds no credentials (one per line expected)\n",
+            empty.display()
+        )
+    );
+}
