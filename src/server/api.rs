@@ -46,6 +46,8 @@ pub enum Code {
     UnsupportedMediaType = 103,
     /// 403 PermissionDenied.
     PermissionDenied = 7,
+    /// 429: too many failed authentications from one address; gRPC ResourceExhausted.
+    TooManyRequests = 108,
     Internal = 13,
     Unavailable = 14,
     Unauthenticated = 16,
@@ -59,6 +61,7 @@ impl Code {
         match self {
             Code::Stale => Code::FailedPrecondition as i32,
             Code::UnsupportedMediaType => Code::InvalidArgument as i32,
+            Code::TooManyRequests => Code::ResourceExhausted as i32,
             c => c as i32,
         }
     }
@@ -68,6 +71,7 @@ impl Code {
             Code::Stale => StatusCode::PRECONDITION_FAILED,
             Code::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Code::PermissionDenied => StatusCode::FORBIDDEN,
+            Code::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
             Code::InvalidArgument | Code::FailedPrecondition => StatusCode::BAD_REQUEST,
             Code::NotFound => StatusCode::NOT_FOUND,
             Code::AlreadyExists => StatusCode::CONFLICT,
@@ -87,7 +91,7 @@ impl Code {
             Code::FailedPrecondition | Code::Stale => "FailedPrecondition",
             Code::UnsupportedMediaType => "InvalidArgument",
             Code::PermissionDenied => "PermissionDenied",
-            Code::ResourceExhausted => "ResourceExhausted",
+            Code::ResourceExhausted | Code::TooManyRequests => "ResourceExhausted",
             Code::Internal => "Internal",
             Code::Unavailable => "Unavailable",
             Code::Unauthenticated => "Unauthenticated",

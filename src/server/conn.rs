@@ -149,3 +149,13 @@ impl AsyncWrite for Guarded {
         Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
+
+/// The client's address, for the per-address limit on failed authentication.
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub std::net::SocketAddr);
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, GuardedListener>> for Peer {
+    fn connect_info(stream: axum::serve::IncomingStream<'_, GuardedListener>) -> Self {
+        Peer(*stream.remote_addr())
+    }
+}

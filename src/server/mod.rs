@@ -239,6 +239,7 @@ impl Server {
         let guard = Guard {
             auth: Arc::new(auth),
             check_host,
+            failures: Default::default(),
         };
         let router = router(store.clone(), Arc::new(guard), config.request_log);
         let max = config.max_connections.unwrap_or_else(conn::default_max_connections);
@@ -282,7 +283,8 @@ impl Server {
                 Err(_) => std::future::pending::<()>().await,
             }
         };
-        let serve = axum::serve(self.listener, self.router).with_graceful_shutdown(signal);
+        let app = self.router.into_make_service_with_connect_info::<conn::Peer>();
+        let serve = axum::serve(self.listener, app).with_graceful_shutdown(signal);
         let outcome = tokio::select! {
             result = serve.into_future() => {
                 result?;
@@ -302,6 +304,33 @@ impl Server {
 struct Guard {
     auth: Arc<Auth>,
     check_host: bool,
+    failures: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, (u32, Instant)>>,
+}
+
+/// Failed authentications one address may make per window before it is refused (429)
+/// until the window ends: enough for typos, too few to guess a password.
+const MAX_AUTH_FAILURES: u32 = 10;
+const AUTH_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl Guard {
+    /// Whether `ip` is over its failed-authentication budget.
+    fn throttled(&self, ip: std::net::IpAddr) -> bool {
+        let map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(&ip)
+            .is_some_and(|(n, since)| *n >= MAX_AUTH_FAILURES && since.elapsed() < AUTH_WINDOW)
+    }
+
+    fn record_failure(&self, ip: std::net::IpAddr) {
+        let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() > 10_000 {
+            map.retain(|_, (_, since)| since.elapsed() < AUTH_WINDOW);
+        }
+        let entry = map.entry(ip).or_insert((0, Instant::now()));
+        if entry.1.elapsed() >= AUTH_WINDOW {
+            *entry = (0, Instant::now());
+        }
+        entry.0 += 1;
+    }
 }
 
 fn router(store: Arc<Store>, auth: Arc<Guard>, log: Option<Log>) -> Router {
@@ -354,7 +383,24 @@ async fn authenticate(State(guard): State<Arc<Guard>>, req: Request, next: Next)
             return e.into_response();
         }
     }
+    let ip = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<conn::Peer>>()
+        .map(|c| c.0 .0.ip());
+    if let Some(ip) = ip.filter(|ip| guard.auth.required() && guard.throttled(*ip)) {
+        return ApiError::new(
+            Code::TooManyRequests,
+            format!(
+                "too many failed authentication attempts from {ip}; try again in {} seconds",
+                AUTH_WINDOW.as_secs()
+            ),
+        )
+        .into_response();
+    }
     if let Err(e) = guard.auth.check(req.headers().get(header::AUTHORIZATION)) {
+        if let Some(ip) = ip {
+            guard.record_failure(ip);
+        }
         let mut resp = e.into_response();
         resp.headers_mut()
             .insert(header::WWW_AUTHENTICATE, guard.auth.challenge());

@@ -526,3 +526,53 @@ fn without_versions_a_writer_that_keeps_overwriting_is_a_concurrent_modification
         "error: cannot update queue `q`: queue `q` was modified concurrently by another writer; gave up after 10 attempts to apply this change on top of the latest version, and the change is not applied\n"
     );
 }
+
+/// Failed authentication is rate-limited per client address: after 10 failures the address
+/// gets 429 (even with the right password) until the minute is over.
+#[test]
+fn failed_authentication_is_rate_limited_per_address() {
+    let s = TestServer::start_with_auth(&["admin:pw"], &[]);
+    let url = format!("{}/v1/retry-policies", s.url);
+    let client = reqwest::blocking::Client::new();
+    assert_eq!(
+        client
+            .get(&url)
+            .basic_auth("admin", Some("pw"))
+            .send()
+            .unwrap()
+            .status()
+            .as_u16(),
+        200
+    );
+    for _ in 0..10 {
+        assert_eq!(
+            client
+                .get(&url)
+                .basic_auth("admin", Some("guess"))
+                .send()
+                .unwrap()
+                .status()
+                .as_u16(),
+            401
+        );
+    }
+    let resp = client.get(&url).basic_auth("admin", Some("pw")).send().unwrap();
+    assert_eq!(resp.status().as_u16(), 429);
+    assert_eq!(
+        resp.text().unwrap(),
+        err(
+            8,
+            "too many failed authentication attempts from 127.0.0.1; try again in 60 seconds"
+        )
+    );
+    // /health stays open (probes carry no credentials).
+    assert_eq!(
+        client
+            .get(format!("{}/health", s.url))
+            .send()
+            .unwrap()
+            .status()
+            .as_u16(),
+        200
+    );
+}
