@@ -359,6 +359,7 @@ fn an_unread_stderr_pipe_never_stalls_requests() {
         .spawn()
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let _kill = KillOnDrop(child);
     let mut first = String::new();
     stderr.read_line(&mut first).unwrap();
     let url = first
@@ -370,16 +371,24 @@ fn an_unread_stderr_pipe_never_stalls_requests() {
         .timeout(std::time::Duration::from_secs(10))
         .build()
         .unwrap();
-    for i in 0..6000 {
+    for i in 0..8000 {
         let resp = client
             .get(format!("{url}/health"))
             .send()
             .unwrap_or_else(|e| panic!("request {i}: {e}"));
         assert_eq!(resp.status().as_u16(), 200, "request {i}");
     }
-    let _ = child.kill();
-    let _ = child.wait();
     drop(stderr);
+}
+
+/// Kills the child when the test ends, also when it fails.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// A closed stderr neither kills the server nor fails a request.
@@ -391,7 +400,7 @@ fn a_closed_stderr_does_not_stop_the_server() {
         .local_addr()
         .unwrap()
         .port();
-    let mut child = Command::new("sh")
+    let child = Command::new("sh")
         .arg("-c")
         .arg(r#"exec "$0" serve --listen "127.0.0.1:$1" --in-memory 2>&-"#)
         .arg(assert_cmd::cargo::cargo_bin("retryctl"))
@@ -401,6 +410,7 @@ fn a_closed_stderr_does_not_stop_the_server() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
+    let mut child = KillOnDrop(child);
     let url = format!("http://127.0.0.1:{port}");
     let started = std::time::Instant::now();
     while reqwest::blocking::get(format!("{url}/health")).is_err() {
@@ -413,9 +423,7 @@ fn a_closed_stderr_does_not_stop_the_server() {
             (200, "{}".into())
         );
     }
-    assert!(child.try_wait().unwrap().is_none(), "the server is still running");
-    let _ = child.kill();
-    let _ = child.wait();
+    assert!(child.0.try_wait().unwrap().is_none(), "the server is still running");
 }
 
 /// Credentials from files (never only argv): `--token-file` lines are the accepted tokens;
