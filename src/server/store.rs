@@ -663,6 +663,32 @@ mod tests {
         drop(first);
         Store::open(Location::File(path.clone())).unwrap().close().unwrap();
 
+        // A damaged page deep in a valid file: refused at open by quick_check, not found
+        // later by a write.
+        let damaged = dir.path().join("damaged.db");
+        let s = Store::open(Location::File(damaged.clone())).unwrap();
+        for i in 0..300 {
+            let body = format!("{{\"name\":\"p{i}\",\"pad\":\"{}\"}}", "x".repeat(200));
+            s.create_policy(&format!("p{i}"), Bytes::from(body)).unwrap();
+        }
+        s.close().unwrap();
+        drop(s);
+        let mut bytes = std::fs::read(&damaged).unwrap();
+        let page = 4096;
+        assert!(bytes.len() > 8 * page);
+        for b in &mut bytes[5 * page + 8..5 * page + 64] {
+            *b = 0xA5;
+        }
+        std::fs::write(&damaged, bytes).unwrap();
+        let err = format!("{:#}", Store::open(Location::File(damaged.clone())).err().unwrap());
+        assert!(
+            err.starts_with(&format!(
+                "the database {} is corrupt (PRAGMA quick_check: ",
+                damaged.display()
+            )),
+            "{err}"
+        );
+
         let bad = dir.path().join("bad.db");
         std::fs::write(&bad, vec![7u8; 8192]).unwrap();
         let err = format!("{:#}", Store::open(Location::File(bad.clone())).err().unwrap());
