@@ -13,6 +13,14 @@
 //!   against a hung server ends within about one `--timeout`.
 //! - A read-back that differs from what was written is [`ClientError::Dropped`], exit 4: the
 //!   server answered something unexpected, and the write must not be taken as done.
+//! - Concurrency (SPEC §5.2): the ETag of every single-resource answer is kept per path and
+//!   sent as `If-Match` with the next `PUT` of that path, so a write based on a read is
+//!   refused (412, exit 1) when someone wrote in between; `DELETE` sends none (deleting by
+//!   name is not a read-modify-write). Read-modify-writes go through
+//!   [`Client::modify_queue`], which re-reads and re-applies the edit up to
+//!   [`CONFLICT_ATTEMPTS`] times, then fails with [`ClientError::Conflict`] (exit 1). A
+//!   read-back whose ETag is newer than the write's shows a later writer's change, not a
+//!   dropped field.
 //! - Server-side validation errors (400 InvalidArgument) exit 3, like the same errors found
 //!   offline; FailedPrecondition (400, code 9), NotFound and AlreadyExists exit 1.
 

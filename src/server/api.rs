@@ -13,6 +13,11 @@
 //!   success), so `delete` can tell the user, and `--ignore-not-found` means something.
 //! - Queues are stored exactly as sent: no owner defaulting to the caller and no synthesised
 //!   `permissions` (upstream adds both), so a client's read-back check sees what it wrote.
+//! - Versions (SPEC §5.2): `ETag: "N"` on every answer about one resource (GET, and the
+//!   `{}` of a create or update, carrying the new version); none on lists. `If-Match` takes
+//!   `*` (any existing version) or quoted versions; a weak or unparsable tag never matches,
+//!   and a missing resource matches no `If-Match` (so a queue `PUT` with one is no upsert).
+//!   The batched queue routes take no `If-Match`.
 //! - Numbers are written like Go's encoding/json (`1`, not `1.0`), so upstream-shaped JSON
 //!   comes back byte for byte.
 
