@@ -159,6 +159,11 @@ impl Store {
         configure(&conn, matches!(location, Location::File(_)))
             .map_err(flat)
             .with_context(|| format!("cannot configure the database {describe}"))?;
+        // SQLite silently opens a file it may not write read-only; every write would then
+        // fail. Refuse it now instead.
+        if conn.is_readonly(rusqlite::MAIN_DB).map_err(flat)? {
+            anyhow::bail!("the database {describe} is read-only; serve needs to write it");
+        }
         // A damaged file is refused now, not discovered by the first write hours later.
         let check: String = conn
             .query_row("PRAGMA quick_check", [], |r| r.get(0))
