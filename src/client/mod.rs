@@ -304,6 +304,9 @@ impl<E> From<ClientError> for ModifyError<E> {
     }
 }
 
+/// The largest answer body read (a list of thousands of queues is a few MiB).
+const MAX_BODY: u64 = 64 << 20;
+
 const MAX_TRIES: u32 = 3;
 const FIRST_PAUSE: Duration = Duration::from_millis(200);
 
@@ -628,7 +631,7 @@ impl Client {
     fn json(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value> {
         let resp = self.send(method.clone(), path, body)?;
         let status = resp.status().as_u16();
-        let text = resp.text().map_err(|e| self.transport_error(path, e))?;
+        let text = self.body_text(&method, path, resp)?;
         if text.trim().is_empty() {
             return Ok(Value::Object(Default::default()));
         }
@@ -641,8 +644,38 @@ impl Client {
     }
 
     fn text(&self, method: Method, path: &str) -> Result<String> {
-        let resp = self.send(method, path, None)?;
-        resp.text().map_err(|e| self.transport_error(path, e))
+        let resp = self.send(method.clone(), path, None)?;
+        self.body_text(&method, path, resp)
+    }
+
+    /// The body as text, at most [`MAX_BODY`] bytes: a server that streams without end is
+    /// an unexpected answer (exit 4), not a client that eats all memory.
+    fn body_text(&self, method: &Method, path: &str, resp: Response) -> Result<String> {
+        use std::io::Read as _;
+        let status = resp.status().as_u16();
+        let mut buf = Vec::new();
+        resp.take(MAX_BODY + 1).read_to_end(&mut buf).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::TimedOut || e.to_string().contains("timed out") {
+                ClientError::Timeout {
+                    url: self.config.base_url.clone(),
+                    timeout: self.config.timeout,
+                }
+            } else {
+                ClientError::Unreachable {
+                    url: self.config.base_url.clone(),
+                    reason: format!("reading the answer failed: {e}"),
+                }
+            }
+        })?;
+        if buf.len() as u64 > MAX_BODY {
+            return Err(ClientError::Unexpected {
+                method: method.to_string(),
+                url: redact_url(&self.url(path)),
+                status,
+                detail: format!("the answer is larger than {} MiB", MAX_BODY >> 20),
+            });
+        }
+        Ok(String::from_utf8_lossy(&buf).into_owned())
     }
 
     /// Sends with retries; returns a 2xx response or the error its status means.

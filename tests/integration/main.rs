@@ -4,6 +4,7 @@
 mod support;
 
 mod client_errors;
+mod client_limits;
 mod completion;
 mod concurrency;
 mod config;
