@@ -316,6 +316,23 @@ impl Client {
             .timeout(config.timeout)
             .connect_timeout(config.timeout)
             .user_agent(concat!("retryctl/", env!("CARGO_PKG_VERSION")))
+            // A redirect to another host would carry the request (and its body) there: refuse
+            // it and say where it pointed.
+            .redirect(reqwest::redirect::Policy::custom(|attempt| {
+                let first = &attempt.previous()[0];
+                let same = attempt.url().host_str() == first.host_str()
+                    && attempt.url().port_or_known_default() == first.port_or_known_default();
+                if !same {
+                    let to = redact_url(attempt.url().as_str());
+                    attempt.error(format!(
+                        "the server redirected to another host ({to}); refusing to follow it"
+                    ))
+                } else if attempt.previous().len() > 5 {
+                    attempt.error("more than 5 redirects")
+                } else {
+                    attempt.follow()
+                }
+            }))
             .build()
             .map_err(|e| ClientError::Unreachable {
                 url: config.base_url.clone(),
