@@ -194,11 +194,12 @@ impl fmt::Display for ClientError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ClientError::Unreachable { url, reason } => {
-                write!(f, "cannot reach the Armada server at {url}: {reason}")
+                write!(f, "cannot reach the Armada server at {}: {reason}", redact_url(url))
             }
             ClientError::Timeout { url, timeout } => write!(
                 f,
-                "the Armada server at {url} did not answer within {}",
+                "the Armada server at {} did not answer within {}",
+                redact_url(url),
                 crate::model::duration::GoDuration(timeout.as_nanos() as u64)
             ),
             ClientError::Api { status, code, message } => {
@@ -223,7 +224,11 @@ impl fmt::Display for ClientError {
                 status,
                 detail,
             } => {
-                write!(f, "unexpected answer to {method} {url}: HTTP {status}: {detail}")
+                write!(
+                    f,
+                    "unexpected answer to {method} {}: HTTP {status}: {detail}",
+                    redact_url(url)
+                )
             }
             ClientError::Incompatible { kind, name, fields } => write!(
                 f,

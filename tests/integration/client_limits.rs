@@ -43,3 +43,31 @@ fn a_redirect_to_another_host_is_refused_and_named() {
     );
     assert_eq!(stub.requests().len(), 1);
 }
+
+/// A password in the server URL never appears in an error message.
+#[test]
+fn a_password_in_the_url_is_masked_in_errors() {
+    let stub = Stub::start(|_| Reply::text(500, "text/html", "<html>oops</html>"));
+    let home = temp_home();
+    let with_secret = stub.url.replace("http://", "http://admin:s3cret@");
+    let out = retryctl(home.path())
+        .env("ARMADA_URL", &with_secret)
+        .args(["get", "retrypolicy", "p"])
+        .output()
+        .unwrap();
+    let text = format_output(&out);
+    assert!(!text.contains("s3cret"), "{text}");
+    assert!(text.starts_with("exit: 4\n"), "{text}");
+    // Nothing listens on port 9 of 127.0.0.1: the connection error names the URL, masked.
+    let out = retryctl(home.path())
+        .env("ARMADA_URL", "http://admin:s3cret@127.0.0.1:9")
+        .args(["get", "retrypolicy", "p"])
+        .output()
+        .unwrap();
+    let text = format_output(&out);
+    assert!(!text.contains("s3cret"), "{text}");
+    assert!(
+        text.contains("cannot reach the Armada server at http://127.0.0.1:9"),
+        "{text}"
+    );
+}
