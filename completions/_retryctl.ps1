@@ -1500,6 +1500,8 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'SQLite database file (default: <data dir>/retryctl/armada.db)')
             [CompletionResult]::new('--basic-auth', '--basic-auth', [CompletionResultType]::ParameterName, 'Require HTTP basic auth with this `user:password` (repeatable)')
             [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'Require this bearer token (repeatable)')
+            [CompletionResult]::new('--basic-auth-file', '--basic-auth-file', [CompletionResultType]::ParameterName, 'Read accepted `user:password` lines from FILE (kept out of argv and `ps`)')
+            [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Read accepted bearer tokens, one per line, from FILE')
             [CompletionResult]::new('--armada-url', '--armada-url', [CompletionResultType]::ParameterName, 'Armada REST base URL (default: $ARMADA_URL, the context''s `armadaRestUrl`, then http://localhost:8080)')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')

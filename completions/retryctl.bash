@@ -2273,7 +2273,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__serve)
-            opts="-c -v -h -V --listen --db --in-memory --basic-auth --token --allow-anonymous --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-c -v -h -V --listen --db --in-memory --basic-auth --token --basic-auth-file --token-file --allow-anonymous --armada-url --context --config --timeout --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2292,6 +2292,14 @@ _retryctl() {
                     return 0
                     ;;
                 --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --basic-auth-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

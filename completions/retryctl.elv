@@ -1379,6 +1379,8 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --db 'SQLite database file (default: <data dir>/retryctl/armada.db)'
             cand --basic-auth 'Require HTTP basic auth with this `user:password` (repeatable)'
             cand --token 'Require this bearer token (repeatable)'
+            cand --basic-auth-file 'Read accepted `user:password` lines from FILE (kept out of argv and `ps`)'
+            cand --token-file 'Read accepted bearer tokens, one per line, from FILE'
             cand --armada-url 'Armada REST base URL (default: $ARMADA_URL, the context''s `armadaRestUrl`, then http://localhost:8080)'
             cand -c 'Context of the config file to use instead of its `currentContext`'
             cand --context 'Context of the config file to use instead of its `currentContext`'

@@ -40,8 +40,8 @@ url="$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/server.log" | head -1)"
 [ -n "$url" ] || { echo "contract-check.sh: server did not start:" >&2; cat "$tmp/server.log" >&2; exit 1; }
 
 # Seed one policy and one queue so that reads by name also hit existing resources.
-curl -fsS -XPOST "$url/v1/retry-policy" -d '{"name":"p1","retryLimit":3,"defaultAction":"Fail","rules":[{"action":"Retry","onCategory":"oom"}]}' >/dev/null
-curl -fsS -XPOST "$url/v1/queue" -d '{"name":"q1","priorityFactor":1,"retryPolicies":["p1"]}' >/dev/null
+curl -fsS -XPOST -H 'Content-Type: application/json' "$url/v1/retry-policy" -d '{"name":"p1","retryLimit":3,"defaultAction":"Fail","rules":[{"action":"Retry","onCategory":"oom"}]}' >/dev/null
+curl -fsS -XPOST -H 'Content-Type: application/json' "$url/v1/queue" -d '{"name":"q1","priorityFactor":1,"retryPolicies":["p1"]}' >/dev/null
 
 status=0
 swagger="$(cd "$(dirname "$swagger")" && pwd)/$(basename "$swagger")"

@@ -31,7 +31,7 @@ for _ in $(seq 50); do grep -q 'listening on' "$tmp/server.log" 2>/dev/null && b
 url="$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/server.log" | head -1)"
 [ -n "$url" ] || { echo "load.sh: server did not start:" >&2; cat "$tmp/server.log" >&2; exit 1; }
 
-curl -fsS -XPOST "$url/v1/retry-policy" \
+curl -fsS -XPOST "$url/v1/retry-policy" -H "Content-Type: application/json" \
   -d '{"name":"bench","retryLimit":3,"defaultAction":"Fail","rules":[{"action":"Retry","onCategory":"oom","mutate":{"resources":{"memory":{"factor":1.5}}}},{"action":"Retry","onCategory":"gpu","onSubcategory":"transient","mutate":{"affinity":{"avoidSameNode":true}}}]}' >/dev/null
 
 cat >"$tmp/post.lua" <<'LUA'

@@ -2,7 +2,8 @@
 //!
 //! Owns: the [`ExitCode`] table, [`CliError`] (an error that knows its exit code and an
 //! optional hint), and [`report`], which prints an error chain to stderr. Must not: be
-//! bypassed: only `main` exits the process, with the code this module picks.
+//! bypassed: only `main` exits the process, with the code this module picks; or import
+//! another module of the crate (it is a leaf: everyone else maps into it).
 
 use std::fmt;
 use std::io::Write;
@@ -87,18 +88,14 @@ impl fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
-/// The exit code an error chain maps to: the first [`CliError`] or client error in the chain
-/// decides; anything else is a failed operation (1).
+/// The exit code an error chain maps to: the first [`CliError`] in the chain decides;
+/// anything else is a failed operation (1). Other modules turn their errors into a
+/// [`CliError`] (the client: `From<ClientError>`), so this module depends on none of them.
 pub fn exit_code_of(error: &anyhow::Error) -> ExitCode {
-    for cause in error.chain() {
-        if let Some(e) = cause.downcast_ref::<CliError>() {
-            return e.code;
-        }
-        if let Some(code) = crate::client::exit_code_of(cause) {
-            return code;
-        }
-    }
-    ExitCode::Failure
+    error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<CliError>())
+        .map_or(ExitCode::Failure, |e| e.code)
 }
 
 /// Prints `error: …`, the causes, and the hint to `out`; returns the exit code.

@@ -738,6 +738,14 @@ pub struct ServeArgs {
     #[arg(long, value_name = "TOKEN")]
     pub token: Vec<String>,
 
+    /// Read accepted `user:password` lines from FILE (kept out of argv and `ps`).
+    #[arg(long, value_name = "FILE")]
+    pub basic_auth_file: Option<PathBuf>,
+
+    /// Read accepted bearer tokens, one per line, from FILE.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+
     /// Allow listening on a non-loopback address without authentication.
     #[arg(long)]
     pub allow_anonymous: bool,

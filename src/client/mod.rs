@@ -13,10 +13,19 @@
 //!   against a hung server ends within about one `--timeout`.
 //! - A read-back that differs from what was written is [`ClientError::Dropped`], exit 4: the
 //!   server answered something unexpected, and the write must not be taken as done.
+//! - Concurrency (SPEC §5.2): the ETag of every single-resource answer is kept per path and
+//!   sent as `If-Match` with the next `PUT` of that path, so a write based on a read is
+//!   refused (412, exit 1) when someone wrote in between; `DELETE` sends none (deleting by
+//!   name is not a read-modify-write). Read-modify-writes go through
+//!   [`Client::modify_queue`], which re-reads and re-applies the edit up to
+//!   [`CONFLICT_ATTEMPTS`] times, then fails with [`ClientError::Conflict`] (exit 1). A
+//!   read-back whose ETag is newer than the write's shows a later writer's change, not a
+//!   dropped field.
 //! - Server-side validation errors (400 InvalidArgument) exit 3, like the same errors found
 //!   offline; FailedPrecondition (400, code 9), NotFound and AlreadyExists exit 1.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::fmt;
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -102,6 +111,13 @@ pub enum ClientError {
         name: String,
         fields: Vec<String>,
     },
+    /// Another writer changed the resource every time this client tried to (SPEC §5.2): the
+    /// edit was given up after `attempts` tries.
+    Conflict {
+        kind: &'static str,
+        name: String,
+        attempts: u32,
+    },
 }
 
 /// gRPC codes the client looks at.
@@ -145,11 +161,11 @@ impl ClientError {
             | ClientError::NoRoute { .. }
             | ClientError::Unexpected { .. }
             | ClientError::Dropped { .. } => ExitCode::Unreachable,
-            ClientError::Incompatible { .. } => ExitCode::Failure,
+            ClientError::Incompatible { .. } | ClientError::Conflict { .. } => ExitCode::Failure,
             ClientError::Api { status, code, .. } => match (*status, *code) {
                 (401 | 403, _) => ExitCode::Auth,
                 (400, Some(grpc::INVALID_ARGUMENT)) => ExitCode::InvalidInput,
-                (400 | 404 | 409, _) => ExitCode::Failure,
+                (400 | 404 | 409 | 412, _) => ExitCode::Failure,
                 _ => ExitCode::Unreachable,
             },
         }
@@ -157,6 +173,11 @@ impl ClientError {
 
     pub fn is_not_found(&self) -> bool {
         matches!(self, ClientError::Api { status: 404, .. })
+    }
+
+    /// 412: the `If-Match` sent no longer matches; someone else wrote in between.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, ClientError::Api { status: 412, .. })
     }
 
     pub fn is_already_exists(&self) -> bool {
@@ -173,11 +194,12 @@ impl fmt::Display for ClientError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ClientError::Unreachable { url, reason } => {
-                write!(f, "cannot reach the Armada server at {url}: {reason}")
+                write!(f, "cannot reach the Armada server at {}: {reason}", redact_url(url))
             }
             ClientError::Timeout { url, timeout } => write!(
                 f,
-                "the Armada server at {url} did not answer within {}",
+                "the Armada server at {} did not answer within {}",
+                redact_url(url),
                 crate::model::duration::GoDuration(timeout.as_nanos() as u64)
             ),
             ClientError::Api { status, code, message } => {
@@ -202,13 +224,22 @@ impl fmt::Display for ClientError {
                 status,
                 detail,
             } => {
-                write!(f, "unexpected answer to {method} {url}: HTTP {status}: {detail}")
+                write!(
+                    f,
+                    "unexpected answer to {method} {}: HTTP {status}: {detail}",
+                    redact_url(url)
+                )
             }
             ClientError::Incompatible { kind, name, fields } => write!(
                 f,
                 "the server is upstream Armada (no `{DIALECT_HEADER}: {DIALECT_V1}` header), which \
                  cannot store these fields of {kind} `{name}`: {}",
                 fields.iter().map(|x| format!("`{x}`")).collect::<Vec<_>>().join(", ")
+            ),
+            ClientError::Conflict { kind, name, attempts } => write!(
+                f,
+                "{kind} `{name}` was modified concurrently by another writer; gave up after {attempts} \
+                 attempts to apply this change on top of the latest version, and the change is not applied"
             ),
             ClientError::Dropped { kind, name, fields } => write!(
                 f,
@@ -222,9 +253,11 @@ impl fmt::Display for ClientError {
 
 impl std::error::Error for ClientError {}
 
-/// The exit code a client error maps to, when `error` is one.
-pub fn exit_code_of(error: &(dyn std::error::Error + 'static)) -> Option<ExitCode> {
-    error.downcast_ref::<ClientError>().map(ClientError::exit_code)
+/// A client error as the CLI reports it: its words and its exit code.
+impl From<ClientError> for crate::error::CliError {
+    fn from(e: ClientError) -> Self {
+        crate::error::CliError::new(e.exit_code(), e.to_string())
+    }
 }
 
 pub type Result<T> = std::result::Result<T, ClientError>;
@@ -243,7 +276,41 @@ pub struct Client {
     /// `Some(true)` once a response carried the dialect header, `Some(false)` once one did
     /// not; `None` before the first response.
     dialect: Cell<Option<bool>>,
+    /// The `ETag` last seen per resource path (from a GET or a write's answer): what a later
+    /// `PUT` of that path sends as `If-Match`, so that every read-modify-write is refused
+    /// (412) when someone else wrote in between (SPEC §5.2). Upstream sends none.
+    etags: RefCell<HashMap<String, String>>,
 }
+
+/// How many times a read-modify-write is tried when others keep writing (kubectl's
+/// `retry.DefaultRetry` tries 5 times with 10 ms steps and jitter; more here because a CLI
+/// process per edit is slower than a controller loop, so races last longer).
+pub const CONFLICT_ATTEMPTS: u32 = 10;
+
+/// What a read-modify-write did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Modified {
+    /// The edit changed nothing: nothing was sent.
+    Unchanged,
+    /// The edited queue was written (the value written).
+    Written(Queue),
+}
+
+/// Why a read-modify-write failed: the edit refused (its own error) or the server did.
+#[derive(Debug)]
+pub enum ModifyError<E> {
+    Edit(E),
+    Client(ClientError),
+}
+
+impl<E> From<ClientError> for ModifyError<E> {
+    fn from(e: ClientError) -> Self {
+        ModifyError::Client(e)
+    }
+}
+
+/// The largest answer body read (a list of thousands of queues is a few MiB).
+const MAX_BODY: u64 = 64 << 20;
 
 const MAX_TRIES: u32 = 3;
 const FIRST_PAUSE: Duration = Duration::from_millis(200);
@@ -254,6 +321,23 @@ impl Client {
             .timeout(config.timeout)
             .connect_timeout(config.timeout)
             .user_agent(concat!("retryctl/", env!("CARGO_PKG_VERSION")))
+            // A redirect to another host would carry the request (and its body) there: refuse
+            // it and say where it pointed.
+            .redirect(reqwest::redirect::Policy::custom(|attempt| {
+                let first = &attempt.previous()[0];
+                let same = attempt.url().host_str() == first.host_str()
+                    && attempt.url().port_or_known_default() == first.port_or_known_default();
+                if !same {
+                    let to = redact_url(attempt.url().as_str());
+                    attempt.error(format!(
+                        "the server redirected to another host ({to}); refusing to follow it"
+                    ))
+                } else if attempt.previous().len() > 5 {
+                    attempt.error("more than 5 redirects")
+                } else {
+                    attempt.follow()
+                }
+            }))
             .build()
             .map_err(|e| ClientError::Unreachable {
                 url: config.base_url.clone(),
@@ -263,6 +347,7 @@ impl Client {
             config,
             http,
             dialect: Cell::new(None),
+            etags: RefCell::new(HashMap::new()),
         })
     }
 
@@ -306,17 +391,17 @@ impl Client {
             }
         }
         let body = wire::policy_to_json(policy);
+        let path = format!("/v1/retry-policy/{}", seg(&policy.name));
         match op {
             WriteOp::Create => self.json(Method::POST, "/v1/retry-policy", Some(&body))?,
-            WriteOp::Update => self.json(
-                Method::PUT,
-                &format!("/v1/retry-policy/{}", seg(&policy.name)),
-                Some(&body),
-            )?,
+            WriteOp::Update => self.json(Method::PUT, &path, Some(&body))?,
         };
+        let written = self.etag(&path);
         let back = self.get_policy(&policy.name)?;
+        // Another write landed after ours: the read-back shows theirs, not a dropped field.
+        let overtaken = written.is_some() && self.etag(&path) != written;
         let fields = diff_fields(&body, &wire::policy_to_json(&back));
-        if fields.is_empty() {
+        if fields.is_empty() || overtaken {
             Ok(())
         } else {
             Err(ClientError::Dropped {
@@ -372,16 +457,12 @@ impl Client {
         Err(self.bad_body(Method::GET, path, "the queue stream ended without its end marker"))
     }
 
-    /// Creates or replaces (upserts) a queue, then reads it back and compares.
+    /// Creates or replaces (upserts) a queue, then reads it back and compares. A `PUT` of a
+    /// queue read before sends `If-Match` with the ETag read (412 → [`ClientError::is_conflict`]).
     pub fn write_queue(&self, op: WriteOp, queue: &Queue) -> Result<()> {
-        let body = wire::queue_to_json(queue);
-        match op {
-            WriteOp::Create => self.json(Method::POST, "/v1/queue", Some(&body))?,
-            WriteOp::Update => self.json(Method::PUT, &format!("/v1/queue/{}", seg(&queue.name)), Some(&body))?,
-        };
-        let back = self.get_queue(&queue.name)?;
+        let (back, overtaken) = self.put_queue(op, queue)?;
         let fields = queue_differences(queue, &back);
-        if fields.is_empty() {
+        if fields.is_empty() || overtaken {
             Ok(())
         } else {
             Err(ClientError::Dropped {
@@ -390,6 +471,120 @@ impl Client {
                 fields,
             })
         }
+    }
+
+    /// Writes and reads back; `overtaken` when the ETags show another write landed after
+    /// this one (the read-back then shows theirs, and says nothing about ours).
+    fn put_queue(&self, op: WriteOp, queue: &Queue) -> Result<(Queue, bool)> {
+        let body = wire::queue_to_json(queue);
+        let path = format!("/v1/queue/{}", seg(&queue.name));
+        match op {
+            WriteOp::Create => self.json(Method::POST, "/v1/queue", Some(&body))?,
+            WriteOp::Update => self.json(Method::PUT, &path, Some(&body))?,
+        };
+        let written = self.etag(&path);
+        let back = self.get_queue(&queue.name)?;
+        let overtaken = written.is_some() && self.etag(&path) != written;
+        Ok((back, overtaken))
+    }
+
+    /// Reads queue `name`, applies `edit`, and writes the result with `If-Match`; when
+    /// another writer got in between (412) reads again and re-applies the edit, up to
+    /// [`CONFLICT_ATTEMPTS`] times with a short jittered pause, then gives up with
+    /// [`ClientError::Conflict`]. `edit` returns an error to stop without writing.
+    ///
+    /// Against a server without versions (upstream: no ETag) the read-back decides: when it
+    /// no longer shows this edit, another writer overwrote it and the edit is tried again;
+    /// when it shows the edit plus other changes, those are another writer's and the edit
+    /// landed. A server that answers the same read-back to two writes of the edit drops those
+    /// fields itself: [`ClientError::Dropped`].
+    pub fn modify_queue<E>(
+        &self,
+        name: &str,
+        mut edit: impl FnMut(&mut Queue) -> std::result::Result<(), E>,
+    ) -> std::result::Result<Modified, ModifyError<E>> {
+        let path = format!("/v1/queue/{}", seg(name));
+        let mut current = self.get_queue(name)?;
+        // The previous read-back that lacked this edit (servers without versions only).
+        let mut last_back: Option<Queue> = None;
+        for attempt in 1..=CONFLICT_ATTEMPTS {
+            let mut queue = current.clone();
+            edit(&mut queue).map_err(ModifyError::Edit)?;
+            if queue == current {
+                return Ok(Modified::Unchanged);
+            }
+            let (back, overtaken) = match self.put_queue(WriteOp::Update, &queue) {
+                Ok(r) => r,
+                Err(e) if e.is_conflict() => {
+                    self.conflict_pause(name, attempt);
+                    current = self.get_queue(name)?;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let fields = queue_differences(&queue, &back);
+            if fields.is_empty() || overtaken {
+                return Ok(Modified::Written(queue));
+            }
+            if self.etag(&path).is_some() {
+                // A versioned server answered our write and nobody wrote since: the
+                // difference is the server's own doing.
+                return Err(ClientError::Dropped {
+                    kind: "queue",
+                    name: name.to_string(),
+                    fields,
+                }
+                .into());
+            }
+            // No versions: does the read-back still carry this edit?
+            let mut again = back.clone();
+            edit(&mut again).map_err(ModifyError::Edit)?;
+            if again == back {
+                return Ok(Modified::Written(back));
+            }
+            // The same answer twice to two writes of the edit: nobody else is writing, the
+            // server itself drops the fields.
+            if last_back.as_ref() == Some(&back) {
+                return Err(ClientError::Dropped {
+                    kind: "queue",
+                    name: name.to_string(),
+                    fields,
+                }
+                .into());
+            }
+            last_back = Some(back.clone());
+            self.conflict_pause(name, attempt);
+            current = back;
+        }
+        Err(ClientError::Conflict {
+            kind: "queue",
+            name: name.to_string(),
+            attempts: CONFLICT_ATTEMPTS,
+        }
+        .into())
+    }
+
+    /// The pause before re-reading after a conflict: 10 ms doubling per attempt, with up to
+    /// 100% jitter so that racing writers spread out instead of colliding again.
+    pub fn conflict_pause(&self, name: &str, attempt: u32) {
+        let base = 10u64 << attempt.min(5);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos() as u64);
+        let jitter = (nanos ^ (std::process::id() as u64).wrapping_mul(2654435761)) % (base + 1);
+        let pause = Duration::from_millis(base + jitter);
+        if self.config.verbose {
+            log(&format!(
+                "queue `{name}` changed since it was read (conflict {attempt} of {CONFLICT_ATTEMPTS}); re-reading in {}ms",
+                pause.as_millis()
+            ));
+        }
+        std::thread::sleep(pause);
+    }
+
+    /// The ETag last seen for `path`.
+    fn etag(&self, path: &str) -> Option<String> {
+        self.etags.borrow().get(path).cloned()
     }
 
     pub fn delete_queue(&self, name: &str) -> Result<()> {
@@ -458,7 +653,7 @@ impl Client {
     fn json(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value> {
         let resp = self.send(method.clone(), path, body)?;
         let status = resp.status().as_u16();
-        let text = resp.text().map_err(|e| self.transport_error(path, e))?;
+        let text = self.body_text(&method, path, resp)?;
         if text.trim().is_empty() {
             return Ok(Value::Object(Default::default()));
         }
@@ -471,8 +666,38 @@ impl Client {
     }
 
     fn text(&self, method: Method, path: &str) -> Result<String> {
-        let resp = self.send(method, path, None)?;
-        resp.text().map_err(|e| self.transport_error(path, e))
+        let resp = self.send(method.clone(), path, None)?;
+        self.body_text(&method, path, resp)
+    }
+
+    /// The body as text, at most [`MAX_BODY`] bytes: a server that streams without end is
+    /// an unexpected answer (exit 4), not a client that eats all memory.
+    fn body_text(&self, method: &Method, path: &str, resp: Response) -> Result<String> {
+        use std::io::Read as _;
+        let status = resp.status().as_u16();
+        let mut buf = Vec::new();
+        resp.take(MAX_BODY + 1).read_to_end(&mut buf).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::TimedOut || e.to_string().contains("timed out") {
+                ClientError::Timeout {
+                    url: self.config.base_url.clone(),
+                    timeout: self.config.timeout,
+                }
+            } else {
+                ClientError::Unreachable {
+                    url: self.config.base_url.clone(),
+                    reason: format!("reading the answer failed: {e}"),
+                }
+            }
+        })?;
+        if buf.len() as u64 > MAX_BODY {
+            return Err(ClientError::Unexpected {
+                method: method.to_string(),
+                url: redact_url(&self.url(path)),
+                status,
+                detail: format!("the answer is larger than {} MiB", MAX_BODY >> 20),
+            });
+        }
+        Ok(String::from_utf8_lossy(&buf).into_owned())
     }
 
     /// Sends with retries; returns a 2xx response or the error its status means.
@@ -498,6 +723,11 @@ impl Client {
             };
             if let Some(b) = body {
                 req = req.json(b);
+            }
+            if method == Method::PUT {
+                if let Some(tag) = self.etag(path) {
+                    req = req.header(reqwest::header::IF_MATCH, tag);
+                }
             }
             let result = req.send();
             let retry = match &result {
@@ -537,9 +767,31 @@ impl Client {
                     .is_some_and(|v| v.trim().eq_ignore_ascii_case(DIALECT_V1)),
             ));
             if resp.status().is_success() {
+                self.remember_etag(&method, path, &resp);
                 return Ok(resp);
             }
             return Err(self.status_error(&method, &url, resp));
+        }
+    }
+
+    /// Keeps the ETag of a GET or a write of one resource, for the next `PUT` of it.
+    fn remember_etag(&self, method: &Method, path: &str, resp: &Response) {
+        let tag = resp
+            .headers()
+            .get(reqwest::header::ETAG)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let mut etags = self.etags.borrow_mut();
+        match tag {
+            Some(tag) if *method != Method::DELETE => {
+                // A create answers for the new resource, whose path is not the POST's.
+                if *method != Method::POST {
+                    etags.insert(path.to_string(), tag);
+                }
+            }
+            _ => {
+                etags.remove(path);
+            }
         }
     }
 

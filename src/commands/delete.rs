@@ -14,7 +14,7 @@
 
 use crate::app::Context;
 use crate::cli::{DeleteArgs, DeleteResource};
-use crate::client::WriteOp;
+use crate::client::ModifyError;
 use crate::commands::batch;
 use crate::commands::remote::{self, found, Remote};
 use crate::commands::target::Targets;
@@ -137,12 +137,22 @@ fn delete_policy(
             .into());
         }
         for q in users {
-            let mut changed = q.clone();
-            changed.retry_policies.retain(|p| p != name);
             if !dry {
-                conn.client
-                    .write_queue(WriteOp::Update, &changed)
-                    .map_err(|e| conn.fail(&format!("{what}: cannot detach it from queue `{}`", q.name), e))?;
+                // Read-modify-write with If-Match (SPEC §5.2): another writer's change to the
+                // queue in between is kept, not overwritten with the list read above.
+                let detach = |queue: &mut crate::model::Queue| {
+                    queue.retry_policies.retain(|p| p != name);
+                    Ok::<(), std::convert::Infallible>(())
+                };
+                match conn.client.modify_queue(&q.name, detach) {
+                    Ok(_) => {}
+                    Err(ModifyError::Edit(never)) => match never {},
+                    Err(ModifyError::Client(e)) => {
+                        return Err(conn
+                            .fail(&format!("{what}: cannot detach it from queue `{}`", q.name), e)
+                            .into())
+                    }
+                }
             }
             writeln!(ctx.out, "queue/{} configured{}", q.name, remote::suffix(dry))?;
         }

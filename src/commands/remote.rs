@@ -284,13 +284,43 @@ pub fn write(remote: Option<&Remote>, r: &Resource, mode: Mode, dry: bool) -> Re
     if dry {
         return Ok(result);
     }
-    match r {
-        Resource::RetryPolicy(p) => c.write_policy(op, p),
-        Resource::Queue(q) => c.write_queue(op, q),
-        _ => unreachable!("only RetryPolicy and Queue documents are loaded for writes"),
+    // A write of something read above carries its ETag as If-Match; on 412 someone wrote in
+    // between: read again (new ETag) and write the file's content again, bounded (§5.2).
+    let mut attempt = 1;
+    loop {
+        let written = match r {
+            Resource::RetryPolicy(p) => c.write_policy(op, p),
+            Resource::Queue(q) => c.write_queue(op, q),
+            _ => unreachable!("only RetryPolicy and Queue documents are loaded for writes"),
+        };
+        match written {
+            Err(e) if e.is_conflict() => {
+                let name = r.name().unwrap_or("");
+                let kind = match r {
+                    Resource::RetryPolicy(_) => "retry policy",
+                    _ => "queue",
+                };
+                if attempt >= client::CONFLICT_ATTEMPTS {
+                    return Err(fail(ClientError::Conflict {
+                        kind,
+                        name: name.to_string(),
+                        attempts: attempt,
+                    }));
+                }
+                c.conflict_pause(name, attempt);
+                attempt += 1;
+                match r {
+                    Resource::RetryPolicy(_) => c.get_policy(name).map(drop),
+                    _ => c.get_queue(name).map(drop),
+                }
+                .map_err(fail)?;
+            }
+            other => {
+                other.map_err(fail)?;
+                return Ok(result);
+            }
+        }
     }
-    .map_err(fail)?;
-    Ok(result)
 }
 
 fn noun(r: &Resource) -> &'static str {

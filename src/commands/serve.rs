@@ -29,11 +29,12 @@ pub fn run(ctx: &mut Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let config = Config {
         listen: args.listen.clone(),
         db,
-        basic_auth: args.basic_auth.clone(),
-        tokens: args.token.clone(),
+        basic_auth: with_file_lines(&args.basic_auth, args.basic_auth_file.as_deref(), "--basic-auth-file")?,
+        tokens: with_file_lines(&args.token, args.token_file.as_deref(), "--token-file")?,
         allow_anonymous: args.allow_anonymous,
         request_log: Some(log_tx),
         shutdown_grace: GRACE,
+        ..Config::new(String::new(), Location::InMemory)
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -44,29 +45,65 @@ pub fn run(ctx: &mut Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         let server = server::Server::bind(config).await?;
         writeln!(ctx.err, "{}", server.startup_line())?;
         ctx.err.flush()?;
-        let run = server.run(shutdown);
-        tokio::pin!(run);
+        // The server runs on the runtime's workers, so that this thread blocking on a full
+        // stderr pipe can never stall a request; a line stderr refuses is dropped and
+        // counted, and a closed stderr does not stop the server (SPEC §6).
+        let mut run = tokio::spawn(server.run(shutdown));
+        let write_line = |err: &mut dyn std::io::Write, line: &str| {
+            if writeln!(err, "{line}").is_err() {
+                server::count_dropped_log_line();
+            }
+        };
         let result = loop {
             tokio::select! {
                 result = &mut run => break result,
-                Some(line) = log_rx.recv() => {
-                    writeln!(ctx.err, "{line}")?;
-                }
+                Some(line) = log_rx.recv() => write_line(ctx.err, &line),
             }
         };
         while let Ok(line) = log_rx.try_recv() {
-            writeln!(ctx.err, "{line}")?;
+            write_line(ctx.err, &line);
         }
+        let result = result.map_err(|e| anyhow::anyhow!("the server task failed: {e}"))?;
         if result? == server::Shutdown::GraceExpired {
-            writeln!(
+            let _ = writeln!(
                 ctx.err,
                 "retryctl serve: requests still running after {}s were cut off",
                 GRACE.as_secs()
-            )?;
+            );
         }
-        writeln!(ctx.err, "retryctl serve: stopped; database closed")?;
+        let dropped = server::dropped_log_lines();
+        if dropped > 0 {
+            let _ = writeln!(
+                ctx.err,
+                "retryctl serve: {dropped} request log lines were dropped (stderr was full or closed)"
+            );
+        }
+        let _ = writeln!(ctx.err, "retryctl serve: stopped; database closed");
         Ok(ExitCode::Success)
     })
+}
+
+/// The credentials given on the command line plus the non-empty, non-`#` lines of `file`.
+fn with_file_lines(given: &[String], file: Option<&std::path::Path>, flag: &str) -> Result<Vec<String>, CliError> {
+    let mut out = given.to_vec();
+    if let Some(path) = file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| CliError::usage(format!("cannot read `{flag}` {}: {e}", path.display())))?;
+        let before = out.len();
+        out.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(String::from),
+        );
+        if out.len() == before {
+            return Err(CliError::usage(format!(
+                "`{flag}` {} holds no credentials (one per line expected)",
+                path.display()
+            )));
+        }
+    }
+    Ok(out)
 }
 
 /// Installs the SIGINT/SIGTERM handlers now (before the startup line, so a signal sent as

@@ -13,6 +13,11 @@
 //!   success), so `delete` can tell the user, and `--ignore-not-found` means something.
 //! - Queues are stored exactly as sent: no owner defaulting to the caller and no synthesised
 //!   `permissions` (upstream adds both), so a client's read-back check sees what it wrote.
+//! - Versions (SPEC §5.2): `ETag: "N"` on every answer about one resource (GET, and the
+//!   `{}` of a create or update, carrying the new version); none on lists. `If-Match` takes
+//!   `*` (any existing version) or quoted versions; a weak or unparsable tag never matches,
+//!   and a missing resource matches no `If-Match` (so a queue `PUT` with one is no upsert).
+//!   The batched queue routes take no `If-Match`.
 //! - Numbers are written like Go's encoding/json (`1`, not `1.0`), so upstream-shaped JSON
 //!   comes back byte for byte.
 
@@ -21,7 +26,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
@@ -40,6 +45,14 @@ pub enum Code {
     AlreadyExists = 6,
     FailedPrecondition = 9,
     ResourceExhausted = 8,
+    /// FailedPrecondition (9) answered as 412: an `If-Match` that no longer matches.
+    Stale = 109,
+    /// 415: a write whose body is not declared `application/json`; gRPC InvalidArgument.
+    UnsupportedMediaType = 103,
+    /// 403 PermissionDenied.
+    PermissionDenied = 7,
+    /// 429: too many failed authentications from one address; gRPC ResourceExhausted.
+    TooManyRequests = 108,
     Internal = 13,
     Unavailable = 14,
     Unauthenticated = 16,
@@ -48,8 +61,22 @@ pub enum Code {
 impl Code {
     /// grpc-gateway's `HTTPStatusFromCode`, except ResourceExhausted: a body over the limit
     /// is 413 (what HTTP clients and proxies expect), not gateway's 429.
+    /// The gRPC code number in the error body.
+    pub fn number(self) -> i32 {
+        match self {
+            Code::Stale => Code::FailedPrecondition as i32,
+            Code::UnsupportedMediaType => Code::InvalidArgument as i32,
+            Code::TooManyRequests => Code::ResourceExhausted as i32,
+            c => c as i32,
+        }
+    }
+
     pub fn status(self) -> StatusCode {
         match self {
+            Code::Stale => StatusCode::PRECONDITION_FAILED,
+            Code::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Code::PermissionDenied => StatusCode::FORBIDDEN,
+            Code::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
             Code::InvalidArgument | Code::FailedPrecondition => StatusCode::BAD_REQUEST,
             Code::NotFound => StatusCode::NOT_FOUND,
             Code::AlreadyExists => StatusCode::CONFLICT,
@@ -66,8 +93,10 @@ impl Code {
             Code::InvalidArgument => "InvalidArgument",
             Code::NotFound => "NotFound",
             Code::AlreadyExists => "AlreadyExists",
-            Code::FailedPrecondition => "FailedPrecondition",
-            Code::ResourceExhausted => "ResourceExhausted",
+            Code::FailedPrecondition | Code::Stale => "FailedPrecondition",
+            Code::UnsupportedMediaType => "InvalidArgument",
+            Code::PermissionDenied => "PermissionDenied",
+            Code::ResourceExhausted | Code::TooManyRequests => "ResourceExhausted",
             Code::Internal => "Internal",
             Code::Unavailable => "Unavailable",
             Code::Unauthenticated => "Unauthenticated",
@@ -97,7 +126,7 @@ impl ApiError {
     fn body(&self) -> Value {
         let mut m = serde_json::Map::new();
         m.insert("error".into(), Value::from(self.message.clone()));
-        m.insert("code".into(), Value::from(self.code as i32));
+        m.insert("code".into(), Value::from(self.code.number()));
         m.insert("message".into(), Value::from(self.message.clone()));
         Value::Object(m)
     }
@@ -120,6 +149,65 @@ pub fn json_response(status: StatusCode, body: Bytes) -> Response {
 
 fn ok_empty() -> Response {
     json_response(StatusCode::OK, Bytes::from_static(b"{}"))
+}
+
+/// The `ETag` of a version: the number, quoted (a strong validator).
+pub fn etag(version: u64) -> HeaderValue {
+    HeaderValue::from_str(&format!("\"{version}\"")).expect("digits and quotes are a valid header value")
+}
+
+fn with_etag(mut resp: Response, version: u64) -> Response {
+    resp.headers_mut().insert(header::ETAG, etag(version));
+    resp
+}
+
+/// What `If-Match` asks for: `None` when absent (no precondition, as upstream clients send),
+/// `Some(Any)` for `*`, else the versions listed. A value that names no version of ours (a
+/// weak tag, garbage) can never match, so the write is refused rather than let through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum IfMatch {
+    Any,
+    Versions(Vec<u64>),
+}
+
+fn if_match(headers: &HeaderMap) -> Option<IfMatch> {
+    let values: Vec<&str> = headers
+        .get_all(header::IF_MATCH)
+        .iter()
+        .map(|v| v.to_str().unwrap_or(""))
+        .collect();
+    if values.is_empty() {
+        return None;
+    }
+    let mut versions = Vec::new();
+    for part in values.iter().flat_map(|v| v.split(',')).map(str::trim) {
+        if part == "*" {
+            return Some(IfMatch::Any);
+        }
+        if let Some(n) = part
+            .strip_prefix('"')
+            .and_then(|p| p.strip_suffix('"'))
+            .and_then(|p| p.parse::<u64>().ok())
+        {
+            versions.push(n);
+        }
+    }
+    Some(IfMatch::Versions(versions))
+}
+
+/// The one version a write must find (the store compares it in its transaction), or `None`
+/// for no check. `*` means "any existing": resolved against the cache, then still checked
+/// by the store. Several listed versions: the current one if it is among them.
+fn expected_version(cond: Option<IfMatch>, current: Option<u64>) -> Option<u64> {
+    match cond {
+        None => None,
+        Some(IfMatch::Any) => Some(current.unwrap_or(0)),
+        Some(IfMatch::Versions(vs)) => Some(match current {
+            Some(c) if vs.contains(&c) => c,
+            // 0 is never a stored version: the store refuses it as stale.
+            _ => 0,
+        }),
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -202,7 +290,61 @@ fn json_body(body: Result<Bytes, BytesRejection>) -> Result<Value, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(Value::Object(Default::default()));
     }
-    serde_json::from_slice(&bytes).map_err(|e| ApiError::invalid(format!("request body is not valid JSON: {e}")))
+    let invalid = |e: serde_json::Error| ApiError::invalid(format!("request body is not valid JSON: {e}"));
+    // A repeated key is refused, not resolved: serde_json keeps the last, another reader the
+    // first, and the two would then disagree about what was stored.
+    serde::de::DeserializeSeed::deserialize(NoDuplicateKeys, &mut serde_json::Deserializer::from_slice(&bytes))
+        .map_err(invalid)?;
+    serde_json::from_slice(&bytes).map_err(invalid)
+}
+
+/// Walks a JSON document and fails on the first object with a repeated key.
+struct NoDuplicateKeys;
+
+impl<'de> serde::de::DeserializeSeed<'de> for NoDuplicateKeys {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicateKeys {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(NoDuplicateKeys)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                return Err(serde::de::Error::custom(format!("duplicate key {key:?}")));
+            }
+            map.next_value_seed(NoDuplicateKeys)?;
+        }
+        Ok(())
+    }
 }
 
 /// A name from the path, checked before it reaches storage.
@@ -245,7 +387,13 @@ fn store_error(err: StoreError, kind: &str, name: &str, doing: &str) -> ApiError
                 quoted_list(&queues)
             ),
         ),
-        StoreError::Sql(e) => ApiError::new(Code::Unavailable, format!("error {doing} {kind} {name:?}: {e}")),
+        StoreError::Stale => ApiError::new(
+            Code::Stale,
+            format!("{kind} {name:?} has been modified since it was read (If-Match does not match its ETag); read it again and retry"),
+        ),
+        // A permanent failure is 500: a client retrying a 503 would only hammer a broken disk.
+        StoreError::Sql(e) => ApiError::new(Code::Internal, format!("error {doing} {kind} {name:?}: {e}")),
+        StoreError::Unavailable(e) => ApiError::new(Code::Unavailable, format!("error {doing} {kind} {name:?}: {e}")),
     }
 }
 
@@ -294,19 +442,19 @@ pub async fn create_policy(State(store): State<Arc<Store>>, body: Result<Bytes, 
     }
     let bytes = check_policy(&policy)?;
     let name = policy.name;
-    blocking(move || {
+    let version = blocking(move || {
         store
             .create_policy(&name, bytes)
             .map_err(|e| store_error(e, POLICY, &name, "creating"))
     })
     .await?;
-    Ok(ok_empty())
+    Ok(with_etag(ok_empty(), version))
 }
 
 pub async fn get_policy(State(store): State<Arc<Store>>, Path(name): Path<String>) -> ApiResult {
     path_name(POLICY, &name)?;
     match store.policy(&name) {
-        Some(body) => Ok(json_response(StatusCode::OK, body)),
+        Some(v) => Ok(with_etag(json_response(StatusCode::OK, v.body), v.version)),
         None => Err(store_error(StoreError::NotFound, POLICY, &name, "getting")),
     }
 }
@@ -331,6 +479,7 @@ pub async fn list_policies(State(store): State<Arc<Store>>) -> Response {
 pub async fn update_policy(
     State(store): State<Arc<Store>>,
     Path(name): Path<String>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     path_name(POLICY, &name)?;
@@ -338,20 +487,22 @@ pub async fn update_policy(
     let mut policy = decode_policy(&value)?;
     reconcile_name(POLICY, &mut policy.name, &name)?;
     let bytes = check_policy(&policy)?;
-    blocking(move || {
+    let expected = expected_version(if_match(&headers), store.policy(&name).map(|v| v.version));
+    let version = blocking(move || {
         store
-            .update_policy(&name, bytes)
+            .update_policy(&name, bytes, expected)
             .map_err(|e| store_error(e, POLICY, &name, "updating"))
     })
     .await?;
-    Ok(ok_empty())
+    Ok(with_etag(ok_empty(), version))
 }
 
-pub async fn delete_policy(State(store): State<Arc<Store>>, Path(name): Path<String>) -> ApiResult {
+pub async fn delete_policy(State(store): State<Arc<Store>>, Path(name): Path<String>, headers: HeaderMap) -> ApiResult {
     path_name(POLICY, &name)?;
+    let expected = expected_version(if_match(&headers), store.policy(&name).map(|v| v.version));
     blocking(move || {
         store
-            .delete_policy(&name)
+            .delete_policy(&name, expected)
             .map_err(|e| store_error(e, POLICY, &name, "deleting"))
     })
     .await?;
@@ -382,9 +533,15 @@ fn check_queue(queue: &Queue) -> Result<Bytes, ApiError> {
 }
 
 /// Decode, validate and write one queue (shared by the single and batched routes).
-async fn write_queue(store: Arc<Store>, value: &Value, path: Option<&str>, create: bool) -> Result<(), ApiError> {
+async fn write_queue(
+    store: Arc<Store>,
+    value: &Value,
+    path: Option<&str>,
+    create: bool,
+    cond: Option<IfMatch>,
+) -> Result<u64, ApiError> {
     let queue = decode_queue(value)?;
-    write_decoded_queue(store, queue, path, create).await
+    write_decoded_queue(store, queue, path, create, cond).await
 }
 
 async fn write_decoded_queue(
@@ -392,7 +549,8 @@ async fn write_decoded_queue(
     mut queue: Queue,
     path: Option<&str>,
     create: bool,
-) -> Result<(), ApiError> {
+    cond: Option<IfMatch>,
+) -> Result<u64, ApiError> {
     match path {
         Some(p) => reconcile_name(QUEUE, &mut queue.name, p)?,
         None if queue.name.is_empty() => return Err(ApiError::invalid("queue name must not be empty")),
@@ -400,9 +558,10 @@ async fn write_decoded_queue(
     }
     let bytes = check_queue(&queue)?;
     let doing = if create { "creating" } else { "updating" };
+    let expected = expected_version(cond, store.queue(&queue.name).map(|v| v.version));
     blocking(move || {
         store
-            .put_queue(&queue, bytes, create)
+            .put_queue(&queue, bytes, create, expected)
             .map_err(|e| store_error(e, QUEUE, &queue.name, doing))
     })
     .await
@@ -410,14 +569,14 @@ async fn write_decoded_queue(
 
 pub async fn create_queue(State(store): State<Arc<Store>>, body: Result<Bytes, BytesRejection>) -> ApiResult {
     let value = json_body(body)?;
-    write_queue(store, &value, None, true).await?;
-    Ok(ok_empty())
+    let version = write_queue(store, &value, None, true, None).await?;
+    Ok(with_etag(ok_empty(), version))
 }
 
 pub async fn get_queue(State(store): State<Arc<Store>>, Path(name): Path<String>) -> ApiResult {
     path_name(QUEUE, &name)?;
     match store.queue(&name) {
-        Some(body) => Ok(json_response(StatusCode::OK, body)),
+        Some(v) => Ok(with_etag(json_response(StatusCode::OK, v.body), v.version)),
         None => Err(store_error(StoreError::NotFound, QUEUE, &name, "getting")),
     }
 }
@@ -425,19 +584,21 @@ pub async fn get_queue(State(store): State<Arc<Store>>, Path(name): Path<String>
 pub async fn update_queue(
     State(store): State<Arc<Store>>,
     Path(name): Path<String>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     path_name(QUEUE, &name)?;
     let value = json_body(body)?;
-    write_queue(store, &value, Some(&name), false).await?;
-    Ok(ok_empty())
+    let version = write_queue(store, &value, Some(&name), false, if_match(&headers)).await?;
+    Ok(with_etag(ok_empty(), version))
 }
 
-pub async fn delete_queue(State(store): State<Arc<Store>>, Path(name): Path<String>) -> ApiResult {
+pub async fn delete_queue(State(store): State<Arc<Store>>, Path(name): Path<String>, headers: HeaderMap) -> ApiResult {
     path_name(QUEUE, &name)?;
+    let expected = expected_version(if_match(&headers), store.queue(&name).map(|v| v.version));
     blocking(move || {
         store
-            .delete_queue(&name)
+            .delete_queue(&name, expected)
             .map_err(|e| store_error(e, QUEUE, &name, "deleting"))
     })
     .await?;
@@ -522,7 +683,7 @@ async fn batch(store: Arc<Store>, body: Result<Bytes, BytesRejection>, create: b
     let mut failed = Vec::new();
     for queue in decoded {
         let echo = wire::queue_to_json(&queue);
-        if let Err(e) = write_decoded_queue(store.clone(), queue, None, create).await {
+        if let Err(e) = write_decoded_queue(store.clone(), queue, None, create, None).await {
             let mut m = serde_json::Map::new();
             m.insert("queue".into(), echo);
             m.insert(
@@ -568,6 +729,25 @@ mod tests {
         assert_eq!(
             encode(&v),
             Bytes::from_static(b"{\"labels\":{\"a\\u0026b\":\"\\u003cx\\u003e\\u2028\\\"\xc3\xa9\"}}")
+        );
+    }
+
+    #[test]
+    fn a_repeated_key_is_refused_at_any_depth() {
+        let body = |s: &'static str| json_body(Ok(Bytes::from_static(s.as_bytes())));
+        assert_eq!(
+            body(r#"{"name":"a","rules":[{"action":"Retry","action":"Fail"}]}"#)
+                .unwrap_err()
+                .message,
+            "request body is not valid JSON: duplicate key \"action\" at line 1 column 47"
+        );
+        assert_eq!(
+            body(r#"{"name":"a","name":"b"}"#).unwrap_err().message,
+            "request body is not valid JSON: duplicate key \"name\" at line 1 column 18"
+        );
+        assert_eq!(
+            body(r#"{"a":[1,2.5,"x",null,true,{"b":{}}]}"#).unwrap(),
+            serde_json::json!({"a":[1,2.5,"x",null,true,{"b":{}}]})
         );
     }
 

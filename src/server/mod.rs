@@ -11,6 +11,7 @@
 //! `Not Found` so a client can tell "no such route" from "no such resource".
 
 pub mod api;
+mod conn;
 pub mod store;
 
 use std::future::{Future, IntoFuture};
@@ -19,7 +20,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -53,6 +54,11 @@ pub struct Config {
     /// After the shutdown signal, how long in-flight requests get before the server stops
     /// anyway (a client that never finishes its request must not keep it up forever).
     pub shutdown_grace: std::time::Duration,
+    /// A connection on which no byte moved for this long is closed (SPEC §6: header read
+    /// and idle keep-alive timeout, 10 s).
+    pub idle_timeout: std::time::Duration,
+    /// Open connections at most; `None`: below the process's file limit.
+    pub max_connections: Option<usize>,
 }
 
 /// How [`Server::run`] ended.
@@ -74,6 +80,8 @@ impl Config {
             allow_anonymous: false,
             request_log: None,
             shutdown_grace: std::time::Duration::from_secs(10),
+            idle_timeout: std::time::Duration::from_secs(10),
+            max_connections: None,
         }
     }
 }
@@ -166,6 +174,15 @@ impl Auth {
         )))
     }
 
+    /// The `WWW-Authenticate` challenge of a 401 (RFC 9110 §11.6.1).
+    fn challenge(&self) -> HeaderValue {
+        HeaderValue::from_static(match (self.basic.is_empty(), self.tokens.is_empty()) {
+            (false, false) => "Basic realm=\"retryctl\", Bearer realm=\"retryctl\"",
+            (false, true) => "Basic realm=\"retryctl\"",
+            _ => "Bearer realm=\"retryctl\"",
+        })
+    }
+
     fn schemes(&self) -> &'static str {
         match (self.basic.is_empty(), self.tokens.is_empty()) {
             (false, false) => "basic auth or a bearer token",
@@ -185,7 +202,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 /// A bound server, ready to run.
 pub struct Server {
-    listener: tokio::net::TcpListener,
+    listener: conn::GuardedListener,
     grace: std::time::Duration,
     addr: SocketAddr,
     store: Arc<Store>,
@@ -216,9 +233,18 @@ impl Server {
         let db = config.db.clone();
         let store = tokio::task::spawn_blocking(move || Store::open(db)).await??;
         let store = Arc::new(store);
-        let router = router(store.clone(), Arc::new(auth), config.request_log);
+        // DNS-rebinding guard (SPEC §6): only when nobody needs credentials and the operator
+        // did not declare the network trusted with `--allow-anonymous`.
+        let check_host = !auth.required() && !config.allow_anonymous;
+        let guard = Guard {
+            auth: Arc::new(auth),
+            check_host,
+            failures: Default::default(),
+        };
+        let router = router(store.clone(), Arc::new(guard), config.request_log);
+        let max = config.max_connections.unwrap_or_else(conn::default_max_connections);
         Ok(Server {
-            listener,
+            listener: conn::GuardedListener::new(listener, max, config.idle_timeout),
             grace: config.shutdown_grace,
             addr,
             store,
@@ -257,7 +283,8 @@ impl Server {
                 Err(_) => std::future::pending::<()>().await,
             }
         };
-        let serve = axum::serve(self.listener, self.router).with_graceful_shutdown(signal);
+        let app = self.router.into_make_service_with_connect_info::<conn::Peer>();
+        let serve = axum::serve(self.listener, app).with_graceful_shutdown(signal);
         let outcome = tokio::select! {
             result = serve.into_future() => {
                 result?;
@@ -273,7 +300,40 @@ impl Server {
     }
 }
 
-fn router(store: Arc<Store>, auth: Arc<Auth>, log: Option<Log>) -> Router {
+/// What every API request is checked against before its handler runs.
+struct Guard {
+    auth: Arc<Auth>,
+    check_host: bool,
+    failures: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, (u32, Instant)>>,
+}
+
+/// Failed authentications one address may make per window before it is refused (429)
+/// until the window ends: enough for typos, too few to guess a password.
+const MAX_AUTH_FAILURES: u32 = 10;
+const AUTH_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl Guard {
+    /// Whether `ip` is over its failed-authentication budget.
+    fn throttled(&self, ip: std::net::IpAddr) -> bool {
+        let map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(&ip)
+            .is_some_and(|(n, since)| *n >= MAX_AUTH_FAILURES && since.elapsed() < AUTH_WINDOW)
+    }
+
+    fn record_failure(&self, ip: std::net::IpAddr) {
+        let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() > 10_000 {
+            map.retain(|_, (_, since)| since.elapsed() < AUTH_WINDOW);
+        }
+        let entry = map.entry(ip).or_insert((0, Instant::now()));
+        if entry.1.elapsed() >= AUTH_WINDOW {
+            *entry = (0, Instant::now());
+        }
+        entry.0 += 1;
+    }
+}
+
+fn router(store: Arc<Store>, auth: Arc<Guard>, log: Option<Log>) -> Router {
     use api::*;
     let api = Router::new()
         .route("/v1/retry-policy", post(create_policy))
@@ -316,11 +376,86 @@ fn hygiene(router: Router, log: Option<Log>) -> Router {
         .layer(middleware::from_fn_with_state(log, log_and_mark))
 }
 
-async fn authenticate(State(auth): State<Arc<Auth>>, req: Request, next: Next) -> Response {
-    match auth.check(req.headers().get(header::AUTHORIZATION)) {
-        Ok(()) => next.run(req).await,
-        Err(e) => e.into_response(),
+/// Host check, credentials, then the write's media type; all before the body is read.
+async fn authenticate(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
+    if guard.check_host {
+        if let Err(e) = check_host(req.headers().get(header::HOST)) {
+            return e.into_response();
+        }
     }
+    let ip = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<conn::Peer>>()
+        .map(|c| c.0 .0.ip());
+    if let Some(ip) = ip.filter(|ip| guard.auth.required() && guard.throttled(*ip)) {
+        return ApiError::new(
+            Code::TooManyRequests,
+            format!(
+                "too many failed authentication attempts from {ip}; try again in {} seconds",
+                AUTH_WINDOW.as_secs()
+            ),
+        )
+        .into_response();
+    }
+    if let Err(e) = guard.auth.check(req.headers().get(header::AUTHORIZATION)) {
+        if let Some(ip) = ip {
+            guard.record_failure(ip);
+        }
+        let mut resp = e.into_response();
+        resp.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, guard.auth.challenge());
+        return resp;
+    }
+    if matches!(*req.method(), Method::POST | Method::PUT) {
+        if let Err(e) = check_json(req.headers().get(header::CONTENT_TYPE)) {
+            return e.into_response();
+        }
+    }
+    next.run(req).await
+}
+
+/// A write's body must be declared JSON: a browser page can send `text/plain` (or a form)
+/// to any address without a CORS preflight, but not `application/json` (SPEC §6).
+fn check_json(value: Option<&HeaderValue>) -> Result<(), ApiError> {
+    let text = value.and_then(|v| v.to_str().ok()).unwrap_or("");
+    let essence = text.split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case("application/json") {
+        return Ok(());
+    }
+    let got = if text.is_empty() {
+        "none".to_string()
+    } else {
+        format!("`{text}`")
+    };
+    Err(ApiError::new(
+        Code::UnsupportedMediaType,
+        format!("request body must be sent with `Content-Type: application/json`, got {got}"),
+    ))
+}
+
+/// In anonymous mode, the `Host` must be a loopback name or address, as `kubectl proxy`
+/// checks: a web page that rebinds its own DNS name to 127.0.0.1 sends its own name.
+fn check_host(value: Option<&HeaderValue>) -> Result<(), ApiError> {
+    let text = value.and_then(|v| v.to_str().ok()).unwrap_or("");
+    // Strip the port: `[::1]:8080`, `127.0.0.1:8080`, `localhost:8080`.
+    let host = if let Some(rest) = text.strip_prefix('[') {
+        rest.split(']').next().unwrap_or("")
+    } else {
+        text.rsplit_once(':').map_or(text, |(h, _)| h)
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host.to_ascii_lowercase().ends_with(".localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if loopback {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        Code::PermissionDenied,
+        format!(
+            "host `{}` is not a loopback name or address; an anonymous server answers only requests addressed to localhost (protection against DNS rebinding)",
+            text.escape_default()
+        ),
+    ))
 }
 
 /// Runs the rest of the stack in its own task, so that a panic anywhere in a handler
@@ -366,18 +501,34 @@ async fn log_and_mark(State(log): State<Option<Log>>, req: Request, next: Next) 
         .insert(DIALECT_HEADER, HeaderValue::from_static(DIALECT_V1));
     if let (Some(log), Some(line)) = (log, line) {
         let micros = started.elapsed().as_micros();
-        // Waits when the reader is behind (back-pressure, like a blocking write to stderr);
-        // fails only once the command stopped reading at shutdown.
-        let _ = log
-            .send(format!(
+        // Never waits: a reader that is behind (a full pipe) or gone costs the line, counted,
+        // not the request (SPEC §6).
+        if log
+            .try_send(format!(
                 "retryctl serve: {line} {} {}.{:03}ms",
                 resp.status().as_u16(),
                 micros / 1000,
                 micros % 1000
             ))
-            .await;
+            .is_err()
+        {
+            count_dropped_log_line();
+        }
     }
     resp
+}
+
+static DROPPED_LOG_LINES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts one request-log line that could not be written (also used by the command when
+/// stderr refuses a line).
+pub fn count_dropped_log_line() {
+    DROPPED_LOG_LINES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// How many request-log lines were dropped since the process started.
+pub fn dropped_log_lines() -> u64 {
+    DROPPED_LOG_LINES.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 type Log = tokio::sync::mpsc::Sender<String>;

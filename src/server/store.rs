@@ -51,13 +51,21 @@ pub enum StoreError {
     UnknownPolicies(Vec<String>),
     /// Queues (sorted) that still reference the policy being deleted.
     InUse(Vec<String>),
-    /// The database failed (disk full, I/O error, closed at shutdown).
+    /// `If-Match` named a version that is no longer the stored one (or the resource is gone).
+    Stale,
+    /// The database failed for good (disk full, I/O error, corruption, read-only): 500.
     Sql(String),
+    /// The database is busy or closed at shutdown: trying again later can work (503).
+    Unavailable(String),
 }
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        StoreError::Sql(e.to_string())
+        use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
+        match e.sqlite_error_code() {
+            Some(DatabaseBusy | DatabaseLocked) => StoreError::Unavailable(e.to_string()),
+            _ => StoreError::Sql(e.to_string()),
+        }
     }
 }
 
@@ -81,15 +89,38 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (queue_name, policy_name)
     ) WITHOUT ROWID;
     CREATE INDEX idx_queue_retry_policy_policy_name ON queue_retry_policy(policy_name);",
+    // 2: a version per row (SPEC §5.2), bumped in the same transaction as every write; the
+    // ETag is this number. Rows written before it start at 1.
+    "ALTER TABLE retry_policy ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE queue ADD COLUMN version INTEGER NOT NULL DEFAULT 1;",
 ];
+
+/// A stored body and its version (what the `ETag` says).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Versioned {
+    pub body: Bytes,
+    pub version: u64,
+}
+
+/// Whether a write may proceed, given the version it expects (`If-Match`).
+fn check_version(current: Option<u64>, expected: Option<u64>) -> Result<(), StoreError> {
+    match (expected, current) {
+        (None, _) => Ok(()),
+        (Some(e), Some(c)) if e == c => Ok(()),
+        (Some(_), _) => Err(StoreError::Stale),
+    }
+}
 
 #[derive(Default)]
 struct Cache {
-    policies: BTreeMap<String, Bytes>,
-    queues: BTreeMap<String, Bytes>,
+    policies: BTreeMap<String, Versioned>,
+    queues: BTreeMap<String, Versioned>,
 }
 
 pub struct Store {
+    /// An exclusive `flock` on the database file, held for the store's life: one server per
+    /// file (SPEC §6), since two would each answer reads from their own cache.
+    _lock: Option<std::fs::File>,
     /// The one connection; `None` once closed at shutdown.
     conn: Mutex<Option<Connection>>,
     /// The background checkpointer of a file database: dropping the sender stops it.
@@ -102,19 +133,21 @@ pub struct Store {
 fn open_conn(guard: &mut Option<Connection>) -> Result<&mut Connection, StoreError> {
     guard
         .as_mut()
-        .ok_or_else(|| StoreError::Sql("the database is closed (server shutting down)".into()))
+        .ok_or_else(|| StoreError::Unavailable("the database is closed (server shutting down)".into()))
 }
 
 impl Store {
     /// Opens (creating when missing) and migrates the database, then loads the cache.
     pub fn open(location: Location) -> anyhow::Result<Store> {
         use anyhow::Context as _;
+        let mut lock = None;
         let conn = match &location {
             Location::File(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     std::fs::create_dir_all(dir)
                         .with_context(|| format!("cannot create the database directory {}", dir.display()))?;
                 }
+                lock = Some(lock_file(path)?);
                 Connection::open(path).with_context(|| format!("cannot open the database {}", path.display()))?
             }
             Location::InMemory => Connection::open_in_memory()?,
@@ -126,6 +159,22 @@ impl Store {
         configure(&conn, matches!(location, Location::File(_)))
             .map_err(flat)
             .with_context(|| format!("cannot configure the database {describe}"))?;
+        // SQLite silently opens a file it may not write read-only; every write would then
+        // fail. Refuse it now instead.
+        if conn.is_readonly(rusqlite::MAIN_DB).map_err(flat)? {
+            anyhow::bail!("the database {describe} is read-only; serve needs to write it");
+        }
+        // A damaged file is refused now, not discovered by the first write hours later.
+        let check: String = conn
+            .query_row("PRAGMA quick_check", [], |r| r.get(0))
+            .map_err(flat)
+            .with_context(|| format!("cannot check the database {describe}"))?;
+        if check != "ok" {
+            anyhow::bail!(
+                "the database {describe} is corrupt (PRAGMA quick_check: {}); restore it from a backup or move it away",
+                check.lines().next().unwrap_or("")
+            );
+        }
         migrate(&conn).with_context(|| format!("cannot migrate the database {describe}"))?;
         let cache = load(&conn)
             .map_err(flat)
@@ -137,6 +186,7 @@ impl Store {
             Location::InMemory => None,
         };
         Ok(Store {
+            _lock: lock,
             conn: Mutex::new(Some(conn)),
             checkpointer: Mutex::new(checkpointer),
             cache: RwLock::new(cache),
@@ -170,16 +220,16 @@ impl Store {
     // -------------------------------------------------------------------------------
     // reads (cache)
 
-    pub fn policy(&self, name: &str) -> Option<Bytes> {
+    pub fn policy(&self, name: &str) -> Option<Versioned> {
         self.read().policies.get(name).cloned()
     }
 
     /// Every policy body, ordered by name.
     pub fn policies(&self) -> Vec<Bytes> {
-        self.read().policies.values().cloned().collect()
+        self.read().policies.values().map(|v| v.body.clone()).collect()
     }
 
-    pub fn queue(&self, name: &str) -> Option<Bytes> {
+    pub fn queue(&self, name: &str) -> Option<Versioned> {
         self.read().queues.get(name).cloned()
     }
 
@@ -190,7 +240,7 @@ impl Store {
             .queues
             .values()
             .take(limit.unwrap_or(usize::MAX))
-            .cloned()
+            .map(|v| v.body.clone())
             .collect()
     }
 
@@ -205,45 +255,58 @@ impl Store {
     // -------------------------------------------------------------------------------
     // writes (blocking: call from `spawn_blocking`)
 
-    /// Inserts a new policy; `AlreadyExists` when the name is taken.
-    pub fn create_policy(&self, name: &str, body: Bytes) -> Result<(), StoreError> {
+    /// Inserts a new policy at version 1; `AlreadyExists` when the name is taken.
+    pub fn create_policy(&self, name: &str, body: Bytes) -> Result<u64, StoreError> {
         let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let conn = open_conn(&mut guard)?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let inserted = tx.execute(
-            "INSERT INTO retry_policy (name, definition) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING",
+            "INSERT INTO retry_policy (name, definition, version) VALUES (?1, ?2, 1) ON CONFLICT (name) DO NOTHING",
             params![name, utf8(&body)],
         )?;
         if inserted == 0 {
             return Err(StoreError::AlreadyExists);
         }
         tx.commit()?;
-        self.write_cache().policies.insert(name.to_string(), body);
-        Ok(())
+        self.write_cache()
+            .policies
+            .insert(name.to_string(), Versioned { body, version: 1 });
+        Ok(1)
     }
 
-    /// Replaces an existing policy; `NotFound` when there is none.
-    pub fn update_policy(&self, name: &str, body: Bytes) -> Result<(), StoreError> {
+    /// Replaces an existing policy and bumps its version; `NotFound` when there is none,
+    /// `Stale` when `expected` is not the stored version. Returns the new version.
+    pub fn update_policy(&self, name: &str, body: Bytes, expected: Option<u64>) -> Result<u64, StoreError> {
         let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let conn = open_conn(&mut guard)?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let updated = tx.execute(
-            "UPDATE retry_policy SET definition = ?2 WHERE name = ?1",
-            params![name, utf8(&body)],
-        )?;
-        if updated == 0 {
+        let current = version_of(&tx, "retry_policy", name)?;
+        if current.is_none() && expected.is_none() {
             return Err(StoreError::NotFound);
         }
+        check_version(current, expected)?;
+        let version = current.unwrap_or(0) + 1;
+        tx.execute(
+            "UPDATE retry_policy SET definition = ?2, version = ?3 WHERE name = ?1",
+            params![name, utf8(&body), version as i64],
+        )?;
         tx.commit()?;
-        self.write_cache().policies.insert(name.to_string(), body);
-        Ok(())
+        self.write_cache()
+            .policies
+            .insert(name.to_string(), Versioned { body, version });
+        Ok(version)
     }
 
     /// Deletes a policy no queue uses; `InUse` names the queues that do.
-    pub fn delete_policy(&self, name: &str) -> Result<(), StoreError> {
+    pub fn delete_policy(&self, name: &str, expected: Option<u64>) -> Result<(), StoreError> {
         let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let conn = open_conn(&mut guard)?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let current = version_of(&tx, "retry_policy", name)?;
+        if current.is_none() && expected.is_none() {
+            return Err(StoreError::NotFound);
+        }
+        check_version(current, expected)?;
         let users: Vec<String> = {
             let mut stmt = tx.prepare_cached(
                 "SELECT queue_name FROM queue_retry_policy WHERE policy_name = ?1 ORDER BY queue_name",
@@ -254,22 +317,32 @@ impl Store {
         if !users.is_empty() {
             return Err(StoreError::InUse(users));
         }
-        let deleted = tx.execute("DELETE FROM retry_policy WHERE name = ?1", [name])?;
-        if deleted == 0 {
-            return Err(StoreError::NotFound);
-        }
+        tx.execute("DELETE FROM retry_policy WHERE name = ?1", [name])?;
         tx.commit()?;
         self.write_cache().policies.remove(name);
         Ok(())
     }
 
     /// Writes a queue and its attachments. `create`: fail with `AlreadyExists` when the
-    /// queue exists; otherwise replace it (upstream's update is an upsert). Every attached
-    /// policy must exist, checked in the same transaction.
-    pub fn put_queue(&self, queue: &Queue, body: Bytes, create: bool) -> Result<(), StoreError> {
+    /// queue exists; otherwise replace it (upstream's update is an upsert), refusing with
+    /// `Stale` when `expected` is not the stored version (a missing queue matches nothing).
+    /// Every attached policy must exist, checked in the same transaction. Returns the new
+    /// version.
+    pub fn put_queue(
+        &self,
+        queue: &Queue,
+        body: Bytes,
+        create: bool,
+        expected: Option<u64>,
+    ) -> Result<u64, StoreError> {
         let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let conn = open_conn(&mut guard)?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let current = version_of(&tx, "queue", &queue.name)?;
+        if create && current.is_some() {
+            return Err(StoreError::AlreadyExists);
+        }
+        check_version(current, expected)?;
         let mut missing = Vec::new();
         {
             let mut stmt = tx.prepare_cached("SELECT 1 FROM retry_policy WHERE name = ?1")?;
@@ -282,22 +355,13 @@ impl Store {
         if !missing.is_empty() {
             return Err(StoreError::UnknownPolicies(missing));
         }
-        if create {
-            let inserted = tx.execute(
-                "INSERT INTO queue (name, definition) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING",
-                params![queue.name, utf8(&body)],
-            )?;
-            if inserted == 0 {
-                return Err(StoreError::AlreadyExists);
-            }
-        } else {
-            tx.execute(
-                "INSERT INTO queue (name, definition) VALUES (?1, ?2)
-                 ON CONFLICT (name) DO UPDATE SET definition = excluded.definition",
-                params![queue.name, utf8(&body)],
-            )?;
-            tx.execute("DELETE FROM queue_retry_policy WHERE queue_name = ?1", [&queue.name])?;
-        }
+        let version = current.unwrap_or(0) + 1;
+        tx.execute(
+            "INSERT INTO queue (name, definition, version) VALUES (?1, ?2, ?3)
+             ON CONFLICT (name) DO UPDATE SET definition = excluded.definition, version = excluded.version",
+            params![queue.name, utf8(&body), version as i64],
+        )?;
+        tx.execute("DELETE FROM queue_retry_policy WHERE queue_name = ?1", [&queue.name])?;
         {
             let mut stmt = tx.prepare_cached(
                 "INSERT INTO queue_retry_policy (queue_name, policy_name, ordinal) VALUES (?1, ?2, ?3)",
@@ -307,24 +371,82 @@ impl Store {
             }
         }
         tx.commit()?;
-        self.write_cache().queues.insert(queue.name.clone(), body);
-        Ok(())
+        self.write_cache()
+            .queues
+            .insert(queue.name.clone(), Versioned { body, version });
+        Ok(version)
     }
 
     /// Deletes a queue and its attachments; `NotFound` when there is none.
-    pub fn delete_queue(&self, name: &str) -> Result<(), StoreError> {
+    pub fn delete_queue(&self, name: &str, expected: Option<u64>) -> Result<(), StoreError> {
         let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let conn = open_conn(&mut guard)?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        // The join rows go by ON DELETE CASCADE.
-        let deleted = tx.execute("DELETE FROM queue WHERE name = ?1", [name])?;
-        if deleted == 0 {
+        let current = version_of(&tx, "queue", name)?;
+        if current.is_none() && expected.is_none() {
             return Err(StoreError::NotFound);
         }
+        check_version(current, expected)?;
+        // The join rows go by ON DELETE CASCADE.
+        tx.execute("DELETE FROM queue WHERE name = ?1", [name])?;
         tx.commit()?;
         self.write_cache().queues.remove(name);
         Ok(())
     }
+}
+
+/// The stored version of a row, inside the write's transaction. `table` is one of two
+/// constants, never user input.
+fn version_of(tx: &rusqlite::Transaction<'_>, table: &'static str, name: &str) -> Result<Option<u64>, StoreError> {
+    let sql = if table == "queue" {
+        "SELECT version FROM queue WHERE name = ?1"
+    } else {
+        "SELECT version FROM retry_policy WHERE name = ?1"
+    };
+    let v: Option<i64> = tx.prepare_cached(sql)?.query_row([name], |r| r.get(0)).optional()?;
+    Ok(v.map(|v| v as u64))
+}
+
+/// Takes the exclusive lock on the database file (creating it empty when missing, which
+/// SQLite reads as a new database). An advisory `flock`, independent of SQLite's own locks.
+fn lock_file(path: &Path) -> anyhow::Result<std::fs::File> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("cannot open the database {}: {e}", path.display()))?;
+    if try_flock(&file)? {
+        Ok(file)
+    } else {
+        anyhow::bail!(
+            "the database {} is in use by another process (another `retryctl serve`?); one server per database file",
+            path.display()
+        )
+    }
+}
+
+/// `flock(LOCK_EX | LOCK_NB)`: `Ok(false)` when another process holds it.
+#[cfg(unix)]
+fn try_flock(file: &std::fs::File) -> anyhow::Result<bool> {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: flock on a file descriptor this function borrows for the call's duration.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.kind() == std::io::ErrorKind::WouldBlock {
+        Ok(false)
+    } else {
+        Err(anyhow::anyhow!("cannot lock the database: {e}"))
+    }
+}
+
+#[cfg(not(unix))]
+fn try_flock(_file: &std::fs::File) -> anyhow::Result<bool> {
+    Ok(true)
 }
 
 /// Bodies are produced by `serde_json`, so always UTF-8; stored as TEXT so that the file
@@ -398,15 +520,21 @@ fn migrate(conn: &Connection) -> anyhow::Result<()> {
 
 fn load(conn: &Connection) -> rusqlite::Result<Cache> {
     let mut cache = Cache::default();
-    let mut stmt = conn.prepare("SELECT name, definition FROM retry_policy")?;
-    for row in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))? {
-        let (name, def) = row?;
-        cache.policies.insert(name, Bytes::from(def));
-    }
-    let mut stmt = conn.prepare("SELECT name, definition FROM queue")?;
-    for row in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))? {
-        let (name, def) = row?;
-        cache.queues.insert(name, Bytes::from(def));
+    for (table, map) in [("retry_policy", &mut cache.policies), ("queue", &mut cache.queues)] {
+        let mut stmt = conn.prepare(&format!("SELECT name, definition, version FROM {table}"))?;
+        let rows = stmt.query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?))
+        })?;
+        for row in rows {
+            let (name, def, version) = row?;
+            map.insert(
+                name,
+                Versioned {
+                    body: Bytes::from(def),
+                    version: version as u64,
+                },
+            );
+        }
     }
     Ok(cache)
 }
@@ -437,32 +565,38 @@ mod tests {
             s.create_policy("p1", Bytes::from_static(b"{}")),
             Err(StoreError::AlreadyExists)
         ));
-        match s.put_queue(&queue("q1", &["p1", "ghost", "p2"]), Bytes::from_static(b"{}"), true) {
+        match s.put_queue(
+            &queue("q1", &["p1", "ghost", "p2"]),
+            Bytes::from_static(b"{}"),
+            true,
+            None,
+        ) {
             Err(StoreError::UnknownPolicies(m)) => assert_eq!(m, ["ghost", "p2"]),
             other => panic!("{other:?}"),
         }
         assert!(s.queue("q1").is_none(), "a refused write changes nothing");
-        s.put_queue(&queue("q1", &["p1"]), Bytes::from_static(b"{}"), true)
+        s.put_queue(&queue("q1", &["p1"]), Bytes::from_static(b"{}"), true, None)
             .unwrap();
-        s.put_queue(&queue("q0", &["p1"]), Bytes::from_static(b"{}"), false)
+        s.put_queue(&queue("q0", &["p1"]), Bytes::from_static(b"{}"), false, None)
             .unwrap();
-        match s.delete_policy("p1") {
+        match s.delete_policy("p1", None) {
             Err(StoreError::InUse(q)) => assert_eq!(q, ["q0", "q1"]),
             other => panic!("{other:?}"),
         }
-        s.put_queue(&queue("q1", &[]), Bytes::from_static(b"{}"), false)
+        s.put_queue(&queue("q1", &[]), Bytes::from_static(b"{}"), false, None)
             .unwrap();
-        s.delete_queue("q0").unwrap();
-        s.delete_policy("p1").unwrap();
-        assert!(matches!(s.delete_policy("p1"), Err(StoreError::NotFound)));
-        assert!(matches!(s.delete_queue("q0"), Err(StoreError::NotFound)));
+        s.delete_queue("q0", None).unwrap();
+        s.delete_policy("p1", None).unwrap();
+        assert!(matches!(s.delete_policy("p1", None), Err(StoreError::NotFound)));
+        assert!(matches!(s.delete_queue("q0", None), Err(StoreError::NotFound)));
     }
 
     /// The database itself refuses a dangling attachment, whatever the checks above it do.
     #[test]
     fn the_schema_refuses_a_dangling_attachment() {
         let s = Store::open(Location::InMemory).unwrap();
-        s.put_queue(&queue("q1", &[]), Bytes::from_static(b"{}"), true).unwrap();
+        s.put_queue(&queue("q1", &[]), Bytes::from_static(b"{}"), true, None)
+            .unwrap();
         let guard = s.conn.lock().unwrap();
         let err = guard
             .as_ref()
@@ -476,6 +610,97 @@ mod tests {
     }
 
     #[test]
+    fn busy_is_temporary_and_everything_else_permanent() {
+        let busy = rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(5), None);
+        assert!(matches!(StoreError::from(busy), StoreError::Unavailable(_)));
+        let readonly = rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(8), None);
+        assert!(matches!(StoreError::from(readonly), StoreError::Sql(_)));
+        let s = Store::open(Location::InMemory).unwrap();
+        s.close().unwrap();
+        assert!(matches!(
+            s.create_policy("p", Bytes::from_static(b"{}")),
+            Err(StoreError::Unavailable(_))
+        ));
+    }
+
+    #[test]
+    fn versions_start_at_1_and_a_stale_expectation_changes_nothing() {
+        let s = Store::open(Location::InMemory).unwrap();
+        assert_eq!(s.create_policy("p", Bytes::from_static(b"a")).unwrap(), 1);
+        assert_eq!(s.update_policy("p", Bytes::from_static(b"b"), Some(1)).unwrap(), 2);
+        assert!(matches!(
+            s.update_policy("p", Bytes::from_static(b"c"), Some(1)),
+            Err(StoreError::Stale)
+        ));
+        assert!(matches!(s.delete_policy("p", Some(1)), Err(StoreError::Stale)));
+        assert_eq!(
+            s.policy("p").unwrap(),
+            Versioned {
+                body: Bytes::from_static(b"b"),
+                version: 2
+            }
+        );
+        assert_eq!(s.update_policy("p", Bytes::from_static(b"d"), None).unwrap(), 3);
+        let q = queue("q", &[]);
+        assert_eq!(s.put_queue(&q, Bytes::from_static(b"{}"), true, None).unwrap(), 1);
+        assert!(matches!(
+            s.put_queue(&q, Bytes::from_static(b"{}"), false, Some(5)),
+            Err(StoreError::Stale)
+        ));
+        assert_eq!(s.put_queue(&q, Bytes::from_static(b"{}"), false, Some(1)).unwrap(), 2);
+        s.delete_queue("q", Some(2)).unwrap();
+    }
+
+    #[test]
+    fn one_store_per_file_and_a_corrupt_file_is_refused_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.db");
+        let first = Store::open(Location::File(path.clone())).unwrap();
+        let err = Store::open(Location::File(path.clone())).err().unwrap();
+        assert_eq!(
+            format!("{err:#}"),
+            format!(
+                "the database {} is in use by another process (another `retryctl serve`?); one server per database file",
+                path.display()
+            )
+        );
+        first.close().unwrap();
+        drop(first);
+        Store::open(Location::File(path.clone())).unwrap().close().unwrap();
+
+        // A damaged page deep in a valid file: refused at open by quick_check, not found
+        // later by a write.
+        let damaged = dir.path().join("damaged.db");
+        let s = Store::open(Location::File(damaged.clone())).unwrap();
+        for i in 0..300 {
+            let body = format!("{{\"name\":\"p{i}\",\"pad\":\"{}\"}}", "x".repeat(200));
+            s.create_policy(&format!("p{i}"), Bytes::from(body)).unwrap();
+        }
+        s.close().unwrap();
+        drop(s);
+        let mut bytes = std::fs::read(&damaged).unwrap();
+        let page = 4096;
+        assert!(bytes.len() > 8 * page);
+        for b in &mut bytes[5 * page + 8..5 * page + 64] {
+            *b = 0xA5;
+        }
+        std::fs::write(&damaged, bytes).unwrap();
+        let err = format!("{:#}", Store::open(Location::File(damaged.clone())).err().unwrap());
+        assert!(
+            err.starts_with(&format!(
+                "the database {} is corrupt (PRAGMA quick_check: ",
+                damaged.display()
+            )),
+            "{err}"
+        );
+
+        let bad = dir.path().join("bad.db");
+        std::fs::write(&bad, vec![7u8; 8192]).unwrap();
+        let err = format!("{:#}", Store::open(Location::File(bad.clone())).err().unwrap());
+        assert!(err.contains(&bad.display().to_string()), "{err}");
+    }
+
+    #[test]
     fn reopening_a_file_keeps_everything_and_refuses_a_newer_schema() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/armada.db");
@@ -484,7 +709,7 @@ mod tests {
         s.close().unwrap();
         drop(s);
         let s = Store::open(Location::File(path.clone())).unwrap();
-        assert_eq!(s.policy("p1").unwrap(), Bytes::from_static(b"{\"name\":\"p1\"}"));
+        assert_eq!(s.policy("p1").unwrap().body, Bytes::from_static(b"{\"name\":\"p1\"}"));
         s.close().unwrap();
         drop(s);
         assert_eq!(integrity_check(&path).unwrap(), "ok");
@@ -496,7 +721,7 @@ mod tests {
         assert_eq!(
             format!("{err:#}"),
             format!(
-                "cannot migrate the database {}: the database has schema version 99, newer than this retryctl knows (1); use a newer retryctl",
+                "cannot migrate the database {}: the database has schema version 99, newer than this retryctl knows (2); use a newer retryctl",
                 dir.path().join("sub/armada.db").display()
             )
         );

@@ -5,8 +5,10 @@ mod support;
 
 mod cli_traps;
 mod client_errors;
+mod client_limits;
 mod compare;
 mod completion;
+mod concurrency;
 mod config;
 mod crud;
 mod engines;

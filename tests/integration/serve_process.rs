@@ -200,7 +200,12 @@ fn kill_9_mid_stream_loses_no_acknowledged_write() {
                     }
                     let name = format!("w{w}-p{i}");
                     let body = format!(r#"{{"name":"{name}","retryLimit":{i},"defaultAction":"Retry"}}"#);
-                    match client.post(format!("{url}/v1/retry-policy")).body(body).send() {
+                    match client
+                        .post(format!("{url}/v1/retry-policy"))
+                        .header("content-type", "application/json")
+                        .body(body)
+                        .send()
+                    {
                         Ok(r) if r.status().as_u16() == 200 => acked.lock().unwrap().push(name),
                         Ok(r) => panic!("unexpected status {}", r.status()),
                         Err(_) => break, // the server is gone
@@ -336,6 +341,158 @@ fn a_port_in_use_is_a_clear_error() {
         format_output(&out),
         format!(
             "exit: 1\n--- stdout\n--- stderr\nerror: cannot listen on `{addr}`: Address already in use (os error 98)\n\nhint: another process uses that port: pick another with `--listen 127.0.0.1:PORT`\n"
+        )
+    );
+}
+
+/// SPEC §6: the request log never blocks a request. stderr is a pipe nobody reads after the
+/// startup line: it fills after a few thousand lines, and every request is still answered.
+#[test]
+fn an_unread_stderr_pipe_never_stalls_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("retryctl"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--in-memory"])
+        .env_clear()
+        .env("HOME", dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let _kill = KillOnDrop(child);
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_string();
+    let client = reqwest::blocking::Client::builder()
+        .timeout(std::time::Duration::from_secs(10))
+        .build()
+        .unwrap();
+    for i in 0..8000 {
+        let resp = client
+            .get(format!("{url}/health"))
+            .send()
+            .unwrap_or_else(|e| panic!("request {i}: {e}"));
+        assert_eq!(resp.status().as_u16(), 200, "request {i}");
+    }
+    drop(stderr);
+}
+
+/// Kills the child when the test ends, also when it fails.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A closed stderr neither kills the server nor fails a request.
+#[test]
+fn a_closed_stderr_does_not_stop_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(r#"exec "$0" serve --listen "127.0.0.1:$1" --in-memory 2>&-"#)
+        .arg(assert_cmd::cargo::cargo_bin("retryctl"))
+        .arg(port.to_string())
+        .env_clear()
+        .env("HOME", dir.path())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = KillOnDrop(child);
+    let url = format!("http://127.0.0.1:{port}");
+    let started = std::time::Instant::now();
+    while reqwest::blocking::get(format!("{url}/health")).is_err() {
+        assert!(started.elapsed().as_secs() < 20, "serve did not come up");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for _ in 0..100 {
+        assert_eq!(
+            call("GET", &format!("{url}/v1/retry-policies"), None),
+            (200, "{}".into())
+        );
+    }
+    assert!(child.0.try_wait().unwrap().is_none(), "the server is still running");
+}
+
+/// Credentials from files (never only argv): `--token-file` lines are the accepted tokens;
+/// a file without any is a usage error naming it.
+#[test]
+fn tokens_and_basic_auth_from_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "# team tokens\ntok-a\n\ntok-b\n").unwrap();
+    let users = dir.path().join("users");
+    std::fs::write(&users, "admin:pw\n").unwrap();
+    let p = spawn(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--in-memory",
+        "--token-file",
+        tokens.to_str().unwrap(),
+        "--basic-auth-file",
+        users.to_str().unwrap(),
+    ]);
+    let url = format!("{}/v1/retry-policies", p.url);
+    let client = reqwest::blocking::Client::new();
+    let anonymous = client.get(&url).send().unwrap();
+    assert_eq!(anonymous.status().as_u16(), 401);
+    assert_eq!(
+        anonymous.headers()["www-authenticate"],
+        "Basic realm=\"retryctl\", Bearer realm=\"retryctl\""
+    );
+    assert_eq!(
+        client.get(&url).bearer_auth("tok-b").send().unwrap().status().as_u16(),
+        200
+    );
+    assert_eq!(
+        client
+            .get(&url)
+            .basic_auth("admin", Some("pw"))
+            .send()
+            .unwrap()
+            .status()
+            .as_u16(),
+        200
+    );
+    assert_eq!(
+        client
+            .get(&url)
+            .bearer_auth("# team tokens")
+            .send()
+            .unwrap()
+            .status()
+            .as_u16(),
+        401
+    );
+    drop(p);
+
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, "# nothing\n").unwrap();
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("retryctl"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--in-memory", "--token-file"])
+        .arg(&empty)
+        .env_clear()
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "error: `--token-file` {} holds no credentials (one per line expected)\n",
+            empty.display()
         )
     );
 }

@@ -181,3 +181,36 @@ fn a_stuck_client_does_not_block_shutdown_past_the_grace_period() {
     );
     drop(conn);
 }
+
+/// SPEC §6: idle sockets (opened, nothing sent) are closed after the idle timeout, and at
+/// the connection cap a new client waits only until one of them is, not forever.
+#[test]
+fn idle_sockets_at_the_cap_lock_nobody_out_for_long() {
+    use std::io::Read;
+    let mut config = retryctl::server::Config::new("127.0.0.1:0", retryctl::server::Location::InMemory);
+    config.idle_timeout = std::time::Duration::from_millis(500);
+    config.max_connections = Some(4);
+    let s = TestServer::start_config(config);
+    let addr = s.url.trim_start_matches("http://").to_string();
+    let mut idle: Vec<std::net::TcpStream> = (0..8).map(|_| std::net::TcpStream::connect(&addr).unwrap()).collect();
+    // Without the idle timeout this request would wait behind the idle sockets until the
+    // client's own timeout: its answering at all is the check.
+    let resp = reqwest::blocking::Client::builder()
+        .timeout(std::time::Duration::from_secs(10))
+        .build()
+        .unwrap()
+        .get(format!("{}/health", s.url))
+        .send()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    // The first idle socket was closed by the server: EOF (or a reset), not a hang.
+    idle[0]
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let mut buf = [0u8; 16];
+    match idle[0].read(&mut buf) {
+        Ok(0) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        other => panic!("the idle socket is still open: {other:?}"),
+    }
+}

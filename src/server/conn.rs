@@ -1,0 +1,161 @@
+//! Connection hygiene for `serve` (SPEC §6): a cap on open connections below the process's
+//! file limit, and an idle timeout that closes a connection on which no byte moved for a
+//! while (a client that opens a socket and sends nothing, or half a request, or keeps an
+//! idle keep-alive connection), so that idle sockets can never lock new clients out.
+//!
+//! Must not: know HTTP; it sees bytes only.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::{Instant, Sleep};
+
+/// The open-connection cap when none is configured: the soft file limit minus room for the
+/// database, the log and the listener, at least 16.
+pub fn default_max_connections() -> usize {
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes into the struct it is given.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+            let soft = usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX);
+            return soft.saturating_sub(64).clamp(16, 65_536);
+        }
+    }
+    1024
+}
+
+/// A listener that holds a permit per open connection and wraps each in [`Guarded`].
+pub struct GuardedListener {
+    inner: TcpListener,
+    permits: Arc<Semaphore>,
+    idle: Duration,
+}
+
+impl GuardedListener {
+    pub fn new(inner: TcpListener, max_connections: usize, idle: Duration) -> Self {
+        GuardedListener {
+            inner,
+            permits: Arc::new(Semaphore::new(max_connections.max(1))),
+            idle,
+        }
+    }
+}
+
+impl axum::serve::Listener for GuardedListener {
+    type Io = Guarded;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        // At the cap, stop accepting: new clients wait in the kernel's backlog until an idle
+        // connection times out, instead of the process running out of descriptors.
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        loop {
+            match self.inner.accept().await {
+                Ok((stream, addr)) => {
+                    let _ = stream.set_nodelay(true);
+                    return (Guarded::new(stream, permit, self.idle), addr);
+                }
+                // EMFILE and friends: wait and retry, as axum's own loop does.
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+/// A connection that fails with `TimedOut` once no byte was read or written for `idle`.
+pub struct Guarded {
+    stream: TcpStream,
+    _permit: OwnedSemaphorePermit,
+    idle: Duration,
+    deadline: Pin<Box<Sleep>>,
+}
+
+impl Guarded {
+    fn new(stream: TcpStream, permit: OwnedSemaphorePermit, idle: Duration) -> Self {
+        Guarded {
+            stream,
+            _permit: permit,
+            idle,
+            deadline: Box::pin(tokio::time::sleep(idle)),
+        }
+    }
+
+    fn progressed(&mut self) {
+        let idle = self.idle;
+        self.deadline.as_mut().reset(Instant::now() + idle);
+    }
+
+    fn expired(&mut self, cx: &mut Context<'_>) -> bool {
+        self.deadline.as_mut().poll(cx).is_ready()
+    }
+}
+
+fn timed_out() -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, "connection idle for too long")
+}
+
+impl AsyncRead for Guarded {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.stream).poll_read(cx, buf) {
+            Poll::Ready(r) => {
+                this.progressed();
+                Poll::Ready(r)
+            }
+            Poll::Pending if this.expired(cx) => Poll::Ready(Err(timed_out())),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncWrite for Guarded {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.stream).poll_write(cx, buf) {
+            Poll::Ready(r) => {
+                this.progressed();
+                Poll::Ready(r)
+            }
+            Poll::Pending if this.expired(cx) => Poll::Ready(Err(timed_out())),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+/// The client's address, for the per-address limit on failed authentication.
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub std::net::SocketAddr);
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, GuardedListener>> for Peer {
+    fn connect_info(stream: axum::serve::IncomingStream<'_, GuardedListener>) -> Self {
+        Peer(*stream.remote_addr())
+    }
+}
