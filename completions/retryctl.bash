@@ -377,7 +377,7 @@ _retryctl() {
 
     case "${cmd}" in
         retryctl)
-            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version create get update apply diff delete simulate config version describe history help validate completion explain schema serve"
+            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version validate create get update apply diff delete simulate serve completion config version describe explain schema history help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -34,6 +34,7 @@ never\t''"
 complete -c retryctl -n "__fish_retryctl_needs_command" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_needs_command" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "validate" -d 'Parse, validate and lint documents offline'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "create" -d 'Create every document of the files (fails on an existing name), or a queue from flags'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "get" -d 'Show retry policies or queues'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "update" -d 'Replace existing resources from files, or change a queue in place'
@@ -41,16 +42,33 @@ complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "apply" -d 'Create
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "diff" -d 'Show how the files differ from the server (exit 0 same, 1 different)'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "delete" -d 'Delete retry policies or queues'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "simulate" -d 'Replay failure histories through the retry evaluator'
+complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "serve" -d 'Run a local Armada-compatible API server with SQLite storage'
+complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "completion" -d 'Print a shell completion script'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "config" -d 'Show or change the armadactl config file'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "version" -d 'Print the client version, and the server\'s dialect when it is reachable'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "describe" -d 'Explain a retry policy or queue in words: limits, backoff schedule, who uses it'
-complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "history" -d 'Export a real cluster\'s failure history from Armada\'s Lookout as FailureHistory documents'
-complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "validate" -d 'Parse, validate and lint documents offline'
-complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "completion" -d 'Print a shell completion script'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "explain" -d 'Document the fields of a resource (`retrypolicy.spec.rules`)'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "schema" -d 'Print the JSON Schema (draft 2020-12) of a document kind, for editors'
-complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "serve" -d 'Run a local Armada-compatible API server with SQLite storage'
+complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "history" -d 'Export a real cluster\'s failure history from Armada\'s Lookout as FailureHistory documents'
+complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s o -l output -d 'Report format' -r -f -a "text\t'Human-readable findings on stderr, a summary on stdout'
+json\t'One JSON object on stdout (format documented in the README)'
+github\t'GitHub Actions workflow annotations on stdout'"
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l scheduler-config -d 'An Armada scheduler config: warn about limits above its globalMaxRetries and a defaultPolicyName missing from the documents' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l strict -d 'Treat warnings as errors'
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l upstream -d 'Check for an upstream Armada server: report as errors exactly the fields `create` against such a server refuses'
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
@@ -778,6 +796,34 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l strict -d
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l listen -d 'Address to listen on' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l db -d 'SQLite database file (default: <data dir>/retryctl/armada.db)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l basic-auth -d 'Require HTTP basic auth with this `user:password` (repeatable)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l token -d 'Require this bearer token (repeatable)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l basic-auth-file -d 'Read accepted `user:password` lines from FILE (kept out of argv and `ps`)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l token-file -d 'Read accepted bearer tokens, one per line, from FILE' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l in-memory -d 'Keep everything in memory; nothing survives a restart'
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l allow-anonymous -d 'Allow listening on a non-loopback address without authentication'
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -980,6 +1026,27 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from help" -f -a "retrypolicy" -d 'Describe retry policies'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from help" -f -a "queue" -d 'Describe queues'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l recursive -d 'Show every field below, not only the direct ones'
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l queue -d 'Only jobs of this queue' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l jobset -d 'Only jobs of this job set' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l job -d 'Only this job (repeatable)' -r
@@ -1032,70 +1099,3 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_subcommand_from config" -f -a "use-context" -d 'Make NAME the current context (rewrites the file, keeping every other key)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_subcommand_from describe" -f -a "retrypolicy" -d 'Describe retry policies'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_subcommand_from describe" -f -a "queue" -d 'Describe queues'
-complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s o -l output -d 'Report format' -r -f -a "text\t'Human-readable findings on stderr, a summary on stdout'
-json\t'One JSON object on stdout (format documented in the README)'
-github\t'GitHub Actions workflow annotations on stdout'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l scheduler-config -d 'An Armada scheduler config: warn about limits above its globalMaxRetries and a defaultPolicyName missing from the documents' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
-complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l strict -d 'Treat warnings as errors'
-complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l upstream -d 'Check for an upstream Armada server: report as errors exactly the fields `create` against such a server refuses'
-complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -s h -l help -d 'Print help'
-complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l recursive -d 'Show every field below, not only the direct ones'
-complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s h -l help -d 'Print help'
-complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s h -l help -d 'Print help'
-complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l listen -d 'Address to listen on' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l db -d 'SQLite database file (default: <data dir>/retryctl/armada.db)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l basic-auth -d 'Require HTTP basic auth with this `user:password` (repeatable)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l token -d 'Require this bearer token (repeatable)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l basic-auth-file -d 'Read accepted `user:password` lines from FILE (kept out of argv and `ps`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l token-file -d 'Read accepted bearer tokens, one per line, from FILE' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l in-memory -d 'Keep everything in memory; nothing survives a restart'
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l allow-anonymous -d 'Allow listening on a non-loopback address without authentication'
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s h -l help -d 'Print help'
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s V -l version -d 'Print version'

@@ -76,25 +76,34 @@ const OFFLINE_COMMANDS: [&str; 5] = ["validate", "completion", "explain", "schem
 
 /// The command line as clap parses it: the derived definition, with the server flags hidden
 /// on offline commands. `main` parses with it and completions are generated from it.
+///
+/// Nothing is built here: clap builds a subcommand only when the command line enters it, so
+/// `validate` does not pay for building every other command's arguments (SPEC §7 start-up
+/// bar; BENCHMARKS.md "Start-up").
 pub fn command() -> clap::Command {
     use clap::CommandFactory;
     let mut cmd = Cli::command();
-    // Global flags are copied into each subcommand when the command is built, so they can
-    // only be hidden after. `mut_args` edits in place: the order clap's matcher relies on
-    // after a build is kept (`mut_arg` would move the flag to the end and shift the values).
-    cmd.build();
-    for name in OFFLINE_COMMANDS {
-        cmd = cmd.mut_subcommand(name, |sub| {
-            sub.mut_args(|a| {
-                if SERVER_FLAGS.contains(&a.get_id().as_str()) {
-                    a.hide(true)
-                } else {
-                    a
-                }
-            })
-        });
+    // Global flags are copied into a subcommand when its parent is built, before the
+    // subcommand's own deferred step runs, so they can be hidden there. In place, not with
+    // `mut_subcommand`, which would move the subcommand to the end of the list.
+    for sub in cmd.get_subcommands_mut() {
+        if OFFLINE_COMMANDS.contains(&sub.get_name()) {
+            *sub = std::mem::take(sub).defer(hide_server_flags);
+        }
     }
     cmd
+}
+
+/// Hides [`SERVER_FLAGS`] on an offline command. `mut_args` edits in place: the order clap's
+/// matcher relies on is kept (`mut_arg` would move the flag to the end).
+fn hide_server_flags(sub: clap::Command) -> clap::Command {
+    sub.mut_args(|a| {
+        if SERVER_FLAGS.contains(&a.get_id().as_str()) {
+            a.hide(true)
+        } else {
+            a
+        }
+    })
 }
 
 /// Parses the process's arguments with [`command`].

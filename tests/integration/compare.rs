@@ -75,20 +75,7 @@ fn json_lists_changed_jobs_with_both_sides_and_the_totals() {
     assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let c = &v["comparison"];
-    let changed: Vec<(String, String, u64, String, u64)> = c["changedJobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|j| {
-            (
-                j["job"].as_str().unwrap().to_string(),
-                j["baseline"]["final"].as_str().unwrap().to_string(),
-                j["baseline"]["retries"].as_u64().unwrap(),
-                j["candidate"]["final"].as_str().unwrap().to_string(),
-                j["candidate"]["retries"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let changed = crate::support::changed_jobs(&v);
     let s = |x: &str| x.to_string();
     assert_eq!(
         changed,

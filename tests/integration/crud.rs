@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::support::server::TestServer;
-use crate::support::{exchange, retryctl, temp_home};
+use crate::support::{exchange, Session};
 
 const VALID: &str = "testdata/policies/valid";
 
@@ -14,45 +14,7 @@ fn server() -> TestServer {
     TestServer::start()
 }
 
-struct Session {
-    home: tempfile::TempDir,
-    url: String,
-}
-
 impl Session {
-    fn new(url: &str) -> Session {
-        Session {
-            home: temp_home(),
-            url: url.to_string(),
-        }
-    }
-
-    fn cmd(&self) -> assert_cmd::Command {
-        let mut c = retryctl(self.home.path());
-        c.env("ARMADA_URL", &self.url);
-        c
-    }
-
-    /// Runs and returns the exchange with the server URL replaced by `URL`.
-    fn run(&self, args: &[&str]) -> String {
-        exchange(self.cmd().args(args)).replace(&self.url, "URL")
-    }
-
-    fn run_stdin(&self, args: &[&str], stdin: &str) -> String {
-        exchange(self.cmd().args(args).write_stdin(stdin)).replace(&self.url, "URL")
-    }
-
-    /// Stdout of a command that must succeed.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.cmd().args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            crate::support::format_output(&out)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
     /// The policies and queues of the example: infra, ml-training-oom, ml-queue.
     fn seed(&self) {
         self.ok(&[

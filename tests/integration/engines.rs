@@ -2,7 +2,6 @@
 //! FailureHistory files (testdata/histories/upstream, each with its `expect`), the cases
 //! where the design engine decides otherwise, and the refusal of what upstream cannot read.
 
-use std::fs;
 use std::path::Path;
 use std::process::Output;
 
@@ -26,11 +25,7 @@ fn simulate(home: &Path, engine: &str, history: &Path, extra: &[&str]) -> Output
 fn every_upstream_table_case_meets_its_expectations() {
     let home = temp_home();
     let mut count = 0;
-    for entry in fs::read_dir(root().join("testdata/histories/upstream")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().and_then(|e| e.to_str()) != Some("yaml") {
-            continue;
-        }
+    for path in crate::support::yaml_files("testdata/histories/upstream") {
         count += 1;
         let out = simulate(home.path(), "upstream", &path, &[]);
         assert_eq!(

@@ -151,20 +151,7 @@ fn imported_history_replays_through_simulate_with_exact_outcomes() {
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let c = &v["comparison"];
-    let changed: Vec<(String, String, u64, String, u64)> = c["changedJobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|j| {
-            (
-                j["job"].as_str().unwrap().to_string(),
-                j["baseline"]["final"].as_str().unwrap().to_string(),
-                j["baseline"]["retries"].as_u64().unwrap(),
-                j["candidate"]["final"].as_str().unwrap().to_string(),
-                j["candidate"]["retries"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let changed = crate::support::changed_jobs(&v);
     // Both sides as the two plain replays above saw them.
     let expected: Vec<(String, String, u64, String, u64)> = old
         .iter()

@@ -4,47 +4,9 @@
 //! jsonpath / custom-columns / `--sort-by` / `--no-headers`, and `describe`.
 
 use crate::support::server::TestServer;
-use crate::support::{exchange, retryctl, temp_home};
+use crate::support::Session;
 
 const VALID: &str = "testdata/policies/valid";
-
-struct Session {
-    home: tempfile::TempDir,
-    url: String,
-}
-
-impl Session {
-    fn new(url: &str) -> Session {
-        Session {
-            home: temp_home(),
-            url: url.to_string(),
-        }
-    }
-
-    fn cmd(&self) -> assert_cmd::Command {
-        let mut c = retryctl(self.home.path());
-        c.env("ARMADA_URL", &self.url);
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> String {
-        exchange(self.cmd().args(args)).replace(&self.url, "URL")
-    }
-
-    fn run_stdin(&self, args: &[&str], stdin: &str) -> String {
-        exchange(self.cmd().args(args).write_stdin(stdin)).replace(&self.url, "URL")
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.cmd().args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            crate::support::format_output(&out)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-}
 
 fn ok_out(stdout: &str) -> String {
     format!("exit: 0\n--- stdout\n{stdout}--- stderr\n")

@@ -142,11 +142,7 @@ fn wrong_expectation_exits_1_and_says_which_run() {
 fn every_testdata_history_meets_its_expectations() {
     let home = temp_home();
     let mut count = 0;
-    for entry in fs::read_dir(root().join("testdata/histories")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().and_then(|e| e.to_str()) != Some("yaml") {
-            continue;
-        }
+    for path in crate::support::yaml_files("testdata/histories") {
         count += 1;
         let out = retryctl(home.path())
             .args([

@@ -46,3 +46,71 @@ pub fn temp_home() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
 }
 pub mod stub;
+
+/// One user against one server: the CLI binary with its own empty home and `ARMADA_URL`
+/// set, as the CRUD and kubectl-habit tests run it.
+pub struct Session {
+    pub home: tempfile::TempDir,
+    pub url: String,
+}
+
+impl Session {
+    pub fn new(url: &str) -> Session {
+        Session {
+            home: temp_home(),
+            url: url.to_string(),
+        }
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = retryctl(self.home.path());
+        c.env("ARMADA_URL", &self.url);
+        c
+    }
+
+    /// Runs and returns the exchange with the server URL replaced by `URL`.
+    pub fn run(&self, args: &[&str]) -> String {
+        exchange(self.cmd().args(args)).replace(&self.url, "URL")
+    }
+
+    pub fn run_stdin(&self, args: &[&str], stdin: &str) -> String {
+        exchange(self.cmd().args(args).write_stdin(stdin)).replace(&self.url, "URL")
+    }
+
+    /// Stdout of a command that must succeed.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.cmd().args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", format_output(&out));
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+/// The `*.yaml` files of a testdata directory, sorted: the histories a table test replays.
+pub fn yaml_files(dir: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("yaml"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// `comparison.changedJobs` of `simulate --baseline -o json` as (job, baseline final,
+/// baseline retries, candidate final, candidate retries).
+pub fn changed_jobs(v: &serde_json::Value) -> Vec<(String, String, u64, String, u64)> {
+    v["comparison"]["changedJobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["job"].as_str().unwrap().to_string(),
+                j["baseline"]["final"].as_str().unwrap().to_string(),
+                j["baseline"]["retries"].as_u64().unwrap(),
+                j["candidate"]["final"].as_str().unwrap().to_string(),
+                j["candidate"]["retries"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
