@@ -13,6 +13,7 @@ pub mod diff;
 pub mod explain;
 pub mod get;
 pub mod history;
+pub mod policy_set;
 pub mod remote;
 pub mod schema;
 pub mod serve;

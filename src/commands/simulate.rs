@@ -19,20 +19,15 @@
 //!   and skipped; the other jobs still run and the exit status is 3.
 //! - a closed stdout (`simulate … | head`) stops the replay quietly with the status so far.
 
-use std::io::{self, IsTerminal};
+use std::io;
 use std::path::PathBuf;
-
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::app::Context;
 use crate::cli::{SimulateArgs, SimulateOutput};
-use crate::commands::remote;
-use crate::engine::simulator::Simulator;
+use crate::commands::policy_set::{base_config, load_from_server, load_policies};
 use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
-use crate::input::{self, io_reason};
-use crate::model::scheduler::{parse_scheduler_config, SchedulerConfig};
-use crate::model::{ApiVersion, Kind, Resource};
+use crate::output::progress::{finish, progress_bar};
 use crate::output::report;
 use crate::output::simulate::{missing_queue_warning, render_job, ComparisonSink, JobSink};
 use crate::replay::compare::JobDiff;
@@ -187,170 +182,3 @@ fn ignore_closed(r: io::Result<()>) -> io::Result<()> {
     write_or_stop(r).map(|_| ())
 }
 
-fn progress_bar(p: Progress) -> Option<ProgressBar> {
-    if !std::io::stderr().is_terminal() || p.total == 0 {
-        return None;
-    }
-    let bar = ProgressBar::with_draw_target(Some(p.total), ProgressDrawTarget::stderr());
-    let template = if p.bytes {
-        "simulating {bar:40} {bytes}/{total_bytes} ({eta} left)"
-    } else {
-        "simulating {bar:40} {pos}/{len} files ({eta} left)"
-    };
-    if let Ok(style) = ProgressStyle::with_template(template) {
-        bar.set_style(style);
-    }
-    Some(bar)
-}
-
-fn finish(bar: &Option<ProgressBar>) {
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-}
-
-/// Policies and queues from the server (`--from-server`): every policy and queue, so that
-/// each job gets its own queue's policies, as the scheduler would see them now.
-fn load_from_server(ctx: &mut Context, args: &SimulateArgs, engine: Option<EngineKind>) -> anyhow::Result<Simulator> {
-    if !args.source.files.is_empty() {
-        return Err(CliError::usage(
-            "`--from-server` reads the policies and queues from the server; do not also pass `-f`",
-        )
-        .into());
-    }
-    let remote = remote::connect(ctx)?;
-    let policies = remote
-        .client
-        .list_policies()
-        .map_err(|e| remote.fail("cannot list retry policies", e))?;
-    let queues = remote
-        .client
-        .list_queues()
-        .map_err(|e| remote.fail("cannot list queues", e))?;
-    // A server without the dialect header is upstream Armada: its scheduler is the upstream
-    // engine (SPEC §2.10), unless --engine says otherwise.
-    let engine = match engine {
-        Some(e) => e,
-        None if remote
-            .client
-            .is_v1()
-            .map_err(|e| remote.fail("cannot read the server's dialect", e))? =>
-        {
-            EngineKind::Design
-        }
-        None => {
-            writeln!(
-                ctx.err,
-                "note: the server is upstream Armada (no dialect header): deciding with the upstream engine, as its scheduler does today (--engine design to override)"
-            )?;
-            EngineKind::Upstream
-        }
-    };
-    // Only `--retry-policy` stands in for a missing queue: never "every policy on the server".
-    let given = args.retry_policies.clone().unwrap_or_default();
-    Simulator::new(policies, queues, Some(given))
-        .map(|s| s.from_server().with_engine(engine))
-        .map_err(|e| CliError::invalid(e).into())
-}
-
-/// Policies and queues from `paths`; `None` after writing the validation report when any
-/// document is invalid.
-fn load_policies(
-    ctx: &mut Context,
-    paths: &[PathBuf],
-    args: &SimulateArgs,
-    engine: EngineKind,
-) -> anyhow::Result<Option<Simulator>> {
-    let files = input::read_sources(paths, args.source.recursive, Some(&[Kind::RetryPolicy, Kind::Queue]));
-    if report::totals(&files).errors > 0 {
-        // The report's summary line goes to stderr too: stdout carries simulation data only.
-        let mut summary = Vec::new();
-        report::write_text(&files, ctx.style, &mut summary, ctx.err)?;
-        ctx.err.write_all(&summary)?;
-        writeln!(ctx.err, "error: the policies are invalid; nothing was simulated")?;
-        return Ok(None);
-    }
-    let mut policies = Vec::new();
-    let mut queues = Vec::new();
-    let mut seen: std::collections::HashMap<(bool, String), String> = std::collections::HashMap::new();
-    let mut unreadable = Vec::new();
-    for file in files {
-        for doc in file.documents {
-            if let (EngineKind::Upstream, Some(Resource::RetryPolicy(p))) = (engine, &doc.resource) {
-                // SPEC §2.10: the upstream engine evaluates only what upstream can store; the
-                // same check the client makes before sending to an upstream server.
-                let prefix = if doc.api_version == Some(ApiVersion::V1) {
-                    "spec."
-                } else {
-                    ""
-                };
-                for field in p.upstream_incompatibilities() {
-                    unreadable.push(format!("  {}: policy `{}`: {prefix}{field}", file.name, p.name));
-                }
-            }
-            let (is_policy, name) = match &doc.resource {
-                Some(Resource::RetryPolicy(p)) => (true, p.name.clone()),
-                Some(Resource::Queue(q)) => (false, q.name.clone()),
-                _ => continue,
-            };
-            if let Some(first) = seen.insert((is_policy, name.clone()), file.name.clone()) {
-                let kind = if is_policy { "policy" } else { "queue" };
-                return Err(CliError::invalid(format!(
-                    "{kind} `{name}` is given twice: in `{first}` and in `{}`",
-                    file.name
-                ))
-                .with_hint("pass each file once (a directory given with -f already includes its files)")
-                .into());
-            }
-            match doc.resource {
-                Some(Resource::RetryPolicy(p)) => policies.push(p),
-                Some(Resource::Queue(q)) => queues.push(q),
-                _ => {}
-            }
-        }
-    }
-    if !unreadable.is_empty() {
-        return Err(CliError::invalid(format!(
-            "the upstream engine cannot evaluate these fields (upstream Armada cannot store them):\n{}",
-            unreadable.join("\n")
-        ))
-        .with_hint(
-            "use --engine design, or keep the policy to what upstream stores (see `retryctl validate --upstream`)",
-        )
-        .into());
-    }
-    Simulator::new(policies, queues, args.retry_policies.clone())
-        .map(|s| Some(s.with_engine(engine)))
-        .map_err(|e| CliError::invalid(e).into())
-}
-
-fn base_config(args: &SimulateArgs) -> anyhow::Result<SchedulerConfig> {
-    let Some(path) = &args.scheduler_config else {
-        return Ok(SchedulerConfig::default());
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        CliError::invalid(format!(
-            "cannot read scheduler config `{}`: {}",
-            path.display(),
-            io_reason(&e)
-        ))
-    })?;
-    parse_scheduler_config(&text).map_err(|errors| {
-        let file = path.display().to_string();
-        let lines: Vec<String> = errors
-            .iter()
-            .map(|d| {
-                let p = if d.path.is_empty() {
-                    String::new()
-                } else {
-                    format!("{}: ", d.path)
-                };
-                match d.pos {
-                    Some(pos) => format!("  {file}:{pos}: {p}{}", d.message),
-                    None => format!("  {file}: {p}{}", d.message),
-                }
-            })
-            .collect();
-        CliError::invalid(format!("invalid scheduler config `{file}`\n{}", lines.join("\n"))).into()
-    })
-}

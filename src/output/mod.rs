@@ -8,6 +8,7 @@
 pub mod describe;
 pub mod history;
 pub mod jsonpath;
+pub mod progress;
 pub mod report;
 pub mod resources;
 pub mod schema;
