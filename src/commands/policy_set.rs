@@ -18,7 +18,11 @@ use crate::output::report;
 
 /// Policies and queues from the server (`--from-server`): every policy and queue, so that
 /// each job gets its own queue's policies, as the scheduler would see them now.
-pub fn load_from_server(ctx: &mut Context, args: &SimulateArgs, engine: Option<EngineKind>) -> anyhow::Result<Simulator> {
+pub fn load_from_server(
+    ctx: &mut Context,
+    args: &SimulateArgs,
+    engine: Option<EngineKind>,
+) -> anyhow::Result<Simulator> {
     if !args.source.files.is_empty() {
         return Err(CliError::usage(
             "`--from-server` reads the policies and queues from the server; do not also pass `-f`",

@@ -181,4 +181,3 @@ fn write_or_stop(r: io::Result<()>) -> io::Result<bool> {
 fn ignore_closed(r: io::Result<()>) -> io::Result<()> {
     write_or_stop(r).map(|_| ())
 }
-

@@ -29,4 +29,3 @@ pub fn finish(bar: &Option<ProgressBar>) {
         b.finish_and_clear();
     }
 }
-
