@@ -226,7 +226,8 @@ impl ConfigFile {
         }
     }
 
-    /// The file with every secret replaced by `********`.
+    /// The file with every secret replaced by `********`, and every password or token in a
+    /// URL by `***` (`https://user:***@host`).
     pub fn masked(&self) -> Value {
         let mut v = self.root.clone();
         mask(&mut v);
@@ -237,7 +238,12 @@ impl ConfigFile {
     /// not kept: serde_yaml does not carry them).
     pub fn use_context(&mut self, name: &str) -> Result<(), CliError> {
         if !self.context_names().iter().any(|n| n == name) {
-            return Err(self.unknown_context(name));
+            // The operation failed (exit 1, as kubectl's), unlike `--context nope`, which is
+            // a bad flag value (exit 2).
+            return Err(CliError {
+                code: crate::error::ExitCode::Failure,
+                ..self.unknown_context(name)
+            });
         }
         let Value::Mapping(m) = &mut self.root else {
             unreachable!("load checks the top level is a mapping")
@@ -302,6 +308,8 @@ fn mask(v: &mut Value) {
             }
         }
         Value::Sequence(s) => s.iter_mut().for_each(mask),
+        // A URL under any key (`armadaRestUrl`, `providerUrl`, ...) may carry a password.
+        Value::String(s) => *s = crate::redact::redact_url(s),
         _ => {}
     }
 }

@@ -24,6 +24,7 @@ pub mod history;
 pub mod input;
 pub mod model;
 pub mod output;
+pub mod redact;
 pub mod replay;
 pub mod server;
 pub mod settings;

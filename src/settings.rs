@@ -7,8 +7,10 @@
 //! Precedence, and the decisions where SPEC is silent:
 //! - URL: `--armada-url`, `$ARMADA_URL`, the context's `armadaRestUrl`, then its `armadaUrl`
 //!   only when it is an `http(s)://` URL (in armadactl `armadaUrl` is a gRPC `host:port`, not
-//!   a REST URL), else `http://localhost:8080`. A URL without a scheme gets `http://`, as
-//!   armadactl does for `armadaRestUrl`.
+//!   a REST URL), else `http://localhost:8080`. A context whose only address is a gRPC
+//!   `armadaUrl` is a usage error naming `armadaRestUrl` (SPEC §4): the default would be
+//!   another server. A URL without a scheme gets `http://`, as armadactl does for
+//!   `armadaRestUrl`.
 //! - Context: `--context`, else the file's `currentContext`, else the flat legacy keys.
 //! - Credentials: `$ARMADA_TOKEN` (bearer) wins over the file, since the environment is the
 //!   more specific source; then the context's `basicAuth` (when it has a username), then
@@ -114,6 +116,9 @@ pub fn resolve(global: &GlobalArgs, env: &Env) -> Result<Settings, CliError> {
         (u.clone(), UrlSource::Env)
     } else if let Some(u) = context_url(&ctx) {
         (u, UrlSource::Context(context.clone().unwrap_or_default()))
+    } else if let Some(grpc) = &ctx.armada_url {
+        // armadactl's gRPC address alone: the default URL would be a different server.
+        return Err(grpc_only(context.as_deref(), grpc, &file));
     } else {
         (DEFAULT_URL.to_string(), UrlSource::Default)
     };
@@ -150,6 +155,30 @@ fn context_url(ctx: &ContextConfig) -> Option<String> {
     })
 }
 
+/// The error for a context whose only address is armadactl's gRPC `armadaUrl` (a
+/// `host:port`, which retryctl cannot talk to): name it, and the key that is missing.
+fn grpc_only(context: Option<&str>, grpc: &str, file: &ConfigFile) -> CliError {
+    let grpc = crate::redact::redact_url(grpc);
+    let (whose, where_) = match context {
+        Some(name) => (
+            format!("context `{name}`"),
+            format!("context `{name}` in `{}`", file.path.display()),
+        ),
+        None => (
+            format!("config file `{}`", file.path.display()),
+            format!("`{}`", file.path.display()),
+        ),
+    };
+    CliError::usage(format!(
+        "{whose} sets only `armadaUrl: {grpc}`, a gRPC address; retryctl speaks Armada's REST API \
+         and needs `armadaRestUrl`"
+    ))
+    .with_hint(format!(
+        "add `armadaRestUrl: https://HOST` (the URL of Armada's REST gateway) to {where_}, \
+         or pass `--armada-url URL` (or set `$ARMADA_URL`)"
+    ))
+}
+
 /// `host:port` → `http://host:port`; no trailing slash; must parse as an http(s) URL.
 pub fn normalize_url(raw: &str) -> Result<String, CliError> {
     let trimmed = raw.trim();
@@ -159,8 +188,11 @@ pub fn normalize_url(raw: &str) -> Result<String, CliError> {
         format!("http://{trimmed}")
     };
     let bad = |why: &str| {
-        CliError::usage(format!("invalid Armada URL `{raw}`: {why}"))
-            .with_hint("pass a REST base URL such as `--armada-url http://localhost:8080`")
+        CliError::usage(format!(
+            "invalid Armada URL `{}`: {why}",
+            crate::redact::redact_url(raw)
+        ))
+        .with_hint("pass a REST base URL such as `--armada-url http://localhost:8080`")
     };
     let url = reqwest::Url::parse(&with_scheme).map_err(|e| bad(&e.to_string()))?;
     if url.scheme() != "http" && url.scheme() != "https" {
@@ -208,15 +240,27 @@ impl Settings {
 /// bounded: a hung helper must not hang the CLI.
 pub const EXEC_AUTH_LIMIT: Duration = Duration::from_secs(60);
 
+/// How long, once the helper has exited, its stdout may stay open before what it printed is
+/// taken as the token: a child it left running in the background may hold the pipe forever.
+const EXEC_AUTH_GRACE: Duration = Duration::from_millis(200);
+
 /// Runs the exec-auth command; its trimmed stdout is the bearer token.
 fn run_exec(e: &ExecAuth) -> Result<String, CliError> {
     run_exec_within(e, EXEC_AUTH_LIMIT)
 }
 
+/// Runs `e` with `limit` over the whole exchange (start, output, exit). The helper gets its
+/// own process group, so that on timeout the group is killed: a helper is often a shell
+/// script whose real work is a grandchild, which killing the shell alone would leave running.
+/// Stdout is read until the helper exits, not until EOF: a child it left in the background
+/// may keep the pipe open, and the token was printed by then.
 fn run_exec_within(e: &ExecAuth, limit: Duration) -> Result<String, CliError> {
-    use std::io::Read;
+    use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
+    use std::time::Instant;
 
+    let started = Instant::now();
+    let deadline = started + limit;
     let auth_err = |msg: String| CliError::new(ExitCode::Auth, msg);
     let mut child = Command::new(&e.cmd)
         .args(&e.args)
@@ -224,6 +268,7 @@ fn run_exec_within(e: &ExecAuth, limit: Duration) -> Result<String, CliError> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .spawn()
         .map_err(|err| {
             auth_err(format!(
@@ -232,35 +277,39 @@ fn run_exec_within(e: &ExecAuth, limit: Duration) -> Result<String, CliError> {
                 crate::input::io_reason(&err)
             ))
         })?;
-    // Read both pipes on threads so a chatty command cannot block on a full pipe.
-    let pipe = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = r.read_to_end(&mut buf);
-            buf
-        })
+    // The group id is the helper's pid (`process_group(0)`).
+    let group = child.id() as libc::pid_t;
+    // Both pipes are read on threads, so a chatty helper cannot block on a full pipe.
+    let out = PipeReader::start(child.stdout.take().expect("piped"));
+    let err = PipeReader::start(child.stderr.take().expect("piped"));
+    let timed_out = || {
+        // SAFETY: kill(2) with a negative pid signals that process group; no memory involved.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+        auth_err(format!(
+            "execAuth command `{}` did not finish within {}; it and its process group were killed",
+            e.cmd,
+            GoDuration(limit.as_nanos() as u64)
+        ))
     };
-    let out = pipe(Box::new(child.stdout.take().expect("piped")));
-    let err = pipe(Box::new(child.stderr.take().expect("piped")));
-    let deadline = std::time::Instant::now() + limit;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
-            Ok(None) if std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
             Ok(None) => {
+                let err = timed_out();
+                // The helper itself, in case the group kill failed.
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(auth_err(format!(
-                    "execAuth command `{}` did not finish within {}",
-                    e.cmd,
-                    GoDuration(limit.as_nanos() as u64)
-                )));
+                return Err(err);
             }
             Err(x) => return Err(auth_err(format!("execAuth command `{}`: {x}", e.cmd))),
         }
     };
-    let stdout = out.join().unwrap_or_default();
-    let stderr = err.join().unwrap_or_default();
+    // The helper has exited; give the readers a moment to drain what it wrote, bounded by
+    // the limit and the grace period (a background child may never close the pipes).
+    let until = deadline.min(Instant::now() + EXEC_AUTH_GRACE);
+    let stdout = out.finish(until);
+    let stderr = err.finish(until);
     if !status.success() {
         let stderr = String::from_utf8_lossy(&stderr);
         let tail = stderr.trim();
@@ -271,11 +320,64 @@ fn run_exec_within(e: &ExecAuth, limit: Duration) -> Result<String, CliError> {
         }
         return Err(auth_err(msg));
     }
-    let token = String::from_utf8_lossy(&stdout).trim().to_string();
-    if token.is_empty() {
-        return Err(auth_err(format!("execAuth command `{}` printed no token", e.cmd)));
+    token_of(&e.cmd, &stdout).map_err(auth_err)
+}
+
+/// The token in a helper's stdout: exactly one non-empty line, trimmed. The message never
+/// quotes the output: it is, or holds, a secret.
+fn token_of(cmd: &str, stdout: &[u8]) -> Result<String, String> {
+    let text = String::from_utf8_lossy(stdout);
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    match lines.as_slice() {
+        [token] => Ok(token.to_string()),
+        [] => Err(format!(
+            "execAuth command `{cmd}` printed no token (expected the bearer token on stdout)"
+        )),
+        many => Err(format!(
+            "execAuth command `{cmd}` printed {} non-empty lines; expected the bearer token \
+             alone on one line (not shown here: it may hold secrets)",
+            many.len()
+        )),
     }
-    Ok(token)
+}
+
+/// Reads a pipe to its end on a thread; what was read so far can be taken at any time.
+struct PipeReader {
+    buf: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    done: std::sync::mpsc::Receiver<()>,
+}
+
+impl PipeReader {
+    fn start(mut pipe: impl std::io::Read + Send + 'static) -> PipeReader {
+        let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (tx, done) = std::sync::mpsc::channel();
+        let sink = buf.clone();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            loop {
+                match pipe.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => sink
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .extend_from_slice(&chunk[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            let _ = tx.send(());
+        });
+        PipeReader { buf, done }
+    }
+
+    /// What was read once the pipe closed, or at `until` if it is still open (the thread is
+    /// then left blocked on the pipe; it ends with the process).
+    fn finish(self, until: std::time::Instant) -> Vec<u8> {
+        let wait = until.saturating_duration_since(std::time::Instant::now());
+        let _ = self.done.recv_timeout(wait);
+        let buf = self.buf.lock().unwrap_or_else(|p| p.into_inner());
+        buf.clone()
+    }
 }
 
 #[cfg(test)]
@@ -316,9 +418,36 @@ mod tests {
             (s.url.as_str(), s.url_source),
             ("http://ctx:1", UrlSource::Context("a".into()))
         );
-        // A gRPC host:port is not a REST URL: fall back to the default.
-        let s = resolve(&global(&["--config", &cfg, "-c", "b"]), &Env::default()).unwrap();
-        assert_eq!(s.url, DEFAULT_URL);
+        // A gRPC host:port is not a REST URL, and the default would be another server.
+        let e = resolve(&global(&["--config", &cfg, "-c", "b"]), &Env::default()).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                ExitCode::Usage,
+                "context `b` sets only `armadaUrl: grpc:50051`, a gRPC address; retryctl speaks \
+                 Armada's REST API and needs `armadaRestUrl`"
+            )
+        );
+        assert_eq!(
+            e.hint.unwrap(),
+            format!(
+                "add `armadaRestUrl: https://HOST` (the URL of Armada's REST gateway) to context `b` \
+                 in `{cfg}`, or pass `--armada-url URL` (or set `$ARMADA_URL`)"
+            )
+        );
+        // ... unless the flag or the environment gives the REST URL.
+        let s = resolve(&global(&["--config", &cfg, "-c", "b"]), &env).unwrap();
+        assert_eq!((s.url.as_str(), s.url_source), ("http://env:2", UrlSource::Env));
+        // An `armadaUrl` that is an http(s) URL is used as the REST URL.
+        let cfg = write(
+            dir.path(),
+            "currentContext: c\ncontexts:\n  c: {armadaUrl: 'https://rest:443'}\n",
+        );
+        let s = resolve(&global(&["--config", &cfg]), &Env::default()).unwrap();
+        assert_eq!(
+            (s.url.as_str(), s.url_source),
+            ("https://rest:443", UrlSource::Context("c".into()))
+        );
     }
 
     #[test]
@@ -377,9 +506,100 @@ mod tests {
             cmd: "true".into(),
             ..ExecAuth::default()
         };
+        let e = run_exec(&empty).unwrap_err();
         assert_eq!(
-            run_exec(&empty).unwrap_err().message,
-            "execAuth command `true` printed no token"
+            (e.code, e.message.as_str()),
+            (
+                ExitCode::Auth,
+                "execAuth command `true` printed no token (expected the bearer token on stdout)"
+            )
         );
+    }
+
+    fn sh(script: &str) -> ExecAuth {
+        ExecAuth {
+            cmd: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![],
+        }
+    }
+
+    /// Whether process `pid` is gone (or a zombie waiting for its new parent to reap it).
+    fn gone(pid: &str) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        }
+    }
+
+    fn wait_gone(pid: &str) -> bool {
+        (0..200).any(|_| {
+            std::thread::sleep(Duration::from_millis(25));
+            gone(pid)
+        })
+    }
+
+    #[test]
+    fn exec_auth_timeout_kills_the_whole_process_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        // The real work in a grandchild, the shell waiting for it: killing the shell alone
+        // would leave the grandchild running.
+        let helper = sh(&format!("sleep 30 & echo $! > {}; wait", pidfile.display()));
+        let e = run_exec_within(&helper, Duration::from_millis(300)).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                ExitCode::Auth,
+                "execAuth command `sh` did not finish within 300ms; it and its process group were killed"
+            )
+        );
+        let pid = std::fs::read_to_string(&pidfile).unwrap();
+        assert!(wait_gone(pid.trim()), "grandchild {pid} still running");
+    }
+
+    #[test]
+    fn exec_auth_token_is_read_when_the_helper_exits_not_at_eof() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        // The background child inherits stdout and holds it open for 30 s; the limit is
+        // longer than that, so only reading until the helper exits can return here.
+        let helper = sh(&format!("echo tok-1; sleep 30 & echo $! > {}", pidfile.display()));
+        let token = run_exec_within(&helper, Duration::from_secs(60));
+        let pid = std::fs::read_to_string(&pidfile).unwrap();
+        let still_running = !gone(pid.trim());
+        // SAFETY: kill(2) on a pid this test started.
+        unsafe { libc::kill(pid.trim().parse().unwrap(), libc::SIGKILL) };
+        assert_eq!(token.unwrap(), "tok-1");
+        assert!(
+            still_running,
+            "the background child was killed, so this test proves nothing"
+        );
+    }
+
+    #[test]
+    fn exec_auth_multi_line_or_empty_output_is_an_auth_error_without_the_token() {
+        let e = run_exec(&sh("echo secret-a; echo; echo secret-b")).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                ExitCode::Auth,
+                "execAuth command `sh` printed 2 non-empty lines; expected the bearer token alone \
+                 on one line (not shown here: it may hold secrets)"
+            )
+        );
+        let e = run_exec(&sh("printf '  \\n\\n'")).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                ExitCode::Auth,
+                "execAuth command `sh` printed no token (expected the bearer token on stdout)"
+            )
+        );
+        // Blank lines around one token are fine (a trailing newline is the norm).
+        assert_eq!(run_exec(&sh("echo; echo ' tok '; echo")).unwrap(), "tok");
     }
 }

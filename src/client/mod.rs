@@ -28,6 +28,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
 use std::io::Write;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use reqwest::blocking::{Client as Http, Response};
@@ -36,6 +37,8 @@ use serde_json::Value;
 
 use crate::error::ExitCode;
 use crate::model::{Queue, RetryPolicy};
+// Re-exported: `history` masks its Lookout URLs with it too (one masking function).
+pub use crate::redact::redact_url;
 use crate::wire::{self, Dialect, DIALECT_HEADER, DIALECT_V1};
 
 /// How requests authenticate. Resolved by `settings`; exec auth is already run by then.
@@ -215,8 +218,9 @@ impl fmt::Display for ClientError {
             }
             ClientError::NoRoute { method, url } => write!(
                 f,
-                "this server has no route {method} {url} (404 without an Armada error body): \
-                 it is not an Armada server, or an older one without retry policy support"
+                "this server has no route {method} {} (404 without an Armada error body): \
+                 it is not an Armada server, or an older one without retry policy support",
+                redact_url(url)
             ),
             ClientError::Unexpected {
                 method,
@@ -280,6 +284,8 @@ pub struct Client {
     /// `PUT` of that path sends as `If-Match`, so that every read-modify-write is refused
     /// (412) when someone else wrote in between (SPEC §5.2). Upstream sends none.
     etags: RefCell<HashMap<String, String>>,
+    /// `-v` lines about redirects followed, queued by the redirect policy for `send`.
+    redirects: Arc<Mutex<Vec<String>>>,
 }
 
 /// How many times a read-modify-write is tried when others keep writing (kubectl's
@@ -317,14 +323,29 @@ const FIRST_PAUSE: Duration = Duration::from_millis(200);
 
 impl Client {
     pub fn new(config: ClientConfig) -> Result<Client> {
+        let verbose = config.verbose;
+        // The redirect policy runs on reqwest's own thread, while `main` holds the stderr
+        // lock: it queues its `-v` lines here and `send` prints them.
+        let redirects = Arc::new(Mutex::new(Vec::new()));
+        let redirect_log = redirects.clone();
         let http = Http::builder()
             .timeout(config.timeout)
             .connect_timeout(config.timeout)
             .user_agent(concat!("retryctl/", env!("CARGO_PKG_VERSION")))
             // A redirect to another host would carry the request (and its body) there: refuse
             // it and say where it pointed.
-            .redirect(reqwest::redirect::Policy::custom(|attempt| {
+            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
                 let first = &attempt.previous()[0];
+                if verbose {
+                    let from = attempt.previous().last().map_or("?", |u| u.as_str());
+                    let line = format!(
+                        "redirected ({}): {} -> {}",
+                        attempt.status(),
+                        redact_url(from),
+                        redact_url(attempt.url().as_str())
+                    );
+                    redirect_log.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+                }
                 let same = attempt.url().host_str() == first.host_str()
                     && attempt.url().port_or_known_default() == first.port_or_known_default();
                 if !same {
@@ -348,6 +369,7 @@ impl Client {
             http,
             dialect: Cell::new(None),
             etags: RefCell::new(HashMap::new()),
+            redirects,
         })
     }
 
@@ -365,11 +387,31 @@ impl Client {
 
     /// Every policy, ordered by name as the server lists them.
     pub fn list_policies(&self) -> Result<Vec<RetryPolicy>> {
-        let v = self.json(Method::GET, "/v1/retry-policies", None)?;
+        let path = "/v1/retry-policies";
+        let v = self.json(Method::GET, path, None)?;
+        // Only `{"retryPolicies":[...]}` or `{}` (none, zero values omitted) is a list: any
+        // other shape is another API (`[...]`, `{"items":[...]}`), and reading it as "no
+        // policies" would tell a script that the server is empty.
+        const EXPECTED: &str = "expected `{\"retryPolicies\": [...]}` (or `{}` when there are none)";
+        let shape = match &v {
+            Value::Object(m) => {
+                let other: Vec<String> = m
+                    .keys()
+                    .filter(|k| *k != "retryPolicies")
+                    .map(|k| format!("`{k}`"))
+                    .collect();
+                (!other.is_empty()).then(|| format!("an object with {}", other.join(", ")))
+            }
+            Value::Array(_) => Some("a JSON array".to_string()),
+            other => Some(format!("`{}`", snippet(&other.to_string()))),
+        };
+        if let Some(got) = shape {
+            return Err(self.bad_body(Method::GET, path, &format!("{EXPECTED}, got {got}")));
+        }
         let items = match v.get("retryPolicies") {
             None | Some(Value::Null) => return Ok(Vec::new()),
             Some(Value::Array(a)) => a.clone(),
-            Some(_) => return Err(self.bad_body(Method::GET, "/v1/retry-policies", "`retryPolicies` is not a list")),
+            Some(_) => return Err(self.bad_body(Method::GET, path, "`retryPolicies` is not a list")),
         };
         items
             .iter()
@@ -735,6 +777,9 @@ impl Client {
                 Ok(r) => r.status() == StatusCode::SERVICE_UNAVAILABLE,
             };
             if self.config.verbose {
+                for line in self.redirects.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+                    log(&line);
+                }
                 let what = match &result {
                     Ok(r) => r.status().to_string(),
                     Err(e) if e.is_timeout() => "timed out".into(),
@@ -872,18 +917,6 @@ fn seg(name: &str) -> String {
         }
     }
     out
-}
-
-/// The URL with any `user:password@` removed.
-pub fn redact_url(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
-            let _ = u.set_username("");
-            let _ = u.set_password(None);
-            u.to_string().trim_end_matches('/').to_string() + if url.ends_with('/') { "/" } else { "" }
-        }
-        _ => url.to_string(),
-    }
 }
 
 /// The innermost cause of a transport error, which is the one that says what happened
@@ -1050,7 +1083,7 @@ mod tests {
     #[test]
     fn names_cannot_change_the_route_and_urls_hide_passwords() {
         assert_eq!(seg("a/../b c"), "a%2F..%2Fb%20c");
-        assert_eq!(redact_url("http://u:secret@h:1/v1/x"), "http://h:1/v1/x");
+        assert_eq!(redact_url("http://u:secret@h:1/v1/x"), "http://u:***@h:1/v1/x");
         assert_eq!(redact_url("http://h:1/v1/x"), "http://h:1/v1/x");
     }
 }

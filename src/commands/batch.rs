@@ -51,7 +51,7 @@ pub fn probe(ctx: &mut Context) -> anyhow::Result<Option<Remote>> {
                 ctx.err,
                 "note: the server at {} is unreachable: checked the files alone; names and \
                  attached policies were not checked against the server",
-                conn.client.base_url()
+                crate::redact::redact_url(conn.client.base_url())
             )?;
             Ok(None)
         }

@@ -61,7 +61,10 @@ fn get_contexts(ctx: &mut Context, file: &ConfigFile) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for n in &names {
         let c = file.context(Some(n))?;
-        let url = c.armada_rest_url.or(c.armada_url).unwrap_or_else(|| "-".into());
+        let url = c
+            .armada_rest_url
+            .or(c.armada_url)
+            .map_or_else(|| "-".into(), |u| crate::redact::redact_url(&u));
         let auth = if c.basic_auth.is_some() {
             "basic"
         } else if c.bearer_token.is_some() {

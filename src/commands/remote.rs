@@ -42,7 +42,7 @@ impl Remote {
             ),
             ClientError::NoRoute { .. } => err.with_hint(format!(
                 "check that {} is the Armada REST (HTTP gateway) URL, not the gRPC port",
-                self.settings.url
+                crate::redact::redact_url(&self.settings.url)
             )),
             ClientError::Incompatible { fields, .. } => {
                 if fields.iter().any(|f| f == "retryLimit") {

@@ -18,7 +18,7 @@ pub fn run(ctx: &mut Context, args: &VersionArgs) -> anyhow::Result<ExitCode> {
                 .client
                 .dialect_name()
                 .map_err(|e| conn.fail("cannot ask the server its dialect", e))?;
-            Ok((conn.client.base_url().to_string(), dialect))
+            Ok((crate::redact::redact_url(conn.client.base_url()), dialect))
         }))
     };
     let found = server.as_ref().and_then(|s| s.as_ref().ok());

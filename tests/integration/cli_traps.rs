@@ -195,3 +195,19 @@ fn version_as_json() {
     assert_eq!(v["server"]["dialect"], "v1");
     assert_eq!(v["server"]["url"], srv.url.as_str());
 }
+
+/// A `--listen` that is not `HOST:PORT` is a usage error (exit 2) saying what is expected.
+#[test]
+fn a_bad_listen_address_is_a_usage_error() {
+    let home = temp_home();
+    for addr in ["nonsense", "127.0.0.1:99999", ":8080"] {
+        let out = exchange(retryctl(home.path()).args(["serve", "--in-memory", "--listen", addr]));
+        assert_eq!(
+            out,
+            format!(
+                "exit: 2\n--- stdout\n--- stderr\nerror: invalid `--listen` address `{addr}`: expected \
+                 HOST:PORT with a port from 0 to 65535, such as `127.0.0.1:8080` or `0.0.0.0:8443`\n"
+            )
+        );
+    }
+}

@@ -372,3 +372,29 @@ fn server_refusing_a_delete_after_the_check_names_its_reason_exit_1() {
     error: cannot delete retry policy `p1`: the server answered 400 Bad Request (FailedPrecondition): retry policy "p1" is in use by queues: "q9"
     "#);
 }
+
+/// A 200 list answer of another shape is an unexpected answer (exit 4) naming the expected
+/// shape, never "no retry policies found" with exit 0; `{}` is the empty list.
+#[test]
+fn a_wrong_shaped_policy_list_is_exit_4() {
+    let home = temp_home();
+    for (body, got) in [
+        (json!([{"name": "p"}]), "a JSON array"),
+        (json!({"items": []}), "an object with `items`"),
+        (json!({"retryPolicies": [], "items": []}), "an object with `items`"),
+    ] {
+        let stub = Stub::start(move |_| Reply::json(200, body.clone()).v1());
+        let out = run(home.path(), &stub.url, &["get", "retrypolicies"]);
+        assert_eq!(
+            out,
+            format!(
+                "exit: 4\n--- stdout\n--- stderr\nerror: cannot list retry policies: unexpected answer \
+                 to GET URL/v1/retry-policies: HTTP 200: cannot read the body: expected \
+                 `{{\"retryPolicies\": [...]}}` (or `{{}}` when there are none), got {got}\n"
+            )
+        );
+    }
+    let stub = Stub::start(|_| Reply::json(200, json!({})).v1());
+    let out = run(home.path(), &stub.url, &["get", "retrypolicies"]);
+    assert!(out.starts_with("exit: 0\n"), "{out}");
+}

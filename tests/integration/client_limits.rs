@@ -67,7 +67,82 @@ fn a_password_in_the_url_is_masked_in_errors() {
     let text = format_output(&out);
     assert!(!text.contains("s3cret"), "{text}");
     assert!(
-        text.contains("cannot reach the Armada server at http://127.0.0.1:9"),
+        text.contains("cannot reach the Armada server at http://admin:***@127.0.0.1:9"),
         "{text}"
     );
+}
+
+/// `version` and the `-v` request log show a URL's password and token masked, never as given.
+#[test]
+fn a_password_in_the_url_is_masked_in_version_and_the_request_log() {
+    let stub = Stub::start(|_| Reply::json(200, serde_json::json!({})).v1());
+    let home = temp_home();
+    let with_secret = stub.url.replace("http://", "http://admin:s3cret@");
+    let masked = stub.url.replace("http://", "http://admin:***@");
+    let out = retryctl(home.path())
+        .env("ARMADA_URL", &with_secret)
+        .args(["-v", "version"])
+        .output()
+        .unwrap();
+    let text = format_output(&out);
+    assert!(!text.contains("s3cret"), "{text}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "client: retryctl {}\nserver: {masked} (dialect: v1)\n",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+    assert!(
+        text.contains(&format!("retryctl: GET {masked}/health (auth: anonymous)\n")),
+        "{text}"
+    );
+    let out = retryctl(home.path())
+        .env("ARMADA_URL", &with_secret)
+        .args(["version", "-o", "json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["server"]["url"], masked.as_str());
+}
+
+/// `-v` shows every redirect the client follows, with the URLs masked.
+#[test]
+fn verbose_shows_redirects() {
+    let stub = Stub::start(|r| {
+        if r.path == "/v1/retry-policies" {
+            let mut reply = Reply::text(307, "text/plain", "");
+            reply.headers.push(("Location".into(), "/v1/moved?token=t0k".into()));
+            reply
+        } else {
+            Reply::json(200, serde_json::json!({})).v1()
+        }
+    });
+    let home = temp_home();
+    let with_secret = stub.url.replace("http://", "http://admin:s3cret@");
+    let out = retryctl(home.path())
+        .env("ARMADA_URL", &with_secret)
+        .args(["-v", "get", "retrypolicies"])
+        .output()
+        .unwrap();
+    let text = format_output(&out);
+    assert!(text.starts_with("exit: 0\n"), "{text}");
+    assert!(!text.contains("s3cret") && !text.contains("t0k"), "{text}");
+    // reqwest has taken the user info out of the URL by then (it is sent as basic auth).
+    let url = &stub.url;
+    assert!(
+        text.contains(&format!(
+            "retryctl: redirected (307 Temporary Redirect): {url}/v1/retry-policies -> {url}/v1/moved?token=***\n"
+        )),
+        "{text}"
+    );
+    let paths: Vec<_> = stub.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(paths, ["/v1/retry-policies", "/v1/moved?token=t0k"]);
+    // Without `-v`, nothing about it.
+    let out = retryctl(home.path())
+        .env("ARMADA_URL", &stub.url)
+        .args(["get", "retrypolicies"])
+        .output()
+        .unwrap();
+    assert!(!format_output(&out).contains("redirected"));
 }

@@ -105,7 +105,7 @@ fn unknown_context_suggests_the_nearest() {
     let out = exchange(retryctl(home.path()).args(["config", "use-context", "prd"]))
         .replace(&home.path().display().to_string(), "HOME");
     insta::assert_snapshot!(out, @r"
-    exit: 2
+    exit: 1
     --- stdout
     --- stderr
     error: context `prd` not found under `contexts` in `HOME/.armadactl.yaml`
@@ -171,4 +171,115 @@ fn a_context_without_a_config_file_is_a_usage_error() {
 
     hint: create it (armadactl's format), or name one with `--config FILE`
     ");
+}
+
+/// `config use-context nope` is a failed operation (exit 1, as kubectl's), and the file is
+/// left as it was.
+#[test]
+fn use_context_of_an_unknown_name_exits_1() {
+    let home = home_with_config();
+    let out = exchange(retryctl(home.path()).args(["config", "use-context", "nope"]))
+        .replace(&home.path().display().to_string(), "HOME");
+    assert_eq!(
+        out,
+        "exit: 1\n--- stdout\n--- stderr\nerror: context `nope` not found under `contexts` in \
+         `HOME/.armadactl.yaml`\n\nhint: defined contexts: `local`, `prod`, `ci`\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.path().join(".armadactl.yaml")).unwrap(),
+        CONFIG
+    );
+}
+
+/// A password or token in a context's URL is masked in `config view` and `get-contexts`.
+#[test]
+fn urls_with_passwords_are_masked_in_view_and_get_contexts() {
+    let home = temp_home();
+    std::fs::write(
+        home.path().join(".armadactl.yaml"),
+        "currentContext: a\ncontexts:\n  a:\n    armadaRestUrl: https://bob:hunter3@armada.example.com/?access_token=t0k&x=1\n  b:\n    armadaUrl: https://carol:pa55@grpc.example:443\n",
+    )
+    .unwrap();
+    let out = exchange(retryctl(home.path()).args(["config", "view"]));
+    assert_eq!(
+        out,
+        "exit: 0\n--- stdout\ncurrentContext: a\ncontexts:\n  a:\n    armadaRestUrl: \
+         https://bob:***@armada.example.com/?access_token=***&x=1\n  b:\n    armadaUrl: \
+         https://carol:***@grpc.example:443\n--- stderr\n"
+    );
+    let out = exchange(retryctl(home.path()).args(["config", "get-contexts"]));
+    for secret in ["hunter3", "t0k", "pa55"] {
+        assert!(!out.contains(secret), "{out}");
+    }
+    assert!(
+        out.contains("a      https://bob:***@armada.example.com/?access_token=***&x=1"),
+        "{out}"
+    );
+    assert!(out.contains("b      https://carol:***@grpc.example:443"), "{out}");
+}
+
+/// armadactl's most common file: a context with only the gRPC `armadaUrl`. Refused (exit 2)
+/// naming `armadaRestUrl`, never silently sent to http://localhost:8080; `--armada-url`
+/// still works with it.
+#[test]
+fn a_grpc_only_context_is_refused_naming_armada_rest_url() {
+    let home = temp_home();
+    std::fs::write(
+        home.path().join(".armadactl.yaml"),
+        "currentContext: b\ncontexts:\n  b:\n    armadaUrl: grpc.example:50051\n",
+    )
+    .unwrap();
+    let out = exchange(retryctl(home.path()).args(["get", "rp"])).replace(&home.path().display().to_string(), "HOME");
+    assert_eq!(
+        out,
+        "exit: 2\n--- stdout\n--- stderr\nerror: context `b` sets only `armadaUrl: grpc.example:50051`, \
+         a gRPC address; retryctl speaks Armada's REST API and needs `armadaRestUrl`\n\nhint: add \
+         `armadaRestUrl: https://HOST` (the URL of Armada's REST gateway) to context `b` in \
+         `HOME/.armadactl.yaml`, or pass `--armada-url URL` (or set `$ARMADA_URL`)\n"
+    );
+    let server = crate::support::server::TestServer::start();
+    let out = exchange(retryctl(home.path()).args(["--armada-url", &server.url, "get", "rp"]));
+    assert!(out.starts_with("exit: 0\n"), "{out}");
+}
+
+/// execAuth through the binary against a real `retryctl serve --token-file`: the helper's
+/// token is accepted; a helper printing two lines is an auth error (exit 5) that names the
+/// command and never shows what it printed.
+#[test]
+fn exec_auth_against_serve_with_a_token_file() {
+    let home = temp_home();
+    let tokens = home.path().join("tokens");
+    std::fs::write(&tokens, "tok-exec\n").unwrap();
+    let serve = crate::serve_process::spawn(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--in-memory",
+        "--token-file",
+        tokens.to_str().unwrap(),
+    ]);
+    std::fs::write(
+        home.path().join(".armadactl.yaml"),
+        format!(
+            "currentContext: ok\ncontexts:\n  ok:\n    armadaRestUrl: {0}\n    execAuth: {{cmd: sh, args: ['-c', 'echo tok-$N; sleep 30 &'], env: [{{name: N, value: exec}}]}}\n  two-lines:\n    armadaRestUrl: {0}\n    execAuth: {{cmd: sh, args: ['-c', 'echo tok-exec; echo tok-other']}}\n  wrong:\n    armadaRestUrl: {0}\n    execAuth: {{cmd: sh, args: ['-c', 'echo tok-wrong']}}\n",
+            serve.url
+        ),
+    )
+    .unwrap();
+    // The helper leaves a child holding its stdout: the token is taken when the helper exits.
+    let started = std::time::Instant::now();
+    let out = exchange(retryctl(home.path()).args(["get", "rp", "-o", "json"]));
+    assert!(out.starts_with("exit: 0\n--- stdout\n{"), "{out}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(25),
+        "waited for the child"
+    );
+    let out = exchange(retryctl(home.path()).args(["-c", "two-lines", "get", "rp"]));
+    assert_eq!(
+        out,
+        "exit: 5\n--- stdout\n--- stderr\nerror: execAuth command `sh` printed 2 non-empty lines; \
+         expected the bearer token alone on one line (not shown here: it may hold secrets)\n"
+    );
+    // The server checks the token: a wrong one is refused (exit 5).
+    let out = exchange(retryctl(home.path()).args(["-c", "wrong", "get", "rp"]));
+    assert!(out.starts_with("exit: 5\n"), "{out}");
 }

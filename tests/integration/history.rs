@@ -436,7 +436,7 @@ fn rest_source_errors_exit_4_and_5() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.starts_with(&format!(
-            "error: Lookout at `http://127.0.0.1:{port}/api/v1/jobs` is unreachable: Connection refused"
+            "error: Lookout at `http://me:***@127.0.0.1:{port}/api/v1/jobs` is unreachable: Connection refused"
         )),
         "{err}"
     );

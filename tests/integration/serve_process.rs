@@ -12,15 +12,15 @@ use crate::support::{format_output, retryctl, temp_home};
 
 /// A `retryctl serve` child process; stderr after the startup line is collected in the
 /// background (the request log would otherwise fill the pipe and stall the server).
-struct Proc {
+pub(crate) struct Proc {
     child: Child,
-    url: String,
+    pub(crate) url: String,
     first_line: String,
     rest: Arc<Mutex<Vec<String>>>,
     reader: Option<std::thread::JoinHandle<()>>,
 }
 
-fn spawn(args: &[&str]) -> Proc {
+pub(crate) fn spawn(args: &[&str]) -> Proc {
     spawn_home(args, Path::new("/nonexistent"))
 }
 

@@ -1,0 +1,135 @@
+//! Secrets in URLs: the one function that hides them before a URL is printed anywhere
+//! (error messages, `version`, `config view`, `config get-contexts`, the `-v` request log).
+//!
+//! Owns: [`redact_url`]. Must not: import any other module of the crate (everyone who
+//! prints a URL uses this, so it stays a leaf), or parse URLs strictly: it must also hide
+//! the password in a URL too broken to use, since that is the one an error message quotes.
+//!
+//! Decisions where SPEC is silent:
+//! - `user:password@` becomes `user:***@`, as SPEC §4 shows; a user without a password is
+//!   kept (a user name is not a secret, and `git@host`-style text must stay readable).
+//! - In the query and the fragment (OAuth puts `#access_token=` there), the value of every
+//!   parameter whose name says it is a credential becomes `***`: names containing `token`,
+//!   `password`, `passwd`, `secret` or `apikey`/`api_key`/`api-key`, and `key`, `sig`,
+//!   `signature`, `auth`, `authorization`. Other parameters are kept, for debugging.
+//! - The text is otherwise left exactly as given (no normalising): what the user typed is
+//!   what they see, minus the secrets.
+
+/// What a secret is replaced with.
+pub const MASK: &str = "***";
+
+/// `https://user:pass@host/p?token=t` → `https://user:***@host/p?token=***`. Text without a
+/// password or credential parameter comes back unchanged. A URL without a scheme
+/// (`user:pass@host:8080`, as `--armada-url` accepts) is masked the same way.
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (Some(scheme), rest),
+        None => (None, url),
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let mut out = String::with_capacity(url.len());
+    if let Some(scheme) = scheme {
+        out.push_str(scheme);
+        out.push_str("://");
+    }
+    // The last `@` ends the user info: a password may itself hold an `@`.
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            match userinfo.split_once(':') {
+                Some((user, _password)) => {
+                    out.push_str(user);
+                    out.push(':');
+                    out.push_str(MASK);
+                }
+                None => out.push_str(userinfo),
+            }
+            out.push('@');
+            out.push_str(host);
+        }
+        None => out.push_str(authority),
+    }
+    // Path, then `?query`, then `#fragment`; parameters in the last two.
+    let (before_fragment, fragment) = match tail.split_once('#') {
+        Some((b, f)) => (b, Some(f)),
+        None => (tail, None),
+    };
+    match before_fragment.split_once('?') {
+        Some((path, query)) => {
+            out.push_str(path);
+            out.push('?');
+            out.push_str(&mask_params(query));
+        }
+        None => out.push_str(before_fragment),
+    }
+    if let Some(fragment) = fragment {
+        out.push('#');
+        out.push_str(&mask_params(fragment));
+    }
+    out
+}
+
+/// `a=1&token=t` → `a=1&token=***`.
+fn mask_params(params: &str) -> String {
+    params
+        .split('&')
+        .map(|part| match part.split_once('=') {
+            Some((name, value)) if !value.is_empty() && is_secret_param(name) => format!("{name}={MASK}"),
+            _ => part.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn is_secret_param(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["token", "password", "passwd", "secret", "apikey", "api_key", "api-key"]
+        .iter()
+        .any(|s| name.contains(s))
+        || ["key", "sig", "signature", "auth", "authorization"].contains(&name.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url;
+
+    #[test]
+    fn passwords_and_credential_parameters_never_show() {
+        for (url, want) in [
+            ("https://user:pass@host", "https://user:***@host"),
+            ("http://u:secret@h:1/v1/x", "http://u:***@h:1/v1/x"),
+            ("http://u:p@w@h/db", "http://u:***@h/db"),
+            ("http://u:@h", "http://u:***@h"),
+            ("https://h/p?token=abc&x=1", "https://h/p?token=***&x=1"),
+            (
+                "https://h/?a=1&access_token=abc#id_token=def&state=s",
+                "https://h/?a=1&access_token=***#id_token=***&state=s",
+            ),
+            (
+                "https://h?API_KEY=k&sig=s&page=2",
+                "https://h?API_KEY=***&sig=***&page=2",
+            ),
+            ("admin:pw@localhost:8080", "admin:***@localhost:8080"),
+        ] {
+            assert_eq!(redact_url(url), want, "{url}");
+        }
+    }
+
+    #[test]
+    fn everything_else_is_kept_as_given() {
+        for url in [
+            "http://h:1/v1/x",
+            "http://h:1/",
+            "https://alice@host/path",
+            "grpc.example:50051",
+            "https://h/p?page=2&token=",
+            "not a url at all",
+            "",
+        ] {
+            assert_eq!(redact_url(url), url);
+        }
+        // Masking twice is masking once.
+        let once = redact_url("https://u:p@h?token=t");
+        assert_eq!(redact_url(&once), once);
+    }
+}
