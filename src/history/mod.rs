@@ -41,32 +41,18 @@ pub type Source<'a> = Box<dyn Iterator<Item = anyhow::Result<Item>> + 'a>;
 /// `postgresql://user:secret@host/db` → `postgresql://user:***@host/db`; in key=value form,
 /// `password=secret` → `password=***`. Never prints a password, whatever the DSN's shape.
 pub fn mask_dsn(dsn: &str) -> String {
-    if let Some((scheme, rest)) = dsn.split_once("://") {
-        let (authority, tail) = match rest.find(['/', '?']) {
-            Some(i) => rest.split_at(i),
-            None => (rest, ""),
-        };
-        let authority = match authority.rsplit_once('@') {
-            Some((user, host)) => match user.split_once(':') {
-                Some((u, _)) => format!("{u}:***@{host}"),
-                None => format!("{user}@{host}"),
-            },
-            None => authority.to_string(),
-        };
-        let tail = match tail.split_once('?') {
-            Some((path, query)) => format!("{path}?{}", mask_password_param(query, '&')),
-            None => tail.to_string(),
-        };
-        return format!("{scheme}://{authority}{tail}");
+    if dsn.contains("://") {
+        return crate::redact::redact_url(dsn);
     }
-    mask_password_param(dsn, ' ')
+    mask_password_param(dsn)
 }
 
-fn mask_password_param(text: &str, sep: char) -> String {
+/// Key=value DSNs (`host=db password=x`): the URL form goes through [`crate::redact`].
+fn mask_password_param(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for (i, part) in text.split(sep).enumerate() {
+    for (i, part) in text.split(' ').enumerate() {
         if i > 0 {
-            out.push(sep);
+            out.push(' ');
         }
         if part.starts_with("password=") {
             out.push_str("password=***");
