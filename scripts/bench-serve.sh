@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# `retryctl serve` against its own stack (issue 12 item 8): GET throughput of serve and of an
+# axum hello-world (examples/hello_axum.rs: the same axum + tokio, one route, no middleware)
+# with each server pinned to core 0 and wrk pinned to core 1, side by side, then the ratio.
+# Bar: serve's GET within 1.25x of the hello-world (ratio hello / serve <= 1.25).
+#
+# Usage: scripts/bench-serve.sh [DURATION_SECONDS (default 5)] [CONNECTIONS (default 16)]
+#   BIN=path/to/retryctl scripts/bench-serve.sh   measures another build of retryctl.
+# Needs wrk (Debian package `wrk`), taskset (util-linux) and 2 cores.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+duration="${1:-5}"
+conns="${2:-16}"
+command -v wrk >/dev/null || { echo "bench-serve.sh: wrk is not installed (apt-get install -y wrk)" >&2; exit 2; }
+[ "$(nproc)" -ge 2 ] || { echo "bench-serve.sh: needs 2 cores (server on one, wrk on the other)" >&2; exit 2; }
+bin="${BIN:-target/release/retryctl}"
+hello=target/release/examples/hello_axum
+[ -x "$bin" ] || cargo build --release --locked --bin retryctl
+[ -x "$hello" ] || cargo build --release --locked --example hello_axum
+
+tmp="$(mktemp -d)"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# start LOGFILE CMD...: runs CMD pinned to core 0 and prints the URL it announces.
+start() {
+  local log="$1"; shift
+  taskset -c 0 "$@" 2>"$log" &
+  pids+=($!)
+  for _ in $(seq 100); do grep -q 'listening on' "$log" 2>/dev/null && break; sleep 0.05; done
+  grep -o 'http://127.0.0.1:[0-9]*' "$log" | head -1
+}
+
+# rps URL: requests per second wrk measured (one thread on core 1), and its p99.
+measure() {
+  taskset -c 1 wrk -t1 -c"$conns" -d"${duration}s" --latency "$1" >"$tmp/wrk.out"
+  if grep -q 'Non-2xx\|Socket errors' "$tmp/wrk.out"; then cat "$tmp/wrk.out" >&2; echo "bench-serve.sh: errors" >&2; exit 1; fi
+  local rps p99
+  rps="$(awk '/Requests\/sec/ {print $2}' "$tmp/wrk.out")"
+  p99="$(awk '$1 == "99%" {print $2}' "$tmp/wrk.out")"
+  echo "$rps $p99"
+}
+
+hello_url="$(start "$tmp/hello.log" "$hello")"
+serve_url="$(start "$tmp/serve.log" "$bin" serve --listen 127.0.0.1:0 --db "$tmp/armada.db")"
+[ -n "$hello_url" ] && [ -n "$serve_url" ] || { echo "bench-serve.sh: a server did not start" >&2; cat "$tmp"/*.log >&2; exit 1; }
+curl -fsS -XPOST "$serve_url/v1/retry-policy" -H "Content-Type: application/json" \
+  -d '{"name":"bench","retryLimit":3,"defaultAction":"Fail","rules":[{"action":"Retry","onCategory":"oom"}]}' >/dev/null
+
+echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); servers on core 0, wrk -t1 -c$conns -d${duration}s on core 1"
+out="$(measure "$hello_url/")"; read -r h_rps h_p99 <<<"$out"
+printf '%-40s %10s req/s  p99 %s\n' "axum hello-world GET /" "$h_rps" "$h_p99"
+out="$(measure "$serve_url/v1/retry-policy/bench")"; read -r s_rps s_p99 <<<"$out"
+printf '%-40s %10s req/s  p99 %s\n' "serve GET /v1/retry-policy/bench" "$s_rps" "$s_p99"
+out="$(measure "$serve_url/health")"; read -r x_rps x_p99 <<<"$out"
+printf '%-40s %10s req/s  p99 %s\n' "serve GET /health" "$x_rps" "$x_p99"
+echo "request log lines written: $(grep -c 'retryctl serve: GET' "$tmp/serve.log")"
+awk -v h="$h_rps" -v s="$s_rps" 'BEGIN { printf "ratio: hello-world / serve GET = %.2f (bar <= 1.25)\n", h / s }'
