@@ -214,3 +214,68 @@ fn idle_sockets_at_the_cap_lock_nobody_out_for_long() {
         other => panic!("the idle socket is still open: {other:?}"),
     }
 }
+
+/// SPEC §6 and issue 10: the real process under `ulimit -n 1024`, 1,100 sockets opened
+/// against it and left silent (more than its file limit allows it to hold), then a new
+/// client's `/health` still answers: the connection cap keeps the server below its limit and
+/// the idle timeout frees the held sockets (so this test takes about one idle timeout).
+#[test]
+fn eleven_hundred_idle_sockets_under_ulimit_1024_lock_nobody_out() {
+    // The test itself needs more than 1,100 descriptors: raise its soft limit to the hard one.
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the struct they are given.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
+        if lim.rlim_cur < 4096 && lim.rlim_max > lim.rlim_cur {
+            lim.rlim_cur = lim.rlim_max.min(65_536);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+    let home = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"ulimit -n 1024 && exec "$0" serve --listen "127.0.0.1:$1" --in-memory 2>/dev/null"#)
+        .arg(assert_cmd::cargo::cargo_bin("retryctl"))
+        .arg(port.to_string())
+        .env_clear()
+        .env("HOME", home.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Kill(child);
+    let addr = format!("127.0.0.1:{port}");
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(started.elapsed().as_secs() < 20, "serve did not come up");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let idle: Vec<std::net::TcpStream> = (0..1_100)
+        .map(|i| std::net::TcpStream::connect(&addr).unwrap_or_else(|e| panic!("socket {i}: {e}")))
+        .collect();
+    // A liveness bound far above the idle timeout (10 s), not a performance assertion.
+    let resp = reqwest::blocking::Client::builder()
+        .timeout(std::time::Duration::from_secs(60))
+        .build()
+        .unwrap()
+        .get(format!("http://{addr}/health"))
+        .send()
+        .expect("/health answers after the idle sockets time out");
+    assert_eq!(resp.status().as_u16(), 200);
+    assert!(child.0.try_wait().unwrap().is_none(), "the server is still running");
+    drop(idle);
+}
