@@ -9,7 +9,9 @@
 //! silent success. A policy still attached to queues is refused, naming them, before
 //! anything changes; `--detach` removes it from each queue (read-modify-write, other fields
 //! kept) and then deletes it. The check is made here rather than left to the server because
-//! upstream servers do not make it. Names are handled in order; the first failure stops.
+//! upstream servers do not make it. Names are handled in order; as in kubectl, a name that
+//! cannot be deleted (missing, still attached) is reported and the others still go (exit 1
+//! at the end), while an error that would hit every name (unreachable, auth) stops the run.
 //! `--dry-run` reads, reports what would happen, and writes nothing.
 
 use crate::app::Context;
@@ -86,13 +88,24 @@ fn delete(ctx: &mut Context, plan: &Plan) -> anyhow::Result<ExitCode> {
         .filter(|(k, _)| *k == Kind::Queue)
         .map(|(_, n)| n.as_str())
         .collect();
+    // Like kubectl, a resource that cannot be deleted (missing, still attached) does not
+    // stop the others: its error is printed and the run ends with exit 1. Anything else
+    // (unreachable, auth, a broken answer) would fail every later one the same way: stop.
+    let mut code = ExitCode::Success;
     for (kind, name) in &plan.targets {
-        match kind {
-            Kind::Queue => delete_queue(ctx, &conn, name, plan, dry)?,
-            _ => delete_policy(ctx, &conn, name, plan, dry, &queues_going)?,
+        let done = match kind {
+            Kind::Queue => delete_queue(ctx, &conn, name, plan, dry),
+            _ => delete_policy(ctx, &conn, name, plan, dry, &queues_going),
+        };
+        match done {
+            Ok(()) => {}
+            Err(e) if crate::error::exit_code_of(&e) == ExitCode::Failure => {
+                code = crate::error::report(&e, ctx.err);
+            }
+            Err(e) => return Err(e),
         }
     }
-    Ok(ExitCode::Success)
+    Ok(code)
 }
 
 fn delete_policy(

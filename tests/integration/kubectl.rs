@@ -176,6 +176,27 @@ fn names_from_get_feed_delete_and_delete_f_goes_queues_first() {
     assert_eq!(s.ok(&["get", "q", "-o", "name"]), "");
 }
 
+/// kubectl's habit: a name that cannot be deleted is reported and the others still go;
+/// the run ends with exit 1.
+#[test]
+fn delete_goes_on_past_a_name_it_cannot_delete() {
+    let srv = TestServer::start();
+    let s = Session::new(&srv.url);
+    s.ok(&["apply", "-f", VALID]);
+    // `infra` is attached to ml-queue, `nope` does not exist; the two around them go.
+    assert_eq!(
+        s.run(&["delete", "rp", "backoff-override", "infra", "nope", "ml-training-retries"]),
+        "exit: 1\n--- stdout\nretrypolicy/backoff-override deleted\nretrypolicy/ml-training-retries deleted\n\
+         --- stderr\nerror: cannot delete retry policy `infra`: it is attached to queue `ml-queue`; nothing was changed\n\n\
+         hint: detach it from every queue and delete it with `retryctl delete retrypolicy infra --detach`, or detach it from one with `retryctl update queue ml-queue --remove-retry-policy infra`\n\
+         error: cannot delete retry policy `nope`: it does not exist\n\nhint: pass `--ignore-not-found` to skip missing names\n"
+    );
+    assert_eq!(
+        s.ok(&["get", "rp", "-o", "name"]),
+        "retrypolicy/container-targeting\nretrypolicy/infra\nretrypolicy/ml-training\nretrypolicy/ml-training-oom\n"
+    );
+}
+
 #[test]
 fn jsonpath_custom_columns_sort_by_and_no_headers() {
     let srv = TestServer::start();
