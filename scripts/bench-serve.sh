@@ -27,13 +27,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start LOGFILE CMD...: runs CMD pinned to core 0 and prints the URL it announces.
+# start VAR LOGFILE CMD...: runs CMD pinned to core 0 and sets VAR to the URL it announces.
+# (Not a command substitution: the server would hold its pipe open and the substitution would
+# never end, and the pid would be recorded in a subshell.)
 start() {
-  local log="$1"; shift
-  taskset -c 0 "$@" 2>"$log" &
+  local var="$1" log="$2"; shift 2
+  taskset -c 0 "$@" >/dev/null 2>"$log" &
   pids+=($!)
   for _ in $(seq 100); do grep -q 'listening on' "$log" 2>/dev/null && break; sleep 0.05; done
-  grep -o 'http://127.0.0.1:[0-9]*' "$log" | head -1
+  printf -v "$var" '%s' "$(grep -o 'http://127.0.0.1:[0-9]*' "$log" | head -1)"
 }
 
 # rps URL: requests per second wrk measured (one thread on core 1), and its p99.
@@ -46,8 +48,8 @@ measure() {
   echo "$rps $p99"
 }
 
-hello_url="$(start "$tmp/hello.log" "$hello")"
-serve_url="$(start "$tmp/serve.log" "$bin" serve --listen 127.0.0.1:0 --db "$tmp/armada.db")"
+start hello_url "$tmp/hello.log" "$hello"
+start serve_url "$tmp/serve.log" "$bin" serve --listen 127.0.0.1:0 --db "$tmp/armada.db"
 [ -n "$hello_url" ] && [ -n "$serve_url" ] || { echo "bench-serve.sh: a server did not start" >&2; cat "$tmp"/*.log >&2; exit 1; }
 curl -fsS -XPOST "$serve_url/v1/retry-policy" -H "Content-Type: application/json" \
   -d '{"name":"bench","retryLimit":3,"defaultAction":"Fail","rules":[{"action":"Retry","onCategory":"oom"}]}' >/dev/null
