@@ -2273,7 +2273,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__serve)
-            opts="-c -v -h -V --listen --db --in-memory --basic-auth --token --basic-auth-file --token-file --allow-anonymous --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-c -v -h -V --listen --db --in-memory --basic-auth --token --basic-auth-file --token-file --allow-anonymous --tls-cert --tls-key --armada-url --context --config --timeout --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2300,6 +2300,14 @@ _retryctl() {
                     return 0
                     ;;
                 --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-key)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

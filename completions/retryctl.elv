@@ -918,6 +918,8 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --token 'Require this bearer token (repeatable)'
             cand --basic-auth-file 'Read accepted `user:password` lines from FILE (kept out of argv and `ps`)'
             cand --token-file 'Read accepted bearer tokens, one per line, from FILE'
+            cand --tls-cert 'Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key'
+            cand --tls-key 'The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1)'
             cand --armada-url 'Armada REST base URL (default: $ARMADA_URL, the context''s `armadaRestUrl`, then http://localhost:8080)'
             cand -c 'Context of the config file to use instead of its `currentContext`'
             cand --context 'Context of the config file to use instead of its `currentContext`'

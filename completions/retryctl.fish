@@ -802,6 +802,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l basic-auth -
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l token -d 'Require this bearer token (repeatable)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l basic-auth-file -d 'Read accepted `user:password` lines from FILE (kept out of argv and `ps`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l token-file -d 'Read accepted bearer tokens, one per line, from FILE' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l tls-cert -d 'Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l tls-key -d 'The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F

@@ -758,6 +758,14 @@ pub struct ServeArgs {
     /// Allow listening on a non-loopback address without authentication.
     #[arg(long)]
     pub allow_anonymous: bool,
+
+    /// Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -856,7 +864,8 @@ const EX_SIMULATE: &str = "Examples:\n  retryctl simulate -f policies/ --history
 const EX_SERVE: &str =
     "Examples:\n  retryctl serve --in-memory                           # http://127.0.0.1:8080, nothing kept
   retryctl serve --db ./armada.db --listen 127.0.0.1:9090
-  retryctl serve --listen 0.0.0.0:8080 --token s3cret";
+  retryctl serve --listen 0.0.0.0:8080 --token s3cret
+  retryctl serve --tls-cert cert.pem --tls-key key.pem --token-file tokens   # https://";
 
 const EX_COMPLETION: &str = "Examples:\n  retryctl completion bash > /etc/bash_completion.d/retryctl
   retryctl completion zsh > \"${fpath[1]}/_retryctl\"
@@ -962,6 +971,7 @@ mod tests {
             "retryctl simulate -f p.yaml --history h.yaml -o json",
             "retryctl --armadaUrl http://x get queues",
             "retryctl serve --in-memory --listen 127.0.0.1:0",
+            "retryctl serve --in-memory --tls-cert c.pem --tls-key k.pem",
             "retryctl completion zsh",
             "retryctl config use-context prod",
             "retryctl create -f a.yaml --dry-run=server",
@@ -989,6 +999,8 @@ mod tests {
             ("retryctl get rp -o xml", ErrorKind::InvalidValue),
             ("retryctl get rp -o jsonpath=", ErrorKind::InvalidValue),
             ("retryctl serve --db x --in-memory", ErrorKind::ArgumentConflict),
+            ("retryctl serve --tls-cert c.pem", ErrorKind::MissingRequiredArgument),
+            ("retryctl serve --tls-key k.pem", ErrorKind::MissingRequiredArgument),
             ("retryctl completion tcsh", ErrorKind::InvalidValue),
         ];
         for (line, kind) in bad {
