@@ -58,6 +58,15 @@ pub struct GlobalArgs {
     )]
     pub timeout: String,
 
+    /// Also trust the CA certificates of this PEM file for `https://` (default: the context's
+    /// `certificateAuthority`).
+    #[arg(long, global = true, help_heading = "Global options", value_name = "FILE")]
+    pub certificate_authority: Option<PathBuf>,
+
+    /// Do not verify the server's TLS certificate (insecure: warns on every run).
+    #[arg(long, global = true, help_heading = "Global options")]
+    pub insecure_skip_tls_verify: bool,
+
     /// Log each request and its status to stderr (credentials are never printed).
     #[arg(short = 'v', long, global = true, help_heading = "Global options", action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -68,7 +77,15 @@ pub struct GlobalArgs {
 }
 
 /// The global flags that only matter when a command talks to a server.
-const SERVER_FLAGS: [&str; 5] = ["armada_url", "context", "config", "timeout", "verbose"];
+const SERVER_FLAGS: [&str; 7] = [
+    "armada_url",
+    "context",
+    "config",
+    "timeout",
+    "certificate_authority",
+    "insecure_skip_tls_verify",
+    "verbose",
+];
 
 /// Commands that never talk to a server: their help does not show [`SERVER_FLAGS`] (still
 /// accepted, as global flags are, so a shell alias that adds `--context` keeps working).
@@ -972,6 +989,8 @@ mod tests {
             "retryctl --armadaUrl http://x get queues",
             "retryctl serve --in-memory --listen 127.0.0.1:0",
             "retryctl serve --in-memory --tls-cert c.pem --tls-key k.pem",
+            "retryctl --armada-url https://x --certificate-authority ca.pem get rp",
+            "retryctl get rp --insecure-skip-tls-verify",
             "retryctl completion zsh",
             "retryctl config use-context prod",
             "retryctl create -f a.yaml --dry-run=server",
