@@ -72,11 +72,16 @@ pub fn server_config(cert: &Path, key: &Path) -> Result<rustls::ServerConfig, Cl
         .with_no_client_auth()
         .with_single_cert(chain, private)
         .map_err(|e| {
+            let why = match e {
+                rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch) => {
+                    "the key is not the certificate's (their public keys differ)".to_string()
+                }
+                e => lower_first(&e.to_string()),
+            };
             CliError::invalid(format!(
-                "cannot use `--tls-key` file `{}` with `--tls-cert` file `{}`: {}",
+                "cannot use `--tls-key` file `{}` with `--tls-cert` file `{}`: {why}",
                 key.display(),
                 cert.display(),
-                lower_first(&e.to_string())
             ))
         })?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];

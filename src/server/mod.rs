@@ -60,8 +60,8 @@ pub struct Config {
     /// A connection on which no byte moved for this long is closed (SPEC §6: idle
     /// keep-alive timeout, 10 s).
     pub idle_timeout: std::time::Duration,
-    /// A request header (and, with TLS, the handshake before the first one) must arrive
-    /// within this, however slowly its bytes trickle (SPEC §6: 10 s).
+    /// The TLS handshake, and then each request header, must complete within this (each),
+    /// however slowly the bytes trickle (SPEC §6: header read timeout, 10 s).
     pub header_read_timeout: std::time::Duration,
     /// `--tls-cert` and `--tls-key`: speak HTTPS only.
     pub tls: Option<TlsFiles>,

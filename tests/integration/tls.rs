@@ -325,10 +325,9 @@ fn tls_flags_and_bad_files() {
     let other = rcgen::KeyPair::generate().unwrap();
     std::fs::write(pki.path("other.pem"), other.serialize_pem()).unwrap();
     let other = pki.arg("other.pem");
-    let out = serve(&["--tls-cert", &cert, "--tls-key", &other]);
-    assert!(
-        out.starts_with("exit: 3\n--- stdout\n--- stderr\nerror: cannot use `--tls-key` file `DIR/other.pem` with `--tls-cert` file `DIR/cert.pem`: "),
-        "{out}"
+    assert_eq!(
+        serve(&["--tls-cert", &cert, "--tls-key", &other]),
+        "exit: 3\n--- stdout\n--- stderr\nerror: cannot use `--tls-key` file `DIR/other.pem` with `--tls-cert` file `DIR/cert.pem`: the key is not the certificate's (their public keys differ)\n"
     );
     // The client's CA file: refused before anything is sent.
     assert_eq!(
@@ -435,5 +434,37 @@ fn a_silent_client_on_the_tls_port_is_bounded_by_the_header_read_timeout() {
     assert!(
         closed_by(&mut silent, Instant::now() + Duration::from_secs(10)),
         "the silent client is still connected"
+    );
+}
+
+/// The anonymous-mode `Host` check (DNS rebinding) and the idle timeout hold over TLS too.
+#[test]
+fn the_host_check_and_the_idle_timeout_hold_over_tls() {
+    let pki = Pki::new();
+    let mut config = Config::new("127.0.0.1:0", Location::InMemory);
+    config.tls = Some(pki.files());
+    config.idle_timeout = Duration::from_millis(500);
+    let s = TestServer::start_config(config);
+    let client = pki.client();
+    let url = format!("{}/v1/retry-policies", s.url);
+    let ok = client.get(&url).send().unwrap();
+    assert_eq!((ok.status().as_u16(), ok.text().unwrap()), (200, "{}".to_string()));
+    let rebound = client.get(&url).header("host", "evil.example").send().unwrap();
+    assert_eq!(rebound.status().as_u16(), 403);
+    assert_eq!(
+        rebound.text().unwrap(),
+        crate::serve::err(
+            7,
+            "host `evil.example` is not a loopback name or address; an anonymous server answers only requests addressed to localhost (protection against DNS rebinding)"
+        )
+    );
+    // A client that starts a handshake and then goes quiet is closed by the idle timeout
+    // (0.5 s) long before the header read timeout (10 s).
+    let addr = s.url.trim_start_matches("https://").to_string();
+    let mut quiet = std::net::TcpStream::connect(&addr).unwrap();
+    quiet.write_all(&[0x16, 0x03, 0x01]).unwrap();
+    assert!(
+        closed_by(&mut quiet, Instant::now() + Duration::from_secs(8)),
+        "still open"
     );
 }
