@@ -468,3 +468,32 @@ fn the_host_check_and_the_idle_timeout_hold_over_tls() {
         "still open"
     );
 }
+
+/// `history --lookout-url` uses the same TLS settings as the Armada connection: without the
+/// CA the certificate is refused; with it the TLS connection is made (this server is not
+/// Lookout, so the first request is then answered 404, which is past TLS).
+#[test]
+fn history_from_lookout_uses_the_tls_settings() {
+    let pki = Pki::new();
+    let p = pki.serve();
+    let home = temp_home();
+    let (url, dir) = (p.url.as_str(), pki.dir.path());
+    let history = |extra: &[&str]| {
+        let mut args = vec!["history", "--lookout-url", url, "--queue", "q"];
+        args.extend_from_slice(extra);
+        run(home.path(), &[], &args, url, dir)
+    };
+    assert_eq!(
+        history(&[]),
+        "exit: 4\n--- stdout\n--- stderr\nerror: Lookout at `URL/api/v1/jobs` is unreachable: invalid peer certificate: UnknownIssuer\n"
+    );
+    let not_lookout = "error: Lookout at `URL/api/v1/jobs` answered 404 Not Found: Not Found\n\n";
+    assert_eq!(
+        history(&["--certificate-authority", &pki.arg("cert.pem")]),
+        format!("exit: 4\n--- stdout\n--- stderr\n{not_lookout}")
+    );
+    assert_eq!(
+        history(&["--insecure-skip-tls-verify"]),
+        format!("exit: 4\n--- stdout\n--- stderr\nwarning: TLS certificate verification is off (`--insecure-skip-tls-verify`): anyone on the network path can read and change this connection, credentials included\n{not_lookout}")
+    );
+}
