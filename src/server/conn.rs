@@ -52,9 +52,7 @@ impl GuardedListener {
             idle,
         }
     }
-}
 
-impl GuardedListener {
     /// The next connection, once fewer than the cap are open.
     pub async fn accept(&self) -> (Guarded, std::net::SocketAddr) {
         // At the cap, stop accepting: new clients wait in the kernel's backlog until an idle
