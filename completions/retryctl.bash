@@ -377,7 +377,7 @@ _retryctl() {
 
     case "${cmd}" in
         retryctl)
-            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version validate create get update apply diff delete simulate serve completion config version describe explain schema history help"
+            opts="-c -v -h -V --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version validate create get update apply diff delete simulate serve completion config version describe explain schema history help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -403,6 +403,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -415,7 +419,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__apply)
-            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -453,6 +457,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -465,7 +473,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__completion)
-            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version bash elvish fish powershell zsh"
+            opts="-c -v -h -V --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -488,6 +496,10 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -503,7 +515,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__config)
-            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version view get-contexts current-context use-context help"
+            opts="-c -v -h -V --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version view get-contexts current-context use-context help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -529,6 +541,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -541,7 +557,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__config__subcmd__current__subcmd__context)
-            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-c -v -h -V --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -564,6 +580,10 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -579,7 +599,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__config__subcmd__get__subcmd__contexts)
-            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-c -v -h -V --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -602,6 +622,10 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -701,7 +725,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__config__subcmd__use__subcmd__context)
-            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-c -v -h -V --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -724,6 +748,10 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -739,7 +767,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__config__subcmd__view)
-            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-c -v -h -V --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -765,6 +793,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -777,7 +809,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__create)
-            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --verbose --color --help --version queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help"
+            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -812,6 +844,10 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -883,7 +919,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__create__subcmd__queue)
-            opts="-l -c -v -h -V --retry-policy --priority-factor --owner --group-owner --label --cordon --dry-run --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-l -c -v -h -V --retry-policy --priority-factor --owner --group-owner --label --cordon --dry-run --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -941,6 +977,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -953,7 +993,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__create__subcmd__retrypolicy)
-            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -991,6 +1031,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -1003,7 +1047,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__delete)
-            opts="-f -R -c -v -h -V --filename --recursive --ignore-not-found --detach --dry-run --armada-url --context --config --timeout --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
+            opts="-f -R -c -v -h -V --filename --recursive --ignore-not-found --detach --dry-run --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1038,6 +1082,10 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1109,7 +1157,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__delete__subcmd__queue)
-            opts="-c -v -h -V --ignore-not-found --dry-run --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-c -v -h -V --ignore-not-found --dry-run --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1136,6 +1184,10 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1151,7 +1203,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__delete__subcmd__retrypolicy)
-            opts="-c -v -h -V --ignore-not-found --dry-run --detach --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-c -v -h -V --ignore-not-found --dry-run --detach --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1181,6 +1233,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -1193,7 +1249,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__describe)
-            opts="-f -R -c -v -h -V --filename --recursive --scheduler-config --armada-url --context --config --timeout --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
+            opts="-f -R -c -v -h -V --filename --recursive --scheduler-config --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1228,6 +1284,10 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1299,7 +1359,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__describe__subcmd__queue)
-            opts="-f -R -c -v -h -V --filename --recursive --scheduler-config --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --filename --recursive --scheduler-config --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1334,6 +1394,10 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1349,7 +1413,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__describe__subcmd__retrypolicy)
-            opts="-f -R -c -v -h -V --filename --recursive --scheduler-config --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --filename --recursive --scheduler-config --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1387,6 +1451,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -1399,7 +1467,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__diff)
-            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1437,6 +1505,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -1449,7 +1521,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__explain)
-            opts="-c -v -h -V --recursive --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-c -v -h -V --recursive --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1475,6 +1547,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -1487,7 +1563,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__get)
-            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
+            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1526,6 +1602,10 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1597,7 +1677,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__get__subcmd__queue)
-            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1636,6 +1716,10 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1651,7 +1735,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__get__subcmd__retrypolicy)
-            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1690,6 +1774,10 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2153,7 +2241,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__history)
-            opts="-o -c -v -h -V --queue --jobset --job --since --from --to --lookout-db --lookout-url --output --output-file --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-o -c -v -h -V --queue --jobset --job --since --from --to --lookout-db --lookout-url --output --output-file --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2223,6 +2311,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -2235,7 +2327,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__schema)
-            opts="-c -v -h -V --armada-url --context --config --timeout --verbose --color --help --version retrypolicy queue failurehistory"
+            opts="-c -v -h -V --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy queue failurehistory"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2261,6 +2353,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -2273,7 +2369,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__serve)
-            opts="-c -v -h -V --listen --db --in-memory --basic-auth --token --basic-auth-file --token-file --allow-anonymous --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-c -v -h -V --listen --db --in-memory --basic-auth --token --basic-auth-file --token-file --allow-anonymous --tls-cert --tls-key --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2303,6 +2399,14 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --tls-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --armada-url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2323,6 +2427,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -2335,7 +2443,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__simulate)
-            opts="-f -R -o -c -v -h -V --filename --recursive --history --baseline --exit-code --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --from-server --strict --output --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-f -R -o -c -v -h -V --filename --recursive --history --baseline --exit-code --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --from-server --strict --output --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2409,6 +2517,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -2421,7 +2533,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__update)
-            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --verbose --color --help --version queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help"
+            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2456,6 +2568,10 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2527,7 +2643,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__update__subcmd__queue)
-            opts="-l -c -v -h -V --retry-policy --priority-factor --owner --group-owner --label --cordon --dry-run --add-retry-policy --remove-retry-policy --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-l -c -v -h -V --retry-policy --priority-factor --owner --group-owner --label --cordon --dry-run --add-retry-policy --remove-retry-policy --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2593,6 +2709,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -2605,7 +2725,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__update__subcmd__retrypolicy)
-            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2643,6 +2763,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -2655,7 +2779,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__validate)
-            opts="-f -R -o -c -v -h -V --filename --recursive --strict --output --scheduler-config --upstream --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-f -R -o -c -v -h -V --filename --recursive --strict --output --scheduler-config --upstream --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2701,6 +2825,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -2713,7 +2841,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__version)
-            opts="-o -c -v -h -V --client --output --armada-url --context --config --timeout --verbose --color --help --version"
+            opts="-o -c -v -h -V --client --output --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2744,6 +2872,10 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_retryctl_global_optspecs
-    string join \n armada-url= c/context= config= timeout= v/verbose color= h/help V/version
+    string join \n armada-url= c/context= config= timeout= certificate-authority= insecure-skip-tls-verify v/verbose color= h/help V/version
 end
 
 function __fish_retryctl_needs_command
@@ -28,9 +28,11 @@ complete -c retryctl -n "__fish_retryctl_needs_command" -l armada-url -d 'Armada
 complete -c retryctl -n "__fish_retryctl_needs_command" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_needs_command" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_needs_command" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_needs_command" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_needs_command" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_needs_command" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_needs_command" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_needs_command" -s V -l version -d 'Print version'
@@ -60,12 +62,14 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l armada-ur
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l strict -d 'Treat warnings as errors'
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l upstream -d 'Check for an upstream Armada server: report as errors exactly the fields `create` against such a server refuses'
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s V -l version -d 'Print version'
@@ -77,10 +81,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s V -l version -d 'Print version'
@@ -107,9 +113,11 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -s V -l version -d 'Print version'
@@ -127,9 +135,11 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -s V -l version -d 'Print version'
@@ -147,9 +157,11 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -s V -l version -d 'Print version'
@@ -161,10 +173,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -s V -l version -d 'Print version'
@@ -176,10 +190,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -s V -l version -d 'Print version'
@@ -191,10 +207,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -s V -l version -d 'Print version'
@@ -206,10 +224,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -s V -l version -d 'Print version'
@@ -221,10 +241,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -s V -l version -d 'Print version'
@@ -244,10 +266,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_se
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l no-headers -d 'Leave out the header line of tables and custom columns'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s V -l version -d 'Print version'
@@ -273,10 +297,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l no-headers -d 'Leave out the header line of tables and custom columns'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -s V -l version -d 'Print version'
@@ -293,10 +319,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l no-headers -d 'Leave out the header line of tables and custom columns'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s V -l version -d 'Print version'
@@ -313,10 +341,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l no-headers -d 'Leave out the header line of tables and custom columns'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s V -l version -d 'Print version'
@@ -333,10 +363,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l no-headers -d 'Leave out the header line of tables and custom columns'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s V -l version -d 'Print version'
@@ -353,10 +385,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l no-headers -d 'Leave out the header line of tables and custom columns'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s V -l version -d 'Print version'
@@ -373,10 +407,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l no-headers -d 'Leave out the header line of tables and custom columns'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s V -l version -d 'Print version'
@@ -393,10 +429,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l no-headers -d 'Leave out the header line of tables and custom columns'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s V -l version -d 'Print version'
@@ -413,10 +451,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l no-headers -d 'Leave out the header line of tables and custom columns'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s V -l version -d 'Print version'
@@ -431,10 +471,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s V -l version -d 'Print version'
@@ -463,9 +505,11 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -s V -l version -d 'Print version'
@@ -485,9 +529,11 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -s V -l version -d 'Print version'
@@ -507,9 +553,11 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -s V -l version -d 'Print version'
@@ -521,10 +569,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -s V -l version -d 'Print version'
@@ -536,10 +586,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -s V -l version -d 'Print version'
@@ -551,10 +603,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -s V -l version -d 'Print version'
@@ -566,10 +620,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -s V -l version -d 'Print version'
@@ -581,10 +637,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -s V -l version -d 'Print version'
@@ -599,10 +657,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l armada-url -
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s V -l version -d 'Print version'
@@ -614,10 +674,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l armada-url -d
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s V -l version -d 'Print version'
@@ -629,12 +691,14 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l ignore-not-found -d 'Succeed when a name does not exist'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l detach -d 'Detach a policy from every queue that uses it, then delete it'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s V -l version -d 'Print version'
@@ -654,11 +718,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l ignore-not-found -d 'Succeed when a name does not exist'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l detach -d 'Detach the policy from every queue that uses it, then delete it'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -s V -l version -d 'Print version'
@@ -669,11 +735,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l ignore-not-found -d 'Succeed when a name does not exist'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l detach -d 'Detach the policy from every queue that uses it, then delete it'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -s V -l version -d 'Print version'
@@ -684,11 +752,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l ignore-not-found -d 'Succeed when a name does not exist'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l detach -d 'Detach the policy from every queue that uses it, then delete it'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -s V -l version -d 'Print version'
@@ -699,11 +769,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l ignore-not-found -d 'Succeed when a name does not exist'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l detach -d 'Detach the policy from every queue that uses it, then delete it'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -s V -l version -d 'Print version'
@@ -714,11 +786,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l ignore-not-found -d 'Succeed when a name does not exist'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l detach -d 'Detach the policy from every queue that uses it, then delete it'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -s V -l version -d 'Print version'
@@ -729,10 +803,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l ignore-not-found -d 'Succeed when a name does not exist'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -s V -l version -d 'Print version'
@@ -743,10 +819,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l ignore-not-found -d 'Succeed when a name does not exist'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -s V -l version -d 'Print version'
@@ -757,10 +835,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l ignore-not-found -d 'Succeed when a name does not exist'
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -s V -l version -d 'Print version'
@@ -786,6 +866,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l armada-ur
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -793,6 +874,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s R -l recu
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l exit-code -d 'With --baseline: exit 1 when any job changes'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l from-server -d 'Take the job\'s queue and its policies from the server instead of files'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l strict -d 'Exit 1 when a history contradicts the decisions (not only on failed expectations)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s V -l version -d 'Print version'
@@ -802,15 +884,19 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l basic-auth -
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l token -d 'Require this bearer token (repeatable)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l basic-auth-file -d 'Read accepted `user:password` lines from FILE (kept out of argv and `ps`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l token-file -d 'Read accepted bearer tokens, one per line, from FILE' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l tls-cert -d 'Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l tls-key -d 'The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l in-memory -d 'Keep everything in memory; nothing survives a restart'
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l allow-anonymous -d 'Allow listening on a non-loopback address without authentication'
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s V -l version -d 'Print version'
@@ -818,9 +904,11 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l armada-
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -s V -l version -d 'Print version'
@@ -828,9 +916,11 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -s V -l version -d 'Print version'
@@ -843,9 +933,11 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -s V -l version -d 'Print version'
@@ -853,9 +945,11 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -s V -l version -d 'Print version'
@@ -863,9 +957,11 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -s V -l version -d 'Print version'
@@ -873,9 +969,11 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -s V -l version -d 'Print version'
@@ -890,10 +988,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l armada-url
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l client -d 'Print only the client version; do not contact the server'
+complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s V -l version -d 'Print version'
@@ -903,10 +1003,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fi
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s V -l version -d 'Print version'
@@ -925,10 +1027,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s V -l version -d 'Print version'
@@ -938,10 +1042,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s V -l version -d 'Print version'
@@ -951,10 +1057,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s V -l version -d 'Print version'
@@ -964,10 +1072,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s V -l version -d 'Print version'
@@ -977,10 +1087,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s V -l version -d 'Print version'
@@ -990,10 +1102,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s V -l version -d 'Print version'
@@ -1003,10 +1117,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s V -l version -d 'Print version'
@@ -1016,10 +1132,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s V -l version -d 'Print version'
@@ -1030,10 +1148,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l armada-url
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l recursive -d 'Show every field below, not only the direct ones'
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s V -l version -d 'Print version'
@@ -1041,9 +1161,11 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l armada-url 
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s V -l version -d 'Print version'
@@ -1062,9 +1184,11 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l armada-url
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s V -l version -d 'Print version'

@@ -41,6 +41,11 @@ pub struct ContextConfig {
     pub basic_auth: Option<(String, String)>,
     pub bearer_token: Option<String>,
     pub exec_auth: Option<ExecAuth>,
+    /// `certificateAuthority`: a PEM file of extra trusted roots, as written in the file
+    /// (`settings` resolves a relative path against the file's directory).
+    pub certificate_authority: Option<String>,
+    /// `insecureSkipTlsVerify: true`.
+    pub insecure_skip_tls_verify: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -195,12 +200,19 @@ impl ConfigFile {
             }
             None => None,
         };
+        let insecure_skip_tls_verify = match get(node, "insecureSkipTlsVerify") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(self.bad(&where_("insecureSkipTlsVerify"), "expected `true` or `false`")),
+        };
         Ok(ContextConfig {
             armada_rest_url: s("armadaRestUrl"),
             armada_url: s("armadaUrl"),
             basic_auth,
             bearer_token: s("bearerToken"),
             exec_auth,
+            certificate_authority: s("certificateAuthority"),
+            insecure_skip_tls_verify,
         })
     }
 

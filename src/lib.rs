@@ -28,5 +28,6 @@ pub mod redact;
 pub mod replay;
 pub mod server;
 pub mod settings;
+pub mod tls;
 pub mod wire;
 pub mod yaml;

@@ -16,11 +16,17 @@
 //!   more specific source; then the context's `basicAuth` (when it has a username), then
 //!   `bearerToken`, then `execAuth` (armadactl's order: basic before exec).
 //! - `execAuth` runs only when a command actually talks to the server.
+//! - TLS: `--certificate-authority` and `--insecure-skip-tls-verify` win over the context's
+//!   `certificateAuthority` and `insecureSkipTlsVerify` (a flag replaces the context's TLS
+//!   settings as a whole); both at once, from the flags or from one context, is a usage error
+//!   (kubectl refuses the pair too: one trusts a CA, the other anything). A relative
+//!   `certificateAuthority` is relative to the config file's directory, as in a kubeconfig.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::GlobalArgs;
-use crate::client::{Auth, ClientConfig};
+use crate::client::{Auth, ClientConfig, ClientTls};
 use crate::config::{self, ConfigFile, ContextConfig, ExecAuth};
 use crate::error::{CliError, ExitCode};
 use crate::model::duration::GoDuration;
@@ -45,6 +51,28 @@ pub struct Settings {
     pub context: Option<String>,
     /// Credentials before `execAuth` is run.
     pub auth: PendingAuth,
+    pub tls: TlsSettings,
+}
+
+/// How `https://` servers are verified, before the CA file is read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsSettings {
+    /// Extra trusted roots: the file, and how messages name it (with where it came from).
+    pub ca_file: Option<(PathBuf, String)>,
+    /// `Some(where it came from)`: verify nothing.
+    pub insecure: Option<String>,
+}
+
+impl TlsSettings {
+    /// The warning printed on every run that skips verification.
+    pub fn warning(&self) -> Option<String> {
+        self.insecure.as_ref().map(|from| {
+            format!(
+                "warning: TLS certificate verification is off ({from}): anyone on the network \
+                 path can read and change this connection, credentials included"
+            )
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -123,6 +151,7 @@ pub fn resolve(global: &GlobalArgs, env: &Env) -> Result<Settings, CliError> {
         (DEFAULT_URL.to_string(), UrlSource::Default)
     };
     let url = normalize_url(&raw_url)?;
+    let tls = tls_settings(global, &ctx, context.as_deref(), &file)?;
     let auth = if let Some(t) = &env.armada_token {
         PendingAuth::Ready(Auth::Bearer(t.clone()))
     } else if let Some((u, p)) = ctx.basic_auth {
@@ -144,6 +173,61 @@ pub fn resolve(global: &GlobalArgs, env: &Env) -> Result<Settings, CliError> {
         verbose: global.verbose > 0,
         context,
         auth,
+        tls,
+    })
+}
+
+fn tls_settings(
+    global: &GlobalArgs,
+    ctx: &ContextConfig,
+    context: Option<&str>,
+    file: &ConfigFile,
+) -> Result<TlsSettings, CliError> {
+    if global.certificate_authority.is_some() || global.insecure_skip_tls_verify {
+        if global.insecure_skip_tls_verify && global.certificate_authority.is_some() {
+            return Err(CliError::usage(
+                "`--certificate-authority` and `--insecure-skip-tls-verify` contradict each other: \
+                 one trusts a CA, the other any certificate",
+            ));
+        }
+        return Ok(TlsSettings {
+            ca_file: global.certificate_authority.clone().map(|p| {
+                let what = format!("`--certificate-authority` file `{}`", p.display());
+                (p, what)
+            }),
+            insecure: global
+                .insecure_skip_tls_verify
+                .then(|| "`--insecure-skip-tls-verify`".to_string()),
+        });
+    }
+    let whose = match context {
+        Some(name) => format!("context `{name}`"),
+        None => format!("config file `{}`", file.path.display()),
+    };
+    if ctx.insecure_skip_tls_verify && ctx.certificate_authority.is_some() {
+        return Err(CliError::usage(format!(
+            "{whose} sets both `certificateAuthority` and `insecureSkipTlsVerify: true`: one trusts \
+             a CA, the other any certificate"
+        ))
+        .with_hint("remove one of them from the config file"));
+    }
+    let ca_file = ctx.certificate_authority.as_ref().map(|given| {
+        let path = PathBuf::from(given);
+        let path = match file.path.parent() {
+            Some(dir) if path.is_relative() => dir.join(path),
+            _ => path,
+        };
+        let what = format!(
+            "certificate authority file `{}` (`certificateAuthority` of {whose})",
+            path.display()
+        );
+        (path, what)
+    });
+    Ok(TlsSettings {
+        ca_file,
+        insecure: ctx
+            .insecure_skip_tls_verify
+            .then(|| format!("`insecureSkipTlsVerify` of {whose}")),
     })
 }
 
@@ -207,6 +291,14 @@ pub fn normalize_url(raw: &str) -> Result<String, CliError> {
 impl Settings {
     /// Runs `execAuth` if needed and returns what the client needs.
     pub fn client_config(&self) -> Result<ClientConfig, CliError> {
+        // The CA file first: a bad file should not cost an `execAuth` login.
+        let extra_roots = match &self.tls.ca_file {
+            Some((path, what)) => crate::tls::roots(path, what)?
+                .into_iter()
+                .map(|c| c.as_ref().to_vec())
+                .collect(),
+            None => Vec::new(),
+        };
         let auth = match &self.auth {
             PendingAuth::Ready(a) => a.clone(),
             PendingAuth::Exec(e) => Auth::Bearer(run_exec(e)?),
@@ -216,6 +308,10 @@ impl Settings {
             auth,
             timeout: self.timeout,
             verbose: self.verbose,
+            tls: ClientTls {
+                extra_roots,
+                insecure: self.tls.insecure.is_some(),
+            },
         })
     }
 
@@ -473,6 +569,64 @@ mod tests {
         };
         let s = resolve(&global(&["--config", &cfg]), &env).unwrap();
         assert_eq!(s.auth, PendingAuth::Ready(Auth::Bearer("envtok".into())));
+    }
+
+    #[test]
+    fn tls_flags_win_over_the_context_and_relative_paths_follow_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = write(
+            dir.path(),
+            "currentContext: a\ncontexts:\n  a: {certificateAuthority: ca.pem}\n  b: {insecureSkipTlsVerify: true}\n  c: {certificateAuthority: /etc/ca.pem, insecureSkipTlsVerify: true}\n",
+        );
+        let s = resolve(&global(&["--config", &cfg]), &Env::default()).unwrap();
+        let ca = dir.path().join("ca.pem");
+        assert_eq!(
+            s.tls,
+            TlsSettings {
+                ca_file: Some((
+                    ca.clone(),
+                    format!(
+                        "certificate authority file `{}` (`certificateAuthority` of context `a`)",
+                        ca.display()
+                    )
+                )),
+                insecure: None,
+            }
+        );
+        assert_eq!(s.tls.warning(), None);
+        // A flag replaces the context's TLS settings as a whole.
+        let s = resolve(
+            &global(&["--config", &cfg, "--insecure-skip-tls-verify"]),
+            &Env::default(),
+        )
+        .unwrap();
+        assert_eq!(s.tls.ca_file, None);
+        assert_eq!(s.tls.insecure.as_deref(), Some("`--insecure-skip-tls-verify`"));
+        let s = resolve(
+            &global(&["--config", &cfg, "-c", "b", "--certificate-authority", "x.pem"]),
+            &Env::default(),
+        )
+        .unwrap();
+        assert_eq!(s.tls.insecure, None);
+        assert_eq!(
+            s.tls.ca_file,
+            Some(("x.pem".into(), "`--certificate-authority` file `x.pem`".into()))
+        );
+        let s = resolve(&global(&["--config", &cfg, "-c", "b"]), &Env::default()).unwrap();
+        assert_eq!(
+            s.tls.insecure.as_deref(),
+            Some("`insecureSkipTlsVerify` of context `b`")
+        );
+        let e = resolve(&global(&["--config", &cfg, "-c", "c"]), &Env::default()).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str(), e.hint.as_deref()),
+            (
+                ExitCode::Usage,
+                "context `c` sets both `certificateAuthority` and `insecureSkipTlsVerify: true`: one \
+                 trusts a CA, the other any certificate",
+                Some("remove one of them from the config file")
+            )
+        );
     }
 
     #[test]

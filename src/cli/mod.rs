@@ -58,6 +58,15 @@ pub struct GlobalArgs {
     )]
     pub timeout: String,
 
+    /// Also trust the CA certificates of this PEM file for `https://` (default: the context's
+    /// `certificateAuthority`).
+    #[arg(long, global = true, help_heading = "Global options", value_name = "FILE")]
+    pub certificate_authority: Option<PathBuf>,
+
+    /// Do not verify the server's TLS certificate (insecure: warns on every run).
+    #[arg(long, global = true, help_heading = "Global options")]
+    pub insecure_skip_tls_verify: bool,
+
     /// Log each request and its status to stderr (credentials are never printed).
     #[arg(short = 'v', long, global = true, help_heading = "Global options", action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -68,7 +77,15 @@ pub struct GlobalArgs {
 }
 
 /// The global flags that only matter when a command talks to a server.
-const SERVER_FLAGS: [&str; 5] = ["armada_url", "context", "config", "timeout", "verbose"];
+const SERVER_FLAGS: [&str; 7] = [
+    "armada_url",
+    "context",
+    "config",
+    "timeout",
+    "certificate_authority",
+    "insecure_skip_tls_verify",
+    "verbose",
+];
 
 /// Commands that never talk to a server: their help does not show [`SERVER_FLAGS`] (still
 /// accepted, as global flags are, so a shell alias that adds `--context` keeps working).
@@ -758,6 +775,14 @@ pub struct ServeArgs {
     /// Allow listening on a non-loopback address without authentication.
     #[arg(long)]
     pub allow_anonymous: bool,
+
+    /// Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -856,7 +881,8 @@ const EX_SIMULATE: &str = "Examples:\n  retryctl simulate -f policies/ --history
 const EX_SERVE: &str =
     "Examples:\n  retryctl serve --in-memory                           # http://127.0.0.1:8080, nothing kept
   retryctl serve --db ./armada.db --listen 127.0.0.1:9090
-  retryctl serve --listen 0.0.0.0:8080 --token s3cret";
+  retryctl serve --listen 0.0.0.0:8080 --token s3cret
+  retryctl serve --tls-cert cert.pem --tls-key key.pem --token-file tokens   # https://";
 
 const EX_COMPLETION: &str = "Examples:\n  retryctl completion bash > /etc/bash_completion.d/retryctl
   retryctl completion zsh > \"${fpath[1]}/_retryctl\"
@@ -962,6 +988,9 @@ mod tests {
             "retryctl simulate -f p.yaml --history h.yaml -o json",
             "retryctl --armadaUrl http://x get queues",
             "retryctl serve --in-memory --listen 127.0.0.1:0",
+            "retryctl serve --in-memory --tls-cert c.pem --tls-key k.pem",
+            "retryctl --armada-url https://x --certificate-authority ca.pem get rp",
+            "retryctl get rp --insecure-skip-tls-verify",
             "retryctl completion zsh",
             "retryctl config use-context prod",
             "retryctl create -f a.yaml --dry-run=server",
@@ -989,6 +1018,8 @@ mod tests {
             ("retryctl get rp -o xml", ErrorKind::InvalidValue),
             ("retryctl get rp -o jsonpath=", ErrorKind::InvalidValue),
             ("retryctl serve --db x --in-memory", ErrorKind::ArgumentConflict),
+            ("retryctl serve --tls-cert c.pem", ErrorKind::MissingRequiredArgument),
+            ("retryctl serve --tls-key k.pem", ErrorKind::MissingRequiredArgument),
             ("retryctl completion tcsh", ErrorKind::InvalidValue),
         ];
         for (line, kind) in bad {

@@ -23,6 +23,11 @@
 //!   dropped field.
 //! - Server-side validation errors (400 InvalidArgument) exit 3, like the same errors found
 //!   offline; FailedPrecondition (400, code 9), NotFound and AlreadyExists exit 1.
+//! - TLS (exit 4, never retried: trying again cannot help): a certificate that does not
+//!   verify is [`ClientError::Certificate`]; `http://` to a TLS port (recognised by the 400
+//!   body `retryctl serve` and Go servers send, [`crate::tls::PLAIN_HTTP_ON_TLS`]) and
+//!   `https://` to a plain one (the answer to the TLS hello is not TLS) are
+//!   [`ClientError::WrongScheme`], naming the URL to use.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -77,6 +82,16 @@ pub struct ClientConfig {
     pub timeout: Duration,
     /// Log each request and its status to stderr.
     pub verbose: bool,
+    pub tls: ClientTls,
+}
+
+/// How `https://` servers are verified.
+#[derive(Debug, Clone, Default)]
+pub struct ClientTls {
+    /// Trusted in addition to the built-in roots (DER certificates).
+    pub extra_roots: Vec<Vec<u8>>,
+    /// Accept any certificate (`--insecure-skip-tls-verify`).
+    pub insecure: bool,
 }
 
 /// Everything that can go wrong talking to a server, each with its exit code.
@@ -86,6 +101,11 @@ pub enum ClientError {
     Unreachable { url: String, reason: String },
     /// No answer within the timeout.
     Timeout { url: String, timeout: Duration },
+    /// The server's TLS certificate does not verify.
+    Certificate { url: String, reason: String },
+    /// `http://` to a server that speaks only TLS (`server_tls`), or `https://` to one that
+    /// does not speak it.
+    WrongScheme { url: String, server_tls: bool },
     /// The §5 error body: the server understood and said no.
     Api {
         status: u16,
@@ -161,6 +181,8 @@ impl ClientError {
         match self {
             ClientError::Unreachable { .. }
             | ClientError::Timeout { .. }
+            | ClientError::Certificate { .. }
+            | ClientError::WrongScheme { .. }
             | ClientError::NoRoute { .. }
             | ClientError::Unexpected { .. }
             | ClientError::Dropped { .. } => ExitCode::Unreachable,
@@ -205,6 +227,21 @@ impl fmt::Display for ClientError {
                 redact_url(url),
                 crate::model::duration::GoDuration(timeout.as_nanos() as u64)
             ),
+            ClientError::Certificate { url, reason } => write!(
+                f,
+                "the TLS certificate of the server at `{}` does not verify: {reason}",
+                redact_url(url)
+            ),
+            ClientError::WrongScheme { url, server_tls } => {
+                let url = redact_url(url);
+                let (speaks, from, to) = if *server_tls {
+                    ("speaks TLS", "http://", "https://")
+                } else {
+                    ("does not speak TLS", "https://", "http://")
+                };
+                let other = url.strip_prefix(from).map_or(url.clone(), |rest| format!("{to}{rest}"));
+                write!(f, "the server at `{url}` {speaks}: use `{other}`")
+            }
             ClientError::Api { status, code, message } => {
                 let code = code.map(grpc::name).unwrap_or("");
                 let status = StatusCode::from_u16(*status)
@@ -328,7 +365,16 @@ impl Client {
         // lock: it queues its `-v` lines here and `send` prints them.
         let redirects = Arc::new(Mutex::new(Vec::new()));
         let redirect_log = redirects.clone();
-        let http = Http::builder()
+        let mut builder = Http::builder();
+        for der in &config.tls.extra_roots {
+            let cert = reqwest::Certificate::from_der(der).map_err(|e| ClientError::Unreachable {
+                url: config.base_url.clone(),
+                reason: format!("cannot set up TLS: {e}"),
+            })?;
+            builder = builder.add_root_certificate(cert);
+        }
+        let http = builder
+            .danger_accept_invalid_certs(config.tls.insecure)
             .timeout(config.timeout)
             .connect_timeout(config.timeout)
             .user_agent(concat!("retryctl/", env!("CARGO_PKG_VERSION")))
@@ -772,8 +818,9 @@ impl Client {
                 }
             }
             let result = req.send();
+            let tls = result.as_ref().err().and_then(|e| self.tls_error(e));
             let retry = match &result {
-                Err(e) => !e.is_timeout() && e.is_connect(),
+                Err(e) => !e.is_timeout() && e.is_connect() && tls.is_none(),
                 Ok(r) => r.status() == StatusCode::SERVICE_UNAVAILABLE,
             };
             if self.config.verbose {
@@ -803,6 +850,9 @@ impl Client {
                 pause *= 2;
                 attempt += 1;
                 continue;
+            }
+            if let Some(tls) = tls {
+                return Err(tls);
             }
             let resp = result.map_err(|e| self.transport_error(path, e))?;
             self.dialect.set(Some(
@@ -853,9 +903,49 @@ impl Client {
         }
     }
 
+    /// What a failed connection says about TLS, if anything: the rustls error somewhere in
+    /// the chain. An `io::Error` carries it as its payload (which may be another
+    /// `io::Error`), and its `source()` skips the payload, so payloads are followed instead.
+    fn tls_error(&self, e: &reqwest::Error) -> Option<ClientError> {
+        use tokio_rustls::rustls::{CertificateError, Error as Tls, InvalidMessage};
+        let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+        let tls = loop {
+            let err = cur?;
+            if let Some(tls) = err.downcast_ref::<Tls>() {
+                break tls;
+            }
+            cur = match err.downcast_ref::<std::io::Error>() {
+                Some(io) => io.get_ref().map(|inner| inner as &(dyn std::error::Error + 'static)),
+                None => err.source(),
+            };
+        };
+        let url = self.config.base_url.clone();
+        match tls {
+            Tls::InvalidCertificate(CertificateError::UnknownIssuer) => Some(ClientError::Certificate {
+                url,
+                reason: "it is not signed by a certificate authority retryctl trusts (unknown issuer)".into(),
+            }),
+            Tls::InvalidCertificate(_) => Some(ClientError::Certificate {
+                url,
+                reason: tls.to_string(),
+            }),
+            // The answer to the hello is not a TLS record: a plain HTTP server's 400.
+            Tls::InvalidMessage(InvalidMessage::InvalidContentType) => {
+                Some(ClientError::WrongScheme { url, server_tls: false })
+            }
+            _ => None,
+        }
+    }
+
     fn status_error(&self, method: &Method, url: &str, resp: Response) -> ClientError {
         let status = resp.status().as_u16();
         let text = resp.text().unwrap_or_default();
+        if status == 400 && text.trim_end() == crate::tls::PLAIN_HTTP_ON_TLS.trim_end() && url.starts_with("http://") {
+            return ClientError::WrongScheme {
+                url: self.config.base_url.clone(),
+                server_tls: true,
+            };
+        }
         let body: Option<Value> = serde_json::from_str(&text).ok();
         let message = body.as_ref().and_then(|b| {
             b.get("message")

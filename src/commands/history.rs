@@ -23,8 +23,12 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let source: Source = match (&args.lookout_db, &args.lookout_url) {
         (Some(dsn), _) => lookout_db::jobs(lookout_db::connect(dsn, timeout)?, &filter, dsn),
         (None, Some(url)) => {
-            let auth = resolve(&ctx.global, &Env::from_process())?.client_config()?.auth;
-            lookout_api::jobs(lookout_api::Api::new(url, auth, timeout)?, &filter)
+            let settings = resolve(&ctx.global, &Env::from_process())?;
+            if let Some(warning) = settings.tls.warning() {
+                writeln!(ctx.err, "{warning}")?;
+            }
+            let config = settings.client_config()?;
+            lookout_api::jobs(lookout_api::Api::new(url, config.auth, &config.tls, timeout)?, &filter)
         }
         (None, None) => return Err(CliError::usage("give `--lookout-db DSN` or `--lookout-url URL`").into()),
     };

@@ -21,8 +21,12 @@ pub struct Remote {
     pub settings: Settings,
 }
 
-pub fn connect(ctx: &Context) -> Result<Remote, CliError> {
+/// Also prints the `--insecure-skip-tls-verify` warning, on every run that connects.
+pub fn connect(ctx: &mut Context) -> Result<Remote, CliError> {
     let settings = settings::resolve(&ctx.global, &Env::from_process())?;
+    if let Some(warning) = settings.tls.warning() {
+        let _ = writeln!(ctx.err, "{warning}");
+    }
     let config = settings.client_config()?;
     let client = Client::new(config).map_err(|e| CliError::new(e.exit_code(), e.to_string()))?;
     Ok(Remote { client, settings })
@@ -36,6 +40,10 @@ impl Remote {
             ClientError::Unreachable { .. } | ClientError::Timeout { .. } => {
                 err.with_hint(self.settings.unreachable_hint())
             }
+            ClientError::Certificate { .. } => err.with_hint(
+                "if the server's certificate comes from a private CA or is self-signed, trust it \
+                 with `--certificate-authority FILE` or the config context key `certificateAuthority`",
+            ),
             ClientError::Api { status: 401, .. } => err.with_hint(
                 "give credentials: `basicAuth`, `bearerToken` or `execAuth` in the config \
                  context, or `$ARMADA_TOKEN`",

@@ -59,6 +59,14 @@ pub fn run(ctx: &mut Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         basic_auth: with_file_lines(&args.basic_auth, args.basic_auth_file.as_deref(), "--basic-auth-file")?,
         tokens: with_file_lines(&args.token, args.token_file.as_deref(), "--token-file")?,
         allow_anonymous: args.allow_anonymous,
+        // clap makes the two flags go together (exit 2 otherwise).
+        tls: match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(server::TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            }),
+            _ => None,
+        },
         request_log: Some(log_tx),
         shutdown_grace: GRACE,
         ..Config::new(String::new(), Location::InMemory)

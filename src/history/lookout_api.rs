@@ -6,7 +6,8 @@
 //! Statuses: connection failure or timeout → exit 4 with the URL (credentials masked),
 //! 401/403 → exit 5, any other non-2xx or a body that is not the swagger shape → exit 4.
 //! Must not: map rows (`mapping`), or print. Auth comes from the client's own resolution
-//! (`settings` → `client::Auth`), read only.
+//! (`settings` → `client::Auth`), read only, and so does TLS (`client::ClientTls`: the CA
+//! file and skip-verify of the Armada connection apply to Lookout's too).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -16,7 +17,7 @@ use serde_json::{json, Value};
 
 use super::mapping::{state, ErrorText, JobRow, LookoutJob, RowError, RunRow};
 use super::{Filter, Item};
-use crate::client::{redact_url, Auth};
+use crate::client::{redact_url, Auth, ClientTls};
 use crate::error::{CliError, ExitCode};
 use crate::model::history::Timestamp;
 
@@ -80,8 +81,15 @@ pub struct Api {
 }
 
 impl Api {
-    pub fn new(base: &str, auth: Auth, timeout: Duration) -> Result<Api, CliError> {
-        let http = reqwest::blocking::Client::builder()
+    pub fn new(base: &str, auth: Auth, tls: &ClientTls, timeout: Duration) -> Result<Api, CliError> {
+        let mut builder = reqwest::blocking::Client::builder();
+        for der in &tls.extra_roots {
+            let cert = reqwest::Certificate::from_der(der)
+                .map_err(|e| CliError::new(ExitCode::Unreachable, format!("cannot set up TLS: {e}")))?;
+            builder = builder.add_root_certificate(cert);
+        }
+        let http = builder
+            .danger_accept_invalid_certs(tls.insecure)
             .timeout(timeout)
             .connect_timeout(timeout)
             .build()

@@ -3,7 +3,9 @@
 //! while (a client that opens a socket and sends nothing, or half a request, or keeps an
 //! idle keep-alive connection), so that idle sockets can never lock new clients out.
 //!
-//! Must not: know HTTP; it sees bytes only.
+//! Must not: know HTTP or TLS; it sees bytes only. A client that keeps bytes moving slowly
+//! (one header byte every few seconds) defeats the idle timeout by design: the header read
+//! timeout, which needs to know where a request header ends, is `accept`'s (hyper's).
 
 use std::future::Future;
 use std::io;
@@ -50,13 +52,9 @@ impl GuardedListener {
             idle,
         }
     }
-}
 
-impl axum::serve::Listener for GuardedListener {
-    type Io = Guarded;
-    type Addr = std::net::SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+    /// The next connection, once fewer than the cap are open.
+    pub async fn accept(&self) -> (Guarded, std::net::SocketAddr) {
         // At the cap, stop accepting: new clients wait in the kernel's backlog until an idle
         // connection times out, instead of the process running out of descriptors.
         let permit = self
@@ -75,10 +73,6 @@ impl axum::serve::Listener for GuardedListener {
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             }
         }
-    }
-
-    fn local_addr(&self) -> io::Result<Self::Addr> {
-        self.inner.local_addr()
     }
 }
 
@@ -107,6 +101,14 @@ impl Guarded {
 
     fn expired(&mut self, cx: &mut Context<'_>) -> bool {
         self.deadline.as_mut().poll(cx).is_ready()
+    }
+
+    /// The first byte the client sent, without consuming it; `None` when it closed first.
+    /// Not bounded here: the caller bounds it (the TLS handshake's time limit).
+    pub async fn first_byte(&self) -> io::Result<Option<u8>> {
+        let mut byte = [0u8; 1];
+        let n = self.stream.peek(&mut byte).await?;
+        Ok((n == 1).then_some(byte[0]))
     }
 }
 
@@ -153,9 +155,3 @@ impl AsyncWrite for Guarded {
 /// The client's address, for the per-address limit on failed authentication.
 #[derive(Debug, Clone, Copy)]
 pub struct Peer(pub std::net::SocketAddr);
-
-impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, GuardedListener>> for Peer {
-    fn connect_info(stream: axum::serve::IncomingStream<'_, GuardedListener>) -> Self {
-        Peer(*stream.remote_addr())
-    }
-}

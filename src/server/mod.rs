@@ -1,8 +1,9 @@
 //! `retryctl serve`: a local Armada-compatible REST server (SPEC §5, §6) over SQLite.
 //!
-//! Owns: binding, the router, and the request hygiene around every route: the dialect
-//! header, authentication, the 1 MiB body limit, turning a handler panic into a 500 with the
-//! error body, the one-line request log, and graceful shutdown that closes the database.
+//! Owns: binding (and loading the TLS certificate), the router, and the request hygiene
+//! around every route: the dialect header, authentication, the 1 MiB body limit, turning a
+//! handler panic into a 500 with the error body, the one-line request log, and graceful
+//! shutdown that closes the database. Connections are `accept`'s and `conn`'s.
 //! Must not: print anything but the request log (the command prints the startup line), exit
 //! the process, or read the environment; `api` has the handlers, `store` the SQL.
 //!
@@ -10,12 +11,14 @@
 //! readiness probes call it without any); unknown routes answer upstream's plain-text
 //! `Not Found` so a client can tell "no such route" from "no such resource".
 
+mod accept;
 pub mod api;
 mod conn;
 pub mod store;
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -54,11 +57,24 @@ pub struct Config {
     /// After the shutdown signal, how long in-flight requests get before the server stops
     /// anyway (a client that never finishes its request must not keep it up forever).
     pub shutdown_grace: std::time::Duration,
-    /// A connection on which no byte moved for this long is closed (SPEC §6: header read
-    /// and idle keep-alive timeout, 10 s).
+    /// A connection on which no byte moved for this long is closed (SPEC §6: idle
+    /// keep-alive timeout, 10 s).
     pub idle_timeout: std::time::Duration,
+    /// The TLS handshake, and then each request header, must complete within this (each),
+    /// however slowly the bytes trickle (SPEC §6: header read timeout, 10 s).
+    pub header_read_timeout: std::time::Duration,
+    /// `--tls-cert` and `--tls-key`: speak HTTPS only.
+    pub tls: Option<TlsFiles>,
     /// Open connections at most; `None`: below the process's file limit.
     pub max_connections: Option<usize>,
+}
+
+/// The PEM files of `serve --tls-cert CERT --tls-key KEY`.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// The certificate chain, leaf first.
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 /// How [`Server::run`] ended.
@@ -81,6 +97,8 @@ impl Config {
             request_log: None,
             shutdown_grace: std::time::Duration::from_secs(10),
             idle_timeout: std::time::Duration::from_secs(10),
+            header_read_timeout: std::time::Duration::from_secs(10),
+            tls: None,
             max_connections: None,
         }
     }
@@ -203,6 +221,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 /// A bound server, ready to run.
 pub struct Server {
     listener: conn::GuardedListener,
+    options: accept::Options,
     grace: std::time::Duration,
     addr: SocketAddr,
     store: Arc<Store>,
@@ -214,6 +233,15 @@ impl Server {
     /// non-loopback address without credentials unless `allow_anonymous`.
     pub async fn bind(config: Config) -> anyhow::Result<Server> {
         let auth = Auth::from_config(&config)?;
+        // Before binding and opening the database: a bad certificate is refused at start,
+        // naming the file, not discovered at the first handshake.
+        let tls = match &config.tls {
+            Some(files) => Some(tokio_rustls::TlsAcceptor::from(Arc::new(crate::tls::server_config(
+                &files.cert,
+                &files.key,
+            )?))),
+            None => None,
+        };
         let listener = tokio::net::TcpListener::bind(&config.listen).await.map_err(|e| {
             let err = CliError::failed(format!("cannot listen on `{}`: {e}", config.listen));
             if e.kind() == std::io::ErrorKind::AddrInUse {
@@ -245,6 +273,10 @@ impl Server {
         let max = config.max_connections.unwrap_or_else(conn::default_max_connections);
         Ok(Server {
             listener: conn::GuardedListener::new(listener, max, config.idle_timeout),
+            options: accept::Options {
+                header_read_timeout: config.header_read_timeout,
+                tls,
+            },
             grace: config.shutdown_grace,
             addr,
             store,
@@ -256,11 +288,18 @@ impl Server {
         self.addr
     }
 
-    /// `retryctl serve: listening on http://127.0.0.1:8080 (database: PATH)`.
+    /// `http://127.0.0.1:8080`, or `https://...` with TLS.
+    pub fn url(&self) -> String {
+        let scheme = if self.options.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// `retryctl serve: listening on http://127.0.0.1:8080 (database: PATH)` (`https://`
+    /// with TLS).
     pub fn startup_line(&self) -> String {
         format!(
-            "retryctl serve: listening on http://{} (database: {})",
-            self.addr,
+            "retryctl serve: listening on {} (database: {})",
+            self.url(),
             self.store.location()
         )
     }
@@ -283,13 +322,9 @@ impl Server {
                 Err(_) => std::future::pending::<()>().await,
             }
         };
-        let app = self.router.into_make_service_with_connect_info::<conn::Peer>();
-        let serve = axum::serve(self.listener, app).with_graceful_shutdown(signal);
+        let serve = accept::serve(self.listener, self.router, self.options, signal);
         let outcome = tokio::select! {
-            result = serve.into_future() => {
-                result?;
-                Shutdown::Clean
-            }
+            () = serve => Shutdown::Clean,
             () = deadline => Shutdown::GraceExpired,
         };
         let store = self.store;

@@ -20,4 +20,5 @@ mod serve_stress;
 mod simulate;
 mod simulate_bulk;
 mod simulate_server;
+mod tls;
 mod validate;

@@ -15,7 +15,7 @@ use crate::support::{format_output, retryctl, temp_home};
 pub(crate) struct Proc {
     child: Child,
     pub(crate) url: String,
-    first_line: String,
+    pub(crate) first_line: String,
     rest: Arc<Mutex<Vec<String>>>,
     reader: Option<std::thread::JoinHandle<()>>,
 }
@@ -38,7 +38,7 @@ fn spawn_home(args: &[&str], home: &Path) -> Proc {
     let first_line = lines.next().expect("a startup line").unwrap();
     let url = first_line
         .split_whitespace()
-        .find(|w| w.starts_with("http://"))
+        .find(|w| w.starts_with("http://") || w.starts_with("https://"))
         .unwrap_or_else(|| panic!("no URL in {first_line:?}"))
         .to_string();
     let rest = Arc::new(Mutex::new(Vec::new()));
@@ -59,7 +59,7 @@ fn spawn_home(args: &[&str], home: &Path) -> Proc {
 
 impl Proc {
     /// SIGTERM, then the exit code and every stderr line after the startup line.
-    fn terminate(mut self) -> (Option<i32>, Vec<String>) {
+    pub(crate) fn terminate(mut self) -> (Option<i32>, Vec<String>) {
         let status = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()

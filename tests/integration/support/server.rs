@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 use retryctl::server::{Config, Location, Server};
 
 pub struct TestServer {
-    /// `http://127.0.0.1:PORT`, no trailing slash.
+    /// `http://127.0.0.1:PORT` (`https://` with TLS), no trailing slash.
     pub url: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
@@ -49,7 +49,7 @@ impl TestServer {
                             return;
                         }
                     };
-                    let _ = ready_tx.send(Ok(format!("http://{}", server.local_addr())));
+                    let _ = ready_tx.send(Ok(server.url()));
                     server
                         .run(async {
                             let _ = stop_rx.await;

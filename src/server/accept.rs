@@ -1,0 +1,149 @@
+//! The accept loop of `serve`: what `axum::serve` did, plus what it cannot do (SPEC §6): TLS,
+//! and a header read timeout that closes a client trickling a request header byte by byte
+//! (which the idle timeout of [`conn`](super::conn) never sees, since bytes keep moving).
+//!
+//! Owns: accepting within the connection cap; the task per connection (the TLS handshake,
+//! the plain-HTTP-on-a-TLS-port answer, HTTP/1.1 through hyper with its header read
+//! timeout); graceful shutdown of every connection. Must not: know routes, credentials or
+//! the database (the router has them), or block the loop on one client: everything a client
+//! can stall (the handshake included) runs on that client's own task, within a time limit.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ConnectInfo;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
+
+use super::conn::{Guarded, GuardedListener, Peer};
+use crate::tls::PLAIN_HTTP_ON_TLS;
+
+/// What every connection is served with.
+pub struct Options {
+    /// From accepting the connection (TLS handshake included) or the end of the previous
+    /// request until the end of the next request header.
+    pub header_read_timeout: Duration,
+    /// `Some`: only TLS is spoken.
+    pub tls: Option<TlsAcceptor>,
+}
+
+/// The first byte of every TLS connection: a handshake record (RFC 8446 §5.1).
+const TLS_HANDSHAKE: u8 = 0x16;
+
+/// Serves until `signal` resolves, then stops accepting, lets every connection finish its
+/// request in flight (idle ones close at once, handshakes are abandoned) and returns once
+/// all are closed. The caller bounds that wait.
+pub async fn serve(listener: GuardedListener, router: Router, options: Options, signal: impl Future<Output = ()>) {
+    let options = Arc::new(options);
+    // Dropping `shutdown` tells every connection; `closed` completes once every connection
+    // task has dropped its receiver.
+    let (shutdown, shutdown_rx) = watch::channel(());
+    let (done, done_rx) = watch::channel(());
+    tokio::pin!(signal);
+    loop {
+        let (io, addr) = tokio::select! {
+            conn = listener.accept() => conn,
+            () = &mut signal => break,
+        };
+        let (router, options) = (router.clone(), options.clone());
+        let (shutdown_rx, done_rx) = (shutdown_rx.clone(), done_rx.clone());
+        tokio::spawn(async move {
+            connection(io, addr, router, &options, shutdown_rx).await;
+            drop(done_rx);
+        });
+    }
+    drop(listener);
+    drop(shutdown);
+    drop(done_rx);
+    done.closed().await;
+}
+
+async fn connection(
+    io: Guarded,
+    addr: SocketAddr,
+    router: Router,
+    options: &Options,
+    mut shutdown: watch::Receiver<()>,
+) {
+    let Some(acceptor) = &options.tls else {
+        return http(io, addr, router, options, shutdown).await;
+    };
+    // Bounded like a request header, so a client that connects and never says hello holds
+    // its socket (and a permit) for that long at most.
+    let stream = tokio::select! {
+        r = tokio::time::timeout(options.header_read_timeout, handshake(io, acceptor)) => r,
+        _ = shutdown.changed() => return,
+    };
+    if let Ok(Some(stream)) = stream {
+        http(stream, addr, router, options, shutdown).await;
+    }
+}
+
+/// The TLS handshake, or the plain-HTTP answer (`None`) when the client does not speak TLS.
+async fn handshake(mut io: Guarded, acceptor: &TlsAcceptor) -> Option<tokio_rustls::server::TlsStream<Guarded>> {
+    match io.first_byte().await {
+        Ok(Some(TLS_HANDSHAKE)) => acceptor.accept(io).await.ok(),
+        Ok(Some(_)) => {
+            refuse_plain_http(&mut io).await;
+            None
+        }
+        _ => None,
+    }
+}
+
+/// Answers `400` in plain HTTP and closes. The request header is read first and the
+/// connection drained after, so that closing with unread bytes does not reset the
+/// connection before the client has read the answer (Go waits for the same reason).
+async fn refuse_plain_http(io: &mut Guarded) {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
+        match io.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    let answer = format!(
+        "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{PLAIN_HTTP_ON_TLS}",
+        PLAIN_HTTP_ON_TLS.len()
+    );
+    if io.write_all(answer.as_bytes()).await.is_err() || io.shutdown().await.is_err() {
+        return;
+    }
+    let _ = tokio::time::timeout(Duration::from_millis(500), async {
+        while matches!(io.read(&mut buf).await, Ok(n) if n > 0) {}
+    })
+    .await;
+}
+
+/// HTTP/1.1 on one connection until the client closes, a timeout closes it, or shutdown
+/// (which lets the request in flight finish).
+async fn http<I>(io: I, addr: SocketAddr, router: Router, options: &Options, mut shutdown: watch::Receiver<()>)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = TowerToHyperService::new(router);
+    let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+        // What `authenticate` rate-limits failed attempts by.
+        req.extensions_mut().insert(ConnectInfo(Peer(addr)));
+        hyper::service::Service::call(&service, req)
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(options.header_read_timeout);
+    let conn = builder.serve_connection(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        _ = shutdown.changed() => conn.as_mut().graceful_shutdown(),
+    }
+    let _ = conn.await;
+}
