@@ -46,6 +46,8 @@ use crate::model::{Queue, RetryPolicy};
 pub use crate::redact::redact_url;
 use crate::wire::{self, Dialect, DIALECT_HEADER, DIALECT_V1};
 
+mod trust;
+
 /// How requests authenticate. Resolved by `settings`; exec auth is already run by then.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Auth {
@@ -366,12 +368,14 @@ impl Client {
         let redirects = Arc::new(Mutex::new(Vec::new()));
         let redirect_log = redirects.clone();
         let mut builder = Http::builder();
-        for der in &config.tls.extra_roots {
-            let cert = reqwest::Certificate::from_der(der).map_err(|e| ClientError::Unreachable {
+        if !config.tls.extra_roots.is_empty() && !config.tls.insecure {
+            // Our own rustls configuration, so that a self-signed certificate the user
+            // trusts by file is accepted as kubectl and curl accept it (trust.rs).
+            let tls = trust::client_config(&config.tls.extra_roots).map_err(|reason| ClientError::Unreachable {
                 url: config.base_url.clone(),
-                reason: format!("cannot set up TLS: {e}"),
+                reason: format!("cannot set up TLS: {reason}"),
             })?;
-            builder = builder.add_root_certificate(cert);
+            builder = builder.use_preconfigured_tls(tls);
         }
         let http = builder
             .danger_accept_invalid_certs(config.tls.insecure)
@@ -689,10 +693,17 @@ impl Client {
         if let Some(v1) = self.dialect.get() {
             return Ok(v1);
         }
-        // Any answer tells the dialect, even an error status; only a failed connection does not.
+        // Any answer tells the dialect, even an error status; a connection that failed (TLS
+        // included) does not, and its error is the one to report: taken for "no header", it
+        // would turn a certificate problem into "the server is upstream Armada".
         match self.send(Method::GET, "/health", None) {
             Ok(_) => {}
-            Err(e) if e.is_unreachable() => return Err(e),
+            Err(
+                e @ (ClientError::Unreachable { .. }
+                | ClientError::Timeout { .. }
+                | ClientError::Certificate { .. }
+                | ClientError::WrongScheme { .. }),
+            ) => return Err(e),
             Err(_) => {}
         }
         Ok(self.dialect.get().unwrap_or(false))
@@ -924,6 +935,10 @@ impl Client {
             Tls::InvalidCertificate(CertificateError::UnknownIssuer) => Some(ClientError::Certificate {
                 url,
                 reason: "it is not signed by a certificate authority retryctl trusts (unknown issuer)".into(),
+            }),
+            Tls::InvalidCertificate(_) if trust::is_ca_used_as_end_entity(tls) => Some(ClientError::Certificate {
+                url,
+                reason: "it is self-signed (a CA certificate presented as the server's own) and not among the certificates retryctl trusts".into(),
             }),
             Tls::InvalidCertificate(_) => Some(ClientError::Certificate {
                 url,

@@ -32,6 +32,21 @@ impl Pki {
         Pki { dir }
     }
 
+    /// Like [`Pki::new`], but the certificate is marked as a CA (`CA:TRUE`), as
+    /// `openssl req -x509` makes a self-signed certificate by default, and names `localhost`
+    /// only.
+    fn new_ca_flagged() -> Pki {
+        let dir = tempfile::tempdir().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        std::fs::write(dir.path().join("cert.pem"), cert.pem()).unwrap();
+        std::fs::write(dir.path().join("key.pem"), key.serialize_pem()).unwrap();
+        std::fs::write(dir.path().join("tokens"), "tok-1\n").unwrap();
+        Pki { dir }
+    }
+
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
@@ -495,5 +510,58 @@ fn history_from_lookout_uses_the_tls_settings() {
     assert_eq!(
         history(&["--insecure-skip-tls-verify"]),
         format!("exit: 4\n--- stdout\n--- stderr\nwarning: TLS certificate verification is off (`--insecure-skip-tls-verify`): anyone on the network path can read and change this connection, credentials included\n{not_lookout}")
+    );
+}
+
+/// The usual self-signed certificate (`openssl req -x509`: marked as a CA) is trusted by
+/// `--certificate-authority` as kubectl and curl trust it; without the flag it is a
+/// certificate error that says it is self-signed, also on the first request of a `create`
+/// (the dialect probe reports it instead of taking the server for upstream Armada).
+#[test]
+fn a_ca_flagged_self_signed_certificate_is_trusted_by_file() {
+    let pki = Pki::new_ca_flagged();
+    let p = pki.serve();
+    let home = temp_home();
+    let url = p.url.replacen("127.0.0.1", "localhost", 1);
+    let (url, dir) = (url.as_str(), pki.dir.path());
+    let ca = pki.arg("cert.pem");
+    let token = [("ARMADA_TOKEN", "tok-1")];
+    assert_eq!(
+        run(
+            home.path(),
+            &token,
+            &[
+                "--armada-url",
+                url,
+                "--certificate-authority",
+                &ca,
+                "create",
+                "-f",
+                POLICY
+            ],
+            url,
+            dir
+        ),
+        "exit: 0\n--- stdout\nretrypolicy/infra created\n--- stderr\n"
+    );
+    assert_eq!(
+        run(home.path(), &token, &["--armada-url", url, "create", "-f", POLICY], url, dir),
+        format!(
+            "exit: 4\n--- stdout\n--- stderr\nerror: {POLICY}: cannot create retry policy `infra`: the TLS certificate of the server at `URL` does not verify: it is self-signed (a CA certificate presented as the server's own) and not among the certificates retryctl trusts\n\nhint: if the server's certificate comes from a private CA or is self-signed, trust it with `--certificate-authority FILE` or the config context key `certificateAuthority`\n"
+        )
+    );
+    // The name is still checked: 127.0.0.1 is not among the certificate's names.
+    let other = p.url.as_str();
+    let out = run(
+        home.path(),
+        &token,
+        &["--armada-url", other, "--certificate-authority", &ca, "get", "rp"],
+        url,
+        dir,
+    );
+    assert!(
+        out.starts_with("exit: 4\n--- stdout\n--- stderr\nerror: cannot list retry policies: the TLS certificate of the server at `https://127.0.0.1:")
+            && out.contains("certificate not valid for name \"127.0.0.1\""),
+        "{out}"
     );
 }

@@ -1,0 +1,110 @@
+//! The client's certificate check when `--certificate-authority` (context key
+//! `certificateAuthority`) adds roots: the built-in Mozilla roots plus the file's
+//! certificates, checked by rustls's WebPKI verifier, with one addition. A self-signed
+//! certificate made the usual way (`openssl req -x509 ...`) is marked as a CA, and WebPKI
+//! refuses a CA certificate presented as the server's own (`CaUsedAsEndEntity`) even when it
+//! is exactly the certificate the user trusts; kubectl, curl and Go accept it. So when that is
+//! the only objection and the server's certificate is byte for byte one of the file's
+//! certificates, it is accepted once its names match the host (validity dates were checked by
+//! WebPKI before it raised that objection).
+//!
+//! Owns: building that rustls configuration. Must not: relax anything else (expiry, names,
+//! an unknown issuer stay errors) or open connections.
+
+use std::sync::Arc;
+
+use tokio_rustls::rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use tokio_rustls::rustls::client::WebPkiServerVerifier;
+use tokio_rustls::rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use tokio_rustls::rustls::{self, CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+/// A rustls client configuration trusting the built-in roots plus `extra` (DER).
+pub fn client_config(extra: &[Vec<u8>]) -> Result<rustls::ClientConfig, String> {
+    let provider = crate::tls::provider();
+    let mut roots = RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let pinned: Vec<CertificateDer<'static>> = extra.iter().map(|d| CertificateDer::from(d.clone())).collect();
+    for cert in &pinned {
+        roots
+            .add(cert.clone())
+            .map_err(|e| format!("a certificate authority is unusable: {e}"))?;
+    }
+    let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let verifier = Verifier {
+        inner,
+        pinned,
+        provider: provider.clone(),
+    };
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth())
+}
+
+#[derive(Debug)]
+struct Verifier {
+    inner: Arc<WebPkiServerVerifier>,
+    /// The user's own certificates, compared byte for byte with the server's.
+    pinned: Vec<CertificateDer<'static>>,
+    provider: Arc<CryptoProvider>,
+}
+
+/// Whether WebPKI's only objection is a CA certificate presented as the server's own.
+pub(super) fn is_ca_used_as_end_entity(e: &rustls::Error) -> bool {
+    match e {
+        rustls::Error::InvalidCertificate(CertificateError::Other(other)) => {
+            other.0.downcast_ref::<webpki::Error>() == Some(&webpki::Error::CaUsedAsEndEntity)
+        }
+        _ => false,
+    }
+}
+
+impl ServerCertVerifier for Verifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self
+            .inner
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(e) if is_ca_used_as_end_entity(&e) && self.pinned.iter().any(|p| p.as_ref() == end_entity.as_ref()) => {
+                let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
+                rustls::client::verify_server_name(&parsed, server_name)?;
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider.signature_verification_algorithms.supported_schemes()
+    }
+}
