@@ -400,14 +400,13 @@ fn router(store: Arc<Store>, auth: Arc<Guard>, log: Option<Log>) -> Router {
     hygiene(api.route("/health", get(|| async { "ok" })), log)
 }
 
-/// The layers every route gets, outermost first: request log + dialect header, panic → 500,
-/// body limit. Unknown routes and methods answer plain text like grpc-gateway.
+/// The layers every route gets, outermost first: request log + dialect header + panic → 500
+/// (one layer), body limit. Unknown routes and methods answer plain text like grpc-gateway.
 fn hygiene(router: Router, log: Option<Log>) -> Router {
     router
         .fallback(|| async { (StatusCode::NOT_FOUND, "Not Found\n") })
         .method_not_allowed_fallback(|| async { (StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed\n") })
         .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(middleware::from_fn(catch_panic))
         .layer(middleware::from_fn_with_state(log, log_and_mark))
 }
 
@@ -493,13 +492,6 @@ fn check_host(value: Option<&HeaderValue>) -> Result<(), ApiError> {
     ))
 }
 
-/// Turns a panic anywhere in a handler into a 500 with the error body instead of a dropped
-/// connection. The panic is caught where the handler's future is polled, on the same task:
-/// a task spawned per request for this cost a fifth of a GET's CPU (issue 12 item 8).
-async fn catch_panic(req: Request, next: Next) -> Response {
-    catching(next.run(req)).await
-}
-
 async fn catching(handler: impl Future<Output = Response>) -> Response {
     use futures_util::FutureExt;
     // AssertUnwindSafe: after a panic nothing of the request is used again; shared state
@@ -532,34 +524,38 @@ fn panic_payload_text(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// Adds the dialect header to every response and logs one line per request: method, path
-/// (query included; no route carries secrets there), status, duration. Headers, where
-/// credentials travel, are never logged.
+/// Adds the dialect header to every response, turns a panic anywhere in a handler into a 500
+/// with the error body instead of a dropped connection, and logs one line per request:
+/// method, path (query included; no route carries secrets there), status, duration.
+/// Headers, where credentials travel, are never logged.
+///
+/// One layer for the three, and one `String` per line: every layer and allocation is paid by
+/// every GET (issue 12 item 8). The panic is caught where the handler's future is polled, on
+/// the request's own task: a task spawned per request for this cost a fifth of a GET's CPU.
 async fn log_and_mark(State(log): State<Option<Log>>, req: Request, next: Next) -> Response {
+    use std::fmt::Write as _;
     let started = Instant::now();
     let line = log.as_ref().map(|_| {
-        format!(
-            "{} {}",
-            req.method(),
-            req.uri().path_and_query().map_or("/", |p| p.as_str())
-        )
+        let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
+        let mut line = String::with_capacity(48 + path.len());
+        let _ = write!(line, "retryctl serve: {} {path}", req.method());
+        line
     });
-    let mut resp = next.run(req).await;
+    let mut resp = catching(next.run(req)).await;
     resp.headers_mut()
         .insert(DIALECT_HEADER, HeaderValue::from_static(DIALECT_V1));
-    if let (Some(log), Some(line)) = (log, line) {
+    if let (Some(log), Some(mut line)) = (log, line) {
         let micros = started.elapsed().as_micros();
+        let _ = write!(
+            line,
+            " {} {}.{:03}ms",
+            resp.status().as_u16(),
+            micros / 1000,
+            micros % 1000
+        );
         // Never waits: a reader that is behind (a full pipe) or gone costs the line, counted,
         // not the request (SPEC §6).
-        if log
-            .try_send(format!(
-                "retryctl serve: {line} {} {}.{:03}ms",
-                resp.status().as_u16(),
-                micros / 1000,
-                micros % 1000
-            ))
-            .is_err()
-        {
+        if log.try_send(line).is_err() {
             count_dropped_log_lines(1);
         }
     }
