@@ -81,6 +81,11 @@ pub struct Guarded {
     stream: TcpStream,
     _permit: OwnedSemaphorePermit,
     idle: Duration,
+    /// When a byte last moved.
+    last: Instant,
+    /// Fires at the earliest moment the connection can have been idle for `idle`; it is
+    /// moved only when it fires (lazily), not on every read and write: a timer reset per I/O
+    /// was a visible share of a GET's CPU (issue 12 item 8).
     deadline: Pin<Box<Sleep>>,
 }
 
@@ -90,17 +95,26 @@ impl Guarded {
             stream,
             _permit: permit,
             idle,
+            last: Instant::now(),
             deadline: Box::pin(tokio::time::sleep(idle)),
         }
     }
 
     fn progressed(&mut self) {
-        let idle = self.idle;
-        self.deadline.as_mut().reset(Instant::now() + idle);
+        self.last = Instant::now();
     }
 
+    /// Whether the connection has been idle for `idle`; otherwise the deadline is armed (with
+    /// `cx`'s waker) for the earliest moment it could be.
     fn expired(&mut self, cx: &mut Context<'_>) -> bool {
-        self.deadline.as_mut().poll(cx).is_ready()
+        while self.deadline.as_mut().poll(cx).is_ready() {
+            let due = self.last + self.idle;
+            if due <= Instant::now() {
+                return true;
+            }
+            self.deadline.as_mut().reset(due);
+        }
+        false
     }
 
     /// The first byte the client sent, without consuming it; `None` when it closed first.
