@@ -317,7 +317,10 @@ pub fn replay_with(
             None
         } else {
             Some(match engine {
-                EngineKind::Design => evaluate(policies, &settings, &ctx, &mut state, run, k, ended_at),
+                EngineKind::Design => {
+                    let v = evaluate(policies, &settings, &ctx, &mut state, run, k, ended_at);
+                    Decision::from_verdict(&v, run, &state, &job.id, k, settings.enabled)
+                }
                 EngineKind::Upstream => upstream::evaluate(
                     policies.first().copied(),
                     &settings,

@@ -1,0 +1,446 @@
+//! Policies compiled once into matcher tables (SPEC §2.2–2.3), and the signal a match
+//! leaves behind.
+//!
+//! Owns: [`CompiledPolicy`] (per rule: condition bitmask, sorted exit-code set, compiled
+//! message pattern, container name; per policy: the rules indexed by category), the facts
+//! read from a run once per decision ([`RunFacts`]), the first-match search over one policy,
+//! and [`Signal`], which names what matched by indices into the run and is put into words
+//! only when a record is written ([`Signal::write`]).
+//!
+//! Must not: allocate while matching (the evaluator's budget is zero heap allocations per
+//! decision, `tests/alloc.rs`), do I/O, or change the order in which rules are tried: the
+//! category index only skips rules that cannot match, and candidates are visited in rule
+//! order, so the first matching rule still wins (§2.3).
+
+use regex::Regex;
+
+use crate::model::history::{Container, Run};
+use crate::model::policy::{Condition, Operator, RetryPolicy, Rule};
+use crate::model::quantity::parse_quantity;
+use crate::model::validate::compile_pattern;
+
+/// A compiled `onTerminationMessage` pattern. Literal patterns (the common `TRANSIENT`,
+/// `^OOM`, `.*CUDA error.*`) skip the regex engine: a substring or prefix test gives the
+/// same answer as Go's `MatchString` for them, several times faster.
+#[derive(Debug, Clone)]
+pub(crate) enum Pattern {
+    Contains(String),
+    Prefix(String),
+    Regex(Regex),
+}
+
+impl Pattern {
+    pub(crate) fn new(p: &str) -> Result<Pattern, String> {
+        let regex = compile_pattern(p)?;
+        // No regex metacharacter (`-` is literal outside a class, unlike what `regex::escape`
+        // would suggest).
+        let literal = |t: &str| !t.is_empty() && !t.contains(|c| "\\.+*?()|[]{}^$".contains(c));
+        let inner = p.strip_prefix(".*").unwrap_or(p);
+        let inner = inner.strip_suffix(".*").filter(|i| !i.ends_with('\\')).unwrap_or(inner);
+        Ok(if literal(inner) {
+            Pattern::Contains(inner.to_string())
+        } else if let Some(rest) = p.strip_prefix('^').filter(|r| literal(r)) {
+            Pattern::Prefix(rest.to_string())
+        } else {
+            Pattern::Regex(regex)
+        })
+    }
+
+    pub(crate) fn is_match(&self, text: &str) -> bool {
+        match self {
+            Pattern::Contains(l) => text.contains(l.as_str()),
+            Pattern::Prefix(l) => text.starts_with(l.as_str()),
+            Pattern::Regex(r) => r.is_match(text),
+        }
+    }
+}
+
+/// The bit of a condition in a mask (`Condition` has five variants).
+fn bit(c: Condition) -> u8 {
+    1 << (c as u8)
+}
+
+/// `onExitCodes`, with the codes sorted for a binary search.
+#[derive(Debug, Clone)]
+struct ExitSet {
+    member_matches: bool,
+    codes: Box<[i64]>,
+}
+
+impl ExitSet {
+    /// SPEC §2.3: exit code 0 never matches either operator.
+    fn admits(&self, code: i64) -> bool {
+        code != 0 && self.codes.binary_search(&code).is_ok() == self.member_matches
+    }
+}
+
+/// One rule's matchers, in the shapes the search reads. Categories are not here: they
+/// decide which rules are candidates at all ([`CompiledPolicy::candidates`]).
+#[derive(Debug, Clone)]
+struct RuleMatcher {
+    /// The rule lists categories (it is a candidate only through the category index).
+    category: bool,
+    subcategories: Option<Box<[Box<str>]>>,
+    /// `onConditions` in the order written: the first one that holds is the one reported.
+    conditions: Option<Box<[Condition]>>,
+    /// The pod-level conditions listed (OOMKilled excluded: it is a container's).
+    pod_conditions: u8,
+    oom: bool,
+    exit: Option<ExitSet>,
+    pattern: Option<Pattern>,
+    container: Option<Box<str>>,
+    include_init: bool,
+    /// A container-level matcher reads the selected container (§2.2).
+    needs_container: bool,
+}
+
+/// What matched, as indices into the run and flags: enough to write the signal of
+/// SPEC §2.9 (`container main exit 137, category infra`) later, and nothing to allocate now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// No rule matched; a default action decided.
+    NoRuleMatched,
+    /// The matchers of the matched rule, in the order the signal names them.
+    Rule {
+        /// The condition that held, and for `OOMKilled` the container (index in the run).
+        condition: Option<(Condition, Option<u32>)>,
+        /// The container whose exit code matched.
+        exit: Option<u32>,
+        /// The container whose termination message matched.
+        message: Option<u32>,
+        /// The run's category matched (and its subcategory, when the rule lists some).
+        category: Option<bool>,
+    },
+    /// Upstream (§2.10): a rule matched on the run's category and subcategory.
+    Category,
+}
+
+impl Signal {
+    /// The signal in words, as SPEC §2.9 writes it, for `run` (the run that was decided).
+    pub fn write(&self, run: &Run, out: &mut String) {
+        let container = |i: u32| &run.containers[i as usize];
+        let mut add = |parts: &[&str]| {
+            if !out.is_empty() {
+                out.push_str(", ");
+            }
+            for p in parts {
+                out.push_str(p);
+            }
+        };
+        match *self {
+            Signal::NoRuleMatched => add(&["no rule matched"]),
+            Signal::Category => match (&run.category, &run.subcategory) {
+                (Some(c), Some(s)) => add(&["category ", c, "/", s]),
+                (Some(c), None) => add(&["category ", c]),
+                _ => add(&["no category"]),
+            },
+            Signal::Rule {
+                condition,
+                exit,
+                message,
+                category,
+            } => {
+                match condition {
+                    // An unnamed container (a Lookout import) reads `container exit 137`.
+                    Some((Condition::OOMKilled, Some(i))) => {
+                        let c = container(i);
+                        add(&["container", sep(c), &c.name, " OOMKilled"]);
+                    }
+                    Some((hit, _)) => add(&["condition ", hit.as_str()]),
+                    None => {}
+                }
+                if let Some(i) = exit {
+                    let c = container(i);
+                    add(&["container", sep(c), &c.name, " exit ", &c.exit_code.to_string()]);
+                }
+                if let Some(i) = message {
+                    let c = container(i);
+                    add(&["message of container", sep(c), &c.name, " matches"]);
+                }
+                let cat = run.category.as_deref().unwrap_or_default();
+                match (category, run.subcategory.as_deref()) {
+                    (Some(true), Some(sub)) => add(&["category ", cat, "/", sub]),
+                    (Some(_), _) => add(&["category ", cat]),
+                    (None, _) => {}
+                }
+            }
+        }
+    }
+
+    /// [`Signal::write`] into a new string.
+    pub fn to_text(&self, run: &Run) -> String {
+        let mut s = String::with_capacity(48);
+        self.write(run, &mut s);
+        s
+    }
+}
+
+/// The space before a container's name, none for an unnamed container.
+fn sep(c: &Container) -> &'static str {
+    if c.name.is_empty() {
+        ""
+    } else {
+        " "
+    }
+}
+
+/// FNV-1a: the category index is keyed by a hash computed once per run and shared by every
+/// policy (std's SipHash costs more than the comparisons it would save here).
+fn fnv(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// What the matchers read from a run, computed once per decision rather than once per rule.
+pub(crate) struct RunFacts<'r> {
+    run: &'r Run,
+    /// The run's pod-level conditions as a mask.
+    conditions: u8,
+    /// The run's category and its hash.
+    category: Option<(&'r str, u64)>,
+    /// The first failed non-init container (§2.2).
+    first_failed: Option<u32>,
+    /// The first failed container, init containers first.
+    first_failed_with_init: Option<u32>,
+}
+
+impl<'r> RunFacts<'r> {
+    pub(crate) fn new(run: &'r Run) -> RunFacts<'r> {
+        let find = |init: bool| {
+            run.containers
+                .iter()
+                .position(|c| c.init == init && c.failed())
+                .map(|i| i as u32)
+        };
+        let first_failed = find(false);
+        RunFacts {
+            run,
+            conditions: run.conditions.iter().fold(0, |m, &c| m | bit(c)),
+            category: run.category.as_deref().map(|c| (c, fnv(c))),
+            first_failed,
+            first_failed_with_init: find(true).or(first_failed),
+        }
+    }
+}
+
+/// A policy with its rules compiled once into matcher tables.
+#[derive(Debug, Clone)]
+pub struct CompiledPolicy {
+    pub policy: RetryPolicy,
+    rules: Box<[RuleMatcher]>,
+    /// Rules that list no category, as a bitset over rule indices: candidates for every run.
+    uncategorized: Box<[u64]>,
+    /// Category (hash, name) → the rules that list it, a bitset row in `rows`; sorted by hash.
+    categories: Box<[(u64, Box<str>, u32)]>,
+    rows: Box<[u64]>,
+    /// `mutate.resources.memory.static` in bytes, per rule.
+    pub(crate) statics: Vec<Option<f64>>,
+}
+
+impl CompiledPolicy {
+    /// Fails only on what validation already rejects (a bad pattern or quantity); callers
+    /// validate first, so the error is a safety net, not the user-facing report.
+    pub fn new(policy: RetryPolicy) -> Result<CompiledPolicy, String> {
+        let words = policy.rules.len().div_ceil(64).max(1);
+        let mut rules = Vec::with_capacity(policy.rules.len());
+        let mut statics = Vec::with_capacity(policy.rules.len());
+        let mut uncategorized = vec![0u64; words];
+        let mut by_name: Vec<(u64, Box<str>, u32)> = Vec::new();
+        let mut rows: Vec<u64> = Vec::new();
+        for (i, rule) in policy.rules.iter().enumerate() {
+            let at = |e: String| format!("policy `{}` rule {i}: {e}", policy.name);
+            rules.push(compile_rule(rule).map_err(at)?);
+            let fixed = rule
+                .mutate
+                .as_ref()
+                .and_then(|m| m.resources.as_ref())
+                .and_then(|r| r.memory.as_ref())
+                .and_then(|m| m.fixed.as_deref());
+            statics.push(match fixed {
+                Some(q) => Some(parse_quantity(q).map_err(at)?),
+                None => None,
+            });
+            let (word, mask) = (i / 64, 1u64 << (i % 64));
+            // A rule without matchers never matches (§2.3), and validation rejects a
+            // subcategory without a category; neither is ever a candidate.
+            if !rule.has_matcher() || (rule.on_failure_category.is_none() && rule.on_failure_subcategory.is_some()) {
+                continue;
+            }
+            match &rule.on_failure_category {
+                None => uncategorized[word] |= mask,
+                Some(names) => {
+                    for name in names {
+                        let row = match by_name.iter().find(|(_, n, _)| **n == **name) {
+                            Some(&(_, _, row)) => row,
+                            None => {
+                                let row = (rows.len() / words) as u32;
+                                rows.resize(rows.len() + words, 0);
+                                by_name.push((fnv(name), name.as_str().into(), row));
+                                row
+                            }
+                        };
+                        rows[row as usize * words + word] |= mask;
+                    }
+                }
+            }
+        }
+        by_name.sort_by_key(|(h, _, _)| *h);
+        Ok(CompiledPolicy {
+            policy,
+            rules: rules.into(),
+            uncategorized: uncategorized.into(),
+            categories: by_name.into(),
+            rows: rows.into(),
+            statics,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.policy.name
+    }
+
+    /// The bitset row of the rules listing the run's category, if any rule lists it.
+    fn category_row(&self, facts: &RunFacts<'_>) -> Option<&[u64]> {
+        let (name, hash) = facts.category?;
+        let from = self.categories.partition_point(|(h, _, _)| *h < hash);
+        let words = self.uncategorized.len();
+        self.categories[from..]
+            .iter()
+            .take_while(|(h, _, _)| *h == hash)
+            .find(|(_, n, _)| **n == *name)
+            .map(|&(_, _, row)| &self.rows[row as usize * words..][..words])
+    }
+
+    /// SPEC §2.3 over this policy's rules: the first rule that matches, with its signal.
+    /// Only candidates are tried (rules without a category, and those listing the run's),
+    /// in rule order.
+    pub(crate) fn first_match(&self, facts: &RunFacts<'_>) -> Option<(usize, Signal)> {
+        let row = self.category_row(facts);
+        for (w, &free) in self.uncategorized.iter().enumerate() {
+            let mut bits = free | row.map_or(0, |r| r[w]);
+            while bits != 0 {
+                let i = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let Some(signal) = self.rules[i].matches(facts) {
+                    return Some((i, signal));
+                }
+            }
+        }
+        None
+    }
+}
+
+fn compile_rule(rule: &Rule) -> Result<RuleMatcher, String> {
+    let boxed = |l: &Vec<String>| l.iter().map(|s| s.as_str().into()).collect::<Box<[Box<str>]>>();
+    let conditions = rule.on_conditions.as_ref();
+    let oom = conditions.is_some_and(|c| c.contains(&Condition::OOMKilled));
+    let pattern = match &rule.on_termination_message {
+        Some(p) => Some(Pattern::new(p)?),
+        None => None,
+    };
+    Ok(RuleMatcher {
+        category: rule.on_failure_category.is_some(),
+        subcategories: rule.on_failure_subcategory.as_ref().map(boxed),
+        conditions: conditions.map(|c| c.as_slice().into()),
+        pod_conditions: conditions.map_or(0, |c| {
+            c.iter()
+                .filter(|&&c| c != Condition::OOMKilled)
+                .fold(0, |m, &c| m | bit(c))
+        }),
+        oom,
+        exit: rule.on_exit_codes.as_ref().map(|e| {
+            let mut codes = e.values.clone();
+            codes.sort_unstable();
+            codes.dedup();
+            ExitSet {
+                member_matches: e.operator == Operator::In,
+                codes: codes.into(),
+            }
+        }),
+        needs_container: rule.on_exit_codes.is_some() || (pattern.is_some() && rule.container_name.is_some()) || oom,
+        pattern,
+        container: rule.container_name.as_deref().map(Into::into),
+        include_init: rule.include_init_containers,
+    })
+}
+
+impl RuleMatcher {
+    /// SPEC §2.2: the container the rule's container-level matchers look at.
+    fn selected(&self, facts: &RunFacts<'_>) -> Option<u32> {
+        match &self.container {
+            Some(name) => facts
+                .run
+                .containers
+                .iter()
+                .position(|c| *c.name == **name)
+                .map(|i| i as u32),
+            None if self.include_init => facts.first_failed_with_init,
+            None => facts.first_failed,
+        }
+    }
+
+    /// SPEC §2.3 for a candidate rule (its category, if it lists any, already matched).
+    /// Cheapest first: subcategory, pod-level conditions (a mask test), then the container
+    /// only when a container-level matcher needs it, then exit codes, then the message.
+    fn matches(&self, facts: &RunFacts<'_>) -> Option<Signal> {
+        let run = facts.run;
+        if let Some(subs) = &self.subcategories {
+            let sub = run.subcategory.as_deref()?;
+            if !subs.iter().any(|s| **s == *sub) {
+                return None;
+            }
+        }
+        if self.conditions.is_some() && !self.oom && self.pod_conditions & facts.conditions == 0 {
+            return None;
+        }
+        let selected = if self.needs_container {
+            self.selected(facts)
+        } else {
+            None
+        };
+        let condition = match &self.conditions {
+            Some(conditions) => Some(*conditions.iter().find(|&&c| match c {
+                Condition::OOMKilled => {
+                    selected.is_some_and(|i| run.containers[i as usize].reason.as_deref() == Some("OOMKilled"))
+                }
+                other => facts.conditions & bit(other) != 0,
+            })?),
+            None => None,
+        };
+        let exit = match &self.exit {
+            Some(set) => {
+                let i = selected?;
+                if !set.admits(run.containers[i as usize].exit_code) {
+                    return None;
+                }
+                Some(i)
+            }
+            None => None,
+        };
+        let message = match &self.pattern {
+            Some(re) => {
+                let hit = |c: &Container| c.message.as_deref().is_some_and(|m| !m.is_empty() && re.is_match(m));
+                let found = if self.container.is_some() {
+                    selected.filter(|&i| hit(&run.containers[i as usize]))
+                } else {
+                    run.containers
+                        .iter()
+                        .position(|c| (!c.init || self.include_init) && hit(c))
+                        .map(|i| i as u32)
+                };
+                Some(found?)
+            }
+            None => None,
+        };
+        Some(Signal::Rule {
+            condition: condition.map(|c| (c, selected.filter(|_| c == Condition::OOMKilled))),
+            exit,
+            message,
+            category: self.category.then_some(self.subcategories.is_some()),
+        })
+    }
+}
