@@ -46,10 +46,13 @@ impl Pattern {
         })
     }
 
+    #[inline]
     pub(crate) fn is_match(&self, text: &str) -> bool {
         match self {
-            Pattern::Contains(l) => text.contains(l.as_str()),
-            Pattern::Prefix(l) => text.starts_with(l.as_str()),
+            Pattern::Contains(l) => text.len() >= l.len() && text.contains(l.as_str()),
+            // The first byte inline: most messages differ there, and a call to `memcmp` per
+            // rule tried was a visible share of the evaluator's time.
+            Pattern::Prefix(l) => text.as_bytes().first() == l.as_bytes().first() && text.starts_with(l.as_str()),
             Pattern::Regex(r) => r.is_match(text),
         }
     }
@@ -89,6 +92,9 @@ struct RuleMatcher {
     exit: Option<ExitSet>,
     pattern: Option<Pattern>,
     container: Option<Box<str>>,
+    /// The container name's slot in the per-decision cache of resolved names (the first
+    /// [`NAME_CACHE`] distinct names of the policy).
+    container_slot: Option<usize>,
     include_init: bool,
     /// A container-level matcher reads the selected container (§2.2).
     needs_container: bool,
@@ -237,6 +243,20 @@ pub struct CompiledPolicy {
     /// Category (hash, name) → the rules that list it, a bitset row in `rows`; sorted by hash.
     categories: Box<[(u64, Box<str>, u32)]>,
     rows: Box<[u64]>,
+    /// Rules whose `onConditions` lists only pod-level conditions, and per condition bit
+    /// (`Condition as usize`) the ones listing it: a run without any of a rule's conditions
+    /// rejects it with a few mask operations.
+    pod_condition_rules: Box<[u64]>,
+    pod_condition_rows: Box<[u64]>,
+    /// Rules with `onExitCodes` and no `containerName` ([0]: failed non-init container
+    /// selected, [1]: `includeInitContainers`), those with operator `In`, and per exit code
+    /// listed the rules listing it: the selected container's code rejects the others at once.
+    exit_rules: [Box<[u64]>; 2],
+    exit_in: Box<[u64]>,
+    exit_codes: Box<[(i64, u32)]>,
+    exit_rows: Box<[u64]>,
+    /// Some rule is in `exit_rules` (else the run's exit codes are not looked up).
+    has_exit_rules: bool,
     /// `mutate.resources.memory.static` in bytes, per rule.
     pub(crate) statics: Vec<Option<f64>>,
 }
@@ -251,9 +271,53 @@ impl CompiledPolicy {
         let mut uncategorized = vec![0u64; words];
         let mut by_name: Vec<(u64, Box<str>, u32)> = Vec::new();
         let mut rows: Vec<u64> = Vec::new();
+        let mut pod_condition_rules = vec![0u64; words];
+        let mut pod_condition_rows = vec![0u64; words * Condition::ALL.len()];
+        let mut exit_rules = [vec![0u64; words], vec![0u64; words]];
+        let mut exit_in = vec![0u64; words];
+        let mut exit_codes: Vec<(i64, u32)> = Vec::new();
+        let mut exit_rows: Vec<u64> = Vec::new();
+        let mut names: Vec<&str> = Vec::new();
         for (i, rule) in policy.rules.iter().enumerate() {
             let at = |e: String| format!("policy `{}` rule {i}: {e}", policy.name);
-            rules.push(compile_rule(rule).map_err(at)?);
+            let mut matcher = compile_rule(rule).map_err(at)?;
+            if let Some(name) = rule.container_name.as_deref() {
+                let slot = names.iter().position(|n| *n == name).unwrap_or_else(|| {
+                    names.push(name);
+                    names.len() - 1
+                });
+                matcher.container_slot = (slot < NAME_CACHE).then_some(slot);
+            }
+            rules.push(matcher);
+            let (word, mask) = (i / 64, 1u64 << (i % 64));
+            if let Some(conditions) = rule
+                .on_conditions
+                .as_ref()
+                .filter(|c| !c.contains(&Condition::OOMKilled))
+            {
+                pod_condition_rules[word] |= mask;
+                for &c in conditions {
+                    pod_condition_rows[c as usize * words + word] |= mask;
+                }
+            }
+            if let (Some(codes), None) = (&rule.on_exit_codes, &rule.container_name) {
+                exit_rules[usize::from(rule.include_init_containers)][word] |= mask;
+                if codes.operator == Operator::In {
+                    exit_in[word] |= mask;
+                }
+                for &code in &codes.values {
+                    let row = match exit_codes.iter().find(|(c, _)| *c == code) {
+                        Some(&(_, row)) => row,
+                        None => {
+                            let row = (exit_rows.len() / words) as u32;
+                            exit_rows.resize(exit_rows.len() + words, 0);
+                            exit_codes.push((code, row));
+                            row
+                        }
+                    };
+                    exit_rows[row as usize * words + word] |= mask;
+                }
+            }
             let fixed = rule
                 .mutate
                 .as_ref()
@@ -264,7 +328,6 @@ impl CompiledPolicy {
                 Some(q) => Some(parse_quantity(q).map_err(at)?),
                 None => None,
             });
-            let (word, mask) = (i / 64, 1u64 << (i % 64));
             // A rule without matchers never matches (§2.3), and validation rejects a
             // subcategory without a category; neither is ever a candidate.
             if !rule.has_matcher() || (rule.on_failure_category.is_none() && rule.on_failure_subcategory.is_some()) {
@@ -289,12 +352,22 @@ impl CompiledPolicy {
             }
         }
         by_name.sort_by_key(|(h, _, _)| *h);
+        exit_codes.sort_unstable();
+        let has_exit_rules = exit_rules.iter().flatten().any(|&w| w != 0);
+        let [exit_plain, exit_init] = exit_rules;
         Ok(CompiledPolicy {
             policy,
             rules: rules.into(),
             uncategorized: uncategorized.into(),
             categories: by_name.into(),
             rows: rows.into(),
+            pod_condition_rules: pod_condition_rules.into(),
+            pod_condition_rows: pod_condition_rows.into(),
+            exit_rules: [exit_plain.into(), exit_init.into()],
+            exit_in: exit_in.into(),
+            exit_codes: exit_codes.into(),
+            exit_rows: exit_rows.into(),
+            has_exit_rules,
             statics,
         })
     }
@@ -315,17 +388,61 @@ impl CompiledPolicy {
             .map(|&(_, _, row)| &self.rows[row as usize * words..][..words])
     }
 
+    /// The exit-code row of `code`, if a rule lists it.
+    fn exit_row(&self, code: i64) -> Option<&[u64]> {
+        let words = self.uncategorized.len();
+        let at = self.exit_codes.binary_search_by_key(&code, |(c, _)| *c).ok()?;
+        let row = self.exit_codes[at].1 as usize;
+        Some(&self.exit_rows[row * words..][..words])
+    }
+
+    /// Word `w` of the rules the run's exit codes reject: `onExitCodes` rules (without
+    /// `containerName`) whose selected container has no failure code, code 0, a code an `In`
+    /// rule does not list or a code a `NotIn` rule lists (§2.3).
+    fn exit_rejects(&self, w: usize, codes: &[SelectedCode<'_>; 2]) -> u64 {
+        let mut out = 0;
+        for (rules, code) in self.exit_rules.iter().zip(codes) {
+            out |= rules[w]
+                & match code {
+                    Some((c, row)) if *c != 0 => {
+                        let listed = row.map_or(0, |r| r[w]);
+                        (self.exit_in[w] & !listed) | (!self.exit_in[w] & listed)
+                    }
+                    _ => !0,
+                };
+        }
+        out
+    }
+
     /// SPEC §2.3 over this policy's rules: the first rule that matches, with its signal.
-    /// Only candidates are tried (rules without a category, and those listing the run's),
-    /// in rule order.
+    /// Only candidates are tried — rules without a category and those listing the run's,
+    /// less those the run's conditions or exit codes reject by mask — in rule order.
     pub(crate) fn first_match(&self, facts: &RunFacts<'_>) -> Option<(usize, Signal)> {
+        let words = self.uncategorized.len();
         let row = self.category_row(facts);
+        let code = |sel: Option<u32>| {
+            let c = facts.run.containers[sel? as usize].exit_code;
+            Some((c, self.exit_row(c)))
+        };
+        let codes = if self.has_exit_rules {
+            [code(facts.first_failed), code(facts.first_failed_with_init)]
+        } else {
+            [None, None]
+        };
+        let mut names = [UNRESOLVED; NAME_CACHE];
         for (w, &free) in self.uncategorized.iter().enumerate() {
-            let mut bits = free | row.map_or(0, |r| r[w]);
+            let mut held = 0;
+            for (c, _) in Condition::ALL.iter().enumerate() {
+                if facts.conditions & (1 << c) != 0 {
+                    held |= self.pod_condition_rows[c * words + w];
+                }
+            }
+            let rejected = (self.pod_condition_rules[w] & !held) | self.exit_rejects(w, &codes);
+            let mut bits = (free | row.map_or(0, |r| r[w])) & !rejected;
             while bits != 0 {
                 let i = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                if let Some(signal) = self.rules[i].matches(facts) {
+                if let Some(signal) = self.rules[i].matches(facts, &mut names) {
                     return Some((i, signal));
                 }
             }
@@ -333,6 +450,16 @@ impl CompiledPolicy {
         None
     }
 }
+
+/// The exit code of the container a rule without `containerName` selects (`None`: no
+/// failed container), with the rules listing that code.
+type SelectedCode<'a> = Option<(i64, Option<&'a [u64]>)>;
+
+/// Distinct `containerName`s per policy whose lookup in a run is cached for one decision.
+const NAME_CACHE: usize = 8;
+/// A cache slot not looked up yet; `ABSENT`: the run has no such container.
+const UNRESOLVED: u32 = u32::MAX;
+const ABSENT: u32 = u32::MAX - 1;
 
 fn compile_rule(rule: &Rule) -> Result<RuleMatcher, String> {
     let boxed = |l: &Vec<String>| l.iter().map(|s| s.as_str().into()).collect::<Box<[Box<str>]>>();
@@ -364,20 +491,32 @@ fn compile_rule(rule: &Rule) -> Result<RuleMatcher, String> {
         needs_container: rule.on_exit_codes.is_some() || (pattern.is_some() && rule.container_name.is_some()) || oom,
         pattern,
         container: rule.container_name.as_deref().map(Into::into),
+        container_slot: None,
         include_init: rule.include_init_containers,
     })
 }
 
 impl RuleMatcher {
     /// SPEC §2.2: the container the rule's container-level matchers look at.
-    fn selected(&self, facts: &RunFacts<'_>) -> Option<u32> {
-        match &self.container {
-            Some(name) => facts
+    fn selected(&self, facts: &RunFacts<'_>, names: &mut [u32; NAME_CACHE]) -> Option<u32> {
+        let find = |name: &str| {
+            facts
                 .run
                 .containers
                 .iter()
-                .position(|c| *c.name == **name)
-                .map(|i| i as u32),
+                .position(|c| *c.name == *name)
+                .map(|i| i as u32)
+        };
+        match &self.container {
+            Some(name) => match self.container_slot {
+                Some(slot) => {
+                    if names[slot] == UNRESOLVED {
+                        names[slot] = find(name).unwrap_or(ABSENT);
+                    }
+                    Some(names[slot]).filter(|&i| i != ABSENT)
+                }
+                None => find(name),
+            },
             None if self.include_init => facts.first_failed_with_init,
             None => facts.first_failed,
         }
@@ -386,7 +525,7 @@ impl RuleMatcher {
     /// SPEC §2.3 for a candidate rule (its category, if it lists any, already matched).
     /// Cheapest first: subcategory, pod-level conditions (a mask test), then the container
     /// only when a container-level matcher needs it, then exit codes, then the message.
-    fn matches(&self, facts: &RunFacts<'_>) -> Option<Signal> {
+    fn matches(&self, facts: &RunFacts<'_>, names: &mut [u32; NAME_CACHE]) -> Option<Signal> {
         let run = facts.run;
         if let Some(subs) = &self.subcategories {
             let sub = run.subcategory.as_deref()?;
@@ -398,7 +537,7 @@ impl RuleMatcher {
             return None;
         }
         let selected = if self.needs_container {
-            self.selected(facts)
+            self.selected(facts, names)
         } else {
             None
         };
