@@ -3,7 +3,7 @@
 //!
 //! Owns: [`CompiledPolicy`] (per rule: condition bitmask, sorted exit-code set, compiled
 //! message pattern, container name; per policy: the rules indexed by category), the facts
-//! read from a run once per decision ([`RunFacts`]), the first-match search over one policy,
+//! read from a run once per decision (`RunFacts`), the first-match search over one policy,
 //! and [`Signal`], which names what matched by indices into the run and is put into words
 //! only when a record is written ([`Signal::write`]).
 //!

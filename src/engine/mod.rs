@@ -1,15 +1,19 @@
-//! The engines (SPEC §2): pure, deterministic retry decisions. This file and `replay.rs` are
-//! the design engine (§2.1–2.9) and the records both engines share; `upstream.rs` is the
-//! engine Armada ships today (§2.10).
+//! The engines (SPEC §2): pure, deterministic retry decisions. This file, `compiled.rs` and
+//! `replay.rs` are the design engine (§2.1–2.9) and the records both engines share;
+//! `upstream.rs` is the engine Armada ships today (§2.10).
 //!
-//! Owns: effective-policy resolution (§2.1), container selection and matching (§2.2–2.3),
-//! counting and limits (§2.4), backoff, deterministic jitter and the grace delay (§2.5),
-//! anti-affinity and memory mutations (§2.6), pod names (§2.7), the bypass paths (§2.8) and
-//! the decision record (§2.9); [`replay`] applies it to a whole FailureHistory.
+//! Owns: effective-policy resolution (§2.1), counting and limits (§2.4), backoff,
+//! deterministic jitter and the grace delay (§2.5), anti-affinity and memory mutations
+//! (§2.6), pod names (§2.7), the bypass paths (§2.8) and the decision records (§2.9): the
+//! [`Verdict`] that [`evaluate`] returns (indices and numbers) and the [`Decision`] with words
+//! that a replay records. Container selection and matching (§2.2–2.3) are the compiled
+//! matcher tables of [`compiled`]; [`replay`] applies the engine to a whole FailureHistory.
 //!
 //! Must not: do I/O, read a clock or the environment, or use randomness. Time is an input
 //! (nanoseconds since the job's submission); jitter comes from a stable hash of (job id, run
 //! index) implemented here, never from `std`'s `DefaultHasher` (not stable across releases).
+//! `evaluate` must not allocate (SPEC §7; `tests/alloc.rs` counts): text is made from a
+//! verdict only where a record carries it.
 //!
 //! Decisions where SPEC §2 is silent, as an operator would expect:
 //! - a `Fail` rule or a `Fail` default decides `fail_rule` / `fail_default` even under the
@@ -349,7 +353,9 @@ pub struct DelayParts {
     pub grace: GoDuration,
 }
 
-/// One evaluation's result (SPEC §2.9). Times are nanoseconds since submission.
+/// One evaluation's record (SPEC §2.9), with words: the signal, the nodes to avoid and the
+/// next pod's name. The design engine's [`Verdict`] becomes one in [`Decision::from_verdict`];
+/// the upstream engine builds it directly. Times are nanoseconds since submission.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
     pub kind: DecisionKind,
