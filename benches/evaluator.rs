@@ -86,11 +86,7 @@ fn bench(c: &mut Criterion) {
         global_max_retries: u32::MAX,
         ..Settings::default()
     };
-    let job = JobContext {
-        id: "job-0000042",
-        fail_fast: false,
-        termination_grace_period: GoDuration::from_secs(30),
-    };
+    let job = JobContext::new("job-0000042", false, GoDuration::from_secs(30));
     let last = run("cat-2-16", 1); // policy-2 rule 16: the last category rule of the last policy
     let first = run("cat-0-0", 1);
     let none = run("nothing", 1);

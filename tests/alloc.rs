@@ -150,11 +150,7 @@ fn a_decision_allocates_nothing() {
     let all: Vec<&CompiledPolicy> = compiled.iter().collect();
     let without_default: Vec<&CompiledPolicy> = vec![&compiled[0], &compiled[2]];
     let settings = Settings::default();
-    let job = JobContext {
-        id: "job-0000042",
-        fail_fast: false,
-        termination_grace_period: GoDuration::from_secs(30),
-    };
+    let job = JobContext::new("job-0000042", false, GoDuration::from_secs(30));
     let failed = Outcome::Failed;
     let cases: Vec<(&str, &[&CompiledPolicy], Run)> = vec![
         (

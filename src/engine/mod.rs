@@ -339,6 +339,20 @@ pub struct JobContext<'a> {
     pub id: &'a str,
     pub fail_fast: bool,
     pub termination_grace_period: GoDuration,
+    /// FNV-1a of `id`, the first half of the jitter hash: computed once per job rather than
+    /// once per decision (a byte-at-a-time multiply chain over the id).
+    id_hash: u64,
+}
+
+impl<'a> JobContext<'a> {
+    pub fn new(id: &'a str, fail_fast: bool, termination_grace_period: GoDuration) -> JobContext<'a> {
+        JobContext {
+            id,
+            fail_fast,
+            termination_grace_period,
+            id_hash: fnv1a(id),
+        }
+    }
 }
 
 /// The parts of a retry's delay (SPEC §2.5).
@@ -534,11 +548,20 @@ pub fn pod_name(job_id: &str, run: usize, feature_enabled: bool) -> String {
 /// A stable `u` in [0, 1) from (job id, run index): FNV-1a over the id, mixed with the run
 /// index by SplitMix64. Stable across platforms and Rust releases.
 pub fn jitter_fraction(job_id: &str, run_index: usize) -> f64 {
+    jitter_from_hash(fnv1a(job_id), run_index)
+}
+
+fn fnv1a(s: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in job_id.bytes() {
+    for b in s.bytes() {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
+    h
+}
+
+/// [`jitter_fraction`] from the id's FNV-1a hash.
+fn jitter_from_hash(h: u64, run_index: usize) -> f64 {
     let mut z = h ^ (run_index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -778,7 +801,7 @@ fn backoff_and_grace(
     let backoff = backoff_delay(initial, max, multiplier, n);
     let mut with_jitter = backoff;
     if jitter > 0.0 && backoff.0 > 0 {
-        let add = backoff.0 as f64 * jitter.min(1.0) * jitter_fraction(job.id, run_index);
+        let add = backoff.0 as f64 * jitter.min(1.0) * jitter_from_hash(job.id_hash, run_index);
         let total = (backoff.0 as f64 + add).min(max.0 as f64);
         // Whole milliseconds: a delay of `58.100503407s` is noise to an operator.
         let ms = if total.is_finite() {

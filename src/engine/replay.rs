@@ -224,11 +224,11 @@ pub fn replay_with(
     engine: EngineKind,
 ) -> JobReport {
     let job = &history.job;
-    let ctx = JobContext {
-        id: &job.id,
-        fail_fast: job.annotations.get(FAIL_FAST_ANNOTATION).is_some_and(|v| v == "true"),
-        termination_grace_period: job.termination_grace_period.unwrap_or(DEFAULT_GRACE),
-    };
+    let ctx = JobContext::new(
+        &job.id,
+        job.annotations.get(FAIL_FAST_ANNOTATION).is_some_and(|v| v == "true"),
+        job.termination_grace_period.unwrap_or(DEFAULT_GRACE),
+    );
     let mut settings = settings.clone();
     let mut report = JobReport::start(history, policies, &settings, engine);
     let mut state = JobState::new(job.memory);
