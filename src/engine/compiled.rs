@@ -263,6 +263,10 @@ pub struct CompiledPolicy {
     exit_rows: Box<[u64]>,
     /// Some rule is in `exit_rules` (else the run's exit codes are not looked up).
     has_exit_rules: bool,
+    /// The literal fast path as a mask: per cached `containerName`, the rules whose message
+    /// pattern is a literal prefix, and per first byte the ones starting with it. A run whose
+    /// container's message starts with another byte (or has none) rejects them untried.
+    prefixes: Box<[SlotPrefixes]>,
     /// `mutate.resources.memory.static` in bytes, per rule.
     pub(crate) statics: Vec<Option<f64>>,
 }
@@ -284,6 +288,7 @@ impl CompiledPolicy {
         let mut exit_codes: Vec<(i64, u32)> = Vec::new();
         let mut exit_rows: Vec<u64> = Vec::new();
         let mut names: Vec<&str> = Vec::new();
+        let mut prefixes: Vec<SlotPrefixes> = Vec::new();
         for (i, rule) in policy.rules.iter().enumerate() {
             let at = |e: String| format!("policy `{}` rule {i}: {e}", policy.name);
             let mut matcher = compile_rule(rule).map_err(at)?;
@@ -293,6 +298,36 @@ impl CompiledPolicy {
                     names.len() - 1
                 });
                 matcher.container_slot = (slot < NAME_CACHE).then_some(slot);
+            }
+            if let (Some(slot), Some(Pattern::Prefix(l))) = (matcher.container_slot, &matcher.pattern) {
+                let at = match prefixes.iter().position(|x: &SlotPrefixes| x.slot == slot) {
+                    Some(at) => at,
+                    None => {
+                        prefixes.push(SlotPrefixes {
+                            slot,
+                            name: names[slot].into(),
+                            rules: vec![0; words].into(),
+                            by_byte: Box::new([]),
+                        });
+                        prefixes.len() - 1
+                    }
+                };
+                let x = &mut prefixes[at];
+                let (word, mask) = (i / 64, 1u64 << (i % 64));
+                x.rules[word] |= mask;
+                // A literal prefix is never empty (`Pattern::new`).
+                let byte = l.as_bytes()[0];
+                let mut by_byte = std::mem::take(&mut x.by_byte).into_vec();
+                match by_byte.iter().position(|(b, _)| *b == byte) {
+                    Some(k) => by_byte[k].1[word] |= mask,
+                    None => {
+                        let mut row = vec![0u64; words];
+                        row[word] |= mask;
+                        by_byte.push((byte, row.into()));
+                    }
+                }
+                by_byte.sort_by_key(|(b, _)| *b);
+                x.by_byte = by_byte.into();
             }
             rules.push(matcher);
             let (word, mask) = (i / 64, 1u64 << (i % 64));
@@ -374,6 +409,7 @@ impl CompiledPolicy {
             exit_codes: exit_codes.into(),
             exit_rows: exit_rows.into(),
             has_exit_rules,
+            prefixes: prefixes.into(),
             statics,
         })
     }
@@ -443,7 +479,16 @@ impl CompiledPolicy {
                     held |= self.pod_condition_rows[c * words + w];
                 }
             }
-            let rejected = (self.pod_condition_rules[w] & !held) | self.exit_rejects(w, &codes);
+            let mut rejected = (self.pod_condition_rules[w] & !held) | self.exit_rejects(w, &codes);
+            for x in self.prefixes.iter() {
+                let first = resolve(&mut names, x.slot, &x.name, facts)
+                    .and_then(|i| facts.run.containers[i as usize].message.as_deref())
+                    .and_then(|m| m.as_bytes().first());
+                let allowed = first
+                    .and_then(|b| x.by_byte.binary_search_by_key(b, |(k, _)| *k).ok())
+                    .map_or(0, |k| x.by_byte[k].1[w]);
+                rejected |= x.rules[w] & !allowed;
+            }
             let mut bits = (free | row.map_or(0, |r| r[w])) & !rejected;
             while bits != 0 {
                 let i = w * 64 + bits.trailing_zeros() as usize;
@@ -460,6 +505,16 @@ impl CompiledPolicy {
 /// The exit code of the container a rule without `containerName` selects (`None`: no
 /// failed container), with the rules listing that code.
 type SelectedCode<'a> = Option<(i64, Option<&'a [u64]>)>;
+
+/// Rules with a literal prefix pattern on one named container (see `prefixes`).
+#[derive(Debug, Clone)]
+struct SlotPrefixes {
+    slot: usize,
+    name: Box<str>,
+    rules: Box<[u64]>,
+    /// (first byte, rules whose prefix starts with it), sorted by byte.
+    by_byte: Box<[(u8, Box<[u64]>)]>,
+}
 
 /// Distinct `containerName`s per policy whose lookup in a run is cached for one decision.
 const NAME_CACHE: usize = 8;
@@ -502,26 +557,31 @@ fn compile_rule(rule: &Rule) -> Result<RuleMatcher, String> {
     })
 }
 
+/// The index of the container named `name` in the run.
+fn find_container(facts: &RunFacts<'_>, name: &str) -> Option<u32> {
+    facts
+        .run
+        .containers
+        .iter()
+        .position(|c| *c.name == *name)
+        .map(|i| i as u32)
+}
+
+/// [`find_container`] through the per-decision cache slot of a policy's container name.
+fn resolve(names: &mut [u32; NAME_CACHE], slot: usize, name: &str, facts: &RunFacts<'_>) -> Option<u32> {
+    if names[slot] == UNRESOLVED {
+        names[slot] = find_container(facts, name).unwrap_or(ABSENT);
+    }
+    Some(names[slot]).filter(|&i| i != ABSENT)
+}
+
 impl RuleMatcher {
     /// SPEC §2.2: the container the rule's container-level matchers look at.
     fn selected(&self, facts: &RunFacts<'_>, names: &mut [u32; NAME_CACHE]) -> Option<u32> {
-        let find = |name: &str| {
-            facts
-                .run
-                .containers
-                .iter()
-                .position(|c| *c.name == *name)
-                .map(|i| i as u32)
-        };
         match &self.container {
             Some(name) => match self.container_slot {
-                Some(slot) => {
-                    if names[slot] == UNRESOLVED {
-                        names[slot] = find(name).unwrap_or(ABSENT);
-                    }
-                    Some(names[slot]).filter(|&i| i != ABSENT)
-                }
-                None => find(name),
+                Some(slot) => resolve(names, slot, name, facts),
+                None => find_container(facts, name),
             },
             None if self.include_init => facts.first_failed_with_init,
             None => facts.first_failed,
