@@ -466,18 +466,22 @@ impl CompiledPolicy {
             let c = facts.run.containers[sel? as usize].exit_code;
             Some((c, self.exit_row(c)))
         };
-        let codes = if self.has_exit_rules {
-            [code(facts.first_failed), code(facts.first_failed_with_init)]
-        } else {
+        let codes = if !self.has_exit_rules {
             [None, None]
+        } else if facts.first_failed == facts.first_failed_with_init {
+            // No failed init container: both selections are the same container.
+            let c = code(facts.first_failed);
+            [c, c]
+        } else {
+            [code(facts.first_failed), code(facts.first_failed_with_init)]
         };
         let mut names = [UNRESOLVED; NAME_CACHE];
         for (w, &free) in self.uncategorized.iter().enumerate() {
-            let mut held = 0;
-            for (c, _) in Condition::ALL.iter().enumerate() {
-                if facts.conditions & (1 << c) != 0 {
-                    held |= self.pod_condition_rows[c * words + w];
-                }
+            let (mut held, mut conditions) = (0, facts.conditions);
+            while conditions != 0 {
+                let c = conditions.trailing_zeros() as usize;
+                conditions &= conditions - 1;
+                held |= self.pod_condition_rows[c * words + w];
             }
             let mut rejected = (self.pod_condition_rules[w] & !held) | self.exit_rejects(w, &codes);
             for x in self.prefixes.iter() {
