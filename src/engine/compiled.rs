@@ -267,6 +267,11 @@ pub struct CompiledPolicy {
     /// pattern is a literal prefix, and per first byte the ones starting with it. A run whose
     /// container's message starts with another byte (or has none) rejects them untried.
     prefixes: Box<[SlotPrefixes]>,
+    /// More than [`MASKED_RULES`] rules: worth the per-decision set-up of the rejection
+    /// masks above. With fewer, trying the category candidates directly is cheaper (measured
+    /// on `scripts/bench-simulate.sh`'s policies of 1–3 rules: the masks made a decision
+    /// slower there).
+    use_masks: bool,
     /// `mutate.resources.memory.static` in bytes, per rule.
     pub(crate) statics: Vec<Option<f64>>,
 }
@@ -395,6 +400,7 @@ impl CompiledPolicy {
         by_name.sort_by_key(|(h, _, _)| *h);
         exit_codes.sort_unstable();
         let has_exit_rules = exit_rules.iter().flatten().any(|&w| w != 0);
+        let use_masks = policy.rules.len() > MASKED_RULES;
         let [exit_plain, exit_init] = exit_rules;
         Ok(CompiledPolicy {
             policy,
@@ -410,6 +416,7 @@ impl CompiledPolicy {
             exit_rows: exit_rows.into(),
             has_exit_rules,
             prefixes: prefixes.into(),
+            use_masks,
             statics,
         })
     }
@@ -466,6 +473,20 @@ impl CompiledPolicy {
             let c = facts.run.containers[sel? as usize].exit_code;
             Some((c, self.exit_row(c)))
         };
+        if !self.use_masks {
+            let mut names = [UNRESOLVED; NAME_CACHE];
+            for (w, &free) in self.uncategorized.iter().enumerate() {
+                let mut bits = free | row.map_or(0, |r| r[w]);
+                while bits != 0 {
+                    let i = w * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    if let Some(signal) = self.rules[i].matches(facts, &mut names) {
+                        return Some((i, signal));
+                    }
+                }
+            }
+            return None;
+        }
         let codes = if !self.has_exit_rules {
             [None, None]
         } else if facts.first_failed == facts.first_failed_with_init {
@@ -519,6 +540,9 @@ struct SlotPrefixes {
     /// (first byte, rules whose prefix starts with it), sorted by byte.
     by_byte: Box<[(u8, Box<[u64]>)]>,
 }
+
+/// Rules per policy up to which the rejection masks are not used (see `use_masks`).
+const MASKED_RULES: usize = 4;
 
 /// Distinct `containerName`s per policy whose lookup in a run is cached for one decision.
 const NAME_CACHE: usize = 8;
