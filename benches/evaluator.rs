@@ -2,9 +2,10 @@
 //! 3 policies × 20 rules, a fresh job state per decision). Run:
 //! `cargo bench --locked --features bench --bench evaluator`.
 //!
-//! Cases: a run that matches the very last rule of the last policy (every rule is tried
-//! first: the worst case for matching), one that matches a first rule, and one that matches
-//! nothing (falls to the default action).
+//! Cases: a run that matches rule 16 of the last policy (the worst case when every earlier
+//! rule was tried; now the others are rejected by mask), one that matches a first rule, one that matches
+//! nothing (falls to the default action); and `regex_rules_no_match`, 3 × 20 regex message
+//! rules that no mask can reject, none matching.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use std::hint::black_box;
@@ -118,7 +119,45 @@ fn bench(c: &mut Criterion) {
             )
         });
     }
+    // The engine's own worst case since rules are rejected by mask: rules that no mask can
+    // reject and that fail late. Here 3 × 20 non-literal regex message rules without
+    // containerName, none matching: every rule costs a regex search (no RegexSet yet).
+    let regex_compiled: Vec<CompiledPolicy> = (0..3).map(|p| CompiledPolicy::new(regex_policy(p)).unwrap()).collect();
+    let regex_refs: Vec<&CompiledPolicy> = regex_compiled.iter().collect();
+    group.bench_function("regex_rules_no_match", |b| {
+        b.iter_batched_ref(
+            || JobState::new(None),
+            |state| {
+                black_box(evaluate(
+                    black_box(&regex_refs),
+                    &settings,
+                    &job,
+                    state,
+                    black_box(&none),
+                    black_box(3),
+                    1_000,
+                ))
+            },
+            BatchSize::SmallInput,
+        )
+    });
     group.finish();
+}
+
+fn regex_policy(p: usize) -> RetryPolicy {
+    let rules = (0..20)
+        .map(|r| Rule {
+            action: Action::Retry,
+            on_termination_message: Some(format!(r"Xid \d+ in policy {p} rule {r}|ECC error.*bank {r}")),
+            ..Rule::default()
+        })
+        .collect();
+    RetryPolicy {
+        name: format!("regex-{p}"),
+        default_action: Action::Fail,
+        rules,
+        ..RetryPolicy::default()
+    }
 }
 
 criterion_group!(benches, bench);
