@@ -17,7 +17,7 @@ use regex::Regex;
 use crate::model::history::{Container, Run};
 use crate::model::policy::{Condition, Operator, RetryPolicy, Rule};
 use crate::model::quantity::parse_quantity;
-use crate::model::validate::compile_pattern;
+use crate::model::validate::{compile_pattern, MAX_REGEX_SIZE};
 
 /// A compiled `onTerminationMessage` pattern. Literal patterns (the common `TRANSIENT`,
 /// `^OOM`, `.*CUDA error.*`) skip the regex engine: a substring or prefix test gives the
@@ -272,6 +272,12 @@ pub struct CompiledPolicy {
     /// on `scripts/bench-simulate.sh`'s policies of 1–3 rules: the masks made a decision
     /// slower there).
     use_masks: bool,
+    /// Rules whose message pattern is a real regex and that name no container ([0]: non-init
+    /// containers, [1]: `includeInitContainers`), and one `RegexSet` of their patterns: when
+    /// the set matches no eligible message — one search per message per policy — every one
+    /// of them is rejected untried. When it matches, each candidate still runs its own regex.
+    regex_rules: [Box<[u64]>; 2],
+    regex_set: Option<regex::RegexSet>,
     /// `mutate.resources.memory.static` in bytes, per rule.
     pub(crate) statics: Vec<Option<f64>>,
 }
@@ -294,6 +300,8 @@ impl CompiledPolicy {
         let mut exit_rows: Vec<u64> = Vec::new();
         let mut names: Vec<&str> = Vec::new();
         let mut prefixes: Vec<SlotPrefixes> = Vec::new();
+        let mut regex_rules = [vec![0u64; words], vec![0u64; words]];
+        let mut regex_patterns: Vec<&str> = Vec::new();
         for (i, rule) in policy.rules.iter().enumerate() {
             let at = |e: String| format!("policy `{}` rule {i}: {e}", policy.name);
             let mut matcher = compile_rule(rule).map_err(at)?;
@@ -333,6 +341,12 @@ impl CompiledPolicy {
                 }
                 by_byte.sort_by_key(|(b, _)| *b);
                 x.by_byte = by_byte.into();
+            }
+            if let (None, Some(Pattern::Regex(_)), Some(p)) =
+                (&rule.container_name, &matcher.pattern, &rule.on_termination_message)
+            {
+                regex_rules[usize::from(rule.include_init_containers)][i / 64] |= 1u64 << (i % 64);
+                regex_patterns.push(p);
             }
             rules.push(matcher);
             let (word, mask) = (i / 64, 1u64 << (i % 64));
@@ -401,6 +415,18 @@ impl CompiledPolicy {
         exit_codes.sort_unstable();
         let has_exit_rules = exit_rules.iter().flatten().any(|&w| w != 0);
         let use_masks = policy.rules.len() > MASKED_RULES;
+        // The same syntax and limits as each pattern's own regex (`compile_pattern`); a set
+        // too large to build only loses the shortcut.
+        let regex_set = (!regex_patterns.is_empty())
+            .then(|| {
+                regex::RegexSetBuilder::new(&regex_patterns)
+                    .size_limit(MAX_REGEX_SIZE * 4)
+                    .dfa_size_limit(MAX_REGEX_SIZE * 16)
+                    .build()
+                    .ok()
+            })
+            .flatten();
+        let [regex_plain, regex_init] = regex_rules;
         let [exit_plain, exit_init] = exit_rules;
         Ok(CompiledPolicy {
             policy,
@@ -417,6 +443,8 @@ impl CompiledPolicy {
             has_exit_rules,
             prefixes: prefixes.into(),
             use_masks,
+            regex_rules: [regex_plain.into(), regex_init.into()],
+            regex_set,
             statics,
         })
     }
@@ -496,6 +524,9 @@ impl CompiledPolicy {
         } else {
             [code(facts.first_failed), code(facts.first_failed_with_init)]
         };
+        // Whether the policy's RegexSet matches a non-init message / any message; searched
+        // at most once per decision, and only if a regex rule is still a candidate.
+        let mut any_regex: Option<(bool, bool)> = None;
         let mut names = [UNRESOLVED; NAME_CACHE];
         for (w, &free) in self.uncategorized.iter().enumerate() {
             let (mut held, mut conditions) = (0, facts.conditions);
@@ -515,6 +546,21 @@ impl CompiledPolicy {
                 rejected |= x.rules[w] & !allowed;
             }
             let mut bits = (free | row.map_or(0, |r| r[w])) & !rejected;
+            if let Some(set) = &self.regex_set {
+                if bits & (self.regex_rules[0][w] | self.regex_rules[1][w]) != 0 {
+                    let (plain, init) = *any_regex.get_or_insert_with(|| {
+                        let hit = |init: bool| {
+                            facts.run.containers.iter().any(|c| {
+                                c.init == init && c.message.as_deref().is_some_and(|m| !m.is_empty() && set.is_match(m))
+                            })
+                        };
+                        let plain = hit(false);
+                        (plain, plain || hit(true))
+                    });
+                    bits &= !((if plain { 0 } else { self.regex_rules[0][w] })
+                        | (if init { 0 } else { self.regex_rules[1][w] }));
+                }
+            }
             while bits != 0 {
                 let i = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
