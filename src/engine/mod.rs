@@ -1,15 +1,19 @@
-//! The engines (SPEC §2): pure, deterministic retry decisions. This file and `replay.rs` are
-//! the design engine (§2.1–2.9) and the records both engines share; `upstream.rs` is the
-//! engine Armada ships today (§2.10).
+//! The engines (SPEC §2): pure, deterministic retry decisions. This file, `compiled.rs` and
+//! `replay.rs` are the design engine (§2.1–2.9) and the records both engines share;
+//! `upstream.rs` is the engine Armada ships today (§2.10).
 //!
-//! Owns: effective-policy resolution (§2.1), container selection and matching (§2.2–2.3),
-//! counting and limits (§2.4), backoff, deterministic jitter and the grace delay (§2.5),
-//! anti-affinity and memory mutations (§2.6), pod names (§2.7), the bypass paths (§2.8) and
-//! the decision record (§2.9); [`replay`] applies it to a whole FailureHistory.
+//! Owns: effective-policy resolution (§2.1), counting and limits (§2.4), backoff,
+//! deterministic jitter and the grace delay (§2.5), anti-affinity and memory mutations
+//! (§2.6), pod names (§2.7), the bypass paths (§2.8) and the decision records (§2.9): the
+//! [`Verdict`] that [`evaluate`] returns (indices and numbers) and the [`Decision`] with words
+//! that a replay records. Container selection and matching (§2.2–2.3) are the compiled
+//! matcher tables of [`compiled`]; [`replay`] applies the engine to a whole FailureHistory.
 //!
 //! Must not: do I/O, read a clock or the environment, or use randomness. Time is an input
 //! (nanoseconds since the job's submission); jitter comes from a stable hash of (job id, run
 //! index) implemented here, never from `std`'s `DefaultHasher` (not stable across releases).
+//! `evaluate` must not allocate (SPEC §7; `tests/alloc.rs` counts): text is made from a
+//! verdict only where a record carries it.
 //!
 //! Decisions where SPEC §2 is silent, as an operator would expect:
 //! - a `Fail` rule or a `Fail` default decides `fail_rule` / `fail_default` even under the
@@ -26,19 +30,22 @@
 //! - jitter is truncated to whole milliseconds (readable delays; still deterministic).
 //! - legacy requeue counts every run so far (including this one) as an attempt.
 
+pub mod compiled;
 pub mod replay;
 pub mod simulator;
 pub mod upstream;
 
-use regex::Regex;
 use serde::Serialize;
 
 use crate::model::duration::GoDuration;
-use crate::model::history::{Container, Outcome, Run};
-use crate::model::policy::{Action, AntiAffinityMode, Backoff, Condition, Operator, RetryPolicy, Rule};
-use crate::model::quantity::parse_quantity;
+use crate::model::history::{Outcome, Run};
+use crate::model::policy::{Action, AntiAffinityMode, Backoff, Condition, RetryPolicy, Rule};
 use crate::model::scheduler::SchedulerConfig;
-use crate::model::validate::compile_pattern;
+
+#[cfg(test)]
+use compiled::Pattern;
+use compiled::RunFacts;
+pub use compiled::{CompiledPolicy, Signal};
 
 pub use replay::{replay, JobReport, JobStatus, RunRecord};
 
@@ -105,85 +112,6 @@ impl Settings {
             default_backoff: c.default_backoff,
             max_attempted_runs: c.max_attempted_runs.unwrap_or(d.max_attempted_runs),
         }
-    }
-}
-
-/// A compiled `onTerminationMessage` pattern. Literal patterns (the common `TRANSIENT`,
-/// `^OOM`, `.*CUDA error.*`) skip the regex engine: a substring or prefix test gives the
-/// same answer as Go's `MatchString` for them, several times faster.
-#[derive(Debug, Clone)]
-enum Pattern {
-    Contains(String),
-    Prefix(String),
-    Regex(Regex),
-}
-
-impl Pattern {
-    fn new(p: &str) -> Result<Pattern, String> {
-        let regex = compile_pattern(p)?;
-        // No regex metacharacter (`-` is literal outside a class, unlike what `regex::escape`
-        // would suggest).
-        let literal = |t: &str| !t.is_empty() && !t.contains(|c| "\\.+*?()|[]{}^$".contains(c));
-        let inner = p.strip_prefix(".*").unwrap_or(p);
-        let inner = inner.strip_suffix(".*").filter(|i| !i.ends_with('\\')).unwrap_or(inner);
-        Ok(if literal(inner) {
-            Pattern::Contains(inner.to_string())
-        } else if let Some(rest) = p.strip_prefix('^').filter(|r| literal(r)) {
-            Pattern::Prefix(rest.to_string())
-        } else {
-            Pattern::Regex(regex)
-        })
-    }
-
-    fn is_match(&self, text: &str) -> bool {
-        match self {
-            Pattern::Contains(l) => text.contains(l.as_str()),
-            Pattern::Prefix(l) => text.starts_with(l.as_str()),
-            Pattern::Regex(r) => r.is_match(text),
-        }
-    }
-}
-
-/// A policy with its termination-message patterns compiled once.
-#[derive(Debug, Clone)]
-pub struct CompiledPolicy {
-    pub policy: RetryPolicy,
-    patterns: Vec<Option<Pattern>>,
-    /// `mutate.resources.memory.static` in bytes, per rule.
-    statics: Vec<Option<f64>>,
-}
-
-impl CompiledPolicy {
-    /// Fails only on what validation already rejects (a bad pattern or quantity); callers
-    /// validate first, so the error is a safety net, not the user-facing report.
-    pub fn new(policy: RetryPolicy) -> Result<CompiledPolicy, String> {
-        let mut patterns = Vec::with_capacity(policy.rules.len());
-        let mut statics = Vec::with_capacity(policy.rules.len());
-        for (i, rule) in policy.rules.iter().enumerate() {
-            patterns.push(match &rule.on_termination_message {
-                Some(p) => Some(Pattern::new(p).map_err(|e| format!("policy `{}` rule {i}: {e}", policy.name))?),
-                None => None,
-            });
-            let fixed = rule
-                .mutate
-                .as_ref()
-                .and_then(|m| m.resources.as_ref())
-                .and_then(|r| r.memory.as_ref())
-                .and_then(|m| m.fixed.as_deref());
-            statics.push(match fixed {
-                Some(q) => Some(parse_quantity(q).map_err(|e| format!("policy `{}` rule {i}: {e}", policy.name))?),
-                None => None,
-            });
-        }
-        Ok(CompiledPolicy {
-            policy,
-            patterns,
-            statics,
-        })
-    }
-
-    pub fn name(&self) -> &str {
-        &self.policy.name
     }
 }
 
@@ -308,7 +236,7 @@ impl std::fmt::Display for RuleRef {
 pub struct JobState {
     pub total_retries: u32,
     /// (index in the effective list, rule) → retries granted under it.
-    counters: Vec<((usize, RuleRef), u32)>,
+    counters: Counters,
     /// Nodes of the runs that started, first use order, no duplicates.
     pub nodes_tried: Vec<String>,
     /// Current memory in bytes, when the history gives the job's memory.
@@ -323,6 +251,61 @@ pub struct JobState {
     memory_static: Option<f64>,
 }
 
+/// Counters kept inline while a job has retried under at most [`INLINE_COUNTERS`] rules
+/// (nearly every job), so that the first retry under a rule allocates nothing; more spill
+/// to the heap. Insertion order is kept (summaries and property tests read it).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Counters {
+    inline: [(u64, u32); INLINE_COUNTERS],
+    len: usize,
+    spill: Vec<(u64, u32)>,
+}
+
+const INLINE_COUNTERS: usize = 4;
+
+impl Counters {
+    /// (policy, rule) as one key; the default action takes the rule slot `u32::MAX`.
+    fn key(policy: usize, rule: RuleRef) -> u64 {
+        let r = match rule {
+            RuleRef::Index(i) => i as u64 & 0xffff_ffff,
+            RuleRef::Default => 0xffff_ffff,
+        };
+        ((policy as u64) << 32) | r
+    }
+
+    fn unkey(k: u64) -> (usize, RuleRef) {
+        let r = match k & 0xffff_ffff {
+            0xffff_ffff => RuleRef::Default,
+            i => RuleRef::Index(i as usize),
+        };
+        ((k >> 32) as usize, r)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &(u64, u32)> + '_ {
+        self.inline[..self.len].iter().chain(&self.spill)
+    }
+
+    fn get(&self, key: u64) -> u32 {
+        self.iter().find(|(k, _)| *k == key).map_or(0, |(_, v)| *v)
+    }
+
+    /// Adds one to the counter of `key` and returns its new value.
+    fn bump(&mut self, key: u64) -> u32 {
+        let (inline, spill) = (&mut self.inline[..self.len], &mut self.spill);
+        if let Some((_, v)) = inline.iter_mut().chain(spill.iter_mut()).find(|(k, _)| *k == key) {
+            *v += 1;
+            return *v;
+        }
+        if self.len < INLINE_COUNTERS {
+            self.inline[self.len] = (key, 1);
+            self.len += 1;
+        } else {
+            self.spill.push((key, 1));
+        }
+        1
+    }
+}
+
 impl JobState {
     pub fn new(memory: Option<f64>) -> JobState {
         JobState {
@@ -333,25 +316,20 @@ impl JobState {
     }
 
     pub fn counter(&self, policy: usize, rule: RuleRef) -> u32 {
-        self.counters
-            .iter()
-            .find(|(k, _)| *k == (policy, rule))
-            .map_or(0, |(_, v)| *v)
+        self.counters.get(Counters::key(policy, rule))
     }
 
     fn bump(&mut self, policy: usize, rule: RuleRef) -> u32 {
         self.total_retries += 1;
-        if let Some((_, v)) = self.counters.iter_mut().find(|(k, _)| *k == (policy, rule)) {
-            *v += 1;
-            return *v;
-        }
-        self.counters.push(((policy, rule), 1));
-        1
+        self.counters.bump(Counters::key(policy, rule))
     }
 
     /// All counters, for property tests and summaries.
     pub fn counters(&self) -> impl Iterator<Item = (usize, RuleRef, u32)> + '_ {
-        self.counters.iter().map(|((p, r), v)| (*p, *r, *v))
+        self.counters.iter().map(|&(k, v)| {
+            let (p, r) = Counters::unkey(k);
+            (p, r, v)
+        })
     }
 }
 
@@ -361,6 +339,20 @@ pub struct JobContext<'a> {
     pub id: &'a str,
     pub fail_fast: bool,
     pub termination_grace_period: GoDuration,
+    /// FNV-1a of `id`, the first half of the jitter hash: computed once per job rather than
+    /// once per decision (a byte-at-a-time multiply chain over the id).
+    id_hash: u64,
+}
+
+impl<'a> JobContext<'a> {
+    pub fn new(id: &'a str, fail_fast: bool, termination_grace_period: GoDuration) -> JobContext<'a> {
+        JobContext {
+            id,
+            fail_fast,
+            termination_grace_period,
+            id_hash: fnv1a(id),
+        }
+    }
 }
 
 /// The parts of a retry's delay (SPEC §2.5).
@@ -375,7 +367,9 @@ pub struct DelayParts {
     pub grace: GoDuration,
 }
 
-/// One evaluation's result (SPEC §2.9). Times are nanoseconds since submission.
+/// One evaluation's record (SPEC §2.9), with words: the signal, the nodes to avoid and the
+/// next pod's name. The design engine's [`Verdict`] becomes one in [`Decision::from_verdict`];
+/// the upstream engine builds it directly. Times are nanoseconds since submission.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
     pub kind: DecisionKind,
@@ -404,6 +398,35 @@ impl Decision {
         self.kind.action()
     }
 
+    /// The record of a [`Verdict`] for `run`, the run at `run_index` of job `job_id`, with
+    /// `state` as it was when the run was decided. `numbered_pods`: SPEC §2.7's feature.
+    pub fn from_verdict(
+        v: &Verdict,
+        run: &Run,
+        state: &JobState,
+        job_id: &str,
+        run_index: usize,
+        numbered_pods: bool,
+    ) -> Decision {
+        Decision {
+            kind: v.kind,
+            policy: v.policy,
+            rule: v.rule,
+            signal: v.signal.map(|s| s.to_text(run)),
+            counter: v.counter,
+            limit: v.limit,
+            total_retries: v.total_retries,
+            global_max_retries: v.global_max_retries,
+            delay: v.delay,
+            delay_parts: v.delay_parts,
+            retry_after: v.retry_after,
+            avoid_nodes: v.avoid.nodes(state, run),
+            memory: v.memory,
+            memory_note: v.memory_note,
+            next_pod_name: v.next_pod.then(|| pod_name(job_id, run_index + 1, numbered_pods)),
+        }
+    }
+
     pub(crate) fn fail(kind: DecisionKind, state: &JobState, global: u32) -> Decision {
         Decision {
             kind,
@@ -425,6 +448,90 @@ impl Decision {
     }
 }
 
+/// Which nodes a retry avoids (SPEC §2.6), without copying their names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Avoid {
+    #[default]
+    Nothing,
+    /// `antiAffinity: node`: the node of this run only.
+    ThisNode,
+    /// `avoidSameNode`: every node tried so far ([`JobState::nodes_tried`]) and this run's.
+    EveryNode,
+}
+
+impl Avoid {
+    /// The node names, from the state as it was when the run was decided (before the
+    /// replay records this run's node as tried).
+    pub fn nodes(self, state: &JobState, run: &Run) -> Vec<String> {
+        match (self, &run.node) {
+            (Avoid::Nothing, _) | (Avoid::ThisNode, None) => Vec::new(),
+            (Avoid::ThisNode, Some(node)) => vec![node.clone()],
+            (Avoid::EveryNode, node) => {
+                let mut nodes = Vec::with_capacity(state.nodes_tried.len() + 1);
+                nodes.extend_from_slice(&state.nodes_tried);
+                if let Some(node) = node.as_ref().filter(|n| !nodes.contains(n)) {
+                    nodes.push(node.clone());
+                }
+                nodes
+            }
+        }
+    }
+}
+
+/// One design-engine evaluation (SPEC §2.9) as numbers and indices: what [`evaluate`]
+/// returns, with no heap allocation. The words of the record — the signal, the nodes to
+/// avoid, the next pod's name — are made by [`Decision::from_verdict`] for the records that
+/// carry them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Verdict {
+    pub kind: DecisionKind,
+    /// Index in the effective list.
+    pub policy: Option<usize>,
+    pub rule: Option<RuleRef>,
+    pub signal: Option<Signal>,
+    /// The matched counter after this decision, and its effective limit.
+    pub counter: Option<u32>,
+    pub limit: Option<u32>,
+    pub total_retries: u32,
+    pub global_max_retries: u32,
+    pub delay: GoDuration,
+    pub delay_parts: DelayParts,
+    /// `None` when the job does not run again.
+    pub retry_after: Option<u64>,
+    pub avoid: Avoid,
+    pub memory: Option<f64>,
+    /// Set when a memory bump of the other kind was skipped.
+    pub memory_note: Option<&'static str>,
+    /// The job runs again (the next pod's name is SPEC §2.7's for the next run index).
+    pub next_pod: bool,
+}
+
+impl Verdict {
+    pub fn action(&self) -> Action {
+        self.kind.action()
+    }
+
+    fn fail(kind: DecisionKind, state: &JobState, global: u32) -> Verdict {
+        Verdict {
+            kind,
+            policy: None,
+            rule: None,
+            signal: None,
+            counter: None,
+            limit: None,
+            total_retries: state.total_retries,
+            global_max_retries: global,
+            delay: GoDuration::ZERO,
+            delay_parts: DelayParts::default(),
+            retry_after: None,
+            avoid: Avoid::Nothing,
+            memory: state.memory,
+            memory_note: None,
+            next_pod: false,
+        }
+    }
+}
+
 /// SPEC §2.7.
 pub fn pod_name(job_id: &str, run: usize, feature_enabled: bool) -> String {
     let mut name = String::with_capacity(job_id.len() + 16);
@@ -438,155 +545,23 @@ pub fn pod_name(job_id: &str, run: usize, feature_enabled: bool) -> String {
     name
 }
 
-/// SPEC §2.2: the containers a rule's container-level matchers look at.
-fn selected_container<'r>(rule: &Rule, run: &'r Run) -> Option<&'r Container> {
-    if let Some(name) = &rule.container_name {
-        return run.containers.iter().find(|c| &c.name == name);
-    }
-    if rule.include_init_containers {
-        if let Some(c) = run.containers.iter().find(|c| c.init && c.failed()) {
-            return Some(c);
-        }
-    }
-    run.containers.iter().find(|c| !c.init && c.failed())
-}
-
-/// SPEC §2.3. Returns the signal in words when every matcher of the rule matches.
-///
-/// Matchers are tried cheapest first (category, pod conditions, exit codes, then the
-/// regular expression), and the container is selected only when a container-level matcher
-/// needs it: a rule that misses costs a few comparisons. The signal is written only for
-/// the rule that matched, in a fixed order.
-fn rule_matches(rule: &Rule, pattern: Option<&Pattern>, run: &Run) -> Option<String> {
-    if !rule.has_matcher() {
-        return None;
-    }
-    let category = match &rule.on_failure_category {
-        Some(categories) => {
-            let cat = run.category.as_deref()?;
-            if !categories.iter().any(|c| c == cat) {
-                return None;
-            }
-            match &rule.on_failure_subcategory {
-                Some(subs) => {
-                    let sub = run.subcategory.as_deref()?;
-                    if !subs.iter().any(|s| s == sub) {
-                        return None;
-                    }
-                    Some((cat, Some(sub)))
-                }
-                None => Some((cat, None)),
-            }
-        }
-        // Validation rejects a subcategory without a category; never match if one slips by.
-        None if rule.on_failure_subcategory.is_some() => return None,
-        None => None,
-    };
-    // Pod-level conditions first: they need no container.
-    let needs_container = rule.on_exit_codes.is_some()
-        || (pattern.is_some() && rule.container_name.is_some())
-        || rule
-            .on_conditions
-            .as_ref()
-            .is_some_and(|c| c.contains(&Condition::OOMKilled));
-    if let Some(conditions) = &rule.on_conditions {
-        if !needs_container && !conditions.iter().any(|c| run.conditions.contains(c)) {
-            return None;
-        }
-    }
-    let selected = if needs_container {
-        selected_container(rule, run)
-    } else {
-        None
-    };
-    let condition = match &rule.on_conditions {
-        Some(conditions) => Some(*conditions.iter().find(|c| match c {
-            Condition::OOMKilled => selected.is_some_and(|s| s.reason.as_deref() == Some("OOMKilled")),
-            other => run.conditions.contains(other),
-        })?),
-        None => None,
-    };
-    let exit = match &rule.on_exit_codes {
-        Some(codes) => {
-            let c = selected?;
-            if c.exit_code == 0 {
-                return None;
-            }
-            let member = codes.values.contains(&c.exit_code);
-            let ok = match codes.operator {
-                Operator::In => member,
-                Operator::NotIn => !member,
-            };
-            if !ok {
-                return None;
-            }
-            Some(c)
-        }
-        None => None,
-    };
-    let message = match pattern {
-        Some(re) => {
-            let hit = |c: &&Container| c.message.as_deref().is_some_and(|m| !m.is_empty() && re.is_match(m));
-            let found = if rule.container_name.is_some() {
-                selected.filter(hit)
-            } else {
-                run.containers
-                    .iter()
-                    .filter(|c| !c.init || rule.include_init_containers)
-                    .find(hit)
-            };
-            Some(found?)
-        }
-        None => None,
-    };
-    // Built with `push_str` rather than `format!`: this runs once per decision and the
-    // formatting machinery was a visible share of the evaluator's time.
-    let mut signal = String::with_capacity(48);
-    let mut add = |parts: &[&str]| {
-        if !signal.is_empty() {
-            signal.push_str(", ");
-        }
-        for p in parts {
-            signal.push_str(p);
-        }
-    };
-    match (condition, selected) {
-        // An unnamed container (a Lookout import) reads `container exit 137`.
-        (Some(Condition::OOMKilled), Some(c)) => add(&["container", sep(c), &c.name, " OOMKilled"]),
-        (Some(hit), _) => add(&["condition ", hit.as_str()]),
-        (None, _) => {}
-    }
-    if let Some(c) = exit {
-        add(&["container", sep(c), &c.name, " exit ", &c.exit_code.to_string()]);
-    }
-    if let Some(c) = message {
-        add(&["message of container", sep(c), &c.name, " matches"]);
-    }
-    match category {
-        Some((cat, Some(sub))) => add(&["category ", cat, "/", sub]),
-        Some((cat, None)) => add(&["category ", cat]),
-        None => {}
-    }
-    Some(signal)
-}
-
-/// The space before a container's name, none for an unnamed container.
-fn sep(c: &Container) -> &'static str {
-    if c.name.is_empty() {
-        ""
-    } else {
-        " "
-    }
-}
-
 /// A stable `u` in [0, 1) from (job id, run index): FNV-1a over the id, mixed with the run
 /// index by SplitMix64. Stable across platforms and Rust releases.
 pub fn jitter_fraction(job_id: &str, run_index: usize) -> f64 {
+    jitter_from_hash(fnv1a(job_id), run_index)
+}
+
+fn fnv1a(s: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in job_id.bytes() {
+    for b in s.bytes() {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
+    h
+}
+
+/// [`jitter_fraction`] from the id's FNV-1a hash.
+fn jitter_from_hash(h: u64, run_index: usize) -> f64 {
     let mut z = h ^ (run_index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -641,10 +616,12 @@ pub fn backoff_delay(initial: GoDuration, max: GoDuration, multiplier: f64, n: u
     }
 }
 
-/// Evaluates one finished run (SPEC §2.4–2.9) and updates `state`.
+/// Evaluates one finished run (SPEC §2.3–2.9) and updates `state`. Allocates nothing: the
+/// result holds indices and numbers ([`Verdict`]), put into words only for records.
 ///
 /// `policies` is the effective list (§2.1, empty = legacy), `run_index` the run's position
-/// in the job, `failed_at` when it ended (ns since submission).
+/// in the job, `failed_at` when it ended (ns since submission). Each step below is one
+/// numbered section of SPEC §2.
 pub fn evaluate(
     policies: &[&CompiledPolicy],
     settings: &Settings,
@@ -653,103 +630,178 @@ pub fn evaluate(
     run: &Run,
     run_index: usize,
     failed_at: u64,
-) -> Decision {
+) -> Verdict {
     let global = settings.global_max_retries;
-    let requeue = |kind: DecisionKind, state: &JobState| Decision {
+    if let Some(v) = bypass_paths(policies, settings, job, state, run, run_index, failed_at) {
+        return v;
+    }
+    let (p, rule_ref, signal) = match first_match(policies, &RunFacts::new(run)) {
+        Some((p, r, signal)) if policies[p].policy.rules[r].action == Action::Fail => {
+            return Verdict {
+                policy: Some(p),
+                rule: Some(RuleRef::Index(r)),
+                signal: Some(signal),
+                ..Verdict::fail(DecisionKind::FailRule, state, global)
+            };
+        }
+        Some((p, r, signal)) => (p, RuleRef::Index(r), signal),
+        None => match default_retry(policies) {
+            Some(p) => (p, RuleRef::Default, Signal::NoRuleMatched),
+            None => {
+                return Verdict {
+                    signal: Some(Signal::NoRuleMatched),
+                    ..Verdict::fail(DecisionKind::FailDefault, state, global)
+                }
+            }
+        },
+    };
+    let compiled = policies[p];
+    let rule = match rule_ref {
+        RuleRef::Index(r) => Some(&compiled.policy.rules[r]),
+        RuleRef::Default => None,
+    };
+    let (n, limit) = match count_within_limits(settings, state, p, rule_ref, rule, &compiled.policy) {
+        Ok(granted) => granted,
+        Err(kind) => {
+            return Verdict {
+                policy: Some(p),
+                rule: Some(rule_ref),
+                signal: Some(signal),
+                counter: Some(state.counter(p, rule_ref)),
+                limit: Some(rule_limit(rule, &compiled.policy, global)),
+                ..Verdict::fail(kind, state, global)
+            }
+        }
+    };
+    let (delay, delay_parts) = backoff_and_grace(settings, job, run, run_index, rule, &compiled.policy, n);
+    let avoid = anti_affinity(rule, &compiled.policy);
+    let memory_note = match rule_ref {
+        RuleRef::Index(r) => apply_memory_bump(state, compiled, r),
+        RuleRef::Default => None,
+    };
+    Verdict {
+        kind: DecisionKind::Retry,
+        policy: Some(p),
+        rule: Some(rule_ref),
+        signal: Some(signal),
+        counter: Some(n),
+        limit: Some(limit),
+        total_retries: state.total_retries,
+        global_max_retries: global,
+        delay,
+        delay_parts,
+        retry_after: Some(failed_at.saturating_add(delay.0)),
+        avoid,
+        memory: state.memory,
+        memory_note,
+        next_pod: true,
+    }
+}
+
+/// SPEC §2.8: cancelled, failFast, the legacy path (feature off or no policy) and a
+/// returned lease are decided without the policies.
+fn bypass_paths(
+    policies: &[&CompiledPolicy],
+    settings: &Settings,
+    job: &JobContext<'_>,
+    state: &JobState,
+    run: &Run,
+    run_index: usize,
+    failed_at: u64,
+) -> Option<Verdict> {
+    let global = settings.global_max_retries;
+    let requeue = |kind: DecisionKind| Verdict {
         retry_after: Some(failed_at),
-        next_pod_name: Some(pod_name(job.id, run_index + 1, settings.enabled)),
-        ..Decision::fail(kind, state, global)
+        next_pod: true,
+        ..Verdict::fail(kind, state, global)
     };
     if run.outcome == Outcome::Cancelled {
-        return Decision::fail(DecisionKind::Cancelled, state, global);
+        return Some(Verdict::fail(DecisionKind::Cancelled, state, global));
     }
     if job.fail_fast && matches!(run.outcome, Outcome::Failed | Outcome::LeaseReturned) {
-        return Decision::fail(DecisionKind::FailFast, state, global);
+        return Some(Verdict::fail(DecisionKind::FailFast, state, global));
     }
-    let attempts = u32::try_from(run_index + 1).unwrap_or(u32::MAX);
+    let below_attempts = u32::try_from(run_index + 1).unwrap_or(u32::MAX) < settings.max_attempted_runs;
     if !settings.enabled || policies.is_empty() {
-        return if run.outcome == Outcome::LeaseReturned && attempts < settings.max_attempted_runs {
-            requeue(DecisionKind::LegacyRequeue, state)
+        return Some(if run.outcome == Outcome::LeaseReturned && below_attempts {
+            requeue(DecisionKind::LegacyRequeue)
         } else {
-            Decision::fail(DecisionKind::LegacyFail, state, global)
-        };
+            Verdict::fail(DecisionKind::LegacyFail, state, global)
+        });
     }
     if run.outcome == Outcome::LeaseReturned {
         // Upstream sends a returned lease down the legacy path even with the engine on: it
         // consumes no retry budget, but `maxAttemptedRuns` still bounds it, so that a job
         // whose leases keep coming back is not requeued forever.
-        return if attempts < settings.max_attempted_runs {
-            requeue(DecisionKind::LeaseReturned, state)
+        return Some(if below_attempts {
+            requeue(DecisionKind::LeaseReturned)
         } else {
-            Decision::fail(DecisionKind::LegacyFail, state, global)
-        };
+            Verdict::fail(DecisionKind::LegacyFail, state, global)
+        });
     }
+    None
+}
 
-    // First match across the concatenated rules.
-    let mut matched: Option<(usize, usize, String)> = None;
-    'outer: for (p, cp) in policies.iter().enumerate() {
-        for (r, rule) in cp.policy.rules.iter().enumerate() {
-            if let Some(signal) = rule_matches(rule, cp.patterns[r].as_ref(), run) {
-                matched = Some((p, r, signal));
-                break 'outer;
-            }
-        }
-    }
-    let (p, rule_ref, rule, signal) = match matched {
-        Some((p, r, signal)) => {
-            let rule = &policies[p].policy.rules[r];
-            if rule.action == Action::Fail {
-                return Decision {
-                    policy: Some(p),
-                    rule: Some(RuleRef::Index(r)),
-                    signal: Some(signal),
-                    ..Decision::fail(DecisionKind::FailRule, state, global)
-                };
-            }
-            (p, RuleRef::Index(r), Some(rule), signal)
-        }
-        None => match policies.iter().position(|cp| cp.policy.default_action == Action::Retry) {
-            Some(p) => (p, RuleRef::Default, None, "no rule matched".to_string()),
-            None => {
-                return Decision {
-                    signal: Some("no rule matched".to_string()),
-                    ..Decision::fail(DecisionKind::FailDefault, state, global)
-                }
-            }
-        },
-    };
-    let policy = &policies[p].policy;
-    let limit = rule
-        .and_then(|r| r.retry_limit)
+/// SPEC §2.3: the first matching rule across the concatenated rules of the effective
+/// policies, as (policy index, rule index, signal).
+fn first_match(policies: &[&CompiledPolicy], facts: &RunFacts<'_>) -> Option<(usize, usize, Signal)> {
+    policies
+        .iter()
+        .enumerate()
+        .find_map(|(p, cp)| cp.first_match(facts).map(|(r, signal)| (p, r, signal)))
+}
+
+/// SPEC §2.4, no rule matched: the first effective policy whose default action is `Retry`.
+fn default_retry(policies: &[&CompiledPolicy]) -> Option<usize> {
+    policies.iter().position(|cp| cp.policy.default_action == Action::Retry)
+}
+
+/// SPEC §2.4: `rule.retryLimit ?? policy.retryLimit ?? globalMaxRetries`.
+fn rule_limit(rule: Option<&Rule>, policy: &RetryPolicy, global: u32) -> u32 {
+    rule.and_then(|r| r.retry_limit)
         .or(policy.retry_limit)
-        .unwrap_or(global);
-    let count = state.counter(p, rule_ref);
-    let global_hit = state.total_retries >= global;
-    let rule_hit = count >= limit;
-    if global_hit || rule_hit {
-        let kind = if global_hit {
-            DecisionKind::FailGlobalLimit
-        } else {
-            DecisionKind::FailRuleLimit
-        };
-        return Decision {
-            policy: Some(p),
-            rule: Some(rule_ref),
-            signal: Some(signal),
-            counter: Some(count),
-            limit: Some(limit),
-            ..Decision::fail(kind, state, global)
-        };
-    }
-    let n = state.bump(p, rule_ref);
+        .unwrap_or(global)
+}
 
-    // Delay (SPEC §2.5).
+/// SPEC §2.4: a retry is granted iff the matched counter is below its effective limit and
+/// the total below `globalMaxRetries`; then both grow: `Ok((counter after, limit))`.
+/// Otherwise the bound that was hit, the global one when both are.
+fn count_within_limits(
+    settings: &Settings,
+    state: &mut JobState,
+    p: usize,
+    rule_ref: RuleRef,
+    rule: Option<&Rule>,
+    policy: &RetryPolicy,
+) -> Result<(u32, u32), DecisionKind> {
+    let global = settings.global_max_retries;
+    let limit = rule_limit(rule, policy, global);
+    if state.total_retries >= global {
+        return Err(DecisionKind::FailGlobalLimit);
+    }
+    if state.counter(p, rule_ref) >= limit {
+        return Err(DecisionKind::FailRuleLimit);
+    }
+    Ok((state.bump(p, rule_ref), limit))
+}
+
+/// SPEC §2.5: backoff for the `n`th retry under the counter, deterministic jitter, and the
+/// graceful-shutdown floor of a preempted run: (delay, its parts).
+fn backoff_and_grace(
+    settings: &Settings,
+    job: &JobContext<'_>,
+    run: &Run,
+    run_index: usize,
+    rule: Option<&Rule>,
+    policy: &RetryPolicy,
+    n: u32,
+) -> (GoDuration, DelayParts) {
     let (initial, max, multiplier, jitter) =
         resolve_backoff(rule.map(|r| &r.backoff), &policy.backoff, &settings.default_backoff);
     let backoff = backoff_delay(initial, max, multiplier, n);
     let mut with_jitter = backoff;
     if jitter > 0.0 && backoff.0 > 0 {
-        let add = backoff.0 as f64 * jitter.min(1.0) * jitter_fraction(job.id, run_index);
+        let add = backoff.0 as f64 * jitter.min(1.0) * jitter_from_hash(job.id_hash, run_index);
         let total = (backoff.0 as f64 + add).min(max.0 as f64);
         // Whole milliseconds: a delay of `58.100503407s` is noise to an operator.
         let ms = if total.is_finite() {
@@ -767,55 +819,32 @@ pub fn evaluate(
     } else {
         GoDuration::ZERO
     };
-    let delay = with_jitter.max(grace);
+    let parts = DelayParts {
+        backoff,
+        jitter: GoDuration(with_jitter.0 - backoff.0),
+        grace,
+    };
+    (with_jitter.max(grace), parts)
+}
 
-    // Anti-affinity and mutations (SPEC §2.6). Default-action retries carry no mutation.
+/// SPEC §2.6: which nodes the next run avoids. `avoidSameNode` (a rule's mutation; a
+/// default-action retry carries none) avoids every node so far, else `antiAffinity: node`
+/// (rule → policy) this run's node.
+fn anti_affinity(rule: Option<&Rule>, policy: &RetryPolicy) -> Avoid {
+    let avoid_same = rule
+        .and_then(|r| r.mutate.as_ref())
+        .and_then(|m| m.affinity.as_ref())
+        .is_some_and(|a| a.avoid_same_node);
     let mode = rule
         .and_then(|r| r.anti_affinity)
         .or(policy.anti_affinity)
         .unwrap_or_default();
-    let mutation = rule.and_then(|r| r.mutate.as_ref());
-    let avoid_same = mutation
-        .and_then(|m| m.affinity.as_ref())
-        .is_some_and(|a| a.avoid_same_node);
-    let mut avoid_nodes = Vec::new();
     if avoid_same {
-        avoid_nodes = state.nodes_tried.clone();
-        if let Some(node) = &run.node {
-            if !avoid_nodes.contains(node) {
-                avoid_nodes.push(node.clone());
-            }
-        }
+        Avoid::EveryNode
     } else if mode == AntiAffinityMode::Node {
-        if let Some(node) = &run.node {
-            avoid_nodes.push(node.clone());
-        }
-    }
-    let memory_note = match rule_ref {
-        RuleRef::Index(r) => apply_memory_bump(state, policies[p], r),
-        RuleRef::Default => None,
-    };
-
-    Decision {
-        kind: DecisionKind::Retry,
-        policy: Some(p),
-        rule: Some(rule_ref),
-        signal: Some(signal),
-        counter: Some(n),
-        limit: Some(limit),
-        total_retries: state.total_retries,
-        global_max_retries: global,
-        delay,
-        delay_parts: DelayParts {
-            backoff,
-            jitter: GoDuration(with_jitter.0 - backoff.0),
-            grace,
-        },
-        retry_after: Some(failed_at.saturating_add(delay.0)),
-        avoid_nodes,
-        memory: state.memory,
-        memory_note,
-        next_pod_name: Some(pod_name(job.id, run_index + 1, settings.enabled)),
+        Avoid::ThisNode
+    } else {
+        Avoid::Nothing
     }
 }
 

@@ -6,7 +6,7 @@
 //! or read a clock; it gets policies as values, so a server-side source can plug in later.
 
 use crate::model::duration::GoDuration;
-use crate::model::history::{FailureHistory, Final, Outcome, Run, StartedAt, Timestamp};
+use crate::model::history::{FailureHistory, Final, JobExpect, Outcome, Run, RunExpect, StartedAt, Timestamp};
 use crate::model::policy::Action;
 
 use super::upstream::{self, UpstreamJob};
@@ -224,112 +224,30 @@ pub fn replay_with(
     engine: EngineKind,
 ) -> JobReport {
     let job = &history.job;
-    let ctx = JobContext {
-        id: &job.id,
-        fail_fast: job.annotations.get(FAIL_FAST_ANNOTATION).is_some_and(|v| v == "true"),
-        termination_grace_period: job.termination_grace_period.unwrap_or(DEFAULT_GRACE),
-    };
+    let ctx = JobContext::new(
+        &job.id,
+        job.annotations.get(FAIL_FAST_ANNOTATION).is_some_and(|v| v == "true"),
+        job.termination_grace_period.unwrap_or(DEFAULT_GRACE),
+    );
     let mut settings = settings.clone();
-    let names: Vec<String> = policies.iter().map(|p| p.name().to_string()).collect();
-    let mut report = JobReport {
-        job_id: job.id.clone(),
-        queue: job.queue.clone(),
-        policies: names,
-        engine,
-        ignored_policies: Vec::new(),
-        global_max_retries: settings.global_max_retries,
-        enabled: settings.enabled,
-        submitted_at: job.submitted_at,
-        runs: Vec::with_capacity(history.runs.len()),
-        status: JobStatus::Pending { retry_after: 0 },
-        retries: 0,
-        total_delay: GoDuration::ZERO,
-        memory: job.memory,
-        expectation_failures: Vec::new(),
-        contradictions: Vec::new(),
-    };
+    let mut report = JobReport::start(history, policies, &settings, engine);
     let mut state = JobState::new(job.memory);
-    let gang = UpstreamJob {
-        gang: job.gang_cardinality.is_some_and(|c| c > 1),
-    };
-    // Upstream's executor reuses `armada-<jobId>-0` for every run (SPEC §2.7 is the design's).
-    let numbered_pods = engine == EngineKind::Design;
-    let mut eligible_at: u64 = 0;
-    let mut avoid: Vec<String> = Vec::new();
-    // The run whose decision set `avoid`.
-    let mut avoid_from = 0usize;
+    let mut schedule = Schedule::default();
     let mut ended: Option<usize> = None;
     for (k, run) in history.runs.iter().enumerate() {
         if let Some(end) = ended {
-            report.contradictions.push(format!(
-                "run {k} follows the end of the job at run {end} ({}): the scheduler never starts it",
-                report.status.final_state().as_str()
-            ));
-            if run.expect.is_some() {
-                report.expectation_failures.push(format!(
-                    "run {k}: has expectations but is never evaluated (the job ended at run {end})"
-                ));
-            }
+            report.run_after_end(k, end, run);
             break;
         }
+        // SPEC §2.4: a scheduler reload may lower the global limit between runs.
         if let Some(g) = run.global_max_retries {
             settings.global_max_retries = g;
         }
-        let started_at = match run.started_at {
-            None => eligible_at.saturating_add(run.queued_for.0),
-            Some(StartedAt::Offset(d)) => d.0,
-            Some(StartedAt::Absolute(t)) => match job.submitted_at {
-                Some(s) => match t.since(s) {
-                    Some(d) => d.0,
-                    None => {
-                        report
-                            .contradictions
-                            .push(format!("run {k} starts at {t}, before the job was submitted"));
-                        eligible_at
-                    }
-                },
-                None => {
-                    report.contradictions.push(format!(
-                        "run {k} gives an absolute startedAt `{t}` but job.submittedAt is not set; using the eligible time"
-                    ));
-                    eligible_at
-                }
-            },
-        };
-        if started_at < eligible_at {
-            report.contradictions.push(format!(
-                "run {k} starts at {}, before the retry became eligible at {}",
-                format_instant(started_at, job.submitted_at),
-                format_instant(eligible_at, job.submitted_at)
-            ));
-        }
-        if let Some(node) = &run.node {
-            if avoid.contains(node) {
-                report.contradictions.push(format!(
-                    "run {k} ran on `{node}`, a node the decision for run {avoid_from} avoids"
-                ));
-            }
-        }
+        let started_at = start_time(&mut report, history, k, schedule.eligible_at);
+        schedule.check_start(&mut report, history, k, started_at);
         let ended_at = started_at.saturating_add(run.run_for.0);
-        let pod = pod_name(&job.id, k, settings.enabled && numbered_pods);
-        let failure = describe_failure(run);
-        let decision = if run.outcome == Outcome::Succeeded {
-            None
-        } else {
-            Some(match engine {
-                EngineKind::Design => evaluate(policies, &settings, &ctx, &mut state, run, k, ended_at),
-                EngineKind::Upstream => upstream::evaluate(
-                    policies.first().copied(),
-                    &settings,
-                    &ctx,
-                    gang,
-                    &mut state,
-                    run,
-                    k,
-                    ended_at,
-                ),
-            })
-        };
+        let decision = decide(policies, &settings, &ctx, history, &mut state, k, ended_at, engine);
+        // SPEC §2.6: the nodes of the runs that started, for a later `avoidSameNode`.
         if run.outcome != Outcome::LeaseReturned {
             if let Some(node) = &run.node {
                 if !state.nodes_tried.contains(node) {
@@ -337,75 +255,20 @@ pub fn replay_with(
                 }
             }
         }
-        let reason = match &decision {
-            None => "succeeded".to_string(),
-            Some(d) => {
-                let label = d
-                    .policy
-                    .and_then(|p| Some(format!("{}/{}", report.policies.get(p)?, d.rule?)));
-                let upstream_words = match engine {
-                    EngineKind::Upstream => upstream::reason(d, label.as_deref()),
-                    EngineKind::Design => None,
-                };
-                let mut text = upstream_words.unwrap_or_else(|| {
-                    explain(
-                        d,
-                        label.as_deref(),
-                        settings.max_attempted_runs,
-                        k + 1,
-                        settings.enabled,
-                    )
-                });
-                if let Some(note) = d.memory_note {
-                    text.push_str("; ");
-                    text.push_str(note);
-                }
-                text
-            }
-        };
-        match &decision {
-            None => {
-                report.status = JobStatus::Succeeded { run: k };
-                ended = Some(k);
-            }
-            Some(d) if d.kind == DecisionKind::Cancelled => {
-                report.status = JobStatus::Cancelled { run: k };
-                ended = Some(k);
-            }
-            Some(d) if d.action() == Action::Fail => {
-                report.status = JobStatus::Failed {
-                    run: k,
-                    kind: d.kind,
-                    reason: reason.clone(),
-                };
-                ended = Some(k);
-            }
-            Some(d) => {
-                let after = d.retry_after.unwrap_or(ended_at);
-                report.status = JobStatus::Pending { retry_after: after };
-                if d.kind == DecisionKind::Retry {
-                    report.total_delay = GoDuration(report.total_delay.0.saturating_add(d.delay.0));
-                }
-                eligible_at = after;
-                // A returned lease or a legacy requeue changes no scheduling constraint: the
-                // nodes the last retry avoids stay avoided.
-                if d.kind == DecisionKind::Retry {
-                    avoid.clone_from(&d.avoid_nodes);
-                    avoid_from = k;
-                }
-            }
-        }
-        if decision.as_ref().is_none_or(|d| d.action() == Action::Fail) {
-            avoid.clear();
+        let reason = reason_text(&report, decision.as_ref(), &settings, k, engine);
+        if report.advance(&mut schedule, k, decision.as_ref(), &reason, ended_at) {
+            ended = Some(k);
         }
         let record = RunRecord {
             index: k,
-            pod_name: pod,
+            // Upstream's executor reuses `armada-<jobId>-0` for every run (SPEC §2.7 is the
+            // design's).
+            pod_name: pod_name(&job.id, k, settings.enabled && engine == EngineKind::Design),
             node: run.node.clone(),
             started_at,
             ended_at,
             outcome: run.outcome,
-            failure,
+            failure: describe_failure(run),
             decision,
             reason,
         };
@@ -419,43 +282,262 @@ pub fn replay_with(
     report.retries = state.total_retries;
     report.memory = state.memory;
     if let Some(e) = &history.expect {
-        let mut failures = Vec::new();
-        if let Some(f) = e.final_state {
-            let got = report.status.final_state();
-            if got != f {
-                failures.push(format!(
-                    "job: expected final `{}`, got `{}` ({})",
-                    f.as_str(),
-                    got.as_str(),
-                    report.outcome_text()
-                ));
-            }
-        }
-        if let Some(r) = e.retries {
-            if r != report.retries {
-                failures.push(format!("job: expected retries `{r}`, got `{}`", report.retries));
-            }
-        }
-        if let Some(kind) = &e.decision {
-            let last = report
-                .runs
-                .iter()
-                .rev()
-                .find_map(|r| r.decision.as_ref())
-                .map(|d| d.kind.as_str());
-            if last != Some(kind.as_str()) {
-                failures.push(format!(
-                    "job: expected last decision `{kind}`, got `{}`",
-                    last.unwrap_or("none")
-                ));
-            }
-        }
-        report.expectation_failures.extend(failures);
+        check_job(&mut report, e);
     }
     report
 }
 
-fn check_run(report: &JobReport, rec: &RunRecord, e: &crate::model::history::RunExpect, fail: &mut impl FnMut(String)) {
+/// What the decisions so far say about the next run: when it may start, which nodes it
+/// avoids (SPEC §2.5–2.6), for the contradiction checks.
+#[derive(Default)]
+struct Schedule {
+    eligible_at: u64,
+    avoid: Vec<String>,
+    /// The run whose decision set `avoid`.
+    avoid_from: usize,
+}
+
+impl Schedule {
+    /// Contradictions between a run's start and the decisions before it: it started before
+    /// the retry was eligible, or on a node the last retry avoids.
+    fn check_start(&self, report: &mut JobReport, history: &FailureHistory, k: usize, started_at: u64) {
+        let submitted = history.job.submitted_at;
+        if started_at < self.eligible_at {
+            report.contradictions.push(format!(
+                "run {k} starts at {}, before the retry became eligible at {}",
+                format_instant(started_at, submitted),
+                format_instant(self.eligible_at, submitted)
+            ));
+        }
+        if let Some(node) = &history.runs[k].node {
+            if self.avoid.contains(node) {
+                report.contradictions.push(format!(
+                    "run {k} ran on `{node}`, a node the decision for run {} avoids",
+                    self.avoid_from
+                ));
+            }
+        }
+    }
+}
+
+/// SPEC §3.1: when run `k` started: its own `startedAt` (an offset, or an instant when the
+/// submission time is known), else when it became eligible plus `queuedFor`.
+fn start_time(report: &mut JobReport, history: &FailureHistory, k: usize, eligible_at: u64) -> u64 {
+    let run = &history.runs[k];
+    match run.started_at {
+        None => eligible_at.saturating_add(run.queued_for.0),
+        Some(StartedAt::Offset(d)) => d.0,
+        Some(StartedAt::Absolute(t)) => match history.job.submitted_at {
+            Some(s) => match t.since(s) {
+                Some(d) => d.0,
+                None => {
+                    report
+                        .contradictions
+                        .push(format!("run {k} starts at {t}, before the job was submitted"));
+                    eligible_at
+                }
+            },
+            None => {
+                report.contradictions.push(format!(
+                    "run {k} gives an absolute startedAt `{t}` but job.submittedAt is not set; using the eligible time"
+                ));
+                eligible_at
+            }
+        },
+    }
+}
+
+/// SPEC §2.9: run `k`'s decision by `engine` (none for a run that succeeded), as a record.
+#[allow(clippy::too_many_arguments)]
+fn decide(
+    policies: &[&CompiledPolicy],
+    settings: &Settings,
+    ctx: &JobContext<'_>,
+    history: &FailureHistory,
+    state: &mut JobState,
+    k: usize,
+    ended_at: u64,
+    engine: EngineKind,
+) -> Option<Decision> {
+    let run = &history.runs[k];
+    if run.outcome == Outcome::Succeeded {
+        return None;
+    }
+    Some(match engine {
+        EngineKind::Design => {
+            let v = evaluate(policies, settings, ctx, state, run, k, ended_at);
+            Decision::from_verdict(&v, run, state, ctx.id, k, settings.enabled)
+        }
+        EngineKind::Upstream => upstream::evaluate(
+            policies.first().copied(),
+            settings,
+            ctx,
+            UpstreamJob {
+                gang: history.job.gang_cardinality.is_some_and(|c| c > 1),
+            },
+            state,
+            run,
+            k,
+            ended_at,
+        ),
+    })
+}
+
+/// The decision of run `k` in words (upstream's own words under the upstream engine).
+fn reason_text(
+    report: &JobReport,
+    decision: Option<&Decision>,
+    settings: &Settings,
+    k: usize,
+    engine: EngineKind,
+) -> String {
+    let Some(d) = decision else {
+        return "succeeded".to_string();
+    };
+    let label = d
+        .policy
+        .and_then(|p| Some(format!("{}/{}", report.policies.get(p)?, d.rule?)));
+    let upstream_words = match engine {
+        EngineKind::Upstream => upstream::reason(d, label.as_deref()),
+        EngineKind::Design => None,
+    };
+    let mut text = upstream_words.unwrap_or_else(|| {
+        explain(
+            d,
+            label.as_deref(),
+            settings.max_attempted_runs,
+            k + 1,
+            settings.enabled,
+        )
+    });
+    if let Some(note) = d.memory_note {
+        text.push_str("; ");
+        text.push_str(note);
+    }
+    text
+}
+
+impl JobReport {
+    /// The report before any run is replayed.
+    fn start(history: &FailureHistory, policies: &[&CompiledPolicy], settings: &Settings, engine: EngineKind) -> Self {
+        let job = &history.job;
+        JobReport {
+            job_id: job.id.clone(),
+            queue: job.queue.clone(),
+            policies: policies.iter().map(|p| p.name().to_string()).collect(),
+            engine,
+            ignored_policies: Vec::new(),
+            global_max_retries: settings.global_max_retries,
+            enabled: settings.enabled,
+            submitted_at: job.submitted_at,
+            runs: Vec::with_capacity(history.runs.len()),
+            status: JobStatus::Pending { retry_after: 0 },
+            retries: 0,
+            total_delay: GoDuration::ZERO,
+            memory: job.memory,
+            expectation_failures: Vec::new(),
+            contradictions: Vec::new(),
+        }
+    }
+
+    /// Run `k` comes after the job ended at run `end`: a contradiction, and its
+    /// expectations are never checked.
+    fn run_after_end(&mut self, k: usize, end: usize, run: &Run) {
+        self.contradictions.push(format!(
+            "run {k} follows the end of the job at run {end} ({}): the scheduler never starts it",
+            self.status.final_state().as_str()
+        ));
+        if run.expect.is_some() {
+            self.expectation_failures.push(format!(
+                "run {k}: has expectations but is never evaluated (the job ended at run {end})"
+            ));
+        }
+    }
+
+    /// The job's status after run `k`'s decision; `true` when the job ended there.
+    fn advance(
+        &mut self,
+        schedule: &mut Schedule,
+        k: usize,
+        decision: Option<&Decision>,
+        reason: &str,
+        ended_at: u64,
+    ) -> bool {
+        let ended = match decision {
+            None => {
+                self.status = JobStatus::Succeeded { run: k };
+                true
+            }
+            Some(d) if d.kind == DecisionKind::Cancelled => {
+                self.status = JobStatus::Cancelled { run: k };
+                true
+            }
+            Some(d) if d.action() == Action::Fail => {
+                self.status = JobStatus::Failed {
+                    run: k,
+                    kind: d.kind,
+                    reason: reason.to_string(),
+                };
+                true
+            }
+            Some(d) => {
+                let after = d.retry_after.unwrap_or(ended_at);
+                self.status = JobStatus::Pending { retry_after: after };
+                schedule.eligible_at = after;
+                // A returned lease or a legacy requeue changes no scheduling constraint: the
+                // nodes the last retry avoids stay avoided.
+                if d.kind == DecisionKind::Retry {
+                    self.total_delay = GoDuration(self.total_delay.0.saturating_add(d.delay.0));
+                    schedule.avoid.clone_from(&d.avoid_nodes);
+                    schedule.avoid_from = k;
+                }
+                false
+            }
+        };
+        if decision.is_none_or(|d| d.action() == Action::Fail) {
+            schedule.avoid.clear();
+        }
+        ended
+    }
+}
+
+/// The history's job-level `expect`: final state, total retries, last decision kind.
+fn check_job(report: &mut JobReport, e: &JobExpect) {
+    let mut failures = Vec::new();
+    if let Some(f) = e.final_state {
+        let got = report.status.final_state();
+        if got != f {
+            failures.push(format!(
+                "job: expected final `{}`, got `{}` ({})",
+                f.as_str(),
+                got.as_str(),
+                report.outcome_text()
+            ));
+        }
+    }
+    if let Some(r) = e.retries {
+        if r != report.retries {
+            failures.push(format!("job: expected retries `{r}`, got `{}`", report.retries));
+        }
+    }
+    if let Some(kind) = &e.decision {
+        let last = report
+            .runs
+            .iter()
+            .rev()
+            .find_map(|r| r.decision.as_ref())
+            .map(|d| d.kind.as_str());
+        if last != Some(kind.as_str()) {
+            failures.push(format!(
+                "job: expected last decision `{kind}`, got `{}`",
+                last.unwrap_or("none")
+            ));
+        }
+    }
+    report.expectation_failures.extend(failures);
+}
+
+fn check_run(report: &JobReport, rec: &RunRecord, e: &RunExpect, fail: &mut impl FnMut(String)) {
     let k = rec.index;
     let Some(d) = &rec.decision else {
         if e.action.is_some() || e.decision.is_some() || e.rule.is_some() || e.delay.is_some() {

@@ -356,6 +356,64 @@ fn signal_says_what_matched() {
     );
 }
 
+/// The masks that reject rules before they are tried (category index, conditions, exit
+/// codes, literal prefixes per container) pick the same rule as trying every rule in order.
+#[test]
+fn rejection_masks_keep_first_match_order() {
+    let yaml = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 5\n  rules:\n    - {action: Retry, containerName: side, onTerminationMessage: {pattern: '^OOM'}}\n    - {action: Retry, containerName: main, onTerminationMessage: {pattern: '^Xid'}}\n    - {action: Retry, containerName: main, onTerminationMessage: {pattern: '^OOM'}}\n    - {action: Retry, onExitCodes: {operator: NotIn, values: [1, 2]}}\n    - {action: Retry, onExitCodes: {operator: In, values: [1]}, includeInitContainers: true}\n    - {action: Retry, onConditions: [Evicted, Preempted]}\n    - {action: Retry, onFailureCategory: [gpu], containerName: main, onTerminationMessage: {pattern: 'O'}}\n    - {action: Retry, onTerminationMessage: {pattern: 'M k'}}\n    - {action: Retry, onTerminationMessage: {pattern: 'Xid [0-9]+'}}\n    - {action: Retry, includeInitContainers: true, onTerminationMessage: {pattern: 'init-fail.*x'}}\n";
+    let cases: &[(&str, &str)] = &[
+        (
+            "{containers: [{name: main, exitCode: 2, message: 'OOM killed'}]}",
+            "p/2",
+        ),
+        (
+            "{containers: [{name: side, exitCode: 2, message: 'OOM'}, {name: main, exitCode: 2, message: 'Xid 79'}]}",
+            "p/0",
+        ),
+        ("{containers: [{name: main, exitCode: 2, message: 'Xid 79'}]}", "p/1"),
+        ("{containers: [{name: main, exitCode: 2, message: ''}]}", "-"),
+        ("{containers: [{name: main, exitCode: 3}]}", "p/3"),
+        (
+            "{containers: [{name: main, exitCode: 2}, {name: i, init: true, exitCode: 1}]}",
+            "p/4",
+        ),
+        ("{containers: [{name: main, exitCode: 1}]}", "p/4"),
+        (
+            "{conditions: [Preempted], containers: [{name: main, exitCode: 2}]}",
+            "p/5",
+        ),
+        (
+            "{category: gpu, containers: [{name: main, exitCode: 2, message: 'ECC'}]}",
+            "-",
+        ),
+        (
+            "{category: gpu, containers: [{name: main, exitCode: 2, message: 'aOb'}]}",
+            "p/6",
+        ),
+        ("{containers: [{name: main, exitCode: 2, message: 'xOOM k'}]}", "p/7"),
+        ("{containers: [{name: other, exitCode: 2, message: 'Xid 79'}]}", "p/8"),
+        ("{containers: [{name: other, exitCode: 2, message: 'Xid abc'}]}", "-"),
+        (
+            "{containers: [{name: i, init: true, exitCode: 2, message: 'init-fail: x'}, {name: main, exitCode: 2}]}",
+            "p/9",
+        ),
+        (
+            "{containers: [{name: i, init: true, exitCode: 2, message: 'Xid 1'}, {name: main, exitCode: 2}]}",
+            "-",
+        ),
+    ];
+    for (run, want) in cases {
+        let r = simulate(yaml, &runs(&[run]), &Settings::default());
+        let got = rules(&r);
+        let got = if kinds(&r) == ["fail_default"] {
+            "-"
+        } else {
+            got[0].as_str()
+        };
+        assert_eq!(got, *want, "{run}");
+    }
+}
+
 #[test]
 fn first_match_across_concatenated_policies() {
     let yaml = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: a}\nspec:\n  rules:\n    - {action: Retry, onFailureCategory: [x]}\n    - {action: Fail, onFailureCategory: [gpu]}\n---\napiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: b}\nspec:\n  rules:\n    - {action: Retry, onFailureCategory: [gpu]}\n";

@@ -47,11 +47,7 @@ fn decide(global: u32, p: &CompiledPolicy, run: &Run, failures_before: u32) -> D
         global_max_retries: global,
         ..Settings::default()
     };
-    let ctx = JobContext {
-        id: "j",
-        fail_fast: false,
-        termination_grace_period: crate::engine::DEFAULT_GRACE,
-    };
+    let ctx = JobContext::new("j", false, crate::engine::DEFAULT_GRACE);
     let mut state = JobState::new(None);
     state.failures = failures_before;
     evaluate(Some(p), &settings, &ctx, UpstreamJob::default(), &mut state, run, 0, 0)
@@ -202,11 +198,7 @@ fn a_matched_retry_carries_its_mutation_a_default_one_none() {
         other => panic!("{other:?}"),
     };
     let settings = Settings::default();
-    let ctx = JobContext {
-        id: "j",
-        fail_fast: false,
-        termination_grace_period: crate::engine::DEFAULT_GRACE,
-    };
+    let ctx = JobContext::new("j", false, crate::engine::DEFAULT_GRACE);
     // 6.9 Scheduler_MemoryBumpCompounds: 1Gi × 1.5 × 1.5 = 2415919104 bytes.
     let mut state = JobState::new(Some(1024.0 * 1024.0 * 1024.0));
     let oom = |node: &str| Run {

@@ -1,0 +1,725 @@
+//! Policies compiled once into matcher tables (SPEC §2.2–2.3), and the signal a match
+//! leaves behind.
+//!
+//! Owns: [`CompiledPolicy`] (per rule: condition bitmask, sorted exit-code set, compiled
+//! message pattern, container name; per policy: the rules indexed by category), the facts
+//! read from a run once per decision (`RunFacts`), the first-match search over one policy,
+//! and [`Signal`], which names what matched by indices into the run and is put into words
+//! only when a record is written ([`Signal::write`]).
+//!
+//! Must not: allocate while matching (the evaluator's budget is zero heap allocations per
+//! decision, `tests/alloc.rs`), do I/O, or change the order in which rules are tried: the
+//! category index only skips rules that cannot match, and candidates are visited in rule
+//! order, so the first matching rule still wins (§2.3).
+
+use regex::Regex;
+
+use crate::model::history::{Container, Run};
+use crate::model::policy::{Condition, Operator, RetryPolicy, Rule};
+use crate::model::quantity::parse_quantity;
+use crate::model::validate::{compile_pattern, MAX_REGEX_SIZE};
+
+/// A compiled `onTerminationMessage` pattern. Literal patterns (the common `TRANSIENT`,
+/// `^OOM`, `.*CUDA error.*`) skip the regex engine: a substring or prefix test gives the
+/// same answer as Go's `MatchString` for them, several times faster.
+#[derive(Debug, Clone)]
+pub(crate) enum Pattern {
+    Contains(String),
+    Prefix(String),
+    Regex(Regex),
+}
+
+impl Pattern {
+    pub(crate) fn new(p: &str) -> Result<Pattern, String> {
+        let regex = compile_pattern(p)?;
+        // No regex metacharacter (`-` is literal outside a class, unlike what `regex::escape`
+        // would suggest).
+        let literal = |t: &str| !t.is_empty() && !t.contains(|c| "\\.+*?()|[]{}^$".contains(c));
+        let inner = p.strip_prefix(".*").unwrap_or(p);
+        let inner = inner.strip_suffix(".*").filter(|i| !i.ends_with('\\')).unwrap_or(inner);
+        Ok(if literal(inner) {
+            Pattern::Contains(inner.to_string())
+        } else if let Some(rest) = p.strip_prefix('^').filter(|r| literal(r)) {
+            Pattern::Prefix(rest.to_string())
+        } else {
+            Pattern::Regex(regex)
+        })
+    }
+
+    #[inline]
+    pub(crate) fn is_match(&self, text: &str) -> bool {
+        match self {
+            Pattern::Contains(l) => text.len() >= l.len() && text.contains(l.as_str()),
+            // The first byte inline: most messages differ there, and a call to `memcmp` per
+            // rule tried was a visible share of the evaluator's time.
+            Pattern::Prefix(l) => text.as_bytes().first() == l.as_bytes().first() && text.starts_with(l.as_str()),
+            Pattern::Regex(r) => r.is_match(text),
+        }
+    }
+}
+
+/// The bit of a condition in a mask (`Condition` has five variants).
+fn bit(c: Condition) -> u8 {
+    1 << (c as u8)
+}
+
+/// `onExitCodes`, with the codes sorted for a binary search.
+#[derive(Debug, Clone)]
+struct ExitSet {
+    member_matches: bool,
+    codes: Box<[i64]>,
+}
+
+impl ExitSet {
+    /// SPEC §2.3: exit code 0 never matches either operator.
+    fn admits(&self, code: i64) -> bool {
+        code != 0 && self.codes.binary_search(&code).is_ok() == self.member_matches
+    }
+}
+
+/// One rule's matchers, in the shapes the search reads. Categories are not here: they
+/// decide which rules are candidates at all ([`CompiledPolicy::candidates`]).
+#[derive(Debug, Clone)]
+struct RuleMatcher {
+    /// The rule lists categories (it is a candidate only through the category index).
+    category: bool,
+    subcategories: Option<Box<[Box<str>]>>,
+    /// `onConditions` in the order written: the first one that holds is the one reported.
+    conditions: Option<Box<[Condition]>>,
+    /// The pod-level conditions listed (OOMKilled excluded: it is a container's).
+    pod_conditions: u8,
+    oom: bool,
+    exit: Option<ExitSet>,
+    pattern: Option<Pattern>,
+    container: Option<Box<str>>,
+    /// The container name's slot in the per-decision cache of resolved names (the first
+    /// [`NAME_CACHE`] distinct names of the policy).
+    container_slot: Option<usize>,
+    include_init: bool,
+    /// A container-level matcher reads the selected container (§2.2).
+    needs_container: bool,
+}
+
+/// What matched, as indices into the run and flags: enough to write the signal of
+/// SPEC §2.9 (`container main exit 137, category infra`) later, and nothing to allocate now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// No rule matched; a default action decided.
+    NoRuleMatched,
+    /// The matchers of the matched rule, in the order the signal names them.
+    Rule {
+        /// The condition that held, and for `OOMKilled` the container (index in the run).
+        condition: Option<(Condition, Option<u32>)>,
+        /// The container whose exit code matched.
+        exit: Option<u32>,
+        /// The container whose termination message matched.
+        message: Option<u32>,
+        /// The run's category matched (and its subcategory, when the rule lists some).
+        category: Option<bool>,
+    },
+    /// Upstream (§2.10): a rule matched on the run's category and subcategory.
+    Category,
+}
+
+impl Signal {
+    /// The signal in words, as SPEC §2.9 writes it, for `run` (the run that was decided).
+    pub fn write(&self, run: &Run, out: &mut String) {
+        let container = |i: u32| &run.containers[i as usize];
+        let mut add = |parts: &[&str]| {
+            if !out.is_empty() {
+                out.push_str(", ");
+            }
+            for p in parts {
+                out.push_str(p);
+            }
+        };
+        match *self {
+            Signal::NoRuleMatched => add(&["no rule matched"]),
+            Signal::Category => match (&run.category, &run.subcategory) {
+                (Some(c), Some(s)) => add(&["category ", c, "/", s]),
+                (Some(c), None) => add(&["category ", c]),
+                _ => add(&["no category"]),
+            },
+            Signal::Rule {
+                condition,
+                exit,
+                message,
+                category,
+            } => {
+                match condition {
+                    // An unnamed container (a Lookout import) reads `container exit 137`.
+                    Some((Condition::OOMKilled, Some(i))) => {
+                        let c = container(i);
+                        add(&["container", sep(c), &c.name, " OOMKilled"]);
+                    }
+                    Some((hit, _)) => add(&["condition ", hit.as_str()]),
+                    None => {}
+                }
+                if let Some(i) = exit {
+                    let c = container(i);
+                    add(&["container", sep(c), &c.name, " exit ", &c.exit_code.to_string()]);
+                }
+                if let Some(i) = message {
+                    let c = container(i);
+                    add(&["message of container", sep(c), &c.name, " matches"]);
+                }
+                let cat = run.category.as_deref().unwrap_or_default();
+                match (category, run.subcategory.as_deref()) {
+                    (Some(true), Some(sub)) => add(&["category ", cat, "/", sub]),
+                    (Some(_), _) => add(&["category ", cat]),
+                    (None, _) => {}
+                }
+            }
+        }
+    }
+
+    /// [`Signal::write`] into a new string.
+    pub fn to_text(&self, run: &Run) -> String {
+        let mut s = String::with_capacity(48);
+        self.write(run, &mut s);
+        s
+    }
+}
+
+/// The space before a container's name, none for an unnamed container.
+fn sep(c: &Container) -> &'static str {
+    if c.name.is_empty() {
+        ""
+    } else {
+        " "
+    }
+}
+
+/// The category index is keyed by a hash computed once per run and shared by every policy.
+/// Eight bytes at a time (a byte-at-a-time FNV was a visible share of a decision; std's
+/// SipHash costs more than the comparisons it would save). Any value works: it only picks
+/// which names to compare.
+fn word_hash(s: &str) -> u64 {
+    let bytes = s.as_bytes();
+    let mut h = (bytes.len() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    for chunk in bytes.chunks(8) {
+        let mut word = [0u8; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        h = (h ^ u64::from_le_bytes(word))
+            .wrapping_mul(0xbf58_476d_1ce4_e5b9)
+            .rotate_left(29);
+    }
+    h ^ (h >> 31)
+}
+
+/// What the matchers read from a run, computed once per decision rather than once per rule.
+pub(crate) struct RunFacts<'r> {
+    run: &'r Run,
+    /// The run's pod-level conditions as a mask.
+    conditions: u8,
+    /// The run's category and its hash.
+    category: Option<(&'r str, u64)>,
+    /// The first failed non-init container (§2.2).
+    first_failed: Option<u32>,
+    /// The first failed container, init containers first.
+    first_failed_with_init: Option<u32>,
+}
+
+impl<'r> RunFacts<'r> {
+    pub(crate) fn new(run: &'r Run) -> RunFacts<'r> {
+        let find = |init: bool| {
+            run.containers
+                .iter()
+                .position(|c| c.init == init && c.failed())
+                .map(|i| i as u32)
+        };
+        let first_failed = find(false);
+        RunFacts {
+            run,
+            conditions: run.conditions.iter().fold(0, |m, &c| m | bit(c)),
+            category: run.category.as_deref().map(|c| (c, word_hash(c))),
+            first_failed,
+            first_failed_with_init: find(true).or(first_failed),
+        }
+    }
+}
+
+/// A policy with its rules compiled once into matcher tables.
+#[derive(Debug, Clone)]
+pub struct CompiledPolicy {
+    pub policy: RetryPolicy,
+    rules: Box<[RuleMatcher]>,
+    /// Rules that list no category, as a bitset over rule indices: candidates for every run.
+    uncategorized: Box<[u64]>,
+    /// Category (hash, name) → the rules that list it, a bitset row in `rows`; sorted by hash.
+    categories: Box<[(u64, Box<str>, u32)]>,
+    rows: Box<[u64]>,
+    /// Rules whose `onConditions` lists only pod-level conditions, and per condition bit
+    /// (`Condition as usize`) the ones listing it: a run without any of a rule's conditions
+    /// rejects it with a few mask operations.
+    pod_condition_rules: Box<[u64]>,
+    pod_condition_rows: Box<[u64]>,
+    /// Rules with `onExitCodes` and no `containerName` ([0]: failed non-init container
+    /// selected, [1]: `includeInitContainers`), those with operator `In`, and per exit code
+    /// listed the rules listing it: the selected container's code rejects the others at once.
+    exit_rules: [Box<[u64]>; 2],
+    exit_in: Box<[u64]>,
+    exit_codes: Box<[(i64, u32)]>,
+    exit_rows: Box<[u64]>,
+    /// Some rule is in `exit_rules` (else the run's exit codes are not looked up).
+    has_exit_rules: bool,
+    /// The literal fast path as a mask: per cached `containerName`, the rules whose message
+    /// pattern is a literal prefix, and per first byte the ones starting with it. A run whose
+    /// container's message starts with another byte (or has none) rejects them untried.
+    prefixes: Box<[SlotPrefixes]>,
+    /// More than [`MASKED_RULES`] rules: worth the per-decision set-up of the rejection
+    /// masks above. With fewer, trying the category candidates directly is cheaper (measured
+    /// on `scripts/bench-simulate.sh`'s policies of 1–3 rules: the masks made a decision
+    /// slower there).
+    use_masks: bool,
+    /// Rules whose message pattern is a real regex and that name no container ([0]: non-init
+    /// containers, [1]: `includeInitContainers`), and one `RegexSet` of their patterns: when
+    /// the set matches no eligible message — one search per message per policy — every one
+    /// of them is rejected untried. When it matches, each candidate still runs its own regex.
+    regex_rules: [Box<[u64]>; 2],
+    regex_set: Option<regex::RegexSet>,
+    /// `mutate.resources.memory.static` in bytes, per rule.
+    pub(crate) statics: Vec<Option<f64>>,
+}
+
+impl CompiledPolicy {
+    /// Fails only on what validation already rejects (a bad pattern or quantity); callers
+    /// validate first, so the error is a safety net, not the user-facing report.
+    pub fn new(policy: RetryPolicy) -> Result<CompiledPolicy, String> {
+        let words = policy.rules.len().div_ceil(64).max(1);
+        let mut rules = Vec::with_capacity(policy.rules.len());
+        let mut statics = Vec::with_capacity(policy.rules.len());
+        let mut uncategorized = vec![0u64; words];
+        let mut by_name: Vec<(u64, Box<str>, u32)> = Vec::new();
+        let mut rows: Vec<u64> = Vec::new();
+        let mut pod_condition_rules = vec![0u64; words];
+        let mut pod_condition_rows = vec![0u64; words * Condition::ALL.len()];
+        let mut exit_rules = [vec![0u64; words], vec![0u64; words]];
+        let mut exit_in = vec![0u64; words];
+        let mut exit_codes: Vec<(i64, u32)> = Vec::new();
+        let mut exit_rows: Vec<u64> = Vec::new();
+        let mut names: Vec<&str> = Vec::new();
+        let mut prefixes: Vec<SlotPrefixes> = Vec::new();
+        let mut regex_rules = [vec![0u64; words], vec![0u64; words]];
+        let mut regex_patterns: Vec<&str> = Vec::new();
+        for (i, rule) in policy.rules.iter().enumerate() {
+            let at = |e: String| format!("policy `{}` rule {i}: {e}", policy.name);
+            let mut matcher = compile_rule(rule).map_err(at)?;
+            if let Some(name) = rule.container_name.as_deref() {
+                let slot = names.iter().position(|n| *n == name).unwrap_or_else(|| {
+                    names.push(name);
+                    names.len() - 1
+                });
+                matcher.container_slot = (slot < NAME_CACHE).then_some(slot);
+            }
+            if let (Some(slot), Some(Pattern::Prefix(l))) = (matcher.container_slot, &matcher.pattern) {
+                let at = match prefixes.iter().position(|x: &SlotPrefixes| x.slot == slot) {
+                    Some(at) => at,
+                    None => {
+                        prefixes.push(SlotPrefixes {
+                            slot,
+                            name: names[slot].into(),
+                            rules: vec![0; words].into(),
+                            by_byte: Box::new([]),
+                        });
+                        prefixes.len() - 1
+                    }
+                };
+                let x = &mut prefixes[at];
+                let (word, mask) = (i / 64, 1u64 << (i % 64));
+                x.rules[word] |= mask;
+                // A literal prefix is never empty (`Pattern::new`).
+                let byte = l.as_bytes()[0];
+                let mut by_byte = std::mem::take(&mut x.by_byte).into_vec();
+                match by_byte.iter().position(|(b, _)| *b == byte) {
+                    Some(k) => by_byte[k].1[word] |= mask,
+                    None => {
+                        let mut row = vec![0u64; words];
+                        row[word] |= mask;
+                        by_byte.push((byte, row.into()));
+                    }
+                }
+                by_byte.sort_by_key(|(b, _)| *b);
+                x.by_byte = by_byte.into();
+            }
+            if let (None, Some(Pattern::Regex(_)), Some(p)) =
+                (&rule.container_name, &matcher.pattern, &rule.on_termination_message)
+            {
+                regex_rules[usize::from(rule.include_init_containers)][i / 64] |= 1u64 << (i % 64);
+                regex_patterns.push(p);
+            }
+            rules.push(matcher);
+            let (word, mask) = (i / 64, 1u64 << (i % 64));
+            if let Some(conditions) = rule
+                .on_conditions
+                .as_ref()
+                .filter(|c| !c.contains(&Condition::OOMKilled))
+            {
+                pod_condition_rules[word] |= mask;
+                for &c in conditions {
+                    pod_condition_rows[c as usize * words + word] |= mask;
+                }
+            }
+            if let (Some(codes), None) = (&rule.on_exit_codes, &rule.container_name) {
+                exit_rules[usize::from(rule.include_init_containers)][word] |= mask;
+                if codes.operator == Operator::In {
+                    exit_in[word] |= mask;
+                }
+                for &code in &codes.values {
+                    let row = match exit_codes.iter().find(|(c, _)| *c == code) {
+                        Some(&(_, row)) => row,
+                        None => {
+                            let row = (exit_rows.len() / words) as u32;
+                            exit_rows.resize(exit_rows.len() + words, 0);
+                            exit_codes.push((code, row));
+                            row
+                        }
+                    };
+                    exit_rows[row as usize * words + word] |= mask;
+                }
+            }
+            let fixed = rule
+                .mutate
+                .as_ref()
+                .and_then(|m| m.resources.as_ref())
+                .and_then(|r| r.memory.as_ref())
+                .and_then(|m| m.fixed.as_deref());
+            statics.push(match fixed {
+                Some(q) => Some(parse_quantity(q).map_err(at)?),
+                None => None,
+            });
+            // A rule without matchers never matches (§2.3), and validation rejects a
+            // subcategory without a category; neither is ever a candidate.
+            if !rule.has_matcher() || (rule.on_failure_category.is_none() && rule.on_failure_subcategory.is_some()) {
+                continue;
+            }
+            match &rule.on_failure_category {
+                None => uncategorized[word] |= mask,
+                Some(names) => {
+                    for name in names {
+                        let row = match by_name.iter().find(|(_, n, _)| **n == **name) {
+                            Some(&(_, _, row)) => row,
+                            None => {
+                                let row = (rows.len() / words) as u32;
+                                rows.resize(rows.len() + words, 0);
+                                by_name.push((word_hash(name), name.as_str().into(), row));
+                                row
+                            }
+                        };
+                        rows[row as usize * words + word] |= mask;
+                    }
+                }
+            }
+        }
+        by_name.sort_by_key(|(h, _, _)| *h);
+        exit_codes.sort_unstable();
+        let has_exit_rules = exit_rules.iter().flatten().any(|&w| w != 0);
+        let use_masks = policy.rules.len() > MASKED_RULES;
+        // The same syntax and limits as each pattern's own regex (`compile_pattern`); a set
+        // too large to build only loses the shortcut.
+        let regex_set = (!regex_patterns.is_empty())
+            .then(|| {
+                regex::RegexSetBuilder::new(&regex_patterns)
+                    .size_limit(MAX_REGEX_SIZE * 4)
+                    .dfa_size_limit(MAX_REGEX_SIZE * 16)
+                    .build()
+                    .ok()
+            })
+            .flatten();
+        let [regex_plain, regex_init] = regex_rules;
+        let [exit_plain, exit_init] = exit_rules;
+        Ok(CompiledPolicy {
+            policy,
+            rules: rules.into(),
+            uncategorized: uncategorized.into(),
+            categories: by_name.into(),
+            rows: rows.into(),
+            pod_condition_rules: pod_condition_rules.into(),
+            pod_condition_rows: pod_condition_rows.into(),
+            exit_rules: [exit_plain.into(), exit_init.into()],
+            exit_in: exit_in.into(),
+            exit_codes: exit_codes.into(),
+            exit_rows: exit_rows.into(),
+            has_exit_rules,
+            prefixes: prefixes.into(),
+            use_masks,
+            regex_rules: [regex_plain.into(), regex_init.into()],
+            regex_set,
+            statics,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.policy.name
+    }
+
+    /// The bitset row of the rules listing the run's category, if any rule lists it.
+    fn category_row(&self, facts: &RunFacts<'_>) -> Option<&[u64]> {
+        let (name, hash) = facts.category?;
+        let from = self.categories.partition_point(|(h, _, _)| *h < hash);
+        let words = self.uncategorized.len();
+        self.categories[from..]
+            .iter()
+            .take_while(|(h, _, _)| *h == hash)
+            .find(|(_, n, _)| **n == *name)
+            .map(|&(_, _, row)| &self.rows[row as usize * words..][..words])
+    }
+
+    /// The exit-code row of `code`, if a rule lists it.
+    fn exit_row(&self, code: i64) -> Option<&[u64]> {
+        let words = self.uncategorized.len();
+        let at = self.exit_codes.binary_search_by_key(&code, |(c, _)| *c).ok()?;
+        let row = self.exit_codes[at].1 as usize;
+        Some(&self.exit_rows[row * words..][..words])
+    }
+
+    /// Word `w` of the rules the run's exit codes reject: `onExitCodes` rules (without
+    /// `containerName`) whose selected container has no failure code, code 0, a code an `In`
+    /// rule does not list or a code a `NotIn` rule lists (§2.3).
+    fn exit_rejects(&self, w: usize, codes: &[SelectedCode<'_>; 2]) -> u64 {
+        let mut out = 0;
+        for (rules, code) in self.exit_rules.iter().zip(codes) {
+            out |= rules[w]
+                & match code {
+                    Some((c, row)) if *c != 0 => {
+                        let listed = row.map_or(0, |r| r[w]);
+                        (self.exit_in[w] & !listed) | (!self.exit_in[w] & listed)
+                    }
+                    _ => !0,
+                };
+        }
+        out
+    }
+
+    /// SPEC §2.3 over this policy's rules: the first rule that matches, with its signal.
+    /// Only candidates are tried — rules without a category and those listing the run's,
+    /// less those the run's conditions or exit codes reject by mask — in rule order.
+    pub(crate) fn first_match(&self, facts: &RunFacts<'_>) -> Option<(usize, Signal)> {
+        let words = self.uncategorized.len();
+        let row = self.category_row(facts);
+        let code = |sel: Option<u32>| {
+            let c = facts.run.containers[sel? as usize].exit_code;
+            Some((c, self.exit_row(c)))
+        };
+        if !self.use_masks {
+            let mut names = [UNRESOLVED; NAME_CACHE];
+            for (w, &free) in self.uncategorized.iter().enumerate() {
+                let mut bits = free | row.map_or(0, |r| r[w]);
+                while bits != 0 {
+                    let i = w * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    if let Some(signal) = self.rules[i].matches(facts, &mut names) {
+                        return Some((i, signal));
+                    }
+                }
+            }
+            return None;
+        }
+        let codes = if !self.has_exit_rules {
+            [None, None]
+        } else if facts.first_failed == facts.first_failed_with_init {
+            // No failed init container: both selections are the same container.
+            let c = code(facts.first_failed);
+            [c, c]
+        } else {
+            [code(facts.first_failed), code(facts.first_failed_with_init)]
+        };
+        // Whether the policy's RegexSet matches a non-init message / any message; searched
+        // at most once per decision, and only if a regex rule is still a candidate.
+        let mut any_regex: Option<(bool, bool)> = None;
+        let mut names = [UNRESOLVED; NAME_CACHE];
+        for (w, &free) in self.uncategorized.iter().enumerate() {
+            let (mut held, mut conditions) = (0, facts.conditions);
+            while conditions != 0 {
+                let c = conditions.trailing_zeros() as usize;
+                conditions &= conditions - 1;
+                held |= self.pod_condition_rows[c * words + w];
+            }
+            let mut rejected = (self.pod_condition_rules[w] & !held) | self.exit_rejects(w, &codes);
+            for x in self.prefixes.iter() {
+                let first = resolve(&mut names, x.slot, &x.name, facts)
+                    .and_then(|i| facts.run.containers[i as usize].message.as_deref())
+                    .and_then(|m| m.as_bytes().first());
+                let allowed = first
+                    .and_then(|b| x.by_byte.binary_search_by_key(b, |(k, _)| *k).ok())
+                    .map_or(0, |k| x.by_byte[k].1[w]);
+                rejected |= x.rules[w] & !allowed;
+            }
+            let mut bits = (free | row.map_or(0, |r| r[w])) & !rejected;
+            if let Some(set) = &self.regex_set {
+                if bits & (self.regex_rules[0][w] | self.regex_rules[1][w]) != 0 {
+                    let (plain, init) = *any_regex.get_or_insert_with(|| {
+                        let hit = |init: bool| {
+                            facts.run.containers.iter().any(|c| {
+                                c.init == init && c.message.as_deref().is_some_and(|m| !m.is_empty() && set.is_match(m))
+                            })
+                        };
+                        let plain = hit(false);
+                        (plain, plain || hit(true))
+                    });
+                    bits &= !((if plain { 0 } else { self.regex_rules[0][w] })
+                        | (if init { 0 } else { self.regex_rules[1][w] }));
+                }
+            }
+            while bits != 0 {
+                let i = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let Some(signal) = self.rules[i].matches(facts, &mut names) {
+                    return Some((i, signal));
+                }
+            }
+        }
+        None
+    }
+}
+
+/// The exit code of the container a rule without `containerName` selects (`None`: no
+/// failed container), with the rules listing that code.
+type SelectedCode<'a> = Option<(i64, Option<&'a [u64]>)>;
+
+/// Rules with a literal prefix pattern on one named container (see `prefixes`).
+#[derive(Debug, Clone)]
+struct SlotPrefixes {
+    slot: usize,
+    name: Box<str>,
+    rules: Box<[u64]>,
+    /// (first byte, rules whose prefix starts with it), sorted by byte.
+    by_byte: Box<[(u8, Box<[u64]>)]>,
+}
+
+/// Rules per policy up to which the rejection masks are not used (see `use_masks`).
+const MASKED_RULES: usize = 4;
+
+/// Distinct `containerName`s per policy whose lookup in a run is cached for one decision.
+const NAME_CACHE: usize = 8;
+/// A cache slot not looked up yet; `ABSENT`: the run has no such container.
+const UNRESOLVED: u32 = u32::MAX;
+const ABSENT: u32 = u32::MAX - 1;
+
+fn compile_rule(rule: &Rule) -> Result<RuleMatcher, String> {
+    let boxed = |l: &Vec<String>| l.iter().map(|s| s.as_str().into()).collect::<Box<[Box<str>]>>();
+    let conditions = rule.on_conditions.as_ref();
+    let oom = conditions.is_some_and(|c| c.contains(&Condition::OOMKilled));
+    let pattern = match &rule.on_termination_message {
+        Some(p) => Some(Pattern::new(p)?),
+        None => None,
+    };
+    Ok(RuleMatcher {
+        category: rule.on_failure_category.is_some(),
+        subcategories: rule.on_failure_subcategory.as_ref().map(boxed),
+        conditions: conditions.map(|c| c.as_slice().into()),
+        pod_conditions: conditions.map_or(0, |c| {
+            c.iter()
+                .filter(|&&c| c != Condition::OOMKilled)
+                .fold(0, |m, &c| m | bit(c))
+        }),
+        oom,
+        exit: rule.on_exit_codes.as_ref().map(|e| {
+            let mut codes = e.values.clone();
+            codes.sort_unstable();
+            codes.dedup();
+            ExitSet {
+                member_matches: e.operator == Operator::In,
+                codes: codes.into(),
+            }
+        }),
+        needs_container: rule.on_exit_codes.is_some() || (pattern.is_some() && rule.container_name.is_some()) || oom,
+        pattern,
+        container: rule.container_name.as_deref().map(Into::into),
+        container_slot: None,
+        include_init: rule.include_init_containers,
+    })
+}
+
+/// The index of the container named `name` in the run.
+fn find_container(facts: &RunFacts<'_>, name: &str) -> Option<u32> {
+    facts
+        .run
+        .containers
+        .iter()
+        .position(|c| *c.name == *name)
+        .map(|i| i as u32)
+}
+
+/// [`find_container`] through the per-decision cache slot of a policy's container name.
+fn resolve(names: &mut [u32; NAME_CACHE], slot: usize, name: &str, facts: &RunFacts<'_>) -> Option<u32> {
+    if names[slot] == UNRESOLVED {
+        names[slot] = find_container(facts, name).unwrap_or(ABSENT);
+    }
+    Some(names[slot]).filter(|&i| i != ABSENT)
+}
+
+impl RuleMatcher {
+    /// SPEC §2.2: the container the rule's container-level matchers look at.
+    fn selected(&self, facts: &RunFacts<'_>, names: &mut [u32; NAME_CACHE]) -> Option<u32> {
+        match &self.container {
+            Some(name) => match self.container_slot {
+                Some(slot) => resolve(names, slot, name, facts),
+                None => find_container(facts, name),
+            },
+            None if self.include_init => facts.first_failed_with_init,
+            None => facts.first_failed,
+        }
+    }
+
+    /// SPEC §2.3 for a candidate rule (its category, if it lists any, already matched).
+    /// Cheapest first: subcategory, pod-level conditions (a mask test), then the container
+    /// only when a container-level matcher needs it, then exit codes, then the message.
+    fn matches(&self, facts: &RunFacts<'_>, names: &mut [u32; NAME_CACHE]) -> Option<Signal> {
+        let run = facts.run;
+        if let Some(subs) = &self.subcategories {
+            let sub = run.subcategory.as_deref()?;
+            if !subs.iter().any(|s| **s == *sub) {
+                return None;
+            }
+        }
+        if self.conditions.is_some() && !self.oom && self.pod_conditions & facts.conditions == 0 {
+            return None;
+        }
+        let selected = if self.needs_container {
+            self.selected(facts, names)
+        } else {
+            None
+        };
+        let condition = match &self.conditions {
+            Some(conditions) => Some(*conditions.iter().find(|&&c| match c {
+                Condition::OOMKilled => {
+                    selected.is_some_and(|i| run.containers[i as usize].reason.as_deref() == Some("OOMKilled"))
+                }
+                other => facts.conditions & bit(other) != 0,
+            })?),
+            None => None,
+        };
+        let exit = match &self.exit {
+            Some(set) => {
+                let i = selected?;
+                if !set.admits(run.containers[i as usize].exit_code) {
+                    return None;
+                }
+                Some(i)
+            }
+            None => None,
+        };
+        let message = match &self.pattern {
+            Some(re) => {
+                let hit = |c: &Container| c.message.as_deref().is_some_and(|m| !m.is_empty() && re.is_match(m));
+                let found = if self.container.is_some() {
+                    selected.filter(|&i| hit(&run.containers[i as usize]))
+                } else {
+                    run.containers
+                        .iter()
+                        .position(|c| (!c.init || self.include_init) && hit(c))
+                        .map(|i| i as u32)
+                };
+                Some(found?)
+            }
+            None => None,
+        };
+        Some(Signal::Rule {
+            condition: condition.map(|c| (c, selected.filter(|_| c == Condition::OOMKilled))),
+            exit,
+            message,
+            category: self.category.then_some(self.subcategories.is_some()),
+        })
+    }
+}

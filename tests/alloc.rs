@@ -1,0 +1,222 @@
+//! SPEC §7: the design engine's evaluator makes no heap allocation per decision.
+//!
+//! Its own test binary (Cargo.toml `[[test]] alloc`) because it installs a counting global
+//! allocator. The count is per thread (a `thread_local` counter), so the test harness and
+//! other tests running in parallel do not disturb it. Every case is evaluated once to warm
+//! up (the regex engine fills its per-thread cache on first use), then counted over fresh
+//! job states, as SPEC §7 measures: the first retry under a rule is where a counter is
+//! created.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::hint::black_box;
+
+use retryctl::engine::{evaluate, CompiledPolicy, JobContext, JobState, Settings};
+use retryctl::model::history::{Container, Outcome, Run};
+use retryctl::model::policy::{
+    Action, AffinityMutation, Backoff, Condition, ExitCodes, Mutation, Operator, RetryPolicy, Rule,
+};
+use retryctl::model::GoDuration;
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count() {
+    // `try_with`: allocations during thread teardown, after the counter is gone, are not ours.
+    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+}
+
+// SAFETY: every call is forwarded to the system allocator unchanged; counting touches only
+// a thread-local `Cell` (const-initialised, no destructor, never allocates).
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count();
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
+
+/// The benchmark's policy set (`benches/evaluator.rs`): 20 rules mixing category, exit-code,
+/// container + message and condition + category matchers; plus, in the last policy, rules
+/// that exercise a real regular expression, anti-affinity, `avoidSameNode` and a memory bump.
+fn policy(p: usize) -> RetryPolicy {
+    let mut rules: Vec<Rule> = (0..20)
+        .map(|r| {
+            let mut rule = Rule {
+                action: Action::Retry,
+                ..Rule::default()
+            };
+            match r % 4 {
+                0 => rule.on_failure_category = Some(vec![format!("cat-{p}-{r}"), format!("other-{r}")]),
+                1 => {
+                    rule.on_exit_codes = Some(ExitCodes {
+                        operator: Operator::In,
+                        values: vec![(100 + p * 20 + r) as i64, 250],
+                    })
+                }
+                2 => {
+                    rule.container_name = Some("main".into());
+                    rule.on_termination_message = Some(format!("^never-{p}-{r}"));
+                }
+                _ => {
+                    rule.on_conditions = Some(vec![Condition::DeadlineExceeded]);
+                    rule.on_failure_category = Some(vec![format!("x-{r}")]);
+                }
+            }
+            rule.backoff = Backoff {
+                initial_delay: Some(GoDuration::from_secs(5)),
+                multiplier: Some(1.5),
+                jitter: Some(0.2),
+                ..Backoff::default()
+            };
+            rule
+        })
+        .collect();
+    if p == 2 {
+        rules.push(Rule {
+            action: Action::Retry,
+            on_termination_message: Some(r"illegal\s+memory\s+acc[a-z]ss".into()),
+            on_failure_category: Some(vec!["regex".into()]),
+            mutate: Some(Mutation {
+                affinity: Some(AffinityMutation { avoid_same_node: true }),
+                ..Mutation::default()
+            }),
+            ..Rule::default()
+        });
+        rules.push(Rule {
+            action: Action::Fail,
+            on_conditions: Some(vec![Condition::OOMKilled]),
+            ..Rule::default()
+        });
+    }
+    RetryPolicy {
+        name: format!("policy-{p}"),
+        default_action: if p == 1 { Action::Retry } else { Action::Fail },
+        rules,
+        ..RetryPolicy::default()
+    }
+}
+
+fn run(category: &str, exit: i64, reason: &str, outcome: Outcome) -> Run {
+    Run {
+        node: Some("node-1".into()),
+        category: Some(category.into()),
+        conditions: vec![Condition::Preempted],
+        termination_confirmed_after: Some(GoDuration::from_secs(3)),
+        containers: vec![
+            Container {
+                name: "main".into(),
+                exit_code: exit,
+                reason: Some(reason.into()),
+                message: Some("CUDA error: an illegal memory access was encountered".into()),
+                ..Container::default()
+            },
+            Container {
+                name: "sidecar".into(),
+                ..Container::default()
+            },
+        ],
+        outcome,
+        ..Run::default()
+    }
+}
+
+#[test]
+fn a_decision_allocates_nothing() {
+    let compiled: Vec<CompiledPolicy> = (0..3).map(|p| CompiledPolicy::new(policy(p)).unwrap()).collect();
+    let all: Vec<&CompiledPolicy> = compiled.iter().collect();
+    let without_default: Vec<&CompiledPolicy> = vec![&compiled[0], &compiled[2]];
+    let settings = Settings::default();
+    let job = JobContext::new("job-0000042", false, GoDuration::from_secs(30));
+    let failed = Outcome::Failed;
+    let cases: Vec<(&str, &[&CompiledPolicy], Run)> = vec![
+        (
+            "last category rule",
+            all.as_slice(),
+            run("cat-2-16", 1, "Error", failed),
+        ),
+        ("first rule", all.as_slice(), run("cat-0-0", 1, "Error", failed)),
+        ("exit code rule", all.as_slice(), run("nothing", 121, "Error", failed)),
+        ("default retry", all.as_slice(), run("nothing", 1, "Error", failed)),
+        (
+            "default fail",
+            without_default.as_slice(),
+            run("nothing", 1, "Error", failed),
+        ),
+        (
+            "regex + avoidSameNode",
+            without_default.as_slice(),
+            run("regex", 1, "Error", failed),
+        ),
+        (
+            "OOMKilled fail rule",
+            without_default.as_slice(),
+            run("nothing", 137, "OOMKilled", failed),
+        ),
+        ("legacy", &[][..], run("nothing", 1, "Error", failed)),
+        (
+            "lease returned",
+            all.as_slice(),
+            run("nothing", 0, "", Outcome::LeaseReturned),
+        ),
+        ("cancelled", all.as_slice(), run("nothing", 0, "", Outcome::Cancelled)),
+    ];
+    for (name, policies, r) in &cases {
+        // Warm-up: lazily built caches (the regex engine's) are not per decision.
+        black_box(evaluate(
+            policies,
+            &settings,
+            &job,
+            &mut JobState::new(None),
+            r,
+            0,
+            1_000,
+        ));
+        let mut states: Vec<JobState> = (0..100).map(|_| JobState::new(Some(1e9))).collect();
+        let before = allocations();
+        for (i, state) in states.iter_mut().enumerate() {
+            black_box(evaluate(
+                black_box(policies),
+                &settings,
+                &job,
+                state,
+                black_box(r),
+                i,
+                1_000,
+            ));
+        }
+        let made = allocations() - before;
+        assert_eq!(made, 0, "{name}: {made} heap allocations in 100 decisions");
+    }
+    // A job that keeps failing: counters under a handful of rules stay inline.
+    let mut state = JobState::new(None);
+    let r = run("cat-2-16", 1, "Error", failed);
+    let before = allocations();
+    for i in 0..15 {
+        black_box(evaluate(&all, &settings, &job, &mut state, &r, i, 1_000));
+    }
+    assert_eq!(allocations() - before, 0, "15 decisions of one job");
+}
