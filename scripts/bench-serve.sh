@@ -38,14 +38,22 @@ start() {
   printf -v "$var" '%s' "$(grep -o 'http://127.0.0.1:[0-9]*' "$log" | head -1)"
 }
 
-# rps URL: requests per second wrk measured (one thread on core 1), and its p99.
+# cpu PID: CPU time the process has used, in clock ticks (utime + stime).
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# measure URL PID: requests per second wrk measured (one thread on core 1), its p99, and the
+# server's CPU time per request in microseconds (less disturbed by other load than req/s).
 measure() {
+  local before after
+  before="$(cpu "$2")"
   taskset -c 1 wrk -t1 -c"$conns" -d"${duration}s" --latency "$1" >"$tmp/wrk.out"
+  after="$(cpu "$2")"
   if grep -q 'Non-2xx\|Socket errors' "$tmp/wrk.out"; then cat "$tmp/wrk.out" >&2; echo "bench-serve.sh: errors" >&2; exit 1; fi
-  local rps p99
+  local rps p99 n
   rps="$(awk '/Requests\/sec/ {print $2}' "$tmp/wrk.out")"
   p99="$(awk '$1 == "99%" {print $2}' "$tmp/wrk.out")"
-  echo "$rps $p99"
+  n="$(awk '/requests in/ {print $1}' "$tmp/wrk.out")"
+  echo "$rps $p99 $(awk -v t="$((after - before))" -v hz="$(getconf CLK_TCK)" -v n="$n" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')"
 }
 
 start hello_url "$tmp/hello.log" "$hello"
@@ -54,12 +62,15 @@ start serve_url "$tmp/serve.log" "$bin" serve --listen 127.0.0.1:0 --db "$tmp/ar
 curl -fsS -XPOST "$serve_url/v1/retry-policy" -H "Content-Type: application/json" \
   -d '{"name":"bench","retryLimit":3,"defaultAction":"Fail","rules":[{"action":"Retry","onCategory":"oom"}]}' >/dev/null
 
+hello_pid="${pids[0]}"
+serve_pid="${pids[1]}"
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); servers on core 0, wrk -t1 -c$conns -d${duration}s on core 1"
-out="$(measure "$hello_url/")"; read -r h_rps h_p99 <<<"$out"
-printf '%-40s %10s req/s  p99 %s\n' "axum hello-world GET /" "$h_rps" "$h_p99"
-out="$(measure "$serve_url/v1/retry-policy/bench")"; read -r s_rps s_p99 <<<"$out"
-printf '%-40s %10s req/s  p99 %s\n' "serve GET /v1/retry-policy/bench" "$s_rps" "$s_p99"
-out="$(measure "$serve_url/health")"; read -r x_rps x_p99 <<<"$out"
-printf '%-40s %10s req/s  p99 %s\n' "serve GET /health" "$x_rps" "$x_p99"
+out="$(measure "$hello_url/" "$hello_pid")"; read -r h_rps h_p99 h_cpu <<<"$out"
+printf '%-40s %10s req/s  p99 %-8s %6s us CPU/req\n' "axum hello-world GET /" "$h_rps" "$h_p99" "$h_cpu"
+out="$(measure "$serve_url/v1/retry-policy/bench" "$serve_pid")"; read -r s_rps s_p99 s_cpu <<<"$out"
+printf '%-40s %10s req/s  p99 %-8s %6s us CPU/req\n' "serve GET /v1/retry-policy/bench" "$s_rps" "$s_p99" "$s_cpu"
+out="$(measure "$serve_url/health" "$serve_pid")"; read -r x_rps x_p99 x_cpu <<<"$out"
+printf '%-40s %10s req/s  p99 %-8s %6s us CPU/req\n' "serve GET /health" "$x_rps" "$x_p99" "$x_cpu"
 echo "request log lines written: $(grep -c 'retryctl serve: GET' "$tmp/serve.log")"
-awk -v h="$h_rps" -v s="$s_rps" 'BEGIN { printf "ratio: hello-world / serve GET = %.2f (bar <= 1.25)\n", h / s }'
+awk -v h="$h_rps" -v s="$s_rps" -v hc="$h_cpu" -v sc="$s_cpu" 'BEGIN {
+  printf "ratio: hello-world / serve GET = %.2f req/s, %.2f CPU per request (bar <= 1.25)\n", h / s, sc / hc }'
