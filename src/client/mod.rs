@@ -96,6 +96,25 @@ pub struct ClientTls {
     pub insecure: bool,
 }
 
+impl ClientTls {
+    /// `builder` verifying as these settings say: the one place that does it, for the Armada
+    /// client and the Lookout source alike. With extra roots, our own rustls configuration,
+    /// so that a self-signed certificate the user trusts by file is accepted as kubectl and
+    /// curl accept it (trust.rs).
+    pub fn apply(
+        &self,
+        builder: reqwest::blocking::ClientBuilder,
+    ) -> std::result::Result<reqwest::blocking::ClientBuilder, String> {
+        if self.insecure {
+            return Ok(builder.danger_accept_invalid_certs(true));
+        }
+        if self.extra_roots.is_empty() {
+            return Ok(builder);
+        }
+        Ok(builder.use_preconfigured_tls(trust::client_config(&self.extra_roots)?))
+    }
+}
+
 /// Everything that can go wrong talking to a server, each with its exit code.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClientError {
@@ -367,18 +386,14 @@ impl Client {
         // lock: it queues its `-v` lines here and `send` prints them.
         let redirects = Arc::new(Mutex::new(Vec::new()));
         let redirect_log = redirects.clone();
-        let mut builder = Http::builder();
-        if !config.tls.extra_roots.is_empty() && !config.tls.insecure {
-            // Our own rustls configuration, so that a self-signed certificate the user
-            // trusts by file is accepted as kubectl and curl accept it (trust.rs).
-            let tls = trust::client_config(&config.tls.extra_roots).map_err(|reason| ClientError::Unreachable {
+        let builder = config
+            .tls
+            .apply(Http::builder())
+            .map_err(|reason| ClientError::Unreachable {
                 url: config.base_url.clone(),
                 reason: format!("cannot set up TLS: {reason}"),
             })?;
-            builder = builder.use_preconfigured_tls(tls);
-        }
         let http = builder
-            .danger_accept_invalid_certs(config.tls.insecure)
             .timeout(config.timeout)
             .connect_timeout(config.timeout)
             .user_agent(concat!("retryctl/", env!("CARGO_PKG_VERSION")))

@@ -99,7 +99,13 @@ fn delete(ctx: &mut Context, plan: &Plan) -> anyhow::Result<ExitCode> {
         };
         match done {
             Ok(()) => {}
-            Err(e) if crate::error::exit_code_of(&e) == ExitCode::Failure => {
+            // Only a refusal this command made (a `CliError` of exit 1) goes on; an I/O
+            // error (a closed stdout) stops like any other.
+            Err(e)
+                if e.chain()
+                    .find_map(|c| c.downcast_ref::<CliError>())
+                    .is_some_and(|c| c.code == ExitCode::Failure) =>
+            {
                 code = crate::error::report(&e, ctx.err);
             }
             Err(e) => return Err(e),

@@ -82,14 +82,10 @@ pub struct Api {
 
 impl Api {
     pub fn new(base: &str, auth: Auth, tls: &ClientTls, timeout: Duration) -> Result<Api, CliError> {
-        let mut builder = reqwest::blocking::Client::builder();
-        for der in &tls.extra_roots {
-            let cert = reqwest::Certificate::from_der(der)
-                .map_err(|e| CliError::new(ExitCode::Unreachable, format!("cannot set up TLS: {e}")))?;
-            builder = builder.add_root_certificate(cert);
-        }
+        let builder = tls
+            .apply(reqwest::blocking::Client::builder())
+            .map_err(|e| CliError::new(ExitCode::Unreachable, format!("cannot set up TLS: {e}")))?;
         let http = builder
-            .danger_accept_invalid_certs(tls.insecure)
             .timeout(timeout)
             .connect_timeout(timeout)
             .build()

@@ -104,7 +104,14 @@ async fn handshake(mut io: Guarded, acceptor: &TlsAcceptor) -> Option<tokio_rust
 async fn refuse_plain_http(io: &mut Guarded) {
     let mut head = Vec::new();
     let mut buf = [0u8; 4096];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
+    // Only the new bytes (and the 3 before them) are searched after each read: a client
+    // sending its header a byte at a time must not make this loop quadratic.
+    let mut searched = 0;
+    loop {
+        if head.windows(4).skip(searched).any(|w| w == b"\r\n\r\n") || head.len() >= 64 * 1024 {
+            break;
+        }
+        searched = head.len().saturating_sub(3);
         match io.read(&mut buf).await {
             Ok(0) | Err(_) => return,
             Ok(n) => head.extend_from_slice(&buf[..n]),

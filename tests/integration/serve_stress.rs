@@ -217,8 +217,9 @@ fn idle_sockets_at_the_cap_lock_nobody_out_for_long() {
 
 /// SPEC §6 and issue 10: the real process under `ulimit -n 1024`, 1,100 sockets opened
 /// against it and left silent (more than its file limit allows it to hold), then a new
-/// client's `/health` still answers: the connection cap keeps the server below its limit and
-/// the idle timeout frees the held sockets (so this test takes about one idle timeout).
+/// client's `/health` still answers: the connection cap keeps the server below its limit (its
+/// descriptors are counted) and the idle timeout frees the held sockets (so this test takes
+/// about one idle timeout).
 #[test]
 fn eleven_hundred_idle_sockets_under_ulimit_1024_lock_nobody_out() {
     // The test itself needs more than 1,100 descriptors: raise its soft limit to the hard one.
@@ -267,6 +268,11 @@ fn eleven_hundred_idle_sockets_under_ulimit_1024_lock_nobody_out() {
     let idle: Vec<std::net::TcpStream> = (0..1_100)
         .map(|i| std::net::TcpStream::connect(&addr).unwrap_or_else(|e| panic!("socket {i}: {e}")))
         .collect();
+    // The cap holds the server below its file limit (without it, accept would run into
+    // EMFILE at 1,024): count its descriptors once it has accepted what it will.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let fds = std::fs::read_dir(format!("/proc/{}/fd", child.0.id())).unwrap().count();
+    assert!((900..1_000).contains(&fds), "the server holds {fds} descriptors");
     // A liveness bound far above the idle timeout (10 s), not a performance assertion.
     let resp = reqwest::blocking::Client::builder()
         .timeout(std::time::Duration::from_secs(60))

@@ -426,11 +426,16 @@ fn a_silent_client_on_the_tls_port_is_bounded_by_the_header_read_timeout() {
     let addr = p.url.trim_start_matches("https://").to_string();
     let _silent = std::net::TcpStream::connect(&addr).unwrap();
     std::thread::sleep(Duration::from_millis(100));
+    let asked = Instant::now();
     let health = pki.client().get(format!("{}/health", p.url)).send().unwrap();
     assert_eq!(
         (health.status().as_u16(), health.text().unwrap()),
         (200, "ok".to_string())
     );
+    // Served while the silent client's handshake (10 s) is still pending: had the handshake
+    // run on the accept loop, this answer would have waited for it. (A behaviour bound far
+    // from any speed, not a performance assertion.)
+    assert!(asked.elapsed() < Duration::from_secs(5), "{:?}", asked.elapsed());
     drop(p);
 
     // In process, at a cap of one connection: the silent client holds the only slot until
@@ -549,6 +554,40 @@ fn a_ca_flagged_self_signed_certificate_is_trusted_by_file() {
         format!(
             "exit: 4\n--- stdout\n--- stderr\nerror: {POLICY}: cannot create retry policy `infra`: the TLS certificate of the server at `URL` does not verify: it is self-signed (a CA certificate presented as the server's own) and not among the certificates retryctl trusts\n\nhint: if the server's certificate comes from a private CA or is self-signed, trust it with `--certificate-authority FILE` or the config context key `certificateAuthority`\n"
         )
+    );
+    // Only the very certificate pinned: another CA-flagged certificate for the same name
+    // (what a man in the middle could make) is refused.
+    let other_pki = Pki::new_ca_flagged();
+    let other_ca = other_pki.arg("cert.pem");
+    assert_eq!(
+        run(
+            home.path(),
+            &token,
+            &["--armada-url", url, "--certificate-authority", &other_ca, "get", "rp"],
+            url,
+            dir
+        ),
+        "exit: 4\n--- stdout\n--- stderr\nerror: cannot list retry policies: the TLS certificate of the server at `URL` does not verify: it is self-signed (a CA certificate presented as the server's own) and not among the certificates retryctl trusts\n\nhint: if the server's certificate comes from a private CA or is self-signed, trust it with `--certificate-authority FILE` or the config context key `certificateAuthority`\n"
+    );
+    // Lookout's source trusts the same way: past TLS, this server (not Lookout) answers 404.
+    let out = run(
+        home.path(),
+        &[],
+        &[
+            "history",
+            "--lookout-url",
+            url,
+            "--queue",
+            "q",
+            "--certificate-authority",
+            &ca,
+        ],
+        url,
+        dir,
+    );
+    assert_eq!(
+        out,
+        "exit: 4\n--- stdout\n--- stderr\nerror: Lookout at `URL/api/v1/jobs` answered 404 Not Found: Not Found\n\n"
     );
     // The name is still checked: 127.0.0.1 is not among the certificate's names.
     let other = p.url.as_str();
