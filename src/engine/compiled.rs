@@ -723,3 +723,118 @@ impl RuleMatcher {
         })
     }
 }
+
+/// The rejection masks are only a filter: on any policy and any run, the first match with
+/// them is the first match of trying every rule in order (`use_masks` forced off). Policies
+/// of 5–130 rules (so several 64-bit words) mixing every matcher kind, runs with several
+/// containers, init containers and messages.
+#[cfg(test)]
+mod mask_props {
+    use super::*;
+    use crate::model::history::Container;
+    use crate::model::policy::{Action, ExitCodes, Operator};
+    use proptest::prelude::*;
+
+    fn arb_rule() -> impl Strategy<Value = Rule> {
+        let cat = prop::option::of(prop::sample::subsequence(vec!["a", "b", "c"], 1..=2));
+        let sub = prop::option::of(prop::sample::select(vec!["x", "y"]));
+        let cond = prop::option::of(prop::sample::subsequence(
+            vec![Condition::OOMKilled, Condition::Evicted, Condition::Preempted],
+            1..=2,
+        ));
+        let exit = prop::option::of((prop::bool::ANY, prop::collection::vec(0i64..5, 1..3)));
+        let pattern = prop::option::of(prop::sample::select(vec![
+            "^OOM",
+            "^Xid",
+            "Xid [0-9]+",
+            "M k",
+            "(?i)oom",
+            "^X",
+            "init-fail.*x",
+            "O",
+        ]));
+        let container = prop::option::of(prop::sample::select(vec!["main", "side", "i"]));
+        (
+            cat,
+            sub,
+            cond,
+            exit,
+            pattern,
+            container,
+            prop::bool::ANY,
+            prop::bool::ANY,
+        )
+            .prop_map(|(cat, sub, cond, exit, pattern, container, init, retry)| Rule {
+                action: if retry { Action::Retry } else { Action::Fail },
+                on_failure_subcategory: sub.filter(|_| cat.is_some()).map(|s| vec![s.to_string()]),
+                on_failure_category: cat.map(|c| c.into_iter().map(String::from).collect()),
+                on_conditions: cond,
+                on_exit_codes: exit.map(|(not_in, values)| ExitCodes {
+                    operator: if not_in { Operator::NotIn } else { Operator::In },
+                    values,
+                }),
+                on_termination_message: pattern.map(String::from),
+                container_name: container.map(String::from),
+                include_init_containers: init,
+                ..Rule::default()
+            })
+    }
+
+    fn arb_run() -> impl Strategy<Value = Run> {
+        let container = (
+            prop::sample::select(vec!["main", "side", "i", ""]),
+            prop::bool::weighted(0.3),
+            0i64..5,
+            prop::option::of(prop::sample::select(vec!["OOMKilled", "Error"])),
+            prop::option::of(prop::sample::select(vec![
+                "OOM killed",
+                "Xid 79",
+                "xOOM k",
+                "",
+                "oom",
+                "init-fail: x",
+                "Xid abc",
+            ])),
+        )
+            .prop_map(|(name, init, exit_code, reason, message)| Container {
+                name: name.into(),
+                init,
+                exit_code,
+                reason: reason.map(String::from),
+                message: message.map(String::from),
+            });
+        (
+            prop::option::of(prop::sample::select(vec!["a", "b", "c", "d"])),
+            prop::option::of(prop::sample::select(vec!["x", "y"])),
+            prop::sample::subsequence(vec![Condition::Evicted, Condition::Preempted], 0..=2),
+            prop::collection::vec(container, 0..4),
+        )
+            .prop_map(|(category, subcategory, conditions, containers)| Run {
+                category: category.map(String::from),
+                subcategory: subcategory.map(String::from),
+                conditions,
+                containers,
+                ..Run::default()
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn masks_pick_the_rule_trying_every_rule_picks(
+            rules in prop::collection::vec(arb_rule(), 5..130),
+            runs in prop::collection::vec(arb_run(), 1..8),
+        ) {
+            let policy = RetryPolicy { name: "p".into(), rules, ..RetryPolicy::default() };
+            let masked = CompiledPolicy::new(policy).unwrap();
+            prop_assert!(masked.use_masks);
+            let mut plain = CompiledPolicy::new(masked.policy.clone()).unwrap();
+            plain.use_masks = false;
+            for run in &runs {
+                let facts = RunFacts::new(run);
+                prop_assert_eq!(masked.first_match(&facts), plain.first_match(&facts), "run {:?}", run);
+            }
+        }
+    }
+}
