@@ -1126,13 +1126,13 @@ proptest! {
         for (k, run) in runs.iter_mut().enumerate() {
             if expect_mask & (1 << (k % 32)) != 0 {
                 // Mostly wrong on purpose: each failure message quotes a text.
-                run.expect = Some(RunExpect {
+                run.expect = Some(Box::new(RunExpect {
                     decision: Some(["retry", "fail_rule"][k % 2].into()),
                     rule: (k % 3 == 0).then(|| "p0/0".into()),
                     pod_name: (k % 4 == 0).then(|| "armada-prop-0".into()),
                     avoid_nodes: (k % 5 == 0).then(|| vec!["n1".into()]),
                     ..RunExpect::default()
-                });
+                }));
             }
         }
         let history = FailureHistory {
