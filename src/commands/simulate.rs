@@ -25,13 +25,13 @@ use std::path::PathBuf;
 use crate::app::Context;
 use crate::cli::{SimulateArgs, SimulateOutput};
 use crate::commands::policy_set::{base_config, load_from_server, load_policies};
-use crate::engine::EngineKind;
+use crate::engine::{Detail, EngineKind};
 use crate::error::{CliError, ExitCode};
 use crate::output::progress::{finish, progress_bar};
 use crate::output::report;
 use crate::output::simulate::{missing_queue_warning, render_job, ComparisonSink, JobSink};
 use crate::replay::compare::JobDiff;
-use crate::replay::run::{fallback, for_each_ordered, process, replay_job, Fallback, Fallbacks};
+use crate::replay::run::{fallback, for_each_ordered, process, replay_job, replay_job_detailed, Fallback, Fallbacks};
 use crate::replay::source::{Files, HistorySource, Overrides, Progress};
 use crate::replay::summary::keep_summary_fields;
 use crate::replay::Processed;
@@ -121,10 +121,12 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     } else {
         let mut sink = JobSink::new(format, style, source.bulk());
         let summary_only = source.bulk() && format == SimulateOutput::Table;
+        // Only the summary is printed: the per-run texts are not even written.
+        let detail = if summary_only { Detail::Summary } else { Detail::Full };
         sink.begin(out)?;
         let work = |entry| {
             process(entry, |job| {
-                let report = replay_job(&sim, &job.settings, &job.history)
+                let report = replay_job_detailed(&sim, &job.settings, &job.history, detail)
                     .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
                 let rendered = render_job(format, &report);
                 let mut report = report;

@@ -47,7 +47,7 @@ use compiled::Pattern;
 use compiled::RunFacts;
 pub use compiled::{CompiledPolicy, Signal};
 
-pub use replay::{replay, JobReport, JobStatus, RunRecord};
+pub use replay::{replay, Detail, JobReport, JobStatus, RunRecord};
 
 /// The job annotation that adds policies (SPEC §2.1).
 pub const POLICY_ANNOTATION: &str = "armadaproject.io/retry-policy";
@@ -424,6 +424,29 @@ impl Decision {
             memory: v.memory,
             memory_note: v.memory_note,
             next_pod_name: v.next_pod.then(|| pod_name(job_id, run_index + 1, numbered_pods)),
+        }
+    }
+
+    /// [`Decision::from_verdict`] without the words nobody will read (the signal and the
+    /// next pod's name), for a summary-only replay. The nodes to avoid stay: the
+    /// contradiction checks compare the next run's node with them.
+    pub fn from_verdict_untold(v: &Verdict, run: &Run, state: &JobState) -> Decision {
+        Decision {
+            kind: v.kind,
+            policy: v.policy,
+            rule: v.rule,
+            signal: None,
+            counter: v.counter,
+            limit: v.limit,
+            total_retries: v.total_retries,
+            global_max_retries: v.global_max_retries,
+            delay: v.delay,
+            delay_parts: v.delay_parts,
+            retry_after: v.retry_after,
+            avoid_nodes: v.avoid.nodes(state, run),
+            memory: v.memory,
+            memory_note: v.memory_note,
+            next_pod_name: None,
         }
     }
 

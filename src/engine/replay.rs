@@ -209,6 +209,22 @@ pub fn explain(d: &Decision, rule: Option<&str>, max_attempted_runs: u32, attemp
     }
 }
 
+/// How much of a [`JobReport`] a replay writes out in words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Detail {
+    /// Every per-run text (reason, failure, node, pod name, signal, next pod name): what
+    /// the per-job outputs print.
+    #[default]
+    Full,
+    /// Only what the summary counts, the expectation checks and the contradiction checks
+    /// read: the per-run texts are left empty, except on a run with an `expect` (its
+    /// messages quote them) and the final failure's reason when the job has an `expect`
+    /// (the `final` message quotes it), so that every message is the same as under
+    /// [`Detail::Full`]. For outputs that print only the summary (bulk `-o table`): the
+    /// texts cost more than the decisions.
+    Summary,
+}
+
 /// Replays `history` with the effective `policies` (already resolved, SPEC §2.1) under the
 /// design engine.
 pub fn replay(history: &FailureHistory, policies: &[&CompiledPolicy], settings: &Settings) -> JobReport {
@@ -222,6 +238,17 @@ pub fn replay_with(
     policies: &[&CompiledPolicy],
     settings: &Settings,
     engine: EngineKind,
+) -> JobReport {
+    replay_detailed(history, policies, settings, engine, Detail::Full)
+}
+
+/// Replays `history` under `engine`, writing the texts `detail` asks for.
+pub fn replay_detailed(
+    history: &FailureHistory,
+    policies: &[&CompiledPolicy],
+    settings: &Settings,
+    engine: EngineKind,
+    detail: Detail,
 ) -> JobReport {
     let job = &history.job;
     let ctx = JobContext::new(
@@ -246,7 +273,11 @@ pub fn replay_with(
         let started_at = start_time(&mut report, history, k, schedule.eligible_at);
         schedule.check_start(&mut report, history, k, started_at);
         let ended_at = started_at.saturating_add(run.run_for.0);
-        let decision = decide(policies, &settings, &ctx, history, &mut state, k, ended_at, engine);
+        // A run with an `expect` keeps its texts: a failed check quotes them.
+        let texts = detail == Detail::Full || run.expect.is_some();
+        let decision = decide(
+            policies, &settings, &ctx, history, &mut state, k, ended_at, engine, texts,
+        );
         // SPEC §2.6: the nodes of the runs that started, for a later `avoidSameNode`.
         if run.outcome != Outcome::LeaseReturned {
             if let Some(node) = &run.node {
@@ -255,7 +286,13 @@ pub fn replay_with(
                 }
             }
         }
-        let reason = reason_text(&report, decision.as_ref(), &settings, k, engine);
+        // The job-level `final` check quotes the reason of the run that failed the job.
+        let final_reason = history.expect.is_some() && decision.as_ref().is_some_and(|d| d.action() == Action::Fail);
+        let reason = if texts || final_reason {
+            reason_text(&report, decision.as_ref(), &settings, k, engine)
+        } else {
+            String::new()
+        };
         if report.advance(&mut schedule, k, decision.as_ref(), &reason, ended_at) {
             ended = Some(k);
         }
@@ -263,14 +300,18 @@ pub fn replay_with(
             index: k,
             // Upstream's executor reuses `armada-<jobId>-0` for every run (SPEC §2.7 is the
             // design's).
-            pod_name: pod_name(&job.id, k, settings.enabled && engine == EngineKind::Design),
-            node: run.node.clone(),
+            pod_name: if texts {
+                pod_name(&job.id, k, settings.enabled && engine == EngineKind::Design)
+            } else {
+                String::new()
+            },
+            node: if texts { run.node.clone() } else { None },
             started_at,
             ended_at,
             outcome: run.outcome,
-            failure: describe_failure(run),
+            failure: if texts { describe_failure(run) } else { String::new() },
             decision,
-            reason,
+            reason: if texts { reason } else { String::new() },
         };
         if let Some(e) = &run.expect {
             let mut failures = Vec::new();
@@ -347,7 +388,8 @@ fn start_time(report: &mut JobReport, history: &FailureHistory, k: usize, eligib
     }
 }
 
-/// SPEC §2.9: run `k`'s decision by `engine` (none for a run that succeeded), as a record.
+/// SPEC §2.9: run `k`'s decision by `engine` (none for a run that succeeded), as a record;
+/// without `texts`, the design engine leaves out its words (signal, next pod name).
 #[allow(clippy::too_many_arguments)]
 fn decide(
     policies: &[&CompiledPolicy],
@@ -358,6 +400,7 @@ fn decide(
     k: usize,
     ended_at: u64,
     engine: EngineKind,
+    texts: bool,
 ) -> Option<Decision> {
     let run = &history.runs[k];
     if run.outcome == Outcome::Succeeded {
@@ -366,7 +409,11 @@ fn decide(
     Some(match engine {
         EngineKind::Design => {
             let v = evaluate(policies, settings, ctx, state, run, k, ended_at);
-            Decision::from_verdict(&v, run, state, ctx.id, k, settings.enabled)
+            if texts {
+                Decision::from_verdict(&v, run, state, ctx.id, k, settings.enabled)
+            } else {
+                Decision::from_verdict_untold(&v, run, state)
+            }
         }
         EngineKind::Upstream => upstream::evaluate(
             policies.first().copied(),

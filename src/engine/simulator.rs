@@ -12,7 +12,7 @@ use crate::model::history::FailureHistory;
 use crate::model::policy::RetryPolicy;
 use crate::model::queue::Queue;
 
-use super::replay::replay_with;
+use super::replay::{replay_detailed, Detail};
 use super::{effective_policy_names, CompiledPolicy, EngineKind, JobReport, Settings, Source, POLICY_ANNOTATION};
 
 #[derive(Debug, Clone)]
@@ -158,8 +158,18 @@ impl Simulator {
     }
 
     pub fn simulate(&self, history: &FailureHistory, settings: &Settings) -> Result<JobReport, String> {
+        self.simulate_detailed(history, settings, Detail::Full)
+    }
+
+    /// [`Simulator::simulate`], writing the per-run texts `detail` asks for.
+    pub fn simulate_detailed(
+        &self,
+        history: &FailureHistory,
+        settings: &Settings,
+        detail: Detail,
+    ) -> Result<JobReport, String> {
         let policies = self.effective(history, settings)?;
-        let mut report = replay_with(history, &policies, settings, self.engine);
+        let mut report = replay_detailed(history, &policies, settings, self.engine, detail);
         if self.engine == EngineKind::Upstream {
             report.ignored_policies = self.queue_policies(history).iter().skip(1).cloned().collect();
         }

@@ -1107,6 +1107,49 @@ proptest! {
         }
     }
 
+    /// A summary-only replay differs from a full one only in the texts it leaves out: every
+    /// count, status, expectation message and contradiction is the same, failing
+    /// expectations (which quote the texts) included.
+    #[test]
+    fn summary_detail_changes_no_number_and_no_message(
+        p0 in arb_policy(0),
+        p1 in arb_policy(1),
+        runs in prop::collection::vec(arb_run(), 1..30),
+        expect_mask in any::<u32>(),
+        job_final in prop::option::of(0usize..4),
+        global in 0u32..15,
+    ) {
+        use crate::model::history::{JobExpect, RunExpect};
+        let settings = Settings { global_max_retries: global, ..Settings::default() };
+        let sim = Simulator::new(vec![p0, p1], Vec::new(), None).unwrap();
+        let mut runs = runs;
+        for (k, run) in runs.iter_mut().enumerate() {
+            if expect_mask & (1 << (k % 32)) != 0 {
+                // Mostly wrong on purpose: each failure message quotes a text.
+                run.expect = Some(Box::new(RunExpect {
+                    decision: Some(["retry", "fail_rule"][k % 2].into()),
+                    rule: (k % 3 == 0).then(|| "p0/0".into()),
+                    pod_name: (k % 4 == 0).then(|| "armada-prop-0".into()),
+                    avoid_nodes: (k % 5 == 0).then(|| vec!["n1".into()]),
+                    ..RunExpect::default()
+                }));
+            }
+        }
+        let history = FailureHistory {
+            job: crate::model::history::Job { id: "prop".into(), ..Default::default() },
+            runs,
+            expect: job_final.map(|f| JobExpect {
+                final_state: Some([Final::Succeeded, Final::Failed, Final::Cancelled, Final::Pending][f]),
+                ..JobExpect::default()
+            }),
+        };
+        let mut full = sim.simulate(&history, &settings).unwrap();
+        let mut summary = sim.simulate_detailed(&history, &settings, Detail::Summary).unwrap();
+        crate::replay::summary::keep_summary_fields(&mut full);
+        crate::replay::summary::keep_summary_fields(&mut summary);
+        prop_assert_eq!(full, summary);
+    }
+
     /// No panic on any input that parses: arbitrary YAML-ish histories through the decoder.
     #[test]
     fn decoder_never_panics(text in "[a-zA-Z0-9:{}\\[\\], \\n-]{0,200}") {

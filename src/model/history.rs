@@ -128,7 +128,8 @@ pub struct Run {
     pub subcategory: Option<String>,
     pub outcome: Outcome,
     pub global_max_retries: Option<u32>,
-    pub expect: Option<RunExpect>,
+    /// Boxed: few runs have one, and a `Run` is moved whole while a history is decoded.
+    pub expect: Option<Box<RunExpect>>,
 }
 
 /// Assertions on one run's decision. Every field optional; each set one is checked.
@@ -443,7 +444,7 @@ fn decode_run(dec: &mut Decoder, node: &Node, path: &str) -> Run {
             if let Some(n) = ef.get("avoidNodes") {
                 e.avoid_nodes = dec.strings(n, &ef.path_of("avoidNodes"));
             }
-            run.expect = Some(e);
+            run.expect = Some(Box::new(e));
         }
     }
     run

@@ -346,7 +346,7 @@ impl RunIn<'_> {
             run.outcome = Outcome::parse(&o.0)?;
         }
         if let Some(e) = self.expect {
-            run.expect = Some(RunExpect {
+            run.expect = Some(Box::new(RunExpect {
                 action: match e.action.as_ref().map(|a| &*a.0) {
                     None => None,
                     Some("Retry") => Some(Action::Retry),
@@ -359,7 +359,7 @@ impl RunIn<'_> {
                 retries: e.retries,
                 pod_name: e.pod_name.map(Str::owned),
                 avoid_nodes: e.avoid_nodes.map(|v| v.into_iter().map(Str::owned).collect()),
-            });
+            }));
         }
         Some(run)
     }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::engine::simulator::Simulator;
-use crate::engine::{JobReport, JobStatus, Settings};
+use crate::engine::{Detail, JobReport, JobStatus, Settings};
 use crate::input::SourceFile;
 use crate::model::history::FailureHistory;
 
@@ -79,10 +79,21 @@ pub fn process<T>(entry: Entry, f: impl FnOnce(Job) -> Result<T, String>) -> Pro
     }
 }
 
-/// One history under one Simulator. Every run after the end of the job that has an
-/// `expect` is reported (the evaluator's replay names only the first).
+/// One history under one Simulator, every text written. Every run after the end of the job
+/// that has an `expect` is reported (the evaluator's replay names only the first).
 pub fn replay_job(sim: &Simulator, settings: &Settings, history: &FailureHistory) -> Result<JobReport, String> {
-    let mut report = sim.simulate(history, settings)?;
+    replay_job_detailed(sim, settings, history, Detail::Full)
+}
+
+/// [`replay_job`] with the texts `detail` asks for ([`Detail::Summary`] when only the
+/// summary is printed).
+pub fn replay_job_detailed(
+    sim: &Simulator,
+    settings: &Settings,
+    history: &FailureHistory,
+    detail: Detail,
+) -> Result<JobReport, String> {
+    let mut report = sim.simulate_detailed(history, settings, detail)?;
     let ended = !matches!(report.status, JobStatus::Pending { .. });
     if ended && history.runs.len() > report.runs.len() {
         let end = report.runs.len().saturating_sub(1);

@@ -40,7 +40,11 @@ pub struct Summary {
 
 /// Drops what the summary does not read (the per-run texts, nodes, pod names), so that a
 /// worker frees them in parallel instead of the single thread that folds the summary.
-/// For outputs that print only the summary (bulk `-o table`).
+/// For outputs that print only the summary (bulk `-o table`). A [`Detail::Summary`]
+/// replay writes none of them in the first place; what is left here is the texts of runs
+/// with an `expect` and the upstream engine's words.
+///
+/// [`Detail::Summary`]: crate::engine::Detail::Summary
 pub fn keep_summary_fields(report: &mut JobReport) {
     for run in &mut report.runs {
         run.pod_name = String::new();
