@@ -242,7 +242,7 @@ impl Server {
             )?))),
             None => None,
         };
-        let listener = tokio::net::TcpListener::bind(&config.listen).await.map_err(|e| {
+        let listener = listen(&config.listen).await.map_err(|e| {
             let err = CliError::failed(format!("cannot listen on `{}`: {e}", config.listen));
             if e.kind() == std::io::ErrorKind::AddrInUse {
                 err.with_hint("another process uses that port: pick another with `--listen 127.0.0.1:PORT`")
@@ -366,6 +366,34 @@ impl Guard {
         }
         entry.0 += 1;
     }
+}
+
+/// How many connections the kernel holds for `accept`. `TcpListener::bind` (mio) asks for
+/// 128, as std does: a burst of more new connections than that overflows the queue, and a
+/// client the kernel then answered with a SYN cookie believes it is connected while the
+/// server never sees it (seen with 1,100 sockets opened at once). 1,024 is what tokio asked
+/// for before mio changed, and the kernel caps it at `net.core.somaxconn`.
+const LISTEN_BACKLOG: u32 = 1024;
+
+/// Binds `address` (`HOST:PORT`; the first address the host resolves to) the way
+/// `TcpListener::bind` does (`SO_REUSEADDR`), with [`LISTEN_BACKLOG`].
+async fn listen(address: &str) -> std::io::Result<tokio::net::TcpListener> {
+    let mut last = None;
+    for addr in tokio::net::lookup_host(address).await? {
+        let socket = if addr.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        #[cfg(unix)]
+        socket.set_reuseaddr(true)?;
+        match socket.bind(addr).and_then(|()| socket.listen(LISTEN_BACKLOG)) {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last
+        .unwrap_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "the address resolves to nothing")))
 }
 
 fn router(store: Arc<Store>, auth: Arc<Guard>, log: Option<Log>) -> Router {
