@@ -31,7 +31,7 @@ use crate::output::progress::{finish, progress_bar};
 use crate::output::report;
 use crate::output::simulate::{missing_queue_warning, render_job, ComparisonSink, JobSink};
 use crate::replay::compare::JobDiff;
-use crate::replay::run::{fallback, for_each_ordered, process, replay_job, replay_job_detailed, Fallback, Fallbacks};
+use crate::replay::run::{fallback, for_each_ordered, process, replay_job_detailed, Fallback, Fallbacks};
 use crate::replay::source::{Files, HistorySource, Overrides, Progress};
 use crate::replay::summary::keep_summary_fields;
 use crate::replay::Processed;
@@ -83,11 +83,13 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     let code = if let Some(old) = baseline {
         let mut sink = ComparisonSink::new(format, style);
         sink.begin(out)?;
+        // A comparison is made of numbers only (final state, retries, delay, run times):
+        // neither side needs the per-run texts.
         let work = |entry| {
             process(entry, |job| {
-                let b = replay_job(&old, &job.settings, &job.history)
+                let b = replay_job_detailed(&old, &job.settings, &job.history, Detail::Summary)
                     .map_err(|e| format!("{}: job `{}`: baseline: {e}", job.origin, job.history.job.id))?;
-                let c = replay_job(&sim, &job.settings, &job.history)
+                let c = replay_job_detailed(&sim, &job.settings, &job.history, Detail::Summary)
                     .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
                 Ok((JobDiff::new(&b, c), fallback(&sim, &job.history)))
             })
