@@ -11,73 +11,24 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use std::hint::black_box;
 
 use retryctl::engine::{evaluate, CompiledPolicy, JobContext, JobState, Settings};
-use retryctl::model::history::{Container, Run};
-use retryctl::model::policy::{Action, Backoff, Condition, ExitCodes, Operator, RetryPolicy, Rule};
+use retryctl::model::history::{Outcome, Run};
+use retryctl::model::policy::{Action, RetryPolicy, Rule};
 use retryctl::model::GoDuration;
 
+#[path = "fixtures/evaluator.rs"]
+mod fixture;
+
 fn policy(p: usize) -> RetryPolicy {
-    let rules = (0..20)
-        .map(|r| {
-            let mut rule = Rule {
-                action: Action::Retry,
-                ..Rule::default()
-            };
-            // A mix of matcher kinds, none matching the benchmark runs except where noted.
-            match r % 4 {
-                0 => rule.on_failure_category = Some(vec![format!("cat-{p}-{r}"), format!("other-{r}")]),
-                1 => {
-                    rule.on_exit_codes = Some(ExitCodes {
-                        operator: Operator::In,
-                        values: vec![(100 + p * 20 + r) as i64, 250],
-                    })
-                }
-                2 => {
-                    rule.container_name = Some("main".into());
-                    rule.on_termination_message = Some(format!("^never-{p}-{r}"));
-                }
-                _ => {
-                    rule.on_conditions = Some(vec![Condition::DeadlineExceeded]);
-                    rule.on_failure_category = Some(vec![format!("x-{r}")]);
-                }
-            }
-            rule.backoff = Backoff {
-                initial_delay: Some(GoDuration::from_secs(5)),
-                multiplier: Some(1.5),
-                jitter: Some(0.2),
-                ..Backoff::default()
-            };
-            rule
-        })
-        .collect();
     RetryPolicy {
         name: format!("policy-{p}"),
         default_action: Action::Fail,
-        rules,
+        rules: fixture::rules(p),
         ..RetryPolicy::default()
     }
 }
 
 fn run(category: &str, exit: i64) -> Run {
-    Run {
-        node: Some("node-1".into()),
-        category: Some(category.into()),
-        conditions: vec![Condition::Preempted],
-        termination_confirmed_after: Some(GoDuration::from_secs(3)),
-        containers: vec![
-            Container {
-                name: "main".into(),
-                exit_code: exit,
-                reason: Some("Error".into()),
-                message: Some("CUDA error: an illegal memory access was encountered".into()),
-                ..Container::default()
-            },
-            Container {
-                name: "sidecar".into(),
-                ..Container::default()
-            },
-        ],
-        ..Run::default()
-    }
+    fixture::run(category, exit, "Error", Outcome::Failed)
 }
 
 fn bench(c: &mut Criterion) {

@@ -12,11 +12,13 @@ use std::cell::Cell;
 use std::hint::black_box;
 
 use retryctl::engine::{evaluate, CompiledPolicy, JobContext, JobState, Settings};
-use retryctl::model::history::{Container, Outcome, Run};
-use retryctl::model::policy::{
-    Action, AffinityMutation, Backoff, Condition, ExitCodes, Mutation, Operator, RetryPolicy, Rule,
-};
+use retryctl::model::history::{Outcome, Run};
+use retryctl::model::policy::{Action, AffinityMutation, Condition, Mutation, RetryPolicy, Rule};
 use retryctl::model::GoDuration;
+
+#[path = "../benches/fixtures/evaluator.rs"]
+mod fixture;
+use fixture::run;
 
 struct Counting;
 
@@ -63,38 +65,7 @@ fn allocations() -> u64 {
 /// container + message and condition + category matchers; plus, in the last policy, rules
 /// that exercise a real regular expression, anti-affinity, `avoidSameNode` and a memory bump.
 fn policy(p: usize) -> RetryPolicy {
-    let mut rules: Vec<Rule> = (0..20)
-        .map(|r| {
-            let mut rule = Rule {
-                action: Action::Retry,
-                ..Rule::default()
-            };
-            match r % 4 {
-                0 => rule.on_failure_category = Some(vec![format!("cat-{p}-{r}"), format!("other-{r}")]),
-                1 => {
-                    rule.on_exit_codes = Some(ExitCodes {
-                        operator: Operator::In,
-                        values: vec![(100 + p * 20 + r) as i64, 250],
-                    })
-                }
-                2 => {
-                    rule.container_name = Some("main".into());
-                    rule.on_termination_message = Some(format!("^never-{p}-{r}"));
-                }
-                _ => {
-                    rule.on_conditions = Some(vec![Condition::DeadlineExceeded]);
-                    rule.on_failure_category = Some(vec![format!("x-{r}")]);
-                }
-            }
-            rule.backoff = Backoff {
-                initial_delay: Some(GoDuration::from_secs(5)),
-                multiplier: Some(1.5),
-                jitter: Some(0.2),
-                ..Backoff::default()
-            };
-            rule
-        })
-        .collect();
+    let mut rules = fixture::rules(p);
     if p == 2 {
         rules.push(Rule {
             action: Action::Retry,
@@ -117,30 +88,6 @@ fn policy(p: usize) -> RetryPolicy {
         default_action: if p == 1 { Action::Retry } else { Action::Fail },
         rules,
         ..RetryPolicy::default()
-    }
-}
-
-fn run(category: &str, exit: i64, reason: &str, outcome: Outcome) -> Run {
-    Run {
-        node: Some("node-1".into()),
-        category: Some(category.into()),
-        conditions: vec![Condition::Preempted],
-        termination_confirmed_after: Some(GoDuration::from_secs(3)),
-        containers: vec![
-            Container {
-                name: "main".into(),
-                exit_code: exit,
-                reason: Some(reason.into()),
-                message: Some("CUDA error: an illegal memory access was encountered".into()),
-                ..Container::default()
-            },
-            Container {
-                name: "sidecar".into(),
-                ..Container::default()
-            },
-        ],
-        outcome,
-        ..Run::default()
     }
 }
 
