@@ -102,6 +102,16 @@ fn run(home: &Path, env: &[(&str, &str)], args: &[&str], url: &str, dir: &Path) 
         .replace(&dir.display().to_string(), "DIR")
 }
 
+/// `--armada-url URL` (and `--certificate-authority CA`) before `rest`.
+fn at<'a>(url: &'a str, ca: Option<&'a str>, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["--armada-url", url];
+    if let Some(ca) = ca {
+        args.extend(["--certificate-authority", ca]);
+    }
+    args.extend_from_slice(rest);
+    args
+}
+
 fn port_of(url: &str) -> &str {
     url.rsplit(':').next().unwrap()
 }
@@ -127,15 +137,7 @@ fn create_and_get_over_tls_with_the_ca_by_flag_and_by_context() {
         run(
             home.path(),
             &token,
-            &[
-                "--armada-url",
-                url,
-                "--certificate-authority",
-                &ca,
-                "create",
-                "-f",
-                POLICY
-            ],
+            &at(url, Some(ca.as_str()), &["create", "-f", POLICY]),
             url,
             dir
         ),
@@ -145,17 +147,7 @@ fn create_and_get_over_tls_with_the_ca_by_flag_and_by_context() {
         run(
             home.path(),
             &token,
-            &[
-                "--armada-url",
-                url,
-                "--certificate-authority",
-                &ca,
-                "get",
-                "rp",
-                "infra",
-                "-o",
-                "name"
-            ],
+            &at(url, Some(ca.as_str()), &["get", "rp", "infra", "-o", "name"]),
             url,
             dir
         ),
@@ -186,7 +178,7 @@ fn create_and_get_over_tls_with_the_ca_by_flag_and_by_context() {
         run(
             home.path(),
             &[],
-            &["--armada-url", url, "--certificate-authority", &ca, "create", "-f", POLICY],
+            &at(url, Some(ca.as_str()), &["create", "-f", POLICY]),
             url,
             dir
         ),
@@ -215,14 +207,14 @@ fn an_untrusted_certificate_is_exit_4_and_skip_verify_warns() {
     let (url, dir) = (p.url.as_str(), pki.dir.path());
     let token = [("ARMADA_TOKEN", "tok-1")];
     assert_eq!(
-        run(home.path(), &token, &["--armada-url", url, "get", "rp"], url, dir),
+        run(home.path(), &token, &at(url, None, &["get", "rp"]), url, dir),
         "exit: 4\n--- stdout\n--- stderr\nerror: cannot list retry policies: the TLS certificate of the server at `URL` does not verify: it is not signed by a certificate authority retryctl trusts (unknown issuer)\n\nhint: if the server's certificate comes from a private CA or is self-signed, trust it with `--certificate-authority FILE` or the config context key `certificateAuthority`\n"
     );
     assert_eq!(
         run(
             home.path(),
             &token,
-            &["--armada-url", url, "--insecure-skip-tls-verify", "create", "-f", POLICY],
+            &at(url, None, &["--insecure-skip-tls-verify", "create", "-f", POLICY]),
             url,
             dir
         ),
@@ -250,15 +242,7 @@ fn an_untrusted_certificate_is_exit_4_and_skip_verify_warns() {
         run(
             home.path(),
             &token,
-            &[
-                "--armada-url",
-                url,
-                "--insecure-skip-tls-verify",
-                "--certificate-authority",
-                &pki.arg("cert.pem"),
-                "get",
-                "rp"
-            ],
+            &at(url, None, &["--insecure-skip-tls-verify", "--certificate-authority", &pki.arg("cert.pem"), "get", "rp"]),
             url,
             dir
         ),
@@ -276,7 +260,7 @@ fn the_wrong_scheme_is_exit_4_naming_the_right_url() {
     let dir = pki.dir.path();
     let plain_url = p.url.replacen("https://", "http://", 1);
     assert_eq!(
-        run(home.path(), &[], &["--armada-url", &plain_url, "get", "rp"], &p.url, dir)
+        run(home.path(), &[], &at(&plain_url, None, &["get", "rp"]), &p.url, dir)
             .replace(&plain_url, "PLAIN"),
         "exit: 4\n--- stdout\n--- stderr\nerror: cannot list retry policies: the server at `PLAIN` speaks TLS: use `URL`\n"
     );
@@ -298,7 +282,7 @@ fn the_wrong_scheme_is_exit_4_naming_the_right_url() {
     let plain = spawn(&["--listen", "127.0.0.1:0", "--in-memory"]);
     let tls_url = plain.url.replacen("http://", "https://", 1);
     assert_eq!(
-        run(home.path(), &[], &["--armada-url", &tls_url, "get", "rp"], &plain.url, dir)
+        run(home.path(), &[], &at(&tls_url, None, &["get", "rp"]), &plain.url, dir)
             .replace(&tls_url, "TLS"),
         "exit: 4\n--- stdout\n--- stderr\nerror: cannot list retry policies: the server at `TLS` does not speak TLS: use `URL`\n"
     );
@@ -349,7 +333,7 @@ fn tls_flags_and_bad_files() {
         run(
             home.path(),
             &[],
-            &["--armada-url", "https://127.0.0.1:1", "--certificate-authority", &missing, "get", "rp"],
+            &at("https://127.0.0.1:1", Some(missing.as_str()), &["get", "rp"]),
             "URL",
             dir
         ),
@@ -535,22 +519,14 @@ fn a_ca_flagged_self_signed_certificate_is_trusted_by_file() {
         run(
             home.path(),
             &token,
-            &[
-                "--armada-url",
-                url,
-                "--certificate-authority",
-                &ca,
-                "create",
-                "-f",
-                POLICY
-            ],
+            &at(url, Some(ca.as_str()), &["create", "-f", POLICY]),
             url,
             dir
         ),
         "exit: 0\n--- stdout\nretrypolicy/infra created\n--- stderr\n"
     );
     assert_eq!(
-        run(home.path(), &token, &["--armada-url", url, "create", "-f", POLICY], url, dir),
+        run(home.path(), &token, &at(url, None, &["create", "-f", POLICY]), url, dir),
         format!(
             "exit: 4\n--- stdout\n--- stderr\nerror: {POLICY}: cannot create retry policy `infra`: the TLS certificate of the server at `URL` does not verify: it is self-signed (a CA certificate presented as the server's own) and not among the certificates retryctl trusts\n\nhint: if the server's certificate comes from a private CA or is self-signed, trust it with `--certificate-authority FILE` or the config context key `certificateAuthority`\n"
         )
@@ -563,7 +539,7 @@ fn a_ca_flagged_self_signed_certificate_is_trusted_by_file() {
         run(
             home.path(),
             &token,
-            &["--armada-url", url, "--certificate-authority", &other_ca, "get", "rp"],
+            &at(url, Some(other_ca.as_str()), &["get", "rp"]),
             url,
             dir
         ),
@@ -594,7 +570,7 @@ fn a_ca_flagged_self_signed_certificate_is_trusted_by_file() {
     let out = run(
         home.path(),
         &token,
-        &["--armada-url", other, "--certificate-authority", &ca, "get", "rp"],
+        &at(other, Some(ca.as_str()), &["get", "rp"]),
         url,
         dir,
     );
