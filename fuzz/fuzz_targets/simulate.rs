@@ -1,9 +1,10 @@
 //! Fuzz target: the evaluator, through `simulate`'s own path. Any text is parsed as a stream
 //! of RetryPolicy, Queue and FailureHistory documents; every valid history is replayed
 //! against the valid policies and queues, under scheduler settings taken from the first two
-//! bytes (global limit 0–15, engine on or off). Properties beyond "does not panic": the
-//! replay is deterministic (same input, same report), and with the engine on no job is
-//! granted more retries than the global limit allows.
+//! bytes (global limit 0–15; retry engine on or off; which engine decides, the design or
+//! upstream's, SPEC §2.10). Properties beyond "does not panic": the replay is deterministic
+//! (same input, same report), and with retries on no job is granted more retries than the
+//! global limit allows, under either engine.
 //!
 //! Seed it with testdata, one policy set and one history per file, e.g.:
 //!   mkdir -p corpus/simulate && for h in ../testdata/histories/*.yaml; do
@@ -14,7 +15,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use retryctl::engine::simulator::Simulator;
-use retryctl::engine::Settings;
+use retryctl::engine::{EngineKind, Settings};
 use retryctl::model::{parse_documents, Kind, Resource};
 
 fuzz_target!(|data: &[u8]| {
@@ -38,9 +39,14 @@ fuzz_target!(|data: &[u8]| {
             _ => {}
         }
     }
+    let engine = match settings_bytes.get(1) {
+        Some(b) if b & 2 == 2 => EngineKind::Upstream,
+        _ => EngineKind::Design,
+    };
     let Ok(simulator) = Simulator::new(policies, queues, None) else {
         return;
     };
+    let simulator = simulator.with_engine(engine);
     for history in &histories {
         let first = simulator.simulate(history, &settings);
         let second = simulator.simulate(history, &settings);
