@@ -23,6 +23,10 @@ fuzz_target!(|data: &[u8]| {
                 Err(e) => panic!("the fast path accepted a line the strict decoder rejects: {e}"),
             }
         }
-        assert_eq!(decode_line(line, 7), strict, "decode_line disagrees with the strict decoder");
+        assert_eq!(
+            decode_line(line, 7),
+            strict,
+            "decode_line disagrees with the strict decoder"
+        );
     }
 });

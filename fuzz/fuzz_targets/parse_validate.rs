@@ -15,7 +15,11 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    for expected in [None, Some(&[Kind::RetryPolicy][..]), Some(&[Kind::RetryPolicy, Kind::Queue][..])] {
+    for expected in [
+        None,
+        Some(&[Kind::RetryPolicy][..]),
+        Some(&[Kind::RetryPolicy, Kind::Queue][..]),
+    ] {
         let parsed = parse_documents(text, expected);
         for doc in &parsed.documents {
             for d in &doc.diagnostics {
@@ -30,7 +34,11 @@ fuzz_target!(|data: &[u8]| {
                 assert!(again.syntax_error.is_none(), "{yaml}");
                 assert_eq!(again.documents.len(), 1, "{yaml}");
                 let back = &again.documents[0];
-                assert!(back.is_valid(), "re-encoded policy is invalid: {:?}\n{yaml}", back.diagnostics);
+                assert!(
+                    back.is_valid(),
+                    "re-encoded policy is invalid: {:?}\n{yaml}",
+                    back.diagnostics
+                );
                 assert_eq!(back.resource.as_ref(), doc.resource.as_ref(), "{yaml}");
             }
         }

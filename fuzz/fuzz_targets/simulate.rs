@@ -54,7 +54,11 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(report) = first {
             let lowered_later = history.runs.iter().any(|r| r.global_max_retries.is_some());
             if settings.enabled && !lowered_later {
-                assert!(report.retries <= global, "{} retries under a global limit of {global}", report.retries);
+                assert!(
+                    report.retries <= global,
+                    "{} retries under a global limit of {global}",
+                    report.retries
+                );
             }
         }
     }
