@@ -90,25 +90,28 @@ pub struct ClientConfig {
 /// How `https://` servers are verified.
 #[derive(Debug, Clone, Default)]
 pub struct ClientTls {
-    /// Trusted in addition to the built-in roots (DER certificates).
+    /// Trusted in addition to the system roots (DER certificates).
     pub extra_roots: Vec<Vec<u8>>,
     /// Accept any certificate (`--insecure-skip-tls-verify`).
     pub insecure: bool,
 }
 
 impl ClientTls {
-    /// `builder` verifying as these settings say: the one place that does it, for the Armada
-    /// client and the Lookout source alike. With extra roots, our own rustls configuration,
-    /// so that a self-signed certificate the user trusts by file is accepted as kubectl and
-    /// curl accept it (trust.rs).
+    /// `builder`, for a server at `url`, verifying as these settings say: the one place that
+    /// does it, for the Armada client and the Lookout source alike. Our own rustls
+    /// configuration (trust.rs): the system's roots, as kubectl trusts them, and a
+    /// self-signed certificate the user trusts by file accepted as kubectl and curl accept
+    /// it. For a plain `http://` URL the store is not read (it costs a few milliseconds).
     pub fn apply(
         &self,
         builder: reqwest::blocking::ClientBuilder,
+        url: &str,
     ) -> std::result::Result<reqwest::blocking::ClientBuilder, String> {
         if self.insecure {
             return Ok(builder.danger_accept_invalid_certs(true));
         }
-        if self.extra_roots.is_empty() {
+        let https = url.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://"));
+        if !https && self.extra_roots.is_empty() {
             return Ok(builder);
         }
         Ok(builder.use_preconfigured_tls(trust::client_config(&self.extra_roots)?))
@@ -386,13 +389,14 @@ impl Client {
         // lock: it queues its `-v` lines here and `send` prints them.
         let redirects = Arc::new(Mutex::new(Vec::new()));
         let redirect_log = redirects.clone();
-        let builder = config
-            .tls
-            .apply(Http::builder())
-            .map_err(|reason| ClientError::Unreachable {
-                url: config.base_url.clone(),
-                reason: format!("cannot set up TLS: {reason}"),
-            })?;
+        let builder =
+            config
+                .tls
+                .apply(Http::builder(), &config.base_url)
+                .map_err(|reason| ClientError::Unreachable {
+                    url: config.base_url.clone(),
+                    reason: format!("cannot set up TLS: {reason}"),
+                })?;
         let http = builder
             .timeout(config.timeout)
             .connect_timeout(config.timeout)
@@ -950,6 +954,12 @@ impl Client {
             Tls::InvalidCertificate(CertificateError::UnknownIssuer) => Some(ClientError::Certificate {
                 url,
                 reason: "it is not signed by a certificate authority retryctl trusts (unknown issuer)".into(),
+            }),
+            // A trusted authority has the issuer's name but not its key: another CA of the same
+            // name (a re-created test CA, an impostor) signed the certificate.
+            Tls::InvalidCertificate(CertificateError::BadSignature) => Some(ClientError::Certificate {
+                url,
+                reason: "its signature does not match the key of the certificate authority of that name that retryctl trusts (bad signature): another authority with the same name signed it".into(),
             }),
             Tls::InvalidCertificate(_) if trust::is_ca_used_as_end_entity(tls) => Some(ClientError::Certificate {
                 url,

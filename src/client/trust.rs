@@ -1,6 +1,9 @@
-//! The client's certificate check when `--certificate-authority` (context key
-//! `certificateAuthority`) adds roots: the built-in Mozilla roots plus the file's
-//! certificates, checked by rustls's WebPKI verifier, with one addition. A self-signed
+//! The client's certificate check for `https://` servers: the system's trusted roots (the OS
+//! store, as kubectl's Go client uses; `SSL_CERT_FILE`/`SSL_CERT_DIR` are honoured) plus the
+//! certificates of `--certificate-authority` (context key `certificateAuthority`), checked by
+//! rustls's WebPKI verifier, with one addition. Where the system has no store at all (a
+//! scratch container), the built-in Mozilla roots stand in for it, so that public servers
+//! still verify. A self-signed
 //! certificate made the usual way (`openssl req -x509 ...`) is marked as a CA, and WebPKI
 //! refuses a CA certificate presented as the server's own (`CaUsedAsEndEntity`) even when it
 //! is exactly the certificate the user trusts; kubectl, curl and Go accept it. So when that is
@@ -19,11 +22,10 @@ use tokio_rustls::rustls::crypto::{verify_tls12_signature, verify_tls13_signatur
 use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use tokio_rustls::rustls::{self, CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
-/// A rustls client configuration trusting the built-in roots plus `extra` (DER).
+/// A rustls client configuration trusting the system roots plus `extra` (DER).
 pub fn client_config(extra: &[Vec<u8>]) -> Result<rustls::ClientConfig, String> {
     let provider = crate::tls::provider();
-    let mut roots = RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let mut roots = system_roots();
     let pinned: Vec<CertificateDer<'static>> = extra.iter().map(|d| CertificateDer::from(d.clone())).collect();
     for cert in &pinned {
         roots
@@ -44,6 +46,18 @@ pub fn client_config(extra: &[Vec<u8>]) -> Result<rustls::ClientConfig, String> 
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth())
+}
+
+/// The OS store's roots. Certificates in it that do not parse are skipped, as Go's
+/// `SystemCertPool` skips them; an empty or missing store falls back to the built-in roots.
+fn system_roots() -> RootCertStore {
+    let mut roots = RootCertStore::empty();
+    let found = rustls_native_certs::load_native_certs();
+    roots.add_parsable_certificates(found.certs);
+    if roots.is_empty() {
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    }
+    roots
 }
 
 #[derive(Debug)]

@@ -83,7 +83,7 @@ pub struct Api {
 impl Api {
     pub fn new(base: &str, auth: Auth, tls: &ClientTls, timeout: Duration) -> Result<Api, CliError> {
         let builder = tls
-            .apply(reqwest::blocking::Client::builder())
+            .apply(reqwest::blocking::Client::builder(), base)
             .map_err(|e| CliError::new(ExitCode::Unreachable, format!("cannot set up TLS: {e}")))?;
         let http = builder
             .timeout(timeout)

@@ -47,6 +47,27 @@ impl Pki {
         Pki { dir }
     }
 
+    /// A private CA named `ca_name` (`ca.pem`) and a server certificate it signed for
+    /// 127.0.0.1 and localhost (`cert.pem`, `key.pem`), as a company's own CA issues them.
+    fn new_private_ca(ca_name: &str) -> Pki {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params.distinguished_name.push(rcgen::DnType::CommonName, ca_name);
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let ca = ca_params.self_signed(&ca_key).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+            .unwrap()
+            .signed_by(&key, &ca, &ca_key)
+            .unwrap();
+        std::fs::write(dir.path().join("ca.pem"), ca.pem()).unwrap();
+        std::fs::write(dir.path().join("cert.pem"), leaf.pem()).unwrap();
+        std::fs::write(dir.path().join("key.pem"), key.serialize_pem()).unwrap();
+        std::fs::write(dir.path().join("tokens"), "tok-1\n").unwrap();
+        Pki { dir }
+    }
+
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
@@ -578,5 +599,65 @@ fn a_ca_flagged_self_signed_certificate_is_trusted_by_file() {
         out.starts_with("exit: 4\n--- stdout\n--- stderr\nerror: cannot list retry policies: the TLS certificate of the server at `https://127.0.0.1:")
             && out.contains("certificate not valid for name \"127.0.0.1\""),
         "{out}"
+    );
+}
+
+/// SPEC §4: with no `--certificate-authority`, the server is verified against the system's
+/// trusted roots, as kubectl verifies it: a private CA that an administrator added to the OS
+/// store is trusted with no flag. The store is named here by `SSL_CERT_FILE` (what OpenSSL,
+/// Go and retryctl read instead of the distribution's bundle), so the test does not depend on
+/// this machine's store.
+#[test]
+fn the_system_trust_store_is_trusted_by_default() {
+    let pki = Pki::new_private_ca("Example Corp CA");
+    let p = pki.serve();
+    let home = temp_home();
+    let (url, dir) = (p.url.as_str(), pki.dir.path());
+    let ca = pki.arg("ca.pem");
+    assert_eq!(
+        run(
+            home.path(),
+            &[("ARMADA_TOKEN", "tok-1"), ("SSL_CERT_FILE", &ca)],
+            &at(url, None, &["create", "-f", POLICY]),
+            url,
+            dir
+        ),
+        "exit: 0\n--- stdout\nretrypolicy/infra created\n--- stderr\n"
+    );
+    // A store that does not hold that CA: the server does not verify.
+    let other = Pki::new_private_ca("Other Corp CA");
+    let other_ca = other.arg("ca.pem");
+    assert_eq!(
+        run(
+            home.path(),
+            &[("ARMADA_TOKEN", "tok-1"), ("SSL_CERT_FILE", &other_ca)],
+            &at(url, None, &["get", "rp"]),
+            url,
+            dir
+        ),
+        "exit: 4\n--- stdout\n--- stderr\nerror: cannot list retry policies: the TLS certificate of the server at `URL` does not verify: it is not signed by a certificate authority retryctl trusts (unknown issuer)\n\nhint: if the server's certificate comes from a private CA or is self-signed, trust it with `--certificate-authority FILE` or the config context key `certificateAuthority`\n"
+    );
+    // A store holding another CA of the same name (re-created, or an impostor): named as such.
+    let twin = Pki::new_private_ca("Example Corp CA");
+    assert_eq!(
+        run(
+            home.path(),
+            &[("ARMADA_TOKEN", "tok-1"), ("SSL_CERT_FILE", &twin.arg("ca.pem"))],
+            &at(url, None, &["get", "rp"]),
+            url,
+            dir
+        ),
+        "exit: 4\n--- stdout\n--- stderr\nerror: cannot list retry policies: the TLS certificate of the server at `URL` does not verify: its signature does not match the key of the certificate authority of that name that retryctl trusts (bad signature): another authority with the same name signed it\n\nhint: if the server's certificate comes from a private CA or is self-signed, trust it with `--certificate-authority FILE` or the config context key `certificateAuthority`\n"
+    );
+    // The CA by flag works as well, whatever the store holds.
+    assert_eq!(
+        run(
+            home.path(),
+            &[("ARMADA_TOKEN", "tok-1"), ("SSL_CERT_FILE", &other_ca)],
+            &at(url, Some(ca.as_str()), &["get", "rp", "-o", "name"]),
+            url,
+            dir
+        ),
+        "exit: 0\n--- stdout\nretrypolicy/infra\n--- stderr\n"
     );
 }
