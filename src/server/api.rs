@@ -451,15 +451,29 @@ pub async fn create_policy(State(store): State<Arc<Store>>, body: Result<Bytes, 
     Ok(with_etag(ok_empty(), version))
 }
 
-pub async fn get_policy(State(store): State<Arc<Store>>, Path(name): Path<String>) -> ApiResult {
-    path_name(POLICY, &name)?;
-    match store.policy(&name) {
-        Some(v) => Ok(with_etag(json_response(StatusCode::OK, v.body), v.version)),
-        None => Err(store_error(StoreError::NotFound, POLICY, &name, "getting")),
-    }
+pub async fn get_policy(State(store): State<Arc<Store>>, Path(name): Path<String>) -> Response {
+    policy_answer(&store, &name)
+}
+
+/// `GET /v1/retry-policy/{name}`, also answered by the server's fast path (`dispatch`)
+/// without going through the router: one implementation for both.
+pub fn policy_answer(store: &Store, name: &str) -> Response {
+    let answer = || -> ApiResult {
+        path_name(POLICY, name)?;
+        match store.policy(name) {
+            Some(v) => Ok(with_etag(json_response(StatusCode::OK, v.body), v.version)),
+            None => Err(store_error(StoreError::NotFound, POLICY, name, "getting")),
+        }
+    };
+    answer().unwrap_or_else(IntoResponse::into_response)
 }
 
 pub async fn list_policies(State(store): State<Arc<Store>>) -> Response {
+    policies_answer(&store)
+}
+
+/// `GET /v1/retry-policies`, also answered by the server's fast path (`dispatch`).
+pub fn policies_answer(store: &Store) -> Response {
     let bodies = store.policies();
     if bodies.is_empty() {
         return ok_empty();

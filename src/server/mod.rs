@@ -14,6 +14,7 @@
 mod accept;
 pub mod api;
 mod conn;
+mod dispatch;
 pub mod store;
 
 use std::future::Future;
@@ -225,7 +226,7 @@ pub struct Server {
     grace: std::time::Duration,
     addr: SocketAddr,
     store: Arc<Store>,
-    router: Router,
+    app: Arc<dispatch::App>,
 }
 
 impl Server {
@@ -269,7 +270,9 @@ impl Server {
             check_host,
             failures: Default::default(),
         };
-        let router = router(store.clone(), Arc::new(guard), config.request_log);
+        let guard = Arc::new(guard);
+        let router = router(store.clone(), guard.clone(), config.request_log.clone());
+        let app = Arc::new(dispatch::App::new(router, store.clone(), guard, config.request_log));
         let max = config.max_connections.unwrap_or_else(conn::default_max_connections);
         Ok(Server {
             listener: conn::GuardedListener::new(listener, max, config.idle_timeout),
@@ -280,7 +283,7 @@ impl Server {
             grace: config.shutdown_grace,
             addr,
             store,
-            router,
+            app,
         })
     }
 
@@ -322,7 +325,7 @@ impl Server {
                 Err(_) => std::future::pending::<()>().await,
             }
         };
-        let serve = accept::serve(self.listener, self.router, self.options, signal);
+        let serve = accept::serve(self.listener, self.app, self.options, signal);
         let outcome = tokio::select! {
             () = serve => Shutdown::Clean,
             () = deadline => Shutdown::GraceExpired,
@@ -353,6 +356,38 @@ impl Guard {
         let map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         map.get(&ip)
             .is_some_and(|(n, since)| *n >= MAX_AUTH_FAILURES && since.elapsed() < AUTH_WINDOW)
+    }
+
+    /// Host check, then credentials (and their per-address budget): what every API route
+    /// checks before it reads the body. `Some` is the refusal, the whole answer.
+    fn refusal(&self, headers: &axum::http::HeaderMap, ip: Option<std::net::IpAddr>) -> Option<Response> {
+        if self.check_host {
+            if let Err(e) = check_host(headers.get(header::HOST)) {
+                return Some(e.into_response());
+            }
+        }
+        if let Some(ip) = ip.filter(|ip| self.auth.required() && self.throttled(*ip)) {
+            return Some(
+                ApiError::new(
+                    Code::TooManyRequests,
+                    format!(
+                        "too many failed authentication attempts from {ip}; try again in {} seconds",
+                        AUTH_WINDOW.as_secs()
+                    ),
+                )
+                .into_response(),
+            );
+        }
+        if let Err(e) = self.auth.check(headers.get(header::AUTHORIZATION)) {
+            if let Some(ip) = ip {
+                self.record_failure(ip);
+            }
+            let mut resp = e.into_response();
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, self.auth.challenge());
+            return Some(resp);
+        }
+        None
     }
 
     fn record_failure(&self, ip: std::net::IpAddr) {
@@ -440,32 +475,11 @@ fn hygiene(router: Router, log: Option<Log>) -> Router {
 
 /// Host check, credentials, then the write's media type; all before the body is read.
 async fn authenticate(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
-    if guard.check_host {
-        if let Err(e) = check_host(req.headers().get(header::HOST)) {
-            return e.into_response();
-        }
-    }
     let ip = req
         .extensions()
         .get::<axum::extract::ConnectInfo<conn::Peer>>()
         .map(|c| c.0 .0.ip());
-    if let Some(ip) = ip.filter(|ip| guard.auth.required() && guard.throttled(*ip)) {
-        return ApiError::new(
-            Code::TooManyRequests,
-            format!(
-                "too many failed authentication attempts from {ip}; try again in {} seconds",
-                AUTH_WINDOW.as_secs()
-            ),
-        )
-        .into_response();
-    }
-    if let Err(e) = guard.auth.check(req.headers().get(header::AUTHORIZATION)) {
-        if let Some(ip) = ip {
-            guard.record_failure(ip);
-        }
-        let mut resp = e.into_response();
-        resp.headers_mut()
-            .insert(header::WWW_AUTHENTICATE, guard.auth.challenge());
+    if let Some(resp) = guard.refusal(req.headers(), ip) {
         return resp;
     }
     if matches!(*req.method(), Method::POST | Method::PUT) {
@@ -526,12 +540,17 @@ async fn catching(handler: impl Future<Output = Response>) -> Response {
     // (the store) is behind locks that recover from poisoning.
     match std::panic::AssertUnwindSafe(handler).catch_unwind().await {
         Ok(resp) => resp,
-        Err(payload) => ApiError::new(
-            Code::Internal,
-            format!("internal server error: {}", panic_payload_text(payload.as_ref())),
-        )
-        .into_response(),
+        Err(payload) => panic_response(payload.as_ref()),
     }
+}
+
+/// The 500 a panicking handler answers.
+fn panic_response(payload: &(dyn std::any::Any + Send)) -> Response {
+    ApiError::new(
+        Code::Internal,
+        format!("internal server error: {}", panic_payload_text(payload)),
+    )
+    .into_response()
 }
 
 /// What a panicked task said, for the error body.
@@ -561,15 +580,29 @@ fn panic_payload_text(payload: &(dyn std::any::Any + Send)) -> String {
 /// every GET (issue 12 item 8). The panic is caught where the handler's future is polled, on
 /// the request's own task: a task spawned per request for this cost a fifth of a GET's CPU.
 async fn log_and_mark(State(log): State<Option<Log>>, req: Request, next: Next) -> Response {
-    use std::fmt::Write as _;
     let started = Instant::now();
-    let line = log.as_ref().map(|_| {
-        let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
-        let mut line = String::with_capacity(48 + path.len());
-        let _ = write!(line, "retryctl serve: {} {path}", req.method());
-        line
-    });
+    let line = log_start(log.as_ref(), req.method(), req.uri());
     let mut resp = catching(next.run(req)).await;
+    mark_and_log(&mut resp, log.as_ref(), line, started);
+    resp
+}
+
+/// The first half of a request's log line, `retryctl serve: GET /path?query`, taken before
+/// the request is handed on; `None` without a log.
+fn log_start(log: Option<&Log>, method: &Method, uri: &axum::http::Uri) -> Option<String> {
+    use std::fmt::Write as _;
+    log.map(|_| {
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let mut line = String::with_capacity(48 + path.len());
+        let _ = write!(line, "retryctl serve: {method} {path}");
+        line
+    })
+}
+
+/// Adds the dialect header and sends the log line, completed with the status and the time
+/// since `started`. Shared by the router's layer and the fast path (`dispatch`).
+fn mark_and_log(resp: &mut Response, log: Option<&Log>, line: Option<String>, started: Instant) {
+    use std::fmt::Write as _;
     resp.headers_mut()
         .insert(DIALECT_HEADER, HeaderValue::from_static(DIALECT_V1));
     if let (Some(log), Some(mut line)) = (log, line) {
@@ -587,7 +620,6 @@ async fn log_and_mark(State(log): State<Option<Log>>, req: Request, next: Next) 
             count_dropped_log_lines(1);
         }
     }
-    resp
 }
 
 static DROPPED_LOG_LINES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
