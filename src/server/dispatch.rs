@@ -126,7 +126,7 @@ mod tests {
             "name": "bench", "retryLimit": 3, "defaultAction": "Fail",
             "rules": [{"action": "Retry", "onCategory": "oom"}]
         }));
-        store.create_policy("bench", body).unwrap();
+        store.create_policy("bench", body).wait().unwrap();
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         let router = router(store.clone(), guard.clone(), Some(tx.clone()));
         (App::new(router, store, guard, Some(tx)), rx)

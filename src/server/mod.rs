@@ -553,14 +553,6 @@ fn panic_response(payload: &(dyn std::any::Any + Send)) -> Response {
     .into_response()
 }
 
-/// What a panicked task said, for the error body.
-pub(crate) fn panic_text(e: tokio::task::JoinError) -> String {
-    if !e.is_panic() {
-        return "the request was cancelled".into();
-    }
-    panic_payload_text(e.into_panic().as_ref())
-}
-
 fn panic_payload_text(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         format!("handler panicked: {s}")
