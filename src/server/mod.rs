@@ -310,8 +310,8 @@ impl Server {
 
     /// Serves until `shutdown` resolves, lets in-flight requests finish (for at most the
     /// grace period), then checkpoints and closes the database. A write still running when
-    /// the grace period ends either commits before the close (the store's lock orders them)
-    /// or fails with 503; it is never half-applied.
+    /// the grace period ends either commits before the close (the store's writer thread
+    /// orders them) or fails with 503; it is never half-applied.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<Shutdown> {
         let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
         let signal = async move {

@@ -521,67 +521,85 @@ fn spawn_writer(shared: Arc<Shared>) -> std::io::Result<(std::sync::mpsc::Sender
 /// One transaction for `batch`, a savepoint per write; answers every write.
 fn commit_batch(shared: &Shared, batch: Vec<Job>) {
     let mut guard = shared.conn.lock().unwrap_or_else(|e| e.into_inner());
-    let begun =
-        open_conn(&mut guard).and_then(|conn| Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?));
-    let mut tx = match begun {
-        Ok(tx) => tx,
-        Err(e) => {
-            for job in batch {
-                let _ = job.reply.send(Ok(Err(e.clone())));
-            }
-            return;
-        }
-    };
-    let mut written = Vec::with_capacity(batch.len());
-    for Job { work, reply } in batch {
-        let savepoint = match tx.savepoint() {
-            Ok(sp) => sp,
+    let mut queue: std::collections::VecDeque<Job> = batch.into();
+    while !queue.is_empty() {
+        let begun =
+            open_conn(&mut guard).and_then(|conn| Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?));
+        let mut tx = match begun {
+            Ok(tx) => tx,
             Err(e) => {
-                let _ = reply.send(Ok(Err(e.into())));
-                continue;
+                for job in queue {
+                    let _ = job.reply.send(Ok(Err(e.clone())));
+                }
+                return;
             }
         };
-        // AssertUnwindSafe: a write that panicked is rolled back to its savepoint, and
-        // nothing it touched is used again.
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&savepoint))) {
-            Ok(Ok((version, update))) => match savepoint.commit() {
-                Ok(()) => written.push((reply, version, update)),
-                Err(e) => {
-                    let _ = reply.send(Ok(Err(e.into())));
+        let mut written: Vec<(tokio::sync::oneshot::Sender<Outcome>, u64, CacheUpdate)> =
+            Vec::with_capacity(queue.len());
+        while let Some(Job { work, reply }) = queue.pop_front() {
+            let outcome = match tx.savepoint() {
+                // AssertUnwindSafe: a write that panicked is rolled back to its savepoint,
+                // and nothing it touched is used again.
+                Ok(savepoint) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&savepoint))) {
+                    Ok(Ok((version, update))) => match savepoint.commit() {
+                        Ok(()) => Ok(Ok((version, update))),
+                        Err(e) => Ok(Err(e.into())),
+                    },
+                    // The savepoint rolls back when dropped.
+                    Ok(Err(e)) => Ok(Err(e)),
+                    Err(panic) => Err(panic),
+                },
+                Err(e) => Ok(Err(e.into())),
+            };
+            if tx.is_autocommit() {
+                // SQLite rolled the whole transaction back (it may on a full disk or an I/O
+                // error): the writes before this one are gone and are answered so; the ones
+                // after it get a transaction of their own.
+                let lost = StoreError::Sql("the transaction was rolled back by the database".into());
+                for (reply, ..) in written.drain(..) {
+                    let _ = reply.send(Ok(Err(lost.clone())));
                 }
-            },
-            // The savepoint rolls back when dropped.
-            Ok(Err(e)) => {
-                let _ = reply.send(Ok(Err(e)));
+                let _ = reply.send(match outcome {
+                    Ok(Ok(_)) => Ok(Err(lost)),
+                    Ok(Err(e)) => Ok(Err(e)),
+                    Err(panic) => Err(panic),
+                });
+                break;
             }
-            Err(panic) => {
-                let _ = reply.send(Err(panic));
-            }
-        }
-    }
-    if written.is_empty() {
-        // Nothing to keep: the transaction rolls back when dropped.
-        return;
-    }
-    match tx.commit() {
-        Ok(()) => {
-            // The cache first, under one lock, then the answers: a client that is answered
-            // reads its own write.
-            let mut cache = shared.cache.write().unwrap_or_else(|e| e.into_inner());
-            let mut answers = Vec::with_capacity(written.len());
-            for (reply, version, update) in written {
-                update(&mut cache);
-                answers.push((reply, version));
-            }
-            drop(cache);
-            for (reply, version) in answers {
-                let _ = reply.send(Ok(Ok(version)));
+            match outcome {
+                Ok(Ok((version, update))) => written.push((reply, version, update)),
+                Ok(Err(e)) => {
+                    let _ = reply.send(Ok(Err(e)));
+                }
+                Err(panic) => {
+                    let _ = reply.send(Err(panic));
+                }
             }
         }
-        Err(e) => {
-            let e = StoreError::from(e);
-            for (reply, ..) in written {
-                let _ = reply.send(Ok(Err(e.clone())));
+        if written.is_empty() {
+            // Nothing to keep: the transaction rolls back when dropped.
+            continue;
+        }
+        match tx.commit() {
+            Ok(()) => {
+                // The cache first, under one lock, then the answers: a client that is
+                // answered reads its own write.
+                let mut cache = shared.cache.write().unwrap_or_else(|e| e.into_inner());
+                let mut answers = Vec::with_capacity(written.len());
+                for (reply, version, update) in written {
+                    update(&mut cache);
+                    answers.push((reply, version));
+                }
+                drop(cache);
+                for (reply, version) in answers {
+                    let _ = reply.send(Ok(Ok(version)));
+                }
+            }
+            Err(e) => {
+                let e = StoreError::from(e);
+                for (reply, ..) in written {
+                    let _ = reply.send(Ok(Err(e.clone())));
+                }
             }
         }
     }
@@ -1000,6 +1018,63 @@ mod tests {
         assert_eq!(s.policies().len(), 2);
         // The writer thread still serves.
         assert_eq!(s.create_policy("p5", Bytes::from_static(b"{}")).wait().unwrap(), 1);
+    }
+
+    /// A write after which SQLite has rolled the whole transaction back (as it may on a full
+    /// disk): the writes before it in the batch are answered with an error and left out of
+    /// the cache; the writes after it commit in a transaction of their own.
+    #[test]
+    fn a_transaction_lost_mid_batch_fails_only_what_it_held() {
+        let s = Store::open(Location::InMemory).unwrap();
+        let policy = |name: &'static str| -> Work {
+            Box::new(move |db| {
+                db.execute(
+                    "INSERT INTO retry_policy (name, definition, version) VALUES (?1, '{}', 1)",
+                    [name],
+                )?;
+                Ok((
+                    1,
+                    Box::new(move |cache: &mut Cache| {
+                        cache.policies.insert(
+                            name.to_string(),
+                            Versioned {
+                                body: Bytes::from_static(b"{}"),
+                                version: 1,
+                            },
+                        );
+                    }),
+                ))
+            })
+        };
+        let lose: Work = Box::new(|db| {
+            db.execute_batch("ROLLBACK")?;
+            Err(StoreError::Sql("disk full".into()))
+        });
+        let mut answers = Vec::new();
+        let mut batch = Vec::new();
+        for work in [policy("p1"), lose, policy("p2")] {
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            batch.push(Job { work, reply });
+            answers.push(answer);
+        }
+        commit_batch(&s.shared, batch);
+        let answers: Vec<_> = answers
+            .into_iter()
+            .map(|a| a.blocking_recv().unwrap().unwrap())
+            .collect();
+        assert!(
+            matches!(&answers[0], Err(StoreError::Sql(m)) if m == "the transaction was rolled back by the database"),
+            "{answers:?}"
+        );
+        assert!(
+            matches!(&answers[1], Err(StoreError::Sql(m)) if m == "disk full"),
+            "{answers:?}"
+        );
+        assert!(matches!(answers[2], Ok(1)), "{answers:?}");
+        assert!(s.policy("p1").is_none());
+        assert!(s.policy("p2").is_some());
+        // p1 is not in the database either: it can be created now.
+        assert_eq!(s.create_policy("p1", Bytes::from_static(b"{}")).wait().unwrap(), 1);
     }
 
     /// Many writers at once: every write is answered, each name created exactly once.
