@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
-use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -23,6 +22,7 @@ use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
 use super::conn::{Guarded, GuardedListener, Peer};
+use super::dispatch::App;
 use crate::tls::PLAIN_HTTP_ON_TLS;
 
 /// What every connection is served with.
@@ -40,7 +40,7 @@ const TLS_HANDSHAKE: u8 = 0x16;
 /// Serves until `signal` resolves, then stops accepting, lets every connection finish its
 /// request in flight (idle ones close at once, handshakes are abandoned) and returns once
 /// all are closed. The caller bounds that wait.
-pub async fn serve(listener: GuardedListener, router: Router, options: Options, signal: impl Future<Output = ()>) {
+pub async fn serve(listener: GuardedListener, app: Arc<App>, options: Options, signal: impl Future<Output = ()>) {
     let options = Arc::new(options);
     // Dropping `shutdown` tells every connection; `closed` completes once every connection
     // task has dropped its receiver.
@@ -52,10 +52,10 @@ pub async fn serve(listener: GuardedListener, router: Router, options: Options, 
             conn = listener.accept() => conn,
             () = &mut signal => break,
         };
-        let (router, options) = (router.clone(), options.clone());
+        let (app, options) = (app.clone(), options.clone());
         let (shutdown_rx, done_rx) = (shutdown_rx.clone(), done_rx.clone());
         tokio::spawn(async move {
-            connection(io, addr, router, &options, shutdown_rx).await;
+            connection(io, addr, app, &options, shutdown_rx).await;
             drop(done_rx);
         });
     }
@@ -68,12 +68,12 @@ pub async fn serve(listener: GuardedListener, router: Router, options: Options, 
 async fn connection(
     io: Guarded,
     addr: SocketAddr,
-    router: Router,
+    app: Arc<App>,
     options: &Options,
     mut shutdown: watch::Receiver<()>,
 ) {
     let Some(acceptor) = &options.tls else {
-        return http(io, addr, router, options, shutdown).await;
+        return http(io, addr, app, options, shutdown).await;
     };
     // Bounded like a request header, so a client that connects and never says hello holds
     // its socket (and a permit) for that long at most.
@@ -82,7 +82,7 @@ async fn connection(
         _ = shutdown.changed() => return,
     };
     if let Ok(Some(stream)) = stream {
-        http(stream, addr, router, options, shutdown).await;
+        http(stream, addr, app, options, shutdown).await;
     }
 }
 
@@ -132,15 +132,20 @@ async fn refuse_plain_http(io: &mut Guarded) {
 
 /// HTTP/1.1 on one connection until the client closes, a timeout closes it, or shutdown
 /// (which lets the request in flight finish).
-async fn http<I>(io: I, addr: SocketAddr, router: Router, options: &Options, mut shutdown: watch::Receiver<()>)
+async fn http<I>(io: I, addr: SocketAddr, app: Arc<App>, options: &Options, mut shutdown: watch::Receiver<()>)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let service = TowerToHyperService::new(router);
+    use futures_util::future::Either;
+    let service = TowerToHyperService::new(app.router.clone());
     let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+        // The hot reads are answered here, without the router's per-request services.
+        if let Some(resp) = app.fast(&req, addr) {
+            return Either::Left(std::future::ready(Ok(resp)));
+        }
         // What `authenticate` rate-limits failed attempts by.
         req.extensions_mut().insert(ConnectInfo(Peer(addr)));
-        hyper::service::Service::call(&service, req)
+        Either::Right(hyper::service::Service::call(&service, req))
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder

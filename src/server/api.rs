@@ -401,17 +401,6 @@ fn quoted_list(names: &[String]) -> String {
     names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ")
 }
 
-/// Runs a blocking store write off the async workers. A panic inside becomes a 500.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, ApiError> + Send + 'static) -> Result<T, ApiError> {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(r) => r,
-        Err(e) => Err(ApiError::new(
-            Code::Internal,
-            format!("internal server error: {}", super::panic_text(e)),
-        )),
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // retry policies
 
@@ -442,24 +431,36 @@ pub async fn create_policy(State(store): State<Arc<Store>>, body: Result<Bytes, 
     }
     let bytes = check_policy(&policy)?;
     let name = policy.name;
-    let version = blocking(move || {
-        store
-            .create_policy(&name, bytes)
-            .map_err(|e| store_error(e, POLICY, &name, "creating"))
-    })
-    .await?;
+    let version = store
+        .create_policy(&name, bytes)
+        .await
+        .map_err(|e| store_error(e, POLICY, &name, "creating"))?;
     Ok(with_etag(ok_empty(), version))
 }
 
-pub async fn get_policy(State(store): State<Arc<Store>>, Path(name): Path<String>) -> ApiResult {
-    path_name(POLICY, &name)?;
-    match store.policy(&name) {
-        Some(v) => Ok(with_etag(json_response(StatusCode::OK, v.body), v.version)),
-        None => Err(store_error(StoreError::NotFound, POLICY, &name, "getting")),
-    }
+pub async fn get_policy(State(store): State<Arc<Store>>, Path(name): Path<String>) -> Response {
+    policy_answer(&store, &name)
+}
+
+/// `GET /v1/retry-policy/{name}`, also answered by the server's fast path (`dispatch`)
+/// without going through the router: one implementation for both.
+pub fn policy_answer(store: &Store, name: &str) -> Response {
+    let answer = || -> ApiResult {
+        path_name(POLICY, name)?;
+        match store.policy(name) {
+            Some(v) => Ok(with_etag(json_response(StatusCode::OK, v.body), v.version)),
+            None => Err(store_error(StoreError::NotFound, POLICY, name, "getting")),
+        }
+    };
+    answer().unwrap_or_else(IntoResponse::into_response)
 }
 
 pub async fn list_policies(State(store): State<Arc<Store>>) -> Response {
+    policies_answer(&store)
+}
+
+/// `GET /v1/retry-policies`, also answered by the server's fast path (`dispatch`).
+pub fn policies_answer(store: &Store) -> Response {
     let bodies = store.policies();
     if bodies.is_empty() {
         return ok_empty();
@@ -488,24 +489,20 @@ pub async fn update_policy(
     reconcile_name(POLICY, &mut policy.name, &name)?;
     let bytes = check_policy(&policy)?;
     let expected = expected_version(if_match(&headers), store.policy(&name).map(|v| v.version));
-    let version = blocking(move || {
-        store
-            .update_policy(&name, bytes, expected)
-            .map_err(|e| store_error(e, POLICY, &name, "updating"))
-    })
-    .await?;
+    let version = store
+        .update_policy(&name, bytes, expected)
+        .await
+        .map_err(|e| store_error(e, POLICY, &name, "updating"))?;
     Ok(with_etag(ok_empty(), version))
 }
 
 pub async fn delete_policy(State(store): State<Arc<Store>>, Path(name): Path<String>, headers: HeaderMap) -> ApiResult {
     path_name(POLICY, &name)?;
     let expected = expected_version(if_match(&headers), store.policy(&name).map(|v| v.version));
-    blocking(move || {
-        store
-            .delete_policy(&name, expected)
-            .map_err(|e| store_error(e, POLICY, &name, "deleting"))
-    })
-    .await?;
+    store
+        .delete_policy(&name, expected)
+        .await
+        .map_err(|e| store_error(e, POLICY, &name, "deleting"))?;
     Ok(ok_empty())
 }
 
@@ -559,12 +556,10 @@ async fn write_decoded_queue(
     let bytes = check_queue(&queue)?;
     let doing = if create { "creating" } else { "updating" };
     let expected = expected_version(cond, store.queue(&queue.name).map(|v| v.version));
-    blocking(move || {
-        store
-            .put_queue(&queue, bytes, create, expected)
-            .map_err(|e| store_error(e, QUEUE, &queue.name, doing))
-    })
-    .await
+    store
+        .put_queue(&queue, bytes, create, expected)
+        .await
+        .map_err(|e| store_error(e, QUEUE, &queue.name, doing))
 }
 
 pub async fn create_queue(State(store): State<Arc<Store>>, body: Result<Bytes, BytesRejection>) -> ApiResult {
@@ -596,12 +591,10 @@ pub async fn update_queue(
 pub async fn delete_queue(State(store): State<Arc<Store>>, Path(name): Path<String>, headers: HeaderMap) -> ApiResult {
     path_name(QUEUE, &name)?;
     let expected = expected_version(if_match(&headers), store.queue(&name).map(|v| v.version));
-    blocking(move || {
-        store
-            .delete_queue(&name, expected)
-            .map_err(|e| store_error(e, QUEUE, &name, "deleting"))
-    })
-    .await?;
+    store
+        .delete_queue(&name, expected)
+        .await
+        .map_err(|e| store_error(e, QUEUE, &name, "deleting"))?;
     Ok(ok_empty())
 }
 

@@ -157,6 +157,29 @@ impl AsyncWrite for Guarded {
         }
     }
 
+    /// Vectored like the stream underneath: hyper then sends a response's head and body with
+    /// one `writev` instead of first copying the body behind the head (as the hello-world's
+    /// plain `TcpStream` does; issue 12 item 8).
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.stream).poll_write_vectored(cx, bufs) {
+            Poll::Ready(r) => {
+                this.progressed();
+                Poll::Ready(r)
+            }
+            Poll::Pending if this.expired(cx) => Poll::Ready(Err(timed_out())),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.stream).poll_flush(cx)
     }

@@ -3,7 +3,8 @@
 //! Owns: binding (and loading the TLS certificate), the router, and the request hygiene
 //! around every route: the dialect header, authentication, the 1 MiB body limit, turning a
 //! handler panic into a 500 with the error body, the one-line request log, and graceful
-//! shutdown that closes the database. Connections are `accept`'s and `conn`'s.
+//! shutdown that closes the database. Connections are `accept`'s and `conn`'s; `dispatch`
+//! answers the hot reads with these same checks before the router sees them.
 //! Must not: print anything but the request log (the command prints the startup line), exit
 //! the process, or read the environment; `api` has the handlers, `store` the SQL.
 //!
@@ -14,6 +15,7 @@
 mod accept;
 pub mod api;
 mod conn;
+mod dispatch;
 pub mod store;
 
 use std::future::Future;
@@ -225,7 +227,7 @@ pub struct Server {
     grace: std::time::Duration,
     addr: SocketAddr,
     store: Arc<Store>,
-    router: Router,
+    app: Arc<dispatch::App>,
 }
 
 impl Server {
@@ -269,7 +271,9 @@ impl Server {
             check_host,
             failures: Default::default(),
         };
-        let router = router(store.clone(), Arc::new(guard), config.request_log);
+        let guard = Arc::new(guard);
+        let router = router(store.clone(), guard.clone(), config.request_log.clone());
+        let app = Arc::new(dispatch::App::new(router, store.clone(), guard, config.request_log));
         let max = config.max_connections.unwrap_or_else(conn::default_max_connections);
         Ok(Server {
             listener: conn::GuardedListener::new(listener, max, config.idle_timeout),
@@ -280,7 +284,7 @@ impl Server {
             grace: config.shutdown_grace,
             addr,
             store,
-            router,
+            app,
         })
     }
 
@@ -306,8 +310,8 @@ impl Server {
 
     /// Serves until `shutdown` resolves, lets in-flight requests finish (for at most the
     /// grace period), then checkpoints and closes the database. A write still running when
-    /// the grace period ends either commits before the close (the store's lock orders them)
-    /// or fails with 503; it is never half-applied.
+    /// the grace period ends either commits before the close (the store's writer thread
+    /// orders them) or fails with 503; it is never half-applied.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<Shutdown> {
         let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
         let signal = async move {
@@ -322,7 +326,7 @@ impl Server {
                 Err(_) => std::future::pending::<()>().await,
             }
         };
-        let serve = accept::serve(self.listener, self.router, self.options, signal);
+        let serve = accept::serve(self.listener, self.app, self.options, signal);
         let outcome = tokio::select! {
             () = serve => Shutdown::Clean,
             () = deadline => Shutdown::GraceExpired,
@@ -353,6 +357,38 @@ impl Guard {
         let map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         map.get(&ip)
             .is_some_and(|(n, since)| *n >= MAX_AUTH_FAILURES && since.elapsed() < AUTH_WINDOW)
+    }
+
+    /// Host check, then credentials (and their per-address budget): what every API route
+    /// checks before it reads the body. `Some` is the refusal, the whole answer.
+    fn refusal(&self, headers: &axum::http::HeaderMap, ip: Option<std::net::IpAddr>) -> Option<Response> {
+        if self.check_host {
+            if let Err(e) = check_host(headers.get(header::HOST)) {
+                return Some(e.into_response());
+            }
+        }
+        if let Some(ip) = ip.filter(|ip| self.auth.required() && self.throttled(*ip)) {
+            return Some(
+                ApiError::new(
+                    Code::TooManyRequests,
+                    format!(
+                        "too many failed authentication attempts from {ip}; try again in {} seconds",
+                        AUTH_WINDOW.as_secs()
+                    ),
+                )
+                .into_response(),
+            );
+        }
+        if let Err(e) = self.auth.check(headers.get(header::AUTHORIZATION)) {
+            if let Some(ip) = ip {
+                self.record_failure(ip);
+            }
+            let mut resp = e.into_response();
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, self.auth.challenge());
+            return Some(resp);
+        }
+        None
     }
 
     fn record_failure(&self, ip: std::net::IpAddr) {
@@ -440,32 +476,11 @@ fn hygiene(router: Router, log: Option<Log>) -> Router {
 
 /// Host check, credentials, then the write's media type; all before the body is read.
 async fn authenticate(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
-    if guard.check_host {
-        if let Err(e) = check_host(req.headers().get(header::HOST)) {
-            return e.into_response();
-        }
-    }
     let ip = req
         .extensions()
         .get::<axum::extract::ConnectInfo<conn::Peer>>()
         .map(|c| c.0 .0.ip());
-    if let Some(ip) = ip.filter(|ip| guard.auth.required() && guard.throttled(*ip)) {
-        return ApiError::new(
-            Code::TooManyRequests,
-            format!(
-                "too many failed authentication attempts from {ip}; try again in {} seconds",
-                AUTH_WINDOW.as_secs()
-            ),
-        )
-        .into_response();
-    }
-    if let Err(e) = guard.auth.check(req.headers().get(header::AUTHORIZATION)) {
-        if let Some(ip) = ip {
-            guard.record_failure(ip);
-        }
-        let mut resp = e.into_response();
-        resp.headers_mut()
-            .insert(header::WWW_AUTHENTICATE, guard.auth.challenge());
+    if let Some(resp) = guard.refusal(req.headers(), ip) {
         return resp;
     }
     if matches!(*req.method(), Method::POST | Method::PUT) {
@@ -506,7 +521,11 @@ fn check_host(value: Option<&HeaderValue>) -> Result<(), ApiError> {
         text.rsplit_once(':').map_or(text, |(h, _)| h)
     };
     let loopback = host.eq_ignore_ascii_case("localhost")
-        || host.to_ascii_lowercase().ends_with(".localhost")
+        // Without lowercasing a copy: this runs on every anonymous request.
+        || host
+            .len()
+            .checked_sub(".localhost".len())
+            .is_some_and(|at| host.as_bytes()[at..].eq_ignore_ascii_case(b".localhost"))
         || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
     if loopback {
         return Ok(());
@@ -526,20 +545,17 @@ async fn catching(handler: impl Future<Output = Response>) -> Response {
     // (the store) is behind locks that recover from poisoning.
     match std::panic::AssertUnwindSafe(handler).catch_unwind().await {
         Ok(resp) => resp,
-        Err(payload) => ApiError::new(
-            Code::Internal,
-            format!("internal server error: {}", panic_payload_text(payload.as_ref())),
-        )
-        .into_response(),
+        Err(payload) => panic_response(payload.as_ref()),
     }
 }
 
-/// What a panicked task said, for the error body.
-pub(crate) fn panic_text(e: tokio::task::JoinError) -> String {
-    if !e.is_panic() {
-        return "the request was cancelled".into();
-    }
-    panic_payload_text(e.into_panic().as_ref())
+/// The 500 a panicking handler answers.
+fn panic_response(payload: &(dyn std::any::Any + Send)) -> Response {
+    ApiError::new(
+        Code::Internal,
+        format!("internal server error: {}", panic_payload_text(payload)),
+    )
+    .into_response()
 }
 
 fn panic_payload_text(payload: &(dyn std::any::Any + Send)) -> String {
@@ -561,15 +577,29 @@ fn panic_payload_text(payload: &(dyn std::any::Any + Send)) -> String {
 /// every GET (issue 12 item 8). The panic is caught where the handler's future is polled, on
 /// the request's own task: a task spawned per request for this cost a fifth of a GET's CPU.
 async fn log_and_mark(State(log): State<Option<Log>>, req: Request, next: Next) -> Response {
-    use std::fmt::Write as _;
     let started = Instant::now();
-    let line = log.as_ref().map(|_| {
-        let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
-        let mut line = String::with_capacity(48 + path.len());
-        let _ = write!(line, "retryctl serve: {} {path}", req.method());
-        line
-    });
+    let line = log_start(log.as_ref(), req.method(), req.uri());
     let mut resp = catching(next.run(req)).await;
+    mark_and_log(&mut resp, log.as_ref(), line, started);
+    resp
+}
+
+/// The first half of a request's log line, `retryctl serve: GET /path?query`, taken before
+/// the request is handed on; `None` without a log.
+fn log_start(log: Option<&Log>, method: &Method, uri: &axum::http::Uri) -> Option<String> {
+    use std::fmt::Write as _;
+    log.map(|_| {
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let mut line = String::with_capacity(48 + path.len());
+        let _ = write!(line, "retryctl serve: {method} {path}");
+        line
+    })
+}
+
+/// Adds the dialect header and sends the log line, completed with the status and the time
+/// since `started`. Shared by the router's layer and the fast path (`dispatch`).
+fn mark_and_log(resp: &mut Response, log: Option<&Log>, line: Option<String>, started: Instant) {
+    use std::fmt::Write as _;
     resp.headers_mut()
         .insert(DIALECT_HEADER, HeaderValue::from_static(DIALECT_V1));
     if let (Some(log), Some(mut line)) = (log, line) {
@@ -587,7 +617,6 @@ async fn log_and_mark(State(log): State<Option<Log>>, req: Request, next: Next) 
             count_dropped_log_lines(1);
         }
     }
-    resp
 }
 
 static DROPPED_LOG_LINES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -655,6 +684,39 @@ mod tests {
         let mut bad = Config::new("127.0.0.1:0", Location::InMemory);
         bad.basic_auth = vec!["nopassword".into()];
         assert!(Auth::from_config(&bad).is_err());
+    }
+
+    /// Loopback names and addresses pass the DNS-rebinding check, with or without a port,
+    /// in any case; anything else is refused.
+    #[test]
+    fn only_loopback_hosts_pass_the_rebinding_check() {
+        let pass = |h: &str| check_host(Some(&HeaderValue::from_str(h).unwrap())).is_ok();
+        for ok in [
+            "localhost",
+            "LocalHost:8080",
+            "app.localhost",
+            "A.LOCALHOST:80",
+            ".localhost",
+            "127.0.0.1:8080",
+            "127.1.2.3",
+            "[::1]:8080",
+            "[::1]",
+        ] {
+            assert!(pass(ok), "{ok}");
+        }
+        for refused in [
+            "",
+            "xlocalhost",
+            "localhost.evil.example",
+            "evil.localhost.example:80",
+            "localhos",
+            "10.0.0.1:8080",
+            "[::2]:80",
+            "example.com",
+        ] {
+            assert!(!pass(refused), "{refused}");
+        }
+        assert!(check_host(None).is_err());
     }
 
     async fn boom() -> &'static str {

@@ -8,9 +8,18 @@
 //! Why a cache: rusqlite is blocking and a read through `spawn_blocking` costs a thread hop
 //! and a statement per request; the whole data set of a retry-policy server is small (a few
 //! thousand documents at most), so every read is answered from memory and SQLite only sees
-//! writes. Consistency: every write holds the one writer connection's lock from the start of
-//! its transaction until the cache reflects the commit, so writes are serialised and a read
-//! never sees a write that was not committed. A write that is answered 200 has committed.
+//! writes. Consistency: writes are serialised on one writer thread, which updates the cache
+//! only after the commit, so a read never sees a write that was not committed. A write that
+//! is answered 200 has committed.
+//!
+//! Group commit: one writer thread owns the writes. A request queues its write and awaits
+//! the answer (no blocking thread per request); the writer takes every write queued at that
+//! moment, runs each in a savepoint of one `BEGIN IMMEDIATE` transaction (a write that fails
+//! — a taken name, a stale version, a panic — rolls back to its savepoint and leaves the
+//! others alone), commits once, updates the cache, then answers each write in queue order.
+//! A write is answered only after the commit that holds it (an error if that commit failed).
+//! Why: a transaction and a blocking thread per write made concurrent POSTs queue on the
+//! connection's lock, each paying SQLite's per-transaction work (BENCHMARKS.md `## serve`).
 //!
 //! Integrity: attaching policies to a queue and deleting a policy check existence inside the
 //! same transaction as the write, and the join table carries a foreign key to `retry_policy`
@@ -18,8 +27,11 @@
 //! queue referencing a missing policy.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, RwLock};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, RwLock};
+use std::task::{Context, Poll};
 
 use axum::body::Bytes;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
@@ -43,7 +55,7 @@ impl std::fmt::Display for Location {
 }
 
 /// Why a write did not happen.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum StoreError {
     AlreadyExists,
     NotFound,
@@ -121,12 +133,75 @@ pub struct Store {
     /// An exclusive `flock` on the database file, held for the store's life: one server per
     /// file (SPEC §6), since two would each answer reads from their own cache.
     _lock: Option<std::fs::File>,
-    /// The one connection; `None` once closed at shutdown.
-    conn: Mutex<Option<Connection>>,
+    /// The connection and the cache, shared with the writer thread.
+    shared: Arc<Shared>,
     /// The background checkpointer of a file database: dropping the sender stops it.
     checkpointer: Mutex<Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>>,
-    cache: RwLock<Cache>,
+    /// Where writes are queued, and the writer thread; `None` once closed.
+    writer: Mutex<Option<(std::sync::mpsc::Sender<Job>, std::thread::JoinHandle<()>)>>,
     location: Location,
+}
+
+struct Shared {
+    /// The one connection; `None` once closed at shutdown.
+    conn: Mutex<Option<Connection>>,
+    cache: RwLock<Cache>,
+}
+
+/// One write: runs on the batch's connection, inside its own savepoint, and returns the
+/// version it wrote and what to change in the cache once the batch has committed.
+type Work = Box<dyn FnOnce(&Connection) -> Result<(u64, CacheUpdate), StoreError> + Send>;
+type CacheUpdate = Box<dyn FnOnce(&mut Cache) + Send>;
+/// A write's answer: its result, or the panic of its work (re-raised in the request's task,
+/// where it becomes the 500 any handler panic becomes).
+type Outcome = std::thread::Result<Result<u64, StoreError>>;
+
+struct Job {
+    work: Work,
+    reply: tokio::sync::oneshot::Sender<Outcome>,
+}
+
+/// At most this many writes share a transaction, so that one commit stays short.
+const MAX_BATCH: usize = 256;
+
+/// The answer to a queued write: `.await` it on the runtime, or [`Pending::wait`] off it.
+pub struct Pending {
+    /// `None`: the store was closed before the write could be queued.
+    answer: Option<tokio::sync::oneshot::Receiver<Outcome>>,
+}
+
+impl Pending {
+    /// Blocks until the write's batch has committed. Not on an async worker thread.
+    pub fn wait(self) -> Result<u64, StoreError> {
+        match self.answer {
+            Some(answer) => settle(answer.blocking_recv()),
+            None => Err(closed()),
+        }
+    }
+}
+
+impl Future for Pending {
+    type Output = Result<u64, StoreError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.answer.as_mut() {
+            Some(answer) => Pin::new(answer).poll(cx).map(settle),
+            None => Poll::Ready(Err(closed())),
+        }
+    }
+}
+
+fn settle(answer: Result<Outcome, tokio::sync::oneshot::error::RecvError>) -> Result<u64, StoreError> {
+    match answer {
+        Ok(Ok(result)) => result,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        // The writer thread is gone (it unwound outside a write): nothing was answered.
+        Err(_) => Err(StoreError::Sql("the database writer stopped".into())),
+    }
+}
+
+fn closed() -> StoreError {
+    StoreError::Unavailable("the database is closed (server shutting down)".into())
 }
 
 /// `Some(conn)` or the error a write after shutdown gets.
@@ -185,11 +260,16 @@ impl Store {
             }
             Location::InMemory => None,
         };
+        let shared = Arc::new(Shared {
+            conn: Mutex::new(Some(conn)),
+            cache: RwLock::new(cache),
+        });
+        let writer = spawn_writer(shared.clone()).with_context(|| format!("cannot open the database {describe}"))?;
         Ok(Store {
             _lock: lock,
-            conn: Mutex::new(Some(conn)),
+            shared,
             checkpointer: Mutex::new(checkpointer),
-            cache: RwLock::new(cache),
+            writer: Mutex::new(Some(writer)),
             location,
         })
     }
@@ -201,12 +281,19 @@ impl Store {
     /// Checkpoints the WAL into the main file and closes the connection. Later writes fail
     /// with `Sql`; reads keep answering from the cache.
     pub fn close(&self) -> Result<(), String> {
+        // First the writer: writes already queued commit and are answered; later ones are
+        // refused as the database being closed.
+        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((jobs, handle)) = writer {
+            drop(jobs);
+            let _ = handle.join();
+        }
         let checkpointer = self.checkpointer.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some((stop, handle)) = checkpointer {
             drop(stop);
             let _ = handle.join();
         }
-        let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.shared.conn.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(conn) = guard.take() {
             if matches!(self.location, Location::File(_)) {
                 conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
@@ -245,82 +332,97 @@ impl Store {
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Cache> {
-        self.cache.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn write_cache(&self) -> std::sync::RwLockWriteGuard<'_, Cache> {
-        self.cache.write().unwrap_or_else(|e| e.into_inner())
+        self.shared.cache.read().unwrap_or_else(|e| e.into_inner())
     }
 
     // -------------------------------------------------------------------------------
-    // writes (blocking: call from `spawn_blocking`)
+    // writes (queued to the writer thread: `.await` the answer, or `wait()` off the runtime)
+
+    /// Queues `work` for the writer thread; the answer comes once the batch holding it has
+    /// committed (see the module doc).
+    fn write(&self, work: Work) -> Pending {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let queued = writer
+            .as_ref()
+            .is_some_and(|(jobs, _)| jobs.send(Job { work, reply }).is_ok());
+        drop(writer);
+        Pending {
+            answer: queued.then_some(answer),
+        }
+    }
 
     /// Inserts a new policy at version 1; `AlreadyExists` when the name is taken.
-    pub fn create_policy(&self, name: &str, body: Bytes) -> Result<u64, StoreError> {
-        let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        let conn = open_conn(&mut guard)?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let inserted = tx.execute(
-            "INSERT INTO retry_policy (name, definition, version) VALUES (?1, ?2, 1) ON CONFLICT (name) DO NOTHING",
-            params![name, utf8(&body)],
-        )?;
-        if inserted == 0 {
-            return Err(StoreError::AlreadyExists);
-        }
-        tx.commit()?;
-        self.write_cache()
-            .policies
-            .insert(name.to_string(), Versioned { body, version: 1 });
-        Ok(1)
+    pub fn create_policy(&self, name: &str, body: Bytes) -> Pending {
+        let name = name.to_string();
+        self.write(Box::new(move |db| {
+            let inserted = db
+                .prepare_cached(
+                    "INSERT INTO retry_policy (name, definition, version) VALUES (?1, ?2, 1) ON CONFLICT (name) DO NOTHING",
+                )?
+                .execute(params![name, utf8(&body)])?;
+            if inserted == 0 {
+                return Err(StoreError::AlreadyExists);
+            }
+            Ok((
+                1,
+                Box::new(move |cache: &mut Cache| {
+                    cache.policies.insert(name, Versioned { body, version: 1 });
+                }),
+            ))
+        }))
     }
 
     /// Replaces an existing policy and bumps its version; `NotFound` when there is none,
     /// `Stale` when `expected` is not the stored version. Returns the new version.
-    pub fn update_policy(&self, name: &str, body: Bytes, expected: Option<u64>) -> Result<u64, StoreError> {
-        let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        let conn = open_conn(&mut guard)?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let current = version_of(&tx, "retry_policy", name)?;
-        if current.is_none() && expected.is_none() {
-            return Err(StoreError::NotFound);
-        }
-        check_version(current, expected)?;
-        let version = current.unwrap_or(0) + 1;
-        tx.execute(
-            "UPDATE retry_policy SET definition = ?2, version = ?3 WHERE name = ?1",
-            params![name, utf8(&body), version as i64],
-        )?;
-        tx.commit()?;
-        self.write_cache()
-            .policies
-            .insert(name.to_string(), Versioned { body, version });
-        Ok(version)
+    pub fn update_policy(&self, name: &str, body: Bytes, expected: Option<u64>) -> Pending {
+        let name = name.to_string();
+        self.write(Box::new(move |db| {
+            let current = version_of(db, "retry_policy", &name)?;
+            if current.is_none() && expected.is_none() {
+                return Err(StoreError::NotFound);
+            }
+            check_version(current, expected)?;
+            let version = current.unwrap_or(0) + 1;
+            db.prepare_cached("UPDATE retry_policy SET definition = ?2, version = ?3 WHERE name = ?1")?
+                .execute(params![name, utf8(&body), version as i64])?;
+            Ok((
+                version,
+                Box::new(move |cache: &mut Cache| {
+                    cache.policies.insert(name, Versioned { body, version });
+                }),
+            ))
+        }))
     }
 
-    /// Deletes a policy no queue uses; `InUse` names the queues that do.
-    pub fn delete_policy(&self, name: &str, expected: Option<u64>) -> Result<(), StoreError> {
-        let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        let conn = open_conn(&mut guard)?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let current = version_of(&tx, "retry_policy", name)?;
-        if current.is_none() && expected.is_none() {
-            return Err(StoreError::NotFound);
-        }
-        check_version(current, expected)?;
-        let users: Vec<String> = {
-            let mut stmt = tx.prepare_cached(
-                "SELECT queue_name FROM queue_retry_policy WHERE policy_name = ?1 ORDER BY queue_name",
-            )?;
-            let rows = stmt.query_map([name], |r| r.get(0))?;
-            rows.collect::<Result<_, _>>()?
-        };
-        if !users.is_empty() {
-            return Err(StoreError::InUse(users));
-        }
-        tx.execute("DELETE FROM retry_policy WHERE name = ?1", [name])?;
-        tx.commit()?;
-        self.write_cache().policies.remove(name);
-        Ok(())
+    /// Deletes a policy no queue uses; `InUse` names the queues that do. (Answers 0.)
+    pub fn delete_policy(&self, name: &str, expected: Option<u64>) -> Pending {
+        let name = name.to_string();
+        self.write(Box::new(move |db| {
+            let current = version_of(db, "retry_policy", &name)?;
+            if current.is_none() && expected.is_none() {
+                return Err(StoreError::NotFound);
+            }
+            check_version(current, expected)?;
+            let users: Vec<String> = {
+                let mut stmt = db.prepare_cached(
+                    "SELECT queue_name FROM queue_retry_policy WHERE policy_name = ?1 ORDER BY queue_name",
+                )?;
+                let rows = stmt.query_map([&name], |r| r.get(0))?;
+                rows.collect::<Result<_, _>>()?
+            };
+            if !users.is_empty() {
+                return Err(StoreError::InUse(users));
+            }
+            db.prepare_cached("DELETE FROM retry_policy WHERE name = ?1")?
+                .execute([&name])?;
+            Ok((
+                0,
+                Box::new(move |cache: &mut Cache| {
+                    cache.policies.remove(&name);
+                }),
+            ))
+        }))
     }
 
     /// Writes a queue and its attachments. `create`: fail with `AlreadyExists` when the
@@ -328,76 +430,184 @@ impl Store {
     /// `Stale` when `expected` is not the stored version (a missing queue matches nothing).
     /// Every attached policy must exist, checked in the same transaction. Returns the new
     /// version.
-    pub fn put_queue(
-        &self,
-        queue: &Queue,
-        body: Bytes,
-        create: bool,
-        expected: Option<u64>,
-    ) -> Result<u64, StoreError> {
-        let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        let conn = open_conn(&mut guard)?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let current = version_of(&tx, "queue", &queue.name)?;
-        if create && current.is_some() {
-            return Err(StoreError::AlreadyExists);
-        }
-        check_version(current, expected)?;
-        let mut missing = Vec::new();
-        {
-            let mut stmt = tx.prepare_cached("SELECT 1 FROM retry_policy WHERE name = ?1")?;
-            for p in &queue.retry_policies {
-                if stmt.query_row([p], |_| Ok(())).optional()?.is_none() {
-                    missing.push(p.clone());
+    pub fn put_queue(&self, queue: &Queue, body: Bytes, create: bool, expected: Option<u64>) -> Pending {
+        let name = queue.name.clone();
+        let policies = queue.retry_policies.clone();
+        self.write(Box::new(move |db| {
+            let current = version_of(db, "queue", &name)?;
+            if create && current.is_some() {
+                return Err(StoreError::AlreadyExists);
+            }
+            check_version(current, expected)?;
+            let mut missing = Vec::new();
+            {
+                let mut stmt = db.prepare_cached("SELECT 1 FROM retry_policy WHERE name = ?1")?;
+                for p in &policies {
+                    if stmt.query_row([p], |_| Ok(())).optional()?.is_none() {
+                        missing.push(p.clone());
+                    }
+                }
+            }
+            if !missing.is_empty() {
+                return Err(StoreError::UnknownPolicies(missing));
+            }
+            let version = current.unwrap_or(0) + 1;
+            db.prepare_cached(
+                "INSERT INTO queue (name, definition, version) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (name) DO UPDATE SET definition = excluded.definition, version = excluded.version",
+            )?
+            .execute(params![name, utf8(&body), version as i64])?;
+            db.prepare_cached("DELETE FROM queue_retry_policy WHERE queue_name = ?1")?
+                .execute([&name])?;
+            {
+                let mut stmt = db.prepare_cached(
+                    "INSERT INTO queue_retry_policy (queue_name, policy_name, ordinal) VALUES (?1, ?2, ?3)",
+                )?;
+                for (i, p) in policies.iter().enumerate() {
+                    stmt.execute(params![name, p, i as i64])?;
+                }
+            }
+            Ok((
+                version,
+                Box::new(move |cache: &mut Cache| {
+                    cache.queues.insert(name, Versioned { body, version });
+                }),
+            ))
+        }))
+    }
+
+    /// Deletes a queue and its attachments; `NotFound` when there is none. (Answers 0.)
+    pub fn delete_queue(&self, name: &str, expected: Option<u64>) -> Pending {
+        let name = name.to_string();
+        self.write(Box::new(move |db| {
+            let current = version_of(db, "queue", &name)?;
+            if current.is_none() && expected.is_none() {
+                return Err(StoreError::NotFound);
+            }
+            check_version(current, expected)?;
+            // The join rows go by ON DELETE CASCADE.
+            db.prepare_cached("DELETE FROM queue WHERE name = ?1")?
+                .execute([&name])?;
+            Ok((
+                0,
+                Box::new(move |cache: &mut Cache| {
+                    cache.queues.remove(&name);
+                }),
+            ))
+        }))
+    }
+}
+
+/// The writer thread: batches of queued writes until every sender is gone (at close).
+fn spawn_writer(shared: Arc<Shared>) -> std::io::Result<(std::sync::mpsc::Sender<Job>, std::thread::JoinHandle<()>)> {
+    let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+    let handle = std::thread::Builder::new()
+        .name("retryctl-writer".into())
+        .spawn(move || {
+            while let Ok(first) = queue.recv() {
+                let mut batch = vec![first];
+                while batch.len() < MAX_BATCH {
+                    match queue.try_recv() {
+                        Ok(job) => batch.push(job),
+                        Err(_) => break,
+                    }
+                }
+                commit_batch(&shared, batch);
+            }
+        })?;
+    Ok((jobs, handle))
+}
+
+/// One transaction for `batch`, a savepoint per write; answers every write.
+fn commit_batch(shared: &Shared, batch: Vec<Job>) {
+    let mut guard = shared.conn.lock().unwrap_or_else(|e| e.into_inner());
+    let mut queue: std::collections::VecDeque<Job> = batch.into();
+    while !queue.is_empty() {
+        let begun =
+            open_conn(&mut guard).and_then(|conn| Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?));
+        let mut tx = match begun {
+            Ok(tx) => tx,
+            Err(e) => {
+                for job in queue {
+                    let _ = job.reply.send(Ok(Err(e.clone())));
+                }
+                return;
+            }
+        };
+        let mut written: Vec<(tokio::sync::oneshot::Sender<Outcome>, u64, CacheUpdate)> =
+            Vec::with_capacity(queue.len());
+        while let Some(Job { work, reply }) = queue.pop_front() {
+            let outcome = match tx.savepoint() {
+                // AssertUnwindSafe: a write that panicked is rolled back to its savepoint,
+                // and nothing it touched is used again.
+                Ok(savepoint) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&savepoint))) {
+                    Ok(Ok((version, update))) => match savepoint.commit() {
+                        Ok(()) => Ok(Ok((version, update))),
+                        Err(e) => Ok(Err(e.into())),
+                    },
+                    // The savepoint rolls back when dropped.
+                    Ok(Err(e)) => Ok(Err(e)),
+                    Err(panic) => Err(panic),
+                },
+                Err(e) => Ok(Err(e.into())),
+            };
+            if tx.is_autocommit() {
+                // SQLite rolled the whole transaction back (it may on a full disk or an I/O
+                // error): the writes before this one are gone and are answered so; the ones
+                // after it get a transaction of their own.
+                let lost = StoreError::Sql("the transaction was rolled back by the database".into());
+                for (reply, ..) in written.drain(..) {
+                    let _ = reply.send(Ok(Err(lost.clone())));
+                }
+                let _ = reply.send(match outcome {
+                    Ok(Ok(_)) => Ok(Err(lost)),
+                    Ok(Err(e)) => Ok(Err(e)),
+                    Err(panic) => Err(panic),
+                });
+                break;
+            }
+            match outcome {
+                Ok(Ok((version, update))) => written.push((reply, version, update)),
+                Ok(Err(e)) => {
+                    let _ = reply.send(Ok(Err(e)));
+                }
+                Err(panic) => {
+                    let _ = reply.send(Err(panic));
                 }
             }
         }
-        if !missing.is_empty() {
-            return Err(StoreError::UnknownPolicies(missing));
+        if written.is_empty() {
+            // Nothing to keep: the transaction rolls back when dropped.
+            continue;
         }
-        let version = current.unwrap_or(0) + 1;
-        tx.execute(
-            "INSERT INTO queue (name, definition, version) VALUES (?1, ?2, ?3)
-             ON CONFLICT (name) DO UPDATE SET definition = excluded.definition, version = excluded.version",
-            params![queue.name, utf8(&body), version as i64],
-        )?;
-        tx.execute("DELETE FROM queue_retry_policy WHERE queue_name = ?1", [&queue.name])?;
-        {
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO queue_retry_policy (queue_name, policy_name, ordinal) VALUES (?1, ?2, ?3)",
-            )?;
-            for (i, p) in queue.retry_policies.iter().enumerate() {
-                stmt.execute(params![queue.name, p, i as i64])?;
+        match tx.commit() {
+            Ok(()) => {
+                // The cache first, under one lock, then the answers: a client that is
+                // answered reads its own write.
+                let mut cache = shared.cache.write().unwrap_or_else(|e| e.into_inner());
+                let mut answers = Vec::with_capacity(written.len());
+                for (reply, version, update) in written {
+                    update(&mut cache);
+                    answers.push((reply, version));
+                }
+                drop(cache);
+                for (reply, version) in answers {
+                    let _ = reply.send(Ok(Ok(version)));
+                }
+            }
+            Err(e) => {
+                let e = StoreError::from(e);
+                for (reply, ..) in written {
+                    let _ = reply.send(Ok(Err(e.clone())));
+                }
             }
         }
-        tx.commit()?;
-        self.write_cache()
-            .queues
-            .insert(queue.name.clone(), Versioned { body, version });
-        Ok(version)
-    }
-
-    /// Deletes a queue and its attachments; `NotFound` when there is none.
-    pub fn delete_queue(&self, name: &str, expected: Option<u64>) -> Result<(), StoreError> {
-        let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        let conn = open_conn(&mut guard)?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let current = version_of(&tx, "queue", name)?;
-        if current.is_none() && expected.is_none() {
-            return Err(StoreError::NotFound);
-        }
-        check_version(current, expected)?;
-        // The join rows go by ON DELETE CASCADE.
-        tx.execute("DELETE FROM queue WHERE name = ?1", [name])?;
-        tx.commit()?;
-        self.write_cache().queues.remove(name);
-        Ok(())
     }
 }
 
 /// The stored version of a row, inside the write's transaction. `table` is one of two
 /// constants, never user input.
-fn version_of(tx: &rusqlite::Transaction<'_>, table: &'static str, name: &str) -> Result<Option<u64>, StoreError> {
+fn version_of(tx: &Connection, table: &'static str, name: &str) -> Result<Option<u64>, StoreError> {
     let sql = if table == "queue" {
         "SELECT version FROM queue WHERE name = ?1"
     } else {
@@ -560,35 +770,41 @@ mod tests {
     #[test]
     fn references_are_checked_in_both_directions() {
         let s = Store::open(Location::InMemory).unwrap();
-        s.create_policy("p1", Bytes::from_static(b"{}")).unwrap();
+        s.create_policy("p1", Bytes::from_static(b"{}")).wait().unwrap();
         assert!(matches!(
-            s.create_policy("p1", Bytes::from_static(b"{}")),
+            s.create_policy("p1", Bytes::from_static(b"{}")).wait(),
             Err(StoreError::AlreadyExists)
         ));
-        match s.put_queue(
-            &queue("q1", &["p1", "ghost", "p2"]),
-            Bytes::from_static(b"{}"),
-            true,
-            None,
-        ) {
+        match s
+            .put_queue(
+                &queue("q1", &["p1", "ghost", "p2"]),
+                Bytes::from_static(b"{}"),
+                true,
+                None,
+            )
+            .wait()
+        {
             Err(StoreError::UnknownPolicies(m)) => assert_eq!(m, ["ghost", "p2"]),
             other => panic!("{other:?}"),
         }
         assert!(s.queue("q1").is_none(), "a refused write changes nothing");
         s.put_queue(&queue("q1", &["p1"]), Bytes::from_static(b"{}"), true, None)
+            .wait()
             .unwrap();
         s.put_queue(&queue("q0", &["p1"]), Bytes::from_static(b"{}"), false, None)
+            .wait()
             .unwrap();
-        match s.delete_policy("p1", None) {
+        match s.delete_policy("p1", None).wait() {
             Err(StoreError::InUse(q)) => assert_eq!(q, ["q0", "q1"]),
             other => panic!("{other:?}"),
         }
         s.put_queue(&queue("q1", &[]), Bytes::from_static(b"{}"), false, None)
+            .wait()
             .unwrap();
-        s.delete_queue("q0", None).unwrap();
-        s.delete_policy("p1", None).unwrap();
-        assert!(matches!(s.delete_policy("p1", None), Err(StoreError::NotFound)));
-        assert!(matches!(s.delete_queue("q0", None), Err(StoreError::NotFound)));
+        s.delete_queue("q0", None).wait().unwrap();
+        s.delete_policy("p1", None).wait().unwrap();
+        assert!(matches!(s.delete_policy("p1", None).wait(), Err(StoreError::NotFound)));
+        assert!(matches!(s.delete_queue("q0", None).wait(), Err(StoreError::NotFound)));
     }
 
     /// The database itself refuses a dangling attachment, whatever the checks above it do.
@@ -596,8 +812,9 @@ mod tests {
     fn the_schema_refuses_a_dangling_attachment() {
         let s = Store::open(Location::InMemory).unwrap();
         s.put_queue(&queue("q1", &[]), Bytes::from_static(b"{}"), true, None)
+            .wait()
             .unwrap();
-        let guard = s.conn.lock().unwrap();
+        let guard = s.shared.conn.lock().unwrap();
         let err = guard
             .as_ref()
             .unwrap()
@@ -618,7 +835,7 @@ mod tests {
         let s = Store::open(Location::InMemory).unwrap();
         s.close().unwrap();
         assert!(matches!(
-            s.create_policy("p", Bytes::from_static(b"{}")),
+            s.create_policy("p", Bytes::from_static(b"{}")).wait(),
             Err(StoreError::Unavailable(_))
         ));
     }
@@ -626,13 +843,16 @@ mod tests {
     #[test]
     fn versions_start_at_1_and_a_stale_expectation_changes_nothing() {
         let s = Store::open(Location::InMemory).unwrap();
-        assert_eq!(s.create_policy("p", Bytes::from_static(b"a")).unwrap(), 1);
-        assert_eq!(s.update_policy("p", Bytes::from_static(b"b"), Some(1)).unwrap(), 2);
+        assert_eq!(s.create_policy("p", Bytes::from_static(b"a")).wait().unwrap(), 1);
+        assert_eq!(
+            s.update_policy("p", Bytes::from_static(b"b"), Some(1)).wait().unwrap(),
+            2
+        );
         assert!(matches!(
-            s.update_policy("p", Bytes::from_static(b"c"), Some(1)),
+            s.update_policy("p", Bytes::from_static(b"c"), Some(1)).wait(),
             Err(StoreError::Stale)
         ));
-        assert!(matches!(s.delete_policy("p", Some(1)), Err(StoreError::Stale)));
+        assert!(matches!(s.delete_policy("p", Some(1)).wait(), Err(StoreError::Stale)));
         assert_eq!(
             s.policy("p").unwrap(),
             Versioned {
@@ -640,15 +860,23 @@ mod tests {
                 version: 2
             }
         );
-        assert_eq!(s.update_policy("p", Bytes::from_static(b"d"), None).unwrap(), 3);
+        assert_eq!(s.update_policy("p", Bytes::from_static(b"d"), None).wait().unwrap(), 3);
         let q = queue("q", &[]);
-        assert_eq!(s.put_queue(&q, Bytes::from_static(b"{}"), true, None).unwrap(), 1);
+        assert_eq!(
+            s.put_queue(&q, Bytes::from_static(b"{}"), true, None).wait().unwrap(),
+            1
+        );
         assert!(matches!(
-            s.put_queue(&q, Bytes::from_static(b"{}"), false, Some(5)),
+            s.put_queue(&q, Bytes::from_static(b"{}"), false, Some(5)).wait(),
             Err(StoreError::Stale)
         ));
-        assert_eq!(s.put_queue(&q, Bytes::from_static(b"{}"), false, Some(1)).unwrap(), 2);
-        s.delete_queue("q", Some(2)).unwrap();
+        assert_eq!(
+            s.put_queue(&q, Bytes::from_static(b"{}"), false, Some(1))
+                .wait()
+                .unwrap(),
+            2
+        );
+        s.delete_queue("q", Some(2)).wait().unwrap();
     }
 
     #[test]
@@ -674,7 +902,7 @@ mod tests {
         let s = Store::open(Location::File(damaged.clone())).unwrap();
         for i in 0..300 {
             let body = format!("{{\"name\":\"p{i}\",\"pad\":\"{}\"}}", "x".repeat(200));
-            s.create_policy(&format!("p{i}"), Bytes::from(body)).unwrap();
+            s.create_policy(&format!("p{i}"), Bytes::from(body)).wait().unwrap();
         }
         s.close().unwrap();
         drop(s);
@@ -705,7 +933,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/armada.db");
         let s = Store::open(Location::File(path.clone())).unwrap();
-        s.create_policy("p1", Bytes::from_static(b"{\"name\":\"p1\"}")).unwrap();
+        s.create_policy("p1", Bytes::from_static(b"{\"name\":\"p1\"}"))
+            .wait()
+            .unwrap();
         s.close().unwrap();
         drop(s);
         let s = Store::open(Location::File(path.clone())).unwrap();
@@ -725,5 +955,155 @@ mod tests {
                 dir.path().join("sub/armada.db").display()
             )
         );
+    }
+
+    /// Writes that share a transaction: one that fails or panics is rolled back to its
+    /// savepoint and answered with its own error; the others commit and reach the cache.
+    #[test]
+    fn a_batch_keeps_the_writes_that_succeed_and_only_those() {
+        let s = Store::open(Location::InMemory).unwrap();
+        let insert = |name: &'static str, then: u8| -> Work {
+            Box::new(move |db| {
+                db.execute(
+                    "INSERT INTO retry_policy (name, definition, version) VALUES (?1, '{}', 1)",
+                    [name],
+                )?;
+                match then {
+                    0 => Ok((
+                        1,
+                        Box::new(move |cache: &mut Cache| {
+                            cache.policies.insert(
+                                name.to_string(),
+                                Versioned {
+                                    body: Bytes::from_static(b"{}"),
+                                    version: 1,
+                                },
+                            );
+                        }),
+                    )),
+                    1 => Err(StoreError::AlreadyExists),
+                    _ => panic!("write {name} panicked"),
+                }
+            })
+        };
+        let mut answers = Vec::new();
+        let mut batch = Vec::new();
+        for (name, then) in [("p1", 0), ("p2", 1), ("p3", 2), ("p4", 0), ("p1", 0)] {
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            batch.push(Job {
+                work: insert(name, then),
+                reply,
+            });
+            answers.push(answer);
+        }
+        commit_batch(&s.shared, batch);
+        let mut answers = answers.into_iter().map(|a| a.blocking_recv().unwrap());
+        assert!(matches!(answers.next(), Some(Ok(Ok(1)))));
+        assert!(matches!(answers.next(), Some(Ok(Err(StoreError::AlreadyExists)))));
+        assert!(
+            matches!(answers.next(), Some(Err(_))),
+            "the panic goes back to its writer"
+        );
+        assert!(matches!(answers.next(), Some(Ok(Ok(1)))));
+        // The second p1 fails on the first one's row, in the same transaction.
+        assert!(matches!(answers.next(), Some(Ok(Err(StoreError::Sql(_))))));
+        let stored: Vec<String> = {
+            let guard = s.shared.conn.lock().unwrap();
+            let conn = guard.as_ref().unwrap();
+            let mut stmt = conn.prepare("SELECT name FROM retry_policy ORDER BY name").unwrap();
+            let rows = stmt.query_map([], |r| r.get(0)).unwrap();
+            rows.collect::<Result<_, _>>().unwrap()
+        };
+        assert_eq!(stored, ["p1", "p4"]);
+        assert_eq!(s.policies().len(), 2);
+        // The writer thread still serves.
+        assert_eq!(s.create_policy("p5", Bytes::from_static(b"{}")).wait().unwrap(), 1);
+    }
+
+    /// A write after which SQLite has rolled the whole transaction back (as it may on a full
+    /// disk): the writes before it in the batch are answered with an error and left out of
+    /// the cache; the writes after it commit in a transaction of their own.
+    #[test]
+    fn a_transaction_lost_mid_batch_fails_only_what_it_held() {
+        let s = Store::open(Location::InMemory).unwrap();
+        let policy = |name: &'static str| -> Work {
+            Box::new(move |db| {
+                db.execute(
+                    "INSERT INTO retry_policy (name, definition, version) VALUES (?1, '{}', 1)",
+                    [name],
+                )?;
+                Ok((
+                    1,
+                    Box::new(move |cache: &mut Cache| {
+                        cache.policies.insert(
+                            name.to_string(),
+                            Versioned {
+                                body: Bytes::from_static(b"{}"),
+                                version: 1,
+                            },
+                        );
+                    }),
+                ))
+            })
+        };
+        let lose: Work = Box::new(|db| {
+            db.execute_batch("ROLLBACK")?;
+            Err(StoreError::Sql("disk full".into()))
+        });
+        let mut answers = Vec::new();
+        let mut batch = Vec::new();
+        for work in [policy("p1"), lose, policy("p2")] {
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            batch.push(Job { work, reply });
+            answers.push(answer);
+        }
+        commit_batch(&s.shared, batch);
+        let answers: Vec<_> = answers
+            .into_iter()
+            .map(|a| a.blocking_recv().unwrap().unwrap())
+            .collect();
+        assert!(
+            matches!(&answers[0], Err(StoreError::Sql(m)) if m == "the transaction was rolled back by the database"),
+            "{answers:?}"
+        );
+        assert!(
+            matches!(&answers[1], Err(StoreError::Sql(m)) if m == "disk full"),
+            "{answers:?}"
+        );
+        assert!(matches!(answers[2], Ok(1)), "{answers:?}");
+        assert!(s.policy("p1").is_none());
+        assert!(s.policy("p2").is_some());
+        // p1 is not in the database either: it can be created now.
+        assert_eq!(s.create_policy("p1", Bytes::from_static(b"{}")).wait().unwrap(), 1);
+    }
+
+    /// Many writers at once: every write is answered, each name created exactly once.
+    #[test]
+    fn concurrent_writers_are_each_answered_once() {
+        let s = Arc::new(Store::open(Location::InMemory).unwrap());
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    let mut created = 0;
+                    for i in 0..50 {
+                        // Every name is tried by two threads: one creates it, one is refused.
+                        match s
+                            .create_policy(&format!("p{}-{i}", t / 2), Bytes::from_static(b"{}"))
+                            .wait()
+                        {
+                            Ok(1) => created += 1,
+                            Err(StoreError::AlreadyExists) => {}
+                            other => panic!("{other:?}"),
+                        }
+                    }
+                    created
+                })
+            })
+            .collect();
+        let created: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+        assert_eq!(created, 4 * 50);
+        assert_eq!(s.policies().len(), 4 * 50);
+        s.close().unwrap();
     }
 }
