@@ -15,7 +15,9 @@
 use regex::Regex;
 
 use crate::model::history::{Container, Run};
-use crate::model::policy::{Condition, Operator, RetryPolicy, Rule};
+use crate::model::policy::{AntiAffinityMode, Backoff, Condition, Operator, RetryPolicy, Rule};
+
+use super::Avoid;
 use crate::model::quantity::parse_quantity;
 use crate::model::validate::{compile_pattern, MAX_REGEX_SIZE};
 
@@ -197,12 +199,15 @@ fn sep(c: &Container) -> &'static str {
 fn word_hash(s: &str) -> u64 {
     let bytes = s.as_bytes();
     let mut h = (bytes.len() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    for chunk in bytes.chunks(8) {
-        let mut word = [0u8; 8];
-        word[..chunk.len()].copy_from_slice(chunk);
-        h = (h ^ u64::from_le_bytes(word))
-            .wrapping_mul(0xbf58_476d_1ce4_e5b9)
-            .rotate_left(29);
+    let mix = |h: u64, word: u64| (h ^ word).wrapping_mul(0xbf58_476d_1ce4_e5b9).rotate_left(29);
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        h = mix(h, u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
+    }
+    // The tail a byte at a time: copying it into a zeroed word took a `memcpy` call.
+    let tail = chunks.remainder();
+    if !tail.is_empty() {
+        h = mix(h, tail.iter().rev().fold(0, |w, &b| (w << 8) | u64::from(b)));
     }
     h ^ (h >> 31)
 }
@@ -218,9 +223,20 @@ pub(crate) struct RunFacts<'r> {
     first_failed: Option<u32>,
     /// The first failed container, init containers first.
     first_failed_with_init: Option<u32>,
+    /// The exit codes of those two containers, 0 for none (no failed container).
+    exit_codes: [i64; 2],
 }
 
 impl<'r> RunFacts<'r> {
+    pub(crate) fn run(&self) -> &'r Run {
+        self.run
+    }
+
+    /// The run's pod-level `condition` holds (not `OOMKilled`, a container's).
+    pub(crate) fn has_condition(&self, condition: Condition) -> bool {
+        self.conditions & bit(condition) != 0
+    }
+
     pub(crate) fn new(run: &'r Run) -> RunFacts<'r> {
         let find = |init: bool| {
             run.containers
@@ -229,12 +245,15 @@ impl<'r> RunFacts<'r> {
                 .map(|i| i as u32)
         };
         let first_failed = find(false);
+        let first_failed_with_init = find(true).or(first_failed);
+        let code = |i: Option<u32>| i.map_or(0, |i| run.containers[i as usize].exit_code);
         RunFacts {
             run,
             conditions: run.conditions.iter().fold(0, |m, &c| m | bit(c)),
             category: run.category.as_deref().map(|c| (c, word_hash(c))),
             first_failed,
-            first_failed_with_init: find(true).or(first_failed),
+            first_failed_with_init,
+            exit_codes: [code(first_failed), code(first_failed_with_init)],
         }
     }
 }
@@ -246,8 +265,13 @@ pub struct CompiledPolicy {
     rules: Box<[RuleMatcher]>,
     /// Rules that list no category, as a bitset over rule indices: candidates for every run.
     uncategorized: Box<[u64]>,
-    /// Category (hash, name) → the rules that list it, a bitset row in `rows`; sorted by hash.
-    categories: Box<[(u64, Box<str>, u32)]>,
+    /// Category → the rules that list it, a bitset row in `rows`: an open-addressed table
+    /// of (hash, row) probed from `hash & (len - 1)` (a power of two, at most half full;
+    /// empty when no rule lists a category), the row's name in `category_names[row]`. A
+    /// binary search over the sorted hashes was a quarter of the per-policy set-up: its
+    /// data-dependent steps over 40-byte entries stalled; a probe is usually one load.
+    categories: Box<[(u64, u32)]>,
+    category_names: Box<[Box<str>]>,
     rows: Box<[u64]>,
     /// Rules whose `onConditions` lists only pod-level conditions, and per condition bit
     /// (`Condition as usize`) the ones listing it: a run without any of a rule's conditions
@@ -261,6 +285,11 @@ pub struct CompiledPolicy {
     exit_in: Box<[u64]>,
     exit_codes: Box<[(i64, u32)]>,
     exit_rows: Box<[u64]>,
+    /// `exit_codes` for the codes 0–255 (a process's own exit codes) as a direct table:
+    /// code → row + 1, 0 for a code no rule lists; empty when no rule lists a code. The
+    /// binary search it replaces was the costliest step of a policy's set-up (a chain of
+    /// dependent loads and compares per decision).
+    exit_small: Box<[u32]>,
     /// Some rule is in `exit_rules` (else the run's exit codes are not looked up).
     has_exit_rules: bool,
     /// The literal fast path as a mask: per cached `containerName`, the rules whose message
@@ -280,6 +309,60 @@ pub struct CompiledPolicy {
     regex_set: Option<regex::RegexSet>,
     /// `mutate.resources.memory.static` in bytes, per rule.
     pub(crate) statics: Vec<Option<f64>>,
+    /// What a retry under each rule takes, and under the default action (`default_plan`).
+    plans: Box<[RetryPlan]>,
+    default_plan: RetryPlan,
+}
+
+/// What a retry under one rule (or the policy's default action) takes from the rule and the
+/// policy, resolved once at compile time rather than through both levels per decision:
+/// each backoff field rule → policy (the scheduler's level and the built-in one are added
+/// per decision: settings are not the policy's), the retry limit rule → policy (§2.4), the
+/// nodes to avoid (§2.6), and whether the rule mutates memory.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RetryPlan {
+    pub(crate) backoff: Backoff,
+    pub(crate) limit: Option<u32>,
+    pub(crate) avoid: Avoid,
+    pub(crate) memory: bool,
+}
+
+impl RetryPlan {
+    /// SPEC §2.4–2.6 for `rule` of `policy`, or for its default action (`None`: a default
+    /// retry takes the policy's backoff and antiAffinity, and carries no mutation).
+    fn new(rule: Option<&Rule>, policy: &RetryPolicy) -> RetryPlan {
+        let (r, p) = (rule.map(|r| &r.backoff), &policy.backoff);
+        let backoff = Backoff {
+            initial_delay: r.and_then(|b| b.initial_delay).or(p.initial_delay),
+            max_delay: r.and_then(|b| b.max_delay).or(p.max_delay),
+            multiplier: r.and_then(|b| b.multiplier).or(p.multiplier),
+            jitter: r.and_then(|b| b.jitter).or(p.jitter),
+        };
+        let mutate = rule.and_then(|r| r.mutate.as_ref());
+        // `avoidSameNode` (a rule's mutation) avoids every node so far, else
+        // `antiAffinity: node` (rule → policy) this run's node.
+        let avoid_same = mutate
+            .and_then(|m| m.affinity.as_ref())
+            .is_some_and(|a| a.avoid_same_node);
+        let mode = rule
+            .and_then(|r| r.anti_affinity)
+            .or(policy.anti_affinity)
+            .unwrap_or_default();
+        RetryPlan {
+            backoff,
+            limit: rule.and_then(|r| r.retry_limit).or(policy.retry_limit),
+            avoid: if avoid_same {
+                Avoid::EveryNode
+            } else if mode == AntiAffinityMode::Node {
+                Avoid::ThisNode
+            } else {
+                Avoid::Nothing
+            },
+            memory: mutate
+                .and_then(|m| m.resources.as_ref())
+                .is_some_and(|r| r.memory.is_some()),
+        }
+    }
 }
 
 impl CompiledPolicy {
@@ -321,6 +404,7 @@ impl CompiledPolicy {
                             name: names[slot].into(),
                             rules: vec![0; words].into(),
                             by_byte: Box::new([]),
+                            first: vec![0; 256].into(),
                         });
                         prefixes.len() - 1
                     }
@@ -339,7 +423,9 @@ impl CompiledPolicy {
                         by_byte.push((byte, row.into()));
                     }
                 }
-                by_byte.sort_by_key(|(b, _)| *b);
+                for (k, (b, _)) in by_byte.iter().enumerate() {
+                    x.first[*b as usize] = k as u32 + 1;
+                }
                 x.by_byte = by_byte.into();
             }
             if let (None, Some(Pattern::Regex(_)), Some(p)) =
@@ -411,8 +497,29 @@ impl CompiledPolicy {
                 }
             }
         }
-        by_name.sort_by_key(|(h, _, _)| *h);
+        let mut categories = vec![
+            (0u64, NO_ROW);
+            if by_name.is_empty() {
+                0
+            } else {
+                (by_name.len() * 2).next_power_of_two()
+            }
+        ];
+        let mut category_names: Vec<Box<str>> = vec![Box::from(""); by_name.len()];
+        for (hash, name, row) in by_name {
+            let mask = categories.len() - 1;
+            let mut at = hash as usize & mask;
+            while categories[at].1 != NO_ROW {
+                at = (at + 1) & mask;
+            }
+            categories[at] = (hash, row);
+            category_names[row as usize] = name;
+        }
         exit_codes.sort_unstable();
+        let mut exit_small = vec![0u32; if exit_codes.is_empty() { 0 } else { 256 }];
+        for &(code, row) in exit_codes.iter().filter(|(c, _)| (0..256).contains(c)) {
+            exit_small[code as usize] = row + 1;
+        }
         let has_exit_rules = exit_rules.iter().flatten().any(|&w| w != 0);
         let use_masks = policy.rules.len() > MASKED_RULES;
         // The same syntax and limits as each pattern's own regex (`compile_pattern`); a set
@@ -429,10 +536,10 @@ impl CompiledPolicy {
         let [regex_plain, regex_init] = regex_rules;
         let [exit_plain, exit_init] = exit_rules;
         Ok(CompiledPolicy {
-            policy,
             rules: rules.into(),
             uncategorized: uncategorized.into(),
-            categories: by_name.into(),
+            categories: categories.into(),
+            category_names: category_names.into(),
             rows: rows.into(),
             pod_condition_rules: pod_condition_rules.into(),
             pod_condition_rows: pod_condition_rows.into(),
@@ -440,12 +547,16 @@ impl CompiledPolicy {
             exit_in: exit_in.into(),
             exit_codes: exit_codes.into(),
             exit_rows: exit_rows.into(),
+            exit_small: exit_small.into(),
             has_exit_rules,
             prefixes: prefixes.into(),
             use_masks,
             regex_rules: [regex_plain.into(), regex_init.into()],
             regex_set,
             statics,
+            plans: policy_rules_plans(&policy),
+            default_plan: RetryPlan::new(None, &policy),
+            policy,
         })
     }
 
@@ -453,23 +564,44 @@ impl CompiledPolicy {
         &self.policy.name
     }
 
+    /// What a retry under `rule` (an index, `None` for the default action) takes.
+    #[inline]
+    pub(crate) fn plan(&self, rule: Option<usize>) -> &RetryPlan {
+        match rule {
+            Some(r) => &self.plans[r],
+            None => &self.default_plan,
+        }
+    }
+
     /// The bitset row of the rules listing the run's category, if any rule lists it.
     fn category_row(&self, facts: &RunFacts<'_>) -> Option<&[u64]> {
         let (name, hash) = facts.category?;
-        let from = self.categories.partition_point(|(h, _, _)| *h < hash);
-        let words = self.uncategorized.len();
-        self.categories[from..]
-            .iter()
-            .take_while(|(h, _, _)| *h == hash)
-            .find(|(_, n, _)| **n == *name)
-            .map(|&(_, _, row)| &self.rows[row as usize * words..][..words])
+        let mask = self.categories.len().checked_sub(1)?;
+        let mut at = hash as usize & mask;
+        loop {
+            let (h, row) = self.categories[at];
+            if row == NO_ROW {
+                return None;
+            }
+            if h == hash && same(&self.category_names[row as usize], name) {
+                let words = self.uncategorized.len();
+                return Some(&self.rows[row as usize * words..][..words]);
+            }
+            at = (at + 1) & mask;
+        }
     }
 
     /// The exit-code row of `code`, if a rule lists it.
+    #[inline]
     fn exit_row(&self, code: i64) -> Option<&[u64]> {
         let words = self.uncategorized.len();
-        let at = self.exit_codes.binary_search_by_key(&code, |(c, _)| *c).ok()?;
-        let row = self.exit_codes[at].1 as usize;
+        let row = match self.exit_small.get(code as usize) {
+            Some(&row) if (0..256).contains(&code) => (row as usize).checked_sub(1)?,
+            _ => {
+                let at = self.exit_codes.binary_search_by_key(&code, |(c, _)| *c).ok()?;
+                self.exit_codes[at].1 as usize
+            }
+        };
         Some(&self.exit_rows[row * words..][..words])
     }
 
@@ -481,14 +613,82 @@ impl CompiledPolicy {
         for (rules, code) in self.exit_rules.iter().zip(codes) {
             out |= rules[w]
                 & match code {
-                    Some((c, row)) if *c != 0 => {
+                    Some(row) => {
                         let listed = row.map_or(0, |r| r[w]);
                         (self.exit_in[w] & !listed) | (!self.exit_in[w] & listed)
                     }
-                    _ => !0,
+                    None => !0,
                 };
         }
         out
+    }
+
+    /// Word `w` of the candidates: rules without a category and those listing the run's
+    /// (`row`), less those the run's conditions, exit codes (`codes`), message first bytes
+    /// and messages (the `RegexSet`) reject.
+    #[inline(always)]
+    fn candidates(
+        &self,
+        w: usize,
+        facts: &RunFacts<'_>,
+        row: Option<&[u64]>,
+        codes: &[SelectedCode<'_>; 2],
+        names: &mut [u32; NAME_CACHE],
+        any_regex: &mut Option<(bool, bool)>,
+    ) -> u64 {
+        let words = self.uncategorized.len();
+        let (mut held, mut conditions) = (0, facts.conditions);
+        while conditions != 0 {
+            let c = conditions.trailing_zeros() as usize;
+            conditions &= conditions - 1;
+            held |= self.pod_condition_rows[c * words + w];
+        }
+        let mut rejected = (self.pod_condition_rules[w] & !held) | self.exit_rejects(w, codes);
+        for x in self.prefixes.iter() {
+            let first = resolve(names, x.slot, &x.name, facts)
+                .and_then(|i| facts.run.containers[i as usize].message.as_deref())
+                .and_then(|m| m.as_bytes().first());
+            let allowed = first
+                .and_then(|&b| (x.first[b as usize] as usize).checked_sub(1))
+                .map_or(0, |k| x.by_byte[k].1[w]);
+            rejected |= x.rules[w] & !allowed;
+        }
+        let mut bits = (self.uncategorized[w] | row.map_or(0, |r| r[w])) & !rejected;
+        if let Some(set) = &self.regex_set {
+            if bits & (self.regex_rules[0][w] | self.regex_rules[1][w]) != 0 {
+                let (plain, init) = *any_regex.get_or_insert_with(|| {
+                    let hit = |init: bool| {
+                        facts.run.containers.iter().any(|c| {
+                            c.init == init && c.message.as_deref().is_some_and(|m| !m.is_empty() && set.is_match(m))
+                        })
+                    };
+                    let plain = hit(false);
+                    (plain, plain || hit(true))
+                });
+                bits &= !((if plain { 0 } else { self.regex_rules[0][w] })
+                    | (if init { 0 } else { self.regex_rules[1][w] }));
+            }
+        }
+        bits
+    }
+
+    /// The candidates `bits` of word `w` tried in rule order: the first that matches.
+    #[inline(always)]
+    fn try_candidates(
+        &self,
+        w: usize,
+        mut bits: u64,
+        facts: &RunFacts<'_>,
+        names: &mut [u32; NAME_CACHE],
+    ) -> Option<(usize, Signal)> {
+        while bits != 0 {
+            let i = w * 64 + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if let Some(signal) = self.rules[i].matches(facts, names) {
+                return Some((i, signal));
+            }
+        }
+        None
     }
 
     /// SPEC §2.3 over this policy's rules: the first rule that matches, with its signal.
@@ -497,10 +697,6 @@ impl CompiledPolicy {
     pub(crate) fn first_match(&self, facts: &RunFacts<'_>) -> Option<(usize, Signal)> {
         let words = self.uncategorized.len();
         let row = self.category_row(facts);
-        let code = |sel: Option<u32>| {
-            let c = facts.run.containers[sel? as usize].exit_code;
-            Some((c, self.exit_row(c)))
-        };
         if !self.use_masks {
             let mut names = [UNRESOLVED; NAME_CACHE];
             for (w, &free) in self.uncategorized.iter().enumerate() {
@@ -515,67 +711,41 @@ impl CompiledPolicy {
             }
             return None;
         }
+        // The codes were read from the run once per decision (`RunFacts::exit_codes`); per
+        // policy only their rows are looked up, once when both selections agree.
         let codes = if !self.has_exit_rules {
             [None, None]
-        } else if facts.first_failed == facts.first_failed_with_init {
-            // No failed init container: both selections are the same container.
-            let c = code(facts.first_failed);
-            [c, c]
         } else {
-            [code(facts.first_failed), code(facts.first_failed_with_init)]
+            let [plain, init] = facts.exit_codes;
+            let listing = |code: i64| (code != 0).then(|| self.exit_row(code));
+            let first = listing(plain);
+            [first, if init == plain { first } else { listing(init) }]
         };
         // Whether the policy's RegexSet matches a non-init message / any message; searched
         // at most once per decision, and only if a regex rule is still a candidate.
         let mut any_regex: Option<(bool, bool)> = None;
         let mut names = [UNRESOLVED; NAME_CACHE];
-        for (w, &free) in self.uncategorized.iter().enumerate() {
-            let (mut held, mut conditions) = (0, facts.conditions);
-            while conditions != 0 {
-                let c = conditions.trailing_zeros() as usize;
-                conditions &= conditions - 1;
-                held |= self.pod_condition_rows[c * words + w];
-            }
-            let mut rejected = (self.pod_condition_rules[w] & !held) | self.exit_rejects(w, &codes);
-            for x in self.prefixes.iter() {
-                let first = resolve(&mut names, x.slot, &x.name, facts)
-                    .and_then(|i| facts.run.containers[i as usize].message.as_deref())
-                    .and_then(|m| m.as_bytes().first());
-                let allowed = first
-                    .and_then(|b| x.by_byte.binary_search_by_key(b, |(k, _)| *k).ok())
-                    .map_or(0, |k| x.by_byte[k].1[w]);
-                rejected |= x.rules[w] & !allowed;
-            }
-            let mut bits = (free | row.map_or(0, |r| r[w])) & !rejected;
-            if let Some(set) = &self.regex_set {
-                if bits & (self.regex_rules[0][w] | self.regex_rules[1][w]) != 0 {
-                    let (plain, init) = *any_regex.get_or_insert_with(|| {
-                        let hit = |init: bool| {
-                            facts.run.containers.iter().any(|c| {
-                                c.init == init && c.message.as_deref().is_some_and(|m| !m.is_empty() && set.is_match(m))
-                            })
-                        };
-                        let plain = hit(false);
-                        (plain, plain || hit(true))
-                    });
-                    bits &= !((if plain { 0 } else { self.regex_rules[0][w] })
-                        | (if init { 0 } else { self.regex_rules[1][w] }));
-                }
-            }
-            while bits != 0 {
-                let i = w * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                if let Some(signal) = self.rules[i].matches(facts, &mut names) {
-                    return Some((i, signal));
-                }
+        if words == 1 {
+            // At most 64 rules, nearly every policy: straight-line code. The loop over words
+            // kept every table's address live across iterations and spilled them to the
+            // stack, ~60 instructions of set-up per policy per decision.
+            let bits = self.candidates(0, facts, row, &codes, &mut names, &mut any_regex);
+            return self.try_candidates(0, bits, facts, &mut names);
+        }
+        for w in 0..words {
+            let bits = self.candidates(w, facts, row, &codes, &mut names, &mut any_regex);
+            if let Some(found) = self.try_candidates(w, bits, facts, &mut names) {
+                return Some(found);
             }
         }
         None
     }
 }
 
-/// The exit code of the container a rule without `containerName` selects (`None`: no
-/// failed container), with the rules listing that code.
-type SelectedCode<'a> = Option<(i64, Option<&'a [u64]>)>;
+/// The rules listing the exit code of the container a rule without `containerName` selects:
+/// `None` when that container has no failure code (no failed container, or code 0: §2.3
+/// rejects every exit-code rule), `Some(None)` for a code no rule lists.
+type SelectedCode<'a> = Option<Option<&'a [u64]>>;
 
 /// Rules with a literal prefix pattern on one named container (see `prefixes`).
 #[derive(Debug, Clone)]
@@ -583,9 +753,19 @@ struct SlotPrefixes {
     slot: usize,
     name: Box<str>,
     rules: Box<[u64]>,
-    /// (first byte, rules whose prefix starts with it), sorted by byte.
+    /// (first byte, rules whose prefix starts with it).
     by_byte: Box<[(u8, Box<[u64]>)]>,
+    /// Per byte value, its index in `by_byte` + 1, 0 if no prefix starts with it: one load
+    /// rather than a binary search per decision.
+    first: Box<[u32]>,
 }
+
+fn policy_rules_plans(policy: &RetryPolicy) -> Box<[RetryPlan]> {
+    policy.rules.iter().map(|r| RetryPlan::new(Some(r), policy)).collect()
+}
+
+/// An empty slot of the category table.
+const NO_ROW: u32 = u32::MAX;
 
 /// Rules per policy up to which the rejection masks are not used (see `use_masks`).
 const MASKED_RULES: usize = 4;
@@ -631,13 +811,22 @@ fn compile_rule(rule: &Rule) -> Result<RuleMatcher, String> {
     })
 }
 
+/// `a == b` for the short names compared per decision (containers, categories): a byte
+/// loop is inlined where `==` calls `memcmp`, whose call and set-up cost more than
+/// comparing `main` with `main`.
+#[inline]
+fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    a.len() == b.len() && (a.len() > 16 || a.iter().zip(b).all(|(x, y)| x == y)) && (a.len() <= 16 || a == b)
+}
+
 /// The index of the container named `name` in the run.
 fn find_container(facts: &RunFacts<'_>, name: &str) -> Option<u32> {
     facts
         .run
         .containers
         .iter()
-        .position(|c| *c.name == *name)
+        .position(|c| same(&c.name, name))
         .map(|i| i as u32)
 }
 

@@ -7,6 +7,7 @@ use proptest::prelude::*;
 use super::simulator::Simulator;
 use super::*;
 use crate::model::history::{FailureHistory, Final, Outcome, Run};
+use crate::model::policy::{RetryPolicy, Rule};
 use crate::model::{parse_documents, Resource};
 
 fn policies(yaml: &str) -> Vec<RetryPolicy> {
