@@ -15,7 +15,7 @@
 use regex::Regex;
 
 use crate::model::history::{Container, Run};
-use crate::model::policy::{AntiAffinityMode, Backoff, Condition, Operator, RetryPolicy, Rule};
+use crate::model::policy::{AntiAffinityMode, Backoff, Condition, ExitCodes, Operator, RetryPolicy, Rule};
 
 use super::Avoid;
 use crate::model::quantity::parse_quantity;
@@ -97,6 +97,8 @@ struct RuleMatcher {
     /// The container name's slot in the per-decision cache of resolved names (the first
     /// [`NAME_CACHE`] distinct names of the policy).
     container_slot: Option<usize>,
+    /// For a regex rule in the policy's `RegexSet`: its chunk in `regex_chunks`.
+    regex_chunk: Option<u8>,
     include_init: bool,
     /// A container-level matcher reads the selected container (§2.2).
     needs_container: bool,
@@ -198,16 +200,31 @@ fn sep(c: &Container) -> &'static str {
 /// which names to compare.
 fn word_hash(s: &str) -> u64 {
     let bytes = s.as_bytes();
-    let mut h = (bytes.len() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let n = bytes.len();
     let mix = |h: u64, word: u64| (h ^ word).wrapping_mul(0xbf58_476d_1ce4_e5b9).rotate_left(29);
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
-        h = mix(h, u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
-    }
-    // The tail a byte at a time: copying it into a zeroed word took a `memcpy` call.
-    let tail = chunks.remainder();
-    if !tail.is_empty() {
-        h = mix(h, tail.iter().rev().fold(0, |w, &b| (w << 8) | u64::from(b)));
+    let w4 = |i: usize| u64::from(u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap_or_default()));
+    let w8 = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or_default());
+    let mut h = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    // Whole words, then the tail as the last 8 (or 4 + 4) bytes, overlapping what came
+    // before: no loop over tail bytes and no copy into a zeroed word (a `memcpy` call).
+    match n {
+        0 => {}
+        1..=3 => {
+            h = mix(
+                h,
+                u64::from(bytes[0]) | u64::from(bytes[n / 2]) << 8 | u64::from(bytes[n - 1]) << 16,
+            )
+        }
+        4..=7 => h = mix(h, w4(0) | w4(n - 4) << 32),
+        _ => {
+            let mut chunks = bytes.chunks_exact(8);
+            for chunk in &mut chunks {
+                h = mix(h, u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
+            }
+            if !chunks.remainder().is_empty() {
+                h = mix(h, w8(n - 8));
+            }
+        }
     }
     h ^ (h >> 31)
 }
@@ -225,6 +242,8 @@ pub(crate) struct RunFacts<'r> {
     first_failed_with_init: Option<u32>,
     /// The exit codes of those two containers, 0 for none (no failed container).
     exit_codes: [i64; 2],
+    /// The run has an init container.
+    has_init: bool,
 }
 
 impl<'r> RunFacts<'r> {
@@ -238,14 +257,21 @@ impl<'r> RunFacts<'r> {
     }
 
     pub(crate) fn new(run: &'r Run) -> RunFacts<'r> {
-        let find = |init: bool| {
-            run.containers
-                .iter()
-                .position(|c| c.init == init && c.failed())
-                .map(|i| i as u32)
-        };
-        let first_failed = find(false);
-        let first_failed_with_init = find(true).or(first_failed);
+        // One pass over the containers (§2.2): the first failed non-init container, the
+        // first failed init container, and whether there is an init container at all.
+        let (mut first_failed, mut first_failed_init, mut has_init) = (None, None, false);
+        for (i, c) in run.containers.iter().enumerate() {
+            has_init |= c.init;
+            let slot = if c.init {
+                &mut first_failed_init
+            } else {
+                &mut first_failed
+            };
+            if slot.is_none() && c.failed() {
+                *slot = Some(i as u32);
+            }
+        }
+        let first_failed_with_init = first_failed_init.or(first_failed);
         let code = |i: Option<u32>| i.map_or(0, |i| run.containers[i as usize].exit_code);
         RunFacts {
             run,
@@ -254,6 +280,7 @@ impl<'r> RunFacts<'r> {
             first_failed,
             first_failed_with_init,
             exit_codes: [code(first_failed), code(first_failed_with_init)],
+            has_init,
         }
     }
 }
@@ -296,6 +323,10 @@ pub struct CompiledPolicy {
     /// pattern is a literal prefix, and per first byte the ones starting with it. A run whose
     /// container's message starts with another byte (or has none) rejects them untried.
     prefixes: Box<[SlotPrefixes]>,
+    /// Rules with `onExitCodes` on a named container, per cached `containerName`: that
+    /// container's exit code rejects the others by mask, as for the unnamed ones above
+    /// (tried one by one, 3 × 20 such rules cost ~7,000 instructions a decision).
+    named_exits: Box<[NamedExits]>,
     /// More than [`MASKED_RULES`] rules: worth the per-decision set-up of the rejection
     /// masks above. With fewer, trying the category candidates directly is cheaper (measured
     /// on `scripts/bench-simulate.sh`'s policies of 1–3 rules: the masks made a decision
@@ -307,6 +338,12 @@ pub struct CompiledPolicy {
     /// of them is rejected untried. When it matches, each candidate still runs its own regex.
     regex_rules: [Box<[u64]>; 2],
     regex_set: Option<regex::RegexSet>,
+    /// When the set matches, the rules' regexes are tried one by one in rule order; these
+    /// smaller sets, over [`REGEX_CHUNK`] consecutive patterns each (only with more than
+    /// that many), reject a chunk's rules with one search when none of them matches (3 × 20
+    /// rules whose last one matches: 21 regex searches a decision without them, ~5,000
+    /// instructions).
+    regex_chunks: Box<[regex::RegexSet]>,
     /// `mutate.resources.memory.static` in bytes, per rule.
     pub(crate) statics: Vec<Option<f64>>,
     /// What a retry under each rule takes, and under the default action (`default_plan`).
@@ -383,8 +420,10 @@ impl CompiledPolicy {
         let mut exit_rows: Vec<u64> = Vec::new();
         let mut names: Vec<&str> = Vec::new();
         let mut prefixes: Vec<SlotPrefixes> = Vec::new();
+        let mut named_exits: Vec<NamedExits> = Vec::new();
         let mut regex_rules = [vec![0u64; words], vec![0u64; words]];
         let mut regex_patterns: Vec<&str> = Vec::new();
+        let mut regex_rule_ids: Vec<usize> = Vec::new();
         for (i, rule) in policy.rules.iter().enumerate() {
             let at = |e: String| format!("policy `{}` rule {i}: {e}", policy.name);
             let mut matcher = compile_rule(rule).map_err(at)?;
@@ -394,6 +433,16 @@ impl CompiledPolicy {
                     names.len() - 1
                 });
                 matcher.container_slot = (slot < NAME_CACHE).then_some(slot);
+            }
+            if let (Some(slot), Some(codes)) = (matcher.container_slot, &rule.on_exit_codes) {
+                let at = match named_exits.iter().position(|x: &NamedExits| x.slot == slot) {
+                    Some(at) => at,
+                    None => {
+                        named_exits.push(NamedExits::new(slot, names[slot], words));
+                        named_exits.len() - 1
+                    }
+                };
+                named_exits[at].add(i, codes);
             }
             if let (Some(slot), Some(Pattern::Prefix(l))) = (matcher.container_slot, &matcher.pattern) {
                 let at = match prefixes.iter().position(|x: &SlotPrefixes| x.slot == slot) {
@@ -433,6 +482,7 @@ impl CompiledPolicy {
             {
                 regex_rules[usize::from(rule.include_init_containers)][i / 64] |= 1u64 << (i % 64);
                 regex_patterns.push(p);
+                regex_rule_ids.push(i);
             }
             rules.push(matcher);
             let (word, mask) = (i / 64, 1u64 << (i % 64));
@@ -524,15 +574,31 @@ impl CompiledPolicy {
         let use_masks = policy.rules.len() > MASKED_RULES;
         // The same syntax and limits as each pattern's own regex (`compile_pattern`); a set
         // too large to build only loses the shortcut.
-        let regex_set = (!regex_patterns.is_empty())
-            .then(|| {
-                regex::RegexSetBuilder::new(&regex_patterns)
-                    .size_limit(MAX_REGEX_SIZE * 4)
-                    .dfa_size_limit(MAX_REGEX_SIZE * 16)
-                    .build()
-                    .ok()
-            })
-            .flatten();
+        let set_of = |patterns: &[&str]| {
+            regex::RegexSetBuilder::new(patterns)
+                .size_limit(MAX_REGEX_SIZE * 4)
+                .dfa_size_limit(MAX_REGEX_SIZE * 16)
+                .build()
+                .ok()
+        };
+        let regex_set = (!regex_patterns.is_empty()).then(|| set_of(&regex_patterns)).flatten();
+        // Chunks only under a set that was built, at most 64 (a per-decision bitmask of
+        // searched chunks), and all or none (a chunk too large to build only loses them).
+        let regex_chunks: Box<[regex::RegexSet]> =
+            if regex_set.is_some() && regex_patterns.len() > REGEX_CHUNK && regex_patterns.len() <= REGEX_CHUNK * 64 {
+                regex_patterns
+                    .chunks(REGEX_CHUNK)
+                    .map(set_of)
+                    .collect::<Option<Box<[_]>>>()
+                    .unwrap_or_default()
+            } else {
+                Box::new([])
+            };
+        if !regex_chunks.is_empty() {
+            for (k, &i) in regex_rule_ids.iter().enumerate() {
+                rules[i].regex_chunk = Some((k / REGEX_CHUNK) as u8);
+            }
+        }
         let [regex_plain, regex_init] = regex_rules;
         let [exit_plain, exit_init] = exit_rules;
         Ok(CompiledPolicy {
@@ -550,9 +616,11 @@ impl CompiledPolicy {
             exit_small: exit_small.into(),
             has_exit_rules,
             prefixes: prefixes.into(),
+            named_exits: named_exits.into_iter().map(NamedExits::finish).collect(),
             use_masks,
             regex_rules: [regex_plain.into(), regex_init.into()],
             regex_set,
+            regex_chunks,
             statics,
             plans: policy_rules_plans(&policy),
             default_plan: RetryPlan::new(None, &policy),
@@ -574,6 +642,7 @@ impl CompiledPolicy {
     }
 
     /// The bitset row of the rules listing the run's category, if any rule lists it.
+    #[inline(always)]
     fn category_row(&self, facts: &RunFacts<'_>) -> Option<&[u64]> {
         let (name, hash) = facts.category?;
         let mask = self.categories.len().checked_sub(1)?;
@@ -592,7 +661,7 @@ impl CompiledPolicy {
     }
 
     /// The exit-code row of `code`, if a rule lists it.
-    #[inline]
+    #[inline(always)]
     fn exit_row(&self, code: i64) -> Option<&[u64]> {
         let words = self.uncategorized.len();
         let row = match self.exit_small.get(code as usize) {
@@ -608,6 +677,9 @@ impl CompiledPolicy {
     /// Word `w` of the rules the run's exit codes reject: `onExitCodes` rules (without
     /// `containerName`) whose selected container has no failure code, code 0, a code an `In`
     /// rule does not list or a code a `NotIn` rule lists (§2.3).
+    // `inline(always)` here and on the helpers below: first_match is large enough that
+    // LLVM stopped inlining them, and their calls cost more than their bodies.
+    #[inline(always)]
     fn exit_rejects(&self, w: usize, codes: &[SelectedCode<'_>; 2]) -> u64 {
         let mut out = 0;
         for (rules, code) in self.exit_rules.iter().zip(codes) {
@@ -643,7 +715,14 @@ impl CompiledPolicy {
             conditions &= conditions - 1;
             held |= self.pod_condition_rows[c * words + w];
         }
-        let mut rejected = (self.pod_condition_rules[w] & !held) | self.exit_rejects(w, codes);
+        let mut rejected = self.pod_condition_rules[w] & !held;
+        if self.has_exit_rules {
+            rejected |= self.exit_rejects(w, codes);
+        }
+        for x in self.named_exits.iter() {
+            let code = resolve(names, x.slot, &x.name, facts).map_or(0, |i| facts.run.containers[i as usize].exit_code);
+            rejected |= x.rejects(w, code);
+        }
         for x in self.prefixes.iter() {
             let first = resolve(names, x.slot, &x.name, facts)
                 .and_then(|i| facts.run.containers[i as usize].message.as_deref())
@@ -656,15 +735,7 @@ impl CompiledPolicy {
         let mut bits = (self.uncategorized[w] | row.map_or(0, |r| r[w])) & !rejected;
         if let Some(set) = &self.regex_set {
             if bits & (self.regex_rules[0][w] | self.regex_rules[1][w]) != 0 {
-                let (plain, init) = *any_regex.get_or_insert_with(|| {
-                    let hit = |init: bool| {
-                        facts.run.containers.iter().any(|c| {
-                            c.init == init && c.message.as_deref().is_some_and(|m| !m.is_empty() && set.is_match(m))
-                        })
-                    };
-                    let plain = hit(false);
-                    (plain, plain || hit(true))
-                });
+                let (plain, init) = *any_regex.get_or_insert_with(|| set_hits(set, facts));
                 bits &= !((if plain { 0 } else { self.regex_rules[0][w] })
                     | (if init { 0 } else { self.regex_rules[1][w] }));
             }
@@ -680,11 +751,26 @@ impl CompiledPolicy {
         mut bits: u64,
         facts: &RunFacts<'_>,
         names: &mut [u32; NAME_CACHE],
+        chunks: &mut ChunkHits,
     ) -> Option<(usize, Signal)> {
         while bits != 0 {
             let i = w * 64 + bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            if let Some(signal) = self.rules[i].matches(facts, names) {
+            let rule = &self.rules[i];
+            if let Some(c) = rule.regex_chunk {
+                // Searched once per decision, when its first candidate is reached.
+                let bit = 1u64 << c;
+                if chunks.searched & bit == 0 {
+                    let (plain, init) = set_hits(&self.regex_chunks[c as usize], facts);
+                    chunks.searched |= bit;
+                    chunks.plain |= if plain { bit } else { 0 };
+                    chunks.init |= if init { bit } else { 0 };
+                }
+                if (if rule.include_init { chunks.init } else { chunks.plain }) & bit == 0 {
+                    continue;
+                }
+            }
+            if let Some(signal) = rule.matches(facts, names) {
                 return Some((i, signal));
             }
         }
@@ -724,17 +810,18 @@ impl CompiledPolicy {
         // Whether the policy's RegexSet matches a non-init message / any message; searched
         // at most once per decision, and only if a regex rule is still a candidate.
         let mut any_regex: Option<(bool, bool)> = None;
+        let mut chunks = ChunkHits::default();
         let mut names = [UNRESOLVED; NAME_CACHE];
         if words == 1 {
             // At most 64 rules, nearly every policy: straight-line code. The loop over words
             // kept every table's address live across iterations and spilled them to the
             // stack, ~60 instructions of set-up per policy per decision.
             let bits = self.candidates(0, facts, row, &codes, &mut names, &mut any_regex);
-            return self.try_candidates(0, bits, facts, &mut names);
+            return self.try_candidates(0, bits, facts, &mut names, &mut chunks);
         }
         for w in 0..words {
             let bits = self.candidates(w, facts, row, &codes, &mut names, &mut any_regex);
-            if let Some(found) = self.try_candidates(w, bits, facts, &mut names) {
+            if let Some(found) = self.try_candidates(w, bits, facts, &mut names, &mut chunks) {
                 return Some(found);
             }
         }
@@ -746,6 +833,113 @@ impl CompiledPolicy {
 /// `None` when that container has no failure code (no failed container, or code 0: §2.3
 /// rejects every exit-code rule), `Some(None)` for a code no rule lists.
 type SelectedCode<'a> = Option<Option<&'a [u64]>>;
+
+/// Whether a set matches a message a rule without `containerName` reads (§2.2–2.3): (one
+/// of a non-init container, one of any container).
+fn set_hits(set: &regex::RegexSet, facts: &RunFacts<'_>) -> (bool, bool) {
+    let hit = |init: bool| {
+        facts
+            .run
+            .containers
+            .iter()
+            .any(|c| c.init == init && c.message.as_deref().is_some_and(|m| !m.is_empty() && set.is_match(m)))
+    };
+    let plain = hit(false);
+    (plain, plain || (facts.has_init && hit(true)))
+}
+
+/// Per decision, which of a policy's `regex_chunks` were searched, and which matched a
+/// non-init message / any message (bit `c` for chunk `c`).
+#[derive(Default)]
+struct ChunkHits {
+    searched: u64,
+    plain: u64,
+    init: u64,
+}
+
+/// Consecutive regex patterns per chunk set (see `regex_chunks`).
+const REGEX_CHUNK: usize = 8;
+
+/// Rules with `onExitCodes` on one named container (see `named_exits`).
+#[derive(Debug, Clone)]
+struct NamedExits {
+    slot: usize,
+    name: Box<str>,
+    /// The rules, and those with operator `In`.
+    rules: Box<[u64]>,
+    member: Box<[u64]>,
+    /// Code → its row in `rows` (the rules listing it), sorted; for codes 0–255 also
+    /// `small` (code → row + 1, 0 for none).
+    codes: Vec<(i64, u32)>,
+    rows: Vec<u64>,
+    small: Box<[u32]>,
+}
+
+impl NamedExits {
+    fn new(slot: usize, name: &str, words: usize) -> NamedExits {
+        NamedExits {
+            slot,
+            name: name.into(),
+            rules: vec![0; words].into(),
+            member: vec![0; words].into(),
+            codes: Vec::new(),
+            rows: Vec::new(),
+            small: Box::new([]),
+        }
+    }
+
+    fn add(&mut self, i: usize, codes: &ExitCodes) {
+        let words = self.rules.len();
+        let (word, mask) = (i / 64, 1u64 << (i % 64));
+        self.rules[word] |= mask;
+        if codes.operator == Operator::In {
+            self.member[word] |= mask;
+        }
+        for &code in &codes.values {
+            let row = match self.codes.iter().find(|(c, _)| *c == code) {
+                Some(&(_, row)) => row,
+                None => {
+                    let row = (self.rows.len() / words) as u32;
+                    self.rows.resize(self.rows.len() + words, 0);
+                    self.codes.push((code, row));
+                    row
+                }
+            };
+            self.rows[row as usize * words + word] |= mask;
+        }
+    }
+
+    fn finish(mut self) -> NamedExits {
+        self.codes.sort_unstable();
+        let mut small = vec![0u32; 256];
+        for &(code, row) in self.codes.iter().filter(|(c, _)| (0..256).contains(c)) {
+            small[code as usize] = row + 1;
+        }
+        self.small = small.into();
+        self
+    }
+
+    /// Word `w` of the rules the container's exit `code` rejects (0: no such container or
+    /// code 0, which no rule admits; else a code an `In` rule does not list or a code a
+    /// `NotIn` rule lists), as `ExitSet::admits` decides for each (§2.3).
+    #[inline(always)]
+    fn rejects(&self, w: usize, code: i64) -> u64 {
+        if code == 0 {
+            return self.rules[w];
+        }
+        let words = self.rules.len();
+        let row = match self.small.get(code as usize) {
+            Some(&row) if (0..256).contains(&code) => (row as usize).checked_sub(1),
+            _ => self
+                .codes
+                .binary_search_by_key(&code, |(c, _)| *c)
+                .ok()
+                .map(|at| self.codes[at].1 as usize),
+        };
+        let listed = row.map_or(0, |row| self.rows[row * words + w]);
+        self.rules[w] & ((self.member[w] & !listed) | (!self.member[w] & listed))
+    }
+}
 
 /// Rules with a literal prefix pattern on one named container (see `prefixes`).
 #[derive(Debug, Clone)]
@@ -807,20 +1001,35 @@ fn compile_rule(rule: &Rule) -> Result<RuleMatcher, String> {
         pattern,
         container: rule.container_name.as_deref().map(Into::into),
         container_slot: None,
+        regex_chunk: None,
         include_init: rule.include_init_containers,
     })
 }
 
-/// `a == b` for the short names compared per decision (containers, categories): a byte
-/// loop is inlined where `==` calls `memcmp`, whose call and set-up cost more than
-/// comparing `main` with `main`.
-#[inline]
+/// `a == b` for the short names compared per decision (containers, categories), without a
+/// `memcmp` call (whose call and set-up cost more than comparing `main` with `main`, once
+/// per policy per decision): up to 16 bytes as two overlapping words.
+#[inline(always)]
 fn same(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
-    a.len() == b.len() && (a.len() > 16 || a.iter().zip(b).all(|(x, y)| x == y)) && (a.len() <= 16 || a == b)
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let w4 = |s: &[u8], i: usize| u32::from_le_bytes(s[i..i + 4].try_into().unwrap_or_default());
+    let w8 = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap_or_default());
+    match n {
+        0 => true,
+        // Bytes 0, n/2 and n-1 cover every byte of 1–3.
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => w4(a, 0) == w4(b, 0) && w4(a, n - 4) == w4(b, n - 4),
+        8..=16 => w8(a, 0) == w8(b, 0) && w8(a, n - 8) == w8(b, n - 8),
+        _ => a == b,
+    }
 }
 
 /// The index of the container named `name` in the run.
+#[inline(always)]
 fn find_container(facts: &RunFacts<'_>, name: &str) -> Option<u32> {
     facts
         .run
@@ -831,6 +1040,7 @@ fn find_container(facts: &RunFacts<'_>, name: &str) -> Option<u32> {
 }
 
 /// [`find_container`] through the per-decision cache slot of a policy's container name.
+#[inline(always)]
 fn resolve(names: &mut [u32; NAME_CACHE], slot: usize, name: &str, facts: &RunFacts<'_>) -> Option<u32> {
     if names[slot] == UNRESOLVED {
         names[slot] = find_container(facts, name).unwrap_or(ABSENT);

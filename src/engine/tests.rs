@@ -1204,3 +1204,14 @@ fn literal_pattern_fast_paths_agree_with_the_regex() {
         }
     }
 }
+
+/// The verdict is returned by value on every decision: above 128 bytes the compiler copies
+/// it with a `memmove` call rather than inline (at 176 bytes that call was in every decision).
+#[test]
+fn verdict_stays_small() {
+    assert!(
+        std::mem::size_of::<Verdict>() <= 128,
+        "{}",
+        std::mem::size_of::<Verdict>()
+    );
+}
