@@ -2,10 +2,12 @@
 //! leaves behind.
 //!
 //! Owns: [`CompiledPolicy`] (per rule: condition bitmask, sorted exit-code set, compiled
-//! message pattern, container name; per policy: the rules indexed by category), the facts
-//! read from a run once per decision (`RunFacts`), the first-match search over one policy,
-//! and [`Signal`], which names what matched by indices into the run and is put into words
-//! only when a record is written ([`Signal::write`]).
+//! message pattern, container name, and the retry plan — backoff, limit, anti-affinity
+//! resolved rule → policy; per policy: the rules indexed by category, and the rejection
+//! masks by condition, exit code (per named container too), message first byte and
+//! `RegexSet`s), the facts read from a run once per decision (`RunFacts`), the first-match
+//! search over one policy, and [`Signal`], which names what matched by indices into the
+//! run and is put into words only when a record is written ([`Signal::write`]).
 //!
 //! Must not: allocate while matching (the evaluator's budget is zero heap allocations per
 //! decision, `tests/alloc.rs`), do I/O, or change the order in which rules are tried: the
