@@ -4,15 +4,20 @@
 //!
 //! Cases: a run that matches rule 16 of the last policy (the worst case when every earlier
 //! rule was tried; now the others are rejected by mask), one that matches a first rule, one that matches
-//! nothing (falls to the default action); and `regex_rules_no_match`, 3 × 20 regex message
-//! rules that no mask can reject, none matching.
+//! nothing (falls to the default action); and rule sets that pass the masks and fail late,
+//! the engine's own worst cases: `regex_rules_no_match`, 3 × 20 regex message rules, none
+//! matching; `regex_rules_last_matches`, 3 × 20 anchored regex rules of an Xid catalog with
+//! a message that only the last rule of the last policy matches (its policy's `RegexSet`
+//! matches, so its regex rules are then tried in order); `named_exit_rules_last_matches`, 3 × 20
+//! `containerName: main` + `onExitCodes` rules, the main container's code listed only by the
+//! last rule of the last policy.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use std::hint::black_box;
 
 use retryctl::engine::{evaluate, CompiledPolicy, JobContext, JobState, Settings};
 use retryctl::model::history::{Outcome, Run};
-use retryctl::model::policy::{Action, RetryPolicy, Rule};
+use retryctl::model::policy::{Action, Backoff, ExitCodes, Operator, RetryPolicy, Rule};
 use retryctl::model::GoDuration;
 
 #[path = "fixtures/evaluator.rs"]
@@ -92,7 +97,95 @@ fn bench(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
+    // A GPU error that only the last rule of the last policy of an Xid catalog matches.
+    let catalog_compiled: Vec<CompiledPolicy> = (0..3).map(|p| CompiledPolicy::new(xid_policy(p)).unwrap()).collect();
+    let catalog_refs: Vec<&CompiledPolicy> = catalog_compiled.iter().collect();
+    let xid = run("nothing", 1);
+    let xid = Run {
+        containers: vec![retryctl::model::history::Container {
+            message: Some("NVRM: Xid 79, pid=1234, policy 2 rule 19: GPU has fallen off the bus".into()),
+            ..xid.containers[0].clone()
+        }],
+        ..xid
+    };
+    let named_compiled: Vec<CompiledPolicy> = (0..3)
+        .map(|p| CompiledPolicy::new(named_exit_policy(p)).unwrap())
+        .collect();
+    let named_refs: Vec<&CompiledPolicy> = named_compiled.iter().collect();
+    let named_last = run("nothing", named_exit_code(2, 19));
+    for (name, refs, r) in [
+        ("regex_rules_last_matches", &catalog_refs, &xid),
+        ("named_exit_rules_last_matches", &named_refs, &named_last),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_batched_ref(
+                || JobState::new(None),
+                |state| {
+                    black_box(evaluate(
+                        black_box(refs),
+                        &settings,
+                        &job,
+                        state,
+                        black_box(r),
+                        black_box(3),
+                        1_000,
+                    ))
+                },
+                BatchSize::SmallInput,
+            )
+        });
+    }
     group.finish();
+}
+
+/// 20 regex message rules (an Xid catalog), each matching one policy and rule number.
+fn xid_policy(p: usize) -> RetryPolicy {
+    let rules = (0..20)
+        .map(|r| Rule {
+            action: Action::Retry,
+            on_termination_message: Some(format!(r"^NVRM: Xid \d+, pid=\d+, policy {p} rule {r}:")),
+            ..Rule::default()
+        })
+        .collect();
+    RetryPolicy {
+        name: format!("xid-{p}"),
+        default_action: Action::Fail,
+        rules,
+        ..RetryPolicy::default()
+    }
+}
+
+/// The exit code that rule `r` of `named_exit_policy(p)` lists.
+fn named_exit_code(p: usize, r: usize) -> i64 {
+    (100 + p * 20 + r) as i64
+}
+
+/// 20 rules on the `main` container's exit code (`containerName` + `onExitCodes`), each
+/// listing one code, retrying with backoff and jitter.
+fn named_exit_policy(p: usize) -> RetryPolicy {
+    let rules = (0..20)
+        .map(|r| Rule {
+            action: Action::Retry,
+            container_name: Some("main".into()),
+            on_exit_codes: Some(ExitCodes {
+                operator: Operator::In,
+                values: vec![named_exit_code(p, r)],
+            }),
+            backoff: Backoff {
+                initial_delay: Some(GoDuration::from_secs(5)),
+                multiplier: Some(1.5),
+                jitter: Some(0.2),
+                ..Backoff::default()
+            },
+            ..Rule::default()
+        })
+        .collect();
+    RetryPolicy {
+        name: format!("named-exit-{p}"),
+        default_action: Action::Fail,
+        rules,
+        ..RetryPolicy::default()
+    }
 }
 
 fn regex_policy(p: usize) -> RetryPolicy {

@@ -13,7 +13,7 @@ use std::hint::black_box;
 
 use retryctl::engine::{evaluate, CompiledPolicy, JobContext, JobState, Settings};
 use retryctl::model::history::{Outcome, Run};
-use retryctl::model::policy::{Action, AffinityMutation, Condition, Mutation, RetryPolicy, Rule};
+use retryctl::model::policy::{Action, AffinityMutation, Condition, ExitCodes, Mutation, Operator, RetryPolicy, Rule};
 use retryctl::model::GoDuration;
 
 #[path = "../benches/fixtures/evaluator.rs"]
@@ -91,11 +91,44 @@ fn policy(p: usize) -> RetryPolicy {
     }
 }
 
+/// Rules only the newer tables reject untried: `containerName` + `onExitCodes` (per-container
+/// exit-code rows) and more than 8 regex message rules (the policy's chunked `RegexSet`s).
+fn late_policy() -> RetryPolicy {
+    let named = (0..10).map(|r| Rule {
+        action: Action::Retry,
+        container_name: Some("main".into()),
+        on_exit_codes: Some(ExitCodes {
+            operator: Operator::In,
+            values: vec![200 + r],
+        }),
+        ..Rule::default()
+    });
+    let regexes = (10..22).map(|r| Rule {
+        action: Action::Retry,
+        on_termination_message: Some(format!(r"^Xid \d+ rule {r}:")),
+        ..Rule::default()
+    });
+    RetryPolicy {
+        name: "late".into(),
+        default_action: Action::Fail,
+        rules: named.chain(regexes).collect(),
+        ..RetryPolicy::default()
+    }
+}
+
+/// `run(...)` with the main container's message replaced.
+fn with_message(mut r: Run, message: &str) -> Run {
+    r.containers[0].message = Some(message.into());
+    r
+}
+
 #[test]
 fn a_decision_allocates_nothing() {
     let compiled: Vec<CompiledPolicy> = (0..3).map(|p| CompiledPolicy::new(policy(p)).unwrap()).collect();
     let all: Vec<&CompiledPolicy> = compiled.iter().collect();
     let without_default: Vec<&CompiledPolicy> = vec![&compiled[0], &compiled[2]];
+    let late_compiled = CompiledPolicy::new(late_policy()).unwrap();
+    let late: Vec<&CompiledPolicy> = vec![&late_compiled];
     let settings = Settings::default();
     let job = JobContext::new("job-0000042", false, GoDuration::from_secs(30));
     let failed = Outcome::Failed;
@@ -130,6 +163,19 @@ fn a_decision_allocates_nothing() {
             run("nothing", 0, "", Outcome::LeaseReturned),
         ),
         ("cancelled", all.as_slice(), run("nothing", 0, "", Outcome::Cancelled)),
+        (
+            "named exit code rule",
+            late.as_slice(),
+            run("nothing", 205, "Error", failed),
+        ),
+        (
+            "regex rule in a later chunk",
+            late.as_slice(),
+            with_message(
+                run("nothing", 1, "Error", failed),
+                "Xid 79 rule 20: GPU has fallen off the bus",
+            ),
+        ),
     ];
     for (name, policies, r) in &cases {
         // Warm-up: lazily built caches (the regex engine's) are not per decision.

@@ -2,10 +2,12 @@
 //! leaves behind.
 //!
 //! Owns: [`CompiledPolicy`] (per rule: condition bitmask, sorted exit-code set, compiled
-//! message pattern, container name; per policy: the rules indexed by category), the facts
-//! read from a run once per decision (`RunFacts`), the first-match search over one policy,
-//! and [`Signal`], which names what matched by indices into the run and is put into words
-//! only when a record is written ([`Signal::write`]).
+//! message pattern, container name, and the retry plan — backoff, limit, anti-affinity
+//! resolved rule → policy; per policy: the rules indexed by category, and the rejection
+//! masks by condition, exit code (per named container too), message first byte and
+//! `RegexSet`s), the facts read from a run once per decision (`RunFacts`), the first-match
+//! search over one policy, and [`Signal`], which names what matched by indices into the
+//! run and is put into words only when a record is written ([`Signal::write`]).
 //!
 //! Must not: allocate while matching (the evaluator's budget is zero heap allocations per
 //! decision, `tests/alloc.rs`), do I/O, or change the order in which rules are tried: the
@@ -15,7 +17,9 @@
 use regex::Regex;
 
 use crate::model::history::{Container, Run};
-use crate::model::policy::{Condition, Operator, RetryPolicy, Rule};
+use crate::model::policy::{AntiAffinityMode, Backoff, Condition, ExitCodes, Operator, RetryPolicy, Rule};
+
+use super::Avoid;
 use crate::model::quantity::parse_quantity;
 use crate::model::validate::{compile_pattern, MAX_REGEX_SIZE};
 
@@ -95,6 +99,8 @@ struct RuleMatcher {
     /// The container name's slot in the per-decision cache of resolved names (the first
     /// [`NAME_CACHE`] distinct names of the policy).
     container_slot: Option<usize>,
+    /// For a regex rule in the policy's `RegexSet`: its chunk in `regex_chunks`.
+    regex_chunk: Option<u8>,
     include_init: bool,
     /// A container-level matcher reads the selected container (§2.2).
     needs_container: bool,
@@ -196,13 +202,31 @@ fn sep(c: &Container) -> &'static str {
 /// which names to compare.
 fn word_hash(s: &str) -> u64 {
     let bytes = s.as_bytes();
-    let mut h = (bytes.len() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    for chunk in bytes.chunks(8) {
-        let mut word = [0u8; 8];
-        word[..chunk.len()].copy_from_slice(chunk);
-        h = (h ^ u64::from_le_bytes(word))
-            .wrapping_mul(0xbf58_476d_1ce4_e5b9)
-            .rotate_left(29);
+    let n = bytes.len();
+    let mix = |h: u64, word: u64| (h ^ word).wrapping_mul(0xbf58_476d_1ce4_e5b9).rotate_left(29);
+    let w4 = |i: usize| u64::from(u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap_or_default()));
+    let w8 = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or_default());
+    let mut h = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    // Whole words, then the tail as the last 8 (or 4 + 4) bytes, overlapping what came
+    // before: no loop over tail bytes and no copy into a zeroed word (a `memcpy` call).
+    match n {
+        0 => {}
+        1..=3 => {
+            h = mix(
+                h,
+                u64::from(bytes[0]) | u64::from(bytes[n / 2]) << 8 | u64::from(bytes[n - 1]) << 16,
+            )
+        }
+        4..=7 => h = mix(h, w4(0) | w4(n - 4) << 32),
+        _ => {
+            let mut chunks = bytes.chunks_exact(8);
+            for chunk in &mut chunks {
+                h = mix(h, u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
+            }
+            if !chunks.remainder().is_empty() {
+                h = mix(h, w8(n - 8));
+            }
+        }
     }
     h ^ (h >> 31)
 }
@@ -218,23 +242,47 @@ pub(crate) struct RunFacts<'r> {
     first_failed: Option<u32>,
     /// The first failed container, init containers first.
     first_failed_with_init: Option<u32>,
+    /// The exit codes of those two containers, 0 for none (no failed container).
+    exit_codes: [i64; 2],
+    /// The run has an init container.
+    has_init: bool,
 }
 
 impl<'r> RunFacts<'r> {
+    pub(crate) fn run(&self) -> &'r Run {
+        self.run
+    }
+
+    /// The run's pod-level `condition` holds (not `OOMKilled`, a container's).
+    pub(crate) fn has_condition(&self, condition: Condition) -> bool {
+        self.conditions & bit(condition) != 0
+    }
+
     pub(crate) fn new(run: &'r Run) -> RunFacts<'r> {
-        let find = |init: bool| {
-            run.containers
-                .iter()
-                .position(|c| c.init == init && c.failed())
-                .map(|i| i as u32)
-        };
-        let first_failed = find(false);
+        // One pass over the containers (§2.2): the first failed non-init container, the
+        // first failed init container, and whether there is an init container at all.
+        let (mut first_failed, mut first_failed_init, mut has_init) = (None, None, false);
+        for (i, c) in run.containers.iter().enumerate() {
+            has_init |= c.init;
+            let slot = if c.init {
+                &mut first_failed_init
+            } else {
+                &mut first_failed
+            };
+            if slot.is_none() && c.failed() {
+                *slot = Some(i as u32);
+            }
+        }
+        let first_failed_with_init = first_failed_init.or(first_failed);
+        let code = |i: Option<u32>| i.map_or(0, |i| run.containers[i as usize].exit_code);
         RunFacts {
             run,
             conditions: run.conditions.iter().fold(0, |m, &c| m | bit(c)),
             category: run.category.as_deref().map(|c| (c, word_hash(c))),
             first_failed,
-            first_failed_with_init: find(true).or(first_failed),
+            first_failed_with_init,
+            exit_codes: [code(first_failed), code(first_failed_with_init)],
+            has_init,
         }
     }
 }
@@ -246,8 +294,13 @@ pub struct CompiledPolicy {
     rules: Box<[RuleMatcher]>,
     /// Rules that list no category, as a bitset over rule indices: candidates for every run.
     uncategorized: Box<[u64]>,
-    /// Category (hash, name) → the rules that list it, a bitset row in `rows`; sorted by hash.
-    categories: Box<[(u64, Box<str>, u32)]>,
+    /// Category → the rules that list it, a bitset row in `rows`: an open-addressed table
+    /// of (hash, row) probed from `hash & (len - 1)` (a power of two, at most half full;
+    /// empty when no rule lists a category), the row's name in `category_names[row]`. A
+    /// binary search over the sorted hashes was a quarter of the per-policy set-up: its
+    /// data-dependent steps over 40-byte entries stalled; a probe is usually one load.
+    categories: Box<[(u64, u32)]>,
+    category_names: Box<[Box<str>]>,
     rows: Box<[u64]>,
     /// Rules whose `onConditions` lists only pod-level conditions, and per condition bit
     /// (`Condition as usize`) the ones listing it: a run without any of a rule's conditions
@@ -261,12 +314,21 @@ pub struct CompiledPolicy {
     exit_in: Box<[u64]>,
     exit_codes: Box<[(i64, u32)]>,
     exit_rows: Box<[u64]>,
+    /// `exit_codes` for the codes 0–255 (a process's own exit codes) as a direct table:
+    /// code → row + 1, 0 for a code no rule lists; empty when no rule lists a code. The
+    /// binary search it replaces was the costliest step of a policy's set-up (a chain of
+    /// dependent loads and compares per decision).
+    exit_small: Box<[u32]>,
     /// Some rule is in `exit_rules` (else the run's exit codes are not looked up).
     has_exit_rules: bool,
     /// The literal fast path as a mask: per cached `containerName`, the rules whose message
     /// pattern is a literal prefix, and per first byte the ones starting with it. A run whose
     /// container's message starts with another byte (or has none) rejects them untried.
     prefixes: Box<[SlotPrefixes]>,
+    /// Rules with `onExitCodes` on a named container, per cached `containerName`: that
+    /// container's exit code rejects the others by mask, as for the unnamed ones above
+    /// (tried one by one, 3 × 20 such rules cost ~7,000 instructions a decision).
+    named_exits: Box<[NamedExits]>,
     /// More than [`MASKED_RULES`] rules: worth the per-decision set-up of the rejection
     /// masks above. With fewer, trying the category candidates directly is cheaper (measured
     /// on `scripts/bench-simulate.sh`'s policies of 1–3 rules: the masks made a decision
@@ -278,8 +340,68 @@ pub struct CompiledPolicy {
     /// of them is rejected untried. When it matches, each candidate still runs its own regex.
     regex_rules: [Box<[u64]>; 2],
     regex_set: Option<regex::RegexSet>,
+    /// When the set matches, the rules' regexes are tried one by one in rule order; these
+    /// smaller sets, over [`REGEX_CHUNK`] consecutive patterns each (only with more than
+    /// that many), reject a chunk's rules with one search when none of them matches (3 × 20
+    /// rules whose last one matches: 21 regex searches a decision without them, ~5,000
+    /// instructions).
+    regex_chunks: Box<[regex::RegexSet]>,
     /// `mutate.resources.memory.static` in bytes, per rule.
     pub(crate) statics: Vec<Option<f64>>,
+    /// What a retry under each rule takes, and under the default action (`default_plan`).
+    plans: Box<[RetryPlan]>,
+    default_plan: RetryPlan,
+}
+
+/// What a retry under one rule (or the policy's default action) takes from the rule and the
+/// policy, resolved once at compile time rather than through both levels per decision:
+/// each backoff field rule → policy (the scheduler's level and the built-in one are added
+/// per decision: settings are not the policy's), the retry limit rule → policy (§2.4), the
+/// nodes to avoid (§2.6), and whether the rule mutates memory.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RetryPlan {
+    pub(crate) backoff: Backoff,
+    pub(crate) limit: Option<u32>,
+    pub(crate) avoid: Avoid,
+    pub(crate) memory: bool,
+}
+
+impl RetryPlan {
+    /// SPEC §2.4–2.6 for `rule` of `policy`, or for its default action (`None`: a default
+    /// retry takes the policy's backoff and antiAffinity, and carries no mutation).
+    fn new(rule: Option<&Rule>, policy: &RetryPolicy) -> RetryPlan {
+        let (r, p) = (rule.map(|r| &r.backoff), &policy.backoff);
+        let backoff = Backoff {
+            initial_delay: r.and_then(|b| b.initial_delay).or(p.initial_delay),
+            max_delay: r.and_then(|b| b.max_delay).or(p.max_delay),
+            multiplier: r.and_then(|b| b.multiplier).or(p.multiplier),
+            jitter: r.and_then(|b| b.jitter).or(p.jitter),
+        };
+        let mutate = rule.and_then(|r| r.mutate.as_ref());
+        // `avoidSameNode` (a rule's mutation) avoids every node so far, else
+        // `antiAffinity: node` (rule → policy) this run's node.
+        let avoid_same = mutate
+            .and_then(|m| m.affinity.as_ref())
+            .is_some_and(|a| a.avoid_same_node);
+        let mode = rule
+            .and_then(|r| r.anti_affinity)
+            .or(policy.anti_affinity)
+            .unwrap_or_default();
+        RetryPlan {
+            backoff,
+            limit: rule.and_then(|r| r.retry_limit).or(policy.retry_limit),
+            avoid: if avoid_same {
+                Avoid::EveryNode
+            } else if mode == AntiAffinityMode::Node {
+                Avoid::ThisNode
+            } else {
+                Avoid::Nothing
+            },
+            memory: mutate
+                .and_then(|m| m.resources.as_ref())
+                .is_some_and(|r| r.memory.is_some()),
+        }
+    }
 }
 
 impl CompiledPolicy {
@@ -300,8 +422,10 @@ impl CompiledPolicy {
         let mut exit_rows: Vec<u64> = Vec::new();
         let mut names: Vec<&str> = Vec::new();
         let mut prefixes: Vec<SlotPrefixes> = Vec::new();
+        let mut named_exits: Vec<NamedExits> = Vec::new();
         let mut regex_rules = [vec![0u64; words], vec![0u64; words]];
         let mut regex_patterns: Vec<&str> = Vec::new();
+        let mut regex_rule_ids: Vec<usize> = Vec::new();
         for (i, rule) in policy.rules.iter().enumerate() {
             let at = |e: String| format!("policy `{}` rule {i}: {e}", policy.name);
             let mut matcher = compile_rule(rule).map_err(at)?;
@@ -312,6 +436,16 @@ impl CompiledPolicy {
                 });
                 matcher.container_slot = (slot < NAME_CACHE).then_some(slot);
             }
+            if let (Some(slot), Some(codes)) = (matcher.container_slot, &rule.on_exit_codes) {
+                let at = match named_exits.iter().position(|x: &NamedExits| x.slot == slot) {
+                    Some(at) => at,
+                    None => {
+                        named_exits.push(NamedExits::new(slot, names[slot], words));
+                        named_exits.len() - 1
+                    }
+                };
+                named_exits[at].add(i, codes);
+            }
             if let (Some(slot), Some(Pattern::Prefix(l))) = (matcher.container_slot, &matcher.pattern) {
                 let at = match prefixes.iter().position(|x: &SlotPrefixes| x.slot == slot) {
                     Some(at) => at,
@@ -321,6 +455,7 @@ impl CompiledPolicy {
                             name: names[slot].into(),
                             rules: vec![0; words].into(),
                             by_byte: Box::new([]),
+                            first: vec![0; 256].into(),
                         });
                         prefixes.len() - 1
                     }
@@ -339,7 +474,9 @@ impl CompiledPolicy {
                         by_byte.push((byte, row.into()));
                     }
                 }
-                by_byte.sort_by_key(|(b, _)| *b);
+                for (k, (b, _)) in by_byte.iter().enumerate() {
+                    x.first[*b as usize] = k as u32 + 1;
+                }
                 x.by_byte = by_byte.into();
             }
             if let (None, Some(Pattern::Regex(_)), Some(p)) =
@@ -347,6 +484,7 @@ impl CompiledPolicy {
             {
                 regex_rules[usize::from(rule.include_init_containers)][i / 64] |= 1u64 << (i % 64);
                 regex_patterns.push(p);
+                regex_rule_ids.push(i);
             }
             rules.push(matcher);
             let (word, mask) = (i / 64, 1u64 << (i % 64));
@@ -411,28 +549,65 @@ impl CompiledPolicy {
                 }
             }
         }
-        by_name.sort_by_key(|(h, _, _)| *h);
+        let mut categories = vec![
+            (0u64, NO_ROW);
+            if by_name.is_empty() {
+                0
+            } else {
+                (by_name.len() * 2).next_power_of_two()
+            }
+        ];
+        let mut category_names: Vec<Box<str>> = vec![Box::from(""); by_name.len()];
+        for (hash, name, row) in by_name {
+            let mask = categories.len() - 1;
+            let mut at = hash as usize & mask;
+            while categories[at].1 != NO_ROW {
+                at = (at + 1) & mask;
+            }
+            categories[at] = (hash, row);
+            category_names[row as usize] = name;
+        }
         exit_codes.sort_unstable();
+        let mut exit_small = vec![0u32; if exit_codes.is_empty() { 0 } else { 256 }];
+        for &(code, row) in exit_codes.iter().filter(|(c, _)| (0..256).contains(c)) {
+            exit_small[code as usize] = row + 1;
+        }
         let has_exit_rules = exit_rules.iter().flatten().any(|&w| w != 0);
         let use_masks = policy.rules.len() > MASKED_RULES;
         // The same syntax and limits as each pattern's own regex (`compile_pattern`); a set
         // too large to build only loses the shortcut.
-        let regex_set = (!regex_patterns.is_empty())
-            .then(|| {
-                regex::RegexSetBuilder::new(&regex_patterns)
-                    .size_limit(MAX_REGEX_SIZE * 4)
-                    .dfa_size_limit(MAX_REGEX_SIZE * 16)
-                    .build()
-                    .ok()
-            })
-            .flatten();
+        let set_of = |patterns: &[&str]| {
+            regex::RegexSetBuilder::new(patterns)
+                .size_limit(MAX_REGEX_SIZE * 4)
+                .dfa_size_limit(MAX_REGEX_SIZE * 16)
+                .build()
+                .ok()
+        };
+        let regex_set = (!regex_patterns.is_empty()).then(|| set_of(&regex_patterns)).flatten();
+        // Chunks only under a set that was built, at most 64 (a per-decision bitmask of
+        // searched chunks), and all or none (a chunk too large to build only loses them).
+        let regex_chunks: Box<[regex::RegexSet]> =
+            if regex_set.is_some() && regex_patterns.len() > REGEX_CHUNK && regex_patterns.len() <= REGEX_CHUNK * 64 {
+                regex_patterns
+                    .chunks(REGEX_CHUNK)
+                    .map(set_of)
+                    .collect::<Option<Box<[_]>>>()
+                    .unwrap_or_default()
+            } else {
+                Box::new([])
+            };
+        if !regex_chunks.is_empty() {
+            for (k, &i) in regex_rule_ids.iter().enumerate() {
+                rules[i].regex_chunk = Some((k / REGEX_CHUNK) as u8);
+            }
+        }
         let [regex_plain, regex_init] = regex_rules;
         let [exit_plain, exit_init] = exit_rules;
         Ok(CompiledPolicy {
-            policy,
             rules: rules.into(),
             uncategorized: uncategorized.into(),
-            categories: by_name.into(),
+            categories: categories.into(),
+            category_names: category_names.into(),
             rows: rows.into(),
             pod_condition_rules: pod_condition_rules.into(),
             pod_condition_rows: pod_condition_rows.into(),
@@ -440,12 +615,18 @@ impl CompiledPolicy {
             exit_in: exit_in.into(),
             exit_codes: exit_codes.into(),
             exit_rows: exit_rows.into(),
+            exit_small: exit_small.into(),
             has_exit_rules,
             prefixes: prefixes.into(),
+            named_exits: named_exits.into_iter().map(NamedExits::finish).collect(),
             use_masks,
             regex_rules: [regex_plain.into(), regex_init.into()],
             regex_set,
+            regex_chunks,
             statics,
+            plans: policy_rules_plans(&policy),
+            default_plan: RetryPlan::new(None, &policy),
+            policy,
         })
     }
 
@@ -453,42 +634,149 @@ impl CompiledPolicy {
         &self.policy.name
     }
 
+    /// What a retry under `rule` (an index, `None` for the default action) takes.
+    #[inline]
+    pub(crate) fn plan(&self, rule: Option<usize>) -> &RetryPlan {
+        match rule {
+            Some(r) => &self.plans[r],
+            None => &self.default_plan,
+        }
+    }
+
     /// The bitset row of the rules listing the run's category, if any rule lists it.
+    #[inline(always)]
     fn category_row(&self, facts: &RunFacts<'_>) -> Option<&[u64]> {
         let (name, hash) = facts.category?;
-        let from = self.categories.partition_point(|(h, _, _)| *h < hash);
-        let words = self.uncategorized.len();
-        self.categories[from..]
-            .iter()
-            .take_while(|(h, _, _)| *h == hash)
-            .find(|(_, n, _)| **n == *name)
-            .map(|&(_, _, row)| &self.rows[row as usize * words..][..words])
+        let mask = self.categories.len().checked_sub(1)?;
+        let mut at = hash as usize & mask;
+        loop {
+            let (h, row) = self.categories[at];
+            if row == NO_ROW {
+                return None;
+            }
+            if h == hash && same(&self.category_names[row as usize], name) {
+                let words = self.uncategorized.len();
+                return Some(&self.rows[row as usize * words..][..words]);
+            }
+            at = (at + 1) & mask;
+        }
     }
 
     /// The exit-code row of `code`, if a rule lists it.
+    #[inline(always)]
     fn exit_row(&self, code: i64) -> Option<&[u64]> {
         let words = self.uncategorized.len();
-        let at = self.exit_codes.binary_search_by_key(&code, |(c, _)| *c).ok()?;
-        let row = self.exit_codes[at].1 as usize;
+        let row = match self.exit_small.get(code as usize) {
+            Some(&row) if (0..256).contains(&code) => (row as usize).checked_sub(1)?,
+            _ => {
+                let at = self.exit_codes.binary_search_by_key(&code, |(c, _)| *c).ok()?;
+                self.exit_codes[at].1 as usize
+            }
+        };
         Some(&self.exit_rows[row * words..][..words])
     }
 
     /// Word `w` of the rules the run's exit codes reject: `onExitCodes` rules (without
     /// `containerName`) whose selected container has no failure code, code 0, a code an `In`
     /// rule does not list or a code a `NotIn` rule lists (§2.3).
+    // `inline(always)` here and on the helpers below: first_match is large enough that
+    // LLVM stopped inlining them, and their calls cost more than their bodies.
+    #[inline(always)]
     fn exit_rejects(&self, w: usize, codes: &[SelectedCode<'_>; 2]) -> u64 {
         let mut out = 0;
         for (rules, code) in self.exit_rules.iter().zip(codes) {
             out |= rules[w]
                 & match code {
-                    Some((c, row)) if *c != 0 => {
+                    Some(row) => {
                         let listed = row.map_or(0, |r| r[w]);
                         (self.exit_in[w] & !listed) | (!self.exit_in[w] & listed)
                     }
-                    _ => !0,
+                    None => !0,
                 };
         }
         out
+    }
+
+    /// Word `w` of the candidates: rules without a category and those listing the run's
+    /// (`row`), less those the run's conditions, exit codes (`codes`), message first bytes
+    /// and messages (the `RegexSet`) reject.
+    #[inline(always)]
+    fn candidates(
+        &self,
+        w: usize,
+        facts: &RunFacts<'_>,
+        row: Option<&[u64]>,
+        codes: &[SelectedCode<'_>; 2],
+        names: &mut [u32; NAME_CACHE],
+        any_regex: &mut Option<(bool, bool)>,
+    ) -> u64 {
+        let words = self.uncategorized.len();
+        let (mut held, mut conditions) = (0, facts.conditions);
+        while conditions != 0 {
+            let c = conditions.trailing_zeros() as usize;
+            conditions &= conditions - 1;
+            held |= self.pod_condition_rows[c * words + w];
+        }
+        let mut rejected = self.pod_condition_rules[w] & !held;
+        if self.has_exit_rules {
+            rejected |= self.exit_rejects(w, codes);
+        }
+        for x in self.named_exits.iter() {
+            let code = resolve(names, x.slot, &x.name, facts).map_or(0, |i| facts.run.containers[i as usize].exit_code);
+            rejected |= x.rejects(w, code);
+        }
+        for x in self.prefixes.iter() {
+            let first = resolve(names, x.slot, &x.name, facts)
+                .and_then(|i| facts.run.containers[i as usize].message.as_deref())
+                .and_then(|m| m.as_bytes().first());
+            let allowed = first
+                .and_then(|&b| (x.first[b as usize] as usize).checked_sub(1))
+                .map_or(0, |k| x.by_byte[k].1[w]);
+            rejected |= x.rules[w] & !allowed;
+        }
+        let mut bits = (self.uncategorized[w] | row.map_or(0, |r| r[w])) & !rejected;
+        if let Some(set) = &self.regex_set {
+            if bits & (self.regex_rules[0][w] | self.regex_rules[1][w]) != 0 {
+                let (plain, init) = *any_regex.get_or_insert_with(|| set_hits(set, facts));
+                bits &= !((if plain { 0 } else { self.regex_rules[0][w] })
+                    | (if init { 0 } else { self.regex_rules[1][w] }));
+            }
+        }
+        bits
+    }
+
+    /// The candidates `bits` of word `w` tried in rule order: the first that matches.
+    #[inline(always)]
+    fn try_candidates(
+        &self,
+        w: usize,
+        mut bits: u64,
+        facts: &RunFacts<'_>,
+        names: &mut [u32; NAME_CACHE],
+        chunks: &mut ChunkHits,
+    ) -> Option<(usize, Signal)> {
+        while bits != 0 {
+            let i = w * 64 + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let rule = &self.rules[i];
+            if let Some(c) = rule.regex_chunk {
+                // Searched once per decision, when its first candidate is reached.
+                let bit = 1u64 << c;
+                if chunks.searched & bit == 0 {
+                    let (plain, init) = set_hits(&self.regex_chunks[c as usize], facts);
+                    chunks.searched |= bit;
+                    chunks.plain |= if plain { bit } else { 0 };
+                    chunks.init |= if init { bit } else { 0 };
+                }
+                if (if rule.include_init { chunks.init } else { chunks.plain }) & bit == 0 {
+                    continue;
+                }
+            }
+            if let Some(signal) = rule.matches(facts, names) {
+                return Some((i, signal));
+            }
+        }
+        None
     }
 
     /// SPEC §2.3 over this policy's rules: the first rule that matches, with its signal.
@@ -497,10 +785,6 @@ impl CompiledPolicy {
     pub(crate) fn first_match(&self, facts: &RunFacts<'_>) -> Option<(usize, Signal)> {
         let words = self.uncategorized.len();
         let row = self.category_row(facts);
-        let code = |sel: Option<u32>| {
-            let c = facts.run.containers[sel? as usize].exit_code;
-            Some((c, self.exit_row(c)))
-        };
         if !self.use_masks {
             let mut names = [UNRESOLVED; NAME_CACHE];
             for (w, &free) in self.uncategorized.iter().enumerate() {
@@ -515,67 +799,149 @@ impl CompiledPolicy {
             }
             return None;
         }
+        // The codes were read from the run once per decision (`RunFacts::exit_codes`); per
+        // policy only their rows are looked up, once when both selections agree.
         let codes = if !self.has_exit_rules {
             [None, None]
-        } else if facts.first_failed == facts.first_failed_with_init {
-            // No failed init container: both selections are the same container.
-            let c = code(facts.first_failed);
-            [c, c]
         } else {
-            [code(facts.first_failed), code(facts.first_failed_with_init)]
+            let [plain, init] = facts.exit_codes;
+            let listing = |code: i64| (code != 0).then(|| self.exit_row(code));
+            let first = listing(plain);
+            [first, if init == plain { first } else { listing(init) }]
         };
         // Whether the policy's RegexSet matches a non-init message / any message; searched
         // at most once per decision, and only if a regex rule is still a candidate.
         let mut any_regex: Option<(bool, bool)> = None;
+        let mut chunks = ChunkHits::default();
         let mut names = [UNRESOLVED; NAME_CACHE];
-        for (w, &free) in self.uncategorized.iter().enumerate() {
-            let (mut held, mut conditions) = (0, facts.conditions);
-            while conditions != 0 {
-                let c = conditions.trailing_zeros() as usize;
-                conditions &= conditions - 1;
-                held |= self.pod_condition_rows[c * words + w];
-            }
-            let mut rejected = (self.pod_condition_rules[w] & !held) | self.exit_rejects(w, &codes);
-            for x in self.prefixes.iter() {
-                let first = resolve(&mut names, x.slot, &x.name, facts)
-                    .and_then(|i| facts.run.containers[i as usize].message.as_deref())
-                    .and_then(|m| m.as_bytes().first());
-                let allowed = first
-                    .and_then(|b| x.by_byte.binary_search_by_key(b, |(k, _)| *k).ok())
-                    .map_or(0, |k| x.by_byte[k].1[w]);
-                rejected |= x.rules[w] & !allowed;
-            }
-            let mut bits = (free | row.map_or(0, |r| r[w])) & !rejected;
-            if let Some(set) = &self.regex_set {
-                if bits & (self.regex_rules[0][w] | self.regex_rules[1][w]) != 0 {
-                    let (plain, init) = *any_regex.get_or_insert_with(|| {
-                        let hit = |init: bool| {
-                            facts.run.containers.iter().any(|c| {
-                                c.init == init && c.message.as_deref().is_some_and(|m| !m.is_empty() && set.is_match(m))
-                            })
-                        };
-                        let plain = hit(false);
-                        (plain, plain || hit(true))
-                    });
-                    bits &= !((if plain { 0 } else { self.regex_rules[0][w] })
-                        | (if init { 0 } else { self.regex_rules[1][w] }));
-                }
-            }
-            while bits != 0 {
-                let i = w * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                if let Some(signal) = self.rules[i].matches(facts, &mut names) {
-                    return Some((i, signal));
-                }
+        if words == 1 {
+            // At most 64 rules, nearly every policy: straight-line code. The loop over words
+            // kept every table's address live across iterations and spilled them to the
+            // stack, ~60 instructions of set-up per policy per decision.
+            let bits = self.candidates(0, facts, row, &codes, &mut names, &mut any_regex);
+            return self.try_candidates(0, bits, facts, &mut names, &mut chunks);
+        }
+        for w in 0..words {
+            let bits = self.candidates(w, facts, row, &codes, &mut names, &mut any_regex);
+            if let Some(found) = self.try_candidates(w, bits, facts, &mut names, &mut chunks) {
+                return Some(found);
             }
         }
         None
     }
 }
 
-/// The exit code of the container a rule without `containerName` selects (`None`: no
-/// failed container), with the rules listing that code.
-type SelectedCode<'a> = Option<(i64, Option<&'a [u64]>)>;
+/// The rules listing the exit code of the container a rule without `containerName` selects:
+/// `None` when that container has no failure code (no failed container, or code 0: §2.3
+/// rejects every exit-code rule), `Some(None)` for a code no rule lists.
+type SelectedCode<'a> = Option<Option<&'a [u64]>>;
+
+/// Whether a set matches a message a rule without `containerName` reads (§2.2–2.3): (one
+/// of a non-init container, one of any container).
+fn set_hits(set: &regex::RegexSet, facts: &RunFacts<'_>) -> (bool, bool) {
+    let hit = |init: bool| {
+        facts
+            .run
+            .containers
+            .iter()
+            .any(|c| c.init == init && c.message.as_deref().is_some_and(|m| !m.is_empty() && set.is_match(m)))
+    };
+    let plain = hit(false);
+    (plain, plain || (facts.has_init && hit(true)))
+}
+
+/// Per decision, which of a policy's `regex_chunks` were searched, and which matched a
+/// non-init message / any message (bit `c` for chunk `c`).
+#[derive(Default)]
+struct ChunkHits {
+    searched: u64,
+    plain: u64,
+    init: u64,
+}
+
+/// Consecutive regex patterns per chunk set (see `regex_chunks`).
+const REGEX_CHUNK: usize = 8;
+
+/// Rules with `onExitCodes` on one named container (see `named_exits`).
+#[derive(Debug, Clone)]
+struct NamedExits {
+    slot: usize,
+    name: Box<str>,
+    /// The rules, and those with operator `In`.
+    rules: Box<[u64]>,
+    member: Box<[u64]>,
+    /// Code → its row in `rows` (the rules listing it), sorted; for codes 0–255 also
+    /// `small` (code → row + 1, 0 for none).
+    codes: Vec<(i64, u32)>,
+    rows: Vec<u64>,
+    small: Box<[u32]>,
+}
+
+impl NamedExits {
+    fn new(slot: usize, name: &str, words: usize) -> NamedExits {
+        NamedExits {
+            slot,
+            name: name.into(),
+            rules: vec![0; words].into(),
+            member: vec![0; words].into(),
+            codes: Vec::new(),
+            rows: Vec::new(),
+            small: Box::new([]),
+        }
+    }
+
+    fn add(&mut self, i: usize, codes: &ExitCodes) {
+        let words = self.rules.len();
+        let (word, mask) = (i / 64, 1u64 << (i % 64));
+        self.rules[word] |= mask;
+        if codes.operator == Operator::In {
+            self.member[word] |= mask;
+        }
+        for &code in &codes.values {
+            let row = match self.codes.iter().find(|(c, _)| *c == code) {
+                Some(&(_, row)) => row,
+                None => {
+                    let row = (self.rows.len() / words) as u32;
+                    self.rows.resize(self.rows.len() + words, 0);
+                    self.codes.push((code, row));
+                    row
+                }
+            };
+            self.rows[row as usize * words + word] |= mask;
+        }
+    }
+
+    fn finish(mut self) -> NamedExits {
+        self.codes.sort_unstable();
+        let mut small = vec![0u32; 256];
+        for &(code, row) in self.codes.iter().filter(|(c, _)| (0..256).contains(c)) {
+            small[code as usize] = row + 1;
+        }
+        self.small = small.into();
+        self
+    }
+
+    /// Word `w` of the rules the container's exit `code` rejects (0: no such container or
+    /// code 0, which no rule admits; else a code an `In` rule does not list or a code a
+    /// `NotIn` rule lists), as `ExitSet::admits` decides for each (§2.3).
+    #[inline(always)]
+    fn rejects(&self, w: usize, code: i64) -> u64 {
+        if code == 0 {
+            return self.rules[w];
+        }
+        let words = self.rules.len();
+        let row = match self.small.get(code as usize) {
+            Some(&row) if (0..256).contains(&code) => (row as usize).checked_sub(1),
+            _ => self
+                .codes
+                .binary_search_by_key(&code, |(c, _)| *c)
+                .ok()
+                .map(|at| self.codes[at].1 as usize),
+        };
+        let listed = row.map_or(0, |row| self.rows[row * words + w]);
+        self.rules[w] & ((self.member[w] & !listed) | (!self.member[w] & listed))
+    }
+}
 
 /// Rules with a literal prefix pattern on one named container (see `prefixes`).
 #[derive(Debug, Clone)]
@@ -583,9 +949,19 @@ struct SlotPrefixes {
     slot: usize,
     name: Box<str>,
     rules: Box<[u64]>,
-    /// (first byte, rules whose prefix starts with it), sorted by byte.
+    /// (first byte, rules whose prefix starts with it).
     by_byte: Box<[(u8, Box<[u64]>)]>,
+    /// Per byte value, its index in `by_byte` + 1, 0 if no prefix starts with it: one load
+    /// rather than a binary search per decision.
+    first: Box<[u32]>,
 }
+
+fn policy_rules_plans(policy: &RetryPolicy) -> Box<[RetryPlan]> {
+    policy.rules.iter().map(|r| RetryPlan::new(Some(r), policy)).collect()
+}
+
+/// An empty slot of the category table.
+const NO_ROW: u32 = u32::MAX;
 
 /// Rules per policy up to which the rejection masks are not used (see `use_masks`).
 const MASKED_RULES: usize = 4;
@@ -627,21 +1003,46 @@ fn compile_rule(rule: &Rule) -> Result<RuleMatcher, String> {
         pattern,
         container: rule.container_name.as_deref().map(Into::into),
         container_slot: None,
+        regex_chunk: None,
         include_init: rule.include_init_containers,
     })
 }
 
+/// `a == b` for the short names compared per decision (containers, categories), without a
+/// `memcmp` call (whose call and set-up cost more than comparing `main` with `main`, once
+/// per policy per decision): up to 16 bytes as two overlapping words.
+#[inline(always)]
+fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let w4 = |s: &[u8], i: usize| u32::from_le_bytes(s[i..i + 4].try_into().unwrap_or_default());
+    let w8 = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap_or_default());
+    match n {
+        0 => true,
+        // Bytes 0, n/2 and n-1 cover every byte of 1–3.
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => w4(a, 0) == w4(b, 0) && w4(a, n - 4) == w4(b, n - 4),
+        8..=16 => w8(a, 0) == w8(b, 0) && w8(a, n - 8) == w8(b, n - 8),
+        _ => a == b,
+    }
+}
+
 /// The index of the container named `name` in the run.
+#[inline(always)]
 fn find_container(facts: &RunFacts<'_>, name: &str) -> Option<u32> {
     facts
         .run
         .containers
         .iter()
-        .position(|c| *c.name == *name)
+        .position(|c| same(&c.name, name))
         .map(|i| i as u32)
 }
 
 /// [`find_container`] through the per-decision cache slot of a policy's container name.
+#[inline(always)]
 fn resolve(names: &mut [u32; NAME_CACHE], slot: usize, name: &str, facts: &RunFacts<'_>) -> Option<u32> {
     if names[slot] == UNRESOLVED {
         names[slot] = find_container(facts, name).unwrap_or(ABSENT);

@@ -39,7 +39,7 @@ use serde::Serialize;
 
 use crate::model::duration::GoDuration;
 use crate::model::history::{Outcome, Run};
-use crate::model::policy::{Action, AntiAffinityMode, Backoff, Condition, RetryPolicy, Rule};
+use crate::model::policy::{Action, Backoff, Condition};
 use crate::model::scheduler::SchedulerConfig;
 
 #[cfg(test)]
@@ -410,19 +410,19 @@ impl Decision {
     ) -> Decision {
         Decision {
             kind: v.kind,
-            policy: v.policy,
-            rule: v.rule,
+            policy: v.policy(),
+            rule: v.rule(),
             signal: v.signal.map(|s| s.to_text(run)),
-            counter: v.counter,
-            limit: v.limit,
+            counter: v.counter(),
+            limit: v.limit(),
             total_retries: v.total_retries,
             global_max_retries: v.global_max_retries,
-            delay: v.delay,
+            delay: v.delay(),
             delay_parts: v.delay_parts,
-            retry_after: v.retry_after,
+            retry_after: v.retry_after(),
             avoid_nodes: v.avoid.nodes(state, run),
             memory: v.memory,
-            memory_note: v.memory_note,
+            memory_note: v.memory_note(),
             next_pod_name: v.next_pod.then(|| pod_name(job_id, run_index + 1, numbered_pods)),
         }
     }
@@ -433,19 +433,19 @@ impl Decision {
     pub fn from_verdict_untold(v: &Verdict, run: &Run, state: &JobState) -> Decision {
         Decision {
             kind: v.kind,
-            policy: v.policy,
-            rule: v.rule,
+            policy: v.policy(),
+            rule: v.rule(),
             signal: None,
-            counter: v.counter,
-            limit: v.limit,
+            counter: v.counter(),
+            limit: v.limit(),
             total_retries: v.total_retries,
             global_max_retries: v.global_max_retries,
-            delay: v.delay,
+            delay: v.delay(),
             delay_parts: v.delay_parts,
-            retry_after: v.retry_after,
+            retry_after: v.retry_after(),
             avoid_nodes: v.avoid.nodes(state, run),
             memory: v.memory,
-            memory_note: v.memory_note,
+            memory_note: v.memory_note(),
             next_pod_name: None,
         }
     }
@@ -505,28 +505,62 @@ impl Avoid {
 /// returns, with no heap allocation. The words of the record — the signal, the nodes to
 /// avoid, the next pod's name — are made by [`Decision::from_verdict`] for the records that
 /// carry them.
+///
+/// Kept small (104 bytes, was 176): it is returned by value on every decision, and a record
+/// larger than the compiler copies inline (128 bytes) cost a `memmove` call per decision.
+/// So indices are `u32`, the memory note is one byte, and what follows from other fields is
+/// derived by the accessors: the delay from its parts, `retry_after` from `next_pod`, the
+/// rule and policy from sentinels.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Verdict {
     pub kind: DecisionKind,
-    /// Index in the effective list.
-    pub policy: Option<usize>,
-    pub rule: Option<RuleRef>,
-    pub signal: Option<Signal>,
-    /// The matched counter after this decision, and its effective limit.
-    pub counter: Option<u32>,
-    pub limit: Option<u32>,
-    pub total_retries: u32,
-    pub global_max_retries: u32,
-    pub delay: GoDuration,
-    pub delay_parts: DelayParts,
-    /// `None` when the job does not run again.
-    pub retry_after: Option<u64>,
     pub avoid: Avoid,
-    pub memory: Option<f64>,
-    /// Set when a memory bump of the other kind was skipped.
-    pub memory_note: Option<&'static str>,
     /// The job runs again (the next pod's name is SPEC §2.7's for the next run index).
     pub next_pod: bool,
+    memory_note: Option<MemoryNote>,
+    /// The counter and limit below are set (a rule or default action was counted).
+    counted: bool,
+    /// Index in the effective list, [`NO_INDEX`] for none.
+    policy: u32,
+    /// Rule index, [`DEFAULT_RULE`] for the default action, [`NO_INDEX`] for none.
+    rule: u32,
+    counter: u32,
+    limit: u32,
+    pub total_retries: u32,
+    pub global_max_retries: u32,
+    pub signal: Option<Signal>,
+    pub delay_parts: DelayParts,
+    /// When the job runs again (ns since submission); meaningful only with `next_pod`.
+    retry_after: u64,
+    pub memory: Option<f64>,
+}
+
+/// The "none" of a `u32` index in a [`Verdict`].
+const NO_INDEX: u32 = u32::MAX;
+/// The rule slot of a policy's default action in a [`Verdict`].
+const DEFAULT_RULE: u32 = u32::MAX - 1;
+
+/// Why a memory bump was skipped (SPEC §2.6): one kind per job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryNote {
+    FactorSkipped,
+    StaticSkipped,
+}
+
+impl MemoryNote {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryNote::FactorSkipped => "memory factor skipped: the job already grew by a static amount",
+            MemoryNote::StaticSkipped => "memory static skipped: the job already grew by a factor",
+        }
+    }
+}
+
+/// An index as stored in a [`Verdict`]. Policies and rules are counted in memory, far below
+/// `u32::MAX - 1`; the debug assertion guards the sentinels.
+fn index32(i: usize) -> u32 {
+    debug_assert!(i < DEFAULT_RULE as usize);
+    i as u32
 }
 
 impl Verdict {
@@ -534,23 +568,84 @@ impl Verdict {
         self.kind.action()
     }
 
+    /// Index in the effective list.
+    pub fn policy(&self) -> Option<usize> {
+        (self.policy != NO_INDEX).then_some(self.policy as usize)
+    }
+
+    pub fn rule(&self) -> Option<RuleRef> {
+        match self.rule {
+            NO_INDEX => None,
+            DEFAULT_RULE => Some(RuleRef::Default),
+            r => Some(RuleRef::Index(r as usize)),
+        }
+    }
+
+    /// The matched counter after this decision.
+    pub fn counter(&self) -> Option<u32> {
+        self.counted.then_some(self.counter)
+    }
+
+    /// The matched counter's effective limit.
+    pub fn limit(&self) -> Option<u32> {
+        self.counted.then_some(self.limit)
+    }
+
+    /// The delay before the next run: backoff plus jitter, at least the grace floor (§2.5).
+    pub fn delay(&self) -> GoDuration {
+        let p = &self.delay_parts;
+        GoDuration(p.backoff.0 + p.jitter.0).max(p.grace)
+    }
+
+    /// `None` when the job does not run again.
+    pub fn retry_after(&self) -> Option<u64> {
+        self.next_pod.then_some(self.retry_after)
+    }
+
+    /// Set when a memory bump of the other kind was skipped.
+    pub fn memory_note(&self) -> Option<&'static str> {
+        self.memory_note.map(MemoryNote::as_str)
+    }
+
     fn fail(kind: DecisionKind, state: &JobState, global: u32) -> Verdict {
         Verdict {
             kind,
-            policy: None,
-            rule: None,
-            signal: None,
-            counter: None,
-            limit: None,
+            avoid: Avoid::Nothing,
+            next_pod: false,
+            memory_note: None,
+            counted: false,
+            policy: NO_INDEX,
+            rule: NO_INDEX,
+            counter: 0,
+            limit: 0,
             total_retries: state.total_retries,
             global_max_retries: global,
-            delay: GoDuration::ZERO,
+            signal: None,
             delay_parts: DelayParts::default(),
-            retry_after: None,
-            avoid: Avoid::Nothing,
+            retry_after: 0,
             memory: state.memory,
-            memory_note: None,
-            next_pod: false,
+        }
+    }
+
+    /// `rule` of policy `p` decided (with the run's `signal`).
+    fn with_rule(self, p: usize, rule: RuleRef, signal: Signal) -> Verdict {
+        Verdict {
+            policy: index32(p),
+            rule: match rule {
+                RuleRef::Index(r) => index32(r),
+                RuleRef::Default => DEFAULT_RULE,
+            },
+            signal: Some(signal),
+            ..self
+        }
+    }
+
+    fn with_count(self, counter: u32, limit: u32) -> Verdict {
+        Verdict {
+            counted: true,
+            counter,
+            limit,
+            ..self
         }
     }
 }
@@ -619,9 +714,18 @@ pub fn resolve_backoff(
     )
 }
 
+/// Integers below this are exact as `f64`.
+const EXACT_F64: u64 = 1 << 53;
+
 /// `min(initial × multiplier^(n−1), max)`, saturating: never overflows, never NaN.
 pub fn backoff_delay(initial: GoDuration, max: GoDuration, multiplier: f64, n: u32) -> GoDuration {
     if initial.0 == 0 || n == 0 {
+        return GoDuration(initial.0.min(max.0));
+    }
+    // The first retry under a counter (multiplier⁰): the formula below gives exactly
+    // `min(initial, max)` while both are exact as f64 (below 2⁵³ ns, 104 days), without
+    // the `powi` and `round` calls.
+    if n == 1 && initial.0 < EXACT_F64 && max.0 < EXACT_F64 {
         return GoDuration(initial.0.min(max.0));
     }
     let m = if multiplier.is_finite() && multiplier >= 1.0 {
@@ -658,14 +762,10 @@ pub fn evaluate(
     if let Some(v) = bypass_paths(policies, settings, job, state, run, run_index, failed_at) {
         return v;
     }
-    let (p, rule_ref, signal) = match first_match(policies, &RunFacts::new(run)) {
+    let facts = RunFacts::new(run);
+    let (p, rule_ref, signal) = match first_match(policies, &facts) {
         Some((p, r, signal)) if policies[p].policy.rules[r].action == Action::Fail => {
-            return Verdict {
-                policy: Some(p),
-                rule: Some(RuleRef::Index(r)),
-                signal: Some(signal),
-                ..Verdict::fail(DecisionKind::FailRule, state, global)
-            };
+            return Verdict::fail(DecisionKind::FailRule, state, global).with_rule(p, RuleRef::Index(r), signal);
         }
         Some((p, r, signal)) => (p, RuleRef::Index(r), signal),
         None => match default_retry(policies) {
@@ -674,50 +774,40 @@ pub fn evaluate(
                 return Verdict {
                     signal: Some(Signal::NoRuleMatched),
                     ..Verdict::fail(DecisionKind::FailDefault, state, global)
-                }
+                };
             }
         },
     };
     let compiled = policies[p];
     let rule = match rule_ref {
-        RuleRef::Index(r) => Some(&compiled.policy.rules[r]),
+        RuleRef::Index(r) => Some(r),
         RuleRef::Default => None,
     };
-    let (n, limit) = match count_within_limits(settings, state, p, rule_ref, rule, &compiled.policy) {
+    // The rule's backoff, limit and anti-affinity, resolved with its policy's at compile time.
+    let plan = compiled.plan(rule);
+    let (n, limit) = match count_within_limits(settings, state, p, rule_ref, plan.limit) {
         Ok(granted) => granted,
         Err(kind) => {
-            return Verdict {
-                policy: Some(p),
-                rule: Some(rule_ref),
-                signal: Some(signal),
-                counter: Some(state.counter(p, rule_ref)),
-                limit: Some(rule_limit(rule, &compiled.policy, global)),
-                ..Verdict::fail(kind, state, global)
-            }
+            return Verdict::fail(kind, state, global)
+                .with_rule(p, rule_ref, signal)
+                .with_count(state.counter(p, rule_ref), plan.limit.unwrap_or(global));
         }
     };
-    let (delay, delay_parts) = backoff_and_grace(settings, job, run, run_index, rule, &compiled.policy, n);
-    let avoid = anti_affinity(rule, &compiled.policy);
-    let memory_note = match rule_ref {
-        RuleRef::Index(r) => apply_memory_bump(state, compiled, r),
-        RuleRef::Default => None,
+    let delay_parts = backoff_and_grace(settings, job, &facts, run_index, &plan.backoff, n);
+    let memory_note = match rule {
+        Some(r) if plan.memory => apply_memory_bump(state, compiled, r),
+        _ => None,
+    };
+    let verdict = Verdict {
+        avoid: plan.avoid,
+        next_pod: true,
+        memory_note,
+        delay_parts,
+        ..Verdict::fail(DecisionKind::Retry, state, global)
     };
     Verdict {
-        kind: DecisionKind::Retry,
-        policy: Some(p),
-        rule: Some(rule_ref),
-        signal: Some(signal),
-        counter: Some(n),
-        limit: Some(limit),
-        total_retries: state.total_retries,
-        global_max_retries: global,
-        delay,
-        delay_parts,
-        retry_after: Some(failed_at.saturating_add(delay.0)),
-        avoid,
-        memory: state.memory,
-        memory_note,
-        next_pod: true,
+        retry_after: failed_at.saturating_add(verdict.delay().0),
+        ..verdict.with_rule(p, rule_ref, signal).with_count(n, limit)
     }
 }
 
@@ -734,7 +824,7 @@ fn bypass_paths(
 ) -> Option<Verdict> {
     let global = settings.global_max_retries;
     let requeue = |kind: DecisionKind| Verdict {
-        retry_after: Some(failed_at),
+        retry_after: failed_at,
         next_pod: true,
         ..Verdict::fail(kind, state, global)
     };
@@ -779,26 +869,20 @@ fn default_retry(policies: &[&CompiledPolicy]) -> Option<usize> {
     policies.iter().position(|cp| cp.policy.default_action == Action::Retry)
 }
 
-/// SPEC §2.4: `rule.retryLimit ?? policy.retryLimit ?? globalMaxRetries`.
-fn rule_limit(rule: Option<&Rule>, policy: &RetryPolicy, global: u32) -> u32 {
-    rule.and_then(|r| r.retry_limit)
-        .or(policy.retry_limit)
-        .unwrap_or(global)
-}
-
-/// SPEC §2.4: a retry is granted iff the matched counter is below its effective limit and
-/// the total below `globalMaxRetries`; then both grow: `Ok((counter after, limit))`.
-/// Otherwise the bound that was hit, the global one when both are.
+/// SPEC §2.4: a retry is granted iff the matched counter is below its effective limit
+/// (`rule.retryLimit ?? policy.retryLimit ?? globalMaxRetries`; the first two are resolved in
+/// the compiled policy, `limit`) and the total below `globalMaxRetries`; then both grow:
+/// `Ok((counter after, limit))`. Otherwise the bound that was hit, the global one when both
+/// are.
 fn count_within_limits(
     settings: &Settings,
     state: &mut JobState,
     p: usize,
     rule_ref: RuleRef,
-    rule: Option<&Rule>,
-    policy: &RetryPolicy,
+    limit: Option<u32>,
 ) -> Result<(u32, u32), DecisionKind> {
     let global = settings.global_max_retries;
-    let limit = rule_limit(rule, policy, global);
+    let limit = limit.unwrap_or(global);
     if state.total_retries >= global {
         return Err(DecisionKind::FailGlobalLimit);
     }
@@ -809,18 +893,17 @@ fn count_within_limits(
 }
 
 /// SPEC §2.5: backoff for the `n`th retry under the counter, deterministic jitter, and the
-/// graceful-shutdown floor of a preempted run: (delay, its parts).
+/// graceful-shutdown floor of a preempted run: the parts of the delay.
 fn backoff_and_grace(
     settings: &Settings,
     job: &JobContext<'_>,
-    run: &Run,
+    facts: &RunFacts<'_>,
     run_index: usize,
-    rule: Option<&Rule>,
-    policy: &RetryPolicy,
+    backoff: &Backoff,
     n: u32,
-) -> (GoDuration, DelayParts) {
-    let (initial, max, multiplier, jitter) =
-        resolve_backoff(rule.map(|r| &r.backoff), &policy.backoff, &settings.default_backoff);
+) -> DelayParts {
+    // `backoff`: the rule's fields over its policy's, resolved at compile time.
+    let (initial, max, multiplier, jitter) = resolve_backoff(None, backoff, &settings.default_backoff);
     let backoff = backoff_delay(initial, max, multiplier, n);
     let mut with_jitter = backoff;
     if jitter > 0.0 && backoff.0 > 0 {
@@ -834,7 +917,8 @@ fn backoff_and_grace(
         };
         with_jitter = GoDuration(ms.min(max.0)).max(backoff);
     }
-    let grace = if run.conditions.contains(&Condition::Preempted) {
+    let run = facts.run();
+    let grace = if facts.has_condition(Condition::Preempted) {
         match run.termination_confirmed_after {
             Some(t) => t.min(job.termination_grace_period),
             None => job.termination_grace_period,
@@ -842,32 +926,12 @@ fn backoff_and_grace(
     } else {
         GoDuration::ZERO
     };
-    let parts = DelayParts {
+    // The delay itself, `with_jitter.max(grace)`, is derived from the parts
+    // ([`Verdict::delay`]).
+    DelayParts {
         backoff,
         jitter: GoDuration(with_jitter.0 - backoff.0),
         grace,
-    };
-    (with_jitter.max(grace), parts)
-}
-
-/// SPEC §2.6: which nodes the next run avoids. `avoidSameNode` (a rule's mutation; a
-/// default-action retry carries none) avoids every node so far, else `antiAffinity: node`
-/// (rule → policy) this run's node.
-fn anti_affinity(rule: Option<&Rule>, policy: &RetryPolicy) -> Avoid {
-    let avoid_same = rule
-        .and_then(|r| r.mutate.as_ref())
-        .and_then(|m| m.affinity.as_ref())
-        .is_some_and(|a| a.avoid_same_node);
-    let mode = rule
-        .and_then(|r| r.anti_affinity)
-        .or(policy.anti_affinity)
-        .unwrap_or_default();
-    if avoid_same {
-        Avoid::EveryNode
-    } else if mode == AntiAffinityMode::Node {
-        Avoid::ThisNode
-    } else {
-        Avoid::Nothing
     }
 }
 
@@ -875,7 +939,7 @@ fn anti_affinity(rule: Option<&Rule>, policy: &RetryPolicy) -> Avoid {
 /// for the next run. One kind per job: factors multiply, each step rounding up from the
 /// previous memory (as upstream's reservation does); statics add; a bump of the other kind
 /// is skipped and the returned note says so. Shared by both engines.
-pub(crate) fn apply_memory_bump(state: &mut JobState, policy: &CompiledPolicy, rule: usize) -> Option<&'static str> {
+pub(crate) fn apply_memory_bump(state: &mut JobState, policy: &CompiledPolicy, rule: usize) -> Option<MemoryNote> {
     let bump = policy.policy.rules[rule]
         .mutate
         .as_ref()
@@ -883,13 +947,13 @@ pub(crate) fn apply_memory_bump(state: &mut JobState, policy: &CompiledPolicy, r
         .and_then(|r| r.memory.as_ref())?;
     if let Some(factor) = bump.factor {
         if state.memory_static.is_some() {
-            return Some("memory factor skipped: the job already grew by a static amount");
+            return Some(MemoryNote::FactorSkipped);
         }
         state.memory_factor = Some(state.memory_factor.unwrap_or(1.0) * factor);
         state.memory = state.memory.map(|m| (m * factor).ceil());
     } else if let Some(add) = policy.statics[rule] {
         if state.memory_factor.is_some() {
-            return Some("memory static skipped: the job already grew by a factor");
+            return Some(MemoryNote::StaticSkipped);
         }
         let s = state.memory_static.unwrap_or(0.0) + add;
         state.memory_static = Some(s);

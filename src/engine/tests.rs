@@ -7,6 +7,7 @@ use proptest::prelude::*;
 use super::simulator::Simulator;
 use super::*;
 use crate::model::history::{FailureHistory, Final, Outcome, Run};
+use crate::model::policy::{RetryPolicy, Rule};
 use crate::model::{parse_documents, Resource};
 
 fn policies(yaml: &str) -> Vec<RetryPolicy> {
@@ -1202,4 +1203,15 @@ fn literal_pattern_fast_paths_agree_with_the_regex() {
             assert_eq!(fast.is_match(t), slow.is_match(t), "pattern {p:?} on {t:?} ({fast:?})");
         }
     }
+}
+
+/// The verdict is returned by value on every decision: above 128 bytes the compiler copies
+/// it with a `memmove` call rather than inline (at 176 bytes that call was in every decision).
+#[test]
+fn verdict_stays_small() {
+    assert!(
+        std::mem::size_of::<Verdict>() <= 128,
+        "{}",
+        std::mem::size_of::<Verdict>()
+    );
 }

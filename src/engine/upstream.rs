@@ -25,7 +25,8 @@ use crate::model::history::{Outcome, Run};
 use crate::model::policy::{Action, Condition};
 
 use super::{
-    apply_memory_bump, pod_name, CompiledPolicy, Decision, DecisionKind, JobContext, JobState, RuleRef, Settings,
+    apply_memory_bump, pod_name, CompiledPolicy, Decision, DecisionKind, JobContext, JobState, MemoryNote, RuleRef,
+    Settings,
 };
 
 /// Lease expiry as upstream's scheduler reports it (category / subcategory).
@@ -231,7 +232,7 @@ fn retry(
         if avoid_same {
             avoid_nodes.clone_from(&state.nodes_attempted);
         }
-        memory_note = apply_memory_bump(state, policy, r);
+        memory_note = apply_memory_bump(state, policy, r).map(MemoryNote::as_str);
     }
     Decision {
         kind: DecisionKind::Retry,
