@@ -31,7 +31,7 @@ use crate::output::progress::{finish, progress_bar};
 use crate::output::report;
 use crate::output::simulate::{missing_queue_warning, render_job, ComparisonSink, JobSink};
 use crate::replay::compare::JobDiff;
-use crate::replay::run::{fallback, for_each_ordered, process, replay_job_detailed, Fallback, Fallbacks};
+use crate::replay::run::{fallback, for_each_ordered, replay_job_detailed, Fallback, Fallbacks, Job};
 use crate::replay::source::{Files, HistorySource, Overrides, Progress};
 use crate::replay::summary::keep_summary_fields;
 use crate::replay::Processed;
@@ -85,14 +85,12 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         sink.begin(out)?;
         // A comparison is made of numbers only (final state, retries, delay, run times):
         // neither side needs the per-run texts.
-        let work = |entry| {
-            process(entry, |job| {
-                let b = replay_job_detailed(&old, &job.settings, &job.history, Detail::Summary)
-                    .map_err(|e| format!("{}: job `{}`: baseline: {e}", job.origin, job.history.job.id))?;
-                let c = replay_job_detailed(&sim, &job.settings, &job.history, Detail::Summary)
-                    .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
-                Ok((JobDiff::new(&b, c), fallback(&sim, &job.history)))
-            })
+        let work = |job: Job<'_>| {
+            let b = replay_job_detailed(&old, job.settings, job.history, Detail::Summary)
+                .map_err(|e| format!("{}: job `{}`: baseline: {e}", job.origin, job.history.job.id))?;
+            let c = replay_job_detailed(&sim, job.settings, job.history, Detail::Summary)
+                .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
+            Ok((JobDiff::new(&b, c), fallback(&sim, job.history)))
         };
         let emit = |p: Processed<(JobDiff, Option<Fallback>)>| -> io::Result<bool> {
             match p {
@@ -126,17 +124,15 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         // Only the summary is printed: the per-run texts are not even written.
         let detail = if summary_only { Detail::Summary } else { Detail::Full };
         sink.begin(out)?;
-        let work = |entry| {
-            process(entry, |job| {
-                let report = replay_job_detailed(&sim, &job.settings, &job.history, detail)
-                    .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
-                let rendered = render_job(format, &report);
-                let mut report = report;
-                if summary_only {
-                    keep_summary_fields(&mut report);
-                }
-                Ok((report, rendered, fallback(&sim, &job.history)))
-            })
+        let work = |job: Job<'_>| {
+            let report = replay_job_detailed(&sim, job.settings, job.history, detail)
+                .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
+            let rendered = render_job(format, &report);
+            let mut report = report;
+            if summary_only {
+                keep_summary_fields(&mut report);
+            }
+            Ok((report, rendered, fallback(&sim, job.history)))
         };
         let emit = |p: Processed<_>| -> io::Result<bool> {
             match p {

@@ -20,5 +20,5 @@ pub mod run;
 pub mod source;
 pub mod summary;
 
-pub use run::{process, Processed};
+pub use run::{Job, Processed};
 pub use source::{Entry, HistorySource, Origin};
