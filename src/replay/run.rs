@@ -45,11 +45,20 @@ pub enum Processed<T> {
     Invalid(Box<SourceFile>),
 }
 
+/// What [`for_each_ordered`] hands the emitting side, in input order.
+pub enum Emitted<T, A> {
+    /// One entry's result.
+    Job(Processed<T>),
+    /// The accumulator of the unit whose results were just emitted.
+    Unit(A),
+}
+
 /// Decodes every job of `entry` and applies `work` to each, in order, into `out`.
-fn process<T>(
+fn process<A, T>(
     entry: Entry,
     scratch: &mut Scratch,
-    work: &impl Fn(Job<'_>) -> Result<T, String>,
+    acc: &mut A,
+    work: &impl Fn(&mut A, Job<'_>) -> Result<T, String>,
     out: &mut Vec<Processed<T>>,
 ) {
     let Entry {
@@ -57,7 +66,7 @@ fn process<T>(
         settings,
         body,
     } = entry;
-    let run = |origin: &Origin, history: &mut FailureHistory| {
+    let mut run = |origin: &Origin, history: &mut FailureHistory| {
         if history.job.id.is_empty() {
             history.job.id = origin.default_id();
         }
@@ -66,7 +75,7 @@ fn process<T>(
             settings: &settings,
             history,
         };
-        match work(job) {
+        match work(acc, job) {
             Ok(t) => Processed::Done(t),
             Err(msg) => Processed::Error(msg),
         }
@@ -175,6 +184,10 @@ impl Fallbacks {
 /// Runs `work` on every job of `source` on all cores (rayon's thread count, so
 /// `RAYON_NUM_THREADS=1` is one worker), and `emit` on each result in input order. `emit`
 /// returns `Ok(false)` to stop early (stdout closed); `progress` is called between units.
+/// `work` may also fold what it wants into an accumulator of its unit (a summary, so that
+/// the emitting thread does not add up every job), which `emit` gets after the unit's last
+/// result ([`Emitted::Unit`]); the accumulators of units not emitted (an early stop) are
+/// dropped.
 ///
 /// A reader thread cuts the source into units (a block of JSON lines, or up to [`CHUNK`]
 /// other entries); each worker takes the next unit, decodes and replays its jobs into a
@@ -182,12 +195,13 @@ impl Fallbacks {
 /// back in order and emits them while the workers go on. At most `2 × workers + 2` units
 /// are read and not yet emitted (the reader waits for a token per unit), so memory stays
 /// flat whatever the input size and however slow the output.
-pub fn for_each_ordered<S, T, W, E, P>(source: S, work: W, mut emit: E, mut progress: P) -> io::Result<()>
+pub fn for_each_ordered<S, A, T, W, E, P>(source: S, work: W, mut emit: E, mut progress: P) -> io::Result<()>
 where
     S: HistorySource,
+    A: Default + Send,
     T: Send,
-    W: Fn(Job<'_>) -> Result<T, String> + Sync,
-    E: FnMut(Processed<T>) -> io::Result<bool>,
+    W: Fn(&mut A, Job<'_>) -> Result<T, String> + Sync,
+    E: FnMut(Emitted<T, A>) -> io::Result<bool>,
     P: FnMut(Progress),
 {
     let workers = rayon::current_num_threads().max(1);
@@ -202,7 +216,7 @@ where
         // Moved in: the workers stop when the reader drops `unit_tx`.
         scope.spawn(move || read_units(source, &unit_tx, &token_rx));
         rayon::in_place_scope(|s| {
-            let (done_tx, done_rx) = channel::<(usize, Vec<Processed<T>>, Progress)>();
+            let (done_tx, done_rx) = channel::<(usize, Vec<Processed<T>>, A, Progress)>();
             for _ in 0..workers {
                 let (done_tx, unit_rx, work) = (done_tx.clone(), &unit_rx, &work);
                 s.spawn(move |_| {
@@ -220,10 +234,11 @@ where
                             _ => 1,
                         });
                         let mut out = Vec::with_capacity(jobs.sum());
+                        let mut acc = A::default();
                         for entry in unit {
-                            process(entry, &mut scratch, work, &mut out);
+                            process(entry, &mut scratch, &mut acc, work, &mut out);
                         }
-                        if done_tx.send((seq, out, at)).is_err() {
+                        if done_tx.send((seq, out, acc, at)).is_err() {
                             return;
                         }
                     }
@@ -235,13 +250,16 @@ where
             let token_tx = token_tx;
             let mut waiting = BTreeMap::new();
             let mut next = 0usize;
-            for (seq, out, at) in done_rx {
-                waiting.insert(seq, (out, at));
-                while let Some((out, at)) = waiting.remove(&next) {
+            for (seq, out, acc, at) in done_rx {
+                waiting.insert(seq, (out, acc, at));
+                while let Some((out, acc, at)) = waiting.remove(&next) {
                     for r in out {
-                        if !emit(r)? {
+                        if !emit(Emitted::Job(r))? {
                             return Ok(());
                         }
+                    }
+                    if !emit(Emitted::Unit(acc))? {
+                        return Ok(());
                     }
                     progress(at);
                     next += 1;
