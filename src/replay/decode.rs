@@ -59,6 +59,7 @@ pub struct Scratch {
 /// ordinary history, small enough that one huge line does not pin its memory.
 const KEEP_RUNS: usize = 256;
 const KEEP_STRINGS: usize = 1024;
+const KEEP_CONTAINERS: usize = 256;
 /// Larger buffers (a long message) are freed rather than kept.
 const KEEP_STRING_BYTES: usize = 4096;
 
@@ -90,9 +91,14 @@ impl Scratch {
     }
 }
 
-/// Emptied strings, handed out again before allocating.
+/// Emptied strings, and containers of runs that had more, handed out again before
+/// allocating (a preempted run after an OOM-killed one: its containers wait here, strings
+/// and all, for the next OOM kill).
 #[derive(Default)]
-struct Pool(Vec<String>);
+struct Pool {
+    strings: Vec<String>,
+    containers: Vec<Container>,
+}
 
 impl Pool {
     /// `value` as a `String`, in `old`'s buffer or a pooled one.
@@ -103,7 +109,7 @@ impl Pool {
                 s
             }
             Cow::Borrowed(v) => {
-                let mut s = old.or_else(|| self.0.pop()).unwrap_or_default();
+                let mut s = old.or_else(|| self.strings.pop()).unwrap_or_default();
                 s.clear();
                 s.push_str(v);
                 s
@@ -113,8 +119,8 @@ impl Pool {
 
     fn put(&mut self, s: Option<String>) {
         if let Some(s) = s {
-            if (1..=KEEP_STRING_BYTES).contains(&s.capacity()) && self.0.len() < KEEP_STRINGS {
-                self.0.push(s);
+            if (1..=KEEP_STRING_BYTES).contains(&s.capacity()) && self.strings.len() < KEEP_STRINGS {
+                self.strings.push(s);
             }
         }
     }
@@ -461,11 +467,19 @@ impl<'de> DeserializeSeed<'de> for RunSeed<'_> {
     }
 }
 
-fn recycle_containers(containers: &mut Vec<Container>, keep: usize, strings: &mut Pool) {
-    for c in containers.drain(keep.min(containers.len())..) {
-        strings.put(Some(c.name));
-        strings.put(c.reason);
-        strings.put(c.message);
+/// Containers past the first `keep` go to the pool.
+fn recycle_containers(containers: &mut Vec<Container>, keep: usize, pool: &mut Pool) {
+    if containers.len() > keep {
+        let room = KEEP_CONTAINERS.saturating_sub(pool.containers.len());
+        let end = containers.len().min(keep + room);
+        for mut c in containers.drain(keep..end) {
+            // A long message is freed, not kept.
+            if c.message.as_ref().is_some_and(|m| m.capacity() > KEEP_STRING_BYTES) {
+                c.message = None;
+            }
+            pool.containers.push(c);
+        }
+        containers.truncate(keep);
     }
 }
 
@@ -621,7 +635,7 @@ impl<'de> Visitor<'de> for ContainersSeed<'_> {
             match seq.next_element::<ContainerIn<'de>>() {
                 Ok(Some(c)) => {
                     if n == containers.len() {
-                        containers.push(Container::default());
+                        containers.push(strings.containers.pop().unwrap_or_default());
                     }
                     if c.into_model(&mut containers[n], strings).is_none() {
                         break Err(give_up());
