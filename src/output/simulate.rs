@@ -23,7 +23,7 @@ use crate::engine::DecisionKind;
 use crate::engine::EngineKind;
 use crate::model::quantity::format_bytes;
 use crate::replay::compare::{Comparison, JobDiff, Transition};
-use crate::replay::summary::Summary;
+use crate::replay::summary::{keep_summary_fields, Summary};
 
 use super::Style;
 
@@ -447,6 +447,12 @@ impl Replayed {
     pub fn new(format: SimulateOutput, summary_only: bool, part: &mut Summary, report: JobReport, keep: bool) -> Self {
         if !summary_only {
             let rendered = render_job(format, &report);
+            let mut report = report;
+            if format != SimulateOutput::Table {
+                // Rendered: the sink reads only what the summary and the messages need, so
+                // the texts are freed here, in parallel, rather than by the writing thread.
+                keep_summary_fields(&mut report);
+            }
             return Replayed::Report(Box::new(report), rendered);
         }
         part.add(&report);

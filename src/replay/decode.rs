@@ -1,7 +1,9 @@
 //! One JSON line → a [`FailureHistory`] (SPEC §3.2 bulk input).
 //!
-//! Owns: two decoders with one answer. The fast path deserializes the line straight into
-//! typed structs that borrow from the line (serde derive: no intermediate tree, no
+//! Owns: two decoders with one answer, and [`Scratch`], the history a worker decodes every
+//! line into (its strings, runs and containers keep their buffers from line to line). The
+//! fast path deserializes the line straight into that history — typed, borrowing from the
+//! line until a string is copied into a kept buffer (no intermediate tree, no
 //! `serde_json::Value`, no field path built); anything it is not sure of — an unknown or
 //! duplicate field, a wrong type, a value that does not parse, a field today's model does
 //! not have — makes it give up, and the line is re-read by the strict decoder

@@ -192,8 +192,8 @@ impl Fallbacks {
 /// A reader thread cuts the source into units (a block of JSON lines, or up to [`CHUNK`]
 /// other entries); each worker takes the next unit, decodes and replays its jobs into a
 /// [`Scratch`] of its own and sends the results back numbered; the calling thread puts them
-/// back in order and emits them while the workers go on. At most `2 × workers + 2` units
-/// are read and not yet emitted (the reader waits for a token per unit), so memory stays
+/// back in order and emits them while the workers go on. At most `workers + 2` units are
+/// read and not yet emitted (the reader waits for a token per unit), so memory stays
 /// flat whatever the input size and however slow the output.
 pub fn for_each_ordered<S, A, T, W, E, P>(source: S, work: W, mut emit: E, mut progress: P) -> io::Result<()>
 where
@@ -205,7 +205,9 @@ where
     P: FnMut(Progress),
 {
     let workers = rayon::current_num_threads().max(1);
-    let ahead = 2 * workers + 2;
+    // One unit per worker, one ready for the next free worker, one being emitted: more
+    // only holds more rendered records in memory.
+    let ahead = workers + 2;
     let (unit_tx, unit_rx) = sync_channel::<(usize, Vec<Entry>, Progress)>(ahead);
     let (token_tx, token_rx) = sync_channel::<()>(ahead);
     for _ in 0..ahead {

@@ -38,10 +38,10 @@ pub struct Summary {
     pub errors: u64,
 }
 
-/// Drops what the summary does not read (the per-run texts, nodes, pod names): what is
-/// left is what a [`Detail::Summary`] replay must get right, so tests compare it with a
-/// full replay through this. (Bulk `-o table` no longer needs it: its workers add each
-/// report to a summary and free it.)
+/// Drops what the summary does not read (the per-run texts, nodes, pod names), so that a
+/// worker frees them in parallel instead of the single thread that writes the records and
+/// folds the summary (`-o json|yaml|jsonl`, once the record is rendered). What is left is
+/// also what a [`Detail::Summary`] replay must get right: tests compare through it.
 ///
 /// [`Detail::Summary`]: crate::engine::Detail::Summary
 pub fn keep_summary_fields(report: &mut JobReport) {
