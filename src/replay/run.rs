@@ -218,10 +218,12 @@ where
         // Moved in: the workers stop when the reader drops `unit_tx`.
         scope.spawn(move || read_units(source, &unit_tx, &token_rx));
         rayon::in_place_scope(|s| {
-            let (done_tx, done_rx) = channel::<(usize, Vec<Processed<T>>, A, Progress)>();
+            // `None`: a worker panicked (see `PanicNotice`).
+            let (done_tx, done_rx) = channel::<Option<Done<T, A>>>();
             for _ in 0..workers {
                 let (done_tx, unit_rx, work) = (done_tx.clone(), &unit_rx, &work);
                 s.spawn(move |_| {
+                    let _notice = PanicNotice(done_tx.clone());
                     let mut scratch = Scratch::default();
                     loop {
                         // The lock is held only while waiting for the next unit.
@@ -240,7 +242,7 @@ where
                         for entry in unit {
                             process(entry, &mut scratch, &mut acc, work, &mut out);
                         }
-                        if done_tx.send((seq, out, acc, at)).is_err() {
+                        if done_tx.send(Some((seq, out, acc, at))).is_err() {
                             return;
                         }
                     }
@@ -252,7 +254,12 @@ where
             let token_tx = token_tx;
             let mut waiting = BTreeMap::new();
             let mut next = 0usize;
-            for (seq, out, acc, at) in done_rx {
+            for done in done_rx {
+                // A worker panicked: its unit never comes. Stop everything; the scope then
+                // re-raises the panic.
+                let Some((seq, out, acc, at)) = done else {
+                    return Ok(());
+                };
                 waiting.insert(seq, (out, acc, at));
                 while let Some((out, acc, at)) = waiting.remove(&next) {
                     for r in out {
@@ -271,6 +278,21 @@ where
             Ok(())
         })
     })
+}
+
+/// A worker's numbered results, its unit's accumulator, and the progress at that unit.
+type Done<T, A> = (usize, Vec<Processed<T>>, A, Progress);
+
+/// Tells the emitting thread that its worker is unwinding: otherwise it would wait for the
+/// lost unit forever, and the reader for a token it never gets back.
+struct PanicNotice<T, A>(std::sync::mpsc::Sender<Option<Done<T, A>>>);
+
+impl<T, A> Drop for PanicNotice<T, A> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = self.0.send(None);
+        }
+    }
 }
 
 /// The reader thread: units of `source`, numbered, each after a token.
@@ -295,5 +317,63 @@ fn read_units<S: HistorySource>(
         if unit.is_empty() || units.send((seq, unit, source.progress())).is_err() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+    use crate::model::scheduler::SchedulerConfig;
+    use crate::replay::source::{Files, Overrides};
+
+    fn lines(n: usize) -> tempfile::NamedTempFile {
+        let mut f = tempfile::Builder::new().suffix(".jsonl").tempfile().unwrap();
+        for i in 0..n {
+            writeln!(f, r#"{{"job":{{"id":"j{i}"}},"runs":[{{"node":"n"}}]}}"#).unwrap();
+        }
+        f
+    }
+
+    /// Every job once, in input order, whatever the number of workers and unit sizes.
+    #[test]
+    fn results_come_back_in_input_order() {
+        let file = lines(5000);
+        let source = Files::open(file.path(), SchedulerConfig::default(), Overrides::default()).unwrap();
+        let mut ids = Vec::new();
+        let mut units = 0;
+        let work = |count: &mut usize, job: Job<'_>| {
+            *count += 1;
+            Ok(job.history.job.id.clone())
+        };
+        let emit = |e: Emitted<String, usize>| {
+            match e {
+                Emitted::Job(Processed::Done(id)) => ids.push(id),
+                Emitted::Unit(n) => units += n,
+                _ => panic!("unexpected error"),
+            }
+            Ok(true)
+        };
+        for_each_ordered(source, work, emit, |_| {}).unwrap();
+        assert_eq!(ids, (0..5000).map(|i| format!("j{i}")).collect::<Vec<_>>());
+        assert_eq!(units, 5000);
+    }
+
+    /// A worker that panics must end the run with its panic, not leave the writer waiting
+    /// for the unit it lost (and the reader for a token).
+    #[test]
+    fn a_panicking_worker_ends_the_run() {
+        // Many more units than may be in flight: the lost one blocks everything else.
+        let file = lines(40_000);
+        let source = Files::open(file.path(), SchedulerConfig::default(), Overrides::default()).unwrap();
+        let work = |_: &mut (), job: Job<'_>| {
+            assert_ne!(job.history.job.id, "j1234", "boom");
+            Ok(())
+        };
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            for_each_ordered(source, work, |_| Ok(true), |_| {})
+        }));
+        assert!(run.is_err());
     }
 }
