@@ -29,11 +29,11 @@ use crate::engine::{Detail, EngineKind};
 use crate::error::{CliError, ExitCode};
 use crate::output::progress::{finish, progress_bar};
 use crate::output::report;
-use crate::output::simulate::{missing_queue_warning, render_job, ComparisonSink, JobSink};
+use crate::output::simulate::{missing_queue_warning, ComparisonSink, JobSink, Replayed};
 use crate::replay::compare::JobDiff;
-use crate::replay::run::{fallback, for_each_ordered, process, replay_job_detailed, Fallback, Fallbacks};
+use crate::replay::run::{fallback, for_each_ordered, replay_job_detailed, Emitted, Fallback, Fallbacks, Job};
 use crate::replay::source::{Files, HistorySource, Overrides, Progress};
-use crate::replay::summary::keep_summary_fields;
+use crate::replay::summary::Summary;
 use crate::replay::Processed;
 
 pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
@@ -85,16 +85,15 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         sink.begin(out)?;
         // A comparison is made of numbers only (final state, retries, delay, run times):
         // neither side needs the per-run texts.
-        let work = |entry| {
-            process(entry, |job| {
-                let b = replay_job_detailed(&old, &job.settings, &job.history, Detail::Summary)
-                    .map_err(|e| format!("{}: job `{}`: baseline: {e}", job.origin, job.history.job.id))?;
-                let c = replay_job_detailed(&sim, &job.settings, &job.history, Detail::Summary)
-                    .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
-                Ok((JobDiff::new(&b, c), fallback(&sim, &job.history)))
-            })
+        let work = |_: &mut (), job: Job<'_>| {
+            let b = replay_job_detailed(&old, job.settings, job.history, Detail::Summary)
+                .map_err(|e| format!("{}: job `{}`: baseline: {e}", job.origin, job.history.job.id))?;
+            let c = replay_job_detailed(&sim, job.settings, job.history, Detail::Summary)
+                .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
+            Ok((JobDiff::new(&b, c), fallback(&sim, job.history)))
         };
-        let emit = |p: Processed<(JobDiff, Option<Fallback>)>| -> io::Result<bool> {
+        let emit = |p: Emitted<(JobDiff, Option<Fallback>), ()>| -> io::Result<bool> {
+            let Emitted::Job(p) = p else { return Ok(true) };
             match p {
                 Processed::Done((d, f)) => {
                     if let Some(w) = warn_queue(&d.job, fallbacks.add(f)) {
@@ -126,27 +125,27 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         // Only the summary is printed: the per-run texts are not even written.
         let detail = if summary_only { Detail::Summary } else { Detail::Full };
         sink.begin(out)?;
-        let work = |entry| {
-            process(entry, |job| {
-                let report = replay_job_detailed(&sim, &job.settings, &job.history, detail)
-                    .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
-                let rendered = render_job(format, &report);
-                let mut report = report;
-                if summary_only {
-                    keep_summary_fields(&mut report);
-                }
-                Ok((report, rendered, fallback(&sim, &job.history)))
-            })
+        // Summary only: each worker adds its jobs to a summary of its unit.
+        let work = |part: &mut Summary, job: Job<'_>| {
+            let report = replay_job_detailed(&sim, job.settings, job.history, detail)
+                .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
+            let f = fallback(&sim, job.history);
+            Ok((Replayed::new(format, summary_only, part, report, f.is_some()), f))
         };
-        let emit = |p: Processed<_>| -> io::Result<bool> {
+        let emit = |p: Emitted<(Replayed, Option<Fallback>), Summary>| -> io::Result<bool> {
+            let p = match p {
+                Emitted::Job(p) => p,
+                Emitted::Unit(part) => {
+                    sink.merge(part);
+                    return Ok(true);
+                }
+            };
             match p {
-                Processed::Done((report, rendered, f)) => {
-                    let report: crate::engine::JobReport = report;
-                    if let Some(w) = warn_queue(&report.job_id, fallbacks.add(f)) {
+                Processed::Done((job, f)) => {
+                    if let Some(w) = warn_queue(job.job_id(), fallbacks.add(f)) {
                         sink.warning(err, &w)?;
                     }
-                    let rendered: Vec<u8> = rendered;
-                    write_or_stop(sink.job(out, err, &report, &rendered))
+                    write_or_stop(sink.replayed(out, err, &job))
                 }
                 Processed::Error(m) => sink.error(err, &m).map(|()| true),
                 Processed::Invalid(f) => {

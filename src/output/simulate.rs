@@ -23,7 +23,7 @@ use crate::engine::DecisionKind;
 use crate::engine::EngineKind;
 use crate::model::quantity::format_bytes;
 use crate::replay::compare::{Comparison, JobDiff, Transition};
-use crate::replay::summary::Summary;
+use crate::replay::summary::{keep_summary_fields, Summary};
 
 use super::Style;
 
@@ -432,6 +432,43 @@ impl Messages {
     }
 }
 
+/// One replayed job as a worker hands it to [`JobSink`].
+pub enum Replayed {
+    /// The report and its record rendered by [`render_job`].
+    Report(Box<JobReport>, Vec<u8>),
+    /// Summary only: counted into the worker's unit summary already; the report is kept
+    /// only when the sink has something to print about the job.
+    Counted(Option<Box<JobReport>>),
+}
+
+impl Replayed {
+    /// The worker's side of [`JobSink::replayed`]. A summary-only output adds the job to
+    /// `part` and frees the report here, in parallel, unless it has messages or `keep`.
+    pub fn new(format: SimulateOutput, summary_only: bool, part: &mut Summary, report: JobReport, keep: bool) -> Self {
+        if !summary_only {
+            let rendered = render_job(format, &report);
+            let mut report = report;
+            if format != SimulateOutput::Table {
+                // Rendered: the sink reads only what the summary and the messages need, so
+                // the texts are freed here, in parallel, rather than by the writing thread.
+                keep_summary_fields(&mut report);
+            }
+            return Replayed::Report(Box::new(report), rendered);
+        }
+        part.add(&report);
+        let says = keep || !report.contradictions.is_empty() || !report.expectation_failures.is_empty();
+        Replayed::Counted(says.then(|| Box::new(report)))
+    }
+
+    /// The job's id, when the report was kept.
+    pub fn job_id(&self) -> &str {
+        match self {
+            Replayed::Report(r, _) | Replayed::Counted(Some(r)) => &r.job_id,
+            Replayed::Counted(None) => "",
+        }
+    }
+}
+
 /// A job's record in a streamed format (`json`, `yaml`, `jsonl`), rendered where the job was
 /// replayed (a worker), so the writer only copies bytes. Empty for `table`.
 pub fn render_job(format: SimulateOutput, report: &JobReport) -> Vec<u8> {
@@ -535,6 +572,30 @@ impl JobSink {
             SimulateOutput::Yaml | SimulateOutput::Jsonl => out.write_all(rendered)?,
         }
         self.jobs_written += 1;
+        self.job_messages(err, report)
+    }
+
+    /// One job as a worker handed it over ([`Replayed::new`]).
+    pub fn replayed(&mut self, out: &mut dyn Write, err: &mut dyn Write, job: &Replayed) -> io::Result<()> {
+        match job {
+            Replayed::Report(report, rendered) => self.job(out, err, report, rendered),
+            // Counted in the worker: its unit's summary comes with `merge`.
+            Replayed::Counted(report) => {
+                self.jobs_written += 1;
+                match report {
+                    Some(r) => self.job_messages(err, r),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// Adds a unit's summary of [`Replayed::Counted`] jobs, after its jobs.
+    pub fn merge(&mut self, part: Summary) {
+        self.summary.merge(part);
+    }
+
+    fn job_messages(&mut self, err: &mut dyn Write, report: &JobReport) -> io::Result<()> {
         for c in &report.contradictions {
             let line = format!(
                 "{}: job `{}`: history contradicts the decisions: {c}",

@@ -1,7 +1,9 @@
 //! One JSON line → a [`FailureHistory`] (SPEC §3.2 bulk input).
 //!
-//! Owns: two decoders with one answer. The fast path deserializes the line straight into
-//! typed structs that borrow from the line (serde derive: no intermediate tree, no
+//! Owns: two decoders with one answer, and [`Scratch`], the history a worker decodes every
+//! line into (its strings, runs and containers keep their buffers from line to line). The
+//! fast path deserializes the line straight into that history — typed, borrowing from the
+//! line until a string is copied into a kept buffer (no intermediate tree, no
 //! `serde_json::Value`, no field path built); anything it is not sure of — an unknown or
 //! duplicate field, a wrong type, a value that does not parse, a field today's model does
 //! not have — makes it give up, and the line is re-read by the strict decoder
@@ -33,20 +35,108 @@ use crate::yaml::{Node, Pos, Value};
 /// Decodes one (trimmed, non-empty) JSON line; `Err` is the message for the user, without
 /// the `file:line: ` prefix.
 pub fn decode_line(line: &[u8], line_no: usize) -> Result<FailureHistory, String> {
-    match decode_fast(line) {
-        Some(h) => Ok(h),
-        None => decode_line_strict(line, line_no),
+    let mut scratch = Scratch::default();
+    scratch.decode(line, line_no)?;
+    Ok(scratch.history)
+}
+
+/// The typed fast path alone; `None` means "ask the strict decoder".
+pub fn decode_fast(line: &[u8]) -> Option<FailureHistory> {
+    let mut scratch = Scratch::default();
+    scratch.decode_fast(line).then_some(scratch.history)
+}
+
+/// One worker's history, decoded into again and again: the strings, runs and containers of
+/// earlier lines keep their buffers, so a typical line allocates nothing (a bulk run
+/// allocated and freed every node, category and container name of every run).
+#[derive(Default)]
+pub struct Scratch {
+    history: FailureHistory,
+    /// Runs beyond the current history's length, kept with their buffers for a longer one.
+    spare: Vec<Run>,
+    strings: Pool,
+}
+
+/// The most runs, and emptied strings, a [`Scratch`] keeps between lines: enough for any
+/// ordinary history, small enough that one huge line does not pin its memory.
+const KEEP_RUNS: usize = 256;
+const KEEP_STRINGS: usize = 1024;
+const KEEP_CONTAINERS: usize = 256;
+/// Larger buffers (a long message) are freed rather than kept.
+const KEEP_STRING_BYTES: usize = 4096;
+
+impl Scratch {
+    /// Decodes `line` (fast path, else the strict decoder) into the scratch history.
+    pub fn decode(&mut self, line: &[u8], line_no: usize) -> Result<&mut FailureHistory, String> {
+        if !self.decode_fast(line) {
+            self.history = decode_line_strict(line, line_no)?;
+        }
+        Ok(&mut self.history)
+    }
+
+    /// The typed fast path; `false` means "ask the strict decoder" (the history is then
+    /// left half-written).
+    fn decode_fast(&mut self, line: &[u8]) -> bool {
+        // One UTF-8 check for the whole line: `from_slice` would check every string on its
+        // own (~30 calls per line, measured at 6% of a bulk run).
+        let Ok(text) = std::str::from_utf8(line) else {
+            return false;
+        };
+        let mut de = serde_json::Deserializer::from_str(text);
+        let ok = LineSeed(self).deserialize(&mut de).is_ok() && de.end().is_ok();
+        if self.history.runs.capacity() > 4 * KEEP_RUNS {
+            self.spare.clear();
+            self.history.runs.shrink_to(KEEP_RUNS);
+        }
+        self.spare.truncate(KEEP_RUNS);
+        ok && validate_failure_history(&self.history).is_empty()
     }
 }
 
-/// The typed fast path; `None` means "ask the strict decoder".
-pub fn decode_fast(line: &[u8]) -> Option<FailureHistory> {
-    // One UTF-8 check for the whole line: `from_slice` would check every string on its own
-    // (~30 calls per line, measured at 6% of a bulk run).
-    let text = std::str::from_utf8(line).ok()?;
-    let raw: LineIn<'_> = serde_json::from_str(text).ok()?;
-    let h = raw.into_model()?;
-    validate_failure_history(&h).is_empty().then_some(h)
+/// Emptied strings, and containers of runs that had more, handed out again before
+/// allocating (a preempted run after an OOM-killed one: its containers wait here, strings
+/// and all, for the next OOM kill).
+#[derive(Default)]
+struct Pool {
+    strings: Vec<String>,
+    containers: Vec<Container>,
+}
+
+impl Pool {
+    /// `value` as a `String`, in `old`'s buffer or a pooled one.
+    fn string(&mut self, old: Option<String>, value: Str<'_>) -> String {
+        match value.0 {
+            Cow::Owned(s) => {
+                self.put(old);
+                s
+            }
+            Cow::Borrowed(v) => {
+                let mut s = old.or_else(|| self.strings.pop()).unwrap_or_default();
+                s.clear();
+                s.push_str(v);
+                s
+            }
+        }
+    }
+
+    fn put(&mut self, s: Option<String>) {
+        if let Some(s) = s {
+            if (1..=KEEP_STRING_BYTES).contains(&s.capacity()) && self.strings.len() < KEEP_STRINGS {
+                self.strings.push(s);
+            }
+        }
+    }
+
+    /// `slot` := `value`, reusing its buffer; `None` gives the buffer back to the pool.
+    fn set(&mut self, slot: &mut Option<String>, value: Option<Str<'_>>) {
+        match value {
+            Some(v) => {
+                let old = slot.take();
+                *slot = Some(self.string(old, v));
+            }
+            None => self.put(slot.take()),
+        }
+    }
 }
 
 /// A string that borrows from the line unless it had escapes.
@@ -80,24 +170,140 @@ impl Str<'_> {
     }
 }
 
-/// `apiVersion` / `kind`: may be left out, but a `null` is an error in the strict decoder,
-/// so it must not read as "left out" here.
-fn present<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<Str<'a>>, D::Error> {
-    Str::deserialize(d).map(Some)
+/// Gives up on the fast path (the strict decoder then reads the line and words the error).
+fn give_up<E: de::Error>() -> E {
+    E::custom("not on the fast path")
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct LineIn<'a> {
-    #[serde(default, borrow, deserialize_with = "present")]
-    api_version: Option<Str<'a>>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    kind: Option<Str<'a>>,
-    #[serde(default, borrow)]
-    job: Option<JobIn<'a>>,
-    runs: Runs,
-    #[serde(default, borrow)]
-    expect: Option<JobExpectIn<'a>>,
+/// `Some(v)` or give up.
+fn or_give_up<T, E: de::Error>(v: Option<T>) -> Result<T, E> {
+    v.ok_or_else(give_up)
+}
+
+// The top level, a run, a run's containers and conditions are decoded by hand, straight
+// into the scratch history (serde's derive can only build new values). They accept exactly
+// what the derived structs they replace accepted: the same fields and value types, a
+// duplicate or unknown field gives up, and — as derived structs do — a JSON array is read
+// as the fields in declaration order, missing trailing ones left out.
+
+/// The fields of a line, in declaration order (for the array form).
+#[derive(Deserialize, Clone, Copy)]
+#[serde(field_identifier, rename_all = "camelCase")]
+enum LineField {
+    ApiVersion,
+    Kind,
+    Job,
+    Runs,
+    Expect,
+}
+
+const LINE_FIELDS: [LineField; 5] = [
+    LineField::ApiVersion,
+    LineField::Kind,
+    LineField::Job,
+    LineField::Runs,
+    LineField::Expect,
+];
+const LINE_NAMES: &[&str] = &["apiVersion", "kind", "job", "runs", "expect"];
+
+struct LineSeed<'s>(&'s mut Scratch);
+
+impl<'de> DeserializeSeed<'de> for LineSeed<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        let s = self.0;
+        let job = &mut s.history.job;
+        job.id.clear();
+        s.strings.set(&mut job.queue, None);
+        job.annotations.clear();
+        job.termination_grace_period = None;
+        job.memory = None;
+        job.submitted_at = None;
+        job.gang_cardinality = None;
+        s.history.expect = None;
+        let mut v = LineVisitor { s, seen: 0 };
+        d.deserialize_struct("LineIn", LINE_NAMES, &mut v)?;
+        if v.seen & (1 << LineField::Runs as u32) == 0 {
+            return Err(give_up());
+        }
+        Ok(())
+    }
+}
+
+struct LineVisitor<'s> {
+    s: &'s mut Scratch,
+    seen: u32,
+}
+
+impl<'de> LineVisitor<'_> {
+    fn field<D: Deserializer<'de>>(&mut self, f: LineField, d: D) -> Result<(), D::Error> {
+        let bit = 1 << f as u32;
+        if self.seen & bit != 0 {
+            return Err(give_up());
+        }
+        self.seen |= bit;
+        let s = &mut *self.s;
+        match f {
+            // May be left out, but a `null` is an error in the strict decoder.
+            LineField::ApiVersion => {
+                if Str::deserialize(d)?.0 != "armadaproject.io/v1" {
+                    return Err(give_up());
+                }
+            }
+            LineField::Kind => {
+                if Str::deserialize(d)?.0 != "FailureHistory" {
+                    return Err(give_up());
+                }
+            }
+            LineField::Job => {
+                if let Some(job) = Option::<JobIn<'de>>::deserialize(d)? {
+                    or_give_up(job.into_model(&mut s.history.job, &mut s.strings))?;
+                }
+            }
+            LineField::Runs => RunsSeed(s).deserialize(d)?,
+            LineField::Expect => {
+                if let Some(e) = Option::<JobExpectIn<'de>>::deserialize(d)? {
+                    s.history.expect = Some(or_give_up(e.into_model())?);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Hands one field's value to [`LineVisitor::field`] (or a run's to [`RunVisitor::field`]).
+struct FieldSeed<'v, V, F>(&'v mut V, F);
+
+impl<'de> DeserializeSeed<'de> for FieldSeed<'_, LineVisitor<'_>, LineField> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        self.0.field(self.1, d)
+    }
+}
+
+impl<'de> Visitor<'de> for &mut LineVisitor<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a FailureHistory")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(f) = map.next_key::<LineField>()? {
+            map.next_value_seed(FieldSeed(&mut *self, f))?;
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        for f in LINE_FIELDS {
+            if seq.next_element_seed(FieldSeed(&mut *self, f))?.is_none() {
+                break;
+            }
+        }
+        Ok(())
+    }
 }
 
 #[derive(Deserialize)]
@@ -130,62 +336,321 @@ struct GangIn {
     cardinality: u32,
 }
 
-/// `runs`, each converted to the model's [`Run`] as soon as it is read (no list of
-/// intermediate structs); a run the fast path is not sure of fails the whole line over to
-/// the strict decoder.
-struct Runs(Vec<Run>);
+/// `runs`, each decoded into a run of the scratch history (a spare one when the history
+/// grows); a run the fast path is not sure of fails the whole line over to the strict
+/// decoder.
+struct RunsSeed<'s>(&'s mut Scratch);
 
-impl<'de> Deserialize<'de> for Runs {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Runs;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a list of runs")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Runs, A::Error> {
-                let mut runs = Vec::with_capacity(seq.size_hint().unwrap_or(8));
-                while let Some(r) = seq.next_element::<RunIn<'de>>()? {
-                    runs.push(
-                        r.into_model()
-                            .ok_or_else(|| de::Error::custom("not on the fast path"))?,
-                    );
-                }
-                Ok(Runs(runs))
-            }
-        }
-        d.deserialize_seq(V)
+impl<'de> DeserializeSeed<'de> for RunsSeed<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RunIn<'a> {
-    #[serde(default, borrow)]
-    node: Option<Str<'a>>,
-    #[serde(default, borrow)]
-    queued_for: Option<Str<'a>>,
-    #[serde(default, borrow)]
-    started_at: Option<Str<'a>>,
-    #[serde(default, borrow)]
-    run_for: Option<Str<'a>>,
-    #[serde(default, borrow)]
-    conditions: Option<Vec<Str<'a>>>,
-    #[serde(default, borrow)]
-    termination_confirmed_after: Option<Str<'a>>,
-    #[serde(default, borrow)]
-    containers: Option<Vec<ContainerIn<'a>>>,
-    #[serde(default, borrow)]
-    category: Option<Str<'a>>,
-    #[serde(default, borrow)]
-    subcategory: Option<Str<'a>>,
-    #[serde(default, borrow)]
-    outcome: Option<Str<'a>>,
-    #[serde(default)]
-    global_max_retries: Option<u32>,
-    /// Boxed: rare, and it would double the size of every run moved during decoding.
-    #[serde(default, borrow)]
-    expect: Option<Box<RunExpectIn<'a>>>,
+impl<'de> Visitor<'de> for RunsSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a list of runs")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let s = self.0;
+        let runs = &mut s.history.runs;
+        let mut n = 0;
+        let result = loop {
+            if n == runs.len() {
+                runs.push(s.spare.pop().unwrap_or_default());
+            }
+            match seq.next_element_seed(RunSeed(&mut runs[n], &mut s.strings)) {
+                Ok(Some(())) => n += 1,
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
+        s.spare.extend(runs.drain(n..));
+        result
+    }
+}
+
+/// The fields of a run, in declaration order (for the array form).
+#[derive(Deserialize, Clone, Copy)]
+#[serde(field_identifier, rename_all = "camelCase")]
+enum RunField {
+    Node,
+    QueuedFor,
+    StartedAt,
+    RunFor,
+    Conditions,
+    TerminationConfirmedAfter,
+    Containers,
+    Category,
+    Subcategory,
+    Outcome,
+    GlobalMaxRetries,
+    Expect,
+}
+
+const RUN_FIELDS: [RunField; 12] = [
+    RunField::Node,
+    RunField::QueuedFor,
+    RunField::StartedAt,
+    RunField::RunFor,
+    RunField::Conditions,
+    RunField::TerminationConfirmedAfter,
+    RunField::Containers,
+    RunField::Category,
+    RunField::Subcategory,
+    RunField::Outcome,
+    RunField::GlobalMaxRetries,
+    RunField::Expect,
+];
+const RUN_NAMES: &[&str] = &[
+    "node",
+    "queuedFor",
+    "startedAt",
+    "runFor",
+    "conditions",
+    "terminationConfirmedAfter",
+    "containers",
+    "category",
+    "subcategory",
+    "outcome",
+    "globalMaxRetries",
+    "expect",
+];
+
+/// One run, decoded into `.0` (every field reset first; strings keep their buffers).
+struct RunSeed<'s>(&'s mut Run, &'s mut Pool);
+
+impl<'de> DeserializeSeed<'de> for RunSeed<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        let RunSeed(run, strings) = self;
+        run.queued_for = GoDuration::default();
+        run.started_at = None;
+        run.run_for = GoDuration::default();
+        run.conditions.clear();
+        run.termination_confirmed_after = None;
+        run.outcome = Outcome::default();
+        run.global_max_retries = None;
+        run.expect = None;
+        let mut v = RunVisitor {
+            run,
+            strings,
+            seen: 0,
+            queued_for_given: false,
+            started_at_given: false,
+        };
+        d.deserialize_struct("RunIn", RUN_NAMES, &mut v)?;
+        let (run, strings, seen) = (v.run, v.strings, v.seen);
+        // Fields this run leaves out: empty, their buffers back to the pool.
+        let absent = |f: RunField| seen & (1 << f as u32) == 0;
+        if absent(RunField::Node) {
+            strings.set(&mut run.node, None);
+        }
+        if absent(RunField::Category) {
+            strings.set(&mut run.category, None);
+        }
+        if absent(RunField::Subcategory) {
+            strings.set(&mut run.subcategory, None);
+        }
+        if absent(RunField::Containers) {
+            recycle_containers(&mut run.containers, 0, strings);
+        }
+        // `queuedFor: 0s` together with `startedAt` is still a conflict (a `null` is not).
+        if v.queued_for_given && v.started_at_given {
+            return Err(give_up());
+        }
+        Ok(())
+    }
+}
+
+/// Containers past the first `keep` go to the pool.
+fn recycle_containers(containers: &mut Vec<Container>, keep: usize, pool: &mut Pool) {
+    if containers.len() > keep {
+        let room = KEEP_CONTAINERS.saturating_sub(pool.containers.len());
+        let end = containers.len().min(keep + room);
+        for mut c in containers.drain(keep..end) {
+            // A long message is freed, not kept.
+            if c.message.as_ref().is_some_and(|m| m.capacity() > KEEP_STRING_BYTES) {
+                c.message = None;
+            }
+            pool.containers.push(c);
+        }
+        containers.truncate(keep);
+    }
+}
+
+struct RunVisitor<'s> {
+    run: &'s mut Run,
+    strings: &'s mut Pool,
+    seen: u32,
+    queued_for_given: bool,
+    started_at_given: bool,
+}
+
+fn duration<E: de::Error>(s: Option<Str<'_>>) -> Result<Option<GoDuration>, E> {
+    match s {
+        None => Ok(None),
+        Some(s) => GoDuration::parse(&s.0).map(Some).map_err(|_| give_up()),
+    }
+}
+
+impl<'de> RunVisitor<'_> {
+    fn field<D: Deserializer<'de>>(&mut self, f: RunField, d: D) -> Result<(), D::Error> {
+        let bit = 1 << f as u32;
+        if self.seen & bit != 0 {
+            return Err(give_up());
+        }
+        self.seen |= bit;
+        let run = &mut *self.run;
+        match f {
+            RunField::Node => self.strings.set(&mut run.node, Option::<Str<'de>>::deserialize(d)?),
+            RunField::QueuedFor => {
+                let v = Option::<Str<'de>>::deserialize(d)?;
+                self.queued_for_given = v.is_some();
+                run.queued_for = duration(v)?.unwrap_or_default();
+            }
+            RunField::StartedAt => {
+                if let Some(s) = Option::<Str<'de>>::deserialize(d)? {
+                    self.started_at_given = true;
+                    run.started_at = Some(match GoDuration::parse(&s.0) {
+                        Ok(d) => StartedAt::Offset(d),
+                        Err(_) => StartedAt::Absolute(or_give_up(Timestamp::parse(&s.0))?),
+                    });
+                }
+            }
+            RunField::RunFor => run.run_for = duration(Option::<Str<'de>>::deserialize(d)?)?.unwrap_or_default(),
+            RunField::Conditions => d.deserialize_option(ConditionsSeed(&mut run.conditions))?,
+            RunField::TerminationConfirmedAfter => {
+                run.termination_confirmed_after = duration(Option::<Str<'de>>::deserialize(d)?)?;
+            }
+            RunField::Containers => d.deserialize_option(ContainersSeed(&mut run.containers, self.strings))?,
+            RunField::Category => self.strings.set(&mut run.category, Option::<Str<'de>>::deserialize(d)?),
+            RunField::Subcategory => self
+                .strings
+                .set(&mut run.subcategory, Option::<Str<'de>>::deserialize(d)?),
+            RunField::Outcome => {
+                if let Some(o) = Option::<Str<'de>>::deserialize(d)? {
+                    run.outcome = or_give_up(Outcome::parse(&o.0))?;
+                }
+            }
+            RunField::GlobalMaxRetries => run.global_max_retries = Option::<u32>::deserialize(d)?,
+            RunField::Expect => {
+                if let Some(e) = Option::<Box<RunExpectIn<'de>>>::deserialize(d)? {
+                    run.expect = Some(Box::new(or_give_up(e.into_model())?));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for FieldSeed<'_, RunVisitor<'_>, RunField> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        self.0.field(self.1, d)
+    }
+}
+
+impl<'de> Visitor<'de> for &mut RunVisitor<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a run")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(f) = map.next_key::<RunField>()? {
+            map.next_value_seed(FieldSeed(&mut *self, f))?;
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        for f in RUN_FIELDS {
+            if seq.next_element_seed(FieldSeed(&mut *self, f))?.is_none() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `conditions` (a list, or `null` for none), parsed as they are read.
+struct ConditionsSeed<'s>(&'s mut Vec<Condition>);
+
+impl<'de> Visitor<'de> for ConditionsSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a list of conditions")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(c) = seq.next_element::<Str<'de>>()? {
+            // `OOMKilled` is a container reason: the strict decoder says so.
+            if c.0 == "OOMKilled" {
+                return Err(give_up());
+            }
+            self.0.push(or_give_up(Condition::parse(&c.0))?);
+        }
+        Ok(())
+    }
+}
+
+/// `containers` (a list, or `null` for none), each into a container of the run.
+struct ContainersSeed<'s>(&'s mut Vec<Container>, &'s mut Pool);
+
+impl<'de> Visitor<'de> for ContainersSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a list of containers")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        recycle_containers(self.0, 0, self.1);
+        Ok(())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let ContainersSeed(containers, strings) = self;
+        let mut n = 0;
+        let result = loop {
+            match seq.next_element::<ContainerIn<'de>>() {
+                Ok(Some(c)) => {
+                    if n == containers.len() {
+                        containers.push(strings.containers.pop().unwrap_or_default());
+                    }
+                    if c.into_model(&mut containers[n], strings).is_none() {
+                        break Err(give_up());
+                    }
+                    n += 1;
+                }
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
+        recycle_containers(containers, n, strings);
+        result
+    }
 }
 
 #[derive(Deserialize)]
@@ -234,7 +699,7 @@ struct JobExpectIn<'a> {
     decision: Option<Str<'a>>,
 }
 
-fn duration(s: Option<Str<'_>>) -> Option<Option<GoDuration>> {
+fn parse_duration(s: Option<Str<'_>>) -> Option<Option<GoDuration>> {
     match s {
         None => Some(None),
         Some(s) => GoDuration::parse(&s.0).ok().map(Some),
@@ -248,120 +713,79 @@ fn decision_kind(s: Option<Str<'_>>) -> Option<Option<String>> {
     }
 }
 
-impl LineIn<'_> {
-    fn into_model(self) -> Option<FailureHistory> {
-        if self.api_version.is_some_and(|v| v.0 != "armadaproject.io/v1")
-            || self.kind.is_some_and(|k| k.0 != "FailureHistory")
-        {
-            return None;
+impl JobIn<'_> {
+    /// Into `job`, which the caller has reset.
+    fn into_model(self, job: &mut Job, strings: &mut Pool) -> Option<()> {
+        job.gang_cardinality = self.gang.map(|g| g.cardinality);
+        if let Some(id) = self.id {
+            job.id.push_str(&id.0);
         }
-        let mut h = FailureHistory {
-            job: Job::default(),
-            runs: self.runs.0,
-            expect: None,
-        };
-        if let Some(job) = self.job {
-            h.job.gang_cardinality = job.gang.map(|g| g.cardinality);
-            h.job.id = job.id.map(Str::owned).unwrap_or_default();
-            h.job.queue = job.queue.map(Str::owned);
-            h.job.annotations = job.annotations.unwrap_or_default();
-            h.job.termination_grace_period = duration(job.termination_grace_period)?;
-            if let Some(m) = job.memory {
-                match parse_quantity(&m.0) {
-                    Ok(b) if b > 0.0 => h.job.memory = Some(b),
-                    _ => return None,
-                }
-            }
-            if let Some(t) = job.submitted_at {
-                h.job.submitted_at = Some(Timestamp::parse(&t.0)?);
+        strings.set(&mut job.queue, self.queue);
+        job.annotations = self.annotations.unwrap_or_default();
+        job.termination_grace_period = parse_duration(self.termination_grace_period)?;
+        if let Some(m) = self.memory {
+            match parse_quantity(&m.0) {
+                Ok(b) if b > 0.0 => job.memory = Some(b),
+                _ => return None,
             }
         }
-        if let Some(e) = self.expect {
-            h.expect = Some(JobExpect {
-                final_state: match e.final_state {
-                    None => None,
-                    Some(f) => Some(Final::parse(&f.0)?),
-                },
-                retries: e.retries,
-                decision: decision_kind(e.decision)?,
-            });
+        if let Some(t) = self.submitted_at {
+            job.submitted_at = Some(Timestamp::parse(&t.0)?);
         }
-        Some(h)
+        Some(())
     }
 }
 
-impl RunIn<'_> {
-    fn into_model(self) -> Option<Run> {
-        // `queuedFor: 0s` together with `startedAt` is still a conflict (a `null` is not).
-        let queued_for_given = self.queued_for.is_some();
-        let mut run = Run {
-            node: self.node.map(Str::owned),
-            queued_for: duration(self.queued_for)?.unwrap_or_default(),
-            run_for: duration(self.run_for)?.unwrap_or_default(),
-            termination_confirmed_after: duration(self.termination_confirmed_after)?,
-            category: self.category.map(Str::owned),
-            subcategory: self.subcategory.map(Str::owned),
-            global_max_retries: self.global_max_retries,
-            ..Run::default()
-        };
-        if let Some(s) = self.started_at {
-            if queued_for_given {
-                return None;
-            }
-            run.started_at = Some(match GoDuration::parse(&s.0) {
-                Ok(d) => StartedAt::Offset(d),
-                Err(_) => StartedAt::Absolute(Timestamp::parse(&s.0)?),
-            });
-        }
-        if let Some(conditions) = self.conditions {
-            run.conditions.reserve(conditions.len());
-            for c in conditions {
-                // `OOMKilled` is a container reason: the strict decoder says so.
-                if c.0 == "OOMKilled" {
-                    return None;
-                }
-                run.conditions.push(Condition::parse(&c.0)?);
+impl JobExpectIn<'_> {
+    fn into_model(self) -> Option<JobExpect> {
+        Some(JobExpect {
+            final_state: match self.final_state {
+                None => None,
+                Some(f) => Some(Final::parse(&f.0)?),
+            },
+            retries: self.retries,
+            decision: decision_kind(self.decision)?,
+        })
+    }
+}
+
+impl ContainerIn<'_> {
+    /// Into `slot`, reusing its strings' buffers.
+    fn into_model(self, slot: &mut Container, strings: &mut Pool) -> Option<()> {
+        // A missing name is an unnamed container (Lookout imports); an explicit empty one
+        // is an error the strict decoder words.
+        match self.name {
+            None => slot.name.clear(),
+            Some(n) if n.0.is_empty() => return None,
+            Some(n) => {
+                let old = std::mem::take(&mut slot.name);
+                slot.name = strings.string(Some(old), n);
             }
         }
-        if let Some(containers) = self.containers {
-            run.containers.reserve(containers.len());
-            for c in containers {
-                // A missing name is an unnamed container (Lookout imports); an explicit empty
-                // one is an error the strict decoder words.
-                let name = match c.name {
-                    None => String::new(),
-                    Some(n) if n.0.is_empty() => return None,
-                    Some(n) => n.owned(),
-                };
-                run.containers.push(Container {
-                    name,
-                    init: c.init.unwrap_or_default(),
-                    exit_code: c.exit_code.unwrap_or_default(),
-                    reason: c.reason.map(Str::owned),
-                    message: c.message.map(Str::owned),
-                });
-            }
-        }
-        if let Some(o) = self.outcome {
-            run.outcome = Outcome::parse(&o.0)?;
-        }
-        if let Some(e) = self.expect {
-            run.expect = Some(Box::new(RunExpect {
-                action: match e.action.as_ref().map(|a| &*a.0) {
-                    None => None,
-                    Some("Retry") => Some(Action::Retry),
-                    Some("Fail") => Some(Action::Fail),
-                    Some(_) => return None,
-                },
-                decision: decision_kind(e.decision)?,
-                rule: e.rule.map(Str::owned),
-                delay: duration(e.delay)?,
-                retries: e.retries,
-                pod_name: e.pod_name.map(Str::owned),
-                avoid_nodes: e.avoid_nodes.map(|v| v.into_iter().map(Str::owned).collect()),
-            }));
-        }
-        Some(run)
+        slot.init = self.init.unwrap_or_default();
+        slot.exit_code = self.exit_code.unwrap_or_default();
+        strings.set(&mut slot.reason, self.reason);
+        strings.set(&mut slot.message, self.message);
+        Some(())
+    }
+}
+
+impl RunExpectIn<'_> {
+    fn into_model(self) -> Option<RunExpect> {
+        Some(RunExpect {
+            action: match self.action.as_ref().map(|a| &*a.0) {
+                None => None,
+                Some("Retry") => Some(Action::Retry),
+                Some("Fail") => Some(Action::Fail),
+                Some(_) => return None,
+            },
+            decision: decision_kind(self.decision)?,
+            rule: self.rule.map(Str::owned),
+            delay: parse_duration(self.delay)?,
+            retries: self.retries,
+            pod_name: self.pod_name.map(Str::owned),
+            avoid_nodes: self.avoid_nodes.map(|v| v.into_iter().map(Str::owned).collect()),
+        })
     }
 }
 

@@ -3,10 +3,13 @@
 //! or a comparison.
 //!
 //! ```text
-//! source (file, directory, JSON Lines, stdin; later Lookout)  → Entry
-//!   → decode (typed fast path; strict re-read only for a failing line) → FailureHistory
-//!   → run (one job through a Simulator → JobReport; parallel, order kept)
-//!   → summary / compare (folded in input order) → output::simulate (every format)
+//! source (file, directory, JSON Lines, stdin; later Lookout)  → Entry (a block of lines, …)
+//!   → run: workers split the lines and
+//!     → decode (typed fast path into a reused history; strict re-read only for a failing
+//!       line) → FailureHistory
+//!     → one job through a Simulator → JobReport (parallel, order kept)
+//!   → summary / compare (folded in input order; per unit in the workers when only the
+//!     summary is printed) → output::simulate (every format)
 //! ```
 //!
 //! Owns: the order of that stream and its memory bound (a bounded number of entries in
@@ -20,5 +23,5 @@ pub mod run;
 pub mod source;
 pub mod summary;
 
-pub use run::{process, Processed};
+pub use run::{Job, Processed};
 pub use source::{Entry, HistorySource, Origin};

@@ -39,10 +39,9 @@ pub struct Summary {
 }
 
 /// Drops what the summary does not read (the per-run texts, nodes, pod names), so that a
-/// worker frees them in parallel instead of the single thread that folds the summary.
-/// For outputs that print only the summary (bulk `-o table`). A [`Detail::Summary`]
-/// replay writes none of them in the first place; what is left here is the texts of runs
-/// with an `expect` and the upstream engine's words.
+/// worker frees them in parallel instead of the single thread that writes the records and
+/// folds the summary (`-o json|yaml|jsonl`, once the record is rendered). What is left is
+/// also what a [`Detail::Summary`] replay must get right: tests compare through it.
 ///
 /// [`Detail::Summary`]: crate::engine::Detail::Summary
 pub fn keep_summary_fields(report: &mut JobReport) {
@@ -135,6 +134,37 @@ impl Summary {
         }
     }
 
+    /// Adds `other`, the summary of the jobs that follow (a worker's unit): the same as
+    /// having added its jobs here one by one (the listed ids stay the first ones).
+    pub fn merge(&mut self, other: Summary) {
+        self.jobs += other.jobs;
+        self.runs += other.runs;
+        self.succeeded += other.succeeded;
+        self.failed += other.failed;
+        self.cancelled += other.cancelled;
+        self.pending += other.pending;
+        self.retries += other.retries;
+        for (policy, counts) in other.by_policy {
+            match self.by_policy.iter_mut().find(|(p, _)| *p == policy) {
+                Some((_, mine)) => {
+                    add_counts(&mut mine.retries, counts.retries);
+                    add_counts(&mut mine.failures, counts.failures);
+                }
+                None => self.by_policy.push((policy, counts)),
+            }
+        }
+        add_counts(&mut self.failures_by_kind, other.failures_by_kind);
+        add_counts(&mut self.decisions, other.decisions);
+        // Saturating sums of non-negative numbers: the grouping does not change the result.
+        self.total_delay = GoDuration(self.total_delay.0.saturating_add(other.total_delay.0));
+        self.expectation_failed_jobs += other.expectation_failed_jobs;
+        let room = MAX_LISTED_JOBS.saturating_sub(self.expectation_failed_ids.len());
+        self.expectation_failed_ids
+            .extend(other.expectation_failed_ids.into_iter().take(room));
+        self.contradicted_jobs += other.contradicted_jobs;
+        self.errors += other.errors;
+    }
+
     /// `policy/rule` → retries granted.
     pub fn retries_by_rule(&self) -> BTreeMap<String, u64> {
         let mut out = BTreeMap::new();
@@ -158,5 +188,11 @@ impl Summary {
             out.insert(format!("({})", k.as_str()), n);
         }
         out
+    }
+}
+
+fn add_counts<K: Ord>(into: &mut BTreeMap<K, u64>, from: BTreeMap<K, u64>) {
+    for (k, n) in from {
+        *into.entry(k).or_default() += n;
     }
 }
