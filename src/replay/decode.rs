@@ -197,13 +197,6 @@ enum LineField {
     Expect,
 }
 
-const LINE_FIELDS: [LineField; 5] = [
-    LineField::ApiVersion,
-    LineField::Kind,
-    LineField::Job,
-    LineField::Runs,
-    LineField::Expect,
-];
 const LINE_NAMES: &[&str] = &["apiVersion", "kind", "job", "runs", "expect"];
 
 struct LineSeed<'s>(&'s mut Scratch);
@@ -257,13 +250,13 @@ impl<'de> LineVisitor<'_> {
                 }
             }
             LineField::Job => {
-                if let Some(job) = Option::<JobIn<'de>>::deserialize(d)? {
+                if let Some(MapOnly(job)) = Option::<MapOnly<JobIn<'de>>>::deserialize(d)? {
                     or_give_up(job.into_model(&mut s.history.job, &mut s.strings))?;
                 }
             }
             LineField::Runs => RunsSeed(s).deserialize(d)?,
             LineField::Expect => {
-                if let Some(e) = Option::<JobExpectIn<'de>>::deserialize(d)? {
+                if let Some(MapOnly(e)) = Option::<MapOnly<JobExpectIn<'de>>>::deserialize(d)? {
                     s.history.expect = Some(or_give_up(e.into_model())?);
                 }
             }
@@ -296,13 +289,29 @@ impl<'de> Visitor<'de> for &mut LineVisitor<'_> {
         Ok(())
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        for f in LINE_FIELDS {
-            if seq.next_element_seed(FieldSeed(&mut *self, f))?.is_none() {
-                break;
+    // No `visit_seq`: serde's derive would read a JSON array positionally as a struct, which
+    // the strict decoder rejects (`expected a mapping`); the fast path must accept only what
+    // it accepts, so an array here gives up (serde's default `visit_seq` is an error).
+}
+
+/// A struct read from a JSON object only. serde's derive also reads a JSON array as a struct,
+/// field by field in declaration order (`"job":["j1"]`), which the strict decoder rejects;
+/// the fast path must not accept more than it does (fuzz target `jsonl_decode`).
+struct MapOnly<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for MapOnly<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map))
             }
         }
-        Ok(())
+        d.deserialize_map(V(std::marker::PhantomData)).map(MapOnly)
     }
 }
 
@@ -327,7 +336,7 @@ struct JobIn<'a> {
     job_set: Option<IgnoredAny>,
     /// `job.gang.cardinality` (the upstream engine's legacy path for gangs).
     #[serde(default)]
-    gang: Option<GangIn>,
+    gang: Option<MapOnly<GangIn>>,
 }
 
 #[derive(Deserialize)]
@@ -375,7 +384,7 @@ impl<'de> Visitor<'de> for RunsSeed<'_> {
     }
 }
 
-/// The fields of a run, in declaration order (for the array form).
+/// The fields of a run.
 #[derive(Deserialize, Clone, Copy)]
 #[serde(field_identifier, rename_all = "camelCase")]
 enum RunField {
@@ -393,20 +402,6 @@ enum RunField {
     Expect,
 }
 
-const RUN_FIELDS: [RunField; 12] = [
-    RunField::Node,
-    RunField::QueuedFor,
-    RunField::StartedAt,
-    RunField::RunFor,
-    RunField::Conditions,
-    RunField::TerminationConfirmedAfter,
-    RunField::Containers,
-    RunField::Category,
-    RunField::Subcategory,
-    RunField::Outcome,
-    RunField::GlobalMaxRetries,
-    RunField::Expect,
-];
 const RUN_NAMES: &[&str] = &[
     "node",
     "queuedFor",
@@ -541,7 +536,7 @@ impl<'de> RunVisitor<'_> {
             }
             RunField::GlobalMaxRetries => run.global_max_retries = Option::<u32>::deserialize(d)?,
             RunField::Expect => {
-                if let Some(e) = Option::<Box<RunExpectIn<'de>>>::deserialize(d)? {
+                if let Some(MapOnly(e)) = Option::<MapOnly<Box<RunExpectIn<'de>>>>::deserialize(d)? {
                     run.expect = Some(Box::new(or_give_up(e.into_model())?));
                 }
             }
@@ -571,14 +566,8 @@ impl<'de> Visitor<'de> for &mut RunVisitor<'_> {
         Ok(())
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        for f in RUN_FIELDS {
-            if seq.next_element_seed(FieldSeed(&mut *self, f))?.is_none() {
-                break;
-            }
-        }
-        Ok(())
-    }
+    // No `visit_seq`, as for the line: a run written as an array is the strict decoder's
+    // to reject.
 }
 
 /// `conditions` (a list, or `null` for none), parsed as they are read.
@@ -634,8 +623,8 @@ impl<'de> Visitor<'de> for ContainersSeed<'_> {
         let ContainersSeed(containers, strings) = self;
         let mut n = 0;
         let result = loop {
-            match seq.next_element::<ContainerIn<'de>>() {
-                Ok(Some(c)) => {
+            match seq.next_element::<MapOnly<ContainerIn<'de>>>() {
+                Ok(Some(MapOnly(c))) => {
                     if n == containers.len() {
                         containers.push(strings.containers.pop().unwrap_or_default());
                     }
@@ -716,7 +705,7 @@ fn decision_kind(s: Option<Str<'_>>) -> Option<Option<String>> {
 impl JobIn<'_> {
     /// Into `job`, which the caller has reset.
     fn into_model(self, job: &mut Job, strings: &mut Pool) -> Option<()> {
-        job.gang_cardinality = self.gang.map(|g| g.cardinality);
+        job.gang_cardinality = self.gang.map(|g| g.0.cardinality);
         if let Some(id) = self.id {
             job.id.push_str(&id.0);
         }
@@ -961,6 +950,15 @@ mod tests {
             (r#"{"runs":[{"containers":[{"name":"","exitCode":1}]}]}"#, Err("runs[0].containers[0].name: container name must not be empty; leave `name` out for an unnamed container")),
             (r#"{"runs":[{"containers":[{"name":"m","exitCode":1.0}]}]}"#, Err("runs[0].containers[0].exitCode: expected an integer, found scalar `1.0`")),
             (r#"{"runs":[{"runFor":"5"}]}"#, Err("runs[0].runFor: invalid duration `5`: missing unit; expected a duration such as `10s` (units: `ns`, `us`, `ms`, `s`, `m`, `h`)")),
+            // A JSON array where an object belongs: serde's derive would read it field by
+            // field; the strict decoder rejects it, so the fast path must too.
+            (r#"{"runs":[[]]}"#, Err("runs[0]: expected a mapping, found a sequence")),
+            (r#"{"runs":[["n1","5m"]]}"#, Err("runs[0]: expected a mapping, found a sequence")),
+            (r#"{"job":["j1"],"runs":[{}]}"#, Err("job: expected a mapping, found a sequence")),
+            (r#"{"job":{"gang":[3]},"runs":[{}]}"#, Err("job.gang: expected a mapping, found a sequence")),
+            (r#"{"runs":[{"containers":[["main",137]]}]}"#, Err("runs[0].containers[0]: expected a mapping, found a sequence")),
+            (r#"{"runs":[{"expect":["Retry"]}]}"#, Err("runs[0].expect: expected a mapping, found a sequence")),
+            (r#"{"runs":[{}],"expect":["Failed"]}"#, Err("expect: expected a mapping, found a sequence")),
         ];
         for (line, want) in strict {
             assert!(decode_fast(line.as_bytes()).is_none(), "fast path accepted {line}");
