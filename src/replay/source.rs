@@ -460,12 +460,15 @@ impl Files {
 
 const LONG_LINE: &str = "line longer than 8 MiB";
 
-/// A line read on its own (up to the 8 MiB limit plus one byte): appended to `bytes`, or
-/// `Err(its line number)` for an over-long line, whose rest is skipped.
+/// A line read on its own (up to the 8 MiB limit plus one byte, its newline included):
+/// appended to `bytes`, or `Err(its line number)` for an over-long line, whose rest is
+/// skipped. The limit is on the line's text: a line of exactly 8 MiB and its newline is
+/// within it (and its newline is not a reason to skip the next line).
 fn one_line(lines: &mut Lines, line: Vec<u8>, bytes: &mut Vec<u8>) -> Result<(), usize> {
     lines.line_no += 1;
-    if line.len() as u64 > MAX_FILE_BYTES {
-        // Skip the rest of the over-long line.
+    let ended = line.last() == Some(&b'\n');
+    if (line.len() - usize::from(ended)) as u64 > MAX_FILE_BYTES {
+        // Cut by the limit: skip the rest of the over-long line.
         let mut rest = Vec::new();
         let _ = lines.reader.read_until(b'\n', &mut rest);
         return Err(lines.line_no);

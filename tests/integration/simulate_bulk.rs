@@ -281,3 +281,51 @@ fn retry_policy_used_by_a_job_without_queue_is_not_called_ignored() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["policies"], serde_json::json!(["infra"]));
 }
+
+/// The 8 MiB limit is on a line's text: a line of exactly 8 MiB is read (and the line after
+/// it too); one byte more is `line longer than 8 MiB`, and only that line is lost.
+#[test]
+fn the_8_mib_line_limit_is_exact() {
+    const MIB8: usize = 8 * 1024 * 1024;
+    // A valid history padded with JSON whitespace to `len` bytes.
+    let padded = |id: &str, len: usize| {
+        let head = format!(r#"{{"job":{{"id":"{id}"}},"runs":[{{}}]"#);
+        format!("{head}{}}}", " ".repeat(len - head.len() - 1))
+    };
+    let small = |id: &str| format!(r#"{{"job":{{"id":"{id}"}},"runs":[{{}}]}}"#);
+    let text = [
+        small("first"),
+        padded("exactly-8-mib", MIB8),
+        small("after-the-8-mib-line"),
+        padded("one-byte-over", MIB8 + 1),
+        small("after-the-long-line"),
+    ]
+    .join("\n")
+        + "\n";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("long.jsonl");
+    fs::write(&file, text).unwrap();
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .args(["simulate", "-f", INFRA, "-o", "jsonl", "--history"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let ids: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.split(r#""job":""#).nth(1))
+        .map(|rest| rest.split('"').next().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["first", "exactly-8-mib", "after-the-8-mib-line", "after-the-long-line"],
+        "{stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!("error: {}:4: line longer than 8 MiB\n", file.display())),
+        "{stderr}"
+    );
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+}
