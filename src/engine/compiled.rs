@@ -768,7 +768,8 @@ impl CompiledPolicy {
             // Only with one word of rules (w = 0), so called once per policy and decision.
             let [plain_rules, init_rules] = [self.regex_rules[0][w], self.regex_rules[1][w]];
             if bits & (plain_rules | init_rules) != 0 {
-                let (plain, init) = hits.search(facts, init_rules != 0, &mut searched.messages);
+                let (plain, init) =
+                    hits.search(facts, init_rules != 0, searched.messages.insert(MessageHits::default()));
                 bits &= !((plain_rules & !plain) | (init_rules & !init));
             }
         }
@@ -784,7 +785,7 @@ impl CompiledPolicy {
         facts: &RunFacts<'_>,
         names: &mut [u32; NAME_CACHE],
         chunks: &mut ChunkHits,
-        messages: &MessageHits,
+        messages: Option<&MessageHits>,
     ) -> Option<(usize, Signal)> {
         while bits != 0 {
             let i = w * 64 + bits.trailing_zeros() as usize;
@@ -805,10 +806,9 @@ impl CompiledPolicy {
             }
             // A rule of `regex_hits` still a candidate: its regex matches an eligible
             // message, and the search says which one comes first (unless it had too many).
-            let message = if rule.in_regex_hits {
-                messages.first(1u64 << (i % 64), rule.include_init)
-            } else {
-                None
+            let message = match messages {
+                Some(m) if rule.in_regex_hits => m.first(1u64 << (i % 64), rule.include_init),
+                _ => None,
             };
             if let Some(signal) = rule.matches(facts, names, message) {
                 return Some((i, signal));
@@ -856,11 +856,13 @@ impl CompiledPolicy {
             // kept every table's address live across iterations and spilled them to the
             // stack, ~60 instructions of set-up per policy per decision.
             let bits = self.candidates(0, facts, row, &codes, &mut names, &mut searched);
-            return self.try_candidates(0, bits, facts, &mut names, &mut chunks, &searched.messages);
+            return self.try_candidates(0, bits, facts, &mut names, &mut chunks, searched.messages.as_ref());
         }
         for w in 0..words {
             let bits = self.candidates(w, facts, row, &codes, &mut names, &mut searched);
-            if let Some(found) = self.try_candidates(w, bits, facts, &mut names, &mut chunks, &searched.messages) {
+            if let Some(found) =
+                self.try_candidates(w, bits, facts, &mut names, &mut chunks, searched.messages.as_ref())
+            {
                 return Some(found);
             }
         }
@@ -986,7 +988,9 @@ impl RegexHits {
 #[derive(Default)]
 struct Searched {
     set: Option<(bool, bool)>,
-    messages: MessageHits,
+    /// `None` until searched: a `MessageHits` made per policy and decision, searched or not,
+    /// cost every decision 30-70 instructions.
+    messages: Option<MessageHits>,
 }
 
 /// Per decision, the messages a policy's `RegexHits` matched, in container order: (the
