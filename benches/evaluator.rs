@@ -7,8 +7,8 @@
 //! nothing (falls to the default action); and rule sets that pass the masks and fail late,
 //! the engine's own worst cases: `regex_rules_no_match`, 3 × 20 regex message rules, none
 //! matching; `regex_rules_last_matches`, 3 × 20 anchored regex rules of an Xid catalog with
-//! a message that only the last rule of the last policy matches (its policy's `RegexSet`
-//! matches, so its regex rules are then tried in order); `named_exit_rules_last_matches`, 3 × 20
+//! a message that only the last rule of the last policy matches (one multi-pattern search
+//! per policy says which rules match); `named_exit_rules_last_matches`, 3 × 20
 //! `containerName: main` + `onExitCodes` rules, the main container's code listed only by the
 //! last rule of the last policy.
 

@@ -92,8 +92,9 @@ fn policy(p: usize) -> RetryPolicy {
 }
 
 /// Rules only the newer tables reject untried: `containerName` + `onExitCodes` (per-container
-/// exit-code rows) and more than 8 regex message rules (the policy's chunked `RegexSet`s).
-fn late_policy() -> RetryPolicy {
+/// exit-code rows) and regex message rules `10..rules`: with at most 64 rules, one
+/// multi-pattern search into a reused pattern set; with more, the chunked `RegexSet`s.
+fn late_policy(rules: i64) -> RetryPolicy {
     let named = (0..10).map(|r| Rule {
         action: Action::Retry,
         container_name: Some("main".into()),
@@ -103,7 +104,7 @@ fn late_policy() -> RetryPolicy {
         }),
         ..Rule::default()
     });
-    let regexes = (10..22).map(|r| Rule {
+    let regexes = (10..rules).map(|r| Rule {
         action: Action::Retry,
         on_termination_message: Some(format!(r"^Xid \d+ rule {r}:")),
         ..Rule::default()
@@ -127,8 +128,10 @@ fn a_decision_allocates_nothing() {
     let compiled: Vec<CompiledPolicy> = (0..3).map(|p| CompiledPolicy::new(policy(p)).unwrap()).collect();
     let all: Vec<&CompiledPolicy> = compiled.iter().collect();
     let without_default: Vec<&CompiledPolicy> = vec![&compiled[0], &compiled[2]];
-    let late_compiled = CompiledPolicy::new(late_policy()).unwrap();
+    let late_compiled = CompiledPolicy::new(late_policy(22)).unwrap();
     let late: Vec<&CompiledPolicy> = vec![&late_compiled];
+    let wide_compiled = CompiledPolicy::new(late_policy(70)).unwrap();
+    let wide: Vec<&CompiledPolicy> = vec![&wide_compiled];
     let settings = Settings::default();
     let job = JobContext::new("job-0000042", false, GoDuration::from_secs(30));
     let failed = Outcome::Failed;
@@ -169,8 +172,16 @@ fn a_decision_allocates_nothing() {
             run("nothing", 205, "Error", failed),
         ),
         (
-            "regex rule in a later chunk",
+            "regex rule found by the multi-pattern search",
             late.as_slice(),
+            with_message(
+                run("nothing", 1, "Error", failed),
+                "Xid 79 rule 20: GPU has fallen off the bus",
+            ),
+        ),
+        (
+            "regex rule in a later chunk",
+            wide.as_slice(),
             with_message(
                 run("nothing", 1, "Error", failed),
                 "Xid 79 rule 20: GPU has fallen off the bus",

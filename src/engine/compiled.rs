@@ -4,8 +4,9 @@
 //! Owns: [`CompiledPolicy`] (per rule: condition bitmask, sorted exit-code set, compiled
 //! message pattern, container name, and the retry plan — backoff, limit, anti-affinity
 //! resolved rule → policy; per policy: the rules indexed by category, and the rejection
-//! masks by condition, exit code (per named container too), message first byte and
-//! `RegexSet`s), the facts read from a run once per decision (`RunFacts`), the first-match
+//! masks by condition, exit code (per named container too), message first byte, and which
+//! regex message rules match: one multi-pattern search per message for a policy of at most
+//! 64 rules, `RegexSet`s for larger ones), the facts read from a run once per decision (`RunFacts`), the first-match
 //! search over one policy, and [`Signal`], which names what matched by indices into the
 //! run and is put into words only when a record is written ([`Signal::write`]).
 //!
@@ -101,6 +102,8 @@ struct RuleMatcher {
     container_slot: Option<usize>,
     /// For a regex rule in the policy's `RegexSet`: its chunk in `regex_chunks`.
     regex_chunk: Option<u8>,
+    /// Its regex is one of the policy's `regex_hits`.
+    in_regex_hits: bool,
     include_init: bool,
     /// A container-level matcher reads the selected container (§2.2).
     needs_container: bool,
@@ -335,9 +338,10 @@ pub struct CompiledPolicy {
     /// slower there).
     use_masks: bool,
     /// Rules whose message pattern is a real regex and that name no container ([0]: non-init
-    /// containers, [1]: `includeInitContainers`), and one `RegexSet` of their patterns: when
-    /// the set matches no eligible message — one search per message per policy — every one
-    /// of them is rejected untried. When it matches, each candidate still runs its own regex.
+    /// containers, [1]: `includeInitContainers`). In a policy of more than 64 rules, one
+    /// `RegexSet` of their patterns: when the set matches no eligible message — one search
+    /// per message per policy — every one of them is rejected untried. When it matches, each
+    /// candidate still runs its own regex. (At most 64 rules: `regex_hits`.)
     regex_rules: [Box<[u64]>; 2],
     regex_set: Option<regex::RegexSet>,
     /// When the set matches, the rules' regexes are tried one by one in rule order; these
@@ -346,6 +350,12 @@ pub struct CompiledPolicy {
     /// rules whose last one matches: 21 regex searches a decision without them, ~5,000
     /// instructions).
     regex_chunks: Box<[regex::RegexSet]>,
+    /// For a policy of at most 64 rules, in place of `regex_set` and `regex_chunks`: one
+    /// search per eligible message says which of those rules' regexes match it, so the others
+    /// are rejected by mask and the candidates left know their message without a search of
+    /// their own (3 × 20 anchored regex rules, the last one matching: 7,500 instructions a
+    /// decision with the chunked sets, 4,578 with this).
+    regex_hits: Option<RegexHits>,
     /// `mutate.resources.memory.static` in bytes, per rule.
     pub(crate) statics: Vec<Option<f64>>,
     /// What a retry under each rule takes, and under the default action (`default_plan`).
@@ -583,7 +593,19 @@ impl CompiledPolicy {
                 .build()
                 .ok()
         };
-        let regex_set = (!regex_patterns.is_empty()).then(|| set_of(&regex_patterns)).flatten();
+        let regex_hits = if words == 1 && !regex_patterns.is_empty() {
+            RegexHits::new(&regex_patterns, &regex_rule_ids)
+        } else {
+            None
+        };
+        if regex_hits.is_some() {
+            for &i in &regex_rule_ids {
+                rules[i].in_regex_hits = true;
+            }
+        }
+        let regex_set = (regex_hits.is_none() && !regex_patterns.is_empty())
+            .then(|| set_of(&regex_patterns))
+            .flatten();
         // Chunks only under a set that was built, at most 64 (a per-decision bitmask of
         // searched chunks), and all or none (a chunk too large to build only loses them).
         let regex_chunks: Box<[regex::RegexSet]> =
@@ -623,6 +645,7 @@ impl CompiledPolicy {
             regex_rules: [regex_plain.into(), regex_init.into()],
             regex_set,
             regex_chunks,
+            regex_hits,
             statics,
             plans: policy_rules_plans(&policy),
             default_plan: RetryPlan::new(None, &policy),
@@ -708,7 +731,7 @@ impl CompiledPolicy {
         row: Option<&[u64]>,
         codes: &[SelectedCode<'_>; 2],
         names: &mut [u32; NAME_CACHE],
-        any_regex: &mut Option<(bool, bool)>,
+        searched: &mut Searched,
     ) -> u64 {
         let words = self.uncategorized.len();
         let (mut held, mut conditions) = (0, facts.conditions);
@@ -737,9 +760,17 @@ impl CompiledPolicy {
         let mut bits = (self.uncategorized[w] | row.map_or(0, |r| r[w])) & !rejected;
         if let Some(set) = &self.regex_set {
             if bits & (self.regex_rules[0][w] | self.regex_rules[1][w]) != 0 {
-                let (plain, init) = *any_regex.get_or_insert_with(|| set_hits(set, facts));
+                let (plain, init) = *searched.set.get_or_insert_with(|| set_hits(set, facts));
                 bits &= !((if plain { 0 } else { self.regex_rules[0][w] })
                     | (if init { 0 } else { self.regex_rules[1][w] }));
+            }
+        } else if let Some(hits) = &self.regex_hits {
+            // Only with one word of rules (w = 0), so called once per policy and decision.
+            let [plain_rules, init_rules] = [self.regex_rules[0][w], self.regex_rules[1][w]];
+            if bits & (plain_rules | init_rules) != 0 {
+                let (plain, init) =
+                    hits.search(facts, init_rules != 0, searched.messages.insert(MessageHits::default()));
+                bits &= !((plain_rules & !plain) | (init_rules & !init));
             }
         }
         bits
@@ -754,6 +785,7 @@ impl CompiledPolicy {
         facts: &RunFacts<'_>,
         names: &mut [u32; NAME_CACHE],
         chunks: &mut ChunkHits,
+        messages: Option<&MessageHits>,
     ) -> Option<(usize, Signal)> {
         while bits != 0 {
             let i = w * 64 + bits.trailing_zeros() as usize;
@@ -772,7 +804,13 @@ impl CompiledPolicy {
                     continue;
                 }
             }
-            if let Some(signal) = rule.matches(facts, names) {
+            // A rule of `regex_hits` still a candidate: its regex matches an eligible
+            // message, and the search says which one comes first (unless it had too many).
+            let message = match messages {
+                Some(m) if rule.in_regex_hits => m.first(1u64 << (i % 64), rule.include_init),
+                _ => None,
+            };
+            if let Some(signal) = rule.matches(facts, names, message) {
                 return Some((i, signal));
             }
         }
@@ -792,7 +830,7 @@ impl CompiledPolicy {
                 while bits != 0 {
                     let i = w * 64 + bits.trailing_zeros() as usize;
                     bits &= bits - 1;
-                    if let Some(signal) = self.rules[i].matches(facts, &mut names) {
+                    if let Some(signal) = self.rules[i].matches(facts, &mut names, None) {
                         return Some((i, signal));
                     }
                 }
@@ -809,21 +847,22 @@ impl CompiledPolicy {
             let first = listing(plain);
             [first, if init == plain { first } else { listing(init) }]
         };
-        // Whether the policy's RegexSet matches a non-init message / any message; searched
-        // at most once per decision, and only if a regex rule is still a candidate.
-        let mut any_regex: Option<(bool, bool)> = None;
+        // What the policy's regex message rules' search found (`Searched`).
+        let mut searched = Searched::default();
         let mut chunks = ChunkHits::default();
         let mut names = [UNRESOLVED; NAME_CACHE];
         if words == 1 {
             // At most 64 rules, nearly every policy: straight-line code. The loop over words
             // kept every table's address live across iterations and spilled them to the
             // stack, ~60 instructions of set-up per policy per decision.
-            let bits = self.candidates(0, facts, row, &codes, &mut names, &mut any_regex);
-            return self.try_candidates(0, bits, facts, &mut names, &mut chunks);
+            let bits = self.candidates(0, facts, row, &codes, &mut names, &mut searched);
+            return self.try_candidates(0, bits, facts, &mut names, &mut chunks, searched.messages.as_ref());
         }
         for w in 0..words {
-            let bits = self.candidates(w, facts, row, &codes, &mut names, &mut any_regex);
-            if let Some(found) = self.try_candidates(w, bits, facts, &mut names, &mut chunks) {
+            let bits = self.candidates(w, facts, row, &codes, &mut names, &mut searched);
+            if let Some(found) =
+                self.try_candidates(w, bits, facts, &mut names, &mut chunks, searched.messages.as_ref())
+            {
                 return Some(found);
             }
         }
@@ -848,6 +887,154 @@ fn set_hits(set: &regex::RegexSet, facts: &RunFacts<'_>) -> (bool, bool) {
     };
     let plain = hit(false);
     (plain, plain || (facts.has_init && hit(true)))
+}
+
+/// A policy's regex message rules without `containerName` (at most 64 rules in the policy) as
+/// one multi-pattern regex, built as `regex::RegexSet` builds its own (`MatchKind::All`: an
+/// overlapping search reports every pattern that matches anywhere in the haystack, the
+/// `is_match` of each pattern's own `Regex`).
+#[derive(Debug, Clone)]
+struct RegexHits {
+    regex: regex_automata::meta::Regex,
+    /// Per pattern, its rule's bit.
+    rules: Box<[u64]>,
+}
+
+impl RegexHits {
+    /// `None` when the patterns are too many for one word or too large to build together
+    /// (the policy then keeps the `RegexSet` shortcut or tries each rule's regex).
+    fn new(patterns: &[&str], rule_ids: &[usize]) -> Option<RegexHits> {
+        use regex_automata::{meta, nfa::thompson::WhichCaptures, util::syntax, MatchKind};
+        if patterns.len() > HIT_PATTERNS {
+            return None;
+        }
+        // The same syntax and limits as a `RegexSet` of these patterns (`set_of` above,
+        // regex 1.x `RegexSetBuilder::build`).
+        let regex = meta::Builder::new()
+            .configure(
+                meta::Config::new()
+                    .match_kind(MatchKind::All)
+                    .utf8_empty(true)
+                    .which_captures(WhichCaptures::None)
+                    .nfa_size_limit(Some(MAX_REGEX_SIZE * 4))
+                    .hybrid_cache_capacity(MAX_REGEX_SIZE * 16),
+            )
+            .syntax(syntax::Config::new().utf8(true))
+            .build_many(patterns)
+            .ok()?;
+        Some(RegexHits {
+            regex,
+            rules: rule_ids.iter().map(|&i| 1u64 << i).collect(),
+        })
+    }
+
+    /// The rules whose regex matches `message`.
+    #[inline]
+    fn matching(&self, message: &str) -> u64 {
+        // `is_match` first: it stops at the first match or dead state and can use a literal
+        // prefilter; the overlapping search scans to the end of the message byte by byte
+        // (~1,000 instructions on a 70-byte message), needed only when something matches.
+        if !self.regex.is_match(message) {
+            return 0;
+        }
+        HIT_SCRATCH.with(|scratch| {
+            let mut set = scratch.borrow_mut();
+            set.clear();
+            self.regex
+                .which_overlapping_matches(&regex_automata::Input::new(message), &mut set);
+            if set.is_empty() {
+                return 0;
+            }
+            let mut out = 0;
+            for (k, &rule) in self.rules.iter().enumerate() {
+                if set.contains(regex_automata::PatternID::new_unchecked(k)) {
+                    out |= rule;
+                }
+            }
+            out
+        })
+    }
+
+    /// The rules whose regex matches a message a rule without `containerName` reads
+    /// (§2.2–2.3): (one of a non-init container, one of any container). Init containers'
+    /// messages are searched only for `with_init` (some rule has `includeInitContainers`).
+    /// Each message with a match is recorded in `messages`, in container order.
+    #[inline(always)]
+    fn search(&self, facts: &RunFacts<'_>, with_init: bool, messages: &mut MessageHits) -> (u64, u64) {
+        let (mut plain, mut init) = (0, 0);
+        for (i, c) in facts.run.containers.iter().enumerate() {
+            if c.init && !with_init {
+                continue;
+            }
+            if let Some(m) = c.message.as_deref().filter(|m| !m.is_empty()) {
+                let hits = self.matching(m);
+                if hits != 0 {
+                    messages.push(i as u32, c.init, hits);
+                }
+                if c.init {
+                    init |= hits;
+                } else {
+                    plain |= hits;
+                }
+            }
+        }
+        (plain, plain | init)
+    }
+}
+
+/// Per decision and policy, what the search over its regex message rules found: with a
+/// `RegexSet`, whether it matches a non-init message / any message (searched at most once,
+/// and only if a regex rule is still a candidate); with `RegexHits`, the messages matched.
+#[derive(Default)]
+struct Searched {
+    set: Option<(bool, bool)>,
+    /// `None` until searched: a `MessageHits` made per policy and decision, searched or not,
+    /// cost every decision 30-70 instructions.
+    messages: Option<MessageHits>,
+}
+
+/// Per decision, the messages a policy's `RegexHits` matched, in container order: (the
+/// container, whether it is an init container, the rules whose regex matches its message).
+/// Kept for the first [`HIT_MESSAGES`]; past those a rule's message is found by its own regex.
+#[derive(Default)]
+struct MessageHits {
+    len: usize,
+    at: [(u32, bool, u64); HIT_MESSAGES],
+}
+
+impl MessageHits {
+    fn push(&mut self, container: u32, init: bool, hits: u64) {
+        if self.len < HIT_MESSAGES {
+            self.at[self.len] = (container, init, hits);
+        }
+        self.len += 1;
+    }
+
+    /// The first container whose message the rule of bit `rule` reads and matches; `None`
+    /// when not known (more messages matched than were kept).
+    #[inline]
+    fn first(&self, rule: u64, include_init: bool) -> Option<u32> {
+        if self.len > HIT_MESSAGES {
+            return None;
+        }
+        self.at[..self.len]
+            .iter()
+            .find(|&&(_, init, hits)| (!init || include_init) && hits & rule != 0)
+            .map(|&(i, _, _)| i)
+    }
+}
+
+/// Messages kept per decision in [`MessageHits`].
+const HIT_MESSAGES: usize = 4;
+
+/// Patterns per `RegexHits` (the rules of one bitset word, and `HIT_SCRATCH`'s capacity).
+const HIT_PATTERNS: usize = 64;
+
+thread_local! {
+    /// The pattern set a `RegexHits` search fills, one per thread and reused: made on a
+    /// thread's first search, not per decision.
+    static HIT_SCRATCH: std::cell::RefCell<regex_automata::PatternSet> =
+        std::cell::RefCell::new(regex_automata::PatternSet::new(HIT_PATTERNS));
 }
 
 /// Per decision, which of a policy's `regex_chunks` were searched, and which matched a
@@ -1004,6 +1191,7 @@ fn compile_rule(rule: &Rule) -> Result<RuleMatcher, String> {
         container: rule.container_name.as_deref().map(Into::into),
         container_slot: None,
         regex_chunk: None,
+        in_regex_hits: false,
         include_init: rule.include_init_containers,
     })
 }
@@ -1066,7 +1254,14 @@ impl RuleMatcher {
     /// SPEC §2.3 for a candidate rule (its category, if it lists any, already matched).
     /// Cheapest first: subcategory, pod-level conditions (a mask test), then the container
     /// only when a container-level matcher needs it, then exit codes, then the message.
-    fn matches(&self, facts: &RunFacts<'_>, names: &mut [u32; NAME_CACHE]) -> Option<Signal> {
+    /// `known_message`: the container whose message the rule's pattern matches first, when
+    /// a policy-wide search already found it (a rule of `regex_hits`).
+    fn matches(
+        &self,
+        facts: &RunFacts<'_>,
+        names: &mut [u32; NAME_CACHE],
+        known_message: Option<u32>,
+    ) -> Option<Signal> {
         let run = facts.run;
         if let Some(subs) = &self.subcategories {
             let sub = run.subcategory.as_deref()?;
@@ -1102,6 +1297,7 @@ impl RuleMatcher {
             None => None,
         };
         let message = match &self.pattern {
+            Some(_) if known_message.is_some() => known_message,
             Some(re) => {
                 let hit = |c: &Container| c.message.as_deref().is_some_and(|m| !m.is_empty() && re.is_match(m));
                 let found = if self.container.is_some() {
@@ -1153,6 +1349,9 @@ mod mask_props {
             "^X",
             "init-fail.*x",
             "O",
+            r"\bk$",
+            r"^\w+ \d+$",
+            "9|oo",
         ]));
         let container = prop::option::of(prop::sample::select(vec!["main", "side", "i"]));
         (
@@ -1208,7 +1407,8 @@ mod mask_props {
             prop::option::of(prop::sample::select(vec!["a", "b", "c", "d"])),
             prop::option::of(prop::sample::select(vec!["x", "y"])),
             prop::sample::subsequence(vec![Condition::Evicted, Condition::Preempted], 0..=2),
-            prop::collection::vec(container, 0..4),
+            // Up to 6: more messages than `MessageHits` keeps.
+            prop::collection::vec(container, 0..7),
         )
             .prop_map(|(category, subcategory, conditions, containers)| Run {
                 category: category.map(String::from),
@@ -1237,5 +1437,69 @@ mod mask_props {
                 prop_assert_eq!(masked.first_match(&facts), plain.first_match(&facts), "run {:?}", run);
             }
         }
+
+        /// One multi-pattern search answers, for every pattern, what that pattern's own
+        /// regex (`compile_pattern`, the rule's `Pattern::Regex`) answers with `is_match`:
+        /// anchors, word boundaries (Unicode and ASCII), flags, empty matches, alternations,
+        /// patterns that match anywhere, on messages with multi-byte characters and lines.
+        #[test]
+        fn regex_hits_are_each_regexs_is_match(
+            patterns in prop::collection::vec(arb_pattern(), 1..=HIT_PATTERNS),
+            messages in prop::collection::vec("[a-zA-Z0-9 :._é∂αΣ\n-]{0,16}", 1..8),
+        ) {
+            let patterns: Vec<String> = patterns.into_iter().filter(|p| compile_pattern(p).is_ok()).collect();
+            prop_assume!(!patterns.is_empty());
+            let refs: Vec<&str> = patterns.iter().map(String::as_str).collect();
+            let ids: Vec<usize> = (0..refs.len()).collect();
+            let hits = RegexHits::new(&refs, &ids).expect("small patterns build together");
+            for m in &messages {
+                let want = refs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| compile_pattern(p).unwrap().is_match(m))
+                    .fold(0u64, |out, (k, _)| out | 1 << k);
+                prop_assert_eq!(hits.matching(m), want, "message {:?}, patterns {:?}", m, refs);
+            }
+        }
+    }
+
+    /// A pattern from pieces: an optional anchor or flag, one to three atoms, an optional end.
+    fn arb_pattern() -> impl Strategy<Value = String> {
+        let start = prop::sample::select(vec![
+            "",
+            "",
+            "^",
+            r"\A",
+            "(?m)^",
+            "(?i)",
+            r"\b",
+            r"(?-u:\b)",
+            r"\B",
+            "(?s)",
+        ]);
+        let atom = prop::sample::select(vec![
+            "Xid",
+            "[0-9]+",
+            r"\d+",
+            r"\w+",
+            r"\W",
+            "a*",
+            "",
+            ".",
+            ".*",
+            "x|y",
+            "(oo|O)",
+            "é",
+            r"\p{Greek}",
+            r"(?-u:\B)",
+            r"\s",
+            "[^a]",
+            "b?",
+            "(?i:s)",
+            "Σ",
+            "-",
+        ]);
+        let end = prop::sample::select(vec!["", "", "$", r"\z", "(?m)$", r"\b", r"\B"]);
+        (start, prop::collection::vec(atom, 1..=3), end).prop_map(|(s, atoms, e)| format!("{s}{}{e}", atoms.concat()))
     }
 }
