@@ -1451,7 +1451,11 @@ mod mask_props {
             prop_assume!(!patterns.is_empty());
             let refs: Vec<&str> = patterns.iter().map(String::as_str).collect();
             let ids: Vec<usize> = (0..refs.len()).collect();
-            let hits = RegexHits::new(&refs, &ids).expect("small patterns build together");
+            // Too large to build together (64 Unicode `\w+`, say) is a real answer: the
+            // policy then keeps its `RegexSet`s, which the mask property above covers.
+            let hits = RegexHits::new(&refs, &ids);
+            prop_assume!(hits.is_some());
+            let hits = hits.unwrap();
             for m in &messages {
                 let want = refs
                     .iter()
