@@ -23,13 +23,18 @@ use retryctl::model::GoDuration;
 #[path = "fixtures/evaluator.rs"]
 mod fixture;
 
-fn policy(p: usize) -> RetryPolicy {
+/// A policy named `name` with `rules` and `defaultAction: Fail`, as every case uses.
+fn failing_policy(name: String, rules: Vec<Rule>) -> RetryPolicy {
     RetryPolicy {
-        name: format!("policy-{p}"),
+        name,
         default_action: Action::Fail,
-        rules: fixture::rules(p),
+        rules,
         ..RetryPolicy::default()
     }
+}
+
+fn policy(p: usize) -> RetryPolicy {
+    failing_policy(format!("policy-{p}"), fixture::rules(p))
 }
 
 fn run(category: &str, exit: i64) -> Run {
@@ -147,12 +152,7 @@ fn xid_policy(p: usize) -> RetryPolicy {
             ..Rule::default()
         })
         .collect();
-    RetryPolicy {
-        name: format!("xid-{p}"),
-        default_action: Action::Fail,
-        rules,
-        ..RetryPolicy::default()
-    }
+    failing_policy(format!("xid-{p}"), rules)
 }
 
 /// The exit code that rule `r` of `named_exit_policy(p)` lists.
@@ -180,12 +180,7 @@ fn named_exit_policy(p: usize) -> RetryPolicy {
             ..Rule::default()
         })
         .collect();
-    RetryPolicy {
-        name: format!("named-exit-{p}"),
-        default_action: Action::Fail,
-        rules,
-        ..RetryPolicy::default()
-    }
+    failing_policy(format!("named-exit-{p}"), rules)
 }
 
 fn regex_policy(p: usize) -> RetryPolicy {
@@ -196,12 +191,7 @@ fn regex_policy(p: usize) -> RetryPolicy {
             ..Rule::default()
         })
         .collect();
-    RetryPolicy {
-        name: format!("regex-{p}"),
-        default_action: Action::Fail,
-        rules,
-        ..RetryPolicy::default()
-    }
+    failing_policy(format!("regex-{p}"), rules)
 }
 
 criterion_group!(benches, bench);

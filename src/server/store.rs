@@ -123,6 +123,23 @@ fn check_version(current: Option<u64>, expected: Option<u64>) -> Result<(), Stor
     }
 }
 
+/// The version of `name` in `table` for a write that needs it to exist: `NotFound` when it
+/// does not (and no version was expected), `Stale` when it is not the `If-Match` version.
+fn existing_version(
+    db: &Connection,
+    table: &'static str,
+    name: &str,
+    expected: Option<u64>,
+) -> Result<u64, StoreError> {
+    let current = version_of(db, table, name)?;
+    if current.is_none() && expected.is_none() {
+        return Err(StoreError::NotFound);
+    }
+    check_version(current, expected)?;
+    // Some by now: an expected version of a missing row is `Stale` above.
+    Ok(current.unwrap_or_default())
+}
+
 #[derive(Default)]
 struct Cache {
     policies: BTreeMap<String, Versioned>,
@@ -378,12 +395,7 @@ impl Store {
     pub fn update_policy(&self, name: &str, body: Bytes, expected: Option<u64>) -> Pending {
         let name = name.to_string();
         self.write(Box::new(move |db| {
-            let current = version_of(db, "retry_policy", &name)?;
-            if current.is_none() && expected.is_none() {
-                return Err(StoreError::NotFound);
-            }
-            check_version(current, expected)?;
-            let version = current.unwrap_or(0) + 1;
+            let version = existing_version(db, "retry_policy", &name, expected)? + 1;
             db.prepare_cached("UPDATE retry_policy SET definition = ?2, version = ?3 WHERE name = ?1")?
                 .execute(params![name, utf8(&body), version as i64])?;
             Ok((
@@ -399,11 +411,7 @@ impl Store {
     pub fn delete_policy(&self, name: &str, expected: Option<u64>) -> Pending {
         let name = name.to_string();
         self.write(Box::new(move |db| {
-            let current = version_of(db, "retry_policy", &name)?;
-            if current.is_none() && expected.is_none() {
-                return Err(StoreError::NotFound);
-            }
-            check_version(current, expected)?;
+            existing_version(db, "retry_policy", &name, expected)?;
             let users: Vec<String> = {
                 let mut stmt = db.prepare_cached(
                     "SELECT queue_name FROM queue_retry_policy WHERE policy_name = ?1 ORDER BY queue_name",
@@ -480,11 +488,7 @@ impl Store {
     pub fn delete_queue(&self, name: &str, expected: Option<u64>) -> Pending {
         let name = name.to_string();
         self.write(Box::new(move |db| {
-            let current = version_of(db, "queue", &name)?;
-            if current.is_none() && expected.is_none() {
-                return Err(StoreError::NotFound);
-            }
-            check_version(current, expected)?;
+            existing_version(db, "queue", &name, expected)?;
             // The join rows go by ON DELETE CASCADE.
             db.prepare_cached("DELETE FROM queue WHERE name = ?1")?
                 .execute([&name])?;
