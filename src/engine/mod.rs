@@ -409,21 +409,9 @@ impl Decision {
         numbered_pods: bool,
     ) -> Decision {
         Decision {
-            kind: v.kind,
-            policy: v.policy(),
-            rule: v.rule(),
             signal: v.signal.map(|s| s.to_text(run)),
-            counter: v.counter(),
-            limit: v.limit(),
-            total_retries: v.total_retries,
-            global_max_retries: v.global_max_retries,
-            delay: v.delay(),
-            delay_parts: v.delay_parts,
-            retry_after: v.retry_after(),
-            avoid_nodes: v.avoid.nodes(state, run),
-            memory: v.memory,
-            memory_note: v.memory_note(),
             next_pod_name: v.next_pod.then(|| pod_name(job_id, run_index + 1, numbered_pods)),
+            ..Decision::from_verdict_untold(v, run, state)
         }
     }
 
