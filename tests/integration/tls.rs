@@ -133,6 +133,14 @@ fn at<'a>(url: &'a str, ca: Option<&'a str>, rest: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
+/// The exchange of a command refused because the server's certificate does not verify:
+/// exit 4, what failed, why, and the hint.
+fn unverified(what: &str, why: &str) -> String {
+    format!(
+        "exit: 4\n--- stdout\n--- stderr\nerror: {what}: the TLS certificate of the server at `URL` does not verify: {why}\n\nhint: if the server's certificate comes from a private CA or is self-signed, trust it with `--certificate-authority FILE` or the config context key `certificateAuthority`\n"
+    )
+}
+
 fn port_of(url: &str) -> &str {
     url.rsplit(':').next().unwrap()
 }
@@ -229,7 +237,10 @@ fn an_untrusted_certificate_is_exit_4_and_skip_verify_warns() {
     let token = [("ARMADA_TOKEN", "tok-1")];
     assert_eq!(
         run(home.path(), &token, &at(url, None, &["get", "rp"]), url, dir),
-        "exit: 4\n--- stdout\n--- stderr\nerror: cannot list retry policies: the TLS certificate of the server at `URL` does not verify: it is not signed by a certificate authority retryctl trusts (unknown issuer)\n\nhint: if the server's certificate comes from a private CA or is self-signed, trust it with `--certificate-authority FILE` or the config context key `certificateAuthority`\n"
+        unverified(
+            "cannot list retry policies",
+            "it is not signed by a certificate authority retryctl trusts (unknown issuer)"
+        )
     );
     assert_eq!(
         run(
@@ -548,9 +559,7 @@ fn a_ca_flagged_self_signed_certificate_is_trusted_by_file() {
     );
     assert_eq!(
         run(home.path(), &token, &at(url, None, &["create", "-f", POLICY]), url, dir),
-        format!(
-            "exit: 4\n--- stdout\n--- stderr\nerror: {POLICY}: cannot create retry policy `infra`: the TLS certificate of the server at `URL` does not verify: it is self-signed (a CA certificate presented as the server's own) and not among the certificates retryctl trusts\n\nhint: if the server's certificate comes from a private CA or is self-signed, trust it with `--certificate-authority FILE` or the config context key `certificateAuthority`\n"
-        )
+        unverified(&format!("{POLICY}: cannot create retry policy `infra`"), "it is self-signed (a CA certificate presented as the server's own) and not among the certificates retryctl trusts")
     );
     // Only the very certificate pinned: another CA-flagged certificate for the same name
     // (what a man in the middle could make) is refused.
@@ -564,7 +573,7 @@ fn a_ca_flagged_self_signed_certificate_is_trusted_by_file() {
             url,
             dir
         ),
-        "exit: 4\n--- stdout\n--- stderr\nerror: cannot list retry policies: the TLS certificate of the server at `URL` does not verify: it is self-signed (a CA certificate presented as the server's own) and not among the certificates retryctl trusts\n\nhint: if the server's certificate comes from a private CA or is self-signed, trust it with `--certificate-authority FILE` or the config context key `certificateAuthority`\n"
+        unverified("cannot list retry policies", "it is self-signed (a CA certificate presented as the server's own) and not among the certificates retryctl trusts")
     );
     // Lookout's source trusts the same way: past TLS, this server (not Lookout) answers 404.
     let out = run(
@@ -635,7 +644,10 @@ fn the_system_trust_store_is_trusted_by_default() {
             url,
             dir
         ),
-        "exit: 4\n--- stdout\n--- stderr\nerror: cannot list retry policies: the TLS certificate of the server at `URL` does not verify: it is not signed by a certificate authority retryctl trusts (unknown issuer)\n\nhint: if the server's certificate comes from a private CA or is self-signed, trust it with `--certificate-authority FILE` or the config context key `certificateAuthority`\n"
+        unverified(
+            "cannot list retry policies",
+            "it is not signed by a certificate authority retryctl trusts (unknown issuer)"
+        )
     );
     // A store holding another CA of the same name (re-created, or an impostor): named as such.
     let twin = Pki::new_private_ca("Example Corp CA");
@@ -647,7 +659,7 @@ fn the_system_trust_store_is_trusted_by_default() {
             url,
             dir
         ),
-        "exit: 4\n--- stdout\n--- stderr\nerror: cannot list retry policies: the TLS certificate of the server at `URL` does not verify: its signature does not match the key of the certificate authority of that name that retryctl trusts (bad signature): another authority with the same name signed it\n\nhint: if the server's certificate comes from a private CA or is self-signed, trust it with `--certificate-authority FILE` or the config context key `certificateAuthority`\n"
+        unverified("cannot list retry policies", "its signature does not match the key of the certificate authority of that name that retryctl trusts (bad signature): another authority with the same name signed it")
     );
     // The CA by flag works as well, whatever the store holds.
     assert_eq!(
