@@ -20,6 +20,7 @@ use regex::Regex;
 use crate::model::history::{Container, Run};
 use crate::model::policy::{AntiAffinityMode, Backoff, Condition, ExitCodes, Operator, RetryPolicy, Rule};
 
+use super::literals::Literals;
 use super::Avoid;
 use crate::model::quantity::parse_quantity;
 use crate::model::validate::{compile_pattern, MAX_REGEX_SIZE};
@@ -356,6 +357,11 @@ pub struct CompiledPolicy {
     /// their own (3 × 20 anchored regex rules, the last one matching: 7,500 instructions a
     /// decision with the chunked sets, 4,578 with this).
     regex_hits: Option<RegexHits>,
+    /// For a policy of at most 64 rules, the literals its regex message rules without
+    /// `containerName` need: one scan per eligible message rejects the rules none of whose
+    /// literals it contains, before (often instead of) any regex search. When one rule is
+    /// left it runs its own regex; `regex_hits` searches only for two or more.
+    regex_literals: Option<Literals>,
     /// `mutate.resources.memory.static` in bytes, per rule.
     pub(crate) statics: Vec<Option<f64>>,
     /// What a retry under each rule takes, and under the default action (`default_plan`).
@@ -598,6 +604,11 @@ impl CompiledPolicy {
         } else {
             None
         };
+        let regex_literals = if words == 1 && !regex_patterns.is_empty() {
+            Literals::new(&regex_patterns, &regex_rule_ids)
+        } else {
+            None
+        };
         if regex_hits.is_some() {
             for &i in &regex_rule_ids {
                 rules[i].in_regex_hits = true;
@@ -646,6 +657,7 @@ impl CompiledPolicy {
             regex_set,
             regex_chunks,
             regex_hits,
+            regex_literals,
             statics,
             plans: policy_rules_plans(&policy),
             default_plan: RetryPlan::new(None, &policy),
@@ -764,10 +776,19 @@ impl CompiledPolicy {
                 bits &= !((if plain { 0 } else { self.regex_rules[0][w] })
                     | (if init { 0 } else { self.regex_rules[1][w] }));
             }
-        } else if let Some(hits) = &self.regex_hits {
+        } else if self.regex_literals.is_some() || self.regex_hits.is_some() {
             // Only with one word of rules (w = 0), so called once per policy and decision.
             let [plain_rules, init_rules] = [self.regex_rules[0][w], self.regex_rules[1][w]];
-            if bits & (plain_rules | init_rules) != 0 {
+            if let Some(literals) = &self.regex_literals {
+                if bits & (plain_rules | init_rules) != 0 {
+                    let (plain, init) = possible(literals, facts, init_rules != 0);
+                    bits &= !((plain_rules & !plain) | (init_rules & !init));
+                }
+            }
+            // One rule left runs its own regex (`RuleMatcher::matches`): one search of one
+            // pattern, where the policy-wide search is an `is_match` and an overlapping scan.
+            let left = bits & (plain_rules | init_rules);
+            if let (Some(hits), true) = (&self.regex_hits, left & left.wrapping_sub(1) != 0) {
                 let (plain, init) =
                     hits.search(facts, init_rules != 0, searched.messages.insert(MessageHits::default()));
                 bits &= !((plain_rules & !plain) | (init_rules & !init));
@@ -887,6 +908,27 @@ fn set_hits(set: &regex::RegexSet, facts: &RunFacts<'_>) -> (bool, bool) {
     };
     let plain = hit(false);
     (plain, plain || (facts.has_init && hit(true)))
+}
+
+/// The rules of `literals` whose regex may match a message a rule without `containerName`
+/// reads (§2.2–2.3): (one of a non-init container, one of any container), as
+/// [`RegexHits::search`] answers for the rules that do match.
+#[inline(always)]
+fn possible(literals: &Literals, facts: &RunFacts<'_>, with_init: bool) -> (u64, u64) {
+    let (mut plain, mut init) = (0, 0);
+    for c in facts.run.containers.iter() {
+        if c.init && !with_init {
+            continue;
+        }
+        if let Some(m) = c.message.as_deref().filter(|m| !m.is_empty()) {
+            if c.init {
+                init |= literals.possible(m);
+            } else {
+                plain |= literals.possible(m);
+            }
+        }
+    }
+    (plain, plain | init)
 }
 
 /// A policy's regex message rules without `containerName` (at most 64 rules in the policy) as
@@ -1352,6 +1394,12 @@ mod mask_props {
             r"\bk$",
             r"^\w+ \d+$",
             "9|oo",
+            // Regexes with required literals (the literal prefilter): case-insensitive,
+            // alternations, a literal spanning lines.
+            "(?i)xid 7",
+            r"OOM\s+k|Xid 79",
+            r"(?m)^Xid 79\nk",
+            r"\bkilled\b",
         ]));
         let container = prop::option::of(prop::sample::select(vec!["main", "side", "i"]));
         (
@@ -1394,6 +1442,8 @@ mod mask_props {
                 "oom",
                 "init-fail: x",
                 "Xid abc",
+                "XID 79\nk",
+                "a OOM  k",
             ])),
         )
             .prop_map(|(name, init, exit_code, reason, message)| Container {
@@ -1445,7 +1495,7 @@ mod mask_props {
         #[test]
         fn regex_hits_are_each_regexs_is_match(
             patterns in prop::collection::vec(arb_pattern(), 1..=HIT_PATTERNS),
-            messages in prop::collection::vec("[a-zA-Z0-9 :._é∂αΣ\n-]{0,16}", 1..8),
+            messages in prop::collection::vec(arb_message(), 1..8),
         ) {
             let patterns: Vec<String> = patterns.into_iter().filter(|p| compile_pattern(p).is_ok()).collect();
             prop_assume!(!patterns.is_empty());
@@ -1465,6 +1515,51 @@ mod mask_props {
                 prop_assert_eq!(hits.matching(m), want, "message {:?}, patterns {:?}", m, refs);
             }
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        /// The literal prefilter never rejects a rule whose regex matches: for every message,
+        /// each pattern whose own regex matches it is among the possible ones. (Which rules it
+        /// rejects is a matter of speed; `literals::tests` checks it rejects the ones it should.)
+        #[test]
+        fn literals_keep_every_rule_whose_regex_matches(
+            patterns in prop::collection::vec(arb_pattern(), 1..=HIT_PATTERNS),
+            messages in prop::collection::vec(arb_message(), 1..8),
+        ) {
+            let patterns: Vec<String> = patterns.into_iter().filter(|p| compile_pattern(p).is_ok()).collect();
+            prop_assume!(!patterns.is_empty());
+            let refs: Vec<&str> = patterns.iter().map(String::as_str).collect();
+            let ids: Vec<usize> = (0..refs.len()).collect();
+            let Some(literals) = Literals::new(&refs, &ids) else {
+                // No pattern has a literal: every rule is always possible, nothing to check.
+                return Ok(());
+            };
+            for m in &messages {
+                let matching = refs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| compile_pattern(p).unwrap().is_match(m))
+                    .fold(0u64, |out, (k, _)| out | 1 << k);
+                let possible = literals.possible(m);
+                prop_assert_eq!(matching & !possible, 0, "message {:?}, patterns {:?}", m, refs);
+            }
+        }
+    }
+
+    /// A message from pieces: random characters (ASCII, multi-byte, newlines) and the
+    /// literals `arb_pattern` uses, in other cases too, so literal patterns match often.
+    fn arb_message() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            "[a-zA-Z0-9 :._é∂αΣ\n-]{0,6}",
+            prop::sample::select(vec![
+                "Xid ", "XID ", "xid", "rule 1:", "RULE 1:", "ECC error", "ecc ERROR", "k\nx", "K\nX", "ÉC", "éc",
+                "ok", "ſ", "\u{212A}", "policy 2",
+            ])
+            .prop_map(String::from),
+        ];
+        prop::collection::vec(piece, 0..6).prop_map(|p| p.concat())
     }
 
     /// A pattern from pieces: an optional anchor or flag, one to three atoms, an optional end.
@@ -1502,6 +1597,15 @@ mod mask_props {
             "(?i:s)",
             "Σ",
             "-",
+            // Literals for the prefilter (`literals::required`): long enough to be searched,
+            // case variants, non-ASCII letters, a newline inside.
+            "Xid ",
+            "rule 1:",
+            "(?i:ecc error)",
+            "[Xx]id",
+            "k\nx",
+            "(?i)éc",
+            "ok|Xid ",
         ]);
         let end = prop::sample::select(vec!["", "", "$", r"\z", "(?m)$", r"\b", r"\B"]);
         (start, prop::collection::vec(atom, 1..=3), end).prop_map(|(s, atoms, e)| format!("{s}{}{e}", atoms.concat()))

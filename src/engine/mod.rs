@@ -31,6 +31,7 @@
 //! - legacy requeue counts every run so far (including this one) as an attempt.
 
 pub mod compiled;
+mod literals;
 pub mod replay;
 pub mod simulator;
 pub mod upstream;
