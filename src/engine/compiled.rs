@@ -1554,8 +1554,21 @@ mod mask_props {
         let piece = prop_oneof![
             "[a-zA-Z0-9 :._é∂αΣ\n-]{0,6}",
             prop::sample::select(vec![
-                "Xid ", "XID ", "xid", "rule 1:", "RULE 1:", "ECC error", "ecc ERROR", "k\nx", "K\nX", "ÉC", "éc",
-                "ok", "ſ", "\u{212A}", "policy 2",
+                "Xid ",
+                "XID ",
+                "xid",
+                "rule 1:",
+                "RULE 1:",
+                "ECC error",
+                "ecc ERROR",
+                "k\nx",
+                "K\nX",
+                "ÉC",
+                "éc",
+                "ok",
+                "ſ",
+                "\u{212A}",
+                "policy 2",
             ])
             .prop_map(String::from),
         ];

@@ -53,7 +53,10 @@ impl Info {
     }
 
     fn unknown() -> Info {
-        Info { exact: None, need: None }
+        Info {
+            exact: None,
+            need: None,
+        }
     }
 }
 
@@ -145,7 +148,10 @@ fn info(hir: &Hir, fold: bool) -> Info {
                 return Info::exact(run);
             }
             consider(&mut best, run);
-            Info { exact: None, need: best }
+            Info {
+                exact: None,
+                need: best,
+            }
         }
         HirKind::Alternation(branches) => {
             // A match is one branch's: the union of the branches' sets.
@@ -183,7 +189,11 @@ fn class(c: &Class, fold: bool) -> Option<Set> {
     };
     match c {
         Class::Unicode(u) => {
-            let size: u32 = u.ranges().iter().map(|r| u32::from(r.end()) - u32::from(r.start()) + 1).sum();
+            let size: u32 = u
+                .ranges()
+                .iter()
+                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
+                .sum();
             if size as usize > MAX_CLASS * 2 {
                 return None;
             }
@@ -257,7 +267,7 @@ enum Scan {
     /// `NVRM: Xid \d+, ..., policy 2 rule `): one `memmem` search finds its occurrences —
     /// none rejects every rule at once — and each literal is compared around each of them.
     Common {
-        finder: memchr::memmem::Finder<'static>,
+        finder: Box<memchr::memmem::Finder<'static>>,
         len: usize,
         around: Box<[Around]>,
         /// Per [`pair_key`] of the two bytes after the common part, the literals (bits of
@@ -348,7 +358,7 @@ impl Literals {
                     by_pair,
                     short,
                     len: common.len(),
-                    finder: memchr::memmem::Finder::new(&common).into_owned(),
+                    finder: Box::new(memchr::memmem::Finder::new(&common).into_owned()),
                 }
             }
             None => Scan::Packed {
@@ -424,7 +434,9 @@ impl Literals {
                         candidates &= candidates - 1;
                         if start >= a.before.len()
                             && equal(&haystack[start - a.before.len()..start], &a.before)
-                            && haystack.get(end..end + a.after.len()).is_some_and(|h| equal(h, &a.after))
+                            && haystack
+                                .get(end..end + a.after.len())
+                                .is_some_and(|h| equal(h, &a.after))
                         {
                             out |= a.rules;
                         }
@@ -513,10 +525,7 @@ mod tests {
         assert_eq!(strings(r"(?i)é\d+ fail"), Some(vec![" fail".into()]));
         assert_eq!(strings(r"(?i)échec"), Some(vec!["Échec".into(), "échec".into()]));
         // A small class expands; word boundaries and line anchors add nothing.
-        assert_eq!(
-            strings(r"\bXid[ :]7\b"),
-            Some(vec!["Xid 7".into(), "Xid:7".into()])
-        );
+        assert_eq!(strings(r"\bXid[ :]7\b"), Some(vec!["Xid 7".into(), "Xid:7".into()]));
         assert_eq!(strings("(?m)^panic:\nline$"), Some(vec!["panic:\nline".into()]));
         assert_eq!(strings("(ab){2}cd"), Some(vec!["ababcd".into()]));
         // Nothing usable: rules always possible.
@@ -543,7 +552,10 @@ mod tests {
         assert_eq!(literals.possible(&xid.to_uppercase()), always);
         // Overlapping and nested literals: rule 1's literal is a prefix of none here, each
         // start is found.
-        assert_eq!(literals.possible("x, policy 2 rule 1:, policy 2 rule 9:"), always | 1 << 1 | 1 << 9);
+        assert_eq!(
+            literals.possible("x, policy 2 rule 1:, policy 2 rule 9:"),
+            always | 1 << 1 | 1 << 9
+        );
         assert_eq!(literals.possible("CUDA error"), always);
 
         // A literal that is a prefix of another (`abc`, `abcd`) and one inside another
