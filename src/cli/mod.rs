@@ -125,9 +125,18 @@ fn hide_server_flags(sub: clap::Command) -> clap::Command {
 
 /// Parses the process's arguments with [`command`].
 pub fn parse() -> Result<Cli, clap::Error> {
+    parse_with(command(), std::env::args_os())
+}
+
+/// Parses `args` (program name first) with `cmd`, a definition from [`command`]; errors,
+/// `--help` and `--version` included, are rendered against `cmd`.
+fn parse_with<I, T>(mut cmd: clap::Command, args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
     use clap::FromArgMatches;
-    let mut cmd = command();
-    let matches = cmd.try_get_matches_from_mut(std::env::args_os())?;
+    let matches = cmd.try_get_matches_from_mut(args)?;
     Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
 }
 
@@ -967,6 +976,149 @@ mod tests {
         let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&m).unwrap();
         assert_eq!(cli.global.context.as_deref(), Some("prod"));
         assert_eq!(cli.global.timeout, "10s");
+    }
+
+    /// Every command path of the definition (`["get", "retrypolicy"]`), clap's `help` apart.
+    fn command_paths() -> Vec<Vec<String>> {
+        fn walk(cmd: &clap::Command, path: &[String], out: &mut Vec<Vec<String>>) {
+            for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+                let mut p = path.to_vec();
+                p.push(sub.get_name().to_string());
+                out.push(p.clone());
+                walk(sub, &p, out);
+            }
+        }
+        // Built, so that subcommands whose arguments are deferred show their own subcommands.
+        let mut full = command();
+        full.build();
+        let mut out = vec![Vec::new()];
+        walk(&full, &[], &mut out);
+        out
+    }
+
+    /// Command lines whose outcome must not depend on how much of the definition clap builds:
+    /// help and `-h` of every command, a bad flag, a flag without its value and a bad value on
+    /// each, global flags before and after the subcommand, and what `main` sees at the top
+    /// level (nothing, `--version`, `help`, a misspelt subcommand).
+    fn argv_table() -> Vec<Vec<String>> {
+        let mut table = Vec::new();
+        for path in command_paths() {
+            let with = |tail: &[&str]| {
+                let mut argv = vec!["retryctl".to_string()];
+                argv.extend(path.iter().cloned());
+                argv.extend(tail.iter().map(|s| s.to_string()));
+                argv
+            };
+            for tail in [
+                &["--help"][..],
+                &["-h"],
+                &["--version"],
+                &["--no-such-flag"],
+                &["--color"],
+                &["--color", "sometimes"],
+                &["--timeout"],
+                &["-o"],
+                &["-o", "no-such-format"],
+                &["-f"],
+                &["--context", "prod", "--help"],
+                &["an-extra-word"],
+            ] {
+                table.push(with(tail));
+            }
+        }
+        let lines = [
+            "help",
+            "help validate",
+            "help get retrypolicy",
+            "help no-such-command",
+            "valdate -f a.yaml",
+            "simulat",
+            "--color never valdate",
+            "-V",
+            "--color never validate -f a.yaml",
+            "--context prod validate -f a.yaml -v",
+            "validate -f a.yaml --context prod -vv --color=never --timeout 1s",
+            "validate -f a.yaml b.yaml -R --strict -o json --upstream",
+            "validate --scheduler-config s.yaml -f a.yaml",
+            "get rp p1 -o yaml --armada-url http://x --insecure-skip-tls-verify",
+            "get retrypolicy/infra queue/ml -o name --sort-by .metadata.name",
+            "get rp -o jsonpath=",
+            "create queue q1 --retry-policy a,b -l team=ml --cordon",
+            "create -f a.yaml --dry-run=server",
+            "create -f a.yaml --dry-run server",
+            "update queue q1 --add-retry-policy x --remove-retry-policy y",
+            "delete",
+            "delete rp",
+            "delete rp p1 --detach --ignore-not-found --dry-run",
+            "simulate -f p.yaml --history h.yaml --baseline b.yaml --exit-code -o jsonl",
+            "simulate -f p.yaml --exit-code --history h.yaml",
+            "serve --db x --in-memory",
+            "serve --tls-cert c.pem",
+            "serve --in-memory --listen 127.0.0.1:0 --token t",
+            "completion",
+            "completion fish",
+            "config",
+            "config use-context",
+            "config use-context prod",
+            "version --client -o json",
+            "describe rp ml-training -f a.yaml --scheduler-config s.yaml",
+            "describe queue/ml",
+            "explain",
+            "explain retrypolicy.spec.rules --recursive",
+            "schema nope",
+            "schema rp",
+            "history --queue q",
+            "history --queue q --lookout-url http://l --lookout-db postgresql://x",
+            "history --queue q --lookout-url http://l --since 7d --from 2026-01-01T00:00:00Z",
+            "history --queue q --lookout-url http://l -o yaml --output-file f.yaml",
+        ];
+        for line in lines {
+            let mut argv = vec!["retryctl".to_string()];
+            argv.extend(line.split(' ').map(str::to_string));
+            table.push(argv);
+        }
+        table.push(vec!["retryctl".to_string()]);
+        table
+    }
+
+    /// What `main` makes of `argv` parsed with `cmd`: the parsed command line, or the error's
+    /// kind, stream and text. Callers fix the width (`term_width`): help wraps to the terminal.
+    fn outcome(cmd: clap::Command, argv: &[String]) -> String {
+        match parse_with(cmd, argv) {
+            Ok(cli) => format!("{cli:?}"),
+            Err(e) => format!("{:?}, stderr: {}\n{}", e.kind(), e.use_stderr(), e),
+        }
+    }
+
+    #[test]
+    fn building_only_the_entered_command_changes_no_outcome() {
+        let mut differ = Vec::new();
+        for argv in argv_table() {
+            let lazy = outcome(command().term_width(100), &argv);
+            let mut full = command().term_width(100);
+            full.build();
+            let full = outcome(full, &argv);
+            if lazy != full {
+                differ.push(format!(
+                    "{argv:?}\nonly the entered command built:\n{lazy}\nall built:\n{full}"
+                ));
+            }
+        }
+        assert!(differ.is_empty(), "{}", differ.join("\n\n"));
+    }
+
+    /// Help, version and usage errors of the table, as `main` prints them (successful parses
+    /// are compared above): any change to them shows here.
+    #[test]
+    fn help_and_errors_snapshot() {
+        let mut text = String::new();
+        for argv in argv_table() {
+            if parse_with(command(), &argv).is_err() {
+                let outcome = outcome(command().term_width(100), &argv);
+                text.push_str(&format!("$ {}\n{}\n\n", argv.join(" "), outcome));
+            }
+        }
+        insta::assert_snapshot!("help_and_errors", text);
     }
 
     #[test]
