@@ -7,18 +7,47 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Author, validate, push and simulate Armada retry policies.
-///
-/// retryctl talks to an Armada server's REST API (or its own `retryctl serve`), validates
-/// RetryPolicy and Queue documents offline, and replays failure histories through the same
-/// decision rules as the scheduler.
-#[derive(Debug, Parser)]
-#[command(name = "retryctl", version, propagate_version = true, max_term_width = 100, after_help = EX_ROOT)]
+/// The parsed command line. Its definition is [`command`]: the top level is written out in
+/// [`top_level`] rather than derived, so that [`parse`] can give it only the subcommand the
+/// command line names.
+#[derive(Debug, Args)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl clap::CommandFactory for Cli {
+    fn command() -> clap::Command {
+        command()
+    }
+
+    fn command_for_update() -> clap::Command {
+        command()
+    }
+}
+
+impl Parser for Cli {}
+
+/// The top level without its subcommands: name, version (every subcommand's `--version`
+/// too), about, examples and the global flags.
+fn top_level() -> clap::Command {
+    let top = clap::Command::new("retryctl")
+        .version(env!("CARGO_PKG_VERSION"))
+        .propagate_version(true)
+        .max_term_width(100)
+        .about("Author, validate, push and simulate Armada retry policies")
+        .long_about(
+            "Author, validate, push and simulate Armada retry policies.\n\n\
+             retryctl talks to an Armada server's REST API (or its own `retryctl serve`), \
+             validates RetryPolicy and Queue documents offline, and replays failure histories \
+             through the same decision rules as the scheduler.",
+        )
+        .after_help(EX_ROOT)
+        .subcommand_required(true)
+        .arg_required_else_help(true);
+    GlobalArgs::augment_args(top)
 }
 
 #[derive(Debug, Args, Clone)]
@@ -91,24 +120,73 @@ const SERVER_FLAGS: [&str; 7] = [
 /// accepted, as global flags are, so a shell alias that adds `--context` keeps working).
 const OFFLINE_COMMANDS: [&str; 5] = ["validate", "completion", "explain", "schema", "serve"];
 
-/// The command line as clap parses it: the derived definition, with the server flags hidden
-/// on offline commands. `main` parses with it and completions are generated from it.
-///
-/// Nothing is built here: clap builds a subcommand only when the command line enters it, so
-/// `validate` does not pay for building every other command's arguments (SPEC §7 start-up
-/// bar; BENCHMARKS.md "Start-up").
+/// The command line as clap parses it: the top level and every subcommand, with the server
+/// flags hidden on offline commands. Completions are generated from it, and `main` parses
+/// with it when the command line does not start with a subcommand's name (see
+/// [`command_for`]). Nothing is built here: clap builds a subcommand only when the command
+/// line enters it.
 pub fn command() -> clap::Command {
-    use clap::CommandFactory;
-    let mut cmd = Cli::command();
-    // Global flags are copied into a subcommand when its parent is built, before the
-    // subcommand's own deferred step runs, so they can be hidden there. In place, not with
-    // `mut_subcommand`, which would move the subcommand to the end of the list.
+    let mut cmd = Command::augment_subcommands(top_level());
+    // In place, not with `mut_subcommand`, which would move the subcommand to the end.
     for sub in cmd.get_subcommands_mut() {
-        if OFFLINE_COMMANDS.contains(&sub.get_name()) {
-            *sub = std::mem::take(sub).defer(hide_server_flags);
-        }
+        *sub = with_arguments(std::mem::take(sub));
     }
     cmd
+}
+
+/// The definition to parse `args` (program name first) with. When the first argument is a
+/// subcommand's name: the top level with only that subcommand, whose arguments alone are
+/// defined (SPEC §7 start-up bar; BENCHMARKS.md "Start-up"): defining every command's
+/// arguments, then copying each global flag into every subcommand when clap builds the top
+/// level, and freeing it all, was two fifths of a `validate`'s instructions. Anything else
+/// (no argument, a flag first, a misspelt or unknown name, `help`) gets the whole
+/// [`command`]: the top level's help, its errors and suggestions list every subcommand. The
+/// outcome is the same either way (tested).
+fn command_for(args: &[std::ffi::OsString]) -> clap::Command {
+    let entered = args.get(1).and_then(|a| a.to_str()).and_then(|name| {
+        // Names, abouts and examples only: [`Command`] defers the arguments.
+        let mut all = Command::augment_subcommands(clap::Command::new("retryctl"));
+        // Subcommands have no aliases at the top level: only their own names are found.
+        all.find_subcommand_mut(name).map(std::mem::take)
+    });
+    match entered {
+        Some(sub) => top_level().subcommand(with_arguments(sub)),
+        None => command(),
+    }
+}
+
+/// A subcommand of [`Command`] with its arguments defined now, before its parent copies the
+/// global flags into it: they stay after its own arguments, as completion scripts list them.
+/// (Left to [`Command`]'s deferred step, they would be defined after the global flags.)
+/// Then, on an offline command, the deferred step hides [`SERVER_FLAGS`]: the copies are
+/// there by then.
+fn with_arguments(sub: clap::Command) -> clap::Command {
+    let define: fn(clap::Command) -> clap::Command = match sub.get_name() {
+        "validate" => ValidateArgs::augment_args,
+        "create" => CreateArgs::augment_args,
+        "get" => GetArgs::augment_args,
+        "update" => UpdateArgs::augment_args,
+        "apply" | "diff" => FileArgs::augment_args,
+        "delete" => DeleteArgs::augment_args,
+        "simulate" => SimulateArgs::augment_args,
+        "serve" => ServeArgs::augment_args,
+        "completion" => CompletionArgs::augment_args,
+        "config" => ConfigArgs::augment_args,
+        "version" => VersionArgs::augment_args,
+        "describe" => DescribeArgs::augment_args,
+        "explain" => ExplainArgs::augment_args,
+        "schema" => SchemaArgs::augment_args,
+        "history" => HistoryArgs::augment_args,
+        // A command missing here keeps the derived deferred step: the same command, but the
+        // checked-in completions list its global flags first (their test fails).
+        _ => return sub,
+    };
+    let sub = define(sub);
+    if OFFLINE_COMMANDS.contains(&sub.get_name()) {
+        sub.defer(hide_server_flags)
+    } else {
+        sub.defer(|sub| sub)
+    }
 }
 
 /// Hides [`SERVER_FLAGS`] on an offline command. `mut_args` edits in place: the order clap's
@@ -123,12 +201,26 @@ fn hide_server_flags(sub: clap::Command) -> clap::Command {
     })
 }
 
-/// Parses the process's arguments with [`command`].
+/// Parses the process's arguments (see [`command_for`]).
 pub fn parse() -> Result<Cli, clap::Error> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let mut cmd = command_for(&args);
+    let parsed = parse_with(&mut cmd, args);
+    // Kept until the process exits instead of freeing each argument definition one by one.
+    std::mem::forget(cmd);
+    parsed
+}
+
+/// Parses `args` (program name first) with `cmd`, a definition from [`command_for`] or
+/// [`command`]; errors, `--help` and `--version` included, are rendered against `cmd`.
+fn parse_with<I, T>(cmd: &mut clap::Command, args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
     use clap::FromArgMatches;
-    let mut cmd = command();
-    let matches = cmd.try_get_matches_from_mut(std::env::args_os())?;
-    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
+    let matches = cmd.try_get_matches_from_mut(args)?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(cmd))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -138,7 +230,12 @@ pub enum ColorChoice {
     Never,
 }
 
+// `defer`: the derived subcommands are names, abouts and examples, cheap to make, and
+// [`with_arguments`] defines the arguments of those that are parsed or listed (see
+// [`command_for`]). Argument structs carry no doc comment, which clap would apply as the
+// subcommand's about when defining its arguments, over the variant's.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Parse, validate and lint documents offline.
     #[command(after_help = EX_VALIDATE)]
@@ -260,7 +357,7 @@ pub enum SchemaKind {
     Failurehistory,
 }
 
-/// `retryctl history` (SPEC §3.3).
+// `retryctl history` (SPEC §3.3).
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("source").required(true).args(["lookout_db", "lookout_url"])))]
 pub struct HistoryArgs {
@@ -302,7 +399,7 @@ pub enum HistoryOutput {
     Yaml,
 }
 
-/// `-f PATH...` with `-R`, shared by every file-reading command.
+// `-f PATH...` with `-R`, shared by every file-reading command.
 #[derive(Debug, Args, Clone, Default)]
 pub struct FileSource {
     /// A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable.
@@ -476,7 +573,7 @@ pub struct GetFlags {
     pub view: ViewArgs,
 }
 
-/// How `get` prints what it found.
+// How `get` prints what it found.
 #[derive(Debug, Args, Clone)]
 pub struct ViewArgs {
     /// Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl's
@@ -967,6 +1064,178 @@ mod tests {
         let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&m).unwrap();
         assert_eq!(cli.global.context.as_deref(), Some("prod"));
         assert_eq!(cli.global.timeout, "10s");
+    }
+
+    /// Every command path of the definition (`["get", "retrypolicy"]`), clap's `help` apart.
+    fn command_paths() -> Vec<Vec<String>> {
+        fn walk(cmd: &clap::Command, path: &[String], out: &mut Vec<Vec<String>>) {
+            for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+                let mut p = path.to_vec();
+                p.push(sub.get_name().to_string());
+                out.push(p.clone());
+                walk(sub, &p, out);
+            }
+        }
+        // Built, so that subcommands whose arguments are deferred show their own subcommands.
+        let mut full = command();
+        full.build();
+        let mut out = vec![Vec::new()];
+        walk(&full, &[], &mut out);
+        out
+    }
+
+    /// Command lines whose outcome must not depend on how much of the definition clap builds:
+    /// help and `-h` of every command, a bad flag, a flag without its value and a bad value on
+    /// each, global flags before and after the subcommand, and what `main` sees at the top
+    /// level (nothing, `--version`, `help`, a misspelt subcommand).
+    fn argv_table() -> Vec<Vec<String>> {
+        let mut table = Vec::new();
+        for path in command_paths() {
+            let with = |tail: &[&str]| {
+                let mut argv = vec!["retryctl".to_string()];
+                argv.extend(path.iter().cloned());
+                argv.extend(tail.iter().map(|s| s.to_string()));
+                argv
+            };
+            for tail in [
+                &["--help"][..],
+                &["-h"],
+                &["--version"],
+                &["--no-such-flag"],
+                &["--color"],
+                &["--color", "sometimes"],
+                &["--timeout"],
+                &["-o"],
+                &["-o", "no-such-format"],
+                &["-f"],
+                &["--context", "prod", "--help"],
+                &["an-extra-word"],
+            ] {
+                table.push(with(tail));
+            }
+        }
+        let lines = [
+            "help",
+            "help validate",
+            "help get retrypolicy",
+            "help no-such-command",
+            "valdate -f a.yaml",
+            "simulat",
+            "--color never valdate",
+            "-V",
+            "--color never validate -f a.yaml",
+            "--context prod validate -f a.yaml -v",
+            "validate -f a.yaml --context prod -vv --color=never --timeout 1s",
+            "validate -f a.yaml b.yaml -R --strict -o json --upstream",
+            "validate --scheduler-config s.yaml -f a.yaml",
+            "get rp p1 -o yaml --armada-url http://x --insecure-skip-tls-verify",
+            "get retrypolicy/infra queue/ml -o name --sort-by .metadata.name",
+            "get rp -o jsonpath=",
+            "create queue q1 --retry-policy a,b -l team=ml --cordon",
+            "create -f a.yaml --dry-run=server",
+            "create -f a.yaml --dry-run server",
+            "update queue q1 --add-retry-policy x --remove-retry-policy y",
+            "delete",
+            "delete rp",
+            "delete rp p1 --detach --ignore-not-found --dry-run",
+            "simulate -f p.yaml --history h.yaml --baseline b.yaml --exit-code -o jsonl",
+            "simulate -f p.yaml --exit-code --history h.yaml",
+            "serve --db x --in-memory",
+            "serve --tls-cert c.pem",
+            "serve --in-memory --listen 127.0.0.1:0 --token t",
+            "completion",
+            "completion fish",
+            "config",
+            "config use-context",
+            "config use-context prod",
+            "version --client -o json",
+            "describe rp ml-training -f a.yaml --scheduler-config s.yaml",
+            "describe queue/ml",
+            "explain",
+            "explain retrypolicy.spec.rules --recursive",
+            "schema nope",
+            "schema rp",
+            "history --queue q",
+            "history --queue q --lookout-url http://l --lookout-db postgresql://x",
+            "history --queue q --lookout-url http://l --since 7d --from 2026-01-01T00:00:00Z",
+            "history --queue q --lookout-url http://l -o yaml --output-file f.yaml",
+        ];
+        for line in lines {
+            let mut argv = vec!["retryctl".to_string()];
+            argv.extend(line.split(' ').map(str::to_string));
+            table.push(argv);
+        }
+        table.push(vec!["retryctl".to_string()]);
+        table
+    }
+
+    /// What `main` makes of `argv` parsed with `cmd`: the parsed command line, or the error's
+    /// kind, stream and text. Callers fix the width (`term_width`): help wraps to the terminal.
+    fn outcome(mut cmd: clap::Command, argv: &[String]) -> String {
+        match parse_with(&mut cmd, argv) {
+            Ok(cli) => format!("{cli:?}"),
+            Err(e) => format!("{:?}, stderr: {}\n{}", e.kind(), e.use_stderr(), e),
+        }
+    }
+
+    /// The definition `main` parses `argv` with.
+    fn main_command(argv: &[String]) -> clap::Command {
+        let args: Vec<std::ffi::OsString> = argv.iter().map(Into::into).collect();
+        command_for(&args).term_width(100)
+    }
+
+    #[test]
+    fn building_only_the_entered_command_changes_no_outcome() {
+        let mut differ = Vec::new();
+        for argv in argv_table() {
+            let pruned = outcome(main_command(&argv), &argv);
+            let lazy = outcome(command().term_width(100), &argv);
+            let mut full = command().term_width(100);
+            full.build();
+            let full = outcome(full, &argv);
+            if pruned != full || lazy != full {
+                differ.push(format!(
+                    "{argv:?}\nas main parses it:\n{pruned}\nevery subcommand, only the entered one \
+                     built:\n{lazy}\nall built:\n{full}"
+                ));
+            }
+        }
+        assert!(differ.is_empty(), "{}", differ.join("\n\n"));
+    }
+
+    #[test]
+    fn only_a_subcommand_name_prunes_the_definition() {
+        let subcommands = |argv: &[&str]| {
+            let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+            main_command(&argv).get_subcommands().count()
+        };
+        assert_eq!(subcommands(&["retryctl", "validate", "-f", "a.yaml"]), 1);
+        assert_eq!(subcommands(&["retryctl", "get", "rp"]), 1);
+        let all = command().get_subcommands().count();
+        assert!(all > 10, "{all}");
+        for argv in [
+            &["retryctl"][..],
+            &["retryctl", "--context", "prod", "validate"],
+            &["retryctl", "valdate"],
+            &["retryctl", "help", "validate"],
+            &["retryctl", "--help"],
+        ] {
+            assert_eq!(subcommands(argv), all, "{argv:?}");
+        }
+    }
+
+    /// Help, version and usage errors of the table, as `main` prints them (successful parses
+    /// are compared above): any change to them shows here.
+    #[test]
+    fn help_and_errors_snapshot() {
+        let mut text = String::new();
+        for argv in argv_table() {
+            if let Err(e) = parse_with(&mut main_command(&argv), &argv) {
+                let outcome = format!("{:?}, stderr: {}\n{}", e.kind(), e.use_stderr(), e);
+                text.push_str(&format!("$ {}\n{}\n\n", argv.join(" "), outcome));
+            }
+        }
+        insta::assert_snapshot!("help_and_errors", text);
     }
 
     #[test]
