@@ -1240,24 +1240,10 @@ fn compile_rule(rule: &Rule) -> Result<RuleMatcher, String> {
 
 /// `a == b` for the short names compared per decision (containers, categories), without a
 /// `memcmp` call (whose call and set-up cost more than comparing `main` with `main`, once
-/// per policy per decision): up to 16 bytes as two overlapping words.
+/// per policy per decision): the prefilter's word-wise comparison.
 #[inline(always)]
 fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    let n = a.len();
-    if n != b.len() {
-        return false;
-    }
-    let w4 = |s: &[u8], i: usize| u32::from_le_bytes(s[i..i + 4].try_into().unwrap_or_default());
-    let w8 = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap_or_default());
-    match n {
-        0 => true,
-        // Bytes 0, n/2 and n-1 cover every byte of 1–3.
-        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
-        4..=7 => w4(a, 0) == w4(b, 0) && w4(a, n - 4) == w4(b, n - 4),
-        8..=16 => w8(a, 0) == w8(b, 0) && w8(a, n - 8) == w8(b, n - 8),
-        _ => a == b,
-    }
+    super::literals::equal(a.as_bytes(), b.as_bytes())
 }
 
 /// The index of the container named `name` in the run.

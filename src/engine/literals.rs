@@ -474,10 +474,11 @@ fn common_part(literals: &[Vec<u8>]) -> Option<Vec<u8>> {
     })
 }
 
-/// `a == b` for the short strings compared per message, without a `memcmp` call: up to 16
-/// bytes as two overlapping words.
+/// `a == b` for the short strings compared per message (and the names compared per
+/// decision, `compiled::same`), without a `memcmp` call: up to 16 bytes as two overlapping
+/// words.
 #[inline(always)]
-fn equal(a: &[u8], b: &[u8]) -> bool {
+pub(super) fn equal(a: &[u8], b: &[u8]) -> bool {
     let n = a.len();
     if n != b.len() {
         return false;
@@ -486,6 +487,7 @@ fn equal(a: &[u8], b: &[u8]) -> bool {
     let w8 = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap_or_default());
     match n {
         0 => true,
+        // Bytes 0, n/2 and n-1 cover every byte of 1–3.
         1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
         4..=7 => w4(a, 0) == w4(b, 0) && w4(a, n - 4) == w4(b, n - 4),
         8..=16 => w8(a, 0) == w8(b, 0) && w8(a, n - 8) == w8(b, n - 8),
