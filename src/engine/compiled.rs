@@ -1493,11 +1493,7 @@ mod mask_props {
             prop_assume!(hits.is_some());
             let hits = hits.unwrap();
             for m in &messages {
-                let want = refs
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, p)| compile_pattern(p).unwrap().is_match(m))
-                    .fold(0u64, |out, (k, _)| out | 1 << k);
+                let want = own_regexes_matching(&refs, m);
                 prop_assert_eq!(hits.matching(m), want, "message {:?}, patterns {:?}", m, refs);
             }
         }
@@ -1523,15 +1519,21 @@ mod mask_props {
                 return Ok(());
             };
             for m in &messages {
-                let matching = refs
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, p)| compile_pattern(p).unwrap().is_match(m))
-                    .fold(0u64, |out, (k, _)| out | 1 << k);
+                let matching = own_regexes_matching(&refs, m);
                 let possible = literals.possible(m);
                 prop_assert_eq!(matching & !possible, 0, "message {:?}, patterns {:?}", m, refs);
             }
         }
+    }
+
+    /// The patterns whose own regex (`compile_pattern`, a rule's `Pattern::Regex`) matches
+    /// `m`, as a mask by position: what both properties above compare with.
+    fn own_regexes_matching(patterns: &[&str], m: &str) -> u64 {
+        patterns
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| compile_pattern(p).unwrap().is_match(m))
+            .fold(0u64, |out, (k, _)| out | 1 << k)
     }
 
     /// A message from pieces: random characters (ASCII, multi-byte, newlines) and the
