@@ -1480,11 +1480,9 @@ mod mask_props {
         /// patterns that match anywhere, on messages with multi-byte characters and lines.
         #[test]
         fn regex_hits_are_each_regexs_is_match(
-            patterns in prop::collection::vec(arb_pattern(), 1..=HIT_PATTERNS),
+            patterns in arb_compiling_patterns(),
             messages in prop::collection::vec(arb_message(), 1..8),
         ) {
-            let patterns: Vec<String> = patterns.into_iter().filter(|p| compile_pattern(p).is_ok()).collect();
-            prop_assume!(!patterns.is_empty());
             let refs: Vec<&str> = patterns.iter().map(String::as_str).collect();
             let ids: Vec<usize> = (0..refs.len()).collect();
             // Too large to build together (64 Unicode `\w+`, say) is a real answer: the
@@ -1507,11 +1505,9 @@ mod mask_props {
         /// rejects is a matter of speed; `literals::tests` checks it rejects the ones it should.)
         #[test]
         fn literals_keep_every_rule_whose_regex_matches(
-            patterns in prop::collection::vec(arb_pattern(), 1..=HIT_PATTERNS),
+            patterns in arb_compiling_patterns(),
             messages in prop::collection::vec(arb_message(), 1..8),
         ) {
-            let patterns: Vec<String> = patterns.into_iter().filter(|p| compile_pattern(p).is_ok()).collect();
-            prop_assume!(!patterns.is_empty());
             let refs: Vec<&str> = patterns.iter().map(String::as_str).collect();
             let ids: Vec<usize> = (0..refs.len()).collect();
             let Some(literals) = Literals::new(&refs, &ids) else {
@@ -1524,6 +1520,18 @@ mod mask_props {
                 prop_assert_eq!(matching & !possible, 0, "message {:?}, patterns {:?}", m, refs);
             }
         }
+    }
+
+    /// 1–`HIT_PATTERNS` patterns, those that compile as a rule's regex (at least one): the
+    /// regex properties above take them.
+    fn arb_compiling_patterns() -> impl Strategy<Value = Vec<String>> {
+        prop::collection::vec(arb_pattern(), 1..=HIT_PATTERNS)
+            .prop_map(|ps| {
+                ps.into_iter()
+                    .filter(|p| compile_pattern(p).is_ok())
+                    .collect::<Vec<_>>()
+            })
+            .prop_filter("no pattern compiles", |ps| !ps.is_empty())
     }
 
     /// The patterns whose own regex (`compile_pattern`, a rule's `Pattern::Regex`) matches

@@ -146,6 +146,36 @@ struct Cache {
     queues: BTreeMap<String, Versioned>,
 }
 
+/// One of the cache's two maps, for the writes that change either the same way.
+type CacheMap = fn(&mut Cache) -> &mut BTreeMap<String, Versioned>;
+
+impl Cache {
+    fn policies(&mut self) -> &mut BTreeMap<String, Versioned> {
+        &mut self.policies
+    }
+
+    fn queues(&mut self) -> &mut BTreeMap<String, Versioned> {
+        &mut self.queues
+    }
+}
+
+/// A write's answer that stores `body` as `version` of `name` in `map` once the batch has
+/// committed.
+fn cache_put(map: CacheMap, name: String, body: Bytes, version: u64) -> (u64, CacheUpdate) {
+    let update = move |cache: &mut Cache| {
+        map(cache).insert(name, Versioned { body, version });
+    };
+    (version, Box::new(update))
+}
+
+/// A delete's answer (0) that drops `name` from `map` once the batch has committed.
+fn cache_remove(map: CacheMap, name: String) -> (u64, CacheUpdate) {
+    let update = move |cache: &mut Cache| {
+        map(cache).remove(&name);
+    };
+    (0, Box::new(update))
+}
+
 pub struct Store {
     /// An exclusive `flock` on the database file, held for the store's life: one server per
     /// file (SPEC §6), since two would each answer reads from their own cache.
@@ -381,12 +411,7 @@ impl Store {
             if inserted == 0 {
                 return Err(StoreError::AlreadyExists);
             }
-            Ok((
-                1,
-                Box::new(move |cache: &mut Cache| {
-                    cache.policies.insert(name, Versioned { body, version: 1 });
-                }),
-            ))
+            Ok(cache_put(Cache::policies, name, body, 1))
         }))
     }
 
@@ -398,12 +423,7 @@ impl Store {
             let version = existing_version(db, "retry_policy", &name, expected)? + 1;
             db.prepare_cached("UPDATE retry_policy SET definition = ?2, version = ?3 WHERE name = ?1")?
                 .execute(params![name, utf8(&body), version as i64])?;
-            Ok((
-                version,
-                Box::new(move |cache: &mut Cache| {
-                    cache.policies.insert(name, Versioned { body, version });
-                }),
-            ))
+            Ok(cache_put(Cache::policies, name, body, version))
         }))
     }
 
@@ -424,12 +444,7 @@ impl Store {
             }
             db.prepare_cached("DELETE FROM retry_policy WHERE name = ?1")?
                 .execute([&name])?;
-            Ok((
-                0,
-                Box::new(move |cache: &mut Cache| {
-                    cache.policies.remove(&name);
-                }),
-            ))
+            Ok(cache_remove(Cache::policies, name))
         }))
     }
 
@@ -475,12 +490,7 @@ impl Store {
                     stmt.execute(params![name, p, i as i64])?;
                 }
             }
-            Ok((
-                version,
-                Box::new(move |cache: &mut Cache| {
-                    cache.queues.insert(name, Versioned { body, version });
-                }),
-            ))
+            Ok(cache_put(Cache::queues, name, body, version))
         }))
     }
 
@@ -492,12 +502,7 @@ impl Store {
             // The join rows go by ON DELETE CASCADE.
             db.prepare_cached("DELETE FROM queue WHERE name = ?1")?
                 .execute([&name])?;
-            Ok((
-                0,
-                Box::new(move |cache: &mut Cache| {
-                    cache.queues.remove(&name);
-                }),
-            ))
+            Ok(cache_remove(Cache::queues, name))
         }))
     }
 }
