@@ -978,17 +978,11 @@ mod tests {
                     [name],
                 )?;
                 match then {
-                    0 => Ok((
+                    0 => Ok(cache_put(
+                        Cache::policies,
+                        name.to_string(),
+                        Bytes::from_static(b"{}"),
                         1,
-                        Box::new(move |cache: &mut Cache| {
-                            cache.policies.insert(
-                                name.to_string(),
-                                Versioned {
-                                    body: Bytes::from_static(b"{}"),
-                                    version: 1,
-                                },
-                            );
-                        }),
                     )),
                     1 => Err(StoreError::AlreadyExists),
                     _ => panic!("write {name} panicked"),
@@ -1041,17 +1035,11 @@ mod tests {
                     "INSERT INTO retry_policy (name, definition, version) VALUES (?1, '{}', 1)",
                     [name],
                 )?;
-                Ok((
+                Ok(cache_put(
+                    Cache::policies,
+                    name.to_string(),
+                    Bytes::from_static(b"{}"),
                     1,
-                    Box::new(move |cache: &mut Cache| {
-                        cache.policies.insert(
-                            name.to_string(),
-                            Versioned {
-                                body: Bytes::from_static(b"{}"),
-                                version: 1,
-                            },
-                        );
-                    }),
                 ))
             })
         };
