@@ -11,7 +11,8 @@ use crate::model::policy::Action;
 
 use super::upstream::{self, UpstreamJob};
 use super::{
-    evaluate, pod_name, CompiledPolicy, Decision, DecisionKind, EngineKind, JobContext, JobState, RuleRef, Settings,
+    evaluate, pod_name, Avoid, CompiledPolicy, Decision, DecisionKind, EngineKind, JobContext, JobState, RuleRef,
+    Settings,
 };
 use super::{DEFAULT_GRACE, FAIL_FAST_ANNOTATION};
 
@@ -260,6 +261,7 @@ pub fn replay_detailed(
     let mut report = JobReport::start(history, policies, &settings, engine);
     let mut state = JobState::new(job.memory);
     let mut schedule = Schedule::default();
+    let mut tried = NodesTried::default();
     let mut ended: Option<usize> = None;
     for (k, run) in history.runs.iter().enumerate() {
         if let Some(end) = ended {
@@ -275,17 +277,16 @@ pub fn replay_detailed(
         let ended_at = started_at.saturating_add(run.run_for.0);
         // A run with an `expect` keeps its texts: a failed check quotes them.
         let texts = detail == Detail::Full || run.expect.is_some();
-        let decision = decide(
+        if texts {
+            tried.catch_up(&mut state, history, k);
+        }
+        let (decision, unlisted) = decide(
             policies, &settings, &ctx, history, &mut state, k, ended_at, engine, texts,
         );
-        // SPEC §2.6: the nodes of the runs that started, for a later `avoidSameNode`.
-        if run.outcome != Outcome::LeaseReturned {
-            if let Some(node) = &run.node {
-                if !state.nodes_tried.contains(node) {
-                    state.nodes_tried.push(node.clone());
-                }
-            }
-        }
+        let avoiding = match unlisted {
+            Some(avoid) => Avoiding::Derived { from: k, avoid },
+            None => Avoiding::Listed { from: k },
+        };
         // The job-level `final` check quotes the reason of the run that failed the job.
         let final_reason = history.expect.is_some() && decision.as_ref().is_some_and(|d| d.action() == Action::Fail);
         let reason = if texts || final_reason {
@@ -293,7 +294,7 @@ pub fn replay_detailed(
         } else {
             String::new()
         };
-        if report.advance(&mut schedule, k, decision.as_ref(), &reason, ended_at) {
+        if report.advance(&mut schedule, k, decision.as_ref(), avoiding, &reason, ended_at) {
             ended = Some(k);
         }
         let record = RunRecord {
@@ -333,9 +334,77 @@ pub fn replay_detailed(
 #[derive(Default)]
 struct Schedule {
     eligible_at: u64,
-    avoid: Vec<String>,
-    /// The run whose decision set `avoid`.
-    avoid_from: usize,
+    /// Set by the last retry (`None`: no node is avoided).
+    avoid: Option<Avoiding>,
+}
+
+/// The nodes a retry avoids, named by where they are rather than copied: a copy per retry
+/// (and of every node tried, per run) was most of a summary replay's allocations.
+#[derive(Debug, Clone, Copy)]
+enum Avoiding {
+    /// As the record of run `from` lists them (`Decision::avoid_nodes`).
+    Listed { from: usize },
+    /// Left out of the record of run `from` (a summary replay writes no words): SPEC
+    /// §2.6's list read from the history, as [`Avoid::nodes`] makes it — this run's node,
+    /// and for `avoidSameNode` every node a run before it started on.
+    Derived { from: usize, avoid: Avoid },
+}
+
+impl Avoiding {
+    fn from(self) -> usize {
+        match self {
+            Avoiding::Listed { from } | Avoiding::Derived { from, .. } => from,
+        }
+    }
+
+    fn contains(self, report: &JobReport, history: &FailureHistory, node: &str) -> bool {
+        match self {
+            Avoiding::Listed { from } => report.runs[from]
+                .decision
+                .as_ref()
+                .is_some_and(|d| d.avoid_nodes.iter().any(|n| n == node)),
+            Avoiding::Derived { from, avoid } => {
+                let on = |run: &Run| run.node.as_deref() == Some(node);
+                let this = on(&history.runs[from]);
+                match avoid {
+                    Avoid::Nothing => false,
+                    Avoid::ThisNode => this,
+                    Avoid::EveryNode => {
+                        this || history.runs[..from]
+                            .iter()
+                            .any(|r| r.outcome != Outcome::LeaseReturned && on(r))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// SPEC §2.6: `JobState::nodes_tried`, the nodes of the runs that started (first use
+/// order, no duplicates), for `avoidSameNode`'s list. Only a decision that writes its words
+/// reads it, so it is brought up to date just before one: a summary replay then copies no
+/// node name at all.
+#[derive(Default)]
+struct NodesTried {
+    /// Runs already looked at.
+    upto: usize,
+}
+
+impl NodesTried {
+    /// Adds the nodes of the runs before run `k`.
+    fn catch_up(&mut self, state: &mut JobState, history: &FailureHistory, k: usize) {
+        for run in &history.runs[self.upto.min(k)..k] {
+            if run.outcome == Outcome::LeaseReturned {
+                continue;
+            }
+            if let Some(node) = &run.node {
+                if !state.nodes_tried.contains(node) {
+                    state.nodes_tried.push(node.clone());
+                }
+            }
+        }
+        self.upto = self.upto.max(k);
+    }
 }
 
 impl Schedule {
@@ -350,11 +419,11 @@ impl Schedule {
                 format_instant(self.eligible_at, submitted)
             ));
         }
-        if let Some(node) = &history.runs[k].node {
-            if self.avoid.contains(node) {
+        if let (Some(node), Some(avoid)) = (&history.runs[k].node, self.avoid) {
+            if avoid.contains(report, history, node) {
                 report.contradictions.push(format!(
                     "run {k} ran on `{node}`, a node the decision for run {} avoids",
-                    self.avoid_from
+                    avoid.from()
                 ));
             }
         }
@@ -389,7 +458,8 @@ fn start_time(report: &mut JobReport, history: &FailureHistory, k: usize, eligib
 }
 
 /// SPEC §2.9: run `k`'s decision by `engine` (none for a run that succeeded), as a record;
-/// without `texts`, the design engine leaves out its words (signal, next pod name).
+/// without `texts`, the design engine leaves out its words (signal, nodes to avoid, next pod
+/// name), and then also returns which nodes the record would list.
 #[allow(clippy::too_many_arguments)]
 fn decide(
     policies: &[&CompiledPolicy],
@@ -401,33 +471,40 @@ fn decide(
     ended_at: u64,
     engine: EngineKind,
     texts: bool,
-) -> Option<Decision> {
+) -> (Option<Decision>, Option<Avoid>) {
     let run = &history.runs[k];
     if run.outcome == Outcome::Succeeded {
-        return None;
+        return (None, None);
     }
-    Some(match engine {
+    match engine {
         EngineKind::Design => {
             let v = evaluate(policies, settings, ctx, state, run, k, ended_at);
             if texts {
-                Decision::from_verdict(&v, run, state, ctx.id, k, settings.enabled)
+                (
+                    Some(Decision::from_verdict(&v, run, state, ctx.id, k, settings.enabled)),
+                    None,
+                )
             } else {
-                Decision::from_verdict_untold(&v, run, state)
+                (Some(Decision::from_verdict_untold(&v)), Some(v.avoid))
             }
         }
-        EngineKind::Upstream => upstream::evaluate(
-            policies.first().copied(),
-            settings,
-            ctx,
-            UpstreamJob {
-                gang: history.job.gang_cardinality.is_some_and(|c| c > 1),
-            },
-            state,
-            run,
-            k,
-            ended_at,
+        EngineKind::Upstream => (
+            Some(upstream::evaluate(
+                policies.first().copied(),
+                settings,
+                ctx,
+                UpstreamJob {
+                    gang: history.job.gang_cardinality.is_some_and(|c| c > 1),
+                },
+                state,
+                run,
+                k,
+                ended_at,
+            )),
+            // Upstream lists its nodes whatever the texts (its own rule, SPEC §2.10).
+            None,
         ),
-    })
+    }
 }
 
 /// The decision of run `k` in words (upstream's own words under the upstream engine).
@@ -507,6 +584,7 @@ impl JobReport {
         schedule: &mut Schedule,
         k: usize,
         decision: Option<&Decision>,
+        avoiding: Avoiding,
         reason: &str,
         ended_at: u64,
     ) -> bool {
@@ -535,14 +613,13 @@ impl JobReport {
                 // nodes the last retry avoids stay avoided.
                 if d.kind == DecisionKind::Retry {
                     self.total_delay = GoDuration(self.total_delay.0.saturating_add(d.delay.0));
-                    schedule.avoid.clone_from(&d.avoid_nodes);
-                    schedule.avoid_from = k;
+                    schedule.avoid = Some(avoiding);
                 }
                 false
             }
         };
         if decision.is_none_or(|d| d.action() == Action::Fail) {
-            schedule.avoid.clear();
+            schedule.avoid = None;
         }
         ended
     }
