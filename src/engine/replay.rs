@@ -5,6 +5,8 @@
 //! (shared by every output format so that table and JSON never disagree). Must not: do I/O
 //! or read a clock; it gets policies as values, so a server-side source can plug in later.
 
+use std::sync::Arc;
+
 use crate::model::duration::GoDuration;
 use crate::model::history::{FailureHistory, Final, JobExpect, Outcome, Run, RunExpect, StartedAt, Timestamp};
 use crate::model::policy::Action;
@@ -69,7 +71,9 @@ impl JobStatus {
 pub struct JobReport {
     pub job_id: String,
     pub queue: Option<String>,
-    pub policies: Vec<String>,
+    /// The effective policies' names, in order; shared by the reports of every job that
+    /// got the same list (a bulk replay would otherwise copy them into each report).
+    pub policies: Arc<[String]>,
     pub engine: EngineKind,
     /// Upstream: the queue's policies after the first, which that engine never reads.
     pub ignored_policies: Vec<String>,
@@ -251,6 +255,22 @@ pub fn replay_detailed(
     engine: EngineKind,
     detail: Detail,
 ) -> JobReport {
+    let names = policies.iter().map(|p| p.name().to_string()).collect();
+    replay_named(history, policies, names, settings, engine, detail)
+}
+
+/// [`replay_detailed`] with the policies' names for the report given, so that a caller
+/// that replays many jobs with the same list shares one copy (`Simulator` keeps one per
+/// resolved list). `names[i]` is `policies[i]`'s name.
+pub(super) fn replay_named(
+    history: &FailureHistory,
+    policies: &[&CompiledPolicy],
+    names: Arc<[String]>,
+    settings: &Settings,
+    engine: EngineKind,
+    detail: Detail,
+) -> JobReport {
+    debug_assert!(names.iter().map(String::as_str).eq(policies.iter().map(|p| p.name())));
     let job = &history.job;
     let ctx = JobContext::new(
         &job.id,
@@ -258,7 +278,7 @@ pub fn replay_detailed(
         job.termination_grace_period.unwrap_or(DEFAULT_GRACE),
     );
     let mut settings = settings.clone();
-    let mut report = JobReport::start(history, policies, &settings, engine);
+    let mut report = JobReport::start(history, names, &settings, engine);
     let mut state = JobState::new(job.memory);
     let mut schedule = Schedule::default();
     let mut tried = NodesTried::default();
@@ -543,12 +563,12 @@ fn reason_text(
 
 impl JobReport {
     /// The report before any run is replayed.
-    fn start(history: &FailureHistory, policies: &[&CompiledPolicy], settings: &Settings, engine: EngineKind) -> Self {
+    fn start(history: &FailureHistory, policies: Arc<[String]>, settings: &Settings, engine: EngineKind) -> Self {
         let job = &history.job;
         JobReport {
             job_id: job.id.clone(),
             queue: job.queue.clone(),
-            policies: policies.iter().map(|p| p.name().to_string()).collect(),
+            policies,
             engine,
             ignored_policies: Vec::new(),
             global_max_retries: settings.global_max_retries,
