@@ -300,24 +300,27 @@ pub(super) fn replay_named(
         if texts {
             tried.catch_up(&mut state, history, k);
         }
-        let (decision, unlisted) = decide(
+        // Used in place: a `Decision` is a few hundred bytes, and each move of it, or of
+        // the record holding it, was a `memcpy` call per run.
+        let decided = decide(
             policies, &settings, &ctx, history, &mut state, k, ended_at, engine, texts,
         );
-        let avoiding = match unlisted {
+        let decision = decided.0.as_ref();
+        let avoiding = match decided.1 {
             Some(avoid) => Avoiding::Derived { from: k, avoid },
             None => Avoiding::Listed { from: k },
         };
         // The job-level `final` check quotes the reason of the run that failed the job.
-        let final_reason = history.expect.is_some() && decision.as_ref().is_some_and(|d| d.action() == Action::Fail);
+        let final_reason = history.expect.is_some() && decision.is_some_and(|d| d.action() == Action::Fail);
         let reason = if texts || final_reason {
-            reason_text(&report, decision.as_ref(), &settings, k, engine)
+            reason_text(&report, decision, &settings, k, engine)
         } else {
             String::new()
         };
-        if report.advance(&mut schedule, k, decision.as_ref(), avoiding, &reason, ended_at) {
+        if report.advance(&mut schedule, k, decision, avoiding, &reason, ended_at) {
             ended = Some(k);
         }
-        let record = RunRecord {
+        report.runs.push(RunRecord {
             index: k,
             // Upstream's executor reuses `armada-<jobId>-0` for every run (SPEC §2.7 is the
             // design's).
@@ -331,15 +334,14 @@ pub(super) fn replay_named(
             ended_at,
             outcome: run.outcome,
             failure: if texts { describe_failure(run) } else { String::new() },
-            decision,
+            decision: decided.0,
             reason: if texts { reason } else { String::new() },
-        };
+        });
         if let Some(e) = &run.expect {
             let mut failures = Vec::new();
-            check_run(&report, &record, e, &mut |m| failures.push(m));
+            check_run(&report, &report.runs[k], e, &mut |m| failures.push(m));
             report.expectation_failures.extend(failures);
         }
-        report.runs.push(record);
     }
     report.retries = state.total_retries;
     report.memory = state.memory;
