@@ -293,7 +293,7 @@ pub(super) fn replay_named(
             settings.global_max_retries = g;
         }
         let started_at = start_time(&mut report, history, k, schedule.eligible_at);
-        schedule.check_start(&mut report, history, k, started_at);
+        schedule.check_start(&mut report, history, &mut tried, k, started_at);
         let ended_at = started_at.saturating_add(run.run_for.0);
         // A run with an `expect` keeps its texts: a failed check quotes them.
         let texts = detail == Detail::Full || run.expect.is_some();
@@ -368,7 +368,7 @@ enum Avoiding {
     Listed { from: usize },
     /// Left out of the record of run `from` (a summary replay writes no words): SPEC
     /// §2.6's list read from the history, as [`Avoid::nodes`] makes it — this run's node,
-    /// and for `avoidSameNode` every node a run before it started on.
+    /// and for `avoidSameNode` the nodes runs before it started on ([`NodesTried`]).
     Derived { from: usize, avoid: Avoid },
 }
 
@@ -379,22 +379,20 @@ impl Avoiding {
         }
     }
 
-    fn contains(self, report: &JobReport, history: &FailureHistory, node: &str) -> bool {
+    fn contains(self, report: &JobReport, history: &FailureHistory, tried: &mut NodesTried, node: &str) -> bool {
         match self {
             Avoiding::Listed { from } => report.runs[from]
                 .decision
                 .as_ref()
                 .is_some_and(|d| d.avoid_nodes.iter().any(|n| n == node)),
             Avoiding::Derived { from, avoid } => {
-                let on = |run: &Run| run.node.as_deref() == Some(node);
-                let this = on(&history.runs[from]);
+                let on = |k: usize| history.runs[k].node.as_deref() == Some(node);
                 match avoid {
                     Avoid::Nothing => false,
-                    Avoid::ThisNode => this,
+                    Avoid::ThisNode => on(from),
                     Avoid::EveryNode => {
-                        this || history.runs[..from]
-                            .iter()
-                            .any(|r| r.outcome != Outcome::LeaseReturned && on(r))
+                        tried.look_at(history, from);
+                        on(from) || tried.first_runs().take_while(|&k| k < from).any(on)
                     }
                 }
             }
@@ -402,37 +400,77 @@ impl Avoiding {
     }
 }
 
-/// SPEC §2.6: `JobState::nodes_tried`, the nodes of the runs that started (first use
-/// order, no duplicates), for `avoidSameNode`'s list. Only a decision that writes its words
-/// reads it, so it is brought up to date just before one: a summary replay then copies no
-/// node name at all.
+/// SPEC §2.6: the nodes of the runs that started (first use order, no duplicates), for
+/// `avoidSameNode`, named by the first run on each rather than copied, and gathered only
+/// when read: by a decision that writes its words, as names (`JobState::nodes_tried`,
+/// [`NodesTried::catch_up`]), or by the contradiction check of an untold `avoidSameNode`
+/// retry. A summary replay copies no node name, and without `avoidSameNode` compares none.
+///
+/// The first [`INLINE_NODES`] indices are inline, more on the heap, so that nearly every
+/// job allocates nothing for them.
 #[derive(Default)]
 struct NodesTried {
-    /// Runs already looked at.
+    inline: [usize; INLINE_NODES],
+    spill: Vec<usize>,
+    /// Nodes so far.
+    len: usize,
+    /// Runs looked at so far.
     upto: usize,
 }
 
+const INLINE_NODES: usize = 8;
+
 impl NodesTried {
-    /// Adds the nodes of the runs before run `k`.
-    fn catch_up(&mut self, state: &mut JobState, history: &FailureHistory, k: usize) {
-        for run in &history.runs[self.upto.min(k)..k] {
-            if run.outcome == Outcome::LeaseReturned {
+    /// The index of the first run on each node, in increasing order.
+    fn first_runs(&self) -> impl Iterator<Item = usize> + '_ {
+        self.inline[..self.len.min(INLINE_NODES)]
+            .iter()
+            .chain(&self.spill)
+            .copied()
+    }
+
+    /// Looks at the runs before run `k` not looked at yet: their nodes, if new and the run
+    /// started.
+    fn look_at(&mut self, history: &FailureHistory, k: usize) {
+        for i in self.upto..k {
+            let run = &history.runs[i];
+            let Some(node) = run.node.as_ref().filter(|_| run.outcome != Outcome::LeaseReturned) else {
+                continue;
+            };
+            if self.first_runs().any(|j| history.runs[j].node.as_ref() == Some(node)) {
                 continue;
             }
-            if let Some(node) = &run.node {
-                if !state.nodes_tried.contains(node) {
-                    state.nodes_tried.push(node.clone());
-                }
+            if self.len < INLINE_NODES {
+                self.inline[self.len] = i;
+            } else {
+                self.spill.push(i);
             }
+            self.len += 1;
         }
         self.upto = self.upto.max(k);
+    }
+
+    /// Brings `state.nodes_tried` up to date for the decision of run `k`: the same list, in
+    /// the same order, as names. Never called for a run before one looked at already.
+    fn catch_up(&mut self, state: &mut JobState, history: &FailureHistory, k: usize) {
+        self.look_at(history, k);
+        for i in self.first_runs().skip(state.nodes_tried.len()) {
+            state.nodes_tried.extend(history.runs[i].node.clone());
+        }
     }
 }
 
 impl Schedule {
     /// Contradictions between a run's start and the decisions before it: it started before
     /// the retry was eligible, or on a node the last retry avoids.
-    fn check_start(&self, report: &mut JobReport, history: &FailureHistory, k: usize, started_at: u64) {
+    fn check_start(
+        &self,
+        report: &mut JobReport,
+        history: &FailureHistory,
+        tried: &mut NodesTried,
+        k: usize,
+        started_at: u64,
+    ) {
         let submitted = history.job.submitted_at;
         if started_at < self.eligible_at {
             report.contradictions.push(format!(
@@ -442,7 +480,7 @@ impl Schedule {
             ));
         }
         if let (Some(node), Some(avoid)) = (&history.runs[k].node, self.avoid) {
-            if avoid.contains(report, history, node) {
+            if avoid.contains(report, history, tried, node) {
                 report.contradictions.push(format!(
                     "run {k} ran on `{node}`, a node the decision for run {} avoids",
                     avoid.from()
