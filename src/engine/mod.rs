@@ -411,15 +411,17 @@ impl Decision {
     ) -> Decision {
         Decision {
             signal: v.signal.map(|s| s.to_text(run)),
+            avoid_nodes: v.avoid.nodes(state, run),
             next_pod_name: v.next_pod.then(|| pod_name(job_id, run_index + 1, numbered_pods)),
-            ..Decision::from_verdict_untold(v, run, state)
+            ..Decision::from_verdict_untold(v)
         }
     }
 
-    /// [`Decision::from_verdict`] without the words nobody will read (the signal and the
-    /// next pod's name), for a summary-only replay. The nodes to avoid stay: the
-    /// contradiction checks compare the next run's node with them.
-    pub fn from_verdict_untold(v: &Verdict, run: &Run, state: &JobState) -> Decision {
+    /// [`Decision::from_verdict`] without the words nobody will read (the signal, the
+    /// nodes to avoid, the next pod's name), for a summary-only replay: it allocates
+    /// nothing. The nodes are left out too (a copy of every node tried, per decision): the
+    /// replay's contradiction check reads them from the history instead ([`Verdict::avoid`]).
+    pub fn from_verdict_untold(v: &Verdict) -> Decision {
         Decision {
             kind: v.kind,
             policy: v.policy(),
@@ -432,7 +434,7 @@ impl Decision {
             delay: v.delay(),
             delay_parts: v.delay_parts,
             retry_after: v.retry_after(),
-            avoid_nodes: v.avoid.nodes(state, run),
+            avoid_nodes: Vec::new(),
             memory: v.memory,
             memory_note: v.memory_note(),
             next_pod_name: None,

@@ -5,13 +5,16 @@
 //! (shared by every output format so that table and JSON never disagree). Must not: do I/O
 //! or read a clock; it gets policies as values, so a server-side source can plug in later.
 
+use std::sync::Arc;
+
 use crate::model::duration::GoDuration;
 use crate::model::history::{FailureHistory, Final, JobExpect, Outcome, Run, RunExpect, StartedAt, Timestamp};
 use crate::model::policy::Action;
 
 use super::upstream::{self, UpstreamJob};
 use super::{
-    evaluate, pod_name, CompiledPolicy, Decision, DecisionKind, EngineKind, JobContext, JobState, RuleRef, Settings,
+    evaluate, pod_name, Avoid, CompiledPolicy, Decision, DecisionKind, EngineKind, JobContext, JobState, RuleRef,
+    Settings,
 };
 use super::{DEFAULT_GRACE, FAIL_FAST_ANNOTATION};
 
@@ -68,7 +71,9 @@ impl JobStatus {
 pub struct JobReport {
     pub job_id: String,
     pub queue: Option<String>,
-    pub policies: Vec<String>,
+    /// The effective policies' names, in order; shared by the reports of every job that
+    /// got the same list (a bulk replay would otherwise copy them into each report).
+    pub policies: Arc<[String]>,
     pub engine: EngineKind,
     /// Upstream: the queue's policies after the first, which that engine never reads.
     pub ignored_policies: Vec<String>,
@@ -250,6 +255,22 @@ pub fn replay_detailed(
     engine: EngineKind,
     detail: Detail,
 ) -> JobReport {
+    let names = policies.iter().map(|p| p.name().to_string()).collect();
+    replay_named(history, policies, names, settings, engine, detail)
+}
+
+/// [`replay_detailed`] with the policies' names for the report given, so that a caller
+/// that replays many jobs with the same list shares one copy (`Simulator` keeps one per
+/// resolved list). `names[i]` is `policies[i]`'s name.
+pub(super) fn replay_named(
+    history: &FailureHistory,
+    policies: &[&CompiledPolicy],
+    names: Arc<[String]>,
+    settings: &Settings,
+    engine: EngineKind,
+    detail: Detail,
+) -> JobReport {
+    debug_assert!(names.iter().map(String::as_str).eq(policies.iter().map(|p| p.name())));
     let job = &history.job;
     let ctx = JobContext::new(
         &job.id,
@@ -257,9 +278,10 @@ pub fn replay_detailed(
         job.termination_grace_period.unwrap_or(DEFAULT_GRACE),
     );
     let mut settings = settings.clone();
-    let mut report = JobReport::start(history, policies, &settings, engine);
+    let mut report = JobReport::start(history, names, &settings, engine);
     let mut state = JobState::new(job.memory);
     let mut schedule = Schedule::default();
+    let mut tried = NodesTried::default();
     let mut ended: Option<usize> = None;
     for (k, run) in history.runs.iter().enumerate() {
         if let Some(end) = ended {
@@ -271,32 +293,34 @@ pub fn replay_detailed(
             settings.global_max_retries = g;
         }
         let started_at = start_time(&mut report, history, k, schedule.eligible_at);
-        schedule.check_start(&mut report, history, k, started_at);
+        schedule.check_start(&mut report, history, &mut tried, k, started_at);
         let ended_at = started_at.saturating_add(run.run_for.0);
         // A run with an `expect` keeps its texts: a failed check quotes them.
         let texts = detail == Detail::Full || run.expect.is_some();
-        let decision = decide(
+        if texts {
+            tried.catch_up(&mut state, history, k);
+        }
+        // Used in place: a `Decision` is a few hundred bytes, and each move of it, or of
+        // the record holding it, was a `memcpy` call per run.
+        let decided = decide(
             policies, &settings, &ctx, history, &mut state, k, ended_at, engine, texts,
         );
-        // SPEC §2.6: the nodes of the runs that started, for a later `avoidSameNode`.
-        if run.outcome != Outcome::LeaseReturned {
-            if let Some(node) = &run.node {
-                if !state.nodes_tried.contains(node) {
-                    state.nodes_tried.push(node.clone());
-                }
-            }
-        }
+        let decision = decided.0.as_ref();
+        let avoiding = match decided.1 {
+            Some(avoid) => Avoiding::Derived { from: k, avoid },
+            None => Avoiding::Listed { from: k },
+        };
         // The job-level `final` check quotes the reason of the run that failed the job.
-        let final_reason = history.expect.is_some() && decision.as_ref().is_some_and(|d| d.action() == Action::Fail);
+        let final_reason = history.expect.is_some() && decision.is_some_and(|d| d.action() == Action::Fail);
         let reason = if texts || final_reason {
-            reason_text(&report, decision.as_ref(), &settings, k, engine)
+            reason_text(&report, decision, &settings, k, engine)
         } else {
             String::new()
         };
-        if report.advance(&mut schedule, k, decision.as_ref(), &reason, ended_at) {
+        if report.advance(&mut schedule, k, decision, avoiding, &reason, ended_at) {
             ended = Some(k);
         }
-        let record = RunRecord {
+        report.runs.push(RunRecord {
             index: k,
             // Upstream's executor reuses `armada-<jobId>-0` for every run (SPEC §2.7 is the
             // design's).
@@ -310,15 +334,14 @@ pub fn replay_detailed(
             ended_at,
             outcome: run.outcome,
             failure: if texts { describe_failure(run) } else { String::new() },
-            decision,
+            decision: decided.0,
             reason: if texts { reason } else { String::new() },
-        };
+        });
         if let Some(e) = &run.expect {
             let mut failures = Vec::new();
-            check_run(&report, &record, e, &mut |m| failures.push(m));
+            check_run(&report, &report.runs[k], e, &mut |m| failures.push(m));
             report.expectation_failures.extend(failures);
         }
-        report.runs.push(record);
     }
     report.retries = state.total_retries;
     report.memory = state.memory;
@@ -333,15 +356,121 @@ pub fn replay_detailed(
 #[derive(Default)]
 struct Schedule {
     eligible_at: u64,
-    avoid: Vec<String>,
-    /// The run whose decision set `avoid`.
-    avoid_from: usize,
+    /// Set by the last retry (`None`: no node is avoided).
+    avoid: Option<Avoiding>,
+}
+
+/// The nodes a retry avoids, named by where they are rather than copied: a copy per retry
+/// (and of every node tried, per run) was most of a summary replay's allocations.
+#[derive(Debug, Clone, Copy)]
+enum Avoiding {
+    /// As the record of run `from` lists them (`Decision::avoid_nodes`).
+    Listed { from: usize },
+    /// Left out of the record of run `from` (a summary replay writes no words): SPEC
+    /// §2.6's list read from the history, as [`Avoid::nodes`] makes it — this run's node,
+    /// and for `avoidSameNode` the nodes runs before it started on ([`NodesTried`]).
+    Derived { from: usize, avoid: Avoid },
+}
+
+impl Avoiding {
+    fn from(self) -> usize {
+        match self {
+            Avoiding::Listed { from } | Avoiding::Derived { from, .. } => from,
+        }
+    }
+
+    fn contains(self, report: &JobReport, history: &FailureHistory, tried: &mut NodesTried, node: &str) -> bool {
+        match self {
+            Avoiding::Listed { from } => report.runs[from]
+                .decision
+                .as_ref()
+                .is_some_and(|d| d.avoid_nodes.iter().any(|n| n == node)),
+            Avoiding::Derived { from, avoid } => {
+                let on = |k: usize| history.runs[k].node.as_deref() == Some(node);
+                match avoid {
+                    Avoid::Nothing => false,
+                    Avoid::ThisNode => on(from),
+                    Avoid::EveryNode => {
+                        tried.look_at(history, from);
+                        on(from) || tried.first_runs().take_while(|&k| k < from).any(on)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// SPEC §2.6: the nodes of the runs that started (first use order, no duplicates), for
+/// `avoidSameNode`, named by the first run on each rather than copied, and gathered only
+/// when read: by a decision that writes its words, as names (`JobState::nodes_tried`,
+/// [`NodesTried::catch_up`]), or by the contradiction check of an untold `avoidSameNode`
+/// retry. A summary replay copies no node name, and without `avoidSameNode` compares none.
+///
+/// The first [`INLINE_NODES`] indices are inline, more on the heap, so that nearly every
+/// job allocates nothing for them.
+#[derive(Default)]
+struct NodesTried {
+    inline: [usize; INLINE_NODES],
+    spill: Vec<usize>,
+    /// Nodes so far.
+    len: usize,
+    /// Runs looked at so far.
+    upto: usize,
+}
+
+const INLINE_NODES: usize = 8;
+
+impl NodesTried {
+    /// The index of the first run on each node, in increasing order.
+    fn first_runs(&self) -> impl Iterator<Item = usize> + '_ {
+        self.inline[..self.len.min(INLINE_NODES)]
+            .iter()
+            .chain(&self.spill)
+            .copied()
+    }
+
+    /// Looks at the runs before run `k` not looked at yet: their nodes, if new and the run
+    /// started.
+    fn look_at(&mut self, history: &FailureHistory, k: usize) {
+        for i in self.upto..k {
+            let run = &history.runs[i];
+            let Some(node) = run.node.as_ref().filter(|_| run.outcome != Outcome::LeaseReturned) else {
+                continue;
+            };
+            if self.first_runs().any(|j| history.runs[j].node.as_ref() == Some(node)) {
+                continue;
+            }
+            if self.len < INLINE_NODES {
+                self.inline[self.len] = i;
+            } else {
+                self.spill.push(i);
+            }
+            self.len += 1;
+        }
+        self.upto = self.upto.max(k);
+    }
+
+    /// Brings `state.nodes_tried` up to date for the decision of run `k`: the same list, in
+    /// the same order, as names. Never called for a run before one looked at already.
+    fn catch_up(&mut self, state: &mut JobState, history: &FailureHistory, k: usize) {
+        self.look_at(history, k);
+        for i in self.first_runs().skip(state.nodes_tried.len()) {
+            state.nodes_tried.extend(history.runs[i].node.clone());
+        }
+    }
 }
 
 impl Schedule {
     /// Contradictions between a run's start and the decisions before it: it started before
     /// the retry was eligible, or on a node the last retry avoids.
-    fn check_start(&self, report: &mut JobReport, history: &FailureHistory, k: usize, started_at: u64) {
+    fn check_start(
+        &self,
+        report: &mut JobReport,
+        history: &FailureHistory,
+        tried: &mut NodesTried,
+        k: usize,
+        started_at: u64,
+    ) {
         let submitted = history.job.submitted_at;
         if started_at < self.eligible_at {
             report.contradictions.push(format!(
@@ -350,11 +479,11 @@ impl Schedule {
                 format_instant(self.eligible_at, submitted)
             ));
         }
-        if let Some(node) = &history.runs[k].node {
-            if self.avoid.contains(node) {
+        if let (Some(node), Some(avoid)) = (&history.runs[k].node, self.avoid) {
+            if avoid.contains(report, history, tried, node) {
                 report.contradictions.push(format!(
                     "run {k} ran on `{node}`, a node the decision for run {} avoids",
-                    self.avoid_from
+                    avoid.from()
                 ));
             }
         }
@@ -389,7 +518,8 @@ fn start_time(report: &mut JobReport, history: &FailureHistory, k: usize, eligib
 }
 
 /// SPEC §2.9: run `k`'s decision by `engine` (none for a run that succeeded), as a record;
-/// without `texts`, the design engine leaves out its words (signal, next pod name).
+/// without `texts`, the design engine leaves out its words (signal, nodes to avoid, next pod
+/// name), and then also returns which nodes the record would list.
 #[allow(clippy::too_many_arguments)]
 fn decide(
     policies: &[&CompiledPolicy],
@@ -401,33 +531,40 @@ fn decide(
     ended_at: u64,
     engine: EngineKind,
     texts: bool,
-) -> Option<Decision> {
+) -> (Option<Decision>, Option<Avoid>) {
     let run = &history.runs[k];
     if run.outcome == Outcome::Succeeded {
-        return None;
+        return (None, None);
     }
-    Some(match engine {
+    match engine {
         EngineKind::Design => {
             let v = evaluate(policies, settings, ctx, state, run, k, ended_at);
             if texts {
-                Decision::from_verdict(&v, run, state, ctx.id, k, settings.enabled)
+                (
+                    Some(Decision::from_verdict(&v, run, state, ctx.id, k, settings.enabled)),
+                    None,
+                )
             } else {
-                Decision::from_verdict_untold(&v, run, state)
+                (Some(Decision::from_verdict_untold(&v)), Some(v.avoid))
             }
         }
-        EngineKind::Upstream => upstream::evaluate(
-            policies.first().copied(),
-            settings,
-            ctx,
-            UpstreamJob {
-                gang: history.job.gang_cardinality.is_some_and(|c| c > 1),
-            },
-            state,
-            run,
-            k,
-            ended_at,
+        EngineKind::Upstream => (
+            Some(upstream::evaluate(
+                policies.first().copied(),
+                settings,
+                ctx,
+                UpstreamJob {
+                    gang: history.job.gang_cardinality.is_some_and(|c| c > 1),
+                },
+                state,
+                run,
+                k,
+                ended_at,
+            )),
+            // Upstream lists its nodes whatever the texts (its own rule, SPEC §2.10).
+            None,
         ),
-    })
+    }
 }
 
 /// The decision of run `k` in words (upstream's own words under the upstream engine).
@@ -466,12 +603,12 @@ fn reason_text(
 
 impl JobReport {
     /// The report before any run is replayed.
-    fn start(history: &FailureHistory, policies: &[&CompiledPolicy], settings: &Settings, engine: EngineKind) -> Self {
+    fn start(history: &FailureHistory, policies: Arc<[String]>, settings: &Settings, engine: EngineKind) -> Self {
         let job = &history.job;
         JobReport {
             job_id: job.id.clone(),
             queue: job.queue.clone(),
-            policies: policies.iter().map(|p| p.name().to_string()).collect(),
+            policies,
             engine,
             ignored_policies: Vec::new(),
             global_max_retries: settings.global_max_retries,
@@ -507,6 +644,7 @@ impl JobReport {
         schedule: &mut Schedule,
         k: usize,
         decision: Option<&Decision>,
+        avoiding: Avoiding,
         reason: &str,
         ended_at: u64,
     ) -> bool {
@@ -535,14 +673,13 @@ impl JobReport {
                 // nodes the last retry avoids stay avoided.
                 if d.kind == DecisionKind::Retry {
                     self.total_delay = GoDuration(self.total_delay.0.saturating_add(d.delay.0));
-                    schedule.avoid.clone_from(&d.avoid_nodes);
-                    schedule.avoid_from = k;
+                    schedule.avoid = Some(avoiding);
                 }
                 false
             }
         };
         if decision.is_none_or(|d| d.action() == Action::Fail) {
-            schedule.avoid.clear();
+            schedule.avoid = None;
         }
         ended
     }

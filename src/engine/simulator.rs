@@ -7,12 +7,13 @@
 //! source (`--from-server`) can construct one the same way. Must not: do I/O.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::model::history::FailureHistory;
 use crate::model::policy::RetryPolicy;
 use crate::model::queue::Queue;
 
-use super::replay::{replay_detailed, Detail};
+use super::replay::{replay_detailed, replay_named, Detail};
 use super::{effective_policy_names, CompiledPolicy, EngineKind, JobReport, Settings, Source, POLICY_ANNOTATION};
 
 #[derive(Debug, Clone)]
@@ -31,8 +32,10 @@ pub struct Simulator {
     /// that carries no policy annotation (the common case): `effective` then costs one
     /// lookup instead of a list of names built and looked up per job (~7% of a bulk
     /// replay's instructions, issue 12). `None` where a name is missing, so that the slow
-    /// path words the error.
-    resolved: HashMap<String, Resolved>,
+    /// path words the error. Sorted by queue name, for a binary search: a few string
+    /// comparisons per job, where hashing the name (SipHash) cost ~180 instructions, and
+    /// it is looked up twice per job (here and by [`Simulator::has_queue`]).
+    resolved: Vec<(String, Resolved)>,
     given_resolved: Resolved,
 }
 
@@ -40,24 +43,46 @@ pub struct Simulator {
 /// takes the first entry only).
 #[derive(Debug, Clone, Default)]
 struct Resolved {
-    design: Option<Vec<usize>>,
-    upstream: Option<Vec<usize>>,
+    design: Option<Resolution>,
+    upstream: Option<Resolution>,
+}
+
+/// One resolved list: the policies' indices, and their names for the reports, made once
+/// and shared by every report of a job that gets this list.
+#[derive(Debug, Clone)]
+struct Resolution {
+    ix: Vec<usize>,
+    names: Arc<[String]>,
+}
+
+impl Resolution {
+    /// `None` when a name is not among the policies.
+    fn new<'a>(names: impl Iterator<Item = &'a String>, by_name: &HashMap<String, usize>) -> Option<Resolution> {
+        let (ix, names): (Vec<usize>, Vec<String>) = names
+            .map(|n| Some((*by_name.get(n)?, n.clone())))
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .unzip();
+        Some(Resolution {
+            ix,
+            names: names.into(),
+        })
+    }
 }
 
 impl Resolved {
     fn new(names: &[String], by_name: &HashMap<String, usize>) -> Resolved {
-        let design = effective_policy_names(names, &Source::Given, None, None)
-            .iter()
-            .map(|(n, _)| by_name.get(n).copied())
-            .collect();
-        let upstream = names.iter().take(1).map(|n| by_name.get(n).copied()).collect();
-        Resolved { design, upstream }
+        let design = effective_policy_names(names, &Source::Given, None, None);
+        Resolved {
+            design: Resolution::new(design.iter().map(|(n, _)| n), by_name),
+            upstream: Resolution::new(names.iter().take(1), by_name),
+        }
     }
 
-    fn get(&self, engine: EngineKind) -> Option<&[usize]> {
+    fn get(&self, engine: EngineKind) -> Option<&Resolution> {
         match engine {
-            EngineKind::Design => self.design.as_deref(),
-            EngineKind::Upstream => self.upstream.as_deref(),
+            EngineKind::Design => self.design.as_ref(),
+            EngineKind::Upstream => self.upstream.as_ref(),
         }
     }
 }
@@ -92,10 +117,11 @@ impl Simulator {
             }
             queue_map.insert(q.name.clone(), q);
         }
-        let resolved = queue_map
+        let mut resolved: Vec<(String, Resolved)> = queue_map
             .values()
             .map(|q: &Queue| (q.name.clone(), Resolved::new(&q.retry_policies, &by_name)))
             .collect();
+        resolved.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let given_resolved = Resolved::new(&given, &by_name);
         Ok(Simulator {
             policies: compiled,
@@ -132,7 +158,13 @@ impl Simulator {
 
     /// Whether a Queue named `name` was given (simulate warns when a job's queue was not).
     pub fn has_queue(&self, name: &str) -> bool {
-        self.queues.contains_key(name)
+        self.queue_resolved(name).is_some()
+    }
+
+    /// The resolved lists of the Queue named `name`, when it was given.
+    fn queue_resolved(&self, name: &str) -> Option<&Resolved> {
+        let i = self.resolved.binary_search_by(|(q, _)| q.as_str().cmp(name)).ok()?;
+        Some(&self.resolved[i].1)
     }
 
     /// The policies a job gets when its queue is not given: `--retry-policy`, or every
@@ -144,24 +176,34 @@ impl Simulator {
     /// The effective policies of a job (SPEC §2.1); a missing one is an error that names it
     /// and who referenced it.
     pub fn effective(&self, history: &FailureHistory, settings: &Settings) -> Result<Vec<&CompiledPolicy>, String> {
-        let job = &history.job;
-        // Without an annotation (which upstream ignores anyway) the list is the queue's, or
-        // the given one, resolved once; an empty list (the default policy's turn) or a
-        // missing name takes the full path below.
-        if self.engine == EngineKind::Upstream || !job.annotations.contains_key(POLICY_ANNOTATION) {
-            // A queue not given falls back to the given list, as below (with --from-server
-            // and no --retry-policy that list is empty: the full path then words the error).
-            let resolved = job
-                .queue
-                .as_deref()
-                .and_then(|q| self.resolved.get(q))
-                .unwrap_or(&self.given_resolved)
-                .get(self.engine);
-            if let Some(ix) = resolved.filter(|ix| !ix.is_empty()) {
-                return Ok(ix.iter().map(|&i| &self.policies[i]).collect());
-            }
+        match self.resolution(history) {
+            Some(r) => Ok(self.resolved_policies(r)),
+            None => self.effective_by_names(history, settings),
         }
-        self.effective_by_names(history, settings)
+    }
+
+    /// The job's list as resolved once, when it has one: without an annotation (which
+    /// upstream ignores anyway) the list is the queue's, or the given one. `None` for an
+    /// empty list (the default policy's turn) or a missing name: the full path then
+    /// decides, and words the error.
+    fn resolution(&self, history: &FailureHistory) -> Option<&Resolution> {
+        let job = &history.job;
+        if self.engine == EngineKind::Design && job.annotations.contains_key(POLICY_ANNOTATION) {
+            return None;
+        }
+        // A queue not given falls back to the given list, as the full path does (with
+        // --from-server and no --retry-policy that list is empty: the full path then words
+        // the error).
+        job.queue
+            .as_deref()
+            .and_then(|q| self.queue_resolved(q))
+            .unwrap_or(&self.given_resolved)
+            .get(self.engine)
+            .filter(|r| !r.ix.is_empty())
+    }
+
+    fn resolved_policies(&self, r: &Resolution) -> Vec<&CompiledPolicy> {
+        r.ix.iter().map(|&i| &self.policies[i]).collect()
     }
 
     /// [`Simulator::effective`] the long way: the list of names built (annotation and
@@ -235,8 +277,17 @@ impl Simulator {
         settings: &Settings,
         detail: Detail,
     ) -> Result<JobReport, String> {
-        let policies = self.effective(history, settings)?;
-        let mut report = replay_detailed(history, &policies, settings, self.engine, detail);
+        // A resolved list comes with its names, shared by every report that gets it.
+        let mut report = match self.resolution(history) {
+            Some(r) => {
+                let policies = self.resolved_policies(r);
+                replay_named(history, &policies, r.names.clone(), settings, self.engine, detail)
+            }
+            None => {
+                let policies = self.effective_by_names(history, settings)?;
+                replay_detailed(history, &policies, settings, self.engine, detail)
+            }
+        };
         if self.engine == EngineKind::Upstream {
             report.ignored_policies = self.queue_policies(history).iter().skip(1).cloned().collect();
         }

@@ -170,7 +170,7 @@ pub fn job_json(report: &JobReport) -> Value {
 pub fn summary_json(s: &Summary) -> Value {
     let decisions: Map<String, Value> = DecisionKind::ALL
         .iter()
-        .map(|k| (k.as_str().to_string(), json!(s.decisions.get(k).copied().unwrap_or(0))))
+        .map(|k| (k.as_str().to_string(), json!(s.decision_count(*k))))
         .collect();
     json!({
         "jobs": s.jobs,
@@ -357,7 +357,7 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
             writeln!(out, "  {}", line.trim_end())?;
         }
     }
-    let kinds: Vec<String> = s.decisions.iter().map(|(k, v)| format!("{} {v}", k.as_str())).collect();
+    let kinds: Vec<String> = s.decisions().map(|(k, v)| format!("{} {v}", k.as_str())).collect();
     writeln!(
         out,
         "  decisions: {}",

@@ -28,8 +28,9 @@ pub struct Summary {
     /// handful of policies, where a linear scan beats hashing the name per run.
     by_policy: Vec<(String, RuleCounts)>,
     /// Decision kind → permanent failures no rule decided.
-    failures_by_kind: BTreeMap<DecisionKind, u64>,
-    pub decisions: BTreeMap<DecisionKind, u64>,
+    failures_by_kind: KindCounts,
+    /// Decision kind → decisions.
+    decisions: KindCounts,
     pub total_delay: GoDuration,
     pub expectation_failed_jobs: u64,
     pub expectation_failed_ids: Vec<String>,
@@ -61,17 +62,70 @@ pub fn keep_summary_fields(report: &mut JobReport) {
     }
 }
 
-/// Retries granted and permanent failures per rule of one policy (`None`: the default).
+/// A count per decision kind, indexed by the kind: counting a run is one addition (a
+/// `BTreeMap` entry per run was most of `add`). A kind counted zero times was never seen.
 #[derive(Debug, Clone, Default, PartialEq)]
-struct RuleCounts {
-    retries: BTreeMap<Option<usize>, u64>,
-    failures: BTreeMap<Option<usize>, u64>,
+struct KindCounts([u64; DecisionKind::ALL.len()]);
+
+impl KindCounts {
+    fn add(&mut self, kind: DecisionKind, n: u64) {
+        self.0[kind as usize] += n;
+    }
+
+    fn merge(&mut self, other: &KindCounts) {
+        for (mine, theirs) in self.0.iter_mut().zip(other.0) {
+            *mine += theirs;
+        }
+    }
+
+    /// The kinds seen, in `DecisionKind` order, with their counts.
+    fn iter(&self) -> impl Iterator<Item = (DecisionKind, u64)> + '_ {
+        DecisionKind::ALL.into_iter().zip(self.0).filter(|&(_, n)| n > 0)
+    }
 }
 
-fn rule_key(r: RuleRef) -> Option<usize> {
+/// Retries granted and permanent failures per rule of one policy.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct RuleCounts {
+    retries: SlotCounts,
+    failures: SlotCounts,
+}
+
+/// A count per rule of a policy, indexed by [`slot`]; a rule counted zero times was never
+/// seen. Only as long as the highest rule counted (so equal counts compare equal).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct SlotCounts(Vec<u64>);
+
+/// The default action in slot 0, rule `i` in slot `i + 1`.
+fn slot(r: RuleRef) -> usize {
     match r {
-        RuleRef::Index(i) => Some(i),
-        RuleRef::Default => None,
+        RuleRef::Default => 0,
+        RuleRef::Index(i) => i + 1,
+    }
+}
+
+impl SlotCounts {
+    fn add(&mut self, slot: usize, n: u64) {
+        if self.0.len() <= slot {
+            self.0.resize(slot + 1, 0);
+        }
+        self.0[slot] += n;
+    }
+
+    fn merge(&mut self, other: &SlotCounts) {
+        for (slot, &n) in other.0.iter().enumerate().filter(|&(_, &n)| n > 0) {
+            self.add(slot, n);
+        }
+    }
+
+    /// (rule, count) of the rules seen; `None` is the default action.
+    fn iter(&self) -> impl Iterator<Item = (Option<usize>, u64)> + '_ {
+        let rule = |slot: usize| slot.checked_sub(1);
+        self.0
+            .iter()
+            .enumerate()
+            .filter(|&(_, &n)| n > 0)
+            .map(move |(s, &n)| (rule(s), n))
     }
 }
 
@@ -96,7 +150,7 @@ impl Summary {
         self.total_delay = GoDuration(self.total_delay.0.saturating_add(report.total_delay.0));
         for run in &report.runs {
             let Some(d) = &run.decision else { continue };
-            *self.decisions.entry(d.kind).or_default() += 1;
+            self.decisions.add(d.kind, 1);
             let retry = d.kind == DecisionKind::Retry;
             if !retry && d.action() != Action::Fail {
                 continue;
@@ -104,7 +158,7 @@ impl Summary {
             let rule = d.policy.and_then(|p| report.policies.get(p)).zip(d.rule);
             let Some((policy, rule)) = rule else {
                 if !retry {
-                    *self.failures_by_kind.entry(d.kind).or_default() += 1;
+                    self.failures_by_kind.add(d.kind, 1);
                 }
                 continue;
             };
@@ -116,12 +170,12 @@ impl Summary {
                 }
             };
             let counts = &mut self.by_policy[i].1;
-            let map = if retry {
+            let counts = if retry {
                 &mut counts.retries
             } else {
                 &mut counts.failures
             };
-            *map.entry(rule_key(rule)).or_default() += 1;
+            counts.add(slot(rule), 1);
         }
         if !report.expectation_failures.is_empty() {
             self.expectation_failed_jobs += 1;
@@ -132,6 +186,16 @@ impl Summary {
         if !report.contradictions.is_empty() {
             self.contradicted_jobs += 1;
         }
+    }
+
+    /// Decisions per kind, in `DecisionKind` order: the kinds seen only.
+    pub fn decisions(&self) -> impl Iterator<Item = (DecisionKind, u64)> + '_ {
+        self.decisions.iter()
+    }
+
+    /// Decisions of `kind` (0 when none).
+    pub fn decision_count(&self, kind: DecisionKind) -> u64 {
+        self.decisions.0[kind as usize]
     }
 
     /// Adds `other`, the summary of the jobs that follow (a worker's unit): the same as
@@ -147,14 +211,14 @@ impl Summary {
         for (policy, counts) in other.by_policy {
             match self.by_policy.iter_mut().find(|(p, _)| *p == policy) {
                 Some((_, mine)) => {
-                    add_counts(&mut mine.retries, counts.retries);
-                    add_counts(&mut mine.failures, counts.failures);
+                    mine.retries.merge(&counts.retries);
+                    mine.failures.merge(&counts.failures);
                 }
                 None => self.by_policy.push((policy, counts)),
             }
         }
-        add_counts(&mut self.failures_by_kind, other.failures_by_kind);
-        add_counts(&mut self.decisions, other.decisions);
+        self.failures_by_kind.merge(&other.failures_by_kind);
+        self.decisions.merge(&other.decisions);
         // Saturating sums of non-negative numbers: the grouping does not change the result.
         self.total_delay = GoDuration(self.total_delay.0.saturating_add(other.total_delay.0));
         self.expectation_failed_jobs += other.expectation_failed_jobs;
@@ -169,7 +233,7 @@ impl Summary {
     pub fn retries_by_rule(&self) -> BTreeMap<String, u64> {
         let mut out = BTreeMap::new();
         for (p, c) in &self.by_policy {
-            for (&r, &n) in &c.retries {
+            for (r, n) in c.retries.iter() {
                 out.insert(label(p, r), n);
             }
         }
@@ -180,19 +244,13 @@ impl Summary {
     pub fn failures_by_rule(&self) -> BTreeMap<String, u64> {
         let mut out = BTreeMap::new();
         for (p, c) in &self.by_policy {
-            for (&r, &n) in &c.failures {
+            for (r, n) in c.failures.iter() {
                 out.insert(label(p, r), n);
             }
         }
-        for (k, &n) in &self.failures_by_kind {
+        for (k, n) in self.failures_by_kind.iter() {
             out.insert(format!("({})", k.as_str()), n);
         }
         out
-    }
-}
-
-fn add_counts<K: Ord>(into: &mut BTreeMap<K, u64>, from: BTreeMap<K, u64>) {
-    for (k, n) in from {
-        *into.entry(k).or_default() += n;
     }
 }
