@@ -923,6 +923,25 @@ fn a_returned_lease_keeps_the_nodes_the_last_retry_avoids() {
     );
 }
 
+/// `avoidSameNode` avoids every node an earlier run started on, and a summary-only replay
+/// (which keeps no node list in its records) finds the same contradiction as a full one.
+#[test]
+fn avoid_same_node_contradictions_are_the_same_in_a_summary_replay() {
+    let yaml = one_rule("{action: Retry, onConditions: [Preempted], mutate: {affinity: {avoidSameNode: true}}}");
+    let history = history(&runs(&[
+        "{node: a, conditions: [Preempted]}",
+        "{node: b, conditions: [Preempted]}",
+        "{node: a, conditions: [Preempted]}",
+    ]));
+    let sim = Simulator::new(policies(&yaml), Vec::new(), None).unwrap();
+    let settings = Settings::default();
+    let want = ["run 2 ran on `a`, a node the decision for run 1 avoids"];
+    let full = sim.simulate(&history, &settings).unwrap();
+    assert_eq!(full.contradictions, want);
+    let summary = sim.simulate_detailed(&history, &settings, Detail::Summary).unwrap();
+    assert_eq!(summary.contradictions, want);
+}
+
 #[test]
 fn returned_leases_are_bounded_by_max_attempted_runs_with_policies_too() {
     let lease = "{node: n, outcome: leaseReturned}";
