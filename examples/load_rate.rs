@@ -23,6 +23,8 @@
 //!     target/release/examples/load_rate http://127.0.0.1:8080 --rate 10000 --duration 10 \
 //!         --connections 64 --route post
 //!
+//! `--timeline` adds the percentiles of each second of the run.
+//!
 //! Routes: `post` (POST /v1/retry-policy, a new name per request: one write each), `get`
 //! (GET /v1/retry-policy/bench, which must exist), `put` (PUT /v1/retry-policy/put-<conn>
 //! with the `If-Match` of that connection's previous answer; the policies are created first).
@@ -50,11 +52,12 @@ struct Args {
     connections: usize,
     route: Route,
     prefix: String,
+    timeline: bool,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: load_rate http://HOST:PORT [--rate PER_SECOND] [--duration SECONDS] [--connections N] [--route post|get|put] [--prefix NAME_PREFIX]"
+        "usage: load_rate http://HOST:PORT [--rate PER_SECOND] [--duration SECONDS] [--connections N] [--route post|get|put] [--prefix NAME_PREFIX] [--timeline]"
     );
     std::process::exit(2)
 }
@@ -72,6 +75,7 @@ fn parse_args() -> Args {
         duration: 10.0,
         connections: 64,
         route: Route::Post,
+        timeline: false,
         // Names unique to this run, so several runs can post to one server.
         prefix: format!(
             "lr{}",
@@ -82,6 +86,10 @@ fn parse_args() -> Args {
         ),
     };
     while let Some(flag) = args.next() {
+        if flag == "--timeline" {
+            parsed.timeline = true;
+            continue;
+        }
         let value = args.next().unwrap_or_else(|| usage());
         match flag.as_str() {
             "--rate" => parsed.rate = value.parse().unwrap_or_else(|_| usage()),
@@ -115,6 +123,11 @@ struct Run {
     from_due: RefCell<Vec<u32>>,
     /// Microseconds from the write to the full answer.
     from_send: RefCell<Vec<u32>>,
+    /// Microseconds from due time to the write: the generator's own lateness (its 1 ms
+    /// timer, a busy pool, its core being taken), part of "from due" but not the server's.
+    send_lag: RefCell<Vec<u32>>,
+    /// (second of the run the request was due in, latency from due), for `--timeline`.
+    by_second: RefCell<Vec<(u32, u32)>>,
     /// When the last answer arrived: the achieved rate is answers over the time to it.
     last_answer: Cell<Instant>,
     non_2xx: Cell<u64>,
@@ -170,6 +183,8 @@ async fn run(args: Args) -> bool {
         next: Cell::new(0),
         from_due: RefCell::new(Vec::with_capacity(total as usize)),
         from_send: RefCell::new(Vec::with_capacity(total as usize)),
+        send_lag: RefCell::new(Vec::with_capacity(total as usize)),
+        by_second: RefCell::new(Vec::with_capacity(total as usize)),
         non_2xx: Cell::new(0),
         socket_errors: Cell::new(0),
         first_failure: RefCell::new(None),
@@ -232,6 +247,11 @@ async fn connection(c: usize, mut conn: Conn, args: Rc<Args>, run: Rc<Run>) {
                 run.last_answer.set(done);
                 run.from_due.borrow_mut().push(micros(done - due));
                 run.from_send.borrow_mut().push(micros(done - sent));
+                run.send_lag
+                    .borrow_mut()
+                    .push(micros(sent.saturating_duration_since(due)));
+                let second = (due - run.start).as_secs() as u32;
+                run.by_second.borrow_mut().push((second, micros(done - due)));
                 if answer.status / 100 == 2 {
                     conn.etag = answer.etag;
                 } else {
@@ -399,11 +419,13 @@ fn report(args: &Args, run: &Run, unfinished: u64, elapsed: f64) -> bool {
     };
     let mut from_due = run.from_due.borrow_mut();
     let mut from_send = run.from_send.borrow_mut();
+    let mut send_lag = run.send_lag.borrow_mut();
     let answered = from_due.len() as u64;
     let never_sent = run.total - run.next.get().min(run.total);
     let missing = run.total - answered - run.socket_errors.get() - never_sent;
     from_due.sort_unstable();
     from_send.sort_unstable();
+    send_lag.sort_unstable();
     let over_10ms = from_due.iter().filter(|&&us| us >= 10_000).count();
     println!(
         "{route}: offered {:.0}/s for {:.1} s over {} connections",
@@ -416,6 +438,22 @@ fn report(args: &Args, run: &Run, unfinished: u64, elapsed: f64) -> bool {
     );
     println!("  latency from due (corrected)  {}", percentiles(&from_due));
     println!("  latency from send             {}", percentiles(&from_send));
+    println!("  send lag (due to write)       {}", percentiles(&send_lag));
+    if args.timeline {
+        // Per second of due time: where in the run the slow requests were.
+        let mut by_second = run.by_second.borrow_mut();
+        by_second.sort_unstable();
+        for second in by_second.chunk_by(|a, b| a.0 == b.0) {
+            let mut lat: Vec<u32> = second.iter().map(|&(_, l)| l).collect();
+            lat.sort_unstable();
+            println!(
+                "    second {:>3}: {:>6} answers  {}",
+                second[0].0,
+                lat.len(),
+                percentiles(&lat)
+            );
+        }
+    }
     println!(
         "  >= 10 ms from due: {over_10ms} ({:.3}%)",
         100.0 * over_10ms as f64 / answered.max(1) as f64

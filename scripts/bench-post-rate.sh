@@ -5,14 +5,16 @@
 # measures every request's latency from the time it was due, so a server stall is counted
 # for every request it delays (wrk, closed-loop, measures its own queueing instead).
 #
-# Each step gets a fresh server and a fresh database file on disk (under $TMPDIR), with the
+# Each step gets a fresh server and a fresh database file on disk (under $TMPDIR, or DBDIR:
+# DBDIR=/dev/shm puts it on tmpfs, to tell the disk's share of the tail from the rest), with the
 # defaults of `retryctl serve`: WAL, synchronous=NORMAL, versions and the request log on.
 # The server is pinned to core 0, the generator to core 1. Also printed per step: the load
 # average before it, the server's CPU per request, its own p99 (request log durations) and
 # the WAL's size at the end.
 #
 # Usage: scripts/bench-post-rate.sh [DURATION_SECONDS (default 10)] [RATES (default "10000 12000 15000")]
-#   CONNECTIONS=64 ROUTE=post|put|get BIN=path/to/retryctl scripts/bench-post-rate.sh ...
+#   CONNECTIONS=64 ROUTE=post|put|get BIN=path/to/retryctl DBDIR=dir scripts/bench-post-rate.sh ...
+#   TIMELINE=1 adds each second's percentiles (where in the run the slow requests were).
 # Needs taskset (util-linux) and 2 cores. Bar: p99 (from due) < 10 ms and no errors at 10,000/s.
 set -euo pipefail
 
@@ -29,21 +31,22 @@ gen="$target/release/examples/load_rate"
 cargo build --release --locked --example load_rate
 
 tmp="$(mktemp -d)"
+db="$(mktemp -d "${DBDIR:-$tmp}/bench-post-rate.XXXXXX")"
 server_pid=""
 stop_server() {
   if [ -n "$server_pid" ]; then kill -TERM "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
   server_pid=""
 }
-trap 'stop_server; rm -rf "$tmp"' EXIT
+trap 'stop_server; rm -rf "$db" "$tmp"' EXIT
 
 # cpu PID: CPU time the process has used, in clock ticks (utime + stime).
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-echo "machine: $(nproc) cores; server $bin on core 0, load_rate on core 1; $route, $conns connections, ${duration}s per step; database in $tmp"
+echo "machine: $(nproc) cores; server $bin on core 0, load_rate on core 1; $route, $conns connections, ${duration}s per step; database in $db"
 status=0
 for rate in $rates; do
-  rm -rf "$tmp/db" && mkdir "$tmp/db"
-  taskset -c 0 "$bin" serve --listen 127.0.0.1:0 --db "$tmp/db/armada.db" 2>"$tmp/server.log" &
+  rm -f "$db"/armada.db*
+  taskset -c 0 "$bin" serve --listen 127.0.0.1:0 --db "$db/armada.db" 2>"$tmp/server.log" &
   server_pid=$!
   for _ in $(seq 100); do grep -q 'listening on' "$tmp/server.log" 2>/dev/null && break; sleep 0.05; done
   url="$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/server.log" | head -1)"
@@ -55,9 +58,9 @@ for rate in $rates; do
   echo "== $(date -u +%H:%M:%S) rate $rate/s, load average $(cut -d' ' -f1-3 /proc/loadavg)"
   before="$(cpu "$server_pid")"
   taskset -c 1 "$gen" "$url" --rate "$rate" --duration "$duration" --connections "$conns" --route "$route" \
-    | tee "$tmp/gen.out" || status=1
+    ${TIMELINE:+--timeline} | tee "$tmp/gen.out" || status=1
   after="$(cpu "$server_pid")"
-  wal="$(stat -c %s "$tmp/db/armada.db-wal" 2>/dev/null || echo 0)"
+  wal="$(stat -c %s "$db/armada.db-wal" 2>/dev/null || echo 0)"
   stop_server
   # The server's own view: durations from its request log (`... 201 0.412ms`), the same
   # requests measured from when the server read them to when it answered.
