@@ -26,7 +26,7 @@
 //! `--timeline` adds the percentiles of each second of the run.
 //!
 //! Routes: `post` (POST /v1/retry-policy, a new name per request: one write each), `get`
-//! (GET /v1/retry-policy/bench, which must exist), `put` (PUT /v1/retry-policy/put-<conn>
+//! (GET /v1/retry-policy/bench, which must exist, or `--path`: `/` of examples/hello_axum), `put` (PUT /v1/retry-policy/put-<conn>
 //! with the `If-Match` of that connection's previous answer; the policies are created first).
 //! Prints the offered and achieved rates, latency percentiles, and errors (an answer that is
 //! not 2xx, a socket error, or an answer not complete 5 s after the run). Exit status 1 on
@@ -53,11 +53,13 @@ struct Args {
     route: Route,
     prefix: String,
     timeline: bool,
+    /// The path of `--route get`.
+    get_path: String,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: load_rate http://HOST:PORT [--rate PER_SECOND] [--duration SECONDS] [--connections N] [--route post|get|put] [--prefix NAME_PREFIX] [--timeline]"
+        "usage: load_rate http://HOST:PORT [--rate PER_SECOND] [--duration SECONDS] [--connections N] [--route post|get|put] [--prefix NAME_PREFIX] [--path GET_PATH] [--timeline]"
     );
     std::process::exit(2)
 }
@@ -76,6 +78,7 @@ fn parse_args() -> Args {
         connections: 64,
         route: Route::Post,
         timeline: false,
+        get_path: "/v1/retry-policy/bench".into(),
         // Names unique to this run, so several runs can post to one server.
         prefix: format!(
             "lr{}",
@@ -96,6 +99,7 @@ fn parse_args() -> Args {
             "--duration" => parsed.duration = value.parse().unwrap_or_else(|_| usage()),
             "--connections" => parsed.connections = value.parse().unwrap_or_else(|_| usage()),
             "--prefix" => parsed.prefix = value,
+            "--path" => parsed.get_path = value,
             "--route" => {
                 parsed.route = match value.as_str() {
                     "post" => Route::Post,
@@ -233,7 +237,7 @@ async fn connection(c: usize, mut conn: Conn, args: Rc<Args>, run: Rc<Run>) {
                     None,
                 )
             }
-            Route::Get => request("GET", "/v1/retry-policy/bench", &args.addr, None, None),
+            Route::Get => request("GET", &args.get_path, &args.addr, None, None),
             Route::Put => {
                 let body = policy_body(&put_name, i % 7 + 1);
                 let path = format!("/v1/retry-policy/{put_name}");
@@ -413,9 +417,9 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 /// Prints the run's numbers; true when any request failed.
 fn report(args: &Args, run: &Run, unfinished: u64, elapsed: f64) -> bool {
     let route = match args.route {
-        Route::Post => "POST /v1/retry-policy (a new name each)",
-        Route::Get => "GET /v1/retry-policy/bench",
-        Route::Put => "PUT /v1/retry-policy/{name} with If-Match",
+        Route::Post => "POST /v1/retry-policy (a new name each)".to_string(),
+        Route::Get => format!("GET {}", args.get_path),
+        Route::Put => "PUT /v1/retry-policy/{name} with If-Match".to_string(),
     };
     let mut from_due = run.from_due.borrow_mut();
     let mut from_send = run.from_send.borrow_mut();
