@@ -14,8 +14,9 @@ duration="${1:-5}"
 conns="${2:-16}"
 command -v wrk >/dev/null || { echo "bench-serve.sh: wrk is not installed (apt-get install -y wrk)" >&2; exit 2; }
 [ "$(nproc)" -ge 2 ] || { echo "bench-serve.sh: needs 2 cores (server on one, wrk on the other)" >&2; exit 2; }
-bin="${BIN:-target/release/retryctl}"
-hello=target/release/examples/hello_axum
+target="${CARGO_TARGET_DIR:-target}"
+bin="${BIN:-$target/release/retryctl}"
+hello="$target/release/examples/hello_axum"
 [ -x "$bin" ] || cargo build --release --locked --bin retryctl
 [ -x "$hello" ] || cargo build --release --locked --example hello_axum
 

@@ -700,19 +700,60 @@ fn configure(conn: &Connection, file: bool) -> rusqlite::Result<()> {
 /// How often the background thread copies the WAL into the database file.
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// How often the checkpointer starts the kernel's writeback of the WAL's dirty pages.
+const WRITEBACK_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Starts writeback of the WAL's dirty pages without waiting for it
+/// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`), so that the checkpoint's `fsync` of the WAL
+/// finds little left to write. Why: under a write flood, that fsync wrote 500 ms of WAL at
+/// once (30-50 ms), and the writer's WAL appends stalled behind it (4-15 ms `pwrite`s), which
+/// made the p99 of writes. Durability is unchanged: this only starts writes earlier; the
+/// checkpoint still fsyncs.
+fn start_writeback(wal_path: &Path, wal: &mut Option<std::fs::File>) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::io::AsRawFd;
+        if wal.is_none() {
+            *wal = std::fs::File::open(wal_path).ok();
+        }
+        if let Some(file) = wal {
+            // SAFETY: a plain syscall on a descriptor this function borrows.
+            let rc = unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
+            if rc != 0 {
+                // Reopened at the next tick (the WAL may have been replaced).
+                *wal = None;
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (wal_path, wal);
+}
+
 /// A thread with its own connection running PASSIVE checkpoints, which never block the
 /// writer; it stops when the returned sender is dropped.
 fn spawn_checkpointer(path: &Path) -> anyhow::Result<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let wal_path = {
+        let mut p = path.as_os_str().to_owned();
+        p.push("-wal");
+        PathBuf::from(p)
+    };
     let handle = std::thread::Builder::new()
         .name("retryctl-checkpoint".into())
         .spawn(move || {
-            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(CHECKPOINT_EVERY) {
-                // A failure here (disk full) leaves the WAL growing; the data stays safe in
-                // the WAL and the next attempt or the shutdown checkpoint retries.
-                let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+            let mut wal: Option<std::fs::File> = None;
+            let mut ticks = 0u32;
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(WRITEBACK_EVERY) {
+                start_writeback(&wal_path, &mut wal);
+                ticks += 1;
+                if ticks * WRITEBACK_EVERY.as_millis() as u32 >= CHECKPOINT_EVERY.as_millis() as u32 {
+                    ticks = 0;
+                    // A failure here (disk full) leaves the WAL growing; the data stays safe in
+                    // the WAL and the next attempt or the shutdown checkpoint retries.
+                    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                }
             }
         })?;
     Ok((tx, handle))
@@ -774,6 +815,21 @@ mod tests {
             retry_policies: policies.iter().map(|s| s.to_string()).collect(),
             ..Queue::default()
         }
+    }
+
+    #[test]
+    fn writeback_of_the_wal_waits_for_the_file_and_keeps_it_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal_path = dir.path().join("a.db-wal");
+        let mut wal = None;
+        // No WAL yet (no write so far): nothing to do, tried again at the next tick.
+        start_writeback(&wal_path, &mut wal);
+        assert!(wal.is_none());
+        std::fs::write(&wal_path, vec![1u8; 64 * 1024]).unwrap();
+        start_writeback(&wal_path, &mut wal);
+        #[cfg(target_os = "linux")]
+        assert!(wal.is_some(), "opened once the WAL exists, and kept");
+        start_writeback(&wal_path, &mut wal);
     }
 
     #[test]
