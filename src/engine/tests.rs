@@ -923,6 +923,15 @@ fn a_returned_lease_keeps_the_nodes_the_last_retry_avoids() {
     );
 }
 
+/// The summary counts decisions in arrays indexed by `kind as usize` and names them back
+/// through `ALL`: that needs `ALL` to list every kind in declaration order.
+#[test]
+fn all_decision_kinds_are_listed_in_declaration_order() {
+    for (i, k) in DecisionKind::ALL.into_iter().enumerate() {
+        assert_eq!(k as usize, i, "{k:?}");
+    }
+}
+
 /// `avoidSameNode` avoids every node an earlier run started on, and a summary-only replay
 /// (which keeps no node list in its records) finds the same contradiction as a full one.
 #[test]

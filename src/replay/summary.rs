@@ -28,9 +28,9 @@ pub struct Summary {
     /// handful of policies, where a linear scan beats hashing the name per run.
     by_policy: Vec<(String, RuleCounts)>,
     /// Decision kind → permanent failures no rule decided.
-    failures_by_kind: KindCounts,
+    failures_by_kind: Counts,
     /// Decision kind → decisions.
-    decisions: KindCounts,
+    decisions: Counts,
     pub total_delay: GoDuration,
     pub expectation_failed_jobs: u64,
     pub expectation_failed_ids: Vec<String>,
@@ -62,39 +62,12 @@ pub fn keep_summary_fields(report: &mut JobReport) {
     }
 }
 
-/// A count per decision kind, indexed by the kind: counting a run is one addition (a
-/// `BTreeMap` entry per run was most of `add`). A kind counted zero times was never seen.
-#[derive(Debug, Clone, Default, PartialEq)]
-struct KindCounts([u64; DecisionKind::ALL.len()]);
-
-impl KindCounts {
-    fn add(&mut self, kind: DecisionKind, n: u64) {
-        self.0[kind as usize] += n;
-    }
-
-    fn merge(&mut self, other: &KindCounts) {
-        for (mine, theirs) in self.0.iter_mut().zip(other.0) {
-            *mine += theirs;
-        }
-    }
-
-    /// The kinds seen, in `DecisionKind` order, with their counts.
-    fn iter(&self) -> impl Iterator<Item = (DecisionKind, u64)> + '_ {
-        DecisionKind::ALL.into_iter().zip(self.0).filter(|&(_, n)| n > 0)
-    }
-}
-
-/// Retries granted and permanent failures per rule of one policy.
+/// Retries granted and permanent failures per rule of one policy, by rule [`slot`].
 #[derive(Debug, Clone, Default, PartialEq)]
 struct RuleCounts {
-    retries: SlotCounts,
-    failures: SlotCounts,
+    retries: Counts,
+    failures: Counts,
 }
-
-/// A count per rule of a policy, indexed by [`slot`]; a rule counted zero times was never
-/// seen. Only as long as the highest rule counted (so equal counts compare equal).
-#[derive(Debug, Clone, Default, PartialEq)]
-struct SlotCounts(Vec<u64>);
 
 /// The default action in slot 0, rule `i` in slot `i + 1`.
 fn slot(r: RuleRef) -> usize {
@@ -104,28 +77,45 @@ fn slot(r: RuleRef) -> usize {
     }
 }
 
-impl SlotCounts {
-    fn add(&mut self, slot: usize, n: u64) {
-        if self.0.len() <= slot {
-            self.0.resize(slot + 1, 0);
+/// The rule of a [`slot`]: `None` is the default action.
+fn rule_of(slot: usize) -> Option<usize> {
+    slot.checked_sub(1)
+}
+
+/// A count per index (a decision kind as `usize`, or a rule's [`slot`]): counting a run is
+/// one addition, where a `BTreeMap` entry per run was most of [`Summary::add`]. An index
+/// counted zero times was never seen. Only as long as the highest index counted, so equal
+/// counts compare equal.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Counts(Vec<u64>);
+
+impl Counts {
+    fn add(&mut self, i: usize, n: u64) {
+        if self.0.len() <= i {
+            self.0.resize(i + 1, 0);
         }
-        self.0[slot] += n;
+        self.0[i] += n;
     }
 
-    fn merge(&mut self, other: &SlotCounts) {
-        for (slot, &n) in other.0.iter().enumerate().filter(|&(_, &n)| n > 0) {
-            self.add(slot, n);
+    fn get(&self, i: usize) -> u64 {
+        self.0.get(i).copied().unwrap_or(0)
+    }
+
+    fn merge(&mut self, other: &Counts) {
+        for (i, n) in other.iter() {
+            self.add(i, n);
         }
     }
 
-    /// (rule, count) of the rules seen; `None` is the default action.
-    fn iter(&self) -> impl Iterator<Item = (Option<usize>, u64)> + '_ {
-        let rule = |slot: usize| slot.checked_sub(1);
-        self.0
-            .iter()
-            .enumerate()
-            .filter(|&(_, &n)| n > 0)
-            .map(move |(s, &n)| (rule(s), n))
+    /// (index, count) of the indices seen, in increasing order.
+    fn iter(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.0.iter().copied().enumerate().filter(|&(_, n)| n > 0)
+    }
+
+    /// [`Counts::iter`] of counts indexed by decision kind (`DecisionKind::ALL` lists the
+    /// kinds in declaration order, so `ALL[k as usize] == k`).
+    fn kinds(&self) -> impl Iterator<Item = (DecisionKind, u64)> + '_ {
+        self.iter().map(|(i, n)| (DecisionKind::ALL[i], n))
     }
 }
 
@@ -150,7 +140,7 @@ impl Summary {
         self.total_delay = GoDuration(self.total_delay.0.saturating_add(report.total_delay.0));
         for run in &report.runs {
             let Some(d) = &run.decision else { continue };
-            self.decisions.add(d.kind, 1);
+            self.decisions.add(d.kind as usize, 1);
             let retry = d.kind == DecisionKind::Retry;
             if !retry && d.action() != Action::Fail {
                 continue;
@@ -158,7 +148,7 @@ impl Summary {
             let rule = d.policy.and_then(|p| report.policies.get(p)).zip(d.rule);
             let Some((policy, rule)) = rule else {
                 if !retry {
-                    self.failures_by_kind.add(d.kind, 1);
+                    self.failures_by_kind.add(d.kind as usize, 1);
                 }
                 continue;
             };
@@ -190,12 +180,12 @@ impl Summary {
 
     /// Decisions per kind, in `DecisionKind` order: the kinds seen only.
     pub fn decisions(&self) -> impl Iterator<Item = (DecisionKind, u64)> + '_ {
-        self.decisions.iter()
+        self.decisions.kinds()
     }
 
     /// Decisions of `kind` (0 when none).
     pub fn decision_count(&self, kind: DecisionKind) -> u64 {
-        self.decisions.0[kind as usize]
+        self.decisions.get(kind as usize)
     }
 
     /// Adds `other`, the summary of the jobs that follow (a worker's unit): the same as
@@ -233,8 +223,8 @@ impl Summary {
     pub fn retries_by_rule(&self) -> BTreeMap<String, u64> {
         let mut out = BTreeMap::new();
         for (p, c) in &self.by_policy {
-            for (r, n) in c.retries.iter() {
-                out.insert(label(p, r), n);
+            for (slot, n) in c.retries.iter() {
+                out.insert(label(p, rule_of(slot)), n);
             }
         }
         out
@@ -244,11 +234,11 @@ impl Summary {
     pub fn failures_by_rule(&self) -> BTreeMap<String, u64> {
         let mut out = BTreeMap::new();
         for (p, c) in &self.by_policy {
-            for (r, n) in c.failures.iter() {
-                out.insert(label(p, r), n);
+            for (slot, n) in c.failures.iter() {
+                out.insert(label(p, rule_of(slot)), n);
             }
         }
-        for (k, n) in self.failures_by_kind.iter() {
+        for (k, n) in self.failures_by_kind.kinds() {
             out.insert(format!("({})", k.as_str()), n);
         }
         out
