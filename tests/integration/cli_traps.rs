@@ -5,7 +5,7 @@
 use std::process::Stdio;
 
 use crate::support::stub::Stub;
-use crate::support::{exchange, retryctl, temp_home};
+use crate::support::{exchange, format_output, retryctl, temp_home};
 
 /// The field paths named by an error text, in order (`spec.rules[0].onConditions` and the
 /// client's `rules[0].onConditions` both become `rules[0].onConditions`).
@@ -210,4 +210,32 @@ fn a_bad_listen_address_is_a_usage_error() {
             )
         );
     }
+}
+
+/// Descriptors 0–2 closed at start (`retryctl ... <&-`) are open on `/dev/null`, as std's
+/// runtime, which the binary's own `main` replaces, leaves them: otherwise the next file the
+/// command opens takes the descriptor, and output meant for stdout or stderr goes into it.
+/// Seen from inside: `/proc/self/fd/0` reads as an empty file, not a missing one.
+#[test]
+fn descriptors_closed_at_start_are_open_on_dev_null() {
+    use std::os::unix::process::CommandExt;
+    let home = temp_home();
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("retryctl"));
+    cmd.args(["validate", "-f", "/proc/self/fd/0"])
+        .env("HOME", home.path())
+        .env("NO_COLOR", "1")
+        .current_dir(crate::support::root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: `close` is async-signal-safe, and nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::close(0);
+            Ok(())
+        });
+    }
+    assert_eq!(
+        format_output(&cmd.output().unwrap()),
+        "exit: 3\n--- stdout\nchecked 0 documents in 1 file: 0 valid, 0 invalid; 1 error, 0 warnings\n--- stderr\n/proc/self/fd/0\n  error: no documents: the input is empty or holds only comments; expected a YAML or JSON document\n"
+    );
 }
