@@ -12,6 +12,7 @@
 //! `client` knows nothing of `cli` or `output`; `output` never calls `client`. Only `main`
 //! exits the process.
 
+pub mod allocator;
 pub mod app;
 pub mod cli;
 pub mod client;

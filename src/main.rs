@@ -13,15 +13,31 @@
 
 use std::io::Write;
 
+use retryctl::allocator::Allocator;
 use retryctl::error::{report, ExitCode};
 
-// mimalloc: a bulk `simulate` allocates per job and per run (decoded histories, reports);
-// measured in BENCHMARKS.md ("Allocator").
+// mimalloc for the commands that allocate in bulk, the C library's allocator for the others
+// (src/allocator.rs; measured in BENCHMARKS.md "Allocator" and "Start-up").
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: Allocator = Allocator::new();
+
+/// The commands whose work is allocation (decoded histories, reports, requests).
+const BULK_COMMANDS: [&[u8]; 3] = [b"simulate", b"history", b"serve"];
 
 #[no_mangle]
-extern "C" fn main(_argc: std::ffi::c_int, _argv: *const *const std::ffi::c_char) -> std::ffi::c_int {
+extern "C" fn main(argc: std::ffi::c_int, argv: *const *const std::ffi::c_char) -> std::ffi::c_int {
+    // Before anything allocates. Any argument naming a bulk command counts, wherever it is
+    // (global flags may come first): a wrong guess only costs speed.
+    // SAFETY: the C runtime passes `argc` valid NUL-terminated strings in `argv`.
+    let args = unsafe { std::slice::from_raw_parts(argv, usize::try_from(argc).unwrap_or(0)) };
+    // SAFETY: as above; each is read without being kept.
+    if args
+        .iter()
+        .skip(1)
+        .any(|&a| BULK_COMMANDS.contains(&unsafe { std::ffi::CStr::from_ptr(a) }.to_bytes()))
+    {
+        GLOBAL.use_mimalloc();
+    }
     init_process();
     let cli = match retryctl::cli::parse() {
         Ok(cli) => cli,
