@@ -958,6 +958,10 @@ impl RegexHits {
                     .match_kind(MatchKind::All)
                     .utf8_empty(true)
                     .which_captures(WhichCaptures::None)
+                    // regex-automata 0.4.18's one-pass engine panics (index out of bounds)
+                    // on `^a*\b` against `é` when built without capture slots; the lazy DFA
+                    // and the PikeVM answer every search it would.
+                    .onepass(false)
                     .nfa_size_limit(Some(MAX_REGEX_SIZE * 4))
                     .hybrid_cache_capacity(MAX_REGEX_SIZE * 16),
             )
@@ -1359,6 +1363,19 @@ mod mask_props {
     use crate::model::history::Container;
     use crate::model::policy::{Action, ExitCodes, Operator};
     use proptest::prelude::*;
+
+    /// Found by `regex_hits_are_each_regexs_is_match` (saved in proptest-regressions): an
+    /// anchored pattern with an optional prefix and a word boundary, on a non-ASCII message.
+    /// regex-automata 0.4.18's one-pass engine indexed a capture slot the search without
+    /// captures does not have and panicked, which `simulate` would have done on such a rule.
+    #[test]
+    fn regex_hits_answer_a_word_boundary_after_an_optional_anchored_prefix() {
+        let hits = RegexHits::new(&["^a*\\b"], &[0]).unwrap();
+        for (message, matches) in [("é", 1), ("aé", 1), ("-", 0), ("-é", 0)] {
+            assert_eq!(hits.matching(message), matches, "{message}");
+            assert_eq!(own_regexes_matching(&["^a*\\b"], message), matches, "{message}");
+        }
+    }
 
     fn arb_rule() -> impl Strategy<Value = Rule> {
         let cat = prop::option::of(prop::sample::subsequence(vec!["a", "b", "c"], 1..=2));
