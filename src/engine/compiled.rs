@@ -6,7 +6,7 @@
 //! resolved rule → policy; per policy: the rules indexed by category, and the rejection
 //! masks by condition, exit code (per named container too), message first byte, and which
 //! regex message rules match: one multi-pattern search per message for a policy of at most
-//! 64 rules, `RegexSet`s for larger ones), the facts read from a run once per decision (`RunFacts`), the first-match
+//! 64 rules, pattern sets for larger ones), the facts read from a run once per decision (`RunFacts`), the first-match
 //! search over one policy, and [`Signal`], which names what matched by indices into the
 //! run and is put into words only when a record is written ([`Signal::write`]).
 //!
@@ -101,7 +101,7 @@ struct RuleMatcher {
     /// The container name's slot in the per-decision cache of resolved names (the first
     /// [`NAME_CACHE`] distinct names of the policy).
     container_slot: Option<usize>,
-    /// For a regex rule in the policy's `RegexSet`: its chunk in `regex_chunks`.
+    /// For a regex rule in the policy's pattern set: its chunk in `regex_chunks`.
     regex_chunk: Option<u8>,
     /// Its regex is one of the policy's `regex_hits`.
     in_regex_hits: bool,
@@ -340,17 +340,17 @@ pub struct CompiledPolicy {
     use_masks: bool,
     /// Rules whose message pattern is a real regex and that name no container ([0]: non-init
     /// containers, [1]: `includeInitContainers`). In a policy of more than 64 rules, one
-    /// `RegexSet` of their patterns: when the set matches no eligible message — one search
+    /// set of their patterns ([`pattern_set`]): when the set matches no eligible message — one search
     /// per message per policy — every one of them is rejected untried. When it matches, each
     /// candidate still runs its own regex. (At most 64 rules: `regex_hits`.)
     regex_rules: [Box<[u64]>; 2],
-    regex_set: Option<regex::RegexSet>,
+    regex_set: Option<regex_automata::meta::Regex>,
     /// When the set matches, the rules' regexes are tried one by one in rule order; these
     /// smaller sets, over [`REGEX_CHUNK`] consecutive patterns each (only with more than
     /// that many), reject a chunk's rules with one search when none of them matches (3 × 20
     /// rules whose last one matches: 21 regex searches a decision without them, ~5,000
     /// instructions).
-    regex_chunks: Box<[regex::RegexSet]>,
+    regex_chunks: Box<[regex_automata::meta::Regex]>,
     /// For a policy of at most 64 rules, in place of `regex_set` and `regex_chunks`: one
     /// search per eligible message says which of those rules' regexes match it, so the others
     /// are rejected by mask and the candidates left know their message without a search of
@@ -590,15 +590,8 @@ impl CompiledPolicy {
         }
         let has_exit_rules = exit_rules.iter().flatten().any(|&w| w != 0);
         let use_masks = policy.rules.len() > MASKED_RULES;
-        // The same syntax and limits as each pattern's own regex (`compile_pattern`); a set
-        // too large to build only loses the shortcut.
-        let set_of = |patterns: &[&str]| {
-            regex::RegexSetBuilder::new(patterns)
-                .size_limit(MAX_REGEX_SIZE * 4)
-                .dfa_size_limit(MAX_REGEX_SIZE * 16)
-                .build()
-                .ok()
-        };
+        // A set too large to build only loses the shortcut.
+        let set_of = |patterns: &[&str]| pattern_set(patterns);
         let regex_hits = if words == 1 && !regex_patterns.is_empty() {
             RegexHits::new(&regex_patterns, &regex_rule_ids)
         } else {
@@ -619,7 +612,7 @@ impl CompiledPolicy {
             .flatten();
         // Chunks only under a set that was built, at most 64 (a per-decision bitmask of
         // searched chunks), and all or none (a chunk too large to build only loses them).
-        let regex_chunks: Box<[regex::RegexSet]> =
+        let regex_chunks: Box<[regex_automata::meta::Regex]> =
             if regex_set.is_some() && regex_patterns.len() > REGEX_CHUNK && regex_patterns.len() <= REGEX_CHUNK * 64 {
                 regex_patterns
                     .chunks(REGEX_CHUNK)
@@ -734,7 +727,7 @@ impl CompiledPolicy {
 
     /// Word `w` of the candidates: rules without a category and those listing the run's
     /// (`row`), less those the run's conditions, exit codes (`codes`), message first bytes
-    /// and messages (the `RegexSet`) reject.
+    /// and messages (the pattern set) reject.
     #[inline(always)]
     fn candidates(
         &self,
@@ -898,7 +891,7 @@ type SelectedCode<'a> = Option<Option<&'a [u64]>>;
 
 /// Whether a set matches a message a rule without `containerName` reads (§2.2–2.3): (one
 /// of a non-init container, one of any container).
-fn set_hits(set: &regex::RegexSet, facts: &RunFacts<'_>) -> (bool, bool) {
+fn set_hits(set: &regex_automata::meta::Regex, facts: &RunFacts<'_>) -> (bool, bool) {
     let hit = |init: bool| {
         facts
             .run
@@ -931,6 +924,32 @@ fn possible(literals: &Literals, facts: &RunFacts<'_>, with_init: bool) -> (u64,
     (plain, plain | init)
 }
 
+/// Several patterns as one regex, built as `regex::RegexSet` builds its own (`MatchKind::All`:
+/// an overlapping search reports every pattern that matches anywhere in the haystack, and
+/// `is_match` is whether one of them does), with the syntax of each pattern's own regex
+/// (`compile_pattern`: regex's defaults, Unicode, UTF-8) and its limits. `None` when too large.
+///
+/// Not `regex::RegexSet` itself: regex-automata 0.4.18's one-pass engine, which a set may use
+/// for anchored patterns, panics (index out of bounds) on `^a*\b` against `é` when built
+/// without capture slots, as a set is. The lazy DFA and the PikeVM answer every search it
+/// would (test `pattern_sets_answer_a_word_boundary_after_an_optional_anchored_prefix`).
+fn pattern_set(patterns: &[&str]) -> Option<regex_automata::meta::Regex> {
+    use regex_automata::{meta, nfa::thompson::WhichCaptures, util::syntax, MatchKind};
+    meta::Builder::new()
+        .configure(
+            meta::Config::new()
+                .match_kind(MatchKind::All)
+                .utf8_empty(true)
+                .which_captures(WhichCaptures::None)
+                .onepass(false)
+                .nfa_size_limit(Some(MAX_REGEX_SIZE * 4))
+                .hybrid_cache_capacity(MAX_REGEX_SIZE * 16),
+        )
+        .syntax(syntax::Config::new().utf8(true))
+        .build_many(patterns)
+        .ok()
+}
+
 /// A policy's regex message rules without `containerName` (at most 64 rules in the policy) as
 /// one multi-pattern regex, built as `regex::RegexSet` builds its own (`MatchKind::All`: an
 /// overlapping search reports every pattern that matches anywhere in the haystack, the
@@ -944,30 +963,12 @@ struct RegexHits {
 
 impl RegexHits {
     /// `None` when the patterns are too many for one word or too large to build together
-    /// (the policy then keeps the `RegexSet` shortcut or tries each rule's regex).
+    /// (the policy then keeps the pattern-set shortcut or tries each rule's regex).
     fn new(patterns: &[&str], rule_ids: &[usize]) -> Option<RegexHits> {
-        use regex_automata::{meta, nfa::thompson::WhichCaptures, util::syntax, MatchKind};
         if patterns.len() > HIT_PATTERNS {
             return None;
         }
-        // The same syntax and limits as a `RegexSet` of these patterns (`set_of` above,
-        // regex 1.x `RegexSetBuilder::build`).
-        let regex = meta::Builder::new()
-            .configure(
-                meta::Config::new()
-                    .match_kind(MatchKind::All)
-                    .utf8_empty(true)
-                    .which_captures(WhichCaptures::None)
-                    // regex-automata 0.4.18's one-pass engine panics (index out of bounds)
-                    // on `^a*\b` against `é` when built without capture slots; the lazy DFA
-                    // and the PikeVM answer every search it would.
-                    .onepass(false)
-                    .nfa_size_limit(Some(MAX_REGEX_SIZE * 4))
-                    .hybrid_cache_capacity(MAX_REGEX_SIZE * 16),
-            )
-            .syntax(syntax::Config::new().utf8(true))
-            .build_many(patterns)
-            .ok()?;
+        let regex = pattern_set(patterns)?;
         Some(RegexHits {
             regex,
             rules: rule_ids.iter().map(|&i| 1u64 << i).collect(),
@@ -1029,7 +1030,7 @@ impl RegexHits {
 }
 
 /// Per decision and policy, what the search over its regex message rules found: with a
-/// `RegexSet`, whether it matches a non-init message / any message (searched at most once,
+/// pattern set, whether it matches a non-init message / any message (searched at most once,
 /// and only if a regex rule is still a candidate); with `RegexHits`, the messages matched.
 #[derive(Default)]
 struct Searched {
@@ -1366,13 +1367,16 @@ mod mask_props {
 
     /// Found by `regex_hits_are_each_regexs_is_match` (saved in proptest-regressions): an
     /// anchored pattern with an optional prefix and a word boundary, on a non-ASCII message.
-    /// regex-automata 0.4.18's one-pass engine indexed a capture slot the search without
-    /// captures does not have and panicked, which `simulate` would have done on such a rule.
+    /// regex-automata 0.4.18's one-pass engine indexed a capture slot that a search without
+    /// captures does not have, and panicked; `regex::RegexSet` does the same. Both the
+    /// policy-wide search and the sets of larger policies are [`pattern_set`]s now.
     #[test]
-    fn regex_hits_answer_a_word_boundary_after_an_optional_anchored_prefix() {
+    fn pattern_sets_answer_a_word_boundary_after_an_optional_anchored_prefix() {
         let hits = RegexHits::new(&["^a*\\b"], &[0]).unwrap();
+        let set = pattern_set(&["^a*\\b"]).unwrap();
         for (message, matches) in [("é", 1), ("aé", 1), ("-", 0), ("-é", 0)] {
             assert_eq!(hits.matching(message), matches, "{message}");
+            assert_eq!(u64::from(set.is_match(message)), matches, "{message}");
             assert_eq!(own_regexes_matching(&["^a*\\b"], message), matches, "{message}");
         }
     }
@@ -1503,7 +1507,7 @@ mod mask_props {
             let refs: Vec<&str> = patterns.iter().map(String::as_str).collect();
             let ids: Vec<usize> = (0..refs.len()).collect();
             // Too large to build together (64 Unicode `\w+`, say) is a real answer: the
-            // policy then keeps its `RegexSet`s, which the mask property above covers.
+            // policy then keeps its pattern sets, which the mask property above covers.
             let hits = RegexHits::new(&refs, &ids);
             prop_assume!(hits.is_some());
             let hits = hits.unwrap();
