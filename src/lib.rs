@@ -23,6 +23,8 @@ pub mod engine;
 pub mod error;
 pub mod history;
 pub mod input;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub mod libm_on_demand;
 pub mod model;
 pub mod output;
 pub mod redact;

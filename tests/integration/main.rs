@@ -20,5 +20,6 @@ mod serve_stress;
 mod simulate;
 mod simulate_bulk;
 mod simulate_server;
+mod startup;
 mod tls;
 mod validate;
