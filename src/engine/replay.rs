@@ -123,9 +123,23 @@ pub fn plural(n: u64, one: &str, many: &str) -> String {
 
 /// `T+2h15m` since submission, or an RFC 3339 time when the submission time is known.
 pub fn format_instant(offset: u64, submitted: Option<Timestamp>) -> String {
-    match submitted {
-        Some(t) => t.plus(GoDuration(offset)).to_string(),
-        None => format!("T+{}", GoDuration(offset)),
+    JobInstant { offset, submitted }.to_string()
+}
+
+/// An instant of a job as [`format_instant`] writes it, for outputs that write it in place.
+#[derive(Debug, Clone, Copy)]
+pub struct JobInstant {
+    /// Nanoseconds since submission.
+    pub offset: u64,
+    pub submitted: Option<Timestamp>,
+}
+
+impl std::fmt::Display for JobInstant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.submitted {
+            Some(t) => t.plus(GoDuration(self.offset)).fmt(f),
+            None => write!(f, "T+{}", GoDuration(self.offset)),
+        }
     }
 }
 
@@ -798,9 +812,31 @@ fn check_run(report: &JobReport, rec: &RunRecord, e: &RunExpect, fail: &mut impl
 
 /// `RuleRef` label helper for outputs.
 pub fn rule_ref_label(policies: &[String], d: &Decision) -> Option<String> {
-    let p = policies.get(d.policy?)?;
-    Some(match d.rule? {
-        RuleRef::Index(i) => format!("{p}/{i}"),
-        RuleRef::Default => format!("{p}/default"),
-    })
+    RuleLabel::of(policies, d).map(|l| l.to_string())
+}
+
+/// `policy/rule` (`infra/0`, `infra/default`) of a decision, for outputs that write it in place.
+#[derive(Debug, Clone, Copy)]
+pub struct RuleLabel<'a> {
+    pub policy: &'a str,
+    pub rule: RuleRef,
+}
+
+impl<'a> RuleLabel<'a> {
+    /// The label of `d`, whose policy index is into `policies`; `None` without a rule.
+    pub fn of(policies: &'a [String], d: &Decision) -> Option<RuleLabel<'a>> {
+        Some(RuleLabel {
+            policy: policies.get(d.policy?)?,
+            rule: d.rule?,
+        })
+    }
+}
+
+impl std::fmt::Display for RuleLabel<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.rule {
+            RuleRef::Index(i) => write!(f, "{}/{i}", self.policy),
+            RuleRef::Default => write!(f, "{}/default", self.policy),
+        }
+    }
 }

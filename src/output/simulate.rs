@@ -10,22 +10,36 @@
 //! Times are strings: RFC 3339 when the history gives `job.submittedAt`, else `T+<duration>`
 //! since submission; durations are Go-style (`1m30s`); memory is a Kubernetes quantity.
 
+use std::fmt;
 use std::io::{self, Write};
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::{json, Map, Value};
 use tabled::builder::Builder;
 use tabled::settings::{Padding, Style as TableStyle};
 
 use crate::cli::SimulateOutput;
-use crate::engine::replay::{format_instant, rule_ref_label, JobReport, JobStatus, RunRecord};
+use crate::engine::replay::{format_instant, rule_ref_label, JobInstant, JobReport, JobStatus, RuleLabel, RunRecord};
 use crate::engine::DecisionKind;
 use crate::engine::EngineKind;
+use crate::model::history::Timestamp;
 use crate::model::quantity::format_bytes;
+use crate::model::GoDuration;
 use crate::replay::compare::{Comparison, JobDiff, Transition};
 use crate::replay::summary::{keep_summary_fields, Summary};
 
 use super::Style;
+
+/// A field written with its `Display` straight into the output (serde_json's `collect_str`
+/// escapes as it writes): no `String` per time, duration or label of every run. Other
+/// formats (`to_value`, YAML) collect it into a string, as the field was before.
+struct Shown<T>(T);
+
+impl<T: fmt::Display> Serialize for Shown<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
+    }
+}
 
 /// One run as a record (SPEC §2.9 plus the run's own facts). Field order is the output
 /// order; a succeeded run has `null` decision fields.
@@ -35,23 +49,23 @@ pub struct RunOut<'a> {
     run: usize,
     pod_name: &'a str,
     node: Option<&'a str>,
-    started_at: String,
-    ended_at: String,
+    started_at: Shown<JobInstant>,
+    ended_at: Shown<JobInstant>,
     outcome: &'static str,
     failure: &'a str,
     action: Option<&'static str>,
     decision: Option<&'static str>,
     policy: Option<&'a str>,
     rule_index: Option<usize>,
-    rule: Option<String>,
+    rule: Option<Shown<RuleLabel<'a>>>,
     signal: Option<&'a str>,
     counter: Option<u32>,
     limit: Option<u32>,
     total_retries: Option<u32>,
     global_max_retries: Option<u32>,
-    delay: Option<String>,
+    delay: Option<Shown<GoDuration>>,
     delay_parts: Option<PartsOut>,
-    retry_after: Option<String>,
+    retry_after: Option<Shown<JobInstant>>,
     avoid_nodes: &'a [String],
     memory: Option<String>,
     next_pod_name: Option<&'a str>,
@@ -60,13 +74,18 @@ pub struct RunOut<'a> {
 
 #[derive(Serialize)]
 pub struct PartsOut {
-    backoff: String,
-    jitter: String,
-    grace: String,
+    backoff: Shown<GoDuration>,
+    jitter: Shown<GoDuration>,
+    grace: Shown<GoDuration>,
 }
 
 pub fn run_record<'a>(report: &'a JobReport, run: &'a RunRecord) -> RunOut<'a> {
-    let t = |ns: u64| format_instant(ns, report.submitted_at);
+    let t = |offset: u64| {
+        Shown(JobInstant {
+            offset,
+            submitted: report.submitted_at,
+        })
+    };
     let d = run.decision.as_ref();
     RunOut {
         run: run.index,
@@ -83,17 +102,17 @@ pub fn run_record<'a>(report: &'a JobReport, run: &'a RunRecord) -> RunOut<'a> {
             Some(crate::engine::RuleRef::Index(i)) => Some(i),
             _ => None,
         }),
-        rule: d.and_then(|d| rule_ref_label(&report.policies, d)),
+        rule: d.and_then(|d| RuleLabel::of(&report.policies, d)).map(Shown),
         signal: d.and_then(|d| d.signal.as_deref()),
         counter: d.and_then(|d| d.counter),
         limit: d.and_then(|d| d.limit),
         total_retries: d.map(|d| d.total_retries),
         global_max_retries: d.map(|d| d.global_max_retries),
-        delay: d.map(|d| d.delay.to_string()),
+        delay: d.map(|d| Shown(d.delay)),
         delay_parts: d.map(|d| PartsOut {
-            backoff: d.delay_parts.backoff.to_string(),
-            jitter: d.delay_parts.jitter.to_string(),
-            grace: d.delay_parts.grace.to_string(),
+            backoff: Shown(d.delay_parts.backoff),
+            jitter: Shown(d.delay_parts.jitter),
+            grace: Shown(d.delay_parts.grace),
         }),
         retry_after: d.and_then(|d| d.retry_after).map(t),
         avoid_nodes: d.map_or(&[], |d| d.avoid_nodes.as_slice()),
@@ -103,19 +122,38 @@ pub fn run_record<'a>(report: &'a JobReport, run: &'a RunRecord) -> RunOut<'a> {
     }
 }
 
-fn status_json(report: &JobReport) -> Value {
-    let (run, kind, retry_after) = match &report.status {
+/// A job's outcome as a record: `final`, `run`, `decision`, `retryAfter`, `text`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusOut {
+    #[serde(rename = "final")]
+    final_state: &'static str,
+    run: Option<usize>,
+    decision: Option<&'static str>,
+    retry_after: Option<Shown<JobInstant>>,
+    text: String,
+}
+
+fn status_record(report: &JobReport) -> StatusOut {
+    let (run, decision, retry_after) = match &report.status {
         JobStatus::Succeeded { run } | JobStatus::Cancelled { run } => (Some(*run), None, None),
         JobStatus::Failed { run, kind, .. } => (Some(*run), Some(kind.as_str()), None),
-        JobStatus::Pending { retry_after } => (None, None, Some(format_instant(*retry_after, report.submitted_at))),
+        JobStatus::Pending { retry_after } => (
+            None,
+            None,
+            Some(Shown(JobInstant {
+                offset: *retry_after,
+                submitted: report.submitted_at,
+            })),
+        ),
     };
-    json!({
-        "final": report.status.final_state().as_str(),
-        "run": run,
-        "decision": kind,
-        "retryAfter": retry_after,
-        "text": report.outcome_text(),
-    })
+    StatusOut {
+        final_state: report.status.final_state().as_str(),
+        run,
+        decision,
+        retry_after,
+        text: report.outcome_text(),
+    }
 }
 
 /// One job as a record, serialized straight to the writer (no intermediate `Value`).
@@ -132,11 +170,11 @@ pub struct JobOut<'a> {
     ignored_policies: &'a [String],
     enabled: bool,
     global_max_retries: u32,
-    submitted_at: Option<String>,
+    submitted_at: Option<Shown<Timestamp>>,
     runs: Vec<RunOut<'a>>,
-    outcome: Value,
+    outcome: StatusOut,
     retries: u32,
-    total_delay: String,
+    total_delay: Shown<GoDuration>,
     memory: Option<String>,
     expectation_failures: &'a [String],
     contradictions: &'a [String],
@@ -151,11 +189,11 @@ pub fn job_record(report: &JobReport) -> JobOut<'_> {
         ignored_policies: &report.ignored_policies,
         enabled: report.enabled,
         global_max_retries: report.global_max_retries,
-        submitted_at: report.submitted_at.map(|t| t.to_string()),
+        submitted_at: report.submitted_at.map(Shown),
         runs: report.runs.iter().map(|r| run_record(report, r)).collect(),
-        outcome: status_json(report),
+        outcome: status_record(report),
         retries: report.retries,
-        total_delay: report.total_delay.to_string(),
+        total_delay: Shown(report.total_delay),
         memory: report.memory.map(format_bytes),
         expectation_failures: &report.expectation_failures,
         contradictions: &report.contradictions,
