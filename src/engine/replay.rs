@@ -109,7 +109,7 @@ impl JobReport {
 
     /// `policy/rule` of a decision, with the policy's name.
     pub fn rule_label(&self, d: &Decision) -> Option<String> {
-        Some(format!("{}/{}", self.policies.get(d.policy?)?, d.rule?))
+        rule_ref_label(&self.policies, d)
     }
 }
 
@@ -834,9 +834,6 @@ impl<'a> RuleLabel<'a> {
 
 impl std::fmt::Display for RuleLabel<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.rule {
-            RuleRef::Index(i) => write!(f, "{}/{i}", self.policy),
-            RuleRef::Default => write!(f, "{}/default", self.policy),
-        }
+        write!(f, "{}/{}", self.policy, self.rule)
     }
 }

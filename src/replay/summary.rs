@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::engine::replay::RuleLabel;
 use crate::engine::{DecisionKind, JobReport, JobStatus, RuleRef};
 use crate::model::duration::GoDuration;
 use crate::model::policy::Action;
@@ -77,9 +78,9 @@ fn slot(r: RuleRef) -> usize {
     }
 }
 
-/// The rule of a [`slot`]: `None` is the default action.
-fn rule_of(slot: usize) -> Option<usize> {
-    slot.checked_sub(1)
+/// The rule of a [`slot`].
+fn rule_at(slot: usize) -> RuleRef {
+    slot.checked_sub(1).map_or(RuleRef::Default, RuleRef::Index)
 }
 
 /// A count per index (a decision kind as `usize`, or a rule's [`slot`]): counting a run is
@@ -119,11 +120,13 @@ impl Counts {
     }
 }
 
-fn label(policy: &str, rule: Option<usize>) -> String {
-    match rule {
-        Some(i) => format!("{policy}/{i}"),
-        None => format!("{policy}/default"),
+/// `policy/rule` of a rule's [`slot`].
+fn label(policy: &str, slot: usize) -> String {
+    RuleLabel {
+        policy,
+        rule: rule_at(slot),
     }
+    .to_string()
 }
 
 impl Summary {
@@ -224,7 +227,7 @@ impl Summary {
         let mut out = BTreeMap::new();
         for (p, c) in &self.by_policy {
             for (slot, n) in c.retries.iter() {
-                out.insert(label(p, rule_of(slot)), n);
+                out.insert(label(p, slot), n);
             }
         }
         out
@@ -235,7 +238,7 @@ impl Summary {
         let mut out = BTreeMap::new();
         for (p, c) in &self.by_policy {
             for (slot, n) in c.failures.iter() {
-                out.insert(label(p, rule_of(slot)), n);
+                out.insert(label(p, slot), n);
             }
         }
         for (k, n) in self.failures_by_kind.kinds() {
