@@ -57,19 +57,29 @@ struct Args {
     get_path: String,
 }
 
-fn usage() -> ! {
+/// Says what was wrong with the command line, then how it goes, and exits 2.
+fn usage(problem: &str) -> ! {
+    eprintln!("load_rate: {problem}");
     eprintln!(
         "usage: load_rate http://HOST:PORT [--rate PER_SECOND] [--duration SECONDS] [--connections N] [--route post|get|put] [--prefix NAME_PREFIX] [--path GET_PATH] [--timeline]"
     );
     std::process::exit(2)
 }
 
+/// `value` of `flag` as a number greater than zero.
+fn positive<T: std::str::FromStr + PartialOrd + Default>(flag: &str, value: &str) -> T {
+    match value.parse::<T>() {
+        Ok(n) if n > T::default() => n,
+        _ => usage(&format!("`{flag}` takes a number greater than 0, not `{value}`")),
+    }
+}
+
 fn parse_args() -> Args {
     let mut args = std::env::args().skip(1);
-    let url = args.next().unwrap_or_else(|| usage());
+    let url = args.next().unwrap_or_else(|| usage("missing the server's URL"));
     let addr = url
         .strip_prefix("http://")
-        .unwrap_or_else(|| usage())
+        .unwrap_or_else(|| usage(&format!("the URL must start with `http://`, not `{url}`")))
         .trim_end_matches('/');
     let mut parsed = Args {
         addr: addr.to_string(),
@@ -93,11 +103,15 @@ fn parse_args() -> Args {
             parsed.timeline = true;
             continue;
         }
-        let value = args.next().unwrap_or_else(|| usage());
+        let known = ["--rate", "--duration", "--connections", "--prefix", "--path", "--route"];
+        if !known.contains(&flag.as_str()) {
+            usage(&format!("unknown argument `{flag}`"));
+        }
+        let value = args.next().unwrap_or_else(|| usage(&format!("`{flag}` needs a value")));
         match flag.as_str() {
-            "--rate" => parsed.rate = value.parse().unwrap_or_else(|_| usage()),
-            "--duration" => parsed.duration = value.parse().unwrap_or_else(|_| usage()),
-            "--connections" => parsed.connections = value.parse().unwrap_or_else(|_| usage()),
+            "--rate" => parsed.rate = positive(&flag, &value),
+            "--duration" => parsed.duration = positive(&flag, &value),
+            "--connections" => parsed.connections = positive(&flag, &value),
             "--prefix" => parsed.prefix = value,
             "--path" => parsed.get_path = value,
             "--route" => {
@@ -105,14 +119,11 @@ fn parse_args() -> Args {
                     "post" => Route::Post,
                     "get" => Route::Get,
                     "put" => Route::Put,
-                    _ => usage(),
+                    _ => usage(&format!("`--route` is `post`, `get` or `put`, not `{value}`")),
                 }
             }
-            _ => usage(),
+            _ => unreachable!("checked against `known` above"),
         }
-    }
-    if parsed.rate <= 0.0 || parsed.duration <= 0.0 || parsed.connections == 0 {
-        usage()
     }
     parsed
 }
