@@ -769,7 +769,7 @@ impl CompiledPolicy {
         codes: &[SelectedCode<'_>; 2],
         names: &mut [u32; NAME_CACHE],
         searched: &mut Searched,
-        shared: Option<(&mut SharedSearch<'_>, usize)>,
+        shared: impl SharedAnswer,
     ) -> u64 {
         let words = self.uncategorized.len();
         let (mut held, mut conditions) = (0, facts.conditions);
@@ -802,13 +802,13 @@ impl CompiledPolicy {
                 bits &= !((if plain { 0 } else { self.regex_rules[0][w] })
                     | (if init { 0 } else { self.regex_rules[1][w] }));
             }
-        } else if self.regex_literals.is_some() || self.regex_hits.is_some() || shared.is_some() {
+        } else if self.regex_literals.is_some() || self.regex_hits.is_some() || shared.present() {
             // Only with one word of rules (w = 0), so called once per policy and decision.
             let [plain_rules, init_rules] = [self.regex_rules[0][w], self.regex_rules[1][w]];
             if bits & (plain_rules | init_rules) != 0 {
                 // The list's one search answers exactly for every policy it covers; without it
                 // (not built, or it gave up on this run), the policy's own literals and search.
-                match shared.and_then(|(s, p)| s.policy_hits(p, facts, searched)) {
+                match shared.policy_hits(facts, searched) {
                     Some((plain, init)) => bits &= !((plain_rules & !plain) | (init_rules & !init)),
                     None => bits = self.own_regex_candidates(bits, facts, searched),
                 }
@@ -880,13 +880,9 @@ impl CompiledPolicy {
     /// SPEC §2.3 over this policy's rules: the first rule that matches, with its signal.
     /// Only candidates are tried — rules without a category and those listing the run's,
     /// less those the run's conditions or exit codes reject by mask — in rule order.
-    /// `shared`: the list's shared regexes with what they found so far in this decision, and
-    /// this policy's index in the list.
-    pub(crate) fn first_match(
-        &self,
-        facts: &RunFacts<'_>,
-        shared: Option<(&mut SharedSearch<'_>, usize)>,
-    ) -> Option<(usize, Signal)> {
+    /// `shared`: where the answer for its regex message rules may come from (the list's shared
+    /// search, with what it found so far in this decision), or [`Alone`].
+    pub(crate) fn first_match(&self, facts: &RunFacts<'_>, shared: impl SharedAnswer) -> Option<(usize, Signal)> {
         let words = self.uncategorized.len();
         let row = self.category_row(facts);
         if !self.use_masks {
@@ -921,12 +917,11 @@ impl CompiledPolicy {
             // At most 64 rules, nearly every policy: straight-line code. The loop over words
             // kept every table's address live across iterations and spilled them to the
             // stack, ~60 instructions of set-up per policy per decision.
-            let shared = shared.and_then(|(s, p)| Some((s.regexes.slot(p)?, s)).map(|(slot, s)| (s, slot)));
             let bits = self.candidates(0, facts, row, &codes, &mut names, &mut searched, shared);
             return self.try_candidates(0, bits, facts, &mut names, &mut chunks, searched.messages.as_ref());
         }
         for w in 0..words {
-            let bits = self.candidates(w, facts, row, &codes, &mut names, &mut searched, None);
+            let bits = self.candidates(w, facts, row, &codes, &mut names, &mut searched, Alone);
             if let Some(found) =
                 self.try_candidates(w, bits, facts, &mut names, &mut chunks, searched.messages.as_ref())
             {
@@ -941,6 +936,51 @@ impl CompiledPolicy {
 /// `None` when that container has no failure code (no failed container, or code 0: §2.3
 /// rejects every exit-code rule), `Some(None)` for a code no rule lists.
 type SelectedCode<'a> = Option<Option<&'a [u64]>>;
+
+/// Where a policy's regex message rules get their answer in one decision: from the list's
+/// shared search ([`Covered`]), or from nowhere ([`Alone`]: the policy's own literal scan and
+/// search). A type rather than an `Option`, so that the path without shared regexes compiles to
+/// what it was before they existed (as an `Option` it cost every decision 12-50 instructions).
+pub(crate) trait SharedAnswer {
+    /// There may be an answer (`policy_hits` is not always `None`).
+    fn present(&self) -> bool;
+    /// The policy's rules whose regex matches a non-init message / any message, and the
+    /// messages matched in `searched`; `None`: the policy answers by its own path.
+    fn policy_hits(self, facts: &RunFacts<'_>, searched: &mut Searched) -> Option<(u64, u64)>;
+}
+
+/// No shared answer: the policy searches on its own.
+pub(crate) struct Alone;
+
+impl SharedAnswer for Alone {
+    #[inline(always)]
+    fn present(&self) -> bool {
+        false
+    }
+
+    #[inline(always)]
+    fn policy_hits(self, _: &RunFacts<'_>, _: &mut Searched) -> Option<(u64, u64)> {
+        None
+    }
+}
+
+/// The list's shared search, for the policy of `slot` (one it covers).
+pub(crate) struct Covered<'a, 's> {
+    pub(crate) search: &'a mut SharedSearch<'s>,
+    pub(crate) slot: usize,
+}
+
+impl SharedAnswer for Covered<'_, '_> {
+    #[inline(always)]
+    fn present(&self) -> bool {
+        true
+    }
+
+    #[inline(always)]
+    fn policy_hits(self, facts: &RunFacts<'_>, searched: &mut Searched) -> Option<(u64, u64)> {
+        self.search.policy_hits(self.slot, facts, searched)
+    }
+}
 
 /// Per decision: the list's [`SharedRegexes`] and what their one search found (made when the
 /// first policy needs it, then read by every policy it covers).
@@ -1134,7 +1174,7 @@ impl RegexHits {
 /// `RegexSet`, whether it matches a non-init message / any message (searched at most once,
 /// and only if a regex rule is still a candidate); with `RegexHits`, the messages matched.
 #[derive(Default)]
-struct Searched {
+pub(crate) struct Searched {
     set: Option<(bool, bool)>,
     /// `None` until searched: a `MessageHits` made per policy and decision, searched or not,
     /// cost every decision 30-70 instructions.
@@ -1576,7 +1616,7 @@ mod mask_props {
             plain.use_masks = false;
             for run in &runs {
                 let facts = RunFacts::new(run);
-                prop_assert_eq!(masked.first_match(&facts, None), plain.first_match(&facts, None), "run {:?}", run);
+                prop_assert_eq!(masked.first_match(&facts, Alone), plain.first_match(&facts, Alone), "run {:?}", run);
             }
         }
 
@@ -1755,7 +1795,11 @@ mod mask_props {
             let first = |shared: Option<&SharedRegexes>, facts: &RunFacts<'_>| {
                 let mut search = shared.map(SharedSearch::new);
                 list.iter().enumerate().find_map(|(p, cp)| {
-                    cp.first_match(facts, search.as_mut().map(|s| (s, p))).map(|(r, signal)| (p, r, signal))
+                    match (search.as_mut(), shared.and_then(|s| s.slot(p))) {
+                        (Some(search), Some(slot)) => cp.first_match(facts, Covered { search, slot }),
+                        _ => cp.first_match(facts, Alone),
+                    }
+                    .map(|(r, signal)| (p, r, signal))
                 })
             };
             for run in &runs {

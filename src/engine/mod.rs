@@ -888,10 +888,26 @@ fn bypass_paths(
 /// The list's shared regexes search the run's messages once, when the first policy they cover
 /// needs their answer.
 fn first_match(policies: Policies<'_>, facts: &RunFacts<'_>) -> Option<(usize, usize, Signal)> {
-    let mut shared = policies.shared.map(compiled::SharedSearch::new);
+    use compiled::{Alone, Covered, SharedSearch};
+    let Some(regexes) = policies.shared else {
+        return policies
+            .iter()
+            .enumerate()
+            .find_map(|(p, cp)| cp.first_match(facts, Alone).map(|(r, signal)| (p, r, signal)));
+    };
+    let mut search = SharedSearch::new(regexes);
     policies.iter().enumerate().find_map(|(p, cp)| {
-        cp.first_match(facts, shared.as_mut().map(|s| (s, p)))
-            .map(|(r, signal)| (p, r, signal))
+        match regexes.slot(p) {
+            Some(slot) => cp.first_match(
+                facts,
+                Covered {
+                    search: &mut search,
+                    slot,
+                },
+            ),
+            None => cp.first_match(facts, Alone),
+        }
+        .map(|(r, signal)| (p, r, signal))
     })
 }
 
