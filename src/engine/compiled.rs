@@ -342,6 +342,10 @@ pub struct CompiledPolicy {
     /// on `scripts/bench-simulate.sh`'s policies of 1–3 rules: the masks made a decision
     /// slower there).
     use_masks: bool,
+    /// With masks and one word of rules, every rule that can match is a regex message rule
+    /// without `containerName` and without any other matcher (an Xid catalog): its candidates
+    /// are exactly the rules a multi-pattern search says match, with no mask to compute.
+    pure_regex: bool,
     /// Rules whose message pattern is a real regex and that name no container ([0]: non-init
     /// containers, [1]: `includeInitContainers`). In a policy of more than 64 rules, one
     /// `RegexSet` of their patterns: when the set matches no eligible message — one search
@@ -594,6 +598,18 @@ impl CompiledPolicy {
         }
         let has_exit_rules = exit_rules.iter().flatten().any(|&w| w != 0);
         let use_masks = policy.rules.len() > MASKED_RULES;
+        let regex_only = regex_rules[0][0] | regex_rules[1][0];
+        let pure_regex = words == 1
+            && use_masks
+            && regex_only != 0
+            && policy.rules.iter().enumerate().all(|(i, r)| {
+                !r.has_matcher()
+                    || (regex_only & (1u64 << i) != 0
+                        && r.on_conditions.is_none()
+                        && r.on_exit_codes.is_none()
+                        && r.on_failure_category.is_none()
+                        && r.on_failure_subcategory.is_none())
+            });
         // The same syntax and limits as each pattern's own regex (`compile_pattern`); a set
         // too large to build only loses the shortcut.
         let set_of = |patterns: &[&str]| {
@@ -657,6 +673,7 @@ impl CompiledPolicy {
             prefixes: prefixes.into(),
             named_exits: named_exits.into_iter().map(NamedExits::finish).collect(),
             use_masks,
+            pure_regex,
             regex_rules: [regex_plain.into(), regex_init.into()],
             regex_set,
             regex_chunks,
@@ -769,7 +786,7 @@ impl CompiledPolicy {
         codes: &[SelectedCode<'_>; 2],
         names: &mut [u32; NAME_CACHE],
         searched: &mut Searched,
-        shared: impl SharedAnswer,
+        mut shared: impl SharedAnswer,
     ) -> u64 {
         let words = self.uncategorized.len();
         let (mut held, mut conditions) = (0, facts.conditions);
@@ -899,6 +916,18 @@ impl CompiledPolicy {
             }
             return None;
         }
+        let mut shared = shared;
+        if self.pure_regex {
+            // Every rule that can match reads messages only: the shared search's answer is
+            // the candidates (rules without a matcher are never candidates).
+            let mut searched = Searched::default();
+            if let Some((plain, any)) = shared.policy_hits(facts, &mut searched) {
+                let bits = (self.regex_rules[0][0] & plain) | (self.regex_rules[1][0] & any);
+                let mut names = [UNRESOLVED; NAME_CACHE];
+                let mut chunks = ChunkHits::default();
+                return self.try_candidates(0, bits, facts, &mut names, &mut chunks, searched.messages.as_ref());
+            }
+        }
         // The codes were read from the run once per decision (`RunFacts::exit_codes`); per
         // policy only their rows are looked up, once when both selections agree.
         let codes = if !self.has_exit_rules {
@@ -946,7 +975,7 @@ pub(crate) trait SharedAnswer {
     fn present(&self) -> bool;
     /// The policy's rules whose regex matches a non-init message / any message, and the
     /// messages matched in `searched`; `None`: the policy answers by its own path.
-    fn policy_hits(self, facts: &RunFacts<'_>, searched: &mut Searched) -> Option<(u64, u64)>;
+    fn policy_hits(&mut self, facts: &RunFacts<'_>, searched: &mut Searched) -> Option<(u64, u64)>;
 }
 
 /// No shared answer: the policy searches on its own.
@@ -959,7 +988,7 @@ impl SharedAnswer for Alone {
     }
 
     #[inline(always)]
-    fn policy_hits(self, _: &RunFacts<'_>, _: &mut Searched) -> Option<(u64, u64)> {
+    fn policy_hits(&mut self, _: &RunFacts<'_>, _: &mut Searched) -> Option<(u64, u64)> {
         None
     }
 }
@@ -977,7 +1006,7 @@ impl SharedAnswer for Covered<'_, '_> {
     }
 
     #[inline(always)]
-    fn policy_hits(self, facts: &RunFacts<'_>, searched: &mut Searched) -> Option<(u64, u64)> {
+    fn policy_hits(&mut self, facts: &RunFacts<'_>, searched: &mut Searched) -> Option<(u64, u64)> {
         self.search.policy_hits(self.slot, facts, searched)
     }
 }
@@ -1675,14 +1704,21 @@ mod mask_props {
         /// every policy it covers, what that rule's own regex (`compile_pattern`) answers with
         /// `is_match` over the messages the rule reads: non-init containers' (`plain`), and
         /// init containers' too when some rule includes them (`any`); and it lists the messages
-        /// with a match in container order. The patterns are split over one to three policies.
+        /// with a match in container order. The patterns are split over one to three policies;
+        /// half the time each is anchored (`^`), which gives the DFA literal runs to skip.
         #[test]
         fn shared_regexes_hit_as_each_regex(
             patterns in arb_compiling_patterns(),
+            anchored in prop::bool::ANY,
             parts in 1usize..=3,
             init_rules in prop::collection::vec(prop::bool::ANY, 64),
             messages in prop::collection::vec((prop::bool::ANY, prop::option::of(arb_message())), 0..7),
         ) {
+            let patterns: Vec<String> = if anchored {
+                patterns.iter().map(|p| format!("^{p}")).collect()
+            } else {
+                patterns
+            };
             let size = patterns.len().div_ceil(parts);
             let compiled: Vec<CompiledPolicy> = patterns
                 .chunks(size)
@@ -1775,6 +1811,74 @@ mod mask_props {
             prop_assert_eq!(hits.len, expected.len(), "run {:?}", run);
             let n = expected.len().min(KEPT_MESSAGES);
             prop_assert_eq!(&hits.at[..n], &expected[..n], "run {:?}", run);
+        }
+
+        /// Policies of regex message rules only (`pure_regex`, their candidates straight from
+        /// the shared search): the first match, and the message its signal names, are the
+        /// ones each policy finds on its own.
+        #[test]
+        fn pure_regex_policies_pick_what_each_policy_picks(
+            patterns in arb_compiling_patterns(),
+            anchored in prop::bool::ANY,
+            parts in 1usize..=3,
+            init_rules in prop::collection::vec(prop::bool::ANY, 64),
+            messages in prop::collection::vec((prop::bool::ANY, prop::option::of(arb_message())), 0..7),
+        ) {
+            // Real regexes only (a literal pattern is a `Pattern::Contains`, not in the search).
+            let patterns: Vec<String> = patterns
+                .iter()
+                .map(|p| if anchored { format!("^{p}") } else { p.clone() })
+                .filter(|p| matches!(Pattern::new(p), Ok(Pattern::Regex(_))))
+                // and none that can match the empty string (it keeps its policy's own path).
+                .filter(|p| super::super::shared::shareable(p))
+                .collect();
+            prop_assume!(patterns.len() > MASKED_RULES);
+            let compiled: Vec<CompiledPolicy> = patterns
+                .chunks(patterns.len().div_ceil(parts).max(MASKED_RULES + 1))
+                .enumerate()
+                .map(|(k, chunk)| {
+                    let rules = chunk
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| Rule {
+                            action: Action::Retry,
+                            on_termination_message: Some(p.clone()),
+                            include_init_containers: init_rules[i],
+                            ..Rule::default()
+                        })
+                        .collect();
+                    CompiledPolicy::new(RetryPolicy { name: format!("p{k}"), rules, ..RetryPolicy::default() }).unwrap()
+                })
+                .collect();
+            let list: Vec<&CompiledPolicy> = compiled.iter().collect();
+            let run = Run {
+                containers: messages
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (init, m))| Container {
+                        name: format!("c{i}"),
+                        init: *init,
+                        message: m.clone(),
+                        ..Container::default()
+                    })
+                    .collect(),
+                ..Run::default()
+            };
+            prop_assert!(compiled[0].pure_regex);
+            let shared = SharedRegexes::new(&list);
+            prop_assert!(shared.as_ref().is_some_and(|s| s.slot(0).is_some()));
+            let facts = RunFacts::new(&run);
+            let first = |shared: Option<&SharedRegexes>| {
+                let mut search = shared.map(SharedSearch::new);
+                list.iter().enumerate().find_map(|(p, cp)| {
+                    match (search.as_mut(), shared.and_then(|s| s.slot(p))) {
+                        (Some(search), Some(slot)) => cp.first_match(&facts, Covered { search, slot }),
+                        _ => cp.first_match(&facts, Alone),
+                    }
+                    .map(|(r, signal)| (p, r, signal))
+                })
+            };
+            prop_assert_eq!(first(shared.as_ref()), first(None), "run {:?}", run);
         }
 
         /// The whole first match across a list of policies is the same with the list's shared

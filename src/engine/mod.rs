@@ -889,7 +889,8 @@ fn bypass_paths(
 /// needs their answer.
 fn first_match(policies: Policies<'_>, facts: &RunFacts<'_>) -> Option<(usize, usize, Signal)> {
     use compiled::{Alone, Covered, SharedSearch};
-    let Some(regexes) = policies.shared else {
+    // Without the shared DFA (too large to build), each policy on its own, as without them.
+    let Some(regexes) = policies.shared.filter(|s| s.usable()) else {
         return policies
             .iter()
             .enumerate()
