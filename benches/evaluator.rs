@@ -7,8 +7,10 @@
 //! nothing (falls to the default action); and rule sets that pass the masks and fail late,
 //! the engine's own worst cases: `regex_rules_no_match`, 3 × 20 regex message rules, none
 //! matching; `regex_rules_last_matches`, 3 × 20 anchored regex rules of an Xid catalog with
-//! a message that only the last rule of the last policy matches (one multi-pattern search
-//! per policy says which rules match); `named_exit_rules_last_matches`, 3 × 20
+//! a message that only the last rule of the last policy matches (one search of the list's
+//! shared DFA says which rules of all three policies match; `regex_rules_no_match`'s 60
+//! unanchored `.*` alternations are too large for that DFA, and its policies search on their
+//! own); `named_exit_rules_last_matches`, 3 × 20
 //! `containerName: main` + `onExitCodes` rules, the main container's code listed only by the
 //! last rule of the last policy.
 

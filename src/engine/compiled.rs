@@ -7,8 +7,11 @@
 //! masks by condition, exit code (per named container too), message first byte, and which
 //! regex message rules match: one multi-pattern search per message for a policy of at most
 //! 64 rules, `RegexSet`s for larger ones), the facts read from a run once per decision (`RunFacts`), the first-match
-//! search over one policy, and [`Signal`], which names what matched by indices into the
-//! run and is put into words only when a record is written ([`Signal::write`]).
+//! search over one policy — taking its regex message rules' answer from the list's shared
+//! search when there is one (`SharedAnswer`: `Covered` or `Alone`, `SharedSearch`, the
+//! per-decision memo of `super::shared`'s one search) — and [`Signal`], which names what
+//! matched by indices into the run and is put into words only when a record is written
+//! ([`Signal::write`]).
 //!
 //! Must not: allocate while matching (the evaluator's budget is zero heap allocations per
 //! decision, `tests/alloc.rs`), do I/O, or change the order in which rules are tried: the

@@ -64,7 +64,8 @@ struct Resolution {
 impl Resolution {
     /// `None` when a name is not among the policies. `share`: build the shared regexes over
     /// `compiled`, the simulator's policies, which must not move afterwards (the regexes
-    /// pair only with the very policies they were built from, `Policies::new`).
+    /// pair only with the very policies they were built from, `Policies::new`; a clone of
+    /// the simulator has its own policies, so its lists search on their own: same answers).
     fn new<'a>(
         names: impl Iterator<Item = &'a String>,
         by_name: &HashMap<String, usize>,
