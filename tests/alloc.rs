@@ -11,7 +11,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::hint::black_box;
 
-use retryctl::engine::{evaluate, CompiledPolicy, JobContext, JobState, Settings};
+use retryctl::engine::{evaluate, CompiledPolicy, JobContext, JobState, Policies, Settings, SharedRegexes};
 use retryctl::model::history::{Outcome, Run};
 use retryctl::model::policy::{Action, AffinityMutation, Condition, ExitCodes, Mutation, Operator, RetryPolicy, Rule};
 use retryctl::model::GoDuration;
@@ -117,6 +117,23 @@ fn late_policy(rules: i64) -> RetryPolicy {
     }
 }
 
+/// Rule `r` of policy `p` of an Xid catalog (the evaluator bench's worst case): 20 anchored
+/// regex message rules per policy, for the list's shared regexes.
+fn catalog_policy(p: usize) -> RetryPolicy {
+    RetryPolicy {
+        name: format!("xid-{p}"),
+        default_action: Action::Fail,
+        rules: (0..20)
+            .map(|r| Rule {
+                action: Action::Retry,
+                on_termination_message: Some(format!(r"^NVRM: Xid \d+, pid=\d+, policy {p} rule {r}:")),
+                ..Rule::default()
+            })
+            .collect(),
+        ..RetryPolicy::default()
+    }
+}
+
 /// `run(...)` with the main container's message replaced.
 fn with_message(mut r: Run, message: &str) -> Run {
     r.containers[0].message = Some(message.into());
@@ -132,6 +149,10 @@ fn a_decision_allocates_nothing() {
     let late: Vec<&CompiledPolicy> = vec![&late_compiled];
     let wide_compiled = CompiledPolicy::new(late_policy(70)).unwrap();
     let wide: Vec<&CompiledPolicy> = vec![&wide_compiled];
+    let catalog_compiled: Vec<CompiledPolicy> = (0..3)
+        .map(|p| CompiledPolicy::new(catalog_policy(p)).unwrap())
+        .collect();
+    let catalog: Vec<&CompiledPolicy> = catalog_compiled.iter().collect();
     let settings = Settings::default();
     let job = JobContext::new("job-0000042", false, GoDuration::from_secs(30));
     let failed = Outcome::Failed;
@@ -180,6 +201,14 @@ fn a_decision_allocates_nothing() {
             ),
         ),
         (
+            "last regex rule of three policies",
+            catalog.as_slice(),
+            with_message(
+                run("nothing", 1, "Error", failed),
+                "NVRM: Xid 79, pid=1234, policy 2 rule 19: GPU has fallen off the bus",
+            ),
+        ),
+        (
             "regex rule in a later chunk",
             wide.as_slice(),
             with_message(
@@ -188,24 +217,44 @@ fn a_decision_allocates_nothing() {
             ),
         ),
     ];
-    for (name, policies, r) in &cases {
-        // Warm-up: lazily built caches (the regex engine's) are not per decision.
+    // Each case with each policy's own search and with the list's shared regexes (one search of
+    // a message for every policy; its DFA built by the warm-up decision).
+    let shared: Vec<Option<SharedRegexes>> = cases.iter().map(|(_, list, _)| SharedRegexes::new(list)).collect();
+    for ((name, list, r), shared) in cases.iter().zip(&shared) {
+        for policies in [Policies::alone(list), Policies::new(list, shared.as_ref())] {
+            decide_without_allocating(name, policies, &settings, &job, r);
+        }
+    }
+    // A job that keeps failing: counters under a handful of rules stay inline.
+    let mut state = JobState::new(None);
+    let r = run("cat-2-16", 1, "Error", failed);
+    let before = allocations();
+    for i in 0..15 {
         black_box(evaluate(
-            policies,
+            Policies::alone(&all),
             &settings,
             &job,
-            &mut JobState::new(None),
-            r,
-            0,
+            &mut state,
+            &r,
+            i,
             1_000,
         ));
+    }
+    assert_eq!(allocations() - before, 0, "15 decisions of one job");
+}
+
+/// One warm-up decision (lazily built caches and DFAs are not per decision), then 100 counted
+/// decisions over fresh job states.
+fn decide_without_allocating(name: &str, policies: Policies<'_>, settings: &Settings, job: &JobContext<'_>, r: &Run) {
+    {
+        black_box(evaluate(policies, settings, job, &mut JobState::new(None), r, 0, 1_000));
         let mut states: Vec<JobState> = (0..100).map(|_| JobState::new(Some(1e9))).collect();
         let before = allocations();
         for (i, state) in states.iter_mut().enumerate() {
             black_box(evaluate(
                 black_box(policies),
-                &settings,
-                &job,
+                settings,
+                job,
                 state,
                 black_box(r),
                 i,
@@ -215,12 +264,4 @@ fn a_decision_allocates_nothing() {
         let made = allocations() - before;
         assert_eq!(made, 0, "{name}: {made} heap allocations in 100 decisions");
     }
-    // A job that keeps failing: counters under a handful of rules stay inline.
-    let mut state = JobState::new(None);
-    let r = run("cat-2-16", 1, "Error", failed);
-    let before = allocations();
-    for i in 0..15 {
-        black_box(evaluate(&all, &settings, &job, &mut state, &r, i, 1_000));
-    }
-    assert_eq!(allocations() - before, 0, "15 decisions of one job");
 }

@@ -7,8 +7,11 @@
 //! masks by condition, exit code (per named container too), message first byte, and which
 //! regex message rules match: one multi-pattern search per message for a policy of at most
 //! 64 rules, pattern sets for larger ones), the facts read from a run once per decision (`RunFacts`), the first-match
-//! search over one policy, and [`Signal`], which names what matched by indices into the
-//! run and is put into words only when a record is written ([`Signal::write`]).
+//! search over one policy — taking its regex message rules' answer from the list's shared
+//! search when there is one (`SharedAnswer`: `Covered` or `Alone`, `SharedSearch`, the
+//! per-decision memo of `super::shared`'s one search) — and [`Signal`], which names what
+//! matched by indices into the run and is put into words only when a record is written
+//! ([`Signal::write`]).
 //!
 //! Must not: allocate while matching (the evaluator's budget is zero heap allocations per
 //! decision, `tests/alloc.rs`), do I/O, or change the order in which rules are tried: the
@@ -21,6 +24,9 @@ use crate::model::history::{Container, Run};
 use crate::model::policy::{AntiAffinityMode, Backoff, Condition, ExitCodes, Operator, RetryPolicy, Rule};
 
 use super::literals::Literals;
+#[cfg(test)]
+use super::shared::SLOTS;
+use super::shared::{Hits, SharedRegexes, KEPT_MESSAGES};
 use super::Avoid;
 use crate::model::quantity::parse_quantity;
 use crate::model::validate::{compile_pattern, MAX_REGEX_SIZE};
@@ -103,7 +109,8 @@ struct RuleMatcher {
     container_slot: Option<usize>,
     /// For a regex rule in the policy's pattern set: its chunk in `regex_chunks`.
     regex_chunk: Option<u8>,
-    /// Its regex is one of the policy's `regex_hits`.
+    /// A regex message rule without `containerName` in a policy of at most 64 rules: a
+    /// policy-wide search (`regex_hits`, or the list's `SharedRegexes`) may know its message.
     in_regex_hits: bool,
     include_init: bool,
     /// A container-level matcher reads the selected container (§2.2).
@@ -338,6 +345,10 @@ pub struct CompiledPolicy {
     /// on `scripts/bench-simulate.sh`'s policies of 1–3 rules: the masks made a decision
     /// slower there).
     use_masks: bool,
+    /// With masks and one word of rules, every rule that can match is a regex message rule
+    /// without `containerName` and without any other matcher (an Xid catalog): its candidates
+    /// are exactly the rules a multi-pattern search says match, with no mask to compute.
+    pure_regex: bool,
     /// Rules whose message pattern is a real regex and that name no container ([0]: non-init
     /// containers, [1]: `includeInitContainers`). In a policy of more than 64 rules, one
     /// set of their patterns ([`pattern_set`]): when the set matches no eligible message — one search
@@ -590,6 +601,18 @@ impl CompiledPolicy {
         }
         let has_exit_rules = exit_rules.iter().flatten().any(|&w| w != 0);
         let use_masks = policy.rules.len() > MASKED_RULES;
+        let regex_only = regex_rules[0][0] | regex_rules[1][0];
+        let pure_regex = words == 1
+            && use_masks
+            && regex_only != 0
+            && policy.rules.iter().enumerate().all(|(i, r)| {
+                !r.has_matcher()
+                    || (regex_only & (1u64 << i) != 0
+                        && r.on_conditions.is_none()
+                        && r.on_exit_codes.is_none()
+                        && r.on_failure_category.is_none()
+                        && r.on_failure_subcategory.is_none())
+            });
         // A set too large to build only loses the shortcut.
         let set_of = |patterns: &[&str]| pattern_set(patterns);
         let regex_hits = if words == 1 && !regex_patterns.is_empty() {
@@ -602,7 +625,7 @@ impl CompiledPolicy {
         } else {
             None
         };
-        if regex_hits.is_some() {
+        if words == 1 {
             for &i in &regex_rule_ids {
                 rules[i].in_regex_hits = true;
             }
@@ -646,6 +669,7 @@ impl CompiledPolicy {
             prefixes: prefixes.into(),
             named_exits: named_exits.into_iter().map(NamedExits::finish).collect(),
             use_masks,
+            pure_regex,
             regex_rules: [regex_plain.into(), regex_init.into()],
             regex_set,
             regex_chunks,
@@ -660,6 +684,24 @@ impl CompiledPolicy {
 
     pub fn name(&self) -> &str {
         &self.policy.name
+    }
+
+    /// The regex message rules without `containerName` of a policy of at most 64 rules, the
+    /// ones a list's [`SharedRegexes`] may search for it: (rule, `includeInitContainers`,
+    /// pattern), in rule order. Empty for a larger policy (it keeps its pattern sets), and for
+    /// one of at most [`MASKED_RULES`] rules (it tries its rules directly).
+    pub(crate) fn shared_regex_rules(&self) -> Vec<(usize, bool, &str)> {
+        if self.uncategorized.len() != 1 || !self.use_masks {
+            return Vec::new();
+        }
+        let rules = self.regex_rules[0][0] | self.regex_rules[1][0];
+        (0..self.rules.len())
+            .filter(|&i| rules & (1u64 << i) != 0)
+            .filter_map(|i| {
+                let rule = &self.policy.rules[i];
+                Some((i, rule.include_init_containers, rule.on_termination_message.as_deref()?))
+            })
+            .collect()
     }
 
     /// What a retry under `rule` (an index, `None` for the default action) takes.
@@ -729,6 +771,9 @@ impl CompiledPolicy {
     /// (`row`), less those the run's conditions, exit codes (`codes`), message first bytes
     /// and messages (the pattern set) reject.
     #[inline(always)]
+    // Each argument is a per-decision value the caller already holds; a struct of them would be
+    // built per policy and decision for this one call.
+    #[allow(clippy::too_many_arguments)]
     fn candidates(
         &self,
         w: usize,
@@ -737,6 +782,7 @@ impl CompiledPolicy {
         codes: &[SelectedCode<'_>; 2],
         names: &mut [u32; NAME_CACHE],
         searched: &mut Searched,
+        mut shared: impl SharedAnswer,
     ) -> u64 {
         let words = self.uncategorized.len();
         let (mut held, mut conditions) = (0, facts.conditions);
@@ -769,23 +815,36 @@ impl CompiledPolicy {
                 bits &= !((if plain { 0 } else { self.regex_rules[0][w] })
                     | (if init { 0 } else { self.regex_rules[1][w] }));
             }
-        } else if self.regex_literals.is_some() || self.regex_hits.is_some() {
+        } else if self.regex_literals.is_some() || self.regex_hits.is_some() || shared.present() {
             // Only with one word of rules (w = 0), so called once per policy and decision.
             let [plain_rules, init_rules] = [self.regex_rules[0][w], self.regex_rules[1][w]];
-            if let Some(literals) = &self.regex_literals {
-                if bits & (plain_rules | init_rules) != 0 {
-                    let (plain, init) = possible(literals, facts, init_rules != 0);
-                    bits &= !((plain_rules & !plain) | (init_rules & !init));
+            if bits & (plain_rules | init_rules) != 0 {
+                // The list's one search answers exactly for every policy it covers; without it
+                // (not built, or it gave up on this run), the policy's own literals and search.
+                match shared.policy_hits(facts, searched) {
+                    Some((plain, init)) => bits &= !((plain_rules & !plain) | (init_rules & !init)),
+                    None => bits = self.own_regex_candidates(bits, facts, searched),
                 }
             }
-            // One rule left runs its own regex (`RuleMatcher::matches`): one search of one
-            // pattern, where the policy-wide search is an `is_match` and an overlapping scan.
-            let left = bits & (plain_rules | init_rules);
-            if let (Some(hits), true) = (&self.regex_hits, left & left.wrapping_sub(1) != 0) {
-                let (plain, init) =
-                    hits.search(facts, init_rules != 0, searched.messages.insert(MessageHits::default()));
-                bits &= !((plain_rules & !plain) | (init_rules & !init));
-            }
+        }
+        bits
+    }
+
+    /// `bits` less the regex message rules (without `containerName`, one word of rules) that
+    /// the policy's own literal scan and multi-pattern search reject.
+    #[inline(always)]
+    fn own_regex_candidates(&self, mut bits: u64, facts: &RunFacts<'_>, searched: &mut Searched) -> u64 {
+        let [plain_rules, init_rules] = [self.regex_rules[0][0], self.regex_rules[1][0]];
+        if let Some(literals) = &self.regex_literals {
+            let (plain, init) = possible(literals, facts, init_rules != 0);
+            bits &= !((plain_rules & !plain) | (init_rules & !init));
+        }
+        // One rule left runs its own regex (`RuleMatcher::matches`): one search of one
+        // pattern, where the policy-wide search is an `is_match` and an overlapping scan.
+        let left = bits & (plain_rules | init_rules);
+        if let (Some(hits), true) = (&self.regex_hits, left & left.wrapping_sub(1) != 0) {
+            let (plain, init) = hits.search(facts, init_rules != 0, searched.messages.insert(MessageHits::default()));
+            bits &= !((plain_rules & !plain) | (init_rules & !init));
         }
         bits
     }
@@ -834,7 +893,9 @@ impl CompiledPolicy {
     /// SPEC §2.3 over this policy's rules: the first rule that matches, with its signal.
     /// Only candidates are tried — rules without a category and those listing the run's,
     /// less those the run's conditions or exit codes reject by mask — in rule order.
-    pub(crate) fn first_match(&self, facts: &RunFacts<'_>) -> Option<(usize, Signal)> {
+    /// `shared`: where the answer for its regex message rules may come from (the list's shared
+    /// search, with what it found so far in this decision), or [`Alone`].
+    pub(crate) fn first_match(&self, facts: &RunFacts<'_>, shared: impl SharedAnswer) -> Option<(usize, Signal)> {
         let words = self.uncategorized.len();
         let row = self.category_row(facts);
         if !self.use_masks {
@@ -850,6 +911,18 @@ impl CompiledPolicy {
                 }
             }
             return None;
+        }
+        let mut shared = shared;
+        if self.pure_regex {
+            // Every rule that can match reads messages only: the shared search's answer is
+            // the candidates (rules without a matcher are never candidates).
+            let mut searched = Searched::default();
+            if let Some((plain, any)) = shared.policy_hits(facts, &mut searched) {
+                let bits = (self.regex_rules[0][0] & plain) | (self.regex_rules[1][0] & any);
+                let mut names = [UNRESOLVED; NAME_CACHE];
+                let mut chunks = ChunkHits::default();
+                return self.try_candidates(0, bits, facts, &mut names, &mut chunks, searched.messages.as_ref());
+            }
         }
         // The codes were read from the run once per decision (`RunFacts::exit_codes`); per
         // policy only their rows are looked up, once when both selections agree.
@@ -869,11 +942,11 @@ impl CompiledPolicy {
             // At most 64 rules, nearly every policy: straight-line code. The loop over words
             // kept every table's address live across iterations and spilled them to the
             // stack, ~60 instructions of set-up per policy per decision.
-            let bits = self.candidates(0, facts, row, &codes, &mut names, &mut searched);
+            let bits = self.candidates(0, facts, row, &codes, &mut names, &mut searched, shared);
             return self.try_candidates(0, bits, facts, &mut names, &mut chunks, searched.messages.as_ref());
         }
         for w in 0..words {
-            let bits = self.candidates(w, facts, row, &codes, &mut names, &mut searched);
+            let bits = self.candidates(w, facts, row, &codes, &mut names, &mut searched, Alone);
             if let Some(found) =
                 self.try_candidates(w, bits, facts, &mut names, &mut chunks, searched.messages.as_ref())
             {
@@ -888,6 +961,111 @@ impl CompiledPolicy {
 /// `None` when that container has no failure code (no failed container, or code 0: §2.3
 /// rejects every exit-code rule), `Some(None)` for a code no rule lists.
 type SelectedCode<'a> = Option<Option<&'a [u64]>>;
+
+/// Where a policy's regex message rules get their answer in one decision: from the list's
+/// shared search ([`Covered`]), or from nowhere ([`Alone`]: the policy's own literal scan and
+/// search). A type rather than an `Option`, so that the path without shared regexes compiles to
+/// what it was before they existed (as an `Option` it cost every decision 12-50 instructions).
+pub(crate) trait SharedAnswer {
+    /// There may be an answer (`policy_hits` is not always `None`).
+    fn present(&self) -> bool;
+    /// The policy's rules whose regex matches a non-init message / any message, and the
+    /// messages matched in `searched`; `None`: the policy answers by its own path.
+    fn policy_hits(&mut self, facts: &RunFacts<'_>, searched: &mut Searched) -> Option<(u64, u64)>;
+}
+
+/// No shared answer: the policy searches on its own.
+pub(crate) struct Alone;
+
+impl SharedAnswer for Alone {
+    #[inline(always)]
+    fn present(&self) -> bool {
+        false
+    }
+
+    #[inline(always)]
+    fn policy_hits(&mut self, _: &RunFacts<'_>, _: &mut Searched) -> Option<(u64, u64)> {
+        None
+    }
+}
+
+/// The list's shared search, for the policy of `slot` (one it covers).
+pub(crate) struct Covered<'a, 's> {
+    pub(crate) search: &'a mut SharedSearch<'s>,
+    pub(crate) slot: usize,
+}
+
+impl SharedAnswer for Covered<'_, '_> {
+    #[inline(always)]
+    fn present(&self) -> bool {
+        true
+    }
+
+    #[inline(always)]
+    fn policy_hits(&mut self, facts: &RunFacts<'_>, searched: &mut Searched) -> Option<(u64, u64)> {
+        self.search.policy_hits(self.slot, facts, searched)
+    }
+}
+
+/// Per decision: the list's [`SharedRegexes`] and what their one search found (made when the
+/// first policy needs it, then read by every policy it covers).
+pub(crate) struct SharedSearch<'s> {
+    regexes: &'s SharedRegexes,
+    found: Found,
+    /// Filled in place by the search (`Option::insert`): returned by value and moved into an
+    /// enum, it was a `memcpy` call per decision.
+    hits: Option<Hits>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Found {
+    Unsearched,
+    Hits,
+    /// The search gave up on this run (or the DFA is not there): each policy answers alone.
+    Unavailable,
+}
+
+impl<'s> SharedSearch<'s> {
+    pub(crate) fn new(regexes: &'s SharedRegexes) -> SharedSearch<'s> {
+        SharedSearch {
+            regexes,
+            found: Found::Unsearched,
+            hits: None,
+        }
+    }
+
+    /// For policy `p` (covered): its regex message rules that match a non-init message / any
+    /// message, as [`RegexHits::search`] answers, and the messages matched in `searched`.
+    /// `None` when the shared search has no answer for this run.
+    #[inline]
+    fn policy_hits(&mut self, slot: usize, facts: &RunFacts<'_>, searched: &mut Searched) -> Option<(u64, u64)> {
+        if self.found == Found::Unsearched {
+            let hits = self.hits.insert(Hits::NONE);
+            self.found = if self.regexes.search(facts.run, hits) {
+                Found::Hits
+            } else {
+                Found::Unavailable
+            };
+        }
+        let hits = self.hits.as_ref().filter(|_| self.found == Found::Hits)?;
+        let (plain, any) = (hits.plain[slot], hits.any[slot]);
+        if any != 0 {
+            let messages = searched.messages.insert(MessageHits::default());
+            if hits.len > KEPT_MESSAGES {
+                // Not all kept: each rule finds its message with its own regex.
+                messages.len = HIT_MESSAGES + 1;
+            } else {
+                for &(c, init, bits) in &hits.at[..hits.len] {
+                    let rules = bits[slot];
+                    if rules != 0 {
+                        messages.push(c, init, rules);
+                    }
+                }
+            }
+        }
+        Some((plain, any))
+    }
+}
 
 /// Whether a set matches a message a rule without `containerName` reads (§2.2–2.3): (one
 /// of a non-init container, one of any container).
@@ -1033,7 +1211,7 @@ impl RegexHits {
 /// pattern set, whether it matches a non-init message / any message (searched at most once,
 /// and only if a regex rule is still a candidate); with `RegexHits`, the messages matched.
 #[derive(Default)]
-struct Searched {
+pub(crate) struct Searched {
     set: Option<(bool, bool)>,
     /// `None` until searched: a `MessageHits` made per policy and decision, searched or not,
     /// cost every decision 30-70 instructions.
@@ -1491,7 +1669,7 @@ mod mask_props {
             plain.use_masks = false;
             for run in &runs {
                 let facts = RunFacts::new(run);
-                prop_assert_eq!(masked.first_match(&facts), plain.first_match(&facts), "run {:?}", run);
+                prop_assert_eq!(masked.first_match(&facts, Alone), plain.first_match(&facts, Alone), "run {:?}", run);
             }
         }
 
@@ -1539,6 +1717,230 @@ mod mask_props {
                 let matching = own_regexes_matching(&refs, m);
                 let possible = literals.possible(m);
                 prop_assert_eq!(matching & !possible, 0, "message {:?}, patterns {:?}", m, refs);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        /// The list's one search (`SharedRegexes`) answers, for every regex message rule of
+        /// every policy it covers, what that rule's own regex (`compile_pattern`) answers with
+        /// `is_match` over the messages the rule reads: non-init containers' (`plain`), and
+        /// init containers' too when some rule includes them (`any`); and it lists the messages
+        /// with a match in container order. The patterns are split over one to three policies;
+        /// half the time each is anchored (`^`), which gives the DFA literal runs to skip.
+        #[test]
+        fn shared_regexes_hit_as_each_regex(
+            patterns in arb_compiling_patterns(),
+            anchored in prop::bool::ANY,
+            parts in 1usize..=3,
+            init_rules in prop::collection::vec(prop::bool::ANY, 64),
+            messages in prop::collection::vec((prop::bool::ANY, prop::option::of(arb_message())), 0..7),
+        ) {
+            let patterns: Vec<String> = if anchored {
+                patterns.iter().map(|p| format!("^{p}")).collect()
+            } else {
+                patterns
+            };
+            let size = patterns.len().div_ceil(parts);
+            let compiled: Vec<CompiledPolicy> = patterns
+                .chunks(size)
+                .enumerate()
+                .map(|(k, chunk)| {
+                    let rules = chunk
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| Rule {
+                            action: Action::Retry,
+                            on_termination_message: Some(p.clone()),
+                            include_init_containers: init_rules[i],
+                            ..Rule::default()
+                        })
+                        .collect();
+                    CompiledPolicy::new(RetryPolicy { name: format!("p{k}"), rules, ..RetryPolicy::default() }).unwrap()
+                })
+                .collect();
+            let list: Vec<&CompiledPolicy> = compiled.iter().collect();
+            let run = Run {
+                containers: messages
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (init, m))| Container {
+                        name: format!("c{i}"),
+                        init: *init,
+                        message: m.clone(),
+                        ..Container::default()
+                    })
+                    .collect(),
+                ..Run::default()
+            };
+            let Some(shared) = SharedRegexes::new(&list) else {
+                // No policy has a regex rule the search can take (all literal, or all able to
+                // match the empty string): nothing to check.
+                return Ok(());
+            };
+            let mut hits = Hits::NONE;
+            if !shared.search(&run, &mut hits) {
+                // The DFA gave up (a Unicode `\b` next to a non-ASCII byte) or is too large:
+                // the policies then answer by their own path, which the properties above cover.
+                return Ok(());
+            }
+            let with_init = list
+                .iter()
+                .enumerate()
+                .filter(|(p, _)| shared.slot(*p).is_some())
+                .any(|(_, cp)| cp.shared_regex_rules().iter().any(|&(_, init, _)| init));
+            let searched: Vec<(u32, bool, &str)> = run
+                .containers
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| !c.init || with_init)
+                .filter_map(|(i, c)| Some((i as u32, c.init, c.message.as_deref().filter(|m| !m.is_empty())?)))
+                .collect();
+            let mut kept = vec![Vec::new(); SLOTS];
+            for (p, cp) in list.iter().enumerate() {
+                let Some(slot) = shared.slot(p) else { continue };
+                let rules = cp.shared_regex_rules();
+                let own = |m: &str| {
+                    rules
+                        .iter()
+                        .filter(|(_, _, pattern)| compile_pattern(pattern).unwrap().is_match(m))
+                        .fold(0u64, |out, &(i, _, _)| out | 1 << i)
+                };
+                let (mut plain, mut any) = (0, 0);
+                for &(i, init, m) in &searched {
+                    let bits = own(m);
+                    if init { any |= bits } else { plain |= bits }
+                    kept[slot].push((i, init, bits));
+                }
+                prop_assert_eq!(hits.plain[slot], plain, "policy {}, run {:?}", p, run);
+                prop_assert_eq!(hits.any[slot], plain | any, "policy {}, run {:?}", p, run);
+            }
+            // The messages with a match for some policy, in container order.
+            let expected: Vec<(u32, bool, [u64; SLOTS])> = searched
+                .iter()
+                .enumerate()
+                .map(|(k, &(i, init, _))| {
+                    let mut bits = [0u64; SLOTS];
+                    for (slot, found) in kept.iter().enumerate() {
+                        if let Some(&(_, _, b)) = found.get(k) {
+                            bits[slot] = b;
+                        }
+                    }
+                    (i, init, bits)
+                })
+                .filter(|(_, _, bits)| *bits != [0; SLOTS])
+                .collect();
+            prop_assert_eq!(hits.len, expected.len(), "run {:?}", run);
+            let n = expected.len().min(KEPT_MESSAGES);
+            prop_assert_eq!(&hits.at[..n], &expected[..n], "run {:?}", run);
+        }
+
+        /// Policies of regex message rules only (`pure_regex`, their candidates straight from
+        /// the shared search): the first match, and the message its signal names, are the
+        /// ones each policy finds on its own.
+        #[test]
+        fn pure_regex_policies_pick_what_each_policy_picks(
+            patterns in arb_compiling_patterns(),
+            anchored in prop::bool::ANY,
+            parts in 1usize..=3,
+            init_rules in prop::collection::vec(prop::bool::ANY, 64),
+            messages in prop::collection::vec((prop::bool::ANY, prop::option::of(arb_message())), 0..7),
+        ) {
+            // Real regexes only (a literal pattern is a `Pattern::Contains`, not in the search).
+            let patterns: Vec<String> = patterns
+                .iter()
+                .map(|p| if anchored { format!("^{p}") } else { p.clone() })
+                .filter(|p| matches!(Pattern::new(p), Ok(Pattern::Regex(_))))
+                // and none that can match the empty string (it keeps its policy's own path).
+                .filter(|p| super::super::shared::shareable(p))
+                .collect();
+            prop_assume!(patterns.len() > MASKED_RULES);
+            let compiled: Vec<CompiledPolicy> = patterns
+                .chunks(patterns.len().div_ceil(parts).max(MASKED_RULES + 1))
+                .enumerate()
+                .map(|(k, chunk)| {
+                    let rules = chunk
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| Rule {
+                            action: Action::Retry,
+                            on_termination_message: Some(p.clone()),
+                            include_init_containers: init_rules[i],
+                            ..Rule::default()
+                        })
+                        .collect();
+                    CompiledPolicy::new(RetryPolicy { name: format!("p{k}"), rules, ..RetryPolicy::default() }).unwrap()
+                })
+                .collect();
+            let list: Vec<&CompiledPolicy> = compiled.iter().collect();
+            let run = Run {
+                containers: messages
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (init, m))| Container {
+                        name: format!("c{i}"),
+                        init: *init,
+                        message: m.clone(),
+                        ..Container::default()
+                    })
+                    .collect(),
+                ..Run::default()
+            };
+            prop_assert!(compiled[0].pure_regex);
+            let shared = SharedRegexes::new(&list);
+            prop_assert!(shared.as_ref().is_some_and(|s| s.slot(0).is_some()));
+            let facts = RunFacts::new(&run);
+            let first = |shared: Option<&SharedRegexes>| {
+                let mut search = shared.map(SharedSearch::new);
+                list.iter().enumerate().find_map(|(p, cp)| {
+                    match (search.as_mut(), shared.and_then(|s| s.slot(p))) {
+                        (Some(search), Some(slot)) => cp.first_match(&facts, Covered { search, slot }),
+                        _ => cp.first_match(&facts, Alone),
+                    }
+                    .map(|(r, signal)| (p, r, signal))
+                })
+            };
+            prop_assert_eq!(first(shared.as_ref()), first(None), "run {:?}", run);
+        }
+
+        /// The whole first match across a list of policies is the same with the list's shared
+        /// search and with each policy's own (literal scan, multi-pattern search, a rule's own
+        /// regex): the rule, and the message its signal names.
+        #[test]
+        fn shared_regexes_pick_what_each_policy_picks(
+            policies in prop::collection::vec(prop::collection::vec(arb_rule(), 5..40), 1..4),
+            anchored in prop::bool::ANY,
+            runs in prop::collection::vec(arb_run(), 1..8),
+        ) {
+            let compiled: Vec<CompiledPolicy> = policies
+                .into_iter()
+                .enumerate()
+                .map(|(k, mut rules)| {
+                    // Half the time every pattern anchored, so that the DFA covers the policies.
+                    for r in rules.iter_mut().filter(|_| anchored) {
+                        r.on_termination_message =
+                            r.on_termination_message.take().map(|p| if p.starts_with('^') { p } else { format!("^{p}") });
+                    }
+                    CompiledPolicy::new(RetryPolicy { name: format!("p{k}"), rules, ..RetryPolicy::default() }).unwrap()
+                })
+                .collect();
+            let list: Vec<&CompiledPolicy> = compiled.iter().collect();
+            let shared = SharedRegexes::new(&list);
+            let first = |shared: Option<&SharedRegexes>, facts: &RunFacts<'_>| {
+                let mut search = shared.map(SharedSearch::new);
+                list.iter().enumerate().find_map(|(p, cp)| {
+                    match (search.as_mut(), shared.and_then(|s| s.slot(p))) {
+                        (Some(search), Some(slot)) => cp.first_match(facts, Covered { search, slot }),
+                        _ => cp.first_match(facts, Alone),
+                    }
+                    .map(|(r, signal)| (p, r, signal))
+                })
+            };
+            for run in &runs {
+                let facts = RunFacts::new(run);
+                prop_assert_eq!(first(shared.as_ref(), &facts), first(None, &facts), "run {:?}", run);
             }
         }
     }

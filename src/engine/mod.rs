@@ -33,6 +33,7 @@
 pub mod compiled;
 mod literals;
 pub mod replay;
+mod shared;
 pub mod simulator;
 pub mod upstream;
 
@@ -47,6 +48,7 @@ use crate::model::scheduler::SchedulerConfig;
 use compiled::Pattern;
 use compiled::RunFacts;
 pub use compiled::{CompiledPolicy, Signal};
+pub use shared::SharedRegexes;
 
 pub use replay::{replay, Detail, JobReport, JobStatus, RunRecord};
 
@@ -734,6 +736,41 @@ pub fn backoff_delay(initial: GoDuration, max: GoDuration, multiplier: f64, n: u
     }
 }
 
+/// The effective policies of a job (SPEC §2.1, in order; empty = legacy) as `evaluate` takes
+/// them: the list, and the [`SharedRegexes`] built from that same list when the caller keeps
+/// one (the simulator does, per resolved list), which search a message once for the regex
+/// message rules of every policy. Without them each policy searches on its own, with the same
+/// answers. Reads as the list (`Deref`).
+#[derive(Debug, Clone, Copy)]
+pub struct Policies<'a> {
+    list: &'a [&'a CompiledPolicy],
+    shared: Option<&'a SharedRegexes>,
+}
+
+impl<'a> Policies<'a> {
+    /// `list` with `shared`, which is used only if it was built from this very list
+    /// ([`SharedRegexes::new`] of the same policies, in the same order).
+    pub fn new(list: &'a [&'a CompiledPolicy], shared: Option<&'a SharedRegexes>) -> Policies<'a> {
+        Policies {
+            list,
+            shared: shared.filter(|s| s.built_from(list)),
+        }
+    }
+
+    /// `list` alone: each policy searches its messages on its own.
+    pub fn alone(list: &'a [&'a CompiledPolicy]) -> Policies<'a> {
+        Policies { list, shared: None }
+    }
+}
+
+impl<'a> std::ops::Deref for Policies<'a> {
+    type Target = [&'a CompiledPolicy];
+
+    fn deref(&self) -> &Self::Target {
+        self.list
+    }
+}
+
 /// Evaluates one finished run (SPEC §2.3–2.9) and updates `state`. Allocates nothing: the
 /// result holds indices and numbers ([`Verdict`]), put into words only for records.
 ///
@@ -741,7 +778,7 @@ pub fn backoff_delay(initial: GoDuration, max: GoDuration, multiplier: f64, n: u
 /// in the job, `failed_at` when it ended (ns since submission). Each step below is one
 /// numbered section of SPEC §2.
 pub fn evaluate(
-    policies: &[&CompiledPolicy],
+    policies: Policies<'_>,
     settings: &Settings,
     job: &JobContext<'_>,
     state: &mut JobState,
@@ -750,7 +787,7 @@ pub fn evaluate(
     failed_at: u64,
 ) -> Verdict {
     let global = settings.global_max_retries;
-    if let Some(v) = bypass_paths(policies, settings, job, state, run, run_index, failed_at) {
+    if let Some(v) = bypass_paths(&policies, settings, job, state, run, run_index, failed_at) {
         return v;
     }
     let facts = RunFacts::new(run);
@@ -759,7 +796,7 @@ pub fn evaluate(
             return Verdict::fail(DecisionKind::FailRule, state, global).with_rule(p, RuleRef::Index(r), signal);
         }
         Some((p, r, signal)) => (p, RuleRef::Index(r), signal),
-        None => match default_retry(policies) {
+        None => match default_retry(&policies) {
             Some(p) => (p, RuleRef::Default, Signal::NoRuleMatched),
             None => {
                 return Verdict {
@@ -848,11 +885,31 @@ fn bypass_paths(
 
 /// SPEC §2.3: the first matching rule across the concatenated rules of the effective
 /// policies, as (policy index, rule index, signal).
-fn first_match(policies: &[&CompiledPolicy], facts: &RunFacts<'_>) -> Option<(usize, usize, Signal)> {
-    policies
-        .iter()
-        .enumerate()
-        .find_map(|(p, cp)| cp.first_match(facts).map(|(r, signal)| (p, r, signal)))
+/// The list's shared regexes search the run's messages once, when the first policy they cover
+/// needs their answer.
+fn first_match(policies: Policies<'_>, facts: &RunFacts<'_>) -> Option<(usize, usize, Signal)> {
+    use compiled::{Alone, Covered, SharedSearch};
+    // Without the shared DFA (too large to build), each policy on its own, as without them.
+    let Some(regexes) = policies.shared.filter(|s| s.usable()) else {
+        return policies
+            .iter()
+            .enumerate()
+            .find_map(|(p, cp)| cp.first_match(facts, Alone).map(|(r, signal)| (p, r, signal)));
+    };
+    let mut search = SharedSearch::new(regexes);
+    policies.iter().enumerate().find_map(|(p, cp)| {
+        match regexes.slot(p) {
+            Some(slot) => cp.first_match(
+                facts,
+                Covered {
+                    search: &mut search,
+                    slot,
+                },
+            ),
+            None => cp.first_match(facts, Alone),
+        }
+        .map(|(r, signal)| (p, r, signal))
+    })
 }
 
 /// SPEC §2.4, no rule matched: the first effective policy whose default action is `Retry`.

@@ -13,8 +13,8 @@ use crate::model::policy::Action;
 
 use super::upstream::{self, UpstreamJob};
 use super::{
-    evaluate, pod_name, Avoid, CompiledPolicy, Decision, DecisionKind, EngineKind, JobContext, JobState, RuleRef,
-    Settings,
+    evaluate, pod_name, Avoid, CompiledPolicy, Decision, DecisionKind, EngineKind, JobContext, JobState, Policies,
+    RuleRef, Settings,
 };
 use super::{DEFAULT_GRACE, FAIL_FAST_ANNOTATION};
 
@@ -270,15 +270,15 @@ pub fn replay_detailed(
     detail: Detail,
 ) -> JobReport {
     let names = policies.iter().map(|p| p.name().to_string()).collect();
-    replay_named(history, policies, names, settings, engine, detail)
+    replay_named(history, Policies::alone(policies), names, settings, engine, detail)
 }
 
 /// [`replay_detailed`] with the policies' names for the report given, so that a caller
 /// that replays many jobs with the same list shares one copy (`Simulator` keeps one per
-/// resolved list). `names[i]` is `policies[i]`'s name.
+/// resolved list, with its shared regexes). `names[i]` is `policies[i]`'s name.
 pub(super) fn replay_named(
     history: &FailureHistory,
-    policies: &[&CompiledPolicy],
+    policies: Policies<'_>,
     names: Arc<[String]>,
     settings: &Settings,
     engine: EngineKind,
@@ -536,7 +536,7 @@ fn start_time(report: &mut JobReport, history: &FailureHistory, k: usize, eligib
 /// name), and then also returns which nodes the record would list.
 #[allow(clippy::too_many_arguments)]
 fn decide(
-    policies: &[&CompiledPolicy],
+    policies: Policies<'_>,
     settings: &Settings,
     ctx: &JobContext<'_>,
     history: &FailureHistory,

@@ -14,7 +14,10 @@ use crate::model::policy::RetryPolicy;
 use crate::model::queue::Queue;
 
 use super::replay::{replay_detailed, replay_named, Detail};
-use super::{effective_policy_names, CompiledPolicy, EngineKind, JobReport, Settings, Source, POLICY_ANNOTATION};
+use super::{
+    effective_policy_names, CompiledPolicy, EngineKind, JobReport, Policies, Settings, SharedRegexes, Source,
+    POLICY_ANNOTATION,
+};
 
 #[derive(Debug, Clone)]
 pub struct Simulator {
@@ -48,34 +51,51 @@ struct Resolved {
 }
 
 /// One resolved list: the policies' indices, and their names for the reports, made once
-/// and shared by every report of a job that gets this list.
+/// and shared by every report of a job that gets this list; for the design engine, the
+/// list's shared regexes (one search of a message for every policy's regex message rules,
+/// their DFA built on the first job that needs it).
 #[derive(Debug, Clone)]
 struct Resolution {
     ix: Vec<usize>,
     names: Arc<[String]>,
+    shared: Option<SharedRegexes>,
 }
 
 impl Resolution {
-    /// `None` when a name is not among the policies.
-    fn new<'a>(names: impl Iterator<Item = &'a String>, by_name: &HashMap<String, usize>) -> Option<Resolution> {
+    /// `None` when a name is not among the policies. `share`: build the shared regexes over
+    /// `compiled`, the simulator's policies, which must not move afterwards (the regexes
+    /// pair only with the very policies they were built from, `Policies::new`; a clone of
+    /// the simulator has its own policies, so its lists search on their own: same answers).
+    fn new<'a>(
+        names: impl Iterator<Item = &'a String>,
+        by_name: &HashMap<String, usize>,
+        compiled: &[CompiledPolicy],
+        share: bool,
+    ) -> Option<Resolution> {
         let (ix, names): (Vec<usize>, Vec<String>) = names
             .map(|n| Some((*by_name.get(n)?, n.clone())))
             .collect::<Option<Vec<_>>>()?
             .into_iter()
             .unzip();
+        let shared = if share {
+            SharedRegexes::new(&ix.iter().map(|&i| &compiled[i]).collect::<Vec<_>>())
+        } else {
+            None
+        };
         Some(Resolution {
             ix,
             names: names.into(),
+            shared,
         })
     }
 }
 
 impl Resolved {
-    fn new(names: &[String], by_name: &HashMap<String, usize>) -> Resolved {
+    fn new(names: &[String], by_name: &HashMap<String, usize>, compiled: &[CompiledPolicy]) -> Resolved {
         let design = effective_policy_names(names, &Source::Given, None, None);
         Resolved {
-            design: Resolution::new(design.iter().map(|(n, _)| n), by_name),
-            upstream: Resolution::new(names.iter().take(1), by_name),
+            design: Resolution::new(design.iter().map(|(n, _)| n), by_name, compiled, true),
+            upstream: Resolution::new(names.iter().take(1), by_name, compiled, false),
         }
     }
 
@@ -119,10 +139,11 @@ impl Simulator {
         }
         let mut resolved: Vec<(String, Resolved)> = queue_map
             .values()
-            .map(|q: &Queue| (q.name.clone(), Resolved::new(&q.retry_policies, &by_name)))
+            .map(|q: &Queue| (q.name.clone(), Resolved::new(&q.retry_policies, &by_name, &compiled)))
             .collect();
         resolved.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let given_resolved = Resolved::new(&given, &by_name);
+        // `compiled` is moved into the simulator below: its elements stay where they are.
+        let given_resolved = Resolved::new(&given, &by_name, &compiled);
         Ok(Simulator {
             policies: compiled,
             by_name,
@@ -281,7 +302,8 @@ impl Simulator {
         let mut report = match self.resolution(history) {
             Some(r) => {
                 let policies = self.resolved_policies(r);
-                replay_named(history, &policies, r.names.clone(), settings, self.engine, detail)
+                let policies = Policies::new(&policies, r.shared.as_ref());
+                replay_named(history, policies, r.names.clone(), settings, self.engine, detail)
             }
             None => {
                 let policies = self.effective_by_names(history, settings)?;
