@@ -890,6 +890,18 @@ impl CompiledPolicy {
         None
     }
 
+    /// The shared search says that no rule of this policy can match: it is made of regex
+    /// message rules only (`pure_regex`), and none of their regexes matches a message they
+    /// read. Asked before [`CompiledPolicy::first_match`], so that a policy of a catalog
+    /// that has nothing for this run costs a few instructions, not a call's set-up.
+    #[inline(always)]
+    pub(crate) fn shared_rejects_all(&self, search: &mut SharedSearch<'_>, slot: usize, facts: &RunFacts<'_>) -> bool {
+        self.pure_regex
+            && search.hits(facts).is_some_and(|hits| {
+                (self.regex_rules[0][0] & hits.plain[slot]) | (self.regex_rules[1][0] & hits.any[slot]) == 0
+            })
+    }
+
     /// SPEC §2.3 over this policy's rules: the first rule that matches, with its signal.
     /// Only candidates are tried — rules without a category and those listing the run's,
     /// less those the run's conditions or exit codes reject by mask — in rule order.
@@ -1034,11 +1046,10 @@ impl<'s> SharedSearch<'s> {
         }
     }
 
-    /// For policy `p` (covered): its regex message rules that match a non-init message / any
-    /// message, as [`RegexHits::search`] answers, and the messages matched in `searched`.
-    /// `None` when the shared search has no answer for this run.
-    #[inline]
-    fn policy_hits(&mut self, slot: usize, facts: &RunFacts<'_>, searched: &mut Searched) -> Option<(u64, u64)> {
+    /// What the one search found, searching on the first call; `None` when it has no answer
+    /// for this run.
+    #[inline(always)]
+    fn hits(&mut self, facts: &RunFacts<'_>) -> Option<&Hits> {
         if self.found == Found::Unsearched {
             let hits = self.hits.insert(Hits::NONE);
             self.found = if self.regexes.search(facts.run, hits) {
@@ -1047,7 +1058,15 @@ impl<'s> SharedSearch<'s> {
                 Found::Unavailable
             };
         }
-        let hits = self.hits.as_ref().filter(|_| self.found == Found::Hits)?;
+        self.hits.as_ref().filter(|_| self.found == Found::Hits)
+    }
+
+    /// For policy `p` (covered): its regex message rules that match a non-init message / any
+    /// message, as [`RegexHits::search`] answers, and the messages matched in `searched`.
+    /// `None` when the shared search has no answer for this run.
+    #[inline]
+    fn policy_hits(&mut self, slot: usize, facts: &RunFacts<'_>, searched: &mut Searched) -> Option<(u64, u64)> {
+        let hits = self.hits(facts)?;
         let (plain, any) = (hits.plain[slot], hits.any[slot]);
         if any != 0 {
             let messages = searched.messages.insert(MessageHits::default());

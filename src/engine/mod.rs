@@ -899,6 +899,7 @@ fn first_match(policies: Policies<'_>, facts: &RunFacts<'_>) -> Option<(usize, u
     let mut search = SharedSearch::new(regexes);
     policies.iter().enumerate().find_map(|(p, cp)| {
         match regexes.slot(p) {
+            Some(slot) if cp.shared_rejects_all(&mut search, slot, facts) => None,
             Some(slot) => cp.first_match(
                 facts,
                 Covered {

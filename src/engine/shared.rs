@@ -25,7 +25,6 @@ use regex_automata::{Input, MatchKind};
 use crate::model::history::Run;
 use crate::model::validate::MAX_REGEX_SIZE;
 
-use super::literals::equal;
 use super::CompiledPolicy;
 
 /// Policies a `SharedRegexes` covers, each with one word of rule bits in a search's answer:
@@ -62,84 +61,330 @@ pub struct SharedRegexes {
     dfa: OnceLock<Option<Walker>>,
 }
 
-/// The DFA and what its walk over a message skips: the literal runs, byte strings the DFA can
-/// only go through one way. From a state whose every byte but one leads to the dead state,
-/// and so on for the next states, a message either has those bytes next — and the walk would
-/// end in the run's last state, through no match, dead, quit or accelerated state — or
-/// soon goes dead. One comparison of the bytes replaces a walk of one dependent table load per
-/// byte: the Xid catalog's `NVRM: Xid `, `, pid=`, ` policy `, ` rule ` are 29 of the 43
-/// bytes up to the match.
+/// The DFA as its walk reads it: the states a search from a message's first byte can reach,
+/// renumbered so that one comparison tells the walk whether a state needs a look, and the
+/// literal runs the walk skips.
+///
+/// - **Rows.** A state is a row of `trans`, one entry per byte class, holding the next
+///   state's row (a state's index shifted left by `stride2`). Row 0 is the dead state, row 1
+///   the quit state; then the states the walk must stop at ([`Stop`]: a match, an
+///   accelerated state, the first state of a literal run); every row from `plain` on is
+///   walked through with one table load per byte.
+/// - **Literal runs** are byte strings the DFA can only go through one way. From a state whose
+///   every byte but one leads to the dead state, and so on for the next states, a message
+///   either has those bytes next (and the walk would end in the run's last state, through no
+///   match, dead, quit or accelerated state) or soon goes dead. One comparison of the bytes
+///   replaces a dependent table load per byte: the Xid catalog's `NVRM: Xid `, ` pid=`,
+///   ` policy `, ` rule ` are 29 of the 43 bytes up to the match.
+///
+/// The library's own DFA is dropped once this is built: a walk needs only these tables.
 struct Walker {
-    dfa: dense::DFA<Vec<u32>>,
-    /// The start state of a search from a message's first byte (no look-behind).
-    start: StateID,
-    /// Per state (its ID shifted right by the DFA's `stride2`): its literal run, as an index
-    /// + 1 in `runs`, 0 for none (and for every special state).
-    run_of: Box<[u32]>,
-    /// (first byte in `run_bytes`, length, the state after the run).
-    runs: Box<[(u32, u32, StateID)]>,
-    run_bytes: Box<[u8]>,
+    /// Byte → its class in the DFA.
+    classes: [u8; 256],
+    /// Per row and class, the next state's row.
+    trans: Box<[u32]>,
+    stride2: u32,
+    /// The first row the walk goes through without a look (below it: dead, quit, [`Stop`]s).
+    plain: u32,
+    /// The row a search from a message's first byte starts in (no look-behind).
+    start: u32,
+    /// Per state below `plain` (its row shifted right by `stride2`, from 2): what to do there.
+    stops: Box<[Stop]>,
+    /// Per state: the rules matched by the end of a message in it, an index + 1 in `masks`
+    /// (0 for none).
+    eoi: Box<[u32]>,
+    /// Per slot, the rule bits of a match state's patterns.
+    masks: Box<[[u64; SLOTS]]>,
+}
+
+/// What the walk does in a state below [`Walker::plain`], in this order: record a match (an
+/// index + 1 in `masks`), compare a literal run (an index + 1 in `runs`) and jump over it when
+/// the message has it, and skip with `memchr` to the next of an accelerated state's bytes
+/// out (every other byte loops on it).
+/// Rows 0 and 1, the dead and the quit state, are stops that end the walk (`end`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Stop {
+    /// The literal run from here (`len` 0: none), in the stop itself: the walk's next step
+    /// waits on one load, not two.
+    run: Lit,
+    matched: u32,
+    /// [`DEAD`] or [`QUIT`]: the walk ends here.
+    end: u8,
+    accel_len: u8,
+    accel: [u8; 3],
+}
+
+/// How a walk ends in a [`Stop`]: the dead state (the answer is what was found so far), the
+/// quit state (no answer).
+const DEAD: u8 = 1;
+const QUIT: u8 = 2;
+
+/// A literal run: its bytes as two little-endian words (zero past its length), the mask of
+/// its bytes in them, its length, and the row after it. Compared with two masked words where
+/// 16 bytes of the message are left, byte by byte nearer its end.
+#[derive(Debug, Clone, Copy, Default)]
+struct Lit {
+    words: [u64; 2],
+    masks: [u64; 2],
+    len: u32,
+    to: u32,
+}
+
+impl Lit {
+    fn new(bytes: &[u8], to: u32) -> Lit {
+        let (mut words, mut masks) = ([0u64; 2], [0u64; 2]);
+        for (i, &b) in bytes.iter().take(MAX_RUN).enumerate() {
+            words[i / 8] |= u64::from(b) << (8 * (i % 8));
+            masks[i / 8] |= 0xff << (8 * (i % 8));
+        }
+        Lit {
+            words,
+            masks,
+            len: bytes.len().min(MAX_RUN) as u32,
+            to,
+        }
+    }
+
+    /// Byte `i` of the run.
+    fn byte(&self, i: usize) -> u8 {
+        (self.words[i / 8] >> (8 * (i % 8))) as u8
+    }
+
+    /// The run's bytes, for tests.
+    #[cfg(test)]
+    fn bytes(&self) -> Vec<u8> {
+        (0..self.len as usize).map(|i| self.byte(i)).collect()
+    }
+
+    /// `message` has the run's bytes from `at`.
+    #[inline(always)]
+    fn is_at(&self, message: &[u8], at: usize) -> bool {
+        match message.get(at..at + 16) {
+            Some(next) => {
+                let word = |i: usize| u64::from_le_bytes(next[i..i + 8].try_into().unwrap_or_default());
+                (word(0) ^ self.words[0]) & self.masks[0] == 0 && (word(8) ^ self.words[1]) & self.masks[1] == 0
+            }
+            None => message
+                .get(at..at + self.len as usize)
+                .is_some_and(|next| next.iter().enumerate().all(|(i, &b)| b == self.byte(i))),
+        }
+    }
 }
 
 /// The shortest literal run worth a comparison instead of a walk, and the longest one.
 const MIN_RUN: usize = 3;
 const MAX_RUN: usize = 16;
 
+/// The dead state's row; the quit state's index is 1.
+const DEAD_ROW: u32 = 0;
+const QUIT_INDEX: usize = 1;
+
 impl Walker {
-    fn new(dfa: dense::DFA<Vec<u32>>) -> Option<Walker> {
-        let start = dfa.start_state_forward(&Input::new("")).ok()?;
-        let stride2 = dfa.stride2();
-        let index = |sid: StateID| sid.as_usize() >> stride2;
-        // Every state a search from `start` can reach, and each one's only way out (a byte and
-        // a non-special state), when it has exactly one byte that does not lead to the dead state.
-        let mut seen = std::collections::HashSet::new();
-        let mut queue = vec![start];
-        let mut only: std::collections::HashMap<StateID, (u8, StateID)> = std::collections::HashMap::new();
-        seen.insert(start);
-        while let Some(sid) = queue.pop() {
-            let (mut live, mut way) = (0, None);
-            for b in 0..=255u8 {
-                let next = dfa.next_state(sid, b);
-                if !dfa.is_dead_state(next) {
-                    live += 1;
-                    way = Some((b, next));
-                }
-                if seen.insert(next) {
-                    queue.push(next);
-                }
-            }
-            if let (1, Some((b, next))) = (live, way) {
-                if !dfa.is_special_state(sid) && !dfa.is_special_state(next) {
-                    only.insert(sid, (b, next));
-                }
-            }
+    /// The walk of `dfa` (anchored start), whose pattern `k` is rule bit `targets[k].1` of
+    /// slot `targets[k].0`. `None` when the DFA has no anchored start state or its states do
+    /// not fit 32-bit rows.
+    fn new(dfa: &dense::DFA<Vec<u32>>, targets: &[(u8, u64)]) -> Option<Walker> {
+        use std::collections::HashMap;
+        let start = dfa
+            .start_state_forward(&Input::new("").anchored(regex_automata::Anchored::Yes))
+            .ok()?;
+        let mut classes = [0u8; 256];
+        for (b, class) in classes.iter_mut().enumerate() {
+            *class = dfa.byte_classes().get(b as u8);
         }
-        let mut run_of = vec![0u32; seen.iter().map(|&s| index(s) + 1).max().unwrap_or(0)];
-        let (mut runs, mut run_bytes) = (Vec::new(), Vec::new());
-        for &sid in &seen {
-            let (mut bytes, mut at) = (Vec::new(), sid);
-            while let Some(&(b, next)) = only.get(&at) {
+        let class_count = usize::from(*classes.iter().max().unwrap_or(&0)) + 1;
+        // One byte of each class, and how many bytes it has.
+        let mut first_byte = vec![None; class_count];
+        let mut class_size = vec![0usize; class_count];
+        for (b, &c) in classes.iter().enumerate() {
+            first_byte[usize::from(c)].get_or_insert(b as u8);
+            class_size[usize::from(c)] += 1;
+        }
+        let first_byte: Vec<u8> = first_byte.into_iter().map(Option::unwrap_or_default).collect();
+        let special = |sid: StateID| dfa.is_special_state(sid) && !dfa.is_start_state(sid);
+        // Every state a search from `start` can reach (but dead and quit), its transitions per
+        // class, and its only way out (a byte and a non-special state) when exactly one byte
+        // does not lead to the dead state.
+        let mut order = vec![start];
+        let mut seen: HashMap<StateID, usize> = HashMap::from([(start, 0)]);
+        let mut next_of: Vec<Vec<StateID>> = Vec::new();
+        let mut only: HashMap<StateID, (u8, StateID)> = HashMap::new();
+        let mut at = 0;
+        while let Some(&sid) = order.get(at) {
+            at += 1;
+            let row: Vec<StateID> = first_byte.iter().map(|&b| dfa.next_state(sid, b)).collect();
+            let mut live = (0..class_count).filter(|&c| !dfa.is_dead_state(row[c]));
+            if let (Some(c), None) = (live.next(), live.next()) {
+                if class_size[c] == 1 && !special(sid) && !special(row[c]) {
+                    only.insert(sid, (first_byte[c], row[c]));
+                }
+            }
+            for &next in &row {
+                if !dfa.is_dead_state(next) && !dfa.is_quit_state(next) && !seen.contains_key(&next) {
+                    seen.insert(next, order.len());
+                    order.push(next);
+                }
+            }
+            next_of.push(row);
+        }
+        // The literal runs, from every state that has one.
+        let (mut runs, mut run_of) = (Vec::new(), HashMap::new());
+        for &sid in &order {
+            let (mut bytes, mut to) = (Vec::new(), sid);
+            while let Some(&(b, next)) = only.get(&to) {
                 bytes.push(b);
-                at = next;
+                to = next;
                 // A longer run is this one and the next state's own: a comparison of at most
-                // 16 bytes is two words (`literals::equal`), no `memcmp` call.
+                // 16 bytes is two masked words ([`Lit`]), no `memcmp` call.
                 if bytes.len() >= MAX_RUN {
                     break;
                 }
             }
             if bytes.len() >= MIN_RUN {
-                runs.push((run_bytes.len() as u32, bytes.len() as u32, at));
-                run_bytes.extend_from_slice(&bytes);
-                run_of[index(sid)] = runs.len() as u32;
+                run_of.insert(sid, runs.len());
+                runs.push((bytes, to));
             }
         }
+        // Rows: dead, quit, the stops, then the plain states.
+        let is_plain = |&sid: &StateID| {
+            !(dfa.is_match_state(sid) || dfa.is_accel_state(sid) || run_of.contains_key(&sid))
+        };
+        let mut ranked: Vec<usize> = (0..order.len()).collect();
+        ranked.sort_by_key(|&i| is_plain(&order[i]));
+        let stride2 = class_count.next_power_of_two().trailing_zeros();
+        let rows = ranked.len().checked_add(2)?;
+        let row_of_index = |index: usize| -> Option<u32> { u32::try_from(index << stride2).ok() };
+        row_of_index(rows)?;
+        let mut index_of = vec![0usize; order.len()];
+        for (k, &i) in ranked.iter().enumerate() {
+            index_of[i] = k + 2;
+        }
+        let row_of = |sid: StateID| -> u32 {
+            if dfa.is_dead_state(sid) {
+                DEAD_ROW
+            } else if dfa.is_quit_state(sid) {
+                (QUIT_INDEX << stride2) as u32
+            } else {
+                // Every state reached was numbered above.
+                seen.get(&sid).map_or(DEAD_ROW, |&i| (index_of[i] << stride2) as u32)
+            }
+        };
+        let mut masks: Vec<[u64; SLOTS]> = Vec::new();
+        let mut mask_of = |sid: StateID| -> u32 {
+            if !dfa.is_match_state(sid) {
+                return 0;
+            }
+            let mut mask = [0u64; SLOTS];
+            for k in 0..dfa.match_len(sid) {
+                if let Some(&(slot, bit)) = targets.get(dfa.match_pattern(sid, k).as_usize()) {
+                    mask[usize::from(slot)] |= bit;
+                }
+            }
+            masks.push(mask);
+            masks.len() as u32
+        };
+        let mut trans = vec![DEAD_ROW; rows << stride2];
+        let mut eoi = vec![0u32; rows];
+        let mut stops = vec![Stop::default(); rows];
+        stops[0].end = DEAD;
+        stops[QUIT_INDEX].end = QUIT;
+        let mut plain = rows as u32;
+        for (i, &sid) in order.iter().enumerate() {
+            let index = index_of[i];
+            for (c, &next) in next_of[i].iter().enumerate() {
+                trans[(index << stride2) + c] = row_of(next);
+            }
+            eoi[index] = mask_of(dfa.next_eoi_state(sid));
+            if !is_plain(&sid) {
+                let mut stop = Stop {
+                    matched: mask_of(sid),
+                    run: run_of
+                        .get(&sid)
+                        .and_then(|&k| runs.get(k))
+                        .map_or_else(Lit::default, |(bytes, to)| Lit::new(bytes, row_of(*to))),
+                    ..Stop::default()
+                };
+                if dfa.is_accel_state(sid) {
+                    let needles = dfa.accelerator(sid);
+                    if needles.len() <= 3 {
+                        stop.accel_len = needles.len() as u8;
+                        stop.accel[..needles.len()].copy_from_slice(needles);
+                    }
+                }
+                stops[index] = stop;
+            } else {
+                plain = plain.min(index as u32);
+            }
+        }
+        stops.truncate(plain as usize);
         Some(Walker {
-            dfa,
-            start,
-            run_of: run_of.into(),
-            runs: runs.into(),
-            run_bytes: run_bytes.into(),
+            classes,
+            trans: trans.into(),
+            stride2,
+            plain: row_of_index(plain as usize)?,
+            start: row_of(start),
+            stops: stops.into(),
+            eoi: eoi.into(),
+            masks: masks.into(),
         })
+    }
+
+    /// The rules whose pattern matches `message` anywhere, per slot; `None` when the DFA quit.
+    ///
+    /// What `Automaton::try_which_overlapping_matches` answers (every pattern with a match
+    /// ending anywhere, `MatchKind::All`), walked here in one loop: the library's overlapping
+    /// search returns at each match and is re-entered, and fills a `PatternSet` (which
+    /// allocates). A match state reports its patterns for the match ending one byte before
+    /// (a DFA's matches are delayed by one byte), the end-of-input transition the matches at
+    /// the end. The walk stops at the dead state: every pattern is anchored at the start.
+    #[inline]
+    fn matching(&self, message: &str) -> Option<[u64; SLOTS]> {
+        let bytes = message.as_bytes();
+        let mut out = [0u64; SLOTS];
+        let (mut row, mut at) = (self.start, 0);
+        loop {
+            if row < self.plain {
+                let stop = self.stops.get((row >> self.stride2) as usize)?;
+                if stop.end != 0 {
+                    return (stop.end == DEAD).then_some(out);
+                }
+                if let Some(mask) = self.masks.get((stop.matched as usize).wrapping_sub(1)) {
+                    for (o, m) in out.iter_mut().zip(mask) {
+                        *o |= m;
+                    }
+                }
+                if stop.run.len > 0 && stop.run.is_at(bytes, at) {
+                    at += stop.run.len as usize;
+                    row = stop.run.to;
+                    continue;
+                }
+                if stop.accel_len > 0 {
+                    at = accelerate(&stop.accel[..usize::from(stop.accel_len)], bytes, at);
+                }
+            }
+            let Some(&b) = bytes.get(at) else { break };
+            row = self.trans[row as usize + usize::from(self.classes[usize::from(b)])];
+            at += 1;
+        }
+        if let Some(mask) = self
+            .eoi
+            .get((row >> self.stride2) as usize)
+            .and_then(|&m| self.masks.get((m as usize).wrapping_sub(1)))
+        {
+            for (o, m) in out.iter_mut().zip(mask) {
+                *o |= m;
+            }
+        }
+        Some(out)
+    }
+
+    /// Bytes held by the tables.
+    fn memory_usage(&self) -> usize {
+        std::mem::size_of::<Walker>()
+            + self.trans.len() * 4
+            + self.stops.len() * std::mem::size_of::<Stop>()
+            + self.eoi.len() * 4
+            + self.masks.len() * std::mem::size_of::<[u64; SLOTS]>()
     }
 }
 
@@ -150,7 +395,7 @@ impl std::fmt::Debug for SharedRegexes {
             .field("patterns", &self.patterns)
             .field(
                 "dfa_bytes",
-                &self.dfa.get().map(|w| w.as_ref().map(|w| w.dfa.memory_usage())),
+                &self.dfa.get().map(|w| w.as_ref().map(Walker::memory_usage)),
             )
             .finish()
     }
@@ -257,7 +502,7 @@ impl SharedRegexes {
     pub(crate) fn search(&self, run: &Run, hits: &mut Hits) -> bool {
         let Some(walker) = self
             .dfa
-            .get_or_init(|| build(&self.patterns).and_then(Walker::new))
+            .get_or_init(|| build(&self.patterns).and_then(|dfa| Walker::new(&dfa, &self.targets)))
             .as_ref()
         else {
             return false;
@@ -269,11 +514,7 @@ impl SharedRegexes {
             let Some(m) = c.message.as_deref().filter(|m| !m.is_empty()) else {
                 continue;
             };
-            let found = if walker.runs.is_empty() {
-                self.matching::<false>(walker, m)
-            } else {
-                self.matching::<true>(walker, m)
-            };
+            let found = walker.matching(m);
             let Some(found) = found else {
                 return false;
             };
@@ -293,68 +534,6 @@ impl SharedRegexes {
             *a |= p;
         }
         true
-    }
-
-    /// The rules whose pattern matches `message` anywhere, per slot; `None` when the DFA quit.
-    ///
-    /// What `Automaton::try_which_overlapping_matches` answers (every pattern with a match
-    /// ending anywhere, `MatchKind::All`), walked here in one loop: the library's overlapping
-    /// search returns at each match and is re-entered, and fills a `PatternSet` (which
-    /// allocates). A match state reports its patterns for the match ending one byte before
-    /// (a DFA's matches are delayed by one byte), the end-of-input transition the matches at
-    /// the end. A list of anchored patterns stops at the dead state; a state that loops on
-    /// every byte but a few (accelerated) skips to the next of those with `memchr`.
-    /// With `RUNS`, the walk skips the literal runs ([`Walker`]).
-    #[inline]
-    fn matching<const RUNS: bool>(&self, walker: &Walker, message: &str) -> Option<[u64; SLOTS]> {
-        let dfa = &walker.dfa;
-        let bytes = message.as_bytes();
-        let mut out = [0u64; SLOTS];
-        // From the first byte there is no look-behind: always the same start state.
-        let mut sid = walker.start;
-        let mut at = 0;
-        while at < bytes.len() {
-            if RUNS {
-                let run = walker.run_of.get(sid.as_usize() >> dfa.stride2()).copied().unwrap_or(0);
-                if let Some(&(from, len, to)) = walker.runs.get((run as usize).wrapping_sub(1)) {
-                    let (from, len) = (from as usize, len as usize);
-                    let run = walker.run_bytes.get(from..from + len).unwrap_or_default();
-                    if bytes.get(at..at + len).is_some_and(|next| equal(next, run)) {
-                        at += len;
-                        sid = to;
-                        continue;
-                    }
-                }
-            }
-            sid = dfa.next_state(sid, bytes[at]);
-            if dfa.is_special_state(sid) {
-                if dfa.is_match_state(sid) {
-                    self.record(dfa, sid, &mut out);
-                } else if dfa.is_dead_state(sid) {
-                    return Some(out);
-                } else if dfa.is_quit_state(sid) {
-                    return None;
-                } else if dfa.is_accel_state(sid) {
-                    at = accelerate(dfa.accelerator(sid), bytes, at + 1);
-                    continue;
-                }
-            }
-            at += 1;
-        }
-        sid = dfa.next_eoi_state(sid);
-        if dfa.is_match_state(sid) {
-            self.record(dfa, sid, &mut out);
-        }
-        Some(out)
-    }
-
-    /// The rules of the patterns match state `sid` reports, into `out`.
-    #[inline]
-    fn record(&self, dfa: &dense::DFA<Vec<u32>>, sid: StateID, out: &mut [u64; SLOTS]) {
-        for k in 0..dfa.match_len(sid) {
-            let (slot, bit) = self.targets[dfa.match_pattern(sid, k).as_usize()];
-            out[usize::from(slot)] |= bit;
-        }
     }
 }
 
@@ -399,6 +578,9 @@ fn build(patterns: &[Box<str>]) -> Option<dense::DFA<Vec<u32>>> {
         .configure(
             dense::Config::new()
                 .match_kind(MatchKind::All)
+                // Every pattern is anchored at the start: no unanchored start state (half
+                // the states, for a search that never uses them).
+                .start_kind(regex_automata::dfa::StartKind::Anchored)
                 // A Unicode `\b` makes every non-ASCII byte a quit byte (the search then
                 // fails and the policies answer by their own path), not a failed build.
                 .unicode_word_boundary(true)
@@ -438,19 +620,21 @@ mod tests {
         let catalog = build(&patterns(|p, r| {
             format!(r"^NVRM: Xid \d+, pid=\d+, policy {p} rule {r}:")
         }));
+        let targets: Vec<(u8, u64)> = (0..60).map(|k| ((k / 20) as u8, 1u64 << (k % 20))).collect();
         let catalog = catalog
             .filter(|d| d.memory_usage() < DFA_LIMIT)
-            .and_then(Walker::new)
+            .and_then(|d| Walker::new(&d, &targets))
             .unwrap();
         // Its literal runs, from the start and from the states before `, pid=`,
         // ` policy `, ` rule ` (the `,` is a way out of the `\d+` loop, not a run's first byte).
-        let runs: Vec<&[u8]> = catalog
-            .runs
+        let runs: Vec<Vec<u8>> = catalog
+            .stops
             .iter()
-            .map(|&(from, len, _)| &catalog.run_bytes[from as usize..][..len as usize])
+            .filter(|s| s.run.len > 0)
+            .map(|s| s.run.bytes())
             .collect();
-        for run in [&b"NVRM: Xid "[..], b" pid=", b" policy ", b" rule "] {
-            assert!(runs.contains(&run), "{:?} in {:?}", String::from_utf8_lossy(run), runs);
+        for run in [b"NVRM: Xid ".to_vec(), b" pid=".to_vec(), b" policy ".to_vec(), b" rule ".to_vec()] {
+            assert!(runs.contains(&run), "{:?} in {:?}", String::from_utf8_lossy(&run), runs);
         }
         let wide = build(&patterns(|p, r| {
             format!(r"Xid \d+ in policy {p} rule {r}|ECC error.*bank {r}")
