@@ -349,6 +349,9 @@ pub struct CompiledPolicy {
     /// without `containerName` and without any other matcher (an Xid catalog): its candidates
     /// are exactly the rules a multi-pattern search says match, with no mask to compute.
     pure_regex: bool,
+    /// For a `pure_regex` policy, `regex_rules`' one word each, held here: the check that
+    /// rejects the whole policy reads them without following two boxes.
+    pure_rules: [u64; 2],
     /// Rules whose message pattern is a real regex and that name no container ([0]: non-init
     /// containers, [1]: `includeInitContainers`). In a policy of more than 64 rules, one
     /// set of their patterns ([`pattern_set`]): when the set matches no eligible message — one search
@@ -602,6 +605,7 @@ impl CompiledPolicy {
         let has_exit_rules = exit_rules.iter().flatten().any(|&w| w != 0);
         let use_masks = policy.rules.len() > MASKED_RULES;
         let regex_only = regex_rules[0][0] | regex_rules[1][0];
+        let pure_rules = [regex_rules[0][0], regex_rules[1][0]];
         let pure_regex = words == 1
             && use_masks
             && regex_only != 0
@@ -670,6 +674,7 @@ impl CompiledPolicy {
             named_exits: named_exits.into_iter().map(NamedExits::finish).collect(),
             use_masks,
             pure_regex,
+            pure_rules: if pure_regex { pure_rules } else { [0; 2] },
             regex_rules: [regex_plain.into(), regex_init.into()],
             regex_set,
             regex_chunks,
@@ -898,7 +903,8 @@ impl CompiledPolicy {
     pub(crate) fn shared_rejects_all(&self, search: &mut SharedSearch<'_>, slot: usize, facts: &RunFacts<'_>) -> bool {
         self.pure_regex
             && search.hits(facts).is_some_and(|hits| {
-                (self.regex_rules[0][0] & hits.plain[slot]) | (self.regex_rules[1][0] & hits.any[slot]) == 0
+                let [plain, init] = self.pure_rules;
+                (plain & hits.plain[slot % super::shared::SLOTS]) | (init & hits.any[slot % super::shared::SLOTS]) == 0
             })
     }
 
@@ -909,8 +915,8 @@ impl CompiledPolicy {
     /// search, with what it found so far in this decision), or [`Alone`].
     pub(crate) fn first_match(&self, facts: &RunFacts<'_>, shared: impl SharedAnswer) -> Option<(usize, Signal)> {
         let words = self.uncategorized.len();
-        let row = self.category_row(facts);
         if !self.use_masks {
+            let row = self.category_row(facts);
             let mut names = [UNRESOLVED; NAME_CACHE];
             for (w, &free) in self.uncategorized.iter().enumerate() {
                 let mut bits = free | row.map_or(0, |r| r[w]);
@@ -936,6 +942,7 @@ impl CompiledPolicy {
                 return self.try_candidates(0, bits, facts, &mut names, &mut chunks, searched.messages.as_ref());
             }
         }
+        let row = self.category_row(facts);
         // The codes were read from the run once per decision (`RunFacts::exit_codes`); per
         // policy only their rows are looked up, once when both selections agree.
         let codes = if !self.has_exit_rules {

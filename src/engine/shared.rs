@@ -66,10 +66,12 @@ pub struct SharedRegexes {
 /// literal runs the walk skips.
 ///
 /// - **Rows.** A state is a row of `trans`, one entry per byte class, holding the next
-///   state's row (a state's index shifted left by `stride2`). Row 0 is the dead state, row 1
-///   the quit state; then the states the walk must stop at ([`Stop`]: a match, an
-///   accelerated state, the first state of a literal run); every row from `plain` on is
-///   walked through with one table load per byte.
+///   state's entry: its row (its index shifted left by `stride2`), and for the states the walk
+///   must stop at ([`Stop`]: dead, quit, a match, an accelerated state, the first state of a
+///   literal run) [`STOP`] and the length of its literal run. One comparison tells a stop;
+///   every other state is walked through with one table load per byte. The run's length in
+///   the entry lets the walk read the byte after the run while the stop is still loading.
+///   Row 0 is the dead state, row 1 the quit state.
 /// - **Literal runs** are byte strings the DFA can only go through one way. From a state whose
 ///   every byte but one leads to the dead state, and so on for the next states, a message
 ///   either has those bytes next (and the walk would end in the run's last state, through no
@@ -81,14 +83,12 @@ pub struct SharedRegexes {
 struct Walker {
     /// Byte → its class in the DFA.
     classes: [u8; 256],
-    /// Per row and class, the next state's row.
+    /// Per row and class, the next state's entry.
     trans: Box<[u32]>,
     stride2: u32,
-    /// The first row the walk goes through without a look (below it: dead, quit, [`Stop`]s).
-    plain: u32,
-    /// The row a search from a message's first byte starts in (no look-behind).
+    /// The entry of a search from a message's first byte (no look-behind).
     start: u32,
-    /// Per state below `plain` (its row shifted right by `stride2`, from 2): what to do there.
+    /// Per stop (its row shifted right by `stride2`; the stops come first): what to do there.
     stops: Box<[Stop]>,
     /// Per state: the rules matched by the end of a message in it, an index + 1 in `masks`
     /// (0 for none).
@@ -97,7 +97,7 @@ struct Walker {
     masks: Box<[[u64; SLOTS]]>,
 }
 
-/// What the walk does in a state below [`Walker::plain`], in this order: record a match (an
+/// What the walk does in a stop, in this order: record a match (an
 /// index + 1 in `masks`), compare a literal run (an index + 1 in `runs`) and jump over it when
 /// the message has it, and skip with `memchr` to the next of an accelerated state's bytes
 /// out (every other byte loops on it).
@@ -108,7 +108,7 @@ struct Stop {
     /// waits on one load, not two.
     run: Lit,
     matched: u32,
-    /// [`DEAD`] or [`QUIT`]: the walk ends here.
+    /// [`DEAD`], [`QUIT`] or [`FINAL`]: the walk ends here.
     end: u8,
     accel_len: u8,
     accel: [u8; 3],
@@ -118,6 +118,9 @@ struct Stop {
 /// quit state (no answer).
 const DEAD: u8 = 1;
 const QUIT: u8 = 2;
+/// A match state whose every byte leads to the dead state (the last pattern that could
+/// still match has matched): the walk ends after recording it, a step before the dead state.
+const FINAL: u8 = 3;
 
 /// A literal run: its bytes as two little-endian words (zero past its length), the mask of
 /// its bytes in them, its length, and the row after it. Compared with two masked words where
@@ -175,9 +178,15 @@ impl Lit {
 const MIN_RUN: usize = 3;
 const MAX_RUN: usize = 16;
 
-/// The dead state's row; the quit state's index is 1.
-const DEAD_ROW: u32 = 0;
+/// The dead state's entry; the quit state's index is 1.
+const DEAD_ENTRY: u32 = STOP;
 const QUIT_INDEX: usize = 1;
+
+/// An entry of [`Walker::trans`]: the row in its low 24 bits; a stop has bit 31 set and the
+/// length of its literal run (0 for none) in bits 24–30.
+const STOP: u32 = 1 << 31;
+const ROW_MASK: u32 = (1 << LEN_SHIFT) - 1;
+const LEN_SHIFT: u32 = 24;
 
 impl Walker {
     /// The walk of `dfa` (anchored start), whose pattern `k` is rule bit `targets[k].1` of
@@ -253,20 +262,29 @@ impl Walker {
         ranked.sort_by_key(|&i| is_plain(&order[i]));
         let stride2 = class_count.next_power_of_two().trailing_zeros();
         let rows = ranked.len().checked_add(2)?;
-        let row_of_index = |index: usize| -> Option<u32> { u32::try_from(index << stride2).ok() };
-        row_of_index(rows)?;
+        if (rows << stride2) > ROW_MASK as usize {
+            return None;
+        }
         let mut index_of = vec![0usize; order.len()];
         for (k, &i) in ranked.iter().enumerate() {
             index_of[i] = k + 2;
         }
-        let row_of = |sid: StateID| -> u32 {
+        let entry_of = |sid: StateID| -> u32 {
             if dfa.is_dead_state(sid) {
-                DEAD_ROW
+                DEAD_ENTRY
             } else if dfa.is_quit_state(sid) {
-                (QUIT_INDEX << stride2) as u32
+                STOP | (QUIT_INDEX << stride2) as u32
             } else {
                 // Every state reached was numbered above.
-                seen.get(&sid).map_or(DEAD_ROW, |&i| (index_of[i] << stride2) as u32)
+                seen.get(&sid).map_or(DEAD_ENTRY, |&i| {
+                    let row = (index_of[i] << stride2) as u32;
+                    if is_plain(&sid) {
+                        row
+                    } else {
+                        let run = run_of.get(&sid).and_then(|&k| runs.get(k)).map_or(0, |(bytes, _)| bytes.len());
+                        STOP | (run as u32) << LEN_SHIFT | row
+                    }
+                })
             }
         };
         let mut masks: Vec<[u64; SLOTS]> = Vec::new();
@@ -283,7 +301,7 @@ impl Walker {
             masks.push(mask);
             masks.len() as u32
         };
-        let mut trans = vec![DEAD_ROW; rows << stride2];
+        let mut trans = vec![DEAD_ENTRY; rows << stride2];
         let mut eoi = vec![0u32; rows];
         let mut stops = vec![Stop::default(); rows];
         stops[0].end = DEAD;
@@ -292,16 +310,19 @@ impl Walker {
         for (i, &sid) in order.iter().enumerate() {
             let index = index_of[i];
             for (c, &next) in next_of[i].iter().enumerate() {
-                trans[(index << stride2) + c] = row_of(next);
+                trans[(index << stride2) + c] = entry_of(next);
             }
             eoi[index] = mask_of(dfa.next_eoi_state(sid));
             if !is_plain(&sid) {
+                let final_match =
+                    dfa.is_match_state(sid) && next_of[i].iter().all(|&next| dfa.is_dead_state(next));
                 let mut stop = Stop {
+                    end: if final_match { FINAL } else { 0 },
                     matched: mask_of(sid),
                     run: run_of
                         .get(&sid)
                         .and_then(|&k| runs.get(k))
-                        .map_or_else(Lit::default, |(bytes, to)| Lit::new(bytes, row_of(*to))),
+                        .map_or_else(Lit::default, |(bytes, to)| Lit::new(bytes, entry_of(*to))),
                     ..Stop::default()
                 };
                 if dfa.is_accel_state(sid) {
@@ -321,8 +342,7 @@ impl Walker {
             classes,
             trans: trans.into(),
             stride2,
-            plain: row_of_index(plain as usize)?,
-            start: row_of(start),
+            start: entry_of(start),
             stops: stops.into(),
             eoi: eoi.into(),
             masks: masks.into(),
@@ -341,21 +361,30 @@ impl Walker {
     fn matching(&self, message: &str) -> Option<[u64; SLOTS]> {
         let bytes = message.as_bytes();
         let mut out = [0u64; SLOTS];
-        let (mut row, mut at) = (self.start, 0);
+        let (mut entry, mut at) = (self.start, 0);
         loop {
-            if row < self.plain {
+            let mut row = entry;
+            if entry >= STOP {
+                row = entry & ROW_MASK;
                 let stop = self.stops.get((row >> self.stride2) as usize)?;
-                if stop.end != 0 {
-                    return (stop.end == DEAD).then_some(out);
-                }
                 if let Some(mask) = self.masks.get((stop.matched as usize).wrapping_sub(1)) {
                     for (o, m) in out.iter_mut().zip(mask) {
                         *o |= m;
                     }
                 }
-                if stop.run.len > 0 && stop.run.is_at(bytes, at) {
-                    at += stop.run.len as usize;
-                    row = stop.run.to;
+                match stop.end {
+                    0 => {}
+                    DEAD => return Some(out),
+                    QUIT => return None,
+                    // FINAL: every byte leads to the dead state; only the end of the message
+                    // may still add a match.
+                    _ if at < bytes.len() => return Some(out),
+                    _ => break,
+                }
+                let run = ((entry & !STOP) >> LEN_SHIFT) as usize;
+                if run > 0 && stop.run.is_at(bytes, at) {
+                    at += run;
+                    entry = stop.run.to;
                     continue;
                 }
                 if stop.accel_len > 0 {
@@ -363,12 +392,12 @@ impl Walker {
                 }
             }
             let Some(&b) = bytes.get(at) else { break };
-            row = self.trans[row as usize + usize::from(self.classes[usize::from(b)])];
+            entry = self.trans[row as usize + usize::from(self.classes[usize::from(b)])];
             at += 1;
         }
         if let Some(mask) = self
             .eoi
-            .get((row >> self.stride2) as usize)
+            .get(((entry & ROW_MASK) >> self.stride2) as usize)
             .and_then(|&m| self.masks.get((m as usize).wrapping_sub(1)))
         {
             for (o, m) in out.iter_mut().zip(mask) {
