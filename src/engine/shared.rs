@@ -255,8 +255,43 @@ impl Walker {
             }
         }
         // Rows: dead, quit, the stops, then the plain states.
+        // The patterns a match state reports.
+        let patterns_of = |sid: StateID| -> Vec<usize> {
+            if !dfa.is_match_state(sid) {
+                return Vec::new();
+            }
+            let mut ps: Vec<usize> = (0..dfa.match_len(sid)).map(|k| dfa.match_pattern(sid, k).as_usize()).collect();
+            ps.sort_unstable();
+            ps
+        };
+        // A match state whose every byte leads to the dead state: nothing more can match.
+        let is_final = |sid: StateID| {
+            dfa.is_match_state(sid)
+                && seen
+                    .get(&sid)
+                    .is_some_and(|&i| next_of[i].iter().all(|&next| dfa.is_dead_state(next)))
+        };
+        // A state whose answer no later byte changes: every byte leads to the same final match
+        // state, and the end of the message there reports the same patterns (the state right
+        // after a pattern's last byte, its match delayed by one byte). Its walk ends there with
+        // that state's patterns, and its own if it is a match state too.
+        let settled = |sid: StateID| -> Option<Vec<usize>> {
+            let row = &next_of[*seen.get(&sid)?];
+            let next = *row.first()?;
+            if next == sid || !row.iter().all(|&n| n == next) || !is_final(next) {
+                return None;
+            }
+            let then = patterns_of(next);
+            (patterns_of(dfa.next_eoi_state(sid)) == then).then(|| {
+                let mut all = patterns_of(sid);
+                all.extend(then);
+                all.sort_unstable();
+                all.dedup();
+                all
+            })
+        };
         let is_plain = |&sid: &StateID| {
-            !(dfa.is_match_state(sid) || dfa.is_accel_state(sid) || run_of.contains_key(&sid))
+            !(dfa.is_match_state(sid) || dfa.is_accel_state(sid) || run_of.contains_key(&sid) || settled(sid).is_some())
         };
         let mut ranked: Vec<usize> = (0..order.len()).collect();
         ranked.sort_by_key(|&i| is_plain(&order[i]));
@@ -288,15 +323,13 @@ impl Walker {
             }
         };
         let mut masks: Vec<[u64; SLOTS]> = Vec::new();
-        let mut mask_of = |sid: StateID| -> u32 {
-            if !dfa.is_match_state(sid) {
+        let mut mask_of = |patterns: &[usize]| -> u32 {
+            if patterns.is_empty() {
                 return 0;
             }
             let mut mask = [0u64; SLOTS];
-            for k in 0..dfa.match_len(sid) {
-                if let Some(&(slot, bit)) = targets.get(dfa.match_pattern(sid, k).as_usize()) {
-                    mask[usize::from(slot)] |= bit;
-                }
+            for &(slot, bit) in patterns.iter().filter_map(|&p| targets.get(p)) {
+                mask[usize::from(slot)] |= bit;
             }
             masks.push(mask);
             masks.len() as u32
@@ -312,13 +345,15 @@ impl Walker {
             for (c, &next) in next_of[i].iter().enumerate() {
                 trans[(index << stride2) + c] = entry_of(next);
             }
-            eoi[index] = mask_of(dfa.next_eoi_state(sid));
+            eoi[index] = mask_of(&patterns_of(dfa.next_eoi_state(sid)));
             if !is_plain(&sid) {
-                let final_match =
-                    dfa.is_match_state(sid) && next_of[i].iter().all(|&next| dfa.is_dead_state(next));
+                let (end, matched) = match settled(sid) {
+                    Some(all) => (FINAL, mask_of(&all)),
+                    None => (if is_final(sid) { FINAL } else { 0 }, mask_of(&patterns_of(sid))),
+                };
                 let mut stop = Stop {
-                    end: if final_match { FINAL } else { 0 },
-                    matched: mask_of(sid),
+                    end,
+                    matched,
                     run: run_of
                         .get(&sid)
                         .and_then(|&k| runs.get(k))
