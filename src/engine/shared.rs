@@ -260,7 +260,9 @@ impl Walker {
             if !dfa.is_match_state(sid) {
                 return Vec::new();
             }
-            let mut ps: Vec<usize> = (0..dfa.match_len(sid)).map(|k| dfa.match_pattern(sid, k).as_usize()).collect();
+            let mut ps: Vec<usize> = (0..dfa.match_len(sid))
+                .map(|k| dfa.match_pattern(sid, k).as_usize())
+                .collect();
             ps.sort_unstable();
             ps
         };
@@ -316,7 +318,10 @@ impl Walker {
                     if is_plain(&sid) {
                         row
                     } else {
-                        let run = run_of.get(&sid).and_then(|&k| runs.get(k)).map_or(0, |(bytes, _)| bytes.len());
+                        let run = run_of
+                            .get(&sid)
+                            .and_then(|&k| runs.get(k))
+                            .map_or(0, |(bytes, _)| bytes.len());
                         STOP | (run as u32) << LEN_SHIFT | row
                     }
                 })
@@ -697,7 +702,12 @@ mod tests {
             .filter(|s| s.run.len > 0)
             .map(|s| s.run.bytes())
             .collect();
-        for run in [b"NVRM: Xid ".to_vec(), b" pid=".to_vec(), b" policy ".to_vec(), b" rule ".to_vec()] {
+        for run in [
+            b"NVRM: Xid ".to_vec(),
+            b" pid=".to_vec(),
+            b" policy ".to_vec(),
+            b" rule ".to_vec(),
+        ] {
             assert!(runs.contains(&run), "{:?} in {:?}", String::from_utf8_lossy(&run), runs);
         }
         let wide = build(&patterns(|p, r| {
