@@ -1770,37 +1770,9 @@ mod mask_props {
                 patterns
             };
             let size = patterns.len().div_ceil(parts);
-            let compiled: Vec<CompiledPolicy> = patterns
-                .chunks(size)
-                .enumerate()
-                .map(|(k, chunk)| {
-                    let rules = chunk
-                        .iter()
-                        .enumerate()
-                        .map(|(i, p)| Rule {
-                            action: Action::Retry,
-                            on_termination_message: Some(p.clone()),
-                            include_init_containers: init_rules[i],
-                            ..Rule::default()
-                        })
-                        .collect();
-                    CompiledPolicy::new(RetryPolicy { name: format!("p{k}"), rules, ..RetryPolicy::default() }).unwrap()
-                })
-                .collect();
+            let compiled = catalog_policies(patterns.chunks(size), &init_rules);
             let list: Vec<&CompiledPolicy> = compiled.iter().collect();
-            let run = Run {
-                containers: messages
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (init, m))| Container {
-                        name: format!("c{i}"),
-                        init: *init,
-                        message: m.clone(),
-                        ..Container::default()
-                    })
-                    .collect(),
-                ..Run::default()
-            };
+            let run = run_of_messages(&messages);
             let Some(shared) = SharedRegexes::new(&list) else {
                 // No policy has a regex rule the search can take (all literal, or all able to
                 // match the empty string): nothing to check.
@@ -1883,37 +1855,9 @@ mod mask_props {
                 .filter(|p| super::super::shared::shareable(p))
                 .collect();
             prop_assume!(patterns.len() > MASKED_RULES);
-            let compiled: Vec<CompiledPolicy> = patterns
-                .chunks(patterns.len().div_ceil(parts).max(MASKED_RULES + 1))
-                .enumerate()
-                .map(|(k, chunk)| {
-                    let rules = chunk
-                        .iter()
-                        .enumerate()
-                        .map(|(i, p)| Rule {
-                            action: Action::Retry,
-                            on_termination_message: Some(p.clone()),
-                            include_init_containers: init_rules[i],
-                            ..Rule::default()
-                        })
-                        .collect();
-                    CompiledPolicy::new(RetryPolicy { name: format!("p{k}"), rules, ..RetryPolicy::default() }).unwrap()
-                })
-                .collect();
+            let compiled = catalog_policies(patterns.chunks(patterns.len().div_ceil(parts).max(MASKED_RULES + 1)), &init_rules);
             let list: Vec<&CompiledPolicy> = compiled.iter().collect();
-            let run = Run {
-                containers: messages
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (init, m))| Container {
-                        name: format!("c{i}"),
-                        init: *init,
-                        message: m.clone(),
-                        ..Container::default()
-                    })
-                    .collect(),
-                ..Run::default()
-            };
+            let run = run_of_messages(&messages);
             prop_assert!(compiled[0].pure_regex);
             let shared = SharedRegexes::new(&list);
             prop_assert!(shared.as_ref().is_some_and(|s| s.slot(0).is_some()));
@@ -1973,6 +1917,49 @@ mod mask_props {
 
     /// 1–`HIT_PATTERNS` patterns, those that compile as a rule's regex (at least one): the
     /// regex properties above take them.
+    /// One policy per chunk of `patterns` (`p0`, `p1`…), each pattern a retrying message
+    /// rule, `includeInitContainers` from `init_rules` by its place in its chunk.
+    fn catalog_policies<'a>(chunks: impl Iterator<Item = &'a [String]>, init_rules: &[bool]) -> Vec<CompiledPolicy> {
+        chunks
+            .enumerate()
+            .map(|(k, chunk)| {
+                let rules = chunk
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| Rule {
+                        action: Action::Retry,
+                        on_termination_message: Some(p.clone()),
+                        include_init_containers: init_rules[i],
+                        ..Rule::default()
+                    })
+                    .collect();
+                CompiledPolicy::new(RetryPolicy {
+                    name: format!("p{k}"),
+                    rules,
+                    ..RetryPolicy::default()
+                })
+                .unwrap()
+            })
+            .collect()
+    }
+
+    /// A run with one container per message (`c0`, `c1`…): (init container, message).
+    fn run_of_messages(messages: &[(bool, Option<String>)]) -> Run {
+        Run {
+            containers: messages
+                .iter()
+                .enumerate()
+                .map(|(i, (init, m))| Container {
+                    name: format!("c{i}"),
+                    init: *init,
+                    message: m.clone(),
+                    ..Container::default()
+                })
+                .collect(),
+            ..Run::default()
+        }
+    }
+
     fn arb_compiling_patterns() -> impl Strategy<Value = Vec<String>> {
         prop::collection::vec(arb_pattern(), 1..=HIT_PATTERNS)
             .prop_map(|ps| {
