@@ -263,7 +263,6 @@ impl Walker {
                 runs.push((bytes, to));
             }
         }
-        // Rows: dead, quit, the stops, then the plain states.
         // The patterns a match state reports.
         let patterns_of = |sid: StateID| -> Vec<usize> {
             if !dfa.is_match_state(sid) {
@@ -304,11 +303,19 @@ impl Walker {
                 all
             })
         };
-        let is_plain = |&sid: &StateID| {
-            !(dfa.is_match_state(sid) || dfa.is_accel_state(sid) || run_of.contains_key(&sid) || settled(sid).is_some())
-        };
+        // Per state (in `order`): what it settles to, and whether the walk goes through it
+        // without a look.
+        let settles: Vec<Option<Vec<usize>>> = order.iter().map(|&sid| settled(sid)).collect();
+        let plain: Vec<bool> = order
+            .iter()
+            .zip(&settles)
+            .map(|(&sid, settles)| {
+                !(dfa.is_match_state(sid) || dfa.is_accel_state(sid) || run_of.contains_key(&sid) || settles.is_some())
+            })
+            .collect();
+        // Rows: dead, quit, the stops, then the plain states.
         let mut ranked: Vec<usize> = (0..order.len()).collect();
-        ranked.sort_by_key(|&i| is_plain(&order[i]));
+        ranked.sort_by_key(|&i| plain[i]);
         let stride2 = class_count.next_power_of_two().trailing_zeros();
         let rows = ranked.len().checked_add(2)?;
         if (rows << stride2) > ROW_MASK as usize {
@@ -327,7 +334,7 @@ impl Walker {
                 // Every state reached was numbered above.
                 seen.get(&sid).map_or(DEAD_ENTRY, |&i| {
                     let row = (index_of[i] << stride2) as u32;
-                    if is_plain(&sid) {
+                    if plain[i] {
                         row
                     } else {
                         let run = run_of
@@ -356,16 +363,15 @@ impl Walker {
         let mut stops = vec![Stop::default(); rows];
         stops[0].end = DEAD;
         stops[QUIT_INDEX].end = QUIT;
-        let mut plain = rows as u32;
         for (i, &sid) in order.iter().enumerate() {
             let index = index_of[i];
             for (c, &next) in next_of[i].iter().enumerate() {
                 trans[(index << stride2) + c] = entry_of(next);
             }
             eoi[index] = mask_of(&patterns_of(dfa.next_eoi_state(sid)));
-            if !is_plain(&sid) {
-                let (end, matched) = match settled(sid) {
-                    Some(all) => (FINAL, mask_of(&all)),
+            if !plain[i] {
+                let (end, matched) = match &settles[i] {
+                    Some(all) => (FINAL, mask_of(all)),
                     None => (if is_final(sid) { FINAL } else { 0 }, mask_of(&patterns_of(sid))),
                 };
                 let mut stop = Stop {
@@ -385,11 +391,9 @@ impl Walker {
                     }
                 }
                 stops[index] = stop;
-            } else {
-                plain = plain.min(index as u32);
             }
         }
-        stops.truncate(plain as usize);
+        stops.truncate(2 + plain.iter().filter(|&&p| !p).count());
         Some(Walker {
             classes,
             trans: trans.into(),
