@@ -7,7 +7,9 @@
 //! (§2.6), pod names (§2.7), the bypass paths (§2.8) and the decision records (§2.9): the
 //! [`Verdict`] that [`evaluate`] returns (indices and numbers) and the [`Decision`] with words
 //! that a replay records. Container selection and matching (§2.2–2.3) are the compiled
-//! matcher tables of [`compiled`]; [`replay`] applies the engine to a whole FailureHistory.
+//! matcher tables of [`compiled`], with `shared.rs`'s one walk over the anchored regex
+//! message rules of a whole list ([`Policies`]); [`replay`] applies the engine to a whole
+//! FailureHistory.
 //!
 //! Must not: do I/O, read a clock or the environment, or use randomness. Time is an input
 //! (nanoseconds since the job's submission); jitter comes from a stable hash of (job id, run
