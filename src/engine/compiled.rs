@@ -349,9 +349,6 @@ pub struct CompiledPolicy {
     /// without `containerName` and without any other matcher (an Xid catalog): its candidates
     /// are exactly the rules a multi-pattern search says match, with no mask to compute.
     pure_regex: bool,
-    /// For a `pure_regex` policy, `regex_rules`' one word each, held here: the check that
-    /// rejects the whole policy reads them without following two boxes.
-    pure_rules: [u64; 2],
     /// Rules whose message pattern is a real regex and that name no container ([0]: non-init
     /// containers, [1]: `includeInitContainers`). In a policy of more than 64 rules, one
     /// set of their patterns ([`pattern_set`]): when the set matches no eligible message — one search
@@ -605,7 +602,6 @@ impl CompiledPolicy {
         let has_exit_rules = exit_rules.iter().flatten().any(|&w| w != 0);
         let use_masks = policy.rules.len() > MASKED_RULES;
         let regex_only = regex_rules[0][0] | regex_rules[1][0];
-        let pure_rules = [regex_rules[0][0], regex_rules[1][0]];
         let pure_regex = words == 1
             && use_masks
             && regex_only != 0
@@ -674,7 +670,6 @@ impl CompiledPolicy {
             named_exits: named_exits.into_iter().map(NamedExits::finish).collect(),
             use_masks,
             pure_regex,
-            pure_rules: if pure_regex { pure_rules } else { [0; 2] },
             regex_rules: [regex_plain.into(), regex_init.into()],
             regex_set,
             regex_chunks,
@@ -902,10 +897,17 @@ impl CompiledPolicy {
     #[inline(always)]
     pub(crate) fn shared_rejects_all(&self, search: &mut SharedSearch<'_>, slot: usize, facts: &RunFacts<'_>) -> bool {
         self.pure_regex
-            && search.hits(facts).is_some_and(|hits| {
-                let [plain, init] = self.pure_rules;
-                (plain & hits.plain[slot % super::shared::SLOTS]) | (init & hits.any[slot % super::shared::SLOTS]) == 0
-            })
+            && search
+                .hits(facts)
+                .is_some_and(|hits| self.pure_candidates(hits.plain[slot], hits.any[slot]) == 0)
+    }
+
+    /// For a `pure_regex` policy, its candidates from the shared search's answer: its rules
+    /// whose regex matches a non-init message (`plain`) or, with `includeInitContainers`, any
+    /// message (`any`). Rules without a matcher are never candidates.
+    #[inline(always)]
+    fn pure_candidates(&self, plain: u64, any: u64) -> u64 {
+        (self.regex_rules[0][0] & plain) | (self.regex_rules[1][0] & any)
     }
 
     /// SPEC §2.3 over this policy's rules: the first rule that matches, with its signal.
@@ -936,7 +938,7 @@ impl CompiledPolicy {
             // the candidates (rules without a matcher are never candidates).
             let mut searched = Searched::default();
             if let Some((plain, any)) = shared.policy_hits(facts, &mut searched) {
-                let bits = (self.regex_rules[0][0] & plain) | (self.regex_rules[1][0] & any);
+                let bits = self.pure_candidates(plain, any);
                 let mut names = [UNRESOLVED; NAME_CACHE];
                 let mut chunks = ChunkHits::default();
                 return self.try_candidates(0, bits, facts, &mut names, &mut chunks, searched.messages.as_ref());

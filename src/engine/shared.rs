@@ -106,16 +106,16 @@ struct Walker {
     masks: Box<[[u64; SLOTS]]>,
 }
 
-/// What the walk does in a stop, in this order: record a match (an
-/// index + 1 in `masks`), compare a literal run (an index + 1 in `runs`) and jump over it when
-/// the message has it, and skip with `memchr` to the next of an accelerated state's bytes
-/// out (every other byte loops on it).
-/// Rows 0 and 1, the dead and the quit state, are stops that end the walk (`end`).
+/// What the walk does in a stop, in this order: record a match (`matched`), end the walk
+/// (`end`), compare a literal run (`run`) and jump over it when the message has it, and skip
+/// with `memchr` to the next of an accelerated state's bytes out (every other byte loops on
+/// it). Rows 0 and 1, the dead and the quit state, are stops that only end the walk.
 #[derive(Debug, Clone, Copy, Default)]
 struct Stop {
     /// The literal run from here (`len` 0: none), in the stop itself: the walk's next step
     /// waits on one load, not two.
     run: Lit,
+    /// The patterns matched on entering it: an index + 1 in [`Walker::masks`], 0 for none.
     matched: u32,
     /// [`DEAD`], [`QUIT`] or [`FINAL`]: the walk ends here.
     end: u8,
