@@ -2,7 +2,7 @@
 # Import benchmark for `retryctl history --lookout-db` (issue 8 item 5; BENCHMARKS.md).
 #
 # Starts a throwaway PostgreSQL (as user `postgres` when run as root: initdb refuses root),
-# builds the schema from ../shared/contract/lookout/migrations/*.sql (name order, each file
+# builds the schema from contract/lookout/migrations/*.sql (vendored) (name order, each file
 # one query outside a transaction), loads N jobs with 3 runs each (2 failed with a
 # zlib-compressed error, 1 succeeded) with generate_series, and runs the release binary
 # under /usr/bin/time -v for each N: jobs/s and peak RSS. Memory should be flat across N.
@@ -14,8 +14,8 @@ cd "$(dirname "$0")/.."
 sizes=("$@"); [ ${#sizes[@]} -eq 0 ] && sizes=(10000 100000)
 
 bin_dir=$(dirname "$(command -v initdb || ls /usr/lib/postgresql/*/bin/initdb | tail -1)")
-migrations=../shared/contract/lookout/migrations
-[ -d "$migrations" ] || { echo "no $migrations (clone shared/ beside the repo)" >&2; exit 2; }
+migrations=contract/lookout/migrations
+[ -d "$migrations" ] || { echo "no $migrations (run from a complete clone)" >&2; exit 2; }
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 cargo build --release --locked --quiet
 retryctl=$CARGO_TARGET_DIR/release/retryctl

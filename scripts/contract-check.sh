@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Contract check: schemathesis (from PyPI, in a virtualenv under this script's own temp dir)
 # against a running `retryctl serve --in-memory`, with upstream's swagger
-# (../shared/contract/armada-api.swagger.json), restricted to the retry-policy and queue
+# (contract/armada-api.swagger.json, vendored), restricted to the retry-policy and queue
 # operations. Not run by CI (network + minutes of CPU).
 #
 # Target: no 5xx, no schema violation except the documented enum encoding
@@ -15,8 +15,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 max_examples="${1:-50}"
-swagger="${2:-../shared/contract/armada-api.swagger.json}"
-[ -f "$swagger" ] || swagger=/work/shared/contract/armada-api.swagger.json
+swagger="${2:-contract/armada-api.swagger.json}"
 [ -f "$swagger" ] || { echo "contract-check.sh: swagger not found: $swagger" >&2; exit 2; }
 
 tmp="$(mktemp -d)"

@@ -1,6 +1,6 @@
 -- A Lookout fixture: 24 jobs in queues `ml` (20) and `batch` (4) covering every run state
 -- (RUN_PENDING .. RUN_CANCELLED, 1..12), written with the real column types of
--- ../shared/contract/lookout/migrations. `job_run.error` is zlib-compressed as Lookout's
+-- contract/lookout/migrations. `job_run.error` is zlib-compressed as Lookout's
 -- ingester writes it. Load into a database built from those migrations:
 --   psql "$DSN" -v ON_ERROR_STOP=1 -f testdata/lookout/lookout.sql
 -- ml-18 is submitted before the walkthrough's --from window; ml-16's first run finishes

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 
 pub mod pg;
+pub mod python;
 pub mod server;
 
 /// The repository root (where Cargo.toml is).

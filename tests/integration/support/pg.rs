@@ -1,6 +1,6 @@
 //! A real, throwaway PostgreSQL for the history-import tests: one cluster per test binary
 //! run, a fresh database per test, the schema built from Lookout's own migrations
-//! (`../shared/contract/lookout/migrations/*.sql`, applied in name order, each file as one
+//! (`contract/lookout/migrations/*.sql`, vendored, applied in name order, each file as one
 //! simple query outside a transaction, as upstream applies them).
 //!
 //! - Binaries: `initdb` on PATH, else `/usr/lib/postgresql/*/bin` (Debian's package).
@@ -33,9 +33,9 @@ pub struct Cluster {
 static CLUSTER: OnceLock<Option<Cluster>> = OnceLock::new();
 static NEXT_DB: AtomicUsize = AtomicUsize::new(0);
 
-/// The migrations directory of the contract, beside the repository.
+/// Lookout's migrations, vendored in the repository (contract/README.md).
 pub fn migrations_dir() -> PathBuf {
-    super::root().join("../shared/contract/lookout/migrations")
+    super::root().join("contract/lookout/migrations")
 }
 
 fn bin_dir() -> Option<PathBuf> {
