@@ -1,12 +1,14 @@
-//! `retryctl history` output: FailureHistory documents (JSON Lines or YAML) and the summary.
+//! `retryctl history` output: FailureHistory documents (JSON Lines or YAML), the report of a
+//! row left out, and the summary.
 //!
-//! Owns: the byte format of each document and the words of the stderr summary. Must not:
+//! Owns: the byte format of each document and the words of the stderr lines. Must not:
 //! read the database or the network, or decide the exit code.
 
 use std::io::{self, Write};
 
-use crate::history::mapping::Notes;
+use crate::history::{RowError, Totals};
 use crate::model::history::{failure_history_json, FailureHistory};
+use crate::output::style::Style;
 
 /// One job: a JSON line, or a YAML document starting with `---`.
 pub fn write_history(out: &mut dyn Write, h: &FailureHistory, yaml: bool) -> io::Result<()> {
@@ -21,17 +23,13 @@ pub fn write_history(out: &mut dyn Write, h: &FailureHistory, yaml: bool) -> io:
     }
 }
 
-/// What was exported and what Lookout could not tell, with counts, never silent.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Totals {
-    pub jobs: u64,
-    /// Jobs with no run left to replay (all in flight or left out): not written.
-    pub empty_jobs: u64,
-    /// Jobs skipped because a row could not be mapped.
-    pub bad_jobs: u64,
-    pub notes: Notes,
+/// `warning: job `J` run `R`: column C: why; run left out` (SPEC §3.3).
+pub fn left_out_line(style: Style, e: &RowError) -> String {
+    let what = if e.run_id.is_some() { "run" } else { "job" };
+    format!("{}: {e}; {what} left out", style.warning("warning"))
 }
 
+/// What was exported, left out, and what Lookout could not tell, with counts, never silent.
 pub fn write_summary(err: &mut dyn Write, queue: &str, t: &Totals) -> io::Result<()> {
     let n = &t.notes;
     writeln!(
@@ -42,8 +40,17 @@ pub fn write_summary(err: &mut dyn Write, queue: &str, t: &Totals) -> io::Result
         n.runs,
         plural(n.runs, "run", "runs")
     )?;
+    if t.left_out() > 0 {
+        writeln!(
+            err,
+            "history: left out {} {} and {} {} whose rows could not be read (reported above)",
+            t.jobs_left_out,
+            plural(t.jobs_left_out, "job", "jobs"),
+            t.runs_left_out,
+            plural(t.runs_left_out, "run", "runs")
+        )?;
+    }
     let lines: [(u64, &str); 15] = [
-        (t.bad_jobs, "jobs skipped: a row could not be mapped (reported above)"),
         (t.empty_jobs, "jobs not exported: no finished run to replay"),
         (
             n.in_flight_jobs,
@@ -62,6 +69,10 @@ pub fn write_summary(err: &mut dyn Write, queue: &str, t: &Totals) -> io::Result
         (
             n.error_text_dropped,
             "error texts not attached: their run has no exit code",
+        ),
+        (
+            n.error_text_truncated,
+            "error texts cut at 64 KiB (they end with `… [truncated]`)",
         ),
         (
             n.terminated,
