@@ -781,7 +781,7 @@ mod tests {
         corrupt[2] ^= 0xFF;
         assert_eq!(
             inf.text(&corrupt).unwrap_err(),
-            "a corrupt zlib stream (deflate decompression error)"
+            "a corrupt zlib stream (deflate decompression error: invalid code lengths set)"
         );
         let good = zlib(b"a message long enough to be cut short", 6);
         assert_eq!(
@@ -815,6 +815,13 @@ mod tests {
         );
         assert_eq!(time(None), Ok(None));
         assert_eq!(time(Some(&[0, 1])).unwrap_err(), "2 bytes where a bigint has 8");
+    }
+
+    #[test]
+    fn the_statement_reads_one_past_each_cap() {
+        // One more than kept tells a value cut by the server from one of exactly the cap.
+        assert!(COLUMNS.contains(&format!("left(j.annotations::text, {})", ANNOTATIONS_MAX + 1)));
+        assert!(COLUMNS.contains(&format!("substring(r.error FROM 1 FOR {})", ERROR_BYTES_MAX + 1)));
     }
 
     #[test]

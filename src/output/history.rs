@@ -32,22 +32,12 @@ pub fn left_out_line(style: Style, e: &RowError) -> String {
 /// What was exported, left out, and what Lookout could not tell, with counts, never silent.
 pub fn write_summary(err: &mut dyn Write, queue: &str, t: &Totals) -> io::Result<()> {
     let n = &t.notes;
-    writeln!(
-        err,
-        "history: exported {} {} and {} {} of queue `{queue}`",
-        t.jobs,
-        plural(t.jobs, "job", "jobs"),
-        n.runs,
-        plural(n.runs, "run", "runs")
-    )?;
+    writeln!(err, "history: exported {} of queue `{queue}`", jobs_and_runs(t.jobs, n.runs))?;
     if t.left_out() > 0 {
         writeln!(
             err,
-            "history: left out {} {} and {} {} whose rows could not be read (reported above)",
-            t.jobs_left_out,
-            plural(t.jobs_left_out, "job", "jobs"),
-            t.runs_left_out,
-            plural(t.runs_left_out, "run", "runs")
+            "history: left out {} whose rows could not be read (reported above)",
+            jobs_and_runs(t.jobs_left_out, t.runs_left_out)
         )?;
     }
     let lines: [(u64, &str); 15] = [
@@ -105,6 +95,15 @@ pub fn write_summary(err: &mut dyn Write, queue: &str, t: &Totals) -> io::Result
         }
     }
     Ok(())
+}
+
+/// `1 job and 2 runs`.
+fn jobs_and_runs(jobs: u64, runs: u64) -> String {
+    format!(
+        "{jobs} {} and {runs} {}",
+        plural(jobs, "job", "jobs"),
+        plural(runs, "run", "runs")
+    )
 }
 
 fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
