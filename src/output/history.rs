@@ -32,7 +32,11 @@ pub fn left_out_line(style: Style, e: &RowError) -> String {
 /// What was exported, left out, and what Lookout could not tell, with counts, never silent.
 pub fn write_summary(err: &mut dyn Write, queue: &str, t: &Totals) -> io::Result<()> {
     let n = &t.notes;
-    writeln!(err, "history: exported {} of queue `{queue}`", jobs_and_runs(t.jobs, n.runs))?;
+    writeln!(
+        err,
+        "history: exported {} of queue `{queue}`",
+        jobs_and_runs(t.jobs, n.runs)
+    )?;
     if t.left_out() > 0 {
         writeln!(
             err,
