@@ -16,9 +16,13 @@
 //! Decisions where upstream's code leaves a choice to a replayer:
 //! - a preempted run ends the job whatever the settings (upstream's preemption path never
 //!   reaches the retry engine), as decision kind `preempted`;
-//! - a returned lease avoids nothing (upstream adds node anti-affinity on the legacy path
-//!   only for a run that was attempted, which a returned lease normally was not), but its
-//!   node counts among the attempted nodes a later `avoidSameNode` retry avoids;
+//! - a returned lease is an attempted run (upstream's executor reports `runAttempted: true`
+//!   for every lease it returns except a pod that could not be scheduled, which a history
+//!   cannot tell apart), so its legacy requeue adds a `NotIn` for every attempted node, its
+//!   own included (`scheduler.go` `addNodeAntiAffinitiesForAttemptedRunsIfSchedulable`);
+//! - the `NotIn` stays on the job: a later retry without `avoidSameNode`, and a lease-expiry
+//!   retry, add nothing but keep what is avoided. Every record's `avoid_nodes` is the job's
+//!   avoided nodes after the decision, a final one's included;
 //! - every run keeps the pod name `armada-<jobId>-0` (upstream's executor reuses it).
 
 use crate::model::history::{Outcome, Run};
@@ -44,6 +48,24 @@ pub struct UpstreamJob {
 /// `policy` is the queue's first policy (else the default policy), `None` for legacy.
 #[allow(clippy::too_many_arguments)]
 pub fn evaluate(
+    policy: Option<&CompiledPolicy>,
+    settings: &Settings,
+    job: &JobContext<'_>,
+    upstream: UpstreamJob,
+    state: &mut JobState,
+    run: &Run,
+    run_index: usize,
+    failed_at: u64,
+) -> Decision {
+    let mut d = decide(policy, settings, job, upstream, state, run, run_index, failed_at);
+    d.avoid_nodes = state.nodes_attempted[..state.nodes_avoided].to_vec();
+    d
+}
+
+/// [`evaluate`] without the record's avoided nodes, which are the job's after whatever
+/// this decision added.
+#[allow(clippy::too_many_arguments)]
+fn decide(
     policy: Option<&CompiledPolicy>,
     settings: &Settings,
     job: &JobContext<'_>,
@@ -88,9 +110,12 @@ pub fn evaluate(
         counter: Some(used),
         ..Decision::fail(kind, state, global)
     };
+    // The record's limit is the policy's, as at every engine evaluation; the global one
+    // has its own field (`global_max_retries`).
+    let limit = policy.policy.retry_limit.unwrap_or(0);
     if let Some(kind) = global_limit(used, global) {
         return Decision {
-            limit: Some(global),
+            limit: Some(limit),
             ..base(kind)
         };
     }
@@ -105,7 +130,6 @@ pub fn evaluate(
         },
         None => "no rule matched".to_string(),
     });
-    let limit = policy.policy.retry_limit.unwrap_or(0);
     if action == Action::Fail {
         let kind = if matched.is_some() {
             DecisionKind::FailRule
@@ -149,12 +173,12 @@ fn legacy_gate<'p>(
 }
 
 /// The legacy path: a returned lease is requeued while `attempts < maxAttemptedRuns`
-/// (unless failFast); anything else is final.
+/// (unless failFast), avoiding every attempted node; anything else is final.
 fn legacy(
     engine_on: bool,
     settings: &Settings,
     job: &JobContext<'_>,
-    state: &JobState,
+    state: &mut JobState,
     run: &Run,
     run_index: usize,
     failed_at: u64,
@@ -165,6 +189,7 @@ fn legacy(
     }
     let attempts = u32::try_from(run_index + 1).unwrap_or(u32::MAX);
     if run.outcome == Outcome::LeaseReturned && attempts < settings.max_attempted_runs {
+        avoid_attempted_nodes(state);
         let kind = if engine_on {
             DecisionKind::LeaseReturned
         } else {
@@ -221,7 +246,6 @@ fn retry(
     state.total_retries += 1;
     let lease_expired =
         run.category.as_deref() == Some(LEASE_EXPIRED.0) && run.subcategory.as_deref() == Some(LEASE_EXPIRED.1);
-    let mut avoid_nodes = Vec::new();
     let mut memory_note = None;
     if let (RuleRef::Index(r), false) = (rule_ref, lease_expired) {
         let avoid_same = policy.policy.rules[r]
@@ -230,7 +254,7 @@ fn retry(
             .and_then(|m| m.affinity.as_ref())
             .is_some_and(|a| a.avoid_same_node);
         if avoid_same {
-            avoid_nodes.clone_from(&state.nodes_attempted);
+            avoid_attempted_nodes(state);
         }
         memory_note = apply_memory_bump(state, policy, r).map(MemoryNote::as_str);
     }
@@ -244,12 +268,17 @@ fn retry(
         total_retries: state.total_retries,
         global_max_retries: settings.global_max_retries,
         retry_after: Some(failed_at),
-        avoid_nodes,
         memory: state.memory,
         memory_note,
         next_pod_name: Some(pod_name(job.id, run_index + 1, false)),
         ..Decision::fail(DecisionKind::Retry, state, settings.global_max_retries)
     }
+}
+
+/// The scheduler's requeue with node anti-affinity: a `NotIn` for the node of every
+/// attempted run so far, this one included, added to what the job already avoids.
+fn avoid_attempted_nodes(state: &mut JobState) {
+    state.nodes_avoided = state.nodes_attempted.len();
 }
 
 /// The decision in upstream's own words (engine.go's `Reason`), for the kinds the upstream

@@ -192,3 +192,102 @@ fn baseline_engine_compares_the_design_against_upstream_on_one_policy_set() {
         (Some("Failed"), Some("Pending"))
     );
 }
+
+/// (decision, avoidNodes, limit) of every decided run of one job under `engine`.
+fn records(home: &Path, engine: &str, file: &str) -> Vec<(String, Vec<String>, Option<u64>)> {
+    let path = root().join("testdata/histories/upstream").join(file);
+    let out = simulate(home, engine, &path, &["-o", "json"]);
+    // The files' expectations are upstream's: the design misses some (exit 1).
+    let want = if engine == "upstream" { 0 } else { 1 };
+    assert_eq!(out.status.code(), Some(want), "{file} {engine}: {}", format_output(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["jobs"][0]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| {
+            let nodes = r["avoidNodes"].as_array()?;
+            Some((
+                r["decision"].as_str()?.to_string(),
+                nodes.iter().map(|n| n.as_str().unwrap().to_string()).collect(),
+                r["limit"].as_u64(),
+            ))
+        })
+        .collect()
+}
+
+fn rec(decision: &str, nodes: &[&str], limit: Option<u64>) -> (String, Vec<String>, Option<u64>) {
+    (
+        decision.to_string(),
+        nodes.iter().map(|n| n.to_string()).collect(),
+        limit,
+    )
+}
+
+/// SPEC §2.10: upstream's avoidance is the job's node anti-affinity. A returned lease is an
+/// attempted run whose requeue avoids every attempted node, and a later retry without
+/// `avoidSameNode` (or the final decision) keeps what is avoided; `limit` on
+/// `fail_global_limit` is the policy's. The design avoids only started runs' nodes, and
+/// only on the retry that asks.
+#[test]
+fn upstream_avoidance_grows_with_returned_leases_and_persists() {
+    let home = temp_home();
+    let file = "lease-return-avoids-attempted-nodes.yaml";
+    assert_eq!(
+        records(home.path(), "upstream", file),
+        [
+            rec("retry", &[], Some(10)),
+            rec("lease_returned", &["n1", "n2"], None),
+            rec("retry", &["n1", "n2", "n3"], Some(10)),
+        ]
+    );
+    assert_eq!(
+        records(home.path(), "design", file),
+        [
+            rec("retry", &[], Some(10)),
+            rec("lease_returned", &[], None),
+            rec("retry", &["n1", "n3"], Some(10)),
+        ]
+    );
+    let file = "avoidance-persists.yaml";
+    assert_eq!(
+        records(home.path(), "upstream", file),
+        [
+            rec("retry", &["n1"], Some(10)),
+            rec("retry", &["n1"], Some(10)),
+            rec("retry", &["n1", "n2", "n3"], Some(10)),
+            rec("fail_global_limit", &["n1", "n2", "n3"], Some(10)),
+        ]
+    );
+    assert_eq!(
+        records(home.path(), "design", file),
+        [
+            rec("retry", &["n1"], Some(10)),
+            rec("retry", &[], Some(10)),
+            rec("retry", &["n1", "n2", "n3"], Some(10)),
+            rec("fail_global_limit", &[], Some(10)),
+        ]
+    );
+
+    // The table shows the same records: the returned lease's row lists n1,n2.
+    let path = root().join("testdata/histories/upstream/lease-return-avoids-attempted-nodes.yaml");
+    let out = simulate(home.path(), "upstream", &path, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("lease returned") && row.ends_with(" n1,n2"), "{row}");
+    let path = root().join("testdata/histories/upstream/avoidance-persists.yaml");
+    let out = simulate(home.path(), "upstream", &path, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("3 "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        row.contains("3 of 10") && row.contains("3 of 3") && row.ends_with(" n1,n2,n3"),
+        "{row}"
+    );
+}
