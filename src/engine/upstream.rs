@@ -120,7 +120,7 @@ fn decide(
         };
     }
     let matched = first_matching_rule(policy, run);
-    let action = matched.map_or(policy.policy.default_action, |r| policy.policy.rules[r].action);
+    let action = matched.map_or(policy.policy.default_action(), |r| policy.policy.rules[r].action);
     let rule_ref = matched.map_or(RuleRef::Default, RuleRef::Index);
     let signal = Some(match matched {
         Some(_) => match (&run.category, &run.subcategory) {

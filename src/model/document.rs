@@ -349,7 +349,7 @@ fn validate_resource(resource: &Resource) -> Vec<Diagnostic> {
 
 /// A validator message names fields in the wire layout; a v1beta1 document spells the
 /// category matchers `onCategory` / `onSubcategory`, so the message does too.
-fn document_message(message: &str, kind: Kind, version: ApiVersion) -> String {
+pub(super) fn document_message(message: &str, kind: Kind, version: ApiVersion) -> String {
     match (kind, version) {
         (Kind::RetryPolicy, ApiVersion::V1beta1) => message
             .replace("`onFailureSubcategory`", "`onSubcategory`")
@@ -527,7 +527,7 @@ fn decode_policy_v1(dec: &mut Decoder, node: &Node) -> Option<RetryPolicy> {
         policy.retry_limit = dec.u32(n, "spec.retryLimit");
     }
     if let Some(n) = spec_fields.get("defaultAction") {
-        policy.default_action = action(dec, n, "spec.defaultAction").unwrap_or_default();
+        policy.default_action = action(dec, n, "spec.defaultAction");
     }
     if let Some(n) = spec_fields.get("backoff") {
         policy.backoff = backoff(dec, n, "spec.backoff");
@@ -643,8 +643,18 @@ fn decode_policy_v1beta1(dec: &mut Decoder, node: &Node) -> Option<RetryPolicy> 
     if let Some(n) = top.get("retryLimit") {
         policy.retry_limit = dec.u32(n, "retryLimit").or(Some(0));
     }
-    if let Some(n) = top.get("defaultAction") {
-        policy.default_action = action(dec, n, "defaultAction").unwrap_or_default();
+    match top.get("defaultAction") {
+        Some(n) => policy.default_action = action(dec, n, "defaultAction"),
+        // Upstream refuses a policy without one (`validation.go`), and its engine will not
+        // default it: a truncated definition must not become "retry everything" or "fail
+        // everything" silently. The design dialect (v1) keeps its documented `Fail`.
+        None => dec.error(
+            node,
+            "missing-field",
+            "defaultAction",
+            "missing required field `defaultAction`: `armadaproject.io/v1beta1` (upstream Armada) \
+             refuses a policy without one; write `defaultAction: Fail` or `defaultAction: Retry`",
+        ),
     }
     if let Some(n) = top.get("rules") {
         if let Some(items) = dec.seq(n, "rules") {

@@ -81,7 +81,7 @@ pub fn write_policy(
     writeln!(
         out,
         "Default action:  {}",
-        match policy.default_action {
+        match policy.default_action() {
             Action::Fail => "Fail: a failure no rule matches fails the job".to_string(),
             Action::Retry => format!(
                 "Retry: a failure no rule matches is retried, up to {} times",
@@ -102,7 +102,7 @@ pub fn write_policy(
             write_rule(out, i + 1, rule, policy, scheduler)?;
         }
     }
-    if policy.default_action == Action::Retry {
+    if policy.default_action() == Action::Retry {
         writeln!(out, "  default (no rule matched): Retry")?;
         write_retry_details(out, None, policy, scheduler)?;
     }
@@ -310,7 +310,7 @@ pub fn write_queue(
                     i + 1,
                     p.rules.len(),
                     if p.rules.len() == 1 { "rule" } else { "rules" },
-                    p.default_action.as_str()
+                    p.default_action().as_str()
                 )?;
                 for (r, rule) in p.rules.iter().enumerate() {
                     let detail = match rule.action {

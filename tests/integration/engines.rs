@@ -158,12 +158,73 @@ fn upstream_refuses_a_policy_it_cannot_read_naming_every_field() {
         .unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", format_output(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("the upstream engine cannot evaluate these fields (upstream Armada cannot store them):\n  testdata/policies/valid/infra.yaml: policy `infra`: spec.rules[0].onConditions"),
-        "{err}"
+    assert_eq!(
+        err,
+        "error: the upstream engine cannot evaluate these fields (upstream Armada cannot store them):
+  testdata/policies/valid/infra.yaml: policy `infra`: spec.defaultAction (unset: upstream refuses a policy without one)
+  testdata/policies/valid/infra.yaml: policy `infra`: spec.rules[0].onConditions
+  testdata/policies/valid/infra.yaml: policy `infra`: spec.rules[0] (no category: upstream stores only category rules)
+  testdata/policies/valid/infra.yaml: policy `infra`: spec.rules[0].antiAffinity
+
+hint: use --engine design, or keep the policy to what upstream stores (see `retryctl validate --upstream`)
+"
     );
-    assert!(err.contains("hint: use --engine design"), "{err}");
     assert!(out.stdout.is_empty());
+}
+
+/// SPEC §2.10, §5: a policy without `defaultAction` is refused by the upstream engine on
+/// either side of a comparison, naming the field, and the hint names the flag that chose
+/// that side's engine. The design engine reads it as `Fail`.
+#[test]
+fn upstream_refuses_a_policy_without_default_action_on_either_side() {
+    let home = temp_home();
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("no-default.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 3\n  rules:\n    - {action: Retry, onCategory: gpu}\n",
+    )
+    .unwrap();
+    let history = dir.path().join("h.yaml");
+    std::fs::write(
+        &history,
+        "apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob: {id: j}\nruns:\n  - {node: n1, category: app-error}\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        retryctl(home.path())
+            .args(["simulate", "-f"])
+            .arg(&policy)
+            .args(args)
+            .arg("--history")
+            .arg(&history)
+            .output()
+            .unwrap()
+    };
+    let refused = |what: &str, flag: &str| {
+        format!(
+            "error: {what} cannot evaluate these fields (upstream Armada cannot store them):
+  {}: policy `p`: spec.defaultAction (unset: upstream refuses a policy without one)
+
+hint: use {flag} design, or keep the policy to what upstream stores (see `retryctl validate --upstream`)
+",
+            policy.display()
+        )
+    };
+    let out = run(&["--engine", "upstream"]);
+    assert_eq!(out.status.code(), Some(3), "{}", format_output(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), refused("the upstream engine", "--engine"));
+    let baseline = policy.to_str().unwrap();
+    let out = run(&["--baseline", baseline, "--baseline-engine", "upstream"]);
+    assert_eq!(out.status.code(), Some(3), "{}", format_output(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        refused("the baseline's upstream engine", "--baseline-engine")
+    );
+    // The design engine keeps the documented default, Fail.
+    let out = run(&["--engine", "design", "-o", "json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", format_output(&out)));
+    assert_eq!(v["jobs"][0]["runs"][0]["decision"], "fail_default", "{v}");
 }
 
 #[test]
