@@ -501,8 +501,6 @@ pub fn document_path(path: &str, kind: Kind, version: ApiVersion) -> String {
 // ---------------------------------------------------------------------------------------
 // RetryPolicy
 
-const V1BETA1_TOP: [&str; 6] = ["apiVersion", "kind", "name", "retryLimit", "defaultAction", "rules"];
-const V1BETA1_RULE: [&str; 4] = ["action", "onCategory", "onSubcategory", "mutate"];
 
 fn decode_policy(dec: &mut Decoder, node: &Node, version: ApiVersion) -> Option<RetryPolicy> {
     match version {
@@ -631,7 +629,7 @@ fn category_list(dec: &mut Decoder, node: &Node, path: &str) -> Option<Vec<Strin
 }
 
 fn decode_policy_v1beta1(dec: &mut Decoder, node: &Node) -> Option<RetryPolicy> {
-    let top = dec.fields(node, "", &V1BETA1_TOP)?;
+    let top = dec.fields(node, "", &fields::names(fields::RETRY_POLICY_V1BETA1))?;
     let mut policy = RetryPolicy {
         // Upstream meaning: an absent limit is 0, never retry.
         retry_limit: Some(0),
@@ -661,7 +659,7 @@ fn decode_policy_v1beta1(dec: &mut Decoder, node: &Node) -> Option<RetryPolicy> 
             for (i, item) in items.iter().enumerate() {
                 let path = index("rules", i);
                 let mut rule = Rule::default();
-                if let Some(f) = dec.fields(item, &path, &V1BETA1_RULE) {
+                if let Some(f) = dec.fields(item, &path, &fields::names(fields::RULE_V1BETA1)) {
                     if let Some(a) = dec.require(&f, item, "action") {
                         rule.action = action(dec, a, &f.path_of("action")).unwrap_or_default();
                     }
