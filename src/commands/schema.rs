@@ -4,15 +4,24 @@
 
 use crate::app::Context;
 use crate::cli::{SchemaArgs, SchemaKind};
-use crate::error::ExitCode;
+use crate::error::{CliError, ExitCode};
 use crate::model::fields;
 use crate::output::schema;
 
 /// Where the published schemas live in the repository (the `$id`s), for editors.
 pub const SCHEMA_BASE: &str = "https://github.com/armadaproject/retryctl/schemas";
 
+/// The kinds `schema` and `explain` know, for the usage error of either without one.
+pub const KINDS: &str = "`retrypolicy` (`rp`), `queue` (`q`) or `failurehistory`";
+
 pub fn run(ctx: &mut Context, args: &SchemaArgs) -> anyhow::Result<ExitCode> {
-    let value = match args.kind {
+    // As `kubectl explain` with no resource: a usage error that lists what there is.
+    let Some(kind) = args.kind else {
+        return Err(CliError::usage(format!("name the kind of document: {KINDS}"))
+            .with_hint("for example `retryctl schema retrypolicy > .schemas/retrypolicy.json`")
+            .into());
+    };
+    let value = match kind {
         SchemaKind::Retrypolicy => schema::schema_one_of(
             &format!("{SCHEMA_BASE}/retrypolicy.json"),
             "Armada RetryPolicy (armadaproject.io/v1 or armadaproject.io/v1beta1)",

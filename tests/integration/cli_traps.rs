@@ -368,3 +368,45 @@ fn the_schemas_accept_what_validate_accepts() {
     assert!(accepted >= 60, "only {accepted} valid documents checked");
     assert!(rejected >= 30, "only {rejected} invalid documents rejected");
 }
+
+/// Issue 25: `explain` finds a field the path misplaces (`retrypolicy.rules` is
+/// `retrypolicy.spec.rules`), explains upstream's flat layout with `--api-version` (as
+/// `kubectl explain --api-version`), points from one dialect to the other, and `explain` or
+/// `schema` without a kind is a usage error that lists the kinds (as `kubectl explain`).
+#[test]
+fn explain_finds_misplaced_fields_and_the_v1beta1_layout() {
+    let home = temp_home();
+    let run = |args: &[&str]| exchange(retryctl(home.path()).args(args));
+    assert_eq!(
+        run(&["explain", "retrypolicy.rules"]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: field `rules` does not exist in `retrypolicy`; its fields are `apiVersion`, `kind`, `metadata`, `spec`; did you mean `retrypolicy.spec.rules`?\n"
+    );
+    assert_eq!(
+        run(&["explain", "rp.rules.onExitCodes.operator"]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: field `rules` does not exist in `rp`; its fields are `apiVersion`, `kind`, `metadata`, `spec`; did you mean `rp.spec.rules.onExitCodes.operator`?\n"
+    );
+    let flat = run(&["explain", "retrypolicy", "--api-version", "armadaproject.io/v1beta1"]);
+    assert!(flat.starts_with("exit: 0\n--- stdout\nKIND:     RetryPolicy (armadaproject.io/v1beta1)\n"), "{flat}");
+    assert!(flat.contains("   defaultAction\t<enum> -required-\n"), "{flat}");
+    let rule = run(&["explain", "rp.rules", "--api-version", "armadaproject.io/v1beta1"]);
+    assert!(rule.contains("FIELD:    rules <[]object>"), "{rule}");
+    for field in ["action", "onCategory", "onSubcategory", "mutate"] {
+        assert!(rule.contains(&format!("   {field}\t<")), "{field}: {rule}");
+    }
+    assert_eq!(
+        run(&["explain", "rp.metadata", "--api-version", "armadaproject.io/v1beta1"]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: field `metadata` does not exist in `rp`; its fields are `apiVersion`, `kind`, `name`, `retryLimit`, `defaultAction`, `rules`; `rp.metadata` is in the `armadaproject.io/v1` layout (`--api-version armadaproject.io/v1`)\n"
+    );
+    assert_eq!(
+        run(&["explain", "failurehistory", "--api-version", "armadaproject.io/v1beta1"]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: a FailureHistory has no `armadaproject.io/v1beta1` layout: it is `armadaproject.io/v1` only\n"
+    );
+    assert_eq!(
+        run(&["schema"]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: name the kind of document: `retrypolicy` (`rp`), `queue` (`q`) or `failurehistory`\n\nhint: for example `retryctl schema retrypolicy > .schemas/retrypolicy.json`\n"
+    );
+    assert_eq!(
+        run(&["explain"]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: name the kind of document to explain: `retrypolicy` (`rp`), `queue` (`q`) or `failurehistory`\n\nhint: for example `retryctl explain retrypolicy.spec.rules`\n"
+    );
+}
