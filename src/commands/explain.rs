@@ -45,9 +45,11 @@ fn layout(kind: Kind, version: ApiVersion) -> Option<Layout> {
 
 pub fn run(ctx: &mut Context, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let Some(full) = args.path.as_deref() else {
-        return Err(CliError::usage(format!("name the kind of document to explain: {KINDS}"))
-            .with_hint("for example `retryctl explain retrypolicy.spec.rules`")
-            .into());
+        return Err(
+            CliError::usage(format!("name the kind of document to explain: {KINDS}"))
+                .with_hint("for example `retryctl explain retrypolicy.spec.rules`")
+                .into(),
+        );
     };
     let (noun, path) = full.split_once('.').unwrap_or((full, ""));
     let kind = match noun_kind(noun) {

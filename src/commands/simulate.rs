@@ -52,7 +52,13 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     let candidate = if args.from_server {
         Some(load_from_server(ctx, args, engine)?)
     } else {
-        load_policies(ctx, &args.source.files, args, engine.unwrap_or_default(), Side::Candidate)?
+        load_policies(
+            ctx,
+            &args.source.files,
+            args,
+            engine.unwrap_or_default(),
+            Side::Candidate,
+        )?
     };
     let baseline = match (&candidate, args.baseline.is_empty()) {
         (Some(sim), false) => {

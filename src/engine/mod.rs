@@ -921,7 +921,9 @@ fn first_match(policies: Policies<'_>, facts: &RunFacts<'_>) -> Option<(usize, u
 
 /// SPEC §2.4, no rule matched: the first effective policy whose default action is `Retry`.
 fn default_retry(policies: &[&CompiledPolicy]) -> Option<usize> {
-    policies.iter().position(|cp| cp.policy.default_action() == Action::Retry)
+    policies
+        .iter()
+        .position(|cp| cp.policy.default_action() == Action::Retry)
 }
 
 /// SPEC §2.4: a retry is granted iff the matched counter is below its effective limit

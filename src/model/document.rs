@@ -501,7 +501,6 @@ pub fn document_path(path: &str, kind: Kind, version: ApiVersion) -> String {
 // ---------------------------------------------------------------------------------------
 // RetryPolicy
 
-
 fn decode_policy(dec: &mut Decoder, node: &Node, version: ApiVersion) -> Option<RetryPolicy> {
     match version {
         ApiVersion::V1 => decode_policy_v1(dec, node),

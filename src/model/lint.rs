@@ -195,7 +195,11 @@ pub fn upstream_errors(policy: &RetryPolicy) -> Vec<Diagnostic> {
                     " (more than one category)" | " (more than one subcategory)" => format!(
                         "upstream Armada stores one {} per rule, and `{field}` lists more than one; \
                          `create` against an upstream server refuses this policy",
-                        if field.ends_with("Subcategory") { "subcategory" } else { "category" }
+                        if field.ends_with("Subcategory") {
+                            "subcategory"
+                        } else {
+                            "category"
+                        }
                     ),
                     _ => format!(
                         "upstream Armada cannot store `{field}`{why}; `create` against an upstream server \

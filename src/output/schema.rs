@@ -248,8 +248,8 @@ mod tests {
     fn quantity_pattern_agrees_with_the_parser() {
         let re = regex::Regex::new(QUANTITY_PATTERN).unwrap();
         for text in [
-            "512Mi", "1Gi", "1.5G", "100m", "1e3", "1E-3", "0", "0.0", "-1Gi", "+1Gi", "1Gb", "abc", "", "1.", ".5", ".", "1..2",
-            "2500k", "0.001m", "00", "1e", "1Ki ", " 2", "1KiB", "1i",
+            "512Mi", "1Gi", "1.5G", "100m", "1e3", "1E-3", "0", "0.0", "-1Gi", "+1Gi", "1Gb", "abc", "", "1.", ".5",
+            ".", "1..2", "2500k", "0.001m", "00", "1e", "1Ki ", " 2", "1KiB", "1i",
         ] {
             let parsed = crate::model::quantity::parse_quantity(text).is_ok_and(|b| b > 0.0);
             assert_eq!(re.is_match(text), parsed, "`{text}`");
@@ -261,8 +261,23 @@ mod tests {
     fn action_pattern_agrees_with_the_parser() {
         let re = regex::Regex::new(ACTION_PATTERN).unwrap();
         for text in [
-            "Retry", "retry", "FAIL", "fAiL", "1", "2", "3", "0", "RETRY_ACTION_RETRY", "retry_action_fail",
-            "RETRY_ACTION_2", "RETRY_ACTION_", "Retri", " Retry ", "", "RETRY_ACTION_UNSPECIFIED", "RetryFail",
+            "Retry",
+            "retry",
+            "FAIL",
+            "fAiL",
+            "1",
+            "2",
+            "3",
+            "0",
+            "RETRY_ACTION_RETRY",
+            "retry_action_fail",
+            "RETRY_ACTION_2",
+            "RETRY_ACTION_",
+            "Retri",
+            " Retry ",
+            "",
+            "RETRY_ACTION_UNSPECIFIED",
+            "RetryFail",
         ] {
             assert_eq!(re.is_match(text), Action::parse(text).is_some(), "`{text}`");
         }

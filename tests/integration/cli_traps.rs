@@ -341,7 +341,10 @@ fn the_schemas_accept_what_validate_accepts() {
                 _ => &policy,
             };
             let valid = decoded.is_valid() && parsed.syntax_error.is_none();
-            let errors: Vec<String> = v.iter_errors(doc).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+            let errors: Vec<String> = v
+                .iter_errors(doc)
+                .map(|e| format!("{} at {}", e, e.instance_path()))
+                .collect();
             let label = format!("{rel} document {}", i + 1);
             match (valid, errors.is_empty()) {
                 (true, true) => accepted += 1,
@@ -349,7 +352,9 @@ fn the_schemas_accept_what_validate_accepts() {
                 (false, false) => {
                     rejected += 1;
                     if SCHEMA_CANNOT_TELL.contains(&rel.as_str()) {
-                        wrong.push(format!("{label}: the schema rejects it; take it off SCHEMA_CANNOT_TELL"));
+                        wrong.push(format!(
+                            "{label}: the schema rejects it; take it off SCHEMA_CANNOT_TELL"
+                        ));
                     }
                 }
                 (false, true) if SCHEMA_CANNOT_TELL.contains(&rel.as_str()) => cannot_tell.push(rel.clone()),
@@ -386,7 +391,10 @@ fn explain_finds_misplaced_fields_and_the_v1beta1_layout() {
         "exit: 2\n--- stdout\n--- stderr\nerror: field `rules` does not exist in `rp`; its fields are `apiVersion`, `kind`, `metadata`, `spec`; did you mean `rp.spec.rules.onExitCodes.operator`?\n"
     );
     let flat = run(&["explain", "retrypolicy", "--api-version", "armadaproject.io/v1beta1"]);
-    assert!(flat.starts_with("exit: 0\n--- stdout\nKIND:     RetryPolicy (armadaproject.io/v1beta1)\n"), "{flat}");
+    assert!(
+        flat.starts_with("exit: 0\n--- stdout\nKIND:     RetryPolicy (armadaproject.io/v1beta1)\n"),
+        "{flat}"
+    );
     assert!(flat.contains("   defaultAction\t<enum> -required-\n"), "{flat}");
     let rule = run(&["explain", "rp.rules", "--api-version", "armadaproject.io/v1beta1"]);
     assert!(rule.contains("FIELD:    rules <[]object>"), "{rule}");

@@ -319,7 +319,11 @@ fn upstream_server_is_never_sent_a_policy_without_default_action() {
         "{:?}",
         stub.requests()
     );
-    std::fs::write(&file, body.replace("retryLimit: 3\n", "retryLimit: 3\n  defaultAction: Fail\n")).unwrap();
+    std::fs::write(
+        &file,
+        body.replace("retryLimit: 3\n", "retryLimit: 3\n  defaultAction: Fail\n"),
+    )
+    .unwrap();
     let out = run(home.path(), &stub.url, &["create", "-f", path]);
     assert!(out.starts_with("exit: 0\n"), "{out}");
 }

@@ -213,7 +213,10 @@ hint: use {flag} design, or keep the policy to what upstream stores (see `retryc
     };
     let out = run(&["--engine", "upstream"]);
     assert_eq!(out.status.code(), Some(3), "{}", format_output(&out));
-    assert_eq!(String::from_utf8_lossy(&out.stderr), refused("the upstream engine", "--engine"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        refused("the upstream engine", "--engine")
+    );
     let baseline = policy.to_str().unwrap();
     let out = run(&["--baseline", baseline, "--baseline-engine", "upstream"]);
     assert_eq!(out.status.code(), Some(3), "{}", format_output(&out));
@@ -260,7 +263,12 @@ fn records(home: &Path, engine: &str, file: &str) -> Vec<(String, Vec<String>, O
     let out = simulate(home, engine, &path, &["-o", "json"]);
     // The files' expectations are upstream's: the design misses some (exit 1).
     let want = if engine == "upstream" { 0 } else { 1 };
-    assert_eq!(out.status.code(), Some(want), "{file} {engine}: {}", format_output(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(want),
+        "{file} {engine}: {}",
+        format_output(&out)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     v["jobs"][0]["runs"]
         .as_array()

@@ -494,7 +494,14 @@ fn upstream_policy_pair_replays_the_week_under_the_upstream_engine() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let refused = retryctl(home.path())
-        .args(["simulate", "-f", "testdata/lookout/new", "--engine", "upstream", "--history"])
+        .args([
+            "simulate",
+            "-f",
+            "testdata/lookout/new",
+            "--engine",
+            "upstream",
+            "--history",
+        ])
         .arg(&file)
         .output()
         .unwrap();
@@ -533,14 +540,23 @@ fn upstream_policy_pair_replays_the_week_under_the_upstream_engine() {
     );
     // Upstream ends a job at its preemption: ml-03's later run contradicts that engine.
     let out = retryctl(home.path())
-        .args(["simulate", "-f", "testdata/lookout/upstream-new", "--engine", "upstream", "--history"])
+        .args([
+            "simulate",
+            "-f",
+            "testdata/lookout/upstream-new",
+            "--engine",
+            "upstream",
+            "--history",
+        ])
         .arg(&file)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("job `ml-03`: history contradicts the decisions: run 1 follows the end of the job at run 0 (Failed)"),
+        err.contains(
+            "job `ml-03`: history contradicts the decisions: run 1 follows the end of the job at run 0 (Failed)"
+        ),
         "{err}"
     );
 }

@@ -266,14 +266,23 @@ fn describe_queue_says_where_the_global_cap_comes_from() {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
-        String::from_utf8(out.stdout).unwrap().lines().last().unwrap().to_string()
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap()
+            .to_string()
     };
     assert_eq!(
         last(&[]),
         "Global cap:      20 retries per job (retryctl's default without --scheduler-config, not your scheduler's: upstream Armada ships `enabled: false, globalMaxRetries: 5`; pass --scheduler-config FILE for yours)"
     );
     let config = home.path().join("scheduler.yaml");
-    std::fs::write(&config, "scheduling:\n  retryPolicy:\n    enabled: true\n    globalMaxRetries: 5\n").unwrap();
+    std::fs::write(
+        &config,
+        "scheduling:\n  retryPolicy:\n    enabled: true\n    globalMaxRetries: 5\n",
+    )
+    .unwrap();
     let config = config.to_str().unwrap();
     assert_eq!(
         last(&["--scheduler-config", config]),

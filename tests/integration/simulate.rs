@@ -343,7 +343,12 @@ fn memory_is_printed_exactly_in_every_format() {
     let home = temp_home();
     let run = |history: &str, format: &str| {
         let out = retryctl(home.path())
-            .args(["simulate", "-f", "testdata/policies/valid/upstream-v1beta1.yaml", "--history"])
+            .args([
+                "simulate",
+                "-f",
+                "testdata/policies/valid/upstream-v1beta1.yaml",
+                "--history",
+            ])
             .arg(format!("testdata/histories/memory/{history}"))
             .args(["-o", format])
             .output()
@@ -367,7 +372,11 @@ fn memory_is_printed_exactly_in_every_format() {
         let json: serde_json::Value = serde_json::from_str(&run(history, "json")).unwrap();
         let yaml: serde_json::Value = serde_yaml::from_str(&run(history, "yaml")).unwrap();
         let jsonl: serde_json::Value = serde_json::from_str(run(history, "jsonl").lines().next().unwrap()).unwrap();
-        for (format, job) in [("json", &json["jobs"][0]), ("yaml", &yaml["jobs"][0]), ("jsonl", &jsonl)] {
+        for (format, job) in [
+            ("json", &json["jobs"][0]),
+            ("yaml", &yaml["jobs"][0]),
+            ("jsonl", &jsonl),
+        ] {
             let memory: Vec<&str> = job["runs"]
                 .as_array()
                 .unwrap()

@@ -287,7 +287,13 @@ fn a_returned_lease_avoids_every_attempted_node_and_avoidance_persists() {
         ..on("n2", "")
     };
     let history = FailureHistory {
-        runs: vec![on("n1", "app"), returned, on("n3", "oom"), on("n4", "app"), on("n5", "app")],
+        runs: vec![
+            on("n1", "app"),
+            returned,
+            on("n3", "oom"),
+            on("n4", "app"),
+            on("n5", "app"),
+        ],
         ..FailureHistory::default()
     };
     let report = replay_upstream(avoiding_policy(), &history, &Settings::default());
