@@ -57,102 +57,89 @@ pub fn evaluate(
     run_index: usize,
     failed_at: u64,
 ) -> Decision {
-    let mut d = decide(policy, settings, job, upstream, state, run, run_index, failed_at);
+    let global = settings.global_max_retries;
+    // Every record lists the job's avoided nodes after the decision, whichever path decided.
+    let mut d = 'decided: {
+        if run.outcome == Outcome::Cancelled {
+            break 'decided Decision::fail(DecisionKind::Cancelled, state, global);
+        }
+        if run.conditions.contains(&Condition::Preempted) {
+            break 'decided Decision::fail(DecisionKind::Preempted, state, global);
+        }
+        if let Some(node) = &run.node {
+            if !state.nodes_attempted.contains(node) {
+                state.nodes_attempted.push(node.clone());
+            }
+        }
+        let policy = match legacy_gate(policy, settings, job, upstream, run) {
+            Ok(p) => p,
+            Err(()) => {
+                break 'decided legacy(
+                    policy.is_some() && settings.enabled,
+                    settings,
+                    job,
+                    state,
+                    run,
+                    run_index,
+                    failed_at,
+                )
+            }
+        };
+        // FailureCount: failed runs so far, this one included; preempted and returned runs
+        // never reach this point, so they never count. Lease expiry does.
+        state.failures += 1;
+        let used = state.failures - 1;
+        let base = |kind| Decision {
+            policy: Some(0),
+            counter: Some(used),
+            ..Decision::fail(kind, state, global)
+        };
+        // The record's limit is the policy's, as at every engine evaluation; the global one
+        // has its own field (`global_max_retries`).
+        let limit = policy.policy.retry_limit.unwrap_or(0);
+        if let Some(kind) = global_limit(used, global) {
+            break 'decided Decision {
+                limit: Some(limit),
+                ..base(kind)
+            };
+        }
+        let matched = first_matching_rule(policy, run);
+        let action = matched.map_or(policy.policy.default_action(), |r| policy.policy.rules[r].action);
+        let rule_ref = matched.map_or(RuleRef::Default, RuleRef::Index);
+        let signal = Some(match matched {
+            Some(_) => match (&run.category, &run.subcategory) {
+                (Some(c), Some(s)) => format!("category {c}/{s}"),
+                (Some(c), None) => format!("category {c}"),
+                _ => "no category".to_string(),
+            },
+            None => "no rule matched".to_string(),
+        });
+        if action == Action::Fail {
+            let kind = if matched.is_some() {
+                DecisionKind::FailRule
+            } else {
+                DecisionKind::FailDefault
+            };
+            break 'decided Decision {
+                rule: Some(rule_ref),
+                signal,
+                ..base(kind)
+            };
+        }
+        if used >= limit {
+            break 'decided Decision {
+                rule: Some(rule_ref),
+                signal,
+                limit: Some(limit),
+                ..base(DecisionKind::FailPolicyLimit)
+            };
+        }
+        retry(
+            policy, settings, job, state, run, run_index, failed_at, rule_ref, signal, limit,
+        )
+    };
     d.avoid_nodes = state.nodes_attempted[..state.nodes_avoided].to_vec();
     d
-}
-
-/// [`evaluate`] without the record's avoided nodes, which are the job's after whatever
-/// this decision added.
-#[allow(clippy::too_many_arguments)]
-fn decide(
-    policy: Option<&CompiledPolicy>,
-    settings: &Settings,
-    job: &JobContext<'_>,
-    upstream: UpstreamJob,
-    state: &mut JobState,
-    run: &Run,
-    run_index: usize,
-    failed_at: u64,
-) -> Decision {
-    let global = settings.global_max_retries;
-    if run.outcome == Outcome::Cancelled {
-        return Decision::fail(DecisionKind::Cancelled, state, global);
-    }
-    if run.conditions.contains(&Condition::Preempted) {
-        return Decision::fail(DecisionKind::Preempted, state, global);
-    }
-    if let Some(node) = &run.node {
-        if !state.nodes_attempted.contains(node) {
-            state.nodes_attempted.push(node.clone());
-        }
-    }
-    let policy = match legacy_gate(policy, settings, job, upstream, run) {
-        Ok(p) => p,
-        Err(()) => {
-            return legacy(
-                policy.is_some() && settings.enabled,
-                settings,
-                job,
-                state,
-                run,
-                run_index,
-                failed_at,
-            )
-        }
-    };
-    // FailureCount: failed runs so far, this one included; preempted and returned runs
-    // never reach this point, so they never count. Lease expiry does.
-    state.failures += 1;
-    let used = state.failures - 1;
-    let base = |kind| Decision {
-        policy: Some(0),
-        counter: Some(used),
-        ..Decision::fail(kind, state, global)
-    };
-    // The record's limit is the policy's, as at every engine evaluation; the global one
-    // has its own field (`global_max_retries`).
-    let limit = policy.policy.retry_limit.unwrap_or(0);
-    if let Some(kind) = global_limit(used, global) {
-        return Decision {
-            limit: Some(limit),
-            ..base(kind)
-        };
-    }
-    let matched = first_matching_rule(policy, run);
-    let action = matched.map_or(policy.policy.default_action(), |r| policy.policy.rules[r].action);
-    let rule_ref = matched.map_or(RuleRef::Default, RuleRef::Index);
-    let signal = Some(match matched {
-        Some(_) => match (&run.category, &run.subcategory) {
-            (Some(c), Some(s)) => format!("category {c}/{s}"),
-            (Some(c), None) => format!("category {c}"),
-            _ => "no category".to_string(),
-        },
-        None => "no rule matched".to_string(),
-    });
-    if action == Action::Fail {
-        let kind = if matched.is_some() {
-            DecisionKind::FailRule
-        } else {
-            DecisionKind::FailDefault
-        };
-        return Decision {
-            rule: Some(rule_ref),
-            signal,
-            ..base(kind)
-        };
-    }
-    if used >= limit {
-        return Decision {
-            rule: Some(rule_ref),
-            signal,
-            limit: Some(limit),
-            ..base(DecisionKind::FailPolicyLimit)
-        };
-    }
-    retry(
-        policy, settings, job, state, run, run_index, failed_at, rule_ref, signal, limit,
-    )
 }
 
 /// scheduler.go's gates, in order: no policy, gang, failFast, a returned lease → the legacy

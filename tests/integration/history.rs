@@ -75,12 +75,10 @@ fn db_filters_queue_jobset_job_and_time() {
     assert_eq!(h(&["--queue", "nope"]), Vec::<String>::new());
 }
 
-#[test]
-fn imported_history_replays_through_simulate_with_exact_outcomes() {
-    let Some(db) = fixture_db("replay") else { return };
-    let home = temp_home();
-    let file = home.path().join("week.jsonl");
-    let out = retryctl(home.path())
+/// The fixture's week of queue `ml`, exported to `HOME/week.jsonl` (nothing on stdout).
+fn export_week(home: &Path, db: &Db) -> std::path::PathBuf {
+    let file = home.join("week.jsonl");
+    let out = retryctl(home)
         .args(["history", "--queue", "ml", "--lookout-db", &db.dsn, "--output-file"])
         .arg(&file)
         .args(WINDOW)
@@ -88,6 +86,14 @@ fn imported_history_replays_through_simulate_with_exact_outcomes() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stdout.is_empty());
+    file
+}
+
+#[test]
+fn imported_history_replays_through_simulate_with_exact_outcomes() {
+    let Some(db) = fixture_db("replay") else { return };
+    let home = temp_home();
+    let file = export_week(home.path(), &db);
     let finals = |policies: &str| -> Vec<(String, String, u64)> {
         let out = retryctl(home.path())
             .args(["simulate", "-f", policies, "-o", "jsonl", "--history"])
@@ -485,14 +491,7 @@ fn an_unnamed_container_is_matched_only_by_rules_without_container_name() {
 fn upstream_policy_pair_replays_the_week_under_the_upstream_engine() {
     let Some(db) = fixture_db("upstream") else { return };
     let home = temp_home();
-    let file = home.path().join("week.jsonl");
-    let out = retryctl(home.path())
-        .args(["history", "--queue", "ml", "--lookout-db", &db.dsn, "--output-file"])
-        .arg(&file)
-        .args(WINDOW)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let file = export_week(home.path(), &db);
     let refused = retryctl(home.path())
         .args([
             "simulate",
