@@ -1,28 +1,56 @@
-//! Connection settings: URL, credentials and timeout, resolved from flags > environment >
-//! config file > defaults (SPEC §4).
+//! Connection settings: where the Armada server is, the one set of credentials to send, TLS
+//! and the timeout, from flags > environment > config file > defaults (SPEC §4).
 //!
-//! Owns: the precedence rules and running `execAuth`. Must not: send requests (that is
-//! `client`) or print anything.
+//! Owns: the precedence rules, the rules a server URL must follow, reading `--token-file`
+//! and running `execAuth`. Must not: send requests (that is `client`), print anything, or
+//! read the config file's format (that is `config`).
+//!
+//! Resolution is in two steps, so that a command resolves only what it uses:
+//! - [`resolve`] reads what every server-facing command shares (the timeout, the context,
+//!   TLS, `-v`) and the candidates for the address and the credentials. It fails only on
+//!   those: a bad `--timeout`, an unknown context, an unreadable config file, contradicting
+//!   TLS settings, an empty `--token` or one given twice.
+//! - [`Settings::server`] chooses the Armada address and [`Settings::credentials`] the
+//!   credentials, on demand. Commands that talk to Armada get both from
+//!   [`Settings::armada_client`]; `history --lookout-url` talks to Lookout alone and uses
+//!   [`Settings::lookout_client`], which never resolves the Armada address, so a context it
+//!   cannot use for Armada (a gRPC-only one) does not stop it. Commands that talk to no server
+//!   (`validate`, `simulate -f`, `explain`, `schema`, `completion`, `config`) call neither.
+//!
+//! The address resolves into a [`Server`] whose [`Address`] is, today, a REST base URL. A
+//! context whose only address is armadactl's gRPC `armadaUrl` (`host:port`) is a usage error
+//! naming `armadaRestUrl`, raised in one place: the `Candidate::Grpc` branch of
+//! [`Settings::server`]. A gRPC transport (SPEC §5.3) turns that branch into a gRPC target
+//! (a second [`Address`] variant); the credential order does not depend on the transport.
 //!
 //! Precedence, and the decisions where SPEC is silent:
-//! - URL: `--armada-url`, `$ARMADA_URL`, the context's `armadaRestUrl`, then its `armadaUrl`
-//!   only when it is an `http(s)://` URL (in armadactl `armadaUrl` is a gRPC `host:port`, not
-//!   a REST URL), else `http://localhost:8080`. A context whose only address is a gRPC
-//!   `armadaUrl` is a usage error naming `armadaRestUrl` (SPEC §4): the default would be
-//!   another server. A URL without a scheme gets `http://`, as armadactl does for
-//!   `armadaRestUrl`.
+//! - Address: `--armada-url`, `$ARMADA_URL`, the context's `armadaRestUrl`, then its
+//!   `armadaUrl` only when it is an `http(s)://` URL (in armadactl `armadaUrl` is a gRPC
+//!   `host:port`), else `http://localhost:8080`.
+//! - A server URL, from any source (and `--lookout-url` alike): without a scheme it gets
+//!   `http://`, as armadactl does for `armadaRestUrl`; the scheme must be `http` or `https`,
+//!   with a host; a path prefix is kept (`https://gw/armada/` → `https://gw/armada/v1/...`);
+//!   a query string or fragment is a usage error, never pasted before the API path; a
+//!   `user:password@` is taken out of the URL and becomes credential source 3, so the HTTP
+//!   layer never adds an `Authorization` header of its own.
 //! - Context: `--context`, else the file's `currentContext`, else the flat legacy keys.
-//! - Credentials: `$ARMADA_TOKEN` (bearer) wins over the file, since the environment is the
-//!   more specific source; then the context's `basicAuth` (when it has a username), then
-//!   `bearerToken`, then `execAuth` (armadactl's order: basic before exec).
-//! - `execAuth` runs only when a command actually talks to the server.
+//! - Credentials: exactly one set, one `Authorization` header: the first given of `--token`
+//!   or `--token-file` (both at once is a usage error), `$ARMADA_TOKEN`, the server URL's
+//!   `user:password`, then the context's `bearerToken`, `basicAuth` (when it has a username),
+//!   `execAuth`. The command line wins over the environment, which wins over the file: the
+//!   more specific source. (armadactl, which has no `bearerToken`, checks `basicAuth` before
+//!   `execAuth` too.) [`Credentials::from`] names the source for `-v` and hints, never the
+//!   secret.
+//! - `--token-file` is read, and `execAuth` run, only when chosen; the file, like
+//!   `execAuth`'s output, holds the token alone on one line.
 //! - TLS: `--certificate-authority` and `--insecure-skip-tls-verify` win over the context's
 //!   `certificateAuthority` and `insecureSkipTlsVerify` (a flag replaces the context's TLS
 //!   settings as a whole); both at once, from the flags or from one context, is a usage error
 //!   (kubectl refuses the pair too: one trusts a CA, the other anything). A relative
 //!   `certificateAuthority` is relative to the config file's directory, as in a kubeconfig.
 
-use std::path::PathBuf;
+use std::fmt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::cli::GlobalArgs;
@@ -30,10 +58,11 @@ use crate::client::{Auth, ClientConfig, ClientTls};
 use crate::config::{self, ConfigFile, ContextConfig, ExecAuth};
 use crate::error::{CliError, ExitCode};
 use crate::model::duration::GoDuration;
+use crate::redact::redact_url;
 
 pub const DEFAULT_URL: &str = "http://localhost:8080";
 
-/// Where the URL came from, so that "cannot reach" can say how to point elsewhere.
+/// Where the address came from, so that "cannot reach" can say how to point elsewhere.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UrlSource {
     Flag,
@@ -42,16 +71,90 @@ pub enum UrlSource {
     Default,
 }
 
+/// What a server-facing command shares. The address and the credentials are kept as given
+/// and chosen only when a command asks ([`Settings::server`], [`Settings::credentials`]).
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub url: String,
-    pub url_source: UrlSource,
     pub timeout: Duration,
     pub verbose: bool,
     pub context: Option<String>,
-    /// Credentials before `execAuth` is run.
-    pub auth: PendingAuth,
     pub tls: TlsSettings,
+    /// The Armada address given first, before its URL is checked.
+    address: Candidate,
+    credentials: Given,
+}
+
+/// The Armada address [`resolve`] found first, checked only by [`Settings::server`].
+#[derive(Debug, Clone, PartialEq)]
+enum Candidate {
+    /// A URL, or a `host:port` taken as `http://`; `from` names its source in messages.
+    Url {
+        raw: String,
+        source: UrlSource,
+        from: String,
+    },
+    /// A context whose only address is an `armadaUrl` that is not `http(s)://`: armadactl's
+    /// gRPC address.
+    Grpc {
+        raw: String,
+        context: Option<String>,
+        file: PathBuf,
+    },
+}
+
+/// Every credential given, before SPEC §4's order picks one ([`Settings::credentials`]).
+#[derive(Clone, Default, PartialEq)]
+struct Given {
+    token: Option<String>,
+    token_file: Option<PathBuf>,
+    env_token: Option<String>,
+    bearer_token: Option<String>,
+    basic_auth: Option<(String, String)>,
+    exec_auth: Option<ExecAuth>,
+    /// How messages name the context: "context `prod`", or "config file `PATH`" for the
+    /// flat legacy keys.
+    whose: String,
+}
+
+impl fmt::Debug for Given {
+    // Which sources are set, never what they hold.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Given")
+            .field("token", &self.token.is_some())
+            .field("token_file", &self.token_file)
+            .field("env_token", &self.env_token.is_some())
+            .field("bearer_token", &self.bearer_token.is_some())
+            .field("basic_auth", &self.basic_auth.as_ref().map(|(user, _)| user))
+            .field("exec_auth", &self.exec_auth.as_ref().map(|e| &e.cmd))
+            .field("whose", &self.whose)
+            .finish()
+    }
+}
+
+/// The Armada server a command talks to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Server {
+    pub address: Address,
+    pub source: UrlSource,
+    /// The URL's `user:password` as basic auth: credential source 3, taken out of the URL.
+    url_auth: Option<Auth>,
+}
+
+/// How the Armada server is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Address {
+    /// A REST (grpc-gateway) base URL: `http(s)://host[:port][/prefix]`, without user info,
+    /// query, fragment or trailing `/`.
+    Rest(String),
+}
+
+/// The one set of credentials sent, and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Credentials {
+    pub auth: Auth,
+    /// Where `auth` came from, as `-v` and hints name it: "`$ARMADA_TOKEN`", "the URL",
+    /// "`execAuth` of context `prod`"; empty when there are none.
+    pub from: String,
 }
 
 /// How `https://` servers are verified, before the CA file is read.
@@ -73,12 +176,6 @@ impl TlsSettings {
             )
         })
     }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum PendingAuth {
-    Ready(Auth),
-    Exec(ExecAuth),
 }
 
 /// The environment variables settings read, passed in so tests need not touch the process.
@@ -138,43 +235,67 @@ pub fn resolve(global: &GlobalArgs, env: &Env) -> Result<Settings, CliError> {
         }
         None => file.context(None)?,
     };
-    let (raw_url, url_source) = if let Some(u) = &global.armada_url {
-        (u.clone(), UrlSource::Flag)
-    } else if let Some(u) = &env.armada_url {
-        (u.clone(), UrlSource::Env)
-    } else if let Some(u) = context_url(&ctx) {
-        (u, UrlSource::Context(context.clone().unwrap_or_default()))
-    } else if let Some(grpc) = &ctx.armada_url {
-        // armadactl's gRPC address alone: the default URL would be a different server.
-        return Err(grpc_only(context.as_deref(), grpc, &file));
-    } else {
-        (DEFAULT_URL.to_string(), UrlSource::Default)
-    };
-    let url = normalize_url(&raw_url)?;
     let tls = tls_settings(global, &ctx, context.as_deref(), &file)?;
-    let auth = if let Some(t) = &env.armada_token {
-        PendingAuth::Ready(Auth::Bearer(t.clone()))
-    } else if let Some((u, p)) = ctx.basic_auth {
-        PendingAuth::Ready(Auth::Basic {
-            username: u,
-            password: p,
-        })
-    } else if let Some(t) = ctx.bearer_token {
-        PendingAuth::Ready(Auth::Bearer(t))
-    } else if let Some(e) = ctx.exec_auth {
-        PendingAuth::Exec(e)
+    if global.token.is_some() && global.token_file.is_some() {
+        return Err(CliError::usage(
+            "`--token` and `--token-file` both give the bearer token: pass one of them",
+        ));
+    }
+    if global.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+        // Most likely `--token "$VAR"` with the variable unset: sending no credentials (or
+        // the next source's) instead would hide that.
+        return Err(CliError::usage("`--token` is empty: expected the bearer token"));
+    }
+    let whose = whose(context.as_deref(), &file);
+    let url = |raw: &String, source: UrlSource, from: String| Candidate::Url {
+        raw: raw.clone(),
+        source,
+        from,
+    };
+    let in_context = || UrlSource::Context(context.clone().unwrap_or_default());
+    let address = if let Some(u) = &global.armada_url {
+        url(u, UrlSource::Flag, "`--armada-url`".into())
+    } else if let Some(u) = &env.armada_url {
+        url(u, UrlSource::Env, "`$ARMADA_URL`".into())
+    } else if let Some(u) = &ctx.armada_rest_url {
+        url(u, in_context(), format!("`armadaRestUrl` of {whose}"))
+    } else if let Some(u) = ctx.armada_url.as_ref().filter(|u| is_http(u)) {
+        url(u, in_context(), format!("`armadaUrl` of {whose}"))
+    } else if let Some(grpc) = &ctx.armada_url {
+        Candidate::Grpc {
+            raw: grpc.clone(),
+            context: context.clone(),
+            file: file.path.clone(),
+        }
     } else {
-        PendingAuth::Ready(Auth::None)
+        url(&DEFAULT_URL.to_string(), UrlSource::Default, "the default".into())
+    };
+    let credentials = Given {
+        token: global.token.clone(),
+        token_file: global.token_file.clone(),
+        env_token: env.armada_token.clone(),
+        bearer_token: ctx.bearer_token,
+        basic_auth: ctx.basic_auth,
+        exec_auth: ctx.exec_auth,
+        whose,
     };
     Ok(Settings {
-        url,
-        url_source,
         timeout,
         verbose: global.verbose > 0,
         context,
-        auth,
         tls,
+        address,
+        credentials,
     })
+}
+
+/// How messages name the keys of a context: "context `NAME`", or "config file `PATH`" for
+/// the flat legacy keys.
+fn whose(context: Option<&str>, file: &ConfigFile) -> String {
+    match context {
+        Some(name) => format!("context `{name}`"),
+        None => format!("config file `{}`", file.path.display()),
+    }
 }
 
 fn tls_settings(
@@ -200,10 +321,7 @@ fn tls_settings(
                 .then(|| "`--insecure-skip-tls-verify`".to_string()),
         });
     }
-    let whose = match context {
-        Some(name) => format!("context `{name}`"),
-        None => format!("config file `{}`", file.path.display()),
-    };
+    let whose = whose(context, file);
     if ctx.insecure_skip_tls_verify && ctx.certificate_authority.is_some() {
         return Err(CliError::usage(format!(
             "{whose} sets both `certificateAuthority` and `insecureSkipTlsVerify: true`: one trusts \
@@ -231,26 +349,22 @@ fn tls_settings(
     })
 }
 
-fn context_url(ctx: &ContextConfig) -> Option<String> {
-    ctx.armada_rest_url.clone().or_else(|| {
-        ctx.armada_url
-            .clone()
-            .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
-    })
+fn is_http(url: &str) -> bool {
+    url.starts_with("http://") || url.starts_with("https://")
 }
 
 /// The error for a context whose only address is armadactl's gRPC `armadaUrl` (a
 /// `host:port`, which retryctl cannot talk to): name it, and the key that is missing.
-fn grpc_only(context: Option<&str>, grpc: &str, file: &ConfigFile) -> CliError {
-    let grpc = crate::redact::redact_url(grpc);
+fn grpc_only(context: Option<&str>, grpc: &str, file: &Path) -> CliError {
+    let grpc = redact_url(grpc);
     let (whose, where_) = match context {
         Some(name) => (
             format!("context `{name}`"),
-            format!("context `{name}` in `{}`", file.path.display()),
+            format!("context `{name}` in `{}`", file.display()),
         ),
         None => (
-            format!("config file `{}`", file.path.display()),
-            format!("`{}`", file.path.display()),
+            format!("config file `{}`", file.display()),
+            format!("`{}`", file.display()),
         ),
     };
     CliError::usage(format!(
@@ -263,35 +377,163 @@ fn grpc_only(context: Option<&str>, grpc: &str, file: &ConfigFile) -> CliError {
     ))
 }
 
-/// `host:port` → `http://host:port`; no trailing slash; must parse as an http(s) URL.
-pub fn normalize_url(raw: &str) -> Result<String, CliError> {
+/// Which server a URL is for, in messages.
+#[derive(Debug, Clone, Copy)]
+pub struct UrlKind {
+    /// "Armada URL".
+    pub what: &'static str,
+    /// A flag with an example value, for the hint of a URL that does not parse.
+    pub example: &'static str,
+}
+
+pub const ARMADA_URL: UrlKind = UrlKind {
+    what: "Armada URL",
+    example: "`--armada-url http://localhost:8080`",
+};
+
+pub const LOOKOUT_URL: UrlKind = UrlKind {
+    what: "Lookout URL",
+    example: "`--lookout-url http://localhost:10000`",
+};
+
+/// A server URL checked by the rules of the module docs: the base URL to append API paths
+/// to (no trailing `/`), and its `user:password` as basic auth. `from` names the source
+/// (`` `--armada-url` ``) in the errors, which are usage errors (exit 2).
+pub fn server_url(raw: &str, kind: UrlKind, from: &str) -> Result<(String, Option<Auth>), CliError> {
     let trimmed = raw.trim();
     let with_scheme = if trimmed.contains("://") {
         trimmed.to_string()
     } else {
         format!("http://{trimmed}")
     };
+    let shown = redact_url(raw.trim());
     let bad = |why: &str| {
-        CliError::usage(format!(
-            "invalid Armada URL `{}`: {why}",
-            crate::redact::redact_url(raw)
-        ))
-        .with_hint("pass a REST base URL such as `--armada-url http://localhost:8080`")
+        CliError::usage(format!("invalid {} `{shown}` (from {from}): {why}", kind.what))
+            .with_hint(format!("pass a base URL such as {}", kind.example))
     };
-    let url = reqwest::Url::parse(&with_scheme).map_err(|e| bad(&e.to_string()))?;
+    let mut url = reqwest::Url::parse(&with_scheme).map_err(|e| bad(&e.to_string()))?;
     if url.scheme() != "http" && url.scheme() != "https" {
         return Err(bad("the scheme must be `http` or `https`"));
     }
     if url.host_str().is_none_or(str::is_empty) {
         return Err(bad("no host"));
     }
-    Ok(with_scheme.trim_end_matches('/').to_string())
+    // API paths are appended to the base as text: after a `?` or `#` they would become part
+    // of the query or fragment, and the request would go to the base path.
+    // Cut from the text as given (masked), so that the user sees what they typed.
+    let end = shown.len();
+    let fragment = shown.find('#').unwrap_or(end);
+    let query = shown[..fragment].find('?').unwrap_or(fragment);
+    let part = |what: &str, text: &str| {
+        CliError::usage(format!(
+            "invalid {} `{shown}` (from {from}): a server URL takes no {what} (`{text}`); API \
+             paths such as `/v1/queue/NAME` are appended to it",
+            kind.what,
+        ))
+        .with_hint(format!("use `{}`", &shown[..query]))
+    };
+    if url.query().is_some() {
+        return Err(part("query string", &shown[query..fragment]));
+    }
+    if url.fragment().is_some() {
+        return Err(part("fragment", &shown[fragment..]));
+    }
+    let auth = (!url.username().is_empty()).then(|| Auth::Basic {
+        username: percent_decode(url.username()),
+        password: percent_decode(url.password().unwrap_or("")),
+    });
+    let base = if url.username().is_empty() && url.password().is_none() {
+        // As typed: a URL without credentials is shown in messages just as the user wrote it.
+        with_scheme
+    } else {
+        // Out of the URL, or the HTTP layer would send them as a second header. From the
+        // parsed URL, not the text: the host is the one the URL parser found.
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+        url.to_string()
+    };
+    Ok((base.trim_end_matches('/').to_string(), auth))
+}
+
+/// `%40` → `@`: the user info of a URL is percent-encoded; the header carries the raw text.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).and_then(|&b| hex(b)),
+            bytes.get(i + 2).and_then(|&b| hex(b)),
+        ) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 impl Settings {
-    /// Runs `execAuth` if needed and returns what the client needs.
-    pub fn client_config(&self) -> Result<ClientConfig, CliError> {
-        // The CA file first: a bad file should not cost an `execAuth` login.
+    /// The Armada server: the address [`resolve`] found first, checked.
+    pub fn server(&self) -> Result<Server, CliError> {
+        match &self.address {
+            Candidate::Url { raw, source, from } => {
+                let (url, url_auth) = server_url(raw, ARMADA_URL, from)?;
+                Ok(Server {
+                    address: Address::Rest(url),
+                    source: source.clone(),
+                    url_auth,
+                })
+            }
+            // Where a gRPC transport makes a gRPC target (module docs).
+            Candidate::Grpc { raw, context, file } => Err(grpc_only(context.as_deref(), raw, file)),
+        }
+    }
+
+    /// The one set of credentials to send to a server whose URL held `url_auth`: the first
+    /// given, in SPEC §4's order. Reads `--token-file` or runs `execAuth` only when it is
+    /// the one chosen.
+    pub fn credentials(&self, url_auth: Option<&Auth>) -> Result<Credentials, CliError> {
+        let g = &self.credentials;
+        let found = |auth: Auth, from: String| Ok(Credentials { auth, from });
+        if let Some(t) = &g.token {
+            return found(Auth::Bearer(t.trim().to_string()), "`--token`".into());
+        }
+        if let Some(path) = &g.token_file {
+            let from = format!("`--token-file` `{}`", path.display());
+            return found(Auth::Bearer(read_token_file(path, &from)?), from);
+        }
+        if let Some(t) = &g.env_token {
+            return found(Auth::Bearer(t.trim().to_string()), "`$ARMADA_TOKEN`".into());
+        }
+        if let Some(auth) = url_auth {
+            return found(auth.clone(), "the URL".into());
+        }
+        if let Some(t) = &g.bearer_token {
+            return found(Auth::Bearer(t.clone()), format!("`bearerToken` of {}", g.whose));
+        }
+        if let Some((username, password)) = &g.basic_auth {
+            let auth = Auth::Basic {
+                username: username.clone(),
+                password: password.clone(),
+            };
+            return found(auth, format!("`basicAuth` of {}", g.whose));
+        }
+        if let Some(e) = &g.exec_auth {
+            return found(Auth::Bearer(run_exec(e)?), format!("`execAuth` of {}", g.whose));
+        }
+        found(Auth::None, String::new())
+    }
+
+    /// The trust settings, with the CA file read.
+    fn client_tls(&self) -> Result<ClientTls, CliError> {
         let extra_roots = match &self.tls.ca_file {
             Some((path, what)) => crate::tls::roots(path, what)?
                 .into_iter()
@@ -299,25 +541,46 @@ impl Settings {
                 .collect(),
             None => Vec::new(),
         };
-        let auth = match &self.auth {
-            PendingAuth::Ready(a) => a.clone(),
-            PendingAuth::Exec(e) => Auth::Bearer(run_exec(e)?),
-        };
-        Ok(ClientConfig {
-            base_url: self.url.clone(),
-            auth,
-            timeout: self.timeout,
-            verbose: self.verbose,
-            tls: ClientTls {
-                extra_roots,
-                insecure: self.tls.insecure.is_some(),
-            },
+        Ok(ClientTls {
+            extra_roots,
+            insecure: self.tls.insecure.is_some(),
         })
     }
 
-    /// The next step when the server cannot be reached, naming where the URL came from.
+    /// The Armada server and what `Client::new` needs to talk to it. In this order: the
+    /// address, the CA file, then the credentials, so that a bad URL or file does not cost
+    /// an `execAuth` login.
+    pub fn armada_client(&self) -> Result<(Server, ClientConfig), CliError> {
+        let server = self.server()?;
+        let tls = self.client_tls()?;
+        let credentials = self.credentials(server.url_auth.as_ref())?;
+        let Address::Rest(url) = &server.address;
+        let config = ClientConfig {
+            base_url: url.clone(),
+            auth: credentials.auth,
+            auth_from: credentials.from,
+            timeout: self.timeout,
+            verbose: self.verbose,
+            tls,
+        };
+        Ok((server, config))
+    }
+
+    /// What `history --lookout-url` needs: Lookout's base URL (checked as a server URL, its
+    /// `user:password` taken out), the credentials to send it and the trust settings. The
+    /// Armada address is never resolved: Lookout is the only server the command talks to.
+    pub fn lookout_client(&self, raw: &str) -> Result<(String, Credentials, ClientTls), CliError> {
+        let (url, url_auth) = server_url(raw, LOOKOUT_URL, "`--lookout-url`")?;
+        let tls = self.client_tls()?;
+        let credentials = self.credentials(url_auth.as_ref())?;
+        Ok((url, credentials, tls))
+    }
+}
+
+impl Server {
+    /// The next step when the server cannot be reached, naming where the address came from.
     pub fn unreachable_hint(&self) -> String {
-        let from = match &self.url_source {
+        let from = match &self.source {
             UrlSource::Flag => "this URL came from `--armada-url`".to_string(),
             UrlSource::Env => "this URL came from `$ARMADA_URL`".to_string(),
             UrlSource::Context(c) => format!("this URL came from context `{c}` of the config file"),
@@ -330,6 +593,22 @@ impl Settings {
              `$ARMADA_URL` or a config context (`retryctl config get-contexts`); {from}"
         )
     }
+}
+
+/// The token of `--token-file`: the file's one non-empty line, trimmed. Problems are usage
+/// errors (the flag's value is wrong) that never quote the file: it holds a secret.
+fn read_token_file(path: &Path, from: &str) -> Result<String, CliError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| CliError::usage(format!("cannot read {from}: {}", crate::input::io_reason(&e))))?;
+    one_line(&bytes).map_err(|lines| {
+        CliError::usage(match lines {
+            0 => format!("{from} holds no token (expected the bearer token on one line)"),
+            n => format!(
+                "{from} holds {n} non-empty lines; expected the bearer token alone on one line \
+                 (not shown here: it may hold secrets)"
+            ),
+        })
+    })
 }
 
 /// How long `execAuth` may run. Generous, since the command may open a browser login, but
@@ -422,18 +701,23 @@ fn run_exec_within(e: &ExecAuth, limit: Duration) -> Result<String, CliError> {
 /// The token in a helper's stdout: exactly one non-empty line, trimmed. The message never
 /// quotes the output: it is, or holds, a secret.
 fn token_of(cmd: &str, stdout: &[u8]) -> Result<String, String> {
-    let text = String::from_utf8_lossy(stdout);
+    one_line(stdout).map_err(|lines| match lines {
+        0 => format!("execAuth command `{cmd}` printed no token (expected the bearer token on stdout)"),
+        n => format!(
+            "execAuth command `{cmd}` printed {n} non-empty lines; expected the bearer token \
+             alone on one line (not shown here: it may hold secrets)"
+        ),
+    })
+}
+
+/// The one non-empty line of `text`, trimmed (blank lines around it are fine: a trailing
+/// newline is the norm); else how many non-empty lines there are.
+fn one_line(text: &[u8]) -> Result<String, usize> {
+    let text = String::from_utf8_lossy(text);
     let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     match lines.as_slice() {
         [token] => Ok(token.to_string()),
-        [] => Err(format!(
-            "execAuth command `{cmd}` printed no token (expected the bearer token on stdout)"
-        )),
-        many => Err(format!(
-            "execAuth command `{cmd}` printed {} non-empty lines; expected the bearer token \
-             alone on one line (not shown here: it may hold secrets)",
-            many.len()
-        )),
+        many => Err(many.len()),
     }
 }
 
@@ -494,6 +778,13 @@ mod tests {
         p.display().to_string()
     }
 
+    /// The address and where it came from.
+    fn address(s: &Settings) -> (String, UrlSource) {
+        let server = s.server().unwrap();
+        let Address::Rest(url) = server.address;
+        (url, server.source)
+    }
+
     #[test]
     fn url_precedence_flag_env_context_default() {
         let dir = tempfile::tempdir().unwrap();
@@ -506,16 +797,15 @@ mod tests {
             ..Env::default()
         };
         let s = resolve(&global(&["--config", &cfg, "--armada-url", "http://flag:3/"]), &env).unwrap();
-        assert_eq!((s.url.as_str(), s.url_source), ("http://flag:3", UrlSource::Flag));
+        assert_eq!(address(&s), ("http://flag:3".into(), UrlSource::Flag));
         let s = resolve(&global(&["--config", &cfg]), &env).unwrap();
-        assert_eq!(s.url, "http://env:2");
+        assert_eq!(address(&s), ("http://env:2".into(), UrlSource::Env));
         let s = resolve(&global(&["--config", &cfg]), &Env::default()).unwrap();
-        assert_eq!(
-            (s.url.as_str(), s.url_source),
-            ("http://ctx:1", UrlSource::Context("a".into()))
-        );
-        // A gRPC host:port is not a REST URL, and the default would be another server.
-        let e = resolve(&global(&["--config", &cfg, "-c", "b"]), &Env::default()).unwrap_err();
+        assert_eq!(address(&s), ("http://ctx:1".into(), UrlSource::Context("a".into())));
+        // A gRPC host:port is not a REST URL, and the default would be another server; the
+        // error comes only when the address is asked for.
+        let s = resolve(&global(&["--config", &cfg, "-c", "b"]), &Env::default()).unwrap();
+        let e = s.server().unwrap_err();
         assert_eq!(
             (e.code, e.message.as_str()),
             (
@@ -533,42 +823,223 @@ mod tests {
         );
         // ... unless the flag or the environment gives the REST URL.
         let s = resolve(&global(&["--config", &cfg, "-c", "b"]), &env).unwrap();
-        assert_eq!((s.url.as_str(), s.url_source), ("http://env:2", UrlSource::Env));
+        assert_eq!(address(&s), ("http://env:2".into(), UrlSource::Env));
         // An `armadaUrl` that is an http(s) URL is used as the REST URL.
         let cfg = write(
             dir.path(),
             "currentContext: c\ncontexts:\n  c: {armadaUrl: 'https://rest:443'}\n",
         );
         let s = resolve(&global(&["--config", &cfg]), &Env::default()).unwrap();
+        assert_eq!(address(&s), ("https://rest:443".into(), UrlSource::Context("c".into())));
+        let bare = write(dir.path(), "");
+        let s = resolve(&global(&["--config", &bare]), &Env::default()).unwrap();
+        assert_eq!(address(&s), (DEFAULT_URL.into(), UrlSource::Default));
+    }
+
+    fn basic(user: &str, password: &str) -> Auth {
+        Auth::Basic {
+            username: user.into(),
+            password: password.into(),
+        }
+    }
+
+    /// The credentials chosen, and where from, for a server URL.
+    fn chosen(args: &[&str], env: &Env) -> (Auth, String) {
+        let s = resolve(&global(args), env).unwrap();
+        let (_, config) = s.armada_client().unwrap();
+        (config.auth, config.auth_from)
+    }
+
+    #[test]
+    fn credentials_follow_spec_order_and_name_their_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = write(
+            dir.path(),
+            "currentContext: a\ncontexts:\n  a:\n    basicAuth: {username: u, password: p}\n    bearerToken: t\n    execAuth: {cmd: sh, args: [-c, 'echo exec-tok']}\n  b: {basicAuth: {username: u, password: p}, execAuth: {cmd: sh, args: [-c, 'echo exec-tok']}}\n  c: {execAuth: {cmd: sh, args: [-c, 'echo exec-tok']}}\n  d: {}\n",
+        );
+        let tokens = dir.path().join("token");
+        std::fs::write(&tokens, "\n  file-tok  \n").unwrap();
+        let tokens = tokens.display().to_string();
+        let env = Env {
+            armada_token: Some("env-tok".into()),
+            ..Env::default()
+        };
+        let url = "http://al%40ice:p%3Aw@h:1/";
+        let bearer = |t: &str| Auth::Bearer(t.into());
+        let from = |s: &str| s.to_string();
         assert_eq!(
-            (s.url.as_str(), s.url_source),
-            ("https://rest:443", UrlSource::Context("c".into()))
+            chosen(&["--config", &cfg, "--armada-url", url, "--token", "flag-tok"], &env),
+            (bearer("flag-tok"), from("`--token`"))
+        );
+        assert_eq!(
+            chosen(&["--config", &cfg, "--armada-url", url, "--token-file", &tokens], &env),
+            (bearer("file-tok"), format!("`--token-file` `{tokens}`"))
+        );
+        assert_eq!(
+            chosen(&["--config", &cfg, "--armada-url", url], &env),
+            (bearer("env-tok"), from("`$ARMADA_TOKEN`"))
+        );
+        // The URL's user info, percent-decoded.
+        assert_eq!(
+            chosen(&["--config", &cfg, "--armada-url", url], &Env::default()),
+            (basic("al@ice", "p:w"), from("the URL"))
+        );
+        let none = Env::default();
+        assert_eq!(
+            chosen(&["--config", &cfg], &none),
+            (bearer("t"), from("`bearerToken` of context `a`"))
+        );
+        assert_eq!(
+            chosen(&["--config", &cfg, "-c", "b"], &none),
+            (basic("u", "p"), from("`basicAuth` of context `b`"))
+        );
+        assert_eq!(
+            chosen(&["--config", &cfg, "-c", "c"], &none),
+            (bearer("exec-tok"), from("`execAuth` of context `c`"))
+        );
+        assert_eq!(chosen(&["--config", &cfg, "-c", "d"], &none), (Auth::None, from("")));
+    }
+
+    #[test]
+    fn exec_auth_runs_only_when_it_is_the_chosen_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = dir.path().join("ran");
+        let cfg = write(
+            dir.path(),
+            &format!(
+                "currentContext: a\ncontexts:\n  a: {{execAuth: {{cmd: sh, args: [-c, 'touch {}; echo tok']}}}}\n",
+                ran.display()
+            ),
+        );
+        let env = Env {
+            armada_token: Some("env-tok".into()),
+            ..Env::default()
+        };
+        assert_eq!(
+            chosen(&["--config", &cfg], &env),
+            (Auth::Bearer("env-tok".into()), "`$ARMADA_TOKEN`".into())
+        );
+        assert!(!ran.exists(), "execAuth ran though `$ARMADA_TOKEN` won");
+        // Nor for resolving alone, or the address alone.
+        let s = resolve(&global(&["--config", &cfg]), &Env::default()).unwrap();
+        s.server().unwrap();
+        assert!(!ran.exists(), "execAuth ran before the credentials were asked for");
+        assert_eq!(s.credentials(None).unwrap().auth, Auth::Bearer("tok".into()));
+        assert!(ran.exists());
+    }
+
+    #[test]
+    fn token_flags_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = write(dir.path(), "");
+        let e = resolve(
+            &global(&["--config", &cfg, "--token", "a", "--token-file", "f"]),
+            &Env::default(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                ExitCode::Usage,
+                "`--token` and `--token-file` both give the bearer token: pass one of them"
+            )
+        );
+        let e = resolve(&global(&["--config", &cfg, "--token", " "]), &Env::default()).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (ExitCode::Usage, "`--token` is empty: expected the bearer token")
+        );
+        let file = dir.path().join("tokens");
+        let shown = file.display().to_string();
+        let fails = |text: Option<&str>| {
+            match text {
+                Some(t) => std::fs::write(&file, t).unwrap(),
+                None => {
+                    let _ = std::fs::remove_file(&file);
+                }
+            }
+            let s = resolve(&global(&["--config", &cfg, "--token-file", &shown]), &Env::default()).unwrap();
+            let e = s.credentials(None).unwrap_err();
+            assert_eq!(e.code, ExitCode::Usage);
+            e.message
+        };
+        assert_eq!(
+            fails(None),
+            format!("cannot read `--token-file` `{shown}`: no such file or directory")
+        );
+        assert_eq!(
+            fails(Some("\n \n")),
+            format!("`--token-file` `{shown}` holds no token (expected the bearer token on one line)")
+        );
+        assert_eq!(
+            fails(Some("secret-1\nsecret-2\n")),
+            format!(
+                "`--token-file` `{shown}` holds 2 non-empty lines; expected the bearer token alone \
+                 on one line (not shown here: it may hold secrets)"
+            )
         );
     }
 
     #[test]
-    fn credentials_precedence() {
-        let dir = tempfile::tempdir().unwrap();
-        let cfg = write(
-            dir.path(),
-            "currentContext: a\ncontexts:\n  a: {basicAuth: {username: u, password: p}, bearerToken: t}\n  b: {bearerToken: t}\n",
-        );
-        let s = resolve(&global(&["--config", &cfg]), &Env::default()).unwrap();
+    fn server_urls_keep_their_path_and_refuse_a_query_or_fragment() {
+        let ok = |raw: &str| server_url(raw, ARMADA_URL, "`--armada-url`").unwrap();
+        assert_eq!(ok("localhost:8080"), ("http://localhost:8080".into(), None));
         assert_eq!(
-            s.auth,
-            PendingAuth::Ready(Auth::Basic {
-                username: "u".into(),
-                password: "p".into()
-            })
+            ok("https://gw.example/armada/"),
+            ("https://gw.example/armada".into(), None)
         );
-        let s = resolve(&global(&["--config", &cfg, "-c", "b"]), &Env::default()).unwrap();
-        assert_eq!(s.auth, PendingAuth::Ready(Auth::Bearer("t".into())));
-        let env = Env {
-            armada_token: Some("envtok".into()),
-            ..Env::default()
+        assert_eq!(
+            ok("https://u:p@gw.example:8443/armada/"),
+            ("https://gw.example:8443/armada".into(), Some(basic("u", "p")))
+        );
+        // A user without a password is basic auth with an empty password, as curl sends it.
+        assert_eq!(ok("http://u@h"), ("http://h".into(), Some(basic("u", ""))));
+        let err = |raw: &str, from: &str| {
+            let e = server_url(raw, ARMADA_URL, from).unwrap_err();
+            assert_eq!(e.code, ExitCode::Usage);
+            (e.message, e.hint.unwrap_or_default())
         };
-        let s = resolve(&global(&["--config", &cfg]), &env).unwrap();
-        assert_eq!(s.auth, PendingAuth::Ready(Auth::Bearer("envtok".into())));
+        assert_eq!(
+            err("http://h:1/?x=1", "`--armada-url`"),
+            (
+                "invalid Armada URL `http://h:1/?x=1` (from `--armada-url`): a server URL takes no \
+                 query string (`?x=1`); API paths such as `/v1/queue/NAME` are appended to it"
+                    .into(),
+                "use `http://h:1/`".into()
+            )
+        );
+        // Masked in the message, from whichever source.
+        assert_eq!(
+            err("https://u:pw@gw/armada?token=s3cret#top", "`$ARMADA_URL`"),
+            (
+                "invalid Armada URL `https://u:***@gw/armada?token=***#top` (from `$ARMADA_URL`): a \
+                 server URL takes no query string (`?token=***`); API paths such as \
+                 `/v1/queue/NAME` are appended to it"
+                    .into(),
+                "use `https://u:***@gw/armada`".into()
+            )
+        );
+        assert_eq!(
+            err("h:1/#frag", "`armadaRestUrl` of context `a`").0,
+            "invalid Armada URL `h:1/#frag` (from `armadaRestUrl` of context `a`): a server URL \
+             takes no fragment (`#frag`); API paths such as `/v1/queue/NAME` are appended to it"
+        );
+        assert_eq!(
+            err("ftp://x", "`--armada-url`"),
+            (
+                "invalid Armada URL `ftp://x` (from `--armada-url`): the scheme must be `http` or \
+                 `https`"
+                    .into(),
+                "pass a base URL such as `--armada-url http://localhost:8080`".into()
+            )
+        );
+    }
+
+    #[test]
+    fn bad_timeout_is_a_usage_error() {
+        assert_eq!(parse_timeout("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_timeout("ten").unwrap_err().code, ExitCode::Usage);
+        assert_eq!(parse_timeout("0s").unwrap_err().code, ExitCode::Usage);
     }
 
     #[test]
@@ -627,15 +1098,6 @@ mod tests {
                 Some("remove one of them from the config file")
             )
         );
-    }
-
-    #[test]
-    fn bad_timeout_and_url_are_usage_errors() {
-        assert_eq!(parse_timeout("10s").unwrap(), Duration::from_secs(10));
-        assert_eq!(parse_timeout("ten").unwrap_err().code, ExitCode::Usage);
-        assert_eq!(parse_timeout("0s").unwrap_err().code, ExitCode::Usage);
-        assert_eq!(normalize_url("localhost:8080").unwrap(), "http://localhost:8080");
-        assert_eq!(normalize_url("ftp://x").unwrap_err().code, ExitCode::Usage);
     }
 
     #[test]

@@ -65,10 +65,11 @@ fn get_contexts(ctx: &mut Context, file: &ConfigFile) -> anyhow::Result<()> {
             .armada_rest_url
             .or(c.armada_url)
             .map_or_else(|| "-".into(), |u| crate::redact::redact_url(&u));
-        let auth = if c.basic_auth.is_some() {
-            "basic"
-        } else if c.bearer_token.is_some() {
+        // The one the context sends, in SPEC §4's order (`settings`).
+        let auth = if c.bearer_token.is_some() {
             "bearer"
+        } else if c.basic_auth.is_some() {
+            "basic"
         } else if c.exec_auth.is_some() {
             "exec"
         } else {

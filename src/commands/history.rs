@@ -27,8 +27,8 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
             if let Some(warning) = settings.tls.warning() {
                 writeln!(ctx.err, "{warning}")?;
             }
-            let config = settings.client_config()?;
-            lookout_api::jobs(lookout_api::Api::new(url, config.auth, &config.tls, timeout)?, &filter)
+            let (url, credentials, tls) = settings.lookout_client(url)?;
+            lookout_api::jobs(lookout_api::Api::new(&url, credentials.auth, &tls, timeout)?, &filter)
         }
         (None, None) => return Err(CliError::usage("give `--lookout-db DSN` or `--lookout-url URL`").into()),
     };
