@@ -384,16 +384,20 @@ pub struct UrlKind {
     pub what: &'static str,
     /// A flag with an example value, for the hint of a URL that does not parse.
     pub example: &'static str,
+    /// An API path appended to the URL, for the error of a URL with a query or fragment.
+    pub api_path: &'static str,
 }
 
 pub const ARMADA_URL: UrlKind = UrlKind {
     what: "Armada URL",
     example: "`--armada-url http://localhost:8080`",
+    api_path: "`/v1/queue/NAME`",
 };
 
 pub const LOOKOUT_URL: UrlKind = UrlKind {
     what: "Lookout URL",
     example: "`--lookout-url http://localhost:10000`",
+    api_path: "`/api/v1/jobs`",
 };
 
 /// A server URL checked by the rules of the module docs: the base URL to append API paths
@@ -419,16 +423,16 @@ pub fn server_url(raw: &str, kind: UrlKind, from: &str) -> Result<(String, Optio
         return Err(bad("no host"));
     }
     // API paths are appended to the base as text: after a `?` or `#` they would become part
-    // of the query or fragment, and the request would go to the base path.
-    // Cut from the text as given (masked), so that the user sees what they typed.
+    // of the query or fragment, and the request would go to the base path. The parts are cut
+    // from the text as given (masked), so that the user sees what they typed.
     let end = shown.len();
     let fragment = shown.find('#').unwrap_or(end);
     let query = shown[..fragment].find('?').unwrap_or(fragment);
     let part = |what: &str, text: &str| {
         CliError::usage(format!(
             "invalid {} `{shown}` (from {from}): a server URL takes no {what} (`{text}`); API \
-             paths such as `/v1/queue/NAME` are appended to it",
-            kind.what,
+             paths such as {} are appended to it",
+            kind.what, kind.api_path,
         ))
         .with_hint(format!("use `{}`", &shown[..query]))
     };
@@ -438,7 +442,8 @@ pub fn server_url(raw: &str, kind: UrlKind, from: &str) -> Result<(String, Optio
     if url.fragment().is_some() {
         return Err(part("fragment", &shown[fragment..]));
     }
-    let auth = (!url.username().is_empty()).then(|| Auth::Basic {
+    // `http://:pw@host` too: reqwest would have sent it, so it is a credential, not noise.
+    let auth = (!url.username().is_empty() || url.password().is_some()).then(|| Auth::Basic {
         username: percent_decode(url.username()),
         password: percent_decode(url.password().unwrap_or("")),
     });
@@ -994,6 +999,7 @@ mod tests {
         );
         // A user without a password is basic auth with an empty password, as curl sends it.
         assert_eq!(ok("http://u@h"), ("http://h".into(), Some(basic("u", ""))));
+        assert_eq!(ok("http://:p@h"), ("http://h".into(), Some(basic("", "p"))));
         let err = |raw: &str, from: &str| {
             let e = server_url(raw, ARMADA_URL, from).unwrap_err();
             assert_eq!(e.code, ExitCode::Usage);

@@ -602,7 +602,7 @@ fn a_grpc_only_context_blocks_only_the_commands_that_talk_to_armada() {
         out,
         "exit: 2\n--- stdout\n--- stderr\nerror: invalid Lookout URL `http://lookout.example/?x=1` \
          (from `--lookout-url`): a server URL takes no query string (`?x=1`); API paths such as \
-         `/v1/queue/NAME` are appended to it\n\nhint: use `http://lookout.example/`\n"
+         `/api/v1/jobs` are appended to it\n\nhint: use `http://lookout.example/`\n"
     );
     // Offline commands: whatever the context says.
     for args in [
@@ -631,4 +631,40 @@ fn a_grpc_only_context_blocks_only_the_commands_that_talk_to_armada() {
         ),
         "{out}"
     );
+}
+
+/// `--token-file` problems are usage errors (exit 2) that never quote the file, and nothing
+/// is sent; `--token` with `--token-file` is refused.
+#[test]
+fn a_bad_token_file_is_a_usage_error_and_nothing_is_sent() {
+    let home = temp_home();
+    let stub = Stub::start(|_| Reply::json(200, serde_json::json!({})).v1());
+    let file = home.path().join("tokens");
+    std::fs::write(&file, "s3cret-a\ns3cret-b\n").unwrap();
+    let run = |args: &[&str]| {
+        exchange(
+            retryctl(home.path())
+                .args(["--armada-url", &stub.url])
+                .args(args)
+                .args(["get", "rp"]),
+        )
+        .replace(&home.path().display().to_string(), "HOME")
+    };
+    assert_eq!(
+        run(&["--token-file", file.to_str().unwrap()]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: `--token-file` `HOME/tokens` holds 2 non-empty lines; \
+         expected the bearer token alone on one line (not shown here: it may hold secrets)\n"
+    );
+    let missing = home.path().join("missing");
+    assert_eq!(
+        run(&["--token-file", missing.to_str().unwrap()]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: cannot read `--token-file` `HOME/missing`: no such \
+         file or directory\n"
+    );
+    assert_eq!(
+        run(&["--token", "t", "--token-file", missing.to_str().unwrap()]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: `--token` and `--token-file` both give the bearer \
+         token: pass one of them\n"
+    );
+    assert_eq!(stub.requests().len(), 0, "nothing may be sent");
 }
