@@ -48,7 +48,7 @@ use crate::wire::{self, Dialect, DIALECT_HEADER, DIALECT_V1};
 
 mod trust;
 
-/// How requests authenticate. Resolved by `settings`; exec auth is already run by then.
+/// How requests authenticate. Resolved by `connection`; exec auth is already run by then.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Auth {
     None,
@@ -88,7 +88,7 @@ impl Auth {
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
     /// REST base URL without a trailing slash or user info, e.g. `http://localhost:8080`
-    /// (`settings` takes a URL's `user:password` out: reqwest would send it as a second
+    /// (`connection` takes a URL's `user:password` out: reqwest would send it as a second
     /// `Authorization` header).
     pub base_url: String,
     /// The one set of credentials sent (one `Authorization` header).

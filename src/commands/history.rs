@@ -9,13 +9,13 @@ use std::io::{BufWriter, Write};
 
 use crate::app::Context;
 use crate::cli::{HistoryArgs, HistoryOutput};
+use crate::connection::{parse_timeout, resolve, Env};
 use crate::error::{CliError, ExitCode};
 use crate::history::mapping::map_job;
 use crate::history::{lookout_api, lookout_db, Filter, Item, Source};
 use crate::model::duration::GoDuration;
 use crate::model::history::Timestamp;
 use crate::output::history::{write_history, write_summary, Totals};
-use crate::settings::{parse_timeout, resolve, Env};
 
 pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let filter = filter(args, now())?;

@@ -8,12 +8,12 @@ use crate::app::Context;
 use crate::cli::{DryRun, FileSource};
 use crate::client::{self, WriteOp};
 use crate::client::{Auth, Client, ClientError};
+use crate::connection::{self, Address, Env, Server};
 use crate::error::CliError;
 use crate::input;
 use crate::model::validate::name_problem;
 use crate::model::{Kind, Resource};
 use crate::output::report;
-use crate::settings::{self, Address, Env, Server};
 
 /// A connected client, the server it talks to and the credentials it sends (for hints).
 pub struct Remote {
@@ -26,7 +26,7 @@ pub struct Remote {
 
 /// Also prints the `--insecure-skip-tls-verify` warning, on every run that connects.
 pub fn connect(ctx: &mut Context) -> Result<Remote, CliError> {
-    let settings = settings::resolve(&ctx.global, &Env::from_process())?;
+    let settings = connection::resolve(&ctx.global, &Env::from_process())?;
     if let Some(warning) = settings.tls.warning() {
         let _ = writeln!(ctx.err, "{warning}");
     }

@@ -3,25 +3,27 @@
 //!
 //! Owns: the precedence rules, the rules a server URL must follow, reading `--token-file`
 //! and running `execAuth`. Must not: send requests (that is `client`), print anything, or
-//! read the config file's format (that is `config`).
+//! read the config file's format (that is `armadactl_config`).
 //!
 //! Resolution is in two steps, so that a command resolves only what it uses:
 //! - [`resolve`] reads what every server-facing command shares (the timeout, the context,
 //!   TLS, `-v`) and the candidates for the address and the credentials. It fails only on
 //!   those: a bad `--timeout`, an unknown context, an unreadable config file, contradicting
 //!   TLS settings, an empty `--token` or one given twice.
-//! - [`Settings::server`] chooses the Armada address and [`Settings::credentials`] the
-//!   credentials, on demand. Commands that talk to Armada get both from
-//!   [`Settings::armada_client`]; `history --lookout-url` talks to Lookout alone and uses
-//!   [`Settings::lookout_client`], which never resolves the Armada address, so a context it
-//!   cannot use for Armada (a gRPC-only one) does not stop it. Commands that talk to no server
-//!   (`validate`, `simulate -f`, `explain`, `schema`, `completion`, `config`) call neither.
+//! - [`ConnectionSettings::server`] chooses the Armada address and
+//!   [`ConnectionSettings::credentials`] the credentials, on demand. Commands that talk to
+//!   Armada get both from [`ConnectionSettings::armada_client`]; `history --lookout-url` talks
+//!   to Lookout alone and uses [`ConnectionSettings::lookout_client`], which never resolves
+//!   the Armada address, so a context it cannot use for Armada (a gRPC-only one) does not
+//!   stop it. Commands that talk to no server (`validate`, `simulate -f`, `explain`,
+//!   `schema`, `completion`, `config`) call neither.
 //!
 //! The address resolves into a [`Server`] whose [`Address`] is, today, a REST base URL. A
 //! context whose only address is armadactl's gRPC `armadaUrl` (`host:port`) is a usage error
 //! naming `armadaRestUrl`, raised in one place: the `Candidate::Grpc` branch of
-//! [`Settings::server`]. A gRPC transport (SPEC §5.3) turns that branch into a gRPC target
-//! (a second [`Address`] variant); the credential order does not depend on the transport.
+//! [`ConnectionSettings::server`]. A gRPC transport (SPEC §5.3) turns that branch into a gRPC
+//! target (a second [`Address`] variant); the credential order does not depend on the
+//! transport.
 //!
 //! Precedence, and the decisions where SPEC is silent:
 //! - Address: `--armada-url`, `$ARMADA_URL`, the context's `armadaRestUrl`, then its
@@ -53,9 +55,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::armadactl_config::{self, ConfigFile, ContextConfig, ExecAuth};
 use crate::cli::GlobalArgs;
 use crate::client::{Auth, ClientConfig, ClientTls};
-use crate::config::{self, ConfigFile, ContextConfig, ExecAuth};
 use crate::error::{CliError, ExitCode};
 use crate::model::duration::GoDuration;
 use crate::redact::redact_url;
@@ -72,9 +74,10 @@ pub enum UrlSource {
 }
 
 /// What a server-facing command shares. The address and the credentials are kept as given
-/// and chosen only when a command asks ([`Settings::server`], [`Settings::credentials`]).
+/// and chosen only when a command asks ([`ConnectionSettings::server`],
+/// [`ConnectionSettings::credentials`]).
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub struct ConnectionSettings {
     pub timeout: Duration,
     pub verbose: bool,
     pub context: Option<String>,
@@ -84,7 +87,7 @@ pub struct Settings {
     credentials: Given,
 }
 
-/// The Armada address [`resolve`] found first, checked only by [`Settings::server`].
+/// The Armada address [`resolve`] found first, checked only by [`ConnectionSettings::server`].
 #[derive(Debug, Clone, PartialEq)]
 enum Candidate {
     /// A URL, or a `host:port` taken as `http://`; `from` names its source in messages.
@@ -102,7 +105,8 @@ enum Candidate {
     },
 }
 
-/// Every credential given, before SPEC §4's order picks one ([`Settings::credentials`]).
+/// Every credential given, before SPEC §4's order picks one
+/// ([`ConnectionSettings::credentials`]).
 #[derive(Clone, Default, PartialEq)]
 struct Given {
     token: Option<String>,
@@ -209,11 +213,11 @@ pub fn parse_timeout(text: &str) -> Result<Duration, CliError> {
 }
 
 pub fn load_config(global: &GlobalArgs, env: &Env) -> Result<ConfigFile, CliError> {
-    let (path, origin) = config::locate(global.config.as_deref(), env.armadactl_config.as_deref())?;
+    let (path, origin) = armadactl_config::locate(global.config.as_deref(), env.armadactl_config.as_deref())?;
     ConfigFile::load(path, origin)
 }
 
-pub fn resolve(global: &GlobalArgs, env: &Env) -> Result<Settings, CliError> {
+pub fn resolve(global: &GlobalArgs, env: &Env) -> Result<ConnectionSettings, CliError> {
     let timeout = parse_timeout(&global.timeout)?;
     let file = load_config(global, env)?;
     let context = global.context.clone().or_else(|| file.current_context());
@@ -279,7 +283,7 @@ pub fn resolve(global: &GlobalArgs, env: &Env) -> Result<Settings, CliError> {
         exec_auth: ctx.exec_auth,
         whose,
     };
-    Ok(Settings {
+    Ok(ConnectionSettings {
         timeout,
         verbose: global.verbose > 0,
         context,
@@ -485,7 +489,7 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-impl Settings {
+impl ConnectionSettings {
     /// The Armada server: the address [`resolve`] found first, checked.
     pub fn server(&self) -> Result<Server, CliError> {
         match &self.address {
@@ -784,7 +788,7 @@ mod tests {
     }
 
     /// The address and where it came from.
-    fn address(s: &Settings) -> (String, UrlSource) {
+    fn address(s: &ConnectionSettings) -> (String, UrlSource) {
         let server = s.server().unwrap();
         let Address::Rest(url) = server.address;
         (url, server.source)
