@@ -87,6 +87,18 @@ pub struct GlobalArgs {
     )]
     pub timeout: String,
 
+    // `serve` defines its own `--token`/`--token-file` (the tokens it accepts), with the same
+    // ids: clap copies a global flag only into subcommands that lack its id, so `serve`
+    // keeps its own definitions.
+    /// Bearer token to send; wins over every other credential (`--token-file` keeps it out of
+    /// `ps`).
+    #[arg(long, global = true, help_heading = "Global options", value_name = "TOKEN")]
+    pub token: Option<String>,
+
+    /// Send the bearer token held in FILE (one line).
+    #[arg(long, global = true, help_heading = "Global options", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+
     /// Also trust the CA certificates of this PEM file for `https://` (default: the context's
     /// `certificateAuthority`).
     #[arg(long, global = true, help_heading = "Global options", value_name = "FILE")]
@@ -106,11 +118,13 @@ pub struct GlobalArgs {
 }
 
 /// The global flags that only matter when a command talks to a server.
-const SERVER_FLAGS: [&str; 7] = [
+const SERVER_FLAGS: [&str; 9] = [
     "armada_url",
     "context",
     "config",
     "timeout",
+    "token",
+    "token_file",
     "certificate_authority",
     "insecure_skip_tls_verify",
     "verbose",
@@ -193,7 +207,9 @@ fn with_arguments(sub: clap::Command) -> clap::Command {
 /// matcher relies on is kept (`mut_arg` would move the flag to the end).
 fn hide_server_flags(sub: clap::Command) -> clap::Command {
     sub.mut_args(|a| {
-        if SERVER_FLAGS.contains(&a.get_id().as_str()) {
+        // Only the copies of the global flags: `serve`'s own `--token`/`--token-file` (the
+        // tokens it accepts) share their ids and stay visible.
+        if a.is_global_set() && SERVER_FLAGS.contains(&a.get_id().as_str()) {
             a.hide(true)
         } else {
             a

@@ -150,7 +150,7 @@ fn unauthenticated_and_forbidden_exit_5() {
     --- stderr
     error: cannot list retry policies: the server answered 401 Unauthorized (Unauthenticated): request could not be authenticated
 
-    hint: give credentials: `basicAuth`, `bearerToken` or `execAuth` in the config context, or `$ARMADA_TOKEN`
+    hint: give credentials: `--token`, `--token-file` or `$ARMADA_TOKEN`, or the config context's `bearerToken`, `basicAuth` or `execAuth`
     ");
     let stub = Stub::start(|_| Reply::text(403, "text/html", "<h1>Forbidden</h1>"));
     let out = run(home.path(), &stub.url, &["delete", "queue", "q1"]);
@@ -218,7 +218,7 @@ fn verbose_logs_requests_without_secrets() {
     .replace(&stub.url, "URL");
     assert!(!out.contains("s3cret"), "{out}");
     assert!(
-        out.contains("retryctl: GET URL/v1/retry-policies (auth: bearer <redacted>)\n"),
+        out.contains("retryctl: GET URL/v1/retry-policies (auth: bearer from `$ARMADA_TOKEN`)\n"),
         "{out}"
     );
     assert!(
@@ -243,7 +243,10 @@ fn basic_and_exec_auth_from_the_config_context() {
     .unwrap();
     let out = exchange(retryctl(home.path()).args(["-v", "get", "rp"]));
     assert!(out.starts_with("exit: 0\n"), "{out}");
-    assert!(out.contains("(auth: basic alice:<redacted>)"), "{out}");
+    assert!(
+        out.contains("(auth: basic from `basicAuth` of context `basic`, user `alice`)"),
+        "{out}"
+    );
     assert!(!out.contains("pw"), "{out}");
     let out = exchange(retryctl(home.path()).args(["-c", "exec", "get", "rp"]));
     assert!(out.starts_with("exit: 0\n"), "{out}");

@@ -430,7 +430,7 @@ fn rest_source_errors_exit_4_and_5() {
             stub.url
         )
     );
-    // Nothing listening: 4, credentials in the URL masked.
+    // Nothing listening: 4; the credentials in the URL are taken out of it, never shown.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -442,7 +442,7 @@ fn rest_source_errors_exit_4_and_5() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.starts_with(&format!(
-            "error: Lookout at `http://me:***@127.0.0.1:{port}/api/v1/jobs` is unreachable: Connection refused"
+            "error: Lookout at `http://127.0.0.1:{port}/api/v1/jobs` is unreachable: Connection refused"
         )),
         "{err}"
     );
