@@ -92,8 +92,9 @@ fn delete(ctx: &mut Context, plan: &Plan) -> anyhow::Result<ExitCode> {
     // stop the others: its error is printed and the run ends with exit 1. Anything else
     // (unreachable, auth, a broken answer) would fail every later one the same way: stop.
     let mut code = ExitCode::Success;
-    // Each hint once, after the errors: seven missing names need one `--ignore-not-found`.
-    let mut hints: Vec<String> = Vec::new();
+    // Each hint once, after the first error that needs it: seven missing names need one
+    // `--ignore-not-found`, and a different refusal keeps its own hint next to it.
+    let mut hinted = std::collections::HashSet::new();
     for (kind, name) in &plan.targets {
         let done = match kind {
             Kind::Queue => delete_queue(ctx, &conn, name, plan, dry),
@@ -108,28 +109,15 @@ fn delete(ctx: &mut Context, plan: &Plan) -> anyhow::Result<ExitCode> {
                     .find_map(|c| c.downcast_ref::<CliError>())
                     .is_some_and(|c| c.code == ExitCode::Failure) =>
             {
-                if let Some(hint) = e.downcast_mut::<CliError>().and_then(|c| c.hint.take()) {
-                    if !hints.contains(&hint) {
-                        hints.push(hint);
-                    }
+                if let Some(c) = e.downcast_mut::<CliError>() {
+                    c.hint = c.hint.take().filter(|h| hinted.insert(h.clone()));
                 }
                 code = crate::error::report(&e, ctx.err);
             }
-            Err(e) => {
-                write_hints(ctx, &hints)?;
-                return Err(e);
-            }
+            Err(e) => return Err(e),
         }
     }
-    write_hints(ctx, &hints)?;
     Ok(code)
-}
-
-fn write_hints(ctx: &mut Context, hints: &[String]) -> std::io::Result<()> {
-    for hint in hints {
-        writeln!(ctx.err, "\nhint: {hint}")?;
-    }
-    Ok(())
 }
 
 fn delete_policy(
