@@ -492,19 +492,14 @@ fn upstream_policy_pair_replays_the_week_under_the_upstream_engine() {
     let Some(db) = fixture_db("upstream") else { return };
     let home = temp_home();
     let file = export_week(home.path(), &db);
-    let refused = retryctl(home.path())
-        .args([
-            "simulate",
-            "-f",
-            "testdata/lookout/new",
-            "--engine",
-            "upstream",
-            "--history",
-        ])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert_eq!(refused.status.code(), Some(3));
+    let upstream = |policies: &str| {
+        retryctl(home.path())
+            .args(["simulate", "-f", policies, "--engine", "upstream", "--history"])
+            .arg(&file)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(upstream("testdata/lookout/new").status.code(), Some(3));
     let out = retryctl(home.path())
         .args([
             "simulate",
@@ -538,18 +533,7 @@ fn upstream_policy_pair_replays_the_week_under_the_upstream_engine() {
         ]
     );
     // Upstream ends a job at its preemption: ml-03's later run contradicts that engine.
-    let out = retryctl(home.path())
-        .args([
-            "simulate",
-            "-f",
-            "testdata/lookout/upstream-new",
-            "--engine",
-            "upstream",
-            "--history",
-        ])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = upstream("testdata/lookout/upstream-new");
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
