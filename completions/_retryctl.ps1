@@ -1567,6 +1567,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             break
         }
         'retryctl;explain' {
+            [CompletionResult]::new('--api-version', '--api-version', [CompletionResultType]::ParameterName, 'The layout to explain: `armadaproject.io/v1` (a RetryPolicy''s design dialect) or `armadaproject.io/v1beta1` (upstream''s flat one)')
             [CompletionResult]::new('--armada-url', '--armada-url', [CompletionResultType]::ParameterName, 'Armada REST base URL (default: $ARMADA_URL, the context''s `armadaRestUrl`, then http://localhost:8080)')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')

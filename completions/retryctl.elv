@@ -1480,6 +1480,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;describe;help;help'= {
         }
         &'retryctl;explain'= {
+            cand --api-version 'The layout to explain: `armadaproject.io/v1` (a RetryPolicy''s design dialect) or `armadaproject.io/v1beta1` (upstream''s flat one)'
             cand --armada-url 'Armada REST base URL (default: $ARMADA_URL, the context''s `armadaRestUrl`, then http://localhost:8080)'
             cand -c 'Context of the config file to use instead of its `currentContext`'
             cand --context 'Context of the config file to use instead of its `currentContext`'
