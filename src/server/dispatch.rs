@@ -1,37 +1,56 @@
-//! The request service of `serve`: the hot reads answered directly, everything else through
-//! the axum router.
+//! The request service of `serve`: what every request on every connection goes through.
 //!
-//! Owns: recognising `GET /health`, `GET /v1/retry-policies` and `GET
-//! /v1/retry-policy/{name}` (a plain name: no `/`, no `%`) and answering them with the same
+//! Owns: [`App::call`], in this order: the framing checks RFC 9112 asks of a request's
+//! header (one `Host`: 400 and close otherwise); the hot reads answered directly; the body
+//! deadline ([`body::Deadline`](super::body::Deadline)) and the list of requests in flight
+//! ([`Requests`]) around everything handed to the axum router.
+//!
+//! The fast path recognises `GET /health`, `GET /v1/retry-policies` and `GET
+//! /v1/retry-policy/{name}` (a plain name: no `/`, no `%`) and answers them with the same
 //! functions, checks and hygiene the router runs for them (`Guard::refusal`, `api::*_answer`,
 //! `mark_and_log`, a panic → 500). Why: the router's matching, its two `from_fn` layers, the
 //! body-limit layer and the boxed services they clone per request were ~20% of a GET's CPU
-//! (perf under wrk, issue 12 item 8), and these three routes are what clients poll.
+//! (perf under wrk, issue 12 item 8), and these three routes are what clients poll. Their
+//! answers are ready at once, so they are never "in flight" and cost no timer.
 //!
-//! Must not: answer anything the router would answer differently. Any other method
+//! Must not: know connections, TLS or HTTP versions beyond a request's own header (that is
+//! `accept`'s), or answer anything the router would answer differently. Any other method
 //! (`HEAD` included), path, or a name the router would decode or refuse (`%`, `/`, empty)
 //! goes to the router untouched, which keeps 404/405, the body limit, the media-type check
 //! of writes and every other route exactly as they were; `tests` compares both paths
 //! answer for answer.
 
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use axum::http::{header, HeaderValue, Method, Request};
+use axum::extract::ConnectInfo;
+use axum::http::{header, HeaderValue, Method, Request, Version};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use hyper::body::{Body, Bytes};
+use hyper_util::service::TowerToHyperService;
 
+use super::api::{self, ApiError};
+use super::body::Deadline;
+use super::conn::Peer;
 use super::store::Store;
-use super::{api, log_start, mark_and_log, panic_response, Guard, Log};
+use super::{log_start, mark_and_log, panic_response, Guard, Log};
 
 /// What every connection serves requests with.
 pub struct App {
     /// Every route, with its layers: what the fast path does not take.
-    pub router: Router,
+    router: TowerToHyperService<Router>,
     store: Arc<Store>,
     guard: Arc<Guard>,
     log: Option<Log>,
+    /// How long a request body may take after its header (SPEC §6: 30 s).
+    body_timeout: Duration,
+    requests: Requests,
 }
 
 /// The routes of the fast path.
@@ -42,13 +61,72 @@ enum Hot<'a> {
 }
 
 impl App {
-    pub fn new(router: Router, store: Arc<Store>, guard: Arc<Guard>, log: Option<Log>) -> App {
+    pub fn new(router: Router, store: Arc<Store>, guard: Arc<Guard>, log: Option<Log>, body_timeout: Duration) -> App {
         App {
-            router,
+            router: TowerToHyperService::new(router),
             store,
             guard,
             log,
+            body_timeout,
+            requests: Requests::default(),
         }
+    }
+
+    /// The requests handed to the router whose answer is not ready yet.
+    pub fn requests(&self) -> Requests {
+        self.requests.clone()
+    }
+
+    /// Answers one request from `peer`. Any body type (HTTP/1.1's and HTTP/2's alike).
+    pub fn call<B>(
+        &self,
+        req: Request<B>,
+        peer: SocketAddr,
+    ) -> impl Future<Output = Result<Response, Infallible>> + Send + 'static
+    where
+        B: Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        use futures_util::future::Either;
+        if let Some(resp) = self.misframed(&req) {
+            return Either::Left(std::future::ready(Ok(resp)));
+        }
+        if let Some(resp) = self.fast(&req, peer) {
+            return Either::Left(std::future::ready(Ok(resp)));
+        }
+        let registered = self.requests.register(&req, peer);
+        let mut req = req.map(|body| Deadline::new(body, self.body_timeout));
+        // What `authenticate` rate-limits failed attempts by.
+        req.extensions_mut().insert(ConnectInfo(Peer(peer)));
+        let answer = hyper::service::Service::call(&self.router, req);
+        Either::Right(async move {
+            let resp = answer.await;
+            drop(registered);
+            resp
+        })
+    }
+
+    /// RFC 9112 §3.2: a request with more than one `Host`, or an HTTP/1.1 request without
+    /// one, is answered 400 (and the connection closed: a client that frames its requests
+    /// wrongly cannot be trusted to frame the next one right). Which of two `Host`s would
+    /// the DNS-rebinding check read? Neither: the request is refused before it. HTTP/2
+    /// carries the authority in `:authority`, so only more than one `Host` is refused there.
+    fn misframed<B>(&self, req: &Request<B>) -> Option<Response> {
+        let hosts = req.headers().get_all(header::HOST).iter().count();
+        let message = match hosts {
+            0 if req.version() == Version::HTTP_11 => {
+                "request has no `Host` header; HTTP/1.1 requires exactly one (RFC 9112 section 3.2)".to_string()
+            }
+            0 | 1 => return None,
+            n => format!("request has {n} `Host` headers; HTTP allows exactly one (RFC 9112 section 3.2)"),
+        };
+        let started = Instant::now();
+        let line = log_start(self.log.as_ref(), req.method(), req.uri());
+        let mut resp = ApiError::invalid(message).into_response();
+        resp.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        mark_and_log(&mut resp, self.log.as_ref(), line, started);
+        Some(resp)
     }
 
     /// The answer to `req` when it is one of the hot reads; `None` hands it to the router.
@@ -103,6 +181,71 @@ impl App {
     }
 }
 
+/// The requests handed to the router whose answer is not ready yet (a body still arriving,
+/// a write waiting for its commit): what a graceful shutdown waits for, listed by the
+/// command when it is told to stop. Cheap to clone (one shared list).
+#[derive(Clone, Default)]
+pub struct Requests(Arc<RequestList>);
+
+#[derive(Default)]
+struct RequestList {
+    next: AtomicU64,
+    open: Mutex<HashMap<u64, InFlight>>,
+}
+
+/// One request in flight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InFlight {
+    pub method: Method,
+    /// Path and query, credentials in the query masked as in the request log.
+    pub target: String,
+    pub peer: SocketAddr,
+    /// When its header had been read.
+    pub since: Instant,
+}
+
+impl Requests {
+    /// Every request in flight, oldest first.
+    pub fn in_flight(&self) -> Vec<InFlight> {
+        let open = self.0.open.lock().unwrap_or_else(|e| e.into_inner());
+        let mut list: Vec<InFlight> = open.values().cloned().collect();
+        list.sort_by_key(|r| r.since);
+        list
+    }
+
+    /// Lists `req` until the returned guard is dropped.
+    fn register<B>(&self, req: &Request<B>, peer: SocketAddr) -> Registered {
+        let id = self.0.next.fetch_add(1, Ordering::Relaxed);
+        let entry = InFlight {
+            method: req.method().clone(),
+            target: super::logged_target(req.uri()),
+            peer,
+            since: Instant::now(),
+        };
+        self.0.open.lock().unwrap_or_else(|e| e.into_inner()).insert(id, entry);
+        Registered {
+            list: self.0.clone(),
+            id,
+        }
+    }
+}
+
+/// Takes its request off the list when dropped: answered, failed, or its connection gone.
+struct Registered {
+    list: Arc<RequestList>,
+    id: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.list
+            .open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,7 +256,8 @@ mod tests {
     use base64::Engine as _;
     use tower::ServiceExt as _;
 
-    fn app(config: &Config) -> (App, tokio::sync::mpsc::Receiver<String>) {
+    /// The app, the router inside it (to call it directly) and the request log.
+    fn app(config: &Config) -> (App, Router, tokio::sync::mpsc::Receiver<String>) {
         let auth = Auth::from_config(config).unwrap();
         let check_host = !auth.required() && !config.allow_anonymous;
         let guard = Arc::new(Guard {
@@ -129,7 +273,14 @@ mod tests {
         store.create_policy("bench", body).wait().unwrap();
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         let router = router(store.clone(), guard.clone(), Some(tx.clone()));
-        (App::new(router, store, guard, Some(tx)), rx)
+        let app = App::new(
+            router.clone(),
+            store,
+            guard,
+            Some(tx),
+            super::super::body::BODY_READ_TIMEOUT,
+        );
+        (app, router, rx)
     }
 
     /// Status, headers (in order) and body of an answer.
@@ -276,15 +427,15 @@ mod tests {
         for (config, method, uri, headers, taken) in cases {
             let what = format!("{method} {uri} {headers:?} (auth: {})", !config.basic_auth.is_empty());
             // A fresh app each time: failed attempts are counted per app.
-            let (fast_app, mut fast_log) = app(config);
+            let (fast_app, _, mut fast_log) = app(config);
             let fast = fast_app.fast(&request(&method, uri, &headers), peer);
             assert_eq!(fast.is_some(), taken, "{what}");
             let Some(fast) = fast else { continue };
-            let (routed_app, mut routed_log) = app(config);
+            let (_, routed, mut routed_log) = app(config);
             let mut req = request(&method, uri, &headers);
             req.extensions_mut()
                 .insert(axum::extract::ConnectInfo(crate::server::conn::Peer(peer)));
-            let routed = rt.block_on(routed_app.router.clone().oneshot(req)).unwrap();
+            let routed = rt.block_on(routed.oneshot(req)).unwrap();
             let (fast, routed) = rt.block_on(async { (parts(fast).await, parts(routed).await) });
             assert_eq!(fast, routed, "{what}");
             // The log lines too, but for the duration at their end.
@@ -302,7 +453,7 @@ mod tests {
     fn the_fast_path_counts_failed_attempts() {
         let mut authed = Config::new("127.0.0.1:0", Location::InMemory);
         authed.tokens = vec!["tok".into()];
-        let (app, _log) = app(&authed);
+        let (app, _, _log) = app(&authed);
         let peer: SocketAddr = "127.0.0.1:5555".parse().unwrap();
         let bad = [("authorization", "Bearer no")];
         for _ in 0..super::super::MAX_AUTH_FAILURES {

@@ -14,6 +14,7 @@
 
 mod accept;
 pub mod api;
+mod body;
 mod conn;
 mod dispatch;
 pub mod store;
@@ -36,6 +37,8 @@ use crate::error::CliError;
 use crate::wire::{DIALECT_HEADER, DIALECT_V1};
 
 use api::{ApiError, Code};
+pub use body::BODY_READ_TIMEOUT;
+pub use dispatch::{InFlight, Requests};
 pub use store::Location;
 use store::Store;
 
@@ -65,6 +68,9 @@ pub struct Config {
     /// The TLS handshake, and then each request header, must complete within this (each),
     /// however slowly the bytes trickle (SPEC §6: header read timeout, 10 s).
     pub header_read_timeout: std::time::Duration,
+    /// A request body must have arrived in full within this of its header, whatever its
+    /// credentials (SPEC §6: 30 s; 408 and the connection closed otherwise).
+    pub body_read_timeout: std::time::Duration,
     /// `--tls-cert` and `--tls-key`: speak HTTPS only.
     pub tls: Option<TlsFiles>,
     /// Open connections at most; `None`: below the process's file limit.
@@ -100,6 +106,7 @@ impl Config {
             shutdown_grace: std::time::Duration::from_secs(10),
             idle_timeout: std::time::Duration::from_secs(10),
             header_read_timeout: std::time::Duration::from_secs(10),
+            body_read_timeout: BODY_READ_TIMEOUT,
             tls: None,
             max_connections: None,
         }
@@ -273,7 +280,13 @@ impl Server {
         };
         let guard = Arc::new(guard);
         let router = router(store.clone(), guard.clone(), config.request_log.clone());
-        let app = Arc::new(dispatch::App::new(router, store.clone(), guard, config.request_log));
+        let app = Arc::new(dispatch::App::new(
+            router,
+            store.clone(),
+            guard,
+            config.request_log,
+            config.body_read_timeout,
+        ));
         let max = config.max_connections.unwrap_or_else(conn::default_max_connections);
         Ok(Server {
             listener: conn::GuardedListener::new(listener, max, config.idle_timeout),
@@ -286,6 +299,11 @@ impl Server {
             store,
             app,
         })
+    }
+
+    /// The requests the server is busy with; still valid after [`Server::run`] took it.
+    pub fn requests(&self) -> Requests {
+        self.app.requests()
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -570,7 +588,7 @@ fn panic_payload_text(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// Adds the dialect header to every response, turns a panic anywhere in a handler into a 500
 /// with the error body instead of a dropped connection, and logs one line per request:
-/// method, path (query included; no route carries secrets there), status, duration.
+/// method, path and query (credential values masked: [`logged_target`]), status, duration.
 /// Headers, where credentials travel, are never logged.
 ///
 /// One layer for the three, and one `String` per line: every layer and allocation is paid by
@@ -589,11 +607,29 @@ async fn log_and_mark(State(log): State<Option<Log>>, req: Request, next: Next) 
 fn log_start(log: Option<&Log>, method: &Method, uri: &axum::http::Uri) -> Option<String> {
     use std::fmt::Write as _;
     log.map(|_| {
-        let path = uri.path_and_query().map_or("/", |p| p.as_str());
-        let mut line = String::with_capacity(48 + path.len());
-        let _ = write!(line, "retryctl serve: {method} {path}");
+        let mut line = String::with_capacity(48 + uri.path().len() + uri.query().map_or(0, str::len));
+        let _ = write!(line, "retryctl serve: {method} ");
+        push_target(&mut line, uri);
         line
     })
+}
+
+/// A request's path and query as logged: the values of credential parameters (`token`,
+/// `access_token`, `password`, `key`, `secret`, … as in `redact`) are masked, as a client
+/// that puts its token in the URL must not find it in the server's log (SPEC §6).
+fn logged_target(uri: &axum::http::Uri) -> String {
+    let mut out = String::with_capacity(uri.path().len() + uri.query().map_or(0, |q| q.len() + 1));
+    push_target(&mut out, uri);
+    out
+}
+
+fn push_target(out: &mut String, uri: &axum::http::Uri) {
+    let path = uri.path();
+    out.push_str(if path.is_empty() { "/" } else { path });
+    if let Some(query) = uri.query() {
+        out.push('?');
+        crate::redact::push_masked_params(out, query);
+    }
 }
 
 /// Adds the dialect header and sends the log line, completed with the status and the time
