@@ -2,9 +2,11 @@
 //!
 //! Owns: binding (and loading the TLS certificate), the router, and the request hygiene
 //! around every route: the dialect header, authentication, the 1 MiB body limit, turning a
-//! handler panic into a 500 with the error body, the one-line request log, and graceful
-//! shutdown that closes the database. Connections are `accept`'s and `conn`'s; `dispatch`
-//! answers the hot reads with these same checks before the router sees them.
+//! handler panic into a 500 with the error body, the one-line request log (credentials in
+//! the query masked), and graceful shutdown that closes the database. Connections are
+//! `accept`'s and `conn`'s; every request goes through `dispatch` (framing checks, the hot
+//! reads answered with these same checks, the list of requests in flight), and its body
+//! through `body`'s deadline, before the router sees it.
 //! Must not: print anything but the request log (the command prints the startup line), exit
 //! the process, or read the environment; `api` has the handlers, `store` the SQL.
 //!
