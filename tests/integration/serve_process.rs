@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::serve::call;
+use crate::support::pg::free_port;
 use crate::support::{format_output, retryctl, temp_home};
 
 /// A `retryctl serve` child process; stderr after the startup line is collected in the
@@ -395,11 +396,7 @@ impl Drop for KillOnDrop {
 #[test]
 fn a_closed_stderr_does_not_stop_the_server() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let child = Command::new("sh")
         .arg("-c")
         .arg(r#"exec "$0" serve --listen "127.0.0.1:$1" --in-memory 2>&-"#)
@@ -495,15 +492,6 @@ fn tokens_and_basic_auth_from_files() {
             empty.display()
         )
     );
-}
-
-/// A free port on 127.0.0.1 (bound and released: a server started right after gets it).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A pipe: (read end, write end).
@@ -677,6 +665,7 @@ fn half_sent_request(url: &str) -> (std::net::TcpStream, std::net::SocketAddr) {
 /// waited it out, silently, whatever the second signal).
 #[test]
 fn a_second_signal_exits_at_once_and_the_first_says_what_it_waits_for() {
+    let age = regex::Regex::new(r"\(for \d+\.\ds\)").unwrap();
     for (first, second, code) in [("INT", "INT", 130), ("TERM", "TERM", 143), ("TERM", "INT", 130)] {
         let mut p = spawn(&["--listen", "127.0.0.1:0", "--in-memory"]);
         let (conn, local) = half_sent_request(&p.url);
@@ -684,9 +673,7 @@ fn a_second_signal_exits_at_once_and_the_first_says_what_it_waits_for() {
         std::thread::sleep(std::time::Duration::from_millis(200));
         signal(&p.child, first);
         let waiting = p.wait_line(|l| l.contains("stopping"));
-        let waiting = regex::Regex::new(r"\(for \d+\.\ds\)")
-            .unwrap()
-            .replace(&waiting, "(for T)");
+        let waiting = age.replace(&waiting, "(for T)");
         assert_eq!(
             waiting,
             format!(
