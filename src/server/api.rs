@@ -310,8 +310,15 @@ fn ryu_like(value: f64) -> String {
 /// The request body as JSON: empty means `{}` (grpc-gateway reads EOF as an empty message).
 fn json_body(body: Result<Bytes, BytesRejection>) -> Result<Value, ApiError> {
     let bytes = body.map_err(|rejection| {
-        if let Some(timeout) = super::body::timeout_in(&rejection) {
+        use super::body::{cause, BodyTimeout};
+        if let Some(timeout) = cause::<BodyTimeout>(&rejection) {
             ApiError::new(Code::RequestTimeout, timeout.to_string())
+        } else if cause::<std::io::Error>(&rejection).is_some_and(|e| e.kind() == std::io::ErrorKind::TimedOut) {
+            // The connection's idle timeout (`conn`): the body stopped arriving altogether.
+            ApiError::new(
+                Code::RequestTimeout,
+                "the request body stopped arriving: no byte for the connection's idle timeout",
+            )
         } else if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(
                 Code::ResourceExhausted,

@@ -108,12 +108,12 @@ where
     }
 }
 
-/// The [`BodyTimeout`] that `err` is, or was caused by.
-pub fn timeout_in(err: &(dyn std::error::Error + 'static)) -> Option<BodyTimeout> {
+/// The first error of type `T` in `err`'s chain (`err` itself, then its sources).
+pub fn cause<'a, T: std::error::Error + 'static>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a T> {
     let mut next = Some(err);
     while let Some(e) = next {
-        if let Some(t) = e.downcast_ref::<BodyTimeout>() {
-            return Some(*t);
+        if let Some(t) = e.downcast_ref::<T>() {
+            return Some(t);
         }
         next = e.source();
     }
@@ -148,11 +148,7 @@ mod tests {
             }
         });
         let err = read(Deadline::new(body, Duration::from_millis(300))).await.unwrap_err();
-        assert_eq!(
-            timeout_in(&err),
-            Some(BodyTimeout(Duration::from_millis(300))),
-            "{err:?}"
-        );
+        assert_eq!(cause(&err), Some(&BodyTimeout(Duration::from_millis(300))), "{err:?}");
         assert_eq!(
             err.to_string(),
             "the request body did not arrive within 0.3s of the request header"
@@ -176,11 +172,8 @@ mod tests {
     #[test]
     fn the_timeout_is_named_and_found_through_wrappers() {
         let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(BodyTimeout(BODY_READ_TIMEOUT));
-        assert_eq!(
-            timeout_in(&axum::Error::new(boxed)),
-            Some(BodyTimeout(BODY_READ_TIMEOUT))
-        );
-        assert_eq!(timeout_in(&std::io::Error::other("no")), None);
+        assert_eq!(cause(&axum::Error::new(boxed)), Some(&BodyTimeout(BODY_READ_TIMEOUT)));
+        assert_eq!(cause::<BodyTimeout>(&std::io::Error::other("no")), None);
         assert_eq!(
             BodyTimeout(BODY_READ_TIMEOUT).to_string(),
             "the request body did not arrive within 30s of the request header"

@@ -545,3 +545,26 @@ fn a_body_that_trickles_past_its_deadline_is_408_and_closed() {
     );
     assert!(answer.starts_with("HTTP/1.1 401 Unauthorized\r\n"), "{answer}");
 }
+
+/// A body that stops arriving altogether is cut off by the idle timeout (here 500 ms), and
+/// that is a 408 too, not a 400 about an unreadable body.
+#[test]
+fn a_body_that_stops_arriving_is_408() {
+    let mut config = retryctl::server::Config::new("127.0.0.1:0", retryctl::server::Location::InMemory);
+    config.idle_timeout = std::time::Duration::from_millis(500);
+    let s = TestServer::start_config(config);
+    let answer = raw_exchange(
+        &s.url,
+        b"POST /v1/retry-policy HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":",
+    );
+    assert_eq!(
+        shown(&answer),
+        format!(
+            "HTTP/1.1 408 Request Timeout\ncontent-type: application/json\nconnection: close\n\n{}",
+            err(
+                4,
+                "the request body stopped arriving: no byte for the connection's idle timeout"
+            )
+        )
+    );
+}
