@@ -88,10 +88,11 @@ impl App {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         use futures_util::future::Either;
-        if let Some(resp) = self.misframed(&req) {
-            return Either::Left(std::future::ready(Ok(resp)));
-        }
-        if let Some(resp) = self.fast(&req, peer) {
+        let host = match self.host(&req) {
+            Ok(host) => host,
+            Err(resp) => return Either::Left(std::future::ready(Ok(resp))),
+        };
+        if let Some(resp) = self.fast(&req, host, peer) {
             return Either::Left(std::future::ready(Ok(resp)));
         }
         let registered = self.requests.register(&req, peer);
@@ -106,19 +107,23 @@ impl App {
         })
     }
 
-    /// RFC 9112 §3.2: a request with more than one `Host`, or an HTTP/1.1 request without
-    /// one, is answered 400 (and the connection closed: a client that frames its requests
-    /// wrongly cannot be trusted to frame the next one right). Which of two `Host`s would
-    /// the DNS-rebinding check read? Neither: the request is refused before it. HTTP/2
-    /// carries the authority in `:authority`, so only more than one `Host` is refused there.
-    fn misframed<B>(&self, req: &Request<B>) -> Option<Response> {
-        let hosts = req.headers().get_all(header::HOST).iter().count();
-        let message = match hosts {
-            0 if req.version() == Version::HTTP_11 => {
+    /// The request's one `Host` (what the DNS-rebinding check reads: looked up once here).
+    /// RFC 9112 §3.2: a request with more than one, or an HTTP/1.1 request without one, is
+    /// answered 400 (`Err`) and the connection closed: a client that frames its requests
+    /// wrongly cannot be trusted to frame the next one right. Which of two `Host`s would the
+    /// rebinding check read? Neither: the request is refused before it. HTTP/2 carries the
+    /// authority in `:authority`, so only more than one `Host` is refused there.
+    fn host<'r, B>(&self, req: &'r Request<B>) -> Result<Option<&'r HeaderValue>, Response> {
+        let mut hosts = req.headers().get_all(header::HOST).iter();
+        let message = match (hosts.next(), hosts.next()) {
+            (None, _) if req.version() == Version::HTTP_11 => {
                 "request has no `Host` header; HTTP/1.1 requires exactly one (RFC 9112 section 3.2)".to_string()
             }
-            0 | 1 => return None,
-            n => format!("request has {n} `Host` headers; HTTP allows exactly one (RFC 9112 section 3.2)"),
+            (Some(_), Some(_)) => format!(
+                "request has {} `Host` headers; HTTP allows exactly one (RFC 9112 section 3.2)",
+                2 + hosts.count()
+            ),
+            (host, _) => return Ok(host),
         };
         let started = Instant::now();
         let line = log_start(self.log.as_ref(), req.method(), req.uri());
@@ -126,11 +131,12 @@ impl App {
         resp.headers_mut()
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
         mark_and_log(&mut resp, self.log.as_ref(), line, started);
-        Some(resp)
+        Err(resp)
     }
 
-    /// The answer to `req` when it is one of the hot reads; `None` hands it to the router.
-    pub fn fast<B>(&self, req: &Request<B>, peer: SocketAddr) -> Option<Response> {
+    /// The answer to `req` (whose `Host` is `host`) when it is one of the hot reads; `None`
+    /// hands it to the router.
+    pub fn fast<B>(&self, req: &Request<B>, host: Option<&HeaderValue>, peer: SocketAddr) -> Option<Response> {
         if req.method() != Method::GET {
             return None;
         }
@@ -151,7 +157,7 @@ impl App {
         let line = log_start(self.log.as_ref(), req.method(), req.uri());
         // AssertUnwindSafe: as in `catching`, nothing of the request is used after a panic
         // and the store's locks recover from poisoning.
-        let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.answer(hot, req, peer)));
+        let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.answer(hot, req, host, peer)));
         let mut resp = answer.unwrap_or_else(|payload| panic_response(payload.as_ref()));
         mark_and_log(&mut resp, self.log.as_ref(), line, started);
         // What axum's route future adds last to every answer whose length is known.
@@ -164,12 +170,12 @@ impl App {
         Some(resp)
     }
 
-    fn answer<B>(&self, hot: Hot<'_>, req: &Request<B>, peer: SocketAddr) -> Response {
+    fn answer<B>(&self, hot: Hot<'_>, req: &Request<B>, host: Option<&HeaderValue>, peer: SocketAddr) -> Response {
         match hot {
             // Like the router's `/health`: no credentials, a `&str` answer.
             Hot::Health => "ok".into_response(),
             Hot::Policies | Hot::Policy(_) => {
-                if let Some(resp) = self.guard.refusal(req.headers(), Some(peer.ip())) {
+                if let Some(resp) = self.guard.refusal(req.headers(), host, Some(peer.ip())) {
                     return resp;
                 }
                 match hot {
@@ -428,7 +434,8 @@ mod tests {
             let what = format!("{method} {uri} {headers:?} (auth: {})", !config.basic_auth.is_empty());
             // A fresh app each time: failed attempts are counted per app.
             let (fast_app, _, mut fast_log) = app(config);
-            let fast = fast_app.fast(&request(&method, uri, &headers), peer);
+            let req = request(&method, uri, &headers);
+            let fast = fast_app.fast(&req, req.headers().get(header::HOST), peer);
             assert_eq!(fast.is_some(), taken, "{what}");
             let Some(fast) = fast else { continue };
             let (_, routed, mut routed_log) = app(config);
@@ -458,7 +465,7 @@ mod tests {
         let bad = [("authorization", "Bearer no")];
         for _ in 0..super::super::MAX_AUTH_FAILURES {
             let resp = app
-                .fast(&request(&Method::GET, "/v1/retry-policies", &bad), peer)
+                .fast(&request(&Method::GET, "/v1/retry-policies", &bad), None, peer)
                 .unwrap();
             assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
         }
@@ -469,6 +476,7 @@ mod tests {
                     "/v1/retry-policy/bench",
                     &[("authorization", "Bearer tok")],
                 ),
+                None,
                 peer,
             )
             .unwrap();

@@ -380,10 +380,16 @@ impl Guard {
     }
 
     /// Host check, then credentials (and their per-address budget): what every API route
-    /// checks before it reads the body. `Some` is the refusal, the whole answer.
-    fn refusal(&self, headers: &axum::http::HeaderMap, ip: Option<std::net::IpAddr>) -> Option<Response> {
+    /// checks before it reads the body. `host` is the request's (only) `Host`, looked up once
+    /// by the caller. `Some` is the refusal, the whole answer.
+    fn refusal(
+        &self,
+        headers: &axum::http::HeaderMap,
+        host: Option<&HeaderValue>,
+        ip: Option<std::net::IpAddr>,
+    ) -> Option<Response> {
         if self.check_host {
-            if let Err(e) = check_host(headers.get(header::HOST)) {
+            if let Err(e) = check_host(host) {
                 return Some(e.into_response());
             }
         }
@@ -398,6 +404,10 @@ impl Guard {
                 )
                 .into_response(),
             );
+        }
+        // Without credentials to check, the header is not even looked up (every GET pays it).
+        if !self.auth.required() {
+            return None;
         }
         if let Err(e) = self.auth.check(headers.get(header::AUTHORIZATION)) {
             if let Some(ip) = ip {
@@ -500,7 +510,7 @@ async fn authenticate(State(guard): State<Arc<Guard>>, req: Request, next: Next)
         .extensions()
         .get::<axum::extract::ConnectInfo<conn::Peer>>()
         .map(|c| c.0 .0.ip());
-    if let Some(resp) = guard.refusal(req.headers(), ip) {
+    if let Some(resp) = guard.refusal(req.headers(), req.headers().get(header::HOST), ip) {
         return resp;
     }
     if matches!(*req.method(), Method::POST | Method::PUT) {
