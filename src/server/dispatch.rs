@@ -20,11 +20,9 @@
 //! of writes and every other route exactly as they were; `tests` compares both paths
 //! answer for answer.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -190,13 +188,23 @@ impl App {
 /// The requests handed to the router whose answer is not ready yet (a body still arriving,
 /// a write waiting for its commit): what a graceful shutdown waits for, listed by the
 /// command when it is told to stop. Cheap to clone (one shared list).
+///
+/// Every write pays for its entry, so an entry is cheap: a slot in a vector (reused, no
+/// hashing), the URI shared with the request (no copy; masked only when listed).
 #[derive(Clone, Default)]
-pub struct Requests(Arc<RequestList>);
+pub struct Requests(Arc<Mutex<Slots>>);
 
 #[derive(Default)]
-struct RequestList {
-    next: AtomicU64,
-    open: Mutex<HashMap<u64, InFlight>>,
+struct Slots {
+    open: Vec<Option<Entry>>,
+    free: Vec<usize>,
+}
+
+struct Entry {
+    method: Method,
+    uri: axum::http::Uri,
+    peer: SocketAddr,
+    since: Instant,
 }
 
 /// One request in flight.
@@ -211,44 +219,65 @@ pub struct InFlight {
 }
 
 impl Requests {
+    fn slots(&self) -> std::sync::MutexGuard<'_, Slots> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Every request in flight, oldest first.
     pub fn in_flight(&self) -> Vec<InFlight> {
-        let open = self.0.open.lock().unwrap_or_else(|e| e.into_inner());
-        let mut list: Vec<InFlight> = open.values().cloned().collect();
+        let mut list: Vec<InFlight> = self
+            .slots()
+            .open
+            .iter()
+            .flatten()
+            .map(|e| InFlight {
+                method: e.method.clone(),
+                target: super::logged_target(&e.uri),
+                peer: e.peer,
+                since: e.since,
+            })
+            .collect();
         list.sort_by_key(|r| r.since);
         list
     }
 
     /// Lists `req` until the returned guard is dropped.
     fn register<B>(&self, req: &Request<B>, peer: SocketAddr) -> Registered {
-        let id = self.0.next.fetch_add(1, Ordering::Relaxed);
-        let entry = InFlight {
+        let entry = Entry {
             method: req.method().clone(),
-            target: super::logged_target(req.uri()),
+            uri: req.uri().clone(),
             peer,
             since: Instant::now(),
         };
-        self.0.open.lock().unwrap_or_else(|e| e.into_inner()).insert(id, entry);
+        let mut slots = self.slots();
+        let slot = match slots.free.pop() {
+            Some(slot) => {
+                slots.open[slot] = Some(entry);
+                slot
+            }
+            None => {
+                slots.open.push(Some(entry));
+                slots.open.len() - 1
+            }
+        };
         Registered {
-            list: self.0.clone(),
-            id,
+            list: self.clone(),
+            slot,
         }
     }
 }
 
 /// Takes its request off the list when dropped: answered, failed, or its connection gone.
 struct Registered {
-    list: Arc<RequestList>,
-    id: u64,
+    list: Requests,
+    slot: usize,
 }
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        self.list
-            .open
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.id);
+        let mut slots = self.list.slots();
+        slots.open[self.slot] = None;
+        slots.free.push(self.slot);
     }
 }
 
@@ -481,5 +510,34 @@ mod tests {
             )
             .unwrap();
         assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+    }
+
+    /// A request is listed from its registration until its guard is dropped, its query's
+    /// credentials masked, oldest first; slots are reused.
+    #[test]
+    fn requests_in_flight_are_listed_until_answered() {
+        let requests = Requests::default();
+        let peer: SocketAddr = "127.0.0.1:5555".parse().unwrap();
+        let first = requests.register(&request(&Method::POST, "/v1/queue?token=t&x=1", &[]), peer);
+        let second = requests.register(&request(&Method::PUT, "/v1/queue/q", &[]), peer);
+        let listed = |r: &Requests| -> Vec<String> {
+            r.in_flight()
+                .iter()
+                .map(|r| format!("{} {} {}", r.method, r.target, r.peer))
+                .collect()
+        };
+        assert_eq!(
+            listed(&requests),
+            [
+                "POST /v1/queue?token=***&x=1 127.0.0.1:5555",
+                "PUT /v1/queue/q 127.0.0.1:5555"
+            ]
+        );
+        drop(first);
+        assert_eq!(listed(&requests), ["PUT /v1/queue/q 127.0.0.1:5555"]);
+        let third = requests.register(&request(&Method::DELETE, "/v1/queue/r", &[]), peer);
+        assert_eq!(third.slot, 0, "the freed slot is reused");
+        drop((second, third));
+        assert!(requests.in_flight().is_empty());
     }
 }
