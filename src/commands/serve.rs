@@ -1,7 +1,10 @@
 //! `retryctl serve`: run the local Armada-compatible API server (SPEC §6).
 //!
-//! Owns: turning flags into a [`server::Config`], the tokio runtime, the startup line and
-//! SIGINT/SIGTERM handling. Must not: hold server logic (that is `crate::server`).
+//! Owns: turning flags into a [`server::Config`], the tokio runtime, stderr as the server's
+//! log (batched, dropped and counted when stderr refuses it, never a reason to stop), and
+//! SIGINT/SIGTERM: the first stops gracefully saying what it waits for, a second exits at
+//! once (130/143; the one process exit outside `main`, see `exit_at_once`).
+//! Must not: hold server logic (that is `crate::server`).
 
 use crate::app::Context;
 use crate::cli::ServeArgs;
@@ -112,7 +115,6 @@ pub fn run(ctx: &mut Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
                 result = &mut run => break result,
                 Ok(signal) = &mut first, if !stopping => {
                     stopping = true;
-                    log.batch(&mut batch);
                     if let Some(text) = waiting_for(signal, &requests.in_flight(), std::time::Instant::now()) {
                         log.line(&text);
                     }
