@@ -86,9 +86,9 @@ impl App {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         use futures_util::future::Either;
-        let host = match self.host(&req) {
+        let host = match host(&req) {
             Ok(host) => host,
-            Err(resp) => return Either::Left(std::future::ready(Ok(resp))),
+            Err(message) => return Either::Left(std::future::ready(Ok(self.misframed(&req, message)))),
         };
         if let Some(resp) = self.fast(&req, host, peer) {
             return Either::Left(std::future::ready(Ok(resp)));
@@ -105,31 +105,17 @@ impl App {
         })
     }
 
-    /// The request's one `Host` (what the DNS-rebinding check reads: looked up once here).
-    /// RFC 9112 §3.2: a request with more than one, or an HTTP/1.1 request without one, is
-    /// answered 400 (`Err`) and the connection closed: a client that frames its requests
-    /// wrongly cannot be trusted to frame the next one right. Which of two `Host`s would the
-    /// rebinding check read? Neither: the request is refused before it. HTTP/2 carries the
-    /// authority in `:authority`, so only more than one `Host` is refused there.
-    fn host<'r, B>(&self, req: &'r Request<B>) -> Result<Option<&'r HeaderValue>, Response> {
-        let mut hosts = req.headers().get_all(header::HOST).iter();
-        let message = match (hosts.next(), hosts.next()) {
-            (None, _) if req.version() == Version::HTTP_11 => {
-                "request has no `Host` header; HTTP/1.1 requires exactly one (RFC 9112 section 3.2)".to_string()
-            }
-            (Some(_), Some(_)) => format!(
-                "request has {} `Host` headers; HTTP allows exactly one (RFC 9112 section 3.2)",
-                2 + hosts.count()
-            ),
-            (host, _) => return Ok(host),
-        };
+    /// The 400 of a request [`host`] refused (`message`), logged, with the connection closed:
+    /// a client that frames its requests wrongly cannot be trusted to frame the next one
+    /// right.
+    fn misframed<B>(&self, req: &Request<B>, message: String) -> Response {
         let started = Instant::now();
         let line = log_start(self.log.as_ref(), req.method(), req.uri());
         let mut resp = ApiError::invalid(message).into_response();
         resp.headers_mut()
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
         mark_and_log(&mut resp, self.log.as_ref(), line, started);
-        Err(resp)
+        resp
     }
 
     /// The answer to `req` (whose `Host` is `host`) when it is one of the hot reads; `None`
@@ -182,6 +168,25 @@ impl App {
                 }
             }
         }
+    }
+}
+
+/// The request's one `Host` (what the DNS-rebinding check reads: looked up once here), or
+/// why it is refused. RFC 9112 §3.2: a request with more than one, or an HTTP/1.1 request
+/// without one, is answered 400. Which of two `Host`s would the rebinding check read?
+/// Neither: the request is refused before it. HTTP/2 carries the authority in `:authority`,
+/// so only more than one `Host` is refused there.
+fn host<B>(req: &Request<B>) -> Result<Option<&HeaderValue>, String> {
+    let mut hosts = req.headers().get_all(header::HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (None, _) if req.version() == Version::HTTP_11 => {
+            Err("request has no `Host` header; HTTP/1.1 requires exactly one (RFC 9112 section 3.2)".to_string())
+        }
+        (Some(_), Some(_)) => Err(format!(
+            "request has {} `Host` headers; HTTP allows exactly one (RFC 9112 section 3.2)",
+            2 + hosts.count()
+        )),
+        (host, _) => Ok(host),
     }
 }
 
