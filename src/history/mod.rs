@@ -42,8 +42,9 @@ pub enum Item {
     Bad(RowError),
 }
 
-/// A source of jobs: a boxed iterator, so the command treats both alike.
-pub type Source<'a> = Box<dyn Iterator<Item = anyhow::Result<Item>> + 'a>;
+/// A source of jobs: a boxed iterator, so the command treats both alike. `Send`, so that a
+/// replay can read it on its own thread (as `replay::source::HistorySource` is read).
+pub type Source<'a> = Box<dyn Iterator<Item = anyhow::Result<Item>> + Send + 'a>;
 
 /// What an [`Export`] yields, in the source's order.
 #[derive(Debug)]
