@@ -353,8 +353,8 @@ mod tests {
         let decoded = api::Queue::decode(&bytes[..]).unwrap();
         assert_eq!(queue_from_proto(&decoded), (queue, vec![]));
         let mut more = decoded;
-        #[allow(deprecated)]
         more.resource_limits.insert("cpu".into(), 0.5);
+        #[allow(deprecated)]
         more.labels_deprecated.push("x".into());
         assert_eq!(queue_from_proto(&more).1, vec!["resourceLimits", "labelsDeprecated"]);
     }

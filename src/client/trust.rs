@@ -11,8 +11,10 @@
 //! certificates, it is accepted once its names match the host (validity dates were checked by
 //! WebPKI before it raised that objection).
 //!
-//! Owns: building that rustls configuration. Must not: relax anything else (expiry, names,
-//! an unknown issuer stay errors) or open connections.
+//! Owns: building that rustls configuration (and the one of `--insecure-skip-tls-verify` for
+//! the gRPC transport, which has no reqwest to ask), and telling what a failed handshake
+//! means. Must not: relax anything else (expiry, names, an unknown issuer stay errors) or
+//! open connections.
 
 use std::sync::Arc;
 
@@ -46,6 +48,104 @@ pub fn client_config(extra: &[Vec<u8>]) -> Result<rustls::ClientConfig, String> 
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth())
+}
+
+/// A rustls client configuration that accepts any certificate (`--insecure-skip-tls-verify`,
+/// already warned about by the command): the handshake's signatures are still checked, the
+/// certificate's issuer, names and dates are not, as reqwest's `danger_accept_invalid_certs`.
+pub fn insecure_config() -> Result<rustls::ClientConfig, String> {
+    let provider = crate::tls::provider();
+    Ok(rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AcceptAny { provider }))
+        .with_no_client_auth())
+}
+
+#[derive(Debug)]
+struct AcceptAny {
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// What a failed connection to `url` says about TLS, if anything: the rustls error somewhere
+/// in the chain of `e`. An `io::Error` carries it as its payload (which may be another
+/// `io::Error`), and its `source()` skips the payload, so payloads are followed instead.
+pub(super) fn tls_failure(e: &(dyn std::error::Error + 'static), url: &str) -> Option<super::ClientError> {
+    use super::ClientError;
+    use rustls::{Error as Tls, InvalidMessage};
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    let tls = loop {
+        let err = cur?;
+        if let Some(tls) = err.downcast_ref::<Tls>() {
+            break tls;
+        }
+        cur = match err.downcast_ref::<std::io::Error>() {
+            Some(io) => io.get_ref().map(|inner| inner as &(dyn std::error::Error + 'static)),
+            None => err.source(),
+        };
+    };
+    let url = url.to_string();
+    match tls {
+        Tls::InvalidCertificate(CertificateError::UnknownIssuer) => Some(ClientError::Certificate {
+            url,
+            reason: "it is not signed by a certificate authority retryctl trusts (unknown issuer)".into(),
+        }),
+        // A trusted authority has the issuer's name but not its key: another CA of the same
+        // name (a re-created test CA, an impostor) signed the certificate.
+        Tls::InvalidCertificate(CertificateError::BadSignature) => Some(ClientError::Certificate {
+            url,
+            reason: "its signature does not match the key of the certificate authority of that name that retryctl trusts (bad signature): another authority with the same name signed it".into(),
+        }),
+        Tls::InvalidCertificate(_) if is_ca_used_as_end_entity(tls) => Some(ClientError::Certificate {
+            url,
+            reason: "it is self-signed (a CA certificate presented as the server's own) and not among the certificates retryctl trusts".into(),
+        }),
+        Tls::InvalidCertificate(_) => Some(ClientError::Certificate {
+            url,
+            reason: tls.to_string(),
+        }),
+        // The answer to the hello is not a TLS record: a plain HTTP server's 400.
+        Tls::InvalidMessage(InvalidMessage::InvalidContentType) => {
+            Some(ClientError::WrongScheme { url, server_tls: false })
+        }
+        _ => None,
+    }
 }
 
 /// The OS store's roots. Certificates in it that do not parse are skipped, as Go's

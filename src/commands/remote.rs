@@ -6,8 +6,7 @@
 
 use crate::app::Context;
 use crate::cli::{DryRun, FileSource};
-use crate::client::{self, WriteOp};
-use crate::client::{Client, ClientError};
+use crate::client::{self, codes, Client, ClientError, WriteOp};
 use crate::error::CliError;
 use crate::input;
 use crate::model::validate::name_problem;
@@ -15,9 +14,10 @@ use crate::model::{Kind, Resource};
 use crate::output::report;
 use crate::settings::{self, Env, Settings};
 
-/// A connected client and the settings it came from (for hints).
+/// A connected client (REST or gRPC, as the address says) and the settings it came from
+/// (for hints).
 pub struct Remote {
-    pub client: Client,
+    pub client: Box<dyn Client>,
     pub settings: Settings,
 }
 
@@ -28,7 +28,7 @@ pub fn connect(ctx: &mut Context) -> Result<Remote, CliError> {
         let _ = writeln!(ctx.err, "{warning}");
     }
     let config = settings.client_config()?;
-    let client = Client::new(config).map_err(|e| CliError::new(e.exit_code(), e.to_string()))?;
+    let client = client::connect(config).map_err(|e| CliError::new(e.exit_code(), e.to_string()))?;
     Ok(Remote { client, settings })
 }
 
@@ -44,7 +44,7 @@ impl Remote {
                 "if the server's certificate comes from a private CA or is self-signed, trust it \
                  with `--certificate-authority FILE` or the config context key `certificateAuthority`",
             ),
-            ClientError::Api { status: 401, .. } => err.with_hint(
+            e if e.is_unauthenticated() => err.with_hint(
                 "give credentials: `basicAuth`, `bearerToken` or `execAuth` in the config \
                  context, or `$ARMADA_TOKEN`",
             ),
@@ -52,6 +52,10 @@ impl Remote {
                 "check that {} is the Armada REST (HTTP gateway) URL, not the gRPC port",
                 crate::redact::redact_url(&self.settings.url)
             )),
+            ClientError::Incompatible { grpc: true, .. } => err.with_hint(
+                "write it over REST (`--armada-url http://…` of `retryctl serve`, or a context's \
+                 `armadaRestUrl`), or remove these fields",
+            ),
             ClientError::Incompatible { fields, .. } => {
                 if fields.iter().any(|f| f == "retryLimit") {
                     err.with_hint(
@@ -253,18 +257,16 @@ pub fn write(remote: Option<&Remote>, r: &Resource, mode: Mode, dry: bool) -> Re
     };
     let op = match (mode, &current) {
         (Mode::Create, Some(Some(_))) => {
-            return Err(fail(ClientError::Api {
-                status: 409,
-                code: Some(client::grpc::ALREADY_EXISTS),
-                message: format!("{} `{}` already exists", noun(r), r.name().unwrap_or("")),
-            }))
+            return Err(fail(c.refused(
+                codes::ALREADY_EXISTS,
+                format!("{} `{}` already exists", noun(r), r.name().unwrap_or("")),
+            )))
         }
         (Mode::Update, Some(None)) => {
-            return Err(fail(ClientError::Api {
-                status: 404,
-                code: Some(client::grpc::NOT_FOUND),
-                message: format!("{} `{}` does not exist", noun(r), r.name().unwrap_or("")),
-            }))
+            return Err(fail(c.refused(
+                codes::NOT_FOUND,
+                format!("{} `{}` does not exist", noun(r), r.name().unwrap_or("")),
+            )))
         }
         (Mode::Apply | Mode::Update, Some(Some(existing))) => {
             if same(existing, r) {
@@ -285,6 +287,7 @@ pub fn write(remote: Option<&Remote>, r: &Resource, mode: Mode, dry: bool) -> Re
                     kind: "retry policy",
                     name: p.name.clone(),
                     fields,
+                    grpc: c.protocol() == "gRPC",
                 }));
             }
         }
