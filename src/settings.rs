@@ -5,12 +5,15 @@
 //! `client`) or print anything.
 //!
 //! Precedence, and the decisions where SPEC is silent:
-//! - URL: `--armada-url`, `$ARMADA_URL`, the context's `armadaRestUrl`, then its `armadaUrl`
-//!   only when it is an `http(s)://` URL (in armadactl `armadaUrl` is a gRPC `host:port`, not
-//!   a REST URL), else `http://localhost:8080`. A context whose only address is a gRPC
-//!   `armadaUrl` is a usage error naming `armadaRestUrl` (SPEC §4): the default would be
-//!   another server. A URL without a scheme gets `http://`, as armadactl does for
-//!   `armadaRestUrl`.
+//! - URL: `--armada-url`, `$ARMADA_URL`, the context's `armadaRestUrl`, then its `armadaUrl`,
+//!   else `http://localhost:8080`. Which protocol (SPEC §4, §5.3): `http(s)://` is REST,
+//!   `grpc://` / `grpcs://` is gRPC (plaintext / TLS). A context's `armadaUrl` without a
+//!   scheme is armadactl's gRPC `host:port`, with TLS as armadactl decides it: on unless the
+//!   context sets `forceNoTls: true` or the address contains `localhost`; it becomes
+//!   `grpc(s)://host:port` (port 443 when none is given, as grpc-go dials). A flag or
+//!   variable without a scheme gets `http://`, as armadactl does for `armadaRestUrl`. A
+//!   context with both keys is spoken to over REST (`armadaRestUrl`): only REST carries the
+//!   design dialect.
 //! - Context: `--context`, else the file's `currentContext`, else the flat legacy keys.
 //! - Credentials: `$ARMADA_TOKEN` (bearer) wins over the file, since the environment is the
 //!   more specific source; then the context's `basicAuth` (when it has a username), then
@@ -144,9 +147,6 @@ pub fn resolve(global: &GlobalArgs, env: &Env) -> Result<Settings, CliError> {
         (u.clone(), UrlSource::Env)
     } else if let Some(u) = context_url(&ctx) {
         (u, UrlSource::Context(context.clone().unwrap_or_default()))
-    } else if let Some(grpc) = &ctx.armada_url {
-        // armadactl's gRPC address alone: the default URL would be a different server.
-        return Err(grpc_only(context.as_deref(), grpc, &file));
     } else {
         (DEFAULT_URL.to_string(), UrlSource::Default)
     };
@@ -233,37 +233,23 @@ fn tls_settings(
 
 fn context_url(ctx: &ContextConfig) -> Option<String> {
     ctx.armada_rest_url.clone().or_else(|| {
-        ctx.armada_url
-            .clone()
-            .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
+        let url = ctx.armada_url.as_ref()?;
+        if url.contains("://") {
+            return Some(url.clone());
+        }
+        Some(grpc_address(url, ctx.force_no_tls))
     })
 }
 
-/// The error for a context whose only address is armadactl's gRPC `armadaUrl` (a
-/// `host:port`, which retryctl cannot talk to): name it, and the key that is missing.
-fn grpc_only(context: Option<&str>, grpc: &str, file: &ConfigFile) -> CliError {
-    let grpc = crate::redact::redact_url(grpc);
-    let (whose, where_) = match context {
-        Some(name) => (
-            format!("context `{name}`"),
-            format!("context `{name}` in `{}`", file.path.display()),
-        ),
-        None => (
-            format!("config file `{}`", file.path.display()),
-            format!("`{}`", file.path.display()),
-        ),
-    };
-    CliError::usage(format!(
-        "{whose} sets only `armadaUrl: {grpc}`, a gRPC address; retryctl speaks Armada's REST API \
-         and needs `armadaRestUrl`"
-    ))
-    .with_hint(format!(
-        "add `armadaRestUrl: https://HOST` (the URL of Armada's REST gateway) to {where_}, \
-         or pass `--armada-url URL` (or set `$ARMADA_URL`)"
-    ))
+/// armadactl's gRPC `armadaUrl` (`host:port`) as a `grpc://` or `grpcs://` address: TLS
+/// unless `forceNoTls` or the address contains `localhost` (`pkg/client/connection.go`).
+fn grpc_address(host_port: &str, force_no_tls: bool) -> String {
+    let plain = force_no_tls || host_port.contains("localhost");
+    format!("{}://{}", if plain { "grpc" } else { "grpcs" }, host_port.trim())
 }
 
-/// `host:port` → `http://host:port`; no trailing slash; must parse as an http(s) URL.
+/// `host:port` → `http://host:port`; no trailing slash; must parse as an http(s) URL, or be a
+/// `grpc(s)://host[:port]` address (port 443 when none is given, as grpc-go dials).
 pub fn normalize_url(raw: &str) -> Result<String, CliError> {
     let trimmed = raw.trim();
     let with_scheme = if trimmed.contains("://") {
@@ -279,11 +265,23 @@ pub fn normalize_url(raw: &str) -> Result<String, CliError> {
         .with_hint("pass a REST base URL such as `--armada-url http://localhost:8080`")
     };
     let url = reqwest::Url::parse(&with_scheme).map_err(|e| bad(&e.to_string()))?;
-    if url.scheme() != "http" && url.scheme() != "https" {
-        return Err(bad("the scheme must be `http` or `https`"));
+    let grpc = matches!(url.scheme(), "grpc" | "grpcs");
+    if url.scheme() != "http" && url.scheme() != "https" && !grpc {
+        return Err(bad(
+            "the scheme must be `http` or `https` (REST), or `grpc` or `grpcs` (gRPC)",
+        ));
     }
     if url.host_str().is_none_or(str::is_empty) {
         return Err(bad("no host"));
+    }
+    if grpc {
+        if !matches!(url.path(), "" | "/") || url.query().is_some() || url.username() != "" {
+            return Err(bad(
+                "a gRPC address is `grpc://host:port` or `grpcs://host:port`, nothing more",
+            ));
+        }
+        let host = url.host_str().unwrap_or_default();
+        return Ok(format!("{}://{host}:{}", url.scheme(), url.port().unwrap_or(443)));
     }
     Ok(with_scheme.trim_end_matches('/').to_string())
 }
@@ -514,24 +512,35 @@ mod tests {
             (s.url.as_str(), s.url_source),
             ("http://ctx:1", UrlSource::Context("a".into()))
         );
-        // A gRPC host:port is not a REST URL, and the default would be another server.
-        let e = resolve(&global(&["--config", &cfg, "-c", "b"]), &Env::default()).unwrap_err();
+        // armadactl's gRPC host:port is spoken to over gRPC, with TLS unless `forceNoTls` or
+        // `localhost` (SPEC §5.3), never replaced by the default URL.
+        let s = resolve(&global(&["--config", &cfg, "-c", "b"]), &Env::default()).unwrap();
         assert_eq!(
-            (e.code, e.message.as_str()),
-            (
-                ExitCode::Usage,
-                "context `b` sets only `armadaUrl: grpc:50051`, a gRPC address; retryctl speaks \
-                 Armada's REST API and needs `armadaRestUrl`"
-            )
+            (s.url.as_str(), s.url_source),
+            ("grpcs://grpc:50051", UrlSource::Context("b".into()))
         );
+        let cfg2 = write(
+            dir.path(),
+            "contexts:\n  p: {armadaUrl: 'h:1', forceNoTls: true}\n  l: {armadaUrl: 'localhost:50051'}\n  both: {armadaUrl: 'h:1', armadaRestUrl: 'https://rest'}\n  bad: {armadaUrl: 'h:1', forceNoTls: yes please}\n",
+        );
+        for (ctx, want) in [
+            ("p", "grpc://h:1"),
+            ("l", "grpc://localhost:50051"),
+            ("both", "https://rest"),
+        ] {
+            let s = resolve(&global(&["--config", &cfg2, "-c", ctx]), &Env::default()).unwrap();
+            assert_eq!(s.url, want, "context {ctx}");
+        }
+        let e = resolve(&global(&["--config", &cfg2, "-c", "bad"]), &Env::default()).unwrap_err();
         assert_eq!(
-            e.hint.unwrap(),
-            format!(
-                "add `armadaRestUrl: https://HOST` (the URL of Armada's REST gateway) to context `b` \
-                 in `{cfg}`, or pass `--armada-url URL` (or set `$ARMADA_URL`)"
-            )
+            e.message,
+            format!("invalid config file `{cfg2}`: contexts.bad.forceNoTls: expected `true` or `false`")
         );
-        // ... unless the flag or the environment gives the REST URL.
+        let cfg = write(
+            dir.path(),
+            "currentContext: a\ncontexts:\n  a: {armadaRestUrl: ctx:1}\n  b: {armadaUrl: 'grpc:50051'}\n",
+        );
+        // ... and the flag or the environment wins over it.
         let s = resolve(&global(&["--config", &cfg, "-c", "b"]), &env).unwrap();
         assert_eq!((s.url.as_str(), s.url_source), ("http://env:2", UrlSource::Env));
         // An `armadaUrl` that is an http(s) URL is used as the REST URL.
@@ -636,6 +645,12 @@ mod tests {
         assert_eq!(parse_timeout("0s").unwrap_err().code, ExitCode::Usage);
         assert_eq!(normalize_url("localhost:8080").unwrap(), "http://localhost:8080");
         assert_eq!(normalize_url("ftp://x").unwrap_err().code, ExitCode::Usage);
+        assert_eq!(normalize_url("grpc://h:50051/").unwrap(), "grpc://h:50051");
+        assert_eq!(normalize_url("grpcs://h").unwrap(), "grpcs://h:443");
+        assert_eq!(
+            normalize_url("grpc://h:1/v1").unwrap_err().message,
+            "invalid Armada URL `grpc://h:1/v1`: a gRPC address is `grpc://host:port` or `grpcs://host:port`, nothing more"
+        );
     }
 
     #[test]

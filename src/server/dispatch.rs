@@ -29,6 +29,8 @@ use super::{api, log_start, mark_and_log, panic_response, Guard, Log};
 pub struct App {
     /// Every route, with its layers: what the fast path does not take.
     pub router: Router,
+    /// The gRPC services (HTTP/2 requests with `content-type: application/grpc`).
+    pub grpc: super::grpc::Grpc,
     store: Arc<Store>,
     guard: Arc<Guard>,
     log: Option<Log>,
@@ -45,6 +47,7 @@ impl App {
     pub fn new(router: Router, store: Arc<Store>, guard: Arc<Guard>, log: Option<Log>) -> App {
         App {
             router,
+            grpc: super::grpc::Grpc::new(store.clone(), guard.clone(), log.clone()),
             store,
             guard,
             log,
