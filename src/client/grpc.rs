@@ -273,7 +273,7 @@ impl GrpcClient {
             }
             Err(status) => {
                 self.mark_dialect(status.metadata());
-                Err(self.status_error(status))
+                Err(self.status_error(name, status))
             }
         }
     }
@@ -288,13 +288,27 @@ impl GrpcClient {
 
     /// A status the server answered, or the transport's own failure (which carries its
     /// cause: the connection broke mid-call).
-    fn status_error(&self, status: Status) -> ClientError {
+    fn status_error(&self, call: &'static str, status: Status) -> ClientError {
         if let Some(source) = std::error::Error::source(&status) {
             self.conn.borrow_mut().take();
             if let Some(tls) = trust::tls_failure(source, &self.config.base_url) {
                 return tls;
             }
             return self.unreachable(format!("the connection failed: {}", root(source)));
+        }
+        // tonic's own decoder refusing an answer over the limit: not the server's word.
+        if status.code() == tonic::Code::OutOfRange
+            && status.message().starts_with("Error, decoded message length too large")
+        {
+            return ClientError::BadAnswer {
+                call,
+                url: self.config.base_url.clone(),
+                detail: format!(
+                    "it is larger than the {} MiB a gRPC message may be ({})",
+                    MAX_MESSAGE >> 20,
+                    status.message()
+                ),
+            };
         }
         ClientError::Api {
             status: None,

@@ -57,6 +57,18 @@ pub struct Grpc {
     submit: SubmitServer<Services>,
 }
 
+/// The methods of `api.Submit` that serve answers (armadactl's queue verbs, and Health).
+const SUBMIT_SERVED: [&str; 8] = [
+    "CreateQueue",
+    "CreateQueues",
+    "UpdateQueue",
+    "UpdateQueues",
+    "DeleteQueue",
+    "GetQueue",
+    "GetQueues",
+    "Health",
+];
+
 /// Whether `req` is a gRPC call (`content-type: application/grpc…`).
 pub fn is_grpc<B>(req: &Request<B>) -> bool {
     req.headers()
@@ -101,8 +113,13 @@ impl Grpc {
                 self.policies.clone().call(req).boxed()
             } else if path.starts_with("/api.QueueService/") {
                 self.queues.clone().call(req).boxed()
-            } else if path.starts_with("/api.Submit/") {
+            } else if path.starts_with("/api.Submit/") && SUBMIT_SERVED.contains(&&path["/api.Submit/".len()..]) {
                 self.submit.clone().call(req).boxed()
+            } else if let Some(method) = path.strip_prefix("/api.Submit/") {
+                let status = Status::unimplemented(format!(
+                    "retryctl serve runs no jobs: api.Submit/{method} is not served (its queue methods and Health are)"
+                ));
+                std::future::ready(Ok(status.into_http::<tonic::body::Body>())).boxed()
             } else {
                 let status = Status::unimplemented(format!("unknown service or method {path}"));
                 std::future::ready(Ok(status.into_http::<tonic::body::Body>())).boxed()
@@ -120,6 +137,7 @@ impl Grpc {
             }
         };
         let mut resp = resp;
+        too_large_is_resource_exhausted(&mut resp);
         // A refusal is answered in the headers alone (trailers-only): name its code in the log.
         let line = line.map(|mut l| {
             if let Some(code) = resp.headers().get("grpc-status").and_then(|v| v.to_str().ok()) {
@@ -145,6 +163,25 @@ impl Grpc {
         let host = req.headers().get(axum::http::header::HOST).or(authority.as_ref());
         let auth = req.headers().get(axum::http::header::AUTHORIZATION);
         self.guard.screen(host, auth, Some(peer.ip())).err().map(status)
+    }
+}
+
+/// tonic refuses a request frame longer than the limit as OutOfRange; grpc-go, whose clients
+/// armadactl and Armada's Python client are, as ResourceExhausted (SPEC §5.3). The refusal is
+/// answered in the headers alone (the request was never decoded), so it is renamed there.
+fn too_large_is_resource_exhausted(resp: &mut Response) {
+    const OUT_OF_RANGE: &[u8] = b"11";
+    let headers = resp.headers_mut();
+    let too_large = headers.get("grpc-status").is_some_and(|v| v.as_bytes() == OUT_OF_RANGE)
+        && headers
+            .get("grpc-message")
+            // Percent-encoded as tonic writes it (a space is `%20`).
+            .is_some_and(|m| {
+                m.as_bytes()
+                    .starts_with(b"Error,%20decoded%20message%20length%20too%20large")
+            });
+    if too_large {
+        headers.insert("grpc-status", HeaderValue::from_static("8"));
     }
 }
 
@@ -449,7 +486,16 @@ impl RetryPolicyService for Services {
             .into_iter()
             .map(|(name, stored)| self.protos.policy(&name, &stored))
             .collect::<Result<_, _>>()?;
-        Ok(answer(pb::RetryPolicyList { retry_policies }))
+        let list = pb::RetryPolicyList { retry_policies };
+        // The one answer that can outgrow the limit (one policy body is at most 1 MiB):
+        // said as grpc-go says it, not as tonic's encoder would (OutOfRange, mid-answer).
+        let len = prost::Message::encoded_len(&list);
+        if len > MAX_MESSAGE {
+            return Err(Status::resource_exhausted(format!(
+                "grpc: trying to send message larger than max ({len} vs. {MAX_MESSAGE})"
+            )));
+        }
+        Ok(answer(list))
     }
 }
 
