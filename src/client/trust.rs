@@ -41,6 +41,7 @@ pub fn client_config(extra: &[Vec<u8>]) -> Result<rustls::ClientConfig, String> 
         inner,
         pinned,
         provider: provider.clone(),
+        accept_any: false,
     };
     Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -55,52 +56,21 @@ pub fn client_config(extra: &[Vec<u8>]) -> Result<rustls::ClientConfig, String> 
 /// certificate's issuer, names and dates are not, as reqwest's `danger_accept_invalid_certs`.
 pub fn insecure_config() -> Result<rustls::ClientConfig, String> {
     let provider = crate::tls::provider();
-    Ok(rustls::ClientConfig::builder_with_provider(provider.clone())
+    let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(system_roots()), provider.clone())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let verifier = Verifier {
+        inner,
+        pinned: Vec::new(),
+        provider: provider.clone(),
+        accept_any: true,
+    };
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AcceptAny { provider }))
+        .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth())
-}
-
-#[derive(Debug)]
-struct AcceptAny {
-    provider: Arc<CryptoProvider>,
-}
-
-impl ServerCertVerifier for AcceptAny {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider.signature_verification_algorithms.supported_schemes()
-    }
 }
 
 /// What a failed connection to `url` says about TLS, if anything: the rustls error somewhere
@@ -166,6 +136,8 @@ struct Verifier {
     /// The user's own certificates, compared byte for byte with the server's.
     pinned: Vec<CertificateDer<'static>>,
     provider: Arc<CryptoProvider>,
+    /// `--insecure-skip-tls-verify`: any certificate (its signatures still checked).
+    accept_any: bool,
 }
 
 /// Whether WebPKI's only objection is a CA certificate presented as the server's own.
@@ -187,6 +159,9 @@ impl ServerCertVerifier for Verifier {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        if self.accept_any {
+            return Ok(ServerCertVerified::assertion());
+        }
         match self
             .inner
             .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)

@@ -220,9 +220,12 @@ pub struct Services {
 /// again at version 1, so the version alone could match an older body).
 #[derive(Default)]
 struct Protos {
-    policies: RwLock<HashMap<String, (Bytes, Result<pb::RetryPolicy, Status>)>>,
+    policies: RwLock<HashMap<String, (Bytes, PolicyProto)>>,
     queues: RwLock<HashMap<String, (Bytes, pb::Queue)>>,
 }
+
+/// A stored policy's protobuf form, or why it has none (a design-dialect policy).
+type PolicyProto = Result<pb::RetryPolicy, Status>;
 
 /// Entries kept at most; past it the cache starts afresh (deleted names would otherwise stay).
 const MAX_CACHED: usize = 8192;

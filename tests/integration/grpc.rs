@@ -57,6 +57,14 @@ fn armadactl_config(dir: &Path, address: &str, extra: &str) -> PathBuf {
     path
 }
 
+/// The `ETag` serve answers a REST `GET` of `path` with.
+fn etag(url: &str, path: &str) -> String {
+    reqwest::blocking::get(format!("{url}{path}")).unwrap().headers()["etag"]
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
 /// `retryctl --config CONFIG ARGS` as a snapshot string, the address replaced by `ADDR`.
 fn run(home: &Path, config: &Path, address: &str, args: &[&str]) -> String {
     let out = retryctl(home).arg("--config").arg(config).args(args).output().unwrap();
@@ -111,12 +119,7 @@ call(lambda: qs.CreateQueue(pb.Queue(name="q1", priority_factor=2, retry_policie
     );
     // ... and what REST wrote, gRPC reads; REST's versions count gRPC's writes too.
     s.ok(&["create", "-f", V1BETA1]);
-    let etag = |path: &str| {
-        reqwest::blocking::get(format!("{}{path}", srv.url)).unwrap().headers()["etag"]
-            .to_str()
-            .unwrap()
-            .to_string()
-    };
+    let etag = |path: &str| etag(&srv.url, path);
     assert_eq!(etag("/v1/retry-policy/p1"), "\"1\"");
     let out = py(
         &python,
@@ -168,12 +171,7 @@ fn grpc_writes_bump_the_versions_rest_clients_see() {
     let Some(python) = python::python() else { return };
     let srv = TestServer::start();
     let addr = address(&srv.url);
-    let etag = |path: &str| {
-        reqwest::blocking::get(format!("{}{path}", srv.url)).unwrap().headers()["etag"]
-            .to_str()
-            .unwrap()
-            .to_string()
-    };
+    let etag = |path: &str| etag(&srv.url, path);
     py(
         &python,
         r#"
