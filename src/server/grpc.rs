@@ -52,9 +52,47 @@ pub const MAX_MESSAGE: usize = 4 << 20;
 pub struct Grpc {
     guard: Arc<Guard>,
     log: Option<Log>,
+    services: Arc<Services>,
     policies: RetryPolicyServiceServer<Services>,
     queues: QueueServiceServer<Services>,
     submit: SubmitServer<Services>,
+}
+
+/// The hot read, answered without tonic ([`Services::get_policy_unary`]).
+const GET_POLICY: &str = "/api.RetryPolicyService/GetRetryPolicy";
+
+/// Whether a request's message is sent as is (`grpc-encoding` absent or `identity`).
+fn uncompressed<B>(req: &Request<B>) -> bool {
+    req.headers()
+        .get("grpc-encoding")
+        .is_none_or(|v| v.as_bytes() == b"identity")
+}
+
+/// A unary answer: one message, then the trailers saying OK.
+struct Unary {
+    message: Option<Bytes>,
+    trailers: Option<axum::http::HeaderMap>,
+}
+
+impl hyper::body::Body for Unary {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        let frame = match this.message.take() {
+            Some(m) => Some(hyper::body::Frame::data(m)),
+            None => this.trailers.take().map(hyper::body::Frame::trailers),
+        };
+        std::task::Poll::Ready(frame.map(Ok))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.message.is_none() && self.trailers.is_none()
+    }
 }
 
 /// The methods of `api.Submit` that serve answers (armadactl's queue verbs, and Health).
@@ -94,6 +132,7 @@ impl Grpc {
         Grpc {
             guard,
             log,
+            services: services.clone(),
             policies: configured!(RetryPolicyServiceServer),
             queues: configured!(QueueServiceServer),
             submit: configured!(SubmitServer),
@@ -109,25 +148,34 @@ impl Grpc {
         let resp = if let Some(status) = self.refusal(&req, peer) {
             status.into_http::<axum::body::Body>()
         } else {
-            let answer = if path.starts_with("/api.RetryPolicyService/") {
-                self.policies.clone().call(req).boxed()
+            // Every answer as an axum response: tonic's bodies are wrapped.
+            fn axum_body(
+                r: Result<axum::http::Response<tonic::body::Body>, std::convert::Infallible>,
+            ) -> Result<Response, std::convert::Infallible> {
+                r.map(|resp| resp.map(axum::body::Body::new))
+            }
+            let answer = if path == GET_POLICY && uncompressed(&req) {
+                let services = self.services.clone();
+                async move { Ok(services.get_policy_unary(req).await) }.boxed()
+            } else if path.starts_with("/api.RetryPolicyService/") {
+                self.policies.clone().call(req).map(axum_body).boxed()
             } else if path.starts_with("/api.QueueService/") {
-                self.queues.clone().call(req).boxed()
+                self.queues.clone().call(req).map(axum_body).boxed()
             } else if path.starts_with("/api.Submit/") && SUBMIT_SERVED.contains(&&path["/api.Submit/".len()..]) {
-                self.submit.clone().call(req).boxed()
+                self.submit.clone().call(req).map(axum_body).boxed()
             } else if let Some(method) = path.strip_prefix("/api.Submit/") {
                 let status = Status::unimplemented(format!(
                     "retryctl serve runs no jobs: api.Submit/{method} is not served (its queue methods and Health are)"
                 ));
-                std::future::ready(Ok(status.into_http::<tonic::body::Body>())).boxed()
+                std::future::ready(Ok(status.into_http::<axum::body::Body>())).boxed()
             } else {
                 let status = Status::unimplemented(format!("unknown service or method {path}"));
-                std::future::ready(Ok(status.into_http::<tonic::body::Body>())).boxed()
+                std::future::ready(Ok(status.into_http::<axum::body::Body>())).boxed()
             };
             // AssertUnwindSafe: as in the REST handlers, nothing of the request is used after
             // a panic and the store's locks recover from poisoning.
             match std::panic::AssertUnwindSafe(answer).catch_unwind().await {
-                Ok(Ok(resp)) => resp.map(axum::body::Body::new),
+                Ok(Ok(resp)) => resp,
                 Ok(Err(never)) => match never {},
                 Err(payload) => Status::internal(format!(
                     "internal server error: {}",
@@ -347,6 +395,65 @@ fn answer<T>(message: T) -> tonic::Response<T> {
 }
 
 impl Services {
+    /// `GetRetryPolicy` as tonic's generated server answers it, without tonic: polled by
+    /// clients as the REST GET is, and tonic's per-call machinery (a codec, a decoder and an
+    /// encoder per call) was a third of its CPU. The same checks (the message is one whole
+    /// uncompressed frame, within the limit, with no field the contract does not define),
+    /// the same [`Services::get_policy`], the same statuses.
+    async fn get_policy_unary(&self, req: Request<Incoming>) -> Response {
+        let answer = async {
+            let body = axum::body::to_bytes(axum::body::Body::new(req.into_body()), MAX_MESSAGE + 5)
+                .await
+                .map_err(|_| {
+                    Status::resource_exhausted(format!(
+                        "grpc: received message larger than max (more than {MAX_MESSAGE} bytes)"
+                    ))
+                })?;
+            let message = match (body.first(), body.get(1..5), body.get(5..)) {
+                (Some(0), Some(len), Some(rest))
+                    if u32::from_be_bytes(len.try_into().unwrap_or_default()) as usize == rest.len() =>
+                {
+                    rest
+                }
+                _ => return Err(Status::internal("protocol error: the request is not one gRPC message")),
+            };
+            let unknown = armada::unknown_fields("api.RetryPolicyGetRequest", message);
+            if !unknown.is_empty() {
+                return Err(Status::invalid_argument(format!(
+                    "the request has fields Armada's API does not define, refused rather than dropped: {}",
+                    unknown.join("; ")
+                )));
+            }
+            let request = <pb::RetryPolicyGetRequest as prost::Message>::decode(message)
+                .map_err(|e| Status::internal(format!("grpc: error unmarshalling request: {e}")))?;
+            let policy = self.get_policy(&request.name)?;
+            let len = prost::Message::encoded_len(&policy);
+            let mut frame = Vec::with_capacity(5 + len);
+            frame.push(0);
+            frame.extend_from_slice(&(len as u32).to_be_bytes());
+            prost::Message::encode(&policy, &mut frame).map_err(|e| Status::internal(e.to_string()))?;
+            Ok(Bytes::from(frame))
+        };
+        match answer.await {
+            Ok(message) => {
+                let mut trailers = axum::http::HeaderMap::with_capacity(1);
+                trailers.insert("grpc-status", HeaderValue::from_static("0"));
+                let mut resp = Response::new(axum::body::Body::new(Unary {
+                    message: Some(message),
+                    trailers: Some(trailers),
+                }));
+                resp.headers_mut().insert(
+                    axum::http::header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/grpc"),
+                );
+                resp.headers_mut()
+                    .insert("grpc-accept-encoding", HeaderValue::from_static("gzip"));
+                resp
+            }
+            Err(status) => status.into_http::<axum::body::Body>(),
+        }
+    }
+
     fn get_policy(&self, name: &str) -> Result<pb::RetryPolicy, Status> {
         check_name(POLICY, name)?;
         match self.store.policy(name) {

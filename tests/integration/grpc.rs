@@ -273,6 +273,13 @@ call(lambda: raw(pb.RetryPolicy(name="Bad_Name", default_action=1).SerializeToSt
 call(lambda: rp.GetRetryPolicy(pb.RetryPolicyGetRequest(name="")))
 call(lambda: ch.unary_unary("/api.Nope/Nothing", request_serializer=lambda b: b)(b""))
 call(lambda: raw(policy))
+# GetRetryPolicy: the same answer compressed (tonic's path) or not (serve's own), the same checks.
+get = pb.RetryPolicyGetRequest(name="p1")
+print(rp.GetRetryPolicy(get) == rp.GetRetryPolicy(get, compression=grpc.Compression.Gzip))
+raw_get = ch.unary_unary("/api.RetryPolicyService/GetRetryPolicy",
+    request_serializer=lambda b: b, response_deserializer=pb.RetryPolicy.FromString)
+call(lambda: raw_get(get.SerializeToString() + b"\x10\x01"))
+call(lambda: raw_get(b"\x0a\x05p"))
 "#,
         &[&addr],
     );
@@ -299,6 +306,9 @@ call(lambda: raw(policy))
             "INVALID_ARGUMENT retry policy name must not be empty",
             "UNIMPLEMENTED unknown service or method /api.Nope/Nothing",
             "ok",
+            "True",
+            "INVALID_ARGUMENT the request has fields Armada's API does not define, refused rather than dropped: unknown field number 2 of api.RetryPolicyGetRequest",
+            "INTERNAL grpc: error unmarshalling request: failed to decode Protobuf message: RetryPolicyGetRequest.name: buffer underflow",
         ],
         "{out}"
     );
@@ -570,6 +580,15 @@ fn an_armadactl_context_works_unchanged_against_serve_plain_and_tls() {
     assert_eq!(
         format_output(&out),
         "exit: 0\n--- stdout\nretrypolicy/ml-training-retries\n--- stderr\n"
+    );
+    // `insecureSkipTlsVerify`: any certificate, with the warning.
+    let insecure = armadactl_config(home.path(), &addr, "    insecureSkipTlsVerify: true\n");
+    let out = run(home.path(), &insecure, &addr, &["get", "rp", "-o", "name"]);
+    assert!(
+        out.starts_with(
+            "exit: 0\n--- stdout\nretrypolicy/ml-training-retries\n--- stderr\nwarning: TLS certificate verification is off"
+        ),
+        "{out}"
     );
     // Without the CA: the certificate does not verify (4).
     let untrusted = armadactl_config(home.path(), &addr, "");
