@@ -32,7 +32,8 @@ pub fn policy_to_proto(policy: &RetryPolicy) -> Result<api::RetryPolicy, Vec<Str
     Ok(api::RetryPolicy {
         name: policy.name.clone(),
         retry_limit: policy.retry_limit.unwrap_or(0),
-        default_action: action_number(policy.default_action),
+        // Set: an unset one is among the incompatibilities refused above.
+        default_action: action_number(policy.default_action()),
         rules: policy.rules.iter().map(rule_to_proto).collect(),
     })
 }
@@ -131,7 +132,7 @@ pub fn policy_from_proto(p: &api::RetryPolicy) -> Result<RetryPolicy, Vec<Diagno
     Ok(RetryPolicy {
         name: p.name.clone(),
         retry_limit: Some(p.retry_limit),
-        default_action,
+        default_action: Some(default_action),
         rules,
         ..RetryPolicy::default()
     })
@@ -260,7 +261,7 @@ mod tests {
         let policy = RetryPolicy {
             name: "p0".into(),
             retry_limit: Some(0),
-            default_action: Action::Retry,
+            default_action: Some(Action::Retry),
             rules: vec![Rule {
                 action: Action::Retry,
                 on_failure_category: Some(vec!["c".into()]),

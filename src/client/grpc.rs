@@ -241,7 +241,7 @@ impl GrpcClient {
             log(&format!(
                 "{name} {} (auth: {})",
                 redact_url(&self.config.base_url),
-                self.config.auth.redacted()
+                self.config.auth.shown(&self.config.auth_from)
             ));
         }
         let h2 = self.channel()?;
@@ -668,6 +668,7 @@ mod tests {
                 username: "u".into(),
                 password: "p".into(),
             },
+            auth_from: "a test".into(),
             timeout: Duration::from_secs(1),
             verbose: false,
             tls: Default::default(),

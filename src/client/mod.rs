@@ -34,7 +34,7 @@ pub use conflict::{Modified, ModifyError, CONFLICT_ATTEMPTS};
 pub use grpc::GrpcClient;
 pub use rest::RestClient;
 
-/// How requests authenticate. Resolved by `settings`; exec auth is already run by then.
+/// How requests authenticate. Resolved by `connection`; exec auth is already run by then.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Auth {
     None,
@@ -50,12 +50,22 @@ impl fmt::Debug for Auth {
 }
 
 impl Auth {
-    /// How the `-v` log shows the credentials: the scheme and user, never the secret.
+    /// The scheme and user, never the secret.
     pub fn redacted(&self) -> String {
         match self {
             Auth::None => "anonymous".into(),
-            Auth::Basic { username, .. } => format!("basic {username}:<redacted>"),
-            Auth::Bearer(_) => "bearer <redacted>".into(),
+            Auth::Basic { username, .. } => format!("basic `{username}`"),
+            Auth::Bearer(_) => "bearer".into(),
+        }
+    }
+
+    /// How the `-v` log and hints show the credentials sent: the scheme, where they came from
+    /// (`from`, e.g. "`$ARMADA_TOKEN`") and the user, never the secret.
+    pub fn shown(&self, from: &str) -> String {
+        match self {
+            Auth::None => "anonymous".into(),
+            Auth::Basic { username, .. } => format!("basic from {from}, user `{username}`"),
+            Auth::Bearer(_) => format!("bearer from {from}"),
         }
     }
 }
@@ -63,10 +73,16 @@ impl Auth {
 /// Connection settings for one process.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
-    /// The server: a REST base URL without a trailing slash (`http://localhost:8080`), or a
-    /// gRPC address as `grpc://host:port` (plaintext) or `grpcs://host:port` (TLS).
+    /// The server: a REST base URL without a trailing slash or user info
+    /// (`http://localhost:8080`; `connection` takes a URL's `user:password` out: reqwest would
+    /// send it as a second `Authorization` header), or a gRPC address as `grpc://host:port`
+    /// (plaintext) or `grpcs://host:port` (TLS).
     pub base_url: String,
+    /// The one set of credentials sent (one `Authorization` header; gRPC: `authorization`
+    /// metadata).
     pub auth: Auth,
+    /// Where `auth` came from, for the `-v` log (see [`Auth::shown`]).
+    pub auth_from: String,
     /// Per request, including reading the body.
     pub timeout: Duration,
     /// Log each request and its status to stderr.

@@ -219,7 +219,7 @@ impl RestClient {
                 log(&format!(
                     "{method} {} (auth: {})",
                     redact_url(&url),
-                    self.config.auth.redacted()
+                    self.config.auth.shown(&self.config.auth_from)
                 ));
             }
             let mut req = self.http.request(method.clone(), &url);

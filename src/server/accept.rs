@@ -14,15 +14,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
-use super::conn::{Guarded, GuardedListener, Peer};
+use super::conn::{Guarded, GuardedListener};
 use super::dispatch::App;
 use crate::tls::PLAIN_HTTP_ON_TLS;
 
@@ -170,12 +168,10 @@ where
 {
     use futures_util::future::BoxFuture;
     use futures_util::FutureExt;
-    let service = TowerToHyperService::new(app.router.clone());
     let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
-        let app = app.clone();
-        let service = service.clone();
         let answer: BoxFuture<'static, Result<axum::response::Response, std::convert::Infallible>> =
             if super::grpc::is_grpc(&req) {
+                let app = app.clone();
                 async move { Ok(app.grpc.call(req, addr).await) }.boxed()
             } else {
                 // HTTP/2 names the host in `:authority`: the REST checks read `Host`.
@@ -188,13 +184,7 @@ where
                         req.headers_mut().insert(hyper::header::HOST, host);
                     }
                 }
-                match app.fast(&req, addr) {
-                    Some(resp) => std::future::ready(Ok(resp)).boxed(),
-                    None => {
-                        req.extensions_mut().insert(ConnectInfo(Peer(addr)));
-                        hyper::service::Service::call(&service, req).boxed()
-                    }
-                }
+                app.call(req, addr).boxed()
             };
         answer
     });
@@ -222,17 +212,7 @@ async fn http<I>(io: I, addr: SocketAddr, app: Arc<App>, options: &Options, mut 
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    use futures_util::future::Either;
-    let service = TowerToHyperService::new(app.router.clone());
-    let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
-        // The hot reads are answered here, without the router's per-request services.
-        if let Some(resp) = app.fast(&req, addr) {
-            return Either::Left(std::future::ready(Ok(resp)));
-        }
-        // What `authenticate` rate-limits failed attempts by.
-        req.extensions_mut().insert(ConnectInfo(Peer(addr)));
-        Either::Right(hyper::service::Service::call(&service, req))
-    });
+    let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| app.call(req, addr));
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())

@@ -209,8 +209,10 @@ impl Grpc {
             .authority()
             .and_then(|a| HeaderValue::from_str(a.as_str()).ok());
         let host = req.headers().get(axum::http::header::HOST).or(authority.as_ref());
-        let auth = req.headers().get(axum::http::header::AUTHORIZATION);
-        self.guard.screen(host, auth, Some(peer.ip())).err().map(status)
+        self.guard
+            .screen(req.headers(), host, Some(peer.ip()))
+            .err()
+            .map(status)
     }
 }
 
