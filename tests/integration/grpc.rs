@@ -612,6 +612,7 @@ fn a_replace_over_grpc_is_refused_when_someone_wrote_since_the_read() {
     let config = ClientConfig {
         base_url: format!("grpc://{}", address(&srv.url)),
         auth: Auth::None,
+        auth_from: String::new(),
         timeout: std::time::Duration::from_secs(5),
         verbose: false,
         tls: Default::default(),
