@@ -26,6 +26,17 @@ use tokio_rustls::rustls::{self, CertificateError, DigitallySignedStruct, RootCe
 
 /// A rustls client configuration trusting the system roots plus `extra` (DER).
 pub fn client_config(extra: &[Vec<u8>]) -> Result<rustls::ClientConfig, String> {
+    verifying(extra, false)
+}
+
+/// A rustls client configuration that accepts any certificate (`--insecure-skip-tls-verify`,
+/// already warned about by the command): the handshake's signatures are still checked, the
+/// certificate's issuer, names and dates are not, as reqwest's `danger_accept_invalid_certs`.
+pub fn insecure_config() -> Result<rustls::ClientConfig, String> {
+    verifying(&[], true)
+}
+
+fn verifying(extra: &[Vec<u8>], accept_any: bool) -> Result<rustls::ClientConfig, String> {
     let provider = crate::tls::provider();
     let mut roots = system_roots();
     let pinned: Vec<CertificateDer<'static>> = extra.iter().map(|d| CertificateDer::from(d.clone())).collect();
@@ -41,29 +52,7 @@ pub fn client_config(extra: &[Vec<u8>]) -> Result<rustls::ClientConfig, String> 
         inner,
         pinned,
         provider: provider.clone(),
-        accept_any: false,
-    };
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier))
-        .with_no_client_auth())
-}
-
-/// A rustls client configuration that accepts any certificate (`--insecure-skip-tls-verify`,
-/// already warned about by the command): the handshake's signatures are still checked, the
-/// certificate's issuer, names and dates are not, as reqwest's `danger_accept_invalid_certs`.
-pub fn insecure_config() -> Result<rustls::ClientConfig, String> {
-    let provider = crate::tls::provider();
-    let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(system_roots()), provider.clone())
-        .build()
-        .map_err(|e| e.to_string())?;
-    let verifier = Verifier {
-        inner,
-        pinned: Vec::new(),
-        provider: provider.clone(),
-        accept_any: true,
+        accept_any,
     };
     Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
