@@ -74,8 +74,10 @@ async fn connection(
     let Some(acceptor) = &options.tls else {
         // HTTP/2 without TLS (gRPC's plaintext) starts with its preface, `PRI * HTTP/2.0`; an
         // HTTP/1 request never starts with `PRI`. Most requests are told by their first byte.
+        // Peeking moves no byte, so the idle timeout bounds it too (as it bounds a read).
+        let limit = options.header_read_timeout.min(io.idle_timeout());
         let h2 = tokio::select! {
-            r = tokio::time::timeout(options.header_read_timeout, preface(&io)) => r,
+            r = tokio::time::timeout(limit, preface(&io)) => r,
             _ = shutdown.changed() => return,
         };
         return match h2 {

@@ -127,6 +127,11 @@ impl Guarded {
 }
 
 impl Guarded {
+    /// How long the connection may stay without a byte moving.
+    pub fn idle_timeout(&self) -> Duration {
+        self.idle
+    }
+
     /// The first `buf.len()` bytes the client sent (fewer if it closed first), without
     /// consuming them. Not bounded here: the caller bounds it.
     pub async fn peek_start(&self, buf: &mut [u8]) -> io::Result<usize> {

@@ -332,8 +332,9 @@ call(lambda: rp.GetRetryPolicies(pb.RetryPolicyListRequest()))
         &[&address(&srv.url)],
     );
     let refusal = "FAILED_PRECONDITION retry policy \"infra\" uses fields Armada's gRPC API cannot carry: \
-                   `rules[0].onConditions`, `rules[0].onFailureCategory (upstream requires one category)`, \
-                   `rules[0].antiAffinity`; read it over REST (GET /v1/retry-policy/infra)";
+                   `defaultAction (unset: upstream refuses a policy without one)`, `rules[0].onConditions`, \
+                   `rules[0] (no category: upstream stores only category rules)`, `rules[0].antiAffinity`; \
+                   read it over REST (GET /v1/retry-policy/infra)";
     assert_eq!(out, format!("{refusal}\n{refusal}\n"));
 }
 
@@ -432,7 +433,8 @@ fn retryctl_over_grpc_against_upstreams_servicers_prints_what_rest_prints() {
         grpc(&["create", "-f", DESIGN]),
         "exit: 1\n--- stdout\n--- stderr\nerror: testdata/policies/valid/infra.yaml: cannot create retry policy `infra`: \
          Armada's gRPC API cannot carry these fields of retry policy `infra` (they have no protobuf form): \
-         `rules[0].onConditions`, `rules[0].onFailureCategory (upstream requires one category)`, `rules[0].antiAffinity`\n\n\
+         `defaultAction (unset: upstream refuses a policy without one)`, `rules[0].onConditions`, \
+         `rules[0] (no category: upstream stores only category rules)`, `rules[0].antiAffinity`\n\n\
          hint: write it over REST (`--armada-url http://…` of `retryctl serve`, or a context's `armadaRestUrl`), or remove these fields\n"
     );
     assert_eq!(
@@ -475,7 +477,8 @@ fn grpc_errors_have_the_exit_codes_and_words_of_rest() {
         run(home.path(), &config, &addr, &["get", "rp"]),
         "exit: 5\n--- stdout\n--- stderr\nerror: cannot list retry policies: the server answered Unauthenticated: \
          Request could not be authenticated: Request could not be authenticated with any of the supported schemes.\n\n\
-         hint: give credentials: `basicAuth`, `bearerToken` or `execAuth` in the config context, or `$ARMADA_TOKEN`\n"
+         hint: give credentials: `--token`, `--token-file` or `$ARMADA_TOKEN`, or the config context's \
+         `bearerToken`, `basicAuth` or `execAuth`\n"
     );
     let out = retryctl(home.path())
         .env("ARMADA_TOKEN", "tok-1")
