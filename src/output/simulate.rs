@@ -3,9 +3,11 @@
 //!
 //! Owns: how a [`JobReport`], a [`Summary`] and a [`Comparison`] look, the record field
 //! names, which are stable (documented in the README section `## simulate`), and the
-//! streaming sinks ([`JobSink`], [`ComparisonSink`]) that write them one job at a time in
-//! constant memory, with stderr messages capped. Must not: evaluate, read files or decide
-//! exit codes.
+//! streaming sinks of the `table` and record formats ([`TableSink`], [`RecordSink`]: the
+//! replay's [`Sink`]s, picked by [`sink`]) that write them one job at a time in constant
+//! memory, with stderr messages capped ([`Stderr`], shared by every format's sink). Must
+//! not: count (every number comes from the replay's totals), evaluate, read files or
+//! decide exit codes.
 //!
 //! Times are strings: RFC 3339 when the history gives `job.submittedAt`, else `T+<duration>`
 //! since submission; durations are Go-style (`1m30s`); memory is a Kubernetes quantity.
@@ -13,6 +15,7 @@
 use std::fmt;
 use std::io::{self, Write};
 
+use indicatif::ProgressBar;
 use serde::{Serialize, Serializer};
 use serde_json::{json, Map, Value};
 use tabled::builder::Builder;
@@ -26,8 +29,12 @@ use crate::model::history::Timestamp;
 use crate::model::quantity::format_bytes;
 use crate::model::GoDuration;
 use crate::replay::compare::{Comparison, JobDiff, Transition};
-use crate::replay::summary::{keep_summary_fields, Summary};
+use crate::replay::sink::{Message, Needs, RenderJob, Sink, Totals};
+use crate::replay::source::Progress;
+use crate::replay::summary::Summary;
 
+use super::progress::finish;
+use super::report;
 use super::Style;
 
 /// A field written with its `Display` straight into the output (serde_json's `collect_str`
@@ -470,59 +477,20 @@ impl Messages {
     }
 }
 
-/// One replayed job as a worker hands it to [`JobSink`].
-pub enum Replayed {
-    /// The report and its record rendered by [`render_job`].
-    Report(Box<JobReport>, Vec<u8>),
-    /// Summary only: counted into the worker's unit summary already; the report is kept
-    /// only when the sink has something to print about the job.
-    Counted(Option<Box<JobReport>>),
+/// A job's record as `-o json` writes it (a worker renders it, [`Needs::render`]).
+pub fn render_json(report: &JobReport, buf: &mut Vec<u8>) {
+    let _ = serde_json::to_writer(&mut *buf, &job_record(report));
 }
 
-impl Replayed {
-    /// The worker's side of [`JobSink::replayed`]. A summary-only output adds the job to
-    /// `part` and frees the report here, in parallel, unless it has messages or `keep`.
-    pub fn new(format: SimulateOutput, summary_only: bool, part: &mut Summary, report: JobReport, keep: bool) -> Self {
-        if !summary_only {
-            let rendered = render_job(format, &report);
-            let mut report = report;
-            if format != SimulateOutput::Table {
-                // Rendered: the sink reads only what the summary and the messages need, so
-                // the texts are freed here, in parallel, rather than by the writing thread.
-                keep_summary_fields(&mut report);
-            }
-            return Replayed::Report(Box::new(report), rendered);
-        }
-        part.add(&report);
-        let says = keep || !report.contradictions.is_empty() || !report.expectation_failures.is_empty();
-        Replayed::Counted(says.then(|| Box::new(report)))
-    }
-
-    /// The job's id, when the report was kept.
-    pub fn job_id(&self) -> &str {
-        match self {
-            Replayed::Report(r, _) | Replayed::Counted(Some(r)) => &r.job_id,
-            Replayed::Counted(None) => "",
-        }
-    }
+/// A job's record as one line of `-o jsonl`.
+pub fn render_jsonl(report: &JobReport, buf: &mut Vec<u8>) {
+    render_json(report, buf);
+    buf.push(b'\n');
 }
 
-/// A job's record in a streamed format (`json`, `yaml`, `jsonl`), rendered where the job was
-/// replayed (a worker), so the writer only copies bytes. Empty for `table`.
-pub fn render_job(format: SimulateOutput, report: &JobReport) -> Vec<u8> {
-    let mut buf = Vec::new();
-    match format {
-        SimulateOutput::Table => {}
-        SimulateOutput::Json => {
-            let _ = serde_json::to_writer(&mut buf, &job_record(report));
-        }
-        SimulateOutput::Jsonl => {
-            let _ = serde_json::to_writer(&mut buf, &job_record(report));
-            buf.push(b'\n');
-        }
-        SimulateOutput::Yaml => buf.extend_from_slice(yaml_item(&job_record(report), 0).as_bytes()),
-    }
-    buf
+/// A job's record as an item of `-o yaml`'s `jobs:` list.
+pub fn render_yaml(report: &JobReport, buf: &mut Vec<u8>) {
+    buf.extend_from_slice(yaml_item(&job_record(report), 0).as_bytes());
 }
 
 /// The warning for a job whose queue is not among the documents.
@@ -541,148 +509,321 @@ pub fn missing_queue_warning(job: &str, queue: &str, retry_policy: bool, given: 
     format!("job `{job}`: queue `{queue}` is not among the documents given with -f; using {what} ({names}) for the jobs of this queue")
 }
 
-/// Where replayed jobs go, one at a time.
-pub struct JobSink {
-    pub format: SimulateOutput,
-    pub style: Style,
-    /// Many jobs: the table format prints only the summary.
-    pub bulk: bool,
-    jobs_written: u64,
-    pub summary: Summary,
-    pub messages: Messages,
+/// What every `simulate` sink writes to stderr, whatever its format: the replay's messages
+/// (capped at [`MAX_MESSAGES`], then a count), invalid history files, the progress bar.
+pub struct Stderr<'a> {
+    err: &'a mut dyn Write,
+    style: Style,
+    messages: Messages,
+    bar: Option<ProgressBar>,
+    /// The policies given on the command line came from `--retry-policy` (not every policy).
+    retry_policy_flag: bool,
 }
 
-impl JobSink {
-    pub fn new(format: SimulateOutput, style: Style, bulk: bool) -> JobSink {
-        JobSink {
-            format,
+impl<'a> Stderr<'a> {
+    pub fn new(err: &'a mut dyn Write, style: Style, bar: Option<ProgressBar>, retry_policy_flag: bool) -> Self {
+        Stderr {
+            err,
             style,
-            bulk,
-            jobs_written: 0,
-            summary: Summary::default(),
             messages: Messages::default(),
+            bar,
+            retry_policy_flag,
         }
     }
 
-    pub fn begin(&mut self, out: &mut dyn Write) -> io::Result<()> {
-        match self.format {
-            SimulateOutput::Json => write!(out, "{{\"jobs\":["),
-            SimulateOutput::Yaml => writeln!(out, "jobs:"),
-            _ => Ok(()),
+    pub fn message(&mut self, m: &Message<'_>) -> io::Result<()> {
+        let style = self.style;
+        let line = match m {
+            Message::Error(text) => format!("{}: {text}", style.error("error")),
+            Message::Invalid(file) => {
+                return report::write_text(std::slice::from_ref(*file), style, &mut Vec::new(), self.err).map(|_| ())
+            }
+            Message::MissingQueue { job, queue, given } => format!(
+                "{}: {}",
+                style.warning("warning"),
+                missing_queue_warning(job, queue, self.retry_policy_flag, given)
+            ),
+            Message::Contradiction { job, text } => format!(
+                "{}: job `{job}`: history contradicts the decisions: {text}",
+                style.warning("warning")
+            ),
+            Message::ExpectationFailed { job, text } => {
+                format!("{}: job `{job}`: expectation not met: {text}", style.error("error"))
+            }
+        };
+        self.messages.write(self.err, &line)
+    }
+
+    pub fn progress(&mut self, at: Progress) {
+        if let Some(b) = &self.bar {
+            b.set_position(at.done);
         }
     }
 
-    pub fn error(&mut self, err: &mut dyn Write, text: &str) -> io::Result<()> {
-        self.summary.errors += 1;
-        let line = format!("{}: {text}", self.style.error("error"));
-        self.messages.write(err, &line)
+    /// Clears the bar and says how many messages were left out; then the writer, for what
+    /// a format writes to stderr at the end.
+    pub fn finish(&mut self) -> io::Result<&mut dyn Write> {
+        finish(&self.bar);
+        self.messages.finish(self.err)?;
+        Ok(&mut *self.err)
+    }
+}
+
+/// Which results a sink is given: a plain replay's jobs, or `--baseline`'s changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A plain replay; `bulk`: many jobs (JSON Lines, a directory), so the table format
+    /// prints only the summary.
+    Replay {
+        bulk: bool,
+    },
+    Compare,
+}
+
+/// The sink of `format`: a table for people, or a stream of records.
+pub fn sink<'a>(format: SimulateOutput, mode: Mode, out: &'a mut dyn Write, stderr: Stderr<'a>) -> Box<dyn Sink + 'a> {
+    match format {
+        SimulateOutput::Table => Box::new(TableSink {
+            style: stderr.style,
+            out,
+            stderr,
+            mode,
+            written: 0,
+        }),
+        SimulateOutput::Json => Box::new(RecordSink::new(Records::Json, mode, out, stderr)),
+        SimulateOutput::Yaml => Box::new(RecordSink::new(Records::Yaml, mode, out, stderr)),
+        SimulateOutput::Jsonl => Box::new(RecordSink::new(Records::Jsonl, mode, out, stderr)),
+    }
+}
+
+/// `-o table`: one table per job (or the summary alone, in bulk), or the plan of a
+/// comparison.
+pub struct TableSink<'a> {
+    out: &'a mut dyn Write,
+    stderr: Stderr<'a>,
+    style: Style,
+    mode: Mode,
+    written: u64,
+}
+
+impl Sink for TableSink<'_> {
+    fn needs(&self) -> Needs {
+        Needs {
+            reports: self.mode == Mode::Replay { bulk: false },
+            render: None,
+        }
     }
 
-    pub fn warning(&mut self, err: &mut dyn Write, text: &str) -> io::Result<()> {
-        let line = format!("{}: {text}", self.style.warning("warning"));
-        self.messages.write(err, &line)
+    fn begin(&mut self) -> io::Result<()> {
+        match self.mode {
+            Mode::Compare => writeln!(
+                self.out,
+                "{}",
+                self.style
+                    .bold("jobs the candidate policies change (baseline → candidate):")
+            ),
+            Mode::Replay { .. } => Ok(()),
+        }
     }
 
-    /// One job; `rendered` is [`render_job`]'s bytes for it.
-    pub fn job(
-        &mut self,
-        out: &mut dyn Write,
-        err: &mut dyn Write,
-        report: &JobReport,
-        rendered: &[u8],
-    ) -> io::Result<()> {
-        self.summary.add(report);
-        match self.format {
-            SimulateOutput::Table => {
-                if !self.bulk {
-                    if self.jobs_written > 0 {
-                        writeln!(out)?;
+    fn progress(&mut self, at: Progress) {
+        self.stderr.progress(at);
+    }
+
+    fn job(&mut self, report: &JobReport, _: &[u8]) -> io::Result<()> {
+        if self.written > 0 {
+            writeln!(self.out)?;
+        }
+        self.written += 1;
+        write_job_table(self.out, self.style, report)
+    }
+
+    fn change(&mut self, d: &JobDiff) -> io::Result<()> {
+        self.written += 1;
+        writeln!(self.out, "{}", change_line(self.style, d))
+    }
+
+    fn message(&mut self, m: &Message<'_>) -> io::Result<()> {
+        self.stderr.message(m)
+    }
+
+    fn end(&mut self, totals: Totals<'_>) -> io::Result<()> {
+        self.stderr.finish()?;
+        match (totals, self.mode) {
+            (Totals::Replay(s), Mode::Replay { bulk }) => {
+                // One history: its table says it all. None simulated (an error, reported on
+                // stderr): an all-zero summary would only be noise on stdout.
+                if bulk || self.written > 1 {
+                    if !bulk {
+                        writeln!(self.out)?;
                     }
-                    write_job_table(out, self.style, report)?;
+                    write_summary(self.out, self.style, s)?;
                 }
+                Ok(())
             }
-            SimulateOutput::Json => {
-                if self.jobs_written > 0 {
-                    write!(out, ",")?;
+            (Totals::Compare(c), _) => {
+                if self.written == 0 {
+                    writeln!(self.out, "  (none)")?;
                 }
-                out.write_all(rendered)?;
+                writeln!(self.out)?;
+                write_comparison(self.out, self.style, c)
             }
-            SimulateOutput::Yaml | SimulateOutput::Jsonl => out.write_all(rendered)?,
-        }
-        self.jobs_written += 1;
-        self.job_messages(err, report)
-    }
-
-    /// One job as a worker handed it over ([`Replayed::new`]).
-    pub fn replayed(&mut self, out: &mut dyn Write, err: &mut dyn Write, job: &Replayed) -> io::Result<()> {
-        match job {
-            Replayed::Report(report, rendered) => self.job(out, err, report, rendered),
-            // Counted in the worker: its unit's summary comes with `merge`.
-            Replayed::Counted(report) => {
-                self.jobs_written += 1;
-                match report {
-                    Some(r) => self.job_messages(err, r),
-                    None => Ok(()),
-                }
-            }
+            (Totals::Replay(_), Mode::Compare) => Ok(()),
         }
     }
+}
 
-    /// Adds a unit's summary of [`Replayed::Counted`] jobs, after its jobs.
-    pub fn merge(&mut self, part: Summary) {
-        self.summary.merge(part);
+/// One changed job as a line of the plan.
+fn change_line(style: Style, d: &JobDiff) -> String {
+    let (b, c) = (&d.baseline, &d.candidate);
+    let what = match d.transition() {
+        Some(t) => transition_name(t),
+        None => "retries",
+    };
+    let line = format!(
+        "  ~ {}: {} after {} → {} after {}  ({what})",
+        d.job,
+        b.final_state.as_str(),
+        retries_words(b.retries),
+        c.final_state.as_str(),
+        retries_words(c.retries),
+    );
+    match d.transition() {
+        Some(Transition::Rescued) => style.bold(&line),
+        Some(Transition::Lost) => style.error(&line),
+        _ => style.warning(&line),
+    }
+}
+
+/// The record formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Records {
+    /// One JSON document, streamed.
+    Json,
+    /// One YAML document, streamed.
+    Yaml,
+    /// One record per line; the totals, in words, on stderr.
+    Jsonl,
+}
+
+/// `-o json|yaml|jsonl`: the records of [`job_record`] and [`change_json`], then the totals.
+pub struct RecordSink<'a> {
+    format: Records,
+    mode: Mode,
+    out: &'a mut dyn Write,
+    stderr: Stderr<'a>,
+    written: u64,
+}
+
+impl<'a> RecordSink<'a> {
+    fn new(format: Records, mode: Mode, out: &'a mut dyn Write, stderr: Stderr<'a>) -> Self {
+        RecordSink {
+            format,
+            mode,
+            out,
+            stderr,
+            written: 0,
+        }
+    }
+}
+
+impl Sink for RecordSink<'_> {
+    fn needs(&self) -> Needs {
+        let render: RenderJob = match self.format {
+            Records::Json => render_json,
+            Records::Yaml => render_yaml,
+            Records::Jsonl => render_jsonl,
+        };
+        Needs {
+            reports: true,
+            render: Some(render),
+        }
     }
 
-    fn job_messages(&mut self, err: &mut dyn Write, report: &JobReport) -> io::Result<()> {
-        for c in &report.contradictions {
-            let line = format!(
-                "{}: job `{}`: history contradicts the decisions: {c}",
-                self.style.warning("warning"),
-                report.job_id
-            );
-            self.messages.write(err, &line)?;
+    fn begin(&mut self) -> io::Result<()> {
+        match (self.mode, self.format) {
+            (Mode::Replay { .. }, Records::Json) => write!(self.out, "{{\"jobs\":["),
+            (Mode::Replay { .. }, Records::Yaml) => writeln!(self.out, "jobs:"),
+            (Mode::Compare, Records::Json) => write!(self.out, "{{\"comparison\":{{\"changedJobs\":["),
+            (Mode::Compare, Records::Yaml) => writeln!(self.out, "comparison:\n  changedJobs:"),
+            (_, Records::Jsonl) => Ok(()),
         }
-        for f in &report.expectation_failures {
-            let line = format!(
-                "{}: job `{}`: expectation not met: {f}",
-                self.style.error("error"),
-                report.job_id
-            );
-            self.messages.write(err, &line)?;
+    }
+
+    fn progress(&mut self, at: Progress) {
+        self.stderr.progress(at);
+    }
+
+    fn job(&mut self, _: &JobReport, rendered: &[u8]) -> io::Result<()> {
+        if self.format == Records::Json && self.written > 0 {
+            write!(self.out, ",")?;
         }
+        self.written += 1;
+        self.out.write_all(rendered)
+    }
+
+    fn change(&mut self, d: &JobDiff) -> io::Result<()> {
+        match self.format {
+            Records::Json => {
+                if self.written > 0 {
+                    write!(self.out, ",")?;
+                }
+                serde_json::to_writer(&mut *self.out, &change_json(d))?;
+            }
+            Records::Jsonl => {
+                serde_json::to_writer(&mut *self.out, &change_json(d))?;
+                writeln!(self.out)?;
+            }
+            Records::Yaml => write!(self.out, "{}", yaml_item(&change_json(d), 2))?,
+        }
+        self.written += 1;
         Ok(())
     }
 
-    pub fn end(&mut self, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<()> {
-        self.messages.finish(err)?;
-        match self.format {
-            SimulateOutput::Table => {
-                // One history: its table says it all. None simulated (an error, reported on
-                // stderr): an all-zero summary would only be noise on stdout.
-                if self.bulk || self.jobs_written > 1 {
-                    if !self.bulk {
-                        writeln!(out)?;
-                    }
-                    write_summary(out, self.style, &self.summary)?;
-                }
-            }
-            SimulateOutput::Json => {
+    fn message(&mut self, m: &Message<'_>) -> io::Result<()> {
+        self.stderr.message(m)
+    }
+
+    fn end(&mut self, totals: Totals<'_>) -> io::Result<()> {
+        let style = self.stderr.style;
+        let err = self.stderr.finish()?;
+        let out = &mut *self.out;
+        match (totals, self.format) {
+            (Totals::Replay(s), Records::Json) => {
                 write!(out, "],\"summary\":")?;
-                serde_json::to_writer(&mut *out, &summary_json(&self.summary))?;
+                serde_json::to_writer(&mut *out, &summary_json(s))?;
                 writeln!(out, "}}")?;
             }
-            SimulateOutput::Yaml => {
-                if self.jobs_written == 0 {
+            (Totals::Replay(s), Records::Yaml) => {
+                if self.written == 0 {
                     // `jobs:` alone would read as null; say empty.
                     writeln!(out, "  []")?;
                 }
-                let text = serde_yaml::to_string(&summary_json(&self.summary)).unwrap_or_default();
+                let text = serde_yaml::to_string(&summary_json(s)).unwrap_or_default();
                 writeln!(out, "summary:")?;
                 for l in text.lines() {
                     writeln!(out, "  {l}")?;
                 }
             }
-            SimulateOutput::Jsonl => write_summary(err, self.style, &self.summary)?,
+            (Totals::Replay(s), Records::Jsonl) => write_summary(err, style, s)?,
+            (Totals::Compare(c), Records::Json) => {
+                write!(out, "]")?;
+                for (k, v) in comparison_totals_json(c) {
+                    write!(out, ",{}:", Value::String(k))?;
+                    serde_json::to_writer(&mut *out, &v)?;
+                }
+                writeln!(out, "}}}}")?;
+            }
+            (Totals::Compare(c), Records::Yaml) => {
+                if self.written == 0 {
+                    writeln!(out, "    []")?;
+                }
+                let text = serde_yaml::to_string(&Value::Object(comparison_totals_json(c))).unwrap_or_default();
+                for l in text.lines() {
+                    writeln!(out, "  {l}")?;
+                }
+            }
+            (Totals::Compare(c), Records::Jsonl) => write_comparison(err, style, c)?,
         }
         Ok(())
     }
@@ -749,128 +890,6 @@ pub fn comparison_totals_json(c: &Comparison) -> Map<String, Value> {
 
 fn retries_words(n: u32) -> String {
     crate::engine::replay::plural(u64::from(n), "retry", "retries")
-}
-
-/// `--baseline` output, one changed job at a time.
-pub struct ComparisonSink {
-    pub format: SimulateOutput,
-    pub style: Style,
-    written: u64,
-    pub comparison: Comparison,
-    pub messages: Messages,
-}
-
-impl ComparisonSink {
-    pub fn new(format: SimulateOutput, style: Style) -> ComparisonSink {
-        ComparisonSink {
-            format,
-            style,
-            written: 0,
-            comparison: Comparison::default(),
-            messages: Messages::default(),
-        }
-    }
-
-    pub fn begin(&mut self, out: &mut dyn Write) -> io::Result<()> {
-        match self.format {
-            SimulateOutput::Json => write!(out, "{{\"comparison\":{{\"changedJobs\":["),
-            SimulateOutput::Yaml => writeln!(out, "comparison:\n  changedJobs:"),
-            SimulateOutput::Table => writeln!(
-                out,
-                "{}",
-                self.style
-                    .bold("jobs the candidate policies change (baseline → candidate):")
-            ),
-            SimulateOutput::Jsonl => Ok(()),
-        }
-    }
-
-    pub fn error(&mut self, err: &mut dyn Write, text: &str) -> io::Result<()> {
-        self.comparison.errors += 1;
-        let line = format!("{}: {text}", self.style.error("error"));
-        self.messages.write(err, &line)
-    }
-
-    pub fn warning(&mut self, err: &mut dyn Write, text: &str) -> io::Result<()> {
-        let line = format!("{}: {text}", self.style.warning("warning"));
-        self.messages.write(err, &line)
-    }
-
-    pub fn job(&mut self, out: &mut dyn Write, d: &JobDiff) -> io::Result<()> {
-        self.comparison.add(d);
-        if !d.changed() {
-            return Ok(());
-        }
-        match self.format {
-            SimulateOutput::Table => {
-                let (b, c) = (&d.baseline, &d.candidate);
-                let what = match d.transition() {
-                    Some(t) => transition_name(t),
-                    None => "retries",
-                };
-                let line = format!(
-                    "  ~ {}: {} after {} → {} after {}  ({what})",
-                    d.job,
-                    b.final_state.as_str(),
-                    retries_words(b.retries),
-                    c.final_state.as_str(),
-                    retries_words(c.retries),
-                );
-                let styled = match d.transition() {
-                    Some(Transition::Rescued) => self.style.bold(&line),
-                    Some(Transition::Lost) => self.style.error(&line),
-                    _ => self.style.warning(&line),
-                };
-                writeln!(out, "{styled}")?;
-            }
-            SimulateOutput::Json => {
-                if self.written > 0 {
-                    write!(out, ",")?;
-                }
-                serde_json::to_writer(&mut *out, &change_json(d))?;
-            }
-            SimulateOutput::Jsonl => {
-                serde_json::to_writer(&mut *out, &change_json(d))?;
-                writeln!(out)?;
-            }
-            SimulateOutput::Yaml => write!(out, "{}", yaml_item(&change_json(d), 2))?,
-        }
-        self.written += 1;
-        Ok(())
-    }
-
-    pub fn end(&mut self, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<()> {
-        self.messages.finish(err)?;
-        let c = &self.comparison;
-        match self.format {
-            SimulateOutput::Json => {
-                write!(out, "]")?;
-                for (k, v) in comparison_totals_json(c) {
-                    write!(out, ",{}:", Value::String(k))?;
-                    serde_json::to_writer(&mut *out, &v)?;
-                }
-                writeln!(out, "}}}}")?;
-            }
-            SimulateOutput::Yaml => {
-                if self.written == 0 {
-                    writeln!(out, "    []")?;
-                }
-                let text = serde_yaml::to_string(&Value::Object(comparison_totals_json(c))).unwrap_or_default();
-                for l in text.lines() {
-                    writeln!(out, "  {l}")?;
-                }
-            }
-            SimulateOutput::Table => {
-                if self.written == 0 {
-                    writeln!(out, "  (none)")?;
-                }
-                writeln!(out)?;
-                write_comparison(out, self.style, c)?;
-            }
-            SimulateOutput::Jsonl => write_comparison(err, self.style, c)?,
-        }
-        Ok(())
-    }
 }
 
 /// The comparison totals in words, like the last lines of `terraform plan`.

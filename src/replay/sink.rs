@@ -1,0 +1,104 @@
+//! The boundary between the replay and its output, as ripgrep draws it between its
+//! searcher and its printer: the replay drives a [`Sink`] with what happened, in input
+//! order; a sink (one per output format, in `output`) turns that into bytes.
+//!
+//! The contract:
+//! - **The replay counts, the sink renders.** Every number a sink prints comes from what it
+//!   is handed: a job's [`JobReport`], a changed job's [`JobDiff`], and at the end the
+//!   [`Summary`] or [`Comparison`] the replay folded. A sink never adds jobs up itself (it
+//!   may count what it wrote, for its own layout: a comma, an "(none)").
+//! - **Order.** [`Sink::begin`]; then, per entry in input order, the messages about it and its
+//!   [`Sink::job`] (plain replay) or [`Sink::change`] (`--baseline`, changed jobs only); then
+//!   [`Sink::end`] once. [`Sink::progress`] comes between units of work.
+//! - **A closed stdout** (`| head`): an error of kind `BrokenPipe` from `job` or `change`
+//!   (or the messages written with them) stops the replay quietly; from `end` it is
+//!   ignored. Any other error aborts the replay.
+//! - **[`Sink::needs`]** is read once, before the replay, which then computes nothing more
+//!   than what it asks for (no per-run texts when no report is printed, records rendered
+//!   where the job was replayed, in parallel).
+//!
+//! A new source (Lookout's database, say) feeds the same path: it is a
+//! [`HistorySource`](super::source::HistorySource); sinks do not know where histories came
+//! from. Must not: do I/O itself (a sink owns its writers), or format anything.
+
+use std::io;
+
+use crate::engine::JobReport;
+use crate::input::SourceFile;
+
+use super::compare::{Comparison, JobDiff};
+use super::source::Progress;
+use super::summary::Summary;
+
+/// Renders one job's record into a buffer. A plain function, so that every worker can call
+/// it in parallel while the sink itself is borrowed by the thread that writes.
+pub type RenderJob = fn(&JobReport, &mut Vec<u8>);
+
+/// What a sink reads; the replay produces nothing more.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Needs {
+    /// A plain replay hands each job's report, per-run texts and all, to [`Sink::job`].
+    /// `false`: only the summary is printed, so jobs are counted where they are replayed
+    /// and their reports dropped there (kept only for their messages).
+    pub reports: bool,
+    /// With `reports`: the job's record, rendered in the worker that replayed it; `job`
+    /// then gets these bytes and a report without its per-run texts (freed in parallel).
+    pub render: Option<RenderJob>,
+}
+
+/// Something to tell the user about one entry, on stderr.
+#[derive(Debug)]
+pub enum Message<'a> {
+    /// An entry that was not replayed (a bad line, a missing policy): where and why.
+    /// Counted in the totals' `errors`.
+    Error(&'a str),
+    /// A YAML history file whose documents are invalid, with every diagnostic. Counted in
+    /// the totals' `errors`.
+    Invalid(&'a SourceFile),
+    /// The first job of a queue that is not among the documents: it got `given` (the
+    /// `--retry-policy` list, else every policy given).
+    MissingQueue {
+        job: &'a str,
+        queue: &'a str,
+        given: &'a [String],
+    },
+    /// The history contradicts the decisions.
+    Contradiction { job: &'a str, text: &'a str },
+    /// An `expect` of the history was not met.
+    ExpectationFailed { job: &'a str, text: &'a str },
+}
+
+/// The totals, handed to [`Sink::end`].
+#[derive(Debug, Clone, Copy)]
+pub enum Totals<'a> {
+    Replay(&'a Summary),
+    Compare(&'a Comparison),
+}
+
+/// Where a replay's results go. See the module docs for the contract.
+pub trait Sink {
+    /// Read once, before the replay.
+    fn needs(&self) -> Needs {
+        Needs::default()
+    }
+
+    fn begin(&mut self) -> io::Result<()>;
+
+    /// How far the source is (between units of work).
+    fn progress(&mut self, _at: Progress) {}
+
+    /// One replayed job of a plain replay (only when [`Needs::reports`]); `rendered` is
+    /// [`Needs::render`]'s bytes for it (empty without one).
+    fn job(&mut self, _report: &JobReport, _rendered: &[u8]) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// One job that `--baseline` changes.
+    fn change(&mut self, _diff: &JobDiff) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn message(&mut self, message: &Message<'_>) -> io::Result<()>;
+
+    fn end(&mut self, totals: Totals<'_>) -> io::Result<()>;
+}
