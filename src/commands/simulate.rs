@@ -13,9 +13,11 @@
 //! - `-o json` is always `{"jobs": [...], "summary": {...}}` and `-o yaml` the same shape;
 //!   `-o jsonl` writes one job per line and the summary to stderr.
 //! - `--baseline`: `-o json` is `{"comparison": {"changedJobs": [...], "jobs", "changed",
-//!   "transitions", "retries", "delay", "compute", "errors"}}` (streamed: the per-job
-//!   records are left out, they would double the output); `-o jsonl` writes one changed job
-//!   per line and the totals to stderr; `--retry-policy` applies to both sides.
+//!   "transitions", "retries", "delay", "compute", "errors", "estimate"}}` (streamed: the
+//!   per-job records are left out, they would double the output); `-o jsonl` writes one
+//!   changed job per line and the totals to stderr; the table lists the first 20 changed
+//!   jobs of each transition unless `--all-changes`; `--retry-policy` applies to both sides.
+//! - `-o html` and `-o markdown` are reports of the whole replay, written at the end.
 //! - a bad JSON line or a job naming a missing policy is reported (with its line number)
 //!   and skipped; the other jobs still run and the exit status is 3.
 //! - a closed stdout (`simulate … | head`) stops the replay quietly with the status so far.
@@ -72,7 +74,10 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         args.retry_policies.is_some(),
     );
     let (code, used_given) = if let Some(old) = baseline {
-        let mut sink = sink(args.output, Mode::Compare, &mut *ctx.out, stderr);
+        let mode = Mode::Compare {
+            all_changes: args.all_changes,
+        };
+        let mut sink = sink(args.output, mode, &mut *ctx.out, stderr);
         let done = compare(source, &old, &sim, &mut *sink)?;
         let c = &done.comparison;
         let code = if c.errors > 0 {

@@ -25,11 +25,13 @@ use crate::cli::SimulateOutput;
 use crate::engine::replay::{format_instant, rule_ref_label, JobInstant, JobReport, JobStatus, RuleLabel, RunRecord};
 use crate::engine::DecisionKind;
 use crate::engine::EngineKind;
-use crate::model::history::Timestamp;
+use crate::model::history::{Final, Timestamp};
 use crate::model::quantity::format_bytes;
 use crate::model::GoDuration;
+use crate::replay::compare::ClassChanges;
 use crate::replay::compare::{Comparison, JobDiff, Transition};
-use crate::replay::sink::{Message, Needs, RenderJob, Sink, Totals};
+use crate::replay::estimate::{Basis, Estimate, FailureClass, Tally, MAX_CLASSES};
+use crate::replay::sink::{Change, Estimates, Message, Needs, RenderJob, Sink, Totals};
 use crate::replay::source::Progress;
 use crate::replay::summary::Summary;
 
@@ -574,13 +576,13 @@ impl<'a> Stderr<'a> {
 pub enum Mode {
     /// A plain replay; `bulk`: many jobs (JSON Lines, a directory), so the table format
     /// prints only the summary.
-    Replay {
-        bulk: bool,
-    },
-    Compare,
+    Replay { bulk: bool },
+    /// `--baseline`; `all_changes`: the table lists every changed job, not the first
+    /// [`LISTED_PER_TRANSITION`] of each transition.
+    Compare { all_changes: bool },
 }
 
-/// The sink of `format`: a table for people, or a stream of records.
+/// The sink of `format`: a table for people, a stream of records, or a report.
 pub fn sink<'a>(format: SimulateOutput, mode: Mode, out: &'a mut dyn Write, stderr: Stderr<'a>) -> Box<dyn Sink + 'a> {
     match format {
         SimulateOutput::Table => Box::new(TableSink {
@@ -589,34 +591,201 @@ pub fn sink<'a>(format: SimulateOutput, mode: Mode, out: &'a mut dyn Write, stde
             stderr,
             mode,
             written: 0,
+            listed: Listed::default(),
+            estimated: false,
         }),
         SimulateOutput::Json => Box::new(RecordSink::new(Records::Json, mode, out, stderr)),
         SimulateOutput::Yaml => Box::new(RecordSink::new(Records::Yaml, mode, out, stderr)),
         SimulateOutput::Jsonl => Box::new(RecordSink::new(Records::Jsonl, mode, out, stderr)),
+        SimulateOutput::Html => Box::new(super::html::HtmlSink::new(mode, out, stderr)),
+        SimulateOutput::Markdown => Box::new(super::markdown::MarkdownSink::new(out, stderr)),
     }
 }
 
+/// Changed jobs the table lists per transition, unless `--all-changes`: a screenful.
+pub const LISTED_PER_TRANSITION: usize = 20;
+
+/// The groups of changed jobs, in the order the plan names them.
+pub const GROUPS: [&str; 5] = ["rescued", "lost", "toPending", "other", "retries"];
+
+/// The group of a changed job ([`GROUPS`]).
+pub fn group_of(d: &JobDiff) -> usize {
+    match d.transition() {
+        Some(Transition::Rescued) => 0,
+        Some(Transition::Lost) => 1,
+        Some(Transition::ToPending) => 2,
+        Some(Transition::Other) => 3,
+        None => 4,
+    }
+}
+
+/// Changed jobs kept per group ([`GROUPS`]) up to a cap each, in input order, and how many
+/// were not: what a format that cuts its list short shows, in bounded memory.
+#[derive(Debug)]
+pub struct Listed<T> {
+    pub groups: [(Vec<T>, u64); 5],
+}
+
+impl<T> Default for Listed<T> {
+    fn default() -> Self {
+        Listed {
+            groups: Default::default(),
+        }
+    }
+}
+
+impl<T> Listed<T> {
+    /// Keeps `make()` in `d`'s group unless it holds `cap` already.
+    pub fn push(&mut self, d: &JobDiff, cap: usize, make: impl FnOnce() -> T) {
+        let (kept, more) = &mut self.groups[group_of(d)];
+        if kept.len() < cap {
+            kept.push(make());
+        } else {
+            *more += 1;
+        }
+    }
+
+    /// Every job seen in group `g`.
+    pub fn total(&self, g: usize) -> u64 {
+        self.groups[g].0.len() as u64 + self.groups[g].1
+    }
+
+    /// At most `n` of the kept jobs, shared fairly between the groups (round robin, so
+    /// that 5 lost jobs are not drowned by 90,000 rescued), each group in input order.
+    pub fn fair(&self, n: usize) -> [&[T]; 5] {
+        let mut take = [0usize; 5];
+        let mut left = n;
+        while left > 0 {
+            let before = left;
+            for (g, (kept, _)) in self.groups.iter().enumerate() {
+                if left > 0 && take[g] < kept.len() {
+                    take[g] += 1;
+                    left -= 1;
+                }
+            }
+            if left == before {
+                break;
+            }
+        }
+        std::array::from_fn(|g| &self.groups[g].0[..take[g]])
+    }
+}
+
+/// One row of a per-failure-class table: the class's trials (SPEC §3.5) and its jobs.
+#[derive(Debug, Clone, Copy)]
+pub struct ClassRow<'a> {
+    /// `None`: jobs with no failed run (they have no trials).
+    pub class: Option<&'a FailureClass>,
+    /// The jobs of the classes past the first [`MAX_CLASSES`], together.
+    pub rest: bool,
+    pub tally: Tally,
+    pub jobs: ClassChanges,
+}
+
+impl ClassRow<'_> {
+    /// The class's name for people.
+    pub fn name(&self) -> String {
+        match self.class {
+            _ if self.rest => format!("(other classes, past the first {MAX_CLASSES})"),
+            Some(c) => c.to_string(),
+            None => "(no failed run)".to_string(),
+        }
+    }
+}
+
+/// Every class with trials or jobs, sorted, then the classes past the cap together (when
+/// there are any).
+pub fn class_rows(e: &Estimates) -> Vec<ClassRow<'_>> {
+    let mut rows: Vec<ClassRow<'_>> = e
+        .rates
+        .classes()
+        .iter()
+        .map(|(c, t)| ClassRow {
+            class: Some(c),
+            rest: false,
+            tally: *t,
+            jobs: ClassChanges::default(),
+        })
+        .collect();
+    for (class, jobs) in e.by_class.rows() {
+        match rows.iter_mut().find(|r| r.class == class) {
+            Some(r) => r.jobs = jobs,
+            None => rows.push(ClassRow {
+                class,
+                rest: false,
+                tally: e.rates.tally_of(class),
+                jobs,
+            }),
+        }
+    }
+    rows.sort_by(|a, b| a.class.cmp(&b.class));
+    if e.by_class.rest != ClassChanges::default() {
+        rows.push(ClassRow {
+            class: None,
+            rest: true,
+            tally: Tally::default(),
+            jobs: e.by_class.rest,
+        });
+    }
+    rows
+}
+
+/// A share as a whole percentage.
+pub fn percent(p: f64) -> String {
+    format!("{:.0}%", p * 100.0)
+}
+
+/// An estimate's share and interval: `60%`, `(23–88%)`; with one decimal when the interval
+/// is narrower than two points (many trials), so that it does not read `21% (21–21%)`.
+pub fn estimate_shares(e: &Estimate) -> (String, String) {
+    let digits = if e.high - e.low < 0.02 { 1 } else { 0 };
+    let p = |x: f64| format!("{:.*}", digits, x * 100.0);
+    (
+        format!("{}%", p(e.p_succeeded)),
+        format!("({}–{}%)", p(e.low), p(e.high)),
+    )
+}
+
+/// An estimate in a few words: `60% (23–88%), basis all: 5 trials`.
+pub fn estimate_words(e: &Estimate) -> String {
+    let (share, interval) = estimate_shares(e);
+    format!(
+        "{share} {interval}, basis {}: {}",
+        e.basis,
+        crate::engine::replay::plural(e.trials, "trial", "trials")
+    )
+}
+
+/// How the estimates are made, named once per output.
+pub const ESTIMATE_METHOD: &str = "the share of failed runs of the job's failure class (its last failed run's category, else exit code, else condition) whose next run succeeded, in this history; pooled over all classes under 5 trials; (low–high): Wilson 95% interval";
+
 /// `-o table`: one table per job (or the summary alone, in bulk), or the plan of a
-/// comparison.
+/// comparison: its changed jobs grouped by transition (the first
+/// [`LISTED_PER_TRANSITION`] of each, unless `--all-changes`, which lists every one as it
+/// comes), then the totals.
 pub struct TableSink<'a> {
     out: &'a mut dyn Write,
     stderr: Stderr<'a>,
     style: Style,
     mode: Mode,
     written: u64,
+    /// The lines kept per group, and how many were not.
+    listed: Listed<String>,
+    /// A line showed an estimate: the plan names the method.
+    estimated: bool,
 }
 
 impl Sink for TableSink<'_> {
     fn needs(&self) -> Needs {
         Needs {
             reports: self.mode == Mode::Replay { bulk: false },
-            render: None,
+            ..Needs::default()
         }
     }
 
     fn begin(&mut self) -> io::Result<()> {
         match self.mode {
-            Mode::Compare => writeln!(
+            Mode::Compare { .. } => writeln!(
                 self.out,
                 "{}",
                 self.style
@@ -638,9 +807,16 @@ impl Sink for TableSink<'_> {
         write_job_table(self.out, self.style, report)
     }
 
-    fn change(&mut self, d: &JobDiff) -> io::Result<()> {
+    fn change(&mut self, c: &Change<'_>) -> io::Result<()> {
         self.written += 1;
-        writeln!(self.out, "{}", change_line(self.style, d))
+        self.estimated |= c.estimate.is_some();
+        if self.mode == (Mode::Compare { all_changes: true }) {
+            return writeln!(self.out, "{}", change_line(self.style, c));
+        }
+        let style = self.style;
+        self.listed
+            .push(c.diff, LISTED_PER_TRANSITION, || change_line(style, c));
+        Ok(())
     }
 
     fn message(&mut self, m: &Message<'_>) -> io::Result<()> {
@@ -650,36 +826,87 @@ impl Sink for TableSink<'_> {
     fn end(&mut self, totals: Totals<'_>) -> io::Result<()> {
         self.stderr.finish()?;
         match (totals, self.mode) {
-            (Totals::Replay(s), Mode::Replay { bulk }) => {
+            (Totals::Replay { summary, .. }, Mode::Replay { bulk }) => {
                 // One history: its table says it all. None simulated (an error, reported on
                 // stderr): an all-zero summary would only be noise on stdout.
                 if bulk || self.written > 1 {
                     if !bulk {
                         writeln!(self.out)?;
                     }
-                    write_summary(self.out, self.style, s)?;
+                    write_summary(self.out, self.style, summary)?;
                 }
                 Ok(())
             }
-            (Totals::Compare(c), _) => {
+            (
+                Totals::Compare {
+                    comparison, estimates, ..
+                },
+                _,
+            ) => {
+                let mut cut = false;
+                for ((lines, more), name) in self.listed.groups.iter().zip(GROUPS) {
+                    for l in lines {
+                        writeln!(self.out, "{l}")?;
+                    }
+                    if *more > 0 {
+                        cut = true;
+                        writeln!(self.out, "  … and {more} more {name}")?;
+                    }
+                }
+                if cut {
+                    writeln!(
+                        self.out,
+                        "  (the first {LISTED_PER_TRANSITION} of each transition; --all-changes lists every one)"
+                    )?;
+                }
                 if self.written == 0 {
                     writeln!(self.out, "  (none)")?;
                 }
                 writeln!(self.out)?;
-                write_comparison(self.out, self.style, c)
+                write_comparison(self.out, self.style, comparison)?;
+                write_estimate_line(self.out, comparison, estimates, self.estimated)
             }
-            (Totals::Replay(_), Mode::Compare) => Ok(()),
+            (Totals::Replay { .. }, Mode::Compare { .. }) => Ok(()),
         }
     }
 }
 
+/// The plan's estimate: Σ pSucceeded over the Failed → Pending jobs, and the method, once
+/// (when any job is estimated).
+pub fn write_estimate_line(out: &mut dyn Write, c: &Comparison, e: &Estimates, estimated: bool) -> io::Result<()> {
+    let failed_to_pending = c.failed_to_pending();
+    if failed_to_pending == 0 {
+        if estimated {
+            writeln!(out, "  estimates: {ESTIMATE_METHOD}")?;
+        }
+        return Ok(());
+    }
+    let without = if e.without_estimate > 0 {
+        format!(" ({} without an estimate: no trials)", e.without_estimate)
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "  estimate:  {:.1} of {} Failed → Pending would succeed on the next run{without}",
+        e.expected,
+        crate::engine::replay::plural(failed_to_pending, "job", "jobs")
+    )?;
+    writeln!(out, "             (estimates: {ESTIMATE_METHOD})")
+}
+
 /// One changed job as a line of the plan.
-fn change_line(style: Style, d: &JobDiff) -> String {
+fn change_line(style: Style, change: &Change<'_>) -> String {
+    let d = change.diff;
     let (b, c) = (&d.baseline, &d.candidate);
-    let what = match d.transition() {
+    let mut what = match d.transition() {
         Some(t) => transition_name(t),
         None => "retries",
-    };
+    }
+    .to_string();
+    if let Some(e) = change.estimate {
+        what.push_str(&format!("; estimate {}", estimate_words(e)));
+    }
     let line = format!(
         "  ~ {}: {} after {} → {} after {}  ({what})",
         d.job,
@@ -706,13 +933,15 @@ enum Records {
     Jsonl,
 }
 
-/// `-o json|yaml|jsonl`: the records of [`job_record`] and [`change_json`], then the totals.
+/// `-o json|yaml|jsonl`: the records of [`job_record`] and [`change_record`], then the totals.
 pub struct RecordSink<'a> {
     format: Records,
     mode: Mode,
     out: &'a mut dyn Write,
     stderr: Stderr<'a>,
     written: u64,
+    /// A record carried an estimate: the totals name the method.
+    estimated: bool,
 }
 
 impl<'a> RecordSink<'a> {
@@ -723,6 +952,7 @@ impl<'a> RecordSink<'a> {
             out,
             stderr,
             written: 0,
+            estimated: false,
         }
     }
 }
@@ -737,6 +967,7 @@ impl Sink for RecordSink<'_> {
         Needs {
             reports: true,
             render: Some(render),
+            ..Needs::default()
         }
     }
 
@@ -744,8 +975,8 @@ impl Sink for RecordSink<'_> {
         match (self.mode, self.format) {
             (Mode::Replay { .. }, Records::Json) => write!(self.out, "{{\"jobs\":["),
             (Mode::Replay { .. }, Records::Yaml) => writeln!(self.out, "jobs:"),
-            (Mode::Compare, Records::Json) => write!(self.out, "{{\"comparison\":{{\"changedJobs\":["),
-            (Mode::Compare, Records::Yaml) => writeln!(self.out, "comparison:\n  changedJobs:"),
+            (Mode::Compare { .. }, Records::Json) => write!(self.out, "{{\"comparison\":{{\"changedJobs\":["),
+            (Mode::Compare { .. }, Records::Yaml) => writeln!(self.out, "comparison:\n  changedJobs:"),
             (_, Records::Jsonl) => Ok(()),
         }
     }
@@ -762,19 +993,21 @@ impl Sink for RecordSink<'_> {
         self.out.write_all(rendered)
     }
 
-    fn change(&mut self, d: &JobDiff) -> io::Result<()> {
+    fn change(&mut self, c: &Change<'_>) -> io::Result<()> {
+        self.estimated |= c.estimate.is_some();
+        let record = change_record(c.diff, c.estimate);
         match self.format {
             Records::Json => {
                 if self.written > 0 {
                     write!(self.out, ",")?;
                 }
-                serde_json::to_writer(&mut *self.out, &change_json(d))?;
+                serde_json::to_writer(&mut *self.out, &record)?;
             }
             Records::Jsonl => {
-                serde_json::to_writer(&mut *self.out, &change_json(d))?;
+                serde_json::to_writer(&mut *self.out, &record)?;
                 writeln!(self.out)?;
             }
-            Records::Yaml => write!(self.out, "{}", yaml_item(&change_json(d), 2))?,
+            Records::Yaml => write!(self.out, "{}", yaml_item(&record, 2))?,
         }
         self.written += 1;
         Ok(())
@@ -789,12 +1022,12 @@ impl Sink for RecordSink<'_> {
         let err = self.stderr.finish()?;
         let out = &mut *self.out;
         match (totals, self.format) {
-            (Totals::Replay(s), Records::Json) => {
+            (Totals::Replay { summary: s, .. }, Records::Json) => {
                 write!(out, "],\"summary\":")?;
                 serde_json::to_writer(&mut *out, &summary_json(s))?;
                 writeln!(out, "}}")?;
             }
-            (Totals::Replay(s), Records::Yaml) => {
+            (Totals::Replay { summary: s, .. }, Records::Yaml) => {
                 if self.written == 0 {
                     // `jobs:` alone would read as null; say empty.
                     writeln!(out, "  []")?;
@@ -805,49 +1038,120 @@ impl Sink for RecordSink<'_> {
                     writeln!(out, "  {l}")?;
                 }
             }
-            (Totals::Replay(s), Records::Jsonl) => write_summary(err, style, s)?,
-            (Totals::Compare(c), Records::Json) => {
+            (Totals::Replay { summary: s, .. }, Records::Jsonl) => write_summary(err, style, s)?,
+            (
+                Totals::Compare {
+                    comparison: c,
+                    estimates: e,
+                    ..
+                },
+                Records::Json,
+            ) => {
                 write!(out, "]")?;
-                for (k, v) in comparison_totals_json(c) {
+                for (k, v) in comparison_totals_json(c, e) {
                     write!(out, ",{}:", Value::String(k))?;
                     serde_json::to_writer(&mut *out, &v)?;
                 }
                 writeln!(out, "}}}}")?;
             }
-            (Totals::Compare(c), Records::Yaml) => {
+            (
+                Totals::Compare {
+                    comparison: c,
+                    estimates: e,
+                    ..
+                },
+                Records::Yaml,
+            ) => {
                 if self.written == 0 {
                     writeln!(out, "    []")?;
                 }
-                let text = serde_yaml::to_string(&Value::Object(comparison_totals_json(c))).unwrap_or_default();
+                let text = serde_yaml::to_string(&Value::Object(comparison_totals_json(c, e))).unwrap_or_default();
                 for l in text.lines() {
                     writeln!(out, "  {l}")?;
                 }
             }
-            (Totals::Compare(c), Records::Jsonl) => write_comparison(err, style, c)?,
+            (
+                Totals::Compare {
+                    comparison: c,
+                    estimates: e,
+                    ..
+                },
+                Records::Jsonl,
+            ) => {
+                write_comparison(err, style, c)?;
+                write_estimate_line(err, c, e, self.estimated)?;
+            }
         }
         Ok(())
     }
 }
 
-fn side_json(s: &crate::replay::compare::Side) -> Value {
-    json!({
-        "final": s.final_state.as_str(),
-        "retries": s.retries,
-        "delay": s.delay.to_string(),
-        "runs": s.runs,
-    })
+/// One side of a changed job; a Pending side carries the `estimate` of the run it would
+/// start (`null`: no trials at all).
+#[derive(Serialize)]
+struct SideOut<'a> {
+    #[serde(rename = "final")]
+    final_state: &'static str,
+    retries: u32,
+    delay: Shown<GoDuration>,
+    runs: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    estimate: Option<Option<EstimateOut<'a>>>,
 }
 
-/// One changed job as a record (`comparison.changedJobs[]`).
-pub fn change_json(d: &JobDiff) -> Value {
-    json!({
-        "job": d.job,
-        "baseline": side_json(&d.baseline),
-        "candidate": side_json(&d.candidate),
-        "transition": d.transition().map(transition_name),
-        "computeAdded": d.compute_added.to_string(),
-        "computeRemoved": d.compute_removed.to_string(),
-    })
+fn side_record<'a>(s: &crate::replay::compare::Side, estimate: Option<&'a Estimate>) -> SideOut<'a> {
+    SideOut {
+        final_state: s.final_state.as_str(),
+        retries: s.retries,
+        delay: Shown(s.delay),
+        runs: s.runs,
+        estimate: (s.final_state == Final::Pending).then(|| estimate.map(estimate_record)),
+    }
+}
+
+/// SPEC §3.5's `estimate` object.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EstimateOut<'a> {
+    p_succeeded: f64,
+    low: f64,
+    high: f64,
+    trials: u64,
+    basis: Shown<&'a Basis>,
+}
+
+pub fn estimate_record(e: &Estimate) -> EstimateOut<'_> {
+    EstimateOut {
+        p_succeeded: e.p_succeeded,
+        low: e.low,
+        high: e.high,
+        trials: e.trials,
+        basis: Shown(&e.basis),
+    }
+}
+
+/// One changed job as a record (`comparison.changedJobs[]`), serialized straight to the
+/// writer.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChangeOut<'a> {
+    job: &'a str,
+    baseline: SideOut<'a>,
+    candidate: SideOut<'a>,
+    transition: Option<&'static str>,
+    compute_added: Shown<GoDuration>,
+    compute_removed: Shown<GoDuration>,
+}
+
+pub fn change_record<'a>(d: &'a JobDiff, estimate: Option<&'a Estimate>) -> ChangeOut<'a> {
+    ChangeOut {
+        job: &d.job,
+        baseline: side_record(&d.baseline, estimate),
+        candidate: side_record(&d.candidate, estimate),
+        transition: d.transition().map(transition_name),
+        compute_added: Shown(d.compute_added),
+        compute_removed: Shown(d.compute_removed),
+    }
 }
 
 fn transition_name(t: Transition) -> &'static str {
@@ -860,7 +1164,7 @@ fn transition_name(t: Transition) -> &'static str {
 }
 
 /// The comparison totals as data.
-pub fn comparison_totals_json(c: &Comparison) -> Map<String, Value> {
+pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Value> {
     let by_state: Map<String, Value> = c
         .transitions()
         .map(|(f, t, n)| (format!("{} → {}", f.as_str(), t.as_str()), json!(n)))
@@ -881,6 +1185,11 @@ pub fn comparison_totals_json(c: &Comparison) -> Map<String, Value> {
         "delay": {"added": c.delay_added.to_string(), "removed": c.delay_removed.to_string()},
         "compute": {"added": c.compute_added.to_string(), "removed": c.compute_removed.to_string()},
         "errors": c.errors,
+        "estimate": {
+            "expectedRescued": e.expected,
+            "withoutEstimate": e.without_estimate,
+            "method": ESTIMATE_METHOD,
+        },
     });
     match v {
         Value::Object(m) => m,
@@ -946,4 +1255,53 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::compare::Side;
+
+    fn diff(from: Final, to: Final) -> JobDiff {
+        let side = |final_state| Side {
+            final_state,
+            retries: 0,
+            delay: GoDuration::ZERO,
+            runs: 1,
+        };
+        JobDiff {
+            job: String::new(),
+            baseline: side(from),
+            candidate: side(to),
+            compute_added: GoDuration::ZERO,
+            compute_removed: GoDuration::ZERO,
+        }
+    }
+
+    /// 90 rescued, 2 lost, 30 → Pending: 10 rows go round the groups, so the 2 lost jobs
+    /// are listed, and the rest is shared by the others in input order.
+    #[test]
+    fn a_fair_share_lists_every_group() {
+        let mut listed: Listed<usize> = Listed::default();
+        let mut n = 0;
+        for (count, from, to) in [
+            (90, Final::Failed, Final::Succeeded),
+            (2, Final::Succeeded, Final::Failed),
+            (30, Final::Failed, Final::Pending),
+        ] {
+            for _ in 0..count {
+                listed.push(&diff(from, to), 50, || n);
+                n += 1;
+            }
+        }
+        assert_eq!((listed.total(0), listed.total(1), listed.total(2)), (90, 2, 30));
+        assert_eq!(listed.groups[0].1, 40);
+        let shown = listed.fair(10);
+        assert_eq!(shown[0], [0, 1, 2, 3]);
+        assert_eq!(shown[1], [90, 91]);
+        assert_eq!(shown[2], [92, 93, 94, 95]);
+        assert!(shown[3].is_empty() && shown[4].is_empty());
+        // More rows than kept: every kept job.
+        assert_eq!(listed.fair(1000).iter().map(|g| g.len()).sum::<usize>(), 50 + 2 + 30);
+    }
 }

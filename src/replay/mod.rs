@@ -9,8 +9,10 @@
 //!       line) → FailureHistory
 //!     → run: one job through a Simulator (two with --baseline) → JobReport / JobDiff,
 //!       counted per unit in the workers where nothing else is printed
+//!     → estimate: the trials of SPEC §3.5, counted per unit in the workers
 //!   → run: in input order, folded into summary / compare, and handed to a Sink
-//!     (sink.rs: begin, job | change, message, end(totals))
+//!     (sink.rs: begin, job | change, message, end(totals)); changed jobs from the first
+//!     Pending one on wait in spool.rs until the class rates are final
 //!   → output::simulate / html / markdown: the sinks, one per format
 //! ```
 //!
@@ -21,10 +23,12 @@
 
 pub mod compare;
 pub mod decode;
+pub mod estimate;
 pub mod parallel;
 pub mod run;
 pub mod sink;
 pub mod source;
+pub mod spool;
 pub mod summary;
 
 pub use parallel::{Job, Processed};

@@ -16,12 +16,14 @@ use std::io;
 
 use crate::engine::simulator::Simulator;
 use crate::engine::{Detail, JobReport, JobStatus, Settings};
-use crate::model::history::FailureHistory;
+use crate::model::history::{FailureHistory, Final};
 
-use super::compare::{Comparison, JobDiff};
+use super::compare::{ByClass, Comparison, JobDiff, Side, Steps};
+use super::estimate::{job_class, FailureClass, Trials};
 use super::parallel::{for_each_ordered, Emitted, Job, Processed};
-use super::sink::{Message, Needs, Sink, Totals};
+use super::sink::{Change, Estimates, Message, Needs, Sides, Sink, Totals};
 use super::source::HistorySource;
+use super::spool::{Changed, Spool};
 use super::summary::{keep_summary_fields, Summary};
 
 /// What a plain replay found.
@@ -59,6 +61,18 @@ impl Done {
     }
 }
 
+/// What a worker folds over the jobs of its unit, merged in input order after them.
+#[derive(Default)]
+struct Part {
+    /// Every job of a plain replay (summary only), or the candidate side's (a comparison's
+    /// breakdowns).
+    summary: Summary,
+    /// The baseline side's (a comparison's breakdowns).
+    baseline: Summary,
+    /// SPEC §3.5's trials (a comparison, or a plain replay's breakdowns).
+    trials: Trials,
+}
+
 /// Replays every job of `source` under `sim` into `sink` (SPEC §3.2), and returns the
 /// totals it handed to [`Sink::end`].
 pub fn replay<S: HistorySource>(source: S, sim: &Simulator, sink: &mut dyn Sink) -> io::Result<Replayed> {
@@ -67,14 +81,21 @@ pub fn replay<S: HistorySource>(source: S, sim: &Simulator, sink: &mut dyn Sink)
     let detail = if needs.reports { Detail::Full } else { Detail::Summary };
     sink.begin()?;
     let mut summary = Summary::default();
+    let mut trials = Trials::default();
+    let mut by_class = ByClass::default();
     let mut fallbacks = Fallbacks::default();
     // Summary only: each worker adds its jobs to a summary of its unit.
-    let work = |part: &mut Summary, job: Job<'_>| {
+    let work = |part: &mut Part, job: Job<'_>| {
         let mut report = replay_job_detailed(sim, job.settings, job.history, detail)
             .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
         let f = fallback(sim, job.history);
+        // Breakdowns: the class of a Pending job (`Some(None)`: it has no failed run).
+        let pending = needs.breakdowns.then(|| {
+            part.trials.add_history(job.history);
+            matches!(report.status, JobStatus::Pending { .. }).then(|| job_class(job.history))
+        });
         let done = if !needs.reports {
-            part.add(&report);
+            part.summary.add(&report);
             let says = f.is_some() || !report.contradictions.is_empty() || !report.expectation_failures.is_empty();
             Done::Counted(says.then(|| Box::new(report)))
         } else {
@@ -87,19 +108,22 @@ pub fn replay<S: HistorySource>(source: S, sim: &Simulator, sink: &mut dyn Sink)
             }
             Done::Report(Box::new(report), rendered)
         };
-        Ok((done, f))
+        Ok((done, f, pending.flatten()))
     };
-    let emit = |e: Emitted<(Done, Option<Fallback>), Summary>| -> io::Result<bool> {
+    // The job, its fallback, and with breakdowns the class of a Pending job.
+    type Item = (Done, Option<Fallback>, Option<Option<FailureClass>>);
+    let emit = |e: Emitted<Item, Part>| -> io::Result<bool> {
         let p = match e {
             Emitted::Job(p) => p,
             Emitted::Unit(part, at) => {
-                summary.merge(part);
+                summary.merge(part.summary);
+                trials.merge(part.trials);
                 sink.progress(at);
                 return Ok(true);
             }
         };
         match p {
-            Processed::Done((done, f)) => {
+            Processed::Done((done, f, pending)) => {
                 if let Some(queue) = fallbacks.add(f) {
                     let job = done.report().map_or("", |r| &r.job_id);
                     sink.message(&Message::MissingQueue {
@@ -107,6 +131,9 @@ pub fn replay<S: HistorySource>(source: S, sim: &Simulator, sink: &mut dyn Sink)
                         queue: &queue,
                         given: sim.given(),
                     })?;
+                }
+                if let Some(class) = pending {
+                    by_class.add_pending(&class);
                 }
                 write_or_stop((|| {
                     if let Done::Report(report, rendered) = &done {
@@ -130,56 +157,102 @@ pub fn replay<S: HistorySource>(source: S, sim: &Simulator, sink: &mut dyn Sink)
         }
     };
     for_each_ordered(source, work, emit)?;
-    ignore_closed(sink.end(Totals::Replay(&summary)))?;
+    let estimates = needs
+        .breakdowns
+        .then(|| Estimates::new(trials.rates(), by_class, |c| c.pending));
+    ignore_closed(sink.end(Totals::Replay {
+        summary: &summary,
+        estimates: estimates.as_ref(),
+    }))?;
     Ok(Replayed {
         summary,
         used_given: fallbacks.used_given,
     })
 }
 
-/// Replays every job of `source` under `baseline` and `candidate` into `sink` (SPEC §3.4):
-/// each changed job to [`Sink::change`], and returns the totals it handed to [`Sink::end`].
-/// Expectations are not checked in this mode.
+/// Replays every job of `source` under `baseline` and `candidate` into `sink` (SPEC §3.4,
+/// §3.5): each changed job to [`Sink::change`], with its estimate when a side is Pending;
+/// returns the totals it handed to [`Sink::end`]. Expectations are not checked in this
+/// mode.
 pub fn compare<S: HistorySource>(
     source: S,
     baseline: &Simulator,
     candidate: &Simulator,
     sink: &mut dyn Sink,
 ) -> io::Result<Compared> {
+    let needs = sink.needs();
     sink.begin()?;
     let mut comparison = Comparison::default();
+    let mut trials = Trials::default();
+    let mut by_class = ByClass::default();
+    let mut sides = needs.breakdowns.then(Sides::default);
     let mut fallbacks = Fallbacks::default();
+    let mut spool = Spool::default();
+    let mut stopped = false;
     // A comparison is made of numbers only (final state, retries, delay, run times):
     // neither side needs the per-run texts.
-    let work = |_: &mut (), job: Job<'_>| {
+    let work = |part: &mut Part, job: Job<'_>| {
         let b = replay_job_detailed(baseline, job.settings, job.history, Detail::Summary)
             .map_err(|e| format!("{}: job `{}`: baseline: {e}", job.origin, job.history.job.id))?;
         let c = replay_job_detailed(candidate, job.settings, job.history, Detail::Summary)
             .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
-        Ok((JobDiff::new(&b, c), fallback(candidate, job.history)))
+        part.trials.add_history(job.history);
+        if needs.breakdowns {
+            part.baseline.add(&b);
+            part.summary.add(&c);
+        }
+        let changed = Side::of(&b).differs(&Side::of(&c));
+        let steps = (changed && needs.steps).then(|| Box::new(Steps::new(job.history, &b, &c)));
+        let class = if changed { job_class(job.history) } else { None };
+        let diff = JobDiff::new(&b, c);
+        Ok((Changed { diff, class, steps }, fallback(candidate, job.history)))
     };
-    let emit = |e: Emitted<(JobDiff, Option<Fallback>), ()>| -> io::Result<bool> {
+    let emit = |e: Emitted<(Changed, Option<Fallback>), Part>| -> io::Result<bool> {
         let p = match e {
             Emitted::Job(p) => p,
-            Emitted::Unit((), at) => {
+            Emitted::Unit(part, at) => {
+                trials.merge(part.trials);
+                if let Some(s) = &mut sides {
+                    s.baseline.merge(part.baseline);
+                    s.candidate.merge(part.summary);
+                }
                 sink.progress(at);
                 return Ok(true);
             }
         };
         match p {
-            Processed::Done((d, f)) => {
+            Processed::Done((ch, f)) => {
                 if let Some(queue) = fallbacks.add(f) {
                     sink.message(&Message::MissingQueue {
-                        job: &d.job,
+                        job: &ch.diff.job,
                         queue: &queue,
                         given: candidate.given(),
                     })?;
                 }
-                comparison.add(&d);
+                let d = &ch.diff;
+                comparison.add(d);
                 if !d.changed() {
                     return Ok(true);
                 }
-                write_or_stop(sink.change(&d))
+                by_class.add_change(&ch.class, d);
+                // Its estimate is final only after the last job: hold it back, and every
+                // later one, to keep the order.
+                let pending = [d.baseline, d.candidate]
+                    .iter()
+                    .any(|s| s.final_state == Final::Pending);
+                if pending || spool.active() {
+                    spool.push(&ch)?;
+                    return Ok(true);
+                }
+                let change = Change {
+                    diff: d,
+                    class: ch.class.as_ref(),
+                    estimate: None,
+                    steps: ch.steps.as_deref(),
+                };
+                let go_on = write_or_stop(sink.change(&change))?;
+                stopped = !go_on;
+                Ok(go_on)
             }
             Processed::Error(m) => {
                 comparison.errors += 1;
@@ -192,7 +265,32 @@ pub fn compare<S: HistorySource>(
         }
     };
     for_each_ordered(source, work, emit)?;
-    ignore_closed(sink.end(Totals::Compare(&comparison)))?;
+    let rates = trials.rates();
+    if !stopped {
+        spool.drain(|ch| {
+            let d = &ch.diff;
+            let pending = [d.baseline, d.candidate]
+                .iter()
+                .any(|s| s.final_state == Final::Pending);
+            let estimate = if pending {
+                rates.estimate(ch.class.as_ref())
+            } else {
+                None
+            };
+            write_or_stop(sink.change(&Change {
+                diff: d,
+                class: ch.class.as_ref(),
+                estimate: estimate.as_ref(),
+                steps: ch.steps.as_deref(),
+            }))
+        })?;
+    }
+    let estimates = Estimates::new(rates, by_class, |c| c.failed_to_pending);
+    ignore_closed(sink.end(Totals::Compare {
+        comparison: &comparison,
+        estimates: &estimates,
+        sides: sides.as_ref(),
+    }))?;
     Ok(Compared {
         comparison,
         used_given: fallbacks.used_given,

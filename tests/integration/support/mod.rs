@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
+pub mod chromium;
 pub mod pg;
+pub mod png;
 pub mod python;
 pub mod server;
 
