@@ -487,7 +487,7 @@ fn plan_page(c: &Comparison, e: &Estimates, sides: Option<&Sides>, listed: &List
 
 /// The per-class table: trials and the estimate of each class, and its jobs.
 fn class_section(b: &mut String, e: &Estimates, compare: bool) {
-    let rows = class_rows(e);
+    let (rows, hidden) = class_rows(e);
     b.push_str("<section><h2>By failure class</h2>\n");
     if rows.is_empty() {
         b.push_str("<p>No failed run in the history.</p></section>\n");
@@ -524,7 +524,15 @@ fn class_section(b: &mut String, e: &Estimates, compare: bool) {
             estimate_cell(est.as_ref(), true)
         );
     }
-    b.push_str("</table><p class=\"note\">A trial: a failed run followed by another run of the same job; a success when that run succeeded (a returned lease is not). A job's class is its last failed run's.</p></section>\n");
+    b.push_str("</table>");
+    if hidden > 0 {
+        let _ = write!(
+            b,
+            "<p class=\"note\">… and {} more classes with trials and no changed or Pending job, not listed.</p>",
+            num(hidden as u64)
+        );
+    }
+    b.push_str("<p class=\"note\">A trial: a failed run followed by another run of the same job; a success when that run succeeded (a returned lease is not). A job's class is its last failed run's.</p></section>\n");
 }
 
 /// Retries granted and permanent failures per rule, on each side.

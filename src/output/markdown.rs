@@ -19,7 +19,7 @@ use crate::replay::sink::{Change, Estimates, Message, Needs, Sink, Totals};
 use crate::replay::source::Progress;
 use crate::replay::summary::Summary;
 
-use super::simulate::{class_rows, estimate_words, percent, Listed, Stderr, ESTIMATE_METHOD, GROUPS};
+use super::simulate::{class_rows, estimate_words, Listed, Stderr, ESTIMATE_METHOD, GROUPS};
 
 /// Changed jobs listed at most.
 pub const MAX_ROWS: usize = 50;
@@ -306,7 +306,7 @@ fn report(s: &Summary, e: Option<&Estimates>) -> String {
         }
     }
     if let Some(e) = e {
-        let rows = class_rows(e);
+        let (rows, hidden) = class_rows(e);
         if !rows.is_empty() {
             let _ = writeln!(
                 m,
@@ -324,13 +324,23 @@ fn report(s: &Summary, e: Option<&Estimates>) -> String {
                     r.jobs.pending
                 );
             }
-            if s.pending > 0 {
+            if hidden > 0 {
                 let _ = writeln!(
                     m,
-                    "\n**Estimate:** {:.1} of {} Pending would succeed on the next run ({}).",
+                    "\n… and {hidden} more classes with trials and no Pending job, not listed."
+                );
+            }
+            if s.pending > e.without_estimate {
+                let without = if e.without_estimate > 0 {
+                    format!(" ({} without an estimate: no trials)", e.without_estimate)
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(
+                    m,
+                    "\n**Estimate:** {:.1} of {} Pending would succeed on the next run{without}.",
                     e.expected,
                     plural(s.pending, "job", "jobs"),
-                    percent(e.expected / s.pending as f64)
                 );
             }
             let _ = writeln!(m, "\n<sub>Estimates: {}.</sub>", text(ESTIMATE_METHOD));

@@ -693,31 +693,40 @@ impl ClassRow<'_> {
     }
 }
 
-/// Every class with trials or jobs, sorted, then the classes past the cap together (when
-/// there are any).
-pub fn class_rows(e: &Estimates) -> Vec<ClassRow<'_>> {
+/// Class rows a report lists at most, besides the classes of changed or Pending jobs.
+pub const MAX_CLASS_ROWS: usize = 200;
+
+/// The classes of changed or Pending jobs, and the classes with the most trials up to
+/// [`MAX_CLASS_ROWS`] rows in all, sorted by class; then the classes past the cap together
+/// (when they have jobs). Also how many classes with trials are not listed.
+pub fn class_rows(e: &Estimates) -> (Vec<ClassRow<'_>>, usize) {
     let mut rows: Vec<ClassRow<'_>> = e
+        .by_class
+        .rows()
+        .into_iter()
+        .map(|(class, jobs)| ClassRow {
+            class,
+            rest: false,
+            tally: e.rates.tally_of(class),
+            jobs,
+        })
+        .collect();
+    let mut others: Vec<&(FailureClass, Tally)> = e
         .rates
         .classes()
         .iter()
-        .map(|(c, t)| ClassRow {
-            class: Some(c),
-            rest: false,
-            tally: *t,
-            jobs: ClassChanges::default(),
-        })
+        .filter(|(c, _)| !rows.iter().any(|r| r.class == Some(c)))
         .collect();
-    for (class, jobs) in e.by_class.rows() {
-        match rows.iter_mut().find(|r| r.class == class) {
-            Some(r) => r.jobs = jobs,
-            None => rows.push(ClassRow {
-                class,
-                rest: false,
-                tally: e.rates.tally_of(class),
-                jobs,
-            }),
-        }
-    }
+    // Most trials first; the sort is stable, so equal counts keep the class order.
+    others.sort_by(|a, b| b.1.trials.cmp(&a.1.trials));
+    let room = MAX_CLASS_ROWS.saturating_sub(rows.len()).min(others.len());
+    let hidden = others.len() - room;
+    rows.extend(others[..room].iter().map(|(c, t)| ClassRow {
+        class: Some(c),
+        rest: false,
+        tally: *t,
+        jobs: ClassChanges::default(),
+    }));
     rows.sort_by(|a, b| a.class.cmp(&b.class));
     if e.by_class.rest != ClassChanges::default() {
         rows.push(ClassRow {
@@ -727,12 +736,7 @@ pub fn class_rows(e: &Estimates) -> Vec<ClassRow<'_>> {
             jobs: e.by_class.rest,
         });
     }
-    rows
-}
-
-/// A share as a whole percentage.
-pub fn percent(p: f64) -> String {
-    format!("{:.0}%", p * 100.0)
+    (rows, hidden)
 }
 
 /// An estimate's share and interval: `60%`, `(23–88%)`; with one decimal when the interval

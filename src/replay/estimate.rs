@@ -15,8 +15,8 @@
 //! - a job with no failed run recorded (a returned lease requeued it, say) has no class:
 //!   its estimate is the pooled one (basis `all`);
 //! - an empty `category` counts as none; a `subcategory` without a category is ignored;
-//! - at most [`MAX_CLASSES`] categories, exit codes and subcategories of a category are
-//!   kept, the first seen (a history is input, and a category per run would otherwise grow
+//! - at most [`MAX_CLASSES`] categories and exit codes, and [`MAX_SUBCATEGORIES`]
+//!   subcategories of a category, are kept, the first seen (a history is input, and a category per run would otherwise grow
 //!   without bound); the trials of the classes past that still count in the pooled rate,
 //!   and a job of such a class gets the pooled estimate.
 //!
@@ -36,8 +36,11 @@ use crate::model::policy::Condition;
 /// Below this many trials a class's own rate is not used: the pooled rate is.
 pub const MIN_TRIALS: u64 = 5;
 
-/// Distinct classes kept.
+/// Distinct categories, and exit codes, kept.
 pub const MAX_CLASSES: usize = 1000;
+
+/// Distinct subcategories kept per category (so at most 100,000 category classes).
+pub const MAX_SUBCATEGORIES: usize = 100;
 
 /// z of a two-sided 95% interval.
 pub const Z95: f64 = 1.959964;
@@ -202,8 +205,9 @@ impl<K: std::hash::Hash + Eq + Clone, V: Default> Ordered<K, V> {
 /// Trials by class, counted one history at a time (in a worker) and merged in input order.
 /// Lookups borrow the run's strings: a trial allocates only for a class not seen before.
 /// A worker's count of its unit keeps every class (a unit is bounded); [`Trials::merge`]
-/// keeps the first [`MAX_CLASSES`] categories, exit codes and subcategories of a category
-/// in the order first seen, so that the result does not depend on how the input was cut.
+/// keeps the first [`MAX_CLASSES`] categories and exit codes and [`MAX_SUBCATEGORIES`]
+/// subcategories of a category, in the order first seen, so that the result does not
+/// depend on how the input was cut.
 #[derive(Debug, Clone, Default)]
 pub struct Trials {
     /// Category → (subcategory → tally).
@@ -222,15 +226,16 @@ impl Trials {
             if pair[0].outcome == Outcome::Failed {
                 let success = pair[1].outcome == Outcome::Succeeded;
                 self.pooled.add(success);
-                if let Some(t) = self.slot(class_ref(&pair[0]), usize::MAX) {
+                if let Some(t) = self.slot(class_ref(&pair[0]), usize::MAX, usize::MAX) {
                     t.add(success);
                 }
             }
         }
     }
 
-    /// The tally of `class`, made on first sight while fewer than `cap` are kept.
-    fn slot(&mut self, class: ClassRef<'_>, cap: usize) -> Option<&mut Tally> {
+    /// The tally of `class`, made on first sight while fewer than `cap` categories or exit
+    /// codes (`sub_cap` subcategories of its category) are kept.
+    fn slot(&mut self, class: ClassRef<'_>, cap: usize, sub_cap: usize) -> Option<&mut Tally> {
         match class {
             ClassRef::Condition(c) => Some(&mut self.conditions[c as usize]),
             ClassRef::Unknown => Some(&mut self.unknown),
@@ -242,7 +247,7 @@ impl Trials {
                     Some(i) => i,
                     None => {
                         let owned = sub.map(str::to_string);
-                        subs.get_or_make(&owned, cap)?;
+                        subs.get_or_make(&owned, sub_cap)?;
                         subs.items.len() - 1
                     }
                 };
@@ -255,7 +260,8 @@ impl Trials {
     pub fn merge(&mut self, other: Trials) {
         for (category, subs) in other.categories.items {
             for (sub, t) in subs.items {
-                if let Some(slot) = self.slot(ClassRef::Category(&category, sub.as_deref()), MAX_CLASSES) {
+                let class = ClassRef::Category(&category, sub.as_deref());
+                if let Some(slot) = self.slot(class, MAX_CLASSES, MAX_SUBCATEGORIES) {
                     slot.merge(t);
                 }
             }
@@ -639,5 +645,18 @@ mod tests {
         assert_eq!(r.classes().len(), MAX_CLASSES);
         assert_eq!(r.pooled().trials, MAX_CLASSES as u64 + 10);
         assert_eq!(r.tally(&FailureClass::Exit(MAX_CLASSES as i64 + 5)), Tally::default());
+        // Subcategories: 100 per category.
+        let mut t = Trials::default();
+        for i in 0..(MAX_SUBCATEGORIES + 3) {
+            let mut unit = Trials::default();
+            let sub = format!("s{i}");
+            unit.add_history(&history(vec![category("c", Some(&sub)), run(Outcome::Succeeded)]));
+            t.merge(unit);
+        }
+        let r = t.rates();
+        assert_eq!(
+            (r.classes().len(), r.pooled().trials),
+            (MAX_SUBCATEGORIES, MAX_SUBCATEGORIES as u64 + 3)
+        );
     }
 }
