@@ -718,7 +718,7 @@ pub fn class_rows(e: &Estimates) -> (Vec<ClassRow<'_>>, usize) {
         .filter(|(c, _)| !rows.iter().any(|r| r.class == Some(c)))
         .collect();
     // Most trials first; the sort is stable, so equal counts keep the class order.
-    others.sort_by(|a, b| b.1.trials.cmp(&a.1.trials));
+    others.sort_by_key(|(_, t)| std::cmp::Reverse(t.trials));
     let room = MAX_CLASS_ROWS.saturating_sub(rows.len()).min(others.len());
     let hidden = others.len() - room;
     rows.extend(others[..room].iter().map(|(c, t)| ClassRow {
