@@ -377,7 +377,7 @@ _retryctl() {
 
     case "${cmd}" in
         retryctl)
-            opts="-c -v -h -V --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version validate create get update apply diff delete simulate serve completion config version describe explain schema history help"
+            opts="-c -v -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version validate create get update apply diff delete simulate serve completion config version describe explain schema history help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -403,6 +403,14 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -419,7 +427,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__apply)
-            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -457,6 +465,14 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -473,7 +489,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__completion)
-            opts="-c -v -h -V --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version bash elvish fish powershell zsh"
+            opts="-c -v -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -496,6 +512,14 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -515,7 +539,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__config)
-            opts="-c -v -h -V --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version view get-contexts current-context use-context help"
+            opts="-c -v -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version view get-contexts current-context use-context help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -541,6 +565,14 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -557,7 +589,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__config__subcmd__current__subcmd__context)
-            opts="-c -v -h -V --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-c -v -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -580,6 +612,14 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -599,7 +639,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__config__subcmd__get__subcmd__contexts)
-            opts="-c -v -h -V --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-c -v -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -622,6 +662,14 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -725,7 +773,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__config__subcmd__use__subcmd__context)
-            opts="-c -v -h -V --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-c -v -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -748,6 +796,14 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -767,7 +823,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__config__subcmd__view)
-            opts="-c -v -h -V --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-c -v -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -793,6 +849,14 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -809,7 +873,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__create)
-            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help"
+            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -844,6 +908,14 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -919,7 +991,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__create__subcmd__queue)
-            opts="-l -c -v -h -V --retry-policy --priority-factor --owner --group-owner --label --cordon --dry-run --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-l -c -v -h -V --retry-policy --priority-factor --owner --group-owner --label --cordon --dry-run --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -977,6 +1049,14 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -993,7 +1073,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__create__subcmd__retrypolicy)
-            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1031,6 +1111,14 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1047,7 +1135,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__delete)
-            opts="-f -R -c -v -h -V --filename --recursive --ignore-not-found --detach --dry-run --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
+            opts="-f -R -c -v -h -V --filename --recursive --ignore-not-found --detach --dry-run --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1082,6 +1170,14 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1157,7 +1253,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__delete__subcmd__queue)
-            opts="-c -v -h -V --ignore-not-found --dry-run --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-c -v -h -V --ignore-not-found --dry-run --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1184,6 +1280,14 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1203,7 +1307,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__delete__subcmd__retrypolicy)
-            opts="-c -v -h -V --ignore-not-found --dry-run --detach --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-c -v -h -V --ignore-not-found --dry-run --detach --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1233,6 +1337,14 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1249,7 +1361,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__describe)
-            opts="-f -R -c -v -h -V --filename --recursive --scheduler-config --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
+            opts="-f -R -c -v -h -V --filename --recursive --scheduler-config --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1284,6 +1396,14 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1359,7 +1479,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__describe__subcmd__queue)
-            opts="-f -R -c -v -h -V --filename --recursive --scheduler-config --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --filename --recursive --scheduler-config --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1394,6 +1514,14 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1413,7 +1541,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__describe__subcmd__retrypolicy)
-            opts="-f -R -c -v -h -V --filename --recursive --scheduler-config --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --filename --recursive --scheduler-config --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1451,6 +1579,14 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1467,7 +1603,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__diff)
-            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1505,6 +1641,14 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1521,12 +1665,16 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__explain)
-            opts="-c -v -h -V --recursive --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-c -v -h -V --recursive --api-version --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --api-version)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --armada-url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1547,6 +1695,14 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1563,7 +1719,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__get)
-            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
+            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1602,6 +1758,14 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1677,7 +1841,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__get__subcmd__queue)
-            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1716,6 +1880,14 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1735,7 +1907,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__get__subcmd__retrypolicy)
-            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1774,6 +1946,14 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2241,7 +2421,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__history)
-            opts="-o -c -v -h -V --queue --jobset --job --since --from --to --lookout-db --lookout-url --output --output-file --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-o -c -v -h -V --queue --jobset --job --since --from --to --lookout-db --lookout-url --output --output-file --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2311,6 +2491,14 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2327,7 +2515,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__schema)
-            opts="-c -v -h -V --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy queue failurehistory"
+            opts="-c -v -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy queue failurehistory"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2350,6 +2538,14 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2443,7 +2639,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__simulate)
-            opts="-f -R -o -c -v -h -V --filename --recursive --history --baseline --exit-code --all-changes --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --from-server --strict --output --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -o -c -v -h -V --filename --recursive --history --baseline --exit-code --all-changes --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --from-server --strict --output --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2517,6 +2713,14 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2533,7 +2737,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__update)
-            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help"
+            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2568,6 +2772,14 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2643,7 +2855,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__update__subcmd__queue)
-            opts="-l -c -v -h -V --retry-policy --priority-factor --owner --group-owner --label --cordon --dry-run --add-retry-policy --remove-retry-policy --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-l -c -v -h -V --retry-policy --priority-factor --owner --group-owner --label --cordon --dry-run --add-retry-policy --remove-retry-policy --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2709,6 +2921,14 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2725,7 +2945,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__update__subcmd__retrypolicy)
-            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2763,6 +2983,14 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2779,7 +3007,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__validate)
-            opts="-f -R -o -c -v -h -V --filename --recursive --strict --output --scheduler-config --upstream --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -o -c -v -h -V --filename --recursive --strict --output --scheduler-config --upstream --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2825,6 +3053,14 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --certificate-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2841,7 +3077,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__version)
-            opts="-o -c -v -h -V --client --output --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-o -c -v -h -V --client --output --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2872,6 +3108,14 @@ _retryctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

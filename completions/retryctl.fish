@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_retryctl_global_optspecs
-    string join \n armada-url= c/context= config= timeout= certificate-authority= insecure-skip-tls-verify v/verbose color= h/help V/version
+    string join \n armada-url= c/context= config= timeout= token= token-file= certificate-authority= insecure-skip-tls-verify v/verbose color= h/help V/version
 end
 
 function __fish_retryctl_needs_command
@@ -28,6 +28,8 @@ complete -c retryctl -n "__fish_retryctl_needs_command" -l armada-url -d 'Armada
 complete -c retryctl -n "__fish_retryctl_needs_command" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_needs_command" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_needs_command" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_needs_command" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_needs_command" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_needs_command" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_needs_command" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -62,6 +64,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l armada-ur
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -81,6 +85,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -113,6 +119,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -135,6 +143,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -157,6 +167,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -173,6 +185,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -190,6 +204,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -207,6 +223,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -224,6 +242,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -241,6 +261,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -266,6 +288,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_se
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -297,6 +321,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -319,6 +345,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -341,6 +369,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -363,6 +393,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -385,6 +417,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -407,6 +441,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -429,6 +465,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -451,6 +489,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -471,6 +511,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -505,6 +547,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -529,6 +573,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -553,6 +599,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -569,6 +617,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -586,6 +636,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -603,6 +655,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -620,6 +674,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -637,6 +693,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -657,6 +715,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l armada-url -
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -674,6 +734,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l armada-url -d
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -691,6 +753,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -718,6 +782,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -735,6 +801,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -752,6 +820,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -769,6 +839,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -786,6 +858,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -803,6 +877,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -819,6 +895,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -835,6 +913,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -868,6 +948,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l armada-ur
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -907,6 +989,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l armada-
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -919,6 +1003,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -936,6 +1022,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -948,6 +1036,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -960,6 +1050,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -972,6 +1064,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -991,6 +1085,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l armada-url
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -1006,6 +1102,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fi
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -1030,6 +1128,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -1045,6 +1145,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -1060,6 +1162,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -1075,6 +1179,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -1090,6 +1196,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -1105,6 +1213,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -1120,6 +1230,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -1135,6 +1247,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -1147,10 +1261,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from help" -f -a "retrypolicy" -d 'Describe retry policies'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from help" -f -a "queue" -d 'Describe queues'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l api-version -d 'The layout to explain: `armadaproject.io/v1` (a RetryPolicy\'s design dialect) or `armadaproject.io/v1beta1` (upstream\'s flat one)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -1164,6 +1281,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l armada-url 
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
@@ -1187,6 +1306,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l armada-url
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''

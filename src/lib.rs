@@ -8,16 +8,19 @@
 //! Where things are: a history is read in `replay::source` (files, JSON Lines, stdin) and
 //! `history` (Lookout's database and REST API); each engine decides in `engine` (the design,
 //! SPEC §2.1–2.9, in `engine/mod.rs` and `engine/replay.rs`; upstream's, §2.10, in
-//! `engine/upstream.rs`); every output format is written in `output`.
+//! `engine/upstream.rs`); every output format is written in `output`. The armadactl config
+//! file (`~/.armadactl.yaml`) is read and rewritten in `armadactl_config`; `connection`
+//! resolves flags, environment and that file into where and how to reach a server.
 //! `client` knows nothing of `cli` or `output`; `output` never calls `client`. Only `main`
 //! exits the process.
 
 pub mod allocator;
 pub mod app;
+pub mod armadactl_config;
 pub mod cli;
 pub mod client;
 pub mod commands;
-pub mod config;
+pub mod connection;
 pub mod diag;
 pub mod engine;
 pub mod error;
@@ -30,7 +33,6 @@ pub mod output;
 pub mod redact;
 pub mod replay;
 pub mod server;
-pub mod settings;
 pub mod tls;
 pub mod wire;
 pub mod yaml;

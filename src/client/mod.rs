@@ -48,7 +48,7 @@ use crate::wire::{self, Dialect, DIALECT_HEADER, DIALECT_V1};
 
 mod trust;
 
-/// How requests authenticate. Resolved by `settings`; exec auth is already run by then.
+/// How requests authenticate. Resolved by `connection`; exec auth is already run by then.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Auth {
     None,
@@ -64,12 +64,22 @@ impl fmt::Debug for Auth {
 }
 
 impl Auth {
-    /// How the `-v` log shows the credentials: the scheme and user, never the secret.
+    /// The scheme and user, never the secret.
     pub fn redacted(&self) -> String {
         match self {
             Auth::None => "anonymous".into(),
-            Auth::Basic { username, .. } => format!("basic {username}:<redacted>"),
-            Auth::Bearer(_) => "bearer <redacted>".into(),
+            Auth::Basic { username, .. } => format!("basic `{username}`"),
+            Auth::Bearer(_) => "bearer".into(),
+        }
+    }
+
+    /// How the `-v` log and hints show the credentials sent: the scheme, where they came from
+    /// (`from`, e.g. "`$ARMADA_TOKEN`") and the user, never the secret.
+    pub fn shown(&self, from: &str) -> String {
+        match self {
+            Auth::None => "anonymous".into(),
+            Auth::Basic { username, .. } => format!("basic from {from}, user `{username}`"),
+            Auth::Bearer(_) => format!("bearer from {from}"),
         }
     }
 }
@@ -77,9 +87,14 @@ impl Auth {
 /// Connection settings for one process.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
-    /// REST base URL without a trailing slash, e.g. `http://localhost:8080`.
+    /// REST base URL without a trailing slash or user info, e.g. `http://localhost:8080`
+    /// (`connection` takes a URL's `user:password` out: reqwest would send it as a second
+    /// `Authorization` header).
     pub base_url: String,
+    /// The one set of credentials sent (one `Authorization` header).
     pub auth: Auth,
+    /// Where `auth` came from, for the `-v` log (see [`Auth::shown`]).
+    pub auth_from: String,
     /// Per request, including reading the body.
     pub timeout: Duration,
     /// Log each request and its status to stderr.
@@ -830,7 +845,7 @@ impl Client {
                 log(&format!(
                     "{method} {} (auth: {})",
                     redact_url(&url),
-                    self.config.auth.redacted()
+                    self.config.auth.shown(&self.config.auth_from)
                 ));
             }
             let mut req = self.http.request(method.clone(), &url);

@@ -5,14 +5,14 @@
 //! prints nothing. `use-context` rewrites the file keeping every other key.
 
 use crate::app::Context;
+use crate::armadactl_config::ConfigFile;
 use crate::cli::{ConfigArgs, ConfigCommand};
-use crate::config::ConfigFile;
+use crate::connection::{self, Env, DEFAULT_URL};
 use crate::error::{CliError, ExitCode};
-use crate::settings::{self, Env, DEFAULT_URL};
 
 pub fn run(ctx: &mut Context, args: &ConfigArgs) -> anyhow::Result<ExitCode> {
     let env = Env::from_process();
-    let mut file = settings::load_config(&ctx.global, &env)?;
+    let mut file = connection::load_config(&ctx.global, &env)?;
     match &args.command {
         ConfigCommand::View => {
             if !file.exists {
@@ -65,10 +65,11 @@ fn get_contexts(ctx: &mut Context, file: &ConfigFile) -> anyhow::Result<()> {
             .armada_rest_url
             .or(c.armada_url)
             .map_or_else(|| "-".into(), |u| crate::redact::redact_url(&u));
-        let auth = if c.basic_auth.is_some() {
-            "basic"
-        } else if c.bearer_token.is_some() {
+        // The one the context sends, in SPEC §4's order (`connection`).
+        let auth = if c.bearer_token.is_some() {
             "bearer"
+        } else if c.basic_auth.is_some() {
+            "basic"
         } else if c.exec_auth.is_some() {
             "exec"
         } else {

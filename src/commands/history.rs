@@ -9,13 +9,13 @@ use std::io::{BufWriter, Write};
 
 use crate::app::Context;
 use crate::cli::{HistoryArgs, HistoryOutput};
+use crate::connection::{parse_timeout, resolve, Env};
 use crate::error::{CliError, ExitCode};
 use crate::history::mapping::map_job;
 use crate::history::{lookout_api, lookout_db, Filter, Item, Source};
 use crate::model::duration::GoDuration;
 use crate::model::history::Timestamp;
 use crate::output::history::{write_history, write_summary, Totals};
-use crate::settings::{parse_timeout, resolve, Env};
 
 pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let filter = filter(args, now())?;
@@ -27,8 +27,8 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
             if let Some(warning) = settings.tls.warning() {
                 writeln!(ctx.err, "{warning}")?;
             }
-            let config = settings.client_config()?;
-            lookout_api::jobs(lookout_api::Api::new(url, config.auth, &config.tls, timeout)?, &filter)
+            let (url, credentials, tls) = settings.lookout_client(url)?;
+            lookout_api::jobs(lookout_api::Api::new(&url, credentials.auth, &tls, timeout)?, &filter)
         }
         (None, None) => return Err(CliError::usage("give `--lookout-db DSN` or `--lookout-url URL`").into()),
     };

@@ -7,29 +7,33 @@
 use crate::app::Context;
 use crate::cli::{DryRun, FileSource};
 use crate::client::{self, WriteOp};
-use crate::client::{Client, ClientError};
+use crate::client::{Auth, Client, ClientError};
+use crate::connection::{self, Address, Env, Server};
 use crate::error::CliError;
 use crate::input;
 use crate::model::validate::name_problem;
 use crate::model::{Kind, Resource};
 use crate::output::report;
-use crate::settings::{self, Env, Settings};
 
-/// A connected client and the settings it came from (for hints).
+/// A connected client, the server it talks to and the credentials it sends (for hints).
 pub struct Remote {
     pub client: Client,
-    pub settings: Settings,
+    pub server: Server,
+    /// The credentials sent, as `-v` shows them (`bearer from `$ARMADA_TOKEN``); `None`
+    /// when anonymous.
+    sent: Option<String>,
 }
 
 /// Also prints the `--insecure-skip-tls-verify` warning, on every run that connects.
 pub fn connect(ctx: &mut Context) -> Result<Remote, CliError> {
-    let settings = settings::resolve(&ctx.global, &Env::from_process())?;
+    let settings = connection::resolve(&ctx.global, &Env::from_process())?;
     if let Some(warning) = settings.tls.warning() {
         let _ = writeln!(ctx.err, "{warning}");
     }
-    let config = settings.client_config()?;
+    let (server, config) = settings.armada_client()?;
+    let sent = (config.auth != Auth::None).then(|| config.auth.shown(&config.auth_from));
     let client = Client::new(config).map_err(|e| CliError::new(e.exit_code(), e.to_string()))?;
-    Ok(Remote { client, settings })
+    Ok(Remote { client, server, sent })
 }
 
 impl Remote {
@@ -38,27 +42,52 @@ impl Remote {
         let err = CliError::new(e.exit_code(), format!("{what}: {e}"));
         match &e {
             ClientError::Unreachable { .. } | ClientError::Timeout { .. } => {
-                err.with_hint(self.settings.unreachable_hint())
+                err.with_hint(self.server.unreachable_hint())
             }
             ClientError::Certificate { .. } => err.with_hint(
                 "if the server's certificate comes from a private CA or is self-signed, trust it \
                  with `--certificate-authority FILE` or the config context key `certificateAuthority`",
             ),
-            ClientError::Api { status: 401, .. } => err.with_hint(
-                "give credentials: `basicAuth`, `bearerToken` or `execAuth` in the config \
-                 context, or `$ARMADA_TOKEN`",
-            ),
-            ClientError::NoRoute { .. } => err.with_hint(format!(
-                "check that {} is the Armada REST (HTTP gateway) URL, not the gRPC port",
-                crate::redact::redact_url(&self.settings.url)
-            )),
+            ClientError::Api { status: 401, .. } => match &self.sent {
+                None => err.with_hint(
+                    "give credentials: `--token`, `--token-file` or `$ARMADA_TOKEN`, or the config \
+                     context's `bearerToken`, `basicAuth` or `execAuth`",
+                ),
+                // The first source set wins (SPEC §4): say which, in case another was meant.
+                Some(sent) => err.with_hint(format!(
+                    "sent: {sent} (the first set of `--token`/`--token-file`, `$ARMADA_TOKEN`, the \
+                     URL's `user:password`, the context's `bearerToken`, `basicAuth`, `execAuth`); \
+                     check that one, or unset it to use the next"
+                )),
+            },
+            ClientError::NoRoute { .. } => {
+                let Address::Rest(url) = &self.server.address;
+                err.with_hint(format!(
+                    "check that {} is the Armada REST (HTTP gateway) URL, not the gRPC port",
+                    crate::redact::redact_url(url)
+                ))
+            }
             ClientError::Incompatible { fields, .. } => {
-                if fields.iter().any(|f| f == "retryLimit") {
-                    err.with_hint(
-                        "set `spec.retryLimit` explicitly (upstream reads an absent limit as 0) and \
-                         remove the other fields, or use a server that speaks the design dialect \
-                         (`retryctl serve`)",
-                    )
+                let limit = fields.iter().any(|f| f == "retryLimit");
+                let action = fields.iter().any(|f| f.starts_with("defaultAction"));
+                if limit || action {
+                    let (set, why) = match (limit, action) {
+                        (true, true) => (
+                            "`spec.retryLimit` and `spec.defaultAction`",
+                            "upstream reads an absent limit as 0 and refuses an absent default action",
+                        ),
+                        (true, false) => ("`spec.retryLimit`", "upstream reads an absent limit as 0"),
+                        _ => ("`spec.defaultAction`", "upstream refuses a policy without one"),
+                    };
+                    let others = if fields.len() > usize::from(limit) + usize::from(action) {
+                        " and remove the other fields"
+                    } else {
+                        ""
+                    };
+                    err.with_hint(format!(
+                        "set {set} explicitly ({why}){others}, or use a server that speaks the \
+                         design dialect (`retryctl serve`)"
+                    ))
                 } else {
                     err.with_hint(
                         "remove these fields, or use a server that speaks the design dialect \

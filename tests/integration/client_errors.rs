@@ -150,7 +150,7 @@ fn unauthenticated_and_forbidden_exit_5() {
     --- stderr
     error: cannot list retry policies: the server answered 401 Unauthorized (Unauthenticated): request could not be authenticated
 
-    hint: give credentials: `basicAuth`, `bearerToken` or `execAuth` in the config context, or `$ARMADA_TOKEN`
+    hint: give credentials: `--token`, `--token-file` or `$ARMADA_TOKEN`, or the config context's `bearerToken`, `basicAuth` or `execAuth`
     ");
     let stub = Stub::start(|_| Reply::text(403, "text/html", "<h1>Forbidden</h1>"));
     let out = run(home.path(), &stub.url, &["delete", "queue", "q1"]);
@@ -218,7 +218,7 @@ fn verbose_logs_requests_without_secrets() {
     .replace(&stub.url, "URL");
     assert!(!out.contains("s3cret"), "{out}");
     assert!(
-        out.contains("retryctl: GET URL/v1/retry-policies (auth: bearer <redacted>)\n"),
+        out.contains("retryctl: GET URL/v1/retry-policies (auth: bearer from `$ARMADA_TOKEN`)\n"),
         "{out}"
     );
     assert!(
@@ -243,7 +243,10 @@ fn basic_and_exec_auth_from_the_config_context() {
     .unwrap();
     let out = exchange(retryctl(home.path()).args(["-v", "get", "rp"]));
     assert!(out.starts_with("exit: 0\n"), "{out}");
-    assert!(out.contains("(auth: basic alice:<redacted>)"), "{out}");
+    assert!(
+        out.contains("(auth: basic from `basicAuth` of context `basic`, user `alice`)"),
+        "{out}"
+    );
     assert!(!out.contains("pw"), "{out}");
     let out = exchange(retryctl(home.path()).args(["-c", "exec", "get", "rp"]));
     assert!(out.starts_with("exit: 0\n"), "{out}");
@@ -274,9 +277,9 @@ fn upstream_server_refuses_design_fields_before_sending() {
     exit: 1
     --- stdout
     --- stderr
-    error: testdata/policies/valid/infra.yaml: cannot create retry policy `infra`: the server is upstream Armada (no `Armada-Retry-Policy-Dialect: v1` header), which cannot store these fields of retry policy `infra`: `rules[0].onConditions`, `rules[0].onFailureCategory (upstream requires one category)`, `rules[0].antiAffinity`
+    error: testdata/policies/valid/infra.yaml: cannot create retry policy `infra`: the server is upstream Armada (no `Armada-Retry-Policy-Dialect: v1` header), which cannot store these fields of retry policy `infra`: `defaultAction (unset: upstream refuses a policy without one)`, `rules[0].onConditions`, `rules[0] (no category: upstream stores only category rules)`, `rules[0].antiAffinity`
 
-    hint: remove these fields, or use a server that speaks the design dialect (`retryctl serve`)
+    hint: set `spec.defaultAction` explicitly (upstream refuses a policy without one) and remove the other fields, or use a server that speaks the design dialect (`retryctl serve`)
     ");
     assert!(
         stub.requests().iter().all(|r| r.method == "GET"),
@@ -289,6 +292,42 @@ fn upstream_server_refuses_design_fields_before_sending() {
         &stub.url,
         &["create", "-f", "testdata/policies/valid/upstream-v1beta1.yaml"],
     );
+    assert!(out.starts_with("exit: 0\n"), "{out}");
+}
+
+/// SPEC §5: upstream refuses a policy without `defaultAction` (and its engine will not
+/// default it), so neither `create` nor `apply` sends one; a v1 policy that sets it goes.
+#[test]
+fn upstream_server_is_never_sent_a_policy_without_default_action() {
+    let home = temp_home();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.yaml");
+    let body = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 3\n  rules:\n    - {action: Retry, onCategory: gpu}\n";
+    std::fs::write(&file, body).unwrap();
+    let path = file.to_str().unwrap();
+    let stub = Stub::upstream(false);
+    for verb in ["create", "apply"] {
+        let out = run(home.path(), &stub.url, &[verb, "-f", path]).replace(path, "FILE");
+        let done = if verb == "create" { "create" } else { "apply" };
+        assert_eq!(
+            out,
+            format!(
+                "exit: 1\n--- stdout\n--- stderr\nerror: FILE: cannot {done} retry policy `p`: the server is upstream Armada (no `Armada-Retry-Policy-Dialect: v1` header), which cannot store these fields of retry policy `p`: `defaultAction (unset: upstream refuses a policy without one)`\n\nhint: set `spec.defaultAction` explicitly (upstream refuses a policy without one), or use a server that speaks the design dialect (`retryctl serve`)\n"
+            ),
+            "{verb}"
+        );
+    }
+    assert!(
+        stub.requests().iter().all(|r| r.method == "GET"),
+        "{:?}",
+        stub.requests()
+    );
+    std::fs::write(
+        &file,
+        body.replace("retryLimit: 3\n", "retryLimit: 3\n  defaultAction: Fail\n"),
+    )
+    .unwrap();
+    let out = run(home.path(), &stub.url, &["create", "-f", path]);
     assert!(out.starts_with("exit: 0\n"), "{out}");
 }
 

@@ -1,6 +1,10 @@
 //! `retryctl config ...` and how the config file drives the connection: masking, contexts,
-//! `use-context` keeping every other key, `--config` / `$ARMADACTL_CONFIG`, and errors.
+//! `use-context` keeping every other key, `--config` / `$ARMADACTL_CONFIG`, and errors; the
+//! one set of credentials sent (SPEC §4's order), the rules a server URL follows, and which
+//! commands resolve the Armada address at all.
 
+use crate::support::server::TestServer;
+use crate::support::stub::{Reply, Stub};
 use crate::support::{exchange, retryctl, temp_home};
 
 const CONFIG: &str = "\
@@ -282,4 +286,385 @@ fn exec_auth_against_serve_with_a_token_file() {
     // The server checks the token: a wrong one is refused (exit 5).
     let out = exchange(retryctl(home.path()).args(["-c", "wrong", "get", "rp"]));
     assert!(out.starts_with("exit: 5\n"), "{out}");
+}
+
+/// Every `Authorization` header of request `i` (from 0) that `stub` received, joined.
+fn auth_headers(stub: &Stub, i: usize) -> String {
+    let reqs = stub.requests();
+    let all: Vec<&str> = reqs[i]
+        .headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        .map(|(_, v)| v.as_str())
+        .collect();
+    if all.is_empty() {
+        "no header".into()
+    } else {
+        all.join(" + ")
+    }
+}
+
+/// SPEC §4: exactly one `Authorization` header, from the first source given of `--token` /
+/// `--token-file`, `$ARMADA_TOKEN`, the URL's `user:password`, the context's `bearerToken`,
+/// `basicAuth`, `execAuth`; `-v` names the source, never the secret. Each line: the
+/// credentials given, the headers the server received, what `-v` said.
+#[test]
+fn exactly_one_authorization_header_from_the_first_source_given() {
+    let home = temp_home();
+    let stub = Stub::start(|_| Reply::json(200, serde_json::json!({})).v1());
+    let ran = home.path().join("exec-ran");
+    let token_file = home.path().join("token");
+    std::fs::write(&token_file, "file-tok\n").unwrap();
+    let with_user = |user: &str| stub.url.replace("http://", &format!("http://{user}:url-pw@"));
+    std::fs::write(
+        home.path().join(".armadactl.yaml"),
+        format!(
+            "currentContext: all\ncontexts:\n  all:\n    armadaRestUrl: {url}\n    bearerToken: ctx-tok\n    basicAuth: {{username: carol, password: ctx-pw}}\n    execAuth: {{cmd: sh, args: ['-c', 'touch {ran}; echo exec-tok']}}\n  basic-exec:\n    armadaRestUrl: {url}\n    basicAuth: {{username: carol, password: ctx-pw}}\n    execAuth: {{cmd: sh, args: ['-c', 'touch {ran}; echo exec-tok']}}\n  exec:\n    armadaRestUrl: {url}\n    execAuth: {{cmd: sh, args: ['-c', 'echo exec-tok']}}\n  url:\n    armadaRestUrl: {dave}\n    bearerToken: ctx-tok\n  none:\n    armadaRestUrl: {url}\n",
+            url = stub.url,
+            ran = ran.display(),
+            dave = with_user("dave"),
+        ),
+    )
+    .unwrap();
+    let alice = with_user("alice");
+    let file = token_file.to_str().unwrap();
+    // What is given, the flags, `$ARMADA_TOKEN`, `$ARMADA_URL`.
+    type Case<'a> = (&'a str, Vec<&'a str>, Option<&'a str>, Option<&'a str>);
+    let cases: [Case; 11] = [
+        // The case of issue 28: the URL's user info and `$ARMADA_TOKEN` together.
+        (
+            "url + $ARMADA_TOKEN",
+            vec!["-c", "none", "--armada-url", &alice],
+            Some("env-tok"),
+            None,
+        ),
+        (
+            "url + $ARMADA_TOKEN + --token",
+            vec!["-c", "none", "--armada-url", &alice, "--token", "flag-tok"],
+            Some("env-tok"),
+            None,
+        ),
+        (
+            "url + $ARMADA_TOKEN + --token-file",
+            vec!["-c", "none", "--armada-url", &alice, "--token-file", file],
+            Some("env-tok"),
+            None,
+        ),
+        (
+            "url (flag) + context bearer, basic, exec",
+            vec!["--armada-url", &alice],
+            None,
+            None,
+        ),
+        (
+            "url ($ARMADA_URL) + context bearer, basic, exec",
+            vec![],
+            None,
+            Some(&alice),
+        ),
+        ("url (context) + context bearer", vec!["-c", "url"], None, None),
+        (
+            "$ARMADA_TOKEN + context bearer, basic, exec",
+            vec![],
+            Some("env-tok"),
+            None,
+        ),
+        ("context bearer, basic, exec", vec![], None, None),
+        ("context basic, exec", vec!["-c", "basic-exec"], None, None),
+        ("context exec", vec!["-c", "exec"], None, None),
+        ("nothing", vec!["-c", "none"], None, None),
+    ];
+    let mut seen = String::new();
+    for (i, (what, args, token, url)) in cases.iter().enumerate() {
+        let mut cmd = retryctl(home.path());
+        cmd.arg("-v").args(args).args(["get", "rp"]);
+        if let Some(t) = token {
+            cmd.env("ARMADA_TOKEN", t);
+        }
+        if let Some(u) = url {
+            cmd.env("ARMADA_URL", u);
+        }
+        let out = exchange(&mut cmd);
+        assert!(out.starts_with("exit: 0\n"), "{what}: {out}");
+        for secret in [
+            "url-pw", "env-tok", "flag-tok", "file-tok", "ctx-tok", "ctx-pw", "exec-tok",
+        ] {
+            assert!(!out.contains(secret), "{what}: {out}");
+        }
+        let shown = out
+            .split_once("/v1/retry-policies (auth: ")
+            .and_then(|(_, rest)| rest.split_once(")\n"))
+            .map_or("?", |(auth, _)| auth);
+        seen.push_str(&format!("{what}\n  sent: {}\n  -v: {shown}\n", auth_headers(&stub, i)));
+    }
+    let seen = seen.replace(file, "FILE");
+    insta::assert_snapshot!(seen, @r"
+    url + $ARMADA_TOKEN
+      sent: Bearer env-tok
+      -v: bearer from `$ARMADA_TOKEN`
+    url + $ARMADA_TOKEN + --token
+      sent: Bearer flag-tok
+      -v: bearer from `--token`
+    url + $ARMADA_TOKEN + --token-file
+      sent: Bearer file-tok
+      -v: bearer from `--token-file` `FILE`
+    url (flag) + context bearer, basic, exec
+      sent: Basic YWxpY2U6dXJsLXB3
+      -v: basic from the URL, user `alice`
+    url ($ARMADA_URL) + context bearer, basic, exec
+      sent: Basic YWxpY2U6dXJsLXB3
+      -v: basic from the URL, user `alice`
+    url (context) + context bearer
+      sent: Basic ZGF2ZTp1cmwtcHc=
+      -v: basic from the URL, user `dave`
+    $ARMADA_TOKEN + context bearer, basic, exec
+      sent: Bearer env-tok
+      -v: bearer from `$ARMADA_TOKEN`
+    context bearer, basic, exec
+      sent: Bearer ctx-tok
+      -v: bearer from `bearerToken` of context `all`
+    context basic, exec
+      sent: Basic Y2Fyb2w6Y3R4LXB3
+      -v: basic from `basicAuth` of context `basic-exec`, user `carol`
+    context exec
+      sent: Bearer exec-tok
+      -v: bearer from `execAuth` of context `exec`
+    nothing
+      sent: no header
+      -v: anonymous
+    ");
+    assert_eq!(stub.requests().len(), cases.len(), "one request per run");
+    // `execAuth` runs only when it is the source chosen.
+    assert!(!ran.exists(), "execAuth ran though another source came first");
+}
+
+/// The same order against a real `retryctl serve` that accepts alice's password or
+/// `tok-1`: the first source given is the one the server judges, whatever comes after it.
+#[test]
+fn the_first_credentials_given_are_the_ones_a_real_server_judges() {
+    let server = TestServer::start_with_auth(&["alice:pw"], &["tok-1"]);
+    let home = temp_home();
+    let url = |user: &str| server.url.replace("http://", &format!("http://{user}@"));
+    let run = |url: &str, token: Option<&str>, args: &[&str]| {
+        let mut cmd = retryctl(home.path());
+        cmd.args(["--armada-url", url])
+            .args(args)
+            .args(["get", "rp", "-o", "name"]);
+        if let Some(t) = token {
+            cmd.env("ARMADA_TOKEN", t);
+        }
+        exchange(&mut cmd).replace(&server.url, "URL")
+    };
+    // The URL's good password alone, and behind a good token: accepted.
+    assert_eq!(run(&url("alice:pw"), None, &[]), "exit: 0\n--- stdout\n--- stderr\n");
+    assert_eq!(
+        run(&url("alice:nope"), Some("tok-1"), &[]),
+        "exit: 0\n--- stdout\n--- stderr\n"
+    );
+    assert_eq!(
+        run(&url("alice:nope"), Some("nope"), &["--token", "tok-1"]),
+        "exit: 0\n--- stdout\n--- stderr\n"
+    );
+    // A wrong token comes first: the good password after it is not sent, and the hint says
+    // which source was used.
+    insta::assert_snapshot!(run(&url("alice:pw"), Some("expired"), &[]), @r"
+    exit: 5
+    --- stdout
+    --- stderr
+    error: cannot list retry policies: the server answered 401 Unauthorized (Unauthenticated): request could not be authenticated: invalid bearer token
+
+    hint: sent: bearer from `$ARMADA_TOKEN` (the first set of `--token`/`--token-file`, `$ARMADA_TOKEN`, the URL's `user:password`, the context's `bearerToken`, `basicAuth`, `execAuth`); check that one, or unset it to use the next
+    ");
+}
+
+/// SPEC §4: a query string or fragment in a server URL is a usage error (exit 2) from any
+/// source, and nothing is sent; the hint gives the URL without it.
+#[test]
+fn a_server_url_with_a_query_or_fragment_is_a_usage_error_from_any_source() {
+    let home = temp_home();
+    let stub = Stub::start(|_| Reply::json(200, serde_json::json!({})).v1());
+    std::fs::write(
+        home.path().join(".armadactl.yaml"),
+        format!(
+            "currentContext: q\ncontexts:\n  q:\n    armadaRestUrl: {}/armada/?access_token=s3cret\n",
+            stub.url
+        ),
+    )
+    .unwrap();
+    let flag = format!("{}/?x=1", stub.url);
+    let out = exchange(retryctl(home.path()).args(["--armada-url", &flag, "get", "rp"])).replace(&stub.url, "URL");
+    insta::assert_snapshot!(out, @r"
+    exit: 2
+    --- stdout
+    --- stderr
+    error: invalid Armada URL `URL/?x=1` (from `--armada-url`): a server URL takes no query string (`?x=1`); API paths such as `/v1/queue/NAME` are appended to it
+
+    hint: use `URL/`
+    ");
+    let env = format!("{}/armada#top", stub.url);
+    let out = exchange(
+        retryctl(home.path())
+            .env("ARMADA_URL", &env)
+            .args(["get", "queue", "q"]),
+    )
+    .replace(&stub.url, "URL");
+    insta::assert_snapshot!(out, @r"
+    exit: 2
+    --- stdout
+    --- stderr
+    error: invalid Armada URL `URL/armada#top` (from `$ARMADA_URL`): a server URL takes no fragment (`#top`); API paths such as `/v1/queue/NAME` are appended to it
+
+    hint: use `URL/armada`
+    ");
+    // From the context, with a token in the query: masked.
+    let out = exchange(retryctl(home.path()).args(["delete", "queue", "q"])).replace(&stub.url, "URL");
+    insta::assert_snapshot!(out, @r"
+    exit: 2
+    --- stdout
+    --- stderr
+    error: invalid Armada URL `URL/armada/?access_token=***` (from `armadaRestUrl` of context `q`): a server URL takes no query string (`?access_token=***`); API paths such as `/v1/queue/NAME` are appended to it
+
+    hint: use `URL/armada/`
+    ");
+    assert_eq!(stub.requests().len(), 0, "nothing may be sent");
+}
+
+/// A server behind an ingress at a path keeps it: `https://gw/armada/` → `/armada/v1/...`,
+/// from the flag and from a context alike.
+#[test]
+fn a_server_url_keeps_its_path_prefix() {
+    let home = temp_home();
+    let stub = Stub::start(|r| match r.path.as_str() {
+        "/armada/v1/retry-policies" => Reply::json(200, serde_json::json!({})).v1(),
+        "/gw/armada/v1/queue/q" => Reply::error(404, 5, "queue \"q\" not found").v1(),
+        _ => Reply::text(404, "text/plain", "404 page not found"),
+    });
+    std::fs::write(
+        home.path().join(".armadactl.yaml"),
+        format!(
+            "currentContext: gw\ncontexts:\n  gw: {{armadaRestUrl: '{}/gw/armada'}}\n",
+            stub.url
+        ),
+    )
+    .unwrap();
+    let flag = format!("{}/armada/", stub.url);
+    let out = exchange(retryctl(home.path()).args(["--armada-url", &flag, "get", "rp"]));
+    assert_eq!(out, "exit: 0\n--- stdout\n--- stderr\nno retry policies found\n");
+    let out = exchange(retryctl(home.path()).args(["get", "queue", "q"]));
+    assert!(out.starts_with("exit: 1\n"), "{out}");
+    let paths: Vec<String> = stub.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/armada/v1/retry-policies", "/gw/armada/v1/queue/q"]);
+}
+
+/// A context with only armadactl's gRPC `armadaUrl` stops only the commands that talk to
+/// Armada (issue 25 item 10): `history --lookout-url` talks to Lookout alone and still takes
+/// the context's credentials; offline commands never read the context.
+#[test]
+fn a_grpc_only_context_blocks_only_the_commands_that_talk_to_armada() {
+    let home = temp_home();
+    std::fs::write(
+        home.path().join(".armadactl.yaml"),
+        "currentContext: g\ncontexts:\n  g:\n    armadaUrl: grpc.example:50051\n    bearerToken: ctx-tok\n",
+    )
+    .unwrap();
+    let lookout = Stub::start(|r| match r.path.as_str() {
+        "/api/v1/jobs" => Reply::json(200, serde_json::json!({"jobs": []})),
+        _ => Reply::json(404, serde_json::json!({"error": "not found"})),
+    });
+    let out = exchange(retryctl(home.path()).args(["history", "--queue", "ml", "--lookout-url", &lookout.url]));
+    assert_eq!(
+        out,
+        "exit: 0\n--- stdout\n--- stderr\nhistory: exported 0 jobs and 0 runs of queue `ml`\n"
+    );
+    // The Lookout URL's user info is its credentials; `$ARMADA_TOKEN` comes first. One header.
+    let with_user = lookout.url.replace("http://", "http://me:pw@");
+    let out = exchange(retryctl(home.path()).env("ARMADA_TOKEN", "env-tok").args([
+        "history",
+        "--queue",
+        "ml",
+        "--lookout-url",
+        &with_user,
+    ]));
+    assert!(out.starts_with("exit: 0\n"), "{out}");
+    let out = exchange(retryctl(home.path()).args(["history", "--queue", "ml", "--lookout-url", &with_user]));
+    assert!(out.starts_with("exit: 0\n"), "{out}");
+    let sent: Vec<String> = (0..3).map(|i| auth_headers(&lookout, i)).collect();
+    assert_eq!(sent, ["Bearer ctx-tok", "Bearer env-tok", "Basic bWU6cHc="]);
+    // A query in the Lookout URL: the same rule as for Armada's.
+    let out = exchange(retryctl(home.path()).args([
+        "history",
+        "--queue",
+        "ml",
+        "--lookout-url",
+        "http://lookout.example/?x=1",
+    ]));
+    assert_eq!(
+        out,
+        "exit: 2\n--- stdout\n--- stderr\nerror: invalid Lookout URL `http://lookout.example/?x=1` \
+         (from `--lookout-url`): a server URL takes no query string (`?x=1`); API paths such as \
+         `/api/v1/jobs` are appended to it\n\nhint: use `http://lookout.example/`\n"
+    );
+    // Offline commands: whatever the context says.
+    for args in [
+        &["validate", "-f", "testdata/policies/valid/infra.yaml"][..],
+        &[
+            "simulate",
+            "-f",
+            "testdata/policies/valid/infra.yaml",
+            "--history",
+            "testdata/histories/fail-fast.yaml",
+        ],
+        &["explain", "retrypolicy"],
+        &["schema", "queue"],
+        &["completion", "bash"],
+        &["config", "get-contexts"],
+        &["version", "--client"],
+    ] {
+        let out = exchange(retryctl(home.path()).args(args));
+        assert!(out.starts_with("exit: 0\n"), "{args:?}: {out}");
+    }
+    // A command that talks to Armada still gets the error naming `armadaRestUrl`.
+    let out = exchange(retryctl(home.path()).args(["get", "rp"]));
+    assert!(
+        out.starts_with(
+            "exit: 2\n--- stdout\n--- stderr\nerror: context `g` sets only `armadaUrl: grpc.example:50051`"
+        ),
+        "{out}"
+    );
+}
+
+/// `--token-file` problems are usage errors (exit 2) that never quote the file, and nothing
+/// is sent; `--token` with `--token-file` is refused.
+#[test]
+fn a_bad_token_file_is_a_usage_error_and_nothing_is_sent() {
+    let home = temp_home();
+    let stub = Stub::start(|_| Reply::json(200, serde_json::json!({})).v1());
+    let file = home.path().join("tokens");
+    std::fs::write(&file, "s3cret-a\ns3cret-b\n").unwrap();
+    let run = |args: &[&str]| {
+        exchange(
+            retryctl(home.path())
+                .args(["--armada-url", &stub.url])
+                .args(args)
+                .args(["get", "rp"]),
+        )
+        .replace(&home.path().display().to_string(), "HOME")
+    };
+    assert_eq!(
+        run(&["--token-file", file.to_str().unwrap()]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: `--token-file` `HOME/tokens` holds 2 non-empty lines; \
+         expected the bearer token alone on one line (not shown here: it may hold secrets)\n"
+    );
+    let missing = home.path().join("missing");
+    assert_eq!(
+        run(&["--token-file", missing.to_str().unwrap()]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: cannot read `--token-file` `HOME/missing`: no such \
+         file or directory\n"
+    );
+    assert_eq!(
+        run(&["--token", "t", "--token-file", missing.to_str().unwrap()]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: `--token` and `--token-file` both give the bearer \
+         token: pass one of them\n"
+    );
+    assert_eq!(stub.requests().len(), 0, "nothing may be sent");
 }

@@ -75,12 +75,10 @@ fn db_filters_queue_jobset_job_and_time() {
     assert_eq!(h(&["--queue", "nope"]), Vec::<String>::new());
 }
 
-#[test]
-fn imported_history_replays_through_simulate_with_exact_outcomes() {
-    let Some(db) = fixture_db("replay") else { return };
-    let home = temp_home();
-    let file = home.path().join("week.jsonl");
-    let out = retryctl(home.path())
+/// The fixture's week of queue `ml`, exported to `HOME/week.jsonl` (nothing on stdout).
+fn export_week(home: &Path, db: &Db) -> std::path::PathBuf {
+    let file = home.join("week.jsonl");
+    let out = retryctl(home)
         .args(["history", "--queue", "ml", "--lookout-db", &db.dsn, "--output-file"])
         .arg(&file)
         .args(WINDOW)
@@ -88,6 +86,14 @@ fn imported_history_replays_through_simulate_with_exact_outcomes() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stdout.is_empty());
+    file
+}
+
+#[test]
+fn imported_history_replays_through_simulate_with_exact_outcomes() {
+    let Some(db) = fixture_db("replay") else { return };
+    let home = temp_home();
+    let file = export_week(home.path(), &db);
     let finals = |policies: &str| -> Vec<(String, String, u64)> {
         let out = retryctl(home.path())
             .args(["simulate", "-f", policies, "-o", "jsonl", "--history"])
@@ -424,7 +430,7 @@ fn rest_source_errors_exit_4_and_5() {
             stub.url
         )
     );
-    // Nothing listening: 4, credentials in the URL masked.
+    // Nothing listening: 4; the credentials in the URL are taken out of it, never shown.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -436,7 +442,7 @@ fn rest_source_errors_exit_4_and_5() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.starts_with(&format!(
-            "error: Lookout at `http://me:***@127.0.0.1:{port}/api/v1/jobs` is unreachable: Connection refused"
+            "error: Lookout at `http://127.0.0.1:{port}/api/v1/jobs` is unreachable: Connection refused"
         )),
         "{err}"
     );
@@ -476,4 +482,64 @@ fn an_unnamed_container_is_matched_only_by_rules_without_container_name() {
     };
     assert_eq!(decision(&policy("")), json!("retry"));
     assert_eq!(decision(&policy("containerName: main\n      ")), json!("fail_default"));
+}
+
+/// Issue 25: the walkthrough's what-if for today's Armada. `testdata/lookout/upstream-old`
+/// and `upstream-new` fit upstream's dialect, so `--engine upstream` replays them (the
+/// design-dialect sets are refused there, exit 3); the README pastes this comparison.
+#[test]
+fn upstream_policy_pair_replays_the_week_under_the_upstream_engine() {
+    let Some(db) = fixture_db("upstream") else { return };
+    let home = temp_home();
+    let file = export_week(home.path(), &db);
+    let upstream = |policies: &str| {
+        retryctl(home.path())
+            .args(["simulate", "-f", policies, "--engine", "upstream", "--history"])
+            .arg(&file)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(upstream("testdata/lookout/new").status.code(), Some(3));
+    let out = retryctl(home.path())
+        .args([
+            "simulate",
+            "-f",
+            "testdata/lookout/upstream-new",
+            "--baseline",
+            "testdata/lookout/upstream-old",
+            "--engine",
+            "upstream",
+        ])
+        .args(["-o", "json", "--history"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let changed = crate::support::changed_jobs(&v);
+    let s = |x: &str| x.to_string();
+    assert_eq!(
+        changed,
+        [
+            (s("ml-01"), s("Failed"), 0, s("Succeeded"), 1),
+            (s("ml-02"), s("Failed"), 0, s("Pending"), 3),
+            (s("ml-08"), s("Failed"), 0, s("Pending"), 1),
+            (s("ml-09"), s("Failed"), 0, s("Pending"), 2),
+            (s("ml-10"), s("Failed"), 0, s("Pending"), 1),
+            (s("ml-15"), s("Failed"), 0, s("Pending"), 1),
+            (s("ml-16"), s("Failed"), 0, s("Succeeded"), 1),
+            (s("ml-19"), s("Failed"), 0, s("Succeeded"), 2),
+            (s("ml-20"), s("Failed"), 0, s("Pending"), 1),
+        ]
+    );
+    // Upstream ends a job at its preemption: ml-03's later run contradicts that engine.
+    let out = upstream("testdata/lookout/upstream-new");
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "job `ml-03`: history contradicts the decisions: run 1 follows the end of the job at run 0 (Failed)"
+        ),
+        "{err}"
+    );
 }

@@ -211,7 +211,7 @@ fn create_and_get_over_tls_with_the_ca_by_flag_and_by_context() {
             url,
             dir
         ),
-        "exit: 5\n--- stdout\n--- stderr\nerror: testdata/policies/valid/infra.yaml: cannot create retry policy `infra`: the server answered 401 Unauthorized (Unauthenticated): request could not be authenticated: no credentials presented; this server requires a bearer token\n\nhint: give credentials: `basicAuth`, `bearerToken` or `execAuth` in the config context, or `$ARMADA_TOKEN`\n"
+        "exit: 5\n--- stdout\n--- stderr\nerror: testdata/policies/valid/infra.yaml: cannot create retry policy `infra`: the server answered 401 Unauthorized (Unauthenticated): request could not be authenticated: no credentials presented; this server requires a bearer token\n\nhint: give credentials: `--token`, `--token-file` or `$ARMADA_TOKEN`, or the config context's `bearerToken`, `basicAuth` or `execAuth`\n"
     );
     let (code, lines) = p.terminate();
     assert_eq!(code, Some(0));

@@ -3,7 +3,7 @@
 //! Owns: finding the file (`--config`, `$ARMADACTL_CONFIG`, `~/.armadactl.yaml` via
 //! `dirs::home_dir`), reading its contexts, masking secrets for `config view`, and rewriting
 //! `currentContext` while keeping every other key. Must not: resolve precedence against
-//! flags and environment (that is `settings`), talk to a server, or run `execAuth`.
+//! flags and environment (that is `connection`), talk to a server, or run `execAuth`.
 //!
 //! The file stays a `serde_yaml::Value`: armadactl's config carries many keys retryctl does
 //! not use (`openIdAuth`, `executorClusters`, ...), and a rewrite must keep them all. Keys are
@@ -42,7 +42,7 @@ pub struct ContextConfig {
     pub bearer_token: Option<String>,
     pub exec_auth: Option<ExecAuth>,
     /// `certificateAuthority`: a PEM file of extra trusted roots, as written in the file
-    /// (`settings` resolves a relative path against the file's directory).
+    /// (`connection` resolves a relative path against the file's directory).
     pub certificate_authority: Option<String>,
     /// `insecureSkipTlsVerify: true`.
     pub insecure_skip_tls_verify: bool,
