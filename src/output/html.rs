@@ -181,6 +181,9 @@ details{margin:0 0 10px}
 summary{cursor:pointer;padding:6px 0;font-weight:600}
 summary .cnt{color:var(--muted);font-weight:400}
 .jobs td{font-size:13px}
+.jobs code{word-break:break-all}
+tr:has(+ tr.more) td{border-bottom:0}
+tr.more td{padding-top:0}
 .tl{line-height:14px}
 .tl div{min-height:15px}
 .tl em{display:inline-block;width:30px;font-style:normal;font-size:11px;color:var(--muted)}
@@ -292,7 +295,7 @@ fn recorded(outcome: Outcome, class: Option<&FailureClass>) -> String {
 /// Two rows of boxes, one per recorded run: what each side does with it, and where the
 /// side ends (a striped box: the run it would start past the end of the record).
 fn timeline(steps: &Steps, d: &JobDiff) -> String {
-    let mut s = String::from("<td class=\"tl\">");
+    let mut s = String::new();
     for (name, side, pick) in [
         (
             "base",
@@ -321,9 +324,12 @@ fn timeline(steps: &Steps, d: &JobDiff) -> String {
         }
         s.push_str("</div>");
     }
-    s.push_str("</td>");
     s
 }
+
+/// Runs a timeline shows in the row's own cell; a longer one gets a row of its own, the
+/// table's width, so that each side stays on one line.
+const INLINE_RUNS: usize = 8;
 
 /// One changed job as a table row.
 fn job_row(c: &Change<'_>) -> String {
@@ -332,9 +338,19 @@ fn job_row(c: &Change<'_>) -> String {
     let class = c
         .class
         .map_or_else(|| "(no failed run)".to_string(), ToString::to_string);
-    let tl = c.steps.map_or_else(|| "<td></td>".to_string(), |s| timeline(s, d));
+    let (cell, below) = match c.steps {
+        Some(s) if s.runs.len() > INLINE_RUNS => (
+            "<td class=\"tl\"><small>below</small></td>".to_string(),
+            format!(
+                "<tr class=\"more\"><td></td><td colspan=\"5\" class=\"tl\">{}</td></tr>\n",
+                timeline(s, d)
+            ),
+        ),
+        Some(s) => (format!("<td class=\"tl\">{}</td>", timeline(s, d)), String::new()),
+        None => ("<td></td>".to_string(), String::new()),
+    };
     format!(
-        "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{tl}</tr>\n",
+        "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{cell}</tr>\n{below}",
         esc(&d.job),
         esc(&class),
         side_words(&d.baseline),

@@ -518,3 +518,41 @@ fn html_lists_at_most_500_changed_jobs_per_transition() {
     assert!(md.contains("### Changed jobs (50 of 1200)"));
     assert!(md.contains("\n… and 1150 more not listed (1150 lost); `-o json` lists every one.\n"));
 }
+
+/// A timeline of more than 8 runs gets a row of its own under its job, 60 runs at most
+/// (the first 40 and the last 20, with the count between).
+#[test]
+fn long_timelines_get_a_row_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs: Vec<&str> = std::iter::repeat_n(PREEMPTED, 99).chain([OK]).collect();
+    setup(
+        dir.path(),
+        &(job("long", &runs) + "\n" + &job("short", &[PREEMPTED, PREEMPTED, OK]) + "\n"),
+    );
+    let out = compare(dir.path(), &["-o", "html"]);
+    let html = String::from_utf8(out.stdout).unwrap();
+    let long = html.split("<tr><td><code>long</code>").nth(1).unwrap();
+    let (row, rest) = long.split_once("</tr>\n").unwrap();
+    assert!(row.ends_with("<td class=\"tl\"><small>below</small></td>"), "{row}");
+    let below = rest.split("</tr>\n").next().unwrap();
+    assert!(below.starts_with("<tr class=\"more\"><td></td><td colspan=\"5\" class=\"tl\"><div><em>base</em>"));
+    // Per side: 60 boxes and the gap of 40 runs after the 40th.
+    assert_eq!(below.matches("<i class=\"").count(), 2 * 61, "{below}");
+    assert_eq!(
+        below
+            .matches("<i class=\"G\" title=\"40 runs not shown\">+40</i>")
+            .count(),
+        2
+    );
+    // (Both sides ended by run 3: old at its one retry, new at its three.)
+    assert!(below.contains("title=\"run 39 · condition:Preempted · not started\"></i><i class=\"G\""));
+    assert!(below.contains("+40</i><i class=\"N\" title=\"run 80 · condition:Preempted · not started\">"));
+    assert!(below.contains("<i class=\"F\" title=\"run 3 · condition:Preempted · failed for good\">"));
+    // A short one stays in its cell.
+    let short = html.split("<tr><td><code>short</code>").nth(1).unwrap();
+    assert!(short
+        .split_once("</tr>\n")
+        .unwrap()
+        .0
+        .contains("<td class=\"tl\"><div><em>base</em>"));
+}
