@@ -24,7 +24,9 @@ use crate::replay::sink::{Change, Estimates, Message, Needs, Sides, Sink, Totals
 use crate::replay::source::Progress;
 use crate::replay::summary::Summary;
 
-use super::simulate::{class_rows, estimate_shares, Listed, Mode, Stderr, ESTIMATE_METHOD, GROUPS};
+use super::simulate::{
+    class_rows, estimate_shares, plan_sentence, rule_rows, Listed, Mode, Stderr, ESTIMATE_METHOD, GROUPS,
+};
 
 /// Changed jobs listed per transition at most.
 pub const ROWS_PER_GROUP: usize = 500;
@@ -71,10 +73,6 @@ impl Sink for HtmlSink<'_> {
             steps: matches!(self.mode, Mode::Compare { .. }),
             ..Needs::default()
         }
-    }
-
-    fn begin(&mut self) -> io::Result<()> {
-        Ok(())
     }
 
     fn progress(&mut self, at: Progress) {
@@ -395,16 +393,7 @@ fn plan_page(c: &Comparison, e: &Estimates, sides: Option<&Sides>, listed: &List
         &format!("of {}", jobs(c.jobs)),
     ));
     b.push_str("</section>\n");
-    let _ = writeln!(
-        b,
-        "<p class=\"plan\">Plan: {} rescued, {} lost, {} → Pending, {} other; {} of {} change.</p>",
-        c.rescued,
-        c.lost,
-        c.to_pending,
-        c.other + c.retries_only,
-        c.changed,
-        jobs(c.jobs)
-    );
+    let _ = writeln!(b, "<p class=\"plan\">{}</p>", esc(&plan_sentence(c)));
     if c.errors > 0 {
         let _ = writeln!(
             b,
@@ -684,21 +673,12 @@ fn replay_page(s: &Summary, e: Option<&Estimates>) -> String {
     ));
     b.push_str("</section>\n");
 
-    let (retries, failures) = (s.retries_by_rule(), s.failures_by_rule());
-    let mut keys: Vec<&String> = retries.keys().chain(failures.keys()).collect();
-    keys.sort();
-    keys.dedup();
+    let rules = rule_rows(s);
     b.push_str("<section><h2>Decisions per rule</h2>\n");
-    if keys.is_empty() {
+    if rules.is_empty() {
         b.push_str("<p>No rule decided any run.</p>");
     } else {
-        let max = retries
-            .values()
-            .chain(failures.values())
-            .copied()
-            .max()
-            .unwrap_or(1)
-            .max(1);
+        let max = rules.iter().map(|r| r.1.max(r.2)).max().unwrap_or(1).max(1);
         let bar = |n: u64, color: &str| {
             if n == 0 {
                 return String::new();
@@ -709,17 +689,15 @@ fn replay_page(s: &Summary, e: Option<&Estimates>) -> String {
             )
         };
         b.push_str("<table><tr><th>policy/rule</th><th>retries granted</th><th>permanent failures</th></tr>\n");
-        for k in keys {
-            let (r, f) = (
-                retries.get(k).copied().unwrap_or(0),
-                failures.get(k).copied().unwrap_or(0),
-            );
+        for (rule, r, f) in &rules {
             let _ = writeln!(
                 b,
-                "<tr><td><code>{}</code></td><td>{}{r}</td><td>{}{f}</td></tr>",
-                esc(k),
-                bar(r, "#3f83f8"),
-                bar(f, "#d64545")
+                "<tr><td><code>{}</code></td><td>{}{}</td><td>{}{}</td></tr>",
+                esc(rule),
+                bar(*r, "#3f83f8"),
+                num(*r),
+                bar(*f, "#d64545"),
+                num(*f)
             );
         }
         b.push_str("</table>");

@@ -19,7 +19,9 @@ use crate::replay::sink::{Change, Estimates, Message, Needs, Sink, Totals};
 use crate::replay::source::Progress;
 use crate::replay::summary::Summary;
 
-use super::simulate::{class_rows, estimate_words, Listed, Stderr, ESTIMATE_METHOD, GROUPS};
+use super::simulate::{
+    class_rows, estimate_words, plan_sentence, rule_rows, without_estimate, Listed, Stderr, ESTIMATE_METHOD, GROUPS,
+};
 
 /// Changed jobs listed at most.
 pub const MAX_ROWS: usize = 50;
@@ -52,10 +54,6 @@ impl Sink for MarkdownSink<'_> {
             breakdowns: true,
             ..Needs::default()
         }
-    }
-
-    fn begin(&mut self) -> io::Result<()> {
-        Ok(())
     }
 
     fn progress(&mut self, at: Progress) {
@@ -123,16 +121,7 @@ fn side_words(s: &Side) -> String {
 fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>) -> String {
     let mut m = String::new();
     let _ = writeln!(m, "## retryctl simulate: what the candidate policies change\n");
-    let _ = writeln!(
-        m,
-        "**Plan: {} rescued, {} lost, {} → Pending, {} other; {} of {} change.**\n",
-        c.rescued,
-        c.lost,
-        c.to_pending,
-        c.other + c.retries_only,
-        c.changed,
-        plural(c.jobs, "job", "jobs")
-    );
+    let _ = writeln!(m, "**{}**\n", plan_sentence(c));
     let _ = writeln!(m, "| baseline → candidate | jobs |\n|---|---:|");
     for (f, t, n) in c.transitions() {
         let name = match (f, t) {
@@ -159,11 +148,7 @@ fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>) -> String {
         .iter()
         .any(|(rows, _)| rows.iter().any(|r| r.estimate.is_some()));
     if failed_to_pending > 0 {
-        let without = if e.without_estimate > 0 {
-            format!(" ({} without an estimate: no trials)", e.without_estimate)
-        } else {
-            String::new()
-        };
+        let without = without_estimate(e);
         let _ = writeln!(
             m,
             "**Estimate:** {:.1} of {} Failed → Pending would succeed on the next run{without}.\n",
@@ -279,23 +264,14 @@ fn report(s: &Summary, e: Option<&Estimates>) -> String {
             plural(s.errors, "job", "jobs")
         );
     }
-    let (retries, failures) = (s.retries_by_rule(), s.failures_by_rule());
-    let mut keys: Vec<&String> = retries.keys().chain(failures.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    if !keys.is_empty() {
+    let rules = rule_rows(s);
+    if !rules.is_empty() {
         let _ = writeln!(
             m,
             "\n### Decisions per rule\n\n| policy/rule | retries granted | permanent failures |\n|---|---:|---:|"
         );
-        for k in keys {
-            let _ = writeln!(
-                m,
-                "| {} | {} | {} |",
-                code(k),
-                retries.get(k).copied().unwrap_or(0),
-                failures.get(k).copied().unwrap_or(0)
-            );
+        for (rule, retries, failures) in &rules {
+            let _ = writeln!(m, "| {} | {retries} | {failures} |", code(rule));
         }
     }
     let kinds: Vec<_> = s.decisions().collect();
@@ -331,11 +307,7 @@ fn report(s: &Summary, e: Option<&Estimates>) -> String {
                 );
             }
             if s.pending > e.without_estimate {
-                let without = if e.without_estimate > 0 {
-                    format!(" ({} without an estimate: no trials)", e.without_estimate)
-                } else {
-                    String::new()
-                };
+                let without = without_estimate(e);
                 let _ = writeln!(
                     m,
                     "\n**Estimate:** {:.1} of {} Pending would succeed on the next run{without}.",

@@ -370,6 +370,34 @@ pub fn write_job_table(out: &mut dyn Write, style: Style, report: &JobReport) ->
     Ok(())
 }
 
+/// `(policy/rule, retries granted, permanent failures)` of every rule (or `(decision kind)`)
+/// that decided a run, by label.
+pub fn rule_rows(s: &Summary) -> Vec<(String, u64, u64)> {
+    let (retries, failures) = (s.retries_by_rule(), s.failures_by_rule());
+    let mut keys: Vec<&String> = retries.keys().chain(failures.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .map(|k| {
+            let n = |m: &std::collections::BTreeMap<String, u64>| m.get(k).copied().unwrap_or(0);
+            (k.clone(), n(&retries), n(&failures))
+        })
+        .collect()
+}
+
+/// The plan's first line, like the last line of `terraform plan`.
+pub fn plan_sentence(c: &Comparison) -> String {
+    format!(
+        "Plan: {} rescued, {} lost, {} → Pending, {} other; {} of {} change.",
+        c.rescued,
+        c.lost,
+        c.to_pending,
+        c.other + c.retries_only,
+        c.changed,
+        crate::engine::replay::plural(c.jobs, "job", "jobs"),
+    )
+}
+
 /// The bulk summary in words.
 pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Result<()> {
     writeln!(out, "{}", style.bold("summary"))?;
@@ -386,18 +414,11 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
     )?;
     let mut b = Builder::default();
     b.push_record(["POLICY/RULE", "RETRIES GRANTED", "PERMANENT FAILURES"]);
-    let (retries, failures) = (s.retries_by_rule(), s.failures_by_rule());
-    let mut keys: Vec<&String> = retries.keys().chain(failures.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    for k in &keys {
-        b.push_record([
-            k.to_string(),
-            retries.get(*k).copied().unwrap_or(0).to_string(),
-            failures.get(*k).copied().unwrap_or(0).to_string(),
-        ]);
+    let rows = rule_rows(s);
+    for (rule, retries, failures) in &rows {
+        b.push_record([rule.clone(), retries.to_string(), failures.to_string()]);
     }
-    if !keys.is_empty() {
+    if !rows.is_empty() {
         let mut table = b.build();
         table.with(TableStyle::blank()).with(Padding::new(0, 2, 0, 0));
         for line in table.to_string().lines() {
@@ -875,6 +896,15 @@ impl Sink for TableSink<'_> {
     }
 }
 
+/// ` (N without an estimate: no trials)`, or nothing when every job asked about has one.
+pub fn without_estimate(e: &Estimates) -> String {
+    if e.without_estimate > 0 {
+        format!(" ({} without an estimate: no trials)", e.without_estimate)
+    } else {
+        String::new()
+    }
+}
+
 /// The plan's estimate: Σ pSucceeded over the Failed → Pending jobs, and the method, once
 /// (when any job is estimated).
 pub fn write_estimate_line(out: &mut dyn Write, c: &Comparison, e: &Estimates, estimated: bool) -> io::Result<()> {
@@ -885,11 +915,7 @@ pub fn write_estimate_line(out: &mut dyn Write, c: &Comparison, e: &Estimates, e
         }
         return Ok(());
     }
-    let without = if e.without_estimate > 0 {
-        format!(" ({} without an estimate: no trials)", e.without_estimate)
-    } else {
-        String::new()
-    };
+    let without = without_estimate(e);
     writeln!(
         out,
         "  estimate:  {:.1} of {} Failed → Pending would succeed on the next run{without}",
@@ -1207,16 +1233,7 @@ fn retries_words(n: u32) -> String {
 
 /// The comparison totals in words, like the last lines of `terraform plan`.
 pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io::Result<()> {
-    let plan = format!(
-        "Plan: {} rescued, {} lost, {} → Pending, {} other; {} of {} change.",
-        c.rescued,
-        c.lost,
-        c.to_pending,
-        c.other + c.retries_only,
-        c.changed,
-        crate::engine::replay::plural(c.jobs, "job", "jobs"),
-    );
-    writeln!(out, "{}", style.bold(&plan))?;
+    writeln!(out, "{}", style.bold(&plan_sentence(c)))?;
     for (f, t, n) in c.transitions() {
         let name = match (f.as_str(), t.as_str()) {
             ("Failed", "Succeeded") => "  (rescued)",

@@ -146,14 +146,8 @@ pub fn replay<S: HistorySource>(source: S, sim: &Simulator, sink: &mut dyn Sink)
                     }
                 })())
             }
-            Processed::Error(m) => {
-                summary.errors += 1;
-                sink.message(&Message::Error(&m)).map(|()| true)
-            }
-            Processed::Invalid(f) => {
-                summary.errors += 1;
-                sink.message(&Message::Invalid(&f)).map(|()| true)
-            }
+            Processed::Error(m) => not_replayed(&mut summary.errors, sink, &Message::Error(&m)),
+            Processed::Invalid(f) => not_replayed(&mut summary.errors, sink, &Message::Invalid(&f)),
         }
     };
     for_each_ordered(source, work, emit)?;
@@ -254,14 +248,8 @@ pub fn compare<S: HistorySource>(
                 stopped = !go_on;
                 Ok(go_on)
             }
-            Processed::Error(m) => {
-                comparison.errors += 1;
-                sink.message(&Message::Error(&m)).map(|()| true)
-            }
-            Processed::Invalid(f) => {
-                comparison.errors += 1;
-                sink.message(&Message::Invalid(&f)).map(|()| true)
-            }
+            Processed::Error(m) => not_replayed(&mut comparison.errors, sink, &Message::Error(&m)),
+            Processed::Invalid(f) => not_replayed(&mut comparison.errors, sink, &Message::Invalid(&f)),
         }
     };
     for_each_ordered(source, work, emit)?;
@@ -295,6 +283,12 @@ pub fn compare<S: HistorySource>(
         comparison,
         used_given: fallbacks.used_given,
     })
+}
+
+/// An entry that could not be replayed: counted in `errors`, said on stderr.
+fn not_replayed(errors: &mut u64, sink: &mut dyn Sink, m: &Message<'_>) -> io::Result<bool> {
+    *errors += 1;
+    sink.message(m).map(|()| true)
 }
 
 /// A job's contradictions, then its failed expectations.

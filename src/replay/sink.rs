@@ -161,7 +161,10 @@ pub trait Sink {
         Needs::default()
     }
 
-    fn begin(&mut self) -> io::Result<()>;
+    /// Before anything else (what a streamed format opens with).
+    fn begin(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 
     /// How far the source is (between units of work).
     fn progress(&mut self, _at: Progress) {}
