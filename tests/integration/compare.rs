@@ -23,12 +23,7 @@ const HISTORY: &str = r#"{"job":{"id":"a","queue":"q"},"runs":[{"conditions":["P
 "#;
 
 fn setup(dir: &Path) {
-    for (sub, policy) in [("old", OLD), ("new", NEW)] {
-        fs::create_dir_all(dir.join(sub)).unwrap();
-        fs::write(dir.join(sub).join("p.yaml"), policy).unwrap();
-        fs::write(dir.join(sub).join("q.yaml"), QUEUE).unwrap();
-    }
-    fs::write(dir.join("h.jsonl"), HISTORY).unwrap();
+    crate::support::write_what_if(dir, OLD, NEW, QUEUE, HISTORY);
 }
 
 fn compare(dir: &Path, extra: &[&str]) -> Output {

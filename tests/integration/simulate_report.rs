@@ -59,12 +59,7 @@ fn history() -> String {
 }
 
 fn setup(dir: &Path, history: &str) {
-    for (sub, policy) in [("old", OLD), ("new", NEW)] {
-        fs::create_dir_all(dir.join(sub)).unwrap();
-        fs::write(dir.join(sub).join("p.yaml"), policy).unwrap();
-        fs::write(dir.join(sub).join("q.yaml"), QUEUE).unwrap();
-    }
-    fs::write(dir.join("h.jsonl"), history).unwrap();
+    crate::support::write_what_if(dir, OLD, NEW, QUEUE, history);
 }
 
 fn simulate(dir: &Path, args: &[&str]) -> Output {

@@ -99,6 +99,17 @@ pub fn yaml_files(dir: &str) -> Vec<PathBuf> {
     files
 }
 
+/// A what-if in `dir`: `old/` and `new/` each hold one policy (`old`, `new`) and `queue`,
+/// and `h.jsonl` the history, for `simulate -f new --baseline old --history h.jsonl`.
+pub fn write_what_if(dir: &Path, old: &str, new: &str, queue: &str, history: &str) {
+    for (sub, policy) in [("old", old), ("new", new)] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        std::fs::write(dir.join(sub).join("p.yaml"), policy).unwrap();
+        std::fs::write(dir.join(sub).join("q.yaml"), queue).unwrap();
+    }
+    std::fs::write(dir.join("h.jsonl"), history).unwrap();
+}
+
 /// `comparison.changedJobs` of `simulate --baseline -o json` as (job, baseline final,
 /// baseline retries, candidate final, candidate retries).
 pub fn changed_jobs(v: &serde_json::Value) -> Vec<(String, String, u64, String, u64)> {
