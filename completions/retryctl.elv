@@ -1539,6 +1539,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --token-file 'Send the bearer token held in FILE (one line)'
             cand --certificate-authority 'Also trust the CA certificates of this PEM file for `https://` (default: the context''s `certificateAuthority`)'
             cand --color 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset'
+            cand --strict 'Exit 1 after the export when a row was left out because it could not be read (each is reported on stderr either way)'
             cand --insecure-skip-tls-verify 'Do not verify the server''s TLS certificate (insecure: warns on every run)'
             cand -v 'Log each request and its status to stderr (credentials are never printed)'
             cand --verbose 'Log each request and its status to stderr (credentials are never printed)'

@@ -1312,6 +1312,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l certificat
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l strict -d 'Exit 1 after the export when a row was left out because it could not be read (each is reported on stderr either way)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s h -l help -d 'Print help'

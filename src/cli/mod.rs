@@ -412,6 +412,10 @@ pub struct HistoryArgs {
     /// Write to this file instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub output_file: Option<PathBuf>,
+    /// Exit 1 after the export when a row was left out because it could not be read (each
+    /// is reported on stderr either way).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
