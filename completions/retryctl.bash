@@ -2639,7 +2639,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__simulate)
-            opts="-f -R -o -c -v -h -V --filename --recursive --history --baseline --exit-code --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --from-server --strict --output --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -o -c -v -h -V --filename --recursive --history --baseline --exit-code --all-changes --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --from-server --strict --output --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2686,11 +2686,11 @@ _retryctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json yaml jsonl" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json yaml jsonl html markdown" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table json yaml jsonl" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json yaml jsonl html markdown" -- "${cur}"))
                     return 0
                     ;;
                 --armada-url)

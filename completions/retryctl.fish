@@ -938,10 +938,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l scheduler
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l retry-policy -d 'Policies for jobs whose queue is not among the documents (comma separated, in order)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l global-max-retries -d 'Override the scheduler\'s globalMaxRetries' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l default-policy -d 'Override the scheduler\'s defaultPolicyName' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s o -l output -d 'Output format' -r -f -a "table\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s o -l output -d 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment' -r -f -a "table\t''
 json\t''
 yaml\t''
-jsonl\t''"
+jsonl\t''
+html\t''
+markdown\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -954,6 +956,7 @@ always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l exit-code -d 'With --baseline: exit 1 when any job changes'
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l all-changes -d 'With --baseline, -o table: list every changed job (default: the first 20 of each transition, then `… and N more`)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l from-server -d 'Take the job\'s queue and its policies from the server instead of files'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l strict -d 'Exit 1 when a history contradicts the decisions (not only on failed expectations)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'

@@ -803,6 +803,11 @@ pub struct SimulateArgs {
     #[arg(long, requires = "baseline")]
     pub exit_code: bool,
 
+    /// With --baseline, -o table: list every changed job (default: the first 20 of each
+    /// transition, then `… and N more`).
+    #[arg(long, requires = "baseline")]
+    pub all_changes: bool,
+
     /// Which engine decides: the design (SPEC §2) or what upstream Armada ships today (first
     /// policy only, categories only, preemption terminal, no backoff). Default: design; with
     /// --from-server against a server without the dialect header, upstream.
@@ -837,7 +842,8 @@ pub struct SimulateArgs {
     #[arg(long)]
     pub strict: bool,
 
-    /// Output format.
+    /// Output format: html is one self-contained page to share (inline CSS and SVG),
+    /// markdown a plan for a pull request comment.
     #[arg(short = 'o', long, value_enum, default_value_t = SimulateOutput::Table)]
     pub output: SimulateOutput,
 }
@@ -863,6 +869,8 @@ pub enum SimulateOutput {
     Json,
     Yaml,
     Jsonl,
+    Html,
+    Markdown,
 }
 
 #[derive(Debug, Args)]
@@ -1000,7 +1008,8 @@ const EX_SIMULATE: &str = "Examples:\n  retryctl simulate -f policies/ --history
   retryctl simulate -f policies/ --history histories/ -o json
   retryctl simulate --from-server --history history.yaml
   retryctl simulate -f policies/ --engine upstream --history week.jsonl   # as Armada decides today
-  retryctl simulate -f new/ --baseline old/ --history week.jsonl --exit-code";
+  retryctl simulate -f new/ --baseline old/ --history week.jsonl --exit-code
+  retryctl simulate -f new/ --baseline old/ --history week.jsonl -o html > plan.html";
 
 const EX_SERVE: &str =
     "Examples:\n  retryctl serve --in-memory                           # http://127.0.0.1:8080, nothing kept

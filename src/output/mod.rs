@@ -2,12 +2,16 @@
 //!
 //! Owns: colour, the validation report formats (text, JSON, GitHub annotations), the
 //! resource printers (`resources` tables, `view`: object or `kind: List`, `jsonpath`
-//! templates, custom columns, `--sort-by`), `describe`, and `schema` (JSON Schema and
-//! `explain` from `model::fields`). Must not: do network I/O, read files, or decide exit codes.
+//! templates, custom columns, `--sort-by`), `describe`, `schema` (JSON Schema and `explain`
+//! from `model::fields`), and the sinks of `simulate` (`simulate`: table and records; `html`
+//! and `markdown`: the reports), which render what the replay counted. Must not: do network
+//! I/O, read files, count, or decide exit codes.
 
 pub mod describe;
 pub mod history;
+pub mod html;
 pub mod jsonpath;
+pub mod markdown;
 pub mod progress;
 pub mod report;
 pub mod resources;

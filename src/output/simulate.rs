@@ -3,9 +3,11 @@
 //!
 //! Owns: how a [`JobReport`], a [`Summary`] and a [`Comparison`] look, the record field
 //! names, which are stable (documented in the README section `## simulate`), and the
-//! streaming sinks ([`JobSink`], [`ComparisonSink`]) that write them one job at a time in
-//! constant memory, with stderr messages capped. Must not: evaluate, read files or decide
-//! exit codes.
+//! streaming sinks of the `table` and record formats ([`TableSink`], [`RecordSink`]: the
+//! replay's [`Sink`]s, picked by [`sink`]) that write them one job at a time in constant
+//! memory, with stderr messages capped ([`Stderr`], shared by every format's sink). Must
+//! not: count (every number comes from the replay's totals), evaluate, read files or
+//! decide exit codes.
 //!
 //! Times are strings: RFC 3339 when the history gives `job.submittedAt`, else `T+<duration>`
 //! since submission; durations are Go-style (`1m30s`); memory is a Kubernetes quantity.
@@ -13,6 +15,7 @@
 use std::fmt;
 use std::io::{self, Write};
 
+use indicatif::ProgressBar;
 use serde::{Serialize, Serializer};
 use serde_json::{json, Map, Value};
 use tabled::builder::Builder;
@@ -22,12 +25,18 @@ use crate::cli::SimulateOutput;
 use crate::engine::replay::{format_instant, rule_ref_label, JobInstant, JobReport, JobStatus, RuleLabel, RunRecord};
 use crate::engine::DecisionKind;
 use crate::engine::EngineKind;
-use crate::model::history::Timestamp;
+use crate::model::history::{Final, Timestamp};
 use crate::model::quantity::format_bytes;
 use crate::model::GoDuration;
+use crate::replay::compare::ClassChanges;
 use crate::replay::compare::{Comparison, JobDiff, Transition};
-use crate::replay::summary::{keep_summary_fields, Summary};
+use crate::replay::estimate::{Basis, Estimate, FailureClass, Tally, MAX_CLASSES};
+use crate::replay::sink::{Change, Estimates, Message, Needs, RenderJob, Sink, Totals};
+use crate::replay::source::Progress;
+use crate::replay::summary::Summary;
 
+use super::progress::finish;
+use super::report;
 use super::Style;
 
 /// A field written with its `Display` straight into the output (serde_json's `collect_str`
@@ -361,6 +370,34 @@ pub fn write_job_table(out: &mut dyn Write, style: Style, report: &JobReport) ->
     Ok(())
 }
 
+/// `(policy/rule, retries granted, permanent failures)` of every rule (or `(decision kind)`)
+/// that decided a run, by label.
+pub fn rule_rows(s: &Summary) -> Vec<(String, u64, u64)> {
+    let (retries, failures) = (s.retries_by_rule(), s.failures_by_rule());
+    let mut keys: Vec<&String> = retries.keys().chain(failures.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .map(|k| {
+            let n = |m: &std::collections::BTreeMap<String, u64>| m.get(k).copied().unwrap_or(0);
+            (k.clone(), n(&retries), n(&failures))
+        })
+        .collect()
+}
+
+/// The plan's first line, like the last line of `terraform plan`.
+pub fn plan_sentence(c: &Comparison) -> String {
+    format!(
+        "Plan: {} rescued, {} lost, {} → Pending, {} other; {} of {} change.",
+        c.rescued,
+        c.lost,
+        c.to_pending,
+        c.other + c.retries_only,
+        c.changed,
+        crate::engine::replay::plural(c.jobs, "job", "jobs"),
+    )
+}
+
 /// The bulk summary in words.
 pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Result<()> {
     writeln!(out, "{}", style.bold("summary"))?;
@@ -377,18 +414,11 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
     )?;
     let mut b = Builder::default();
     b.push_record(["POLICY/RULE", "RETRIES GRANTED", "PERMANENT FAILURES"]);
-    let (retries, failures) = (s.retries_by_rule(), s.failures_by_rule());
-    let mut keys: Vec<&String> = retries.keys().chain(failures.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    for k in &keys {
-        b.push_record([
-            k.to_string(),
-            retries.get(*k).copied().unwrap_or(0).to_string(),
-            failures.get(*k).copied().unwrap_or(0).to_string(),
-        ]);
+    let rows = rule_rows(s);
+    for (rule, retries, failures) in &rows {
+        b.push_record([rule.clone(), retries.to_string(), failures.to_string()]);
     }
-    if !keys.is_empty() {
+    if !rows.is_empty() {
         let mut table = b.build();
         table.with(TableStyle::blank()).with(Padding::new(0, 2, 0, 0));
         for line in table.to_string().lines() {
@@ -470,59 +500,20 @@ impl Messages {
     }
 }
 
-/// One replayed job as a worker hands it to [`JobSink`].
-pub enum Replayed {
-    /// The report and its record rendered by [`render_job`].
-    Report(Box<JobReport>, Vec<u8>),
-    /// Summary only: counted into the worker's unit summary already; the report is kept
-    /// only when the sink has something to print about the job.
-    Counted(Option<Box<JobReport>>),
+/// A job's record as `-o json` writes it (a worker renders it, [`Needs::render`]).
+pub fn render_json(report: &JobReport, buf: &mut Vec<u8>) {
+    let _ = serde_json::to_writer(&mut *buf, &job_record(report));
 }
 
-impl Replayed {
-    /// The worker's side of [`JobSink::replayed`]. A summary-only output adds the job to
-    /// `part` and frees the report here, in parallel, unless it has messages or `keep`.
-    pub fn new(format: SimulateOutput, summary_only: bool, part: &mut Summary, report: JobReport, keep: bool) -> Self {
-        if !summary_only {
-            let rendered = render_job(format, &report);
-            let mut report = report;
-            if format != SimulateOutput::Table {
-                // Rendered: the sink reads only what the summary and the messages need, so
-                // the texts are freed here, in parallel, rather than by the writing thread.
-                keep_summary_fields(&mut report);
-            }
-            return Replayed::Report(Box::new(report), rendered);
-        }
-        part.add(&report);
-        let says = keep || !report.contradictions.is_empty() || !report.expectation_failures.is_empty();
-        Replayed::Counted(says.then(|| Box::new(report)))
-    }
-
-    /// The job's id, when the report was kept.
-    pub fn job_id(&self) -> &str {
-        match self {
-            Replayed::Report(r, _) | Replayed::Counted(Some(r)) => &r.job_id,
-            Replayed::Counted(None) => "",
-        }
-    }
+/// A job's record as one line of `-o jsonl`.
+pub fn render_jsonl(report: &JobReport, buf: &mut Vec<u8>) {
+    render_json(report, buf);
+    buf.push(b'\n');
 }
 
-/// A job's record in a streamed format (`json`, `yaml`, `jsonl`), rendered where the job was
-/// replayed (a worker), so the writer only copies bytes. Empty for `table`.
-pub fn render_job(format: SimulateOutput, report: &JobReport) -> Vec<u8> {
-    let mut buf = Vec::new();
-    match format {
-        SimulateOutput::Table => {}
-        SimulateOutput::Json => {
-            let _ = serde_json::to_writer(&mut buf, &job_record(report));
-        }
-        SimulateOutput::Jsonl => {
-            let _ = serde_json::to_writer(&mut buf, &job_record(report));
-            buf.push(b'\n');
-        }
-        SimulateOutput::Yaml => buf.extend_from_slice(yaml_item(&job_record(report), 0).as_bytes()),
-    }
-    buf
+/// A job's record as an item of `-o yaml`'s `jobs:` list.
+pub fn render_yaml(report: &JobReport, buf: &mut Vec<u8>) {
+    buf.extend_from_slice(yaml_item(&job_record(report), 0).as_bytes());
 }
 
 /// The warning for a job whose queue is not among the documents.
@@ -541,172 +532,656 @@ pub fn missing_queue_warning(job: &str, queue: &str, retry_policy: bool, given: 
     format!("job `{job}`: queue `{queue}` is not among the documents given with -f; using {what} ({names}) for the jobs of this queue")
 }
 
-/// Where replayed jobs go, one at a time.
-pub struct JobSink {
-    pub format: SimulateOutput,
-    pub style: Style,
-    /// Many jobs: the table format prints only the summary.
-    pub bulk: bool,
-    jobs_written: u64,
-    pub summary: Summary,
-    pub messages: Messages,
+/// What every `simulate` sink writes to stderr, whatever its format: the replay's messages
+/// (capped at [`MAX_MESSAGES`], then a count), invalid history files, the progress bar.
+pub struct Stderr<'a> {
+    err: &'a mut dyn Write,
+    style: Style,
+    messages: Messages,
+    bar: Option<ProgressBar>,
+    /// The policies given on the command line came from `--retry-policy` (not every policy).
+    retry_policy_flag: bool,
 }
 
-impl JobSink {
-    pub fn new(format: SimulateOutput, style: Style, bulk: bool) -> JobSink {
-        JobSink {
-            format,
+impl<'a> Stderr<'a> {
+    pub fn new(err: &'a mut dyn Write, style: Style, bar: Option<ProgressBar>, retry_policy_flag: bool) -> Self {
+        Stderr {
+            err,
             style,
-            bulk,
-            jobs_written: 0,
-            summary: Summary::default(),
             messages: Messages::default(),
+            bar,
+            retry_policy_flag,
         }
     }
 
-    pub fn begin(&mut self, out: &mut dyn Write) -> io::Result<()> {
-        match self.format {
-            SimulateOutput::Json => write!(out, "{{\"jobs\":["),
-            SimulateOutput::Yaml => writeln!(out, "jobs:"),
-            _ => Ok(()),
+    pub fn message(&mut self, m: &Message<'_>) -> io::Result<()> {
+        let style = self.style;
+        let line = match m {
+            Message::Error(text) => format!("{}: {text}", style.error("error")),
+            Message::Invalid(file) => {
+                return report::write_text(std::slice::from_ref(*file), style, &mut Vec::new(), self.err).map(|_| ())
+            }
+            Message::MissingQueue { job, queue, given } => format!(
+                "{}: {}",
+                style.warning("warning"),
+                missing_queue_warning(job, queue, self.retry_policy_flag, given)
+            ),
+            Message::Contradiction { job, text } => format!(
+                "{}: job `{job}`: history contradicts the decisions: {text}",
+                style.warning("warning")
+            ),
+            Message::ExpectationFailed { job, text } => {
+                format!("{}: job `{job}`: expectation not met: {text}", style.error("error"))
+            }
+        };
+        self.messages.write(self.err, &line)
+    }
+
+    pub fn progress(&mut self, at: Progress) {
+        if let Some(b) = &self.bar {
+            b.set_position(at.done);
         }
     }
 
-    pub fn error(&mut self, err: &mut dyn Write, text: &str) -> io::Result<()> {
-        self.summary.errors += 1;
-        let line = format!("{}: {text}", self.style.error("error"));
-        self.messages.write(err, &line)
+    /// Clears the bar and says how many messages were left out; then the writer, for what
+    /// a format writes to stderr at the end.
+    pub fn finish(&mut self) -> io::Result<&mut dyn Write> {
+        finish(&self.bar);
+        self.messages.finish(self.err)?;
+        Ok(&mut *self.err)
+    }
+}
+
+/// Which results a sink is given: a plain replay's jobs, or `--baseline`'s changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A plain replay; `bulk`: many jobs (JSON Lines, a directory), so the table format
+    /// prints only the summary.
+    Replay { bulk: bool },
+    /// `--baseline`; `all_changes`: the table lists every changed job, not the first
+    /// [`LISTED_PER_TRANSITION`] of each transition.
+    Compare { all_changes: bool },
+}
+
+/// The sink of `format`: a table for people, a stream of records, or a report.
+pub fn sink<'a>(format: SimulateOutput, mode: Mode, out: &'a mut dyn Write, stderr: Stderr<'a>) -> Box<dyn Sink + 'a> {
+    match format {
+        SimulateOutput::Table => Box::new(TableSink {
+            style: stderr.style,
+            out,
+            stderr,
+            mode,
+            written: 0,
+            listed: Listed::default(),
+            estimated: false,
+        }),
+        SimulateOutput::Json => Box::new(RecordSink::new(Records::Json, mode, out, stderr)),
+        SimulateOutput::Yaml => Box::new(RecordSink::new(Records::Yaml, mode, out, stderr)),
+        SimulateOutput::Jsonl => Box::new(RecordSink::new(Records::Jsonl, mode, out, stderr)),
+        SimulateOutput::Html => Box::new(super::html::HtmlSink::new(mode, out, stderr)),
+        SimulateOutput::Markdown => Box::new(super::markdown::MarkdownSink::new(out, stderr)),
+    }
+}
+
+/// Changed jobs the table lists per transition, unless `--all-changes`: a screenful.
+pub const LISTED_PER_TRANSITION: usize = 20;
+
+/// The groups of changed jobs, in the order the plan names them.
+pub const GROUPS: [&str; 5] = ["rescued", "lost", "toPending", "other", "retries"];
+
+/// The group of a changed job ([`GROUPS`]).
+pub fn group_of(d: &JobDiff) -> usize {
+    match d.transition() {
+        Some(Transition::Rescued) => 0,
+        Some(Transition::Lost) => 1,
+        Some(Transition::ToPending) => 2,
+        Some(Transition::Other) => 3,
+        None => 4,
+    }
+}
+
+/// Changed jobs kept per group ([`GROUPS`]) up to a cap each, in input order, and how many
+/// were not: what a format that cuts its list short shows, in bounded memory.
+#[derive(Debug)]
+pub struct Listed<T> {
+    pub groups: [(Vec<T>, u64); 5],
+}
+
+impl<T> Default for Listed<T> {
+    fn default() -> Self {
+        Listed {
+            groups: Default::default(),
+        }
+    }
+}
+
+impl<T> Listed<T> {
+    /// Keeps `make()` in `d`'s group unless it holds `cap` already.
+    pub fn push(&mut self, d: &JobDiff, cap: usize, make: impl FnOnce() -> T) {
+        let (kept, more) = &mut self.groups[group_of(d)];
+        if kept.len() < cap {
+            kept.push(make());
+        } else {
+            *more += 1;
+        }
     }
 
-    pub fn warning(&mut self, err: &mut dyn Write, text: &str) -> io::Result<()> {
-        let line = format!("{}: {text}", self.style.warning("warning"));
-        self.messages.write(err, &line)
+    /// Every job seen in group `g`.
+    pub fn total(&self, g: usize) -> u64 {
+        self.groups[g].0.len() as u64 + self.groups[g].1
     }
 
-    /// One job; `rendered` is [`render_job`]'s bytes for it.
-    pub fn job(
-        &mut self,
-        out: &mut dyn Write,
-        err: &mut dyn Write,
-        report: &JobReport,
-        rendered: &[u8],
-    ) -> io::Result<()> {
-        self.summary.add(report);
-        match self.format {
-            SimulateOutput::Table => {
-                if !self.bulk {
-                    if self.jobs_written > 0 {
-                        writeln!(out)?;
-                    }
-                    write_job_table(out, self.style, report)?;
+    /// At most `n` of the kept jobs, shared fairly between the groups (round robin, so
+    /// that 5 lost jobs are not drowned by 90,000 rescued), each group in input order.
+    pub fn fair(&self, n: usize) -> [&[T]; 5] {
+        let mut take = [0usize; 5];
+        let mut left = n;
+        while left > 0 {
+            let before = left;
+            for (g, (kept, _)) in self.groups.iter().enumerate() {
+                if left > 0 && take[g] < kept.len() {
+                    take[g] += 1;
+                    left -= 1;
                 }
             }
-            SimulateOutput::Json => {
-                if self.jobs_written > 0 {
-                    write!(out, ",")?;
-                }
-                out.write_all(rendered)?;
-            }
-            SimulateOutput::Yaml | SimulateOutput::Jsonl => out.write_all(rendered)?,
-        }
-        self.jobs_written += 1;
-        self.job_messages(err, report)
-    }
-
-    /// One job as a worker handed it over ([`Replayed::new`]).
-    pub fn replayed(&mut self, out: &mut dyn Write, err: &mut dyn Write, job: &Replayed) -> io::Result<()> {
-        match job {
-            Replayed::Report(report, rendered) => self.job(out, err, report, rendered),
-            // Counted in the worker: its unit's summary comes with `merge`.
-            Replayed::Counted(report) => {
-                self.jobs_written += 1;
-                match report {
-                    Some(r) => self.job_messages(err, r),
-                    None => Ok(()),
-                }
+            if left == before {
+                break;
             }
         }
+        std::array::from_fn(|g| &self.groups[g].0[..take[g]])
+    }
+}
+
+/// One row of a per-failure-class table: the class's trials (SPEC §3.5) and its jobs.
+#[derive(Debug, Clone, Copy)]
+pub struct ClassRow<'a> {
+    /// `None`: jobs with no failed run (they have no trials).
+    pub class: Option<&'a FailureClass>,
+    /// The jobs of the classes past the first [`MAX_CLASSES`], together.
+    pub rest: bool,
+    pub tally: Tally,
+    pub jobs: ClassChanges,
+}
+
+impl ClassRow<'_> {
+    /// The class's name for people.
+    pub fn name(&self) -> String {
+        match self.class {
+            _ if self.rest => format!("(other classes, past the first {MAX_CLASSES})"),
+            Some(c) => c.to_string(),
+            None => "(no failed run)".to_string(),
+        }
+    }
+}
+
+/// Class rows a report lists at most, besides the classes of changed or Pending jobs.
+pub const MAX_CLASS_ROWS: usize = 200;
+
+/// The classes of changed or Pending jobs, and the classes with the most trials up to
+/// [`MAX_CLASS_ROWS`] rows in all, sorted by class; then the classes past the cap together
+/// (when they have jobs). Also how many classes with trials are not listed.
+pub fn class_rows(e: &Estimates) -> (Vec<ClassRow<'_>>, usize) {
+    let mut rows: Vec<ClassRow<'_>> = e
+        .by_class
+        .rows()
+        .into_iter()
+        .map(|(class, jobs)| ClassRow {
+            class,
+            rest: false,
+            tally: e.rates.tally_of(class),
+            jobs,
+        })
+        .collect();
+    let mut others: Vec<&(FailureClass, Tally)> = e
+        .rates
+        .classes()
+        .iter()
+        .filter(|(c, _)| !rows.iter().any(|r| r.class == Some(c)))
+        .collect();
+    // Most trials first; the sort is stable, so equal counts keep the class order.
+    others.sort_by_key(|(_, t)| std::cmp::Reverse(t.trials));
+    let room = MAX_CLASS_ROWS.saturating_sub(rows.len()).min(others.len());
+    let hidden = others.len() - room;
+    rows.extend(others[..room].iter().map(|(c, t)| ClassRow {
+        class: Some(c),
+        rest: false,
+        tally: *t,
+        jobs: ClassChanges::default(),
+    }));
+    rows.sort_by(|a, b| a.class.cmp(&b.class));
+    if e.by_class.rest != ClassChanges::default() {
+        rows.push(ClassRow {
+            class: None,
+            rest: true,
+            tally: Tally::default(),
+            jobs: e.by_class.rest,
+        });
+    }
+    (rows, hidden)
+}
+
+/// An estimate's share and interval: `60%`, `(23–88%)`; with one decimal when the interval
+/// is narrower than two points (many trials), so that it does not read `21% (21–21%)`.
+pub fn estimate_shares(e: &Estimate) -> (String, String) {
+    let digits = if e.high - e.low < 0.02 { 1 } else { 0 };
+    let p = |x: f64| format!("{:.*}", digits, x * 100.0);
+    (
+        format!("{}%", p(e.p_succeeded)),
+        format!("({}–{}%)", p(e.low), p(e.high)),
+    )
+}
+
+/// An estimate in a few words: `60% (23–88%), basis all: 5 trials`.
+pub fn estimate_words(e: &Estimate) -> String {
+    let (share, interval) = estimate_shares(e);
+    format!(
+        "{share} {interval}, basis {}: {}",
+        e.basis,
+        crate::engine::replay::plural(e.trials, "trial", "trials")
+    )
+}
+
+/// How the estimates are made, named once per output.
+pub const ESTIMATE_METHOD: &str = "the share of failed runs of the job's failure class (its last failed run's category, else exit code, else condition) whose next run succeeded, in this history; pooled over all classes under 5 trials; (low–high): Wilson 95% interval";
+
+/// `-o table`: one table per job (or the summary alone, in bulk), or the plan of a
+/// comparison: its changed jobs grouped by transition (the first
+/// [`LISTED_PER_TRANSITION`] of each, unless `--all-changes`, which lists every one as it
+/// comes), then the totals.
+pub struct TableSink<'a> {
+    out: &'a mut dyn Write,
+    stderr: Stderr<'a>,
+    style: Style,
+    mode: Mode,
+    written: u64,
+    /// The lines kept per group, and how many were not.
+    listed: Listed<String>,
+    /// A line showed an estimate: the plan names the method.
+    estimated: bool,
+}
+
+impl Sink for TableSink<'_> {
+    fn needs(&self) -> Needs {
+        Needs {
+            reports: self.mode == Mode::Replay { bulk: false },
+            ..Needs::default()
+        }
     }
 
-    /// Adds a unit's summary of [`Replayed::Counted`] jobs, after its jobs.
-    pub fn merge(&mut self, part: Summary) {
-        self.summary.merge(part);
+    fn begin(&mut self) -> io::Result<()> {
+        match self.mode {
+            Mode::Compare { .. } => writeln!(
+                self.out,
+                "{}",
+                self.style
+                    .bold("jobs the candidate policies change (baseline → candidate):")
+            ),
+            Mode::Replay { .. } => Ok(()),
+        }
     }
 
-    fn job_messages(&mut self, err: &mut dyn Write, report: &JobReport) -> io::Result<()> {
-        for c in &report.contradictions {
-            let line = format!(
-                "{}: job `{}`: history contradicts the decisions: {c}",
-                self.style.warning("warning"),
-                report.job_id
-            );
-            self.messages.write(err, &line)?;
+    fn progress(&mut self, at: Progress) {
+        self.stderr.progress(at);
+    }
+
+    fn job(&mut self, report: &JobReport, _: &[u8]) -> io::Result<()> {
+        if self.written > 0 {
+            writeln!(self.out)?;
         }
-        for f in &report.expectation_failures {
-            let line = format!(
-                "{}: job `{}`: expectation not met: {f}",
-                self.style.error("error"),
-                report.job_id
-            );
-            self.messages.write(err, &line)?;
+        self.written += 1;
+        write_job_table(self.out, self.style, report)
+    }
+
+    fn change(&mut self, c: &Change<'_>) -> io::Result<()> {
+        self.written += 1;
+        self.estimated |= c.estimate.is_some();
+        if self.mode == (Mode::Compare { all_changes: true }) {
+            return writeln!(self.out, "{}", change_line(self.style, c));
         }
+        let style = self.style;
+        self.listed
+            .push(c.diff, LISTED_PER_TRANSITION, || change_line(style, c));
         Ok(())
     }
 
-    pub fn end(&mut self, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<()> {
-        self.messages.finish(err)?;
-        match self.format {
-            SimulateOutput::Table => {
+    fn message(&mut self, m: &Message<'_>) -> io::Result<()> {
+        self.stderr.message(m)
+    }
+
+    fn end(&mut self, totals: Totals<'_>) -> io::Result<()> {
+        self.stderr.finish()?;
+        match (totals, self.mode) {
+            (Totals::Replay { summary, .. }, Mode::Replay { bulk }) => {
                 // One history: its table says it all. None simulated (an error, reported on
                 // stderr): an all-zero summary would only be noise on stdout.
-                if self.bulk || self.jobs_written > 1 {
-                    if !self.bulk {
-                        writeln!(out)?;
+                if bulk || self.written > 1 {
+                    if !bulk {
+                        writeln!(self.out)?;
                     }
-                    write_summary(out, self.style, &self.summary)?;
+                    write_summary(self.out, self.style, summary)?;
                 }
+                Ok(())
             }
-            SimulateOutput::Json => {
+            (
+                Totals::Compare {
+                    comparison, estimates, ..
+                },
+                _,
+            ) => {
+                let mut cut = false;
+                for ((lines, more), name) in self.listed.groups.iter().zip(GROUPS) {
+                    for l in lines {
+                        writeln!(self.out, "{l}")?;
+                    }
+                    if *more > 0 {
+                        cut = true;
+                        writeln!(self.out, "  … and {more} more {name}")?;
+                    }
+                }
+                if cut {
+                    writeln!(
+                        self.out,
+                        "  (the first {LISTED_PER_TRANSITION} of each transition; --all-changes lists every one)"
+                    )?;
+                }
+                if self.written == 0 {
+                    writeln!(self.out, "  (none)")?;
+                }
+                writeln!(self.out)?;
+                write_comparison(self.out, self.style, comparison)?;
+                write_estimate_line(self.out, comparison, estimates, self.estimated)
+            }
+            (Totals::Replay { .. }, Mode::Compare { .. }) => Ok(()),
+        }
+    }
+}
+
+/// ` (N without an estimate: no trials)`, or nothing when every job asked about has one.
+pub fn without_estimate(e: &Estimates) -> String {
+    if e.without_estimate > 0 {
+        format!(" ({} without an estimate: no trials)", e.without_estimate)
+    } else {
+        String::new()
+    }
+}
+
+/// The plan's estimate: Σ pSucceeded over the Failed → Pending jobs, and the method, once
+/// (when any job is estimated).
+pub fn write_estimate_line(out: &mut dyn Write, c: &Comparison, e: &Estimates, estimated: bool) -> io::Result<()> {
+    let failed_to_pending = c.failed_to_pending();
+    if failed_to_pending == 0 {
+        if estimated {
+            writeln!(out, "  estimates: {ESTIMATE_METHOD}")?;
+        }
+        return Ok(());
+    }
+    let without = without_estimate(e);
+    writeln!(
+        out,
+        "  estimate:  {:.1} of {} Failed → Pending would succeed on the next run{without}",
+        e.expected,
+        crate::engine::replay::plural(failed_to_pending, "job", "jobs")
+    )?;
+    writeln!(out, "             (estimates: {ESTIMATE_METHOD})")
+}
+
+/// One changed job as a line of the plan.
+fn change_line(style: Style, change: &Change<'_>) -> String {
+    let d = change.diff;
+    let (b, c) = (&d.baseline, &d.candidate);
+    let mut what = match d.transition() {
+        Some(t) => transition_name(t),
+        None => "retries",
+    }
+    .to_string();
+    if let Some(e) = change.estimate {
+        what.push_str(&format!("; estimate {}", estimate_words(e)));
+    }
+    let line = format!(
+        "  ~ {}: {} after {} → {} after {}  ({what})",
+        d.job,
+        b.final_state.as_str(),
+        retries_words(b.retries),
+        c.final_state.as_str(),
+        retries_words(c.retries),
+    );
+    match d.transition() {
+        Some(Transition::Rescued) => style.bold(&line),
+        Some(Transition::Lost) => style.error(&line),
+        _ => style.warning(&line),
+    }
+}
+
+/// The record formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Records {
+    /// One JSON document, streamed.
+    Json,
+    /// One YAML document, streamed.
+    Yaml,
+    /// One record per line; the totals, in words, on stderr.
+    Jsonl,
+}
+
+/// `-o json|yaml|jsonl`: the records of [`job_record`] and [`change_record`], then the totals.
+pub struct RecordSink<'a> {
+    format: Records,
+    mode: Mode,
+    out: &'a mut dyn Write,
+    stderr: Stderr<'a>,
+    written: u64,
+    /// A record carried an estimate: the totals name the method.
+    estimated: bool,
+}
+
+impl<'a> RecordSink<'a> {
+    fn new(format: Records, mode: Mode, out: &'a mut dyn Write, stderr: Stderr<'a>) -> Self {
+        RecordSink {
+            format,
+            mode,
+            out,
+            stderr,
+            written: 0,
+            estimated: false,
+        }
+    }
+}
+
+impl Sink for RecordSink<'_> {
+    fn needs(&self) -> Needs {
+        let render: RenderJob = match self.format {
+            Records::Json => render_json,
+            Records::Yaml => render_yaml,
+            Records::Jsonl => render_jsonl,
+        };
+        Needs {
+            reports: true,
+            render: Some(render),
+            ..Needs::default()
+        }
+    }
+
+    fn begin(&mut self) -> io::Result<()> {
+        match (self.mode, self.format) {
+            (Mode::Replay { .. }, Records::Json) => write!(self.out, "{{\"jobs\":["),
+            (Mode::Replay { .. }, Records::Yaml) => writeln!(self.out, "jobs:"),
+            (Mode::Compare { .. }, Records::Json) => write!(self.out, "{{\"comparison\":{{\"changedJobs\":["),
+            (Mode::Compare { .. }, Records::Yaml) => writeln!(self.out, "comparison:\n  changedJobs:"),
+            (_, Records::Jsonl) => Ok(()),
+        }
+    }
+
+    fn progress(&mut self, at: Progress) {
+        self.stderr.progress(at);
+    }
+
+    fn job(&mut self, _: &JobReport, rendered: &[u8]) -> io::Result<()> {
+        if self.format == Records::Json && self.written > 0 {
+            write!(self.out, ",")?;
+        }
+        self.written += 1;
+        self.out.write_all(rendered)
+    }
+
+    fn change(&mut self, c: &Change<'_>) -> io::Result<()> {
+        self.estimated |= c.estimate.is_some();
+        let record = change_record(c.diff, c.estimate);
+        match self.format {
+            Records::Json => {
+                if self.written > 0 {
+                    write!(self.out, ",")?;
+                }
+                serde_json::to_writer(&mut *self.out, &record)?;
+            }
+            Records::Jsonl => {
+                serde_json::to_writer(&mut *self.out, &record)?;
+                writeln!(self.out)?;
+            }
+            Records::Yaml => write!(self.out, "{}", yaml_item(&record, 2))?,
+        }
+        self.written += 1;
+        Ok(())
+    }
+
+    fn message(&mut self, m: &Message<'_>) -> io::Result<()> {
+        self.stderr.message(m)
+    }
+
+    fn end(&mut self, totals: Totals<'_>) -> io::Result<()> {
+        let style = self.stderr.style;
+        let err = self.stderr.finish()?;
+        let out = &mut *self.out;
+        match (totals, self.format) {
+            (Totals::Replay { summary: s, .. }, Records::Json) => {
                 write!(out, "],\"summary\":")?;
-                serde_json::to_writer(&mut *out, &summary_json(&self.summary))?;
+                serde_json::to_writer(&mut *out, &summary_json(s))?;
                 writeln!(out, "}}")?;
             }
-            SimulateOutput::Yaml => {
-                if self.jobs_written == 0 {
+            (Totals::Replay { summary: s, .. }, Records::Yaml) => {
+                if self.written == 0 {
                     // `jobs:` alone would read as null; say empty.
                     writeln!(out, "  []")?;
                 }
-                let text = serde_yaml::to_string(&summary_json(&self.summary)).unwrap_or_default();
+                let text = serde_yaml::to_string(&summary_json(s)).unwrap_or_default();
                 writeln!(out, "summary:")?;
                 for l in text.lines() {
                     writeln!(out, "  {l}")?;
                 }
             }
-            SimulateOutput::Jsonl => write_summary(err, self.style, &self.summary)?,
+            (Totals::Replay { summary: s, .. }, Records::Jsonl) => write_summary(err, style, s)?,
+            (
+                Totals::Compare {
+                    comparison: c,
+                    estimates: e,
+                    ..
+                },
+                Records::Json,
+            ) => {
+                write!(out, "]")?;
+                for (k, v) in comparison_totals_json(c, e) {
+                    write!(out, ",{}:", Value::String(k))?;
+                    serde_json::to_writer(&mut *out, &v)?;
+                }
+                writeln!(out, "}}}}")?;
+            }
+            (
+                Totals::Compare {
+                    comparison: c,
+                    estimates: e,
+                    ..
+                },
+                Records::Yaml,
+            ) => {
+                if self.written == 0 {
+                    writeln!(out, "    []")?;
+                }
+                let text = serde_yaml::to_string(&Value::Object(comparison_totals_json(c, e))).unwrap_or_default();
+                for l in text.lines() {
+                    writeln!(out, "  {l}")?;
+                }
+            }
+            (
+                Totals::Compare {
+                    comparison: c,
+                    estimates: e,
+                    ..
+                },
+                Records::Jsonl,
+            ) => {
+                write_comparison(err, style, c)?;
+                write_estimate_line(err, c, e, self.estimated)?;
+            }
         }
         Ok(())
     }
 }
 
-fn side_json(s: &crate::replay::compare::Side) -> Value {
-    json!({
-        "final": s.final_state.as_str(),
-        "retries": s.retries,
-        "delay": s.delay.to_string(),
-        "runs": s.runs,
-    })
+/// One side of a changed job; a Pending side carries the `estimate` of the run it would
+/// start (`null`: no trials at all).
+#[derive(Serialize)]
+struct SideOut<'a> {
+    #[serde(rename = "final")]
+    final_state: &'static str,
+    retries: u32,
+    delay: Shown<GoDuration>,
+    runs: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    estimate: Option<Option<EstimateOut<'a>>>,
 }
 
-/// One changed job as a record (`comparison.changedJobs[]`).
-pub fn change_json(d: &JobDiff) -> Value {
-    json!({
-        "job": d.job,
-        "baseline": side_json(&d.baseline),
-        "candidate": side_json(&d.candidate),
-        "transition": d.transition().map(transition_name),
-        "computeAdded": d.compute_added.to_string(),
-        "computeRemoved": d.compute_removed.to_string(),
-    })
+fn side_record<'a>(s: &crate::replay::compare::Side, estimate: Option<&'a Estimate>) -> SideOut<'a> {
+    SideOut {
+        final_state: s.final_state.as_str(),
+        retries: s.retries,
+        delay: Shown(s.delay),
+        runs: s.runs,
+        estimate: (s.final_state == Final::Pending).then(|| estimate.map(estimate_record)),
+    }
+}
+
+/// SPEC §3.5's `estimate` object.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EstimateOut<'a> {
+    p_succeeded: f64,
+    low: f64,
+    high: f64,
+    trials: u64,
+    basis: Shown<&'a Basis>,
+}
+
+pub fn estimate_record(e: &Estimate) -> EstimateOut<'_> {
+    EstimateOut {
+        p_succeeded: e.p_succeeded,
+        low: e.low,
+        high: e.high,
+        trials: e.trials,
+        basis: Shown(&e.basis),
+    }
+}
+
+/// One changed job as a record (`comparison.changedJobs[]`), serialized straight to the
+/// writer.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChangeOut<'a> {
+    job: &'a str,
+    baseline: SideOut<'a>,
+    candidate: SideOut<'a>,
+    transition: Option<&'static str>,
+    compute_added: Shown<GoDuration>,
+    compute_removed: Shown<GoDuration>,
+}
+
+pub fn change_record<'a>(d: &'a JobDiff, estimate: Option<&'a Estimate>) -> ChangeOut<'a> {
+    ChangeOut {
+        job: &d.job,
+        baseline: side_record(&d.baseline, estimate),
+        candidate: side_record(&d.candidate, estimate),
+        transition: d.transition().map(transition_name),
+        compute_added: Shown(d.compute_added),
+        compute_removed: Shown(d.compute_removed),
+    }
 }
 
 fn transition_name(t: Transition) -> &'static str {
@@ -719,7 +1194,7 @@ fn transition_name(t: Transition) -> &'static str {
 }
 
 /// The comparison totals as data.
-pub fn comparison_totals_json(c: &Comparison) -> Map<String, Value> {
+pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Value> {
     let by_state: Map<String, Value> = c
         .transitions()
         .map(|(f, t, n)| (format!("{} → {}", f.as_str(), t.as_str()), json!(n)))
@@ -740,6 +1215,11 @@ pub fn comparison_totals_json(c: &Comparison) -> Map<String, Value> {
         "delay": {"added": c.delay_added.to_string(), "removed": c.delay_removed.to_string()},
         "compute": {"added": c.compute_added.to_string(), "removed": c.compute_removed.to_string()},
         "errors": c.errors,
+        "estimate": {
+            "expectedRescued": e.expected,
+            "withoutEstimate": e.without_estimate,
+            "method": ESTIMATE_METHOD,
+        },
     });
     match v {
         Value::Object(m) => m,
@@ -751,140 +1231,9 @@ fn retries_words(n: u32) -> String {
     crate::engine::replay::plural(u64::from(n), "retry", "retries")
 }
 
-/// `--baseline` output, one changed job at a time.
-pub struct ComparisonSink {
-    pub format: SimulateOutput,
-    pub style: Style,
-    written: u64,
-    pub comparison: Comparison,
-    pub messages: Messages,
-}
-
-impl ComparisonSink {
-    pub fn new(format: SimulateOutput, style: Style) -> ComparisonSink {
-        ComparisonSink {
-            format,
-            style,
-            written: 0,
-            comparison: Comparison::default(),
-            messages: Messages::default(),
-        }
-    }
-
-    pub fn begin(&mut self, out: &mut dyn Write) -> io::Result<()> {
-        match self.format {
-            SimulateOutput::Json => write!(out, "{{\"comparison\":{{\"changedJobs\":["),
-            SimulateOutput::Yaml => writeln!(out, "comparison:\n  changedJobs:"),
-            SimulateOutput::Table => writeln!(
-                out,
-                "{}",
-                self.style
-                    .bold("jobs the candidate policies change (baseline → candidate):")
-            ),
-            SimulateOutput::Jsonl => Ok(()),
-        }
-    }
-
-    pub fn error(&mut self, err: &mut dyn Write, text: &str) -> io::Result<()> {
-        self.comparison.errors += 1;
-        let line = format!("{}: {text}", self.style.error("error"));
-        self.messages.write(err, &line)
-    }
-
-    pub fn warning(&mut self, err: &mut dyn Write, text: &str) -> io::Result<()> {
-        let line = format!("{}: {text}", self.style.warning("warning"));
-        self.messages.write(err, &line)
-    }
-
-    pub fn job(&mut self, out: &mut dyn Write, d: &JobDiff) -> io::Result<()> {
-        self.comparison.add(d);
-        if !d.changed() {
-            return Ok(());
-        }
-        match self.format {
-            SimulateOutput::Table => {
-                let (b, c) = (&d.baseline, &d.candidate);
-                let what = match d.transition() {
-                    Some(t) => transition_name(t),
-                    None => "retries",
-                };
-                let line = format!(
-                    "  ~ {}: {} after {} → {} after {}  ({what})",
-                    d.job,
-                    b.final_state.as_str(),
-                    retries_words(b.retries),
-                    c.final_state.as_str(),
-                    retries_words(c.retries),
-                );
-                let styled = match d.transition() {
-                    Some(Transition::Rescued) => self.style.bold(&line),
-                    Some(Transition::Lost) => self.style.error(&line),
-                    _ => self.style.warning(&line),
-                };
-                writeln!(out, "{styled}")?;
-            }
-            SimulateOutput::Json => {
-                if self.written > 0 {
-                    write!(out, ",")?;
-                }
-                serde_json::to_writer(&mut *out, &change_json(d))?;
-            }
-            SimulateOutput::Jsonl => {
-                serde_json::to_writer(&mut *out, &change_json(d))?;
-                writeln!(out)?;
-            }
-            SimulateOutput::Yaml => write!(out, "{}", yaml_item(&change_json(d), 2))?,
-        }
-        self.written += 1;
-        Ok(())
-    }
-
-    pub fn end(&mut self, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<()> {
-        self.messages.finish(err)?;
-        let c = &self.comparison;
-        match self.format {
-            SimulateOutput::Json => {
-                write!(out, "]")?;
-                for (k, v) in comparison_totals_json(c) {
-                    write!(out, ",{}:", Value::String(k))?;
-                    serde_json::to_writer(&mut *out, &v)?;
-                }
-                writeln!(out, "}}}}")?;
-            }
-            SimulateOutput::Yaml => {
-                if self.written == 0 {
-                    writeln!(out, "    []")?;
-                }
-                let text = serde_yaml::to_string(&Value::Object(comparison_totals_json(c))).unwrap_or_default();
-                for l in text.lines() {
-                    writeln!(out, "  {l}")?;
-                }
-            }
-            SimulateOutput::Table => {
-                if self.written == 0 {
-                    writeln!(out, "  (none)")?;
-                }
-                writeln!(out)?;
-                write_comparison(out, self.style, c)?;
-            }
-            SimulateOutput::Jsonl => write_comparison(err, self.style, c)?,
-        }
-        Ok(())
-    }
-}
-
 /// The comparison totals in words, like the last lines of `terraform plan`.
 pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io::Result<()> {
-    let plan = format!(
-        "Plan: {} rescued, {} lost, {} → Pending, {} other; {} of {} change.",
-        c.rescued,
-        c.lost,
-        c.to_pending,
-        c.other + c.retries_only,
-        c.changed,
-        crate::engine::replay::plural(c.jobs, "job", "jobs"),
-    );
-    writeln!(out, "{}", style.bold(&plan))?;
+    writeln!(out, "{}", style.bold(&plan_sentence(c)))?;
     for (f, t, n) in c.transitions() {
         let name = match (f.as_str(), t.as_str()) {
             ("Failed", "Succeeded") => "  (rescued)",
@@ -927,4 +1276,53 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::compare::Side;
+
+    fn diff(from: Final, to: Final) -> JobDiff {
+        let side = |final_state| Side {
+            final_state,
+            retries: 0,
+            delay: GoDuration::ZERO,
+            runs: 1,
+        };
+        JobDiff {
+            job: String::new(),
+            baseline: side(from),
+            candidate: side(to),
+            compute_added: GoDuration::ZERO,
+            compute_removed: GoDuration::ZERO,
+        }
+    }
+
+    /// 90 rescued, 2 lost, 30 → Pending: 10 rows go round the groups, so the 2 lost jobs
+    /// are listed, and the rest is shared by the others in input order.
+    #[test]
+    fn a_fair_share_lists_every_group() {
+        let mut listed: Listed<usize> = Listed::default();
+        let mut n = 0;
+        for (count, from, to) in [
+            (90, Final::Failed, Final::Succeeded),
+            (2, Final::Succeeded, Final::Failed),
+            (30, Final::Failed, Final::Pending),
+        ] {
+            for _ in 0..count {
+                listed.push(&diff(from, to), 50, || n);
+                n += 1;
+            }
+        }
+        assert_eq!((listed.total(0), listed.total(1), listed.total(2)), (90, 2, 30));
+        assert_eq!(listed.groups[0].1, 40);
+        let shown = listed.fair(10);
+        assert_eq!(shown[0], [0, 1, 2, 3]);
+        assert_eq!(shown[1], [90, 91]);
+        assert_eq!(shown[2], [92, 93, 94, 95]);
+        assert!(shown[3].is_empty() && shown[4].is_empty());
+        // More rows than kept: every kept job.
+        assert_eq!(listed.fair(1000).iter().map(|g| g.len()).sum::<usize>(), 50 + 2 + 30);
+    }
 }

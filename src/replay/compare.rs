@@ -13,11 +13,13 @@
 //!   runs after the earlier end). Runs past the end of the recorded history are unknown
 //!   and not counted (a `→ Pending` job would run more than is counted).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
-use crate::engine::JobReport;
+use crate::engine::{DecisionKind, JobReport};
 use crate::model::duration::GoDuration;
-use crate::model::history::Final;
+use crate::model::history::{FailureHistory, Final, Outcome};
+
+use super::estimate::{class_of, FailureClass, MAX_CLASSES};
 
 /// One side of a job: what the policies made of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,13 +32,18 @@ pub struct Side {
 }
 
 impl Side {
-    fn of(report: &JobReport) -> Side {
+    pub fn of(report: &JobReport) -> Side {
         Side {
             final_state: report.status.final_state(),
             retries: report.retries,
             delay: report.total_delay,
             runs: report.runs.len(),
         }
+    }
+
+    /// A job changes when its final state or its retry count differs.
+    pub fn differs(&self, other: &Side) -> bool {
+        self.final_state != other.final_state || self.retries != other.retries
     }
 }
 
@@ -91,7 +98,7 @@ impl JobDiff {
     }
 
     pub fn changed(&self) -> bool {
-        self.baseline.final_state != self.candidate.final_state || self.baseline.retries != self.candidate.retries
+        self.baseline.differs(&self.candidate)
     }
 
     pub fn transition(&self) -> Option<Transition> {
@@ -167,6 +174,14 @@ impl Comparison {
         add(&mut self.compute_removed, d.compute_removed.0);
     }
 
+    /// Jobs Failed in the baseline and Pending in the candidate.
+    pub fn failed_to_pending(&self) -> u64 {
+        self.by_state
+            .get(&(Final::Failed as u8, Final::Pending as u8))
+            .copied()
+            .unwrap_or(0)
+    }
+
     /// `by_state` with the states named, in a stable order.
     pub fn transitions(&self) -> impl Iterator<Item = (Final, Final, u64)> + '_ {
         self.by_state
@@ -176,3 +191,259 @@ impl Comparison {
 }
 
 const FINALS: [Final; 4] = [Final::Succeeded, Final::Failed, Final::Cancelled, Final::Pending];
+
+/// What one side did with one recorded run (or that it never started it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The side ends before this run.
+    NotStarted,
+    /// The run failed and the side retries it.
+    Retried,
+    /// The run's lease was returned (or the legacy path requeued it): another run follows
+    /// without a retry.
+    Requeued,
+    Succeeded,
+    /// The run failed and the side fails the job for good.
+    Failed,
+    Cancelled,
+}
+
+impl Step {
+    pub const ALL: [Step; 6] = [
+        Step::NotStarted,
+        Step::Retried,
+        Step::Requeued,
+        Step::Succeeded,
+        Step::Failed,
+        Step::Cancelled,
+    ];
+
+    fn of(report: &JobReport, run: usize) -> Step {
+        let Some(r) = report.runs.get(run) else {
+            return Step::NotStarted;
+        };
+        match r.decision.as_ref().map(|d| d.kind) {
+            None => Step::Succeeded,
+            Some(DecisionKind::Retry) => Step::Retried,
+            Some(DecisionKind::LeaseReturned | DecisionKind::LegacyRequeue) => Step::Requeued,
+            Some(DecisionKind::Cancelled) => Step::Cancelled,
+            Some(_) => Step::Failed,
+        }
+    }
+}
+
+/// One recorded run, and what each side did with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunStep {
+    pub run: usize,
+    pub outcome: Outcome,
+    /// The failure class of a failed run.
+    pub class: Option<FailureClass>,
+    pub baseline: Step,
+    pub candidate: Step,
+}
+
+/// A changed job's runs under both sides, for a timeline: every recorded run when there
+/// are at most [`MAX_STEPS`], else the first and the last ones with the count left out
+/// between them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Steps {
+    pub runs: Vec<RunStep>,
+    /// `(i, n)`: `n` runs are left out before `runs[i]`.
+    pub gap: Option<(usize, usize)>,
+}
+
+/// Runs a timeline shows at most (the first 40 and the last 20 of a longer history).
+pub const MAX_STEPS: usize = 60;
+
+impl Steps {
+    pub fn new(history: &FailureHistory, baseline: &JobReport, candidate: &JobReport) -> Steps {
+        let n = history.runs.len();
+        let step = |k: usize| {
+            let run = &history.runs[k];
+            RunStep {
+                run: k,
+                outcome: run.outcome,
+                class: (run.outcome == Outcome::Failed).then(|| class_of(run)),
+                baseline: Step::of(baseline, k),
+                candidate: Step::of(candidate, k),
+            }
+        };
+        if n <= MAX_STEPS {
+            return Steps {
+                runs: (0..n).map(step).collect(),
+                gap: None,
+            };
+        }
+        let (head, tail) = (MAX_STEPS * 2 / 3, MAX_STEPS / 3);
+        Steps {
+            runs: (0..head).chain(n - tail..n).map(step).collect(),
+            gap: Some((head, n - head - tail)),
+        }
+    }
+}
+
+/// Changed jobs by transition, for one failure class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClassChanges {
+    pub rescued: u64,
+    pub lost: u64,
+    pub to_pending: u64,
+    pub other: u64,
+    pub retries_only: u64,
+    /// Of `to_pending`: Failed in the baseline (what `expectedRescued` sums over).
+    pub failed_to_pending: u64,
+    /// Jobs Pending at the end (a plain replay's, or the candidate's): whose estimate is asked.
+    pub pending: u64,
+}
+
+/// Counts by job class (its last recorded failed run's; `None`: no failed run), the first
+/// [`MAX_CLASSES`] classes seen, the rest together. Folded in input order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ByClass {
+    rows: Vec<(Option<FailureClass>, ClassChanges)>,
+    index: HashMap<Option<FailureClass>, usize>,
+    /// The classes past the cap, together.
+    pub rest: ClassChanges,
+}
+
+impl ByClass {
+    fn row(&mut self, class: &Option<FailureClass>) -> &mut ClassChanges {
+        let i = match self.index.get(class) {
+            Some(&i) => i,
+            None if self.rows.len() < MAX_CLASSES => {
+                self.rows.push((class.clone(), ClassChanges::default()));
+                self.index.insert(class.clone(), self.rows.len() - 1);
+                self.rows.len() - 1
+            }
+            None => return &mut self.rest,
+        };
+        &mut self.rows[i].1
+    }
+
+    /// A changed job of `class`.
+    pub fn add_change(&mut self, class: &Option<FailureClass>, d: &JobDiff) {
+        let row = self.row(class);
+        match d.transition() {
+            None => row.retries_only += 1,
+            Some(Transition::Rescued) => row.rescued += 1,
+            Some(Transition::Lost) => row.lost += 1,
+            Some(Transition::ToPending) => {
+                row.to_pending += 1;
+                if d.baseline.final_state == Final::Failed {
+                    row.failed_to_pending += 1;
+                }
+            }
+            Some(Transition::Other) => row.other += 1,
+        }
+        if d.candidate.final_state == Final::Pending {
+            row.pending += 1;
+        }
+    }
+
+    /// A job Pending at the end of a plain replay.
+    pub fn add_pending(&mut self, class: &Option<FailureClass>) {
+        self.row(class).pending += 1;
+    }
+
+    /// Every class, sorted (jobs without a failed run first).
+    pub fn rows(&self) -> Vec<(Option<&FailureClass>, ClassChanges)> {
+        let mut rows: Vec<_> = self.rows.iter().map(|(c, n)| (c.as_ref(), *n)).collect();
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        rows
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::simulator::Simulator;
+    use crate::engine::Settings;
+    use crate::model::policy::RetryPolicy;
+    use crate::model::{parse_documents, Resource};
+
+    fn sim(limit: u32) -> Simulator {
+        let yaml = format!(
+            "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {{name: p}}\nspec:\n  retryLimit: {limit}\n  rules:\n    - {{action: Retry, onConditions: [Preempted]}}\n"
+        );
+        let policies: Vec<RetryPolicy> = parse_documents(&yaml, None)
+            .documents
+            .into_iter()
+            .filter_map(|d| match d.resource {
+                Some(Resource::RetryPolicy(p)) => Some(p),
+                _ => None,
+            })
+            .collect();
+        Simulator::new(policies, Vec::new(), None).unwrap()
+    }
+
+    /// `n` preempted runs, then a returned lease and a success when `ends`.
+    fn history(n: usize, ends: bool) -> FailureHistory {
+        let mut runs: Vec<crate::model::history::Run> = (0..n)
+            .map(|_| crate::model::history::Run {
+                conditions: vec![crate::model::policy::Condition::Preempted],
+                ..Default::default()
+            })
+            .collect();
+        if ends {
+            for outcome in [Outcome::LeaseReturned, Outcome::Succeeded] {
+                runs.push(crate::model::history::Run {
+                    outcome,
+                    ..Default::default()
+                });
+            }
+        }
+        FailureHistory {
+            runs,
+            ..FailureHistory::default()
+        }
+    }
+
+    fn steps(h: &FailureHistory, old: u32, new: u32) -> Steps {
+        let settings = Settings::default();
+        let (b, c) = (
+            sim(old).simulate(h, &settings).unwrap(),
+            sim(new).simulate(h, &settings).unwrap(),
+        );
+        Steps::new(h, &b, &c)
+    }
+
+    #[test]
+    fn a_timeline_says_what_each_side_does_with_each_run() {
+        // Old: one retry, so run 1 fails the job; new: five, through to the success.
+        let s = steps(&history(3, true), 1, 5);
+        let sides: Vec<(Step, Step)> = s.runs.iter().map(|r| (r.baseline, r.candidate)).collect();
+        use Step::*;
+        assert_eq!(
+            sides,
+            [
+                (Retried, Retried),
+                (Failed, Retried),
+                (NotStarted, Retried),
+                (NotStarted, Requeued),
+                (NotStarted, Succeeded)
+            ]
+        );
+        let preempted = Some(FailureClass::Condition(crate::model::policy::Condition::Preempted));
+        assert_eq!(s.runs[0].class, preempted);
+        assert_eq!((s.runs[3].outcome, &s.runs[3].class), (Outcome::LeaseReturned, &None));
+        assert_eq!(s.gap, None);
+    }
+
+    #[test]
+    fn a_long_timeline_keeps_its_first_40_and_last_20_runs() {
+        let s = steps(&history(100, false), 1, 200);
+        assert_eq!(s.runs.len(), MAX_STEPS);
+        assert_eq!(s.gap, Some((40, 40)));
+        let at: Vec<usize> = s.runs.iter().map(|r| r.run).collect();
+        assert_eq!(&at[38..42], [38, 39, 80, 81]);
+        assert_eq!(at.last(), Some(&99));
+        // The candidate stops at the global limit (20 retries): its run 20 fails the job.
+        let at_run = |k: usize| s.runs.iter().find(|r| r.run == k).unwrap();
+        assert_eq!(
+            (at_run(1).baseline, at_run(19).candidate, at_run(20).candidate),
+            (Step::Failed, Step::Retried, Step::Failed)
+        );
+        assert_eq!(at_run(99).candidate, Step::NotStarted);
+    }
+}

@@ -1,27 +1,36 @@
 //! The replay pipeline (SPEC §3.2, §3.4), as a library: where a bulk `simulate` reads its
-//! histories, decodes them, runs them through the evaluator, and folds them into a summary
-//! or a comparison.
+//! histories, decodes them, runs them through the engines, counts them into a summary or a
+//! comparison, and hands everything to a [`Sink`].
 //!
 //! ```text
 //! source (file, directory, JSON Lines, stdin; later Lookout)  → Entry (a block of lines, …)
-//!   → run: workers split the lines and
+//!   → parallel: workers split the lines and
 //!     → decode (typed fast path into a reused history; strict re-read only for a failing
 //!       line) → FailureHistory
-//!     → one job through a Simulator → JobReport (parallel, order kept)
-//!   → summary / compare (folded in input order; per unit in the workers when only the
-//!     summary is printed) → output::simulate (every format)
+//!     → run: one job through a Simulator (two with --baseline) → JobReport / JobDiff,
+//!       counted per unit in the workers where nothing else is printed
+//!     → estimate: the trials of SPEC §3.5, counted per unit in the workers
+//!   → run: in input order, folded into summary / compare, and handed to a Sink
+//!     (sink.rs: begin, job | change, message, end(totals)); changed jobs from the first
+//!     Pending one on wait in spool.rs until the class rates are final
+//!   → output::simulate / html / markdown: the sinks, one per format
 //! ```
 //!
 //! Owns: the order of that stream and its memory bound (a bounded number of entries in
-//! flight, whatever the input size). Must not: format text for people (that is
-//! `output::simulate`), decide exit codes or parse the command line (that is
+//! flight, whatever the input size), and every count. Must not: format text for people
+//! (that is the sinks in `output`), decide exit codes or parse the command line (that is
 //! `commands::simulate`), or evaluate (that is `engine`).
 
 pub mod compare;
 pub mod decode;
+pub mod estimate;
+pub mod parallel;
 pub mod run;
+pub mod sink;
 pub mod source;
+pub mod spool;
 pub mod summary;
 
-pub use run::{Job, Processed};
+pub use parallel::{Job, Processed};
+pub use sink::Sink;
 pub use source::{Entry, HistorySource, Origin};

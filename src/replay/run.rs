@@ -1,99 +1,324 @@
-//! Many jobs through the evaluator on every core, in input order.
+//! The replay, driven end to end: a source's histories → decode → one engine per side →
+//! counting → a [`Sink`], in input order.
 //!
-//! Owns: [`for_each_ordered`], the parallel stage — a reader thread cuts the source into
-//! units (a block of JSON lines, or a bounded number of other entries), workers split,
-//! decode (into a reused [`Scratch`] each) and evaluate a unit, and results are handed
-//! back in input order, so output and summary are byte-identical to a single-threaded run
-//! and only a few units are in memory whatever the input size; [`replay_job`] (one
-//! history, one Simulator: a policy set plus its engine, so that `--baseline` runs each
-//! side with its own). Must not: format text for people or write output.
+//! Owns: [`replay`] (a plain replay folded into a [`Summary`]) and [`compare`]
+//! (`--baseline`: every job under two Simulators, folded into a [`Comparison`]), each the
+//! whole path from a [`HistorySource`] to [`Sink::end`]: what each worker computes for a job
+//! (only what the sink [`Needs`]), the per-unit partial summaries, the count of jobs that
+//! could not be replayed, which missing queues to report (once each); and [`replay_job`]
+//! (one history under one Simulator: a policy set plus its engine, so that `--baseline`
+//! runs each side with its own). Must not: format text for people or write output (that is
+//! the sink's), decide exit codes (the caller reads them off the totals), or parse the
+//! command line.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::io;
-use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
-use std::sync::Mutex;
 
 use crate::engine::simulator::Simulator;
 use crate::engine::{Detail, JobReport, JobStatus, Settings};
-use crate::input::SourceFile;
-use crate::model::history::FailureHistory;
+use crate::model::history::{FailureHistory, Final};
 
-use super::decode::Scratch;
-use super::source::{Body, Entry, HistorySource, Origin, Progress};
+use super::compare::{ByClass, Comparison, JobDiff, Side, Steps};
+use super::estimate::{job_class, FailureClass, Trials};
+use super::parallel::{for_each_ordered, Emitted, Job, Processed};
+use super::sink::{Change, Estimates, Message, Needs, Sides, Sink, Totals};
+use super::source::HistorySource;
+use super::spool::{Changed, Spool};
+use super::summary::{keep_summary_fields, Summary};
 
-/// Entries handed to a worker at a time when they are not JSON lines (YAML files of a
-/// directory); a block of JSON lines ([`BLOCK_BYTES`]) is one unit on its own.
-///
-/// [`BLOCK_BYTES`]: super::source::BLOCK_BYTES
-pub const CHUNK: usize = 1024;
-
-/// A decoded entry, ready to replay: borrowed from the worker that decoded it (its history
-/// is the worker's reused [`Scratch`]).
-pub struct Job<'a> {
-    pub origin: &'a Origin,
-    pub settings: &'a Settings,
-    pub history: &'a FailureHistory,
+/// What a plain replay found.
+#[derive(Debug)]
+pub struct Replayed {
+    pub summary: Summary,
+    /// Some job got the policies given on the command line (no queue, or a queue not
+    /// among the documents).
+    pub used_given: bool,
 }
 
-/// What became of one entry.
-pub enum Processed<T> {
-    /// The job replayed (`T`: a report, a comparison, …).
-    Done(T),
-    /// Not replayed; the message names where (`file:line: …`).
-    Error(String),
-    /// A YAML file with invalid documents.
-    Invalid(Box<SourceFile>),
+/// What a comparison found.
+#[derive(Debug)]
+pub struct Compared {
+    pub comparison: Comparison,
+    /// As in [`Replayed`], for the candidate's side.
+    pub used_given: bool,
 }
 
-/// What [`for_each_ordered`] hands the emitting side, in input order.
-pub enum Emitted<T, A> {
-    /// One entry's result.
-    Job(Processed<T>),
-    /// The accumulator of the unit whose results were just emitted.
-    Unit(A),
+/// One replayed job as a worker hands it over.
+enum Done {
+    /// The report, with its record rendered by [`Needs::render`] (empty without one).
+    Report(Box<JobReport>, Vec<u8>),
+    /// Counted into the worker's unit summary already; the report is kept only when there
+    /// is something to say about the job (its messages, its missing queue).
+    Counted(Option<Box<JobReport>>),
 }
 
-/// Decodes every job of `entry` and applies `work` to each, in order, into `out`.
-fn process<A, T>(
-    entry: Entry,
-    scratch: &mut Scratch,
-    acc: &mut A,
-    work: &impl Fn(&mut A, Job<'_>) -> Result<T, String>,
-    out: &mut Vec<Processed<T>>,
-) {
-    let Entry {
-        mut origin,
-        settings,
-        body,
-    } = entry;
-    let mut run = |origin: &Origin, history: &mut FailureHistory| {
-        if history.job.id.is_empty() {
-            history.job.id = origin.default_id();
+impl Done {
+    fn report(&self) -> Option<&JobReport> {
+        match self {
+            Done::Report(r, _) | Done::Counted(Some(r)) => Some(r),
+            Done::Counted(None) => None,
         }
-        let job = Job {
-            origin,
-            settings: &settings,
-            history,
+    }
+}
+
+/// What a worker folds over the jobs of its unit, merged in input order after them.
+#[derive(Default)]
+struct Part {
+    /// Every job of a plain replay (summary only), or the candidate side's (a comparison's
+    /// breakdowns).
+    summary: Summary,
+    /// The baseline side's (a comparison's breakdowns).
+    baseline: Summary,
+    /// SPEC §3.5's trials (a comparison, or a plain replay's breakdowns).
+    trials: Trials,
+}
+
+/// Replays every job of `source` under `sim` into `sink` (SPEC §3.2), and returns the
+/// totals it handed to [`Sink::end`].
+pub fn replay<S: HistorySource>(source: S, sim: &Simulator, sink: &mut dyn Sink) -> io::Result<Replayed> {
+    let needs: Needs = sink.needs();
+    // Only the summary is printed: the per-run texts are not even written.
+    let detail = if needs.reports { Detail::Full } else { Detail::Summary };
+    sink.begin()?;
+    let mut summary = Summary::default();
+    let mut trials = Trials::default();
+    let mut by_class = ByClass::default();
+    let mut fallbacks = Fallbacks::default();
+    // Summary only: each worker adds its jobs to a summary of its unit.
+    let work = |part: &mut Part, job: Job<'_>| {
+        let mut report = replay_job_detailed(sim, job.settings, job.history, detail)
+            .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
+        let f = fallback(sim, job.history);
+        // Breakdowns: the class of a Pending job (`Some(None)`: it has no failed run).
+        let pending = needs.breakdowns.then(|| {
+            part.trials.add_history(job.history);
+            matches!(report.status, JobStatus::Pending { .. }).then(|| job_class(job.history))
+        });
+        let done = if !needs.reports {
+            part.summary.add(&report);
+            let says = f.is_some() || !report.contradictions.is_empty() || !report.expectation_failures.is_empty();
+            Done::Counted(says.then(|| Box::new(report)))
+        } else {
+            let mut rendered = Vec::new();
+            if let Some(render) = needs.render {
+                render(&report, &mut rendered);
+                // Rendered: the sink reads only what the summary and the messages need, so
+                // the texts are freed here, in parallel, rather than by the writing thread.
+                keep_summary_fields(&mut report);
+            }
+            Done::Report(Box::new(report), rendered)
         };
-        match work(acc, job) {
-            Ok(t) => Processed::Done(t),
-            Err(msg) => Processed::Error(msg),
+        Ok((done, f, pending.flatten()))
+    };
+    // The job, its fallback, and with breakdowns the class of a Pending job.
+    type Item = (Done, Option<Fallback>, Option<Option<FailureClass>>);
+    let emit = |e: Emitted<Item, Part>| -> io::Result<bool> {
+        let p = match e {
+            Emitted::Job(p) => p,
+            Emitted::Unit(part, at) => {
+                summary.merge(part.summary);
+                trials.merge(part.trials);
+                sink.progress(at);
+                return Ok(true);
+            }
+        };
+        match p {
+            Processed::Done((done, f, pending)) => {
+                if let Some(queue) = fallbacks.add(f) {
+                    let job = done.report().map_or("", |r| &r.job_id);
+                    sink.message(&Message::MissingQueue {
+                        job,
+                        queue: &queue,
+                        given: sim.given(),
+                    })?;
+                }
+                if let Some(class) = pending {
+                    by_class.add_pending(&class);
+                }
+                write_or_stop((|| {
+                    if let Done::Report(report, rendered) = &done {
+                        summary.add(report);
+                        sink.job(report, rendered)?;
+                    }
+                    match done.report() {
+                        Some(r) => job_messages(sink, r),
+                        None => Ok(()),
+                    }
+                })())
+            }
+            Processed::Error(m) => not_replayed(&mut summary.errors, sink, &Message::Error(&m)),
+            Processed::Invalid(f) => not_replayed(&mut summary.errors, sink, &Message::Invalid(&f)),
         }
     };
-    match body {
-        Body::Lines(block) => {
-            for (n, line) in block.lines() {
-                origin.line = Some(n);
-                out.push(match scratch.decode(line, n) {
-                    Ok(history) => run(&origin, history),
-                    Err(msg) => Processed::Error(format!("{origin}: {msg}")),
-                });
-            }
+    for_each_ordered(source, work, emit)?;
+    let estimates = needs
+        .breakdowns
+        .then(|| Estimates::new(trials.rates(), by_class, |c| c.pending));
+    ignore_closed(sink.end(Totals::Replay {
+        summary: &summary,
+        estimates: estimates.as_ref(),
+    }))?;
+    Ok(Replayed {
+        summary,
+        used_given: fallbacks.used_given,
+    })
+}
+
+/// Replays every job of `source` under `baseline` and `candidate` into `sink` (SPEC §3.4,
+/// §3.5): each changed job to [`Sink::change`], with its estimate when a side is Pending;
+/// returns the totals it handed to [`Sink::end`]. Expectations are not checked in this
+/// mode.
+pub fn compare<S: HistorySource>(
+    source: S,
+    baseline: &Simulator,
+    candidate: &Simulator,
+    sink: &mut dyn Sink,
+) -> io::Result<Compared> {
+    let needs = sink.needs();
+    sink.begin()?;
+    let mut comparison = Comparison::default();
+    let mut trials = Trials::default();
+    let mut by_class = ByClass::default();
+    let mut sides = needs.breakdowns.then(Sides::default);
+    let mut fallbacks = Fallbacks::default();
+    let mut spool = Spool::default();
+    let mut stopped = false;
+    // A comparison is made of numbers only (final state, retries, delay, run times):
+    // neither side needs the per-run texts.
+    let work = |part: &mut Part, job: Job<'_>| {
+        let b = replay_job_detailed(baseline, job.settings, job.history, Detail::Summary)
+            .map_err(|e| format!("{}: job `{}`: baseline: {e}", job.origin, job.history.job.id))?;
+        let c = replay_job_detailed(candidate, job.settings, job.history, Detail::Summary)
+            .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
+        part.trials.add_history(job.history);
+        if needs.breakdowns {
+            part.baseline.add(&b);
+            part.summary.add(&c);
         }
-        Body::History(mut h) => out.push(run(&origin, &mut h)),
-        Body::Error(msg) => out.push(Processed::Error(format!("{origin}: {msg}"))),
-        Body::Invalid(file) => out.push(Processed::Invalid(file)),
+        let changed = Side::of(&b).differs(&Side::of(&c));
+        let steps = (changed && needs.steps).then(|| Box::new(Steps::new(job.history, &b, &c)));
+        let class = if changed { job_class(job.history) } else { None };
+        let diff = JobDiff::new(&b, c);
+        Ok((Changed { diff, class, steps }, fallback(candidate, job.history)))
+    };
+    let emit = |e: Emitted<(Changed, Option<Fallback>), Part>| -> io::Result<bool> {
+        let p = match e {
+            Emitted::Job(p) => p,
+            Emitted::Unit(part, at) => {
+                trials.merge(part.trials);
+                if let Some(s) = &mut sides {
+                    s.baseline.merge(part.baseline);
+                    s.candidate.merge(part.summary);
+                }
+                sink.progress(at);
+                return Ok(true);
+            }
+        };
+        match p {
+            Processed::Done((ch, f)) => {
+                if let Some(queue) = fallbacks.add(f) {
+                    sink.message(&Message::MissingQueue {
+                        job: &ch.diff.job,
+                        queue: &queue,
+                        given: candidate.given(),
+                    })?;
+                }
+                let d = &ch.diff;
+                comparison.add(d);
+                if !d.changed() {
+                    return Ok(true);
+                }
+                by_class.add_change(&ch.class, d);
+                // Its estimate is final only after the last job: hold it back, and every
+                // later one, to keep the order.
+                let pending = [d.baseline, d.candidate]
+                    .iter()
+                    .any(|s| s.final_state == Final::Pending);
+                if pending || spool.active() {
+                    spool.push(&ch)?;
+                    return Ok(true);
+                }
+                let change = Change {
+                    diff: d,
+                    class: ch.class.as_ref(),
+                    estimate: None,
+                    steps: ch.steps.as_deref(),
+                };
+                let go_on = write_or_stop(sink.change(&change))?;
+                stopped = !go_on;
+                Ok(go_on)
+            }
+            Processed::Error(m) => not_replayed(&mut comparison.errors, sink, &Message::Error(&m)),
+            Processed::Invalid(f) => not_replayed(&mut comparison.errors, sink, &Message::Invalid(&f)),
+        }
+    };
+    for_each_ordered(source, work, emit)?;
+    let rates = trials.rates();
+    if !stopped {
+        spool.drain(|ch| {
+            let d = &ch.diff;
+            let pending = [d.baseline, d.candidate]
+                .iter()
+                .any(|s| s.final_state == Final::Pending);
+            let estimate = if pending {
+                rates.estimate(ch.class.as_ref())
+            } else {
+                None
+            };
+            write_or_stop(sink.change(&Change {
+                diff: d,
+                class: ch.class.as_ref(),
+                estimate: estimate.as_ref(),
+                steps: ch.steps.as_deref(),
+            }))
+        })?;
     }
+    let estimates = Estimates::new(rates, by_class, |c| c.failed_to_pending);
+    ignore_closed(sink.end(Totals::Compare {
+        comparison: &comparison,
+        estimates: &estimates,
+        sides: sides.as_ref(),
+    }))?;
+    Ok(Compared {
+        comparison,
+        used_given: fallbacks.used_given,
+    })
+}
+
+/// An entry that could not be replayed: counted in `errors`, said on stderr.
+fn not_replayed(errors: &mut u64, sink: &mut dyn Sink, m: &Message<'_>) -> io::Result<bool> {
+    *errors += 1;
+    sink.message(m).map(|()| true)
+}
+
+/// A job's contradictions, then its failed expectations.
+fn job_messages(sink: &mut dyn Sink, report: &JobReport) -> io::Result<()> {
+    for c in &report.contradictions {
+        sink.message(&Message::Contradiction {
+            job: &report.job_id,
+            text: c,
+        })?;
+    }
+    for f in &report.expectation_failures {
+        sink.message(&Message::ExpectationFailed {
+            job: &report.job_id,
+            text: f,
+        })?;
+    }
+    Ok(())
+}
+
+/// A closed stdout (`| head`) ends the replay quietly: nobody reads the rest.
+fn write_or_stop(r: io::Result<()>) -> io::Result<bool> {
+    match r {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+fn ignore_closed(r: io::Result<()>) -> io::Result<()> {
+    write_or_stop(r).map(|_| ())
 }
 
 /// One history under one Simulator, every text written. Every run after the end of the job
@@ -178,202 +403,5 @@ impl Fallbacks {
                 })
             }
         }
-    }
-}
-
-/// Runs `work` on every job of `source` on all cores (rayon's thread count, so
-/// `RAYON_NUM_THREADS=1` is one worker), and `emit` on each result in input order. `emit`
-/// returns `Ok(false)` to stop early (stdout closed); `progress` is called between units.
-/// `work` may also fold what it wants into an accumulator of its unit (a summary, so that
-/// the emitting thread does not add up every job), which `emit` gets after the unit's last
-/// result ([`Emitted::Unit`]); the accumulators of units not emitted (an early stop) are
-/// dropped.
-///
-/// A reader thread cuts the source into units (a block of JSON lines, or up to [`CHUNK`]
-/// other entries); each worker takes the next unit, decodes and replays its jobs into a
-/// [`Scratch`] of its own and sends the results back numbered; the calling thread puts them
-/// back in order and emits them while the workers go on. At most `workers + 2` units are
-/// read and not yet emitted (the reader waits for a token per unit), so memory stays
-/// flat whatever the input size and however slow the output.
-pub fn for_each_ordered<S, A, T, W, E, P>(source: S, work: W, mut emit: E, mut progress: P) -> io::Result<()>
-where
-    S: HistorySource,
-    A: Default + Send,
-    T: Send,
-    W: Fn(&mut A, Job<'_>) -> Result<T, String> + Sync,
-    E: FnMut(Emitted<T, A>) -> io::Result<bool>,
-    P: FnMut(Progress),
-{
-    let workers = rayon::current_num_threads().max(1);
-    // One unit per worker, one ready for the next free worker, one being emitted: more
-    // only holds more rendered records in memory.
-    let ahead = workers + 2;
-    let (unit_tx, unit_rx) = sync_channel::<(usize, Vec<Entry>, Progress)>(ahead);
-    let (token_tx, token_rx) = sync_channel::<()>(ahead);
-    for _ in 0..ahead {
-        let _ = token_tx.send(());
-    }
-    let unit_rx = Mutex::new(unit_rx);
-    std::thread::scope(|scope| {
-        // Moved in: the workers stop when the reader drops `unit_tx`.
-        scope.spawn(move || read_units(source, &unit_tx, &token_rx));
-        rayon::in_place_scope(|s| {
-            // `None`: a worker panicked (see `PanicNotice`).
-            let (done_tx, done_rx) = channel::<Option<Done<T, A>>>();
-            for _ in 0..workers {
-                let (done_tx, unit_rx, work) = (done_tx.clone(), &unit_rx, &work);
-                s.spawn(move |_| {
-                    let _notice = PanicNotice(done_tx.clone());
-                    let mut scratch = Scratch::default();
-                    loop {
-                        // The lock is held only while waiting for the next unit.
-                        let next = match unit_rx.lock() {
-                            Ok(rx) => rx.recv(),
-                            Err(_) => return,
-                        };
-                        let Ok((seq, unit, at)) = next else { return };
-                        // Sized once: a result is a few hundred bytes, regrowing moved them.
-                        let jobs = unit.iter().map(|e| match &e.body {
-                            Body::Lines(b) => b.count,
-                            _ => 1,
-                        });
-                        let mut out = Vec::with_capacity(jobs.sum());
-                        let mut acc = A::default();
-                        for entry in unit {
-                            process(entry, &mut scratch, &mut acc, work, &mut out);
-                        }
-                        if done_tx.send(Some((seq, out, acc, at))).is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-            drop(done_tx);
-            // Returning drops `done_rx` and `token_tx`: the reader stops at its next unit,
-            // then the workers at theirs.
-            let token_tx = token_tx;
-            let mut waiting = BTreeMap::new();
-            let mut next = 0usize;
-            for done in done_rx {
-                // A worker panicked: its unit never comes. Stop everything; the scope then
-                // re-raises the panic.
-                let Some((seq, out, acc, at)) = done else {
-                    return Ok(());
-                };
-                waiting.insert(seq, (out, acc, at));
-                while let Some((out, acc, at)) = waiting.remove(&next) {
-                    for r in out {
-                        if !emit(Emitted::Job(r))? {
-                            return Ok(());
-                        }
-                    }
-                    if !emit(Emitted::Unit(acc))? {
-                        return Ok(());
-                    }
-                    progress(at);
-                    next += 1;
-                    let _ = token_tx.send(());
-                }
-            }
-            Ok(())
-        })
-    })
-}
-
-/// A worker's numbered results, its unit's accumulator, and the progress at that unit.
-type Done<T, A> = (usize, Vec<Processed<T>>, A, Progress);
-
-/// Tells the emitting thread that its worker is unwinding: otherwise it would wait for the
-/// lost unit forever, and the reader for a token it never gets back.
-struct PanicNotice<T, A>(std::sync::mpsc::Sender<Option<Done<T, A>>>);
-
-impl<T, A> Drop for PanicNotice<T, A> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            let _ = self.0.send(None);
-        }
-    }
-}
-
-/// The reader thread: units of `source`, numbered, each after a token.
-fn read_units<S: HistorySource>(
-    mut source: S,
-    units: &SyncSender<(usize, Vec<Entry>, Progress)>,
-    tokens: &Receiver<()>,
-) {
-    for seq in 0.. {
-        if tokens.recv().is_err() {
-            return;
-        }
-        let mut unit = Vec::new();
-        while unit.len() < CHUNK {
-            let Some(entry) = source.next() else { break };
-            let block = matches!(entry.body, Body::Lines(_));
-            unit.push(entry);
-            if block {
-                break;
-            }
-        }
-        if unit.is_empty() || units.send((seq, unit, source.progress())).is_err() {
-            return;
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::io::Write;
-
-    use super::*;
-    use crate::model::scheduler::SchedulerConfig;
-    use crate::replay::source::{Files, Overrides};
-
-    fn lines(n: usize) -> tempfile::NamedTempFile {
-        let mut f = tempfile::Builder::new().suffix(".jsonl").tempfile().unwrap();
-        for i in 0..n {
-            writeln!(f, r#"{{"job":{{"id":"j{i}"}},"runs":[{{"node":"n"}}]}}"#).unwrap();
-        }
-        f
-    }
-
-    /// Every job once, in input order, whatever the number of workers and unit sizes.
-    #[test]
-    fn results_come_back_in_input_order() {
-        let file = lines(5000);
-        let source = Files::open(file.path(), SchedulerConfig::default(), Overrides::default()).unwrap();
-        let mut ids = Vec::new();
-        let mut units = 0;
-        let work = |count: &mut usize, job: Job<'_>| {
-            *count += 1;
-            Ok(job.history.job.id.clone())
-        };
-        let emit = |e: Emitted<String, usize>| {
-            match e {
-                Emitted::Job(Processed::Done(id)) => ids.push(id),
-                Emitted::Unit(n) => units += n,
-                _ => panic!("unexpected error"),
-            }
-            Ok(true)
-        };
-        for_each_ordered(source, work, emit, |_| {}).unwrap();
-        assert_eq!(ids, (0..5000).map(|i| format!("j{i}")).collect::<Vec<_>>());
-        assert_eq!(units, 5000);
-    }
-
-    /// A worker that panics must end the run with its panic, not leave the writer waiting
-    /// for the unit it lost (and the reader for a token).
-    #[test]
-    fn a_panicking_worker_ends_the_run() {
-        // Many more units than may be in flight: the lost one blocks everything else.
-        let file = lines(40_000);
-        let source = Files::open(file.path(), SchedulerConfig::default(), Overrides::default()).unwrap();
-        let work = |_: &mut (), job: Job<'_>| {
-            assert_ne!(job.history.job.id, "j1234", "boom");
-            Ok(())
-        };
-        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            for_each_ordered(source, work, |_| Ok(true), |_| {})
-        }));
-        assert!(run.is_err());
     }
 }

@@ -23,12 +23,7 @@ const HISTORY: &str = r#"{"job":{"id":"a","queue":"q"},"runs":[{"conditions":["P
 "#;
 
 fn setup(dir: &Path) {
-    for (sub, policy) in [("old", OLD), ("new", NEW)] {
-        fs::create_dir_all(dir.join(sub)).unwrap();
-        fs::write(dir.join(sub).join("p.yaml"), policy).unwrap();
-        fs::write(dir.join(sub).join("q.yaml"), QUEUE).unwrap();
-    }
-    fs::write(dir.join("h.jsonl"), HISTORY).unwrap();
+    crate::support::write_what_if(dir, OLD, NEW, QUEUE, HISTORY);
 }
 
 fn compare(dir: &Path, extra: &[&str]) -> Output {
@@ -45,7 +40,9 @@ fn compare(dir: &Path, extra: &[&str]) -> Output {
 fn the_table_names_each_changed_job_and_the_totals_like_a_plan() {
     let dir = tempfile::tempdir().unwrap();
     setup(dir.path());
-    // Job b's failing expectation is not checked in this mode: exit 0.
+    // Job b's failing expectation is not checked in this mode: exit 0. d's estimate: its
+    // class (Preempted) has 4 trials (a: P→P, P→ok; b: P→ok; d: P→P), under 5, so the
+    // pooled rate: those and c's exit 2→ok, 3 successes of 5; Wilson 95% (0.2307, 0.8824).
     assert_eq!(
         format_output(&compare(dir.path(), &[])),
         "exit: 0
@@ -53,7 +50,7 @@ fn the_table_names_each_changed_job_and_the_totals_like_a_plan() {
 jobs the candidate policies change (baseline → candidate):
   ~ a: Failed after 1 retry → Succeeded after 2 retries  (rescued)
   ~ c: Succeeded after 1 retry → Failed after 0 retries  (lost)
-  ~ d: Failed after 1 retry → Pending after 2 retries  (toPending)
+  ~ d: Failed after 1 retry → Pending after 2 retries  (toPending; estimate 60% (23–88%), basis all: 5 trials)
 
 Plan: 1 rescued, 1 lost, 1 → Pending, 0 other; 3 of 4 jobs change.
   Succeeded → Failed: 1  (lost)
@@ -62,6 +59,8 @@ Plan: 1 rescued, 1 lost, 1 → Pending, 0 other; 3 of 4 jobs change.
   retries:   +2 added, -1 removed
   delay:     +2s added, -0s removed
   compute:   +1h added, -1h removed (runFor of the runs one side starts and the other does not)
+  estimate:  0.6 of 1 job Failed → Pending would succeed on the next run
+             (estimates: the share of failed runs of the job's failure class (its last failed run's category, else exit code, else condition) whose next run succeeded, in this history; pooled over all classes under 5 trials; (low–high): Wilson 95% interval)
 --- stderr
 "
     );

@@ -20,6 +20,7 @@ mod serve_process;
 mod serve_stress;
 mod simulate;
 mod simulate_bulk;
+mod simulate_report;
 mod simulate_server;
 mod startup;
 mod tls;

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
+pub mod chromium;
 pub mod pg;
+pub mod png;
 pub mod python;
 pub mod server;
 
@@ -95,6 +97,17 @@ pub fn yaml_files(dir: &str) -> Vec<PathBuf> {
         .collect();
     files.sort();
     files
+}
+
+/// A what-if in `dir`: `old/` and `new/` each hold one policy (`old`, `new`) and `queue`,
+/// and `h.jsonl` the history, for `simulate -f new --baseline old --history h.jsonl`.
+pub fn write_what_if(dir: &Path, old: &str, new: &str, queue: &str, history: &str) {
+    for (sub, policy) in [("old", old), ("new", new)] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        std::fs::write(dir.join(sub).join("p.yaml"), policy).unwrap();
+        std::fs::write(dir.join(sub).join("q.yaml"), queue).unwrap();
+    }
+    std::fs::write(dir.join("h.jsonl"), history).unwrap();
 }
 
 /// `comparison.changedJobs` of `simulate --baseline -o json` as (job, baseline final,

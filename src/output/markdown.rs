@@ -1,0 +1,322 @@
+//! `simulate -o markdown`: the plan (or a plain replay's report) as GitHub-flavoured
+//! Markdown, for a pull request comment (SPEC §3.5).
+//!
+//! Owns: the layout — a headline, the transitions table, retries/delay/compute, the
+//! estimate, and at most [`MAX_ROWS`] changed jobs shared fairly between the transitions,
+//! with the count of the rest; for a plain replay, outcomes, decisions per rule and by
+//! kind, and the per-class table. Stable for diffs: no time, no path, nothing that depends
+//! on the machine; the same input gives the same bytes. Must not: count (every number
+//! comes from the replay's totals) or read anything.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use crate::engine::replay::plural;
+use crate::model::history::Final;
+use crate::replay::compare::{Comparison, JobDiff, Side};
+use crate::replay::estimate::Estimate;
+use crate::replay::sink::{Change, Estimates, Message, Needs, Sink, Totals};
+use crate::replay::source::Progress;
+use crate::replay::summary::Summary;
+
+use super::simulate::{
+    class_rows, estimate_words, plan_sentence, rule_rows, without_estimate, Listed, Stderr, ESTIMATE_METHOD, GROUPS,
+};
+
+/// Changed jobs listed at most.
+pub const MAX_ROWS: usize = 50;
+
+/// A changed job as the table shows it.
+struct Row {
+    diff: JobDiff,
+    estimate: Option<Estimate>,
+}
+
+pub struct MarkdownSink<'a> {
+    out: &'a mut dyn Write,
+    stderr: Stderr<'a>,
+    listed: Listed<Row>,
+}
+
+impl<'a> MarkdownSink<'a> {
+    pub fn new(out: &'a mut dyn Write, stderr: Stderr<'a>) -> Self {
+        MarkdownSink {
+            out,
+            stderr,
+            listed: Listed::default(),
+        }
+    }
+}
+
+impl Sink for MarkdownSink<'_> {
+    fn needs(&self) -> Needs {
+        Needs {
+            breakdowns: true,
+            ..Needs::default()
+        }
+    }
+
+    fn progress(&mut self, at: Progress) {
+        self.stderr.progress(at);
+    }
+
+    fn change(&mut self, c: &Change<'_>) -> io::Result<()> {
+        // Enough of every group for any fair share of MAX_ROWS.
+        self.listed.push(c.diff, MAX_ROWS, || Row {
+            diff: c.diff.clone(),
+            estimate: c.estimate.cloned(),
+        });
+        Ok(())
+    }
+
+    fn message(&mut self, m: &Message<'_>) -> io::Result<()> {
+        self.stderr.message(m)
+    }
+
+    fn end(&mut self, totals: Totals<'_>) -> io::Result<()> {
+        self.stderr.finish()?;
+        let text = match totals {
+            Totals::Compare {
+                comparison, estimates, ..
+            } => plan(comparison, estimates, &self.listed),
+            Totals::Replay { summary, estimates } => report(summary, estimates),
+        };
+        self.out.write_all(text.as_bytes())
+    }
+}
+
+/// Text with Markdown's special characters escaped (a job id is input).
+fn text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '\\' | '`' | '*' | '_' | '|' | '<' | '>' | '[' | ']' | '#' | '~' | '!' | '&' => {
+                out.push('\\');
+                out.push(ch);
+            }
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(ch),
+        }
+    }
+    out
+}
+
+/// A name as code, safe inside a table cell.
+fn code(s: &str) -> String {
+    if s.contains('`') || s.contains('\n') || s.contains('\r') || s.is_empty() {
+        return text(s);
+    }
+    format!("`{}`", s.replace('|', "\\|"))
+}
+
+fn side_words(s: &Side) -> String {
+    format!(
+        "{} after {}",
+        s.final_state.as_str(),
+        plural(u64::from(s.retries), "retry", "retries")
+    )
+}
+
+/// The plan of a comparison.
+fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>) -> String {
+    let mut m = String::new();
+    let _ = writeln!(m, "## retryctl simulate: what the candidate policies change\n");
+    let _ = writeln!(m, "**{}**\n", plan_sentence(c));
+    let _ = writeln!(m, "| baseline → candidate | jobs |\n|---|---:|");
+    for (f, t, n) in c.transitions() {
+        let name = match (f, t) {
+            (Final::Failed, Final::Succeeded) => " (rescued)",
+            (Final::Succeeded, Final::Failed) => " (lost)",
+            (_, Final::Pending) => " (would retry past the end of the recorded history)",
+            _ => "",
+        };
+        let _ = writeln!(m, "| {} → {}{name} | {n} |", f.as_str(), t.as_str());
+    }
+    let _ = writeln!(m, "| same outcome, other retry count | {} |", c.retries_only);
+    let _ = writeln!(m, "| unchanged | {} |\n", c.jobs - c.changed);
+    let _ = writeln!(m, "| | added | removed |\n|---|---:|---:|");
+    let _ = writeln!(m, "| retries | +{} | −{} |", c.retries_added, c.retries_removed);
+    let _ = writeln!(m, "| delay | +{} | −{} |", c.delay_added, c.delay_removed);
+    let _ = writeln!(
+        m,
+        "| compute (`runFor` of runs one side starts and the other does not) | +{} | −{} |\n",
+        c.compute_added, c.compute_removed
+    );
+    let failed_to_pending = c.failed_to_pending();
+    let estimated = listed
+        .groups
+        .iter()
+        .any(|(rows, _)| rows.iter().any(|r| r.estimate.is_some()));
+    if failed_to_pending > 0 {
+        let without = without_estimate(e);
+        let _ = writeln!(
+            m,
+            "**Estimate:** {:.1} of {} Failed → Pending would succeed on the next run{without}.\n",
+            e.expected,
+            plural(failed_to_pending, "job", "jobs")
+        );
+    }
+    if c.errors > 0 {
+        let _ = writeln!(
+            m,
+            "**Not compared:** {} with errors (reported on stderr).\n",
+            plural(c.errors, "job", "jobs")
+        );
+    }
+    let shown = listed.fair(MAX_ROWS);
+    let n_shown: usize = shown.iter().map(|g| g.len()).sum();
+    if c.changed == 0 {
+        let _ = writeln!(m, "No job changes.");
+    } else {
+        let _ = writeln!(m, "### Changed jobs ({} of {})\n", n_shown, c.changed);
+        let _ = writeln!(
+            m,
+            "| job | baseline | candidate | transition | estimate (next run succeeds) |\n|---|---|---|---|---|"
+        );
+        for (g, rows) in shown.iter().enumerate() {
+            for r in *rows {
+                let est = r
+                    .estimate
+                    .as_ref()
+                    .map_or_else(String::new, |e| text(&estimate_words(e)));
+                let _ = writeln!(
+                    m,
+                    "| {} | {} | {} | {} | {est} |",
+                    code(&r.diff.job),
+                    side_words(&r.diff.baseline),
+                    side_words(&r.diff.candidate),
+                    GROUPS[g]
+                );
+            }
+        }
+        let rest: Vec<String> = (0..GROUPS.len())
+            .filter_map(|g| {
+                let more = listed.total(g) - shown[g].len() as u64;
+                (more > 0).then(|| format!("{more} {}", GROUPS[g]))
+            })
+            .collect();
+        if !rest.is_empty() {
+            let _ = writeln!(
+                m,
+                "\n… and {} more not listed ({}); `-o json` lists every one.",
+                c.changed - n_shown as u64,
+                rest.join(", ")
+            );
+        }
+    }
+    if failed_to_pending > 0 || estimated {
+        let _ = writeln!(m, "\n<sub>Estimates: {}.</sub>", text(ESTIMATE_METHOD));
+    }
+    m
+}
+
+/// The report of a plain replay.
+fn report(s: &Summary, e: Option<&Estimates>) -> String {
+    let mut m = String::new();
+    let _ = writeln!(
+        m,
+        "## retryctl simulate: {} ({} runs)\n",
+        plural(s.jobs, "job", "jobs"),
+        s.runs
+    );
+    let _ = writeln!(m, "| outcome | jobs |\n|---|---:|");
+    for (name, n) in [
+        ("Succeeded", s.succeeded),
+        ("Failed", s.failed),
+        ("Cancelled", s.cancelled),
+        ("Pending", s.pending),
+    ] {
+        let _ = writeln!(m, "| {name} | {n} |");
+    }
+    let _ = writeln!(
+        m,
+        "\n**Retries granted:** {} · **delay added:** {}",
+        s.retries, s.total_delay
+    );
+    if s.expectation_failed_jobs > 0 {
+        let ids: Vec<String> = s.expectation_failed_ids.iter().map(|i| code(i)).collect();
+        let more = s.expectation_failed_jobs - s.expectation_failed_ids.len() as u64;
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            m,
+            "\n**Expectations failed** in {}: {}{more}",
+            plural(s.expectation_failed_jobs, "job", "jobs"),
+            ids.join(", ")
+        );
+    } else {
+        let _ = writeln!(m, "\n**Expectations:** all met");
+    }
+    if s.contradicted_jobs > 0 {
+        let _ = writeln!(
+            m,
+            "\n**Contradictions:** {} (the history contradicts the decisions; reported on stderr)",
+            plural(s.contradicted_jobs, "job", "jobs")
+        );
+    }
+    if s.errors > 0 {
+        let _ = writeln!(
+            m,
+            "\n**Not simulated:** {} with errors (reported on stderr)",
+            plural(s.errors, "job", "jobs")
+        );
+    }
+    let rules = rule_rows(s);
+    if !rules.is_empty() {
+        let _ = writeln!(
+            m,
+            "\n### Decisions per rule\n\n| policy/rule | retries granted | permanent failures |\n|---|---:|---:|"
+        );
+        for (rule, retries, failures) in &rules {
+            let _ = writeln!(m, "| {} | {retries} | {failures} |", code(rule));
+        }
+    }
+    let kinds: Vec<_> = s.decisions().collect();
+    if !kinds.is_empty() {
+        let _ = writeln!(m, "\n### Decisions by kind\n\n| decision | runs |\n|---|---:|");
+        for (k, n) in kinds {
+            let _ = writeln!(m, "| `{}` | {n} |", k.as_str());
+        }
+    }
+    if let Some(e) = e {
+        let (rows, hidden) = class_rows(e);
+        if !rows.is_empty() {
+            let _ = writeln!(
+                m,
+                "\n### By failure class\n\n| failure class | trials | next run succeeded | estimate (next run succeeds) | Pending jobs |\n|---|---:|---:|---|---:|"
+            );
+            for r in &rows {
+                let est = if r.rest { None } else { e.rates.estimate(r.class) };
+                let est = est.map_or_else(|| "no trials".to_string(), |x| text(&estimate_words(&x)));
+                let _ = writeln!(
+                    m,
+                    "| {} | {} | {} | {est} | {} |",
+                    code(&r.name()),
+                    r.tally.trials,
+                    r.tally.successes,
+                    r.jobs.pending
+                );
+            }
+            if hidden > 0 {
+                let _ = writeln!(
+                    m,
+                    "\n… and {hidden} more classes with trials and no Pending job, not listed."
+                );
+            }
+            if s.pending > e.without_estimate {
+                let without = without_estimate(e);
+                let _ = writeln!(
+                    m,
+                    "\n**Estimate:** {:.1} of {} Pending would succeed on the next run{without}.",
+                    e.expected,
+                    plural(s.pending, "job", "jobs"),
+                );
+            }
+            let _ = writeln!(m, "\n<sub>Estimates: {}.</sub>", text(ESTIMATE_METHOD));
+        }
+    }
+    m
+}

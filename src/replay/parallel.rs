@@ -1,0 +1,292 @@
+//! Many jobs through the evaluator on every core, in input order.
+//!
+//! Owns: [`for_each_ordered`], the parallel stage — a reader thread cuts the source into
+//! units (a block of JSON lines, or a bounded number of other entries), workers split,
+//! decode (into a reused [`Scratch`] each) and apply the driver's work to each job of a
+//! unit, and results are handed back in input order, so output and counts are
+//! byte-identical to a single-threaded run and only a few units are in memory whatever the
+//! input size. Must not: know what the work is (that is `run`), format text for people or
+//! write output.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
+use std::sync::Mutex;
+
+use crate::engine::Settings;
+use crate::input::SourceFile;
+use crate::model::history::FailureHistory;
+
+use super::decode::Scratch;
+use super::source::{Body, Entry, HistorySource, Origin, Progress};
+
+/// Entries handed to a worker at a time when they are not JSON lines (YAML files of a
+/// directory); a block of JSON lines ([`BLOCK_BYTES`]) is one unit on its own.
+///
+/// [`BLOCK_BYTES`]: super::source::BLOCK_BYTES
+pub const CHUNK: usize = 1024;
+
+/// A decoded entry, ready to replay: borrowed from the worker that decoded it (its history
+/// is the worker's reused [`Scratch`]).
+pub struct Job<'a> {
+    pub origin: &'a Origin,
+    pub settings: &'a Settings,
+    pub history: &'a FailureHistory,
+}
+
+/// What became of one entry.
+pub enum Processed<T> {
+    /// The job replayed (`T`: a report, a comparison, …).
+    Done(T),
+    /// Not replayed; the message names where (`file:line: …`).
+    Error(String),
+    /// A YAML file with invalid documents.
+    Invalid(Box<SourceFile>),
+}
+
+/// What [`for_each_ordered`] hands the emitting side, in input order.
+pub enum Emitted<T, A> {
+    /// One entry's result.
+    Job(Processed<T>),
+    /// The accumulator of the unit whose results were just emitted, and how far the source
+    /// was when that unit was read.
+    Unit(A, Progress),
+}
+
+/// Decodes every job of `entry` and applies `work` to each, in order, into `out`.
+fn process<A, T>(
+    entry: Entry,
+    scratch: &mut Scratch,
+    acc: &mut A,
+    work: &impl Fn(&mut A, Job<'_>) -> Result<T, String>,
+    out: &mut Vec<Processed<T>>,
+) {
+    let Entry {
+        mut origin,
+        settings,
+        body,
+    } = entry;
+    let mut run = |origin: &Origin, history: &mut FailureHistory| {
+        if history.job.id.is_empty() {
+            history.job.id = origin.default_id();
+        }
+        let job = Job {
+            origin,
+            settings: &settings,
+            history,
+        };
+        match work(acc, job) {
+            Ok(t) => Processed::Done(t),
+            Err(msg) => Processed::Error(msg),
+        }
+    };
+    match body {
+        Body::Lines(block) => {
+            for (n, line) in block.lines() {
+                origin.line = Some(n);
+                out.push(match scratch.decode(line, n) {
+                    Ok(history) => run(&origin, history),
+                    Err(msg) => Processed::Error(format!("{origin}: {msg}")),
+                });
+            }
+        }
+        Body::History(mut h) => out.push(run(&origin, &mut h)),
+        Body::Error(msg) => out.push(Processed::Error(format!("{origin}: {msg}"))),
+        Body::Invalid(file) => out.push(Processed::Invalid(file)),
+    }
+}
+
+/// Runs `work` on every job of `source` on all cores (rayon's thread count, so
+/// `RAYON_NUM_THREADS=1` is one worker), and `emit` on each result in input order. `emit`
+/// returns `Ok(false)` to stop early (stdout closed).
+/// `work` may also fold what it wants into an accumulator of its unit (a summary, so that
+/// the emitting thread does not add up every job), which `emit` gets after the unit's last
+/// result ([`Emitted::Unit`]); the accumulators of units not emitted (an early stop) are
+/// dropped.
+///
+/// A reader thread cuts the source into units (a block of JSON lines, or up to [`CHUNK`]
+/// other entries); each worker takes the next unit, decodes and replays its jobs into a
+/// [`Scratch`] of its own and sends the results back numbered; the calling thread puts them
+/// back in order and emits them while the workers go on. At most `workers + 2` units are
+/// read and not yet emitted (the reader waits for a token per unit), so memory stays
+/// flat whatever the input size and however slow the output.
+pub fn for_each_ordered<S, A, T, W, E>(source: S, work: W, mut emit: E) -> io::Result<()>
+where
+    S: HistorySource,
+    A: Default + Send,
+    T: Send,
+    W: Fn(&mut A, Job<'_>) -> Result<T, String> + Sync,
+    E: FnMut(Emitted<T, A>) -> io::Result<bool>,
+{
+    let workers = rayon::current_num_threads().max(1);
+    // One unit per worker, one ready for the next free worker, one being emitted: more
+    // only holds more rendered records in memory.
+    let ahead = workers + 2;
+    let (unit_tx, unit_rx) = sync_channel::<(usize, Vec<Entry>, Progress)>(ahead);
+    let (token_tx, token_rx) = sync_channel::<()>(ahead);
+    for _ in 0..ahead {
+        let _ = token_tx.send(());
+    }
+    let unit_rx = Mutex::new(unit_rx);
+    std::thread::scope(|scope| {
+        // Moved in: the workers stop when the reader drops `unit_tx`.
+        scope.spawn(move || read_units(source, &unit_tx, &token_rx));
+        rayon::in_place_scope(|s| {
+            // `None`: a worker panicked (see `PanicNotice`).
+            let (done_tx, done_rx) = channel::<Option<Done<T, A>>>();
+            for _ in 0..workers {
+                let (done_tx, unit_rx, work) = (done_tx.clone(), &unit_rx, &work);
+                s.spawn(move |_| {
+                    let _notice = PanicNotice(done_tx.clone());
+                    let mut scratch = Scratch::default();
+                    loop {
+                        // The lock is held only while waiting for the next unit.
+                        let next = match unit_rx.lock() {
+                            Ok(rx) => rx.recv(),
+                            Err(_) => return,
+                        };
+                        let Ok((seq, unit, at)) = next else { return };
+                        // Sized once: a result is a few hundred bytes, regrowing moved them.
+                        let jobs = unit.iter().map(|e| match &e.body {
+                            Body::Lines(b) => b.count,
+                            _ => 1,
+                        });
+                        let mut out = Vec::with_capacity(jobs.sum());
+                        let mut acc = A::default();
+                        for entry in unit {
+                            process(entry, &mut scratch, &mut acc, work, &mut out);
+                        }
+                        if done_tx.send(Some((seq, out, acc, at))).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+            drop(done_tx);
+            // Returning drops `done_rx` and `token_tx`: the reader stops at its next unit,
+            // then the workers at theirs.
+            let token_tx = token_tx;
+            let mut waiting = BTreeMap::new();
+            let mut next = 0usize;
+            for done in done_rx {
+                // A worker panicked: its unit never comes. Stop everything; the scope then
+                // re-raises the panic.
+                let Some((seq, out, acc, at)) = done else {
+                    return Ok(());
+                };
+                waiting.insert(seq, (out, acc, at));
+                while let Some((out, acc, at)) = waiting.remove(&next) {
+                    for r in out {
+                        if !emit(Emitted::Job(r))? {
+                            return Ok(());
+                        }
+                    }
+                    if !emit(Emitted::Unit(acc, at))? {
+                        return Ok(());
+                    }
+                    next += 1;
+                    let _ = token_tx.send(());
+                }
+            }
+            Ok(())
+        })
+    })
+}
+
+/// A worker's numbered results, its unit's accumulator, and the progress at that unit.
+type Done<T, A> = (usize, Vec<Processed<T>>, A, Progress);
+
+/// Tells the emitting thread that its worker is unwinding: otherwise it would wait for the
+/// lost unit forever, and the reader for a token it never gets back.
+struct PanicNotice<T, A>(std::sync::mpsc::Sender<Option<Done<T, A>>>);
+
+impl<T, A> Drop for PanicNotice<T, A> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = self.0.send(None);
+        }
+    }
+}
+
+/// The reader thread: units of `source`, numbered, each after a token.
+fn read_units<S: HistorySource>(
+    mut source: S,
+    units: &SyncSender<(usize, Vec<Entry>, Progress)>,
+    tokens: &Receiver<()>,
+) {
+    for seq in 0.. {
+        if tokens.recv().is_err() {
+            return;
+        }
+        let mut unit = Vec::new();
+        while unit.len() < CHUNK {
+            let Some(entry) = source.next() else { break };
+            let block = matches!(entry.body, Body::Lines(_));
+            unit.push(entry);
+            if block {
+                break;
+            }
+        }
+        if unit.is_empty() || units.send((seq, unit, source.progress())).is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+    use crate::model::scheduler::SchedulerConfig;
+    use crate::replay::source::{Files, Overrides};
+
+    fn lines(n: usize) -> tempfile::NamedTempFile {
+        let mut f = tempfile::Builder::new().suffix(".jsonl").tempfile().unwrap();
+        for i in 0..n {
+            writeln!(f, r#"{{"job":{{"id":"j{i}"}},"runs":[{{"node":"n"}}]}}"#).unwrap();
+        }
+        f
+    }
+
+    /// Every job once, in input order, whatever the number of workers and unit sizes.
+    #[test]
+    fn results_come_back_in_input_order() {
+        let file = lines(5000);
+        let source = Files::open(file.path(), SchedulerConfig::default(), Overrides::default()).unwrap();
+        let mut ids = Vec::new();
+        let mut units = 0;
+        let work = |count: &mut usize, job: Job<'_>| {
+            *count += 1;
+            Ok(job.history.job.id.clone())
+        };
+        let emit = |e: Emitted<String, usize>| {
+            match e {
+                Emitted::Job(Processed::Done(id)) => ids.push(id),
+                Emitted::Unit(n, _) => units += n,
+                _ => panic!("unexpected error"),
+            }
+            Ok(true)
+        };
+        for_each_ordered(source, work, emit).unwrap();
+        assert_eq!(ids, (0..5000).map(|i| format!("j{i}")).collect::<Vec<_>>());
+        assert_eq!(units, 5000);
+    }
+
+    /// A worker that panics must end the run with its panic, not leave the writer waiting
+    /// for the unit it lost (and the reader for a token).
+    #[test]
+    fn a_panicking_worker_ends_the_run() {
+        // Many more units than may be in flight: the lost one blocks everything else.
+        let file = lines(40_000);
+        let source = Files::open(file.path(), SchedulerConfig::default(), Overrides::default()).unwrap();
+        let work = |_: &mut (), job: Job<'_>| {
+            assert_ne!(job.history.job.id, "j1234", "boom");
+            Ok(())
+        };
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            for_each_ordered(source, work, |_| Ok(true))
+        }));
+        assert!(run.is_err());
+    }
+}

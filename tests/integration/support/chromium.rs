@@ -1,0 +1,81 @@
+//! A real browser for the report tests: Debian's `chromium`, headless.
+//!
+//! - Found at `$CHROMIUM`, else `chromium` on PATH, else `/usr/bin/chromium`. When there is
+//!   none the tests print a loud SKIP and return; under `CI=true` that is a failure
+//!   (`.ci/run` installs the package).
+//! - Run as root in a container: `--no-sandbox`; and nothing from the network
+//!   (`--disable-background-networking`, no component updates, a fresh profile).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The browser, or `None` (after a loud SKIP) when it is not installed.
+pub fn chromium() -> Option<PathBuf> {
+    let found = std::env::var_os("CHROMIUM")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::split_paths(&std::env::var_os("PATH")?)
+                .map(|d| d.join("chromium"))
+                .find(|p| p.is_file())
+        })
+        .or_else(|| Some(PathBuf::from("/usr/bin/chromium")).filter(|p| p.is_file()));
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium not found under CI=true: .ci/run should have installed it"
+        );
+        eprintln!(
+            "\n!!!!!!!! SKIP: chromium not found (no $CHROMIUM, no `chromium` on PATH or in /usr/bin); \
+             the HTML report was NOT rendered in a browser. \
+             Install it: `apt-get install -y chromium` (.ci/run does). !!!!!!!!\n"
+        );
+    }
+    found
+}
+
+fn headless(browser: &Path, profile: &Path) -> Command {
+    let mut cmd = Command::new(browser);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    cmd
+}
+
+/// A PNG screenshot of `page` at `width`×`height` CSS pixels.
+pub fn screenshot(browser: &Path, page: &Path, width: u32, height: u32) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let shot = dir.path().join("shot.png");
+    let out = headless(browser, &dir.path().join("profile"))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("--window-size={width},{height}"))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        shot.is_file(),
+        "chromium made no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read(&shot).unwrap()
+}
+
+/// The page's DOM after the browser has parsed and laid it out.
+pub fn dump_dom(browser: &Path, page: &Path) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let out = headless(browser, &dir.path().join("profile"))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
