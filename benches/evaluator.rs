@@ -29,7 +29,7 @@ mod fixture;
 fn failing_policy(name: String, rules: Vec<Rule>) -> RetryPolicy {
     RetryPolicy {
         name,
-        default_action: Action::Fail,
+        default_action: Some(Action::Fail),
         rules,
         ..RetryPolicy::default()
     }

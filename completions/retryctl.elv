@@ -1480,6 +1480,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;describe;help;help'= {
         }
         &'retryctl;explain'= {
+            cand --api-version 'The layout to explain: `armadaproject.io/v1` (a RetryPolicy''s design dialect) or `armadaproject.io/v1beta1` (upstream''s flat one)'
             cand --armada-url 'Armada REST base URL (default: $ARMADA_URL, the context''s `armadaRestUrl`, then http://localhost:8080)'
             cand -c 'Context of the config file to use instead of its `currentContext`'
             cand --context 'Context of the config file to use instead of its `currentContext`'
@@ -1537,6 +1538,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --token-file 'Send the bearer token held in FILE (one line)'
             cand --certificate-authority 'Also trust the CA certificates of this PEM file for `https://` (default: the context''s `certificateAuthority`)'
             cand --color 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset'
+            cand --strict 'Exit 1 after the export when a row was left out because it could not be read (each is reported on stderr either way)'
             cand --insecure-skip-tls-verify 'Do not verify the server''s TLS certificate (insecure: warns on every run)'
             cand -v 'Log each request and its status to stderr (credentials are never printed)'
             cand --verbose 'Log each request and its status to stderr (credentials are never printed)'

@@ -1258,6 +1258,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from help" -f -a "retrypolicy" -d 'Describe retry policies'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from help" -f -a "queue" -d 'Describe queues'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l api-version -d 'The layout to explain: `armadaproject.io/v1` (a RetryPolicy\'s design dialect) or `armadaproject.io/v1beta1` (upstream\'s flat one)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -1308,6 +1309,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l certificat
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l strict -d 'Exit 1 after the export when a row was left out because it could not be read (each is reported on stderr either way)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s h -l help -d 'Print help'

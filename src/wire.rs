@@ -43,7 +43,11 @@ pub fn policy_to_json(policy: &RetryPolicy) -> Value {
     if let Some(l) = policy.retry_limit {
         m.insert("retryLimit".into(), json!(l));
     }
-    m.insert("defaultAction".into(), json!(policy.default_action.as_str()));
+    // Unset stays unset: the design dialect reads it as `Fail`; an upstream server never
+    // gets such a policy (the client refuses it first, SPEC §5.1).
+    if let Some(action) = policy.default_action {
+        m.insert("defaultAction".into(), json!(action.as_str()));
+    }
     if !policy.rules.is_empty() {
         m.insert(
             "rules".into(),
@@ -374,7 +378,7 @@ impl Reader {
         if let Some(v) = o.get("defaultAction") {
             // Upstream's UNSPECIFIED (0) is what an omitted action means: Fail.
             if v.as_u64() != Some(0) {
-                p.default_action = self.action(v, "defaultAction").unwrap_or_default();
+                p.default_action = self.action(v, "defaultAction");
             }
         }
         if let Some(v) = o.get("backoff") {
@@ -737,7 +741,7 @@ mod tests {
             let v = json!({"name": "p", "DefaultAction": action});
             assert_eq!(
                 policy_from_json(&v, Dialect::V1).unwrap().default_action,
-                Action::Retry,
+                Some(Action::Retry),
                 "{action}"
             );
         }

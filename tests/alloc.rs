@@ -85,7 +85,7 @@ fn policy(p: usize) -> RetryPolicy {
     }
     RetryPolicy {
         name: format!("policy-{p}"),
-        default_action: if p == 1 { Action::Retry } else { Action::Fail },
+        default_action: Some(if p == 1 { Action::Retry } else { Action::Fail }),
         rules,
         ..RetryPolicy::default()
     }
@@ -111,7 +111,7 @@ fn late_policy(rules: i64) -> RetryPolicy {
     });
     RetryPolicy {
         name: "late".into(),
-        default_action: Action::Fail,
+        default_action: Some(Action::Fail),
         rules: named.chain(regexes).collect(),
         ..RetryPolicy::default()
     }
@@ -122,7 +122,7 @@ fn late_policy(rules: i64) -> RetryPolicy {
 fn catalog_policy(p: usize) -> RetryPolicy {
     RetryPolicy {
         name: format!("xid-{p}"),
-        default_action: Action::Fail,
+        default_action: Some(Action::Fail),
         rules: (0..20)
             .map(|r| Rule {
                 action: Action::Retry,

@@ -347,21 +347,26 @@ pub struct DescribeNames {
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// `retrypolicy` or `queue`, optionally followed by a field path
-    /// (`retrypolicy.spec.rules.onExitCodes`).
+    /// `retrypolicy`, `queue` or `failurehistory`, optionally followed by a field path
+    /// (`retrypolicy.spec.rules.onExitCodes`). Without it: the kinds, as a usage error.
     #[arg(value_name = "TYPE[.FIELD...]")]
-    pub path: String,
+    pub path: Option<String>,
 
     /// Show every field below, not only the direct ones.
     #[arg(long)]
     pub recursive: bool,
+
+    /// The layout to explain: `armadaproject.io/v1` (a RetryPolicy's design dialect) or
+    /// `armadaproject.io/v1beta1` (upstream's flat one).
+    #[arg(long, value_name = "VERSION", default_value = "armadaproject.io/v1")]
+    pub api_version: String,
 }
 
 #[derive(Debug, Args)]
 pub struct SchemaArgs {
-    /// The document kind.
+    /// The document kind. Without it: the kinds, as a usage error.
     #[arg(value_enum)]
-    pub kind: SchemaKind,
+    pub kind: Option<SchemaKind>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -407,6 +412,10 @@ pub struct HistoryArgs {
     /// Write to this file instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub output_file: Option<PathBuf>,
+    /// Exit 1 after the export when a row was left out because it could not be read (each
+    /// is reported on stderr either way).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -964,7 +973,8 @@ const EX_GET: &str = "Examples:\n  retryctl get retrypolicies                   
   retryctl get rp -o json                              # one `kind: List`, for `apply -f -`
   retryctl get retrypolicy/infra queue/ml -o name
   retryctl get rp -o jsonpath='{.items[*].metadata.name}'
-  retryctl get rp -o custom-columns=NAME:.metadata.name,LIMIT:.spec.retryLimit --sort-by .spec.retryLimit";
+  retryctl get rp -o custom-columns=NAME:.metadata.name,LIMIT:.spec.retryLimit
+  retryctl get rp --sort-by .spec.retryLimit           # the table, by limit";
 
 const EX_UPDATE: &str =
     "Examples:\n  retryctl update -f infra.yaml                        # replace; `unchanged` when equal
@@ -972,7 +982,7 @@ const EX_UPDATE: &str =
   retryctl update queue ml --add-retry-policy gpu      # other fields keep their values";
 
 const EX_APPLY: &str =
-    "Examples:\n  retryctl apply -f policies/                          # created / configured / unchanged per resource
+    "Examples:\n  retryctl apply -f policies/                          # created, configured or unchanged
   retryctl apply -f policies/ --dry-run                # what it would do, nothing sent
   retryctl get rp -o json | retryctl apply -f -";
 
@@ -1024,7 +1034,7 @@ const EX_SCHEMA: &str =
   retryctl schema failurehistory > failurehistory.schema.json";
 
 const EX_HISTORY: &str = "Examples:
-  retryctl history --lookout-db postgresql://lookout:***@db:5432/lookout --queue ml --since 7d > week.jsonl
+  retryctl history --lookout-db postgresql://lookout@db/lookout --queue ml --since 7d > week.jsonl
   retryctl history --lookout-url http://lookout:10000 --queue ml --jobset nightly -o yaml
   retryctl simulate -f new/ --baseline old/ --history week.jsonl";
 
@@ -1198,6 +1208,31 @@ mod tests {
     fn main_command(argv: &[String]) -> clap::Command {
         let args: Vec<std::ffi::OsString> = argv.iter().map(Into::into).collect();
         command_for(&args).term_width(100)
+    }
+
+    /// Every example of every command's help fits the help's width: a command wrapped onto
+    /// a second line cannot be copied and run.
+    #[test]
+    fn no_example_is_wrapped() {
+        fn check(cmd: &mut clap::Command, path: &str, wrapped: &mut Vec<String>) {
+            let help = cmd.render_long_help().to_string();
+            if let Some((_, examples)) = help.split_once("Examples:\n") {
+                for line in examples.lines().filter(|l| !l.trim().is_empty()) {
+                    if !line.starts_with("  retryctl ") {
+                        wrapped.push(format!("{path}: `{line}`"));
+                    }
+                }
+            }
+            for sub in cmd.get_subcommands_mut() {
+                let name = format!("{path} {}", sub.get_name());
+                check(sub, &name, wrapped);
+            }
+        }
+        let mut cmd = command().term_width(100);
+        cmd.build();
+        let mut wrapped = Vec::new();
+        check(&mut cmd, "retryctl", &mut wrapped);
+        assert!(wrapped.is_empty(), "wrapped example lines:\n{}", wrapped.join("\n"));
     }
 
     #[test]

@@ -92,6 +92,9 @@ fn delete(ctx: &mut Context, plan: &Plan) -> anyhow::Result<ExitCode> {
     // stop the others: its error is printed and the run ends with exit 1. Anything else
     // (unreachable, auth, a broken answer) would fail every later one the same way: stop.
     let mut code = ExitCode::Success;
+    // Each hint once, after the first error that needs it: seven missing names need one
+    // `--ignore-not-found`, and a different refusal keeps its own hint next to it.
+    let mut hinted = std::collections::HashSet::new();
     for (kind, name) in &plan.targets {
         let done = match kind {
             Kind::Queue => delete_queue(ctx, &conn, name, plan, dry),
@@ -101,11 +104,14 @@ fn delete(ctx: &mut Context, plan: &Plan) -> anyhow::Result<ExitCode> {
             Ok(()) => {}
             // Only a refusal this command made (a `CliError` of exit 1) goes on; an I/O
             // error (a closed stdout) stops like any other.
-            Err(e)
+            Err(mut e)
                 if e.chain()
                     .find_map(|c| c.downcast_ref::<CliError>())
                     .is_some_and(|c| c.code == ExitCode::Failure) =>
             {
+                if let Some(c) = e.downcast_mut::<CliError>() {
+                    c.hint = c.hint.take().filter(|h| hinted.insert(h.clone()));
+                }
                 code = crate::error::report(&e, ctx.err);
             }
             Err(e) => return Err(e),

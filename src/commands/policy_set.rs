@@ -57,11 +57,43 @@ pub fn load_from_server(
             EngineKind::Upstream
         }
     };
+    if engine == EngineKind::Upstream {
+        // The same refusal as for files: a design-dialect server's policies may use fields
+        // the upstream engine would silently not read.
+        let unreadable: Vec<String> = policies
+            .iter()
+            .flat_map(|p| {
+                p.upstream_incompatibilities()
+                    .into_iter()
+                    .map(move |field| format!("  server: policy `{}`: {field}", p.name))
+            })
+            .collect();
+        refuse_unreadable(&unreadable, Side::Candidate)?;
+    }
     // Only `--retry-policy` stands in for a missing queue: never "every policy on the server".
     let given = args.retry_policies.clone().unwrap_or_default();
     Simulator::new(policies, queues, Some(given))
         .map(|s| s.from_server().with_engine(engine))
         .map_err(|e| CliError::invalid(e).into())
+}
+
+/// Which side of a replay a policy set is for, so that an error names the flag that chose
+/// its engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// `-f` (and `--engine`).
+    Candidate,
+    /// `--baseline` (and `--baseline-engine`).
+    Baseline,
+}
+
+impl Side {
+    fn engine_flag(self) -> &'static str {
+        match self {
+            Side::Candidate => "--engine",
+            Side::Baseline => "--baseline-engine",
+        }
+    }
 }
 
 /// Policies and queues from `paths`; `None` after writing the validation report when any
@@ -71,6 +103,7 @@ pub fn load_policies(
     paths: &[PathBuf],
     args: &SimulateArgs,
     engine: EngineKind,
+    side: Side,
 ) -> anyhow::Result<Option<Simulator>> {
     let files = input::read_sources(paths, args.source.recursive, Some(&[Kind::RetryPolicy, Kind::Queue]));
     if report::totals(&files).errors > 0 {
@@ -120,19 +153,31 @@ pub fn load_policies(
             }
         }
     }
-    if !unreadable.is_empty() {
-        return Err(CliError::invalid(format!(
-            "the upstream engine cannot evaluate these fields (upstream Armada cannot store them):\n{}",
-            unreadable.join("\n")
-        ))
-        .with_hint(
-            "use --engine design, or keep the policy to what upstream stores (see `retryctl validate --upstream`)",
-        )
-        .into());
-    }
+    refuse_unreadable(&unreadable, side)?;
     Simulator::new(policies, queues, args.retry_policies.clone())
         .map(|s| Some(s.with_engine(engine)))
         .map_err(|e| CliError::invalid(e).into())
+}
+
+/// SPEC §2.10: the upstream engine evaluates only what upstream can store; `unreadable`
+/// lists the fields it cannot (`  FILE: policy `P`: FIELD`).
+fn refuse_unreadable(unreadable: &[String], side: Side) -> anyhow::Result<()> {
+    if !unreadable.is_empty() {
+        let whose = match side {
+            Side::Candidate => "the upstream engine",
+            Side::Baseline => "the baseline's upstream engine",
+        };
+        return Err(CliError::invalid(format!(
+            "{whose} cannot evaluate these fields (upstream Armada cannot store them):\n{}",
+            unreadable.join("\n")
+        ))
+        .with_hint(format!(
+            "use {} design, or keep the policy to what upstream stores (see `retryctl validate --upstream`)",
+            side.engine_flag()
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 pub fn base_config(args: &SimulateArgs) -> anyhow::Result<SchedulerConfig> {

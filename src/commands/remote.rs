@@ -68,12 +68,26 @@ impl Remote {
                 ))
             }
             ClientError::Incompatible { fields, .. } => {
-                if fields.iter().any(|f| f == "retryLimit") {
-                    err.with_hint(
-                        "set `spec.retryLimit` explicitly (upstream reads an absent limit as 0) and \
-                         remove the other fields, or use a server that speaks the design dialect \
-                         (`retryctl serve`)",
-                    )
+                let limit = fields.iter().any(|f| f == "retryLimit");
+                let action = fields.iter().any(|f| f.starts_with("defaultAction"));
+                if limit || action {
+                    let (set, why) = match (limit, action) {
+                        (true, true) => (
+                            "`spec.retryLimit` and `spec.defaultAction`",
+                            "upstream reads an absent limit as 0 and refuses an absent default action",
+                        ),
+                        (true, false) => ("`spec.retryLimit`", "upstream reads an absent limit as 0"),
+                        _ => ("`spec.defaultAction`", "upstream refuses a policy without one"),
+                    };
+                    let others = if fields.len() > usize::from(limit) + usize::from(action) {
+                        " and remove the other fields"
+                    } else {
+                        ""
+                    };
+                    err.with_hint(format!(
+                        "set {set} explicitly ({why}){others}, or use a server that speaks the \
+                         design dialect (`retryctl serve`)"
+                    ))
                 } else {
                     err.with_hint(
                         "remove these fields, or use a server that speaks the design dialect \

@@ -1,21 +1,37 @@
-//! `retryctl schema retrypolicy|queue|failurehistory`: the JSON Schema (draft 2020-12) of the v1 documents,
-//! generated from `model::fields`, the table the strict decoder reads.
+//! `retryctl schema retrypolicy|queue|failurehistory`: the JSON Schema (draft 2020-12) of
+//! each kind (a RetryPolicy's two dialects as `oneOf`), generated from `model::fields`, the
+//! table the strict decoder reads.
 
 use crate::app::Context;
 use crate::cli::{SchemaArgs, SchemaKind};
-use crate::error::ExitCode;
+use crate::error::{CliError, ExitCode};
 use crate::model::fields;
 use crate::output::schema;
 
 /// Where the published schemas live in the repository (the `$id`s), for editors.
 pub const SCHEMA_BASE: &str = "https://github.com/armadaproject/retryctl/schemas";
 
+/// The kinds `schema` and `explain` know, for the usage error of either without one.
+pub const KINDS: &str = "`retrypolicy` (`rp`), `queue` (`q`) or `failurehistory`";
+
 pub fn run(ctx: &mut Context, args: &SchemaArgs) -> anyhow::Result<ExitCode> {
-    let value = match args.kind {
-        SchemaKind::Retrypolicy => schema::schema(
+    // As `kubectl explain` with no resource: a usage error that lists what there is.
+    let Some(kind) = args.kind else {
+        return Err(CliError::usage(format!("name the kind of document: {KINDS}"))
+            .with_hint("for example `retryctl schema retrypolicy > .schemas/retrypolicy.json`")
+            .into());
+    };
+    let value = match kind {
+        SchemaKind::Retrypolicy => schema::schema_one_of(
             &format!("{SCHEMA_BASE}/retrypolicy.json"),
-            "Armada RetryPolicy (armadaproject.io/v1)",
-            fields::RETRY_POLICY,
+            "Armada RetryPolicy (armadaproject.io/v1 or armadaproject.io/v1beta1)",
+            &[
+                ("armadaproject.io/v1 (the design dialect)", fields::RETRY_POLICY),
+                (
+                    "armadaproject.io/v1beta1 (upstream Armada's flat dialect)",
+                    fields::RETRY_POLICY_V1BETA1,
+                ),
+            ],
         ),
         SchemaKind::Queue => schema::schema(
             &format!("{SCHEMA_BASE}/queue.json"),

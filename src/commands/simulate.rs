@@ -24,7 +24,7 @@ use std::path::PathBuf;
 
 use crate::app::Context;
 use crate::cli::{SimulateArgs, SimulateOutput};
-use crate::commands::policy_set::{base_config, load_from_server, load_policies};
+use crate::commands::policy_set::{base_config, load_from_server, load_policies, Side};
 use crate::engine::{Detail, EngineKind};
 use crate::error::{CliError, ExitCode};
 use crate::output::progress::{finish, progress_bar};
@@ -52,12 +52,18 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     let candidate = if args.from_server {
         Some(load_from_server(ctx, args, engine)?)
     } else {
-        load_policies(ctx, &args.source.files, args, engine.unwrap_or_default())?
+        load_policies(
+            ctx,
+            &args.source.files,
+            args,
+            engine.unwrap_or_default(),
+            Side::Candidate,
+        )?
     };
     let baseline = match (&candidate, args.baseline.is_empty()) {
         (Some(sim), false) => {
             let engine = args.baseline_engine.map_or(sim.engine(), EngineKind::from);
-            load_policies(ctx, &args.baseline, args, engine)?.map(Some)
+            load_policies(ctx, &args.baseline, args, engine, Side::Baseline)?.map(Some)
         }
         _ => Some(None),
     };

@@ -251,6 +251,10 @@ pub struct JobState {
     pub failures: u32,
     /// Nodes of every attempted run, returned leases included (upstream's avoidSameNode).
     pub nodes_attempted: Vec<String>,
+    /// Upstream's node anti-affinity on the job (its `NotIn` values, SPEC §2.10): the first
+    /// `nodes_avoided` of `nodes_attempted`. A requeue that adds avoidance adds every node
+    /// attempted so far, and nothing removes any, so the avoided nodes are always a prefix.
+    pub nodes_avoided: usize,
     original_memory: Option<f64>,
     memory_factor: Option<f64>,
     memory_static: Option<f64>,
@@ -917,7 +921,9 @@ fn first_match(policies: Policies<'_>, facts: &RunFacts<'_>) -> Option<(usize, u
 
 /// SPEC §2.4, no rule matched: the first effective policy whose default action is `Retry`.
 fn default_retry(policies: &[&CompiledPolicy]) -> Option<usize> {
-    policies.iter().position(|cp| cp.policy.default_action == Action::Retry)
+    policies
+        .iter()
+        .position(|cp| cp.policy.default_action() == Action::Retry)
 }
 
 /// SPEC §2.4: a retry is granted iff the matched counter is below its effective limit

@@ -683,10 +683,13 @@ impl JobReport {
                 let after = d.retry_after.unwrap_or(ended_at);
                 self.status = JobStatus::Pending { retry_after: after };
                 schedule.eligible_at = after;
-                // A returned lease or a legacy requeue changes no scheduling constraint: the
-                // nodes the last retry avoids stay avoided.
                 if d.kind == DecisionKind::Retry {
                     self.total_delay = GoDuration(self.total_delay.0.saturating_add(d.delay.0));
+                }
+                // In the design a returned lease or a legacy requeue changes no scheduling
+                // constraint: the nodes the last retry avoids stay avoided. Upstream's every
+                // record lists all the job avoids (SPEC §2.10).
+                if d.kind == DecisionKind::Retry || self.engine == EngineKind::Upstream {
                     schedule.avoid = Some(avoiding);
                 }
                 false

@@ -352,7 +352,7 @@ mod tests {
         RetryPolicy {
             name: name.into(),
             retry_limit: Some(1),
-            default_action: Action::Fail,
+            default_action: Some(Action::Fail),
             ..RetryPolicy::default()
         }
     }

@@ -1047,7 +1047,7 @@ fn arb_policy(i: usize) -> impl Strategy<Value = RetryPolicy> {
         .prop_map(move |(limit, retry_default, rules)| RetryPolicy {
             name: format!("p{i}"),
             retry_limit: limit,
-            default_action: if retry_default { Action::Retry } else { Action::Fail },
+            default_action: Some(if retry_default { Action::Retry } else { Action::Fail }),
             rules,
             ..RetryPolicy::default()
         })

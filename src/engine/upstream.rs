@@ -16,9 +16,13 @@
 //! Decisions where upstream's code leaves a choice to a replayer:
 //! - a preempted run ends the job whatever the settings (upstream's preemption path never
 //!   reaches the retry engine), as decision kind `preempted`;
-//! - a returned lease avoids nothing (upstream adds node anti-affinity on the legacy path
-//!   only for a run that was attempted, which a returned lease normally was not), but its
-//!   node counts among the attempted nodes a later `avoidSameNode` retry avoids;
+//! - a returned lease is an attempted run (upstream's executor reports `runAttempted: true`
+//!   for every lease it returns except a pod that could not be scheduled, which a history
+//!   cannot tell apart), so its legacy requeue adds a `NotIn` for every attempted node, its
+//!   own included (`scheduler.go` `addNodeAntiAffinitiesForAttemptedRunsIfSchedulable`);
+//! - the `NotIn` stays on the job: a later retry without `avoidSameNode`, and a lease-expiry
+//!   retry, add nothing but keep what is avoided. Every record's `avoid_nodes` is the job's
+//!   avoided nodes after the decision, a final one's included;
 //! - every run keeps the pod name `armada-<jobId>-0` (upstream's executor reuses it).
 
 use crate::model::history::{Outcome, Run};
@@ -54,81 +58,88 @@ pub fn evaluate(
     failed_at: u64,
 ) -> Decision {
     let global = settings.global_max_retries;
-    if run.outcome == Outcome::Cancelled {
-        return Decision::fail(DecisionKind::Cancelled, state, global);
-    }
-    if run.conditions.contains(&Condition::Preempted) {
-        return Decision::fail(DecisionKind::Preempted, state, global);
-    }
-    if let Some(node) = &run.node {
-        if !state.nodes_attempted.contains(node) {
-            state.nodes_attempted.push(node.clone());
+    // Every record lists the job's avoided nodes after the decision, whichever path decided.
+    let mut d = 'decided: {
+        if run.outcome == Outcome::Cancelled {
+            break 'decided Decision::fail(DecisionKind::Cancelled, state, global);
         }
-    }
-    let policy = match legacy_gate(policy, settings, job, upstream, run) {
-        Ok(p) => p,
-        Err(()) => {
-            return legacy(
-                policy.is_some() && settings.enabled,
-                settings,
-                job,
-                state,
-                run,
-                run_index,
-                failed_at,
-            )
+        if run.conditions.contains(&Condition::Preempted) {
+            break 'decided Decision::fail(DecisionKind::Preempted, state, global);
         }
+        if let Some(node) = &run.node {
+            if !state.nodes_attempted.contains(node) {
+                state.nodes_attempted.push(node.clone());
+            }
+        }
+        let policy = match legacy_gate(policy, settings, job, upstream, run) {
+            Ok(p) => p,
+            Err(()) => {
+                break 'decided legacy(
+                    policy.is_some() && settings.enabled,
+                    settings,
+                    job,
+                    state,
+                    run,
+                    run_index,
+                    failed_at,
+                )
+            }
+        };
+        // FailureCount: failed runs so far, this one included; preempted and returned runs
+        // never reach this point, so they never count. Lease expiry does.
+        state.failures += 1;
+        let used = state.failures - 1;
+        let base = |kind| Decision {
+            policy: Some(0),
+            counter: Some(used),
+            ..Decision::fail(kind, state, global)
+        };
+        // The record's limit is the policy's, as at every engine evaluation; the global one
+        // has its own field (`global_max_retries`).
+        let limit = policy.policy.retry_limit.unwrap_or(0);
+        if let Some(kind) = global_limit(used, global) {
+            break 'decided Decision {
+                limit: Some(limit),
+                ..base(kind)
+            };
+        }
+        let matched = first_matching_rule(policy, run);
+        let action = matched.map_or(policy.policy.default_action(), |r| policy.policy.rules[r].action);
+        let rule_ref = matched.map_or(RuleRef::Default, RuleRef::Index);
+        let signal = Some(match matched {
+            Some(_) => match (&run.category, &run.subcategory) {
+                (Some(c), Some(s)) => format!("category {c}/{s}"),
+                (Some(c), None) => format!("category {c}"),
+                _ => "no category".to_string(),
+            },
+            None => "no rule matched".to_string(),
+        });
+        if action == Action::Fail {
+            let kind = if matched.is_some() {
+                DecisionKind::FailRule
+            } else {
+                DecisionKind::FailDefault
+            };
+            break 'decided Decision {
+                rule: Some(rule_ref),
+                signal,
+                ..base(kind)
+            };
+        }
+        if used >= limit {
+            break 'decided Decision {
+                rule: Some(rule_ref),
+                signal,
+                limit: Some(limit),
+                ..base(DecisionKind::FailPolicyLimit)
+            };
+        }
+        retry(
+            policy, settings, job, state, run, run_index, failed_at, rule_ref, signal, limit,
+        )
     };
-    // FailureCount: failed runs so far, this one included; preempted and returned runs
-    // never reach this point, so they never count. Lease expiry does.
-    state.failures += 1;
-    let used = state.failures - 1;
-    let base = |kind| Decision {
-        policy: Some(0),
-        counter: Some(used),
-        ..Decision::fail(kind, state, global)
-    };
-    if let Some(kind) = global_limit(used, global) {
-        return Decision {
-            limit: Some(global),
-            ..base(kind)
-        };
-    }
-    let matched = first_matching_rule(policy, run);
-    let action = matched.map_or(policy.policy.default_action, |r| policy.policy.rules[r].action);
-    let rule_ref = matched.map_or(RuleRef::Default, RuleRef::Index);
-    let signal = Some(match matched {
-        Some(_) => match (&run.category, &run.subcategory) {
-            (Some(c), Some(s)) => format!("category {c}/{s}"),
-            (Some(c), None) => format!("category {c}"),
-            _ => "no category".to_string(),
-        },
-        None => "no rule matched".to_string(),
-    });
-    let limit = policy.policy.retry_limit.unwrap_or(0);
-    if action == Action::Fail {
-        let kind = if matched.is_some() {
-            DecisionKind::FailRule
-        } else {
-            DecisionKind::FailDefault
-        };
-        return Decision {
-            rule: Some(rule_ref),
-            signal,
-            ..base(kind)
-        };
-    }
-    if used >= limit {
-        return Decision {
-            rule: Some(rule_ref),
-            signal,
-            limit: Some(limit),
-            ..base(DecisionKind::FailPolicyLimit)
-        };
-    }
-    retry(
-        policy, settings, job, state, run, run_index, failed_at, rule_ref, signal, limit,
-    )
+    d.avoid_nodes = state.nodes_attempted[..state.nodes_avoided].to_vec();
+    d
 }
 
 /// scheduler.go's gates, in order: no policy, gang, failFast, a returned lease → the legacy
@@ -149,12 +160,12 @@ fn legacy_gate<'p>(
 }
 
 /// The legacy path: a returned lease is requeued while `attempts < maxAttemptedRuns`
-/// (unless failFast); anything else is final.
+/// (unless failFast), avoiding every attempted node; anything else is final.
 fn legacy(
     engine_on: bool,
     settings: &Settings,
     job: &JobContext<'_>,
-    state: &JobState,
+    state: &mut JobState,
     run: &Run,
     run_index: usize,
     failed_at: u64,
@@ -165,6 +176,7 @@ fn legacy(
     }
     let attempts = u32::try_from(run_index + 1).unwrap_or(u32::MAX);
     if run.outcome == Outcome::LeaseReturned && attempts < settings.max_attempted_runs {
+        avoid_attempted_nodes(state);
         let kind = if engine_on {
             DecisionKind::LeaseReturned
         } else {
@@ -221,7 +233,6 @@ fn retry(
     state.total_retries += 1;
     let lease_expired =
         run.category.as_deref() == Some(LEASE_EXPIRED.0) && run.subcategory.as_deref() == Some(LEASE_EXPIRED.1);
-    let mut avoid_nodes = Vec::new();
     let mut memory_note = None;
     if let (RuleRef::Index(r), false) = (rule_ref, lease_expired) {
         let avoid_same = policy.policy.rules[r]
@@ -230,7 +241,7 @@ fn retry(
             .and_then(|m| m.affinity.as_ref())
             .is_some_and(|a| a.avoid_same_node);
         if avoid_same {
-            avoid_nodes.clone_from(&state.nodes_attempted);
+            avoid_attempted_nodes(state);
         }
         memory_note = apply_memory_bump(state, policy, r).map(MemoryNote::as_str);
     }
@@ -244,12 +255,17 @@ fn retry(
         total_retries: state.total_retries,
         global_max_retries: settings.global_max_retries,
         retry_after: Some(failed_at),
-        avoid_nodes,
         memory: state.memory,
         memory_note,
         next_pod_name: Some(pod_name(job.id, run_index + 1, false)),
         ..Decision::fail(DecisionKind::Retry, state, settings.global_max_retries)
     }
+}
+
+/// The scheduler's requeue with node anti-affinity: a `NotIn` for the node of every
+/// attempted run so far, this one included, added to what the job already avoids.
+fn avoid_attempted_nodes(state: &mut JobState) {
+    state.nodes_avoided = state.nodes_attempted.len();
 }
 
 /// The decision in upstream's own words (engine.go's `Reason`), for the kinds the upstream

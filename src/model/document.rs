@@ -349,7 +349,7 @@ fn validate_resource(resource: &Resource) -> Vec<Diagnostic> {
 
 /// A validator message names fields in the wire layout; a v1beta1 document spells the
 /// category matchers `onCategory` / `onSubcategory`, so the message does too.
-fn document_message(message: &str, kind: Kind, version: ApiVersion) -> String {
+pub(super) fn document_message(message: &str, kind: Kind, version: ApiVersion) -> String {
     match (kind, version) {
         (Kind::RetryPolicy, ApiVersion::V1beta1) => message
             .replace("`onFailureSubcategory`", "`onSubcategory`")
@@ -501,9 +501,6 @@ pub fn document_path(path: &str, kind: Kind, version: ApiVersion) -> String {
 // ---------------------------------------------------------------------------------------
 // RetryPolicy
 
-const V1BETA1_TOP: [&str; 6] = ["apiVersion", "kind", "name", "retryLimit", "defaultAction", "rules"];
-const V1BETA1_RULE: [&str; 4] = ["action", "onCategory", "onSubcategory", "mutate"];
-
 fn decode_policy(dec: &mut Decoder, node: &Node, version: ApiVersion) -> Option<RetryPolicy> {
     match version {
         ApiVersion::V1 => decode_policy_v1(dec, node),
@@ -527,7 +524,7 @@ fn decode_policy_v1(dec: &mut Decoder, node: &Node) -> Option<RetryPolicy> {
         policy.retry_limit = dec.u32(n, "spec.retryLimit");
     }
     if let Some(n) = spec_fields.get("defaultAction") {
-        policy.default_action = action(dec, n, "spec.defaultAction").unwrap_or_default();
+        policy.default_action = action(dec, n, "spec.defaultAction");
     }
     if let Some(n) = spec_fields.get("backoff") {
         policy.backoff = backoff(dec, n, "spec.backoff");
@@ -631,7 +628,7 @@ fn category_list(dec: &mut Decoder, node: &Node, path: &str) -> Option<Vec<Strin
 }
 
 fn decode_policy_v1beta1(dec: &mut Decoder, node: &Node) -> Option<RetryPolicy> {
-    let top = dec.fields(node, "", &V1BETA1_TOP)?;
+    let top = dec.fields(node, "", &fields::names(fields::RETRY_POLICY_V1BETA1))?;
     let mut policy = RetryPolicy {
         // Upstream meaning: an absent limit is 0, never retry.
         retry_limit: Some(0),
@@ -643,15 +640,25 @@ fn decode_policy_v1beta1(dec: &mut Decoder, node: &Node) -> Option<RetryPolicy> 
     if let Some(n) = top.get("retryLimit") {
         policy.retry_limit = dec.u32(n, "retryLimit").or(Some(0));
     }
-    if let Some(n) = top.get("defaultAction") {
-        policy.default_action = action(dec, n, "defaultAction").unwrap_or_default();
+    match top.get("defaultAction") {
+        Some(n) => policy.default_action = action(dec, n, "defaultAction"),
+        // Upstream refuses a policy without one (`validation.go`), and its engine will not
+        // default it: a truncated definition must not become "retry everything" or "fail
+        // everything" silently. The design dialect (v1) keeps its documented `Fail`.
+        None => dec.error(
+            node,
+            "missing-field",
+            "defaultAction",
+            "missing required field `defaultAction`: `armadaproject.io/v1beta1` (upstream Armada) \
+             refuses a policy without one; write `defaultAction: Fail` or `defaultAction: Retry`",
+        ),
     }
     if let Some(n) = top.get("rules") {
         if let Some(items) = dec.seq(n, "rules") {
             for (i, item) in items.iter().enumerate() {
                 let path = index("rules", i);
                 let mut rule = Rule::default();
-                if let Some(f) = dec.fields(item, &path, &V1BETA1_RULE) {
+                if let Some(f) = dec.fields(item, &path, &fields::names(fields::RULE_V1BETA1)) {
                     if let Some(a) = dec.require(&f, item, "action") {
                         rule.action = action(dec, a, &f.path_of("action")).unwrap_or_default();
                     }

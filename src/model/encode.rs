@@ -23,7 +23,10 @@ fn policy_v1(policy: &RetryPolicy) -> Value {
     if let Some(limit) = policy.retry_limit {
         spec.insert("retryLimit".into(), json!(limit));
     }
-    spec.insert("defaultAction".into(), json!(policy.default_action.as_str()));
+    // Unset stays unset (read as `Fail`), so that what is printed reads back the same.
+    if let Some(action) = policy.default_action {
+        spec.insert("defaultAction".into(), json!(action.as_str()));
+    }
     if let Some(b) = backoff(&policy.backoff) {
         spec.insert("backoff".into(), b);
     }
@@ -127,7 +130,14 @@ pub fn mutation(mutate: &Mutation) -> Value {
 }
 
 fn policy_v1beta1(policy: &RetryPolicy) -> Result<Value, Vec<String>> {
-    let misfits = policy.upstream_incompatibilities();
+    // An unset `defaultAction` means `Fail` in v1, which v1beta1 can say: written out below,
+    // not a misfit. (Sending it unset to an upstream server is still refused, as upstream
+    // refuses it: SPEC §5.)
+    let misfits: Vec<String> = policy
+        .upstream_incompatibilities()
+        .into_iter()
+        .filter(|f| !f.starts_with("defaultAction"))
+        .collect();
     if !misfits.is_empty() {
         return Err(misfits);
     }
@@ -136,7 +146,7 @@ fn policy_v1beta1(policy: &RetryPolicy) -> Result<Value, Vec<String>> {
     m.insert("kind".into(), json!("RetryPolicy"));
     m.insert("name".into(), json!(policy.name));
     m.insert("retryLimit".into(), json!(policy.retry_limit.unwrap_or(0)));
-    m.insert("defaultAction".into(), json!(policy.default_action.as_str()));
+    m.insert("defaultAction".into(), json!(policy.default_action().as_str()));
     let rules: Vec<Value> = policy
         .rules
         .iter()

@@ -1,5 +1,5 @@
-//! The one definition of the fields of the v1 RetryPolicy and the Queue documents: names,
-//! types, bounds and documentation.
+//! The one definition of the fields of the RetryPolicy (both dialects), Queue and
+//! FailureHistory documents: names, types, bounds and documentation.
 //!
 //! Owns: the field tables. The strict decoder (`document`) takes the fields it accepts at
 //! each level from here, `explain` prints them, and `schema` turns them into JSON Schema, so
@@ -9,7 +9,7 @@
 //! precise messages).
 
 use super::document::{API_V1, API_V1BETA1};
-use super::policy::{Action, Condition};
+use super::policy::Condition;
 
 /// The type of a field's value.
 #[derive(Debug)]
@@ -29,14 +29,42 @@ pub enum Ty {
     /// A Go-style duration string (`10s`, `1h30m`).
     Duration,
     Enum(&'static [&'static str]),
+    /// `Retry` or `Fail` as the decoder reads them (`Action::parse`): any case, upstream's
+    /// `RETRY_ACTION_*` names and its enum numbers 1 and 2.
+    Action,
     Array {
         items: &'static Ty,
         max_items: Option<u64>,
         unique: bool,
     },
+    /// A list that must not be empty.
+    NonEmpty(&'static Ty),
+    /// A number greater than this (`factor`: above 1.0).
+    Above(f64),
+    /// A positive Kubernetes quantity (`512Mi`, `1.5G`, or plain bytes).
+    Quantity,
+    /// A regular expression (RE2 syntax, at most 1024 bytes).
+    Regex,
     /// A map of strings to strings (`labels`).
     StringMap,
     Object(&'static [Field]),
+    /// An object with cross-field rules the validator enforces (a rule's matchers, a
+    /// memory bump's one kind), stated in the schema too.
+    Checked(&'static [Field], &'static [Constraint]),
+}
+
+/// A rule between an object's fields (a field given as null counts as not set).
+#[derive(Debug)]
+pub enum Constraint {
+    /// At least one of these is set.
+    AnyOf(&'static [&'static str]),
+    /// Exactly one of these is set.
+    ExactlyOne(&'static [&'static str]),
+    /// When `field` is set, one of `needs` is set too.
+    Requires {
+        field: &'static str,
+        needs: &'static [&'static str],
+    },
 }
 
 #[derive(Debug)]
@@ -65,7 +93,7 @@ const fn req(name: &'static str, ty: Ty, doc: &'static str) -> Field {
     }
 }
 
-const NAME: Ty = Ty::Pattern("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
+const NAME: Ty = Ty::Pattern("^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$");
 const LIMIT: Ty = Ty::Int { min: 0, max: 10_000 };
 const CATEGORY: Ty = Ty::Pattern("^\\S{1,63}$");
 
@@ -90,24 +118,24 @@ pub const EXIT_CODES: &[Field] = &[
     ),
     req(
         "values",
-        Ty::Array {
+        Ty::NonEmpty(&Ty::Array {
             items: &Ty::Int { min: 1, max: 255 },
             max_items: Some(255),
             unique: true,
-        },
+        }),
         "Exit codes 1..=255, unique, non-empty. `0` means not set and never matches.",
     ),
 ];
 
 pub const TERMINATION_MESSAGE: &[Field] = &[req(
     "pattern",
-    Ty::Str,
+    Ty::Regex,
     "A regular expression (RE2 syntax, at most 1024 bytes) searched in the container's termination message.",
 )];
 
 pub const MEMORY: &[Field] = &[
-    f("factor", Ty::Num { min: Some(1.0), max: None }, "Multiply the job's memory by this (> 1.0) at each retry, compounding. Exactly one of factor and static."),
-    f("static", Ty::Str, "Add this Kubernetes quantity (`512Mi`, `1Gi`) to the job's memory at each retry. Exactly one of factor and static."),
+    f("factor", Ty::Above(1.0), "Multiply the job's memory by this (> 1.0) at each retry, compounding. Exactly one of factor and static."),
+    f("static", Ty::Quantity, "Add this Kubernetes quantity (`512Mi`, `1Gi`) to the job's memory at each retry. Exactly one of factor and static."),
 ];
 
 pub const MUTATE: &[Field] = &[
@@ -124,7 +152,7 @@ pub const MUTATE: &[Field] = &[
         "resources",
         Ty::Object(&[f(
             "memory",
-            Ty::Object(MEMORY),
+            Ty::Checked(MEMORY, &[Constraint::ExactlyOne(&["factor", "static"])]),
             "Grow the job's memory for the next run.",
         )]),
         "Resource changes for the retry.",
@@ -134,7 +162,7 @@ pub const MUTATE: &[Field] = &[
 pub const RULE: &[Field] = &[
     req(
         "action",
-        Ty::Enum(&Action::NAMES),
+        Ty::Action,
         "`Retry` or `Fail`: what happens to a failure this rule matches.",
     ),
     f(
@@ -149,11 +177,11 @@ pub const RULE: &[Field] = &[
     ),
     f(
         "onConditions",
-        Ty::Array {
+        Ty::NonEmpty(&Ty::Array {
             items: &Ty::Enum(&Condition::NAMES),
             max_items: None,
             unique: true,
-        },
+        }),
         "Matches when the run failed with one of these conditions (case-sensitive).",
     ),
     f(
@@ -168,20 +196,20 @@ pub const RULE: &[Field] = &[
     ),
     f(
         "onFailureCategory",
-        Ty::Array {
+        Ty::NonEmpty(&Ty::Array {
             items: &CATEGORY,
             max_items: None,
             unique: false,
-        },
+        }),
         "Matches when the executor assigned one of these failure categories.",
     ),
     f(
         "onFailureSubcategory",
-        Ty::Array {
+        Ty::NonEmpty(&Ty::Array {
             items: &CATEGORY,
             max_items: None,
             unique: false,
-        },
+        }),
         "Narrows onFailureCategory to these subcategories (requires onFailureCategory).",
     ),
     f(
@@ -211,6 +239,31 @@ pub const RULE: &[Field] = &[
     ),
 ];
 
+/// A v1 rule needs a matcher (`onCategory` is upstream's spelling of one), and a
+/// subcategory narrows a category.
+const RULE_CONSTRAINTS: &[Constraint] = &[
+    Constraint::AnyOf(&[
+        "onConditions",
+        "onExitCodes",
+        "onTerminationMessage",
+        "onFailureCategory",
+        "onCategory",
+        "onFailureSubcategory",
+    ]),
+    Constraint::Requires {
+        field: "onFailureSubcategory",
+        needs: &["onFailureCategory", "onCategory"],
+    },
+];
+
+const RULE_V1BETA1_CONSTRAINTS: &[Constraint] = &[
+    Constraint::AnyOf(&["onCategory", "onSubcategory"]),
+    Constraint::Requires {
+        field: "onSubcategory",
+        needs: &["onCategory"],
+    },
+];
+
 pub const SPEC: &[Field] = &[
     f(
         "retryLimit",
@@ -219,7 +272,7 @@ pub const SPEC: &[Field] = &[
     ),
     f(
         "defaultAction",
-        Ty::Enum(&Action::NAMES),
+        Ty::Action,
         "What happens when no rule matches: `Fail` (default) or `Retry`.",
     ),
     f(
@@ -231,7 +284,7 @@ pub const SPEC: &[Field] = &[
     f(
         "rules",
         Ty::Array {
-            items: &Ty::Object(RULE),
+            items: &Ty::Checked(RULE, RULE_CONSTRAINTS),
             max_items: Some(100),
             unique: false,
         },
@@ -255,6 +308,61 @@ pub const RETRY_POLICY: &[Field] = &[
     req("kind", Ty::Enum(&["RetryPolicy"]), "`RetryPolicy`."),
     req("metadata", Ty::Object(METADATA), "The policy's name."),
     req("spec", Ty::Object(SPEC), "What is retried, how often and how."),
+];
+
+/// A rule of upstream's flat dialect (v1beta1): one category, as upstream stores it.
+pub const RULE_V1BETA1: &[Field] = &[
+    req(
+        "action",
+        Ty::Action,
+        "`Retry` or `Fail`: what happens to a failure this rule matches.",
+    ),
+    f(
+        "onCategory",
+        CATEGORY,
+        "Matches when the executor assigned this failure category (exact, case-sensitive).",
+    ),
+    f(
+        "onSubcategory",
+        CATEGORY,
+        "Narrows onCategory to this subcategory (requires onCategory).",
+    ),
+    f(
+        "mutate",
+        Ty::Object(MUTATE),
+        "Changes to the job for the retry (Retry rules only).",
+    ),
+];
+
+/// A RetryPolicy in upstream's flat dialect (`armadaproject.io/v1beta1`), exactly as
+/// upstream armadactl accepts it.
+pub const RETRY_POLICY_V1BETA1: &[Field] = &[
+    req(
+        "apiVersion",
+        Ty::Enum(&[API_V1BETA1]),
+        "`armadaproject.io/v1beta1`: upstream Armada's flat layout (the design's is `armadaproject.io/v1`).",
+    ),
+    req("kind", Ty::Enum(&["RetryPolicy"]), "`RetryPolicy`."),
+    req("name", NAME, "RFC 1123 label, at most 63 characters."),
+    f(
+        "retryLimit",
+        LIMIT,
+        "Retries the policy allows (0..=10000). Absent means 0, never retry, as upstream reads it.",
+    ),
+    req(
+        "defaultAction",
+        Ty::Action,
+        "What happens when no rule matches: `Fail` or `Retry`. Required: upstream refuses a policy without one.",
+    ),
+    f(
+        "rules",
+        Ty::Array {
+            items: &Ty::Checked(RULE_V1BETA1, RULE_V1BETA1_CONSTRAINTS),
+            max_items: Some(100),
+            unique: false,
+        },
+        "Ordered rules; the first whose category (and subcategory) matches a failure decides. At most 100.",
+    ),
 ];
 
 pub const PERMISSION: &[Field] = &[
@@ -319,8 +427,8 @@ pub const HISTORY_JOB: &[Field] = &[
     ),
     f(
         "memory",
-        Ty::Str,
-        "The job's memory request (`8Gi`), for memory mutations.",
+        Ty::Quantity,
+        "The job's memory request (`8Gi`, or bytes), for memory mutations.",
     ),
     f(
         "submittedAt",
@@ -340,7 +448,7 @@ pub const HISTORY_CONTAINER: &[Field] = &[
 ];
 
 pub const RUN_EXPECT: &[Field] = &[
-    f("action", Ty::Enum(&Action::NAMES), "The expected action."),
+    f("action", Ty::Action, "The expected action."),
     f(
         "decision",
         Ty::Enum(&super::history::DECISION_KINDS),
@@ -540,8 +648,8 @@ pub fn object_at(root: &'static [Field], path: &str) -> Option<&'static [Field]>
 /// The object fields of a type, looking through arrays.
 pub fn object_of(ty: &'static Ty) -> Option<&'static [Field]> {
     match ty {
-        Ty::Object(f) => Some(f),
-        Ty::Array { items, .. } => object_of(items),
+        Ty::Object(f) | Ty::Checked(f, _) => Some(f),
+        Ty::Array { items, .. } | Ty::NonEmpty(items) => object_of(items),
         _ => None,
     }
 }
@@ -566,13 +674,16 @@ pub fn type_name(ty: &Ty) -> String {
     match ty {
         Ty::Str | Ty::Pattern(_) => "string".into(),
         Ty::Int { .. } => "integer".into(),
-        Ty::Num { .. } => "number".into(),
+        Ty::Num { .. } | Ty::Above(_) => "number".into(),
+        Ty::Quantity => "quantity".into(),
+        Ty::Regex => "string".into(),
+        Ty::NonEmpty(items) => type_name(items),
         Ty::Bool => "boolean".into(),
         Ty::Duration => "duration".into(),
-        Ty::Enum(_) => "enum".into(),
+        Ty::Enum(_) | Ty::Action => "enum".into(),
         Ty::Array { items, .. } => format!("[]{}", type_name(items)),
         Ty::StringMap => "map[string]string".into(),
-        Ty::Object(_) => "object".into(),
+        Ty::Object(_) | Ty::Checked(..) => "object".into(),
     }
 }
 
@@ -609,7 +720,7 @@ mod tests {
 
     fn object_of_ty(ty: &'static Ty) -> Option<&'static [Field]> {
         match ty {
-            Ty::Object(f) => Some(f),
+            Ty::Object(f) | Ty::Checked(f, _) => Some(f),
             _ => None,
         }
     }

@@ -506,7 +506,8 @@ pub fn failure_history_json(h: &FailureHistory) -> serde_json::Value {
         job.insert("terminationGracePeriod".into(), json!(g.to_string()));
     }
     if let Some(m) = h.job.memory {
-        job.insert("memory".into(), json!(format!("{m:.0}")));
+        // Plain bytes, exactly (a fraction of a byte included): `{m:.0}` would round it.
+        job.insert("memory".into(), json!(format!("{m}")));
     }
     if let Some(t) = h.job.submitted_at {
         job.insert("submittedAt".into(), json!(t.to_string()));

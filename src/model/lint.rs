@@ -184,9 +184,34 @@ pub fn upstream_errors(policy: &RetryPolicy) -> Vec<Diagnostic> {
                 "no `spec.retryLimit`: an upstream Armada server reads an absent limit as 0 (never retry), so \
                  `create` refuses it; set it explicitly"
                     .to_string()
-            } else {
+            } else if path == "defaultAction" {
+                "no `spec.defaultAction`: upstream Armada refuses a policy without one (it will not default \
+                 to `Fail`), so `create` against an upstream server and `--engine upstream` refuse it; \
+                 write `defaultAction: Fail` or `defaultAction: Retry`"
+                    .to_string()
+            } else if !path.ends_with(']') {
                 let field = path.rsplit('.').next().unwrap_or(&path);
-                format!("upstream Armada cannot store `{field}`{why}; `create` against an upstream server refuses this policy")
+                match why.as_str() {
+                    " (more than one category)" | " (more than one subcategory)" => format!(
+                        "upstream Armada stores one {} per rule, and `{field}` lists more than one; \
+                         `create` against an upstream server refuses this policy",
+                        if field.ends_with("Subcategory") {
+                            "subcategory"
+                        } else {
+                            "category"
+                        }
+                    ),
+                    _ => format!(
+                        "upstream Armada cannot store `{field}`{why}; `create` against an upstream server \
+                         refuses this policy"
+                    ),
+                }
+            } else {
+                // The rule itself (`rules[0]`): what it lacks has no field to name.
+                "this rule has no category, and upstream Armada stores only category rules \
+                 (`onCategory`, optionally `onSubcategory`); `create` against an upstream server \
+                 refuses this policy"
+                    .to_string()
             };
             Diagnostic::error("upstream-incompatible", path, message)
         })
@@ -216,9 +241,16 @@ pub fn lint_documents<'a>(documents: impl IntoIterator<Item = &'a mut Document>,
             if absent_limit && d.code == "zero-limit" && d.message.ends_with("(from the policy's `retryLimit`)") {
                 d.message = "this `Retry` rule never retries: the policy has no `retryLimit`, which `armadaproject.io/v1beta1` reads as 0; set `retryLimit`".to_string();
             }
+            // Fields are named as the user wrote them (`onCategory` in a v1beta1 document),
+            // in the path and in the message.
             let path = super::document::document_path(&d.path, super::document::Kind::RetryPolicy, version);
-            doc.push(Diagnostic { path, ..d });
+            let message = super::document::document_message(&d.message, super::document::Kind::RetryPolicy, version);
+            doc.push(Diagnostic { path, message, ..d });
         }
+        // A reader goes down the file, so the report does too (decoder and validator
+        // findings are already in this order; stable: one place keeps its finding order).
+        doc.diagnostics
+            .sort_by_key(|d| d.pos.map_or((usize::MAX, usize::MAX), |p| (p.line, p.column)));
     }
     if let Some(default) = &options.default_policy_name {
         if !policy_names.contains(default) {

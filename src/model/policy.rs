@@ -209,20 +209,34 @@ pub struct RetryPolicy {
     /// `None`: each rule's limit falls back to `globalMaxRetries` (v1 only; v1beta1 reads an
     /// absent limit as 0).
     pub retry_limit: Option<u32>,
-    pub default_action: Action,
+    /// `None`: not written. The design dialect reads it as `Fail` ([`Self::default_action`]);
+    /// upstream refuses a policy without one (SPEC §5), so v1beta1 requires it and
+    /// [`Self::upstream_incompatibilities`] names it.
+    pub default_action: Option<Action>,
     pub backoff: Backoff,
     pub anti_affinity: Option<AntiAffinityMode>,
     pub rules: Vec<Rule>,
 }
 
 impl RetryPolicy {
+    /// What happens when no rule matches: the `defaultAction` written, else `Fail` (the
+    /// design dialect's documented default).
+    pub fn default_action(&self) -> Action {
+        self.default_action.unwrap_or(Action::Fail)
+    }
+
     /// The design-dialect fields this policy uses that upstream Armada cannot store, as
     /// field paths (`rules[0].onExitCodes`). Empty when the policy fits upstream's
-    /// category-only model. An unset `retryLimit` counts: upstream would read it as 0.
+    /// category-only model. An unset `retryLimit` counts: upstream would read it as 0; so
+    /// does an unset `defaultAction`: upstream refuses to store it and its engine refuses to
+    /// default it.
     pub fn upstream_incompatibilities(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.retry_limit.is_none() {
             out.push("retryLimit".to_string());
+        }
+        if self.default_action.is_none() {
+            out.push("defaultAction (unset: upstream refuses a policy without one)".to_string());
         }
         if !self.backoff.is_empty() {
             out.push("backoff".to_string());
@@ -248,7 +262,8 @@ impl RetryPolicy {
                 out.push(p("onTerminationMessage"));
             }
             match &rule.on_failure_category {
-                None => out.push(p("onFailureCategory (upstream requires one category)")),
+                // Named by the rule: there is no category field to name.
+                None => out.push(format!("rules[{i}] (no category: upstream stores only category rules)")),
                 Some(c) if c.len() != 1 => out.push(p("onFailureCategory (more than one category)")),
                 _ => {}
             }

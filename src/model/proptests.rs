@@ -166,7 +166,7 @@ fn policy() -> impl Strategy<Value = RetryPolicy> {
     (
         name(),
         option::of(0..=10_000u32),
-        action(),
+        option::of(action()),
         backoff(),
         anti_affinity(),
         vec(rule(), 0..8),

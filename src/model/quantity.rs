@@ -1,7 +1,8 @@
 //! Kubernetes resource quantities (`512Mi`, `1Gi`, `1.5G`, `100m`), as `mutate.resources.memory.static`.
 //!
-//! Owns: parsing a quantity into a number of base units. Must not: round or reformat the
-//! user's text (the text is what is stored and sent).
+//! Owns: parsing a quantity into a number of base units, and writing a number of bytes back
+//! exactly (every output format's memory). Must not: round, or reformat the user's text
+//! (the text is what is stored and sent).
 
 /// Parses a quantity into base units (bytes for memory). Follows the Kubernetes grammar
 /// `^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$`.
@@ -54,36 +55,48 @@ pub fn parse_quantity(text: &str) -> Result<f64, String> {
     Ok(result)
 }
 
-/// Formats a byte count the way `kubectl` would show memory: the largest binary suffix that
-/// divides it, else plain bytes.
+/// Formats a byte count exactly, so that [`parse_quantity`] reads back the same value
+/// (SPEC §2.9: memory is never rounded). A whole number of bytes is written in Kubernetes'
+/// canonical style: the largest binary suffix that divides it (`8Gi`, `1536Mi`), else the
+/// largest decimal one (`1100M`, `2500k`), else plain bytes; a fraction of a byte (a
+/// quantity such as `1.1Ki` is 1126.4 bytes) as the shortest decimal that reads back the
+/// same (`1126.4`).
 pub fn format_bytes(bytes: f64) -> String {
-    let b = bytes.round();
-    if b <= 0.0 || !b.is_finite() {
-        return format!("{b}");
+    if !bytes.is_finite() {
+        return format!("{bytes}");
     }
-    for (suffix, unit) in [
-        ("Ei", 1u64 << 60),
-        ("Pi", 1 << 50),
-        ("Ti", 1 << 40),
-        ("Gi", 1 << 30),
-        ("Mi", 1 << 20),
-        ("Ki", 1 << 10),
-    ] {
-        let unit = unit as f64;
-        if b >= unit && (b / unit).fract() == 0.0 {
-            return format!("{}{suffix}", b / unit);
+    if bytes > 0.0 && bytes.fract() == 0.0 {
+        for (suffix, unit) in [
+            ("Ei", 1024f64.powi(6)),
+            ("Pi", 1024f64.powi(5)),
+            ("Ti", 1024f64.powi(4)),
+            ("Gi", 1024f64.powi(3)),
+            ("Mi", 1024f64.powi(2)),
+            ("Ki", 1024f64),
+            ("E", 1e18),
+            ("P", 1e15),
+            ("T", 1e12),
+            ("G", 1e9),
+            ("M", 1e6),
+            ("k", 1e3),
+        ] {
+            let n = bytes / unit;
+            // `n * unit` is what `parse_quantity` computes from the text: only a suffix it
+            // reads back exactly is used (a decimal unit need not divide an f64 exactly).
+            if n >= 1.0 && n.fract() == 0.0 && n * unit == bytes {
+                return format!("{n}{suffix}");
+            }
         }
     }
-    for (suffix, unit) in [("Gi", (1u64 << 30) as f64), ("Mi", (1u64 << 20) as f64)] {
-        if b >= unit {
-            return format!("{:.2}{suffix}", b / unit);
-        }
-    }
-    format!("{b}")
+    // Rust writes the shortest decimal that parses back to the same f64, never with an
+    // exponent: plain bytes.
+    format!("{bytes}")
 }
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     #[test]
@@ -102,5 +115,49 @@ mod tests {
     fn formats() {
         assert_eq!(format_bytes(1536.0 * 1024.0 * 1024.0), "1536Mi");
         assert_eq!(format_bytes(8.0 * (1u64 << 30) as f64), "8Gi");
+        // Issue 25: these were `1.02Gi` and `2.38Mi`, wrong by megabytes.
+        assert_eq!(format_bytes(1_100_000_000.0), "1100M");
+        assert_eq!(format_bytes(parse_quantity("2500k").unwrap()), "2500k");
+        assert_eq!(format_bytes(1_100_000_001.0), "1100000001");
+        assert_eq!(format_bytes(parse_quantity("1.1Ki").unwrap()), "1126.4");
+        assert_eq!(format_bytes(1024.0 * 1000.0), "1000Ki");
+        assert_eq!(format_bytes(0.5), "0.5");
+    }
+
+    /// A quantity as a user or Lookout writes it: a number (with a fraction sometimes) and
+    /// any suffix `parse_quantity` knows.
+    fn quantity_text() -> impl Strategy<Value = String> {
+        let suffix = prop::sample::select(vec![
+            "", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "k", "M", "G", "T", "P", "E", "m", "u", "n", "e3", "E6",
+        ]);
+        (1u64..1_000_000, prop::option::of(0u32..1000), suffix).prop_map(|(whole, frac, suffix)| match frac {
+            Some(f) => format!("{whole}.{f}{suffix}"),
+            None => format!("{whole}{suffix}"),
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn printed_memory_reads_back_the_same_bytes(text in quantity_text()) {
+            let bytes = parse_quantity(&text).unwrap();
+            let printed = format_bytes(bytes);
+            prop_assert_eq!(parse_quantity(&printed), Ok(bytes), "{} printed as {}", text, printed);
+        }
+
+        #[test]
+        fn any_byte_count_reads_back(bytes in 1u64..(1 << 62)) {
+            let b = bytes as f64;
+            prop_assert_eq!(parse_quantity(&format_bytes(b)), Ok(b));
+        }
+
+        /// A memory mutation's result (`ceil(current × factor)`, or a static added) prints
+        /// exactly too.
+        #[test]
+        fn grown_memory_reads_back(start in quantity_text(), factor in 1.0001f64..10.0, add in quantity_text()) {
+            let m = parse_quantity(&start).unwrap();
+            for grown in [(m * factor).ceil(), m + parse_quantity(&add).unwrap()] {
+                prop_assert_eq!(parse_quantity(&format_bytes(grown)), Ok(grown), "{}", grown);
+            }
+        }
     }
 }

@@ -9,7 +9,8 @@
 //! scheduler's `globalMaxRetries` (SPEC §2.4), and is shown capped at `globalMaxRetries`
 //! (which also caps the job's retries across all rules). The backoff schedule lists one
 //! line per retry up to the limit, collapsing the tail once the delay reaches `maxDelay`.
-//! Without `--scheduler-config` the scheduler defaults are used, and the text says so.
+//! Without `--scheduler-config` retryctl's defaults (SPEC §3.1) are used, and the text says
+//! they are not a scheduler's.
 
 use std::io::{self, Write};
 
@@ -27,12 +28,23 @@ pub struct Scheduler<'a> {
 
 impl Scheduler<'_> {
     fn global_words(&self) -> String {
+        format!(
+            "globalMaxRetries {} ({})",
+            self.settings.global_max_retries,
+            self.global_source()
+        )
+    }
+
+    /// Where `globalMaxRetries` comes from. Without a file it is retryctl's own assumption
+    /// (SPEC §3.1, what `simulate` assumes too), not any scheduler's: upstream's shipped
+    /// config (`config/scheduler/config.yaml` at `207cc9e`) has the engine off and 5.
+    fn global_source(&self) -> String {
         match self.source {
-            Some(file) => format!("globalMaxRetries {} (from {file})", self.settings.global_max_retries),
-            None => format!(
-                "globalMaxRetries {} (the scheduler default; pass --scheduler-config FILE for yours)",
-                self.settings.global_max_retries
-            ),
+            Some(file) => format!("from {file}"),
+            None => "retryctl's default without --scheduler-config, not your scheduler's: upstream \
+                     Armada ships `enabled: false, globalMaxRetries: 5`; pass --scheduler-config \
+                     FILE for yours"
+                .to_string(),
         }
     }
 }
@@ -81,7 +93,7 @@ pub fn write_policy(
     writeln!(
         out,
         "Default action:  {}",
-        match policy.default_action {
+        match policy.default_action() {
             Action::Fail => "Fail: a failure no rule matches fails the job".to_string(),
             Action::Retry => format!(
                 "Retry: a failure no rule matches is retried, up to {} times",
@@ -102,7 +114,7 @@ pub fn write_policy(
             write_rule(out, i + 1, rule, policy, scheduler)?;
         }
     }
-    if policy.default_action == Action::Retry {
+    if policy.default_action() == Action::Retry {
         writeln!(out, "  default (no rule matched): Retry")?;
         write_retry_details(out, None, policy, scheduler)?;
     }
@@ -310,7 +322,7 @@ pub fn write_queue(
                     i + 1,
                     p.rules.len(),
                     if p.rules.len() == 1 { "rule" } else { "rules" },
-                    p.default_action.as_str()
+                    p.default_action().as_str()
                 )?;
                 for (r, rule) in p.rules.iter().enumerate() {
                     let detail = match rule.action {
@@ -334,11 +346,7 @@ pub fn write_queue(
         out,
         "Global cap:      {} retries per job ({})",
         scheduler.settings.global_max_retries,
-        if scheduler.source.is_some() {
-            "from the scheduler config"
-        } else {
-            "scheduler default"
-        }
+        scheduler.global_source()
     )?;
     Ok(())
 }

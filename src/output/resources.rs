@@ -193,7 +193,7 @@ fn policy_row(p: &RetryPolicy) -> PolicyRow {
     PolicyRow {
         name: p.name.clone(),
         retry_limit: p.retry_limit.map_or("-".into(), |l| l.to_string()),
-        default_action: p.default_action.as_str().into(),
+        default_action: p.default_action().as_str().into(),
         rules: p.rules.len(),
     }
 }
@@ -223,7 +223,7 @@ fn policy_wide_row(p: &RetryPolicy) -> PolicyWideRow {
     PolicyWideRow {
         name: p.name.clone(),
         retry_limit: p.retry_limit.map_or("-".into(), |l| l.to_string()),
-        default_action: p.default_action.as_str().into(),
+        default_action: p.default_action().as_str().into(),
         rules: p.rules.len(),
         backoff: backoff_summary(&p.backoff),
         anti_affinity: p.anti_affinity.map_or("-".into(), |m| m.as_str().into()),

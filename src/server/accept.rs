@@ -13,15 +13,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
-use super::conn::{Guarded, GuardedListener, Peer};
+use super::conn::{Guarded, GuardedListener};
 use super::dispatch::App;
 use crate::tls::PLAIN_HTTP_ON_TLS;
 
@@ -136,17 +134,7 @@ async fn http<I>(io: I, addr: SocketAddr, app: Arc<App>, options: &Options, mut 
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    use futures_util::future::Either;
-    let service = TowerToHyperService::new(app.router.clone());
-    let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
-        // The hot reads are answered here, without the router's per-request services.
-        if let Some(resp) = app.fast(&req, addr) {
-            return Either::Left(std::future::ready(Ok(resp)));
-        }
-        // What `authenticate` rate-limits failed attempts by.
-        req.extensions_mut().insert(ConnectInfo(Peer(addr)));
-        Either::Right(hyper::service::Service::call(&service, req))
-    });
+    let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| app.call(req, addr));
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())

@@ -121,7 +121,22 @@ fn the_schema_flags_unknown_fields_and_lists_every_rule_field() {
     assert_eq!(out.status.code(), Some(0));
     let schema: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
-    let spec = &schema["properties"]["spec"];
+    // One schema for both dialects, told apart by `apiVersion`.
+    let layouts = schema["oneOf"].as_array().unwrap();
+    assert_eq!(layouts.len(), 2);
+    assert_eq!(
+        layouts[0]["properties"]["apiVersion"]["enum"],
+        serde_json::json!(["armadaproject.io/v1"])
+    );
+    assert_eq!(
+        layouts[1]["properties"]["apiVersion"]["enum"],
+        serde_json::json!(["armadaproject.io/v1beta1"])
+    );
+    assert_eq!(
+        layouts[1]["required"],
+        serde_json::json!(["apiVersion", "kind", "name", "defaultAction"])
+    );
+    let spec = &layouts[0]["properties"]["spec"];
     // `retry_limit:` is flagged: no field outside the table.
     assert_eq!(spec["additionalProperties"], false);
     assert!(spec["properties"].get("retry_limit").is_none());
@@ -237,5 +252,169 @@ fn descriptors_closed_at_start_are_open_on_dev_null() {
     assert_eq!(
         format_output(&cmd.output().unwrap()),
         "exit: 3\n--- stdout\nchecked 0 documents in 1 file: 0 valid, 0 invalid; 1 error, 0 warnings\n--- stderr\n/proc/self/fd/0\n  error: no documents: the input is empty or holds only comments; expected a YAML or JSON document\n"
+    );
+}
+
+/// Every `*.yaml`/`*.json` file under `dir`, recursively, sorted.
+fn files_under(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files_under(&path, out);
+        } else if matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "json")) {
+            out.push(path);
+        }
+    }
+    out.sort();
+}
+
+/// Invalid documents whose defect is in a value the validator checks and JSON Schema cannot
+/// express (a pattern that must compile, a relation between two fields, a compiled size, a
+/// bound on a duration's value, uniqueness of values in different spellings); the schema
+/// accepts them, the test checks it does, so this list stays exact.
+const SCHEMA_CANNOT_TELL: &[&str] = &[
+    // A duration's value (24h at most): a pattern over Go duration text cannot bound it.
+    "testdata/policies/invalid/duration-above-24h.yaml",
+    // maxDelay >= initialDelay, across fields and inherited from the policy.
+    "testdata/policies/invalid/max-delay-below-inherited-initial.yaml",
+    "testdata/policies/invalid/max-delay-below-initial.yaml",
+    // `.inf`: JSON has no infinity (it becomes null, which reads as not set).
+    "testdata/policies/invalid/multiplier-not-finite.yaml",
+    // RE2 compilation (syntax and compiled size): JSON Schema's regexes are ECMA-262's.
+    "testdata/policies/invalid/regex-compiled-too-big.yaml",
+    "testdata/policies/invalid/regex-invalid.yaml",
+];
+
+/// SPEC §4: `schema KIND` accepts what `validate` accepts. Every document of every testdata
+/// file is checked with a real JSON Schema validator (draft 2020-12) against the schema of
+/// its kind: a document `validate` finds valid must be valid against it, an invalid one
+/// must be rejected unless it is in `SCHEMA_CANNOT_TELL`.
+#[test]
+fn the_schemas_accept_what_validate_accepts() {
+    let home = temp_home();
+    let validator = |kind: &str| {
+        let out = retryctl(home.path()).args(["schema", kind]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+        let schema: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        jsonschema::draft202012::new(&schema).unwrap_or_else(|e| panic!("schema {kind}: {e}"))
+    };
+    let policy = validator("retrypolicy");
+    let queue = validator("queue");
+    let history = validator("failurehistory");
+    let mut files = Vec::new();
+    files_under(&crate::support::root().join("testdata"), &mut files);
+    let (mut accepted, mut rejected) = (0, 0);
+    let mut wrong = Vec::new();
+    let mut cannot_tell = Vec::new();
+    for path in &files {
+        let rel = path.strip_prefix(crate::support::root()).unwrap().display().to_string();
+        let text = std::fs::read_to_string(path).unwrap();
+        let parsed = retryctl::model::parse_documents(&text, None);
+        let docs: Vec<serde_json::Value> = match serde_yaml::Deserializer::from_str(&text)
+            .map(|d| serde::Deserialize::deserialize(d).map(|v: serde_yaml::Value| serde_json::to_value(v)))
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(docs) => docs.into_iter().map(|v| v.unwrap_or(serde_json::Value::Null)).collect(),
+            // Not YAML a schema can be applied to (a syntax error, a duplicate key): the
+            // validator must refuse it too.
+            Err(_) => {
+                assert!(
+                    parsed.syntax_error.is_some() || parsed.documents.iter().any(|d| !d.is_valid()),
+                    "{rel}: serde_yaml refuses it but validate accepts it"
+                );
+                continue;
+            }
+        };
+        for (i, doc) in docs.iter().enumerate() {
+            let Some(decoded) = parsed.documents.iter().find(|d| d.index == i) else {
+                continue;
+            };
+            let kind = doc.get("kind").and_then(|k| k.as_str());
+            let v = match kind {
+                Some("Queue") => &queue,
+                Some("FailureHistory") => &history,
+                Some("RetryPolicy") => &policy,
+                // A SchedulerConfig, a List: no schema of their own.
+                Some("SchedulerConfig" | "List") => continue,
+                // An unknown or missing kind: the schema the file's folder is for.
+                _ if rel.starts_with("testdata/histories") => &history,
+                _ => &policy,
+            };
+            let valid = decoded.is_valid() && parsed.syntax_error.is_none();
+            let errors: Vec<String> = v
+                .iter_errors(doc)
+                .map(|e| format!("{} at {}", e, e.instance_path()))
+                .collect();
+            let label = format!("{rel} document {}", i + 1);
+            match (valid, errors.is_empty()) {
+                (true, true) => accepted += 1,
+                (true, false) => wrong.push(format!("{label}: valid, but the schema says: {}", errors.join("; "))),
+                (false, false) => {
+                    rejected += 1;
+                    if SCHEMA_CANNOT_TELL.contains(&rel.as_str()) {
+                        wrong.push(format!(
+                            "{label}: the schema rejects it; take it off SCHEMA_CANNOT_TELL"
+                        ));
+                    }
+                }
+                (false, true) if SCHEMA_CANNOT_TELL.contains(&rel.as_str()) => cannot_tell.push(rel.clone()),
+                (false, true) => wrong.push(format!(
+                    "{label}: invalid ({:?}), but the schema accepts it",
+                    decoded.diagnostics.iter().map(|d| &d.message).collect::<Vec<_>>()
+                )),
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{} disagreements:\n{}", wrong.len(), wrong.join("\n"));
+    cannot_tell.sort();
+    cannot_tell.dedup();
+    assert_eq!(cannot_tell, SCHEMA_CANNOT_TELL, "every file on the list is checked");
+    // Both dialects, queues and histories are among the accepted.
+    assert!(accepted >= 60, "only {accepted} valid documents checked");
+    assert!(rejected >= 30, "only {rejected} invalid documents rejected");
+}
+
+/// Issue 25: `explain` finds a field the path misplaces (`retrypolicy.rules` is
+/// `retrypolicy.spec.rules`), explains upstream's flat layout with `--api-version` (as
+/// `kubectl explain --api-version`), points from one dialect to the other, and `explain` or
+/// `schema` without a kind is a usage error that lists the kinds (as `kubectl explain`).
+#[test]
+fn explain_finds_misplaced_fields_and_the_v1beta1_layout() {
+    let home = temp_home();
+    let run = |args: &[&str]| exchange(retryctl(home.path()).args(args));
+    assert_eq!(
+        run(&["explain", "retrypolicy.rules"]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: field `rules` does not exist in `retrypolicy`; its fields are `apiVersion`, `kind`, `metadata`, `spec`; did you mean `retrypolicy.spec.rules`?\n"
+    );
+    assert_eq!(
+        run(&["explain", "rp.rules.onExitCodes.operator"]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: field `rules` does not exist in `rp`; its fields are `apiVersion`, `kind`, `metadata`, `spec`; did you mean `rp.spec.rules.onExitCodes.operator`?\n"
+    );
+    let flat = run(&["explain", "retrypolicy", "--api-version", "armadaproject.io/v1beta1"]);
+    assert!(
+        flat.starts_with("exit: 0\n--- stdout\nKIND:     RetryPolicy (armadaproject.io/v1beta1)\n"),
+        "{flat}"
+    );
+    assert!(flat.contains("   defaultAction\t<enum> -required-\n"), "{flat}");
+    let rule = run(&["explain", "rp.rules", "--api-version", "armadaproject.io/v1beta1"]);
+    assert!(rule.contains("FIELD:    rules <[]object>"), "{rule}");
+    for field in ["action", "onCategory", "onSubcategory", "mutate"] {
+        assert!(rule.contains(&format!("   {field}\t<")), "{field}: {rule}");
+    }
+    assert_eq!(
+        run(&["explain", "rp.metadata", "--api-version", "armadaproject.io/v1beta1"]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: field `metadata` does not exist in `rp`; its fields are `apiVersion`, `kind`, `name`, `retryLimit`, `defaultAction`, `rules`; `rp.metadata` is in the `armadaproject.io/v1` layout (`--api-version armadaproject.io/v1`)\n"
+    );
+    assert_eq!(
+        run(&["explain", "failurehistory", "--api-version", "armadaproject.io/v1beta1"]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: a FailureHistory has no `armadaproject.io/v1beta1` layout: it is `armadaproject.io/v1` only\n"
+    );
+    assert_eq!(
+        run(&["schema"]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: name the kind of document: `retrypolicy` (`rp`), `queue` (`q`) or `failurehistory`\n\nhint: for example `retryctl schema retrypolicy > .schemas/retrypolicy.json`\n"
+    );
+    assert_eq!(
+        run(&["explain"]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: name the kind of document to explain: `retrypolicy` (`rp`), `queue` (`q`) or `failurehistory`\n\nhint: for example `retryctl explain retrypolicy.spec.rules`\n"
     );
 }

@@ -277,9 +277,9 @@ fn upstream_server_refuses_design_fields_before_sending() {
     exit: 1
     --- stdout
     --- stderr
-    error: testdata/policies/valid/infra.yaml: cannot create retry policy `infra`: the server is upstream Armada (no `Armada-Retry-Policy-Dialect: v1` header), which cannot store these fields of retry policy `infra`: `rules[0].onConditions`, `rules[0].onFailureCategory (upstream requires one category)`, `rules[0].antiAffinity`
+    error: testdata/policies/valid/infra.yaml: cannot create retry policy `infra`: the server is upstream Armada (no `Armada-Retry-Policy-Dialect: v1` header), which cannot store these fields of retry policy `infra`: `defaultAction (unset: upstream refuses a policy without one)`, `rules[0].onConditions`, `rules[0] (no category: upstream stores only category rules)`, `rules[0].antiAffinity`
 
-    hint: remove these fields, or use a server that speaks the design dialect (`retryctl serve`)
+    hint: set `spec.defaultAction` explicitly (upstream refuses a policy without one) and remove the other fields, or use a server that speaks the design dialect (`retryctl serve`)
     ");
     assert!(
         stub.requests().iter().all(|r| r.method == "GET"),
@@ -292,6 +292,42 @@ fn upstream_server_refuses_design_fields_before_sending() {
         &stub.url,
         &["create", "-f", "testdata/policies/valid/upstream-v1beta1.yaml"],
     );
+    assert!(out.starts_with("exit: 0\n"), "{out}");
+}
+
+/// SPEC §5: upstream refuses a policy without `defaultAction` (and its engine will not
+/// default it), so neither `create` nor `apply` sends one; a v1 policy that sets it goes.
+#[test]
+fn upstream_server_is_never_sent_a_policy_without_default_action() {
+    let home = temp_home();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.yaml");
+    let body = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 3\n  rules:\n    - {action: Retry, onCategory: gpu}\n";
+    std::fs::write(&file, body).unwrap();
+    let path = file.to_str().unwrap();
+    let stub = Stub::upstream(false);
+    for verb in ["create", "apply"] {
+        let out = run(home.path(), &stub.url, &[verb, "-f", path]).replace(path, "FILE");
+        let done = if verb == "create" { "create" } else { "apply" };
+        assert_eq!(
+            out,
+            format!(
+                "exit: 1\n--- stdout\n--- stderr\nerror: FILE: cannot {done} retry policy `p`: the server is upstream Armada (no `Armada-Retry-Policy-Dialect: v1` header), which cannot store these fields of retry policy `p`: `defaultAction (unset: upstream refuses a policy without one)`\n\nhint: set `spec.defaultAction` explicitly (upstream refuses a policy without one), or use a server that speaks the design dialect (`retryctl serve`)\n"
+            ),
+            "{verb}"
+        );
+    }
+    assert!(
+        stub.requests().iter().all(|r| r.method == "GET"),
+        "{:?}",
+        stub.requests()
+    );
+    std::fs::write(
+        &file,
+        body.replace("retryLimit: 3\n", "retryLimit: 3\n  defaultAction: Fail\n"),
+    )
+    .unwrap();
+    let out = run(home.path(), &stub.url, &["create", "-f", path]);
     assert!(out.starts_with("exit: 0\n"), "{out}");
 }
 

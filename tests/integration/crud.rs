@@ -273,6 +273,31 @@ fn update_queue_is_read_modify_write() {
     );
 }
 
+/// `delete -f DIR` of resources that are not there: every one named, the hint once (issue
+/// 25: it was printed after each of the seven).
+#[test]
+fn delete_of_a_directory_of_missing_resources_hints_once() {
+    let srv = server();
+    let s = Session::new(&srv.url);
+    s.ok(&["create", "-f", &format!("{VALID}/infra.yaml")]);
+    assert_eq!(
+        s.run(&["delete", "-f", VALID]),
+        "exit: 1
+--- stdout
+retrypolicy/infra deleted
+--- stderr
+error: cannot delete queue `ml-queue`: it does not exist
+
+hint: pass `--ignore-not-found` to skip missing names
+error: cannot delete retry policy `backoff-override`: it does not exist
+error: cannot delete retry policy `container-targeting`: it does not exist
+error: cannot delete retry policy `ml-training-oom`: it does not exist
+error: cannot delete retry policy `ml-training`: it does not exist
+error: cannot delete retry policy `ml-training-retries`: it does not exist
+"
+    );
+}
+
 #[test]
 fn deleting_an_attached_policy_is_refused_unless_detach() {
     let srv = server();

@@ -158,12 +158,76 @@ fn upstream_refuses_a_policy_it_cannot_read_naming_every_field() {
         .unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", format_output(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("the upstream engine cannot evaluate these fields (upstream Armada cannot store them):\n  testdata/policies/valid/infra.yaml: policy `infra`: spec.rules[0].onConditions"),
-        "{err}"
+    assert_eq!(
+        err,
+        "error: the upstream engine cannot evaluate these fields (upstream Armada cannot store them):
+  testdata/policies/valid/infra.yaml: policy `infra`: spec.defaultAction (unset: upstream refuses a policy without one)
+  testdata/policies/valid/infra.yaml: policy `infra`: spec.rules[0].onConditions
+  testdata/policies/valid/infra.yaml: policy `infra`: spec.rules[0] (no category: upstream stores only category rules)
+  testdata/policies/valid/infra.yaml: policy `infra`: spec.rules[0].antiAffinity
+
+hint: use --engine design, or keep the policy to what upstream stores (see `retryctl validate --upstream`)
+"
     );
-    assert!(err.contains("hint: use --engine design"), "{err}");
     assert!(out.stdout.is_empty());
+}
+
+/// SPEC §2.10, §5: a policy without `defaultAction` is refused by the upstream engine on
+/// either side of a comparison, naming the field, and the hint names the flag that chose
+/// that side's engine. The design engine reads it as `Fail`.
+#[test]
+fn upstream_refuses_a_policy_without_default_action_on_either_side() {
+    let home = temp_home();
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("no-default.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 3\n  rules:\n    - {action: Retry, onCategory: gpu}\n",
+    )
+    .unwrap();
+    let history = dir.path().join("h.yaml");
+    std::fs::write(
+        &history,
+        "apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob: {id: j}\nruns:\n  - {node: n1, category: app-error}\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        retryctl(home.path())
+            .args(["simulate", "-f"])
+            .arg(&policy)
+            .args(args)
+            .arg("--history")
+            .arg(&history)
+            .output()
+            .unwrap()
+    };
+    let refused = |what: &str, flag: &str| {
+        format!(
+            "error: {what} cannot evaluate these fields (upstream Armada cannot store them):
+  {}: policy `p`: spec.defaultAction (unset: upstream refuses a policy without one)
+
+hint: use {flag} design, or keep the policy to what upstream stores (see `retryctl validate --upstream`)
+",
+            policy.display()
+        )
+    };
+    let out = run(&["--engine", "upstream"]);
+    assert_eq!(out.status.code(), Some(3), "{}", format_output(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        refused("the upstream engine", "--engine")
+    );
+    let baseline = policy.to_str().unwrap();
+    let out = run(&["--baseline", baseline, "--baseline-engine", "upstream"]);
+    assert_eq!(out.status.code(), Some(3), "{}", format_output(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        refused("the baseline's upstream engine", "--baseline-engine")
+    );
+    // The design engine keeps the documented default, Fail.
+    let out = run(&["--engine", "design", "-o", "json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", format_output(&out)));
+    assert_eq!(v["jobs"][0]["runs"][0]["decision"], "fail_default", "{v}");
 }
 
 #[test]
@@ -190,5 +254,109 @@ fn baseline_engine_compares_the_design_against_upstream_on_one_policy_set() {
     assert_eq!(
         (j["baseline"]["final"].as_str(), j["candidate"]["final"].as_str()),
         (Some("Failed"), Some("Pending"))
+    );
+}
+
+/// (decision, avoidNodes, limit) of every decided run of one job under `engine`.
+fn records(home: &Path, engine: &str, file: &str) -> Vec<(String, Vec<String>, Option<u64>)> {
+    let path = root().join("testdata/histories/upstream").join(file);
+    let out = simulate(home, engine, &path, &["-o", "json"]);
+    // The files' expectations are upstream's: the design misses some (exit 1).
+    let want = if engine == "upstream" { 0 } else { 1 };
+    assert_eq!(
+        out.status.code(),
+        Some(want),
+        "{file} {engine}: {}",
+        format_output(&out)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["jobs"][0]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| {
+            let nodes = r["avoidNodes"].as_array()?;
+            Some((
+                r["decision"].as_str()?.to_string(),
+                nodes.iter().map(|n| n.as_str().unwrap().to_string()).collect(),
+                r["limit"].as_u64(),
+            ))
+        })
+        .collect()
+}
+
+fn rec(decision: &str, nodes: &[&str], limit: Option<u64>) -> (String, Vec<String>, Option<u64>) {
+    (
+        decision.to_string(),
+        nodes.iter().map(|n| n.to_string()).collect(),
+        limit,
+    )
+}
+
+/// SPEC §2.10: upstream's avoidance is the job's node anti-affinity. A returned lease is an
+/// attempted run whose requeue avoids every attempted node, and a later retry without
+/// `avoidSameNode` (or the final decision) keeps what is avoided; `limit` on
+/// `fail_global_limit` is the policy's. The design avoids only started runs' nodes, and
+/// only on the retry that asks.
+#[test]
+fn upstream_avoidance_grows_with_returned_leases_and_persists() {
+    let home = temp_home();
+    let file = "lease-return-avoids-attempted-nodes.yaml";
+    assert_eq!(
+        records(home.path(), "upstream", file),
+        [
+            rec("retry", &[], Some(10)),
+            rec("lease_returned", &["n1", "n2"], None),
+            rec("retry", &["n1", "n2", "n3"], Some(10)),
+        ]
+    );
+    assert_eq!(
+        records(home.path(), "design", file),
+        [
+            rec("retry", &[], Some(10)),
+            rec("lease_returned", &[], None),
+            rec("retry", &["n1", "n3"], Some(10)),
+        ]
+    );
+    let file = "avoidance-persists.yaml";
+    assert_eq!(
+        records(home.path(), "upstream", file),
+        [
+            rec("retry", &["n1"], Some(10)),
+            rec("retry", &["n1"], Some(10)),
+            rec("retry", &["n1", "n2", "n3"], Some(10)),
+            rec("fail_global_limit", &["n1", "n2", "n3"], Some(10)),
+        ]
+    );
+    assert_eq!(
+        records(home.path(), "design", file),
+        [
+            rec("retry", &["n1"], Some(10)),
+            rec("retry", &[], Some(10)),
+            rec("retry", &["n1", "n2", "n3"], Some(10)),
+            rec("fail_global_limit", &[], Some(10)),
+        ]
+    );
+
+    // The table shows the same records: the returned lease's row lists n1,n2.
+    let path = root().join("testdata/histories/upstream/lease-return-avoids-attempted-nodes.yaml");
+    let out = simulate(home.path(), "upstream", &path, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("lease returned") && row.ends_with(" n1,n2"), "{row}");
+    let path = root().join("testdata/histories/upstream/avoidance-persists.yaml");
+    let out = simulate(home.path(), "upstream", &path, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("3 "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        row.contains("3 of 10") && row.contains("3 of 3") && row.ends_with(" n1,n2,n3"),
+        "{row}"
     );
 }

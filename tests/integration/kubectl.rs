@@ -254,6 +254,42 @@ fn describe_tells_how_often_and_after_which_delays_and_who_is_affected() {
     );
 }
 
+/// Issue 25: the global cap's number says where it comes from. 20 is retryctl's own default
+/// (what `simulate` assumes), not a scheduler's (upstream ships the engine off, 5).
+#[test]
+fn describe_queue_says_where_the_global_cap_comes_from() {
+    let home = crate::support::temp_home();
+    let last = |args: &[&str]| {
+        let out = crate::support::retryctl(home.path())
+            .args(["describe", "queue", "ml-queue", "-f", VALID])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        last(&[]),
+        "Global cap:      20 retries per job (retryctl's default without --scheduler-config, not your scheduler's: upstream Armada ships `enabled: false, globalMaxRetries: 5`; pass --scheduler-config FILE for yours)"
+    );
+    let config = home.path().join("scheduler.yaml");
+    std::fs::write(
+        &config,
+        "scheduling:\n  retryPolicy:\n    enabled: true\n    globalMaxRetries: 5\n",
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    assert_eq!(
+        last(&["--scheduler-config", config]),
+        format!("Global cap:      5 retries per job (from {config})")
+    );
+}
+
 #[test]
 fn a_queue_from_flags_dry_run_checks_its_policies_on_the_server() {
     let srv = TestServer::start();

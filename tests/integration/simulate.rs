@@ -334,3 +334,65 @@ fn a_policy_given_twice_names_both_places() {
         "testdata/histories/fail-fast.yaml",
     ])));
 }
+
+/// SPEC §2.9: memory is printed exactly, in every format: 1100000000 bytes is `1100M` (it
+/// was `1.02Gi`), each 1.5x bump is exact (`1650M`, `2475M`), and `2500k` + 512Mi, which no
+/// suffix divides, is plain bytes. What is printed reads back as the same bytes.
+#[test]
+fn memory_is_printed_exactly_in_every_format() {
+    let home = temp_home();
+    let run = |history: &str, format: &str| {
+        let out = retryctl(home.path())
+            .args([
+                "simulate",
+                "-f",
+                "testdata/policies/valid/upstream-v1beta1.yaml",
+                "--history",
+            ])
+            .arg(format!("testdata/histories/memory/{history}"))
+            .args(["-o", format])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // (history, memory after each retry, the job's memory at the end)
+    let cases = [
+        ("factor.yaml", vec!["1650M", "2475M"], "2475M"),
+        ("static.yaml", vec!["539370912"], "539370912"),
+    ];
+    for (history, per_run, last) in &cases {
+        let table = run(history, "table");
+        let column: Vec<&str> = table
+            .lines()
+            .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()) && l.contains(" retry "))
+            .map(|l| l.split_whitespace().last().unwrap())
+            .collect();
+        assert_eq!(&column, per_run, "{table}");
+        let json: serde_json::Value = serde_json::from_str(&run(history, "json")).unwrap();
+        let yaml: serde_json::Value = serde_yaml::from_str(&run(history, "yaml")).unwrap();
+        let jsonl: serde_json::Value = serde_json::from_str(run(history, "jsonl").lines().next().unwrap()).unwrap();
+        for (format, job) in [
+            ("json", &json["jobs"][0]),
+            ("yaml", &yaml["jobs"][0]),
+            ("jsonl", &jsonl),
+        ] {
+            let memory: Vec<&str> = job["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|r| r["memory"].as_str())
+                .collect();
+            assert_eq!(&memory, per_run, "{format}");
+            assert_eq!(job["memory"], *last, "{format}");
+        }
+        for printed in per_run {
+            let bytes = retryctl::model::quantity::parse_quantity(printed).unwrap();
+            assert_eq!(retryctl::model::quantity::format_bytes(bytes), *printed);
+        }
+    }
+    assert_eq!(
+        retryctl::model::quantity::parse_quantity("2475M"),
+        Ok((1_100_000_000f64 * 1.5 * 1.5).ceil())
+    );
+}

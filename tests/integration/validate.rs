@@ -739,3 +739,39 @@ TMP/broken.yaml
 ";
     assert_eq!(out, expected);
 }
+
+/// `validate --upstream`: findings in source order (upstream's, the linter's and the
+/// validator's mixed), an unset `defaultAction` named (SPEC §5: upstream refuses it), and a
+/// rule without a category named by the rule, not by a field the user did not write. Plain
+/// `validate` keeps v1's documented default (`Fail`).
+#[test]
+fn validate_upstream_reports_in_source_order_and_refuses_an_unset_default_action() {
+    let out = validate(&["--upstream", "-f", "testdata/policies/valid/infra.yaml"]);
+    assert_eq!(
+        out,
+        "exit: 3
+--- stdout
+checked 1 document in 1 file: 0 valid, 1 invalid; 4 errors, 0 warnings
+--- stderr
+testdata/policies/valid/infra.yaml (RetryPolicy `infra`)
+  error: 7:3 spec.defaultAction: no `spec.defaultAction`: upstream Armada refuses a policy without one (it will not default to `Fail`), so `create` against an upstream server and `--engine upstream` refuse it; write `defaultAction: Fail` or `defaultAction: Retry`
+  error: 9:7 spec.rules[0]: this rule has no category, and upstream Armada stores only category rules (`onCategory`, optionally `onSubcategory`); `create` against an upstream server refuses this policy
+  error: 10:21 spec.rules[0].onConditions: upstream Armada cannot store `onConditions`; `create` against an upstream server refuses this policy
+  error: 12:9 spec.rules[0].antiAffinity: upstream Armada cannot store `antiAffinity`; `create` against an upstream server refuses this policy
+"
+    );
+    let out = validate(&["-f", "testdata/policies/valid/infra.yaml"]);
+    assert!(out.starts_with("exit: 0\n"), "{out}");
+    // Positions never go back up the file, whatever found them.
+    let out = validate(&["--upstream", "-f", "testdata/policies/valid/ml-training.yaml"]);
+    let lines: Vec<(usize, usize)> = out
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("error: "))
+        .map(|l| {
+            let (line, col) = l.split_once(' ').unwrap().0.split_once(':').unwrap();
+            (line.parse().unwrap(), col.parse().unwrap())
+        })
+        .collect();
+    assert!(lines.len() >= 10, "{out}");
+    assert!(lines.windows(2).all(|w| w[0] <= w[1]), "{out}");
+}

@@ -244,7 +244,140 @@ fn a_matched_retry_carries_its_mutation_a_default_one_none() {
         (c.kind, c.rule, c.memory),
         (DecisionKind::Retry, Some(RuleRef::Default), Some(2415919104.0))
     );
-    assert!(c.avoid_nodes.is_empty(), "a default-action retry carries no mutation");
+    // A default-action retry adds no avoidance (node `n` is not avoided) but keeps what
+    // the job already avoids.
+    assert_eq!(c.avoid_nodes, vec!["n1".to_string(), "n2".to_string()]);
+}
+
+/// A policy that retries everything (limit 10), `oom` with `avoidSameNode`.
+fn avoiding_policy() -> RetryPolicy {
+    let yaml = "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: p\nretryLimit: 10\ndefaultAction: Retry\nrules:\n  - {action: Retry, onCategory: oom, mutate: {affinity: {avoidSameNode: true}}}\n";
+    match parse_documents(yaml, None).documents.remove(0).resource {
+        Some(Resource::RetryPolicy(p)) => p,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn on(node: &str, cat: &str) -> Run {
+    Run {
+        node: Some(node.into()),
+        ..failed(cat, "")
+    }
+}
+
+fn avoided(report: &JobReport) -> Vec<Vec<&str>> {
+    report
+        .runs
+        .iter()
+        .map(|r| {
+            r.decision
+                .as_ref()
+                .map_or(Vec::new(), |d| d.avoid_nodes.iter().map(String::as_str).collect())
+        })
+        .collect()
+}
+
+/// scheduler.go: a returned lease is an attempted run, and its legacy requeue adds a
+/// `NotIn` for every attempted node (its own included); `affinity.go` only appends, so a
+/// later retry without `avoidSameNode` keeps them.
+#[test]
+fn a_returned_lease_avoids_every_attempted_node_and_avoidance_persists() {
+    let returned = Run {
+        outcome: Outcome::LeaseReturned,
+        ..on("n2", "")
+    };
+    let history = FailureHistory {
+        runs: vec![
+            on("n1", "app"),
+            returned,
+            on("n3", "oom"),
+            on("n4", "app"),
+            on("n5", "app"),
+        ],
+        ..FailureHistory::default()
+    };
+    let report = replay_upstream(avoiding_policy(), &history, &Settings::default());
+    let kinds: Vec<_> = report.runs.iter().map(|r| r.decision.as_ref().unwrap().kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            DecisionKind::Retry,
+            DecisionKind::LeaseReturned,
+            DecisionKind::Retry,
+            DecisionKind::Retry,
+            DecisionKind::Retry
+        ]
+    );
+    assert_eq!(
+        avoided(&report),
+        [
+            vec![],
+            vec!["n1", "n2"],
+            vec!["n1", "n2", "n3"],
+            vec!["n1", "n2", "n3"],
+            vec!["n1", "n2", "n3"],
+        ]
+    );
+    // Legacy (no policy, feature off) requeues a returned lease the same way.
+    let settings = Settings {
+        enabled: false,
+        ..Settings::default()
+    };
+    let history = FailureHistory {
+        runs: vec![
+            Run {
+                outcome: Outcome::LeaseReturned,
+                ..on("n1", "")
+            },
+            Run {
+                outcome: Outcome::LeaseReturned,
+                ..on("n2", "")
+            },
+            on("n3", "app"),
+        ],
+        ..FailureHistory::default()
+    };
+    let report = replay_upstream(avoiding_policy(), &history, &settings);
+    assert_eq!(
+        avoided(&report),
+        [vec!["n1"], vec!["n1", "n2"], vec!["n1", "n2"]],
+        "the final legacy_fail keeps the job's avoided nodes"
+    );
+    assert!(report.contradictions.is_empty(), "{:?}", report.contradictions);
+}
+
+/// A run placed on a node a returned lease's requeue avoids contradicts the decisions.
+#[test]
+fn a_run_on_a_node_avoided_after_a_returned_lease_is_a_contradiction() {
+    let history = FailureHistory {
+        runs: vec![
+            on("n1", "oom"),
+            Run {
+                outcome: Outcome::LeaseReturned,
+                ..on("n2", "")
+            },
+            on("n2", "app"),
+        ],
+        ..FailureHistory::default()
+    };
+    let report = replay_upstream(avoiding_policy(), &history, &Settings::default());
+    assert_eq!(
+        report.contradictions,
+        ["run 2 ran on `n2`, a node the decision for run 1 avoids"]
+    );
+}
+
+/// SPEC §2.10: `limit` is the policy's `retryLimit` on every engine evaluation that names
+/// one, `fail_global_limit` included; the global limit is `global_max_retries`.
+#[test]
+fn the_global_limit_record_names_the_policys_limit() {
+    for global in [0, 2] {
+        let d = decide(global, &policy(7, "Retry", &[]), &failed("", ""), 2);
+        assert_eq!(
+            (d.kind, d.limit, d.global_max_retries),
+            (DecisionKind::FailGlobalLimit, Some(7), global)
+        );
+    }
 }
 
 fn replay_upstream(p: RetryPolicy, history: &FailureHistory, settings: &Settings) -> JobReport {
