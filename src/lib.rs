@@ -3,7 +3,9 @@
 //! Layering (enforced in review): `cli` → `app` / `commands` → {`client`, `replay`,
 //! `history`, `output`, `server`} → `engine` → `model`. `model`, `engine` and `wire` are
 //! pure: no I/O, clock, environment or randomness, and they import nothing else from this
-//! crate except `diag` and `yaml`.
+//! crate except `diag` and `yaml`. `armada_api` (Armada's gRPC contract, generated from
+//! `proto/`, and its model ⇄ protobuf conversion) is pure too, and sits beside `wire`: the
+//! same model on the other wire.
 //!
 //! Where things are: a history is read in `replay::source` (files, JSON Lines, stdin) and
 //! `history` (Lookout's database and REST API); each engine decides in `engine` (the design,
@@ -15,6 +17,7 @@
 //! exits the process.
 
 pub mod app;
+pub mod armada_api;
 pub mod armadactl_config;
 pub mod cli;
 pub mod client;

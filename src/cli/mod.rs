@@ -52,7 +52,8 @@ fn top_level() -> clap::Command {
 
 #[derive(Debug, Args, Clone)]
 pub struct GlobalArgs {
-    /// Armada REST base URL (default: $ARMADA_URL, the context's `armadaRestUrl`, then
+    /// Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://)
+    /// (default: $ARMADA_URL, the context's `armadaRestUrl` or gRPC `armadaUrl`, then
     /// http://localhost:8080).
     #[arg(
         long,

@@ -197,7 +197,7 @@ fn with_etag(mut resp: Response, version: u64) -> Response {
 /// `Some(Any)` for `*`, else the versions listed. A value that names no version of ours (a
 /// weak tag, garbage) can never match, so the write is refused rather than let through.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum IfMatch {
+pub(super) enum IfMatch {
     Any,
     Versions(Vec<u64>),
 }
@@ -413,7 +413,7 @@ fn reconcile_name(kind: &str, body_name: &mut String, path: &str) -> Result<(), 
     }
 }
 
-fn store_error(err: StoreError, kind: &str, name: &str, doing: &str) -> ApiError {
+pub(super) fn store_error(err: StoreError, kind: &str, name: &str, doing: &str) -> ApiError {
     match err {
         StoreError::AlreadyExists => ApiError::new(Code::AlreadyExists, format!("{kind} {name:?} already exists")),
         StoreError::NotFound => ApiError::new(Code::NotFound, format!("error: could not find {kind} {name:?}")),
@@ -453,7 +453,7 @@ fn decode_policy(value: &Value) -> Result<crate::model::RetryPolicy, ApiError> {
         .map_err(|d| ApiError::invalid(format!("invalid retry policy: {}", describe_errors(&d))))
 }
 
-fn check_policy(policy: &crate::model::RetryPolicy) -> Result<Bytes, ApiError> {
+pub(super) fn check_policy(policy: &crate::model::RetryPolicy) -> Result<Bytes, ApiError> {
     let problems = validate_policy(policy);
     if problems.iter().any(Diagnostic::is_error) {
         return Err(ApiError::invalid(format!(
@@ -582,7 +582,7 @@ async fn write_queue(
     write_decoded_queue(store, queue, path, create, cond).await
 }
 
-async fn write_decoded_queue(
+pub(super) async fn write_decoded_queue(
     store: Arc<Store>,
     mut queue: Queue,
     path: Option<&str>,

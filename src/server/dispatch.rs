@@ -43,6 +43,8 @@ use super::{log_start, mark_and_log, panic_response, Guard, Log};
 pub struct App {
     /// Every route, with its layers: what the fast path does not take.
     router: TowerToHyperService<Router>,
+    /// The gRPC services (HTTP/2 requests with `content-type: application/grpc`).
+    pub grpc: super::grpc::Grpc,
     store: Arc<Store>,
     guard: Arc<Guard>,
     log: Option<Log>,
@@ -62,6 +64,7 @@ impl App {
     pub fn new(router: Router, store: Arc<Store>, guard: Arc<Guard>, log: Option<Log>, body_timeout: Duration) -> App {
         App {
             router: TowerToHyperService::new(router),
+            grpc: super::grpc::Grpc::new(store.clone(), guard.clone(), log.clone()),
             store,
             guard,
             log,

@@ -1,4 +1,5 @@
-//! `retryctl serve`: a local Armada-compatible REST server (SPEC §5, §6) over SQLite.
+//! `retryctl serve`: a local Armada-compatible server over SQLite: the REST API (SPEC §5, §6)
+//! and Armada's gRPC services (§5.3) on the same address, over one store.
 //!
 //! Owns: binding (and loading the TLS certificate), the router, and the request hygiene
 //! around every route: the dialect header, authentication, the 1 MiB body limit, turning a
@@ -6,7 +7,8 @@
 //! the query masked), and graceful shutdown that closes the database. Connections are
 //! `accept`'s and `conn`'s; every request goes through `dispatch` (framing checks, the hot
 //! reads answered with these same checks, the list of requests in flight), and its body
-//! through `body`'s deadline, before the router sees it.
+//! through `body`'s deadline, before the router sees it; `grpc` answers gRPC calls (HTTP/2)
+//! with the same checks, store and validation.
 //! Must not: print anything but the request log (the command prints the startup line), exit
 //! the process, or read the environment; `api` has the handlers, `store` the SQL.
 //!
@@ -19,6 +21,7 @@ pub mod api;
 mod body;
 mod conn;
 mod dispatch;
+mod grpc;
 pub mod store;
 
 use std::future::Future;
@@ -247,10 +250,12 @@ impl Server {
         // Before binding and opening the database: a bad certificate is refused at start,
         // naming the file, not discovered at the first handshake.
         let tls = match &config.tls {
-            Some(files) => Some(tokio_rustls::TlsAcceptor::from(Arc::new(crate::tls::server_config(
-                &files.cert,
-                &files.key,
-            )?))),
+            Some(files) => {
+                let mut tls = crate::tls::server_config(&files.cert, &files.key)?;
+                // gRPC over TLS needs HTTP/2, chosen by ALPN; REST clients keep HTTP/1.1.
+                tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+                Some(tokio_rustls::TlsAcceptor::from(Arc::new(tls)))
+            }
             None => None,
         };
         let listener = listen(&config.listen).await.map_err(|e| {
@@ -388,37 +393,48 @@ impl Guard {
         host: Option<&HeaderValue>,
         ip: Option<std::net::IpAddr>,
     ) -> Option<Response> {
+        let e = self.screen(headers, host, ip).err()?;
+        let challenge = e.code == Code::Unauthenticated;
+        let mut resp = e.into_response();
+        if challenge {
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, self.auth.challenge());
+        }
+        Some(resp)
+    }
+
+    /// The checks of [`Guard::refusal`] for either front door: `host` is the `Host` (REST) or
+    /// the `:authority` (gRPC); the credentials are `headers`' `Authorization` (gRPC: the
+    /// `authorization` metadata, which is that header).
+    fn screen(
+        &self,
+        headers: &axum::http::HeaderMap,
+        host: Option<&HeaderValue>,
+        ip: Option<std::net::IpAddr>,
+    ) -> Result<(), ApiError> {
         if self.check_host {
-            if let Err(e) = check_host(host) {
-                return Some(e.into_response());
-            }
+            check_host(host)?;
         }
         if let Some(ip) = ip.filter(|ip| self.auth.required() && self.throttled(*ip)) {
-            return Some(
-                ApiError::new(
-                    Code::TooManyRequests,
-                    format!(
-                        "too many failed authentication attempts from {ip}; try again in {} seconds",
-                        AUTH_WINDOW.as_secs()
-                    ),
-                )
-                .into_response(),
-            );
+            return Err(ApiError::new(
+                Code::TooManyRequests,
+                format!(
+                    "too many failed authentication attempts from {ip}; try again in {} seconds",
+                    AUTH_WINDOW.as_secs()
+                ),
+            ));
         }
         // Without credentials to check, the header is not even looked up (every GET pays it).
         if !self.auth.required() {
-            return None;
+            return Ok(());
         }
         if let Err(e) = self.auth.check(headers.get(header::AUTHORIZATION)) {
             if let Some(ip) = ip {
                 self.record_failure(ip);
             }
-            let mut resp = e.into_response();
-            resp.headers_mut()
-                .insert(header::WWW_AUTHENTICATE, self.auth.challenge());
-            return Some(resp);
+            return Err(e);
         }
-        None
+        Ok(())
     }
 
     fn record_failure(&self, ip: std::net::IpAddr) {
