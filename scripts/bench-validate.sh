@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # SPEC §7 bar: `retryctl validate -f <one policy file>` within 2x the wall time of spawning
-# /bin/true. Median of many runs (hyperfine, no shell in between: -N), release build. Also
-# prints how much of `startup.order` the binary still defines (a stale list costs speed:
-# scripts/gen-startup-order.sh regenerates it).
+# /bin/true; since issue 26 anything up to 3x is accepted (fewer start-up tricks, src/startup.rs;
+# BENCHMARKS.md "Start-up"). Median of many runs (hyperfine, no shell in between: -N), release
+# build.
 #
 #   scripts/bench-validate.sh [POLICY_FILE] [RUNS]
 #
 # Then runs the hostile inputs of issue 2 (binary, empty, 50 MB, 8 MB of nodes, deep
 # nesting, alias bomb; generated into a tempdir) once each and prints exit code, wall time
 # and peak RSS. Needs hyperfine (Debian: apt-get install hyperfine), Python 3 and GNU time.
-# Exits 1 when the ratio is above 2, or a hostile input does not exit 3 under 64 MiB.
+# Exits 1 when the ratio is above 3, or a hostile input does not exit 3 under 64 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 file="${1:-testdata/policies/valid/ml-training.yaml}"
@@ -17,11 +17,6 @@ runs="${2:-500}"
 command -v hyperfine >/dev/null || { echo "error: hyperfine not found; install it (apt-get install hyperfine)" >&2; exit 2; }
 cargo build --release --locked --quiet
 bin="${CARGO_TARGET_DIR:-target}/release/retryctl"
-if command -v nm >/dev/null; then
-  listed=$(wc -l <startup.order)
-  found=$(nm --defined-only "$bin" | awk '{ print $3 }' | sort -u | comm -12 - <(sort -u startup.order) | wc -l)
-  echo "startup.order: $found of $listed functions found in the binary" >&2
-fi
 "$bin" validate -f "$file" >/dev/null   # must be valid, or we would time the error path
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
@@ -37,8 +32,8 @@ ratio = v / t
 tmin, vmin = (x["min"] * 1e3 for x in r)
 print(f"/bin/true median: {t:.3f} ms (min {tmin:.3f} ms)")
 print(f"validate  median: {v:.3f} ms (min {vmin:.3f} ms)")
-print(f"ratio: {ratio:.2f}x (bar: 2x)")
-sys.exit(0 if ratio <= 2 else 1)
+print(f"ratio: {ratio:.2f}x (SPEC §7: 2x; up to 3x accepted since issue 26)")
+sys.exit(0 if ratio <= 3 else 1)
 PY
 status=$?
 set -e

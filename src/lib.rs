@@ -16,7 +16,6 @@
 //! `client` knows nothing of `cli` or `output`; `output` never calls `client`. Only `main`
 //! exits the process.
 
-pub mod allocator;
 pub mod app;
 pub mod armada_api;
 pub mod armadactl_config;
@@ -29,8 +28,6 @@ pub mod engine;
 pub mod error;
 pub mod history;
 pub mod input;
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-pub mod libm_on_demand;
 pub mod model;
 pub mod output;
 pub mod redact;

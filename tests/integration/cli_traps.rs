@@ -227,9 +227,9 @@ fn a_bad_listen_address_is_a_usage_error() {
     }
 }
 
-/// Descriptors 0–2 closed at start (`retryctl ... <&-`) are open on `/dev/null`, as std's
-/// runtime, which the binary's own `main` replaces, leaves them: otherwise the next file the
-/// command opens takes the descriptor, and output meant for stdout or stderr goes into it.
+/// Descriptors 0–2 closed at start (`retryctl ... <&-`) are open on `/dev/null` (std's
+/// runtime start-up opens them): otherwise the next file the command opens takes the
+/// descriptor, and output meant for stdout or stderr goes into it.
 /// Seen from inside: `/proc/self/fd/0` reads as an empty file, not a missing one.
 #[test]
 fn descriptors_closed_at_start_are_open_on_dev_null() {
