@@ -32,10 +32,8 @@
 //! - jitter is truncated to whole milliseconds (readable delays; still deterministic).
 //! - legacy requeue counts every run so far (including this one) as an attempt.
 
-pub mod compiled;
-mod literals;
+mod matcher;
 pub mod replay;
-mod shared;
 pub mod simulator;
 pub mod upstream;
 
@@ -46,11 +44,8 @@ use crate::model::history::{Outcome, Run};
 use crate::model::policy::{Action, Backoff, Condition};
 use crate::model::scheduler::SchedulerConfig;
 
-#[cfg(test)]
-use compiled::Pattern;
-use compiled::RunFacts;
-pub use compiled::{CompiledPolicy, Signal};
-pub use shared::SharedRegexes;
+use matcher::RunFacts;
+pub use matcher::{CompiledPolicy, Policies, SharedRegexes, Signal};
 
 pub use replay::{replay, Detail, JobReport, JobStatus, RunRecord};
 
@@ -742,41 +737,6 @@ pub fn backoff_delay(initial: GoDuration, max: GoDuration, multiplier: f64, n: u
     }
 }
 
-/// The effective policies of a job (SPEC §2.1, in order; empty = legacy) as `evaluate` takes
-/// them: the list, and the [`SharedRegexes`] built from that same list when the caller keeps
-/// one (the simulator does, per resolved list), which search a message once for the regex
-/// message rules of every policy. Without them each policy searches on its own, with the same
-/// answers. Reads as the list (`Deref`).
-#[derive(Debug, Clone, Copy)]
-pub struct Policies<'a> {
-    list: &'a [&'a CompiledPolicy],
-    shared: Option<&'a SharedRegexes>,
-}
-
-impl<'a> Policies<'a> {
-    /// `list` with `shared`, which is used only if it was built from this very list
-    /// ([`SharedRegexes::new`] of the same policies, in the same order).
-    pub fn new(list: &'a [&'a CompiledPolicy], shared: Option<&'a SharedRegexes>) -> Policies<'a> {
-        Policies {
-            list,
-            shared: shared.filter(|s| s.built_from(list)),
-        }
-    }
-
-    /// `list` alone: each policy searches its messages on its own.
-    pub fn alone(list: &'a [&'a CompiledPolicy]) -> Policies<'a> {
-        Policies { list, shared: None }
-    }
-}
-
-impl<'a> std::ops::Deref for Policies<'a> {
-    type Target = [&'a CompiledPolicy];
-
-    fn deref(&self) -> &Self::Target {
-        self.list
-    }
-}
-
 /// Evaluates one finished run (SPEC §2.3–2.9) and updates `state`. Allocates nothing: the
 /// result holds indices and numbers ([`Verdict`]), put into words only for records.
 ///
@@ -797,7 +757,7 @@ pub fn evaluate(
         return v;
     }
     let facts = RunFacts::new(run);
-    let (p, rule_ref, signal) = match first_match(policies, &facts) {
+    let (p, rule_ref, signal) = match policies.first_match(&facts) {
         Some((p, r, signal)) if policies[p].policy.rules[r].action == Action::Fail => {
             return Verdict::fail(DecisionKind::FailRule, state, global).with_rule(p, RuleRef::Index(r), signal);
         }
@@ -887,36 +847,6 @@ fn bypass_paths(
         });
     }
     None
-}
-
-/// SPEC §2.3: the first matching rule across the concatenated rules of the effective
-/// policies, as (policy index, rule index, signal).
-/// The list's shared regexes search the run's messages once, when the first policy they cover
-/// needs their answer.
-fn first_match(policies: Policies<'_>, facts: &RunFacts<'_>) -> Option<(usize, usize, Signal)> {
-    use compiled::{Alone, Covered, SharedSearch};
-    // Without the shared DFA (too large to build), each policy on its own, as without them.
-    let Some(regexes) = policies.shared.filter(|s| s.usable()) else {
-        return policies
-            .iter()
-            .enumerate()
-            .find_map(|(p, cp)| cp.first_match(facts, Alone).map(|(r, signal)| (p, r, signal)));
-    };
-    let mut search = SharedSearch::new(regexes);
-    policies.iter().enumerate().find_map(|(p, cp)| {
-        match regexes.slot(p) {
-            Some(slot) if cp.shared_rejects_all(&mut search, slot, facts) => None,
-            Some(slot) => cp.first_match(
-                facts,
-                Covered {
-                    search: &mut search,
-                    slot,
-                },
-            ),
-            None => cp.first_match(facts, Alone),
-        }
-        .map(|(r, signal)| (p, r, signal))
-    })
 }
 
 /// SPEC §2.4, no rule matched: the first effective policy whose default action is `Retry`.

@@ -1192,47 +1192,6 @@ proptest! {
     }
 }
 
-#[test]
-fn literal_pattern_fast_paths_agree_with_the_regex() {
-    let texts = [
-        "",
-        "TRANSIENT",
-        "x TRANSIENT y",
-        "transient",
-        "OOM at start",
-        "late OOM",
-        "a.b",
-        "axb",
-        "CUDA error: x",
-        "never-1-2",
-        "x never-1",
-    ];
-    for p in [
-        "TRANSIENT",
-        ".*TRANSIENT.*",
-        ".*TRANSIENT",
-        "TRANSIENT.*",
-        "^OOM",
-        "OOM",
-        "a.b",
-        "^a.b",
-        "CUDA error",
-        ".*",
-        "^$",
-        "(?i)transient",
-        "TRANS\\.*",
-        "^never-1",
-        "never-1",
-        ".*-1.*",
-    ] {
-        let fast = Pattern::new(p).unwrap();
-        let slow = crate::model::validate::compile_pattern(p).unwrap();
-        for t in texts {
-            assert_eq!(fast.is_match(t), slow.is_match(t), "pattern {p:?} on {t:?} ({fast:?})");
-        }
-    }
-}
-
 /// The verdict is returned by value on every decision: above 128 bytes the compiler copies
 /// it with a `memmove` call rather than inline (at 176 bytes that call was in every decision).
 #[test]
