@@ -91,7 +91,9 @@ impl CompiledPolicy {
         shared: impl SharedAnswer,
     ) -> u64 {
         let mut rejected = self.conditions.rejects(w, facts.conditions, self.words());
-        rejected |= self.exits.rejects(w, codes);
+        if self.exits.any() {
+            rejected |= self.exits.rejects(w, codes);
+        }
         for x in self.named_exits.iter() {
             rejected |= x.rejects(w, facts, names);
         }

@@ -242,11 +242,12 @@ impl ExitRows {
         }
     }
 
-    /// Word `w` of `rules` (of this set) that a code whose row has word `listed` rejects: an
-    /// `In` rule that does not list it, a `NotIn` rule that does (§2.3, as `ExitSet::admits`).
+    /// Word `w` of the rules of this set that a code whose row has word `listed` rejects, if
+    /// they list codes at all: an `In` rule that does not list it, a `NotIn` rule that does
+    /// (§2.3, as `ExitSet::admits`).
     #[inline(always)]
-    fn rejects(&self, w: usize, rules: u64, listed: u64) -> u64 {
-        rules & ((self.member[w] & !listed) | (!self.member[w] & listed))
+    fn rejecting(&self, w: usize, listed: u64) -> u64 {
+        (self.member[w] & !listed) | (!self.member[w] & listed)
     }
 }
 
@@ -307,17 +308,22 @@ impl ExitMasks {
     /// rule does not list or a code a `NotIn` rule lists (§2.3).
     #[inline(always)]
     pub(super) fn rejects(&self, w: usize, codes: &[SelectedCode<'_>; 2]) -> u64 {
-        if !self.any {
-            return 0;
-        }
         let mut out = 0;
         for (rules, code) in self.rules.iter().zip(codes) {
-            out |= match code {
-                Some(row) => self.rows.rejects(w, rules[w], row.map_or(0, |r| r[w])),
-                None => rules[w],
-            };
+            out |= rules[w]
+                & match code {
+                    Some(row) => self.rows.rejecting(w, row.map_or(0, |r| r[w])),
+                    None => !0,
+                };
         }
         out
+    }
+
+    /// Some rule is an exit-code rule without `containerName` (else the run's exit codes need
+    /// not be looked up, nor rejected by).
+    #[inline(always)]
+    pub(super) fn any(&self) -> bool {
+        self.any
     }
 }
 
@@ -365,7 +371,7 @@ impl NamedExits {
     }
 
     /// Word `w` of the rules the named container's exit code rejects: all of them when there
-    /// is no such container or its code is 0 (no rule admits 0), else as [`ExitRows::rejects`].
+    /// is no such container or its code is 0 (no rule admits 0), else as [`ExitRows::rejecting`].
     #[inline(always)]
     pub(super) fn rejects(&self, w: usize, facts: &RunFacts<'_>, names: &mut [u32; NAME_CACHE]) -> u64 {
         let code =
@@ -375,7 +381,7 @@ impl NamedExits {
         }
         let words = self.rules.len();
         let listed = self.rows.row(code).map_or(0, |row| self.rows.rows[row * words + w]);
-        self.rows.rejects(w, self.rules[w], listed)
+        self.rules[w] & self.rows.rejecting(w, listed)
     }
 }
 

@@ -4,8 +4,9 @@
 
 use proptest::prelude::*;
 
-use super::simulator::Simulator;
 use super::*;
+use crate::engine::simulator::Simulator;
+use crate::engine::*;
 use crate::model::history::{FailureHistory, Final, Outcome, Run};
 use crate::model::policy::{RetryPolicy, Rule};
 use crate::model::{parse_documents, Resource};
