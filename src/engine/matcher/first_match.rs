@@ -8,8 +8,8 @@
 //! or try a rule out of order.
 
 use super::masks::SelectedCode;
-use super::message_regexes::{ChunkHits, MessageHits, Searched};
-use super::policy_list::{Alone, SharedAnswer, SharedSearch};
+use super::message_regexes::{Alone, ChunkHits, MessageHits, Searched, SharedAnswer};
+use super::policy_list::SharedSearch;
 use super::run_facts::{RunFacts, NAME_CACHE, UNRESOLVED};
 use super::signal::Signal;
 use super::CompiledPolicy;

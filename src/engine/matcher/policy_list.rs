@@ -3,14 +3,15 @@
 //! answered by the list's one shared search where it covers them.
 //!
 //! Owns: [`Policies`] (the list and its [`SharedRegexes`]), the list's first match, and the
-//! per-decision link between a policy and the shared search: [`SharedAnswer`] ([`Covered`] or
-//! [`Alone`]) and [`SharedSearch`], which searches a run's messages once, when the first
-//! policy needs the answer, and hands each covered policy its part. Must not: allocate, or
+//! per-decision link between a policy and the shared search: [`Covered`], the
+//! `SharedAnswer` of a policy the search covers, and [`SharedSearch`], which searches a
+//! run's messages once, when the first policy needs the answer, and hands each covered
+//! policy its part. Must not: allocate, or
 //! change which rule wins: a policy asks the shared search only for what its own path would
 //! have found.
 
 use super::list_dfa::{Hits, SharedRegexes};
-use super::message_regexes::Searched;
+use super::message_regexes::{Alone, Searched, SharedAnswer};
 use super::run_facts::RunFacts;
 use super::signal::Signal;
 use super::CompiledPolicy;
@@ -80,33 +81,6 @@ impl Policies<'_> {
             }
             .map(|(r, signal)| (p, r, signal))
         })
-    }
-}
-
-/// Where a policy's regex message rules get their answer in one decision: from the list's
-/// shared search ([`Covered`]), or from nowhere ([`Alone`]: the policy's own literal scan and
-/// search). A type rather than an `Option`, so that the path without shared regexes compiles to
-/// what it was before they existed (as an `Option` it cost every decision 12-50 instructions).
-pub(super) trait SharedAnswer {
-    /// There may be an answer (`policy_hits` is not always `None`).
-    fn present(&self) -> bool;
-    /// The policy's rules whose regex matches a non-init message / any message, and the
-    /// messages matched in `searched`; `None`: the policy answers by its own path.
-    fn policy_hits(&mut self, facts: &RunFacts<'_>, searched: &mut Searched) -> Option<(u64, u64)>;
-}
-
-/// No shared answer: the policy searches on its own.
-pub(super) struct Alone;
-
-impl SharedAnswer for Alone {
-    #[inline(always)]
-    fn present(&self) -> bool {
-        false
-    }
-
-    #[inline(always)]
-    fn policy_hits(&mut self, _: &RunFacts<'_>, _: &mut Searched) -> Option<(u64, u64)> {
-        None
     }
 }
 

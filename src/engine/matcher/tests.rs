@@ -10,9 +10,9 @@
 use proptest::prelude::*;
 
 use super::list_dfa::{shareable, Hits, KEPT_MESSAGES, SLOTS};
-use super::message_regexes::{pattern_set, RegexHits, HIT_PATTERNS};
+use super::message_regexes::{pattern_set, Alone, RegexHits, HIT_PATTERNS};
 use super::pattern::Pattern;
-use super::policy_list::{Alone, Covered, SharedSearch};
+use super::policy_list::{Covered, SharedSearch};
 use super::regex_prefilter::Literals;
 use super::*;
 use crate::model::history::{Container, Run};
