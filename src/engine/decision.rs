@@ -53,7 +53,7 @@ impl DecisionKind {
     ];
 
     pub fn as_str(self) -> &'static str {
-        crate::model::history::DECISION_KINDS[self as usize]
+        crate::model::vocabulary::DECISION_KINDS[self as usize]
     }
 
     pub fn action(self) -> Action {

@@ -6,9 +6,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::document::{ApiVersion, API_V1, API_V1BETA1};
+use super::document::ApiVersion;
 use super::policy::{Backoff, Mutation, RetryPolicy, Rule};
 use super::queue::Queue;
+use super::vocabulary::{API_V1, API_V1BETA1};
 
 /// A policy as a document of `version`. `Err` lists the fields that do not fit v1beta1.
 pub fn policy_document(policy: &RetryPolicy, version: ApiVersion) -> Result<Value, Vec<String>> {

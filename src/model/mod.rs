@@ -18,6 +18,7 @@ pub mod quantity;
 pub mod queue;
 pub mod scheduler;
 pub mod validate;
+pub mod vocabulary;
 
 pub use document::{parse_documents, ApiVersion, Document, Kind, ParsedText, Resource};
 pub use duration::GoDuration;
