@@ -14,7 +14,8 @@
 //!
 //! Must not: do I/O, read a clock or the environment, or use randomness. Time is an input
 //! (nanoseconds since the job's submission); jitter comes from a stable hash of (job id, run
-//! index) implemented here, never from `std`'s `DefaultHasher` (not stable across releases).
+//! index) implemented in `design::backoff`, never from `std`'s `DefaultHasher` (not stable
+//! across releases).
 //! `evaluate` must not allocate (SPEC §7; `tests/alloc.rs` counts): text is made from a
 //! verdict only where a record carries it.
 

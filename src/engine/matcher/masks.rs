@@ -7,7 +7,8 @@
 //! [`ExitMasks`] (rules without `containerName`), [`NamedExits`] and [`SlotPrefixes`] (per
 //! named container), and [`ExitRows`], the exit code → rules table both exit masks use.
 //! Must not: reject a rule that could match (a mask only filters; candidates are still tried
-//! in rule order, `mask_props`), or allocate per decision.
+//! in rule order: `tests::masks_pick_the_rule_trying_every_rule_picks`), or allocate per
+//! decision.
 
 use crate::model::policy::{Condition, ExitCodes, Operator, Rule};
 

@@ -438,7 +438,7 @@ thread_local! {
         std::cell::RefCell::new(regex_automata::PatternSet::new(HIT_PATTERNS));
 }
 
-/// Per decision, which of a policy's `regex_chunks` were searched, and which matched a
+/// Per decision, which of a policy's `MessageRegexes::chunks` were searched, and which matched a
 /// non-init message / any message (bit `c` for chunk `c`).
 #[derive(Default)]
 pub(super) struct ChunkHits {
@@ -447,5 +447,5 @@ pub(super) struct ChunkHits {
     init: u64,
 }
 
-/// Consecutive regex patterns per chunk set (see `regex_chunks`).
+/// Consecutive regex patterns per chunk set (see `MessageRegexes::chunks`).
 const REGEX_CHUNK: usize = 8;

@@ -6,9 +6,8 @@
 //! per-decision link between a policy and the shared search: [`Covered`], the
 //! `SharedAnswer` of a policy the search covers, and [`SharedSearch`], which searches a
 //! run's messages once, when the first policy needs the answer, and hands each covered
-//! policy its part. Must not: allocate, or
-//! change which rule wins: a policy asks the shared search only for what its own path would
-//! have found.
+//! policy its part. Must not: allocate, or change which rule wins: a policy asks the shared
+//! search only for what its own path would have found.
 
 use super::list_dfa::{Hits, SharedRegexes};
 use super::message_regexes::{Alone, Searched, SharedAnswer};

@@ -46,10 +46,10 @@ pub(super) struct RuleMatcher {
     /// The container name's slot in the per-decision cache of resolved names (the first
     /// [`NAME_CACHE`] distinct names of the policy).
     pub(super) container_slot: Option<usize>,
-    /// For a regex rule in the policy's pattern set: its chunk in `regex_chunks`.
+    /// For a regex rule in the policy's pattern set: its chunk in `MessageRegexes::chunks`.
     pub(super) regex_chunk: Option<u8>,
     /// A regex message rule without `containerName` in a policy of at most 64 rules: a
-    /// policy-wide search (`regex_hits`, or the list's `SharedRegexes`) may know its message.
+    /// policy-wide search (`MessageRegexes::hits`, or the list's `SharedRegexes`) may know its message.
     pub(super) in_regex_hits: bool,
     pub(super) include_init: bool,
     /// A container-level matcher reads the selected container (§2.2).
@@ -110,7 +110,7 @@ impl RuleMatcher {
     /// Cheapest first: subcategory, pod-level conditions (a mask test), then the container
     /// only when a container-level matcher needs it, then exit codes, then the message.
     /// `known_message`: the container whose message the rule's pattern matches first, when
-    /// a policy-wide search already found it (a rule of `regex_hits`).
+    /// a policy-wide search already found it (a rule of `MessageRegexes::hits`).
     pub(super) fn matches(
         &self,
         facts: &RunFacts<'_>,

@@ -218,7 +218,7 @@ proptest! {
 
     /// The literal prefilter never rejects a rule whose regex matches: for every message,
     /// each pattern whose own regex matches it is among the possible ones. (Which rules it
-    /// rejects is a matter of speed; `literals::tests` checks it rejects the ones it should.)
+    /// rejects is a matter of speed; `regex_prefilter::tests` checks it rejects the ones it should.)
     #[test]
     fn literals_keep_every_rule_whose_regex_matches(
         patterns in arb_compiling_patterns(),
@@ -533,7 +533,7 @@ fn arb_pattern() -> impl Strategy<Value = String> {
         "(?i:s)",
         "Σ",
         "-",
-        // Literals for the prefilter (`literals::required`): long enough to be searched,
+        // Literals for the prefilter (`regex_prefilter::required`): long enough to be searched,
         // case variants, non-ASCII letters, a newline inside.
         "Xid ",
         "rule 1:",
