@@ -1,7 +1,9 @@
-//! Link settings of the `retryctl` binary for a fast start (SPEC §7: `validate` within 2× of
-//! `/bin/true`; BENCHMARKS.md "Start-up"). Only the final link changes: the objects are the
-//! same, so nothing else is rebuilt and tests, which spawn this same binary, see no
-//! difference but speed.
+//! Two jobs: link settings of the `retryctl` binary for a fast start, and the code generated
+//! from Armada's gRPC contract (`proto/`).
+//!
+//! Link settings (SPEC §7: `validate` within 2× of `/bin/true`; BENCHMARKS.md "Start-up").
+//! Only the final link changes: the objects are the same, so nothing else is rebuilt and
+//! tests, which spawn this same binary, see no difference but speed.
 //!
 //! - On Linux, a position-dependent executable: a PIE of this size spends a third of a
 //!   `validate`'s wall time applying ~24,000 dynamic relocations at start-up.
@@ -10,10 +12,18 @@
 //!   code, not ~45 pages scattered over 9.8 MB. GNU ld has no such option (it would fail the
 //!   link), so the list is passed only where rustc links with its own lld.
 
+use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    link_settings();
+    if let Err(e) = generate_api() {
+        panic!("generating the gRPC code from proto/submit.proto failed: {e}");
+    }
+}
+
+fn link_settings() {
     println!("cargo:rerun-if-changed=startup.order");
     let linux = std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
     if linux {
@@ -58,4 +68,118 @@ fn links_with_rust_lld() -> bool {
         .and_then(|v| v.split('.').nth(1))
         .and_then(|m| m.parse::<u32>().ok());
     minor.is_some_and(|m| m >= 90)
+}
+
+// ---------------------------------------------------------------------------------------------
+// gRPC code generation
+//
+// `proto/submit.proto` (upstream's contract trimmed to retry policies and queues) is compiled
+// by protox, a protobuf compiler written in Rust, into a FileDescriptorSet, from which
+// tonic-prost-build writes the Rust types and services into OUT_DIR. No `protoc` binary: the
+// build needs nothing but crates, and gives the same result on every machine.
+//
+// Three outputs, included by src/armada_api/mod.rs:
+// - `server/api.rs`: the messages and the server traits, decoding requests with
+//   `armada_api::codec::StrictCodec` (refuses fields the contract does not define).
+// - `client/api.rs`: the clients only (over the same message types), with tonic-prost's
+//   codec: a newer server's extra fields in an answer are skipped, as any protobuf reader does.
+// - `fields.rs`: the field numbers of every message, for StrictCodec's check.
+
+const PROTO_DIR: &str = "proto";
+
+fn generate_api() -> Result<(), Box<dyn std::error::Error>> {
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);
+    let proto = root.join(PROTO_DIR);
+    println!("cargo:rerun-if-changed={}", proto.join("submit.proto").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        proto.join("upstream/health.proto").display()
+    );
+    let out = PathBuf::from(std::env::var("OUT_DIR")?);
+    let fds = protox::compile(["submit.proto"], [proto.clone(), proto.join("upstream")])?;
+
+    let server_dir = out.join("server");
+    std::fs::create_dir_all(&server_dir)?;
+    let mut config = tonic_prost_build::Config::new();
+    // `prost::Name` on every message: StrictCodec finds a message's fields by its name.
+    config.enable_type_names();
+    // Maps as BTreeMap: the model's labels are one, and the encoding is then deterministic.
+    config.btree_map(["."]);
+    tonic_prost_build::configure()
+        .build_client(false)
+        .build_server(true)
+        .build_transport(false)
+        .codec_path("crate::armada_api::codec::StrictCodec")
+        .out_dir(&server_dir)
+        .compile_fds_with_config(fds.clone(), config)?;
+
+    // The clients over the messages generated above: the same descriptors without their
+    // messages and enums, with the package mapped to the module that holds them.
+    let client_dir = out.join("client");
+    std::fs::create_dir_all(&client_dir)?;
+    let mut services_only = fds.clone();
+    for file in &mut services_only.file {
+        file.message_type.clear();
+        file.enum_type.clear();
+    }
+    tonic_prost_build::configure()
+        .build_client(true)
+        .build_server(false)
+        .build_transport(false)
+        .extern_path(".api", "crate::armada_api::api")
+        .out_dir(&client_dir)
+        .compile_fds(services_only)?;
+
+    std::fs::write(out.join("fields.rs"), field_table(&fds))?;
+    Ok(())
+}
+
+/// Rust source of `MESSAGES`: every message of package `api` (nested ones and map entries
+/// included) with its fields: number, JSON name, and the index of its message type, if any.
+fn field_table(fds: &prost_types::FileDescriptorSet) -> String {
+    use prost_types::field_descriptor_proto::Type;
+    let mut messages = Vec::new();
+    for file in fds.file.iter().filter(|f| f.package() == "api") {
+        for m in &file.message_type {
+            collect(".api", m, &mut messages);
+        }
+    }
+    let index_of = |type_name: &str| messages.iter().position(|(name, _)| name == type_name);
+    let mut src = String::from(
+        "// Generated by build.rs from proto/submit.proto: the fields of every message of package `api`.\n\
+         pub(crate) static MESSAGES: &[Message] = &[\n",
+    );
+    for (name, m) in &messages {
+        src.push_str(&format!("    Message {{ name: {:?}, fields: &[", &name[1..]));
+        for f in &m.field {
+            let nested = match f.r#type() {
+                Type::Message => match index_of(f.type_name()) {
+                    Some(i) => format!("Some({i})"),
+                    // A message of another package (none today): its fields are not checked.
+                    None => "None".to_string(),
+                },
+                _ => "None".to_string(),
+            };
+            src.push_str(&format!(
+                "Field {{ number: {}, name: {:?}, message: {nested} }}, ",
+                f.number(),
+                f.json_name()
+            ));
+        }
+        src.push_str("] },\n");
+    }
+    src.push_str("];\n");
+    src
+}
+
+fn collect<'a>(
+    scope: &str,
+    m: &'a prost_types::DescriptorProto,
+    out: &mut Vec<(String, &'a prost_types::DescriptorProto)>,
+) {
+    let name = format!("{scope}.{}", m.name());
+    for nested in &m.nested_type {
+        collect(&name, nested, out);
+    }
+    out.push((name, m));
 }

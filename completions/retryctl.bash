@@ -2421,7 +2421,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__history)
-            opts="-o -c -v -h -V --queue --jobset --job --since --from --to --lookout-db --lookout-url --output --output-file --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-o -c -v -h -V --queue --jobset --job --since --from --to --lookout-db --lookout-url --output --output-file --strict --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

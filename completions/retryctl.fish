@@ -24,7 +24,7 @@ function __fish_retryctl_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c retryctl -n "__fish_retryctl_needs_command" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_needs_command" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_needs_command" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_needs_command" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_needs_command" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -60,7 +60,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s o -l outp
 json\t'One JSON object on stdout (format documented in the README)'
 github\t'GitHub Actions workflow annotations on stdout'"
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l scheduler-config -d 'An Armada scheduler config: warn about limits above its globalMaxRetries and a defaultPolicyName missing from the documents' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -81,7 +81,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -115,7 +115,7 @@ false\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -139,7 +139,7 @@ false\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -163,7 +163,7 @@ false\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -181,7 +181,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -200,7 +200,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -219,7 +219,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -238,7 +238,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -257,7 +257,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -284,7 +284,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -317,7 +317,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -341,7 +341,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -365,7 +365,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -389,7 +389,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -413,7 +413,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -437,7 +437,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -461,7 +461,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -485,7 +485,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -507,7 +507,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -543,7 +543,7 @@ client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l add-retry-policy -d 'Attach a retry policy at the end of the list (repeatable, or comma separated)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l remove-retry-policy -d 'Detach a retry policy (repeatable, or comma separated)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -569,7 +569,7 @@ client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l add-retry-policy -d 'Attach a retry policy at the end of the list (repeatable, or comma separated)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l remove-retry-policy -d 'Detach a retry policy (repeatable, or comma separated)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -595,7 +595,7 @@ client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l add-retry-policy -d 'Attach a retry policy at the end of the list (repeatable, or comma separated)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l remove-retry-policy -d 'Detach a retry policy (repeatable, or comma separated)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -613,7 +613,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -632,7 +632,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -651,7 +651,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -670,7 +670,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -689,7 +689,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -711,7 +711,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s f -l filenam
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -730,7 +730,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s f -l filename
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -749,7 +749,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -778,7 +778,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -797,7 +797,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -816,7 +816,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -835,7 +835,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -854,7 +854,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -873,7 +873,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -891,7 +891,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -909,7 +909,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -942,7 +942,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s o -l outp
 json\t''
 yaml\t''
 jsonl\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -968,7 +968,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l basic-auth-f
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l token-file -d 'Read accepted bearer tokens, one per line, from FILE' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l tls-cert -d 'Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l tls-key -d 'The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -982,7 +982,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l insecure-ski
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -996,7 +996,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l insecur
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -1015,7 +1015,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -f -a "current-context" -d 'Print the current context'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -f -a "use-context" -d 'Make NAME the current context (rewrites the file, keeping every other key)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -1029,7 +1029,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -1043,7 +1043,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -1057,7 +1057,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -1078,7 +1078,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s o -l output -d 'Output format' -r -f -a "text\t''
 json\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -1095,7 +1095,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s h -l help 
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -1121,7 +1121,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fi
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -1138,7 +1138,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -1155,7 +1155,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -1172,7 +1172,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -1189,7 +1189,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -1206,7 +1206,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -1223,7 +1223,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -1240,7 +1240,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -1259,7 +1259,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from help" -f -a "queue" -d 'Describe queues'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l api-version -d 'The layout to explain: `armadaproject.io/v1` (a RetryPolicy\'s design dialect) or `armadaproject.io/v1beta1` (upstream\'s flat one)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -1274,7 +1274,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l insecure-s
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -1299,7 +1299,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l lookout-ur
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s o -l output -d 'Output format: one JSON document a line, or YAML documents' -r -f -a "jsonl\t''
 yaml\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l output-file -d 'Write to this file instead of stdout' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l armada-url -d 'Armada REST base URL (default: $ARMADA_URL, the context\'s `armadaRestUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
@@ -1309,6 +1309,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l certificat
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l strict -d 'Exit 1 after the export when a row was left out because it could not be read (each is reported on stderr either way)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s h -l help -d 'Print help'

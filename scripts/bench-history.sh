@@ -1,17 +1,33 @@
 #!/usr/bin/env bash
-# Import benchmark for `retryctl history --lookout-db` (issue 8 item 5; BENCHMARKS.md).
+# Import benchmark for `retryctl history --lookout-db` (issue 8 item 5, issue 23, issue 28
+# item 6; BENCHMARKS.md "history import").
 #
 # Starts a throwaway PostgreSQL (as user `postgres` when run as root: initdb refuses root),
 # builds the schema from contract/lookout/migrations/*.sql (vendored) (name order, each file
 # one query outside a transaction), loads N jobs with 3 runs each (2 failed with a
-# zlib-compressed error, 1 succeeded) with generate_series, and runs the release binary
-# under /usr/bin/time -v for each N: jobs/s and peak RSS. Memory should be flat across N.
+# zlib-compressed error, 1 succeeded) with generate_series, then, side by side in rounds:
 #
-#   scripts/bench-history.sh            # N = 10000 and 100000
-#   scripts/bench-history.sh 1000 5000  # other sizes
+#   floor (text)    psql -c "COPY (<the statement retryctl runs>) TO STDOUT" > /dev/null
+#   floor (binary)  the same with (FORMAT binary), as retryctl reads it
+#   retryctl        retryctl history --lookout-db ... > /dev/null
+#   before          the same with $BEFORE (an older binary), when set
+#
+# each under /usr/bin/time: wall, user CPU, peak RSS, and retryctl's wall over the text floor.
+# The statement is the one `retryctl -v history` prints, so the floor reads the same columns
+# of the same rows. Memory should be flat across N.
+#
+# `bomb` instead of sizes: one database of 1,000 jobs plus one whose failed run's `error` is a
+# zlib bomb (512 MiB of text in about 0.5 MiB, issue 28 item 6): peak RSS and bytes written,
+# for retryctl and $BEFORE.
+#
+#   scripts/bench-history.sh                        # N = 100000 and 1000000
+#   scripts/bench-history.sh 10000 50000            # other sizes
+#   BEFORE=/tmp/retryctl-old ROUNDS=3 scripts/bench-history.sh 100000
+#   BEFORE=/tmp/retryctl-old scripts/bench-history.sh bomb
 set -euo pipefail
 cd "$(dirname "$0")/.."
-sizes=("$@"); [ ${#sizes[@]} -eq 0 ] && sizes=(10000 100000)
+sizes=("$@"); [ ${#sizes[@]} -eq 0 ] && sizes=(100000 1000000)
+rounds=${ROUNDS:-2}
 
 bin_dir=$(dirname "$(command -v initdb || ls /usr/lib/postgresql/*/bin/initdb | tail -1)")
 migrations=contract/lookout/migrations
@@ -21,6 +37,7 @@ cargo build --release --locked --quiet
 retryctl=$CARGO_TARGET_DIR/release/retryctl
 
 work=$(mktemp -d /tmp/retryctl-bench-pg.XXXXXX)
+chmod 755 "$work"
 as=()
 if [ "$(id -u)" = 0 ]; then chown postgres "$work"; as=(runuser -u postgres --); fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -28,13 +45,18 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 "${as[@]}" "$bin_dir/pg_ctl" -D "$work/data" -l "$work/log" -w \
   -o "-p $port -k $work -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off" start >/dev/null
 trap '"${as[@]}" "$bin_dir/pg_ctl" -D "$work/data" -m fast stop >/dev/null; rm -rf "$work"' EXIT
-psql() { command psql -q -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U bench "$@"; }
+psql_bin=$(command -v psql)
+export PGOPTIONS='-c client_min_messages=warning'  # the migrations' NOTICEs are noise here
+pg=(-q -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U bench)
+psql() { "$psql_bin" "${pg[@]}" "$@"; }
 
-for n in "${sizes[@]}"; do
-  db=bench_$n
+# A database of $2 jobs × 3 runs named $1.
+load() {
+  local db=$1 n=$2
   psql -d postgres -c "CREATE DATABASE $db" >/dev/null
   for f in $(ls "$migrations"/*.sql | sort); do psql -d "$db" -c "$(cat "$f")" >/dev/null; done
   # zlib stream of "OOMKilled: container used its memory limit" (python's zlib.compress).
+  local err
   err=$(python3 -c 'import zlib; print(zlib.compress(b"OOMKilled: container used its memory limit").hex())')
   psql -d "$db" >/dev/null <<SQL
 INSERT INTO job (job_id, queue, owner, jobset, cpu, memory, ephemeral_storage, gpu, priority, submitted, state,
@@ -52,14 +74,70 @@ SELECT format('run-%s-%s', i, k), format('job-%s', lpad(i::text, 8, '0')), 'c1',
        CASE WHEN k = 2 THEN 3 ELSE 4 END, CASE WHEN k = 2 THEN 0 ELSE 137 END,
        CASE WHEN k = 2 THEN NULL ELSE '\\x$err'::bytea END, CASE WHEN k = 2 THEN NULL ELSE 'oom' END
   FROM generate_series(1, $n) i, generate_series(0, 2) k;
-ANALYZE;
+VACUUM ANALYZE;
 SQL
-  /usr/bin/time -v "$retryctl" history --queue ml --lookout-db "postgresql://bench@127.0.0.1:$port/$db" \
-    --output-file "$work/out.jsonl" 2>"$work/time.txt" || { cat "$work/time.txt"; exit 1; }
-  secs=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$work/time.txt")
-  rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time.txt")
-  lines=$(wc -l <"$work/out.jsonl")
-  printf '%8d jobs  %8d runs  %6.2f s  %9.0f jobs/s  peak RSS %6d KiB  (%s lines written)\n' \
-    "$n" $((n * 3)) "$secs" "$(echo "$n / $secs" | bc -l)" "$rss" "$lines"
-  grep '^history:' "$work/time.txt"
+}
+
+# Runs "$@" under /usr/bin/time, its stdout to /dev/null and its stderr to $work/err.txt;
+# prints "wall user rss" (s, s, KiB).
+timed() {
+  /usr/bin/time -o "$work/time.txt" -f '%e %U %M' "$@" >/dev/null 2>"$work/err.txt" ||
+    { cat "$work/err.txt" "$work/time.txt" >&2; exit 1; }
+  tail -1 "$work/time.txt"
+}
+
+row() { printf '%-16s %7.2f s  %6.2f s user  %7d KiB%s\n' "$1" "$2" "$3" "$4" "${5:-}"; }
+
+if [ "${sizes[0]}" = bomb ]; then
+  load bench_bomb 1000
+  # 512 MiB of text, compressed at level 9 as a stream (about 0.5 MiB), as hex for psql.
+  python3 - "$work/bomb.hex" <<'PY'
+import sys, zlib
+z = zlib.compressobj(9)
+chunk = b"OOMKilled " + b"A" * (2**20 - 10)  # 1 MiB
+out = [z.compress(chunk) for _ in range(512)]
+out.append(z.flush())
+data = b"".join(out)
+open(sys.argv[1], "w").write(data.hex())
+print(f"bomb: {512 * len(chunk) / 2**20:.0f} MiB of text in {len(data)} bytes")
+PY
+  psql -d bench_bomb >/dev/null <<SQL
+INSERT INTO job (job_id, queue, owner, jobset, cpu, memory, ephemeral_storage, gpu, priority, submitted, state,
+                 last_transition_time, last_transition_time_seconds, annotations)
+VALUES ('job-bomb', 'ml', 'mallory', 's', 1, 1, 0, 0, 1, '2026-11-16', 5, now(), 0, '{}');
+INSERT INTO job_run (run_id, job_id, cluster, node, leased, pending, started, finished, job_run_state, exit_code, error)
+VALUES ('run-bomb', 'job-bomb', 'c1', 'n', '2026-11-16', '2026-11-16', '2026-11-16 00:00:01', '2026-11-16 00:00:02', 4, 1,
+        decode('$(cat "$work/bomb.hex")', 'hex'));
+SQL
+  dsn="postgresql://bench@127.0.0.1:$port/bench_bomb"
+  for ((r = 1; r <= rounds; r++)); do
+    for b in retryctl ${BEFORE:+before}; do
+      bin=$retryctl; [ "$b" = before ] && bin=$BEFORE
+      read -r wall user rss < <(timed "$bin" history --queue ml --lookout-db "$dsn" --output-file "$work/out.jsonl")
+      row "$b" "$wall" "$user" "$rss" "  $(stat -c %s "$work/out.jsonl") bytes written"
+    done
+  done
+  exit 0
+fi
+
+for n in "${sizes[@]}"; do
+  db=bench_$n
+  load "$db" "$n"
+  dsn="postgresql://bench@127.0.0.1:$port/$db"
+  # The statement retryctl runs (its -v line), and the same as text for the floor.
+  statement=$("$retryctl" -v history --queue ml --lookout-db "$dsn" 2>&1 >/dev/null | sed -n 's/^lookout-db: //p')
+  text_statement=${statement% (FORMAT binary)}
+  echo "== $n jobs, $((n * 3)) runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  for ((r = 1; r <= rounds; r++)); do
+    read -r fw fu fr < <(timed "$psql_bin" "${pg[@]}" -d "$db" -c "$text_statement" -o /dev/null)
+    row "floor (text)" "$fw" "$fu" "$fr"
+    read -r w u m < <(timed "$psql_bin" "${pg[@]}" -d "$db" -c "$statement" -o /dev/null)
+    row "floor (binary)" "$w" "$u" "$m"
+    for b in retryctl ${BEFORE:+before}; do
+      bin=$retryctl; [ "$b" = before ] && bin=$BEFORE
+      read -r w u m < <(timed "$bin" history --queue ml --lookout-db "$dsn")
+      row "$b" "$w" "$u" "$m" "$(printf '  %6.0f jobs/s  %4.2fx the text floor' "$(echo "$n / $w" | bc -l)" "$(echo "$w / $fw" | bc -l)")"
+    done
+  done
+  grep '^history:' "$work/err.txt"
 done

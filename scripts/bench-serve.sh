@@ -3,10 +3,17 @@
 # axum hello-world (examples/hello_axum.rs: the same axum + tokio, one route, no middleware)
 # with each server pinned to core 0 and wrk pinned to core 1, side by side, then the ratio.
 # Bar: serve's GET within 1.25x of the hello-world (ratio hello / serve <= 1.25).
+# Then the same policy read over gRPC (issue 22): api.RetryPolicyService/GetRetryPolicy on the
+# same serve, same core, with h2load at wrk's concurrency (16 connections, one call in flight
+# on each: -c16 -m1), with the same 16 calls in flight on one connection as a gRPC channel
+# multiplexes them (-c1 -m16), and with more in flight (-c16 -m8), next to the REST GET.
+# Bar: gRPC GetRetryPolicy at least as many requests/s as the REST GET.
 #
 # Usage: scripts/bench-serve.sh [DURATION_SECONDS (default 5)] [CONNECTIONS (default 16)]
-#   BIN=path/to/retryctl scripts/bench-serve.sh   measures another build of retryctl.
-# Needs wrk (Debian package `wrk`), taskset (util-linux) and 2 cores.
+#   BIN=path/to/retryctl scripts/bench-serve.sh   measures another build of retryctl
+#   (BENCH_GRPC=0 for a build without gRPC).
+# Needs wrk (Debian package `wrk`), h2load (Debian package `nghttp2-client`; without it the
+# gRPC rows are skipped), taskset (util-linux) and 2 cores.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -57,6 +64,23 @@ measure() {
   echo "$rps $p99 $(awk -v t="$((after - before))" -v hz="$(getconf CLK_TCK)" -v n="$n" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')"
 }
 
+# measure_grpc URL PID CONNECTIONS STREAMS: as `measure`, with h2load calling GetRetryPolicy{name: bench}:
+# one gRPC frame (no compression, 7 bytes: field 1, "bench").
+measure_grpc() {
+  local before after
+  printf '\x00\x00\x00\x00\x07\x0a\x05bench' >"$tmp/get.grpc"
+  before="$(cpu "$2")"
+  taskset -c 1 h2load -t1 -c"$3" -m"$4" -D"$duration" -d "$tmp/get.grpc" \
+    -H 'content-type: application/grpc' -H 'te: trailers' \
+    "$1/api.RetryPolicyService/GetRetryPolicy" >"$tmp/h2load.out"
+  after="$(cpu "$2")"
+  if ! grep -q ' 0 failed, 0 errored' "$tmp/h2load.out"; then cat "$tmp/h2load.out" >&2; echo "bench-serve.sh: gRPC errors" >&2; exit 1; fi
+  local rps n
+  rps="$(awk '/^finished in/ {print $4}' "$tmp/h2load.out")"
+  n="$(awk '/^requests:/ {print $8}' "$tmp/h2load.out")"
+  echo "$rps $(awk -v t="$((after - before))" -v hz="$(getconf CLK_TCK)" -v n="$n" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')"
+}
+
 start hello_url "$tmp/hello.log" "$hello"
 start serve_url "$tmp/serve.log" "$bin" serve --listen 127.0.0.1:0 --db "$tmp/armada.db"
 [ -n "$hello_url" ] && [ -n "$serve_url" ] || { echo "bench-serve.sh: a server did not start" >&2; cat "$tmp"/*.log >&2; exit 1; }
@@ -72,6 +96,25 @@ out="$(measure "$serve_url/v1/retry-policy/bench" "$serve_pid")"; read -r s_rps 
 printf '%-40s %10s req/s  p99 %-8s %6s us CPU/req\n' "serve GET /v1/retry-policy/bench" "$s_rps" "$s_p99" "$s_cpu"
 out="$(measure "$serve_url/health" "$serve_pid")"; read -r x_rps x_p99 x_cpu <<<"$out"
 printf '%-40s %10s req/s  p99 %-8s %6s us CPU/req\n' "serve GET /health" "$x_rps" "$x_p99" "$x_cpu"
+if [ "${BENCH_GRPC:-1}" = 0 ]; then
+  echo "BENCH_GRPC=0: gRPC rows skipped"
+elif command -v h2load >/dev/null; then
+  for cm in "$conns 1" "1 $conns" "$conns 8"; do
+    read -r c m <<<"$cm"
+    out="$(measure_grpc "$serve_url" "$serve_pid" "$c" "$m")"; read -r g_rps g_cpu <<<"$out"
+    printf '%-40s %10s req/s  %-12s %6s us CPU/req\n' "serve gRPC GetRetryPolicy -c$c -m$m" "$g_rps" "" "$g_cpu"
+    [ "$m" = 1 ] && g1_rps="$g_rps" && g1_cpu="$g_cpu"
+    [ "$c" = 1 ] && gm_rps="$g_rps"
+  done
+  # A call that went wrong is still HTTP 200 (its status is in the trailers): the log says.
+  if grep -q 'GetRetryPolicy 200 (' "$tmp/serve.log"; then echo "bench-serve.sh: gRPC calls failed" >&2; exit 1; fi
+  awk -v g="$g1_rps" -v s="$s_rps" -v gc="$g1_cpu" -v sc="$s_cpu" 'BEGIN {
+    printf "ratio: gRPC GetRetryPolicy (-c16 -m1) / REST GET = %.2f req/s, %.2f CPU per request\n", g / s, gc / sc }'
+  awk -v g="$gm_rps" -v s="$s_rps" 'BEGIN {
+    printf "ratio: gRPC GetRetryPolicy (16 calls in flight on one connection) / REST GET = %.2f req/s (bar: >= 1)\n", g / s }'
+else
+  echo "h2load not installed (apt-get install -y nghttp2-client): gRPC rows skipped"
+fi
 echo "request log lines written: $(grep -c 'retryctl serve: GET' "$tmp/serve.log")"
 awk -v h="$h_rps" -v s="$s_rps" -v hc="$h_cpu" -v sc="$s_cpu" 'BEGIN {
   printf "ratio: hello-world / serve GET = %.2f req/s, %.2f CPU per request (bar <= 1.25)\n", h / s, sc / hc }'

@@ -46,6 +46,8 @@ pub struct ContextConfig {
     pub certificate_authority: Option<String>,
     /// `insecureSkipTlsVerify: true`.
     pub insecure_skip_tls_verify: bool,
+    /// armadactl's `forceNoTls: true`: speak gRPC to `armadaUrl` without TLS.
+    pub force_no_tls: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -205,7 +207,13 @@ impl ConfigFile {
             Some(Value::Bool(b)) => *b,
             Some(_) => return Err(self.bad(&where_("insecureSkipTlsVerify"), "expected `true` or `false`")),
         };
+        let force_no_tls = match get(node, "forceNoTls") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(self.bad(&where_("forceNoTls"), "expected `true` or `false`")),
+        };
         Ok(ContextConfig {
+            force_no_tls,
             armada_rest_url: s("armadaRestUrl"),
             armada_url: s("armadaUrl"),
             basic_auth,

@@ -18,17 +18,17 @@
 //!   stop it. Commands that talk to no server (`validate`, `simulate -f`, `explain`,
 //!   `schema`, `completion`, `config`) call neither.
 //!
-//! The address resolves into a [`Server`] whose [`Address`] is, today, a REST base URL. A
-//! context whose only address is armadactl's gRPC `armadaUrl` (`host:port`) is a usage error
-//! naming `armadaRestUrl`, raised in one place: the `Candidate::Grpc` branch of
-//! [`ConnectionSettings::server`]. A gRPC transport (SPEC §5.3) turns that branch into a gRPC
-//! target (a second [`Address`] variant); the credential order does not depend on the
-//! transport.
+//! The address resolves into a [`Server`] whose [`Address`] is a REST base URL or a gRPC
+//! target (SPEC §5.3); the credential order does not depend on the transport.
 //!
 //! Precedence, and the decisions where SPEC is silent:
 //! - Address: `--armada-url`, `$ARMADA_URL`, the context's `armadaRestUrl`, then its
-//!   `armadaUrl` only when it is an `http(s)://` URL (in armadactl `armadaUrl` is a gRPC
-//!   `host:port`), else `http://localhost:8080`.
+//!   `armadaUrl`, else `http://localhost:8080`. Which protocol (SPEC §4, §5.3): `http(s)://`
+//!   is REST; `grpc://` / `grpcs://` is gRPC (plaintext / TLS), `host[:port]` only (port 443
+//!   when none is given, as grpc-go dials). A context's `armadaUrl` that is not `http(s)://`
+//!   is armadactl's gRPC `host:port`, with TLS as armadactl decides it: on unless the context
+//!   sets `forceNoTls: true` or the address contains `localhost`. A context with both keys is
+//!   spoken to over REST (`armadaRestUrl`): only REST carries the design dialect.
 //! - A server URL, from any source (and `--lookout-url` alike): without a scheme it gets
 //!   `http://`, as armadactl does for `armadaRestUrl`; the scheme must be `http` or `https`,
 //!   with a host; a path prefix is kept (`https://gw/armada/` → `https://gw/armada/v1/...`);
@@ -97,11 +97,13 @@ enum Candidate {
         from: String,
     },
     /// A context whose only address is an `armadaUrl` that is not `http(s)://`: armadactl's
-    /// gRPC address.
+    /// gRPC address, `host:port`.
     Grpc {
         raw: String,
-        context: Option<String>,
-        file: PathBuf,
+        source: UrlSource,
+        from: String,
+        /// armadactl's `forceNoTls`.
+        force_no_tls: bool,
     },
 }
 
@@ -150,6 +152,17 @@ pub enum Address {
     /// A REST (grpc-gateway) base URL: `http(s)://host[:port][/prefix]`, without user info,
     /// query, fragment or trailing `/`.
     Rest(String),
+    /// A gRPC target: `grpc://host:port` (plaintext) or `grpcs://host:port` (TLS).
+    Grpc(String),
+}
+
+impl Address {
+    /// The address as the client takes it and messages show it.
+    pub fn url(&self) -> &str {
+        match self {
+            Address::Rest(url) | Address::Grpc(url) => url,
+        }
+    }
 }
 
 /// The one set of credentials sent, and where it came from.
@@ -268,8 +281,9 @@ pub fn resolve(global: &GlobalArgs, env: &Env) -> Result<ConnectionSettings, Cli
     } else if let Some(grpc) = &ctx.armada_url {
         Candidate::Grpc {
             raw: grpc.clone(),
-            context: context.clone(),
-            file: file.path.clone(),
+            source: in_context(),
+            from: format!("`armadaUrl` of {whose}"),
+            force_no_tls: ctx.force_no_tls,
         }
     } else {
         url(&DEFAULT_URL.to_string(), UrlSource::Default, "the default".into())
@@ -357,28 +371,41 @@ fn is_http(url: &str) -> bool {
     url.starts_with("http://") || url.starts_with("https://")
 }
 
-/// The error for a context whose only address is armadactl's gRPC `armadaUrl` (a
-/// `host:port`, which retryctl cannot talk to): name it, and the key that is missing.
-fn grpc_only(context: Option<&str>, grpc: &str, file: &Path) -> CliError {
-    let grpc = redact_url(grpc);
-    let (whose, where_) = match context {
-        Some(name) => (
-            format!("context `{name}`"),
-            format!("context `{name}` in `{}`", file.display()),
-        ),
-        None => (
-            format!("config file `{}`", file.display()),
-            format!("`{}`", file.display()),
-        ),
+/// armadactl's gRPC `armadaUrl` (`host:port`) as a `grpc://` or `grpcs://` target: TLS
+/// unless `forceNoTls` or the address contains `localhost` (`pkg/client/connection.go`).
+fn grpc_target(host_port: &str, force_no_tls: bool) -> String {
+    let plain = force_no_tls || host_port.contains("localhost");
+    format!("{}://{}", if plain { "grpc" } else { "grpcs" }, host_port.trim())
+}
+
+/// Whether `raw` names a gRPC server by its scheme (`grpc://`, `grpcs://`).
+fn is_grpc(raw: &str) -> bool {
+    let lower = raw.trim().get(..8).unwrap_or(raw.trim()).to_ascii_lowercase();
+    lower.starts_with("grpc://") || lower.starts_with("grpcs://")
+}
+
+/// A gRPC target checked: `grpc(s)://host[:port]` and nothing more (no path, query, user),
+/// the port 443 when none is given, as grpc-go dials. `from` names the source in errors
+/// (usage errors, exit 2).
+pub fn grpc_url(raw: &str, from: &str) -> Result<String, CliError> {
+    let shown = redact_url(raw.trim());
+    let bad = |why: &str| {
+        CliError::usage(format!("invalid Armada gRPC address `{shown}` (from {from}): {why}"))
+            .with_hint("pass `grpc://HOST:PORT` (plaintext) or `grpcs://HOST:PORT` (TLS)")
     };
-    CliError::usage(format!(
-        "{whose} sets only `armadaUrl: {grpc}`, a gRPC address; retryctl speaks Armada's REST API \
-         and needs `armadaRestUrl`"
-    ))
-    .with_hint(format!(
-        "add `armadaRestUrl: https://HOST` (the URL of Armada's REST gateway) to {where_}, \
-         or pass `--armada-url URL` (or set `$ARMADA_URL`)"
-    ))
+    let url = reqwest::Url::parse(raw.trim()).map_err(|e| bad(&e.to_string()))?;
+    let host = url.host_str().filter(|h| !h.is_empty()).ok_or_else(|| bad("no host"))?;
+    if !matches!(url.path(), "" | "/")
+        || url.query().is_some()
+        || url.fragment().is_some()
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
+        return Err(bad(
+            "a gRPC address is `host:port` and nothing more (no path, query or user)",
+        ));
+    }
+    Ok(format!("{}://{host}:{}", url.scheme(), url.port().unwrap_or(443)))
 }
 
 /// Which server a URL is for, in messages.
@@ -493,6 +520,11 @@ impl ConnectionSettings {
     /// The Armada server: the address [`resolve`] found first, checked.
     pub fn server(&self) -> Result<Server, CliError> {
         match &self.address {
+            Candidate::Url { raw, source, from } if is_grpc(raw) => Ok(Server {
+                address: Address::Grpc(grpc_url(raw, from)?),
+                source: source.clone(),
+                url_auth: None,
+            }),
             Candidate::Url { raw, source, from } => {
                 let (url, url_auth) = server_url(raw, ARMADA_URL, from)?;
                 Ok(Server {
@@ -501,8 +533,16 @@ impl ConnectionSettings {
                     url_auth,
                 })
             }
-            // Where a gRPC transport makes a gRPC target (module docs).
-            Candidate::Grpc { raw, context, file } => Err(grpc_only(context.as_deref(), raw, file)),
+            Candidate::Grpc {
+                raw,
+                source,
+                from,
+                force_no_tls,
+            } => Ok(Server {
+                address: Address::Grpc(grpc_url(&grpc_target(raw, *force_no_tls), from)?),
+                source: source.clone(),
+                url_auth: None,
+            }),
         }
     }
 
@@ -563,9 +603,8 @@ impl ConnectionSettings {
         let server = self.server()?;
         let tls = self.client_tls()?;
         let credentials = self.credentials(server.url_auth.as_ref())?;
-        let Address::Rest(url) = &server.address;
         let config = ClientConfig {
-            base_url: url.clone(),
+            base_url: server.address.url().to_string(),
             auth: credentials.auth,
             auth_from: credentials.from,
             timeout: self.timeout,
@@ -790,8 +829,7 @@ mod tests {
     /// The address and where it came from.
     fn address(s: &ConnectionSettings) -> (String, UrlSource) {
         let server = s.server().unwrap();
-        let Address::Rest(url) = server.address;
-        (url, server.source)
+        (server.address.url().to_string(), server.source)
     }
 
     #[test]
@@ -811,26 +849,52 @@ mod tests {
         assert_eq!(address(&s), ("http://env:2".into(), UrlSource::Env));
         let s = resolve(&global(&["--config", &cfg]), &Env::default()).unwrap();
         assert_eq!(address(&s), ("http://ctx:1".into(), UrlSource::Context("a".into())));
-        // A gRPC host:port is not a REST URL, and the default would be another server; the
-        // error comes only when the address is asked for.
+        // armadactl's gRPC host:port is spoken to over gRPC, with TLS unless `forceNoTls` or
+        // `localhost` (SPEC §5.3), never replaced by the default URL.
         let s = resolve(&global(&["--config", &cfg, "-c", "b"]), &Env::default()).unwrap();
-        let e = s.server().unwrap_err();
-        assert_eq!(
-            (e.code, e.message.as_str()),
-            (
-                ExitCode::Usage,
-                "context `b` sets only `armadaUrl: grpc:50051`, a gRPC address; retryctl speaks \
-                 Armada's REST API and needs `armadaRestUrl`"
-            )
+        assert_eq!(s.server().unwrap().address, Address::Grpc("grpcs://grpc:50051".into()));
+        let cfg2 = write(
+            dir.path(),
+            "contexts:\n  p: {armadaUrl: 'h:1', forceNoTls: true}\n  l: {armadaUrl: 'localhost:50051'}\n  \
+             both: {armadaUrl: 'h:1', armadaRestUrl: 'https://rest'}\n  noport: {armadaUrl: 'h'}\n  \
+             bad: {armadaUrl: 'h:1', forceNoTls: yes please}\n",
         );
+        for (ctx, want) in [
+            ("p", Address::Grpc("grpc://h:1".into())),
+            ("l", Address::Grpc("grpc://localhost:50051".into())),
+            ("both", Address::Rest("https://rest".into())),
+            ("noport", Address::Grpc("grpcs://h:443".into())),
+        ] {
+            let s = resolve(&global(&["--config", &cfg2, "-c", ctx]), &Env::default()).unwrap();
+            assert_eq!(s.server().unwrap().address, want, "context {ctx}");
+        }
+        let e = resolve(&global(&["--config", &cfg2, "-c", "bad"]), &Env::default()).unwrap_err();
         assert_eq!(
-            e.hint.unwrap(),
-            format!(
-                "add `armadaRestUrl: https://HOST` (the URL of Armada's REST gateway) to context `b` \
-                 in `{cfg}`, or pass `--armada-url URL` (or set `$ARMADA_URL`)"
-            )
+            e.message,
+            format!("invalid config file `{cfg2}`: contexts.bad.forceNoTls: expected `true` or `false`")
         );
-        // ... unless the flag or the environment gives the REST URL.
+        let cfg = write(
+            dir.path(),
+            "currentContext: a\ncontexts:\n  a: {armadaRestUrl: ctx:1}\n  b: {armadaUrl: 'grpc:50051'}\n",
+        );
+        // `grpc://` and `grpcs://` from the flag; nothing but `host:port`.
+        let s = resolve(
+            &global(&["--config", &cfg, "--armada-url", "GRPC://h:9/"]),
+            &Env::default(),
+        )
+        .unwrap();
+        assert_eq!(s.server().unwrap().address, Address::Grpc("grpc://h:9".into()));
+        let s = resolve(
+            &global(&["--config", &cfg, "--armada-url", "grpc://u:p@h:9/v1"]),
+            &Env::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            s.server().unwrap_err().message,
+            "invalid Armada gRPC address `grpc://u:***@h:9/v1` (from `--armada-url`): a gRPC address is \
+             `host:port` and nothing more (no path, query or user)"
+        );
+        // ... and the flag or the environment wins over the context.
         let s = resolve(&global(&["--config", &cfg, "-c", "b"]), &env).unwrap();
         assert_eq!(address(&s), ("http://env:2".into(), UrlSource::Env));
         // An `armadaUrl` that is an http(s) URL is used as the REST URL.

@@ -3,11 +3,13 @@
 //! Layering (enforced in review; a module imports only modules to its right, in the braces
 //! too): `main` → `commands` → `app` (the `Context` commands take) → {`connection`, `server`,
 //! `output`, `history`, `replay`, `client`} → `cli` → `engine` → `model` → {`diag`, `yaml`},
-//! with `wire` (Armada's REST JSON, for the client and the server) beside `model`. `cli` is
-//! the command line's clap types, read by `app`, `commands`, `connection` and `output`; it
-//! imports `engine` only (its engine flag becomes an `engine::EngineKind`). `model`, `engine`
-//! and `wire` are pure: no I/O, clock, environment or randomness, and besides each other they
-//! import nothing from this crate except `diag` and `yaml`.
+//! with `wire` (Armada's REST JSON) and `armada_api` (Armada's gRPC contract, generated from
+//! `proto/`, and its model ⇄ protobuf conversion: the same model on the other wire) beside
+//! `model`, for the client and the server. `cli` is the command line's clap types, read by
+//! `app`, `commands`, `connection` and `output`; it imports `engine` only (its engine flag
+//! becomes an `engine::EngineKind`). `model`, `engine`, `wire` and `armada_api` are pure: no
+//! I/O, clock, environment or randomness, and besides each other they import nothing from
+//! this crate except `diag` and `yaml`.
 //!
 //! Where things are: a history is read in `replay::source` (files, JSON Lines, stdin) and
 //! `history` (Lookout's database and REST API); each engine decides in `engine` (the design,
@@ -21,6 +23,7 @@
 
 pub mod allocator;
 pub mod app;
+pub mod armada_api;
 pub mod armadactl_config;
 pub mod cli;
 pub mod client;

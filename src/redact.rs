@@ -1,7 +1,8 @@
 //! Secrets in URLs: the one function that hides them before a URL is printed anywhere
-//! (error messages, `version`, `config view`, `config get-contexts`, the `-v` request log).
+//! (error messages, `version`, `config view`, `config get-contexts`, the `-v` request log),
+//! and the same masking of a query string alone (`serve`'s request log).
 //!
-//! Owns: [`redact_url`]. Must not: import any other module of the crate (everyone who
+//! Owns: [`redact_url`], [`push_masked_params`]. Must not: import any other module of the crate (everyone who
 //! prints a URL uses this, so it stays a leaf), or parse URLs strictly: it must also hide
 //! the password in a URL too broken to use, since that is the one an error message quotes.
 //!
@@ -71,22 +72,64 @@ pub fn redact_url(url: &str) -> String {
 
 /// `a=1&token=t` → `a=1&token=***`.
 fn mask_params(params: &str) -> String {
-    params
-        .split('&')
-        .map(|part| match part.split_once('=') {
-            Some((name, value)) if !value.is_empty() && is_secret_param(name) => format!("{name}={MASK}"),
-            _ => part.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join("&")
+    let mut out = String::with_capacity(params.len());
+    push_masked_params(&mut out, params);
+    out
+}
+
+/// Appends `params` (a query string without its `?`, or a fragment) to `out` with the value of
+/// every credential parameter replaced by [`MASK`]: what `serve`'s request log prints of a
+/// request's query (SPEC §6), and what [`redact_url`] does to a URL's query and fragment.
+/// A parameter's name is compared percent-decoded (`%74oken` is `token`).
+pub fn push_masked_params(out: &mut String, params: &str) {
+    for (i, part) in params.split('&').enumerate() {
+        if i > 0 {
+            out.push('&');
+        }
+        match part.split_once('=') {
+            Some((name, value)) if !value.is_empty() && is_secret_param(name) => {
+                out.push_str(name);
+                out.push('=');
+                out.push_str(MASK);
+            }
+            _ => out.push_str(part),
+        }
+    }
 }
 
 fn is_secret_param(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
+    let mut name = name.to_ascii_lowercase();
+    if name.contains(['%', '+']) {
+        name = percent_decoded(&name);
+    }
     ["token", "password", "passwd", "secret", "apikey", "api_key", "api-key"]
         .iter()
         .any(|s| name.contains(s))
         || ["key", "sig", "signature", "auth", "authorization"].contains(&name.as_str())
+}
+
+/// `%74oken` → `token` (`+` is a space); a `%` not followed by two hex digits is kept.
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).to_ascii_lowercase()
 }
 
 #[cfg(test)]
@@ -131,5 +174,33 @@ mod tests {
         // Masking twice is masking once.
         let once = redact_url("https://u:p@h?token=t");
         assert_eq!(redact_url(&once), once);
+    }
+
+    /// SPEC §6: what `serve` logs of a query string. The five names SPEC lists, in any case
+    /// and percent-encoded, lose their values; everything else stays as sent.
+    #[test]
+    fn query_strings_lose_credential_values_only() {
+        let masked = |q: &str| {
+            let mut out = String::from("GET /v1/retry-policies?");
+            super::push_masked_params(&mut out, q);
+            out
+        };
+        for (query, want) in [
+            ("token=abc", "token=***"),
+            (
+                "access_token=a&password=p&key=k&secret=s",
+                "access_token=***&password=***&key=***&secret=***",
+            ),
+            ("Token=abc&KEY=k", "Token=***&KEY=***"),
+            ("%74oken=abc&pass%77ord=p", "%74oken=***&pass%77ord=***"),
+            ("num=5&token=t&page=2", "num=5&token=***&page=2"),
+            ("monkey=1&keys=2&x=token", "monkey=1&keys=2&x=token"),
+            ("token=&key", "token=&key"),
+            ("token=a=b", "token=***"),
+            ("%zz=1&%7=2&%", "%zz=1&%7=2&%"),
+            ("", ""),
+        ] {
+            assert_eq!(masked(query), format!("GET /v1/retry-policies?{want}"), "{query}");
+        }
     }
 }

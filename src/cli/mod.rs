@@ -57,7 +57,8 @@ fn top_level() -> clap::Command {
 
 #[derive(Debug, Args, Clone)]
 pub struct GlobalArgs {
-    /// Armada REST base URL (default: $ARMADA_URL, the context's `armadaRestUrl`, then
+    /// Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://)
+    /// (default: $ARMADA_URL, the context's `armadaRestUrl` or gRPC `armadaUrl`, then
     /// http://localhost:8080).
     #[arg(
         long,
@@ -417,6 +418,10 @@ pub struct HistoryArgs {
     /// Write to this file instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub output_file: Option<PathBuf>,
+    /// Exit 1 after the export when a row was left out because it could not be read (each
+    /// is reported on stderr either way).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -11,8 +11,10 @@
 //! certificates, it is accepted once its names match the host (validity dates were checked by
 //! WebPKI before it raised that objection).
 //!
-//! Owns: building that rustls configuration. Must not: relax anything else (expiry, names,
-//! an unknown issuer stay errors) or open connections.
+//! Owns: building that rustls configuration (and the one of `--insecure-skip-tls-verify` for
+//! the gRPC transport, which has no reqwest to ask), and telling what a failed handshake
+//! means. Must not: relax anything else (expiry, names, an unknown issuer stay errors) or
+//! open connections.
 
 use std::sync::Arc;
 
@@ -24,6 +26,17 @@ use tokio_rustls::rustls::{self, CertificateError, DigitallySignedStruct, RootCe
 
 /// A rustls client configuration trusting the system roots plus `extra` (DER).
 pub fn client_config(extra: &[Vec<u8>]) -> Result<rustls::ClientConfig, String> {
+    verifying(extra, false)
+}
+
+/// A rustls client configuration that accepts any certificate (`--insecure-skip-tls-verify`,
+/// already warned about by the command): the handshake's signatures are still checked, the
+/// certificate's issuer, names and dates are not, as reqwest's `danger_accept_invalid_certs`.
+pub fn insecure_config() -> Result<rustls::ClientConfig, String> {
+    verifying(&[], true)
+}
+
+fn verifying(extra: &[Vec<u8>], accept_any: bool) -> Result<rustls::ClientConfig, String> {
     let provider = crate::tls::provider();
     let mut roots = system_roots();
     let pinned: Vec<CertificateDer<'static>> = extra.iter().map(|d| CertificateDer::from(d.clone())).collect();
@@ -39,6 +52,7 @@ pub fn client_config(extra: &[Vec<u8>]) -> Result<rustls::ClientConfig, String> 
         inner,
         pinned,
         provider: provider.clone(),
+        accept_any,
     };
     Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -46,6 +60,51 @@ pub fn client_config(extra: &[Vec<u8>]) -> Result<rustls::ClientConfig, String> 
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth())
+}
+
+/// What a failed connection to `url` says about TLS, if anything: the rustls error somewhere
+/// in the chain of `e`. An `io::Error` carries it as its payload (which may be another
+/// `io::Error`), and its `source()` skips the payload, so payloads are followed instead.
+pub(super) fn tls_failure(e: &(dyn std::error::Error + 'static), url: &str) -> Option<super::ClientError> {
+    use super::ClientError;
+    use rustls::{Error as Tls, InvalidMessage};
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    let tls = loop {
+        let err = cur?;
+        if let Some(tls) = err.downcast_ref::<Tls>() {
+            break tls;
+        }
+        cur = match err.downcast_ref::<std::io::Error>() {
+            Some(io) => io.get_ref().map(|inner| inner as &(dyn std::error::Error + 'static)),
+            None => err.source(),
+        };
+    };
+    let url = url.to_string();
+    match tls {
+        Tls::InvalidCertificate(CertificateError::UnknownIssuer) => Some(ClientError::Certificate {
+            url,
+            reason: "it is not signed by a certificate authority retryctl trusts (unknown issuer)".into(),
+        }),
+        // A trusted authority has the issuer's name but not its key: another CA of the same
+        // name (a re-created test CA, an impostor) signed the certificate.
+        Tls::InvalidCertificate(CertificateError::BadSignature) => Some(ClientError::Certificate {
+            url,
+            reason: "its signature does not match the key of the certificate authority of that name that retryctl trusts (bad signature): another authority with the same name signed it".into(),
+        }),
+        Tls::InvalidCertificate(_) if is_ca_used_as_end_entity(tls) => Some(ClientError::Certificate {
+            url,
+            reason: "it is self-signed (a CA certificate presented as the server's own) and not among the certificates retryctl trusts".into(),
+        }),
+        Tls::InvalidCertificate(_) => Some(ClientError::Certificate {
+            url,
+            reason: tls.to_string(),
+        }),
+        // The answer to the hello is not a TLS record: a plain HTTP server's 400.
+        Tls::InvalidMessage(InvalidMessage::InvalidContentType) => {
+            Some(ClientError::WrongScheme { url, server_tls: false })
+        }
+        _ => None,
+    }
 }
 
 /// The OS store's roots. Certificates in it that do not parse are skipped, as Go's
@@ -66,6 +125,8 @@ struct Verifier {
     /// The user's own certificates, compared byte for byte with the server's.
     pinned: Vec<CertificateDer<'static>>,
     provider: Arc<CryptoProvider>,
+    /// `--insecure-skip-tls-verify`: any certificate (its signatures still checked).
+    accept_any: bool,
 }
 
 /// Whether WebPKI's only objection is a CA certificate presented as the server's own.
@@ -87,6 +148,9 @@ impl ServerCertVerifier for Verifier {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        if self.accept_any {
+            return Ok(ServerCertVerified::assertion());
+        }
         match self
             .inner
             .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)

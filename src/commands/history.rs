@@ -1,8 +1,10 @@
 //! `retryctl history` (SPEC §3.3): Lookout → FailureHistory documents for `simulate`.
 //!
-//! Load (filters, source) → stream jobs through `history::mapping` → `output::history`.
-//! Memory stays one page of jobs whatever the number of jobs. A row that cannot be mapped is
-//! reported with its job and run id on stderr and skipped; the exit status is then 1.
+//! Load (filters, source) → [`Export`] (the source mapped one job at a time) →
+//! `output::history`, with a progress line on a terminal. Memory stays one job (one page for
+//! the REST API) whatever the number of jobs. A row that cannot be read is reported with its
+//! job, run and column on stderr and left out; the export goes on, and `--strict` makes the
+//! exit status 1 afterwards.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -11,17 +13,23 @@ use crate::app::Context;
 use crate::cli::{HistoryArgs, HistoryOutput};
 use crate::connection::{parse_timeout, resolve, Env};
 use crate::error::{CliError, ExitCode};
-use crate::history::mapping::map_job;
-use crate::history::{lookout_api, lookout_db, Filter, Item, Source};
+use crate::history::{lookout_api, lookout_db, Event, Export, Filter, Source};
 use crate::model::duration::GoDuration;
 use crate::model::history::Timestamp;
-use crate::output::history::{write_history, write_summary, Totals};
+use crate::output::history::{left_out_line, write_history, write_summary};
+use crate::output::progress::ReadProgress;
 
 pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let filter = filter(args, now())?;
     let timeout = parse_timeout(&ctx.global.timeout)?;
     let source: Source = match (&args.lookout_db, &args.lookout_url) {
-        (Some(dsn), _) => lookout_db::jobs(lookout_db::connect(dsn, timeout)?, &filter, dsn),
+        (Some(dsn), _) => {
+            let db = lookout_db::connect(dsn, timeout)?;
+            if ctx.global.verbose > 0 {
+                writeln!(ctx.err, "lookout-db: {}", lookout_db::statement(&filter)?)?;
+            }
+            lookout_db::jobs(db, &filter)?
+        }
         (None, Some(url)) => {
             let settings = resolve(&ctx.global, &Env::from_process())?;
             if let Some(warning) = settings.tls.warning() {
@@ -47,36 +55,24 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
         None => &mut *ctx.out,
     };
     let yaml = args.output == HistoryOutput::Yaml;
-    let mut totals = Totals::default();
-    for item in source {
-        let job = match item? {
-            Item::Job(j) => j,
-            Item::Bad(e) => {
-                writeln!(ctx.err, "error: {e}; job skipped")?;
-                totals.bad_jobs += 1;
-                continue;
-            }
-        };
-        match map_job(&job) {
-            Ok(m) => {
-                totals.notes.add(&m.notes);
-                match m.history {
-                    Some(h) => {
-                        write_history(out, &h, yaml)?;
-                        totals.jobs += 1;
-                    }
-                    None => totals.empty_jobs += 1,
-                }
-            }
-            Err(e) => {
-                writeln!(ctx.err, "error: {e}; job skipped")?;
-                totals.bad_jobs += 1;
+    let mut progress = ReadProgress::start("reading Lookout");
+    let mut export = Export::new(source);
+    while let Some(event) = export.next() {
+        match event? {
+            Event::History(h) => write_history(out, &h, yaml)?,
+            Event::LeftOut(e) => {
+                let line = left_out_line(ctx.style, &e);
+                progress.suspend(|| writeln!(ctx.err, "{line}"))?;
             }
         }
+        let t = export.totals();
+        progress.update(t.jobs_read, t.runs_read);
     }
+    drop(progress);
     out.flush()?;
-    write_summary(ctx.err, &args.queue, &totals)?;
-    Ok(if totals.bad_jobs > 0 {
+    let totals = export.totals();
+    write_summary(ctx.err, &args.queue, totals)?;
+    Ok(if args.strict && totals.left_out() > 0 {
         ExitCode::Failure
     } else {
         ExitCode::Success

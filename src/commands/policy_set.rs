@@ -39,13 +39,15 @@ pub fn load_from_server(
         .list_queues()
         .map_err(|e| remote.fail("cannot list queues", e))?;
     // A server without the dialect header is upstream Armada: its scheduler is the upstream
-    // engine (SPEC §2.10), unless --engine says otherwise.
+    // engine (SPEC §2.10), unless --engine says otherwise. (`retryctl serve` over gRPC marks
+    // its answers too, though a design-dialect policy cannot travel there.)
     let engine = match engine {
         Some(e) => e,
         None if remote
             .client
-            .is_v1()
-            .map_err(|e| remote.fail("cannot read the server's dialect", e))? =>
+            .dialect_name()
+            .map_err(|e| remote.fail("cannot read the server's dialect", e))?
+            == "v1" =>
         {
             EngineKind::Design
         }

@@ -6,18 +6,18 @@
 
 use crate::app::Context;
 use crate::cli::{DryRun, FileSource};
-use crate::client::{self, WriteOp};
-use crate::client::{Auth, Client, ClientError};
-use crate::connection::{self, Address, Env, Server};
+use crate::client::{self, codes, Auth, Client, ClientError, WriteOp};
+use crate::connection::{self, Env, Server};
 use crate::error::CliError;
 use crate::input;
 use crate::model::validate::name_problem;
 use crate::model::{Kind, Resource};
 use crate::output::report;
 
-/// A connected client, the server it talks to and the credentials it sends (for hints).
+/// A connected client (REST or gRPC, as the address says), the server it talks to and the
+/// credentials it sends (for hints).
 pub struct Remote {
-    pub client: Client,
+    pub client: Box<dyn Client>,
     pub server: Server,
     /// The credentials sent, as `-v` shows them (`bearer from `$ARMADA_TOKEN``); `None`
     /// when anonymous.
@@ -32,7 +32,7 @@ pub fn connect(ctx: &mut Context) -> Result<Remote, CliError> {
     }
     let (server, config) = settings.armada_client()?;
     let sent = (config.auth != Auth::None).then(|| config.auth.shown(&config.auth_from));
-    let client = Client::new(config).map_err(|e| CliError::new(e.exit_code(), e.to_string()))?;
+    let client = client::connect(config).map_err(|e| CliError::new(e.exit_code(), e.to_string()))?;
     Ok(Remote { client, server, sent })
 }
 
@@ -48,7 +48,7 @@ impl Remote {
                 "if the server's certificate comes from a private CA or is self-signed, trust it \
                  with `--certificate-authority FILE` or the config context key `certificateAuthority`",
             ),
-            ClientError::Api { status: 401, .. } => match &self.sent {
+            e if e.is_unauthenticated() => match &self.sent {
                 None => err.with_hint(
                     "give credentials: `--token`, `--token-file` or `$ARMADA_TOKEN`, or the config \
                      context's `bearerToken`, `basicAuth` or `execAuth`",
@@ -60,13 +60,14 @@ impl Remote {
                      check that one, or unset it to use the next"
                 )),
             },
-            ClientError::NoRoute { .. } => {
-                let Address::Rest(url) = &self.server.address;
-                err.with_hint(format!(
-                    "check that {} is the Armada REST (HTTP gateway) URL, not the gRPC port",
-                    crate::redact::redact_url(url)
-                ))
-            }
+            ClientError::NoRoute { .. } => err.with_hint(format!(
+                "check that {} is the Armada REST (HTTP gateway) URL, not the gRPC port",
+                crate::redact::redact_url(self.client.base_url())
+            )),
+            ClientError::Incompatible { grpc: true, .. } => err.with_hint(
+                "write it over REST (`--armada-url http://…` of `retryctl serve`, or a context's \
+                 `armadaRestUrl`), or remove these fields",
+            ),
             ClientError::Incompatible { fields, .. } => {
                 let limit = fields.iter().any(|f| f == "retryLimit");
                 let action = fields.iter().any(|f| f.starts_with("defaultAction"));
@@ -282,18 +283,16 @@ pub fn write(remote: Option<&Remote>, r: &Resource, mode: Mode, dry: bool) -> Re
     };
     let op = match (mode, &current) {
         (Mode::Create, Some(Some(_))) => {
-            return Err(fail(ClientError::Api {
-                status: 409,
-                code: Some(client::grpc::ALREADY_EXISTS),
-                message: format!("{} `{}` already exists", noun(r), r.name().unwrap_or("")),
-            }))
+            return Err(fail(c.refused(
+                codes::ALREADY_EXISTS,
+                format!("{} `{}` already exists", noun(r), r.name().unwrap_or("")),
+            )))
         }
         (Mode::Update, Some(None)) => {
-            return Err(fail(ClientError::Api {
-                status: 404,
-                code: Some(client::grpc::NOT_FOUND),
-                message: format!("{} `{}` does not exist", noun(r), r.name().unwrap_or("")),
-            }))
+            return Err(fail(c.refused(
+                codes::NOT_FOUND,
+                format!("{} `{}` does not exist", noun(r), r.name().unwrap_or("")),
+            )))
         }
         (Mode::Apply | Mode::Update, Some(Some(existing))) => {
             if same(existing, r) {
@@ -314,6 +313,7 @@ pub fn write(remote: Option<&Remote>, r: &Resource, mode: Mode, dry: bool) -> Re
                     kind: "retry policy",
                     name: p.name.clone(),
                     fields,
+                    grpc: c.protocol() == "gRPC",
                 }));
             }
         }

@@ -1,69 +1,134 @@
 //! Lookout's PostgreSQL database (`--lookout-db`) as a stream of jobs.
 //!
 //! Owns: connecting (errors → exit 4 with the DSN masked, or 5 for wrong credentials), the
-//! check that the Lookout tables exist, and reading `job` / `job_run` with keyset paging:
-//! one page of [`PAGE`] jobs (by `job_id`, the primary key) and then their runs, so the
-//! client holds one page at a time whatever the table size, and no transaction or cursor is
-//! held open on a production database between pages. Must not: map rows to histories
-//! (`mapping`), or print.
+//! check that the Lookout tables exist, the one statement that reads them ([`statement`]: a
+//! binary `COPY` of `job LEFT JOIN job_run` ordered by `job_id`, so a job's rows arrive
+//! together and the client holds one job at a time whatever the table size), decoding its
+//! rows by hand, and turning a row that cannot be read into an [`Item::Bad`] naming the job,
+//! the run and the column (SPEC §3.3). Must not: map rows to histories (`mapping`), or print.
 //!
-//! Why the sync `postgres` crate rather than `tokio-postgres`: the CLI is synchronous
-//! (blocking reqwest, no runtime in commands), the import is one query after another, and
-//! `postgres` is `tokio-postgres` behind a private runtime, so the same well-kept code without
-//! async plumbing in the command. TLS is not offered (`NoTls`): a DSN with
-//! `sslmode=require` is refused by the connection with that reason.
+//! Why one binary `COPY` rather than pages of queries: the server sends the rows as one
+//! stream in its own binary format (timestamps as integers: no text to format on one side
+//! and parse on the other, and `infinity` is a value like any other, not an error that ends
+//! the statement), the client decodes each field in place without a row object, and reading
+//! overlaps with the server's work. Paging by key re-plans and re-descends the indexes for
+//! every page, and on a queue that is a small part of the table scans the rest again and
+//! again. `COPY` takes no parameters, so the filter's values are written into the statement
+//! as escaped literals ([`literal`]).
 //!
-//! Times are read as microseconds since the epoch (`extract(epoch …)`), the columns being
-//! `timestamp` without time zone in UTC as Lookout writes them; this keeps a date/time crate
-//! out of the dependencies.
+//! Hostile values cost bounded work: `error` is read at most [`ERROR_BYTES_MAX`] bytes
+//! (`substring` on the server, which fetches only those bytes of a TOASTed value) and
+//! inflated at most [`ERROR_TEXT_MAX`] bytes (a zlib bomb stays a few KiB of work), the
+//! annotations at most [`ANNOTATIONS_MAX`] characters, and a job's runs at most
+//! [`JOB_BYTES_MAX`] bytes held.
+//!
+//! Why `tokio-postgres` behind a private current-thread runtime, as the sync `postgres` crate
+//! does it: the CLI is synchronous, but `postgres`' COPY reader borrows its client, so a
+//! source that owns both could not be an iterator; `tokio-postgres`' COPY stream owns its
+//! channel. The runtime only runs while [`DbJobs`] waits for data, so nothing is read ahead
+//! of the consumer beyond the socket's buffers: memory stays flat. TLS is not offered
+//! (`NoTls`): a DSN with `sslmode=require` is refused by the connection with that reason.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use std::pin::Pin;
 use std::str::FromStr;
 use std::time::Duration;
 
-use postgres::error::SqlState;
-use postgres::{Client, NoTls, Row};
+use bytes::{Buf, Bytes};
+use futures_util::Stream;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{CopyOutStream, NoTls};
 
-use super::mapping::{ErrorText, JobRow, LookoutJob, RowError, RunRow};
+use super::mapping::{self, error_text, JobRow, LookoutJob, Place, RowError, RunRow, ERROR_TEXT_MAX};
 use super::{mask_dsn, Filter, Item};
 use crate::error::{CliError, ExitCode};
 use crate::model::history::Timestamp;
 
-/// Jobs per page.
-pub const PAGE: i64 = 1000;
+/// Bytes of a compressed `error` read: enough for the first [`ERROR_TEXT_MAX`] bytes of text
+/// of any stream a zlib encoder writes (stored blocks add 5 bytes in 64 KiB); a stream that
+/// needs more for less text is cut there too.
+pub const ERROR_BYTES_MAX: usize = 2 * ERROR_TEXT_MAX;
 
-const JOBS: &str = "SELECT job_id, queue, jobset, memory, \
-       (extract(epoch FROM submitted) * 1000000)::int8, annotations::text \
-  FROM job \
- WHERE queue = $1 \
-   AND ($2::text IS NULL OR jobset = $2::text) \
-   AND (cardinality($3::text[]) = 0 OR job_id = ANY($3::text[])) \
-   AND ($4::text IS NULL OR submitted >= ($4::text)::timestamptz AT TIME ZONE 'UTC') \
-   AND ($5::text IS NULL OR submitted < ($5::text)::timestamptz AT TIME ZONE 'UTC') \
-   AND job_id > $6::text \
- ORDER BY job_id \
- LIMIT $7::int8";
+/// Characters of `job.annotations` (as JSON text) read; a longer value leaves its job out.
+pub const ANNOTATIONS_MAX: usize = 1024 * 1024;
 
-const RUNS: &str = "SELECT job_id, run_id, node, job_run_state, \
-       (extract(epoch FROM leased) * 1000000)::int8, \
-       (extract(epoch FROM pending) * 1000000)::int8, \
-       (extract(epoch FROM started) * 1000000)::int8, \
-       (extract(epoch FROM finished) * 1000000)::int8, \
-       exit_code, error, failure_category, failure_subcategory \
-  FROM job_run \
- WHERE job_id = ANY($1::text[])";
+/// Bytes of one job's runs held while its rows are read (error texts and a fixed cost per
+/// run); a job past it is left out and reported.
+pub const JOB_BYTES_MAX: usize = 32 * 1024 * 1024;
+
+/// What a run costs in [`JOB_BYTES_MAX`] besides its error text.
+const RUN_BYTES: usize = 256;
+
+/// The columns read, in order (indexes below).
+const COLUMNS: &str = "j.job_id, j.memory, j.submitted, left(j.annotations::text, 1048577), \
+     r.run_id, r.node, r.job_run_state, r.leased, r.pending, r.started, r.finished, r.exit_code, \
+     substring(r.error FROM 1 FOR 131073), r.failure_category, r.failure_subcategory";
+
+const JOB_ID: usize = 0;
+const MEMORY: usize = 1;
+const SUBMITTED: usize = 2;
+const ANNOTATIONS: usize = 3;
+const RUN_ID: usize = 4;
+const NODE: usize = 5;
+const STATE: usize = 6;
+const LEASED: usize = 7;
+const PENDING: usize = 8;
+const STARTED: usize = 9;
+const FINISHED: usize = 10;
+const EXIT_CODE: usize = 11;
+const ERROR: usize = 12;
+const CATEGORY: usize = 13;
+const SUBCATEGORY: usize = 14;
+const FIELDS: usize = 15;
+
+/// The names of the columns, for messages.
+const NAMES: [&str; FIELDS] = [
+    "job_id",
+    "memory",
+    "submitted",
+    "annotations",
+    "run_id",
+    "node",
+    "job_run_state",
+    "leased",
+    "pending",
+    "started",
+    "finished",
+    "exit_code",
+    "error",
+    "failure_category",
+    "failure_subcategory",
+];
+
+/// A connection to Lookout's database.
+pub struct Db {
+    client: tokio_postgres::Client,
+    shown: String,
+    /// Dropped last: the connection's task lives on it.
+    rt: tokio::runtime::Runtime,
+}
 
 /// Connects and checks the schema. `timeout` bounds the connection attempt.
-pub fn connect(dsn: &str, timeout: Duration) -> Result<Client, CliError> {
+pub fn connect(dsn: &str, timeout: Duration) -> Result<Db, CliError> {
     let shown = mask_dsn(dsn);
-    let mut config = postgres::Config::from_str(dsn)
+    let mut config = tokio_postgres::Config::from_str(dsn)
         .map_err(|e| CliError::usage(format!("invalid `--lookout-db` `{shown}`: {e}")))?;
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(timeout);
     }
-    let mut client = config.connect(NoTls).map_err(|e| connect_error(&e, &shown))?;
-    let found = client
-        .query_one("SELECT to_regclass('job')::text, to_regclass('job_run')::text", &[])
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::new(ExitCode::Unreachable, format!("cannot start the database client: {e}")))?;
+    let (client, connection) = rt
+        .block_on(config.connect(NoTls))
+        .map_err(|e| connect_error(&e, &shown))?;
+    // Runs only while `rt.block_on` waits for an answer (current-thread runtime).
+    rt.spawn(async move {
+        let _ = connection.await;
+    });
+    let found = rt
+        .block_on(client.query_one("SELECT to_regclass('job')::text, to_regclass('job_run')::text", &[]))
         .map_err(|e| query_error(&e, &shown))?;
     for (i, table) in ["job", "job_run"].into_iter().enumerate() {
         if found.get::<_, Option<String>>(i).is_none() {
@@ -74,10 +139,10 @@ pub fn connect(dsn: &str, timeout: Duration) -> Result<Client, CliError> {
             .with_hint("point `--lookout-db` at the database Lookout's ingester writes (its `postgres` connection in lookout's config)"));
         }
     }
-    Ok(client)
+    Ok(Db { client, shown, rt })
 }
 
-fn connect_error(e: &postgres::Error, shown: &str) -> CliError {
+fn connect_error(e: &tokio_postgres::Error, shown: &str) -> CliError {
     let reason = reason(e);
     match e.code() {
         Some(c) if *c == SqlState::INVALID_PASSWORD || *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
@@ -90,7 +155,7 @@ fn connect_error(e: &postgres::Error, shown: &str) -> CliError {
     }
 }
 
-fn query_error(e: &postgres::Error, shown: &str) -> CliError {
+fn query_error(e: &tokio_postgres::Error, shown: &str) -> CliError {
     match e.code() {
         Some(c) if *c == SqlState::INSUFFICIENT_PRIVILEGE => {
             CliError::new(ExitCode::Auth, format!("`{shown}`: permission denied: {}", reason(e)))
@@ -104,7 +169,7 @@ fn query_error(e: &postgres::Error, shown: &str) -> CliError {
 
 /// The server's own message when there is one (`password authentication failed …`), else the
 /// driver's chain (`error connecting to server: Connection refused …`).
-fn reason(e: &postgres::Error) -> String {
+fn reason(e: &tokio_postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         return db.message().to_string();
     }
@@ -121,135 +186,706 @@ fn reason(e: &postgres::Error) -> String {
     text
 }
 
-/// The jobs of `filter`, page by page.
-pub fn jobs<'a>(client: Client, filter: &'a Filter, dsn: &str) -> super::Source<'a> {
-    Box::new(DbJobs {
-        client,
-        filter,
-        shown: mask_dsn(dsn),
-        after: String::new(),
-        buffered: VecDeque::new(),
-        done: false,
-    })
+/// `text` as a string literal: `E'…'` with `\` and `'` escaped, whatever the server's
+/// `standard_conforming_strings`. Refuses NUL, which no PostgreSQL text can hold.
+pub fn literal(text: &str) -> Result<String, CliError> {
+    if text.contains('\0') {
+        return Err(CliError::usage(format!(
+            "`{}` contains a NUL character, which no Lookout column can hold",
+            text.escape_debug()
+        )));
+    }
+    let mut out = String::with_capacity(text.len() + 3);
+    out.push_str("E'");
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("''"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    Ok(out)
 }
 
-struct DbJobs<'a> {
-    client: Client,
-    filter: &'a Filter,
-    shown: String,
-    /// The last job id read: the next page starts after it.
-    after: String,
-    buffered: VecDeque<Item>,
-    done: bool,
+/// The one statement an export runs (`-v` prints it; `scripts/bench-history.sh` times it
+/// with `psql` as the read floor).
+pub fn statement(f: &Filter) -> Result<String, CliError> {
+    let mut s = format!(
+        "COPY (SELECT {COLUMNS} FROM job j LEFT JOIN job_run r ON r.job_id = j.job_id WHERE j.queue = {}",
+        literal(&f.queue)?
+    );
+    if let Some(js) = &f.jobset {
+        s.push_str(&format!(" AND j.jobset = {}", literal(js)?));
+    }
+    if !f.jobs.is_empty() {
+        let ids = f.jobs.iter().map(|j| literal(j)).collect::<Result<Vec<_>, _>>()?;
+        s.push_str(&format!(" AND j.job_id IN ({})", ids.join(", ")));
+    }
+    // `submitted` is a `timestamp` in UTC, as Lookout writes it.
+    if let Some(t) = f.from {
+        s.push_str(&format!(" AND j.submitted >= TIMESTAMPTZ '{t}' AT TIME ZONE 'UTC'"));
+    }
+    if let Some(t) = f.to {
+        s.push_str(&format!(" AND j.submitted < TIMESTAMPTZ '{t}' AT TIME ZONE 'UTC'"));
+    }
+    s.push_str(" ORDER BY j.job_id) TO STDOUT (FORMAT binary)");
+    Ok(s)
 }
 
-impl Iterator for DbJobs<'_> {
+/// The jobs of `filter`, one at a time, as [`statement`] reads them.
+pub fn jobs<'a>(db: Db, filter: &Filter) -> Result<super::Source<'a>, CliError> {
+    let statement = statement(filter)?;
+    let stream = db
+        .rt
+        .block_on(db.client.copy_out(statement.as_str()))
+        .map_err(|e| query_error(&e, &db.shown))?;
+    Ok(Box::new(DbJobs {
+        rows: CopyRows {
+            stream: Box::pin(stream),
+            chunk: Bytes::new(),
+            carry: Vec::new(),
+            header: false,
+            done: false,
+        },
+        group: Group {
+            queue: filter.queue.clone(),
+            current: None,
+            current_id: Vec::new(),
+            skipping: false,
+            held: 0,
+            pending: VecDeque::new(),
+            inflater: Inflater::new(),
+        },
+        db,
+        finished: false,
+    }))
+}
+
+/// The stream of a job's rows and what is made of them. Field order matters for drop: the
+/// COPY stream first, then the connection and its runtime.
+struct DbJobs {
+    rows: CopyRows,
+    group: Group,
+    db: Db,
+    finished: bool,
+}
+
+impl Iterator for DbJobs {
     type Item = anyhow::Result<Item>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.buffered.is_empty() && !self.done {
-            if let Err(e) = self.fetch_page() {
-                self.done = true;
-                return Some(Err(e.into()));
+        loop {
+            if let Some(item) = self.group.pending.pop_front() {
+                return Some(Ok(item));
+            }
+            if self.finished {
+                return None;
+            }
+            let group = &mut self.group;
+            match self.rows.next_row(&self.db.rt, |row| group.take(row)) {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.finished = true;
+                    self.group.flush();
+                }
+                Err(e) => {
+                    self.finished = true;
+                    let e = match e {
+                        CopyError::Db(e) => query_error(&e, &self.db.shown),
+                        CopyError::Protocol(m) => CliError::new(
+                            ExitCode::Unreachable,
+                            format!(
+                                "the Lookout database at `{}` sent a COPY stream that cannot be read: {m}",
+                                self.db.shown
+                            ),
+                        ),
+                    };
+                    return Some(Err(e.into()));
+                }
             }
         }
-        self.buffered.pop_front().map(Ok)
     }
 }
 
-impl DbJobs<'_> {
-    fn fetch_page(&mut self) -> Result<(), CliError> {
-        let f = self.filter;
-        let from = f.from.map(|t| t.to_string());
-        let to = f.to.map(|t| t.to_string());
-        let rows = self
-            .client
-            .query(JOBS, &[&f.queue, &f.jobset, &f.jobs, &from, &to, &self.after, &PAGE])
-            .map_err(|e| query_error(&e, &self.shown))?;
-        if (rows.len() as i64) < PAGE {
-            self.done = true;
-        }
-        let Some(last) = rows.last() else {
-            return Ok(());
-        };
-        self.after = last.get(0);
-        let mut jobs: Vec<Result<LookoutJob, RowError>> = rows.iter().map(job_row).collect();
-        let ids: Vec<String> = rows.iter().map(|r| r.get::<_, String>(0)).collect();
-        let mut index: HashMap<&str, usize> = HashMap::with_capacity(ids.len());
-        for (i, id) in ids.iter().enumerate() {
-            index.insert(id, i);
-        }
-        let runs = self
-            .client
-            .query(RUNS, &[&ids])
-            .map_err(|e| query_error(&e, &self.shown))?;
-        for row in &runs {
-            let job_id: String = row.get(0);
-            let Some(&i) = index.get(job_id.as_str()) else { continue };
-            let run = run_row(row, &job_id);
-            match (&mut jobs[i], run) {
-                (Ok(j), Ok(r)) => j.runs.push(r),
-                (slot @ Ok(_), Err(e)) => *slot = Err(e),
-                (Err(_), _) => {}
-            }
-        }
-        self.buffered.extend(jobs.into_iter().map(|j| match j {
-            Ok(j) => Item::Job(j),
-            Err(e) => Item::Bad(e),
-        }));
-        Ok(())
+enum CopyError {
+    Db(tokio_postgres::Error),
+    /// The stream is not PostgreSQL's binary COPY format as the statement asks for.
+    Protocol(String),
+}
+
+/// One row of the COPY stream: where each field is in `buf`, `None` for NULL.
+struct Row<'a> {
+    buf: &'a [u8],
+    fields: &'a [Option<(usize, usize)>; FIELDS],
+}
+
+impl<'a> Row<'a> {
+    fn get(&self, i: usize) -> Option<&'a [u8]> {
+        self.fields[i].map(|(a, b)| &self.buf[a..b])
     }
 }
 
-fn micros(v: Option<i64>) -> Option<Timestamp> {
-    v.and_then(|us| us.checked_mul(1000)).map(Timestamp)
+/// PostgreSQL's binary COPY stream, row by row (the format: "Binary Format" of `COPY` in
+/// PostgreSQL's documentation). The server sends one message per row, so a row is decoded in
+/// place in its message; one that spans messages is gathered in `carry` first.
+struct CopyRows {
+    stream: Pin<Box<CopyOutStream>>,
+    chunk: Bytes,
+    carry: Vec<u8>,
+    header: bool,
+    done: bool,
 }
 
-fn job_row(row: &Row) -> Result<LookoutJob, RowError> {
-    let job_id: String = row.get(0);
-    let bad = |message: String| RowError {
-        job_id: job_id.clone(),
-        run_id: None,
-        message,
+const SIGNATURE: &[u8; 11] = b"PGCOPY\n\xff\r\n\0";
+
+enum Parsed {
+    /// A row of this many bytes.
+    Row(usize),
+    /// The header or the trailer, this many bytes.
+    Skip(usize, bool),
+    /// More bytes are needed.
+    Incomplete,
+}
+
+impl CopyRows {
+    /// Calls `take` with the next row (once); `false` at the end of the stream.
+    fn next_row(&mut self, rt: &tokio::runtime::Runtime, mut take: impl FnMut(&Row)) -> Result<bool, CopyError> {
+        let mut fields = [None; FIELDS];
+        loop {
+            if self.done {
+                return Ok(false);
+            }
+            let from_carry = !self.carry.is_empty();
+            let buf: &[u8] = if from_carry { &self.carry } else { &self.chunk };
+            let parsed = if self.header {
+                parse_row(buf, &mut fields)
+            } else {
+                parse_header(buf)
+            }
+            .map_err(CopyError::Protocol)?;
+            let available = buf.len();
+            let used = match parsed {
+                Parsed::Row(n) => {
+                    take(&Row { buf, fields: &fields });
+                    n
+                }
+                Parsed::Skip(n, trailer) => {
+                    self.header = true;
+                    self.done = trailer;
+                    n
+                }
+                Parsed::Incomplete => {
+                    let Some(next) = self.fetch(rt)? else {
+                        return if available == 0 {
+                            Err(CopyError::Protocol("it ended without its trailer".into()))
+                        } else {
+                            Err(CopyError::Protocol("it ended in the middle of a row".into()))
+                        };
+                    };
+                    if from_carry || !self.chunk.is_empty() {
+                        if !from_carry {
+                            self.carry.extend_from_slice(&self.chunk);
+                            self.chunk = Bytes::new();
+                        }
+                        self.carry.extend_from_slice(&next);
+                    } else {
+                        self.chunk = next;
+                    }
+                    continue;
+                }
+            };
+            if from_carry {
+                self.carry.drain(..used);
+            } else {
+                self.chunk.advance(used);
+            }
+            if matches!(parsed, Parsed::Row(_)) {
+                return Ok(true);
+            }
+        }
+    }
+
+    fn fetch(&mut self, rt: &tokio::runtime::Runtime) -> Result<Option<Bytes>, CopyError> {
+        let stream = &mut self.stream;
+        rt.block_on(std::future::poll_fn(|cx| stream.as_mut().poll_next(cx)))
+            .transpose()
+            .map_err(CopyError::Db)
+    }
+}
+
+fn be_i16(b: &[u8]) -> i16 {
+    i16::from_be_bytes([b[0], b[1]])
+}
+
+fn be_i32(b: &[u8]) -> i32 {
+    i32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+fn parse_header(buf: &[u8]) -> Result<Parsed, String> {
+    if buf.len() < SIGNATURE.len() + 8 {
+        return Ok(Parsed::Incomplete);
+    }
+    if &buf[..SIGNATURE.len()] != SIGNATURE {
+        return Err("no binary COPY signature".into());
+    }
+    let extension = be_i32(&buf[15..19]);
+    let Ok(extension) = usize::try_from(extension) else {
+        return Err(format!("a header extension of {extension} bytes"));
     };
-    let annotations = match row.try_get::<_, Option<String>>(5).map_err(|e| bad(e.to_string()))? {
-        Some(text) => Some(serde_json::from_str(&text).map_err(|e| bad(format!("`annotations` is not JSON: {e}")))?),
-        None => None,
-    };
-    Ok(LookoutJob {
-        job: JobRow {
-            job_id: job_id.clone(),
-            queue: row.try_get(1).map_err(|e| bad(e.to_string()))?,
-            jobset: row.try_get(2).map_err(|e| bad(e.to_string()))?,
-            memory: row.try_get(3).map_err(|e| bad(e.to_string()))?,
-            submitted: micros(row.try_get(4).map_err(|e| bad(e.to_string()))?),
-            annotations,
-        },
-        runs: Vec::new(),
+    let len = 19 + extension;
+    Ok(if buf.len() < len {
+        Parsed::Incomplete
+    } else {
+        Parsed::Skip(len, false)
     })
 }
 
-fn run_row(row: &Row, job_id: &str) -> Result<RunRow, RowError> {
-    let run_id: String = row.try_get(1).unwrap_or_default();
-    let bad = |e: postgres::Error| RowError {
-        job_id: job_id.to_string(),
-        run_id: Some(run_id.clone()),
-        message: e.to_string(),
+/// One tuple: a field count (−1: the trailer), then each field's length (−1: NULL) and bytes.
+fn parse_row(buf: &[u8], fields: &mut [Option<(usize, usize)>; FIELDS]) -> Result<Parsed, String> {
+    if buf.len() < 2 {
+        return Ok(Parsed::Incomplete);
+    }
+    let count = be_i16(buf);
+    if count == -1 {
+        return Ok(Parsed::Skip(2, true));
+    }
+    if count as usize != FIELDS {
+        return Err(format!("a row of {count} fields where the statement reads {FIELDS}"));
+    }
+    let mut pos = 2;
+    for f in fields.iter_mut() {
+        if buf.len() < pos + 4 {
+            return Ok(Parsed::Incomplete);
+        }
+        let len = be_i32(&buf[pos..]);
+        pos += 4;
+        if len < 0 {
+            *f = None;
+            continue;
+        }
+        let end = pos + len as usize;
+        if buf.len() < end {
+            return Ok(Parsed::Incomplete);
+        }
+        *f = Some((pos, end));
+        pos = end;
+    }
+    Ok(Parsed::Row(pos))
+}
+
+/// Rows → jobs: the rows of one `job_id` are consecutive (the statement orders by it).
+struct Group {
+    queue: String,
+    /// The job being read; `None` when its row was bad (`skipping`) or before the first row.
+    current: Option<LookoutJob>,
+    /// The raw `job_id` of the rows being read.
+    current_id: Vec<u8>,
+    /// The current job was left out: its other rows are skipped.
+    skipping: bool,
+    /// Bytes held by the current job's runs ([`JOB_BYTES_MAX`]).
+    held: usize,
+    pending: VecDeque<Item>,
+    inflater: Inflater,
+}
+
+impl Group {
+    fn take(&mut self, row: &Row) {
+        let id = row.get(JOB_ID).unwrap_or_default();
+        if id != self.current_id.as_slice() || (self.current.is_none() && !self.skipping) {
+            self.flush();
+            self.current_id.clear();
+            self.current_id.extend_from_slice(id);
+            self.held = 0;
+            match job_row(row, &self.queue) {
+                Ok(job) => {
+                    self.current = Some(LookoutJob { job, runs: Vec::new() });
+                    self.skipping = false;
+                }
+                Err(e) => {
+                    self.pending.push_back(Item::Bad(e));
+                    self.skipping = true;
+                }
+            }
+        }
+        let Some(job) = &mut self.current else { return };
+        // A job without runs: the LEFT JOIN's one row has NULL run columns.
+        if row.get(RUN_ID).is_none() && row.get(STATE).is_none() {
+            return;
+        }
+        match run_row(row, &job.job.job_id, &mut self.inflater) {
+            Ok(run) => {
+                self.held += RUN_BYTES + run.error.as_ref().map_or(0, String::len);
+                if self.held > JOB_BYTES_MAX {
+                    let e = RowError::job(
+                        &job.job.job_id,
+                        Place::Row,
+                        format!(
+                            "its runs hold more than {} MiB (after {} runs): too many to replay",
+                            JOB_BYTES_MAX >> 20,
+                            job.runs.len() + 1
+                        ),
+                    );
+                    self.pending.push_back(Item::Bad(e));
+                    self.current = None;
+                    self.skipping = true;
+                } else {
+                    job.runs.push(run);
+                }
+            }
+            Err(e) => self.pending.push_back(Item::Bad(e)),
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some(job) = self.current.take() {
+            self.pending.push_back(Item::Job(job));
+        }
+    }
+}
+
+/// A column's problem, for a [`RowError`] at it.
+type Why = (usize, String);
+
+fn job_row(row: &Row, queue: &str) -> Result<JobRow, RowError> {
+    let raw_id = row.get(JOB_ID).unwrap_or_default();
+    let shown_id = String::from_utf8_lossy(raw_id);
+    let bad = |(col, why): Why| RowError::job(&shown_id, Place::Column(NAMES[col]), why);
+    let job_id = text(raw_id).map_err(|w| bad((JOB_ID, w)))?.to_string();
+    let memory = int8(row.get(MEMORY))
+        .and_then(|m| m.ok_or_else(not_null))
+        .map_err(|w| bad((MEMORY, w)))?;
+    let submitted = time(row.get(SUBMITTED))
+        .and_then(|t| t.ok_or_else(not_null).map(Some))
+        .map_err(|w| bad((SUBMITTED, w)))?;
+    let annotations = annotations(row.get(ANNOTATIONS)).map_err(|w| bad((ANNOTATIONS, w)))?;
+    Ok(JobRow {
+        job_id,
+        queue: queue.to_string(),
+        memory,
+        submitted,
+        annotations,
+    })
+}
+
+fn run_row(row: &Row, job_id: &str, inflater: &mut Inflater) -> Result<RunRow, RowError> {
+    decode_run(row, inflater).map_err(|(col, why)| {
+        let run_id = row.get(RUN_ID).map(String::from_utf8_lossy).unwrap_or_default();
+        RowError::run(job_id, &run_id, Place::Column(NAMES[col]), why)
+    })
+}
+
+fn decode_run(row: &Row, inflater: &mut Inflater) -> Result<RunRow, Why> {
+    let at = |col: usize| move |why: String| (col, why);
+    let run_id = text(row.get(RUN_ID).ok_or_else(|| (RUN_ID, not_null()))?).map_err(at(RUN_ID))?;
+    let state = int2(row.get(STATE))
+        .map_err(at(STATE))?
+        .ok_or_else(|| (STATE, not_null()))?;
+    let (error, error_truncated) = match row.get(ERROR) {
+        Some(b) => {
+            let (text, cut) = inflater.text(b).map_err(at(ERROR))?;
+            (Some(text), cut)
+        }
+        None => (None, false),
     };
     Ok(RunRow {
-        run_id: run_id.clone(),
-        node: row.try_get(2).map_err(bad)?,
-        state: row.try_get(3).map_err(bad)?,
-        leased: micros(row.try_get(4).map_err(bad)?),
-        pending: micros(row.try_get(5).map_err(bad)?),
-        started: micros(row.try_get(6).map_err(bad)?),
-        finished: micros(row.try_get(7).map_err(bad)?),
-        exit_code: row.try_get(8).map_err(bad)?,
-        error: match row.try_get::<_, Option<Vec<u8>>>(9).map_err(bad)? {
-            Some(b) => ErrorText::Zlib(b),
-            None => ErrorText::None,
-        },
-        category: row.try_get(10).map_err(bad)?,
-        subcategory: row.try_get(11).map_err(bad)?,
+        run_id: run_id.to_string(),
+        node: opt_text(row.get(NODE)).map_err(at(NODE))?,
+        state,
+        leased: time(row.get(LEASED)).map_err(at(LEASED))?,
+        pending: time(row.get(PENDING)).map_err(at(PENDING))?,
+        started: time(row.get(STARTED)).map_err(at(STARTED))?,
+        finished: time(row.get(FINISHED)).map_err(at(FINISHED))?,
+        exit_code: int4(row.get(EXIT_CODE)).map_err(at(EXIT_CODE))?,
+        error,
+        error_truncated,
+        category: opt_text(row.get(CATEGORY)).map_err(at(CATEGORY))?,
+        subcategory: opt_text(row.get(SUBCATEGORY)).map_err(at(SUBCATEGORY))?,
     })
+}
+
+fn not_null() -> String {
+    "NULL, which Lookout's schema does not allow".into()
+}
+
+fn text(b: &[u8]) -> Result<&str, String> {
+    std::str::from_utf8(b).map_err(|e| format!("not UTF-8 (byte {})", e.valid_up_to()))
+}
+
+fn opt_text(b: Option<&[u8]>) -> Result<Option<String>, String> {
+    b.map(|b| text(b).map(str::to_string)).transpose()
+}
+
+fn fixed<const N: usize>(b: Option<&[u8]>, what: &str) -> Result<Option<[u8; N]>, String> {
+    b.map(|b| <[u8; N]>::try_from(b).map_err(|_| format!("{} bytes where {what} has {N}", b.len())))
+        .transpose()
+}
+
+fn int2(b: Option<&[u8]>) -> Result<Option<i16>, String> {
+    Ok(fixed::<2>(b, "a smallint")?.map(i16::from_be_bytes))
+}
+
+fn int4(b: Option<&[u8]>) -> Result<Option<i32>, String> {
+    Ok(fixed::<4>(b, "an int")?.map(i32::from_be_bytes))
+}
+
+fn int8(b: Option<&[u8]>) -> Result<Option<i64>, String> {
+    Ok(fixed::<8>(b, "a bigint")?.map(i64::from_be_bytes))
+}
+
+/// Microseconds from PostgreSQL's epoch (2000-01-01) to the Unix epoch.
+const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
+
+/// What a [`Timestamp`] (nanoseconds in an `i64`) spans, for messages.
+const TIME_RANGE: &str = "retryctl's times span 1677-09-21 to 2262-04-11";
+
+/// A `timestamp` (microseconds since 2000-01-01; `infinity` is `i64::MAX`).
+fn time(b: Option<&[u8]>) -> Result<Option<Timestamp>, String> {
+    let Some(us) = int8(b)? else { return Ok(None) };
+    match us {
+        i64::MAX => Err(format!("`infinity` is not a time ({TIME_RANGE})")),
+        i64::MIN => Err(format!("`-infinity` is not a time ({TIME_RANGE})")),
+        _ => us
+            .checked_add(PG_EPOCH_MICROS)
+            .and_then(|u| u.checked_mul(1000))
+            .map(|ns| Some(Timestamp(ns)))
+            .ok_or_else(|| {
+                let side = if us > 0 { "after 2262" } else { "before 1677" };
+                format!("a time {side} is out of range ({TIME_RANGE})")
+            }),
+    }
+}
+
+fn annotations(b: Option<&[u8]>) -> Result<std::collections::BTreeMap<String, String>, String> {
+    let Some(b) = b else { return Ok(Default::default()) };
+    let t = text(b)?;
+    if t.len() > ANNOTATIONS_MAX && t.chars().count() > ANNOTATIONS_MAX {
+        return Err(format!("longer than {ANNOTATIONS_MAX} characters"));
+    }
+    // The usual case in one pass; the slow path says what is wrong.
+    if let Ok(map) = serde_json::from_str(t) {
+        return Ok(map);
+    }
+    let value: serde_json::Value = serde_json::from_str(t).map_err(|e| format!("not JSON ({e})"))?;
+    mapping::annotations(&value)
+}
+
+/// zlib streams (`internal/common/compress`) → text, at most [`ERROR_TEXT_MAX`] bytes of it,
+/// with one decompressor and one output buffer reused for every run.
+struct Inflater {
+    z: flate2::Decompress,
+    /// One byte more than kept: filling it tells a cut text from one of exactly the cap.
+    out: Box<[u8]>,
+}
+
+impl Inflater {
+    fn new() -> Inflater {
+        Inflater {
+            z: flate2::Decompress::new(true),
+            out: vec![0; ERROR_TEXT_MAX + 1].into_boxed_slice(),
+        }
+    }
+
+    /// `(text, cut)`; `Err` when `input` is not a zlib stream. `input` is at most
+    /// [`ERROR_BYTES_MAX`] + 1 bytes of the column: more means the server cut it.
+    fn text(&mut self, input: &[u8]) -> Result<(String, bool), String> {
+        let input_cut = input.len() > ERROR_BYTES_MAX;
+        let input = &input[..input.len().min(ERROR_BYTES_MAX)];
+        // RFC 1950's header (deflate, a check multiple of 31): the decoder only says
+        // "decompression error" about it.
+        let header =
+            input.len() >= 2 && input[0] & 0x0F == 8 && (u16::from(input[0]) << 8 | u16::from(input[1])) % 31 == 0;
+        if !header {
+            return Err("not a zlib stream (no zlib header)".into());
+        }
+        self.z.reset(true);
+        let (mut read, mut written) = (0, 0);
+        loop {
+            let (in0, out0) = (self.z.total_in(), self.z.total_out());
+            let status = self
+                .z
+                .decompress(&input[read..], &mut self.out[written..], flate2::FlushDecompress::None)
+                .map_err(|e| format!("a corrupt zlib stream ({e})"))?;
+            read += (self.z.total_in() - in0) as usize;
+            written += (self.z.total_out() - out0) as usize;
+            if status == flate2::Status::StreamEnd {
+                return Ok((error_text(&self.out[..written], false), false));
+            }
+            if written > ERROR_TEXT_MAX {
+                return Ok((error_text(&self.out[..written], true), true));
+            }
+            if self.z.total_in() == in0 && self.z.total_out() == out0 {
+                if input_cut {
+                    // Past what was read, the stream was not looked at.
+                    return Ok((error_text(&self.out[..written], true), true));
+                }
+                return Err("a zlib stream that ends early".into());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    fn zlib(bytes: &[u8], level: u32) -> Vec<u8> {
+        let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(level));
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn inflating_stops_at_the_cap() {
+        let mut inf = Inflater::new();
+        assert_eq!(
+            inf.text(&zlib(b"OOMKilled", 6)).unwrap(),
+            ("OOMKilled".to_string(), false)
+        );
+        assert_eq!(inf.text(&zlib(b"boom", 0)).unwrap(), ("boom".to_string(), false));
+        // Exactly the cap: not cut.
+        let exact = vec![b'a'; ERROR_TEXT_MAX];
+        let (t, cut) = inf.text(&zlib(&exact, 6)).unwrap();
+        assert_eq!((t.len(), cut), (ERROR_TEXT_MAX, false));
+        // A bomb: 64 MiB of zeros in 64 KiB; the text is cut at the cap, marked.
+        let bomb = zlib(&vec![0u8; 64 << 20], 9);
+        assert!(bomb.len() < 128 << 10, "{}", bomb.len());
+        let (t, cut) = inf.text(&bomb).unwrap();
+        assert!(cut);
+        assert_eq!(t.len(), ERROR_TEXT_MAX + mapping::TRUNCATED.len());
+        assert!(t.ends_with("\0… [truncated]"));
+        // A stored (level 0) text longer than the cap, read only in part by the server.
+        let long = zlib(&vec![b'x'; 3 * ERROR_TEXT_MAX], 0);
+        let (t, cut) = inf.text(&long[..ERROR_BYTES_MAX + 1]).unwrap();
+        assert!(cut);
+        assert_eq!(t, format!("{}… [truncated]", "x".repeat(ERROR_TEXT_MAX)));
+        // A character cut in two by the cap is dropped, not replaced.
+        let mut text = vec![b'a'; ERROR_TEXT_MAX - 1];
+        text.extend_from_slice("é and more".as_bytes());
+        let (t, _) = inf.text(&zlib(&text, 6)).unwrap();
+        assert_eq!(t, format!("{}… [truncated]", "a".repeat(ERROR_TEXT_MAX - 1)));
+        // The decompressor is reused: a good stream after a cut one reads whole.
+        assert_eq!(inf.text(&zlib(b"again", 6)).unwrap(), ("again".to_string(), false));
+    }
+
+    #[test]
+    fn streams_that_are_not_zlib_are_refused() {
+        let mut inf = Inflater::new();
+        assert_eq!(
+            inf.text(b"not a zlib stream").unwrap_err(),
+            "not a zlib stream (no zlib header)"
+        );
+        let mut corrupt = zlib(b"a message", 6);
+        corrupt[2] ^= 0xFF;
+        assert_eq!(
+            inf.text(&corrupt).unwrap_err(),
+            "a corrupt zlib stream (deflate decompression error: invalid code lengths set)"
+        );
+        let good = zlib(b"a message long enough to be cut short", 6);
+        assert_eq!(
+            inf.text(&good[..good.len() / 2]).unwrap_err(),
+            "a zlib stream that ends early"
+        );
+        assert_eq!(inf.text(&zlib(b"fine", 6)).unwrap(), ("fine".to_string(), false));
+    }
+
+    #[test]
+    fn times_outside_a_timestamp_are_errors() {
+        let t = |us: i64| time(Some(&us.to_be_bytes()));
+        assert_eq!(t(0).unwrap().unwrap().to_string(), "2000-01-01T00:00:00Z");
+        assert_eq!(t(-1).unwrap().unwrap().to_string(), "1999-12-31T23:59:59.999999Z");
+        assert_eq!(
+            t(i64::MAX).unwrap_err(),
+            "`infinity` is not a time (retryctl's times span 1677-09-21 to 2262-04-11)"
+        );
+        assert_eq!(
+            t(i64::MIN).unwrap_err(),
+            "`-infinity` is not a time (retryctl's times span 1677-09-21 to 2262-04-11)"
+        );
+        // 294276-12-31, PostgreSQL's last day; and 1500-01-01.
+        assert_eq!(
+            t(9_223_371_244_800_000_000).unwrap_err(),
+            "a time after 2262 is out of range (retryctl's times span 1677-09-21 to 2262-04-11)"
+        );
+        assert_eq!(
+            t(-15_778_454_400_000_000).unwrap_err(),
+            "a time before 1677 is out of range (retryctl's times span 1677-09-21 to 2262-04-11)"
+        );
+        assert_eq!(time(None), Ok(None));
+        assert_eq!(time(Some(&[0, 1])).unwrap_err(), "2 bytes where a bigint has 8");
+    }
+
+    #[test]
+    fn the_statement_reads_one_past_each_cap() {
+        // One more than kept tells a value cut by the server from one of exactly the cap.
+        assert!(COLUMNS.contains(&format!("left(j.annotations::text, {})", ANNOTATIONS_MAX + 1)));
+        assert!(COLUMNS.contains(&format!("substring(r.error FROM 1 FOR {})", ERROR_BYTES_MAX + 1)));
+    }
+
+    #[test]
+    fn literals_are_escaped() {
+        assert_eq!(literal("ml").unwrap(), "E'ml'");
+        assert_eq!(literal(r"a'b\c").unwrap(), r"E'a''b\\c'");
+        assert!(literal("a\0b").is_err());
+        let f = Filter {
+            queue: "q'1".into(),
+            jobset: Some("s".into()),
+            jobs: vec!["j1".into(), "j2".into()],
+            from: Timestamp::parse("2026-11-15T00:00:00Z"),
+            to: Timestamp::parse("2026-11-22T00:00:00Z"),
+        };
+        let s = statement(&f).unwrap();
+        assert!(
+            s.ends_with(
+                " FROM job j LEFT JOIN job_run r ON r.job_id = j.job_id WHERE j.queue = E'q''1' AND j.jobset = E's' \
+                 AND j.job_id IN (E'j1', E'j2') AND j.submitted >= TIMESTAMPTZ '2026-11-15T00:00:00Z' AT TIME ZONE 'UTC' \
+                 AND j.submitted < TIMESTAMPTZ '2026-11-22T00:00:00Z' AT TIME ZONE 'UTC' ORDER BY j.job_id) TO STDOUT (FORMAT binary)"
+            ),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn rows_are_parsed_across_any_split() {
+        // Header, one row (job without runs: NULL run columns), trailer.
+        let mut s = SIGNATURE.to_vec();
+        s.extend_from_slice(&0i32.to_be_bytes());
+        s.extend_from_slice(&0i32.to_be_bytes());
+        s.extend_from_slice(&(FIELDS as i16).to_be_bytes());
+        for i in 0..FIELDS {
+            match i {
+                JOB_ID => {
+                    s.extend_from_slice(&2i32.to_be_bytes());
+                    s.extend_from_slice(b"j1");
+                }
+                _ => s.extend_from_slice(&(-1i32).to_be_bytes()),
+            }
+        }
+        let row_end = s.len();
+        s.extend_from_slice(&(-1i16).to_be_bytes());
+        let header = 19;
+        assert!(matches!(parse_header(&s[..header - 1]), Ok(Parsed::Incomplete)));
+        assert!(matches!(parse_header(&s), Ok(Parsed::Skip(19, false))));
+        let mut fields = [None; FIELDS];
+        for cut in header..row_end {
+            assert!(
+                matches!(parse_row(&s[header..cut], &mut fields), Ok(Parsed::Incomplete)),
+                "{cut}"
+            );
+        }
+        assert!(matches!(parse_row(&s[header..], &mut fields), Ok(Parsed::Row(n)) if n == row_end - header));
+        assert_eq!(fields[JOB_ID], Some((6, 8)));
+        assert_eq!(fields[RUN_ID], None);
+        assert!(matches!(
+            parse_row(&s[row_end..], &mut fields),
+            Ok(Parsed::Skip(2, true))
+        ));
+        assert_eq!(
+            parse_row(&3i16.to_be_bytes(), &mut fields).err().unwrap(),
+            "a row of 3 fields where the statement reads 15"
+        );
+        assert!(parse_header(b"PGCOPY\n\xff\r\n\x01xxxxxxxx").is_err());
+    }
 }

@@ -33,9 +33,13 @@
 //! A failed run with no `exit_code` gets no container (no exit code is invented); if it had
 //! error text, that text is counted as not attached. Lookout keeps only the first non-zero
 //! container exit code: every container written is counted under that note.
+//!
+//! Rows arrive decoded: the sources inflate `error` (at most [`ERROR_TEXT_MAX`] bytes, cut
+//! texts counted here) and leave out, with a [`RowError`], a run whose row they cannot read
+//! (a time Rust cannot represent, a NULL the schema forbids, a corrupt zlib stream): like a
+//! TERMINATED run it keeps no time, so the next run's `queuedFor` spans it.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 
 use crate::model::duration::GoDuration;
 use crate::model::history::{Container, FailureHistory, Job, Outcome, Run, Timestamp};
@@ -77,31 +81,19 @@ pub mod state {
     }
 }
 
-/// A run's error text as the source has it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum ErrorText {
-    #[default]
-    None,
-    /// `job_run.error`: a zlib stream (compressed or stored).
-    Zlib(Vec<u8>),
-    /// Already text (the REST API's `jobRunError`).
-    Text(String),
-}
-
-/// One `job` row, with what the mapping needs.
+/// One `job` row, with what the mapping needs, decoded by its source.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct JobRow {
     pub job_id: String,
     pub queue: String,
-    pub jobset: String,
     /// Bytes.
-    pub memory: Option<i64>,
+    pub memory: i64,
     pub submitted: Option<Timestamp>,
-    /// `job.annotations` as JSON text, or `None` (NULL).
-    pub annotations: Option<serde_json::Value>,
+    /// `job.annotations` (a JSON object of strings; NULL is none).
+    pub annotations: BTreeMap<String, String>,
 }
 
-/// One `job_run` row.
+/// One `job_run` row, decoded by its source.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RunRow {
     pub run_id: String,
@@ -112,32 +104,117 @@ pub struct RunRow {
     pub started: Option<Timestamp>,
     pub finished: Option<Timestamp>,
     pub exit_code: Option<i32>,
-    pub error: ErrorText,
+    /// The error text, already inflated (and cut at [`ERROR_TEXT_MAX`] by the source).
+    pub error: Option<String>,
+    /// The source cut `error` at [`ERROR_TEXT_MAX`] (it ends with [`TRUNCATED`]).
+    pub error_truncated: bool,
     pub category: Option<String>,
     pub subcategory: Option<String>,
 }
 
-/// A job as a source reads it: the job row and all its runs (any order).
+/// A job as a source reads it: the job row and the runs it could read (any order).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LookoutJob {
     pub job: JobRow,
     pub runs: Vec<RunRow>,
 }
 
-/// A row that cannot be mapped: reported with its ids, the job is skipped.
+/// Bytes of error text kept per run: a longer text is cut there and ends with
+/// [`TRUNCATED`] (SPEC §3.3), and its source stops inflating or reading at the cap.
+pub const ERROR_TEXT_MAX: usize = 64 * 1024;
+
+/// What ends a cut error text.
+pub const TRUNCATED: &str = "… [truncated]";
+
+/// `bytes`, at most [`ERROR_TEXT_MAX`] of them, as text: invalid UTF-8 is replaced, not
+/// refused (the text is only matched by `onMessage` patterns), and a character cut in two by
+/// the cap is dropped. `cut` adds [`TRUNCATED`].
+pub fn error_text(bytes: &[u8], cut: bool) -> String {
+    let mut bytes = &bytes[..bytes.len().min(ERROR_TEXT_MAX)];
+    if cut {
+        bytes = &bytes[..whole_chars(bytes)];
+    }
+    let mut text = String::from_utf8_lossy(bytes).into_owned();
+    if cut {
+        text.push_str(TRUNCATED);
+    }
+    text
+}
+
+/// The length of `bytes` without a UTF-8 sequence left incomplete at its end.
+fn whole_chars(bytes: &[u8]) -> usize {
+    let n = bytes.len();
+    for back in 1..=n.min(4) {
+        let b = bytes[n - back];
+        if b & 0xC0 == 0x80 {
+            continue; // a continuation byte: look further back for the lead
+        }
+        let len = match b {
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF7 => 4,
+            _ => 1,
+        };
+        return if len > back { n - back } else { n };
+    }
+    n
+}
+
+/// Where in its row a problem is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// A column of Lookout's database.
+    Column(&'static str),
+    /// A field of Lookout's REST API.
+    Field(&'static str),
+    /// The row as a whole.
+    Row,
+}
+
+/// A row that cannot be read or mapped: reported with its ids and column, then left out
+/// (the run, or the job when it is the job's own row).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowError {
     pub job_id: String,
+    /// `None` when the job's own row is the problem (the whole job is left out).
     pub run_id: Option<String>,
+    pub place: Place,
     pub message: String,
 }
 
-impl std::fmt::Display for RowError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.run_id {
-            Some(r) => write!(f, "job `{}` run `{}`: {}", self.job_id, r, self.message),
-            None => write!(f, "job `{}`: {}", self.job_id, self.message),
+impl RowError {
+    pub fn job(job_id: &str, place: Place, message: impl Into<String>) -> RowError {
+        RowError {
+            job_id: job_id.to_string(),
+            run_id: None,
+            place,
+            message: message.into(),
         }
+    }
+
+    pub fn run(job_id: &str, run_id: &str, place: Place, message: impl Into<String>) -> RowError {
+        RowError {
+            job_id: job_id.to_string(),
+            run_id: Some(run_id.to_string()),
+            place,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for RowError {
+    /// `job `J` run `R`: column finished: why` (SPEC §3.3).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "job `{}`", self.job_id)?;
+        if let Some(r) = &self.run_id {
+            write!(f, " run `{r}`")?;
+        }
+        match self.place {
+            Place::Column(c) => write!(f, ": column {c}")?,
+            Place::Field(c) => write!(f, ": field {c}")?,
+            Place::Row => {}
+        }
+        write!(f, ": {}", self.message)
     }
 }
 
@@ -154,6 +231,8 @@ pub struct Notes {
     pub no_exit_code: u64,
     /// Error texts not attached because the run had no exit code.
     pub error_text_dropped: u64,
+    /// Error texts cut at [`ERROR_TEXT_MAX`].
+    pub error_text_truncated: u64,
     /// 1 when the job has a run in flight (the history ends before it).
     pub in_flight_jobs: u64,
     /// Runs left out because they are in flight, or come after one.
@@ -177,6 +256,7 @@ impl Notes {
         self.first_exit_code_only += o.first_exit_code_only;
         self.no_exit_code += o.no_exit_code;
         self.error_text_dropped += o.error_text_dropped;
+        self.error_text_truncated += o.error_text_truncated;
         self.in_flight_jobs += o.in_flight_jobs;
         self.in_flight_runs += o.in_flight_runs;
         self.terminated += o.terminated;
@@ -197,73 +277,61 @@ pub struct Mapped {
     pub notes: Notes,
 }
 
-/// A zlib stream (`internal/common/compress`) → text. Invalid UTF-8 is replaced, not
-/// refused: the text is only matched by `onMessage` patterns.
-pub fn decompress(bytes: &[u8]) -> Result<String, String> {
-    let mut out = Vec::new();
-    flate2::read::ZlibDecoder::new(bytes)
-        .read_to_end(&mut out)
-        .map_err(|e| format!("`error` is not a zlib stream: {e}"))?;
-    Ok(String::from_utf8_lossy(&out).into_owned())
-}
-
-/// Maps one job. `Err` only for a row that cannot be mapped (bad annotations, a corrupt
-/// error stream, a negative memory).
-pub fn map_job(src: &LookoutJob) -> Result<Mapped, RowError> {
-    let j = &src.job;
-    let job_err = |message: String| RowError {
-        job_id: j.job_id.clone(),
-        run_id: None,
-        message,
-    };
-    let mut job = Job {
-        id: j.job_id.clone(),
-        queue: Some(j.queue.clone()),
+/// Maps one job. `Err` only when the job's own row cannot be mapped (a negative memory):
+/// the job is then left out.
+pub fn map_job(src: LookoutJob) -> Result<Mapped, RowError> {
+    let LookoutJob {
+        job: j,
+        runs: mut order,
+    } = src;
+    if j.memory < 0 {
+        return Err(RowError::job(
+            &j.job_id,
+            Place::Column("memory"),
+            format!("negative (`{}`)", j.memory),
+        ));
+    }
+    let job = Job {
+        id: j.job_id,
+        queue: Some(j.queue),
         submitted_at: j.submitted,
+        annotations: j.annotations,
+        memory: (j.memory > 0).then_some(j.memory as f64),
         ..Job::default()
     };
-    match j.memory {
-        Some(m) if m < 0 => return Err(job_err(format!("`memory` is negative (`{m}`)"))),
-        Some(m) if m > 0 => job.memory = Some(m as f64),
-        _ => {}
-    }
-    job.annotations = annotations(j.annotations.as_ref()).map_err(job_err)?;
-
-    let mut order: Vec<&RunRow> = src.runs.iter().collect();
+    // A run with no time at all sorts last; ties by run id.
     order.sort_by(|a, b| {
-        let key = |r: &RunRow| (r.leased.or(r.pending).or(r.started), r.run_id.clone());
-        // A run with no time at all sorts last.
-        let (ka, kb) = (key(a), key(b));
-        match (ka.0, kb.0) {
-            (Some(x), Some(y)) => x.cmp(&y).then(ka.1.cmp(&kb.1)),
+        let (ka, kb) = (
+            a.leased.or(a.pending).or(a.started),
+            b.leased.or(b.pending).or(b.started),
+        );
+        match (ka, kb) {
+            (Some(x), Some(y)) => x.cmp(&y),
             (Some(_), None) => std::cmp::Ordering::Less,
             (None, Some(_)) => std::cmp::Ordering::Greater,
-            (None, None) => ka.1.cmp(&kb.1),
+            (None, None) => std::cmp::Ordering::Equal,
         }
+        .then_with(|| a.run_id.cmp(&b.run_id))
     });
 
     let mut notes = Notes::default();
-    let mut runs = Vec::new();
-    let mut prev_end = j.submitted;
-    for (i, r) in order.iter().enumerate() {
-        let run_err = |message: String| RowError {
-            job_id: j.job_id.clone(),
-            run_id: Some(r.run_id.clone()),
-            message,
-        };
+    let mut runs = Vec::with_capacity(order.len());
+    let mut prev_end = job.submitted_at;
+    let total = order.len();
+    for (i, r) in order.into_iter().enumerate() {
         let mut run = Run {
-            node: r.node.clone(),
+            node: r.node,
             ..Run::default()
         };
         match r.state {
             state::PENDING | state::RUNNING | state::LEASED => {
                 notes.in_flight_jobs = 1;
-                notes.in_flight_runs += (order.len() - i) as u64;
+                notes.in_flight_runs += (total - i) as u64;
                 break;
             }
             state::MAX_RUNS_EXCEEDED => {
                 notes.max_runs_exceeded += 1;
-                notes.after_max_runs += (order.len() - i - 1) as u64;
+                notes.after_max_runs += (total - i - 1) as u64;
                 break;
             }
             state::TERMINATED => {
@@ -285,20 +353,18 @@ pub fn map_job(src: &LookoutJob) -> Result<Mapped, RowError> {
                 if r.state == state::PREEMPTED {
                     run.conditions.push(Condition::Preempted);
                 }
-                run.category = r.category.clone().filter(|c| !c.is_empty());
-                run.subcategory = r.subcategory.clone().filter(|c| !c.is_empty());
+                run.category = r.category.filter(|c| !c.is_empty());
+                run.subcategory = r.subcategory.filter(|c| !c.is_empty());
                 if run.category.is_none() {
                     notes.no_category += 1;
                 }
-                let message = match &r.error {
-                    ErrorText::None => None,
-                    ErrorText::Text(t) => Some(t.clone()),
-                    ErrorText::Zlib(b) => Some(decompress(b).map_err(run_err)?),
-                }
-                .filter(|m| !m.is_empty());
+                let message = r.error.filter(|m| !m.is_empty());
                 match r.exit_code {
                     Some(code) => {
                         notes.first_exit_code_only += 1;
+                        if message.is_some() && r.error_truncated {
+                            notes.error_text_truncated += 1;
+                        }
                         run.containers.push(Container {
                             exit_code: i64::from(code),
                             message,
@@ -349,11 +415,13 @@ fn span(from: Option<Timestamp>, to: Option<Timestamp>, notes: &mut Notes) -> Go
     }
 }
 
-fn annotations(value: Option<&serde_json::Value>) -> Result<BTreeMap<String, String>, String> {
+/// `job.annotations` as JSON (the REST API's value, or the database's text parsed) → the
+/// annotations, or why not (the message of a [`RowError`] at that column).
+pub fn annotations(value: &serde_json::Value) -> Result<BTreeMap<String, String>, String> {
     let mut out = BTreeMap::new();
     match value {
-        None | Some(serde_json::Value::Null) => {}
-        Some(serde_json::Value::Object(m)) => {
+        serde_json::Value::Null => {}
+        serde_json::Value::Object(m) => {
             for (k, v) in m {
                 match v {
                     serde_json::Value::String(s) => {
@@ -363,7 +431,7 @@ fn annotations(value: Option<&serde_json::Value>) -> Result<BTreeMap<String, Str
                 }
             }
         }
-        Some(other) => return Err(format!("`annotations` is not a JSON object (found `{other}`)")),
+        other => return Err(format!("not a JSON object (found `{other}`)")),
     }
     Ok(out)
 }

@@ -1,21 +1,27 @@
 //! Real cluster history → FailureHistory documents (SPEC §3.3, `retryctl history`).
 //!
 //! Owns: the [`Filter`] both sources apply, the streaming interface they share (an iterator
-//! of [`Item`]: one job with all its runs at a time, so memory does not grow with the number
-//! of jobs), and the masking of a DSN for messages. Must not: format output (the command and
+//! of [`Item`]: one job with all the runs it could read at a time, so memory does not grow
+//! with the number of jobs), [`Export`] (a source mapped to FailureHistory values one job at
+//! a time, with the [`Totals`]: what `history` writes and a replay can consume directly), and
+//! the masking of a DSN for messages. Must not: format output (the command and
 //! `output::history` do), or guess what Lookout does not say (`mapping` counts it instead).
 //!
-//! - [`lookout_db`]: Lookout's PostgreSQL, streamed through a server-side cursor.
+//! - [`lookout_db`]: Lookout's PostgreSQL, streamed in one binary `COPY` and decoded by hand.
 //! - [`lookout_api`]: Lookout's REST API, paged with skip/take.
 //! - [`mapping`]: the rows → FailureHistory mapping, pure.
+//!
+//! Hostile rows (SPEC §3.3): a row a source cannot read is an [`Item::Bad`] (the run, or the
+//! job when it is the job's own row, is left out and reported), never the end of the stream;
+//! only a lost connection or an answer that is not Lookout's ends it, as `Err`.
 
 pub mod lookout_api;
 pub mod lookout_db;
 pub mod mapping;
 
-use crate::model::history::Timestamp;
+use crate::model::history::{FailureHistory, Timestamp};
 
-pub use mapping::{LookoutJob, RowError};
+pub use mapping::{LookoutJob, Notes, Place, RowError};
 
 /// The jobs to export. Times bound `job.submitted`: `from` inclusive, `to` exclusive.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -28,15 +34,111 @@ pub struct Filter {
 }
 
 /// What a source yields, job by job. A fatal error (connection lost) ends the stream as
-/// `Err(anyhow::Error)`; a row the source itself cannot read is an [`Item::Bad`].
+/// `Err(anyhow::Error)`; a row the source itself cannot read is an [`Item::Bad`], yielded
+/// before the job it belongs to (whose other runs follow as usual).
 #[derive(Debug)]
 pub enum Item {
     Job(LookoutJob),
     Bad(RowError),
 }
 
-/// A source of jobs: a boxed iterator, so the command treats both alike.
-pub type Source<'a> = Box<dyn Iterator<Item = anyhow::Result<Item>> + 'a>;
+/// A source of jobs: a boxed iterator, so the command treats both alike. `Send`, so that a
+/// replay can read it on its own thread (as `replay::source::HistorySource` is read).
+pub type Source<'a> = Box<dyn Iterator<Item = anyhow::Result<Item>> + Send + 'a>;
+
+/// What an [`Export`] yields, in the source's order.
+#[derive(Debug)]
+pub enum Event {
+    /// A job with at least one run to replay.
+    History(Box<FailureHistory>),
+    /// A row left out (the run, or the whole job when `run_id` is `None`): report it.
+    LeftOut(RowError),
+}
+
+/// What was read, exported and left out so far, and what Lookout could not tell.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Jobs and runs the source read (for progress), left-out ones included.
+    pub jobs_read: u64,
+    pub runs_read: u64,
+    /// Jobs exported (their runs are `notes.runs`).
+    pub jobs: u64,
+    /// Jobs with no run left to replay (all in flight or left out by the mapping).
+    pub empty_jobs: u64,
+    /// Rows that could not be read or mapped: reported, left out.
+    pub jobs_left_out: u64,
+    pub runs_left_out: u64,
+    pub notes: Notes,
+}
+
+impl Totals {
+    /// Rows reported and left out: `--strict` makes any of them exit 1.
+    pub fn left_out(&self) -> u64 {
+        self.jobs_left_out + self.runs_left_out
+    }
+}
+
+/// A source mapped one job at a time ([`mapping::map_job`]), counting as it goes.
+pub struct Export<'a> {
+    source: Source<'a>,
+    totals: Totals,
+}
+
+impl<'a> Export<'a> {
+    pub fn new(source: Source<'a>) -> Export<'a> {
+        Export {
+            source,
+            totals: Totals::default(),
+        }
+    }
+
+    pub fn totals(&self) -> &Totals {
+        &self.totals
+    }
+}
+
+impl Iterator for Export<'_> {
+    type Item = anyhow::Result<Event>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let t = &mut self.totals;
+            match self.source.next()? {
+                Err(e) => return Some(Err(e)),
+                Ok(Item::Bad(e)) => {
+                    if e.run_id.is_some() {
+                        t.runs_read += 1;
+                        t.runs_left_out += 1;
+                    } else {
+                        t.jobs_read += 1;
+                        t.jobs_left_out += 1;
+                    }
+                    return Some(Ok(Event::LeftOut(e)));
+                }
+                Ok(Item::Job(job)) => {
+                    t.jobs_read += 1;
+                    t.runs_read += job.runs.len() as u64;
+                    match mapping::map_job(job) {
+                        Ok(m) => {
+                            t.notes.add(&m.notes);
+                            match m.history {
+                                Some(h) => {
+                                    t.jobs += 1;
+                                    return Some(Ok(Event::History(Box::new(h))));
+                                }
+                                None => t.empty_jobs += 1,
+                            }
+                        }
+                        Err(e) => {
+                            t.jobs_left_out += 1;
+                            return Some(Ok(Event::LeftOut(e)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
 
 /// `postgresql://user:secret@host/db` → `postgresql://user:***@host/db`; in key=value form,
 /// `password=secret` → `password=***`. Never prints a password, whatever the DSN's shape.

@@ -1,12 +1,14 @@
-//! `retryctl history` output: FailureHistory documents (JSON Lines or YAML) and the summary.
+//! `retryctl history` output: FailureHistory documents (JSON Lines or YAML), the report of a
+//! row left out, and the summary.
 //!
-//! Owns: the byte format of each document and the words of the stderr summary. Must not:
+//! Owns: the byte format of each document and the words of the stderr lines. Must not:
 //! read the database or the network, or decide the exit code.
 
 use std::io::{self, Write};
 
-use crate::history::mapping::Notes;
+use crate::history::{RowError, Totals};
 use crate::model::history::{failure_history_json, FailureHistory};
+use crate::output::style::Style;
 
 /// One job: a JSON line, or a YAML document starting with `---`.
 pub fn write_history(out: &mut dyn Write, h: &FailureHistory, yaml: bool) -> io::Result<()> {
@@ -21,29 +23,28 @@ pub fn write_history(out: &mut dyn Write, h: &FailureHistory, yaml: bool) -> io:
     }
 }
 
-/// What was exported and what Lookout could not tell, with counts, never silent.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Totals {
-    pub jobs: u64,
-    /// Jobs with no run left to replay (all in flight or left out): not written.
-    pub empty_jobs: u64,
-    /// Jobs skipped because a row could not be mapped.
-    pub bad_jobs: u64,
-    pub notes: Notes,
+/// `warning: job `J` run `R`: column C: why; run left out` (SPEC §3.3).
+pub fn left_out_line(style: Style, e: &RowError) -> String {
+    let what = if e.run_id.is_some() { "run" } else { "job" };
+    format!("{}: {e}; {what} left out", style.warning("warning"))
 }
 
+/// What was exported, left out, and what Lookout could not tell, with counts, never silent.
 pub fn write_summary(err: &mut dyn Write, queue: &str, t: &Totals) -> io::Result<()> {
     let n = &t.notes;
     writeln!(
         err,
-        "history: exported {} {} and {} {} of queue `{queue}`",
-        t.jobs,
-        plural(t.jobs, "job", "jobs"),
-        n.runs,
-        plural(n.runs, "run", "runs")
+        "history: exported {} of queue `{queue}`",
+        jobs_and_runs(t.jobs, n.runs)
     )?;
+    if t.left_out() > 0 {
+        writeln!(
+            err,
+            "history: left out {} whose rows could not be read (reported above)",
+            jobs_and_runs(t.jobs_left_out, t.runs_left_out)
+        )?;
+    }
     let lines: [(u64, &str); 15] = [
-        (t.bad_jobs, "jobs skipped: a row could not be mapped (reported above)"),
         (t.empty_jobs, "jobs not exported: no finished run to replay"),
         (
             n.in_flight_jobs,
@@ -62,6 +63,10 @@ pub fn write_summary(err: &mut dyn Write, queue: &str, t: &Totals) -> io::Result
         (
             n.error_text_dropped,
             "error texts not attached: their run has no exit code",
+        ),
+        (
+            n.error_text_truncated,
+            "error texts cut at 64 KiB (they end with `… [truncated]`)",
         ),
         (
             n.terminated,
@@ -94,6 +99,15 @@ pub fn write_summary(err: &mut dyn Write, queue: &str, t: &Totals) -> io::Result
         }
     }
     Ok(())
+}
+
+/// `1 job and 2 runs`.
+fn jobs_and_runs(jobs: u64, runs: u64) -> String {
+    format!(
+        "{jobs} {} and {runs} {}",
+        plural(jobs, "job", "jobs"),
+        plural(runs, "run", "runs")
+    )
 }
 
 fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {

@@ -4,7 +4,8 @@
 //!
 //! Owns: accepting within the connection cap; the task per connection (the TLS handshake,
 //! the plain-HTTP-on-a-TLS-port answer, HTTP/1.1 through hyper with its header read
-//! timeout); graceful shutdown of every connection. Must not: know routes, credentials or
+//! timeout, or HTTP/2 for gRPC: chosen by ALPN `h2` with TLS, by the HTTP/2 preface without);
+//! graceful shutdown of every connection. Must not: know routes, credentials or
 //! the database (the router has them), or block the loop on one client: everything a client
 //! can stall (the handshake included) runs on that client's own task, within a time limit.
 
@@ -13,15 +14,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
-use super::conn::{Guarded, GuardedListener, Peer};
+use super::conn::{Guarded, GuardedListener};
 use super::dispatch::App;
 use crate::tls::PLAIN_HTTP_ON_TLS;
 
@@ -73,7 +72,20 @@ async fn connection(
     mut shutdown: watch::Receiver<()>,
 ) {
     let Some(acceptor) = &options.tls else {
-        return http(io, addr, app, options, shutdown).await;
+        // HTTP/2 without TLS (gRPC's plaintext) starts with its preface, `PRI * HTTP/2.0`; an
+        // HTTP/1 request never starts with `PRI`. Most requests are told by their first byte.
+        // Peeking moves no byte, so the idle timeout bounds it too (as it bounds a read).
+        let limit = options.header_read_timeout.min(io.idle_timeout());
+        let h2 = tokio::select! {
+            r = tokio::time::timeout(limit, preface(&io)) => r,
+            _ = shutdown.changed() => return,
+        };
+        return match h2 {
+            Ok(Some(true)) => http2(io, addr, app, shutdown).await,
+            Ok(Some(false)) => http(io, addr, app, options, shutdown).await,
+            // Closed, failed or timed out before its first bytes.
+            _ => {}
+        };
     };
     // Bounded like a request header, so a client that connects and never says hello holds
     // its socket (and a permit) for that long at most.
@@ -82,8 +94,26 @@ async fn connection(
         _ = shutdown.changed() => return,
     };
     if let Ok(Some(stream)) = stream {
-        http(stream, addr, app, options, shutdown).await;
+        if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+            http2(stream, addr, app, shutdown).await;
+        } else {
+            http(stream, addr, app, options, shutdown).await;
+        }
     }
+}
+
+/// Whether the client opens with the HTTP/2 preface (`Some(true)`) or not (`Some(false)`);
+/// `None` when it closed first.
+async fn preface(io: &Guarded) -> Option<bool> {
+    const PRI: &[u8] = b"PRI";
+    match io.first_byte().await {
+        Ok(Some(b'P')) => {}
+        Ok(Some(_)) => return Some(false),
+        _ => return None,
+    }
+    let mut start = [0u8; 3];
+    let n = io.peek_start(&mut start).await.ok()?;
+    (n > 0).then(|| start[..n] == PRI[..n] && n == PRI.len())
 }
 
 /// The TLS handshake, or the plain-HTTP answer (`None`) when the client does not speak TLS.
@@ -130,23 +160,61 @@ async fn refuse_plain_http(io: &mut Guarded) {
     .await;
 }
 
+/// HTTP/2 on one connection until the client closes, a timeout closes it, or shutdown (which
+/// sends GOAWAY and lets the streams in flight finish): gRPC calls go to the gRPC services,
+/// anything else to the same REST service as HTTP/1.1 (a TLS client such as curl may
+/// choose HTTP/2 for REST too).
+async fn http2<I>(io: I, addr: SocketAddr, app: Arc<App>, mut shutdown: watch::Receiver<()>)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    use futures_util::future::BoxFuture;
+    use futures_util::FutureExt;
+    let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+        let answer: BoxFuture<'static, Result<axum::response::Response, std::convert::Infallible>> =
+            if super::grpc::is_grpc(&req) {
+                let app = app.clone();
+                async move { Ok(app.grpc.call(req, addr).await) }.boxed()
+            } else {
+                // HTTP/2 names the host in `:authority`: the REST checks read `Host`.
+                if !req.headers().contains_key(hyper::header::HOST) {
+                    if let Some(host) = req
+                        .uri()
+                        .authority()
+                        .and_then(|a| hyper::header::HeaderValue::from_str(a.as_str()).ok())
+                    {
+                        req.headers_mut().insert(hyper::header::HOST, host);
+                    }
+                }
+                app.call(req, addr).boxed()
+            };
+        answer
+    });
+    let mut builder = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
+    builder
+        .timer(TokioTimer::new())
+        // Bounded per connection, as grpc-go bounds them by default (and a client that opens
+        // streams and never finishes them holds this many at most).
+        .max_concurrent_streams(MAX_STREAMS);
+    let conn = builder.serve_connection(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        _ = shutdown.changed() => conn.as_mut().graceful_shutdown(),
+    }
+    let _ = conn.await;
+}
+
+/// Concurrent HTTP/2 streams per connection.
+const MAX_STREAMS: u32 = 100;
+
 /// HTTP/1.1 on one connection until the client closes, a timeout closes it, or shutdown
 /// (which lets the request in flight finish).
 async fn http<I>(io: I, addr: SocketAddr, app: Arc<App>, options: &Options, mut shutdown: watch::Receiver<()>)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    use futures_util::future::Either;
-    let service = TowerToHyperService::new(app.router.clone());
-    let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
-        // The hot reads are answered here, without the router's per-request services.
-        if let Some(resp) = app.fast(&req, addr) {
-            return Either::Left(std::future::ready(Ok(resp)));
-        }
-        // What `authenticate` rate-limits failed attempts by.
-        req.extensions_mut().insert(ConnectInfo(Peer(addr)));
-        Either::Right(hyper::service::Service::call(&service, req))
-    });
+    let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| app.call(req, addr));
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())

@@ -53,6 +53,9 @@ pub enum Code {
     PermissionDenied = 7,
     /// 429: too many failed authentications from one address; gRPC ResourceExhausted.
     TooManyRequests = 108,
+    /// 408 (and the connection closed): a request body that did not arrive in time (SPEC §6);
+    /// gRPC DeadlineExceeded, which grpc-gateway would answer 504, a gateway's word.
+    RequestTimeout = 104,
     Internal = 13,
     Unavailable = 14,
     Unauthenticated = 16,
@@ -67,6 +70,7 @@ impl Code {
             Code::Stale => Code::FailedPrecondition as i32,
             Code::UnsupportedMediaType => Code::InvalidArgument as i32,
             Code::TooManyRequests => Code::ResourceExhausted as i32,
+            Code::RequestTimeout => 4,
             c => c as i32,
         }
     }
@@ -77,6 +81,7 @@ impl Code {
             Code::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Code::PermissionDenied => StatusCode::FORBIDDEN,
             Code::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
+            Code::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Code::InvalidArgument | Code::FailedPrecondition => StatusCode::BAD_REQUEST,
             Code::NotFound => StatusCode::NOT_FOUND,
             Code::AlreadyExists => StatusCode::CONFLICT,
@@ -97,6 +102,7 @@ impl Code {
             Code::UnsupportedMediaType => "InvalidArgument",
             Code::PermissionDenied => "PermissionDenied",
             Code::ResourceExhausted | Code::TooManyRequests => "ResourceExhausted",
+            Code::RequestTimeout => "DeadlineExceeded",
             Code::Internal => "Internal",
             Code::Unavailable => "Unavailable",
             Code::Unauthenticated => "Unauthenticated",
@@ -134,7 +140,14 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        json_response(self.code.status(), encode(&self.body()))
+        let mut resp = json_response(self.code.status(), encode(&self.body()));
+        if self.code == Code::RequestTimeout {
+            // The rest of the body may still be on its way: the connection cannot carry
+            // another request, and its slot is what a slow client must give back.
+            resp.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        resp
     }
 }
 
@@ -184,7 +197,7 @@ fn with_etag(mut resp: Response, version: u64) -> Response {
 /// `Some(Any)` for `*`, else the versions listed. A value that names no version of ours (a
 /// weak tag, garbage) can never match, so the write is refused rather than let through.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum IfMatch {
+pub(super) enum IfMatch {
     Any,
     Versions(Vec<u64>),
 }
@@ -297,7 +310,16 @@ fn ryu_like(value: f64) -> String {
 /// The request body as JSON: empty means `{}` (grpc-gateway reads EOF as an empty message).
 fn json_body(body: Result<Bytes, BytesRejection>) -> Result<Value, ApiError> {
     let bytes = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        use super::body::{cause, BodyTimeout};
+        if let Some(timeout) = cause::<BodyTimeout>(&rejection) {
+            ApiError::new(Code::RequestTimeout, timeout.to_string())
+        } else if cause::<std::io::Error>(&rejection).is_some_and(|e| e.kind() == std::io::ErrorKind::TimedOut) {
+            // The connection's idle timeout (`conn`): the body stopped arriving altogether.
+            ApiError::new(
+                Code::RequestTimeout,
+                "the request body stopped arriving: no byte for the connection's idle timeout",
+            )
+        } else if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(
                 Code::ResourceExhausted,
                 format!("request body is larger than the limit of {} bytes", super::MAX_BODY),
@@ -391,7 +413,7 @@ fn reconcile_name(kind: &str, body_name: &mut String, path: &str) -> Result<(), 
     }
 }
 
-fn store_error(err: StoreError, kind: &str, name: &str, doing: &str) -> ApiError {
+pub(super) fn store_error(err: StoreError, kind: &str, name: &str, doing: &str) -> ApiError {
     match err {
         StoreError::AlreadyExists => ApiError::new(Code::AlreadyExists, format!("{kind} {name:?} already exists")),
         StoreError::NotFound => ApiError::new(Code::NotFound, format!("error: could not find {kind} {name:?}")),
@@ -431,7 +453,7 @@ fn decode_policy(value: &Value) -> Result<crate::model::RetryPolicy, ApiError> {
         .map_err(|d| ApiError::invalid(format!("invalid retry policy: {}", describe_errors(&d))))
 }
 
-fn check_policy(policy: &crate::model::RetryPolicy) -> Result<Bytes, ApiError> {
+pub(super) fn check_policy(policy: &crate::model::RetryPolicy) -> Result<Bytes, ApiError> {
     let problems = validate_policy(policy);
     if problems.iter().any(Diagnostic::is_error) {
         return Err(ApiError::invalid(format!(
@@ -560,7 +582,7 @@ async fn write_queue(
     write_decoded_queue(store, queue, path, create, cond).await
 }
 
-async fn write_decoded_queue(
+pub(super) async fn write_decoded_queue(
     store: Arc<Store>,
     mut queue: Queue,
     path: Option<&str>,

@@ -126,6 +126,27 @@ impl Guarded {
     }
 }
 
+impl Guarded {
+    /// How long the connection may stay without a byte moving.
+    pub fn idle_timeout(&self) -> Duration {
+        self.idle
+    }
+
+    /// The first `buf.len()` bytes the client sent (fewer if it closed first), without
+    /// consuming them. Not bounded here: the caller bounds it.
+    pub async fn peek_start(&self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let n = self.stream.peek(buf).await?;
+            if n == 0 || n == buf.len() {
+                return Ok(n);
+            }
+            // Part of it only (a client sending its first bytes one at a time): peeking again
+            // at once would return the same bytes without waiting.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
 fn timed_out() -> io::Error {
     io::Error::new(io::ErrorKind::TimedOut, "connection idle for too long")
 }

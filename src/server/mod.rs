@@ -1,10 +1,14 @@
-//! `retryctl serve`: a local Armada-compatible REST server (SPEC §5, §6) over SQLite.
+//! `retryctl serve`: a local Armada-compatible server over SQLite: the REST API (SPEC §5, §6)
+//! and Armada's gRPC services (§5.3) on the same address, over one store.
 //!
 //! Owns: binding (and loading the TLS certificate), the router, and the request hygiene
 //! around every route: the dialect header, authentication, the 1 MiB body limit, turning a
-//! handler panic into a 500 with the error body, the one-line request log, and graceful
-//! shutdown that closes the database. Connections are `accept`'s and `conn`'s; `dispatch`
-//! answers the hot reads with these same checks before the router sees them.
+//! handler panic into a 500 with the error body, the one-line request log (credentials in
+//! the query masked), and graceful shutdown that closes the database. Connections are
+//! `accept`'s and `conn`'s; every request goes through `dispatch` (framing checks, the hot
+//! reads answered with these same checks, the list of requests in flight), and its body
+//! through `body`'s deadline, before the router sees it; `grpc` answers gRPC calls (HTTP/2)
+//! with the same checks, store and validation.
 //! Must not: print anything but the request log (the command prints the startup line), exit
 //! the process, or read the environment; `api` has the handlers, `store` the SQL.
 //!
@@ -14,8 +18,10 @@
 
 mod accept;
 pub mod api;
+mod body;
 mod conn;
 mod dispatch;
+mod grpc;
 pub mod store;
 
 use std::future::Future;
@@ -36,6 +42,8 @@ use crate::error::CliError;
 use crate::wire::{DIALECT_HEADER, DIALECT_V1};
 
 use api::{ApiError, Code};
+pub use body::BODY_READ_TIMEOUT;
+pub use dispatch::{InFlight, Requests};
 pub use store::Location;
 use store::Store;
 
@@ -65,6 +73,9 @@ pub struct Config {
     /// The TLS handshake, and then each request header, must complete within this (each),
     /// however slowly the bytes trickle (SPEC §6: header read timeout, 10 s).
     pub header_read_timeout: std::time::Duration,
+    /// A request body must have arrived in full within this of its header, whatever its
+    /// credentials (SPEC §6: 30 s; 408 and the connection closed otherwise).
+    pub body_read_timeout: std::time::Duration,
     /// `--tls-cert` and `--tls-key`: speak HTTPS only.
     pub tls: Option<TlsFiles>,
     /// Open connections at most; `None`: below the process's file limit.
@@ -100,6 +111,7 @@ impl Config {
             shutdown_grace: std::time::Duration::from_secs(10),
             idle_timeout: std::time::Duration::from_secs(10),
             header_read_timeout: std::time::Duration::from_secs(10),
+            body_read_timeout: BODY_READ_TIMEOUT,
             tls: None,
             max_connections: None,
         }
@@ -238,10 +250,12 @@ impl Server {
         // Before binding and opening the database: a bad certificate is refused at start,
         // naming the file, not discovered at the first handshake.
         let tls = match &config.tls {
-            Some(files) => Some(tokio_rustls::TlsAcceptor::from(Arc::new(crate::tls::server_config(
-                &files.cert,
-                &files.key,
-            )?))),
+            Some(files) => {
+                let mut tls = crate::tls::server_config(&files.cert, &files.key)?;
+                // gRPC over TLS needs HTTP/2, chosen by ALPN; REST clients keep HTTP/1.1.
+                tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+                Some(tokio_rustls::TlsAcceptor::from(Arc::new(tls)))
+            }
             None => None,
         };
         let listener = listen(&config.listen).await.map_err(|e| {
@@ -273,7 +287,13 @@ impl Server {
         };
         let guard = Arc::new(guard);
         let router = router(store.clone(), guard.clone(), config.request_log.clone());
-        let app = Arc::new(dispatch::App::new(router, store.clone(), guard, config.request_log));
+        let app = Arc::new(dispatch::App::new(
+            router,
+            store.clone(),
+            guard,
+            config.request_log,
+            config.body_read_timeout,
+        ));
         let max = config.max_connections.unwrap_or_else(conn::default_max_connections);
         Ok(Server {
             listener: conn::GuardedListener::new(listener, max, config.idle_timeout),
@@ -286,6 +306,11 @@ impl Server {
             store,
             app,
         })
+    }
+
+    /// The requests the server is busy with; still valid after [`Server::run`] took it.
+    pub fn requests(&self) -> Requests {
+        self.app.requests()
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -360,35 +385,56 @@ impl Guard {
     }
 
     /// Host check, then credentials (and their per-address budget): what every API route
-    /// checks before it reads the body. `Some` is the refusal, the whole answer.
-    fn refusal(&self, headers: &axum::http::HeaderMap, ip: Option<std::net::IpAddr>) -> Option<Response> {
+    /// checks before it reads the body. `host` is the request's (only) `Host`, looked up once
+    /// by the caller. `Some` is the refusal, the whole answer.
+    fn refusal(
+        &self,
+        headers: &axum::http::HeaderMap,
+        host: Option<&HeaderValue>,
+        ip: Option<std::net::IpAddr>,
+    ) -> Option<Response> {
+        let e = self.screen(headers, host, ip).err()?;
+        let challenge = e.code == Code::Unauthenticated;
+        let mut resp = e.into_response();
+        if challenge {
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, self.auth.challenge());
+        }
+        Some(resp)
+    }
+
+    /// The checks of [`Guard::refusal`] for either front door: `host` is the `Host` (REST) or
+    /// the `:authority` (gRPC); the credentials are `headers`' `Authorization` (gRPC: the
+    /// `authorization` metadata, which is that header).
+    fn screen(
+        &self,
+        headers: &axum::http::HeaderMap,
+        host: Option<&HeaderValue>,
+        ip: Option<std::net::IpAddr>,
+    ) -> Result<(), ApiError> {
         if self.check_host {
-            if let Err(e) = check_host(headers.get(header::HOST)) {
-                return Some(e.into_response());
-            }
+            check_host(host)?;
         }
         if let Some(ip) = ip.filter(|ip| self.auth.required() && self.throttled(*ip)) {
-            return Some(
-                ApiError::new(
-                    Code::TooManyRequests,
-                    format!(
-                        "too many failed authentication attempts from {ip}; try again in {} seconds",
-                        AUTH_WINDOW.as_secs()
-                    ),
-                )
-                .into_response(),
-            );
+            return Err(ApiError::new(
+                Code::TooManyRequests,
+                format!(
+                    "too many failed authentication attempts from {ip}; try again in {} seconds",
+                    AUTH_WINDOW.as_secs()
+                ),
+            ));
+        }
+        // Without credentials to check, the header is not even looked up (every GET pays it).
+        if !self.auth.required() {
+            return Ok(());
         }
         if let Err(e) = self.auth.check(headers.get(header::AUTHORIZATION)) {
             if let Some(ip) = ip {
                 self.record_failure(ip);
             }
-            let mut resp = e.into_response();
-            resp.headers_mut()
-                .insert(header::WWW_AUTHENTICATE, self.auth.challenge());
-            return Some(resp);
+            return Err(e);
         }
-        None
+        Ok(())
     }
 
     fn record_failure(&self, ip: std::net::IpAddr) {
@@ -480,7 +526,7 @@ async fn authenticate(State(guard): State<Arc<Guard>>, req: Request, next: Next)
         .extensions()
         .get::<axum::extract::ConnectInfo<conn::Peer>>()
         .map(|c| c.0 .0.ip());
-    if let Some(resp) = guard.refusal(req.headers(), ip) {
+    if let Some(resp) = guard.refusal(req.headers(), req.headers().get(header::HOST), ip) {
         return resp;
     }
     if matches!(*req.method(), Method::POST | Method::PUT) {
@@ -570,7 +616,7 @@ fn panic_payload_text(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// Adds the dialect header to every response, turns a panic anywhere in a handler into a 500
 /// with the error body instead of a dropped connection, and logs one line per request:
-/// method, path (query included; no route carries secrets there), status, duration.
+/// method, path and query (credential values masked: [`logged_target`]), status, duration.
 /// Headers, where credentials travel, are never logged.
 ///
 /// One layer for the three, and one `String` per line: every layer and allocation is paid by
@@ -589,11 +635,29 @@ async fn log_and_mark(State(log): State<Option<Log>>, req: Request, next: Next) 
 fn log_start(log: Option<&Log>, method: &Method, uri: &axum::http::Uri) -> Option<String> {
     use std::fmt::Write as _;
     log.map(|_| {
-        let path = uri.path_and_query().map_or("/", |p| p.as_str());
-        let mut line = String::with_capacity(48 + path.len());
-        let _ = write!(line, "retryctl serve: {method} {path}");
+        let mut line = String::with_capacity(48 + uri.path().len() + uri.query().map_or(0, str::len));
+        let _ = write!(line, "retryctl serve: {method} ");
+        push_target(&mut line, uri);
         line
     })
+}
+
+/// A request's path and query as logged: the values of credential parameters (`token`,
+/// `access_token`, `password`, `key`, `secret`, … as in `redact`) are masked, as a client
+/// that puts its token in the URL must not find it in the server's log (SPEC §6).
+fn logged_target(uri: &axum::http::Uri) -> String {
+    let mut out = String::with_capacity(uri.path().len() + uri.query().map_or(0, |q| q.len() + 1));
+    push_target(&mut out, uri);
+    out
+}
+
+fn push_target(out: &mut String, uri: &axum::http::Uri) {
+    let path = uri.path();
+    out.push_str(if path.is_empty() { "/" } else { path });
+    if let Some(query) = uri.query() {
+        out.push('?');
+        crate::redact::push_masked_params(out, query);
+    }
 }
 
 /// Adds the dialect header and sends the log line, completed with the status and the time

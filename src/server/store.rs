@@ -378,6 +378,23 @@ impl Store {
             .collect()
     }
 
+    /// Every policy with its name, ordered by name.
+    pub fn policy_entries(&self) -> Vec<(String, Versioned)> {
+        let cache = self.read();
+        cache.policies.iter().map(|(n, v)| (n.clone(), v.clone())).collect()
+    }
+
+    /// The first `limit` queues with their names, ordered by name (all when `None`).
+    pub fn queue_entries(&self, limit: Option<usize>) -> Vec<(String, Versioned)> {
+        let cache = self.read();
+        cache
+            .queues
+            .iter()
+            .take(limit.unwrap_or(usize::MAX))
+            .map(|(n, v)| (n.clone(), v.clone()))
+            .collect()
+    }
+
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Cache> {
         self.shared.cache.read().unwrap_or_else(|e| e.into_inner())
     }

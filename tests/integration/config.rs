@@ -226,20 +226,26 @@ fn urls_with_passwords_are_masked_in_view_and_get_contexts() {
 /// naming `armadaRestUrl`, never silently sent to http://localhost:8080; `--armada-url`
 /// still works with it.
 #[test]
-fn a_grpc_only_context_is_refused_naming_armada_rest_url() {
+fn a_grpc_only_context_is_spoken_to_over_grpc_with_tls() {
     let home = temp_home();
+    // armadactl's context: a gRPC `host:port` alone, TLS (no `forceNoTls`, no `localhost`),
+    // never replaced by the default URL. Nothing listens on port 1.
     std::fs::write(
         home.path().join(".armadactl.yaml"),
-        "currentContext: b\ncontexts:\n  b:\n    armadaUrl: grpc.example:50051\n",
+        "currentContext: b\ncontexts:\n  b:\n    armadaUrl: 127.0.0.1:1\n",
     )
     .unwrap();
-    let out = exchange(retryctl(home.path()).args(["get", "rp"])).replace(&home.path().display().to_string(), "HOME");
-    assert_eq!(
-        out,
-        "exit: 2\n--- stdout\n--- stderr\nerror: context `b` sets only `armadaUrl: grpc.example:50051`, \
-         a gRPC address; retryctl speaks Armada's REST API and needs `armadaRestUrl`\n\nhint: add \
-         `armadaRestUrl: https://HOST` (the URL of Armada's REST gateway) to context `b` in \
-         `HOME/.armadactl.yaml`, or pass `--armada-url URL` (or set `$ARMADA_URL`)\n"
+    let out = exchange(retryctl(home.path()).args(["get", "rp"]));
+    assert!(
+        out.starts_with(
+            "exit: 4\n--- stdout\n--- stderr\nerror: cannot list retry policies: cannot reach the Armada \
+             server at grpcs://127.0.0.1:1: connection refused\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("this URL came from context `b` of the config file"),
+        "{out}"
     );
     let server = crate::support::server::TestServer::start();
     let out = exchange(retryctl(home.path()).args(["--armada-url", &server.url, "get", "rp"]));
@@ -623,14 +629,11 @@ fn a_grpc_only_context_blocks_only_the_commands_that_talk_to_armada() {
         let out = exchange(retryctl(home.path()).args(args));
         assert!(out.starts_with("exit: 0\n"), "{args:?}: {out}");
     }
-    // A command that talks to Armada still gets the error naming `armadaRestUrl`.
-    let out = exchange(retryctl(home.path()).args(["get", "rp"]));
-    assert!(
-        out.starts_with(
-            "exit: 2\n--- stdout\n--- stderr\nerror: context `g` sets only `armadaUrl: grpc.example:50051`"
-        ),
-        "{out}"
-    );
+    // A command that talks to Armada speaks gRPC to it (TLS: no `forceNoTls`): there is no
+    // such host here, so it cannot be reached (4), within the timeout.
+    let out = exchange(retryctl(home.path()).args(["--timeout", "3s", "get", "rp"]));
+    assert!(out.starts_with("exit: 4\n"), "{out}");
+    assert!(out.contains("grpcs://grpc.example:50051"), "{out}");
 }
 
 /// `--token-file` problems are usage errors (exit 2) that never quote the file, and nothing

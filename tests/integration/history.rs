@@ -205,7 +205,7 @@ fn yaml_output_is_read_by_simulate() {
 }
 
 #[test]
-fn keyset_paging_reads_every_job_across_pages() {
+fn every_job_is_read_whatever_the_number() {
     let Some(mut db) = pg::lookout_db("paging") else { return };
     db.client
         .batch_execute(
@@ -232,31 +232,302 @@ fn keyset_paging_reads_every_job_across_pages() {
     );
 }
 
-#[test]
-fn a_row_that_cannot_be_mapped_is_named_skipped_and_exits_1() {
-    let Some(mut db) = fixture_db("badrow") else { return };
-    db.client
-        .execute(
-            "INSERT INTO job_run (run_id, job_id, cluster, node, leased, started, finished, job_run_state, exit_code, error)
-             VALUES ('bad-run', 'b-04', 'c1', 'n', '2026-11-16 11:10:00', '2026-11-16 11:10:01', '2026-11-16 11:10:02', 4, 1, $1)",
-            &[&b"not a zlib stream".to_vec()],
+// ---- hostile rows (SPEC §3.3, issue 28 items 6 and 7) ----
+
+/// A `job` row of queue `h`: `submitted`, `memory` and `annotations` as SQL expressions.
+fn job_sql(id: &str, submitted: &str, memory: &str, annotations: &str) -> String {
+    format!(
+        "INSERT INTO job (job_id, queue, owner, jobset, cpu, memory, ephemeral_storage, gpu, priority, submitted, state, last_transition_time, last_transition_time_seconds, annotations) \
+         VALUES ('{id}', 'h', 'o', 's', 1, {memory}, 0, 0, 1, {submitted}, 4, now(), 0, {annotations});\n"
+    )
+}
+
+/// A `job_run` row: times (leased, started, finished) and `error` as SQL expressions.
+fn run_sql(
+    job: &str,
+    run: &str,
+    state: &str,
+    [leased, started, finished]: [&str; 3],
+    exit: &str,
+    error: &str,
+) -> String {
+    format!(
+        "INSERT INTO job_run (run_id, job_id, cluster, node, leased, pending, started, finished, job_run_state, exit_code, error) \
+         VALUES ('{run}', '{job}', 'c', 'node-{run}', {leased}, {leased}, {started}, {finished}, {state}, {exit}, {error});\n"
+    )
+}
+
+/// A failed run (exit 1) at minute `m` of 2026-11-16 10:00, and a success after it.
+fn ok_runs(job: &str, m: u32) -> String {
+    let at = |s: u32| format!("'2026-11-16 10:{m:02}:{s:02}'");
+    run_sql(job, &format!("{job}-a"), "4", [&at(0), &at(1), &at(2)], "1", "NULL")
+        + &run_sql(job, &format!("{job}-c"), "3", [&at(10), &at(11), &at(12)], "0", "NULL")
+}
+
+fn hostile_db(test: &str) -> Option<Db> {
+    let mut db = pg::lookout_db(test)?;
+    let sub = "'2026-11-16 09:00:00'";
+    let obj = "'{}'::jsonb";
+    // Lookout's schema forbids these NULLs; a database is input like any file.
+    let mut sql = String::from(
+        "ALTER TABLE job ALTER submitted DROP NOT NULL; ALTER TABLE job_run ALTER job_run_state DROP NOT NULL;\n",
+    );
+    let bad_run = |job: &str, col: &str, value: &str| {
+        let at = |s: u32| format!("'2026-11-16 10:05:{s:02}'");
+        let (mut leased, mut started, mut finished, mut state, mut error) =
+            (at(0), at(1), at(2), "4".to_string(), "NULL".to_string());
+        match col {
+            "leased" => leased = value.into(),
+            "started" => started = value.into(),
+            "finished" => finished = value.into(),
+            "job_run_state" => state = value.into(),
+            "error" => error = value.into(),
+            _ => unreachable!(),
+        }
+        run_sql(
+            job,
+            &format!("{job}-b"),
+            &state,
+            [&leased, &started, &finished],
+            "1",
+            &error,
         )
-        .unwrap();
+    };
+    for (job, col, value) in [
+        ("h-01", "finished", "'infinity'"),
+        ("h-02", "started", "'294276-12-31 00:00:00'"),
+        ("h-03", "leased", "'1500-01-01 00:00:00'"),
+        ("h-04", "error", "'\\x6e6f74207a6c6962'::bytea"),
+        ("h-05", "job_run_state", "NULL"),
+    ] {
+        sql += &job_sql(job, sub, "1024", obj);
+        sql += &ok_runs(job, 1);
+        sql += &bad_run(job, col, value);
+    }
+    for (job, submitted, memory, annotations) in [
+        ("h-06", sub, "1024", "'[1]'::jsonb"),
+        ("h-07", sub, "1024", r#"'{"team": 1}'::jsonb"#),
+        ("h-08", "NULL", "1024", obj),
+        ("h-09", "'-infinity'", "1024", obj),
+        ("h-10", sub, "-1", obj),
+        ("h-11", sub, "1024", obj),
+    ] {
+        sql += &job_sql(job, submitted, memory, annotations);
+        sql += &ok_runs(job, 1);
+    }
+    db.client.batch_execute(&sql).unwrap();
+    Some(db)
+}
+
+#[test]
+fn a_row_that_cannot_be_read_is_reported_left_out_and_the_rest_exported() {
+    let Some(db) = hostile_db("hostile") else { return };
     let home = temp_home();
-    let out = history(home.path(), &["--queue", "batch", "--lookout-db", &db.dsn]);
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(ids(&out.stdout), ["b-01", "b-02", "b-03", "b-05"]);
+    let out = history(home.path(), &["--queue", "h", "--lookout-db", &db.dsn]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // Every job whose own row reads is exported, with the runs that read.
+    assert_eq!(ids(&out.stdout), ["h-01", "h-02", "h-03", "h-04", "h-05", "h-11"]);
+    let first: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(
+        first["runs"],
+        json!([
+            {"node": "node-h-01-a", "queuedFor": "1h1m1s", "runFor": "1s", "containers": [{"exitCode": 1}]},
+            {"node": "node-h-01-c", "queuedFor": "9s", "runFor": "1s", "outcome": "succeeded"}
+        ])
+    );
+    let range = "(retryctl's times span 1677-09-21 to 2262-04-11)";
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "warning: job `h-01` run `h-01-b`: column finished: `infinity` is not a time {range}; run left out\n\
+             warning: job `h-02` run `h-02-b`: column started: a time after 2262 is out of range {range}; run left out\n\
+             warning: job `h-03` run `h-03-b`: column leased: a time before 1677 is out of range {range}; run left out\n\
+             warning: job `h-04` run `h-04-b`: column error: not a zlib stream (no zlib header); run left out\n\
+             warning: job `h-05` run `h-05-b`: column job_run_state: NULL, which Lookout's schema does not allow; run left out\n\
+             warning: job `h-06`: column annotations: not a JSON object (found `[1]`); job left out\n\
+             warning: job `h-07`: column annotations: annotation `team` is not a string (found `1`); job left out\n\
+             warning: job `h-08`: column submitted: NULL, which Lookout's schema does not allow; job left out\n\
+             warning: job `h-09`: column submitted: `-infinity` is not a time {range}; job left out\n\
+             warning: job `h-10`: column memory: negative (`-1`); job left out\n\
+             history: exported 6 jobs and 12 runs of queue `h`\n\
+             history: left out 5 jobs and 5 runs whose rows could not be read (reported above)\n\
+             what Lookout could not tell (counts, nothing guessed):\n\
+             \x20        6  failed or preempted runs without a failure category\n\
+             \x20        6  exit codes are the first non-zero container's only (one unnamed container written)\n"
+        )
+    );
+    // `--strict`: the same export, then exit 1.
+    let strict = history(home.path(), &["--queue", "h", "--strict", "--lookout-db", &db.dsn]);
+    assert_eq!(strict.status.code(), Some(1));
+    assert_eq!(strict.stdout, out.stdout);
+    assert_eq!(strict.stderr, out.stderr);
+    // Without a bad row `--strict` changes nothing.
+    let clean = history(
+        home.path(),
+        &["--queue", "h", "--job", "h-11", "--strict", "--lookout-db", &db.dsn],
+    );
+    assert_eq!(clean.status.code(), Some(0));
+    assert_eq!(ids(&clean.stdout), ["h-11"]);
+}
+
+/// `text` repeated to `bytes`, zlib-compressed as a stream (never held whole).
+fn zlib_of_repeated(text: &str, bytes: usize, level: u32) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(level));
+    let chunk = text.repeat((1 << 20) / text.len());
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(chunk.len());
+        e.write_all(&chunk.as_bytes()[..n]).unwrap();
+        left -= n;
+    }
+    e.finish().unwrap()
+}
+
+#[test]
+fn a_zlib_bomb_is_cut_at_64_kib() {
+    let Some(mut db) = pg::lookout_db("bomb") else { return };
+    // 256 MiB of text in well under 1 MiB, and 200 KiB stored (level 0): both past the cap.
+    let bomb = zlib_of_repeated("OOMKilled ", 256 << 20, 9);
+    assert!(bomb.len() < 1 << 20, "{}", bomb.len());
+    let stored = zlib_of_repeated("x", 200 << 10, 0);
+    let fine = pg::zlib("fine");
+    let mut sql = job_sql("bomb-1", "'2026-11-16 09:00:00'", "1024", "'{}'::jsonb");
+    sql += &run_sql(
+        "bomb-1",
+        "r1",
+        "4",
+        [
+            "'2026-11-16 10:00:00'",
+            "'2026-11-16 10:00:01'",
+            "'2026-11-16 10:00:02'",
+        ],
+        "137",
+        "$1",
+    );
+    sql += &run_sql(
+        "bomb-1",
+        "r2",
+        "4",
+        [
+            "'2026-11-16 10:01:00'",
+            "'2026-11-16 10:01:01'",
+            "'2026-11-16 10:01:02'",
+        ],
+        "1",
+        "$2",
+    );
+    sql += &run_sql(
+        "bomb-1",
+        "r3",
+        "4",
+        [
+            "'2026-11-16 10:02:00'",
+            "'2026-11-16 10:02:01'",
+            "'2026-11-16 10:02:02'",
+        ],
+        "1",
+        "$3",
+    );
+    for (i, stmt) in sql.lines().enumerate() {
+        match i {
+            0 => db.client.batch_execute(stmt).unwrap(),
+            n => {
+                let e = [&bomb, &stored, &fine][n - 1];
+                db.client
+                    .execute(stmt.replace(&format!("${n}"), "$1").as_str(), &[e])
+                    .unwrap();
+            }
+        }
+    }
+    let home = temp_home();
+    let out = history(home.path(), &["--queue", "h", "--lookout-db", &db.dsn]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let message = |i: usize| v["runs"][i]["containers"][0]["message"].as_str().unwrap().to_string();
+    let cut = "OOMKilled ".repeat(6554);
+    assert_eq!(message(0), format!("{}… [truncated]", &cut[..64 * 1024]));
+    assert_eq!(message(1), format!("{}… [truncated]", "x".repeat(64 * 1024)));
+    assert_eq!(message(2), "fine");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "history: exported 1 job and 3 runs of queue `h`\n\
+         what Lookout could not tell (counts, nothing guessed):\n\
+         \x20        3  failed or preempted runs without a failure category\n\
+         \x20        3  exit codes are the first non-zero container's only (one unnamed container written)\n\
+         \x20        2  error texts cut at 64 KiB (they end with `… [truncated]`)\n"
+    );
+}
+
+// ---- progress (issue 28 item 8) ----
+
+#[test]
+fn no_progress_is_drawn_when_stderr_is_not_a_terminal() {
+    let Some(db) = fixture_db("noprogress") else { return };
+    let home = temp_home();
+    let out = history(home.path(), &["--queue", "ml", "--lookout-db", &db.dsn]);
+    assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("history: exported 18 jobs and "), "{err}");
     assert!(
-        err.starts_with(
-            "error: job `b-04` run `bad-run`: `error` is not a zlib stream: corrupt deflate stream; job skipped\n"
-        ),
-        "{err}"
+        !err.contains("reading Lookout") && !err.contains('\r') && !err.contains('\x1b'),
+        "{err:?}"
     );
-    assert!(
-        err.contains("       1  jobs skipped: a row could not be mapped (reported above)\n"),
-        "{err}"
-    );
+}
+
+/// `retryctl ARGS` with stdin, stdout and stderr on a terminal (util-linux `script`), as the
+/// terminal shows it; `None` (after a loud SKIP) when `script` is not installed.
+fn on_a_terminal(home: &Path, args: &[&str]) -> Option<String> {
+    if std::process::Command::new("script").arg("--version").output().is_err() {
+        eprintln!(
+            "\n!!!!!!!! SKIP: `script` (util-linux) not found: the terminal progress test did NOT run !!!!!!!!\n"
+        );
+        return None;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("retryctl");
+    let mut line = format!("'{}'", bin.display());
+    for a in args {
+        assert!(!a.contains('\''), "{a}");
+        line.push_str(&format!(" '{a}'"));
+    }
+    let mut cmd = std::process::Command::new("script");
+    cmd.args(["-qec", &line, "/dev/null"])
+        .current_dir(crate::support::root())
+        .env_clear()
+        .env("HOME", home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("TERM", "xterm")
+        .stdin(std::process::Stdio::null());
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn a_terminal_shows_progress_from_the_first_row_then_the_summary() {
+    let Some(db) = fixture_db("progress") else { return };
+    let home = temp_home();
+    let file = home.path().join("week.jsonl");
+    let file = file.to_str().unwrap();
+    let Some(screen) = on_a_terminal(
+        home.path(),
+        &[
+            "history",
+            "--queue",
+            "ml",
+            "--lookout-db",
+            &db.dsn,
+            "--output-file",
+            file,
+        ],
+    ) else {
+        return;
+    };
+    // Drawn before the first row arrives, then cleared (`\r`, erase line) before the summary.
+    assert!(screen.contains(" reading Lookout: 0 jobs, 0 runs read"), "{screen:?}");
+    let summary = screen.find("history: exported 18 jobs and ").expect("summary");
+    assert!(screen[..summary].ends_with("\r\x1b[2K"), "{screen:?}");
+    assert_eq!(std::fs::read_to_string(file).unwrap().lines().count(), 18);
 }
 
 #[test]
@@ -482,6 +753,84 @@ fn an_unnamed_container_is_matched_only_by_rules_without_container_name() {
     };
     assert_eq!(decision(&policy("")), json!("retry"));
     assert_eq!(decision(&policy("containerName: main\n      ")), json!("fail_default"));
+}
+
+#[test]
+fn rest_source_reports_bad_rows_and_cuts_a_huge_error_text() {
+    let job = |id: &str, runs: Value| {
+        json!({
+            "jobId": id, "queue": "ml", "owner": "alice", "jobSet": "s", "cpu": 1000, "memory": 1024,
+            "ephemeralStorage": 0, "gpu": 0, "priority": 1, "submitted": "2026-11-16T08:00:00Z",
+            "state": "FAILED", "lastTransitionTime": "2026-11-16T09:00:00Z", "duplicate": false,
+            "annotations": {}, "runs": runs
+        })
+    };
+    let failed = |id: &str, finished: &str| {
+        json!({"runId": id, "cluster": "c1", "node": "n", "leased": "2026-11-16T08:00:10Z",
+               "started": "2026-11-16T08:00:15Z", "finished": finished, "jobRunState": "RUN_FAILED", "exitCode": 1})
+    };
+    let mut bad_annotations = job("api-2", json!([failed("r2", "2026-11-16T08:01:00Z")]));
+    bad_annotations["annotations"] = json!({"team": 1});
+    let mut no_submitted = job("api-3", json!([]));
+    no_submitted.as_object_mut().unwrap().remove("submitted");
+    let jobs = vec![
+        job(
+            "api-1",
+            json!([failed("r1a", "infinity"), failed("r1b", "2026-11-16T08:01:00Z")]),
+        ),
+        bad_annotations,
+        no_submitted,
+        job("api-4", json!([failed("bomb", "2026-11-16T08:01:00Z")])),
+    ];
+    let huge = "OOMKilled ".repeat(400_000); // 4 MB of text in one answer
+    let stub = Stub::start(move |req| match req.path.as_str() {
+        "/api/v1/jobs" => Reply::json(200, json!({ "jobs": jobs })),
+        "/api/v1/jobRunError" => {
+            let run: Value = serde_json::from_str(&req.body).unwrap();
+            let text = match run["runId"].as_str().unwrap() {
+                "bomb" => huge.clone(),
+                other => format!("error of {other}"),
+            };
+            Reply::json(200, json!({ "errorString": text }))
+        }
+        _ => Reply::json(404, json!({"error": "not found"})),
+    });
+    let home = temp_home();
+    let out = history(home.path(), &["--queue", "ml", "--lookout-url", &stub.url]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(ids(&out.stdout), ["api-1", "api-4"]);
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(lines[0]["runs"][0]["containers"][0]["message"], "error of r1b");
+    let cut = "OOMKilled ".repeat(6554);
+    assert_eq!(
+        lines[1]["runs"][0]["containers"][0]["message"].as_str().unwrap(),
+        format!("{}… [truncated]", &cut[..64 * 1024])
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "warning: job `api-1` run `r1a`: field finished: `infinity` is not an RFC 3339 time retryctl can represent; run left out\n\
+         warning: job `api-2`: field annotations: annotation `team` is not a string (found `1`); job left out\n\
+         warning: job `api-3`: not a Lookout job (missing field `submitted`); job left out\n\
+         history: exported 2 jobs and 2 runs of queue `ml`\n\
+         history: left out 2 jobs and 1 run whose rows could not be read (reported above)\n\
+         what Lookout could not tell (counts, nothing guessed):\n\
+         \x20        2  failed or preempted runs without a failure category\n\
+         \x20        2  exit codes are the first non-zero container's only (one unnamed container written)\n\
+         \x20        1  error texts cut at 64 KiB (they end with `… [truncated]`)\n"
+    );
+    // The same on a terminal, with the progress line drawn first.
+    let Some(screen) = on_a_terminal(home.path(), &["history", "--queue", "ml", "--lookout-url", &stub.url]) else {
+        return;
+    };
+    assert!(screen.contains(" reading Lookout: 0 jobs, 0 runs read"), "{screen:?}");
+    assert!(
+        screen.contains("history: exported 2 jobs and 2 runs of queue `ml`"),
+        "{screen:?}"
+    );
 }
 
 /// Issue 25: the walkthrough's what-if for today's Armada. `testdata/lookout/upstream-old`

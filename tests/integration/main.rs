@@ -12,6 +12,7 @@ mod concurrency;
 mod config;
 mod crud;
 mod engines;
+mod grpc;
 mod history;
 mod kubectl;
 mod serve;

@@ -373,3 +373,198 @@ fn credentials_are_required_when_configured() {
         (200, "ok".into())
     );
 }
+
+/// Sends `request` on a new connection and reads the answer until the server closes (EOF,
+/// or a reset after the answer: a server closing with unread request bytes resets).
+fn raw_exchange(url: &str, request: &[u8]) -> String {
+    use std::io::Write;
+    let addr = url.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    stream.write_all(request).unwrap();
+    read_until_closed(&mut stream)
+}
+
+fn read_until_closed(stream: &mut std::net::TcpStream) -> String {
+    use std::io::Read;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset && !out.is_empty() => break,
+            Err(e) => panic!("reading the answer: {e} (got {:?})", String::from_utf8_lossy(&out)),
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// The status line, the headers that say how the connection ends, and the body of a raw
+/// answer (the date and lengths left out).
+fn shown(answer: &str) -> String {
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((answer, ""));
+    let mut lines = head.lines();
+    let mut out = lines.next().unwrap_or("").to_string();
+    for line in lines {
+        let name = line.split(':').next().unwrap_or("").to_ascii_lowercase();
+        if ["connection", "content-type"].contains(&name.as_str()) {
+            out.push_str(&format!("\n{}", line.to_ascii_lowercase()));
+        }
+    }
+    format!("{out}\n\n{body}")
+}
+
+/// SPEC §6 / RFC 9112 §3.2: two `Host` headers (or none, in HTTP/1.1) are 400 and the
+/// connection closed, on the hot reads and on the router's routes alike, before the
+/// DNS-rebinding check could read either; `Content-Length` with `Transfer-Encoding` stays
+/// 400. One `Host`, or HTTP/1.0 without any, is answered as before.
+#[test]
+fn a_request_framed_against_rfc_9112_is_400() {
+    let s = TestServer::start();
+    let two = "request has 2 `Host` headers; HTTP allows exactly one (RFC 9112 section 3.2)";
+    for (request, want) in [
+        (
+            "GET /v1/retry-policies HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n\r\n",
+            format!("HTTP/1.1 400 Bad Request\ncontent-type: application/json\nconnection: close\n\n{}", err(3, two)),
+        ),
+        (
+            "GET /v1/retry-policies HTTP/1.1\r\nHost: evil.example\r\nHost: localhost\r\n\r\n",
+            format!("HTTP/1.1 400 Bad Request\ncontent-type: application/json\nconnection: close\n\n{}", err(3, two)),
+        ),
+        (
+            "POST /v1/retry-policy HTTP/1.1\r\nHost: localhost\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+            format!("HTTP/1.1 400 Bad Request\ncontent-type: application/json\nconnection: close\n\n{}", err(3, two)),
+        ),
+        (
+            "GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\nHost: c\r\n\r\n",
+            format!(
+                "HTTP/1.1 400 Bad Request\ncontent-type: application/json\nconnection: close\n\n{}",
+                err(3, "request has 3 `Host` headers; HTTP allows exactly one (RFC 9112 section 3.2)")
+            ),
+        ),
+        (
+            "GET /v1/retry-policies HTTP/1.1\r\n\r\n",
+            format!(
+                "HTTP/1.1 400 Bad Request\ncontent-type: application/json\nconnection: close\n\n{}",
+                err(3, "request has no `Host` header; HTTP/1.1 requires exactly one (RFC 9112 section 3.2)")
+            ),
+        ),
+        (
+            "GET /health HTTP/1.0\r\n\r\n",
+            "HTTP/1.0 200 OK\ncontent-type: text/plain; charset=utf-8\n\nok".to_string(),
+        ),
+        (
+            "GET /v1/retry-policies HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+            "HTTP/1.1 200 OK\ncontent-type: application/json\nconnection: close\n\n{}".to_string(),
+        ),
+    ] {
+        assert_eq!(shown(&raw_exchange(&s.url, request.as_bytes())), want, "{request:?}");
+    }
+    // hyper's own refusal, before any of ours.
+    let smuggled = raw_exchange(
+        &s.url,
+        b"POST /v1/retry-policy HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    );
+    assert!(smuggled.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{smuggled}");
+    assert_eq!(
+        call("GET", &format!("{}/v1/retry-policies", s.url), None),
+        (200, "{}".into())
+    );
+}
+
+/// SPEC §6: a body still trickling in when the deadline after its header passes is answered
+/// 408 and its connection closed, with valid credentials too (here 1 s instead of 30 s; a
+/// byte every 100 ms keeps the idle timeout from ever firing). A body that is slow but in
+/// time is stored; without credentials the body is never read at all (401 at once).
+#[test]
+fn a_body_that_trickles_past_its_deadline_is_408_and_closed() {
+    use std::io::Write;
+    let mut config = retryctl::server::Config::new("127.0.0.1:0", retryctl::server::Location::InMemory);
+    config.tokens = vec!["tok".into()];
+    config.body_read_timeout = std::time::Duration::from_secs(1);
+    let s = TestServer::start_config(config);
+    let addr = s.url.trim_start_matches("http://").to_string();
+    let head = "POST /v1/retry-policy HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer tok\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n";
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    conn.write_all(head.as_bytes()).unwrap();
+    let mut writer = conn.try_clone().unwrap();
+    let trickle = std::thread::spawn(move || {
+        // Until the server has closed (a write fails), for at most 10 s.
+        for _ in 0..100 {
+            if writer.write_all(b" ").is_err() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        false
+    });
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+    let answer = read_until_closed(&mut conn);
+    assert_eq!(
+        shown(&answer),
+        format!(
+            "HTTP/1.1 408 Request Timeout\ncontent-type: application/json\nconnection: close\n\n{}",
+            err(4, "the request body did not arrive within 1s of the request header")
+        )
+    );
+    assert!(trickle.join().unwrap(), "the server closed the connection");
+
+    // In time, however slowly: stored.
+    let body = r#"{"name":"slow","defaultAction":"Fail"}"#;
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        conn,
+        "POST /v1/retry-policy HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer tok\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    for part in body.as_bytes().chunks(10) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        conn.write_all(part).unwrap();
+    }
+    let answer = read_until_closed(&mut conn);
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    assert_eq!(
+        call_with(
+            "GET",
+            &format!("{}/v1/retry-policy/slow", s.url),
+            None,
+            Some("Bearer tok")
+        )
+        .0,
+        200
+    );
+
+    // No credentials: refused before the body is read, and the connection closed.
+    let answer = raw_exchange(
+        &s.url,
+        b"POST /v1/retry-policy HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{",
+    );
+    assert!(answer.starts_with("HTTP/1.1 401 Unauthorized\r\n"), "{answer}");
+}
+
+/// A body that stops arriving altogether is cut off by the idle timeout (here 500 ms), and
+/// that is a 408 too, not a 400 about an unreadable body.
+#[test]
+fn a_body_that_stops_arriving_is_408() {
+    let mut config = retryctl::server::Config::new("127.0.0.1:0", retryctl::server::Location::InMemory);
+    config.idle_timeout = std::time::Duration::from_millis(500);
+    let s = TestServer::start_config(config);
+    let answer = raw_exchange(
+        &s.url,
+        b"POST /v1/retry-policy HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":",
+    );
+    assert_eq!(
+        shown(&answer),
+        format!(
+            "HTTP/1.1 408 Request Timeout\ncontent-type: application/json\nconnection: close\n\n{}",
+            err(
+                4,
+                "the request body stopped arriving: no byte for the connection's idle timeout"
+            )
+        )
+    );
+}

@@ -1,8 +1,6 @@
 //! Table tests of the Lookout → FailureHistory mapping: one row per run state and per time
 //! oddity, each asserting the run written (as the JSON `history` writes) and the counts.
 
-use std::io::Write;
-
 use super::*;
 use crate::model::history::failure_history_json;
 
@@ -10,21 +8,14 @@ fn t(s: &str) -> Option<Timestamp> {
     Some(Timestamp::parse(s).unwrap())
 }
 
-fn zlib(text: &str) -> Vec<u8> {
-    let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
-    e.write_all(text.as_bytes()).unwrap();
-    e.finish().unwrap()
-}
-
 fn job(runs: Vec<RunRow>) -> LookoutJob {
     LookoutJob {
         job: JobRow {
             job_id: "j1".into(),
             queue: "ml".into(),
-            jobset: "set".into(),
-            memory: Some(8 * 1024 * 1024 * 1024),
+            memory: 8 * 1024 * 1024 * 1024,
             submitted: t("2026-01-01T00:00:00Z"),
-            annotations: Some(serde_json::json!({"armadaproject.io/retry-policy": "extra"})),
+            annotations: [("armadaproject.io/retry-policy".to_string(), "extra".to_string())].into(),
         },
         runs,
     }
@@ -53,12 +44,12 @@ fn runs_json(m: &Mapped) -> String {
 
 #[test]
 fn each_run_state_maps_as_the_module_table_says() {
-    let failed = |code: Option<i32>, cat: Option<&str>, err: ErrorText| {
+    let failed = |code: Option<i32>, cat: Option<&str>, err: Option<&str>| {
         let mut r = run("a", 1, state::FAILED);
         r.exit_code = code;
         r.category = cat.map(String::from);
         r.subcategory = cat.map(|_| "xid-79".to_string());
-        r.error = err;
+        r.error = err.map(String::from);
         r
     };
     let with = |state: i16| run("a", 1, state);
@@ -66,11 +57,7 @@ fn each_run_state_maps_as_the_module_table_says() {
     let cases: Vec<(&str, RunRow, String, Notes)> = vec![
         (
             "failed with everything",
-            failed(
-                Some(137),
-                Some("gpu"),
-                ErrorText::Zlib(zlib("CUDA error: uncorrectable ECC")),
-            ),
+            failed(Some(137), Some("gpu"), Some("CUDA error: uncorrectable ECC")),
             format!(
                 r#"[{{{base},"containers":[{{"exitCode":137,"message":"CUDA error: uncorrectable ECC"}}],"category":"gpu","subcategory":"xid-79"}}]"#
             ),
@@ -81,16 +68,8 @@ fn each_run_state_maps_as_the_module_table_says() {
             },
         ),
         (
-            "failed, stored (level 0) zlib, no category",
-            failed(
-                Some(1),
-                None,
-                ErrorText::Zlib({
-                    let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::none());
-                    e.write_all(b"boom").unwrap();
-                    e.finish().unwrap()
-                }),
-            ),
+            "failed, no category",
+            failed(Some(1), None, Some("boom")),
             format!(r#"[{{{base},"containers":[{{"exitCode":1,"message":"boom"}}]}}]"#),
             Notes {
                 runs: 1,
@@ -100,8 +79,25 @@ fn each_run_state_maps_as_the_module_table_says() {
             },
         ),
         (
+            "failed, its error text cut by the source",
+            {
+                let mut r = failed(Some(1), Some("gpu"), Some("boo… [truncated]"));
+                r.error_truncated = true;
+                r
+            },
+            format!(
+                r#"[{{{base},"containers":[{{"exitCode":1,"message":"boo… [truncated]"}}],"category":"gpu","subcategory":"xid-79"}}]"#
+            ),
+            Notes {
+                runs: 1,
+                first_exit_code_only: 1,
+                error_text_truncated: 1,
+                ..Notes::default()
+            },
+        ),
+        (
             "failed without an exit code: no container, error text counted",
-            failed(None, Some("gpu"), ErrorText::Text("lost".into())),
+            failed(None, Some("gpu"), Some("lost")),
             format!(r#"[{{{base},"category":"gpu","subcategory":"xid-79"}}]"#),
             Notes {
                 runs: 1,
@@ -225,7 +221,7 @@ fn each_run_state_maps_as_the_module_table_says() {
         ),
     ];
     for (name, row, want, notes) in cases {
-        let m = map_job(&job(vec![row])).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let m = map_job(job(vec![row])).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(runs_json(&m), want, "{name}");
         assert_eq!(m.notes, notes, "{name}");
     }
@@ -236,7 +232,7 @@ fn job_fields_and_runs_in_leased_order() {
     // Given out of order; the in-flight run ends the history, the run after it is dropped too.
     let mut late = run("c", 5, state::RUNNING);
     late.finished = None;
-    let m = map_job(&job(vec![
+    let m = map_job(job(vec![
         run("b", 3, state::FAILED),
         late,
         run("a", 1, state::PREEMPTED),
@@ -259,7 +255,7 @@ fn out_of_order_and_missing_times_become_zero_and_are_counted() {
     // Finished before started, and started before submission.
     r.started = t("2025-12-31T23:00:00Z");
     r.finished = t("2025-12-31T22:00:00Z");
-    let m = map_job(&job(vec![r])).unwrap();
+    let m = map_job(job(vec![r])).unwrap();
     assert_eq!(runs_json(&m), r#"[{"node":"node-a"}]"#);
     assert_eq!(m.notes.out_of_order_times, 2);
 
@@ -267,33 +263,50 @@ fn out_of_order_and_missing_times_become_zero_and_are_counted() {
     r.finished = None;
     let mut j = job(vec![r]);
     j.job.submitted = None;
-    let m = map_job(&j).unwrap();
+    let m = map_job(j).unwrap();
     assert_eq!(runs_json(&m), r#"[{"node":"node-a"}]"#);
     assert_eq!(m.notes.missing_times, 2);
 }
 
 #[test]
-fn rows_that_cannot_be_mapped_name_job_and_run() {
-    let mut r = run("r9", 1, state::FAILED);
-    r.exit_code = Some(1);
-    r.error = ErrorText::Zlib(b"not zlib".to_vec());
-    let e = map_job(&job(vec![r])).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "job `j1` run `r9`: `error` is not a zlib stream: corrupt deflate stream"
-    );
-
+fn rows_that_cannot_be_mapped_name_job_and_column() {
     let mut j = job(vec![]);
-    j.job.annotations = Some(serde_json::json!({"a": 1}));
+    j.job.memory = -1;
     assert_eq!(
-        map_job(&j).unwrap_err().to_string(),
-        "job `j1`: annotation `a` is not a string (found `1`)"
+        map_job(j).unwrap_err().to_string(),
+        "job `j1`: column memory: negative (`-1`)"
     );
-    j.job.annotations = None;
-    j.job.memory = Some(-1);
     assert_eq!(
-        map_job(&j).unwrap_err().to_string(),
-        "job `j1`: `memory` is negative (`-1`)"
+        annotations(&serde_json::json!({"a": 1})).unwrap_err(),
+        "annotation `a` is not a string (found `1`)"
+    );
+    assert_eq!(
+        annotations(&serde_json::json!([1])).unwrap_err(),
+        "not a JSON object (found `[1]`)"
+    );
+    assert_eq!(annotations(&serde_json::Value::Null), Ok(BTreeMap::new()));
+    let e = RowError::run("j", "r", Place::Field("finished"), "why");
+    assert_eq!(e.to_string(), "job `j` run `r`: field finished: why");
+    let e = RowError::job("j", Place::Row, "why");
+    assert_eq!(e.to_string(), "job `j`: why");
+}
+
+#[test]
+fn error_text_is_cut_on_a_character_boundary() {
+    assert_eq!(error_text(b"plain", false), "plain");
+    assert_eq!(error_text(b"bad \xff byte", false), "bad \u{fffd} byte");
+    assert_eq!(error_text(b"bad \xff", false), "bad \u{fffd}");
+    let mut long = vec![b'a'; ERROR_TEXT_MAX - 2];
+    long.extend_from_slice("€".as_bytes()); // 3 bytes: cut after its first two
+    assert_eq!(
+        error_text(&long, true),
+        format!("{}… [truncated]", "a".repeat(ERROR_TEXT_MAX - 2))
+    );
+    let mut fits = vec![b'a'; ERROR_TEXT_MAX - 3];
+    fits.extend_from_slice("€".as_bytes());
+    assert_eq!(
+        error_text(&fits, true),
+        format!("{}€… [truncated]", "a".repeat(ERROR_TEXT_MAX - 3))
     );
 }
 
@@ -309,8 +322,8 @@ fn state_names_round_trip() {
 fn written_history_reads_back_through_the_simulate_decoder() {
     let mut r = run("a", 1, state::FAILED);
     r.exit_code = Some(3);
-    r.error = ErrorText::Text("oops".into());
-    let m = map_job(&job(vec![r, run("b", 4, state::SUCCEEDED)])).unwrap();
+    r.error = Some("oops".into());
+    let m = map_job(job(vec![r, run("b", 4, state::SUCCEEDED)])).unwrap();
     let h = m.history.unwrap();
     let line = failure_history_json(&h).to_string();
     let back = crate::replay::decode::decode_line(line.as_bytes(), 1).unwrap();

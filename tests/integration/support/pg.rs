@@ -82,7 +82,8 @@ fn command(user: Option<&str>, program: &Path) -> Command {
     }
 }
 
-fn free_port() -> u16 {
+/// A free port on 127.0.0.1 (bound and released: a server started right after gets it).
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

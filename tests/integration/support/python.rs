@@ -43,3 +43,61 @@ fn find() -> Option<PathBuf> {
     );
     None
 }
+
+/// Runs `script` (Python source) with `python`, `args` after it; its stdout, or a panic with
+/// everything it printed when it fails.
+pub fn run(python: &std::path::Path, script: &str, args: &[&str]) -> String {
+    let out = Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "python failed: {}\n--- stdout\n{}--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// The in-memory Armada test double (`armada_double.py`: upstream's generated servicers) on
+/// 127.0.0.1; stopped when dropped (its stdin closes, and it is killed).
+pub struct Double {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl Double {
+    pub fn start(python: &std::path::Path, args: &[&str]) -> Double {
+        use std::io::BufRead;
+        use std::process::Stdio;
+        let mut child = Command::new(python)
+            .arg(super::root().join("tests/integration/support/armada_double.py"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the double starts");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("port ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("the double did not say its port: {line:?}"));
+        Double { child, port }
+    }
+}
+
+impl Drop for Double {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,33 @@
+//! Armada's gRPC contract: the types, clients and servers generated from `proto/submit.proto`
+//! (upstream's `pkg/api/submit.proto` at 207cc9e, trimmed to retry policies and queues; see
+//! its header), and their conversion to and from the model.
+//!
+//! Owns: the generated code ([`api`], written by build.rs into OUT_DIR), the v1beta1 model ⇄
+//! protobuf conversion ([`convert`], both directions, pure), and the server's request codec
+//! ([`codec::StrictCodec`]: a field the contract does not define is refused, not dropped).
+//! Must not: do I/O, know HTTP, the store or the command line; the client
+//! (`client::grpc`), `serve` (`server::grpc`) and the readers of Lookout's protobuf rows
+//! use it.
+//!
+//! Protobuf has no "unset" for a scalar: a policy's `retry_limit` is always a number (0 =
+//! never retry, upstream's meaning) and a design-dialect policy (`armadaproject.io/v1`
+//! fields: exit codes, conditions, backoff…) has no protobuf form at all; [`policy_to_proto`]
+//! refuses it naming the fields, as the REST client refuses them for an upstream server
+//! (SPEC §5.1).
+
+pub mod codec;
+pub mod convert;
+mod fields;
+
+pub use convert::{policy_from_proto, policy_to_proto, queue_from_proto, queue_to_proto};
+pub use fields::unknown_fields;
+
+/// The generated messages (package `api`), server traits and clients.
+#[allow(clippy::all, clippy::pedantic, missing_docs, rustdoc::all)]
+pub mod api {
+    include!(concat!(env!("OUT_DIR"), "/server/api.rs"));
+    include!(concat!(env!("OUT_DIR"), "/client/api.rs"));
+}
+
+#[cfg(test)]
+mod contract_tests;

@@ -1,0 +1,762 @@
+//! `serve`'s gRPC front door (SPEC §5.3): Armada's `api.RetryPolicyService`, `api.QueueService`
+//! and the queue methods and `Health` of `api.Submit` (what armadactl's queue verbs call), over
+//! the same store, validation and error texts as the REST routes (`api`).
+//!
+//! Owns: the service implementations (protobuf in, the store's writes and reads, protobuf
+//! out), the protobuf form of stored resources (made once per stored body and kept), and
+//! [`Grpc::call`], which answers one gRPC request: credentials and host checked like REST's,
+//! the dialect marked, the request logged, a panic turned into `Internal`. Must not: decode
+//! JSON or validate by itself (`api`, `wire`, `model::validate` do, one implementation for
+//! both front doors), or know connections (`accept` hands HTTP/2 requests over).
+//!
+//! Decisions where SPEC is silent (also in the README's `serve` section):
+//! - The same rules as REST, not upstream's: a create of an existing name is AlreadyExists,
+//!   a delete of a missing one NotFound, a delete of a policy queues use FailedPrecondition,
+//!   no owner is filled in (upstream upserts, succeeds, detaches, fills in the caller).
+//! - A stored design-dialect policy has no protobuf form: reading it over gRPC is
+//!   FailedPrecondition naming the fields (REST shows it whole). Never a lossy answer, which a
+//!   read-modify-write would then store back without those fields.
+//! - `PreemptOnQueue` and `CancelOnQueue` (and every job method of `Submit`) are
+//!   Unimplemented: serve runs no jobs. `Health` needs no credentials, like `/health`.
+//! - A request field the contract does not define is InvalidArgument (`StrictCodec`);
+//!   upstream's generated code drops it without a word.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::http::{HeaderValue, Request};
+use axum::response::Response;
+use hyper::body::Incoming;
+use tonic::codec::CompressionEncoding;
+use tonic::codegen::Service as _;
+use tonic::{Code as GrpcCode, Status};
+
+use super::api::{self, ApiError, Code};
+use super::store::{Store, StoreError, Versioned};
+use super::{log_start, mark_and_log, panic_payload_text, Guard, Log};
+use crate::armada_api::api as pb;
+use crate::armada_api::api::queue_service_server::{QueueService, QueueServiceServer};
+use crate::armada_api::api::retry_policy_service_server::{RetryPolicyService, RetryPolicyServiceServer};
+use crate::armada_api::api::submit_server::{Submit, SubmitServer};
+use crate::armada_api::{self as armada};
+use crate::model::validate::name_problem;
+use crate::wire::{self, Dialect};
+
+/// Messages larger than this are refused both ways (ResourceExhausted), as grpc-go's default.
+pub const MAX_MESSAGE: usize = 4 << 20;
+
+/// The gRPC request service of one server.
+pub struct Grpc {
+    guard: Arc<Guard>,
+    log: Option<Log>,
+    services: Arc<Services>,
+    policies: RetryPolicyServiceServer<Services>,
+    queues: QueueServiceServer<Services>,
+    submit: SubmitServer<Services>,
+}
+
+/// The hot read, answered without tonic ([`Services::get_policy_unary`]).
+const GET_POLICY: &str = "/api.RetryPolicyService/GetRetryPolicy";
+
+/// Whether a request's message is sent as is (`grpc-encoding` absent or `identity`).
+fn uncompressed<B>(req: &Request<B>) -> bool {
+    req.headers()
+        .get("grpc-encoding")
+        .is_none_or(|v| v.as_bytes() == b"identity")
+}
+
+/// A unary answer: one message, then the trailers saying OK.
+struct Unary {
+    message: Option<Bytes>,
+    trailers: Option<axum::http::HeaderMap>,
+}
+
+impl hyper::body::Body for Unary {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        let frame = match this.message.take() {
+            Some(m) => Some(hyper::body::Frame::data(m)),
+            None => this.trailers.take().map(hyper::body::Frame::trailers),
+        };
+        std::task::Poll::Ready(frame.map(Ok))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.message.is_none() && self.trailers.is_none()
+    }
+}
+
+/// The methods of `api.Submit` that serve answers (armadactl's queue verbs, and Health).
+const SUBMIT_SERVED: [&str; 8] = [
+    "CreateQueue",
+    "CreateQueues",
+    "UpdateQueue",
+    "UpdateQueues",
+    "DeleteQueue",
+    "GetQueue",
+    "GetQueues",
+    "Health",
+];
+
+/// Whether `req` is a gRPC call (`content-type: application/grpc…`).
+pub fn is_grpc<B>(req: &Request<B>) -> bool {
+    req.headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
+}
+
+impl Grpc {
+    pub fn new(store: Arc<Store>, guard: Arc<Guard>, log: Option<Log>) -> Grpc {
+        let services = Arc::new(Services {
+            store,
+            protos: Protos::default(),
+        });
+        macro_rules! configured {
+            ($server:ident) => {
+                $server::from_arc(services.clone())
+                    .accept_compressed(CompressionEncoding::Gzip)
+                    .send_compressed(CompressionEncoding::Gzip)
+                    .max_decoding_message_size(MAX_MESSAGE)
+                    .max_encoding_message_size(MAX_MESSAGE)
+            };
+        }
+        Grpc {
+            guard,
+            log,
+            services: services.clone(),
+            policies: configured!(RetryPolicyServiceServer),
+            queues: configured!(QueueServiceServer),
+            submit: configured!(SubmitServer),
+        }
+    }
+
+    /// Answers one gRPC request.
+    pub async fn call(&self, req: Request<Incoming>, peer: SocketAddr) -> Response {
+        use futures_util::FutureExt;
+        let started = Instant::now();
+        let line = log_start(self.log.as_ref(), req.method(), req.uri());
+        let path = req.uri().path();
+        let resp = if let Some(status) = self.refusal(&req, peer) {
+            status.into_http::<axum::body::Body>()
+        } else {
+            // Every answer as an axum response: tonic's bodies are wrapped.
+            fn axum_body(
+                r: Result<axum::http::Response<tonic::body::Body>, std::convert::Infallible>,
+            ) -> Result<Response, std::convert::Infallible> {
+                r.map(|resp| resp.map(axum::body::Body::new))
+            }
+            let answer = if path == GET_POLICY && uncompressed(&req) {
+                let services = self.services.clone();
+                async move { Ok(services.get_policy_unary(req).await) }.boxed()
+            } else if path.starts_with("/api.RetryPolicyService/") {
+                self.policies.clone().call(req).map(axum_body).boxed()
+            } else if path.starts_with("/api.QueueService/") {
+                self.queues.clone().call(req).map(axum_body).boxed()
+            } else if path.starts_with("/api.Submit/") && SUBMIT_SERVED.contains(&&path["/api.Submit/".len()..]) {
+                self.submit.clone().call(req).map(axum_body).boxed()
+            } else if let Some(method) = path.strip_prefix("/api.Submit/") {
+                let status = Status::unimplemented(format!(
+                    "retryctl serve runs no jobs: api.Submit/{method} is not served (its queue methods and Health are)"
+                ));
+                std::future::ready(Ok(status.into_http::<axum::body::Body>())).boxed()
+            } else {
+                let status = Status::unimplemented(format!("unknown service or method {path}"));
+                std::future::ready(Ok(status.into_http::<axum::body::Body>())).boxed()
+            };
+            // AssertUnwindSafe: as in the REST handlers, nothing of the request is used after
+            // a panic and the store's locks recover from poisoning.
+            match std::panic::AssertUnwindSafe(answer).catch_unwind().await {
+                Ok(Ok(resp)) => resp,
+                Ok(Err(never)) => match never {},
+                Err(payload) => Status::internal(format!(
+                    "internal server error: {}",
+                    panic_payload_text(payload.as_ref())
+                ))
+                .into_http::<axum::body::Body>(),
+            }
+        };
+        let mut resp = resp;
+        too_large_is_resource_exhausted(&mut resp);
+        // A refusal is answered in the headers alone (trailers-only): name its code in the log.
+        let line = line.map(|mut l| {
+            if let Some(code) = resp.headers().get("grpc-status").and_then(|v| v.to_str().ok()) {
+                let code = code.parse::<i64>().map_or("Unknown", crate::client::codes::name);
+                l.push_str(&format!(" ({code})"));
+            }
+            l
+        });
+        mark_and_log(&mut resp, self.log.as_ref(), line, started);
+        resp
+    }
+
+    /// The host check and the credentials, as REST's; `Health` needs none (like `/health`).
+    fn refusal<B>(&self, req: &Request<B>, peer: SocketAddr) -> Option<Status> {
+        if req.uri().path() == "/api.Submit/Health" {
+            return None;
+        }
+        // HTTP/2 carries the host in `:authority`, which hyper puts in the URI.
+        let authority = req
+            .uri()
+            .authority()
+            .and_then(|a| HeaderValue::from_str(a.as_str()).ok());
+        let host = req.headers().get(axum::http::header::HOST).or(authority.as_ref());
+        self.guard
+            .screen(req.headers(), host, Some(peer.ip()))
+            .err()
+            .map(status)
+    }
+}
+
+/// tonic refuses a request frame longer than the limit as OutOfRange; grpc-go, whose clients
+/// armadactl and Armada's Python client are, as ResourceExhausted (SPEC §5.3). The refusal is
+/// answered in the headers alone (the request was never decoded), so it is renamed there.
+fn too_large_is_resource_exhausted(resp: &mut Response) {
+    const OUT_OF_RANGE: &[u8] = b"11";
+    let headers = resp.headers_mut();
+    let too_large = headers.get("grpc-status").is_some_and(|v| v.as_bytes() == OUT_OF_RANGE)
+        && headers
+            .get("grpc-message")
+            // Percent-encoded as tonic writes it (a space is `%20`).
+            .is_some_and(|m| {
+                m.as_bytes()
+                    .starts_with(b"Error,%20decoded%20message%20length%20too%20large")
+            });
+    if too_large {
+        headers.insert("grpc-status", HeaderValue::from_static("8"));
+    }
+}
+
+/// An [`ApiError`] as the gRPC status of the same code.
+fn status(e: ApiError) -> Status {
+    Status::new(GrpcCode::from_i32(e.code.number()), e.message)
+}
+
+fn store_status(e: StoreError, kind: &str, name: &str, doing: &str) -> Status {
+    status(api::store_error(e, kind, name, doing))
+}
+
+const POLICY: &str = "retry policy";
+const QUEUE: &str = "queue";
+
+/// A name from a request, checked before it reaches storage (REST checks its path the same).
+fn check_name(kind: &str, name: &str) -> Result<(), Status> {
+    if name.is_empty() {
+        return Err(Status::invalid_argument(format!("{kind} name must not be empty")));
+    }
+    match name_problem(name) {
+        Some(problem) => Err(Status::invalid_argument(format!("invalid {kind} name: {problem}"))),
+        None => Ok(()),
+    }
+}
+
+/// The implementations of the three services.
+pub struct Services {
+    store: Arc<Store>,
+    protos: Protos,
+}
+
+/// The protobuf form of stored bodies, made once per body: the REST bodies are what the store
+/// keeps, and a gRPC read then costs a map look-up instead of a JSON parse per request.
+/// Keyed by name and checked against the body (a deleted and re-created resource starts
+/// again at version 1, so the version alone could match an older body).
+#[derive(Default)]
+struct Protos {
+    policies: RwLock<HashMap<String, (Bytes, PolicyProto)>>,
+    queues: RwLock<HashMap<String, (Bytes, pb::Queue)>>,
+}
+
+/// A stored policy's protobuf form, or why it has none (a design-dialect policy).
+type PolicyProto = Result<pb::RetryPolicy, Status>;
+
+/// Entries kept at most; past it the cache starts afresh (deleted names would otherwise stay).
+const MAX_CACHED: usize = 8192;
+
+impl Protos {
+    fn policy(&self, name: &str, stored: &Versioned) -> Result<pb::RetryPolicy, Status> {
+        if let Some((body, proto)) = self.policies.read().unwrap_or_else(|e| e.into_inner()).get(name) {
+            if *body == stored.body {
+                return proto.clone();
+            }
+        }
+        let proto = policy_proto(name, &stored.body);
+        let mut map = self.policies.write().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_CACHED {
+            map.clear();
+        }
+        map.insert(name.to_string(), (stored.body.clone(), proto.clone()));
+        proto
+    }
+
+    fn queue(&self, name: &str, stored: &Versioned) -> Result<pb::Queue, Status> {
+        if let Some((body, proto)) = self.queues.read().unwrap_or_else(|e| e.into_inner()).get(name) {
+            if *body == stored.body {
+                return Ok(proto.clone());
+            }
+        }
+        let proto = queue_proto(name, &stored.body)?;
+        let mut map = self.queues.write().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_CACHED {
+            map.clear();
+        }
+        map.insert(name.to_string(), (stored.body.clone(), proto.clone()));
+        Ok(proto)
+    }
+}
+
+/// A stored policy body as upstream's message; FailedPrecondition for a design-dialect one.
+fn policy_proto(name: &str, body: &[u8]) -> Result<pb::RetryPolicy, Status> {
+    let value: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| Status::internal(format!("stored retry policy {name:?} is not JSON: {e}")))?;
+    let policy = wire::policy_from_json(&value, Dialect::V1).map_err(|d| {
+        Status::internal(format!(
+            "stored retry policy {name:?} does not decode: {}",
+            crate::diag::describe_errors(&d)
+        ))
+    })?;
+    armada::policy_to_proto(&policy).map_err(|fields| {
+        Status::failed_precondition(format!(
+            "retry policy {name:?} uses fields Armada's gRPC API cannot carry: {}; read it over REST \
+             (GET /v1/retry-policy/{name})",
+            fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+        ))
+    })
+}
+
+fn queue_proto(name: &str, body: &[u8]) -> Result<pb::Queue, Status> {
+    let value: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| Status::internal(format!("stored queue {name:?} is not JSON: {e}")))?;
+    let queue = wire::queue_from_json(&value).map_err(|d| {
+        Status::internal(format!(
+            "stored queue {name:?} does not decode: {}",
+            crate::diag::describe_errors(&d)
+        ))
+    })?;
+    Ok(armada::queue_to_proto(&queue))
+}
+
+/// A policy of a create or update request: decoded (upstream's dialect), validated, encoded
+/// as the store keeps it.
+fn policy_body(p: &pb::RetryPolicy) -> Result<Bytes, Status> {
+    if p.name.is_empty() {
+        return Err(Status::invalid_argument("retry policy name must not be empty"));
+    }
+    let policy = armada::policy_from_proto(p)
+        .map_err(|d| Status::invalid_argument(format!("invalid retry policy: {}", crate::diag::describe_errors(&d))))?;
+    api::check_policy(&policy).map_err(status)
+}
+
+fn queue_of(q: &pb::Queue) -> Result<crate::model::Queue, Status> {
+    let (queue, unsupported) = armada::queue_from_proto(q);
+    if let Some(field) = unsupported.first() {
+        return Err(Status::invalid_argument(format!(
+            "invalid queue: {field}: `{field}` is not supported by this server"
+        )));
+    }
+    Ok(queue)
+}
+
+/// Writes one queue as REST's `POST` (create) or `PUT` (upsert) does.
+async fn write_queue(store: &Arc<Store>, q: &pb::Queue, create: bool) -> Result<(), Status> {
+    let queue = queue_of(q)?;
+    api::write_decoded_queue(store.clone(), queue, None, create, None)
+        .await
+        .map(drop)
+        .map_err(status)
+}
+
+/// Every queue of a batch written on its own; the failures listed with their status text,
+/// as upstream lists them (`rpc error: code = … desc = …`).
+async fn write_queues(store: &Arc<Store>, queues: &[pb::Queue], create: bool) -> Vec<(pb::Queue, String)> {
+    let mut failed = Vec::new();
+    for q in queues {
+        if let Err(s) = write_queue(store, q, create).await {
+            failed.push((
+                q.clone(),
+                format!("rpc error: code = {} desc = {}", code_name(s.code()), s.message()),
+            ));
+        }
+    }
+    failed
+}
+
+fn code_name(code: GrpcCode) -> &'static str {
+    crate::client::codes::name(code as i64)
+}
+
+fn answer<T>(message: T) -> tonic::Response<T> {
+    tonic::Response::new(message)
+}
+
+impl Services {
+    /// `GetRetryPolicy` as tonic's generated server answers it, without tonic: polled by
+    /// clients as the REST GET is, and tonic's per-call machinery (a codec, a decoder and an
+    /// encoder per call) was a third of its CPU. The same checks (the message is one whole
+    /// uncompressed frame, within the limit, with no field the contract does not define),
+    /// the same [`Services::get_policy`], the same statuses.
+    async fn get_policy_unary(&self, req: Request<Incoming>) -> Response {
+        let answer = async {
+            let body = axum::body::to_bytes(axum::body::Body::new(req.into_body()), MAX_MESSAGE + 5)
+                .await
+                .map_err(|_| {
+                    Status::resource_exhausted(format!(
+                        "grpc: received message larger than max (more than {MAX_MESSAGE} bytes)"
+                    ))
+                })?;
+            let message = match (body.first(), body.get(1..5), body.get(5..)) {
+                (Some(0), Some(len), Some(rest))
+                    if u32::from_be_bytes(len.try_into().unwrap_or_default()) as usize == rest.len() =>
+                {
+                    rest
+                }
+                _ => return Err(Status::internal("protocol error: the request is not one gRPC message")),
+            };
+            let unknown = armada::unknown_fields("api.RetryPolicyGetRequest", message);
+            if !unknown.is_empty() {
+                return Err(Status::invalid_argument(format!(
+                    "the request has fields Armada's API does not define, refused rather than dropped: {}",
+                    unknown.join("; ")
+                )));
+            }
+            let request = <pb::RetryPolicyGetRequest as prost::Message>::decode(message)
+                .map_err(|e| Status::internal(format!("grpc: error unmarshalling request: {e}")))?;
+            let policy = self.get_policy(&request.name)?;
+            let len = prost::Message::encoded_len(&policy);
+            let mut frame = Vec::with_capacity(5 + len);
+            frame.push(0);
+            frame.extend_from_slice(&(len as u32).to_be_bytes());
+            prost::Message::encode(&policy, &mut frame).map_err(|e| Status::internal(e.to_string()))?;
+            Ok(Bytes::from(frame))
+        };
+        match answer.await {
+            Ok(message) => {
+                let mut trailers = axum::http::HeaderMap::with_capacity(1);
+                trailers.insert("grpc-status", HeaderValue::from_static("0"));
+                let mut resp = Response::new(axum::body::Body::new(Unary {
+                    message: Some(message),
+                    trailers: Some(trailers),
+                }));
+                resp.headers_mut().insert(
+                    axum::http::header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/grpc"),
+                );
+                resp.headers_mut()
+                    .insert("grpc-accept-encoding", HeaderValue::from_static("gzip"));
+                resp
+            }
+            Err(status) => status.into_http::<axum::body::Body>(),
+        }
+    }
+
+    fn get_policy(&self, name: &str) -> Result<pb::RetryPolicy, Status> {
+        check_name(POLICY, name)?;
+        match self.store.policy(name) {
+            Some(stored) => self.protos.policy(name, &stored),
+            None => Err(store_status(StoreError::NotFound, POLICY, name, "getting")),
+        }
+    }
+
+    fn get_queue(&self, name: &str) -> Result<pb::Queue, Status> {
+        check_name(QUEUE, name)?;
+        match self.store.queue(name) {
+            Some(stored) => self.protos.queue(name, &stored),
+            None => Err(store_status(StoreError::NotFound, QUEUE, name, "getting")),
+        }
+    }
+
+    /// The first `num` queues by name (all for 0), then the end marker (SPEC §5.3).
+    fn queue_stream(&self, num: u32) -> QueueStream {
+        let limit = (num > 0).then_some(num as usize);
+        let mut out: Vec<Result<pb::StreamingQueueMessage, Status>> = self
+            .store
+            .queue_entries(limit)
+            .into_iter()
+            .map(|(name, stored)| {
+                self.protos.queue(&name, &stored).map(|q| pb::StreamingQueueMessage {
+                    event: Some(pb::streaming_queue_message::Event::Queue(q)),
+                })
+            })
+            .collect();
+        out.push(Ok(pb::StreamingQueueMessage {
+            event: Some(pb::streaming_queue_message::Event::End(pb::EndMarker {})),
+        }));
+        futures_util::stream::iter(out)
+    }
+
+    async fn delete_queue(&self, name: &str) -> Result<(), Status> {
+        check_name(QUEUE, name)?;
+        self.store
+            .delete_queue(name, None)
+            .await
+            .map(drop)
+            .map_err(|e| store_status(e, QUEUE, name, "deleting"))
+    }
+
+    /// Sets `cordoned` on an existing queue, on condition that it is still the version read
+    /// (a concurrent writer's change is never overwritten: read again and retry).
+    async fn set_cordoned(&self, name: &str, cordoned: bool) -> Result<(), Status> {
+        let doing = if cordoned { "cordon" } else { "uncordon" };
+        if name.is_empty() {
+            // Upstream's own words (queue_service.go).
+            return Err(Status::unknown(format!("cannot {doing} queue with empty name")));
+        }
+        check_name(QUEUE, name)?;
+        for _ in 0..crate::client::CONFLICT_ATTEMPTS {
+            let Some(stored) = self.store.queue(name) else {
+                return Err(store_status(StoreError::NotFound, QUEUE, name, "getting"));
+            };
+            let mut queue = queue_of(&self.protos.queue(name, &stored)?)?;
+            if queue.cordoned == cordoned {
+                return Ok(());
+            }
+            queue.cordoned = cordoned;
+            match api::write_decoded_queue(
+                self.store.clone(),
+                queue,
+                None,
+                false,
+                Some(api::IfMatch::Versions(vec![stored.version])),
+            )
+            .await
+            {
+                Ok(_) => return Ok(()),
+                Err(e) if e.code == Code::Stale => continue,
+                Err(e) => return Err(status(e)),
+            }
+        }
+        Err(Status::aborted(format!(
+            "queue {name:?} kept changing while it was being {doing}ed; try again"
+        )))
+    }
+}
+
+type QueueStream = futures_util::stream::Iter<std::vec::IntoIter<Result<pb::StreamingQueueMessage, Status>>>;
+
+#[tonic::async_trait]
+impl RetryPolicyService for Services {
+    async fn create_retry_policy(
+        &self,
+        request: tonic::Request<pb::RetryPolicy>,
+    ) -> Result<tonic::Response<()>, Status> {
+        let p = request.get_ref();
+        let body = policy_body(p)?;
+        self.store
+            .create_policy(&p.name, body)
+            .await
+            .map_err(|e| store_status(e, POLICY, &p.name, "creating"))?;
+        Ok(answer(()))
+    }
+
+    async fn update_retry_policy(
+        &self,
+        request: tonic::Request<pb::RetryPolicy>,
+    ) -> Result<tonic::Response<()>, Status> {
+        let p = request.get_ref();
+        let body = policy_body(p)?;
+        self.store
+            .update_policy(&p.name, body, None)
+            .await
+            .map_err(|e| store_status(e, POLICY, &p.name, "updating"))?;
+        Ok(answer(()))
+    }
+
+    async fn delete_retry_policy(
+        &self,
+        request: tonic::Request<pb::RetryPolicyDeleteRequest>,
+    ) -> Result<tonic::Response<()>, Status> {
+        let name = &request.get_ref().name;
+        check_name(POLICY, name)?;
+        self.store
+            .delete_policy(name, None)
+            .await
+            .map_err(|e| store_status(e, POLICY, name, "deleting"))?;
+        Ok(answer(()))
+    }
+
+    async fn get_retry_policy(
+        &self,
+        request: tonic::Request<pb::RetryPolicyGetRequest>,
+    ) -> Result<tonic::Response<pb::RetryPolicy>, Status> {
+        self.get_policy(&request.get_ref().name).map(answer)
+    }
+
+    async fn get_retry_policies(
+        &self,
+        _: tonic::Request<pb::RetryPolicyListRequest>,
+    ) -> Result<tonic::Response<pb::RetryPolicyList>, Status> {
+        let retry_policies = self
+            .store
+            .policy_entries()
+            .into_iter()
+            .map(|(name, stored)| self.protos.policy(&name, &stored))
+            .collect::<Result<_, _>>()?;
+        let list = pb::RetryPolicyList { retry_policies };
+        // The one answer that can outgrow the limit (one policy body is at most 1 MiB):
+        // said as grpc-go says it, not as tonic's encoder would (OutOfRange, mid-answer).
+        let len = prost::Message::encoded_len(&list);
+        if len > MAX_MESSAGE {
+            return Err(Status::resource_exhausted(format!(
+                "grpc: trying to send message larger than max ({len} vs. {MAX_MESSAGE})"
+            )));
+        }
+        Ok(answer(list))
+    }
+}
+
+#[tonic::async_trait]
+impl QueueService for Services {
+    type GetQueuesStream = QueueStream;
+
+    async fn create_queue(&self, request: tonic::Request<pb::Queue>) -> Result<tonic::Response<()>, Status> {
+        write_queue(&self.store, request.get_ref(), true).await.map(answer)
+    }
+
+    async fn create_queues(
+        &self,
+        request: tonic::Request<pb::QueueList>,
+    ) -> Result<tonic::Response<pb::BatchQueueCreateResponse>, Status> {
+        let failed = write_queues(&self.store, &request.get_ref().queues, true).await;
+        Ok(answer(pb::BatchQueueCreateResponse {
+            failed_queues: failed
+                .into_iter()
+                .map(|(queue, error)| pb::QueueCreateResponse {
+                    queue: Some(queue),
+                    error,
+                })
+                .collect(),
+        }))
+    }
+
+    async fn update_queue(&self, request: tonic::Request<pb::Queue>) -> Result<tonic::Response<()>, Status> {
+        write_queue(&self.store, request.get_ref(), false).await.map(answer)
+    }
+
+    async fn update_queues(
+        &self,
+        request: tonic::Request<pb::QueueList>,
+    ) -> Result<tonic::Response<pb::BatchQueueUpdateResponse>, Status> {
+        let failed = write_queues(&self.store, &request.get_ref().queues, false).await;
+        Ok(answer(pb::BatchQueueUpdateResponse {
+            failed_queues: failed
+                .into_iter()
+                .map(|(queue, error)| pb::QueueUpdateResponse {
+                    queue: Some(queue),
+                    error,
+                })
+                .collect(),
+        }))
+    }
+
+    async fn delete_queue(
+        &self,
+        request: tonic::Request<pb::QueueDeleteRequest>,
+    ) -> Result<tonic::Response<()>, Status> {
+        Services::delete_queue(self, &request.get_ref().name).await.map(answer)
+    }
+
+    async fn get_queue(
+        &self,
+        request: tonic::Request<pb::QueueGetRequest>,
+    ) -> Result<tonic::Response<pb::Queue>, Status> {
+        Services::get_queue(self, &request.get_ref().name).map(answer)
+    }
+
+    async fn get_queues(
+        &self,
+        request: tonic::Request<pb::StreamingQueueGetRequest>,
+    ) -> Result<tonic::Response<QueueStream>, Status> {
+        Ok(answer(self.queue_stream(request.get_ref().num)))
+    }
+
+    async fn cordon_queue(
+        &self,
+        request: tonic::Request<pb::QueueCordonRequest>,
+    ) -> Result<tonic::Response<()>, Status> {
+        self.set_cordoned(&request.get_ref().name, true).await.map(answer)
+    }
+
+    async fn uncordon_queue(
+        &self,
+        request: tonic::Request<pb::QueueUncordonRequest>,
+    ) -> Result<tonic::Response<()>, Status> {
+        self.set_cordoned(&request.get_ref().name, false).await.map(answer)
+    }
+
+    async fn preempt_on_queue(
+        &self,
+        _: tonic::Request<pb::QueuePreemptRequest>,
+    ) -> Result<tonic::Response<()>, Status> {
+        Err(Status::unimplemented(
+            "retryctl serve runs no jobs: there is nothing to preempt",
+        ))
+    }
+
+    async fn cancel_on_queue(&self, _: tonic::Request<pb::QueueCancelRequest>) -> Result<tonic::Response<()>, Status> {
+        Err(Status::unimplemented(
+            "retryctl serve runs no jobs: there is nothing to cancel",
+        ))
+    }
+}
+
+/// armadactl's queue verbs call these (SPEC §5.3): the same as `QueueService`'s.
+#[tonic::async_trait]
+impl Submit for Services {
+    type GetQueuesStream = QueueStream;
+
+    async fn create_queue(&self, request: tonic::Request<pb::Queue>) -> Result<tonic::Response<()>, Status> {
+        QueueService::create_queue(self, request).await
+    }
+
+    async fn create_queues(
+        &self,
+        request: tonic::Request<pb::QueueList>,
+    ) -> Result<tonic::Response<pb::BatchQueueCreateResponse>, Status> {
+        QueueService::create_queues(self, request).await
+    }
+
+    async fn update_queue(&self, request: tonic::Request<pb::Queue>) -> Result<tonic::Response<()>, Status> {
+        QueueService::update_queue(self, request).await
+    }
+
+    async fn update_queues(
+        &self,
+        request: tonic::Request<pb::QueueList>,
+    ) -> Result<tonic::Response<pb::BatchQueueUpdateResponse>, Status> {
+        QueueService::update_queues(self, request).await
+    }
+
+    async fn delete_queue(
+        &self,
+        request: tonic::Request<pb::QueueDeleteRequest>,
+    ) -> Result<tonic::Response<()>, Status> {
+        QueueService::delete_queue(self, request).await
+    }
+
+    async fn get_queue(
+        &self,
+        request: tonic::Request<pb::QueueGetRequest>,
+    ) -> Result<tonic::Response<pb::Queue>, Status> {
+        QueueService::get_queue(self, request).await
+    }
+
+    async fn get_queues(
+        &self,
+        request: tonic::Request<pb::StreamingQueueGetRequest>,
+    ) -> Result<tonic::Response<QueueStream>, Status> {
+        QueueService::get_queues(self, request).await
+    }
+
+    async fn health(&self, _: tonic::Request<()>) -> Result<tonic::Response<pb::HealthCheckResponse>, Status> {
+        Ok(answer(pb::HealthCheckResponse {
+            status: pb::health_check_response::ServingStatus::Serving as i32,
+        }))
+    }
+}
