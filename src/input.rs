@@ -1,7 +1,7 @@
 //! Reading `-f PATH...`: files, directories (`-R` to recurse), and `-` for stdin.
 //!
-//! Owns: every filesystem and stdin read of input documents, the size limit, and the
-//! attribution of documents to the file they came from. Must not: decode documents itself
+//! Owns: every filesystem and stdin read of input documents (the scheduler config file too),
+//! the size limit, and the attribution of documents to the file they came from. Must not: decode documents itself
 //! (that is `model::document`) or print.
 
 use std::fs;
@@ -9,6 +9,8 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use crate::diag::Diagnostic;
+use crate::error::CliError;
+use crate::model::scheduler::{parse_scheduler_config, SchedulerConfig};
 use crate::model::{parse_documents, Document, Kind};
 
 /// Largest input file read. Policy and queue files are a few KiB; a larger file is a mistake.
@@ -117,6 +119,37 @@ fn file_error(path: &Path, e: &io::Error) -> SourceFile {
             format!("cannot read: {}", io_reason(e)),
         )],
     }
+}
+
+/// The scheduler config file of `--scheduler-config` (`validate`, `simulate`): an error
+/// naming the file when it cannot be read, and one line per problem (`FILE:LINE:COL: FIELD:
+/// message`) when it does not decode.
+pub fn read_scheduler_config(path: &Path) -> Result<SchedulerConfig, CliError> {
+    let text = fs::read_to_string(path).map_err(|e| {
+        CliError::invalid(format!(
+            "cannot read scheduler config `{}`: {}",
+            path.display(),
+            io_reason(&e)
+        ))
+    })?;
+    parse_scheduler_config(&text).map_err(|errors| {
+        let file = path.display().to_string();
+        let lines: Vec<String> = errors
+            .iter()
+            .map(|d| {
+                let p = if d.path.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}: ", d.path)
+                };
+                match d.pos {
+                    Some(pos) => format!("  {file}:{pos}: {p}{}", d.message),
+                    None => format!("  {file}: {p}{}", d.message),
+                }
+            })
+            .collect();
+        CliError::invalid(format!("invalid scheduler config `{file}`\n{}", lines.join("\n")))
+    })
 }
 
 /// An I/O error in words, without Rust's `(os error 2)` suffix.

@@ -1,16 +1,21 @@
 //! retryctl: author, validate, push and simulate Armada retry policies.
 //!
-//! Layering (enforced in review): `cli` → `app` / `commands` → {`client`, `replay`,
-//! `history`, `output`, `server`} → `engine` → `model`. `model`, `engine` and `wire` are
-//! pure: no I/O, clock, environment or randomness, and they import nothing else from this
-//! crate except `diag` and `yaml`. `armada_api` (Armada's gRPC contract, generated from
-//! `proto/`, and its model ⇄ protobuf conversion) is pure too, and sits beside `wire`: the
-//! same model on the other wire.
+//! Layering (enforced in review; a module imports only modules to its right, in the braces
+//! too): `main` → `commands` → `app` (the `Context` commands take) → {`connection`, `server`,
+//! `output`, `history`, `replay`, `client`} → `cli` → `engine` → `model` → {`diag`, `yaml`},
+//! with `wire` (Armada's REST JSON) and `armada_api` (Armada's gRPC contract, generated from
+//! `proto/`, and its model ⇄ protobuf conversion: the same model on the other wire) beside
+//! `model`, for the client and the server. `cli` is the command line's clap types, read by
+//! `app`, `commands`, `connection` and `output`; it imports `engine` only (its engine flag
+//! becomes an `engine::EngineKind`). `model`, `engine`, `wire` and `armada_api` are pure: no
+//! I/O, clock, environment or randomness, and besides each other they import nothing from
+//! this crate except `diag` and `yaml`.
 //!
 //! Where things are: a history is read in `replay::source` (files, JSON Lines, stdin) and
 //! `history` (Lookout's database and REST API); each engine decides in `engine` (the design,
-//! SPEC §2.1–2.9, in `engine/mod.rs` and `engine/replay.rs`; upstream's, §2.10, in
-//! `engine/upstream.rs`); every output format is written in `output`. The armadactl config
+//! SPEC §2.1–2.9, in `engine/design/`, matching with the compiled policies of
+//! `engine/matcher/`; upstream's, §2.10, in `engine/upstream.rs`; `engine/replay.rs` runs a
+//! history through either); every output format is written in `output`. The armadactl config
 //! file (`~/.armadactl.yaml`) is read and rewritten in `armadactl_config`; `connection`
 //! resolves flags, environment and that file into where and how to reach a server.
 //! `client` knows nothing of `cli` or `output`; `output` never calls `client`. Only `main`

@@ -54,12 +54,7 @@ pub fn policy_to_json(policy: &RetryPolicy) -> Value {
             Value::Array(policy.rules.iter().map(rule_to_json).collect()),
         );
     }
-    if let Some(b) = encode::backoff(&policy.backoff) {
-        m.insert("backoff".into(), b);
-    }
-    if let Some(mode) = policy.anti_affinity {
-        m.insert("antiAffinity".into(), json!({ "mode": mode.as_str() }));
-    }
+    encode::insert_backoff_and_anti_affinity(&mut m, &policy.backoff, policy.anti_affinity);
     Value::Object(m)
 }
 
@@ -80,27 +75,7 @@ fn rule_to_json(rule: &Rule) -> Value {
     if let Some(mutate) = &rule.mutate {
         m.insert("mutate".into(), encode::mutation(mutate));
     }
-    if let Some(c) = &rule.container_name {
-        m.insert("containerName".into(), json!(c));
-    }
-    if rule.include_init_containers {
-        m.insert("includeInitContainers".into(), json!(true));
-    }
-    if let Some(c) = &rule.on_conditions {
-        m.insert(
-            "onConditions".into(),
-            json!(c.iter().map(|c| c.as_str()).collect::<Vec<_>>()),
-        );
-    }
-    if let Some(e) = &rule.on_exit_codes {
-        m.insert(
-            "onExitCodes".into(),
-            json!({ "operator": e.operator.as_str(), "values": e.values }),
-        );
-    }
-    if let Some(p) = &rule.on_termination_message {
-        m.insert("onTerminationMessage".into(), json!({ "pattern": p }));
-    }
+    encode::insert_rule_matchers(&mut m, rule);
     if !single {
         if let Some(c) = &rule.on_failure_category {
             m.insert("onFailureCategory".into(), json!(c));
@@ -109,15 +84,7 @@ fn rule_to_json(rule: &Rule) -> Value {
             m.insert("onFailureSubcategory".into(), json!(s));
         }
     }
-    if let Some(l) = rule.retry_limit {
-        m.insert("retryLimit".into(), json!(l));
-    }
-    if let Some(b) = encode::backoff(&rule.backoff) {
-        m.insert("backoff".into(), b);
-    }
-    if let Some(mode) = rule.anti_affinity {
-        m.insert("antiAffinity".into(), json!({ "mode": mode.as_str() }));
-    }
+    encode::insert_rule_retry(&mut m, rule);
     Value::Object(m)
 }
 

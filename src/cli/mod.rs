@@ -1,7 +1,12 @@
 //! The command line, as clap types and help text only.
 //!
-//! Owns: every flag, argument, alias and help line of `retryctl`. Must not: do I/O or hold
-//! logic; `app` turns these into settings and calls the commands.
+//! Owns: every flag, argument, alias and help line of `retryctl`, and [`parse`]. Must not: do
+//! I/O or hold logic. What reads these types: `main` parses and hands the [`Cli`] to `app`,
+//! which keeps the global flags in the `Context` every command gets and passes the
+//! [`Command`] to `commands::dispatch`; each command reads its own arguments (`SimulateArgs`…);
+//! `connection` resolves the connection flags with the environment and the armadactl config
+//! file; `output` takes its format and colour choices from here. Below it only `engine`: an
+//! [`EngineArg`] becomes an `engine::EngineKind`.
 
 use std::path::PathBuf;
 

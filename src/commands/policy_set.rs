@@ -11,8 +11,8 @@ use crate::commands::remote;
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::CliError;
-use crate::input::{self, io_reason};
-use crate::model::scheduler::{parse_scheduler_config, SchedulerConfig};
+use crate::input;
+use crate::model::scheduler::SchedulerConfig;
 use crate::model::{ApiVersion, Kind, Resource};
 use crate::output::report;
 
@@ -183,32 +183,8 @@ fn refuse_unreadable(unreadable: &[String], side: Side) -> anyhow::Result<()> {
 }
 
 pub fn base_config(args: &SimulateArgs) -> anyhow::Result<SchedulerConfig> {
-    let Some(path) = &args.scheduler_config else {
-        return Ok(SchedulerConfig::default());
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        CliError::invalid(format!(
-            "cannot read scheduler config `{}`: {}",
-            path.display(),
-            io_reason(&e)
-        ))
-    })?;
-    parse_scheduler_config(&text).map_err(|errors| {
-        let file = path.display().to_string();
-        let lines: Vec<String> = errors
-            .iter()
-            .map(|d| {
-                let p = if d.path.is_empty() {
-                    String::new()
-                } else {
-                    format!("{}: ", d.path)
-                };
-                match d.pos {
-                    Some(pos) => format!("  {file}:{pos}: {p}{}", d.message),
-                    None => format!("  {file}: {p}{}", d.message),
-                }
-            })
-            .collect();
-        CliError::invalid(format!("invalid scheduler config `{file}`\n{}", lines.join("\n"))).into()
-    })
+    match &args.scheduler_config {
+        Some(path) => Ok(input::read_scheduler_config(path)?),
+        None => Ok(SchedulerConfig::default()),
+    }
 }

@@ -3,9 +3,8 @@
 use crate::app::Context;
 use crate::cli::{ValidateArgs, ValidateOutput};
 use crate::error::{CliError, ExitCode};
-use crate::input::{self, io_reason};
+use crate::input;
 use crate::model::lint::{lint_documents, LintOptions};
-use crate::model::scheduler::parse_scheduler_config;
 use crate::output::report;
 
 pub fn run(ctx: &mut Context, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
@@ -17,27 +16,7 @@ pub fn run(ctx: &mut Context, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
         ..LintOptions::default()
     };
     if let Some(path) = &args.scheduler_config {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            CliError::invalid(format!(
-                "cannot read scheduler config `{}`: {}",
-                path.display(),
-                io_reason(&e)
-            ))
-        })?;
-        let config = parse_scheduler_config(&text).map_err(|errors| {
-            let lines: Vec<String> = errors
-                .iter()
-                .map(|d| match d.pos {
-                    Some(p) => format!("  {}:{p}: {}: {}", path.display(), d.path, d.message),
-                    None => format!("  {}: {}: {}", path.display(), d.path, d.message),
-                })
-                .collect();
-            CliError::invalid(format!(
-                "invalid scheduler config `{}`\n{}",
-                path.display(),
-                lines.join("\n")
-            ))
-        })?;
+        let config = input::read_scheduler_config(path)?;
         options.global_max_retries = config.global_max_retries;
         options.default_policy_name = config.default_policy_name;
     }

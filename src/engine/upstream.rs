@@ -6,8 +6,8 @@
 //! Owns: the upstream policy choice (the queue's first policy only), the gates that send a
 //! job down the legacy path, `FailureCount` budgeting, engine.go's checks in its exact
 //! order (one function per check), and upstream's reason strings. Shares with the design
-//! engine only what is really shared: the records ([`Decision`], [`JobState`]), pod names
-//! and the memory bump ([`apply_memory_bump`]).
+//! engine only what is really shared: the records ([`Decision`], [`JobState`]), pod names,
+//! the signal's words ([`Signal`]) and the memory bump ([`apply_memory_bump`]).
 //!
 //! Must not: do I/O, read a clock or the environment. It never reads what upstream cannot
 //! store (conditions, exit codes, messages, backoff, anti-affinity, per-rule limits): the
@@ -30,7 +30,7 @@ use crate::model::policy::{Action, Condition};
 
 use super::{
     apply_memory_bump, pod_name, CompiledPolicy, Decision, DecisionKind, JobContext, JobState, MemoryNote, RuleRef,
-    Settings,
+    Settings, Signal,
 };
 
 /// Lease expiry as upstream's scheduler reports it (category / subcategory).
@@ -106,14 +106,13 @@ pub fn evaluate(
         let matched = first_matching_rule(policy, run);
         let action = matched.map_or(policy.policy.default_action(), |r| policy.policy.rules[r].action);
         let rule_ref = matched.map_or(RuleRef::Default, RuleRef::Index);
+        // A rule matches on the run's category alone: the signal names it, in the design
+        // engine's words.
         let signal = Some(match matched {
-            Some(_) => match (&run.category, &run.subcategory) {
-                (Some(c), Some(s)) => format!("category {c}/{s}"),
-                (Some(c), None) => format!("category {c}"),
-                _ => "no category".to_string(),
-            },
-            None => "no rule matched".to_string(),
-        });
+            Some(_) => Signal::Category,
+            None => Signal::NoRuleMatched,
+        })
+        .map(|s| s.to_text(run));
         if action == Action::Fail {
             let kind = if matched.is_some() {
                 DecisionKind::FailRule

@@ -19,11 +19,9 @@ use super::policy::{
 use super::queue::{Permission, Queue, Subject};
 use super::scheduler::{self, SchedulerConfig};
 use super::validate;
+use super::vocabulary::{API_V1, API_V1BETA1, API_VERSIONS};
 use super::Action;
 
-pub const API_V1: &str = "armadaproject.io/v1";
-pub const API_V1BETA1: &str = "armadaproject.io/v1beta1";
-pub const API_VERSIONS: [&str; 2] = [API_V1, API_V1BETA1];
 /// The envelope of several resources, as kubectl prints and reads them.
 pub const LIST_KIND: &str = "List";
 pub const LIST_API_VERSION: &str = "v1";

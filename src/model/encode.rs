@@ -6,9 +6,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::document::{ApiVersion, API_V1, API_V1BETA1};
-use super::policy::{Backoff, Mutation, RetryPolicy, Rule};
+use super::document::ApiVersion;
+use super::policy::{AntiAffinityMode, Backoff, Mutation, RetryPolicy, Rule};
 use super::queue::Queue;
+use super::vocabulary::{API_V1, API_V1BETA1};
 
 /// A policy as a document of `version`. `Err` lists the fields that do not fit v1beta1.
 pub fn policy_document(policy: &RetryPolicy, version: ApiVersion) -> Result<Value, Vec<String>> {
@@ -27,12 +28,7 @@ fn policy_v1(policy: &RetryPolicy) -> Value {
     if let Some(action) = policy.default_action {
         spec.insert("defaultAction".into(), json!(action.as_str()));
     }
-    if let Some(b) = backoff(&policy.backoff) {
-        spec.insert("backoff".into(), b);
-    }
-    if let Some(mode) = policy.anti_affinity {
-        spec.insert("antiAffinity".into(), json!({ "mode": mode.as_str() }));
-    }
+    insert_backoff_and_anti_affinity(&mut spec, &policy.backoff, policy.anti_affinity);
     if !policy.rules.is_empty() {
         spec.insert("rules".into(), Value::Array(policy.rules.iter().map(rule_v1).collect()));
     }
@@ -47,6 +43,24 @@ fn policy_v1(policy: &RetryPolicy) -> Value {
 fn rule_v1(rule: &Rule) -> Value {
     let mut m = Map::new();
     m.insert("action".into(), json!(rule.action.as_str()));
+    insert_rule_matchers(&mut m, rule);
+    if let Some(c) = &rule.on_failure_category {
+        m.insert("onFailureCategory".into(), json!(c));
+    }
+    if let Some(c) = &rule.on_failure_subcategory {
+        m.insert("onFailureSubcategory".into(), json!(c));
+    }
+    insert_rule_retry(&mut m, rule);
+    if let Some(mutate) = &rule.mutate {
+        m.insert("mutate".into(), mutation(mutate));
+    }
+    Value::Object(m)
+}
+
+/// A rule's container-level matchers, in the order both dialects write them (v1 documents and
+/// the REST JSON, `crate::wire`): `containerName`, `includeInitContainers`, `onConditions`,
+/// `onExitCodes`, `onTerminationMessage`.
+pub fn insert_rule_matchers(m: &mut Map<String, Value>, rule: &Rule) {
     if let Some(c) = &rule.container_name {
         m.insert("containerName".into(), json!(c));
     }
@@ -68,25 +82,26 @@ fn rule_v1(rule: &Rule) -> Value {
     if let Some(p) = &rule.on_termination_message {
         m.insert("onTerminationMessage".into(), json!({ "pattern": p }));
     }
-    if let Some(c) = &rule.on_failure_category {
-        m.insert("onFailureCategory".into(), json!(c));
-    }
-    if let Some(c) = &rule.on_failure_subcategory {
-        m.insert("onFailureSubcategory".into(), json!(c));
-    }
+}
+
+/// What a retry under a rule takes, in the order both dialects write it: `retryLimit`, then
+/// [`insert_backoff_and_anti_affinity`].
+pub fn insert_rule_retry(m: &mut Map<String, Value>, rule: &Rule) {
     if let Some(l) = rule.retry_limit {
         m.insert("retryLimit".into(), json!(l));
     }
-    if let Some(b) = backoff(&rule.backoff) {
+    insert_backoff_and_anti_affinity(m, &rule.backoff, rule.anti_affinity);
+}
+
+/// `backoff` (when a field of it is set) and `antiAffinity`, as a policy and a rule write
+/// them in both dialects.
+pub fn insert_backoff_and_anti_affinity(m: &mut Map<String, Value>, b: &Backoff, mode: Option<AntiAffinityMode>) {
+    if let Some(b) = backoff(b) {
         m.insert("backoff".into(), b);
     }
-    if let Some(mode) = rule.anti_affinity {
+    if let Some(mode) = mode {
         m.insert("antiAffinity".into(), json!({ "mode": mode.as_str() }));
     }
-    if let Some(mutate) = &rule.mutate {
-        m.insert("mutate".into(), mutation(mutate));
-    }
-    Value::Object(m)
 }
 
 /// `None` when no field is set, so that an empty `backoff: {}` is not printed.

@@ -8,8 +8,8 @@
 //! bounds here are copied into the schema for editors; the validator enforces them with
 //! precise messages).
 
-use super::document::{API_V1, API_V1BETA1};
 use super::policy::Condition;
+use super::vocabulary::{API_V1, API_V1BETA1, DECISION_KINDS, FINAL_STATES, OUTCOMES, POD_CONDITIONS};
 
 /// The type of a field's value.
 #[derive(Debug)]
@@ -449,11 +449,7 @@ pub const HISTORY_CONTAINER: &[Field] = &[
 
 pub const RUN_EXPECT: &[Field] = &[
     f("action", Ty::Action, "The expected action."),
-    f(
-        "decision",
-        Ty::Enum(&super::history::DECISION_KINDS),
-        "The expected decision kind.",
-    ),
+    f("decision", Ty::Enum(&DECISION_KINDS), "The expected decision kind."),
     f("rule", Ty::Str, "The expected `policy/rule` (`infra/0`, `p/default`)."),
     f("delay", Ty::Duration, "The expected delay before the next run."),
     f(
@@ -469,11 +465,7 @@ pub const RUN_EXPECT: &[Field] = &[
 ];
 
 pub const JOB_EXPECT: &[Field] = &[
-    f(
-        "final",
-        Ty::Enum(&super::history::Final::NAMES),
-        "The expected final state.",
-    ),
+    f("final", Ty::Enum(&FINAL_STATES), "The expected final state."),
     f(
         "retries",
         Ty::Int {
@@ -484,7 +476,7 @@ pub const JOB_EXPECT: &[Field] = &[
     ),
     f(
         "decision",
-        Ty::Enum(&super::history::DECISION_KINDS),
+        Ty::Enum(&DECISION_KINDS),
         "The expected last decision kind.",
     ),
 ];
@@ -505,7 +497,7 @@ pub const HISTORY_RUN: &[Field] = &[
     f(
         "conditions",
         Ty::Array {
-            items: &Ty::Enum(&super::history::POD_CONDITIONS),
+            items: &Ty::Enum(&POD_CONDITIONS),
             max_items: None,
             unique: true,
         },
@@ -529,7 +521,7 @@ pub const HISTORY_RUN: &[Field] = &[
     f("subcategory", CATEGORY, "The executor's failure subcategory."),
     f(
         "outcome",
-        Ty::Enum(&super::history::Outcome::NAMES),
+        Ty::Enum(&OUTCOMES),
         "`failed` (default), `succeeded`, `leaseReturned` or `cancelled`.",
     ),
     f(

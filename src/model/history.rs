@@ -28,6 +28,8 @@ use super::decode::Decoder;
 use super::duration::GoDuration;
 use super::policy::{Action, Condition};
 use super::quantity::parse_quantity;
+use super::vocabulary;
+pub use super::vocabulary::{DECISION_KINDS, POD_CONDITIONS};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct FailureHistory {
@@ -62,7 +64,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub const NAMES: [&'static str; 4] = ["failed", "succeeded", "leaseReturned", "cancelled"];
+    pub const NAMES: [&'static str; 4] = vocabulary::OUTCOMES;
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -156,7 +158,7 @@ pub enum Final {
 }
 
 impl Final {
-    pub const NAMES: [&'static str; 4] = ["Succeeded", "Failed", "Cancelled", "Pending"];
+    pub const NAMES: [&'static str; 4] = vocabulary::FINAL_STATES;
 
     pub fn as_str(self) -> &'static str {
         Self::NAMES[self as usize]
@@ -179,24 +181,8 @@ pub struct JobExpect {
     pub decision: Option<String>,
 }
 
-/// The decision kinds of SPEC §2.9, for validating `expect.decision`.
-pub const DECISION_KINDS: [&str; 12] = [
-    "retry",
-    "fail_rule",
-    "fail_rule_limit",
-    "fail_global_limit",
-    "fail_default",
-    "fail_fast",
-    "legacy_fail",
-    "legacy_requeue",
-    "lease_returned",
-    "cancelled",
-    "fail_policy_limit",
-    "preempted",
-];
-
-// The fields each level accepts come from `fields`, the one table `explain` and `schema` read.
-pub const POD_CONDITIONS: [&str; 4] = ["Evicted", "Preempted", "DeadlineExceeded", "Unschedulable"];
+// The fields each level accepts come from `fields`, the one table `explain` and `schema` read;
+// the names of the enumerations from `vocabulary`.
 
 pub fn decode_failure_history(dec: &mut Decoder, node: &Node) -> Option<FailureHistory> {
     let top = dec.fields(node, "", &super::fields::names(super::fields::FAILURE_HISTORY))?;

@@ -11,6 +11,7 @@ use crate::yaml::{self, Node};
 use super::decode::Decoder;
 use super::policy::Backoff;
 use super::validate;
+use super::vocabulary::API_V1;
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SchedulerConfig {
@@ -23,9 +24,6 @@ pub struct SchedulerConfig {
     /// `scheduling.maxAttemptedRuns` (legacy requeue bound, default 5).
     pub max_attempted_runs: Option<u32>,
 }
-
-/// The envelope's version, spelt here so that this module does not import `document`.
-const API_V1: &str = "armadaproject.io/v1";
 
 const RETRY_POLICY_FIELDS: [&str; 4] = ["enabled", "globalMaxRetries", "defaultPolicyName", "defaultBackoff"];
 

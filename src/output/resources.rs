@@ -1,18 +1,16 @@
-//! Printing retry policies and queues: kubectl-like tables, YAML, JSON and `-o name`, plus
-//! the canonical YAML and unified diff that `diff` shows.
+//! The tables of retry policies and queues (and of `config get-contexts`), plus the canonical
+//! YAML and unified diff that `diff` shows. What `get` prints around them (`-o yaml|json|name`,
+//! one object or a `kind: List`) is `view`'s.
 //!
-//! Owns: how resources look on stdout. Must not: call the client, read files or decide exit
+//! Owns: how resources look in a table. Must not: call the client, read files or decide exit
 //! codes.
 //!
-//! Decisions: several resources print as a YAML stream (`---` between documents), which
-//! `update -f -` reads back; as JSON they print as one array (a single resource as one
-//! object). Tables are borderless with three spaces between columns, like kubectl; unset
+//! Decisions: tables are borderless with three spaces between columns, like kubectl; unset
 //! values show as `-`, an unset policy `retryLimit` as `-` too (it inherits
 //! `globalMaxRetries`).
 
 use std::io::{self, Write};
 
-use serde_json::Value;
 use tabled::settings::{Padding, Style};
 use tabled::{Table, Tabled};
 
@@ -20,15 +18,6 @@ use crate::model::document::ApiVersion;
 use crate::model::encode;
 use crate::model::policy::Backoff;
 use crate::model::{Queue, RetryPolicy};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Wide,
-    Yaml,
-    Json,
-    Name,
-}
 
 #[derive(Tabled)]
 struct PolicyRow {
@@ -88,71 +77,6 @@ struct QueueWideRow {
     groups: String,
     #[tabled(rename = "LABELS")]
     labels: String,
-}
-
-/// Prints `policies` in `format`. `Err` names the fields that do not fit `version`.
-pub fn write_policies(
-    out: &mut dyn Write,
-    policies: &[RetryPolicy],
-    format: Format,
-    version: ApiVersion,
-) -> io::Result<Result<(), (String, Vec<String>)>> {
-    match format {
-        Format::Table => table(out, policies.iter().map(policy_row)),
-        Format::Wide => table(out, policies.iter().map(policy_wide_row)),
-        Format::Name => {
-            for p in policies {
-                writeln!(out, "retrypolicy/{}", p.name)?;
-            }
-            Ok(())
-        }
-        Format::Yaml | Format::Json => {
-            let mut docs = Vec::new();
-            for p in policies {
-                match encode::policy_document(p, version) {
-                    Ok(d) => docs.push(d),
-                    Err(fields) => return Ok(Err((p.name.clone(), fields))),
-                }
-            }
-            documents(out, &docs, format)
-        }
-    }
-    .map(Ok)
-}
-
-pub fn write_queues(out: &mut dyn Write, queues: &[Queue], format: Format) -> io::Result<()> {
-    match format {
-        Format::Table => table(out, queues.iter().map(queue_row)),
-        Format::Wide => table(out, queues.iter().map(queue_wide_row)),
-        Format::Name => {
-            for q in queues {
-                writeln!(out, "queue/{}", q.name)?;
-            }
-            Ok(())
-        }
-        Format::Yaml | Format::Json => {
-            let docs: Vec<Value> = queues.iter().map(encode::queue_document).collect();
-            documents(out, &docs, format)
-        }
-    }
-}
-
-fn documents(out: &mut dyn Write, docs: &[Value], format: Format) -> io::Result<()> {
-    if format == Format::Json {
-        let value = match docs {
-            [one] => one.clone(),
-            many => Value::Array(many.to_vec()),
-        };
-        let text = serde_json::to_string_pretty(&value).map_err(io::Error::other)?;
-        return writeln!(out, "{text}");
-    }
-    for (i, d) in docs.iter().enumerate() {
-        if i > 0 {
-            writeln!(out, "---")?;
-        }
-        out.write_all(encode::to_yaml(d).as_bytes())?;
-    }
-    Ok(())
 }
 
 fn table<R: Tabled>(out: &mut dyn Write, rows: impl Iterator<Item = R>) -> io::Result<()> {
@@ -363,9 +287,7 @@ mod tests {
             ..RetryPolicy::default()
         };
         let mut out = Vec::new();
-        write_policies(&mut out, &[p, q], Format::Table, ApiVersion::V1)
-            .unwrap()
-            .unwrap();
+        write_table(&mut out, &[p, q], &[], false, false).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "NAME          RETRY LIMIT   DEFAULT   RULES\nml-training   5             Fail      0\np             -             Fail      0\n"

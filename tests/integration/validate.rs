@@ -710,6 +710,38 @@ fn scheduler_config_lint() {
     );
 }
 
+/// `validate` and `simulate` read `--scheduler-config` alike: one line per problem, at its
+/// position, the field named only when there is one (a YAML error has none).
+#[test]
+fn a_broken_scheduler_config_reads_the_same_in_validate_and_simulate() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("scheduler.yaml");
+    std::fs::write(&config, "scheduling: [\n").unwrap();
+    let config = config.to_str().unwrap();
+    let policy = "testdata/policies/valid/ml-training.yaml";
+    let expected = "\
+exit: 3
+--- stdout
+--- stderr
+error: invalid scheduler config `TMP/scheduler.yaml`
+  TMP/scheduler.yaml:2:1: invalid YAML: while parsing a node, did not find expected node content
+";
+    let tmp = dir.path().to_str().unwrap();
+    let out = validate(&["--scheduler-config", config, "-f", policy]);
+    assert_eq!(out.replace(tmp, "TMP"), expected);
+    let home = temp_home();
+    let mut cmd = retryctl(home.path());
+    cmd.args([
+        "simulate",
+        "-f",
+        policy,
+        "--history",
+        "testdata/histories/cuda-error.yaml",
+    ])
+    .args(["--scheduler-config", config]);
+    assert_eq!(exchange(&mut cmd).replace(tmp, "TMP"), expected);
+}
+
 #[test]
 fn syntax_error_in_a_later_document_keeps_the_earlier_ones() {
     let text = "\

@@ -40,7 +40,7 @@ use super::CompiledPolicy;
 /// own path).
 pub(crate) const SLOTS: usize = 4;
 
-/// Messages whose hits a search keeps (as `compiled::MessageHits` does per policy): past
+/// Messages whose hits a search keeps (as `message_regexes::MessageHits` does per policy): past
 /// these, a rule that matched finds its message with its own regex.
 pub(crate) const KEPT_MESSAGES: usize = 4;
 

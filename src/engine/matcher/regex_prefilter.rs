@@ -475,7 +475,7 @@ fn common_part(literals: &[Vec<u8>]) -> Option<Vec<u8>> {
 }
 
 /// `a == b` for the short strings compared per message (and the names compared per
-/// decision, `compiled::same`), without a `memcmp` call: up to 16 bytes as two overlapping
+/// decision, `run_facts::same`), without a `memcmp` call: up to 16 bytes as two overlapping
 /// words.
 #[inline(always)]
 pub(super) fn equal(a: &[u8], b: &[u8]) -> bool {

@@ -1,0 +1,38 @@
+//! The fixed words of the documents that several modules spell: the `apiVersion` strings and
+//! the value names of the history's enumerations (a run's outcome, a job's final state, the
+//! pod-level conditions, the decision kinds of SPEC §2.9).
+//!
+//! Owns: those constants. A leaf: `document` (the envelope), `fields` (the field tables that
+//! `explain` and `schema` read), `history`, `scheduler` and `encode` take them from here, so
+//! that the field tables import neither the decoders that use them nor the types whose names
+//! they list. Must not: import anything.
+
+pub const API_V1: &str = "armadaproject.io/v1";
+pub const API_V1BETA1: &str = "armadaproject.io/v1beta1";
+pub const API_VERSIONS: [&str; 2] = [API_V1, API_V1BETA1];
+
+/// A run's `outcome`, in the order of `history::Outcome`.
+pub const OUTCOMES: [&str; 4] = ["failed", "succeeded", "leaseReturned", "cancelled"];
+
+/// `expect.final`, in the order of `history::Final`.
+pub const FINAL_STATES: [&str; 4] = ["Succeeded", "Failed", "Cancelled", "Pending"];
+
+/// The decision kinds of SPEC §2.9 (`expect.decision`), in the order of
+/// `engine::DecisionKind`.
+pub const DECISION_KINDS: [&str; 12] = [
+    "retry",
+    "fail_rule",
+    "fail_rule_limit",
+    "fail_global_limit",
+    "fail_default",
+    "fail_fast",
+    "legacy_fail",
+    "legacy_requeue",
+    "lease_returned",
+    "cancelled",
+    "fail_policy_limit",
+    "preempted",
+];
+
+/// The pod-level conditions a run takes (`OOMKilled` is a container's `reason`).
+pub const POD_CONDITIONS: [&str; 4] = ["Evicted", "Preempted", "DeadlineExceeded", "Unschedulable"];
