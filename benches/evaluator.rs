@@ -18,7 +18,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use std::hint::black_box;
 
 use retryctl::engine::{evaluate, CompiledPolicy, JobContext, JobState, Policies, Settings, SharedRegexes};
-use retryctl::model::history::{Outcome, Run};
+use retryctl::model::failure_history::{Outcome, Run};
 use retryctl::model::policy::{Action, Backoff, ExitCodes, Operator, RetryPolicy, Rule};
 use retryctl::model::GoDuration;
 
@@ -64,7 +64,7 @@ fn bench(c: &mut Criterion) {
     let catalog_refs: Vec<&CompiledPolicy> = catalog_compiled.iter().collect();
     let xid = run("nothing", 1);
     let xid = Run {
-        containers: vec![retryctl::model::history::Container {
+        containers: vec![retryctl::model::failure_history::Container {
             message: Some("NVRM: Xid 79, pid=1234, policy 2 rule 19: GPU has fallen off the bus".into()),
             ..xid.containers[0].clone()
         }],

@@ -2,7 +2,7 @@
 //!
 //! Layering (enforced in review; a module imports only modules to its right, in the braces
 //! too): `main` → `commands` → `app` (the `Context` commands take) → {`connection`, `server`,
-//! `output`, `history`, `replay`, `client`} → `cli` → `engine` → `model` → {`diag`, `yaml`},
+//! `output`, `lookout`, `replay`, `client`} → `cli` → `engine` → `model` → {`diag`, `yaml`},
 //! with `wire` (Armada's REST JSON) and `armada_api` (Armada's gRPC contract, generated from
 //! `proto/`, and its model ⇄ protobuf conversion: the same model on the other wire) beside
 //! `model`, for the client and the server. `cli` is the command line's clap types, read by
@@ -12,14 +12,19 @@
 //! this crate except `diag` and `yaml`.
 //!
 //! Where things are: a history is read in `replay::source` (files, JSON Lines, stdin) and
-//! `history` (Lookout's database and REST API); each engine decides in `engine` (the design,
+//! `lookout` (Lookout's database and REST API); each engine decides in `engine` (the design,
 //! SPEC §2.1–2.9, in `engine/design/`, matching with the compiled policies of
-//! `engine/matcher/`; upstream's, §2.10, in `engine/upstream.rs`; `engine/replay.rs` runs a
+//! `engine/matcher/`; upstream's, §2.10, in `engine/upstream.rs`; `engine/job_report.rs` runs a
 //! history through either); every output format is written in `output`. The armadactl config
 //! file (`~/.armadactl.yaml`) is read and rewritten in `armadactl_config`; `connection`
 //! resolves flags, environment and that file into where and how to reach a server.
 //! `client` knows nothing of `cli` or `output`; `output` never calls `client`. Only `main`
 //! exits the process.
+//!
+//! Names: `commands::X` and `output::X` are named after the CLI verb they serve (`history`,
+//! `simulate`, …); everything else is named after what it owns: `model::failure_history` is
+//! the FailureHistory document, `lookout` reads Lookout, `replay` drives a simulation and
+//! `engine::job_report` replays one job. See ARCHITECTURE.md.
 
 pub mod app;
 pub mod armada_api;
@@ -31,8 +36,8 @@ pub mod connection;
 pub mod diag;
 pub mod engine;
 pub mod error;
-pub mod history;
 pub mod input;
+pub mod lookout;
 pub mod model;
 pub mod output;
 pub mod redact;

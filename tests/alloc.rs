@@ -12,7 +12,7 @@ use std::cell::Cell;
 use std::hint::black_box;
 
 use retryctl::engine::{evaluate, CompiledPolicy, JobContext, JobState, Policies, Settings, SharedRegexes};
-use retryctl::model::history::{Outcome, Run};
+use retryctl::model::failure_history::{Outcome, Run};
 use retryctl::model::policy::{Action, AffinityMutation, Condition, ExitCodes, Mutation, Operator, RetryPolicy, Rule};
 use retryctl::model::GoDuration;
 

@@ -13,22 +13,22 @@ use crate::app::Context;
 use crate::cli::{HistoryArgs, HistoryOutput};
 use crate::connection::{parse_timeout, resolve, Env};
 use crate::error::{CliError, ExitCode};
-use crate::history::{lookout_api, lookout_db, Event, Export, Filter, Source};
+use crate::lookout::{api, db, Event, Export, Filter, JobStream};
 use crate::model::duration::GoDuration;
-use crate::model::history::Timestamp;
+use crate::model::failure_history::Timestamp;
 use crate::output::history::{left_out_line, write_history, write_summary};
 use crate::output::progress::ReadProgress;
 
 pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let filter = filter(args, now())?;
     let timeout = parse_timeout(&ctx.global.timeout)?;
-    let source: Source = match (&args.lookout_db, &args.lookout_url) {
+    let source: JobStream = match (&args.lookout_db, &args.lookout_url) {
         (Some(dsn), _) => {
-            let db = lookout_db::connect(dsn, timeout)?;
+            let db = db::connect(dsn, timeout)?;
             if ctx.global.verbose > 0 {
-                writeln!(ctx.err, "lookout-db: {}", lookout_db::statement(&filter)?)?;
+                writeln!(ctx.err, "lookout-db: {}", db::statement(&filter)?)?;
             }
-            lookout_db::jobs(db, &filter)?
+            db::jobs(db, &filter)?
         }
         (None, Some(url)) => {
             let settings = resolve(&ctx.global, &Env::from_process())?;
@@ -36,7 +36,7 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
                 writeln!(ctx.err, "{warning}")?;
             }
             let (url, credentials, tls) = settings.lookout_client(url)?;
-            lookout_api::jobs(lookout_api::Api::new(&url, credentials.auth, &tls, timeout)?, &filter)
+            api::jobs(api::Api::new(&url, credentials.auth, &tls, timeout)?, &filter)
         }
         (None, None) => return Err(CliError::usage("give `--lookout-db DSN` or `--lookout-url URL`").into()),
     };

@@ -11,7 +11,7 @@
 use serde::Serialize;
 
 use crate::model::duration::GoDuration;
-use crate::model::history::Run;
+use crate::model::failure_history::Run;
 use crate::model::policy::Action;
 
 use super::JobState;

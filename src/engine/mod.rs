@@ -21,9 +21,9 @@
 
 mod decision;
 pub mod design;
+pub mod job_report;
 mod job_state;
 mod matcher;
-pub mod replay;
 pub mod simulator;
 pub mod upstream;
 
@@ -36,10 +36,10 @@ pub use design::{
     backoff_delay, evaluate, jitter_fraction, resolve_backoff, Verdict, BUILTIN_INITIAL_DELAY, BUILTIN_JITTER,
     BUILTIN_MAX_DELAY, BUILTIN_MULTIPLIER,
 };
+pub use job_report::{replay, Detail, JobReport, JobStatus, RunRecord};
 pub(crate) use job_state::apply_memory_bump;
 pub use job_state::{JobContext, JobState};
 pub use matcher::{CompiledPolicy, Policies, SharedRegexes, Signal};
-pub use replay::{replay, Detail, JobReport, JobStatus, RunRecord};
 
 /// The job annotation that adds policies (SPEC §2.1).
 pub const POLICY_ANNOTATION: &str = "armadaproject.io/retry-policy";
@@ -104,7 +104,7 @@ impl Settings {
 
 /// Where a name in the effective list came from, for "missing policy" errors.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub enum NameOrigin {
     Queue(String),
     /// `--retry-policy` or, without it, every policy document given.
     Given,
@@ -112,13 +112,13 @@ pub enum Source {
     DefaultPolicy,
 }
 
-impl std::fmt::Display for Source {
+impl std::fmt::Display for NameOrigin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Source::Queue(q) => write!(f, "queue `{q}`"),
-            Source::Given => write!(f, "--retry-policy"),
-            Source::Annotation => write!(f, "the job annotation `{POLICY_ANNOTATION}`"),
-            Source::DefaultPolicy => write!(f, "the scheduler's defaultPolicyName"),
+            NameOrigin::Queue(q) => write!(f, "queue `{q}`"),
+            NameOrigin::Given => write!(f, "--retry-policy"),
+            NameOrigin::Annotation => write!(f, "the job annotation `{POLICY_ANNOTATION}`"),
+            NameOrigin::DefaultPolicy => write!(f, "the scheduler's defaultPolicyName"),
         }
     }
 }
@@ -126,11 +126,11 @@ impl std::fmt::Display for Source {
 /// SPEC §2.1: the effective policy names, in order, each with who referenced it.
 pub fn effective_policy_names(
     base: &[String],
-    base_source: &Source,
+    base_source: &NameOrigin,
     annotation: Option<&str>,
     default_policy: Option<&str>,
-) -> Vec<(String, Source)> {
-    let mut out: Vec<(String, Source)> = Vec::new();
+) -> Vec<(String, NameOrigin)> {
+    let mut out: Vec<(String, NameOrigin)> = Vec::new();
     for name in base {
         if !out.iter().any(|(n, _)| n == name) {
             out.push((name.clone(), base_source.clone()));
@@ -143,12 +143,12 @@ pub fn effective_policy_names(
         .filter(|s| !s.is_empty())
     {
         if !out.iter().any(|(n, _)| n == name) {
-            out.push((name.to_string(), Source::Annotation));
+            out.push((name.to_string(), NameOrigin::Annotation));
         }
     }
     if out.is_empty() {
         if let Some(d) = default_policy {
-            out.push((d.to_string(), Source::DefaultPolicy));
+            out.push((d.to_string(), NameOrigin::DefaultPolicy));
         }
     }
     out

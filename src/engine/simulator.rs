@@ -9,13 +9,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::model::history::FailureHistory;
+use crate::model::failure_history::FailureHistory;
 use crate::model::policy::RetryPolicy;
 use crate::model::queue::Queue;
 
-use super::replay::{replay_detailed, replay_named, Detail};
+use super::job_report::{replay_detailed, replay_named, Detail};
 use super::{
-    effective_policy_names, CompiledPolicy, EngineKind, JobReport, Policies, Settings, SharedRegexes, Source,
+    effective_policy_names, CompiledPolicy, EngineKind, JobReport, NameOrigin, Policies, Settings, SharedRegexes,
     POLICY_ANNOTATION,
 };
 
@@ -105,7 +105,7 @@ impl Resolved {
         compiled: &[CompiledPolicy],
         shares: &mut Shares,
     ) -> Resolved {
-        let design = effective_policy_names(names, &Source::Given, None, None);
+        let design = effective_policy_names(names, &NameOrigin::Given, None, None);
         Resolved {
             design: Resolution::new(design.iter().map(|(n, _)| n), by_name, compiled, Some(shares)),
             upstream: Resolution::new(names.iter().take(1), by_name, compiled, None),
@@ -255,7 +255,7 @@ impl Simulator {
     ) -> Result<Vec<&CompiledPolicy>, String> {
         let job = &history.job;
         let (base, source) = match job.queue.as_deref().and_then(|q| self.queues.get(q)) {
-            Some(q) => (&q.retry_policies, Source::Queue(q.name.clone())),
+            Some(q) => (&q.retry_policies, NameOrigin::Queue(q.name.clone())),
             None if self.from_server && self.given.is_empty() => {
                 return Err(match &job.queue {
                     Some(q) => format!("queue `{q}` (the job's `queue`) does not exist on the server"),
@@ -263,7 +263,7 @@ impl Simulator {
                         .to_string(),
                 });
             }
-            None => (&self.given, Source::Given),
+            None => (&self.given, NameOrigin::Given),
         };
         let origin = if self.from_server {
             "on the server"

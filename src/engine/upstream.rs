@@ -25,7 +25,7 @@
 //!   avoided nodes after the decision, a final one's included;
 //! - every run keeps the pod name `armada-<jobId>-0` (upstream's executor reuses it).
 
-use crate::model::history::{Outcome, Run};
+use crate::model::failure_history::{Outcome, Run};
 use crate::model::policy::{Action, Condition};
 
 use super::{

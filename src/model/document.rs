@@ -10,8 +10,8 @@ use crate::yaml::{self, Node, Pos, Value};
 
 pub use super::decode::locate;
 use super::decode::{Decoder, Fields};
+use super::failure_history::{self, FailureHistory};
 use super::fields;
-use super::history::{self, FailureHistory};
 use super::policy::{
     AffinityMutation, AntiAffinityMode, Backoff, Condition, ExitCodes, MemoryBump, Mutation, Operator,
     ResourceMutation, RetryPolicy, Rule,
@@ -294,7 +294,7 @@ pub fn decode_document(node: Node, index: usize, expected: Option<&[Kind]>) -> D
             (Kind::RetryPolicy, _) => decode_policy(&mut dec, node, version).map(Resource::RetryPolicy),
             (Kind::Queue, _) => decode_queue(&mut dec, node).map(Resource::Queue),
             (Kind::FailureHistory, _) => {
-                history::decode_failure_history(&mut dec, node).map(|h| Resource::FailureHistory(Box::new(h)))
+                failure_history::decode_failure_history(&mut dec, node).map(|h| Resource::FailureHistory(Box::new(h)))
             }
             (Kind::SchedulerConfig, _) => {
                 scheduler::decode_scheduler_config(&mut dec, node).map(Resource::SchedulerConfig)
@@ -340,7 +340,7 @@ fn validate_resource(resource: &Resource) -> Vec<Diagnostic> {
     match resource {
         Resource::RetryPolicy(p) => validate::validate_policy(p),
         Resource::Queue(q) => validate::validate_queue(q),
-        Resource::FailureHistory(h) => history::validate_failure_history(h),
+        Resource::FailureHistory(h) => failure_history::validate_failure_history(h),
         Resource::SchedulerConfig(c) => scheduler::validate_scheduler_config(c),
     }
 }

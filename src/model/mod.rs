@@ -16,8 +16,8 @@ pub mod decode;
 pub mod document;
 pub mod duration;
 pub mod encode;
+pub mod failure_history;
 pub mod fields;
-pub mod history;
 pub mod lint;
 pub mod policy;
 #[cfg(test)]

@@ -11,10 +11,10 @@ pub const API_V1: &str = "armadaproject.io/v1";
 pub const API_V1BETA1: &str = "armadaproject.io/v1beta1";
 pub const API_VERSIONS: [&str; 2] = [API_V1, API_V1BETA1];
 
-/// A run's `outcome`, in the order of `history::Outcome`.
+/// A run's `outcome`, in the order of `failure_history::Outcome`.
 pub const OUTCOMES: [&str; 4] = ["failed", "succeeded", "leaseReturned", "cancelled"];
 
-/// `expect.final`, in the order of `history::Final`.
+/// `expect.final`, in the order of `failure_history::Final`.
 pub const FINAL_STATES: [&str; 4] = ["Succeeded", "Failed", "Cancelled", "Pending"];
 
 /// The decision kinds of SPEC §2.9 (`expect.decision`), in the order of

@@ -6,8 +6,8 @@
 
 use std::io::{self, Write};
 
-use crate::history::{RowError, Totals};
-use crate::model::history::{failure_history_json, FailureHistory};
+use crate::lookout::{RowError, Totals};
+use crate::model::failure_history::{failure_history_json, FailureHistory};
 use crate::output::style::Style;
 
 /// One job: a JSON line, or a YAML document starting with `---`.

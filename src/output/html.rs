@@ -16,8 +16,8 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use crate::engine::replay::plural;
-use crate::model::history::{Final, Outcome};
+use crate::engine::job_report::plural;
+use crate::model::failure_history::{Final, Outcome};
 use crate::replay::compare::{Comparison, JobDiff, Side, Step, Steps};
 use crate::replay::estimate::{Estimate, FailureClass};
 use crate::replay::sink::{Change, Estimates, Message, Needs, Sides, Sink, Totals};

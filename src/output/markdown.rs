@@ -11,8 +11,8 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use crate::engine::replay::plural;
-use crate::model::history::Final;
+use crate::engine::job_report::plural;
+use crate::model::failure_history::Final;
 use crate::replay::compare::{Comparison, JobDiff, Side};
 use crate::replay::estimate::Estimate;
 use crate::replay::sink::{Change, Estimates, Message, Needs, Sink, Totals};

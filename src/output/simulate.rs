@@ -22,10 +22,12 @@ use tabled::builder::Builder;
 use tabled::settings::{Padding, Style as TableStyle};
 
 use crate::cli::SimulateOutput;
-use crate::engine::replay::{format_instant, rule_ref_label, JobInstant, JobReport, JobStatus, RuleLabel, RunRecord};
+use crate::engine::job_report::{
+    format_instant, rule_ref_label, JobInstant, JobReport, JobStatus, RuleLabel, RunRecord,
+};
 use crate::engine::DecisionKind;
 use crate::engine::EngineKind;
-use crate::model::history::{Final, Timestamp};
+use crate::model::failure_history::{Final, Timestamp};
 use crate::model::quantity::format_bytes;
 use crate::model::GoDuration;
 use crate::replay::compare::ClassChanges;
@@ -394,7 +396,7 @@ pub fn plan_sentence(c: &Comparison) -> String {
         c.to_pending,
         c.other + c.retries_only,
         c.changed,
-        crate::engine::replay::plural(c.jobs, "job", "jobs"),
+        crate::engine::job_report::plural(c.jobs, "job", "jobs"),
     )
 }
 
@@ -448,7 +450,7 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
             "  {}",
             style.error(&format!(
                 "expectations failed in {}: {list}",
-                crate::engine::replay::plural(s.expectation_failed_jobs, "job", "jobs")
+                crate::engine::job_report::plural(s.expectation_failed_jobs, "job", "jobs")
             ))
         )?;
     } else {
@@ -458,7 +460,7 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
         writeln!(
             out,
             "  contradictions: {} (reported on stderr)",
-            crate::engine::replay::plural(s.contradicted_jobs, "job", "jobs")
+            crate::engine::job_report::plural(s.contradicted_jobs, "job", "jobs")
         )?;
     }
     if s.errors > 0 {
@@ -467,7 +469,7 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
             "  {}",
             style.error(&format!(
                 "not simulated: {} with errors (reported on stderr)",
-                crate::engine::replay::plural(s.errors, "job", "jobs")
+                crate::engine::job_report::plural(s.errors, "job", "jobs")
             ))
         )?;
     }
@@ -777,7 +779,7 @@ pub fn estimate_words(e: &Estimate) -> String {
     format!(
         "{share} {interval}, basis {}: {}",
         e.basis,
-        crate::engine::replay::plural(e.trials, "trial", "trials")
+        crate::engine::job_report::plural(e.trials, "trial", "trials")
     )
 }
 
@@ -920,7 +922,7 @@ pub fn write_estimate_line(out: &mut dyn Write, c: &Comparison, e: &Estimates, e
         out,
         "  estimate:  {:.1} of {} Failed → Pending would succeed on the next run{without}",
         e.expected,
-        crate::engine::replay::plural(failed_to_pending, "job", "jobs")
+        crate::engine::job_report::plural(failed_to_pending, "job", "jobs")
     )?;
     writeln!(out, "             (estimates: {ESTIMATE_METHOD})")
 }
@@ -1228,7 +1230,7 @@ pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Valu
 }
 
 fn retries_words(n: u32) -> String {
-    crate::engine::replay::plural(u64::from(n), "retry", "retries")
+    crate::engine::job_report::plural(u64::from(n), "retry", "retries")
 }
 
 /// The comparison totals in words, like the last lines of `terraform plan`.
@@ -1247,7 +1249,7 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
         writeln!(
             out,
             "  same outcome, other retry count: {}",
-            crate::engine::replay::plural(c.retries_only, "job", "jobs")
+            crate::engine::job_report::plural(c.retries_only, "job", "jobs")
         )?;
     }
     writeln!(
@@ -1271,7 +1273,7 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
             "  {}",
             style.error(&format!(
                 "not compared: {} with errors (reported on stderr)",
-                crate::engine::replay::plural(c.errors, "job", "jobs")
+                crate::engine::job_report::plural(c.errors, "job", "jobs")
             ))
         )?;
     }

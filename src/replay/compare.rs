@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::engine::{DecisionKind, JobReport};
 use crate::model::duration::GoDuration;
-use crate::model::history::{FailureHistory, Final, Outcome};
+use crate::model::failure_history::{FailureHistory, Final, Outcome};
 
 use super::estimate::{class_of, FailureClass, MAX_CLASSES};
 
@@ -379,15 +379,15 @@ mod tests {
 
     /// `n` preempted runs, then a returned lease and a success when `ends`.
     fn history(n: usize, ends: bool) -> FailureHistory {
-        let mut runs: Vec<crate::model::history::Run> = (0..n)
-            .map(|_| crate::model::history::Run {
+        let mut runs: Vec<crate::model::failure_history::Run> = (0..n)
+            .map(|_| crate::model::failure_history::Run {
                 conditions: vec![crate::model::policy::Condition::Preempted],
                 ..Default::default()
             })
             .collect();
         if ends {
             for outcome in [Outcome::LeaseReturned, Outcome::Succeeded] {
-                runs.push(crate::model::history::Run {
+                runs.push(crate::model::failure_history::Run {
                     outcome,
                     ..Default::default()
                 });

@@ -30,7 +30,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::model::history::{FailureHistory, Outcome, Run};
+use crate::model::failure_history::{FailureHistory, Outcome, Run};
 use crate::model::policy::Condition;
 
 /// Below this many trials a class's own rate is not used: the pooled rate is.
@@ -403,7 +403,7 @@ impl Rates {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::history::Container;
+    use crate::model::failure_history::Container;
 
     fn run(outcome: Outcome) -> Run {
         Run {

@@ -22,8 +22,8 @@
 //! `commands::simulate`), or evaluate (that is `engine`).
 
 pub mod compare;
-pub mod decode;
 pub mod estimate;
+pub mod json_lines;
 pub mod parallel;
 pub mod run;
 pub mod sink;
@@ -31,6 +31,6 @@ pub mod source;
 pub mod spool;
 pub mod summary;
 
-pub use parallel::{Job, Processed};
+pub use parallel::{Decoded, Processed};
 pub use sink::Sink;
 pub use source::{Entry, HistorySource, Origin};

@@ -15,9 +15,9 @@ use std::sync::Mutex;
 
 use crate::engine::Settings;
 use crate::input::SourceFile;
-use crate::model::history::FailureHistory;
+use crate::model::failure_history::FailureHistory;
 
-use super::decode::Scratch;
+use super::json_lines::Scratch;
 use super::source::{Body, Entry, HistorySource, Origin, Progress};
 
 /// Entries handed to a worker at a time when they are not JSON lines (YAML files of a
@@ -28,7 +28,7 @@ pub const CHUNK: usize = 1024;
 
 /// A decoded entry, ready to replay: borrowed from the worker that decoded it (its history
 /// is the worker's reused [`Scratch`]).
-pub struct Job<'a> {
+pub struct Decoded<'a> {
     pub origin: &'a Origin,
     pub settings: &'a Settings,
     pub history: &'a FailureHistory,
@@ -58,7 +58,7 @@ fn process<A, T>(
     entry: Entry,
     scratch: &mut Scratch,
     acc: &mut A,
-    work: &impl Fn(&mut A, Job<'_>) -> Result<T, String>,
+    work: &impl Fn(&mut A, Decoded<'_>) -> Result<T, String>,
     out: &mut Vec<Processed<T>>,
 ) {
     let Entry {
@@ -70,7 +70,7 @@ fn process<A, T>(
         if history.job.id.is_empty() {
             history.job.id = origin.default_id();
         }
-        let job = Job {
+        let job = Decoded {
             origin,
             settings: &settings,
             history,
@@ -115,7 +115,7 @@ where
     S: HistorySource,
     A: Default + Send,
     T: Send,
-    W: Fn(&mut A, Job<'_>) -> Result<T, String> + Sync,
+    W: Fn(&mut A, Decoded<'_>) -> Result<T, String> + Sync,
     E: FnMut(Emitted<T, A>) -> io::Result<bool>,
 {
     let workers = rayon::current_num_threads().max(1);
@@ -256,7 +256,7 @@ mod tests {
         let source = Files::open(file.path(), SchedulerConfig::default(), Overrides::default()).unwrap();
         let mut ids = Vec::new();
         let mut units = 0;
-        let work = |count: &mut usize, job: Job<'_>| {
+        let work = |count: &mut usize, job: Decoded<'_>| {
             *count += 1;
             Ok(job.history.job.id.clone())
         };
@@ -280,7 +280,7 @@ mod tests {
         // Many more units than may be in flight: the lost one blocks everything else.
         let file = lines(40_000);
         let source = Files::open(file.path(), SchedulerConfig::default(), Overrides::default()).unwrap();
-        let work = |_: &mut (), job: Job<'_>| {
+        let work = |_: &mut (), job: Decoded<'_>| {
             assert_ne!(job.history.job.id, "j1234", "boom");
             Ok(())
         };

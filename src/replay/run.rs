@@ -16,11 +16,11 @@ use std::io;
 
 use crate::engine::simulator::Simulator;
 use crate::engine::{Detail, JobReport, JobStatus, Settings};
-use crate::model::history::{FailureHistory, Final};
+use crate::model::failure_history::{FailureHistory, Final};
 
 use super::compare::{ByClass, Comparison, JobDiff, Side, Steps};
 use super::estimate::{job_class, FailureClass, Trials};
-use super::parallel::{for_each_ordered, Emitted, Job, Processed};
+use super::parallel::{for_each_ordered, Decoded, Emitted, Processed};
 use super::sink::{Change, Estimates, Message, Needs, Sides, Sink, Totals};
 use super::source::HistorySource;
 use super::spool::{Changed, Spool};
@@ -85,7 +85,7 @@ pub fn replay<S: HistorySource>(source: S, sim: &Simulator, sink: &mut dyn Sink)
     let mut by_class = ByClass::default();
     let mut fallbacks = Fallbacks::default();
     // Summary only: each worker adds its jobs to a summary of its unit.
-    let work = |part: &mut Part, job: Job<'_>| {
+    let work = |part: &mut Part, job: Decoded<'_>| {
         let mut report = replay_job_detailed(sim, job.settings, job.history, detail)
             .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
         let f = fallback(sim, job.history);
@@ -185,7 +185,7 @@ pub fn compare<S: HistorySource>(
     let mut stopped = false;
     // A comparison is made of numbers only (final state, retries, delay, run times):
     // neither side needs the per-run texts.
-    let work = |part: &mut Part, job: Job<'_>| {
+    let work = |part: &mut Part, job: Decoded<'_>| {
         let b = replay_job_detailed(baseline, job.settings, job.history, Detail::Summary)
             .map_err(|e| format!("{}: job `{}`: baseline: {e}", job.origin, job.history.job.id))?;
         let c = replay_job_detailed(candidate, job.settings, job.history, Detail::Summary)

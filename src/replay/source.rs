@@ -7,7 +7,7 @@
 //! document in a history file applies to that file's jobs), and job ids by default (the
 //! file stem; `stem-LINE` in JSON Lines). JSON Lines are read as blocks of whole lines
 //! ([`LineBlock`]) whose lines are only counted here. Must not: split or decode JSON lines
-//! (workers do that in parallel, see `run` and `decode`), evaluate or print.
+//! (workers do that in parallel, see `run` and `json_lines`), evaluate or print.
 //!
 //! Decision where SPEC §3.2 is silent: stdin is JSON Lines when its first line is one
 //! complete JSON value, else one YAML/JSON text (at most 8 MiB), like a file.
@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use crate::engine::Settings;
 use crate::input::{io_reason, SourceFile, MAX_FILE_BYTES};
-use crate::model::history::FailureHistory;
+use crate::model::failure_history::FailureHistory;
 use crate::model::scheduler::SchedulerConfig;
 use crate::model::{parse_documents, Kind, Resource};
 

@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 
 use crate::model::duration::GoDuration;
-use crate::model::history::{Final, Outcome};
+use crate::model::failure_history::{Final, Outcome};
 use crate::model::policy::Condition;
 
 use super::compare::{JobDiff, RunStep, Side, Step, Steps};

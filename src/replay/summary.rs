@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::engine::replay::RuleLabel;
+use crate::engine::job_report::RuleLabel;
 use crate::engine::{DecisionKind, JobReport, JobStatus, RuleRef};
 use crate::model::duration::GoDuration;
 use crate::model::policy::Action;

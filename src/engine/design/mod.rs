@@ -31,7 +31,7 @@ mod tests;
 mod verdict;
 
 use crate::model::duration::GoDuration;
-use crate::model::history::{Outcome, Run};
+use crate::model::failure_history::{Outcome, Run};
 use crate::model::policy::{Action, Backoff, Condition};
 
 use super::matcher::RunFacts;

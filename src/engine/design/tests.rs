@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::engine::simulator::Simulator;
 use crate::engine::*;
-use crate::model::history::{FailureHistory, Final, Outcome, Run};
+use crate::model::failure_history::{FailureHistory, Final, Outcome, Run};
 use crate::model::policy::{RetryPolicy, Rule};
 use crate::model::{parse_documents, Resource};
 
@@ -56,7 +56,7 @@ fn rules(r: &JobReport) -> Vec<String> {
         .map(|x| {
             x.decision
                 .as_ref()
-                .and_then(|d| replay::rule_ref_label(&r.policies, d))
+                .and_then(|d| job_report::rule_ref_label(&r.policies, d))
                 .unwrap_or("-".into())
         })
         .collect()
@@ -128,7 +128,7 @@ fn design_example_total_never_passes_global_limit() {
 
 fn names(base: &[&str], annotation: Option<&str>, default: Option<&str>) -> Vec<String> {
     let base: Vec<String> = base.iter().map(|s| s.to_string()).collect();
-    effective_policy_names(&base, &Source::Queue("q".into()), annotation, default)
+    effective_policy_names(&base, &NameOrigin::Queue("q".into()), annotation, default)
         .into_iter()
         .map(|(n, _)| n)
         .collect()
@@ -1077,7 +1077,7 @@ fn arb_run() -> impl Strategy<Value = Run> {
             conditions,
             containers: container
                 .map(|(code, oom)| {
-                    vec![crate::model::history::Container {
+                    vec![crate::model::failure_history::Container {
                         name: "main".into(),
                         exit_code: code,
                         reason: oom.then(|| "OOMKilled".into()),
@@ -1108,7 +1108,7 @@ proptest! {
         let compiled: Vec<CompiledPolicy> = [p0, p1, p2].into_iter().map(|p| CompiledPolicy::new(p).unwrap()).collect();
         let refs: Vec<&CompiledPolicy> = compiled.iter().collect();
         let history = FailureHistory {
-            job: crate::model::history::Job { id: "prop".into(), ..Default::default() },
+            job: crate::model::failure_history::Job { id: "prop".into(), ..Default::default() },
             runs,
             expect: None,
         };
@@ -1149,7 +1149,7 @@ proptest! {
         job_final in prop::option::of(0usize..4),
         global in 0u32..15,
     ) {
-        use crate::model::history::{JobExpect, RunExpect};
+        use crate::model::failure_history::{JobExpect, RunExpect};
         let settings = Settings { global_max_retries: global, ..Settings::default() };
         let sim = Simulator::new(vec![p0, p1], Vec::new(), None).unwrap();
         let mut runs = runs;
@@ -1166,7 +1166,7 @@ proptest! {
             }
         }
         let history = FailureHistory {
-            job: crate::model::history::Job { id: "prop".into(), ..Default::default() },
+            job: crate::model::failure_history::Job { id: "prop".into(), ..Default::default() },
             runs,
             expect: job_final.map(|f| JobExpect {
                 final_state: Some([Final::Succeeded, Final::Failed, Final::Cancelled, Final::Pending][f]),

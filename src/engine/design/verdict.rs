@@ -5,7 +5,7 @@
 //! next pod's name) for the records that carry them. Must not: allocate while deciding.
 
 use crate::model::duration::GoDuration;
-use crate::model::history::Run;
+use crate::model::failure_history::Run;
 use crate::model::policy::Action;
 
 use crate::engine::{pod_name, Avoid, Decision, DecisionKind, DelayParts, JobState, MemoryNote, RuleRef, Signal};

@@ -30,7 +30,7 @@ use regex_automata::util::primitives::StateID;
 use regex_automata::util::syntax;
 use regex_automata::{Input, MatchKind};
 
-use crate::model::history::Run;
+use crate::model::failure_history::Run;
 use crate::model::validate::MAX_REGEX_SIZE;
 
 use super::CompiledPolicy;
@@ -815,7 +815,7 @@ mod tests {
             };
             for m in &messages {
                 let run = Run {
-                    containers: vec![crate::model::history::Container { message: Some(m.clone()), ..Default::default() }],
+                    containers: vec![crate::model::failure_history::Container { message: Some(m.clone()), ..Default::default() }],
                     ..Run::default()
                 };
                 let mut hits = Hits::NONE;

@@ -7,7 +7,7 @@
 //! rules are candidates: categories and the policy's rejection masks do that before a rule is
 //! tried (`super::masks`).
 
-use crate::model::history::Container;
+use crate::model::failure_history::Container;
 use crate::model::policy::{Condition, Operator, Rule};
 
 use super::pattern::Pattern;

@@ -6,7 +6,7 @@
 //! Owns: [`RunFacts`], the category hash (`word_hash`) and the container-name cache
 //! (`resolve`). Must not: allocate, or decide anything: these are facts every policy reads.
 
-use crate::model::history::Run;
+use crate::model::failure_history::Run;
 use crate::model::policy::Condition;
 
 use super::regex_prefilter;

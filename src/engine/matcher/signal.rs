@@ -9,7 +9,7 @@
 //! carries its signal as text, and the replay, `--baseline`'s comparison and every output
 //! format read that text (SPEC §2.9's `signal` field).
 
-use crate::model::history::{Container, Run};
+use crate::model::failure_history::{Container, Run};
 use crate::model::policy::Condition;
 
 /// What matched, as indices into the run and flags: enough to write the signal of

@@ -15,7 +15,7 @@ use super::pattern::Pattern;
 use super::policy_list::{Covered, SharedSearch};
 use super::regex_prefilter::Literals;
 use super::*;
-use crate::model::history::{Container, Run};
+use crate::model::failure_history::{Container, Run};
 use crate::model::policy::{Action, Condition, ExitCodes, Operator, Rule};
 use crate::model::validate::compile_pattern;
 

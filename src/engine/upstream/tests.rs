@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::engine::simulator::Simulator;
 use crate::engine::{EngineKind, JobReport};
-use crate::model::history::{FailureHistory, Run};
+use crate::model::failure_history::{FailureHistory, Run};
 use crate::model::policy::RetryPolicy;
 use crate::model::{parse_documents, Resource};
 

@@ -42,7 +42,7 @@
 use std::collections::BTreeMap;
 
 use crate::model::duration::GoDuration;
-use crate::model::history::{Container, FailureHistory, Job, Outcome, Run, Timestamp};
+use crate::model::failure_history::{Container, FailureHistory, Job, Outcome, Run, Timestamp};
 use crate::model::policy::Condition;
 
 /// `job_run.job_run_state` values (contract/lookout/README.md).

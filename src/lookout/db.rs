@@ -42,7 +42,7 @@ use tokio_postgres::{CopyOutStream, NoTls};
 use super::mapping::{self, error_text, JobRow, LookoutJob, Place, RowError, RunRow, ERROR_TEXT_MAX};
 use super::{mask_dsn, Filter, Item};
 use crate::error::{CliError, ExitCode};
-use crate::model::history::Timestamp;
+use crate::model::failure_history::Timestamp;
 
 /// Bytes of a compressed `error` read: enough for the first [`ERROR_TEXT_MAX`] bytes of text
 /// of any stream a zlib encoder writes (stored blocks add 5 bytes in 64 KiB); a stream that
@@ -234,7 +234,7 @@ pub fn statement(f: &Filter) -> Result<String, CliError> {
 }
 
 /// The jobs of `filter`, one at a time, as [`statement`] reads them.
-pub fn jobs<'a>(db: Db, filter: &Filter) -> Result<super::Source<'a>, CliError> {
+pub fn jobs<'a>(db: Db, filter: &Filter) -> Result<super::JobStream<'a>, CliError> {
     let statement = statement(filter)?;
     let stream = db
         .rt

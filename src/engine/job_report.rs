@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::model::duration::GoDuration;
-use crate::model::history::{FailureHistory, Final, JobExpect, Outcome, Run, RunExpect, StartedAt, Timestamp};
+use crate::model::failure_history::{FailureHistory, Final, JobExpect, Outcome, Run, RunExpect, StartedAt, Timestamp};
 use crate::model::policy::Action;
 
 use super::upstream::{self, UpstreamJob};

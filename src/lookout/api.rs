@@ -24,7 +24,7 @@ use super::mapping::{self, error_text, state, JobRow, LookoutJob, Place, RowErro
 use super::{Filter, Item};
 use crate::client::{redact_url, Auth, ClientTls};
 use crate::error::{CliError, ExitCode};
-use crate::model::history::Timestamp;
+use crate::model::failure_history::Timestamp;
 
 /// Jobs per page.
 pub const PAGE: usize = 500;
@@ -392,7 +392,7 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// The jobs of `filter`, page by page.
-pub fn jobs<'a>(api: Api, filter: &'a Filter) -> super::Source<'a> {
+pub fn jobs<'a>(api: Api, filter: &'a Filter) -> super::JobStream<'a> {
     Box::new(ApiJobs {
         api,
         filter,

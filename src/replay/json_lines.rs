@@ -23,7 +23,7 @@ use serde::Deserialize;
 
 use crate::model::document::decode_document;
 use crate::model::duration::GoDuration;
-use crate::model::history::{
+use crate::model::failure_history::{
     validate_failure_history, Container, FailureHistory, Final, Job, JobExpect, Outcome, Run, RunExpect, StartedAt,
     Timestamp, DECISION_KINDS,
 };

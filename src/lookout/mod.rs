@@ -7,19 +7,19 @@
 //! the masking of a DSN for messages. Must not: format output (the command and
 //! `output::history` do), or guess what Lookout does not say (`mapping` counts it instead).
 //!
-//! - [`lookout_db`]: Lookout's PostgreSQL, streamed in one binary `COPY` and decoded by hand.
-//! - [`lookout_api`]: Lookout's REST API, paged with skip/take.
+//! - [`db`]: Lookout's PostgreSQL, streamed in one binary `COPY` and decoded by hand.
+//! - [`api`]: Lookout's REST API, paged with skip/take.
 //! - [`mapping`]: the rows → FailureHistory mapping, pure.
 //!
 //! Hostile rows (SPEC §3.3): a row a source cannot read is an [`Item::Bad`] (the run, or the
 //! job when it is the job's own row, is left out and reported), never the end of the stream;
 //! only a lost connection or an answer that is not Lookout's ends it, as `Err`.
 
-pub mod lookout_api;
-pub mod lookout_db;
+pub mod api;
+pub mod db;
 pub mod mapping;
 
-use crate::model::history::{FailureHistory, Timestamp};
+use crate::model::failure_history::{FailureHistory, Timestamp};
 
 pub use mapping::{LookoutJob, Notes, Place, RowError};
 
@@ -44,7 +44,7 @@ pub enum Item {
 
 /// A source of jobs: a boxed iterator, so the command treats both alike. `Send`, so that a
 /// replay can read it on its own thread (as `replay::source::HistorySource` is read).
-pub type Source<'a> = Box<dyn Iterator<Item = anyhow::Result<Item>> + Send + 'a>;
+pub type JobStream<'a> = Box<dyn Iterator<Item = anyhow::Result<Item>> + Send + 'a>;
 
 /// What an [`Export`] yields, in the source's order.
 #[derive(Debug)]
@@ -80,12 +80,12 @@ impl Totals {
 
 /// A source mapped one job at a time ([`mapping::map_job`]), counting as it goes.
 pub struct Export<'a> {
-    source: Source<'a>,
+    source: JobStream<'a>,
     totals: Totals,
 }
 
 impl<'a> Export<'a> {
-    pub fn new(source: Source<'a>) -> Export<'a> {
+    pub fn new(source: JobStream<'a>) -> Export<'a> {
         Export {
             source,
             totals: Totals::default(),

@@ -2,7 +2,7 @@
 //! oddity, each asserting the run written (as the JSON `history` writes) and the counts.
 
 use super::*;
-use crate::model::history::failure_history_json;
+use crate::model::failure_history::failure_history_json;
 
 fn t(s: &str) -> Option<Timestamp> {
     Some(Timestamp::parse(s).unwrap())
@@ -326,7 +326,7 @@ fn written_history_reads_back_through_the_simulate_decoder() {
     let m = map_job(job(vec![r, run("b", 4, state::SUCCEEDED)])).unwrap();
     let h = m.history.unwrap();
     let line = failure_history_json(&h).to_string();
-    let back = crate::replay::decode::decode_line(line.as_bytes(), 1).unwrap();
+    let back = crate::replay::json_lines::decode_line(line.as_bytes(), 1).unwrap();
     assert_eq!(back, h);
     assert_eq!(back.runs[0].containers[0].name(), None);
 }
