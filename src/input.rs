@@ -121,7 +121,7 @@ fn file_error(path: &Path, e: &io::Error) -> SourceFile {
     }
 }
 
-/// The scheduler config file of `--scheduler-config` (`validate`, `simulate`): an error
+/// The scheduler config file of `--scheduler-config` (`validate`, `simulate`, `describe`): an error
 /// naming the file when it cannot be read, and one line per problem (`FILE:LINE:COL: FIELD:
 /// message`) when it does not decode.
 pub fn read_scheduler_config(path: &Path) -> Result<SchedulerConfig, CliError> {

@@ -39,13 +39,13 @@ pub(super) struct Shared {
 pub(super) type Work = Box<dyn FnOnce(&Connection) -> Result<(u64, CacheUpdate), StoreError> + Send>;
 /// A write's answer: its result, or the panic of its work (re-raised in the request's task,
 /// where it becomes the 500 any handler panic becomes).
-type Outcome = std::thread::Result<Result<u64, StoreError>>;
+type Answer = std::thread::Result<Result<u64, StoreError>>;
 
 /// A queued write: its work and where its answer goes. (Not a job of Armada's: the store's
 /// unit of work.)
 struct Write {
     work: Work,
-    reply: tokio::sync::oneshot::Sender<Outcome>,
+    reply: tokio::sync::oneshot::Sender<Answer>,
 }
 
 /// At most this many writes share a transaction, so that one commit stays short.
@@ -54,7 +54,7 @@ const MAX_BATCH: usize = 256;
 /// The answer to a queued write: `.await` it on the runtime, or [`Pending::wait`] off it.
 pub struct Pending {
     /// `None`: the store was closed before the write could be queued.
-    answer: Option<tokio::sync::oneshot::Receiver<Outcome>>,
+    answer: Option<tokio::sync::oneshot::Receiver<Answer>>,
 }
 
 impl Pending {
@@ -78,7 +78,7 @@ impl Future for Pending {
     }
 }
 
-fn settle(answer: Result<Outcome, tokio::sync::oneshot::error::RecvError>) -> Result<u64, StoreError> {
+fn settle(answer: Result<Answer, tokio::sync::oneshot::error::RecvError>) -> Result<u64, StoreError> {
     match answer {
         Ok(Ok(result)) => result,
         Ok(Err(panic)) => std::panic::resume_unwind(panic),
@@ -171,7 +171,7 @@ fn commit_batch(shared: &Shared, batch: Vec<Write>) {
                 return;
             }
         };
-        let mut written: Vec<(tokio::sync::oneshot::Sender<Outcome>, u64, CacheUpdate)> =
+        let mut written: Vec<(tokio::sync::oneshot::Sender<Answer>, u64, CacheUpdate)> =
             Vec::with_capacity(queue.len());
         while let Some(Write { work, reply }) = queue.pop_front() {
             let outcome = match tx.savepoint() {
