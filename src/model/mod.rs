@@ -6,7 +6,7 @@
 //!
 //! Where: `document` reads text into typed documents (the envelope first, then each kind's
 //! body) with the strict decoder of `decode`; each kind's type and body decoder is `policy`,
-//! `queue`, `history` or `scheduler`; `fields` is the one table of every field (the decoders,
+//! `queue`, `failure_history` or `scheduler`; `fields` is the one table of every field (the decoders,
 //! `explain` and `schema` read it); `vocabulary` the fixed words several of these spell
 //! (apiVersion strings, enum value names; it imports nothing); `validate` checks one document,
 //! `lint` checks documents against each other; `encode` writes a typed resource back as a
