@@ -1,8 +1,8 @@
 //! Reading `-f PATH...`: files, directories (`-R` to recurse), and `-` for stdin.
 //!
-//! Owns: every filesystem and stdin read of input documents (the scheduler config file too),
-//! the size limit, and the attribution of documents to the file they came from. Must not: decode documents itself
-//! (that is `model::document`) or print.
+//! Owns: every filesystem and stdin read of input documents (the scheduler config file too), the
+//! size limit, and the attribution of documents to the file they came from. Must not: decode
+//! documents itself (that is `model::document`) or print.
 
 use std::fs;
 use std::io::{self, Read};
