@@ -18,7 +18,7 @@
 //!   stop it. Commands that talk to no server (`validate`, `simulate -f`, `explain`,
 //!   `schema`, `completion`, `config`) call neither.
 //!
-//! The address resolves into a [`Server`] whose [`Address`] is a REST base URL or a gRPC
+//! The address resolves into an [`Endpoint`] whose [`Address`] is a REST base URL or a gRPC
 //! target (SPEC §5.3); the credential order does not depend on the transport.
 //!
 //! Precedence, and the decisions where SPEC is silent:
@@ -137,9 +137,10 @@ impl fmt::Debug for Given {
     }
 }
 
-/// The Armada server a command talks to.
+/// The Armada server a command talks to: where it is and where that came from. (`serve`'s
+/// running server is `server::Server`.)
 #[derive(Debug, Clone, PartialEq)]
-pub struct Server {
+pub struct Endpoint {
     pub address: Address,
     pub source: UrlSource,
     /// The URL's `user:password` as basic auth: credential source 3, taken out of the URL.
@@ -518,16 +519,16 @@ fn percent_decode(text: &str) -> String {
 
 impl ConnectionSettings {
     /// The Armada server: the address [`resolve`] found first, checked.
-    pub fn server(&self) -> Result<Server, CliError> {
+    pub fn server(&self) -> Result<Endpoint, CliError> {
         match &self.address {
-            Candidate::Url { raw, source, from } if is_grpc(raw) => Ok(Server {
+            Candidate::Url { raw, source, from } if is_grpc(raw) => Ok(Endpoint {
                 address: Address::Grpc(grpc_url(raw, from)?),
                 source: source.clone(),
                 url_auth: None,
             }),
             Candidate::Url { raw, source, from } => {
                 let (url, url_auth) = server_url(raw, ARMADA_URL, from)?;
-                Ok(Server {
+                Ok(Endpoint {
                     address: Address::Rest(url),
                     source: source.clone(),
                     url_auth,
@@ -538,7 +539,7 @@ impl ConnectionSettings {
                 source,
                 from,
                 force_no_tls,
-            } => Ok(Server {
+            } => Ok(Endpoint {
                 address: Address::Grpc(grpc_url(&grpc_target(raw, *force_no_tls), from)?),
                 source: source.clone(),
                 url_auth: None,
@@ -599,7 +600,7 @@ impl ConnectionSettings {
     /// The Armada server and what `Client::new` needs to talk to it. In this order: the
     /// address, the CA file, then the credentials, so that a bad URL or file does not cost
     /// an `execAuth` login.
-    pub fn armada_client(&self) -> Result<(Server, ClientConfig), CliError> {
+    pub fn armada_client(&self) -> Result<(Endpoint, ClientConfig), CliError> {
         let server = self.server()?;
         let tls = self.client_tls()?;
         let credentials = self.credentials(server.url_auth.as_ref())?;
@@ -625,7 +626,7 @@ impl ConnectionSettings {
     }
 }
 
-impl Server {
+impl Endpoint {
     /// The next step when the server cannot be reached, naming where the address came from.
     pub fn unreachable_hint(&self) -> String {
         let from = match &self.source {

@@ -1,8 +1,8 @@
 //! Reading `-f PATH...`: files, directories (`-R` to recurse), and `-` for stdin.
 //!
-//! Owns: every filesystem and stdin read of input documents (the scheduler config file too),
-//! the size limit, and the attribution of documents to the file they came from. Must not: decode documents itself
-//! (that is `model::document`) or print.
+//! Owns: every filesystem and stdin read of input documents (the scheduler config file too), the
+//! size limit, and the attribution of documents to the file they came from. Must not: decode
+//! documents itself (that is `model::document`) or print.
 
 use std::fs;
 use std::io::{self, Read};
@@ -121,7 +121,7 @@ fn file_error(path: &Path, e: &io::Error) -> SourceFile {
     }
 }
 
-/// The scheduler config file of `--scheduler-config` (`validate`, `simulate`): an error
+/// The scheduler config file of `--scheduler-config` (`validate`, `simulate`, `describe`): an error
 /// naming the file when it cannot be read, and one line per problem (`FILE:LINE:COL: FIELD:
 /// message`) when it does not decode.
 pub fn read_scheduler_config(path: &Path) -> Result<SchedulerConfig, CliError> {

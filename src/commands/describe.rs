@@ -11,12 +11,11 @@ use crate::commands::remote::{self, found, Remote};
 use crate::commands::target::{noun_of, Targets};
 use crate::engine::Settings;
 use crate::error::{CliError, ExitCode};
-use crate::model::scheduler::parse_scheduler_config;
 use crate::model::{Kind, Queue, Resource, RetryPolicy};
 use crate::output::describe::{self, Scheduler};
 
-/// Where the resources come from.
-enum Store {
+/// The resources to describe: the documents of `-f` files, or a server to ask.
+enum Resources {
     Files {
         policies: Vec<RetryPolicy>,
         queues: Vec<Queue>,
@@ -32,23 +31,7 @@ pub fn run(ctx: &mut Context, args: &DescribeArgs) -> anyhow::Result<ExitCode> {
     };
     let settings = match &args.scheduler_config {
         None => Settings::default(),
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                CliError::invalid(format!(
-                    "{}: cannot read: {}",
-                    path.display(),
-                    crate::input::io_reason(&e)
-                ))
-            })?;
-            let config = parse_scheduler_config(&text).map_err(|errors| {
-                CliError::invalid(format!(
-                    "{}: invalid scheduler config: {}",
-                    path.display(),
-                    crate::diag::describe_errors(&errors)
-                ))
-            })?;
-            Settings::from_config(&config)
-        }
+        Some(path) => Settings::from_config(&crate::input::read_scheduler_config(path)?),
     };
     let source = args.scheduler_config.as_ref().map(|p| p.display().to_string());
     let scheduler = Scheduler {
@@ -59,8 +42,8 @@ pub fn run(ctx: &mut Context, args: &DescribeArgs) -> anyhow::Result<ExitCode> {
         Some(DescribeResource::Retrypolicy(f) | DescribeResource::Queue(f)) if !f.source.files.is_empty() => &f.source,
         _ => &args.source,
     };
-    let store = if files.files.is_empty() {
-        Store::Server(Box::new(remote::connect(ctx)?))
+    let resources = if files.files.is_empty() {
+        Resources::Server(Box::new(remote::connect(ctx)?))
     } else {
         let items = remote::load(ctx, files, &[Kind::RetryPolicy, Kind::Queue])?;
         let (mut policies, mut queues) = (Vec::new(), Vec::new());
@@ -71,16 +54,16 @@ pub fn run(ctx: &mut Context, args: &DescribeArgs) -> anyhow::Result<ExitCode> {
                 _ => {}
             }
         }
-        Store::Files { policies, queues }
+        Resources::Files { policies, queues }
     };
     // Offline without names: everything in the files.
-    let wanted: Vec<(Kind, String)> = match (&store, targets.is_empty()) {
-        (Store::Files { policies, queues }, true) => policies
+    let wanted: Vec<(Kind, String)> = match (&resources, targets.is_empty()) {
+        (Resources::Files { policies, queues }, true) => policies
             .iter()
             .map(|p| (Kind::RetryPolicy, p.name.clone()))
             .chain(queues.iter().map(|q| (Kind::Queue, q.name.clone())))
             .collect(),
-        (Store::Server(_), true) => {
+        (Resources::Server(_), true) => {
             return Err(CliError::usage("describe what? name a resource: `retryctl describe retrypolicy NAME`").into())
         }
         _ => targets
@@ -92,7 +75,7 @@ pub fn run(ctx: &mut Context, args: &DescribeArgs) -> anyhow::Result<ExitCode> {
     let mut missing = Vec::new();
     let mut first = true;
     for (kind, name) in wanted {
-        let Some(text) = describe_one(&store, kind, &name, &scheduler)? else {
+        let Some(text) = describe_one(&resources, kind, &name, &scheduler)? else {
             missing.push(format!("{} `{name}`", noun_of(kind)));
             continue;
         };
@@ -109,22 +92,24 @@ pub fn run(ctx: &mut Context, args: &DescribeArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn describe_one(store: &Store, kind: Kind, name: &str, s: &Scheduler) -> anyhow::Result<Option<Vec<u8>>> {
+fn describe_one(resources: &Resources, kind: Kind, name: &str, s: &Scheduler) -> anyhow::Result<Option<Vec<u8>>> {
     let mut out = Vec::new();
     match kind {
         Kind::Queue => {
-            let Some(queue) = queue(store, name)? else {
+            let Some(queue) = queue(resources, name)? else {
                 return Ok(None);
             };
             let mut policies = Vec::new();
             for p in &queue.retry_policies {
-                policies.push((p.clone(), policy(store, p)?));
+                policies.push((p.clone(), policy(resources, p)?));
             }
             describe::write_queue(&mut out, &queue, &policies, s)?;
         }
         _ => {
-            let Some(p) = policy(store, name)? else { return Ok(None) };
-            let used_by: Vec<(String, usize, usize)> = queues(store)?
+            let Some(p) = policy(resources, name)? else {
+                return Ok(None);
+            };
+            let used_by: Vec<(String, usize, usize)> = queues(resources)?
                 .into_iter()
                 .filter_map(|q| {
                     let pos = q.retry_policies.iter().position(|x| x == name)?;
@@ -137,27 +122,27 @@ fn describe_one(store: &Store, kind: Kind, name: &str, s: &Scheduler) -> anyhow:
     Ok(Some(out))
 }
 
-fn policy(store: &Store, name: &str) -> Result<Option<RetryPolicy>, CliError> {
-    match store {
-        Store::Files { policies, .. } => Ok(policies.iter().find(|p| p.name == name).cloned()),
-        Store::Server(c) => {
+fn policy(resources: &Resources, name: &str) -> Result<Option<RetryPolicy>, CliError> {
+    match resources {
+        Resources::Files { policies, .. } => Ok(policies.iter().find(|p| p.name == name).cloned()),
+        Resources::Server(c) => {
             found(c.client.get_policy(name)).map_err(|e| c.fail(&format!("cannot get retry policy `{name}`"), e))
         }
     }
 }
 
-fn queue(store: &Store, name: &str) -> Result<Option<Queue>, CliError> {
-    match store {
-        Store::Files { queues, .. } => Ok(queues.iter().find(|q| q.name == name).cloned()),
-        Store::Server(c) => {
+fn queue(resources: &Resources, name: &str) -> Result<Option<Queue>, CliError> {
+    match resources {
+        Resources::Files { queues, .. } => Ok(queues.iter().find(|q| q.name == name).cloned()),
+        Resources::Server(c) => {
             found(c.client.get_queue(name)).map_err(|e| c.fail(&format!("cannot get queue `{name}`"), e))
         }
     }
 }
 
-fn queues(store: &Store) -> Result<Vec<Queue>, CliError> {
-    match store {
-        Store::Files { queues, .. } => Ok(queues.clone()),
-        Store::Server(c) => c.client.list_queues().map_err(|e| c.fail("cannot list queues", e)),
+fn queues(resources: &Resources) -> Result<Vec<Queue>, CliError> {
+    match resources {
+        Resources::Files { queues, .. } => Ok(queues.clone()),
+        Resources::Server(c) => c.client.list_queues().map_err(|e| c.fail("cannot list queues", e)),
     }
 }

@@ -7,7 +7,7 @@
 use crate::app::Context;
 use crate::cli::{DryRun, FileSource};
 use crate::client::{self, codes, Auth, Client, ClientError, WriteOp};
-use crate::connection::{self, Env, Server};
+use crate::connection::{self, Endpoint, Env};
 use crate::error::CliError;
 use crate::input;
 use crate::model::validate::name_problem;
@@ -18,7 +18,7 @@ use crate::output::report;
 /// credentials it sends (for hints).
 pub struct Remote {
     pub client: Box<dyn Client>,
-    pub server: Server,
+    pub server: Endpoint,
     /// The credentials sent, as `-v` shows them (`bearer from `$ARMADA_TOKEN``); `None`
     /// when anonymous.
     sent: Option<String>,

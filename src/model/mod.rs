@@ -4,13 +4,13 @@
 //! and every rule about them. Must not: do I/O, read the clock or the environment, or know
 //! about the command line, the network or output formats. Takes `&str`, returns values.
 //!
-//! Where: `document` reads text into typed documents (the envelope first, then each kind's
-//! body) with the strict decoder of `decode`; each kind's type and body decoder is `policy`,
-//! `queue`, `history` or `scheduler`; `fields` is the one table of every field (the decoders,
-//! `explain` and `schema` read it); `vocabulary` the fixed words several of these spell
-//! (apiVersion strings, enum value names; it imports nothing); `validate` checks one document,
-//! `lint` checks documents against each other; `encode` writes a typed resource back as a
-//! canonical document; `duration` and `quantity` are Go durations and Kubernetes quantities.
+//! Where: `document` reads text into typed documents (the envelope first, then each kind's body)
+//! with the strict decoder of `decode`; each kind's type and body decoder is `policy`, `queue`,
+//! `failure_history` or `scheduler`; `fields` is the one table of every field (the decoders,
+//! `explain` and `schema` read it); `vocabulary` the fixed words several of these spell (apiVersion
+//! strings, enum value names; it imports nothing); `validate` checks one document, `lint` checks
+//! documents against each other; `encode` writes a typed resource back as a canonical document;
+//! `duration` and `quantity` are Go durations and Kubernetes quantities.
 
 pub mod decode;
 pub mod document;

@@ -3,8 +3,8 @@
 //! pod-level conditions, the decision kinds of SPEC §2.9).
 //!
 //! Owns: those constants. A leaf: `document` (the envelope), `fields` (the field tables that
-//! `explain` and `schema` read), `history`, `scheduler` and `encode` take them from here, so
-//! that the field tables import neither the decoders that use them nor the types whose names
+//! `explain` and `schema` read), `failure_history`, `scheduler` and `encode` take them from here,
+//! so that the field tables import neither the decoders that use them nor the types whose names
 //! they list. Must not: import anything.
 
 pub const API_V1: &str = "armadaproject.io/v1";

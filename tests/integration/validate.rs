@@ -713,7 +713,7 @@ fn scheduler_config_lint() {
 /// `validate` and `simulate` read `--scheduler-config` alike: one line per problem, at its
 /// position, the field named only when there is one (a YAML error has none).
 #[test]
-fn a_broken_scheduler_config_reads_the_same_in_validate_and_simulate() {
+fn a_broken_scheduler_config_reads_the_same_in_validate_simulate_and_describe() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("scheduler.yaml");
     std::fs::write(&config, "scheduling: [\n").unwrap();
@@ -739,6 +739,9 @@ error: invalid scheduler config `TMP/scheduler.yaml`
         "testdata/histories/cuda-error.yaml",
     ])
     .args(["--scheduler-config", config]);
+    assert_eq!(exchange(&mut cmd).replace(tmp, "TMP"), expected);
+    let mut cmd = retryctl(home.path());
+    cmd.args(["describe", "-f", policy, "--scheduler-config", config]);
     assert_eq!(exchange(&mut cmd).replace(tmp, "TMP"), expected);
 }
 
