@@ -1719,7 +1719,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__get)
-            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
+            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --lookout-db --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1738,6 +1738,10 @@ _retryctl() {
                     return 0
                     ;;
                 --sort-by)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lookout-db)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1841,7 +1845,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__get__subcmd__queue)
-            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --lookout-db --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1860,6 +1864,10 @@ _retryctl() {
                     return 0
                     ;;
                 --sort-by)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lookout-db)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1907,7 +1915,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__get__subcmd__retrypolicy)
-            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --lookout-db --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1926,6 +1934,10 @@ _retryctl() {
                     return 0
                     ;;
                 --sort-by)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lookout-db)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

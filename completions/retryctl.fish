@@ -284,6 +284,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -317,6 +318,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -341,6 +343,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -365,6 +368,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -389,6 +393,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -413,6 +418,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -437,6 +443,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -461,6 +468,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -485,6 +493,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F

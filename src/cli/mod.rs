@@ -579,6 +579,9 @@ pub struct GetArgs {
     #[command(flatten)]
     pub view: ViewArgs,
 
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+
     #[command(subcommand)]
     pub resource: Option<GetResource>,
 }
@@ -602,6 +605,18 @@ pub struct GetFlags {
 
     #[command(flatten)]
     pub view: ViewArgs,
+
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+// Where `get` reads from instead of the server: the cluster's own database (SPEC §5.4).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ClusterArgs {
+    /// Read what the cluster stores, read-only, from Lookout's PostgreSQL database (tables
+    /// `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server.
+    #[arg(long, value_name = "DSN")]
+    pub lookout_db: Option<String>,
 }
 
 // How `get` prints what it found.
@@ -988,7 +1003,8 @@ const EX_GET: &str = "Examples:\n  retryctl get retrypolicies                   
   retryctl get retrypolicy/infra queue/ml -o name
   retryctl get rp -o jsonpath='{.items[*].metadata.name}'
   retryctl get rp -o custom-columns=NAME:.metadata.name,LIMIT:.spec.retryLimit
-  retryctl get rp --sort-by .spec.retryLimit           # the table, by limit";
+  retryctl get rp --sort-by .spec.retryLimit           # the table, by limit
+  retryctl get queues --lookout-db postgresql://lookout@db/lookout   # what the cluster stores";
 
 const EX_UPDATE: &str =
     "Examples:\n  retryctl update -f infra.yaml                        # replace; `unchanged` when equal

@@ -8,6 +8,8 @@
 //! `output::history` do), or guess what Lookout does not say (`mapping` counts it instead).
 //!
 //! - [`db`]: Lookout's PostgreSQL, streamed in one binary `COPY` and decoded by hand.
+//! - [`cluster`]: the retry policies and queues upstream's server stores in the same database
+//!   (SPEC §5.4), read-only.
 //! - [`api`]: Lookout's REST API, paged with skip/take.
 //! - [`mapping`]: the rows → FailureHistory mapping, pure.
 //!
@@ -16,6 +18,7 @@
 //! only a lost connection or an answer that is not Lookout's ends it, as `Err`.
 
 pub mod api;
+pub mod cluster;
 pub mod db;
 pub mod mapping;
 
