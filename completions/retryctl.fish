@@ -938,10 +938,16 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l history -d 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l lookout-db -d 'Replay a real cluster\'s history straight from Lookout\'s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l queue -d 'With --lookout-db: the jobs of this queue' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l jobset -d 'With --lookout-db: only jobs of this job set' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l since -d 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l from -d 'With --lookout-db: only jobs submitted at or after this RFC 3339 time' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l to -d 'With --lookout-db: only jobs submitted before this RFC 3339 time' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l baseline -d 'What-if: also replay under these (old) policies and report what changes' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l engine -d 'Which engine decides: the design (SPEC §2) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design; with --from-server against a server without the dialect header, upstream' -r -f -a "design\t''
 upstream\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l baseline-engine -d 'The engine of the --baseline side (default: the same as --engine)' -r -f -a "design\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l baseline-engine -d 'The engine of the baseline side (default: the same as --engine)' -r -f -a "design\t''
 upstream\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l scheduler-config -d 'An Armada scheduler config file (its `scheduling.retryPolicy` block is used)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l retry-policy -d 'Policies for jobs whose queue is not among the documents (comma separated, in order)' -r
@@ -964,10 +970,11 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l color -d 
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l exit-code -d 'With --baseline: exit 1 when any job changes'
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l all-changes -d 'With --baseline, -o table: list every changed job (default: the first 20 of each transition, then `… and N more`)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l baseline-from-cluster -d 'What-if against what the cluster runs: the baseline is the retry policies and queue attachments stored in the --lookout-db database'
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l exit-code -d 'With --baseline or --baseline-from-cluster: exit 1 when any job changes'
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l all-changes -d 'With --baseline or --baseline-from-cluster, -o table: list every changed job (default: the first 20 of each transition, then `… and N more`)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l from-server -d 'Take the job\'s queue and its policies from the server instead of files'
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l strict -d 'Exit 1 when a history contradicts the decisions (not only on failed expectations)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l strict -d 'Exit 1 when a history contradicts the decisions (not only on failed expectations); with --lookout-db, also when a row was left out because it could not be read'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s h -l help -d 'Print help'

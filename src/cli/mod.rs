@@ -806,6 +806,8 @@ pub struct DeletePolicyFlags {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("histories").required(true).args(["history", "lookout_db"])))]
+#[command(group(clap::ArgGroup::new("what_if").args(["baseline", "baseline_from_cluster"])))]
 pub struct SimulateArgs {
     /// RetryPolicy and Queue documents (files, directories, `-`).
     #[command(flatten)]
@@ -813,19 +815,52 @@ pub struct SimulateArgs {
 
     /// A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`.
     #[arg(long, value_name = "PATH")]
-    pub history: PathBuf,
+    pub history: Option<PathBuf>,
+
+    /// Replay a real cluster's history straight from Lookout's PostgreSQL database (as
+    /// `retryctl history --lookout-db` reads it, no file in between); needs --queue.
+    // What goes with it (`--queue`, the filters, --baseline-from-cluster) is checked by the
+    // command: clap lets a `requires` of a member of the `histories` group pass when another
+    // member (`--history`) is given.
+    #[arg(long, value_name = "DSN")]
+    pub lookout_db: Option<String>,
+
+    /// With --lookout-db: the jobs of this queue.
+    #[arg(long, value_name = "QUEUE")]
+    pub queue: Option<String>,
+
+    /// With --lookout-db: only jobs of this job set.
+    #[arg(long, value_name = "JOBSET")]
+    pub jobset: Option<String>,
+
+    /// With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`).
+    #[arg(long, value_name = "DURATION", conflicts_with_all = ["from", "to"])]
+    pub since: Option<String>,
+
+    /// With --lookout-db: only jobs submitted at or after this RFC 3339 time.
+    #[arg(long, value_name = "TIME")]
+    pub from: Option<String>,
+
+    /// With --lookout-db: only jobs submitted before this RFC 3339 time.
+    #[arg(long, value_name = "TIME")]
+    pub to: Option<String>,
 
     /// What-if: also replay under these (old) policies and report what changes.
     #[arg(long, value_name = "PATH", num_args = 1..)]
     pub baseline: Vec<PathBuf>,
 
-    /// With --baseline: exit 1 when any job changes.
-    #[arg(long, requires = "baseline")]
+    /// What-if against what the cluster runs: the baseline is the retry policies and queue
+    /// attachments stored in the --lookout-db database.
+    #[arg(long)]
+    pub baseline_from_cluster: bool,
+
+    /// With --baseline or --baseline-from-cluster: exit 1 when any job changes.
+    #[arg(long, requires = "what_if")]
     pub exit_code: bool,
 
-    /// With --baseline, -o table: list every changed job (default: the first 20 of each
-    /// transition, then `… and N more`).
-    #[arg(long, requires = "baseline")]
+    /// With --baseline or --baseline-from-cluster, -o table: list every changed job
+    /// (default: the first 20 of each transition, then `… and N more`).
+    #[arg(long, requires = "what_if")]
     pub all_changes: bool,
 
     /// Which engine decides: the design (SPEC §2) or what upstream Armada ships today (first
@@ -834,8 +869,8 @@ pub struct SimulateArgs {
     #[arg(long, value_enum, value_name = "ENGINE")]
     pub engine: Option<EngineArg>,
 
-    /// The engine of the --baseline side (default: the same as --engine).
-    #[arg(long, value_enum, value_name = "ENGINE", requires = "baseline")]
+    /// The engine of the baseline side (default: the same as --engine).
+    #[arg(long, value_enum, value_name = "ENGINE", requires = "what_if")]
     pub baseline_engine: Option<EngineArg>,
 
     /// An Armada scheduler config file (its `scheduling.retryPolicy` block is used).
@@ -858,7 +893,8 @@ pub struct SimulateArgs {
     #[arg(long)]
     pub from_server: bool,
 
-    /// Exit 1 when a history contradicts the decisions (not only on failed expectations).
+    /// Exit 1 when a history contradicts the decisions (not only on failed expectations);
+    /// with --lookout-db, also when a row was left out because it could not be read.
     #[arg(long)]
     pub strict: bool,
 
@@ -1030,7 +1066,9 @@ const EX_SIMULATE: &str = "Examples:\n  retryctl simulate -f policies/ --history
   retryctl simulate --from-server --history history.yaml
   retryctl simulate -f policies/ --engine upstream --history week.jsonl   # as Armada decides today
   retryctl simulate -f new/ --baseline old/ --history week.jsonl --exit-code
-  retryctl simulate -f new/ --baseline old/ --history week.jsonl -o html > plan.html";
+  retryctl simulate -f new/ --baseline old/ --history week.jsonl -o html > plan.html
+  retryctl simulate -f new/ --lookout-db $DSN --queue ml --since 7d   # straight from Lookout
+  retryctl simulate -f new/ --lookout-db $DSN --queue ml --baseline-from-cluster --since 7d";
 
 const EX_SERVE: &str =
     "Examples:\n  retryctl serve --in-memory                           # http://127.0.0.1:8080, nothing kept

@@ -300,3 +300,295 @@ fn missing_tables_exit_4_naming_them_and_a_wrong_password_5() {
         )
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// simulate --lookout-db
+
+const WINDOW: [&str; 4] = ["--from", "2026-11-15T00:00:00Z", "--to", "2026-11-22T00:00:00Z"];
+
+/// The history fixture (testdata/lookout/lookout.sql) plus two hostile jobs in queue `ml`:
+/// `ml-zy`'s own row does not read (annotations not an object: the job is left out),
+/// `ml-zz`'s second run finished at `infinity` (that run is left out).
+fn history_db(test: &str) -> Option<Db> {
+    let mut db = pg::lookout_db(test)?;
+    let sql = std::fs::read_to_string(crate::support::root().join("testdata/lookout/lookout.sql")).unwrap();
+    db.client.batch_execute(&sql).unwrap();
+    let job = |id: &str, annotations: &str| {
+        format!(
+            "INSERT INTO job (job_id, queue, owner, jobset, cpu, memory, ephemeral_storage, gpu, priority, submitted, state, \
+             last_transition_time, last_transition_time_seconds, annotations) VALUES ('{id}', 'ml', 'o', 'train', 1, 1024, 0, 0, 1, \
+             '2026-11-17 09:00:00', 4, now(), 0, {annotations});\n"
+        )
+    };
+    let run = |job: &str, run: &str, minute: u32, finished: &str| {
+        format!(
+            "INSERT INTO job_run (run_id, job_id, cluster, node, leased, pending, started, finished, job_run_state, exit_code) \
+             VALUES ('{run}', '{job}', 'c', 'node-{run}', '2026-11-17 10:{minute:02}:00', '2026-11-17 10:{minute:02}:00', \
+             '2026-11-17 10:{minute:02}:01', {finished}, 4, 1);\n"
+        )
+    };
+    let mut sql = job("ml-zy", "'[1]'::jsonb");
+    sql += &run("ml-zy", "zy-a", 1, "'2026-11-17 10:01:30'");
+    sql += &job("ml-zz", "'{}'::jsonb");
+    sql += &run("ml-zz", "zz-a", 1, "'2026-11-17 10:01:30'");
+    sql += &run("ml-zz", "zz-b", 2, "'infinity'");
+    db.client.batch_execute(&sql).unwrap();
+    Some(db)
+}
+
+/// `history` of the window to `HOME/week.jsonl`; its stderr (the left-out rows and summary).
+fn export_week(home: &Path, db: &Db) -> (std::path::PathBuf, String) {
+    let file = home.join("week.jsonl");
+    let out = retryctl(home)
+        .args(["history", "--queue", "ml", "--lookout-db", &db.dsn, "--output-file"])
+        .arg(&file)
+        .args(WINDOW)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    (file, String::from_utf8(out.stderr).unwrap())
+}
+
+fn simulate(home: &Path, args: &[&str]) -> Output {
+    retryctl(home).arg("simulate").args(args).output().unwrap()
+}
+
+#[test]
+fn simulate_from_the_database_replays_exactly_what_history_exports() {
+    let Some(db) = history_db("sim_same") else { return };
+    let home = temp_home();
+    let (file, history_err) = export_week(home.path(), &db);
+    // The left-out rows and the counts, as `history` prints them.
+    assert!(
+        history_err.contains("warning: job `ml-zy`: column annotations:"),
+        "{history_err}"
+    );
+    assert!(
+        history_err.contains("warning: job `ml-zz` run `zz-b`: column finished: `infinity` is not a time"),
+        "{history_err}"
+    );
+    assert!(
+        history_err.contains("history: exported 18 jobs and 29 runs of queue `ml`"),
+        "{history_err}"
+    );
+    let file = file.to_str().unwrap();
+    let cases: &[&[&str]] = &[
+        &["-f", "testdata/lookout/new", "-o", "jsonl"],
+        &["-f", "testdata/lookout/new", "-o", "json"],
+        &["-f", "testdata/lookout/new", "-o", "yaml"],
+        &["-f", "testdata/lookout/new"],
+        &["-f", "testdata/lookout/new", "-o", "markdown"],
+        &[
+            "-f",
+            "testdata/lookout/new",
+            "--baseline",
+            "testdata/lookout/old",
+            "-o",
+            "json",
+        ],
+        &["-f", "testdata/lookout/new", "--baseline", "testdata/lookout/old"],
+        &[
+            "-f",
+            "testdata/lookout/upstream-new",
+            "--baseline",
+            "testdata/lookout/upstream-old",
+            "--engine",
+            "upstream",
+            "-o",
+            "html",
+        ],
+    ];
+    for case in cases {
+        let mut from_file = case.to_vec();
+        from_file.extend(["--history", file]);
+        let from_file = simulate(home.path(), &from_file);
+        let mut from_db = case.to_vec();
+        from_db.extend(["--lookout-db", db.dsn.as_str(), "--queue", "ml"]);
+        from_db.extend(WINDOW);
+        let from_db = simulate(home.path(), &from_db);
+        assert_eq!(
+            from_db.status.code(),
+            from_file.status.code(),
+            "{case:?}: {}",
+            format_output(&from_db)
+        );
+        // Byte-identical results.
+        assert!(
+            from_db.stdout == from_file.stdout,
+            "{case:?}:\n{}\n---\n{}",
+            format_output(&from_db),
+            format_output(&from_file)
+        );
+        // stderr: the replay's own lines as from the file, and `history`'s, every one.
+        let err = String::from_utf8(from_db.stderr).unwrap();
+        let file_err = String::from_utf8(from_file.stderr).unwrap();
+        for line in file_err.lines().chain(history_err.lines()) {
+            assert!(err.contains(line), "{case:?}: `{line}` missing from\n{err}");
+        }
+        assert_eq!(
+            err.lines().count(),
+            file_err.lines().count() + history_err.lines().count(),
+            "{case:?}:\n{err}"
+        );
+    }
+    // --strict: the left-out rows make it exit 1 after the replay, as `history --strict`.
+    let mut args = vec![
+        "-f",
+        "testdata/lookout/new",
+        "-o",
+        "jsonl",
+        "--strict",
+        "--lookout-db",
+        &db.dsn,
+        "--queue",
+        "ml",
+    ];
+    args.extend(WINDOW);
+    assert_eq!(simulate(home.path(), &args).status.code(), Some(1));
+    // Without them (--jobset nightly: ml-19, ml-20), exit 0 under --strict too; the
+    // replay's summary, then `history`'s.
+    let mut args = vec![
+        "-f",
+        "testdata/lookout/new",
+        "--strict",
+        "--lookout-db",
+        &db.dsn,
+        "--queue",
+        "ml",
+    ];
+    args.extend(["--jobset", "nightly"]);
+    args.extend(WINDOW);
+    let out = simulate(home.path(), &args);
+    insta::assert_snapshot!(format_output(&out), @r"
+    exit: 0
+    --- stdout
+    summary
+      jobs:      2 (4 runs)
+      outcomes:  1 succeeded, 1 failed, 0 cancelled, 0 pending
+      retries:   2 granted, 0s total delay added
+      POLICY/RULE      RETRIES GRANTED   PERMANENT FAILURES
+      (fail_default)   0                 1
+      ml-new/1         2                 0
+      decisions: retry 2, fail_default 1
+      expectations: all met
+    --- stderr
+    history: exported 2 jobs and 4 runs of queue `ml`
+    what Lookout could not tell (counts, nothing guessed):
+             1  failed or preempted runs without a failure category
+             3  exit codes are the first non-zero container's only (one unnamed container written)
+    ");
+}
+
+#[test]
+fn simulate_from_a_database_exits_4_or_5_as_history_does() {
+    let Some(mut db) = pg::lookout_db("sim_errors") else {
+        return;
+    };
+    let home = temp_home();
+    let masked = db.dsn.replace(pg::PASSWORD, "***");
+    let run = |dsn: &str, extra: &[&str]| {
+        let mut args = vec!["-f", "testdata/lookout/new", "--lookout-db", dsn, "--queue", "ml"];
+        args.extend(extra);
+        simulate(home.path(), &args)
+    };
+    // The history's tables are there, 035's are not: only --baseline-from-cluster needs them.
+    db.client
+        .batch_execute("DROP TABLE queue_retry_policy; DROP TABLE retry_policy")
+        .unwrap();
+    assert_eq!(run(&db.dsn, &[]).status.code(), Some(0));
+    let out = run(&db.dsn, &["--baseline-from-cluster"]);
+    assert_eq!(
+        format_output(&out),
+        format!(
+            "exit: 4\n--- stdout\n--- stderr\nerror: database `{masked}` has no tables `retry_policy`, `queue_retry_policy`: \
+             the Lookout migrations that create them have not run there (`035_create_retry_policy.sql`)\n\n\
+             hint: point `--lookout-db` at the database of an Armada whose server stores retry policies (run Lookout's migrations: `lookout --migrateDatabase`)\n"
+        )
+    );
+    let Some(empty) = pg::empty_db("sim_empty") else { return };
+    let out = run(&empty.dsn, &[]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("has no table `job`: it is not a Lookout database"));
+    let wrong = db.dsn.replace(pg::PASSWORD, "wrong-pass");
+    let out = run(&wrong, &[]);
+    assert_eq!(
+        format_output(&out),
+        format!(
+            "exit: 5\n--- stdout\n--- stderr\nerror: authentication to `{masked}` failed: password authentication failed for user \"lookout\"\n"
+        )
+    );
+}
+
+#[test]
+fn simulate_flag_misuse_is_a_usage_error() {
+    let home = temp_home();
+    let dsn = "postgresql://lookout:pw@127.0.0.1:1/lookout";
+    let cases: &[&[&str]] = &[
+        &["--history", "h.jsonl", "--baseline-from-cluster"],
+        &["--history", "h.jsonl", "--lookout-db", dsn, "--queue", "ml"],
+        &["--lookout-db", dsn],
+        &["--history", "h.jsonl", "--queue", "ml"],
+        &["--history", "h.jsonl", "--since", "7d"],
+        &[],
+        &[
+            "--lookout-db",
+            dsn,
+            "--queue",
+            "ml",
+            "--baseline-from-cluster",
+            "--baseline",
+            "old/",
+        ],
+        &[
+            "--lookout-db",
+            dsn,
+            "--queue",
+            "ml",
+            "--since",
+            "7d",
+            "--from",
+            "2026-01-01T00:00:00Z",
+        ],
+        &["--lookout-db", dsn, "--queue", "ml", "--baseline-engine", "upstream"],
+        &["--lookout-db", dsn, "--queue", "ml", "--since", "week"],
+    ];
+    let mut shown = String::new();
+    for case in cases {
+        let mut args = vec!["-f", "testdata/lookout/new"];
+        args.extend(*case);
+        let out = simulate(home.path(), &args);
+        assert_eq!(out.status.code(), Some(2), "{case:?}: {}", format_output(&out));
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(!err.contains(":pw@"), "{err}");
+        let head: Vec<&str> = err.lines().take_while(|l| !l.is_empty()).collect();
+        shown.push_str(&format!(
+            "$ simulate {}\n{}\n",
+            args.join(" ").replace(dsn, "DSN"),
+            head.join("\n")
+        ));
+    }
+    insta::assert_snapshot!(shown, @r"
+    $ simulate -f testdata/lookout/new --history h.jsonl --baseline-from-cluster
+    error: `--baseline-from-cluster` reads Lookout's database: give `--lookout-db DSN` (with `--history`, the file is the whole history)
+    $ simulate -f testdata/lookout/new --history h.jsonl --lookout-db DSN --queue ml
+    error: the argument '--history <PATH>' cannot be used with '--lookout-db <DSN>'
+    $ simulate -f testdata/lookout/new --lookout-db DSN
+    error: `--lookout-db` replays the jobs of one queue: give `--queue QUEUE`
+    $ simulate -f testdata/lookout/new --history h.jsonl --queue ml
+    error: `--queue` reads Lookout's database: give `--lookout-db DSN` (with `--history`, the file is the whole history)
+    $ simulate -f testdata/lookout/new --history h.jsonl --since 7d
+    error: `--since` reads Lookout's database: give `--lookout-db DSN` (with `--history`, the file is the whole history)
+    $ simulate -f testdata/lookout/new
+    error: the following required arguments were not provided:
+      <--history <PATH>|--lookout-db <DSN>>
+    $ simulate -f testdata/lookout/new --lookout-db DSN --queue ml --baseline-from-cluster --baseline old/
+    error: the argument '--baseline-from-cluster' cannot be used with '--baseline <PATH>...'
+    $ simulate -f testdata/lookout/new --lookout-db DSN --queue ml --since 7d --from 2026-01-01T00:00:00Z
+    error: the argument '--since <DURATION>' cannot be used with '--from <TIME>'
+    $ simulate -f testdata/lookout/new --lookout-db DSN --queue ml --baseline-engine upstream
+    error: the following required arguments were not provided:
+      <--baseline <PATH>...|--baseline-from-cluster>
+    $ simulate -f testdata/lookout/new --lookout-db DSN --queue ml --since week
+    error: invalid `--since` `week`: expected a duration such as `7d`, `36h` or `1d12h`
+    ");
+}
