@@ -592,3 +592,176 @@ fn simulate_flag_misuse_is_a_usage_error() {
     error: invalid `--since` `week`: expected a duration such as `7d`, `36h` or `1d12h`
     ");
 }
+
+// ---------------------------------------------------------------------------------------
+// --baseline-from-cluster
+
+/// `testdata/lookout/upstream-old` as upstream's server stores it, written by upstream's
+/// classes: what the cluster runs.
+const UPSTREAM_OLD_PY: &str = r#"
+from armada_client.armada import submit_pb2 as s
+def out(table, m):
+    print(table, m.name, m.SerializeToString().hex())
+out("retry_policy", s.RetryPolicy(name="ml-old", retry_limit=1, default_action=s.RETRY_ACTION_FAIL, rules=[
+    s.RetryRule(action=s.RETRY_ACTION_RETRY, on_category="internal", on_subcategory="lease-expired"),
+]))
+out("queue", s.Queue(name="ml", priority_factor=1.0))
+out("queue", s.Queue(name="batch", priority_factor=1.0, resource_limits={"cpu": 0.5}))
+"#;
+
+fn cluster_history_db(test: &str) -> Option<Db> {
+    let py = python::python()?;
+    let mut db = history_db(test)?;
+    for line in python::run(&py, UPSTREAM_OLD_PY, &[]).lines() {
+        let mut parts = line.split(' ');
+        let (table, name, hex) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap());
+        db.client
+            .execute(
+                &format!("INSERT INTO {table} (name, definition) VALUES ($1, decode($2, 'hex'))"),
+                &[&name, &hex],
+            )
+            .unwrap();
+    }
+    db.client
+        .batch_execute(
+            "INSERT INTO queue_retry_policy (queue_name, policy_name, ordinal) VALUES ('ml', 'ml-old', 0), ('batch', 'ml-old', 0)",
+        )
+        .unwrap();
+    Some(db)
+}
+
+#[test]
+fn the_baseline_from_the_cluster_is_the_same_plan_as_from_its_files() {
+    let Some(db) = cluster_history_db("sim_cluster") else {
+        return;
+    };
+    let home = temp_home();
+    let (file, _) = export_week(home.path(), &db);
+    let file = file.to_str().unwrap();
+    let run = |candidate: &[&str], baseline: &[&str], format: &str| {
+        let mut args = candidate.to_vec();
+        args.extend(baseline);
+        args.extend(["-o", format]);
+        simulate(home.path(), &args)
+    };
+    let mut from_db = vec![
+        "--lookout-db",
+        db.dsn.as_str(),
+        "--queue",
+        "ml",
+        "--baseline-from-cluster",
+    ];
+    from_db.extend(WINDOW);
+    let from_files = ["--baseline", "testdata/lookout/upstream-old", "--history", file];
+    // Both engines upstream; then the README's usual: the design candidate against what the
+    // cluster's scheduler does today.
+    let candidates: [&[&str]; 2] = [
+        &["-f", "testdata/lookout/upstream-new", "--engine", "upstream"],
+        &["-f", "testdata/lookout/new", "--baseline-engine", "upstream"],
+    ];
+    for candidate in candidates {
+        let (a, b) = (run(candidate, &from_files, "json"), run(candidate, &from_db, "json"));
+        assert_eq!(b.status.code(), Some(0), "{}", format_output(&b));
+        // What the model does not hold is said, and does not stop a replay.
+        assert!(
+            String::from_utf8_lossy(&b.stderr).starts_with(
+                "note: queue `batch` (table `queue`): `resourceLimits` not read: it does not change a retry decision\n"
+            ),
+            "{}",
+            format_output(&b)
+        );
+        let expected = String::from_utf8(a.stdout).unwrap().replacen(
+            "{\"comparison\":{",
+            "{\"comparison\":{\"baselineFrom\":\"cluster\",",
+            1,
+        );
+        assert_eq!(String::from_utf8(b.stdout).unwrap(), expected, "{candidate:?}");
+        let (a, b) = (run(candidate, &from_files, "yaml"), run(candidate, &from_db, "yaml"));
+        let expected =
+            String::from_utf8(a.stdout)
+                .unwrap()
+                .replacen("comparison:\n", "comparison:\n  baselineFrom: cluster\n", 1);
+        assert_eq!(String::from_utf8(b.stdout).unwrap(), expected, "{candidate:?}");
+    }
+    // The plan's header says whose baseline it is.
+    let candidate = candidates[1];
+    let (a, b) = (run(candidate, &from_files, "table"), run(candidate, &from_db, "table"));
+    let b = String::from_utf8(b.stdout).unwrap();
+    assert_eq!(
+        b,
+        format!(
+            "baseline: the retry policies and queue attachments the cluster runs (read from its Lookout database)\n{}",
+            String::from_utf8(a.stdout).unwrap()
+        )
+    );
+    insta::assert_snapshot!(b);
+    let md = String::from_utf8(run(candidate, &from_db, "markdown").stdout).unwrap();
+    assert!(
+        md.starts_with(
+            "## retryctl simulate: what the candidate policies change\n\n\
+             Baseline: the retry policies and queue attachments the cluster runs (read from its Lookout database).\n\n"
+        ),
+        "{md}"
+    );
+    let html = String::from_utf8(run(candidate, &from_db, "html").stdout).unwrap();
+    assert!(
+        html.contains(
+            "replayed under the baseline, the retry policies and queue attachments the cluster runs (read from its Lookout database), \
+             and the candidate policies, by <code>retryctl simulate --baseline-from-cluster</code>"
+        ),
+        "{html}"
+    );
+    // --exit-code: jobs change.
+    let mut args = from_db.clone();
+    args.push("--exit-code");
+    assert_eq!(run(candidate, &args, "json").status.code(), Some(1));
+}
+
+#[test]
+fn a_cluster_baseline_that_cannot_be_read_simulates_nothing() {
+    let Some(mut db) = cluster_history_db("sim_cluster_bad") else {
+        return;
+    };
+    let home = temp_home();
+    let mut args = vec![
+        "-f",
+        "testdata/lookout/new",
+        "--lookout-db",
+        db.dsn.as_str(),
+        "--baseline-from-cluster",
+    ];
+    args.extend(WINDOW);
+    // A queue the cluster does not have: no baseline for its jobs.
+    let mut other = args.clone();
+    other.extend(["--queue", "nope"]);
+    let out = simulate(home.path(), &other);
+    insta::assert_snapshot!(format_output(&out), @r"
+    exit: 1
+    --- stdout
+    --- stderr
+    note: queue `batch` (table `queue`): `resourceLimits` not read: it does not change a retry decision
+    error: queue `nope` is not in the cluster's `queue` table: the cluster has no policies for its jobs
+
+    hint: check `--queue` (`retryctl get queues --lookout-db DSN` lists the cluster's), or give the baseline's policies with --retry-policy
+    ");
+    let dsn = db.dsn.clone();
+    db.client
+        .batch_execute("INSERT INTO retry_policy (name, definition) VALUES ('broken', '\\x08'::bytea)")
+        .unwrap();
+    let mut args = vec![
+        "-f",
+        "testdata/lookout/new",
+        "--lookout-db",
+        dsn.as_str(),
+        "--baseline-from-cluster",
+    ];
+    args.extend(["--queue", "ml"]);
+    let out = simulate(home.path(), &args);
+    insta::assert_snapshot!(format_output(&out), @r"
+    exit: 3
+    --- stdout
+    --- stderr
+    error: table `retry_policy` row `broken`: column `definition`: not an `api.RetryPolicy` message (failed to decode Protobuf message: RetryPolicy.name: invalid wire type: Varint (expected LengthDelimited))
+    error: the cluster's retry policies and queues cannot all be read; nothing was simulated
+    ");
+}
