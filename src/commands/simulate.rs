@@ -1,6 +1,7 @@
 //! `retryctl simulate`: replay failure histories through the embedded evaluator (SPEC §3).
 //!
-//! Load (policies from `-f` or the server, baseline policies, the scheduler config) → pick
+//! Load (policies from `-f` or the server, baseline policies from files or the cluster's
+//! database, the scheduler config, the history's source) → pick
 //! the sink of the output format (`output::simulate::sink`) → `replay::run::{replay,
 //! compare}`, which drives the whole path into it → the exit status, read off the totals
 //! the replay returns. Must not: print with `println!`, exit, read histories itself (that
@@ -21,6 +22,16 @@
 //! - a bad JSON line or a job naming a missing policy is reported (with its line number)
 //!   and skipped; the other jobs still run and the exit status is 3.
 //! - a closed stdout (`simulate … | head`) stops the replay quietly with the status so far.
+//! - `--lookout-db DSN --queue Q` (SPEC §5.4) replaces `--history`: `history`'s filter and
+//!   export (`lookout::export_source`) feed the replay directly. The rows it leaves out are
+//!   reported on stderr in `history`'s words, in order with the replay's messages, and are
+//!   not replay errors (exit 0, or 1 with `--strict`, as `history`); `history`'s summary
+//!   follows the replay's output on stderr. A connection lost midway: what was replayed is
+//!   printed, then the error (exit 4).
+//! - `--baseline-from-cluster`: the baseline is the policies and attachments stored in the same
+//!   database; a row that does not decode stops it before the replay (exit 3, as invalid
+//!   `--baseline` files do), a queue the cluster lacks is exit 1, and the plan says where its
+//!   baseline came from (`output::simulate::Baseline`).
 
 use std::path::PathBuf;
 

@@ -765,3 +765,19 @@ fn a_cluster_baseline_that_cannot_be_read_simulates_nothing() {
     error: the cluster's retry policies and queues cannot all be read; nothing was simulated
     ");
 }
+
+/// The README walkthrough's `testdata/lookout/cluster.sql` holds what upstream's classes write
+/// for `upstream-old/` today (a re-generated armada-client would show here).
+#[test]
+fn the_walkthroughs_cluster_rows_are_upstreams_bytes() {
+    let Some(py) = python::python() else { return };
+    let rows = python::run(&py, &UPSTREAM_OLD_PY.replace(", resource_limits={\"cpu\": 0.5}", ""), &[]);
+    let sql = std::fs::read_to_string(crate::support::root().join("testdata/lookout/cluster.sql")).unwrap();
+    assert_eq!(rows.lines().count(), 3);
+    for line in rows.lines() {
+        let mut parts = line.split(' ');
+        let (table, name, hex) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap());
+        let insert = format!("INSERT INTO {table} (name, definition) VALUES ('{name}', '\\x{hex}'::bytea);");
+        assert!(sql.contains(&insert), "{insert}");
+    }
+}
