@@ -771,7 +771,11 @@ fn a_cluster_baseline_that_cannot_be_read_simulates_nothing() {
 #[test]
 fn the_walkthroughs_cluster_rows_are_upstreams_bytes() {
     let Some(py) = python::python() else { return };
-    let rows = python::run(&py, &UPSTREAM_OLD_PY.replace(", resource_limits={\"cpu\": 0.5}", ""), &[]);
+    let rows = python::run(
+        &py,
+        &UPSTREAM_OLD_PY.replace(", resource_limits={\"cpu\": 0.5}", ""),
+        &[],
+    );
     let sql = std::fs::read_to_string(crate::support::root().join("testdata/lookout/cluster.sql")).unwrap();
     assert_eq!(rows.lines().count(), 3);
     for line in rows.lines() {
