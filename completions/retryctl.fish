@@ -938,12 +938,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l history -d 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l lookout-db -d 'Replay a real cluster\'s history straight from Lookout\'s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l lookout-db -d 'Replay a real cluster\'s history straight from Lookout\'s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l queue -d 'With --lookout-db: the jobs of this queue' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l jobset -d 'With --lookout-db: only jobs of this job set' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l since -d 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l from -d 'With --lookout-db: only jobs submitted at or after this RFC 3339 time' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l to -d 'With --lookout-db: only jobs submitted before this RFC 3339 time' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l since -d 'Only jobs submitted within this duration before now (`7d`, `36h`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l from -d 'Only jobs submitted at or after this RFC 3339 time' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l to -d 'Only jobs submitted before this RFC 3339 time' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l baseline -d 'What-if: also replay under these (old) policies and report what changes' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l engine -d 'Which engine decides: the design (SPEC §2) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design; with --from-server against a server without the dialect header, upstream' -r -f -a "design\t''
 upstream\t''"

@@ -397,15 +397,8 @@ pub struct HistoryArgs {
     /// Only this job (repeatable).
     #[arg(long = "job", value_name = "ID")]
     pub jobs: Vec<String>,
-    /// Only jobs submitted within this duration before now (`7d`, `36h`).
-    #[arg(long, value_name = "DURATION", conflicts_with_all = ["from", "to"])]
-    pub since: Option<String>,
-    /// Only jobs submitted at or after this RFC 3339 time.
-    #[arg(long, value_name = "TIME")]
-    pub from: Option<String>,
-    /// Only jobs submitted before this RFC 3339 time.
-    #[arg(long, value_name = "TIME")]
-    pub to: Option<String>,
+    #[command(flatten)]
+    pub window: WindowArgs,
     /// Lookout's PostgreSQL database (`postgresql://user:password@host:5432/lookout`).
     #[arg(long, value_name = "DSN", env = "LOOKOUT_DB", hide_env_values = true)]
     pub lookout_db: Option<String>,
@@ -422,6 +415,21 @@ pub struct HistoryArgs {
     /// is reported on stderr either way).
     #[arg(long)]
     pub strict: bool,
+}
+
+// The time window of the jobs read from Lookout (`history`, `simulate --lookout-db`), on
+// `job.submitted`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct WindowArgs {
+    /// Only jobs submitted within this duration before now (`7d`, `36h`).
+    #[arg(long, value_name = "DURATION", conflicts_with_all = ["from", "to"])]
+    pub since: Option<String>,
+    /// Only jobs submitted at or after this RFC 3339 time.
+    #[arg(long, value_name = "TIME")]
+    pub from: Option<String>,
+    /// Only jobs submitted before this RFC 3339 time.
+    #[arg(long, value_name = "TIME")]
+    pub to: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -818,7 +826,8 @@ pub struct SimulateArgs {
     pub history: Option<PathBuf>,
 
     /// Replay a real cluster's history straight from Lookout's PostgreSQL database (as
-    /// `retryctl history --lookout-db` reads it, no file in between); needs --queue.
+    /// `retryctl history --lookout-db` reads it, no file in between); needs --queue, and
+    /// --jobset, --since, --from, --to select as for `history`.
     // What goes with it (`--queue`, the filters, --baseline-from-cluster) is checked by the
     // command: clap lets a `requires` of a member of the `histories` group pass when another
     // member (`--history`) is given.
@@ -833,17 +842,9 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "JOBSET")]
     pub jobset: Option<String>,
 
-    /// With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`).
-    #[arg(long, value_name = "DURATION", conflicts_with_all = ["from", "to"])]
-    pub since: Option<String>,
-
-    /// With --lookout-db: only jobs submitted at or after this RFC 3339 time.
-    #[arg(long, value_name = "TIME")]
-    pub from: Option<String>,
-
-    /// With --lookout-db: only jobs submitted before this RFC 3339 time.
-    #[arg(long, value_name = "TIME")]
-    pub to: Option<String>,
+    // With --lookout-db: `--since`, `--from`, `--to`.
+    #[command(flatten)]
+    pub window: WindowArgs,
 
     /// What-if: also replay under these (old) policies and report what changes.
     #[arg(long, value_name = "PATH", num_args = 1..)]

@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 
 use crate::app::Context;
-use crate::cli::{HistoryArgs, HistoryOutput};
+use crate::cli::{HistoryArgs, HistoryOutput, WindowArgs};
 use crate::connection::{parse_timeout, resolve, Env};
 use crate::error::{CliError, ExitCode};
 use crate::lookout::{api, db, Event, Export, Filter, JobStream};
@@ -25,9 +25,7 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
             queue: &args.queue,
             jobset: args.jobset.as_deref(),
             jobs: &args.jobs,
-            since: args.since.as_deref(),
-            from: args.from.as_deref(),
-            to: args.to.as_deref(),
+            window: &args.window,
         },
         now(),
     )?;
@@ -101,9 +99,7 @@ pub struct FilterFlags<'a> {
     pub queue: &'a str,
     pub jobset: Option<&'a str>,
     pub jobs: &'a [String],
-    pub since: Option<&'a str>,
-    pub from: Option<&'a str>,
-    pub to: Option<&'a str>,
+    pub window: &'a WindowArgs,
 }
 
 /// The jobs the flags select; `--since` counts back from `now`.
@@ -118,9 +114,10 @@ pub fn lookout_filter(args: &FilterFlags<'_>, now: Timestamp) -> Result<Filter, 
         })
         .transpose()
     };
-    let mut from = time("--from", args.from)?;
-    let to = time("--to", args.to)?;
-    if let Some(s) = args.since {
+    let w = args.window;
+    let mut from = time("--from", w.from.as_deref())?;
+    let to = time("--to", w.to.as_deref())?;
+    if let Some(s) = &w.since {
         let d = since(s).ok_or_else(|| {
             CliError::usage(format!(
                 "invalid `--since` `{s}`: expected a duration such as `7d`, `36h` or `1d12h`"

@@ -107,9 +107,7 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
             queue,
             jobset: args.jobset.as_deref(),
             jobs: &[],
-            since: args.since.as_deref(),
-            from: args.from.as_deref(),
-            to: args.to.as_deref(),
+            window: &args.window,
         },
         now(),
     )?;
@@ -169,9 +167,9 @@ fn check_lookout_flags(args: &SimulateArgs) -> Result<(), CliError> {
         ("--baseline-from-cluster", args.baseline_from_cluster),
         ("--queue", args.queue.is_some()),
         ("--jobset", args.jobset.is_some()),
-        ("--since", args.since.is_some()),
-        ("--from", args.from.is_some()),
-        ("--to", args.to.is_some()),
+        ("--since", args.window.since.is_some()),
+        ("--from", args.window.from.is_some()),
+        ("--to", args.window.to.is_some()),
     ];
     match given.iter().find(|(_, set)| *set) {
         Some((flag, _)) => Err(CliError::usage(format!(

@@ -39,12 +39,8 @@ out("queue", s.Queue(name="ml", priority_factor=2.0, user_owners=["alice"], grou
 out("queue", s.Queue(name="batch", priority_factor=1.0, cordoned=True))
 "#;
 
-/// A Lookout database with upstream's rows: policies `alpha`, `zeta-first`; queues `batch`
-/// (no policy), `ml` (`zeta-first`, then `alpha`, by `ordinal`).
-fn cluster_db(test: &str) -> Option<Db> {
-    let py = python::python()?;
-    let mut db = pg::lookout_db(test)?;
-    let rows = python::run(&py, ROWS_PY, &[]);
+/// Inserts the `TABLE NAME HEX` lines a script printed as `(name, definition)` rows.
+fn insert_rows(db: &mut Db, rows: &str) {
     for line in rows.lines() {
         let mut parts = line.split(' ');
         let (table, name, hex) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap());
@@ -55,6 +51,14 @@ fn cluster_db(test: &str) -> Option<Db> {
             )
             .unwrap();
     }
+}
+
+/// A Lookout database with upstream's rows: policies `alpha`, `zeta-first`; queues `batch`
+/// (no policy), `ml` (`zeta-first`, then `alpha`, by `ordinal`).
+fn cluster_db(test: &str) -> Option<Db> {
+    let py = python::python()?;
+    let mut db = pg::lookout_db(test)?;
+    insert_rows(&mut db, &python::run(&py, ROWS_PY, &[]));
     db.client
         .batch_execute(
             "INSERT INTO queue_retry_policy (queue_name, policy_name, ordinal) VALUES \
@@ -612,16 +616,7 @@ out("queue", s.Queue(name="batch", priority_factor=1.0, resource_limits={"cpu": 
 fn cluster_history_db(test: &str) -> Option<Db> {
     let py = python::python()?;
     let mut db = history_db(test)?;
-    for line in python::run(&py, UPSTREAM_OLD_PY, &[]).lines() {
-        let mut parts = line.split(' ');
-        let (table, name, hex) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap());
-        db.client
-            .execute(
-                &format!("INSERT INTO {table} (name, definition) VALUES ($1, decode($2, 'hex'))"),
-                &[&name, &hex],
-            )
-            .unwrap();
-    }
+    insert_rows(&mut db, &python::run(&py, UPSTREAM_OLD_PY, &[]));
     db.client
         .batch_execute(
             "INSERT INTO queue_retry_policy (queue_name, policy_name, ordinal) VALUES ('ml', 'ml-old', 0), ('batch', 'ml-old', 0)",
