@@ -780,3 +780,86 @@ fn the_walkthroughs_cluster_rows_are_upstreams_bytes() {
         assert!(sql.contains(&insert), "{insert}");
     }
 }
+
+/// A connection lost in the middle of the stream: what was replayed is printed, then the
+/// error, exit 4 (as `history`), never a clean exit 0 with a partial history.
+#[test]
+fn a_connection_lost_midway_exits_4() {
+    let Some(mut db) = pg::lookout_db("sim_lost") else {
+        return;
+    };
+    db.client
+        .batch_execute(
+            "INSERT INTO job (job_id, queue, owner, jobset, cpu, memory, ephemeral_storage, gpu, priority, submitted, state, \
+             last_transition_time, last_transition_time_seconds, annotations) \
+             SELECT format('job-%s', lpad(i::text, 8, '0')), 'ml', 'o', 's', 1, 1, 0, 0, 1, timestamp '2026-11-16' + i * interval '1 second', \
+             4, now(), 0, '{}'::jsonb FROM generate_series(1, 400000) i; \
+             INSERT INTO job_run (run_id, job_id, cluster, node, leased, pending, started, finished, job_run_state, exit_code) \
+             SELECT format('run-%s', i), format('job-%s', lpad(i::text, 8, '0')), 'c', 'n', timestamp '2026-11-16', \
+             timestamp '2026-11-16', timestamp '2026-11-16 00:00:01', timestamp '2026-11-16 00:00:02', 4, 1 \
+             FROM generate_series(1, 400000) i;",
+        )
+        .unwrap();
+    let home = temp_home();
+    // A plain process (assert_cmd's Command only runs to completion), set up like `retryctl()`.
+    #[allow(deprecated)]
+    let bin = assert_cmd::cargo::cargo_bin("retryctl");
+    let child = std::process::Command::new(bin)
+        .current_dir(crate::support::root())
+        .env_clear()
+        .env("HOME", home.path())
+        .env("NO_COLOR", "1")
+        .env("RAYON_NUM_THREADS", "1")
+        .args([
+            "simulate",
+            "-f",
+            "testdata/lookout/new",
+            "-o",
+            "jsonl",
+            "--lookout-db",
+            &db.dsn,
+            "--queue",
+            "ml",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the export's COPY to be running, then end its backend from the server side.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let ended: i64 = db
+            .client
+            .query_one(
+                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE query LIKE 'COPY (SELECT j.job_id%' AND pid <> pg_backend_pid()) t",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if ended > 0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the export never started");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    let masked = db.dsn.replace(pg::PASSWORD, "***");
+    assert!(
+        err.ends_with(&format!(
+            "error: the Lookout database at `{masked}` answered an error: terminating connection due to administrator command\n"
+        )),
+        "{err}"
+    );
+    // The jobs replayed before are printed, and said in the summary.
+    let replayed = String::from_utf8_lossy(&out.stdout).lines().count();
+    assert!(replayed < 400_000, "{replayed}");
+    assert!(
+        err.contains(&format!(
+            "history: exported {replayed} jobs and {replayed} runs of queue `ml`"
+        )),
+        "{err}"
+    );
+}
