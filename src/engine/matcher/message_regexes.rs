@@ -58,13 +58,13 @@ pub(super) struct MessageRegexes {
     /// the set matches no eligible message — one search per message per policy — every one
     /// of them is rejected untried. When it matches, each candidate still runs its own regex.
     /// (At most 64 rules: `hits`.)
-    set: Option<regex_automata::meta::Regex>,
+    set: Option<PatternSet>,
     /// When the set matches, the rules' regexes are tried one by one in rule order; these
     /// smaller sets, over [`REGEX_CHUNK`] consecutive patterns each (only with more than
     /// that many), reject a chunk's rules with one search when none of them matches (3 × 20
     /// rules whose last one matches: 21 regex searches a decision without them, ~5,000
     /// instructions).
-    chunks: Box<[regex_automata::meta::Regex]>,
+    chunks: Box<[PatternSet]>,
     /// For a policy of at most 64 rules, in place of `set` and `chunks`: one search per
     /// eligible message says which of those rules' regexes match it, so the others are
     /// rejected by mask and the candidates left know their message without a search of
@@ -112,7 +112,7 @@ impl MessageRegexes {
             .flatten();
         // Chunks only under a set that was built, at most 64 (a per-decision bitmask of
         // searched chunks), and all or none (a chunk too large to build only loses them).
-        let chunks: Box<[regex_automata::meta::Regex]> =
+        let chunks: Box<[PatternSet]> =
             if set.is_some() && patterns.len() > REGEX_CHUNK && patterns.len() <= REGEX_CHUNK * 64 {
                 patterns
                     .chunks(REGEX_CHUNK)
@@ -219,7 +219,7 @@ impl MessageRegexes {
 
 /// Whether a set matches a message a rule without `containerName` reads (§2.2–2.3): (one
 /// of a non-init container, one of any container).
-fn set_hits(set: &regex_automata::meta::Regex, facts: &RunFacts<'_>) -> (bool, bool) {
+fn set_hits(set: &PatternSet, facts: &RunFacts<'_>) -> (bool, bool) {
     let hit = |init: bool| {
         facts
             .run
@@ -261,9 +261,9 @@ fn possible(literals: &Literals, facts: &RunFacts<'_>, with_init: bool) -> (u64,
 /// for anchored patterns, panics (index out of bounds) on `^a*\b` against `é` when built
 /// without capture slots, as a set is. The lazy DFA and the PikeVM answer every search it
 /// would (test `pattern_sets_answer_a_word_boundary_after_an_optional_anchored_prefix`).
-pub(super) fn pattern_set(patterns: &[&str]) -> Option<regex_automata::meta::Regex> {
+pub(super) fn pattern_set(patterns: &[&str]) -> Option<PatternSet> {
     use regex_automata::{meta, nfa::thompson::WhichCaptures, util::syntax, MatchKind};
-    meta::Builder::new()
+    let regex = meta::Builder::new()
         .configure(
             meta::Config::new()
                 .match_kind(MatchKind::All)
@@ -275,7 +275,54 @@ pub(super) fn pattern_set(patterns: &[&str]) -> Option<regex_automata::meta::Reg
         )
         .syntax(syntax::Config::new().utf8(true))
         .build_many(patterns)
-        .ok()
+        .ok()?;
+    let may_match_empty = patterns.iter().any(|p| {
+        regex_syntax::Parser::new()
+            .parse(p)
+            .map_or(true, |hir| hir.properties().minimum_len() == Some(0))
+    });
+    Some(PatternSet { regex, may_match_empty })
+}
+
+/// A [`pattern_set`]: its `is_match` is whether some pattern's own regex matches.
+#[derive(Debug, Clone)]
+pub(super) struct PatternSet {
+    regex: regex_automata::meta::Regex,
+    /// Some pattern can match the empty string. Then `is_match` is the overlapping search's
+    /// answer, not the meta regex's `is_match`: with `utf8_empty`, regex-automata 0.4's
+    /// `is_match` loses a match when another pattern's empty match splits a character before
+    /// it ends (`\w+\w+` and `(?-u:\B)` on `_é0`: the empty match inside `é` is skipped and
+    /// the search resumes past it, after `\w+\w+` began). Without empty matches every match
+    /// ends on a character boundary and `is_match` is exact (test
+    /// `a_set_finds_a_match_begun_before_an_empty_match_that_splits_a_character`).
+    may_match_empty: bool,
+}
+
+impl PatternSet {
+    /// Whether one of the patterns matches `message`.
+    #[inline]
+    pub(super) fn is_match(&self, message: &str) -> bool {
+        if !self.may_match_empty {
+            return self.regex.is_match(message);
+        }
+        self.with_matches(message, |set| !set.is_empty())
+    }
+
+    /// `answer` of the patterns that match `message` anywhere (an overlapping search into the
+    /// thread's reused scratch set: no allocation once it is as large as the largest set).
+    #[inline]
+    fn with_matches<T>(&self, message: &str, answer: impl FnOnce(&regex_automata::PatternSet) -> T) -> T {
+        HIT_SCRATCH.with(|scratch| {
+            let mut set = scratch.borrow_mut();
+            if set.capacity() < self.regex.pattern_len() {
+                *set = regex_automata::PatternSet::new(self.regex.pattern_len());
+            }
+            set.clear();
+            self.regex
+                .which_overlapping_matches(&regex_automata::Input::new(message), &mut set);
+            answer(&set)
+        })
+    }
 }
 
 /// A policy's regex message rules without `containerName` (at most 64 rules in the policy) as
@@ -284,7 +331,7 @@ pub(super) fn pattern_set(patterns: &[&str]) -> Option<regex_automata::meta::Reg
 /// `is_match` of each pattern's own `Regex`).
 #[derive(Debug, Clone)]
 pub(super) struct RegexHits {
-    regex: regex_automata::meta::Regex,
+    set: PatternSet,
     /// Per pattern, its rule's bit.
     rules: Box<[u64]>,
 }
@@ -296,9 +343,9 @@ impl RegexHits {
         if patterns.len() > HIT_PATTERNS {
             return None;
         }
-        let regex = pattern_set(patterns)?;
+        let set = pattern_set(patterns)?;
         Some(RegexHits {
-            regex,
+            set,
             rules: rule_ids.iter().map(|&i| 1u64 << i).collect(),
         })
     }
@@ -309,17 +356,10 @@ impl RegexHits {
         // `is_match` first: it stops at the first match or dead state and can use a literal
         // prefilter; the overlapping search scans to the end of the message byte by byte
         // (~1,000 instructions on a 70-byte message), needed only when something matches.
-        if !self.regex.is_match(message) {
+        if !self.set.may_match_empty && !self.set.regex.is_match(message) {
             return 0;
         }
-        HIT_SCRATCH.with(|scratch| {
-            let mut set = scratch.borrow_mut();
-            set.clear();
-            self.regex
-                .which_overlapping_matches(&regex_automata::Input::new(message), &mut set);
-            if set.is_empty() {
-                return 0;
-            }
+        self.set.with_matches(message, |set| {
             let mut out = 0;
             for (k, &rule) in self.rules.iter().enumerate() {
                 if set.contains(regex_automata::PatternID::new_unchecked(k)) {
@@ -432,8 +472,8 @@ const HIT_MESSAGES: usize = 4;
 pub(super) const HIT_PATTERNS: usize = 64;
 
 thread_local! {
-    /// The pattern set a `RegexHits` search fills, one per thread and reused: made on a
-    /// thread's first search, not per decision.
+    /// The pattern set a `PatternSet` search fills, one per thread and reused: made on a
+    /// thread's first search (and grown for a set of more than 64 patterns), not per decision.
     static HIT_SCRATCH: std::cell::RefCell<regex_automata::PatternSet> =
         std::cell::RefCell::new(regex_automata::PatternSet::new(HIT_PATTERNS));
 }

@@ -546,3 +546,19 @@ fn arb_pattern() -> impl Strategy<Value = String> {
     let end = prop::sample::select(vec!["", "", "$", r"\z", "(?m)$", r"\b", r"\B"]);
     (start, prop::collection::vec(atom, 1..=3), end).prop_map(|(s, atoms, e)| format!("{s}{}{e}", atoms.concat()))
 }
+
+/// Found by `regex_hits_are_each_regexs_is_match` (saved in proptest-regressions): regex-automata
+/// 0.4's `is_match` of a set with `utf8_empty` said no match for `_é0` although `\w+\w+`
+/// matches it: the other pattern's empty match inside `é` was skipped by resuming the search
+/// after it. Every answer here is each pattern's own `Regex::is_match`.
+#[test]
+fn a_set_finds_a_match_begun_before_an_empty_match_that_splits_a_character() {
+    let patterns = ["\\w+\\w+", "(?i)(?-u:\\B)"];
+    let hits = RegexHits::new(&patterns, &[0, 1]).unwrap();
+    let set = pattern_set(&patterns).unwrap();
+    for (message, matches) in [("_é0", 0b01), ("é", 0b10), ("ab", 0b11), ("a", 0b00), ("a-", 0b10)] {
+        assert_eq!(own_regexes_matching(&patterns, message), matches, "{message}");
+        assert_eq!(hits.matching(message), matches, "{message}");
+        assert_eq!(set.is_match(message), matches != 0, "{message}");
+    }
+}
