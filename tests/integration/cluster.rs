@@ -113,14 +113,20 @@ priorityFactor: 1
 cordoned: true
 ";
 
-#[test]
-fn get_prints_what_the_cluster_stores_as_a_server_would() {
-    let Some(db) = cluster_db("get_forms") else { return };
+/// `retryctl serve` holding [`SAME_ON_A_SERVER`], and a user of it.
+fn same_on_a_server() -> (TestServer, Session) {
     let server = TestServer::start();
     let session = Session::new(&server.url);
     let file = session.home.path().join("same.yaml");
     std::fs::write(&file, SAME_ON_A_SERVER).unwrap();
     session.ok(&["apply", "-f", file.to_str().unwrap()]);
+    (server, session)
+}
+
+#[test]
+fn get_prints_what_the_cluster_stores_as_a_server_would() {
+    let Some(db) = cluster_db("get_forms") else { return };
+    let (_server, session) = same_on_a_server();
     let forms: &[&[&str]] = &[
         &["retrypolicies"],
         &["retrypolicy", "zeta-first"],
@@ -231,11 +237,7 @@ fn a_corrupt_definition_is_named_and_the_other_rows_still_print() {
 #[test]
 fn a_missing_name_is_the_servers_error() {
     let Some(db) = cluster_db("get_missing") else { return };
-    let server = TestServer::start();
-    let session = Session::new(&server.url);
-    let file = session.home.path().join("same.yaml");
-    std::fs::write(&file, SAME_ON_A_SERVER).unwrap();
-    session.ok(&["apply", "-f", file.to_str().unwrap()]);
+    let (_server, session) = same_on_a_server();
     for args in [
         &["rp", "nope"][..],
         &["queue", "nope", "ml"],
