@@ -1719,7 +1719,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__get)
-            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
+            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --lookout-db --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1738,6 +1738,10 @@ _retryctl() {
                     return 0
                     ;;
                 --sort-by)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lookout-db)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1841,7 +1845,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__get__subcmd__queue)
-            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --lookout-db --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1860,6 +1864,10 @@ _retryctl() {
                     return 0
                     ;;
                 --sort-by)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lookout-db)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1907,7 +1915,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__get__subcmd__retrypolicy)
-            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-o -c -v -h -V --output --api-version --no-headers --sort-by --lookout-db --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1926,6 +1934,10 @@ _retryctl() {
                     return 0
                     ;;
                 --sort-by)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lookout-db)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2639,7 +2651,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__simulate)
-            opts="-f -R -o -c -v -h -V --filename --recursive --history --baseline --exit-code --all-changes --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --from-server --strict --output --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -o -c -v -h -V --filename --recursive --history --lookout-db --queue --jobset --since --from --to --baseline --baseline-from-cluster --exit-code --all-changes --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --from-server --strict --output --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2654,6 +2666,30 @@ _retryctl() {
                     return 0
                     ;;
                 --history)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lookout-db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --queue)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --jobset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --to)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

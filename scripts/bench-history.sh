@@ -11,6 +11,9 @@
 #   floor (binary)  the same with (FORMAT binary), as retryctl reads it
 #   retryctl        retryctl history --lookout-db ... > /dev/null
 #   before          the same with $BEFORE (an older binary), when set
+#   simulate        retryctl simulate -f testdata/lookout/new --lookout-db ... --queue ml
+#                   (issue 23 item 6: the history streamed into the replay, the summary printed)
+#   simulate jsonl  the same with -o jsonl > /dev/null (a record per job rendered and written)
 #
 # each under /usr/bin/time: wall, user CPU, peak RSS, and retryctl's wall over the text floor.
 # The statement is the one `retryctl -v history` prints, so the floor reads the same columns
@@ -138,6 +141,12 @@ for n in "${sizes[@]}"; do
       read -r w u m < <(timed "$bin" history --queue ml --lookout-db "$dsn")
       row "$b" "$w" "$u" "$m" "$(printf '  %6.0f jobs/s  %4.2fx the text floor' "$(echo "$n / $w" | bc -l)" "$(echo "$w / $fw" | bc -l)")"
     done
+    for format in table jsonl; do
+      read -r w u m < <(timed "$retryctl" simulate -f testdata/lookout/new -o "$format" --lookout-db "$dsn" --queue ml)
+      name=simulate; [ "$format" = table ] || name="simulate $format"
+      row "$name" "$w" "$u" "$m" "$(printf '  %6.0f jobs/s  %4.2fx the text floor' "$(echo "$n / $w" | bc -l)" "$(echo "$w / $fw" | bc -l)")"
+    done
   done
-  grep '^history:' "$work/err.txt"
+  # The last simulate's stderr: its summary lines (jsonl) and `history`'s.
+  grep -E '^(history:|  jobs:)' "$work/err.txt"
 done

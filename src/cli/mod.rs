@@ -397,15 +397,8 @@ pub struct HistoryArgs {
     /// Only this job (repeatable).
     #[arg(long = "job", value_name = "ID")]
     pub jobs: Vec<String>,
-    /// Only jobs submitted within this duration before now (`7d`, `36h`).
-    #[arg(long, value_name = "DURATION", conflicts_with_all = ["from", "to"])]
-    pub since: Option<String>,
-    /// Only jobs submitted at or after this RFC 3339 time.
-    #[arg(long, value_name = "TIME")]
-    pub from: Option<String>,
-    /// Only jobs submitted before this RFC 3339 time.
-    #[arg(long, value_name = "TIME")]
-    pub to: Option<String>,
+    #[command(flatten)]
+    pub window: WindowArgs,
     /// Lookout's PostgreSQL database (`postgresql://user:password@host:5432/lookout`).
     #[arg(long, value_name = "DSN", env = "LOOKOUT_DB", hide_env_values = true)]
     pub lookout_db: Option<String>,
@@ -422,6 +415,21 @@ pub struct HistoryArgs {
     /// is reported on stderr either way).
     #[arg(long)]
     pub strict: bool,
+}
+
+// The time window of the jobs read from Lookout (`history`, `simulate --lookout-db`), on
+// `job.submitted`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct WindowArgs {
+    /// Only jobs submitted within this duration before now (`7d`, `36h`).
+    #[arg(long, value_name = "DURATION", conflicts_with_all = ["from", "to"])]
+    pub since: Option<String>,
+    /// Only jobs submitted at or after this RFC 3339 time.
+    #[arg(long, value_name = "TIME")]
+    pub from: Option<String>,
+    /// Only jobs submitted before this RFC 3339 time.
+    #[arg(long, value_name = "TIME")]
+    pub to: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -579,6 +587,9 @@ pub struct GetArgs {
     #[command(flatten)]
     pub view: ViewArgs,
 
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+
     #[command(subcommand)]
     pub resource: Option<GetResource>,
 }
@@ -602,6 +613,18 @@ pub struct GetFlags {
 
     #[command(flatten)]
     pub view: ViewArgs,
+
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+// Where `get` reads from instead of the server: the cluster's own database (SPEC §5.4).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ClusterArgs {
+    /// Read what the cluster stores, read-only, from Lookout's PostgreSQL database (tables
+    /// `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server.
+    #[arg(long, value_name = "DSN")]
+    pub lookout_db: Option<String>,
 }
 
 // How `get` prints what it found.
@@ -791,6 +814,8 @@ pub struct DeletePolicyFlags {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("histories").required(true).args(["history", "lookout_db"])))]
+#[command(group(clap::ArgGroup::new("what_if").args(["baseline", "baseline_from_cluster"])))]
 pub struct SimulateArgs {
     /// RetryPolicy and Queue documents (files, directories, `-`).
     #[command(flatten)]
@@ -798,19 +823,45 @@ pub struct SimulateArgs {
 
     /// A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`.
     #[arg(long, value_name = "PATH")]
-    pub history: PathBuf,
+    pub history: Option<PathBuf>,
+
+    /// Replay a real cluster's history straight from Lookout's PostgreSQL database (as
+    /// `retryctl history --lookout-db` reads it, no file in between); needs --queue, and
+    /// --jobset, --since, --from, --to select as for `history`.
+    // What goes with it (`--queue`, the filters, --baseline-from-cluster) is checked by the
+    // command: clap lets a `requires` of a member of the `histories` group pass when another
+    // member (`--history`) is given.
+    #[arg(long, value_name = "DSN")]
+    pub lookout_db: Option<String>,
+
+    /// With --lookout-db: the jobs of this queue.
+    #[arg(long, value_name = "QUEUE")]
+    pub queue: Option<String>,
+
+    /// With --lookout-db: only jobs of this job set.
+    #[arg(long, value_name = "JOBSET")]
+    pub jobset: Option<String>,
+
+    // With --lookout-db: `--since`, `--from`, `--to`.
+    #[command(flatten)]
+    pub window: WindowArgs,
 
     /// What-if: also replay under these (old) policies and report what changes.
     #[arg(long, value_name = "PATH", num_args = 1..)]
     pub baseline: Vec<PathBuf>,
 
-    /// With --baseline: exit 1 when any job changes.
-    #[arg(long, requires = "baseline")]
+    /// What-if against what the cluster runs: the baseline is the retry policies and queue
+    /// attachments stored in the --lookout-db database.
+    #[arg(long)]
+    pub baseline_from_cluster: bool,
+
+    /// With --baseline or --baseline-from-cluster: exit 1 when any job changes.
+    #[arg(long, requires = "what_if")]
     pub exit_code: bool,
 
-    /// With --baseline, -o table: list every changed job (default: the first 20 of each
-    /// transition, then `… and N more`).
-    #[arg(long, requires = "baseline")]
+    /// With --baseline or --baseline-from-cluster, -o table: list every changed job
+    /// (default: the first 20 of each transition, then `… and N more`).
+    #[arg(long, requires = "what_if")]
     pub all_changes: bool,
 
     /// Which engine decides: the design (SPEC §2) or what upstream Armada ships today (first
@@ -819,8 +870,8 @@ pub struct SimulateArgs {
     #[arg(long, value_enum, value_name = "ENGINE")]
     pub engine: Option<EngineArg>,
 
-    /// The engine of the --baseline side (default: the same as --engine).
-    #[arg(long, value_enum, value_name = "ENGINE", requires = "baseline")]
+    /// The engine of the baseline side (default: the same as --engine).
+    #[arg(long, value_enum, value_name = "ENGINE", requires = "what_if")]
     pub baseline_engine: Option<EngineArg>,
 
     /// An Armada scheduler config file (its `scheduling.retryPolicy` block is used).
@@ -843,7 +894,8 @@ pub struct SimulateArgs {
     #[arg(long)]
     pub from_server: bool,
 
-    /// Exit 1 when a history contradicts the decisions (not only on failed expectations).
+    /// Exit 1 when a history contradicts the decisions (not only on failed expectations);
+    /// with --lookout-db, also when a row was left out because it could not be read.
     #[arg(long)]
     pub strict: bool,
 
@@ -988,7 +1040,8 @@ const EX_GET: &str = "Examples:\n  retryctl get retrypolicies                   
   retryctl get retrypolicy/infra queue/ml -o name
   retryctl get rp -o jsonpath='{.items[*].metadata.name}'
   retryctl get rp -o custom-columns=NAME:.metadata.name,LIMIT:.spec.retryLimit
-  retryctl get rp --sort-by .spec.retryLimit           # the table, by limit";
+  retryctl get rp --sort-by .spec.retryLimit           # the table, by limit
+  retryctl get queues --lookout-db postgresql://lookout@db/lookout   # what the cluster stores";
 
 const EX_UPDATE: &str =
     "Examples:\n  retryctl update -f infra.yaml                        # replace; `unchanged` when equal
@@ -1014,7 +1067,9 @@ const EX_SIMULATE: &str = "Examples:\n  retryctl simulate -f policies/ --history
   retryctl simulate --from-server --history history.yaml
   retryctl simulate -f policies/ --engine upstream --history week.jsonl   # as Armada decides today
   retryctl simulate -f new/ --baseline old/ --history week.jsonl --exit-code
-  retryctl simulate -f new/ --baseline old/ --history week.jsonl -o html > plan.html";
+  retryctl simulate -f new/ --baseline old/ --history week.jsonl -o html > plan.html
+  retryctl simulate -f new/ --lookout-db $DSN --queue ml --since 7d   # straight from Lookout
+  retryctl simulate -f new/ --lookout-db $DSN --queue ml --baseline-from-cluster --since 7d";
 
 const EX_SERVE: &str =
     "Examples:\n  retryctl serve --in-memory                           # http://127.0.0.1:8080, nothing kept

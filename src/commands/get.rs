@@ -4,12 +4,20 @@
 //! together in one error (exit 1), as kubectl does. Without names, all of the type are
 //! listed; an empty list prints an empty `List` in json/yaml and, for tables, says so on
 //! stderr. What the output looks like is `output::view`.
+//!
+//! With `--lookout-db`, the same from the cluster's own database (SPEC §5.4,
+//! `lookout::cluster`), read-only and printed exactly as a server's answer would be: a row
+//! whose definition does not decode is reported on stderr naming its table and name, the
+//! other rows are still printed, and the exit status is 1.
 
 use crate::app::Context;
 use crate::cli::{GetArgs, GetOutput, GetResource, ViewArgs};
 use crate::commands::remote::{self, Remote};
 use crate::commands::target::{noun_of, Targets};
+use crate::connection::parse_timeout;
 use crate::error::{CliError, ExitCode};
+use crate::lookout::cluster::{self, BadRow, ClusterState};
+use crate::lookout::db;
 use crate::model::document::ApiVersion;
 use crate::model::Kind;
 use crate::output::jsonpath::{self, Template};
@@ -17,32 +25,56 @@ use crate::output::view::{self, parse_columns, Format, Options, Shown};
 
 pub fn run(ctx: &mut Context, args: &GetArgs) -> anyhow::Result<ExitCode> {
     // `None` names: every resource of the kind.
-    let (view_args, targets, all) = match &args.resource {
+    let (view_args, targets, all, dsn) = match &args.resource {
         Some(GetResource::Retrypolicy(f)) => (
             &f.view,
             Targets::from_names(Kind::RetryPolicy, &f.names)?,
             f.names.is_empty(),
+            &f.cluster.lookout_db,
         ),
-        Some(GetResource::Queue(f)) => (&f.view, Targets::from_names(Kind::Queue, &f.names)?, f.names.is_empty()),
-        None => (&args.view, Targets::from_typed(&args.targets)?, false),
+        Some(GetResource::Queue(f)) => (
+            &f.view,
+            Targets::from_names(Kind::Queue, &f.names)?,
+            f.names.is_empty(),
+            &f.cluster.lookout_db,
+        ),
+        None => (
+            &args.view,
+            Targets::from_typed(&args.targets)?,
+            false,
+            &args.cluster.lookout_db,
+        ),
     };
     let (format, version, sort_by) = parse_view(view_args)?;
-    let conn = remote::connect(ctx)?;
+    let source = match dsn {
+        Some(dsn) => {
+            let tables = [db::HISTORY_TABLES, cluster::CLUSTER_TABLES].concat();
+            // Only the cluster's tables are read; the history's are checked too, so that a
+            // database that is not Lookout's says so rather than naming three tables.
+            let db = db::connect_with(dsn, parse_timeout(&ctx.global.timeout)?, &tables)?;
+            let mut state = cluster::read(&db)?;
+            state.refuse_unread_fields();
+            Source::Cluster(state)
+        }
+        None => Source::Remote(remote::connect(ctx)?),
+    };
     let mut items = Vec::new();
     let mut missing: Vec<String> = Vec::new();
+    let mut bad: Vec<&BadRow> = Vec::new();
     for (kind, names) in &targets.groups {
         if all {
-            items.extend(list(&conn, *kind)?);
+            items.extend(source.list(*kind, &mut bad)?);
             continue;
         }
         for name in names {
-            match fetch(&conn, *kind, name)? {
+            match source.fetch(*kind, name, &mut bad)? {
                 Some(item) => items.push(item),
+                None if bad.last().is_some_and(|b| b.is(table_of(*kind), name)) => {}
                 None => missing.push(format!("`{name}`")),
             }
         }
     }
-    if all && items.is_empty() && matches!(format, Format::Table | Format::Wide) {
+    if all && items.is_empty() && bad.is_empty() && matches!(format, Format::Table | Format::Wide) {
         let kind = targets.groups[0].0;
         writeln!(
             ctx.err,
@@ -74,8 +106,15 @@ pub fn run(ctx: &mut Context, args: &GetArgs) -> anyhow::Result<ExitCode> {
             .into());
         }
     }
+    for row in &bad {
+        writeln!(ctx.err, "{}", view::bad_row_line(ctx.style, row))?;
+    }
     if missing.is_empty() {
-        return Ok(ExitCode::Success);
+        return Ok(if bad.is_empty() {
+            ExitCode::Success
+        } else {
+            ExitCode::Failure
+        });
     }
     let kinds: Vec<Kind> = targets.groups.iter().map(|(k, _)| *k).collect();
     let what = match kinds.as_slice() {
@@ -122,30 +161,77 @@ fn parse_view(v: &ViewArgs) -> Result<(Format, ApiVersion, Option<serde_json_pat
     Ok((format, version, sort_by))
 }
 
-fn list(conn: &Remote, kind: Kind) -> Result<Vec<Shown>, CliError> {
-    Ok(match kind {
-        Kind::Queue => conn
-            .client
-            .list_queues()
-            .map_err(|e| conn.fail("cannot list queues", e))?
-            .into_iter()
-            .map(Shown::Queue)
-            .collect(),
-        _ => conn
-            .client
-            .list_policies()
-            .map_err(|e| conn.fail("cannot list retry policies", e))?
-            .into_iter()
-            .map(Shown::Policy)
-            .collect(),
-    })
+/// Where `get` reads: the server, or the cluster's database read once.
+enum Source {
+    Remote(Remote),
+    Cluster(ClusterState),
 }
 
-fn fetch(conn: &Remote, kind: Kind, name: &str) -> Result<Option<Shown>, CliError> {
-    let what = format!("cannot get {} `{name}`", noun_of(kind));
-    let r = match kind {
-        Kind::Queue => remote::found(conn.client.get_queue(name)).map(|q| q.map(Shown::Queue)),
-        _ => remote::found(conn.client.get_policy(name)).map(|p| p.map(Shown::Policy)),
-    };
-    r.map_err(|e| conn.fail(&what, e))
+fn table_of(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Queue => "queue",
+        _ => "retry_policy",
+    }
+}
+
+impl Source {
+    /// Every resource of `kind`; the cluster's rows of that table that do not decode go to
+    /// `bad`.
+    fn list<'s>(&'s self, kind: Kind, bad: &mut Vec<&'s BadRow>) -> Result<Vec<Shown>, CliError> {
+        let conn = match self {
+            Source::Remote(conn) => conn,
+            Source::Cluster(state) => {
+                bad.extend(state.bad.iter().filter(|b| b.table == table_of(kind)));
+                return Ok(match kind {
+                    Kind::Queue => state.queues.iter().cloned().map(Shown::Queue).collect(),
+                    _ => state.policies.iter().cloned().map(Shown::Policy).collect(),
+                });
+            }
+        };
+        Ok(match kind {
+            Kind::Queue => conn
+                .client
+                .list_queues()
+                .map_err(|e| conn.fail("cannot list queues", e))?
+                .into_iter()
+                .map(Shown::Queue)
+                .collect(),
+            _ => conn
+                .client
+                .list_policies()
+                .map_err(|e| conn.fail("cannot list retry policies", e))?
+                .into_iter()
+                .map(Shown::Policy)
+                .collect(),
+        })
+    }
+
+    /// The resource `name`; `None` when there is none, or when its row does not decode
+    /// (then it is pushed to `bad`).
+    fn fetch<'s>(&'s self, kind: Kind, name: &str, bad: &mut Vec<&'s BadRow>) -> Result<Option<Shown>, CliError> {
+        let conn = match self {
+            Source::Remote(conn) => conn,
+            Source::Cluster(state) => {
+                if let Some(b) = state.bad.iter().find(|b| b.is(table_of(kind), name)) {
+                    bad.push(b);
+                    return Ok(None);
+                }
+                return Ok(match kind {
+                    Kind::Queue => state.queues.iter().find(|q| q.name == name).cloned().map(Shown::Queue),
+                    _ => state
+                        .policies
+                        .iter()
+                        .find(|p| p.name == name)
+                        .cloned()
+                        .map(Shown::Policy),
+                });
+            }
+        };
+        let what = format!("cannot get {} `{name}`", noun_of(kind));
+        let r = match kind {
+            Kind::Queue => remote::found(conn.client.get_queue(name)).map(|q| q.map(Shown::Queue)),
+            _ => remote::found(conn.client.get_policy(name)).map(|p| p.map(Shown::Policy)),
+        };
+        r.map_err(|e| conn.fail(&what, e))
+    }
 }

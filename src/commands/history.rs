@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 
 use crate::app::Context;
-use crate::cli::{HistoryArgs, HistoryOutput};
+use crate::cli::{HistoryArgs, HistoryOutput, WindowArgs};
 use crate::connection::{parse_timeout, resolve, Env};
 use crate::error::{CliError, ExitCode};
 use crate::lookout::{api, db, Event, Export, Filter, JobStream};
@@ -20,7 +20,15 @@ use crate::output::history::{left_out_line, write_history, write_summary};
 use crate::output::progress::ReadProgress;
 
 pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
-    let filter = filter(args, now())?;
+    let filter = lookout_filter(
+        &FilterFlags {
+            queue: &args.queue,
+            jobset: args.jobset.as_deref(),
+            jobs: &args.jobs,
+            window: &args.window,
+        },
+        now(),
+    )?;
     let timeout = parse_timeout(&ctx.global.timeout)?;
     let source: JobStream = match (&args.lookout_db, &args.lookout_url) {
         (Some(dsn), _) => {
@@ -79,28 +87,37 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn now() -> Timestamp {
+pub fn now() -> Timestamp {
     let d = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     Timestamp(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
-fn filter(args: &HistoryArgs, now: Timestamp) -> Result<Filter, CliError> {
-    let time = |flag: &str, v: &Option<String>| -> Result<Option<Timestamp>, CliError> {
-        v.as_deref()
-            .map(|s| {
-                Timestamp::parse(s).ok_or_else(|| {
-                    CliError::usage(format!(
-                        "invalid `{flag}` `{s}`: expected an RFC 3339 time such as `2026-01-01T00:00:00Z`"
-                    ))
-                })
+/// The filter flags `history` and `simulate --lookout-db` share.
+pub struct FilterFlags<'a> {
+    pub queue: &'a str,
+    pub jobset: Option<&'a str>,
+    pub jobs: &'a [String],
+    pub window: &'a WindowArgs,
+}
+
+/// The jobs the flags select; `--since` counts back from `now`.
+pub fn lookout_filter(args: &FilterFlags<'_>, now: Timestamp) -> Result<Filter, CliError> {
+    let time = |flag: &str, v: Option<&str>| -> Result<Option<Timestamp>, CliError> {
+        v.map(|s| {
+            Timestamp::parse(s).ok_or_else(|| {
+                CliError::usage(format!(
+                    "invalid `{flag}` `{s}`: expected an RFC 3339 time such as `2026-01-01T00:00:00Z`"
+                ))
             })
-            .transpose()
+        })
+        .transpose()
     };
-    let mut from = time("--from", &args.from)?;
-    let to = time("--to", &args.to)?;
-    if let Some(s) = &args.since {
+    let w = args.window;
+    let mut from = time("--from", w.from.as_deref())?;
+    let to = time("--to", w.to.as_deref())?;
+    if let Some(s) = &w.since {
         let d = since(s).ok_or_else(|| {
             CliError::usage(format!(
                 "invalid `--since` `{s}`: expected a duration such as `7d`, `36h` or `1d12h`"
@@ -114,9 +131,9 @@ fn filter(args: &HistoryArgs, now: Timestamp) -> Result<Filter, CliError> {
         }
     }
     Ok(Filter {
-        queue: args.queue.clone(),
-        jobset: args.jobset.clone(),
-        jobs: args.jobs.clone(),
+        queue: args.queue.to_string(),
+        jobset: args.jobset.map(str::to_string),
+        jobs: args.jobs.to_vec(),
         from,
         to,
     })

@@ -1,5 +1,6 @@
 //! The policy set a replay decides with (`simulate`, `simulate --baseline`): policies and
-//! queues from `-f` files or from the server, the engine they are evaluated by, and the
+//! queues from `-f` files, from the server, or from the cluster's database
+//! (`--baseline-from-cluster`), the engine they are evaluated by, and the
 //! scheduler config. Owns: refusing duplicates and, for the upstream engine, fields
 //! upstream cannot store. Must not: replay or render anything.
 
@@ -12,9 +13,11 @@ use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::CliError;
 use crate::input;
+use crate::lookout::cluster::ClusterState;
 use crate::model::scheduler::SchedulerConfig;
 use crate::model::{ApiVersion, Kind, Resource};
 use crate::output::report;
+use crate::output::view::bad_row_line;
 
 /// Policies and queues from the server (`--from-server`): every policy and queue, so that
 /// each job gets its own queue's policies, as the scheduler would see them now.
@@ -76,6 +79,50 @@ pub fn load_from_server(
     let given = args.retry_policies.clone().unwrap_or_default();
     Simulator::new(policies, queues, Some(given))
         .map(|s| s.from_server().with_engine(engine))
+        .map_err(|e| CliError::invalid(e).into())
+}
+
+/// The baseline of `--baseline-from-cluster` (SPEC §5.4): the policies and queues the
+/// cluster stores, read from Lookout's database, each job getting its queue's attachments
+/// as the scheduler would. `None` after reporting every row that does not decode: a
+/// baseline without some of the cluster's policies would be a different cluster.
+pub fn load_from_cluster(
+    ctx: &mut Context,
+    state: ClusterState,
+    args: &SimulateArgs,
+    queue: &str,
+    engine: EngineKind,
+) -> anyhow::Result<Option<Simulator>> {
+    if !state.bad.is_empty() {
+        for row in &state.bad {
+            writeln!(ctx.err, "{}", bad_row_line(ctx.style, row))?;
+        }
+        writeln!(
+            ctx.err,
+            "{}: the cluster's retry policies and queues cannot all be read; nothing was simulated",
+            ctx.style.error("error")
+        )?;
+        return Ok(None);
+    }
+    for (name, fields) in &state.unread_fields {
+        writeln!(
+            ctx.err,
+            "note: queue `{name}` (table `queue`): {} not read: {} not change a retry decision",
+            fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
+            if fields.len() == 1 { "it does" } else { "they do" }
+        )?;
+    }
+    if args.retry_policies.is_none() && !state.queues.iter().any(|q| q.name == queue) {
+        return Err(CliError::failed(format!(
+            "queue `{queue}` is not in the cluster's `queue` table: the cluster has no policies for its jobs"
+        ))
+        .with_hint("check `--queue` (`retryctl get queues --lookout-db DSN` lists the cluster's), or give the baseline's policies with --retry-policy")
+        .into());
+    }
+    // Only `--retry-policy` stands in for a missing queue, as with --from-server.
+    let given = args.retry_policies.clone().unwrap_or_default();
+    Simulator::new(state.policies, state.queues, Some(given))
+        .map(|s| Some(s.from_server().with_engine(engine)))
         .map_err(|e| CliError::invalid(e).into())
 }
 

@@ -1,6 +1,7 @@
 //! `retryctl simulate`: replay failure histories through the embedded evaluator (SPEC §3).
 //!
-//! Load (policies from `-f` or the server, baseline policies, the scheduler config) → pick
+//! Load (policies from `-f` or the server, baseline policies from files or the cluster's
+//! database, the scheduler config, the history's source) → pick
 //! the sink of the output format (`output::simulate::sink`) → `replay::run::{replay,
 //! compare}`, which drives the whole path into it → the exit status, read off the totals
 //! the replay returns. Must not: print with `println!`, exit, read histories itself (that
@@ -21,24 +22,41 @@
 //! - a bad JSON line or a job naming a missing policy is reported (with its line number)
 //!   and skipped; the other jobs still run and the exit status is 3.
 //! - a closed stdout (`simulate … | head`) stops the replay quietly with the status so far.
+//! - `--lookout-db DSN --queue Q` (SPEC §5.4) replaces `--history`: `history`'s filter and
+//!   export (`lookout::export_source`) feed the replay directly. The rows it leaves out are
+//!   reported on stderr in `history`'s words, in order with the replay's messages, and are
+//!   not replay errors (exit 0, or 1 with `--strict`, as `history`); `history`'s summary
+//!   follows the replay's output on stderr. A connection lost midway: what was replayed is
+//!   printed, then the error (exit 4).
+//! - `--baseline-from-cluster`: the baseline is the policies and attachments stored in the same
+//!   database; a row that does not decode stops it before the replay (exit 3, as invalid
+//!   `--baseline` files do), a queue the cluster lacks is exit 1, and the plan says where its
+//!   baseline came from (`output::simulate::Baseline`).
 
 use std::path::PathBuf;
 
 use crate::app::Context;
 use crate::cli::SimulateArgs;
-use crate::commands::policy_set::{base_config, load_from_server, load_policies, Side};
+use crate::commands::history::{lookout_filter, now, FilterFlags};
+use crate::commands::policy_set::{base_config, load_from_cluster, load_from_server, load_policies, Side};
+use crate::connection::parse_timeout;
+use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
+use crate::lookout::export_source::ExportSource;
+use crate::lookout::{cluster, db, Export};
+use crate::output::history::write_summary;
 use crate::output::progress::progress_bar;
-use crate::output::simulate::{sink, Mode, Stderr};
+use crate::output::simulate::{sink, Baseline, Mode, Stderr};
 use crate::replay::run::{compare, replay};
 use crate::replay::source::{Files, HistorySource, Overrides};
 
 pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     let stdin = |p: &PathBuf| p.as_os_str() == "-";
-    if stdin(&args.history) && args.source.files.iter().chain(&args.baseline).any(stdin) {
+    if args.history.as_ref().is_some_and(stdin) && args.source.files.iter().chain(&args.baseline).any(stdin) {
         return Err(CliError::usage("stdin can be read once: give either `--history -` or `-f -`, not both").into());
     }
+    check_lookout_flags(args)?;
     if args.source.files.is_empty() && !args.from_server {
         writeln!(
             ctx.err,
@@ -58,21 +76,119 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
             Side::Candidate,
         )?
     };
-    let baseline = match (&candidate, args.baseline.is_empty()) {
-        (Some(sim), false) => {
-            let engine = args.baseline_engine.map_or(sim.engine(), EngineKind::from);
-            load_policies(ctx, &args.baseline, args, engine, Side::Baseline)?.map(Some)
-        }
-        _ => Some(None),
-    };
-    let (Some(sim), Some(baseline)) = (candidate, baseline) else {
+    let Some(sim) = candidate else {
         return Ok(ExitCode::InvalidInput);
     };
+    let baseline_engine = args.baseline_engine.map_or(sim.engine(), EngineKind::from);
     let overrides = Overrides {
         global_max_retries: args.global_max_retries,
         default_policy: args.default_policy.clone(),
     };
-    let source = Files::open(&args.history, base_config(args)?, overrides).map_err(CliError::invalid)?;
+    let settings = overrides.apply(&base_config(args)?);
+    let (Some(dsn), Some(queue)) = (&args.lookout_db, &args.queue) else {
+        let baseline = if args.baseline.is_empty() {
+            None
+        } else {
+            match load_policies(ctx, &args.baseline, args, baseline_engine, Side::Baseline)? {
+                Some(b) => Some(b),
+                None => return Ok(ExitCode::InvalidInput),
+            }
+        };
+        let Some(history) = &args.history else {
+            return Err(CliError::usage("give `--history PATH` or `--lookout-db DSN --queue Q`").into());
+        };
+        let source = Files::open(history, base_config(args)?, overrides).map_err(CliError::invalid)?;
+        return drive(ctx, args, source, &sim, baseline.as_ref(), Baseline::Files);
+    };
+    // SPEC §5.4: the history straight from Lookout's database, and with
+    // --baseline-from-cluster the baseline from the same database.
+    let filter = lookout_filter(
+        &FilterFlags {
+            queue,
+            jobset: args.jobset.as_deref(),
+            jobs: &[],
+            window: &args.window,
+        },
+        now(),
+    )?;
+    let mut tables = db::HISTORY_TABLES.to_vec();
+    if args.baseline_from_cluster {
+        tables.extend_from_slice(cluster::CLUSTER_TABLES);
+    }
+    let db = db::connect_with(dsn, parse_timeout(&ctx.global.timeout)?, &tables)?;
+    let (baseline, from) = if args.baseline_from_cluster {
+        let state = cluster::read(&db)?;
+        match load_from_cluster(ctx, state, args, queue, baseline_engine)? {
+            Some(b) => (Some(b), Baseline::Cluster),
+            None => return Ok(ExitCode::InvalidInput),
+        }
+    } else if !args.baseline.is_empty() {
+        match load_policies(ctx, &args.baseline, args, baseline_engine, Side::Baseline)? {
+            Some(b) => (Some(b), Baseline::Files),
+            None => return Ok(ExitCode::InvalidInput),
+        }
+    } else {
+        (None, Baseline::Files)
+    };
+    if ctx.global.verbose > 0 {
+        writeln!(ctx.err, "lookout-db: {}", db::statement(&filter)?)?;
+    }
+    let source = ExportSource::new(Export::new(db::jobs(db, &filter)?), settings, "lookout-db");
+    let state = source.state();
+    let code = drive(ctx, args, source, &sim, baseline.as_ref(), from)?;
+    let state = std::mem::take(&mut *state.lock().unwrap_or_else(|e| e.into_inner()));
+    // `history`'s summary: what was read, left out, and what Lookout could not tell.
+    write_summary(ctx.err, queue, &state.totals)?;
+    if let Some(e) = state.error {
+        // The connection was lost: what was printed covers the jobs read before.
+        return Err(e);
+    }
+    Ok(
+        if code == ExitCode::Success && args.strict && state.totals.left_out() > 0 {
+            ExitCode::Failure
+        } else {
+            code
+        },
+    )
+}
+
+/// `--lookout-db` needs `--queue`; the filters and `--baseline-from-cluster` need
+/// `--lookout-db`.
+fn check_lookout_flags(args: &SimulateArgs) -> Result<(), CliError> {
+    if args.lookout_db.is_some() {
+        return match args.queue {
+            Some(_) => Ok(()),
+            None => Err(CliError::usage(
+                "`--lookout-db` replays the jobs of one queue: give `--queue QUEUE`",
+            )),
+        };
+    }
+    let given = [
+        ("--baseline-from-cluster", args.baseline_from_cluster),
+        ("--queue", args.queue.is_some()),
+        ("--jobset", args.jobset.is_some()),
+        ("--since", args.window.since.is_some()),
+        ("--from", args.window.from.is_some()),
+        ("--to", args.window.to.is_some()),
+    ];
+    match given.iter().find(|(_, set)| *set) {
+        Some((flag, _)) => Err(CliError::usage(format!(
+            "`{flag}` reads Lookout's database: give `--lookout-db DSN` (with `--history`, the file is the whole history)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The replay (or, with a baseline, the comparison) of `source` into the sink of `-o`, and
+/// its exit status.
+fn drive<S: HistorySource>(
+    ctx: &mut Context,
+    args: &SimulateArgs,
+    source: S,
+    sim: &Simulator,
+    baseline: Option<&Simulator>,
+    from: Baseline,
+) -> anyhow::Result<ExitCode> {
     let stderr = Stderr::new(
         &mut *ctx.err,
         ctx.style,
@@ -82,9 +198,10 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     let (code, used_given) = if let Some(old) = baseline {
         let mode = Mode::Compare {
             all_changes: args.all_changes,
+            baseline: from,
         };
         let mut sink = sink(args.output, mode, &mut *ctx.out, stderr);
-        let done = compare(source, &old, &sim, &mut *sink)?;
+        let done = compare(source, old, sim, &mut *sink)?;
         let c = &done.comparison;
         let code = if c.errors > 0 {
             ExitCode::InvalidInput
@@ -97,7 +214,7 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     } else {
         let mode = Mode::Replay { bulk: source.bulk() };
         let mut sink = sink(args.output, mode, &mut *ctx.out, stderr);
-        let done = replay(source, &sim, &mut *sink)?;
+        let done = replay(source, sim, &mut *sink)?;
         let s = &done.summary;
         let code = if s.errors > 0 {
             ExitCode::InvalidInput

@@ -102,14 +102,23 @@ const NAMES: [&str; FIELDS] = [
 
 /// A connection to Lookout's database.
 pub struct Db {
-    client: tokio_postgres::Client,
-    shown: String,
+    pub(super) client: tokio_postgres::Client,
+    pub(super) shown: String,
     /// Dropped last: the connection's task lives on it.
-    rt: tokio::runtime::Runtime,
+    pub(super) rt: tokio::runtime::Runtime,
 }
 
-/// Connects and checks the schema. `timeout` bounds the connection attempt.
+/// The tables a history export reads.
+pub const HISTORY_TABLES: &[&str] = &["job", "job_run"];
+
+/// Connects and checks that the history's tables exist. `timeout` bounds the connection
+/// attempt.
 pub fn connect(dsn: &str, timeout: Duration) -> Result<Db, CliError> {
+    connect_with(dsn, timeout, HISTORY_TABLES)
+}
+
+/// Connects and checks that every table of `tables` exists, naming all that do not.
+pub fn connect_with(dsn: &str, timeout: Duration, tables: &[&str]) -> Result<Db, CliError> {
     let shown = mask_dsn(dsn);
     let mut config = tokio_postgres::Config::from_str(dsn)
         .map_err(|e| CliError::usage(format!("invalid `--lookout-db` `{shown}`: {e}")))?;
@@ -127,19 +136,63 @@ pub fn connect(dsn: &str, timeout: Duration) -> Result<Db, CliError> {
     rt.spawn(async move {
         let _ = connection.await;
     });
-    let found = rt
-        .block_on(client.query_one("SELECT to_regclass('job')::text, to_regclass('job_run')::text", &[]))
+    let names: Vec<String> = tables.iter().map(|t| t.to_string()).collect();
+    let rows = rt
+        .block_on(client.query(
+            "SELECT t FROM unnest($1::text[]) WITH ORDINALITY AS u(t, i) WHERE to_regclass(t) IS NULL ORDER BY i",
+            &[&names],
+        ))
         .map_err(|e| query_error(&e, &shown))?;
-    for (i, table) in ["job", "job_run"].into_iter().enumerate() {
-        if found.get::<_, Option<String>>(i).is_none() {
-            return Err(CliError::new(
-                ExitCode::Unreachable,
-                format!("database `{shown}` has no table `{table}`: it is not a Lookout database"),
-            )
-            .with_hint("point `--lookout-db` at the database Lookout's ingester writes (its `postgres` connection in lookout's config)"));
-        }
+    let missing: Vec<String> = rows.iter().map(|r| r.get::<_, String>(0)).collect();
+    if let Some(e) = missing_tables(&shown, &missing) {
+        return Err(e);
     }
     Ok(Db { client, shown, rt })
+}
+
+/// The error for the tables a database lacks (exit 4), naming every one and what creates it.
+fn missing_tables(shown: &str, missing: &[String]) -> Option<CliError> {
+    let first = missing.first()?;
+    if HISTORY_TABLES.contains(&first.as_str()) {
+        return Some(
+            CliError::new(
+                ExitCode::Unreachable,
+                format!("database `{shown}` has no table `{first}`: it is not a Lookout database"),
+            )
+            .with_hint("point `--lookout-db` at the database Lookout's ingester writes (its `postgres` connection in lookout's config)"),
+        );
+    }
+    let names = missing.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", ");
+    let (noun, migrations) = if missing.len() == 1 {
+        ("table", "the Lookout migration that creates it has")
+    } else {
+        ("tables", "the Lookout migrations that create them have")
+    };
+    let files: Vec<&str> = missing
+        .iter()
+        .filter_map(|t| match t.as_str() {
+            "queue" => Some("`007_queue.sql`"),
+            "retry_policy" | "queue_retry_policy" => Some("`035_create_retry_policy.sql`"),
+            _ => None,
+        })
+        .fold(Vec::new(), |mut v, f| {
+            if !v.contains(&f) {
+                v.push(f);
+            }
+            v
+        });
+    let which = if files.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", files.join(", "))
+    };
+    Some(
+        CliError::new(
+            ExitCode::Unreachable,
+            format!("database `{shown}` has no {noun} {names}: {migrations} not run there{which}"),
+        )
+        .with_hint("point `--lookout-db` at the database of an Armada whose server stores retry policies (run Lookout's migrations: `lookout --migrateDatabase`)"),
+    )
 }
 
 fn connect_error(e: &tokio_postgres::Error, shown: &str) -> CliError {
@@ -155,7 +208,7 @@ fn connect_error(e: &tokio_postgres::Error, shown: &str) -> CliError {
     }
 }
 
-fn query_error(e: &tokio_postgres::Error, shown: &str) -> CliError {
+pub(super) fn query_error(e: &tokio_postgres::Error, shown: &str) -> CliError {
     match e.code() {
         Some(c) if *c == SqlState::INSUFFICIENT_PRIVILEGE => {
             CliError::new(ExitCode::Auth, format!("`{shown}`: permission denied: {}", reason(e)))

@@ -200,6 +200,14 @@ impl RowError {
             message: message.into(),
         }
     }
+
+    /// The report of the row: `job `J` run `R`: column C: why; run left out` (the whole
+    /// job when it is the job's own row), as `history` and `simulate --lookout-db` print it
+    /// after `warning: `.
+    pub fn left_out(&self) -> String {
+        let what = if self.run_id.is_some() { "run" } else { "job" };
+        format!("{self}; {what} left out")
+    }
 }
 
 impl std::fmt::Display for RowError {

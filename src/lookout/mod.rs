@@ -8,7 +8,10 @@
 //! `output::history` do), or guess what Lookout does not say (`mapping` counts it instead).
 //!
 //! - [`db`]: Lookout's PostgreSQL, streamed in one binary `COPY` and decoded by hand.
+//! - [`cluster`]: the retry policies and queues upstream's server stores in the same database
+//!   (SPEC §5.4), read-only.
 //! - [`api`]: Lookout's REST API, paged with skip/take.
+//! - [`export_source`]: an [`Export`] as a replay's source (`simulate --lookout-db`).
 //! - [`mapping`]: the rows → FailureHistory mapping, pure.
 //!
 //! Hostile rows (SPEC §3.3): a row a source cannot read is an [`Item::Bad`] (the run, or the
@@ -16,7 +19,9 @@
 //! only a lost connection or an answer that is not Lookout's ends it, as `Err`.
 
 pub mod api;
+pub mod cluster;
 pub mod db;
+pub mod export_source;
 pub mod mapping;
 
 use crate::model::failure_history::{FailureHistory, Timestamp};

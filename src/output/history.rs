@@ -25,8 +25,7 @@ pub fn write_history(out: &mut dyn Write, h: &FailureHistory, yaml: bool) -> io:
 
 /// `warning: job `J` run `R`: column C: why; run left out` (SPEC §3.3).
 pub fn left_out_line(style: Style, e: &RowError) -> String {
-    let what = if e.run_id.is_some() { "run" } else { "job" };
-    format!("{}: {e}; {what} left out", style.warning("warning"))
+    format!("{}: {}", style.warning("warning"), e.left_out())
 }
 
 /// What was exported, left out, and what Lookout could not tell, with counts, never silent.

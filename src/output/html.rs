@@ -25,7 +25,8 @@ use crate::replay::source::Progress;
 use crate::replay::summary::Summary;
 
 use super::simulate::{
-    class_rows, estimate_shares, plan_sentence, rule_rows, Listed, Mode, Stderr, ESTIMATE_METHOD, GROUPS,
+    class_rows, estimate_shares, plan_sentence, rule_rows, Baseline, Listed, Mode, Stderr, CLUSTER_BASELINE,
+    ESTIMATE_METHOD, GROUPS,
 };
 
 /// Changed jobs listed per transition at most.
@@ -103,7 +104,16 @@ impl Sink for HtmlSink<'_> {
                 comparison,
                 estimates,
                 sides,
-            } => plan_page(comparison, estimates, sides, &self.listed, self.estimated),
+            } => {
+                let cluster = matches!(
+                    self.mode,
+                    Mode::Compare {
+                        baseline: Baseline::Cluster,
+                        ..
+                    }
+                );
+                plan_page(comparison, estimates, sides, &self.listed, self.estimated, cluster)
+            }
             Totals::Replay { summary, estimates } => replay_page(summary, estimates),
         };
         self.out.write_all(page.as_bytes())
@@ -359,14 +369,29 @@ fn job_row(c: &Change<'_>) -> String {
 
 const LEGEND: &str = "<p class=\"legend\">Runs: one box per recorded run, for the baseline (base) and the candidate (cand): <span><i class=\"R\"></i>retried</span> <span><i class=\"Q\"></i>requeued</span> <span><i class=\"S\"></i>succeeded</span> <span><i class=\"F\"></i>failed for good</span> <span><i class=\"C\"></i>cancelled</span> <span><i class=\"N\"></i>not started</span> <span><i class=\"P\"></i>would start another run, past the end of the record</span>. Hover a box for the run and its failure.</p>\n";
 
-fn plan_page(c: &Comparison, e: &Estimates, sides: Option<&Sides>, listed: &Listed<String>, estimated: bool) -> String {
+fn plan_page(
+    c: &Comparison,
+    e: &Estimates,
+    sides: Option<&Sides>,
+    listed: &Listed<String>,
+    estimated: bool,
+    cluster: bool,
+) -> String {
     let mut b = String::new();
     b.push_str("<header><h1>What the candidate policies change</h1>");
-    let _ = writeln!(
-        b,
-        "<p class=\"sub\">{} replayed under the baseline and the candidate policies, by <code>retryctl simulate --baseline</code></p></header>",
-        jobs(c.jobs)
-    );
+    if cluster {
+        let _ = writeln!(
+            b,
+            "<p class=\"sub\">{} replayed under the baseline, {CLUSTER_BASELINE}, and the candidate policies, by <code>retryctl simulate --baseline-from-cluster</code></p></header>",
+            jobs(c.jobs)
+        );
+    } else {
+        let _ = writeln!(
+            b,
+            "<p class=\"sub\">{} replayed under the baseline and the candidate policies, by <code>retryctl simulate --baseline</code></p></header>",
+            jobs(c.jobs)
+        );
+    }
     let failed_to_pending = c.failed_to_pending();
     let pending_note = if failed_to_pending > 0 {
         format!(

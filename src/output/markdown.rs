@@ -20,7 +20,8 @@ use crate::replay::source::Progress;
 use crate::replay::summary::Summary;
 
 use super::simulate::{
-    class_rows, estimate_words, plan_sentence, rule_rows, without_estimate, Listed, Stderr, ESTIMATE_METHOD, GROUPS,
+    class_rows, estimate_words, plan_sentence, rule_rows, without_estimate, Baseline, Listed, Mode, Stderr,
+    CLUSTER_BASELINE, ESTIMATE_METHOD, GROUPS,
 };
 
 /// Changed jobs listed at most.
@@ -33,14 +34,16 @@ struct Row {
 }
 
 pub struct MarkdownSink<'a> {
+    mode: Mode,
     out: &'a mut dyn Write,
     stderr: Stderr<'a>,
     listed: Listed<Row>,
 }
 
 impl<'a> MarkdownSink<'a> {
-    pub fn new(out: &'a mut dyn Write, stderr: Stderr<'a>) -> Self {
+    pub fn new(mode: Mode, out: &'a mut dyn Write, stderr: Stderr<'a>) -> Self {
         MarkdownSink {
+            mode,
             out,
             stderr,
             listed: Listed::default(),
@@ -78,7 +81,7 @@ impl Sink for MarkdownSink<'_> {
         let text = match totals {
             Totals::Compare {
                 comparison, estimates, ..
-            } => plan(comparison, estimates, &self.listed),
+            } => plan(comparison, estimates, &self.listed, self.mode),
             Totals::Replay { summary, estimates } => report(summary, estimates),
         };
         self.out.write_all(text.as_bytes())
@@ -118,9 +121,16 @@ fn side_words(s: &Side) -> String {
 }
 
 /// The plan of a comparison.
-fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>) -> String {
+fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> String {
     let mut m = String::new();
     let _ = writeln!(m, "## retryctl simulate: what the candidate policies change\n");
+    if let Mode::Compare {
+        baseline: Baseline::Cluster,
+        ..
+    } = mode
+    {
+        let _ = writeln!(m, "Baseline: {CLUSTER_BASELINE}.\n");
+    }
     let _ = writeln!(m, "**{}**\n", plan_sentence(c));
     let _ = writeln!(m, "| baseline → candidate | jobs |\n|---|---:|");
     for (f, t, n) in c.transitions() {

@@ -568,6 +568,8 @@ impl<'a> Stderr<'a> {
                 style.warning("warning"),
                 missing_queue_warning(job, queue, self.retry_policy_flag, given)
             ),
+            // As `history` prints it (`output::history::left_out_line`).
+            Message::LeftOut(text) => format!("{}: {text}", style.warning("warning")),
             Message::Contradiction { job, text } => format!(
                 "{}: job `{job}`: history contradicts the decisions: {text}",
                 style.warning("warning")
@@ -602,8 +604,22 @@ pub enum Mode {
     Replay { bulk: bool },
     /// `--baseline`; `all_changes`: the table lists every changed job, not the first
     /// [`LISTED_PER_TRANSITION`] of each transition.
-    Compare { all_changes: bool },
+    Compare { all_changes: bool, baseline: Baseline },
 }
+
+/// Where a what-if's baseline policies come from: a plan whose baseline is the cluster's
+/// says so in its header (table, markdown, html) and its data (`baselineFrom: cluster`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Baseline {
+    /// `--baseline FILES`.
+    Files,
+    /// `--baseline-from-cluster`: the policies and attachments stored in Lookout's database.
+    Cluster,
+}
+
+/// The words a plan's header uses for a baseline read from the cluster.
+pub const CLUSTER_BASELINE: &str =
+    "the retry policies and queue attachments the cluster runs (read from its Lookout database)";
 
 /// The sink of `format`: a table for people, a stream of records, or a report.
 pub fn sink<'a>(format: SimulateOutput, mode: Mode, out: &'a mut dyn Write, stderr: Stderr<'a>) -> Box<dyn Sink + 'a> {
@@ -621,7 +637,7 @@ pub fn sink<'a>(format: SimulateOutput, mode: Mode, out: &'a mut dyn Write, stde
         SimulateOutput::Yaml => Box::new(RecordSink::new(Records::Yaml, mode, out, stderr)),
         SimulateOutput::Jsonl => Box::new(RecordSink::new(Records::Jsonl, mode, out, stderr)),
         SimulateOutput::Html => Box::new(super::html::HtmlSink::new(mode, out, stderr)),
-        SimulateOutput::Markdown => Box::new(super::markdown::MarkdownSink::new(out, stderr)),
+        SimulateOutput::Markdown => Box::new(super::markdown::MarkdownSink::new(mode, out, stderr)),
     }
 }
 
@@ -812,12 +828,17 @@ impl Sink for TableSink<'_> {
 
     fn begin(&mut self) -> io::Result<()> {
         match self.mode {
-            Mode::Compare { .. } => writeln!(
-                self.out,
-                "{}",
-                self.style
-                    .bold("jobs the candidate policies change (baseline → candidate):")
-            ),
+            Mode::Compare { baseline, .. } => {
+                if baseline == Baseline::Cluster {
+                    writeln!(self.out, "baseline: {CLUSTER_BASELINE}")?;
+                }
+                writeln!(
+                    self.out,
+                    "{}",
+                    self.style
+                        .bold("jobs the candidate policies change (baseline → candidate):")
+                )
+            }
             Mode::Replay { .. } => Ok(()),
         }
     }
@@ -837,7 +858,7 @@ impl Sink for TableSink<'_> {
     fn change(&mut self, c: &Change<'_>) -> io::Result<()> {
         self.written += 1;
         self.estimated |= c.estimate.is_some();
-        if self.mode == (Mode::Compare { all_changes: true }) {
+        if matches!(self.mode, Mode::Compare { all_changes: true, .. }) {
             return writeln!(self.out, "{}", change_line(self.style, c));
         }
         let style = self.style;
@@ -1007,8 +1028,20 @@ impl Sink for RecordSink<'_> {
         match (self.mode, self.format) {
             (Mode::Replay { .. }, Records::Json) => write!(self.out, "{{\"jobs\":["),
             (Mode::Replay { .. }, Records::Yaml) => writeln!(self.out, "jobs:"),
-            (Mode::Compare { .. }, Records::Json) => write!(self.out, "{{\"comparison\":{{\"changedJobs\":["),
-            (Mode::Compare { .. }, Records::Yaml) => writeln!(self.out, "comparison:\n  changedJobs:"),
+            (Mode::Compare { baseline, .. }, Records::Json) => {
+                write!(self.out, "{{\"comparison\":{{")?;
+                if baseline == Baseline::Cluster {
+                    write!(self.out, "\"baselineFrom\":\"cluster\",")?;
+                }
+                write!(self.out, "\"changedJobs\":[")
+            }
+            (Mode::Compare { baseline, .. }, Records::Yaml) => {
+                writeln!(self.out, "comparison:")?;
+                if baseline == Baseline::Cluster {
+                    writeln!(self.out, "  baselineFrom: cluster")?;
+                }
+                writeln!(self.out, "  changedJobs:")
+            }
             (_, Records::Jsonl) => Ok(()),
         }
     }

@@ -40,6 +40,12 @@ impl Shown {
     }
 }
 
+/// A row of the cluster's database that `get --lookout-db` could not show:
+/// `error: table `retry_policy` row `p`: column `definition`: why`.
+pub fn bad_row_line(style: crate::output::style::Style, row: &crate::lookout::cluster::BadRow) -> String {
+    format!("{}: {row}", style.error("error"))
+}
+
 /// One column of `-o custom-columns=HEADER:.path,...`.
 #[derive(Debug)]
 pub struct Column {

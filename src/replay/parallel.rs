@@ -42,6 +42,8 @@ pub enum Processed<T> {
     Error(String),
     /// A YAML file with invalid documents.
     Invalid(Box<SourceFile>),
+    /// A record the source left out ([`Body::LeftOut`]): reported, not counted.
+    LeftOut(String),
 }
 
 /// What [`for_each_ordered`] hands the emitting side, in input order.
@@ -93,6 +95,7 @@ fn process<A, T>(
         Body::History(mut h) => out.push(run(&origin, &mut h)),
         Body::Error(msg) => out.push(Processed::Error(format!("{origin}: {msg}"))),
         Body::Invalid(file) => out.push(Processed::Invalid(file)),
+        Body::LeftOut(text) => out.push(Processed::LeftOut(text)),
     }
 }
 

@@ -148,6 +148,7 @@ pub fn replay<S: HistorySource>(source: S, sim: &Simulator, sink: &mut dyn Sink)
             }
             Processed::Error(m) => not_replayed(&mut summary.errors, sink, &Message::Error(&m)),
             Processed::Invalid(f) => not_replayed(&mut summary.errors, sink, &Message::Invalid(&f)),
+            Processed::LeftOut(text) => sink.message(&Message::LeftOut(&text)).map(|()| true),
         }
     };
     for_each_ordered(source, work, emit)?;
@@ -250,6 +251,7 @@ pub fn compare<S: HistorySource>(
             }
             Processed::Error(m) => not_replayed(&mut comparison.errors, sink, &Message::Error(&m)),
             Processed::Invalid(f) => not_replayed(&mut comparison.errors, sink, &Message::Invalid(&f)),
+            Processed::LeftOut(text) => sink.message(&Message::LeftOut(&text)).map(|()| true),
         }
     };
     for_each_ordered(source, work, emit)?;

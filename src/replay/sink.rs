@@ -21,9 +21,9 @@
 //!   than what it asks for (no per-run texts when no report is printed, records rendered
 //!   where the job was replayed, in parallel).
 //!
-//! A new source (Lookout's database, say) feeds the same path: it is a
+//! Every source (files, Lookout's database) feeds the same path: it is a
 //! [`HistorySource`](super::source::HistorySource); sinks do not know where histories came
-//! from. Must not: do I/O itself (a sink owns its writers), or format anything.
+//! from (only whether a what-if's baseline is the cluster's, which a plan's header says). Must not: do I/O itself (a sink owns its writers), or format anything.
 
 use std::io;
 
@@ -132,6 +132,9 @@ pub enum Message<'a> {
         queue: &'a str,
         given: &'a [String],
     },
+    /// A record the source left out before the replay (a Lookout row that cannot be read,
+    /// SPEC §3.3), in the source's words. Not counted in `errors`.
+    LeftOut(&'a str),
     /// The history contradicts the decisions.
     Contradiction { job: &'a str, text: &'a str },
     /// An `expect` of the history was not met.

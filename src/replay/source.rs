@@ -1,8 +1,8 @@
 //! Where histories come from (SPEC §3.2): one YAML/JSON file, a JSON Lines file, a
 //! directory of either, or stdin (`--history -`) — as one stream of [`Entry`]s.
 //!
-//! Owns: [`HistorySource`], the one streaming interface every source implements (a later
-//! Lookout database or API source yields `Body::History` entries through it), file
+//! Owns: [`HistorySource`], the one streaming interface every source implements (Lookout's
+//! database, `lookout::export_source`, yields `Body::History` entries through it), file
 //! discovery, the 8 MiB limits, which settings apply to which job (a SchedulerConfig
 //! document in a history file applies to that file's jobs), and job ids by default (the
 //! file stem; `stem-LINE` in JSON Lines). JSON Lines are read as blocks of whole lines
@@ -34,6 +34,17 @@ pub struct Origin {
 }
 
 impl Origin {
+    /// Where a source that is not a file says its entries come from (`lookout-db`): the
+    /// name shown before a message, and the job id when a history gives none.
+    pub fn named(name: &str) -> Origin {
+        let name: Arc<str> = name.into();
+        Origin {
+            file: name.clone(),
+            line: None,
+            stem: name,
+        }
+    }
+
     /// The job id when the history gives none.
     pub fn default_id(&self) -> String {
         match self.line {
@@ -63,6 +74,10 @@ pub enum Body {
     Error(String),
     /// A YAML file whose documents are invalid, with every diagnostic.
     Invalid(Box<SourceFile>),
+    /// A record the source itself left out, reported as the source reports it (a Lookout
+    /// row that cannot be read, SPEC §3.3): not replayed, and not an error of the replay,
+    /// since `history` exits 0 for it too.
+    LeftOut(String),
 }
 
 /// Consecutive lines of a JSON Lines input, as read (blank lines, `\r` and all).

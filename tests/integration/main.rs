@@ -6,6 +6,7 @@ mod support;
 mod cli_traps;
 mod client_errors;
 mod client_limits;
+mod cluster;
 mod compare;
 mod completion;
 mod concurrency;

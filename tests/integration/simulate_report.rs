@@ -334,8 +334,9 @@ fn all_changes_needs_baseline() {
     let out = simulate(dir.path(), &["--all-changes"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("the following required arguments were not provided:\n  --baseline <PATH>..."),
+        String::from_utf8_lossy(&out.stderr).contains(
+            "the following required arguments were not provided:\n  <--baseline <PATH>...|--baseline-from-cluster>"
+        ),
         "{}",
         format_output(&out)
     );

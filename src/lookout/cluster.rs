@@ -1,0 +1,241 @@
+//! The cluster's stored state (SPEC §5.4): the retry policies and queues upstream's server
+//! keeps in Lookout's PostgreSQL, read-only.
+//!
+//! Owns: the three statements that read them (`retry_policy`, `queue`, `queue_retry_policy`,
+//! each in upstream's own order: policies and queues by name, attachments by `ordinal`),
+//! decoding each `definition` (protobuf `api.RetryPolicy` / `api.Queue`) through
+//! `armada_api`'s conversion, the one decoder of those messages, and a queue's policy list
+//! from `queue_retry_policy` (the serialized queue's `retry_policies` is not the truth:
+//! upstream's repository overwrites it the same way). A row that does not decode is a
+//! [`BadRow`] naming its table and name, never the end of the read. Must not: print, decide
+//! exit codes, or write to the database.
+//!
+//! Hostile rows cost bounded work: a `definition` is read at most [`DEFINITION_MAX`] bytes
+//! (gRPC's message limit: upstream could not have served a larger one), a longer one is a
+//! bad row.
+
+use std::fmt;
+
+use prost::Message as _;
+
+use super::db::{query_error, Db};
+use crate::armada_api::{api, policy_from_proto, queue_from_proto};
+use crate::error::CliError;
+use crate::model::{Queue, RetryPolicy};
+
+/// The tables read, besides the history's (migrations `007_queue.sql`,
+/// `035_create_retry_policy.sql`).
+pub const CLUSTER_TABLES: &[&str] = &["queue", "retry_policy", "queue_retry_policy"];
+
+/// Bytes of a `definition` read: gRPC's default message limit, as upstream serves it.
+pub const DEFINITION_MAX: usize = 4 * 1024 * 1024;
+
+/// What the cluster runs, as read.
+#[derive(Debug, Default)]
+pub struct ClusterState {
+    /// By name.
+    pub policies: Vec<RetryPolicy>,
+    /// By name, each with its policies in `ordinal` order.
+    pub queues: Vec<Queue>,
+    /// Queues with fields the model does not hold (`resourceLimits`, …): the queue is in
+    /// `queues` without them.
+    pub unread_fields: Vec<(String, Vec<&'static str>)>,
+    /// Rows that did not decode, policies first, each table by name.
+    pub bad: Vec<BadRow>,
+}
+
+/// A row whose `definition` cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadRow {
+    pub table: &'static str,
+    pub name: String,
+    pub why: String,
+}
+
+impl ClusterState {
+    /// Queues with fields the model does not hold become bad rows, for a reader that shows
+    /// queues (`get`): printing them without those fields would misstate what is stored.
+    /// A replay keeps them: those fields do not change a retry decision.
+    pub fn refuse_unread_fields(&mut self) {
+        for (name, fields) in std::mem::take(&mut self.unread_fields) {
+            self.queues.retain(|q| q.name != name);
+            self.bad.push(BadRow {
+                table: "queue",
+                why: format!(
+                    "has fields retryctl does not handle: {}",
+                    fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+                ),
+                name,
+            });
+        }
+        self.bad
+            .sort_by(|a, b| (a.table != "retry_policy", &a.name).cmp(&(b.table != "retry_policy", &b.name)));
+    }
+}
+
+impl fmt::Display for BadRow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "table `{}` row `{}`: column `definition`: {}",
+            self.table, self.name, self.why
+        )
+    }
+}
+
+impl BadRow {
+    /// The row is the policy (or queue) `name`.
+    pub fn is(&self, table: &str, name: &str) -> bool {
+        self.table == table && self.name == name
+    }
+}
+
+/// Reads every policy, queue and attachment (the tables are small: one row per policy or
+/// queue). A connection that fails midway is an error (exit 4), a row that does not decode
+/// a [`BadRow`].
+pub fn read(db: &Db) -> Result<ClusterState, CliError> {
+    let mut state = ClusterState::default();
+    let cap = DEFINITION_MAX + 1;
+    let rows = query(
+        db,
+        &format!("SELECT name, substring(definition FROM 1 FOR {cap}) FROM retry_policy ORDER BY name"),
+    )?;
+    for row in &rows {
+        let name = text(row, 0);
+        match definition(row).and_then(|b| policy(&name, b)) {
+            Ok(p) => state.policies.push(p),
+            Err(why) => state.bad.push(BadRow {
+                table: "retry_policy",
+                name,
+                why,
+            }),
+        }
+    }
+    let rows = query(
+        db,
+        &format!("SELECT name, substring(definition FROM 1 FOR {cap}) FROM queue ORDER BY name"),
+    )?;
+    for row in &rows {
+        let name = text(row, 0);
+        match definition(row).and_then(|b| queue(&name, b)) {
+            Ok((q, unread)) => {
+                if !unread.is_empty() {
+                    state.unread_fields.push((name, unread));
+                }
+                state.queues.push(q);
+            }
+            Err(why) => state.bad.push(BadRow {
+                table: "queue",
+                name,
+                why,
+            }),
+        }
+    }
+    // Ties in `ordinal` (upstream never writes them) are broken by name, so the order is
+    // the same on every read.
+    let rows = query(
+        db,
+        "SELECT queue_name, policy_name FROM queue_retry_policy ORDER BY queue_name, ordinal, policy_name",
+    )?;
+    let mut index = std::collections::HashMap::with_capacity(state.queues.len());
+    for (i, q) in state.queues.iter_mut().enumerate() {
+        q.retry_policies.clear();
+        index.insert(q.name.clone(), i);
+    }
+    for row in &rows {
+        // A queue whose row did not decode has no entry: its attachments go with it.
+        if let Some(&i) = index.get(&text(row, 0)) {
+            state.queues[i].retry_policies.push(text(row, 1));
+        }
+    }
+    Ok(state)
+}
+
+fn query(db: &Db, statement: &str) -> Result<Vec<tokio_postgres::Row>, CliError> {
+    db.rt
+        .block_on(db.client.query(statement, &[]))
+        .map_err(|e| query_error(&e, &db.shown))
+}
+
+/// A `text` column; the primary keys are never NULL, and a value the driver cannot read as
+/// a string (a database in `SQL_ASCII` with other bytes) shows as the empty name.
+fn text(row: &tokio_postgres::Row, i: usize) -> String {
+    row.try_get::<_, String>(i).unwrap_or_default()
+}
+
+fn definition(row: &tokio_postgres::Row) -> Result<&[u8], String> {
+    let bytes: Option<&[u8]> = row.try_get(1).map_err(|e| format!("cannot be read as `bytea` ({e})"))?;
+    let bytes = bytes.ok_or_else(|| "NULL, which the schema does not allow".to_string())?;
+    if bytes.len() > DEFINITION_MAX {
+        return Err(format!(
+            "larger than {} MiB (gRPC's message limit: upstream cannot serve it)",
+            DEFINITION_MAX >> 20
+        ));
+    }
+    Ok(bytes)
+}
+
+/// A `retry_policy.definition`: `api.RetryPolicy` bytes named like its row.
+fn policy(name: &str, bytes: &[u8]) -> Result<RetryPolicy, String> {
+    let p = api::RetryPolicy::decode(bytes).map_err(|e| format!("not an `api.RetryPolicy` message ({e})"))?;
+    let policy = policy_from_proto(&p).map_err(|d| crate::diag::describe_errors(&d))?;
+    same_name(name, &policy.name)?;
+    Ok(policy)
+}
+
+/// A `queue.definition`: `api.Queue` bytes named like its row; the fields the model does
+/// not hold, by name.
+fn queue(name: &str, bytes: &[u8]) -> Result<(Queue, Vec<&'static str>), String> {
+    let q = api::Queue::decode(bytes).map_err(|e| format!("not an `api.Queue` message ({e})"))?;
+    let (queue, unread) = queue_from_proto(&q);
+    same_name(name, &queue.name)?;
+    Ok((queue, unread))
+}
+
+fn same_name(row: &str, defined: &str) -> Result<(), String> {
+    if row != defined {
+        return Err(format!("the definition is named `{defined}`, not `{row}` like its row"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn definitions_that_do_not_decode_say_why() {
+        assert_eq!(
+            policy("p", b"\xff\xff").unwrap_err(),
+            "not an `api.RetryPolicy` message (failed to decode Protobuf message: invalid varint)"
+        );
+        let unset = api::RetryPolicy {
+            name: "p".into(),
+            retry_limit: 3,
+            ..Default::default()
+        };
+        assert_eq!(
+            policy("p", &unset.encode_to_vec()).unwrap_err(),
+            "defaultAction: must be `Fail` or `Retry`, got `RETRY_ACTION_UNSPECIFIED` (0): the action is not set"
+        );
+        let other = api::RetryPolicy {
+            name: "q".into(),
+            default_action: 1,
+            ..Default::default()
+        };
+        assert_eq!(
+            policy("p", &other.encode_to_vec()).unwrap_err(),
+            "the definition is named `q`, not `p` like its row"
+        );
+        assert_eq!(
+            queue("q", b"\x0a").unwrap_err(),
+            "not an `api.Queue` message (failed to decode Protobuf message: Queue.name: invalid varint)"
+        );
+        let row = BadRow {
+            table: "retry_policy",
+            name: "p".into(),
+            why: "x".into(),
+        };
+        assert_eq!(row.to_string(), "table `retry_policy` row `p`: column `definition`: x");
+    }
+}

@@ -1,0 +1,110 @@
+//! An [`Export`] as a replay's [`HistorySource`]: `simulate --lookout-db` replays Lookout's
+//! rows as they are mapped, one job at a time, with no file in between (SPEC §5.4).
+//!
+//! Owns: turning each [`Event`] into an [`Entry`] (a history to replay, or a row left out,
+//! reported in `history`'s words and not counted as a replay error), and handing what the
+//! replay cannot carry back to the command through [`ExportState`]: the [`Totals`] so far
+//! (`history`'s summary and `--strict`) and the error that ended the stream early (a lost
+//! connection: exit 4). Must not: map rows (that is `mapping`), print, or decide exit codes.
+//!
+//! The replay reads its source on a thread of its own and holds a bounded number of entries
+//! (`replay::parallel`), so memory stays one job per entry in flight, whatever the number of
+//! jobs; the state is updated once per event under an uncontended lock.
+
+use std::sync::{Arc, Mutex};
+
+use super::{Event, Export, Totals};
+use crate::engine::Settings;
+use crate::replay::source::{Body, Entry, HistorySource, Origin, Progress};
+
+/// What the command reads after the replay.
+#[derive(Debug, Default)]
+pub struct ExportState {
+    pub totals: Totals,
+    /// The error that ended the stream before its end (the replay covers the jobs before it).
+    pub error: Option<anyhow::Error>,
+}
+
+/// The replay's view of an export.
+pub struct ExportSource<'a> {
+    export: Export<'a>,
+    settings: Arc<Settings>,
+    origin: Origin,
+    state: Arc<Mutex<ExportState>>,
+    ended: bool,
+}
+
+impl<'a> ExportSource<'a> {
+    /// `settings`: the scheduler settings every job gets; `origin`: the name messages about
+    /// its jobs start with.
+    pub fn new(export: Export<'a>, settings: Settings, origin: &str) -> ExportSource<'a> {
+        ExportSource {
+            export,
+            settings: Arc::new(settings),
+            origin: Origin::named(origin),
+            state: Arc::default(),
+            ended: false,
+        }
+    }
+
+    /// The totals and the error, readable after the replay has consumed the source.
+    pub fn state(&self) -> Arc<Mutex<ExportState>> {
+        self.state.clone()
+    }
+
+    fn record(&self, error: Option<anyhow::Error>) {
+        // A poisoned lock means the replay panicked: that panic is what the user sees.
+        if let Ok(mut s) = self.state.lock() {
+            s.totals = *self.export.totals();
+            if error.is_some() {
+                s.error = error;
+            }
+        }
+    }
+}
+
+impl Iterator for ExportSource<'_> {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        if self.ended {
+            return None;
+        }
+        let body = match self.export.next() {
+            None => {
+                self.ended = true;
+                self.record(None);
+                return None;
+            }
+            Some(Err(e)) => {
+                self.ended = true;
+                self.record(Some(e));
+                return None;
+            }
+            Some(Ok(Event::History(h))) => Body::History(h),
+            Some(Ok(Event::LeftOut(e))) => Body::LeftOut(e.left_out()),
+        };
+        self.record(None);
+        Some(Entry {
+            origin: self.origin.clone(),
+            settings: self.settings.clone(),
+            body,
+        })
+    }
+}
+
+impl HistorySource for ExportSource<'_> {
+    /// Jobs read so far; the total is not known before the end.
+    fn progress(&self) -> Progress {
+        Progress {
+            done: self.export.totals().jobs_read,
+            total: 0,
+            bytes: false,
+        }
+    }
+
+    /// A queue's history: the table format prints only the summary.
+    fn bulk(&self) -> bool {
+        true
+    }
+}
