@@ -2,7 +2,7 @@
 //!
 //! Load (policies from `-f` or the server, baseline policies from files or the cluster's
 //! database, the scheduler config, the history's source) → pick
-//! the sink of the output format (`output::simulate::sink`) → `replay::run::{replay,
+//! the sink of the output format (`output::sinks::sink`) → `replay::run::{replay,
 //! compare}`, which drives the whole path into it → the exit status, read off the totals
 //! the replay returns. Must not: print with `println!`, exit, read histories itself (that
 //! is `replay::source`), count (that is `replay`) or format records (that is `output`).
@@ -47,7 +47,8 @@ use crate::lookout::export_source::ExportSource;
 use crate::lookout::{cluster, db, Export};
 use crate::output::history::write_summary;
 use crate::output::progress::progress_bar;
-use crate::output::simulate::{sink, Baseline, Mode, Stderr};
+use crate::output::simulate::{Baseline, Mode, Stderr};
+use crate::output::sinks::sink;
 use crate::replay::run::{compare, replay};
 use crate::replay::source::{Files, HistorySource, Overrides};
 

@@ -17,6 +17,7 @@ pub mod report;
 pub mod resources;
 pub mod schema;
 pub mod simulate;
+pub mod sinks;
 pub mod style;
 pub mod view;
 

@@ -21,7 +21,6 @@ use serde_json::{json, Map, Value};
 use tabled::builder::Builder;
 use tabled::settings::{Padding, Style as TableStyle};
 
-use crate::cli::SimulateOutput;
 use crate::engine::job_report::{
     format_instant, rule_ref_label, JobInstant, JobReport, JobStatus, RuleLabel, RunRecord,
 };
@@ -621,26 +620,6 @@ pub enum Baseline {
 pub const CLUSTER_BASELINE: &str =
     "the retry policies and queue attachments the cluster runs (read from its Lookout database)";
 
-/// The sink of `format`: a table for people, a stream of records, or a report.
-pub fn sink<'a>(format: SimulateOutput, mode: Mode, out: &'a mut dyn Write, stderr: Stderr<'a>) -> Box<dyn Sink + 'a> {
-    match format {
-        SimulateOutput::Table => Box::new(TableSink {
-            style: stderr.style,
-            out,
-            stderr,
-            mode,
-            written: 0,
-            listed: Listed::default(),
-            estimated: false,
-        }),
-        SimulateOutput::Json => Box::new(RecordSink::new(Records::Json, mode, out, stderr)),
-        SimulateOutput::Yaml => Box::new(RecordSink::new(Records::Yaml, mode, out, stderr)),
-        SimulateOutput::Jsonl => Box::new(RecordSink::new(Records::Jsonl, mode, out, stderr)),
-        SimulateOutput::Html => Box::new(super::html::HtmlSink::new(mode, out, stderr)),
-        SimulateOutput::Markdown => Box::new(super::markdown::MarkdownSink::new(mode, out, stderr)),
-    }
-}
-
 /// Changed jobs the table lists per transition, unless `--all-changes`: a screenful.
 pub const LISTED_PER_TRANSITION: usize = 20;
 
@@ -818,6 +797,20 @@ pub struct TableSink<'a> {
     estimated: bool,
 }
 
+impl<'a> TableSink<'a> {
+    pub fn new(mode: Mode, out: &'a mut dyn Write, stderr: Stderr<'a>) -> Self {
+        TableSink {
+            style: stderr.style,
+            out,
+            stderr,
+            mode,
+            written: 0,
+            listed: Listed::default(),
+            estimated: false,
+        }
+    }
+}
+
 impl Sink for TableSink<'_> {
     fn needs(&self) -> Needs {
         Needs {
@@ -977,7 +970,7 @@ fn change_line(style: Style, change: &Change<'_>) -> String {
 
 /// The record formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Records {
+pub enum Records {
     /// One JSON document, streamed.
     Json,
     /// One YAML document, streamed.
@@ -998,7 +991,7 @@ pub struct RecordSink<'a> {
 }
 
 impl<'a> RecordSink<'a> {
-    fn new(format: Records, mode: Mode, out: &'a mut dyn Write, stderr: Stderr<'a>) -> Self {
+    pub fn new(format: Records, mode: Mode, out: &'a mut dyn Write, stderr: Stderr<'a>) -> Self {
         RecordSink {
             format,
             mode,
