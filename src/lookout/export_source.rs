@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use super::{Event, Export, Totals};
 use crate::engine::Settings;
-use crate::replay::source::{Body, Entry, HistorySource, Origin, Progress};
+use crate::replay::source::{Body, Counted, Entry, HistorySource, Origin, Progress};
 
 /// What the command reads after the replay.
 #[derive(Debug, Default)]
@@ -99,7 +99,7 @@ impl HistorySource for ExportSource<'_> {
         Progress {
             done: self.export.totals().jobs_read,
             total: 0,
-            bytes: false,
+            counted: Counted::Jobs,
         }
     }
 

@@ -5,23 +5,30 @@
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
-use indicatif::{HumanCount, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{HumanCount, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
-use crate::replay::source::Progress;
+use crate::replay::source::{Counted, Progress};
 
-/// A bar for a source of `p.total` files or bytes; `None` when nothing should be drawn.
+/// A bar for a source of `p.total` files or bytes, or a spinner with the jobs read and the
+/// rate for a source whose size is not known (Lookout: SPEC §3.3's long reads show a sign of
+/// life from the first page on); `None` when nothing should be drawn.
 pub fn progress_bar(p: Progress) -> Option<ProgressBar> {
-    if !std::io::stderr().is_terminal() || p.total == 0 {
+    if !std::io::stderr().is_terminal() || (p.total == 0 && p.counted != Counted::Jobs) {
         return None;
     }
-    let bar = ProgressBar::with_draw_target(Some(p.total), ProgressDrawTarget::stderr());
-    let template = if p.bytes {
-        "simulating {bar:40} {bytes}/{total_bytes} ({eta} left)"
-    } else {
-        "simulating {bar:40} {pos}/{len} files ({eta} left)"
+    let (len, template) = match p.counted {
+        Counted::Bytes => (Some(p.total), "simulating {bar:40} {bytes}/{total_bytes} ({eta} left)"),
+        Counted::Files => (Some(p.total), "simulating {bar:40} {pos}/{len} files ({eta} left)"),
+        Counted::Jobs => (None, "{spinner} simulating: {human_pos} jobs read ({rate} jobs/s)"),
     };
+    let bar = ProgressBar::with_draw_target(len, ProgressDrawTarget::stderr());
     if let Ok(style) = ProgressStyle::with_template(template) {
-        bar.set_style(style);
+        // Whole jobs a second, as `history`'s line says it (indicatif's `per_sec` has decimals).
+        bar.set_style(
+            style.with_key("rate", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{}", HumanCount(s.per_sec() as u64));
+            }),
+        );
     }
     Some(bar)
 }

@@ -129,9 +129,21 @@ pub struct Entry {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Progress {
     pub done: u64,
+    /// 0 when not known.
     pub total: u64,
-    /// `done`/`total` count bytes (one JSON Lines file) rather than files.
-    pub bytes: bool,
+    pub counted: Counted,
+}
+
+/// What a [`Progress`] counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Counted {
+    /// Files of a directory (or the one file).
+    #[default]
+    Files,
+    /// Bytes of one JSON Lines file.
+    Bytes,
+    /// Jobs read from a source whose size is not known before its end (Lookout).
+    Jobs,
 }
 
 /// A stream of histories. `Send` so that it can be read on its own thread while workers
@@ -234,7 +246,7 @@ impl Files {
                 files.progress = Progress {
                     done: 0,
                     total: meta.len(),
-                    bytes: true,
+                    counted: Counted::Bytes,
                 };
             }
             files.queue.push_back(path.to_path_buf());
@@ -381,7 +393,7 @@ impl Files {
     /// follows the block.
     fn next_block(&mut self) -> Option<Entry> {
         let settings = self.settings.clone();
-        let counting = self.progress.bytes;
+        let counting = self.progress.counted == Counted::Bytes;
         let lines = self.lines.as_mut()?;
         let first_line = lines.line_no + 1;
         let (file, stem) = (lines.file.clone(), lines.stem.clone());
@@ -505,14 +517,14 @@ impl Iterator for Files {
                     return Some(e);
                 }
                 self.lines = None;
-                if !self.progress.bytes && !self.stdin {
+                if self.progress.counted != Counted::Bytes && !self.stdin {
                     self.progress.done += 1;
                 }
                 continue;
             }
             let path = self.queue.pop_front()?;
             self.open_file(&path);
-            if self.lines.is_none() && !self.progress.bytes {
+            if self.lines.is_none() && self.progress.counted != Counted::Bytes {
                 self.progress.done += 1;
             }
         }
