@@ -155,7 +155,7 @@ pub fn load_policies(
     side: Side,
 ) -> anyhow::Result<Option<Simulator>> {
     let files = input::read_sources(paths, args.source.recursive, Some(&[Kind::RetryPolicy, Kind::Queue]));
-    if report::totals(&files).errors > 0 {
+    if report::counts(&files).errors > 0 {
         // The report's summary line goes to stderr too: stdout carries simulation data only.
         let mut summary = Vec::new();
         report::write_text(&files, ctx.style, &mut summary, ctx.err)?;

@@ -136,7 +136,7 @@ pub fn load(ctx: &mut Context, source: &FileSource, kinds: &[Kind]) -> anyhow::R
         return Err(CliError::usage("no input: pass one or more files or directories with `-f PATH`").into());
     }
     let files = input::read_sources(&source.files, source.recursive, Some(kinds));
-    let totals = report::totals(&files);
+    let totals = report::counts(&files);
     if totals.errors > 0 {
         // The summary line goes to stderr too: stdout carries only results.
         let mut summary = Vec::new();

@@ -22,7 +22,7 @@ pub fn run(ctx: &mut Context, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     }
     let mut files = input::read_sources(&args.source.files, args.source.recursive, None);
     lint_documents(files.iter_mut().flat_map(|f| f.documents.iter_mut()), &options);
-    let t = report::totals(&files);
+    let t = report::counts(&files);
     let valid = t.errors == 0 && !(args.strict && t.warnings > 0);
     match args.output {
         ValidateOutput::Text => {

@@ -3,9 +3,9 @@
 //!
 //! Owns: turning each [`Event`] into an [`Entry`] (a history to replay, or a row left out,
 //! reported in `history`'s words and not counted as a replay error), and handing what the
-//! replay cannot carry back to the command through [`ExportState`]: the [`Totals`] so far
-//! (`history`'s summary and `--strict`) and the error that ended the stream early (a lost
-//! connection: exit 4). Must not: map rows (that is `mapping`), print, or decide exit codes.
+//! replay cannot carry back to the command through [`ExportState`]: the [`ExportTotals`] so
+//! far (`history`'s summary and `--strict`) and the error that ended the stream early (a
+//! lost connection: exit 4). Must not: map rows (that is `mapping`), print, or decide exit codes.
 //!
 //! The replay reads its source on a thread of its own and holds a bounded number of entries
 //! (`replay::parallel`), so memory stays one job per entry in flight, whatever the number of
@@ -13,14 +13,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::{Event, Export, Totals};
+use super::{Event, Export, ExportTotals};
 use crate::engine::Settings;
 use crate::replay::source::{Body, Counted, Entry, HistorySource, Origin, Progress};
 
 /// What the command reads after the replay.
 #[derive(Debug, Default)]
 pub struct ExportState {
-    pub totals: Totals,
+    pub totals: ExportTotals,
     /// The error that ended the stream before its end (the replay covers the jobs before it).
     pub error: Option<anyhow::Error>,
 }

@@ -3,8 +3,8 @@
 //! Owns: the [`Filter`] both sources apply, the streaming interface they share (an iterator
 //! of [`Item`]: one job with all the runs it could read at a time, so memory does not grow
 //! with the number of jobs), [`Export`] (a source mapped to FailureHistory values one job at
-//! a time, with the [`Totals`]: what `history` writes and a replay can consume directly), and
-//! the masking of a DSN for messages. Must not: format output (the command and
+//! a time, with the [`ExportTotals`]: what `history` writes and a replay can consume
+//! directly), and the masking of a DSN for messages. Must not: format output (the command and
 //! `output::history` do), or guess what Lookout does not say (`mapping` counts it instead).
 //!
 //! - [`db`]: Lookout's PostgreSQL, streamed in one binary `COPY` and decoded by hand.
@@ -62,7 +62,7 @@ pub enum Event {
 
 /// What was read, exported and left out so far, and what Lookout could not tell.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Totals {
+pub struct ExportTotals {
     /// Jobs and runs the source read (for progress), left-out ones included.
     pub jobs_read: u64,
     pub runs_read: u64,
@@ -76,7 +76,7 @@ pub struct Totals {
     pub notes: Notes,
 }
 
-impl Totals {
+impl ExportTotals {
     /// Rows reported and left out: `--strict` makes any of them exit 1.
     pub fn left_out(&self) -> u64 {
         self.jobs_left_out + self.runs_left_out
@@ -86,18 +86,18 @@ impl Totals {
 /// A source mapped one job at a time ([`mapping::map_job`]), counting as it goes.
 pub struct Export<'a> {
     source: JobStream<'a>,
-    totals: Totals,
+    totals: ExportTotals,
 }
 
 impl<'a> Export<'a> {
     pub fn new(source: JobStream<'a>) -> Export<'a> {
         Export {
             source,
-            totals: Totals::default(),
+            totals: ExportTotals::default(),
         }
     }
 
-    pub fn totals(&self) -> &Totals {
+    pub fn totals(&self) -> &ExportTotals {
         &self.totals
     }
 }

@@ -6,7 +6,7 @@
 
 use std::io::{self, Write};
 
-use crate::lookout::{RowError, Totals};
+use crate::lookout::{ExportTotals, RowError};
 use crate::model::failure_history::{failure_history_json, FailureHistory};
 use crate::output::style::Style;
 
@@ -29,7 +29,7 @@ pub fn left_out_line(style: Style, e: &RowError) -> String {
 }
 
 /// What was exported, left out, and what Lookout could not tell, with counts, never silent.
-pub fn write_summary(err: &mut dyn Write, queue: &str, t: &Totals) -> io::Result<()> {
+pub fn write_summary(err: &mut dyn Write, queue: &str, t: &ExportTotals) -> io::Result<()> {
     let n = &t.notes;
     writeln!(
         err,

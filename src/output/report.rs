@@ -13,7 +13,7 @@ use super::Style;
 
 /// Counts over a set of files.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Totals {
+pub struct FileCounts {
     pub files: usize,
     pub documents: usize,
     pub invalid_documents: usize,
@@ -21,10 +21,10 @@ pub struct Totals {
     pub warnings: usize,
 }
 
-pub fn totals(files: &[SourceFile]) -> Totals {
-    let mut t = Totals {
+pub fn counts(files: &[SourceFile]) -> FileCounts {
+    let mut t = FileCounts {
         files: files.len(),
-        ..Totals::default()
+        ..FileCounts::default()
     };
     for f in files {
         t.errors += f.errors.len();
@@ -102,7 +102,12 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 }
 
 /// Findings grouped by document, to `err`; the summary line, to `out`.
-pub fn write_text(files: &[SourceFile], style: Style, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<Totals> {
+pub fn write_text(
+    files: &[SourceFile],
+    style: Style,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> io::Result<FileCounts> {
     for f in files {
         let several = f.documents.len() > 1;
         for doc in &f.documents {
@@ -131,7 +136,7 @@ pub fn write_text(files: &[SourceFile], style: Style, out: &mut dyn Write, err: 
             }
         }
     }
-    let t = totals(files);
+    let t = counts(files);
     let valid = t.documents - t.invalid_documents;
     let mut summary = format!(
         "checked {} in {}: {} valid, {} invalid",
@@ -173,14 +178,14 @@ fn write_diagnostic(w: &mut dyn Write, style: Style, d: &Diagnostic) -> io::Resu
 struct JsonReport<'a> {
     valid: bool,
     #[serde(flatten)]
-    totals: Totals,
+    totals: FileCounts,
     diagnostics: Vec<Finding<'a>>,
 }
 
 pub fn write_json(files: &[SourceFile], valid: bool, out: &mut dyn Write) -> io::Result<()> {
     let report = JsonReport {
         valid,
-        totals: totals(files),
+        totals: counts(files),
         diagnostics: findings(files),
     };
     serde_json::to_writer_pretty(&mut *out, &report)?;
@@ -188,7 +193,7 @@ pub fn write_json(files: &[SourceFile], valid: bool, out: &mut dyn Write) -> io:
 }
 
 /// GitHub Actions workflow commands: `::error file=F,line=L,col=C,title=T::message`.
-pub fn write_github(files: &[SourceFile], out: &mut dyn Write) -> io::Result<Totals> {
+pub fn write_github(files: &[SourceFile], out: &mut dyn Write) -> io::Result<FileCounts> {
     for f in findings(files) {
         let level = match f.severity {
             Severity::Error => "error",
@@ -212,7 +217,7 @@ pub fn write_github(files: &[SourceFile], out: &mut dyn Write) -> io::Result<Tot
         message.push_str(f.message);
         writeln!(out, "::{level} {props}::{}", escape_data(&message))?;
     }
-    Ok(totals(files))
+    Ok(counts(files))
 }
 
 fn escape_data(s: &str) -> String {
