@@ -29,7 +29,6 @@ use std::time::Instant;
 use axum::body::Bytes;
 use axum::http::{HeaderValue, Request};
 use axum::response::Response;
-use hyper::body::Incoming;
 use tonic::codec::CompressionEncoding;
 use tonic::codegen::Service as _;
 use tonic::{Code as GrpcCode, Status};
@@ -139,8 +138,12 @@ impl Grpc {
         }
     }
 
-    /// Answers one gRPC request.
-    pub async fn call(&self, req: Request<Incoming>, peer: SocketAddr) -> Response {
+    /// Answers one gRPC request (whatever the body type of the connection that carried it).
+    pub async fn call<B>(&self, req: Request<B>, peer: SocketAddr) -> Response
+    where
+        B: hyper::body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
+    {
         use futures_util::FutureExt;
         let started = Instant::now();
         let line = log_start(self.log.as_ref(), req.method(), req.uri());
@@ -402,7 +405,11 @@ impl Services {
     /// encoder per call) was a third of its CPU. The same checks (the message is one whole
     /// uncompressed frame, within the limit, with no field the contract does not define),
     /// the same [`Services::get_policy`], the same statuses.
-    async fn get_policy_unary(&self, req: Request<Incoming>) -> Response {
+    async fn get_policy_unary<B>(&self, req: Request<B>) -> Response
+    where
+        B: hyper::body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         let answer = async {
             let body = axum::body::to_bytes(axum::body::Body::new(req.into_body()), MAX_MESSAGE + 5)
                 .await
