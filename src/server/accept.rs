@@ -27,6 +27,7 @@ use tokio_rustls::TlsAcceptor;
 
 use super::conn::{Guarded, GuardedListener};
 use super::dispatch::App;
+use super::grpc::Grpc;
 use crate::tls::PLAIN_HTTP_ON_TLS;
 
 /// What every connection is served with.
@@ -235,12 +236,30 @@ where
 /// Concurrent HTTP/2 streams per connection.
 const MAX_STREAMS: u32 = 100;
 
-/// Answers one stream: polled once here, on the connection's task; only a call that is not
-/// answered by then gets a task of its own (polled again there at once, so nothing this
-/// first poll waited for is missed).
-fn start_stream(req: hyper::Request<h2::RecvStream>, respond: SendResponse<Bytes>, app: &Arc<App>, addr: SocketAddr) {
-    let mut call = Box::pin(h2_stream(req, respond, app.clone(), addr));
+/// Answers one stream on the connection's task when it can be answered at once: the hot
+/// read whose whole message came with its header is answered without a future
+/// ([`Grpc::call_now`]); anything else is polled once here, and only a call that is not
+/// answered by then gets a task of its own (polled again there at once, so nothing this first
+/// poll waited for is missed).
+fn start_stream(
+    mut req: hyper::Request<h2::RecvStream>,
+    respond: SendResponse<Bytes>,
+    app: &Arc<App>,
+    addr: SocketAddr,
+) {
     let mut cx = Context::from_waker(std::task::Waker::noop());
+    let mut first = None;
+    if super::grpc::is_grpc(&req) && Grpc::answers_now(&req) {
+        if let Poll::Ready(Some(Ok(data))) = req.body_mut().poll_data(&mut cx) {
+            let _ = req.body_mut().flow_control().release_capacity(data.len());
+            if req.body().is_end_stream() {
+                send_now(respond, app.grpc.call_now(&req, &data, addr));
+                return;
+            }
+            first = Some(data);
+        }
+    }
+    let mut call = Box::pin(h2_stream(req, first, respond, app.clone(), addr));
     // A panic here (the services catch their own) ends this stream only, as it ended its
     // task under hyper: the dropped handle resets the stream.
     if let Ok(Poll::Pending) = std::panic::catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(&mut cx))) {
@@ -248,9 +267,31 @@ fn start_stream(req: hyper::Request<h2::RecvStream>, respond: SendResponse<Bytes
     }
 }
 
-/// One request answered and its answer sent, as hyper's `H2Stream` did it.
+/// Sends [`Grpc::call_now`]'s answer: the frames hyper sent for it (the header; then the
+/// message and the trailers, or nothing more for a trailers-only answer). The message is
+/// queued whatever room the stream has: h2 sends it as the client's window allows, the
+/// trailers after it.
+fn send_now(mut respond: SendResponse<Bytes>, resp: hyper::Response<super::grpc::Unary>) {
+    let (mut head, body) = resp.into_parts();
+    head.headers.entry(hyper::header::DATE).or_insert_with(date);
+    let body = body.into_parts();
+    match respond.send_response(hyper::Response::from_parts(head, ()), body.is_none()) {
+        Ok(mut tx) => {
+            if let Some((message, trailers)) = body {
+                if tx.send_data(message, false).is_ok() {
+                    let _ = tx.send_trailers(trailers);
+                }
+            }
+        }
+        Err(_) => respond.send_reset(h2::Reason::INTERNAL_ERROR),
+    }
+}
+
+/// One request answered and its answer sent, as hyper's `H2Stream` did it. `first`: what
+/// [`start_stream`] already took of the body.
 async fn h2_stream(
     req: hyper::Request<h2::RecvStream>,
+    first: Option<Bytes>,
     mut respond: SendResponse<Bytes>,
     app: Arc<App>,
     addr: SocketAddr,
@@ -260,10 +301,12 @@ async fn h2_stream(
         .headers()
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse().ok());
+    let remaining = length.map(|n: u64| n.saturating_sub(first.as_ref().map_or(0, |b| b.len() as u64)));
     let mut req = req.map(|stream| RecvBody {
         stream,
+        first,
         data_done: false,
-        remaining: length,
+        remaining,
     });
     let answer = async {
         if super::grpc::is_grpc(&req) {
@@ -429,6 +472,8 @@ fn date() -> hyper::header::HeaderValue {
 /// back to the client's window at once, then the trailers, as hyper's `Incoming` did.
 struct RecvBody {
     stream: h2::RecvStream,
+    /// A data frame taken before the body was handed on, handed on first.
+    first: Option<Bytes>,
     data_done: bool,
     /// From `content-length`, less what has arrived: the body's size hint.
     remaining: Option<u64>,
@@ -443,6 +488,9 @@ impl hyper::body::Body for RecvBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, h2::Error>>> {
         let this = &mut *self;
+        if let Some(data) = this.first.take() {
+            return Poll::Ready(Some(Ok(hyper::body::Frame::data(data))));
+        }
         if !this.data_done {
             match this.stream.poll_data(cx) {
                 Poll::Pending => return Poll::Pending,
@@ -466,7 +514,7 @@ impl hyper::body::Body for RecvBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.stream.is_end_stream()
+        self.first.is_none() && self.stream.is_end_stream()
     }
 
     fn size_hint(&self) -> hyper::body::SizeHint {
