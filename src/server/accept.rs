@@ -452,7 +452,7 @@ fn date() -> hyper::header::HeaderValue {
     use std::cell::RefCell;
     use std::time::{SystemTime, UNIX_EPOCH};
     thread_local!(static DATE: RefCell<(u64, hyper::header::HeaderValue)> =
-        RefCell::new((u64::MAX, hyper::header::HeaderValue::from_static(""))));
+        const { RefCell::new((u64::MAX, hyper::header::HeaderValue::from_static(""))) });
     let now = SystemTime::now();
     let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     DATE.with(|cached| {
@@ -543,4 +543,117 @@ where
         _ = shutdown.changed() => conn.as_mut().graceful_shutdown(),
     }
     let _ = conn.await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Config, Location, Server};
+    use bytes::Bytes;
+
+    /// One request over HTTP/2 (prior knowledge, as gRPC's plaintext): its body sent as the
+    /// given frames (a yield between them, so that they arrive in separate reads), then the
+    /// answer's header, body and trailers.
+    async fn h2_request(
+        addr: std::net::SocketAddr,
+        req: hyper::Request<()>,
+        frames: &[&[u8]],
+    ) -> (axum::http::response::Parts, Vec<u8>, Option<hyper::HeaderMap>) {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+        tokio::spawn(conn);
+        let mut client = client.ready().await.unwrap();
+        let (resp, mut body) = client.send_request(req, frames.is_empty()).unwrap();
+        for (i, frame) in frames.iter().enumerate() {
+            body.send_data(Bytes::copy_from_slice(frame), i + 1 == frames.len())
+                .unwrap();
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let (head, mut recv) = resp.await.unwrap().into_parts();
+        let mut data = Vec::new();
+        while let Some(chunk) = recv.data().await {
+            data.extend_from_slice(&chunk.unwrap());
+        }
+        let trailers = recv.trailers().await.unwrap();
+        (head, data, trailers)
+    }
+
+    fn grpc_get(addr: std::net::SocketAddr) -> hyper::Request<()> {
+        hyper::Request::post(format!("http://{addr}/api.RetryPolicyService/GetRetryPolicy"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(())
+            .unwrap()
+    }
+
+    /// The answers of the connection's own task (the hot read whose message came with its
+    /// header) and of the general way (the same call with its message in two reads, REST
+    /// over HTTP/2 with a body in two reads) are what a client of hyper's server saw.
+    #[test]
+    fn http2_answers_whether_the_body_came_with_the_header_or_later() {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let server = Server::bind(Config::new("127.0.0.1:0", Location::InMemory))
+                .await
+                .unwrap();
+            let addr = server.local_addr();
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let run = tokio::spawn(server.run(async move {
+                let _ = stopped.await;
+            }));
+
+            // REST over HTTP/2, the body in two frames: created, then read back.
+            let policy = br#"{"name":"p1","retryLimit":2,"defaultAction":"Fail","rules":[]}"#;
+            let create = hyper::Request::post(format!("http://{addr}/v1/retry-policy"))
+                .header("content-type", "application/json")
+                .body(())
+                .unwrap();
+            let (head, body, _) = h2_request(addr, create, &[&policy[..10], &policy[10..]]).await;
+            assert_eq!(head.status, 200, "{}", String::from_utf8_lossy(&body));
+            assert!(head.headers.contains_key("date"));
+            assert_eq!(head.headers[crate::wire::DIALECT_HEADER], "v1");
+            let get = hyper::Request::get(format!("http://{addr}/v1/retry-policy/p1"))
+                .body(())
+                .unwrap();
+            let (head, body, _) = h2_request(addr, get, &[]).await;
+            assert_eq!(head.status, 200);
+            let got: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(got["name"], "p1");
+            assert_eq!(got["retryLimit"], 2);
+
+            // GetRetryPolicy{name: "p1"} in one frame (answered on the connection's task) and
+            // in two (the general way): the same message, the same headers and trailers.
+            let message = b"\x00\x00\x00\x00\x04\x0a\x02p1";
+            let (one_head, one_body, one_trailers) = h2_request(addr, grpc_get(addr), &[message]).await;
+            let (two_head, two_body, two_trailers) =
+                h2_request(addr, grpc_get(addr), &[&message[..3], &message[3..]]).await;
+            assert_eq!(one_head.status, 200);
+            assert_eq!(one_trailers.as_ref().unwrap()["grpc-status"], "0");
+            assert!(one_body.len() > 5 && one_body[0] == 0, "{one_body:?}");
+            assert_eq!(one_body, two_body);
+            assert_eq!(one_trailers, two_trailers);
+            let without_date = |h: &hyper::HeaderMap| {
+                let mut h = h.clone();
+                h.remove("date");
+                h
+            };
+            assert_eq!(without_date(&one_head.headers), without_date(&two_head.headers));
+            assert_eq!(one_head.headers["content-type"], "application/grpc");
+            assert!(one_head.headers.contains_key("date"));
+
+            // A missing policy: trailers-only, NotFound, both ways.
+            let missing = b"\x00\x00\x00\x00\x06\x0a\x04nope";
+            for frames in [&[&missing[..]][..], &[&missing[..2], &missing[2..]][..]] {
+                let (head, body, trailers) = h2_request(addr, grpc_get(addr), frames).await;
+                assert_eq!(head.headers["grpc-status"], "5");
+                assert_eq!(
+                    head.headers["grpc-message"],
+                    "error:%20could%20not%20find%20retry%20policy%20%22nope%22"
+                );
+                assert!(body.is_empty() && trailers.is_none());
+            }
+
+            let _ = stop.send(());
+            run.await.unwrap().unwrap();
+        });
+    }
 }
