@@ -27,7 +27,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use axum::body::Bytes;
-use axum::http::{HeaderValue, Request};
+use axum::http::{HeaderName, HeaderValue, Request};
 use axum::response::Response;
 use tonic::codec::CompressionEncoding;
 use tonic::codegen::Service as _;
@@ -60,10 +60,17 @@ pub struct Grpc {
 /// The hot read, answered without tonic ([`Services::get_policy_unary`]).
 const GET_POLICY: &str = "/api.RetryPolicyService/GetRetryPolicy";
 
+// gRPC's header names, made once: a name given as text is parsed and checked at every use,
+// which a call answered in a few microseconds notices.
+const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
+const GRPC_MESSAGE: HeaderName = HeaderName::from_static("grpc-message");
+const GRPC_ENCODING: HeaderName = HeaderName::from_static("grpc-encoding");
+const GRPC_ACCEPT_ENCODING: HeaderName = HeaderName::from_static("grpc-accept-encoding");
+
 /// Whether a request's message is sent as is (`grpc-encoding` absent or `identity`).
 fn uncompressed<B>(req: &Request<B>) -> bool {
     req.headers()
-        .get("grpc-encoding")
+        .get(&GRPC_ENCODING)
         .is_none_or(|v| v.as_bytes() == b"identity")
 }
 
@@ -85,7 +92,7 @@ impl Unary {
 /// The OK answer carrying `message` (a whole gRPC frame), as tonic's server sends it.
 fn unary_ok(message: Bytes) -> axum::http::Response<Unary> {
     let mut trailers = axum::http::HeaderMap::with_capacity(1);
-    trailers.insert("grpc-status", HeaderValue::from_static("0"));
+    trailers.insert(GRPC_STATUS, HeaderValue::from_static("0"));
     let mut resp = axum::http::Response::new(Unary {
         message: Some(message),
         trailers: Some(trailers),
@@ -95,7 +102,7 @@ fn unary_ok(message: Bytes) -> axum::http::Response<Unary> {
         HeaderValue::from_static("application/grpc"),
     );
     resp.headers_mut()
-        .insert("grpc-accept-encoding", HeaderValue::from_static("gzip"));
+        .insert(GRPC_ACCEPT_ENCODING, HeaderValue::from_static("gzip"));
     resp
 }
 
@@ -258,7 +265,7 @@ impl Grpc {
         too_large_is_resource_exhausted(resp.headers_mut());
         // A refusal is answered in the headers alone (trailers-only): name its code in the log.
         let line = line.map(|mut l| {
-            if let Some(code) = resp.headers().get("grpc-status").and_then(|v| v.to_str().ok()) {
+            if let Some(code) = resp.headers().get(&GRPC_STATUS).and_then(|v| v.to_str().ok()) {
                 let code = code.parse::<i64>().map_or("Unknown", crate::client::codes::name);
                 l.push_str(&format!(" ({code})"));
             }
@@ -291,16 +298,16 @@ impl Grpc {
 /// answered in the headers alone (the request was never decoded), so it is renamed there.
 fn too_large_is_resource_exhausted(headers: &mut axum::http::HeaderMap) {
     const OUT_OF_RANGE: &[u8] = b"11";
-    let too_large = headers.get("grpc-status").is_some_and(|v| v.as_bytes() == OUT_OF_RANGE)
+    let too_large = headers.get(&GRPC_STATUS).is_some_and(|v| v.as_bytes() == OUT_OF_RANGE)
         && headers
-            .get("grpc-message")
+            .get(&GRPC_MESSAGE)
             // Percent-encoded as tonic writes it (a space is `%20`).
             .is_some_and(|m| {
                 m.as_bytes()
                     .starts_with(b"Error,%20decoded%20message%20length%20too%20large")
             });
     if too_large {
-        headers.insert("grpc-status", HeaderValue::from_static("8"));
+        headers.insert(GRPC_STATUS, HeaderValue::from_static("8"));
     }
 }
 
