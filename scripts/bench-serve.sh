@@ -67,12 +67,14 @@ measure() {
   echo "$rps $p99 $(awk -v t="$((after - before))" -v hz="$(getconf CLK_TCK)" -v n="$n" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')"
 }
 
-# measure_h1 URL PID: as `measure`, with h2load speaking HTTP/1.1 (`--h1`) at wrk's concurrency.
-measure_h1() {
-  local before after
-  before="$(cpu "$2")"
-  taskset -c 1 h2load --h1 -t1 -c"$conns" -D"$duration" "$1" >"$tmp/h2load.out"
-  after="$(cpu "$2")"
+# h2load_run PID H2LOAD-ARGS...: runs h2load (one thread, on core 1, for the duration) and
+# prints its requests per second and the server's CPU time per request in microseconds.
+h2load_run() {
+  local pid="$1" before after
+  shift
+  before="$(cpu "$pid")"
+  taskset -c 1 h2load -t1 -D"$duration" "$@" >"$tmp/h2load.out"
+  after="$(cpu "$pid")"
   if ! grep -q ' 0 failed, 0 errored' "$tmp/h2load.out"; then cat "$tmp/h2load.out" >&2; echo "bench-serve.sh: errors" >&2; exit 1; fi
   local rps n
   rps="$(awk '/^finished in/ {print $4}' "$tmp/h2load.out")"
@@ -80,21 +82,15 @@ measure_h1() {
   echo "$rps $(awk -v t="$((after - before))" -v hz="$(getconf CLK_TCK)" -v n="$n" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')"
 }
 
-# measure_grpc URL PID CONNECTIONS STREAMS: as `measure`, with h2load calling GetRetryPolicy{name: bench}:
-# one gRPC frame (no compression, 7 bytes: field 1, "bench").
+# measure_h1 URL PID: h2load speaking HTTP/1.1 (`--h1`) at wrk's concurrency.
+measure_h1() { h2load_run "$2" --h1 -c"$conns" "$1"; }
+
+# measure_grpc URL PID CONNECTIONS STREAMS: h2load calling GetRetryPolicy{name: bench}: one
+# gRPC frame (no compression, 7 bytes: field 1, "bench").
 measure_grpc() {
-  local before after
   printf '\x00\x00\x00\x00\x07\x0a\x05bench' >"$tmp/get.grpc"
-  before="$(cpu "$2")"
-  taskset -c 1 h2load -t1 -c"$3" -m"$4" -D"$duration" -d "$tmp/get.grpc" \
-    -H 'content-type: application/grpc' -H 'te: trailers' \
-    "$1/api.RetryPolicyService/GetRetryPolicy" >"$tmp/h2load.out"
-  after="$(cpu "$2")"
-  if ! grep -q ' 0 failed, 0 errored' "$tmp/h2load.out"; then cat "$tmp/h2load.out" >&2; echo "bench-serve.sh: gRPC errors" >&2; exit 1; fi
-  local rps n
-  rps="$(awk '/^finished in/ {print $4}' "$tmp/h2load.out")"
-  n="$(awk '/^requests:/ {print $8}' "$tmp/h2load.out")"
-  echo "$rps $(awk -v t="$((after - before))" -v hz="$(getconf CLK_TCK)" -v n="$n" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')"
+  h2load_run "$2" -c"$3" -m"$4" -d "$tmp/get.grpc" -H 'content-type: application/grpc' -H 'te: trailers' \
+    "$1/api.RetryPolicyService/GetRetryPolicy"
 }
 
 start hello_url "$tmp/hello.log" "$hello"

@@ -5,7 +5,10 @@
 //! Owns: accepting within the connection cap; the task per connection (the TLS handshake,
 //! the plain-HTTP-on-a-TLS-port answer, HTTP/1.1 through hyper with its header read
 //! timeout, or HTTP/2 for gRPC: chosen by ALPN `h2` with TLS, by the HTTP/2 preface without);
-//! graceful shutdown of every connection. Must not: know routes, credentials or
+//! HTTP/2 served with `h2` in the connection's task (streams accepted, the hot gRPC read
+//! answered there, anything else handed to the same services on a task of its own, answers
+//! sent as hyper sent them); graceful shutdown of every connection. Must not: know routes,
+//! credentials or
 //! the database (the router has them), or block the loop on one client: everything a client
 //! can stall (the handshake included) runs on that client's own task, within a time limit.
 

@@ -280,7 +280,7 @@ impl Grpc {
         if req.uri().path() == "/api.Submit/Health" {
             return None;
         }
-        // HTTP/2 carries the host in `:authority`, which hyper puts in the URI.
+        // HTTP/2 carries the host in `:authority`, which h2 puts in the URI.
         let authority = req
             .uri()
             .authority()
