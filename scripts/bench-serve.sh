@@ -4,10 +4,13 @@
 # with each server pinned to core 0 and wrk pinned to core 1, side by side, then the ratio.
 # Bar: serve's GET within 1.25x of the hello-world (ratio hello / serve <= 1.25).
 # Then the same policy read over gRPC (issue 22): api.RetryPolicyService/GetRetryPolicy on the
-# same serve, same core, with h2load at wrk's concurrency (16 connections, one call in flight
-# on each: -c16 -m1), with the same 16 calls in flight on one connection as a gRPC channel
-# multiplexes them (-c1 -m16), and with more in flight (-c16 -m8), next to the REST GET.
-# Bar: gRPC GetRetryPolicy at least as many requests/s as the REST GET.
+# same serve, same core, with h2load, next to the REST GET (wrk's row above, and h2load --h1
+# at wrk's concurrency: the same client program for both protocols). The fair concurrency is
+# the same number of requests in flight: a REST client needs a connection per request in
+# flight (wrk -c16), a gRPC client multiplexes its calls on one channel, one connection
+# (h2load -c1 -m16). Also shown: 16 channels with one call each (-c16 -m1, wrk's connection
+# count) and 128 in flight (-c16 -m8).
+# Bar: gRPC GetRetryPolicy at least as many requests/s as the REST GET (16 in flight each).
 #
 # Usage: scripts/bench-serve.sh [DURATION_SECONDS (default 5)] [CONNECTIONS (default 16)]
 #   BIN=path/to/retryctl scripts/bench-serve.sh   measures another build of retryctl
@@ -64,21 +67,30 @@ measure() {
   echo "$rps $p99 $(awk -v t="$((after - before))" -v hz="$(getconf CLK_TCK)" -v n="$n" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')"
 }
 
-# measure_grpc URL PID CONNECTIONS STREAMS: as `measure`, with h2load calling GetRetryPolicy{name: bench}:
-# one gRPC frame (no compression, 7 bytes: field 1, "bench").
-measure_grpc() {
-  local before after
-  printf '\x00\x00\x00\x00\x07\x0a\x05bench' >"$tmp/get.grpc"
-  before="$(cpu "$2")"
-  taskset -c 1 h2load -t1 -c"$3" -m"$4" -D"$duration" -d "$tmp/get.grpc" \
-    -H 'content-type: application/grpc' -H 'te: trailers' \
-    "$1/api.RetryPolicyService/GetRetryPolicy" >"$tmp/h2load.out"
-  after="$(cpu "$2")"
-  if ! grep -q ' 0 failed, 0 errored' "$tmp/h2load.out"; then cat "$tmp/h2load.out" >&2; echo "bench-serve.sh: gRPC errors" >&2; exit 1; fi
+# h2load_run PID H2LOAD-ARGS...: runs h2load (one thread, on core 1, for the duration) and
+# prints its requests per second and the server's CPU time per request in microseconds.
+h2load_run() {
+  local pid="$1" before after
+  shift
+  before="$(cpu "$pid")"
+  taskset -c 1 h2load -t1 -D"$duration" "$@" >"$tmp/h2load.out"
+  after="$(cpu "$pid")"
+  if ! grep -q ' 0 failed, 0 errored' "$tmp/h2load.out"; then cat "$tmp/h2load.out" >&2; echo "bench-serve.sh: errors" >&2; exit 1; fi
   local rps n
   rps="$(awk '/^finished in/ {print $4}' "$tmp/h2load.out")"
   n="$(awk '/^requests:/ {print $8}' "$tmp/h2load.out")"
   echo "$rps $(awk -v t="$((after - before))" -v hz="$(getconf CLK_TCK)" -v n="$n" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')"
+}
+
+# measure_h1 URL PID: h2load speaking HTTP/1.1 (`--h1`) at wrk's concurrency.
+measure_h1() { h2load_run "$2" --h1 -c"$conns" "$1"; }
+
+# measure_grpc URL PID CONNECTIONS STREAMS: h2load calling GetRetryPolicy{name: bench}: one
+# gRPC frame (no compression, 7 bytes: field 1, "bench").
+measure_grpc() {
+  printf '\x00\x00\x00\x00\x07\x0a\x05bench' >"$tmp/get.grpc"
+  h2load_run "$2" -c"$3" -m"$4" -d "$tmp/get.grpc" -H 'content-type: application/grpc' -H 'te: trailers' \
+    "$1/api.RetryPolicyService/GetRetryPolicy"
 }
 
 start hello_url "$tmp/hello.log" "$hello"
@@ -99,21 +111,21 @@ printf '%-40s %10s req/s  p99 %-8s %6s us CPU/req\n' "serve GET /health" "$x_rps
 if [ "${BENCH_GRPC:-1}" = 0 ]; then
   echo "BENCH_GRPC=0: gRPC rows skipped"
 elif command -v h2load >/dev/null; then
-  for cm in "$conns 1" "1 $conns" "$conns 8"; do
+  out="$(measure_h1 "$serve_url/v1/retry-policy/bench" "$serve_pid")"; read -r r_rps r_cpu <<<"$out"
+  printf '%-40s %10s req/s  %-12s %6s us CPU/req\n' "serve GET (h2load --h1 -c$conns)" "$r_rps" "" "$r_cpu"
+  for cm in "1 $conns" "$conns 1" "$conns 8"; do
     read -r c m <<<"$cm"
     out="$(measure_grpc "$serve_url" "$serve_pid" "$c" "$m")"; read -r g_rps g_cpu <<<"$out"
     printf '%-40s %10s req/s  %-12s %6s us CPU/req\n' "serve gRPC GetRetryPolicy -c$c -m$m" "$g_rps" "" "$g_cpu"
-    [ "$m" = 1 ] && g1_rps="$g_rps" && g1_cpu="$g_cpu"
-    [ "$c" = 1 ] && gm_rps="$g_rps"
+    [ "$c" = 1 ] && gm_rps="$g_rps" && gm_cpu="$g_cpu"
   done
   # A call that went wrong is still HTTP 200 (its status is in the trailers): the log says.
   if grep -q 'GetRetryPolicy 200 (' "$tmp/serve.log"; then echo "bench-serve.sh: gRPC calls failed" >&2; exit 1; fi
-  awk -v g="$g1_rps" -v s="$s_rps" -v gc="$g1_cpu" -v sc="$s_cpu" 'BEGIN {
-    printf "ratio: gRPC GetRetryPolicy (-c16 -m1) / REST GET = %.2f req/s, %.2f CPU per request\n", g / s, gc / sc }'
-  awk -v g="$gm_rps" -v s="$s_rps" 'BEGIN {
-    printf "ratio: gRPC GetRetryPolicy (16 calls in flight on one connection) / REST GET = %.2f req/s (bar: >= 1)\n", g / s }'
+  awk -v g="$gm_rps" -v s="$s_rps" -v r="$r_rps" -v gc="$gm_cpu" -v sc="$s_cpu" -v n="$conns" 'BEGIN {
+    printf "ratio: gRPC GetRetryPolicy (one channel, %d in flight) / REST GET (wrk -c%d) = %.2f req/s (bar: >= 1), %.2f CPU per request\n", n, n, g / s, gc / sc
+    printf "ratio: gRPC GetRetryPolicy (one channel, %d in flight) / REST GET (h2load --h1 -c%d) = %.2f req/s\n", n, n, g / r }'
 else
-  echo "h2load not installed (apt-get install -y nghttp2-client): gRPC rows skipped"
+  echo "h2load is not installed (Debian: apt-get install -y nghttp2-client): gRPC rows skipped"
 fi
 echo "request log lines written: $(grep -c 'retryctl serve: GET' "$tmp/serve.log")"
 awk -v h="$h_rps" -v s="$s_rps" -v hc="$h_cpu" -v sc="$s_cpu" 'BEGIN {

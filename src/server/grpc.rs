@@ -27,9 +27,8 @@ use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use axum::body::Bytes;
-use axum::http::{HeaderValue, Request};
+use axum::http::{HeaderName, HeaderValue, Request};
 use axum::response::Response;
-use hyper::body::Incoming;
 use tonic::codec::CompressionEncoding;
 use tonic::codegen::Service as _;
 use tonic::{Code as GrpcCode, Status};
@@ -61,17 +60,50 @@ pub struct Grpc {
 /// The hot read, answered without tonic ([`Services::get_policy_unary`]).
 const GET_POLICY: &str = "/api.RetryPolicyService/GetRetryPolicy";
 
+// gRPC's header names, made once: a name given as text is parsed and checked at every use,
+// which a call answered in a few microseconds notices.
+const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
+const GRPC_MESSAGE: HeaderName = HeaderName::from_static("grpc-message");
+const GRPC_ENCODING: HeaderName = HeaderName::from_static("grpc-encoding");
+const GRPC_ACCEPT_ENCODING: HeaderName = HeaderName::from_static("grpc-accept-encoding");
+
 /// Whether a request's message is sent as is (`grpc-encoding` absent or `identity`).
 fn uncompressed<B>(req: &Request<B>) -> bool {
     req.headers()
-        .get("grpc-encoding")
+        .get(&GRPC_ENCODING)
         .is_none_or(|v| v.as_bytes() == b"identity")
 }
 
-/// A unary answer: one message, then the trailers saying OK.
-struct Unary {
+/// A unary answer: one message, then the trailers saying OK (nothing for a trailers-only
+/// answer, `Default`).
+#[derive(Default)]
+pub struct Unary {
     message: Option<Bytes>,
     trailers: Option<axum::http::HeaderMap>,
+}
+
+impl Unary {
+    /// The message and the trailers, when there are any.
+    pub fn into_parts(self) -> Option<(Bytes, axum::http::HeaderMap)> {
+        self.message.zip(self.trailers)
+    }
+}
+
+/// The OK answer carrying `message` (a whole gRPC frame), as tonic's server sends it.
+fn unary_ok(message: Bytes) -> axum::http::Response<Unary> {
+    let mut trailers = axum::http::HeaderMap::with_capacity(1);
+    trailers.insert(GRPC_STATUS, HeaderValue::from_static("0"));
+    let mut resp = axum::http::Response::new(Unary {
+        message: Some(message),
+        trailers: Some(trailers),
+    });
+    resp.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/grpc"),
+    );
+    resp.headers_mut()
+        .insert(GRPC_ACCEPT_ENCODING, HeaderValue::from_static("gzip"));
+    resp
 }
 
 impl hyper::body::Body for Unary {
@@ -139,8 +171,12 @@ impl Grpc {
         }
     }
 
-    /// Answers one gRPC request.
-    pub async fn call(&self, req: Request<Incoming>, peer: SocketAddr) -> Response {
+    /// Answers one gRPC request (whatever the body type of the connection that carried it).
+    pub async fn call<B>(&self, req: Request<B>, peer: SocketAddr) -> Response
+    where
+        B: hyper::body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
+    {
         use futures_util::FutureExt;
         let started = Instant::now();
         let line = log_start(self.log.as_ref(), req.method(), req.uri());
@@ -184,11 +220,52 @@ impl Grpc {
                 .into_http::<axum::body::Body>(),
             }
         };
-        let mut resp = resp;
-        too_large_is_resource_exhausted(&mut resp);
+        self.finish(resp, line, started)
+    }
+
+    /// Whether `req` is the hot read that [`Grpc::call_now`] answers, given its message.
+    pub fn answers_now<B>(req: &Request<B>) -> bool {
+        req.uri().path() == GET_POLICY && uncompressed(req)
+    }
+
+    /// Answers the hot read ([`Grpc::answers_now`]) whose whole request body, `body`, has
+    /// arrived with its header: what [`Grpc::call`] answers (the same checks, statuses, log
+    /// line), without a future, so that the connection's task answers it at once. The body of
+    /// the answer is the message and the trailers (empty for a refusal: trailers-only).
+    pub fn call_now<B>(&self, req: &Request<B>, body: &[u8], peer: SocketAddr) -> axum::http::Response<Unary> {
+        let started = Instant::now();
+        let line = log_start(self.log.as_ref(), req.method(), req.uri());
+        let resp = match self.refusal(req, peer) {
+            Some(status) => status.into_http::<Unary>(),
+            // AssertUnwindSafe: as in `call`.
+            None => {
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.services.get_policy_message(body)))
+                {
+                    Ok(Ok(message)) => unary_ok(message),
+                    Ok(Err(status)) => status.into_http::<Unary>(),
+                    Err(payload) => Status::internal(format!(
+                        "internal server error: {}",
+                        panic_payload_text(payload.as_ref())
+                    ))
+                    .into_http::<Unary>(),
+                }
+            }
+        };
+        self.finish(resp, line, started)
+    }
+
+    /// What every answer gets last: the too-large status renamed, the code named in the log
+    /// line, the dialect header, the log line sent.
+    fn finish<T>(
+        &self,
+        mut resp: axum::http::Response<T>,
+        line: Option<String>,
+        started: Instant,
+    ) -> axum::http::Response<T> {
+        too_large_is_resource_exhausted(resp.headers_mut());
         // A refusal is answered in the headers alone (trailers-only): name its code in the log.
         let line = line.map(|mut l| {
-            if let Some(code) = resp.headers().get("grpc-status").and_then(|v| v.to_str().ok()) {
+            if let Some(code) = resp.headers().get(&GRPC_STATUS).and_then(|v| v.to_str().ok()) {
                 let code = code.parse::<i64>().map_or("Unknown", crate::client::codes::name);
                 l.push_str(&format!(" ({code})"));
             }
@@ -203,7 +280,7 @@ impl Grpc {
         if req.uri().path() == "/api.Submit/Health" {
             return None;
         }
-        // HTTP/2 carries the host in `:authority`, which hyper puts in the URI.
+        // HTTP/2 carries the host in `:authority`, which h2 puts in the URI.
         let authority = req
             .uri()
             .authority()
@@ -219,19 +296,18 @@ impl Grpc {
 /// tonic refuses a request frame longer than the limit as OutOfRange; grpc-go, whose clients
 /// armadactl and Armada's Python client are, as ResourceExhausted (SPEC §5.3). The refusal is
 /// answered in the headers alone (the request was never decoded), so it is renamed there.
-fn too_large_is_resource_exhausted(resp: &mut Response) {
+fn too_large_is_resource_exhausted(headers: &mut axum::http::HeaderMap) {
     const OUT_OF_RANGE: &[u8] = b"11";
-    let headers = resp.headers_mut();
-    let too_large = headers.get("grpc-status").is_some_and(|v| v.as_bytes() == OUT_OF_RANGE)
+    let too_large = headers.get(&GRPC_STATUS).is_some_and(|v| v.as_bytes() == OUT_OF_RANGE)
         && headers
-            .get("grpc-message")
+            .get(&GRPC_MESSAGE)
             // Percent-encoded as tonic writes it (a space is `%20`).
             .is_some_and(|m| {
                 m.as_bytes()
                     .starts_with(b"Error,%20decoded%20message%20length%20too%20large")
             });
     if too_large {
-        headers.insert("grpc-status", HeaderValue::from_static("8"));
+        headers.insert(GRPC_STATUS, HeaderValue::from_static("8"));
     }
 }
 
@@ -402,58 +478,56 @@ impl Services {
     /// encoder per call) was a third of its CPU. The same checks (the message is one whole
     /// uncompressed frame, within the limit, with no field the contract does not define),
     /// the same [`Services::get_policy`], the same statuses.
-    async fn get_policy_unary(&self, req: Request<Incoming>) -> Response {
-        let answer = async {
-            let body = axum::body::to_bytes(axum::body::Body::new(req.into_body()), MAX_MESSAGE + 5)
-                .await
-                .map_err(|_| {
-                    Status::resource_exhausted(format!(
-                        "grpc: received message larger than max (more than {MAX_MESSAGE} bytes)"
-                    ))
-                })?;
-            let message = match (body.first(), body.get(1..5), body.get(5..)) {
-                (Some(0), Some(len), Some(rest))
-                    if u32::from_be_bytes(len.try_into().unwrap_or_default()) as usize == rest.len() =>
-                {
-                    rest
-                }
-                _ => return Err(Status::internal("protocol error: the request is not one gRPC message")),
-            };
-            let unknown = armada::unknown_fields("api.RetryPolicyGetRequest", message);
-            if !unknown.is_empty() {
-                return Err(Status::invalid_argument(format!(
-                    "the request has fields Armada's API does not define, refused rather than dropped: {}",
-                    unknown.join("; ")
-                )));
-            }
-            let request = <pb::RetryPolicyGetRequest as prost::Message>::decode(message)
-                .map_err(|e| Status::internal(format!("grpc: error unmarshalling request: {e}")))?;
-            let policy = self.get_policy(&request.name)?;
-            let len = prost::Message::encoded_len(&policy);
-            let mut frame = Vec::with_capacity(5 + len);
-            frame.push(0);
-            frame.extend_from_slice(&(len as u32).to_be_bytes());
-            prost::Message::encode(&policy, &mut frame).map_err(|e| Status::internal(e.to_string()))?;
-            Ok(Bytes::from(frame))
-        };
-        match answer.await {
-            Ok(message) => {
-                let mut trailers = axum::http::HeaderMap::with_capacity(1);
-                trailers.insert("grpc-status", HeaderValue::from_static("0"));
-                let mut resp = Response::new(axum::body::Body::new(Unary {
-                    message: Some(message),
-                    trailers: Some(trailers),
-                }));
-                resp.headers_mut().insert(
-                    axum::http::header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/grpc"),
-                );
-                resp.headers_mut()
-                    .insert("grpc-accept-encoding", HeaderValue::from_static("gzip"));
-                resp
-            }
+    async fn get_policy_unary<B>(&self, req: Request<B>) -> Response
+    where
+        B: hyper::body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let body = axum::body::to_bytes(axum::body::Body::new(req.into_body()), MAX_MESSAGE + 5).await;
+        let message = body
+            .map_err(|_| {
+                Status::resource_exhausted(format!(
+                    "grpc: received message larger than max (more than {MAX_MESSAGE} bytes)"
+                ))
+            })
+            .and_then(|body| self.get_policy_message(&body));
+        match message {
+            Ok(message) => unary_ok(message).map(axum::body::Body::new),
             Err(status) => status.into_http::<axum::body::Body>(),
         }
+    }
+
+    /// The answer's message (a whole gRPC frame) to a GetRetryPolicy request's body.
+    fn get_policy_message(&self, body: &[u8]) -> Result<Bytes, Status> {
+        if body.len() > MAX_MESSAGE + 5 {
+            return Err(Status::resource_exhausted(format!(
+                "grpc: received message larger than max (more than {MAX_MESSAGE} bytes)"
+            )));
+        }
+        let message = match (body.first(), body.get(1..5), body.get(5..)) {
+            (Some(0), Some(len), Some(rest))
+                if u32::from_be_bytes(len.try_into().unwrap_or_default()) as usize == rest.len() =>
+            {
+                rest
+            }
+            _ => return Err(Status::internal("protocol error: the request is not one gRPC message")),
+        };
+        let unknown = armada::unknown_fields("api.RetryPolicyGetRequest", message);
+        if !unknown.is_empty() {
+            return Err(Status::invalid_argument(format!(
+                "the request has fields Armada's API does not define, refused rather than dropped: {}",
+                unknown.join("; ")
+            )));
+        }
+        let request = <pb::RetryPolicyGetRequest as prost::Message>::decode(message)
+            .map_err(|e| Status::internal(format!("grpc: error unmarshalling request: {e}")))?;
+        let policy = self.get_policy(&request.name)?;
+        let len = prost::Message::encoded_len(&policy);
+        let mut frame = Vec::with_capacity(5 + len);
+        frame.push(0);
+        frame.extend_from_slice(&(len as u32).to_be_bytes());
+        prost::Message::encode(&policy, &mut frame).map_err(|e| Status::internal(e.to_string()))?;
+        Ok(Bytes::from(frame))
     }
 
     fn get_policy(&self, name: &str) -> Result<pb::RetryPolicy, Status> {

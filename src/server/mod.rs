@@ -662,7 +662,7 @@ fn push_target(out: &mut String, uri: &axum::http::Uri) {
 
 /// Adds the dialect header and sends the log line, completed with the status and the time
 /// since `started`. Shared by the router's layer and the fast path (`dispatch`).
-fn mark_and_log(resp: &mut Response, log: Option<&Log>, line: Option<String>, started: Instant) {
+fn mark_and_log<B>(resp: &mut axum::http::Response<B>, log: Option<&Log>, line: Option<String>, started: Instant) {
     use std::fmt::Write as _;
     resp.headers_mut()
         .insert(DIALECT_HEADER, HeaderValue::from_static(DIALECT_V1));
