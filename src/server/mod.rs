@@ -22,6 +22,7 @@ mod body;
 mod conn;
 mod dispatch;
 mod grpc;
+mod http2;
 pub mod store;
 
 use std::future::Future;
