@@ -5,12 +5,13 @@
 //! around every route: the dialect header, authentication, the 1 MiB body limit, turning a
 //! handler panic into a 500 with the error body, the one-line request log (credentials in
 //! the query masked), and graceful shutdown that closes the database. Connections are
-//! `accept`'s and `conn`'s; every request goes through `dispatch` (framing checks, the hot
-//! reads answered with these same checks, the list of requests in flight), and its body
-//! through `body`'s deadline, before the router sees it; `grpc` answers gRPC calls (HTTP/2)
-//! with the same checks, store and validation.
+//! `accept`'s and `conn`'s (HTTP/2 is `http2`'s); every request goes through `dispatch`
+//! (framing checks, the hot reads answered with these same checks, the list of requests in
+//! flight), and its body through `body`'s deadline, before the router sees it; `grpc`
+//! answers gRPC calls with the same checks, store and validation.
 //! Must not: print anything but the request log (the command prints the startup line), exit
-//! the process, or read the environment; `api` has the handlers, `store` the SQL.
+//! the process, or read the environment; `api` has the handlers, `store` the data (its
+//! group-commit writer, the read cache every GET answers from, and the SQLite file).
 //!
 //! Decisions where SPEC is silent: `/health` needs no credentials (load balancers and
 //! readiness probes call it without any); unknown routes answer upstream's plain-text
