@@ -346,8 +346,16 @@ pub struct Services {
 /// again at version 1, so the version alone could match an older body).
 #[derive(Default)]
 struct Protos {
-    policies: RwLock<HashMap<String, (Bytes, PolicyProto)>>,
+    policies: RwLock<HashMap<String, CachedPolicy>>,
     queues: RwLock<HashMap<String, (Bytes, pb::Queue)>>,
+}
+
+/// A stored policy body, its message, and GetRetryPolicy's answer frame: the hot read then
+/// costs a look-up and a reference count, not a copy of the message and its encoding.
+struct CachedPolicy {
+    body: Bytes,
+    proto: PolicyProto,
+    frame: Result<Bytes, Status>,
 }
 
 /// A stored policy's protobuf form, or why it has none (a design-dialect policy).
@@ -358,18 +366,34 @@ const MAX_CACHED: usize = 8192;
 
 impl Protos {
     fn policy(&self, name: &str, stored: &Versioned) -> Result<pb::RetryPolicy, Status> {
-        if let Some((body, proto)) = self.policies.read().unwrap_or_else(|e| e.into_inner()).get(name) {
-            if *body == stored.body {
-                return proto.clone();
+        self.with_policy(name, stored, |c| c.proto.clone())
+    }
+
+    /// GetRetryPolicy's answer: the policy as one uncompressed gRPC message frame.
+    fn policy_frame(&self, name: &str, stored: &Versioned) -> Result<Bytes, Status> {
+        self.with_policy(name, stored, |c| c.frame.clone())
+    }
+
+    fn with_policy<T>(&self, name: &str, stored: &Versioned, answer: impl Fn(&CachedPolicy) -> T) -> T {
+        if let Some(cached) = self.policies.read().unwrap_or_else(|e| e.into_inner()).get(name) {
+            if cached.body == stored.body {
+                return answer(cached);
             }
         }
         let proto = policy_proto(name, &stored.body);
+        let frame = proto.as_ref().map(message_frame).map_err(Clone::clone);
+        let cached = CachedPolicy {
+            body: stored.body.clone(),
+            proto,
+            frame,
+        };
+        let out = answer(&cached);
         let mut map = self.policies.write().unwrap_or_else(|e| e.into_inner());
         if map.len() >= MAX_CACHED {
             map.clear();
         }
-        map.insert(name.to_string(), (stored.body.clone(), proto.clone()));
-        proto
+        map.insert(name.to_string(), cached);
+        out
     }
 
     fn queue(&self, name: &str, stored: &Versioned) -> Result<pb::Queue, Status> {
@@ -386,6 +410,17 @@ impl Protos {
         map.insert(name.to_string(), (stored.body.clone(), proto.clone()));
         Ok(proto)
     }
+}
+
+/// One uncompressed gRPC message frame: flag 0, the length (4 bytes, big-endian), the message.
+fn message_frame(message: &pb::RetryPolicy) -> Bytes {
+    let len = prost::Message::encoded_len(message);
+    let mut frame = Vec::with_capacity(5 + len);
+    frame.push(0);
+    frame.extend_from_slice(&(len as u32).to_be_bytes());
+    // Encoding into a Vec with room for the message cannot fail.
+    let _ = prost::Message::encode(message, &mut frame);
+    Bytes::from(frame)
 }
 
 /// A stored policy body as upstream's message; FailedPrecondition for a design-dialect one.
@@ -521,13 +556,11 @@ impl Services {
         }
         let request = <pb::RetryPolicyGetRequest as prost::Message>::decode(message)
             .map_err(|e| Status::internal(format!("grpc: error unmarshalling request: {e}")))?;
-        let policy = self.get_policy(&request.name)?;
-        let len = prost::Message::encoded_len(&policy);
-        let mut frame = Vec::with_capacity(5 + len);
-        frame.push(0);
-        frame.extend_from_slice(&(len as u32).to_be_bytes());
-        prost::Message::encode(&policy, &mut frame).map_err(|e| Status::internal(e.to_string()))?;
-        Ok(Bytes::from(frame))
+        check_name(POLICY, &request.name)?;
+        match self.store.policy(&request.name) {
+            Some(stored) => self.protos.policy_frame(&request.name, &stored),
+            None => Err(store_status(StoreError::NotFound, POLICY, &request.name, "getting")),
+        }
     }
 
     fn get_policy(&self, name: &str) -> Result<pb::RetryPolicy, Status> {
