@@ -688,6 +688,18 @@ fn short(v: &Value) -> String {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+
+        /// Every valid policy (the model's generator) survives the REST JSON both ways.
+        #[test]
+        fn valid_policy_round_trips_through_wire_json(policy in crate::model::proptests::policy()) {
+            let json = policy_to_json(&policy);
+            let back = policy_from_json(&json, Dialect::V1);
+            proptest::prop_assert_eq!(back.as_ref().ok(), Some(&policy), "{:?}\n{}", back.as_ref().err(), json);
+        }
+    }
+
     #[test]
     fn upstream_example_round_trips_byte_for_byte() {
         let text = r#"{"name":"ml-training-retries","retryLimit":3,"defaultAction":"Fail","rules":[{"action":"Fail","onCategory":"user-error"},{"action":"Retry","onCategory":"gpu","onSubcategory":"transient","mutate":{"affinity":{"avoidSameNode":true}}},{"action":"Retry","onCategory":"oom","mutate":{"resources":{"memory":{"factor":1.5}}}},{"action":"Retry","onCategory":"oom","onSubcategory":"small","mutate":{"resources":{"memory":{"static":"512Mi"}}}}]}"#;

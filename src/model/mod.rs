@@ -21,7 +21,7 @@ pub mod fields;
 pub mod lint;
 pub mod policy;
 #[cfg(test)]
-mod proptests;
+pub(crate) mod proptests;
 pub mod quantity;
 pub mod queue;
 pub mod scheduler;
