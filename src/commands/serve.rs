@@ -94,7 +94,7 @@ pub fn run(ctx: &mut Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         }));
         // The signals are watched on a worker too: the second one must end the process
         // whatever this thread is blocked on (a full stderr pipe, the database's close).
-        let (first_tx, mut first) = tokio::sync::oneshot::channel::<Signal>();
+        let (first_tx, mut first) = tokio::sync::oneshot::channel::<ShutdownSignal>();
         let watched = requests.clone();
         tokio::spawn(async move {
             let signal = signals.recv().await;
@@ -255,7 +255,7 @@ impl<'a> Log<'a> {
 /// What the first SIGINT/SIGTERM waits for, when it waits for anything: the requests in
 /// flight (at most [`SHOWN`] named), the grace period, and how to stop at once. `None`
 /// when nothing is in flight (the server stops at once).
-fn waiting_for(signal: Signal, in_flight: &[server::InFlight], now: std::time::Instant) -> Option<String> {
+fn waiting_for(signal: ShutdownSignal, in_flight: &[server::InFlight], now: std::time::Instant) -> Option<String> {
     use std::fmt::Write as _;
     const SHOWN: usize = 3;
     if in_flight.is_empty() {
@@ -296,7 +296,7 @@ fn waiting_for(signal: Signal, in_flight: &[server::InFlight], now: std::time::I
 /// write is acknowledged only once committed, and SQLite's WAL recovers at the next start
 /// exactly as after `kill -9` (SPEC §6). The one exit outside `main`: this runs on a worker
 /// because the main thread may be blocked on stderr or on the database.
-fn exit_at_once(signal: Signal, requests: &server::Requests) -> ! {
+fn exit_at_once(signal: ShutdownSignal, requests: &server::Requests) -> ! {
     let n = requests.in_flight().len();
     let code = 128 + signal.number;
     let note = format!(
@@ -357,17 +357,17 @@ fn with_file_lines(given: &[String], file: Option<&std::path::Path>, flag: &str)
 
 /// A shutdown signal: its name and number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Signal {
+struct ShutdownSignal {
     name: &'static str,
     number: i32,
 }
 
-const SIGINT: Signal = Signal {
+const SIGINT: ShutdownSignal = ShutdownSignal {
     name: "SIGINT",
     number: 2,
 };
 #[cfg(unix)]
-const SIGTERM: Signal = Signal {
+const SIGTERM: ShutdownSignal = ShutdownSignal {
     name: "SIGTERM",
     number: 15,
 };
@@ -391,7 +391,7 @@ impl Signals {
     }
 
     /// The next SIGINT or SIGTERM.
-    async fn recv(&mut self) -> Signal {
+    async fn recv(&mut self) -> ShutdownSignal {
         tokio::select! {
             _ = self.int.recv() => SIGINT,
             _ = self.term.recv() => SIGTERM,
@@ -408,7 +408,7 @@ impl Signals {
         Ok(Signals)
     }
 
-    async fn recv(&mut self) -> Signal {
+    async fn recv(&mut self) -> ShutdownSignal {
         let _ = tokio::signal::ctrl_c().await;
         SIGINT
     }

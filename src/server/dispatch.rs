@@ -293,7 +293,7 @@ impl Drop for Registered {
 mod tests {
     use super::*;
     use crate::server::store::Location;
-    use crate::server::{router, Auth, Config};
+    use crate::server::{router, AcceptedCredentials, Config};
     use axum::body::Body;
     use axum::http::StatusCode;
     use base64::Engine as _;
@@ -301,7 +301,7 @@ mod tests {
 
     /// The app, the router inside it (to call it directly) and the request log.
     fn app(config: &Config) -> (App, Router, tokio::sync::mpsc::Receiver<String>) {
-        let auth = Auth::from_config(config).unwrap();
+        let auth = AcceptedCredentials::from_config(config).unwrap();
         let check_host = !auth.required() && !config.allow_anonymous;
         let guard = Arc::new(Guard {
             auth: Arc::new(auth),

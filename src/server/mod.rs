@@ -122,14 +122,14 @@ impl Config {
 
 /// Credentials the server accepts; empty means anonymous.
 #[derive(Debug, Default)]
-struct Auth {
+struct AcceptedCredentials {
     basic: Vec<(String, String)>,
     tokens: Vec<String>,
 }
 
-impl Auth {
-    fn from_config(config: &Config) -> Result<Auth, CliError> {
-        let mut auth = Auth::default();
+impl AcceptedCredentials {
+    fn from_config(config: &Config) -> Result<AcceptedCredentials, CliError> {
+        let mut auth = AcceptedCredentials::default();
         for pair in &config.basic_auth {
             match pair.split_once(':') {
                 Some((user, pass)) if !user.is_empty() => auth.basic.push((user.to_string(), pass.to_string())),
@@ -248,7 +248,7 @@ impl Server {
     /// Checks the flags, opens (and migrates) the database and binds the address. Refuses a
     /// non-loopback address without credentials unless `allow_anonymous`.
     pub async fn bind(config: Config) -> anyhow::Result<Server> {
-        let auth = Auth::from_config(&config)?;
+        let auth = AcceptedCredentials::from_config(&config)?;
         // Before binding and opening the database: a bad certificate is refused at start,
         // naming the file, not discovered at the first handshake.
         let tls = match &config.tls {
@@ -368,7 +368,7 @@ impl Server {
 
 /// What every API request is checked against before its handler runs.
 struct Guard {
-    auth: Arc<Auth>,
+    auth: Arc<AcceptedCredentials>,
     check_host: bool,
     failures: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, (u32, Instant)>>,
 }
@@ -725,7 +725,7 @@ mod tests {
         let mut c = Config::new("127.0.0.1:0", Location::InMemory);
         c.basic_auth = vec!["admin:s3cret".into()];
         c.tokens = vec!["tok".into()];
-        let auth = Auth::from_config(&c).unwrap();
+        let auth = AcceptedCredentials::from_config(&c).unwrap();
         let hv = |s: &str| HeaderValue::from_str(s).unwrap();
         let basic = |s: &str| {
             hv(&format!(
@@ -749,7 +749,7 @@ mod tests {
         );
         let mut bad = Config::new("127.0.0.1:0", Location::InMemory);
         bad.basic_auth = vec!["nopassword".into()];
-        assert!(Auth::from_config(&bad).is_err());
+        assert!(AcceptedCredentials::from_config(&bad).is_err());
     }
 
     /// Loopback names and addresses pass the DNS-rebinding check, with or without a port,
