@@ -277,7 +277,9 @@ pub fn resolve(global: &GlobalArgs, env: &Env) -> Result<ConnectionSettings, Cli
         url(u, UrlSource::Env, "`$ARMADA_URL`".into())
     } else if let Some(u) = &ctx.armada_rest_url {
         url(u, in_context(), format!("`armadaRestUrl` of {whose}"))
-    } else if let Some(u) = ctx.armada_url.as_ref().filter(|u| is_http(u)) {
+    } else if let Some(u) = ctx.armada_url.as_ref().filter(|u| is_http(u) || is_grpc(u)) {
+        // A URL with its scheme (`http(s)://`, `grpc(s)://`) is taken as written; a bare
+        // `host:port` is armadactl's form (below).
         url(u, in_context(), format!("`armadaUrl` of {whose}"))
     } else if let Some(grpc) = &ctx.armada_url {
         Candidate::Grpc {
@@ -381,8 +383,7 @@ fn grpc_target(host_port: &str, force_no_tls: bool) -> String {
 
 /// Whether `raw` names a gRPC server by its scheme (`grpc://`, `grpcs://`).
 fn is_grpc(raw: &str) -> bool {
-    let lower = raw.trim().get(..8).unwrap_or(raw.trim()).to_ascii_lowercase();
-    lower.starts_with("grpc://") || lower.starts_with("grpcs://")
+    crate::client::grpc::is_grpc_url(raw.trim())
 }
 
 /// A gRPC target checked: `grpc(s)://host[:port]` and nothing more (no path, query, user),
@@ -858,13 +859,15 @@ mod tests {
             dir.path(),
             "contexts:\n  p: {armadaUrl: 'h:1', forceNoTls: true}\n  l: {armadaUrl: 'localhost:50051'}\n  \
              both: {armadaUrl: 'h:1', armadaRestUrl: 'https://rest'}\n  noport: {armadaUrl: 'h'}\n  \
-             bad: {armadaUrl: 'h:1', forceNoTls: yes please}\n",
+             scheme: {armadaUrl: 'grpc://h:2'}\n  bad: {armadaUrl: 'h:1', forceNoTls: yes please}\n",
         );
         for (ctx, want) in [
             ("p", Address::Grpc("grpc://h:1".into())),
             ("l", Address::Grpc("grpc://localhost:50051".into())),
             ("both", Address::Rest("https://rest".into())),
             ("noport", Address::Grpc("grpcs://h:443".into())),
+            // A scheme is taken as written (it once became `grpcs://grpc://h:2`).
+            ("scheme", Address::Grpc("grpc://h:2".into())),
         ] {
             let s = resolve(&global(&["--config", &cfg2, "-c", ctx]), &Env::default()).unwrap();
             assert_eq!(s.server().unwrap().address, want, "context {ctx}");

@@ -74,18 +74,34 @@ impl<U: Message + Name + Default> Decoder for StrictDecoder<U> {
             unknown
         };
         if !unknown.is_empty() {
-            return Err(Status::invalid_argument(format!(
-                "the request has fields Armada's API does not define, refused rather than dropped: {}",
-                unknown.join("; ")
-            )));
+            return Err(unknown_fields_status(&unknown));
         }
         decode(buf)
     }
 }
 
+/// One whole request message, decoded as [`StrictDecoder`] decodes it: `serve`'s hot read,
+/// which answers without tonic's codec, refuses and reports exactly as every other call.
+pub fn decode_strict<U: Message + Name + Default>(message: &[u8]) -> Result<U, Status> {
+    let unknown = unknown_fields_of(U::PACKAGE, U::NAME, message);
+    if !unknown.is_empty() {
+        return Err(unknown_fields_status(&unknown));
+    }
+    decode_message(message)
+}
+
+fn unknown_fields_status(unknown: &[String]) -> Status {
+    Status::invalid_argument(format!(
+        "the request has fields Armada's API does not define, refused rather than dropped: {}",
+        unknown.join("; ")
+    ))
+}
+
 fn decode<U: Message + Default>(buf: impl Buf) -> Result<Option<U>, Status> {
+    decode_message(buf).map(Some)
+}
+
+fn decode_message<U: Message + Default>(buf: impl Buf) -> Result<U, Status> {
     // As grpc-go answers a request it cannot unmarshal.
-    U::decode(buf)
-        .map(Some)
-        .map_err(|e| Status::internal(format!("grpc: error unmarshalling request: {e}")))
+    U::decode(buf).map_err(|e| Status::internal(format!("grpc: error unmarshalling request: {e}")))
 }

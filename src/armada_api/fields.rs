@@ -28,14 +28,16 @@ const MAX_DEPTH: usize = 32;
 /// The fields of `bytes`, an encoded `full_name` (`api.RetryPolicy`), that the contract does
 /// not define, each as `unknown field number N of api.RetryRule at rules[0]`. Empty for a
 /// message the table does not know (a well-known type such as `google.protobuf.Empty` has
-/// no fields: any field in it is reported).
-pub fn unknown_fields(full_name: &str, bytes: &[u8]) -> Vec<String> {
+/// no fields: any field in it is reported). The tests' entry; the codec calls
+/// `unknown_fields_of` with prost's names.
+#[cfg(test)]
+pub(crate) fn unknown_fields(full_name: &str, bytes: &[u8]) -> Vec<String> {
     let found = MESSAGES.iter().position(|m| m.name == full_name);
     check(found, full_name == EMPTY, bytes)
 }
 
-/// [`unknown_fields`] of `package`.`name` (prost's `Name::PACKAGE` and `Name::NAME`), without
-/// building the full name.
+/// The fields of `bytes`, an encoded `package`.`name` (prost's `Name::PACKAGE` and
+/// `Name::NAME`), that the contract does not define, without building the full name.
 pub(crate) fn unknown_fields_of(package: &str, name: &str, bytes: &[u8]) -> Vec<String> {
     if bytes.is_empty() {
         return Vec::new();

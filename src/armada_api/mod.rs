@@ -20,7 +20,10 @@ pub mod convert;
 mod fields;
 
 pub use convert::{policy_from_proto, policy_to_proto, queue_from_proto, queue_to_proto};
-pub use fields::unknown_fields;
+
+/// Messages larger than this are refused both ways (ResourceExhausted), by `serve` and by the
+/// client, as grpc-go's default.
+pub const MAX_MESSAGE: usize = 4 << 20;
 
 /// The generated messages (package `api`), server traits and clients.
 #[allow(clippy::all, clippy::pedantic, missing_docs, rustdoc::all)]

@@ -51,8 +51,7 @@ use crate::armada_api::{self as armada, api};
 use crate::model::{Queue, RetryPolicy};
 use crate::wire::DIALECT_HEADER;
 
-/// Messages larger than this are refused both ways, as grpc-go's default.
-pub const MAX_MESSAGE: usize = 4 << 20;
+use crate::armada_api::MAX_MESSAGE;
 
 /// Whether `url` names a gRPC server: `grpc://host:port` or `grpcs://host:port`.
 pub fn is_grpc_url(url: &str) -> bool {

@@ -44,8 +44,7 @@ use crate::armada_api::{self as armada};
 use crate::model::validate::name_problem;
 use crate::wire::{self, Dialect};
 
-/// Messages larger than this are refused both ways (ResourceExhausted), as grpc-go's default.
-pub const MAX_MESSAGE: usize = 4 << 20;
+use crate::armada_api::MAX_MESSAGE;
 
 /// The gRPC request service of one server.
 pub struct Grpc {
@@ -547,15 +546,7 @@ impl Services {
             }
             _ => return Err(Status::internal("protocol error: the request is not one gRPC message")),
         };
-        let unknown = armada::unknown_fields("api.RetryPolicyGetRequest", message);
-        if !unknown.is_empty() {
-            return Err(Status::invalid_argument(format!(
-                "the request has fields Armada's API does not define, refused rather than dropped: {}",
-                unknown.join("; ")
-            )));
-        }
-        let request = <pb::RetryPolicyGetRequest as prost::Message>::decode(message)
-            .map_err(|e| Status::internal(format!("grpc: error unmarshalling request: {e}")))?;
+        let request: pb::RetryPolicyGetRequest = armada::codec::decode_strict(message)?;
         check_name(POLICY, &request.name)?;
         match self.store.policy(&request.name) {
             Some(stored) => self.protos.policy_frame(&request.name, &stored),
