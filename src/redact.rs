@@ -2,7 +2,8 @@
 //! (error messages, `version`, `config view`, `config get-contexts`, the `-v` request log),
 //! and the same masking of a query string alone (`serve`'s request log).
 //!
-//! Owns: [`redact_url`], [`push_masked_params`]. Must not: import any other module of the crate (everyone who
+//! Owns: [`redact_url`], [`push_masked_params`], [`redact_conninfo`] (PostgreSQL's key=value
+//! DSNs). Must not: import any other module of the crate (everyone who
 //! prints a URL uses this, so it stays a leaf), or parse URLs strictly: it must also hide
 //! the password in a URL too broken to use, since that is the one an error message quotes.
 //!
@@ -130,6 +131,60 @@ fn percent_decoded(text: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).to_ascii_lowercase()
+}
+
+/// A PostgreSQL key=value DSN (`host=db password=s3cret`) with the value of every `password`
+/// replaced by [`MASK`], read as libpq and tokio-postgres read it: spaces around `=`, values
+/// in single quotes (with `\'` and `\\` escapes) or bare up to whitespace; an unterminated
+/// quote hides the rest. Everything else is left exactly as given.
+pub fn redact_conninfo(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let skip_space = |mut i: usize| {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    // The end of a value starting at `i`: past its closing quote, or at whitespace.
+    let value_end = |i: usize| {
+        let quoted = bytes.get(i) == Some(&b'\'');
+        let mut j = if quoted { i + 1 } else { i };
+        while j < bytes.len() {
+            match bytes[j] {
+                b'\\' => j += 1,
+                b'\'' if quoted => return j + 1,
+                c if !quoted && c.is_ascii_whitespace() => return j,
+                _ => {}
+            }
+            j += 1;
+        }
+        bytes.len()
+    };
+    let mut out = String::with_capacity(text.len());
+    let (mut copied, mut i) = (0, skip_space(0));
+    while i < bytes.len() {
+        let key_start = i;
+        while i < bytes.len() && bytes[i] != b'=' && !bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let key = &text[key_start..i];
+        let eq = skip_space(i);
+        if bytes.get(eq) != Some(&b'=') {
+            // Not `key=value`: the driver refuses it; nothing here to hide.
+            i = skip_space(i);
+            continue;
+        }
+        let start = skip_space(eq + 1);
+        let end = value_end(start).min(bytes.len());
+        if key == "password" {
+            out.push_str(&text[copied..start]);
+            out.push_str(MASK);
+            copied = end;
+        }
+        i = skip_space(end);
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 #[cfg(test)]

@@ -151,23 +151,7 @@ pub fn mask_dsn(dsn: &str) -> String {
     if dsn.contains("://") {
         return crate::redact::redact_url(dsn);
     }
-    mask_password_param(dsn)
-}
-
-/// Key=value DSNs (`host=db password=x`): the URL form goes through [`crate::redact`].
-fn mask_password_param(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for (i, part) in text.split(' ').enumerate() {
-        if i > 0 {
-            out.push(' ');
-        }
-        if part.starts_with("password=") {
-            out.push_str("password=***");
-        } else {
-            out.push_str(part);
-        }
-    }
-    out
+    crate::redact::redact_conninfo(dsn)
 }
 
 #[cfg(test)]
@@ -192,6 +176,13 @@ mod tests {
                 "host=db user=u password=*** dbname=l",
             ),
             ("postgresql://u:p@w@h/db", "postgresql://u:***@h/db"),
+            // The key=value forms libpq and tokio-postgres accept besides `password=x`.
+            ("host=db password = s3cret dbname=l", "host=db password = *** dbname=l"),
+            ("host=db password='s3 cret' dbname=l", "host=db password=*** dbname=l"),
+            ("host=db\tpassword=s3cret", "host=db\tpassword=***"),
+            ("password='it\\'s x' host=db", "password=*** host=db"),
+            ("host=db password='unterminated s3cret", "host=db password=***"),
+            ("host=db user=password", "host=db user=password"),
         ] {
             assert_eq!(mask_dsn(dsn), want, "{dsn}");
         }
