@@ -479,6 +479,12 @@ fn no_progress_is_drawn_when_stderr_is_not_a_terminal() {
 /// terminal shows it; `None` (after a loud SKIP) when `script` is not installed.
 fn on_a_terminal(home: &Path, args: &[&str]) -> Option<String> {
     if std::process::Command::new("script").arg("--version").output().is_err() {
+        // Under CI a missing tool is a failure, not a skip (`.ci/run` runs on Debian, whose
+        // essential `bsdutils` has `script`), as for PostgreSQL, Python and Chromium.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "`script` (util-linux) not found, and CI is set: the terminal progress tests must run"
+        );
         eprintln!(
             "\n!!!!!!!! SKIP: `script` (util-linux) not found: the terminal progress test did NOT run !!!!!!!!\n"
         );

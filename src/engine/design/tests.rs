@@ -582,7 +582,8 @@ fn jitter_is_identical_across_replays_and_varies_by_job_and_run() {
     assert_ne!(jitter_fraction("job-1", 3), jitter_fraction("job-1", 4));
     assert_ne!(jitter_fraction("job-1", 3), jitter_fraction("job-2", 3));
     // Pinned: the hash is part of the contract (same history, same delays, every release).
-    assert_eq!(jitter_fraction("", 0), jitter_fraction("", 0));
+    assert_eq!(jitter_fraction("", 0), 0.7636945250957473);
+    assert_eq!(jitter_fraction("job-1", 3), 0.29067167633803015);
     let yaml = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 5\n  backoff: {initialDelay: 10s, maxDelay: 1h, jitter: 0.5}\n  rules: [{action: Retry, onFailureCategory: [a]}]\n";
     let a = simulate(yaml, &runs(&["{category: a}"; 3]), &Settings::default());
     let b = simulate(yaml, &runs(&["{category: a}"; 3]), &Settings::default());
