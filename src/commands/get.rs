@@ -123,11 +123,19 @@ pub fn run(ctx: &mut Context, args: &GetArgs) -> anyhow::Result<ExitCode> {
         [_] => "retry policies".to_string(),
         _ => "resources".to_string(),
     };
+    // The list comes from where the names were looked for: the server, or the database.
+    let from = if matches!(source, Source::Cluster(_)) {
+        " --lookout-db DSN"
+    } else {
+        ""
+    };
     Err(CliError::failed(format!("{what} {} not found", missing.join(", ")))
         .with_hint(match kinds.as_slice() {
-            [Kind::Queue] => "list the existing ones with `retryctl get queues`",
-            [_] => "list the existing ones with `retryctl get retrypolicies`",
-            _ => "list the existing ones with `retryctl get retrypolicies` or `retryctl get queues`",
+            [Kind::Queue] => format!("list the existing ones with `retryctl get queues{from}`"),
+            [_] => format!("list the existing ones with `retryctl get retrypolicies{from}`"),
+            _ => {
+                format!("list the existing ones with `retryctl get retrypolicies{from}` or `retryctl get queues{from}`")
+            }
         })
         .into())
 }

@@ -213,6 +213,15 @@ pub(super) fn query_error(e: &tokio_postgres::Error, shown: &str) -> CliError {
         Some(c) if *c == SqlState::INSUFFICIENT_PRIVILEGE => {
             CliError::new(ExitCode::Auth, format!("`{shown}`: permission denied: {}", reason(e)))
         }
+        // A closed socket is not an answer: the connection was lost (a backend ended, a
+        // network cut) before the server said anything.
+        _ if e.as_db_error().is_none() => CliError::new(
+            ExitCode::Unreachable,
+            format!(
+                "lost the connection to the Lookout database at `{shown}`: {}",
+                reason(e)
+            ),
+        ),
         _ => CliError::new(
             ExitCode::Unreachable,
             format!("the Lookout database at `{shown}` answered an error: {}", reason(e)),
@@ -239,12 +248,13 @@ fn reason(e: &tokio_postgres::Error) -> String {
     text
 }
 
-/// `text` as a string literal: `E'…'` with `\` and `'` escaped, whatever the server's
-/// `standard_conforming_strings`. Refuses NUL, which no PostgreSQL text can hold.
-pub fn literal(text: &str) -> Result<String, CliError> {
+/// `text`, the value of `flag`, as a string literal: `E'…'` with `\` and `'` escaped,
+/// whatever the server's `standard_conforming_strings`. Refuses NUL, which no PostgreSQL text
+/// can hold.
+pub fn literal(flag: &str, text: &str) -> Result<String, CliError> {
     if text.contains('\0') {
         return Err(CliError::usage(format!(
-            "`{}` contains a NUL character, which no Lookout column can hold",
+            "invalid `{flag}` `{}`: contains a NUL character, which no Lookout column can hold",
             text.escape_debug()
         )));
     }
@@ -266,13 +276,17 @@ pub fn literal(text: &str) -> Result<String, CliError> {
 pub fn statement(f: &Filter) -> Result<String, CliError> {
     let mut s = format!(
         "COPY (SELECT {COLUMNS} FROM job j LEFT JOIN job_run r ON r.job_id = j.job_id WHERE j.queue = {}",
-        literal(&f.queue)?
+        literal("--queue", &f.queue)?
     );
     if let Some(js) = &f.jobset {
-        s.push_str(&format!(" AND j.jobset = {}", literal(js)?));
+        s.push_str(&format!(" AND j.jobset = {}", literal("--jobset", js)?));
     }
     if !f.jobs.is_empty() {
-        let ids = f.jobs.iter().map(|j| literal(j)).collect::<Result<Vec<_>, _>>()?;
+        let ids = f
+            .jobs
+            .iter()
+            .map(|j| literal("--job", j))
+            .collect::<Result<Vec<_>, _>>()?;
         s.push_str(&format!(" AND j.job_id IN ({})", ids.join(", ")));
     }
     // `submitted` is a `timestamp` in UTC, as Lookout writes it.
@@ -879,9 +893,12 @@ mod tests {
 
     #[test]
     fn literals_are_escaped() {
-        assert_eq!(literal("ml").unwrap(), "E'ml'");
-        assert_eq!(literal(r"a'b\c").unwrap(), r"E'a''b\\c'");
-        assert!(literal("a\0b").is_err());
+        assert_eq!(literal("--queue", "ml").unwrap(), "E'ml'");
+        assert_eq!(literal("--queue", r"a'b\c").unwrap(), r"E'a''b\\c'");
+        assert_eq!(
+            literal("--jobset", "a\0b").unwrap_err().message,
+            "invalid `--jobset` `a\\0b`: contains a NUL character, which no Lookout column can hold"
+        );
         let f = Filter {
             queue: "q'1".into(),
             jobset: Some("s".into()),

@@ -296,7 +296,7 @@ pub fn map_job(src: LookoutJob) -> Result<Mapped, RowError> {
         return Err(RowError::job(
             &j.job_id,
             Place::Column("memory"),
-            format!("negative (`{}`)", j.memory),
+            format!("`{}` where a byte count of 0 or more was expected", j.memory),
         ));
     }
     let job = Job {

@@ -248,12 +248,22 @@ fn a_missing_name_is_the_servers_error() {
         server_args.extend(args);
         let from_server = session.cmd().args(&server_args).output().unwrap();
         assert_eq!(from_db.status.code(), Some(1), "{args:?}");
-        assert_eq!(format_output(&from_db), format_output(&from_server), "{args:?}");
+        // The same answer as the server's, but for the hint, which lists from the database.
+        assert_eq!(
+            format_output(&from_db),
+            format_output(&from_server)
+                .replace(
+                    "retryctl get retrypolicies`",
+                    "retryctl get retrypolicies --lookout-db DSN`"
+                )
+                .replace("retryctl get queues`", "retryctl get queues --lookout-db DSN`"),
+            "{args:?}"
+        );
     }
     let out = get(session.home.path(), &db, &["rp", "nope"]);
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "error: retry policy `nope` not found\n\nhint: list the existing ones with `retryctl get retrypolicies`\n"
+        "error: retry policy `nope` not found\n\nhint: list the existing ones with `retryctl get retrypolicies --lookout-db DSN`\n"
     );
 }
 
@@ -852,14 +862,13 @@ fn a_connection_lost_midway_exits_4() {
     assert_eq!(out.status.code(), Some(4), "{err}");
     let masked = db.dsn.replace(pg::PASSWORD, "***");
     // The server's FATAL message arrives before the socket closes, or the close is seen first
-    // (the client is reading the COPY stream when the backend ends): either is the answer.
-    let prefix = format!("error: the Lookout database at `{masked}` answered an error: ");
-    assert!(
-        err.ends_with(&format!(
-            "{prefix}terminating connection due to administrator command\n"
-        )) || err.ends_with(&format!("{prefix}connection closed\n")),
-        "{err}"
+    // (the client is reading the COPY stream when the backend ends): either is the answer,
+    // and a close is said as a lost connection, not as an answer.
+    let lost = format!("error: lost the connection to the Lookout database at `{masked}`: connection closed\n");
+    let fatal = format!(
+        "error: the Lookout database at `{masked}` answered an error: terminating connection due to administrator command\n"
     );
+    assert!(err.ends_with(&lost) || err.ends_with(&fatal), "{err}");
     // The jobs replayed before are printed, and said in the summary.
     let replayed = 1 + rest.lines().count();
     assert!(replayed < 400_000, "{replayed}");

@@ -348,7 +348,7 @@ fn a_row_that_cannot_be_read_is_reported_left_out_and_the_rest_exported() {
              warning: job `h-07`: column annotations: annotation `team` is not a string (found `1`); job left out\n\
              warning: job `h-08`: column submitted: NULL, which Lookout's schema does not allow; job left out\n\
              warning: job `h-09`: column submitted: `-infinity` is not a time {range}; job left out\n\
-             warning: job `h-10`: column memory: negative (`-1`); job left out\n\
+             warning: job `h-10`: column memory: `-1` where a byte count of 0 or more was expected; job left out\n\
              history: exported 6 jobs and 12 runs of queue `h`\n\
              history: left out 5 jobs and 5 runs whose rows could not be read (reported above)\n\
              what Lookout could not tell (counts, nothing guessed):\n\

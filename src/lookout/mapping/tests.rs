@@ -274,7 +274,7 @@ fn rows_that_cannot_be_mapped_name_job_and_column() {
     j.job.memory = -1;
     assert_eq!(
         map_job(j).unwrap_err().to_string(),
-        "job `j1`: column memory: negative (`-1`)"
+        "job `j1`: column memory: `-1` where a byte count of 0 or more was expected"
     );
     assert_eq!(
         annotations(&serde_json::json!({"a": 1})).unwrap_err(),
