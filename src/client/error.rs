@@ -34,6 +34,9 @@ pub enum ClientError {
         code: Option<i64>,
         message: String,
     },
+    /// gRPC has no versions: before a replace, the client reads the resource again, and it
+    /// is no longer what this command read (no server said so; nothing was written).
+    ChangedSinceRead { noun: &'static str, name: String },
     /// 404 with a body that is not the §5 error shape: the route does not exist.
     NoRoute { method: String, url: String },
     /// A status or body this client cannot make sense of (HTML error page, bad JSON).
@@ -113,6 +116,7 @@ pub mod codes {
 impl ClientError {
     pub fn exit_code(&self) -> ExitCode {
         match self {
+            ClientError::ChangedSinceRead { .. } => ExitCode::Failure,
             ClientError::Unreachable { .. }
             | ClientError::Timeout { .. }
             | ClientError::Certificate { .. }
@@ -162,7 +166,7 @@ impl ClientError {
     /// 412 (REST) or Aborted (gRPC): the resource changed since it was read; someone else
     /// wrote in between.
     pub fn is_conflict(&self) -> bool {
-        self.is(codes::ABORTED, 412)
+        matches!(self, ClientError::ChangedSinceRead { .. }) || self.is(codes::ABORTED, 412)
     }
 
     pub fn is_already_exists(&self) -> bool {
@@ -214,6 +218,10 @@ impl fmt::Display for ClientError {
                     .unwrap_or_else(|| url.clone());
                 write!(f, "the server at `{url}` {speaks}: use `{other}`")
             }
+            ClientError::ChangedSinceRead { noun, name } => write!(
+                f,
+                "{noun} `{name}` was changed by someone else since this command read it; nothing was written"
+            ),
             ClientError::Api {
                 status: None,
                 code,

@@ -383,16 +383,13 @@ impl GrpcClient {
             Err(e) => return Err(e),
         };
         if changed {
-            return Err(self.refused(
-                codes::ABORTED,
-                format!(
-                    "{} `{name}` was changed by someone else since it was read",
-                    match noun {
-                        Noun::Policy => "retry policy",
-                        Noun::Queue => "queue",
-                    }
-                ),
-            ));
+            return Err(ClientError::ChangedSinceRead {
+                noun: match noun {
+                    Noun::Policy => "retry policy",
+                    Noun::Queue => "queue",
+                },
+                name: name.to_string(),
+            });
         }
         Ok(())
     }

@@ -634,7 +634,7 @@ fn a_replace_over_grpc_is_refused_when_someone_wrote_since_the_read() {
     assert!(e.is_conflict(), "{e}");
     assert_eq!(
         e.to_string(),
-        "the server answered Aborted: queue `q1` was changed by someone else since it was read"
+        "queue `q1` was changed by someone else since this command read it; nothing was written"
     );
     // Their change is kept; a read-modify-write on top of it keeps both.
     let client: Box<dyn Client> = Box::new(a);
