@@ -816,6 +816,10 @@ pub struct DeletePolicyFlags {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("histories").required(true).args(["history", "lookout_db"])))]
 #[command(group(clap::ArgGroup::new("what_if").args(["baseline", "baseline_from_cluster"])))]
+// The window's flags say, as --queue and --jobset do, that they go with --lookout-db here.
+#[command(mut_arg("since", |a| a.help("With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)")))]
+#[command(mut_arg("from", |a| a.help("With --lookout-db: only jobs submitted at or after this RFC 3339 time")))]
+#[command(mut_arg("to", |a| a.help("With --lookout-db: only jobs submitted before this RFC 3339 time")))]
 pub struct SimulateArgs {
     /// RetryPolicy and Queue documents (files, directories, `-`).
     #[command(flatten)]
@@ -842,7 +846,7 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "JOBSET")]
     pub jobset: Option<String>,
 
-    // With --lookout-db: `--since`, `--from`, `--to`.
+    // With --lookout-db: `--since`, `--from`, `--to` (their help says so: `mut_arg` above).
     #[command(flatten)]
     pub window: WindowArgs,
 

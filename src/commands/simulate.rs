@@ -85,22 +85,27 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         global_max_retries: args.global_max_retries,
         default_policy: args.default_policy.clone(),
     };
-    let settings = overrides.apply(&base_config(args)?);
+    let base = base_config(args)?;
+    // `--baseline FILES` serves either history source; `--baseline-from-cluster` (exclusive
+    // with it) is read from the database below.
+    let file_baseline = if args.baseline.is_empty() {
+        None
+    } else {
+        match load_policies(ctx, &args.baseline, args, baseline_engine, Side::Baseline)? {
+            Some(b) => Some(b),
+            None => return Ok(ExitCode::InvalidInput),
+        }
+    };
     let (Some(dsn), Some(queue)) = (&args.lookout_db, &args.queue) else {
-        let baseline = if args.baseline.is_empty() {
-            None
-        } else {
-            match load_policies(ctx, &args.baseline, args, baseline_engine, Side::Baseline)? {
-                Some(b) => Some(b),
-                None => return Ok(ExitCode::InvalidInput),
-            }
-        };
+        // clap's `histories` group makes one of the two required; `check_lookout_flags` that
+        // `--lookout-db` comes with `--queue`.
         let Some(history) = &args.history else {
             return Err(CliError::usage("give `--history PATH` or `--lookout-db DSN --queue Q`").into());
         };
-        let source = Files::open(history, base_config(args)?, overrides).map_err(CliError::invalid)?;
-        return drive(ctx, args, source, &sim, baseline.as_ref(), Baseline::Files);
+        let source = Files::open(history, base, overrides).map_err(CliError::invalid)?;
+        return drive(ctx, args, source, &sim, file_baseline.as_ref(), Baseline::Files);
     };
+    let settings = overrides.apply(&base);
     // SPEC §5.4: the history straight from Lookout's database, and with
     // --baseline-from-cluster the baseline from the same database.
     let filter = lookout_filter(
@@ -123,13 +128,8 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
             Some(b) => (Some(b), Baseline::Cluster),
             None => return Ok(ExitCode::InvalidInput),
         }
-    } else if !args.baseline.is_empty() {
-        match load_policies(ctx, &args.baseline, args, baseline_engine, Side::Baseline)? {
-            Some(b) => (Some(b), Baseline::Files),
-            None => return Ok(ExitCode::InvalidInput),
-        }
     } else {
-        (None, Baseline::Files)
+        (file_baseline, Baseline::Files)
     };
     if ctx.global.verbose > 0 {
         writeln!(ctx.err, "lookout-db: {}", db::statement(&filter)?)?;
