@@ -18,15 +18,15 @@ use std::io::{self, Write};
 
 use crate::engine::job_report::plural;
 use crate::model::failure_history::{Final, Outcome};
-use crate::replay::compare::{Comparison, JobDiff, Side, Step, Steps};
+use crate::replay::compare::{Comparison, JobDiff, Step, Steps};
 use crate::replay::estimate::{Estimate, FailureClass};
 use crate::replay::sink::{Change, Estimates, Message, Needs, Sides, Sink, Totals};
 use crate::replay::source::Progress;
 use crate::replay::summary::Summary;
 
 use super::simulate::{
-    class_rows, estimate_shares, plan_sentence, rule_rows, Baseline, Listed, Mode, Stderr, CLUSTER_BASELINE,
-    ESTIMATE_METHOD, GROUPS,
+    class_rows, estimate_shares, failed_expectations, plan_sentence, rule_rows, side_words, Baseline, Listed, Mode,
+    Stderr, CLUSTER_BASELINE, ESTIMATE_METHOD, GROUPS,
 };
 
 /// Changed jobs listed per transition at most.
@@ -257,14 +257,6 @@ fn bars(rows: &[(&str, u64, &str)], label: &str) -> String {
     }
     s.push_str("</svg>");
     s
-}
-
-fn side_words(s: &Side) -> String {
-    format!(
-        "{} after {}",
-        s.final_state.as_str(),
-        plural(u64::from(s.retries), "retry", "retries")
-    )
 }
 
 fn estimate_cell(e: Option<&Estimate>, pending: bool) -> String {
@@ -653,20 +645,10 @@ fn replay_page(s: &Summary, e: Option<&Estimates>) -> String {
     b.push_str("</section>\n");
     b.push_str("<div class=\"status\">");
     let expectations = if s.expectation_failed_jobs > 0 {
-        let more = s.expectation_failed_jobs - s.expectation_failed_ids.len() as u64;
-        let more = if more > 0 {
-            format!(" and {more} more")
-        } else {
-            String::new()
-        };
         format!(
-            "<p class=\"plan add\">Expectations failed in {}: {}{more}.</p>",
+            "<p class=\"plan add\">Expectations failed in {}: {}.</p>",
             plural(s.expectation_failed_jobs, "job", "jobs"),
-            s.expectation_failed_ids
-                .iter()
-                .map(|i| format!("<code>{}</code>", esc(i)))
-                .collect::<Vec<_>>()
-                .join(", ")
+            failed_expectations(s, |i| format!("<code>{}</code>", esc(i)))
         )
     } else {
         "<p class=\"plan\">Expectations: all met.</p>".to_string()

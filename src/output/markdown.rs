@@ -13,15 +13,15 @@ use std::io::{self, Write};
 
 use crate::engine::job_report::plural;
 use crate::model::failure_history::Final;
-use crate::replay::compare::{Comparison, JobDiff, Side};
+use crate::replay::compare::{Comparison, JobDiff};
 use crate::replay::estimate::Estimate;
 use crate::replay::sink::{Change, Estimates, Message, Needs, Sink, Totals};
 use crate::replay::source::Progress;
 use crate::replay::summary::Summary;
 
 use super::simulate::{
-    class_rows, estimate_words, plan_sentence, rule_rows, without_estimate, Baseline, Listed, Mode, Stderr,
-    CLUSTER_BASELINE, ESTIMATE_METHOD, GROUPS,
+    class_rows, estimate_words, failed_expectations, plan_sentence, rule_rows, side_words, without_estimate, Baseline,
+    Listed, Mode, Stderr, CLUSTER_BASELINE, ESTIMATE_METHOD, GROUPS,
 };
 
 /// Changed jobs listed at most.
@@ -110,14 +110,6 @@ fn code(s: &str) -> String {
         return text(s);
     }
     format!("`{}`", s.replace('|', "\\|"))
-}
-
-fn side_words(s: &Side) -> String {
-    format!(
-        "{} after {}",
-        s.final_state.as_str(),
-        plural(u64::from(s.retries), "retry", "retries")
-    )
 }
 
 /// The plan of a comparison.
@@ -244,18 +236,11 @@ fn report(s: &Summary, e: Option<&Estimates>) -> String {
         s.retries, s.total_delay
     );
     if s.expectation_failed_jobs > 0 {
-        let ids: Vec<String> = s.expectation_failed_ids.iter().map(|i| code(i)).collect();
-        let more = s.expectation_failed_jobs - s.expectation_failed_ids.len() as u64;
-        let more = if more > 0 {
-            format!(" and {more} more")
-        } else {
-            String::new()
-        };
         let _ = writeln!(
             m,
-            "\n**Expectations failed** in {}: {}{more}",
+            "\n**Expectations failed** in {}: {}",
             plural(s.expectation_failed_jobs, "job", "jobs"),
-            ids.join(", ")
+            failed_expectations(s, code)
         );
     } else {
         let _ = writeln!(m, "\n**Expectations:** all met");

@@ -437,13 +437,7 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
         }
     )?;
     if s.expectation_failed_jobs > 0 {
-        let more = s
-            .expectation_failed_jobs
-            .saturating_sub(s.expectation_failed_ids.len() as u64);
-        let mut list = s.expectation_failed_ids.join(", ");
-        if more > 0 {
-            list.push_str(&format!(" and {more} more"));
-        }
+        let list = failed_expectations(s, |id| id.to_string());
         writeln!(
             out,
             "  {}",
@@ -473,6 +467,24 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
         )?;
     }
     Ok(())
+}
+
+/// The jobs whose expectations failed, each id written by `id` (plain, `<code>`, backticks),
+/// joined, then `and N more` for those past the ids the summary keeps: every format's list.
+pub fn failed_expectations(s: &Summary, id: impl Fn(&str) -> String) -> String {
+    let mut list = s
+        .expectation_failed_ids
+        .iter()
+        .map(|i| id(i))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = s
+        .expectation_failed_jobs
+        .saturating_sub(s.expectation_failed_ids.len() as u64);
+    if more > 0 {
+        list.push_str(&format!(" and {more} more"));
+    }
+    list
 }
 
 /// Messages printed per category before "… and N more" (bulk input can have millions).
@@ -953,14 +965,7 @@ fn change_line(style: Style, change: &Change<'_>) -> String {
     if let Some(e) = change.estimate {
         what.push_str(&format!("; estimate {}", estimate_words(e)));
     }
-    let line = format!(
-        "  ~ {}: {} after {} → {} after {}  ({what})",
-        d.job,
-        b.final_state.as_str(),
-        retries_words(b.retries),
-        c.final_state.as_str(),
-        retries_words(c.retries),
-    );
+    let line = format!("  ~ {}: {} → {}  ({what})", d.job, side_words(b), side_words(c));
     match d.transition() {
         Some(Transition::Rescued) => style.bold(&line),
         Some(Transition::Lost) => style.error(&line),
@@ -1255,8 +1260,13 @@ pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Valu
     }
 }
 
-fn retries_words(n: u32) -> String {
-    crate::engine::job_report::plural(u64::from(n), "retry", "retries")
+/// One side of a changed job in words: `Failed after 1 retry`, in every format.
+pub fn side_words(s: &crate::replay::compare::Side) -> String {
+    format!(
+        "{} after {}",
+        s.final_state.as_str(),
+        crate::engine::job_report::plural(u64::from(s.retries), "retry", "retries")
+    )
 }
 
 /// The comparison totals in words, like the last lines of `terraform plan`.
