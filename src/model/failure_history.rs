@@ -159,16 +159,15 @@ pub enum Final {
 
 impl Final {
     pub const NAMES: [&'static str; 4] = vocabulary::FINAL_STATES;
+    /// Every final state, in the order of [`Final::NAMES`].
+    pub const ALL: [Final; 4] = [Final::Succeeded, Final::Failed, Final::Cancelled, Final::Pending];
 
     pub fn as_str(self) -> &'static str {
         Self::NAMES[self as usize]
     }
 
     pub fn parse(text: &str) -> Option<Final> {
-        Self::NAMES
-            .iter()
-            .position(|n| *n == text)
-            .map(|i| [Final::Succeeded, Final::Failed, Final::Cancelled, Final::Pending][i])
+        Self::NAMES.iter().position(|n| *n == text).map(|i| Final::ALL[i])
     }
 }
 

@@ -334,7 +334,7 @@ const INLINE_RUNS: usize = 8;
 /// One changed job as a table row.
 fn job_row(c: &Change<'_>) -> String {
     let d = c.diff;
-    let pending = d.baseline.final_state == Final::Pending || d.candidate.final_state == Final::Pending;
+    let pending = d.pending();
     let class = c
         .class
         .map_or_else(|| "(no failed run)".to_string(), ToString::to_string);

@@ -23,7 +23,8 @@ pub fn progress_bar(p: Progress) -> Option<ProgressBar> {
     };
     let bar = ProgressBar::with_draw_target(len, ProgressDrawTarget::stderr());
     if let Ok(style) = ProgressStyle::with_template(template) {
-        // Whole jobs a second, as `history`'s line says it (indicatif's `per_sec` has decimals).
+        // Whole jobs a second (indicatif's `per_sec`, a moving rate, has decimals); `history`'s
+        // line (`ReadProgress`) says the average since its start, as it also counts runs.
         bar.set_style(
             style.with_key("rate", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
                 let _ = write!(w, "{}", HumanCount(s.per_sec() as u64));

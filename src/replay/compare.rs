@@ -73,6 +73,11 @@ pub enum Transition {
 }
 
 impl JobDiff {
+    /// Whether a side would start a run the history does not record (SPEC §3.5).
+    pub fn pending(&self) -> bool {
+        self.baseline.final_state == Final::Pending || self.candidate.final_state == Final::Pending
+    }
+
     pub fn new(baseline: &JobReport, candidate: JobReport) -> JobDiff {
         let (b, c) = (Side::of(baseline), Side::of(&candidate));
         let extra = |longer: &JobReport, from: usize| {
@@ -186,11 +191,9 @@ impl Comparison {
     pub fn transitions(&self) -> impl Iterator<Item = (Final, Final, u64)> + '_ {
         self.by_state
             .iter()
-            .map(|(&(f, t), &n)| (FINALS[f as usize], FINALS[t as usize], n))
+            .map(|(&(f, t), &n)| (Final::ALL[f as usize], Final::ALL[t as usize], n))
     }
 }
-
-const FINALS: [Final; 4] = [Final::Succeeded, Final::Failed, Final::Cancelled, Final::Pending];
 
 /// What one side did with one recorded run (or that it never started it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

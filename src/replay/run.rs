@@ -16,7 +16,7 @@ use std::io;
 
 use crate::engine::simulator::Simulator;
 use crate::engine::{Detail, JobReport, JobStatus, Settings};
-use crate::model::failure_history::{FailureHistory, Final};
+use crate::model::failure_history::FailureHistory;
 
 use super::compare::{ByClass, Comparison, JobDiff, Side, Steps};
 use super::estimate::{job_class, FailureClass, Trials};
@@ -232,10 +232,7 @@ pub fn compare<S: HistorySource>(
                 by_class.add_change(&ch.class, d);
                 // Its estimate is final only after the last job: hold it back, and every
                 // later one, to keep the order.
-                let pending = [d.baseline, d.candidate]
-                    .iter()
-                    .any(|s| s.final_state == Final::Pending);
-                if pending || spool.active() {
+                if d.pending() || spool.active() {
                     spool.push(&ch)?;
                     return Ok(true);
                 }
@@ -259,10 +256,7 @@ pub fn compare<S: HistorySource>(
     if !stopped {
         spool.drain(|ch| {
             let d = &ch.diff;
-            let pending = [d.baseline, d.candidate]
-                .iter()
-                .any(|s| s.final_state == Final::Pending);
-            let estimate = if pending {
+            let estimate = if d.pending() {
                 rates.estimate(ch.class.as_ref())
             } else {
                 None

@@ -182,9 +182,8 @@ impl Reader<'_> {
     }
 
     fn side(&mut self) -> Option<Side> {
-        const FINALS: [Final; 4] = [Final::Succeeded, Final::Failed, Final::Cancelled, Final::Pending];
         Some(Side {
-            final_state: *FINALS.get(usize::from(self.u8()?))?,
+            final_state: *Final::ALL.get(usize::from(self.u8()?))?,
             retries: u32::try_from(self.u64()?).ok()?,
             delay: GoDuration(self.u64()?),
             runs: usize::try_from(self.u64()?).ok()?,
