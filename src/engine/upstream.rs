@@ -106,13 +106,20 @@ pub fn evaluate(
         let matched = first_matching_rule(policy, run);
         let action = matched.map_or(policy.policy.default_action(), |r| policy.policy.rules[r].action);
         let rule_ref = matched.map_or(RuleRef::Default, RuleRef::Index);
-        // A rule matches on the run's category alone: the signal names it, in the design
-        // engine's words.
-        let signal = Some(match matched {
-            Some(_) => Signal::Category,
-            None => Signal::NoRuleMatched,
-        })
-        .map(|s| s.to_text(run));
+        // An upstream rule matches on the run's category (and subcategory) alone: the signal
+        // is the design engine's for such a rule, in the same words.
+        let signal = Some(
+            match matched {
+                Some(_) => Signal::Rule {
+                    condition: None,
+                    exit: None,
+                    message: None,
+                    category: Some(true),
+                },
+                None => Signal::NoRuleMatched,
+            }
+            .to_text(run),
+        );
         if action == Action::Fail {
             let kind = if matched.is_some() {
                 DecisionKind::FailRule

@@ -29,8 +29,6 @@ pub enum Signal {
         /// The run's category matched (and its subcategory, when the rule lists some).
         category: Option<bool>,
     },
-    /// Upstream (§2.10): a rule matched on the run's category and subcategory.
-    Category,
 }
 
 impl Signal {
@@ -47,11 +45,6 @@ impl Signal {
         };
         match *self {
             Signal::NoRuleMatched => add(&["no rule matched"]),
-            Signal::Category => match (&run.category, &run.subcategory) {
-                (Some(c), Some(s)) => add(&["category ", c, "/", s]),
-                (Some(c), None) => add(&["category ", c]),
-                _ => add(&["no category"]),
-            },
             Signal::Rule {
                 condition,
                 exit,
