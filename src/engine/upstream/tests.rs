@@ -428,3 +428,20 @@ proptest! {
         prop_assert_eq!(report, replay_upstream(p, &history, &settings));
     }
 }
+
+/// The signal names what an upstream rule matched on, in the design engine's words (SPEC
+/// §2.9): the run's category and, when it has one, its subcategory; a default action says no
+/// rule matched.
+#[test]
+fn the_signal_names_the_category_a_rule_matched() {
+    let p = policy(5, "Fail", &[("Retry", "gpu", ""), ("Fail", "oom", "small")]);
+    for (run, want) in [
+        (failed("gpu", ""), "category gpu"),
+        (failed("gpu", "transient"), "category gpu/transient"),
+        (failed("oom", "small"), "category oom/small"),
+        (failed("disk", ""), "no rule matched"),
+    ] {
+        let d = decide(10, &p, &run, 0);
+        assert_eq!(d.signal.as_deref(), Some(want), "{run:?}");
+    }
+}
