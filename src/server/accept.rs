@@ -115,7 +115,8 @@ async fn preface(io: &Guarded) -> Option<bool> {
     }
     let mut start = [0u8; 3];
     let n = io.peek_start(&mut start).await.ok()?;
-    (n > 0).then(|| start[..n] == PRI[..n] && n == PRI.len())
+    // `peek_start` fills the buffer or reads nothing (the client closed).
+    (n > 0).then(|| start == *PRI)
 }
 
 /// The TLS handshake, or the plain-HTTP answer (`None`) when the client does not speak TLS.

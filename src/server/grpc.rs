@@ -189,7 +189,7 @@ impl Grpc {
             ) -> Result<Response, std::convert::Infallible> {
                 r.map(|resp| resp.map(axum::body::Body::new))
             }
-            let answer = if path == GET_POLICY && uncompressed(&req) {
+            let answer = if Self::answers_now(&req) {
                 let services = self.services.clone();
                 async move { Ok(services.get_policy_unary(req).await) }.boxed()
             } else if path.starts_with("/api.RetryPolicyService/") {
@@ -212,11 +212,7 @@ impl Grpc {
             match std::panic::AssertUnwindSafe(answer).catch_unwind().await {
                 Ok(Ok(resp)) => resp,
                 Ok(Err(never)) => match never {},
-                Err(payload) => Status::internal(format!(
-                    "internal server error: {}",
-                    panic_payload_text(payload.as_ref())
-                ))
-                .into_http::<axum::body::Body>(),
+                Err(payload) => panic_status(payload.as_ref()).into_http::<axum::body::Body>(),
             }
         };
         self.finish(resp, line, started)
@@ -242,11 +238,7 @@ impl Grpc {
                 {
                     Ok(Ok(message)) => unary_ok(message),
                     Ok(Err(status)) => status.into_http::<Unary>(),
-                    Err(payload) => Status::internal(format!(
-                        "internal server error: {}",
-                        panic_payload_text(payload.as_ref())
-                    ))
-                    .into_http::<Unary>(),
+                    Err(payload) => panic_status(payload.as_ref()).into_http::<Unary>(),
                 }
             }
         };
@@ -331,6 +323,18 @@ fn check_name(kind: &str, name: &str) -> Result<(), Status> {
         Some(problem) => Err(Status::invalid_argument(format!("invalid {kind} name: {problem}"))),
         None => Ok(()),
     }
+}
+
+/// A request message over the limit, as grpc-go refuses it.
+fn too_large() -> Status {
+    Status::resource_exhausted(format!(
+        "grpc: received message larger than max (more than {MAX_MESSAGE} bytes)"
+    ))
+}
+
+/// A handler's panic as the call's answer (as a REST handler's panic is a 500).
+fn panic_status(payload: &(dyn std::any::Any + Send)) -> Status {
+    Status::internal(format!("internal server error: {}", panic_payload_text(payload)))
 }
 
 /// The implementations of the three services.
@@ -519,11 +523,7 @@ impl Services {
     {
         let body = axum::body::to_bytes(axum::body::Body::new(req.into_body()), MAX_MESSAGE + 5).await;
         let message = body
-            .map_err(|_| {
-                Status::resource_exhausted(format!(
-                    "grpc: received message larger than max (more than {MAX_MESSAGE} bytes)"
-                ))
-            })
+            .map_err(|_| too_large())
             .and_then(|body| self.get_policy_message(&body));
         match message {
             Ok(message) => unary_ok(message).map(axum::body::Body::new),
@@ -534,9 +534,7 @@ impl Services {
     /// The answer's message (a whole gRPC frame) to a GetRetryPolicy request's body.
     fn get_policy_message(&self, body: &[u8]) -> Result<Bytes, Status> {
         if body.len() > MAX_MESSAGE + 5 {
-            return Err(Status::resource_exhausted(format!(
-                "grpc: received message larger than max (more than {MAX_MESSAGE} bytes)"
-            )));
+            return Err(too_large());
         }
         let message = match (body.first(), body.get(1..5), body.get(5..)) {
             (Some(0), Some(len), Some(rest))
