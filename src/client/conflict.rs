@@ -46,20 +46,28 @@ impl<E> From<ClientError> for ModifyError<E> {
     }
 }
 
+/// The refusal of a policy this connection cannot store (SPEC §5.1: a design-dialect field
+/// for an upstream server, or over gRPC), before anything is sent; also what a dry run says.
+pub fn refuse_incompatible<C: Client + ?Sized>(c: &C, policy: &RetryPolicy) -> Result<()> {
+    if c.is_v1()? {
+        return Ok(());
+    }
+    let fields = policy.upstream_incompatibilities();
+    if fields.is_empty() {
+        return Ok(());
+    }
+    Err(ClientError::Incompatible {
+        kind: "retry policy",
+        name: policy.name.clone(),
+        fields,
+        grpc: c.is_grpc(),
+    })
+}
+
 /// Creates or replaces a policy: refused before sending when the server (upstream Armada)
 /// or the transport (gRPC) cannot store it; read back after and compared.
 pub fn write_policy<C: Client + ?Sized>(c: &C, op: WriteOp, policy: &RetryPolicy) -> Result<()> {
-    if !c.is_v1()? {
-        let fields = policy.upstream_incompatibilities();
-        if !fields.is_empty() {
-            return Err(ClientError::Incompatible {
-                kind: "retry policy",
-                name: policy.name.clone(),
-                fields,
-                grpc: c.protocol() == "gRPC",
-            });
-        }
-    }
+    refuse_incompatible(c, policy)?;
     c.send_policy(op, policy)?;
     let written = c.version(Noun::Policy, &policy.name);
     let back = c.get_policy(&policy.name)?;

@@ -422,6 +422,10 @@ impl Client for GrpcClient {
         "gRPC"
     }
 
+    fn is_grpc(&self) -> bool {
+        true
+    }
+
     /// Never: a design-dialect policy has no protobuf form. Asks the server (`Health`) when
     /// nothing was heard from it yet, so that an unreachable server is reported.
     fn is_v1(&self) -> Result<bool> {

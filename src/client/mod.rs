@@ -144,8 +144,12 @@ pub enum Noun {
 pub trait Client {
     /// The server's address as messages show it (`http://host:8080`, `grpcs://host:50051`).
     fn base_url(&self) -> &str;
-    /// `REST` or `gRPC`.
+    /// `REST` or `gRPC`, for messages.
     fn protocol(&self) -> &'static str;
+    /// Over gRPC, which stores only what upstream's protobuf can hold.
+    fn is_grpc(&self) -> bool {
+        false
+    }
     /// Whether the design dialect can be stored over this connection (`retryctl serve` over
     /// REST). Asks the server when nothing was heard from it yet; only a failed connection is
     /// an error.

@@ -6,6 +6,7 @@
 
 use crate::app::Context;
 use crate::cli::{DryRun, FileSource};
+use crate::client::conflict::refuse_incompatible;
 use crate::client::{self, codes, Auth, Client, ClientError, WriteOp};
 use crate::connection::{self, Endpoint, Env};
 use crate::error::CliError;
@@ -306,16 +307,8 @@ pub fn write(remote: Option<&Remote>, r: &Resource, mode: Mode, dry: bool) -> Re
     let result = if op == WriteOp::Create { "created" } else { "configured" };
     if let Resource::RetryPolicy(p) = r {
         // The client refuses these before sending (SPEC §5.1); a dry run must say so too.
-        if dry && !c.is_v1().map_err(fail)? {
-            let fields = p.upstream_incompatibilities();
-            if !fields.is_empty() {
-                return Err(fail(ClientError::Incompatible {
-                    kind: "retry policy",
-                    name: p.name.clone(),
-                    fields,
-                    grpc: c.protocol() == "gRPC",
-                }));
-            }
+        if dry {
+            refuse_incompatible(c.as_ref(), p).map_err(fail)?;
         }
     }
     if dry {
