@@ -65,25 +65,20 @@ pub enum Outcome {
 
 impl Outcome {
     pub const NAMES: [&'static str; 4] = vocabulary::OUTCOMES;
+    /// Every outcome, in the order of [`Outcome::NAMES`].
+    pub const ALL: [Outcome; 4] = [
+        Outcome::Failed,
+        Outcome::Succeeded,
+        Outcome::LeaseReturned,
+        Outcome::Cancelled,
+    ];
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Failed => "failed",
-            Outcome::Succeeded => "succeeded",
-            Outcome::LeaseReturned => "leaseReturned",
-            Outcome::Cancelled => "cancelled",
-        }
+        Self::NAMES[self as usize]
     }
 
     pub fn parse(text: &str) -> Option<Outcome> {
-        Self::NAMES.iter().position(|n| *n == text).map(|i| {
-            [
-                Outcome::Failed,
-                Outcome::Succeeded,
-                Outcome::LeaseReturned,
-                Outcome::Cancelled,
-            ][i]
-        })
+        Self::NAMES.iter().position(|n| *n == text).map(|i| Self::ALL[i])
     }
 }
 
@@ -755,5 +750,20 @@ mod tests {
         assert_eq!(Timestamp::parse("1970-01-01T00:00:01Z"), Some(Timestamp(1_000_000_000)));
         assert!(Timestamp::parse("2026-13-01T00:00:00Z").is_none());
         assert!(Timestamp::parse("yesterday").is_none());
+    }
+
+    /// The names are indexed by the variants' order: each variant reads back as itself.
+    #[test]
+    fn outcome_and_final_names_follow_the_variants() {
+        for (i, o) in Outcome::ALL.into_iter().enumerate() {
+            assert_eq!(o as usize, i);
+            assert_eq!(Outcome::parse(o.as_str()), Some(o));
+        }
+        for (i, f) in Final::ALL.into_iter().enumerate() {
+            assert_eq!(f as usize, i);
+            assert_eq!(Final::parse(f.as_str()), Some(f));
+        }
+        assert_eq!(Outcome::LeaseReturned.as_str(), "leaseReturned");
+        assert_eq!(Final::Pending.as_str(), "Pending");
     }
 }

@@ -267,6 +267,16 @@ fn a_missing_name_is_the_servers_error() {
     );
 }
 
+/// What a command that reads the cluster's tables says of a database from before migration
+/// 035 (exit 4), `masked` its DSN as shown.
+fn without_035(masked: &str) -> String {
+    format!(
+        "exit: 4\n--- stdout\n--- stderr\nerror: database `{masked}` has no tables `retry_policy`, `queue_retry_policy`: \
+         the Lookout migrations that create them have not run there (`035_create_retry_policy.sql`)\n\n\
+         hint: point `--lookout-db` at the database of an Armada whose server stores retry policies (run Lookout's migrations: `lookout --migrateDatabase`)\n"
+    )
+}
+
 #[test]
 fn missing_tables_exit_4_naming_them_and_a_wrong_password_5() {
     let Some(mut db) = pg::lookout_db("get_no035") else {
@@ -279,14 +289,7 @@ fn missing_tables_exit_4_naming_them_and_a_wrong_password_5() {
     let home = temp_home();
     let masked = db.dsn.replace(pg::PASSWORD, "***");
     let out = get(home.path(), &db, &["retrypolicies"]);
-    assert_eq!(
-        format_output(&out),
-        format!(
-            "exit: 4\n--- stdout\n--- stderr\nerror: database `{masked}` has no tables `retry_policy`, `queue_retry_policy`: \
-             the Lookout migrations that create them have not run there (`035_create_retry_policy.sql`)\n\n\
-             hint: point `--lookout-db` at the database of an Armada whose server stores retry policies (run Lookout's migrations: `lookout --migrateDatabase`)\n"
-        )
-    );
+    assert_eq!(format_output(&out), without_035(&masked));
     db.client.batch_execute("DROP TABLE queue CASCADE").unwrap();
     let out = get(home.path(), &db, &["queues"]);
     assert_eq!(out.status.code(), Some(4));
@@ -513,14 +516,7 @@ fn simulate_from_a_database_exits_4_or_5_as_history_does() {
         .unwrap();
     assert_eq!(run(&db.dsn, &[]).status.code(), Some(0));
     let out = run(&db.dsn, &["--baseline-from-cluster"]);
-    assert_eq!(
-        format_output(&out),
-        format!(
-            "exit: 4\n--- stdout\n--- stderr\nerror: database `{masked}` has no tables `retry_policy`, `queue_retry_policy`: \
-             the Lookout migrations that create them have not run there (`035_create_retry_policy.sql`)\n\n\
-             hint: point `--lookout-db` at the database of an Armada whose server stores retry policies (run Lookout's migrations: `lookout --migrateDatabase`)\n"
-        )
-    );
+    assert_eq!(format_output(&out), without_035(&masked));
     let Some(empty) = pg::empty_db("sim_empty") else { return };
     let out = run(&empty.dsn, &[]);
     assert_eq!(out.status.code(), Some(4));

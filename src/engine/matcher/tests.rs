@@ -406,8 +406,6 @@ proptest! {
     }
 }
 
-/// 1–`HIT_PATTERNS` patterns, those that compile as a rule's regex (at least one): the
-/// regex properties above take them.
 /// One policy per chunk of `patterns` (`p0`, `p1`…), each pattern a retrying message
 /// rule, `includeInitContainers` from `init_rules` by its place in its chunk.
 fn catalog_policies<'a>(chunks: impl Iterator<Item = &'a [String]>, init_rules: &[bool]) -> Vec<CompiledPolicy> {
@@ -451,6 +449,8 @@ fn run_of_messages(messages: &[(bool, Option<String>)]) -> Run {
     }
 }
 
+/// 1–`HIT_PATTERNS` patterns, those that compile as a rule's regex (at least one): the
+/// regex properties above take them.
 fn arb_compiling_patterns() -> impl Strategy<Value = Vec<String>> {
     prop::collection::vec(arb_pattern(), 1..=HIT_PATTERNS)
         .prop_map(|ps| {
