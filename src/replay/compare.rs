@@ -13,13 +13,13 @@
 //!   runs after the earlier end). Runs past the end of the recorded history are unknown
 //!   and not counted (a `→ Pending` job would run more than is counted).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use crate::engine::{DecisionKind, JobReport};
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{FailureHistory, Final, Outcome};
 
-use super::estimate::{class_of, FailureClass, MAX_CLASSES};
+use super::estimate::{class_of, FailureClass, Ordered, MAX_CLASSES};
 
 /// One side of a job: what the policies made of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -304,24 +304,14 @@ pub struct ClassChanges {
 /// [`MAX_CLASSES`] classes seen, the rest together. Folded in input order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ByClass {
-    rows: Vec<(Option<FailureClass>, ClassChanges)>,
-    index: HashMap<Option<FailureClass>, usize>,
+    rows: Ordered<Option<FailureClass>, ClassChanges>,
     /// The classes past the cap, together.
     pub rest: ClassChanges,
 }
 
 impl ByClass {
     fn row(&mut self, class: &Option<FailureClass>) -> &mut ClassChanges {
-        let i = match self.index.get(class) {
-            Some(&i) => i,
-            None if self.rows.len() < MAX_CLASSES => {
-                self.rows.push((class.clone(), ClassChanges::default()));
-                self.index.insert(class.clone(), self.rows.len() - 1);
-                self.rows.len() - 1
-            }
-            None => return &mut self.rest,
-        };
-        &mut self.rows[i].1
+        self.rows.get_or_make(class, MAX_CLASSES).unwrap_or(&mut self.rest)
     }
 
     /// A changed job of `class`.
@@ -351,7 +341,7 @@ impl ByClass {
 
     /// Every class, sorted (jobs without a failed run first).
     pub fn rows(&self) -> Vec<(Option<&FailureClass>, ClassChanges)> {
-        let mut rows: Vec<_> = self.rows.iter().map(|(c, n)| (c.as_ref(), *n)).collect();
+        let mut rows: Vec<_> = self.rows.items.iter().map(|(c, n)| (c.as_ref(), *n)).collect();
         rows.sort_by(|a, b| a.0.cmp(&b.0));
         rows
     }

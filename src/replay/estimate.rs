@@ -146,14 +146,14 @@ impl Tally {
 }
 
 /// Values in the order first seen, found by key: by a scan while there are few, then
-/// through an index.
-#[derive(Debug, Clone)]
-struct Ordered<K, V> {
-    items: Vec<(K, V)>,
+/// through an index. (Also the comparison's counts by class.)
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Ordered<K: std::hash::Hash + Eq, V> {
+    pub(super) items: Vec<(K, V)>,
     index: HashMap<K, usize>,
 }
 
-impl<K, V> Default for Ordered<K, V> {
+impl<K: std::hash::Hash + Eq, V> Default for Ordered<K, V> {
     fn default() -> Self {
         Ordered {
             items: Vec::new(),
@@ -168,7 +168,7 @@ const SCAN: usize = 8;
 
 impl<K: std::hash::Hash + Eq + Clone, V: Default> Ordered<K, V> {
     /// The value of `key`; made on first sight while fewer than `cap` are kept.
-    fn get_or_make<Q>(&mut self, key: &Q, cap: usize) -> Option<&mut V>
+    pub(super) fn get_or_make<Q>(&mut self, key: &Q, cap: usize) -> Option<&mut V>
     where
         K: std::borrow::Borrow<Q>,
         Q: std::hash::Hash + Eq + ToOwned<Owned = K> + ?Sized,
