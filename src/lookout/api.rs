@@ -185,7 +185,7 @@ impl Api {
     fn run_error(&self, run_id: &str) -> Result<(String, bool), CliError> {
         let path = "/api/v1/jobRunError";
         let resp = self.post(path, &json!({"runId": run_id}))?;
-        error_string(BufReader::new(resp)).map_err(|e| self.unexpected(path, e))
+        error_string(BufReader::new(resp)).map_err(|e| self.unexpected(path, format!("for run `{run_id}`: {e}")))
     }
 }
 

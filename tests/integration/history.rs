@@ -898,3 +898,33 @@ fn upstream_policy_pair_replays_the_week_under_the_upstream_engine() {
         "{err}"
     );
 }
+
+/// A run error Lookout answers with a body that is not `{"errorString": "…"}` ends the export
+/// (exit 4), naming the route and the run it was for.
+#[test]
+fn rest_source_names_the_run_whose_error_body_is_not_lookouts() {
+    let jobs = vec![json!({
+        "jobId": "api-1", "queue": "ml", "owner": "alice", "jobSet": "s", "cpu": 1000, "memory": 1024,
+        "ephemeralStorage": 0, "gpu": 0, "priority": 1, "submitted": "2026-11-16T08:00:00Z",
+        "state": "FAILED", "lastTransitionTime": "2026-11-16T09:00:00Z", "duplicate": false,
+        "annotations": {}, "runs": [{"runId": "r1", "cluster": "c1", "node": "n", "leased": "2026-11-16T08:00:10Z",
+               "started": "2026-11-16T08:00:15Z", "finished": "2026-11-16T08:01:00Z", "jobRunState": "RUN_FAILED", "exitCode": 1}]
+    })];
+    let stub = Stub::start(move |req| match req.path.as_str() {
+        "/api/v1/jobs" => Reply::json(200, json!({ "jobs": jobs })),
+        "/api/v1/jobRunError" => Reply::json(200, json!({ "errorString": 1 })),
+        _ => Reply::json(404, json!({"error": "not found"})),
+    });
+    let home = temp_home();
+    let out = history(home.path(), &["--queue", "ml", "--lookout-url", &stub.url]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "error: Lookout at `{}` answered `/api/v1/jobRunError` with an unexpected body: for run `r1`: \
+             `1` where `\"` was expected\n",
+            stub.url
+        )
+    );
+}
