@@ -113,6 +113,16 @@ pub mod codes {
     }
 }
 
+/// The innermost cause of `e`: what an error message says after its own words (the chain's
+/// outer layers repeat the request, not why it failed).
+pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
 impl ClientError {
     pub fn exit_code(&self) -> ExitCode {
         match self {

@@ -212,7 +212,10 @@ impl GrpcClient {
         } else {
             "is this the server's gRPC address, and does it speak TLS (then use `grpcs://`)?"
         };
-        self.unreachable(format!("it does not speak gRPC (HTTP/2): {}; {hint}", root(e)))
+        self.unreachable(format!(
+            "it does not speak gRPC (HTTP/2): {}; {hint}",
+            super::error::root_cause(e)
+        ))
     }
 
     // -----------------------------------------------------------------------------------
@@ -293,7 +296,7 @@ impl GrpcClient {
             if let Some(tls) = trust::tls_failure(source, &self.config.base_url) {
                 return tls;
             }
-            return self.unreachable(format!("the connection failed: {}", root(source)));
+            return self.unreachable(format!("the connection failed: {}", super::error::root_cause(source)));
         }
         // tonic's own decoder refusing an answer over the limit: not the server's word.
         if status.code() == tonic::Code::OutOfRange
@@ -638,14 +641,6 @@ fn connect_reason(e: &std::io::Error) -> String {
 }
 
 /// The innermost cause of an error: the one that says what happened.
-fn root(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,7 +31,7 @@ pub mod rest;
 mod trust;
 
 pub use conflict::{Modified, ModifyError, CONFLICT_ATTEMPTS};
-pub use error::{codes, ClientError, Result};
+pub use error::{codes, root_cause, ClientError, Result};
 pub use grpc::GrpcClient;
 pub use read_back::{diff_fields, queue_differences};
 pub use rest::RestClient;

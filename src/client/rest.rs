@@ -577,11 +577,7 @@ fn seg(name: &str) -> String {
 /// The innermost cause of a transport error, which is the one that says what happened
 /// (`Connection refused (os error 111)`), without reqwest's outer wrapping.
 fn root_cause(e: &reqwest::Error) -> String {
-    let mut cur: &dyn std::error::Error = e;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    let text = cur.to_string();
+    let text = super::error::root_cause(e);
     if text.contains("Connection refused") {
         "connection refused".into()
     } else {

@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 
 use super::mapping::{self, error_text, state, JobRow, LookoutJob, Place, RowError, RunRow, ERROR_TEXT_MAX};
 use super::{Filter, Item};
-use crate::client::{redact_url, Auth, ClientTls};
+use crate::client::{redact_url, root_cause, Auth, ClientTls};
 use crate::error::{CliError, ExitCode};
 use crate::model::failure_history::Timestamp;
 
@@ -381,14 +381,6 @@ impl<R: BufRead> Scanner<R> {
             b = self.byte()?;
         }
     }
-}
-
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(s) = cur.source() {
-        cur = s;
-    }
-    cur.to_string()
 }
 
 /// The jobs of `filter`, page by page.
