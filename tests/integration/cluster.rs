@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::support::pg::{self, Db};
+use crate::support::pg::{self, export_week, Db, WINDOW};
 use crate::support::server::TestServer;
 use crate::support::{format_output, python, retryctl, temp_home, Session};
 
@@ -287,7 +287,7 @@ fn missing_tables_exit_4_naming_them_and_a_wrong_password_5() {
         .batch_execute("DROP TABLE queue_retry_policy; DROP TABLE retry_policy")
         .unwrap();
     let home = temp_home();
-    let masked = db.dsn.replace(pg::PASSWORD, "***");
+    let masked = db.masked();
     let out = get(home.path(), &db, &["retrypolicies"]);
     assert_eq!(format_output(&out), without_035(&masked));
     db.client.batch_execute("DROP TABLE queue CASCADE").unwrap();
@@ -323,15 +323,11 @@ fn missing_tables_exit_4_naming_them_and_a_wrong_password_5() {
 // ---------------------------------------------------------------------------------------
 // simulate --lookout-db
 
-const WINDOW: [&str; 4] = ["--from", "2026-11-15T00:00:00Z", "--to", "2026-11-22T00:00:00Z"];
-
 /// The history fixture (testdata/lookout/lookout.sql) plus two hostile jobs in queue `ml`:
 /// `ml-zy`'s own row does not read (annotations not an object: the job is left out),
 /// `ml-zz`'s second run finished at `infinity` (that run is left out).
 fn history_db(test: &str) -> Option<Db> {
-    let mut db = pg::lookout_db(test)?;
-    let sql = std::fs::read_to_string(crate::support::root().join("testdata/lookout/lookout.sql")).unwrap();
-    db.client.batch_execute(&sql).unwrap();
+    let mut db = pg::fixture_db(test)?;
     let job = |id: &str, annotations: &str| {
         format!(
             "INSERT INTO job (job_id, queue, owner, jobset, cpu, memory, ephemeral_storage, gpu, priority, submitted, state, \
@@ -353,19 +349,6 @@ fn history_db(test: &str) -> Option<Db> {
     sql += &run("ml-zz", "zz-b", 2, "'infinity'");
     db.client.batch_execute(&sql).unwrap();
     Some(db)
-}
-
-/// `history` of the window to `HOME/week.jsonl`; its stderr (the left-out rows and summary).
-fn export_week(home: &Path, db: &Db) -> (std::path::PathBuf, String) {
-    let file = home.join("week.jsonl");
-    let out = retryctl(home)
-        .args(["history", "--queue", "ml", "--lookout-db", &db.dsn, "--output-file"])
-        .arg(&file)
-        .args(WINDOW)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
-    (file, String::from_utf8(out.stderr).unwrap())
 }
 
 fn simulate(home: &Path, args: &[&str]) -> Output {
@@ -504,7 +487,7 @@ fn simulate_from_a_database_exits_4_or_5_as_history_does() {
         return;
     };
     let home = temp_home();
-    let masked = db.dsn.replace(pg::PASSWORD, "***");
+    let masked = db.masked();
     let run = |dsn: &str, extra: &[&str]| {
         let mut args = vec!["-f", "testdata/lookout/new", "--lookout-db", dsn, "--queue", "ml"];
         args.extend(extra);
@@ -856,7 +839,7 @@ fn a_connection_lost_midway_exits_4() {
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{err}");
-    let masked = db.dsn.replace(pg::PASSWORD, "***");
+    let masked = db.masked();
     // The server's FATAL message arrives before the socket closes, or the close is seen first
     // (the client is reading the COPY stream when the backend ends): either is the answer,
     // and a close is said as a lost connection, not as an answer.

@@ -7,18 +7,9 @@ use std::process::Output;
 
 use serde_json::{json, Value};
 
-use crate::support::pg::{self, Db};
+use crate::support::pg::{self, export_week, fixture_db, Db, WINDOW};
 use crate::support::stub::{Reply, Stub};
 use crate::support::{retryctl, temp_home};
-
-const WINDOW: [&str; 4] = ["--from", "2026-11-15T00:00:00Z", "--to", "2026-11-22T00:00:00Z"];
-
-fn fixture_db(test: &str) -> Option<Db> {
-    let mut db = pg::lookout_db(test)?;
-    let sql = std::fs::read_to_string(crate::support::root().join("testdata/lookout/lookout.sql")).unwrap();
-    db.client.batch_execute(&sql).unwrap();
-    Some(db)
-}
 
 fn history(home: &Path, args: &[&str]) -> Output {
     retryctl(home).arg("history").args(args).output().unwrap()
@@ -75,25 +66,11 @@ fn db_filters_queue_jobset_job_and_time() {
     assert_eq!(h(&["--queue", "nope"]), Vec::<String>::new());
 }
 
-/// The fixture's week of queue `ml`, exported to `HOME/week.jsonl` (nothing on stdout).
-fn export_week(home: &Path, db: &Db) -> std::path::PathBuf {
-    let file = home.join("week.jsonl");
-    let out = retryctl(home)
-        .args(["history", "--queue", "ml", "--lookout-db", &db.dsn, "--output-file"])
-        .arg(&file)
-        .args(WINDOW)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.stdout.is_empty());
-    file
-}
-
 #[test]
 fn imported_history_replays_through_simulate_with_exact_outcomes() {
     let Some(db) = fixture_db("replay") else { return };
     let home = temp_home();
-    let file = export_week(home.path(), &db);
+    let (file, _) = export_week(home.path(), &db);
     let finals = |policies: &str| -> Vec<(String, String, u64)> {
         let out = retryctl(home.path())
             .args(["simulate", "-f", policies, "-o", "jsonl", "--history"])
@@ -543,7 +520,7 @@ fn bad_databases_exit_4_or_5_with_the_password_masked() {
     // A database without the Lookout tables.
     let out = history(home.path(), &["--queue", "ml", "--lookout-db", &db.dsn]);
     assert_eq!(out.status.code(), Some(4));
-    let masked = db.dsn.replace(pg::PASSWORD, "***");
+    let masked = db.masked();
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         format!(
@@ -846,7 +823,7 @@ fn rest_source_reports_bad_rows_and_cuts_a_huge_error_text() {
 fn upstream_policy_pair_replays_the_week_under_the_upstream_engine() {
     let Some(db) = fixture_db("upstream") else { return };
     let home = temp_home();
-    let file = export_week(home.path(), &db);
+    let (file, _) = export_week(home.path(), &db);
     let upstream = |policies: &str| {
         retryctl(home.path())
             .args(["simulate", "-f", policies, "--engine", "upstream", "--history"])

@@ -256,3 +256,36 @@ pub fn zlib(text: &str) -> Vec<u8> {
     e.write_all(text.as_bytes()).unwrap();
     e.finish().unwrap()
 }
+
+/// The week the fixture `testdata/lookout/lookout.sql` covers, as `history`'s flags.
+pub const WINDOW: [&str; 4] = ["--from", "2026-11-15T00:00:00Z", "--to", "2026-11-22T00:00:00Z"];
+
+/// A Lookout database holding the fixture `testdata/lookout/lookout.sql`.
+pub fn fixture_db(test: &str) -> Option<Db> {
+    let mut db = lookout_db(test)?;
+    let sql = std::fs::read_to_string(crate::support::root().join("testdata/lookout/lookout.sql")).unwrap();
+    db.client.batch_execute(&sql).unwrap();
+    Some(db)
+}
+
+/// `history` of queue `ml` over [`WINDOW`] to `HOME/week.jsonl` (exit 0, nothing on stdout);
+/// its stderr (the left-out rows and the summary).
+pub fn export_week(home: &Path, db: &Db) -> (PathBuf, String) {
+    let file = home.join("week.jsonl");
+    let out = crate::support::retryctl(home)
+        .args(["history", "--queue", "ml", "--lookout-db", &db.dsn, "--output-file"])
+        .arg(&file)
+        .args(WINDOW)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    assert!(out.stdout.is_empty());
+    (file, String::from_utf8(out.stderr).unwrap())
+}
+
+impl Db {
+    /// The DSN as retryctl shows it, its password masked.
+    pub fn masked(&self) -> String {
+        self.dsn.replace(PASSWORD, "***")
+    }
+}
