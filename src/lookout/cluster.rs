@@ -90,19 +90,38 @@ impl BadRow {
     }
 }
 
+/// A row's name and its decoded definition, or why it does not decode.
+type Definition<T> = (String, Result<T, String>);
+
+/// Every row of `table` (`name`, `definition`) by name, its definition (at most
+/// `DEFINITION_MAX` bytes read) decoded by `decode`, or why it does not decode.
+fn definitions<T>(
+    db: &Db,
+    table: &str,
+    decode: impl Fn(&str, &[u8]) -> Result<T, String>,
+) -> Result<Vec<Definition<T>>, CliError> {
+    let cap = DEFINITION_MAX + 1;
+    let rows = query(
+        db,
+        &format!("SELECT name, substring(definition FROM 1 FOR {cap}) FROM {table} ORDER BY name"),
+    )?;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            let name = text(row, 0);
+            let decoded = definition(row).and_then(|b| decode(&name, b));
+            (name, decoded)
+        })
+        .collect())
+}
+
 /// Reads every policy, queue and attachment (the tables are small: one row per policy or
 /// queue). A connection that fails midway is an error (exit 4), a row that does not decode
 /// a [`BadRow`].
 pub fn read(db: &Db) -> Result<ClusterState, CliError> {
     let mut state = ClusterState::default();
-    let cap = DEFINITION_MAX + 1;
-    let rows = query(
-        db,
-        &format!("SELECT name, substring(definition FROM 1 FOR {cap}) FROM retry_policy ORDER BY name"),
-    )?;
-    for row in &rows {
-        let name = text(row, 0);
-        match definition(row).and_then(|b| policy(&name, b)) {
+    for (name, decoded) in definitions(db, "retry_policy", policy)? {
+        match decoded {
             Ok(p) => state.policies.push(p),
             Err(why) => state.bad.push(BadRow {
                 table: "retry_policy",
@@ -111,13 +130,8 @@ pub fn read(db: &Db) -> Result<ClusterState, CliError> {
             }),
         }
     }
-    let rows = query(
-        db,
-        &format!("SELECT name, substring(definition FROM 1 FOR {cap}) FROM queue ORDER BY name"),
-    )?;
-    for row in &rows {
-        let name = text(row, 0);
-        match definition(row).and_then(|b| queue(&name, b)) {
+    for (name, decoded) in definitions(db, "queue", queue)? {
+        match decoded {
             Ok((q, unread)) => {
                 if !unread.is_empty() {
                     state.unread_fields.push((name, unread));
