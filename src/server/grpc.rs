@@ -349,70 +349,74 @@ pub struct Services {
 /// again at version 1, so the version alone could match an older body).
 #[derive(Default)]
 struct Protos {
-    policies: RwLock<HashMap<String, CachedPolicy>>,
-    queues: RwLock<HashMap<String, (Bytes, pb::Queue)>>,
+    policies: BodyCache<PolicyForms>,
+    queues: BodyCache<Result<pb::Queue, Status>>,
 }
 
-/// A stored policy body, its message, and GetRetryPolicy's answer frame: the hot read then
-/// costs a look-up and a reference count, not a copy of the message and its encoding.
-struct CachedPolicy {
-    body: Bytes,
-    proto: PolicyProto,
+/// A stored policy's message and GetRetryPolicy's answer frame (or why it has neither: a
+/// design-dialect policy): the hot read then costs a look-up and a reference count, not a
+/// copy of the message and its encoding.
+struct PolicyForms {
+    proto: Result<pb::RetryPolicy, Status>,
     frame: Result<Bytes, Status>,
 }
-
-/// A stored policy's protobuf form, or why it has none (a design-dialect policy).
-type PolicyProto = Result<pb::RetryPolicy, Status>;
 
 /// Entries kept at most; past it the cache starts afresh (deleted names would otherwise stay).
 const MAX_CACHED: usize = 8192;
 
 impl Protos {
     fn policy(&self, name: &str, stored: &Versioned) -> Result<pb::RetryPolicy, Status> {
-        self.with_policy(name, stored, |c| c.proto.clone())
+        self.policies.answer(name, stored, policy_forms, |f| f.proto.clone())
     }
 
     /// GetRetryPolicy's answer: the policy as one uncompressed gRPC message frame.
     fn policy_frame(&self, name: &str, stored: &Versioned) -> Result<Bytes, Status> {
-        self.with_policy(name, stored, |c| c.frame.clone())
-    }
-
-    fn with_policy<T>(&self, name: &str, stored: &Versioned, answer: impl Fn(&CachedPolicy) -> T) -> T {
-        if let Some(cached) = self.policies.read().unwrap_or_else(|e| e.into_inner()).get(name) {
-            if cached.body == stored.body {
-                return answer(cached);
-            }
-        }
-        let proto = policy_proto(name, &stored.body);
-        let frame = proto.as_ref().map(message_frame).map_err(Clone::clone);
-        let cached = CachedPolicy {
-            body: stored.body.clone(),
-            proto,
-            frame,
-        };
-        let out = answer(&cached);
-        let mut map = self.policies.write().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= MAX_CACHED {
-            map.clear();
-        }
-        map.insert(name.to_string(), cached);
-        out
+        self.policies.answer(name, stored, policy_forms, |f| f.frame.clone())
     }
 
     fn queue(&self, name: &str, stored: &Versioned) -> Result<pb::Queue, Status> {
-        if let Some((body, proto)) = self.queues.read().unwrap_or_else(|e| e.into_inner()).get(name) {
+        self.queues.answer(name, stored, queue_proto, Clone::clone)
+    }
+}
+
+/// What is made of stored bodies, by name, each checked against the body it was made from.
+struct BodyCache<T>(RwLock<HashMap<String, (Bytes, T)>>);
+
+impl<T> Default for BodyCache<T> {
+    fn default() -> Self {
+        BodyCache(RwLock::default())
+    }
+}
+
+impl<T> BodyCache<T> {
+    /// `answer` of what `make` makes of `name`'s stored body, made once per body.
+    fn answer<R>(
+        &self,
+        name: &str,
+        stored: &Versioned,
+        make: impl FnOnce(&str, &[u8]) -> T,
+        answer: impl Fn(&T) -> R,
+    ) -> R {
+        if let Some((body, made)) = self.0.read().unwrap_or_else(|e| e.into_inner()).get(name) {
             if *body == stored.body {
-                return Ok(proto.clone());
+                return answer(made);
             }
         }
-        let proto = queue_proto(name, &stored.body)?;
-        let mut map = self.queues.write().unwrap_or_else(|e| e.into_inner());
+        let made = make(name, &stored.body);
+        let out = answer(&made);
+        let mut map = self.0.write().unwrap_or_else(|e| e.into_inner());
         if map.len() >= MAX_CACHED {
             map.clear();
         }
-        map.insert(name.to_string(), (stored.body.clone(), proto.clone()));
-        Ok(proto)
+        map.insert(name.to_string(), (stored.body.clone(), made));
+        out
     }
+}
+
+fn policy_forms(name: &str, body: &[u8]) -> PolicyForms {
+    let proto = policy_proto(name, body);
+    let frame = proto.as_ref().map(message_frame).map_err(Clone::clone);
+    PolicyForms { proto, frame }
 }
 
 /// One uncompressed gRPC message frame: flag 0, the length (4 bytes, big-endian), the message.
