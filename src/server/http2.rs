@@ -127,8 +127,8 @@ enum Turn {
 /// calls within microseconds; a server asleep by then is woken by the kernel, and on this
 /// VM a sleep and a wake-up cost more than the calls in between: with 16 calls in flight on
 /// one connection the server's core idled 7–9% of the time and each call cost 5.3 µs of CPU.
-/// Awake for 50 µs more: ~1% idle, 4.9–5.1 µs per call, 8% more calls per second
-/// (BENCHMARKS.md, issue 22). It costs a connection whose client has gone quiet 50 µs of
+/// Awake for 50 µs more: 1–2% idle, and 6–8% more calls per second (BENCHMARKS.md,
+/// issue 22). It costs a connection whose client has gone quiet 50 µs of
 /// looking once per burst, never more: the time counts from the first idle turn.
 const WAKEFUL: std::time::Duration = std::time::Duration::from_micros(50);
 
@@ -247,7 +247,7 @@ async fn h2_stream(
     let (mut head, body) = resp.into_parts();
     strip_connection_headers(&mut head.headers);
     // A gRPC answer has no `date`, as Armada's (grpc-go's) have none: a gRPC client reads
-    // none, and it was 4% of a GetRetryPolicy's CPU (HPACK encodes a new value each second).
+    // none, and it was ~3% of a GetRetryPolicy's CPU (HPACK encodes a new value each second).
     if !grpc {
         head.headers.entry(hyper::header::DATE).or_insert_with(date);
     }
