@@ -21,6 +21,12 @@ mod fields;
 
 pub use convert::{policy_from_proto, policy_to_proto, queue_from_proto, queue_to_proto};
 
+/// The fields of an encoded `M` the contract does not define, each as `unknown field number
+/// N of api.RetryRule at rules[0]`: what prost's decode would drop without a word.
+pub fn unknown_fields<M: prost::Name>(bytes: &[u8]) -> Vec<String> {
+    fields::unknown_fields_of(M::PACKAGE, M::NAME, bytes)
+}
+
 /// Messages larger than this are refused both ways (ResourceExhausted), by `serve` and by the
 /// client, as grpc-go's default.
 pub const MAX_MESSAGE: usize = 4 << 20;

@@ -104,13 +104,26 @@ pub fn load_from_cluster(
         )?;
         return Ok(None);
     }
-    for (name, fields) in &state.unread_fields {
-        writeln!(
-            ctx.err,
-            "note: queue `{name}` (table `queue`): {} not read: {} not change a retry decision",
-            fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
-            if fields.len() == 1 { "it does" } else { "they do" }
-        )?;
+    for unread in &state.unread_fields {
+        let name = &unread.queue;
+        let fields = &unread.unheld;
+        if !fields.is_empty() {
+            writeln!(
+                ctx.err,
+                "note: queue `{name}` (table `queue`): {} not read: {} not change a retry decision",
+                fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
+                if fields.len() == 1 { "it does" } else { "they do" }
+            )?;
+        }
+        if !unread.unknown.is_empty() {
+            writeln!(
+                ctx.err,
+                "{}: queue `{name}` (table `queue`) {}: {}: not read, and whether they change a retry decision is not known",
+                ctx.style.warning("warning"),
+                crate::lookout::cluster::UNKNOWN,
+                unread.unknown.join("; ")
+            )?;
+        }
     }
     if args.retry_policies.is_none() && !state.queues.iter().any(|q| q.name == queue) {
         return Err(CliError::failed(format!(

@@ -13,13 +13,18 @@
 //! Hostile rows cost bounded work: a `definition` is read at most [`DEFINITION_MAX`] bytes
 //! (gRPC's message limit: upstream could not have served a larger one), a longer one is a
 //! bad row.
+//!
+//! A field the vendored contract does not define (a row written by a newer Armada) is never
+//! dropped without a word, as prost's decode would: in a policy it makes the row bad (a rule
+//! read without it could match what the cluster's does not), in a queue it is named with the
+//! fields the model does not hold.
 
 use std::fmt;
 
 use prost::Message as _;
 
 use super::db::{query_error, Db};
-use crate::armada_api::{api, policy_from_proto, queue_from_proto};
+use crate::armada_api::{api, policy_from_proto, queue_from_proto, unknown_fields};
 use crate::error::CliError;
 use crate::model::{Queue, RetryPolicy};
 
@@ -37,12 +42,48 @@ pub struct ClusterState {
     pub policies: Vec<RetryPolicy>,
     /// By name, each with its policies in `ordinal` order.
     pub queues: Vec<Queue>,
-    /// Queues with fields the model does not hold (`resourceLimits`, …): the queue is in
-    /// `queues` without them.
-    pub unread_fields: Vec<(String, Vec<&'static str>)>,
+    /// Queues with fields that were not read: the queue is in `queues` without them.
+    pub unread_fields: Vec<Unread>,
     /// Rows that did not decode, policies first, each table by name.
     pub bad: Vec<BadRow>,
 }
+
+/// What of one queue's `definition` was not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unread {
+    pub queue: String,
+    /// Fields the model does not hold (`resourceLimits`, …), none of which changes a retry
+    /// decision.
+    pub unheld: Vec<&'static str>,
+    /// Fields the contract does not define (`unknown field number 30 of api.Queue`): what
+    /// they mean is not known.
+    pub unknown: Vec<String>,
+}
+
+impl Unread {
+    /// Why the queue cannot be shown as stored: `has fields retryctl does not handle: …`.
+    pub fn why(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.unheld.is_empty() {
+            parts.push(format!(
+                "has fields retryctl does not handle: {}",
+                self.unheld
+                    .iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if !self.unknown.is_empty() {
+            parts.push(format!("{UNKNOWN}: {}", self.unknown.join("; ")));
+        }
+        parts.join("; ")
+    }
+}
+
+/// How a row with fields the contract does not define is described.
+pub const UNKNOWN: &str =
+    "has fields retryctl's copy of Armada's API (upstream 207cc9e) does not define (written by a newer Armada?)";
 
 /// A row whose `definition` cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,15 +98,12 @@ impl ClusterState {
     /// queues (`get`): printing them without those fields would misstate what is stored.
     /// A replay keeps them: those fields do not change a retry decision.
     pub fn refuse_unread_fields(&mut self) {
-        for (name, fields) in std::mem::take(&mut self.unread_fields) {
-            self.queues.retain(|q| q.name != name);
+        for unread in std::mem::take(&mut self.unread_fields) {
+            self.queues.retain(|q| q.name != unread.queue);
             self.bad.push(BadRow {
                 table: "queue",
-                why: format!(
-                    "has fields retryctl does not handle: {}",
-                    fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
-                ),
-                name,
+                why: unread.why(),
+                name: unread.queue,
             });
         }
         self.bad
@@ -133,8 +171,8 @@ pub fn read(db: &Db) -> Result<ClusterState, CliError> {
     for (name, decoded) in definitions(db, "queue", queue)? {
         match decoded {
             Ok((q, unread)) => {
-                if !unread.is_empty() {
-                    state.unread_fields.push((name, unread));
+                if let Some(unread) = unread {
+                    state.unread_fields.push(unread);
                 }
                 state.queues.push(q);
             }
@@ -192,17 +230,29 @@ fn definition(row: &tokio_postgres::Row) -> Result<&[u8], String> {
 /// A `retry_policy.definition`: `api.RetryPolicy` bytes named like its row.
 fn policy(name: &str, bytes: &[u8]) -> Result<RetryPolicy, String> {
     let p = api::RetryPolicy::decode(bytes).map_err(|e| format!("not an `api.RetryPolicy` message ({e})"))?;
+    let unknown = unknown_fields::<api::RetryPolicy>(bytes);
+    if !unknown.is_empty() {
+        return Err(format!(
+            "{UNKNOWN}: {}; a policy read without them could decide differently from the cluster's",
+            unknown.join("; ")
+        ));
+    }
     let policy = policy_from_proto(&p).map_err(|d| crate::diag::describe_errors(&d))?;
     same_name(name, &policy.name)?;
     Ok(policy)
 }
 
-/// A `queue.definition`: `api.Queue` bytes named like its row; the fields the model does
-/// not hold, by name.
-fn queue(name: &str, bytes: &[u8]) -> Result<(Queue, Vec<&'static str>), String> {
+/// A `queue.definition`: `api.Queue` bytes named like its row; what of it was not read.
+fn queue(name: &str, bytes: &[u8]) -> Result<(Queue, Option<Unread>), String> {
     let q = api::Queue::decode(bytes).map_err(|e| format!("not an `api.Queue` message ({e})"))?;
-    let (queue, unread) = queue_from_proto(&q);
+    let (queue, unheld) = queue_from_proto(&q);
     same_name(name, &queue.name)?;
+    let unknown = unknown_fields::<api::Queue>(bytes);
+    let unread = (!unheld.is_empty() || !unknown.is_empty()).then(|| Unread {
+        queue: queue.name.clone(),
+        unheld,
+        unknown,
+    });
     Ok((queue, unread))
 }
 
@@ -216,6 +266,33 @@ fn same_name(row: &str, defined: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_queue_names_every_field_not_read() {
+        let unread = Unread {
+            queue: "q".into(),
+            unheld: vec!["resourceLimits", "labelsDeprecated"],
+            unknown: vec!["unknown field number 99 of api.Queue".into()],
+        };
+        assert_eq!(
+            unread.why(),
+            "has fields retryctl does not handle: `resourceLimits`, `labelsDeprecated`; has fields retryctl's copy \
+             of Armada's API (upstream 207cc9e) does not define (written by a newer Armada?): unknown field number 99 \
+             of api.Queue"
+        );
+        let bytes = [
+            api::Queue {
+                name: "q".into(),
+                ..Default::default()
+            }
+            .encode_to_vec(),
+            vec![0x98, 0x06, 0x01],
+        ]
+        .concat();
+        let (queue, unread) = queue("q", &bytes).unwrap();
+        assert_eq!(queue.name, "q");
+        assert_eq!(unread.unwrap().unknown, ["unknown field number 99 of api.Queue"]);
+    }
 
     #[test]
     fn definitions_that_do_not_decode_say_why() {
