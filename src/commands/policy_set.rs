@@ -104,25 +104,13 @@ pub fn load_from_cluster(
         )?;
         return Ok(None);
     }
-    for unread in &state.unread_fields {
-        let name = &unread.queue;
-        let fields = &unread.unheld;
-        if !fields.is_empty() {
-            writeln!(
-                ctx.err,
-                "note: queue `{name}` (table `queue`): {} not read: {} not change a retry decision",
-                fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
-                if fields.len() == 1 { "it does" } else { "they do" }
-            )?;
+    // Only the replayed queue's: its jobs are the only ones replayed.
+    for unread in state.unread_fields.iter().filter(|u| u.queue == queue) {
+        if let Some(note) = unread.replay_note() {
+            writeln!(ctx.err, "note: {note}")?;
         }
-        if !unread.unknown.is_empty() {
-            writeln!(
-                ctx.err,
-                "{}: queue `{name}` (table `queue`) {}: {}: not read, and whether they change a retry decision is not known",
-                ctx.style.warning("warning"),
-                crate::lookout::cluster::UNKNOWN,
-                unread.unknown.join("; ")
-            )?;
+        if let Some(warning) = unread.replay_warning() {
+            writeln!(ctx.err, "{}: {warning}", ctx.style.warning("warning"))?;
         }
     }
     if args.retry_policies.is_none() && !state.queues.iter().any(|q| q.name == queue) {

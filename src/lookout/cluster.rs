@@ -61,29 +61,64 @@ pub struct Unread {
 }
 
 impl Unread {
-    /// Why the queue cannot be shown as stored: `has fields retryctl does not handle: …`.
+    /// Why `get` cannot show the queue as stored (printing it without these fields would
+    /// misstate what is stored).
     pub fn why(&self) -> String {
         let mut parts = Vec::new();
         if !self.unheld.is_empty() {
-            parts.push(format!(
-                "has fields retryctl does not handle: {}",
-                self.unheld
-                    .iter()
-                    .map(|f| format!("`{f}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+            parts.push(format!("has fields retryctl does not handle: {}", self.unheld_list()));
         }
         if !self.unknown.is_empty() {
             parts.push(format!("{UNKNOWN}: {}", self.unknown.join("; ")));
         }
         parts.join("; ")
     }
+
+    /// What a replay notes: the fields the model does not hold, which change no retry
+    /// decision. A line for after `note: `.
+    pub fn replay_note(&self) -> Option<String> {
+        (!self.unheld.is_empty()).then(|| {
+            let one = self.unheld.len() == 1;
+            self.row(format!(
+                "{} not read: {} not change a retry decision",
+                self.unheld_list(),
+                if one { "it does" } else { "they do" }
+            ))
+        })
+    }
+
+    /// What a replay warns of: fields whose meaning is not known. A line for after
+    /// `warning: `.
+    pub fn replay_warning(&self) -> Option<String> {
+        (!self.unknown.is_empty()).then(|| {
+            let one = self.unknown.len() == 1;
+            self.row(format!(
+                "{UNKNOWN}: {}; not read, and whether {} a retry decision is not known",
+                self.unknown.join("; "),
+                if one { "it changes" } else { "they change" }
+            ))
+        })
+    }
+
+    fn unheld_list(&self) -> String {
+        let names: Vec<String> = self.unheld.iter().map(|f| format!("`{f}`")).collect();
+        names.join(", ")
+    }
+
+    /// `why`, said of this queue's row as a bad row is.
+    fn row(&self, why: String) -> String {
+        BadRow {
+            table: "queue",
+            name: self.queue.clone(),
+            why,
+        }
+        .to_string()
+    }
 }
 
 /// How a row with fields the contract does not define is described.
 pub const UNKNOWN: &str =
-    "has fields retryctl's copy of Armada's API (upstream 207cc9e) does not define (written by a newer Armada?)";
+    "has fields not in retryctl's copy of Armada's API (upstream 207cc9e; a newer Armada may have written them)";
 
 /// A row whose `definition` cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,9 +129,10 @@ pub struct BadRow {
 }
 
 impl ClusterState {
-    /// Queues with fields the model does not hold become bad rows, for a reader that shows
+    /// Queues with fields that were not read become bad rows, for a reader that shows
     /// queues (`get`): printing them without those fields would misstate what is stored.
-    /// A replay keeps them: those fields do not change a retry decision.
+    /// A replay keeps them, and says what was not read ([`Unread::replay_note`],
+    /// [`Unread::replay_warning`]).
     pub fn refuse_unread_fields(&mut self) {
         for unread in std::mem::take(&mut self.unread_fields) {
             self.queues.retain(|q| q.name != unread.queue);
@@ -247,13 +283,29 @@ fn queue(name: &str, bytes: &[u8]) -> Result<(Queue, Option<Unread>), String> {
     let q = api::Queue::decode(bytes).map_err(|e| format!("not an `api.Queue` message ({e})"))?;
     let (queue, unheld) = queue_from_proto(&q);
     same_name(name, &queue.name)?;
-    let unknown = unknown_fields::<api::Queue>(bytes);
+    // A field unknown inside one the model does not hold at all is not read either way: the
+    // outer field is named, once.
+    let unknown: Vec<String> = unknown_fields::<api::Queue>(bytes)
+        .into_iter()
+        .filter(|f| !inside(f, &unheld))
+        .collect();
     let unread = (!unheld.is_empty() || !unknown.is_empty()).then(|| Unread {
         queue: queue.name.clone(),
         unheld,
         unknown,
     });
     Ok((queue, unread))
+}
+
+/// Whether `unknown` (`unknown field number 7 of api.X at resourceLimits[0].value`) lies
+/// inside one of `fields` (JSON names of the queue's own fields).
+fn inside(unknown: &str, fields: &[&str]) -> bool {
+    unknown.rsplit_once(" at ").is_some_and(|(_, path)| {
+        fields.iter().any(|f| {
+            path.strip_prefix(f)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['[', '.']))
+        })
+    })
 }
 
 fn same_name(row: &str, defined: &str) -> Result<(), String> {
@@ -276,22 +328,72 @@ mod tests {
         };
         assert_eq!(
             unread.why(),
-            "has fields retryctl does not handle: `resourceLimits`, `labelsDeprecated`; has fields retryctl's copy \
-             of Armada's API (upstream 207cc9e) does not define (written by a newer Armada?): unknown field number 99 \
-             of api.Queue"
+            "has fields retryctl does not handle: `resourceLimits`, `labelsDeprecated`; has fields not in retryctl's \
+             copy of Armada's API (upstream 207cc9e; a newer Armada may have written them): unknown field number 99 of \
+             api.Queue"
         );
-        let bytes = [
-            api::Queue {
-                name: "q".into(),
-                ..Default::default()
-            }
-            .encode_to_vec(),
-            vec![0x98, 0x06, 0x01],
-        ]
-        .concat();
-        let (queue, unread) = queue("q", &bytes).unwrap();
-        assert_eq!(queue.name, "q");
-        assert_eq!(unread.unwrap().unknown, ["unknown field number 99 of api.Queue"]);
+        assert_eq!(
+            unread.replay_note().unwrap(),
+            "table `queue` row `q`: column `definition`: `resourceLimits`, `labelsDeprecated` not read: they do not \
+             change a retry decision"
+        );
+        assert_eq!(
+            unread.replay_warning().unwrap(),
+            "table `queue` row `q`: column `definition`: has fields not in retryctl's copy of Armada's API (upstream \
+             207cc9e; a newer Armada may have written them): unknown field number 99 of api.Queue; not read, and \
+             whether it changes a retry decision is not known"
+        );
+        let nothing = Unread {
+            unheld: vec![],
+            unknown: vec![],
+            ..unread
+        };
+        assert_eq!((nothing.replay_note(), nothing.replay_warning()), (None, None));
+    }
+
+    /// Field 99 (a varint) after an encoded message, as a newer Armada could write it.
+    fn with_field_99(message: impl prost::Message) -> Vec<u8> {
+        [message.encode_to_vec(), vec![0x98, 0x06, 0x01]].concat()
+    }
+
+    #[test]
+    fn fields_the_contract_does_not_define_are_never_dropped() {
+        let queue_row = |q: api::Queue| queue("q", &with_field_99(q)).unwrap().1.unwrap();
+        let q = api::Queue {
+            name: "q".into(),
+            ..Default::default()
+        };
+        let unread = queue_row(q.clone());
+        assert_eq!(
+            (unread.unheld, unread.unknown),
+            (vec![], vec!["unknown field number 99 of api.Queue".to_string()])
+        );
+        // Inside a field the model does not hold: that field is named, not its inside too.
+        let mut limits = api::PriorityClassResourceLimits::default().encode_to_vec();
+        prost::encoding::uint64::encode(7, &1, &mut limits);
+        let mut entry = Vec::new();
+        prost::encoding::string::encode(1, &"pc".to_string(), &mut entry);
+        prost::encoding::bytes::encode(2, &limits, &mut entry);
+        let mut bytes = q.encode_to_vec();
+        prost::encoding::bytes::encode(7, &entry, &mut bytes);
+        let unread = queue("q", &bytes).unwrap().1.unwrap();
+        assert_eq!(unread.unheld, ["resourceLimitsByPriorityClassName"]);
+        assert!(unread.unknown.is_empty(), "{:?}", unread.unknown);
+        assert!(!inside(
+            "unknown field number 7 of api.X at resourceLimitsByPriorityClassName[0]",
+            &["resourceLimits"]
+        ));
+        // A policy: refused, the field named.
+        let p = api::RetryPolicy {
+            name: "p".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            policy("p", &with_field_99(p)).unwrap_err(),
+            "has fields not in retryctl's copy of Armada's API (upstream 207cc9e; a newer Armada may have written \
+             them): unknown field number 99 of api.RetryPolicy; a policy read without them could decide differently \
+             from the cluster's"
+        );
     }
 
     #[test]

@@ -5,9 +5,10 @@
 //! Owns: accepting a connection's streams, answering the hot gRPC read (GetRetryPolicy whose
 //! message came with its header) right there, handing every other request to the services on
 //! a task of its own, and sending answers as hyper's HTTP/2 server sent them (its settings,
-//! connection headers stripped, `date` on REST answers, a body's known length, resets). Must not: know
-//! routes, credentials or the database (`App` and the services have them), or accept
-//! connections (`accept` does, and chooses HTTP/2 by ALPN or preface).
+//! connection headers stripped, `date`, a body's known length, resets), except that a gRPC
+//! answer has no `date`, as grpc-go's have none. Must not: know routes, credentials or the
+//! database (`App` and the services have them), or accept connections (`accept` does, and
+//! chooses HTTP/2 by ALPN or preface).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -33,13 +34,14 @@ use super::grpc::Grpc;
 /// brought are accepted first (a few at a time), then each is answered, and a call whose
 /// answer is ready at once (GetRetryPolicy, whose message comes with its header) is answered
 /// right here, with no task of its own; the next turn of the loop writes those answers in
-/// one `writev`; a connection out of requests stays awake for [`WAKEFUL`] before it sleeps.
+/// one `writev`; a connection whose client multiplexes stays awake for [`WAKEFUL`] before it
+/// sleeps.
 /// hyper's server spawned a task per stream and wrote each answer alone (BENCHMARKS.md,
 /// issue 22). A call that must wait (a write, a body still arriving, a stream) continues on
 /// a task of its own, as under hyper. What a client sees is what hyper's server sent: the
-/// same settings, the same headers (connection headers stripped, `date` on REST answers,
-/// a body's known length), the same frames, a reset stream when the client resets it or the
-/// body fails.
+/// same settings, the same headers (connection headers stripped, `date` — on REST answers
+/// only: grpc-go sends none —, a body's known length), the same frames, a reset stream when
+/// the client resets it or the body fails.
 pub(super) async fn http2<I>(io: I, addr: SocketAddr, app: Arc<App>, mut shutdown: watch::Receiver<()>)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -68,6 +70,8 @@ where
     let mut batch = Vec::new();
     // Since when the connection has had nothing to do: `None` while it has work.
     let mut idle_since: Option<Instant> = None;
+    // Whether the client keeps several calls going (see `WAKEFUL`).
+    let mut multiplexing = false;
     loop {
         let turn = std::future::poll_fn(|cx| {
             if !stopping && stop.as_mut().poll(cx).is_ready() {
@@ -86,7 +90,7 @@ where
                     }
                     Poll::Ready(Some(Err(_)) | None) => return Poll::Ready(Turn::Closed),
                     Poll::Pending if !batch.is_empty() => return Poll::Ready(Turn::Answer),
-                    Poll::Pending if idle_since.is_none_or(|t| t.elapsed() < WAKEFUL) => {
+                    Poll::Pending if multiplexing && idle_since.is_none_or(|t| t.elapsed() < WAKEFUL) => {
                         return Poll::Ready(Turn::Idle)
                     }
                     Poll::Pending => return Poll::Pending,
@@ -102,6 +106,8 @@ where
                 tokio::task::yield_now().await;
             }
             Turn::Answer => {
+                // Several requests in one turn, or one caught while awake.
+                multiplexing = batch.len() > 1 || idle_since.is_some_and(|t| t.elapsed() < WAKEFUL);
                 idle_since = None;
                 for (req, respond) in batch.drain(..) {
                     start_stream(req, respond, &app, addr);
@@ -115,22 +121,24 @@ where
 enum Turn {
     /// Requests to answer (in `batch`).
     Answer,
-    /// Nothing yet, and the connection has not been idle for [`WAKEFUL`].
+    /// Nothing yet, and a multiplexing client's connection has not been idle for [`WAKEFUL`].
     Idle,
     /// The client closed the connection, or it failed.
     Closed,
 }
 
-/// How long a connection that has just been busy keeps looking for its client's next
-/// requests (yielding to the runtime, which looks for I/O without sleeping) before its task
-/// sleeps. A gRPC client that multiplexes its calls answers the last answers with its next
-/// calls within microseconds; a server asleep by then is woken by the kernel, and on this
-/// VM a sleep and a wake-up cost more than the calls in between: with 16 calls in flight on
-/// one connection the server's core idled 7–9% of the time and each call cost 5.3 µs of CPU.
-/// Awake for 50 µs more: 1–2% idle, and 6–8% more calls per second (BENCHMARKS.md,
-/// issue 22). It costs a connection whose client has gone quiet 50 µs of
-/// looking once per burst, never more: the time counts from the first idle turn.
-const WAKEFUL: std::time::Duration = std::time::Duration::from_micros(50);
+/// How long a connection whose client multiplexes its calls keeps looking for the next ones
+/// after answering (yielding to the runtime, which then looks for I/O without sleeping when
+/// it has nothing else to run) before its task sleeps. Such a client (a gRPC channel with
+/// several calls in flight) answers the last answers with its next calls within
+/// microseconds; a server asleep by then is woken by the kernel, and on this VM a sleep and
+/// a wake-up cost more than the calls in between. With 16 calls in flight on one connection
+/// the server's core idled 7–9% of the time; awake for 20 µs more, 1–2%: 1.03–1.06× REST's
+/// calls per second where it was 0.90–0.91× (BENCHMARKS.md, issue 22; 50 µs did no better).
+/// Only a turn that brought several requests, or one caught while awake, keeps a connection
+/// awake: a client that makes one call at a time pays nothing (44 µs of CPU per call at 1,000
+/// calls/s, as without), one that sends its calls in bursts at most 20 µs per burst.
+const WAKEFUL: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// Concurrent HTTP/2 streams per connection.
 const MAX_STREAMS: u32 = 100;
@@ -246,8 +254,8 @@ async fn h2_stream(
     let Some(resp) = resp else { return };
     let (mut head, body) = resp.into_parts();
     strip_connection_headers(&mut head.headers);
-    // A gRPC answer has no `date`, as Armada's (grpc-go's) have none: a gRPC client reads
-    // none, and it was ~3% of a GetRetryPolicy's CPU (HPACK encodes a new value each second).
+    // A gRPC answer has no `date`, as Armada's (grpc-go's) have none: no gRPC client reads
+    // it, and making, inserting and HPACK-encoding it was ~3% of a GetRetryPolicy's CPU.
     if !grpc {
         head.headers.entry(hyper::header::DATE).or_insert_with(date);
     }
