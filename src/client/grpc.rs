@@ -9,8 +9,10 @@
 //! [`ClientError`]. Must not: decide what a write means (that is `conflict`).
 //!
 //! Blocking like the REST client: each call runs on a one-thread tokio runtime owned by the
-//! client, within `--timeout`. Connection failures (refused, DNS, TLS, a handshake that is
-//! not HTTP/2) are [`ClientError::Unreachable`] / [`ClientError::Certificate`], exit 4; a
+//! client, within `--timeout`. Every call takes one path (`GrpcClient::call`: the metadata,
+//! the timeout, the log, the answer's metadata, the status mapped) through a generated client
+//! set up in one place (`Stub`: the same origin, gzip and limits for every service).
+//! Connection failures (refused, DNS, TLS, a handshake that is not HTTP/2) are [`ClientError::Unreachable`] / [`ClientError::Certificate`], exit 4; a
 //! status the server answered is [`ClientError::Api`] with no HTTP status.
 //!
 //! No versions: upstream's gRPC API has no ETag or If-Match. What this client does instead
@@ -221,23 +223,21 @@ impl GrpcClient {
     // -----------------------------------------------------------------------------------
     // Calls
 
-    /// `message` with the credentials and the deadline.
-    fn request<T>(&self, message: T) -> tonic::Request<T> {
+    /// Runs call `name` (`api.RetryPolicyService/GetRetryPolicy`): `f`, a method of the
+    /// service's generated client (such as `Policies::get_retry_policy`), sending `message`
+    /// with the credentials and the deadline, on a connection, within the timeout, logging it
+    /// with `-v`. The answer's metadata marks the dialect; a failed status becomes a
+    /// [`ClientError`].
+    fn call<S, M, T, F>(&self, name: &'static str, message: M, f: F) -> Result<T>
+    where
+        S: Stub,
+        F: AsyncFnOnce(&mut S, tonic::Request<M>) -> std::result::Result<tonic::Response<T>, Status>,
+    {
         let mut req = tonic::Request::new(message);
         if let Some(v) = &self.authorization {
             req.metadata_mut().insert("authorization", v.clone());
         }
         req.set_timeout(self.config.timeout);
-        req
-    }
-
-    /// Runs call `name` (`api.RetryPolicyService/GetRetryPolicy`) on a connection, within the
-    /// timeout, logging it with `-v`; a failed status becomes a [`ClientError`].
-    fn call<T, F, Fut>(&self, name: &'static str, f: F) -> Result<T>
-    where
-        F: FnOnce(H2) -> Fut,
-        Fut: Future<Output = std::result::Result<(T, MetadataMap), Status>>,
-    {
         let started = Instant::now();
         if self.config.verbose {
             log(&format!(
@@ -247,9 +247,10 @@ impl GrpcClient {
             ));
         }
         let h2 = self.channel()?;
-        let result = self
-            .rt
-            .block_on(async { tokio::time::timeout(self.config.timeout, f(h2)).await });
+        let result = self.rt.block_on(async {
+            let mut stub = S::open(h2, self.origin.clone());
+            tokio::time::timeout(self.config.timeout, f(&mut stub, req)).await
+        });
         let result = match result {
             Err(_) => {
                 if self.config.verbose {
@@ -269,7 +270,8 @@ impl GrpcClient {
             log(&format!("{name} -> {what} in {}ms", started.elapsed().as_millis()));
         }
         match result {
-            Ok((value, metadata)) => {
+            Ok(answer) => {
+                let (metadata, value, _) = answer.into_parts();
                 self.mark_dialect(&metadata);
                 Ok(value)
             }
@@ -302,21 +304,16 @@ impl GrpcClient {
         if status.code() == tonic::Code::OutOfRange
             && status.message().starts_with("Error, decoded message length too large")
         {
-            return ClientError::BadAnswer {
+            return self.bad_answer(
                 call,
-                url: self.config.base_url.clone(),
-                detail: format!(
+                format!(
                     "it is larger than the {} MiB a gRPC message may be ({})",
                     MAX_MESSAGE >> 20,
                     status.message()
                 ),
-            };
+            );
         }
-        ClientError::Api {
-            status: None,
-            code: Some(status.code() as i64),
-            message: status.message().to_string(),
-        }
+        self.refused(status.code() as i64, status.message().to_string())
     }
 
     fn bad_answer(&self, call: &'static str, detail: String) -> ClientError {
@@ -327,39 +324,47 @@ impl GrpcClient {
         }
     }
 
-    fn policies(&self, h2: H2) -> RetryPolicyServiceClient<H2> {
-        RetryPolicyServiceClient::with_origin(h2, self.origin.clone())
-            .send_compressed(CompressionEncoding::Gzip)
-            .accept_compressed(CompressionEncoding::Gzip)
-            .max_decoding_message_size(MAX_MESSAGE)
-            .max_encoding_message_size(MAX_MESSAGE)
-    }
-
-    fn queues(&self, h2: H2) -> QueueServiceClient<H2> {
-        QueueServiceClient::with_origin(h2, self.origin.clone())
-            .send_compressed(CompressionEncoding::Gzip)
-            .accept_compressed(CompressionEncoding::Gzip)
-            .max_decoding_message_size(MAX_MESSAGE)
-            .max_encoding_message_size(MAX_MESSAGE)
-    }
-
     /// The policy as the server answers it, not remembered.
     fn fetch_policy(&self, name: &str) -> Result<api::RetryPolicy> {
-        let req = self.request(api::RetryPolicyGetRequest { name: name.to_string() });
-        self.call("api.RetryPolicyService/GetRetryPolicy", |h2| async move {
-            let resp = self.policies(h2).get_retry_policy(req).await?;
-            let (metadata, body, _) = resp.into_parts();
-            Ok((body, metadata))
-        })
+        let message = api::RetryPolicyGetRequest { name: name.to_string() };
+        self.call(GET_POLICY, message, Policies::get_retry_policy)
     }
 
     fn fetch_queue(&self, name: &str) -> Result<api::Queue> {
-        let req = self.request(api::QueueGetRequest { name: name.to_string() });
-        self.call("api.QueueService/GetQueue", |h2| async move {
-            let resp = self.queues(h2).get_queue(req).await?;
-            let (metadata, body, _) = resp.into_parts();
-            Ok((body, metadata))
+        let message = api::QueueGetRequest { name: name.to_string() };
+        self.call(GET_QUEUE, message, Queues::get_queue)
+    }
+
+    /// The model's policy of `p`, as call `call` answered it about policy `name`.
+    fn policy_from(&self, call: &'static str, name: &str, p: &api::RetryPolicy) -> Result<RetryPolicy> {
+        armada::policy_from_proto(p).map_err(|d| {
+            self.bad_answer(
+                call,
+                format!("retry policy `{name}`: {}", crate::diag::describe_errors(&d)),
+            )
         })
+    }
+
+    /// The model's queue of `q`, as call `call` answered it about queue `name`: refused when it
+    /// holds what the model cannot (see [`unsupported_fields`]).
+    fn queue_from(&self, call: &'static str, name: &str, q: &api::Queue) -> Result<Queue> {
+        let (queue, unsupported) = armada::queue_from_proto(q);
+        if !unsupported.is_empty() {
+            return Err(self.bad_answer(call, unsupported_fields(name, &unsupported)));
+        }
+        Ok(queue)
+    }
+
+    /// Write call `name` about resource `noun` `subject` (a create, replace or delete): what was
+    /// read of it before is stale afterwards, whether or not the write went through.
+    fn write<S, M, F>(&self, noun: Noun, subject: &str, name: &'static str, message: M, f: F) -> Result<()>
+    where
+        S: Stub,
+        F: AsyncFnOnce(&mut S, tonic::Request<M>) -> std::result::Result<tonic::Response<()>, Status>,
+    {
+        let result = self.call(name, message, f);
+        self.forget(noun, subject);
+        result
     }
 
     fn remember(&self, noun: Noun, name: &str, encoded: Vec<u8>) {
@@ -398,15 +403,7 @@ impl GrpcClient {
     }
 
     fn health(&self) -> Result<()> {
-        let req = self.request(());
-        let answered = self.call("api.Submit/Health", |h2| async move {
-            let mut client = SubmitClient::with_origin(h2, self.origin.clone())
-                .send_compressed(CompressionEncoding::Gzip)
-                .accept_compressed(CompressionEncoding::Gzip);
-            let resp = client.health(req).await?;
-            let (metadata, body, _) = resp.into_parts();
-            Ok((body, metadata))
-        });
+        let answered = self.call(HEALTH, (), SubmitClient::health);
         match answered {
             Ok(_) => Ok(()),
             // Any status the server answered says it is there.
@@ -450,32 +447,18 @@ impl Client for GrpcClient {
     fn get_policy(&self, name: &str) -> Result<RetryPolicy> {
         let p = self.fetch_policy(name)?;
         self.remember(Noun::Policy, name, p.encode_to_vec());
-        armada::policy_from_proto(&p).map_err(|d| {
-            self.bad_answer(
-                "api.RetryPolicyService/GetRetryPolicy",
-                format!("retry policy `{name}`: {}", crate::diag::describe_errors(&d)),
-            )
-        })
+        self.policy_from(GET_POLICY, name, &p)
     }
 
     fn list_policies(&self) -> Result<Vec<RetryPolicy>> {
-        const CALL: &str = "api.RetryPolicyService/GetRetryPolicies";
-        let req = self.request(api::RetryPolicyListRequest {});
-        let list = self.call(CALL, |h2| async move {
-            let resp = self.policies(h2).get_retry_policies(req).await?;
-            let (metadata, body, _) = resp.into_parts();
-            Ok((body, metadata))
-        })?;
+        let list = self.call(
+            LIST_POLICIES,
+            api::RetryPolicyListRequest {},
+            Policies::get_retry_policies,
+        )?;
         list.retry_policies
             .iter()
-            .map(|p| {
-                armada::policy_from_proto(p).map_err(|d| {
-                    self.bad_answer(
-                        CALL,
-                        format!("retry policy `{}`: {}", p.name, crate::diag::describe_errors(&d)),
-                    )
-                })
-            })
+            .map(|p| self.policy_from(LIST_POLICIES, &p.name, p))
             .collect()
     }
 
@@ -486,50 +469,49 @@ impl Client for GrpcClient {
             fields,
             grpc: true,
         })?;
-        if op == WriteOp::Update {
-            self.unchanged_since_read(Noun::Policy, &policy.name)?;
+        let name = &policy.name;
+        match op {
+            WriteOp::Create => self.write(
+                Noun::Policy,
+                name,
+                CREATE_POLICY,
+                message,
+                Policies::create_retry_policy,
+            ),
+            WriteOp::Update => {
+                self.unchanged_since_read(Noun::Policy, name)?;
+                self.write(
+                    Noun::Policy,
+                    name,
+                    UPDATE_POLICY,
+                    message,
+                    Policies::update_retry_policy,
+                )
+            }
         }
-        let req = self.request(message);
-        let result = match op {
-            WriteOp::Create => self.call("api.RetryPolicyService/CreateRetryPolicy", |h2| async move {
-                let resp = self.policies(h2).create_retry_policy(req).await?;
-                Ok(((), resp.into_parts().0))
-            }),
-            WriteOp::Update => self.call("api.RetryPolicyService/UpdateRetryPolicy", |h2| async move {
-                let resp = self.policies(h2).update_retry_policy(req).await?;
-                Ok(((), resp.into_parts().0))
-            }),
-        };
-        self.forget(Noun::Policy, &policy.name);
-        result
     }
 
     fn delete_policy(&self, name: &str) -> Result<()> {
-        let req = self.request(api::RetryPolicyDeleteRequest { name: name.to_string() });
-        let result = self.call("api.RetryPolicyService/DeleteRetryPolicy", |h2| async move {
-            let resp = self.policies(h2).delete_retry_policy(req).await?;
-            Ok(((), resp.into_parts().0))
-        });
-        self.forget(Noun::Policy, name);
-        result
+        let message = api::RetryPolicyDeleteRequest { name: name.to_string() };
+        self.write(
+            Noun::Policy,
+            name,
+            DELETE_POLICY,
+            message,
+            Policies::delete_retry_policy,
+        )
     }
 
     fn get_queue(&self, name: &str) -> Result<Queue> {
         let q = self.fetch_queue(name)?;
         self.remember(Noun::Queue, name, q.encode_to_vec());
-        let (queue, unsupported) = armada::queue_from_proto(&q);
-        if !unsupported.is_empty() {
-            return Err(self.bad_answer("api.QueueService/GetQueue", unsupported_fields(name, &unsupported)));
-        }
-        Ok(queue)
+        self.queue_from(GET_QUEUE, name, &q)
     }
 
     fn list_queues(&self) -> Result<Vec<Queue>> {
-        const CALL: &str = "api.QueueService/GetQueues";
-        let req = self.request(api::StreamingQueueGetRequest { num: 0 });
-        let messages = self.call(CALL, |h2| async move {
-            let resp = self.queues(h2).get_queues(req).await?;
-            let (metadata, mut stream, _) = resp.into_parts();
+        let message = api::StreamingQueueGetRequest { num: 0 };
+        let messages = self.call(LIST_QUEUES, message, async |queues: &mut Queues, req| {
+            let (metadata, mut stream, extensions) = queues.get_queues(req).await?.into_parts();
             let mut out = Vec::new();
             // Until the end marker, not the end of the stream (SPEC §5.3).
             while let Some(message) = stream.message().await? {
@@ -539,53 +521,38 @@ impl Client for GrpcClient {
                     break;
                 }
             }
-            Ok((out, metadata))
+            Ok(tonic::Response::from_parts(metadata, out, extensions))
         })?;
         let mut queues = Vec::with_capacity(messages.len());
         for message in messages {
             match message.event {
-                Some(Event::Queue(q)) => {
-                    let (queue, unsupported) = armada::queue_from_proto(&q);
-                    if !unsupported.is_empty() {
-                        return Err(self.bad_answer(CALL, unsupported_fields(&q.name, &unsupported)));
-                    }
-                    queues.push(queue);
-                }
+                Some(Event::Queue(q)) => queues.push(self.queue_from(LIST_QUEUES, &q.name, &q)?),
                 Some(Event::End(_)) => return Ok(queues),
-                None => return Err(self.bad_answer(CALL, "a stream message holds neither a queue nor the end".into())),
+                None => {
+                    return Err(
+                        self.bad_answer(LIST_QUEUES, "a stream message holds neither a queue nor the end".into())
+                    )
+                }
             }
         }
         // Without the end marker the list may be cut short: never present it as complete.
-        Err(self.bad_answer(CALL, "the queue stream ended without its end marker".into()))
+        Err(self.bad_answer(LIST_QUEUES, "the queue stream ended without its end marker".into()))
     }
 
     fn send_queue(&self, op: WriteOp, queue: &Queue) -> Result<()> {
-        if op == WriteOp::Update {
-            self.unchanged_since_read(Noun::Queue, &queue.name)?;
+        let (name, message) = (&queue.name, armada::queue_to_proto(queue));
+        match op {
+            WriteOp::Create => self.write(Noun::Queue, name, CREATE_QUEUE, message, Queues::create_queue),
+            WriteOp::Update => {
+                self.unchanged_since_read(Noun::Queue, name)?;
+                self.write(Noun::Queue, name, UPDATE_QUEUE, message, Queues::update_queue)
+            }
         }
-        let req = self.request(armada::queue_to_proto(queue));
-        let result = match op {
-            WriteOp::Create => self.call("api.QueueService/CreateQueue", |h2| async move {
-                let resp = self.queues(h2).create_queue(req).await?;
-                Ok(((), resp.into_parts().0))
-            }),
-            WriteOp::Update => self.call("api.QueueService/UpdateQueue", |h2| async move {
-                let resp = self.queues(h2).update_queue(req).await?;
-                Ok(((), resp.into_parts().0))
-            }),
-        };
-        self.forget(Noun::Queue, &queue.name);
-        result
     }
 
     fn delete_queue(&self, name: &str) -> Result<()> {
-        let req = self.request(api::QueueDeleteRequest { name: name.to_string() });
-        let result = self.call("api.QueueService/DeleteQueue", |h2| async move {
-            let resp = self.queues(h2).delete_queue(req).await?;
-            Ok(((), resp.into_parts().0))
-        });
-        self.forget(Noun::Queue, name);
-        result
+        let message = api::QueueDeleteRequest { name: name.to_string() };
+        self.write(Noun::Queue, name, DELETE_QUEUE, message, Queues::delete_queue)
     }
 
     fn version(&self, _: Noun, _: &str) -> Option<String> {
@@ -623,6 +590,47 @@ impl tonic::codegen::Service<http::Request<tonic::body::Body>> for H2 {
     }
 }
 
+/// A generated client of one service (tonic's, [`crate::armada_api`]) on a connection, set up
+/// as every call here needs it.
+trait Stub {
+    fn open(h2: H2, origin: http::Uri) -> Self;
+}
+
+/// The one set-up of every generated client: `:scheme` and `:authority` from the address,
+/// gzip both ways, the 4 MiB limit both ways. A macro because tonic's generated clients share
+/// no trait for these builder methods.
+macro_rules! stub {
+    ($($client:ident),+) => {$(
+        impl Stub for $client<H2> {
+            fn open(h2: H2, origin: http::Uri) -> Self {
+                $client::with_origin(h2, origin)
+                    .send_compressed(CompressionEncoding::Gzip)
+                    .accept_compressed(CompressionEncoding::Gzip)
+                    .max_decoding_message_size(MAX_MESSAGE)
+                    .max_encoding_message_size(MAX_MESSAGE)
+            }
+        }
+    )+};
+}
+
+stub!(RetryPolicyServiceClient, QueueServiceClient, SubmitClient);
+
+type Policies = RetryPolicyServiceClient<H2>;
+type Queues = QueueServiceClient<H2>;
+
+// The calls this client makes, as the `-v` log and `ClientError::BadAnswer` name them.
+const GET_POLICY: &str = "api.RetryPolicyService/GetRetryPolicy";
+const LIST_POLICIES: &str = "api.RetryPolicyService/GetRetryPolicies";
+const CREATE_POLICY: &str = "api.RetryPolicyService/CreateRetryPolicy";
+const UPDATE_POLICY: &str = "api.RetryPolicyService/UpdateRetryPolicy";
+const DELETE_POLICY: &str = "api.RetryPolicyService/DeleteRetryPolicy";
+const GET_QUEUE: &str = "api.QueueService/GetQueue";
+const LIST_QUEUES: &str = "api.QueueService/GetQueues";
+const CREATE_QUEUE: &str = "api.QueueService/CreateQueue";
+const UPDATE_QUEUE: &str = "api.QueueService/UpdateQueue";
+const DELETE_QUEUE: &str = "api.QueueService/DeleteQueue";
+const HEALTH: &str = "api.Submit/Health";
+
 /// What the model cannot hold of a queue: refused on reading, as the REST client refuses it,
 /// rather than dropped by a later replace.
 fn unsupported_fields(name: &str, fields: &[&str]) -> String {
@@ -640,7 +648,6 @@ fn connect_reason(e: &std::io::Error) -> String {
     }
 }
 
-/// The innermost cause of an error: the one that says what happened.
 #[cfg(test)]
 mod tests {
     use super::*;
