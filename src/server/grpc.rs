@@ -860,3 +860,127 @@ impl Submit for Services {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::store::Location;
+
+    fn services() -> Services {
+        Services {
+            store: Arc::new(Store::open(Location::InMemory).unwrap()),
+            protos: Protos::default(),
+        }
+    }
+
+    fn queue(name: &str, priority_factor: f64) -> pb::Queue {
+        pb::Queue {
+            name: name.into(),
+            priority_factor,
+            ..Default::default()
+        }
+    }
+
+    fn list(queues: Vec<pb::Queue>) -> tonic::Request<pb::QueueList> {
+        tonic::Request::new(pb::QueueList { queues })
+    }
+
+    fn version(s: &Services, name: &str) -> Option<u64> {
+        s.store.queue(name).map(|v| v.version)
+    }
+
+    /// CreateQueues and UpdateQueues write each queue on its own, in order: every failure is
+    /// listed (the queue as sent, upstream's status text) and the others are written, on
+    /// both services that carry them.
+    #[test]
+    fn a_batch_lists_each_failure_in_order_and_writes_the_rest() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let s = services();
+        rt.block_on(async {
+            s.store.create_policy("p1", Bytes::from_static(b"{\"name\":\"p1\"}")).await.unwrap();
+            QueueService::create_queue(&s, tonic::Request::new(queue("q1", 1.0))).await.unwrap();
+            let unsupported = pb::Queue {
+                resource_limits: [("cpu".to_string(), 1.0)].into(),
+                ..queue("b3", 1.0)
+            };
+            let with_unknown_policy = pb::Queue {
+                retry_policies: vec!["nope".into()],
+                ..queue("b2", 1.0)
+            };
+            let with_policy = pb::Queue {
+                retry_policies: vec!["p1".into()],
+                ..queue("b5", 2.0)
+            };
+            let sent = vec![
+                queue("b1", 1.0),
+                queue("q1", 1.0),
+                with_unknown_policy.clone(),
+                unsupported.clone(),
+                queue("b4", 0.0),
+                queue("", 1.0),
+                with_policy,
+            ];
+            let created = QueueService::create_queues(&s, list(sent)).await.unwrap().into_inner();
+            let failed: Vec<(Option<pb::Queue>, &str)> = created
+                .failed_queues
+                .iter()
+                .map(|f| (f.queue.clone(), f.error.as_str()))
+                .collect();
+            assert_eq!(
+                failed,
+                [
+                    (
+                        Some(queue("q1", 1.0)),
+                        "rpc error: code = AlreadyExists desc = queue \"q1\" already exists"
+                    ),
+                    (
+                        Some(with_unknown_policy),
+                        "rpc error: code = InvalidArgument desc = error creating queue: retry policies do not exist: \"nope\""
+                    ),
+                    (
+                        Some(unsupported.clone()),
+                        "rpc error: code = InvalidArgument desc = invalid queue: resourceLimits: `resourceLimits` is not supported by this server"
+                    ),
+                    (
+                        Some(queue("b4", 0.0)),
+                        "rpc error: code = InvalidArgument desc = invalid queue: priorityFactor: must be at least 1.0, got `0`"
+                    ),
+                    (
+                        Some(queue("", 1.0)),
+                        "rpc error: code = InvalidArgument desc = queue name must not be empty"
+                    ),
+                ]
+            );
+            assert_eq!(
+                ["b1", "q1", "b2", "b3", "b4", "b5"].map(|n| version(&s, n)),
+                [Some(1), Some(1), None, None, None, Some(1)]
+            );
+
+            // UpdateQueues upserts; nothing failed is an empty list. Submit's answers as
+            // QueueService's.
+            let sent = vec![queue("b1", 3.0), queue("b6", 1.0), unsupported.clone()];
+            let updated = Submit::update_queues(&s, list(sent)).await.unwrap().into_inner();
+            assert_eq!(
+                updated.failed_queues,
+                [pb::QueueUpdateResponse {
+                    queue: Some(unsupported),
+                    error: "rpc error: code = InvalidArgument desc = invalid queue: resourceLimits: `resourceLimits` is not supported by this server".into(),
+                }]
+            );
+            assert_eq!(["b1", "b6"].map(|n| version(&s, n)), [Some(2), Some(1)]);
+            let updated = QueueService::update_queues(&s, list(vec![queue("b1", 4.0)])).await.unwrap();
+            assert_eq!(updated.into_inner().failed_queues, []);
+            assert_eq!(version(&s, "b1"), Some(3));
+            let created = Submit::create_queues(&s, list(vec![queue("b1", 1.0)])).await.unwrap();
+            assert_eq!(
+                created.into_inner().failed_queues,
+                [pb::QueueCreateResponse {
+                    queue: Some(queue("b1", 1.0)),
+                    error: "rpc error: code = AlreadyExists desc = queue \"b1\" already exists".into(),
+                }]
+            );
+            assert_eq!(version(&s, "b1"), Some(3));
+        });
+        s.store.close().unwrap();
+    }
+}
