@@ -6,8 +6,9 @@
 //! out), the protobuf form of stored resources (made once per stored body and kept), and
 //! [`Grpc::call`], which answers one gRPC request: credentials and host checked like REST's,
 //! the dialect marked, the request logged, a panic turned into `Internal`. Must not: decode
-//! JSON or validate by itself (`api`, `wire`, `model::validate` do, one implementation for
-//! both front doors), or know connections (`accept` hands HTTP/2 requests over).
+//! JSON, validate or write queues by itself (`api`, `wire`, `model::validate` do, one
+//! implementation for both front doors: `api::write_decoded_queue` one queue,
+//! `api::write_batch` a batch), or know connections (`accept` hands HTTP/2 requests over).
 //!
 //! Decisions where SPEC is silent (also in the README's `serve` section):
 //! - The same rules as REST, not upstream's: a create of an existing name is AlreadyExists,
@@ -472,10 +473,12 @@ fn policy_body(p: &pb::RetryPolicy) -> Result<Bytes, Status> {
     api::check_policy(&policy).map_err(status)
 }
 
-fn queue_of(q: &pb::Queue) -> Result<crate::model::Queue, Status> {
+/// A queue of a request as the model's, refused when it sets a field this server does not
+/// keep (InvalidArgument, as REST's validation errors).
+fn queue_of(q: &pb::Queue) -> Result<crate::model::Queue, ApiError> {
     let (queue, unsupported) = armada::queue_from_proto(q);
     if let Some(field) = unsupported.first() {
-        return Err(Status::invalid_argument(format!(
+        return Err(ApiError::invalid(format!(
             "invalid queue: {field}: `{field}` is not supported by this server"
         )));
     }
@@ -484,30 +487,55 @@ fn queue_of(q: &pb::Queue) -> Result<crate::model::Queue, Status> {
 
 /// Writes one queue as REST's `POST` (create) or `PUT` (upsert) does.
 async fn write_queue(store: &Arc<Store>, q: &pb::Queue, create: bool) -> Result<(), Status> {
-    let queue = queue_of(q)?;
+    let queue = queue_of(q).map_err(status)?;
     api::write_decoded_queue(store.clone(), queue, None, create, None)
         .await
         .map(drop)
         .map_err(status)
 }
 
-/// Every queue of a batch written on its own; the failures listed with their status text,
-/// as upstream lists them (`rpc error: code = … desc = …`).
-async fn write_queues(store: &Arc<Store>, queues: &[pb::Queue], create: bool) -> Vec<(pb::Queue, String)> {
-    let mut failed = Vec::new();
-    for q in queues {
-        if let Err(s) = write_queue(store, q, create).await {
-            failed.push((
-                q.clone(),
-                format!("rpc error: code = {} desc = {}", code_name(s.code()), s.message()),
-            ));
-        }
-    }
-    failed
+/// The answers of CreateQueues and UpdateQueues: the same list of failures (each the queue as
+/// sent and its status text) in two generated types, and which write each method does.
+trait BatchAnswer {
+    /// CreateQueues creates (a taken name fails); UpdateQueues upserts.
+    const CREATE: bool;
+    fn of(failed: Vec<(&pb::Queue, String)>) -> Self;
 }
 
-fn code_name(code: GrpcCode) -> &'static str {
-    crate::client::codes::name(code as i64)
+macro_rules! batch_answer {
+    ($answer:ident, $failure:ident, $create:literal) => {
+        impl BatchAnswer for pb::$answer {
+            const CREATE: bool = $create;
+            fn of(failed: Vec<(&pb::Queue, String)>) -> Self {
+                let failed_queues = failed.into_iter().map(|(queue, error)| pb::$failure {
+                    queue: Some(queue.clone()),
+                    error,
+                });
+                pb::$answer {
+                    failed_queues: failed_queues.collect(),
+                }
+            }
+        }
+    };
+}
+
+batch_answer!(BatchQueueCreateResponse, QueueCreateResponse, true);
+batch_answer!(BatchQueueUpdateResponse, QueueUpdateResponse, false);
+
+/// CreateQueues or UpdateQueues (by the answer's type): REST's batched write
+/// ([`api::write_batch`]); a queue with a field this server does not keep is one more failure.
+async fn write_queues<A: BatchAnswer>(
+    store: &Arc<Store>,
+    request: tonic::Request<pb::QueueList>,
+) -> Result<tonic::Response<A>, Status> {
+    let queues = &request.get_ref().queues;
+    // A fn, not a closure: tonic needs the future `Send`, which rustc cannot prove while it
+    // holds a closure that returns a borrow of its argument ("not general enough").
+    fn item(q: &pb::Queue) -> (&pb::Queue, Result<crate::model::Queue, ApiError>) {
+        (q, queue_of(q))
+    }
+    let items = queues.iter().map(item);
+    Ok(answer(A::of(api::write_batch(store, items, A::CREATE).await)))
 }
 
 fn answer<T>(message: T) -> tonic::Response<T> {
@@ -613,7 +641,7 @@ impl Services {
             let Some(stored) = self.store.queue(name) else {
                 return Err(store_status(StoreError::NotFound, QUEUE, name, "getting"));
             };
-            let mut queue = queue_of(&self.protos.queue(name, &stored)?)?;
+            let mut queue = queue_of(&self.protos.queue(name, &stored)?).map_err(status)?;
             if queue.cordoned == cordoned {
                 return Ok(());
             }
@@ -723,16 +751,7 @@ impl QueueService for Services {
         &self,
         request: tonic::Request<pb::QueueList>,
     ) -> Result<tonic::Response<pb::BatchQueueCreateResponse>, Status> {
-        let failed = write_queues(&self.store, &request.get_ref().queues, true).await;
-        Ok(answer(pb::BatchQueueCreateResponse {
-            failed_queues: failed
-                .into_iter()
-                .map(|(queue, error)| pb::QueueCreateResponse {
-                    queue: Some(queue),
-                    error,
-                })
-                .collect(),
-        }))
+        write_queues(&self.store, request).await
     }
 
     async fn update_queue(&self, request: tonic::Request<pb::Queue>) -> Result<tonic::Response<()>, Status> {
@@ -743,16 +762,7 @@ impl QueueService for Services {
         &self,
         request: tonic::Request<pb::QueueList>,
     ) -> Result<tonic::Response<pb::BatchQueueUpdateResponse>, Status> {
-        let failed = write_queues(&self.store, &request.get_ref().queues, false).await;
-        Ok(answer(pb::BatchQueueUpdateResponse {
-            failed_queues: failed
-                .into_iter()
-                .map(|(queue, error)| pb::QueueUpdateResponse {
-                    queue: Some(queue),
-                    error,
-                })
-                .collect(),
-        }))
+        write_queues(&self.store, request).await
     }
 
     async fn delete_queue(
