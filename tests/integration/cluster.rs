@@ -245,15 +245,18 @@ p.rules.add().MergeFromString(rule)
 print("retry_policy", p.name, p.SerializeToString().hex())
 "#;
 
+/// Appends field 99 (a varint, 1), which the contract does not define, to a row's definition.
+fn append_field_99(table: &str, name: &str) -> String {
+    format!("UPDATE {table} SET definition = definition || '\\x980601'::bytea WHERE name = '{name}'")
+}
+
 #[test]
 fn fields_a_newer_armada_wrote_are_named_never_dropped() {
     let Some(mut db) = cluster_db("get_newer") else { return };
     let py = python::python().unwrap();
     insert_rows(&mut db, &python::run(&py, NEWER_PY, &[]));
     // Field 99 (a varint) at the end of queue `ml`'s definition.
-    db.client
-        .batch_execute("UPDATE queue SET definition = definition || '\\x980601'::bytea WHERE name = 'ml'")
-        .unwrap();
+    db.client.batch_execute(&append_field_99("queue", "ml")).unwrap();
     let home = temp_home();
     // A rule read without its unknown matcher would retry more than the cluster does: the
     // policy is a bad row, not a wider policy.
@@ -746,20 +749,27 @@ fn the_baseline_from_the_cluster_is_the_same_plan_as_from_its_files() {
     assert_eq!(run(candidate, &args, "json").status.code(), Some(1));
 }
 
+/// `simulate` of `testdata/lookout/new` against the cluster's own policies, over `WINDOW`.
+fn from_cluster(dsn: &str) -> Vec<&str> {
+    let mut args = vec![
+        "-f",
+        "testdata/lookout/new",
+        "--lookout-db",
+        dsn,
+        "--baseline-from-cluster",
+    ];
+    args.extend(WINDOW);
+    args
+}
+
 #[test]
 fn a_cluster_baseline_that_cannot_be_read_simulates_nothing() {
     let Some(mut db) = cluster_history_db("sim_cluster_bad") else {
         return;
     };
     let home = temp_home();
-    let mut args = vec![
-        "-f",
-        "testdata/lookout/new",
-        "--lookout-db",
-        db.dsn.as_str(),
-        "--baseline-from-cluster",
-    ];
-    args.extend(WINDOW);
+    let dsn = db.dsn.clone();
+    let args = from_cluster(&dsn);
     // A queue the cluster does not have: no baseline for its jobs.
     let mut other = args.clone();
     other.extend(["--queue", "nope"]);
@@ -773,7 +783,6 @@ fn a_cluster_baseline_that_cannot_be_read_simulates_nothing() {
 
     hint: check `--queue` (`retryctl get queues --lookout-db DSN` lists the cluster's), or give the baseline's policies with --retry-policy
     ");
-    let dsn = db.dsn.clone();
     db.client
         .batch_execute("INSERT INTO retry_policy (name, definition) VALUES ('broken', '\\x08'::bytea)")
         .unwrap();
@@ -801,24 +810,13 @@ fn a_cluster_baseline_with_fields_a_newer_armada_wrote() {
         return;
     };
     let home = temp_home();
-    let mut args = vec![
-        "-f",
-        "testdata/lookout/new",
-        "--lookout-db",
-        db.dsn.as_str(),
-        "--baseline-from-cluster",
-        "--queue",
-        "ml",
-        "-o",
-        "json",
-    ];
-    args.extend(WINDOW);
+    let dsn = db.dsn.clone();
+    let mut args = from_cluster(&dsn);
+    args.extend(["--queue", "ml", "-o", "json"]);
     let before = simulate(home.path(), &args);
     assert_eq!(before.status.code(), Some(0), "{}", format_output(&before));
     // An unknown field in queue `ml` (field 99, a varint): said, and the replay goes on.
-    db.client
-        .batch_execute("UPDATE queue SET definition = definition || '\\x980601'::bytea WHERE name = 'ml'")
-        .unwrap();
+    db.client.batch_execute(&append_field_99("queue", "ml")).unwrap();
     let out = simulate(home.path(), &args);
     assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
     assert_eq!(out.stdout, before.stdout);
@@ -835,7 +833,7 @@ fn a_cluster_baseline_with_fields_a_newer_armada_wrote() {
     );
     // In a policy: nothing is simulated.
     db.client
-        .batch_execute("UPDATE retry_policy SET definition = definition || '\\x980601'::bytea WHERE name = 'ml-old'")
+        .batch_execute(&append_field_99("retry_policy", "ml-old"))
         .unwrap();
     let out = simulate(home.path(), &args);
     insta::assert_snapshot!(format_output(&out), @r"
