@@ -1,9 +1,11 @@
 //! The SPEC §5 routes: request bodies in, status codes and upstream-shaped JSON out.
 //!
 //! Owns: the handlers, the error body (`{"error","code","message"}` with gRPC codes mapped to
-//! HTTP statuses as grpc-gateway does), and the byte-level JSON encoding of responses. Must
-//! not: convert JSON ⇄ model itself (that is `wire`), validate (that is
-//! `model::validate`, the same code the CLI runs) or touch SQL (that is `store`).
+//! HTTP statuses as grpc-gateway does), the byte-level JSON encoding of responses, and the
+//! queue writes the gRPC services share (`write_decoded_queue` one queue, `write_batch` the
+//! batched ones, failures listed in upstream's words). Must not: convert JSON ⇄ model itself
+//! (that is `wire`), validate (that is `model::validate`, the same code the CLI runs) or
+//! touch SQL (that is `store`).
 //!
 //! Decisions where SPEC is silent (also in the README's `serve` section):
 //! - A body whose `name` differs from the `{name}` in the path is refused (400); upstream
@@ -603,6 +605,35 @@ pub(super) async fn write_decoded_queue(
         .map_err(|e| store_error(e, QUEUE, &queue.name, doing))
 }
 
+/// The batched writes of both front doors (REST's `/v1/batched/…_queues`, gRPC's
+/// CreateQueues and UpdateQueues): every queue written on its own and in order, as
+/// [`write_decoded_queue`] writes one (no transaction spans the batch, and a failure does not
+/// stop the rest), as upstream does. Each item is what a failure echoes (each protocol its own
+/// form of the queue) and the queue to write, or why the protocol could make none of it (gRPC:
+/// a field this server does not keep, one more failure; REST has none such, as a queue that
+/// does not decode fails its whole request first). Returns the failures in order, each with
+/// upstream's text (`rpc error: code = … desc = …`).
+pub(super) async fn write_batch<E>(
+    store: &Arc<Store>,
+    items: impl IntoIterator<Item = (E, Result<Queue, ApiError>)>,
+    create: bool,
+) -> Vec<(E, String)> {
+    let mut failed = Vec::new();
+    for (echo, queue) in items {
+        let written = match queue {
+            Ok(queue) => write_decoded_queue(store.clone(), queue, None, create, None).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
+            failed.push((
+                echo,
+                format!("rpc error: code = {} desc = {}", e.code.name(), e.message),
+            ));
+        }
+    }
+    failed
+}
+
 pub async fn create_queue(State(store): State<Arc<Store>>, body: Result<Bytes, BytesRejection>) -> ApiResult {
     let value = json_body(body)?;
     let version = write_queue(store, &value, None, true, None).await?;
@@ -714,24 +745,21 @@ async fn batch(store: Arc<Store>, body: Result<Bytes, BytesRejection>, create: b
             .map_err(|d| ApiError::invalid(format!("invalid queues[{i}]: {}", describe_errors(&d))))?;
         decoded.push(queue);
     }
-    let mut failed = Vec::new();
-    for queue in decoded {
-        let echo = wire::queue_to_json(&queue);
-        if let Err(e) = write_decoded_queue(store.clone(), queue, None, create, None).await {
-            let mut m = serde_json::Map::new();
-            m.insert("queue".into(), echo);
-            m.insert(
-                "error".into(),
-                Value::from(format!("rpc error: code = {} desc = {}", e.code.name(), e.message)),
-            );
-            failed.push(Value::Object(m));
-        }
-    }
+    let items = decoded
+        .into_iter()
+        .map(|queue| (wire::queue_to_json(&queue), Ok(queue)));
+    let failed = write_batch(&store, items, create).await;
     if failed.is_empty() {
         return Ok(ok_empty());
     }
+    let failed = failed.into_iter().map(|(echo, error)| {
+        let mut m = serde_json::Map::new();
+        m.insert("queue".into(), echo);
+        m.insert("error".into(), Value::from(error));
+        Value::Object(m)
+    });
     let mut m = serde_json::Map::new();
-    m.insert("failedQueues".into(), Value::Array(failed));
+    m.insert("failedQueues".into(), Value::Array(failed.collect()));
     Ok(json_response(StatusCode::OK, encode(&Value::Object(m))))
 }
 

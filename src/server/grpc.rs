@@ -6,8 +6,9 @@
 //! out), the protobuf form of stored resources (made once per stored body and kept), and
 //! [`Grpc::call`], which answers one gRPC request: credentials and host checked like REST's,
 //! the dialect marked, the request logged, a panic turned into `Internal`. Must not: decode
-//! JSON or validate by itself (`api`, `wire`, `model::validate` do, one implementation for
-//! both front doors), or know connections (`accept` hands HTTP/2 requests over).
+//! JSON, validate or write queues by itself (`api`, `wire`, `model::validate` do, one
+//! implementation for both front doors: `api::write_decoded_queue` one queue,
+//! `api::write_batch` a batch), or know connections (`accept` hands HTTP/2 requests over).
 //!
 //! Decisions where SPEC is silent (also in the README's `serve` section):
 //! - The same rules as REST, not upstream's: a create of an existing name is AlreadyExists,
@@ -472,10 +473,12 @@ fn policy_body(p: &pb::RetryPolicy) -> Result<Bytes, Status> {
     api::check_policy(&policy).map_err(status)
 }
 
-fn queue_of(q: &pb::Queue) -> Result<crate::model::Queue, Status> {
+/// A queue of a request as the model's, refused when it sets a field this server does not
+/// keep (InvalidArgument, as REST's validation errors).
+fn queue_of(q: &pb::Queue) -> Result<crate::model::Queue, ApiError> {
     let (queue, unsupported) = armada::queue_from_proto(q);
     if let Some(field) = unsupported.first() {
-        return Err(Status::invalid_argument(format!(
+        return Err(ApiError::invalid(format!(
             "invalid queue: {field}: `{field}` is not supported by this server"
         )));
     }
@@ -484,30 +487,55 @@ fn queue_of(q: &pb::Queue) -> Result<crate::model::Queue, Status> {
 
 /// Writes one queue as REST's `POST` (create) or `PUT` (upsert) does.
 async fn write_queue(store: &Arc<Store>, q: &pb::Queue, create: bool) -> Result<(), Status> {
-    let queue = queue_of(q)?;
+    let queue = queue_of(q).map_err(status)?;
     api::write_decoded_queue(store.clone(), queue, None, create, None)
         .await
         .map(drop)
         .map_err(status)
 }
 
-/// Every queue of a batch written on its own; the failures listed with their status text,
-/// as upstream lists them (`rpc error: code = … desc = …`).
-async fn write_queues(store: &Arc<Store>, queues: &[pb::Queue], create: bool) -> Vec<(pb::Queue, String)> {
-    let mut failed = Vec::new();
-    for q in queues {
-        if let Err(s) = write_queue(store, q, create).await {
-            failed.push((
-                q.clone(),
-                format!("rpc error: code = {} desc = {}", code_name(s.code()), s.message()),
-            ));
-        }
-    }
-    failed
+/// The answers of CreateQueues and UpdateQueues: the same list of failures (each the queue as
+/// sent and its status text) in two generated types, and which write each method does.
+trait BatchAnswer {
+    /// CreateQueues creates (a taken name fails); UpdateQueues upserts.
+    const CREATE: bool;
+    fn of(failed: Vec<(&pb::Queue, String)>) -> Self;
 }
 
-fn code_name(code: GrpcCode) -> &'static str {
-    crate::client::codes::name(code as i64)
+macro_rules! batch_answer {
+    ($answer:ident, $failure:ident, $create:literal) => {
+        impl BatchAnswer for pb::$answer {
+            const CREATE: bool = $create;
+            fn of(failed: Vec<(&pb::Queue, String)>) -> Self {
+                let failed_queues = failed.into_iter().map(|(queue, error)| pb::$failure {
+                    queue: Some(queue.clone()),
+                    error,
+                });
+                pb::$answer {
+                    failed_queues: failed_queues.collect(),
+                }
+            }
+        }
+    };
+}
+
+batch_answer!(BatchQueueCreateResponse, QueueCreateResponse, true);
+batch_answer!(BatchQueueUpdateResponse, QueueUpdateResponse, false);
+
+/// CreateQueues or UpdateQueues (by the answer's type): REST's batched write
+/// ([`api::write_batch`]); a queue with a field this server does not keep is one more failure.
+async fn write_queues<A: BatchAnswer>(
+    store: &Arc<Store>,
+    request: tonic::Request<pb::QueueList>,
+) -> Result<tonic::Response<A>, Status> {
+    let queues = &request.get_ref().queues;
+    // A fn, not a closure: tonic needs the future `Send`, which rustc cannot prove while it
+    // holds a closure that returns a borrow of its argument ("not general enough").
+    fn item(q: &pb::Queue) -> (&pb::Queue, Result<crate::model::Queue, ApiError>) {
+        (q, queue_of(q))
+    }
+    let items = queues.iter().map(item);
+    Ok(answer(A::of(api::write_batch(store, items, A::CREATE).await)))
 }
 
 fn answer<T>(message: T) -> tonic::Response<T> {
@@ -613,7 +641,7 @@ impl Services {
             let Some(stored) = self.store.queue(name) else {
                 return Err(store_status(StoreError::NotFound, QUEUE, name, "getting"));
             };
-            let mut queue = queue_of(&self.protos.queue(name, &stored)?)?;
+            let mut queue = queue_of(&self.protos.queue(name, &stored)?).map_err(status)?;
             if queue.cordoned == cordoned {
                 return Ok(());
             }
@@ -723,16 +751,7 @@ impl QueueService for Services {
         &self,
         request: tonic::Request<pb::QueueList>,
     ) -> Result<tonic::Response<pb::BatchQueueCreateResponse>, Status> {
-        let failed = write_queues(&self.store, &request.get_ref().queues, true).await;
-        Ok(answer(pb::BatchQueueCreateResponse {
-            failed_queues: failed
-                .into_iter()
-                .map(|(queue, error)| pb::QueueCreateResponse {
-                    queue: Some(queue),
-                    error,
-                })
-                .collect(),
-        }))
+        write_queues(&self.store, request).await
     }
 
     async fn update_queue(&self, request: tonic::Request<pb::Queue>) -> Result<tonic::Response<()>, Status> {
@@ -743,16 +762,7 @@ impl QueueService for Services {
         &self,
         request: tonic::Request<pb::QueueList>,
     ) -> Result<tonic::Response<pb::BatchQueueUpdateResponse>, Status> {
-        let failed = write_queues(&self.store, &request.get_ref().queues, false).await;
-        Ok(answer(pb::BatchQueueUpdateResponse {
-            failed_queues: failed
-                .into_iter()
-                .map(|(queue, error)| pb::QueueUpdateResponse {
-                    queue: Some(queue),
-                    error,
-                })
-                .collect(),
-        }))
+        write_queues(&self.store, request).await
     }
 
     async fn delete_queue(
@@ -858,5 +868,129 @@ impl Submit for Services {
         Ok(answer(pb::HealthCheckResponse {
             status: pb::health_check_response::ServingStatus::Serving as i32,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::store::Location;
+
+    fn services() -> Services {
+        Services {
+            store: Arc::new(Store::open(Location::InMemory).unwrap()),
+            protos: Protos::default(),
+        }
+    }
+
+    fn queue(name: &str, priority_factor: f64) -> pb::Queue {
+        pb::Queue {
+            name: name.into(),
+            priority_factor,
+            ..Default::default()
+        }
+    }
+
+    fn list(queues: Vec<pb::Queue>) -> tonic::Request<pb::QueueList> {
+        tonic::Request::new(pb::QueueList { queues })
+    }
+
+    fn version(s: &Services, name: &str) -> Option<u64> {
+        s.store.queue(name).map(|v| v.version)
+    }
+
+    /// CreateQueues and UpdateQueues write each queue on its own, in order: every failure is
+    /// listed (the queue as sent, upstream's status text) and the others are written, on
+    /// both services that carry them.
+    #[test]
+    fn a_batch_lists_each_failure_in_order_and_writes_the_rest() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let s = services();
+        rt.block_on(async {
+            s.store.create_policy("p1", Bytes::from_static(b"{\"name\":\"p1\"}")).await.unwrap();
+            QueueService::create_queue(&s, tonic::Request::new(queue("q1", 1.0))).await.unwrap();
+            let unsupported = pb::Queue {
+                resource_limits: [("cpu".to_string(), 1.0)].into(),
+                ..queue("b3", 1.0)
+            };
+            let with_unknown_policy = pb::Queue {
+                retry_policies: vec!["nope".into()],
+                ..queue("b2", 1.0)
+            };
+            let with_policy = pb::Queue {
+                retry_policies: vec!["p1".into()],
+                ..queue("b5", 2.0)
+            };
+            let sent = vec![
+                queue("b1", 1.0),
+                queue("q1", 1.0),
+                with_unknown_policy.clone(),
+                unsupported.clone(),
+                queue("b4", 0.0),
+                queue("", 1.0),
+                with_policy,
+            ];
+            let created = QueueService::create_queues(&s, list(sent)).await.unwrap().into_inner();
+            let failed: Vec<(Option<pb::Queue>, &str)> = created
+                .failed_queues
+                .iter()
+                .map(|f| (f.queue.clone(), f.error.as_str()))
+                .collect();
+            assert_eq!(
+                failed,
+                [
+                    (
+                        Some(queue("q1", 1.0)),
+                        "rpc error: code = AlreadyExists desc = queue \"q1\" already exists"
+                    ),
+                    (
+                        Some(with_unknown_policy),
+                        "rpc error: code = InvalidArgument desc = error creating queue: retry policies do not exist: \"nope\""
+                    ),
+                    (
+                        Some(unsupported.clone()),
+                        "rpc error: code = InvalidArgument desc = invalid queue: resourceLimits: `resourceLimits` is not supported by this server"
+                    ),
+                    (
+                        Some(queue("b4", 0.0)),
+                        "rpc error: code = InvalidArgument desc = invalid queue: priorityFactor: must be at least 1.0, got `0`"
+                    ),
+                    (
+                        Some(queue("", 1.0)),
+                        "rpc error: code = InvalidArgument desc = queue name must not be empty"
+                    ),
+                ]
+            );
+            assert_eq!(
+                ["b1", "q1", "b2", "b3", "b4", "b5"].map(|n| version(&s, n)),
+                [Some(1), Some(1), None, None, None, Some(1)]
+            );
+
+            // UpdateQueues upserts; nothing failed is an empty list. Submit's answers as
+            // QueueService's.
+            let sent = vec![queue("b1", 3.0), queue("b6", 1.0), unsupported.clone()];
+            let updated = Submit::update_queues(&s, list(sent)).await.unwrap().into_inner();
+            assert_eq!(
+                updated.failed_queues,
+                [pb::QueueUpdateResponse {
+                    queue: Some(unsupported),
+                    error: "rpc error: code = InvalidArgument desc = invalid queue: resourceLimits: `resourceLimits` is not supported by this server".into(),
+                }]
+            );
+            assert_eq!(["b1", "b6"].map(|n| version(&s, n)), [Some(2), Some(1)]);
+            let updated = QueueService::update_queues(&s, list(vec![queue("b1", 4.0)])).await.unwrap();
+            assert_eq!(updated.into_inner().failed_queues, []);
+            assert_eq!(version(&s, "b1"), Some(3));
+            let created = Submit::create_queues(&s, list(vec![queue("b1", 1.0)])).await.unwrap();
+            assert_eq!(
+                created.into_inner().failed_queues,
+                [pb::QueueCreateResponse {
+                    queue: Some(queue("b1", 1.0)),
+                    error: "rpc error: code = AlreadyExists desc = queue \"b1\" already exists".into(),
+                }]
+            );
+            assert_eq!(version(&s, "b1"), Some(3));
+        });
+        s.store.close().unwrap();
     }
 }
