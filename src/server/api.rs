@@ -94,21 +94,10 @@ impl Code {
         }
     }
 
-    /// The gRPC name, for batched errors (`rpc error: code = InvalidArgument desc = …`).
+    /// The gRPC name, for batched errors (`rpc error: code = InvalidArgument desc = …`): the
+    /// name of the code number the error body carries.
     fn name(self) -> &'static str {
-        match self {
-            Code::InvalidArgument => "InvalidArgument",
-            Code::NotFound => "NotFound",
-            Code::AlreadyExists => "AlreadyExists",
-            Code::FailedPrecondition | Code::Stale => "FailedPrecondition",
-            Code::UnsupportedMediaType => "InvalidArgument",
-            Code::PermissionDenied => "PermissionDenied",
-            Code::ResourceExhausted | Code::TooManyRequests => "ResourceExhausted",
-            Code::RequestTimeout => "DeadlineExceeded",
-            Code::Internal => "Internal",
-            Code::Unavailable => "Unavailable",
-            Code::Unauthenticated => "Unauthenticated",
-        }
+        crate::client::codes::name(self.number().into())
     }
 }
 
@@ -775,6 +764,30 @@ pub async fn update_queues(State(store): State<Arc<Store>>, body: Result<Bytes, 
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The names in batched errors (`rpc error: code = NAME desc = …`), upstream's for the
+    /// code each answer carries.
+    #[test]
+    fn codes_are_named_as_grpc_names_the_number_they_carry() {
+        let named = [
+            (Code::InvalidArgument, "InvalidArgument"),
+            (Code::NotFound, "NotFound"),
+            (Code::AlreadyExists, "AlreadyExists"),
+            (Code::FailedPrecondition, "FailedPrecondition"),
+            (Code::Stale, "FailedPrecondition"),
+            (Code::UnsupportedMediaType, "InvalidArgument"),
+            (Code::PermissionDenied, "PermissionDenied"),
+            (Code::ResourceExhausted, "ResourceExhausted"),
+            (Code::TooManyRequests, "ResourceExhausted"),
+            (Code::RequestTimeout, "DeadlineExceeded"),
+            (Code::Internal, "Internal"),
+            (Code::Unavailable, "Unavailable"),
+            (Code::Unauthenticated, "Unauthenticated"),
+        ];
+        for (code, name) in named {
+            assert_eq!(code.name(), name, "{code:?}");
+        }
+    }
 
     #[test]
     fn an_etag_is_the_version_quoted() {
