@@ -17,7 +17,7 @@ use tonic::codec::{Codec, DecodeBuf, Decoder};
 use tonic::Status;
 use tonic_prost::ProstEncoder;
 
-use super::fields::unknown_fields_of;
+use super::{listed_unknown_fields, unknown_fields, UnknownField};
 
 /// tonic-prost's `ProstCodec` with [`StrictDecoder`]; named by the generated servers.
 #[derive(Debug, Clone)]
@@ -64,10 +64,10 @@ impl<U: Message + Name + Default> Decoder for StrictDecoder<U> {
         // tonic hands over one whole message, contiguous.
         let len = buf.remaining();
         let unknown = if buf.chunk().len() >= len {
-            unknown_fields_of(U::PACKAGE, U::NAME, &buf.chunk()[..len])
+            unknown_fields::<U>(&buf.chunk()[..len])
         } else {
             let copy = buf.copy_to_bytes(len);
-            let unknown = unknown_fields_of(U::PACKAGE, U::NAME, &copy);
+            let unknown = unknown_fields::<U>(&copy);
             if unknown.is_empty() {
                 return decode(copy);
             }
@@ -83,17 +83,17 @@ impl<U: Message + Name + Default> Decoder for StrictDecoder<U> {
 /// One whole request message, decoded as [`StrictDecoder`] decodes it: `serve`'s hot read,
 /// which answers without tonic's codec, refuses and reports exactly as every other call.
 pub fn decode_strict<U: Message + Name + Default>(message: &[u8]) -> Result<U, Status> {
-    let unknown = unknown_fields_of(U::PACKAGE, U::NAME, message);
+    let unknown = unknown_fields::<U>(message);
     if !unknown.is_empty() {
         return Err(unknown_fields_status(&unknown));
     }
     decode_message(message)
 }
 
-fn unknown_fields_status(unknown: &[String]) -> Status {
+fn unknown_fields_status(unknown: &[UnknownField]) -> Status {
     Status::invalid_argument(format!(
         "the request has fields Armada's API does not define, refused rather than dropped: {}",
-        unknown.join("; ")
+        listed_unknown_fields(unknown)
     ))
 }
 

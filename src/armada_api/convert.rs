@@ -175,6 +175,12 @@ fn mutation_from_proto(m: &api::RetryMutation) -> Mutation {
     }
 }
 
+/// How a queue with fields the model does not hold is described (`has fields retryctl does
+/// not handle: `resourceLimits``), wherever one is read.
+pub fn unheld_fields(fields: &[&str]) -> String {
+    format!("has fields retryctl does not handle: {}", crate::diag::one_of(fields))
+}
+
 /// Upstream's message as a queue, and the names of the non-empty fields the model does not
 /// hold (`resourceLimits`, `resourceLimitsByPriorityClassName`, `labelsDeprecated`).
 // Upstream marks two of those fields deprecated; they are read here only to refuse them.

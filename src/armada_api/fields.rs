@@ -25,20 +25,57 @@ include!(concat!(env!("OUT_DIR"), "/fields.rs"));
 /// Deeper than any message of the contract nests (Queue → limits → pool limits → map entry).
 const MAX_DEPTH: usize = 32;
 
+/// A field the contract does not define, found in an encoded message; shown as `unknown
+/// field number 7 of api.RetryRule at rules[0]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownField {
+    pub number: u32,
+    /// The message that holds it (`api.RetryRule`).
+    pub message: &'static str,
+    /// Where that message is in the one walked (`rules[0]`, `limits[0].value[1]`); empty for
+    /// the walked message itself.
+    pub path: String,
+}
+
+impl UnknownField {
+    /// The walked message's own field it lies inside (`rules` for `rules[0]`), by its JSON
+    /// name; `None` for a field of the walked message itself.
+    pub fn inside(&self) -> Option<&str> {
+        self.path.split(['[', '.']).next().filter(|f| !f.is_empty())
+    }
+}
+
+impl std::fmt::Display for UnknownField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown field number {} of {}", self.number, self.message)?;
+        if !self.path.is_empty() {
+            write!(f, " at {}", self.path)?;
+        }
+        Ok(())
+    }
+}
+
+/// The fields, as one text: `unknown field number 2 of api.RetryRule at rules[0]; …`.
+pub fn listed(unknown: &[UnknownField]) -> String {
+    let shown: Vec<String> = unknown.iter().map(ToString::to_string).collect();
+    shown.join("; ")
+}
+
 /// The fields of `bytes`, an encoded `full_name` (`api.RetryPolicy`), that the contract does
 /// not define, each as `unknown field number N of api.RetryRule at rules[0]`. Empty for a
 /// message the table does not know (a well-known type such as `google.protobuf.Empty` has
-/// no fields: any field in it is reported). The tests' entry; the codec calls
-/// `unknown_fields_of` with prost's names.
+/// no fields: any field in it is reported). The tests' entry, shown as text;
+/// `armada_api::unknown_fields` calls `unknown_fields_of` with prost's names.
 #[cfg(test)]
 pub(crate) fn unknown_fields(full_name: &str, bytes: &[u8]) -> Vec<String> {
     let found = MESSAGES.iter().position(|m| m.name == full_name);
-    check(found, full_name == EMPTY, bytes)
+    let unknown = check(found, full_name == EMPTY, bytes);
+    unknown.iter().map(ToString::to_string).collect()
 }
 
 /// The fields of `bytes`, an encoded `package`.`name` (prost's `Name::PACKAGE` and
 /// `Name::NAME`), that the contract does not define, without building the full name.
-pub(crate) fn unknown_fields_of(package: &str, name: &str, bytes: &[u8]) -> Vec<String> {
+pub(crate) fn unknown_fields_of(package: &str, name: &str, bytes: &[u8]) -> Vec<UnknownField> {
     if bytes.is_empty() {
         return Vec::new();
     }
@@ -54,7 +91,7 @@ pub(crate) fn unknown_fields_of(package: &str, name: &str, bytes: &[u8]) -> Vec<
 /// `google.protobuf.Empty` (prost's `()`): it defines no field at all.
 const EMPTY: &str = "google.protobuf.Empty";
 
-fn check(found: Option<usize>, empty: bool, bytes: &[u8]) -> Vec<String> {
+fn check(found: Option<usize>, empty: bool, bytes: &[u8]) -> Vec<UnknownField> {
     let mut out = Vec::new();
     match found {
         Some(i) => walk(i, bytes, "", 0, &mut out),
@@ -64,15 +101,19 @@ fn check(found: Option<usize>, empty: bool, bytes: &[u8]) -> Vec<String> {
     out
 }
 
-fn walk_empty(bytes: &[u8], out: &mut Vec<String>) {
+fn walk_empty(bytes: &[u8], out: &mut Vec<UnknownField>) {
     let mut rest = bytes;
     while let Some((number, _, payload_end)) = next_field(rest) {
-        out.push(format!("unknown field number {number} of {EMPTY}"));
+        out.push(UnknownField {
+            number,
+            message: EMPTY,
+            path: String::new(),
+        });
         rest = &rest[payload_end..];
     }
 }
 
-fn walk(message: usize, bytes: &[u8], path: &str, depth: usize, out: &mut Vec<String>) {
+fn walk(message: usize, bytes: &[u8], path: &str, depth: usize, out: &mut Vec<UnknownField>) {
     let m = &MESSAGES[message];
     // How many times each repeated message field was seen so far, for `rules[3]`.
     let mut seen: Vec<(u32, usize)> = Vec::new();
@@ -80,10 +121,10 @@ fn walk(message: usize, bytes: &[u8], path: &str, depth: usize, out: &mut Vec<St
     while let Some((number, payload, end)) = next_field(rest) {
         rest = &rest[end..];
         let Some(field) = m.fields.iter().find(|f| f.number == number) else {
-            out.push(if path.is_empty() {
-                format!("unknown field number {number} of {}", m.name)
-            } else {
-                format!("unknown field number {number} of {} at {path}", m.name)
+            out.push(UnknownField {
+                number,
+                message: m.name,
+                path: path.to_string(),
             });
             continue;
         };
@@ -165,6 +206,30 @@ mod tests {
     fn extra_varint(buf: &mut Vec<u8>, number: u32, value: u64) {
         prost::encoding::encode_key(number, prost::encoding::WireType::Varint, buf);
         prost::encoding::encode_varint(value, buf);
+    }
+
+    #[test]
+    fn an_unknown_field_says_which_field_of_the_walked_message_holds_it() {
+        let at = |path: &str| UnknownField {
+            number: 7,
+            message: "api.X",
+            path: path.into(),
+        };
+        assert_eq!(at("").inside(), None);
+        assert_eq!(at("rules[0]").inside(), Some("rules"));
+        assert_eq!(
+            at("resourceLimitsByPriorityClassName[0].value[0]").inside(),
+            Some("resourceLimitsByPriorityClassName")
+        );
+        assert_eq!(
+            at("rules[0]").to_string(),
+            "unknown field number 7 of api.X at rules[0]"
+        );
+        assert_eq!(at("").to_string(), "unknown field number 7 of api.X");
+        assert_eq!(
+            listed(&[at(""), at("rules[1]")]),
+            "unknown field number 7 of api.X; unknown field number 7 of api.X at rules[1]"
+        );
     }
 
     #[test]

@@ -19,11 +19,13 @@ pub mod codec;
 pub mod convert;
 mod fields;
 
-pub use convert::{policy_from_proto, policy_to_proto, queue_from_proto, queue_to_proto};
+pub use convert::{policy_from_proto, policy_to_proto, queue_from_proto, queue_to_proto, unheld_fields};
 
-/// The fields of an encoded `M` the contract does not define, each as `unknown field number
-/// N of api.RetryRule at rules[0]`: what prost's decode would drop without a word.
-pub fn unknown_fields<M: prost::Name>(bytes: &[u8]) -> Vec<String> {
+pub use fields::{listed as listed_unknown_fields, UnknownField};
+
+/// The fields of an encoded `M` the contract does not define: what prost's decode would drop
+/// without a word.
+pub fn unknown_fields<M: prost::Name>(bytes: &[u8]) -> Vec<UnknownField> {
     fields::unknown_fields_of(M::PACKAGE, M::NAME, bytes)
 }
 

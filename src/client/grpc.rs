@@ -12,8 +12,9 @@
 //! client, within `--timeout`. Every call takes one path (`GrpcClient::call`: the metadata,
 //! the timeout, the log, the answer's metadata, the status mapped) through a generated client
 //! set up in one place (`Stub`: the same origin, gzip and limits for every service).
-//! Connection failures (refused, DNS, TLS, a handshake that is not HTTP/2) are [`ClientError::Unreachable`] / [`ClientError::Certificate`], exit 4; a
-//! status the server answered is [`ClientError::Api`] with no HTTP status.
+//! Connection failures (refused, DNS, TLS, a handshake that is not HTTP/2) are
+//! [`ClientError::Unreachable`] / [`ClientError::Certificate`], exit 4; a status the server
+//! answered is [`ClientError::Api`] with no HTTP status.
 //!
 //! No versions: upstream's gRPC API has no ETag or If-Match. What this client does instead
 //! (read–compare–write): it keeps the answer it last read of each resource, and a replace of
@@ -49,11 +50,9 @@ use crate::armada_api::api::queue_service_client::QueueServiceClient;
 use crate::armada_api::api::retry_policy_service_client::RetryPolicyServiceClient;
 use crate::armada_api::api::streaming_queue_message::Event;
 use crate::armada_api::api::submit_client::SubmitClient;
-use crate::armada_api::{self as armada, api};
+use crate::armada_api::{self as armada, api, MAX_MESSAGE};
 use crate::model::{Queue, RetryPolicy};
 use crate::wire::DIALECT_HEADER;
-
-use crate::armada_api::MAX_MESSAGE;
 
 /// Whether `url` names a gRPC server: `grpc://host:port` or `grpcs://host:port`.
 pub fn is_grpc_url(url: &str) -> bool {
@@ -634,10 +633,7 @@ const HEALTH: &str = "api.Submit/Health";
 /// What the model cannot hold of a queue: refused on reading, as the REST client refuses it,
 /// rather than dropped by a later replace.
 fn unsupported_fields(name: &str, fields: &[&str]) -> String {
-    format!(
-        "queue `{name}` has fields retryctl does not handle: {}",
-        fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
-    )
+    format!("queue `{name}` {}", armada::unheld_fields(fields))
 }
 
 /// Why a TCP connection failed, in the words the REST client uses.

@@ -24,7 +24,9 @@ use std::fmt;
 use prost::Message as _;
 
 use super::db::{query_error, Db};
-use crate::armada_api::{api, policy_from_proto, queue_from_proto, unknown_fields};
+use crate::armada_api::{
+    api, listed_unknown_fields, policy_from_proto, queue_from_proto, unheld_fields, unknown_fields, UnknownField,
+};
 use crate::error::CliError;
 use crate::model::{Queue, RetryPolicy};
 
@@ -49,29 +51,28 @@ pub struct ClusterState {
 }
 
 /// What of one queue's `definition` was not read.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Unread {
     pub queue: String,
     /// Fields the model does not hold (`resourceLimits`, …), none of which changes a retry
     /// decision.
     pub unheld: Vec<&'static str>,
-    /// Fields the contract does not define (`unknown field number 30 of api.Queue`): what
-    /// they mean is not known.
-    pub unknown: Vec<String>,
+    /// Fields the contract does not define: what they mean is not known.
+    pub unknown: Vec<UnknownField>,
 }
 
 impl Unread {
-    /// Why `get` cannot show the queue as stored (printing it without these fields would
-    /// misstate what is stored).
-    pub fn why(&self) -> String {
+    /// The queue as a bad row, for `get`: printing it without these fields would misstate
+    /// what is stored.
+    fn bad_row(&self) -> BadRow {
         let mut parts = Vec::new();
         if !self.unheld.is_empty() {
-            parts.push(format!("has fields retryctl does not handle: {}", self.unheld_list()));
+            parts.push(unheld_fields(&self.unheld));
         }
         if !self.unknown.is_empty() {
-            parts.push(format!("{UNKNOWN}: {}", self.unknown.join("; ")));
+            parts.push(format!("{UNKNOWN}: {}", listed_unknown_fields(&self.unknown)));
         }
-        parts.join("; ")
+        self.row(parts.join("; "))
     }
 
     /// What a replay notes: the fields the model does not hold, which change no retry
@@ -79,11 +80,12 @@ impl Unread {
     pub fn replay_note(&self) -> Option<String> {
         (!self.unheld.is_empty()).then(|| {
             let one = self.unheld.len() == 1;
-            self.row(format!(
+            let why = format!(
                 "{} not read: {} not change a retry decision",
-                self.unheld_list(),
+                crate::diag::one_of(&self.unheld),
                 if one { "it does" } else { "they do" }
-            ))
+            );
+            self.row(why).to_string()
         })
     }
 
@@ -92,32 +94,27 @@ impl Unread {
     pub fn replay_warning(&self) -> Option<String> {
         (!self.unknown.is_empty()).then(|| {
             let one = self.unknown.len() == 1;
-            self.row(format!(
+            let why = format!(
                 "{UNKNOWN}: {}; not read, and whether {} a retry decision is not known",
-                self.unknown.join("; "),
+                listed_unknown_fields(&self.unknown),
                 if one { "it changes" } else { "they change" }
-            ))
+            );
+            self.row(why).to_string()
         })
     }
 
-    fn unheld_list(&self) -> String {
-        let names: Vec<String> = self.unheld.iter().map(|f| format!("`{f}`")).collect();
-        names.join(", ")
-    }
-
-    /// `why`, said of this queue's row as a bad row is.
-    fn row(&self, why: String) -> String {
+    /// `why`, said of this queue's row.
+    fn row(&self, why: String) -> BadRow {
         BadRow {
             table: "queue",
             name: self.queue.clone(),
             why,
         }
-        .to_string()
     }
 }
 
 /// How a row with fields the contract does not define is described.
-pub const UNKNOWN: &str =
+const UNKNOWN: &str =
     "has fields not in retryctl's copy of Armada's API (upstream 207cc9e; a newer Armada may have written them)";
 
 /// A row whose `definition` cannot be read.
@@ -136,11 +133,7 @@ impl ClusterState {
     pub fn refuse_unread_fields(&mut self) {
         for unread in std::mem::take(&mut self.unread_fields) {
             self.queues.retain(|q| q.name != unread.queue);
-            self.bad.push(BadRow {
-                table: "queue",
-                why: unread.why(),
-                name: unread.queue,
-            });
+            self.bad.push(unread.bad_row());
         }
         self.bad
             .sort_by(|a, b| (a.table != "retry_policy", &a.name).cmp(&(b.table != "retry_policy", &b.name)));
@@ -270,7 +263,7 @@ fn policy(name: &str, bytes: &[u8]) -> Result<RetryPolicy, String> {
     if !unknown.is_empty() {
         return Err(format!(
             "{UNKNOWN}: {}; a policy read without them could decide differently from the cluster's",
-            unknown.join("; ")
+            listed_unknown_fields(&unknown)
         ));
     }
     let policy = policy_from_proto(&p).map_err(|d| crate::diag::describe_errors(&d))?;
@@ -285,9 +278,9 @@ fn queue(name: &str, bytes: &[u8]) -> Result<(Queue, Option<Unread>), String> {
     same_name(name, &queue.name)?;
     // A field unknown inside one the model does not hold at all is not read either way: the
     // outer field is named, once.
-    let unknown: Vec<String> = unknown_fields::<api::Queue>(bytes)
+    let unknown: Vec<UnknownField> = unknown_fields::<api::Queue>(bytes)
         .into_iter()
-        .filter(|f| !inside(f, &unheld))
+        .filter(|f| f.inside().is_none_or(|outer| !unheld.contains(&outer)))
         .collect();
     let unread = (!unheld.is_empty() || !unknown.is_empty()).then(|| Unread {
         queue: queue.name.clone(),
@@ -295,17 +288,6 @@ fn queue(name: &str, bytes: &[u8]) -> Result<(Queue, Option<Unread>), String> {
         unknown,
     });
     Ok((queue, unread))
-}
-
-/// Whether `unknown` (`unknown field number 7 of api.X at resourceLimits[0].value`) lies
-/// inside one of `fields` (JSON names of the queue's own fields).
-fn inside(unknown: &str, fields: &[&str]) -> bool {
-    unknown.rsplit_once(" at ").is_some_and(|(_, path)| {
-        fields.iter().any(|f| {
-            path.strip_prefix(f)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['[', '.']))
-        })
-    })
 }
 
 fn same_name(row: &str, defined: &str) -> Result<(), String> {
@@ -324,13 +306,17 @@ mod tests {
         let unread = Unread {
             queue: "q".into(),
             unheld: vec!["resourceLimits", "labelsDeprecated"],
-            unknown: vec!["unknown field number 99 of api.Queue".into()],
+            unknown: vec![UnknownField {
+                number: 99,
+                message: "api.Queue",
+                path: String::new(),
+            }],
         };
         assert_eq!(
-            unread.why(),
-            "has fields retryctl does not handle: `resourceLimits`, `labelsDeprecated`; has fields not in retryctl's \
-             copy of Armada's API (upstream 207cc9e; a newer Armada may have written them): unknown field number 99 of \
-             api.Queue"
+            unread.bad_row().to_string(),
+            "table `queue` row `q`: column `definition`: has fields retryctl does not handle: `resourceLimits`, \
+             `labelsDeprecated`; has fields not in retryctl's copy of Armada's API (upstream 207cc9e; a newer Armada \
+             may have written them): unknown field number 99 of api.Queue"
         );
         assert_eq!(
             unread.replay_note().unwrap(),
@@ -358,15 +344,15 @@ mod tests {
 
     #[test]
     fn fields_the_contract_does_not_define_are_never_dropped() {
-        let queue_row = |q: api::Queue| queue("q", &with_field_99(q)).unwrap().1.unwrap();
         let q = api::Queue {
             name: "q".into(),
             ..Default::default()
         };
-        let unread = queue_row(q.clone());
+        let unread = queue("q", &with_field_99(q.clone())).unwrap().1.unwrap();
+        assert!(unread.unheld.is_empty());
         assert_eq!(
-            (unread.unheld, unread.unknown),
-            (vec![], vec!["unknown field number 99 of api.Queue".to_string()])
+            listed_unknown_fields(&unread.unknown),
+            "unknown field number 99 of api.Queue"
         );
         // Inside a field the model does not hold: that field is named, not its inside too.
         let mut limits = api::PriorityClassResourceLimits::default().encode_to_vec();
@@ -379,10 +365,6 @@ mod tests {
         let unread = queue("q", &bytes).unwrap().1.unwrap();
         assert_eq!(unread.unheld, ["resourceLimitsByPriorityClassName"]);
         assert!(unread.unknown.is_empty(), "{:?}", unread.unknown);
-        assert!(!inside(
-            "unknown field number 7 of api.X at resourceLimitsByPriorityClassName[0]",
-            &["resourceLimits"]
-        ));
         // A policy: refused, the field named.
         let p = api::RetryPolicy {
             name: "p".into(),
