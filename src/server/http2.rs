@@ -38,10 +38,9 @@ use super::grpc::Grpc;
 /// sleeps.
 /// hyper's server spawned a task per stream and wrote each answer alone (BENCHMARKS.md,
 /// issue 22). A call that must wait (a write, a body still arriving, a stream) continues on
-/// a task of its own, as under hyper. What a client sees is what hyper's server sent: the
-/// same settings, the same headers (connection headers stripped, `date` — on REST answers
-/// only: grpc-go sends none —, a body's known length), the same frames, a reset stream when
-/// the client resets it or the body fails.
+/// a task of its own, as under hyper. What a client sees is what hyper's server sent (but
+/// for `date`, see the module docs): the same settings, the same headers, the same frames, a
+/// reset stream when the client resets it or the body fails.
 pub(super) async fn http2<I>(io: I, addr: SocketAddr, app: Arc<App>, mut shutdown: watch::Receiver<()>)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -133,11 +132,10 @@ enum Turn {
 /// several calls in flight) answers the last answers with its next calls within
 /// microseconds; a server asleep by then is woken by the kernel, and on this VM a sleep and
 /// a wake-up cost more than the calls in between. With 16 calls in flight on one connection
-/// the server's core idled 7–9% of the time; awake for 20 µs more, 1–2%: 1.03–1.06× REST's
-/// calls per second where it was 0.90–0.91× (BENCHMARKS.md, issue 22; 50 µs did no better).
-/// Only a turn that brought several requests, or one caught while awake, keeps a connection
-/// awake: a client that makes one call at a time pays nothing (44 µs of CPU per call at 1,000
-/// calls/s, as without), one that sends its calls in bursts at most 20 µs per burst.
+/// the server's core idled 7–9% of the time, 1–2% when awake 20 µs more (50 µs did no
+/// better). Only a turn that brought several requests, or one caught while awake, keeps a
+/// connection awake: a client that makes one call at a time pays nothing, one that sends its
+/// calls in bursts at most 20 µs per burst (BENCHMARKS.md, issue 22, for both).
 const WAKEFUL: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// Concurrent HTTP/2 streams per connection.
