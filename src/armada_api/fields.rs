@@ -25,8 +25,8 @@ include!(concat!(env!("OUT_DIR"), "/fields.rs"));
 /// Deeper than any message of the contract nests (Queue → limits → pool limits → map entry).
 const MAX_DEPTH: usize = 32;
 
-/// A field the contract does not define, found in an encoded message; shown as `unknown
-/// field number 7 of api.RetryRule at rules[0]`.
+/// A field the contract does not define, found in an encoded message; shown as ``unknown
+/// field number `7` of api.RetryRule at rules[0]``.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownField {
     pub number: u32,
@@ -47,7 +47,7 @@ impl UnknownField {
 
 impl std::fmt::Display for UnknownField {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "unknown field number {} of {}", self.number, self.message)?;
+        write!(f, "unknown field number `{}` of {}", self.number, self.message)?;
         if !self.path.is_empty() {
             write!(f, " at {}", self.path)?;
         }
@@ -55,14 +55,14 @@ impl std::fmt::Display for UnknownField {
     }
 }
 
-/// The fields, as one text: `unknown field number 2 of api.RetryRule at rules[0]; …`.
+/// The fields, as one text: ``unknown field number `2` of api.RetryRule at rules[0]; …``.
 pub fn listed(unknown: &[UnknownField]) -> String {
     let shown: Vec<String> = unknown.iter().map(ToString::to_string).collect();
     shown.join("; ")
 }
 
 /// The fields of `bytes`, an encoded `full_name` (`api.RetryPolicy`), that the contract does
-/// not define, each as `unknown field number N of api.RetryRule at rules[0]`. Empty for a
+/// not define, each as ``unknown field number `N` of api.RetryRule at rules[0]``. Empty for a
 /// message the table does not know (a well-known type such as `google.protobuf.Empty` has
 /// no fields: any field in it is reported). The tests' entry, shown as text;
 /// `armada_api::unknown_fields` calls `unknown_fields_of` with prost's names.
@@ -223,12 +223,12 @@ mod tests {
         );
         assert_eq!(
             at("rules[0]").to_string(),
-            "unknown field number 7 of api.X at rules[0]"
+            "unknown field number `7` of api.X at rules[0]"
         );
-        assert_eq!(at("").to_string(), "unknown field number 7 of api.X");
+        assert_eq!(at("").to_string(), "unknown field number `7` of api.X");
         assert_eq!(
             listed(&[at(""), at("rules[1]")]),
-            "unknown field number 7 of api.X; unknown field number 7 of api.X at rules[1]"
+            "unknown field number `7` of api.X; unknown field number `7` of api.X at rules[1]"
         );
     }
 
@@ -299,15 +299,15 @@ mod tests {
         assert_eq!(
             unknown_fields("api.RetryPolicy", &policy),
             vec![
-                "unknown field number 2 of api.RetryRule at rules[1]",
-                "unknown field number 99 of api.RetryPolicy",
+                "unknown field number `2` of api.RetryRule at rules[1]",
+                "unknown field number `99` of api.RetryPolicy",
             ]
         );
         let mut empty = Vec::new();
         extra_varint(&mut empty, 1, 1);
         assert_eq!(
             unknown_fields("google.protobuf.Empty", &empty),
-            vec!["unknown field number 1 of google.protobuf.Empty"]
+            vec!["unknown field number `1` of google.protobuf.Empty"]
         );
         // Nested, the map entry of a queue's limits included.
         let mut limits = api::PriorityClassResourceLimits::default().encode_to_vec();
@@ -320,7 +320,7 @@ mod tests {
         assert_eq!(
             unknown_fields("api.Queue", &queue),
             vec![
-                "unknown field number 7 of api.PriorityClassResourceLimits at resourceLimitsByPriorityClassName[0].value[0]"
+                "unknown field number `7` of api.PriorityClassResourceLimits at resourceLimitsByPriorityClassName[0].value[0]"
             ]
         );
     }

@@ -316,7 +316,7 @@ mod tests {
             unread.bad_row().to_string(),
             "table `queue` row `q`: column `definition`: has fields retryctl does not handle: `resourceLimits`, \
              `labelsDeprecated`; has fields not in retryctl's copy of Armada's API (upstream 207cc9e; a newer Armada \
-             may have written them): unknown field number 99 of api.Queue"
+             may have written them): unknown field number `99` of api.Queue"
         );
         assert_eq!(
             unread.replay_note().unwrap(),
@@ -326,7 +326,7 @@ mod tests {
         assert_eq!(
             unread.replay_warning().unwrap(),
             "table `queue` row `q`: column `definition`: has fields not in retryctl's copy of Armada's API (upstream \
-             207cc9e; a newer Armada may have written them): unknown field number 99 of api.Queue; not read, and \
+             207cc9e; a newer Armada may have written them): unknown field number `99` of api.Queue; not read, and \
              whether it changes a retry decision is not known"
         );
         let nothing = Unread {
@@ -352,7 +352,7 @@ mod tests {
         assert!(unread.unheld.is_empty());
         assert_eq!(
             listed_unknown_fields(&unread.unknown),
-            "unknown field number 99 of api.Queue"
+            "unknown field number `99` of api.Queue"
         );
         // Inside a field the model does not hold: that field is named, not its inside too.
         let mut limits = api::PriorityClassResourceLimits::default().encode_to_vec();
@@ -373,7 +373,7 @@ mod tests {
         assert_eq!(
             policy("p", &with_field_99(p)).unwrap_err(),
             "has fields not in retryctl's copy of Armada's API (upstream 207cc9e; a newer Armada may have written \
-             them): unknown field number 99 of api.RetryPolicy; a policy read without them could decide differently \
+             them): unknown field number `99` of api.RetryPolicy; a policy read without them could decide differently \
              from the cluster's"
         );
     }

@@ -267,7 +267,7 @@ fn fields_a_newer_armada_wrote_are_named_never_dropped() {
     retrypolicy/alpha
     retrypolicy/zeta-first
     --- stderr
-    error: table `retry_policy` row `newer`: column `definition`: has fields not in retryctl's copy of Armada's API (upstream 207cc9e; a newer Armada may have written them): unknown field number 100 of api.RetryRule at rules[0]; a policy read without them could decide differently from the cluster's
+    error: table `retry_policy` row `newer`: column `definition`: has fields not in retryctl's copy of Armada's API (upstream 207cc9e; a newer Armada may have written them): unknown field number `100` of api.RetryRule at rules[0]; a policy read without them could decide differently from the cluster's
     ");
     // A queue: named, as the fields the model does not hold are.
     let out = get(home.path(), &db, &["queues", "-o", "name"]);
@@ -276,7 +276,7 @@ fn fields_a_newer_armada_wrote_are_named_never_dropped() {
     --- stdout
     queue/batch
     --- stderr
-    error: table `queue` row `ml`: column `definition`: has fields not in retryctl's copy of Armada's API (upstream 207cc9e; a newer Armada may have written them): unknown field number 99 of api.Queue
+    error: table `queue` row `ml`: column `definition`: has fields not in retryctl's copy of Armada's API (upstream 207cc9e; a newer Armada may have written them): unknown field number `99` of api.Queue
     ");
 }
 
@@ -838,7 +838,7 @@ fn a_cluster_baseline_with_fields_a_newer_armada_wrote() {
             "note: table `queue` row `ml`: column `definition`: `resourceLimits` not read: it does not change a retry \
              decision\n\
              warning: table `queue` row `ml`: column `definition`: has fields not in retryctl's copy of Armada's API \
-             (upstream 207cc9e; a newer Armada may have written them): unknown field number 99 of api.Queue; not read, \
+             (upstream 207cc9e; a newer Armada may have written them): unknown field number `99` of api.Queue; not read, \
              and whether it changes a retry decision is not known\n\
              warning: job `ml-zy`"
         ),
@@ -853,7 +853,7 @@ fn a_cluster_baseline_with_fields_a_newer_armada_wrote() {
     exit: 3
     --- stdout
     --- stderr
-    error: table `retry_policy` row `ml-old`: column `definition`: has fields not in retryctl's copy of Armada's API (upstream 207cc9e; a newer Armada may have written them): unknown field number 99 of api.RetryPolicy; a policy read without them could decide differently from the cluster's
+    error: table `retry_policy` row `ml-old`: column `definition`: has fields not in retryctl's copy of Armada's API (upstream 207cc9e; a newer Armada may have written them): unknown field number `99` of api.RetryPolicy; a policy read without them could decide differently from the cluster's
     error: the cluster's retry policies and queues cannot all be read; nothing was simulated
     ");
 }

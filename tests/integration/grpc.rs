@@ -287,8 +287,8 @@ call(lambda: raw_get(b"\x0a\x05p"))
     assert_eq!(
         lines[..5],
         [
-            "INVALID_ARGUMENT the request has fields Armada's API does not define, refused rather than dropped: unknown field number 99 of api.RetryPolicy",
-            "INVALID_ARGUMENT the request has fields Armada's API does not define, refused rather than dropped: unknown field number 2 of api.RetryRule at rules[0]",
+            "INVALID_ARGUMENT the request has fields Armada's API does not define, refused rather than dropped: unknown field number `99` of api.RetryPolicy",
+            "INVALID_ARGUMENT the request has fields Armada's API does not define, refused rather than dropped: unknown field number `2` of api.RetryRule at rules[0]",
             "INVALID_ARGUMENT invalid retry policy: rules[0].action: must be `Fail` (1) or `Retry` (2), got `7`, not a RetryAction",
             "INVALID_ARGUMENT invalid retry policy: defaultAction: must be `Fail` or `Retry`, got `RETRY_ACTION_UNSPECIFIED` (0): the action is not set",
             "INTERNAL grpc: error unmarshalling request: failed to decode Protobuf message: RetryPolicy.name: invalid varint",
@@ -307,7 +307,7 @@ call(lambda: raw_get(b"\x0a\x05p"))
             "UNIMPLEMENTED unknown service or method /api.Nope/Nothing",
             "ok",
             "True",
-            "INVALID_ARGUMENT the request has fields Armada's API does not define, refused rather than dropped: unknown field number 2 of api.RetryPolicyGetRequest",
+            "INVALID_ARGUMENT the request has fields Armada's API does not define, refused rather than dropped: unknown field number `2` of api.RetryPolicyGetRequest",
             "INTERNAL grpc: error unmarshalling request: failed to decode Protobuf message: RetryPolicyGetRequest.name: buffer underflow",
         ],
         "{out}"
