@@ -15,6 +15,7 @@
 # Usage: scripts/bench-serve.sh [DURATION_SECONDS (default 5)] [CONNECTIONS (default 16)]
 #   BIN=path/to/retryctl scripts/bench-serve.sh   measures another build of retryctl
 #   (BENCH_GRPC=0 for a build without gRPC).
+#   BENCH_RATES=1 scripts/bench-serve.sh   adds gRPC at fixed rates below saturation (CPU per call).
 # Needs wrk (Debian package `wrk`), h2load (Debian package `nghttp2-client`; without it the
 # gRPC rows are skipped), taskset (util-linux) and 2 cores.
 set -euo pipefail
@@ -124,6 +125,18 @@ elif command -v h2load >/dev/null; then
   awk -v g="$gm_rps" -v s="$s_rps" -v r="$r_rps" -v gc="$gm_cpu" -v sc="$s_cpu" -v n="$conns" 'BEGIN {
     printf "ratio: gRPC GetRetryPolicy (one channel, %d in flight) / REST GET (wrk -c%d) = %.2f req/s (bar: >= 1), %.2f CPU per request\n", n, n, g / s, gc / sc
     printf "ratio: gRPC GetRetryPolicy (one channel, %d in flight) / REST GET (h2load --h1 -c%d) = %.2f req/s\n", n, n, g / r }'
+  if [ "${BENCH_RATES:-0}" = 1 ]; then
+    # Below saturation (what staying awake after a multiplexing client's calls costs:
+    # `WAKEFUL`, src/server/http2.rs): the server's CPU per call at a fixed rate (--rps is per
+    # connection). CPU time comes in 10 ms ticks: 1 us per call at 10,000 calls.
+    for spec in "-c1 -m1 --rps 1000" "-c1 -m4 --rps 4000" "-c16 -m1 --rps 1000" "-c1 -m16 --rps 20000"; do
+      # shellcheck disable=SC2086 # the spec is several arguments
+      out="$(h2load_run "$serve_pid" $spec -d "$tmp/get.grpc" -H 'content-type: application/grpc' -H 'te: trailers' \
+        "$serve_url/api.RetryPolicyService/GetRetryPolicy")"
+      read -r _ f_cpu <<<"$out"
+      printf '%-40s %10s  %-12s %6s us CPU/call\n' "gRPC at a fixed rate $spec" "" "" "$f_cpu"
+    done
+  fi
 else
   echo "h2load is not installed (Debian: apt-get install -y nghttp2-client): gRPC rows skipped"
 fi
