@@ -1122,6 +1122,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('--retry-policy', '--retry-policy', [CompletionResultType]::ParameterName, 'Policies for jobs whose queue is not among the documents (comma separated, in order)')
             [CompletionResult]::new('--global-max-retries', '--global-max-retries', [CompletionResultType]::ParameterName, 'Override the scheduler''s globalMaxRetries')
             [CompletionResult]::new('--default-policy', '--default-policy', [CompletionResultType]::ParameterName, 'Override the scheduler''s defaultPolicyName')
+            [CompletionResult]::new('--backtest-at', '--backtest-at', [CompletionResultType]::ParameterName, 'Check the estimates on this history: the trials of jobs submitted before TIME (RFC 3339) fit the rates, those of jobs submitted at or after it test them (every job needs `job.submittedAt`)')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment')
             [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)')

@@ -1063,6 +1063,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --retry-policy 'Policies for jobs whose queue is not among the documents (comma separated, in order)'
             cand --global-max-retries 'Override the scheduler''s globalMaxRetries'
             cand --default-policy 'Override the scheduler''s defaultPolicyName'
+            cand --backtest-at 'Check the estimates on this history: the trials of jobs submitted before TIME (RFC 3339) fit the rates, those of jobs submitted at or after it test them (every job needs `job.submittedAt`)'
             cand -o 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment'
             cand --output 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment'
             cand --since 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)'

@@ -950,6 +950,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l scheduler
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l retry-policy -d 'Policies for jobs whose queue is not among the documents (comma separated, in order)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l global-max-retries -d 'Override the scheduler\'s globalMaxRetries' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l default-policy -d 'Override the scheduler\'s defaultPolicyName' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l backtest-at -d 'Check the estimates on this history: the trials of jobs submitted before TIME (RFC 3339) fit the rates, those of jobs submitted at or after it test them (every job needs `job.submittedAt`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s o -l output -d 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment' -r -f -a "table\t''
 json\t''
 yaml\t''

@@ -903,6 +903,12 @@ pub struct SimulateArgs {
     #[arg(long)]
     pub strict: bool,
 
+    /// Check the estimates on this history: the trials of jobs submitted before TIME (RFC
+    /// 3339) fit the rates, those of jobs submitted at or after it test them (every job needs
+    /// `job.submittedAt`).
+    #[arg(long, value_name = "TIME")]
+    pub backtest_at: Option<String>,
+
     /// Output format: html is one self-contained page to share (inline CSS and SVG),
     /// markdown a plan for a pull request comment.
     #[arg(short = 'o', long, value_enum, default_value_t = SimulateOutput::Table)]

@@ -12,6 +12,7 @@ pub mod describe;
 pub mod diff;
 pub mod explain;
 pub mod get;
+pub mod held;
 pub mod history;
 pub mod policy_set;
 pub mod remote;

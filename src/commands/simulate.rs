@@ -33,23 +33,28 @@
 //!   `--baseline` files do), a queue the cluster lacks is exit 1, and the plan says where its
 //!   baseline came from (`output::simulate::Baseline`).
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use crate::app::Context;
 use crate::cli::SimulateArgs;
+use crate::commands::held::Held;
 use crate::commands::history::{lookout_filter, now, FilterFlags};
 use crate::commands::policy_set::{base_config, load_from_cluster, load_from_server, load_policies, Side};
 use crate::connection::parse_timeout;
+use crate::engine::job_report::plural;
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
 use crate::lookout::export_source::ExportSource;
 use crate::lookout::{cluster, db, Export};
+use crate::model::failure_history::Timestamp;
 use crate::output::history::write_summary;
 use crate::output::progress::progress_bar;
 use crate::output::simulate::{Baseline, Mode, Stderr};
 use crate::output::sinks::sink;
-use crate::replay::run::{compare, replay};
+use crate::replay::backtest::Refusal;
+use crate::replay::run::{compare, replay, BacktestError, Options};
 use crate::replay::source::{Files, HistorySource, Overrides};
 
 pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
@@ -181,7 +186,8 @@ fn check_lookout_flags(args: &SimulateArgs) -> Result<(), CliError> {
 }
 
 /// The replay (or, with a baseline, the comparison) of `source` into the sink of `-o`, and
-/// its exit status.
+/// its exit status. With `--backtest-at` stdout is held back until the backtest has an
+/// answer: without one, the usage error is all that is printed.
 fn drive<S: HistorySource>(
     ctx: &mut Context,
     args: &SimulateArgs,
@@ -190,19 +196,27 @@ fn drive<S: HistorySource>(
     baseline: Option<&Simulator>,
     from: Baseline,
 ) -> anyhow::Result<ExitCode> {
+    let options = Options {
+        backtest_at: args.backtest_at.as_deref().map(parse_backtest_at).transpose()?,
+    };
+    let mut held = options.backtest_at.map(|_| Held::new()).transpose()?;
+    let out: &mut dyn Write = match &mut held {
+        Some(h) => h,
+        None => &mut *ctx.out,
+    };
     let stderr = Stderr::new(
         &mut *ctx.err,
         ctx.style,
         progress_bar(source.progress()),
         args.retry_policies.is_some(),
     );
-    let (code, used_given) = if let Some(old) = baseline {
+    let (code, used_given, refused) = if let Some(old) = baseline {
         let mode = Mode::Compare {
             all_changes: args.all_changes,
             baseline: from,
         };
-        let mut sink = sink(args.output, mode, &mut *ctx.out, stderr);
-        let done = compare(source, old, sim, &mut *sink)?;
+        let mut sink = sink(args.output, mode, out, stderr);
+        let done = compare(source, old, sim, &options, &mut *sink)?;
         let c = &done.comparison;
         let code = if c.errors > 0 {
             ExitCode::InvalidInput
@@ -211,11 +225,11 @@ fn drive<S: HistorySource>(
         } else {
             ExitCode::Success
         };
-        (code, done.used_given)
+        (code, done.used_given, done.refused)
     } else {
         let mode = Mode::Replay { bulk: source.bulk() };
-        let mut sink = sink(args.output, mode, &mut *ctx.out, stderr);
-        let done = replay(source, sim, &mut *sink)?;
+        let mut sink = sink(args.output, mode, out, stderr);
+        let done = replay(source, sim, &options, &mut *sink)?;
         let s = &done.summary;
         let code = if s.errors > 0 {
             ExitCode::InvalidInput
@@ -224,10 +238,45 @@ fn drive<S: HistorySource>(
         } else {
             ExitCode::Success
         };
-        (code, done.used_given)
+        (code, done.used_given, done.refused)
     };
+    if let Some(refused) = refused {
+        return Err(backtest_refusal(&refused, args.backtest_at.as_deref().unwrap_or_default()).into());
+    }
+    if let Some(h) = held {
+        h.release(&mut *ctx.out)?;
+    }
     if args.retry_policies.is_some() && !used_given {
         writeln!(ctx.err, "{}: --retry-policy was ignored: every job's queue is among the documents, and its queue's policies applied", ctx.style.warning("warning"))?;
     }
     Ok(code)
+}
+
+/// `--backtest-at TIME`: an RFC 3339 time.
+pub fn parse_backtest_at(text: &str) -> Result<Timestamp, CliError> {
+    Timestamp::parse(text).ok_or_else(|| {
+        CliError::usage(format!(
+            "invalid `--backtest-at` `{text}`: expected an RFC 3339 time such as `2026-01-01T00:00:00Z`"
+        ))
+    })
+}
+
+/// Why `--backtest-at` has no answer, as the usage error it is (SPEC §3.8).
+pub fn backtest_refusal(refused: &BacktestError, at: &str) -> CliError {
+    match refused {
+        BacktestError::NotSubmitted { jobs, first } => CliError::usage(format!(
+            "`--backtest-at` splits the jobs by `job.submittedAt`, and {} {} none (the first: job `{first}`)",
+            plural(*jobs, "job", "jobs"),
+            if *jobs == 1 { "has" } else { "have" }
+        ))
+        .with_hint("give every job its submission time (`retryctl history` writes it), or leave out --backtest-at"),
+        BacktestError::Refused(Refusal::NoTrain) => CliError::usage(format!(
+            "`--backtest-at {at}` leaves no trials to fit the rates: no job submitted before it has a failed run followed by another run"
+        ))
+        .with_hint("pick a later time"),
+        BacktestError::Refused(Refusal::NoTest) => CliError::usage(format!(
+            "`--backtest-at {at}` leaves no trials to test the rates: no job submitted at or after it has a failed run followed by another run"
+        ))
+        .with_hint("pick an earlier time"),
+    }
 }

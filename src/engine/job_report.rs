@@ -8,7 +8,9 @@
 use std::sync::Arc;
 
 use crate::model::duration::GoDuration;
-use crate::model::failure_history::{FailureHistory, Final, JobExpect, Outcome, Run, RunExpect, StartedAt, Timestamp};
+use crate::model::failure_history::{
+    FailureHistory, Final, JobExpect, Outcome, Resources, Run, RunExpect, StartedAt, Timestamp,
+};
 use crate::model::policy::Action;
 
 use super::upstream::{self, UpstreamJob};
@@ -87,6 +89,8 @@ pub struct JobReport {
     /// Delay added by granted retries, summed.
     pub total_delay: GoDuration,
     pub memory: Option<f64>,
+    /// The job's requests (`job.resources`), for its cost in GPU- and CPU-hours.
+    pub resources: Option<Resources>,
     pub expectation_failures: Vec<String>,
     pub contradictions: Vec<String>,
 }
@@ -633,6 +637,7 @@ impl JobReport {
             retries: 0,
             total_delay: GoDuration::ZERO,
             memory: job.memory,
+            resources: job.resources,
             expectation_failures: Vec::new(),
             contradictions: Vec::new(),
         }

@@ -48,6 +48,11 @@ struct ApiJob {
     job_id: String,
     queue: String,
     memory: i64,
+    /// Millicores; an older Lookout that leaves it out requests none.
+    #[serde(default)]
+    cpu: i64,
+    #[serde(default)]
+    gpu: i64,
     submitted: String,
     #[serde(default)]
     annotations: Option<Value>,
@@ -542,6 +547,8 @@ impl ApiJobs<'_> {
                 job_id: j.job_id,
                 queue: j.queue,
                 memory: j.memory,
+                cpu: j.cpu,
+                gpu: j.gpu,
                 submitted,
                 annotations,
             },

@@ -62,7 +62,7 @@ const RUN_BYTES: usize = 256;
 /// The columns read, in order (indexes below).
 const COLUMNS: &str = "j.job_id, j.memory, j.submitted, left(j.annotations::text, 1048577), \
      r.run_id, r.node, r.job_run_state, r.leased, r.pending, r.started, r.finished, r.exit_code, \
-     substring(r.error FROM 1 FOR 131073), r.failure_category, r.failure_subcategory";
+     substring(r.error FROM 1 FOR 131073), r.failure_category, r.failure_subcategory, j.cpu, j.gpu";
 
 const JOB_ID: usize = 0;
 const MEMORY: usize = 1;
@@ -79,7 +79,9 @@ const EXIT_CODE: usize = 11;
 const ERROR: usize = 12;
 const CATEGORY: usize = 13;
 const SUBCATEGORY: usize = 14;
-const FIELDS: usize = 15;
+const CPU: usize = 15;
+const GPU: usize = 16;
+const FIELDS: usize = 17;
 
 /// The names of the columns, for messages.
 const NAMES: [&str; FIELDS] = [
@@ -98,6 +100,8 @@ const NAMES: [&str; FIELDS] = [
     "error",
     "failure_category",
     "failure_subcategory",
+    "cpu",
+    "gpu",
 ];
 
 /// A connection to Lookout's database.
@@ -622,6 +626,12 @@ fn job_row(row: &Row, queue: &str) -> Result<JobRow, RowError> {
     let memory = int8(row.get(MEMORY))
         .and_then(|m| m.ok_or_else(not_null))
         .map_err(|w| bad((MEMORY, w)))?;
+    let request = |col: usize| {
+        int8(row.get(col))
+            .and_then(|m| m.ok_or_else(not_null))
+            .map_err(|w| bad((col, w)))
+    };
+    let (cpu, gpu) = (request(CPU)?, request(GPU)?);
     let submitted = time(row.get(SUBMITTED))
         .and_then(|t| t.ok_or_else(not_null).map(Some))
         .map_err(|w| bad((SUBMITTED, w)))?;
@@ -630,6 +640,8 @@ fn job_row(row: &Row, queue: &str) -> Result<JobRow, RowError> {
         job_id,
         queue: queue.to_string(),
         memory,
+        cpu,
+        gpu,
         submitted,
         annotations,
     })
@@ -954,7 +966,7 @@ mod tests {
         ));
         assert_eq!(
             parse_row(&3i16.to_be_bytes(), &mut fields).err().unwrap(),
-            "a row of 3 fields where the statement reads 15"
+            "a row of 3 fields where the statement reads 17"
         );
         assert!(parse_header(b"PGCOPY\n\xff\r\n\x01xxxxxxxx").is_err());
     }

@@ -42,7 +42,7 @@
 use std::collections::BTreeMap;
 
 use crate::model::duration::GoDuration;
-use crate::model::failure_history::{Container, FailureHistory, Job, Outcome, Run, Timestamp};
+use crate::model::failure_history::{Container, FailureHistory, Job, Outcome, Resources, Run, Timestamp};
 use crate::model::policy::Condition;
 
 /// `job_run.job_run_state` values (contract/lookout/README.md).
@@ -88,6 +88,10 @@ pub struct JobRow {
     pub queue: String,
     /// Bytes.
     pub memory: i64,
+    /// `job.cpu`: millicores requested.
+    pub cpu: i64,
+    /// `job.gpu`: GPUs requested.
+    pub gpu: i64,
     pub submitted: Option<Timestamp>,
     /// `job.annotations` (a JSON object of strings; NULL is none).
     pub annotations: BTreeMap<String, String>,
@@ -285,6 +289,18 @@ pub struct Mapped {
     pub notes: Notes,
 }
 
+/// SPEC §3.7: Lookout's requests (`job.cpu` in millicores, `job.gpu` in devices, 0 or more)
+/// as `job.resources`; a request of 0 is none, and a job with neither has no `resources`
+/// (its hours count 0, in `withoutResources`). Its memory is `job.memory` already.
+fn resources(cpu: i64, gpu: i64) -> Option<Resources> {
+    let r = Resources {
+        cpu_milli: (cpu > 0).then_some(cpu as u64),
+        memory: None,
+        gpu_milli: (gpu > 0).then(|| (gpu as u64).saturating_mul(1000)),
+    };
+    (r != Resources::default()).then_some(r)
+}
+
 /// Maps one job. `Err` only when the job's own row cannot be mapped (a negative memory):
 /// the job is then left out.
 pub fn map_job(src: LookoutJob) -> Result<Mapped, RowError> {
@@ -299,12 +315,22 @@ pub fn map_job(src: LookoutJob) -> Result<Mapped, RowError> {
             format!("`{}` where a byte count of 0 or more was expected", j.memory),
         ));
     }
+    for (column, value) in [("cpu", j.cpu), ("gpu", j.gpu)] {
+        if value < 0 {
+            return Err(RowError::job(
+                &j.job_id,
+                Place::Column(column),
+                format!("`{value}` where a request of 0 or more was expected"),
+            ));
+        }
+    }
     let job = Job {
         id: j.job_id,
         queue: Some(j.queue),
         submitted_at: j.submitted,
         annotations: j.annotations,
         memory: (j.memory > 0).then_some(j.memory as f64),
+        resources: resources(j.cpu, j.gpu),
         ..Job::default()
     };
     // A run with no time at all sorts last; ties by run id.

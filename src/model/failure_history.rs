@@ -52,6 +52,46 @@ pub struct Job {
     /// `job.gang.cardinality`: upstream sends a gang of more than one job down the legacy
     /// path (SPEC §2.10); the design engine ignores it.
     pub gang_cardinality: Option<u32>,
+    /// `job.resources` (SPEC §3.7): what the job requests, for its cost in GPU- and
+    /// CPU-hours. No effect on decisions.
+    pub resources: Option<Resources>,
+}
+
+/// A job's resource requests (SPEC §3.7), each a Kubernetes quantity in the document
+/// (`cpu: "4"`, `cpu: 500m`, `gpu: 1`, `memory: 8Gi`). CPU and GPU are kept in thousandths,
+/// whole numbers, so that sums of run time × request are exact whatever their order (the
+/// shards of SPEC §9 add them in another order than one process does).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Resources {
+    /// Thousandths of a CPU (millicores).
+    pub cpu_milli: Option<u64>,
+    /// Bytes.
+    pub memory: Option<f64>,
+    /// Thousandths of a GPU.
+    pub gpu_milli: Option<u64>,
+}
+
+impl Resources {
+    /// A quantity of CPUs or GPUs in thousandths, rounded to the nearest; `None` for a
+    /// negative, non-finite or absurd one (past 2^53 thousandths, ~9×10^12 devices).
+    pub fn milli(quantity: f64) -> Option<u64> {
+        let m = (quantity * 1000.0).round();
+        (m.is_finite() && (0.0..=9.007_199_254_740_992e15).contains(&m)).then_some(m as u64)
+    }
+
+    /// Whether the job requests neither CPU nor GPU (its hours count 0: `withoutResources`).
+    pub fn is_none(r: Option<&Resources>) -> bool {
+        r.is_none_or(|r| r.cpu_milli.is_none() && r.gpu_milli.is_none())
+    }
+
+    /// Thousandths as a quantity's text: `4`, `500m`, `1500m`.
+    pub fn milli_text(m: u64) -> String {
+        if m % 1000 == 0 {
+            (m / 1000).to_string()
+        } else {
+            format!("{m}m")
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -275,7 +315,54 @@ fn decode_job(dec: &mut Decoder, f: &super::decode::Fields<'_>, job: &mut Job) {
             }
         }
     }
+    if let Some(v) = f.get("resources") {
+        let p = f.path_of("resources");
+        if let Some(r) = dec.fields(v, &p, &super::fields::names(super::fields::HISTORY_RESOURCES)) {
+            let mut res = Resources::default();
+            for (name, slot) in [("cpu", &mut res.cpu_milli), ("gpu", &mut res.gpu_milli)] {
+                if let Some(n) = r.get(name) {
+                    *slot = request(dec, n, &r.path_of(name)).and_then(|q| {
+                        let m = Resources::milli(q);
+                        if m.is_none() {
+                            dec.error(
+                                n,
+                                "invalid-value",
+                                &r.path_of(name),
+                                format!("{name} {} is too large", quote(n.as_scalar().unwrap_or_default())),
+                            );
+                        }
+                        m
+                    });
+                }
+            }
+            if let Some(n) = r.get("memory") {
+                res.memory = request(dec, n, &r.path_of("memory"));
+            }
+            job.resources = Some(res);
+        }
+    }
     // `jobSet` is accepted (a real job has one) and has no effect on decisions.
+}
+
+/// One resource request: a quantity of 0 or more.
+fn request(dec: &mut Decoder, v: &Node, p: &str) -> Option<f64> {
+    let s = dec.string(v, p)?;
+    match parse_quantity(&s) {
+        Ok(q) if q >= 0.0 => Some(q),
+        Ok(_) => {
+            dec.error(
+                v,
+                "invalid-value",
+                p,
+                format!("request {} must not be negative", quote(&s)),
+            );
+            None
+        }
+        Err(e) => {
+            dec.error(v, "invalid-value", p, format!("invalid quantity {}: {e}", quote(&s)));
+            None
+        }
+    }
 }
 
 fn decode_run(dec: &mut Decoder, node: &Node, path: &str) -> Run {
@@ -494,6 +581,19 @@ pub fn failure_history_json(h: &FailureHistory) -> serde_json::Value {
     }
     if let Some(c) = h.job.gang_cardinality {
         job.insert("gang".into(), json!({ "cardinality": c }));
+    }
+    if let Some(r) = &h.job.resources {
+        let mut m = Map::new();
+        if let Some(c) = r.cpu_milli {
+            m.insert("cpu".into(), json!(Resources::milli_text(c)));
+        }
+        if let Some(b) = r.memory {
+            m.insert("memory".into(), json!(format!("{b}")));
+        }
+        if let Some(g) = r.gpu_milli {
+            m.insert("gpu".into(), json!(Resources::milli_text(g)));
+        }
+        job.insert("resources".into(), Value::Object(m));
     }
     let runs: Vec<Value> = h
         .runs

@@ -437,6 +437,17 @@ pub const HISTORY_JOB: &[Field] = &[
     ),
     f("jobSet", Ty::Str, "The job set (accepted, no effect on decisions)."),
     f("gang", Ty::Object(GANG), "Gang scheduling of the job."),
+    f(
+        "resources",
+        Ty::Object(HISTORY_RESOURCES),
+        "The job's resource requests, for its cost in GPU- and CPU-hours (no effect on decisions).",
+    ),
+];
+
+pub const HISTORY_RESOURCES: &[Field] = &[
+    f("cpu", Ty::Quantity, "CPUs requested (`4`, `500m`)."),
+    f("memory", Ty::Quantity, "Memory requested (`8Gi`, or bytes)."),
+    f("gpu", Ty::Quantity, "GPUs requested (`1`)."),
 ];
 
 pub const HISTORY_CONTAINER: &[Field] = &[

@@ -18,15 +18,18 @@ use std::io::{self, Write};
 
 use crate::engine::job_report::plural;
 use crate::model::failure_history::{Final, Outcome};
+use crate::replay::backtest::Backtest;
+use crate::replay::compare::hours;
 use crate::replay::compare::{Comparison, JobDiff, Step, Steps};
-use crate::replay::estimate::{Estimate, FailureClass};
+use crate::replay::estimate::{Estimate, FailureClass, Rate};
 use crate::replay::sink::{Change, Estimates, Message, Needs, Sides, Sink, Totals};
 use crate::replay::source::Progress;
 use crate::replay::summary::Summary;
 
 use super::simulate::{
-    class_rows, estimate_shares, failed_expectations, plan_sentence, rule_rows, side_words, Baseline, Listed, Mode,
-    Stderr, CLUSTER_BASELINE, ESTIMATE_METHOD, GROUPS,
+    backtest_details, backtest_sentence, class_rows, estimate_shares, expected_hours, failed_expectations, hours_words,
+    plan_sentence, request_hours, rule_rows, seconds_words, shares, side_words, Baseline, Listed, Mode, Stderr,
+    CLUSTER_BASELINE, ESTIMATE_METHOD, GROUPS,
 };
 
 /// Changed jobs listed per transition at most.
@@ -81,7 +84,7 @@ impl Sink for HtmlSink<'_> {
     }
 
     fn change(&mut self, c: &Change<'_>) -> io::Result<()> {
-        self.estimated |= c.estimate.is_some();
+        self.estimated |= c.estimate().is_some();
         let cap = if self.bytes < ROW_BYTES { ROWS_PER_GROUP } else { 0 };
         let mut size = 0;
         self.listed.push(c.diff, cap, || {
@@ -263,14 +266,34 @@ fn estimate_cell(e: Option<&Estimate>, pending: bool) -> String {
     match e {
         Some(e) => {
             let (share, interval) = estimate_shares(e);
+            let left = if e.runs_left == 1 {
+                "1 run left".to_string()
+            } else {
+                format!("{} runs left, next {:.0}%", e.runs_left, e.p_next_run * 100.0)
+            };
             format!(
-                "<span class=\"est\">{share} <small>{interval} · {} · {} trials</small></span>",
+                "<span class=\"est\">{share} <small>{interval} · {left} · {} · {} trials</small></span>",
                 esc(&e.basis.to_string()),
                 num(e.trials)
             )
         }
         None if pending => "<small>no trials</small>".to_string(),
         None => String::new(),
+    }
+}
+
+/// A class's rate at any depth, as the per-class table shows it.
+fn rate_cell(r: Option<&Rate>) -> String {
+    match r {
+        Some(r) => {
+            let (share, interval) = shares(r.p, r.low, r.high);
+            format!(
+                "<span class=\"est\">{share} <small>{interval} · {} · {} trials</small></span>",
+                esc(&r.basis.to_string()),
+                num(r.trials)
+            )
+        }
+        None => "<small>no trials</small>".to_string(),
     }
 }
 
@@ -355,7 +378,7 @@ fn job_row(c: &Change<'_>) -> String {
         esc(&class),
         side_words(&d.baseline),
         side_words(&d.candidate),
-        estimate_cell(c.estimate, pending)
+        estimate_cell(c.estimate(), pending)
     )
 }
 
@@ -387,8 +410,8 @@ fn plan_page(
     let failed_to_pending = c.failed_to_pending();
     let pending_note = if failed_to_pending > 0 {
         format!(
-            "≈ {:.1} of {failed_to_pending} Failed → Pending would succeed (estimate)",
-            e.expected
+            "≈ {:.1} of {failed_to_pending} Failed → Pending would succeed over the runs left (estimate)",
+            e.asked.expected
         )
     } else {
         "would retry past the end of the record".to_string()
@@ -456,7 +479,43 @@ fn plan_page(
         "<tr><td>compute: <code>runFor</code> of the runs one side starts and the other does not</td><td class=\"n add\">+{}</td><td class=\"n rem\">−{}</td></tr>",
         c.compute_added, c.compute_removed
     );
-    b.push_str("</table><p class=\"note\">Runs past the end of the record are unknown and not counted: a → Pending job would use more than is counted.</p></section>\n");
+    for (name, added, removed) in [("GPU", c.gpu_added, c.gpu_removed), ("CPU", c.cpu_added, c.cpu_removed)] {
+        if added > 0 || removed > 0 {
+            let _ = writeln!(
+                b,
+                "<tr><td>{name}-hours of those runs</td><td class=\"n add\">+{}</td><td class=\"n rem\">−{}</td></tr>",
+                hours_words(hours(added)),
+                hours_words(hours(removed))
+            );
+        }
+    }
+    let p = &e.pending;
+    b.push_str("</table>");
+    if p.jobs > 0 {
+        let _ = writeln!(
+            b,
+            "<p class=\"note\">Runs past the end of the record: <span class=\"est\">≈ {}{}</span> more run time expected for the {} Pending in the candidate (estimate{}).</p>",
+            seconds_words(p.expected_compute),
+            esc(&expected_hours(p)),
+            plural(p.jobs, "job", "jobs"),
+            if p.without_estimate > 0 {
+                format!("; {} without one: no trials", num(p.without_estimate))
+            } else {
+                String::new()
+            }
+        );
+    }
+    if c.without_resources > 0 && (c.gpu_added | c.gpu_removed | c.cpu_added | c.cpu_removed) > 0 {
+        let _ = writeln!(
+            b,
+            "<p class=\"note\">{} with compute counted request neither CPU nor GPU: their hours count 0.</p>",
+            plural(c.without_resources, "job", "jobs")
+        );
+    }
+    b.push_str("</section>\n");
+    if let Some(bt) = &e.backtest {
+        backtest_section(&mut b, bt);
+    }
 
     class_section(&mut b, e, true);
     if let Some(sides) = sides {
@@ -487,7 +546,7 @@ fn plan_page(
             esc(what)
         );
         // The same column widths in every group, so that the groups line up.
-        b.push_str("<table class=\"jobs\"><colgroup><col style=\"width:11%\"><col style=\"width:15%\"><col style=\"width:19%\"><col style=\"width:19%\"><col style=\"width:22%\"><col style=\"width:14%\"></colgroup>\n<tr><th>job</th><th>failure class</th><th>baseline</th><th>candidate</th><th>next run (estimate)</th><th>runs</th></tr>\n");
+        b.push_str("<table class=\"jobs\"><colgroup><col style=\"width:11%\"><col style=\"width:15%\"><col style=\"width:19%\"><col style=\"width:19%\"><col style=\"width:22%\"><col style=\"width:14%\"></colgroup>\n<tr><th>job</th><th>failure class</th><th>baseline</th><th>candidate</th><th>succeeds over the runs left (estimate)</th><th>runs</th></tr>\n");
         for r in rows {
             b.push_str(r);
         }
@@ -503,7 +562,7 @@ fn plan_page(
         b.push_str("</details>\n");
     }
     b.push_str("</section>\n");
-    footer(&mut b, estimated || failed_to_pending > 0, true);
+    footer(&mut b, estimated || failed_to_pending > 0 || e.pending.jobs > 0, true);
     page("retryctl simulate: what the candidate policies change", &b)
 }
 
@@ -521,7 +580,9 @@ fn class_section(b: &mut String, e: &Estimates, compare: bool) {
     } else {
         b.push_str("<th class=\"n\">Pending jobs</th>");
     }
-    b.push_str("<th class=\"n\">trials</th><th class=\"n\">next run succeeded</th><th>next run succeeds (estimate)</th></tr>\n");
+    b.push_str(
+        "<th class=\"n\">trials</th><th class=\"n\">next run succeeded</th><th>rate, any depth (estimate)</th></tr>\n",
+    );
     for r in &rows {
         let _ = write!(b, "<tr><td><code>{}</code></td>", esc(&r.name()));
         let j = &r.jobs;
@@ -537,13 +598,12 @@ fn class_section(b: &mut String, e: &Estimates, compare: bool) {
         } else {
             let _ = write!(b, "<td class=\"n\">{}</td>", num(j.pending));
         }
-        let est = if r.rest { None } else { e.rates.estimate(r.class) };
         let _ = writeln!(
             b,
             "<td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
             num(r.tally.trials),
             num(r.tally.successes),
-            estimate_cell(est.as_ref(), true)
+            rate_cell(r.rate(e).as_ref())
         );
     }
     b.push_str("</table>");
@@ -599,11 +659,7 @@ fn delta(a: u64, b: u64) -> String {
 fn footer(b: &mut String, estimated: bool, compare: bool) {
     b.push_str("<footer>");
     if estimated {
-        let _ = write!(
-            b,
-            "<p><b>Estimates</b> (in italics): {}. They assume runs are independent given the class; the policies in force when the history was recorded chose which jobs were retried, so a class they never retried has no trials.</p>",
-            esc(ESTIMATE_METHOD)
-        );
+        let _ = write!(b, "<p><b>Estimates</b> (in italics): {}.</p>", esc(ESTIMATE_METHOD));
     }
     b.push_str("<p>Made by <code>retryctl simulate -o html</code>.");
     if compare {
@@ -616,7 +672,7 @@ fn footer(b: &mut String, estimated: bool, compare: bool) {
     b.push_str("</p></footer>\n");
 }
 
-fn replay_page(s: &Summary, e: Option<&Estimates>) -> String {
+fn replay_page(s: &Summary, e: &Estimates) -> String {
     let mut b = String::new();
     b.push_str("<header><h1>Replay of the failure history</h1>");
     let _ = writeln!(
@@ -625,11 +681,14 @@ fn replay_page(s: &Summary, e: Option<&Estimates>) -> String {
         jobs(s.jobs),
         s.runs
     );
-    let pending_note = match e {
-        Some(e) if s.pending > 0 && e.without_estimate < s.pending => {
-            format!("≈ {:.1} would succeed next (estimate)", e.expected)
-        }
-        _ => "retry past the end of the record".to_string(),
+    let pending_note = if s.pending > 0 && e.asked.without_estimate < s.pending {
+        format!(
+            "≈ {:.1} would succeed over the runs left, ≈ {} more run time (estimate)",
+            e.asked.expected,
+            seconds_words(e.asked.expected_compute)
+        )
+    } else {
+        "retry past the end of the record".to_string()
     };
     b.push_str("<section class=\"cards\">\n");
     b.push_str(&card("c-rescued", &num(s.succeeded), "succeeded", ""));
@@ -643,6 +702,12 @@ fn replay_page(s: &Summary, e: Option<&Estimates>) -> String {
         &format!("{} delay added", s.total_delay),
     ));
     b.push_str("</section>\n");
+    let _ = writeln!(
+        b,
+        "<p class=\"plan\">Compute: {} recorded{}.</p>",
+        s.compute,
+        esc(&request_hours(s.gpu, s.cpu, s.without_resources))
+    );
     b.push_str("<div class=\"status\">");
     let expectations = if s.expectation_failed_jobs > 0 {
         format!(
@@ -717,9 +782,108 @@ fn replay_page(s: &Summary, e: Option<&Estimates>) -> String {
         let _ = write!(b, "<p class=\"note\">Decisions by kind: {}.</p>", kinds.join(" · "));
     }
     b.push_str("</section>\n");
-    if let Some(e) = e {
-        class_section(&mut b, e, false);
+    if let Some(bt) = &e.backtest {
+        backtest_section(&mut b, bt);
     }
-    footer(&mut b, e.is_some_and(|e| !e.rates.classes().is_empty()), false);
+    class_section(&mut b, e, false);
+    footer(&mut b, e.rates.pooled().trials > 0, false);
     page("retryctl simulate: replay report", &b)
+}
+
+/// SPEC §3.8 in words and as a reliability diagram: each calibration bin a dot at
+/// (predicted, observed), its area by its trials, against the diagonal of perfect
+/// calibration; then the bins as a table.
+fn backtest_section(b: &mut String, bt: &Backtest) {
+    let _ = writeln!(
+        b,
+        "<section><h2>Backtest</h2>\n<p class=\"plan\">{}.</p>\n<p class=\"note\">{}.</p>",
+        esc(&capitalized(&backtest_sentence(bt))),
+        esc(&backtest_details(bt))
+    );
+    b.push_str(&reliability(bt));
+    b.push_str("<table><tr><th>predicted</th><th class=\"n\">trials</th><th class=\"n\">mean predicted</th><th class=\"n\">observed</th></tr>\n");
+    for bin in &bt.calibration {
+        let _ = writeln!(
+            b,
+            "<tr><td>{:.0}–{:.0}%</td><td class=\"n\">{}</td><td class=\"n\">{:.1}%</td><td class=\"n\">{:.1}%</td></tr>",
+            bin.from * 100.0,
+            bin.to * 100.0,
+            num(bin.trials),
+            bin.predicted * 100.0,
+            bin.observed * 100.0
+        );
+    }
+    b.push_str("</table><p class=\"note\">The trials of jobs submitted before the time fit the rates (class and depth, with the same back-off as the estimates); the trials of jobs submitted at or after it test them. A class the recorded policies never retried has no trials, and cannot be checked.</p></section>\n");
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// The reliability diagram: predicted (x) against observed (y), both 0–100%.
+fn reliability(bt: &Backtest) -> String {
+    const SIZE: f64 = 240.0;
+    const LEFT: f64 = 48.0;
+    const TOP: f64 = 12.0;
+    let x = |p: f64| LEFT + p.clamp(0.0, 1.0) * SIZE;
+    let y = |p: f64| TOP + (1.0 - p.clamp(0.0, 1.0)) * SIZE;
+    let mut s = format!(
+        "<svg class=\"rel\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"reliability diagram: predicted against observed success, per bin\">",
+        w = LEFT + SIZE + 16.0,
+        h = TOP + SIZE + 40.0
+    );
+    let _ = write!(
+        s,
+        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{SIZE}\" height=\"{SIZE}\" fill=\"none\" stroke=\"#cbd2d9\"/>"
+    );
+    for t in [0.0, 0.5, 1.0] {
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{:.0}%</text><text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{:.0}%</text>",
+            x(t),
+            TOP + SIZE + 14.0,
+            t * 100.0,
+            LEFT - 4.0,
+            y(t) + 4.0,
+            t * 100.0
+        );
+    }
+    let _ = write!(
+        s,
+        "<line class=\"diag\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#7b8794\" stroke-dasharray=\"4 3\"/>",
+        x(0.0),
+        y(0.0),
+        x(1.0),
+        y(1.0)
+    );
+    let _ = write!(
+        s,
+        "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">predicted</text><text x=\"12\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\" transform=\"rotate(-90 12 {})\">observed</text>",
+        LEFT + SIZE / 2.0,
+        TOP + SIZE + 32.0,
+        TOP + SIZE / 2.0,
+        TOP + SIZE / 2.0
+    );
+    let most = bt.calibration.iter().map(|b| b.trials).max().unwrap_or(1).max(1) as f64;
+    for bin in &bt.calibration {
+        let r = 3.0 + 9.0 * (bin.trials as f64 / most).sqrt();
+        let _ = write!(
+            s,
+            "<circle class=\"bin\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"{r:.1}\" fill=\"#3f83f8\" fill-opacity=\"0.6\"><title>predicted {:.1}%, observed {:.1}%, {} trials</title></circle><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\">{}</text>",
+            x(bin.predicted),
+            y(bin.observed),
+            bin.predicted * 100.0,
+            bin.observed * 100.0,
+            num(bin.trials),
+            x(bin.predicted) + r + 2.0,
+            y(bin.observed) + 3.0,
+            num(bin.trials)
+        );
+    }
+    s.push_str("</svg>");
+    s
 }

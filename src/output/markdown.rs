@@ -19,9 +19,12 @@ use crate::replay::sink::{Change, Estimates, Message, Needs, Sink, Totals};
 use crate::replay::source::Progress;
 use crate::replay::summary::Summary;
 
+use crate::replay::compare::hours;
+
 use super::simulate::{
-    class_rows, estimate_words, failed_expectations, plan_sentence, rule_rows, side_words, without_estimate, Baseline,
-    Listed, Mode, Stderr, CLUSTER_BASELINE, ESTIMATE_METHOD, GROUPS,
+    backtest_details, backtest_sentence, class_rows, estimate_words, expected_hours, failed_expectations, hours_words,
+    plan_sentence, rate_words, request_hours, rule_rows, seconds_words, side_words, without_estimate, Baseline, Listed,
+    Mode, Stderr, CLUSTER_BASELINE, ESTIMATE_METHOD, GROUPS,
 };
 
 /// Changed jobs listed at most.
@@ -67,7 +70,7 @@ impl Sink for MarkdownSink<'_> {
         // Enough of every group for any fair share of MAX_ROWS.
         self.listed.push(c.diff, MAX_ROWS, || Row {
             diff: c.diff.clone(),
-            estimate: c.estimate.cloned(),
+            estimate: c.estimate().cloned(),
         });
         Ok(())
     }
@@ -141,21 +144,53 @@ fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> Stri
     let _ = writeln!(m, "| delay | +{} | −{} |", c.delay_added, c.delay_removed);
     let _ = writeln!(
         m,
-        "| compute (`runFor` of runs one side starts and the other does not) | +{} | −{} |\n",
+        "| compute (`runFor` of runs one side starts and the other does not) | +{} | −{} |",
         c.compute_added, c.compute_removed
     );
+    for (name, added, removed) in [("GPU", c.gpu_added, c.gpu_removed), ("CPU", c.cpu_added, c.cpu_removed)] {
+        if added > 0 || removed > 0 {
+            let _ = writeln!(
+                m,
+                "| {name}-hours | +{} | −{} |",
+                hours_words(hours(added)),
+                hours_words(hours(removed))
+            );
+        }
+    }
+    m.push('\n');
     let failed_to_pending = c.failed_to_pending();
     let estimated = listed
         .groups
         .iter()
         .any(|(rows, _)| rows.iter().any(|r| r.estimate.is_some()));
     if failed_to_pending > 0 {
-        let without = without_estimate(e);
+        let a = &e.asked;
         let _ = writeln!(
             m,
-            "**Estimate:** {:.1} of {} Failed → Pending would succeed on the next run{without}.\n",
-            e.expected,
-            plural(failed_to_pending, "job", "jobs")
+            "**Estimate:** ≈ {:.1} ({:.1}–{:.1}) of {} Failed → Pending would succeed over the runs the candidate has left{}.\n",
+            a.expected,
+            a.low,
+            a.high,
+            plural(failed_to_pending, "job", "jobs"),
+            without_estimate(a)
+        );
+    }
+    let p = &e.pending;
+    if p.jobs > p.without_estimate {
+        let _ = writeln!(
+            m,
+            "**Expected:** ≈ {} more run time for the {} Pending in the candidate{}.\n",
+            seconds_words(p.expected_compute),
+            plural(p.jobs, "job", "jobs"),
+            expected_hours(p)
+        );
+    }
+    if let Some(b) = &e.backtest {
+        let _ = writeln!(
+            m,
+            "**Backtest:** {}. {}.\n",
+            text(&backtest_sentence(b)),
+            text(&backtest_details(b))
         );
     }
     if c.errors > 0 {
@@ -173,7 +208,7 @@ fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> Stri
         let _ = writeln!(m, "### Changed jobs ({} of {})\n", n_shown, c.changed);
         let _ = writeln!(
             m,
-            "| job | baseline | candidate | transition | estimate (next run succeeds) |\n|---|---|---|---|---|"
+            "| job | baseline | candidate | transition | estimate (succeeds over the runs left) |\n|---|---|---|---|---|"
         );
         for (g, rows) in shown.iter().enumerate() {
             for r in *rows {
@@ -213,7 +248,7 @@ fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> Stri
 }
 
 /// The report of a plain replay.
-fn report(s: &Summary, e: Option<&Estimates>) -> String {
+fn report(s: &Summary, e: &Estimates) -> String {
     let mut m = String::new();
     let _ = writeln!(
         m,
@@ -232,8 +267,11 @@ fn report(s: &Summary, e: Option<&Estimates>) -> String {
     }
     let _ = writeln!(
         m,
-        "\n**Retries granted:** {} · **delay added:** {}",
-        s.retries, s.total_delay
+        "\n**Retries granted:** {} · **delay added:** {} · **compute:** {} recorded{}",
+        s.retries,
+        s.total_delay,
+        s.compute,
+        request_hours(s.gpu, s.cpu, s.without_resources)
     );
     if s.expectation_failed_jobs > 0 {
         let _ = writeln!(
@@ -276,42 +314,56 @@ fn report(s: &Summary, e: Option<&Estimates>) -> String {
             let _ = writeln!(m, "| `{}` | {n} |", k.as_str());
         }
     }
-    if let Some(e) = e {
-        let (rows, hidden) = class_rows(e);
-        if !rows.is_empty() {
+    let (rows, hidden) = class_rows(e);
+    if !rows.is_empty() {
+        let _ = writeln!(
+            m,
+            "\n### By failure class\n\n| failure class | trials | next run succeeded | rate (any depth) | Pending jobs |\n|---|---:|---:|---|---:|"
+        );
+        for r in &rows {
+            let rate = r
+                .rate(e)
+                .map_or_else(|| "no trials".to_string(), |x| text(&rate_words(&x)));
             let _ = writeln!(
                 m,
-                "\n### By failure class\n\n| failure class | trials | next run succeeded | estimate (next run succeeds) | Pending jobs |\n|---|---:|---:|---|---:|"
+                "| {} | {} | {} | {rate} | {} |",
+                code(&r.name()),
+                r.tally.trials,
+                r.tally.successes,
+                r.jobs.pending
             );
-            for r in &rows {
-                let est = if r.rest { None } else { e.rates.estimate(r.class) };
-                let est = est.map_or_else(|| "no trials".to_string(), |x| text(&estimate_words(&x)));
-                let _ = writeln!(
-                    m,
-                    "| {} | {} | {} | {est} | {} |",
-                    code(&r.name()),
-                    r.tally.trials,
-                    r.tally.successes,
-                    r.jobs.pending
-                );
-            }
-            if hidden > 0 {
-                let _ = writeln!(
-                    m,
-                    "\n… and {hidden} more classes with trials and no Pending job, not listed."
-                );
-            }
-            if s.pending > e.without_estimate {
-                let without = without_estimate(e);
-                let _ = writeln!(
-                    m,
-                    "\n**Estimate:** {:.1} of {} Pending would succeed on the next run{without}.",
-                    e.expected,
-                    plural(s.pending, "job", "jobs"),
-                );
-            }
-            let _ = writeln!(m, "\n<sub>Estimates: {}.</sub>", text(ESTIMATE_METHOD));
         }
+        if hidden > 0 {
+            let _ = writeln!(
+                m,
+                "\n… and {hidden} more classes with trials and no Pending job, not listed."
+            );
+        }
+    }
+    let a = &e.asked;
+    if s.pending > a.without_estimate {
+        let _ = writeln!(
+            m,
+            "\n**Estimate:** ≈ {:.1} ({:.1}–{:.1}) of {} Pending would succeed over the runs the policies have left{}, ≈ {} more run time{}.",
+            a.expected,
+            a.low,
+            a.high,
+            plural(s.pending, "job", "jobs"),
+            without_estimate(a),
+            seconds_words(a.expected_compute),
+            expected_hours(a)
+        );
+    }
+    if let Some(b) = &e.backtest {
+        let _ = writeln!(
+            m,
+            "\n**Backtest:** {}. {}.",
+            text(&backtest_sentence(b)),
+            text(&backtest_details(b))
+        );
+    }
+    if !rows.is_empty() || s.pending > a.without_estimate {
+        let _ = writeln!(m, "\n<sub>Estimates: {}.</sub>", text(ESTIMATE_METHOD));
     }
     m
 }

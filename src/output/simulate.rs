@@ -21,6 +21,7 @@ use serde_json::{json, Map, Value};
 use tabled::builder::Builder;
 use tabled::settings::{Padding, Style as TableStyle};
 
+use crate::engine::job_report::plural;
 use crate::engine::job_report::{
     format_instant, rule_ref_label, JobInstant, JobReport, JobStatus, RuleLabel, RunRecord,
 };
@@ -29,9 +30,11 @@ use crate::engine::EngineKind;
 use crate::model::failure_history::{Final, Timestamp};
 use crate::model::quantity::format_bytes;
 use crate::model::GoDuration;
+use crate::replay::backtest::Backtest;
+use crate::replay::compare::hours;
 use crate::replay::compare::ClassChanges;
 use crate::replay::compare::{Comparison, JobDiff, Transition};
-use crate::replay::estimate::{Basis, Estimate, FailureClass, Tally, MAX_CLASSES};
+use crate::replay::estimate::{Basis, Estimate, FailureClass, Fit, Rate, Sums, Tally, MAX_CLASSES};
 use crate::replay::sink::{Change, Estimates, Message, Needs, RenderJob, Sink, Totals};
 use crate::replay::source::Progress;
 use crate::replay::summary::Summary;
@@ -215,12 +218,12 @@ pub fn job_json(report: &JobReport) -> Value {
     serde_json::to_value(job_record(report)).unwrap_or(Value::Null)
 }
 
-pub fn summary_json(s: &Summary) -> Value {
+pub fn summary_json(s: &Summary, e: &Estimates) -> Value {
     let decisions: Map<String, Value> = DecisionKind::ALL
         .iter()
         .map(|k| (k.as_str().to_string(), json!(s.decision_count(*k))))
         .collect();
-    json!({
+    let mut v = json!({
         "jobs": s.jobs,
         "runs": s.runs,
         "outcomes": {
@@ -234,11 +237,97 @@ pub fn summary_json(s: &Summary) -> Value {
         "failuresByRule": s.failures_by_rule(),
         "decisions": decisions,
         "totalDelay": s.total_delay.to_string(),
+        "compute": {
+            "recorded": s.compute.to_string(),
+            "expected": e.asked.expected_compute,
+            "gpuHours": {"recorded": hours(s.gpu), "expected": e.asked.gpu_hours},
+            "cpuHours": {"recorded": hours(s.cpu), "expected": e.asked.cpu_hours},
+            "withoutResources": s.without_resources,
+        },
+        "estimate": {
+            "pending": s.pending,
+            "expectedToSucceed": e.asked.expected,
+            "low": e.asked.low,
+            "high": e.asked.high,
+            "withoutEstimate": e.asked.without_estimate,
+            "expectedCompute": e.asked.expected_compute,
+            "method": ESTIMATE_METHOD,
+        },
         "expectationFailedJobs": s.expectation_failed_jobs,
         "expectationFailedJobIds": s.expectation_failed_ids,
         "contradictedJobs": s.contradicted_jobs,
         "errors": s.errors,
+    });
+    if let (Some(b), Value::Object(m)) = (&e.backtest, &mut v) {
+        m.insert("backtest".into(), backtest_json(b));
+    }
+    v
+}
+
+/// SPEC §3.8's `backtest` object, figures unrounded.
+pub fn backtest_json(b: &Backtest) -> Value {
+    let bins: Vec<Value> = b
+        .calibration
+        .iter()
+        .map(|x| {
+            json!({
+                "from": x.from,
+                "to": x.to,
+                "trials": x.trials,
+                "predicted": x.predicted,
+                "observed": x.observed,
+            })
+        })
+        .collect();
+    json!({
+        "at": b.at.to_string(),
+        "trainTrials": b.train_trials,
+        "testTrials": b.test_trials,
+        "brier": b.brier,
+        "brierPooled": b.brier_pooled,
+        "skill": b.skill,
+        "calibration": bins,
+        "classesChecked": b.classes_checked,
+        "classesCovered": b.classes_covered,
+        "withinPoints": b.within_points,
     })
+}
+
+/// SPEC §3.8's sentence: `estimates were within N points on jobs submitted at or after T`.
+pub fn backtest_sentence(b: &Backtest) -> String {
+    format!(
+        "estimates were within {:.1} points on jobs submitted at or after {}",
+        b.within_points, b.at
+    )
+}
+
+/// The backtest's other figures in words, after [`backtest_sentence`].
+pub fn backtest_details(b: &Backtest) -> String {
+    let skill = b.skill.map_or_else(
+        || "no skill to measure".to_string(),
+        |s| format!("skill {:.0}%", s * 100.0),
+    );
+    format!(
+        "Brier score {:.3} against {:.3} for one pooled rate ({skill}); {} of {} well-sampled classes (20+ test, 5+ train trials) within their train interval; {} train and {} test trials",
+        b.brier, b.brier_pooled, b.classes_covered, b.classes_checked, b.train_trials, b.test_trials
+    )
+}
+
+/// Hours for reading: one decimal, two under 1.
+pub fn hours_words(h: f64) -> String {
+    if h == 0.0 {
+        "0".to_string()
+    } else if h.abs() < 1.0 {
+        format!("{h:.2}")
+    } else {
+        format!("{h:.1}")
+    }
+}
+
+/// An expected run time in seconds as a duration, to the second (for reading).
+pub fn seconds_words(secs: f64) -> String {
+    let whole = secs.round().clamp(0.0, u64::MAX as f64 / 1e9);
+    GoDuration((whole * 1e9) as u64).to_string()
 }
 
 /// YAML of a value as a one-item list, indented by `indent` spaces (for streaming `jobs:`).
@@ -395,12 +484,12 @@ pub fn plan_sentence(c: &Comparison) -> String {
         c.to_pending,
         c.other + c.retries_only,
         c.changed,
-        crate::engine::job_report::plural(c.jobs, "job", "jobs"),
+        plural(c.jobs, "job", "jobs"),
     )
 }
 
 /// The bulk summary in words.
-pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Result<()> {
+pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary, e: &Estimates) -> io::Result<()> {
     writeln!(out, "{}", style.bold("summary"))?;
     writeln!(out, "  jobs:      {} ({} runs)", s.jobs, s.runs)?;
     writeln!(
@@ -413,6 +502,38 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
         "  retries:   {} granted, {} total delay added",
         s.retries, s.total_delay
     )?;
+    writeln!(
+        out,
+        "  compute:   {} recorded{}",
+        s.compute,
+        request_hours(s.gpu, s.cpu, s.without_resources)
+    )?;
+    if s.pending > 0 {
+        let a = &e.asked;
+        let without = without_estimate(a);
+        if a.without_estimate < s.pending {
+            writeln!(
+                out,
+                "  pending:   ≈ {:.1} ({:.1}–{:.1}) of {} would succeed over the runs the policies have left{without}, ≈ {} more run time (estimates)",
+                a.expected,
+                a.low,
+                a.high,
+                plural(s.pending, "Pending job", "Pending jobs"),
+                seconds_words(a.expected_compute)
+            )?;
+            writeln!(out, "             (estimates: {ESTIMATE_METHOD})")?;
+        } else {
+            writeln!(
+                out,
+                "  pending:   {}{without}",
+                plural(s.pending, "Pending job", "Pending jobs")
+            )?;
+        }
+    }
+    if let Some(b) = &e.backtest {
+        writeln!(out, "  backtest:  {}", backtest_sentence(b))?;
+        writeln!(out, "             ({})", backtest_details(b))?;
+    }
     let mut b = Builder::default();
     b.push_record(["POLICY/RULE", "RETRIES GRANTED", "PERMANENT FAILURES"]);
     let rows = rule_rows(s);
@@ -443,7 +564,7 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
             "  {}",
             style.error(&format!(
                 "expectations failed in {}: {list}",
-                crate::engine::job_report::plural(s.expectation_failed_jobs, "job", "jobs")
+                plural(s.expectation_failed_jobs, "job", "jobs")
             ))
         )?;
     } else {
@@ -453,7 +574,7 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
         writeln!(
             out,
             "  contradictions: {} (reported on stderr)",
-            crate::engine::job_report::plural(s.contradicted_jobs, "job", "jobs")
+            plural(s.contradicted_jobs, "job", "jobs")
         )?;
     }
     if s.errors > 0 {
@@ -462,7 +583,7 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary) -> io::Resu
             "  {}",
             style.error(&format!(
                 "not simulated: {} with errors (reported on stderr)",
-                crate::engine::job_report::plural(s.errors, "job", "jobs")
+                plural(s.errors, "job", "jobs")
             ))
         )?;
     }
@@ -702,24 +823,33 @@ impl<T> Listed<T> {
 }
 
 /// One row of a per-failure-class table: the class's trials (SPEC §3.5) and its jobs.
-#[derive(Debug, Clone, Copy)]
-pub struct ClassRow<'a> {
+#[derive(Debug, Clone)]
+pub struct ClassRow {
     /// `None`: jobs with no failed run (they have no trials).
-    pub class: Option<&'a FailureClass>,
+    pub class: Option<FailureClass>,
     /// The jobs of the classes past the first [`MAX_CLASSES`], together.
     pub rest: bool,
     pub tally: Tally,
     pub jobs: ClassChanges,
 }
 
-impl ClassRow<'_> {
+impl ClassRow {
     /// The class's name for people.
     pub fn name(&self) -> String {
-        match self.class {
+        match &self.class {
             _ if self.rest => format!("(other classes, past the first {MAX_CLASSES})"),
             Some(c) => c.to_string(),
             None => "(no failed run)".to_string(),
         }
+    }
+
+    /// The class's rate at any depth (its own from 5 trials, else every class's); `None`
+    /// for the classes past the cap or without a single trial.
+    pub fn rate(&self, e: &Estimates) -> Option<Rate> {
+        if self.rest {
+            return None;
+        }
+        e.rates.rate(self.class.as_ref(), 0, Fit::All)
     }
 }
 
@@ -729,32 +859,33 @@ pub const MAX_CLASS_ROWS: usize = 200;
 /// The classes of changed or Pending jobs, and the classes with the most trials up to
 /// [`MAX_CLASS_ROWS`] rows in all, sorted by class; then the classes past the cap together
 /// (when they have jobs). Also how many classes with trials are not listed.
-pub fn class_rows(e: &Estimates) -> (Vec<ClassRow<'_>>, usize) {
-    let mut rows: Vec<ClassRow<'_>> = e
+pub fn class_rows(e: &Estimates) -> (Vec<ClassRow>, usize) {
+    let mut rows: Vec<ClassRow> = e
         .by_class
         .rows()
         .into_iter()
         .map(|(class, jobs)| ClassRow {
-            class,
+            class: class.cloned(),
             rest: false,
             tally: e.rates.tally_of(class),
             jobs,
         })
         .collect();
-    let mut others: Vec<&(FailureClass, Tally)> = e
+    let mut others: Vec<(FailureClass, Tally)> = e
         .rates
+        .trials()
         .classes()
-        .iter()
-        .filter(|(c, _)| !rows.iter().any(|r| r.class == Some(c)))
+        .filter_map(|(c, t)| Some((c?, t.total(Fit::All))))
+        .filter(|(c, _)| !rows.iter().any(|r| r.class.as_ref() == Some(c)))
         .collect();
     // Most trials first; the sort is stable, so equal counts keep the class order.
     others.sort_by_key(|(_, t)| std::cmp::Reverse(t.trials));
     let room = MAX_CLASS_ROWS.saturating_sub(rows.len()).min(others.len());
     let hidden = others.len() - room;
-    rows.extend(others[..room].iter().map(|(c, t)| ClassRow {
+    rows.extend(others.into_iter().take(room).map(|(c, t)| ClassRow {
         class: Some(c),
         rest: false,
-        tally: *t,
+        tally: t,
         jobs: ClassChanges::default(),
     }));
     rows.sort_by(|a, b| a.class.cmp(&b.class));
@@ -769,29 +900,74 @@ pub fn class_rows(e: &Estimates) -> (Vec<ClassRow<'_>>, usize) {
     (rows, hidden)
 }
 
-/// An estimate's share and interval: `60%`, `(23–88%)`; with one decimal when the interval
-/// is narrower than two points (many trials), so that it does not read `21% (21–21%)`.
-pub fn estimate_shares(e: &Estimate) -> (String, String) {
-    let digits = if e.high - e.low < 0.02 { 1 } else { 0 };
-    let p = |x: f64| format!("{:.*}", digits, x * 100.0);
-    (
-        format!("{}%", p(e.p_succeeded)),
-        format!("({}–{}%)", p(e.low), p(e.high)),
-    )
+/// A share and its interval: `60%`, `(23–88%)`; with one decimal when the interval is
+/// narrower than two points (many trials), so that it does not read `21% (21–21%)`.
+pub fn shares(p: f64, low: f64, high: f64) -> (String, String) {
+    let digits = if high - low < 0.02 { 1 } else { 0 };
+    let pct = |x: f64| format!("{:.*}", digits, x * 100.0);
+    (format!("{}%", pct(p)), format!("({}–{}%)", pct(low), pct(high)))
 }
 
-/// An estimate in a few words: `60% (23–88%), basis all: 5 trials`.
+/// An estimate's share and interval ([`shares`]).
+pub fn estimate_shares(e: &Estimate) -> (String, String) {
+    shares(e.p_succeeded, e.low, e.high)
+}
+
+/// An estimate in a few words: `62% (31–85%) over 3 runs left; next run 33%, basis
+/// exit:1@1: 15 trials`.
 pub fn estimate_words(e: &Estimate) -> String {
     let (share, interval) = estimate_shares(e);
+    let basis = format!("basis {}: {}", e.basis, plural(e.trials, "trial", "trials"));
+    if e.runs_left == 1 {
+        return format!("{share} {interval} on its one run left, {basis}");
+    }
     format!(
-        "{share} {interval}, basis {}: {}",
-        e.basis,
-        crate::engine::job_report::plural(e.trials, "trial", "trials")
+        "{share} {interval} over {} runs left; next run {:.0}%, {basis}",
+        e.runs_left,
+        e.p_next_run * 100.0
     )
 }
 
-/// How the estimates are made, named once per output.
-pub const ESTIMATE_METHOD: &str = "the share of failed runs of the job's failure class (its last failed run's category, else exit code, else condition) whose next run succeeded, in this history; pooled over all classes under 5 trials; (low–high): Wilson 95% interval";
+/// A class's rate in a few words: `60% (23–88%), basis all: 5 trials`.
+pub fn rate_words(r: &Rate) -> String {
+    let (share, interval) = shares(r.p, r.low, r.high);
+    format!(
+        "{share} {interval}, basis {}: {}",
+        r.basis,
+        plural(r.trials, "trial", "trials")
+    )
+}
+
+/// ` (N without an estimate: no trials)`, or nothing when every job asked about has one.
+pub fn without_estimate(s: &Sums) -> String {
+    if s.without_estimate > 0 {
+        format!(" ({} without an estimate: no trials)", s.without_estimate)
+    } else {
+        String::new()
+    }
+}
+
+/// `; 3.5 GPU-hours, 50.0 CPU-hours; 3 jobs request neither` — the hours that are not 0, and
+/// the jobs they miss (nothing when no job requests anything).
+pub fn request_hours(gpu: u128, cpu: u128, without: u64) -> String {
+    let mut parts = Vec::new();
+    if gpu > 0 {
+        parts.push(format!("{} GPU-hours", hours_words(hours(gpu))));
+    }
+    if cpu > 0 {
+        parts.push(format!("{} CPU-hours", hours_words(hours(cpu))));
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    if without > 0 {
+        parts.push(format!("{} without requests", plural(without, "job", "jobs")));
+    }
+    format!(" ({})", parts.join(", "))
+}
+
+/// How the estimates are made, named once per output: what they assume.
+pub const ESTIMATE_METHOD: &str = "each Pending job's chance to succeed over the runs its policy has left (the engine followed on copies of its last failed run until it fails the job, at most 100 runs), from the share of failed runs of its failure class (its last failed run's category, else exit code, else condition) at the same depth (failed runs so far, 5+ together) whose next run succeeded, in this history; a level with fewer than 5 trials backs off to the class at any depth, then all classes at that depth, then all; (low–high): Wilson 95% bounds; runs assumed independent given class and depth, and a class the recorded policies never retried has no trials";
 
 /// `-o table`: one table per job (or the summary alone, in bulk), or the plan of a
 /// comparison: its changed jobs grouped by transition (the first
@@ -862,7 +1038,7 @@ impl Sink for TableSink<'_> {
 
     fn change(&mut self, c: &Change<'_>) -> io::Result<()> {
         self.written += 1;
-        self.estimated |= c.estimate.is_some();
+        self.estimated |= c.estimate().is_some();
         if matches!(self.mode, Mode::Compare { all_changes: true, .. }) {
             return writeln!(self.out, "{}", change_line(self.style, c));
         }
@@ -879,14 +1055,14 @@ impl Sink for TableSink<'_> {
     fn end(&mut self, totals: Totals<'_>) -> io::Result<()> {
         self.stderr.finish()?;
         match (totals, self.mode) {
-            (Totals::Replay { summary, .. }, Mode::Replay { bulk }) => {
+            (Totals::Replay { summary, estimates }, Mode::Replay { bulk }) => {
                 // One history: its table says it all. None simulated (an error, reported on
                 // stderr): an all-zero summary would only be noise on stdout.
                 if bulk || self.written > 1 {
                     if !bulk {
                         writeln!(self.out)?;
                     }
-                    write_summary(self.out, self.style, summary)?;
+                    write_summary(self.out, self.style, summary, estimates)?;
                 }
                 Ok(())
             }
@@ -924,33 +1100,57 @@ impl Sink for TableSink<'_> {
     }
 }
 
-/// ` (N without an estimate: no trials)`, or nothing when every job asked about has one.
-pub fn without_estimate(e: &Estimates) -> String {
-    if e.without_estimate > 0 {
-        format!(" ({} without an estimate: no trials)", e.without_estimate)
-    } else {
-        String::new()
-    }
-}
-
-/// The plan's estimate: Σ pSucceeded over the Failed → Pending jobs, and the method, once
-/// (when any job is estimated).
+/// The plan's estimate: Σ pSucceeded over the Failed → Pending jobs with its bounds, the
+/// expected run time of every Pending job, the method once (when any job is estimated), and
+/// the backtest.
 pub fn write_estimate_line(out: &mut dyn Write, c: &Comparison, e: &Estimates, estimated: bool) -> io::Result<()> {
     let failed_to_pending = c.failed_to_pending();
-    if failed_to_pending == 0 {
-        if estimated {
-            writeln!(out, "  estimates: {ESTIMATE_METHOD}")?;
-        }
-        return Ok(());
+    if failed_to_pending > 0 {
+        let a = &e.asked;
+        writeln!(
+            out,
+            "  estimate:  ≈ {:.1} ({:.1}–{:.1}) of {} Failed → Pending would succeed over the runs the candidate has left{}",
+            a.expected,
+            a.low,
+            a.high,
+            plural(failed_to_pending, "job", "jobs"),
+            without_estimate(a)
+        )?;
     }
-    let without = without_estimate(e);
-    writeln!(
-        out,
-        "  estimate:  {:.1} of {} Failed → Pending would succeed on the next run{without}",
-        e.expected,
-        crate::engine::job_report::plural(failed_to_pending, "job", "jobs")
-    )?;
-    writeln!(out, "             (estimates: {ESTIMATE_METHOD})")
+    let p = &e.pending;
+    if p.jobs > p.without_estimate {
+        writeln!(
+            out,
+            "  expected:  ≈ {} more run time for the {} Pending in the candidate{}",
+            seconds_words(p.expected_compute),
+            plural(p.jobs, "job", "jobs"),
+            expected_hours(p)
+        )?;
+    }
+    if failed_to_pending > 0 || estimated {
+        writeln!(out, "             (estimates: {ESTIMATE_METHOD})")?;
+    }
+    if let Some(b) = &e.backtest {
+        writeln!(out, "  backtest:  {}", backtest_sentence(b))?;
+        writeln!(out, "             ({})", backtest_details(b))?;
+    }
+    Ok(())
+}
+
+/// ` (2.5 GPU-hours, 10.0 CPU-hours)` of an expected run time, or nothing.
+pub fn expected_hours(s: &Sums) -> String {
+    let mut parts = Vec::new();
+    if s.gpu_hours > 0.0 {
+        parts.push(format!("{} GPU-hours", hours_words(s.gpu_hours)));
+    }
+    if s.cpu_hours > 0.0 {
+        parts.push(format!("{} CPU-hours", hours_words(s.cpu_hours)));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
+    }
 }
 
 /// One changed job as a line of the plan.
@@ -962,7 +1162,7 @@ fn change_line(style: Style, change: &Change<'_>) -> String {
         None => "retries",
     }
     .to_string();
-    if let Some(e) = change.estimate {
+    if let Some(e) = change.estimate() {
         what.push_str(&format!("; estimate {}", estimate_words(e)));
     }
     let line = format!("  ~ {}: {} → {}  ({what})", d.job, side_words(b), side_words(c));
@@ -1057,8 +1257,8 @@ impl Sink for RecordSink<'_> {
     }
 
     fn change(&mut self, c: &Change<'_>) -> io::Result<()> {
-        self.estimated |= c.estimate.is_some();
-        let record = change_record(c.diff, c.estimate);
+        self.estimated |= c.estimate().is_some();
+        let record = change_record(c);
         match self.format {
             Records::Json => {
                 if self.written > 0 {
@@ -1085,23 +1285,41 @@ impl Sink for RecordSink<'_> {
         let err = self.stderr.finish()?;
         let out = &mut *self.out;
         match (totals, self.format) {
-            (Totals::Replay { summary: s, .. }, Records::Json) => {
+            (
+                Totals::Replay {
+                    summary: s,
+                    estimates: e,
+                },
+                Records::Json,
+            ) => {
                 write!(out, "],\"summary\":")?;
-                serde_json::to_writer(&mut *out, &summary_json(s))?;
+                serde_json::to_writer(&mut *out, &summary_json(s, e))?;
                 writeln!(out, "}}")?;
             }
-            (Totals::Replay { summary: s, .. }, Records::Yaml) => {
+            (
+                Totals::Replay {
+                    summary: s,
+                    estimates: e,
+                },
+                Records::Yaml,
+            ) => {
                 if self.written == 0 {
                     // `jobs:` alone would read as null; say empty.
                     writeln!(out, "  []")?;
                 }
-                let text = serde_yaml::to_string(&summary_json(s)).unwrap_or_default();
+                let text = serde_yaml::to_string(&summary_json(s, e)).unwrap_or_default();
                 writeln!(out, "summary:")?;
                 for l in text.lines() {
                     writeln!(out, "  {l}")?;
                 }
             }
-            (Totals::Replay { summary: s, .. }, Records::Jsonl) => write_summary(err, style, s)?,
+            (
+                Totals::Replay {
+                    summary: s,
+                    estimates: e,
+                },
+                Records::Jsonl,
+            ) => write_summary(err, style, s, e)?,
             (
                 Totals::Compare {
                     comparison: c,
@@ -1149,9 +1367,10 @@ impl Sink for RecordSink<'_> {
     }
 }
 
-/// One side of a changed job; a Pending side carries the `estimate` of the run it would
-/// start (`null`: no trials at all).
+/// One side of a changed job; a Pending side carries its `estimate` (`null`: no trials at
+/// all).
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct SideOut<'a> {
     #[serde(rename = "final")]
     final_state: &'static str,
@@ -1172,15 +1391,18 @@ fn side_record<'a>(s: &crate::replay::compare::Side, estimate: Option<&'a Estima
     }
 }
 
-/// SPEC §3.5's `estimate` object.
+/// SPEC §3.6's `estimate` object, figures unrounded.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EstimateOut<'a> {
     p_succeeded: f64,
     low: f64,
     high: f64,
-    trials: u64,
+    p_next_run: f64,
+    runs_left: u32,
     basis: Shown<&'a Basis>,
+    trials: u64,
+    expected_compute: f64,
 }
 
 pub fn estimate_record(e: &Estimate) -> EstimateOut<'_> {
@@ -1188,8 +1410,11 @@ pub fn estimate_record(e: &Estimate) -> EstimateOut<'_> {
         p_succeeded: e.p_succeeded,
         low: e.low,
         high: e.high,
-        trials: e.trials,
+        p_next_run: e.p_next_run,
+        runs_left: e.runs_left,
         basis: Shown(&e.basis),
+        trials: e.trials,
+        expected_compute: e.expected_compute,
     }
 }
 
@@ -1206,11 +1431,12 @@ pub struct ChangeOut<'a> {
     compute_removed: Shown<GoDuration>,
 }
 
-pub fn change_record<'a>(d: &'a JobDiff, estimate: Option<&'a Estimate>) -> ChangeOut<'a> {
+pub fn change_record<'a>(c: &Change<'a>) -> ChangeOut<'a> {
+    let d = c.diff;
     ChangeOut {
         job: &d.job,
-        baseline: side_record(&d.baseline, estimate),
-        candidate: side_record(&d.candidate, estimate),
+        baseline: side_record(&d.baseline, c.baseline_estimate),
+        candidate: side_record(&d.candidate, c.candidate_estimate),
         transition: d.transition().map(transition_name),
         compute_added: Shown(d.compute_added),
         compute_removed: Shown(d.compute_removed),
@@ -1246,18 +1472,46 @@ pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Valu
         },
         "retries": {"added": c.retries_added, "removed": c.retries_removed},
         "delay": {"added": c.delay_added.to_string(), "removed": c.delay_removed.to_string()},
-        "compute": {"added": c.compute_added.to_string(), "removed": c.compute_removed.to_string()},
+        "compute": compute_json(c, e),
         "errors": c.errors,
         "estimate": {
-            "expectedRescued": e.expected,
-            "withoutEstimate": e.without_estimate,
+            "expectedRescued": e.asked.expected,
+            "low": e.asked.low,
+            "high": e.asked.high,
+            "withoutEstimate": e.asked.without_estimate,
+            "expectedCompute": e.pending.expected_compute,
             "method": ESTIMATE_METHOD,
         },
     });
-    match v {
+    let mut m = match v {
         Value::Object(m) => m,
         _ => Map::new(),
+    };
+    if let Some(b) = &e.backtest {
+        m.insert("backtest".into(), backtest_json(b));
     }
+    m
+}
+
+/// SPEC §3.7's `compute` of a comparison: the run time added and removed (durations), the
+/// expected run time of the candidate's Pending jobs (seconds) and the hours of each.
+pub fn compute_json(c: &Comparison, e: &Estimates) -> Value {
+    json!({
+        "added": c.compute_added.to_string(),
+        "removed": c.compute_removed.to_string(),
+        "expected": e.pending.expected_compute,
+        "gpuHours": {
+            "added": hours(c.gpu_added),
+            "removed": hours(c.gpu_removed),
+            "expected": e.pending.gpu_hours,
+        },
+        "cpuHours": {
+            "added": hours(c.cpu_added),
+            "removed": hours(c.cpu_removed),
+            "expected": e.pending.cpu_hours,
+        },
+        "withoutResources": c.without_resources,
+    })
 }
 
 /// One side of a changed job in words: `Failed after 1 retry`, in every format.
@@ -1265,8 +1519,29 @@ pub fn side_words(s: &crate::replay::compare::Side) -> String {
     format!(
         "{} after {}",
         s.final_state.as_str(),
-        crate::engine::job_report::plural(u64::from(s.retries), "retry", "retries")
+        plural(u64::from(s.retries), "retry", "retries")
     )
+}
+
+/// `; GPU-hours +2.0, -0.5; CPU-hours …` of a comparison, the kinds any job requests.
+pub fn compute_hours(c: &Comparison) -> String {
+    let mut out = String::new();
+    for (name, added, removed) in [("GPU", c.gpu_added, c.gpu_removed), ("CPU", c.cpu_added, c.cpu_removed)] {
+        if added > 0 || removed > 0 {
+            out.push_str(&format!(
+                "; {name}-hours +{}, -{}",
+                hours_words(hours(added)),
+                hours_words(hours(removed))
+            ));
+        }
+    }
+    if !out.is_empty() && c.without_resources > 0 {
+        out.push_str(&format!(
+            "; {} without requests",
+            plural(c.without_resources, "job", "jobs")
+        ));
+    }
+    out
 }
 
 /// The comparison totals in words, like the last lines of `terraform plan`.
@@ -1285,7 +1560,7 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
         writeln!(
             out,
             "  same outcome, other retry count: {}",
-            crate::engine::job_report::plural(c.retries_only, "job", "jobs")
+            plural(c.retries_only, "job", "jobs")
         )?;
     }
     writeln!(
@@ -1300,8 +1575,10 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
     )?;
     writeln!(
         out,
-        "  compute:   +{} added, -{} removed (runFor of the runs one side starts and the other does not)",
-        c.compute_added, c.compute_removed
+        "  compute:   +{} added, -{} removed (runFor of the runs one side starts and the other does not){}",
+        c.compute_added,
+        c.compute_removed,
+        compute_hours(c)
     )?;
     if c.errors > 0 {
         writeln!(
@@ -1309,7 +1586,7 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
             "  {}",
             style.error(&format!(
                 "not compared: {} with errors (reported on stderr)",
-                crate::engine::job_report::plural(c.errors, "job", "jobs")
+                plural(c.errors, "job", "jobs")
             ))
         )?;
     }
@@ -1327,6 +1604,8 @@ mod tests {
             retries: 0,
             delay: GoDuration::ZERO,
             runs: 1,
+            runs_left: 0,
+            compute: GoDuration::ZERO,
         };
         JobDiff {
             job: String::new(),
@@ -1334,6 +1613,7 @@ mod tests {
             candidate: side(to),
             compute_added: GoDuration::ZERO,
             compute_removed: GoDuration::ZERO,
+            resources: None,
         }
     }
 

@@ -10,16 +10,19 @@
 //! - a job changes when its final state or its retry count differs; delay and compute
 //!   totals count every job (a new backoff changes the delay of unchanged jobs too).
 //! - compute time: the `runFor` of the runs one side starts and the other does not (the
-//!   runs after the earlier end). Runs past the end of the recorded history are unknown
-//!   and not counted (a `→ Pending` job would run more than is counted).
+//!   runs after the earlier end). Runs past the end of the recorded history are not
+//!   recorded: their expected run time is SPEC §3.6's estimate (`estimate`), summed apart.
+//! - GPU- and CPU-hours (SPEC §3.7): the same run times × the job's request, summed as
+//!   whole nanoseconds × thousandths (exact in any order); `withoutResources` counts the
+//!   jobs with compute added or removed, or Pending in the candidate, that request neither.
 
 use std::collections::BTreeMap;
 
 use crate::engine::{DecisionKind, JobReport};
 use crate::model::duration::GoDuration;
-use crate::model::failure_history::{FailureHistory, Final, Outcome};
+use crate::model::failure_history::{FailureHistory, Final, Outcome, Resources};
 
-use super::estimate::{class_of, FailureClass, Ordered, MAX_CLASSES};
+use super::estimate::{class_of, FailureClass, Smallest, MAX_CLASSES};
 
 /// One side of a job: what the policies made of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +32,20 @@ pub struct Side {
     pub delay: GoDuration,
     /// Runs the scheduler starts.
     pub runs: usize,
+    /// Pending: the runs the side has left (SPEC §3.6), set by the replay; else 0.
+    pub runs_left: u32,
+    /// The run time of the recorded runs it starts.
+    pub compute: GoDuration,
+}
+
+/// The run time of a report's runs from `from` on.
+fn run_time(report: &JobReport, from: usize) -> GoDuration {
+    GoDuration(
+        report.runs[from.min(report.runs.len())..]
+            .iter()
+            .map(|r| r.ended_at.saturating_sub(r.started_at))
+            .fold(0u64, u64::saturating_add),
+    )
 }
 
 impl Side {
@@ -38,6 +55,8 @@ impl Side {
             retries: report.retries,
             delay: report.total_delay,
             runs: report.runs.len(),
+            runs_left: 0,
+            compute: run_time(report, 0),
         }
     }
 
@@ -48,7 +67,7 @@ impl Side {
 }
 
 /// One job under both policy sets.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct JobDiff {
     pub job: String,
     pub baseline: Side,
@@ -57,6 +76,8 @@ pub struct JobDiff {
     pub compute_added: GoDuration,
     /// `runFor` of runs the baseline starts and the candidate does not.
     pub compute_removed: GoDuration,
+    /// The job's requests (SPEC §3.7).
+    pub resources: Option<Resources>,
 }
 
 /// Named transitions of the final state.
@@ -80,18 +101,10 @@ impl JobDiff {
 
     pub fn new(baseline: &JobReport, candidate: JobReport) -> JobDiff {
         let (b, c) = (Side::of(baseline), Side::of(&candidate));
-        let extra = |longer: &JobReport, from: usize| {
-            GoDuration(
-                longer.runs[from.min(longer.runs.len())..]
-                    .iter()
-                    .map(|r| r.ended_at.saturating_sub(r.started_at))
-                    .fold(0u64, u64::saturating_add),
-            )
-        };
         let (compute_added, compute_removed) = if c.runs > b.runs {
-            (extra(&candidate, b.runs), GoDuration::ZERO)
+            (run_time(&candidate, b.runs), GoDuration::ZERO)
         } else {
-            (GoDuration::ZERO, extra(baseline, c.runs))
+            (GoDuration::ZERO, run_time(baseline, c.runs))
         };
         JobDiff {
             job: candidate.job_id,
@@ -99,6 +112,7 @@ impl JobDiff {
             candidate: c,
             compute_added,
             compute_removed,
+            resources: candidate.resources,
         }
     }
 
@@ -140,12 +154,34 @@ pub struct Comparison {
     pub delay_removed: GoDuration,
     pub compute_added: GoDuration,
     pub compute_removed: GoDuration,
+    /// GPU and CPU time of the runs added and removed, in nanoseconds × thousandths.
+    pub gpu_added: u128,
+    pub gpu_removed: u128,
+    pub cpu_added: u128,
+    pub cpu_removed: u128,
+    /// Jobs with compute added or removed, or Pending in the candidate, that request
+    /// neither CPU nor GPU (their hours count 0).
+    pub without_resources: u64,
+    /// The run time of every recorded run each side starts (`--max-compute P%` is a share
+    /// of the baseline's).
+    pub baseline_compute: GoDuration,
+    pub candidate_compute: GoDuration,
     /// Jobs that could not be replayed on one side or both.
     pub errors: u64,
 }
 
 fn add(a: &mut GoDuration, b: u64) {
     a.0 = a.0.saturating_add(b);
+}
+
+/// Nanoseconds × thousandths of a request, exactly (u128 holds 584 years × 10^20 devices).
+pub fn request_time(ns: GoDuration, milli: Option<u64>) -> u128 {
+    u128::from(ns.0) * u128::from(milli.unwrap_or(0))
+}
+
+/// Nanoseconds × thousandths → hours of one device.
+pub fn hours(ns_milli: u128) -> f64 {
+    ns_milli as f64 / 1000.0 / 1e9 / 3600.0
 }
 
 impl Comparison {
@@ -177,6 +213,50 @@ impl Comparison {
         add(&mut self.delay_removed, b.delay.0.saturating_sub(c.delay.0));
         add(&mut self.compute_added, d.compute_added.0);
         add(&mut self.compute_removed, d.compute_removed.0);
+        add(&mut self.baseline_compute, b.compute.0);
+        add(&mut self.candidate_compute, c.compute.0);
+        let r = d.resources.as_ref();
+        let (gpu, cpu) = (r.and_then(|r| r.gpu_milli), r.and_then(|r| r.cpu_milli));
+        self.gpu_added += request_time(d.compute_added, gpu);
+        self.gpu_removed += request_time(d.compute_removed, gpu);
+        self.cpu_added += request_time(d.compute_added, cpu);
+        self.cpu_removed += request_time(d.compute_removed, cpu);
+        let counted = d.compute_added.0 > 0 || d.compute_removed.0 > 0 || c.final_state == Final::Pending;
+        if counted && Resources::is_none(r) {
+            self.without_resources += 1;
+        }
+    }
+
+    /// Adds the totals of other jobs (another worker's, another shard's).
+    pub fn merge(&mut self, o: &Comparison) {
+        self.jobs += o.jobs;
+        self.changed += o.changed;
+        self.retries_only += o.retries_only;
+        self.rescued += o.rescued;
+        self.lost += o.lost;
+        self.to_pending += o.to_pending;
+        self.other += o.other;
+        for (k, n) in &o.by_state {
+            *self.by_state.entry(*k).or_default() += n;
+        }
+        self.retries_added += o.retries_added;
+        self.retries_removed += o.retries_removed;
+        for (mine, theirs) in [
+            (&mut self.delay_added, o.delay_added),
+            (&mut self.delay_removed, o.delay_removed),
+            (&mut self.compute_added, o.compute_added),
+            (&mut self.compute_removed, o.compute_removed),
+            (&mut self.baseline_compute, o.baseline_compute),
+            (&mut self.candidate_compute, o.candidate_compute),
+        ] {
+            add(mine, theirs.0);
+        }
+        self.gpu_added += o.gpu_added;
+        self.gpu_removed += o.gpu_removed;
+        self.cpu_added += o.cpu_added;
+        self.cpu_removed += o.cpu_removed;
+        self.without_resources += o.without_resources;
+        self.errors += o.errors;
     }
 
     /// Jobs Failed in the baseline and Pending in the candidate.
@@ -300,18 +380,43 @@ pub struct ClassChanges {
     pub pending: u64,
 }
 
-/// Counts by job class (its last recorded failed run's; `None`: no failed run), the first
-/// [`MAX_CLASSES`] classes seen, the rest together. Folded in input order.
+impl ClassChanges {
+    fn merge(&mut self, o: &ClassChanges) {
+        self.rescued += o.rescued;
+        self.lost += o.lost;
+        self.to_pending += o.to_pending;
+        self.other += o.other;
+        self.retries_only += o.retries_only;
+        self.failed_to_pending += o.failed_to_pending;
+        self.pending += o.pending;
+    }
+}
+
+/// Counts by job class (its last recorded failed run's; `None`: no failed run), the
+/// [`MAX_CLASSES`] smallest classes, the rest together: the same whatever the order jobs
+/// are counted in.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ByClass {
-    rows: Ordered<Option<FailureClass>, ClassChanges>,
+    rows: Smallest<Option<FailureClass>, ClassChanges, MAX_CLASSES>,
     /// The classes past the cap, together.
     pub rest: ClassChanges,
 }
 
 impl ByClass {
     fn row(&mut self, class: &Option<FailureClass>) -> &mut ClassChanges {
-        self.rows.get_or_make(class, MAX_CLASSES).unwrap_or(&mut self.rest)
+        let rest = &mut self.rest;
+        match self.rows.get_or_make(class, |dropped| rest.merge(&dropped)) {
+            Some(row) => row,
+            None => rest,
+        }
+    }
+
+    /// Adds the counts of other jobs.
+    pub fn merge(&mut self, other: &ByClass) {
+        for (class, counts) in other.rows.iter() {
+            self.row(class).merge(counts);
+        }
+        self.rest.merge(&other.rest);
     }
 
     /// A changed job of `class`.
@@ -341,9 +446,7 @@ impl ByClass {
 
     /// Every class, sorted (jobs without a failed run first).
     pub fn rows(&self) -> Vec<(Option<&FailureClass>, ClassChanges)> {
-        let mut rows: Vec<_> = self.rows.items.iter().map(|(c, n)| (c.as_ref(), *n)).collect();
-        rows.sort_by(|a, b| a.0.cmp(&b.0));
-        rows
+        self.rows.iter().map(|(c, n)| (c.as_ref(), *n)).collect()
     }
 }
 

@@ -1,40 +1,64 @@
-//! Estimates past the end of the record (SPEC §3.5): how likely a job that one side would
-//! retry past the end of its recorded history is to succeed, from the history itself.
+//! Estimates past the end of the record (SPEC §3.5–3.7): how likely a job that one side would
+//! retry past the end of its recorded history is to succeed over the runs that side has left,
+//! and what those runs would cost, from the history itself.
 //!
-//! Owns: a run's failure class ([`class_of`]: `category[/subcategory]`, else `exit:N` of
-//! the first container with a non-zero exit code, else `condition:C` of the first
-//! condition, else `unknown`), a job's class ([`job_class`]: its last recorded failed
-//! run's), the trials ([`Trials`]: every failed run followed by another run of the same job
-//! is one trial of the failed run's class, a success when that next run succeeded; a
-//! returned lease is a next run that did not succeed), and the estimate ([`Rates::estimate`]:
-//! the class's p̂ = successes / trials with a Wilson 95% interval; fewer than
-//! [`MIN_TRIALS`] trials → the pooled rate over all classes, basis `all`; no trials at all
-//! → none). Pure: no I/O; tested on histories whose answer is known by hand.
+//! Owns, as pure functions of counts:
+//! - a run's failure class ([`class_of`]: `category[/subcategory]`, else `exit:N` of the
+//!   first container with a non-zero exit code, else `condition:C` of the first condition,
+//!   else `unknown`) and a job's ([`job_class`]: its last recorded failed run's);
+//! - the trials ([`Trials`]): every failed run followed by another run of the same job is one
+//!   trial of the failed run's class at its depth (how many failed runs of the job, any class,
+//!   precede that next run, the one just failed included; 5 and more are one bucket, `5+`), a
+//!   success when the next run succeeded (a returned lease is a next run that did not). Kept
+//!   apart for `--backtest-at` (§3.8): the trials of jobs submitted before the time *fit*, the
+//!   others *test*; estimates use both;
+//! - the rate at (class, depth) with its back-off ([`Rates::rate`]): (c, d) → (c, any depth) →
+//!   (all classes, d) → (all, any), each level used from [`MIN_TRIALS`] trials on, the last
+//!   from one; Wilson 95% bounds; `basis` names the level (`oom@2`, `oom@5+`, `oom`, `all@2`,
+//!   `all`);
+//! - a Pending side's [`Estimate`] over its runs left `r` ([`Rates::estimate`]): `pNextRun` =
+//!   p(c, d), `pSucceeded` = 1 − Π_{j<r}(1 − p(c, d+j)), `low`/`high` the same over the Wilson
+//!   bounds, `expectedCompute` = Σ_{j<r} Π_{i<j}(1 − p_i) × m_c with m_c the mean `runFor`
+//!   of the runs that followed a failure of the class (the class's own from 5 trials, else
+//!   every class's);
+//! - the sums over many Pending jobs ([`PendingSet`], [`Sums`]).
 //!
-//! Decisions where SPEC §3.5 is silent:
-//! - a job with no failed run recorded (a returned lease requeued it, say) has no class:
-//!   its estimate is the pooled one (basis `all`);
+//! Exact whatever the order: every count is an integer sum, and every float is computed
+//! from the final counts in key order (never summed job by job), so the workers of one
+//! process, the shards of SPEC §9 and their merge give the same bits. For the same reason
+//! the caps on classes keep the *smallest* keys (categories and subcategories by name, exit
+//! codes by value), not the first seen: what a cap keeps does not depend on how the input
+//! was cut.
+//!
+//! Decisions where the SPEC is silent:
+//! - a job with no failed run recorded (a returned lease requeued it, say) has no class and
+//!   depth 0: its rate is every class's, at any depth (`all`);
 //! - an empty `category` counts as none; a `subcategory` without a category is ignored;
 //! - at most [`MAX_CLASSES`] categories and exit codes, and [`MAX_SUBCATEGORIES`]
-//!   subcategories of a category, are kept, the first seen (a history is input, and a category per run would otherwise grow
-//!   without bound); the trials of the classes past that still count in the pooled rate,
-//!   and a job of such a class gets the pooled estimate.
+//!   subcategories of a category, are kept (a history is input; a category per run would
+//!   otherwise grow without bound); the trials of the classes past that count in every
+//!   class's rates (`all`), and a job of such a class backs off to them;
+//! - `pSucceeded`, `low` and `high` are summed as Σ_j p_j Π_{i<j}(1 − p_i), equal to
+//!   1 − Π(1 − p_j) but exact for one run left (`pSucceeded = pNextRun` to the bit); `low` and
+//!   `high` are then clamped to `pSucceeded` against rounding.
 //!
-//! Streaming (how `replay::run` uses this): trials are counted per unit of work in the
-//! workers, merged in input order, and final only after the last job. A changed job's
-//! estimate is handed to the sink with the job, so `replay::run` streams changed jobs until
-//! the first one that is Pending on a side; from there on it spools them (compact, not
-//! rendered) to a temporary file and hands them over after the last job, with their
-//! estimates. Memory stays flat; stdin is no different (the spool holds output, not input).
+//! Pure: no I/O; tested on histories whose answer is known by hand.
 
-use std::collections::HashMap;
+use std::borrow::Borrow;
+use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::model::failure_history::{FailureHistory, Outcome, Run};
+use crate::model::failure_history::{FailureHistory, Outcome, Resources, Run};
 use crate::model::policy::Condition;
 
-/// Below this many trials a class's own rate is not used: the pooled rate is.
+/// Below this many trials a level is not used: the next one is.
 pub const MIN_TRIALS: u64 = 5;
+
+/// Depth buckets: 1, 2, 3, 4 and 5+.
+pub const DEPTHS: usize = 5;
+
+/// Runs a Pending side is followed for at most (SPEC §3.6).
+pub const MAX_RUNS_LEFT: u32 = 100;
 
 /// Distinct categories, and exit codes, kept.
 pub const MAX_CLASSES: usize = 1000;
@@ -46,7 +70,7 @@ pub const MAX_SUBCATEGORIES: usize = 100;
 pub const Z95: f64 = 1.959964;
 
 /// The method, in words, for the formats that name it once.
-pub const METHOD: &str = "per failure class (the last recorded failed run's category[/subcategory], else exit:N, else condition:C, else unknown), the observed share of failed runs whose next run of the same job succeeded, over the whole replayed history; classes with fewer than 5 such trials use the pooled rate over all classes (basis `all`); interval: Wilson score, 95%";
+pub const METHOD: &str = "per failure class (the last recorded failed run's category[/subcategory], else exit:N, else condition:C, else unknown) and depth (failed runs so far, 5+ together), the observed share of failed runs whose next run of the same job succeeded, over the whole replayed history, carried over every run the policy has left (copies of the last failed run until the engine fails it, at most 100); a level with fewer than 5 trials backs off: class at any depth, then all classes at the depth, then all; interval: Wilson score, 95%; runs assumed independent given class and depth";
 
 /// The failure class of a failed run.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -78,7 +102,8 @@ impl fmt::Display for FailureClass {
 /// A run's class, borrowed from the run (counting a trial copies nothing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ClassRef<'a> {
-    Category(&'a str, Option<&'a str>),
+    /// The subcategory is `""` when there is none.
+    Category(&'a str, &'a str),
     Exit(i64),
     Condition(Condition),
     Unknown,
@@ -89,18 +114,29 @@ impl ClassRef<'_> {
         match self {
             ClassRef::Category(c, s) => FailureClass::Category {
                 category: c.to_string(),
-                subcategory: s.map(str::to_string),
+                subcategory: (!s.is_empty()).then(|| s.to_string()),
             },
             ClassRef::Exit(code) => FailureClass::Exit(code),
             ClassRef::Condition(c) => FailureClass::Condition(c),
             ClassRef::Unknown => FailureClass::Unknown,
         }
     }
+
+    fn of(class: &FailureClass) -> ClassRef<'_> {
+        match class {
+            FailureClass::Category { category, subcategory } => {
+                ClassRef::Category(category, subcategory.as_deref().unwrap_or(""))
+            }
+            FailureClass::Exit(code) => ClassRef::Exit(*code),
+            FailureClass::Condition(c) => ClassRef::Condition(*c),
+            FailureClass::Unknown => ClassRef::Unknown,
+        }
+    }
 }
 
 fn class_ref(run: &Run) -> ClassRef<'_> {
     if let Some(category) = run.category.as_deref().filter(|c| !c.is_empty()) {
-        return ClassRef::Category(category, run.subcategory.as_deref().filter(|s| !s.is_empty()));
+        return ClassRef::Category(category, run.subcategory.as_deref().unwrap_or(""));
     }
     if let Some(c) = run.containers.iter().find(|c| c.exit_code != 0) {
         return ClassRef::Exit(c.exit_code);
@@ -126,6 +162,17 @@ pub fn job_class(history: &FailureHistory) -> Option<FailureClass> {
         .map(class_of)
 }
 
+/// The depth of a job's pending run: its recorded failed runs (SPEC §3.6).
+pub fn failed_runs(history: &FailureHistory) -> u32 {
+    let n = history.runs.iter().filter(|r| r.outcome == Outcome::Failed).count();
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The bucket of a depth of 1 or more: 1..=4 alone, 5 and more together.
+fn bucket(depth: u32) -> usize {
+    (depth.clamp(1, DEPTHS as u32) - 1) as usize
+}
+
 /// Trials and successes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
@@ -143,196 +190,317 @@ impl Tally {
         self.trials += other.trials;
         self.successes += other.successes;
     }
+
+    /// The share of successes (trials > 0).
+    pub fn share(&self) -> f64 {
+        self.successes as f64 / self.trials as f64
+    }
 }
 
-/// Values in the order first seen, found by key: by a scan while there are few, then
-/// through an index. (Also the comparison's counts by class.)
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Ordered<K: std::hash::Hash + Eq, V> {
-    pub(super) items: Vec<(K, V)>,
-    index: HashMap<K, usize>,
+/// Which trials a rate is fitted on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    /// Every trial: the estimates.
+    All,
+    /// The trials of jobs submitted before `--backtest-at` only: the backtest's predictions.
+    Train,
 }
 
-impl<K: std::hash::Hash + Eq, V> Default for Ordered<K, V> {
-    fn default() -> Self {
-        Ordered {
-            items: Vec::new(),
-            index: HashMap::new(),
+/// One class's trials, by depth bucket, fit and test apart, and the run time of the runs
+/// that followed its failures.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClassTrials {
+    pub train: [Tally; DEPTHS],
+    pub test: [Tally; DEPTHS],
+    /// Σ `runFor` of the next run of every trial (train and test), in nanoseconds.
+    pub next_run_ns: u128,
+}
+
+impl ClassTrials {
+    fn add(&mut self, depth: u32, success: bool, test: bool, next_run_ns: u64) {
+        let side = if test { &mut self.test } else { &mut self.train };
+        side[bucket(depth)].add(success);
+        self.next_run_ns += u128::from(next_run_ns);
+    }
+
+    fn merge(&mut self, other: &ClassTrials) {
+        for d in 0..DEPTHS {
+            self.train[d].merge(other.train[d]);
+            self.test[d].merge(other.test[d]);
         }
+        self.next_run_ns += other.next_run_ns;
+    }
+
+    /// The tally at depth bucket `d` (0-based).
+    pub fn at(&self, fit: Fit, d: usize) -> Tally {
+        let mut t = self.train[d];
+        if fit == Fit::All {
+            t.merge(self.test[d]);
+        }
+        t
+    }
+
+    /// The tally at any depth.
+    pub fn total(&self, fit: Fit) -> Tally {
+        let mut t = Tally::default();
+        for d in 0..DEPTHS {
+            t.merge(self.at(fit, d));
+        }
+        t
+    }
+
+    /// The test trials at any depth.
+    pub fn tested(&self) -> Tally {
+        let mut t = Tally::default();
+        for d in 0..DEPTHS {
+            t.merge(self.test[d]);
+        }
+        t
     }
 }
 
-/// Up to this many keys are found by a linear scan (a handful of exit codes or categories is
-/// the common case, where hashing the key per trial cost more than the whole scan).
-const SCAN: usize = 8;
+/// A map that keeps the `CAP` smallest keys it is given, by their order (not by when they
+/// came), and hands back the value of a key it drops: what it keeps, and what it drops in
+/// all, are the same whatever order the keys come in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Smallest<K: Ord, V, const CAP: usize> {
+    map: BTreeMap<K, V>,
+}
 
-impl<K: std::hash::Hash + Eq + Clone, V: Default> Ordered<K, V> {
-    /// The value of `key`; made on first sight while fewer than `cap` are kept.
-    pub(super) fn get_or_make<Q>(&mut self, key: &Q, cap: usize) -> Option<&mut V>
+impl<K: Ord, V, const CAP: usize> Default for Smallest<K, V, CAP> {
+    fn default() -> Self {
+        Smallest { map: BTreeMap::new() }
+    }
+}
+
+impl<K: Ord, V: Default, const CAP: usize> Smallest<K, V, CAP> {
+    /// The value of `key`, made when new, or `None` when `key` is past the cap; `dropped`
+    /// gets the value of the key a new one pushed out.
+    pub fn get_or_make<Q>(&mut self, key: &Q, dropped: impl FnOnce(V)) -> Option<&mut V>
     where
-        K: std::borrow::Borrow<Q>,
-        Q: std::hash::Hash + Eq + ToOwned<Owned = K> + ?Sized,
+        K: Borrow<Q>,
+        Q: Ord + ToOwned<Owned = K> + ?Sized,
     {
-        let found = if self.items.len() <= SCAN {
-            self.items.iter().position(|(k, _)| k.borrow() == key)
-        } else {
-            self.index.get(key).copied()
-        };
-        let i = match found {
-            Some(i) => i,
-            None if self.items.len() < cap => {
-                self.items.push((key.to_owned(), V::default()));
-                if self.items.len() > SCAN {
-                    if self.index.is_empty() {
-                        self.index = self
-                            .items
-                            .iter()
-                            .enumerate()
-                            .map(|(i, (k, _))| (k.clone(), i))
-                            .collect();
-                    } else {
-                        self.index.insert(key.to_owned(), self.items.len() - 1);
-                    }
+        if !self.map.contains_key(key) {
+            if self.map.len() >= CAP {
+                let past = self.map.last_key_value().is_some_and(|(last, _)| key > last.borrow());
+                if past {
+                    return None;
                 }
-                self.items.len() - 1
+                if let Some((_, v)) = self.map.pop_last() {
+                    dropped(v);
+                }
             }
-            None => return None,
-        };
-        Some(&mut self.items[i].1)
+            self.map.insert(key.to_owned(), V::default());
+        }
+        self.map.get_mut(key)
+    }
+
+    pub fn get<Q>(&self, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.map.get(key)
+    }
+
+    /// Every kept key and its value, in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.map.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Every kept value, in key order.
+    pub fn into_values(self) -> impl Iterator<Item = V> {
+        self.map.into_values()
     }
 }
 
-/// Trials by class, counted one history at a time (in a worker) and merged in input order.
-/// Lookups borrow the run's strings: a trial allocates only for a class not seen before.
-/// A worker's count of its unit keeps every class (a unit is bounded); [`Trials::merge`]
-/// keeps the first [`MAX_CLASSES`] categories and exit codes and [`MAX_SUBCATEGORIES`]
-/// subcategories of a category, in the order first seen, so that the result does not
-/// depend on how the input was cut.
-#[derive(Debug, Clone, Default)]
+/// Subcategories of one category: `""` is the category without one.
+type Subcategories = Smallest<String, ClassTrials, MAX_SUBCATEGORIES>;
+
+/// Every trial of a history, by class and depth: counted one history at a time (in a worker,
+/// a shard) and merged; the result is the same however the histories were split.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Trials {
-    /// Category → (subcategory → tally).
-    categories: Ordered<String, Ordered<Option<String>, Tally>>,
-    exits: Ordered<i64, Tally>,
-    conditions: [Tally; Condition::ALL.len()],
-    unknown: Tally,
-    /// Every trial, of kept classes or not.
-    pooled: Tally,
+    categories: Smallest<String, Subcategories, MAX_CLASSES>,
+    exits: Smallest<i64, ClassTrials, MAX_CLASSES>,
+    conditions: [ClassTrials; Condition::ALL.len()],
+    unknown: ClassTrials,
+    /// The classes past the caps, together.
+    rest: ClassTrials,
+    /// Every trial, of every class.
+    all: ClassTrials,
+}
+
+/// Adds `t` to `rest` (a dropped subcategory's trials).
+fn into_rest(rest: &mut ClassTrials) -> impl FnOnce(ClassTrials) + '_ {
+    move |t| rest.merge(&t)
 }
 
 impl Trials {
-    /// Counts every trial of one job's recorded history.
-    pub fn add_history(&mut self, history: &FailureHistory) {
+    /// Counts every trial of one job's recorded history; `test`: the job was submitted at
+    /// or after `--backtest-at`.
+    pub fn add_history(&mut self, history: &FailureHistory, test: bool) {
+        let mut depth = 0u32;
         for pair in history.runs.windows(2) {
-            if pair[0].outcome == Outcome::Failed {
-                let success = pair[1].outcome == Outcome::Succeeded;
-                self.pooled.add(success);
-                if let Some(t) = self.slot(class_ref(&pair[0]), usize::MAX, usize::MAX) {
-                    t.add(success);
-                }
+            if pair[0].outcome != Outcome::Failed {
+                continue;
             }
+            depth = depth.saturating_add(1);
+            let success = pair[1].outcome == Outcome::Succeeded;
+            let next = pair[1].run_for.0;
+            self.all.add(depth, success, test, next);
+            self.slot(class_ref(&pair[0])).add(depth, success, test, next);
         }
     }
 
-    /// The tally of `class`, made on first sight while fewer than `cap` categories or exit
-    /// codes (`sub_cap` subcategories of its category) are kept.
-    fn slot(&mut self, class: ClassRef<'_>, cap: usize, sub_cap: usize) -> Option<&mut Tally> {
-        match class {
-            ClassRef::Condition(c) => Some(&mut self.conditions[c as usize]),
-            ClassRef::Unknown => Some(&mut self.unknown),
-            ClassRef::Exit(code) => self.exits.get_or_make(&code, cap),
+    /// The trials of `class`, or the rest's when it is past a cap.
+    fn slot(&mut self, class: ClassRef<'_>) -> &mut ClassTrials {
+        let rest = &mut self.rest;
+        let kept = match class {
+            ClassRef::Condition(c) => return &mut self.conditions[c as usize],
+            ClassRef::Unknown => return &mut self.unknown,
+            ClassRef::Exit(code) => self.exits.get_or_make(&code, into_rest(rest)),
             ClassRef::Category(category, sub) => {
-                let subs = self.categories.get_or_make(category, cap)?;
-                // `Option<&str>` is not a borrowed `Option<String>`: look up by hand.
-                let i = match subs.items.iter().position(|(s, _)| s.as_deref() == sub) {
-                    Some(i) => i,
-                    None => {
-                        let owned = sub.map(str::to_string);
-                        subs.get_or_make(&owned, sub_cap)?;
-                        subs.items.len() - 1
+                let subs = self.categories.get_or_make(category, |subs: Subcategories| {
+                    for t in subs.into_values() {
+                        rest.merge(&t);
                     }
-                };
-                Some(&mut subs.items[i].1)
+                });
+                match subs {
+                    Some(subs) => subs.get_or_make(sub, into_rest(rest)),
+                    None => None,
+                }
             }
+        };
+        match kept {
+            Some(t) => t,
+            None => rest,
         }
     }
 
-    /// Adds the trials of the histories that follow (a worker's unit).
-    pub fn merge(&mut self, other: Trials) {
-        for (category, subs) in other.categories.items {
-            for (sub, t) in subs.items {
-                let class = ClassRef::Category(&category, sub.as_deref());
-                if let Some(slot) = self.slot(class, MAX_CLASSES, MAX_SUBCATEGORIES) {
-                    slot.merge(t);
-                }
+    /// Adds the trials of other histories (another worker's, another shard's).
+    pub fn merge(&mut self, other: &Trials) {
+        for (category, subs) in other.categories.iter() {
+            for (sub, t) in subs.iter() {
+                self.slot(ClassRef::Category(category, sub)).merge(t);
             }
         }
-        for (code, t) in other.exits.items {
-            if let Some(slot) = self.exits.get_or_make(&code, MAX_CLASSES) {
-                slot.merge(t);
-            }
+        for (code, t) in other.exits.iter() {
+            self.slot(ClassRef::Exit(*code)).merge(t);
         }
-        for (mine, theirs) in self.conditions.iter_mut().zip(other.conditions) {
+        for (mine, theirs) in self.conditions.iter_mut().zip(&other.conditions) {
             mine.merge(theirs);
         }
-        self.unknown.merge(other.unknown);
-        self.pooled.merge(other.pooled);
+        self.unknown.merge(&other.unknown);
+        self.rest.merge(&other.rest);
+        self.all.merge(&other.all);
     }
 
-    /// The rates, once every history is counted.
-    pub fn rates(self) -> Rates {
-        let categories = self.categories.items.into_iter().flat_map(|(category, subs)| {
-            subs.items.into_iter().map(move |(subcategory, t)| {
-                let category = category.clone();
-                (FailureClass::Category { category, subcategory }, t)
-            })
+    /// Every kept class with trials, in a stable order (categories by name, exit codes,
+    /// conditions, `unknown`), then the classes past the caps (`None`).
+    pub fn classes(&self) -> impl Iterator<Item = (Option<FailureClass>, &ClassTrials)> {
+        let categories = self.categories.iter().flat_map(|(category, subs)| {
+            subs.iter()
+                .map(move |(sub, t)| (Some(ClassRef::Category(category, sub).to_owned()), t))
         });
-        let exits = self.exits.items.into_iter().map(|(c, t)| (FailureClass::Exit(c), t));
+        let exits = self.exits.iter().map(|(c, t)| (Some(FailureClass::Exit(*c)), t));
         let conditions = Condition::ALL
             .iter()
-            .zip(self.conditions)
-            .map(|(c, t)| (FailureClass::Condition(*c), t));
-        let mut classes: Vec<(FailureClass, Tally)> = categories
+            .zip(&self.conditions)
+            .map(|(c, t)| (Some(FailureClass::Condition(*c)), t));
+        categories
             .chain(exits)
             .chain(conditions)
-            .chain(std::iter::once((FailureClass::Unknown, self.unknown)))
-            .filter(|(_, t)| t.trials > 0)
-            .collect();
-        classes.sort_by(|a, b| a.0.cmp(&b.0));
-        Rates {
-            classes,
-            pooled: self.pooled,
+            .chain([(Some(FailureClass::Unknown), &self.unknown), (None, &self.rest)])
+            .filter(|(_, t)| t.total(Fit::All).trials > 0)
+    }
+
+    /// The trials of a kept class.
+    fn get(&self, class: &FailureClass) -> Option<&ClassTrials> {
+        match ClassRef::of(class) {
+            ClassRef::Category(c, s) => self.categories.get(c)?.get(s),
+            ClassRef::Exit(code) => self.exits.get(&code),
+            ClassRef::Condition(c) => Some(&self.conditions[c as usize]),
+            ClassRef::Unknown => Some(&self.unknown),
         }
+    }
+
+    /// Every trial, of every class.
+    pub fn all(&self) -> &ClassTrials {
+        &self.all
     }
 }
 
-/// Where an estimate's rate comes from.
+/// Where a rate comes from: a class (or every class, `all`) at a depth bucket or at any.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Basis {
-    /// The job's own class (at least [`MIN_TRIALS`] trials).
-    Class(FailureClass),
-    /// Every class together (`all`).
-    Pooled,
+pub struct Basis {
+    /// `None`: every class together.
+    pub class: Option<FailureClass>,
+    /// The depth bucket (1..=5, 5 is `5+`); `None`: any depth.
+    pub depth: Option<u8>,
 }
 
 impl fmt::Display for Basis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Basis::Class(c) => c.fmt(f),
-            Basis::Pooled => f.write_str("all"),
+        match &self.class {
+            Some(c) => c.fmt(f)?,
+            None => f.write_str("all")?,
+        }
+        match self.depth {
+            Some(d) if d as usize >= DEPTHS => write!(f, "@{DEPTHS}+"),
+            Some(d) => write!(f, "@{d}"),
+            None => Ok(()),
         }
     }
 }
 
-/// An estimate of the chance that the next run succeeds.
+/// One rate: p̂ = successes / trials of its basis, with its Wilson 95% interval.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Estimate {
-    /// p̂ = successes / trials of the basis.
-    pub p_succeeded: f64,
-    /// The Wilson 95% interval of p̂.
+pub struct Rate {
+    pub p: f64,
     pub low: f64,
     pub high: f64,
     pub trials: u64,
     pub basis: Basis,
+}
+
+impl Rate {
+    fn of(t: Tally, basis: Basis) -> Rate {
+        let (low, high) = wilson(t.successes, t.trials, Z95);
+        Rate {
+            p: t.share(),
+            low,
+            high,
+            trials: t.trials,
+            basis,
+        }
+    }
+}
+
+/// The estimate of a Pending side (SPEC §3.6).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimate {
+    /// The chance to end Succeeded over the runs left.
+    pub p_succeeded: f64,
+    pub low: f64,
+    pub high: f64,
+    /// The pending run's own rate, p(c, d).
+    pub p_next_run: f64,
+    pub runs_left: u32,
+    /// The level of `p_next_run`, and its trials.
+    pub basis: Basis,
+    pub trials: u64,
+    /// The expected run time of the runs not recorded, in seconds.
+    pub expected_compute: f64,
 }
 
 /// The Wilson score interval of `successes` in `trials` (> 0) at `z`, clamped to [0, 1].
@@ -343,34 +511,39 @@ pub fn wilson(successes: u64, trials: u64, z: f64) -> (f64, f64) {
     let denom = 1.0 + z2 / n;
     let center = (p + z2 / (2.0 * n)) / denom;
     let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denom;
-    ((center - half).max(0.0), (center + half).min(1.0))
+    // At p̂ = 0 or 1 the bound is exactly 0 or 1; computed, it can miss by a rounding.
+    let low = if successes == 0 { 0.0 } else { (center - half).max(0.0) };
+    let high = if successes == trials {
+        1.0
+    } else {
+        (center + half).min(1.0)
+    };
+    (low, high)
 }
 
-/// The rates of every class, final.
+/// The rates of every class, final: the trials of the whole history.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Rates {
-    /// Kept classes with at least one trial, sorted.
-    classes: Vec<(FailureClass, Tally)>,
-    pooled: Tally,
+    trials: Trials,
 }
 
 impl Rates {
-    /// Every kept class with trials, in a stable order (categories by name, exit codes,
-    /// conditions, `unknown`).
-    pub fn classes(&self) -> &[(FailureClass, Tally)] {
-        &self.classes
+    pub fn new(trials: Trials) -> Rates {
+        Rates { trials }
+    }
+
+    pub fn trials(&self) -> &Trials {
+        &self.trials
     }
 
     /// Every trial, of every class.
     pub fn pooled(&self) -> Tally {
-        self.pooled
+        self.trials.all.total(Fit::All)
     }
 
-    /// The tally of `class` (zero when it has no trials or was not kept).
+    /// The trials of `class` at any depth (zero when it has none or is past the caps).
     pub fn tally(&self, class: &FailureClass) -> Tally {
-        self.classes
-            .binary_search_by(|(c, _)| c.cmp(class))
-            .map_or(Tally::default(), |i| self.classes[i].1)
+        self.trials.get(class).map_or(Tally::default(), |t| t.total(Fit::All))
     }
 
     /// [`Rates::tally`] of a job's class (`None`: no failed run, no trials).
@@ -378,285 +551,230 @@ impl Rates {
         class.map_or(Tally::default(), |c| self.tally(c))
     }
 
-    /// The estimate for a job of `class` (`None`: no failed run recorded), or `None` when
-    /// there are no trials at all.
-    pub fn estimate(&self, class: Option<&FailureClass>) -> Option<Estimate> {
-        let own = class.map(|c| (c, self.tally(c)));
-        let (tally, basis) = match own {
-            Some((c, t)) if t.trials >= MIN_TRIALS => (t, Basis::Class(c.clone())),
-            _ => (self.pooled, Basis::Pooled),
-        };
-        if tally.trials == 0 {
-            return None;
+    /// The rate of a run of `class` at `depth` (its job's failed runs so far; 0: none), with
+    /// SPEC §3.6's back-off, fitted on `fit`; `None` without a single trial.
+    pub fn rate(&self, class: Option<&FailureClass>, depth: u32, fit: Fit) -> Option<Rate> {
+        let own = class.and_then(|c| Some((c, self.trials.get(c)?)));
+        let d = (depth > 0).then(|| bucket(depth));
+        let depth_label = d.map(|d| d as u8 + 1);
+        if let (Some((c, t)), Some(d)) = (own, d) {
+            let at = t.at(fit, d);
+            if at.trials >= MIN_TRIALS {
+                return Some(Rate::of(
+                    at,
+                    Basis {
+                        class: Some(c.clone()),
+                        depth: depth_label,
+                    },
+                ));
+            }
         }
-        let (low, high) = wilson(tally.successes, tally.trials, Z95);
-        Some(Estimate {
-            p_succeeded: tally.successes as f64 / tally.trials as f64,
-            low,
-            high,
-            trials: tally.trials,
-            basis,
+        if let Some((c, t)) = own {
+            let total = t.total(fit);
+            if total.trials >= MIN_TRIALS {
+                return Some(Rate::of(
+                    total,
+                    Basis {
+                        class: Some(c.clone()),
+                        depth: None,
+                    },
+                ));
+            }
+        }
+        let all = &self.trials.all;
+        if let Some(d) = d {
+            let at = all.at(fit, d);
+            if at.trials >= MIN_TRIALS {
+                return Some(Rate::of(
+                    at,
+                    Basis {
+                        class: None,
+                        depth: depth_label,
+                    },
+                ));
+            }
+        }
+        let total = all.total(fit);
+        (total.trials > 0).then(|| {
+            Rate::of(
+                total,
+                Basis {
+                    class: None,
+                    depth: None,
+                },
+            )
         })
+    }
+
+    /// m_c: the mean `runFor` of the runs that followed a failure of `class`, in seconds
+    /// (every class's below [`MIN_TRIALS`] trials; 0 without any).
+    pub fn mean_next_run(&self, class: Option<&FailureClass>) -> f64 {
+        let own = class
+            .and_then(|c| self.trials.get(c))
+            .filter(|t| t.total(Fit::All).trials >= MIN_TRIALS);
+        let t = own.unwrap_or(&self.trials.all);
+        let n = t.total(Fit::All).trials;
+        if n == 0 {
+            return 0.0;
+        }
+        t.next_run_ns as f64 / n as f64 / 1e9
+    }
+
+    /// The estimate of a side Pending with `runs_left` runs (≥ 1) for a job of `class` with
+    /// `depth` recorded failed runs; `None` without a single trial.
+    pub fn estimate(&self, class: Option<&FailureClass>, depth: u32, runs_left: u32) -> Option<Estimate> {
+        let first = self.rate(class, depth, Fit::All)?;
+        let m = self.mean_next_run(class);
+        // Running: P(no success yet) and the sums, for the estimate and its two bounds.
+        let (mut miss, mut miss_low, mut miss_high) = (1.0f64, 1.0f64, 1.0f64);
+        let (mut p, mut low, mut high, mut compute) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+        for j in 0..runs_left.max(1) {
+            let r = if j == 0 {
+                first.clone()
+            } else {
+                self.rate(class, depth.saturating_add(j), Fit::All)?
+            };
+            compute += miss * m;
+            p += miss * r.p;
+            low += miss_low * r.low;
+            high += miss_high * r.high;
+            miss *= 1.0 - r.p;
+            miss_low *= 1.0 - r.low;
+            miss_high *= 1.0 - r.high;
+        }
+        let p = p.min(1.0);
+        Some(Estimate {
+            p_succeeded: p,
+            low: low.min(p).max(0.0),
+            high: high.max(p).min(1.0),
+            p_next_run: first.p,
+            runs_left: runs_left.max(1),
+            basis: first.basis,
+            trials: first.trials,
+            expected_compute: compute,
+        })
+    }
+
+    /// The sums of SPEC §3.6–3.7 over the jobs of `set`, in key order.
+    pub fn sums(&self, set: &PendingSet) -> Sums {
+        let mut s = Sums::default();
+        for (class, depth, runs_left, t) in set.keys() {
+            s.jobs += t.jobs;
+            s.without_resources += t.without_resources;
+            let Some(e) = self.estimate(class, u32::from(depth), u32::from(runs_left)) else {
+                s.without_estimate += t.jobs;
+                continue;
+            };
+            let n = t.jobs as f64;
+            s.expected += n * e.p_succeeded;
+            s.low += n * e.low;
+            s.high += n * e.high;
+            s.expected_compute += n * e.expected_compute;
+            s.gpu_hours += e.expected_compute * t.gpu_milli as f64 / 1000.0 / 3600.0;
+            s.cpu_hours += e.expected_compute * t.cpu_milli as f64 / 1000.0 / 3600.0;
+        }
+        s
+    }
+}
+
+/// The sums over some Pending jobs.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Sums {
+    pub jobs: u64,
+    /// Σ pSucceeded, and its bounds.
+    pub expected: f64,
+    pub low: f64,
+    pub high: f64,
+    /// Jobs with no estimate (no trials at all).
+    pub without_estimate: u64,
+    /// Σ expectedCompute, in seconds.
+    pub expected_compute: f64,
+    /// Σ expectedCompute × the job's request / 3600.
+    pub gpu_hours: f64,
+    pub cpu_hours: f64,
+    /// Jobs that request neither CPU nor GPU.
+    pub without_resources: u64,
+}
+
+/// Pending jobs with the same estimate: how many, and what they request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PendingTally {
+    pub jobs: u64,
+    /// Σ GPU requests, in thousandths.
+    pub gpu_milli: u128,
+    pub cpu_milli: u128,
+    pub without_resources: u64,
+}
+
+impl PendingTally {
+    fn merge(&mut self, o: &PendingTally) {
+        self.jobs += o.jobs;
+        self.gpu_milli += o.gpu_milli;
+        self.cpu_milli += o.cpu_milli;
+        self.without_resources += o.without_resources;
+    }
+}
+
+/// (depth, runs left) → jobs: depth is capped at [`DEPTHS`] (deeper runs have the same rates).
+type ByDepth = BTreeMap<(u8, u8), PendingTally>;
+
+/// Pending jobs by what their estimate depends on (class, depth, runs left), so that sums
+/// are made once per key, in key order, from exact counts. The classes past
+/// [`MAX_CLASSES`] (the largest) are kept together and estimated as every class's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PendingSet {
+    classes: Smallest<Option<FailureClass>, ByDepth, MAX_CLASSES>,
+    rest: ByDepth,
+}
+
+fn merge_depths(into: &mut ByDepth, from: &ByDepth) {
+    for (k, t) in from {
+        into.entry(*k).or_default().merge(t);
+    }
+}
+
+impl PendingSet {
+    /// One Pending job of `class` with `depth` recorded failed runs and `runs_left` (1..=100).
+    pub fn add(&mut self, class: Option<&FailureClass>, depth: u32, runs_left: u32, resources: Option<&Resources>) {
+        let key = (depth.min(DEPTHS as u32) as u8, runs_left.clamp(1, MAX_RUNS_LEFT) as u8);
+        let t = PendingTally {
+            jobs: 1,
+            gpu_milli: resources.and_then(|r| r.gpu_milli).map_or(0, u128::from),
+            cpu_milli: resources.and_then(|r| r.cpu_milli).map_or(0, u128::from),
+            without_resources: u64::from(Resources::is_none(resources)),
+        };
+        let owned = class.cloned();
+        let rest = &mut self.rest;
+        let slot = self.classes.get_or_make(&owned, |dropped| merge_depths(rest, &dropped));
+        slot.unwrap_or(rest).entry(key).or_default().merge(&t);
+    }
+
+    pub fn merge(&mut self, other: &PendingSet) {
+        for (class, depths) in other.classes.iter() {
+            let rest = &mut self.rest;
+            match self.classes.get_or_make(class, |dropped| merge_depths(rest, &dropped)) {
+                Some(mine) => merge_depths(mine, depths),
+                None => merge_depths(rest, depths),
+            }
+        }
+        merge_depths(&mut self.rest, &other.rest);
+    }
+
+    /// Every key, in order: (class, depth, runs left, jobs); the classes past the cap as
+    /// `None` (every class's rate) after the others.
+    pub fn keys(&self) -> impl Iterator<Item = (Option<&FailureClass>, u8, u8, &PendingTally)> {
+        let kept = self
+            .classes
+            .iter()
+            .flat_map(|(c, ds)| ds.iter().map(move |(&(d, r), t)| (c.as_ref(), d, r, t)));
+        kept.chain(self.rest.iter().map(|(&(d, r), t)| (None, d, r, t)))
+    }
+
+    /// Jobs in the set.
+    pub fn jobs(&self) -> u64 {
+        self.keys().map(|(.., t)| t.jobs).sum()
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::failure_history::Container;
-
-    fn run(outcome: Outcome) -> Run {
-        Run {
-            outcome,
-            ..Run::default()
-        }
-    }
-
-    fn failed_with(f: impl FnOnce(&mut Run)) -> Run {
-        let mut r = run(Outcome::Failed);
-        f(&mut r);
-        r
-    }
-
-    fn exit(code: i64) -> Run {
-        failed_with(|r| {
-            r.containers = vec![
-                Container {
-                    name: "sidecar".into(),
-                    exit_code: 0,
-                    ..Container::default()
-                },
-                Container {
-                    name: "main".into(),
-                    exit_code: code,
-                    ..Container::default()
-                },
-            ]
-        })
-    }
-
-    fn preempted() -> Run {
-        failed_with(|r| r.conditions = vec![Condition::Preempted, Condition::Evicted])
-    }
-
-    fn category(c: &str, sub: Option<&str>) -> Run {
-        failed_with(|r| {
-            r.category = Some(c.into());
-            r.subcategory = sub.map(Into::into);
-            // The category wins over an exit code and a condition.
-            r.containers = vec![Container {
-                exit_code: 3,
-                ..Container::default()
-            }];
-            r.conditions = vec![Condition::Evicted];
-        })
-    }
-
-    fn history(runs: Vec<Run>) -> FailureHistory {
-        FailureHistory {
-            runs,
-            ..FailureHistory::default()
-        }
-    }
-
-    fn rates(histories: &[FailureHistory]) -> Rates {
-        let mut t = Trials::default();
-        for h in histories {
-            t.add_history(h);
-        }
-        t.rates()
-    }
-
-    fn close(a: f64, b: f64) -> bool {
-        (a - b).abs() < 5e-5
-    }
-
-    #[test]
-    fn a_runs_class_is_its_category_else_exit_code_else_condition_else_unknown() {
-        assert_eq!(
-            class_of(&category("cuda_error", Some("xid"))).to_string(),
-            "cuda_error/xid"
-        );
-        assert_eq!(class_of(&category("cuda_error", None)).to_string(), "cuda_error");
-        // An empty category is none.
-        assert_eq!(class_of(&category("", Some("xid"))).to_string(), "exit:3");
-        assert_eq!(class_of(&exit(137)).to_string(), "exit:137");
-        assert_eq!(class_of(&preempted()).to_string(), "condition:Preempted");
-        assert_eq!(class_of(&run(Outcome::Failed)).to_string(), "unknown");
-    }
-
-    #[test]
-    fn a_jobs_class_is_its_last_failed_runs() {
-        let h = history(vec![exit(1), preempted(), run(Outcome::LeaseReturned)]);
-        assert_eq!(job_class(&h), Some(FailureClass::Condition(Condition::Preempted)));
-        assert_eq!(job_class(&history(vec![run(Outcome::LeaseReturned)])), None);
-    }
-
-    /// exit:1 — 6 trials, 4 successes; Preempted — 2 trials (1 success, and a returned
-    /// lease that counts as a failure); by hand: pooled 8 trials, 5 successes.
-    fn known() -> Vec<FailureHistory> {
-        vec![
-            // exit:1 → succeeded (success); exit:1 → exit:1 → succeeded (fail, success).
-            history(vec![exit(1), run(Outcome::Succeeded)]),
-            history(vec![exit(1), exit(1), run(Outcome::Succeeded)]),
-            // exit:1 → succeeded twice more; exit:1 → cancelled (fail).
-            history(vec![exit(1), run(Outcome::Succeeded)]),
-            history(vec![exit(1), run(Outcome::Succeeded)]),
-            history(vec![exit(1), run(Outcome::Cancelled)]),
-            // Preempted → lease returned (fail) → succeeded: the lease is no failed run, so
-            // only one trial; Preempted → succeeded (success).
-            history(vec![preempted(), run(Outcome::LeaseReturned), run(Outcome::Succeeded)]),
-            history(vec![preempted(), run(Outcome::Succeeded)]),
-            // A last failed run is no trial; a job of one run has none.
-            history(vec![exit(2)]),
-            history(vec![run(Outcome::Succeeded)]),
-        ]
-    }
-
-    #[test]
-    fn trials_count_failed_runs_followed_by_another_run() {
-        let r = rates(&known());
-        assert_eq!(
-            r.tally(&FailureClass::Exit(1)),
-            Tally {
-                trials: 6,
-                successes: 4
-            }
-        );
-        assert_eq!(
-            r.tally(&FailureClass::Condition(Condition::Preempted)),
-            Tally {
-                trials: 2,
-                successes: 1
-            }
-        );
-        assert_eq!(r.tally(&FailureClass::Exit(2)), Tally::default());
-        assert_eq!(
-            r.pooled(),
-            Tally {
-                trials: 8,
-                successes: 5
-            }
-        );
-        let names: Vec<String> = r.classes().iter().map(|(c, _)| c.to_string()).collect();
-        assert_eq!(names, ["exit:1", "condition:Preempted"]);
-    }
-
-    #[test]
-    fn a_class_with_five_trials_or_more_uses_its_own_rate() {
-        let e = rates(&known()).estimate(Some(&FailureClass::Exit(1))).unwrap();
-        assert_eq!((e.trials, e.basis.to_string()), (6, "exit:1".to_string()));
-        assert!(close(e.p_succeeded, 4.0 / 6.0));
-        // Wilson 95% of 4/6, by hand: z² = 3.84146, centre (0.66667 + 0.32012) / 1.64024
-        // = 0.60162, half-width 1.959964 × √(0.037037 + 0.026677) / 1.64024 = 0.30162.
-        assert!(close(e.low, 0.3000), "{}", e.low);
-        assert!(close(e.high, 0.9032), "{}", e.high);
-    }
-
-    #[test]
-    fn fewer_than_five_trials_or_no_class_use_the_pooled_rate() {
-        let r = rates(&known());
-        let preempted = r
-            .estimate(Some(&FailureClass::Condition(Condition::Preempted)))
-            .unwrap();
-        let unseen = r.estimate(Some(&FailureClass::Exit(2))).unwrap();
-        let none = r.estimate(None).unwrap();
-        for e in [&preempted, &unseen, &none] {
-            assert_eq!((e.trials, &e.basis), (8, &Basis::Pooled));
-            assert_eq!(e.basis.to_string(), "all");
-            assert!(close(e.p_succeeded, 5.0 / 8.0));
-            // Wilson 95% of 5/8: (0.3057, 0.8632).
-            assert!(close(e.low, 0.3057) && close(e.high, 0.8632), "{e:?}");
-        }
-    }
-
-    #[test]
-    fn no_trials_no_estimate() {
-        let r = rates(&[history(vec![exit(1)]), history(vec![run(Outcome::Succeeded)])]);
-        assert_eq!(r.estimate(Some(&FailureClass::Exit(1))), None);
-        assert_eq!(r.estimate(None), None);
-    }
-
-    #[test]
-    fn wilson_matches_published_values() {
-        // Wilson 95% intervals as tabled (Newcombe 1998, table I): 0/10, 10/10, 3/5, 81/263.
-        let cases = [
-            (0, 10, 0.0, 0.2775),
-            (10, 10, 0.7225, 1.0),
-            (3, 5, 0.2307, 0.8824),
-            (81, 263, 0.2553, 0.3662),
-        ];
-        for (s, n, low, high) in cases {
-            let (l, h) = wilson(s, n, Z95);
-            assert!(close(l, low) && close(h, high), "{s}/{n}: ({l}, {h})");
-        }
-    }
-
-    #[test]
-    fn merging_units_equals_counting_in_one() {
-        let all = known();
-        let whole = rates(&all);
-        for cut in 0..all.len() {
-            let (mut a, mut b) = (Trials::default(), Trials::default());
-            all[..cut].iter().for_each(|h| a.add_history(h));
-            all[cut..].iter().for_each(|h| b.add_history(h));
-            a.merge(b);
-            assert_eq!(a.rates(), whole, "cut at {cut}");
-        }
-    }
-
-    /// Past a handful of classes they are found through an index: the same counts.
-    #[test]
-    fn many_classes_are_counted_each_on_its_own() {
-        let mut t = Trials::default();
-        for round in 0..3 {
-            for code in 1..=20 {
-                let next = if round == 0 {
-                    Outcome::Succeeded
-                } else {
-                    Outcome::Failed
-                };
-                t.add_history(&history(vec![exit(code), run(next)]));
-            }
-        }
-        let r = t.rates();
-        assert_eq!(r.classes().len(), 20);
-        for code in 1..=20 {
-            assert_eq!(
-                r.tally(&FailureClass::Exit(code)),
-                Tally {
-                    trials: 3,
-                    successes: 1
-                },
-                "exit:{code}"
-            );
-        }
-    }
-
-    #[test]
-    fn classes_past_the_cap_count_only_in_the_pooled_rate() {
-        let mut t = Trials::default();
-        for i in 0..(MAX_CLASSES as i64 + 10) {
-            let mut unit = Trials::default();
-            unit.add_history(&history(vec![exit(i + 1), run(Outcome::Succeeded)]));
-            t.merge(unit);
-        }
-        let r = t.rates();
-        assert_eq!(r.classes().len(), MAX_CLASSES);
-        assert_eq!(r.pooled().trials, MAX_CLASSES as u64 + 10);
-        assert_eq!(r.tally(&FailureClass::Exit(MAX_CLASSES as i64 + 5)), Tally::default());
-        // Subcategories: 100 per category.
-        let mut t = Trials::default();
-        for i in 0..(MAX_SUBCATEGORIES + 3) {
-            let mut unit = Trials::default();
-            let sub = format!("s{i}");
-            unit.add_history(&history(vec![category("c", Some(&sub)), run(Outcome::Succeeded)]));
-            t.merge(unit);
-        }
-        let r = t.rates();
-        assert_eq!(
-            (r.classes().len(), r.pooled().trials),
-            (MAX_SUBCATEGORIES, MAX_SUBCATEGORIES as u64 + 3)
-        );
-    }
-}
+mod tests;

@@ -24,8 +24,8 @@ use serde::Deserialize;
 use crate::model::document::decode_document;
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{
-    validate_failure_history, Container, FailureHistory, Final, Job, JobExpect, Outcome, Run, RunExpect, StartedAt,
-    Timestamp, DECISION_KINDS,
+    validate_failure_history, Container, FailureHistory, Final, Job, JobExpect, Outcome, Resources, Run, RunExpect,
+    StartedAt, Timestamp, DECISION_KINDS,
 };
 use crate::model::policy::{Action, Condition};
 use crate::model::quantity::parse_quantity;
@@ -214,6 +214,7 @@ impl<'de> DeserializeSeed<'de> for LineSeed<'_> {
         job.memory = None;
         job.submitted_at = None;
         job.gang_cardinality = None;
+        job.resources = None;
         s.history.expect = None;
         let mut v = LineVisitor { s, seen: 0 };
         d.deserialize_struct("LineIn", LINE_NAMES, &mut v)?;
@@ -337,6 +338,43 @@ struct JobIn<'a> {
     /// `job.gang.cardinality` (the upstream engine's legacy path for gangs).
     #[serde(default)]
     gang: Option<MapOnly<GangIn>>,
+    /// `job.resources`: quantities as strings only; a number (`"gpu": 1`) gives up to the
+    /// strict decoder, which reads it.
+    #[serde(default)]
+    resources: Option<MapOnly<ResourcesIn<'a>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResourcesIn<'a> {
+    #[serde(default, borrow)]
+    cpu: Option<Str<'a>>,
+    #[serde(default, borrow)]
+    memory: Option<Str<'a>>,
+    #[serde(default, borrow)]
+    gpu: Option<Str<'a>>,
+}
+
+impl ResourcesIn<'_> {
+    fn into_model(self) -> Option<Resources> {
+        let quantity = |s: Option<Str<'_>>| -> Option<Option<f64>> {
+            match s {
+                None => Some(None),
+                Some(s) => parse_quantity(&s.0).ok().filter(|q| *q >= 0.0).map(Some),
+            }
+        };
+        let milli = |q: Option<f64>| -> Option<Option<u64>> {
+            match q {
+                None => Some(None),
+                Some(q) => Resources::milli(q).map(Some),
+            }
+        };
+        Some(Resources {
+            cpu_milli: milli(quantity(self.cpu)?)?,
+            memory: quantity(self.memory)?,
+            gpu_milli: milli(quantity(self.gpu)?)?,
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -706,6 +744,9 @@ impl JobIn<'_> {
     /// Into `job`, which the caller has reset.
     fn into_model(self, job: &mut Job, strings: &mut Pool) -> Option<()> {
         job.gang_cardinality = self.gang.map(|g| g.0.cardinality);
+        if let Some(r) = self.resources {
+            job.resources = Some(r.0.into_model()?);
+        }
         if let Some(id) = self.id {
             job.id.push_str(&id.0);
         }

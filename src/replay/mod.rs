@@ -21,6 +21,7 @@
 //! (that is the sinks in `output`), decide exit codes or parse the command line (that is
 //! `commands::simulate`), or evaluate (that is `engine`).
 
+pub mod backtest;
 pub mod compare;
 pub mod estimate;
 pub mod json_lines;

@@ -16,10 +16,12 @@ use std::io;
 
 use crate::engine::simulator::Simulator;
 use crate::engine::{Detail, JobReport, JobStatus, Settings};
-use crate::model::failure_history::FailureHistory;
+use crate::model::duration::GoDuration;
+use crate::model::failure_history::{FailureHistory, Final, Outcome, Run, Timestamp};
 
+use super::backtest::{backtest, Refusal};
 use super::compare::{ByClass, Comparison, JobDiff, Side, Steps};
-use super::estimate::{job_class, FailureClass, Trials};
+use super::estimate::{failed_runs, job_class, PendingSet, Rates, Trials, MAX_RUNS_LEFT};
 use super::parallel::{for_each_ordered, Decoded, Emitted, Processed};
 use super::sink::{Change, Estimates, Message, Needs, Sides, Sink, Totals};
 use super::source::HistorySource;
@@ -33,6 +35,8 @@ pub struct Replayed {
     /// Some job got the policies given on the command line (no queue, or a queue not
     /// among the documents).
     pub used_given: bool,
+    /// `--backtest-at` could not be made: nothing was handed to [`Sink::end`].
+    pub refused: Option<BacktestError>,
 }
 
 /// What a comparison found.
@@ -41,6 +45,23 @@ pub struct Compared {
     pub comparison: Comparison,
     /// As in [`Replayed`], for the candidate's side.
     pub used_given: bool,
+    pub refused: Option<BacktestError>,
+}
+
+/// How a replay is run, besides its source, policies and sink.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--backtest-at` (SPEC §3.8): trials of jobs submitted before it fit, the others test.
+    pub backtest_at: Option<Timestamp>,
+}
+
+/// Why `--backtest-at` has no answer: a usage error (SPEC §3.8, exit 2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BacktestError {
+    /// Jobs without `job.submittedAt`: how many, and the first in input order.
+    NotSubmitted { jobs: u64, first: String },
+    /// The time leaves one side without trials.
+    Refused(Refusal),
 }
 
 /// One replayed job as a worker hands it over.
@@ -61,7 +82,8 @@ impl Done {
     }
 }
 
-/// What a worker folds over the jobs of its unit, merged in input order after them.
+/// What a worker folds over the jobs of its unit, merged in input order after them. Every
+/// part of it adds up the same whatever the split (see `estimate`'s module docs).
 #[derive(Default)]
 struct Part {
     /// Every job of a plain replay (summary only), or the candidate side's (a comparison's
@@ -69,31 +91,146 @@ struct Part {
     summary: Summary,
     /// The baseline side's (a comparison's breakdowns).
     baseline: Summary,
-    /// SPEC §3.5's trials (a comparison, or a plain replay's breakdowns).
+    /// SPEC §3.5's trials.
     trials: Trials,
+    /// With breakdowns: jobs by class.
+    by_class: ByClass,
+    /// The Pending jobs whose estimates are summed (SPEC §3.6): Failed → Pending in a
+    /// comparison, every Pending job in a plain replay.
+    asked: PendingSet,
+    /// A comparison: every job Pending in the candidate (its expected compute).
+    pending: PendingSet,
+    /// `--backtest-at`: jobs without `submittedAt`, and the first of them.
+    not_submitted: u64,
+    first_not_submitted: Option<String>,
+}
+
+impl Part {
+    /// Counts `history`'s trials, on the side of `--backtest-at` it was submitted on.
+    fn count_trials(&mut self, history: &FailureHistory, options: &Options) {
+        let test = match (options.backtest_at, history.job.submitted_at) {
+            (None, _) => false,
+            (Some(at), Some(submitted)) => submitted >= at,
+            (Some(_), None) => {
+                self.not_submitted += 1;
+                if self.first_not_submitted.is_none() {
+                    self.first_not_submitted = Some(history.job.id.clone());
+                }
+                false
+            }
+        };
+        self.trials.add_history(history, test);
+    }
+}
+
+/// What the emitting side folds from the parts, in input order.
+#[derive(Default)]
+struct Folded {
+    trials: Trials,
+    by_class: ByClass,
+    asked: PendingSet,
+    pending: PendingSet,
+    not_submitted: u64,
+    first_not_submitted: Option<String>,
+}
+
+impl Folded {
+    fn add(&mut self, part: &Part) {
+        self.trials.merge(&part.trials);
+        self.by_class.merge(&part.by_class);
+        self.asked.merge(&part.asked);
+        self.pending.merge(&part.pending);
+        self.not_submitted += part.not_submitted;
+        if self.first_not_submitted.is_none() {
+            self.first_not_submitted.clone_from(&part.first_not_submitted);
+        }
+    }
+
+    /// The final estimates (and backtest), or why `--backtest-at` has no answer.
+    fn estimates(self, options: &Options) -> Result<Estimates, BacktestError> {
+        if let Some(first) = self.first_not_submitted {
+            return Err(BacktestError::NotSubmitted {
+                jobs: self.not_submitted,
+                first,
+            });
+        }
+        let rates = Rates::new(self.trials);
+        let backtest = match options.backtest_at {
+            Some(at) => Some(backtest(&rates, at).map_err(BacktestError::Refused)?),
+            None => None,
+        };
+        Ok(Estimates::new(
+            rates,
+            self.by_class,
+            &self.asked,
+            &self.pending,
+            backtest,
+        ))
+    }
+}
+
+/// SPEC §3.6: the runs a Pending side has left — its engine continued on copies of the job's
+/// last recorded failed run (same containers, conditions, category; no node; starting when
+/// the previous decision allows) until it decides Fail, at most [`MAX_RUNS_LEFT`]; the
+/// pending run counts. A job with no failed run recorded (only returned leases) has the
+/// pending run alone.
+pub fn runs_left(sim: &Simulator, settings: &Settings, history: &FailureHistory) -> u32 {
+    let Some(last) = history.runs.iter().rev().find(|r| r.outcome == Outcome::Failed) else {
+        return 1;
+    };
+    let copy = Run {
+        node: None,
+        queued_for: GoDuration::ZERO,
+        started_at: None,
+        global_max_retries: None,
+        expect: None,
+        ..last.clone()
+    };
+    let mut longer = history.clone();
+    longer.expect = None;
+    for run in &mut longer.runs {
+        run.expect = None;
+    }
+    longer.runs.extend(std::iter::repeat_n(copy, MAX_RUNS_LEFT as usize));
+    match sim.simulate_detailed(&longer, settings, Detail::Summary) {
+        // The copies it started, the one that failed the job included.
+        Ok(report) => (report.runs.len().saturating_sub(history.runs.len()) as u32).clamp(1, MAX_RUNS_LEFT),
+        // The recorded runs replayed (the side is Pending): the copies cannot fail to.
+        Err(_) => 1,
+    }
 }
 
 /// Replays every job of `source` under `sim` into `sink` (SPEC §3.2), and returns the
 /// totals it handed to [`Sink::end`].
-pub fn replay<S: HistorySource>(source: S, sim: &Simulator, sink: &mut dyn Sink) -> io::Result<Replayed> {
+pub fn replay<S: HistorySource>(
+    source: S,
+    sim: &Simulator,
+    options: &Options,
+    sink: &mut dyn Sink,
+) -> io::Result<Replayed> {
     let needs: Needs = sink.needs();
     // Only the summary is printed: the per-run texts are not even written.
     let detail = if needs.reports { Detail::Full } else { Detail::Summary };
     sink.begin()?;
     let mut summary = Summary::default();
-    let mut trials = Trials::default();
-    let mut by_class = ByClass::default();
+    let mut folded = Folded::default();
     let mut fallbacks = Fallbacks::default();
     // Summary only: each worker adds its jobs to a summary of its unit.
     let work = |part: &mut Part, job: Decoded<'_>| {
         let mut report = replay_job_detailed(sim, job.settings, job.history, detail)
             .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
         let f = fallback(sim, job.history);
-        // Breakdowns: the class of a Pending job (`Some(None)`: it has no failed run).
-        let pending = needs.breakdowns.then(|| {
-            part.trials.add_history(job.history);
-            matches!(report.status, JobStatus::Pending { .. }).then(|| job_class(job.history))
-        });
+        part.count_trials(job.history, options);
+        if matches!(report.status, JobStatus::Pending { .. }) {
+            let class = job_class(job.history);
+            let left = runs_left(sim, job.settings, job.history);
+            let depth = failed_runs(job.history);
+            part.asked
+                .add(class.as_ref(), depth, left, job.history.job.resources.as_ref());
+            if needs.breakdowns {
+                part.by_class.add_pending(&class);
+            }
+        }
         let done = if !needs.reports {
             part.summary.add(&report);
             let says = f.is_some() || !report.contradictions.is_empty() || !report.expectation_failures.is_empty();
@@ -108,22 +245,20 @@ pub fn replay<S: HistorySource>(source: S, sim: &Simulator, sink: &mut dyn Sink)
             }
             Done::Report(Box::new(report), rendered)
         };
-        Ok((done, f, pending.flatten()))
+        Ok((done, f))
     };
-    // The job, its fallback, and with breakdowns the class of a Pending job.
-    type Item = (Done, Option<Fallback>, Option<Option<FailureClass>>);
-    let emit = |e: Emitted<Item, Part>| -> io::Result<bool> {
+    let emit = |e: Emitted<(Done, Option<Fallback>), Part>| -> io::Result<bool> {
         let p = match e {
             Emitted::Job(p) => p,
             Emitted::Unit(part, at) => {
+                folded.add(&part);
                 summary.merge(part.summary);
-                trials.merge(part.trials);
                 sink.progress(at);
                 return Ok(true);
             }
         };
         match p {
-            Processed::Done((done, f, pending)) => {
+            Processed::Done((done, f)) => {
                 if let Some(queue) = fallbacks.add(f) {
                     let job = done.report().map_or("", |r| &r.job_id);
                     sink.message(&Message::MissingQueue {
@@ -131,9 +266,6 @@ pub fn replay<S: HistorySource>(source: S, sim: &Simulator, sink: &mut dyn Sink)
                         queue: &queue,
                         given: sim.given(),
                     })?;
-                }
-                if let Some(class) = pending {
-                    by_class.add_pending(&class);
                 }
                 write_or_stop((|| {
                     if let Done::Report(report, rendered) = &done {
@@ -152,34 +284,42 @@ pub fn replay<S: HistorySource>(source: S, sim: &Simulator, sink: &mut dyn Sink)
         }
     };
     for_each_ordered(source, work, emit)?;
-    let estimates = needs
-        .breakdowns
-        .then(|| Estimates::new(trials.rates(), by_class, |c| c.pending));
+    let estimates = match folded.estimates(options) {
+        Ok(e) => e,
+        Err(refused) => {
+            return Ok(Replayed {
+                summary,
+                used_given: fallbacks.used_given,
+                refused: Some(refused),
+            })
+        }
+    };
     ignore_closed(sink.end(Totals::Replay {
         summary: &summary,
-        estimates: estimates.as_ref(),
+        estimates: &estimates,
     }))?;
     Ok(Replayed {
         summary,
         used_given: fallbacks.used_given,
+        refused: None,
     })
 }
 
 /// Replays every job of `source` under `baseline` and `candidate` into `sink` (SPEC §3.4,
-/// §3.5): each changed job to [`Sink::change`], with its estimate when a side is Pending;
-/// returns the totals it handed to [`Sink::end`]. Expectations are not checked in this
-/// mode.
+/// §3.6): each changed job to [`Sink::change`], with the estimate of each side that is
+/// Pending; returns the totals it handed to [`Sink::end`]. Expectations are not checked in
+/// this mode.
 pub fn compare<S: HistorySource>(
     source: S,
     baseline: &Simulator,
     candidate: &Simulator,
+    options: &Options,
     sink: &mut dyn Sink,
 ) -> io::Result<Compared> {
     let needs = sink.needs();
     sink.begin()?;
     let mut comparison = Comparison::default();
-    let mut trials = Trials::default();
-    let mut by_class = ByClass::default();
+    let mut folded = Folded::default();
     let mut sides = needs.breakdowns.then(Sides::default);
     let mut fallbacks = Fallbacks::default();
     let mut spool = Spool::default();
@@ -187,26 +327,56 @@ pub fn compare<S: HistorySource>(
     // A comparison is made of numbers only (final state, retries, delay, run times):
     // neither side needs the per-run texts.
     let work = |part: &mut Part, job: Decoded<'_>| {
-        let b = replay_job_detailed(baseline, job.settings, job.history, Detail::Summary)
-            .map_err(|e| format!("{}: job `{}`: baseline: {e}", job.origin, job.history.job.id))?;
-        let c = replay_job_detailed(candidate, job.settings, job.history, Detail::Summary)
-            .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
-        part.trials.add_history(job.history);
+        let h = job.history;
+        let b = replay_job_detailed(baseline, job.settings, h, Detail::Summary)
+            .map_err(|e| format!("{}: job `{}`: baseline: {e}", job.origin, h.job.id))?;
+        let c = replay_job_detailed(candidate, job.settings, h, Detail::Summary)
+            .map_err(|e| format!("{}: job `{}`: {e}", job.origin, h.job.id))?;
+        part.count_trials(h, options);
         if needs.breakdowns {
             part.baseline.add(&b);
             part.summary.add(&c);
         }
         let changed = Side::of(&b).differs(&Side::of(&c));
-        let steps = (changed && needs.steps).then(|| Box::new(Steps::new(job.history, &b, &c)));
-        let class = if changed { job_class(job.history) } else { None };
-        let diff = JobDiff::new(&b, c);
-        Ok((Changed { diff, class, steps }, fallback(candidate, job.history)))
+        let steps = (changed && needs.steps).then(|| Box::new(Steps::new(h, &b, &c)));
+        let mut diff = JobDiff::new(&b, c);
+        let pending = [diff.baseline.final_state, diff.candidate.final_state].map(|f| f == Final::Pending);
+        let class = if changed || pending.contains(&true) {
+            job_class(h)
+        } else {
+            None
+        };
+        let depth = failed_runs(h);
+        if pending[0] {
+            diff.baseline.runs_left = runs_left(baseline, job.settings, h);
+        }
+        if pending[1] {
+            let left = runs_left(candidate, job.settings, h);
+            diff.candidate.runs_left = left;
+            let r = h.job.resources.as_ref();
+            part.pending.add(class.as_ref(), depth, left, r);
+            if diff.baseline.final_state == Final::Failed {
+                part.asked.add(class.as_ref(), depth, left, r);
+            }
+        }
+        if changed && needs.breakdowns {
+            part.by_class.add_change(&class, &diff);
+        }
+        Ok((
+            Changed {
+                diff,
+                class,
+                depth,
+                steps,
+            },
+            fallback(candidate, h),
+        ))
     };
     let emit = |e: Emitted<(Changed, Option<Fallback>), Part>| -> io::Result<bool> {
         let p = match e {
             Emitted::Job(p) => p,
             Emitted::Unit(part, at) => {
-                trials.merge(part.trials);
+                folded.add(&part);
                 if let Some(s) = &mut sides {
                     s.baseline.merge(part.baseline);
                     s.candidate.merge(part.summary);
@@ -229,7 +399,6 @@ pub fn compare<S: HistorySource>(
                 if !d.changed() {
                     return Ok(true);
                 }
-                by_class.add_change(&ch.class, d);
                 // Its estimate is final only after the last job: hold it back, and every
                 // later one, to keep the order.
                 if d.pending() || spool.active() {
@@ -239,7 +408,8 @@ pub fn compare<S: HistorySource>(
                 let change = Change {
                     diff: d,
                     class: ch.class.as_ref(),
-                    estimate: None,
+                    baseline_estimate: None,
+                    candidate_estimate: None,
                     steps: ch.steps.as_deref(),
                 };
                 let go_on = write_or_stop(sink.change(&change))?;
@@ -252,24 +422,34 @@ pub fn compare<S: HistorySource>(
         }
     };
     for_each_ordered(source, work, emit)?;
-    let rates = trials.rates();
+    let estimates = match folded.estimates(options) {
+        Ok(e) => e,
+        Err(refused) => {
+            return Ok(Compared {
+                comparison,
+                used_given: fallbacks.used_given,
+                refused: Some(refused),
+            })
+        }
+    };
     if !stopped {
         spool.drain(|ch| {
             let d = &ch.diff;
-            let estimate = if d.pending() {
-                rates.estimate(ch.class.as_ref())
-            } else {
-                None
+            let estimate = |s: &Side| {
+                (s.final_state == Final::Pending)
+                    .then(|| estimates.rates.estimate(ch.class.as_ref(), ch.depth, s.runs_left))
+                    .flatten()
             };
+            let (b, c) = (estimate(&d.baseline), estimate(&d.candidate));
             write_or_stop(sink.change(&Change {
                 diff: d,
                 class: ch.class.as_ref(),
-                estimate: estimate.as_ref(),
+                baseline_estimate: b.as_ref(),
+                candidate_estimate: c.as_ref(),
                 steps: ch.steps.as_deref(),
             }))
         })?;
     }
-    let estimates = Estimates::new(rates, by_class, |c| c.failed_to_pending);
     ignore_closed(sink.end(Totals::Compare {
         comparison: &comparison,
         estimates: &estimates,
@@ -278,6 +458,7 @@ pub fn compare<S: HistorySource>(
     Ok(Compared {
         comparison,
         used_given: fallbacks.used_given,
+        refused: None,
     })
 }
 

@@ -30,8 +30,9 @@ use std::io;
 use crate::engine::JobReport;
 use crate::input::SourceFile;
 
-use super::compare::{ByClass, ClassChanges, Comparison, JobDiff, Steps};
-use super::estimate::{Estimate, FailureClass, Rates};
+use super::backtest::Backtest;
+use super::compare::{ByClass, Comparison, JobDiff, Steps};
+use super::estimate::{Estimate, FailureClass, PendingSet, Rates, Sums};
 use super::source::Progress;
 use super::summary::Summary;
 
@@ -49,9 +50,8 @@ pub struct Needs {
     /// With `reports`: the job's record, rendered in the worker that replayed it; `job`
     /// then gets these bytes and a report without its per-run texts (freed in parallel).
     pub render: Option<RenderJob>,
-    /// The breakdowns of a report: a plain replay counts the trials of SPEC §3.5 and its
-    /// Pending jobs by failure class ([`Estimates`]); a comparison also each side's
-    /// [`Summary`] ([`Sides`]).
+    /// The breakdowns of a report: jobs by failure class ([`Estimates::by_class`]), and in
+    /// a comparison each side's [`Summary`] ([`Sides`]).
     pub breakdowns: bool,
     /// A comparison hands each changed job's runs under both sides ([`Change::steps`]).
     pub steps: bool,
@@ -63,48 +63,52 @@ pub struct Change<'a> {
     pub diff: &'a JobDiff,
     /// Its failure class (its last recorded failed run's); `None`: no run failed.
     pub class: Option<&'a FailureClass>,
-    /// When a side is Pending: the estimate of the run it would start (final: computed over
-    /// the whole history); `None` also when there are no trials at all.
-    pub estimate: Option<&'a Estimate>,
+    /// The estimate of each side that is Pending (SPEC §3.6, final: computed over the whole
+    /// history); `None` for a side that is not, or when there are no trials at all.
+    pub baseline_estimate: Option<&'a Estimate>,
+    pub candidate_estimate: Option<&'a Estimate>,
     /// With [`Needs::steps`].
     pub steps: Option<&'a Steps>,
 }
 
-/// What SPEC §3.5 estimates over the whole replay.
+impl Change<'_> {
+    /// The estimate a one-line view shows: the candidate's, else the baseline's.
+    pub fn estimate(&self) -> Option<&Estimate> {
+        self.candidate_estimate.or(self.baseline_estimate)
+    }
+}
+
+/// What SPEC §3.6–3.8 estimate over the whole replay.
 #[derive(Debug, Clone)]
 pub struct Estimates {
     pub rates: Rates,
-    /// Changed jobs (a comparison) and Pending jobs (both) by failure class.
+    /// Changed jobs (a comparison) and Pending jobs (both) by failure class (with
+    /// [`Needs::breakdowns`]; empty without).
     pub by_class: ByClass,
-    /// Σ pSucceeded over the jobs asked about: Failed in the baseline and Pending in the
-    /// candidate (a comparison: `expectedRescued`), or Pending (a plain replay).
-    pub expected: f64,
-    /// Of those jobs, how many have no estimate (no trials at all).
-    pub without_estimate: u64,
+    /// The jobs asked about: Failed in the baseline and Pending in the candidate (a
+    /// comparison's `expectedRescued`), or every Pending job (a plain replay).
+    pub asked: Sums,
+    /// Every Pending job (the candidate's, in a comparison): the expected compute.
+    pub pending: Sums,
+    /// With `--backtest-at` (SPEC §3.8).
+    pub backtest: Option<Backtest>,
 }
 
 impl Estimates {
-    /// Sums the estimates of the jobs `asked` counts in each class.
-    pub fn new(rates: Rates, by_class: ByClass, asked: fn(&ClassChanges) -> u64) -> Estimates {
-        let (mut expected, mut without_estimate) = (0.0, 0);
-        let rows = by_class.rows().into_iter().chain([(None, by_class.rest)]);
-        for (class, counts) in rows {
-            let n = asked(&counts);
-            if n == 0 {
-                continue;
-            }
-            // The classes past the cap (`rest`, class `None`) get the pooled rate, as a job
-            // without a failed run does.
-            match rates.estimate(class) {
-                Some(e) => expected += n as f64 * e.p_succeeded,
-                None => without_estimate += n,
-            }
-        }
+    /// The sums of the jobs of `asked` and `pending`, from the final rates.
+    pub fn new(
+        rates: Rates,
+        by_class: ByClass,
+        asked: &PendingSet,
+        pending: &PendingSet,
+        backtest: Option<Backtest>,
+    ) -> Estimates {
         Estimates {
+            asked: rates.sums(asked),
+            pending: rates.sums(pending),
             rates,
             by_class,
-            expected,
-            without_estimate,
+            backtest,
         }
     }
 }
@@ -146,8 +150,7 @@ pub enum Message<'a> {
 pub enum Totals<'a> {
     Replay {
         summary: &'a Summary,
-        /// With [`Needs::breakdowns`].
-        estimates: Option<&'a Estimates>,
+        estimates: &'a Estimates,
     },
     Compare {
         comparison: &'a Comparison,

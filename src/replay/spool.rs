@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 
 use crate::model::duration::GoDuration;
-use crate::model::failure_history::{Final, Outcome};
+use crate::model::failure_history::{Final, Outcome, Resources};
 use crate::model::policy::Condition;
 
 use super::compare::{JobDiff, RunStep, Side, Step, Steps};
@@ -23,6 +23,8 @@ pub struct Changed {
     pub diff: JobDiff,
     /// The job's failure class (its last recorded failed run's); `None`: no failed run.
     pub class: Option<FailureClass>,
+    /// Its recorded failed runs: the depth of a Pending side's next run (SPEC §3.6).
+    pub depth: u32,
     pub steps: Option<Box<Steps>>,
 }
 
@@ -96,6 +98,8 @@ fn put_side(b: &mut Vec<u8>, s: &Side) {
     put_u64(b, u64::from(s.retries));
     put_u64(b, s.delay.0);
     put_u64(b, s.runs as u64);
+    put_u64(b, u64::from(s.runs_left));
+    put_u64(b, s.compute.0);
 }
 
 fn put_class(b: &mut Vec<u8>, c: &Option<FailureClass>) {
@@ -131,7 +135,18 @@ fn encode(c: &Changed, b: &mut Vec<u8>) {
     put_side(b, &d.candidate);
     put_u64(b, d.compute_added.0);
     put_u64(b, d.compute_removed.0);
+    match &d.resources {
+        None => b.push(0),
+        Some(r) => {
+            b.push(1);
+            for m in [r.cpu_milli, r.gpu_milli] {
+                put_u64(b, m.unwrap_or(u64::MAX));
+            }
+            put_u64(b, r.memory.map_or(u64::MAX, f64::to_bits));
+        }
+    }
     put_class(b, &c.class);
+    put_u64(b, u64::from(c.depth));
     match &c.steps {
         None => b.push(0),
         Some(s) => {
@@ -187,6 +202,25 @@ impl Reader<'_> {
             retries: u32::try_from(self.u64()?).ok()?,
             delay: GoDuration(self.u64()?),
             runs: usize::try_from(self.u64()?).ok()?,
+            runs_left: u32::try_from(self.u64()?).ok()?,
+            compute: GoDuration(self.u64()?),
+        })
+    }
+
+    /// A value written as `u64::MAX` when absent.
+    fn maybe(&mut self) -> Option<Option<u64>> {
+        let n = self.u64()?;
+        Some((n != u64::MAX).then_some(n))
+    }
+
+    fn resources(&mut self) -> Option<Option<Resources>> {
+        Some(match self.u8()? {
+            0 => None,
+            _ => Some(Resources {
+                cpu_milli: self.maybe()?,
+                gpu_milli: self.maybe()?,
+                memory: self.maybe()?.map(f64::from_bits),
+            }),
         })
     }
 
@@ -225,8 +259,10 @@ fn decode(r: &mut Reader<'_>) -> Option<Changed> {
         candidate: r.side()?,
         compute_added: GoDuration(r.u64()?),
         compute_removed: GoDuration(r.u64()?),
+        resources: r.resources()?,
     };
     let class = r.class()?;
+    let depth = u32::try_from(r.u64()?).ok()?;
     let steps = match r.u8()? {
         0 => None,
         _ => {
@@ -248,7 +284,12 @@ fn decode(r: &mut Reader<'_>) -> Option<Changed> {
             Some(Box::new(Steps { runs, gap }))
         }
     };
-    Some(Changed { diff, class, steps })
+    Some(Changed {
+        diff,
+        class,
+        depth,
+        steps,
+    })
 }
 
 #[cfg(test)]
@@ -261,6 +302,8 @@ mod tests {
             retries,
             delay: GoDuration(u64::MAX - 7),
             runs: 3,
+            runs_left: retries * 7,
+            compute: GoDuration(u64::from(retries) << 40),
         }
     }
 
@@ -291,8 +334,14 @@ mod tests {
                     candidate: side(Final::Pending, 4),
                     compute_added: GoDuration(i as u64),
                     compute_removed: GoDuration(0),
+                    resources: (i % 3 != 0).then(|| Resources {
+                        cpu_milli: Some(500 * i as u64),
+                        memory: (i == 2).then_some(1.5e9),
+                        gpu_milli: (i == 4).then_some(2000),
+                    }),
                 },
                 class: class.clone(),
+                depth: i as u32 * 3,
                 steps: (i % 2 == 0).then(|| {
                     Box::new(Steps {
                         runs: vec![RunStep {

@@ -10,7 +10,10 @@ use std::collections::BTreeMap;
 use crate::engine::job_report::RuleLabel;
 use crate::engine::{DecisionKind, JobReport, JobStatus, RuleRef};
 use crate::model::duration::GoDuration;
+use crate::model::failure_history::Resources;
 use crate::model::policy::Action;
+
+use super::compare::request_time;
 
 /// How many failing job ids are kept by name; the count is always exact.
 pub const MAX_LISTED_JOBS: usize = 50;
@@ -33,6 +36,13 @@ pub struct Summary {
     /// Decision kind → decisions.
     decisions: Counts,
     pub total_delay: GoDuration,
+    /// The run time of every run the policies start (SPEC §3.7).
+    pub compute: GoDuration,
+    /// The same × the job's GPU and CPU requests, in nanoseconds × thousandths.
+    pub gpu: u128,
+    pub cpu: u128,
+    /// Jobs that ran, or are Pending, and request neither CPU nor GPU.
+    pub without_resources: u64,
     pub expectation_failed_jobs: u64,
     pub expectation_failed_ids: Vec<String>,
     pub contradicted_jobs: u64,
@@ -141,6 +151,19 @@ impl Summary {
         }
         self.retries += u64::from(report.retries);
         self.total_delay = GoDuration(self.total_delay.0.saturating_add(report.total_delay.0));
+        let ran = report
+            .runs
+            .iter()
+            .map(|r| r.ended_at.saturating_sub(r.started_at))
+            .fold(0u64, u64::saturating_add);
+        self.compute = GoDuration(self.compute.0.saturating_add(ran));
+        let r = report.resources.as_ref();
+        self.gpu += request_time(GoDuration(ran), r.and_then(|r| r.gpu_milli));
+        self.cpu += request_time(GoDuration(ran), r.and_then(|r| r.cpu_milli));
+        let pending = matches!(report.status, JobStatus::Pending { .. });
+        if (ran > 0 || pending) && Resources::is_none(r) {
+            self.without_resources += 1;
+        }
         for run in &report.runs {
             let Some(d) = &run.decision else { continue };
             self.decisions.add(d.kind as usize, 1);
@@ -214,6 +237,10 @@ impl Summary {
         self.decisions.merge(&other.decisions);
         // Saturating sums of non-negative numbers: the grouping does not change the result.
         self.total_delay = GoDuration(self.total_delay.0.saturating_add(other.total_delay.0));
+        self.compute = GoDuration(self.compute.0.saturating_add(other.compute.0));
+        self.gpu += other.gpu;
+        self.cpu += other.cpu;
+        self.without_resources += other.without_resources;
         self.expectation_failed_jobs += other.expectation_failed_jobs;
         let room = MAX_LISTED_JOBS.saturating_sub(self.expectation_failed_ids.len());
         self.expectation_failed_ids

@@ -514,6 +514,7 @@ fn simulate_from_the_database_replays_exactly_what_history_exports() {
       jobs:      2 (4 runs)
       outcomes:  1 succeeded, 1 failed, 0 cancelled, 0 pending
       retries:   2 granted, 0s total delay added
+      compute:   31m recorded (1.0 GPU-hours, 4.1 CPU-hours)
       POLICY/RULE      RETRIES GRANTED   PERMANENT FAILURES
       (fail_default)   0                 1
       ml-new/1         2                 0

@@ -40,9 +40,13 @@ fn compare(dir: &Path, extra: &[&str]) -> Output {
 fn the_table_names_each_changed_job_and_the_totals_like_a_plan() {
     let dir = tempfile::tempdir().unwrap();
     setup(dir.path());
-    // Job b's failing expectation is not checked in this mode: exit 0. d's estimate: its
-    // class (Preempted) has 4 trials (a: P→P, P→ok; b: P→ok; d: P→P), under 5, so the
-    // pooled rate: those and c's exit 2→ok, 3 successes of 5; Wilson 95% (0.2307, 0.8824).
+    // Job b's failing expectation is not checked in this mode: exit 0. d's estimate: it is
+    // Pending at depth 2 with 2 runs left (retry 3, then the limit). Its class (Preempted)
+    // has 4 trials (a: P→P at depth 1, P→ok at 2; b: P→ok; d: P→P), under 5, and so has
+    // every class at depths 2 and 3: the pooled rate, those and c's exit 2→ok, 3 successes
+    // of 5, Wilson 95% (0.2307, 0.8824). pSucceeded = 1 − 0.4² = 84%, bounds 1 − (1 −
+    // 0.2307)² = 41% and 1 − (1 − 0.8824)² = 99%. Expected run time: the mean runFor of every
+    // next run (20m, 1h, 1h, 1h, 2m: 40.4m, pooled too) × (1 + 0.4) = 3393.6 s.
     assert_eq!(
         format_output(&compare(dir.path(), &[])),
         "exit: 0
@@ -50,7 +54,7 @@ fn the_table_names_each_changed_job_and_the_totals_like_a_plan() {
 jobs the candidate policies change (baseline → candidate):
   ~ a: Failed after 1 retry → Succeeded after 2 retries  (rescued)
   ~ c: Succeeded after 1 retry → Failed after 0 retries  (lost)
-  ~ d: Failed after 1 retry → Pending after 2 retries  (toPending; estimate 60% (23–88%), basis all: 5 trials)
+  ~ d: Failed after 1 retry → Pending after 2 retries  (toPending; estimate 84% (41–99%) over 2 runs left; next run 60%, basis all: 5 trials)
 
 Plan: 1 rescued, 1 lost, 1 → Pending, 0 other; 3 of 4 jobs change.
   Succeeded → Failed: 1  (lost)
@@ -59,8 +63,9 @@ Plan: 1 rescued, 1 lost, 1 → Pending, 0 other; 3 of 4 jobs change.
   retries:   +2 added, -1 removed
   delay:     +2s added, -0s removed
   compute:   +1h added, -1h removed (runFor of the runs one side starts and the other does not)
-  estimate:  0.6 of 1 job Failed → Pending would succeed on the next run
-             (estimates: the share of failed runs of the job's failure class (its last failed run's category, else exit code, else condition) whose next run succeeded, in this history; pooled over all classes under 5 trials; (low–high): Wilson 95% interval)
+  estimate:  ≈ 0.8 (0.4–1.0) of 1 job Failed → Pending would succeed over the runs the candidate has left
+  expected:  ≈ 56m34s more run time for the 1 job Pending in the candidate
+             (estimates: each Pending job's chance to succeed over the runs its policy has left (the engine followed on copies of its last failed run until it fails the job, at most 100 runs), from the share of failed runs of its failure class (its last failed run's category, else exit code, else condition) at the same depth (failed runs so far, 5+ together) whose next run succeeded, in this history; a level with fewer than 5 trials backs off to the class at any depth, then all classes at that depth, then all; (low–high): Wilson 95% bounds; runs assumed independent given class and depth, and a class the recorded policies never retried has no trials)
 --- stderr
 "
     );
@@ -103,7 +108,19 @@ fn json_lists_changed_jobs_with_both_sides_and_the_totals() {
     assert_eq!(t["byState"]["Failed → Succeeded"], 1);
     assert_eq!(c["retries"], serde_json::json!({"added": 2, "removed": 1}));
     assert_eq!(c["delay"], serde_json::json!({"added": "2s", "removed": "0s"}));
-    assert_eq!(c["compute"], serde_json::json!({"added": "1h", "removed": "1h"}));
+    // The expected run time of d's runs left (see the table test); no job requests anything:
+    // a, c (compute added, removed) and d (Pending) are counted without requests.
+    assert_eq!(
+        c["compute"],
+        serde_json::json!({
+            "added": "1h",
+            "removed": "1h",
+            "expected": 2424.0 * 1.4,
+            "gpuHours": {"added": 0.0, "removed": 0.0, "expected": 0.0},
+            "cpuHours": {"added": 0.0, "removed": 0.0, "expected": 0.0},
+            "withoutResources": 3,
+        })
+    );
 }
 
 #[test]

@@ -640,7 +640,7 @@ fn rest_source_pages_and_looks_up_run_errors() {
     assert_eq!(lines.len(), 1100);
     assert_eq!(
         lines[1099],
-        r#"{"apiVersion":"armadaproject.io/v1","kind":"FailureHistory","job":{"id":"api-01099","queue":"ml","annotations":{"team":"vision"},"memory":"2147483648","submittedAt":"2026-11-16T08:00:00Z"},"runs":[{"node":"node-a","queuedFor":"15s","runFor":"10m","containers":[{"exitCode":137,"message":"OOMKilled in run-1099-a"}],"category":"oom"},{"node":"node-b","queuedFor":"1m5s","runFor":"10m","outcome":"succeeded"}]}"#
+        r#"{"apiVersion":"armadaproject.io/v1","kind":"FailureHistory","job":{"id":"api-01099","queue":"ml","annotations":{"team":"vision"},"memory":"2147483648","submittedAt":"2026-11-16T08:00:00Z","resources":{"cpu":"1"}},"runs":[{"node":"node-a","queuedFor":"15s","runFor":"10m","containers":[{"exitCode":137,"message":"OOMKilled in run-1099-a"}],"category":"oom"},{"node":"node-b","queuedFor":"1m5s","runFor":"10m","outcome":"succeeded"}]}"#
     );
     let reqs = stub.requests();
     let pages: Vec<Value> = reqs
@@ -874,6 +874,76 @@ fn upstream_policy_pair_replays_the_week_under_the_upstream_engine() {
         ),
         "{err}"
     );
+}
+
+/// SPEC §3.7 from real rows: the fixture's `job.cpu` (millicores) and `job.gpu` become
+/// `job.resources` — ml-08 and ml-19 are GPU jobs (1 and 2 GPUs, 8 CPUs), every other job
+/// requests 4 CPUs and no GPU — and the hours of a what-if straight from the database are
+/// those requests × the run times. ml-19 is rescued (the upstream pair retries its CUDA
+/// errors): its two later runs, 10m each, are added: 2 GPUs × 20m = 2/3 GPU-hour, the only
+/// GPU time added. ml-08 (1 GPU) is the only GPU job Pending: the expected GPU-hours are its
+/// expected run time × 1 GPU; the expected CPU-hours are every Pending job's × its CPUs.
+#[test]
+fn resources_from_lookout_rows_count_gpu_and_cpu_hours() {
+    let Some(db) = fixture_db("resources") else { return };
+    let home = temp_home();
+    let (file, _) = export_week(home.path(), &db);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let job = |id: &str| {
+        let line = text.lines().find(|l| l.contains(&format!("\"id\":\"{id}\""))).unwrap();
+        serde_json::from_str::<Value>(line).unwrap()["job"]["resources"].clone()
+    };
+    assert_eq!(job("ml-08"), json!({"cpu": "8", "gpu": "1"}));
+    assert_eq!(job("ml-19"), json!({"cpu": "8", "gpu": "2"}));
+    assert_eq!(job("ml-01"), json!({"cpu": "4"}));
+    let out = retryctl(home.path())
+        .args([
+            "simulate",
+            "-f",
+            "testdata/lookout/upstream-new",
+            "--baseline",
+            "testdata/lookout/upstream-old",
+            "--engine",
+            "upstream",
+            "--lookout-db",
+            &db.dsn,
+            "--queue",
+            "ml",
+            "-o",
+            "json",
+        ])
+        .args(WINDOW)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &v["comparison"];
+    let compute = &c["compute"];
+    let hours = |k: &str, w: &str| compute[k][w].as_f64().unwrap();
+    assert!(
+        (hours("gpuHours", "added") - 2.0 * 20.0 / 60.0).abs() < 1e-12,
+        "{compute}"
+    );
+    assert_eq!(hours("gpuHours", "removed"), 0.0);
+    assert_eq!(compute["withoutResources"], 0);
+    let pending: Vec<&Value> = c["changedJobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|j| j["candidate"]["final"] == "Pending")
+        .collect();
+    let expected = |j: &Value| j["candidate"]["estimate"]["expectedCompute"].as_f64().unwrap();
+    let ml08 = pending.iter().find(|j| j["job"] == "ml-08").unwrap();
+    assert!(
+        (hours("gpuHours", "expected") - expected(ml08) / 3600.0).abs() < 1e-9,
+        "{compute}"
+    );
+    let cpu: f64 = pending
+        .iter()
+        .map(|j| expected(j) * if j["job"] == "ml-08" { 8.0 } else { 4.0 } / 3600.0)
+        .sum();
+    assert!((hours("cpuHours", "expected") - cpu).abs() < 1e-9, "{compute} vs {cpu}");
+    assert!((compute["expected"].as_f64().unwrap() - pending.iter().map(|j| expected(j)).sum::<f64>()).abs() < 1e-6);
 }
 
 /// A run error Lookout answers with a body that is not `{"errorString": "…"}` ends the export

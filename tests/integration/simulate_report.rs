@@ -1,6 +1,7 @@
-//! `simulate -o html|markdown` and the estimates past the end of the record (SPEC §3.5),
-//! and the table's cut list of changed jobs: exact outputs on a history whose answers are
-//! worked out by hand, and the HTML page rendered in a real browser (headless Chromium).
+//! `simulate -o html|markdown` and the estimates past the end of the record (SPEC
+//! §3.5–3.6), and the table's cut list of changed jobs: exact outputs on a history whose
+//! answers are worked out by hand, and the HTML page rendered in a real browser (headless
+//! Chromium).
 
 use std::fs;
 use std::path::Path;
@@ -25,10 +26,13 @@ fn job(id: &str, runs: &[&str]) -> String {
     format!(r#"{{"job":{{"id":"{id}","queue":"q"}},"runs":[{}]}}"#, runs.join(","))
 }
 
-/// By hand. Trials (a failed run followed by another run):
-/// - `condition:Preempted`: r1–r3 each P→P (fail) and P→ok (success); p1, p2 P→P (fail);
-///   lease1's P→ok (success; its returned lease is no failed run): 9 trials, 4 successes.
-/// - `cuda_error`: cuda1–cuda5, each CUDA→ok: 5 trials, 5 successes.
+/// By hand. Trials (a failed run followed by another run, at its depth: the job's failed
+/// runs so far, this one included):
+/// - `condition:Preempted`: r1–r3 each P→P at depth 1 (fail) and P→ok at depth 2 (success);
+///   p1, p2 P→P at depth 1 (fail); lease1's P→ok at depth 1 (success; its returned lease is
+///   no failed run). Depth 1: 6 trials, 1 success; depth 2: 3 trials, 3 successes; in all
+///   9 trials, 4 successes.
+/// - `cuda_error`: cuda1–cuda5, each CUDA→ok at depth 1: 5 trials, 5 successes.
 /// - `exit:2`: l1, l2, each exit 2→ok: 2 trials, 2 successes. Pooled: 16 trials, 11.
 ///
 /// Changes (15 jobs): retries r* +1 each, cuda* +1, p* +1, c1 +1 = +11, l* −1 each = −2;
@@ -37,9 +41,21 @@ fn job(id: &str, runs: &[&str]) -> String {
 /// each) +8h, l*'s second −2h.
 ///
 /// Outcomes: r* and cuda* rescued (old: out of retries / no rule for CUDA), l* lost (new
-/// fails exit 2 at once), p1, p2 and c1 Failed → Pending (new retries past the record):
-/// p* of class Preempted (9 ≥ 5 trials: own rate 4/9), c1 of class cuda_error (5/5).
-/// expectedRescued = 4/9 + 4/9 + 1 = 1.8889. u1 and lease1 are unchanged.
+/// fails exit 2 at once), p1, p2 and c1 Failed → Pending (new retries past the record).
+/// Their estimates (SPEC §3.6):
+/// - p*: 2 failed runs, so the pending run is at depth 2; the candidate has 3 retries and
+///   used 2, so it starts 2 more runs (one retry, then the limit fails the job): runs left
+///   2. Depth 2 has 3 trials (< 5), depth 3 none: both back off to the class at any depth,
+///   4/9. pSucceeded = 1 − (5/9)² = 56/81; its bounds the same over Wilson(4, 9) = (0.18878,
+///   0.73335). Expected compute: m = the mean runFor of the runs after a preemption, (3 ×
+///   (10m + 1h) + 2 × 10m + 1h) / 9 = 290m / 9 = 1933.3 s, times 1 + 5/9: 3007.4 s.
+/// - c1: 1 failed run (depth 1), 3 runs left (retries 2 and 3, then the limit). Depth 1 has
+///   its own 5 trials, 5/5 (`cuda_error@1`); deeper ones back off to the class, 5/5.
+///   pSucceeded = 1; low = 1 − (1 − 0.56552)³; expected compute m = 1h: 3600 s (the later
+///   runs never start, by the estimate).
+///
+/// expectedRescued = 2 × 56/81 + 1 = 2.3827; expectedCompute = 2 × 3007.4 + 3600 s = 2h40m15s.
+/// u1 and lease1 are unchanged.
 fn history() -> String {
     let mut lines = Vec::new();
     for id in ["r1", "r2", "r3"] {
@@ -82,8 +98,13 @@ fn close(v: &serde_json::Value, want: f64) -> bool {
     v.as_f64().is_some_and(|x| (x - want).abs() < 1e-9)
 }
 
+/// Wilson 95% of 4/9 and of 5/5, as tabled.
+const LOW_4_9: f64 = 0.188_778_5;
+const HIGH_4_9: f64 = 0.733_348_7;
+const LOW_5_5: f64 = 0.565_517_5;
+
 #[test]
-fn json_estimates_are_the_class_rates_worked_out_by_hand() {
+fn json_estimates_are_worked_out_by_hand() {
     let dir = tempfile::tempdir().unwrap();
     setup(dir.path(), &history());
     let out = compare(dir.path(), &["-o", "json"]);
@@ -92,32 +113,60 @@ fn json_estimates_are_the_class_rates_worked_out_by_hand() {
     let c = &v["comparison"];
     let jobs = c["changedJobs"].as_array().unwrap();
     let by_id = |id: &str| jobs.iter().find(|j| j["job"] == id).unwrap();
-    // Preempted: 4 of 9, its own class; Wilson 95% of 4/9 = (0.18878, 0.73335).
+    let near = |v: &serde_json::Value, want: f64| v.as_f64().is_some_and(|x| (x - want).abs() < 1e-6);
     let p1 = &by_id("p1")["candidate"]["estimate"];
     assert_eq!(
-        (p1["trials"].as_u64(), p1["basis"].as_str()),
-        (Some(9), Some("condition:Preempted"))
+        (p1["trials"].as_u64(), p1["basis"].as_str(), p1["runsLeft"].as_u64()),
+        (Some(9), Some("condition:Preempted"), Some(2)),
+        "{p1}"
     );
-    assert!(close(&p1["pSucceeded"], 4.0 / 9.0), "{p1}");
-    assert!((p1["low"].as_f64().unwrap() - 0.188_778_5).abs() < 1e-6, "{p1}");
-    assert!((p1["high"].as_f64().unwrap() - 0.733_348_7).abs() < 1e-6, "{p1}");
-    // cuda_error: 5 of 5; Wilson 95% of 5/5 = (0.56552, 1).
+    assert!(close(&p1["pNextRun"], 4.0 / 9.0), "{p1}");
+    assert!(close(&p1["pSucceeded"], 56.0 / 81.0), "{p1}");
+    assert!(near(&p1["low"], 1.0 - (1.0 - LOW_4_9).powi(2)), "{p1}");
+    assert!(near(&p1["high"], 1.0 - (1.0 - HIGH_4_9).powi(2)), "{p1}");
+    let m = 290.0 * 60.0 / 9.0;
+    assert!(close(&p1["expectedCompute"], m * (1.0 + 5.0 / 9.0)), "{p1}");
     let c1 = &by_id("c1")["candidate"]["estimate"];
     assert_eq!(
-        (c1["trials"].as_u64(), c1["basis"].as_str()),
-        (Some(5), Some("cuda_error"))
+        (c1["trials"].as_u64(), c1["basis"].as_str(), c1["runsLeft"].as_u64()),
+        (Some(5), Some("cuda_error@1"), Some(3)),
+        "{c1}"
     );
-    assert!(close(&c1["pSucceeded"], 1.0) && close(&c1["high"], 1.0), "{c1}");
-    assert!((c1["low"].as_f64().unwrap() - 0.565_517_5).abs() < 1e-6, "{c1}");
+    assert!(
+        close(&c1["pSucceeded"], 1.0) && close(&c1["high"], 1.0) && close(&c1["pNextRun"], 1.0),
+        "{c1}"
+    );
+    assert!(near(&c1["low"], 1.0 - (1.0 - LOW_5_5).powi(3)), "{c1}");
+    assert!(close(&c1["expectedCompute"], 3600.0), "{c1}");
     // Only the Pending side carries one; a job that is not Pending has none.
     assert!(by_id("p1")["baseline"].get("estimate").is_none());
     assert!(by_id("r1")["candidate"].get("estimate").is_none());
+    let e = &c["estimate"];
+    assert!(close(&e["expectedRescued"], 2.0 * 56.0 / 81.0 + 1.0), "{e}");
     assert!(
-        close(&c["estimate"]["expectedRescued"], 4.0 / 9.0 * 2.0 + 1.0),
-        "{}",
-        c["estimate"]
+        near(
+            &e["low"],
+            2.0 * (1.0 - (1.0 - LOW_4_9).powi(2)) + 1.0 - (1.0 - LOW_5_5).powi(3)
+        ),
+        "{e}"
     );
-    assert_eq!(c["estimate"]["withoutEstimate"], 0);
+    assert!(near(&e["high"], 2.0 * (1.0 - (1.0 - HIGH_4_9).powi(2)) + 1.0), "{e}");
+    assert!(close(&e["expectedCompute"], 2.0 * m * 14.0 / 9.0 + 3600.0), "{e}");
+    assert_eq!(e["withoutEstimate"], 0);
+    // The compute object: recorded runs added and removed, and the expected ones, in
+    // seconds; no job requests anything, so every hour is 0 and the changed jobs with
+    // compute (r*, cuda*, l*) and the 3 Pending ones have no requests.
+    let compute = &c["compute"];
+    assert_eq!(
+        (compute["added"].as_str(), compute["removed"].as_str()),
+        (Some("8h"), Some("2h"))
+    );
+    assert!(close(&compute["expected"], 2.0 * m * 14.0 / 9.0 + 3600.0), "{compute}");
+    assert_eq!(
+        compute["gpuHours"],
+        serde_json::json!({"added": 0.0, "removed": 0.0, "expected": 0.0})
+    );
+    assert_eq!(compute["withoutResources"], 13);
     assert_eq!(
         (
             c["transitions"]["rescued"].as_u64(),
@@ -162,8 +211,9 @@ fn estimates_from_stdin_are_the_same_as_from_a_file() {
 #[test]
 fn a_class_under_five_trials_takes_the_pooled_rate_and_no_trials_no_estimate() {
     let dir = tempfile::tempdir().unwrap();
-    // Preempted: 1 trial (q1's P→ok), under 5: pooled over all classes, which is that one
-    // trial plus p1's P→P: 2 trials, 1 success.
+    // Preempted at depth 1: q1's P→ok and p1's P→P, 2 trials, 1 success. p1 is Pending at
+    // depth 2 with 2 runs left: depth 2 and 3 have no trials, the class has 2 (< 5), every
+    // class at those depths none: every class at any depth, 1/2. pSucceeded = 1 − ½ × ½.
     setup(
         dir.path(),
         &[job("q1", &[PREEMPTED, OK]), job("p1", &[PREEMPTED, PREEMPTED])].join("\n"),
@@ -171,11 +221,11 @@ fn a_class_under_five_trials_takes_the_pooled_rate_and_no_trials_no_estimate() {
     let v: serde_json::Value = serde_json::from_slice(&compare(dir.path(), &["-o", "json"]).stdout).unwrap();
     let e = &v["comparison"]["changedJobs"][0]["candidate"]["estimate"];
     assert_eq!(
-        (e["trials"].as_u64(), e["basis"].as_str()),
-        (Some(2), Some("all")),
+        (e["trials"].as_u64(), e["basis"].as_str(), e["runsLeft"].as_u64()),
+        (Some(2), Some("all"), Some(2)),
         "{e}"
     );
-    assert!(close(&e["pSucceeded"], 0.5), "{e}");
+    assert!(close(&e["pNextRun"], 0.5) && close(&e["pSucceeded"], 0.75), "{e}");
     // No failed run followed by another: no estimate at all (null), and it is counted.
     setup(dir.path(), &job("c1", &[CUDA]));
     let v: serde_json::Value = serde_json::from_slice(&compare(dir.path(), &["-o", "json"]).stdout).unwrap();
@@ -212,11 +262,13 @@ fn markdown_plan_for_a_pull_request() {
 | delay | +5s | −0s |
 | compute (`runFor` of runs one side starts and the other does not) | +8h | −2h |
 
-**Estimate:** 1.9 of 3 jobs Failed → Pending would succeed on the next run.
+**Estimate:** ≈ 2.4 (1.6–2.9) of 3 jobs Failed → Pending would succeed over the runs the candidate has left.
+
+**Expected:** ≈ 2h40m15s more run time for the 3 jobs Pending in the candidate.
 
 ### Changed jobs (13 of 13)
 
-| job | baseline | candidate | transition | estimate (next run succeeds) |
+| job | baseline | candidate | transition | estimate (succeeds over the runs left) |
 |---|---|---|---|---|
 | `r1` | Failed after 1 retry | Succeeded after 2 retries | rescued |  |
 | `r2` | Failed after 1 retry | Succeeded after 2 retries | rescued |  |
@@ -228,11 +280,11 @@ fn markdown_plan_for_a_pull_request() {
 | `cuda5` | Failed after 0 retries | Succeeded after 1 retry | rescued |  |
 | `l1` | Succeeded after 1 retry | Failed after 0 retries | lost |  |
 | `l2` | Succeeded after 1 retry | Failed after 0 retries | lost |  |
-| `p1` | Failed after 1 retry | Pending after 2 retries | toPending | 44% (19–73%), basis condition:Preempted: 9 trials |
-| `p2` | Failed after 1 retry | Pending after 2 retries | toPending | 44% (19–73%), basis condition:Preempted: 9 trials |
-| `c1` | Failed after 0 retries | Pending after 1 retry | toPending | 100% (57–100%), basis cuda\_error: 5 trials |
+| `p1` | Failed after 1 retry | Pending after 2 retries | toPending | 69% (34–93%) over 2 runs left; next run 44%, basis condition:Preempted: 9 trials |
+| `p2` | Failed after 1 retry | Pending after 2 retries | toPending | 69% (34–93%) over 2 runs left; next run 44%, basis condition:Preempted: 9 trials |
+| `c1` | Failed after 0 retries | Pending after 1 retry | toPending | 100% (92–100%) over 3 runs left; next run 100%, basis cuda\_error@1: 5 trials |
 
-<sub>Estimates: the share of failed runs of the job's failure class (its last failed run's category, else exit code, else condition) whose next run succeeded, in this history; pooled over all classes under 5 trials; (low–high): Wilson 95% interval.</sub>
+<sub>Estimates: each Pending job's chance to succeed over the runs its policy has left (the engine followed on copies of its last failed run until it fails the job, at most 100 runs), from the share of failed runs of its failure class (its last failed run's category, else exit code, else condition) at the same depth (failed runs so far, 5+ together) whose next run succeeded, in this history; a level with fewer than 5 trials backs off to the class at any depth, then all classes at that depth, then all; (low–high): Wilson 95% bounds; runs assumed independent given class and depth, and a class the recorded policies never retried has no trials.</sub>
 --- stderr
 "
     );
@@ -259,9 +311,13 @@ fn the_table_lists_a_screenful_per_transition_unless_all_changes() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     let listed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("  ~ ")).collect();
     assert_eq!(listed.len(), 43, "{stdout}");
-    // Preempted: r* 2 trials each (1 success), p* 1 (a failure): 72 trials, 25 successes;
-    // Wilson 95% (0.2475, 0.4624); 22 × 25/72 = 7.64 expected.
-    let estimate = "(toPending; estimate 35% (25–46%), basis condition:Preempted: 72 trials)";
+    // Preempted at depth 1: r* and p* each P→P, 47 trials, no success; at depth 2: r*'s
+    // P→ok, 25 of 25. A p* job is Pending at depth 2 with 2 runs left (retry 3, then the
+    // limit): its own depth's rate, 25/25 = 100%; low = 1 − (1 − 0.86681)(1 − 0.24749), the
+    // Wilson bounds of 25/25 at depth 2 and of the class at any depth (25/72) at depth 3:
+    // 0.8998. 22 × 1.0 = 22.0 expected.
+    let estimate =
+        "(toPending; estimate 100% (90–100%) over 2 runs left; next run 100%, basis condition:Preempted@2: 25 trials)";
     let expected_head = [
         "jobs the candidate policies change (baseline → candidate):".to_string(),
         "  ~ r00: Failed after 1 retry → Succeeded after 2 retries  (rescued)".to_string(),
@@ -305,7 +361,7 @@ fn the_table_lists_a_screenful_per_transition_unless_all_changes() {
         tail[47],
         "Plan: 25 rescued, 3 lost, 22 → Pending, 0 other; 50 of 50 jobs change."
     );
-    at("  estimate:  7.6 of 22 jobs Failed → Pending would succeed on the next run");
+    at("  estimate:  ≈ 22.0 (19.8–22.0) of 22 jobs Failed → Pending would succeed over the runs the candidate has left");
 
     let all = String::from_utf8(compare(dir.path(), &["--all-changes"]).stdout).unwrap();
     let listed: Vec<&str> = all.lines().filter(|l| l.starts_with("  ~ ")).collect();
@@ -352,14 +408,16 @@ fn markdown_report_of_a_plain_replay() {
     // 30 runs: l1 and l2 end at their first run (the second is reported as a
     // contradiction). Retries: r* 2 each, cuda* 1, p* 2, c1 1, lease1 1 (its returned lease
     // is none) = 17; a preemption's retry waits out the 1s grace period: 11 of them.
-    assert!(stdout.starts_with("## retryctl simulate: 15 jobs (30 runs)\n\n| outcome | jobs |\n|---|---:|\n| Succeeded | 10 |\n| Failed | 2 |\n| Cancelled | 0 |\n| Pending | 3 |\n\n**Retries granted:** 17 · **delay added:** 11s\n"), "{stdout}");
+    // Compute, the runFor of every run started: r* 10m + 10m + 1h each (4h20m), cuda* 5m +
+    // 1h (5h25m), l* 1m (2m), p* 20m (40m), c1 5m, u1 1h, lease1 0 + 10m + 1h: 12h22m.
+    assert!(stdout.starts_with("## retryctl simulate: 15 jobs (30 runs)\n\n| outcome | jobs |\n|---|---:|\n| Succeeded | 10 |\n| Failed | 2 |\n| Cancelled | 0 |\n| Pending | 3 |\n\n**Retries granted:** 17 · **delay added:** 11s · **compute:** 12h22m recorded\n"), "{stdout}");
     assert!(
         stdout.contains("| `p/0` | 11 | 0 |\n| `p/1` | 0 | 2 |\n| `p/2` | 6 | 0 |\n"),
         "{stdout}"
     );
     assert!(
         stdout.contains(
-            "| failure class | trials | next run succeeded | estimate (next run succeeds) | Pending jobs |\n|---|---:|---:|---|---:|\n\
+            "| failure class | trials | next run succeeded | rate (any depth) | Pending jobs |\n|---|---:|---:|---|---:|\n\
              | `cuda_error` | 5 | 5 | 100% (57–100%), basis cuda\\_error: 5 trials | 1 |\n\
              | `exit:2` | 2 | 2 | 69% (44–86%), basis all: 16 trials | 0 |\n\
              | `condition:Preempted` | 9 | 4 | 44% (19–73%), basis condition:Preempted: 9 trials | 2 |\n"
@@ -367,7 +425,7 @@ fn markdown_report_of_a_plain_replay() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("**Estimate:** 1.9 of 3 jobs Pending would succeed on the next run."),
+        stdout.contains("**Estimate:** ≈ 2.4 (1.6–2.9) of 3 jobs Pending would succeed over the runs the policies have left, ≈ 2h40m15s more run time."),
         "{stdout}"
     );
 }
@@ -426,10 +484,13 @@ fn html_plan_renders_in_a_real_browser() {
     // The numbers, the estimate (marked as such, the method once) and every changed job.
     for t in [
         "Plan: 8 rescued, 2 lost, 3 → Pending, 0 other; 13 of 15 jobs change.",
-        "≈ 1.9 of 3 Failed → Pending would succeed (estimate)",
+        "≈ 2.4 of 3 Failed → Pending would succeed over the runs left (estimate)",
         "<td class=\"n add\">+11</td><td class=\"n rem\">−2</td>",
         "<code>condition:Preempted</code>",
+        "69% <small>(34–93%) · 2 runs left, next 44% · condition:Preempted · 9 trials</small>",
+        "100% <small>(92–100%) · 3 runs left, next 100% · cuda_error@1 · 5 trials</small>",
         "44% <small>(19–73%) · condition:Preempted · 9 trials</small>",
+        "<span class=\"est\">≈ 2h40m15s</span> more run time expected for the 3 jobs Pending in the candidate (estimate)",
     ] {
         assert!(html.contains(t), "`{t}` not in the page");
     }
@@ -480,7 +541,8 @@ fn html_report_of_a_plain_replay_renders_in_a_real_browser() {
         "15 jobs (30 runs) replayed",
         "<code>p/0</code>",
         "<code>cuda_error</code>",
-        "≈ 1.9 would succeed next (estimate)",
+        "≈ 2.4 would succeed over the runs left, ≈ 2h40m15s more run time (estimate)",
+        "Compute: 12h22m recorded.",
         "Expectations: all met.",
     ] {
         assert!(html.contains(t), "`{t}` not in the page");

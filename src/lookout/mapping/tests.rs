@@ -14,6 +14,8 @@ fn job(runs: Vec<RunRow>) -> LookoutJob {
             job_id: "j1".into(),
             queue: "ml".into(),
             memory: 8 * 1024 * 1024 * 1024,
+            cpu: 0,
+            gpu: 0,
             submitted: t("2026-01-01T00:00:00Z"),
             annotations: [("armadaproject.io/retry-policy".to_string(), "extra".to_string())].into(),
         },
