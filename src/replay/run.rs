@@ -582,3 +582,110 @@ impl Fallbacks {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::failure_history::Container;
+    use crate::model::policy::RetryPolicy;
+    use crate::model::{parse_documents, Resource};
+
+    fn sim(yaml: &str) -> Simulator {
+        let policies: Vec<RetryPolicy> = parse_documents(yaml, None)
+            .documents
+            .into_iter()
+            .filter_map(|d| match d.resource {
+                Some(Resource::RetryPolicy(p)) => Some(p),
+                _ => None,
+            })
+            .collect();
+        assert!(!policies.is_empty(), "{yaml}");
+        Simulator::new(policies, Vec::new(), None).unwrap()
+    }
+
+    fn cuda() -> Run {
+        Run {
+            category: Some("cuda_error".into()),
+            containers: vec![Container {
+                name: "main".into(),
+                exit_code: 1,
+                ..Container::default()
+            }],
+            ..Run::default()
+        }
+    }
+
+    fn lease() -> Run {
+        Run {
+            outcome: Outcome::LeaseReturned,
+            ..Run::default()
+        }
+    }
+
+    fn job(runs: Vec<Run>) -> FailureHistory {
+        FailureHistory {
+            runs,
+            ..FailureHistory::default()
+        }
+    }
+
+    const DESIGN: &str = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 10\n  rules:\n    - {action: Retry, onFailureCategory: [cuda_error], retryLimit: 3}\n";
+
+    fn left(sim: &Simulator, settings: &Settings, runs: Vec<Run>) -> u32 {
+        let h = job(runs);
+        let report = sim.simulate(&h, settings).unwrap();
+        assert!(matches!(report.status, JobStatus::Pending { .. }), "{:?}", report.status);
+        runs_left(sim, settings, &h)
+    }
+
+    /// A per-rule limit of 3 and one failure retried: the pending run is retry 2's, then
+    /// retry 3's, then the limit fails the job: 3 runs left.
+    #[test]
+    fn a_rules_limit_bounds_the_runs_left() {
+        let s = Settings::default();
+        assert_eq!(left(&sim(DESIGN), &s, vec![cuda()]), 3);
+        assert_eq!(left(&sim(DESIGN), &s, vec![cuda(), cuda()]), 2);
+        assert_eq!(left(&sim(DESIGN), &s, vec![cuda(), cuda(), cuda()]), 1);
+    }
+
+    /// The global cap binds first: 2 retries in all, one used.
+    #[test]
+    fn the_global_cap_bounds_the_runs_left() {
+        let s = Settings {
+            global_max_retries: 2,
+            ..Settings::default()
+        };
+        assert_eq!(left(&sim(DESIGN), &s, vec![cuda()]), 2);
+    }
+
+    /// No limit short of 100: the runs left stop at 100.
+    #[test]
+    fn runs_left_stop_at_100() {
+        let unbounded = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 10000\n  rules:\n    - {action: Retry, onFailureCategory: [cuda_error]}\n";
+        let s = Settings {
+            global_max_retries: 10_000,
+            ..Settings::default()
+        };
+        assert_eq!(left(&sim(unbounded), &s, vec![cuda()]), MAX_RUNS_LEFT);
+    }
+
+    /// Upstream: retries used = failed runs before this one; `retryLimit: 2`, one failure
+    /// recorded: the pending run (retries used 1) retries, the next (2) fails: 2 runs left.
+    #[test]
+    fn the_upstream_engine_follows_its_own_budget() {
+        let up = "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: p\nretryLimit: 2\ndefaultAction: Fail\nrules:\n  - {action: Retry, onCategory: cuda_error}\n";
+        let s = Settings::default();
+        let sim = sim(up).with_engine(crate::engine::EngineKind::Upstream);
+        assert_eq!(left(&sim, &s, vec![cuda()]), 2);
+    }
+
+    /// A job whose last run was a returned lease is Pending on the lease's requeue: the
+    /// copies are of its last failed run (one retry used of 3: 2 more, then the limit: 3
+    /// runs, the requeued one included). A job with no failed run has the pending run only.
+    #[test]
+    fn a_returned_lease_last_follows_the_last_failed_run() {
+        let s = Settings::default();
+        assert_eq!(left(&sim(DESIGN), &s, vec![cuda(), lease()]), 3);
+        assert_eq!(left(&sim(DESIGN), &s, vec![lease()]), 1);
+    }
+}
