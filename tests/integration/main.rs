@@ -24,5 +24,6 @@ mod simulate_bulk;
 mod simulate_report;
 mod simulate_server;
 mod startup;
+mod test_setup;
 mod tls;
 mod validate;
