@@ -45,9 +45,10 @@ fn top_level() -> clap::Command {
         .about("Author, validate, push and simulate Armada retry policies")
         .long_about(
             "Author, validate, push and simulate Armada retry policies.\n\n\
-             retryctl talks to an Armada server's REST API (or its own `retryctl serve`), \
-             validates RetryPolicy and Queue documents offline, and replays failure histories \
-             through the same decision rules as the scheduler.",
+             retryctl talks to an Armada server over its REST API or its gRPC API (or to \
+             its own `retryctl serve`, which answers both), validates RetryPolicy and Queue \
+             documents offline, and replays failure histories through the same decision rules \
+             as the scheduler.",
         )
         .after_help(EX_ROOT)
         .subcommand_required(true)
