@@ -288,6 +288,11 @@ pub enum Command {
     #[command(after_help = EX_SERVE)]
     Serve(ServeArgs),
     /// Print a shell completion script.
+    ///
+    /// The script completes commands, flags and files, offline. To complete the names of the
+    /// server's retry policies and queues too, load the dynamic completion instead: `source
+    /// <(COMPLETE=bash retryctl)` in ~/.bashrc (zsh alike), `COMPLETE=fish retryctl | source`
+    /// for fish.
     #[command(after_help = EX_COMPLETION)]
     Completion(CompletionArgs),
     /// Show or change the armadactl config file.
