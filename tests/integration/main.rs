@@ -3,6 +3,7 @@
 
 mod support;
 
+mod adversarial;
 mod cli_traps;
 mod client_errors;
 mod client_limits;
