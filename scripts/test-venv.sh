@@ -1,13 +1,27 @@
 #!/usr/bin/env bash
 # The Python virtualenv of the tests that run upstream's own client (PyPI armada-client, its
-# generated protobuf classes and gRPC stubs): target/test-venv, made once, reused after.
-# tests/integration/support/python.rs finds it there (or at $RETRYCTL_TEST_PYTHON).
+# generated protobuf classes and gRPC stubs): test-venv in the target directory
+# ($CARGO_TARGET_DIR, else target/), made once, reused after. The tests make it themselves
+# on first use (tests/integration/support/python.rs, the same steps and lock); .ci/run runs
+# this first so that a failure to make it is reported before the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-venv=target/test-venv
-if "$venv/bin/python3" -c 'import armada_client.armada.submit_pb2_grpc' 2>/dev/null; then
-  exit 0
-fi
-python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check 'armada-client==0.5.1'
-"$venv/bin/python3" -c 'import armada_client.armada.submit_pb2_grpc'
+package='armada-client==0.5.1'
+target="${CARGO_TARGET_DIR:-target}"
+venv="$target/test-venv"
+works() { "$venv/bin/python3" -c 'import armada_client.armada.submit_pb2_grpc' 2>/dev/null; }
+works && exit 0
+mkdir -p "$target"
+# Racing test processes (and another run of this script) wait here; whoever builds does it
+# in a directory of its own, renamed into place only when finished.
+exec 9>"$target/test-venv.lock"
+flock 9
+works && exit 0
+rm -rf "$target"/test-venv.tmp.*
+building="$target/test-venv.tmp.$$"
+python3 -m venv "$building"
+"$building/bin/python3" -m pip install --quiet --disable-pip-version-check "$package"
+"$building/bin/python3" -c 'import armada_client.armada.submit_pb2_grpc'
+rm -rf "$venv"
+mv "$building" "$venv"
+works

@@ -10,6 +10,17 @@ use std::io::Write;
 use retryctl::error::{report, ExitCode};
 
 fn main() {
+    // A shell asking for completions (`COMPLETE=bash retryctl -- retryctl get rp `:
+    // clap_complete's dynamic completion, `commands::completion`). One getenv decides: a plain
+    // run builds nothing for it. A completion exits here, printing nothing but candidates.
+    if std::env::var_os(retryctl::commands::completion::COMPLETE_VAR).is_some() {
+        std::panic::set_hook(Box::new(|_| {}));
+        clap_complete::CompleteEnv::with_factory(retryctl::commands::completion::dynamic_command)
+            .var(retryctl::commands::completion::COMPLETE_VAR)
+            .complete();
+        // `COMPLETE=` or `COMPLETE=0`: an ordinary run (clap_complete's convention).
+        let _ = std::panic::take_hook();
+    }
     let cli = match retryctl::cli::parse() {
         Ok(cli) => cli,
         Err(e) => {

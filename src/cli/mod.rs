@@ -45,9 +45,10 @@ fn top_level() -> clap::Command {
         .about("Author, validate, push and simulate Armada retry policies")
         .long_about(
             "Author, validate, push and simulate Armada retry policies.\n\n\
-             retryctl talks to an Armada server's REST API (or its own `retryctl serve`), \
-             validates RetryPolicy and Queue documents offline, and replays failure histories \
-             through the same decision rules as the scheduler.",
+             retryctl talks to an Armada server over its REST API or its gRPC API (or to \
+             its own `retryctl serve`, which answers both), validates RetryPolicy and Queue \
+             documents offline, and replays failure histories through the same decision rules \
+             as the scheduler.",
         )
         .after_help(EX_ROOT)
         .subcommand_required(true)
@@ -287,6 +288,11 @@ pub enum Command {
     #[command(after_help = EX_SERVE)]
     Serve(ServeArgs),
     /// Print a shell completion script.
+    ///
+    /// The script completes commands, flags and files, offline. To complete the names of the
+    /// server's retry policies and queues too, load the dynamic completion instead: `source
+    /// <(COMPLETE=bash retryctl)` in ~/.bashrc (zsh alike), `COMPLETE=fish retryctl | source`
+    /// for fish.
     #[command(after_help = EX_COMPLETION)]
     Completion(CompletionArgs),
     /// Show or change the armadactl config file.

@@ -3,7 +3,8 @@
 //!
 //! Owns: ordering (policies before the queues that attach them; the reverse for delete),
 //! the reference check (every policy a queue attaches exists in the batch or on the server),
-//! and the write loop shared by `create`, `update` and `apply -f`. Must not: talk to the
+//! the check that the connection can carry every policy (gRPC, upstream Armada), and the
+//! write loop shared by `create`, `update` and `apply -f`. Must not: talk to the
 //! server except through `remote` (one client call per resource stays in `remote::write`).
 //!
 //! Decisions: documents keep their file order within a kind (a stable sort), so the output
@@ -17,6 +18,8 @@ use std::collections::HashSet;
 
 use crate::app::Context;
 use crate::cli::{FileSource, WriteArgs};
+use crate::client::conflict::refuse_incompatible;
+use crate::client::ClientError;
 use crate::commands::remote::{self, found, Item, Mode, Remote};
 use crate::error::{CliError, ExitCode};
 use crate::model::{Kind, Resource};
@@ -137,6 +140,49 @@ pub fn check_references(items: &[Item], conn: Option<&Remote>) -> Result<(), Cli
         .with_hint("add the policy files to the command (`-f`), or create the policies first"))
 }
 
+/// Every policy of the batch must be one this connection can carry (SPEC §5.1: a
+/// design-dialect field has no protobuf form over gRPC, and upstream Armada over REST stores
+/// none either). Checked for every document before anything is sent, and every one refused
+/// is listed, as `validate` lists every error: a batch never half-applies for this reason.
+pub fn check_sendable(items: &[Item], conn: &Remote, mode: Mode) -> Result<(), CliError> {
+    let action = match mode {
+        Mode::Create => "create",
+        Mode::Update => "update",
+        Mode::Apply => "apply",
+    };
+    let mut refused = Vec::new();
+    for item in items {
+        let Resource::RetryPolicy(p) = &item.resource else {
+            continue;
+        };
+        let what = format!("{}: cannot {action} retry policy `{}`", item.file, p.name);
+        match refuse_incompatible(conn.client.as_ref(), p) {
+            Ok(()) => {}
+            Err(e @ ClientError::Incompatible { .. }) => refused.push(conn.fail(&what, e)),
+            // Not knowing what the server stores (it did not answer): the writes say so, as
+            // they always did.
+            Err(_) => return Ok(()),
+        }
+    }
+    let Some(first) = refused.first() else { return Ok(()) };
+    if items.len() == 1 {
+        return Err(first.clone());
+    }
+    let lines: Vec<String> = refused.iter().map(|e| format!("  {}", e.message)).collect();
+    let mut err = CliError::new(
+        first.code,
+        format!(
+            "nothing was sent: {} of the {} documents cannot be sent to `{}`:\n{}",
+            refused.len(),
+            items.len(),
+            crate::redact::redact_url(conn.client.base_url()),
+            lines.join("\n")
+        ),
+    );
+    err.hint = first.hint.clone();
+    Err(err)
+}
+
 /// Loads, orders, checks, then writes every document (`create`, `update`, `apply -f`).
 pub fn write_files(
     ctx: &mut Context,
@@ -149,6 +195,9 @@ pub fn write_files(
     order(&mut items, false);
     let dry = remote::dry_run(ctx, write.dry_run)?;
     let conn = if dry { probe(ctx)? } else { Some(remote::connect(ctx)?) };
+    if let Some(conn) = &conn {
+        check_sendable(&items, conn, mode)?;
+    }
     check_references(&items, conn.as_ref())?;
     if conn.is_none() {
         for note in unchecked_references(&items) {

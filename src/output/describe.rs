@@ -162,8 +162,24 @@ fn write_retry_details(
         .and_then(|r| r.anti_affinity)
         .or(policy.anti_affinity)
         .unwrap_or(AntiAffinityMode::None);
-    writeln!(out, "     Anti-affinity: {}", anti_affinity_words(mode))?;
-    if let Some(m) = rule.and_then(|r| r.mutate.as_ref()) {
+    let mutation = rule.and_then(|r| r.mutate.as_ref());
+    // Where a retry may run is said once: `mutate.affinity.avoidSameNode` (upstream's
+    // mutation) avoids every earlier node, which covers what any anti-affinity mode does.
+    let avoids_all = mutation
+        .and_then(|m| m.affinity.as_ref())
+        .is_some_and(|a| a.avoid_same_node);
+    let placement = match (avoids_all, mode) {
+        (false, mode) => anti_affinity_words(mode),
+        (true, AntiAffinityMode::None) => {
+            "avoidSameNode (mutate.affinity): a retry avoids every node the job already ran on"
+        }
+        (true, AntiAffinityMode::Node) => {
+            "avoidSameNode (mutate.affinity): a retry avoids every node the job already ran on, \
+             the one it last failed on (antiAffinity node) among them"
+        }
+    };
+    writeln!(out, "     Anti-affinity: {placement}")?;
+    if let Some(m) = mutation {
         for line in mutation_words(m) {
             writeln!(out, "     Mutation:      {line}")?;
         }
@@ -268,10 +284,8 @@ fn anti_affinity_words(mode: AntiAffinityMode) -> &'static str {
 }
 
 fn mutation_words(m: &Mutation) -> Vec<String> {
+    // `affinity.avoidSameNode` is said on the Anti-affinity line.
     let mut out = Vec::new();
-    if m.affinity.as_ref().is_some_and(|a| a.avoid_same_node) {
-        out.push("the retry avoids every node the job already ran on".to_string());
-    }
     if let Some(mem) = m.resources.as_ref().and_then(|r| r.memory.as_ref()) {
         if let Some(f) = mem.factor {
             out.push(format!(

@@ -39,3 +39,203 @@ fn completion_command_prints_the_checked_in_script() {
     let file = std::fs::read(root().join("completions/retryctl.bash")).unwrap();
     assert_eq!(out.stdout, file);
 }
+
+/// What the shell gets for `words` (the program's name first, the word under the cursor
+/// last) from `retryctl` run in completion mode, as clap_complete's bash script runs it:
+/// `COMPLETE=bash retryctl -- WORDS...`, the cursor's index in `_CLAP_COMPLETE_INDEX`,
+/// candidates one a line (`_CLAP_IFS`). As the exit code, the candidates that are not flags
+/// (clap_complete offers the command's flags too when the word is empty) and stderr.
+fn complete(home: &std::path::Path, env: &[(&str, &str)], words: &[&str]) -> String {
+    let out = retryctl(home)
+        .env("COMPLETE", "bash")
+        .env("_CLAP_COMPLETE_INDEX", (words.len() - 1).to_string())
+        .env("_CLAP_IFS", "\n")
+        .envs(env.iter().copied())
+        .arg("--")
+        .args(words)
+        // Not a timed assertion: the guard against a completion that waits for a hung server
+        // forever (its deadline is 1 s), so that such a bug fails instead of hanging the suite.
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let names: Vec<&str> = stdout.lines().filter(|l| !l.starts_with('-')).collect();
+    format!(
+        "exit: {:?}\nnames: {names:?}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// [`complete`]'s answer with these names and nothing on stderr.
+fn candidates(names: &[&str]) -> String {
+    format!("exit: Some(0)\nnames: {names:?}\nstderr: ")
+}
+
+const TWO_POLICIES: &str = "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: gpu-retries\n\
+    retryLimit: 3\ndefaultAction: Fail\n---\napiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\n\
+    name: oom-retries\nretryLimit: 2\ndefaultAction: Retry\n";
+
+#[test]
+fn names_complete_from_the_configured_server_over_rest_and_grpc() {
+    let serve = crate::serve_process::spawn(&["--listen", "127.0.0.1:0", "--in-memory", "--token", "s3cret"]);
+    let home = temp_home();
+    let url = serve.url.clone();
+    let grpc = url.replace("http://", "grpc://");
+    let run = |args: &[&str], stdin: &str| {
+        let out = retryctl(home.path())
+            .env("ARMADA_URL", &url)
+            .env("ARMADA_TOKEN", "s3cret")
+            .args(args)
+            .write_stdin(stdin)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            crate::support::format_output(&out)
+        );
+    };
+    run(&["create", "-f", "-"], TWO_POLICIES);
+    run(&["create", "queue", "ml", "--retry-policy", "gpu-retries"], "");
+
+    // The server, and its credentials, from the environment (REST).
+    let env = [("ARMADA_URL", url.as_str()), ("ARMADA_TOKEN", "s3cret")];
+    let both = candidates(&["gpu-retries", "oom-retries"]);
+    for words in [
+        &["retryctl", "get", "retrypolicy", ""][..],
+        &["retryctl", "get", "rp", "oom-retries", ""],
+        &["retryctl", "describe", "retrypolicies", ""],
+        &["retryctl", "delete", "rp", "--detach", ""],
+        &["retryctl", "create", "queue", "new", "--retry-policy", ""],
+        &["retryctl", "update", "queue", "ml", "--retry-policy", ""],
+        &["retryctl", "update", "queue", "ml", "--add-retry-policy", ""],
+        &["retryctl", "update", "queue", "ml", "--remove-retry-policy", ""],
+    ] {
+        assert_eq!(complete(home.path(), &env, words), both, "{words:?}");
+    }
+    assert_eq!(
+        complete(home.path(), &env, &["retryctl", "get", "rp", "o"]),
+        candidates(&["oom-retries"])
+    );
+    // After a comma, the next name of the list.
+    assert_eq!(
+        complete(
+            home.path(),
+            &env,
+            &["retryctl", "update", "queue", "ml", "--retry-policy", "gpu-retries,o"]
+        ),
+        candidates(&["gpu-retries,oom-retries"])
+    );
+    for words in [
+        &["retryctl", "update", "queue", ""][..],
+        &["retryctl", "get", "queues", ""],
+        &["retryctl", "describe", "q", "m"],
+        &["retryctl", "delete", "queue", ""],
+    ] {
+        assert_eq!(complete(home.path(), &env, words), candidates(&["ml"]), "{words:?}");
+    }
+
+    // gRPC, the address from the line's own `--armada-url`, wherever it stands.
+    let token = [("ARMADA_TOKEN", "s3cret")];
+    assert_eq!(
+        complete(
+            home.path(),
+            &token,
+            &["retryctl", "--armada-url", &grpc, "get", "retrypolicy", ""]
+        ),
+        both
+    );
+    assert_eq!(
+        complete(
+            home.path(),
+            &token,
+            &["retryctl", "update", "queue", "--armada-url", &grpc, ""]
+        ),
+        candidates(&["ml"])
+    );
+    // The config file's context, as the commands read it (its token too).
+    let config = home.path().join("armadactl.yaml");
+    std::fs::write(
+        &config,
+        format!("currentContext: main\ncontexts:\n  main:\n    armadaRestUrl: {url}\n    bearerToken: s3cret\n"),
+    )
+    .unwrap();
+    assert_eq!(
+        complete(
+            home.path(),
+            &[],
+            &["retryctl", "--config", config.to_str().unwrap(), "get", "rp", ""]
+        ),
+        both
+    );
+
+    // Refused (no credentials): no names, and not a word on stderr.
+    assert_eq!(
+        complete(home.path(), &[("ARMADA_URL", &url)], &["retryctl", "get", "rp", ""]),
+        candidates(&[])
+    );
+    // `-f` completes files, offline.
+    assert_eq!(
+        complete(
+            home.path(),
+            &[],
+            &["retryctl", "apply", "-f", "testdata/policies/valid/ml-t"]
+        ),
+        candidates(&[
+            "testdata/policies/valid/ml-training-oom.yaml",
+            "testdata/policies/valid/ml-training.yaml"
+        ])
+    );
+}
+
+/// A server that does not answer, or is not there: no names, nothing on stderr (`-v`
+/// included), and the completion returns (within its 1 s deadline, whatever `--timeout`).
+#[test]
+fn an_unreachable_or_silent_server_completes_nothing_and_says_nothing() {
+    let home = temp_home();
+    // Accepts connections (the kernel does, from its backlog) and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent = silent.local_addr().unwrap();
+    let closed = crate::support::pg::free_port();
+    for url in [
+        format!("http://{silent}"),
+        format!("grpc://{silent}"),
+        format!("http://127.0.0.1:{closed}"),
+        format!("grpc://127.0.0.1:{closed}"),
+    ] {
+        for words in [
+            &["retryctl", "-v", "--timeout", "1h", "get", "retrypolicy", ""][..],
+            &["retryctl", "update", "queue", "--timeout", "1h", ""],
+        ] {
+            assert_eq!(
+                complete(home.path(), &[("ARMADA_URL", &url)], words),
+                candidates(&[]),
+                "{url} {words:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn complete_without_words_prints_the_shells_registration_and_empty_is_an_ordinary_run() {
+    let home = temp_home();
+    let out = retryctl(home.path()).env("COMPLETE", "bash").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let script = String::from_utf8(out.stdout).unwrap();
+    assert!(script.contains("COMPLETE=\"bash\""), "{script}");
+    assert!(script.contains("-F _clap_complete_retryctl retryctl"), "{script}");
+    let out = retryctl(home.path())
+        .env("COMPLETE", "")
+        .args(["version", "--client"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        crate::support::format_output(&out),
+        format!(
+            "exit: 0\n--- stdout\nclient: retryctl {}\n--- stderr\n",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+}

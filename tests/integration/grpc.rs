@@ -677,3 +677,40 @@ print("ok")
         "{out}"
     );
 }
+
+/// `apply -f DIR` over gRPC checks every document before sending any, and lists every one
+/// the wire cannot carry (it stopped at the first, after sending those before it, with "N
+/// later documents were not sent"). Exit 1, as the refusal of one; a dry run says the same.
+#[test]
+fn a_batch_over_grpc_lists_every_document_grpc_cannot_carry_and_sends_none() {
+    let srv = TestServer::start();
+    let addr = address(&srv.url);
+    let home = temp_home();
+    let grpc = |args: &[&str]| {
+        let out = retryctl(home.path())
+            .args(["--armada-url", &format!("grpc://{addr}")])
+            .args(args)
+            .output()
+            .unwrap();
+        format_output(&out).replace(&addr, "ADDR")
+    };
+    let refusal = "exit: 1\n--- stdout\n--- stderr\nerror: nothing was sent: 5 of the 7 documents cannot be sent to `grpc://ADDR`:
+  testdata/policies/valid/backoff-override.yaml: cannot apply retry policy `backoff-override`: Armada's gRPC API cannot carry these fields of retry policy `backoff-override` (they have no protobuf form): `defaultAction (unset: upstream refuses a policy without one)`, `backoff`, `rules[0].onConditions`, `rules[0] (no category: upstream stores only category rules)`, `rules[0].backoff`, `rules[1].onConditions`, `rules[1] (no category: upstream stores only category rules)`
+  testdata/policies/valid/container-targeting.yaml: cannot apply retry policy `container-targeting`: Armada's gRPC API cannot carry these fields of retry policy `container-targeting` (they have no protobuf form): `defaultAction (unset: upstream refuses a policy without one)`, `rules[0].containerName`, `rules[0].onExitCodes`, `rules[0] (no category: upstream stores only category rules)`, `rules[1].containerName`, `rules[1].onConditions`, `rules[1] (no category: upstream stores only category rules)`, `rules[2].containerName`, `rules[2].onTerminationMessage`, `rules[2] (no category: upstream stores only category rules)`
+  testdata/policies/valid/infra.yaml: cannot apply retry policy `infra`: Armada's gRPC API cannot carry these fields of retry policy `infra` (they have no protobuf form): `defaultAction (unset: upstream refuses a policy without one)`, `rules[0].onConditions`, `rules[0] (no category: upstream stores only category rules)`, `rules[0].antiAffinity`
+  testdata/policies/valid/ml-training-oom.yaml: cannot apply retry policy `ml-training-oom`: Armada's gRPC API cannot carry these fields of retry policy `ml-training-oom` (they have no protobuf form): `defaultAction (unset: upstream refuses a policy without one)`, `rules[0].onConditions`, `rules[0] (no category: upstream stores only category rules)`, `rules[0].retryLimit`
+  testdata/policies/valid/ml-training.yaml: cannot apply retry policy `ml-training`: Armada's gRPC API cannot carry these fields of retry policy `ml-training` (they have no protobuf form): `backoff`, `antiAffinity`, `rules[0].onConditions`, `rules[0] (no category: upstream stores only category rules)`, `rules[0].antiAffinity`, `rules[1].onConditions`, `rules[1] (no category: upstream stores only category rules)`, `rules[1].retryLimit`, `rules[2].onExitCodes`, `rules[2] (no category: upstream stores only category rules)`, `rules[3].onFailureCategory (more than one category)`
+
+hint: write it over REST (`--armada-url http://…` of `retryctl serve`, or a context's `armadaRestUrl`), or remove these fields
+";
+    assert_eq!(grpc(&["apply", "-f", "testdata/policies/valid"]), refusal);
+    assert_eq!(grpc(&["apply", "-f", "testdata/policies/valid", "--dry-run"]), refusal);
+    // Nothing was sent: not the policy gRPC can carry (upstream-v1beta1.yaml), not the queue.
+    assert_eq!(grpc(&["get", "rp", "-o", "name"]), "exit: 0\n--- stdout\n--- stderr\n");
+    assert_eq!(grpc(&["get", "q", "-o", "name"]), "exit: 0\n--- stdout\n--- stderr\n");
+    // What it can carry goes through.
+    assert_eq!(
+        grpc(&["apply", "-f", V1BETA1]),
+        "exit: 0\n--- stdout\nretrypolicy/ml-training-retries created\n--- stderr\n"
+    );
+}

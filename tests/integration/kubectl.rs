@@ -304,3 +304,73 @@ fn a_queue_from_flags_dry_run_checks_its_policies_on_the_server() {
         ok_out("queue/q created (dry run)\n")
     );
 }
+
+/// Where a retry may run is said once per rule: upstream's `mutate.affinity.avoidSameNode`
+/// is the Anti-affinity line (it was "none: a retry may run on the same node" followed by a
+/// Mutation line saying the opposite), alone or with the design's `antiAffinity: node`.
+#[test]
+fn describe_says_once_where_a_retry_of_an_avoid_same_node_rule_may_run() {
+    let home = crate::support::temp_home();
+    let describe = |file: &std::path::Path| {
+        let out = crate::support::retryctl(home.path())
+            .args(["describe", "retrypolicy", "-f"])
+            .arg(file)
+            .output()
+            .unwrap();
+        crate::support::format_output(&out)
+    };
+    let v1beta1 = crate::support::root().join("testdata/policies/valid/upstream-v1beta1.yaml");
+    assert_eq!(
+        describe(&v1beta1),
+        "exit: 0
+--- stdout
+Name:            ml-training-retries
+Used by queues:  <none> (attach it with `retryctl update queue NAME --add-retry-policy ml-training-retries`)
+Retry limit:     3 (the policy's retryLimit; rules without their own use it)
+Global cap:      20 retries per job, across all rules and policies
+Default action:  Fail: a failure no rule matches fails the job
+Anti-affinity:   none: a retry may run on the same node
+Rules (the first that matches a failure decides):
+  1. Fail when the failure category is user-error
+     The job fails at once, without retry.
+  2. Retry when the failure category is gpu and the subcategory is transient
+     Retried:       up to 3 times, 4 attempts in all (the policy's retryLimit)
+     Backoff:       none: every retry is scheduled at once (initialDelay 0s)
+     Anti-affinity: avoidSameNode (mutate.affinity): a retry avoids every node the job already ran on
+  3. Retry when the failure category is oom
+     Retried:       up to 3 times, 4 attempts in all (the policy's retryLimit)
+     Backoff:       none: every retry is scheduled at once (initialDelay 0s)
+     Anti-affinity: none: a retry may run on the same node
+     Mutation:      the job's memory is multiplied by 1.5 at each retry (compounding)
+  4. Retry when the failure category is oom-small
+     Retried:       up to 3 times, 4 attempts in all (the policy's retryLimit)
+     Backoff:       none: every retry is scheduled at once (initialDelay 0s)
+     Anti-affinity: none: a retry may run on the same node
+     Mutation:      the job's memory grows by 512Mi at each retry
+--- stderr
+"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let both = dir.path().join("both.yaml");
+    std::fs::write(
+        &both,
+        "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: both}\nspec:\n  retryLimit: 2\n  \
+         rules:\n    - action: Retry\n      onFailureCategory: [gpu]\n      antiAffinity: {mode: node}\n      \
+         mutate: {affinity: {avoidSameNode: true}}\n",
+    )
+    .unwrap();
+    let out = describe(&both);
+    let rule: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("  1. ")).collect();
+    assert_eq!(
+        rule,
+        [
+            "  1. Retry when the failure category is gpu",
+            "     Retried:       up to 2 times, 3 attempts in all (the policy's retryLimit)",
+            "     Backoff:       none: every retry is scheduled at once (initialDelay 0s)",
+            "     Anti-affinity: avoidSameNode (mutate.affinity): a retry avoids every node the job already \
+             ran on, the one it last failed on (antiAffinity node) among them",
+            "--- stderr",
+        ],
+        "{out}"
+    );
+}

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod adversarial;
 mod cli_traps;
 mod client_errors;
 mod client_limits;
@@ -24,5 +25,6 @@ mod simulate_bulk;
 mod simulate_report;
 mod simulate_server;
 mod startup;
+mod test_setup;
 mod tls;
 mod validate;

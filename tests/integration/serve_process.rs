@@ -59,6 +59,11 @@ fn spawn_home(args: &[&str], home: &Path) -> Proc {
 }
 
 impl Proc {
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGTERM, then the exit code and every stderr line after the startup line.
     pub(crate) fn terminate(mut self) -> (Option<i32>, Vec<String>) {
         let status = Command::new("kill")

@@ -48,6 +48,95 @@ pub fn format_output(output: &std::process::Output) -> String {
 pub fn temp_home() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
 }
+
+/// The target directory the tests were built in (`$CARGO_TARGET_DIR`, else `target/`):
+/// what the tests make once and keep (the Python virtualenv) lives there.
+pub fn target_dir() -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    tmp.parent()
+        .expect("CARGO_TARGET_TMPDIR is inside the target directory")
+        .to_path_buf()
+}
+
+/// A part of the tests' set-up this machine lacks and the tests cannot provide themselves
+/// (it needs root): what is missing and why, and the command that installs it.
+#[derive(Debug, Clone)]
+pub struct Missing {
+    /// "PostgreSQL not found (no `initdb` on PATH …)".
+    pub what: String,
+    /// The command that installs it.
+    pub install: String,
+}
+
+impl Missing {
+    /// The test that asked goes without (its caller returns early): recorded, and named at
+    /// the end of the test binary's run on stderr, one line per missing part. Under
+    /// `CI=true` a missing part is a broken set-up instead (`.ci/run` installs each): the
+    /// test fails.
+    pub fn skip(&self) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} under CI=true; `.ci/run` installs it (`{}`)",
+            self.what,
+            self.install
+        );
+        skipped::record(self);
+    }
+}
+
+/// The tests skipped for a missing part, announced where a person sees them: libtest
+/// captures what a test prints with `print!`/`eprint!` (shown only when it fails), not what
+/// is written to the process's stderr directly, and this is written at the process's exit
+/// (after libtest's summary), once per missing part, naming every test it skipped.
+mod skipped {
+    use std::collections::BTreeMap;
+    use std::io::Write;
+    use std::sync::{Mutex, Once};
+
+    /// Per missing part (its words and install command), the tests that went without.
+    static SKIPPED: Mutex<BTreeMap<(String, String), Vec<String>>> = Mutex::new(BTreeMap::new());
+    static AT_EXIT: Once = Once::new();
+
+    pub fn record(missing: &super::Missing) {
+        // libtest runs each test on a thread named after it.
+        let test = match std::thread::current().name() {
+            Some(name) if name != "main" => name.to_string(),
+            _ => "(a test on the main thread)".to_string(),
+        };
+        SKIPPED
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry((missing.what.clone(), missing.install.clone()))
+            .or_default()
+            .push(test);
+        // SAFETY: registers a plain function with the C library, called once at exit.
+        AT_EXIT.call_once(|| unsafe {
+            libc::atexit(announce);
+        });
+    }
+
+    extern "C" fn announce() {
+        let skipped = std::mem::take(&mut *SKIPPED.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut text = String::new();
+        for ((what, install), mut tests) in skipped {
+            tests.sort();
+            tests.dedup();
+            text.push_str(&lines(&what, &install, &tests));
+        }
+        // Not `eprint!`: libtest would capture it. Nothing to do if stderr is gone.
+        let _ = std::io::stderr().write_all(text.as_bytes());
+    }
+
+    /// The announcement of one missing part.
+    pub fn lines(what: &str, install: &str, tests: &[String]) -> String {
+        format!(
+            "!!!!!!!! SKIPPED {} {}: {what}; install it: `{install}`; did NOT run: {}\n",
+            tests.len(),
+            if tests.len() == 1 { "test" } else { "tests" },
+            tests.join(", ")
+        )
+    }
+}
 pub mod stub;
 
 /// One user against one server: the CLI binary with its own empty home and `ARMADA_URL`

@@ -3,9 +3,11 @@
 //! (`contract/lookout/migrations/*.sql`, vendored, applied in name order, each file as one
 //! simple query outside a transaction, as upstream applies them).
 //!
-//! - Binaries: `initdb` on PATH, else `/usr/lib/postgresql/*/bin` (Debian's package).
-//!   When neither exists the tests print a loud SKIP and return (`.ci/run` installs the
-//!   package, so CI always has it).
+//! - Binaries: in `$RETRYCTL_TEST_PG_BIN` when set (only there: point it at an empty
+//!   directory to see the tests go without), else `initdb` on PATH, else
+//!   `/usr/lib/postgresql/*/bin` (Debian's package). When there are none the tests return
+//!   early and are named on stderr at the end of the run ([`super::Missing`]); under
+//!   `CI=true` they fail instead (`.ci/run` installs the package).
 //! - initdb refuses root: as root the cluster runs as user `postgres` (else `nobody`)
 //!   through `runuser`, in a temp dir chowned to that user.
 //! - Stopped at the end: the server runs under a `sh` that waits on its stdin, a pipe held by
@@ -21,6 +23,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use super::Missing;
+
 pub const USER: &str = "lookout";
 pub const PASSWORD: &str = "s3cret";
 
@@ -30,7 +34,7 @@ pub struct Cluster {
     _guard: Mutex<Child>,
 }
 
-static CLUSTER: OnceLock<Option<Cluster>> = OnceLock::new();
+static CLUSTER: OnceLock<Result<Cluster, Missing>> = OnceLock::new();
 static NEXT_DB: AtomicUsize = AtomicUsize::new(0);
 
 /// Lookout's migrations, vendored in the repository (contract/README.md).
@@ -39,6 +43,10 @@ pub fn migrations_dir() -> PathBuf {
 }
 
 fn bin_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("RETRYCTL_TEST_PG_BIN") {
+        let dir = PathBuf::from(dir);
+        return (dir.join("initdb").is_file() && dir.join("postgres").is_file()).then_some(dir);
+    }
     if let Some(path) = std::env::var_os("PATH") {
         for dir in std::env::split_paths(&path) {
             if dir.join("initdb").is_file() && dir.join("pg_ctl").is_file() {
@@ -91,20 +99,16 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-fn start() -> Option<Cluster> {
+fn start() -> Result<Cluster, Missing> {
     let Some(bin) = bin_dir() else {
-        // CI installs PostgreSQL (.ci/run): there a missing server is a broken set-up, not a
-        // reason to pass without the real-database tests.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "PostgreSQL not found under CI=true: .ci/run should have installed it"
-        );
-        eprintln!(
-            "\n!!!!!!!! SKIP: PostgreSQL not found (no `initdb` on PATH or in /usr/lib/postgresql/*/bin); \
-             the history-import tests against a real database did NOT run. \
-             Install it: `apt-get install -y postgresql` (.ci/run does). !!!!!!!!\n"
-        );
-        return None;
+        let where_ = match std::env::var_os("RETRYCTL_TEST_PG_BIN") {
+            Some(dir) => format!("in `$RETRYCTL_TEST_PG_BIN` ({})", Path::new(&dir).display()),
+            None => "on PATH or in /usr/lib/postgresql/*/bin".to_string(),
+        };
+        return Err(Missing {
+            what: format!("PostgreSQL not found (no `initdb` and `postgres` {where_})"),
+            install: "apt-get install -y postgresql".to_string(),
+        });
     };
     let user = run_as_user();
     let dir = tempfile::Builder::new()
@@ -169,7 +173,7 @@ fn start() -> Option<Cluster> {
         std::thread::sleep(Duration::from_millis(100));
     }
     build_template(port);
-    Some(Cluster {
+    Ok(Cluster {
         port,
         _guard: Mutex::new(child),
     })
@@ -204,9 +208,16 @@ fn build_template(port: u16) {
     }
 }
 
-/// The shared cluster, or `None` (after a loud SKIP) when PostgreSQL is not installed.
+/// The shared cluster, or `None` (the calling test is named at the end of the run) when
+/// PostgreSQL is not installed.
 pub fn cluster() -> Option<&'static Cluster> {
-    CLUSTER.get_or_init(start).as_ref()
+    match CLUSTER.get_or_init(start) {
+        Ok(cluster) => Some(cluster),
+        Err(missing) => {
+            missing.skip();
+            None
+        }
+    }
 }
 
 /// A fresh Lookout database (a copy of the migrated template): its DSN and a client.
