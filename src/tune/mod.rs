@@ -30,7 +30,7 @@ use crate::model::scheduler::{scheduler_config_from_node, SchedulerConfig};
 use crate::model::{ApiVersion, Kind};
 use crate::yaml::{Node, Pos, Value};
 
-pub use candidates::{Candidate, CandidateError};
+pub use candidates::{Candidate, CandidateError, NO_SCHEDULER_FILE};
 pub use vary::{parse_vary, Setting, Target, Vary, MAX_VALUES};
 
 use vary::{resolve, typed, Layout, Typed};

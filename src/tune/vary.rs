@@ -201,10 +201,16 @@ fn parse_values(values: &str) -> Result<Vec<Setting>, String> {
         let settings = if item == "unset" {
             vec![Setting::Unset]
         } else if item.contains("..") {
-            range(item, MAX_VALUES.saturating_sub(out.len()))?
+            range(item)?
         } else {
             vec![Setting::To(item.to_string())]
         };
+        if out.len() + settings.len() > MAX_VALUES {
+            return Err(format!(
+                "{} has more than the {MAX_VALUES} values one `--vary` may have",
+                quote(values)
+            ));
+        }
         for s in settings {
             if !seen.insert(s.clone()) {
                 return Err(format!(
@@ -218,8 +224,8 @@ fn parse_values(values: &str) -> Result<Vec<Setting>, String> {
     Ok(out)
 }
 
-/// `lo..hi` or `lo..hi/step`, integers, inclusive; at most `room` values.
-fn range(item: &str, room: usize) -> Result<Vec<Setting>, String> {
+/// `lo..hi` or `lo..hi/step`, integers, inclusive; at most [`MAX_VALUES`] of them.
+fn range(item: &str) -> Result<Vec<Setting>, String> {
     const RANGE: &str = "expected `lo..hi` or `lo..hi/step` with integers; list other values with `,`";
     let (bounds, step) = match item.split_once('/') {
         Some((b, s)) => (b, Some(s.trim())),
@@ -261,7 +267,7 @@ fn range(item: &str, room: usize) -> Result<Vec<Setting>, String> {
         ));
     }
     let n = (i128::from(hi) - i128::from(lo)) / i128::from(step) + 1;
-    if n > room as i128 {
+    if n > MAX_VALUES as i128 {
         return Err(format!(
             "the range {} has {n} values, more than the {MAX_VALUES} one `--vary` may have",
             quote(item)
@@ -698,6 +704,11 @@ mod tests {
             to(&["a=b:c"])
         );
         assert_eq!(MAX_VALUES, 100_000);
+        assert_eq!(
+            parse_vary("ml:spec.retryLimit=0,1..100000").unwrap_err(),
+            "invalid `--vary` `ml:spec.retryLimit=0,1..100000`: `0,1..100000` has more than the 100000 values \
+             one `--vary` may have"
+        );
         assert_eq!(
             parse_vary("ml:spec.retryLimit=1..100000").unwrap().values.len(),
             100_000
