@@ -10,14 +10,15 @@ use std::path::{Path, PathBuf};
 
 use crate::diag::Diagnostic;
 use crate::error::CliError;
-use crate::model::scheduler::{parse_scheduler_config, SchedulerConfig};
+use crate::model::scheduler::{parse_scheduler_document, SchedulerConfig};
 use crate::model::{parse_documents, Document, Kind};
+use crate::yaml::Node;
 
 /// Largest input file read. Policy and queue files are a few KiB; a larger file is a mistake.
 pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 
 /// One input file, its documents and the problems that concern the file as a whole.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SourceFile {
     /// The path as the user should read it (`-` is `<stdin>`).
     pub name: String,
@@ -125,6 +126,30 @@ fn file_error(path: &Path, e: &io::Error) -> SourceFile {
 /// naming the file when it cannot be read, and one line per problem (`FILE:LINE:COL: FIELD:
 /// message`) when it does not decode.
 pub fn read_scheduler_config(path: &Path) -> Result<SchedulerConfig, CliError> {
+    read_scheduler_source(path).map(|source| source.config)
+}
+
+/// A scheduler config file as `tune` needs it: what it decodes to, and the tree of its
+/// document (the template that `--vary scheduler:...` edits).
+#[derive(Debug, Clone)]
+pub struct SchedulerSource {
+    /// The path as the user should read it.
+    pub name: String,
+    /// Its first document (an empty mapping when the file has none).
+    pub node: Node,
+    pub config: SchedulerConfig,
+}
+
+impl SchedulerSource {
+    /// Decodes a scheduler config's text; `Err` holds every problem, placed.
+    pub fn parse(name: String, text: &str) -> Result<SchedulerSource, Vec<Diagnostic>> {
+        let (node, config) = parse_scheduler_document(text)?;
+        Ok(SchedulerSource { name, node, config })
+    }
+}
+
+/// [`read_scheduler_config`], keeping the file's tree: the same errors.
+pub fn read_scheduler_source(path: &Path) -> Result<SchedulerSource, CliError> {
     let text = fs::read_to_string(path).map_err(|e| {
         CliError::invalid(format!(
             "cannot read scheduler config `{}`: {}",
@@ -132,8 +157,8 @@ pub fn read_scheduler_config(path: &Path) -> Result<SchedulerConfig, CliError> {
             io_reason(&e)
         ))
     })?;
-    parse_scheduler_config(&text).map_err(|errors| {
-        let file = path.display().to_string();
+    let file = path.display().to_string();
+    SchedulerSource::parse(file.clone(), &text).map_err(|errors| {
         let lines: Vec<String> = errors
             .iter()
             .map(|d| {

@@ -2,17 +2,19 @@
 //!
 //! Layering (enforced in review; a module imports only modules to its right, in the braces
 //! too): `main` → `commands` → `app` (the `Context` commands take) → {`connection`, `server`,
-//! `output`, `lookout`, `replay`, `client`} → {`cli`, `armadactl_config`, `tls`} → `input` →
-//! `engine` → `model` → {`diag`, `yaml`}, with `wire` (Armada's REST JSON) and `armada_api`
-//! (Armada's gRPC contract, generated from `proto/`, and its model ⇄ protobuf conversion: the
-//! same model on the other wire) beside `model`, for the client and the server. `error` (exit
+//! `output`, `lookout`, `replay`, `tune`, `client`} → {`cli`, `armadactl_config`, `tls`} →
+//! `input` → `engine` → `model` → {`diag`, `yaml`}, with `wire` (Armada's REST JSON) and
+//! `armada_api` (Armada's gRPC contract, generated from `proto/`, and its model ⇄ protobuf
+//! conversion: the same model on the other wire) beside `model`, for the client and the server. `error` (exit
 //! codes, `CliError`) and `redact` (secrets in URLs) import nothing from this crate; any
 //! module above `engine` may use them. `cli` is the command line's clap types, read by
 //! `app`, `commands`, `connection` and `output`; it imports `engine` only (its engine flag
 //! becomes an `engine::EngineKind`). `input` reads `-f` files and stdin into documents.
 //! `model`, `engine`, `wire` and `armada_api` are pure: no I/O, clock, environment or
 //! randomness, and besides each other they import nothing from this crate except `diag` and
-//! `yaml`. The binary's start-up (its allocator) is `src/startup.rs`, a module of `main`.
+//! `yaml`. `tune` (the candidates of `tune --vary`: varies, template, each candidate's
+//! documents) is pure too and imports only `model`, `diag`, `yaml`, `input` (its types) and
+//! `error`. The binary's start-up (its allocator) is `src/startup.rs`, a module of `main`.
 //!
 //! Where things are: a history is read in `replay::source` (files, JSON Lines, stdin) and
 //! `lookout` (Lookout's database and REST API); each engine decides in `engine` (the design,
@@ -47,5 +49,6 @@ pub mod redact;
 pub mod replay;
 pub mod server;
 pub mod tls;
+pub mod tune;
 pub mod wire;
 pub mod yaml;

@@ -1,12 +1,14 @@
 //! The one definition of the fields of the RetryPolicy (both dialects), Queue and
-//! FailureHistory documents: names, types, bounds and documentation.
+//! FailureHistory documents, and of the scheduler config's retry settings: names, types,
+//! bounds and documentation.
 //!
 //! Owns: the field tables. The strict decoder (`document`) takes the fields it accepts at
 //! each level from here, `explain` prints them, and `schema` turns them into JSON Schema, so
 //! a field added here is accepted, documented and completed in editors at once, and a field
-//! missing here is refused by all three. Must not: decode, validate values or do I/O (the
-//! bounds here are copied into the schema for editors; the validator enforces them with
-//! precise messages).
+//! missing here is refused by all three. The scheduler config's tables are read by its decoder
+//! and by `tune`, which resolves `--vary` paths here. Must not: decode, validate values or do
+//! I/O (the bounds here are copied into the schema for editors; the validator enforces them
+//! with precise messages).
 
 use super::policy::Condition;
 use super::vocabulary::{API_V1, API_V1BETA1, DECISION_KINDS, FINAL_STATES, OUTCOMES, POD_CONDITIONS};
@@ -631,6 +633,87 @@ pub const QUEUE: &[Field] = &[
         "Upstream's permissions, as the server returns them.",
     ),
 ];
+
+const COUNT: Ty = Ty::Int {
+    min: 0,
+    max: 4_294_967_295,
+};
+
+/// `scheduling.retryPolicy` of a scheduler config, decoded strictly (`model::scheduler`).
+pub const SCHEDULER_RETRY_POLICY: &[Field] = &[
+    f(
+        "enabled",
+        Ty::Bool,
+        "Whether the retry engine runs; unset, simulate assumes `true`.",
+    ),
+    f(
+        "globalMaxRetries",
+        COUNT,
+        "Retries a job may have in all, and the limit of a policy without one. Unset: 20.",
+    ),
+    f("defaultPolicyName", NAME, "The policy of a job whose queue names none."),
+    f(
+        "defaultBackoff",
+        Ty::Object(BACKOFF),
+        "The backoff a policy inherits, field by field, where it sets none.",
+    ),
+];
+
+/// `scheduling` of a scheduler config: only these keys are read, the others are Armada's.
+pub const SCHEDULING: &[Field] = &[
+    f(
+        "retryPolicy",
+        Ty::Object(SCHEDULER_RETRY_POLICY),
+        "The retry engine's settings.",
+    ),
+    f(
+        "maxAttemptedRuns",
+        COUNT,
+        "Runs a job may have on the paths that bypass the policies (default 5).",
+    ),
+    f(
+        "maxRetries",
+        COUNT,
+        "Upstream's legacy bound: `maxRetries + 1` runs, read when `maxAttemptedRuns` is not set.",
+    ),
+];
+
+/// An Armada scheduler config file (`--scheduler-config`), as far as retryctl reads it: the
+/// `apiVersion`/`kind` envelope is optional and every key outside `scheduling` is ignored.
+pub const SCHEDULER_CONFIG: &[Field] = &[f(
+    "scheduling",
+    Ty::Object(SCHEDULING),
+    "The scheduler's settings; retryctl reads the retry ones.",
+)];
+
+/// The shortest full path under `root` that ends with `path` (`rules.action` →
+/// `spec.rules.action`), searched breadth first over the objects of the layout; `None` when
+/// `path` is nowhere in it. (`explain` has its own copy of this search.)
+pub fn find_path(root: &'static [Field], path: &str) -> Option<String> {
+    let mut level: Vec<(String, &'static [Field])> = vec![(String::new(), root)];
+    while !level.is_empty() {
+        let mut next = Vec::new();
+        for (prefix, fields_here) in level {
+            for f in fields_here {
+                let Some(children) = object_of(&f.ty) else {
+                    continue;
+                };
+                let under = if prefix.is_empty() {
+                    f.name.to_string()
+                } else {
+                    format!("{prefix}.{}", f.name)
+                };
+                let candidate = format!("{under}.{path}");
+                if field_at(root, &candidate).is_some() {
+                    return Some(candidate);
+                }
+                next.push((under, children));
+            }
+        }
+        level = next;
+    }
+    None
+}
 
 /// The field names accepted by an object.
 pub fn names(fields: &[Field]) -> Vec<&'static str> {

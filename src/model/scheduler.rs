@@ -6,9 +6,10 @@
 //! Must not: do I/O.
 
 use crate::diag::Diagnostic;
-use crate::yaml::{self, Node};
+use crate::yaml::{self, Node, Pos, Value};
 
 use super::decode::Decoder;
+use super::fields;
 use super::policy::Backoff;
 use super::validate;
 use super::vocabulary::API_V1;
@@ -25,8 +26,6 @@ pub struct SchedulerConfig {
     pub max_attempted_runs: Option<u32>,
 }
 
-const RETRY_POLICY_FIELDS: [&str; 4] = ["enabled", "globalMaxRetries", "defaultPolicyName", "defaultBackoff"];
-
 pub fn decode_scheduler_config(dec: &mut Decoder, node: &Node) -> Option<SchedulerConfig> {
     let mut config = SchedulerConfig::default();
     let Some(scheduling) = node.get("scheduling") else {
@@ -42,7 +41,11 @@ pub fn decode_scheduler_config(dec: &mut Decoder, node: &Node) -> Option<Schedul
     let Some(rp) = scheduling.get("retryPolicy").filter(|n| !n.is_null()) else {
         return Some(config);
     };
-    let f = dec.fields(rp, "scheduling.retryPolicy", &RETRY_POLICY_FIELDS)?;
+    let f = dec.fields(
+        rp,
+        "scheduling.retryPolicy",
+        &fields::names(fields::SCHEDULER_RETRY_POLICY),
+    )?;
     if let Some(n) = f.get("enabled") {
         config.enabled = dec.bool(n, &f.path_of("enabled"));
     }
@@ -54,7 +57,7 @@ pub fn decode_scheduler_config(dec: &mut Decoder, node: &Node) -> Option<Schedul
     }
     if let Some(n) = f.get("defaultBackoff") {
         let p = f.path_of("defaultBackoff");
-        if let Some(b) = dec.fields(n, &p, &["initialDelay", "maxDelay", "multiplier", "jitter"]) {
+        if let Some(b) = dec.fields(n, &p, &fields::names(fields::BACKOFF)) {
             if let Some(v) = b.get("initialDelay") {
                 config.default_backoff.initial_delay = dec.duration(v, &b.path_of("initialDelay"));
             }
@@ -100,6 +103,12 @@ pub fn validate_scheduler_config(config: &SchedulerConfig) -> Vec<Diagnostic> {
 /// Reads a scheduler config file's text: the first document, with or without envelope.
 /// Errors carry positions.
 pub fn parse_scheduler_config(text: &str) -> Result<SchedulerConfig, Vec<Diagnostic>> {
+    parse_scheduler_document(text).map(|(_, config)| config)
+}
+
+/// Like [`parse_scheduler_config`], with the first document's tree as well (an empty mapping
+/// for a file with no document): `tune` edits that tree to vary the config.
+pub fn parse_scheduler_document(text: &str) -> Result<(Node, SchedulerConfig), Vec<Diagnostic>> {
     let stream = yaml::parse_stream(text);
     if let Some(e) = stream.error {
         return Err(vec![Diagnostic::error(
@@ -109,9 +118,21 @@ pub fn parse_scheduler_config(text: &str) -> Result<SchedulerConfig, Vec<Diagnos
         )
         .at(e.pos)]);
     }
-    let Some(node) = stream.documents.into_iter().find(|d| !d.is_null()) else {
-        return Ok(SchedulerConfig::default());
-    };
+    let node = stream
+        .documents
+        .into_iter()
+        .find(|d| !d.is_null())
+        .unwrap_or_else(|| Node {
+            pos: Pos::default(),
+            value: Value::Map(Vec::new()),
+        });
+    let config = scheduler_config_from_node(&node)?;
+    Ok((node, config))
+}
+
+/// Decodes and validates the tree of a scheduler config (the envelope is optional). Errors
+/// carry positions.
+pub fn scheduler_config_from_node(node: &Node) -> Result<SchedulerConfig, Vec<Diagnostic>> {
     let mut dec = Decoder::default();
     // The envelope is checked here, not through `document` (which calls this module to
     // decode SchedulerConfig documents): the model has no import circle.
@@ -126,7 +147,7 @@ pub fn parse_scheduler_config(text: &str) -> Result<SchedulerConfig, Vec<Diagnos
             );
         } else if version.and_then(Node::as_scalar) != Some(API_V1) {
             dec.error(
-                version.unwrap_or(&node),
+                version.unwrap_or(node),
                 "unknown-api-version",
                 "apiVersion",
                 format!("kind `SchedulerConfig` has apiVersion `{API_V1}` only"),
@@ -136,11 +157,11 @@ pub fn parse_scheduler_config(text: &str) -> Result<SchedulerConfig, Vec<Diagnos
             return Err(dec.diagnostics);
         }
     }
-    let config = decode_scheduler_config(&mut dec, &node);
+    let config = decode_scheduler_config(&mut dec, node);
     let mut errors: Vec<Diagnostic> = dec.diagnostics;
     if let Some(c) = &config {
         for d in validate_scheduler_config(c) {
-            let pos = super::decode::locate(&node, &d.path);
+            let pos = super::decode::locate(node, &d.path);
             errors.push(Diagnostic { pos, ..d });
         }
     }

@@ -1,0 +1,689 @@
+//! The pure part of `retryctl tune --vary` (SPEC §8): parse each `--vary NAME:PATH=VALUES`,
+//! check the varies against the template, count the candidates and build each candidate's
+//! documents.
+//!
+//! Owns: the [`Vary`] syntax (`vary`), the [`Template`] (the `-f` documents and the scheduler
+//! config's tree) and its [`Template::check`], the numbering of candidates ([`count`], the
+//! product of the varies, the first varying slowest, from 1) and each [`Candidate`]'s
+//! documents, edited and decoded again exactly as `validate` decodes them (`candidates`).
+//! Must not: do I/O, read the clock or the environment, replay histories or print: the
+//! `tune` command reads the files, runs the replay and writes the output.
+//!
+//! Decisions: `scheduler` as NAME always means the scheduler config. A path names a scalar:
+//! a field, or an item of a list of scalars (`onConditions[0]`, set but never `unset`); the
+//! identity fields (`apiVersion`, `kind`, `metadata.name`, v1beta1's `name`) cannot be
+//! varied. [`Template::check`] refuses a value of the wrong type and a value outside the
+//! field table's own bounds (`retryLimit` 0..=10000, `multiplier` 1..=100, durations up to
+//! `24h`), since no candidate could pass with it; what depends on other fields
+//! (`maxDelay ≥ initialDelay`), string patterns and regexes are each candidate's validation,
+//! and a candidate that fails it is skipped with `validate`'s errors. It reports the first
+//! problem found, varies in order.
+
+mod candidates;
+mod vary;
+
+use crate::diag::{quote, suggest, Diagnostic};
+use crate::input::{SchedulerSource, SourceFile};
+use crate::model::document::Document;
+use crate::model::fields;
+use crate::model::scheduler::{scheduler_config_from_node, SchedulerConfig};
+use crate::model::{ApiVersion, Kind};
+use crate::yaml::{Node, Pos, Value};
+
+pub use candidates::{Candidate, CandidateError, NO_SCHEDULER_FILE};
+pub use vary::{parse_vary, Setting, Target, Vary, MAX_VALUES};
+
+use vary::{resolve, typed, Layout, Typed};
+
+/// How many candidates `varies` make: the product of their value counts (saturating; 1 for
+/// no varies). Cheap, so that `--max-candidates` is enforced before anything is built.
+pub fn count(varies: &[Vary]) -> u128 {
+    varies
+        .iter()
+        .fold(1u128, |n, v| n.saturating_mul(v.values.len() as u128))
+}
+
+/// The documents the candidates are made from.
+#[derive(Debug)]
+pub struct Template {
+    files: Vec<SourceFile>,
+    scheduler: Option<SchedulerSource>,
+    /// The scheduler config's tree: the file's, or an empty mapping.
+    scheduler_node: Node,
+    /// What a candidate's scheduler config is when no vary edits it.
+    scheduler_config: Result<SchedulerConfig, Vec<Diagnostic>>,
+    /// Every RetryPolicy document: its name, file and position in the file.
+    policies: Vec<(String, usize, usize)>,
+}
+
+impl Template {
+    /// `files` as `input::read_sources` returns them; `scheduler` the `--scheduler-config`
+    /// file, if one was given (without one, a `scheduler:` vary starts from an empty config).
+    pub fn new(files: Vec<SourceFile>, scheduler: Option<SchedulerSource>) -> Template {
+        let scheduler_node = scheduler.as_ref().map_or_else(
+            || Node {
+                pos: Pos::default(),
+                value: Value::Map(Vec::new()),
+            },
+            |s| s.node.clone(),
+        );
+        let scheduler_config = scheduler_config_from_node(&scheduler_node);
+        let mut policies = Vec::new();
+        for (f, file) in files.iter().enumerate() {
+            for (d, doc) in file.documents.iter().enumerate() {
+                if let (Some(Kind::RetryPolicy), Some(name)) = (doc.kind, &doc.name) {
+                    policies.push((name.clone(), f, d));
+                }
+            }
+        }
+        Template {
+            files,
+            scheduler,
+            scheduler_node,
+            scheduler_config,
+            policies,
+        }
+    }
+
+    /// The template's files, as given.
+    pub fn files(&self) -> &[SourceFile] {
+        &self.files
+    }
+
+    /// The `--scheduler-config` file, as given.
+    pub fn scheduler(&self) -> Option<&SchedulerSource> {
+        self.scheduler.as_ref()
+    }
+
+    /// Checks every vary against the template: its policy exists (once), its path names a
+    /// scalar field there (an index within its list), each value fits the field, `unset`
+    /// only where the field may be absent, and no field is varied twice. `Err` is the first
+    /// problem, a usage error naming the vary and, where there are some, the nearest names.
+    pub fn check(&self, varies: &[Vary]) -> Result<(), String> {
+        for (i, v) in varies.iter().enumerate() {
+            let fail = |why: String| format!("invalid `--vary` {}: {why}", quote(&v.text));
+            let (layout, node) = match &v.target {
+                Target::Scheduler => (
+                    Layout {
+                        root: fields::SCHEDULER_CONFIG,
+                        owner: v.target.to_string(),
+                        top: v.target.to_string(),
+                        other: None,
+                        version: None,
+                    },
+                    &self.scheduler_node,
+                ),
+                Target::Policy(name) => {
+                    let doc = self.policy(name).map_err(fail)?;
+                    (policy_layout(name, doc).map_err(fail)?, &doc.node)
+                }
+            };
+            let scalar = resolve(&layout, &v.segments, node).map_err(fail)?;
+            if let Target::Policy(_) = &v.target {
+                match v.path.as_str() {
+                    "apiVersion" | "kind" => {
+                        return Err(fail(format!(
+                            "`{}` cannot be varied: it says what the document is",
+                            v.path
+                        )))
+                    }
+                    "metadata.name" | "name" => {
+                        return Err(fail(format!("`{}` cannot be varied: it names the policy", v.path)))
+                    }
+                    _ => {}
+                }
+            }
+            let mut seen: Vec<(Typed, &str)> = Vec::new();
+            for value in &v.values {
+                match value {
+                    Setting::Unset if scalar.item => {
+                        return Err(fail(format!(
+                            "`unset` cannot remove `{}`, an item of a list (`unset` removes a field)",
+                            v.path
+                        )))
+                    }
+                    Setting::Unset if scalar.required => {
+                        return Err(fail(format!("`{}` is required: it cannot be `unset`", v.path)))
+                    }
+                    Setting::Unset => {}
+                    Setting::To(text) => {
+                        let t = typed(scalar.ty, text).map_err(fail)?;
+                        if let Some((_, first)) = seen.iter().find(|(s, _)| *s == t) {
+                            return Err(fail(format!(
+                                "{} and {} are the same value of `{}` (list each value once)",
+                                quote(first),
+                                quote(text),
+                                v.path
+                            )));
+                        }
+                        seen.push((t, text));
+                    }
+                }
+            }
+            if let Some(first) = varies[..i].iter().find(|w| w.target == v.target && w.path == v.path) {
+                return Err(fail(format!(
+                    "it varies the same field as `--vary` {} (`{}` of {}); vary each field once",
+                    quote(&first.text),
+                    v.path,
+                    v.target
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The one RetryPolicy document named `name`.
+    fn policy(&self, name: &str) -> Result<&Document, String> {
+        let found: Vec<(usize, usize)> = self
+            .policies
+            .iter()
+            .filter(|(n, _, _)| n == name)
+            .map(|(_, f, d)| (*f, *d))
+            .collect();
+        match found[..] {
+            [(f, d)] => Ok(&self.files[f].documents[d]),
+            [] => {
+                let mut names: Vec<&str> = Vec::new();
+                for (n, _, _) in &self.policies {
+                    if !names.contains(&n.as_str()) {
+                        names.push(n);
+                    }
+                }
+                let mut message = if names.is_empty() {
+                    format!("no RetryPolicy named {} in the template, which has none", quote(name))
+                } else {
+                    format!(
+                        "no RetryPolicy named {} in the template; its policies are {}",
+                        quote(name),
+                        names.iter().map(|n| quote(n)).collect::<Vec<_>>().join(", ")
+                    )
+                };
+                names.push("scheduler");
+                if let Some(s) = suggest(name, &names) {
+                    message.push_str(&format!("; did you mean `{s}`?"));
+                }
+                Err(message)
+            }
+            _ => {
+                let places: Vec<String> = found
+                    .iter()
+                    .map(|&(f, d)| {
+                        format!(
+                            "{} document {}",
+                            quote(&self.files[f].name),
+                            self.files[f].documents[d].index + 1
+                        )
+                    })
+                    .collect();
+                Err(format!(
+                    "{} RetryPolicy documents are named {} in the template ({}); `--vary` cannot tell which to vary",
+                    found.len(),
+                    quote(name),
+                    places.join(", ")
+                ))
+            }
+        }
+    }
+}
+
+/// The field table of a policy document's dialect, and how messages name it.
+fn policy_layout(name: &str, doc: &Document) -> Result<Layout, String> {
+    let (root, version, other) = match doc.api_version {
+        Some(ApiVersion::V1) => (
+            fields::RETRY_POLICY,
+            ApiVersion::V1,
+            (fields::RETRY_POLICY_V1BETA1, ApiVersion::V1beta1),
+        ),
+        Some(ApiVersion::V1beta1) => (
+            fields::RETRY_POLICY_V1BETA1,
+            ApiVersion::V1beta1,
+            (fields::RETRY_POLICY, ApiVersion::V1),
+        ),
+        None => {
+            return Err(format!(
+                "policy {} has no valid `apiVersion` in the template (fix the template first)",
+                quote(name)
+            ))
+        }
+    };
+    let owner = format!("policy {}", quote(name));
+    Ok(Layout {
+        root,
+        top: format!("{owner} (`{}`)", version.as_str()),
+        owner,
+        other: Some((other.0, other.1.as_str())),
+        version: Some(version.as_str()),
+    })
+}
+
+/// Templates and varies for the tests of this module.
+#[cfg(test)]
+pub(super) mod fixtures {
+    use super::*;
+    use crate::model::parse_documents;
+
+    /// A v1 policy with two rules and no backoff.
+    pub const ML: &str = "\
+apiVersion: armadaproject.io/v1
+kind: RetryPolicy
+metadata:
+  name: ml
+spec:
+  retryLimit: 5
+  defaultAction: Fail
+  rules:
+    - action: Retry
+      onConditions: [OOMKilled]
+      retryLimit: 2
+    - action: Retry
+      onExitCodes: {operator: In, values: [137, 143]}
+";
+
+    /// A v1beta1 (flat, upstream's) policy.
+    pub const INFRA: &str = "\
+apiVersion: armadaproject.io/v1beta1
+kind: RetryPolicy
+name: infra
+retryLimit: 3
+defaultAction: Fail
+rules:
+  - action: Retry
+    onCategory: gpu
+";
+
+    pub const QUEUE: &str = "\
+apiVersion: armadaproject.io/v1beta1
+kind: Queue
+name: q
+retryPolicies: [infra, ml]
+";
+
+    pub fn file(name: &str, text: &str) -> SourceFile {
+        let parsed = parse_documents(text, None);
+        assert!(parsed.syntax_error.is_none(), "{name}: {:?}", parsed.syntax_error);
+        SourceFile {
+            name: name.to_string(),
+            documents: parsed.documents,
+            errors: Vec::new(),
+        }
+    }
+
+    /// `policies.yaml` (ml, then infra) and `queue.yaml`, with a scheduler config if given.
+    pub fn template(scheduler: Option<&str>) -> Template {
+        let files = vec![
+            file("policies.yaml", &format!("{ML}---\n{INFRA}")),
+            file("queue.yaml", QUEUE),
+        ];
+        let scheduler =
+            scheduler.map(|text| SchedulerSource::parse("scheduler.yaml".into(), text).expect("a valid config"));
+        Template::new(files, scheduler)
+    }
+
+    pub fn varies(args: &[&str]) -> Vec<Vary> {
+        args.iter().map(|a| parse_vary(a).unwrap()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::*;
+    use super::*;
+
+    /// The check's error for `args`, on the template with no scheduler config.
+    fn error(args: &[&str]) -> String {
+        template(None).check(&varies(args)).unwrap_err()
+    }
+
+    #[test]
+    fn the_examples_pass() {
+        let t = template(None);
+        let v = varies(&[
+            "ml:spec.retryLimit=0..10",
+            "ml:spec.rules[1].action=Retry,Fail",
+            "ml:spec.backoff.initialDelay=0s,30s,5m",
+            "ml:spec.rules[0].retryLimit=unset,1,3",
+            "infra:retryLimit=1..5/2",
+            "scheduler:scheduling.retryPolicy.globalMaxRetries=5,10,20",
+            "ml:spec.rules[0].onConditions[0]=OOMKilled,Evicted",
+            "ml:spec.defaultAction=unset,Retry",
+            "ml:spec.rules[0].backoff.multiplier=1.5,2",
+            "infra:rules[0].action=Retry,Fail",
+            "scheduler:scheduling.retryPolicy.enabled=true,false",
+            "scheduler:scheduling.retryPolicy.defaultBackoff.maxDelay=10m",
+            "scheduler:scheduling.maxAttemptedRuns=3,5",
+        ]);
+        assert_eq!(t.check(&v), Ok(()));
+        assert_eq!(count(&v), 11 * 2 * 3 * 3 * 3 * 3 * 2 * 2 * 2 * 2 * 2 * 2);
+    }
+
+    #[test]
+    fn count_is_the_saturating_product() {
+        assert_eq!(count(&[]), 1);
+        assert_eq!(count(&varies(&["ml:spec.retryLimit=1,2", "infra:retryLimit=0..9"])), 20);
+        let big: Vec<Vary> = (0..7)
+            .map(|i| parse_vary(&format!("ml:spec.rules[{i}].retryLimit=0..99999")).unwrap())
+            .collect();
+        assert_eq!(count(&big), 100_000u128.pow(7));
+        let bigger: Vec<Vary> = (0..2).flat_map(|_| big.clone()).collect();
+        assert_eq!(count(&bigger), u128::MAX);
+    }
+
+    #[test]
+    fn unknown_policies_list_the_template_s() {
+        assert_eq!(
+            error(&["mll:spec.retryLimit=1"]),
+            "invalid `--vary` `mll:spec.retryLimit`: no RetryPolicy named `mll` in the template; \
+             its policies are `ml`, `infra`; did you mean `ml`?"
+        );
+        assert_eq!(
+            error(&["schedular:scheduling.maxAttemptedRuns=1"]),
+            "invalid `--vary` `schedular:scheduling.maxAttemptedRuns`: no RetryPolicy named `schedular` in the \
+             template; its policies are `ml`, `infra`; did you mean `scheduler`?"
+        );
+        let empty = Template::new(vec![file("queue.yaml", QUEUE)], None);
+        assert_eq!(
+            empty.check(&varies(&["ml:spec.retryLimit=1"])).unwrap_err(),
+            "invalid `--vary` `ml:spec.retryLimit`: no RetryPolicy named `ml` in the template, which has none"
+        );
+        let twice = Template::new(
+            vec![file("a.yaml", &format!("{QUEUE}---\n{ML}")), file("b.yaml", ML)],
+            None,
+        );
+        assert_eq!(
+            twice.check(&varies(&["ml:spec.retryLimit=1"])).unwrap_err(),
+            "invalid `--vary` `ml:spec.retryLimit`: 2 RetryPolicy documents are named `ml` in the template \
+             (`a.yaml` document 2, `b.yaml` document 1); `--vary` cannot tell which to vary"
+        );
+    }
+
+    #[test]
+    fn unknown_paths_name_the_fields_there() {
+        assert_eq!(
+            error(&["ml:spec.retryLimt=1"]),
+            "invalid `--vary` `ml:spec.retryLimt`: field `retryLimt` does not exist in `spec` of policy `ml`; \
+             its fields are `retryLimit`, `defaultAction`, `backoff`, `antiAffinity`, `rules`; did you mean \
+             `retryLimit`?"
+        );
+        // A part left out, or the other dialect's layout.
+        assert_eq!(
+            error(&["ml:retryLimit=1"]),
+            "invalid `--vary` `ml:retryLimit`: field `retryLimit` does not exist in policy `ml` \
+             (`armadaproject.io/v1`); its fields are `apiVersion`, `kind`, `metadata`, `spec`; did you mean \
+             `spec.retryLimit`?"
+        );
+        assert_eq!(
+            error(&["ml:rules[1].action=Fail"]),
+            "invalid `--vary` `ml:rules[1].action`: field `rules` does not exist in policy `ml` \
+             (`armadaproject.io/v1`); its fields are `apiVersion`, `kind`, `metadata`, `spec`; did you mean \
+             `spec.rules[1].action`?"
+        );
+        assert_eq!(
+            error(&["infra:spec.retryLimit=1"]),
+            "invalid `--vary` `infra:spec.retryLimit`: field `spec` does not exist in policy `infra` \
+             (`armadaproject.io/v1beta1`); its fields are `apiVersion`, `kind`, `name`, `retryLimit`, \
+             `defaultAction`, `rules`; did you mean `retryLimit`?"
+        );
+        assert_eq!(
+            error(&["infra:rules[0].retryLimit=1"]),
+            "invalid `--vary` `infra:rules[0].retryLimit`: field `retryLimit` does not exist in `rules[0]` of \
+             policy `infra`; its fields are `action`, `onCategory`, `onSubcategory`, `mutate`; \
+             `spec.rules[0].retryLimit` is a field of the `armadaproject.io/v1` layout, and policy `infra` is \
+             `armadaproject.io/v1beta1`"
+        );
+        assert_eq!(
+            error(&["infra:backoff.initialDelay=1s"]),
+            "invalid `--vary` `infra:backoff.initialDelay`: field `backoff` does not exist in policy `infra` \
+             (`armadaproject.io/v1beta1`); its fields are `apiVersion`, `kind`, `name`, `retryLimit`, \
+             `defaultAction`, `rules`; `spec.backoff.initialDelay` is a field of the `armadaproject.io/v1` \
+             layout, and policy `infra` is `armadaproject.io/v1beta1`"
+        );
+        assert_eq!(
+            error(&["scheduler:scheduling.retryPolicy.globalMaxRetry=5"]),
+            "invalid `--vary` `scheduler:scheduling.retryPolicy.globalMaxRetry`: field `globalMaxRetry` does not \
+             exist in `scheduling.retryPolicy` of the scheduler config; its fields are `enabled`, \
+             `globalMaxRetries`, `defaultPolicyName`, `defaultBackoff`; did you mean `globalMaxRetries`?"
+        );
+        assert_eq!(
+            error(&["scheduler:globalMaxRetries=5"]),
+            "invalid `--vary` `scheduler:globalMaxRetries`: field `globalMaxRetries` does not exist in the \
+             scheduler config; its fields are `scheduling`; did you mean \
+             `scheduling.retryPolicy.globalMaxRetries`?"
+        );
+        assert_eq!(
+            error(&["ml:spec.retryLimit.max=1"]),
+            "invalid `--vary` `ml:spec.retryLimit.max`: `spec.retryLimit` is an integer, it has no field `max`"
+        );
+    }
+
+    #[test]
+    fn a_path_must_end_at_a_scalar() {
+        assert_eq!(
+            error(&["ml:spec.rules=1"]),
+            "invalid `--vary` `ml:spec.rules`: `spec.rules` is a list, not a scalar field; vary a field of one \
+             of its items, e.g. `spec.rules[0].action`"
+        );
+        assert_eq!(
+            error(&["ml:spec.backoff=1"]),
+            "invalid `--vary` `ml:spec.backoff`: `spec.backoff` is an object, not a scalar field; vary one of \
+             its fields: `spec.backoff.initialDelay`, `spec.backoff.maxDelay`, `spec.backoff.multiplier`, \
+             `spec.backoff.jitter`"
+        );
+        assert_eq!(
+            error(&["ml:spec.rules[0].onConditions=Evicted"]),
+            "invalid `--vary` `ml:spec.rules[0].onConditions`: `spec.rules[0].onConditions` is a list, not a \
+             scalar field; vary one of its items, e.g. `spec.rules[0].onConditions[0]`"
+        );
+        assert_eq!(
+            error(&["ml:spec.rules.action=Fail"]),
+            "invalid `--vary` `ml:spec.rules.action`: `spec.rules` is a list: name one of its items, e.g. \
+             `spec.rules[0].action`"
+        );
+        assert_eq!(
+            error(&["ml:spec.retryLimit[0]=1"]),
+            "invalid `--vary` `ml:spec.retryLimit[0]`: `spec.retryLimit` is not a list: remove `[0]`"
+        );
+        assert_eq!(
+            error(&["ml:metadata.name=other"]),
+            "invalid `--vary` `ml:metadata.name`: `metadata.name` cannot be varied: it names the policy"
+        );
+        assert_eq!(
+            error(&["infra:apiVersion=armadaproject.io/v1"]),
+            "invalid `--vary` `infra:apiVersion`: `apiVersion` cannot be varied: it says what the document is"
+        );
+    }
+
+    #[test]
+    fn an_index_must_be_in_the_template_s_list() {
+        assert_eq!(
+            error(&["ml:spec.rules[5].action=Retry"]),
+            "invalid `--vary` `ml:spec.rules[5].action`: `spec.rules[5]` does not exist: policy `ml` has 2 \
+             rules, `spec.rules[0]`..`spec.rules[1]`"
+        );
+        assert_eq!(
+            error(&["infra:rules[1].action=Retry"]),
+            "invalid `--vary` `infra:rules[1].action`: `rules[1]` does not exist: policy `infra` has 1 rule, \
+             `rules[0]`"
+        );
+        assert_eq!(
+            error(&["ml:spec.rules[1].onExitCodes.values[2]=1"]),
+            "invalid `--vary` `ml:spec.rules[1].onExitCodes.values[2]`: `spec.rules[1].onExitCodes.values[2]` \
+             does not exist: `spec.rules[1].onExitCodes.values` of policy `ml` has 2 items, \
+             `spec.rules[1].onExitCodes.values[0]`..`spec.rules[1].onExitCodes.values[1]`"
+        );
+        assert_eq!(
+            error(&["ml:spec.rules[0].onExitCodes.values[0]=1"]),
+            "invalid `--vary` `ml:spec.rules[0].onExitCodes.values[0]`: `spec.rules[0].onExitCodes.values[0]` \
+             does not exist: `spec.rules[0].onExitCodes.values` of policy `ml` has no items"
+        );
+        let bare = Template::new(
+            vec![file(
+                "p.yaml",
+                "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec: {}\n",
+            )],
+            None,
+        );
+        assert_eq!(
+            bare.check(&varies(&["p:spec.rules[0].action=Retry"])).unwrap_err(),
+            "invalid `--vary` `p:spec.rules[0].action`: `spec.rules[0]` does not exist: policy `p` has no rules"
+        );
+    }
+
+    #[test]
+    fn values_must_fit_the_field() {
+        for (arg, message) in [
+            (
+                "ml:spec.retryLimit=1,abc",
+                "invalid `--vary` `ml:spec.retryLimit`: `abc` is not an integer (expected an integer 0..=10000)",
+            ),
+            (
+                "ml:spec.retryLimit=10001",
+                "invalid `--vary` `ml:spec.retryLimit`: `10001` is out of range (expected an integer 0..=10000)",
+            ),
+            (
+                "ml:spec.retryLimit=-1..2",
+                "invalid `--vary` `ml:spec.retryLimit`: `-1` is out of range (expected an integer 0..=10000)",
+            ),
+            (
+                "ml:spec.rules[1].action=Retri",
+                "invalid `--vary` `ml:spec.rules[1].action`: `Retri` is not an action (expected `Retry` or \
+                 `Fail`); did you mean `Retry`?",
+            ),
+            (
+                "ml:spec.backoff.initialDelay=5x",
+                "invalid `--vary` `ml:spec.backoff.initialDelay`: `5x` is not a duration: unknown unit `x`; \
+                 expected one of `ns`, `us`, `ms`, `s`, `m`, `h`",
+            ),
+            (
+                "ml:spec.backoff.initialDelay=10",
+                "invalid `--vary` `ml:spec.backoff.initialDelay`: `10` is not a duration: missing unit; expected \
+                 a duration such as `10s` (units: `ns`, `us`, `ms`, `s`, `m`, `h`)",
+            ),
+            (
+                "ml:spec.backoff.maxDelay=25h",
+                "invalid `--vary` `ml:spec.backoff.maxDelay`: `25h` is out of range (expected a duration from \
+                 `0s` to `24h`)",
+            ),
+            (
+                "ml:spec.backoff.multiplier=0.5",
+                "invalid `--vary` `ml:spec.backoff.multiplier`: `0.5` is out of range (expected a number \
+                 1..=100)",
+            ),
+            (
+                "ml:spec.backoff.jitter=x",
+                "invalid `--vary` `ml:spec.backoff.jitter`: `x` is not a number (expected a number 0..=1)",
+            ),
+            (
+                "ml:spec.antiAffinity.mode=nod",
+                "invalid `--vary` `ml:spec.antiAffinity.mode`: `nod` is not a valid value (expected `none` or \
+                 `node`); did you mean `node`?",
+            ),
+            (
+                "ml:spec.rules[0].onConditions[0]=OOM",
+                "invalid `--vary` `ml:spec.rules[0].onConditions[0]`: `OOM` is not a valid value (expected one of \
+                 `OOMKilled`, `Evicted`, `Preempted`, `DeadlineExceeded`, `Unschedulable`)",
+            ),
+            (
+                "ml:spec.rules[0].mutate.resources.memory.static=lots",
+                "invalid `--vary` `ml:spec.rules[0].mutate.resources.memory.static`: `lots` is not a quantity \
+                 (expected a Kubernetes quantity such as `512Mi` or `1Gi`)",
+            ),
+            (
+                "ml:spec.rules[0].mutate.resources.memory.factor=1",
+                "invalid `--vary` `ml:spec.rules[0].mutate.resources.memory.factor`: `1` is out of range \
+                 (expected a number above 1)",
+            ),
+            (
+                "scheduler:scheduling.retryPolicy.enabled=yes",
+                "invalid `--vary` `scheduler:scheduling.retryPolicy.enabled`: `yes` is not a boolean (expected \
+                 `true` or `false`)",
+            ),
+            (
+                "scheduler:scheduling.retryPolicy.globalMaxRetries=5000000000",
+                "invalid `--vary` `scheduler:scheduling.retryPolicy.globalMaxRetries`: `5000000000` is out of \
+                 range (expected an integer 0..=4294967295)",
+            ),
+            (
+                "ml:spec.retryLimit=99999999999999999999",
+                "invalid `--vary` `ml:spec.retryLimit`: `99999999999999999999` is out of range (expected an \
+                 integer 0..=10000)",
+            ),
+        ] {
+            assert_eq!(error(&[arg]), message, "{arg}");
+        }
+    }
+
+    #[test]
+    fn unset_only_where_a_field_may_be_absent() {
+        assert_eq!(
+            error(&["ml:spec.rules[0].action=Retry,unset"]),
+            "invalid `--vary` `ml:spec.rules[0].action`: `spec.rules[0].action` is required: it cannot be \
+             `unset`"
+        );
+        assert_eq!(
+            error(&["infra:defaultAction=unset"]),
+            "invalid `--vary` `infra:defaultAction`: `defaultAction` is required: it cannot be `unset`"
+        );
+        assert_eq!(
+            error(&["ml:spec.rules[0].onConditions[0]=unset"]),
+            "invalid `--vary` `ml:spec.rules[0].onConditions[0]`: `unset` cannot remove \
+             `spec.rules[0].onConditions[0]`, an item of a list (`unset` removes a field)"
+        );
+        // Optional fields, present or not in the template.
+        let t = template(None);
+        let ok = varies(&[
+            "ml:spec.defaultAction=unset",
+            "ml:spec.backoff.initialDelay=unset,1s",
+            "infra:retryLimit=unset",
+            "scheduler:scheduling.retryPolicy.globalMaxRetries=unset,3",
+        ]);
+        assert_eq!(t.check(&ok), Ok(()));
+    }
+
+    #[test]
+    fn one_field_is_varied_once_whatever_its_spelling() {
+        assert_eq!(
+            error(&["ml:spec.rules[1].action=Retry", "ml:spec.rules[ 01 ].action=Fail"]),
+            "invalid `--vary` `ml:spec.rules[ 01 ].action`: it varies the same field as `--vary` \
+             `ml:spec.rules[1].action` (`spec.rules[1].action` of policy `ml`); vary each field once"
+        );
+        assert_eq!(
+            error(&["ml: spec . retryLimit=1", "ml:spec.retryLimit=2"]),
+            "invalid `--vary` `ml:spec.retryLimit`: it varies the same field as `--vary` `ml: spec . retryLimit` \
+             (`spec.retryLimit` of policy `ml`); vary each field once"
+        );
+        // The same path in two policies, or a policy and the scheduler, are two fields.
+        let t = template(None);
+        assert_eq!(
+            t.check(&varies(&[
+                "ml:spec.rules[0].action=Retry",
+                "ml:spec.rules[1].action=Fail"
+            ])),
+            Ok(())
+        );
+        // One value written two ways.
+        assert_eq!(
+            error(&["ml:spec.retryLimit=1,01"]),
+            "invalid `--vary` `ml:spec.retryLimit`: `1` and `01` are the same value of `spec.retryLimit` (list \
+             each value once)"
+        );
+        assert_eq!(
+            error(&["ml:spec.defaultAction=Retry,retry"]),
+            "invalid `--vary` `ml:spec.defaultAction`: `Retry` and `retry` are the same value of \
+             `spec.defaultAction` (list each value once)"
+        );
+        assert_eq!(
+            error(&["ml:spec.backoff.initialDelay=60s,1m"]),
+            "invalid `--vary` `ml:spec.backoff.initialDelay`: `60s` and `1m` are the same value of \
+             `spec.backoff.initialDelay` (list each value once)"
+        );
+    }
+
+    #[test]
+    fn the_first_problem_is_reported() {
+        assert_eq!(
+            error(&["ml:spec.retryLimit=1", "ml:spec.nope=1", "nope:spec.retryLimit=1"]),
+            "invalid `--vary` `ml:spec.nope`: field `nope` does not exist in `spec` of policy `ml`; its fields \
+             are `retryLimit`, `defaultAction`, `backoff`, `antiAffinity`, `rules`"
+        );
+    }
+}
