@@ -307,9 +307,17 @@ pub fn backtest_details(b: &Backtest) -> String {
         || "no skill to measure".to_string(),
         |s| format!("skill {:.0}%", s * 100.0),
     );
+    let classes = if b.classes_checked == 0 {
+        "no class had enough trials to be checked on its own (20+ test, 5+ train)".to_string()
+    } else {
+        format!(
+            "{} of {} well-sampled classes (20+ test, 5+ train trials) within their train interval",
+            b.classes_covered, b.classes_checked
+        )
+    };
     format!(
-        "Brier score {:.3} against {:.3} for one pooled rate ({skill}); {} of {} well-sampled classes (20+ test, 5+ train trials) within their train interval; {} train and {} test trials",
-        b.brier, b.brier_pooled, b.classes_covered, b.classes_checked, b.train_trials, b.test_trials
+        "Brier score {:.3} against {:.3} for one pooled rate ({skill}); {classes}; {} train and {} test trials",
+        b.brier, b.brier_pooled, b.train_trials, b.test_trials
     )
 }
 

@@ -634,7 +634,11 @@ mod tests {
     fn left(sim: &Simulator, settings: &Settings, runs: Vec<Run>) -> u32 {
         let h = job(runs);
         let report = sim.simulate(&h, settings).unwrap();
-        assert!(matches!(report.status, JobStatus::Pending { .. }), "{:?}", report.status);
+        assert!(
+            matches!(report.status, JobStatus::Pending { .. }),
+            "{:?}",
+            report.status
+        );
         runs_left(sim, settings, &h)
     }
 

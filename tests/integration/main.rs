@@ -4,6 +4,7 @@
 mod support;
 
 mod adversarial;
+mod backtest;
 mod cli_traps;
 mod client_errors;
 mod client_limits;
