@@ -2651,7 +2651,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__simulate)
-            opts="-f -R -o -c -v -h -V --filename --recursive --history --lookout-db --queue --jobset --baseline --baseline-from-cluster --exit-code --all-changes --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --from-server --strict --backtest-at --output --since --from --to --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -o -c -v -h -V --filename --recursive --history --lookout-db --queue --jobset --baseline --baseline-from-cluster --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --backtest-at --exit-code --all-changes --from-server --strict --output --since --from --to --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -831,6 +831,39 @@ pub struct SimulateArgs {
     #[command(flatten)]
     pub source: FileSource,
 
+    #[command(flatten)]
+    pub replay: ReplayArgs,
+
+    /// With --baseline or --baseline-from-cluster: exit 1 when any job changes.
+    #[arg(long, requires = "what_if")]
+    pub exit_code: bool,
+
+    /// With --baseline or --baseline-from-cluster, -o table: list every changed job
+    /// (default: the first 20 of each transition, then `… and N more`).
+    #[arg(long, requires = "what_if")]
+    pub all_changes: bool,
+
+    /// Take the job's queue and its policies from the server instead of files.
+    #[arg(long)]
+    pub from_server: bool,
+
+    /// Exit 1 when a history contradicts the decisions (not only on failed expectations);
+    /// with --lookout-db, also when a row was left out because it could not be read.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Output format: html is one self-contained page to share (inline CSS and SVG),
+    /// markdown a plan for a pull request comment.
+    #[arg(short = 'o', long, value_enum, default_value_t = SimulateOutput::Table)]
+    pub output: SimulateOutput,
+}
+
+// What a replay reads besides its policies: the history (a file or Lookout's database), the
+// baseline, the engines, the scheduler's settings and the backtest. Shared by `simulate` and
+// `tune`, whose command attributes define the `histories` and `what_if` groups and the window
+// flags' help. (A `//` comment: a doc comment here would become the commands' about text.)
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
     /// A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`.
     #[arg(long, value_name = "PATH")]
     pub history: Option<PathBuf>,
@@ -852,7 +885,8 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "JOBSET")]
     pub jobset: Option<String>,
 
-    // With --lookout-db: `--since`, `--from`, `--to` (their help says so: `mut_arg` above).
+    // With --lookout-db: `--since`, `--from`, `--to` (their help says so: `mut_arg` on the
+    // commands).
     #[command(flatten)]
     pub window: WindowArgs,
 
@@ -864,15 +898,6 @@ pub struct SimulateArgs {
     /// attachments stored in the --lookout-db database.
     #[arg(long)]
     pub baseline_from_cluster: bool,
-
-    /// With --baseline or --baseline-from-cluster: exit 1 when any job changes.
-    #[arg(long, requires = "what_if")]
-    pub exit_code: bool,
-
-    /// With --baseline or --baseline-from-cluster, -o table: list every changed job
-    /// (default: the first 20 of each transition, then `… and N more`).
-    #[arg(long, requires = "what_if")]
-    pub all_changes: bool,
 
     /// Which engine decides: the design (SPEC §2) or what upstream Armada ships today (first
     /// policy only, categories only, preemption terminal, no backoff). Default: design; with
@@ -900,25 +925,11 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "NAME")]
     pub default_policy: Option<String>,
 
-    /// Take the job's queue and its policies from the server instead of files.
-    #[arg(long)]
-    pub from_server: bool,
-
-    /// Exit 1 when a history contradicts the decisions (not only on failed expectations);
-    /// with --lookout-db, also when a row was left out because it could not be read.
-    #[arg(long)]
-    pub strict: bool,
-
     /// Check the estimates on this history: the trials of jobs submitted before TIME (RFC
     /// 3339) fit the rates, those of jobs submitted at or after it test them (every job needs
     /// `job.submittedAt`).
     #[arg(long, value_name = "TIME")]
     pub backtest_at: Option<String>,
-
-    /// Output format: html is one self-contained page to share (inline CSS and SVG),
-    /// markdown a plan for a pull request comment.
-    #[arg(short = 'o', long, value_enum, default_value_t = SimulateOutput::Table)]
-    pub output: SimulateOutput,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -16,6 +16,7 @@ pub mod held;
 pub mod history;
 pub mod policy_set;
 pub mod remote;
+pub mod replay_source;
 pub mod schema;
 pub mod serve;
 pub mod simulate;

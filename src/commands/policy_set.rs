@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use crate::app::Context;
-use crate::cli::SimulateArgs;
+use crate::cli::{ReplayArgs, SimulateArgs};
 use crate::commands::remote;
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
@@ -76,7 +76,7 @@ pub fn load_from_server(
         refuse_unreadable(&unreadable, Side::Candidate)?;
     }
     // Only `--retry-policy` stands in for a missing queue: never "every policy on the server".
-    let given = args.retry_policies.clone().unwrap_or_default();
+    let given = args.replay.retry_policies.clone().unwrap_or_default();
     Simulator::new(policies, queues, Some(given))
         .map(|s| s.from_server().with_engine(engine))
         .map_err(|e| CliError::invalid(e).into())
@@ -89,7 +89,7 @@ pub fn load_from_server(
 pub fn load_from_cluster(
     ctx: &mut Context,
     state: ClusterState,
-    args: &SimulateArgs,
+    flags: PolicyFlags<'_>,
     queue: &str,
     engine: EngineKind,
 ) -> anyhow::Result<Option<Simulator>> {
@@ -113,7 +113,7 @@ pub fn load_from_cluster(
             writeln!(ctx.err, "{}: {warning}", ctx.style.warning("warning"))?;
         }
     }
-    if args.retry_policies.is_none() && !state.queues.iter().any(|q| q.name == queue) {
+    if flags.retry_policies.is_none() && !state.queues.iter().any(|q| q.name == queue) {
         return Err(CliError::failed(format!(
             "queue `{queue}` is not in the cluster's `queue` table: the cluster has no policies for its jobs"
         ))
@@ -121,7 +121,7 @@ pub fn load_from_cluster(
         .into());
     }
     // Only `--retry-policy` stands in for a missing queue, as with --from-server.
-    let given = args.retry_policies.clone().unwrap_or_default();
+    let given = flags.retry_policies.map(<[String]>::to_vec).unwrap_or_default();
     Simulator::new(state.policies, state.queues, Some(given))
         .map(|s| Some(s.from_server().with_engine(engine)))
         .map_err(|e| CliError::invalid(e).into())
@@ -146,16 +146,33 @@ impl Side {
     }
 }
 
+/// What the policy sets of a replay are read with: `-R` and `--retry-policy`, from
+/// `simulate`'s or `tune`'s flags.
+#[derive(Debug, Clone, Copy)]
+pub struct PolicyFlags<'a> {
+    pub recursive: bool,
+    pub retry_policies: Option<&'a [String]>,
+}
+
+impl<'a> PolicyFlags<'a> {
+    pub fn new(recursive: bool, args: &'a ReplayArgs) -> PolicyFlags<'a> {
+        PolicyFlags {
+            recursive,
+            retry_policies: args.retry_policies.as_deref(),
+        }
+    }
+}
+
 /// Policies and queues from `paths`; `None` after writing the validation report when any
 /// document is invalid.
 pub fn load_policies(
     ctx: &mut Context,
     paths: &[PathBuf],
-    args: &SimulateArgs,
+    flags: PolicyFlags<'_>,
     engine: EngineKind,
     side: Side,
 ) -> anyhow::Result<Option<Simulator>> {
-    let files = input::read_sources(paths, args.source.recursive, Some(&[Kind::RetryPolicy, Kind::Queue]));
+    let files = input::read_sources(paths, flags.recursive, Some(&[Kind::RetryPolicy, Kind::Queue]));
     if report::counts(&files).errors > 0 {
         // The report's summary line goes to stderr too: stdout carries simulation data only.
         let mut summary = Vec::new();
@@ -204,7 +221,7 @@ pub fn load_policies(
         }
     }
     refuse_unreadable(&unreadable, side)?;
-    Simulator::new(policies, queues, args.retry_policies.clone())
+    Simulator::new(policies, queues, flags.retry_policies.map(<[String]>::to_vec))
         .map(|s| Some(s.with_engine(engine)))
         .map_err(|e| CliError::invalid(e).into())
 }
@@ -230,7 +247,7 @@ fn refuse_unreadable(unreadable: &[String], side: Side) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn base_config(args: &SimulateArgs) -> anyhow::Result<SchedulerConfig> {
+pub fn base_config(args: &ReplayArgs) -> anyhow::Result<SchedulerConfig> {
     match &args.scheduler_config {
         Some(path) => Ok(input::read_scheduler_config(path)?),
         None => Ok(SchedulerConfig::default()),
