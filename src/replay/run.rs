@@ -21,7 +21,8 @@ use crate::model::failure_history::{FailureHistory, Final, Outcome, Run, Timesta
 
 use super::backtest::{backtest, Refusal};
 use super::compare::{ByClass, Comparison, JobDiff, Side, Steps};
-use super::estimate::{failed_runs, job_class, PendingSet, Rates, Trials, MAX_RUNS_LEFT};
+use super::backtest::Backtest;
+use super::estimate::{failed_runs, job_class, FailureClass, PendingSet, Rates, Trials, MAX_RUNS_LEFT};
 use super::parallel::{for_each_ordered, Decoded, Emitted, Processed};
 use super::sink::{Change, Estimates, Message, Needs, Sides, Sink, Totals};
 use super::source::HistorySource;
@@ -82,32 +83,21 @@ impl Done {
     }
 }
 
-/// What a worker folds over the jobs of its unit, merged in input order after them. Every
-/// part of it adds up the same whatever the split (see `estimate`'s module docs).
-#[derive(Default)]
-struct Part {
-    /// Every job of a plain replay (summary only), or the candidate side's (a comparison's
-    /// breakdowns).
-    summary: Summary,
-    /// The baseline side's (a comparison's breakdowns).
-    baseline: Summary,
-    /// SPEC §3.5's trials.
-    trials: Trials,
-    /// With breakdowns: jobs by class.
-    by_class: ByClass,
-    /// The Pending jobs whose estimates are summed (SPEC §3.6): Failed → Pending in a
-    /// comparison, every Pending job in a plain replay.
-    asked: PendingSet,
-    /// A comparison: every job Pending in the candidate (its expected compute).
-    pending: PendingSet,
-    /// `--backtest-at`: jobs without `submittedAt`, and the first of them.
-    not_submitted: u64,
-    first_not_submitted: Option<String>,
+/// The trials of the jobs counted so far (SPEC §3.5–3.6), on the side of `--backtest-at`
+/// each job was submitted on (§3.8), and the jobs that have no submission time to put them
+/// on a side. Counted per unit in the workers (or per shard) and merged: the same whatever
+/// the split.
+#[derive(Debug, Clone, Default)]
+pub struct TrialCount {
+    pub trials: Trials,
+    /// `--backtest-at`: jobs without `submittedAt`, and the first of them in input order.
+    pub not_submitted: u64,
+    pub first_not_submitted: Option<String>,
 }
 
-impl Part {
-    /// Counts `history`'s trials, on the side of `--backtest-at` it was submitted on.
-    fn count_trials(&mut self, history: &FailureHistory, options: &Options) {
+impl TrialCount {
+    /// Counts `history`'s trials.
+    pub fn add(&mut self, history: &FailureHistory, options: &Options) {
         let test = match (options.backtest_at, history.job.submitted_at) {
             (None, _) => false,
             (Some(at), Some(submitted)) => submitted >= at,
@@ -121,33 +111,18 @@ impl Part {
         };
         self.trials.add_history(history, test);
     }
-}
 
-/// What the emitting side folds from the parts, in input order.
-#[derive(Default)]
-struct Folded {
-    trials: Trials,
-    by_class: ByClass,
-    asked: PendingSet,
-    pending: PendingSet,
-    not_submitted: u64,
-    first_not_submitted: Option<String>,
-}
-
-impl Folded {
-    fn add(&mut self, part: &Part) {
-        self.trials.merge(&part.trials);
-        self.by_class.merge(&part.by_class);
-        self.asked.merge(&part.asked);
-        self.pending.merge(&part.pending);
-        self.not_submitted += part.not_submitted;
+    /// Adds the trials of the jobs that follow (a later unit).
+    pub fn merge(&mut self, other: &TrialCount) {
+        self.trials.merge(&other.trials);
+        self.not_submitted += other.not_submitted;
         if self.first_not_submitted.is_none() {
-            self.first_not_submitted.clone_from(&part.first_not_submitted);
+            self.first_not_submitted.clone_from(&other.first_not_submitted);
         }
     }
 
-    /// The final estimates (and backtest), or why `--backtest-at` has no answer.
-    fn estimates(self, options: &Options) -> Result<Estimates, BacktestError> {
+    /// The final rates and, with `--backtest-at`, the backtest; or why it has no answer.
+    pub fn finish(self, options: &Options) -> Result<(Rates, Option<Backtest>), BacktestError> {
         if let Some(first) = self.first_not_submitted {
             return Err(BacktestError::NotSubmitted {
                 jobs: self.not_submitted,
@@ -159,12 +134,121 @@ impl Folded {
             Some(at) => Some(backtest(&rates, at).map_err(BacktestError::Refused)?),
             None => None,
         };
-        Ok(Estimates::new(
-            rates,
-            self.by_class,
-            &self.asked,
-            &self.pending,
-            backtest,
+        Ok((rates, backtest))
+    }
+}
+
+/// What comparing jobs under one candidate adds up (SPEC §3.4, §3.6): the totals, the
+/// candidate's final states, and the Pending jobs whose estimates are summed. One per
+/// candidate in a `tune` sweep; the same fold as `simulate --baseline`, so that a candidate's
+/// numbers are what `simulate` prints for it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CompareTally {
+    pub comparison: Comparison,
+    /// Jobs by the candidate's final state, indexed by `Final as usize`.
+    pub finals: [u64; 4],
+    /// Failed in the baseline and Pending in the candidate (`expectedRescued`).
+    pub asked: PendingSet,
+    /// Pending in the candidate (its expected compute).
+    pub pending: PendingSet,
+}
+
+impl CompareTally {
+    pub fn merge(&mut self, o: &CompareTally) {
+        self.comparison.merge(&o.comparison);
+        for (mine, theirs) in self.finals.iter_mut().zip(o.finals) {
+            *mine += theirs;
+        }
+        self.asked.merge(&o.asked);
+        self.pending.merge(&o.pending);
+    }
+}
+
+/// What the estimates need to know of a job, worked out at most once however many sides
+/// ask: its class (its last failed run's) and its depth (its failed runs).
+pub struct JobFacts<'a> {
+    pub history: &'a FailureHistory,
+    class: std::cell::OnceCell<Option<FailureClass>>,
+    pub depth: u32,
+}
+
+impl<'a> JobFacts<'a> {
+    pub fn new(history: &'a FailureHistory) -> JobFacts<'a> {
+        JobFacts {
+            history,
+            class: std::cell::OnceCell::new(),
+            depth: failed_runs(history),
+        }
+    }
+
+    pub fn class(&self) -> &Option<FailureClass> {
+        self.class.get_or_init(|| job_class(self.history))
+    }
+}
+
+/// Counts `diff` (the candidate replayed by `candidate` with `settings`) into `tally`: its
+/// Pending candidate side's runs left are worked out here (the baseline's are the caller's,
+/// once per job).
+pub fn tally_job(
+    diff: &mut JobDiff,
+    candidate: &Simulator,
+    settings: &Settings,
+    facts: &JobFacts<'_>,
+    tally: &mut CompareTally,
+) {
+    if diff.candidate.final_state == Final::Pending {
+        let left = runs_left(candidate, settings, facts.history);
+        diff.candidate.runs_left = left;
+        let (class, r) = (facts.class().as_ref(), facts.history.job.resources.as_ref());
+        tally.pending.add(class, facts.depth, left, r);
+        if diff.baseline.final_state == Final::Failed {
+            tally.asked.add(class, facts.depth, left, r);
+        }
+    }
+    tally.finals[diff.candidate.final_state as usize] += 1;
+    tally.comparison.add(diff);
+}
+
+/// What a worker folds over the jobs of its unit, merged in input order after them. Every
+/// part of it adds up the same whatever the split (see `estimate`'s module docs).
+#[derive(Default)]
+struct Part {
+    /// Every job of a plain replay (summary only), or the candidate side's (a comparison's
+    /// breakdowns).
+    summary: Summary,
+    /// The baseline side's (a comparison's breakdowns).
+    baseline: Summary,
+    trials: TrialCount,
+    /// With breakdowns: jobs by class.
+    by_class: ByClass,
+    /// A comparison's totals; a plain replay's Pending jobs (in `pending`).
+    tally: CompareTally,
+}
+
+/// What the emitting side folds from the parts, in input order.
+#[derive(Default)]
+struct Folded {
+    trials: TrialCount,
+    by_class: ByClass,
+    tally: CompareTally,
+}
+
+impl Folded {
+    fn add(&mut self, part: &Part) {
+        self.trials.merge(&part.trials);
+        self.by_class.merge(&part.by_class);
+        self.tally.merge(&part.tally);
+    }
+
+    /// The final estimates (and backtest): a comparison's sums over its Failed → Pending
+    /// jobs and its Pending ones, a plain replay's over its Pending jobs.
+    fn estimates(self, options: &Options, compare: bool) -> Result<(Estimates, Comparison), BacktestError> {
+        let (rates, backtest) = self.trials.finish(options)?;
+        let t = self.tally;
+        let asked = if compare { &t.asked } else { &t.pending };
+        Ok((
+            Estimates::new(rates, self.by_class, asked, &t.pending, backtest),
+            t.comparison,
         ))
     }
 }
@@ -220,12 +304,13 @@ pub fn replay<S: HistorySource>(
         let mut report = replay_job_detailed(sim, job.settings, job.history, detail)
             .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
         let f = fallback(sim, job.history);
-        part.count_trials(job.history, options);
+        part.trials.add(job.history, options);
         if matches!(report.status, JobStatus::Pending { .. }) {
             let class = job_class(job.history);
             let left = runs_left(sim, job.settings, job.history);
             let depth = failed_runs(job.history);
-            part.asked
+            part.tally
+                .pending
                 .add(class.as_ref(), depth, left, job.history.job.resources.as_ref());
             if needs.breakdowns {
                 part.by_class.add_pending(&class);
@@ -284,8 +369,8 @@ pub fn replay<S: HistorySource>(
         }
     };
     for_each_ordered(source, work, emit)?;
-    let estimates = match folded.estimates(options) {
-        Ok(e) => e,
+    let estimates = match folded.estimates(options, false) {
+        Ok((e, _)) => e,
         Err(refused) => {
             return Ok(Replayed {
                 summary,
@@ -332,41 +417,27 @@ pub fn compare<S: HistorySource>(
             .map_err(|e| format!("{}: job `{}`: baseline: {e}", job.origin, h.job.id))?;
         let c = replay_job_detailed(candidate, job.settings, h, Detail::Summary)
             .map_err(|e| format!("{}: job `{}`: {e}", job.origin, h.job.id))?;
-        part.count_trials(h, options);
+        part.trials.add(h, options);
         if needs.breakdowns {
             part.baseline.add(&b);
             part.summary.add(&c);
         }
         let changed = Side::of(&b).differs(&Side::of(&c));
         let steps = (changed && needs.steps).then(|| Box::new(Steps::new(h, &b, &c)));
+        let facts = JobFacts::new(h);
         let mut diff = JobDiff::new(&b, c);
-        let pending = [diff.baseline.final_state, diff.candidate.final_state].map(|f| f == Final::Pending);
-        let class = if changed || pending.contains(&true) {
-            job_class(h)
-        } else {
-            None
-        };
-        let depth = failed_runs(h);
-        if pending[0] {
+        if diff.baseline.final_state == Final::Pending {
             diff.baseline.runs_left = runs_left(baseline, job.settings, h);
         }
-        if pending[1] {
-            let left = runs_left(candidate, job.settings, h);
-            diff.candidate.runs_left = left;
-            let r = h.job.resources.as_ref();
-            part.pending.add(class.as_ref(), depth, left, r);
-            if diff.baseline.final_state == Final::Failed {
-                part.asked.add(class.as_ref(), depth, left, r);
-            }
-        }
+        tally_job(&mut diff, candidate, job.settings, &facts, &mut part.tally);
         if changed && needs.breakdowns {
-            part.by_class.add_change(&class, &diff);
+            part.by_class.add_change(facts.class(), &diff);
         }
         Ok((
             Changed {
+                class: if changed { facts.class().clone() } else { None },
+                depth: facts.depth,
                 diff,
-                class,
-                depth,
                 steps,
             },
             fallback(candidate, h),
@@ -395,7 +466,6 @@ pub fn compare<S: HistorySource>(
                     })?;
                 }
                 let d = &ch.diff;
-                comparison.add(d);
                 if !d.changed() {
                     return Ok(true);
                 }
@@ -422,7 +492,8 @@ pub fn compare<S: HistorySource>(
         }
     };
     for_each_ordered(source, work, emit)?;
-    let estimates = match folded.estimates(options) {
+    let errors = comparison.errors;
+    let (estimates, mut comparison) = match folded.estimates(options, true) {
         Ok(e) => e,
         Err(refused) => {
             return Ok(Compared {
@@ -432,6 +503,7 @@ pub fn compare<S: HistorySource>(
             })
         }
     };
+    comparison.errors = errors;
     if !stopped {
         spool.drain(|ch| {
             let d = &ch.diff;
