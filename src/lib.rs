@@ -2,7 +2,7 @@
 //!
 //! Layering (enforced in review; a module imports only modules to its right, in the braces
 //! too): `main` → `commands` → `app` (the `Context` commands take) → {`connection`, `server`,
-//! `output`, `lookout`, `replay`, `tune`, `client`} → {`cli`, `armadactl_config`, `tls`} →
+//! `output`, `lookout`, `tune`, `replay`, `client`} → {`cli`, `armadactl_config`, `tls`} →
 //! `input` → `engine` → `model` → {`diag`, `yaml`}, with `wire` (Armada's REST JSON) and
 //! `armada_api` (Armada's gRPC contract, generated from `proto/`, and its model ⇄ protobuf
 //! conversion: the same model on the other wire) beside `model`, for the client and the server. `error` (exit
@@ -12,9 +12,10 @@
 //! becomes an `engine::EngineKind`). `input` reads `-f` files and stdin into documents.
 //! `model`, `engine`, `wire` and `armada_api` are pure: no I/O, clock, environment or
 //! randomness, and besides each other they import nothing from this crate except `diag` and
-//! `yaml`. `tune` (the candidates of `tune --vary`: varies, template, each candidate's
-//! documents) is pure too and imports only `model`, `diag`, `yaml`, `input` (its types) and
-//! `error`. The binary's start-up (its allocator) is `src/startup.rs`, a module of `main`.
+//! `yaml`. `tune` is the search of `retryctl tune`: its candidates (varies, template, each
+//! candidate's documents: pure, of `model`, `diag`, `yaml` and `input`'s types), the sweep
+//! that drives `replay` over every candidate at once, and the ranking (pure). The binary's
+//! start-up (its allocator) is `src/startup.rs`, a module of `main`.
 //!
 //! Where things are: a history is read in `replay::source` (files, JSON Lines, stdin) and
 //! `lookout` (Lookout's database and REST API); each engine decides in `engine` (the design,

@@ -139,7 +139,7 @@ const SERVER_FLAGS: [&str; 9] = [
 
 /// Commands that never talk to a server: their help does not show [`SERVER_FLAGS`] (still
 /// accepted, as global flags are, so a shell alias that adds `--context` keeps working).
-const OFFLINE_COMMANDS: [&str; 5] = ["validate", "completion", "explain", "schema", "serve"];
+const OFFLINE_COMMANDS: [&str; 6] = ["validate", "completion", "explain", "schema", "serve", "tune"];
 
 /// The command line as clap parses it: the top level and every subcommand, with the server
 /// flags hidden on offline commands. Completions are generated from it, and `main` parses
@@ -190,6 +190,7 @@ fn with_arguments(sub: clap::Command) -> clap::Command {
         "apply" | "diff" => FileArgs::augment_args,
         "delete" => DeleteArgs::augment_args,
         "simulate" => SimulateArgs::augment_args,
+        "tune" => TuneArgs::augment_args,
         "serve" => ServeArgs::augment_args,
         "completion" => CompletionArgs::augment_args,
         "config" => ConfigArgs::augment_args,
@@ -284,6 +285,9 @@ pub enum Command {
     /// Replay failure histories through the retry evaluator.
     #[command(after_help = EX_SIMULATE)]
     Simulate(SimulateArgs),
+    /// Search retry-policy candidates on a history: which policy should this cluster run?
+    #[command(after_help = EX_TUNE)]
+    Tune(TuneArgs),
     /// Run a local Armada-compatible API server with SQLite storage.
     #[command(after_help = EX_SERVE)]
     Serve(ServeArgs),
@@ -947,6 +951,66 @@ impl From<EngineArg> for crate::engine::EngineKind {
     }
 }
 
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("histories").args(["history", "lookout_db"])))]
+#[command(group(clap::ArgGroup::new("what_if").args(["baseline", "baseline_from_cluster"])))]
+#[command(mut_arg("since", |a| a.help("With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)")))]
+#[command(mut_arg("from", |a| a.help("With --lookout-db: only jobs submitted at or after this RFC 3339 time")))]
+#[command(mut_arg("to", |a| a.help("With --lookout-db: only jobs submitted before this RFC 3339 time")))]
+pub struct TuneArgs {
+    /// The template: the RetryPolicy and Queue documents the candidates are made from (files,
+    /// directories, `-`). Without --baseline, also the baseline, as written.
+    #[command(flatten)]
+    pub source: FileSource,
+
+    /// One scalar field of one policy, varied: `NAME:PATH=VALUES`, PATH as `explain` names it
+    /// (`ml:spec.retryLimit=0..10`, `ml:spec.rules[1].action=Retry,Fail`,
+    /// `ml:spec.backoff.initialDelay=0s,30s,5m`, `infra:retryLimit=1..5/2`, `unset`), or
+    /// `scheduler:PATH` for the scheduler config. The candidates are every combination.
+    #[arg(long = "vary", value_name = "NAME:PATH=VALUES", required = true)]
+    pub vary: Vec<String>,
+
+    #[command(flatten)]
+    pub replay: ReplayArgs,
+
+    /// Recommend no candidate that loses more than N jobs the baseline saved (Succeeded →
+    /// Failed).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub max_lost: u64,
+
+    /// Recommend no candidate whose cost (compute added − removed + expected) is over this: a
+    /// duration (`10h`), or a percentage of the baseline's recorded compute (`5%`).
+    #[arg(long, value_name = "DURATION|PERCENT%")]
+    pub max_compute: Option<String>,
+
+    /// Refuse (exit 2, before any replay) a search of more candidates than N.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub max_candidates: u64,
+
+    /// Print candidate ID's documents (`recommended`: the recommended one's) as YAML, ready for
+    /// `retryctl apply -f`; a numbered one needs no history.
+    #[arg(long, value_name = "ID|recommended")]
+    pub pick: Option<String>,
+
+    /// Exit 1 when a candidate is recommended (with --pick recommended: when none is).
+    #[arg(long)]
+    pub exit_code: bool,
+
+    /// Output format: html is one self-contained page (the frontier as a chart), markdown a
+    /// table for a pull request; --pick writes yaml.
+    #[arg(short = 'o', long, value_enum, value_name = "OUTPUT")]
+    pub output: Option<TuneOutput>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TuneOutput {
+    Table,
+    Json,
+    Yaml,
+    Html,
+    Markdown,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SimulateOutput {
     Table,
@@ -1097,6 +1161,12 @@ const EX_SIMULATE: &str = "Examples:\n  retryctl simulate -f policies/ --history
   retryctl simulate -f new/ --baseline old/ --history week.jsonl -o html > plan.html
   retryctl simulate -f new/ --lookout-db $DSN --queue ml --since 7d   # straight from Lookout
   retryctl simulate -f new/ --lookout-db $DSN --queue ml --baseline-from-cluster --since 7d";
+
+const EX_TUNE: &str = "Examples:\n  retryctl tune -f policies/ --history week.jsonl --vary ml:spec.retryLimit=0..10
+  retryctl tune -f policies/ --history week.jsonl --vary ml:spec.retryLimit=1..5 --vary ml:spec.rules[1].action=Retry,Fail
+  retryctl tune -f policies/ --lookout-db $DSN --queue ml --since 7d --baseline-from-cluster --vary ml:spec.retryLimit=0..6
+  retryctl tune -f policies/ --history week.jsonl --vary ml:spec.retryLimit=0..10 --max-compute 5% -o html > tune.html
+  retryctl tune -f policies/ --vary ml:spec.retryLimit=0..10 --pick 4 -o yaml > picked.yaml";
 
 const EX_SERVE: &str =
     "Examples:\n  retryctl serve --in-memory                           # http://127.0.0.1:8080, nothing kept

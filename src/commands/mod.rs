@@ -21,6 +21,7 @@ pub mod schema;
 pub mod serve;
 pub mod simulate;
 pub mod target;
+pub mod tune;
 pub mod update;
 pub mod validate;
 pub mod version;
@@ -41,6 +42,7 @@ pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitC
         Command::Diff(args) => diff::run(ctx, &args),
         Command::Delete(args) => delete::run(ctx, &args),
         Command::Simulate(args) => simulate::run(ctx, &args),
+        Command::Tune(args) => tune::run(ctx, &args),
         Command::Serve(args) => serve::run(ctx, &args),
         Command::Config(args) => config::run(ctx, &args),
         Command::Version(args) => version::run(ctx, &args),

@@ -12,7 +12,7 @@ use crate::commands::remote;
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::CliError;
-use crate::input;
+use crate::input::{self, SourceFile};
 use crate::lookout::cluster::ClusterState;
 use crate::model::scheduler::SchedulerConfig;
 use crate::model::{ApiVersion, Kind, Resource};
@@ -173,20 +173,52 @@ pub fn load_policies(
     side: Side,
 ) -> anyhow::Result<Option<Simulator>> {
     let files = input::read_sources(paths, flags.recursive, Some(&[Kind::RetryPolicy, Kind::Queue]));
-    if report::counts(&files).errors > 0 {
-        // The report's summary line goes to stderr too: stdout carries simulation data only.
-        let mut summary = Vec::new();
-        report::write_text(&files, ctx.style, &mut summary, ctx.err)?;
-        ctx.err.write_all(&summary)?;
-        writeln!(ctx.err, "error: the policies are invalid; nothing was simulated")?;
+    if !report_invalid(ctx, &files, "simulated")? {
         return Ok(None);
     }
+    match policy_set(&files, flags.retry_policies, engine) {
+        Ok(sim) => Ok(Some(sim)),
+        Err(Unusable::Unreadable(fields)) => refuse_unreadable(&fields, side).map(|()| None),
+        Err(Unusable::Invalid(e)) => Err(e.into()),
+    }
+}
+
+/// Writes `validate`'s report of `files` to stderr when any document is invalid, and says
+/// nothing was `done`; `false` then.
+pub fn report_invalid(ctx: &mut Context, files: &[SourceFile], done: &str) -> anyhow::Result<bool> {
+    if report::counts(files).errors == 0 {
+        return Ok(true);
+    }
+    // The report's summary line goes to stderr too: stdout carries the command's data only.
+    let mut summary = Vec::new();
+    report::write_text(files, ctx.style, &mut summary, ctx.err)?;
+    ctx.err.write_all(&summary)?;
+    writeln!(ctx.err, "error: the policies are invalid; nothing was {done}")?;
+    Ok(false)
+}
+
+/// Why valid documents make no policy set.
+#[derive(Debug)]
+pub enum Unusable {
+    /// SPEC §2.10: fields the upstream engine cannot evaluate (`  FILE: policy `P`: FIELD`).
+    Unreadable(Vec<String>),
+    /// A name given twice, a policy that does not compile.
+    Invalid(CliError),
+}
+
+/// The policy set of `files` (valid documents) decided by `engine`: every policy and queue,
+/// each given once, and for the upstream engine only what upstream can store.
+pub fn policy_set(
+    files: &[SourceFile],
+    retry_policies: Option<&[String]>,
+    engine: EngineKind,
+) -> Result<Simulator, Unusable> {
     let mut policies = Vec::new();
     let mut queues = Vec::new();
     let mut seen: std::collections::HashMap<(bool, String), String> = std::collections::HashMap::new();
     let mut unreadable = Vec::new();
     for file in files {
-        for doc in file.documents {
+        for doc in &file.documents {
             if let (EngineKind::Upstream, Some(Resource::RetryPolicy(p))) = (engine, &doc.resource) {
                 // SPEC §2.10: the upstream engine evaluates only what upstream can store; the
                 // same check the client makes before sending to an upstream server.
@@ -206,24 +238,27 @@ pub fn load_policies(
             };
             if let Some(first) = seen.insert((is_policy, name.clone()), file.name.clone()) {
                 let kind = if is_policy { "policy" } else { "queue" };
-                return Err(CliError::invalid(format!(
-                    "{kind} `{name}` is given twice: in `{first}` and in `{}`",
-                    file.name
-                ))
-                .with_hint("pass each file once (a directory given with -f already includes its files)")
-                .into());
+                return Err(Unusable::Invalid(
+                    CliError::invalid(format!(
+                        "{kind} `{name}` is given twice: in `{first}` and in `{}`",
+                        file.name
+                    ))
+                    .with_hint("pass each file once (a directory given with -f already includes its files)"),
+                ));
             }
-            match doc.resource {
-                Some(Resource::RetryPolicy(p)) => policies.push(p),
-                Some(Resource::Queue(q)) => queues.push(q),
+            match &doc.resource {
+                Some(Resource::RetryPolicy(p)) => policies.push(p.clone()),
+                Some(Resource::Queue(q)) => queues.push(q.clone()),
                 _ => {}
             }
         }
     }
-    refuse_unreadable(&unreadable, side)?;
-    Simulator::new(policies, queues, flags.retry_policies.map(<[String]>::to_vec))
-        .map(|s| Some(s.with_engine(engine)))
-        .map_err(|e| CliError::invalid(e).into())
+    if !unreadable.is_empty() {
+        return Err(Unusable::Unreadable(unreadable));
+    }
+    Simulator::new(policies, queues, retry_policies.map(<[String]>::to_vec))
+        .map(|s| s.with_engine(engine))
+        .map_err(|e| Unusable::Invalid(CliError::invalid(e)))
 }
 
 /// SPEC §2.10: the upstream engine evaluates only what upstream can store; `unreadable`

@@ -19,6 +19,7 @@ pub mod schema;
 pub mod simulate;
 pub mod sinks;
 pub mod style;
+pub mod tune;
 pub mod view;
 
 pub use style::Style;

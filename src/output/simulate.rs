@@ -1480,16 +1480,9 @@ pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Valu
         },
         "retries": {"added": c.retries_added, "removed": c.retries_removed},
         "delay": {"added": c.delay_added.to_string(), "removed": c.delay_removed.to_string()},
-        "compute": compute_json(c, e),
+        "compute": compute_json(c, &e.pending),
         "errors": c.errors,
-        "estimate": {
-            "expectedRescued": e.asked.expected,
-            "low": e.asked.low,
-            "high": e.asked.high,
-            "withoutEstimate": e.asked.without_estimate,
-            "expectedCompute": e.pending.expected_compute,
-            "method": ESTIMATE_METHOD,
-        },
+        "estimate": estimate_json(&e.asked, &e.pending, true),
     });
     let mut m = match v {
         Value::Object(m) => m,
@@ -1502,24 +1495,41 @@ pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Valu
 }
 
 /// SPEC §3.7's `compute` of a comparison: the run time added and removed (durations), the
-/// expected run time of the candidate's Pending jobs (seconds) and the hours of each.
-pub fn compute_json(c: &Comparison, e: &Estimates) -> Value {
+/// expected run time of the candidate's `pending` jobs (seconds) and the hours of each.
+pub fn compute_json(c: &Comparison, pending: &Sums) -> Value {
     json!({
         "added": c.compute_added.to_string(),
         "removed": c.compute_removed.to_string(),
-        "expected": e.pending.expected_compute,
+        "expected": pending.expected_compute,
         "gpuHours": {
             "added": hours(c.gpu_added),
             "removed": hours(c.gpu_removed),
-            "expected": e.pending.gpu_hours,
+            "expected": pending.gpu_hours,
         },
         "cpuHours": {
             "added": hours(c.cpu_added),
             "removed": hours(c.cpu_removed),
-            "expected": e.pending.cpu_hours,
+            "expected": pending.cpu_hours,
         },
         "withoutResources": c.without_resources,
     })
+}
+
+/// SPEC §3.6's `comparison.estimate`: the sums over the Failed → Pending jobs (`asked`) and
+/// the expected compute of every Pending one; `method`: the words, for a format that names
+/// them here.
+pub fn estimate_json(asked: &Sums, pending: &Sums, method: bool) -> Value {
+    let mut v = json!({
+        "expectedRescued": asked.expected,
+        "low": asked.low,
+        "high": asked.high,
+        "withoutEstimate": asked.without_estimate,
+        "expectedCompute": pending.expected_compute,
+    });
+    if let (true, Value::Object(m)) = (method, &mut v) {
+        m.insert("method".into(), json!(ESTIMATE_METHOD));
+    }
+    v
 }
 
 /// One side of a changed job in words: `Failed after 1 retry`, in every format.

@@ -19,9 +19,9 @@ use crate::engine::{Detail, JobReport, JobStatus, Settings};
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{FailureHistory, Final, Outcome, Run, Timestamp};
 
+use super::backtest::Backtest;
 use super::backtest::{backtest, Refusal};
 use super::compare::{ByClass, Comparison, JobDiff, Side, Steps};
-use super::backtest::Backtest;
 use super::estimate::{failed_runs, job_class, FailureClass, PendingSet, Rates, Trials, MAX_RUNS_LEFT};
 use super::parallel::{for_each_ordered, Decoded, Emitted, Processed};
 use super::sink::{Change, Estimates, Message, Needs, Sides, Sink, Totals};

@@ -1,13 +1,14 @@
-//! The pure part of `retryctl tune --vary` (SPEC §8): parse each `--vary NAME:PATH=VALUES`,
-//! check the varies against the template, count the candidates and build each candidate's
-//! documents.
+//! `retryctl tune` (SPEC §8): parse each `--vary NAME:PATH=VALUES`, check the varies against
+//! the template, count the candidates and build each candidate's documents (this module and
+//! `vary`, `candidates`: pure); replay the history once for all of them (`sweep`); score and
+//! rank them (`rank`: pure).
 //!
 //! Owns: the [`Vary`] syntax (`vary`), the [`Template`] (the `-f` documents and the scheduler
 //! config's tree) and its [`Template::check`], the numbering of candidates ([`count`], the
 //! product of the varies, the first varying slowest, from 1) and each [`Candidate`]'s
 //! documents, edited and decoded again exactly as `validate` decodes them (`candidates`).
-//! Must not: do I/O, read the clock or the environment, replay histories or print: the
-//! `tune` command reads the files, runs the replay and writes the output.
+//! Must not: do I/O, read the clock or the environment, or print: the `tune` command reads
+//! the files and writes the output; only `sweep` drives a replay (of a source it is given).
 //!
 //! Decisions: `scheduler` as NAME always means the scheduler config. A path names a scalar:
 //! a field, or an item of a list of scalars (`onConditions[0]`, set but never `unset`); the
@@ -20,6 +21,8 @@
 //! problem found, varies in order.
 
 mod candidates;
+pub mod rank;
+pub mod sweep;
 mod vary;
 
 use crate::diag::{quote, suggest, Diagnostic};
@@ -34,6 +37,10 @@ pub use candidates::{Candidate, CandidateError, NO_SCHEDULER_FILE};
 pub use vary::{parse_vary, Setting, Target, Vary, MAX_VALUES};
 
 use vary::{resolve, typed, Layout, Typed};
+
+/// A candidate's value of each vary: the vary as typed (`ml:spec.retryLimit`), the value as
+/// output shows it (`3`, `unset`), in the order of the varies.
+pub type Values = Vec<(String, String)>;
 
 /// How many candidates `varies` make: the product of their value counts (saturating; 1 for
 /// no varies). Cheap, so that `--max-candidates` is enforced before anything is built.

@@ -1,0 +1,482 @@
+//! `retryctl tune`: which retry policy should this cluster run? (SPEC §8)
+//!
+//! Load (the template, its varies checked and counted before anything else, each candidate's
+//! documents, the baseline) → `tune::sweep` over the history source `replay_source` opens →
+//! `tune::rank` → `output::tune`. `--pick N` writes candidate N's documents without a replay.
+//! Must not: replay, count, rank or format itself.
+//!
+//! Decisions where SPEC §8 is silent:
+//! - without `--baseline` or `--baseline-from-cluster` the baseline is the template as written,
+//!   with the template's scheduler config;
+//! - a candidate the engine cannot evaluate (`--engine upstream` and a field upstream cannot
+//!   store) is skipped with that error, as one whose documents do not validate;
+//! - `--pick` prints the candidate's policy and queue documents in their own dialect (the
+//!   encoder `get -o yaml` uses: comments and key order are the canonical ones), separated
+//!   by `---`; the varied scheduler settings, which `apply` does not take, are said on stderr;
+//! - the command that writes a candidate names the template files, the scheduler config and
+//!   the varies (what makes the documents), not the history: `--pick N` needs none.
+
+use std::path::Path;
+
+use crate::app::Context;
+use crate::cli::{TuneArgs, TuneOutput};
+use crate::commands::held::Held;
+use crate::commands::policy_set::{load_policies, policy_set, report_invalid, PolicyFlags, Side, Unusable};
+use crate::commands::replay_source::{self, check_flags, overrides, Drive};
+use crate::commands::simulate::{backtest_refusal, parse_backtest_at};
+use crate::engine::simulator::Simulator;
+use crate::engine::EngineKind;
+use crate::error::{CliError, ExitCode};
+use crate::input::{self, SourceFile};
+use crate::model::duration::GoDuration;
+use crate::model::encode::{policy_document, queue_document, to_yaml};
+use crate::model::{Kind, Resource};
+use crate::output::progress::progress_bar;
+use crate::output::simulate::{Baseline, Stderr};
+use crate::output::tune::{self as view, BaselineFrom, Format, Skipped, StderrListener, TuneView};
+use crate::replay::run::Options;
+use crate::replay::source::HistorySource;
+use crate::tune::rank::{rank, Constraints, MaxCompute};
+use crate::tune::sweep::{sweep, Arm};
+use crate::tune::{count, parse_vary, Candidate, CandidateError, Target, Template, Values, Vary};
+
+/// `--pick`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pick {
+    Id(u64),
+    Recommended,
+}
+
+pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
+    let replay = &args.replay;
+    check_flags(replay, &args.source.files)?;
+    let varies = args
+        .vary
+        .iter()
+        .map(|v| parse_vary(v))
+        .collect::<Result<Vec<Vary>, String>>()
+        .map_err(CliError::usage)?;
+    let pick = args.pick.as_deref().map(parse_pick).transpose()?;
+    let format = match (pick, args.output) {
+        (Some(_), None | Some(TuneOutput::Yaml)) => None,
+        (Some(_), Some(_)) => {
+            return Err(CliError::usage("`--pick` writes the candidate's documents as YAML: give `-o yaml`").into())
+        }
+        (None, o) => Some(o.unwrap_or(TuneOutput::Table)),
+    };
+    if !matches!(pick, Some(Pick::Id(_))) && replay.history.is_none() && replay.lookout_db.is_none() {
+        return Err(
+            CliError::usage("give the history to search on: `--history PATH` or `--lookout-db DSN --queue Q`").into(),
+        );
+    }
+    let max_compute = args.max_compute.as_deref().map(parse_max_compute).transpose()?;
+    let options = Options {
+        backtest_at: replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?,
+    };
+    if args.source.files.is_empty() {
+        return Err(CliError::usage("give the template's documents with `-f PATH`").into());
+    }
+    // The template: its documents valid, its varies right, its size bounded, before any work.
+    let files = input::read_sources(
+        &args.source.files,
+        args.source.recursive,
+        Some(&[Kind::RetryPolicy, Kind::Queue]),
+    );
+    if !report_invalid(ctx, &files, "tuned")? {
+        return Ok(ExitCode::InvalidInput);
+    }
+    let scheduler = replay
+        .scheduler_config
+        .as_deref()
+        .map(input::read_scheduler_source)
+        .transpose()?;
+    let template = Template::new(files, scheduler);
+    template.check(&varies).map_err(CliError::usage)?;
+    let n = count(&varies);
+    if n > u128::from(args.max_candidates) {
+        return Err(CliError::usage(format!(
+            "the varies make {n} candidates, more than --max-candidates {}",
+            args.max_candidates
+        ))
+        .with_hint("vary fewer values (a range with a step: `0..100/10`), or raise --max-candidates")
+        .into());
+    }
+    let pick_command = pick_command(args);
+    if let Some(Pick::Id(id)) = pick {
+        if id == 0 || u128::from(id) > n {
+            return Err(CliError::usage(format!("`--pick {id}`: the candidates are numbered 1 to {n}")).into());
+        }
+        return write_candidate(ctx, &template.candidate(&varies, id), &varies);
+    }
+    let flags = PolicyFlags::new(args.source.recursive, replay);
+    let engine = replay.engine.map(EngineKind::from).unwrap_or_default();
+    let baseline_engine = replay.baseline_engine.map_or(engine, EngineKind::from);
+    let (arms, ids, skipped) = candidates(&template, &varies, flags, engine, replay)?;
+    if arms.is_empty() {
+        for s in skipped.iter().take(5) {
+            let first = s.errors.first().map_or(String::new(), error_words);
+            writeln!(
+                ctx.err,
+                "{}: candidate {} ({}): {first}",
+                ctx.style.error("error"),
+                s.id,
+                values_words(&s.values)
+            )?;
+        }
+        return Err(CliError::invalid(format!(
+            "every candidate was skipped: none of the {n} validates (`-o json` of a smaller search lists each one's errors)"
+        ))
+        .into());
+    }
+    let (file_baseline, from) = if !replay.baseline.is_empty() {
+        match load_policies(ctx, &replay.baseline, flags, baseline_engine, Side::Baseline)? {
+            Some(b) => (Some(b), BaselineFrom::Files),
+            None => return Ok(ExitCode::InvalidInput),
+        }
+    } else if replay.baseline_from_cluster {
+        (None, BaselineFrom::Cluster)
+    } else {
+        match policy_set(template.files(), flags.retry_policies, baseline_engine) {
+            Ok(sim) => (Some(sim), BaselineFrom::Template),
+            Err(Unusable::Invalid(e)) => return Err(e.into()),
+            Err(Unusable::Unreadable(fields)) => {
+                return Err(CliError::invalid(format!(
+                    "the baseline (the template as written) has fields the upstream engine cannot evaluate:\n{}",
+                    fields.join("\n")
+                ))
+                .with_hint("use --baseline-engine design, or give a baseline upstream can store with --baseline")
+                .into())
+            }
+        }
+    };
+    let varied: Vec<(String, Vec<String>)> = varies
+        .iter()
+        .map(|v| (v.text.clone(), v.values.iter().map(ToString::to_string).collect()))
+        .collect();
+    let mut driver = Tune {
+        args,
+        format,
+        arms,
+        ids,
+        skipped,
+        varied,
+        from,
+        max_compute,
+        options,
+        pick_command,
+        template: &template,
+        varies: &varies,
+    };
+    replay_source::run(ctx, replay, flags, file_baseline, baseline_engine, false, &mut driver)
+}
+
+/// The candidates: an arm for each one that validates and its engine can evaluate, with its
+/// id and values (in the same order); the others skipped with their errors.
+type Built = (Vec<Arm>, Vec<(u64, Values)>, Vec<Skipped>);
+
+/// The candidates of `varies` ([`Built`]).
+fn candidates(
+    template: &Template,
+    varies: &[Vary],
+    flags: PolicyFlags<'_>,
+    engine: EngineKind,
+    replay: &crate::cli::ReplayArgs,
+) -> anyhow::Result<Built> {
+    let scheduler_varied = varies.iter().any(|v| v.target == Target::Scheduler);
+    let overrides = overrides(replay);
+    let (mut arms, mut ids, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
+    for c in template.candidates(varies) {
+        if !c.is_valid() {
+            skipped.push(Skipped {
+                id: c.id,
+                errors: c.errors(),
+                values: c.values,
+            });
+            continue;
+        }
+        match policy_set(&c.files, flags.retry_policies, engine) {
+            Ok(sim) => {
+                let settings = match (&c.scheduler, scheduler_varied) {
+                    (Ok(config), true) => Some(overrides.apply(config)),
+                    _ => None,
+                };
+                arms.push(Arm { sim, settings });
+                ids.push((c.id, c.values));
+            }
+            Err(Unusable::Unreadable(fields)) => skipped.push(Skipped {
+                id: c.id,
+                errors: fields
+                    .iter()
+                    .map(|f| CandidateError {
+                        file: String::new(),
+                        document: None,
+                        name: None,
+                        path: f.trim().to_string(),
+                        message: "the upstream engine cannot evaluate this field (upstream Armada cannot store it)"
+                            .into(),
+                    })
+                    .collect(),
+                values: c.values,
+            }),
+            Err(Unusable::Invalid(e)) => return Err(e.into()),
+        }
+    }
+    Ok((arms, ids, skipped))
+}
+
+/// The sweep, the ranking and the output, over the source `replay_source` opened.
+struct Tune<'a> {
+    args: &'a TuneArgs,
+    /// `None`: `--pick recommended`.
+    format: Option<TuneOutput>,
+    arms: Vec<Arm>,
+    ids: Vec<(u64, Values)>,
+    skipped: Vec<Skipped>,
+    varied: Vec<(String, Vec<String>)>,
+    from: BaselineFrom,
+    max_compute: Option<MaxCompute>,
+    options: Options,
+    pick_command: String,
+    template: &'a Template,
+    varies: &'a [Vary],
+}
+
+impl Drive for Tune<'_> {
+    fn drive<S: HistorySource>(
+        &mut self,
+        ctx: &mut Context,
+        source: S,
+        baseline: Option<&Simulator>,
+        from: Baseline,
+    ) -> anyhow::Result<ExitCode> {
+        let Some(baseline) = baseline else {
+            return Err(CliError::usage("no baseline to compare the candidates with").into());
+        };
+        if from == Baseline::Cluster {
+            self.from = BaselineFrom::Cluster;
+        }
+        let args = self.args;
+        let mut listener = StderrListener(Stderr::new(
+            &mut *ctx.err,
+            ctx.style,
+            progress_bar(source.progress()),
+            args.replay.retry_policies.is_some(),
+        ));
+        let swept = sweep(source, baseline, &self.arms, &self.options, &mut listener)?;
+        listener.0.finish()?;
+        let swept = match swept {
+            Ok(s) => s,
+            Err(refused) => {
+                return Err(backtest_refusal(&refused, args.replay.backtest_at.as_deref().unwrap_or_default()).into())
+            }
+        };
+        let candidates: Vec<_> = std::mem::take(&mut self.ids)
+            .into_iter()
+            .zip(swept.arms)
+            .map(|((id, values), tally)| (id, values, tally))
+            .collect();
+        let constraints = Constraints {
+            max_lost: args.max_lost,
+            max_compute: self.max_compute,
+        };
+        let ranked = rank(candidates, &swept.baseline, &swept.rates, &constraints);
+        let errors_code = if swept.errors > 0 {
+            ExitCode::InvalidInput
+        } else {
+            ExitCode::Success
+        };
+        let Some(format) = self.format else {
+            // --pick recommended.
+            let Some(i) = ranked.recommended else {
+                writeln!(
+                    ctx.err,
+                    "{}: no candidate is recommended: none within the constraints beats the baseline's expected successes; keep the baseline",
+                    ctx.style.error("error")
+                )?;
+                return Ok(ExitCode::Failure);
+            };
+            let id = ranked.candidates[i].id;
+            let code = write_candidate(ctx, &self.template.candidate(self.varies, id), self.varies)?;
+            return Ok(if code == ExitCode::Success { errors_code } else { code });
+        };
+        let view = TuneView {
+            ranked: &ranked,
+            jobs: swept.jobs,
+            errors: swept.errors,
+            baseline_from: self.from,
+            varied: &self.varied,
+            skipped: &self.skipped,
+            max_lost: args.max_lost,
+            max_compute: args.max_compute.as_deref(),
+            backtest: swept.backtest.as_ref(),
+            pick_command: &self.pick_command,
+        };
+        let format = match format {
+            TuneOutput::Table => Format::Table,
+            TuneOutput::Json => Format::Json,
+            TuneOutput::Yaml => Format::Yaml,
+            TuneOutput::Html => Format::Html,
+            TuneOutput::Markdown => Format::Markdown,
+        };
+        // Written whole at the end: held, so that a closed stdout is not an error.
+        let mut held = Held::new()?;
+        view::write(format, &view, ctx.style, &mut held)?;
+        held.release(&mut *ctx.out)?;
+        Ok(if swept.errors > 0 {
+            ExitCode::InvalidInput
+        } else if args.exit_code && ranked.recommended.is_some() {
+            ExitCode::Failure
+        } else {
+            ExitCode::Success
+        })
+    }
+}
+
+fn parse_pick(text: &str) -> Result<Pick, CliError> {
+    if text == "recommended" {
+        return Ok(Pick::Recommended);
+    }
+    text.parse::<u64>().map(Pick::Id).map_err(|_| {
+        CliError::usage(format!(
+            "invalid `--pick` `{text}`: expected a candidate's id (a number from the output's ID column) or `recommended`"
+        ))
+    })
+}
+
+/// `--max-compute`: a duration (`10h`) or a percentage of the baseline's recorded compute
+/// (`5%`).
+fn parse_max_compute(text: &str) -> Result<MaxCompute, CliError> {
+    let bad = || {
+        CliError::usage(format!(
+            "invalid `--max-compute` `{text}`: expected a duration such as `10h` or a percentage of the baseline's recorded compute such as `5%`"
+        ))
+    };
+    match text.strip_suffix('%') {
+        Some(p) => p
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|p| p.is_finite() && *p >= 0.0)
+            .map(MaxCompute::Percent)
+            .ok_or_else(bad),
+        None => GoDuration::parse(text).map(MaxCompute::Duration).map_err(|_| bad()),
+    }
+}
+
+/// The command that writes a candidate, up to `--pick`: what makes the documents (the
+/// template, the scheduler config, the varies), each argument quoted for a POSIX shell.
+fn pick_command(args: &TuneArgs) -> String {
+    let mut words = vec!["retryctl".to_string(), "tune".to_string()];
+    for f in &args.source.files {
+        words.push("-f".into());
+        words.push(shell_word(&path_text(f)));
+    }
+    if args.source.recursive {
+        words.push("-R".into());
+    }
+    if let Some(s) = &args.replay.scheduler_config {
+        words.push("--scheduler-config".into());
+        words.push(shell_word(&path_text(s)));
+    }
+    for v in &args.vary {
+        words.push("--vary".into());
+        words.push(shell_word(v));
+    }
+    words.join(" ")
+}
+
+fn path_text(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// `text` as one word for a POSIX shell: as is when it holds only safe characters, else in
+/// single quotes.
+fn shell_word(text: &str) -> String {
+    let safe = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c));
+    if safe {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+fn values_words(values: &[(String, String)]) -> String {
+    values
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn error_words(e: &CandidateError) -> String {
+    let at = match (&e.name, e.path.is_empty()) {
+        (Some(n), false) => format!("policy `{n}`: {}: ", e.path),
+        (Some(n), true) => format!("policy `{n}`: "),
+        (None, false) => format!("{}: ", e.path),
+        (None, true) => String::new(),
+    };
+    format!("{at}{}", e.message)
+}
+
+/// A candidate's documents as YAML on stdout (each in its own dialect), or its errors.
+fn write_candidate(ctx: &mut Context, c: &Candidate, varies: &[Vary]) -> anyhow::Result<ExitCode> {
+    if !c.is_valid() {
+        for e in c.errors() {
+            writeln!(ctx.err, "{}: {}: {}", ctx.style.error("error"), e.file, error_words(&e))?;
+        }
+        return Err(CliError::invalid(format!(
+            "candidate {} ({}) does not validate; nothing was written",
+            c.id,
+            values_words(&c.values)
+        ))
+        .into());
+    }
+    let mut docs = Vec::new();
+    for file in &c.files {
+        docs.extend(documents(file)?);
+    }
+    let text = docs.join("---\n");
+    ctx.out.write_all(text.as_bytes())?;
+    let scheduler: Vec<String> = varies
+        .iter()
+        .zip(&c.values)
+        .filter(|(v, _)| v.target == Target::Scheduler)
+        .map(|(v, (_, value))| format!("{}={value}", v.path))
+        .collect();
+    if !scheduler.is_empty() {
+        writeln!(
+            ctx.err,
+            "note: candidate {} also sets the scheduler config ({}): set it in the scheduler's own config; `apply` does not take it",
+            c.id,
+            scheduler.join(", ")
+        )?;
+    }
+    Ok(ExitCode::Success)
+}
+
+/// The YAML of each policy and queue of `file`, as `get -o yaml` writes them.
+fn documents(file: &SourceFile) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for doc in &file.documents {
+        let value = match &doc.resource {
+            Some(Resource::RetryPolicy(p)) => {
+                let version = doc.api_version.unwrap_or(crate::model::ApiVersion::V1);
+                policy_document(p, version).map_err(|fields| {
+                    CliError::invalid(format!(
+                        "policy `{}` does not fit its dialect `{}`: {}",
+                        p.name,
+                        version.as_str(),
+                        fields.join(", ")
+                    ))
+                })?
+            }
+            Some(Resource::Queue(q)) => queue_document(q),
+            _ => continue,
+        };
+        out.push(to_yaml(&value));
+    }
+    Ok(out)
+}

@@ -1,0 +1,258 @@
+//! Ranking the candidates of `tune` (SPEC §8): each one's expected successes and cost, the
+//! frontier, and the recommendation under the constraints.
+//!
+//! Owns: `expectedSucceeded` = the candidate's Succeeded jobs + Σ pSucceeded of its Pending
+//! jobs; `cost` = compute added − compute removed + the expected run time of its Pending jobs
+//! (seconds); `frontier`: no other candidate has expectedSucceeded ≥ and cost ≤, one of them
+//! strictly; the recommendation: the highest expectedSucceeded among the candidates with at
+//! most `--max-lost` lost jobs and a cost of at most `--max-compute`, ties broken by lower
+//! cost, fewer retries added, lower id — and none unless it beats the baseline's
+//! expectedSucceeded. Pure: numbers in, numbers out.
+//!
+//! Decisions where SPEC §8 is silent: the baseline's cost is its own expected run time past
+//! the record (it adds and removes nothing against itself), so the two are on one scale;
+//! the recommendation order lists the candidates that meet the constraints first, then the
+//! others by the same key.
+
+use std::cmp::Ordering;
+
+use crate::model::duration::GoDuration;
+use crate::model::failure_history::Final;
+use crate::replay::estimate::{Rates, Sums};
+use crate::replay::run::CompareTally;
+
+use super::sweep::BaselineTally;
+use super::Values;
+
+/// `--max-compute`: a duration, or a percentage of the baseline's recorded compute.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MaxCompute {
+    Duration(GoDuration),
+    Percent(f64),
+}
+
+/// The constraints a recommendation meets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Constraints {
+    pub max_lost: u64,
+    pub max_compute: Option<MaxCompute>,
+}
+
+/// The baseline's own figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BaselineRow {
+    pub finals: [u64; 4],
+    pub pending: Sums,
+    pub expected_succeeded: f64,
+    /// Its own expected run time past the record, in seconds.
+    pub cost: f64,
+    /// The run time of every recorded run it starts.
+    pub compute: GoDuration,
+}
+
+/// Why a candidate cannot be recommended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Excluded {
+    /// It loses more jobs than `--max-lost` allows.
+    Lost { lost: u64, max: u64 },
+    /// It costs more than `--max-compute` (seconds).
+    Compute { cost: f64, max: f64 },
+}
+
+/// One candidate, scored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scored {
+    pub id: u64,
+    pub values: Values,
+    pub tally: CompareTally,
+    /// Σ over its Failed → Pending jobs (`expectedRescued`).
+    pub asked: Sums,
+    /// Σ over its Pending jobs.
+    pub pending: Sums,
+    pub expected_succeeded: f64,
+    pub cost: f64,
+    pub frontier: bool,
+    pub excluded: Option<Excluded>,
+}
+
+/// Every candidate ranked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranked {
+    pub baseline: BaselineRow,
+    /// In id order.
+    pub candidates: Vec<Scored>,
+    /// Indices into `candidates`, in the recommendation order.
+    pub order: Vec<usize>,
+    /// The index of the recommended candidate.
+    pub recommended: Option<usize>,
+    /// `--max-compute` in seconds, as applied.
+    pub max_compute: Option<f64>,
+}
+
+/// Seconds of a run time.
+fn seconds(d: GoDuration) -> f64 {
+    d.0 as f64 / 1e9
+}
+
+/// Scores and ranks `candidates` (id, values, tally), in id order, against `baseline`.
+pub fn rank(
+    candidates: Vec<(u64, Values, CompareTally)>,
+    baseline: &BaselineTally,
+    rates: &Rates,
+    constraints: &Constraints,
+) -> Ranked {
+    let base_pending = rates.sums(&baseline.pending);
+    let baseline = BaselineRow {
+        finals: baseline.finals,
+        expected_succeeded: baseline.finals[Final::Succeeded as usize] as f64 + base_pending.expected,
+        cost: base_pending.expected_compute,
+        pending: base_pending,
+        compute: baseline.compute,
+    };
+    let max_compute = constraints.max_compute.map(|m| match m {
+        MaxCompute::Duration(d) => seconds(d),
+        MaxCompute::Percent(p) => seconds(baseline.compute) * p / 100.0,
+    });
+    let mut scored: Vec<Scored> = candidates
+        .into_iter()
+        .map(|(id, values, tally)| {
+            let (asked, pending) = (rates.sums(&tally.asked), rates.sums(&tally.pending));
+            let c = &tally.comparison;
+            let cost = seconds(c.compute_added) - seconds(c.compute_removed) + pending.expected_compute;
+            let excluded = if c.lost > constraints.max_lost {
+                Some(Excluded::Lost {
+                    lost: c.lost,
+                    max: constraints.max_lost,
+                })
+            } else {
+                max_compute
+                    .filter(|&max| cost > max)
+                    .map(|max| Excluded::Compute { cost, max })
+            };
+            Scored {
+                id,
+                values,
+                expected_succeeded: tally.finals[Final::Succeeded as usize] as f64 + pending.expected,
+                cost,
+                asked,
+                pending,
+                tally,
+                frontier: false,
+                excluded,
+            }
+        })
+        .collect();
+    mark_frontier(&mut scored);
+    let mut order: Vec<usize> = (0..scored.len()).collect();
+    order.sort_by(|&a, &b| recommendation_order(&scored[a], &scored[b]));
+    let recommended = order
+        .first()
+        .copied()
+        .filter(|&i| scored[i].excluded.is_none() && scored[i].expected_succeeded > baseline.expected_succeeded);
+    Ranked {
+        baseline,
+        candidates: scored,
+        order,
+        recommended,
+        max_compute,
+    }
+}
+
+/// Eligible first; then more expected successes, lower cost, fewer retries added, lower id.
+fn recommendation_order(a: &Scored, b: &Scored) -> Ordering {
+    a.excluded
+        .is_some()
+        .cmp(&b.excluded.is_some())
+        .then_with(|| b.expected_succeeded.total_cmp(&a.expected_succeeded))
+        .then_with(|| a.cost.total_cmp(&b.cost))
+        .then_with(|| a.tally.comparison.retries_added.cmp(&b.tally.comparison.retries_added))
+        .then_with(|| a.id.cmp(&b.id))
+}
+
+/// Marks the candidates no other dominates (expectedSucceeded ≥ and cost ≤, one strictly),
+/// in O(n log n): by cost, each group of equal cost is on the frontier at its highest
+/// expectedSucceeded when that beats every cheaper candidate's.
+fn mark_frontier(scored: &mut [Scored]) {
+    let mut by_cost: Vec<usize> = (0..scored.len()).collect();
+    by_cost.sort_by(|&a, &b| scored[a].cost.total_cmp(&scored[b].cost));
+    let mut best_cheaper = f64::NEG_INFINITY;
+    let mut i = 0;
+    while i < by_cost.len() {
+        let cost = scored[by_cost[i]].cost;
+        let mut j = i;
+        let mut top = f64::NEG_INFINITY;
+        while j < by_cost.len() && scored[by_cost[j]].cost.total_cmp(&cost) == Ordering::Equal {
+            top = top.max(scored[by_cost[j]].expected_succeeded);
+            j += 1;
+        }
+        if top > best_cheaper {
+            for &k in &by_cost[i..j] {
+                scored[k].frontier = scored[k].expected_succeeded == top;
+            }
+        }
+        best_cheaper = best_cheaper.max(top);
+        i = j;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scored(id: u64, e: f64, cost: f64) -> Scored {
+        Scored {
+            id,
+            values: Vec::new(),
+            tally: CompareTally::default(),
+            asked: Sums::default(),
+            pending: Sums::default(),
+            expected_succeeded: e,
+            cost,
+            frontier: false,
+            excluded: None,
+        }
+    }
+
+    /// By hand: (E, cost) = 1 (5, 10), 2 (5, 10) a tie, 3 (7, 20), 4 (6, 20) dominated by 3,
+    /// 5 (4, 5) cheapest, 6 (7, 30) dominated by 3, 7 (8, 30).
+    #[test]
+    fn the_frontier_is_what_no_other_candidate_dominates() {
+        let mut s = vec![
+            scored(1, 5.0, 10.0),
+            scored(2, 5.0, 10.0),
+            scored(3, 7.0, 20.0),
+            scored(4, 6.0, 20.0),
+            scored(5, 4.0, 5.0),
+            scored(6, 7.0, 30.0),
+            scored(7, 8.0, 30.0),
+        ];
+        mark_frontier(&mut s);
+        let on: Vec<u64> = s.iter().filter(|x| x.frontier).map(|x| x.id).collect();
+        assert_eq!(on, [1, 2, 3, 5, 7]);
+        // Brute force agrees.
+        for x in &s {
+            let dominated = s.iter().any(|y| {
+                y.id != x.id
+                    && y.expected_succeeded >= x.expected_succeeded
+                    && y.cost <= x.cost
+                    && (y.expected_succeeded > x.expected_succeeded || y.cost < x.cost)
+            });
+            assert_eq!(x.frontier, !dominated, "{}", x.id);
+        }
+    }
+
+    #[test]
+    fn the_order_puts_eligible_first_then_successes_cost_retries_and_id() {
+        let mut a = scored(1, 9.0, 50.0);
+        a.excluded = Some(Excluded::Lost { lost: 1, max: 0 });
+        let b = scored(2, 8.0, 40.0);
+        let c = scored(3, 8.0, 30.0);
+        let mut d = scored(4, 8.0, 30.0);
+        d.tally.comparison.retries_added = 5;
+        let e = scored(5, 8.0, 30.0);
+        let mut v = [a, b, c, d, e];
+        v.sort_by(recommendation_order);
+        let ids: Vec<u64> = v.iter().map(|x| x.id).collect();
+        assert_eq!(ids, [3, 5, 4, 2, 1]);
+    }
+}
