@@ -45,6 +45,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Show how the files differ from the server (exit 0 same, 1 different)')
             [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete retry policies or queues')
             [CompletionResult]::new('simulate', 'simulate', [CompletionResultType]::ParameterValue, 'Replay failure histories through the retry evaluator')
+            [CompletionResult]::new('tune', 'tune', [CompletionResultType]::ParameterValue, 'Search retry-policy candidates on a history: which policy should this cluster run?')
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Run a local Armada-compatible API server with SQLite storage')
             [CompletionResult]::new('completion', 'completion', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Show or change the armadactl config file')
@@ -1153,6 +1154,53 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'retryctl;tune' {
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable')
+            [CompletionResult]::new('--filename', '--filename', [CompletionResultType]::ParameterName, 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable')
+            [CompletionResult]::new('--vary', '--vary', [CompletionResultType]::ParameterName, 'One scalar field of one policy, varied: `NAME:PATH=VALUES`, PATH as `explain` names it (`ml:spec.retryLimit=0..10`, `ml:spec.rules[1].action=Retry,Fail`, `ml:spec.backoff.initialDelay=0s,30s,5m`, `infra:retryLimit=1..5/2`, `unset`), or `scheduler:PATH` for the scheduler config. The candidates are every combination')
+            [CompletionResult]::new('--history', '--history', [CompletionResultType]::ParameterName, 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`')
+            [CompletionResult]::new('--lookout-db', '--lookout-db', [CompletionResultType]::ParameterName, 'Replay a real cluster''s history straight from Lookout''s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`')
+            [CompletionResult]::new('--queue', '--queue', [CompletionResultType]::ParameterName, 'With --lookout-db: the jobs of this queue')
+            [CompletionResult]::new('--jobset', '--jobset', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs of this job set')
+            [CompletionResult]::new('--baseline', '--baseline', [CompletionResultType]::ParameterName, 'What-if: also replay under these (old) policies and report what changes')
+            [CompletionResult]::new('--engine', '--engine', [CompletionResultType]::ParameterName, 'Which engine decides: the design (SPEC §2) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design; with --from-server against a server without the dialect header, upstream')
+            [CompletionResult]::new('--baseline-engine', '--baseline-engine', [CompletionResultType]::ParameterName, 'The engine of the baseline side (default: the same as --engine)')
+            [CompletionResult]::new('--scheduler-config', '--scheduler-config', [CompletionResultType]::ParameterName, 'An Armada scheduler config file (its `scheduling.retryPolicy` block is used)')
+            [CompletionResult]::new('--retry-policy', '--retry-policy', [CompletionResultType]::ParameterName, 'Policies for jobs whose queue is not among the documents (comma separated, in order)')
+            [CompletionResult]::new('--global-max-retries', '--global-max-retries', [CompletionResultType]::ParameterName, 'Override the scheduler''s globalMaxRetries')
+            [CompletionResult]::new('--default-policy', '--default-policy', [CompletionResultType]::ParameterName, 'Override the scheduler''s defaultPolicyName')
+            [CompletionResult]::new('--backtest-at', '--backtest-at', [CompletionResultType]::ParameterName, 'Check the estimates on this history: the trials of jobs submitted before TIME (RFC 3339) fit the rates, those of jobs submitted at or after it test them (every job needs `job.submittedAt`)')
+            [CompletionResult]::new('--max-lost', '--max-lost', [CompletionResultType]::ParameterName, 'Recommend no candidate that loses more than N jobs the baseline saved (Succeeded → Failed)')
+            [CompletionResult]::new('--max-compute', '--max-compute', [CompletionResultType]::ParameterName, 'Recommend no candidate whose cost (compute added − removed + expected) is over this: a duration (`10h`), or a percentage of the baseline''s recorded compute (`5%`)')
+            [CompletionResult]::new('--max-candidates', '--max-candidates', [CompletionResultType]::ParameterName, 'Refuse (exit 2, before any replay) a search of more candidates than N')
+            [CompletionResult]::new('--pick', '--pick', [CompletionResultType]::ParameterName, 'Print candidate ID''s documents (`recommended`: the recommended one''s) as YAML, ready for `retryctl apply -f`; a numbered one needs no history')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request; --pick writes yaml')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request; --pick writes yaml')
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)')
+            [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs submitted at or after this RFC 3339 time')
+            [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs submitted before this RFC 3339 time')
+            [CompletionResult]::new('--armada-url', '--armada-url', [CompletionResultType]::ParameterName, 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Timeout of each request to the server, as a duration (`10s`, `500ms`)')
+            [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)')
+            [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Send the bearer token held in FILE (one line)')
+            [CompletionResult]::new('--certificate-authority', '--certificate-authority', [CompletionResultType]::ParameterName, 'Also trust the CA certificates of this PEM file for `https://` (default: the context''s `certificateAuthority`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset')
+            [CompletionResult]::new('-R', '-R ', [CompletionResultType]::ParameterName, 'Descend into subdirectories of directories given with -f')
+            [CompletionResult]::new('--recursive', '--recursive', [CompletionResultType]::ParameterName, 'Descend into subdirectories of directories given with -f')
+            [CompletionResult]::new('--baseline-from-cluster', '--baseline-from-cluster', [CompletionResultType]::ParameterName, 'What-if against what the cluster runs: the baseline is the retry policies and queue attachments stored in the --lookout-db database')
+            [CompletionResult]::new('--exit-code', '--exit-code', [CompletionResultType]::ParameterName, 'Exit 1 when a candidate is recommended (with --pick recommended: when none is)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate (insecure: warns on every run)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log each request and its status to stderr (credentials are never printed)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log each request and its status to stderr (credentials are never printed)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'retryctl;serve' {
             [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Address to listen on')
             [CompletionResult]::new('--db', '--db', [CompletionResultType]::ParameterName, 'SQLite database file (default: <data dir>/retryctl/armada.db)')
@@ -1664,6 +1712,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Show how the files differ from the server (exit 0 same, 1 different)')
             [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete retry policies or queues')
             [CompletionResult]::new('simulate', 'simulate', [CompletionResultType]::ParameterValue, 'Replay failure histories through the retry evaluator')
+            [CompletionResult]::new('tune', 'tune', [CompletionResultType]::ParameterValue, 'Search retry-policy candidates on a history: which policy should this cluster run?')
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Run a local Armada-compatible API server with SQLite storage')
             [CompletionResult]::new('completion', 'completion', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Show or change the armadactl config file')
@@ -1729,6 +1778,9 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             break
         }
         'retryctl;help;simulate' {
+            break
+        }
+        'retryctl;help;tune' {
             break
         }
         'retryctl;help;serve' {

@@ -42,6 +42,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand diff 'Show how the files differ from the server (exit 0 same, 1 different)'
             cand delete 'Delete retry policies or queues'
             cand simulate 'Replay failure histories through the retry evaluator'
+            cand tune 'Search retry-policy candidates on a history: which policy should this cluster run?'
             cand serve 'Run a local Armada-compatible API server with SQLite storage'
             cand completion 'Print a shell completion script'
             cand config 'Show or change the armadactl config file'
@@ -1093,6 +1094,52 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'retryctl;tune'= {
+            cand -f 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable'
+            cand --filename 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable'
+            cand --vary 'One scalar field of one policy, varied: `NAME:PATH=VALUES`, PATH as `explain` names it (`ml:spec.retryLimit=0..10`, `ml:spec.rules[1].action=Retry,Fail`, `ml:spec.backoff.initialDelay=0s,30s,5m`, `infra:retryLimit=1..5/2`, `unset`), or `scheduler:PATH` for the scheduler config. The candidates are every combination'
+            cand --history 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`'
+            cand --lookout-db 'Replay a real cluster''s history straight from Lookout''s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`'
+            cand --queue 'With --lookout-db: the jobs of this queue'
+            cand --jobset 'With --lookout-db: only jobs of this job set'
+            cand --baseline 'What-if: also replay under these (old) policies and report what changes'
+            cand --engine 'Which engine decides: the design (SPEC §2) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design; with --from-server against a server without the dialect header, upstream'
+            cand --baseline-engine 'The engine of the baseline side (default: the same as --engine)'
+            cand --scheduler-config 'An Armada scheduler config file (its `scheduling.retryPolicy` block is used)'
+            cand --retry-policy 'Policies for jobs whose queue is not among the documents (comma separated, in order)'
+            cand --global-max-retries 'Override the scheduler''s globalMaxRetries'
+            cand --default-policy 'Override the scheduler''s defaultPolicyName'
+            cand --backtest-at 'Check the estimates on this history: the trials of jobs submitted before TIME (RFC 3339) fit the rates, those of jobs submitted at or after it test them (every job needs `job.submittedAt`)'
+            cand --max-lost 'Recommend no candidate that loses more than N jobs the baseline saved (Succeeded → Failed)'
+            cand --max-compute 'Recommend no candidate whose cost (compute added − removed + expected) is over this: a duration (`10h`), or a percentage of the baseline''s recorded compute (`5%`)'
+            cand --max-candidates 'Refuse (exit 2, before any replay) a search of more candidates than N'
+            cand --pick 'Print candidate ID''s documents (`recommended`: the recommended one''s) as YAML, ready for `retryctl apply -f`; a numbered one needs no history'
+            cand -o 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request; --pick writes yaml'
+            cand --output 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request; --pick writes yaml'
+            cand --since 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)'
+            cand --from 'With --lookout-db: only jobs submitted at or after this RFC 3339 time'
+            cand --to 'With --lookout-db: only jobs submitted before this RFC 3339 time'
+            cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
+            cand -c 'Context of the config file to use instead of its `currentContext`'
+            cand --context 'Context of the config file to use instead of its `currentContext`'
+            cand --config 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)'
+            cand --timeout 'Timeout of each request to the server, as a duration (`10s`, `500ms`)'
+            cand --token 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)'
+            cand --token-file 'Send the bearer token held in FILE (one line)'
+            cand --certificate-authority 'Also trust the CA certificates of this PEM file for `https://` (default: the context''s `certificateAuthority`)'
+            cand --color 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset'
+            cand -R 'Descend into subdirectories of directories given with -f'
+            cand --recursive 'Descend into subdirectories of directories given with -f'
+            cand --baseline-from-cluster 'What-if against what the cluster runs: the baseline is the retry policies and queue attachments stored in the --lookout-db database'
+            cand --exit-code 'Exit 1 when a candidate is recommended (with --pick recommended: when none is)'
+            cand --insecure-skip-tls-verify 'Do not verify the server''s TLS certificate (insecure: warns on every run)'
+            cand -v 'Log each request and its status to stderr (credentials are never printed)'
+            cand --verbose 'Log each request and its status to stderr (credentials are never printed)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'retryctl;serve'= {
             cand --listen 'Address to listen on'
             cand --db 'SQLite database file (default: <data dir>/retryctl/armada.db)'
@@ -1574,6 +1621,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand diff 'Show how the files differ from the server (exit 0 same, 1 different)'
             cand delete 'Delete retry policies or queues'
             cand simulate 'Replay failure histories through the retry evaluator'
+            cand tune 'Search retry-policy candidates on a history: which policy should this cluster run?'
             cand serve 'Run a local Armada-compatible API server with SQLite storage'
             cand completion 'Print a shell completion script'
             cand config 'Show or change the armadactl config file'
@@ -1623,6 +1671,8 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;help;delete;queue'= {
         }
         &'retryctl;help;simulate'= {
+        }
+        &'retryctl;help;tune'= {
         }
         &'retryctl;help;serve'= {
         }

@@ -1162,11 +1162,11 @@ const EX_SIMULATE: &str = "Examples:\n  retryctl simulate -f policies/ --history
   retryctl simulate -f new/ --lookout-db $DSN --queue ml --since 7d   # straight from Lookout
   retryctl simulate -f new/ --lookout-db $DSN --queue ml --baseline-from-cluster --since 7d";
 
-const EX_TUNE: &str = "Examples:\n  retryctl tune -f policies/ --history week.jsonl --vary ml:spec.retryLimit=0..10
-  retryctl tune -f policies/ --history week.jsonl --vary ml:spec.retryLimit=1..5 --vary ml:spec.rules[1].action=Retry,Fail
-  retryctl tune -f policies/ --lookout-db $DSN --queue ml --since 7d --baseline-from-cluster --vary ml:spec.retryLimit=0..6
-  retryctl tune -f policies/ --history week.jsonl --vary ml:spec.retryLimit=0..10 --max-compute 5% -o html > tune.html
-  retryctl tune -f policies/ --vary ml:spec.retryLimit=0..10 --pick 4 -o yaml > picked.yaml";
+const EX_TUNE: &str = "Examples:\n  retryctl tune -f p/ --history week.jsonl --vary ml:spec.retryLimit=0..10
+  retryctl tune -f p/ --history h.jsonl --vary ml:retryLimit=1..5 --vary ml:defaultAction=Retry,Fail
+  retryctl tune -f p/ --lookout-db $DSN --queue ml --baseline-from-cluster --vary ml:retryLimit=0..6
+  retryctl tune -f p/ --history week.jsonl --vary ml:spec.retryLimit=0..10 -o html > tune.html
+  retryctl tune -f p/ --vary ml:spec.retryLimit=0..10 --pick 4 -o yaml > picked.yaml";
 
 const EX_SERVE: &str =
     "Examples:\n  retryctl serve --in-memory                           # http://127.0.0.1:8080, nothing kept

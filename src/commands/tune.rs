@@ -37,7 +37,7 @@ use crate::output::tune::{self as view, BaselineFrom, Format, Skipped, StderrLis
 use crate::replay::run::Options;
 use crate::replay::source::HistorySource;
 use crate::tune::rank::{rank, Constraints, MaxCompute};
-use crate::tune::sweep::{sweep, Arm};
+use crate::tune::sweep::{shares_matching, sweep, Arm};
 use crate::tune::{count, parse_vary, Candidate, CandidateError, Target, Template, Values, Vary};
 
 /// `--pick`.
@@ -262,7 +262,8 @@ impl Drive for Tune<'_> {
             progress_bar(source.progress()),
             args.replay.retry_policies.is_some(),
         ));
-        let swept = sweep(source, baseline, &self.arms, &self.options, &mut listener)?;
+        let shared = shares_matching(self.varies);
+        let swept = sweep(source, baseline, &self.arms, shared, &self.options, &mut listener)?;
         listener.0.finish()?;
         let swept = match swept {
             Ok(s) => s,

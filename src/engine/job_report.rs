@@ -15,8 +15,8 @@ use crate::model::policy::Action;
 
 use super::upstream::{self, UpstreamJob};
 use super::{
-    evaluate, pod_name, Avoid, CompiledPolicy, Decision, DecisionKind, EngineKind, JobContext, JobState, Policies,
-    RuleRef, Settings,
+    evaluate, evaluate_matched, pod_name, Avoid, CompiledPolicy, Decision, DecisionKind, EngineKind, JobContext,
+    JobState, Match, Policies, RuleRef, Settings,
 };
 use super::{DEFAULT_GRACE, FAIL_FAST_ANNOTATION};
 
@@ -246,6 +246,11 @@ pub enum Detail {
     /// [`Detail::Full`]. For outputs that print only the summary (bulk `-o table`): the
     /// texts cost more than the decisions.
     Summary,
+    /// Only the outcome: [`Detail::Summary`] without the contradiction and expectation
+    /// checks (no message at all), for a replay that counts sides and prints no job
+    /// (`simulate --baseline`, whose jobs' expectations are not checked, the runs a side
+    /// has left, `tune`'s candidates). The decisions are the same.
+    Outcome,
 }
 
 /// Replays `history` with the effective `policies` (already resolved, SPEC §2.1) under the
@@ -290,20 +295,19 @@ pub(super) fn replay_named(
 ) -> JobReport {
     debug_assert!(names.iter().map(String::as_str).eq(policies.iter().map(|p| p.name())));
     let job = &history.job;
-    let ctx = JobContext::new(
-        &job.id,
-        job.annotations.get(FAIL_FAST_ANNOTATION).is_some_and(|v| v == "true"),
-        job.termination_grace_period.unwrap_or(DEFAULT_GRACE),
-    );
+    let ctx = job_context(history);
     let mut settings = settings.clone();
     let mut report = JobReport::start(history, names, &settings, engine);
     let mut state = JobState::new(job.memory);
     let mut schedule = Schedule::default();
     let mut tried = NodesTried::default();
     let mut ended: Option<usize> = None;
+    let checks = detail != Detail::Outcome;
     for (k, run) in history.runs.iter().enumerate() {
         if let Some(end) = ended {
-            report.run_after_end(k, end, run);
+            if checks {
+                report.run_after_end(k, end, run);
+            }
             break;
         }
         // SPEC §2.4: a scheduler reload may lower the global limit between runs.
@@ -311,10 +315,12 @@ pub(super) fn replay_named(
             settings.global_max_retries = g;
         }
         let started_at = start_time(&mut report, history, k, schedule.eligible_at);
-        schedule.check_start(&mut report, history, &mut tried, k, started_at);
+        if checks {
+            schedule.check_start(&mut report, history, &mut tried, k, started_at);
+        }
         let ended_at = started_at.saturating_add(run.run_for.0);
         // A run with an `expect` keeps its texts: a failed check quotes them.
-        let texts = detail == Detail::Full || run.expect.is_some();
+        let texts = detail == Detail::Full || (checks && run.expect.is_some());
         if texts {
             tried.catch_up(&mut state, history, k);
         }
@@ -329,7 +335,7 @@ pub(super) fn replay_named(
             None => Avoiding::Listed { from: k },
         };
         // The job-level `final` check quotes the reason of the run that failed the job.
-        let final_reason = history.expect.is_some() && decision.is_some_and(|d| d.action() == Action::Fail);
+        let final_reason = checks && history.expect.is_some() && decision.is_some_and(|d| d.action() == Action::Fail);
         let reason = if texts || final_reason {
             reason_text(&report, decision, &settings, k, engine)
         } else {
@@ -355,7 +361,7 @@ pub(super) fn replay_named(
             decision: decided.0,
             reason: if texts { reason } else { String::new() },
         });
-        if let Some(e) = &run.expect {
+        if let Some(e) = run.expect.as_ref().filter(|_| checks) {
             let mut failures = Vec::new();
             check_run(&report, &report.runs[k], e, &mut |m| failures.push(m));
             report.expectation_failures.extend(failures);
@@ -363,10 +369,175 @@ pub(super) fn replay_named(
     }
     report.retries = state.total_retries;
     report.memory = state.memory;
-    if let Some(e) = &history.expect {
+    if let Some(e) = history.expect.as_ref().filter(|_| checks) {
         check_job(&mut report, e);
     }
     report
+}
+
+/// What a comparison counts of one side of a job, and nothing else (SPEC §3.4): its final
+/// state, retries, delay, the runs it starts and their run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobOutcome {
+    pub final_state: Final,
+    pub retries: u32,
+    /// Delay added by granted retries, summed.
+    pub delay: GoDuration,
+    /// Runs started.
+    pub runs: usize,
+    /// The run time of the runs started, in all and from run `from` on (see
+    /// [`outcome_named`]).
+    pub compute: GoDuration,
+    pub compute_from: GoDuration,
+}
+
+/// [`replay_named`]'s decisions and nothing else: the same steps (a scheduler reload between
+/// runs, each start from the last decision, `decide`, the end of the job), with no record,
+/// no text and no check, so that a search over many candidates (`tune`) replays each one at
+/// a fraction of a report's cost. Equal, field by field, to what the report of
+/// [`Detail::Outcome`] gives (a test holds the two together); `from`: the run from which
+/// [`JobOutcome::compute_from`] counts (a comparison's other side's runs); `matches`: each
+/// run's first match over a list with these matchers, when the caller knows them
+/// (`Simulator::match_table`; the design engine only).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn outcome_named(
+    history: &FailureHistory,
+    ctx: &JobContext<'_>,
+    policies: Policies<'_>,
+    settings: &Settings,
+    engine: EngineKind,
+    from: usize,
+    matches: Option<&[Match]>,
+) -> JobOutcome {
+    let job = &history.job;
+    // Copied only when a run reloads the global limit (rare): a clone per job was a
+    // noticeable share of a candidate's replay.
+    let mut reloaded: Option<Settings> = None;
+    let mut state = JobState::new(job.memory);
+    let mut out = JobOutcome {
+        final_state: Final::Pending,
+        retries: 0,
+        delay: GoDuration::ZERO,
+        runs: 0,
+        compute: GoDuration::ZERO,
+        compute_from: GoDuration::ZERO,
+    };
+    let mut eligible_at = 0u64;
+    for (k, run) in history.runs.iter().enumerate() {
+        if let Some(g) = run.global_max_retries {
+            reloaded.get_or_insert_with(|| settings.clone()).global_max_retries = g;
+        }
+        let settings = reloaded.as_ref().unwrap_or(settings);
+        let started_at = start_time_quiet(history, k, eligible_at);
+        let ended_at = started_at.saturating_add(run.run_for.0);
+        let ran = ended_at - started_at;
+        out.compute = GoDuration(out.compute.0.saturating_add(ran));
+        if k >= from {
+            out.compute_from = GoDuration(out.compute_from.0.saturating_add(ran));
+        }
+        out.runs = k + 1;
+        let matched = matches.and_then(|m| m.get(k).copied());
+        let ended = match decide_quiet(
+            policies, settings, ctx, history, &mut state, k, ended_at, engine, matched,
+        ) {
+            None => {
+                out.final_state = Final::Succeeded;
+                true
+            }
+            Some((DecisionKind::Cancelled, ..)) => {
+                out.final_state = Final::Cancelled;
+                true
+            }
+            Some((kind, ..)) if kind.action() == Action::Fail => {
+                out.final_state = Final::Failed;
+                true
+            }
+            Some((kind, retry_after, delay)) => {
+                out.final_state = Final::Pending;
+                eligible_at = retry_after.unwrap_or(ended_at);
+                if kind == DecisionKind::Retry {
+                    out.delay = GoDuration(out.delay.0.saturating_add(delay.0));
+                }
+                false
+            }
+        };
+        if ended {
+            break;
+        }
+    }
+    out.retries = state.total_retries;
+    out
+}
+
+/// [`decide`] without a record: the decision's kind, when the job may run again, and the
+/// delay (`None`: the run succeeded). The same numbers as `decide`'s record, without making
+/// one (a `Decision` is a few hundred bytes, moved for nothing here).
+#[allow(clippy::too_many_arguments)]
+fn decide_quiet(
+    policies: Policies<'_>,
+    settings: &Settings,
+    ctx: &JobContext<'_>,
+    history: &FailureHistory,
+    state: &mut JobState,
+    k: usize,
+    ended_at: u64,
+    engine: EngineKind,
+    matched: Option<Match>,
+) -> Option<(DecisionKind, Option<u64>, GoDuration)> {
+    let run = &history.runs[k];
+    if run.outcome == Outcome::Succeeded {
+        return None;
+    }
+    Some(match engine {
+        EngineKind::Design => {
+            let v = match matched {
+                Some(m) => evaluate_matched(policies, settings, ctx, state, run, k, ended_at, m),
+                None => evaluate(policies, settings, ctx, state, run, k, ended_at),
+            };
+            (v.kind, v.retry_after(), v.delay())
+        }
+        EngineKind::Upstream => {
+            let d = upstream::evaluate(
+                policies.first().copied(),
+                settings,
+                ctx,
+                UpstreamJob {
+                    gang: history.job.gang_cardinality.is_some_and(|c| c > 1),
+                },
+                state,
+                run,
+                k,
+                ended_at,
+            );
+            (d.kind, d.retry_after, d.delay)
+        }
+    })
+}
+
+/// The job's facts an engine reads besides its runs: its id (and the id's hash),
+/// `failFast`, its grace period. Worked out once per job: a search replaying it under many
+/// candidates passes it to each ([`crate::engine::simulator::Simulator::simulate_outcome`]).
+pub fn job_context(history: &FailureHistory) -> JobContext<'_> {
+    let job = &history.job;
+    JobContext::new(
+        &job.id,
+        job.annotations.get(FAIL_FAST_ANNOTATION).is_some_and(|v| v == "true"),
+        job.termination_grace_period.unwrap_or(DEFAULT_GRACE),
+    )
+}
+
+/// [`start_time`] without a report to write its contradictions to.
+fn start_time_quiet(history: &FailureHistory, k: usize, eligible_at: u64) -> u64 {
+    let run = &history.runs[k];
+    match run.started_at {
+        None => eligible_at.saturating_add(run.queued_for.0),
+        Some(StartedAt::Offset(d)) => d.0,
+        Some(StartedAt::Absolute(t)) => history
+            .job
+            .submitted_at
+            .and_then(|s| t.since(s))
+            .map_or(eligible_at, |d| d.0),
+    }
 }
 
 /// What the decisions so far say about the next run: when it may start, which nodes it

@@ -9,14 +9,18 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::model::failure_history::FailureHistory;
+use crate::model::duration::GoDuration;
+use crate::model::failure_history::{FailureHistory, Outcome};
+
+use super::matcher::RetryPlan;
 use crate::model::policy::RetryPolicy;
 use crate::model::queue::Queue;
 
-use super::job_report::{replay_detailed, replay_named, Detail};
+use super::job_report::{outcome_named, replay_detailed, replay_named, Detail, JobOutcome};
+use super::JobContext;
 use super::{
-    effective_policy_names, CompiledPolicy, EngineKind, JobReport, NameOrigin, Policies, Settings, SharedRegexes,
-    POLICY_ANNOTATION,
+    effective_policy_names, first_match, CompiledPolicy, EngineKind, JobReport, Match, NameOrigin, Policies, Settings,
+    SharedRegexes, POLICY_ANNOTATION,
 };
 
 #[derive(Debug, Clone)]
@@ -62,6 +66,24 @@ struct Resolution {
     names: Arc<[String]>,
     shared: Option<Arc<SharedRegexes>>,
 }
+
+/// A retry plan's limit and backoff as words ([`Simulator::decision_words`]): an unset field
+/// is `u64::MAX`, a number its bits.
+fn plan_words(out: &mut Vec<u64>, plan: &RetryPlan) {
+    let duration = |d: Option<GoDuration>| d.map_or(u64::MAX, |d| d.0);
+    let float = |f: Option<f64>| f.map_or(u64::MAX, f64::to_bits);
+    let b = &plan.backoff;
+    out.extend([
+        plan.limit.map_or(u64::MAX, u64::from),
+        duration(b.initial_delay),
+        duration(b.max_delay),
+        float(b.multiplier),
+        float(b.jitter),
+    ]);
+}
+
+/// Policies of a resolved list [`Simulator::simulate_outcome`] puts on the stack.
+const STACK_LIST: usize = 4;
 
 /// The shared regexes made so far, by list (policy indices): built once per distinct list.
 type Shares = HashMap<Vec<usize>, Option<Arc<SharedRegexes>>>;
@@ -333,6 +355,117 @@ impl Simulator {
             report.ignored_policies = self.queue_policies(history).iter().skip(1).cloned().collect();
         }
         Ok(report)
+    }
+
+    /// [`Simulator::simulate_detailed`]'s outcome alone ([`JobOutcome`]), at a fraction of a
+    /// report's cost: for a search that replays a job under many candidates. `from`: the run
+    /// from which [`JobOutcome::compute_from`] counts.
+    /// `ctx`: [`super::job_context`] of `history`, worked out once for every candidate.
+    pub fn simulate_outcome(
+        &self,
+        history: &FailureHistory,
+        ctx: &JobContext<'_>,
+        settings: &Settings,
+        from: usize,
+        matches: Option<&[Match]>,
+    ) -> Result<JobOutcome, String> {
+        Ok(match self.resolution(history) {
+            // A list of a few policies (the common case) on the stack: a `Vec` per job and
+            // candidate was a tenth of a search's instructions.
+            Some(r) if r.ix.len() <= STACK_LIST => {
+                let mut list = [&self.policies[0]; STACK_LIST];
+                for (slot, &i) in list.iter_mut().zip(&r.ix) {
+                    *slot = &self.policies[i];
+                }
+                let list = &list[..r.ix.len()];
+                let policies = Policies::new(list, r.shared.as_deref());
+                outcome_named(history, ctx, policies, settings, self.engine, from, matches)
+            }
+            Some(r) => {
+                let policies = self.resolved_policies(r);
+                let policies = Policies::new(&policies, r.shared.as_deref());
+                outcome_named(history, ctx, policies, settings, self.engine, from, matches)
+            }
+            None => {
+                let policies = self.effective_by_names(history, settings)?;
+                outcome_named(
+                    history,
+                    ctx,
+                    Policies::alone(&policies),
+                    settings,
+                    self.engine,
+                    from,
+                    matches,
+                )
+            }
+        })
+    }
+
+    /// What, besides the runs' matches and the settings, decides a run under this simulator's
+    /// design engine (SPEC §2.4–2.5), as words: for each policy (in the order given) and each
+    /// of its rules, the rule's action and the limit and backoff a retry under it takes; and
+    /// once for all, every policy's default action with the plan of each default. Two
+    /// simulators of the same policies (by name and order) whose lists match alike decide a
+    /// job alike when the words of the rules its runs match — and, if one matches none, the
+    /// default words — are equal: a search replays the job once for both.
+    pub fn decision_words(&self) -> (Vec<Vec<Vec<u64>>>, Vec<u64>) {
+        let rules = self
+            .policies
+            .iter()
+            .map(|cp| {
+                (0..cp.policy.rules.len())
+                    .map(|r| {
+                        let mut words = vec![cp.policy.rules[r].action as u64];
+                        plan_words(&mut words, cp.plan(Some(r)));
+                        words
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut defaults = Vec::new();
+        for cp in &self.policies {
+            defaults.push(cp.policy.default_action() as u64);
+            plan_words(&mut defaults, cp.plan(None));
+        }
+        (rules, defaults)
+    }
+
+    /// A job's effective list (SPEC §2.1) as indices into this simulator's policies, in the
+    /// order given (`None` when it cannot be resolved: its replay says why).
+    pub fn list_of(&self, history: &FailureHistory, settings: &Settings) -> Option<Vec<usize>> {
+        match self.resolution(history) {
+            Some(r) => Some(r.ix.clone()),
+            None => {
+                let list = self.effective_by_names(history, settings).ok()?;
+                list.iter().map(|cp| self.by_name.get(cp.name()).copied()).collect()
+            }
+        }
+    }
+
+    /// Each run's first match over the job's effective list (SPEC §2.3; `None` for a run
+    /// that is not a failure), for [`Simulator::simulate_outcome`] of other simulators whose
+    /// lists have the same matchers in the same order (a search's candidates that vary only
+    /// what matching does not read). `None` under the upstream engine, which matches on its
+    /// own, or when the job's policies cannot be resolved.
+    pub fn match_table(&self, history: &FailureHistory, settings: &Settings) -> Option<Vec<Match>> {
+        if self.engine != EngineKind::Design {
+            return None;
+        }
+        let policies = self.effective(history, settings).ok()?;
+        let policies = match self.resolution(history) {
+            Some(r) => Policies::new(&policies, r.shared.as_deref()),
+            None => Policies::alone(&policies),
+        };
+        Some(
+            history
+                .runs
+                .iter()
+                .map(|run| match run.outcome {
+                    Outcome::Failed => first_match(policies, run),
+                    _ => None,
+                })
+                .collect(),
+        )
     }
 
     fn queue_policies(&self, history: &FailureHistory) -> &[String] {

@@ -16,9 +16,7 @@
 //!   whole nanoseconds × thousandths (exact in any order); `withoutResources` counts the
 //!   jobs with compute added or removed, or Pending in the candidate, that request neither.
 
-use std::collections::BTreeMap;
-
-use crate::engine::{DecisionKind, JobReport};
+use crate::engine::{DecisionKind, JobOutcome, JobReport};
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{FailureHistory, Final, Outcome, Resources};
 
@@ -57,6 +55,18 @@ impl Side {
             runs: report.runs.len(),
             runs_left: 0,
             compute: run_time(report, 0),
+        }
+    }
+
+    /// The side of a lean replay ([`JobOutcome`]): the same numbers as [`Side::of`] its report.
+    pub fn of_outcome(o: &JobOutcome) -> Side {
+        Side {
+            final_state: o.final_state,
+            retries: o.retries,
+            delay: o.delay,
+            runs: o.runs,
+            runs_left: 0,
+            compute: o.compute,
         }
     }
 
@@ -116,6 +126,31 @@ impl JobDiff {
         }
     }
 
+    /// [`JobDiff::new`] of a candidate replayed lean, with `from` = the baseline's runs
+    /// ([`JobOutcome::compute_from`]); `baseline_from(k)`: the run time of the baseline's runs
+    /// from run `k` on. No job id: a search counts its jobs, it lists none.
+    pub fn of_outcome(
+        baseline: Side,
+        baseline_from: impl FnOnce(usize) -> GoDuration,
+        c: &JobOutcome,
+        resources: Option<Resources>,
+    ) -> JobDiff {
+        let candidate = Side::of_outcome(c);
+        let (compute_added, compute_removed) = if candidate.runs > baseline.runs {
+            (c.compute_from, GoDuration::ZERO)
+        } else {
+            (GoDuration::ZERO, baseline_from(candidate.runs))
+        };
+        JobDiff {
+            job: String::new(),
+            baseline,
+            candidate,
+            compute_added,
+            compute_removed,
+            resources,
+        }
+    }
+
     pub fn changed(&self) -> bool {
         self.baseline.differs(&self.candidate)
     }
@@ -147,7 +182,9 @@ pub struct Comparison {
     pub to_pending: u64,
     pub other: u64,
     /// (baseline final, candidate final) → jobs, for every change of final state.
-    pub by_state: BTreeMap<(u8, u8), u64>,
+    /// Indexed `[baseline as usize][candidate as usize]` (a fixed table: counting a job is
+    /// one addition, which a search does per candidate).
+    pub by_state: [[u64; 4]; 4],
     pub retries_added: u64,
     pub retries_removed: u64,
     pub delay_added: GoDuration,
@@ -201,10 +238,7 @@ impl Comparison {
                     Transition::ToPending => self.to_pending += 1,
                     Transition::Other => self.other += 1,
                 }
-                *self
-                    .by_state
-                    .entry((b.final_state as u8, c.final_state as u8))
-                    .or_default() += 1;
+                self.by_state[b.final_state as usize][c.final_state as usize] += 1;
             }
         }
         self.retries_added += u64::from(c.retries.saturating_sub(b.retries));
@@ -227,6 +261,14 @@ impl Comparison {
         }
     }
 
+    /// [`Comparison::add`] of a job both sides decide alike (same final state, retries,
+    /// delay and runs): one more job, and its run time on both sides.
+    pub fn unchanged(&mut self, compute: GoDuration) {
+        self.jobs += 1;
+        add(&mut self.baseline_compute, compute.0);
+        add(&mut self.candidate_compute, compute.0);
+    }
+
     /// Adds the totals of other jobs (another worker's, another shard's).
     pub fn merge(&mut self, o: &Comparison) {
         self.jobs += o.jobs;
@@ -236,8 +278,8 @@ impl Comparison {
         self.lost += o.lost;
         self.to_pending += o.to_pending;
         self.other += o.other;
-        for (k, n) in &o.by_state {
-            *self.by_state.entry(*k).or_default() += n;
+        for (mine, theirs) in self.by_state.iter_mut().flatten().zip(o.by_state.iter().flatten()) {
+            *mine += theirs;
         }
         self.retries_added += o.retries_added;
         self.retries_removed += o.retries_removed;
@@ -261,17 +303,18 @@ impl Comparison {
 
     /// Jobs Failed in the baseline and Pending in the candidate.
     pub fn failed_to_pending(&self) -> u64 {
-        self.by_state
-            .get(&(Final::Failed as u8, Final::Pending as u8))
-            .copied()
-            .unwrap_or(0)
+        self.by_state[Final::Failed as usize][Final::Pending as usize]
     }
 
-    /// `by_state` with the states named, in a stable order.
+    /// `by_state` with the states named, those seen only, in a stable order (by baseline,
+    /// then candidate state).
     pub fn transitions(&self) -> impl Iterator<Item = (Final, Final, u64)> + '_ {
-        self.by_state
-            .iter()
-            .map(|(&(f, t), &n)| (Final::ALL[f as usize], Final::ALL[t as usize], n))
+        self.by_state.iter().enumerate().flat_map(|(f, row)| {
+            row.iter()
+                .enumerate()
+                .filter(|&(_, &n)| n > 0)
+                .map(move |(t, &n)| (Final::ALL[f], Final::ALL[t], n))
+        })
     }
 }
 

@@ -735,7 +735,7 @@ fn merge_depths(into: &mut ByDepth, from: &ByDepth) {
 
 impl PendingSet {
     /// One Pending job of `class` with `depth` recorded failed runs and `runs_left` (1..=100).
-    pub fn add(&mut self, class: Option<&FailureClass>, depth: u32, runs_left: u32, resources: Option<&Resources>) {
+    pub fn add(&mut self, class: &Option<FailureClass>, depth: u32, runs_left: u32, resources: Option<&Resources>) {
         let key = (depth.min(DEPTHS as u32) as u8, runs_left.clamp(1, MAX_RUNS_LEFT) as u8);
         let t = PendingTally {
             jobs: 1,
@@ -743,9 +743,9 @@ impl PendingSet {
             cpu_milli: resources.and_then(|r| r.cpu_milli).map_or(0, u128::from),
             without_resources: u64::from(Resources::is_none(resources)),
         };
-        let owned = class.cloned();
+        // The class is cloned only the first time it is seen.
         let rest = &mut self.rest;
-        let slot = self.classes.get_or_make(&owned, |dropped| merge_depths(rest, &dropped));
+        let slot = self.classes.get_or_make(class, |dropped| merge_depths(rest, &dropped));
         slot.unwrap_or(rest).entry(key).or_default().merge(&t);
     }
 

@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use std::io;
 
 use crate::engine::simulator::Simulator;
-use crate::engine::{Detail, JobReport, JobStatus, Settings};
+use crate::engine::{job_context, Detail, JobContext, JobReport, JobStatus, Match, Settings};
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{FailureHistory, Final, Outcome, Run, Timestamp};
 
@@ -154,6 +154,13 @@ pub struct CompareTally {
 }
 
 impl CompareTally {
+    /// A job the candidate decides exactly as the baseline did, and not Pending: what
+    /// [`tally_job`] of its diff adds, in a few additions (a search's most common case).
+    pub fn unchanged(&mut self, side: &Side) {
+        self.finals[side.final_state as usize] += 1;
+        self.comparison.unchanged(side.compute);
+    }
+
     pub fn merge(&mut self, o: &CompareTally) {
         self.comparison.merge(&o.comparison);
         for (mine, theirs) in self.finals.iter_mut().zip(o.finals) {
@@ -165,10 +172,14 @@ impl CompareTally {
 }
 
 /// What the estimates need to know of a job, worked out at most once however many sides
-/// ask: its class (its last failed run's) and its depth (its failed runs).
+/// ask: its class (its last failed run's), its depth (its failed runs) and the history
+/// continued past the record that [`runs_left`] replays.
 pub struct JobFacts<'a> {
     pub history: &'a FailureHistory,
+    /// The job's facts the engines read (`engine::job_context`), of the continued history too.
+    pub ctx: JobContext<'a>,
     class: std::cell::OnceCell<Option<FailureClass>>,
+    longer: std::cell::OnceCell<Option<FailureHistory>>,
     pub depth: u32,
 }
 
@@ -176,7 +187,9 @@ impl<'a> JobFacts<'a> {
     pub fn new(history: &'a FailureHistory) -> JobFacts<'a> {
         JobFacts {
             history,
+            ctx: job_context(history),
             class: std::cell::OnceCell::new(),
+            longer: std::cell::OnceCell::new(),
             depth: failed_runs(history),
         }
     }
@@ -184,22 +197,47 @@ impl<'a> JobFacts<'a> {
     pub fn class(&self) -> &Option<FailureClass> {
         self.class.get_or_init(|| job_class(self.history))
     }
+
+    /// The recorded runs, then [`MAX_RUNS_LEFT`] copies of the last failed one: what
+    /// [`runs_left`] replays (`None`: no failed run recorded).
+    pub fn longer(&self) -> Option<&FailureHistory> {
+        self.longer.get_or_init(|| continued(self.history)).as_ref()
+    }
 }
 
 /// Counts `diff` (the candidate replayed by `candidate` with `settings`) into `tally`: its
 /// Pending candidate side's runs left are worked out here (the baseline's are the caller's,
-/// once per job).
+/// once per job), `longer_matches` the continued history's runs matched, when known
+/// ([`runs_left_matched`]).
 pub fn tally_job(
     diff: &mut JobDiff,
     candidate: &Simulator,
     settings: &Settings,
     facts: &JobFacts<'_>,
+    longer_matches: Option<&[Match]>,
+    tally: &mut CompareTally,
+) {
+    tally_job_with(
+        diff,
+        || runs_left_matched(candidate, settings, facts, longer_matches),
+        facts,
+        tally,
+    );
+}
+
+/// [`tally_job`] with the runs a Pending candidate has left worked out by `runs_left`
+/// (asked only then): a search that replays a job once for several candidates that decide
+/// it alike works them out once too.
+pub fn tally_job_with(
+    diff: &mut JobDiff,
+    runs_left: impl FnOnce() -> u32,
+    facts: &JobFacts<'_>,
     tally: &mut CompareTally,
 ) {
     if diff.candidate.final_state == Final::Pending {
-        let left = runs_left(candidate, settings, facts.history);
+        let left = runs_left();
         diff.candidate.runs_left = left;
-        let (class, r) = (facts.class().as_ref(), facts.history.job.resources.as_ref());
+        let (class, r) = (facts.class(), facts.history.job.resources.as_ref());
         tally.pending.add(class, facts.depth, left, r);
         if diff.baseline.final_state == Final::Failed {
             tally.asked.add(class, facts.depth, left, r);
@@ -258,10 +296,31 @@ impl Folded {
 /// the previous decision allows) until it decides Fail, at most [`MAX_RUNS_LEFT`]; the
 /// pending run counts. A job with no failed run recorded (only returned leases) has the
 /// pending run alone.
-pub fn runs_left(sim: &Simulator, settings: &Settings, history: &FailureHistory) -> u32 {
-    let Some(last) = history.runs.iter().rev().find(|r| r.outcome == Outcome::Failed) else {
+pub fn runs_left(sim: &Simulator, settings: &Settings, facts: &JobFacts<'_>) -> u32 {
+    runs_left_matched(sim, settings, facts, None)
+}
+
+/// [`runs_left`] with the continued history's runs matched already (`Simulator::
+/// match_table` of [`JobFacts::longer`] over a list with the same matchers).
+pub fn runs_left_matched(sim: &Simulator, settings: &Settings, facts: &JobFacts<'_>, matches: Option<&[Match]>) -> u32 {
+    let Some(longer) = facts.longer() else {
         return 1;
     };
+    match sim.simulate_outcome(longer, &facts.ctx, settings, 0, matches) {
+        // The copies it started, the one that failed the job included.
+        Ok(outcome) => {
+            let started = outcome.runs.saturating_sub(facts.history.runs.len());
+            (started as u32).clamp(1, MAX_RUNS_LEFT)
+        }
+        // The recorded runs replayed (the side is Pending): the copies cannot fail to.
+        Err(_) => 1,
+    }
+}
+
+/// The job's recorded runs followed by [`MAX_RUNS_LEFT`] copies of its last failed run (no
+/// node, no start, no expectations: the runs past the record); `None` without a failed run.
+fn continued(history: &FailureHistory) -> Option<FailureHistory> {
+    let last = history.runs.iter().rev().find(|r| r.outcome == Outcome::Failed)?;
     let copy = Run {
         node: None,
         queued_for: GoDuration::ZERO,
@@ -270,18 +329,17 @@ pub fn runs_left(sim: &Simulator, settings: &Settings, history: &FailureHistory)
         expect: None,
         ..last.clone()
     };
-    let mut longer = history.clone();
-    longer.expect = None;
-    for run in &mut longer.runs {
-        run.expect = None;
-    }
+    let mut longer = FailureHistory {
+        job: history.job.clone(),
+        runs: Vec::with_capacity(history.runs.len() + MAX_RUNS_LEFT as usize),
+        expect: None,
+    };
+    longer.runs.extend(history.runs.iter().map(|r| Run {
+        expect: None,
+        ..r.clone()
+    }));
     longer.runs.extend(std::iter::repeat_n(copy, MAX_RUNS_LEFT as usize));
-    match sim.simulate_detailed(&longer, settings, Detail::Summary) {
-        // The copies it started, the one that failed the job included.
-        Ok(report) => (report.runs.len().saturating_sub(history.runs.len()) as u32).clamp(1, MAX_RUNS_LEFT),
-        // The recorded runs replayed (the side is Pending): the copies cannot fail to.
-        Err(_) => 1,
-    }
+    Some(longer)
 }
 
 /// Replays every job of `source` under `sim` into `sink` (SPEC §3.2), and returns the
@@ -306,14 +364,14 @@ pub fn replay<S: HistorySource>(
         let f = fallback(sim, job.history);
         part.trials.add(job.history, options);
         if matches!(report.status, JobStatus::Pending { .. }) {
-            let class = job_class(job.history);
-            let left = runs_left(sim, job.settings, job.history);
-            let depth = failed_runs(job.history);
+            let facts = JobFacts::new(job.history);
+            let left = runs_left(sim, job.settings, &facts);
+            let class = facts.class();
             part.tally
                 .pending
-                .add(class.as_ref(), depth, left, job.history.job.resources.as_ref());
+                .add(class, facts.depth, left, job.history.job.resources.as_ref());
             if needs.breakdowns {
-                part.by_class.add_pending(&class);
+                part.by_class.add_pending(class);
             }
         }
         let done = if !needs.reports {
@@ -410,12 +468,12 @@ pub fn compare<S: HistorySource>(
     let mut spool = Spool::default();
     let mut stopped = false;
     // A comparison is made of numbers only (final state, retries, delay, run times):
-    // neither side needs the per-run texts.
+    // neither side needs the per-run texts, nor the checks whose messages it never prints.
     let work = |part: &mut Part, job: Decoded<'_>| {
         let h = job.history;
-        let b = replay_job_detailed(baseline, job.settings, h, Detail::Summary)
+        let b = replay_job_detailed(baseline, job.settings, h, Detail::Outcome)
             .map_err(|e| format!("{}: job `{}`: baseline: {e}", job.origin, h.job.id))?;
-        let c = replay_job_detailed(candidate, job.settings, h, Detail::Summary)
+        let c = replay_job_detailed(candidate, job.settings, h, Detail::Outcome)
             .map_err(|e| format!("{}: job `{}`: {e}", job.origin, h.job.id))?;
         part.trials.add(h, options);
         if needs.breakdowns {
@@ -427,9 +485,9 @@ pub fn compare<S: HistorySource>(
         let facts = JobFacts::new(h);
         let mut diff = JobDiff::new(&b, c);
         if diff.baseline.final_state == Final::Pending {
-            diff.baseline.runs_left = runs_left(baseline, job.settings, h);
+            diff.baseline.runs_left = runs_left(baseline, job.settings, &facts);
         }
-        tally_job(&mut diff, candidate, job.settings, &facts, &mut part.tally);
+        tally_job(&mut diff, candidate, job.settings, &facts, None, &mut part.tally);
         if changed && needs.breakdowns {
             part.by_class.add_change(facts.class(), &diff);
         }
@@ -586,7 +644,7 @@ pub fn replay_job_detailed(
 ) -> Result<JobReport, String> {
     let mut report = sim.simulate_detailed(history, settings, detail)?;
     let ended = !matches!(report.status, JobStatus::Pending { .. });
-    if ended && history.runs.len() > report.runs.len() {
+    if detail != Detail::Outcome && ended && history.runs.len() > report.runs.len() {
         let end = report.runs.len().saturating_sub(1);
         let at = report
             .expectation_failures
@@ -595,8 +653,11 @@ pub fn replay_job_detailed(
             .unwrap_or(report.expectation_failures.len());
         let mut missing = Vec::new();
         for (k, run) in history.runs.iter().enumerate().skip(report.runs.len()) {
+            if run.expect.is_none() {
+                continue;
+            }
             let prefix = format!("run {k}: ");
-            if run.expect.is_some() && !report.expectation_failures.iter().any(|f| f.starts_with(&prefix)) {
+            if !report.expectation_failures.iter().any(|f| f.starts_with(&prefix)) {
                 missing.push(format!(
                     "run {k}: has expectations but is never evaluated (the job ended at run {end})"
                 ));
@@ -711,7 +772,7 @@ mod tests {
             "{:?}",
             report.status
         );
-        runs_left(sim, settings, &h)
+        runs_left(sim, settings, &JobFacts::new(&h))
     }
 
     /// A per-rule limit of 3 and one failure retried: the pending run is retry 2's, then

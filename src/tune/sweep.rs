@@ -17,22 +17,25 @@
 //! - a job that one candidate (or the baseline) cannot replay is an error of the whole job:
 //!   it is counted for no candidate, reported once, and makes the exit status 3.
 
+use std::collections::HashMap;
 use std::io;
 
 use crate::engine::simulator::Simulator;
-use crate::engine::{Detail, JobReport, Settings};
+use crate::engine::{Detail, JobOutcome, Match, Settings};
 use crate::model::duration::GoDuration;
-use crate::model::failure_history::Final;
+use crate::model::failure_history::{FailureHistory, Final, Outcome};
 use crate::replay::backtest::Backtest;
 use crate::replay::compare::{JobDiff, Side};
 use crate::replay::estimate::{PendingSet, Rates};
 use crate::replay::parallel::{for_each_ordered, Decoded, Emitted, Processed};
 use crate::replay::run::{
-    fallback, replay_job_detailed, runs_left, tally_job, BacktestError, CompareTally, Fallback, Fallbacks, JobFacts,
-    Options, TrialCount,
+    fallback, replay_job_detailed, runs_left, runs_left_matched, tally_job_with, BacktestError, CompareTally, Fallback,
+    Fallbacks, JobFacts, Options, TrialCount,
 };
 use crate::replay::sink::Message;
 use crate::replay::source::{HistorySource, Progress};
+
+use super::Vary;
 
 /// One candidate to replay: its policies (and engine), and its own scheduler settings when
 /// a `scheduler:` vary gives it some (`None`: the source's).
@@ -85,6 +88,121 @@ pub trait Listener {
     fn progress(&mut self, at: Progress);
 }
 
+/// The rules a job's runs match (`table`: each run's first match over the job's list,
+/// `list`: that list as indices into the policies given), each once, and the default
+/// action (`(usize::MAX, None)`) when a failed run matches none: what decides the job
+/// besides its runs ([`Simulator::decision_words`]).
+fn matched_keys(h: &FailureHistory, table: &[Match], list: &[usize]) -> Vec<(usize, Option<usize>)> {
+    let mut keys = Vec::new();
+    for (run, m) in h.runs.iter().zip(table) {
+        let key = match m {
+            Some((p, r, _)) => match list.get(*p) {
+                Some(&policy) => (policy, Some(*r)),
+                None => return Vec::new(),
+            },
+            None if run.outcome == Outcome::Failed => (usize::MAX, None),
+            None => continue,
+        };
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    keys
+}
+
+/// Words a job's key holds at most: its settings group and the ids of what decides it; a
+/// job whose runs match more rules than that is replayed under every candidate.
+const KEY_WORDS: usize = 8;
+
+/// What decides a job under one candidate, as interned ids (`Ids`), padded with
+/// `u32::MAX`: equal keys, equal outcomes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Key([u32; KEY_WORDS]);
+
+impl std::hash::Hash for Key {
+    /// One word for the hasher: the ids folded (an array's own `Hash` hands its bytes one
+    /// at a time, which cost more than the lookup saves). Equality still compares them all.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let folded = self.0.iter().fold(0u64, |h, &w| {
+            (h ^ u64::from(w)).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29)
+        });
+        state.write_u64(folded);
+    }
+}
+
+/// Each candidate's decision words ([`Simulator::decision_words`]) interned: equal words,
+/// equal ids, so that a job's key is a few integers.
+struct Ids {
+    /// [arm][policy][rule].
+    rules: Vec<Vec<Vec<u32>>>,
+    /// [arm].
+    defaults: Vec<u32>,
+}
+
+impl Ids {
+    fn new(arms: &[Arm]) -> Ids {
+        let mut interned: HashMap<Vec<u64>, u32> = HashMap::new();
+        let mut id = |words: Vec<u64>| {
+            let next = interned.len() as u32;
+            *interned.entry(words).or_insert(next)
+        };
+        let (mut rules, mut defaults) = (Vec::with_capacity(arms.len()), Vec::with_capacity(arms.len()));
+        for arm in arms {
+            let (r, d) = arm.sim.decision_words();
+            rules.push(r.into_iter().map(|p| p.into_iter().map(&mut id).collect()).collect());
+            defaults.push(id(d));
+        }
+        Ids { rules, defaults }
+    }
+
+    /// Arm `arm`'s key for a job of `keys` ([`matched_keys`]) under settings group `g`.
+    fn key(&self, arm: usize, g: usize, keys: &[(usize, Option<usize>)]) -> Key {
+        let mut k = [u32::MAX; KEY_WORDS];
+        k[0] = g as u32;
+        for (slot, &(p, r)) in k[1..].iter_mut().zip(keys) {
+            *slot = match r {
+                Some(r) => self.rules[arm]
+                    .get(p)
+                    .and_then(|rs| rs.get(r))
+                    .copied()
+                    .unwrap_or(u32::MAX - 1),
+                None => self.defaults[arm],
+            };
+        }
+        Key(k)
+    }
+}
+
+/// A hasher for [`Key`]s, which hash as one folded word: that word (SipHash cost more than
+/// the replay the lookup saves).
+#[derive(Default, Clone, Copy)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type BuildKeyHasher = std::hash::BuildHasherDefault<KeyHasher>;
+
+/// The baseline's side of a job, under one scheduler setting.
+struct Base {
+    side: Side,
+    /// `from[k]`: the run time of its runs from run `k` on (`from[runs]` is 0).
+    from: Vec<GoDuration>,
+}
+
 /// A worker's fold over its unit.
 #[derive(Default)]
 struct Part {
@@ -94,12 +212,45 @@ struct Part {
     arms: Vec<CompareTally>,
 }
 
-/// Replays every job of `source` under `baseline` and every arm, in one pass. `Err` inside:
-/// `--backtest-at` has no answer (nothing else is wrong).
+/// The fields a rule's matching reads (SPEC §2.3): a vary of any of them gives candidates
+/// different matchers; `defaultPolicyName` gives jobs a different list.
+const MATCHING: [&str; 13] = [
+    "onConditions",
+    "onExitCodes",
+    "operator",
+    "values",
+    "onTerminationMessage",
+    "pattern",
+    "onFailureCategory",
+    "onFailureSubcategory",
+    "onCategory",
+    "onSubcategory",
+    "containerName",
+    "includeInitContainers",
+    "defaultPolicyName",
+];
+
+/// Whether every candidate of `varies` matches each run as the others do: no vary touches a
+/// field matching reads, nor the default policy. Then each run is matched once for all of
+/// them (the sweep's fast path; which rule matches a run does not depend on limits,
+/// actions or backoff).
+pub fn shares_matching(varies: &[Vary]) -> bool {
+    varies.iter().all(|v| {
+        v.path
+            .split('.')
+            .map(|segment| segment.split('[').next().unwrap_or(segment))
+            .all(|field| !MATCHING.contains(&field))
+    })
+}
+
+/// Replays every job of `source` under `baseline` and every arm, in one pass; `shared`:
+/// the arms match every run alike ([`shares_matching`]), so each run is matched once. `Err`
+/// inside: `--backtest-at` has no answer (nothing else is wrong).
 pub fn sweep<S: HistorySource>(
     source: S,
     baseline: &Simulator,
     arms: &[Arm],
+    shared: bool,
     options: &Options,
     listener: &mut dyn Listener,
 ) -> io::Result<Result<Swept, BacktestError>> {
@@ -119,49 +270,124 @@ pub fn sweep<S: HistorySource>(
         })
         .collect();
     let fallback_sim = arms.first().map_or(baseline, |a| &a.sim);
+    let ids = Ids::new(arms);
     let work = |part: &mut Part, job: Decoded<'_>| {
         let h = job.history;
         let fail = |side: &str, e: String| format!("{}: job `{}`: {side}{e}", job.origin, h.job.id);
-        // The baseline once per scheduler setting, with the runs it has left when Pending.
-        let mut bases: Vec<(JobReport, u32)> = Vec::with_capacity(groups.len());
+        let facts = JobFacts::new(h);
+        // The baseline once per scheduler setting, with the runs it has left when Pending and
+        // the run time of its runs from each run on (for what a candidate removes).
+        let mut bases: Vec<Base> = Vec::with_capacity(groups.len());
         for g in &groups {
             let settings = g.unwrap_or(job.settings);
-            let b = replay_job_detailed(baseline, settings, h, Detail::Summary).map_err(|e| fail("baseline: ", e))?;
-            let left = match b.status.final_state() {
-                Final::Pending => runs_left(baseline, settings, h),
-                _ => 0,
-            };
-            bases.push((b, left));
+            let b = replay_job_detailed(baseline, settings, h, Detail::Outcome).map_err(|e| fail("baseline: ", e))?;
+            let mut side = Side::of(&b);
+            if side.final_state == Final::Pending {
+                side.runs_left = runs_left(baseline, settings, &facts);
+            }
+            // Saturating sums of non-negative numbers: from the end, the same as from k on.
+            let mut from = vec![GoDuration::ZERO; b.runs.len() + 1];
+            for (k, r) in b.runs.iter().enumerate().rev() {
+                from[k] = GoDuration(from[k + 1].0.saturating_add(r.ended_at.saturating_sub(r.started_at)));
+            }
+            bases.push(Base { side, from });
         }
         // Every candidate replayed before anything is counted: a job one of them cannot
-        // replay counts for none.
-        let mut diffs = Vec::with_capacity(arms.len());
-        for (arm, &g) in arms.iter().zip(&group_of) {
+        // replay counts for none. Lean replays: a candidate's outcome is all it counts. When
+        // the candidates match alike, each run is matched once for all, and candidates that
+        // decide this job alike (the same action, limit and backoff for every rule its runs
+        // match, `Simulator::decision_key`) share one replay.
+        let leader = arms.first().filter(|_| shared);
+        let leader_settings = groups[group_of.first().copied().unwrap_or(0)].unwrap_or(job.settings);
+        let table = leader.and_then(|a| a.sim.match_table(h, leader_settings));
+        // The rules the job's runs match, as indices into the policies given (the same in
+        // every candidate: the template's, in its order).
+        let keys = match (&table, leader) {
+            (Some(t), Some(a)) => a
+                .sim
+                .list_of(h, leader_settings)
+                .map(|list| matched_keys(h, t, &list))
+                .filter(|k| k.len() < KEY_WORDS),
+            _ => None,
+        };
+        let mut outcomes: Vec<(JobOutcome, usize)> = Vec::new();
+        let mut which = Vec::with_capacity(arms.len());
+        let mut seen: HashMap<Key, usize, BuildKeyHasher> = HashMap::default();
+        for (i, (arm, &g)) in arms.iter().zip(&group_of).enumerate() {
             let settings = groups[g].unwrap_or(job.settings);
-            let c = replay_job_detailed(&arm.sim, settings, h, Detail::Summary).map_err(|e| fail("", e))?;
-            let (b, left) = &bases[g];
-            let mut diff = JobDiff::new(b, c);
-            diff.baseline.runs_left = *left;
-            diffs.push(diff);
+            let key = keys.as_ref().map(|keys| ids.key(i, g, keys));
+            let j = match key.and_then(|k| seen.get(&k)) {
+                Some(&j) => j,
+                None => {
+                    let c = arm
+                        .sim
+                        .simulate_outcome(h, &facts.ctx, settings, bases[g].side.runs, table.as_deref())
+                        .map_err(|e| fail("", e))?;
+                    outcomes.push((c, i));
+                    if let Some(k) = key {
+                        seen.insert(k, outcomes.len() - 1);
+                    }
+                    outcomes.len() - 1
+                }
+            };
+            which.push(j);
         }
         part.jobs += 1;
         part.trials.add(h, options);
-        let facts = JobFacts::new(h);
-        let (b, left) = &bases[0];
-        let side = Side::of(b);
+        let side = bases[0].side;
         let t = &mut part.baseline;
         t.finals[side.final_state as usize] += 1;
         t.compute = GoDuration(t.compute.0.saturating_add(side.compute.0));
         if side.final_state == Final::Pending {
             t.pending
-                .add(facts.class().as_ref(), facts.depth, *left, h.job.resources.as_ref());
+                .add(facts.class(), facts.depth, side.runs_left, h.job.resources.as_ref());
         }
         if part.arms.len() < arms.len() {
             part.arms.resize_with(arms.len(), CompareTally::default);
         }
-        for (((diff, arm), &g), tally) in diffs.iter_mut().zip(arms).zip(&group_of).zip(&mut part.arms) {
-            let settings = groups[g].unwrap_or(job.settings);
-            tally_job(diff, &arm.sim, settings, &facts, tally);
+        // The continued history's runs matched too, when some candidate is Pending: its
+        // copies of the last failed run match as that run does (matching reads none of what
+        // a copy changes: node, times, expectations).
+        let pending = outcomes.iter().any(|(o, _)| o.final_state == Final::Pending);
+        let longer_table = match &table {
+            Some(t) if pending => {
+                let last = h.runs.iter().rposition(|r| r.outcome == Outcome::Failed);
+                last.zip(facts.longer()).map(|(i, longer)| {
+                    let mut t = t.clone();
+                    t.resize(longer.runs.len(), t[i]);
+                    t
+                })
+            }
+            _ => None,
+        };
+        // The runs each distinct outcome has left, worked out at most once; and whether it is
+        // the baseline's own (then it changes nothing: counted in a few additions, what
+        // `Comparison::add` of its diff would add).
+        let mut left: Vec<Option<u32>> = vec![None; outcomes.len()];
+        let same: Vec<bool> = outcomes
+            .iter()
+            .map(|(o, by)| {
+                let b = bases[group_of[*by]].side;
+                let c = Side::of_outcome(o);
+                c.final_state != Final::Pending && Side { runs_left: 0, ..b } == c
+            })
+            .collect();
+        for ((&j, &g), tally) in which.iter().zip(&group_of).zip(&mut part.arms) {
+            let base = &bases[g];
+            if same[j] {
+                tally.unchanged(&base.side);
+                continue;
+            }
+            let from = |k: usize| base.from[k.min(base.from.len() - 1)];
+            let mut diff = JobDiff::of_outcome(base.side, from, &outcomes[j].0, h.job.resources);
+            let runs_left = || {
+                *left[j].get_or_insert_with(|| {
+                    let (_, by) = outcomes[j];
+                    let settings = groups[g].unwrap_or(job.settings);
+                    runs_left_matched(&arms[by].sim, settings, &facts, longer_table.as_deref())
+                })
+            };
+            tally_job_with(&mut diff, runs_left, &facts, tally);
         }
         Ok((h.job.id.clone(), fallback(fallback_sim, h)))
     };

@@ -61,12 +61,65 @@ pub fn evaluate(
     run_index: usize,
     failed_at: u64,
 ) -> Verdict {
+    evaluate_with(
+        policies,
+        settings,
+        job,
+        state,
+        run,
+        run_index,
+        failed_at,
+        |run, policies| policies.first_match(&RunFacts::new(run)),
+    )
+}
+
+/// A run's first match over a policy list (SPEC §2.3): the policy, the rule and its signal.
+pub type Match = Option<(usize, usize, Signal)>;
+
+/// [`evaluate`] with the first match already known: `matched` is what [`first_match`] of
+/// the same run over a list with the same matchers, in the same order, gave. For a search
+/// whose candidates differ only in what matching does not read (limits, actions, backoff,
+/// the default action): the match is worked out once per run for all of them.
+///
+/// [`first_match`]: Policies::first_match
+#[allow(clippy::too_many_arguments)]
+pub fn evaluate_matched(
+    policies: Policies<'_>,
+    settings: &Settings,
+    job: &JobContext<'_>,
+    state: &mut JobState,
+    run: &Run,
+    run_index: usize,
+    failed_at: u64,
+    matched: Match,
+) -> Verdict {
+    evaluate_with(policies, settings, job, state, run, run_index, failed_at, |_, _| {
+        matched
+    })
+}
+
+/// The first match of `run` over `policies` ([`Match`]).
+pub fn first_match(policies: Policies<'_>, run: &Run) -> Match {
+    policies.first_match(&RunFacts::new(run))
+}
+
+/// [`evaluate`]'s steps, the first match found by `find`.
+#[allow(clippy::too_many_arguments)]
+fn evaluate_with(
+    policies: Policies<'_>,
+    settings: &Settings,
+    job: &JobContext<'_>,
+    state: &mut JobState,
+    run: &Run,
+    run_index: usize,
+    failed_at: u64,
+    find: impl FnOnce(&Run, &Policies<'_>) -> Match,
+) -> Verdict {
     let global = settings.global_max_retries;
     if let Some(v) = bypass_paths(&policies, settings, job, state, run, run_index, failed_at) {
         return v;
     }
-    let facts = RunFacts::new(run);
-    let (p, rule_ref, signal) = match policies.first_match(&facts) {
+    let (p, rule_ref, signal) = match find(run, &policies) {
         Some((p, r, signal)) if policies[p].policy.rules[r].action == Action::Fail => {
             return Verdict::fail(DecisionKind::FailRule, state, global).with_rule(p, RuleRef::Index(r), signal);
         }
@@ -96,7 +149,7 @@ pub fn evaluate(
                 .with_count(state.counter(p, rule_ref), plan.limit.unwrap_or(global));
         }
     };
-    let delay_parts = backoff_and_grace(settings, job, &facts, run_index, &plan.backoff, n);
+    let delay_parts = backoff_and_grace(settings, job, run, run_index, &plan.backoff, n);
     let memory_note = match rule {
         Some(r) if plan.memory => apply_memory_bump(state, compiled, r),
         _ => None,
@@ -193,7 +246,7 @@ fn count_within_limits(
 fn backoff_and_grace(
     settings: &Settings,
     job: &JobContext<'_>,
-    facts: &RunFacts<'_>,
+    run: &Run,
     run_index: usize,
     backoff: &Backoff,
     n: u32,
@@ -213,8 +266,8 @@ fn backoff_and_grace(
         };
         with_jitter = GoDuration(ms.min(max.0)).max(backoff);
     }
-    let run = facts.run();
-    let grace = if facts.has_condition(Condition::Preempted) {
+    // A pod-level condition (not a container's `OOMKilled`), as `RunFacts::has_condition`.
+    let grace = if run.conditions.contains(&Condition::Preempted) {
         match run.termination_confirmed_after {
             Some(t) => t.min(job.termination_grace_period),
             None => job.termination_grace_period,

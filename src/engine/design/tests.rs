@@ -1181,6 +1181,45 @@ proptest! {
         prop_assert_eq!(full, summary);
     }
 
+    /// The lean replay a search uses (`Simulator::simulate_outcome`) decides exactly as the
+    /// report does: every field of the outcome equals the report's, under both engines, with
+    /// reloads of the global limit, returned leases, cancellations and a `from` anywhere.
+    #[test]
+    fn the_outcome_alone_is_the_reports(
+        p0 in arb_policy(0),
+        p1 in arb_policy(1),
+        runs in prop::collection::vec(arb_run(), 0..30),
+        global in 0u32..15,
+        enabled in prop::bool::weighted(0.9),
+        upstream in any::<bool>(),
+        from in 0usize..32,
+        fail_fast in prop::bool::weighted(0.1),
+    ) {
+        use crate::engine::EngineKind;
+        let settings = Settings { global_max_retries: global, enabled, ..Settings::default() };
+        let engine = if upstream { EngineKind::Upstream } else { EngineKind::Design };
+        let sim = Simulator::new(vec![p0, p1], Vec::new(), None).unwrap().with_engine(engine);
+        let mut job = crate::model::failure_history::Job { id: "prop".into(), ..Default::default() };
+        if fail_fast {
+            job.annotations.insert("armadaproject.io/failFast".into(), "true".into());
+        }
+        let history = FailureHistory { job, runs, expect: None };
+        let report = sim.simulate_detailed(&history, &settings, Detail::Outcome).unwrap();
+        let outcome = sim.simulate_outcome(&history, &crate::engine::job_context(&history), &settings, from, None).unwrap();
+        // And with its runs matched beforehand, as a search shares them.
+        let table = sim.match_table(&history, &settings);
+        let matched = sim.simulate_outcome(&history, &crate::engine::job_context(&history), &settings, from, table.as_deref()).unwrap();
+        prop_assert_eq!(matched, outcome);
+        let ran = |r: &crate::engine::RunRecord| r.ended_at - r.started_at;
+        let sum = |it: &mut dyn Iterator<Item = u64>| GoDuration(it.fold(0u64, u64::saturating_add));
+        prop_assert_eq!(outcome.final_state, report.status.final_state());
+        prop_assert_eq!(outcome.retries, report.retries);
+        prop_assert_eq!(outcome.delay, report.total_delay);
+        prop_assert_eq!(outcome.runs, report.runs.len());
+        prop_assert_eq!(outcome.compute, sum(&mut report.runs.iter().map(ran)));
+        prop_assert_eq!(outcome.compute_from, sum(&mut report.runs.iter().skip(from).map(ran)));
+    }
+
     /// No panic on any input that parses: arbitrary YAML-ish histories through the decoder.
     #[test]
     fn decoder_never_panics(text in "[a-zA-Z0-9:{}\\[\\], \\n-]{0,200}") {

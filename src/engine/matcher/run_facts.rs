@@ -70,15 +70,6 @@ pub(crate) struct RunFacts<'r> {
 }
 
 impl<'r> RunFacts<'r> {
-    pub(crate) fn run(&self) -> &'r Run {
-        self.run
-    }
-
-    /// The run's pod-level `condition` holds (not `OOMKilled`, a container's).
-    pub(crate) fn has_condition(&self, condition: Condition) -> bool {
-        self.conditions & bit(condition) != 0
-    }
-
     pub(crate) fn new(run: &'r Run) -> RunFacts<'r> {
         // One pass over the containers (§2.2): the first failed non-init container, the
         // first failed init container, and whether there is an init container at all.

@@ -287,7 +287,7 @@ fn no_trials_no_estimate() {
     assert_eq!(r.estimate(exit1().as_ref(), 1, 1), None);
     assert_eq!(r.estimate(None, 0, 3), None);
     let mut set = PendingSet::default();
-    set.add(exit1().as_ref(), 1, 2, None);
+    set.add(&exit1(), 1, 2, None);
     let s = r.sums(&set);
     assert_eq!(
         (s.jobs, s.without_estimate, s.without_resources, s.expected),
@@ -319,9 +319,9 @@ fn sums_count_jobs_and_their_requests() {
         ..Resources::default()
     };
     let mut set = PendingSet::default();
-    set.add(exit1().as_ref(), 1, 1, Some(&gpu(1)));
-    set.add(exit1().as_ref(), 1, 1, Some(&gpu(2)));
-    set.add(exit1().as_ref(), 1, 1, Some(&cpu));
+    set.add(&exit1(), 1, 1, Some(&gpu(1)));
+    set.add(&exit1(), 1, 1, Some(&gpu(2)));
+    set.add(&exit1(), 1, 1, Some(&cpu));
     let s = r.sums(&set);
     assert_eq!((s.jobs, s.without_estimate, s.without_resources), (3, 0, 0));
     assert!((s.expected - 1.5).abs() < 1e-12);
