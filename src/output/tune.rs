@@ -336,17 +336,19 @@ fn recommendation(view: &TuneView<'_>) -> String {
 fn inputs_line(view: &TuneView<'_>) -> String {
     let r = view.ranked;
     let varies: Vec<&str> = view.varied.iter().map(|(v, _)| v.as_str()).collect();
-    let compute = view.max_compute.map_or("none".to_string(), |m| match r.max_compute {
-        Some(s) => format!("{m} ({})", seconds_words(s)),
-        None => m.to_string(),
-    });
+    let compute = view
+        .max_compute
+        .map_or("cost unbounded".to_string(), |m| match r.max_compute {
+            Some(s) if m.ends_with('%') => format!("cost ≤ {m} of the baseline's compute ({})", seconds_words(s)),
+            _ => format!("cost ≤ {m}"),
+        });
     let skipped = if view.skipped.is_empty() {
         String::new()
     } else {
         format!(" ({} skipped: their documents do not validate)", view.skipped.len())
     };
     format!(
-        "tune: {}{skipped} varying {} over {}; baseline: {}; constraints: lost ≤ {}, cost ≤ {compute}",
+        "tune: {}{skipped} varying {} over {}; baseline: {}; constraints: lost ≤ {}, {compute}",
         plural(r.candidates.len() as u64, "candidate", "candidates"),
         varies.join(" × "),
         plural(view.jobs, "job", "jobs"),

@@ -28,4 +28,5 @@ mod simulate_server;
 mod startup;
 mod test_setup;
 mod tls;
+mod tune;
 mod validate;
