@@ -46,6 +46,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete retry policies or queues')
             [CompletionResult]::new('simulate', 'simulate', [CompletionResultType]::ParameterValue, 'Replay failure histories through the retry evaluator')
             [CompletionResult]::new('tune', 'tune', [CompletionResultType]::ParameterValue, 'Search retry-policy candidates on a history: which policy should this cluster run?')
+            [CompletionResult]::new('merge', 'merge', [CompletionResultType]::ParameterValue, 'Add up a sharded simulate or tune (`--shard I/N -o partial`) into one answer')
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Run a local Armada-compatible API server with SQLite storage')
             [CompletionResult]::new('completion', 'completion', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Show or change the armadactl config file')
@@ -1124,8 +1125,9 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('--global-max-retries', '--global-max-retries', [CompletionResultType]::ParameterName, 'Override the scheduler''s globalMaxRetries')
             [CompletionResult]::new('--default-policy', '--default-policy', [CompletionResultType]::ParameterName, 'Override the scheduler''s defaultPolicyName')
             [CompletionResult]::new('--backtest-at', '--backtest-at', [CompletionResultType]::ParameterName, 'Check the estimates on this history: the trials of jobs submitted before TIME (RFC 3339) fit the rates, those of jobs submitted at or after it test them (every job needs `job.submittedAt`)')
-            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment')
-            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment')
+            [CompletionResult]::new('--shard', '--shard', [CompletionResultType]::ParameterName, 'Replay only the jobs of shard I of N (`0/4`: FNV-1a of the job id, mod N); with `-o partial`, write the shard''s part of the answer, which `retryctl merge` adds up')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment, partial a shard''s part for `retryctl merge` (with --shard)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment, partial a shard''s part for `retryctl merge` (with --shard)')
             [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)')
             [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs submitted at or after this RFC 3339 time')
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs submitted before this RFC 3339 time')
@@ -1170,12 +1172,13 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('--global-max-retries', '--global-max-retries', [CompletionResultType]::ParameterName, 'Override the scheduler''s globalMaxRetries')
             [CompletionResult]::new('--default-policy', '--default-policy', [CompletionResultType]::ParameterName, 'Override the scheduler''s defaultPolicyName')
             [CompletionResult]::new('--backtest-at', '--backtest-at', [CompletionResultType]::ParameterName, 'Check the estimates on this history: the trials of jobs submitted before TIME (RFC 3339) fit the rates, those of jobs submitted at or after it test them (every job needs `job.submittedAt`)')
+            [CompletionResult]::new('--shard', '--shard', [CompletionResultType]::ParameterName, 'Replay only the jobs of shard I of N (`0/4`: FNV-1a of the job id, mod N); with `-o partial`, write the shard''s part of the answer, which `retryctl merge` adds up')
             [CompletionResult]::new('--max-lost', '--max-lost', [CompletionResultType]::ParameterName, 'Recommend no candidate that loses more than N jobs the baseline saved (Succeeded → Failed)')
             [CompletionResult]::new('--max-compute', '--max-compute', [CompletionResultType]::ParameterName, 'Recommend no candidate whose cost (compute added − removed + expected) is over this: a duration (`10h`), or a percentage of the baseline''s recorded compute (`5%`)')
             [CompletionResult]::new('--max-candidates', '--max-candidates', [CompletionResultType]::ParameterName, 'Refuse (exit 2, before any replay) a search of more candidates than N')
             [CompletionResult]::new('--pick', '--pick', [CompletionResultType]::ParameterName, 'Print candidate ID''s documents (`recommended`: the recommended one''s) as YAML, ready for `retryctl apply -f`; a numbered one needs no history')
-            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request; --pick writes yaml')
-            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request; --pick writes yaml')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request, partial a shard''s part for `retryctl merge` (with --shard); --pick writes yaml')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request, partial a shard''s part for `retryctl merge` (with --shard); --pick writes yaml')
             [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)')
             [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs submitted at or after this RFC 3339 time')
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs submitted before this RFC 3339 time')
@@ -1197,6 +1200,27 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log each request and its status to stderr (credentials are never printed)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'retryctl;merge' {
+            [CompletionResult]::new('--armada-url', '--armada-url', [CompletionResultType]::ParameterName, 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Timeout of each request to the server, as a duration (`10s`, `500ms`)')
+            [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)')
+            [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Send the bearer token held in FILE (one line)')
+            [CompletionResult]::new('--certificate-authority', '--certificate-authority', [CompletionResultType]::ParameterName, 'Also trust the CA certificates of this PEM file for `https://` (default: the context''s `certificateAuthority`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format: the command''s own (`tune` has no jsonl)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format: the command''s own (`tune` has no jsonl)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate (insecure: warns on every run)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log each request and its status to stderr (credentials are never printed)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log each request and its status to stderr (credentials are never printed)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
@@ -1713,6 +1737,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete retry policies or queues')
             [CompletionResult]::new('simulate', 'simulate', [CompletionResultType]::ParameterValue, 'Replay failure histories through the retry evaluator')
             [CompletionResult]::new('tune', 'tune', [CompletionResultType]::ParameterValue, 'Search retry-policy candidates on a history: which policy should this cluster run?')
+            [CompletionResult]::new('merge', 'merge', [CompletionResultType]::ParameterValue, 'Add up a sharded simulate or tune (`--shard I/N -o partial`) into one answer')
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Run a local Armada-compatible API server with SQLite storage')
             [CompletionResult]::new('completion', 'completion', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Show or change the armadactl config file')
@@ -1781,6 +1806,9 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             break
         }
         'retryctl;help;tune' {
+            break
+        }
+        'retryctl;help;merge' {
             break
         }
         'retryctl;help;serve' {

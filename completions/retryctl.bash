@@ -49,6 +49,9 @@ _retryctl() {
             retryctl,history)
                 cmd="retryctl__subcmd__history"
                 ;;
+            retryctl,merge)
+                cmd="retryctl__subcmd__merge"
+                ;;
             retryctl,schema)
                 cmd="retryctl__subcmd__schema"
                 ;;
@@ -277,6 +280,9 @@ _retryctl() {
             retryctl__subcmd__help,history)
                 cmd="retryctl__subcmd__help__subcmd__history"
                 ;;
+            retryctl__subcmd__help,merge)
+                cmd="retryctl__subcmd__help__subcmd__merge"
+                ;;
             retryctl__subcmd__help,schema)
                 cmd="retryctl__subcmd__help__subcmd__schema"
                 ;;
@@ -383,7 +389,7 @@ _retryctl() {
 
     case "${cmd}" in
         retryctl)
-            opts="-c -v -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help"
+            opts="-c -v -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1991,7 +1997,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__help)
-            opts="validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help"
+            opts="validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2326,6 +2332,20 @@ _retryctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        retryctl__subcmd__help__subcmd__merge)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         retryctl__subcmd__help__subcmd__schema)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -2546,6 +2566,64 @@ _retryctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        retryctl__subcmd__merge)
+            opts="-c -v -o -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --output --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --armada-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table json yaml jsonl html markdown" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table json yaml jsonl html markdown" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         retryctl__subcmd__schema)
             opts="-c -v -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy queue failurehistory"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -2671,7 +2749,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__simulate)
-            opts="-f -R -o -c -v -h -V --filename --recursive --history --lookout-db --queue --jobset --baseline --baseline-from-cluster --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --backtest-at --exit-code --all-changes --from-server --strict --output --since --from --to --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -o -c -v -h -V --filename --recursive --history --lookout-db --queue --jobset --baseline --baseline-from-cluster --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --backtest-at --shard --exit-code --all-changes --from-server --strict --output --since --from --to --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2733,12 +2811,16 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --shard)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json yaml jsonl html markdown" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json yaml jsonl html markdown partial" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table json yaml jsonl html markdown" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json yaml jsonl html markdown partial" -- "${cur}"))
                     return 0
                     ;;
                 --since)
@@ -2797,7 +2879,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__tune)
-            opts="-f -R -o -c -v -h -V --filename --recursive --vary --history --lookout-db --queue --jobset --baseline --baseline-from-cluster --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --backtest-at --max-lost --max-compute --max-candidates --pick --exit-code --output --since --from --to --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -o -c -v -h -V --filename --recursive --vary --history --lookout-db --queue --jobset --baseline --baseline-from-cluster --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --backtest-at --shard --max-lost --max-compute --max-candidates --pick --exit-code --output --since --from --to --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2863,6 +2945,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --shard)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --max-lost)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2880,11 +2966,11 @@ _retryctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json yaml html markdown" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json yaml html markdown partial" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table json yaml html markdown" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json yaml html markdown partial" -- "${cur}"))
                     return 0
                     ;;
                 --since)

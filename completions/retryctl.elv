@@ -43,6 +43,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand delete 'Delete retry policies or queues'
             cand simulate 'Replay failure histories through the retry evaluator'
             cand tune 'Search retry-policy candidates on a history: which policy should this cluster run?'
+            cand merge 'Add up a sharded simulate or tune (`--shard I/N -o partial`) into one answer'
             cand serve 'Run a local Armada-compatible API server with SQLite storage'
             cand completion 'Print a shell completion script'
             cand config 'Show or change the armadactl config file'
@@ -1065,8 +1066,9 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --global-max-retries 'Override the scheduler''s globalMaxRetries'
             cand --default-policy 'Override the scheduler''s defaultPolicyName'
             cand --backtest-at 'Check the estimates on this history: the trials of jobs submitted before TIME (RFC 3339) fit the rates, those of jobs submitted at or after it test them (every job needs `job.submittedAt`)'
-            cand -o 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment'
-            cand --output 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment'
+            cand --shard 'Replay only the jobs of shard I of N (`0/4`: FNV-1a of the job id, mod N); with `-o partial`, write the shard''s part of the answer, which `retryctl merge` adds up'
+            cand -o 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment, partial a shard''s part for `retryctl merge` (with --shard)'
+            cand --output 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment, partial a shard''s part for `retryctl merge` (with --shard)'
             cand --since 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)'
             cand --from 'With --lookout-db: only jobs submitted at or after this RFC 3339 time'
             cand --to 'With --lookout-db: only jobs submitted before this RFC 3339 time'
@@ -1110,12 +1112,13 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --global-max-retries 'Override the scheduler''s globalMaxRetries'
             cand --default-policy 'Override the scheduler''s defaultPolicyName'
             cand --backtest-at 'Check the estimates on this history: the trials of jobs submitted before TIME (RFC 3339) fit the rates, those of jobs submitted at or after it test them (every job needs `job.submittedAt`)'
+            cand --shard 'Replay only the jobs of shard I of N (`0/4`: FNV-1a of the job id, mod N); with `-o partial`, write the shard''s part of the answer, which `retryctl merge` adds up'
             cand --max-lost 'Recommend no candidate that loses more than N jobs the baseline saved (Succeeded → Failed)'
             cand --max-compute 'Recommend no candidate whose cost (compute added − removed + expected) is over this: a duration (`10h`), or a percentage of the baseline''s recorded compute (`5%`)'
             cand --max-candidates 'Refuse (exit 2, before any replay) a search of more candidates than N'
             cand --pick 'Print candidate ID''s documents (`recommended`: the recommended one''s) as YAML, ready for `retryctl apply -f`; a numbered one needs no history'
-            cand -o 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request; --pick writes yaml'
-            cand --output 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request; --pick writes yaml'
+            cand -o 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request, partial a shard''s part for `retryctl merge` (with --shard); --pick writes yaml'
+            cand --output 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request, partial a shard''s part for `retryctl merge` (with --shard); --pick writes yaml'
             cand --since 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)'
             cand --from 'With --lookout-db: only jobs submitted at or after this RFC 3339 time'
             cand --to 'With --lookout-db: only jobs submitted before this RFC 3339 time'
@@ -1137,6 +1140,26 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --verbose 'Log each request and its status to stderr (credentials are never printed)'
             cand -h 'Print help'
             cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'retryctl;merge'= {
+            cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
+            cand -c 'Context of the config file to use instead of its `currentContext`'
+            cand --context 'Context of the config file to use instead of its `currentContext`'
+            cand --config 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)'
+            cand --timeout 'Timeout of each request to the server, as a duration (`10s`, `500ms`)'
+            cand --token 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)'
+            cand --token-file 'Send the bearer token held in FILE (one line)'
+            cand --certificate-authority 'Also trust the CA certificates of this PEM file for `https://` (default: the context''s `certificateAuthority`)'
+            cand --color 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset'
+            cand -o 'Output format: the command''s own (`tune` has no jsonl)'
+            cand --output 'Output format: the command''s own (`tune` has no jsonl)'
+            cand --insecure-skip-tls-verify 'Do not verify the server''s TLS certificate (insecure: warns on every run)'
+            cand -v 'Log each request and its status to stderr (credentials are never printed)'
+            cand --verbose 'Log each request and its status to stderr (credentials are never printed)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
             cand --version 'Print version'
         }
@@ -1622,6 +1645,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand delete 'Delete retry policies or queues'
             cand simulate 'Replay failure histories through the retry evaluator'
             cand tune 'Search retry-policy candidates on a history: which policy should this cluster run?'
+            cand merge 'Add up a sharded simulate or tune (`--shard I/N -o partial`) into one answer'
             cand serve 'Run a local Armada-compatible API server with SQLite storage'
             cand completion 'Print a shell completion script'
             cand config 'Show or change the armadactl config file'
@@ -1673,6 +1697,8 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;help;simulate'= {
         }
         &'retryctl;help;tune'= {
+        }
+        &'retryctl;help;merge'= {
         }
         &'retryctl;help;serve'= {
         }

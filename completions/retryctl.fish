@@ -47,6 +47,7 @@ complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "diff" -d 'Show ho
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "delete" -d 'Delete retry policies or queues'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "simulate" -d 'Replay failure histories through the retry evaluator'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "tune" -d 'Search retry-policy candidates on a history: which policy should this cluster run?'
+complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "merge" -d 'Add up a sharded simulate or tune (`--shard I/N -o partial`) into one answer'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "serve" -d 'Run a local Armada-compatible API server with SQLite storage'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "completion" -d 'Print a shell completion script'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "config" -d 'Show or change the armadactl config file'
@@ -952,12 +953,14 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l retry-pol
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l global-max-retries -d 'Override the scheduler\'s globalMaxRetries' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l default-policy -d 'Override the scheduler\'s defaultPolicyName' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l backtest-at -d 'Check the estimates on this history: the trials of jobs submitted before TIME (RFC 3339) fit the rates, those of jobs submitted at or after it test them (every job needs `job.submittedAt`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s o -l output -d 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment' -r -f -a "table\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l shard -d 'Replay only the jobs of shard I of N (`0/4`: FNV-1a of the job id, mod N); with `-o partial`, write the shard\'s part of the answer, which `retryctl merge` adds up' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s o -l output -d 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment, partial a shard\'s part for `retryctl merge` (with --shard)' -r -f -a "table\t''
 json\t''
 yaml\t''
 jsonl\t''
 html\t''
-markdown\t''"
+markdown\t''
+partial\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l since -d 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l from -d 'With --lookout-db: only jobs submitted at or after this RFC 3339 time' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l to -d 'With --lookout-db: only jobs submitted before this RFC 3339 time' -r
@@ -997,15 +1000,17 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l retry-policy 
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l global-max-retries -d 'Override the scheduler\'s globalMaxRetries' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l default-policy -d 'Override the scheduler\'s defaultPolicyName' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l backtest-at -d 'Check the estimates on this history: the trials of jobs submitted before TIME (RFC 3339) fit the rates, those of jobs submitted at or after it test them (every job needs `job.submittedAt`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l shard -d 'Replay only the jobs of shard I of N (`0/4`: FNV-1a of the job id, mod N); with `-o partial`, write the shard\'s part of the answer, which `retryctl merge` adds up' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l max-lost -d 'Recommend no candidate that loses more than N jobs the baseline saved (Succeeded → Failed)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l max-compute -d 'Recommend no candidate whose cost (compute added − removed + expected) is over this: a duration (`10h`), or a percentage of the baseline\'s recorded compute (`5%`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l max-candidates -d 'Refuse (exit 2, before any replay) a search of more candidates than N' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l pick -d 'Print candidate ID\'s documents (`recommended`: the recommended one\'s) as YAML, ready for `retryctl apply -f`; a numbered one needs no history' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s o -l output -d 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request; --pick writes yaml' -r -f -a "table\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s o -l output -d 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request, partial a shard\'s part for `retryctl merge` (with --shard); --pick writes yaml' -r -f -a "table\t''
 json\t''
 yaml\t''
 html\t''
-markdown\t''"
+markdown\t''
+partial\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l since -d 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l from -d 'With --lookout-db: only jobs submitted at or after this RFC 3339 time' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l to -d 'With --lookout-db: only jobs submitted before this RFC 3339 time' -r
@@ -1026,6 +1031,26 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l insecure-skip
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -s o -l output -d 'Output format: the command\'s own (`tune` has no jsonl)' -r -f -a "table\t''
+json\t''
+yaml\t''
+jsonl\t''
+html\t''
+markdown\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l listen -d 'Address to listen on' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l db -d 'SQLite database file (default: <data dir>/retryctl/armada.db)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l basic-auth -d 'Require HTTP basic auth with this `user:password` (repeatable)' -r
@@ -1380,24 +1405,25 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l insecure-s
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help" -f -a "validate" -d 'Parse, validate and lint documents offline'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help" -f -a "create" -d 'Create every document of the files (fails on an existing name), or a queue from flags'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help" -f -a "get" -d 'Show retry policies or queues'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help" -f -a "update" -d 'Replace existing resources from files, or change a queue in place'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help" -f -a "apply" -d 'Create or update every document of the files'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help" -f -a "diff" -d 'Show how the files differ from the server (exit 0 same, 1 different)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help" -f -a "delete" -d 'Delete retry policies or queues'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help" -f -a "simulate" -d 'Replay failure histories through the retry evaluator'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help" -f -a "tune" -d 'Search retry-policy candidates on a history: which policy should this cluster run?'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help" -f -a "serve" -d 'Run a local Armada-compatible API server with SQLite storage'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help" -f -a "completion" -d 'Print a shell completion script'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help" -f -a "config" -d 'Show or change the armadactl config file'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help" -f -a "version" -d 'Print the client version, and the server\'s dialect when it is reachable'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help" -f -a "describe" -d 'Explain a retry policy or queue in words: limits, backoff schedule, who uses it'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help" -f -a "explain" -d 'Document the fields of a resource (`retrypolicy.spec.rules`)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help" -f -a "schema" -d 'Print the JSON Schema (draft 2020-12) of a document kind, for editors'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help" -f -a "history" -d 'Export a real cluster\'s failure history from Armada\'s Lookout as FailureHistory documents'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune serve completion config version describe explain schema history help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "validate" -d 'Parse, validate and lint documents offline'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "create" -d 'Create every document of the files (fails on an existing name), or a queue from flags'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "get" -d 'Show retry policies or queues'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "update" -d 'Replace existing resources from files, or change a queue in place'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "apply" -d 'Create or update every document of the files'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "diff" -d 'Show how the files differ from the server (exit 0 same, 1 different)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "delete" -d 'Delete retry policies or queues'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "simulate" -d 'Replay failure histories through the retry evaluator'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "tune" -d 'Search retry-policy candidates on a history: which policy should this cluster run?'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "merge" -d 'Add up a sharded simulate or tune (`--shard I/N -o partial`) into one answer'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "serve" -d 'Run a local Armada-compatible API server with SQLite storage'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "completion" -d 'Print a shell completion script'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "config" -d 'Show or change the armadactl config file'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "version" -d 'Print the client version, and the server\'s dialect when it is reachable'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "describe" -d 'Explain a retry policy or queue in words: limits, backoff schedule, who uses it'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "explain" -d 'Document the fields of a resource (`retrypolicy.spec.rules`)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "schema" -d 'Print the JSON Schema (draft 2020-12) of a document kind, for editors'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "history" -d 'Export a real cluster\'s failure history from Armada\'s Lookout as FailureHistory documents'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune merge serve completion config version describe explain schema history help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_subcommand_from create" -f -a "queue" -d 'Create a queue from flags'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_subcommand_from create" -f -a "retrypolicy" -d 'Create retry policies from files (only RetryPolicy documents are accepted)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and __fish_seen_subcommand_from get" -f -a "retrypolicy" -d 'Retry policies: one or more by name, or all'

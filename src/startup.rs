@@ -40,7 +40,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The commands whose work is allocation (decoded histories, reports, requests).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-const BULK_COMMANDS: [&[u8]; 4] = [b"simulate", b"tune", b"history", b"serve"];
+const BULK_COMMANDS: [&[u8]; 5] = [b"simulate", b"tune", b"merge", b"history", b"serve"];
 
 /// glibc calls each function of `.init_array` with `argc`, `argv` and `envp` (an extension
 /// std's own `std::env::args` relies on), after the C library is set up and before `main`:

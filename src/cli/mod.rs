@@ -139,7 +139,7 @@ const SERVER_FLAGS: [&str; 9] = [
 
 /// Commands that never talk to a server: their help does not show [`SERVER_FLAGS`] (still
 /// accepted, as global flags are, so a shell alias that adds `--context` keeps working).
-const OFFLINE_COMMANDS: [&str; 6] = ["validate", "completion", "explain", "schema", "serve", "tune"];
+const OFFLINE_COMMANDS: [&str; 7] = ["validate", "completion", "explain", "schema", "serve", "tune", "merge"];
 
 /// The command line as clap parses it: the top level and every subcommand, with the server
 /// flags hidden on offline commands. Completions are generated from it, and `main` parses
@@ -288,6 +288,12 @@ pub enum Command {
     /// Search retry-policy candidates on a history: which policy should this cluster run?
     #[command(after_help = EX_TUNE)]
     Tune(TuneArgs),
+    /// Add up a sharded simulate or tune (`--shard I/N -o partial`) into one answer.
+    ///
+    /// Prints what the command prints unsharded, byte for byte: every shard 0..N−1 of one
+    /// run, once each, or exit 3 naming what is wrong.
+    #[command(after_help = EX_MERGE)]
+    Merge(MergeArgs),
     /// Run a local Armada-compatible API server with SQLite storage.
     #[command(after_help = EX_SERVE)]
     Serve(ServeArgs),
@@ -857,7 +863,8 @@ pub struct SimulateArgs {
     pub strict: bool,
 
     /// Output format: html is one self-contained page to share (inline CSS and SVG),
-    /// markdown a plan for a pull request comment.
+    /// markdown a plan for a pull request comment, partial a shard's part for `retryctl
+    /// merge` (with --shard).
     #[arg(short = 'o', long, value_enum, default_value_t = SimulateOutput::Table)]
     pub output: SimulateOutput,
 }
@@ -934,6 +941,11 @@ pub struct ReplayArgs {
     /// `job.submittedAt`).
     #[arg(long, value_name = "TIME")]
     pub backtest_at: Option<String>,
+
+    /// Replay only the jobs of shard I of N (`0/4`: FNV-1a of the job id, mod N); with `-o
+    /// partial`, write the shard's part of the answer, which `retryctl merge` adds up.
+    #[arg(long, value_name = "I/N", value_parser = crate::replay::shard::Shard::parse)]
+    pub shard: Option<crate::replay::shard::Shard>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -997,7 +1009,8 @@ pub struct TuneArgs {
     pub exit_code: bool,
 
     /// Output format: html is one self-contained page (the frontier as a chart), markdown a
-    /// table for a pull request; --pick writes yaml.
+    /// table for a pull request, partial a shard's part for `retryctl merge` (with --shard);
+    /// --pick writes yaml.
     #[arg(short = 'o', long, value_enum, value_name = "OUTPUT")]
     pub output: Option<TuneOutput>,
 }
@@ -1009,10 +1022,34 @@ pub enum TuneOutput {
     Yaml,
     Html,
     Markdown,
+    Partial,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SimulateOutput {
+    Table,
+    Json,
+    Yaml,
+    Jsonl,
+    Html,
+    Markdown,
+    Partial,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The partial results of one run's shards (`--shard I/N -o partial`): each of 0..N−1
+    /// once, in any order.
+    #[arg(value_name = "PARTIAL", required = true)]
+    pub partials: Vec<PathBuf>,
+
+    /// Output format: the command's own (`tune` has no jsonl).
+    #[arg(short = 'o', long, value_enum, default_value_t = MergeOutput::Table)]
+    pub output: MergeOutput,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MergeOutput {
     Table,
     Json,
     Yaml,
@@ -1160,13 +1197,19 @@ const EX_SIMULATE: &str = "Examples:\n  retryctl simulate -f policies/ --history
   retryctl simulate -f new/ --baseline old/ --history week.jsonl --exit-code
   retryctl simulate -f new/ --baseline old/ --history week.jsonl -o html > plan.html
   retryctl simulate -f new/ --lookout-db $DSN --queue ml --since 7d   # straight from Lookout
-  retryctl simulate -f new/ --lookout-db $DSN --queue ml --baseline-from-cluster --since 7d";
+  retryctl simulate -f new/ --lookout-db $DSN --queue ml --baseline-from-cluster --since 7d
+  retryctl simulate -f new/ --baseline old/ --history year.jsonl --shard 0/8 -o partial > p0.json";
 
 const EX_TUNE: &str = "Examples:\n  retryctl tune -f p/ --history week.jsonl --vary ml:spec.retryLimit=0..10
   retryctl tune -f p/ --history h.jsonl --vary ml:retryLimit=1..5 --vary ml:defaultAction=Retry,Fail
   retryctl tune -f p/ --lookout-db $DSN --queue ml --baseline-from-cluster --vary ml:retryLimit=0..6
   retryctl tune -f p/ --history week.jsonl --vary ml:spec.retryLimit=0..10 -o html > tune.html
-  retryctl tune -f p/ --vary ml:spec.retryLimit=0..10 --pick 4 -o yaml > picked.yaml";
+  retryctl tune -f p/ --vary ml:spec.retryLimit=0..10 --pick 4 -o yaml > picked.yaml
+  retryctl tune -f p/ --history y.jsonl --vary ml:retryLimit=0..9 --shard 3/8 -o partial > p3";
+
+const EX_MERGE: &str = "Examples:\n  retryctl merge p0.json p1.json p2.json p3.json     # the same bytes as one process
+  retryctl merge parts/*.json -o html > plan.html
+  retryctl simulate -f new/ --baseline old/ --history h.jsonl --shard 2/4 -o partial > p2.json";
 
 const EX_SERVE: &str =
     "Examples:\n  retryctl serve --in-memory                           # http://127.0.0.1:8080, nothing kept

@@ -14,6 +14,7 @@ pub mod explain;
 pub mod get;
 pub mod held;
 pub mod history;
+pub mod merge;
 pub mod policy_set;
 pub mod remote;
 pub mod replay_source;
@@ -43,6 +44,7 @@ pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitC
         Command::Delete(args) => delete::run(ctx, &args),
         Command::Simulate(args) => simulate::run(ctx, &args),
         Command::Tune(args) => tune::run(ctx, &args),
+        Command::Merge(args) => merge::run(ctx, &args),
         Command::Serve(args) => serve::run(ctx, &args),
         Command::Config(args) => config::run(ctx, &args),
         Command::Version(args) => version::run(ctx, &args),

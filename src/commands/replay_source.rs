@@ -9,6 +9,9 @@
 //! replayed is printed, then the error, exit 4; `--strict` with rows left out: exit 1).
 //! Must not: replay, count or render (that is the [`Drive`]'s).
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use crate::app::Context;
 use crate::cli::ReplayArgs;
 use crate::commands::history::{lookout_filter, now, FilterFlags};
@@ -17,23 +20,48 @@ use crate::connection::parse_timeout;
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
-use crate::lookout::export_source::ExportSource;
+use crate::lookout::export_source::{ExportSource, ExportState};
 use crate::lookout::{cluster, db, Export};
 use crate::output::history::write_summary;
 use crate::output::simulate::Baseline;
-use crate::replay::source::{Files, HistorySource, Overrides};
+use crate::replay::source::{Digest, Files, HistorySource, Overrides};
 
 /// What a command does with its history source.
 pub trait Drive {
     /// Replays `source`; `baseline` is the what-if's baseline (`--baseline` files or the
-    /// cluster's), `from` says which.
+    /// cluster's), `from` says which; `about`, what a partial result says of the source.
     fn drive<S: HistorySource>(
         &mut self,
         ctx: &mut Context,
         source: S,
         baseline: Option<&Simulator>,
         from: Baseline,
+        about: About,
     ) -> anyhow::Result<ExitCode>;
+}
+
+/// What the source is, for a partial result (SPEC §9): what its fingerprint holds, and the
+/// digest `merge` compares across shards.
+#[derive(Debug, Default)]
+pub struct About {
+    /// The source, what selects its jobs (not the shard) and the settings its jobs get.
+    pub source: serde_json::Value,
+    /// Files: every byte read; a sharded database: the ids of every job of the history, in
+    /// order. Set once the source is read (never for an unsharded database).
+    pub digest: Digest,
+    /// A database's export: whether it ended early (a lost connection), which the command
+    /// says after the driver.
+    pub export: Option<Arc<Mutex<ExportState>>>,
+}
+
+impl About {
+    /// The source stopped before its end: what was replayed is not the whole history (a
+    /// partial result must not say it is).
+    pub fn interrupted(&self) -> bool {
+        self.export
+            .as_ref()
+            .is_some_and(|s| s.lock().unwrap_or_else(|e| e.into_inner()).error.is_some())
+    }
 }
 
 /// `--global-max-retries` / `--default-policy`.
@@ -46,7 +74,8 @@ pub fn overrides(args: &ReplayArgs) -> Overrides {
 
 /// Opens the source `args` name and hands it to `driver`, with `file_baseline` (from
 /// `--baseline` files) or the cluster's baseline; `strict`: rows the export left out make
-/// the exit status 1.
+/// the exit status 1; `partial`: the driver writes a partial result (the source is digested).
+#[allow(clippy::too_many_arguments)]
 pub fn run<D: Drive>(
     ctx: &mut Context,
     args: &ReplayArgs,
@@ -54,6 +83,7 @@ pub fn run<D: Drive>(
     file_baseline: Option<Simulator>,
     baseline_engine: EngineKind,
     strict: bool,
+    partial: bool,
     driver: &mut D,
 ) -> anyhow::Result<ExitCode> {
     let overrides = overrides(args);
@@ -64,11 +94,17 @@ pub fn run<D: Drive>(
         let Some(history) = &args.history else {
             return Err(CliError::usage("give `--history PATH` or `--lookout-db DSN --queue Q`").into());
         };
-        let source = Files::open(history, base, overrides).map_err(CliError::invalid)?;
-        return driver.drive(ctx, source, file_baseline.as_ref(), Baseline::Files);
+        let settings = format!("{:?}", overrides.apply(&base));
+        let mut source = Files::open(history, base, overrides).map_err(CliError::invalid)?;
+        let about = About {
+            source: serde_json::json!({"history": history.display().to_string(), "settings": settings}),
+            digest: if partial { source.digest() } else { Digest::default() },
+            export: None,
+        };
+        return driver.drive(ctx, source, file_baseline.as_ref(), Baseline::Files, about);
     };
     let settings = overrides.apply(&base);
-    let filter = lookout_filter(
+    let mut filter = lookout_filter(
         &FilterFlags {
             queue,
             jobset: args.jobset.as_deref(),
@@ -91,12 +127,43 @@ pub fn run<D: Drive>(
     } else {
         (file_baseline, Baseline::Files)
     };
+    let mut about = About {
+        source: serde_json::json!({
+            "lookoutDb": db.shown(),
+            "statement": db::statement(&filter)?,
+            "settings": format!("{settings:?}"),
+        }),
+        digest: Digest::default(),
+        export: None,
+    };
+    // A shard reads the history's job ids, picks its own, and reads only those (SPEC §9).
+    let ranks = match args.shard {
+        Some(shard) => {
+            let ids = db::job_ids(&db, &filter)?;
+            about.digest = Digest::of_ids(&ids);
+            let mut own = Vec::new();
+            let mut ranks = HashMap::new();
+            for (k, id) in ids.into_iter().enumerate() {
+                if shard.owns(&id) {
+                    ranks.insert(id.clone(), k as u64 + 1);
+                    own.push(id);
+                }
+            }
+            filter.only = Some(own);
+            Some(ranks)
+        }
+        None => None,
+    };
     if ctx.global.verbose > 0 {
         writeln!(ctx.err, "lookout-db: {}", db::statement(&filter)?)?;
     }
-    let source = ExportSource::new(Export::new(db::jobs(db, &filter)?), settings, "lookout-db");
+    let mut source = ExportSource::new(Export::new(db::jobs(db, &filter)?), settings, "lookout-db");
+    if let Some(ranks) = ranks {
+        source = source.with_ranks(ranks);
+    }
     let state = source.state();
-    let code = driver.drive(ctx, source, baseline.as_ref(), from)?;
+    about.export = Some(state.clone());
+    let code = driver.drive(ctx, source, baseline.as_ref(), from, about)?;
     let state = std::mem::take(&mut *state.lock().unwrap_or_else(|e| e.into_inner()));
     // `history`'s summary: what was read, left out, and what Lookout could not tell.
     write_summary(ctx.err, queue, &state.totals)?;
@@ -104,11 +171,14 @@ pub fn run<D: Drive>(
         // The connection was lost: what was printed covers the jobs read before.
         return Err(e);
     }
-    Ok(if code == ExitCode::Success && strict && state.totals.left_out() > 0 {
-        ExitCode::Failure
-    } else {
-        code
-    })
+    // A partial's verdict is `merge`'s.
+    Ok(
+        if code == ExitCode::Success && strict && !partial && state.totals.left_out() > 0 {
+            ExitCode::Failure
+        } else {
+            code
+        },
+    )
 }
 
 /// `--lookout-db` needs `--queue`; the filters and `--baseline-from-cluster` need
@@ -118,6 +188,11 @@ pub fn check_flags(args: &ReplayArgs, files: &[std::path::PathBuf]) -> Result<()
     if args.history.as_ref().is_some_and(stdin) && files.iter().chain(&args.baseline).any(stdin) {
         return Err(CliError::usage(
             "stdin can be read once: give either `--history -` or `-f -`, not both",
+        ));
+    }
+    if args.shard.is_some_and(|s| s.count > 1) && args.window.since.is_some() {
+        return Err(CliError::usage(
+            "`--since` counts back from when each shard starts, so the shards would read different jobs: give `--from` and `--to` instead",
         ));
     }
     if args.lookout_db.is_some() {

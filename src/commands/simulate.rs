@@ -36,21 +36,27 @@
 use std::io::Write;
 
 use crate::app::Context;
-use crate::cli::SimulateArgs;
+use crate::cli::{SimulateArgs, SimulateOutput};
 use crate::commands::held::Held;
 use crate::commands::policy_set::{load_from_server, load_policies, PolicyFlags, Side};
-use crate::commands::replay_source::{self, check_flags, Drive};
+use crate::commands::replay_source::{self, check_flags, About, Drive};
 use crate::engine::job_report::plural;
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
 use crate::model::failure_history::Timestamp;
 use crate::output::progress::progress_bar;
-use crate::output::simulate::{Baseline, Mode, Stderr};
-use crate::output::sinks::sink;
+use crate::output::simulate::{invalid_text, Baseline, Mode, Stderr};
+use crate::output::sinks::{sink, Format};
 use crate::replay::backtest::Refusal;
-use crate::replay::run::{compare, replay, BacktestError, Options};
+use crate::replay::compare::Comparison;
+use crate::replay::partial::{fingerprint, Header, Recorder};
+use crate::replay::run::{compare, replay, BacktestError, Options, Out};
+use crate::replay::shard::Shard;
 use crate::replay::source::HistorySource;
+use crate::replay::summary::Summary;
+
+use serde::{Deserialize, Serialize};
 
 pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     let replay = &args.replay;
@@ -97,6 +103,7 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         file_baseline,
         baseline_engine,
         args.strict,
+        args.output == SimulateOutput::Partial,
         &mut driver,
     )
 }
@@ -116,11 +123,17 @@ impl Drive for Simulate<'_> {
         source: S,
         baseline: Option<&Simulator>,
         from: Baseline,
+        about: About,
     ) -> anyhow::Result<ExitCode> {
         let (args, sim) = (self.args, self.sim);
         let replay_args = &args.replay;
         let options = Options {
             backtest_at: replay_args.backtest_at.as_deref().map(parse_backtest_at).transpose()?,
+            shard: replay_args.shard,
+        };
+        let run = SimulateRun::new(args, sim, baseline.is_some(), from, source.bulk());
+        let Some(format) = Format::of(args.output) else {
+            return write_partial(ctx, &run, sim, source, baseline, about, &options);
         };
         let mut held = options.backtest_at.map(|_| Held::new()).transpose()?;
         let out: &mut dyn Write = match &mut held {
@@ -131,49 +144,158 @@ impl Drive for Simulate<'_> {
             &mut *ctx.err,
             ctx.style,
             progress_bar(source.progress()),
-            replay_args.retry_policies.is_some(),
+            run.retry_policy,
         );
+        let mut sink = sink(format, run.mode(), out, stderr);
         let (code, used_given, refused) = if let Some(old) = baseline {
-            let mode = Mode::Compare {
-                all_changes: args.all_changes,
-                baseline: from,
-            };
-            let mut sink = sink(args.output, mode, out, stderr);
-            let done = compare(source, old, sim, &options, &mut *sink)?;
-            let c = &done.comparison;
-            let code = if c.errors > 0 {
-                ExitCode::InvalidInput
-            } else if args.exit_code && c.changed > 0 {
-                ExitCode::Failure
-            } else {
-                ExitCode::Success
-            };
-            (code, done.used_given, done.refused)
+            let done = compare(source, old, sim, &options, Out::Sink(&mut *sink))?;
+            (
+                compare_code(&done.comparison, run.exit_code),
+                done.used_given,
+                done.refused,
+            )
         } else {
-            let mode = Mode::Replay { bulk: source.bulk() };
-            let mut sink = sink(args.output, mode, out, stderr);
-            let done = replay(source, sim, &options, &mut *sink)?;
-            let s = &done.summary;
-            let code = if s.errors > 0 {
-                ExitCode::InvalidInput
-            } else if s.expectation_failed_jobs > 0 || (args.strict && s.contradicted_jobs > 0) {
-                ExitCode::Failure
-            } else {
-                ExitCode::Success
-            };
-            (code, done.used_given, done.refused)
+            let done = replay(source, sim, &options, Out::Sink(&mut *sink))?;
+            (replay_code(&done.summary, run.strict), done.used_given, done.refused)
         };
-        if let Some(refused) = refused {
-            return Err(backtest_refusal(&refused, replay_args.backtest_at.as_deref().unwrap_or_default()).into());
-        }
-        if let Some(h) = held {
-            h.release(&mut *ctx.out)?;
-        }
-        if replay_args.retry_policies.is_some() && !used_given {
-            writeln!(ctx.err, "{}: --retry-policy was ignored: every job's queue is among the documents, and its queue's policies applied", ctx.style.warning("warning"))?;
-        }
+        drop(sink);
+        conclude(ctx, &run, held, refused, used_given)?;
         Ok(code)
     }
+}
+
+/// What `merge` needs to print what `simulate` prints, besides the entries and totals: a
+/// partial result's `run` (SPEC §9). Every field changes the output, so the fingerprint
+/// holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SimulateRun {
+    /// Always `simulate`.
+    pub command: String,
+    /// `--baseline` or `--baseline-from-cluster`: a comparison.
+    pub compare: bool,
+    pub baseline_from_cluster: bool,
+    /// Many jobs (the table prints only the summary).
+    pub bulk: bool,
+    pub all_changes: bool,
+    pub exit_code: bool,
+    pub strict: bool,
+    /// `--retry-policy` was given (the missing-queue message says so).
+    pub retry_policy: bool,
+    /// The policies a job gets when its queue is not among the documents.
+    pub given: Vec<String>,
+    /// `--backtest-at` as typed.
+    pub backtest_at: Option<String>,
+}
+
+impl SimulateRun {
+    fn new(args: &SimulateArgs, sim: &Simulator, compare: bool, from: Baseline, bulk: bool) -> SimulateRun {
+        SimulateRun {
+            command: "simulate".into(),
+            compare,
+            baseline_from_cluster: from == Baseline::Cluster,
+            bulk,
+            all_changes: args.all_changes,
+            exit_code: args.exit_code,
+            strict: args.strict,
+            retry_policy: args.replay.retry_policies.is_some(),
+            given: sim.given().to_vec(),
+            backtest_at: args.replay.backtest_at.clone(),
+        }
+    }
+
+    /// What the sinks are given.
+    pub fn mode(&self) -> Mode {
+        if self.compare {
+            Mode::Compare {
+                all_changes: self.all_changes,
+                baseline: if self.baseline_from_cluster {
+                    Baseline::Cluster
+                } else {
+                    Baseline::Files
+                },
+            }
+        } else {
+            Mode::Replay { bulk: self.bulk }
+        }
+    }
+}
+
+/// `-o partial`: the shard's part, for `merge`. Exit 0 once it is written: the verdict
+/// (failed expectations, entries not replayed) is the merge's, which has every shard.
+fn write_partial<S: HistorySource>(
+    ctx: &mut Context,
+    run: &SimulateRun,
+    sim: &Simulator,
+    source: S,
+    baseline: Option<&Simulator>,
+    about: About,
+    options: &Options,
+) -> anyhow::Result<ExitCode> {
+    let shard = options.shard.unwrap_or(Shard::WHOLE);
+    let inputs = serde_json::json!({
+        "run": run,
+        "shards": shard.count,
+        "candidate": sim.fingerprint(),
+        "baseline": baseline.map(Simulator::fingerprint),
+        "source": about.source,
+    });
+    let header = Header::new(shard, fingerprint(&inputs), serde_json::to_value(run)?);
+    let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text)?;
+    let totals = match baseline {
+        Some(old) => compare(source, old, sim, options, Out::Partial(&mut rec))?.totals,
+        None => replay(source, sim, options, Out::Partial(&mut rec))?.totals,
+    };
+    // A source cut short (a lost connection, said after this) leaves the partial without
+    // its end: `merge` refuses it as truncated.
+    if !about.interrupted() {
+        rec.end(about.digest.get(), serde_json::to_value(totals)?)?;
+    }
+    Ok(ExitCode::Success)
+}
+
+/// A plain replay's exit status (SPEC §4): entries not replayed 3, failed expectations (and
+/// contradictions with `--strict`) 1.
+pub fn replay_code(s: &Summary, strict: bool) -> ExitCode {
+    if s.errors > 0 {
+        ExitCode::InvalidInput
+    } else if s.expectation_failed_jobs > 0 || (strict && s.contradicted_jobs > 0) {
+        ExitCode::Failure
+    } else {
+        ExitCode::Success
+    }
+}
+
+/// A comparison's exit status: entries not replayed 3, a change with `--exit-code` 1.
+pub fn compare_code(c: &Comparison, exit_code: bool) -> ExitCode {
+    if c.errors > 0 {
+        ExitCode::InvalidInput
+    } else if exit_code && c.changed > 0 {
+        ExitCode::Failure
+    } else {
+        ExitCode::Success
+    }
+}
+
+/// After the replay: `--backtest-at`'s refusal (nothing on stdout), else stdout released;
+/// then whether `--retry-policy` was used at all.
+pub fn conclude(
+    ctx: &mut Context,
+    run: &SimulateRun,
+    held: Option<Held>,
+    refused: Option<BacktestError>,
+    used_given: bool,
+) -> anyhow::Result<()> {
+    if let Some(refused) = refused {
+        return Err(backtest_refusal(&refused, run.backtest_at.as_deref().unwrap_or_default()).into());
+    }
+    if let Some(h) = held {
+        h.release(&mut *ctx.out)?;
+    }
+    if run.retry_policy && !used_given {
+        writeln!(ctx.err, "{}: --retry-policy was ignored: every job's queue is among the documents, and its queue's policies applied", ctx.style.warning("warning"))?;
+    }
+    Ok(())
 }
 
 /// `--backtest-at TIME`: an RFC 3339 time.

@@ -22,7 +22,7 @@ use crate::app::Context;
 use crate::cli::{TuneArgs, TuneOutput};
 use crate::commands::held::Held;
 use crate::commands::policy_set::{load_policies, policy_set, report_invalid, PolicyFlags, Side, Unusable};
-use crate::commands::replay_source::{self, check_flags, overrides, Drive};
+use crate::commands::replay_source::{self, check_flags, overrides, About, Drive};
 use crate::commands::simulate::{backtest_refusal, parse_backtest_at};
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
@@ -32,13 +32,18 @@ use crate::model::duration::GoDuration;
 use crate::model::encode::{policy_document, queue_document, to_yaml};
 use crate::model::{Kind, Resource};
 use crate::output::progress::progress_bar;
-use crate::output::simulate::{Baseline, Stderr};
+use crate::output::simulate::{invalid_text, Baseline, Stderr};
 use crate::output::tune::{self as view, BaselineFrom, Format, Skipped, StderrListener, TuneView};
-use crate::replay::run::Options;
+use crate::replay::estimate::Rates;
+use crate::replay::partial::{fingerprint, Header, Recorder};
+use crate::replay::run::{CompareTally, Options};
+use crate::replay::shard::Shard;
 use crate::replay::source::HistorySource;
-use crate::tune::rank::{rank, Constraints, MaxCompute};
-use crate::tune::sweep::{shares_matching, sweep, Arm};
+use crate::tune::rank::{rank, Constraints, MaxCompute, Ranked};
+use crate::tune::sweep::{shares_matching, sweep, sweep_partial, Arm, BaselineTally, Swept};
+
 use crate::tune::{count, parse_vary, Candidate, CandidateError, Target, Template, Values, Vary};
+use serde::{Deserialize, Serialize};
 
 /// `--pick`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +77,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
     let max_compute = args.max_compute.as_deref().map(parse_max_compute).transpose()?;
     let options = Options {
         backtest_at: replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?,
+        shard: replay.shard,
     };
     if args.source.files.is_empty() {
         return Err(CliError::usage("give the template's documents with `-f PATH`").into());
@@ -153,21 +159,40 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|v| (v.text.clone(), v.values.iter().map(ToString::to_string).collect()))
         .collect();
-    let mut driver = Tune {
-        args,
-        format,
-        arms,
+    let run = TuneRun {
+        command: "tune".into(),
         ids,
         skipped,
         varied,
-        from,
+        baseline_from: from,
+        max_lost: args.max_lost,
+        max_compute: args.max_compute.clone(),
+        pick_command,
+        backtest_at: replay.backtest_at.clone(),
+        exit_code: args.exit_code,
+        retry_policy: replay.retry_policies.is_some(),
+        given: arms.first().map(|a| a.sim.given().to_vec()).unwrap_or_default(),
+    };
+    let mut driver = Tune {
+        format,
+        arms,
+        run,
         max_compute,
         options,
-        pick_command,
         template: &template,
         varies: &varies,
     };
-    replay_source::run(ctx, replay, flags, file_baseline, baseline_engine, false, &mut driver)
+    let partial = format == Some(TuneOutput::Partial);
+    replay_source::run(
+        ctx,
+        replay,
+        flags,
+        file_baseline,
+        baseline_engine,
+        false,
+        partial,
+        &mut driver,
+    )
 }
 
 /// The candidates: an arm for each one that validates and its engine can evaluate, with its
@@ -226,19 +251,39 @@ fn candidates(
 
 /// The sweep, the ranking and the output, over the source `replay_source` opened.
 struct Tune<'a> {
-    args: &'a TuneArgs,
     /// `None`: `--pick recommended`.
     format: Option<TuneOutput>,
     arms: Vec<Arm>,
-    ids: Vec<(u64, Values)>,
-    skipped: Vec<Skipped>,
-    varied: Vec<(String, Vec<String>)>,
-    from: BaselineFrom,
+    run: TuneRun,
     max_compute: Option<MaxCompute>,
     options: Options,
-    pick_command: String,
     template: &'a Template,
     varies: &'a [Vary],
+}
+
+/// What `merge` needs to print what `tune` prints, besides the tallies: a partial result's
+/// `run` (SPEC §9). Every field changes the output, so the fingerprint holds it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TuneRun {
+    /// Always `tune`.
+    pub command: String,
+    /// The candidates swept, by id, with their values (in the order of the tallies).
+    pub ids: Vec<(u64, Values)>,
+    pub skipped: Vec<Skipped>,
+    /// Each vary as typed, and its values as typed.
+    pub varied: Vec<(String, Vec<String>)>,
+    pub baseline_from: BaselineFrom,
+    pub max_lost: u64,
+    /// `--max-compute` as typed.
+    pub max_compute: Option<String>,
+    pub pick_command: String,
+    pub backtest_at: Option<String>,
+    pub exit_code: bool,
+    /// `--retry-policy` was given.
+    pub retry_policy: bool,
+    /// The policies a job gets when its queue is not among the documents.
+    pub given: Vec<String>,
 }
 
 impl Drive for Tune<'_> {
@@ -248,89 +293,160 @@ impl Drive for Tune<'_> {
         source: S,
         baseline: Option<&Simulator>,
         from: Baseline,
+        about: About,
     ) -> anyhow::Result<ExitCode> {
         let Some(baseline) = baseline else {
             return Err(CliError::usage("no baseline to compare the candidates with").into());
         };
         if from == Baseline::Cluster {
-            self.from = BaselineFrom::Cluster;
+            self.run.baseline_from = BaselineFrom::Cluster;
         }
-        let args = self.args;
+        let shared = shares_matching(self.varies);
+        if self.format == Some(TuneOutput::Partial) {
+            return self.write_partial(ctx, source, baseline, shared, about);
+        }
         let mut listener = StderrListener(Stderr::new(
             &mut *ctx.err,
             ctx.style,
             progress_bar(source.progress()),
-            args.replay.retry_policies.is_some(),
+            self.run.retry_policy,
         ));
-        let shared = shares_matching(self.varies);
         let swept = sweep(source, baseline, &self.arms, shared, &self.options, &mut listener)?;
         listener.0.finish()?;
         let swept = match swept {
             Ok(s) => s,
             Err(refused) => {
-                return Err(backtest_refusal(&refused, args.replay.backtest_at.as_deref().unwrap_or_default()).into())
+                return Err(backtest_refusal(&refused, self.run.backtest_at.as_deref().unwrap_or_default()).into())
             }
         };
-        let candidates: Vec<_> = std::mem::take(&mut self.ids)
-            .into_iter()
-            .zip(swept.arms)
-            .map(|((id, values), tally)| (id, values, tally))
-            .collect();
-        let constraints = Constraints {
-            max_lost: args.max_lost,
-            max_compute: self.max_compute,
+        let Some(format) = self.format else {
+            return self.pick_recommended(ctx, swept);
         };
-        let ranked = rank(candidates, &swept.baseline, &swept.rates, &constraints);
+        finish(ctx, swept, &self.run, self.max_compute, view_format(format))
+    }
+}
+
+impl Tune<'_> {
+    /// `--pick recommended`: the recommended candidate's documents.
+    fn pick_recommended(&mut self, ctx: &mut Context, swept: Swept) -> anyhow::Result<ExitCode> {
         let errors_code = if swept.errors > 0 {
             ExitCode::InvalidInput
         } else {
             ExitCode::Success
         };
-        let Some(format) = self.format else {
-            // --pick recommended.
-            let Some(i) = ranked.recommended else {
-                writeln!(
-                    ctx.err,
-                    "{}: no candidate is recommended: none within the constraints beats the baseline's expected successes; keep the baseline",
-                    ctx.style.error("error")
-                )?;
-                return Ok(ExitCode::Failure);
-            };
-            let id = ranked.candidates[i].id;
-            let code = write_candidate(ctx, &self.template.candidate(self.varies, id), self.varies)?;
-            return Ok(if code == ExitCode::Success { errors_code } else { code });
+        let ranked = ranking(swept.arms, &self.run, self.max_compute, &swept.baseline, &swept.rates);
+        let Some(i) = ranked.recommended else {
+            writeln!(
+                ctx.err,
+                "{}: no candidate is recommended: none within the constraints beats the baseline's expected successes; keep the baseline",
+                ctx.style.error("error")
+            )?;
+            return Ok(ExitCode::Failure);
         };
-        let view = TuneView {
-            ranked: &ranked,
-            jobs: swept.jobs,
-            errors: swept.errors,
-            baseline_from: self.from,
-            varied: &self.varied,
-            skipped: &self.skipped,
-            max_lost: args.max_lost,
-            max_compute: args.max_compute.as_deref(),
-            backtest: swept.backtest.as_ref(),
-            pick_command: &self.pick_command,
-        };
-        let format = match format {
-            TuneOutput::Table => Format::Table,
-            TuneOutput::Json => Format::Json,
-            TuneOutput::Yaml => Format::Yaml,
-            TuneOutput::Html => Format::Html,
-            TuneOutput::Markdown => Format::Markdown,
-        };
-        // Written whole at the end: held, so that a closed stdout is not an error.
-        let mut held = Held::new()?;
-        view::write(format, &view, ctx.style, &mut held)?;
-        held.release(&mut *ctx.out)?;
-        Ok(if swept.errors > 0 {
-            ExitCode::InvalidInput
-        } else if args.exit_code && ranked.recommended.is_some() {
-            ExitCode::Failure
-        } else {
-            ExitCode::Success
-        })
+        let id = ranked.candidates[i].id;
+        let code = write_candidate(ctx, &self.template.candidate(self.varies, id), self.varies)?;
+        Ok(if code == ExitCode::Success { errors_code } else { code })
     }
+
+    /// `-o partial`: the shard's tallies and the jobs to list, for `merge`. Exit 0 once it
+    /// is written: the verdict is the merge's.
+    fn write_partial<S: HistorySource>(
+        &self,
+        ctx: &mut Context,
+        source: S,
+        baseline: &Simulator,
+        shared: bool,
+        about: About,
+    ) -> anyhow::Result<ExitCode> {
+        let shard = self.options.shard.unwrap_or(Shard::WHOLE);
+        let arms: Vec<serde_json::Value> = self
+            .arms
+            .iter()
+            .map(|a| serde_json::json!([a.sim.fingerprint(), a.settings.as_ref().map(|s| format!("{s:?}"))]))
+            .collect();
+        let inputs = serde_json::json!({
+            "run": self.run,
+            "shards": shard.count,
+            "baseline": baseline.fingerprint(),
+            "arms": arms,
+            "source": about.source,
+        });
+        let header = Header::new(shard, fingerprint(&inputs), serde_json::to_value(&self.run)?);
+        let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text)?;
+        let tallies = sweep_partial(source, baseline, &self.arms, shared, &self.options, &mut rec)?;
+        if !about.interrupted() {
+            rec.end(about.digest.get(), serde_json::to_value(tallies)?)?;
+        }
+        Ok(ExitCode::Success)
+    }
+}
+
+/// `-o` as the view's format (`partial` is no view's).
+fn view_format(o: TuneOutput) -> Format {
+    match o {
+        TuneOutput::Table | TuneOutput::Partial => Format::Table,
+        TuneOutput::Json => Format::Json,
+        TuneOutput::Yaml => Format::Yaml,
+        TuneOutput::Html => Format::Html,
+        TuneOutput::Markdown => Format::Markdown,
+    }
+}
+
+/// The candidates ranked under the run's constraints.
+fn ranking(
+    arms: Vec<CompareTally>,
+    run: &TuneRun,
+    max_compute: Option<MaxCompute>,
+    baseline: &BaselineTally,
+    rates: &Rates,
+) -> Ranked {
+    let candidates: Vec<_> = run
+        .ids
+        .iter()
+        .cloned()
+        .zip(arms)
+        .map(|((id, values), tally)| (id, values, tally))
+        .collect();
+    let constraints = Constraints {
+        max_lost: run.max_lost,
+        max_compute,
+    };
+    rank(candidates, baseline, rates, &constraints)
+}
+
+/// The sweep's answer in `format` (held until whole, so that a closed stdout is not an
+/// error), and the exit status: entries not replayed 3, a recommendation with `--exit-code`
+/// 1. `merge` ends a sharded tune here too.
+pub fn finish(
+    ctx: &mut Context,
+    swept: Swept,
+    run: &TuneRun,
+    max_compute: Option<MaxCompute>,
+    format: Format,
+) -> anyhow::Result<ExitCode> {
+    let ranked = ranking(swept.arms, run, max_compute, &swept.baseline, &swept.rates);
+    let view = TuneView {
+        ranked: &ranked,
+        jobs: swept.jobs,
+        errors: swept.errors,
+        baseline_from: run.baseline_from,
+        varied: &run.varied,
+        skipped: &run.skipped,
+        max_lost: run.max_lost,
+        max_compute: run.max_compute.as_deref(),
+        backtest: swept.backtest.as_ref(),
+        pick_command: &run.pick_command,
+    };
+    let mut held = Held::new()?;
+    view::write(format, &view, ctx.style, &mut held)?;
+    held.release(&mut *ctx.out)?;
+    Ok(if swept.errors > 0 {
+        ExitCode::InvalidInput
+    } else if run.exit_code && ranked.recommended.is_some() {
+        ExitCode::Failure
+    } else {
+        ExitCode::Success
+    })
 }
 
 fn parse_pick(text: &str) -> Result<Pick, CliError> {
@@ -346,7 +462,7 @@ fn parse_pick(text: &str) -> Result<Pick, CliError> {
 
 /// `--max-compute`: a duration (`10h`) or a percentage of the baseline's recorded compute
 /// (`5%`).
-fn parse_max_compute(text: &str) -> Result<MaxCompute, CliError> {
+pub fn parse_max_compute(text: &str) -> Result<MaxCompute, CliError> {
     let bad = || {
         CliError::usage(format!(
             "invalid `--max-compute` `{text}`: expected a duration such as `10h` or a percentage of the baseline's recorded compute such as `5%`"

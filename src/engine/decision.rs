@@ -8,7 +8,7 @@
 //! records that carry one (`design::verdict`); the upstream engine builds a [`Decision`]
 //! directly. Must not: decide anything.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::Run;
@@ -17,7 +17,7 @@ use crate::model::policy::Action;
 use super::JobState;
 
 /// The decision kinds of SPEC §2.9, serialized as written there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionKind {
     Retry,
@@ -65,7 +65,7 @@ impl DecisionKind {
 }
 
 /// Which counter a decision used: a rule by index, or the policy's default action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum RuleRef {
     Index(usize),
     Default,
@@ -81,7 +81,7 @@ impl std::fmt::Display for RuleRef {
 }
 
 /// The parts of a retry's delay (SPEC §2.5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DelayParts {
     /// `min(initialDelay × multiplier^(n−1), maxDelay)`.
@@ -95,7 +95,7 @@ pub struct DelayParts {
 /// One evaluation's record (SPEC §2.9), with words: the signal, the nodes to avoid and the
 /// next pod's name. The design engine's [`Verdict`] becomes one in [`Decision::from_verdict`];
 /// the upstream engine builds it directly. Times are nanoseconds since submission.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Decision {
     pub kind: DecisionKind,
     /// Index in the effective list.
@@ -114,7 +114,7 @@ pub struct Decision {
     pub avoid_nodes: Vec<String>,
     pub memory: Option<f64>,
     /// Set when a memory bump of the other kind was skipped.
-    pub memory_note: Option<&'static str>,
+    pub memory_note: Option<MemoryNote>,
     pub next_pod_name: Option<String>,
 }
 
@@ -175,7 +175,7 @@ impl Avoid {
 }
 
 /// Why a memory bump was skipped (SPEC §2.6): one kind per job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MemoryNote {
     FactorSkipped,
     StaticSkipped,

@@ -21,7 +21,7 @@ use super::{
 use super::{DEFAULT_GRACE, FAIL_FAST_ANNOTATION};
 
 /// One run as replayed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunRecord {
     pub index: usize,
     pub pod_name: String,
@@ -38,7 +38,7 @@ pub struct RunRecord {
     pub reason: String,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum JobStatus {
     Succeeded {
         run: usize,
@@ -69,7 +69,7 @@ impl JobStatus {
 }
 
 /// A whole job replayed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JobReport {
     pub job_id: String,
     pub queue: Option<String>,
@@ -785,7 +785,7 @@ fn reason_text(
     });
     if let Some(note) = d.memory_note {
         text.push_str("; ");
-        text.push_str(note);
+        text.push_str(note.as_str());
     }
     text
 }

@@ -51,7 +51,7 @@ pub const DEFAULT_GRACE: GoDuration = GoDuration(1_000_000_000);
 
 /// Which engine decides (SPEC §2.10): the design (§2.1–2.9, the default) or the engine
 /// upstream Armada ships today ([`upstream`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum EngineKind {
     #[default]
     Design,

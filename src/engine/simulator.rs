@@ -231,6 +231,21 @@ impl Simulator {
 
     /// The policies a job gets when its queue is not given: `--retry-policy`, or every
     /// policy in order.
+    /// Everything that decides a job here, as JSON: the policies in order, the queues by
+    /// name, the policies given, the engine and where they came from (a partial result's
+    /// fingerprint, SPEC §9: two runs with equal fingerprints decide alike).
+    pub fn fingerprint(&self) -> serde_json::Value {
+        let mut queues: Vec<&Queue> = self.queues.values().collect();
+        queues.sort_by(|a, b| a.name.cmp(&b.name));
+        serde_json::json!({
+            "policies": self.policies.iter().map(|p| &p.policy).collect::<Vec<_>>(),
+            "queues": queues,
+            "given": self.given,
+            "engine": self.engine.as_str(),
+            "fromServer": self.from_server,
+        })
+    }
+
     pub fn given(&self) -> &[String] {
         &self.given
     }

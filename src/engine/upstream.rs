@@ -29,8 +29,8 @@ use crate::model::failure_history::{Outcome, Run};
 use crate::model::policy::{Action, Condition};
 
 use super::{
-    apply_memory_bump, pod_name, CompiledPolicy, Decision, DecisionKind, JobContext, JobState, MemoryNote, RuleRef,
-    Settings, Signal,
+    apply_memory_bump, pod_name, CompiledPolicy, Decision, DecisionKind, JobContext, JobState, RuleRef, Settings,
+    Signal,
 };
 
 /// Lease expiry as upstream's scheduler reports it (category / subcategory).
@@ -249,7 +249,7 @@ fn retry(
         if avoid_same {
             avoid_attempted_nodes(state);
         }
-        memory_note = apply_memory_bump(state, policy, r).map(MemoryNote::as_str);
+        memory_note = apply_memory_bump(state, policy, r);
     }
     Decision {
         kind: DecisionKind::Retry,

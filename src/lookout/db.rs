@@ -112,6 +112,13 @@ pub struct Db {
     pub(super) rt: tokio::runtime::Runtime,
 }
 
+impl Db {
+    /// The DSN as messages show it (without its password).
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+}
+
 /// The tables a history export reads.
 pub const HISTORY_TABLES: &[&str] = &["job", "job_run"];
 
@@ -278,10 +285,58 @@ pub fn literal(flag: &str, text: &str) -> Result<String, CliError> {
 /// The one statement an export runs (`-v` prints it; `scripts/bench-history.sh` times it
 /// with `psql` as the read floor).
 pub fn statement(f: &Filter) -> Result<String, CliError> {
-    let mut s = format!(
-        "COPY (SELECT {COLUMNS} FROM job j LEFT JOIN job_run r ON r.job_id = j.job_id WHERE j.queue = {}",
-        literal("--queue", &f.queue)?
-    );
+    let mut s = format!("COPY (SELECT {COLUMNS} FROM job j LEFT JOIN job_run r ON r.job_id = j.job_id WHERE ");
+    s.push_str(&conditions(f)?);
+    if let Some(ids) = &f.only {
+        s.push_str(&format!(
+            " AND j.job_id = ANY({}::text[])",
+            literal("--shard", &array_text(ids))?
+        ));
+    }
+    s.push_str(" ORDER BY j.job_id) TO STDOUT (FORMAT binary)");
+    Ok(s)
+}
+
+/// The ids of the jobs `f` selects (its queue and filters; not [`Filter::only`]), in the
+/// order an export reads them: what a shard (SPEC §9) picks its own jobs from, and ranks them
+/// by. One narrow read of the job table; every shard makes it, and only its own jobs' rows
+/// are read after.
+// Why not the FNV-1a of each id in SQL: no function can be created on a read replica, and
+// the fold over the id's bytes as a recursive query or a chain of laterals costs about 17 s
+// per million jobs in PostgreSQL 15 (measured), three times reading the jobs themselves.
+pub fn job_ids(db: &Db, f: &Filter) -> Result<Vec<String>, CliError> {
+    let statement = format!("SELECT j.job_id FROM job j WHERE {} ORDER BY j.job_id", conditions(f)?);
+    let rows = db
+        .rt
+        .block_on(db.client.query(statement.as_str(), &[]))
+        .map_err(|e| query_error(&e, &db.shown))?;
+    Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
+}
+
+/// `ids` as a PostgreSQL array's text: `{"a","b"}`, each quoted, `"` and `\` escaped.
+fn array_text(ids: &[String]) -> String {
+    let mut out = String::with_capacity(ids.iter().map(|i| i.len() + 3).sum::<usize>() + 2);
+    out.push('{');
+    for (k, id) in ids.iter().enumerate() {
+        if k > 0 {
+            out.push(',');
+        }
+        out.push('"');
+        for c in id.chars() {
+            if c == '"' || c == '\\' {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out.push('"');
+    }
+    out.push('}');
+    out
+}
+
+/// The `WHERE` of an export: the queue and the filters.
+fn conditions(f: &Filter) -> Result<String, CliError> {
+    let mut s = format!("j.queue = {}", literal("--queue", &f.queue)?);
     if let Some(js) = &f.jobset {
         s.push_str(&format!(" AND j.jobset = {}", literal("--jobset", js)?));
     }
@@ -300,7 +355,6 @@ pub fn statement(f: &Filter) -> Result<String, CliError> {
     if let Some(t) = f.to {
         s.push_str(&format!(" AND j.submitted < TIMESTAMPTZ '{t}' AT TIME ZONE 'UTC'"));
     }
-    s.push_str(" ORDER BY j.job_id) TO STDOUT (FORMAT binary)");
     Ok(s)
 }
 
@@ -917,6 +971,7 @@ mod tests {
             jobs: vec!["j1".into(), "j2".into()],
             from: Timestamp::parse("2026-11-15T00:00:00Z"),
             to: Timestamp::parse("2026-11-22T00:00:00Z"),
+            only: None,
         };
         let s = statement(&f).unwrap();
         assert!(

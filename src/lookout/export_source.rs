@@ -11,6 +11,7 @@
 //! (`replay::parallel`), so memory stays one job per entry in flight, whatever the number of
 //! jobs; the state is updated once per event under an uncontended lock.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::{Event, Export, ExportTotals};
@@ -32,6 +33,32 @@ pub struct ExportSource<'a> {
     origin: Origin,
     state: Arc<Mutex<ExportState>>,
     ended: bool,
+    ranks: Ranks,
+}
+
+/// Each job's place in the database's order (its entries' position, `replay::source::Pos`).
+enum Ranks {
+    /// The jobs as they come: the last one's id and its place.
+    Counted { last: String, n: u64 },
+    /// A shard's jobs (SPEC §9): their places among every job of the history, from the ids
+    /// the shard read first (`lookout::db::job_ids`).
+    Known(HashMap<String, u64>),
+}
+
+impl Ranks {
+    fn of(&mut self, job: &str) -> u64 {
+        match self {
+            Ranks::Counted { last, n } => {
+                if *n == 0 || last != job {
+                    *n += 1;
+                    job.clone_into(last);
+                }
+                *n
+            }
+            // A job the list lacks was added after it was read: last.
+            Ranks::Known(map) => map.get(job).copied().unwrap_or(u64::MAX),
+        }
+    }
 }
 
 impl<'a> ExportSource<'a> {
@@ -44,7 +71,17 @@ impl<'a> ExportSource<'a> {
             origin: Origin::named(origin),
             state: Arc::default(),
             ended: false,
+            ranks: Ranks::Counted {
+                last: String::new(),
+                n: 0,
+            },
         }
+    }
+
+    /// A shard's source: `ranks` gives each of its jobs its place among the history's.
+    pub fn with_ranks(mut self, ranks: HashMap<String, u64>) -> Self {
+        self.ranks = Ranks::Known(ranks);
+        self
     }
 
     /// The totals and the error, readable after the replay has consumed the source.
@@ -82,11 +119,20 @@ impl Iterator for ExportSource<'_> {
                 return None;
             }
             Some(Ok(Event::History(h))) => Body::History(h),
-            Some(Ok(Event::LeftOut(e))) => Body::LeftOut(e.left_out()),
+            Some(Ok(Event::LeftOut(e))) => Body::LeftOut {
+                text: e.left_out(),
+                job: e.job_id.clone(),
+            },
         };
         self.record(None);
+        let job = match &body {
+            Body::History(h) => h.job.id.as_str(),
+            Body::LeftOut { job, .. } => job.as_str(),
+            _ => "",
+        };
+        let rank = self.ranks.of(job);
         Some(Entry {
-            origin: self.origin.clone(),
+            origin: self.origin.ranked(rank),
             settings: self.settings.clone(),
             body,
         })

@@ -36,6 +36,9 @@ pub struct Filter {
     pub jobs: Vec<String>,
     pub from: Option<Timestamp>,
     pub to: Option<Timestamp>,
+    /// A shard's jobs (SPEC §9): only these ids, of those the rest selects. Not part of what
+    /// the filter says about the history: every shard of it has the same one otherwise.
+    pub only: Option<Vec<String>>,
 }
 
 /// What a source yields, job by job. A fatal error (connection lost) ends the stream as

@@ -139,6 +139,15 @@ impl serde::Serialize for GoDuration {
     }
 }
 
+/// Read back from its Go form, exactly (`parse(format(d)) == d`): what a partial result
+/// (SPEC §9) stores.
+impl<'de> serde::Deserialize<'de> for GoDuration {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        GoDuration::parse(&text).map_err(|e| serde::de::Error::custom(format!("duration `{text}`: {e}")))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DurationError {
     Invalid,

@@ -61,7 +61,7 @@ pub struct Job {
 /// (`cpu: "4"`, `cpu: 500m`, `gpu: 1`, `memory: 8Gi`). CPU and GPU are kept in thousandths,
 /// whole numbers, so that sums of run time × request are exact whatever their order (the
 /// shards of SPEC §9 add them in another order than one process does).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Resources {
     /// Thousandths of a CPU (millicores).
     pub cpu_milli: Option<u64>,
@@ -94,7 +94,7 @@ impl Resources {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum Outcome {
     #[default]
     Failed,
@@ -184,7 +184,7 @@ pub struct RunExpect {
     pub avoid_nodes: Option<Vec<String>>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Final {
     Succeeded,
     Failed,
@@ -673,7 +673,7 @@ pub fn failure_history_json(h: &FailureHistory) -> serde_json::Value {
 }
 
 /// An instant, as nanoseconds since the Unix epoch (UTC).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct Timestamp(pub i64);
 
 impl Timestamp {

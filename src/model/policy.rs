@@ -4,7 +4,7 @@
 //! Owns: the types. `None` always means "not set, inherit" (§2.4, §2.5), which is why limits
 //! and backoff fields are options. Must not: parse text, validate, or do I/O.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::duration::GoDuration;
 
@@ -39,7 +39,7 @@ impl Action {
 }
 
 /// Pod and container conditions a rule can match (`onConditions`). Case-sensitive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Condition {
     OOMKilled,
     Evicted,

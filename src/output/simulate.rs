@@ -674,6 +674,14 @@ pub fn missing_queue_warning(job: &str, queue: &str, retry_policy: bool, given: 
     format!("job `{job}`: queue `{queue}` is not among the documents given with -f; using {what} ({names}) for the jobs of this queue")
 }
 
+/// An invalid history file's diagnostics as [`Stderr`] writes them, without colour: what a
+/// partial result holds (`Message::Rendered`).
+pub fn invalid_text(file: &crate::input::SourceFile) -> String {
+    let mut text = Vec::new();
+    let _ = report::write_text(std::slice::from_ref(file), Style::default(), &mut Vec::new(), &mut text);
+    String::from_utf8_lossy(&text).into_owned()
+}
+
 /// What every `simulate` sink writes to stderr, whatever its format: the replay's messages
 /// (capped at [`MAX_MESSAGES`], then a count), invalid history files, the progress bar.
 pub struct Stderr<'a> {
@@ -703,6 +711,7 @@ impl<'a> Stderr<'a> {
             Message::Invalid(file) => {
                 return report::write_text(std::slice::from_ref(*file), style, &mut Vec::new(), self.err).map(|_| ())
             }
+            Message::Rendered(text) => return self.err.write_all(text.as_bytes()),
             Message::MissingQueue { job, queue, given } => format!(
                 "{}: {}",
                 style.warning("warning"),

@@ -7,21 +7,60 @@
 
 use std::io::Write;
 
-use crate::cli::SimulateOutput;
+use crate::cli::{MergeOutput, SimulateOutput};
 use crate::replay::sink::Sink;
 
 use super::html::HtmlSink;
 use super::markdown::MarkdownSink;
 use super::simulate::{Mode, RecordSink, Records, Stderr, TableSink};
 
+/// The formats a sink renders (`simulate -o`, `merge -o`; a partial result is no sink's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+    Yaml,
+    Jsonl,
+    Html,
+    Markdown,
+}
+
+impl Format {
+    /// `None`: `-o partial`.
+    pub fn of(o: SimulateOutput) -> Option<Format> {
+        Some(match o {
+            SimulateOutput::Table => Format::Table,
+            SimulateOutput::Json => Format::Json,
+            SimulateOutput::Yaml => Format::Yaml,
+            SimulateOutput::Jsonl => Format::Jsonl,
+            SimulateOutput::Html => Format::Html,
+            SimulateOutput::Markdown => Format::Markdown,
+            SimulateOutput::Partial => return None,
+        })
+    }
+}
+
+impl From<MergeOutput> for Format {
+    fn from(o: MergeOutput) -> Format {
+        match o {
+            MergeOutput::Table => Format::Table,
+            MergeOutput::Json => Format::Json,
+            MergeOutput::Yaml => Format::Yaml,
+            MergeOutput::Jsonl => Format::Jsonl,
+            MergeOutput::Html => Format::Html,
+            MergeOutput::Markdown => Format::Markdown,
+        }
+    }
+}
+
 /// The sink of `format`: a table for people, a stream of records, or a report.
-pub fn sink<'a>(format: SimulateOutput, mode: Mode, out: &'a mut dyn Write, stderr: Stderr<'a>) -> Box<dyn Sink + 'a> {
+pub fn sink<'a>(format: Format, mode: Mode, out: &'a mut dyn Write, stderr: Stderr<'a>) -> Box<dyn Sink + 'a> {
     match format {
-        SimulateOutput::Table => Box::new(TableSink::new(mode, out, stderr)),
-        SimulateOutput::Json => Box::new(RecordSink::new(Records::Json, mode, out, stderr)),
-        SimulateOutput::Yaml => Box::new(RecordSink::new(Records::Yaml, mode, out, stderr)),
-        SimulateOutput::Jsonl => Box::new(RecordSink::new(Records::Jsonl, mode, out, stderr)),
-        SimulateOutput::Html => Box::new(HtmlSink::new(mode, out, stderr)),
-        SimulateOutput::Markdown => Box::new(MarkdownSink::new(mode, out, stderr)),
+        Format::Table => Box::new(TableSink::new(mode, out, stderr)),
+        Format::Json => Box::new(RecordSink::new(Records::Json, mode, out, stderr)),
+        Format::Yaml => Box::new(RecordSink::new(Records::Yaml, mode, out, stderr)),
+        Format::Jsonl => Box::new(RecordSink::new(Records::Jsonl, mode, out, stderr)),
+        Format::Html => Box::new(HtmlSink::new(mode, out, stderr)),
+        Format::Markdown => Box::new(MarkdownSink::new(mode, out, stderr)),
     }
 }

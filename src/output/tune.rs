@@ -37,7 +37,7 @@ use super::Style;
 pub const TOP: usize = 20;
 
 /// A candidate whose documents do not validate.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Skipped {
     pub id: u64,
     pub values: Vec<(String, String)>,
@@ -45,7 +45,7 @@ pub struct Skipped {
 }
 
 /// Where the baseline came from (`baselineFrom`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum BaselineFrom {
     /// The template as written (no `--baseline`).
     Template,

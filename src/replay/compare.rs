@@ -23,7 +23,7 @@ use crate::model::failure_history::{FailureHistory, Final, Outcome, Resources};
 use super::estimate::{class_of, FailureClass, Smallest, MAX_CLASSES};
 
 /// One side of a job: what the policies made of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Side {
     pub final_state: Final,
     pub retries: u32,
@@ -77,7 +77,7 @@ impl Side {
 }
 
 /// One job under both policy sets.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JobDiff {
     pub job: String,
     pub baseline: Side,
@@ -171,7 +171,7 @@ impl JobDiff {
 }
 
 /// Totals over every job, folded in input order.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Comparison {
     pub jobs: u64,
     pub changed: u64,
@@ -319,7 +319,7 @@ impl Comparison {
 }
 
 /// What one side did with one recorded run (or that it never started it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Step {
     /// The side ends before this run.
     NotStarted,
@@ -359,7 +359,7 @@ impl Step {
 }
 
 /// One recorded run, and what each side did with it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RunStep {
     pub run: usize,
     pub outcome: Outcome,
@@ -372,7 +372,7 @@ pub struct RunStep {
 /// A changed job's runs under both sides, for a timeline: every recorded run when there
 /// are at most [`MAX_STEPS`], else the first and the last ones with the count left out
 /// between them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Steps {
     pub runs: Vec<RunStep>,
     /// `(i, n)`: `n` runs are left out before `runs[i]`.
@@ -410,7 +410,7 @@ impl Steps {
 }
 
 /// Changed jobs by transition, for one failure class.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClassChanges {
     pub rescued: u64,
     pub lost: u64,
@@ -438,7 +438,7 @@ impl ClassChanges {
 /// Counts by job class (its last recorded failed run's; `None`: no failed run), the
 /// [`MAX_CLASSES`] smallest classes, the rest together: the same whatever the order jobs
 /// are counted in.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ByClass {
     rows: Smallest<Option<FailureClass>, ClassChanges, MAX_CLASSES>,
     /// The classes past the cap, together.

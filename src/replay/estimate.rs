@@ -73,7 +73,7 @@ pub const Z95: f64 = 1.959964;
 pub const METHOD: &str = "per failure class (the last recorded failed run's category[/subcategory], else exit:N, else condition:C, else unknown) and depth (failed runs so far, 5+ together), the observed share of failed runs whose next run of the same job succeeded, over the whole replayed history, carried over every run the policy has left (copies of the last failed run until the engine fails it, at most 100); a level with fewer than 5 trials backs off: class at any depth, then all classes at the depth, then all; interval: Wilson score, 95%; runs assumed independent given class and depth";
 
 /// The failure class of a failed run.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum FailureClass {
     Category {
         category: String,
@@ -174,7 +174,7 @@ fn bucket(depth: u32) -> usize {
 }
 
 /// Trials and successes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Tally {
     pub trials: u64,
     pub successes: u64,
@@ -208,7 +208,7 @@ pub enum Fit {
 
 /// One class's trials, by depth bucket, fit and test apart, and the run time of the runs
 /// that followed its failures.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClassTrials {
     pub train: [Tally; DEPTHS],
     pub test: [Tally; DEPTHS],
@@ -262,8 +262,13 @@ impl ClassTrials {
 /// A map that keeps the `CAP` smallest keys it is given, by their order (not by when they
 /// came), and hands back the value of a key it drops: what it keeps, and what it drops in
 /// all, are the same whatever order the keys come in.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(bound(
+    serialize = "K: serde::Serialize, V: serde::Serialize",
+    deserialize = "K: serde::Deserialize<'de>, V: serde::Deserialize<'de>"
+))]
 pub struct Smallest<K: Ord, V, const CAP: usize> {
+    #[serde(with = "pairs")]
     map: BTreeMap<K, V>,
 }
 
@@ -328,7 +333,7 @@ type Subcategories = Smallest<String, ClassTrials, MAX_SUBCATEGORIES>;
 
 /// Every trial of a history, by class and depth: counted one history at a time (in a worker,
 /// a shard) and merged; the result is the same however the histories were split.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Trials {
     categories: Smallest<String, Subcategories, MAX_CLASSES>,
     exits: Smallest<i64, ClassTrials, MAX_CLASSES>,
@@ -697,7 +702,7 @@ pub struct Sums {
 }
 
 /// Pending jobs with the same estimate: how many, and what they request.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PendingTally {
     pub jobs: u64,
     /// Σ GPU requests, in thousandths.
@@ -716,19 +721,34 @@ impl PendingTally {
 }
 
 /// (depth, runs left) → jobs: depth is capped at [`DEPTHS`] (deeper runs have the same rates).
-type ByDepth = BTreeMap<(u8, u8), PendingTally>;
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+struct ByDepth(#[serde(with = "pairs")] BTreeMap<(u8, u8), PendingTally>);
+
+impl std::ops::Deref for ByDepth {
+    type Target = BTreeMap<(u8, u8), PendingTally>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ByDepth {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
 
 /// Pending jobs by what their estimate depends on (class, depth, runs left), so that sums
 /// are made once per key, in key order, from exact counts. The classes past
 /// [`MAX_CLASSES`] (the largest) are kept together and estimated as every class's.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PendingSet {
     classes: Smallest<Option<FailureClass>, ByDepth, MAX_CLASSES>,
     rest: ByDepth,
 }
 
 fn merge_depths(into: &mut ByDepth, from: &ByDepth) {
-    for (k, t) in from {
+    for (k, t) in from.iter() {
         into.entry(*k).or_default().merge(t);
     }
 }
@@ -773,6 +793,35 @@ impl PendingSet {
     /// Jobs in the set.
     pub fn jobs(&self) -> u64 {
         self.keys().map(|(.., t)| t.jobs).sum()
+    }
+}
+
+/// A map as a list of `[key, value]` pairs, in key order: JSON keys are strings only, and
+/// these keys are classes and tuples (a partial result, SPEC §9, holds them). A repeated key
+/// is refused rather than one of its values lost.
+mod pairs {
+    use std::collections::BTreeMap;
+
+    use serde::de::{Deserialize, Deserializer, Error};
+    use serde::ser::{Serialize, Serializer};
+
+    pub fn serialize<K: Serialize, V: Serialize, S: Serializer>(map: &BTreeMap<K, V>, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(map.iter())
+    }
+
+    pub fn deserialize<'de, K, V, D>(d: D) -> Result<BTreeMap<K, V>, D::Error>
+    where
+        K: Ord + Deserialize<'de>,
+        V: Deserialize<'de>,
+        D: Deserializer<'de>,
+    {
+        let list = Vec::<(K, V)>::deserialize(d)?;
+        let n = list.len();
+        let map: BTreeMap<K, V> = list.into_iter().collect();
+        if map.len() != n {
+            return Err(D::Error::custom("a key is repeated"));
+        }
+        Ok(map)
     }
 }
 

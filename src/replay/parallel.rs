@@ -18,7 +18,8 @@ use crate::input::SourceFile;
 use crate::model::failure_history::FailureHistory;
 
 use super::json_lines::Scratch;
-use super::source::{Body, Entry, HistorySource, Origin, Progress};
+use super::shard::{line_job_id, Shard};
+use super::source::{Body, Entry, HistorySource, Origin, Pos, Progress};
 
 /// Entries handed to a worker at a time when they are not JSON lines (YAML files of a
 /// directory); a block of JSON lines ([`BLOCK_BYTES`]) is one unit on its own.
@@ -48,26 +49,30 @@ pub enum Processed<T> {
 
 /// What [`for_each_ordered`] hands the emitting side, in input order.
 pub enum Emitted<T, A> {
-    /// One entry's result.
-    Job(Processed<T>),
+    /// One entry's result, and where it stands in the source.
+    Job(Pos, Processed<T>),
     /// The accumulator of the unit whose results were just emitted, and how far the source
     /// was when that unit was read.
     Unit(A, Progress),
 }
 
-/// Decodes every job of `entry` and applies `work` to each, in order, into `out`.
+/// Decodes every job of `entry` that is `shard`'s (every job without one) and applies `work`
+/// to each, in order, into `out` with its position. A line of another shard is skipped
+/// before it is decoded; an entry that names no job goes to the shard of its default id.
 fn process<A, T>(
     entry: Entry,
+    shard: Option<Shard>,
     scratch: &mut Scratch,
     acc: &mut A,
     work: &impl Fn(&mut A, Decoded<'_>) -> Result<T, String>,
-    out: &mut Vec<Processed<T>>,
+    out: &mut Vec<(Pos, Processed<T>)>,
 ) {
     let Entry {
         mut origin,
         settings,
         body,
     } = entry;
+    let owns = |id: &str| shard.is_none_or(|s| s.owns(id));
     let mut run = |origin: &Origin, history: &mut FailureHistory| {
         if history.job.id.is_empty() {
             history.job.id = origin.default_id();
@@ -86,16 +91,49 @@ fn process<A, T>(
         Body::Lines(block) => {
             for (n, line) in block.lines() {
                 origin.line = Some(n);
-                out.push(match scratch.decode(line, n) {
-                    Ok(history) => run(&origin, history),
-                    Err(msg) => Processed::Error(format!("{origin}: {msg}")),
-                });
+                if shard.is_some() {
+                    let id = line_job_id(line);
+                    let id = id.unwrap_or_else(|| std::borrow::Cow::Owned(origin.default_id()));
+                    if !owns(&id) {
+                        continue;
+                    }
+                }
+                out.push((
+                    origin.pos(),
+                    match scratch.decode(line, n) {
+                        Ok(history) => run(&origin, history),
+                        Err(msg) => Processed::Error(format!("{origin}: {msg}")),
+                    },
+                ));
             }
         }
-        Body::History(mut h) => out.push(run(&origin, &mut h)),
-        Body::Error(msg) => out.push(Processed::Error(format!("{origin}: {msg}"))),
-        Body::Invalid(file) => out.push(Processed::Invalid(file)),
-        Body::LeftOut(text) => out.push(Processed::LeftOut(text)),
+        Body::History(mut h) => {
+            let id = if h.job.id.is_empty() {
+                origin.default_id()
+            } else {
+                h.job.id.clone()
+            };
+            if owns(&id) {
+                out.push((origin.pos(), run(&origin, &mut h)));
+            }
+        }
+        Body::Error(msg) => {
+            let id = origin.default_id();
+            if owns(&id) {
+                out.push((origin.pos(), Processed::Error(format!("{origin}: {msg}"))));
+            }
+        }
+        Body::Invalid(file) => {
+            let id = origin.default_id();
+            if owns(&id) {
+                out.push((origin.pos(), Processed::Invalid(file)));
+            }
+        }
+        Body::LeftOut { text, job } => {
+            if owns(&job) {
+                out.push((origin.pos(), Processed::LeftOut(text)));
+            }
+        }
     }
 }
 
@@ -113,7 +151,7 @@ fn process<A, T>(
 /// back in order and emits them while the workers go on. At most `workers + 2` units are
 /// read and not yet emitted (the reader waits for a token per unit), so memory stays
 /// flat whatever the input size and however slow the output.
-pub fn for_each_ordered<S, A, T, W, E>(source: S, work: W, mut emit: E) -> io::Result<()>
+pub fn for_each_ordered<S, A, T, W, E>(source: S, shard: Option<Shard>, work: W, mut emit: E) -> io::Result<()>
 where
     S: HistorySource,
     A: Default + Send,
@@ -157,7 +195,7 @@ where
                         let mut out = Vec::with_capacity(jobs.sum());
                         let mut acc = A::default();
                         for entry in unit {
-                            process(entry, &mut scratch, &mut acc, work, &mut out);
+                            process(entry, shard, &mut scratch, &mut acc, work, &mut out);
                         }
                         if done_tx.send(Some((seq, out, acc, at))).is_err() {
                             return;
@@ -179,8 +217,8 @@ where
                 };
                 waiting.insert(seq, (out, acc, at));
                 while let Some((out, acc, at)) = waiting.remove(&next) {
-                    for r in out {
-                        if !emit(Emitted::Job(r))? {
+                    for (pos, r) in out {
+                        if !emit(Emitted::Job(pos, r))? {
                             return Ok(());
                         }
                     }
@@ -197,7 +235,7 @@ where
 }
 
 /// A worker's numbered results, its unit's accumulator, and the progress at that unit.
-type Done<T, A> = (usize, Vec<Processed<T>>, A, Progress);
+type Done<T, A> = (usize, Vec<(Pos, Processed<T>)>, A, Progress);
 
 /// Tells the emitting thread that its worker is unwinding: otherwise it would wait for the
 /// lost unit forever, and the reader for a token it never gets back.
@@ -265,13 +303,13 @@ mod tests {
         };
         let emit = |e: Emitted<String, usize>| {
             match e {
-                Emitted::Job(Processed::Done(id)) => ids.push(id),
+                Emitted::Job(_, Processed::Done(id)) => ids.push(id),
                 Emitted::Unit(n, _) => units += n,
                 _ => panic!("unexpected error"),
             }
             Ok(true)
         };
-        for_each_ordered(source, work, emit).unwrap();
+        for_each_ordered(source, None, work, emit).unwrap();
         assert_eq!(ids, (0..5000).map(|i| format!("j{i}")).collect::<Vec<_>>());
         assert_eq!(units, 5000);
     }
@@ -288,7 +326,7 @@ mod tests {
             Ok(())
         };
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            for_each_ordered(source, work, |_| Ok(true))
+            for_each_ordered(source, None, work, |_| Ok(true))
         }));
         assert!(run.is_err());
     }

@@ -24,8 +24,10 @@ use super::backtest::{backtest, Refusal};
 use super::compare::{ByClass, Comparison, JobDiff, Side, Steps};
 use super::estimate::{failed_runs, job_class, FailureClass, PendingSet, Rates, Trials, MAX_RUNS_LEFT};
 use super::parallel::{for_each_ordered, Decoded, Emitted, Processed};
+use super::partial::{self, Recorder};
+use super::shard::Shard;
 use super::sink::{Change, Estimates, Message, Needs, Sides, Sink, Totals};
-use super::source::HistorySource;
+use super::source::{HistorySource, Origin, Pos, Progress};
 use super::spool::{Changed, Spool};
 use super::summary::{keep_summary_fields, Summary};
 
@@ -38,6 +40,8 @@ pub struct Replayed {
     pub used_given: bool,
     /// `--backtest-at` could not be made: nothing was handed to [`Sink::end`].
     pub refused: Option<BacktestError>,
+    /// Into a partial: the shard's totals (its entries are recorded; `summary` is empty).
+    pub totals: Option<Folded>,
 }
 
 /// What a comparison found.
@@ -47,6 +51,8 @@ pub struct Compared {
     /// As in [`Replayed`], for the candidate's side.
     pub used_given: bool,
     pub refused: Option<BacktestError>,
+    /// As in [`Replayed`].
+    pub totals: Option<Folded>,
 }
 
 /// How a replay is run, besides its source, policies and sink.
@@ -54,6 +60,8 @@ pub struct Compared {
 pub struct Options {
     /// `--backtest-at` (SPEC §3.8): trials of jobs submitted before it fit, the others test.
     pub backtest_at: Option<Timestamp>,
+    /// `--shard I/N` (SPEC §9): only the jobs of shard I.
+    pub shard: Option<Shard>,
 }
 
 /// Why `--backtest-at` has no answer: a usage error (SPEC §3.8, exit 2).
@@ -87,24 +95,26 @@ impl Done {
 /// each job was submitted on (§3.8), and the jobs that have no submission time to put them
 /// on a side. Counted per unit in the workers (or per shard) and merged: the same whatever
 /// the split.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct TrialCount {
     pub trials: Trials,
-    /// `--backtest-at`: jobs without `submittedAt`, and the first of them in input order.
+    /// `--backtest-at`: jobs without `submittedAt`, and the first of them in input order
+    /// (with its position, so that any split finds the same first).
     pub not_submitted: u64,
-    pub first_not_submitted: Option<String>,
+    pub first_not_submitted: Option<(Pos, String)>,
 }
 
 impl TrialCount {
-    /// Counts `history`'s trials.
-    pub fn add(&mut self, history: &FailureHistory, options: &Options) {
+    /// Counts `history`'s trials (`origin`: where it stands in the source).
+    pub fn add(&mut self, history: &FailureHistory, origin: &Origin, options: &Options) {
         let test = match (options.backtest_at, history.job.submitted_at) {
             (None, _) => false,
             (Some(at), Some(submitted)) => submitted >= at,
             (Some(_), None) => {
                 self.not_submitted += 1;
-                if self.first_not_submitted.is_none() {
-                    self.first_not_submitted = Some(history.job.id.clone());
+                let at = origin.pos();
+                if self.first_not_submitted.as_ref().is_none_or(|(first, _)| at < *first) {
+                    self.first_not_submitted = Some((at, history.job.id.clone()));
                 }
                 false
             }
@@ -112,18 +122,20 @@ impl TrialCount {
         self.trials.add_history(history, test);
     }
 
-    /// Adds the trials of the jobs that follow (a later unit).
+    /// Adds the trials of other jobs (a later unit, another shard).
     pub fn merge(&mut self, other: &TrialCount) {
         self.trials.merge(&other.trials);
         self.not_submitted += other.not_submitted;
-        if self.first_not_submitted.is_none() {
-            self.first_not_submitted.clone_from(&other.first_not_submitted);
+        if let Some((at, id)) = &other.first_not_submitted {
+            if self.first_not_submitted.as_ref().is_none_or(|(first, _)| at < first) {
+                self.first_not_submitted = Some((*at, id.clone()));
+            }
         }
     }
 
     /// The final rates and, with `--backtest-at`, the backtest; or why it has no answer.
     pub fn finish(self, options: &Options) -> Result<(Rates, Option<Backtest>), BacktestError> {
-        if let Some(first) = self.first_not_submitted {
+        if let Some((_, first)) = self.first_not_submitted {
             return Err(BacktestError::NotSubmitted {
                 jobs: self.not_submitted,
                 first,
@@ -142,7 +154,7 @@ impl TrialCount {
 /// candidate's final states, and the Pending jobs whose estimates are summed. One per
 /// candidate in a `tune` sweep; the same fold as `simulate --baseline`, so that a candidate's
 /// numbers are what `simulate` prints for it.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CompareTally {
     pub comparison: Comparison,
     /// Jobs by the candidate's final state, indexed by `Final as usize`.
@@ -263,12 +275,16 @@ struct Part {
     tally: CompareTally,
 }
 
-/// What the emitting side folds from the parts, in input order.
-#[derive(Default)]
-struct Folded {
+/// What the emitting side folds from the parts: the same sums whatever the split of the
+/// jobs into units or shards, so that a partial result (SPEC §9) holds them as its totals
+/// and `merge` adds the shards' up.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct Folded {
     trials: TrialCount,
     by_class: ByClass,
     tally: CompareTally,
+    /// A comparison's sides (with breakdowns).
+    sides: Sides,
 }
 
 impl Folded {
@@ -278,15 +294,36 @@ impl Folded {
         self.tally.merge(&part.tally);
     }
 
+    /// Adds another shard's.
+    pub fn merge(&mut self, o: Folded) {
+        self.trials.merge(&o.trials);
+        self.by_class.merge(&o.by_class);
+        self.tally.merge(&o.tally);
+        self.sides.baseline.merge(o.sides.baseline);
+        self.sides.candidate.merge(o.sides.candidate);
+    }
+
     /// The final estimates (and backtest): a comparison's sums over its Failed → Pending
-    /// jobs and its Pending ones, a plain replay's over its Pending jobs.
-    fn estimates(self, options: &Options, compare: bool) -> Result<(Estimates, Comparison), BacktestError> {
+    /// jobs and its Pending ones, a plain replay's over its Pending jobs. The breakdowns
+    /// only when asked (a partial counts them for any format).
+    fn estimates(
+        self,
+        options: &Options,
+        compare: bool,
+        needs: Needs,
+    ) -> Result<(Estimates, Comparison, Sides), BacktestError> {
         let (rates, backtest) = self.trials.finish(options)?;
         let t = self.tally;
         let asked = if compare { &t.asked } else { &t.pending };
+        let by_class = if needs.breakdowns {
+            self.by_class
+        } else {
+            ByClass::default()
+        };
         Ok((
-            Estimates::new(rates, self.by_class, asked, &t.pending, backtest),
+            Estimates::new(rates, by_class, asked, &t.pending, backtest),
             t.comparison,
+            self.sides,
         ))
     }
 }
@@ -342,27 +379,79 @@ fn continued(history: &FailureHistory) -> Option<FailureHistory> {
     Some(longer)
 }
 
-/// Replays every job of `source` under `sim` into `sink` (SPEC §3.2), and returns the
-/// totals it handed to [`Sink::end`].
+/// Where a replay's results go.
+pub enum Out<'a, 'w> {
+    /// A sink renders them as the replay goes.
+    Sink(&'a mut dyn Sink),
+    /// A partial result records them for `merge` (SPEC §9): what any format prints.
+    Partial(&'a mut Recorder<'w>),
+}
+
+impl Out<'_, '_> {
+    fn needs(&self) -> Needs {
+        match self {
+            Out::Sink(s) => s.needs(),
+            Out::Partial(_) => Needs {
+                reports: true,
+                render: Some(partial::render_job),
+                breakdowns: true,
+                steps: true,
+            },
+        }
+    }
+}
+
+/// An entry of a partial that is not a replayed job.
+#[derive(Debug)]
+pub enum NotReplayed {
+    Error(String),
+    /// An invalid history file's diagnostics, rendered.
+    Invalid(String),
+    LeftOut(String),
+}
+
+/// What a partial records of an entry that was not replayed; `done` records a job.
+pub fn record<T>(
+    rec: &mut Recorder<'_>,
+    at: &Pos,
+    p: Processed<T>,
+    done: impl FnOnce(&mut Recorder<'_>, T) -> io::Result<()>,
+) -> io::Result<bool> {
+    match p {
+        Processed::Done(t) => done(rec, t)?,
+        Processed::Error(m) => rec.error(at, &m)?,
+        Processed::Invalid(f) => rec.invalid(at, &f)?,
+        Processed::LeftOut(text) => rec.left_out(at, &text)?,
+    }
+    Ok(true)
+}
+
+/// An entry that was not replayed, into `sink`: errors counted in `errors`.
+fn not_replayed_entry(errors: &mut u64, sink: &mut dyn Sink, n: &NotReplayed) -> io::Result<bool> {
+    match n {
+        NotReplayed::Error(m) => not_replayed(errors, sink, &Message::Error(m)),
+        NotReplayed::Invalid(text) => not_replayed(errors, sink, &Message::Rendered(text)),
+        NotReplayed::LeftOut(text) => sink.message(&Message::LeftOut(text)).map(|()| true),
+    }
+}
+
+/// Replays every job of `source` under `sim` (SPEC §3.2) into `out`, and returns the totals
+/// it handed to [`Sink::end`] (or, into a partial, the shard's totals).
 pub fn replay<S: HistorySource>(
     source: S,
     sim: &Simulator,
     options: &Options,
-    sink: &mut dyn Sink,
+    out: Out<'_, '_>,
 ) -> io::Result<Replayed> {
-    let needs: Needs = sink.needs();
+    let needs = out.needs();
     // Only the summary is printed: the per-run texts are not even written.
     let detail = if needs.reports { Detail::Full } else { Detail::Summary };
-    sink.begin()?;
-    let mut summary = Summary::default();
-    let mut folded = Folded::default();
-    let mut fallbacks = Fallbacks::default();
     // Summary only: each worker adds its jobs to a summary of its unit.
     let work = |part: &mut Part, job: Decoded<'_>| {
         let mut report = replay_job_detailed(sim, job.settings, job.history, detail)
             .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
         let f = fallback(sim, job.history);
-        part.trials.add(job.history, options);
+        part.trials.add(job.history, job.origin, options);
         if matches!(report.status, JobStatus::Pending { .. }) {
             let facts = JobFacts::new(job.history);
             let left = runs_left(sim, job.settings, &facts);
@@ -390,26 +479,116 @@ pub fn replay<S: HistorySource>(
         };
         Ok((done, f))
     };
-    let emit = |e: Emitted<(Done, Option<Fallback>), Part>| -> io::Result<bool> {
-        let p = match e {
-            Emitted::Job(p) => p,
-            Emitted::Unit(part, at) => {
-                folded.add(&part);
-                summary.merge(part.summary);
-                sink.progress(at);
-                return Ok(true);
+    match out {
+        Out::Sink(sink) => {
+            let mut fold = ReplayFold::new(sink, sim.given())?;
+            for_each_ordered(source, options.shard, work, |e| match e {
+                Emitted::Job(_, p) => fold.entry(p),
+                Emitted::Unit(part, at) => {
+                    fold.unit(part, at);
+                    Ok(true)
+                }
+            })?;
+            fold.finish(options)
+        }
+        Out::Partial(rec) => {
+            let mut folded = Folded::default();
+            for_each_ordered(source, options.shard, work, |e| match e {
+                Emitted::Job(at, p) => record(rec, &at, p, |rec, (done, f)| match &done {
+                    Done::Report(_, rendered) => rec.job(&at, rendered, f),
+                    // A partial asks for every report.
+                    Done::Counted(_) => Ok(()),
+                }),
+                Emitted::Unit(part, _) => {
+                    folded.add(&part);
+                    Ok(true)
+                }
+            })?;
+            Ok(Replayed {
+                summary: Summary::default(),
+                used_given: rec.used_given(),
+                refused: None,
+                totals: Some(folded),
+            })
+        }
+    }
+}
+
+/// The emitting side of a plain replay: each entry, in input order, into the sink, the
+/// summary and the missing queues; the estimates at the end. `merge` runs this same fold
+/// over the entries and totals of every shard's partial (one process is one shard).
+pub struct ReplayFold<'s> {
+    sink: &'s mut dyn Sink,
+    needs: Needs,
+    given: &'s [String],
+    summary: Summary,
+    folded: Folded,
+    fallbacks: Fallbacks,
+}
+
+impl<'s> ReplayFold<'s> {
+    /// `given`: the policies a job without its queue's gets (`--retry-policy`, else every
+    /// policy given), for the missing-queue message.
+    pub fn new(sink: &'s mut dyn Sink, given: &'s [String]) -> io::Result<ReplayFold<'s>> {
+        let needs = sink.needs();
+        sink.begin()?;
+        Ok(ReplayFold {
+            sink,
+            needs,
+            given,
+            summary: Summary::default(),
+            folded: Folded::default(),
+            fallbacks: Fallbacks::default(),
+        })
+    }
+
+    fn unit(&mut self, part: Part, at: Progress) {
+        self.folded.add(&part);
+        self.summary.merge(part.summary);
+        self.sink.progress(at);
+    }
+
+    /// A shard's totals (`merge`); `used_given`: some job of it got the policies given.
+    pub fn totals(&mut self, folded: Folded, used_given: bool) {
+        self.folded.merge(folded);
+        self.fallbacks.used_given |= used_given;
+    }
+
+    /// A job from a partial (`merge`): what a worker does with a report, then its entry.
+    pub fn job(&mut self, report: JobReport, missing_queue: Option<String>) -> io::Result<bool> {
+        let f = missing_queue.map(Fallback::Missing);
+        let done = if self.needs.reports {
+            let mut rendered = Vec::new();
+            if let Some(render) = self.needs.render {
+                render(&report, &mut rendered);
             }
+            Done::Report(Box::new(report), rendered)
+        } else {
+            self.summary.add(&report);
+            let says = f.is_some() || !report.contradictions.is_empty() || !report.expectation_failures.is_empty();
+            Done::Counted(says.then(|| Box::new(report)))
         };
+        self.entry(Processed::Done((done, f)))
+    }
+
+    /// An entry of a partial that was not replayed (`merge`).
+    pub fn not_replayed(&mut self, n: &NotReplayed) -> io::Result<bool> {
+        not_replayed_entry(&mut self.summary.errors, self.sink, n)
+    }
+
+    fn entry(&mut self, p: Processed<(Done, Option<Fallback>)>) -> io::Result<bool> {
+        let sink = &mut *self.sink;
         match p {
             Processed::Done((done, f)) => {
-                if let Some(queue) = fallbacks.add(f) {
+                if let Some(queue) = self.fallbacks.add(f) {
                     let job = done.report().map_or("", |r| &r.job_id);
                     sink.message(&Message::MissingQueue {
                         job,
                         queue: &queue,
-                        given: sim.given(),
+                        given: self.given,
                     })?;
                 }
+                let summary = &mut self.summary;
                 write_or_stop((|| {
                     if let Done::Report(report, rendered) = &done {
                         summary.add(report);
@@ -421,52 +600,59 @@ pub fn replay<S: HistorySource>(
                     }
                 })())
             }
-            Processed::Error(m) => not_replayed(&mut summary.errors, sink, &Message::Error(&m)),
-            Processed::Invalid(f) => not_replayed(&mut summary.errors, sink, &Message::Invalid(&f)),
+            Processed::Error(m) => not_replayed(&mut self.summary.errors, sink, &Message::Error(&m)),
+            Processed::Invalid(f) => not_replayed(&mut self.summary.errors, sink, &Message::Invalid(&f)),
             Processed::LeftOut(text) => sink.message(&Message::LeftOut(&text)).map(|()| true),
         }
-    };
-    for_each_ordered(source, work, emit)?;
-    let estimates = match folded.estimates(options, false) {
-        Ok((e, _)) => e,
-        Err(refused) => {
-            return Ok(Replayed {
-                summary,
-                used_given: fallbacks.used_given,
-                refused: Some(refused),
-            })
-        }
-    };
-    ignore_closed(sink.end(Totals::Replay {
-        summary: &summary,
-        estimates: &estimates,
-    }))?;
-    Ok(Replayed {
-        summary,
-        used_given: fallbacks.used_given,
-        refused: None,
-    })
+    }
+
+    /// The estimates, then [`Sink::end`].
+    pub fn finish(self, options: &Options) -> io::Result<Replayed> {
+        let ReplayFold {
+            sink,
+            needs,
+            summary,
+            folded,
+            fallbacks,
+            ..
+        } = self;
+        let used_given = fallbacks.used_given;
+        let estimates = match folded.estimates(options, false, needs) {
+            Ok((e, ..)) => e,
+            Err(refused) => {
+                return Ok(Replayed {
+                    summary,
+                    used_given,
+                    refused: Some(refused),
+                    totals: None,
+                })
+            }
+        };
+        ignore_closed(sink.end(Totals::Replay {
+            summary: &summary,
+            estimates: &estimates,
+        }))?;
+        Ok(Replayed {
+            summary,
+            used_given,
+            refused: None,
+            totals: None,
+        })
+    }
 }
 
-/// Replays every job of `source` under `baseline` and `candidate` into `sink` (SPEC §3.4,
-/// §3.6): each changed job to [`Sink::change`], with the estimate of each side that is
-/// Pending; returns the totals it handed to [`Sink::end`]. Expectations are not checked in
-/// this mode.
+/// Replays every job of `source` under `baseline` and `candidate` (SPEC §3.4, §3.6) into
+/// `out`: each changed job to [`Sink::change`], with the estimate of each side that is
+/// Pending; returns the totals it handed to [`Sink::end`] (or, into a partial, the shard's
+/// totals). Expectations are not checked in this mode.
 pub fn compare<S: HistorySource>(
     source: S,
     baseline: &Simulator,
     candidate: &Simulator,
     options: &Options,
-    sink: &mut dyn Sink,
+    out: Out<'_, '_>,
 ) -> io::Result<Compared> {
-    let needs = sink.needs();
-    sink.begin()?;
-    let mut comparison = Comparison::default();
-    let mut folded = Folded::default();
-    let mut sides = needs.breakdowns.then(Sides::default);
-    let mut fallbacks = Fallbacks::default();
-    let mut spool = Spool::default();
-    let mut stopped = false;
+    let needs = out.needs();
     // A comparison is made of numbers only (final state, retries, delay, run times):
     // neither side needs the per-run texts, nor the checks whose messages it never prints.
     let work = |part: &mut Part, job: Decoded<'_>| {
@@ -475,7 +661,7 @@ pub fn compare<S: HistorySource>(
             .map_err(|e| format!("{}: job `{}`: baseline: {e}", job.origin, h.job.id))?;
         let c = replay_job_detailed(candidate, job.settings, h, Detail::Outcome)
             .map_err(|e| format!("{}: job `{}`: {e}", job.origin, h.job.id))?;
-        part.trials.add(h, options);
+        part.trials.add(h, job.origin, options);
         if needs.breakdowns {
             part.baseline.add(&b);
             part.summary.add(&c);
@@ -501,95 +687,206 @@ pub fn compare<S: HistorySource>(
             fallback(candidate, h),
         ))
     };
-    let emit = |e: Emitted<(Changed, Option<Fallback>), Part>| -> io::Result<bool> {
-        let p = match e {
-            Emitted::Job(p) => p,
-            Emitted::Unit(part, at) => {
-                folded.add(&part);
-                if let Some(s) = &mut sides {
-                    s.baseline.merge(part.baseline);
-                    s.candidate.merge(part.summary);
+    match out {
+        Out::Sink(sink) => {
+            let mut fold = CompareFold::new(sink, candidate.given())?;
+            for_each_ordered(source, options.shard, work, |e| match e {
+                Emitted::Job(_, p) => fold.entry(p),
+                Emitted::Unit(part, at) => {
+                    fold.unit(part, at);
+                    Ok(true)
                 }
-                sink.progress(at);
-                return Ok(true);
-            }
-        };
-        match p {
-            Processed::Done((ch, f)) => {
-                if let Some(queue) = fallbacks.add(f) {
-                    sink.message(&Message::MissingQueue {
-                        job: &ch.diff.job,
-                        queue: &queue,
-                        given: candidate.given(),
-                    })?;
-                }
-                let d = &ch.diff;
-                if !d.changed() {
-                    return Ok(true);
-                }
-                // Its estimate is final only after the last job: hold it back, and every
-                // later one, to keep the order.
-                if d.pending() || spool.active() {
-                    spool.push(&ch)?;
-                    return Ok(true);
-                }
-                let change = Change {
-                    diff: d,
-                    class: ch.class.as_ref(),
-                    baseline_estimate: None,
-                    candidate_estimate: None,
-                    steps: ch.steps.as_deref(),
-                };
-                let go_on = write_or_stop(sink.change(&change))?;
-                stopped = !go_on;
-                Ok(go_on)
-            }
-            Processed::Error(m) => not_replayed(&mut comparison.errors, sink, &Message::Error(&m)),
-            Processed::Invalid(f) => not_replayed(&mut comparison.errors, sink, &Message::Invalid(&f)),
-            Processed::LeftOut(text) => sink.message(&Message::LeftOut(&text)).map(|()| true),
+            })?;
+            fold.finish(options)
         }
-    };
-    for_each_ordered(source, work, emit)?;
-    let errors = comparison.errors;
-    let (estimates, mut comparison) = match folded.estimates(options, true) {
-        Ok(e) => e,
-        Err(refused) => {
-            return Ok(Compared {
-                comparison,
-                used_given: fallbacks.used_given,
-                refused: Some(refused),
+        Out::Partial(rec) => {
+            let mut folded = Folded::default();
+            for_each_ordered(source, options.shard, work, |e| match e {
+                Emitted::Job(at, p) => record(rec, &at, p, |rec, (ch, f)| {
+                    if ch.diff.changed() {
+                        rec.change(&at, &ch, f)
+                    } else {
+                        rec.fallback(&at, &ch.diff.job, f)
+                    }
+                }),
+                Emitted::Unit(part, _) => {
+                    folded.add(&part);
+                    folded.sides.baseline.merge(part.baseline);
+                    folded.sides.candidate.merge(part.summary);
+                    Ok(true)
+                }
+            })?;
+            Ok(Compared {
+                comparison: Comparison::default(),
+                used_given: rec.used_given(),
+                refused: None,
+                totals: Some(folded),
             })
         }
-    };
-    comparison.errors = errors;
-    if !stopped {
-        spool.drain(|ch| {
-            let d = &ch.diff;
-            let estimate = |s: &Side| {
-                (s.final_state == Final::Pending)
-                    .then(|| estimates.rates.estimate(ch.class.as_ref(), ch.depth, s.runs_left))
-                    .flatten()
-            };
-            let (b, c) = (estimate(&d.baseline), estimate(&d.candidate));
-            write_or_stop(sink.change(&Change {
-                diff: d,
-                class: ch.class.as_ref(),
-                baseline_estimate: b.as_ref(),
-                candidate_estimate: c.as_ref(),
-                steps: ch.steps.as_deref(),
-            }))
-        })?;
     }
-    ignore_closed(sink.end(Totals::Compare {
-        comparison: &comparison,
-        estimates: &estimates,
-        sides: sides.as_ref(),
-    }))?;
-    Ok(Compared {
-        comparison,
-        used_given: fallbacks.used_given,
-        refused: None,
-    })
+}
+
+/// The emitting side of a comparison: each changed job, in input order, into the sink
+/// (those from the first Pending one on held back until the estimates are final), the
+/// missing queues, the errors; the estimates at the end. `merge` runs this same fold over
+/// the entries and totals of every shard's partial.
+pub struct CompareFold<'s> {
+    sink: &'s mut dyn Sink,
+    needs: Needs,
+    given: &'s [String],
+    errors: u64,
+    folded: Folded,
+    fallbacks: Fallbacks,
+    spool: Spool,
+    stopped: bool,
+}
+
+impl<'s> CompareFold<'s> {
+    /// `given`: the candidate's policies for a job without its queue's.
+    pub fn new(sink: &'s mut dyn Sink, given: &'s [String]) -> io::Result<CompareFold<'s>> {
+        let needs = sink.needs();
+        sink.begin()?;
+        Ok(CompareFold {
+            sink,
+            needs,
+            given,
+            errors: 0,
+            folded: Folded::default(),
+            fallbacks: Fallbacks::default(),
+            spool: Spool::default(),
+            stopped: false,
+        })
+    }
+
+    fn unit(&mut self, part: Part, at: Progress) {
+        self.folded.add(&part);
+        if self.needs.breakdowns {
+            self.folded.sides.baseline.merge(part.baseline);
+            self.folded.sides.candidate.merge(part.summary);
+        }
+        self.sink.progress(at);
+    }
+
+    /// A shard's totals (`merge`); `used_given`: some job of it got the policies given.
+    pub fn totals(&mut self, folded: Folded, used_given: bool) {
+        self.folded.merge(folded);
+        self.fallbacks.used_given |= used_given;
+    }
+
+    /// A job's missing queue, said at its first job.
+    pub fn fallback(&mut self, job: &str, f: Option<Fallback>) -> io::Result<()> {
+        if let Some(queue) = self.fallbacks.add(f) {
+            self.sink.message(&Message::MissingQueue {
+                job,
+                queue: &queue,
+                given: self.given,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// A job, to the sink when it changed.
+    pub fn change(&mut self, mut ch: Changed) -> io::Result<bool> {
+        let d = &ch.diff;
+        if !d.changed() {
+            return Ok(true);
+        }
+        if !self.needs.steps {
+            ch.steps = None;
+        }
+        // Its estimate is final only after the last job: hold it back, and every later one,
+        // to keep the order.
+        if d.pending() || self.spool.active() {
+            self.spool.push(&ch)?;
+            return Ok(true);
+        }
+        let change = Change {
+            diff: d,
+            class: ch.class.as_ref(),
+            baseline_estimate: None,
+            candidate_estimate: None,
+            steps: ch.steps.as_deref(),
+        };
+        let go_on = write_or_stop(self.sink.change(&change))?;
+        self.stopped = !go_on;
+        Ok(go_on)
+    }
+
+    /// An entry of a partial that was not replayed (`merge`).
+    pub fn not_replayed(&mut self, n: &NotReplayed) -> io::Result<bool> {
+        not_replayed_entry(&mut self.errors, self.sink, n)
+    }
+
+    fn entry(&mut self, p: Processed<(Changed, Option<Fallback>)>) -> io::Result<bool> {
+        match p {
+            Processed::Done((ch, f)) => {
+                self.fallback(&ch.diff.job, f)?;
+                self.change(ch)
+            }
+            Processed::Error(m) => not_replayed(&mut self.errors, self.sink, &Message::Error(&m)),
+            Processed::Invalid(f) => not_replayed(&mut self.errors, self.sink, &Message::Invalid(&f)),
+            Processed::LeftOut(text) => self.sink.message(&Message::LeftOut(&text)).map(|()| true),
+        }
+    }
+
+    /// The estimates, the changed jobs held back with theirs, then [`Sink::end`].
+    pub fn finish(self, options: &Options) -> io::Result<Compared> {
+        let CompareFold {
+            sink,
+            needs,
+            errors,
+            folded,
+            fallbacks,
+            spool,
+            stopped,
+            ..
+        } = self;
+        let used_given = fallbacks.used_given;
+        let (estimates, mut comparison, sides) = match folded.estimates(options, true, needs) {
+            Ok(e) => e,
+            Err(refused) => {
+                return Ok(Compared {
+                    comparison: Comparison {
+                        errors,
+                        ..Comparison::default()
+                    },
+                    used_given,
+                    refused: Some(refused),
+                    totals: None,
+                })
+            }
+        };
+        comparison.errors = errors;
+        if !stopped {
+            spool.drain(|ch| {
+                let d = &ch.diff;
+                let estimate = |s: &Side| {
+                    (s.final_state == Final::Pending)
+                        .then(|| estimates.rates.estimate(ch.class.as_ref(), ch.depth, s.runs_left))
+                        .flatten()
+                };
+                let (b, c) = (estimate(&d.baseline), estimate(&d.candidate));
+                write_or_stop(sink.change(&Change {
+                    diff: d,
+                    class: ch.class.as_ref(),
+                    baseline_estimate: b.as_ref(),
+                    candidate_estimate: c.as_ref(),
+                    steps: ch.steps.as_deref(),
+                }))
+            })?;
+        }
+        ignore_closed(sink.end(Totals::Compare {
+            comparison: &comparison,
+            estimates: &estimates,
+            sides: needs.breakdowns.then_some(&sides),
+        }))?;
+        Ok(Compared {
+            comparison,
+            used_given,
+            refused: None,
+            totals: None,
+        })
+    }
 }
 
 /// An entry that could not be replayed: counted in `errors`, said on stderr.
@@ -670,7 +967,7 @@ pub fn replay_job_detailed(
 
 /// Whether a job got the policies given on the command line (`--retry-policy`, or every
 /// policy) instead of its queue's: `None` when its queue was given.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Fallback {
     /// The job names no queue.
     NoQueue,

@@ -114,7 +114,7 @@ impl Estimates {
 }
 
 /// Each side's summary, in a comparison (with [`Needs::breakdowns`]).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Sides {
     pub baseline: Summary,
     pub candidate: Summary,
@@ -129,6 +129,9 @@ pub enum Message<'a> {
     /// A YAML history file whose documents are invalid, with every diagnostic. Counted in
     /// the totals' `errors`.
     Invalid(&'a SourceFile),
+    /// The same, as a partial result holds it (SPEC §9): its diagnostics rendered when the
+    /// shard read the file, written as they are.
+    Rendered(&'a str),
     /// The first job of a queue that is not among the documents: it got `given` (the
     /// `--retry-policy` list, else every policy given).
     MissingQueue {

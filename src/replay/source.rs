@@ -15,9 +15,10 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::fs::File;
+use std::hash::{BuildHasher, Hasher};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::engine::Settings;
 use crate::input::{io_reason, SourceFile, MAX_FILE_BYTES};
@@ -31,7 +32,20 @@ pub struct Origin {
     pub file: Arc<str>,
     pub line: Option<usize>,
     stem: Arc<str>,
+    /// The file's place among the source's files (from 1); 0 for a source that is not
+    /// files (Lookout's database).
+    ordinal: u64,
+    /// The document's place in a YAML file (from 1; 0 for the file as a whole); the job's
+    /// place in a database's order (from 1).
+    doc: u64,
 }
+
+/// Where an entry stands in its source: the order of the replay, the same in every shard of
+/// it (SPEC §9), so that `merge` puts the entries of every shard back in that order. Files:
+/// the file's place and the entry's line (JSON Lines) or document (YAML); a database: 0 and
+/// the job's place in the database's order of its ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub struct Pos(pub u64, pub u64);
 
 impl Origin {
     /// Where a source that is not a file says its entries come from (`lookout-db`): the
@@ -42,7 +56,22 @@ impl Origin {
             file: name.clone(),
             line: None,
             stem: name,
+            ordinal: 0,
+            doc: 0,
         }
+    }
+
+    /// The same source's job at `rank` in its order (from 1).
+    pub fn ranked(&self, rank: u64) -> Origin {
+        Origin {
+            doc: rank,
+            ..self.clone()
+        }
+    }
+
+    /// Where this origin's entry stands ([`Pos`]).
+    pub fn pos(&self) -> Pos {
+        Pos(self.ordinal, self.line.map_or(self.doc, |l| l as u64))
     }
 
     /// The job id when the history gives none.
@@ -76,8 +105,8 @@ pub enum Body {
     Invalid(Box<SourceFile>),
     /// A record the source itself left out, reported as the source reports it (a Lookout
     /// row that cannot be read, SPEC §3.3): not replayed, and not an error of the replay,
-    /// since `history` exits 0 for it too.
-    LeftOut(String),
+    /// since `history` exits 0 for it too. `job`: the job it belongs to.
+    LeftOut { text: String, job: String },
 }
 
 /// Consecutive lines of a JSON Lines input, as read (blank lines, `\r` and all).
@@ -187,6 +216,8 @@ struct Lines {
 
 /// Files, directories and stdin.
 pub struct Files {
+    /// The place of the file read last among those opened (from 1).
+    ordinal: u64,
     queue: VecDeque<PathBuf>,
     lines: Option<Lines>,
     ready: VecDeque<Entry>,
@@ -195,6 +226,38 @@ pub struct Files {
     bulk: bool,
     progress: Progress,
     stdin: bool,
+    /// With [`Files::digest`]: every byte read so far, hashed, and where the total goes.
+    digest: Option<(foldhash::fast::FoldHasher<'static>, Digest)>,
+}
+
+/// A digest of every byte a source read, set when it has read the last (SPEC §9: a partial
+/// result names the history it was made from, and `merge` refuses partials of two). A fast
+/// 64-bit hash, not a cryptographic one: it tells histories apart, it does not authenticate
+/// them. The same bytes give the same digest in every shard of the same build.
+#[derive(Debug, Clone, Default)]
+pub struct Digest(Arc<Mutex<Option<u64>>>);
+
+impl Digest {
+    /// The digest, once the source has ended.
+    pub fn get(&self) -> Option<u64> {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The digest of a list of job ids (a database's jobs, in order).
+    pub fn of_ids(ids: &[String]) -> Digest {
+        let mut h = foldhash::fast::FixedState::with_seed(0).build_hasher();
+        for id in ids {
+            h.write_usize(id.len());
+            h.write(id.as_bytes());
+        }
+        let d = Digest::default();
+        d.set(h.finish());
+        d
+    }
+
+    fn set(&self, value: u64) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
+    }
 }
 
 fn ext(p: &Path) -> &str {
@@ -214,6 +277,7 @@ impl Files {
     pub fn open(path: &Path, base: SchedulerConfig, overrides: Overrides) -> Result<Files, String> {
         let settings = Arc::new(overrides.apply(&base));
         let mut files = Files {
+            ordinal: 0,
             queue: VecDeque::new(),
             lines: None,
             ready: VecDeque::new(),
@@ -222,6 +286,7 @@ impl Files {
             bulk: false,
             progress: Progress::default(),
             stdin: false,
+            digest: None,
         };
         if path.as_os_str() == "-" {
             files.stdin = true;
@@ -254,12 +319,33 @@ impl Files {
         Ok(files)
     }
 
+    /// Hashes every byte read from now on (call it before the first entry is read): the
+    /// [`Digest`] is set once the source has ended.
+    pub fn digest(&mut self) -> Digest {
+        let d = Digest::default();
+        let hasher = foldhash::fast::FixedState::with_seed(0).build_hasher();
+        self.digest = Some((hasher, d.clone()));
+        d
+    }
+
+    /// Adds `bytes` to the digest, when there is one. YAML texts, blocks of lines and the
+    /// messages of what could not be read, each with its length (so that no two splits of
+    /// different bytes hash alike by construction).
+    fn hash(&mut self, bytes: &[u8]) {
+        if let Some((h, _)) = &mut self.digest {
+            h.write_usize(bytes.len());
+            h.write(bytes);
+        }
+    }
+
     fn error(&self, file: &str, stem: &Arc<str>, line: Option<usize>, message: String) -> Entry {
         Entry {
             origin: Origin {
                 file: file.into(),
                 line,
                 stem: stem.clone(),
+                ordinal: self.ordinal,
+                doc: 0,
             },
             settings: self.settings.clone(),
             body: Body::Error(message),
@@ -267,6 +353,7 @@ impl Files {
     }
 
     fn open_stdin(&mut self) {
+        self.ordinal += 1;
         let file: Arc<str> = "<stdin>".into();
         let stem: Arc<str> = "stdin".into();
         let mut reader: Input = BufReader::with_capacity(1 << 16, Box::new(std::io::stdin()));
@@ -310,6 +397,7 @@ impl Files {
     }
 
     fn open_file(&mut self, path: &Path) {
+        self.ordinal += 1;
         let name: Arc<str> = path.display().to_string().into();
         let stem = stem_of(path, "job");
         if is_jsonl(path) {
@@ -337,7 +425,10 @@ impl Files {
     /// One YAML or JSON text of FailureHistory (and optionally SchedulerConfig) documents.
     fn yaml_entries(&mut self, name: &Arc<str>, stem: &Arc<str>, text: Result<String, String>) {
         let text = match text {
-            Ok(t) => t,
+            Ok(t) => {
+                self.hash(t.as_bytes());
+                t
+            }
             Err(msg) => {
                 let entry = self.error(name, stem, None, msg);
                 self.ready.push_back(entry);
@@ -354,6 +445,8 @@ impl Files {
             file: name.clone(),
             line: None,
             stem: stem.clone(),
+            ordinal: self.ordinal,
+            doc: 0,
         };
         if file.error_count() > 0 {
             self.ready.push_back(Entry {
@@ -373,7 +466,10 @@ impl Files {
         for doc in file.documents {
             if let Some(Resource::FailureHistory(h)) = doc.resource {
                 self.ready.push_back(Entry {
-                    origin: origin.clone(),
+                    origin: Origin {
+                        doc: doc.index as u64 + 1,
+                        ..origin.clone()
+                    },
                     settings: settings.clone(),
                     body: Body::History(h),
                 });
@@ -396,12 +492,14 @@ impl Files {
         let counting = self.progress.counted == Counted::Bytes;
         let lines = self.lines.as_mut()?;
         let first_line = lines.line_no + 1;
-        let (file, stem) = (lines.file.clone(), lines.stem.clone());
+        let (file, stem, ordinal) = (lines.file.clone(), lines.stem.clone(), self.ordinal);
         let error = |line: usize, message: String| Entry {
             origin: Origin {
                 file: file.clone(),
                 line: Some(line),
                 stem: stem.clone(),
+                ordinal,
+                doc: 0,
             },
             settings: settings.clone(),
             body: Body::Error(message),
@@ -461,6 +559,8 @@ impl Files {
                 file: file.clone(),
                 line: Some(first_line),
                 stem: stem.clone(),
+                ordinal,
+                doc: 0,
             },
             settings: settings.clone(),
             body: Body::Lines(LineBlock {
@@ -508,6 +608,29 @@ impl Iterator for Files {
     type Item = Entry;
 
     fn next(&mut self) -> Option<Entry> {
+        let entry = self.next_entry();
+        if self.digest.is_some() {
+            match &entry {
+                Some(Entry {
+                    body: Body::Lines(b), ..
+                }) => self.hash(&b.bytes),
+                Some(Entry {
+                    body: Body::Error(m), ..
+                }) => self.hash(m.as_bytes()),
+                Some(_) => {}
+                None => {
+                    if let Some((h, d)) = self.digest.take() {
+                        d.set(h.finish());
+                    }
+                }
+            }
+        }
+        entry
+    }
+}
+
+impl Files {
+    fn next_entry(&mut self) -> Option<Entry> {
         loop {
             if let Some(e) = self.ready.pop_front() {
                 return Some(e);

@@ -18,7 +18,7 @@ use super::compare::{JobDiff, RunStep, Side, Step, Steps};
 use super::estimate::FailureClass;
 
 /// A changed job as the replay hands it to the sink, less its estimate.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Changed {
     pub diff: JobDiff,
     /// The job's failure class (its last recorded failed run's); `None`: no failed run.

@@ -18,7 +18,7 @@ use super::compare::request_time;
 /// How many failing job ids are kept by name; the count is always exact.
 pub const MAX_LISTED_JOBS: usize = 50;
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Summary {
     pub jobs: u64,
     pub runs: u64,
@@ -74,7 +74,7 @@ pub fn keep_summary_fields(report: &mut JobReport) {
 }
 
 /// Retries granted and permanent failures per rule of one policy, by rule [`slot`].
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 struct RuleCounts {
     retries: Counts,
     failures: Counts,
@@ -97,7 +97,7 @@ fn rule_at(slot: usize) -> RuleRef {
 /// one addition, where a `BTreeMap` entry per run was most of [`Summary::add`]. An index
 /// counted zero times was never seen. Only as long as the highest index counted, so equal
 /// counts compare equal.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Counts(Vec<u64>);
 
 impl Counts {

@@ -42,7 +42,7 @@ pub struct Candidate {
 }
 
 /// One error of a candidate, placed as `validate` places it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct CandidateError {
     /// The file (`<stdin>` for `-`); the scheduler config's file, or `<scheduler config>`
     /// when none was given.

@@ -28,9 +28,10 @@ use crate::replay::backtest::Backtest;
 use crate::replay::compare::{JobDiff, Side};
 use crate::replay::estimate::{PendingSet, Rates};
 use crate::replay::parallel::{for_each_ordered, Decoded, Emitted, Processed};
+use crate::replay::partial::Recorder;
 use crate::replay::run::{
-    fallback, replay_job_detailed, runs_left, runs_left_matched, tally_job_with, BacktestError, CompareTally, Fallback,
-    Fallbacks, JobFacts, Options, TrialCount,
+    fallback, record, replay_job_detailed, runs_left, runs_left_matched, tally_job_with, BacktestError, CompareTally,
+    Fallback, Fallbacks, JobFacts, NotReplayed, Options, TrialCount,
 };
 use crate::replay::sink::Message;
 use crate::replay::source::{HistorySource, Progress};
@@ -46,7 +47,7 @@ pub struct Arm {
 }
 
 /// The baseline's own totals (under the template's scheduler settings).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BaselineTally {
     /// Jobs by final state, indexed by `Final as usize`.
     pub finals: [u64; 4],
@@ -203,13 +204,28 @@ struct Base {
     from: Vec<GoDuration>,
 }
 
-/// A worker's fold over its unit.
-#[derive(Default)]
-struct Part {
+/// What a pass over some jobs adds up: a worker's over its unit, the pass's over every
+/// unit, and a shard's, which its partial holds (SPEC §9). The same whatever the split.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct Tallies {
     jobs: u64,
     trials: TrialCount,
     baseline: BaselineTally,
     arms: Vec<CompareTally>,
+}
+
+impl Tallies {
+    fn merge(&mut self, part: &Tallies) {
+        self.jobs += part.jobs;
+        self.trials.merge(&part.trials);
+        self.baseline.merge(&part.baseline);
+        if self.arms.len() < part.arms.len() {
+            self.arms.resize_with(part.arms.len(), CompareTally::default);
+        }
+        for (mine, theirs) in self.arms.iter_mut().zip(&part.arms) {
+            mine.merge(theirs);
+        }
+    }
 }
 
 /// The fields a rule's matching reads (SPEC §2.3): a vary of any of them gives candidates
@@ -243,17 +259,14 @@ pub fn shares_matching(varies: &[Vary]) -> bool {
     })
 }
 
-/// Replays every job of `source` under `baseline` and every arm, in one pass; `shared`:
-/// the arms match every run alike ([`shares_matching`]), so each run is matched once. `Err`
-/// inside: `--backtest-at` has no answer (nothing else is wrong).
-pub fn sweep<S: HistorySource>(
-    source: S,
-    baseline: &Simulator,
-    arms: &[Arm],
-    shared: bool,
-    options: &Options,
-    listener: &mut dyn Listener,
-) -> io::Result<Result<Swept, BacktestError>> {
+/// Replays every job of `source` under `baseline` and every arm, in one pass, into `emit`;
+/// `shared`: the arms match every run alike ([`shares_matching`]), so each run is matched
+/// once.
+fn pass<S, E>(source: S, baseline: &Simulator, arms: &[Arm], shared: bool, options: &Options, emit: E) -> io::Result<()>
+where
+    S: HistorySource,
+    E: FnMut(Emitted<(String, Option<Fallback>), Tallies>) -> io::Result<bool>,
+{
     // The distinct scheduler settings: 0 is the source's; each arm's index into them.
     let mut groups: Vec<Option<&Settings>> = vec![None];
     let group_of: Vec<usize> = arms
@@ -269,9 +282,9 @@ pub fn sweep<S: HistorySource>(
             },
         })
         .collect();
-    let fallback_sim = arms.first().map_or(baseline, |a| &a.sim);
+    let fallback_sim = fallback_sim(baseline, arms);
     let ids = Ids::new(arms);
-    let work = |part: &mut Part, job: Decoded<'_>| {
+    let work = |part: &mut Tallies, job: Decoded<'_>| {
         let h = job.history;
         let fail = |side: &str, e: String| format!("{}: job `{}`: {side}{e}", job.origin, h.job.id);
         let facts = JobFacts::new(h);
@@ -333,7 +346,7 @@ pub fn sweep<S: HistorySource>(
             which.push(j);
         }
         part.jobs += 1;
-        part.trials.add(h, options);
+        part.trials.add(h, job.origin, options);
         let side = bases[0].side;
         let t = &mut part.baseline;
         t.finals[side.final_state as usize] += 1;
@@ -391,65 +404,162 @@ pub fn sweep<S: HistorySource>(
         }
         Ok((h.job.id.clone(), fallback(fallback_sim, h)))
     };
-    let mut total = Part::default();
-    let mut errors = 0u64;
-    let mut fallbacks = Fallbacks::default();
-    let emit = |e: Emitted<(String, Option<Fallback>), Part>| -> io::Result<bool> {
-        let p = match e {
-            Emitted::Job(p) => p,
-            Emitted::Unit(part, at) => {
-                total.jobs += part.jobs;
-                total.trials.merge(&part.trials);
-                total.baseline.merge(&part.baseline);
-                if total.arms.len() < part.arms.len() {
-                    total.arms.resize_with(part.arms.len(), CompareTally::default);
-                }
-                for (mine, theirs) in total.arms.iter_mut().zip(&part.arms) {
-                    mine.merge(theirs);
-                }
-                listener.progress(at);
+    for_each_ordered(source, options.shard, work, emit)
+}
+
+/// The policies whose `given` list a job without its queue's gets: the first candidate's
+/// (every candidate's documents name the same policies), else the baseline's.
+fn fallback_sim<'a>(baseline: &'a Simulator, arms: &'a [Arm]) -> &'a Simulator {
+    arms.first().map_or(baseline, |a| &a.sim)
+}
+
+/// Replays every job of `source` under `baseline` and every arm, in one pass ([`pass`]),
+/// the messages to `listener`. `Err` inside: `--backtest-at` has no answer (nothing else is
+/// wrong).
+pub fn sweep<S: HistorySource>(
+    source: S,
+    baseline: &Simulator,
+    arms: &[Arm],
+    shared: bool,
+    options: &Options,
+    listener: &mut dyn Listener,
+) -> io::Result<Result<Swept, BacktestError>> {
+    let mut fold = SweepFold::new(listener, fallback_sim(baseline, arms).given(), arms.len());
+    pass(source, baseline, arms, shared, options, |e| match e {
+        Emitted::Job(_, p) => fold.entry(p),
+        Emitted::Unit(part, at) => {
+            fold.unit(&part, at);
+            Ok(true)
+        }
+    })?;
+    Ok(fold.finish(options))
+}
+
+/// [`sweep`] into a partial result (SPEC §9): the jobs to list recorded, the shard's
+/// tallies returned.
+pub fn sweep_partial<S: HistorySource>(
+    source: S,
+    baseline: &Simulator,
+    arms: &[Arm],
+    shared: bool,
+    options: &Options,
+    rec: &mut Recorder<'_>,
+) -> io::Result<Tallies> {
+    let mut total = Tallies::default();
+    pass(source, baseline, arms, shared, options, |e| match e {
+        Emitted::Job(at, p) => record(rec, &at, p, |rec, (job, f)| rec.fallback(&at, &job, f)),
+        Emitted::Unit(part, _) => {
+            total.merge(&part);
+            Ok(true)
+        }
+    })?;
+    total.arms.resize_with(arms.len(), CompareTally::default);
+    Ok(total)
+}
+
+/// The emitting side of a sweep: the messages about the input, in order, to the listener,
+/// and the tallies; the rates at the end. `merge` runs this same fold over the entries and
+/// tallies of every shard's partial.
+pub struct SweepFold<'s> {
+    listener: &'s mut dyn Listener,
+    given: &'s [String],
+    arms: usize,
+    errors: u64,
+    fallbacks: Fallbacks,
+    total: Tallies,
+}
+
+impl<'s> SweepFold<'s> {
+    /// `given`: the policies a job without its queue's gets; `arms`: the candidates swept.
+    pub fn new(listener: &'s mut dyn Listener, given: &'s [String], arms: usize) -> SweepFold<'s> {
+        SweepFold {
+            listener,
+            given,
+            arms,
+            errors: 0,
+            fallbacks: Fallbacks::default(),
+            total: Tallies::default(),
+        }
+    }
+
+    fn unit(&mut self, part: &Tallies, at: Progress) {
+        self.total.merge(part);
+        self.listener.progress(at);
+    }
+
+    /// A shard's tallies (`merge`); `used_given`: some job of it got the policies given.
+    pub fn totals(&mut self, t: &Tallies, used_given: bool) {
+        self.total.merge(t);
+        self.fallbacks.used_given |= used_given;
+    }
+
+    /// A job's missing queue, said at its first job.
+    pub fn fallback(&mut self, job: &str, f: Option<Fallback>) -> io::Result<()> {
+        if let Some(queue) = self.fallbacks.add(f) {
+            self.listener.message(&Message::MissingQueue {
+                job,
+                queue: &queue,
+                given: self.given,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// An entry of a partial that was not replayed (`merge`).
+    pub fn not_replayed(&mut self, n: &NotReplayed) -> io::Result<bool> {
+        let m = match n {
+            NotReplayed::Error(m) => Message::Error(m),
+            NotReplayed::Invalid(text) => Message::Rendered(text),
+            NotReplayed::LeftOut(text) => {
+                self.listener.message(&Message::LeftOut(text))?;
                 return Ok(true);
             }
         };
+        self.errors += 1;
+        self.listener.message(&m)?;
+        Ok(true)
+    }
+
+    fn entry(&mut self, p: Processed<(String, Option<Fallback>)>) -> io::Result<bool> {
         match p {
-            Processed::Done((job, f)) => {
-                if let Some(queue) = fallbacks.add(f) {
-                    listener.message(&Message::MissingQueue {
-                        job: &job,
-                        queue: &queue,
-                        given: fallback_sim.given(),
-                    })?;
-                }
-            }
+            Processed::Done((job, f)) => self.fallback(&job, f)?,
             Processed::Error(m) => {
-                errors += 1;
-                listener.message(&Message::Error(&m))?;
+                self.errors += 1;
+                self.listener.message(&Message::Error(&m))?;
             }
             Processed::Invalid(f) => {
-                errors += 1;
-                listener.message(&Message::Invalid(&f))?;
+                self.errors += 1;
+                self.listener.message(&Message::Invalid(&f))?;
             }
-            Processed::LeftOut(text) => listener.message(&Message::LeftOut(&text))?,
+            Processed::LeftOut(text) => self.listener.message(&Message::LeftOut(&text))?,
         }
         Ok(true)
-    };
-    for_each_ordered(source, work, emit)?;
-    let (rates, backtest) = match total.trials.finish(options) {
-        Ok(r) => r,
-        Err(e) => return Ok(Err(e)),
-    };
-    let mut arms_out = total.arms;
-    arms_out.resize_with(arms.len(), CompareTally::default);
-    for a in &mut arms_out {
-        a.comparison.errors = errors;
     }
-    Ok(Ok(Swept {
-        jobs: total.jobs,
-        errors,
-        baseline: total.baseline,
-        arms: arms_out,
-        rates,
-        backtest,
-        used_given: fallbacks.used_given,
-    }))
+
+    /// The rates and the backtest, and every arm's tally; `Err`: `--backtest-at` has no
+    /// answer.
+    pub fn finish(self, options: &Options) -> Result<Swept, BacktestError> {
+        let SweepFold {
+            arms,
+            errors,
+            fallbacks,
+            total,
+            ..
+        } = self;
+        let (rates, backtest) = total.trials.finish(options)?;
+        let mut arms_out = total.arms;
+        arms_out.resize_with(arms, CompareTally::default);
+        for a in &mut arms_out {
+            a.comparison.errors = errors;
+        }
+        Ok(Swept {
+            jobs: total.jobs,
+            errors,
+            baseline: total.baseline,
+            arms: arms_out,
+            rates,
+            backtest,
+            used_given: fallbacks.used_given,
+        })
+    }
 }

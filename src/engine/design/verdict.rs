@@ -181,7 +181,7 @@ impl Decision {
             retry_after: v.retry_after(),
             avoid_nodes: Vec::new(),
             memory: v.memory,
-            memory_note: v.memory_note(),
+            memory_note: v.memory_note,
             next_pod_name: None,
         }
     }

@@ -1,0 +1,535 @@
+//! A partial result (SPEC §9): what one shard of a replay leaves for `merge`, as a versioned
+//! JSON document — and reading it back.
+//!
+//! The document is one JSON object laid out one part per line, so that a shard writes it as
+//! it goes and `merge` reads each partial as a stream, however many jobs it lists:
+//!
+//! ```text
+//! {"partial":"retryctl","version":1,"retryctl":"…","shard":{"index":0,"count":4},"fingerprint":"…","run":{…},"entries":[
+//! {"at":[1,12],"job":{…}},
+//! {"at":[1,40],"error":"…"}
+//! ],"end":{"entries":2,"source":"…","totals":{…}}}
+//! ```
+//!
+//! - the header: the shard, the fingerprint of every input that changes the answer (the
+//!   command computes it: documents, flags, engine, source and its filters, N), and `run`,
+//!   what `merge` needs to print what the command would (its flags, the policies' names, …);
+//! - `entries`: what the reports list, each with its position in the source's order
+//!   ([`Pos`]): the jobs of a plain replay, the changed jobs of a comparison, the first job of
+//!   each missing queue, and every entry that could not be replayed;
+//! - `end`: how many entries there are (a truncated partial has no end, a damaged one another
+//!   count), the digest of the history's bytes, and the shard's totals (counts and trials,
+//!   which add up the same whatever the split).
+//!
+//! Owns: [`Recorder`] (the writing, which missing queues to list: the first job of each in
+//! this shard) and [`Partial`] (the reading, with every check on one file: is it a partial,
+//! its version, truncation, its count). Must not: decide what a shard lists or how totals
+//! merge (that is `run`), compare partials with each other (that is `commands::merge`), or
+//! format anything for people (an invalid history file's diagnostics come rendered).
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::JobReport;
+use crate::input::SourceFile;
+
+use super::run::{Fallback, Fallbacks};
+use super::shard::Shard;
+use super::source::Pos;
+use super::spool::Changed;
+
+/// The version this build writes and reads; a partial of a newer one is refused.
+pub const VERSION: u64 = 1;
+
+/// How a partial begins: what tells one from any other JSON.
+const MAGIC: &str = "{\"partial\":\"retryctl\",\"version\":";
+/// The end of the header line, and the start of the end line.
+const ENTRIES: &str = ",\"entries\":[";
+const END: &str = "],\"end\":";
+
+/// A partial's first line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    /// Always `retryctl`.
+    pub partial: String,
+    pub version: u64,
+    /// The retryctl that wrote it.
+    pub retryctl: String,
+    pub shard: ShardOut,
+    /// SHA-256 of the inputs that change the answer, hex.
+    pub fingerprint: String,
+    /// What the command's output needs besides the entries and totals (the command's own
+    /// shape; `command` says which).
+    pub run: serde_json::Value,
+}
+
+/// `shard` in a header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardOut {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl From<Shard> for ShardOut {
+    fn from(s: Shard) -> ShardOut {
+        ShardOut {
+            index: s.index,
+            count: s.count,
+        }
+    }
+}
+
+impl Header {
+    pub fn new(shard: Shard, fingerprint: String, run: serde_json::Value) -> Header {
+        Header {
+            partial: "retryctl".into(),
+            version: VERSION,
+            retryctl: env!("CARGO_PKG_VERSION").into(),
+            shard: shard.into(),
+            fingerprint,
+            run,
+        }
+    }
+}
+
+/// The fingerprint of a run's inputs: SHA-256 of their JSON, hex. The command gathers them
+/// (its run, its policies, its source, the number of shards): equal fingerprints, the same
+/// answer from the same jobs.
+pub fn fingerprint(inputs: &serde_json::Value) -> String {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    h.update(b"retryctl partial ");
+    h.update(VERSION.to_string().as_bytes());
+    h.update(b" ");
+    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.update(b"\n");
+    // A `Value` always serializes.
+    h.update(serde_json::to_string(inputs).unwrap_or_default().as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A partial's last part.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+pub struct End {
+    /// Entries before it.
+    pub entries: u64,
+    /// Some job got the policies given on the command line.
+    pub used_given: bool,
+    /// The digest of the history's bytes, hex (`None`: a source that is not files, whose
+    /// identity the fingerprint holds).
+    pub source: Option<String>,
+    /// The shard's totals, in the command's own shape.
+    pub totals: serde_json::Value,
+}
+
+/// One entry as written.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EntryOut<'a> {
+    at: &'a Pos,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    missing_queue: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    job_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    change: Option<&'a Changed>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    invalid: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    left_out: Option<&'a str>,
+}
+
+impl<'a> EntryOut<'a> {
+    fn at(at: &'a Pos) -> Self {
+        EntryOut {
+            at,
+            missing_queue: None,
+            job_id: None,
+            change: None,
+            error: None,
+            invalid: None,
+            left_out: None,
+        }
+    }
+}
+
+/// Writes a partial: the header at once, each entry as it comes, the end last.
+pub struct Recorder<'a> {
+    out: &'a mut dyn Write,
+    /// An invalid history file's diagnostics as `validate` words them (without colour).
+    render_invalid: fn(&SourceFile) -> String,
+    /// The entry before the last, whose comma waits for the next one.
+    held: Vec<u8>,
+    entries: u64,
+    fallbacks: Fallbacks,
+}
+
+impl<'a> Recorder<'a> {
+    pub fn new(
+        out: &'a mut dyn Write,
+        header: &Header,
+        render_invalid: fn(&SourceFile) -> String,
+    ) -> io::Result<Recorder<'a>> {
+        let text = serde_json::to_string(header).map_err(io::Error::other)?;
+        // The header object, left open for `entries`.
+        out.write_all(&text.as_bytes()[..text.len() - 1])?;
+        out.write_all(ENTRIES.as_bytes())?;
+        out.write_all(b"\n")?;
+        Ok(Recorder {
+            out,
+            render_invalid,
+            held: Vec::new(),
+            entries: 0,
+            fallbacks: Fallbacks::default(),
+        })
+    }
+
+    /// Some job got the policies given on the command line (no queue, or a queue the
+    /// documents lack).
+    pub fn used_given(&self) -> bool {
+        self.fallbacks.used_given
+    }
+
+    fn push(&mut self, write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> io::Result<()> {
+        if self.entries > 0 {
+            self.held.extend_from_slice(b",\n");
+            self.out.write_all(&self.held)?;
+            self.held.clear();
+        }
+        write(&mut self.held)?;
+        self.entries += 1;
+        Ok(())
+    }
+
+    fn entry(&mut self, e: &EntryOut<'_>) -> io::Result<()> {
+        self.push(|buf| serde_json::to_writer(buf, e).map_err(io::Error::other))
+    }
+
+    /// The queue to list with a job: the first job of a missing queue in this shard.
+    fn missing(&mut self, f: Option<Fallback>) -> Option<String> {
+        self.fallbacks.add(f)
+    }
+
+    /// A job of a plain replay: its report, rendered by [`render_job`] in the worker.
+    pub fn job(&mut self, at: &Pos, rendered: &[u8], f: Option<Fallback>) -> io::Result<()> {
+        let queue = self.missing(f);
+        self.push(|buf| {
+            buf.extend_from_slice(b"{\"at\":");
+            serde_json::to_writer(&mut *buf, at).map_err(io::Error::other)?;
+            if let Some(q) = &queue {
+                buf.extend_from_slice(b",\"missingQueue\":");
+                serde_json::to_writer(&mut *buf, q).map_err(io::Error::other)?;
+            }
+            buf.extend_from_slice(b",\"job\":");
+            buf.extend_from_slice(rendered);
+            buf.push(b'}');
+            Ok(())
+        })
+    }
+
+    /// A changed job of a comparison.
+    pub fn change(&mut self, at: &Pos, c: &Changed, f: Option<Fallback>) -> io::Result<()> {
+        let queue = self.missing(f);
+        self.entry(&EntryOut {
+            missing_queue: queue.as_deref(),
+            change: Some(c),
+            ..EntryOut::at(at)
+        })
+    }
+
+    /// A job nothing else lists: listed only when it is the first of a missing queue.
+    pub fn fallback(&mut self, at: &Pos, job: &str, f: Option<Fallback>) -> io::Result<()> {
+        let Some(queue) = self.missing(f) else {
+            return Ok(());
+        };
+        self.entry(&EntryOut {
+            missing_queue: Some(&queue),
+            job_id: Some(job),
+            ..EntryOut::at(at)
+        })
+    }
+
+    pub fn error(&mut self, at: &Pos, message: &str) -> io::Result<()> {
+        self.entry(&EntryOut {
+            error: Some(message),
+            ..EntryOut::at(at)
+        })
+    }
+
+    /// An invalid history file: its diagnostics, rendered.
+    pub fn invalid(&mut self, at: &Pos, file: &SourceFile) -> io::Result<()> {
+        let text = (self.render_invalid)(file);
+        self.entry(&EntryOut {
+            invalid: Some(&text),
+            ..EntryOut::at(at)
+        })
+    }
+
+    pub fn left_out(&mut self, at: &Pos, text: &str) -> io::Result<()> {
+        self.entry(&EntryOut {
+            left_out: Some(text),
+            ..EntryOut::at(at)
+        })
+    }
+
+    /// The end: the entries' count, the history's digest and the totals.
+    pub fn end(mut self, source: Option<u64>, totals: serde_json::Value) -> io::Result<()> {
+        if self.entries > 0 {
+            self.held.push(b'\n');
+            self.out.write_all(&self.held)?;
+        }
+        let end = End {
+            entries: self.entries,
+            used_given: self.fallbacks.used_given,
+            source: source.map(|d| format!("{d:016x}")),
+            totals,
+        };
+        self.out.write_all(END.as_bytes())?;
+        serde_json::to_writer(&mut *self.out, &end).map_err(io::Error::other)?;
+        self.out.write_all(b"}\n")?;
+        self.out.flush()
+    }
+}
+
+/// A job's report as a partial holds it: every field, so that `merge` prints any format.
+pub fn render_job(report: &JobReport, buf: &mut Vec<u8>) {
+    // A report is numbers and strings: it always serializes.
+    let _ = serde_json::to_writer(buf, report);
+}
+
+/// One entry as read back.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EntryIn {
+    at: Pos,
+    missing_queue: Option<String>,
+    job_id: Option<String>,
+    job: Option<Box<JobReport>>,
+    change: Option<Box<Changed>>,
+    error: Option<String>,
+    invalid: Option<String>,
+    left_out: Option<String>,
+}
+
+/// What an entry says.
+#[derive(Debug)]
+pub enum Item {
+    /// A plain replay's job.
+    Job(Box<JobReport>),
+    /// A comparison's changed job.
+    Change(Box<Changed>),
+    /// A job listed for its missing queue alone.
+    Fallback(String),
+    Error(String),
+    /// An invalid history file's diagnostics, rendered.
+    Invalid(String),
+    LeftOut(String),
+}
+
+/// One entry: where, the missing queue it is the first job of (in its shard), and what.
+#[derive(Debug)]
+pub struct Entry {
+    pub at: Pos,
+    pub missing_queue: Option<String>,
+    pub item: Item,
+}
+
+impl TryFrom<EntryIn> for Entry {
+    type Error = String;
+
+    fn try_from(e: EntryIn) -> Result<Entry, String> {
+        let items = [
+            e.job.map(Item::Job),
+            e.change.map(Item::Change),
+            e.job_id.map(Item::Fallback),
+            e.error.map(Item::Error),
+            e.invalid.map(Item::Invalid),
+            e.left_out.map(Item::LeftOut),
+        ];
+        let mut items = items.into_iter().flatten();
+        let (Some(item), None) = (items.next(), items.next()) else {
+            return Err("an entry must say one thing: a job, a change, an error, …".into());
+        };
+        Ok(Entry {
+            at: e.at,
+            missing_queue: e.missing_queue,
+            item,
+        })
+    }
+}
+
+/// Lines longer than this are not a partial's (a report is far smaller; a tune's totals,
+/// 10,000 candidates of a few hundred bytes each, too).
+const MAX_LINE: u64 = 256 << 20;
+
+/// One partial, checked on its own: its header and end read, its entries counted.
+#[derive(Debug)]
+pub struct Partial {
+    /// As given on the command line.
+    pub name: String,
+    path: std::path::PathBuf,
+    pub header: Header,
+    pub end: End,
+}
+
+/// Reads a line of at most [`MAX_LINE`] bytes into `buf` (cleared); `Ok(false)` at the end.
+fn read_line<R: BufRead>(r: &mut R, buf: &mut Vec<u8>) -> Result<bool, String> {
+    buf.clear();
+    let n = std::io::Read::take(&mut *r, MAX_LINE + 1)
+        .read_until(b'\n', buf)
+        .map_err(|e| crate::input::io_reason(&e))?;
+    if n as u64 > MAX_LINE {
+        return Err(format!("has a line longer than {} MiB", MAX_LINE >> 20));
+    }
+    Ok(n > 0)
+}
+
+impl Partial {
+    /// Reads `path`'s header and end and counts its entries; `Err` says what is wrong with
+    /// it (not a partial, a newer version, truncated, damaged).
+    pub fn open(path: &Path) -> Result<Partial, String> {
+        let name = path.display().to_string();
+        let file = File::open(path).map_err(|e| format!("cannot read it: {}", crate::input::io_reason(&e)))?;
+        let mut r = BufReader::with_capacity(1 << 16, file);
+        let mut line = Vec::new();
+        read_line(&mut r, &mut line)?;
+        let header = header(&line)?;
+        let mut entries = 0u64;
+        let truncated = |entries: u64| {
+            format!(
+                "is truncated: it ends after {entries} {} without its end (was its shard cut short?)",
+                if entries == 1 { "entry" } else { "entries" }
+            )
+        };
+        loop {
+            // Every line a recorder writes ends with a newline: one without was cut.
+            if !read_line(&mut r, &mut line)? || line.last() != Some(&b'\n') {
+                return Err(truncated(entries));
+            }
+            if line.starts_with(END.as_bytes()) {
+                break;
+            }
+            entries += 1;
+        }
+        let end = end(&line)?;
+        if read_line(&mut r, &mut line)? && !line.trim_ascii().is_empty() {
+            return Err("is damaged: there is more after its end".into());
+        }
+        if end.entries != entries {
+            return Err(format!(
+                "is damaged: its end says {} entries, it holds {entries}",
+                end.entries
+            ));
+        }
+        Ok(Partial {
+            name,
+            path: path.to_path_buf(),
+            header,
+            end,
+        })
+    }
+
+    /// The entries, in order (the file is read again, as a stream). An entry that does not
+    /// read is an error naming the file and the entry.
+    pub fn entries(&self) -> Result<Entries, String> {
+        let file = File::open(&self.path)
+            .map_err(|e| format!("{}: cannot read it: {}", self.name, crate::input::io_reason(&e)))?;
+        let mut r = BufReader::with_capacity(1 << 16, file);
+        let mut line = Vec::new();
+        read_line(&mut r, &mut line).map_err(|e| format!("{}: {e}", self.name))?;
+        Ok(Entries {
+            name: self.name.clone(),
+            reader: r,
+            line,
+            left: self.end.entries,
+            read: 0,
+        })
+    }
+}
+
+/// The header line: `{"partial":"retryctl","version":V,…,"entries":[`.
+fn header(line: &[u8]) -> Result<Header, String> {
+    let not = || {
+        "is not a retryctl partial result (one begins with `{\"partial\":\"retryctl\"`; `simulate … -o partial` writes them)".to_string()
+    };
+    let text = std::str::from_utf8(line).map_err(|_| not())?.trim_end();
+    let rest = text.strip_prefix(MAGIC).ok_or_else(not)?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let version: u64 = digits.parse().map_err(|_| not())?;
+    if version > VERSION {
+        return Err(format!(
+            "was written by a newer retryctl (partial version {version}; this one reads version {VERSION}): merge with that retryctl"
+        ));
+    }
+    let body = text
+        .strip_suffix(ENTRIES)
+        .ok_or_else(|| "is damaged: its first line is not a partial's header".to_string())?;
+    let header: Header =
+        serde_json::from_str(&format!("{body}}}")).map_err(|e| format!("is damaged: its header: {e}"))?;
+    if header.partial != "retryctl" || header.shard.count == 0 || header.shard.index >= header.shard.count {
+        return Err("is damaged: its header's shard is not I/N with 0 ≤ I < N".into());
+    }
+    Ok(header)
+}
+
+/// The end line: `],"end":{…}}`.
+fn end(line: &[u8]) -> Result<End, String> {
+    let damaged = |why: String| format!("is damaged: its end: {why}");
+    let text = std::str::from_utf8(line)
+        .map_err(|_| damaged("not UTF-8".into()))?
+        .trim_end();
+    let body = text
+        .strip_prefix(END)
+        .and_then(|t| t.strip_suffix('}'))
+        .ok_or_else(|| damaged("not `],\"end\":{…}}`".into()))?;
+    serde_json::from_str(body).map_err(|e| damaged(e.to_string()))
+}
+
+/// A partial's entries, read one at a time.
+pub struct Entries {
+    name: String,
+    reader: BufReader<File>,
+    line: Vec<u8>,
+    left: u64,
+    read: u64,
+}
+
+impl Iterator for Entries {
+    type Item = Result<Entry, String>;
+
+    fn next(&mut self) -> Option<Result<Entry, String>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        self.read += 1;
+        let k = self.read;
+        let name = &self.name;
+        let bad = |why: String| format!("{name}: entry {k}: {why}");
+        Some((|| {
+            if !read_line(&mut self.reader, &mut self.line).map_err(&bad)? {
+                return Err(bad("the file ended (was it changed while it was merged?)".into()));
+            }
+            let mut text = self.line.trim_ascii_end();
+            if self.left > 0 {
+                text = text
+                    .strip_suffix(b",")
+                    .ok_or_else(|| bad("is not followed by a comma".into()))?;
+            }
+            let e: EntryIn = serde_json::from_slice(text).map_err(|e| bad(e.to_string()))?;
+            Entry::try_from(e).map_err(bad)
+        })())
+    }
+}
+
+#[cfg(test)]
+mod tests;

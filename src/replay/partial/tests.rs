@@ -1,0 +1,123 @@
+use super::*;
+
+use crate::replay::run::Fallback;
+
+fn header(shard: Shard) -> Header {
+    Header::new(shard, "f".repeat(64), serde_json::json!({"command": "simulate"}))
+}
+
+fn written(entries: impl FnOnce(&mut Recorder<'_>)) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut rec = Recorder::new(&mut out, &header(Shard { index: 1, count: 3 }), |f| f.name.clone()).unwrap();
+    entries(&mut rec);
+    rec.end(Some(0xabc), serde_json::json!({"n": 1})).unwrap();
+    out
+}
+
+fn file(bytes: &[u8]) -> tempfile::NamedTempFile {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    f.write_all(bytes).unwrap();
+    f
+}
+
+fn read(bytes: &[u8]) -> Result<(Partial, Vec<Entry>), String> {
+    let f = file(bytes);
+    let p = Partial::open(f.path())?;
+    let entries = p.entries()?.collect::<Result<Vec<_>, _>>()?;
+    Ok((p, entries))
+}
+
+/// What is written reads back: the header, each entry in order with its position and missing
+/// queue (the first job of a queue only), the end; and the whole is one JSON document.
+#[test]
+fn a_partial_reads_back_and_is_one_json_document() {
+    let bytes = written(|rec| {
+        rec.fallback(&Pos(1, 3), "a", Some(Fallback::Missing("q".into())))
+            .unwrap();
+        rec.fallback(&Pos(1, 4), "b", Some(Fallback::Missing("q".into())))
+            .unwrap();
+        rec.error(&Pos(1, 5), "h.jsonl:5: bad").unwrap();
+        rec.left_out(&Pos(0, 9), "row").unwrap();
+        rec.fallback(&Pos(1, 6), "c", Some(Fallback::NoQueue)).unwrap();
+    });
+    let doc: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(doc["partial"], "retryctl");
+    assert_eq!(doc["entries"].as_array().unwrap().len(), 3);
+    assert_eq!(doc["end"]["usedGiven"], true);
+    let (p, entries) = read(&bytes).unwrap();
+    assert_eq!(p.header, header(Shard { index: 1, count: 3 }));
+    assert_eq!(p.end.entries, 3);
+    assert_eq!(p.end.source.as_deref(), Some("0000000000000abc"));
+    let shown: Vec<String> = entries
+        .iter()
+        .map(|e| format!("{:?} {:?} {:?}", e.at, e.missing_queue, e.item))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "Pos(1, 3) Some(\"q\") Fallback(\"a\")",
+            "Pos(1, 5) None Error(\"h.jsonl:5: bad\")",
+            "Pos(0, 9) None LeftOut(\"row\")",
+        ]
+    );
+}
+
+#[test]
+fn an_empty_partial_reads_back() {
+    let (p, entries) = read(&written(|_| {})).unwrap();
+    assert_eq!(p.end.entries, 0);
+    assert!(entries.is_empty());
+}
+
+/// Every way one file can be wrong, in the words `merge` prints after its name.
+#[test]
+fn a_file_that_is_not_a_whole_partial_says_why() {
+    let whole = written(|rec| {
+        rec.error(&Pos(1, 1), "x").unwrap();
+        rec.error(&Pos(1, 2), "y").unwrap();
+    });
+    let text = String::from_utf8(whole.clone()).unwrap();
+    let err = |bytes: &[u8]| read(bytes).err().unwrap();
+    assert_eq!(
+        err(b"{\"jobs\": []}\n"),
+        "is not a retryctl partial result (one begins with `{\"partial\":\"retryctl\"`; `simulate … -o partial` writes them)"
+    );
+    assert_eq!(err(b""), err(b"{\"jobs\": []}\n"));
+    let newer = text.replacen("\"version\":1,", "\"version\":7,", 1);
+    assert_eq!(
+        err(newer.as_bytes()),
+        "was written by a newer retryctl (partial version 7; this one reads version 1): merge with that retryctl"
+    );
+    let cut = &whole[..whole.len() - 20];
+    assert_eq!(
+        err(cut),
+        "is truncated: it ends after 2 entries without its end (was its shard cut short?)"
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    let one_less = format!("{}\n{}\n", lines[0], lines[2..].join("\n"));
+    assert_eq!(
+        err(one_less.as_bytes()),
+        "is damaged: its end says 2 entries, it holds 1"
+    );
+    let after = format!("{text}{{}}\n");
+    assert_eq!(err(after.as_bytes()), "is damaged: there is more after its end");
+    let bad_entry = text.replacen("\"error\":\"x\"", "\"error\":7", 1);
+    assert!(
+        err(bad_entry.as_bytes()).contains(": entry 1: invalid type: integer `7`, expected a string"),
+        "{}",
+        err(bad_entry.as_bytes())
+    );
+    let two_things = text.replacen("\"error\":\"x\"", "\"error\":\"x\",\"leftOut\":\"z\"", 1);
+    assert!(
+        err(two_things.as_bytes()).ends_with(": entry 1: an entry must say one thing: a job, a change, an error, …")
+    );
+}
+
+#[test]
+fn the_fingerprint_is_sha256_of_the_inputs_and_changes_with_them() {
+    let a = fingerprint(&serde_json::json!({"shards": 4}));
+    assert_eq!(a.len(), 64);
+    assert!(a.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(a, fingerprint(&serde_json::json!({"shards": 4})));
+    assert_ne!(a, fingerprint(&serde_json::json!({"shards": 5})));
+}

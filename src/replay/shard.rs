@@ -1,0 +1,260 @@
+//! `--shard I/N` (SPEC §9): which jobs are shard I's — FNV-1a 64 of the job id's UTF-8 bytes,
+//! mod N — and a cheap look at a JSON line's job id, so that a shard skips the other jobs
+//! without decoding them.
+//!
+//! Owns: [`Shard`] (its parsing and [`Shard::owns`]), [`fnv1a64`] (the hash the SQL filter of
+//! `lookout::db` computes too), [`line_job_id`]. An entry that names no job (a line that is
+//! not JSON, a file that cannot be read) belongs to the shard its default id (`file-LINE`,
+//! the file's stem) falls in: exactly one shard reports it. Must not: decode histories or
+//! decide what a job's replay is.
+
+use std::borrow::Cow;
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+
+/// Shard `index` of `count` (`0 ≤ index < count`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+/// FNV-1a 64 of `bytes`.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+impl Shard {
+    /// The one shard of an unsharded run (`-o partial` without `--shard`).
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// `I/N`, with `0 ≤ I < N`.
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let bad =
+            |why: &str| format!("invalid `--shard` `{text}`: {why} (expected `I/N` with 0 ≤ I < N, such as `0/4`)");
+        let (i, n) = text.split_once('/').ok_or_else(|| bad("no `/`"))?;
+        let index: u64 = i
+            .trim()
+            .parse()
+            .map_err(|_| bad("the shard index is not a whole number"))?;
+        let count: u64 = n
+            .trim()
+            .parse()
+            .map_err(|_| bad("the number of shards is not a whole number"))?;
+        if count == 0 {
+            return Err(bad("there are no shards"));
+        }
+        if index >= count {
+            return Err(bad("the shard index is not below the number of shards"));
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// Whether the job `id` is this shard's.
+    pub fn owns(&self, id: &str) -> bool {
+        fnv1a64(id.as_bytes()) % self.count == self.index
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// The job id of a JSON line, without decoding the line: `Some(id)` when it has one, `None`
+/// when it has none (the default id applies) or is not JSON. Fast when `"job"` comes with
+/// its `"id"` first and the id has no escape (every line `retryctl history` writes); else a
+/// pass that reads `job.id` and skips everything else. For a line that decodes, the id is
+/// the one its decode gives (its top-level keys before `job` are strings, which cannot hold
+/// an unescaped quote); for one that does not, it is at least the same in every shard.
+pub fn line_job_id(line: &[u8]) -> Option<Cow<'_, str>> {
+    if let Some(id) = quick_id(line) {
+        return Some(Cow::Borrowed(id));
+    }
+    let mut de = serde_json::Deserializer::from_slice(line);
+    match (&mut de).deserialize_map(TopVisitor) {
+        Ok(Some(id)) => Some(Cow::Owned(id)),
+        _ => None,
+    }
+}
+
+/// `"job"`, `:`, `{`, `"id"`, `:`, then a string without escapes: its text.
+fn quick_id(line: &[u8]) -> Option<&str> {
+    let at = memchr::memmem::find(line, b"\"job\"")?;
+    let mut rest = &line[at + 5..];
+    for expected in [b':', b'{'] {
+        rest = rest.trim_ascii_start();
+        rest = rest.strip_prefix(&[expected])?;
+    }
+    rest = rest.trim_ascii_start().strip_prefix(b"\"id\"")?;
+    rest = rest.trim_ascii_start().strip_prefix(b":")?;
+    rest = rest.trim_ascii_start().strip_prefix(b"\"")?;
+    let end = memchr::memchr2(b'"', b'\\', rest)?;
+    if rest[end] != b'"' {
+        return None;
+    }
+    std::str::from_utf8(&rest[..end]).ok()
+}
+
+/// The top level: `job` read for its `id`, every other value skipped.
+struct TopVisitor;
+
+impl<'de> Visitor<'de> for TopVisitor {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a FailureHistory")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
+        let mut id = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == "job" && id.is_none() {
+                id = map.next_value_seed(JobSeed)?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(id)
+    }
+}
+
+/// `job`: its `id` when it is a string.
+struct JobSeed;
+
+impl<'de> de::DeserializeSeed<'de> for JobSeed {
+    type Value = Option<String>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<String>, D::Error> {
+        d.deserialize_any(JobVisitor)
+    }
+}
+
+struct JobVisitor;
+
+impl<'de> Visitor<'de> for JobVisitor {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a job")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
+        let mut id = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == "id" && id.is_none() {
+                id = match map.next_value::<serde_json::Value>()? {
+                    serde_json::Value::String(s) => Some(s),
+                    _ => None,
+                };
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(id)
+    }
+
+    // Anything else (null, an array): no id.
+    fn visit_unit<E: de::Error>(self) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Option<String>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Published FNV-1a 64 values (the reference test vectors of Fowler, Noll and Vo).
+    #[test]
+    fn fnv1a64_matches_the_reference() {
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn shards_parse_and_refuse() {
+        assert_eq!(Shard::parse("2/7"), Ok(Shard { index: 2, count: 7 }));
+        for (bad, why) in [
+            ("7/7", "the shard index is not below the number of shards"),
+            ("0/0", "there are no shards"),
+            ("1", "no `/`"),
+            ("a/2", "the shard index is not a whole number"),
+            ("1/-2", "the number of shards is not a whole number"),
+        ] {
+            assert_eq!(
+                Shard::parse(bad),
+                Err(format!(
+                    "invalid `--shard` `{bad}`: {why} (expected `I/N` with 0 ≤ I < N, such as `0/4`)"
+                ))
+            );
+        }
+    }
+
+    /// Every job is one shard's, whatever N.
+    #[test]
+    fn each_job_is_exactly_one_shards() {
+        for n in 1..=7 {
+            for id in ["a", "job-0000003", "é", ""] {
+                let owners = (0..n).filter(|&i| Shard { index: i, count: n }.owns(id)).count();
+                assert_eq!(owners, 1, "{id} of {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_lines_job_id_is_read_without_decoding_it() {
+        let cases: [(&str, Option<&str>); 8] = [
+            (r#"{"job":{"id":"j1","queue":"q"},"runs":[]}"#, Some("j1")),
+            (
+                r#"{"apiVersion": "armadaproject.io/v1", "job": {"id": "j 2"}, "runs": []}"#,
+                Some("j 2"),
+            ),
+            // Not first in `job`, or escaped: the slower pass.
+            (r#"{"job":{"queue":"q","id":"j3"},"runs":[]}"#, Some("j3")),
+            (r#"{"job":{"id":"j\"4"},"runs":[]}"#, Some("j\"4")),
+            // A message mentioning a job id is a string: it does not count.
+            (
+                r#"{"runs":[{"containers":[{"message":"\"job\":{\"id\":\"x\"}"}]}],"job":{"id":"j5"}}"#,
+                Some("j5"),
+            ),
+            (r#"{"runs":[]}"#, None),
+            (r#"{"job":{"id":5},"runs":[]}"#, None),
+            ("not json", None),
+        ];
+        for (line, want) in cases {
+            assert_eq!(line_job_id(line.as_bytes()).as_deref(), want, "{line}");
+        }
+    }
+}
