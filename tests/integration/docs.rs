@@ -5,9 +5,11 @@
 //! the repository root (no shell: no pipes, no `$VAR`), and the lines under each are its
 //! stdout and stderr together; `? N` after a command is its exit status (0 when absent);
 //! `...` alone on a line and `[..]` inside one elide. The docs that talk to a server (the
-//! README's tour, docs/cli.md's kubectl habits and docs/serve.md's walkthrough, [`SERVER_DOCS`]) run against a
-//! `retryctl serve` this test starts, one per file (each file's commands change what the
-//! server holds), its URL in `$ARMADA_URL`, so their blocks name no address; every other
+//! README's tour, docs/cli.md's kubectl habits and docs/serve.md's walkthrough,
+//! [`SERVER_DOCS`]) run against a `retryctl serve` this test starts in process
+//! (`support::server::TestServer`, in memory, on a free port), one per file (each file's
+//! commands change what the server holds), its URL in `$ARMADA_URL`, so their blocks name no
+//! address and read as a user's against the default one; every other
 //! doc gets an address where nothing listens, so a command that reaches for a server there
 //! fails visibly instead of finding whatever runs on this machine.
 //!
