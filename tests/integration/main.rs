@@ -14,6 +14,7 @@ mod completion;
 mod concurrency;
 mod config;
 mod crud;
+mod docs;
 mod engines;
 mod grpc;
 mod history;

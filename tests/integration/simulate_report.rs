@@ -9,12 +9,12 @@ use std::process::Output;
 
 use crate::support::{chromium, format_output, png, retryctl, temp_home};
 
-const QUEUE: &str = "apiVersion: armadaproject.io/v1beta1\nkind: Queue\nname: q\nretryPolicies: [p]\n";
+pub(crate) const QUEUE: &str = "apiVersion: armadaproject.io/v1beta1\nkind: Queue\nname: q\nretryPolicies: [p]\n";
 
 /// Old: one retry, on preemption or exit code 2. New: three retries, on preemption or a
 /// CUDA error; exit code 2 fails at once.
-const OLD: &str = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 1\n  rules:\n    - {action: Retry, onConditions: [Preempted]}\n    - {action: Retry, onExitCodes: {operator: In, values: [2]}}\n";
-const NEW: &str = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 3\n  rules:\n    - {action: Retry, onConditions: [Preempted]}\n    - {action: Fail, onExitCodes: {operator: In, values: [2]}}\n    - {action: Retry, onFailureCategory: [cuda_error]}\n";
+pub(crate) const OLD: &str = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 1\n  rules:\n    - {action: Retry, onConditions: [Preempted]}\n    - {action: Retry, onExitCodes: {operator: In, values: [2]}}\n";
+pub(crate) const NEW: &str = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 3\n  rules:\n    - {action: Retry, onConditions: [Preempted]}\n    - {action: Fail, onExitCodes: {operator: In, values: [2]}}\n    - {action: Retry, onFailureCategory: [cuda_error]}\n";
 
 const PREEMPTED: &str = r#"{"conditions":["Preempted"],"runFor":"10m"}"#;
 const CUDA: &str = r#"{"category":"cuda_error","containers":[{"name":"main","exitCode":1}],"runFor":"5m"}"#;
@@ -56,7 +56,7 @@ fn job(id: &str, runs: &[&str]) -> String {
 ///
 /// expectedRescued = 2 × 56/81 + 1 = 2.3827; expectedCompute = 2 × 3007.4 + 3600 s = 2h40m15s.
 /// u1 and lease1 are unchanged.
-fn history() -> String {
+pub(crate) fn history() -> String {
     let mut lines = Vec::new();
     for id in ["r1", "r2", "r3"] {
         lines.push(job(id, &[PREEMPTED, PREEMPTED, OK]));

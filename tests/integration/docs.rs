@@ -1,0 +1,494 @@
+//! The docs run (issue 36): every command and output block of README.md and docs/*.md is
+//! checked here, so a doc whose output drifts from the binary fails `cargo test`.
+//!
+//! How. A ```` ```console ```` block is a [trycmd] case: `$ retryctl …` lines are run from
+//! the repository root (no shell: no pipes, no `$VAR`), and the lines under each are its
+//! stdout and stderr together; `? N` after a command is its exit status (0 when absent);
+//! `...` alone on a line and `[..]` inside one elide. The docs that talk to a server (the
+//! README's tour, docs/cli.md's kubectl habits and docs/serve.md's walkthrough,
+//! [`SERVER_DOCS`]) run against a `retryctl serve` this test starts in process
+//! (`support::server::TestServer`, in memory, on a free port), one per file (each file's
+//! commands change what the server holds), its URL in `$ARMADA_URL`, so their blocks name no
+//! address and read as a user's against the default one; every other
+//! doc gets an address where nothing listens, so a command that reaches for a server there
+//! fails visibly instead of finding whatever runs on this machine.
+//!
+//! Not run: a block that cannot run here is ```` ```console,ignore ```` and must be listed
+//! in [`NOT_RUN`] with the reason, and the test that covers it where there is one: the
+//! PostgreSQL of Lookout (docs/lookout.md; tests/integration/history.rs and cluster.rs run
+//! those commands against a real PostgreSQL), starting a server on a fixed port (this test
+//! starts its own), shell pipelines and redirections, installs, builds and CI recipes. An
+//! ignored block that is not listed, or a listed one that is gone, fails
+//! [`every_block_is_run_or_listed_as_not_run`]. A block in any other language must be an
+//! input (a config file, settings), never a command or an output: `yaml`, `json` and `lua`
+//! only, with no `$ ` line; a block without a language would be a trycmd case, so it is
+//! refused too.
+//!
+//! Also checked: the README's exit-code table is the binary's (SPEC §4: one table, asserted
+//! in tests), the README stays a page (≤ 300 lines) with the quick start's two commands and
+//! a link to every guide, every guide links back, every relative link resolves, and the
+//! example files are what the docs say they are (the estimates example is
+//! `simulate_report.rs`'s history and policies; the backtest history is made from it by the
+//! rule docs/estimates.md states; the Lookout week is the fixture's export, as
+//! `history.rs` snapshots it from a real PostgreSQL).
+//!
+//! To rewrite the outputs after an intended change: `TRYCMD=overwrite cargo test --test
+//! integration docs::`, then read the diff (an elision, `...` or `[..]`, may need putting
+//! back by hand).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use retryctl::error::ExitCode;
+
+use crate::support::{root, server::TestServer, temp_home};
+
+/// Docs whose blocks talk to a server: each runs against its own, in file order.
+const SERVER_DOCS: &[&str] = &["README.md", "docs/cli.md", "docs/serve.md"];
+
+/// The `console,ignore` blocks, by file and the first command of the block (its start is
+/// enough), with why they are not run here.
+const NOT_RUN: &[(&str, &str, &str)] = &[
+    (
+        "README.md",
+        "$ cargo run --locked",
+        "builds the project: it is what runs these tests",
+    ),
+    (
+        "README.md",
+        "$ cargo install",
+        "installs into ~/.cargo and writes a system directory",
+    ),
+    (
+        "README.md",
+        "$ retryctl serve",
+        "the test starts its own server on a free port",
+    ),
+    (
+        "docs/serve.md",
+        "$ retryctl serve --in-memory",
+        "the test starts its own server on a free port",
+    ),
+    (
+        "docs/serve.md",
+        "$ retryctl serve --tls-cert",
+        "needs a certificate; tests/integration/tls.rs makes one and runs it",
+    ),
+    (
+        "docs/serve.md",
+        "$ curl",
+        "curl against a running server; tests/integration/serve.rs checks these answers",
+    ),
+    (
+        "docs/policies.md",
+        "$ cargo install cargo-fuzz",
+        "fuzzing runs for minutes (BENCHMARKS.md), not in cargo test",
+    ),
+    (
+        "docs/cli.md",
+        "$ retryctl schema retrypolicy > .schemas/retrypolicy.json",
+        "writes files; `schema` itself is checked in cli_traps.rs",
+    ),
+    (
+        "docs/what-if.md",
+        "$ mkdir -p old",
+        "a CI recipe against a real cluster's Lookout",
+    ),
+    (
+        "docs/lookout.md",
+        "$ work=$(mktemp -d)",
+        "starts PostgreSQL as root; tests/integration/support/pg.rs does the same",
+    ),
+    (
+        "docs/lookout.md",
+        "$ retryctl history --lookout-db",
+        "needs PostgreSQL; its output is the snapshot history.rs checks, compared below",
+    ),
+    (
+        "docs/lookout.md",
+        "$ psql -X -v ON_ERROR_STOP=1",
+        "needs PostgreSQL; tests/integration/cluster.rs loads these rows and reads them back with `get --lookout-db`",
+    ),
+    (
+        "docs/lookout.md",
+        "$ retryctl simulate -f new/ --lookout-db",
+        "needs PostgreSQL and a cluster's policies",
+    ),
+    (
+        "docs/lookout.md",
+        "$ retryctl simulate -f testdata/lookout/new/ --lookout-db",
+        "needs PostgreSQL; cluster.rs asserts the plan equals the offline one above plus its `baseline:` line",
+    ),
+];
+
+/// Languages of blocks that hold inputs (config files, editor settings, documents).
+const INPUT_LANGUAGES: &[&str] = &["yaml", "json", "lua"];
+
+/// README.md and every Markdown file under docs/, as paths relative to the root.
+fn md_files() -> Vec<String> {
+    fn walk(dir: &Path, rel: &str, out: &mut Vec<String>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap()).collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let name = e.file_name().into_string().unwrap();
+            let path = format!("{rel}/{name}");
+            if e.file_type().unwrap().is_dir() {
+                walk(&e.path(), &path, out);
+            } else if name.ends_with(".md") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = vec!["README.md".to_string()];
+    walk(&root().join("docs"), "docs", &mut files);
+    files
+}
+
+/// A fenced block: where it starts, its info string, its lines.
+#[derive(Debug)]
+struct Block {
+    line: usize,
+    info: String,
+    lines: Vec<String>,
+}
+
+impl Block {
+    fn language(&self) -> &str {
+        self.info.split(',').next().unwrap_or("").trim()
+    }
+
+    fn ignored(&self) -> bool {
+        self.info.split(',').skip(1).any(|a| a.trim() == "ignore")
+    }
+
+    /// The lines after the first command up to the next one (its output).
+    fn output_of(&self, command_start: &str) -> String {
+        let mut lines = self.lines.iter().skip_while(|l| !l.starts_with(command_start));
+        lines.next().expect("the command is in the block");
+        let out: Vec<&str> = lines.take_while(|l| !l.starts_with("$ ")).map(String::as_str).collect();
+        out.join("\n").trim_end().to_string() + "\n"
+    }
+}
+
+/// The fenced blocks of a Markdown text (``` fences, as trycmd reads them).
+fn blocks(text: &str) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut lines = text.lines().enumerate();
+    while let Some((i, line)) = lines.next() {
+        let ticks = line.chars().take_while(|c| *c == '`').count();
+        if ticks < 3 {
+            continue;
+        }
+        let fence = &line[..ticks];
+        let mut block = Block {
+            line: i + 1,
+            info: line[ticks..].trim().to_string(),
+            lines: Vec::new(),
+        };
+        for (_, l) in lines.by_ref() {
+            if l.starts_with(fence) {
+                break;
+            }
+            block.lines.push(l.to_string());
+        }
+        out.push(block);
+    }
+    out
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+#[test]
+fn every_block_is_run_or_listed_as_not_run() {
+    let mut problems = Vec::new();
+    let mut listed_found = BTreeSet::new();
+    let mut run = 0;
+    for file in md_files() {
+        for b in blocks(&read(&file)) {
+            let at = format!("{file}:{}", b.line);
+            match b.language() {
+                "console" if b.ignored() => {
+                    let first = b.lines.first().map_or("", String::as_str);
+                    match NOT_RUN.iter().position(|(f, start, _)| *f == file && first.starts_with(start)) {
+                        Some(i) => {
+                            if !listed_found.insert(i) {
+                                problems.push(format!("{at}: a second block matches NOT_RUN entry `{}`: list each one", NOT_RUN[i].1));
+                            }
+                        }
+                        None => problems.push(format!(
+                            "{at}: a `console,ignore` block that NOT_RUN does not list (first line `{first}`): run it, or list it with the reason"
+                        )),
+                    }
+                }
+                "console" => {
+                    run += 1;
+                    if !b.lines.first().is_some_and(|l| l.starts_with("$ ")) {
+                        problems.push(format!("{at}: a console block starts with its command (`$ …`)"));
+                    }
+                }
+                "" => problems.push(format!("{at}: a block without a language is run as a trycmd case: name one")),
+                lang if INPUT_LANGUAGES.contains(&lang) => {
+                    if let Some(l) = b.lines.iter().find(|l| l.starts_with("$ ")) {
+                        problems.push(format!("{at}: a command in a `{lang}` block (`{l}`): commands go in console blocks"));
+                    }
+                }
+                lang => problems.push(format!(
+                    "{at}: a `{lang}` block is neither run nor an input: write commands and their output as a console block"
+                )),
+            }
+        }
+    }
+    for (i, (file, start, _)) in NOT_RUN.iter().enumerate() {
+        if !listed_found.contains(&i) {
+            problems.push(format!(
+                "NOT_RUN lists `{start}` in {file}, which has no such ignored block"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The check above would hold on docs without a single command: they have many.
+    assert!(run > 20, "only {run} console blocks run");
+}
+
+/// Runs the console blocks of `files` as trycmd cases with `armada_url` in `$ARMADA_URL`.
+fn run_cases(files: &[String], armada_url: &str) {
+    let home = temp_home();
+    let cases = trycmd::TestCases::new();
+    cases
+        .register_bin("retryctl", Path::new(env!("CARGO_BIN_EXE_retryctl")))
+        // What a user's shell would add and the examples must not depend on; an empty value
+        // is unset to retryctl (and to clap's `env`).
+        .env("HOME", home.path().display().to_string())
+        .env("NO_COLOR", "1")
+        .env("ARMADA_URL", armada_url)
+        .env("ARMADA_TOKEN", "")
+        .env("ARMADACTL_CONFIG", "")
+        .env("LOOKOUT_DB", "")
+        .env("COMPLETE", "");
+    for f in files {
+        cases.case(root().join(f));
+    }
+    cases.run();
+}
+
+#[test]
+fn console_blocks_print_what_the_docs_say() {
+    let (server_docs, offline): (Vec<String>, Vec<String>) =
+        md_files().into_iter().partition(|f| SERVER_DOCS.contains(&f.as_str()));
+    assert_eq!(server_docs.len(), SERVER_DOCS.len(), "{SERVER_DOCS:?} exist");
+    for f in &server_docs {
+        let server = TestServer::start();
+        run_cases(std::slice::from_ref(f), &server.url);
+    }
+    // Port 1: nothing listens there (binding it needs root).
+    run_cases(&offline, "http://127.0.0.1:1");
+}
+
+/// SPEC §4: the exit codes are one table in the README; it is the binary's own.
+#[test]
+fn readme_exit_codes_are_the_binarys() {
+    let readme = read("README.md");
+    let section = readme
+        .split("\n## Exit codes\n")
+        .nth(1)
+        .expect("README has an `## Exit codes` section");
+    let rows: Vec<(u8, String)> = section
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2) // the header and its rule
+        .map(|l| {
+            let cells: Vec<&str> = l.trim_matches('|').split('|').map(str::trim).collect();
+            (cells[0].parse().unwrap(), cells[1].to_string())
+        })
+        .collect();
+    let binary: Vec<(u8, String)> = ExitCode::TABLE.iter().map(|(c, m)| (c.code(), m.to_string())).collect();
+    assert_eq!(rows, binary);
+}
+
+/// The README is a page: what it is, the quick start, the exit codes, a tour, and a link
+/// to every guide; each guide starts from it and links back; no relative link is broken.
+#[test]
+fn readme_is_a_page_and_the_guides_hang_together() {
+    let readme = read("README.md");
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines: move detail to a guide under docs/"
+    );
+    // The quick start's two commands, exactly (BENCHMARKS.md times them; .ci/run runs the second).
+    for cmd in [
+        "$ cargo run --locked -- simulate -f testdata/policies/valid --history testdata/histories/design-composition.yaml",
+        "$ cargo test --locked",
+    ] {
+        assert!(readme.lines().any(|l| l == cmd), "README's quick start lost `{cmd}`");
+    }
+    let guides: Vec<String> = md_files().into_iter().filter(|f| f != "README.md").collect();
+    assert!(guides.len() >= 8, "{guides:?}");
+    let mut problems = Vec::new();
+    for g in &guides {
+        let link = format!("]({})", g);
+        if !readme.contains(&link) {
+            problems.push(format!("README.md does not link {g}"));
+        }
+        let text = read(g);
+        let intro: String = text
+            .lines()
+            .skip(1)
+            .skip_while(|l| l.is_empty())
+            .take_while(|l| !l.is_empty())
+            .collect();
+        if !intro.contains("](../README.md)") {
+            problems.push(format!(
+                "{g}: its first paragraph (the summary) does not link back to ../README.md"
+            ));
+        }
+    }
+    for file in md_files() {
+        problems.extend(broken_links(&file));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Relative links `](path)` and `](path#anchor)` of `file` that point nowhere.
+fn broken_links(file: &str) -> Vec<String> {
+    let text = read(file);
+    let dir = Path::new(file).parent().unwrap_or(Path::new(""));
+    let mut broken = Vec::new();
+    let mut in_block = false;
+    for (n, line) in text.lines().enumerate() {
+        if line.starts_with("```") {
+            in_block = !in_block;
+        }
+        if in_block {
+            continue;
+        }
+        for target in line.split("](").skip(1).filter_map(|rest| rest.split(')').next()) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (path, anchor) = target.split_once('#').unwrap_or((target, ""));
+            let resolved: PathBuf = if path.is_empty() {
+                PathBuf::from(file)
+            } else {
+                dir.join(path)
+            };
+            let full = root().join(&resolved);
+            if !full.exists() {
+                broken.push(format!("{file}:{}: `{target}` does not exist", n + 1));
+                continue;
+            }
+            if !anchor.is_empty() && full.extension().is_some_and(|e| e == "md") {
+                let headings = std::fs::read_to_string(&full).unwrap();
+                let found = headings
+                    .lines()
+                    .filter(|l| l.starts_with('#'))
+                    .any(|h| slug(h.trim_start_matches('#')) == anchor);
+                if !found {
+                    broken.push(format!("{file}:{}: `{target}`: no such heading", n + 1));
+                }
+            }
+        }
+    }
+    broken
+}
+
+/// GitHub's anchor of a heading: lowercase, spaces to `-`, punctuation other than `-` and
+/// `_` dropped.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+fn yaml(text: &str) -> serde_yaml::Value {
+    serde_yaml::from_str(text).unwrap()
+}
+
+/// docs/estimates.md works `simulate_report.rs`'s example by hand: the files are that
+/// test's history and policies, so the two worked examples are one.
+#[test]
+fn the_estimates_example_is_simulate_reports() {
+    use crate::simulate_report::{history, NEW, OLD, QUEUE};
+    let dir = "docs/examples/estimates";
+    assert_eq!(read(&format!("{dir}/history.jsonl")), history());
+    for (side, policy) in [("old", OLD), ("new", NEW)] {
+        assert_eq!(
+            yaml(&read(&format!("{dir}/{side}/policy.yaml"))),
+            yaml(policy),
+            "{side}"
+        );
+        assert_eq!(yaml(&read(&format!("{dir}/{side}/queue.yaml"))), yaml(QUEUE), "{side}");
+    }
+}
+
+/// docs/estimates.md says how backtest.jsonl is made from history.jsonl: made again here by
+/// that rule, it is the same file.
+#[test]
+fn the_backtest_history_is_made_as_the_guide_says() {
+    let dir = "docs/examples/estimates";
+    let base: Vec<serde_json::Value> = read(&format!("{dir}/history.jsonl"))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut want = String::new();
+    for day in 1..=14u32 {
+        for h in &base {
+            let id = h["job"]["id"].as_str().unwrap();
+            let gpu = id.starts_with("cuda") || id == "c1";
+            let resources = if gpu {
+                serde_json::json!({"cpu": "8", "gpu": 1})
+            } else {
+                serde_json::json!({"cpu": "2"})
+            };
+            let mut runs = h["runs"].as_array().unwrap().clone();
+            // From day 8 on, cuda4 and cuda5 fail with a CUDA error twice before they succeed.
+            if day >= 8 && (id == "cuda4" || id == "cuda5") {
+                runs.insert(1, runs[0].clone());
+            }
+            let job = serde_json::json!({
+                "job": {
+                    "id": format!("{id}-d{day:02}"),
+                    "queue": "q",
+                    "submittedAt": format!("2026-11-{:02}T08:00:00Z", day + 1),
+                    "resources": resources,
+                },
+                "runs": runs,
+            });
+            want.push_str(&job.to_string());
+            want.push('\n');
+        }
+    }
+    assert_eq!(read(&format!("{dir}/backtest.jsonl")), want);
+}
+
+/// docs/lookout.md replays a checked-in week instead of an export it cannot make without
+/// PostgreSQL: that file, and the export's summary the guide shows, are what `history.rs`
+/// snapshots from the real database (its test fails when the export changes).
+#[test]
+fn the_lookout_week_is_the_fixtures_export() {
+    let snap = read("tests/integration/snapshots/integration__history__db_export_of_the_fixture_is_exact.snap");
+    let body = snap.split("--- stdout\n").nth(1).unwrap();
+    let (stdout, stderr) = body.split_once("--- stderr\n").unwrap();
+    assert_eq!(read("docs/examples/lookout/week.jsonl"), stdout);
+    let guide = read("docs/lookout.md");
+    let export = blocks(&guide)
+        .into_iter()
+        .find(|b| {
+            b.ignored()
+                && b.lines
+                    .first()
+                    .is_some_and(|l| l.starts_with("$ retryctl history --lookout-db"))
+        })
+        .expect("docs/lookout.md shows the export");
+    assert_eq!(export.output_of("$ retryctl history").trim_end(), stderr.trim_end());
+}
