@@ -27,6 +27,8 @@ use crate::commands::held::Held;
 use crate::commands::simulate::{compare_code, conclude, parse_backtest_at, replay_code, SimulateRun};
 use crate::commands::tune::{self as tune_command, parse_max_compute, TuneRun};
 use crate::error::{CliError, ExitCode};
+use crate::lookout::ExportTotals;
+use crate::output::history::write_summary;
 use crate::output::simulate::Stderr;
 use crate::output::sinks::{sink, Format};
 use crate::output::tune::{self as view, StderrListener};
@@ -214,14 +216,10 @@ fn merge_simulate(
     let mut held = Held::new()?;
     let stderr = Stderr::new(&mut *ctx.err, ctx.style, None, run.retry_policy);
     let mut sink = sink(format, run.mode(), &mut held, stderr);
-    let mut left_out = 0u64;
-    let not_replayed = |item: Item, left_out: &mut u64| match item {
+    let not_replayed = |item: Item| match item {
         Item::Error(m) => Ok(NotReplayed::Error(m)),
         Item::Invalid(text) => Ok(NotReplayed::Invalid(text)),
-        Item::LeftOut(text) => {
-            *left_out += 1;
-            Ok(NotReplayed::LeftOut(text))
-        }
+        Item::LeftOut(text) => Ok(NotReplayed::LeftOut(text)),
         _ => Err(CliError::invalid(
             "a partial lists a job its run does not list (was it edited?)",
         )),
@@ -241,7 +239,7 @@ fn merge_simulate(
                     fold.fallback(&job, missing(e.missing_queue))?;
                     true
                 }
-                item => fold.not_replayed(&not_replayed(item, &mut left_out)?)?,
+                item => fold.not_replayed(&not_replayed(item)?)?,
             })
         })?;
         let done = fold.finish(&options)?;
@@ -258,7 +256,7 @@ fn merge_simulate(
         for_each_entry(partials, |e| {
             Ok(match e.item {
                 Item::Job(report) => fold.job(*report, e.missing_queue)?,
-                item => fold.not_replayed(&not_replayed(item, &mut left_out)?)?,
+                item => fold.not_replayed(&not_replayed(item)?)?,
             })
         })?;
         let done = fold.finish(&options)?;
@@ -266,12 +264,30 @@ fn merge_simulate(
     };
     drop(sink);
     conclude(ctx, run, Some(held), refused, used_given)?;
+    let left_out = lookout_summary(ctx, partials)?;
     // `--strict` with a Lookout source: rows left out make the status 1 (as `simulate`).
     Ok(if code == ExitCode::Success && run.strict && left_out > 0 {
         ExitCode::Failure
     } else {
         code
     })
+}
+
+/// A database's export, as the command says it after its answer: `history`'s summary over
+/// every shard's counts. The rows left out in all.
+fn lookout_summary(ctx: &mut Context, partials: &[Partial]) -> anyhow::Result<u64> {
+    let mut queue = None;
+    let mut totals = ExportTotals::default();
+    for p in partials {
+        if let Some(l) = &p.end.lookout {
+            queue = Some(l.queue.as_str());
+            totals.add(&l.totals);
+        }
+    }
+    if let Some(queue) = queue {
+        write_summary(ctx.err, queue, &totals)?;
+    }
+    Ok(totals.left_out())
 }
 
 fn merge_tune(ctx: &mut Context, partials: &[Partial], run: &TuneRun, output: MergeOutput) -> anyhow::Result<ExitCode> {
@@ -331,5 +347,7 @@ fn merge_tune(ctx: &mut Context, partials: &[Partial], run: &TuneRun, output: Me
             .into())
         }
     };
-    tune_command::finish(ctx, swept, run, max_compute, format)
+    let code = tune_command::finish(ctx, swept, run, max_compute, format)?;
+    lookout_summary(ctx, partials)?;
+    Ok(code)
 }

@@ -24,6 +24,7 @@ use crate::lookout::export_source::{ExportSource, ExportState};
 use crate::lookout::{cluster, db, Export};
 use crate::output::history::write_summary;
 use crate::output::simulate::Baseline;
+use crate::replay::partial::Lookout;
 use crate::replay::source::{Digest, Files, HistorySource, Overrides};
 
 /// What a command does with its history source.
@@ -50,8 +51,8 @@ pub struct About {
     /// order. Set once the source is read (never for an unsharded database).
     pub digest: Digest,
     /// A database's export: whether it ended early (a lost connection), which the command
-    /// says after the driver.
-    pub export: Option<Arc<Mutex<ExportState>>>,
+    /// says after the driver; and its queue.
+    pub export: Option<(Arc<Mutex<ExportState>>, String)>,
 }
 
 impl About {
@@ -60,7 +61,15 @@ impl About {
     pub fn interrupted(&self) -> bool {
         self.export
             .as_ref()
-            .is_some_and(|s| s.lock().unwrap_or_else(|e| e.into_inner()).error.is_some())
+            .is_some_and(|(s, _)| s.lock().unwrap_or_else(|e| e.into_inner()).error.is_some())
+    }
+
+    /// What a database's export read and left out, for a partial's end.
+    pub fn lookout(&self) -> Option<Lookout> {
+        self.export.as_ref().map(|(s, queue)| Lookout {
+            queue: queue.clone(),
+            totals: s.lock().unwrap_or_else(|e| e.into_inner()).totals,
+        })
     }
 }
 
@@ -162,7 +171,7 @@ pub fn run<D: Drive>(
         source = source.with_ranks(ranks);
     }
     let state = source.state();
-    about.export = Some(state.clone());
+    about.export = Some((state.clone(), queue.clone()));
     let code = driver.drive(ctx, source, baseline.as_ref(), from, about)?;
     let state = std::mem::take(&mut *state.lock().unwrap_or_else(|e| e.into_inner()));
     // `history`'s summary: what was read, left out, and what Lookout could not tell.

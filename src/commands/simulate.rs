@@ -249,7 +249,7 @@ fn write_partial<S: HistorySource>(
     // A source cut short (a lost connection, said after this) leaves the partial without
     // its end: `merge` refuses it as truncated.
     if !about.interrupted() {
-        rec.end(about.digest.get(), serde_json::to_value(totals)?)?;
+        rec.end(about.digest.get(), serde_json::to_value(totals)?, about.lookout())?;
     }
     Ok(ExitCode::Success)
 }

@@ -231,7 +231,7 @@ impl std::fmt::Display for RowError {
 }
 
 /// What Lookout could not tell, and the decisions the mapping took, as counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Notes {
     /// Runs written.
     pub runs: u64,

@@ -63,8 +63,9 @@ pub enum Event {
     LeftOut(RowError),
 }
 
-/// What was read, exported and left out so far, and what Lookout could not tell.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What was read, exported and left out so far, and what Lookout could not tell. Counts of
+/// jobs and runs: the shards' of one history add up to the whole's (SPEC §9).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ExportTotals {
     /// Jobs and runs the source read (for progress), left-out ones included.
     pub jobs_read: u64,
@@ -83,6 +84,17 @@ impl ExportTotals {
     /// Rows reported and left out: `--strict` makes any of them exit 1.
     pub fn left_out(&self) -> u64 {
         self.jobs_left_out + self.runs_left_out
+    }
+
+    /// Adds another shard's.
+    pub fn add(&mut self, o: &ExportTotals) {
+        self.jobs_read += o.jobs_read;
+        self.runs_read += o.runs_read;
+        self.jobs += o.jobs;
+        self.empty_jobs += o.empty_jobs;
+        self.jobs_left_out += o.jobs_left_out;
+        self.runs_left_out += o.runs_left_out;
+        self.notes.add(&o.notes);
     }
 }
 

@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::JobReport;
 use crate::input::SourceFile;
+use crate::lookout::ExportTotals;
 
 use super::run::{Fallback, Fallbacks};
 use super::shard::Shard;
@@ -127,6 +128,18 @@ pub struct End {
     pub source: Option<String>,
     /// The shard's totals, in the command's own shape.
     pub totals: serde_json::Value,
+    /// A database's export: the queue and what the shard's export read and left out (the
+    /// summary `merge` says after the answer, as the command does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lookout: Option<Lookout>,
+}
+
+/// What a shard's Lookout export read: its queue and counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lookout {
+    pub queue: String,
+    pub totals: ExportTotals,
 }
 
 /// One entry as written.
@@ -282,7 +295,7 @@ impl<'a> Recorder<'a> {
     }
 
     /// The end: the entries' count, the history's digest and the totals.
-    pub fn end(mut self, source: Option<u64>, totals: serde_json::Value) -> io::Result<()> {
+    pub fn end(mut self, source: Option<u64>, totals: serde_json::Value, lookout: Option<Lookout>) -> io::Result<()> {
         if self.entries > 0 {
             self.held.push(b'\n');
             self.out.write_all(&self.held)?;
@@ -292,6 +305,7 @@ impl<'a> Recorder<'a> {
             used_given: self.fallbacks.used_given,
             source: source.map(|d| format!("{d:016x}")),
             totals,
+            lookout,
         };
         self.out.write_all(END.as_bytes())?;
         serde_json::to_writer(&mut *self.out, &end).map_err(io::Error::other)?;
@@ -398,7 +412,7 @@ impl Partial {
     /// it (not a partial, a newer version, truncated, damaged).
     pub fn open(path: &Path) -> Result<Partial, String> {
         let name = path.display().to_string();
-        let file = File::open(path).map_err(|e| format!("cannot read it: {}", crate::input::io_reason(&e)))?;
+        let file = File::open(path).map_err(|e| format!("cannot be read: {}", crate::input::io_reason(&e)))?;
         let mut r = BufReader::with_capacity(1 << 16, file);
         let mut line = Vec::new();
         read_line(&mut r, &mut line)?;
@@ -442,10 +456,10 @@ impl Partial {
     /// read is an error naming the file and the entry.
     pub fn entries(&self) -> Result<Entries, String> {
         let file = File::open(&self.path)
-            .map_err(|e| format!("{}: cannot read it: {}", self.name, crate::input::io_reason(&e)))?;
+            .map_err(|e| format!("`{}` cannot be read: {}", self.name, crate::input::io_reason(&e)))?;
         let mut r = BufReader::with_capacity(1 << 16, file);
         let mut line = Vec::new();
-        read_line(&mut r, &mut line).map_err(|e| format!("{}: {e}", self.name))?;
+        read_line(&mut r, &mut line).map_err(|e| format!("`{}` {e}", self.name))?;
         Ok(Entries {
             name: self.name.clone(),
             reader: r,
@@ -514,10 +528,12 @@ impl Iterator for Entries {
         self.read += 1;
         let k = self.read;
         let name = &self.name;
-        let bad = |why: String| format!("{name}: entry {k}: {why}");
+        let bad = |why: String| format!("`{name}` is damaged: entry {k}: {why}");
         Some((|| {
             if !read_line(&mut self.reader, &mut self.line).map_err(&bad)? {
-                return Err(bad("the file ended (was it changed while it was merged?)".into()));
+                return Err(bad(
+                    "the file ends before it (was it changed while it was merged?)".into()
+                ));
             }
             let mut text = self.line.trim_ascii_end();
             if self.left > 0 {

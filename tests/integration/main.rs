@@ -22,6 +22,7 @@ mod kubectl;
 mod serve;
 mod serve_process;
 mod serve_stress;
+mod shards;
 mod simulate;
 mod simulate_bulk;
 mod simulate_report;

@@ -10,7 +10,7 @@ fn written(entries: impl FnOnce(&mut Recorder<'_>)) -> Vec<u8> {
     let mut out = Vec::new();
     let mut rec = Recorder::new(&mut out, &header(Shard { index: 1, count: 3 }), |f| f.name.clone()).unwrap();
     entries(&mut rec);
-    rec.end(Some(0xabc), serde_json::json!({"n": 1})).unwrap();
+    rec.end(Some(0xabc), serde_json::json!({"n": 1}), None).unwrap();
     out
 }
 

@@ -1,0 +1,611 @@
+//! Shards and merge (SPEC §9): for N in {1, 2, 3, 7} and every `-o`, the shards' partials
+//! merged print the bytes (stdout and stderr) and exit with the status of one process — a
+//! plain replay (expectations failing past the message cap, missing queues, contradictions),
+//! one with entries that do not replay, a `--baseline` plan with Pending jobs and estimates,
+//! a backtest, a tune sweep, a directory of YAML files, Lookout's database (real
+//! PostgreSQL), a history whose jobs all fall in one shard; a Lookout shard asks only for its
+//! own jobs; every refusal of `merge` in its exact words; and a property test: any history,
+//! any N.
+
+use std::fs;
+use std::path::Path;
+use std::process::Output;
+
+use proptest::prelude::*;
+
+use crate::simulate_report::{history as report_history, NEW, OLD, QUEUE};
+use crate::support::pg::{fixture_db, WINDOW};
+use crate::support::{format_output, retryctl, temp_home, write_what_if};
+
+const SIMULATE_FORMATS: [&str; 6] = ["table", "json", "yaml", "jsonl", "html", "markdown"];
+const TUNE_FORMATS: [&str; 5] = ["table", "json", "yaml", "html", "markdown"];
+
+/// FNV-1a 64, as SPEC §9 defines a job's shard (written out here, not taken from the crate).
+fn fnv(id: &str) -> u64 {
+    id.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    let home = temp_home();
+    retryctl(home.path()).current_dir(dir).args(args).output().unwrap()
+}
+
+/// Each shard of `args` (a `simulate` or `tune` command line) into `DIR/TAG-I.json`: exit 0
+/// and nothing on stdout but the partial.
+fn shards(dir: &Path, tag: &str, args: &[&str], n: u64) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            let shard = format!("{i}/{n}");
+            let mut all = args.to_vec();
+            all.extend(["--shard", &shard, "-o", "partial"]);
+            let out = run(dir, &all);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "shard {shard} of {args:?}: {}",
+                format_output(&out)
+            );
+            let name = format!("{tag}-{i}.json");
+            fs::write(dir.join(&name), &out.stdout).unwrap();
+            name
+        })
+        .collect()
+}
+
+/// `merge PARTIALS -o FORMAT` prints what `args -o FORMAT` prints, stdout and stderr, with
+/// its exit status; the output of one process, for the caller's own checks.
+fn same(dir: &Path, args: &[&str], partials: &[String], format: &str) -> Output {
+    let mut one = args.to_vec();
+    one.extend(["-o", format]);
+    let whole = run(dir, &one);
+    let mut merge = vec!["merge"];
+    merge.extend(partials.iter().map(String::as_str));
+    merge.extend(["-o", format]);
+    let merged = run(dir, &merge);
+    let what = format!("{args:?} -o {format} over {} shards", partials.len());
+    assert_eq!(
+        String::from_utf8_lossy(&merged.stdout),
+        String::from_utf8_lossy(&whole.stdout),
+        "stdout of {what}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&merged.stderr),
+        String::from_utf8_lossy(&whole.stderr),
+        "stderr of {what}"
+    );
+    assert_eq!(merged.status.code(), whole.status.code(), "exit status of {what}");
+    whole
+}
+
+/// Every N of the issue and every format.
+fn every_split(dir: &Path, tag: &str, args: &[&str], formats: &[&str]) -> Vec<Output> {
+    let mut outputs = Vec::new();
+    for n in [1, 2, 3, 7] {
+        let partials = shards(dir, &format!("{tag}{n}"), args, n);
+        for format in formats {
+            outputs.push(same(dir, args, &partials, format));
+        }
+    }
+    outputs
+}
+
+/// The report's history (Pending jobs, estimates, changes of every kind), a GPU job, jobs of
+/// a queue the documents lack and of none, and 120 jobs whose expectations fail: more
+/// messages than stderr prints (100), spread over the shards.
+fn history() -> String {
+    let mut h = report_history();
+    h.push_str(r#"{"job":{"id":"gpu1","queue":"q","resources":{"cpu":"8","gpu":"2"}},"runs":[{"conditions":["Preempted"],"runFor":"30m"},{"outcome":"succeeded","runFor":"2h"}]}"#);
+    h.push('\n');
+    for id in ["x1", "x2"] {
+        h.push_str(&format!(
+            r#"{{"job":{{"id":"{id}","queue":"other"}},"runs":[{{"conditions":["Preempted"],"runFor":"1m"}}]}}"#
+        ));
+        h.push('\n');
+    }
+    h.push_str(r#"{"job":{"id":"n1"},"runs":[{"outcome":"succeeded","runFor":"1m"}]}"#);
+    h.push('\n');
+    for i in 0..120 {
+        h.push_str(&format!(
+            r#"{{"job":{{"id":"e{i}","queue":"q"}},"runs":[{{"containers":[{{"name":"main","exitCode":2}}],"runFor":"1m"}}],"expect":{{"final":"Succeeded"}}}}"#
+        ));
+        h.push('\n');
+    }
+    h
+}
+
+fn what_if(history: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write_what_if(dir.path(), OLD, NEW, QUEUE, history);
+    dir
+}
+
+const PLAIN: [&str; 5] = ["simulate", "-f", "new", "--history", "h.jsonl"];
+const PLAN: [&str; 7] = ["simulate", "-f", "new", "--baseline", "old", "--history", "h.jsonl"];
+
+#[test]
+fn a_plain_replay_merges_to_one_process() {
+    let dir = what_if(&history());
+    let outputs = every_split(dir.path(), "plain", &PLAIN, &SIMULATE_FORMATS);
+    // What was compared: failed expectations past the cap, the missing queue, exit 1.
+    let table = &outputs[0];
+    assert_eq!(table.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&table.stderr);
+    assert!(err.contains("… and "), "{err}");
+    assert!(err.contains("queue `other` is not among the documents"), "{err}");
+}
+
+#[test]
+fn entries_that_do_not_replay_merge_too() {
+    let mut h = history();
+    h.push_str("not json\n");
+    h.push_str("{\"job\": {\"id\": \"bad\", \"queue\": \"q\"}, \"runs\": [{\"outcome\": \"exploded\"}]}\n");
+    let dir = what_if(&h);
+    for args in [&PLAIN[..], &PLAN[..]] {
+        let partials = shards(dir.path(), "bad", args, 3);
+        for format in ["table", "json"] {
+            let whole = same(dir.path(), args, &partials, format);
+            assert_eq!(whole.status.code(), Some(3), "{}", format_output(&whole));
+        }
+    }
+}
+
+#[test]
+fn a_plan_with_pending_jobs_and_estimates_merges_to_one_process() {
+    let dir = what_if(&history());
+    let outputs = every_split(dir.path(), "plan", &PLAN, &SIMULATE_FORMATS);
+    let json: serde_json::Value = serde_json::from_slice(&outputs[1].stdout).unwrap();
+    // The estimates were compared: p1's worked out in simulate_report.rs.
+    let p1 = json["comparison"]["changedJobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["job"] == "p1")
+        .unwrap();
+    assert_eq!(p1["candidate"]["estimate"]["runsLeft"], 2);
+    let mut exit_code = PLAN.to_vec();
+    exit_code.extend(["--exit-code", "--all-changes"]);
+    let partials = shards(dir.path(), "exit", &exit_code, 2);
+    assert_eq!(same(dir.path(), &exit_code, &partials, "table").status.code(), Some(1));
+}
+
+/// `--backtest-at`: the backtest made at merge from every shard's trials; and its refusal.
+#[test]
+fn a_backtest_is_made_from_the_merged_trials() {
+    let mut h = String::new();
+    for (k, line) in report_history().lines().enumerate() {
+        let day = if k % 2 == 0 { "01" } else { "08" };
+        h.push_str(&line.replacen(
+            r#""queue":"q"}"#,
+            &format!(r#""queue":"q","submittedAt":"2026-11-{day}T00:00:00Z"}}"#),
+            1,
+        ));
+        h.push('\n');
+    }
+    let dir = what_if(&h);
+    let mut args = PLAN.to_vec();
+    args.extend(["--backtest-at", "2026-11-05T00:00:00Z"]);
+    for n in [2, 3] {
+        let partials = shards(dir.path(), &format!("bt{n}"), &args, n);
+        for format in ["json", "table"] {
+            let whole = same(dir.path(), &args, &partials, format);
+            assert_eq!(whole.status.code(), Some(0), "{}", format_output(&whole));
+        }
+    }
+    // Too late a time: no trials to test, the usage error, from the merged trials alike.
+    let mut late = PLAN.to_vec();
+    late.extend(["--backtest-at", "2027-01-01T00:00:00Z"]);
+    let partials = shards(dir.path(), "late", &late, 2);
+    let whole = same(dir.path(), &late, &partials, "json");
+    assert_eq!(whole.status.code(), Some(2));
+    assert!(whole.stdout.is_empty());
+}
+
+#[test]
+fn a_tune_sweep_merges_to_one_process() {
+    let dir = what_if(&history());
+    let args = [
+        "tune",
+        "-f",
+        "new",
+        "--baseline",
+        "old",
+        "--history",
+        "h.jsonl",
+        "--vary",
+        "p:spec.retryLimit=1..3",
+        "--vary",
+        "p:spec.rules[1].action=Fail,Retry",
+    ];
+    let outputs = every_split(dir.path(), "tune", &args, &TUNE_FORMATS);
+    let json: serde_json::Value = serde_json::from_slice(&outputs[1].stdout).unwrap();
+    assert_eq!(json["tune"]["candidates"].as_array().unwrap().len(), 6);
+    // Tune has no JSON Lines: refused as a usage error, before anything is read.
+    let partials = shards(dir.path(), "tj", &args, 1);
+    let out = run(dir.path(), &["merge", &partials[0], "-o", "jsonl"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: `-o jsonl` is not an output of `tune`: give table, json, yaml, html or markdown\n"
+    );
+}
+
+/// A directory of YAML histories, one of them invalid: the invalid file's diagnostics are
+/// said by the shard its name falls in, once.
+#[test]
+fn a_directory_of_yaml_files_merges_to_one_process() {
+    let dir = what_if("");
+    let hist = dir.path().join("hist");
+    fs::create_dir(&hist).unwrap();
+    for (k, line) in report_history().lines().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let yaml = format!(
+            "apiVersion: armadaproject.io/v1\nkind: FailureHistory\n{}",
+            serde_yaml::to_string(&v).unwrap()
+        );
+        fs::write(hist.join(format!("h{k:02}.yaml")), yaml).unwrap();
+    }
+    fs::write(
+        hist.join("zz-broken.yaml"),
+        "apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob: [\n",
+    )
+    .unwrap();
+    let args = ["simulate", "-f", "new", "--baseline", "old", "--history", "hist"];
+    for n in [2, 3] {
+        let partials = shards(dir.path(), &format!("yaml{n}"), &args, n);
+        for format in ["table", "json"] {
+            let whole = same(dir.path(), &args, &partials, format);
+            assert_eq!(whole.status.code(), Some(3), "{}", format_output(&whole));
+            assert!(String::from_utf8_lossy(&whole.stderr).contains("zz-broken.yaml"));
+        }
+    }
+}
+
+/// Ids whose FNV-1a falls in shard 0 of 3: the other shards' partials hold nothing, and the
+/// merge is still the whole answer.
+#[test]
+fn a_history_whose_jobs_all_fall_in_one_shard() {
+    let ids: Vec<String> = (0..)
+        .map(|k| format!("job-{k}"))
+        .filter(|id| fnv(id) % 3 == 0)
+        .take(12)
+        .collect();
+    let mut h = String::new();
+    for (k, id) in ids.iter().enumerate() {
+        let runs = match k % 3 {
+            0 => r#"[{"conditions":["Preempted"],"runFor":"10m"},{"conditions":["Preempted"],"runFor":"10m"}]"#,
+            1 => {
+                r#"[{"category":"cuda_error","containers":[{"name":"main","exitCode":1}],"runFor":"5m"},{"outcome":"succeeded","runFor":"1h"}]"#
+            }
+            _ => {
+                r#"[{"containers":[{"name":"main","exitCode":2}],"runFor":"1m"},{"outcome":"succeeded","runFor":"1h"}]"#
+            }
+        };
+        h.push_str(&format!(r#"{{"job":{{"id":"{id}","queue":"q"}},"runs":{runs}}}"#));
+        h.push('\n');
+    }
+    let dir = what_if(&h);
+    let partials = shards(dir.path(), "one", &PLAN, 3);
+    for p in &partials[1..] {
+        let v: serde_json::Value = serde_json::from_slice(&fs::read(dir.path().join(p)).unwrap()).unwrap();
+        assert_eq!(v["entries"], serde_json::json!([]), "{p}");
+        assert_eq!(v["end"]["totals"]["tally"]["comparison"]["jobs"], 0, "{p}");
+    }
+    for format in SIMULATE_FORMATS {
+        same(dir.path(), &PLAN, &partials, format);
+    }
+}
+
+/// Lookout's database: the shards' partials merge to the unsharded replay of the same
+/// window (`--strict` with the fixture's unreadable rows: exit 1 both ways).
+#[test]
+fn a_lookout_source_merges_to_one_process() {
+    let Some(db) = fixture_db("shards") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let root = crate::support::root();
+    let (new, old) = (
+        root.join("testdata/lookout/upstream-new").display().to_string(),
+        root.join("testdata/lookout/upstream-old").display().to_string(),
+    );
+    let mut args = vec![
+        "simulate",
+        "-f",
+        new.as_str(),
+        "--baseline",
+        old.as_str(),
+        "--engine",
+        "upstream",
+        "--lookout-db",
+        db.dsn.as_str(),
+        "--queue",
+        "ml",
+    ];
+    args.extend(WINDOW);
+    for n in [1, 2, 3, 7] {
+        let partials = shards(dir.path(), &format!("lk{n}"), &args, n);
+        for format in ["table", "json", "jsonl", "markdown"] {
+            same(dir.path(), &args, &partials, format);
+        }
+    }
+    let mut strict = args.clone();
+    strict.retain(|a| *a != "--baseline" && *a != old.as_str());
+    strict.push("--strict");
+    let partials = shards(dir.path(), "strict", &strict, 2);
+    let whole = same(dir.path(), &strict, &partials, "json");
+    assert_eq!(whole.status.code(), Some(1), "{}", format_output(&whole));
+    let tune = [
+        "tune",
+        "-f",
+        new.as_str(),
+        "--baseline",
+        old.as_str(),
+        "--engine",
+        "upstream",
+        "--lookout-db",
+        db.dsn.as_str(),
+        "--queue",
+        "ml",
+        "--vary",
+        "ml-new:retryLimit=1..3",
+    ];
+    let mut tune = tune.to_vec();
+    tune.extend(WINDOW);
+    let partials = shards(dir.path(), "lktune", &tune, 3);
+    same(dir.path(), &tune, &partials, "json");
+}
+
+/// A Lookout shard asks the database for its own jobs only: `-v` prints the statement, whose
+/// id list is exactly the shard's jobs (by FNV-1a, of the queue's jobs in the window).
+#[test]
+fn a_lookout_shard_reads_only_its_own_jobs() {
+    let Some(db) = fixture_db("shard_sql") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let root = crate::support::root();
+    let new = root.join("testdata/lookout/new").display().to_string();
+    let mut args = vec![
+        "-v",
+        "simulate",
+        "-f",
+        new.as_str(),
+        "--lookout-db",
+        db.dsn.as_str(),
+        "--queue",
+        "ml",
+    ];
+    args.extend(WINDOW);
+    let all = {
+        let out = run(dir.path(), &args);
+        statement_ids(&String::from_utf8_lossy(&out.stderr))
+    };
+    assert!(all.is_none(), "the unsharded statement has no id list");
+    let mut ids_of_queue: Vec<String> = Vec::new();
+    let mut client = postgres::Client::connect(&db.dsn, postgres::NoTls).unwrap();
+    for row in client
+        .query(
+            "SELECT job_id FROM job WHERE queue = 'ml' AND submitted >= '2026-11-15' AND submitted < '2026-11-22' ORDER BY job_id",
+            &[],
+        )
+        .unwrap()
+    {
+        ids_of_queue.push(row.get(0));
+    }
+    assert!(ids_of_queue.len() > 3, "{ids_of_queue:?}");
+    let mut seen = Vec::new();
+    for i in 0..3u64 {
+        let shard = format!("{i}/3");
+        let mut sharded = args.clone();
+        sharded.extend(["--shard", &shard]);
+        let out = run(dir.path(), &sharded);
+        let ids = statement_ids(&String::from_utf8_lossy(&out.stderr)).expect("an id list");
+        let want: Vec<String> = ids_of_queue.iter().filter(|id| fnv(id) % 3 == i).cloned().collect();
+        assert_eq!(ids, want, "shard {shard}");
+        seen.extend(ids);
+    }
+    seen.sort();
+    assert_eq!(seen, ids_of_queue, "every job in exactly one shard");
+}
+
+/// The ids of `AND j.job_id = ANY(E'{"a","b"}'::text[])` in the `lookout-db:` line of `-v`.
+fn statement_ids(stderr: &str) -> Option<Vec<String>> {
+    let line = stderr.lines().find(|l| l.starts_with("lookout-db: "))?;
+    let (_, rest) = line.split_once("j.job_id = ANY(E'{")?;
+    let (list, _) = rest.split_once("}'::text[])")?;
+    Some(
+        list.split(',')
+            .filter(|s| !s.is_empty())
+            .map(|s| s.trim_matches('"').to_string())
+            .collect(),
+    )
+}
+
+/// `--since` counts back from each shard's own start: refused with shards.
+#[test]
+fn since_is_refused_with_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &[
+            "simulate",
+            "--lookout-db",
+            "postgres://nowhere/x",
+            "--queue",
+            "ml",
+            "--since",
+            "7d",
+            "--shard",
+            "0/2",
+            "-o",
+            "partial",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: `--since` counts back from when each shard starts, so the shards would read different jobs: give `--from` and `--to` instead\n"
+    );
+}
+
+#[test]
+fn a_bad_shard_is_a_usage_error() {
+    let dir = what_if(&history());
+    for (shard, why) in [
+        ("3/3", "the shard index is not below the number of shards"),
+        ("0/0", "there are no shards"),
+        ("1", "no `/`"),
+        ("a/2", "the shard index is not a whole number"),
+    ] {
+        let mut args = PLAN.to_vec();
+        args.extend(["--shard", shard]);
+        let out = run(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(2), "{shard}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with(&format!(
+                "error: invalid value '{shard}' for '--shard <I/N>': invalid `--shard` `{shard}`: {why} (expected `I/N` with 0 ≤ I < N, such as `0/4`)"
+            )),
+            "{err}"
+        );
+    }
+}
+
+/// Every refusal, each file named with what is wrong, nothing on stdout, exit 3.
+#[test]
+fn merge_refuses_what_is_not_one_whole_run() {
+    let dir = what_if(&history());
+    let d = dir.path();
+    let p = shards(d, "p", &PLAN, 3);
+    let refused = |files: &[&str], want: &str| {
+        let mut args = vec!["merge"];
+        args.extend(files);
+        let out = run(d, &args);
+        assert_eq!(out.status.code(), Some(3), "{files:?}: {}", format_output(&out));
+        assert!(out.stdout.is_empty(), "{files:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), want, "{files:?}");
+    };
+    let (p0, p1, p2) = (p[0].as_str(), p[1].as_str(), p[2].as_str());
+    refused(
+        &[p0, p2],
+        "error: shard 1/3 is missing\nerror: cannot merge: 1 problem above (nothing was printed)\n",
+    );
+    refused(
+        &[p0, p1, p1, p2],
+        "error: shard 1/3 is given 2 times: `p-1.json`, `p-1.json`\nerror: cannot merge: 1 problem above (nothing was printed)\n",
+    );
+    // Another N.
+    let q = shards(d, "q", &PLAN, 2);
+    refused(
+        &[p0, p1, p2, &q[1]],
+        "error: `q-1.json` is shard 1/2 and `p-0.json` shard 0/3: the shards of one run share N\nerror: cannot merge: 1 problem above (nothing was printed)\n",
+    );
+    // Another run: other flags.
+    let mut other = PLAN.to_vec();
+    other.push("--all-changes");
+    let o = shards(d, "o", &other, 3);
+    refused(
+        &[p0, &o[1], p2],
+        "error: `o-1.json` is of another run than `p-0.json`: its documents, flags or source differ (its fingerprint is not the same)\nerror: cannot merge: 1 problem above (nothing was printed)\n",
+    );
+    // Another history under the same name.
+    let keep = fs::read(d.join("h.jsonl")).unwrap();
+    fs::write(d.join("h.jsonl"), history().replace("cuda5", "cuda6")).unwrap();
+    let a = shards(d, "a", &PLAN, 3);
+    fs::write(d.join("h.jsonl"), keep).unwrap();
+    refused(
+        &[p0, p1, &a[2]],
+        "error: `a-2.json` was made from another history than `p-0.json` (the history's digest differs: was it changed between the shards?)\nerror: cannot merge: 1 problem above (nothing was printed)\n",
+    );
+    // Not a partial, truncated, newer: each file on its own.
+    let whole = run(d, &PLAN.iter().copied().chain(["-o", "json"]).collect::<Vec<_>>());
+    fs::write(d.join("plan.json"), &whole.stdout).unwrap();
+    let text = fs::read_to_string(d.join(p1)).unwrap();
+    fs::write(d.join("cut.json"), &text[..text.len() / 2]).unwrap();
+    fs::write(
+        d.join("newer.json"),
+        text.replacen("\"version\":1,", "\"version\":2,", 1),
+    )
+    .unwrap();
+    let entries = text.lines().count() - 2;
+    refused(
+        &[p0, "plan.json", "cut.json", "newer.json"],
+        &format!(
+            "error: `plan.json` is not a retryctl partial result (one begins with `{{\"partial\":\"retryctl\"`; `simulate … -o partial` writes them)\n\
+             error: `cut.json` is truncated: it ends after {} entries without its end (was its shard cut short?)\n\
+             error: `newer.json` was written by a newer retryctl (partial version 2; this one reads version 1): merge with that retryctl\n\
+             error: cannot merge: 3 problems above (nothing was printed)\n",
+            text[..text.len() / 2].matches('\n').count() - 1
+        ),
+    );
+    assert!(entries > 3);
+    // Another retryctl: the header says which wrote it.
+    let ours = env!("CARGO_PKG_VERSION");
+    fs::write(
+        d.join("old-build.json"),
+        text.replacen(&format!("\"retryctl\":\"{ours}\""), "\"retryctl\":\"0.0.1\"", 1),
+    )
+    .unwrap();
+    refused(
+        &[p0, "old-build.json", p2],
+        &format!("error: `old-build.json` was written by retryctl 0.0.1 and `p-0.json` by retryctl {ours}: make every shard with one retryctl\nerror: cannot merge: 1 problem above (nothing was printed)\n"),
+    );
+    // A damaged entry is found as the merge reads it: still nothing on stdout.
+    let lines: Vec<&str> = text.lines().collect();
+    let mut broken = lines.clone();
+    broken[2] = "{\"at\":[1,2],\"change\":{\"diff\":7}},";
+    fs::write(d.join("broken.json"), broken.join("\n") + "\n").unwrap();
+    let out = run(d, &["merge", p0, "broken.json", p2, "-o", "json"]);
+    assert_eq!(out.status.code(), Some(3), "{}", format_output(&out));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.ends_with("error: `broken.json` is damaged: entry 2: invalid type: integer `7`, expected struct JobDiff at line 1 column 30\n"),
+        "{err}"
+    );
+    // A missing file.
+    refused(
+        &[p0, "nowhere.json", p2],
+        "error: `nowhere.json` cannot be read: no such file or directory\nerror: cannot merge: 1 problem above (nothing was printed)\n",
+    );
+}
+
+fn job_line(id: &str, queue: Option<&str>, runs: &[u8]) -> String {
+    const KINDS: [&str; 5] = [
+        r#"{"conditions":["Preempted"],"runFor":"10m"}"#,
+        r#"{"category":"cuda_error","containers":[{"name":"main","exitCode":1}],"runFor":"5m"}"#,
+        r#"{"containers":[{"name":"main","exitCode":2}],"runFor":"1m"}"#,
+        r#"{"outcome":"succeeded","runFor":"1h"}"#,
+        r#"{"outcome":"leaseReturned"}"#,
+    ];
+    let runs: Vec<&str> = runs.iter().map(|&k| KINDS[k as usize % KINDS.len()]).collect();
+    let queue = queue.map_or(String::new(), |q| format!(r#","queue":"{q}""#));
+    format!(r#"{{"job":{{"id":"{id}"{queue}}},"runs":[{}]}}"#, runs.join(","))
+}
+
+fn any_history() -> impl Strategy<Value = String> {
+    let job = (
+        "[a-z0-9-]{1,12}",
+        prop_oneof![Just(Some("q")), Just(Some("other")), Just(None)],
+        proptest::collection::vec(0u8..5, 0..6),
+    );
+    proptest::collection::vec(job, 0..40).prop_map(|jobs| {
+        let mut seen = std::collections::HashSet::new();
+        jobs.into_iter()
+            .filter(|(id, ..)| seen.insert(id.clone()))
+            .map(|(id, q, runs)| job_line(&id, q, &runs) + "\n")
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    /// Any history, any number of shards: the merge is one process's answer, plan and replay.
+    #[test]
+    fn any_split_merges_to_the_unsharded_answer(h in any_history(), n in 1u64..=6, plan in any::<bool>()) {
+        let dir = what_if(&h);
+        let args: &[&str] = if plan { &PLAN } else { &PLAIN };
+        let partials = shards(dir.path(), "any", args, n);
+        same(dir.path(), args, &partials, "json");
+        same(dir.path(), args, &partials, "table");
+    }
+}
