@@ -50,6 +50,21 @@ const SERVER_DOCS: &[&str] = &["README.md", "docs/cli.md", "docs/serve.md"];
 /// enough), with why they are not run here.
 const NOT_RUN: &[(&str, &str, &str)] = &[
     (
+        "docs/past-one-machine.md",
+        "$ cd docs/examples/estimates",
+        "a shell loop with redirections; tests/integration/shards.rs runs shards and merges",
+    ),
+    (
+        "docs/past-one-machine.md",
+        "$ armadactl submit",
+        "needs an Armada cluster; tests/integration/shard_examples.rs runs the jobs' command lines",
+    ),
+    (
+        "docs/past-one-machine.md",
+        "$ kubectl apply",
+        "needs a Kubernetes cluster; tests/integration/shard_examples.rs runs the pods' command lines",
+    ),
+    (
         "README.md",
         "$ cargo run --locked",
         "builds the project: it is what runs these tests",

@@ -22,6 +22,7 @@ mod kubectl;
 mod serve;
 mod serve_process;
 mod serve_stress;
+mod shard_examples;
 mod shards;
 mod simulate;
 mod simulate_bulk;
