@@ -23,7 +23,13 @@
 # zlib bomb (512 MiB of text in about 0.5 MiB, issue 28 item 6): peak RSS and bytes written,
 # for retryctl and $BEFORE.
 #
+# `shards N` instead (issue 35): one database of N jobs; `simulate --lookout-db` whole, then
+# as 4 shards (`--shard I/4 -o partial`), each after `pg_stat_reset()`: the rows PostgreSQL
+# says it read from `job` and `job_run` (pg_stat_user_tables: seq_tup_read + idx_tup_fetch),
+# and each run's wall and CPU.
+#
 #   scripts/bench-history.sh                        # N = 100000 and 1000000
+#   scripts/bench-history.sh shards 1000000
 #   scripts/bench-history.sh 10000 50000            # other sizes
 #   BEFORE=/tmp/retryctl-old ROUNDS=3 scripts/bench-history.sh 100000
 #   BEFORE=/tmp/retryctl-old scripts/bench-history.sh bomb
@@ -118,6 +124,32 @@ SQL
       bin=$retryctl; [ "$b" = before ] && bin=$BEFORE
       read -r wall user rss < <(timed "$bin" history --queue ml --lookout-db "$dsn" --output-file "$work/out.jsonl")
       row "$b" "$wall" "$user" "$rss" "  $(stat -c %s "$work/out.jsonl") bytes written"
+    done
+  done
+  exit 0
+fi
+
+# Rows read from job and job_run since the last reset, by PostgreSQL's own statistics.
+rows_read() {
+  sleep 0.6  # the statistics of a backend that just closed are flushed within 0.5 s
+  psql -d "$1" -At -F ' ' -c "SELECT relname, coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0)
+    FROM pg_stat_user_tables WHERE relname IN ('job', 'job_run') ORDER BY relname" | tr '\n' ' '
+}
+
+if [ "${sizes[0]}" = shards ]; then
+  n=${sizes[1]:-1000000}
+  db=bench_shards_$n
+  load "$db" "$n"
+  dsn="postgresql://bench@127.0.0.1:$port/$db"
+  echo "== $n jobs, $((n * 3)) runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  for ((r = 1; r <= rounds; r++)); do
+    psql -d "$db" -c 'SELECT pg_stat_reset()' >/dev/null
+    read -r w u m < <(timed "$retryctl" simulate -f testdata/lookout/new --lookout-db "$dsn" --queue ml)
+    printf '%-10s %6.2f s wall %6.2f s user  rows read: %s\n' "whole" "$w" "$u" "$(rows_read "$db")"
+    for i in 0 1 2 3; do
+      psql -d "$db" -c 'SELECT pg_stat_reset()' >/dev/null
+      read -r w u m < <(timed "$retryctl" simulate -f testdata/lookout/new --lookout-db "$dsn" --queue ml --shard "$i/4" -o partial)
+      printf '%-10s %6.2f s wall %6.2f s user  rows read: %s\n' "shard $i/4" "$w" "$u" "$(rows_read "$db")"
     done
   done
   exit 0

@@ -16,10 +16,14 @@ every job is evaluated): a run never lands on a node the last retry avoids (infr
 keeps that constraint), and a lease is returned only while the job is below
 `maxAttemptedRuns` (5), since the job fails at that bound.
 
+`--submitted` gives each job a submission time (`job.submittedAt`, one every 2 seconds from
+2026-11-01T00:00:00Z, in id order), which `--backtest-at` needs; the runs are the same.
+
 `--realistic` adds what real cluster data has: about 2% of jobs land a run on an avoided
 node (the scheduler relaxed anti-affinity), and about 1% have runs recorded after the job
 ended for good (a resubmission under the same id); `simulate` reports both on stderr.
 """
+import datetime
 import json
 import random
 import sys
@@ -73,6 +77,8 @@ def pick(rng, avoid):
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     realistic = "--realistic" in sys.argv[1:]
+    submitted = "--submitted" in sys.argv[1:]
+    start = datetime.datetime(2026, 11, 1, tzinfo=datetime.timezone.utc)
     total = int(args[0]) if args else 1_000_000
     rng = random.Random(42)
     out = sys.stdout
@@ -103,6 +109,9 @@ def main():
                 runs.append({"node": pick(rng, None), "runFor": "1h", "outcome": "succeeded"})
         record = {"job": {"id": f"job-{job:07d}", "queue": "ml-queue", "terminationGracePeriod": "30s"},
                   "runs": runs}
+        if submitted:
+            at = start + datetime.timedelta(seconds=2 * job)
+            record["job"]["submittedAt"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
         out.write(json.dumps(record, separators=(",", ":")))
         out.write("\n")
         written += len(runs)

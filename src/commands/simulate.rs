@@ -242,6 +242,7 @@ fn write_partial<S: HistorySource>(
     });
     let header = Header::new(shard, fingerprint(&inputs), serde_json::to_value(run)?);
     let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text)?;
+    rec.keep_steps(crate::output::html::ROWS_PER_GROUP);
     let totals = match baseline {
         Some(old) => compare(source, old, sim, options, Out::Partial(&mut rec))?.totals,
         None => replay(source, sim, options, Out::Partial(&mut rec))?.totals,

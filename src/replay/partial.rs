@@ -37,6 +37,7 @@ use crate::engine::JobReport;
 use crate::input::SourceFile;
 use crate::lookout::ExportTotals;
 
+use super::compare::Transition;
 use super::run::{Fallback, Fallbacks};
 use super::shard::Shard;
 use super::source::Pos;
@@ -184,6 +185,10 @@ pub struct Recorder<'a> {
     held: Vec<u8>,
     entries: u64,
     fallbacks: Fallbacks,
+    /// How many changed jobs of each transition keep their steps (see [`Recorder::keep_steps`]),
+    /// and how many have so far.
+    steps_per_group: usize,
+    with_steps: [usize; 5],
 }
 
 impl<'a> Recorder<'a> {
@@ -203,7 +208,19 @@ impl<'a> Recorder<'a> {
             held: Vec::new(),
             entries: 0,
             fallbacks: Fallbacks::default(),
+            steps_per_group: usize::MAX,
+            with_steps: [0; 5],
         })
+    }
+
+    /// Keeps the run-by-run steps of only the first `n` changed jobs of each transition
+    /// (rescued, lost, → Pending, other, none), in the shard's order. Only the HTML report
+    /// prints steps, and only for the first `n` of each transition in the whole run's order;
+    /// those are among the first `n` of their transition in their own shard, so the merge
+    /// still has every step it prints. Steps are most of a changed job's bytes: without this
+    /// a partial of a history where most jobs change is as large as the history.
+    pub fn keep_steps(&mut self, n: usize) {
+        self.steps_per_group = n;
     }
 
     /// Some job got the policies given on the command line (no queue, or a queue the
@@ -250,11 +267,23 @@ impl<'a> Recorder<'a> {
     }
 
     /// A changed job of a comparison.
-    pub fn change(&mut self, at: &Pos, c: &Changed, f: Option<Fallback>) -> io::Result<()> {
+    pub fn change(&mut self, at: &Pos, mut c: Changed, f: Option<Fallback>) -> io::Result<()> {
+        let group = match c.diff.transition() {
+            Some(Transition::Rescued) => 0,
+            Some(Transition::Lost) => 1,
+            Some(Transition::ToPending) => 2,
+            Some(Transition::Other) => 3,
+            None => 4,
+        };
+        if self.with_steps[group] < self.steps_per_group {
+            self.with_steps[group] += 1;
+        } else {
+            c.steps = None;
+        }
         let queue = self.missing(f);
         self.entry(&EntryOut {
             missing_queue: queue.as_deref(),
-            change: Some(c),
+            change: Some(&c),
             ..EntryOut::at(at)
         })
     }

@@ -704,7 +704,7 @@ pub fn compare<S: HistorySource>(
             for_each_ordered(source, options.shard, work, |e| match e {
                 Emitted::Job(at, p) => record(rec, &at, p, |rec, (ch, f)| {
                     if ch.diff.changed() {
-                        rec.change(&at, &ch, f)
+                        rec.change(&at, ch, f)
                     } else {
                         rec.fallback(&at, &ch.diff.job, f)
                     }

@@ -84,9 +84,18 @@ pub fn line_job_id(line: &[u8]) -> Option<Cow<'_, str>> {
     }
 }
 
+/// Built once: a search made per line spent more on building its searcher than searching.
+static JOB_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"job\""));
+
 /// `"job"`, `:`, `{`, `"id"`, `:`, then a string without escapes: its text.
 fn quick_id(line: &[u8]) -> Option<&str> {
-    let at = memchr::memmem::find(line, b"\"job\"")?;
+    // Most lines begin with it (`retryctl history` writes `job` first): no search then.
+    let at = if line.starts_with(b"{\"job\"") {
+        1
+    } else {
+        JOB_KEY.find(line)?
+    };
     let mut rest = &line[at + 5..];
     for expected in [b':', b'{'] {
         rest = rest.trim_ascii_start();

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Issue 35's bars for shards, measured side by side on one machine:
+#   - N=4 shards of a 1,000,000-run history, run one after the other, cost at most 1.2x the
+#     single process in total CPU (user + system), for `simulate --baseline` and for `tune`;
+#   - `merge` is linear in the partials' size (the run is repeated on a 3x history);
+#   - (a shard from Lookout reads ~1/N of the rows: scripts/bench-history.sh --shards.)
+#
+#   scripts/bench-shards.sh [RUNS]     # default 1000000; needs python3 and GNU time
+#
+# Each shard writes `-o partial` as it would for a merge; the single process prints the
+# table (what a person runs) and, as a second reference, JSON (which, like a partial, lists
+# every changed job).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs="${1:-1000000}"
+target="${CARGO_TARGET_DIR:-target}"
+cargo build --release --locked --quiet --bin retryctl
+bin="$target/release/retryctl"
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+policies=(-f testdata/policies/valid/infra.yaml -f testdata/policies/valid/ml-training-oom.yaml
+          -f testdata/policies/valid/ml-queue.yaml)
+baseline=(--baseline testdata/policies/valid/infra.yaml)
+sweep=(--vary 'ml-training-oom:spec.retryLimit=1..5' --vary 'infra:spec.retryLimit=1,3')
+cpu() { # out-file, command... → prints "cpu_seconds wall_seconds peak_MiB"
+    local out="$1"; shift
+    /usr/bin/time -f "%U %S %e %M" -o "$dir/time" "$@" >"$out" 2>"$dir/stderr" || true
+    tail -n 1 "$dir/time" | awk '{ printf "%.2f %.2f %d\n", $1 + $2, $3, $4 / 1024 }'
+}
+ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}' if b else 'n/a')" "$1" "$2"; }
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+for n in "$runs" "$((runs * 3))"; do
+    file="$dir/h-$n.jsonl"
+    python3 scripts/gen-histories.py "$n" >"$file"
+    echo "== $n runs, $(wc -l <"$file") jobs, $(du -m "$file" | cut -f1) MiB"
+    for what in plan tune; do
+        if [ "$what" = plan ]; then
+            cmd=("$bin" simulate "${policies[@]}" "${baseline[@]}" --history "$file")
+        else
+            cmd=("$bin" tune "${policies[@]}" "${baseline[@]}" --history "$file" "${sweep[@]}")
+        fi
+        read -r one_cpu one_wall one_rss < <(cpu "$dir/one.txt" "${cmd[@]}")
+        read -r json_cpu _ _ < <(cpu "$dir/one.json" "${cmd[@]}" -o json)
+        total=0 parts=()
+        for i in 0 1 2 3; do
+            read -r c _ rss < <(cpu "$dir/$what-$i.json" "${cmd[@]}" --shard "$i/4" -o partial)
+            total=$(python3 -c "print(f'{$total + $c:.2f}')")
+            parts+=("$dir/$what-$i.json")
+        done
+        bytes=$(cat "${parts[@]}" | wc -c)
+        read -r merge_cpu merge_wall merge_rss < <(cpu "$dir/merged.txt" "$bin" merge "${parts[@]}")
+        cmp -s "$dir/merged.txt" "$dir/one.txt" || echo "!! merge differs from one process ($what)"
+        printf '%-5s one process: %5ss CPU (%ss wall, %s MiB; -o json %ss)   4 shards: %5ss CPU in all, last shard %s MiB   partials %s MiB   merge %ss CPU (%s MiB)\n' \
+            "$what" "$one_cpu" "$one_wall" "$one_rss" "$json_cpu" "$total" "$rss" "$((bytes / 1048576))" "$merge_cpu" "$merge_rss"
+        echo "      ratios: 4 shards / one process = $(ratio "$total" "$one_cpu") (bar <= 1.2), / one process -o json = $(ratio "$total" "$json_cpu"); merge CPU per partial MiB = $(python3 -c "print(f'{$merge_cpu / max($bytes / 1048576, 1e-9):.4f}')") s"
+    done
+done
