@@ -16,13 +16,13 @@
 //! Not run: a block that cannot run here is ```` ```console,ignore ```` and must be listed
 //! in [`NOT_RUN`] with the reason, and the test that covers it where there is one: the
 //! PostgreSQL of Lookout (docs/lookout.md; tests/integration/history.rs and cluster.rs run
-//! those commands against a real PostgreSQL), starting a server on a fixed port (this test
-//! starts its own), shell pipelines and redirections, installs, builds and CI recipes. An
-//! ignored block that is not listed, or a listed one that is gone, fails
-//! [`every_block_is_run_or_listed_as_not_run`]. A block in any other language must be an
-//! input (a config file, settings), never a command or an output: `yaml`, `json` and `lua`
-//! only, with no `$ ` line; a block without a language would be a trycmd case, so it is
-//! refused too.
+//! those commands against a real PostgreSQL, and tune.rs docs/tune.md's, reading it from the
+//! guide), starting a server on a fixed port (this test starts its own), shell pipelines and
+//! redirections, installs, builds and CI recipes. An ignored block that is not listed, or a
+//! listed one that is gone, fails [`every_block_is_run_or_listed_as_not_run`]. A block in
+//! any other language must be an input (a config file, settings), never a command or an
+//! output: `yaml`, `json` and `lua` only, with no `$ ` line; a block without a language
+//! would be a trycmd case, so it is refused too.
 //!
 //! Also checked: the README's exit-code table is the binary's (SPEC §4: one table, asserted
 //! in tests), the README stays a page (≤ 300 lines) with the quick start's two commands and
@@ -134,6 +134,11 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
         "$ retryctl simulate -f testdata/lookout/new/ --lookout-db",
         "needs PostgreSQL; cluster.rs asserts the plan equals the offline one above plus its `baseline:` line",
     ),
+    (
+        "docs/tune.md",
+        "$ retryctl tune -f testdata/lookout/new/ --lookout-db",
+        "needs PostgreSQL; tune.rs runs this command line against the fixture and the cluster's rows and asserts these lines",
+    ),
 ];
 
 /// Languages of blocks that hold inputs (config files, editor settings, documents).
@@ -161,10 +166,10 @@ fn md_files() -> Vec<String> {
 
 /// A fenced block: where it starts, its info string, its lines.
 #[derive(Debug)]
-struct Block {
+pub(crate) struct Block {
     line: usize,
     info: String,
-    lines: Vec<String>,
+    pub(crate) lines: Vec<String>,
 }
 
 impl Block {
@@ -172,12 +177,12 @@ impl Block {
         self.info.split(',').next().unwrap_or("").trim()
     }
 
-    fn ignored(&self) -> bool {
+    pub(crate) fn ignored(&self) -> bool {
         self.info.split(',').skip(1).any(|a| a.trim() == "ignore")
     }
 
     /// The lines after the first command up to the next one (its output).
-    fn output_of(&self, command_start: &str) -> String {
+    pub(crate) fn output_of(&self, command_start: &str) -> String {
         let mut lines = self.lines.iter().skip_while(|l| !l.starts_with(command_start));
         lines.next().expect("the command is in the block");
         let out: Vec<&str> = lines.take_while(|l| !l.starts_with("$ ")).map(String::as_str).collect();
@@ -185,8 +190,10 @@ impl Block {
     }
 }
 
-/// The fenced blocks of a Markdown text (``` fences, as trycmd reads them).
-fn blocks(text: &str) -> Vec<Block> {
+/// The fenced blocks of a Markdown text (``` fences, as trycmd reads them). Also the other
+/// tests' reader of a doc's `console,ignore` blocks (tune.rs runs one against PostgreSQL), so
+/// that a block is found the same way here and there.
+pub(crate) fn blocks(text: &str) -> Vec<Block> {
     let mut out = Vec::new();
     let mut lines = text.lines().enumerate();
     while let Some((i, line)) = lines.next() {

@@ -287,6 +287,105 @@ fn from_lookouts_database_too() {
     assert!(any_gpu, "{}", t["tune"]["candidates"]);
 }
 
+/// `line` split into words as a POSIX shell splits the guides' command lines: blanks between
+/// words, `'…'` and `"…"` quoted, and `$DSN`, the only variable they use, expanded to `dsn`
+/// inside double quotes. Anything else a shell would read differently (an unquoted variable
+/// or glob character) fails the test: the guide's line must run as typed.
+fn shell_words(line: &str, dsn: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' => words.extend(word.take()),
+            '\'' | '"' => {
+                let quoted: String = chars.by_ref().take_while(|&q| q != c).collect();
+                let quoted = if c == '"' {
+                    let expanded = quoted.replace("$DSN", dsn);
+                    assert!(!expanded.contains('$'), "a variable other than $DSN in `{line}`");
+                    expanded
+                } else {
+                    quoted
+                };
+                word.get_or_insert_with(String::new).push_str(&quoted);
+            }
+            '$' | '*' | '?' | '[' | '`' | '\\' | '|' | '>' | '<' | '&' | ';' => {
+                panic!("`{c}` unquoted in `{line}`: a shell would not pass it as typed")
+            }
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    words
+}
+
+/// docs/tune.md's Lookout walkthrough is a `console,ignore` block (the docs test has no
+/// PostgreSQL): here its command line, read from the guide, runs against the database the
+/// guide describes (the fixture, and the cluster's policies as upstream stores them), and
+/// prints exactly the block's lines, stdout then stderr, exit 0. So the guide cannot drift.
+/// With the files of the cluster's policy and the export of the same week instead of the
+/// database, the table is the same but for whose baseline it is.
+#[test]
+fn the_guides_lookout_walkthrough_prints_what_it_says() {
+    let Some(mut db) = fixture_db("tune_guide") else { return };
+    let root = crate::support::root();
+    db.client
+        .batch_execute(&fs::read_to_string(root.join("testdata/lookout/cluster.sql")).unwrap())
+        .unwrap();
+    let guide = fs::read_to_string(root.join("docs/tune.md")).unwrap();
+    let block = crate::docs::blocks(&guide)
+        .into_iter()
+        .find(|b| {
+            b.ignored()
+                && b.lines
+                    .first()
+                    .is_some_and(|l| l.starts_with("$ retryctl tune") && l.contains("--lookout-db"))
+        })
+        .expect("docs/tune.md has the Lookout walkthrough");
+    let words = shell_words(block.lines[0].strip_prefix("$ ").unwrap(), &db.dsn);
+    assert_eq!(words[0], "retryctl");
+    let home = temp_home();
+    let out = retryctl(home.path()).args(&words[1..]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(printed, block.output_of("$ retryctl tune"));
+
+    // The same search from files: the cluster's policy as `upstream-old/`, the week as
+    // `history` exported it (docs.rs keeps that file equal to the export).
+    let mut from_files = Vec::new();
+    let mut rest = words[1..].iter().map(String::as_str);
+    while let Some(w) = rest.next() {
+        match w {
+            "--lookout-db" | "--queue" | "--from" | "--to" => {
+                rest.next();
+            }
+            "--baseline-from-cluster" => {}
+            w => from_files.push(w),
+        }
+    }
+    from_files.extend([
+        "--baseline",
+        "testdata/lookout/upstream-old/",
+        "--history",
+        "docs/examples/lookout/week.jsonl",
+    ]);
+    let files = retryctl(home.path()).args(&from_files).output().unwrap();
+    assert_eq!(files.status.code(), Some(0), "{}", format_output(&files));
+    assert!(files.stderr.is_empty(), "{}", format_output(&files));
+    assert_eq!(
+        String::from_utf8(files.stdout).unwrap(),
+        String::from_utf8(out.stdout).unwrap().replacen(
+            "baseline: what the cluster runs (its Lookout database)",
+            "baseline: the --baseline files",
+            1
+        )
+    );
+}
+
 /// By hand, on the history above against the baseline `old`, varying the template's limit
 /// 1..=3 and what exit code 2 does: with `Retry` for exit 2, l1/l2 are not lost; with `Fail`
 /// they are (the baseline retries them once and they succeed). So the candidates that fail
