@@ -8,7 +8,7 @@
 //! {"partial":"retryctl","version":1,"retryctl":"…","shard":{"index":0,"count":4},"fingerprint":"…","run":{…},"entries":[
 //! {"at":[1,12],"job":{…}},
 //! {"at":[1,40],"error":"…"}
-//! ],"end":{"entries":2,"source":"…","totals":{…}}}
+//! ],"end":{"entries":2,"source":"…","totals":{…}},"sha256":"…"}
 //! ```
 //!
 //! - the header: the shard, the fingerprint of every input that changes the answer (the
@@ -19,11 +19,13 @@
 //!   each missing queue, and every entry that could not be replayed;
 //! - `end`: how many entries there are (a truncated partial has no end, a damaged one another
 //!   count), the digest of the history's bytes, and the shard's totals (counts and trials,
-//!   which add up the same whatever the split).
+//!   which add up the same whatever the split);
+//! - `sha256`: of every byte before it. A partial is input, and its totals are trusted only
+//!   as its shard wrote them: a file edited since is refused as damaged.
 //!
 //! Owns: [`Recorder`] (the writing, which missing queues to list: the first job of each in
 //! this shard) and [`Partial`] (the reading, with every check on one file: is it a partial,
-//! its version, truncation, its count). Must not: decide what a shard lists or how totals
+//! its version, truncation, its count, its seal). Must not: decide what a shard lists or how totals
 //! merge (that is `run`), compare partials with each other (that is `commands::merge`), or
 //! format anything for people (an invalid history file's diagnostics come rendered).
 
@@ -51,6 +53,9 @@ const MAGIC: &str = "{\"partial\":\"retryctl\",\"version\":";
 /// The end of the header line, and the start of the end line.
 const ENTRIES: &str = ",\"entries\":[";
 const END: &str = "],\"end\":";
+/// What closes the end line: the SHA-256 of every byte before it, hex, then `"}`. A partial
+/// is input: one edited by hand (or by anything but its recorder) is refused, not trusted.
+const SEAL: &str = ",\"sha256\":\"";
 
 /// A partial's first line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -189,6 +194,8 @@ pub struct Recorder<'a> {
     /// and how many have so far.
     steps_per_group: usize,
     with_steps: [usize; 5],
+    /// Every byte written so far, for the seal.
+    seal: sha2::Sha256,
 }
 
 impl<'a> Recorder<'a> {
@@ -197,11 +204,13 @@ impl<'a> Recorder<'a> {
         header: &Header,
         render_invalid: fn(&SourceFile) -> String,
     ) -> io::Result<Recorder<'a>> {
+        use sha2::Digest;
         let text = serde_json::to_string(header).map_err(io::Error::other)?;
         // The header object, left open for `entries`.
-        out.write_all(&text.as_bytes()[..text.len() - 1])?;
-        out.write_all(ENTRIES.as_bytes())?;
-        out.write_all(b"\n")?;
+        let line = format!("{}{ENTRIES}\n", &text[..text.len() - 1]);
+        out.write_all(line.as_bytes())?;
+        let mut seal = sha2::Sha256::new();
+        seal.update(line.as_bytes());
         Ok(Recorder {
             out,
             render_invalid,
@@ -210,6 +219,7 @@ impl<'a> Recorder<'a> {
             fallbacks: Fallbacks::default(),
             steps_per_group: usize::MAX,
             with_steps: [0; 5],
+            seal,
         })
     }
 
@@ -232,11 +242,19 @@ impl<'a> Recorder<'a> {
     fn push(&mut self, write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> io::Result<()> {
         if self.entries > 0 {
             self.held.extend_from_slice(b",\n");
-            self.out.write_all(&self.held)?;
-            self.held.clear();
+            self.write_held()?;
         }
         write(&mut self.held)?;
         self.entries += 1;
+        Ok(())
+    }
+
+    /// The held bytes out, and into the seal.
+    fn write_held(&mut self) -> io::Result<()> {
+        use sha2::Digest;
+        self.out.write_all(&self.held)?;
+        self.seal.update(&self.held);
+        self.held.clear();
         Ok(())
     }
 
@@ -325,9 +343,10 @@ impl<'a> Recorder<'a> {
 
     /// The end: the entries' count, the history's digest and the totals.
     pub fn end(mut self, source: Option<u64>, totals: serde_json::Value, lookout: Option<Lookout>) -> io::Result<()> {
+        use sha2::Digest;
         if self.entries > 0 {
             self.held.push(b'\n');
-            self.out.write_all(&self.held)?;
+            self.write_held()?;
         }
         let end = End {
             entries: self.entries,
@@ -336,9 +355,11 @@ impl<'a> Recorder<'a> {
             totals,
             lookout,
         };
-        self.out.write_all(END.as_bytes())?;
-        serde_json::to_writer(&mut *self.out, &end).map_err(io::Error::other)?;
-        self.out.write_all(b"}\n")?;
+        self.held.extend_from_slice(END.as_bytes());
+        serde_json::to_writer(&mut self.held, &end).map_err(io::Error::other)?;
+        self.write_held()?;
+        let seal = hex(&self.seal.finalize_reset());
+        self.out.write_all(format!("{SEAL}{seal}\"}}\n").as_bytes())?;
         self.out.flush()
     }
 }
@@ -443,9 +464,12 @@ impl Partial {
         let name = path.display().to_string();
         let file = File::open(path).map_err(|e| format!("cannot be read: {}", crate::input::io_reason(&e)))?;
         let mut r = BufReader::with_capacity(1 << 16, file);
+        use sha2::Digest;
         let mut line = Vec::new();
         read_line(&mut r, &mut line)?;
         let header = header(&line)?;
+        let mut seal = sha2::Sha256::new();
+        seal.update(&line);
         let mut entries = 0u64;
         let truncated = |entries: u64| {
             format!(
@@ -461,9 +485,10 @@ impl Partial {
             if line.starts_with(END.as_bytes()) {
                 break;
             }
+            seal.update(&line);
             entries += 1;
         }
-        let end = end(&line)?;
+        let end = end(&line, seal)?;
         if read_line(&mut r, &mut line)? && !line.trim_ascii().is_empty() {
             return Err("is damaged: there is more after its end".into());
         }
@@ -525,16 +550,30 @@ fn header(line: &[u8]) -> Result<Header, String> {
 }
 
 /// The end line: `],"end":{…}}`.
-fn end(line: &[u8]) -> Result<End, String> {
+/// The end line, `],"end":{…},"sha256":"…"}`, checked against the seal of every byte before
+/// it (`seal`: the lines before it, so far).
+fn end(line: &[u8], mut seal: sha2::Sha256) -> Result<End, String> {
+    use sha2::Digest;
     let damaged = |why: String| format!("is damaged: its end: {why}");
     let text = std::str::from_utf8(line)
         .map_err(|_| damaged("not UTF-8".into()))?
         .trim_end();
-    let body = text
-        .strip_prefix(END)
-        .and_then(|t| t.strip_suffix('}'))
-        .ok_or_else(|| damaged("not `],\"end\":{…}}`".into()))?;
+    let shape = || damaged("not `],\"end\":{…},\"sha256\":\"…\"}`".into());
+    let at = text.rfind(SEAL).ok_or_else(shape)?;
+    let (sealed, rest) = text.split_at(at);
+    let given = rest[SEAL.len()..].strip_suffix("\"}").ok_or_else(shape)?;
+    seal.update(sealed.as_bytes());
+    if given != hex(&seal.finalize()) {
+        return Err(
+            "is damaged: its bytes are not the ones its shard wrote (its SHA-256 differs: was it edited?)".into(),
+        );
+    }
+    let body = sealed.strip_prefix(END).ok_or_else(shape)?;
     serde_json::from_str(body).map_err(|e| damaged(e.to_string()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A partial's entries, read one at a time.

@@ -266,6 +266,44 @@ fn a_report_past_its_row_cap_merges_to_one_process() {
     }
 }
 
+/// Hostile job ids (markup, a `|`, a newline) go through a partial and out of the merge as
+/// the one process prints them: inert text in HTML, one table row in Markdown (issue 36).
+#[test]
+fn hostile_values_merge_as_inert_text() {
+    let mut h = String::new();
+    for (k, id) in [
+        "\"><script>alert(1)</script>",
+        "<img src=x onerror=alert(1)>",
+        "</style><svg onload=alert(1)>",
+        "a|b\n# heading",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let line = serde_json::json!({
+            "job": {"id": id, "queue": "q"},
+            "runs": [
+                {"category": "cuda_error", "containers": [{"name": "main", "exitCode": 1}], "runFor": "5m", "node": format!("<b>n{k}</b>")},
+                {"outcome": "succeeded", "runFor": "1h"}
+            ]
+        });
+        h.push_str(&line.to_string());
+        h.push('\n');
+    }
+    let dir = what_if(&h);
+    for n in [2, 3] {
+        let partials = shards(dir.path(), &format!("hostile{n}"), &PLAN, n);
+        let html = String::from_utf8(same(dir.path(), &PLAN, &partials, "html").stdout).unwrap();
+        for raw in ["<script>alert", "<img src=x", "<svg onload", "<b>n0"] {
+            assert!(!html.contains(raw), "{raw} is markup in the merged page");
+        }
+        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        let md = String::from_utf8(same(dir.path(), &PLAN, &partials, "markdown").stdout).unwrap();
+        assert!(!md.lines().any(|l| l.starts_with("# heading")), "{md}");
+        assert!(md.contains("a\\|b"), "{md}");
+    }
+}
+
 /// A directory of YAML histories, one of them invalid: the invalid file's diagnostics are
 /// said by the shard its name falls in, once.
 #[test]
@@ -454,6 +492,18 @@ fn statement_ids(stderr: &str) -> Option<Vec<String>> {
     )
 }
 
+/// `text`, a partial, with its seal made again: what another build (or a careful hand)
+/// would write, to reach the checks behind the seal.
+fn reseal(text: &str) -> String {
+    use sha2::Digest;
+    let at = text.rfind(",\"sha256\":\"").unwrap();
+    let seal: String = sha2::Sha256::digest(&text.as_bytes()[..at])
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{},\"sha256\":\"{seal}\"}}\n", &text[..at])
+}
+
 /// `--since` counts back from each shard's own start: refused with shards.
 #[test]
 fn since_is_refused_with_shards() {
@@ -576,7 +626,7 @@ fn merge_refuses_what_is_not_one_whole_run() {
     let ours = env!("CARGO_PKG_VERSION");
     fs::write(
         d.join("old-build.json"),
-        text.replacen(&format!("\"retryctl\":\"{ours}\""), "\"retryctl\":\"0.0.1\"", 1),
+        reseal(&text.replacen(&format!("\"retryctl\":\"{ours}\""), "\"retryctl\":\"0.0.1\"", 1)),
     )
     .unwrap();
     refused(
@@ -587,7 +637,7 @@ fn merge_refuses_what_is_not_one_whole_run() {
     let lines: Vec<&str> = text.lines().collect();
     let mut broken = lines.clone();
     broken[2] = "{\"at\":[1,2],\"change\":{\"diff\":7}},";
-    fs::write(d.join("broken.json"), broken.join("\n") + "\n").unwrap();
+    fs::write(d.join("broken.json"), reseal(&(broken.join("\n") + "\n"))).unwrap();
     let out = run(d, &["merge", p0, "broken.json", p2, "-o", "json"]);
     assert_eq!(out.status.code(), Some(3), "{}", format_output(&out));
     assert!(out.stdout.is_empty());
@@ -595,6 +645,16 @@ fn merge_refuses_what_is_not_one_whole_run() {
     assert!(
         err.ends_with("error: `broken.json` is damaged: entry 2: invalid type: integer `7`, expected struct JobDiff at line 1 column 30\n"),
         "{err}"
+    );
+    // Edited by hand: a count in the totals made larger. Refused, whatever it changed.
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let last = lines.len() - 1;
+    lines[last] = lines[last].replacen("\"errors\":0", "\"errors\":1", 1);
+    assert_ne!(lines[last], text.lines().last().unwrap());
+    fs::write(d.join("edited.json"), lines.join("\n") + "\n").unwrap();
+    refused(
+        &[p0, "edited.json", p2],
+        "error: `edited.json` is damaged: its bytes are not the ones its shard wrote (its SHA-256 differs: was it edited?)\nerror: cannot merge: 1 problem above (nothing was printed)\n",
     );
     // A missing file.
     refused(

@@ -95,19 +95,27 @@ fn a_file_that_is_not_a_whole_partial_says_why() {
     );
     let lines: Vec<&str> = text.lines().collect();
     let one_less = format!("{}\n{}\n", lines[0], lines[2..].join("\n"));
+    // An edit is found by the seal; sealed again, by what it breaks.
     assert_eq!(
         err(one_less.as_bytes()),
+        "is damaged: its bytes are not the ones its shard wrote (its SHA-256 differs: was it edited?)"
+    );
+    let edited = text.replacen("\"error\":\"x\"", "\"error\":\"w\"", 1);
+    assert_eq!(err(edited.as_bytes()), err(one_less.as_bytes()));
+    assert!(read(reseal(&edited).as_bytes()).is_ok());
+    assert_eq!(
+        err(reseal(&one_less).as_bytes()),
         "is damaged: its end says 2 entries, it holds 1"
     );
     let after = format!("{text}{{}}\n");
     assert_eq!(err(after.as_bytes()), "is damaged: there is more after its end");
-    let bad_entry = text.replacen("\"error\":\"x\"", "\"error\":7", 1);
+    let bad_entry = reseal(&text.replacen("\"error\":\"x\"", "\"error\":7", 1));
     assert!(
         err(bad_entry.as_bytes()).contains(": entry 1: invalid type: integer `7`, expected a string"),
         "{}",
         err(bad_entry.as_bytes())
     );
-    let two_things = text.replacen("\"error\":\"x\"", "\"error\":\"x\",\"leftOut\":\"z\"", 1);
+    let two_things = reseal(&text.replacen("\"error\":\"x\"", "\"error\":\"x\",\"leftOut\":\"z\"", 1));
     assert!(
         err(two_things.as_bytes()).ends_with(": entry 1: an entry must say one thing: a job, a change, an error, …")
     );
@@ -120,4 +128,13 @@ fn the_fingerprint_is_sha256_of_the_inputs_and_changes_with_them() {
     assert!(a.bytes().all(|b| b.is_ascii_hexdigit()));
     assert_eq!(a, fingerprint(&serde_json::json!({"shards": 4})));
     assert_ne!(a, fingerprint(&serde_json::json!({"shards": 5})));
+}
+
+/// `text` with its seal made again: an edit the seal does not catch, to reach the checks
+/// behind it.
+fn reseal(text: &str) -> String {
+    use sha2::Digest;
+    let at = text.rfind(SEAL).unwrap();
+    let seal = hex(&sha2::Sha256::digest(&text.as_bytes()[..at]));
+    format!("{}{SEAL}{seal}\"}}\n", &text[..at])
 }
