@@ -67,7 +67,7 @@ pub fn run(ctx: &mut Context, args: &MergeArgs) -> anyhow::Result<ExitCode> {
     match run.get("command").and_then(|c| c.as_str()) {
         Some("simulate") => {
             let run: SimulateRun = decode(&partials[0], "its run", run.clone())?;
-            merge_simulate(ctx, &partials, &run, args.output.into())
+            merge_simulate(ctx, &partials, &run, args.output)
         }
         Some("tune") => {
             let run: TuneRun = decode(&partials[0], "its run", run.clone())?;

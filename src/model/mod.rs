@@ -32,3 +32,20 @@ pub use document::{parse_documents, ApiVersion, Document, Kind, ParsedText, Reso
 pub use duration::GoDuration;
 pub use policy::{Action, RetryPolicy, Rule};
 pub use queue::Queue;
+
+/// The policies of `yaml`, every document a policy that validates: for tests.
+#[cfg(test)]
+pub(crate) fn test_policies(yaml: &str) -> Vec<RetryPolicy> {
+    parse_documents(yaml, None)
+        .documents
+        .into_iter()
+        .map(|d| {
+            let errors: Vec<_> = d.diagnostics.iter().filter(|x| x.is_error()).collect();
+            assert!(errors.is_empty(), "{errors:?}");
+            match d.resource {
+                Some(Resource::RetryPolicy(p)) => p,
+                other => panic!("not a policy: {other:?}"),
+            }
+        })
+        .collect()
+}

@@ -146,7 +146,7 @@ fn jobs(n: u64) -> String {
 }
 
 /// Text for HTML (element content and quoted attribute values).
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {

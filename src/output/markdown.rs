@@ -91,8 +91,8 @@ impl Sink for MarkdownSink<'_> {
     }
 }
 
-/// Text with Markdown's special characters escaped (a job id is input).
-fn text(s: &str) -> String {
+/// Text with Markdown's special characters escaped (a job id is input), no line breaks.
+pub(crate) fn text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {

@@ -7,23 +7,16 @@
 
 use std::io::Write;
 
-use crate::cli::{MergeOutput, SimulateOutput};
+use crate::cli::SimulateOutput;
 use crate::replay::sink::Sink;
 
 use super::html::HtmlSink;
 use super::markdown::MarkdownSink;
 use super::simulate::{Mode, RecordSink, Records, Stderr, TableSink};
 
-/// The formats a sink renders (`simulate -o`, `merge -o`; a partial result is no sink's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Json,
-    Yaml,
-    Jsonl,
-    Html,
-    Markdown,
-}
+/// The formats a sink renders: `merge -o`'s, which are `simulate -o`'s less `partial` (a
+/// partial result is no sink's). One enum, so that a format added to one is added to both.
+pub use crate::cli::MergeOutput as Format;
 
 impl Format {
     /// `None`: `-o partial`.
@@ -37,19 +30,6 @@ impl Format {
             SimulateOutput::Markdown => Format::Markdown,
             SimulateOutput::Partial => return None,
         })
-    }
-}
-
-impl From<MergeOutput> for Format {
-    fn from(o: MergeOutput) -> Format {
-        match o {
-            MergeOutput::Table => Format::Table,
-            MergeOutput::Json => Format::Json,
-            MergeOutput::Yaml => Format::Yaml,
-            MergeOutput::Jsonl => Format::Jsonl,
-            MergeOutput::Html => Format::Html,
-            MergeOutput::Markdown => Format::Markdown,
-        }
     }
 }
 

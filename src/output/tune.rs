@@ -27,6 +27,8 @@ use crate::tune::rank::{Excluded, Ranked, Scored};
 use crate::tune::sweep::Listener;
 use crate::tune::CandidateError;
 
+use super::html::esc;
+use super::markdown::text as markdown_text;
 use super::simulate::{
     backtest_details, backtest_json, backtest_sentence, compute_json, estimate_json, hours_words, seconds_words,
     Stderr, ESTIMATE_METHOD,
@@ -424,28 +426,12 @@ fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write) -> io::Re
     )
 }
 
-/// Markdown text: special characters escaped, no line breaks (a value is input).
-fn md(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '\\' | '`' | '*' | '_' | '|' | '<' | '>' | '[' | ']' | '#' | '~' | '!' | '&' => {
-                out.push('\\');
-                out.push(ch);
-            }
-            '\n' | '\r' => out.push(' '),
-            _ => out.push(ch),
-        }
-    }
-    out
-}
-
 fn markdown(view: &TuneView<'_>) -> String {
     let r = view.ranked;
     let mut m = String::new();
     let _ = writeln!(m, "## retryctl tune: which policy should this cluster run?\n");
-    let _ = writeln!(m, "{}\n", md(&inputs_line(view)));
-    let _ = writeln!(m, "**{}**\n", md(&recommendation(view)));
+    let _ = writeln!(m, "{}\n", markdown_text(&inputs_line(view)));
+    let _ = writeln!(m, "**{}**\n", markdown_text(&recommendation(view)));
     if let Some(i) = r.recommended {
         let _ = writeln!(
             m,
@@ -458,11 +444,15 @@ fn markdown(view: &TuneView<'_>) -> String {
     let _ = writeln!(
         m,
         "| {} |\n|{}|",
-        header.iter().map(|h| md(h)).collect::<Vec<_>>().join(" | "),
+        header.iter().map(|h| markdown_text(h)).collect::<Vec<_>>().join(" | "),
         header.iter().map(|_| "---").collect::<Vec<_>>().join("|")
     );
     for row in rows {
-        let _ = writeln!(m, "| {} |", row.iter().map(|c| md(c)).collect::<Vec<_>>().join(" | "));
+        let _ = writeln!(
+            m,
+            "| {} |",
+            row.iter().map(|c| markdown_text(c)).collect::<Vec<_>>().join(" | ")
+        );
     }
     if r.candidates.len() > TOP {
         let _ = writeln!(
@@ -490,32 +480,16 @@ fn markdown(view: &TuneView<'_>) -> String {
         let _ = writeln!(
             m,
             "\n**Backtest:** {}. {}.",
-            md(&backtest_sentence(b)),
-            md(&backtest_details(b))
+            markdown_text(&backtest_sentence(b)),
+            markdown_text(&backtest_details(b))
         );
     }
     let _ = writeln!(
         m,
         "\n<sub>EXPECTED: succeeded + Σ the estimated chance of each Pending job; COST: compute added − removed + expected, against the baseline; * recommended. Estimates: {}.</sub>",
-        md(ESTIMATE_METHOD)
+        markdown_text(ESTIMATE_METHOD)
     );
     m
-}
-
-/// HTML text (a value is input).
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(ch),
-        }
-    }
-    out
 }
 
 const CSS: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:0;background:#f5f7fa;color:#1f2933}main{max-width:1200px;margin:0 auto;padding:24px}section{background:#fff;border-radius:8px;padding:16px 20px;margin:16px 0;box-shadow:0 1px 2px #0001}h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:0 0 12px}.sub{color:#52606d;margin:0}table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #e4e7eb;font-variant-numeric:tabular-nums}th{font-weight:600;color:#52606d}.n{text-align:right}.rec td{background:#e3f8ee;font-weight:600}.plan{font-size:15px}.note{color:#52606d;font-size:12px}code{background:#f0f4f8;padding:1px 4px;border-radius:3px}.est{font-style:italic;color:#8a4b08}svg text{font:11px system-ui,sans-serif;fill:#52606d}";

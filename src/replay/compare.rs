@@ -498,22 +498,13 @@ mod tests {
     use super::*;
     use crate::engine::simulator::Simulator;
     use crate::engine::Settings;
-    use crate::model::policy::RetryPolicy;
-    use crate::model::{parse_documents, Resource};
+    use crate::model::test_policies;
 
     fn sim(limit: u32) -> Simulator {
         let yaml = format!(
             "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {{name: p}}\nspec:\n  retryLimit: {limit}\n  rules:\n    - {{action: Retry, onConditions: [Preempted]}}\n"
         );
-        let policies: Vec<RetryPolicy> = parse_documents(&yaml, None)
-            .documents
-            .into_iter()
-            .filter_map(|d| match d.resource {
-                Some(Resource::RetryPolicy(p)) => Some(p),
-                _ => None,
-            })
-            .collect();
-        Simulator::new(policies, Vec::new(), None).unwrap()
+        Simulator::new(test_policies(&yaml), Vec::new(), None).unwrap()
     }
 
     /// `n` preempted runs, then a returned lease and a success when `ends`.

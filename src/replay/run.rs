@@ -1017,20 +1017,10 @@ impl Fallbacks {
 mod tests {
     use super::*;
     use crate::model::failure_history::Container;
-    use crate::model::policy::RetryPolicy;
-    use crate::model::{parse_documents, Resource};
+    use crate::model::test_policies;
 
     fn sim(yaml: &str) -> Simulator {
-        let policies: Vec<RetryPolicy> = parse_documents(yaml, None)
-            .documents
-            .into_iter()
-            .filter_map(|d| match d.resource {
-                Some(Resource::RetryPolicy(p)) => Some(p),
-                _ => None,
-            })
-            .collect();
-        assert!(!policies.is_empty(), "{yaml}");
-        Simulator::new(policies, Vec::new(), None).unwrap()
+        Simulator::new(test_policies(yaml), Vec::new(), None).unwrap()
     }
 
     fn cuda() -> Run {

@@ -9,23 +9,7 @@ use crate::engine::simulator::Simulator;
 use crate::engine::*;
 use crate::model::failure_history::{FailureHistory, Final, Outcome, Run};
 use crate::model::policy::{RetryPolicy, Rule};
-use crate::model::{parse_documents, Resource};
-
-fn policies(yaml: &str) -> Vec<RetryPolicy> {
-    let parsed = parse_documents(yaml, None);
-    parsed
-        .documents
-        .into_iter()
-        .map(|d| {
-            let errors: Vec<_> = d.diagnostics.iter().filter(|x| x.is_error()).collect();
-            assert!(errors.is_empty(), "{errors:?}");
-            match d.resource {
-                Some(Resource::RetryPolicy(p)) => p,
-                other => panic!("not a policy: {other:?}"),
-            }
-        })
-        .collect()
-}
+use crate::model::{parse_documents, test_policies as policies, Resource};
 
 fn history(body: &str) -> FailureHistory {
     let text = format!("apiVersion: armadaproject.io/v1\nkind: FailureHistory\n{body}");
