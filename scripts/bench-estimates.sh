@@ -13,19 +13,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-1000000}"
 rounds="${2:-3}"
-target="${CARGO_TARGET_DIR:-target}"
-cargo build --release --locked --quiet --bin retryctl
-bin="$target/release/retryctl"
-dir="$(mktemp -d)"
-trap 'rm -rf "$dir"' EXIT
-policies=(-f testdata/policies/valid/infra.yaml -f testdata/policies/valid/ml-training-oom.yaml
-          -f testdata/policies/valid/ml-queue.yaml)
-baseline=(--baseline testdata/policies/valid/infra.yaml)
+. scripts/bench-common.sh
 file="$dir/h.jsonl"
 # Jobs submitted every 2 s from 2026-11-01: a cut on the 4th leaves about 60% to fit.
 python3 scripts/gen-histories.py --submitted "$runs" >"$file"
 at=2026-11-04T00:00:00Z
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+machine
 echo "== $runs runs, $(wc -l <"$file") jobs, $(du -m "$file" | cut -f1) MiB"
 declare -A cpu rss
 names=(replay whatif backtest whatif_json backtest_json)
@@ -43,12 +36,10 @@ for _ in $(seq "$rounds"); do
     run whatif_json "$bin" simulate "${policies[@]}" "${baseline[@]}" --history "$file" -o json
     run backtest_json "$bin" simulate "${policies[@]}" "${baseline[@]}" --history "$file" --backtest-at "$at" -o json
 done
-median() { python3 -c "import statistics, sys; print(f'{statistics.median(map(float, sys.argv[1:])):.3f}')" $1; }
 declare -A m
 for n in "${names[@]}"; do
     m[$n]=$(median "${cpu[$n]}")
     printf '%-14s %7ss CPU (median of: %s)  peak %s MiB\n' "$n" "${m[$n]}" "${cpu[$n]% }" "${rss[$n]}"
 done
-ratio() { python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.2f}')" "$1" "$2"; }
 echo "ratios: --backtest-at / what-if = $(ratio "${m[backtest]}" "${m[whatif]}") (table), $(ratio "${m[backtest_json]}" "${m[whatif_json]}") (json) (bar <= 1.3);" \
      "what-if (runs left included) / one replay = $(ratio "${m[whatif]}" "${m[replay]}") (bar <= 1.6; 1.23-1.27 before runs left)"

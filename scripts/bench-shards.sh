@@ -13,22 +13,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-1000000}"
-target="${CARGO_TARGET_DIR:-target}"
-cargo build --release --locked --quiet --bin retryctl
-bin="$target/release/retryctl"
-dir="$(mktemp -d)"
-trap 'rm -rf "$dir"' EXIT
-policies=(-f testdata/policies/valid/infra.yaml -f testdata/policies/valid/ml-training-oom.yaml
-          -f testdata/policies/valid/ml-queue.yaml)
-baseline=(--baseline testdata/policies/valid/infra.yaml)
+. scripts/bench-common.sh
 sweep=(--vary 'ml-training-oom:spec.retryLimit=1..5' --vary 'infra:spec.retryLimit=1,3')
 cpu() { # out-file, command... → prints "cpu_seconds wall_seconds peak_MiB"
     local out="$1"; shift
     /usr/bin/time -f "%U %S %e %M" -o "$dir/time" "$@" >"$out" 2>"$dir/stderr" || true
     tail -n 1 "$dir/time" | awk '{ printf "%.2f %.2f %d\n", $1 + $2, $3, $4 / 1024 }'
 }
-ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}' if b else 'n/a')" "$1" "$2"; }
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+machine
 for n in "$runs" "$((runs * 3))"; do
     file="$dir/h-$n.jsonl"
     python3 scripts/gen-histories.py "$n" >"$file"

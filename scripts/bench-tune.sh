@@ -13,22 +13,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-1000000}"
 rounds="${2:-3}"
-target="${CARGO_TARGET_DIR:-target}"
-cargo build --release --locked --quiet --bin retryctl
-bin="$target/release/retryctl"
-dir="$(mktemp -d)"
-trap 'rm -rf "$dir"' EXIT
-policies=(-f testdata/policies/valid/infra.yaml -f testdata/policies/valid/ml-training-oom.yaml
-          -f testdata/policies/valid/ml-queue.yaml)
-baseline=(--baseline testdata/policies/valid/infra.yaml)
+. scripts/bench-common.sh
 # 10 x 5 x 2 = 100 candidates: a global limit, a rule's limit, a rule's action.
 vary100=(--vary 'infra:spec.retryLimit=1..10' --vary 'ml-training-oom:spec.rules[0].retryLimit=0..4'
          --vary 'ml-training-oom:spec.rules[0].action=Retry,Fail')
 # x 10 = 1,000: the other policy's global limit too.
 vary1000=("${vary100[@]}" --vary 'ml-training-oom:spec.retryLimit=1..10')
-median() { python3 -c "import statistics, sys; print(f'{statistics.median(map(float, sys.argv[1:])):.2f}')" $1; }
-ratio() { python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.2f}')" "$1" "$2"; }
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+machine
 for n in "$runs" "$((runs * 3))"; do
     file="$dir/h-$n.jsonl"
     python3 scripts/gen-histories.py "$n" >"$file"

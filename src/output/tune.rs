@@ -347,7 +347,7 @@ fn inputs_line(view: &TuneView<'_>) -> String {
     let skipped = if view.skipped.is_empty() {
         String::new()
     } else {
-        format!(" ({} skipped: their documents do not validate)", view.skipped.len())
+        format!(" ({})", skipped_words(view.skipped.len()))
     };
     format!(
         "tune: {}{skipped} varying {} over {}; baseline: {}; constraints: lost ≤ {}, {compute}",
@@ -426,6 +426,23 @@ fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write) -> io::Re
     )
 }
 
+/// `N skipped: …`, said once for every format.
+fn skipped_words(n: usize) -> String {
+    if n == 1 {
+        "1 candidate skipped: its documents do not validate".to_string()
+    } else {
+        format!("{n} candidates skipped: their documents do not validate")
+    }
+}
+
+fn errors_of(n: usize) -> &'static str {
+    if n == 1 {
+        "its errors"
+    } else {
+        "their errors"
+    }
+}
+
 fn markdown(view: &TuneView<'_>) -> String {
     let r = view.ranked;
     let mut m = String::new();
@@ -472,8 +489,9 @@ fn markdown(view: &TuneView<'_>) -> String {
     if !view.skipped.is_empty() {
         let _ = writeln!(
             m,
-            "\n{} skipped: their documents do not validate (`-o json` lists their errors).",
-            plural(view.skipped.len() as u64, "candidate", "candidates")
+            "\n{} (`-o json` lists {}).",
+            markdown_text(&skipped_words(view.skipped.len())),
+            errors_of(view.skipped.len())
         );
     }
     if let Some(b) = view.backtest {
@@ -558,8 +576,9 @@ fn html(view: &TuneView<'_>) -> String {
     if !view.skipped.is_empty() {
         let _ = writeln!(
             b,
-            "<section><p>{} skipped: their documents do not validate (<code>-o json</code> lists their errors).</p></section>",
-            plural(view.skipped.len() as u64, "candidate", "candidates")
+            "<section><p>{} (<code>-o json</code> lists {}).</p></section>",
+            esc(&skipped_words(view.skipped.len())),
+            errors_of(view.skipped.len())
         );
     }
     let _ = writeln!(

@@ -13,7 +13,7 @@ use std::process::Output;
 
 use proptest::prelude::*;
 
-use crate::simulate_report::{history as report_history, NEW, OLD, QUEUE};
+use crate::simulate_report::{history as report_history, job, CUDA, EXIT2, NEW, OK, OLD, QUEUE};
 use crate::support::pg::{fixture_db, WINDOW};
 use crate::support::{format_output, retryctl, temp_home, write_what_if};
 
@@ -239,20 +239,12 @@ fn a_report_past_its_row_cap_merges_to_one_process() {
     let mut h = String::new();
     for i in 0..1_300 {
         // Rescued: no rule for a CUDA error in the old policy; lost: the new fails exit 2.
-        let (id, first) = if i % 2 == 0 {
-            (
-                format!("c{i}"),
-                r#"{"category":"cuda_error","containers":[{"name":"main","exitCode":1}],"runFor":"5m"}"#,
-            )
+        let line = if i % 2 == 0 {
+            job(&format!("c{i}"), &[CUDA, OK])
         } else {
-            (
-                format!("l{i}"),
-                r#"{"containers":[{"name":"main","exitCode":2}],"runFor":"1m"}"#,
-            )
+            job(&format!("l{i}"), &[EXIT2, OK])
         };
-        h.push_str(&format!(
-            r#"{{"job":{{"id":"{id}","queue":"q"}},"runs":[{first},{{"outcome":"succeeded","runFor":"1h"}}]}}"#
-        ));
+        h.push_str(&line);
         h.push('\n');
     }
     let dir = what_if(&h);

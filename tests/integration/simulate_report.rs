@@ -17,12 +17,12 @@ pub(crate) const OLD: &str = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy
 pub(crate) const NEW: &str = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 3\n  rules:\n    - {action: Retry, onConditions: [Preempted]}\n    - {action: Fail, onExitCodes: {operator: In, values: [2]}}\n    - {action: Retry, onFailureCategory: [cuda_error]}\n";
 
 const PREEMPTED: &str = r#"{"conditions":["Preempted"],"runFor":"10m"}"#;
-const CUDA: &str = r#"{"category":"cuda_error","containers":[{"name":"main","exitCode":1}],"runFor":"5m"}"#;
-const EXIT2: &str = r#"{"containers":[{"name":"main","exitCode":2}],"runFor":"1m"}"#;
-const OK: &str = r#"{"outcome":"succeeded","runFor":"1h"}"#;
+pub(crate) const CUDA: &str = r#"{"category":"cuda_error","containers":[{"name":"main","exitCode":1}],"runFor":"5m"}"#;
+pub(crate) const EXIT2: &str = r#"{"containers":[{"name":"main","exitCode":2}],"runFor":"1m"}"#;
+pub(crate) const OK: &str = r#"{"outcome":"succeeded","runFor":"1h"}"#;
 const LEASE: &str = r#"{"outcome":"leaseReturned"}"#;
 
-fn job(id: &str, runs: &[&str]) -> String {
+pub(crate) fn job(id: &str, runs: &[&str]) -> String {
     format!(r#"{{"job":{{"id":"{id}","queue":"q"}},"runs":[{}]}}"#, runs.join(","))
 }
 

@@ -10,48 +10,36 @@ use std::process::Output;
 
 use serde_json::Value;
 
+use crate::simulate_report::{history as report_history, OLD, QUEUE};
 use crate::support::pg::{fixture_db, WINDOW};
 use crate::support::{chromium, format_output, retryctl, temp_home};
-
-const QUEUE: &str = "apiVersion: armadaproject.io/v1beta1\nkind: Queue\nname: q\nretryPolicies: [p]\n";
-
-/// The baseline: one retry on preemption or exit code 2.
-const OLD: &str = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 1\n  rules:\n    - {action: Retry, onConditions: [Preempted]}\n    - {action: Retry, onExitCodes: {operator: In, values: [2]}}\n";
 
 /// The template: three retries on preemption or a CUDA error; exit code 2 fails at once.
 const TEMPLATE: &str = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 3\n  backoff: {initialDelay: 10s, maxDelay: 1m}\n  rules:\n    - {action: Retry, onConditions: [Preempted]}\n    - {action: Fail, onExitCodes: {operator: In, values: [2]}}\n    - {action: Retry, onFailureCategory: [cuda_error]}\n";
 
-const PREEMPTED: &str = r#"{"conditions":["Preempted"],"runFor":"10m"}"#;
-const CUDA: &str = r#"{"category":"cuda_error","containers":[{"name":"main","exitCode":1}],"runFor":"5m"}"#;
-const EXIT2: &str = r#"{"containers":[{"name":"main","exitCode":2}],"runFor":"1m"}"#;
-const OK: &str = r#"{"outcome":"succeeded","runFor":"1h"}"#;
-const LEASE: &str = r#"{"outcome":"leaseReturned"}"#;
-
-fn job(id: &str, runs: &[&str]) -> String {
-    format!(r#"{{"job":{{"id":"{id}","queue":"q"}},"runs":[{}]}}"#, runs.join(","))
-}
+/// The sweep most tests run: two retry limits by two actions of the setup's template, against
+/// the old policies.
+const SWEEP: [&str; 11] = [
+    "tune",
+    "-f",
+    "t",
+    "--baseline",
+    "old",
+    "--history",
+    "h.jsonl",
+    "--vary",
+    "p:spec.retryLimit=1..3",
+    "--vary",
+    "p:spec.rules[1].action=Fail,Retry",
+];
 
 /// The history of `simulate_report.rs` (its doc comment works its numbers out), and a GPU
 /// job so that hours show.
 fn history() -> String {
-    let mut lines = Vec::new();
-    for id in ["r1", "r2", "r3"] {
-        lines.push(job(id, &[PREEMPTED, PREEMPTED, OK]));
-    }
-    for i in 1..=5 {
-        lines.push(job(&format!("cuda{i}"), &[CUDA, OK]));
-    }
-    lines.push(job("l1", &[EXIT2, OK]));
-    lines.push(job("l2", &[EXIT2, OK]));
-    lines.push(job("p1", &[PREEMPTED, PREEMPTED]));
-    lines.push(job("p2", &[PREEMPTED, PREEMPTED]));
-    lines.push(job("c1", &[CUDA]));
-    lines.push(job("u1", &[OK]));
-    lines.push(job("lease1", &[LEASE, PREEMPTED, OK]));
-    lines.push(
-        r#"{"job":{"id":"gpu1","queue":"q","resources":{"cpu":"8","gpu":"2"}},"runs":[{"conditions":["Preempted"],"runFor":"30m"},{"conditions":["Preempted"],"runFor":"30m"},{"conditions":["Preempted"],"runFor":"30m"},{"outcome":"succeeded","runFor":"2h"}]}"#.to_string(),
-    );
-    lines.join("\n") + "\n"
+    let mut h = report_history();
+    h.push_str(r#"{"job":{"id":"gpu1","queue":"q","resources":{"cpu":"8","gpu":"2"}},"runs":[{"conditions":["Preempted"],"runFor":"30m"},{"conditions":["Preempted"],"runFor":"30m"},{"conditions":["Preempted"],"runFor":"30m"},{"outcome":"succeeded","runFor":"2h"}]}"#);
+    h.push('\n');
+    h
 }
 
 fn setup(dir: &Path) {
@@ -395,21 +383,7 @@ fn the_guides_lookout_walkthrough_prints_what_it_says() {
 fn the_recommendation_keeps_what_the_baseline_saved() {
     let dir = tempfile::tempdir().unwrap();
     setup(dir.path());
-    let args = [
-        "tune",
-        "-f",
-        "t",
-        "--baseline",
-        "old",
-        "--history",
-        "h.jsonl",
-        "--vary",
-        "p:spec.retryLimit=1..3",
-        "--vary",
-        "p:spec.rules[1].action=Fail,Retry",
-        "-o",
-        "json",
-    ];
+    let args = [&SWEEP[..], &["-o", "json"]].concat();
     let t = json(&run(dir.path(), &args));
     let t = &t["tune"];
     let candidates = t["candidates"].as_array().unwrap();
@@ -645,6 +619,28 @@ fn invalid_candidates_are_skipped_with_their_errors() {
         .map(|c| c["id"].as_u64().unwrap())
         .collect();
     assert_eq!(ids, [1, 3]);
+    // Each format says it once, in its words.
+    let base = [
+        "tune",
+        "-f",
+        "t",
+        "--history",
+        "h.jsonl",
+        "--vary",
+        "p:spec.backoff.initialDelay=0s,5m,30s",
+    ];
+    let said =
+        |format: &str| String::from_utf8(run(dir.path(), &[&base[..], &["-o", format]].concat()).stdout).unwrap();
+    let table = said("table");
+    assert!(
+        table.starts_with("tune: 2 candidates (1 candidate skipped: its documents do not validate) varying "),
+        "{table}"
+    );
+    assert!(said("markdown")
+        .contains("\n1 candidate skipped: its documents do not validate (`-o json` lists its errors).\n"));
+    assert!(said("html").contains(
+        "<p>1 candidate skipped: its documents do not validate (<code>-o json</code> lists its errors).</p>"
+    ));
     let skipped = &t["skipped"][0];
     assert_eq!(skipped["id"], 2);
     assert_eq!(
@@ -680,22 +676,7 @@ fn invalid_candidates_are_skipped_with_their_errors() {
 fn the_table_recommends_in_words() {
     let dir = tempfile::tempdir().unwrap();
     setup(dir.path());
-    let out = run(
-        dir.path(),
-        &[
-            "tune",
-            "-f",
-            "t",
-            "--baseline",
-            "old",
-            "--history",
-            "h.jsonl",
-            "--vary",
-            "p:spec.retryLimit=1..3",
-            "--vary",
-            "p:spec.rules[1].action=Fail,Retry",
-        ],
-    );
+    let out = run(dir.path(), &SWEEP);
     insta::assert_snapshot!(format_output(&out));
 }
 
@@ -703,24 +684,7 @@ fn the_table_recommends_in_words() {
 fn markdown_for_the_pull_request() {
     let dir = tempfile::tempdir().unwrap();
     setup(dir.path());
-    let out = run(
-        dir.path(),
-        &[
-            "tune",
-            "-f",
-            "t",
-            "--baseline",
-            "old",
-            "--history",
-            "h.jsonl",
-            "--vary",
-            "p:spec.retryLimit=1..3",
-            "--vary",
-            "p:spec.rules[1].action=Fail,Retry",
-            "-o",
-            "markdown",
-        ],
-    );
+    let out = run(dir.path(), &[&SWEEP[..], &["-o", "markdown"]].concat());
     insta::assert_snapshot!(format_output(&out));
 }
 
@@ -751,24 +715,7 @@ fn yaml_is_the_json_document() {
 fn html_draws_the_frontier() {
     let dir = tempfile::tempdir().unwrap();
     setup(dir.path());
-    let out = run(
-        dir.path(),
-        &[
-            "tune",
-            "-f",
-            "t",
-            "--baseline",
-            "old",
-            "--history",
-            "h.jsonl",
-            "--vary",
-            "p:spec.retryLimit=1..3",
-            "--vary",
-            "p:spec.rules[1].action=Fail,Retry",
-            "-o",
-            "html",
-        ],
-    );
+    let out = run(dir.path(), &[&SWEEP[..], &["-o", "html"]].concat());
     assert_eq!(out.status.code(), Some(0));
     let html = String::from_utf8(out.stdout).unwrap();
     for banned in ["http://", "https://", "<script", "<link", "<img", "url("] {
