@@ -153,13 +153,31 @@ fn damaged(p: &Partial, why: &str) -> CliError {
     CliError::invalid(format!("`{}` is damaged: {why}", p.name))
 }
 
+/// An entry of a kind the partial's command never writes (a job's record in a comparison's
+/// partial, any job in a sweep's): the file was not made by its shard as it is.
+fn foreign(p: &Partial, item: &Item, command: &str) -> CliError {
+    let kind = match item {
+        Item::Job(_) => "a job's record",
+        Item::Change(_) => "a changed job",
+        Item::Fallback(_) => "a missing queue's first job",
+        Item::Error(_) | Item::Invalid(_) | Item::LeftOut(_) => "an entry that was not replayed",
+    };
+    damaged(
+        p,
+        &format!("it holds {kind}, which a partial of `{command}` never holds"),
+    )
+}
+
 /// A part of `p` in the shape its command gives it.
 fn decode<T: serde::de::DeserializeOwned>(p: &Partial, what: &str, value: serde_json::Value) -> Result<T, CliError> {
     serde_json::from_value(value).map_err(|e| damaged(p, &format!("{what}: {e}")))
 }
 
 /// Every entry of every partial, in the source's order, to `f` until it returns `false`.
-fn for_each_entry(partials: &[Partial], mut f: impl FnMut(Entry) -> anyhow::Result<bool>) -> anyhow::Result<()> {
+fn for_each_entry(
+    partials: &[Partial],
+    mut f: impl FnMut(&Partial, Entry) -> anyhow::Result<bool>,
+) -> anyhow::Result<()> {
     let mut streams = partials
         .iter()
         .map(Partial::entries)
@@ -176,7 +194,7 @@ fn for_each_entry(partials: &[Partial], mut f: impl FnMut(Entry) -> anyhow::Resu
     }
     while let Some(Reverse((at, i))) = heap.pop() {
         let Some(entry) = heads[i].take() else { continue };
-        if !f(entry)? {
+        if !f(&partials[i], entry)? {
             return Ok(());
         }
         let next = streams[i].next().transpose().map_err(CliError::invalid)?;
@@ -216,20 +234,19 @@ fn merge_simulate(
     let mut held = Held::new()?;
     let stderr = Stderr::new(&mut *ctx.err, ctx.style, None, run.retry_policy);
     let mut sink = sink(format, run.mode(), &mut held, stderr);
-    let not_replayed = |item: Item| match item {
+    let command = if run.compare { "simulate --baseline" } else { "simulate" };
+    let not_replayed = |p: &Partial, item: Item| match item {
         Item::Error(m) => Ok(NotReplayed::Error(m)),
         Item::Invalid(text) => Ok(NotReplayed::Invalid(text)),
         Item::LeftOut(text) => Ok(NotReplayed::LeftOut(text)),
-        _ => Err(CliError::invalid(
-            "a partial lists a job its run does not list (was it edited?)",
-        )),
+        item => Err(foreign(p, &item, command)),
     };
     let (code, used_given, refused) = if run.compare {
         let mut fold = CompareFold::new(&mut *sink, &run.given)?;
         for (t, used) in totals {
             fold.totals(t, used);
         }
-        for_each_entry(partials, |e| {
+        for_each_entry(partials, |p, e| {
             Ok(match e.item {
                 Item::Change(ch) => {
                     fold.fallback(&ch.diff.job.clone(), missing(e.missing_queue))?;
@@ -239,7 +256,7 @@ fn merge_simulate(
                     fold.fallback(&job, missing(e.missing_queue))?;
                     true
                 }
-                item => fold.not_replayed(&not_replayed(item)?)?,
+                item => fold.not_replayed(&not_replayed(p, item)?)?,
             })
         })?;
         let done = fold.finish(&options)?;
@@ -253,10 +270,10 @@ fn merge_simulate(
         for (t, used) in totals {
             fold.totals(t, used);
         }
-        for_each_entry(partials, |e| {
+        for_each_entry(partials, |p, e| {
             Ok(match e.item {
                 Item::Job(report) => fold.job(*report, e.missing_queue)?,
-                item => fold.not_replayed(&not_replayed(item)?)?,
+                item => fold.not_replayed(&not_replayed(p, item)?)?,
             })
         })?;
         let done = fold.finish(&options)?;
@@ -321,7 +338,7 @@ fn merge_tune(ctx: &mut Context, partials: &[Partial], run: &TuneRun, output: Me
     for (t, used) in &tallies {
         fold.totals(t, *used);
     }
-    for_each_entry(partials, |e| {
+    for_each_entry(partials, |p, e| {
         Ok(match e.item {
             Item::Fallback(job) => {
                 fold.fallback(&job, missing(e.missing_queue))?;
@@ -330,9 +347,7 @@ fn merge_tune(ctx: &mut Context, partials: &[Partial], run: &TuneRun, output: Me
             Item::Error(m) => fold.not_replayed(&NotReplayed::Error(m))?,
             Item::Invalid(text) => fold.not_replayed(&NotReplayed::Invalid(text))?,
             Item::LeftOut(text) => fold.not_replayed(&NotReplayed::LeftOut(text))?,
-            Item::Job(_) | Item::Change(_) => {
-                return Err(CliError::invalid("a tune partial lists a job report (was it edited?)").into())
-            }
+            item @ (Item::Job(_) | Item::Change(_)) => return Err(foreign(p, &item, "tune").into()),
         })
     })?;
     let swept = fold.finish(&options);

@@ -648,6 +648,40 @@ fn merge_refuses_what_is_not_one_whole_run() {
         &[p0, "edited.json", p2],
         "error: `edited.json` is damaged: its bytes are not the ones its shard wrote (its SHA-256 differs: was it edited?)\nerror: cannot merge: 1 problem above (nothing was printed)\n",
     );
+    // An entry its command never writes, in a file sealed again: named, not trusted.
+    let tune = shards(
+        d,
+        "t",
+        &[
+            "tune",
+            "-f",
+            "new",
+            "--baseline",
+            "old",
+            "--history",
+            "h.jsonl",
+            "--vary",
+            "p:spec.retryLimit=1..2",
+        ],
+        1,
+    );
+    let tune_text = fs::read_to_string(d.join(&tune[0])).unwrap();
+    let mut tune_lines: Vec<&str> = tune_text.lines().collect();
+    let held = tune_lines.len() - 2;
+    let change = format!("{},", lines[1].trim_end_matches(','));
+    let last = tune_lines.len() - 1;
+    let end = tune_lines[last].replacen(&format!("\"entries\":{held}"), &format!("\"entries\":{}", held + 1), 1);
+    tune_lines[last] = &end;
+    assert!(held > 0, "the change goes before an entry: {tune_text}");
+    tune_lines.insert(1, &change);
+    fs::write(d.join("foreign.json"), reseal(&(tune_lines.join("\n") + "\n"))).unwrap();
+    let out = run(d, &["merge", "foreign.json"]);
+    assert_eq!(out.status.code(), Some(3), "{}", format_output(&out));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: `foreign.json` is damaged: it holds a changed job, which a partial of `tune` never holds\n"
+    );
     // A missing file.
     refused(
         &[p0, "nowhere.json", p2],
