@@ -156,8 +156,14 @@ impl JobDiff {
     }
 
     pub fn transition(&self) -> Option<Transition> {
+        Transition::between(self.baseline.final_state, self.candidate.final_state)
+    }
+}
+
+impl Transition {
+    /// The transition from one final state to another; `None` when they are the same.
+    pub fn between(from: Final, to: Final) -> Option<Transition> {
         use Final::*;
-        let (from, to) = (self.baseline.final_state, self.candidate.final_state);
         if from == to {
             return None;
         }

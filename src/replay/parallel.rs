@@ -89,6 +89,8 @@ fn process<A, T>(
     };
     match body {
         Body::Lines(block) => {
+            // A sifted block's lines of other shards are blank already.
+            let shard = shard.filter(|_| !block.sifted);
             for (n, line) in block.lines() {
                 origin.line = Some(n);
                 if shard.is_some() {

@@ -5,7 +5,7 @@
 //! it goes and `merge` reads each partial as a stream, however many jobs it lists:
 //!
 //! ```text
-//! {"partial":"retryctl","version":1,"retryctl":"…","shard":{"index":0,"count":4},"fingerprint":"…","run":{…},"entries":[
+//! {"partial":"retryctl","version":2,"retryctl":"…","shard":{"index":0,"count":4},"fingerprint":"…","run":{…},"entries":[
 //! {"at":[1,12],"job":{…}},
 //! {"at":[1,40],"error":"…"}
 //! ],"end":{"entries":2,"source":"…","totals":{…}},"sha256":"…"}
@@ -32,6 +32,7 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -39,14 +40,19 @@ use crate::engine::JobReport;
 use crate::input::SourceFile;
 use crate::lookout::ExportTotals;
 
-use super::compare::Transition;
+use crate::model::duration::GoDuration;
+use crate::model::failure_history::{Final, Resources};
+
+use super::compare::{JobDiff, Side, Steps, Transition};
+use super::estimate::FailureClass;
 use super::run::{Fallback, Fallbacks};
 use super::shard::Shard;
 use super::source::Pos;
 use super::spool::Changed;
 
-/// The version this build writes and reads; a partial of a newer one is refused.
-pub const VERSION: u64 = 1;
+/// The version this build writes and reads; a partial of another one is refused. 2: a
+/// changed job is an array ([`ChangeOut`]).
+pub const VERSION: u64 = 2;
 
 /// How a partial begins: what tells one from any other JSON.
 const MAGIC: &str = "{\"partial\":\"retryctl\",\"version\":";
@@ -181,6 +187,32 @@ impl<'a> EntryOut<'a> {
     }
 }
 
+/// The transition's place among [`Recorder::with_steps`]' counts.
+fn group(t: Option<Transition>) -> usize {
+    match t {
+        Some(Transition::Rescued) => 0,
+        Some(Transition::Lost) => 1,
+        Some(Transition::ToPending) => 2,
+        Some(Transition::Other) => 3,
+        None => 4,
+    }
+}
+
+/// The position of the last changed job of each transition that keeps its steps in a
+/// partial, once the recorder has kept as many as it keeps ([`Recorder::keep_steps`]).
+/// Building a job's steps cost a shard more than anything else it records; most changed
+/// jobs come after the cut, and a worker that knows it builds none for them.
+#[derive(Debug, Default)]
+pub struct StepsCut([OnceLock<Pos>; 5]);
+
+impl StepsCut {
+    /// Whether a changed job of transition `t` at `at` may still keep its steps. A job the
+    /// cut is not known for yet builds them, and the recorder drops them if it must.
+    pub fn wanted(&self, t: Option<Transition>, at: Pos) -> bool {
+        self.0[group(t)].get().is_none_or(|&last| at <= last)
+    }
+}
+
 /// Writes a partial: the header at once, each entry as it comes, the end last.
 pub struct Recorder<'a> {
     out: &'a mut dyn Write,
@@ -194,6 +226,7 @@ pub struct Recorder<'a> {
     /// and how many have so far.
     steps_per_group: usize,
     with_steps: [usize; 5],
+    cut: Arc<StepsCut>,
     /// Every byte written so far, for the seal.
     seal: sha2::Sha256,
 }
@@ -219,6 +252,7 @@ impl<'a> Recorder<'a> {
             fallbacks: Fallbacks::default(),
             steps_per_group: usize::MAX,
             with_steps: [0; 5],
+            cut: Arc::default(),
             seal,
         })
     }
@@ -231,6 +265,12 @@ impl<'a> Recorder<'a> {
     /// a partial of a history where most jobs change is as large as the history.
     pub fn keep_steps(&mut self, n: usize) {
         self.steps_per_group = n;
+    }
+
+    /// Where each transition's kept steps end, as the recorder finds out: the workers that
+    /// replay the jobs ask it before they build steps that would be dropped here.
+    pub fn steps_cut(&self) -> Arc<StepsCut> {
+        self.cut.clone()
     }
 
     /// Some job got the policies given on the command line (no queue, or a queue the
@@ -286,15 +326,13 @@ impl<'a> Recorder<'a> {
 
     /// A changed job of a comparison.
     pub fn change(&mut self, at: &Pos, mut c: Changed, f: Option<Fallback>) -> io::Result<()> {
-        let group = match c.diff.transition() {
-            Some(Transition::Rescued) => 0,
-            Some(Transition::Lost) => 1,
-            Some(Transition::ToPending) => 2,
-            Some(Transition::Other) => 3,
-            None => 4,
-        };
+        let group = group(c.diff.transition());
         if self.with_steps[group] < self.steps_per_group {
             self.with_steps[group] += 1;
+            if self.with_steps[group] == self.steps_per_group {
+                // Entries come in the source's order: no job after this one keeps steps.
+                let _ = self.cut.0[group].set(*at);
+            }
         } else {
             c.steps = None;
         }
@@ -368,6 +406,101 @@ impl<'a> Recorder<'a> {
 pub fn render_job(report: &JobReport, buf: &mut Vec<u8>) {
     // A report is numbers and strings: it always serializes.
     let _ = serde_json::to_writer(buf, report);
+}
+
+/// A changed job as a partial holds it: an array, durations in nanoseconds,
+/// `[job, baseline, candidate, computeAdded, computeRemoved, resources, class, depth, steps]`
+/// with each side `[finalState, retries, delay, runs, runsLeft, compute]`. A partial of a
+/// plan lists every changed job, and field names and Go durations were most of its bytes
+/// and of the time its shard spent writing them.
+#[derive(Serialize)]
+struct ChangeOut<'a>(
+    &'a str,
+    SideWire,
+    SideWire,
+    u64,
+    u64,
+    &'a Option<Resources>,
+    &'a Option<FailureClass>,
+    u32,
+    &'a Option<Box<Steps>>,
+);
+
+#[derive(Deserialize)]
+#[serde(
+    expecting = "a changed job: [job, baseline, candidate, computeAdded, computeRemoved, resources, class, depth, steps]"
+)]
+struct ChangeIn(
+    String,
+    SideWire,
+    SideWire,
+    u64,
+    u64,
+    Option<Resources>,
+    Option<FailureClass>,
+    u32,
+    Option<Box<Steps>>,
+);
+
+#[derive(Serialize, Deserialize)]
+#[serde(expecting = "a side of a changed job: [finalState, retries, delay, runs, runsLeft, compute]")]
+struct SideWire(Final, u32, u64, usize, u32, u64);
+
+impl From<&Side> for SideWire {
+    fn from(s: &Side) -> SideWire {
+        SideWire(s.final_state, s.retries, s.delay.0, s.runs, s.runs_left, s.compute.0)
+    }
+}
+
+impl From<SideWire> for Side {
+    fn from(SideWire(final_state, retries, delay, runs, runs_left, compute): SideWire) -> Side {
+        Side {
+            final_state,
+            retries,
+            delay: GoDuration(delay),
+            runs,
+            runs_left,
+            compute: GoDuration(compute),
+        }
+    }
+}
+
+impl Serialize for Changed {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let d = &self.diff;
+        ChangeOut(
+            &d.job,
+            (&d.baseline).into(),
+            (&d.candidate).into(),
+            d.compute_added.0,
+            d.compute_removed.0,
+            &d.resources,
+            &self.class,
+            self.depth,
+            &self.steps,
+        )
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Changed {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Changed, D::Error> {
+        let ChangeIn(job, baseline, candidate, added, removed, resources, class, depth, steps) =
+            ChangeIn::deserialize(d)?;
+        Ok(Changed {
+            diff: JobDiff {
+                job,
+                baseline: baseline.into(),
+                candidate: candidate.into(),
+                compute_added: GoDuration(added),
+                compute_removed: GoDuration(removed),
+                resources,
+            },
+            class,
+            depth,
+            steps,
+        })
+    }
 }
 
 /// One entry as read back.
@@ -536,6 +669,11 @@ fn header(line: &[u8]) -> Result<Header, String> {
     if version > VERSION {
         return Err(format!(
             "was written by a newer retryctl (partial version {version}; this one reads version {VERSION}): merge with that retryctl"
+        ));
+    }
+    if version < VERSION {
+        return Err(format!(
+            "was written by an older retryctl (partial version {version}; this one reads version {VERSION}): run its shard again with this retryctl"
         ));
     }
     let body = text

@@ -21,7 +21,7 @@ use crate::model::failure_history::{FailureHistory, Final, Outcome, Run, Timesta
 
 use super::backtest::Backtest;
 use super::backtest::{backtest, Refusal};
-use super::compare::{ByClass, Comparison, JobDiff, Side, Steps};
+use super::compare::{ByClass, Comparison, JobDiff, Side, Steps, Transition};
 use super::estimate::{failed_runs, job_class, FailureClass, PendingSet, Rates, Trials, MAX_RUNS_LEFT};
 use super::parallel::{for_each_ordered, Decoded, Emitted, Processed};
 use super::partial::{self, Recorder};
@@ -653,6 +653,10 @@ pub fn compare<S: HistorySource>(
     out: Out<'_, '_>,
 ) -> io::Result<Compared> {
     let needs = out.needs();
+    let cut = match &out {
+        Out::Partial(r) => Some(r.steps_cut()),
+        Out::Sink(_) => None,
+    };
     // A comparison is made of numbers only (final state, retries, delay, run times):
     // neither side needs the per-run texts, nor the checks whose messages it never prints.
     let work = |part: &mut Part, job: Decoded<'_>| {
@@ -666,8 +670,13 @@ pub fn compare<S: HistorySource>(
             part.baseline.add(&b);
             part.summary.add(&c);
         }
-        let changed = Side::of(&b).differs(&Side::of(&c));
-        let steps = (changed && needs.steps).then(|| Box::new(Steps::new(h, &b, &c)));
+        let (sb, sc) = (Side::of(&b), Side::of(&c));
+        let changed = sb.differs(&sc);
+        let wanted = || {
+            cut.as_ref()
+                .is_none_or(|cut| cut.wanted(Transition::between(sb.final_state, sc.final_state), job.origin.pos()))
+        };
+        let steps = (changed && needs.steps && wanted()).then(|| Box::new(Steps::new(h, &b, &c)));
         let facts = JobFacts::new(h);
         let mut diff = JobDiff::new(&b, c);
         if diff.baseline.final_state == Final::Pending {

@@ -26,6 +26,8 @@ use crate::model::failure_history::FailureHistory;
 use crate::model::scheduler::SchedulerConfig;
 use crate::model::{parse_documents, Kind, Resource};
 
+use super::shard::{line_job_id, Shard};
+
 /// Where one entry came from: `file` or `file:line`.
 #[derive(Debug, Clone)]
 pub struct Origin {
@@ -117,6 +119,9 @@ pub struct LineBlock {
     pub first_line: usize,
     /// How many lines it holds (blank ones included).
     pub count: usize,
+    /// The source's shard was applied already: every line of another shard is left blank
+    /// (its newline kept, so that the lines after it keep their numbers).
+    pub sifted: bool,
 }
 
 impl LineBlock {
@@ -203,7 +208,7 @@ impl Overrides {
     }
 }
 
-type Input = BufReader<Box<dyn Read + Send>>;
+type Input = Box<dyn BufRead + Send>;
 
 struct Lines {
     reader: Input,
@@ -228,6 +233,8 @@ pub struct Files {
     stdin: bool,
     /// With [`Files::digest`]: every byte read so far, hashed, and where the total goes.
     digest: Option<(foldhash::fast::FoldHasher<'static>, Digest)>,
+    /// With [`Files::shard`]: the shard whose lines are kept.
+    shard: Option<Shard>,
 }
 
 /// A digest of every byte a source read, set when it has read the last (SPEC §9: a partial
@@ -287,6 +294,7 @@ impl Files {
             progress: Progress::default(),
             stdin: false,
             digest: None,
+            shard: None,
         };
         if path.as_os_str() == "-" {
             files.stdin = true;
@@ -328,9 +336,19 @@ impl Files {
         d
     }
 
-    /// Adds `bytes` to the digest, when there is one. YAML texts, blocks of lines and the
-    /// messages of what could not be read, each with its length (so that no two splits of
-    /// different bytes hash alike by construction).
+    /// Blanks the JSON lines that are not `shard`'s as they are read (SPEC §9: a shard skips
+    /// the other jobs cheaply): a line is looked at once, here, instead of being copied and
+    /// handed to a worker only to be skipped there. Entries that are not JSON lines are left
+    /// to the workers, which apply the shard to every entry.
+    pub fn shard(&mut self, shard: Option<Shard>) {
+        self.shard = shard;
+    }
+
+    /// Adds `bytes` to the digest, when there is one: YAML texts and the messages of what
+    /// could not be read, each with its length (so that no two splits of different bytes
+    /// hash alike by construction). JSON lines are hashed one by one as they are read
+    /// ([`sift`]), so that the digest does not depend on how reads cut the input (a pipe's
+    /// do not cut it alike twice).
     fn hash(&mut self, bytes: &[u8]) {
         if let Some((h, _)) = &mut self.digest {
             h.write_usize(bytes.len());
@@ -356,7 +374,7 @@ impl Files {
         self.ordinal += 1;
         let file: Arc<str> = "<stdin>".into();
         let stem: Arc<str> = "stdin".into();
-        let mut reader: Input = BufReader::with_capacity(1 << 16, Box::new(std::io::stdin()));
+        let mut reader: Input = Box::new(BufReader::with_capacity(1 << 16, std::io::stdin()));
         let mut first = Vec::new();
         // Skip blank lines to find the first line with content.
         let mut skipped = 0usize;
@@ -403,8 +421,9 @@ impl Files {
         if is_jsonl(path) {
             match File::open(path) {
                 Ok(f) => {
+                    let reader: Input = Box::new(BufReader::with_capacity(1 << 16, f));
                     self.lines = Some(Lines {
-                        reader: BufReader::with_capacity(1 << 16, Box::new(f)),
+                        reader,
                         file: name,
                         stem,
                         line_no: 0,
@@ -504,6 +523,12 @@ impl Files {
             settings: settings.clone(),
             body: Body::Error(message),
         };
+        let mut sieve = Sieve {
+            digest: self.digest.as_mut().map(|(h, _)| h),
+            shard: self.shard,
+            stem: &stem,
+        };
+        let sifting = sieve.digest.is_some() || sieve.shard.is_some();
         let mut bytes = Vec::with_capacity(BLOCK_BYTES + (1 << 16));
         let mut read = 0u64;
         let mut after: Option<Entry> = None;
@@ -511,7 +536,7 @@ impl Files {
         if let Some(first) = lines.first.take() {
             // The line stdin detection read (whole, or cut at the limit).
             read += first.len() as u64;
-            after = one_line(lines, first, &mut bytes)
+            after = one_line(lines, first, &mut sieve, &mut bytes)
                 .err()
                 .map(|n| error(n, LONG_LINE.to_string()));
         }
@@ -530,8 +555,17 @@ impl Files {
             }
             if let Some(i) = memchr::memrchr(b'\n', buf) {
                 let part = &buf[..=i];
-                lines.line_no += memchr::memchr_iter(b'\n', part).count();
-                bytes.extend_from_slice(part);
+                if sifting {
+                    let mut start = 0;
+                    for end in memchr::memchr_iter(b'\n', part) {
+                        lines.line_no += 1;
+                        sieve.keep(&part[start..=end], lines.line_no, &mut bytes);
+                        start = end + 1;
+                    }
+                } else {
+                    lines.line_no += memchr::memchr_iter(b'\n', part).count();
+                    bytes.extend_from_slice(part);
+                }
                 read += part.len() as u64;
                 lines.reader.consume(i + 1);
                 continue;
@@ -543,7 +577,7 @@ impl Files {
             {
                 Ok(_) => {
                     read += line.len() as u64;
-                    after = one_line(lines, line, &mut bytes)
+                    after = one_line(lines, line, &mut sieve, &mut bytes)
                         .err()
                         .map(|n| error(n, LONG_LINE.to_string()));
                 }
@@ -567,6 +601,7 @@ impl Files {
                 bytes,
                 first_line,
                 count: lines.line_no + 1 - first_line,
+                sifted: sieve.shard.is_some(),
             }),
         });
         if counting {
@@ -591,7 +626,7 @@ const LONG_LINE: &str = "line longer than 8 MiB";
 /// appended to `bytes`, or `Err(its line number)` for an over-long line, whose rest is
 /// skipped. The limit is on the line's text: a line of exactly 8 MiB and its newline is
 /// within it (and its newline is not a reason to skip the next line).
-fn one_line(lines: &mut Lines, line: Vec<u8>, bytes: &mut Vec<u8>) -> Result<(), usize> {
+fn one_line(lines: &mut Lines, line: Vec<u8>, sieve: &mut Sieve<'_>, bytes: &mut Vec<u8>) -> Result<(), usize> {
     lines.line_no += 1;
     let ended = line.last() == Some(&b'\n');
     if (line.len() - usize::from(ended)) as u64 > MAX_FILE_BYTES {
@@ -600,8 +635,42 @@ fn one_line(lines: &mut Lines, line: Vec<u8>, bytes: &mut Vec<u8>) -> Result<(),
         let _ = lines.reader.read_until(b'\n', &mut rest);
         return Err(lines.line_no);
     }
-    bytes.extend_from_slice(&line);
+    sieve.keep(&line, lines.line_no, bytes);
     Ok(())
+}
+
+/// What the reader does with each JSON line when it looks at them one by one: hash it into
+/// the digest, and keep it only when it is the shard's.
+struct Sieve<'a> {
+    digest: Option<&'a mut foldhash::fast::FoldHasher<'static>>,
+    shard: Option<Shard>,
+    /// The file's stem: a line without a job id is the shard's of its default id.
+    stem: &'a str,
+}
+
+impl Sieve<'_> {
+    /// Appends `line` (numbered `n`, its newline included when it has one) to `bytes`, or
+    /// only its newline when it is another shard's (its job id as [`line_job_id`] reads it,
+    /// else its default id `stem-n`, as the workers would give it).
+    fn keep(&mut self, line: &[u8], n: usize, bytes: &mut Vec<u8>) {
+        if let Some(h) = &mut self.digest {
+            h.write_usize(line.len());
+            h.write(line);
+        }
+        let ours = self.shard.is_none_or(|shard| {
+            let text = line.trim_ascii();
+            text.is_empty()
+                || match line_job_id(text) {
+                    Some(id) => shard.owns(&id),
+                    None => shard.owns(&format!("{}-{n}", self.stem)),
+                }
+        });
+        if ours {
+            bytes.extend_from_slice(line);
+        } else if line.last() == Some(&b'\n') {
+            bytes.push(b'\n');
+        }
+    }
 }
 
 impl Iterator for Files {
@@ -611,9 +680,6 @@ impl Iterator for Files {
         let entry = self.next_entry();
         if self.digest.is_some() {
             match &entry {
-                Some(Entry {
-                    body: Body::Lines(b), ..
-                }) => self.hash(&b.bytes),
                 Some(Entry {
                     body: Body::Error(m), ..
                 }) => self.hash(m.as_bytes()),

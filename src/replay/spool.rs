@@ -17,8 +17,9 @@ use crate::model::policy::Condition;
 use super::compare::{JobDiff, RunStep, Side, Step, Steps};
 use super::estimate::FailureClass;
 
-/// A changed job as the replay hands it to the sink, less its estimate.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+/// A changed job as the replay hands it to the sink, less its estimate. (Its form in a
+/// partial result is `partial`'s.)
+#[derive(Debug, Clone, PartialEq)]
 pub struct Changed {
     pub diff: JobDiff,
     /// The job's failure class (its last recorded failed run's); `None`: no failed run.

@@ -248,13 +248,91 @@ fn a_report_past_its_row_cap_merges_to_one_process() {
         h.push('\n');
     }
     let dir = what_if(&h);
-    for n in [3, 7] {
+    // One shard passes the cap (650 > 500: its workers stop building steps past the 500th),
+    // three and seven do not.
+    for n in [1, 3, 7] {
         let partials = shards(dir.path(), &format!("cap{n}"), &PLAN, n);
         let whole = same(dir.path(), &PLAN, &partials, "html");
         let page = String::from_utf8(whole.stdout).unwrap();
         // 650 rescued: the first 500 (c0, c2, …, c998) listed, the rest counted.
         assert!(page.contains("c998"));
         assert!(!page.contains("c1000"));
+    }
+}
+
+/// From stdin, each shard reads the whole history through a pipe that the writer fills in
+/// pieces of its own sizes (a shard's reads cut the history differently from another's):
+/// the shards still agree on what they read, and merge to what one process prints from
+/// stdin. A digest of the reads as they came (not of the lines) made them disagree.
+#[test]
+fn shards_from_stdin_merge_to_one_process() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut h = history();
+    // Several of the reader's blocks (128 KiB each, cut where a read ends).
+    for i in 0..4000 {
+        h.push_str(&job(&format!("s{i}"), &[CUDA, OK]));
+        h.push('\n');
+    }
+    let dir = what_if(&h);
+    let args = ["simulate", "-f", "new", "--baseline", "old", "--history", "-"];
+    let n = 3;
+    let partials: Vec<String> = (0..n)
+        .map(|i| {
+            let home = temp_home();
+            let shard = format!("{i}/{n}");
+            let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("retryctl"))
+                .env_clear()
+                .env("HOME", home.path())
+                .env("NO_COLOR", "1")
+                .current_dir(dir.path())
+                .args(args)
+                .args(["--shard", &shard, "-o", "partial"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            let piece = [997, 4096 + 13, 70_001][i];
+            let bytes = h.as_bytes().to_vec();
+            let writer = std::thread::spawn(move || {
+                for chunk in bytes.chunks(piece) {
+                    stdin.write_all(chunk).unwrap();
+                    stdin.flush().unwrap();
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                }
+            });
+            let out = child.wait_with_output().unwrap();
+            writer.join().unwrap();
+            assert_eq!(out.status.code(), Some(0), "shard {shard}: {}", format_output(&out));
+            let name = format!("stdin-{i}.json");
+            fs::write(dir.path().join(&name), &out.stdout).unwrap();
+            name
+        })
+        .collect();
+    for format in ["table", "json"] {
+        let home = temp_home();
+        let whole = retryctl(home.path())
+            .current_dir(dir.path())
+            .args(args)
+            .args(["-o", format])
+            .write_stdin(h.clone())
+            .output()
+            .unwrap();
+        let mut merge = vec!["merge"];
+        merge.extend(partials.iter().map(String::as_str));
+        merge.extend(["-o", format]);
+        let merged = run(dir.path(), &merge);
+        assert_eq!(merged.status.code(), whole.status.code(), "{}", format_output(&merged));
+        assert_eq!(
+            String::from_utf8_lossy(&merged.stdout),
+            String::from_utf8_lossy(&whole.stdout)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&merged.stderr),
+            String::from_utf8_lossy(&whole.stderr)
+        );
     }
 }
 
@@ -599,7 +677,7 @@ fn merge_refuses_what_is_not_one_whole_run() {
     fs::write(d.join("cut.json"), &text[..text.len() / 2]).unwrap();
     fs::write(
         d.join("newer.json"),
-        text.replacen("\"version\":1,", "\"version\":2,", 1),
+        text.replacen("\"version\":2,", "\"version\":3,", 1),
     )
     .unwrap();
     let entries = text.lines().count() - 2;
@@ -608,7 +686,7 @@ fn merge_refuses_what_is_not_one_whole_run() {
         &format!(
             "error: `plan.json` is not a retryctl partial result (one begins with `{{\"partial\":\"retryctl\"`; `simulate … -o partial` writes them)\n\
              error: `cut.json` is truncated: it ends after {} entries without its end (was its shard cut short?)\n\
-             error: `newer.json` was written by a newer retryctl (partial version 2; this one reads version 1): merge with that retryctl\n\
+             error: `newer.json` was written by a newer retryctl (partial version 3; this one reads version 2): merge with that retryctl\n\
              error: cannot merge: 3 problems above (nothing was printed)\n",
             text[..text.len() / 2].matches('\n').count() - 1
         ),
@@ -635,7 +713,7 @@ fn merge_refuses_what_is_not_one_whole_run() {
     assert!(out.stdout.is_empty());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.ends_with("error: `broken.json` is damaged: entry 2: invalid type: integer `7`, expected struct JobDiff at line 1 column 30\n"),
+        err.ends_with("error: `broken.json` is damaged: entry 2: invalid type: map, expected a changed job: [job, baseline, candidate, computeAdded, computeRemoved, resources, class, depth, steps] at line 1 column 21\n"),
         "{err}"
     );
     // Edited by hand: a count in the totals made larger. Refused, whatever it changed.

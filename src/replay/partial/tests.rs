@@ -83,10 +83,15 @@ fn a_file_that_is_not_a_whole_partial_says_why() {
         "is not a retryctl partial result (one begins with `{\"partial\":\"retryctl\"`; `simulate … -o partial` writes them)"
     );
     assert_eq!(err(b""), err(b"{\"jobs\": []}\n"));
-    let newer = text.replacen("\"version\":1,", "\"version\":7,", 1);
+    let newer = text.replacen("\"version\":2,", "\"version\":7,", 1);
     assert_eq!(
         err(newer.as_bytes()),
-        "was written by a newer retryctl (partial version 7; this one reads version 1): merge with that retryctl"
+        "was written by a newer retryctl (partial version 7; this one reads version 2): merge with that retryctl"
+    );
+    let older = text.replacen("\"version\":2,", "\"version\":1,", 1);
+    assert_eq!(
+        err(older.as_bytes()),
+        "was written by an older retryctl (partial version 1; this one reads version 2): run its shard again with this retryctl"
     );
     let cut = &whole[..whole.len() - 20];
     assert_eq!(
@@ -137,4 +142,61 @@ fn reseal(text: &str) -> String {
     let at = text.rfind(SEAL).unwrap();
     let seal = hex(&sha2::Sha256::digest(&text.as_bytes()[..at]));
     format!("{}{SEAL}{seal}\"}}\n", &text[..at])
+}
+
+fn changed(job: &str, to: Final) -> Changed {
+    let side = |final_state| Side {
+        final_state,
+        retries: 1,
+        delay: GoDuration(0),
+        runs: 2,
+        runs_left: 0,
+        compute: GoDuration(0),
+    };
+    Changed {
+        diff: JobDiff {
+            job: job.into(),
+            baseline: side(Final::Failed),
+            candidate: side(to),
+            compute_added: GoDuration(0),
+            compute_removed: GoDuration(0),
+            resources: None,
+        },
+        class: None,
+        depth: 1,
+        steps: Some(Box::new(Steps {
+            runs: Vec::new(),
+            gap: None,
+        })),
+    }
+}
+
+/// The recorder keeps the steps of each transition's first `n` changed jobs, and tells the
+/// workers where that ends once it knows: from the `n`-th kept one of that transition on,
+/// a later job of it builds none; other transitions are not cut until they fill up too.
+#[test]
+fn the_steps_cut_is_the_last_job_of_a_transition_that_keeps_its_steps() {
+    let mut out = Vec::new();
+    let mut rec = Recorder::new(&mut out, &header(Shard { index: 0, count: 1 }), |f| f.name.clone()).unwrap();
+    rec.keep_steps(2);
+    let cut = rec.steps_cut();
+    let rescued = Some(Transition::Rescued);
+    rec.change(&Pos(1, 1), changed("a", Final::Succeeded), None).unwrap();
+    assert!(cut.wanted(rescued, Pos(7, 7)), "one kept of two: not cut yet");
+    rec.change(&Pos(1, 4), changed("b", Final::Succeeded), None).unwrap();
+    assert!(cut.wanted(rescued, Pos(1, 4)));
+    assert!(!cut.wanted(rescued, Pos(1, 5)));
+    assert!(!cut.wanted(rescued, Pos(2, 0)));
+    assert!(cut.wanted(Some(Transition::ToPending), Pos(2, 0)));
+    rec.change(&Pos(1, 6), changed("c", Final::Succeeded), None).unwrap();
+    rec.end(None, serde_json::json!({}), None).unwrap();
+    let (_, entries) = read(&out).unwrap();
+    let kept: Vec<bool> = entries
+        .iter()
+        .map(|e| match &e.item {
+            Item::Change(c) => c.steps.is_some(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(kept, [true, true, false]);
 }
