@@ -5,20 +5,36 @@
 #   - `merge` is linear in the partials' size (the run is repeated on a 3x history);
 #   - (a shard from Lookout reads ~1/N of the rows: scripts/bench-history.sh --shards.)
 #
-#   scripts/bench-shards.sh [RUNS]     # default 1000000; needs python3 and GNU time
+#   scripts/bench-shards.sh [RUNS]     # default 1000000; ROUNDS=3 by default; needs python3
 #
 # Each shard writes `-o partial` as it would for a merge; the single process prints the
 # table (what a person runs) and, as a second reference, JSON (which, like a partial, lists
-# every changed job).
+# every changed job). CPU is user + system from the kernel's accounting of each process, in
+# microseconds (GNU time prints hundredths: four shards summed carried +-0.04 s of rounding,
+# 5% of the total); each figure is the median of ROUNDS runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-1000000}"
 . scripts/bench-common.sh
 sweep=(--vary 'ml-training-oom:spec.retryLimit=1..5' --vary 'infra:spec.retryLimit=1,3')
+rounds="${ROUNDS:-3}"
+# The median of the numbers in $1, to three places (bench-common's has two).
+median3() { python3 -c "import statistics, sys; print(f'{statistics.median(map(float, sys.argv[1:])):.3f}')" $1; }
 cpu() { # out-file, command... → prints "cpu_seconds wall_seconds peak_MiB"
     local out="$1"; shift
-    /usr/bin/time -f "%U %S %e %M" -o "$dir/time" "$@" >"$out" 2>"$dir/stderr" || true
-    tail -n 1 "$dir/time" | awk '{ printf "%.2f %.2f %d\n", $1 + $2, $3, $4 / 1024 }'
+    python3 - "$out" "$dir/stderr" "$@" <<'PY'
+# posix_spawn and wait4: the command's own rusage. (subprocess's child closes every
+# descriptor up to the limit before exec, 0.05 s of CPU charged to the command here.)
+import os, sys, time
+out, err, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+o, e = os.open(out, flags, 0o644), os.open(err, flags, 0o644)
+start = time.monotonic()
+pid = os.posix_spawnp(cmd[0], cmd, os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, o, 1), (os.POSIX_SPAWN_DUP2, e, 2)])
+_, _, r = os.wait4(pid, 0)
+wall = time.monotonic() - start
+print(f"{r.ru_utime + r.ru_stime:.4f} {wall:.2f} {r.ru_maxrss // 1024}")
+PY
 }
 machine
 for n in "$runs" "$((runs * 3))"; do
@@ -31,14 +47,19 @@ for n in "$runs" "$((runs * 3))"; do
         else
             cmd=("$bin" tune "${policies[@]}" "${baseline[@]}" --history "$file" "${sweep[@]}")
         fi
-        read -r one_cpu one_wall one_rss < <(cpu "$dir/one.txt" "${cmd[@]}")
-        read -r json_cpu _ _ < <(cpu "$dir/one.json" "${cmd[@]}" -o json)
-        total=0 parts=()
-        for i in 0 1 2 3; do
-            read -r c _ rss < <(cpu "$dir/$what-$i.json" "${cmd[@]}" --shard "$i/4" -o partial)
-            total=$(python3 -c "print(f'{$total + $c:.2f}')")
-            parts+=("$dir/$what-$i.json")
+        ones=() jsons=() totals=()
+        for _ in $(seq "$rounds"); do
+            read -r one_cpu one_wall one_rss < <(cpu "$dir/one.txt" "${cmd[@]}")
+            read -r json_cpu _ _ < <(cpu "$dir/one.json" "${cmd[@]}" -o json)
+            total=0 parts=()
+            for i in 0 1 2 3; do
+                read -r c _ rss < <(cpu "$dir/$what-$i.json" "${cmd[@]}" --shard "$i/4" -o partial)
+                total=$(python3 -c "print(f'{$total + $c:.4f}')")
+                parts+=("$dir/$what-$i.json")
+            done
+            ones+=("$one_cpu") jsons+=("$json_cpu") totals+=("$total")
         done
+        one_cpu=$(median3 "${ones[*]}") json_cpu=$(median3 "${jsons[*]}") total=$(median3 "${totals[*]}")
         bytes=$(cat "${parts[@]}" | wc -c)
         read -r merge_cpu merge_wall merge_rss < <(cpu "$dir/merged.txt" "$bin" merge "${parts[@]}")
         cmp -s "$dir/merged.txt" "$dir/one.txt" || echo "!! merge differs from one process ($what)"

@@ -18,7 +18,7 @@ use crate::input::SourceFile;
 use crate::model::failure_history::FailureHistory;
 
 use super::json_lines::Scratch;
-use super::shard::{line_job_id, Shard};
+use super::shard::{Owner, Shard};
 use super::source::{Body, Entry, HistorySource, Origin, Pos, Progress};
 
 /// Entries handed to a worker at a time when they are not JSON lines (YAML files of a
@@ -90,15 +90,11 @@ fn process<A, T>(
     match body {
         Body::Lines(block) => {
             // A sifted block's lines of other shards are blank already.
-            let shard = shard.filter(|_| !block.sifted);
+            let owner = shard.filter(|_| !block.sifted).map(Owner::new);
             for (n, line) in block.lines() {
                 origin.line = Some(n);
-                if shard.is_some() {
-                    let id = line_job_id(line);
-                    let id = id.unwrap_or_else(|| std::borrow::Cow::Owned(origin.default_id()));
-                    if !owns(&id) {
-                        continue;
-                    }
+                if owner.is_some_and(|o| !o.owns_line(line, || origin.default_id())) {
+                    continue;
                 }
                 out.push((
                     origin.pos(),

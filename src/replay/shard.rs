@@ -67,6 +67,52 @@ impl std::fmt::Display for Shard {
     }
 }
 
+/// [`Shard::owns`] for the file reader, which asks it of every line of the history: the
+/// remainder by `N` is two multiplications by a constant made once (Lemire, Kaser and Kurz,
+/// "Faster remainder by direct computation", 2019: exact for every 64-bit dividend and
+/// divisor with a 128-bit constant), where a division was half of what deciding cost.
+#[derive(Debug, Clone, Copy)]
+pub struct Owner {
+    shard: Shard,
+    /// ⌈2¹²⁸ / N⌉; 0 (wrapped) for N = 1, where every remainder is 0 as it must be.
+    m: u128,
+}
+
+impl Owner {
+    pub fn new(shard: Shard) -> Owner {
+        Owner {
+            shard,
+            m: (u128::MAX / u128::from(shard.count)).wrapping_add(1),
+        }
+    }
+
+    /// `fnv1a64(id) % N == I`.
+    pub fn owns(&self, id: &[u8]) -> bool {
+        self.remainder(fnv1a64(id)) == self.shard.index
+    }
+
+    /// `a % N`: the high 64 bits of the low 128 bits of `m × a`, times `N`.
+    fn remainder(&self, a: u64) -> u64 {
+        let low = self.m.wrapping_mul(u128::from(a));
+        let d = u128::from(self.shard.count);
+        let bottom = (u128::from(low as u64) * d) >> 64;
+        let top = (low >> 64) * d;
+        ((bottom + top) >> 64) as u64
+    }
+
+    /// Whether a JSON line is this shard's: by its job id ([`line_job_id`]), else by its
+    /// default id, made only when it is needed.
+    pub fn owns_line(&self, line: &[u8], default_id: impl FnOnce() -> String) -> bool {
+        if let Some(id) = quick_id(line) {
+            return self.owns(id);
+        }
+        match line_job_id(line) {
+            Some(id) => self.owns(id.as_bytes()),
+            None => self.owns(default_id().as_bytes()),
+        }
+    }
+}
+
 /// The job id of a JSON line, without decoding the line: `Some(id)` when it has one, `None`
 /// when it has none (the default id applies) or is not JSON. Fast when `"job"` comes with
 /// its `"id"` first and the id has no escape (every line `retryctl history` writes); else a
@@ -75,7 +121,8 @@ impl std::fmt::Display for Shard {
 /// an unescaped quote); for one that does not, it is at least the same in every shard.
 pub fn line_job_id(line: &[u8]) -> Option<Cow<'_, str>> {
     if let Some(id) = quick_id(line) {
-        return Some(Cow::Borrowed(id));
+        // `quick_id` checked that it is UTF-8.
+        return std::str::from_utf8(id).ok().map(Cow::Borrowed);
     }
     let mut de = serde_json::Deserializer::from_slice(line);
     match (&mut de).deserialize_map(TopVisitor) {
@@ -88,8 +135,8 @@ pub fn line_job_id(line: &[u8]) -> Option<Cow<'_, str>> {
 static JOB_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"job\""));
 
-/// `"job"`, `:`, `{`, `"id"`, `:`, then a string without escapes: its text.
-fn quick_id(line: &[u8]) -> Option<&str> {
+/// `"job"`, `:`, `{`, `"id"`, `:`, then a UTF-8 string without escapes: its bytes.
+fn quick_id(line: &[u8]) -> Option<&[u8]> {
     // Most lines begin with it (`retryctl history` writes `job` first): no search then.
     let at = if line.starts_with(b"{\"job\"") {
         1
@@ -108,7 +155,9 @@ fn quick_id(line: &[u8]) -> Option<&str> {
     if rest[end] != b'"' {
         return None;
     }
-    std::str::from_utf8(&rest[..end]).ok()
+    let id = &rest[..end];
+    // Ids are ASCII but for a few: those are checked whole.
+    (id.is_ascii() || std::str::from_utf8(id).is_ok()).then_some(id)
 }
 
 /// The top level: `job` read for its `id`, every other value skipped.
@@ -203,6 +252,51 @@ impl<'de> Visitor<'de> for JobVisitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The remainder by multiplication is the remainder, for every divisor, at the edges
+    /// of both ranges and anywhere between.
+    #[test]
+    fn an_owner_divides_as_the_shard_does() {
+        use proptest::prelude::*;
+        let edges = [
+            1,
+            2,
+            3,
+            4,
+            7,
+            1 << 32,
+            (1 << 32) + 1,
+            (1 << 63) - 1,
+            1 << 63,
+            (1 << 63) + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let check = |a: u64, d: u64| {
+            let owner = Owner::new(Shard { index: 0, count: d });
+            assert_eq!(owner.remainder(a), a % d, "{a} % {d}");
+        };
+        for &d in &edges {
+            for &a in edges.iter().chain(&[0, 5, 0xcbf2_9ce4_8422_2325]) {
+                check(a, d);
+            }
+        }
+        proptest!(|(a in any::<u64>(), d in 1u64..)| check(a, d));
+        proptest!(|(a in any::<u64>(), d in 1u64..100_000)| check(a, d));
+        // And whose line is whose, as `Shard::owns` says.
+        let shard = Shard { index: 3, count: 7 };
+        let owner = Owner::new(shard);
+        for i in 0..1000 {
+            let id = format!("job-{i:07}");
+            let line = format!(r#"{{"job":{{"id":"{id}"}},"runs":[]}}"#);
+            assert_eq!(
+                owner.owns_line(line.as_bytes(), || unreachable!()),
+                shard.owns(&id),
+                "{id}"
+            );
+        }
+        assert_eq!(owner.owns_line(b"not json", || "h-9".into()), shard.owns("h-9"));
+    }
 
     /// Published FNV-1a 64 values (the reference test vectors of Fowler, Noll and Vo).
     #[test]

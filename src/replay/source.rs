@@ -26,7 +26,7 @@ use crate::model::failure_history::FailureHistory;
 use crate::model::scheduler::SchedulerConfig;
 use crate::model::{parse_documents, Kind, Resource};
 
-use super::shard::{line_job_id, Shard};
+use super::shard::{Owner, Shard};
 
 /// Where one entry came from: `file` or `file:line`.
 #[derive(Debug, Clone)]
@@ -525,7 +525,7 @@ impl Files {
         };
         let mut sieve = Sieve {
             digest: self.digest.as_mut().map(|(h, _)| h),
-            shard: self.shard,
+            shard: self.shard.map(Owner::new),
             stem: &stem,
         };
         let sifting = sieve.digest.is_some() || sieve.shard.is_some();
@@ -643,27 +643,23 @@ fn one_line(lines: &mut Lines, line: Vec<u8>, sieve: &mut Sieve<'_>, bytes: &mut
 /// the digest, and keep it only when it is the shard's.
 struct Sieve<'a> {
     digest: Option<&'a mut foldhash::fast::FoldHasher<'static>>,
-    shard: Option<Shard>,
+    shard: Option<Owner>,
     /// The file's stem: a line without a job id is the shard's of its default id.
     stem: &'a str,
 }
 
 impl Sieve<'_> {
     /// Appends `line` (numbered `n`, its newline included when it has one) to `bytes`, or
-    /// only its newline when it is another shard's (its job id as [`line_job_id`] reads it,
+    /// only its newline when it is another shard's (its job id as [`super::shard::line_job_id`] reads it,
     /// else its default id `stem-n`, as the workers would give it).
     fn keep(&mut self, line: &[u8], n: usize, bytes: &mut Vec<u8>) {
         if let Some(h) = &mut self.digest {
             h.write_usize(line.len());
             h.write(line);
         }
-        let ours = self.shard.is_none_or(|shard| {
+        let ours = self.shard.is_none_or(|owner| {
             let text = line.trim_ascii();
-            text.is_empty()
-                || match line_job_id(text) {
-                    Some(id) => shard.owns(&id),
-                    None => shard.owns(&format!("{}-{n}", self.stem)),
-                }
+            text.is_empty() || owner.owns_line(text, || format!("{}-{n}", self.stem))
         });
         if ours {
             bytes.extend_from_slice(line);
