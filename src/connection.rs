@@ -275,21 +275,17 @@ pub fn resolve(global: &GlobalArgs, env: &Env) -> Result<ConnectionSettings, Cli
         url(u, UrlSource::Flag, "`--armada-url`".into())
     } else if let Some(u) = &env.armada_url {
         url(u, UrlSource::Env, "`$ARMADA_URL`".into())
-    } else if let Some(u) = &ctx.armada_rest_url {
-        url(u, in_context(), format!("`armadaRestUrl` of {whose}"))
-    } else if let Some(u) = ctx.armada_url.as_ref().filter(|u| is_http(u) || is_grpc(u)) {
-        // A URL with its scheme (`http(s)://`, `grpc(s)://`) is taken as written; a bare
-        // `host:port` is armadactl's form (below).
-        url(u, in_context(), format!("`armadaUrl` of {whose}"))
-    } else if let Some(grpc) = &ctx.armada_url {
-        Candidate::Grpc {
-            raw: grpc.clone(),
-            source: in_context(),
-            from: format!("`armadaUrl` of {whose}"),
-            force_no_tls: ctx.force_no_tls,
-        }
     } else {
-        url(&DEFAULT_URL.to_string(), UrlSource::Default, "the default".into())
+        match context_address(ctx.armada_rest_url.as_ref(), ctx.armada_url.as_ref()) {
+            ContextAddress::Url { raw, key } => url(raw, in_context(), format!("`{key}` of {whose}")),
+            ContextAddress::Grpc(raw) => Candidate::Grpc {
+                raw: raw.clone(),
+                source: in_context(),
+                from: format!("`armadaUrl` of {whose}"),
+                force_no_tls: ctx.force_no_tls,
+            },
+            ContextAddress::None => url(&DEFAULT_URL.to_string(), UrlSource::Default, "the default".into()),
+        }
     };
     let credentials = Given {
         token: global.token.clone(),
@@ -368,6 +364,43 @@ fn tls_settings(
             .insecure_skip_tls_verify
             .then(|| format!("`insecureSkipTlsVerify` of {whose}")),
     })
+}
+
+/// The address a context gives, as [`resolve`] takes it.
+enum ContextAddress<'a> {
+    /// Its `armadaRestUrl`, else its `armadaUrl` written with a scheme (`http(s)://`,
+    /// `grpc(s)://`), taken as written.
+    Url {
+        raw: &'a String,
+        key: &'static str,
+    },
+    /// Its `armadaUrl` as armadactl writes it: a gRPC `host:port`.
+    Grpc(&'a String),
+    None,
+}
+
+fn context_address<'a>(rest_url: Option<&'a String>, armada_url: Option<&'a String>) -> ContextAddress<'a> {
+    match (rest_url, armada_url) {
+        (Some(raw), _) => ContextAddress::Url {
+            raw,
+            key: "armadaRestUrl",
+        },
+        (None, Some(raw)) if is_http(raw) || is_grpc(raw) => ContextAddress::Url { raw, key: "armadaUrl" },
+        (None, Some(raw)) => ContextAddress::Grpc(raw),
+        (None, None) => ContextAddress::None,
+    }
+}
+
+/// Whether the address a context gives holds a `user:password` that is sent (credential
+/// source 3, before the context's own `bearerToken`): an HTTP URL that [`server_url`]
+/// accepts, with a user. `config get-contexts` says so; a gRPC address takes no user.
+pub fn context_url_has_auth(rest_url: Option<&String>, armada_url: Option<&String>) -> bool {
+    match context_address(rest_url, armada_url) {
+        ContextAddress::Url { raw, .. } if !is_grpc(raw) => {
+            server_url(raw, ARMADA_URL, "").is_ok_and(|(_, auth)| auth.is_some())
+        }
+        _ => false,
+    }
 }
 
 fn is_http(url: &str) -> bool {

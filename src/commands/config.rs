@@ -61,14 +61,13 @@ fn get_contexts(ctx: &mut Context, file: &ConfigFile) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for n in &names {
         let c = file.context(Some(n))?;
-        let raw = c.armada_rest_url.or(c.armada_url);
-        let url = raw.as_deref().map_or_else(|| "-".into(), crate::redact::redact_url);
         // The one the context sends, in SPEC §4's order (`connection`): a `user:password` in
-        // its URL comes before its `bearerToken`. A URL that is refused sends nothing.
-        let in_url = raw
-            .as_deref()
-            .and_then(|u| crate::connection::server_url(u, crate::connection::ARMADA_URL, "").ok())
-            .is_some_and(|(_, auth)| auth.is_some());
+        // the URL it is reached at comes before its `bearerToken`.
+        let in_url = crate::connection::context_url_has_auth(c.armada_rest_url.as_ref(), c.armada_url.as_ref());
+        let url = c
+            .armada_rest_url
+            .or(c.armada_url)
+            .map_or_else(|| "-".into(), |u| crate::redact::redact_url(&u));
         let auth = if in_url {
             "basic (URL)"
         } else if c.bearer_token.is_some() {

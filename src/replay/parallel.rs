@@ -187,7 +187,7 @@ where
                         let Ok((seq, unit, at)) = next else { return };
                         // Sized once: a result is a few hundred bytes, regrowing moved them.
                         let jobs = unit.iter().map(|e| match &e.body {
-                            Body::Lines(b) => b.count,
+                            Body::Lines(b) => b.kept,
                             _ => 1,
                         });
                         let mut out = Vec::with_capacity(jobs.sum());

@@ -122,6 +122,8 @@ pub struct LineBlock {
     /// The source's shard was applied already: every line of another shard is left blank
     /// (its newline kept, so that the lines after it keep their numbers).
     pub sifted: bool,
+    /// How many lines were kept (all of them unless `sifted`): the most jobs it can hold.
+    pub kept: usize,
 }
 
 impl LineBlock {
@@ -235,6 +237,13 @@ pub struct Files {
     digest: Option<(foldhash::fast::FoldHasher<'static>, Digest)>,
     /// With [`Files::shard`]: the shard whose lines are kept.
     shard: Option<Shard>,
+    /// What opening stdin read (the blank lines before the first line, a YAML text),
+    /// hashed: [`Files::digest`] starts from it.
+    opened: Option<foldhash::fast::FoldHasher<'static>>,
+}
+
+fn new_hasher() -> foldhash::fast::FoldHasher<'static> {
+    foldhash::fast::FixedState::with_seed(0).build_hasher()
 }
 
 /// A digest of every byte a source read, set when it has read the last (SPEC §9: a partial
@@ -295,6 +304,7 @@ impl Files {
             stdin: false,
             digest: None,
             shard: None,
+            opened: None,
         };
         if path.as_os_str() == "-" {
             files.stdin = true;
@@ -331,7 +341,7 @@ impl Files {
     /// [`Digest`] is set once the source has ended.
     pub fn digest(&mut self) -> Digest {
         let d = Digest::default();
-        let hasher = foldhash::fast::FixedState::with_seed(0).build_hasher();
+        let hasher = self.opened.take().unwrap_or_else(new_hasher);
         self.digest = Some((hasher, d.clone()));
         d
     }
@@ -370,7 +380,17 @@ impl Files {
         }
     }
 
+    /// Opening stdin reads up to its first line with content, to tell JSON Lines from YAML,
+    /// and a YAML text whole: before [`Files::digest`] can be asked for. Those bytes are
+    /// hashed all the same and kept for it; else shards given other blank lines before the
+    /// first job, or other YAML texts, on stdin would agree that they read one history.
     fn open_stdin(&mut self) {
+        self.digest = Some((new_hasher(), Digest::default()));
+        self.start_stdin();
+        self.opened = self.digest.take().map(|(h, _)| h);
+    }
+
+    fn start_stdin(&mut self) {
         self.ordinal += 1;
         let file: Arc<str> = "<stdin>".into();
         let stem: Arc<str> = "stdin".into();
@@ -382,7 +402,10 @@ impl Files {
             first.clear();
             match (&mut reader).take(MAX_FILE_BYTES + 1).read_until(b'\n', &mut first) {
                 Ok(0) => break,
-                Ok(_) if first.iter().all(u8::is_ascii_whitespace) => skipped += 1,
+                Ok(_) if first.iter().all(u8::is_ascii_whitespace) => {
+                    self.hash(&first);
+                    skipped += 1;
+                }
                 Ok(_) => break,
                 Err(e) => {
                     let entry = self.error(&file, &stem, None, io_reason(&e));
@@ -526,6 +549,7 @@ impl Files {
         let mut sieve = Sieve {
             digest: self.digest.as_mut().map(|(h, _)| h),
             shard: self.shard.map(Owner::new),
+            kept: 0,
             stem: &stem,
         };
         let sifting = sieve.digest.is_some() || sieve.shard.is_some();
@@ -602,6 +626,11 @@ impl Files {
                 first_line,
                 count: lines.line_no + 1 - first_line,
                 sifted: sieve.shard.is_some(),
+                kept: if sieve.shard.is_some() {
+                    sieve.kept
+                } else {
+                    lines.line_no + 1 - first_line
+                },
             }),
         });
         if counting {
@@ -646,6 +675,8 @@ struct Sieve<'a> {
     shard: Option<Owner>,
     /// The file's stem: a line without a job id is the shard's of its default id.
     stem: &'a str,
+    /// How many lines it kept.
+    kept: usize,
 }
 
 impl Sieve<'_> {
@@ -662,6 +693,7 @@ impl Sieve<'_> {
             text.is_empty() || owner.owns_line(text, || format!("{}-{n}", self.stem))
         });
         if ours {
+            self.kept += 1;
             bytes.extend_from_slice(line);
         } else if line.last() == Some(&b'\n') {
             bytes.push(b'\n');

@@ -204,6 +204,13 @@ fn urls_with_passwords_are_masked_in_view_and_get_contexts() {
         "currentContext: a\ncontexts:\n  a:\n    armadaRestUrl: https://bob:hunter3@armada.example.com/?access_token=t0k&x=1\n  b:\n    armadaUrl: https://carol:pa55@grpc.example:443\n",
     )
     .unwrap();
+    let view_only = home.path().join("view.yaml");
+    std::fs::write(
+        &view_only,
+        std::fs::read_to_string(home.path().join(".armadactl.yaml")).unwrap()
+            + "  c:\n    armadaUrl: dave:s3cr3t@grpc.example:50051\n    bearerToken: tok3n\n  d:\n    armadaRestUrl: https://erin:w0rd@rest.example\n    bearerToken: tok3n\n",
+    )
+    .unwrap();
     let out = exchange(retryctl(home.path()).args(["config", "view"]));
     assert_eq!(
         out,
@@ -219,8 +226,9 @@ fn urls_with_passwords_are_masked_in_view_and_get_contexts() {
         out.contains("a      https://bob:***@armada.example.com/?access_token=***&x=1"),
         "{out}"
     );
-    // The URL's `user:password` is what b sends (before any `bearerToken` it had); a's URL
-    // is refused (a query), so it sends nothing.
+    // The URL's `user:password` is what b and d send (d's before its `bearerToken`); a's
+    // URL is refused (a query) and c's armadactl-style gRPC address takes no user: they
+    // have none to send but their own (c's token).
     assert_eq!(
         out,
         "exit: 0\n--- stdout\n\
@@ -229,6 +237,21 @@ fn urls_with_passwords_are_masked_in_view_and_get_contexts() {
          b      https://carol:***@grpc.example:443                         basic (URL)\n\
          --- stderr\n"
     );
+    let out = exchange(
+        retryctl(home.path())
+            .args(["config", "get-contexts", "--config"])
+            .arg(&view_only),
+    );
+    for secret in ["hunter3", "t0k", "pa55", "s3cr3t", "w0rd", "tok3n"] {
+        assert!(!out.contains(secret), "{out}");
+    }
+    let rows: Vec<&str> = out
+        .lines()
+        .skip(3)
+        .take(4)
+        .map(|l| l.rsplit("   ").next().unwrap())
+        .collect();
+    assert_eq!(rows, ["none", "basic (URL)", "bearer", "basic (URL)"], "{out}");
 }
 
 /// armadactl's most common file: a context with only the gRPC `armadaUrl`. Refused (exit 2)

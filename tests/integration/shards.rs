@@ -336,6 +336,52 @@ fn shards_from_stdin_merge_to_one_process() {
     }
 }
 
+/// What stdin's opening reads before the digest is asked for (the blank lines before the
+/// first job; a YAML text whole) is in the digest too: shards fed other bytes there are
+/// refused as another history, not merged.
+#[test]
+fn stdin_shards_of_other_histories_are_refused() {
+    let h = history();
+    let yaml = std::fs::read_to_string(crate::support::root().join("testdata/histories/cuda-error.yaml")).unwrap();
+    let other_yaml = std::fs::read_to_string(crate::support::root().join("testdata/histories/fail-fast.yaml")).unwrap();
+    let dir = what_if(&h);
+    let shard = |name: &str, i: u64, input: String| {
+        let home = temp_home();
+        let out = retryctl(home.path())
+            .current_dir(dir.path())
+            .args([
+                "simulate",
+                "-f",
+                "new",
+                "--history",
+                "-",
+                "--shard",
+                &format!("{i}/2"),
+                "-o",
+                "partial",
+            ])
+            .write_stdin(input)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", format_output(&out));
+        fs::write(dir.path().join(name), &out.stdout).unwrap();
+    };
+    for (what, first, second) in [
+        ("blank lines", format!("\n \n{h}"), h.clone()),
+        ("yaml", yaml, other_yaml),
+    ] {
+        shard("a.json", 0, first);
+        shard("b.json", 1, second);
+        let out = run(dir.path(), &["merge", "a.json", "b.json"]);
+        assert_eq!(out.status.code(), Some(3), "{what}: {}", format_output(&out));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "error: `b.json` was made from another history than `a.json` (the history's digest differs: was it changed between the shards?)\nerror: cannot merge: 1 problem above (nothing was printed)\n",
+            "{what}"
+        );
+    }
+}
+
 /// Hostile job ids (markup, a `|`, a newline) go through a partial and out of the merge as
 /// the one process prints them: inert text in HTML, one table row in Markdown (issue 36).
 #[test]
