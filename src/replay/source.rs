@@ -659,13 +659,31 @@ fn one_line(lines: &mut Lines, line: Vec<u8>, sieve: &mut Sieve<'_>, bytes: &mut
     lines.line_no += 1;
     let ended = line.last() == Some(&b'\n');
     if (line.len() - usize::from(ended)) as u64 > MAX_FILE_BYTES {
-        // Cut by the limit: skip the rest of the over-long line.
-        let mut rest = Vec::new();
-        let _ = lines.reader.read_until(b'\n', &mut rest);
+        // Cut by the limit: skip the rest of the over-long line, a buffer at a time (read
+        // into memory, a line of gigabytes would take as many).
+        skip_line(&mut lines.reader);
         return Err(lines.line_no);
     }
     sieve.keep(&line, lines.line_no, bytes);
     Ok(())
+}
+
+/// Consumes the input up to and including the next newline, or to its end. A read error
+/// ends it too: the next read reports it.
+fn skip_line(reader: &mut Input) {
+    loop {
+        let (found, n) = match reader.fill_buf() {
+            Ok([]) | Err(_) => return,
+            Ok(buf) => match memchr::memchr(b'\n', buf) {
+                Some(i) => (true, i + 1),
+                None => (false, buf.len()),
+            },
+        };
+        reader.consume(n);
+        if found {
+            return;
+        }
+    }
 }
 
 /// What the reader does with each JSON line when it looks at them one by one: hash it into
@@ -775,4 +793,25 @@ fn read_limited(path: &Path) -> Result<String, String> {
         .read_to_end(&mut bytes)
         .map_err(|e| io_reason(&e))?;
     decode_text(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rest of an over-long line is skipped through the reader's buffer, however long it
+    /// is (before, it was read into memory whole): the next read starts at the next line,
+    /// and a line without a newline ends at the input's end.
+    #[test]
+    fn the_rest_of_a_line_is_skipped_a_buffer_at_a_time() {
+        let text = format!("{}\nnext\n{}", "x".repeat(100_000), "y".repeat(5_000));
+        let mut reader: Input = Box::new(BufReader::with_capacity(1024, std::io::Cursor::new(text.into_bytes())));
+        skip_line(&mut reader);
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        assert_eq!(line, "next\n");
+        skip_line(&mut reader);
+        assert_eq!(reader.fill_buf().unwrap(), b"");
+        skip_line(&mut reader);
+    }
 }
