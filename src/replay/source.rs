@@ -396,8 +396,10 @@ impl Files {
         let stem: Arc<str> = "stdin".into();
         let mut reader: Input = Box::new(BufReader::with_capacity(1 << 16, std::io::stdin()));
         let mut first = Vec::new();
-        // Skip blank lines to find the first line with content.
+        // Skip blank lines to find the first line with content; kept (up to the size limit)
+        // for a YAML text, whose line numbers count them.
         let mut skipped = 0usize;
+        let mut blank = Vec::new();
         loop {
             first.clear();
             match (&mut reader).take(MAX_FILE_BYTES + 1).read_until(b'\n', &mut first) {
@@ -405,6 +407,9 @@ impl Files {
                 Ok(_) if first.iter().all(u8::is_ascii_whitespace) => {
                     self.hash(&first);
                     skipped += 1;
+                    if blank.len() as u64 <= MAX_FILE_BYTES {
+                        blank.extend_from_slice(&first);
+                    }
                 }
                 Ok(_) => break,
                 Err(e) => {
@@ -428,7 +433,8 @@ impl Files {
             });
             return;
         }
-        let mut text = first;
+        let mut text = blank;
+        text.extend_from_slice(&first);
         let read = reader.take(MAX_FILE_BYTES + 1).read_to_end(&mut text);
         let result = match read {
             Err(e) => Err(io_reason(&e)),

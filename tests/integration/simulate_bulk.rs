@@ -107,6 +107,21 @@ fn history_from_stdin_as_json_lines_or_yaml() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["jobs"][0]["job"], "stdin");
     assert_eq!(v["jobs"][0]["outcome"]["text"], "Succeeded at run 1 after 1 retry");
+
+    // A YAML text's line numbers count the blank lines before it, as a file's do.
+    let out = retryctl(home.path())
+        .args(["simulate", "-f", INFRA, "--history", "-"])
+        .write_stdin("\n \n\njob:\n  id: a\nruns: [\n")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", format_output(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "<stdin>\n  error: 7:1: invalid YAML: while parsing a node, did not find expected node content\n"
+        ),
+        "{}",
+        format_output(&out)
+    );
 }
 
 #[test]
