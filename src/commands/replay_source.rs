@@ -105,7 +105,6 @@ pub fn run<D: Drive>(
         };
         let settings = format!("{:?}", overrides.apply(&base));
         let mut source = Files::open(history, base, overrides).map_err(CliError::invalid)?;
-        source.shard(args.shard);
         let about = About {
             source: serde_json::json!({"history": history.display().to_string(), "settings": settings}),
             digest: if partial { source.digest() } else { Digest::default() },

@@ -153,4 +153,8 @@ impl HistorySource for ExportSource<'_> {
     fn bulk(&self) -> bool {
         true
     }
+
+    /// Nothing to do: an export yields no blocks of lines, and a database export of a shard
+    /// reads only its own jobs (the filter's `only`); the workers sort what comes.
+    fn sift(&mut self, _: crate::replay::shard::Shard) {}
 }

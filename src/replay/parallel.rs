@@ -18,7 +18,7 @@ use crate::input::SourceFile;
 use crate::model::failure_history::FailureHistory;
 
 use super::json_lines::Scratch;
-use super::shard::{Owner, Shard};
+use super::shard::Shard;
 use super::source::{Body, Entry, HistorySource, Origin, Pos, Progress};
 
 /// Entries handed to a worker at a time when they are not JSON lines (YAML files of a
@@ -57,8 +57,9 @@ pub enum Emitted<T, A> {
 }
 
 /// Decodes every job of `entry` that is `shard`'s (every job without one) and applies `work`
-/// to each, in order, into `out` with its position. A line of another shard is skipped
-/// before it is decoded; an entry that names no job goes to the shard of its default id.
+/// to each, in order, into `out` with its position. A block of lines comes sifted by its
+/// source ([`HistorySource::sift`]); an entry that names no job goes to the shard of its
+/// default id.
 fn process<A, T>(
     entry: Entry,
     shard: Option<Shard>,
@@ -89,13 +90,9 @@ fn process<A, T>(
     };
     match body {
         Body::Lines(block) => {
-            // A sifted block's lines of other shards are blank already.
-            let owner = shard.filter(|_| !block.sifted).map(Owner::new);
+            // Sifted by the source: only the shard's lines are left.
             for (n, line) in block.lines() {
                 origin.line = Some(n);
-                if owner.is_some_and(|o| !o.owns_line(line, || origin.default_id())) {
-                    continue;
-                }
                 out.push((
                     origin.pos(),
                     match scratch.decode(line, n) {
@@ -148,8 +145,9 @@ fn process<A, T>(
 /// [`Scratch`] of its own and sends the results back numbered; the calling thread puts them
 /// back in order and emits them while the workers go on. At most `workers + 2` units are
 /// read and not yet emitted (the reader waits for a token per unit), so memory stays
-/// flat whatever the input size and however slow the output.
-pub fn for_each_ordered<S, A, T, W, E>(source: S, shard: Option<Shard>, work: W, mut emit: E) -> io::Result<()>
+/// flat whatever the input size and however slow the output. With `shard`, the source is
+/// told to sift first ([`HistorySource::sift`]) and every other entry is sorted here.
+pub fn for_each_ordered<S, A, T, W, E>(mut source: S, shard: Option<Shard>, work: W, mut emit: E) -> io::Result<()>
 where
     S: HistorySource,
     A: Default + Send,
@@ -157,6 +155,9 @@ where
     W: Fn(&mut A, Decoded<'_>) -> Result<T, String> + Sync,
     E: FnMut(Emitted<T, A>) -> io::Result<bool>,
 {
+    if let Some(shard) = shard {
+        source.sift(shard);
+    }
     let workers = rayon::current_num_threads().max(1);
     // One unit per worker, one ready for the next free worker, one being emitted: more
     // only holds more rendered records in memory.

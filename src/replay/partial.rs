@@ -123,7 +123,7 @@ pub fn fingerprint(inputs: &serde_json::Value) -> String {
     h.update(b"\n");
     // A `Value` always serializes.
     h.update(serde_json::to_string(inputs).unwrap_or_default().as_bytes());
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    hex(&h.finalize())
 }
 
 /// A partial's last part.
@@ -687,7 +687,6 @@ fn header(line: &[u8]) -> Result<Header, String> {
     Ok(header)
 }
 
-/// The end line: `],"end":{…}}`.
 /// The end line, `],"end":{…},"sha256":"…"}`, checked against the seal of every byte before
 /// it (`seal`: the lines before it, so far).
 fn end(line: &[u8], mut seal: sha2::Sha256) -> Result<End, String> {

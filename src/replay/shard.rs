@@ -103,30 +103,27 @@ impl Owner {
     /// Whether a JSON line is this shard's: by its job id ([`line_job_id`]), else by its
     /// default id, made only when it is needed.
     pub fn owns_line(&self, line: &[u8], default_id: impl FnOnce() -> String) -> bool {
-        if let Some(id) = quick_id(line) {
-            return self.owns(id);
-        }
         match line_job_id(line) {
-            Some(id) => self.owns(id.as_bytes()),
+            Some(id) => self.owns(&id),
             None => self.owns(default_id().as_bytes()),
         }
     }
 }
 
-/// The job id of a JSON line, without decoding the line: `Some(id)` when it has one, `None`
+/// The job id of a JSON line (its UTF-8 bytes, which are what decides its shard), without
+/// decoding the line: `Some(id)` when it has one, `None`
 /// when it has none (the default id applies) or is not JSON. Fast when `"job"` comes with
 /// its `"id"` first and the id has no escape (every line `retryctl history` writes); else a
 /// pass that reads `job.id` and skips everything else. For a line that decodes, the id is
 /// the one its decode gives (its top-level keys before `job` are strings, which cannot hold
 /// an unescaped quote); for one that does not, it is at least the same in every shard.
-pub fn line_job_id(line: &[u8]) -> Option<Cow<'_, str>> {
+pub fn line_job_id(line: &[u8]) -> Option<Cow<'_, [u8]>> {
     if let Some(id) = quick_id(line) {
-        // `quick_id` checked that it is UTF-8.
-        return std::str::from_utf8(id).ok().map(Cow::Borrowed);
+        return Some(Cow::Borrowed(id));
     }
     let mut de = serde_json::Deserializer::from_slice(line);
     match (&mut de).deserialize_map(TopVisitor) {
-        Ok(Some(id)) => Some(Cow::Owned(id)),
+        Ok(Some(id)) => Some(Cow::Owned(id.into_bytes())),
         _ => None,
     }
 }
@@ -357,7 +354,11 @@ mod tests {
             ("not json", None),
         ];
         for (line, want) in cases {
-            assert_eq!(line_job_id(line.as_bytes()).as_deref(), want, "{line}");
+            assert_eq!(
+                line_job_id(line.as_bytes()).as_deref(),
+                want.map(str::as_bytes),
+                "{line}"
+            );
         }
     }
 }

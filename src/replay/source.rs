@@ -119,10 +119,9 @@ pub struct LineBlock {
     pub first_line: usize,
     /// How many lines it holds (blank ones included).
     pub count: usize,
-    /// The source's shard was applied already: every line of another shard is left blank
-    /// (its newline kept, so that the lines after it keep their numbers).
-    pub sifted: bool,
-    /// How many lines were kept (all of them unless `sifted`): the most jobs it can hold.
+    /// How many lines were kept: all of them, but with [`HistorySource::sift`], where every
+    /// line of another shard is left blank (its newline kept, so that the lines after it
+    /// keep their numbers). The most jobs the block can hold.
     pub kept: usize,
 }
 
@@ -188,6 +187,11 @@ pub trait HistorySource: Iterator<Item = Entry> + Send {
     fn progress(&self) -> Progress;
     /// Many jobs (JSON Lines, a directory): the table format prints only the summary.
     fn bulk(&self) -> bool;
+    /// From now on, leave out what is not `shard`'s where the source can tell cheaply (SPEC
+    /// §9): its blocks of JSON lines hold only the shard's lines ([`LineBlock`]), which the
+    /// workers then take as they are. Every other entry the workers sort themselves.
+    /// [`super::parallel::for_each_ordered`] calls it before the first entry is read.
+    fn sift(&mut self, shard: Shard);
 }
 
 /// `--global-max-retries` / `--default-policy`, applied over whichever config a job gets.
@@ -235,7 +239,7 @@ pub struct Files {
     stdin: bool,
     /// With [`Files::digest`]: every byte read so far, hashed, and where the total goes.
     digest: Option<(foldhash::fast::FoldHasher<'static>, Digest)>,
-    /// With [`Files::shard`]: the shard whose lines are kept.
+    /// With [`HistorySource::sift`]: the shard whose lines are kept.
     shard: Option<Shard>,
     /// What opening stdin read (the blank lines before the first line, a YAML text),
     /// hashed: [`Files::digest`] starts from it.
@@ -244,6 +248,13 @@ pub struct Files {
 
 fn new_hasher() -> foldhash::fast::FoldHasher<'static> {
     foldhash::fast::FixedState::with_seed(0).build_hasher()
+}
+
+/// One piece of what a source read, with its length: no two splits of different bytes hash
+/// alike by construction.
+fn add_to_digest(h: &mut foldhash::fast::FoldHasher<'static>, bytes: &[u8]) {
+    h.write_usize(bytes.len());
+    h.write(bytes);
 }
 
 /// A digest of every byte a source read, set when it has read the last (SPEC §9: a partial
@@ -346,23 +357,13 @@ impl Files {
         d
     }
 
-    /// Blanks the JSON lines that are not `shard`'s as they are read (SPEC §9: a shard skips
-    /// the other jobs cheaply): a line is looked at once, here, instead of being copied and
-    /// handed to a worker only to be skipped there. Entries that are not JSON lines are left
-    /// to the workers, which apply the shard to every entry.
-    pub fn shard(&mut self, shard: Option<Shard>) {
-        self.shard = shard;
-    }
-
     /// Adds `bytes` to the digest, when there is one: YAML texts and the messages of what
-    /// could not be read, each with its length (so that no two splits of different bytes
-    /// hash alike by construction). JSON lines are hashed one by one as they are read
-    /// ([`sift`]), so that the digest does not depend on how reads cut the input (a pipe's
-    /// do not cut it alike twice).
+    /// could not be read. JSON lines are hashed one by one as they are read ([`Sieve`]), so
+    /// that the digest does not depend on how reads cut the input (a pipe's do not cut it
+    /// alike twice).
     fn hash(&mut self, bytes: &[u8]) {
         if let Some((h, _)) = &mut self.digest {
-            h.write_usize(bytes.len());
-            h.write(bytes);
+            add_to_digest(h, bytes);
         }
     }
 
@@ -631,7 +632,6 @@ impl Files {
                 bytes,
                 first_line,
                 count: lines.line_no + 1 - first_line,
-                sifted: sieve.shard.is_some(),
                 kept: if sieve.shard.is_some() {
                     sieve.kept
                 } else {
@@ -705,12 +705,11 @@ struct Sieve<'a> {
 
 impl Sieve<'_> {
     /// Appends `line` (numbered `n`, its newline included when it has one) to `bytes`, or
-    /// only its newline when it is another shard's (its job id as [`super::shard::line_job_id`] reads it,
-    /// else its default id `stem-n`, as the workers would give it).
+    /// only its newline when it is another shard's ([`Owner::owns_line`]: by its job id,
+    /// else by its default id `stem-n`, as the workers would give it).
     fn keep(&mut self, line: &[u8], n: usize, bytes: &mut Vec<u8>) {
         if let Some(h) = &mut self.digest {
-            h.write_usize(line.len());
-            h.write(line);
+            add_to_digest(h, line);
         }
         let ours = self.shard.is_none_or(|owner| {
             let text = line.trim_ascii();
@@ -780,6 +779,12 @@ impl HistorySource for Files {
     fn bulk(&self) -> bool {
         self.bulk
     }
+
+    /// Blanks the JSON lines that are not `shard`'s as they are read: a line is looked at
+    /// once, here, instead of being copied and handed to a worker only to be skipped there.
+    fn sift(&mut self, shard: Shard) {
+        self.shard = Some(shard);
+    }
 }
 
 fn decode_text(bytes: Vec<u8>) -> Result<String, String> {
@@ -805,11 +810,11 @@ fn read_limited(path: &Path) -> Result<String, String> {
 mod tests {
     use super::*;
 
-    /// The rest of an over-long line is skipped through the reader's buffer, however long it
-    /// is (before, it was read into memory whole): the next read starts at the next line,
-    /// and a line without a newline ends at the input's end.
+    /// What is left of an over-long line, longer than the reader's buffer many times over,
+    /// is skipped: the next read starts at the next line, and a last line without a newline
+    /// is skipped to the input's end (and skipping at the end is a no-op).
     #[test]
-    fn the_rest_of_a_line_is_skipped_a_buffer_at_a_time() {
+    fn skipping_a_line_stops_after_its_newline_or_at_the_end() {
         let text = format!("{}\nnext\n{}", "x".repeat(100_000), "y".repeat(5_000));
         let mut reader: Input = Box::new(BufReader::with_capacity(1024, std::io::Cursor::new(text.into_bytes())));
         skip_line(&mut reader);
@@ -819,5 +824,6 @@ mod tests {
         skip_line(&mut reader);
         assert_eq!(reader.fill_buf().unwrap(), b"");
         skip_line(&mut reader);
+        assert_eq!(reader.fill_buf().unwrap(), b"");
     }
 }
