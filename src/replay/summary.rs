@@ -6,7 +6,6 @@
 //! not: format anything (that is `output::simulate`) or do I/O.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use crate::engine::job_report::RuleLabel;
 use crate::engine::{DecisionKind, JobReport, JobStatus, RuleRef};
@@ -49,50 +48,6 @@ pub struct Summary {
     pub contradicted_jobs: u64,
     /// Jobs that could not be simulated (bad line, missing policy).
     pub errors: u64,
-    /// Where the last report's policies are in `by_policy`.
-    #[serde(skip)]
-    found: Found,
-}
-
-/// `by_policy`'s index of each of a report's first policies, kept from one report to the
-/// next while they share their list of names (every report of one simulator does): finding
-/// a policy by name for every run was most of what [`Summary::add`] cost. The list is held,
-/// so that its address cannot be another list's. Not part of what a summary is: equal
-/// whatever it holds.
-#[derive(Debug, Clone, Default)]
-struct Found {
-    names: Option<Arc<[String]>>,
-    index: [usize; 4],
-}
-
-impl PartialEq for Found {
-    fn eq(&self, _: &Found) -> bool {
-        true
-    }
-}
-
-impl Found {
-    fn index(&mut self, names: &Arc<[String]>, p: usize, by_policy: &mut Vec<(String, RuleCounts)>) -> usize {
-        if !self.names.as_ref().is_some_and(|n| Arc::ptr_eq(n, names)) {
-            self.names = Some(names.clone());
-            self.index = [usize::MAX; 4];
-        }
-        if let Some(&i) = self.index.get(p).filter(|&&i| i != usize::MAX) {
-            return i;
-        }
-        let name = &names[p];
-        let i = match by_policy.iter().position(|(q, _)| q == name) {
-            Some(i) => i,
-            None => {
-                by_policy.push((name.clone(), RuleCounts::default()));
-                by_policy.len() - 1
-            }
-        };
-        if let Some(slot) = self.index.get_mut(p) {
-            *slot = i;
-        }
-        i
-    }
 }
 
 /// Drops what the summary does not read (the per-run texts, nodes, pod names), so that a
@@ -216,14 +171,20 @@ impl Summary {
             if !retry && d.action() != Action::Fail {
                 continue;
             }
-            let rule = d.policy.filter(|&p| p < report.policies.len()).zip(d.rule);
-            let Some((p, rule)) = rule else {
+            let rule = d.policy.and_then(|p| report.policies.get(p)).zip(d.rule);
+            let Some((policy, rule)) = rule else {
                 if !retry {
                     self.failures_by_kind.add(d.kind as usize, 1);
                 }
                 continue;
             };
-            let i = self.found.index(&report.policies, p, &mut self.by_policy);
+            let i = match self.by_policy.iter().position(|(p, _)| p == policy) {
+                Some(i) => i,
+                None => {
+                    self.by_policy.push((policy.clone(), RuleCounts::default()));
+                    self.by_policy.len() - 1
+                }
+            };
             let counts = &mut self.by_policy[i].1;
             let counts = if retry {
                 &mut counts.retries
