@@ -1,6 +1,6 @@
-# Sourced by the bench scripts of issues 33, 35 and 38 (bench-tune.sh, bench-shards.sh,
+# Sourced by the bench scripts (bench-simulate.sh, bench-tune.sh, bench-shards.sh,
 # bench-estimates.sh): the release build, a scratch directory removed on exit, the policies
-# of the `simulate` benchmark (scripts/bench-simulate.sh), and the arithmetic they print.
+# of the `simulate` benchmark, and the arithmetic they print.
 # Run from the repository's root.
 target="${CARGO_TARGET_DIR:-target}"
 cargo build --release --locked --quiet --bin retryctl
@@ -11,8 +11,8 @@ policies=(-f testdata/policies/valid/infra.yaml -f testdata/policies/valid/ml-tr
           -f testdata/policies/valid/ml-queue.yaml)
 # The old side: infra.yaml alone (no queue document: OOM kills are no longer retried).
 baseline=(--baseline testdata/policies/valid/infra.yaml)
-# The median of the numbers in $1 (separated by spaces), to two places.
-median() { python3 -c "import statistics, sys; print(f'{statistics.median(map(float, sys.argv[1:])):.2f}')" $1; }
+# The median of the numbers in $1 (separated by spaces), to $2 places (two by default).
+median() { python3 -c "import statistics, sys; print(f'{statistics.median(map(float, sys.argv[2:])):.{sys.argv[1]}f}')" "${2:-2}" $1; }
 # $1 / $2 to two places ("n/a" when $2 is 0).
 ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}' if b else 'n/a')" "$1" "$2"; }
 machine() { echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load: $(cut -d' ' -f1-3 /proc/loadavg)"; }

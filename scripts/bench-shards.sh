@@ -18,8 +18,6 @@ runs="${1:-1000000}"
 . scripts/bench-common.sh
 sweep=(--vary 'ml-training-oom:spec.retryLimit=1..5' --vary 'infra:spec.retryLimit=1,3')
 rounds="${ROUNDS:-3}"
-# The median of the numbers in $1, to three places (bench-common's has two).
-median3() { python3 -c "import statistics, sys; print(f'{statistics.median(map(float, sys.argv[1:])):.3f}')" $1; }
 cpu() { # out-file, command... → prints "cpu_seconds wall_seconds peak_MiB"
     local out="$1"; shift
     python3 - "$out" "$dir/stderr" "$@" <<'PY'
@@ -59,7 +57,7 @@ for n in "$runs" "$((runs * 3))"; do
             done
             ones+=("$one_cpu") jsons+=("$json_cpu") totals+=("$total")
         done
-        one_cpu=$(median3 "${ones[*]}") json_cpu=$(median3 "${jsons[*]}") total=$(median3 "${totals[*]}")
+        one_cpu=$(median "${ones[*]}" 3) json_cpu=$(median "${jsons[*]}" 3) total=$(median "${totals[*]}" 3)
         bytes=$(cat "${parts[@]}" | wc -c)
         read -r merge_cpu merge_wall merge_rss < <(cpu "$dir/merged.txt" "$bin" merge "${parts[@]}")
         cmp -s "$dir/merged.txt" "$dir/one.txt" || echo "!! merge differs from one process ($what)"

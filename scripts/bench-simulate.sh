@@ -23,17 +23,9 @@ for a in "$@"; do
         *) runs="$a" ;;
     esac
 done
-target="${CARGO_TARGET_DIR:-target}"
-cargo build --release --locked --quiet --bin retryctl --example parse_floor
-bin="$target/release/retryctl"
+. scripts/bench-common.sh
+cargo build --release --locked --quiet --example parse_floor
 floor="$target/release/examples/parse_floor"
-dir="$(mktemp -d)"
-trap 'rm -rf "$dir"' EXIT
-policies=(-f testdata/policies/valid/infra.yaml -f testdata/policies/valid/ml-training-oom.yaml
-          -f testdata/policies/valid/ml-queue.yaml)
-# The old side: infra.yaml alone (no queue document, so every job gets infra only: OOM kills
-# are no longer retried, and jobs change).
-baseline=(--baseline testdata/policies/valid/infra.yaml)
 declare -A wall
 measure() { # key, label, command...
     local key="$1" label="$2"; shift 2
@@ -43,8 +35,7 @@ measure() { # key, label, command...
     wall[$key]="$secs"
     printf '%-48s %7ss wall %7ss user %6s MiB\n' "$label" "$secs" "$user" "$((kib / 1024))"
 }
-ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}' if b else 'n/a')" "$1" "$2"; }
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+machine
 for n in "$runs" "$((runs * 3))"; do
     file="$dir/h-$n.jsonl"
     python3 scripts/gen-histories.py "${gen_flags[@]}" "$n" >"$file"
