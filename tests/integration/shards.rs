@@ -16,6 +16,7 @@ use proptest::prelude::*;
 use crate::simulate_report::{history as report_history, job, CUDA, EXIT2, NEW, OK, OLD, QUEUE};
 use crate::support::pg::{fixture_db, WINDOW};
 use crate::support::{format_output, retryctl, temp_home, write_what_if};
+use crate::tune::sweep;
 
 const SIMULATE_FORMATS: [&str; 6] = ["table", "json", "yaml", "jsonl", "html", "markdown"];
 const TUNE_FORMATS: [&str; 5] = ["table", "json", "yaml", "html", "markdown"];
@@ -123,19 +124,6 @@ fn what_if(history: &str) -> tempfile::TempDir {
 
 const PLAIN: [&str; 5] = ["simulate", "-f", "new", "--history", "h.jsonl"];
 const PLAN: [&str; 7] = ["simulate", "-f", "new", "--baseline", "old", "--history", "h.jsonl"];
-const TUNE: [&str; 11] = [
-    "tune",
-    "-f",
-    "new",
-    "--baseline",
-    "old",
-    "--history",
-    "h.jsonl",
-    "--vary",
-    "p:spec.retryLimit=1..3",
-    "--vary",
-    "p:spec.rules[1].action=Fail,Retry",
-];
 
 #[test]
 fn a_plain_replay_merges_to_one_process() {
@@ -218,11 +206,11 @@ fn a_backtest_is_made_from_the_merged_trials() {
 #[test]
 fn a_tune_sweep_merges_to_one_process() {
     let dir = what_if(&history());
-    let outputs = every_split(dir.path(), "tune", &TUNE, &TUNE_FORMATS);
+    let outputs = every_split(dir.path(), "tune", &sweep("new"), &TUNE_FORMATS);
     let json: serde_json::Value = serde_json::from_slice(&outputs[1].stdout).unwrap();
     assert_eq!(json["tune"]["candidates"].as_array().unwrap().len(), 6);
     // Tune has no JSON Lines: refused as a usage error, before anything is read.
-    let partials = shards(dir.path(), "tj", &TUNE, 1);
+    let partials = shards(dir.path(), "tj", &sweep("new"), 1);
     let out = run(dir.path(), &["merge", &partials[0], "-o", "jsonl"]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
@@ -773,7 +761,7 @@ fn merge_refuses_what_is_not_one_whole_run() {
         "error: `edited.json` is damaged: its bytes are not the ones its shard wrote (its SHA-256 differs: was it edited?)\nerror: cannot merge: 1 problem above (nothing was printed)\n",
     );
     // An entry its command never writes, in a file sealed again: named, not trusted.
-    let tune = shards(d, "t", &TUNE, 1);
+    let tune = shards(d, "t", &sweep("new"), 1);
     let tune_text = fs::read_to_string(d.join(&tune[0])).unwrap();
     let mut tune_lines: Vec<&str> = tune_text.lines().collect();
     let held = tune_lines.len() - 2;

@@ -17,21 +17,24 @@ use crate::support::{chromium, format_output, retryctl, temp_home};
 /// The template: three retries on preemption or a CUDA error; exit code 2 fails at once.
 const TEMPLATE: &str = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 3\n  backoff: {initialDelay: 10s, maxDelay: 1m}\n  rules:\n    - {action: Retry, onConditions: [Preempted]}\n    - {action: Fail, onExitCodes: {operator: In, values: [2]}}\n    - {action: Retry, onFailureCategory: [cuda_error]}\n";
 
-/// The sweep most tests run: two retry limits by two actions of the setup's template, against
-/// the old policies.
-const SWEEP: [&str; 11] = [
-    "tune",
-    "-f",
-    "t",
-    "--baseline",
-    "old",
-    "--history",
-    "h.jsonl",
-    "--vary",
-    "p:spec.retryLimit=1..3",
-    "--vary",
-    "p:spec.rules[1].action=Fail,Retry",
-];
+/// The sweep most tests run: two retry limits by two actions of the template in directory
+/// `template` (here `t`, the setup's; shards.rs runs it on its own setup's `new`), against
+/// the policies in `old`.
+pub(crate) fn sweep(template: &str) -> [&str; 11] {
+    [
+        "tune",
+        "-f",
+        template,
+        "--baseline",
+        "old",
+        "--history",
+        "h.jsonl",
+        "--vary",
+        "p:spec.retryLimit=1..3",
+        "--vary",
+        "p:spec.rules[1].action=Fail,Retry",
+    ]
+}
 
 /// The history of `simulate_report.rs` (its doc comment works its numbers out), and a GPU
 /// job so that hours show.
@@ -383,7 +386,7 @@ fn the_guides_lookout_walkthrough_prints_what_it_says() {
 fn the_recommendation_keeps_what_the_baseline_saved() {
     let dir = tempfile::tempdir().unwrap();
     setup(dir.path());
-    let args = [&SWEEP[..], &["-o", "json"]].concat();
+    let args = [&sweep("t")[..], &["-o", "json"]].concat();
     let t = json(&run(dir.path(), &args));
     let t = &t["tune"];
     let candidates = t["candidates"].as_array().unwrap();
@@ -450,24 +453,16 @@ fn the_recommendation_keeps_what_the_baseline_saved() {
 fn the_frontier_is_what_no_candidate_dominates() {
     let dir = tempfile::tempdir().unwrap();
     setup(dir.path());
-    let t = json(&run(
-        dir.path(),
-        &[
-            "tune",
-            "-f",
-            "t",
-            "--baseline",
-            "old",
-            "--history",
-            "h.jsonl",
-            "--vary",
-            "p:spec.retryLimit=0..6",
-            "--vary",
-            "p:spec.rules[2].action=Retry,Fail",
-            "-o",
-            "json",
-        ],
-    ));
+    // The sweep's command with other values to vary.
+    let varies = [
+        "--vary",
+        "p:spec.retryLimit=0..6",
+        "--vary",
+        "p:spec.rules[2].action=Retry,Fail",
+        "-o",
+        "json",
+    ];
+    let t = json(&run(dir.path(), &[&sweep("t")[..7], &varies].concat()));
     let c = t["tune"]["candidates"].as_array().unwrap();
     for x in c {
         let (ex, cx) = (x["expectedSucceeded"].as_f64().unwrap(), x["cost"].as_f64().unwrap());
@@ -676,7 +671,7 @@ fn invalid_candidates_are_skipped_with_their_errors() {
 fn the_table_recommends_in_words() {
     let dir = tempfile::tempdir().unwrap();
     setup(dir.path());
-    let out = run(dir.path(), &SWEEP);
+    let out = run(dir.path(), &sweep("t"));
     insta::assert_snapshot!(format_output(&out));
 }
 
@@ -684,7 +679,7 @@ fn the_table_recommends_in_words() {
 fn markdown_for_the_pull_request() {
     let dir = tempfile::tempdir().unwrap();
     setup(dir.path());
-    let out = run(dir.path(), &[&SWEEP[..], &["-o", "markdown"]].concat());
+    let out = run(dir.path(), &[&sweep("t")[..], &["-o", "markdown"]].concat());
     insta::assert_snapshot!(format_output(&out));
 }
 
@@ -694,7 +689,8 @@ fn yaml_is_the_json_document() {
     let dir = tempfile::tempdir().unwrap();
     setup(dir.path());
     // The sweep's first `--vary` alone.
-    let base = &SWEEP[..9];
+    let sweep = sweep("t");
+    let base = &sweep[..9];
     let j = json(&run(dir.path(), &[base, &["-o", "json"]].concat()));
     let y: Value = serde_yaml::from_slice(&run(dir.path(), &[base, &["-o", "yaml"]].concat()).stdout).unwrap();
     assert_eq!(y, j);
@@ -706,7 +702,7 @@ fn yaml_is_the_json_document() {
 fn html_draws_the_frontier() {
     let dir = tempfile::tempdir().unwrap();
     setup(dir.path());
-    let out = run(dir.path(), &[&SWEEP[..], &["-o", "html"]].concat());
+    let out = run(dir.path(), &[&sweep("t")[..], &["-o", "html"]].concat());
     assert_eq!(out.status.code(), Some(0));
     let html = String::from_utf8(out.stdout).unwrap();
     for banned in ["http://", "https://", "<script", "<link", "<img", "url("] {
