@@ -13,7 +13,7 @@ use crate::model::duration::GoDuration;
 use crate::model::failure_history::{FailureHistory, Outcome};
 
 use super::matcher::RetryPlan;
-use crate::model::policy::RetryPolicy;
+use crate::model::policy::{Action, RetryPolicy};
 use crate::model::queue::Queue;
 
 use super::job_report::{outcome_named, replay_detailed, replay_named, Detail, JobOutcome};
@@ -67,19 +67,37 @@ struct Resolution {
     shared: Option<Arc<SharedRegexes>>,
 }
 
-/// A retry plan's limit and backoff as words ([`Simulator::decision_words`]): an unset field
-/// is `u64::MAX`, a number its bits.
-fn plan_words(out: &mut Vec<u64>, plan: &RetryPlan) {
-    let duration = |d: Option<GoDuration>| d.map_or(u64::MAX, |d| d.0);
-    let float = |f: Option<f64>| f.map_or(u64::MAX, f64::to_bits);
-    let b = &plan.backoff;
-    out.extend([
-        plan.limit.map_or(u64::MAX, u64::from),
-        duration(b.initial_delay),
-        duration(b.max_delay),
-        float(b.multiplier),
-        float(b.jitter),
-    ]);
+/// How a rule, or a policy's default action, decides a run it takes (SPEC §2.4–2.5), for a
+/// search to tell candidates apart ([`Simulator::decision_words`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decides {
+    /// The action, then the backoff a retry under it takes: an unset field is `u64::MAX`, a
+    /// number its bits.
+    pub words: Vec<u64>,
+    /// Its retry limit (rule → policy; `None`: `globalMaxRetries`). Apart from the words: a
+    /// limit that a job's runs cannot reach decides that job as any other such limit does.
+    pub limit: Option<u32>,
+    /// The action is `Retry`.
+    pub retry: bool,
+}
+
+impl Decides {
+    fn new(action: Action, plan: &RetryPlan) -> Decides {
+        let duration = |d: Option<GoDuration>| d.map_or(u64::MAX, |d| d.0);
+        let float = |f: Option<f64>| f.map_or(u64::MAX, f64::to_bits);
+        let b = &plan.backoff;
+        Decides {
+            words: vec![
+                action as u64,
+                duration(b.initial_delay),
+                duration(b.max_delay),
+                float(b.multiplier),
+                float(b.jitter),
+            ],
+            limit: plan.limit,
+            retry: action == Action::Retry,
+        }
+    }
 }
 
 /// Policies of a resolved list [`Simulator::simulate_outcome`] puts on the stack.
@@ -417,31 +435,27 @@ impl Simulator {
     }
 
     /// What, besides the runs' matches and the settings, decides a run under this simulator's
-    /// design engine (SPEC §2.4–2.5), as words: for each policy (in the order given) and each
-    /// of its rules, the rule's action and the limit and backoff a retry under it takes; and
-    /// once for all, every policy's default action with the plan of each default. Two
+    /// design engine (SPEC §2.4–2.5): for each policy (in the order given) and each of its
+    /// rules, how the rule decides; and for each policy, how its default action does. Two
     /// simulators of the same policies (by name and order) whose lists match alike decide a
-    /// job alike when the words of the rules its runs match — and, if one matches none, the
-    /// default words — are equal: a search replays the job once for both.
-    pub fn decision_words(&self) -> (Vec<Vec<Vec<u64>>>, Vec<u64>) {
+    /// job alike when the rules its runs match — and, if one matches none, the defaults —
+    /// decide alike, their limits compared as far as the job's runs reach them: a search
+    /// replays the job once for both.
+    pub fn decision_words(&self) -> (Vec<Vec<Decides>>, Vec<Decides>) {
         let rules = self
             .policies
             .iter()
             .map(|cp| {
                 (0..cp.policy.rules.len())
-                    .map(|r| {
-                        let mut words = vec![cp.policy.rules[r].action as u64];
-                        plan_words(&mut words, cp.plan(Some(r)));
-                        words
-                    })
+                    .map(|r| Decides::new(cp.policy.rules[r].action, cp.plan(Some(r))))
                     .collect()
             })
             .collect();
-        let mut defaults = Vec::new();
-        for cp in &self.policies {
-            defaults.push(cp.policy.default_action() as u64);
-            plan_words(&mut defaults, cp.plan(None));
-        }
+        let defaults = self
+            .policies
+            .iter()
+            .map(|cp| Decides::new(cp.policy.default_action(), cp.plan(None)))
+            .collect();
         (rules, defaults)
     }
 

@@ -90,11 +90,12 @@ pub trait Listener {
 }
 
 /// The rules a job's runs match (`table`: each run's first match over the job's list,
-/// `list`: that list as indices into the policies given), each once, and the default
-/// action (`(usize::MAX, None)`) when a failed run matches none: what decides the job
-/// besides its runs ([`Simulator::decision_words`]).
-fn matched_keys(h: &FailureHistory, table: &[Match], list: &[usize]) -> Vec<(usize, Option<usize>)> {
-    let mut keys = Vec::new();
+/// `list`: that list as indices into the policies given), each once with the number of runs
+/// that match it, and the default action (`(usize::MAX, None)`) with the number of failed
+/// runs that match none: what decides the job besides its runs
+/// ([`Simulator::decision_words`]).
+fn matched_keys(h: &FailureHistory, table: &[Match], list: &[usize]) -> Vec<Matched> {
+    let mut keys: Vec<Matched> = Vec::new();
     for (run, m) in h.runs.iter().zip(table) {
         let key = match m {
             Some((p, r, _)) => match list.get(*p) {
@@ -104,41 +105,59 @@ fn matched_keys(h: &FailureHistory, table: &[Match], list: &[usize]) -> Vec<(usi
             None if run.outcome == Outcome::Failed => (usize::MAX, None),
             None => continue,
         };
-        if !keys.contains(&key) {
-            keys.push(key);
+        match keys.iter_mut().find(|k| (k.policy, k.rule) == key) {
+            Some(k) => k.runs += 1,
+            None => keys.push(Matched {
+                policy: key.0,
+                rule: key.1,
+                runs: 1,
+            }),
         }
     }
     keys
 }
 
-/// Words a job's key holds at most: its settings group and the ids of what decides it; a
-/// job whose runs match more rules than that is replayed under every candidate.
+/// A rule a job's runs match (`rule: None`: the default action of the first policy of the
+/// job's list whose default retries), and how many of its runs do.
+struct Matched {
+    policy: usize,
+    rule: Option<usize>,
+    runs: u32,
+}
+
+/// Words a job's key holds at most: its settings group and what decides it per rule; a job
+/// whose runs match more rules than that is replayed under every candidate.
 const KEY_WORDS: usize = 8;
 
-/// What decides a job under one candidate, as interned ids (`Ids`), padded with
-/// `u32::MAX`: equal keys, equal outcomes.
+/// What decides a job under one candidate ([`Ids::key`]), padded with `u64::MAX`: equal
+/// keys, equal outcomes.
 #[derive(Clone, Copy, PartialEq, Eq)]
-struct Key([u32; KEY_WORDS]);
+struct Key([u64; KEY_WORDS]);
 
 impl std::hash::Hash for Key {
-    /// One word for the hasher: the ids folded (an array's own `Hash` hands its bytes one
+    /// One word for the hasher: the words folded (an array's own `Hash` hands its bytes one
     /// at a time, which cost more than the lookup saves). Equality still compares them all.
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         let folded = self.0.iter().fold(0u64, |h, &w| {
-            (h ^ u64::from(w)).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29)
+            (h ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29)
         });
         state.write_u64(folded);
     }
 }
 
-/// Each candidate's decision words ([`Simulator::decision_words`]) interned: equal words,
-/// equal ids, so that a job's key is a few integers.
+/// Each candidate's decision words ([`Simulator::decision_words`]) interned, limits apart:
+/// equal words, equal ids, so that a job's key is a few integers.
 struct Ids {
     /// [arm][policy][rule].
-    rules: Vec<Vec<Vec<u32>>>,
-    /// [arm].
+    rules: Vec<Vec<Vec<RuleId>>>,
+    /// [arm]: the id of every policy's default words.
     defaults: Vec<u32>,
+    /// [arm][policy]: the limit of the policy's default action when it retries.
+    default_limits: Vec<Vec<Option<Option<u32>>>>,
 }
+
+/// A rule's interned words and its limit (`None`: `globalMaxRetries`).
+type RuleId = (u32, Option<u32>);
 
 impl Ids {
     fn new(arms: &[Arm]) -> Ids {
@@ -147,27 +166,56 @@ impl Ids {
             let next = interned.len() as u32;
             *interned.entry(words).or_insert(next)
         };
-        let (mut rules, mut defaults) = (Vec::with_capacity(arms.len()), Vec::with_capacity(arms.len()));
+        let mut ids = Ids {
+            rules: Vec::with_capacity(arms.len()),
+            defaults: Vec::with_capacity(arms.len()),
+            default_limits: Vec::with_capacity(arms.len()),
+        };
         for arm in arms {
-            let (r, d) = arm.sim.decision_words();
-            rules.push(r.into_iter().map(|p| p.into_iter().map(&mut id).collect()).collect());
-            defaults.push(id(d));
+            let (rules, defaults) = arm.sim.decision_words();
+            ids.rules.push(
+                rules
+                    .into_iter()
+                    .map(|p| p.into_iter().map(|d| (id(d.words), d.limit)).collect())
+                    .collect(),
+            );
+            ids.default_limits
+                .push(defaults.iter().map(|d| d.retry.then_some(d.limit)).collect());
+            ids.defaults
+                .push(id(defaults.into_iter().flat_map(|d| d.words).collect()));
         }
-        Ids { rules, defaults }
+        ids
     }
 
-    /// Arm `arm`'s key for a job of `keys` ([`matched_keys`]) under settings group `g`.
-    fn key(&self, arm: usize, g: usize, keys: &[(usize, Option<usize>)]) -> Key {
-        let mut k = [u32::MAX; KEY_WORDS];
-        k[0] = g as u32;
-        for (slot, &(p, r)) in k[1..].iter_mut().zip(keys) {
-            *slot = match r {
-                Some(r) => self.rules[arm]
-                    .get(p)
-                    .and_then(|rs| rs.get(r))
-                    .copied()
-                    .unwrap_or(u32::MAX - 1),
-                None => self.defaults[arm],
+    /// Arm `arm`'s key for a job of `keys` ([`matched_keys`]) and effective list `list`
+    /// under settings group `g`. `reach`: each limit as far as the job's runs reach it —
+    /// a retry is granted while a rule's count is below its limit, and the count of a
+    /// rule that `n` runs match is below `n` whenever one is decided, so every limit from
+    /// `n` on decides the job alike (SPEC §2.4; an unset one is `globalMaxRetries`, whose
+    /// own check, on the total, comes first). Without `reach`, the limits as they are:
+    /// what the runs a Pending job has left depend on.
+    fn key(&self, arm: usize, g: usize, keys: &[Matched], list: &[usize], reach: bool) -> Key {
+        let limit = |l: Option<u32>, runs: u32| {
+            let l = l.unwrap_or(u32::MAX);
+            u64::from(if reach { l.min(runs) } else { l })
+        };
+        let mut k = [u64::MAX; KEY_WORDS];
+        k[0] = g as u64;
+        for (slot, m) in k[1..].iter_mut().zip(keys) {
+            *slot = match m.rule {
+                Some(r) => match self.rules[arm].get(m.policy).and_then(|rs| rs.get(r)) {
+                    Some(&(id, l)) => u64::from(id) << 32 | limit(l, m.runs),
+                    None => u64::MAX - 1,
+                },
+                // The first policy of the list whose default retries takes the job's
+                // unmatched failures (SPEC §2.4); the defaults' words say which one it is.
+                None => {
+                    let taken = list
+                        .iter()
+                        .find_map(|&p| self.default_limits[arm].get(p).copied().flatten());
+                    let l = taken.map_or(u64::from(u32::MAX), |l| limit(l, m.runs));
+                    u64::from(self.defaults[arm]) << 32 | l
+                }
             };
         }
         Key(k)
@@ -196,6 +244,37 @@ impl std::hash::Hasher for KeyHasher {
 }
 
 type BuildKeyHasher = std::hash::BuildHasherDefault<KeyHasher>;
+
+/// The distinct keys of a job's candidates so far, each with its outcome: a list while
+/// there are a few (a map per job cost more than the lookups), a map past that.
+#[derive(Default)]
+struct Seen {
+    few: Vec<(Key, usize)>,
+    many: HashMap<Key, usize, BuildKeyHasher>,
+}
+
+impl Seen {
+    const FEW: usize = 16;
+
+    fn get(&self, k: &Key) -> Option<usize> {
+        if self.many.is_empty() {
+            self.few.iter().find(|(f, _)| f == k).map(|&(_, j)| j)
+        } else {
+            self.many.get(k).copied()
+        }
+    }
+
+    fn insert(&mut self, k: Key, j: usize) {
+        if self.few.len() < Self::FEW {
+            self.few.push((k, j));
+            return;
+        }
+        if self.many.is_empty() {
+            self.many.extend(self.few.iter().copied());
+        }
+        self.many.insert(k, j);
+    }
+}
 
 /// The baseline's side of a job, under one scheduler setting.
 struct Base {
@@ -308,29 +387,34 @@ where
         // Every candidate replayed before anything is counted: a job one of them cannot
         // replay counts for none. Lean replays: a candidate's outcome is all it counts. When
         // the candidates match alike, each run is matched once for all, and candidates that
-        // decide this job alike (the same action, limit and backoff for every rule its runs
-        // match, `Simulator::decision_key`) share one replay.
+        // decide this job alike (the same action and backoff for every rule its runs match,
+        // and limits as far as those runs reach them: `Ids::key`) share one replay.
         let leader = arms.first().filter(|_| shared);
         let leader_settings = groups[group_of.first().copied().unwrap_or(0)].unwrap_or(job.settings);
         let table = leader.and_then(|a| a.sim.match_table(h, leader_settings));
         // The rules the job's runs match, as indices into the policies given (the same in
         // every candidate: the template's, in its order).
-        let keys = match (&table, leader) {
-            (Some(t), Some(a)) => a
-                .sim
-                .list_of(h, leader_settings)
-                .map(|list| matched_keys(h, t, &list))
-                .filter(|k| k.len() < KEY_WORDS),
+        let list = match (&table, leader) {
+            (Some(_), Some(a)) => a.sim.list_of(h, leader_settings),
             _ => None,
+        };
+        let keys = match (&table, &list) {
+            (Some(t), Some(list)) => Some(matched_keys(h, t, list)).filter(|k| k.len() < KEY_WORDS),
+            _ => None,
+        };
+        let key_of = |i: usize, g: usize, reach: bool| {
+            keys.as_ref()
+                .zip(list.as_deref())
+                .map(|(keys, list)| ids.key(i, g, keys, list, reach))
         };
         let mut outcomes: Vec<(JobOutcome, usize)> = Vec::new();
         let mut which = Vec::with_capacity(arms.len());
-        let mut seen: HashMap<Key, usize, BuildKeyHasher> = HashMap::default();
+        let mut seen = Seen::default();
         for (i, (arm, &g)) in arms.iter().zip(&group_of).enumerate() {
             let settings = groups[g].unwrap_or(job.settings);
-            let key = keys.as_ref().map(|keys| ids.key(i, g, keys));
+            let key = key_of(i, g, true);
             let j = match key.and_then(|k| seen.get(&k)) {
-                Some(&j) => j,
+                Some(j) => j,
                 None => {
                     let c = arm
                         .sim
@@ -373,10 +457,12 @@ where
             }
             _ => None,
         };
-        // The runs each distinct outcome has left, worked out at most once; and whether it is
-        // the baseline's own (then it changes nothing: counted in a few additions, what
-        // `Comparison::add` of its diff would add).
-        let mut left: Vec<Option<u32>> = vec![None; outcomes.len()];
+        // The runs a Pending outcome has left, worked out once per candidate that decides
+        // the job alike, limits as they are (two that share an outcome may not share these:
+        // a limit the recorded runs do not reach still bounds the runs to come); and whether
+        // an outcome is the baseline's own (then it changes nothing: counted in a few
+        // additions, what `Comparison::add` of its diff would add).
+        let mut left: Vec<(Option<Key>, usize, u32)> = Vec::new();
         let same: Vec<bool> = outcomes
             .iter()
             .map(|(o, by)| {
@@ -385,7 +471,7 @@ where
                 c.final_state != Final::Pending && Side { runs_left: 0, ..b } == c
             })
             .collect();
-        for ((&j, &g), tally) in which.iter().zip(&group_of).zip(&mut part.arms) {
+        for (i, ((&j, &g), tally)) in which.iter().zip(&group_of).zip(&mut part.arms).enumerate() {
             let base = &bases[g];
             if same[j] {
                 tally.unchanged(&base.side);
@@ -394,11 +480,15 @@ where
             let from = |k: usize| base.from[k.min(base.from.len() - 1)];
             let mut diff = JobDiff::of_outcome(base.side, from, &outcomes[j].0, h.job.resources);
             let runs_left = || {
-                *left[j].get_or_insert_with(|| {
-                    let (_, by) = outcomes[j];
-                    let settings = groups[g].unwrap_or(job.settings);
-                    runs_left_matched(&arms[by].sim, settings, &facts, longer_table.as_deref())
-                })
+                // Without a key, each candidate has an outcome of its own.
+                let exact = key_of(i, g, false);
+                if let Some(&(_, _, n)) = left.iter().find(|(k, o, _)| *k == exact && *o == j) {
+                    return n;
+                }
+                let settings = groups[g].unwrap_or(job.settings);
+                let n = runs_left_matched(&arms[i].sim, settings, &facts, longer_table.as_deref());
+                left.push((exact, j, n));
+                n
             };
             tally_job_with(&mut diff, runs_left, &facts, tally);
         }
@@ -561,5 +651,123 @@ impl<'s> SweepFold<'s> {
             backtest,
             used_given: fallbacks.used_given,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::scheduler::SchedulerConfig;
+    use crate::model::test_policies;
+    use crate::replay::source::{Files, Overrides};
+
+    struct Quiet;
+
+    impl Listener for Quiet {
+        fn message(&mut self, _: &Message<'_>) -> io::Result<()> {
+            Ok(())
+        }
+
+        fn progress(&mut self, _: Progress) {}
+    }
+
+    /// Two policies given to every job: `a` retries preemptions and exit code 137 (each
+    /// rule with a limit of its own when set) and fails exit code 2; `b` retries evictions;
+    /// a failure neither matches goes to the first of them whose default retries.
+    fn sim(a: [Option<u32>; 3], a_default: &str, b_limit: u32, oom: &str) -> Simulator {
+        let limit = |l: Option<u32>| l.map(|l| format!(", retryLimit: {l}")).unwrap_or_default();
+        let yaml = format!(
+            "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {{name: a}}\nspec:\n  defaultAction: {a_default}\n{}  rules:\n    - {{action: Retry, onConditions: [Preempted]{}}}\n    - {{action: {oom}, onExitCodes: {{operator: In, values: [137]}}{}}}\n    - {{action: Fail, onExitCodes: {{operator: In, values: [2]}}}}\n---\napiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {{name: b}}\nspec:\n  defaultAction: Retry\n  retryLimit: {b_limit}\n  rules:\n    - {{action: Retry, onConditions: [Evicted]}}\n",
+            a[0].map(|l| format!("  retryLimit: {l}\n")).unwrap_or_default(),
+            limit(a[1]),
+            limit(a[2]),
+        );
+        Simulator::new(test_policies(&yaml), Vec::new(), None).unwrap()
+    }
+
+    /// `jobs` jobs of 1 to 8 runs each, drawn by a fixed generator: preemptions, evictions,
+    /// exit codes 137, 2 and 1 (which no rule matches), returned leases; the last run
+    /// succeeds, is cancelled or fails (then the job is Pending wherever it is retried).
+    fn history(jobs: usize) -> String {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut draw = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let fail = |kind: u64| match kind {
+            0 => r#"{"runFor":"10m","conditions":["Preempted"]}"#,
+            1 => r#"{"runFor":"11m","conditions":["Evicted"]}"#,
+            2 => r#"{"runFor":"12m","containers":[{"name":"main","exitCode":137}]}"#,
+            3 => r#"{"runFor":"13m","containers":[{"name":"main","exitCode":2}]}"#,
+            4 => r#"{"runFor":"14m","containers":[{"name":"main","exitCode":1}]}"#,
+            _ => r#"{"outcome":"leaseReturned"}"#,
+        };
+        let mut out = String::new();
+        for j in 0..jobs {
+            let runs = 1 + draw(8);
+            // Most jobs fail one way again and again, as real ones do: the limits matter.
+            let usual = draw(6);
+            let mut list: Vec<&str> = (1..runs)
+                .map(|_| fail(if draw(3) == 0 { draw(6) } else { usual }))
+                .collect();
+            list.push(match draw(4) {
+                0 => r#"{"runFor":"1h","outcome":"succeeded"}"#,
+                1 => r#"{"outcome":"cancelled"}"#,
+                _ => fail(usual),
+            });
+            out.push_str(&format!(r#"{{"job":{{"id":"j{j}"}},"runs":[{}]}}"#, list.join(",")));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Candidates that share a replay (the same matches, and limits as far as a job's runs
+    /// reach them) count exactly what each counts replayed on its own, Pending jobs' runs
+    /// left included: rule limits, policy limits, the default that takes unmatched
+    /// failures and a `globalMaxRetries` below the runs, varied together.
+    #[test]
+    fn candidates_that_share_replays_count_what_each_replayed_alone_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.jsonl");
+        std::fs::write(&path, history(600)).unwrap();
+        let baseline = sim([Some(3), None, Some(1)], "Fail", 2, "Retry");
+        let mut arms = Vec::new();
+        for a0 in [None, Some(1), Some(3)] {
+            for a1 in [None, Some(0), Some(2), Some(5)] {
+                for a2 in [None, Some(1)] {
+                    for a_default in ["Retry", "Fail"] {
+                        for b in [0, 1, 4] {
+                            for (oom, global) in [("Retry", None), ("Fail", None), ("Retry", Some(2))] {
+                                let overrides = Overrides {
+                                    global_max_retries: global,
+                                    default_policy: None,
+                                };
+                                arms.push(Arm {
+                                    sim: sim([a0, a1, a2], a_default, b, oom),
+                                    settings: global.map(|_| overrides.apply(&SchedulerConfig::default())),
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let swept = |shared: bool| {
+            let source = Files::open(&path, SchedulerConfig::default(), Overrides::default()).unwrap();
+            sweep(source, &baseline, &arms, shared, &Options::default(), &mut Quiet)
+                .unwrap()
+                .unwrap()
+        };
+        let (together, alone) = (swept(true), swept(false));
+        assert_eq!((together.jobs, together.errors), (600, 0));
+        assert_eq!(together.baseline, alone.baseline);
+        for (i, (t, a)) in together.arms.iter().zip(&alone.arms).enumerate() {
+            assert_eq!(t, a, "candidate {i}");
+        }
+        // Not vacuous: Pending jobs with runs left, under candidates whose limits differ.
+        let pending = together.arms.iter().map(|t| t.finals[Final::Pending as usize]);
+        assert!(pending.clone().min() < pending.max(), "{:?}", together.arms[0].finals);
     }
 }
