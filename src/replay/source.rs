@@ -10,7 +10,9 @@
 //! (workers do that in parallel, see `run` and `json_lines`), evaluate or print.
 //!
 //! Decision where SPEC §3.2 is silent: stdin is JSON Lines when its first line is one
-//! complete JSON value, else one YAML/JSON text (at most 8 MiB), like a file.
+//! complete JSON value (or starts with `{` and is longer than the 8 MiB a line may be: an
+//! over-long JSON line, reported as a file's is), else one YAML/JSON text (at most 8 MiB),
+//! like a file.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -421,8 +423,13 @@ impl Files {
             }
         }
         let trimmed = first.trim_ascii();
+        // A first line cut at the limit is an over-long JSON line, as it is in a file: the
+        // reader reports it and goes on with the next (a YAML text that long is refused
+        // whole either way).
+        let ended = first.last() == Some(&b'\n');
+        let cut = (first.len() - usize::from(ended)) as u64 > MAX_FILE_BYTES;
         let one_json_value =
-            trimmed.first() == Some(&b'{') && serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).is_ok();
+            trimmed.first() == Some(&b'{') && (cut || serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).is_ok());
         if one_json_value {
             self.bulk = true;
             self.lines = Some(Lines {
