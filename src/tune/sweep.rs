@@ -416,6 +416,8 @@ where
             let j = match key.and_then(|k| seen.get(&k)) {
                 Some(j) => j,
                 None => {
+                    #[cfg(test)]
+                    tests::REPLAYS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let c = arm
                         .sim
                         .simulate_outcome(h, &facts.ctx, settings, bases[g].side.runs, table.as_deref())
@@ -656,10 +658,17 @@ impl<'s> SweepFold<'s> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
     use super::*;
+    use crate::model::queue::Queue;
     use crate::model::scheduler::SchedulerConfig;
     use crate::model::test_policies;
     use crate::replay::source::{Files, Overrides};
+
+    /// Candidates' replays of a job, counted by [`pass`] (only the test below sweeps in
+    /// this test binary: a count taken while another sweep ran would be too high).
+    pub(super) static REPLAYS: AtomicU64 = AtomicU64::new(0);
 
     struct Quiet;
 
@@ -671,53 +680,145 @@ mod tests {
         fn progress(&mut self, _: Progress) {}
     }
 
-    /// Two policies given to every job: `a` retries preemptions and exit code 137 (each
-    /// rule with a limit of its own when set) and fails exit code 2; `b` retries evictions;
-    /// a failure neither matches goes to the first of them whose default retries.
-    fn sim(a: [Option<u32>; 3], a_default: &str, b_limit: u32, oom: &str) -> Simulator {
-        let limit = |l: Option<u32>| l.map(|l| format!(", retryLimit: {l}")).unwrap_or_default();
-        let yaml = format!(
-            "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {{name: a}}\nspec:\n  defaultAction: {a_default}\n{}  rules:\n    - {{action: Retry, onConditions: [Preempted]{}}}\n    - {{action: {oom}, onExitCodes: {{operator: In, values: [137]}}{}}}\n    - {{action: Fail, onExitCodes: {{operator: In, values: [2]}}}}\n---\napiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {{name: b}}\nspec:\n  defaultAction: Retry\n  retryLimit: {b_limit}\n  rules:\n    - {{action: Retry, onConditions: [Evicted]}}\n",
-            a[0].map(|l| format!("  retryLimit: {l}\n")).unwrap_or_default(),
-            limit(a[1]),
-            limit(a[2]),
-        );
-        Simulator::new(test_policies(&yaml), Vec::new(), None).unwrap()
+    /// A fixed generator (xorshift).
+    struct Draw(u64);
+
+    impl Draw {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+
+        /// Unset, or 0 to 3.
+        fn limit(&mut self) -> Option<u64> {
+            self.below(5).checked_sub(1)
+        }
+
+        fn action(&mut self) -> &'static str {
+            if self.below(4) == 0 {
+                "Fail"
+            } else {
+                "Retry"
+            }
+        }
     }
 
-    /// `jobs` jobs of 1 to 8 runs each, drawn by a fixed generator: preemptions, evictions,
-    /// exit codes 137, 2 and 1 (which no rule matches), returned leases; the last run
-    /// succeeds, is cancelled or fails (then the job is Pending wherever it is retried).
-    fn history(jobs: usize) -> String {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut draw = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
-        let fail = |kind: u64| match kind {
-            0 => r#"{"runFor":"10m","conditions":["Preempted"]}"#,
-            1 => r#"{"runFor":"11m","conditions":["Evicted"]}"#,
-            2 => r#"{"runFor":"12m","containers":[{"name":"main","exitCode":137}]}"#,
-            3 => r#"{"runFor":"13m","containers":[{"name":"main","exitCode":2}]}"#,
-            4 => r#"{"runFor":"14m","containers":[{"name":"main","exitCode":1}]}"#,
-            _ => r#"{"outcome":"leaseReturned"}"#,
-        };
+    /// What the candidates of a test differ in: each policy's limit and default action,
+    /// each rule's action and limit (`None`: unset).
+    #[derive(Clone)]
+    struct Fields {
+        policies: [(Option<u64>, &'static str); 3],
+        rules: [(&'static str, Option<u64>); 4],
+    }
+
+    impl Fields {
+        fn drawn(d: &mut Draw) -> Fields {
+            Fields {
+                policies: [0; 3].map(|_| (d.limit(), d.action())),
+                rules: [0; 4].map(|_| (d.action(), d.limit())),
+            }
+        }
+
+        /// These fields with two of them drawn again, as a search varies a few fields.
+        fn varied(&self, d: &mut Draw) -> Fields {
+            let mut f = self.clone();
+            for _ in 0..2 {
+                match d.below(14) {
+                    i @ 0..3 => f.policies[i as usize].0 = d.limit(),
+                    i @ 3..6 => f.policies[i as usize - 3].1 = d.action(),
+                    i @ 6..10 => f.rules[i as usize - 6].0 = d.action(),
+                    i => f.rules[i as usize - 10].1 = d.limit(),
+                }
+            }
+            f
+        }
+
+        /// Three policies: `a` takes preemptions, exit code 137 (bumping memory) and fails
+        /// exit code 2; `b` evictions; `c` exit code 3. Queue `q` lists `b` before `a`; a
+        /// job without a queue here gets `a, b`.
+        fn sim(&self) -> Simulator {
+            let matches = [
+                "onConditions: [Preempted]",
+                "onExitCodes: {operator: In, values: [137]}, mutate: {resources: {memory: {factor: 1.5}}}",
+                "onConditions: [Evicted]",
+                "onExitCodes: {operator: In, values: [3]}",
+            ];
+            let rule = |i: usize| {
+                let (action, limit) = self.rules[i];
+                let limit = limit.map(|l| format!(", retryLimit: {l}")).unwrap_or_default();
+                format!("    - {{action: {action}, {}{limit}}}\n", matches[i])
+            };
+            let mut yaml = String::new();
+            for (p, (name, rules)) in [("a", 0..2), ("b", 2..3), ("c", 3..4)].into_iter().enumerate() {
+                let (limit, default) = self.policies[p];
+                let limit = limit.map(|l| format!("  retryLimit: {l}\n")).unwrap_or_default();
+                yaml.push_str(&format!(
+                    "---\napiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {{name: {name}}}\nspec:\n  defaultAction: {default}\n{limit}  rules:\n"
+                ));
+                for i in rules {
+                    yaml.push_str(&rule(i));
+                }
+                if name == "a" {
+                    yaml.push_str("    - {action: Fail, onExitCodes: {operator: In, values: [2]}}\n");
+                }
+            }
+            let queue = Queue {
+                name: "q".into(),
+                retry_policies: vec!["b".into(), "a".into()],
+                ..Queue::default()
+            };
+            Simulator::new(test_policies(&yaml), vec![queue], Some(vec!["a".into(), "b".into()])).unwrap()
+        }
+    }
+
+    /// `jobs` jobs of 1 to 10 runs: most fail one way again and again (so that limits
+    /// matter), the last succeeds, is cancelled or fails (then the job is Pending wherever
+    /// it is retried); returned leases, runs that reload `globalMaxRetries`, queues `q`, an
+    /// unknown one and none, policies named by annotation, `failFast`.
+    fn history(d: &mut Draw, jobs: usize) -> String {
         let mut out = String::new();
         for j in 0..jobs {
-            let runs = 1 + draw(8);
-            // Most jobs fail one way again and again, as real ones do: the limits matter.
-            let usual = draw(6);
-            let mut list: Vec<&str> = (1..runs)
-                .map(|_| fail(if draw(3) == 0 { draw(6) } else { usual }))
-                .collect();
-            list.push(match draw(4) {
-                0 => r#"{"runFor":"1h","outcome":"succeeded"}"#,
-                1 => r#"{"outcome":"cancelled"}"#,
-                _ => fail(usual),
-            });
-            out.push_str(&format!(r#"{{"job":{{"id":"j{j}"}},"runs":[{}]}}"#, list.join(",")));
+            let runs = 1 + d.below(10);
+            let usual = d.below(8);
+            let mut list = Vec::new();
+            for k in 0..runs {
+                let kind = if d.below(3) == 0 { d.below(8) } else { usual };
+                let global = match d.below(6) {
+                    0 => format!(r#","globalMaxRetries":{}"#, d.below(5)),
+                    _ => String::new(),
+                };
+                let run = match (k + 1 == runs, d.below(4)) {
+                    (true, 0) => r#""runFor":"1h","outcome":"succeeded""#,
+                    (true, 1) => r#""outcome":"cancelled""#,
+                    _ => match kind {
+                        0 => r#""runFor":"10m","conditions":["Preempted"]"#,
+                        1 => r#""runFor":"11m","conditions":["Evicted"]"#,
+                        2 => r#""runFor":"12m","containers":[{"name":"main","exitCode":137}]"#,
+                        3 => r#""runFor":"13m","containers":[{"name":"main","exitCode":2}]"#,
+                        4 => r#""runFor":"14m","containers":[{"name":"main","exitCode":1}]"#,
+                        5 => r#""runFor":"15m","containers":[{"name":"main","exitCode":3}]"#,
+                        _ => r#""outcome":"leaseReturned""#,
+                    },
+                };
+                list.push(format!("{{{run}{global}}}"));
+            }
+            let mut annotations = Vec::new();
+            match d.below(5) {
+                0 => annotations.push(r#""armadaproject.io/retry-policy":"c""#),
+                1 => annotations.push(r#""armadaproject.io/retry-policy":"a,c""#),
+                _ => {}
+            }
+            if d.below(8) == 0 {
+                annotations.push(r#""armadaproject.io/failFast":"true""#);
+            }
+            let queue = [r#","queue":"q""#, r#","queue":"unknown""#, ""][d.below(3) as usize];
+            out.push_str(&format!(
+                r#"{{"job":{{"id":"j{j}","memory":"8Gi","annotations":{{{}}}{queue}}},"runs":[{}]}}"#,
+                annotations.join(","),
+                list.join(",")
+            ));
             out.push('\n');
         }
         out
@@ -725,49 +826,67 @@ mod tests {
 
     /// Candidates that share a replay (the same matches, and limits as far as a job's runs
     /// reach them) count exactly what each counts replayed on its own, Pending jobs' runs
-    /// left included: rule limits, policy limits, the default that takes unmatched
-    /// failures and a `globalMaxRetries` below the runs, varied together.
+    /// left included; candidates drawn as a search makes them, a few fields of a template
+    /// varied (rule, policy and default limits, actions), over drawn histories (memory
+    /// bumps, policy lists in other orders, `globalMaxRetries` reloaded by runs or lowered
+    /// for some candidates, the feature off for others). And they do share, limits clamped
+    /// to what the runs reach: far fewer replays than candidates × jobs.
     #[test]
     fn candidates_that_share_replays_count_what_each_replayed_alone_counts() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("h.jsonl");
-        std::fs::write(&path, history(600)).unwrap();
-        let baseline = sim([Some(3), None, Some(1)], "Fail", 2, "Retry");
-        let mut arms = Vec::new();
-        for a0 in [None, Some(1), Some(3)] {
-            for a1 in [None, Some(0), Some(2), Some(5)] {
-                for a2 in [None, Some(1)] {
-                    for a_default in ["Retry", "Fail"] {
-                        for b in [0, 1, 4] {
-                            for (oom, global) in [("Retry", None), ("Fail", None), ("Retry", Some(2))] {
-                                let overrides = Overrides {
-                                    global_max_retries: global,
-                                    default_policy: None,
-                                };
-                                arms.push(Arm {
-                                    sim: sim([a0, a1, a2], a_default, b, oom),
-                                    settings: global.map(|_| overrides.apply(&SchedulerConfig::default())),
-                                });
-                            }
-                        }
+        let (mut shared, mut alone, mut pending) = (0, 0, Vec::new());
+        for seed in 1..=10u64 {
+            let mut d = Draw(0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x1234_5678_9abc_def1));
+            std::fs::write(&path, history(&mut d, 300)).unwrap();
+            let baseline = Fields::drawn(&mut d).sim();
+            let template = Fields::drawn(&mut d);
+            let arms: Vec<Arm> = (0..100)
+                .map(|_| {
+                    let (global, enabled) = match d.below(5) {
+                        0 => (Some(2), None),
+                        1 => (Some(1), Some(false)),
+                        _ => (None, None),
+                    };
+                    let config = SchedulerConfig {
+                        enabled,
+                        ..SchedulerConfig::default()
+                    };
+                    let overrides = Overrides {
+                        global_max_retries: global,
+                        default_policy: None,
+                    };
+                    Arm {
+                        sim: template.varied(&mut d).sim(),
+                        settings: global.map(|_| overrides.apply(&config)),
                     }
-                }
+                })
+                .collect();
+            let swept = |share: bool, count: &mut u64| {
+                let source = Files::open(&path, SchedulerConfig::default(), Overrides::default()).unwrap();
+                let before = REPLAYS.load(Ordering::Relaxed);
+                let s = sweep(source, &baseline, &arms, share, &Options::default(), &mut Quiet)
+                    .unwrap()
+                    .unwrap();
+                *count += REPLAYS.load(Ordering::Relaxed) - before;
+                s
+            };
+            let (together, apart) = (swept(true, &mut shared), swept(false, &mut alone));
+            assert_eq!(
+                (together.jobs, together.errors),
+                (apart.jobs, apart.errors),
+                "seed {seed}"
+            );
+            assert_eq!(together.baseline, apart.baseline, "seed {seed}");
+            for (i, (t, a)) in together.arms.iter().zip(&apart.arms).enumerate() {
+                assert_eq!(t, a, "seed {seed}, candidate {i}");
             }
+            pending.extend(together.arms.iter().map(|t| t.finals[Final::Pending as usize]));
         }
-        let swept = |shared: bool| {
-            let source = Files::open(&path, SchedulerConfig::default(), Overrides::default()).unwrap();
-            sweep(source, &baseline, &arms, shared, &Options::default(), &mut Quiet)
-                .unwrap()
-                .unwrap()
-        };
-        let (together, alone) = (swept(true), swept(false));
-        assert_eq!((together.jobs, together.errors), (600, 0));
-        assert_eq!(together.baseline, alone.baseline);
-        for (i, (t, a)) in together.arms.iter().zip(&alone.arms).enumerate() {
-            assert_eq!(t, a, "candidate {i}");
-        }
-        // Not vacuous: Pending jobs with runs left, under candidates whose limits differ.
-        let pending = together.arms.iter().map(|t| t.finals[Final::Pending as usize]);
-        assert!(pending.clone().min() < pending.max(), "{:?}", together.arms[0].finals);
+        assert_eq!(alone, 10 * 300 * 100, "every candidate replays every job on its own");
+        // Exact limits alone (the key before limits were clamped) share 52,679 replays here.
+        assert!(shared * 6 < alone, "{shared} replays shared, {alone} alone");
+        // Pending jobs, in numbers that differ between candidates.
+        assert!(pending.iter().min() < pending.iter().max(), "{pending:?}");
     }
 }
