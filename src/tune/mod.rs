@@ -20,6 +20,8 @@
 //! and a candidate that fails it is skipped with `validate`'s errors. It reports the first
 //! problem found, varies in order.
 
+use std::collections::HashMap;
+
 mod candidates;
 pub mod rank;
 pub mod sweep;
@@ -140,7 +142,9 @@ impl Template {
                     _ => {}
                 }
             }
-            let mut seen: Vec<(Typed, &str)> = Vec::new();
+            // A map: a vary may list up to `MAX_VALUES` values, and a list searched for each
+            // took seconds to refuse 100,000 of them (`--max-candidates` is checked after).
+            let mut seen: HashMap<Typed, &str> = HashMap::new();
             for value in &v.values {
                 match value {
                     Setting::Unset if scalar.item => {
@@ -155,7 +159,7 @@ impl Template {
                     Setting::Unset => {}
                     Setting::To(text) => {
                         let t = typed(scalar.ty, text).map_err(fail)?;
-                        if let Some((_, first)) = seen.iter().find(|(s, _)| *s == t) {
+                        if let Some(first) = seen.get(&t) {
                             return Err(fail(format!(
                                 "{} and {} are the same value of `{}` (list each value once)",
                                 quote(first),
@@ -163,7 +167,7 @@ impl Template {
                                 v.path
                             )));
                         }
-                        seen.push((t, text));
+                        seen.insert(t, text);
                     }
                 }
             }

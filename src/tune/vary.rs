@@ -511,7 +511,7 @@ fn unknown_field(layout: &Layout, segments: &[Segment], done: &str, key: &str, h
 
 /// A value as its field reads it, so that `1` and `01` (or `retry` and `Retry`) are known
 /// to be one value.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub(super) enum Typed {
     Int(i64),
     Num(u64),
