@@ -9,10 +9,10 @@
 //! ([`LineBlock`]) whose lines are only counted here. Must not: split or decode JSON lines
 //! (workers do that in parallel, see `run` and `json_lines`), evaluate or print.
 //!
-//! Decision where SPEC §3.2 is silent: stdin is JSON Lines when its first line is one
-//! complete JSON value (or starts with `{` and is longer than the 8 MiB a line may be: an
-//! over-long JSON line, reported as a file's is), else one YAML/JSON text (at most 8 MiB),
-//! like a file.
+//! Decision where SPEC §3.2 is silent: stdin is JSON Lines when its first line that is
+//! not blank is one complete JSON value (or is longer than the 8 MiB a line may be and
+//! starts with `{` or is all blanks: an over-long JSON line, reported as a file's is), else
+//! one YAML/JSON text (at most 8 MiB), like a file.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -407,7 +407,7 @@ impl Files {
             first.clear();
             match (&mut reader).take(MAX_FILE_BYTES + 1).read_until(b'\n', &mut first) {
                 Ok(0) => break,
-                Ok(_) if first.iter().all(u8::is_ascii_whitespace) => {
+                Ok(_) if first.iter().all(u8::is_ascii_whitespace) && !cut_at_limit(&first) => {
                     self.hash(&first);
                     skipped += 1;
                     if blank.len() as u64 <= MAX_FILE_BYTES {
@@ -423,13 +423,14 @@ impl Files {
             }
         }
         let trimmed = first.trim_ascii();
-        // A first line cut at the limit is an over-long JSON line, as it is in a file: the
-        // reader reports it and goes on with the next (a YAML text that long is refused
-        // whole either way).
-        let ended = first.last() == Some(&b'\n');
-        let cut = (first.len() - usize::from(ended)) as u64 > MAX_FILE_BYTES;
-        let one_json_value =
-            trimmed.first() == Some(&b'{') && (cut || serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).is_ok());
+        // A first line cut at the limit, of JSON or of blanks only, is an over-long JSON
+        // line, as it is in a file: the reader reports it and goes on with the next (a YAML
+        // text that long is refused whole either way).
+        let one_json_value = match trimmed.first() {
+            Some(b'{') => cut_at_limit(&first) || serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).is_ok(),
+            None => cut_at_limit(&first),
+            Some(_) => false,
+        };
         if one_json_value {
             self.bulk = true;
             self.lines = Some(Lines {
@@ -664,14 +665,20 @@ impl Files {
 
 const LONG_LINE: &str = "line longer than 8 MiB";
 
+/// `line` (read with the 8 MiB limit plus one byte) is longer than the limit: its text,
+/// without its newline, is over 8 MiB.
+fn cut_at_limit(line: &[u8]) -> bool {
+    let ended = line.last() == Some(&b'\n');
+    (line.len() - usize::from(ended)) as u64 > MAX_FILE_BYTES
+}
+
 /// A line read on its own (up to the 8 MiB limit plus one byte, its newline included):
 /// appended to `bytes`, or `Err(its line number)` for an over-long line, whose rest is
 /// skipped. The limit is on the line's text: a line of exactly 8 MiB and its newline is
 /// within it (and its newline is not a reason to skip the next line).
 fn one_line(lines: &mut Lines, line: Vec<u8>, sieve: &mut Sieve<'_>, bytes: &mut Vec<u8>) -> Result<(), usize> {
     lines.line_no += 1;
-    let ended = line.last() == Some(&b'\n');
-    if (line.len() - usize::from(ended)) as u64 > MAX_FILE_BYTES {
+    if cut_at_limit(&line) {
         // Cut by the limit: skip the rest of the over-long line, a buffer at a time (read
         // into memory, a line of gigabytes would take as many).
         skip_line(&mut lines.reader);

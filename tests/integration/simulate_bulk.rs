@@ -345,28 +345,30 @@ fn the_8_mib_line_limit_is_exact() {
     assert_eq!(out.status.code(), Some(3), "{stderr}");
 }
 
-/// On stdin too, a first line over the limit is an over-long JSON line (not a YAML text
-/// too large to read): it alone is lost, as in a file.
+/// On stdin too, a first line over the limit, of JSON or of blanks only, is an over-long
+/// JSON line (not a YAML text too large to read, nor two blank lines): it alone is lost,
+/// as in a file, and the lines after it keep their numbers.
 #[test]
 fn an_over_long_first_line_on_stdin_is_a_json_line_too_long() {
     const MIB8: usize = 8 * 1024 * 1024;
     let head = r#"{"job":{"id":"over-the-limit"},"runs":[{}]"#;
     // Longer than the limit plus the byte that tells it is over: cut before its end.
-    let long = format!("{head}{}}}", " ".repeat(MIB8 + 100 - head.len() - 1));
-    let text = format!("\n{long}\n{}\n", r#"{"job":{"id":"after"},"runs":[{}]}"#);
-    let home = temp_home();
-    let out = retryctl(home.path())
-        .args(["simulate", "-f", INFRA, "-o", "jsonl", "--history", "-"])
-        .write_stdin(text)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(stdout.matches(r#""job":"#).count(), 1, "{stdout}");
-    assert!(stdout.contains(r#""job":"after""#), "{stdout}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.starts_with("error: <stdin>:2: line longer than 8 MiB\n"),
-        "{stderr}"
-    );
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let json = format!("{head}{}}}", " ".repeat(MIB8 + 100 - head.len() - 1));
+    let blanks = " ".repeat(MIB8 + 100);
+    for long in [json, blanks] {
+        // The job after it is on line 3; its run's outcome is not one there is.
+        let text = format!("\n{long}\n{}\n", r#"{"job":{"id":"after"},"runs":[{"outcome":"x"}]}"#);
+        let home = temp_home();
+        let out = retryctl(home.path())
+            .args(["simulate", "-f", INFRA, "-o", "jsonl", "--history", "-"])
+            .write_stdin(text)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with("error: <stdin>:2: line longer than 8 MiB\nerror: <stdin>:3: "),
+            "{stderr}"
+        );
+        assert_eq!(out.status.code(), Some(3), "{stderr}");
+    }
 }
