@@ -69,16 +69,15 @@ struct Resolution {
 
 /// How a rule, or a policy's default action, decides a run it takes (SPEC §2.4–2.5), for a
 /// search to tell candidates apart ([`Simulator::decision_words`]).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Decides {
-    /// The action, then the backoff a retry under it takes: an unset field is `u64::MAX`, a
-    /// number its bits.
-    pub words: Vec<u64>,
-    /// Its retry limit (rule → policy; `None`: `globalMaxRetries`). Apart from the words: a
+    pub action: Action,
+    /// The backoff a retry under it takes (initial delay, max delay, multiplier, jitter):
+    /// an unset field is `u64::MAX`, a number its bits.
+    pub backoff: [u64; 4],
+    /// Its retry limit (rule → policy; `None`: `globalMaxRetries`). Apart from the rest: a
     /// limit that a job's runs cannot reach decides that job as any other such limit does.
     pub limit: Option<u32>,
-    /// The action is `Retry`.
-    pub retry: bool,
 }
 
 impl Decides {
@@ -87,16 +86,20 @@ impl Decides {
         let float = |f: Option<f64>| f.map_or(u64::MAX, f64::to_bits);
         let b = &plan.backoff;
         Decides {
-            words: vec![
-                action as u64,
+            action,
+            backoff: [
                 duration(b.initial_delay),
                 duration(b.max_delay),
                 float(b.multiplier),
                 float(b.jitter),
             ],
             limit: plan.limit,
-            retry: action == Action::Retry,
         }
+    }
+
+    /// Everything but the limit.
+    pub fn without_limit(&self) -> Decides {
+        Decides { limit: None, ..*self }
     }
 }
 

@@ -20,10 +20,11 @@
 use std::collections::HashMap;
 use std::io;
 
-use crate::engine::simulator::Simulator;
+use crate::engine::simulator::{Decides, Simulator};
 use crate::engine::{Detail, JobOutcome, Match, Settings};
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{FailureHistory, Final, Outcome};
+use crate::model::policy::Action;
 use crate::replay::backtest::Backtest;
 use crate::replay::compare::{JobDiff, Side};
 use crate::replay::estimate::{PendingSet, Rates};
@@ -97,7 +98,7 @@ pub trait Listener {
 fn matched_keys(h: &FailureHistory, table: &[Match], list: &[usize]) -> Vec<Matched> {
     let mut keys: Vec<Matched> = Vec::new();
     for (run, m) in h.runs.iter().zip(table) {
-        let key = match m {
+        let (policy, rule) = match m {
             Some((p, r, _)) => match list.get(*p) {
                 Some(&policy) => (policy, Some(*r)),
                 None => return Vec::new(),
@@ -105,13 +106,9 @@ fn matched_keys(h: &FailureHistory, table: &[Match], list: &[usize]) -> Vec<Matc
             None if run.outcome == Outcome::Failed => (usize::MAX, None),
             None => continue,
         };
-        match keys.iter_mut().find(|k| (k.policy, k.rule) == key) {
+        match keys.iter_mut().find(|k| k.policy == policy && k.rule == rule) {
             Some(k) => k.runs += 1,
-            None => keys.push(Matched {
-                policy: key.0,
-                rule: key.1,
-                runs: 1,
-            }),
+            None => keys.push(Matched { policy, rule, runs: 1 }),
         }
     }
     keys
@@ -161,8 +158,8 @@ type RuleId = (u32, Option<u32>);
 
 impl Ids {
     fn new(arms: &[Arm]) -> Ids {
-        let mut interned: HashMap<Vec<u64>, u32> = HashMap::new();
-        let mut id = |words: Vec<u64>| {
+        let mut interned: HashMap<Vec<Decides>, u32> = HashMap::new();
+        let mut id = |words: Vec<Decides>| {
             let next = interned.len() as u32;
             *interned.entry(words).or_insert(next)
         };
@@ -176,13 +173,17 @@ impl Ids {
             ids.rules.push(
                 rules
                     .into_iter()
-                    .map(|p| p.into_iter().map(|d| (id(d.words), d.limit)).collect())
+                    .map(|p| p.into_iter().map(|d| (id(vec![d.without_limit()]), d.limit)).collect())
                     .collect(),
             );
-            ids.default_limits
-                .push(defaults.iter().map(|d| d.retry.then_some(d.limit)).collect());
+            ids.default_limits.push(
+                defaults
+                    .iter()
+                    .map(|d| (d.action == Action::Retry).then_some(d.limit))
+                    .collect(),
+            );
             ids.defaults
-                .push(id(defaults.into_iter().flat_map(|d| d.words).collect()));
+                .push(id(defaults.iter().map(Decides::without_limit).collect()));
         }
         ids
     }
@@ -246,7 +247,8 @@ impl std::hash::Hasher for KeyHasher {
 type BuildKeyHasher = std::hash::BuildHasherDefault<KeyHasher>;
 
 /// The distinct keys of a job's candidates so far, each with its outcome: a list while
-/// there are a few (a map per job cost more than the lookups), a map past that.
+/// there are a few, a map past that (a map for every job cost a tenth of the bench's
+/// 100-candidate sweep: 1.83 s against 1.65 s CPU).
 #[derive(Default)]
 struct Seen {
     few: Vec<(Key, usize)>,
