@@ -59,6 +59,11 @@ fn run(dir: &Path, args: &[&str]) -> Output {
     retryctl(home.path()).current_dir(dir).args(args).output().unwrap()
 }
 
+/// What `args -o format` prints on stdout, run in `dir`.
+fn printed(dir: &Path, args: &[&str], format: &str) -> String {
+    String::from_utf8(run(dir, &[args, &["-o", format]].concat()).stdout).unwrap()
+}
+
 fn json(out: &Output) -> Value {
     assert!(out.status.code().is_some_and(|c| c < 2), "{}", format_output(out));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", format_output(out)))
@@ -624,8 +629,7 @@ fn invalid_candidates_are_skipped_with_their_errors() {
         "--vary",
         "p:spec.backoff.initialDelay=0s,5m,30s",
     ];
-    let said =
-        |format: &str| String::from_utf8(run(dir.path(), &[&base[..], &["-o", format]].concat()).stdout).unwrap();
+    let said = |format: &str| printed(dir.path(), &base, format);
     let table = said("table");
     assert!(
         table.starts_with("tune: 2 candidates (1 candidate skipped: its documents do not validate) varying "),
@@ -692,7 +696,7 @@ fn yaml_is_the_json_document() {
     let sweep = sweep("t");
     let base = &sweep[..9];
     let j = json(&run(dir.path(), &[base, &["-o", "json"]].concat()));
-    let y: Value = serde_yaml::from_slice(&run(dir.path(), &[base, &["-o", "yaml"]].concat()).stdout).unwrap();
+    let y: Value = serde_yaml::from_str(&printed(dir.path(), base, "yaml")).unwrap();
     assert_eq!(y, j);
 }
 
@@ -734,13 +738,13 @@ fn hostile_values_stay_text() {
         "--vary",
         "p:spec.rules[2].onFailureCategory[0]=cuda_error,\"><script>alert(1)</script>,</style><svg/onload=x>,a|b#c",
     ];
-    let html = String::from_utf8(run(dir.path(), &[&base[..], &["-o", "html"]].concat()).stdout).unwrap();
+    let html = printed(dir.path(), &base, "html");
     assert!(
         !html.contains("<script>alert") && !html.contains("<svg/onload"),
         "{html}"
     );
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
-    let md = String::from_utf8(run(dir.path(), &[&base[..], &["-o", "markdown"]].concat()).stdout).unwrap();
+    let md = printed(dir.path(), &base, "markdown");
     assert!(md.contains("a\\|b\\#c"), "{md}");
     assert!(!md.contains("<script>"), "{md}");
 }
