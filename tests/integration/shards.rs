@@ -61,11 +61,18 @@ fn same(dir: &Path, args: &[&str], partials: &[String], format: &str) -> Output 
     let mut one = args.to_vec();
     one.extend(["-o", format]);
     let whole = run(dir, &one);
+    merges_to(dir, &whole, partials, format, &format!("{args:?}"));
+    whole
+}
+
+/// Merges `partials` with `-o format` and checks that it prints `whole` (the one process's
+/// output of `what`, with that format): stdout, stderr and exit status.
+fn merges_to(dir: &Path, whole: &Output, partials: &[String], format: &str, what: &str) {
     let mut merge = vec!["merge"];
     merge.extend(partials.iter().map(String::as_str));
     merge.extend(["-o", format]);
     let merged = run(dir, &merge);
-    let what = format!("{args:?} -o {format} over {} shards", partials.len());
+    let what = format!("{what} -o {format} over {} shards", partials.len());
     assert_eq!(
         String::from_utf8_lossy(&merged.stdout),
         String::from_utf8_lossy(&whole.stdout),
@@ -77,7 +84,6 @@ fn same(dir: &Path, args: &[&str], partials: &[String], format: &str) -> Output 
         "stderr of {what}"
     );
     assert_eq!(merged.status.code(), whole.status.code(), "exit status of {what}");
-    whole
 }
 
 /// Every N of the issue and every format.
@@ -308,19 +314,7 @@ fn shards_from_stdin_merge_to_one_process() {
             .write_stdin(h.clone())
             .output()
             .unwrap();
-        let mut merge = vec!["merge"];
-        merge.extend(partials.iter().map(String::as_str));
-        merge.extend(["-o", format]);
-        let merged = run(dir.path(), &merge);
-        assert_eq!(merged.status.code(), whole.status.code(), "{}", format_output(&merged));
-        assert_eq!(
-            String::from_utf8_lossy(&merged.stdout),
-            String::from_utf8_lossy(&whole.stdout)
-        );
-        assert_eq!(
-            String::from_utf8_lossy(&merged.stderr),
-            String::from_utf8_lossy(&whole.stderr)
-        );
+        merges_to(dir.path(), &whole, &partials, format, "stdin");
     }
 }
 

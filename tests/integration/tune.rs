@@ -36,6 +36,11 @@ pub(crate) fn sweep(template: &str) -> [&str; 11] {
     ]
 }
 
+/// A sweep of the template alone (it is its own baseline) over one vary.
+fn template_sweep(vary: &str) -> [&str; 7] {
+    ["tune", "-f", "t", "--history", "h.jsonl", "--vary", vary]
+}
+
 /// The history of `simulate_report.rs` (its doc comment works its numbers out), and a GPU
 /// job so that hours show.
 fn history() -> String {
@@ -597,20 +602,8 @@ fn invalid_candidates_are_skipped_with_their_errors() {
     let dir = tempfile::tempdir().unwrap();
     setup(dir.path());
     // maxDelay 1m: an initialDelay of 5m makes maxDelay < initialDelay.
-    let t = json(&run(
-        dir.path(),
-        &[
-            "tune",
-            "-f",
-            "t",
-            "--history",
-            "h.jsonl",
-            "--vary",
-            "p:spec.backoff.initialDelay=0s,5m,30s",
-            "-o",
-            "json",
-        ],
-    ));
+    let base = template_sweep("p:spec.backoff.initialDelay=0s,5m,30s");
+    let t = json(&run(dir.path(), &[&base[..], &["-o", "json"]].concat()));
     let t = &t["tune"];
     let ids: Vec<u64> = t["candidates"]
         .as_array()
@@ -620,15 +613,6 @@ fn invalid_candidates_are_skipped_with_their_errors() {
         .collect();
     assert_eq!(ids, [1, 3]);
     // Each format says it once, in its words.
-    let base = [
-        "tune",
-        "-f",
-        "t",
-        "--history",
-        "h.jsonl",
-        "--vary",
-        "p:spec.backoff.initialDelay=0s,5m,30s",
-    ];
     let said = |format: &str| printed(dir.path(), &base, format);
     let table = said("table");
     assert!(
@@ -651,18 +635,7 @@ fn invalid_candidates_are_skipped_with_their_errors() {
         skipped["errors"][0]["message"].as_str().unwrap().contains("maxDelay"),
         "{skipped}"
     );
-    let all = run(
-        dir.path(),
-        &[
-            "tune",
-            "-f",
-            "t",
-            "--history",
-            "h.jsonl",
-            "--vary",
-            "p:spec.backoff.initialDelay=2m,5m",
-        ],
-    );
+    let all = run(dir.path(), &template_sweep("p:spec.backoff.initialDelay=2m,5m"));
     assert_eq!(all.status.code(), Some(3), "{}", format_output(&all));
     assert!(all.stdout.is_empty());
     let err = String::from_utf8_lossy(&all.stderr);
@@ -729,15 +702,9 @@ fn html_draws_the_frontier() {
 fn hostile_values_stay_text() {
     let dir = tempfile::tempdir().unwrap();
     setup(dir.path());
-    let base = [
-        "tune",
-        "-f",
-        "t",
-        "--history",
-        "h.jsonl",
-        "--vary",
+    let base = template_sweep(
         "p:spec.rules[2].onFailureCategory[0]=cuda_error,\"><script>alert(1)</script>,</style><svg/onload=x>,a|b#c",
-    ];
+    );
     let html = printed(dir.path(), &base, "html");
     assert!(
         !html.contains("<script>alert") && !html.contains("<svg/onload"),
