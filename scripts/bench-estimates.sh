@@ -38,7 +38,7 @@ for _ in $(seq "$rounds"); do
 done
 declare -A m
 for n in "${names[@]}"; do
-    m[$n]=$(median "${cpu[$n]}")
+    m[$n]=$(median "${cpu[$n]}" 3)
     printf '%-14s %7ss CPU (median of: %s)  peak %s MiB\n' "$n" "${m[$n]}" "${cpu[$n]% }" "${rss[$n]}"
 done
 echo "ratios: --backtest-at / what-if = $(ratio "${m[backtest]}" "${m[whatif]}") (table), $(ratio "${m[backtest_json]}" "${m[whatif_json]}") (json) (bar <= 1.3);" \

@@ -3,7 +3,7 @@
 #   - N=4 shards of a 1,000,000-run history, run one after the other, cost at most 1.2x the
 #     single process in total CPU (user + system), for `simulate --baseline` and for `tune`;
 #   - `merge` is linear in the partials' size (the run is repeated on a 3x history);
-#   - (a shard from Lookout reads ~1/N of the rows: scripts/bench-history.sh --shards.)
+#   - (a shard from Lookout reads ~1/N of the rows: scripts/bench-history.sh shards N.)
 #
 #   scripts/bench-shards.sh [RUNS]     # default 1000000; ROUNDS=3 by default; needs python3
 #
