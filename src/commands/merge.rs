@@ -168,6 +168,17 @@ fn foreign(p: &Partial, item: &Item, command: &str) -> CliError {
     )
 }
 
+/// An entry that did not replay, as the folds take it. Any other entry reaching here is one
+/// that a partial of `command` never holds: refused ([`foreign`]).
+fn not_replayed(p: &Partial, item: Item, command: &str) -> Result<NotReplayed, CliError> {
+    match item {
+        Item::Error(m) => Ok(NotReplayed::Error(m)),
+        Item::Invalid(text) => Ok(NotReplayed::Invalid(text)),
+        Item::LeftOut(text) => Ok(NotReplayed::LeftOut(text)),
+        item => Err(foreign(p, &item, command)),
+    }
+}
+
 /// A part of `p` in the shape its command gives it.
 fn decode<T: serde::de::DeserializeOwned>(p: &Partial, what: &str, value: serde_json::Value) -> Result<T, CliError> {
     serde_json::from_value(value).map_err(|e| damaged(p, &format!("{what}: {e}")))
@@ -235,12 +246,6 @@ fn merge_simulate(
     let stderr = Stderr::new(&mut *ctx.err, ctx.style, None, run.retry_policy);
     let mut sink = sink(format, run.mode(), &mut held, stderr);
     let command = if run.compare { "simulate --baseline" } else { "simulate" };
-    let not_replayed = |p: &Partial, item: Item| match item {
-        Item::Error(m) => Ok(NotReplayed::Error(m)),
-        Item::Invalid(text) => Ok(NotReplayed::Invalid(text)),
-        Item::LeftOut(text) => Ok(NotReplayed::LeftOut(text)),
-        item => Err(foreign(p, &item, command)),
-    };
     let (code, used_given, refused) = if run.compare {
         let mut fold = CompareFold::new(&mut *sink, &run.given)?;
         for (t, used) in totals {
@@ -256,7 +261,7 @@ fn merge_simulate(
                     fold.fallback(&job, missing(e.missing_queue))?;
                     true
                 }
-                item => fold.not_replayed(&not_replayed(p, item)?)?,
+                item => fold.not_replayed(&not_replayed(p, item, command)?)?,
             })
         })?;
         let done = fold.finish(&options)?;
@@ -273,7 +278,7 @@ fn merge_simulate(
         for_each_entry(partials, |p, e| {
             Ok(match e.item {
                 Item::Job(report) => fold.job(*report, e.missing_queue)?,
-                item => fold.not_replayed(&not_replayed(p, item)?)?,
+                item => fold.not_replayed(&not_replayed(p, item, command)?)?,
             })
         })?;
         let done = fold.finish(&options)?;
@@ -344,10 +349,7 @@ fn merge_tune(ctx: &mut Context, partials: &[Partial], run: &TuneRun, output: Me
                 fold.fallback(&job, missing(e.missing_queue))?;
                 true
             }
-            Item::Error(m) => fold.not_replayed(&NotReplayed::Error(m))?,
-            Item::Invalid(text) => fold.not_replayed(&NotReplayed::Invalid(text))?,
-            Item::LeftOut(text) => fold.not_replayed(&NotReplayed::LeftOut(text))?,
-            item @ (Item::Job(_) | Item::Change(_)) => return Err(foreign(p, &item, "tune").into()),
+            item => fold.not_replayed(&not_replayed(p, item, "tune")?)?,
         })
     })?;
     let swept = fold.finish(&options);
