@@ -428,18 +428,19 @@ fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write) -> io::Re
 
 /// `N skipped: …`, said once for every format.
 fn skipped_words(n: usize) -> String {
-    if n == 1 {
-        "1 candidate skipped: its documents do not validate".to_string()
-    } else {
-        format!("{n} candidates skipped: their documents do not validate")
-    }
+    format!(
+        "{} skipped: {} documents do not validate",
+        plural(n as u64, "candidate", "candidates"),
+        whose(n)
+    )
 }
 
-fn errors_of(n: usize) -> &'static str {
+/// The skipped candidates' (`its`, `their`).
+fn whose(n: usize) -> &'static str {
     if n == 1 {
-        "its errors"
+        "its"
     } else {
-        "their errors"
+        "their"
     }
 }
 
@@ -489,9 +490,9 @@ fn markdown(view: &TuneView<'_>) -> String {
     if !view.skipped.is_empty() {
         let _ = writeln!(
             m,
-            "\n{} (`-o json` lists {}).",
+            "\n{} (`-o json` lists {} errors).",
             markdown_text(&skipped_words(view.skipped.len())),
-            errors_of(view.skipped.len())
+            whose(view.skipped.len())
         );
     }
     if let Some(b) = view.backtest {
@@ -576,9 +577,9 @@ fn html(view: &TuneView<'_>) -> String {
     if !view.skipped.is_empty() {
         let _ = writeln!(
             b,
-            "<section><p>{} (<code>-o json</code> lists {}).</p></section>",
+            "<section><p>{} (<code>-o json</code> lists {} errors).</p></section>",
             esc(&skipped_words(view.skipped.len())),
-            errors_of(view.skipped.len())
+            whose(view.skipped.len())
         );
     }
     let _ = writeln!(
