@@ -68,7 +68,7 @@ struct Resolution {
 }
 
 /// How a rule, or a policy's default action, decides a run it takes (SPEC §2.4–2.5), for a
-/// search to tell candidates apart ([`Simulator::decision_words`]).
+/// search to tell candidates apart ([`Simulator::decides`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Decides {
     pub action: Action,
@@ -444,7 +444,7 @@ impl Simulator {
     /// job alike when the rules its runs match — and, if one matches none, the defaults —
     /// decide alike, their limits compared as far as the job's runs reach them: a search
     /// replays the job once for both.
-    pub fn decision_words(&self) -> (Vec<Vec<Decides>>, Vec<Decides>) {
+    pub fn decides(&self) -> (Vec<Vec<Decides>>, Vec<Decides>) {
         let rules = self
             .policies
             .iter()

@@ -94,7 +94,7 @@ pub trait Listener {
 /// `list`: that list as indices into the policies given), each once with the number of runs
 /// that match it, and the default action (`(usize::MAX, None)`) with the number of failed
 /// runs that match none: what decides the job besides its runs
-/// ([`Simulator::decision_words`]).
+/// ([`Simulator::decides`]).
 fn matched_keys(h: &FailureHistory, table: &[Match], list: &[usize]) -> Vec<Matched> {
     let mut keys: Vec<Matched> = Vec::new();
     for (run, m) in h.runs.iter().zip(table) {
@@ -142,48 +142,43 @@ impl std::hash::Hash for Key {
     }
 }
 
-/// Each candidate's decision words ([`Simulator::decision_words`]) interned, limits apart:
-/// equal words, equal ids, so that a job's key is a few integers.
+/// What decides each candidate's runs ([`Simulator::decides`]), interned without the
+/// limits: equal ids, equal actions and backoffs, so that a job's key is a few integers.
 struct Ids {
     /// [arm][policy][rule].
     rules: Vec<Vec<Vec<RuleId>>>,
-    /// [arm]: the id of every policy's default words.
+    /// [arm]: the id of every policy's default action and backoff.
     defaults: Vec<u32>,
-    /// [arm][policy]: the limit of the policy's default action when it retries.
-    default_limits: Vec<Vec<Option<Option<u32>>>>,
+    /// [arm][policy]: how the policy's default action decides.
+    default_of: Vec<Vec<Decides>>,
 }
 
-/// A rule's interned words and its limit (`None`: `globalMaxRetries`).
+/// A rule's id (its action and backoff) and its limit (`None`: `globalMaxRetries`).
 type RuleId = (u32, Option<u32>);
 
 impl Ids {
     fn new(arms: &[Arm]) -> Ids {
         let mut interned: HashMap<Vec<Decides>, u32> = HashMap::new();
-        let mut id = |words: Vec<Decides>| {
+        let mut id = |decides: Vec<Decides>| {
             let next = interned.len() as u32;
-            *interned.entry(words).or_insert(next)
+            *interned.entry(decides).or_insert(next)
         };
         let mut ids = Ids {
             rules: Vec::with_capacity(arms.len()),
             defaults: Vec::with_capacity(arms.len()),
-            default_limits: Vec::with_capacity(arms.len()),
+            default_of: Vec::with_capacity(arms.len()),
         };
         for arm in arms {
-            let (rules, defaults) = arm.sim.decision_words();
+            let (rules, defaults) = arm.sim.decides();
             ids.rules.push(
                 rules
                     .into_iter()
                     .map(|p| p.into_iter().map(|d| (id(vec![d.without_limit()]), d.limit)).collect())
                     .collect(),
             );
-            ids.default_limits.push(
-                defaults
-                    .iter()
-                    .map(|d| (d.action == Action::Retry).then_some(d.limit))
-                    .collect(),
-            );
             ids.defaults
                 .push(id(defaults.iter().map(Decides::without_limit).collect()));
+            ids.default_of.push(defaults);
         }
         ids
     }
@@ -209,12 +204,13 @@ impl Ids {
                     None => u64::MAX - 1,
                 },
                 // The first policy of the list whose default retries takes the job's
-                // unmatched failures (SPEC §2.4); the defaults' words say which one it is.
+                // unmatched failures (SPEC §2.4); the defaults' actions say which one it is.
                 None => {
                     let taken = list
                         .iter()
-                        .find_map(|&p| self.default_limits[arm].get(p).copied().flatten());
-                    let l = taken.map_or(u64::from(u32::MAX), |l| limit(l, m.runs));
+                        .filter_map(|&p| self.default_of[arm].get(p))
+                        .find(|d| d.action == Action::Retry);
+                    let l = taken.map_or(u64::from(u32::MAX), |d| limit(d.limit, m.runs));
                     u64::from(self.defaults[arm]) << 32 | l
                 }
             };
