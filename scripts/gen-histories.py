@@ -19,6 +19,10 @@ keeps that constraint), and a lease is returned only while the job is below
 `--submitted` gives each job a submission time (`job.submittedAt`, one every 2 seconds from
 2026-11-01T00:00:00Z, in id order), which `--backtest-at` needs; the runs are the same.
 
+`--pending` cuts the final run off about one job in seven that has a run before it: the job is
+still going on the cluster, its last recorded run a failure the policies retry, so the replay
+leaves it Pending and works out the runs it has left (docs/estimates.md). The other jobs are
+the same as without the flag.
 `--realistic` adds what real cluster data has: about 2% of jobs land a run on an avoided
 node (the scheduler relaxed anti-affinity), and about 1% have runs recorded after the job
 ended for good (a resubmission under the same id); `simulate` reports both on stderr.
@@ -78,6 +82,9 @@ def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     realistic = "--realistic" in sys.argv[1:]
     submitted = "--submitted" in sys.argv[1:]
+    pending = "--pending" in sys.argv[1:]
+    # Its own generator: the flag leaves every other job's runs as they are.
+    cut = random.Random(7)
     start = datetime.datetime(2026, 11, 1, tzinfo=datetime.timezone.utc)
     total = int(args[0]) if args else 1_000_000
     rng = random.Random(42)
@@ -107,6 +114,8 @@ def main():
                 runs[-1]["node"] = avoid
             elif r < 0.03 and runs[-1].get("outcome") != "succeeded":
                 runs.append({"node": pick(rng, None), "runFor": "1h", "outcome": "succeeded"})
+        if pending and len(runs) > 1 and cut.random() < 1 / 7:
+            runs.pop()
         record = {"job": {"id": f"job-{job:07d}", "queue": "ml-queue", "terminationGracePeriod": "30s"},
                   "runs": runs}
         if submitted:

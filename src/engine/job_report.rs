@@ -15,8 +15,8 @@ use crate::model::policy::Action;
 
 use super::upstream::{self, UpstreamJob};
 use super::{
-    evaluate, evaluate_matched, pod_name, Avoid, CompiledPolicy, Decision, DecisionKind, EngineKind, JobContext,
-    JobState, Match, Policies, RuleRef, Settings,
+    copies_until_fail, evaluate, evaluate_matched, first_match, pod_name, Avoid, CompiledPolicy, Decision,
+    DecisionKind, EngineKind, JobContext, JobState, Match, Policies, RuleRef, Settings,
 };
 use super::{DEFAULT_GRACE, FAIL_FAST_ANNOTATION};
 
@@ -93,9 +93,27 @@ pub struct JobReport {
     pub resources: Option<Resources>,
     pub expectation_failures: Vec<String>,
     pub contradictions: Vec<String>,
+    /// A Pending job's engine as the record leaves it, for the runs it has left
+    /// ([`JobReport::take_pending`]); `None` for a job that ended.
+    #[serde(skip)]
+    pub pending: Option<Box<PendingEngine>>,
+}
+
+/// What decides a Pending job's next runs, as its replay leaves it: the engine's counter
+/// state, the global limit as the last reload left it, and when the next run may start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingEngine {
+    state: JobState,
+    global_max_retries: u32,
+    eligible_at: u64,
 }
 
 impl JobReport {
+    /// The Pending job's engine state (once: the runs-left walk moves it on).
+    pub fn take_pending(&mut self) -> Option<Box<PendingEngine>> {
+        self.pending.take()
+    }
+
     pub fn outcome_text(&self) -> String {
         match &self.status {
             JobStatus::Succeeded { run } => format!(
@@ -369,6 +387,13 @@ pub(super) fn replay_named(
     }
     report.retries = state.total_retries;
     report.memory = state.memory;
+    if let JobStatus::Pending { retry_after } = report.status {
+        report.pending = Some(Box::new(PendingEngine {
+            state,
+            global_max_retries: settings.global_max_retries,
+            eligible_at: retry_after,
+        }));
+    }
     if let Some(e) = history.expect.as_ref().filter(|_| checks) {
         check_job(&mut report, e);
     }
@@ -409,82 +434,232 @@ pub(super) fn outcome_named(
     from: usize,
     matches: Option<&[Match]>,
 ) -> JobOutcome {
-    let job = &history.job;
-    // Copied only when a run reloads the global limit (rare): a clone per job was a
-    // noticeable share of a candidate's replay.
-    let mut reloaded: Option<Settings> = None;
-    let mut state = JobState::new(job.memory);
-    let mut out = JobOutcome {
-        final_state: Final::Pending,
-        retries: 0,
-        delay: GoDuration::ZERO,
-        runs: 0,
-        compute: GoDuration::ZERO,
-        compute_from: GoDuration::ZERO,
-    };
-    let mut eligible_at = 0u64;
-    for (k, run) in history.runs.iter().enumerate() {
-        if let Some(g) = run.global_max_retries {
-            reloaded.get_or_insert_with(|| settings.clone()).global_max_retries = g;
+    Quiet::new(history, ctx, policies, settings, engine)
+        .replay(from, matches)
+        .out
+}
+
+/// The runs a side Pending after `history` has left (docs/estimates.md): its engine
+/// continued past the record on copies of the job's last failed run, each starting when the
+/// previous decision allows, until it decides Fail, at most `max` runs; the pending run
+/// counts, so the answer is 1..=`max`. A job with no failed run recorded, or one the
+/// recorded runs end, has the pending run alone. The recorded runs are replayed first (a
+/// search that has only the outcome); [`runs_left_after`] goes on from a report's state.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn runs_left_named(
+    history: &FailureHistory,
+    ctx: &JobContext<'_>,
+    policies: Policies<'_>,
+    settings: &Settings,
+    engine: EngineKind,
+    matches: Option<&[Match]>,
+    max: u32,
+) -> u32 {
+    if !history.runs.iter().any(|r| r.outcome == Outcome::Failed) {
+        return 1;
+    }
+    let quiet = Quiet::new(history, ctx, policies, settings, engine).replay(0, matches);
+    if quiet.out.final_state != Final::Pending {
+        return 1;
+    }
+    quiet.continued(matches, max)
+}
+
+/// [`runs_left_named`] from the state a Pending job's replay left (`pending`, taken from its
+/// report with [`JobReport::take_pending`]): the recorded runs are not replayed again.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn runs_left_after(
+    history: &FailureHistory,
+    ctx: &JobContext<'_>,
+    policies: Policies<'_>,
+    settings: &Settings,
+    engine: EngineKind,
+    pending: Box<PendingEngine>,
+    max: u32,
+) -> u32 {
+    let PendingEngine {
+        state,
+        global_max_retries,
+        eligible_at,
+    } = *pending;
+    let mut quiet = Quiet::new(history, ctx, policies, settings, engine);
+    if global_max_retries != settings.global_max_retries {
+        quiet.reloaded = Some(Settings {
+            global_max_retries,
+            ..settings.clone()
+        });
+    }
+    quiet.state = state;
+    quiet.eligible_at = eligible_at;
+    quiet.continued(None, max)
+}
+
+/// A replay that keeps only what decides the next run: the engine's counter state, the
+/// settings as the last reload left them, when the next run may start, and the outcome so
+/// far. [`outcome_named`] runs it over the recorded runs; [`runs_left_named`] goes on past
+/// them.
+struct Quiet<'q, 'h> {
+    history: &'h FailureHistory,
+    ctx: &'q JobContext<'h>,
+    policies: Policies<'q>,
+    settings: &'q Settings,
+    engine: EngineKind,
+    /// Copied only when a run reloads the global limit (rare): a clone per job was a
+    /// noticeable share of a candidate's replay.
+    reloaded: Option<Settings>,
+    state: JobState,
+    eligible_at: u64,
+    out: JobOutcome,
+    /// The design engine's copies are counted, not decided one by one
+    /// (`design::copies_until_fail`); off in the test that holds the two together.
+    counted: bool,
+}
+
+impl<'q, 'h> Quiet<'q, 'h> {
+    fn new(
+        history: &'h FailureHistory,
+        ctx: &'q JobContext<'h>,
+        policies: Policies<'q>,
+        settings: &'q Settings,
+        engine: EngineKind,
+    ) -> Self {
+        Quiet {
+            history,
+            ctx,
+            policies,
+            settings,
+            engine,
+            reloaded: None,
+            state: JobState::new(history.job.memory),
+            eligible_at: 0,
+            out: JobOutcome {
+                final_state: Final::Pending,
+                retries: 0,
+                delay: GoDuration::ZERO,
+                runs: 0,
+                compute: GoDuration::ZERO,
+                compute_from: GoDuration::ZERO,
+            },
+            counted: true,
         }
-        let settings = reloaded.as_ref().unwrap_or(settings);
-        let started_at = start_time_quiet(history, k, eligible_at);
-        let ended_at = started_at.saturating_add(run.run_for.0);
-        let ran = ended_at - started_at;
-        out.compute = GoDuration(out.compute.0.saturating_add(ran));
-        if k >= from {
-            out.compute_from = GoDuration(out.compute_from.0.saturating_add(ran));
+    }
+
+    /// The recorded runs, until one ends the job.
+    fn replay(mut self, from: usize, matches: Option<&[Match]>) -> Self {
+        for (k, run) in self.history.runs.iter().enumerate() {
+            if let Some(g) = run.global_max_retries {
+                self.reloaded
+                    .get_or_insert_with(|| self.settings.clone())
+                    .global_max_retries = g;
+            }
+            let started_at = start_time_quiet(self.history, k, self.eligible_at);
+            let ended_at = started_at.saturating_add(run.run_for.0);
+            let ran = ended_at - started_at;
+            self.out.compute = GoDuration(self.out.compute.0.saturating_add(ran));
+            if k >= from {
+                self.out.compute_from = GoDuration(self.out.compute_from.0.saturating_add(ran));
+            }
+            if self.step(run, k, ended_at, matches.and_then(|m| m.get(k).copied())) {
+                break;
+            }
         }
-        out.runs = k + 1;
-        let matched = matches.and_then(|m| m.get(k).copied());
-        let ended = match decide_quiet(
-            policies, settings, ctx, history, &mut state, k, ended_at, engine, matched,
-        ) {
+        self.out.retries = self.state.total_retries;
+        self
+    }
+
+    /// The runs a job Pending after its recorded runs has left (see [`runs_left_named`]),
+    /// from this state on. Continued on the recorded run itself: a copy differs from it only
+    /// in what no decision reads (its node, which only a record's words name; its times,
+    /// which only move the start; its expectations), and it matches as that run does, so
+    /// it is matched once. Nothing is allocated per continued run (the upstream engine's
+    /// records aside).
+    fn continued(mut self, matches: Option<&[Match]>, max: u32) -> u32 {
+        let Some(last) = self.history.runs.iter().rposition(|r| r.outcome == Outcome::Failed) else {
+            return 1;
+        };
+        let run = &self.history.runs[last];
+        let matched = match (self.engine, matches.and_then(|m| m.get(last).copied())) {
+            (EngineKind::Design, None) => Some(first_match(self.policies, run)),
+            (_, m) => m,
+        };
+        let n = self.history.runs.len();
+        if let (EngineKind::Design, Some(m), true) = (self.engine, matched, self.counted) {
+            let settings = self.reloaded.as_ref().unwrap_or(self.settings);
+            let counted = copies_until_fail(self.policies, settings, self.ctx, &self.state, run, n, m, max);
+            if let Some(left) = counted {
+                return left;
+            }
+        }
+        for j in 0..max.max(1) as usize {
+            // A copy has no `startedAt` and no `queuedFor`: it starts when it may.
+            let ended_at = self.eligible_at.saturating_add(run.run_for.0);
+            if self.step(run, n + j, ended_at, matched) {
+                return j as u32 + 1;
+            }
+        }
+        max.max(1)
+    }
+
+    /// Decides run `k` (`run`, ended at `ended_at`) and counts it started; `true` when the
+    /// decision ends the job.
+    fn step(&mut self, run: &Run, k: usize, ended_at: u64, matched: Option<Match>) -> bool {
+        self.out.runs = k + 1;
+        let settings = self.reloaded.as_ref().unwrap_or(self.settings);
+        let gang = self.history.job.gang_cardinality.is_some_and(|c| c > 1);
+        let decided = decide_quiet(
+            self.policies,
+            settings,
+            self.ctx,
+            gang,
+            &mut self.state,
+            run,
+            k,
+            ended_at,
+            self.engine,
+            matched,
+        );
+        match decided {
             None => {
-                out.final_state = Final::Succeeded;
+                self.out.final_state = Final::Succeeded;
                 true
             }
             Some((DecisionKind::Cancelled, ..)) => {
-                out.final_state = Final::Cancelled;
+                self.out.final_state = Final::Cancelled;
                 true
             }
             Some((kind, ..)) if kind.action() == Action::Fail => {
-                out.final_state = Final::Failed;
+                self.out.final_state = Final::Failed;
                 true
             }
             Some((kind, retry_after, delay)) => {
-                out.final_state = Final::Pending;
-                eligible_at = retry_after.unwrap_or(ended_at);
+                self.out.final_state = Final::Pending;
+                self.eligible_at = retry_after.unwrap_or(ended_at);
                 if kind == DecisionKind::Retry {
-                    out.delay = GoDuration(out.delay.0.saturating_add(delay.0));
+                    self.out.delay = GoDuration(self.out.delay.0.saturating_add(delay.0));
                 }
                 false
             }
-        };
-        if ended {
-            break;
         }
     }
-    out.retries = state.total_retries;
-    out
 }
 
 /// [`decide`] without a record: the decision's kind, when the job may run again, and the
 /// delay (`None`: the run succeeded). The same numbers as `decide`'s record, without making
-/// one (a `Decision` is a few hundred bytes, moved for nothing here).
+/// one (a `Decision` is a few hundred bytes, moved for nothing here). `gang`: the job is a
+/// gang of more than one (upstream never retries those).
 #[allow(clippy::too_many_arguments)]
 fn decide_quiet(
     policies: Policies<'_>,
     settings: &Settings,
     ctx: &JobContext<'_>,
-    history: &FailureHistory,
+    gang: bool,
     state: &mut JobState,
+    run: &Run,
     k: usize,
     ended_at: u64,
     engine: EngineKind,
     matched: Option<Match>,
 ) -> Option<(DecisionKind, Option<u64>, GoDuration)> {
-    let run = &history.runs[k];
     if run.outcome == Outcome::Succeeded {
         return None;
     }
@@ -501,9 +676,7 @@ fn decide_quiet(
                 policies.first().copied(),
                 settings,
                 ctx,
-                UpstreamJob {
-                    gang: history.job.gang_cardinality.is_some_and(|c| c > 1),
-                },
+                UpstreamJob { gang },
                 state,
                 run,
                 k,
@@ -811,6 +984,7 @@ impl JobReport {
             resources: job.resources,
             expectation_failures: Vec::new(),
             contradictions: Vec::new(),
+            pending: None,
         }
     }
 

@@ -16,7 +16,9 @@ use super::matcher::RetryPlan;
 use crate::model::policy::{Action, RetryPolicy};
 use crate::model::queue::Queue;
 
-use super::job_report::{outcome_named, replay_detailed, replay_named, Detail, JobOutcome};
+use super::job_report::{
+    outcome_named, replay_detailed, replay_named, runs_left_after, runs_left_named, Detail, JobOutcome, PendingEngine,
+};
 use super::JobContext;
 use super::{
     effective_policy_names, first_match, CompiledPolicy, EngineKind, JobReport, Match, NameOrigin, Policies, Settings,
@@ -405,6 +407,51 @@ impl Simulator {
         from: usize,
         matches: Option<&[Match]>,
     ) -> Result<JobOutcome, String> {
+        self.with_policies(history, settings, |policies| {
+            outcome_named(history, ctx, policies, settings, self.engine, from, matches)
+        })
+    }
+
+    /// The runs this side has left when `history` leaves it Pending (docs/estimates.md, 1..=
+    /// `max`): its engine continued on copies of the last failed run from the counter state
+    /// the record leaves. `matches`: the recorded runs' first matches, when known, as for
+    /// [`Simulator::simulate_outcome`].
+    pub fn runs_left(
+        &self,
+        history: &FailureHistory,
+        ctx: &JobContext<'_>,
+        settings: &Settings,
+        matches: Option<&[Match]>,
+        max: u32,
+    ) -> Result<u32, String> {
+        self.with_policies(history, settings, |policies| {
+            runs_left_named(history, ctx, policies, settings, self.engine, matches, max)
+        })
+    }
+
+    /// [`Simulator::runs_left`] from the state the job's replay under this simulator left
+    /// (`pending`, [`JobReport::take_pending`]), without replaying the recorded runs again.
+    pub fn runs_left_after(
+        &self,
+        history: &FailureHistory,
+        ctx: &JobContext<'_>,
+        settings: &Settings,
+        pending: Box<PendingEngine>,
+        max: u32,
+    ) -> Result<u32, String> {
+        self.with_policies(history, settings, |policies| {
+            runs_left_after(history, ctx, policies, settings, self.engine, pending, max)
+        })
+    }
+
+    /// Calls `f` with the job's effective policies, resolved without building a list where
+    /// the job's list was resolved once.
+    fn with_policies<T>(
+        &self,
+        history: &FailureHistory,
+        settings: &Settings,
+        f: impl FnOnce(Policies<'_>) -> T,
+    ) -> Result<T, String> {
         Ok(match self.resolution(history) {
             // A list of a few policies (the common case) on the stack: a `Vec` per job and
             // candidate was a tenth of a search's instructions.
@@ -413,27 +460,10 @@ impl Simulator {
                 for (slot, &i) in list.iter_mut().zip(&r.ix) {
                     *slot = &self.policies[i];
                 }
-                let list = &list[..r.ix.len()];
-                let policies = Policies::new(list, r.shared.as_deref());
-                outcome_named(history, ctx, policies, settings, self.engine, from, matches)
+                f(Policies::new(&list[..r.ix.len()], r.shared.as_deref()))
             }
-            Some(r) => {
-                let policies = self.resolved_policies(r);
-                let policies = Policies::new(&policies, r.shared.as_deref());
-                outcome_named(history, ctx, policies, settings, self.engine, from, matches)
-            }
-            None => {
-                let policies = self.effective_by_names(history, settings)?;
-                outcome_named(
-                    history,
-                    ctx,
-                    Policies::alone(&policies),
-                    settings,
-                    self.engine,
-                    from,
-                    matches,
-                )
-            }
+            Some(r) => f(Policies::new(&self.resolved_policies(r), r.shared.as_deref())),
+            None => f(Policies::alone(&self.effective_by_names(history, settings)?)),
         })
     }
 

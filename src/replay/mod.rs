@@ -23,6 +23,8 @@
 
 pub mod backtest;
 pub mod compare;
+#[cfg(test)]
+pub mod drawn;
 pub mod estimate;
 pub mod json_lines;
 pub mod parallel;

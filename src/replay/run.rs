@@ -15,9 +15,8 @@ use std::collections::HashSet;
 use std::io;
 
 use crate::engine::simulator::Simulator;
-use crate::engine::{job_context, Detail, JobContext, JobReport, JobStatus, Match, Settings};
-use crate::model::duration::GoDuration;
-use crate::model::failure_history::{FailureHistory, Final, Outcome, Run, Timestamp};
+use crate::engine::{job_context, Detail, JobContext, JobReport, JobStatus, Match, PendingEngine, Settings};
+use crate::model::failure_history::{FailureHistory, Final, Timestamp};
 
 use super::backtest::Backtest;
 use super::backtest::{backtest, Refusal};
@@ -184,14 +183,12 @@ impl CompareTally {
 }
 
 /// What the estimates need to know of a job, worked out at most once however many sides
-/// ask: its class (its last failed run's), its depth (its failed runs) and the history
-/// continued past the record that [`runs_left`] replays.
+/// ask: its class (its last failed run's) and its depth (its failed runs).
 pub struct JobFacts<'a> {
     pub history: &'a FailureHistory,
-    /// The job's facts the engines read (`engine::job_context`), of the continued history too.
+    /// The job's facts the engines read (`engine::job_context`).
     pub ctx: JobContext<'a>,
     class: std::cell::OnceCell<Option<FailureClass>>,
-    longer: std::cell::OnceCell<Option<FailureHistory>>,
     pub depth: u32,
 }
 
@@ -201,19 +198,12 @@ impl<'a> JobFacts<'a> {
             history,
             ctx: job_context(history),
             class: std::cell::OnceCell::new(),
-            longer: std::cell::OnceCell::new(),
             depth: failed_runs(history),
         }
     }
 
     pub fn class(&self) -> &Option<FailureClass> {
         self.class.get_or_init(|| job_class(self.history))
-    }
-
-    /// The recorded runs, then [`MAX_RUNS_LEFT`] copies of the last failed one: what
-    /// [`runs_left`] replays (`None`: no failed run recorded).
-    pub fn longer(&self) -> Option<&FailureHistory> {
-        self.longer.get_or_init(|| continued(self.history)).as_ref()
     }
 }
 
@@ -337,46 +327,29 @@ pub fn runs_left(sim: &Simulator, settings: &Settings, facts: &JobFacts<'_>) -> 
     runs_left_matched(sim, settings, facts, None)
 }
 
-/// [`runs_left`] with the continued history's runs matched already (`Simulator::
-/// match_table` of [`JobFacts::longer`] over a list with the same matchers).
-pub fn runs_left_matched(sim: &Simulator, settings: &Settings, facts: &JobFacts<'_>, matches: Option<&[Match]>) -> u32 {
-    let Some(longer) = facts.longer() else {
-        return 1;
-    };
-    match sim.simulate_outcome(longer, &facts.ctx, settings, 0, matches) {
-        // The copies it started, the one that failed the job included.
-        Ok(outcome) => {
-            let started = outcome.runs.saturating_sub(facts.history.runs.len());
-            (started as u32).clamp(1, MAX_RUNS_LEFT)
-        }
-        // The recorded runs replayed (the side is Pending): the copies cannot fail to.
-        Err(_) => 1,
+/// [`runs_left`] from the engine state the side's replay left (`pending`, taken from its
+/// report), so that the recorded runs are not replayed again; without one, as [`runs_left`].
+pub fn runs_left_after(
+    sim: &Simulator,
+    settings: &Settings,
+    facts: &JobFacts<'_>,
+    pending: Option<Box<PendingEngine>>,
+) -> u32 {
+    match pending {
+        // An error is the recorded runs' (the side is Pending, so they replayed): it cannot be.
+        Some(p) => sim
+            .runs_left_after(facts.history, &facts.ctx, settings, p, MAX_RUNS_LEFT)
+            .unwrap_or(1),
+        None => runs_left(sim, settings, facts),
     }
 }
 
-/// The job's recorded runs followed by [`MAX_RUNS_LEFT`] copies of its last failed run (no
-/// node, no start, no expectations: the runs past the record); `None` without a failed run.
-fn continued(history: &FailureHistory) -> Option<FailureHistory> {
-    let last = history.runs.iter().rev().find(|r| r.outcome == Outcome::Failed)?;
-    let copy = Run {
-        node: None,
-        queued_for: GoDuration::ZERO,
-        started_at: None,
-        global_max_retries: None,
-        expect: None,
-        ..last.clone()
-    };
-    let mut longer = FailureHistory {
-        job: history.job.clone(),
-        runs: Vec::with_capacity(history.runs.len() + MAX_RUNS_LEFT as usize),
-        expect: None,
-    };
-    longer.runs.extend(history.runs.iter().map(|r| Run {
-        expect: None,
-        ..r.clone()
-    }));
-    longer.runs.extend(std::iter::repeat_n(copy, MAX_RUNS_LEFT as usize));
-    Some(longer)
+/// [`runs_left`] with the recorded runs matched already (`Simulator::match_table` of the
+/// job's history over a list with the same matchers).
+pub fn runs_left_matched(sim: &Simulator, settings: &Settings, facts: &JobFacts<'_>, matches: Option<&[Match]>) -> u32 {
+    // An error is the recorded runs' (the side is Pending, so they replayed): it cannot be.
+    sim.runs_left(facts.history, &facts.ctx, settings, matches, MAX_RUNS_LEFT)
+        .unwrap_or(1)
 }
 
 /// Where a replay's results go.
@@ -454,7 +427,7 @@ pub fn replay<S: HistorySource>(
         part.trials.add(job.history, job.origin, options);
         if matches!(report.status, JobStatus::Pending { .. }) {
             let facts = JobFacts::new(job.history);
-            let left = runs_left(sim, job.settings, &facts);
+            let left = runs_left_after(sim, job.settings, &facts, report.take_pending());
             let class = facts.class();
             part.tally
                 .pending
@@ -661,10 +634,11 @@ pub fn compare<S: HistorySource>(
     // neither side needs the per-run texts, nor the checks whose messages it never prints.
     let work = |part: &mut Part, job: Decoded<'_>| {
         let h = job.history;
-        let b = replay_job_detailed(baseline, job.settings, h, Detail::Outcome)
+        let mut b = replay_job_detailed(baseline, job.settings, h, Detail::Outcome)
             .map_err(|e| format!("{}: job `{}`: baseline: {e}", job.origin, h.job.id))?;
-        let c = replay_job_detailed(candidate, job.settings, h, Detail::Outcome)
+        let mut c = replay_job_detailed(candidate, job.settings, h, Detail::Outcome)
             .map_err(|e| format!("{}: job `{}`: {e}", job.origin, h.job.id))?;
+        let (b_pending, c_pending) = (b.take_pending(), c.take_pending());
         part.trials.add(h, job.origin, options);
         if needs.breakdowns {
             part.baseline.add(&b);
@@ -680,9 +654,10 @@ pub fn compare<S: HistorySource>(
         let facts = JobFacts::new(h);
         let mut diff = JobDiff::new(&b, c);
         if diff.baseline.final_state == Final::Pending {
-            diff.baseline.runs_left = runs_left(baseline, job.settings, &facts);
+            diff.baseline.runs_left = runs_left_after(baseline, job.settings, &facts, b_pending);
         }
-        tally_job(&mut diff, candidate, job.settings, &facts, None, &mut part.tally);
+        let left = || runs_left_after(candidate, job.settings, &facts, c_pending);
+        tally_job_with(&mut diff, left, &facts, &mut part.tally);
         if changed && needs.breakdowns {
             part.by_class.add_change(facts.class(), &diff);
         }
@@ -1025,7 +1000,8 @@ impl Fallbacks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::failure_history::Container;
+    use crate::model::duration::GoDuration;
+    use crate::model::failure_history::{Container, Outcome, Run};
     use crate::model::test_policies;
 
     fn sim(yaml: &str) -> Simulator {
@@ -1069,6 +1045,100 @@ mod tests {
             report.status
         );
         runs_left(sim, settings, &JobFacts::new(&h))
+    }
+
+    /// SPEC §3.6 to the letter: the job's recorded runs, then [`MAX_RUNS_LEFT`] copies of its
+    /// last failed run (no node, start, queue time, reload or expectation) appended and
+    /// replayed from the start; the runs started past the record.
+    fn left_by_copies(sim: &Simulator, settings: &Settings, h: &FailureHistory) -> u32 {
+        let Some(last) = h.runs.iter().rev().find(|r| r.outcome == Outcome::Failed) else {
+            return 1;
+        };
+        let copy = Run {
+            node: None,
+            queued_for: GoDuration::ZERO,
+            started_at: None,
+            global_max_retries: None,
+            expect: None,
+            ..last.clone()
+        };
+        let mut longer = h.clone();
+        longer.runs.extend(std::iter::repeat_n(copy, MAX_RUNS_LEFT as usize));
+        let o = sim
+            .simulate_outcome(&longer, &job_context(&longer), settings, 0, None)
+            .unwrap();
+        (o.runs.saturating_sub(h.runs.len()) as u32).clamp(1, MAX_RUNS_LEFT)
+    }
+
+    /// The runs a Pending side has left, however they are worked out — counted from the
+    /// state the side's own replay left (a report's, texts or not), after replaying the
+    /// recorded runs again (a search's), with the runs' matches known or not — are the
+    /// copies of SPEC §3.6 appended and replayed. Over drawn histories and policies, under
+    /// both engines, with the global limit lowered, and the feature off.
+    #[test]
+    fn runs_left_from_the_replays_state_are_the_copies_replayed() {
+        use crate::engine::EngineKind;
+        use crate::replay::drawn::{history, Draw, Fields};
+        use crate::replay::json_lines::decode_line;
+        let (mut pending, mut seen) = (0, std::collections::BTreeSet::new());
+        for seed in 1..=12u64 {
+            let mut d = Draw(0x2545_f491_4f6c_dd1d ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let text = history(&mut d, 300);
+            let fields = Fields::drawn(&mut d);
+            for engine in [EngineKind::Design, EngineKind::Upstream] {
+                let sim = fields.sim().with_engine(engine);
+                for settings in [
+                    Settings::default(),
+                    Settings {
+                        global_max_retries: 2,
+                        ..Settings::default()
+                    },
+                    Settings {
+                        enabled: false,
+                        ..Settings::default()
+                    },
+                    Settings {
+                        global_max_retries: 1000,
+                        ..Settings::default()
+                    },
+                ] {
+                    for (i, line) in text.lines().enumerate() {
+                        let h = decode_line(line.as_bytes(), i + 1).unwrap();
+                        let want = left_by_copies(&sim, &settings, &h);
+                        let facts = JobFacts::new(&h);
+                        let at = format!("seed {seed}, {engine:?}, {settings:?}, line {}", i + 1);
+                        for detail in [Detail::Full, Detail::Outcome] {
+                            let mut report = replay_job_detailed(&sim, &settings, &h, detail).unwrap();
+                            if !matches!(report.status, JobStatus::Pending { .. }) {
+                                assert!(report.take_pending().is_none(), "{at}");
+                                continue;
+                            }
+                            pending += 1;
+                            seen.insert(want);
+                            let p = report.take_pending();
+                            assert!(p.is_some(), "{at}");
+                            assert_eq!(runs_left_after(&sim, &settings, &facts, p), want, "{at}, {detail:?}");
+                        }
+                        if !matches!(sim.simulate(&h, &settings).unwrap().status, JobStatus::Pending { .. }) {
+                            continue;
+                        }
+                        assert_eq!(runs_left(&sim, &settings, &facts), want, "{at}");
+                        let table = sim.match_table(&h, &settings);
+                        assert_eq!(
+                            runs_left_matched(&sim, &settings, &facts, table.as_deref()),
+                            want,
+                            "{at}"
+                        );
+                    }
+                }
+            }
+        }
+        // Enough Pending sides, and runs left of many sizes: one, a few, the cap of 100.
+        assert!(pending > 1000, "{pending}");
+        assert!(
+            seen.contains(&1) && seen.contains(&MAX_RUNS_LEFT) && seen.len() > 8,
+            "{seen:?}"
+        );
     }
 
     /// A per-rule limit of 3 and one failure retried: the pending run is retry 2's, then

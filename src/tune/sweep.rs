@@ -442,21 +442,6 @@ where
         if part.arms.len() < arms.len() {
             part.arms.resize_with(arms.len(), CompareTally::default);
         }
-        // The continued history's runs matched too, when some candidate is Pending: its
-        // copies of the last failed run match as that run does (matching reads none of what
-        // a copy changes: node, times, expectations).
-        let pending = outcomes.iter().any(|(o, _)| o.final_state == Final::Pending);
-        let longer_table = match &table {
-            Some(t) if pending => {
-                let last = h.runs.iter().rposition(|r| r.outcome == Outcome::Failed);
-                last.zip(facts.longer()).map(|(i, longer)| {
-                    let mut t = t.clone();
-                    t.resize(longer.runs.len(), t[i]);
-                    t
-                })
-            }
-            _ => None,
-        };
         // The runs a Pending outcome has left, worked out once per candidate that decides
         // the job alike, limits as they are (two that share an outcome may not share these:
         // a limit the recorded runs do not reach still bounds the runs to come); and whether
@@ -486,7 +471,7 @@ where
                     return n;
                 }
                 let settings = groups[g].unwrap_or(job.settings);
-                let n = runs_left_matched(&arms[i].sim, settings, &facts, longer_table.as_deref());
+                let n = runs_left_matched(&arms[i].sim, settings, &facts, table.as_deref());
                 left.push((exact, j, n));
                 n
             };
@@ -659,9 +644,8 @@ mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
 
     use super::*;
-    use crate::model::queue::Queue;
     use crate::model::scheduler::SchedulerConfig;
-    use crate::model::test_policies;
+    use crate::replay::drawn::{history, Draw, Fields};
     use crate::replay::source::{Files, Overrides};
 
     /// Candidates' replays of a job, counted by [`pass`] (only the test below sweeps in
@@ -676,150 +660,6 @@ mod tests {
         }
 
         fn progress(&mut self, _: Progress) {}
-    }
-
-    /// A fixed generator (xorshift).
-    struct Draw(u64);
-
-    impl Draw {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0 % n
-        }
-
-        /// Unset, or 0 to 3.
-        fn limit(&mut self) -> Option<u64> {
-            self.below(5).checked_sub(1)
-        }
-
-        fn action(&mut self) -> &'static str {
-            if self.below(4) == 0 {
-                "Fail"
-            } else {
-                "Retry"
-            }
-        }
-    }
-
-    /// What the candidates of a test differ in: each policy's limit and default action,
-    /// each rule's action and limit (`None`: unset).
-    #[derive(Clone)]
-    struct Fields {
-        policies: [(Option<u64>, &'static str); 3],
-        rules: [(&'static str, Option<u64>); 4],
-    }
-
-    impl Fields {
-        fn drawn(d: &mut Draw) -> Fields {
-            Fields {
-                policies: [0; 3].map(|_| (d.limit(), d.action())),
-                rules: [0; 4].map(|_| (d.action(), d.limit())),
-            }
-        }
-
-        /// These fields with two of them drawn again, as a search varies a few fields.
-        fn varied(&self, d: &mut Draw) -> Fields {
-            let mut f = self.clone();
-            for _ in 0..2 {
-                match d.below(14) {
-                    i @ 0..3 => f.policies[i as usize].0 = d.limit(),
-                    i @ 3..6 => f.policies[i as usize - 3].1 = d.action(),
-                    i @ 6..10 => f.rules[i as usize - 6].0 = d.action(),
-                    i => f.rules[i as usize - 10].1 = d.limit(),
-                }
-            }
-            f
-        }
-
-        /// Three policies: `a` takes preemptions, exit code 137 (bumping memory) and fails
-        /// exit code 2; `b` evictions; `c` exit code 3. Queue `q` lists `b` before `a`; a
-        /// job without a queue here gets `a, b`.
-        fn sim(&self) -> Simulator {
-            let matches = [
-                "onConditions: [Preempted]",
-                "onExitCodes: {operator: In, values: [137]}, mutate: {resources: {memory: {factor: 1.5}}}",
-                "onConditions: [Evicted]",
-                "onExitCodes: {operator: In, values: [3]}",
-            ];
-            let rule = |i: usize| {
-                let (action, limit) = self.rules[i];
-                let limit = limit.map(|l| format!(", retryLimit: {l}")).unwrap_or_default();
-                format!("    - {{action: {action}, {}{limit}}}\n", matches[i])
-            };
-            let mut yaml = String::new();
-            for (p, (name, rules)) in [("a", 0..2), ("b", 2..3), ("c", 3..4)].into_iter().enumerate() {
-                let (limit, default) = self.policies[p];
-                let limit = limit.map(|l| format!("  retryLimit: {l}\n")).unwrap_or_default();
-                yaml.push_str(&format!(
-                    "---\napiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {{name: {name}}}\nspec:\n  defaultAction: {default}\n{limit}  rules:\n"
-                ));
-                for i in rules {
-                    yaml.push_str(&rule(i));
-                }
-                if name == "a" {
-                    yaml.push_str("    - {action: Fail, onExitCodes: {operator: In, values: [2]}}\n");
-                }
-            }
-            let queue = Queue {
-                name: "q".into(),
-                retry_policies: vec!["b".into(), "a".into()],
-                ..Queue::default()
-            };
-            Simulator::new(test_policies(&yaml), vec![queue], Some(vec!["a".into(), "b".into()])).unwrap()
-        }
-    }
-
-    /// `jobs` jobs of 1 to 10 runs: most fail one way again and again (so that limits
-    /// matter), the last succeeds, is cancelled or fails (then the job is Pending wherever
-    /// it is retried); returned leases, runs that reload `globalMaxRetries`, queues `q`, an
-    /// unknown one and none, policies named by annotation, `failFast`.
-    fn history(d: &mut Draw, jobs: usize) -> String {
-        let mut out = String::new();
-        for j in 0..jobs {
-            let runs = 1 + d.below(10);
-            let usual = d.below(8);
-            let mut list = Vec::new();
-            for k in 0..runs {
-                let kind = if d.below(3) == 0 { d.below(8) } else { usual };
-                let global = match d.below(6) {
-                    0 => format!(r#","globalMaxRetries":{}"#, d.below(5)),
-                    _ => String::new(),
-                };
-                let run = match (k + 1 == runs, d.below(4)) {
-                    (true, 0) => r#""runFor":"1h","outcome":"succeeded""#,
-                    (true, 1) => r#""outcome":"cancelled""#,
-                    _ => match kind {
-                        0 => r#""runFor":"10m","conditions":["Preempted"]"#,
-                        1 => r#""runFor":"11m","conditions":["Evicted"]"#,
-                        2 => r#""runFor":"12m","containers":[{"name":"main","exitCode":137}]"#,
-                        3 => r#""runFor":"13m","containers":[{"name":"main","exitCode":2}]"#,
-                        4 => r#""runFor":"14m","containers":[{"name":"main","exitCode":1}]"#,
-                        5 => r#""runFor":"15m","containers":[{"name":"main","exitCode":3}]"#,
-                        _ => r#""outcome":"leaseReturned""#,
-                    },
-                };
-                list.push(format!("{{{run}{global}}}"));
-            }
-            let mut annotations = Vec::new();
-            match d.below(5) {
-                0 => annotations.push(r#""armadaproject.io/retry-policy":"c""#),
-                1 => annotations.push(r#""armadaproject.io/retry-policy":"a,c""#),
-                _ => {}
-            }
-            if d.below(8) == 0 {
-                annotations.push(r#""armadaproject.io/failFast":"true""#);
-            }
-            let queue = [r#","queue":"q""#, r#","queue":"unknown""#, ""][d.below(3) as usize];
-            out.push_str(&format!(
-                r#"{{"job":{{"id":"j{j}","memory":"8Gi","annotations":{{{}}}{queue}}},"runs":[{}]}}"#,
-                annotations.join(","),
-                list.join(",")
-            ));
-            out.push('\n');
-        }
-        out
     }
 
     /// Candidates that share a replay (the same matches, and limits as far as a job's runs

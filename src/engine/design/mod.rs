@@ -167,6 +167,53 @@ fn evaluate_with(
     }
 }
 
+/// How many runs copies of a failed `run` (same match, `matched`; the first of them is run
+/// `run_index`) start from `state` before one is decided Fail, that one included, at most
+/// `max` (≥ 1): what [`evaluate_matched`] decides copy after copy, without deciding each.
+/// Such copies are decided by the counters alone (SPEC §2.4): every one takes the same
+/// path, and a retry under a rule is granted while the rule's counter is below its limit and
+/// the job's total below `globalMaxRetries`, each grant adding one to both. The bypass paths
+/// of a failed run, a `Fail` rule and no retrying default all fail the first copy. `None`
+/// for a run that did not fail (its copies are not decided by the counters alone).
+#[allow(clippy::too_many_arguments)]
+pub fn copies_until_fail(
+    policies: Policies<'_>,
+    settings: &Settings,
+    job: &JobContext<'_>,
+    state: &JobState,
+    run: &Run,
+    run_index: usize,
+    matched: Match,
+    max: u32,
+) -> Option<u32> {
+    if run.outcome != Outcome::Failed {
+        return None;
+    }
+    let max = max.max(1);
+    // `failed_at` moves only a requeue's time, never whether a run fails.
+    if bypass_paths(&policies, settings, job, state, run, run_index, 0).is_some() {
+        return Some(1);
+    }
+    let (p, rule_ref) = match matched {
+        Some((p, r, _)) if policies[p].policy.rules[r].action == Action::Fail => return Some(1),
+        Some((p, r, _)) => (p, RuleRef::Index(r)),
+        None => match default_retry(&policies) {
+            Some(p) => (p, RuleRef::Default),
+            None => return Some(1),
+        },
+    };
+    let rule = match rule_ref {
+        RuleRef::Index(r) => Some(r),
+        RuleRef::Default => None,
+    };
+    let global = settings.global_max_retries;
+    let limit = policies[p].plan(rule).limit.unwrap_or(global);
+    let granted = global
+        .saturating_sub(state.total_retries)
+        .min(limit.saturating_sub(state.counter(p, rule_ref)));
+    Some(granted.saturating_add(1).min(max))
+}
+
 /// SPEC §2.8: cancelled, failFast, the legacy path (feature off or no policy) and a
 /// returned lease are decided without the policies.
 fn bypass_paths(
