@@ -460,6 +460,12 @@ pub const HISTORY_CONTAINER: &[Field] = &[
     f("message", Ty::Str, "The termination message."),
 ];
 
+pub const HISTORY_EVENT: &[Field] = &[
+    f("type", Ty::Str, "The event's type: `Normal` or `Warning`."),
+    f("reason", Ty::Str, "The event's reason (`UnexpectedAdmissionError`, `FailedMount`)."),
+    f("message", Ty::Str, "The event's message."),
+];
+
 pub const RUN_EXPECT: &[Field] = &[
     f("action", Ty::Action, "The expected action."),
     f("decision", Ty::Enum(&DECISION_KINDS), "The expected decision kind."),
@@ -544,6 +550,20 @@ pub const HISTORY_RUN: &[Field] = &[
             max: 4_294_967_295,
         },
         "The scheduler's globalMaxRetries from this run on (a reload).",
+    ),
+    f(
+        "podError",
+        Ty::Str,
+        "The pod error the executor captured (an image pull failure, a missing volume), matched by a categorizer's `onPodError`.",
+    ),
+    f(
+        "events",
+        Ty::Array {
+            items: &Ty::Object(HISTORY_EVENT),
+            max_items: None,
+            unique: false,
+        },
+        "The pod's Kubernetes events, matched by a categorizer's `onPodEvents`.",
     ),
     f(
         "expect",
