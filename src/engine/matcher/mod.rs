@@ -41,6 +41,7 @@ pub use policy_list::Policies;
 use retry_plan::rule_plans;
 pub(crate) use retry_plan::RetryPlan;
 use rule::{compile_rule, RuleMatcher};
+pub(crate) use pattern::Pattern;
 pub(crate) use run_facts::RunFacts;
 use run_facts::NAME_CACHE;
 pub use signal::Signal;
