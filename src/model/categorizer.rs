@@ -724,3 +724,135 @@ pub fn body(node: &Node, shape: Shape) -> Option<&Node> {
         Shape::Bare => lookup(node, "errorCategories"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::document::{parse_documents, Kind, Resource};
+
+    /// (config, every finding as `line:col path: message`).
+    fn decode(text: &str) -> (Option<ErrorCategories>, Vec<String>) {
+        let doc = parse_documents(text, None).documents.remove(0);
+        assert_eq!(doc.kind, Some(Kind::ErrorCategories), "{:?}", doc.diagnostics);
+        let findings = doc
+            .diagnostics
+            .iter()
+            .map(|d| {
+                let pos = d.pos.map_or("-".to_string(), |p| p.to_string());
+                let severity = if d.is_error() { "error" } else { "warning" };
+                format!("{severity} {pos} {}: {}", d.path, d.message)
+            })
+            .collect();
+        let config = match doc.resource {
+            Some(Resource::ErrorCategories(c)) => Some(c),
+            _ => None,
+        };
+        (config, findings)
+    }
+
+    /// Each row of upstream's `TestNewClassifier_ValidationErrors`: the config, and the one
+    /// error it gives (upstream checks a substring; this is the whole message and its place).
+    #[test]
+    fn upstream_validation_errors() {
+        let long = "a".repeat(64);
+        let rows: Vec<(String, &str, String)> = vec![
+            ("- rules: [{onConditions: [OOMKilled]}]".into(), "categories[0].name", "category config must have a name".into()),
+            ("- name: c\n  rules: [{}]".into(), "categories[0].rules[0]", "category `c` rule 0: rule must specify one of onConditions, onExitCodes, onTerminationMessage, onPodError, or onPodEvents".into()),
+            ("- name: c\n  rules: [{onConditions: [OOMKilled], onExitCodes: {operator: In, values: [1]}}]".into(), "categories[0].rules[0]", "category `c` rule 0: rule must specify only one of onConditions, onExitCodes, onTerminationMessage, onPodError, or onPodEvents".into()),
+            ("- name: c\n  rules: [{onConditions: [NotARealCondition]}]".into(), "categories[0].rules[0].onConditions[0]", "category `c` rule 0: unknown condition `NotARealCondition`, valid values: OOMKilled, Evicted, DeadlineExceeded".into()),
+            ("- name: c\n  action: Remove\n  rules: [{onConditions: [OOMKilled]}]".into(), "categories[0].action", "category `c`: invalid action `Remove`: must be `Delete` or `Retain`".into()),
+            ("- name: c\n  rules: [{onPodEvents: {regexp: '([invalid', type: Warning}}]".into(), "categories[0].rules[0].onPodEvents.regexp", "category `c` rule 0: invalid onPodEvents regexp `([invalid`: unclosed character class".into()),
+            ("- name: c\n  rules: [{onPodEvents: {regexp: x, type: Info}}]".into(), "categories[0].rules[0].onPodEvents.type", "category `c` rule 0: invalid onPodEvents type `Info`, must be `Normal` or `Warning`".into()),
+            ("- name: c\n  rules: [{onPodEvents: {regexp: x}}]".into(), "categories[0].rules[0].onPodEvents.type", "category `c` rule 0: invalid onPodEvents type ``, must be `Normal` or `Warning`".into()),
+            ("- name: c\n  rules: [{onExitCodes: {operator: Equals, values: [1]}}]".into(), "categories[0].rules[0].onExitCodes.operator", "category `c` rule 0: invalid exit code operator `Equals`, must be `In` or `NotIn`".into()),
+            ("- name: c\n  rules: [{onExitCodes: {operator: In}}]".into(), "categories[0].rules[0].onExitCodes.values", "category `c` rule 0: exit code matcher requires at least one value".into()),
+            ("- name: c\n  rules: [{onTerminationMessage: {pattern: '[invalid'}}]".into(), "categories[0].rules[0].onTerminationMessage.pattern", "category `c` rule 0: invalid onTerminationMessage regex `[invalid`: unclosed character class".into()),
+            ("- name: c\n  rules: [{onPodError: {pattern: '[invalid'}}]".into(), "categories[0].rules[0].onPodError.pattern", "category `c` rule 0: invalid onPodError regex `[invalid`: unclosed character class".into()),
+            ("- name: c".into(), "categories[0].rules", "category `c` must have at least one rule".into()),
+            ("- name: oom\n  rules: [{onConditions: [OOMKilled]}]\n- name: oom\n  rules: [{onConditions: [OOMKilled]}]".into(), "categories[1].name", "duplicate category name `oom`".into()),
+            (format!("- name: {long}\n  rules: [{{onConditions: [OOMKilled]}}]"), "categories[0].name", format!("category name `{long}` exceeds maximum length 63")),
+            (format!("- name: c\n  rules: [{{onConditions: [OOMKilled], subcategory: {long}}}]"), "categories[0].rules[0].subcategory", format!("category `c` rule 0: subcategory `{long}` exceeds maximum length 63")),
+        ];
+        for (categories, path, message) in rows {
+            let indented: String = categories.lines().map(|l| format!("    {l}\n")).collect();
+            let text = format!("errorCategories:\n  enabled: true\n  categories:\n{indented}");
+            let (_, findings) = decode(&text);
+            let errors: Vec<&String> = findings.iter().filter(|f| f.starts_with("error")).collect();
+            assert_eq!(errors.len(), 1, "{text}\n{findings:#?}");
+            assert!(errors[0].ends_with(&format!(" errorCategories.{path}: {message}")), "{text}\n{errors:#?}");
+        }
+        for (field, value) in [("defaultCategory", &long), ("defaultSubcategory", &long)] {
+            let text = format!("errorCategories:\n  enabled: true\n  {field}: {value}\n");
+            let (_, findings) = decode(&text);
+            assert_eq!(
+                findings,
+                vec![format!("error 3:{} errorCategories.{field}: {field} `{long}` exceeds maximum length 63", field.len() + 5)]
+            );
+        }
+    }
+
+    #[test]
+    fn both_shapes_any_case_and_positions() {
+        let executor = "application:\n  clusterId: a\n  errorCategories:\n    enabled: true\n    categories:\n      - name: oom\n        action: Delete\n        rules:\n          - onConditions: [OOMKilled]\n            subcategory: kernel\nkubernetes: {x: 1}\n";
+        let (config, findings) = decode(executor);
+        assert_eq!(findings, Vec::<String>::new());
+        let config = config.unwrap();
+        assert_eq!(config.shape, Shape::Executor);
+        assert!(config.enabled);
+        assert_eq!(config.categories[0].pod_action(), Some(PodAction::Delete));
+        assert_eq!(config.categories[0].rules[0].subcategory, "kernel");
+
+        let bare = "ERRORCATEGORIES:\n  Enabled: 'true'\n  DefaultCategory: other\n  Categories:\n    - Name: user\n      RULES:\n        - onexitcodes: {Operator: In, Values: [1, '2']}\n        - OnConditions: OOMKilled,Evicted\n";
+        let (config, findings) = decode(bare);
+        assert_eq!(findings, Vec::<String>::new());
+        let config = config.unwrap();
+        assert_eq!(config.shape, Shape::Bare);
+        assert!(config.enabled);
+        assert_eq!(config.default_category, "other");
+        assert_eq!(config.categories[0].name, "user");
+        assert_eq!(config.categories[0].rules[0].on_exit_codes.as_ref().unwrap().values, vec![1, 2]);
+        assert_eq!(config.categories[0].rules[1].on_conditions, vec!["OOMKilled", "Evicted"]);
+
+        // Executor shape wins; a top-level errorCategories beside it is ignored, with a warning.
+        let both = "errorCategories: {enabled: true}\napplication:\n  errorCategories: {enabled: true}\n";
+        let (config, findings) = decode(both);
+        assert_eq!(config.unwrap().shape, Shape::Executor);
+        assert_eq!(
+            findings,
+            vec!["warning 1:1 errorCategories: ignored: the executor reads `application.errorCategories`"]
+        );
+
+        // Errors and warnings are placed, in the executor shape too.
+        let bad = "application:\n  errorCategories:\n    enabled: yes\n    Enabled: true\n    categories:\n      - name: c\n        rules:\n          - onExitCodes: {operator: In, values: [1, x, 99999999999]}\n            retryLimit: 3\n";
+        let (_, findings) = decode(bad);
+        assert_eq!(
+            findings,
+            vec![
+                "error 3:14 application.errorCategories.enabled: expected `true` or `false`, found `yes`",
+                "error 4:5 application.errorCategories.enabled: duplicate key `Enabled` (first at 3:5): keys are case-insensitive, and the executor would keep only one of them",
+                "error 8:53 application.errorCategories.categories[0].rules[0].onExitCodes.values[1]: expected an integer, found `x`",
+                "error 8:56 application.errorCategories.categories[0].rules[0].onExitCodes.values[2]: exit code `99999999999` is out of range: exit codes are 32-bit integers",
+                "warning 9:13 application.errorCategories.categories[0].rules[0].retryLimit: unknown field `retryLimit`, expected one of `containerName`, `onConditions`, `onExitCodes`, `onTerminationMessage`, `onPodError`, `onPodEvents`, `subcategory`, `hint` (the executor ignores it)",
+            ]
+        );
+    }
+
+    #[test]
+    fn recognised_only_without_an_envelope() {
+        let yaml = crate::yaml::parse_stream("apiVersion: armadaproject.io/v1\nkind: Queue\nerrorCategories: {}\n");
+        assert_eq!(shape_of(&yaml.documents[0]), None);
+        let yaml = crate::yaml::parse_stream("application: {clusterId: a}\n");
+        assert_eq!(shape_of(&yaml.documents[0]), None);
+        let yaml = crate::yaml::parse_stream("application: {errorcategories: }\n");
+        assert_eq!(shape_of(&yaml.documents[0]), Some(Shape::Executor));
+        // Where another kind is expected, the categorizer is named, not half-read.
+        let doc = parse_documents("errorCategories: {enabled: true}\n", Some(&[Kind::RetryPolicy, Kind::Queue]))
+            .documents
+            .remove(0);
+        assert!(doc.resource.is_none());
+        assert_eq!(
+            doc.diagnostics[0].message,
+            "expected a `RetryPolicy` or `Queue` document here, found the executor's categorizer config (`errorCategories`)"
+        );
+    }
+}
