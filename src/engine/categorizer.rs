@@ -46,8 +46,15 @@ struct CompiledRule {
 /// A rule's one matcher.
 #[derive(Debug, Clone)]
 enum Matcher {
-    Conditions { oom: bool, evicted: bool, deadline: bool },
-    ExitCodes { not_in: bool, values: Box<[i32]> },
+    Conditions {
+        oom: bool,
+        evicted: bool,
+        deadline: bool,
+    },
+    ExitCodes {
+        not_in: bool,
+        values: Box<[i32]>,
+    },
     TerminationMessage(Pattern),
     PodError(Pattern),
     PodEvents {

@@ -20,8 +20,8 @@
 //! `evaluate` must not allocate (SPEC §7; `tests/alloc.rs` counts): text is made from a
 //! verdict only where a record carries it.
 
-mod decision;
 pub mod categorizer;
+mod decision;
 pub mod design;
 pub mod job_report;
 mod job_state;

@@ -307,7 +307,11 @@ fn rule(dec: &mut Decoder, node: &Node, path: &str) -> CategoryRule {
         if let Some(n) = f.get(key) {
             let p = f.path_of(key);
             if let Some(m) = keys(dec, n, &p, &fields::names(fields::CATEGORY_PATTERN)) {
-                *slot = Some(m.get("pattern").map(|v| text(dec, v, &m.path_of("pattern"))).unwrap_or_default());
+                *slot = Some(
+                    m.get("pattern")
+                        .map(|v| text(dec, v, &m.path_of("pattern")))
+                        .unwrap_or_default(),
+                );
             }
         }
     }
@@ -530,10 +534,7 @@ pub fn validate_error_categories(config: &ErrorCategories) -> Vec<Diagnostic> {
             out.push(Diagnostic::error(
                 "out-of-range",
                 field,
-                format!(
-                    "{field} {} exceeds maximum length {MAX_CATEGORY_LEN}",
-                    quote(value)
-                ),
+                format!("{field} {} exceeds maximum length {MAX_CATEGORY_LEN}", quote(value)),
             ));
         }
     }
@@ -583,7 +584,12 @@ pub fn validate_error_categories(config: &ErrorCategories) -> Vec<Diagnostic> {
             ));
         }
         for (j, rule) in cat.rules.iter().enumerate() {
-            check_rule(&mut out, &index(&p("rules"), j), &format!("category {name} rule {j}: "), rule);
+            check_rule(
+                &mut out,
+                &index(&p("rules"), j),
+                &format!("category {name} rule {j}: "),
+                rule,
+            );
         }
     }
     out
@@ -651,7 +657,11 @@ fn check_rule(out: &mut Vec<Diagnostic>, path: &str, prefix: &str, rule: &Catego
         }
     }
     for (field, pattern, words) in [
-        ("onTerminationMessage.pattern", &rule.on_termination_message, "onTerminationMessage regex"),
+        (
+            "onTerminationMessage.pattern",
+            &rule.on_termination_message,
+            "onTerminationMessage regex",
+        ),
         ("onPodError.pattern", &rule.on_pod_error, "onPodError regex"),
         (
             "onPodEvents.regexp",
@@ -779,14 +789,20 @@ mod tests {
             let (_, findings) = decode(&text);
             let errors: Vec<&String> = findings.iter().filter(|f| f.starts_with("error")).collect();
             assert_eq!(errors.len(), 1, "{text}\n{findings:#?}");
-            assert!(errors[0].ends_with(&format!(" errorCategories.{path}: {message}")), "{text}\n{errors:#?}");
+            assert!(
+                errors[0].ends_with(&format!(" errorCategories.{path}: {message}")),
+                "{text}\n{errors:#?}"
+            );
         }
         for (field, value) in [("defaultCategory", &long), ("defaultSubcategory", &long)] {
             let text = format!("errorCategories:\n  enabled: true\n  {field}: {value}\n");
             let (_, findings) = decode(&text);
             assert_eq!(
                 findings,
-                vec![format!("error 3:{} errorCategories.{field}: {field} `{long}` exceeds maximum length 63", field.len() + 5)]
+                vec![format!(
+                    "error 3:{} errorCategories.{field}: {field} `{long}` exceeds maximum length 63",
+                    field.len() + 5
+                )]
             );
         }
     }
@@ -810,8 +826,14 @@ mod tests {
         assert!(config.enabled);
         assert_eq!(config.default_category, "other");
         assert_eq!(config.categories[0].name, "user");
-        assert_eq!(config.categories[0].rules[0].on_exit_codes.as_ref().unwrap().values, vec![1, 2]);
-        assert_eq!(config.categories[0].rules[1].on_conditions, vec!["OOMKilled", "Evicted"]);
+        assert_eq!(
+            config.categories[0].rules[0].on_exit_codes.as_ref().unwrap().values,
+            vec![1, 2]
+        );
+        assert_eq!(
+            config.categories[0].rules[1].on_conditions,
+            vec!["OOMKilled", "Evicted"]
+        );
 
         // Executor shape wins; a top-level errorCategories beside it is ignored, with a warning.
         let both = "errorCategories: {enabled: true}\napplication:\n  errorCategories: {enabled: true}\n";
@@ -846,9 +868,12 @@ mod tests {
         let yaml = crate::yaml::parse_stream("application: {errorcategories: }\n");
         assert_eq!(shape_of(&yaml.documents[0]), Some(Shape::Executor));
         // Where another kind is expected, the categorizer is named, not half-read.
-        let doc = parse_documents("errorCategories: {enabled: true}\n", Some(&[Kind::RetryPolicy, Kind::Queue]))
-            .documents
-            .remove(0);
+        let doc = parse_documents(
+            "errorCategories: {enabled: true}\n",
+            Some(&[Kind::RetryPolicy, Kind::Queue]),
+        )
+        .documents
+        .remove(0);
         assert!(doc.resource.is_none());
         assert_eq!(
             doc.diagnostics[0].message,

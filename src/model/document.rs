@@ -8,8 +8,8 @@
 use crate::diag::{index, join, one_of, quote, suggest, Diagnostic};
 use crate::yaml::{self, Node, Pos, Value};
 
-pub use super::decode::locate;
 use super::categorizer::{self, ErrorCategories};
+pub use super::decode::locate;
 use super::decode::{Decoder, Fields};
 use super::failure_history::{self, FailureHistory};
 use super::fields;

@@ -904,7 +904,10 @@ mod tests {
         assert_eq!(errors, Vec::<String>::new());
         let h = h.unwrap();
         let run = &h.runs[0];
-        assert_eq!(run.pod_error.as_deref(), Some("Failed to pull image: no match for platform in manifest"));
+        assert_eq!(
+            run.pod_error.as_deref(),
+            Some("Failed to pull image: no match for platform in manifest")
+        );
         assert_eq!(
             run.events[0],
             PodEvent {

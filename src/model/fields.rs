@@ -462,7 +462,11 @@ pub const HISTORY_CONTAINER: &[Field] = &[
 
 pub const HISTORY_EVENT: &[Field] = &[
     f("type", Ty::Str, "The event's type: `Normal` or `Warning`."),
-    f("reason", Ty::Str, "The event's reason (`UnexpectedAdmissionError`, `FailedMount`)."),
+    f(
+        "reason",
+        Ty::Str,
+        "The event's reason (`UnexpectedAdmissionError`, `FailedMount`).",
+    ),
     f("message", Ty::Str, "The event's message."),
 ];
 

@@ -589,7 +589,9 @@ impl<'de> RunVisitor<'_> {
                     run.expect = Some(Box::new(or_give_up(e.into_model())?));
                 }
             }
-            RunField::PodError => self.strings.set(&mut run.pod_error, Option::<Str<'de>>::deserialize(d)?),
+            RunField::PodError => self
+                .strings
+                .set(&mut run.pod_error, Option::<Str<'de>>::deserialize(d)?),
             RunField::Events => d.deserialize_option(EventsSeed(&mut run.events))?,
         }
         Ok(())
@@ -1116,5 +1118,4 @@ mod tests {
         assert!(h.runs[0].events.is_empty());
         assert_eq!(Ok(h.clone()), decode_line_strict(br#"{"runs":[{}]}"#, 3));
     }
-
 }

@@ -59,7 +59,11 @@ fn classify(yaml: &str, run: &Run) -> (String, String, PodAction) {
     }
 }
 
-const PLATFORM_ERROR: &str = "Failed to pull image \"amd64/busybox:latest\": no match for platform in manifest: not found";
+/// (upstream's case name, the config's body under `errorCategories`, the run, what it gets).
+type Row = (&'static str, &'static str, Run, (&'static str, &'static str, PodAction));
+
+const PLATFORM_ERROR: &str =
+    "Failed to pull image \"amd64/busybox:latest\": no match for platform in manifest: not found";
 
 /// Every row of upstream's `TestClassify` (its harness sets no `enabled`: the classifier is
 /// built directly, so each config here is enabled).
@@ -82,7 +86,7 @@ fn upstream_test_classify() {
         pod_error: Some(message.into()),
         ..Run::default()
     };
-    let rows: Vec<(&str, &str, Run, (&str, &str, PodAction))> = vec![
+    let rows: Vec<Row> = vec![
         (
             "onPodEvents matches a warning event by message and type",
             "categories:\n- name: gpu_unavailable\n  action: Delete\n  rules:\n  - onPodEvents: {regexp: 'Pod Allocate failed due to requested number of devices unavailable for nvidia.com/gpu.*', type: Warning}\n    subcategory: device_plugin",
@@ -289,11 +293,7 @@ fn upstream_test_classify() {
         let indented: String = body.lines().map(|l| format!("  {l}\n")).collect();
         let yaml = format!("errorCategories:\n  enabled: true\n{indented}");
         let got = classify(&yaml, &run);
-        assert_eq!(
-            got,
-            (category.to_string(), subcategory.to_string(), action),
-            "{name}"
-        );
+        assert_eq!(got, (category.to_string(), subcategory.to_string(), action), "{name}");
     }
 }
 
@@ -303,10 +303,16 @@ fn disabled_assigns_nothing_and_armadas_own_runs_keep_their_category() {
     let disabled = Classifier::new(&config(yaml)).unwrap();
     assert!(!disabled.enabled());
     let oom = terminated(137, "OOMKilled", "");
-    assert_eq!(disabled.classify(&oom), Categorized::Classified(Classification::default()));
+    assert_eq!(
+        disabled.classify(&oom),
+        Categorized::Classified(Classification::default())
+    );
     assert!(disabled.classify(&oom).pod_retained());
 
-    let enabled = Classifier::new(&config(&yaml.replace("errorCategories:\n", "errorCategories:\n  enabled: true\n"))).unwrap();
+    let enabled = Classifier::new(&config(
+        &yaml.replace("errorCategories:\n", "errorCategories:\n  enabled: true\n"),
+    ))
+    .unwrap();
     let got = enabled.classify(&oom);
     assert!(!got.pod_retained(), "{got:?}");
     assert!(!enabled.retains_pod(Some("oom")));
@@ -349,7 +355,9 @@ fn disabled_assigns_nothing_and_armadas_own_runs_keep_their_category() {
 /// Upstream's `classify`, transliterated: (category, subcategory, Delete?), `None` for a run
 /// it never sees.
 fn reference(config: &ErrorCategories, run: &Run) -> Option<(String, String, bool)> {
-    if matches!(run.category.as_deref(), Some("internal" | "preemption")) || run.conditions.contains(&Condition::Preempted) {
+    if matches!(run.category.as_deref(), Some("internal" | "preemption"))
+        || run.conditions.contains(&Condition::Preempted)
+    {
         return None;
     }
     if !config.enabled {
@@ -410,11 +418,22 @@ fn reference(config: &ErrorCategories, run: &Run) -> Option<(String, String, boo
             }
         }
     }
-    Some((config.default_category.clone(), config.default_subcategory.clone(), false))
+    Some((
+        config.default_category.clone(),
+        config.default_subcategory.clone(),
+        false,
+    ))
 }
 
 const NAMES: [&str; 4] = ["main", "sidecar", "init", ""];
-const MESSAGES: [&str; 6] = ["", "CUDA error: out of memory", "segfault at 0x0", "cuda", "xid 79", "é\nCUDA Error"];
+const MESSAGES: [&str; 6] = [
+    "",
+    "CUDA error: out of memory",
+    "segfault at 0x0",
+    "cuda",
+    "xid 79",
+    "é\nCUDA Error",
+];
 const PATTERNS: [&str; 7] = ["cuda", "(?i)cuda.*error", "^seg", ".*", "platform", "x|y", "Error$"];
 const POD_ERRORS: [&str; 3] = ["", "no match for platform in manifest", "ErrImagePull"];
 const EVENT_MESSAGES: [&str; 3] = ["", "Pod Allocate failed", "xid"];
@@ -424,7 +443,10 @@ fn rule() -> impl Strategy<Value = CategoryRule> {
     let container = prop_oneof![Just(String::new()), name.prop_map(str::to_string)];
     let conditions = prop::sample::subsequence(vec!["OOMKilled", "Evicted", "DeadlineExceeded"], 1..=3)
         .prop_map(|v| v.into_iter().map(str::to_string).collect::<Vec<_>>());
-    let codes = (any::<bool>(), prop::collection::vec(prop::sample::select(vec![1, 2, 42, 137, -1]), 1..3));
+    let codes = (
+        any::<bool>(),
+        prop::collection::vec(prop::sample::select(vec![1, 2, 42, 137, -1]), 1..3),
+    );
     let pattern = prop::sample::select(&PATTERNS[..]).prop_map(str::to_string);
     let events = (
         pattern.clone(),
@@ -463,7 +485,10 @@ fn rule() -> impl Strategy<Value = CategoryRule> {
 }
 
 fn config_strategy() -> impl Strategy<Value = ErrorCategories> {
-    let category = (prop::sample::select(vec!["", "Retain", "Delete"]), prop::collection::vec(rule(), 1..4));
+    let category = (
+        prop::sample::select(vec!["", "Retain", "Delete"]),
+        prop::collection::vec(rule(), 1..4),
+    );
     (
         prop::bool::weighted(0.9),
         prop::sample::select(vec!["", "other"]),
