@@ -1600,8 +1600,8 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --insecure-skip-tls-verify 'Do not verify the server''s TLS certificate (insecure: warns on every run)'
             cand -v 'Log each request and its status to stderr (credentials are never printed)'
             cand --verbose 'Log each request and its status to stderr (credentials are never printed)'
-            cand -h 'Print help (see more with ''--help'')'
-            cand --help 'Print help (see more with ''--help'')'
+            cand -h 'Print help'
+            cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
         }

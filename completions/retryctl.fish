@@ -1377,7 +1377,7 @@ always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l queue -d 'Only jobs of this queue' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l jobset -d 'Only jobs of this job set' -r

@@ -398,7 +398,8 @@ pub enum SchemaKind {
     #[value(alias = "q")]
     Queue,
     Failurehistory,
-    /// The executor's categorizer config (`errorCategories`).
+    // The executor's categorizer config (`errorCategories`); no doc comment: one would switch
+    // `schema --help` to the long form that lists each value with its help.
     Errorcategories,
 }
 
