@@ -2625,7 +2625,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__schema)
-            opts="-c -v -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy queue failurehistory"
+            opts="-c -v -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version retrypolicy queue failurehistory errorcategories"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

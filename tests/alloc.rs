@@ -1,4 +1,5 @@
 //! SPEC §7: the design engine's evaluator makes no heap allocation per decision.
+//! The executor's categorizer makes none per run either (`classifying_a_run_allocates_nothing`).
 //!
 //! Its own test binary (Cargo.toml `[[test]] alloc`) because it installs a counting global
 //! allocator. The count is per thread (a `thread_local` counter), so the test harness and
@@ -264,4 +265,93 @@ fn decide_without_allocating(name: &str, policies: Policies<'_>, settings: &Sett
         let made = allocations() - before;
         assert_eq!(made, 0, "{name}: {made} heap allocations in 100 decisions");
     }
+}
+
+/// The executor's categorizer runs on every run of a replay: classifying one allocates
+/// nothing either (its regexes warmed up first, as above).
+#[test]
+fn classifying_a_run_allocates_nothing() {
+    use retryctl::engine::categorizer::{Categorized, Classifier};
+    use retryctl::model::categorizer::{Category, CategoryRule, ErrorCategories, ExitCodeMatcher, PodEventMatcher};
+    use retryctl::model::failure_history::{Container, PodEvent};
+
+    let rule = |f: &dyn Fn(&mut CategoryRule)| {
+        let mut r = CategoryRule::default();
+        f(&mut r);
+        r
+    };
+    let config = ErrorCategories {
+        enabled: true,
+        default_category: "uncategorized".into(),
+        categories: vec![
+            Category {
+                name: "oom".into(),
+                action: "Delete".into(),
+                rules: vec![rule(&|r| r.on_conditions = vec!["OOMKilled".into()])],
+            },
+            Category {
+                name: "infra".into(),
+                action: String::new(),
+                rules: vec![
+                    rule(&|r| r.on_pod_error = Some("no match for platform".into())),
+                    rule(&|r| {
+                        r.on_pod_events = Some(PodEventMatcher {
+                            regexp: "Allocate failed.*gpu".into(),
+                            reason: String::new(),
+                            event_type: "Warning".into(),
+                        })
+                    }),
+                    rule(&|r| {
+                        r.container_name = "main".into();
+                        r.on_termination_message = Some("(?i)cuda.*error".into());
+                    }),
+                    rule(&|r| {
+                        r.on_exit_codes = Some(ExitCodeMatcher {
+                            operator: "In".into(),
+                            values: vec![74, 75],
+                        })
+                    }),
+                ],
+            },
+        ],
+        ..ErrorCategories::default()
+    };
+    let classifier = Classifier::new(&config).unwrap();
+    let runs = [
+        Run {
+            containers: vec![Container {
+                name: "main".into(),
+                exit_code: 1,
+                message: Some("CUDA error: an illegal memory access".into()),
+                ..Container::default()
+            }],
+            events: vec![PodEvent {
+                event_type: "Warning".into(),
+                reason: "UnexpectedAdmissionError".into(),
+                message: "Pod Allocate failed for nvidia.com/cpu".into(),
+            }],
+            ..Run::default()
+        },
+        Run {
+            pod_error: Some("ErrImagePull".into()),
+            containers: vec![Container {
+                exit_code: 3,
+                ..Container::default()
+            }],
+            ..Run::default()
+        },
+    ];
+    for r in &runs {
+        black_box(classifier.classify(r));
+    }
+    let before = allocations();
+    for _ in 0..100 {
+        for r in &runs {
+            assert!(matches!(
+                black_box(classifier.classify(black_box(r))),
+                Categorized::Classified(_)
+            ));
+        }
+    }
+    assert_eq!(allocations() - before, 0, "classifying allocated");
 }

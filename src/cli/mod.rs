@@ -369,7 +369,7 @@ pub struct DescribeNames {
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// `retrypolicy`, `queue` or `failurehistory`, optionally followed by a field path
+    /// `retrypolicy`, `queue`, `failurehistory` or `errorcategories`, optionally followed by a field path
     /// (`retrypolicy.spec.rules.onExitCodes`). Without it: the kinds, as a usage error.
     #[arg(value_name = "TYPE[.FIELD...]")]
     pub path: Option<String>,
@@ -398,6 +398,9 @@ pub enum SchemaKind {
     #[value(alias = "q")]
     Queue,
     Failurehistory,
+    // The executor's categorizer config (`errorCategories`); no doc comment: one would switch
+    // `schema --help` to the long form that lists each value with its help.
+    Errorcategories,
 }
 
 // `retryctl history` (SPEC §3.3).

@@ -4,7 +4,8 @@
 //!
 //! Decisions: `--api-version` picks a RetryPolicy's layout, as `kubectl explain
 //! --api-version` picks a group version (v1 by default; `armadaproject.io/v1beta1` is
-//! upstream's flat layout; a Queue has one layout, a FailureHistory only v1). A field that
+//! upstream's flat layout; a Queue has one layout, a FailureHistory only v1; the executor's
+//! `errorcategories` has no envelope and one layout, its `errorCategories` mapping). A field that
 //! is not where the path says but is elsewhere in the layout (`retrypolicy.rules` is under
 //! `spec`), or only in the other dialect's, is suggested with its full path. No TYPE is a
 //! usage error listing the kinds, as `kubectl explain` with no resource.
@@ -34,6 +35,11 @@ fn layout(kind: Kind, version: ApiVersion) -> Option<Layout> {
         // One layout, whichever version names it.
         (Kind::Queue, _) => ("Queue (armadaproject.io/v1beta1)", fields::QUEUE),
         (Kind::FailureHistory, ApiVersion::V1) => ("FailureHistory (armadaproject.io/v1)", fields::FAILURE_HISTORY),
+        // No envelope, one layout: the `errorCategories` mapping, wherever the file holds it.
+        (Kind::ErrorCategories, _) => (
+            "ErrorCategories (the executor's errorCategories, keys in any case)",
+            fields::ERROR_CATEGORIES,
+        ),
         _ => return None,
     };
     Some(Layout {
@@ -55,6 +61,7 @@ pub fn run(ctx: &mut Context, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let kind = match noun_kind(noun) {
         Some(k @ (Kind::RetryPolicy | Kind::Queue)) => k,
         _ if noun.eq_ignore_ascii_case("failurehistory") => Kind::FailureHistory,
+        _ if noun.eq_ignore_ascii_case("errorcategories") => Kind::ErrorCategories,
         _ => return Err(CliError::usage(format!("unknown resource type `{noun}`: expected {KINDS}")).into()),
     };
     let version = ApiVersion::parse(&args.api_version).ok_or_else(|| {

@@ -1,6 +1,6 @@
-//! `retryctl schema retrypolicy|queue|failurehistory`: the JSON Schema (draft 2020-12) of
-//! each kind (a RetryPolicy's two dialects as `oneOf`), generated from `model::fields`, the
-//! table the strict decoder reads.
+//! `retryctl schema retrypolicy|queue|failurehistory|errorcategories`: the JSON Schema (draft
+//! 2020-12) of each kind (a RetryPolicy's two dialects as `oneOf`, a categorizer's two shapes
+//! as `anyOf`), generated from `model::fields`, the table the strict decoder reads.
 
 use crate::app::Context;
 use crate::cli::{SchemaArgs, SchemaKind};
@@ -12,7 +12,7 @@ use crate::output::schema;
 pub const SCHEMA_BASE: &str = "https://github.com/armadaproject/retryctl/schemas";
 
 /// The kinds `schema` and `explain` know, for the usage error of either without one.
-pub const KINDS: &str = "`retrypolicy` (`rp`), `queue` (`q`) or `failurehistory`";
+pub const KINDS: &str = "`retrypolicy` (`rp`), `queue` (`q`), `failurehistory` or `errorcategories`";
 
 pub fn run(ctx: &mut Context, args: &SchemaArgs) -> anyhow::Result<ExitCode> {
     // As `kubectl explain` with no resource: a usage error that lists what there is.
@@ -42,6 +42,11 @@ pub fn run(ctx: &mut Context, args: &SchemaArgs) -> anyhow::Result<ExitCode> {
             &format!("{SCHEMA_BASE}/failurehistory.json"),
             "Armada FailureHistory (armadaproject.io/v1, retryctl simulate's input)",
             fields::FAILURE_HISTORY,
+        ),
+        SchemaKind::Errorcategories => schema::schema_categorizer(
+            &format!("{SCHEMA_BASE}/errorcategories.json"),
+            "Armada executor errorCategories (the error categorizer's config: an executor config, or a document whose top level is errorCategories)",
+            fields::ERROR_CATEGORIES,
         ),
     };
     writeln!(ctx.out, "{}", serde_json::to_string_pretty(&value)?)?;

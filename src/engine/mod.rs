@@ -6,7 +6,8 @@
 //! design engine matches with them, §2.2–2.3); `decision` holds the records both write
 //! ([`Decision`], §2.7, §2.9) and `job_state` what a job carries between runs ([`JobState`],
 //! [`JobContext`], the memory bump of §2.6). [`replay`] runs a whole FailureHistory through
-//! either engine and [`simulator`] resolves which policies a job gets.
+//! either engine and [`simulator`] resolves which policies a job gets. [`categorizer`] is the
+//! executor's error categorizer: a failed run's category as Armada's executor assigns it.
 //!
 //! Owns (this file): the inputs both engines take: the scheduler's [`Settings`], which engine
 //! decides ([`EngineKind`]), the job annotations, and the effective policy names of §2.1
@@ -19,6 +20,7 @@
 //! `evaluate` must not allocate (SPEC §7; `tests/alloc.rs` counts): text is made from a
 //! verdict only where a record carries it.
 
+pub mod categorizer;
 mod decision;
 pub mod design;
 pub mod job_report;

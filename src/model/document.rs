@@ -8,6 +8,7 @@
 use crate::diag::{index, join, one_of, quote, suggest, Diagnostic};
 use crate::yaml::{self, Node, Pos, Value};
 
+use super::categorizer::{self, ErrorCategories};
 pub use super::decode::locate;
 use super::decode::{Decoder, Fields};
 use super::failure_history::{self, FailureHistory};
@@ -32,9 +33,13 @@ pub enum Kind {
     Queue,
     FailureHistory,
     SchedulerConfig,
+    /// The executor's categorizer config (`model::categorizer`): it has no envelope, so it is
+    /// recognised by its `errorCategories` key, never named by a `kind`.
+    ErrorCategories,
 }
 
 impl Kind {
+    /// The kinds an envelope's `kind` names, in the order of [`Kind::NAMES`].
     pub const ALL: [Kind; 4] = [
         Kind::RetryPolicy,
         Kind::Queue,
@@ -44,7 +49,10 @@ impl Kind {
     pub const NAMES: [&'static str; 4] = ["RetryPolicy", "Queue", "FailureHistory", "SchedulerConfig"];
 
     pub fn as_str(self) -> &'static str {
-        Self::NAMES[self as usize]
+        match self {
+            Kind::ErrorCategories => "ErrorCategories",
+            other => Self::NAMES[other as usize],
+        }
     }
 
     pub fn parse(text: &str) -> Option<Kind> {
@@ -83,6 +91,7 @@ pub enum Resource {
     Queue(Queue),
     FailureHistory(Box<FailureHistory>),
     SchedulerConfig(SchedulerConfig),
+    ErrorCategories(ErrorCategories),
 }
 
 impl Resource {
@@ -92,6 +101,7 @@ impl Resource {
             Resource::Queue(_) => Kind::Queue,
             Resource::FailureHistory(_) => Kind::FailureHistory,
             Resource::SchedulerConfig(_) => Kind::SchedulerConfig,
+            Resource::ErrorCategories(_) => Kind::ErrorCategories,
         }
     }
 
@@ -100,7 +110,7 @@ impl Resource {
             Resource::RetryPolicy(p) => Some(&p.name),
             Resource::Queue(q) => Some(&q.name),
             Resource::FailureHistory(h) => Some(&h.job.id),
-            Resource::SchedulerConfig(_) => None,
+            Resource::SchedulerConfig(_) | Resource::ErrorCategories(_) => None,
         }
     }
 }
@@ -281,6 +291,10 @@ pub fn decode_document(node: Node, index: usize, expected: Option<&[Kind]>) -> D
         doc.diagnostics = dec.diagnostics;
         return doc;
     }
+    if let Some(shape) = categorizer::shape_of(node) {
+        decode_categorizer(&mut doc, shape, expected);
+        return doc;
+    }
     doc.name = node
         .get("name")
         .or_else(|| node.get("metadata").and_then(|m| m.get("name")))
@@ -299,6 +313,8 @@ pub fn decode_document(node: Node, index: usize, expected: Option<&[Kind]>) -> D
             (Kind::SchedulerConfig, _) => {
                 scheduler::decode_scheduler_config(&mut dec, node).map(Resource::SchedulerConfig)
             }
+            // Never named by an envelope (`Kind::parse` does not know it).
+            (Kind::ErrorCategories, _) => None,
         };
         // Semantic rules run even when some fields failed to decode, so that every error of
         // the document is reported; a finding on (or above, or below) a field that already
@@ -342,7 +358,54 @@ fn validate_resource(resource: &Resource) -> Vec<Diagnostic> {
         Resource::Queue(q) => validate::validate_queue(q),
         Resource::FailureHistory(h) => failure_history::validate_failure_history(h),
         Resource::SchedulerConfig(c) => scheduler::validate_scheduler_config(c),
+        Resource::ErrorCategories(c) => categorizer::validate_error_categories(c),
     }
+}
+
+/// A categorizer document (no envelope): decoded, upstream's checks placed at their fields
+/// (paths from the document's top, keys matched in any case), a decode failure masking the
+/// checks it would only repeat, as for the other kinds.
+fn decode_categorizer(doc: &mut Document, shape: categorizer::Shape, expected: Option<&[Kind]>) {
+    let mut dec = Decoder::default();
+    let node = &doc.node;
+    doc.kind = Some(Kind::ErrorCategories);
+    if let Some(expected) = expected.filter(|e| !e.contains(&Kind::ErrorCategories)) {
+        let names: Vec<&str> = expected.iter().map(|k| k.as_str()).collect();
+        dec.error(
+            node,
+            "unexpected-kind",
+            "",
+            format!(
+                "expected a {} document here, found the executor's categorizer config (`{}`)",
+                one_of(&names).replace(", ", " or "),
+                shape.prefix()
+            ),
+        );
+        doc.kind = None;
+        doc.diagnostics = dec.diagnostics;
+        return;
+    }
+    let config = categorizer::decode_error_categories(&mut dec, node, shape);
+    if let (Some(config), Some(body)) = (&config, categorizer::body(node, shape)) {
+        let failed: Vec<String> = dec
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| d.path.clone())
+            .collect();
+        for d in categorizer::validate_error_categories(config) {
+            let path = join(shape.prefix(), &d.path);
+            if failed.iter().any(|f| masks(f, &path, d.code)) {
+                continue;
+            }
+            let pos = categorizer::locate(body, &d.path);
+            dec.diagnostics.push(Diagnostic { path, ..d }.at(pos));
+        }
+    }
+    doc.resource = config.map(Resource::ErrorCategories);
+    doc.diagnostics = dec.diagnostics;
+    doc.diagnostics
+        .sort_by_key(|d| d.pos.map_or((usize::MAX, usize::MAX), |p| (p.line, p.column)));
 }
 
 /// A validator message names fields in the wire layout; a v1beta1 document spells the

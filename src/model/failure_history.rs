@@ -165,8 +165,23 @@ pub struct Run {
     pub subcategory: Option<String>,
     pub outcome: Outcome,
     pub global_max_retries: Option<u32>,
+    /// The kubelet's pod error the executor captured (an image pull failure, a missing
+    /// volume): what a categorizer's `onPodError` matches.
+    pub pod_error: Option<String>,
+    /// The pod's Kubernetes events, in order: what a categorizer's `onPodEvents` matches.
+    pub events: Vec<PodEvent>,
     /// Boxed: few runs have one, and a `Run` is moved whole while a history is decoded.
     pub expect: Option<Box<RunExpect>>,
+}
+
+/// One Kubernetes event of a run's pod (`{type: Warning, reason: …, message: …}`). A field
+/// the history leaves out is empty, as Kubernetes leaves it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PodEvent {
+    /// `Normal` or `Warning` in Kubernetes; any text is kept as written.
+    pub event_type: String,
+    pub reason: String,
+    pub message: String,
 }
 
 /// Assertions on one run's decision. Every field optional; each set one is checked.
@@ -482,6 +497,31 @@ fn decode_run(dec: &mut Decoder, node: &Node, path: &str) -> Run {
     if let Some(v) = f.get("globalMaxRetries") {
         run.global_max_retries = dec.u32(v, &f.path_of("globalMaxRetries"));
     }
+    if let Some(v) = f.get("podError") {
+        run.pod_error = dec.string(v, &f.path_of("podError"));
+    }
+    if let Some(v) = f.get("events") {
+        let p = f.path_of("events");
+        if let Some(items) = dec.seq(v, &p) {
+            for (i, item) in items.iter().enumerate() {
+                let ep = index(&p, i);
+                let Some(ef) = dec.fields(item, &ep, &super::fields::names(super::fields::HISTORY_EVENT)) else {
+                    continue;
+                };
+                let mut e = PodEvent::default();
+                for (key, slot) in [
+                    ("type", &mut e.event_type),
+                    ("reason", &mut e.reason),
+                    ("message", &mut e.message),
+                ] {
+                    if let Some(n) = ef.get(key) {
+                        *slot = dec.string(n, &ef.path_of(key)).unwrap_or_default();
+                    }
+                }
+                run.events.push(e);
+            }
+        }
+    }
     if let Some(v) = f.get("expect") {
         let p = f.path_of("expect");
         if let Some(ef) = dec.fields(v, &p, &super::fields::names(super::fields::RUN_EXPECT)) {
@@ -661,6 +701,25 @@ pub fn failure_history_json(h: &FailureHistory) -> serde_json::Value {
             if let Some(g) = r.global_max_retries {
                 m.insert("globalMaxRetries".into(), json!(g));
             }
+            if let Some(e) = &r.pod_error {
+                m.insert("podError".into(), json!(e));
+            }
+            if !r.events.is_empty() {
+                let es: Vec<Value> = r
+                    .events
+                    .iter()
+                    .map(|e| {
+                        let mut em = Map::new();
+                        for (key, text) in [("type", &e.event_type), ("reason", &e.reason), ("message", &e.message)] {
+                            if !text.is_empty() {
+                                em.insert(key.into(), json!(text));
+                            }
+                        }
+                        Value::Object(em)
+                    })
+                    .collect();
+                m.insert("events".into(), Value::Array(es));
+            }
             Value::Object(m)
         })
         .collect();
@@ -835,6 +894,40 @@ mod tests {
                 "6:29 runs[0].conditions[1]: unknown value `Preemptd`, expected one of `Evicted`, `Preempted`, `DeadlineExceeded`, `Unschedulable`; did you mean `Preempted`?".to_string(),
                 "7:14 runs[0].outcome: unknown value `success`, expected one of `failed`, `succeeded`, `leaseReturned`, `cancelled`".to_string(),
             ]
+        );
+    }
+
+    #[test]
+    fn pod_errors_and_events_decode_strictly_and_round_trip() {
+        let text = "apiVersion: armadaproject.io/v1\nkind: FailureHistory\nruns:\n  - podError: 'Failed to pull image: no match for platform in manifest'\n    events:\n      - {type: Warning, reason: UnexpectedAdmissionError, message: Pod Allocate failed}\n      - {type: Normal}\n";
+        let (h, errors) = decode(text);
+        assert_eq!(errors, Vec::<String>::new());
+        let h = h.unwrap();
+        let run = &h.runs[0];
+        assert_eq!(
+            run.pod_error.as_deref(),
+            Some("Failed to pull image: no match for platform in manifest")
+        );
+        assert_eq!(
+            run.events[0],
+            PodEvent {
+                event_type: "Warning".into(),
+                reason: "UnexpectedAdmissionError".into(),
+                message: "Pod Allocate failed".into(),
+            }
+        );
+        assert_eq!(run.events[1].reason, "");
+        // The JSON form reads back as the same history.
+        let json = failure_history_json(&h).to_string();
+        let (back, errors) = decode(&json);
+        assert_eq!(errors, Vec::<String>::new());
+        assert_eq!(back.unwrap(), h);
+        // Unknown keys inside an event are errors, as elsewhere in the history.
+        let bad = "apiVersion: armadaproject.io/v1\nkind: FailureHistory\nruns:\n  - events:\n      - {type: Warning, reasn: X}\n";
+        let (_, errors) = decode(bad);
+        assert_eq!(
+            errors,
+            vec!["5:25 runs[0].events[0].reasn: unknown field `reasn`, did you mean `reason`?".to_string()]
         );
     }
 

@@ -460,6 +460,16 @@ pub const HISTORY_CONTAINER: &[Field] = &[
     f("message", Ty::Str, "The termination message."),
 ];
 
+pub const HISTORY_EVENT: &[Field] = &[
+    f("type", Ty::Str, "The event's type: `Normal` or `Warning`."),
+    f(
+        "reason",
+        Ty::Str,
+        "The event's reason (`UnexpectedAdmissionError`, `FailedMount`).",
+    ),
+    f("message", Ty::Str, "The event's message."),
+];
+
 pub const RUN_EXPECT: &[Field] = &[
     f("action", Ty::Action, "The expected action."),
     f("decision", Ty::Enum(&DECISION_KINDS), "The expected decision kind."),
@@ -544,6 +554,20 @@ pub const HISTORY_RUN: &[Field] = &[
             max: 4_294_967_295,
         },
         "The scheduler's globalMaxRetries from this run on (a reload).",
+    ),
+    f(
+        "podError",
+        Ty::Str,
+        "The pod error the executor captured (an image pull failure, a missing volume), matched by a categorizer's `onPodError`.",
+    ),
+    f(
+        "events",
+        Ty::Array {
+            items: &Ty::Object(HISTORY_EVENT),
+            max_items: None,
+            unique: false,
+        },
+        "The pod's Kubernetes events, matched by a categorizer's `onPodEvents`.",
     ),
     f(
         "expect",
@@ -631,6 +655,161 @@ pub const QUEUE: &[Field] = &[
             unique: false,
         },
         "Upstream's permissions, as the server returns them.",
+    ),
+];
+
+// The executor's categorizer config (`errorCategories`, `model::categorizer`). Keys are read
+// in any case, as the executor's loader reads them; these are their canonical spellings.
+
+const CATEGORY_NAME: Ty = Ty::Pattern("^.{0,63}$");
+
+pub const CATEGORY_EXIT_CODES: &[Field] = &[
+    req(
+        "operator",
+        Ty::Enum(&["In", "NotIn"]),
+        "`In`: a considered container's exit code is one of `values`; `NotIn`: none of them. Exit code 0 never matches.",
+    ),
+    req(
+        "values",
+        Ty::NonEmpty(&Ty::Array {
+            items: &Ty::Int {
+                min: -2_147_483_648,
+                max: 2_147_483_647,
+            },
+            max_items: None,
+            unique: false,
+        }),
+        "Exit codes (32-bit integers), at least one.",
+    ),
+];
+
+pub const CATEGORY_PATTERN: &[Field] = &[f(
+    "pattern",
+    Ty::Regex,
+    "A Go regular expression, searched (unanchored) in the text; an empty text never matches.",
+)];
+
+pub const CATEGORY_POD_EVENTS: &[Field] = &[
+    f(
+        "regexp",
+        Ty::Regex,
+        "A Go regular expression searched in the event's message; an empty message never matches.",
+    ),
+    f(
+        "reason",
+        Ty::Str,
+        "When set, the event's reason must equal it (`UnexpectedAdmissionError`).",
+    ),
+    req(
+        "type",
+        Ty::Enum(&["Normal", "Warning"]),
+        "The event's type must equal it: `Normal` or `Warning`.",
+    ),
+];
+
+pub const CATEGORY_RULE: &[Field] = &[
+    f(
+        "containerName",
+        Ty::Str,
+        "Scopes onConditions, onExitCodes and onTerminationMessage to this container (onPodError and onPodEvents ignore it).",
+    ),
+    f(
+        "onConditions",
+        Ty::Array {
+            items: &Ty::Enum(&["OOMKilled", "Evicted", "DeadlineExceeded"]),
+            max_items: None,
+            unique: false,
+        },
+        "`OOMKilled` (a considered container's reason), `Evicted`, `DeadlineExceeded` (the pod's): matches when one holds.",
+    ),
+    f(
+        "onExitCodes",
+        Ty::Object(CATEGORY_EXIT_CODES),
+        "Matches a considered container's exit code.",
+    ),
+    f(
+        "onTerminationMessage",
+        Ty::Object(CATEGORY_PATTERN),
+        "Matches a considered container's termination message.",
+    ),
+    f(
+        "onPodError",
+        Ty::Object(CATEGORY_PATTERN),
+        "Matches the pod error the executor captured (a run's `podError`).",
+    ),
+    f(
+        "onPodEvents",
+        Ty::Object(CATEGORY_POD_EVENTS),
+        "Matches one of the pod's Kubernetes events (a run's `events`).",
+    ),
+    f(
+        "subcategory",
+        CATEGORY_NAME,
+        "The subcategory a run this rule matches gets (at most 63 bytes).",
+    ),
+    f(
+        "hint",
+        Ty::Str,
+        "Guidance the executor appends to the failure message (no effect on the category).",
+    ),
+];
+
+pub const ERROR_CATEGORY: &[Field] = &[
+    req(
+        "name",
+        CATEGORY_NAME,
+        "The category a run one of its rules matches gets: unique, at most 63 bytes.",
+    ),
+    f(
+        "action",
+        Ty::Enum(&["Retain", "Delete"]),
+        "What the executor does with the failed pod: `Retain` (default; its name stays taken) or `Delete` (a retry can reuse the name).",
+    ),
+    req(
+        "rules",
+        Ty::NonEmpty(&Ty::Array {
+            items: &Ty::Checked(
+                CATEGORY_RULE,
+                &[Constraint::ExactlyOne(&[
+                    "onConditions",
+                    "onExitCodes",
+                    "onTerminationMessage",
+                    "onPodError",
+                    "onPodEvents",
+                ])],
+            ),
+            max_items: None,
+            unique: false,
+        }),
+        "At least one rule, exactly one matcher each. Rules are tried in config order across all categories; the first match wins.",
+    ),
+];
+
+/// The `errorCategories` mapping: `explain errorcategories` starts here.
+pub const ERROR_CATEGORIES: &[Field] = &[
+    f(
+        "enabled",
+        Ty::Bool,
+        "Whether the executor categorizes failed runs; default `false`: no run gets a category.",
+    ),
+    f(
+        "defaultCategory",
+        CATEGORY_NAME,
+        "The category of a run no rule matches; empty: none.",
+    ),
+    f(
+        "defaultSubcategory",
+        CATEGORY_NAME,
+        "The subcategory of a run no rule matches; empty: none.",
+    ),
+    f(
+        "categories",
+        Ty::Array {
+            items: &Ty::Object(ERROR_CATEGORY),
+            max_items: None,
+            unique: false,
+        },
+        "The categories, in order: their rules are tried in this order.",
     ),
 ];
 

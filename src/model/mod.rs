@@ -1,17 +1,19 @@
 //! The resource model: documents, their strict decoding, validation and lint.
 //!
-//! Owns: RetryPolicy (both dialects), Queue, FailureHistory, SchedulerConfig as typed values,
+//! Owns: RetryPolicy (both dialects), Queue, FailureHistory, SchedulerConfig and the executor's
+//! categorizer config (`errorCategories`) as typed values,
 //! and every rule about them. Must not: do I/O, read the clock or the environment, or know
 //! about the command line, the network or output formats. Takes `&str`, returns values.
 //!
 //! Where: `document` reads text into typed documents (the envelope first, then each kind's body)
 //! with the strict decoder of `decode`; each kind's type and body decoder is `policy`, `queue`,
-//! `failure_history` or `scheduler`; `fields` is the one table of every field (the decoders,
+//! `failure_history`, `scheduler` or `categorizer` (which also holds its checks and warnings); `fields` is the one table of every field (the decoders,
 //! `explain` and `schema` read it); `vocabulary` the fixed words several of these spell (apiVersion
 //! strings, enum value names; it imports nothing); `validate` checks one document, `lint` checks
 //! documents against each other; `encode` writes a typed resource back as a canonical document;
 //! `duration` and `quantity` are Go durations and Kubernetes quantities.
 
+pub mod categorizer;
 pub mod decode;
 pub mod document;
 pub mod duration;

@@ -64,6 +64,62 @@ pub fn schema_one_of(id: &str, title: &str, layouts: &[(&str, &[Field])]) -> Val
     with_head(id, title, json!({ "oneOf": variants }))
 }
 
+/// The JSON Schema of the executor's categorizer config, `fields` being the `errorCategories`
+/// mapping: either at the document's top or under `application` (an executor config as
+/// deployed); every other key of the document is the executor's and allowed. The decoder reads
+/// keys in any case and only warns of a key upstream does not know, so no object here is
+/// closed, and none requires a key or states a rule between keys (`Name:` is the required
+/// `name`; a JSON Schema cannot match keys in any case): the schema names the canonical
+/// spellings (an editor completes them) and checks their values, and accepts what `validate`
+/// accepts.
+pub fn schema_categorizer(id: &str, title: &str, fields: &[Field]) -> Value {
+    fn open(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                for key in ["additionalProperties", "required", "allOf"] {
+                    m.remove(key);
+                }
+                m.values_mut().for_each(open);
+            }
+            Value::Array(a) => a.iter_mut().for_each(open),
+            _ => {}
+        }
+    }
+    let mut body = nullable(object(fields));
+    open(&mut body);
+    body["description"] = json!("The executor's error categorizer.");
+    // The two keys that say where the config is may be written in any case too: a key
+    // matching `any_case(key)` must be there (`not` all names fail it), and whatever its case
+    // its value is checked.
+    let any_case = |key: &str| -> String {
+        let letters: String = key
+            .chars()
+            .map(|c| format!("[{}{}]", c.to_ascii_uppercase(), c.to_ascii_lowercase()))
+            .collect();
+        format!("^{letters}$")
+    };
+    let holding = |title: &str, key: &str, value: Value| {
+        json!({
+            "title": title,
+            "type": "object",
+            "properties": {key: value.clone()},
+            "patternProperties": {any_case(key): value},
+            "not": {"propertyNames": {"not": {"pattern": any_case(key)}}},
+        })
+    };
+    let bare = holding(
+        "a document whose top level is errorCategories",
+        "errorCategories",
+        body.clone(),
+    );
+    let executor = holding(
+        "an executor config (application.errorCategories)",
+        "application",
+        holding("application", "errorCategories", body),
+    );
+    with_head(id, title, json!({"anyOf": [bare, executor]}))
+}
+
 fn with_head(id: &str, title: &str, mut body: Value) -> Value {
     let m = body.as_object_mut().expect("an object schema");
     let mut head = Map::new();

@@ -24,8 +24,8 @@ use serde::Deserialize;
 use crate::model::document::decode_document;
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{
-    validate_failure_history, Container, FailureHistory, Final, Job, JobExpect, Outcome, Resources, Run, RunExpect,
-    StartedAt, Timestamp, DECISION_KINDS,
+    validate_failure_history, Container, FailureHistory, Final, Job, JobExpect, Outcome, PodEvent, Resources, Run,
+    RunExpect, StartedAt, Timestamp, DECISION_KINDS,
 };
 use crate::model::policy::{Action, Condition};
 use crate::model::quantity::parse_quantity;
@@ -438,6 +438,8 @@ enum RunField {
     Outcome,
     GlobalMaxRetries,
     Expect,
+    PodError,
+    Events,
 }
 
 const RUN_NAMES: &[&str] = &[
@@ -453,6 +455,8 @@ const RUN_NAMES: &[&str] = &[
     "outcome",
     "globalMaxRetries",
     "expect",
+    "podError",
+    "events",
 ];
 
 /// One run, decoded into `.0` (every field reset first; strings keep their buffers).
@@ -493,6 +497,13 @@ impl<'de> DeserializeSeed<'de> for RunSeed<'_> {
         }
         if absent(RunField::Containers) {
             recycle_containers(&mut run.containers, 0, strings);
+        }
+        // Rare fields: when absent, one test each and nothing else.
+        if absent(RunField::PodError) && run.pod_error.is_some() {
+            strings.set(&mut run.pod_error, None);
+        }
+        if absent(RunField::Events) && !run.events.is_empty() {
+            run.events.clear();
         }
         // `queuedFor: 0s` together with `startedAt` is still a conflict (a `null` is not).
         if v.queued_for_given && v.started_at_given {
@@ -578,6 +589,10 @@ impl<'de> RunVisitor<'_> {
                     run.expect = Some(Box::new(or_give_up(e.into_model())?));
                 }
             }
+            RunField::PodError => self
+                .strings
+                .set(&mut run.pod_error, Option::<Str<'de>>::deserialize(d)?),
+            RunField::Events => d.deserialize_option(EventsSeed(&mut run.events))?,
         }
         Ok(())
     }
@@ -690,6 +705,69 @@ struct ContainerIn<'a> {
     init: Option<bool>,
     #[serde(default)]
     exit_code: Option<i64>,
+    #[serde(default, borrow)]
+    reason: Option<Str<'a>>,
+    #[serde(default, borrow)]
+    message: Option<Str<'a>>,
+}
+
+/// `events` (a list, or `null` for none), each into an event of the run, reusing its
+/// strings' buffers.
+struct EventsSeed<'s>(&'s mut Vec<PodEvent>);
+
+impl<'de> Visitor<'de> for EventsSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a list of events")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        self.0.clear();
+        Ok(())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let events = self.0;
+        let mut n = 0;
+        let result = loop {
+            match seq.next_element::<MapOnly<EventIn<'de>>>() {
+                Ok(Some(MapOnly(e))) => {
+                    if n == events.len() {
+                        events.push(PodEvent::default());
+                    }
+                    let slot = &mut events[n];
+                    for (text, value) in [
+                        (&mut slot.event_type, e.event_type),
+                        (&mut slot.reason, e.reason),
+                        (&mut slot.message, e.message),
+                    ] {
+                        text.clear();
+                        if let Some(v) = value {
+                            text.push_str(&v.0);
+                        }
+                    }
+                    n += 1;
+                }
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
+        events.truncate(n);
+        result
+    }
+}
+
+/// One pod event; a field left out (or `null`) is empty, as in the strict decoder.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventIn<'a> {
+    #[serde(default, borrow, rename = "type")]
+    event_type: Option<Str<'a>>,
     #[serde(default, borrow)]
     reason: Option<Str<'a>>,
     #[serde(default, borrow)]
@@ -973,6 +1051,8 @@ mod tests {
             r#"{"runs":[{"startedAt":"2026-01-01T00:00:00Z"}],"job":{"submittedAt":"2026-01-01T00:00:00Z"}}"#,
             // An unnamed container, as `retryctl history` writes Lookout's runs.
             r#"{"job":{"id":"ml-01","queue":"ml"},"runs":[{"node":"n1","containers":[{"exitCode":137,"message":"OOM"}],"category":"oom"}]}"#,
+            // The categorizer's pod-level inputs; a field of an event may be left out or null.
+            r#"{"runs":[{"podError":"Failed to pull image \"x\": no match for platform in manifest","events":[{"type":"Warning","reason":"UnexpectedAdmissionError","message":"Pod Allocate failed"},{"type":"Normal","reason":null}]},{"podError":null,"events":null},{"events":[]}]}"#,
         ];
         for line in lines {
             let fast = decode_fast(line.as_bytes()).unwrap_or_else(|| panic!("fast path gave up on {line}"));
@@ -1000,6 +1080,10 @@ mod tests {
             (r#"{"runs":[{"containers":[["main",137]]}]}"#, Err("runs[0].containers[0]: expected a mapping, found a sequence")),
             (r#"{"runs":[{"expect":["Retry"]}]}"#, Err("runs[0].expect: expected a mapping, found a sequence")),
             (r#"{"runs":[{}],"expect":["Failed"]}"#, Err("expect: expected a mapping, found a sequence")),
+            (r#"{"runs":[{"events":[{"type":"Warning","kind":"x"}]}]}"#, Err("runs[0].events[0].kind: unknown field `kind`, expected one of `type`, `reason`, `message`")),
+            (r#"{"runs":[{"events":[["Warning"]]}]}"#, Err("runs[0].events[0]: expected a mapping, found a sequence")),
+            (r#"{"runs":[{"events":{"type":"Warning"}}]}"#, Err("runs[0].events: expected a list, found a mapping")),
+            (r#"{"runs":[{"podError":5}]}"#, Ok(())),
         ];
         for (line, want) in strict {
             assert!(decode_fast(line.as_bytes()).is_none(), "fast path accepted {line}");
@@ -1009,5 +1093,29 @@ mod tests {
                 Err(e) => assert_eq!(got.unwrap_err(), e, "{line}"),
             }
         }
+    }
+
+    /// A worker's scratch history keeps its runs from line to line: a run's `podError` and
+    /// `events` do not leak into the next line's run that has none.
+    #[test]
+    fn pod_errors_and_events_do_not_outlive_their_line() {
+        let mut scratch = Scratch::default();
+        let with = br#"{"runs":[{"podError":"e","events":[{"type":"Warning","message":"m"},{"type":"Normal"}]}]}"#;
+        let h = scratch.decode(with, 1).unwrap();
+        assert_eq!(h.runs[0].pod_error.as_deref(), Some("e"));
+        assert_eq!(h.runs[0].events.len(), 2);
+        let fewer = br#"{"runs":[{"events":[{"reason":"r"}]}]}"#;
+        let h = scratch.decode(fewer, 2).unwrap();
+        assert_eq!(h.runs[0].pod_error, None);
+        assert_eq!(
+            h.runs[0].events,
+            vec![PodEvent {
+                reason: "r".into(),
+                ..PodEvent::default()
+            }]
+        );
+        let h = scratch.decode(br#"{"runs":[{}]}"#, 3).unwrap();
+        assert!(h.runs[0].events.is_empty());
+        assert_eq!(Ok(h.clone()), decode_line_strict(br#"{"runs":[{}]}"#, 3));
     }
 }

@@ -301,6 +301,7 @@ fn the_schemas_accept_what_validate_accepts() {
     let policy = validator("retrypolicy");
     let queue = validator("queue");
     let history = validator("failurehistory");
+    let categorizer = validator("errorcategories");
     let mut files = Vec::new();
     files_under(&crate::support::root().join("testdata"), &mut files);
     let (mut accepted, mut rejected) = (0, 0);
@@ -338,6 +339,8 @@ fn the_schemas_accept_what_validate_accepts() {
                 Some("SchedulerConfig" | "List") => continue,
                 // An unknown or missing kind: the schema the file's folder is for.
                 _ if rel.starts_with("testdata/histories") => &history,
+                // No envelope: the executor's categorizer config.
+                _ if rel.starts_with("testdata/categorizer") => &categorizer,
                 _ => &policy,
             };
             let valid = decoded.is_valid() && parsed.syntax_error.is_none();
@@ -411,10 +414,10 @@ fn explain_finds_misplaced_fields_and_the_v1beta1_layout() {
     );
     assert_eq!(
         run(&["schema"]),
-        "exit: 2\n--- stdout\n--- stderr\nerror: name the kind of document: `retrypolicy` (`rp`), `queue` (`q`) or `failurehistory`\n\nhint: for example `retryctl schema retrypolicy > .schemas/retrypolicy.json`\n"
+        "exit: 2\n--- stdout\n--- stderr\nerror: name the kind of document: `retrypolicy` (`rp`), `queue` (`q`), `failurehistory` or `errorcategories`\n\nhint: for example `retryctl schema retrypolicy > .schemas/retrypolicy.json`\n"
     );
     assert_eq!(
         run(&["explain"]),
-        "exit: 2\n--- stdout\n--- stderr\nerror: name the kind of document to explain: `retrypolicy` (`rp`), `queue` (`q`) or `failurehistory`\n\nhint: for example `retryctl explain retrypolicy.spec.rules`\n"
+        "exit: 2\n--- stdout\n--- stderr\nerror: name the kind of document to explain: `retrypolicy` (`rp`), `queue` (`q`), `failurehistory` or `errorcategories`\n\nhint: for example `retryctl explain retrypolicy.spec.rules`\n"
     );
 }

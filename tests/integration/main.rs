@@ -5,6 +5,7 @@ mod support;
 
 mod adversarial;
 mod backtest;
+mod categorizer;
 mod cli_traps;
 mod client_errors;
 mod client_limits;

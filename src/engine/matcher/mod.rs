@@ -37,6 +37,7 @@ use crate::model::quantity::parse_quantity;
 pub use list_dfa::SharedRegexes;
 use masks::{CategoryIndex, ConditionMasks, ExitMasks, NamedExits, SlotPrefixes};
 use message_regexes::MessageRegexes;
+pub(crate) use pattern::Pattern;
 pub use policy_list::Policies;
 use retry_plan::rule_plans;
 pub(crate) use retry_plan::RetryPlan;

@@ -1,0 +1,265 @@
+//! The executor's error categorizer applied to one failed run, exactly as upstream's
+//! classifier (docs/categorizer.md).
+//!
+//! Owns: [`Classifier`], an `errorCategories` config compiled once, and what it makes of one
+//! run ([`Categorized`]): rules tried in config order across all categories, the first match
+//! winning; only containers with a non-zero exit code considered; `containerName` scoping the
+//! container matchers; no match giving the defaults; a disabled config giving no category; the
+//! runs the executor's classifier never sees keeping their recorded category. Also whether a
+//! run's pod is retained ([`Categorized::pod_retained`], [`Classifier::retains_pod`]): a retry
+//! of a job whose failed pod is retained collides with it, since retried pods reuse their name.
+//!
+//! Must not: allocate per run (it runs on every run of a replay), do I/O, or match a regex
+//! with anything but the rules' own matcher (`matcher::Pattern`, the one a policy's
+//! `onTerminationMessage` uses).
+
+use crate::model::categorizer::{ErrorCategories, PodAction, CATEGORY_INTERNAL, CATEGORY_PREEMPTION};
+use crate::model::failure_history::Run;
+use crate::model::policy::Condition;
+
+use super::matcher::Pattern;
+
+/// An `errorCategories` config compiled for classifying runs.
+#[derive(Debug, Clone)]
+pub struct Classifier {
+    enabled: bool,
+    default_category: Option<Box<str>>,
+    default_subcategory: Option<Box<str>>,
+    /// Each category's name and action, in config order.
+    categories: Box<[(Box<str>, PodAction)]>,
+    /// Every rule of every category, in config order.
+    rules: Box<[CompiledRule]>,
+}
+
+#[derive(Debug, Clone)]
+struct CompiledRule {
+    /// Index into `categories`, and the rule's index within its category.
+    category: usize,
+    index: usize,
+    subcategory: Option<Box<str>>,
+    hint: Option<Box<str>>,
+    /// Scopes the container matchers; `None`: any considered container.
+    container: Option<Box<str>>,
+    matcher: Matcher,
+}
+
+/// A rule's one matcher.
+#[derive(Debug, Clone)]
+enum Matcher {
+    Conditions {
+        oom: bool,
+        evicted: bool,
+        deadline: bool,
+    },
+    ExitCodes {
+        not_in: bool,
+        values: Box<[i32]>,
+    },
+    TerminationMessage(Pattern),
+    PodError(Pattern),
+    PodEvents {
+        message: Pattern,
+        reason: Option<Box<str>>,
+        event_type: Box<str>,
+    },
+}
+
+/// What the categorizer makes of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Categorized<'c> {
+    /// The executor's classifier never sees this run (Armada's own `internal` category, a
+    /// preempted run): it keeps the category it was recorded with.
+    Recorded,
+    /// The classifier's answer (possibly no category at all).
+    Classified(Classification<'c>),
+}
+
+/// The classifier's answer for one run. `None` stands for upstream's empty string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Classification<'c> {
+    pub category: Option<&'c str>,
+    pub subcategory: Option<&'c str>,
+    /// The matched rule's hint.
+    pub hint: Option<&'c str>,
+    /// What the executor does with the failed pod: the matched category's action, else
+    /// `Retain`.
+    pub action: PodAction,
+    /// The matched rule: (category index, rule index within it); `None` for the defaults
+    /// and for a disabled config.
+    pub rule: Option<(usize, usize)>,
+}
+
+impl Categorized<'_> {
+    /// Whether the run's failed pod stays in place, so that a retry reusing its name
+    /// collides with it: every classified run whose category is not `Delete` (a `Retain`
+    /// category, the default category, no category). A run the classifier never sees never
+    /// collides: `false`.
+    pub fn pod_retained(&self) -> bool {
+        match self {
+            Categorized::Recorded => false,
+            Categorized::Classified(c) => c.action != PodAction::Delete,
+        }
+    }
+}
+
+/// Why a config does not compile: only what validation already reports (a regex, a
+/// condition, an operator or action), so callers validate first and this is a safety net.
+fn invalid(what: &str, category: &str, rule: usize) -> String {
+    format!("category `{category}` rule {rule}: invalid {what}")
+}
+
+impl Classifier {
+    pub fn new(config: &ErrorCategories) -> Result<Classifier, String> {
+        let non_empty = |s: &str| (!s.is_empty()).then(|| Box::from(s));
+        let mut categories = Vec::with_capacity(config.categories.len());
+        let mut rules = Vec::new();
+        for (ci, cat) in config.categories.iter().enumerate() {
+            let action = cat
+                .pod_action()
+                .ok_or_else(|| format!("category `{}`: invalid action `{}`", cat.name, cat.action))?;
+            categories.push((Box::from(cat.name.as_str()), action));
+            for (ri, r) in cat.rules.iter().enumerate() {
+                let pattern = |p: &str, what: &str| Pattern::new(p).map_err(|_| invalid(what, &cat.name, ri));
+                let matcher = if !r.on_conditions.is_empty() {
+                    let has = |c: &str| r.on_conditions.iter().any(|x| x == c);
+                    if let Some(bad) = r
+                        .on_conditions
+                        .iter()
+                        .find(|c| !matches!(c.as_str(), "OOMKilled" | "Evicted" | "DeadlineExceeded"))
+                    {
+                        return Err(invalid(&format!("condition `{bad}`"), &cat.name, ri));
+                    }
+                    Matcher::Conditions {
+                        oom: has("OOMKilled"),
+                        evicted: has("Evicted"),
+                        deadline: has("DeadlineExceeded"),
+                    }
+                } else if let Some(m) = &r.on_exit_codes {
+                    let not_in = match m.operator.as_str() {
+                        "In" => false,
+                        "NotIn" => true,
+                        _ => return Err(invalid("exit code operator", &cat.name, ri)),
+                    };
+                    Matcher::ExitCodes {
+                        not_in,
+                        values: m.values.clone().into(),
+                    }
+                } else if let Some(p) = &r.on_termination_message {
+                    Matcher::TerminationMessage(pattern(p, "onTerminationMessage regex")?)
+                } else if let Some(p) = &r.on_pod_error {
+                    Matcher::PodError(pattern(p, "onPodError regex")?)
+                } else if let Some(e) = &r.on_pod_events {
+                    Matcher::PodEvents {
+                        message: pattern(&e.regexp, "onPodEvents regexp")?,
+                        reason: non_empty(&e.reason),
+                        event_type: Box::from(e.event_type.as_str()),
+                    }
+                } else {
+                    return Err(invalid("rule: it has no matcher", &cat.name, ri));
+                };
+                rules.push(CompiledRule {
+                    category: ci,
+                    index: ri,
+                    subcategory: non_empty(&r.subcategory),
+                    hint: non_empty(&r.hint),
+                    container: non_empty(&r.container_name),
+                    matcher,
+                });
+            }
+        }
+        Ok(Classifier {
+            enabled: config.enabled,
+            default_category: non_empty(&config.default_category),
+            default_subcategory: non_empty(&config.default_subcategory),
+            categories: categories.into(),
+            rules: rules.into(),
+        })
+    }
+
+    /// Whether the config is enabled (a disabled one assigns no category).
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Whether a run classified into `category` keeps its failed pod: every category but one
+    /// whose action is `Delete` (the default category and no category too).
+    pub fn retains_pod(&self, category: Option<&str>) -> bool {
+        !category.is_some_and(|name| {
+            self.categories
+                .iter()
+                .any(|(n, action)| &**n == name && *action == PodAction::Delete)
+        })
+    }
+
+    /// What the executor's categorizer makes of `run`, a failed run.
+    pub fn classify(&self, run: &Run) -> Categorized<'_> {
+        if never_classified(run) {
+            return Categorized::Recorded;
+        }
+        if !self.enabled {
+            return Categorized::Classified(Classification::default());
+        }
+        for r in self.rules.iter() {
+            if matches(r, run) {
+                let (name, action) = &self.categories[r.category];
+                return Categorized::Classified(Classification {
+                    category: Some(name),
+                    subcategory: r.subcategory.as_deref(),
+                    hint: r.hint.as_deref(),
+                    action: *action,
+                    rule: Some((r.category, r.index)),
+                });
+            }
+        }
+        Categorized::Classified(Classification {
+            category: self.default_category.as_deref(),
+            subcategory: self.default_subcategory.as_deref(),
+            ..Classification::default()
+        })
+    }
+}
+
+/// A run the executor's classifier never sees: Armada sets its category itself (`internal`:
+/// lease expiry, a missing pod, …) or it was preempted (newer Armada records `preemption`).
+pub fn never_classified(run: &Run) -> bool {
+    matches!(run.category.as_deref(), Some(CATEGORY_INTERNAL | CATEGORY_PREEMPTION))
+        || run.conditions.contains(&Condition::Preempted)
+}
+
+fn matches(r: &CompiledRule, run: &Run) -> bool {
+    // The considered containers: a non-zero exit code (in a failed run, every container is
+    // terminated), scoped to `containerName` when set. An unnamed container has an empty name,
+    // which no `containerName` equals.
+    let mut considered = run
+        .containers
+        .iter()
+        .filter(|c| c.exit_code != 0 && r.container.as_deref().is_none_or(|n| c.name == n));
+    match &r.matcher {
+        Matcher::Conditions { oom, evicted, deadline } => {
+            (*oom && considered.any(|c| c.reason.as_deref() == Some("OOMKilled")))
+                || (*evicted && run.conditions.contains(&Condition::Evicted))
+                || (*deadline && run.conditions.contains(&Condition::DeadlineExceeded))
+        }
+        Matcher::ExitCodes { not_in, values } => considered.any(|c| {
+            let member = values.iter().any(|v| i64::from(*v) == c.exit_code);
+            member != *not_in
+        }),
+        Matcher::TerminationMessage(p) => {
+            considered.any(|c| c.message.as_deref().is_some_and(|m| !m.is_empty() && p.is_match(m)))
+        }
+        Matcher::PodError(p) => run.pod_error.as_deref().is_some_and(|e| !e.is_empty() && p.is_match(e)),
+        Matcher::PodEvents {
+            message,
+            reason,
+            event_type,
+        } => run.events.iter().any(|e| {
+            reason.as_deref().is_none_or(|r| e.reason == r)
+                && e.event_type == **event_type
+                && !e.message.is_empty()
+                && message.is_match(&e.message)
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests;
