@@ -388,6 +388,11 @@ pub(super) fn replay_named(
     report.retries = state.total_retries;
     report.memory = state.memory;
     if let JobStatus::Pending { retry_after } = report.status {
+        // The node names are gathered only for the words of a record (`NodesTried`): no
+        // decision of the runs left reads them, and without them the state is the same
+        // whatever `detail` wrote.
+        let mut state = state;
+        state.nodes_tried.clear();
         report.pending = Some(Box::new(PendingEngine {
             state,
             global_max_retries: settings.global_max_retries,
