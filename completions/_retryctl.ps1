@@ -64,6 +64,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Report format')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Report format')
             [CompletionResult]::new('--scheduler-config', '--scheduler-config', [CompletionResultType]::ParameterName, 'An Armada scheduler config: warn about limits above its globalMaxRetries and a defaultPolicyName missing from the documents')
+            [CompletionResult]::new('--categorizer', '--categorizer', [CompletionResultType]::ParameterName, 'The executor''s categorizer config (as -f would read it): also warn about policy rules on categories it never assigns, and Retry rules on categories whose pod it keeps')
             [CompletionResult]::new('--armada-url', '--armada-url', [CompletionResultType]::ParameterName, 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')

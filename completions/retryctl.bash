@@ -3299,7 +3299,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__validate)
-            opts="-f -R -o -c -v -h -V --filename --recursive --strict --output --scheduler-config --upstream --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -o -c -v -h -V --filename --recursive --strict --output --scheduler-config --upstream --categorizer --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3322,6 +3322,10 @@ _retryctl() {
                     return 0
                     ;;
                 --scheduler-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --categorizer)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -60,6 +60,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand -o 'Report format'
             cand --output 'Report format'
             cand --scheduler-config 'An Armada scheduler config: warn about limits above its globalMaxRetries and a defaultPolicyName missing from the documents'
+            cand --categorizer 'The executor''s categorizer config (as -f would read it): also warn about policy rules on categories it never assigns, and Retry rules on categories whose pod it keeps'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
             cand -c 'Context of the config file to use instead of its `currentContext`'
             cand --context 'Context of the config file to use instead of its `currentContext`'

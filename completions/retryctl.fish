@@ -62,6 +62,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s o -l outp
 json\t'One JSON object on stdout (format documented in the README)'
 github\t'GitHub Actions workflow annotations on stdout'"
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l scheduler-config -d 'An Armada scheduler config: warn about limits above its globalMaxRetries and a defaultPolicyName missing from the documents' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l categorizer -d 'The executor\'s categorizer config (as -f would read it): also warn about policy rules on categories it never assigns, and Retry rules on categories whose pod it keeps' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F

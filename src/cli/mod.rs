@@ -491,6 +491,11 @@ pub struct ValidateArgs {
     /// against such a server refuses.
     #[arg(long)]
     pub upstream: bool,
+
+    /// The executor's categorizer config (as -f would read it): also warn about policy rules
+    /// on categories it never assigns, and Retry rules on categories whose pod it keeps.
+    #[arg(long, value_name = "FILE")]
+    pub categorizer: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
