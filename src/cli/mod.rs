@@ -865,6 +865,17 @@ pub struct SimulateArgs {
     #[arg(long)]
     pub from_server: bool,
 
+    /// The executor's categorizer config (its `errorCategories`): classify every failed run
+    /// with it before the engine decides, as the executor would; with a baseline, on both
+    /// sides unless --baseline-categorizer says otherwise.
+    #[arg(long, value_name = "FILE")]
+    pub categorizer: Option<PathBuf>,
+
+    /// With --baseline or --baseline-from-cluster: the baseline side's categorizer config, or
+    /// `recorded` to keep the categories the runs were recorded with (default: --categorizer).
+    #[arg(long, value_name = "FILE|recorded", requires = "what_if")]
+    pub baseline_categorizer: Option<PathBuf>,
+
     /// Exit 1 when a history contradicts the decisions (not only on failed expectations);
     /// with --lookout-db, also when a row was left out because it could not be read.
     #[arg(long)]
