@@ -1068,6 +1068,8 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --default-policy 'Override the scheduler''s defaultPolicyName'
             cand --backtest-at 'Check the estimates on this history: the trials of jobs submitted before TIME (RFC 3339) fit the rates, those of jobs submitted at or after it test them (every job needs `job.submittedAt`)'
             cand --shard 'Replay only the jobs of shard I of N (`0/4`: FNV-1a of the job id, mod N); with `-o partial`, write the shard''s part of the answer, which `retryctl merge` adds up'
+            cand --categorizer 'The executor''s categorizer config (its `errorCategories`): classify every failed run with it before the engine decides, as the executor would; with a baseline, on both sides unless --baseline-categorizer says otherwise'
+            cand --baseline-categorizer 'With --baseline or --baseline-from-cluster: the baseline side''s categorizer config, or `recorded` to keep the categories the runs were recorded with (default: --categorizer)'
             cand -o 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment, partial a shard''s part for `retryctl merge` (with --shard)'
             cand --output 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment, partial a shard''s part for `retryctl merge` (with --shard)'
             cand --since 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)'

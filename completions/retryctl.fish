@@ -955,6 +955,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l global-ma
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l default-policy -d 'Override the scheduler\'s defaultPolicyName' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l backtest-at -d 'Check the estimates on this history: the trials of jobs submitted before TIME (RFC 3339) fit the rates, those of jobs submitted at or after it test them (every job needs `job.submittedAt`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l shard -d 'Replay only the jobs of shard I of N (`0/4`: FNV-1a of the job id, mod N); with `-o partial`, write the shard\'s part of the answer, which `retryctl merge` adds up' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l categorizer -d 'The executor\'s categorizer config (its `errorCategories`): classify every failed run with it before the engine decides, as the executor would; with a baseline, on both sides unless --baseline-categorizer says otherwise' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l baseline-categorizer -d 'With --baseline or --baseline-from-cluster: the baseline side\'s categorizer config, or `recorded` to keep the categories the runs were recorded with (default: --categorizer)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s o -l output -d 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment, partial a shard\'s part for `retryctl merge` (with --shard)' -r -f -a "table\t''
 json\t''
 yaml\t''

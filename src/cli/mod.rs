@@ -873,7 +873,7 @@ pub struct SimulateArgs {
 
     /// With --baseline or --baseline-from-cluster: the baseline side's categorizer config, or
     /// `recorded` to keep the categories the runs were recorded with (default: --categorizer).
-    #[arg(long, value_name = "FILE|recorded", requires = "what_if")]
+    #[arg(long, value_name = "FILE", requires = "what_if")]
     pub baseline_categorizer: Option<PathBuf>,
 
     /// Exit 1 when a history contradicts the decisions (not only on failed expectations);
