@@ -186,6 +186,10 @@ pub fn read_scheduler_source(path: &Path) -> Result<SchedulerSource, CliError> {
 pub fn read_categorizer(path: &Path) -> Result<(ErrorCategories, Vec<String>), CliError> {
     let file = read_file(path, Some(&[Kind::ErrorCategories]));
     let name = file.name.as_str();
+    if let Some(e) = file.errors.iter().find(|e| e.code == "unreadable") {
+        let why = e.message.strip_prefix("cannot read: ").unwrap_or(&e.message);
+        return Err(CliError::invalid(format!("cannot read categorizer `{name}`: {why}")));
+    }
     let placed = |d: &Diagnostic| {
         let p = if d.path.is_empty() {
             String::new()

@@ -681,7 +681,12 @@ fn footer(b: &mut String, estimated: bool, compare: bool) {
 fn categories(b: &mut String, c: &CategoryCounts, side: &str) {
     let _ = writeln!(
         b,
-        "<p class=\"plan\">{side}category changes (the executor's categorizer): {}; collisions: {}.</p>",
+        "<p class=\"plan\">{}ategory changes (the executor's categorizer): {}; collisions: {}.</p>",
+        if side.is_empty() {
+            "C".to_string()
+        } else {
+            format!("{side}c")
+        },
         esc(&category_changes_words(c)),
         c.collisions
     );
