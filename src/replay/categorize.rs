@@ -125,8 +125,15 @@ fn some(s: &Option<String>) -> Option<&str> {
 impl Reclassify {
     /// Replaces the category and subcategory of every failed run of `history` that the
     /// classifier sees with its classification, counting each change into `counts`. Until
-    /// [`Reclassify::restore`], the recorded pairs are kept here.
-    pub fn apply(&mut self, classifier: &Classifier, history: &mut FailureHistory, counts: &mut CategoryCounts) {
+    /// [`Reclassify::restore`], the recorded pairs are kept here. `also`: a second side's
+    /// counts, when both sides share the categorizer (the history is classified once).
+    pub fn apply(
+        &mut self,
+        classifier: &Classifier,
+        history: &mut FailureHistory,
+        counts: &mut CategoryCounts,
+        mut also: Option<&mut CategoryCounts>,
+    ) {
         debug_assert!(self.saved.is_empty(), "apply twice without restore");
         self.retained.clear();
         self.retained.resize(history.runs.len(), false);
@@ -145,6 +152,9 @@ impl Reclassify {
                 continue;
             }
             counts.add_change(from, to);
+            if let Some(also) = also.as_deref_mut() {
+                also.add_change(from, to);
+            }
             let mut take = |v: Option<&str>| {
                 v.map(|v| {
                     let mut b = self.pool.pop().unwrap_or_default();

@@ -441,7 +441,7 @@ pub fn replay<S: HistorySource>(
         let categorizer = sim.categorizer();
         if let Some(c) = categorizer {
             part.reclassify
-                .apply(c, history, &mut categories(&mut part.tally).candidate);
+                .apply(c, history, &mut categories(&mut part.tally).candidate, None);
         }
         let replayed = replay_job_detailed(sim, settings, history, detail);
         let mut report = match replayed {
@@ -692,11 +692,22 @@ pub fn compare<S: HistorySource>(
         } = job;
         // Each side under its own categorizer (the engine and the runs a Pending side has
         // left see its classification); then the recorded categories are put back for the
-        // rest (the estimates' failure classes keep them).
+        // rest (the estimates' failure classes keep them). One categorizer for both sides
+        // (no --baseline-categorizer) classifies the history once for both.
+        let shared = matches!(
+            (baseline.categorizer(), candidate.categorizer()),
+            (Some(a), Some(b)) if std::ptr::eq(a, b)
+        );
+        if let (true, Some(c)) = (shared, candidate.categorizer()) {
+            let s = categories(&mut part.tally);
+            part.reclassify
+                .apply(c, history, &mut s.baseline, Some(&mut s.candidate));
+        }
         let mut side = |sim: &Simulator, counts: fn(&mut SideCategories) -> &mut CategoryCounts, what: &str| {
             let categorizer = sim.categorizer();
-            if let Some(c) = categorizer {
-                part.reclassify.apply(c, history, counts(categories(&mut part.tally)));
+            if let (false, Some(c)) = (shared, categorizer) {
+                part.reclassify
+                    .apply(c, history, counts(categories(&mut part.tally)), None);
             }
             let r = replay_job_detailed(sim, settings, history, Detail::Outcome).map(|mut r| {
                 let pending = r.take_pending();
@@ -709,12 +720,23 @@ pub fn compare<S: HistorySource>(
                     part.reclassify
                         .collisions(sim.engine(), r, counts(categories(&mut part.tally)));
                 }
-                part.reclassify.restore(history);
+                if !shared {
+                    part.reclassify.restore(history);
+                }
             }
             r.map_err(|e| format!("{origin}: job `{}`: {what}{e}", history.job.id))
         };
-        let (b, b_left) = side(baseline, |s| &mut s.baseline, "baseline: ")?;
-        let (c, c_left) = side(candidate, |s| &mut s.candidate, "")?;
+        let b = side(baseline, |s| &mut s.baseline, "baseline: ");
+        // The candidate only when the baseline replayed (its error is the one reported).
+        let c = match &b {
+            Ok(_) => side(candidate, |s| &mut s.candidate, ""),
+            Err(_) => Err(String::new()),
+        };
+        if shared {
+            part.reclassify.restore(history);
+        }
+        let (b, b_left) = b?;
+        let (c, c_left) = c?;
         let h: &FailureHistory = history;
         part.trials.add(h, origin, options);
         if needs.breakdowns {
