@@ -317,3 +317,53 @@ fn a_bad_categorizer_is_refused() {
     let out = simulate(&["--categorizer", CATEGORIZER, "--baseline-categorizer", "recorded"]);
     assert!(out.starts_with("exit: 2\n--- stdout\n--- stderr\nerror: the following required arguments were not provided:\n  <--baseline <PATH>...|--baseline-from-cluster>\n"), "{out}");
 }
+
+/// The counts are sums the shards' partials carry: merging two shards prints what one
+/// process does, the decision records' categories included.
+#[test]
+fn shards_merge_to_the_whole() {
+    let home = temp_home();
+    let dir = tempfile::tempdir().unwrap();
+    let base = [
+        "simulate",
+        "-f",
+        POLICY,
+        "--history",
+        HISTORY,
+        "--categorizer",
+        CATEGORIZER,
+        "--engine",
+        "upstream",
+    ];
+    for what_if in [
+        &[][..],
+        &["--baseline", POLICY, "--baseline-categorizer", "recorded"][..],
+    ] {
+        let mut parts = Vec::new();
+        for i in 0..2 {
+            let shard = format!("{i}/2");
+            let mut args = base.to_vec();
+            args.extend_from_slice(what_if);
+            args.extend(["--shard", &shard, "-o", "partial"]);
+            let out = retryctl(home.path()).args(&args).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let p = dir.path().join(format!("p{i}.json"));
+            std::fs::write(&p, &out.stdout).unwrap();
+            parts.push(p.display().to_string());
+        }
+        let merged = retryctl(home.path())
+            .args(["merge", &parts[0], &parts[1], "-o", "json"])
+            .output()
+            .unwrap();
+        let mut args = base.to_vec();
+        args.extend_from_slice(what_if);
+        args.extend(["-o", "json"]);
+        let whole = retryctl(home.path()).args(&args).output().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&merged.stdout),
+            String::from_utf8_lossy(&whole.stdout),
+            "{what_if:?}"
+        );
+        assert!(String::from_utf8_lossy(&whole.stdout).contains("\"collisions\":3"));
+    }
+}
