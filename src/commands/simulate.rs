@@ -32,6 +32,11 @@
 //!   database; a row that does not decode stops it before the replay (exit 3, as invalid
 //!   `--baseline` files do), a queue the cluster lacks is exit 1, and the plan says where its
 //!   baseline came from (`output::simulate::Baseline`).
+//! - `--categorizer FILE` (docs/categorizer.md) is read before the history: exactly one
+//!   categorizer document, valid, else exit 3 naming the file and each problem's line, with
+//!   nothing on stdout; its warnings (not enabled, unknown keys) go to stderr and the replay
+//!   runs. `--baseline-categorizer` needs a baseline (a usage error otherwise); absent, both
+//!   sides share the one categorizer, and the history is classified once for both.
 
 use std::io::Write;
 use std::sync::Arc;

@@ -9,6 +9,13 @@
 //! whatever the split. Must not: classify (that is `engine::categorizer`), format anything
 //! (the sinks render the counts), or allocate per run once a worker is warm: it runs on every
 //! run of a replay, so replaced strings come from a pool of the worker's own.
+//!
+//! Decisions where the executor's behaviour is not a rule of its own:
+//! - A subcategory is kept only with a category: a config whose `defaultCategory` is empty
+//!   and whose `defaultSubcategory` is not gives no category, and no subcategory either.
+//! - Empty recorded text counts as none, as upstream's empty string.
+//! - `categoryChanges` counts every failed run of the history the classifier sees, whether
+//!   or not the job reached it: the categorizer's doing, not the engine's.
 
 use crate::engine::categorizer::{Categorized, Classifier};
 use crate::engine::{DecisionKind, EngineKind, JobReport, RunCategories};
