@@ -1154,6 +1154,10 @@ impl Sink for TableSink<'_> {
                         writeln!(self.out)?;
                     }
                     write_summary(self.out, self.style, summary, estimates)?;
+                } else if let (1, Some(c)) = (self.written, &summary.categories) {
+                    // One history with a categorizer: what it changed, and its collisions.
+                    writeln!(self.out)?;
+                    write_categories(self.out, self.style, c, "")?;
                 }
                 Ok(())
             }

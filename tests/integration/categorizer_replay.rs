@@ -367,3 +367,39 @@ fn shards_merge_to_the_whole() {
         assert!(String::from_utf8_lossy(&whole.stdout).contains("\"collisions\":3"));
     }
 }
+
+/// One history prints its own table, then what the categorizer changed and the collision.
+#[test]
+fn one_history_says_what_its_categorizer_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("one.yaml");
+    std::fs::write(
+        &h,
+        "apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob: {id: one}\nruns:\n  - node: n1\n    category: user-error\n    containers: [{name: main, exitCode: 1}]\n  - outcome: succeeded\n",
+    )
+    .unwrap();
+    let h = h.display().to_string();
+    let out = run(&[
+        "simulate",
+        "-f",
+        POLICY,
+        "--history",
+        &h,
+        "--categorizer",
+        CATEGORIZER,
+        "--engine",
+        "upstream",
+    ]);
+    assert!(
+        out.ends_with(concat!(
+            "  outcome: Succeeded at run 1 after 1 retry\n",
+            "\n",
+            "  category changes: user-error → user_error 1\n",
+            "  collisions: 1\n",
+            "  warning: 1 retry reuses the name of a failed pod the executor keeps: the new pod collides with it, the lease is returned and the job takes the legacy path\n",
+            "--- stderr\n",
+        )),
+        "{out}"
+    );
+    assert!(out.contains("container main exit 1, category user_error"), "{out}");
+}
