@@ -62,6 +62,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s o -l outp
 json\t'One JSON object on stdout (format documented in the README)'
 github\t'GitHub Actions workflow annotations on stdout'"
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l scheduler-config -d 'An Armada scheduler config: warn about limits above its globalMaxRetries and a defaultPolicyName missing from the documents' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l categorizer -d 'The executor\'s categorizer config (as -f would read it): also warn about policy rules on categories it never assigns, and Retry rules on categories whose pod it keeps' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -954,6 +955,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l global-ma
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l default-policy -d 'Override the scheduler\'s defaultPolicyName' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l backtest-at -d 'Check the estimates on this history: the trials of jobs submitted before TIME (RFC 3339) fit the rates, those of jobs submitted at or after it test them (every job needs `job.submittedAt`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l shard -d 'Replay only the jobs of shard I of N (`0/4`: FNV-1a of the job id, mod N); with `-o partial`, write the shard\'s part of the answer, which `retryctl merge` adds up' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l categorizer -d 'The executor\'s categorizer config (its `errorCategories`): classify every failed run with it before the engine decides, as the executor would; with a baseline, on both sides unless --baseline-categorizer says otherwise' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l baseline-categorizer -d 'With --baseline or --baseline-from-cluster: the baseline side\'s categorizer config, or `recorded` to keep the categories the runs were recorded with (default: --categorizer)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s o -l output -d 'Output format: html is one self-contained page to share (inline CSS and SVG), markdown a plan for a pull request comment, partial a shard\'s part for `retryctl merge` (with --shard)' -r -f -a "table\t''
 json\t''
 yaml\t''

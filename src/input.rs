@@ -1,6 +1,6 @@
 //! Reading `-f PATH...`: files, directories (`-R` to recurse), and `-` for stdin.
 //!
-//! Owns: every filesystem and stdin read of input documents (the scheduler config file too), the
+//! Owns: every filesystem and stdin read of input documents (the scheduler and categorizer config files too), the
 //! size limit, and the attribution of documents to the file they came from. Must not: decode
 //! documents itself (that is `model::document`) or print.
 
@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 
 use crate::diag::Diagnostic;
 use crate::error::CliError;
+use crate::model::categorizer::ErrorCategories;
+use crate::model::document::Resource;
 use crate::model::scheduler::{parse_scheduler_document, SchedulerConfig};
 use crate::model::{parse_documents, Document, Kind};
 use crate::yaml::Node;
@@ -175,6 +177,60 @@ pub fn read_scheduler_source(path: &Path) -> Result<SchedulerSource, CliError> {
             .collect();
         CliError::invalid(format!("invalid scheduler config `{file}`\n{}", lines.join("\n")))
     })
+}
+
+/// The executor's categorizer config of `--categorizer FILE` (docs/categorizer.md): the one
+/// categorizer document of the file, valid, and its warnings (said by the caller). Else an
+/// error naming the flag's file and each problem at its line (`FILE:LINE:COL: FIELD:
+/// message`), exit 3, as `--scheduler-config` does.
+pub fn read_categorizer(path: &Path) -> Result<(ErrorCategories, Vec<String>), CliError> {
+    let file = read_file(path, Some(&[Kind::ErrorCategories]));
+    let name = file.name.as_str();
+    if let Some(e) = file.errors.iter().find(|e| e.code == "unreadable") {
+        let why = e.message.strip_prefix("cannot read: ").unwrap_or(&e.message);
+        return Err(CliError::invalid(format!("cannot read categorizer `{name}`: {why}")));
+    }
+    let placed = |d: &Diagnostic| {
+        let p = if d.path.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", d.path)
+        };
+        match d.pos {
+            Some(pos) => format!("  {name}:{pos}: {p}{}", d.message),
+            None => format!("  {name}: {p}{}", d.message),
+        }
+    };
+    let mut problems: Vec<String> = file.errors.iter().map(placed).collect();
+    for d in &file.documents {
+        problems.extend(d.diagnostics.iter().filter(|d| d.is_error()).map(placed));
+    }
+    if problems.is_empty() && file.documents.len() > 1 {
+        problems.push(format!(
+            "  {name}: {} documents: give the one categorizer config of an executor",
+            file.documents.len()
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(CliError::invalid(format!(
+            "invalid categorizer `{name}`\n{}",
+            problems.join("\n")
+        )));
+    }
+    let doc = file.documents.into_iter().next();
+    match doc.and_then(|d| match d.resource {
+        Some(Resource::ErrorCategories(c)) => Some((c, d.diagnostics)),
+        _ => None,
+    }) {
+        Some((config, warnings)) => {
+            let warnings = warnings.iter().map(|d| placed(d).trim_start().to_string()).collect();
+            Ok((config, warnings))
+        }
+        // Refused by its kind above, so not reached; said all the same.
+        None => Err(CliError::invalid(format!(
+            "invalid categorizer `{name}`: it holds no `errorCategories`"
+        ))),
+    }
 }
 
 /// An I/O error in words, without Rust's `(os error 2)` suffix.

@@ -1,5 +1,6 @@
 //! SPEC §7: the design engine's evaluator makes no heap allocation per decision.
-//! The executor's categorizer makes none per run either (`classifying_a_run_allocates_nothing`).
+//! The executor's categorizer makes none per run either (`classifying_a_run_allocates_nothing`),
+//! nor does the replay classifying a history in place once warm (`reclassifying_…`).
 //!
 //! Its own test binary (Cargo.toml `[[test]] alloc`) because it installs a counting global
 //! allocator. The count is per thread (a `thread_local` counter), so the test harness and
@@ -354,4 +355,78 @@ fn classifying_a_run_allocates_nothing() {
         }
     }
     assert_eq!(allocations() - before, 0, "classifying allocated");
+}
+
+/// A replay's worker classifies each history in place and puts the recorded categories back
+/// (`replay::categorize::Reclassify`): once its pool of strings is warm, a job costs no
+/// allocation, whatever its runs' categories change to or from.
+#[test]
+fn reclassifying_a_history_allocates_nothing_once_warm() {
+    use retryctl::engine::categorizer::Classifier;
+    use retryctl::engine::EngineKind;
+    use retryctl::model::categorizer::{Category, CategoryRule, ErrorCategories, ExitCodeMatcher};
+    use retryctl::model::failure_history::{Container, FailureHistory};
+    use retryctl::replay::categorize::{CategoryCounts, Reclassify};
+
+    let config = ErrorCategories {
+        enabled: true,
+        default_category: "uncategorized".into(),
+        default_subcategory: "unknown".into(),
+        categories: vec![Category {
+            name: "user_error".into(),
+            action: String::new(),
+            rules: vec![CategoryRule {
+                on_exit_codes: Some(ExitCodeMatcher {
+                    operator: "In".into(),
+                    values: vec![1],
+                }),
+                subcategory: "exit".into(),
+                ..CategoryRule::default()
+            }],
+        }],
+        ..ErrorCategories::default()
+    };
+    let classifier = Classifier::new(&config).unwrap();
+    let failed = |code: i64, category: Option<&str>| Run {
+        category: category.map(str::to_string),
+        containers: vec![Container {
+            name: "main".into(),
+            exit_code: code,
+            ..Container::default()
+        }],
+        ..Run::default()
+    };
+    let mut history = FailureHistory {
+        runs: vec![
+            failed(1, Some("user-error")),
+            failed(3, None),
+            failed(1, None),
+            failed(3, Some("cuda")),
+            Run {
+                outcome: Outcome::Succeeded,
+                ..Run::default()
+            },
+        ],
+        ..FailureHistory::default()
+    };
+    let recorded = history.clone();
+    let report = retryctl::engine::replay(&history, &[], &retryctl::engine::Settings::default());
+    let (mut scratch, mut counts) = (Reclassify::default(), CategoryCounts::default());
+    let once = |scratch: &mut Reclassify, counts: &mut CategoryCounts, history: &mut FailureHistory| {
+        scratch.apply(&classifier, history, counts, None);
+        scratch.collisions(EngineKind::Upstream, black_box(&report), counts);
+        scratch.restore(history);
+    };
+    // Warm: a pooled buffer may still grow the first few times it takes a longer name.
+    for _ in 0..3 {
+        once(&mut scratch, &mut counts, &mut history);
+    }
+    assert_eq!(history, recorded, "restore puts the recorded categories back");
+    let before = allocations();
+    for _ in 0..100 {
+        once(&mut scratch, &mut counts, black_box(&mut history));
+    }
+    assert_eq!(allocations() - before, 0, "reclassifying allocated");
+    assert_eq!(history, recorded);
+    assert_eq!(counts.changed_runs(), 103 * 4);
 }

@@ -491,6 +491,11 @@ pub struct ValidateArgs {
     /// against such a server refuses.
     #[arg(long)]
     pub upstream: bool,
+
+    /// The executor's categorizer config (as -f would read it): also warn about policy rules
+    /// on categories it never assigns, and Retry rules on categories whose pod it keeps.
+    #[arg(long, value_name = "FILE")]
+    pub categorizer: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -859,6 +864,17 @@ pub struct SimulateArgs {
     /// Take the job's queue and its policies from the server instead of files.
     #[arg(long)]
     pub from_server: bool,
+
+    /// The executor's categorizer config (its `errorCategories`): classify every failed run
+    /// with it before the engine decides, as the executor would; with a baseline, on both
+    /// sides unless --baseline-categorizer says otherwise.
+    #[arg(long, value_name = "FILE")]
+    pub categorizer: Option<PathBuf>,
+
+    /// With --baseline or --baseline-from-cluster: the baseline side's categorizer config, or
+    /// `recorded` to keep the categories the runs were recorded with (default: --categorizer).
+    #[arg(long, value_name = "FILE", requires = "what_if")]
+    pub baseline_categorizer: Option<PathBuf>,
 
     /// Exit 1 when a history contradicts the decisions (not only on failed expectations);
     /// with --lookout-db, also when a row was left out because it could not be read.

@@ -32,14 +32,21 @@
 //!   database; a row that does not decode stops it before the replay (exit 3, as invalid
 //!   `--baseline` files do), a queue the cluster lacks is exit 1, and the plan says where its
 //!   baseline came from (`output::simulate::Baseline`).
+//! - `--categorizer FILE` (docs/categorizer.md) is read before the history: exactly one
+//!   categorizer document, valid, else exit 3 naming the file and each problem's line, with
+//!   nothing on stdout; its warnings (not enabled, unknown keys) go to stderr and the replay
+//!   runs. `--baseline-categorizer` needs a baseline (a usage error otherwise); absent, both
+//!   sides share the one categorizer, and the history is classified once for both.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use crate::app::Context;
 use crate::cli::{SimulateArgs, SimulateOutput};
 use crate::commands::held::Held;
 use crate::commands::policy_set::{load_from_server, load_policies, PolicyFlags, Side};
 use crate::commands::replay_source::{self, check_flags, About, Drive};
+use crate::engine::categorizer::Classifier;
 use crate::engine::job_report::plural;
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
@@ -95,7 +102,20 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
             None => return Ok(ExitCode::InvalidInput),
         }
     };
-    let mut driver = Simulate { args, sim: &sim };
+    // The executor's categorizer of each side (docs/categorizer.md), read before the
+    // history: a bad file is exit 3 with nothing on stdout.
+    let categorizer = load_categorizer(ctx, args.categorizer.as_deref())?;
+    let baseline_categorizer = match args.baseline_categorizer.as_deref() {
+        None => categorizer.clone(),
+        Some(p) if p.as_os_str() == RECORDED => None,
+        Some(p) => load_categorizer(ctx, Some(p))?,
+    };
+    let sim = sim.with_categorizer(categorizer);
+    let mut driver = Simulate {
+        args,
+        sim: &sim,
+        baseline_categorizer,
+    };
     replay_source::run(
         ctx,
         replay,
@@ -108,10 +128,28 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     )
 }
 
+/// `--baseline-categorizer recorded`: the baseline keeps the recorded categories.
+const RECORDED: &str = "recorded";
+
+/// `--categorizer FILE`, compiled, its warnings said on stderr; `None` without the flag.
+fn load_categorizer(ctx: &mut Context, path: Option<&std::path::Path>) -> anyhow::Result<Option<Arc<Classifier>>> {
+    let Some(path) = path else { return Ok(None) };
+    let (config, warnings) = crate::input::read_categorizer(path)?;
+    for w in warnings {
+        writeln!(ctx.err, "{}: {w}", ctx.style.warning("warning"))?;
+    }
+    // Validated already: compiling cannot fail on what the checks let through.
+    let classifier = Classifier::new(&config)
+        .map_err(|e| CliError::invalid(format!("invalid categorizer `{}`: {e}", path.display())))?;
+    Ok(Some(Arc::new(classifier)))
+}
+
 /// The replay (or, with a baseline, the comparison) into the sink of `-o`.
 struct Simulate<'a> {
     args: &'a SimulateArgs,
     sim: &'a Simulator,
+    /// The baseline side's categorizer (`--baseline-categorizer`, else `--categorizer`'s).
+    baseline_categorizer: Option<Arc<Classifier>>,
 }
 
 impl Drive for Simulate<'_> {
@@ -126,6 +164,9 @@ impl Drive for Simulate<'_> {
         about: About,
     ) -> anyhow::Result<ExitCode> {
         let (args, sim) = (self.args, self.sim);
+        // The baseline's policies come from files or the cluster; its categorizer from here.
+        let baseline = baseline.map(|b| b.clone().with_categorizer(self.baseline_categorizer.clone()));
+        let baseline = baseline.as_ref();
         let replay_args = &args.replay;
         let options = Options {
             backtest_at: replay_args.backtest_at.as_deref().map(parse_backtest_at).transpose()?,

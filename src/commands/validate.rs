@@ -4,6 +4,7 @@ use crate::app::Context;
 use crate::cli::{ValidateArgs, ValidateOutput};
 use crate::error::{CliError, ExitCode};
 use crate::input;
+use crate::model::document::{Kind, Resource};
 use crate::model::lint::{lint_documents, LintOptions};
 use crate::output::report;
 
@@ -21,6 +22,19 @@ pub fn run(ctx: &mut Context, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
         options.default_policy_name = config.default_policy_name;
     }
     let mut files = input::read_sources(&args.source.files, args.source.recursive, None);
+    if let Some(path) = &args.categorizer {
+        let only = [Kind::ErrorCategories];
+        files.extend(input::read_sources(std::slice::from_ref(path), false, Some(&only)));
+    }
+    // Both layers of today's Armada together: every policy against every valid categorizer
+    // given, whether by -f or --categorizer (docs/categorizer.md).
+    for f in &files {
+        for d in f.documents.iter().filter(|d| d.is_valid()) {
+            if let Some(Resource::ErrorCategories(c)) = &d.resource {
+                options.categorizers.push((f.name.clone(), c.clone()));
+            }
+        }
+    }
     lint_documents(files.iter_mut().flat_map(|f| f.documents.iter_mut()), &options);
     let t = report::counts(&files);
     let valid = t.errors == 0 && !(args.strict && t.warnings > 0);

@@ -36,6 +36,21 @@ pub struct RunRecord {
     pub decision: Option<Decision>,
     /// The decision in words (`retry 2 of 3 under infra/0 (attempt 3 of 4) …`).
     pub reason: String,
+    /// With the executor's categorizer only (`simulate --categorizer`): the category the
+    /// engine saw and the recorded one; `None` otherwise, so that a record without a
+    /// categorizer is what it always was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub categories: Option<Box<RunCategories>>,
+}
+
+/// A run's category as its engine saw it (its classification), and the recorded one when
+/// the two differ (docs/categorizer.md). `None` stands for no category.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunCategories {
+    pub category: Option<String>,
+    pub subcategory: Option<String>,
+    /// `Some` only when it differs from the classification.
+    pub recorded: Option<(Option<String>, Option<String>)>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -378,6 +393,7 @@ pub(super) fn replay_named(
             failure: if texts { describe_failure(run) } else { String::new() },
             decision: decided.0,
             reason: if texts { reason } else { String::new() },
+            categories: None,
         });
         if let Some(e) = run.expect.as_ref().filter(|_| checks) {
             let mut failures = Vec::new();

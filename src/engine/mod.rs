@@ -38,7 +38,9 @@ pub use design::{
     backoff_delay, copies_until_fail, evaluate, evaluate_matched, first_match, jitter_fraction, resolve_backoff, Match,
     Verdict, BUILTIN_INITIAL_DELAY, BUILTIN_JITTER, BUILTIN_MAX_DELAY, BUILTIN_MULTIPLIER,
 };
-pub use job_report::{job_context, replay, Detail, JobOutcome, JobReport, JobStatus, PendingEngine, RunRecord};
+pub use job_report::{
+    job_context, replay, Detail, JobOutcome, JobReport, JobStatus, PendingEngine, RunCategories, RunRecord,
+};
 pub(crate) use job_state::apply_memory_bump;
 pub use job_state::{JobContext, JobState};
 pub use matcher::{CompiledPolicy, Policies, SharedRegexes, Signal};

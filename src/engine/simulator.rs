@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{FailureHistory, Outcome};
 
+use super::categorizer::Classifier;
 use super::matcher::RetryPlan;
 use crate::model::policy::{Action, RetryPolicy};
 use crate::model::queue::Queue;
@@ -46,6 +47,10 @@ pub struct Simulator {
     /// it is looked up twice per job (here and by [`Simulator::has_queue`]).
     resolved: Vec<(String, Resolved)>,
     given_resolved: Resolved,
+    /// The executor's categorizer of this side (`simulate --categorizer`): the replay
+    /// classifies each failed run with it before the engine sees the run. `None`: the
+    /// recorded categories. Shared: a Simulator is cloned per candidate in a search.
+    categorizer: Option<Arc<Classifier>>,
 }
 
 /// A policy list resolved for each engine (SPEC §2.1 without an annotation; §2.10: upstream
@@ -217,7 +222,19 @@ impl Simulator {
             engine: EngineKind::Design,
             resolved,
             given_resolved,
+            categorizer: None,
         })
+    }
+
+    /// Classify every failed run with `categorizer` before deciding (docs/categorizer.md).
+    pub fn with_categorizer(mut self, categorizer: Option<Arc<Classifier>>) -> Simulator {
+        self.categorizer = categorizer;
+        self
+    }
+
+    /// The side's categorizer, if any (the replay applies it: this type only decides).
+    pub fn categorizer(&self) -> Option<&Classifier> {
+        self.categorizer.as_deref()
     }
 
     /// Marks the policies and queues as read from a server (see the field's docs).
@@ -260,13 +277,18 @@ impl Simulator {
     pub fn fingerprint(&self) -> serde_json::Value {
         let mut queues: Vec<&Queue> = self.queues.values().collect();
         queues.sort_by(|a, b| a.name.cmp(&b.name));
-        serde_json::json!({
+        let mut v = serde_json::json!({
             "policies": self.policies.iter().map(|p| &p.policy).collect::<Vec<_>>(),
             "queues": queues,
             "given": self.given,
             "engine": self.engine.as_str(),
             "fromServer": self.from_server,
-        })
+        });
+        // Only with one: a fingerprint without a categorizer stays what it was.
+        if let (Some(c), serde_json::Value::Object(m)) = (&self.categorizer, &mut v) {
+            m.insert("categorizer".into(), format!("{c:?}").into());
+        }
+        v
     }
 
     pub fn given(&self) -> &[String] {

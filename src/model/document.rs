@@ -489,15 +489,18 @@ fn envelope(dec: &mut Decoder, node: &Node, expected: Option<&[Kind]>) -> (Optio
         if let Some(expected) = expected {
             if !expected.contains(&kind) {
                 let names: Vec<&str> = expected.iter().map(|k| k.as_str()).collect();
+                // A categorizer has no `kind` to name: say what it is (`--categorizer FILE`).
+                let wanted = if expected == [Kind::ErrorCategories] {
+                    "the executor's categorizer config (`errorCategories` at its top or under `application`)"
+                        .to_string()
+                } else {
+                    format!("a {} document", one_of(&names).replace(", ", " or "))
+                };
                 dec.error(
                     node.get("kind").unwrap_or(node),
                     "unexpected-kind",
                     "kind",
-                    format!(
-                        "expected a {} document here, found kind `{}`",
-                        one_of(&names).replace(", ", " or "),
-                        kind.as_str()
-                    ),
+                    format!("expected {wanted} here, found kind `{}`", kind.as_str()),
                 );
                 return (Some(version), None);
             }

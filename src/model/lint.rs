@@ -2,13 +2,15 @@
 //!
 //! Owns: the warnings, within a policy (shadowed rules, settings with no effect, zero
 //! limits, patterns matching the empty string, over-broad `NotIn`) and across documents
-//! (scheduler limits, the default policy's presence, upstream fit). Must not: produce
-//! errors (`--strict` is the caller's business) or do I/O.
+//! (scheduler limits, the default policy's presence, upstream fit, the two layers of
+//! today's Armada: a policy's categories against the executor's categorizer). Must not:
+//! produce errors (`--strict` is the caller's business) or do I/O.
 
 use std::collections::HashSet;
 
-use crate::diag::{index, quote, Diagnostic};
+use crate::diag::{index, quote, suggest, Diagnostic};
 
+use super::categorizer::{ErrorCategories, PodAction, CATEGORY_INTERNAL};
 use super::document::{ApiVersion, Document, Resource};
 use super::policy::{Action, ExitCodes, Operator, RetryPolicy, Rule};
 use super::validate::compile_pattern;
@@ -22,6 +24,10 @@ pub struct LintOptions {
     pub default_policy_name: Option<String>,
     /// The policies are headed for an upstream Armada server (§5.1).
     pub upstream: bool,
+    /// The executor's categorizers given alongside (`-f` or `--categorizer`), each with the
+    /// file it came from as the user should read it: every policy's categories are checked
+    /// against each ([`lint_with_categorizer`]).
+    pub categorizers: Vec<(String, ErrorCategories)>,
 }
 
 /// Warnings for one policy, in wire-layout paths (`rules[1]`).
@@ -218,6 +224,92 @@ pub fn upstream_errors(policy: &RetryPolicy) -> Vec<Diagnostic> {
         .collect()
 }
 
+/// Warnings for one policy read with the executor's categorizer `config` (from `file`), the
+/// other layer of today's Armada (docs/categorizer.md): a rule on a category the categorizer
+/// never assigns (neither a category's `name` nor its `defaultCategory`; Armada's own
+/// `internal` is exempt, Armada assigns it) never matches a categorized failure; a `Retry`
+/// rule on a category whose failed pod the executor keeps collides with that pod, since a
+/// retried pod reuses its name. Paths in wire layout (`rules[0].onFailureCategory[1]`).
+pub fn lint_with_categorizer(policy: &RetryPolicy, config: &ErrorCategories, file: &str) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let default = (!config.default_category.is_empty()).then_some(config.default_category.as_str());
+    for (i, rule) in policy.rules.iter().enumerate() {
+        let Some(categories) = &rule.on_failure_category else {
+            continue;
+        };
+        for (j, category) in categories.iter().enumerate() {
+            if category == CATEGORY_INTERNAL {
+                continue;
+            }
+            let path = index(&format!("{}.onFailureCategory", index("rules", i)), j);
+            let named = config.categories.iter().find(|c| c.name == *category);
+            let is_default = default == Some(category.as_str());
+            if !config.enabled {
+                out.push(Diagnostic::warning(
+                    "category-never-assigned",
+                    &path,
+                    format!(
+                        "the categorizer `{file}` is not enabled, so the executor assigns no category and this \
+                         rule never matches on {}; set `enabled: true` in `{file}`",
+                        quote(category)
+                    ),
+                ));
+                continue;
+            }
+            if named.is_none() && !is_default {
+                let names: Vec<&str> = config
+                    .categories
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .chain(default)
+                    .collect();
+                let guess = suggest(category, &names)
+                    .map(|g| format!(", did you mean {}?", quote(g)))
+                    .unwrap_or_default();
+                out.push(Diagnostic::warning(
+                    "category-never-assigned",
+                    &path,
+                    format!(
+                        "the categorizer `{file}` never assigns category {} (neither a category's `name` nor its \
+                         `defaultCategory`): this rule never matches a failure the executor categorizes{guess}",
+                        quote(category)
+                    ),
+                ));
+                continue;
+            }
+            if rule.action != Action::Retry {
+                continue;
+            }
+            let kept_by_name = named.is_some_and(|c| c.pod_action() != Some(PodAction::Delete));
+            if kept_by_name {
+                out.push(Diagnostic::warning(
+                    "retry-retained-pod",
+                    &path,
+                    format!(
+                        "this `Retry` rule retries category {c}, whose failed pod the executor keeps (its \
+                         category in `{file}` has no `action: Delete`): the retry reuses the pod's name, collides \
+                         with the kept pod and its lease is returned; set `action: Delete` on category {c} in \
+                         `{file}`",
+                        c = quote(category)
+                    ),
+                ));
+            } else if is_default {
+                out.push(Diagnostic::warning(
+                    "retry-retained-pod",
+                    &path,
+                    format!(
+                        "this `Retry` rule retries category {}, the `defaultCategory` of `{file}`, whose failed pods \
+                         the executor keeps: the retry reuses the pod's name, collides with the kept pod and its \
+                         lease is returned",
+                        quote(category)
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
 pub fn lint_documents<'a>(documents: impl IntoIterator<Item = &'a mut Document>, options: &LintOptions) {
     let mut documents: Vec<&mut Document> = documents.into_iter().collect();
     let mut policy_names = HashSet::new();
@@ -230,6 +322,9 @@ pub fn lint_documents<'a>(documents: impl IntoIterator<Item = &'a mut Document>,
         };
         policy_names.insert(policy.name.clone());
         let mut found = lint_policy(policy, options);
+        for (file, config) in &options.categorizers {
+            found.extend(lint_with_categorizer(policy, config, file));
+        }
         if options.upstream {
             found.extend(upstream_errors(policy));
         }

@@ -27,10 +27,11 @@ use crate::replay::source::Progress;
 use crate::replay::summary::Summary;
 
 use super::simulate::{
-    backtest_details, backtest_sentence, class_rows, estimate_shares, expected_hours, failed_expectations, hours_words,
-    plan_sentence, request_hours, rule_rows, seconds_words, shares, side_words, Baseline, Listed, Mode, Stderr,
-    CLUSTER_BASELINE, ESTIMATE_METHOD, GROUPS,
+    backtest_details, backtest_sentence, category_changes_words, class_rows, collisions_words, estimate_shares,
+    expected_hours, failed_expectations, hours_words, plan_sentence, request_hours, rule_rows, seconds_words, shares,
+    side_words, Baseline, Listed, Mode, Stderr, CLUSTER_BASELINE, ESTIMATE_METHOD, GROUPS,
 };
+use crate::replay::categorize::CategoryCounts;
 
 /// Changed jobs listed per transition at most.
 pub const ROWS_PER_GROUP: usize = 500;
@@ -434,6 +435,10 @@ fn plan_page(
     ));
     b.push_str("</section>\n");
     let _ = writeln!(b, "<p class=\"plan\">{}</p>", esc(&plan_sentence(c)));
+    if let Some(s) = &c.categories {
+        categories(&mut b, &s.baseline, "Baseline: ");
+        categories(&mut b, &s.candidate, "Candidate: ");
+    }
     if c.errors > 0 {
         let _ = writeln!(
             b,
@@ -672,6 +677,29 @@ fn footer(b: &mut String, estimated: bool, compare: bool) {
     b.push_str("</p></footer>\n");
 }
 
+/// A side's categorizer: its changes and collisions, then the collisions' warning.
+fn categories(b: &mut String, c: &CategoryCounts, side: &str) {
+    let _ = writeln!(
+        b,
+        "<p class=\"plan\">{}ategory changes (the executor's categorizer): {}; collisions: {}.</p>",
+        if side.is_empty() {
+            "C".to_string()
+        } else {
+            format!("{side}c")
+        },
+        esc(&category_changes_words(c)),
+        c.collisions
+    );
+    if c.collisions > 0 {
+        let _ = writeln!(
+            b,
+            "<p class=\"plan add\">Warning: {}{}.</p>",
+            side.to_lowercase(),
+            esc(&collisions_words(c.collisions))
+        );
+    }
+}
+
 fn replay_page(s: &Summary, e: &Estimates) -> String {
     let mut b = String::new();
     b.push_str("<header><h1>Replay of the failure history</h1>");
@@ -719,6 +747,9 @@ fn replay_page(s: &Summary, e: &Estimates) -> String {
         "<p class=\"plan\">Expectations: all met.</p>".to_string()
     };
     b.push_str(&expectations);
+    if let Some(c) = &s.categories {
+        categories(&mut b, c, "");
+    }
     if s.contradicted_jobs > 0 {
         let _ = writeln!(
             b,

@@ -22,10 +22,12 @@ use crate::replay::summary::Summary;
 use crate::replay::compare::hours;
 
 use super::simulate::{
-    backtest_details, backtest_sentence, class_rows, estimate_words, expected_hours, failed_expectations, hours_words,
-    plan_sentence, rate_words, request_hours, rule_rows, seconds_words, side_words, without_estimate, Baseline, Listed,
-    Mode, Stderr, CLUSTER_BASELINE, ESTIMATE_METHOD, GROUPS,
+    backtest_details, backtest_sentence, category_changes_words, class_rows, collisions_words, estimate_words,
+    expected_hours, failed_expectations, hours_words, plan_sentence, rate_words, request_hours, rule_rows,
+    seconds_words, side_words, without_estimate, Baseline, Listed, Mode, Stderr, CLUSTER_BASELINE, ESTIMATE_METHOD,
+    GROUPS,
 };
+use crate::replay::categorize::CategoryCounts;
 
 /// Changed jobs listed at most.
 pub const MAX_ROWS: usize = 50;
@@ -193,6 +195,11 @@ fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> Stri
             text(&backtest_details(b))
         );
     }
+    if let Some(s) = &c.categories {
+        for (side, counts) in [("baseline", &s.baseline), ("candidate", &s.candidate)] {
+            categories(&mut m, counts, &format!("{side}: "));
+        }
+    }
     if c.errors > 0 {
         let _ = writeln!(
             m,
@@ -248,6 +255,19 @@ fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> Stri
 }
 
 /// The report of a plain replay.
+/// A side's categorizer: its changes and collisions, then the collisions' warning.
+fn categories(m: &mut String, c: &CategoryCounts, side: &str) {
+    let _ = writeln!(
+        m,
+        "**Category changes** ({side}the executor's categorizer): {} · **collisions:** {}\n",
+        text(&category_changes_words(c)),
+        c.collisions
+    );
+    if c.collisions > 0 {
+        let _ = writeln!(m, "> **Warning:** {side}{}\n", text(&collisions_words(c.collisions)));
+    }
+}
+
 fn report(s: &Summary, e: &Estimates) -> String {
     let mut m = String::new();
     let _ = writeln!(
@@ -282,6 +302,10 @@ fn report(s: &Summary, e: &Estimates) -> String {
         );
     } else {
         let _ = writeln!(m, "\n**Expectations:** all met");
+    }
+    if let Some(c) = &s.categories {
+        m.push('\n');
+        categories(&mut m, c, "");
     }
     if s.contradicted_jobs > 0 {
         let _ = writeln!(

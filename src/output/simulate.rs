@@ -31,6 +31,7 @@ use crate::model::failure_history::{Final, Timestamp};
 use crate::model::quantity::format_bytes;
 use crate::model::GoDuration;
 use crate::replay::backtest::Backtest;
+use crate::replay::categorize::CategoryCounts;
 use crate::replay::compare::hours;
 use crate::replay::compare::ClassChanges;
 use crate::replay::compare::{Comparison, JobDiff, Transition};
@@ -66,6 +67,16 @@ pub struct RunOut<'a> {
     ended_at: Shown<JobInstant>,
     outcome: &'static str,
     failure: &'a str,
+    /// With a categorizer only: the category the engine saw (`null`: none), and the
+    /// recorded one where it differs (`null`: none was recorded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    category: Option<Option<&'a str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    subcategory: Option<Option<&'a str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recorded_category: Option<Option<&'a str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recorded_subcategory: Option<Option<&'a str>>,
     action: Option<&'static str>,
     decision: Option<&'static str>,
     policy: Option<&'a str>,
@@ -100,6 +111,8 @@ pub fn run_record<'a>(report: &'a JobReport, run: &'a RunRecord) -> RunOut<'a> {
         })
     };
     let d = run.decision.as_ref();
+    let cats = run.categories.as_deref();
+    let recorded = cats.and_then(|c| c.recorded.as_ref());
     RunOut {
         run: run.index,
         pod_name: &run.pod_name,
@@ -108,6 +121,10 @@ pub fn run_record<'a>(report: &'a JobReport, run: &'a RunRecord) -> RunOut<'a> {
         ended_at: t(run.ended_at),
         outcome: run.outcome.as_str(),
         failure: &run.failure,
+        category: cats.map(|c| c.category.as_deref()),
+        subcategory: cats.map(|c| c.subcategory.as_deref()),
+        recorded_category: recorded.map(|r| r.0.as_deref()),
+        recorded_subcategory: recorded.map(|r| r.1.as_deref()),
         action: d.map(|d| d.action().as_str()),
         decision: d.map(|d| d.kind.as_str()),
         policy: d.and_then(|d| report.policies.get(d.policy?)).map(String::as_str),
@@ -260,6 +277,9 @@ pub fn summary_json(s: &Summary, e: &Estimates) -> Value {
     });
     if let (Some(b), Value::Object(m)) = (&e.backtest, &mut v) {
         m.insert("backtest".into(), backtest_json(b));
+    }
+    if let (Some(c), Value::Object(m)) = (&s.categories, &mut v) {
+        m.extend(categories_json(c));
     }
     v
 }
@@ -497,6 +517,57 @@ pub fn plan_sentence(c: &Comparison) -> String {
 }
 
 /// The bulk summary in words.
+/// A categorizer's changes in words, most runs first (`none → oom/kernel 2, x → user_error
+/// 1`), or `none`: every format's line (docs/categorizer.md).
+pub fn category_changes_words(c: &CategoryCounts) -> String {
+    let changes = c.changes();
+    if changes.is_empty() {
+        return "none".to_string();
+    }
+    let words: Vec<String> = changes
+        .iter()
+        .map(|(from, to, runs)| format!("{from} → {to} {runs}"))
+        .collect();
+    words.join(", ")
+}
+
+/// The collisions' warning, in every format's words.
+pub fn collisions_words(n: u64) -> String {
+    format!(
+        "{} the name of a failed pod the executor keeps: the new pod collides with it, the lease is returned and the job takes the legacy path",
+        plural(n, "retry reuses", "retries reuse")
+    )
+}
+
+/// A side's `{categoryChanges, collisions}`.
+pub fn categories_json(c: &CategoryCounts) -> Map<String, Value> {
+    let changes: Vec<Value> = c
+        .changes()
+        .into_iter()
+        .map(|(from, to, runs)| json!({"from": from, "to": to, "runs": runs}))
+        .collect();
+    let mut m = Map::new();
+    m.insert("categoryChanges".into(), Value::Array(changes));
+    m.insert("collisions".into(), json!(c.collisions));
+    m
+}
+
+/// The table's lines of a side's categorizer: its changes, its collisions, and the warning
+/// when there are any. `side`: `baseline: ` or `candidate: ` in a comparison.
+fn write_categories(out: &mut dyn Write, style: Style, c: &CategoryCounts, side: &str) -> io::Result<()> {
+    writeln!(out, "  {side}category changes: {}", category_changes_words(c))?;
+    writeln!(out, "  {side}collisions: {}", c.collisions)?;
+    if c.collisions > 0 {
+        writeln!(
+            out,
+            "  {}: {side}{}",
+            style.warning("warning"),
+            collisions_words(c.collisions)
+        )?;
+    }
+    Ok(())
+}
+
 pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary, e: &Estimates) -> io::Result<()> {
     writeln!(out, "{}", style.bold("summary"))?;
     writeln!(out, "  jobs:      {} ({} runs)", s.jobs, s.runs)?;
@@ -565,6 +636,9 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary, e: &Estimat
             kinds.join(", ")
         }
     )?;
+    if let Some(c) = &s.categories {
+        write_categories(out, style, c, "")?;
+    }
     if s.expectation_failed_jobs > 0 {
         let list = failed_expectations(s, |id| id.to_string());
         writeln!(
@@ -1080,6 +1154,10 @@ impl Sink for TableSink<'_> {
                         writeln!(self.out)?;
                     }
                     write_summary(self.out, self.style, summary, estimates)?;
+                } else if let (1, Some(c)) = (self.written, &summary.categories) {
+                    // One history with a categorizer: what it changed, and its collisions.
+                    writeln!(self.out)?;
+                    write_categories(self.out, self.style, c, "")?;
                 }
                 Ok(())
             }
@@ -1500,6 +1578,12 @@ pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Valu
     if let Some(b) = &e.backtest {
         m.insert("backtest".into(), backtest_json(b));
     }
+    if let Some(s) = &c.categories {
+        m.insert(
+            "categories".into(),
+            json!({"baseline": categories_json(&s.baseline), "candidate": categories_json(&s.candidate)}),
+        );
+    }
     m
 }
 
@@ -1607,6 +1691,10 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
         c.compute_removed,
         compute_hours(c)
     )?;
+    if let Some(s) = &c.categories {
+        write_categories(out, style, &s.baseline, "baseline: ")?;
+        write_categories(out, style, &s.candidate, "candidate: ")?;
+    }
     if c.errors > 0 {
         writeln!(
             out,

@@ -20,6 +20,7 @@ use crate::engine::{DecisionKind, JobOutcome, JobReport};
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{FailureHistory, Final, Outcome, Resources};
 
+use super::categorize::SideCategories;
 use super::estimate::{class_of, FailureClass, Smallest, MAX_CLASSES};
 
 /// One side of a job: what the policies made of it.
@@ -211,6 +212,11 @@ pub struct Comparison {
     pub candidate_compute: GoDuration,
     /// Jobs that could not be replayed on one side or both.
     pub errors: u64,
+    /// With the executor's categorizer (`--categorizer`): what each side's changed, and its
+    /// collisions (a plain replay's are the candidate's). `None` without one, so that
+    /// nothing is added to what a replay without a categorizer prints or records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub categories: Option<Box<SideCategories>>,
 }
 
 fn add(a: &mut GoDuration, b: u64) {
@@ -305,6 +311,9 @@ impl Comparison {
         self.cpu_removed += o.cpu_removed;
         self.without_resources += o.without_resources;
         self.errors += o.errors;
+        if let Some(theirs) = &o.categories {
+            self.categories.get_or_insert_with(Box::default).merge(theirs);
+        }
     }
 
     /// Jobs Failed in the baseline and Pending in the candidate.

@@ -22,6 +22,7 @@
 //! `commands::simulate`), or evaluate (that is `engine`).
 
 pub mod backtest;
+pub mod categorize;
 pub mod compare;
 #[cfg(test)]
 pub mod drawn;

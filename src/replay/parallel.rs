@@ -28,11 +28,12 @@ use super::source::{Body, Entry, HistorySource, Origin, Pos, Progress};
 pub const CHUNK: usize = 1024;
 
 /// A decoded entry, ready to replay: borrowed from the worker that decoded it (its history
-/// is the worker's reused [`Scratch`]).
+/// is the worker's reused [`Scratch`]). Mutable, so that a side's categorizer can classify
+/// its runs in place (`replay::categorize`), which must put them back before it is done.
 pub struct Decoded<'a> {
     pub origin: &'a Origin,
     pub settings: &'a Settings,
-    pub history: &'a FailureHistory,
+    pub history: &'a mut FailureHistory,
 }
 
 /// What became of one entry.

@@ -20,6 +20,7 @@ use crate::model::failure_history::{FailureHistory, Final, Timestamp};
 
 use super::backtest::Backtest;
 use super::backtest::{backtest, Refusal};
+use super::categorize::{CategoryCounts, Reclassify, SideCategories};
 use super::compare::{ByClass, Comparison, JobDiff, Side, Steps, Transition};
 use super::estimate::{failed_runs, job_class, FailureClass, PendingSet, Rates, Trials, MAX_RUNS_LEFT};
 use super::parallel::{for_each_ordered, Decoded, Emitted, Processed};
@@ -261,8 +262,17 @@ struct Part {
     trials: TrialCount,
     /// With breakdowns: jobs by class.
     by_class: ByClass,
-    /// A comparison's totals; a plain replay's Pending jobs (in `pending`).
+    /// A comparison's totals; a plain replay's Pending jobs (in `pending`); with a
+    /// categorizer, its counts (in `comparison.categories`).
     tally: CompareTally,
+    /// The worker's scratch for classifying a history in place (with a categorizer only).
+    reclassify: Reclassify,
+}
+
+/// The categorizers' counts of a part (`part.tally`), made on the first job that has one. A
+/// function of the field, so that the part's scratch can be borrowed beside it.
+fn categories(tally: &mut CompareTally) -> &mut SideCategories {
+    tally.comparison.categories.get_or_insert_with(Box::default)
 }
 
 /// What the emitting side folds from the parts: the same sums whatever the split of the
@@ -421,17 +431,45 @@ pub fn replay<S: HistorySource>(
     let detail = if needs.reports { Detail::Full } else { Detail::Summary };
     // Summary only: each worker adds its jobs to a summary of its unit.
     let work = |part: &mut Part, job: Decoded<'_>| {
-        let mut report = replay_job_detailed(sim, job.settings, job.history, detail)
-            .map_err(|e| format!("{}: job `{}`: {e}", job.origin, job.history.job.id))?;
-        let f = fallback(sim, job.history);
-        part.trials.add(job.history, job.origin, options);
-        if matches!(report.status, JobStatus::Pending { .. }) {
-            let facts = JobFacts::new(job.history);
-            let left = runs_left_after(sim, job.settings, &facts, report.take_pending());
+        let Decoded {
+            origin,
+            settings,
+            history,
+        } = job;
+        // With a categorizer, the engine sees the classified runs (and so do the runs a
+        // Pending job has left); everything after `restore` reads the recorded ones.
+        let categorizer = sim.categorizer();
+        if let Some(c) = categorizer {
+            part.reclassify
+                .apply(c, history, &mut categories(&mut part.tally).candidate, None);
+        }
+        let replayed = replay_job_detailed(sim, settings, history, detail);
+        let mut report = match replayed {
+            Ok(r) => r,
+            Err(e) => {
+                part.reclassify.restore(history);
+                return Err(format!("{origin}: job `{}`: {e}", history.job.id));
+            }
+        };
+        let left = matches!(report.status, JobStatus::Pending { .. })
+            .then(|| runs_left_after(sim, settings, &JobFacts::new(history), report.take_pending()));
+        if categorizer.is_some() {
+            part.reclassify
+                .collisions(sim.engine(), &report, &mut categories(&mut part.tally).candidate);
+            if needs.reports {
+                part.reclassify.annotate(history, &mut report);
+            }
+            part.reclassify.restore(history);
+        }
+        let history: &FailureHistory = history;
+        let f = fallback(sim, history);
+        part.trials.add(history, origin, options);
+        if let Some(left) = left {
+            let facts = JobFacts::new(history);
             let class = facts.class();
             part.tally
                 .pending
-                .add(class, facts.depth, left, job.history.job.resources.as_ref());
+                .add(class, facts.depth, left, history.job.resources.as_ref());
             if needs.breakdowns {
                 part.by_class.add_pending(class);
             }
@@ -455,6 +493,7 @@ pub fn replay<S: HistorySource>(
     match out {
         Out::Sink(sink) => {
             let mut fold = ReplayFold::new(sink, sim.given())?;
+            fold.categorized(sim.categorizer().is_some());
             for_each_ordered(source, options.shard, work, |e| match e {
                 Emitted::Job(_, p) => fold.entry(p),
                 Emitted::Unit(part, at) => {
@@ -497,9 +536,16 @@ pub struct ReplayFold<'s> {
     summary: Summary,
     folded: Folded,
     fallbacks: Fallbacks,
+    categorized: bool,
 }
 
 impl<'s> ReplayFold<'s> {
+    /// The replay classifies runs with a categorizer: its counts are printed even when no
+    /// job was counted.
+    pub fn categorized(&mut self, yes: bool) {
+        self.categorized = yes;
+    }
+
     /// `given`: the policies a job without its queue's gets (`--retry-policy`, else every
     /// policy given), for the missing-queue message.
     pub fn new(sink: &'s mut dyn Sink, given: &'s [String]) -> io::Result<ReplayFold<'s>> {
@@ -512,6 +558,7 @@ impl<'s> ReplayFold<'s> {
             summary: Summary::default(),
             folded: Folded::default(),
             fallbacks: Fallbacks::default(),
+            categorized: false,
         })
     }
 
@@ -584,14 +631,19 @@ impl<'s> ReplayFold<'s> {
         let ReplayFold {
             sink,
             needs,
-            summary,
+            mut summary,
             folded,
             fallbacks,
+            categorized,
             ..
         } = self;
         let used_given = fallbacks.used_given;
         let estimates = match folded.estimates(options, false, needs) {
-            Ok((e, ..)) => e,
+            Ok((e, comparison, _)) => {
+                let counts = comparison.categories.map(|c| Box::new(c.candidate));
+                summary.categories = counts.or_else(|| categorized.then(Box::default));
+                e
+            }
             Err(refused) => {
                 return Ok(Replayed {
                     summary,
@@ -633,13 +685,60 @@ pub fn compare<S: HistorySource>(
     // A comparison is made of numbers only (final state, retries, delay, run times):
     // neither side needs the per-run texts, nor the checks whose messages it never prints.
     let work = |part: &mut Part, job: Decoded<'_>| {
-        let h = job.history;
-        let mut b = replay_job_detailed(baseline, job.settings, h, Detail::Outcome)
-            .map_err(|e| format!("{}: job `{}`: baseline: {e}", job.origin, h.job.id))?;
-        let mut c = replay_job_detailed(candidate, job.settings, h, Detail::Outcome)
-            .map_err(|e| format!("{}: job `{}`: {e}", job.origin, h.job.id))?;
-        let (b_pending, c_pending) = (b.take_pending(), c.take_pending());
-        part.trials.add(h, job.origin, options);
+        let Decoded {
+            origin,
+            settings,
+            history,
+        } = job;
+        // Each side under its own categorizer (the engine and the runs a Pending side has
+        // left see its classification); then the recorded categories are put back for the
+        // rest (the estimates' failure classes keep them). One categorizer for both sides
+        // (no --baseline-categorizer) classifies the history once for both.
+        let shared = matches!(
+            (baseline.categorizer(), candidate.categorizer()),
+            (Some(a), Some(b)) if std::ptr::eq(a, b)
+        );
+        if let (true, Some(c)) = (shared, candidate.categorizer()) {
+            let s = categories(&mut part.tally);
+            part.reclassify
+                .apply(c, history, &mut s.baseline, Some(&mut s.candidate));
+        }
+        let mut side = |sim: &Simulator, counts: fn(&mut SideCategories) -> &mut CategoryCounts, what: &str| {
+            let categorizer = sim.categorizer();
+            if let (false, Some(c)) = (shared, categorizer) {
+                part.reclassify
+                    .apply(c, history, counts(categories(&mut part.tally)), None);
+            }
+            let r = replay_job_detailed(sim, settings, history, Detail::Outcome).map(|mut r| {
+                let pending = r.take_pending();
+                let left = (r.status.final_state() == Final::Pending)
+                    .then(|| runs_left_after(sim, settings, &JobFacts::new(history), pending));
+                (r, left)
+            });
+            if categorizer.is_some() {
+                if let Ok((r, _)) = &r {
+                    part.reclassify
+                        .collisions(sim.engine(), r, counts(categories(&mut part.tally)));
+                }
+                if !shared {
+                    part.reclassify.restore(history);
+                }
+            }
+            r.map_err(|e| format!("{origin}: job `{}`: {what}{e}", history.job.id))
+        };
+        let b = side(baseline, |s| &mut s.baseline, "baseline: ");
+        // The candidate only when the baseline replayed (its error is the one reported).
+        let c = match &b {
+            Ok(_) => side(candidate, |s| &mut s.candidate, ""),
+            Err(_) => Err(String::new()),
+        };
+        if shared {
+            part.reclassify.restore(history);
+        }
+        let (b, b_left) = b?;
+        let (c, c_left) = c?;
+        let h: &FailureHistory = history;
+        part.trials.add(h, origin, options);
         if needs.breakdowns {
             part.baseline.add(&b);
             part.summary.add(&c);
@@ -648,16 +747,16 @@ pub fn compare<S: HistorySource>(
         let changed = sb.differs(&sc);
         let wanted = || {
             cut.as_ref()
-                .is_none_or(|cut| cut.wanted(Transition::between(sb.final_state, sc.final_state), job.origin.pos()))
+                .is_none_or(|cut| cut.wanted(Transition::between(sb.final_state, sc.final_state), origin.pos()))
         };
         let steps = (changed && needs.steps && wanted()).then(|| Box::new(Steps::new(h, &b, &c)));
         let facts = JobFacts::new(h);
         let mut diff = JobDiff::new(&b, c);
-        if diff.baseline.final_state == Final::Pending {
-            diff.baseline.runs_left = runs_left_after(baseline, job.settings, &facts, b_pending);
+        if let Some(left) = b_left {
+            diff.baseline.runs_left = left;
         }
-        let left = || runs_left_after(candidate, job.settings, &facts, c_pending);
-        tally_job_with(&mut diff, left, &facts, &mut part.tally);
+        // Worked out above, on the candidate's classification, exactly when it is Pending.
+        tally_job_with(&mut diff, || c_left.unwrap_or(1), &facts, &mut part.tally);
         if changed && needs.breakdowns {
             part.by_class.add_change(facts.class(), &diff);
         }
@@ -674,6 +773,7 @@ pub fn compare<S: HistorySource>(
     match out {
         Out::Sink(sink) => {
             let mut fold = CompareFold::new(sink, candidate.given())?;
+            fold.categorized(baseline.categorizer().is_some() || candidate.categorizer().is_some());
             for_each_ordered(source, options.shard, work, |e| match e {
                 Emitted::Job(_, p) => fold.entry(p),
                 Emitted::Unit(part, at) => {
@@ -723,9 +823,16 @@ pub struct CompareFold<'s> {
     fallbacks: Fallbacks,
     spool: Spool,
     stopped: bool,
+    categorized: bool,
 }
 
 impl<'s> CompareFold<'s> {
+    /// A side classifies runs with a categorizer: both sides' counts are printed even when
+    /// no job was counted.
+    pub fn categorized(&mut self, yes: bool) {
+        self.categorized = yes;
+    }
+
     /// `given`: the candidate's policies for a job without its queue's.
     pub fn new(sink: &'s mut dyn Sink, given: &'s [String]) -> io::Result<CompareFold<'s>> {
         let needs = sink.needs();
@@ -739,6 +846,7 @@ impl<'s> CompareFold<'s> {
             fallbacks: Fallbacks::default(),
             spool: Spool::default(),
             stopped: false,
+            categorized: false,
         })
     }
 
@@ -823,6 +931,7 @@ impl<'s> CompareFold<'s> {
             fallbacks,
             spool,
             stopped,
+            categorized,
             ..
         } = self;
         let used_given = fallbacks.used_given;
@@ -841,6 +950,9 @@ impl<'s> CompareFold<'s> {
             }
         };
         comparison.errors = errors;
+        if categorized && comparison.categories.is_none() {
+            comparison.categories = Some(Box::default());
+        }
         if !stopped {
             spool.drain(|ch| {
                 let d = &ch.diff;

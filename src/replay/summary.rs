@@ -13,6 +13,7 @@ use crate::model::duration::GoDuration;
 use crate::model::failure_history::Resources;
 use crate::model::policy::Action;
 
+use super::categorize::CategoryCounts;
 use super::compare::request_time;
 
 /// How many failing job ids are kept by name; the count is always exact.
@@ -48,6 +49,11 @@ pub struct Summary {
     pub contradicted_jobs: u64,
     /// Jobs that could not be simulated (bad line, missing policy).
     pub errors: u64,
+    /// With the executor's categorizer: what it changed, and the collisions. Counted by the
+    /// replay's workers (not from the reports, which do not hold the recorded categories)
+    /// and set once at the end; `None` without a categorizer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub categories: Option<Box<CategoryCounts>>,
 }
 
 /// Drops what the summary does not read (the per-run texts, nodes, pod names), so that a

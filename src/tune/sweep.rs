@@ -362,7 +362,7 @@ where
     let fallback_sim = fallback_sim(baseline, arms);
     let ids = Ids::new(arms);
     let work = |part: &mut Tallies, job: Decoded<'_>| {
-        let h = job.history;
+        let h: &FailureHistory = job.history;
         let fail = |side: &str, e: String| format!("{}: job `{}`: {side}{e}", job.origin, h.job.id);
         let facts = JobFacts::new(h);
         // The baseline once per scheduler setting, with the runs it has left when Pending and

@@ -98,7 +98,8 @@ fn the_json_report_names_the_kind_and_places_each_finding() {
     );
 }
 
-/// A categorizer beside policies in one `validate`, and a categorizer where `simulate` wants
+/// A categorizer beside policies in one `validate` (checked together: the policy's categories
+/// are not the categorizer's), and a categorizer where `simulate` wants
 /// policies: named for what it is, not read as a policy without `apiVersion`.
 #[test]
 fn a_categorizer_is_told_apart_from_policies() {
@@ -110,7 +111,14 @@ fn a_categorizer_is_told_apart_from_policies() {
             "-f",
             "testdata/policies/valid/upstream-v1beta1.yaml",
         ]),
-        "exit: 0\n--- stdout\nchecked 2 documents in 2 files: 2 valid, 0 invalid\n--- stderr\n"
+        [
+            "exit: 0\n--- stdout\nchecked 2 documents in 2 files: 2 valid, 0 invalid; 0 errors, 3 warnings\n--- stderr\n",
+            "testdata/policies/valid/upstream-v1beta1.yaml (RetryPolicy `ml-training-retries`)\n",
+            "  warning: 9:17 rules[0].onCategory: the categorizer `testdata/categorizer/executor-config.yaml` never assigns category `user-error` (neither a category's `name` nor its `defaultCategory`): this rule never matches a failure the executor categorizes, did you mean `user_error`?\n",
+            "  warning: 11:17 rules[1].onCategory: the categorizer `testdata/categorizer/executor-config.yaml` never assigns category `gpu` (neither a category's `name` nor its `defaultCategory`): this rule never matches a failure the executor categorizes\n",
+            "  warning: 23:17 rules[3].onCategory: the categorizer `testdata/categorizer/executor-config.yaml` never assigns category `oom-small` (neither a category's `name` nor its `defaultCategory`): this rule never matches a failure the executor categorizes\n",
+        ]
+        .concat()
     );
     let out = run(&[
         "simulate",
@@ -164,5 +172,57 @@ fn schema_and_explain_know_the_kind() {
     assert_eq!(
         run(&["explain", "errorcategories.rules"]),
         "exit: 2\n--- stdout\n--- stderr\nerror: field `rules` does not exist in `errorcategories`; its fields are `enabled`, `defaultCategory`, `defaultSubcategory`, `categories`; did you mean `errorcategories.categories.rules`?\n"
+    );
+}
+
+/// Both layers of today's Armada checked together: a Retry rule on a category whose pod the
+/// executor keeps (a `Retain` category, the default category), a rule on a category it never
+/// assigns; `Delete` categories, a `Fail` rule and Armada's own `internal` pass. Warnings,
+/// so `--strict` makes them exit 3; `--categorizer FILE` and a second `-f` say the same.
+#[test]
+fn validate_checks_policies_against_the_categorizer() {
+    let c = "testdata/categorizer/executor-config.yaml";
+    let warnings = [
+        "testdata/categorizer/policy.yaml (RetryPolicy `two-layers`)\n",
+        "  warning: 10:33 rules[1].onCategory: this `Retry` rule retries category `user_error`, whose failed pod the executor keeps (its category in `testdata/categorizer/executor-config.yaml` has no `action: Delete`): the retry reuses the pod's name, collides with the kept pod and its lease is returned; set `action: Delete` on category `user_error` in `testdata/categorizer/executor-config.yaml`\n",
+        "  warning: 12:33 rules[3].onCategory: this `Retry` rule retries category `uncategorized`, the `defaultCategory` of `testdata/categorizer/executor-config.yaml`, whose failed pods the executor keeps: the retry reuses the pod's name, collides with the kept pod and its lease is returned\n",
+        "  warning: 13:33 rules[4].onCategory: the categorizer `testdata/categorizer/executor-config.yaml` never assigns category `infrastucture` (neither a category's `name` nor its `defaultCategory`): this rule never matches a failure the executor categorizes, did you mean `infrastructure`?\n",
+        "  warning: 14:33 rules[5].onCategory: the categorizer `testdata/categorizer/executor-config.yaml` never assigns category `cuda_error` (neither a category's `name` nor its `defaultCategory`): this rule never matches a failure the executor categorizes\n",
+    ]
+    .concat();
+    let summary = "checked 2 documents in 2 files: 2 valid, 0 invalid; 0 errors, 4 warnings\n";
+    let want = format!("exit: 0\n--- stdout\n{summary}--- stderr\n{warnings}");
+    assert_eq!(
+        run(&["validate", "-f", "testdata/categorizer/policy.yaml", "--categorizer", c]),
+        want
+    );
+    assert_eq!(
+        run(&["validate", "-f", "testdata/categorizer/policy.yaml", "-f", c]),
+        want
+    );
+    assert_eq!(
+        run(&[
+            "validate",
+            "--strict",
+            "-f",
+            "testdata/categorizer/policy.yaml",
+            "--categorizer",
+            c
+        ]),
+        format!("exit: 3\n--- stdout\n{summary}--- stderr\n{warnings}error: warnings with --strict\n")
+    );
+    // A categorizer that is not enabled assigns nothing: every category rule is told so.
+    let out = run(&[
+        "validate",
+        "-f",
+        "testdata/categorizer/policy.yaml",
+        "--categorizer",
+        "testdata/categorizer/warnings.yaml",
+    ]);
+    assert!(out.contains("  warning: 9:33 rules[0].onCategory: the categorizer `testdata/categorizer/warnings.yaml` is not enabled, so the executor assigns no category and this rule never matches on `oom`; set `enabled: true` in `testdata/categorizer/warnings.yaml`\n"), "{out}");
+    // `--categorizer` reads only a categorizer, and a missing one is a file error.
+    assert_eq!(
+        run(&["validate", "-f", c, "--categorizer", "/nonexistent/c.yaml"]),
+        "exit: 3\n--- stdout\nchecked 1 document in 2 files: 1 valid, 0 invalid; 1 error, 0 warnings\n--- stderr\n/nonexistent/c.yaml\n  error: cannot read: no such file or directory\n"
     );
 }

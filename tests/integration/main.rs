@@ -6,6 +6,7 @@ mod support;
 mod adversarial;
 mod backtest;
 mod categorizer;
+mod categorizer_replay;
 mod cli_traps;
 mod client_errors;
 mod client_limits;
