@@ -45,7 +45,7 @@ use crate::model::failure_history::{Final, Resources};
 
 use super::compare::{JobDiff, Side, Steps, Transition};
 use super::estimate::FailureClass;
-use super::run::{Fallback, Fallbacks};
+use super::fallback::{Fallback, Fallbacks};
 use super::shard::Shard;
 use super::source::Pos;
 use super::spool::Changed;

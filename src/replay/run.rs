@@ -11,7 +11,6 @@
 //! the sink's), decide exit codes (the caller reads them off the totals), or parse the
 //! command line.
 
-use std::collections::HashSet;
 use std::io;
 
 use crate::engine::simulator::Simulator;
@@ -22,6 +21,7 @@ use super::backtest::Backtest;
 use super::backtest::{backtest, Refusal};
 use super::categorize::{CategoryCounts, Reclassify, SideCategories};
 use super::compare::{ByClass, Comparison, JobDiff, Side, Steps, Transition};
+pub use super::fallback::{fallback, Fallback, Fallbacks};
 use super::estimate::{failed_runs, job_class, FailureClass, PendingSet, Rates, Trials, MAX_RUNS_LEFT};
 use super::parallel::{for_each_ordered, Decoded, Emitted, Processed};
 use super::partial::{self, Recorder};
@@ -1059,54 +1059,6 @@ pub fn replay_job_detailed(
         report.expectation_failures.splice(at..at, missing);
     }
     Ok(report)
-}
-
-/// Whether a job got the policies given on the command line (`--retry-policy`, or every
-/// policy) instead of its queue's: `None` when its queue was given.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Fallback {
-    /// The job names no queue.
-    NoQueue,
-    /// The job's queue is not among the documents.
-    Missing(String),
-}
-
-pub fn fallback(sim: &Simulator, history: &FailureHistory) -> Option<Fallback> {
-    match history.job.queue.as_deref() {
-        None => Some(Fallback::NoQueue),
-        Some(q) if sim.has_queue(q) => None,
-        Some(q) => Some(Fallback::Missing(q.to_string())),
-    }
-}
-
-/// Folds [`Fallback`]s in input order: which missing queue to report (each once), and
-/// whether the given policies were used at all.
-#[derive(Debug, Default)]
-pub struct Fallbacks {
-    seen: HashSet<String>,
-    pub used_given: bool,
-}
-
-/// Distinct missing queues reported at most (a bad file must not fill the memory).
-const MAX_REPORTED_QUEUES: usize = 1000;
-
-impl Fallbacks {
-    /// The missing queue to report now, if this is its first job.
-    pub fn add(&mut self, f: Option<Fallback>) -> Option<String> {
-        match f? {
-            Fallback::NoQueue => {
-                self.used_given = true;
-                None
-            }
-            Fallback::Missing(q) => {
-                self.used_given = true;
-                (self.seen.len() < MAX_REPORTED_QUEUES && !self.seen.contains(&q)).then(|| {
-                    self.seen.insert(q.clone());
-                    q
-                })
-            }
-        }
-    }
 }
 
 #[cfg(test)]
