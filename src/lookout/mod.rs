@@ -20,7 +20,9 @@
 
 pub mod api;
 pub mod cluster;
+pub mod composed;
 pub mod db;
+pub mod debug_doc;
 pub mod export_source;
 pub mod mapping;
 
