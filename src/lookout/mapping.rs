@@ -9,7 +9,7 @@
 //! | `job_run_state` | FailureHistory run |
 //! |---|---|
 //! | 3 RUN_SUCCEEDED | `outcome: succeeded` |
-//! | 4 RUN_FAILED | failed; one container **without a name** carrying `exit_code` and the error text as `message`; `failure_category`/`failure_subcategory` → `category`/`subcategory` |
+//! | 4 RUN_FAILED | failed; the containers the executor's composed error text names ([`composed`]), else one container **without a name** carrying `exit_code` and the error text as `message`; `failure_category`/`failure_subcategory` → `category`/`subcategory` |
 //! | 6 RUN_PREEMPTED | failed, `conditions: [Preempted]` (category/subcategory kept when Lookout has them) |
 //! | 8 RUN_LEASE_RETURNED | `outcome: leaseReturned` |
 //! | 9 RUN_LEASE_EXPIRED | failed, `category: internal`, `subcategory: lease-expired` |
@@ -19,6 +19,9 @@
 //! | 7 RUN_UNABLE_TO_SCHEDULE | `outcome: leaseReturned` and counted: the run never started on a node and went back to the queue, which is what a returned lease is to the evaluator |
 //! | 10 RUN_MAX_RUNS_EXCEEDED | left out and counted; the history ends there: the scheduler's own `maxAttemptedRuns` ended the job, not a run of it |
 //! | anything else | left out and counted as an unknown state |
+//!
+//! Any run written takes `podError` and `events` from `debug` when it holds the executor's
+//! debug document ([`debug_doc`]); other debug text is counted, not read.
 //!
 //! Every decision that is not the SPEC's own is counted in [`Notes`] and said on stderr.
 //!

@@ -5,9 +5,12 @@
 use crate::support::pg;
 use crate::support::{retryctl, temp_home};
 
-/// A job of queue `pe` and its runs: `(run, state, exit_code, error, debug)`, the texts
-/// zlib-compressed as Lookout's ingester stores them (`None`: NULL; `debug` as raw bytes).
-fn insert(db: &mut pg::Db, job: &str, runs: &[(&str, i16, Option<i32>, Option<&str>, Option<Vec<u8>>)]) {
+/// A `job_run` row: `(run, state, exit_code, error, debug)`; `error` is zlib-compressed as
+/// Lookout's ingester stores it, `debug` is the column's bytes as given (`None`: NULL).
+type RunRow<'a> = (&'a str, i16, Option<i32>, Option<&'a str>, Option<Vec<u8>>);
+
+/// A job of queue `pe` and its runs, one a minute from 10:00.
+fn insert(db: &mut pg::Db, job: &str, runs: &[RunRow]) {
     db.client
         .execute(
             "INSERT INTO job (job_id, queue, owner, jobset, cpu, memory, ephemeral_storage, gpu, priority, submitted, state, last_transition_time, last_transition_time_seconds, annotations) \
