@@ -88,3 +88,72 @@ fn lookout_debug_documents_and_composed_errors_are_exported_exactly() {
         )
     );
 }
+
+/// `simulate --lookout-db` reads the same rows: a categorizer's `onPodEvents`, `onPodError`
+/// and `containerName` rules match the imported runs as the executor's would have.
+#[test]
+fn lookout_imported_pod_errors_events_and_containers_feed_the_categorizer() {
+    let Some(mut db) = pg::lookout_db("poderrors_sim") else {
+        return;
+    };
+    insert(
+        &mut db,
+        "pe-1",
+        &[
+            ("r1", 4, Some(1), Some("Pod rejected"), Some(pg::zlib(DOC))),
+            ("r2", 4, Some(1), Some("Failed to pull image"), Some(pg::zlib(PULL))),
+            (
+                "r3",
+                4,
+                Some(2),
+                Some("Container main failed with exit code 2 because Error: bad input\nsee above\n"),
+                None,
+            ),
+            (
+                "r4",
+                4,
+                Some(2),
+                Some("Container side failed with exit code 2 because Error: bad input\nsee above\n"),
+                None,
+            ),
+            ("r5", 3, Some(0), None, None),
+        ],
+    );
+    let home = temp_home();
+    let categorizer = home.path().join("categorizer.yaml");
+    std::fs::write(
+        &categorizer,
+        "errorCategories:\n  enabled: true\n  defaultCategory: other\n  categories:\n  \
+         - name: gpu\n    rules:\n    - onPodEvents: {regexp: Pod Allocate failed, reason: UnexpectedAdmissionError, type: Warning}\n  \
+         - name: pull\n    rules:\n    - onPodError: {pattern: ErrImagePull}\n  \
+         - name: input\n    rules:\n    - containerName: main\n      onTerminationMessage: {pattern: \"bad input\\nsee above$\"}\n",
+    )
+    .unwrap();
+    let policy = home.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: all\nretryLimit: 9\ndefaultAction: Fail\nrules:\n  \
+         - {action: Retry, onCategory: gpu}\n  - {action: Retry, onCategory: pull}\n  - {action: Retry, onCategory: input}\n  \
+         - {action: Retry, onCategory: other}\n",
+    )
+    .unwrap();
+    let out = retryctl(home.path())
+        .args(["simulate", "-o", "json", "--queue", "pe", "--lookout-db", &db.dsn, "-f"])
+        .arg(&policy)
+        .arg("--categorizer")
+        .arg(&categorizer)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let categories: Vec<_> = v["jobs"][0]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["category"].clone())
+        .collect();
+    assert_eq!(
+        categories,
+        ["gpu", "pull", "input", "other", "null"].map(|c| if c == "null" { serde_json::Value::Null } else { c.into() })
+    );
+}
