@@ -540,6 +540,8 @@ impl ApiJobs<'_> {
                 error_truncated,
                 category: r.failure_category,
                 subcategory: r.failure_subcategory,
+                // The REST source does not ask `jobRunDebugMessage` per run (yet): no podError or events.
+                debug: None,
             });
         }
         self.pending.push_back(Item::Job(LookoutJob {

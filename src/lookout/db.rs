@@ -16,7 +16,7 @@
 //! again. `COPY` takes no parameters, so the filter's values are written into the statement
 //! as escaped literals ([`literal`]).
 //!
-//! Hostile values cost bounded work: `error` is read at most [`ERROR_BYTES_MAX`] bytes
+//! Hostile values cost bounded work: `error` (and `debug`, stored the same way) is read at most [`ERROR_BYTES_MAX`] bytes
 //! (`substring` on the server, which fetches only those bytes of a TOASTed value) and
 //! inflated at most [`ERROR_TEXT_MAX`] bytes (a zlib bomb stays a few KiB of work), the
 //! annotations at most [`ANNOTATIONS_MAX`] characters, and a job's runs at most
@@ -62,7 +62,8 @@ const RUN_BYTES: usize = 256;
 /// The columns read, in order (indexes below).
 const COLUMNS: &str = "j.job_id, j.memory, j.submitted, left(j.annotations::text, 1048577), \
      r.run_id, r.node, r.job_run_state, r.leased, r.pending, r.started, r.finished, r.exit_code, \
-     substring(r.error FROM 1 FOR 131073), r.failure_category, r.failure_subcategory, j.cpu, j.gpu";
+     substring(r.error FROM 1 FOR 131073), r.failure_category, r.failure_subcategory, j.cpu, j.gpu, \
+     substring(r.debug FROM 1 FOR 131073)";
 
 const JOB_ID: usize = 0;
 const MEMORY: usize = 1;
@@ -81,7 +82,8 @@ const CATEGORY: usize = 13;
 const SUBCATEGORY: usize = 14;
 const CPU: usize = 15;
 const GPU: usize = 16;
-const FIELDS: usize = 17;
+const DEBUG: usize = 17;
+const FIELDS: usize = 18;
 
 /// The names of the columns, for messages.
 const NAMES: [&str; FIELDS] = [
@@ -102,6 +104,7 @@ const NAMES: [&str; FIELDS] = [
     "failure_subcategory",
     "cpu",
     "gpu",
+    "debug",
 ];
 
 /// A connection to Lookout's database.
@@ -660,7 +663,8 @@ impl Group {
         }
         match run_row(row, &job.job.job_id, &mut self.inflater) {
             Ok(run) => {
-                self.held += RUN_BYTES + run.error.as_ref().map_or(0, String::len);
+                self.held +=
+                    RUN_BYTES + run.error.as_ref().map_or(0, String::len) + run.debug.as_ref().map_or(0, String::len);
                 if self.held > JOB_BYTES_MAX {
                     let e = RowError::job(
                         &job.job.job_id,
@@ -741,6 +745,12 @@ fn decode_run(row: &Row, inflater: &mut Inflater) -> Result<RunRow, Why> {
         }
         None => (None, false),
     };
+    // Stored like `error` (a zlib stream, `internal/common/compress`), so read under the same
+    // caps; a document cut there is no longer JSON, and the mapping leaves its fields unset.
+    let debug = match row.get(DEBUG) {
+        Some(b) => Some(inflater.text(b).map_err(at(DEBUG))?.0),
+        None => None,
+    };
     Ok(RunRow {
         run_id: run_id.to_string(),
         node: opt_text(row.get(NODE)).map_err(at(NODE))?,
@@ -754,6 +764,7 @@ fn decode_run(row: &Row, inflater: &mut Inflater) -> Result<RunRow, Why> {
         error_truncated,
         category: opt_text(row.get(CATEGORY)).map_err(at(CATEGORY))?,
         subcategory: opt_text(row.get(SUBCATEGORY)).map_err(at(SUBCATEGORY))?,
+        debug,
     })
 }
 
@@ -975,6 +986,7 @@ mod tests {
         // One more than kept tells a value cut by the server from one of exactly the cap.
         assert!(COLUMNS.contains(&format!("left(j.annotations::text, {})", ANNOTATIONS_MAX + 1)));
         assert!(COLUMNS.contains(&format!("substring(r.error FROM 1 FOR {})", ERROR_BYTES_MAX + 1)));
+        assert!(COLUMNS.contains(&format!("substring(r.debug FROM 1 FOR {})", ERROR_BYTES_MAX + 1)));
     }
 
     #[test]
@@ -1041,7 +1053,7 @@ mod tests {
         ));
         assert_eq!(
             parse_row(&3i16.to_be_bytes(), &mut fields).err().unwrap(),
-            "a row of 3 fields where the statement reads 17"
+            "a row of 3 fields where the statement reads 18"
         );
         assert!(parse_header(b"PGCOPY\n\xff\r\n\x01xxxxxxxx").is_err());
     }

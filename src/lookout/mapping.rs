@@ -9,7 +9,7 @@
 //! | `job_run_state` | FailureHistory run |
 //! |---|---|
 //! | 3 RUN_SUCCEEDED | `outcome: succeeded` |
-//! | 4 RUN_FAILED | failed; one container **without a name** carrying `exit_code` and the error text as `message`; `failure_category`/`failure_subcategory` → `category`/`subcategory` |
+//! | 4 RUN_FAILED | failed; the containers the executor's composed error text names ([`composed`]), else one container **without a name** carrying `exit_code` and the error text as `message`; `failure_category`/`failure_subcategory` → `category`/`subcategory` |
 //! | 6 RUN_PREEMPTED | failed, `conditions: [Preempted]` (category/subcategory kept when Lookout has them) |
 //! | 8 RUN_LEASE_RETURNED | `outcome: leaseReturned` |
 //! | 9 RUN_LEASE_EXPIRED | failed, `category: internal`, `subcategory: lease-expired` |
@@ -19,6 +19,9 @@
 //! | 7 RUN_UNABLE_TO_SCHEDULE | `outcome: leaseReturned` and counted: the run never started on a node and went back to the queue, which is what a returned lease is to the evaluator |
 //! | 10 RUN_MAX_RUNS_EXCEEDED | left out and counted; the history ends there: the scheduler's own `maxAttemptedRuns` ended the job, not a run of it |
 //! | anything else | left out and counted as an unknown state |
+//!
+//! Any run written takes `podError` and `events` from `debug` when it holds the executor's
+//! debug document ([`debug_doc`]); other debug text is counted, not read.
 //!
 //! Every decision that is not the SPEC's own is counted in [`Notes`] and said on stderr.
 //!
@@ -41,6 +44,7 @@
 
 use std::collections::BTreeMap;
 
+use super::{composed, debug_doc};
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{Container, FailureHistory, Job, Outcome, Resources, Run, Timestamp};
 use crate::model::policy::Condition;
@@ -114,6 +118,9 @@ pub struct RunRow {
     pub error_truncated: bool,
     pub category: Option<String>,
     pub subcategory: Option<String>,
+    /// `job_run.debug`, already inflated (cut at [`ERROR_TEXT_MAX`] like `error`): the
+    /// executor's debug document, or whatever else an older executor wrote there.
+    pub debug: Option<String>,
 }
 
 /// A job as a source reads it: the job row and the runs it could read (any order).
@@ -259,6 +266,9 @@ pub struct Notes {
     pub out_of_order_times: u64,
     /// Durations set to 0s because a time was missing.
     pub missing_times: u64,
+    /// Debug texts that are not the executor's debug document (no `podError`, no `events`).
+    #[serde(default)]
+    pub debug_not_document: u64,
 }
 
 impl Notes {
@@ -278,6 +288,7 @@ impl Notes {
         self.unknown_state += o.unknown_state;
         self.out_of_order_times += o.out_of_order_times;
         self.missing_times += o.missing_times;
+        self.debug_not_document += o.debug_not_document;
     }
 }
 
@@ -357,6 +368,8 @@ pub fn map_job(src: LookoutJob) -> Result<Mapped, RowError> {
             node: r.node,
             ..Run::default()
         };
+        let debug_text = r.debug.as_deref().filter(|d| !d.is_empty());
+        let debug = debug_text.and_then(debug_doc::read);
         match r.state {
             state::PENDING | state::RUNNING | state::LEASED => {
                 notes.in_flight_jobs = 1;
@@ -393,24 +406,40 @@ pub fn map_job(src: LookoutJob) -> Result<Mapped, RowError> {
                     notes.no_category += 1;
                 }
                 let message = r.error.filter(|m| !m.is_empty());
-                match r.exit_code {
-                    Some(code) => {
-                        notes.first_exit_code_only += 1;
-                        if message.is_some() && r.error_truncated {
-                            notes.error_text_truncated += 1;
-                        }
-                        run.containers.push(Container {
-                            exit_code: i64::from(code),
-                            message,
-                            ..Container::default()
-                        });
+                if let Some(named) = message.as_deref().and_then(composed::containers) {
+                    // The executor's own per-container lines: names, codes, reasons and
+                    // messages are all there, so Lookout's one exit code is not needed.
+                    if r.error_truncated {
+                        notes.error_text_truncated += 1;
                     }
-                    None => {
-                        if r.state == state::FAILED {
-                            notes.no_exit_code += 1;
+                    let init = debug.as_ref().map_or(&[][..], |d| &d.init_containers[..]);
+                    run.containers.extend(named.into_iter().map(|c| Container {
+                        init: init.contains(&c.name),
+                        name: c.name,
+                        exit_code: i64::from(c.exit_code),
+                        reason: c.reason,
+                        message: c.message,
+                    }));
+                } else {
+                    match r.exit_code {
+                        Some(code) => {
+                            notes.first_exit_code_only += 1;
+                            if message.is_some() && r.error_truncated {
+                                notes.error_text_truncated += 1;
+                            }
+                            run.containers.push(Container {
+                                exit_code: i64::from(code),
+                                message,
+                                ..Container::default()
+                            });
                         }
-                        if message.is_some() {
-                            notes.error_text_dropped += 1;
+                        None => {
+                            if r.state == state::FAILED {
+                                notes.no_exit_code += 1;
+                            }
+                            if message.is_some() {
+                                notes.error_text_dropped += 1;
+                            }
                         }
                     }
                 }
@@ -419,6 +448,13 @@ pub fn map_job(src: LookoutJob) -> Result<Mapped, RowError> {
                 notes.unknown_state += 1;
                 continue;
             }
+        }
+        if debug_text.is_some() && debug.is_none() {
+            notes.debug_not_document += 1;
+        }
+        if let Some(d) = debug {
+            run.pod_error = d.pod_error;
+            run.events = d.events;
         }
         let start = r.started.or(r.leased).or(r.pending);
         run.queued_for = span(prev_end, start, &mut notes);

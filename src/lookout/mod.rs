@@ -13,6 +13,8 @@
 //! - [`api`]: Lookout's REST API, paged with skip/take.
 //! - [`export_source`]: an [`Export`] as a replay's source (`simulate --lookout-db`).
 //! - [`mapping`]: the rows → FailureHistory mapping, pure.
+//! - [`composed`], [`debug_doc`]: the executor's composed `error` text and its debug
+//!   document, read back into a run's containers, `podError` and `events`; pure.
 //!
 //! Hostile rows (SPEC §3.3): a row a source cannot read is an [`Item::Bad`] (the run, or the
 //! job when it is the job's own row, is left out and reported), never the end of the stream;
@@ -20,7 +22,9 @@
 
 pub mod api;
 pub mod cluster;
+pub mod composed;
 pub mod db;
+pub mod debug_doc;
 pub mod export_source;
 pub mod mapping;
 

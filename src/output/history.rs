@@ -43,7 +43,7 @@ pub fn write_summary(err: &mut dyn Write, queue: &str, t: &ExportTotals) -> io::
             jobs_and_runs(t.jobs_left_out, t.runs_left_out)
         )?;
     }
-    let lines: [(u64, &str); 15] = [
+    let lines: [(u64, &str); 16] = [
         (t.empty_jobs, "jobs not exported: no finished run to replay"),
         (
             n.in_flight_jobs,
@@ -86,6 +86,10 @@ pub fn write_summary(err: &mut dyn Write, queue: &str, t: &ExportTotals) -> io::
             "durations set to 0s: Lookout's times are out of order",
         ),
         (n.missing_times, "durations set to 0s: a time is missing"),
+        (
+            n.debug_not_document,
+            "debug texts that are not the executor's debug document (no podError, no events)",
+        ),
     ];
     let mut said = false;
     for (count, what) in lines {

@@ -21,6 +21,7 @@ mod engines;
 mod grpc;
 mod history;
 mod kubectl;
+mod lookout_pod_errors;
 mod serve;
 mod serve_process;
 mod serve_stress;

@@ -332,3 +332,73 @@ fn written_history_reads_back_through_the_simulate_decoder() {
     assert_eq!(back, h);
     assert_eq!(back.runs[0].containers[0].name(), None);
 }
+
+#[test]
+fn composed_errors_name_their_containers_and_debug_documents_fill_pod_error_and_events() {
+    let doc = r#"{"schemaVersion":1,"trigger":"podFailed","pod":{"reason":"UnexpectedAdmissionError","initContainers":[{"name":"init-db","state":"terminated","exitCode":1}],"events":[{"type":"Warning","reason":"UnexpectedAdmissionError","message":"Pod Allocate failed"}]}}"#;
+    let failed = |error: &str, exit: Option<i32>, debug: Option<&str>| {
+        let mut r = run("a", 1, state::FAILED);
+        r.exit_code = exit;
+        r.category = Some("gpu".into());
+        r.error = Some(error.into());
+        r.debug = debug.map(String::from);
+        r
+    };
+    let composed = "Container main failed with exit code 137 because OOMKilled: \nContainer init-db failed with exit code 1 because Error: no db\nretrying\n";
+    let base = r#""node":"node-a","queuedFor":"1m10s","runFor":"1m""#;
+    let cases: Vec<(&str, RunRow, String, Notes)> = vec![
+        (
+            "composed text and a debug document",
+            failed(composed, Some(137), Some(doc)),
+            format!(
+                r#"[{{{base},"containers":[{{"name":"main","exitCode":137,"reason":"OOMKilled"}},{{"name":"init-db","init":true,"exitCode":1,"reason":"Error","message":"no db\nretrying"}}],"category":"gpu","podError":"UnexpectedAdmissionError","events":[{{"type":"Warning","reason":"UnexpectedAdmissionError","message":"Pod Allocate failed"}}]}}]"#
+            ),
+            Notes {
+                runs: 1,
+                ..Notes::default()
+            },
+        ),
+        (
+            "composed text without an exit code column: the text has the codes",
+            failed(composed, None, None),
+            format!(
+                r#"[{{{base},"containers":[{{"name":"main","exitCode":137,"reason":"OOMKilled"}},{{"name":"init-db","exitCode":1,"reason":"Error","message":"no db\nretrying"}}],"category":"gpu"}}]"#
+            ),
+            Notes {
+                runs: 1,
+                ..Notes::default()
+            },
+        ),
+        (
+            "other text stays one unnamed container; free-text debug is counted, not read",
+            failed("Pod was evicted", Some(1), Some("Events: Warning Evicted")),
+            format!(r#"[{{{base},"containers":[{{"exitCode":1,"message":"Pod was evicted"}}],"category":"gpu"}}]"#),
+            Notes {
+                runs: 1,
+                first_exit_code_only: 1,
+                debug_not_document: 1,
+                ..Notes::default()
+            },
+        ),
+        (
+            "a returned lease keeps its pod's events too",
+            {
+                let mut r = run("a", 1, state::LEASE_RETURNED);
+                r.debug = Some(doc.into());
+                r
+            },
+            format!(
+                r#"[{{{base},"outcome":"leaseReturned","podError":"UnexpectedAdmissionError","events":[{{"type":"Warning","reason":"UnexpectedAdmissionError","message":"Pod Allocate failed"}}]}}]"#
+            ),
+            Notes {
+                runs: 1,
+                ..Notes::default()
+            },
+        ),
+    ];
+    for (what, row, want, notes) in cases {
+        let m = map_job(job(vec![row])).unwrap();
+        assert_eq!(runs_json(&m), want, "{what}");
+        assert_eq!(m.notes, notes, "{what}");
+    }
+}
