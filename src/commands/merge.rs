@@ -130,21 +130,23 @@ fn together(partials: &[Partial]) -> Vec<String> {
             ));
         }
     }
-    let missing: Vec<String> = (0..count)
-        .filter(|i| !seen.contains_key(i))
-        .map(|i| format!("{i}/{count}"))
-        .collect();
-    // A million missing shards say no more than the first few.
-    if !missing.is_empty() {
-        let shown = missing.iter().take(10).cloned().collect::<Vec<_>>().join(", ");
-        let more = if missing.len() > 10 {
-            format!(" and {} more", missing.len() - 10)
+    // A million missing shards say no more than the first few, and are counted, not listed
+    // (a partial of another count, refused above, may hold an index past this one's).
+    let missing = count - seen.keys().filter(|&&i| i < count).count() as u64;
+    if missing > 0 {
+        let shown: Vec<String> = (0..count)
+            .filter(|i| !seen.contains_key(i))
+            .take(10)
+            .map(|i| format!("{i}/{count}"))
+            .collect();
+        let more = if missing > 10 {
+            format!(" and {} more", missing - 10)
         } else {
             String::new()
         };
-        let noun = if missing.len() == 1 { "shard" } else { "shards" };
-        let verb = if missing.len() == 1 { "is" } else { "are" };
-        problems.push(format!("{noun} {shown}{more} {verb} missing"));
+        let noun = if missing == 1 { "shard" } else { "shards" };
+        let verb = if missing == 1 { "is" } else { "are" };
+        problems.push(format!("{noun} {}{more} {verb} missing", shown.join(", ")));
     }
     problems
 }

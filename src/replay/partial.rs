@@ -684,6 +684,14 @@ fn header(line: &[u8]) -> Result<Header, String> {
     if header.partial != "retryctl" || header.shard.count == 0 || header.shard.index >= header.shard.count {
         return Err("is damaged: its header's shard is not I/N with 0 ≤ I < N".into());
     }
+    // No retryctl writes more (`--shard` refuses it), and merge names what is missing.
+    let max = super::shard::MAX_SHARDS;
+    if header.shard.count > max {
+        return Err(format!(
+            "is damaged: its header's shard is {}/{}, of more than {max} shards",
+            header.shard.index, header.shard.count
+        ));
+    }
     Ok(header)
 }
 

@@ -29,6 +29,10 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     h
 }
 
+/// Shards a run may be split into at most: far past what a year of a large cluster needs
+/// (docs/past-one-machine.md), and small enough that `merge` can name what is missing.
+pub const MAX_SHARDS: u64 = 1_000_000;
+
 impl Shard {
     /// The one shard of an unsharded run (`-o partial` without `--shard`).
     pub const WHOLE: Shard = Shard { index: 0, count: 1 };
@@ -51,6 +55,9 @@ impl Shard {
         }
         if index >= count {
             return Err(bad("the shard index is not below the number of shards"));
+        }
+        if count > MAX_SHARDS {
+            return Err(bad(&format!("more than {MAX_SHARDS} shards")));
         }
         Ok(Shard { index, count })
     }

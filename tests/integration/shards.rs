@@ -637,6 +637,9 @@ fn a_bad_shard_is_a_usage_error() {
         ("0/0", "there are no shards"),
         ("1", "no `/`"),
         ("a/2", "the shard index is not a whole number"),
+        // Past the cap, up to u64's top: merge would have to name every missing shard.
+        ("0/1000001", "more than 1000000 shards"),
+        ("0/18446744073709551615", "more than 1000000 shards"),
     ] {
         let mut args = PLAN.to_vec();
         args.extend(["--shard", shard]);
@@ -650,6 +653,40 @@ fn a_bad_shard_is_a_usage_error() {
             "{err}"
         );
     }
+}
+
+/// A partial that claims a million shards names the first ten missing and counts the rest
+/// (without building a list of them); one that claims more is damaged: no retryctl writes
+/// it. Both resealed, as an edit by hand would be.
+#[test]
+fn merge_names_ten_missing_shards_and_refuses_more_than_a_million() {
+    let dir = what_if(&history());
+    let d = dir.path();
+    let p = shards(d, "p", &PLAN, 3);
+    let text = fs::read_to_string(d.join(&p[0])).unwrap();
+    let claim = |count: &str, name: &str| {
+        let edited = text.replacen(
+            "\"shard\":{\"index\":0,\"count\":3}",
+            &format!("\"shard\":{{\"index\":0,\"count\":{count}}}"),
+            1,
+        );
+        assert_ne!(edited, text);
+        fs::write(d.join(name), reseal(&edited)).unwrap();
+        let out = run(d, &["merge", name]);
+        assert_eq!(out.status.code(), Some(3), "{}", format_output(&out));
+        assert!(out.stdout.is_empty());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert_eq!(
+        claim("1000000", "million.json"),
+        "error: shards 1/1000000, 2/1000000, 3/1000000, 4/1000000, 5/1000000, 6/1000000, 7/1000000, 8/1000000, 9/1000000, 10/1000000 and 999989 more are missing\n\
+         error: cannot merge: 1 problem above (nothing was printed)\n"
+    );
+    assert_eq!(
+        claim("18446744073709551615", "huge.json"),
+        "error: `huge.json` is damaged: its header's shard is 0/18446744073709551615, of more than 1000000 shards\n\
+         error: cannot merge: 1 problem above (nothing was printed)\n"
+    );
 }
 
 /// Every refusal, each file named with what is wrong, nothing on stdout, exit 3.
