@@ -574,8 +574,49 @@ pub struct Partial {
     /// As given on the command line.
     pub name: String,
     path: std::path::PathBuf,
+    /// The file as it was checked, to find it the same when its entries are read again.
+    identity: Identity,
     pub header: Header,
     pub end: End,
+}
+
+/// What tells a file apart from another put in its place, or from itself changed: its
+/// device and inode, size and modification time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Identity {
+    device_inode: (u64, u64),
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl Identity {
+    fn regular(meta: &std::fs::Metadata) -> Result<(), String> {
+        if meta.is_file() {
+            return Ok(());
+        }
+        Err("is not a regular file: merge reads a partial twice, and a pipe or a device would not give the same bytes again; write it to a file first".into())
+    }
+
+    /// `Err` for what is not a regular file: a partial is read twice (checked, then merged),
+    /// and a pipe or a device would not give the same bytes again (a FIFO hung merge).
+    fn of(file: &File) -> Result<Identity, String> {
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("cannot be read: {}", crate::input::io_reason(&e)))?;
+        Identity::regular(&meta)?;
+        #[cfg(unix)]
+        let device_inode = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let device_inode = (0, 0);
+        Ok(Identity {
+            device_inode,
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        })
+    }
 }
 
 /// Reads a line of at most [`MAX_LINE`] bytes into `buf` (cleared); `Ok(false)` at the end.
@@ -595,7 +636,11 @@ impl Partial {
     /// it (not a partial, a newer version, truncated, damaged).
     pub fn open(path: &Path) -> Result<Partial, String> {
         let name = path.display().to_string();
+        // Looked at before it is opened: opening a named pipe waits for a writer.
+        let meta = std::fs::metadata(path).map_err(|e| format!("cannot be read: {}", crate::input::io_reason(&e)))?;
+        Identity::regular(&meta)?;
         let file = File::open(path).map_err(|e| format!("cannot be read: {}", crate::input::io_reason(&e)))?;
+        let identity = Identity::of(&file)?;
         let mut r = BufReader::with_capacity(1 << 16, file);
         use sha2::Digest;
         let mut line = Vec::new();
@@ -634,6 +679,7 @@ impl Partial {
         Ok(Partial {
             name,
             path: path.to_path_buf(),
+            identity,
             header,
             end,
         })
@@ -644,6 +690,13 @@ impl Partial {
     pub fn entries(&self) -> Result<Entries, String> {
         let file = File::open(&self.path)
             .map_err(|e| format!("`{}` cannot be read: {}", self.name, crate::input::io_reason(&e)))?;
+        // The file checked, unchanged: its seal vouched for those bytes, not for these.
+        if Identity::of(&file).map_err(|e| format!("`{}` {e}", self.name))? != self.identity {
+            return Err(format!(
+                "`{}` changed while it was merged (another file in its place, or written to since it was checked)",
+                self.name
+            ));
+        }
         let mut r = BufReader::with_capacity(1 << 16, file);
         let mut line = Vec::new();
         read_line(&mut r, &mut line).map_err(|e| format!("`{}` {e}", self.name))?;

@@ -689,6 +689,27 @@ fn merge_names_ten_missing_shards_and_refuses_more_than_a_million() {
     );
 }
 
+/// A named pipe that serves a partial is refused at once (merge reads a partial twice: the
+/// second read of a pipe got other bytes, or hung), exit 3, nothing on stdout.
+#[test]
+fn merge_refuses_a_pipe() {
+    let dir = what_if(&history());
+    let d = dir.path();
+    let p = shards(d, "p", &PLAN, 2);
+    let fifo = d.join("pipe.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    // No writer: merge must not wait for one (opening a pipe to read it would).
+    let out = run(d, &["merge", &p[0], "pipe.json"]);
+    assert_eq!(out.status.code(), Some(3), "{}", format_output(&out));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: `pipe.json` is not a regular file: merge reads a partial twice, and a pipe or a device would not give the same bytes again; write it to a file first\n\
+         error: cannot merge: 1 problem above (nothing was printed)\n"
+    );
+}
+
 /// Every refusal, each file named with what is wrong, nothing on stdout, exit 3.
 #[test]
 fn merge_refuses_what_is_not_one_whole_run() {

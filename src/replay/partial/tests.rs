@@ -1,6 +1,6 @@
 use super::*;
 
-use crate::replay::run::Fallback;
+use crate::replay::fallback::Fallback;
 
 fn header(shard: Shard) -> Header {
     Header::new(shard, "f".repeat(64), serde_json::json!({"command": "simulate"}))
@@ -60,6 +60,37 @@ fn a_partial_reads_back_and_is_one_json_document() {
             "Pos(0, 9) None LeftOut(\"row\")",
         ]
     );
+}
+
+/// A partial is read twice, checked then merged: a file put in its place, or written to,
+/// between the two is refused by name, not trusted on the first file's seal.
+#[test]
+fn a_partial_changed_between_its_two_reads_is_refused() {
+    let bytes = written(|rec| rec.error(&Pos(1, 5), "h.jsonl:5: bad").unwrap());
+    let f = file(&bytes);
+    let p = Partial::open(f.path()).unwrap();
+    // Another file of the same bytes, renamed over it: another inode.
+    let other = file(&bytes);
+    std::fs::rename(other.path(), f.path()).unwrap();
+    let err = p.entries().err().unwrap();
+    let name = f.path().display();
+    assert_eq!(
+        err,
+        format!("`{name}` changed while it was merged (another file in its place, or written to since it was checked)")
+    );
+    // Written to in place: another length.
+    let p = Partial::open(f.path()).unwrap();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(f.path())
+        .unwrap()
+        .write_all(b"\n")
+        .unwrap();
+    assert!(p
+        .entries()
+        .err()
+        .unwrap()
+        .ends_with("changed while it was merged (another file in its place, or written to since it was checked)"));
 }
 
 #[test]
