@@ -643,6 +643,12 @@ impl Partial {
         let identity = Identity::of(&file)?;
         let mut r = BufReader::with_capacity(1 << 16, file);
         use sha2::Digest;
+        // A file that does not begin as a partial is refused on its first bytes, not after a
+        // first line of up to 256 MiB.
+        let start = r.fill_buf().map_err(|e| crate::input::io_reason(&e))?;
+        if !MAGIC.as_bytes().starts_with(&start[..start.len().min(MAGIC.len())]) || start.is_empty() {
+            return Err(not_a_partial());
+        }
         let mut line = Vec::new();
         read_line(&mut r, &mut line)?;
         let header = header(&line)?;
@@ -711,10 +717,19 @@ impl Partial {
 }
 
 /// The header line: `{"partial":"retryctl","version":V,…,"entries":[`.
+fn not_a_partial() -> String {
+    "is not a retryctl partial result (one begins with `{\"partial\":\"retryctl\"`; `simulate … -o partial` writes them)".to_string()
+}
+
+/// `a.b.c` (a pre-release or build suffix ignored) as numbers, for "newer than".
+fn release(version: &str) -> Option<(u64, u64, u64)> {
+    let core = version.split(['-', '+']).next()?;
+    let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
+    Some((parts.next()??, parts.next()??, parts.next()??))
+}
+
 fn header(line: &[u8]) -> Result<Header, String> {
-    let not = || {
-        "is not a retryctl partial result (one begins with `{\"partial\":\"retryctl\"`; `simulate … -o partial` writes them)".to_string()
-    };
+    let not = not_a_partial;
     let text = std::str::from_utf8(line).map_err(|_| not())?.trim_end();
     let rest = text.strip_prefix(MAGIC).ok_or_else(not)?;
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
@@ -743,6 +758,19 @@ fn header(line: &[u8]) -> Result<Header, String> {
         return Err(format!(
             "is damaged: its header's shard is {}/{}, of more than {max} shards",
             header.shard.index, header.shard.count
+        ));
+    }
+    // A newer retryctl may count what this one does not know: its own merge must add it up.
+    let ours = env!("CARGO_PKG_VERSION");
+    let newer = match (release(&header.retryctl), release(ours)) {
+        (Some(theirs), Some(mine)) => theirs > mine,
+        (None, _) => header.retryctl != ours,
+        _ => false,
+    };
+    if newer {
+        return Err(format!(
+            "was written by retryctl {}, newer than this one ({ours}): merge with that retryctl",
+            header.retryctl
         ));
     }
     Ok(header)

@@ -93,6 +93,47 @@ fn a_partial_changed_between_its_two_reads_is_refused() {
         .ends_with("changed while it was merged (another file in its place, or written to since it was checked)"));
 }
 
+/// A file that does not begin as a partial is refused on its first bytes: a first line of
+/// 256 MiB was read before it was.
+#[test]
+fn a_file_that_does_not_begin_as_a_partial_is_refused_at_once() {
+    let f = tempfile::NamedTempFile::new().unwrap();
+    // Sparse: 300 MiB of zeros, no newline; reading it to the line's end would take seconds.
+    f.as_file().set_len(300 << 20).unwrap();
+    let err = Partial::open(f.path()).err().unwrap();
+    assert!(err.starts_with("is not a retryctl partial result"), "{err}");
+    assert!(Partial::open(file(b"").path())
+        .err()
+        .unwrap()
+        .starts_with("is not a retryctl partial result"));
+}
+
+/// A partial of a newer retryctl is refused: it may count what this one does not know.
+#[test]
+fn a_partial_of_a_newer_retryctl_is_refused() {
+    let text = String::from_utf8(written(|_| {})).unwrap();
+    let ours = env!("CARGO_PKG_VERSION");
+    for (version, refused) in [("999.0.0", true), ("0.0.1", false), (ours, false), ("soon", true)] {
+        let edited = reseal(&text.replacen(
+            &format!("\"retryctl\":\"{ours}\""),
+            &format!("\"retryctl\":\"{version}\""),
+            1,
+        ));
+        match read(edited.as_bytes()) {
+            Err(e) => {
+                assert!(refused, "{version}: {e}");
+                assert_eq!(
+                    e,
+                    format!(
+                        "was written by retryctl {version}, newer than this one ({ours}): merge with that retryctl"
+                    )
+                );
+            }
+            Ok(_) => assert!(!refused, "{version}"),
+        }
+    }
+}
+
 #[test]
 fn an_empty_partial_reads_back() {
     let (p, entries) = read(&written(|_| {})).unwrap();
