@@ -21,6 +21,7 @@ mod engines;
 mod grpc;
 mod history;
 mod kubectl;
+mod output_file;
 mod serve;
 mod serve_process;
 mod serve_stress;
