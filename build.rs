@@ -19,6 +19,15 @@ fn main() {
 fn link_settings() {
     if std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux") {
         println!("cargo:rustc-link-arg-bin=retryctl=-no-pie");
+        // A static build (`-C target-feature=+crt-static`, scripts/release.sh): rustc links it
+        // with `-static-pie`, which `-no-pie` turns into an executable that still names the
+        // dynamic loader (an INTERP header): it would not start where there is no
+        // /lib64/ld-linux-x86-64.so.2. `-static` makes it a static position-dependent
+        // executable, with no loader and, as above, no relocations to apply at start.
+        let features = std::env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
+        if features.split(',').any(|f| f == "crt-static") {
+            println!("cargo:rustc-link-arg-bin=retryctl=-static");
+        }
     }
 }
 

@@ -964,6 +964,7 @@ jsonl\t''
 html\t''
 markdown\t''
 partial\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l output-file -d 'Write the result to this file instead of stdout: written beside it and renamed once complete; left as it was when no result is written' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l since -d 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l from -d 'With --lookout-db: only jobs submitted at or after this RFC 3339 time' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l to -d 'With --lookout-db: only jobs submitted before this RFC 3339 time' -r
@@ -1014,6 +1015,7 @@ yaml\t''
 html\t''
 markdown\t''
 partial\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l output-file -d 'Write the result to this file instead of stdout: written beside it and renamed once complete; left as it was when no result is written' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l since -d 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l from -d 'With --lookout-db: only jobs submitted at or after this RFC 3339 time' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l to -d 'With --lookout-db: only jobs submitted before this RFC 3339 time' -r
@@ -1050,6 +1052,7 @@ yaml\t''
 jsonl\t''
 html\t''
 markdown\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l output-file -d 'Write the result to this file instead of stdout: written beside it and renamed once complete; left as it was when no result is written' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -1392,7 +1395,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l lookout-db
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l lookout-url -d 'Lookout\'s REST API (`http://lookout:10000`); auth as for the Armada API' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s o -l output -d 'Output format: one JSON document a line, or YAML documents' -r -f -a "jsonl\t''
 yaml\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l output-file -d 'Write to this file instead of stdout' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l output-file -d 'Write to this file instead of stdout: written beside it and renamed once complete; left as it was when the export fails' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F

@@ -427,7 +427,8 @@ pub struct HistoryArgs {
     /// Output format: one JSON document a line, or YAML documents.
     #[arg(short = 'o', long, value_enum, default_value_t = HistoryOutput::Jsonl)]
     pub output: HistoryOutput,
-    /// Write to this file instead of stdout.
+    /// Write to this file instead of stdout: written beside it and renamed once complete;
+    /// left as it was when the export fails.
     #[arg(long, value_name = "FILE")]
     pub output_file: Option<PathBuf>,
     /// Exit 1 after the export when a row was left out because it could not be read (each
@@ -886,6 +887,11 @@ pub struct SimulateArgs {
     /// merge` (with --shard).
     #[arg(short = 'o', long, value_enum, default_value_t = SimulateOutput::Table)]
     pub output: SimulateOutput,
+
+    /// Write the result to this file instead of stdout: written beside it and renamed once
+    /// complete; left as it was when no result is written.
+    #[arg(long, value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
 }
 
 // What a replay reads besides its policies: the history (a file or Lookout's database), the
@@ -1032,6 +1038,11 @@ pub struct TuneArgs {
     /// --pick writes yaml.
     #[arg(short = 'o', long, value_enum, value_name = "OUTPUT")]
     pub output: Option<TuneOutput>,
+
+    /// Write the result to this file instead of stdout: written beside it and renamed once
+    /// complete; left as it was when no result is written.
+    #[arg(long, value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -1065,6 +1076,11 @@ pub struct MergeArgs {
     /// Output format: the command's own (`tune` has no jsonl).
     #[arg(short = 'o', long, value_enum, default_value_t = MergeOutput::Table)]
     pub output: MergeOutput,
+
+    /// Write the result to this file instead of stdout: written beside it and renamed once
+    /// complete; left as it was when no result is written.
+    #[arg(long, value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -6,9 +6,6 @@
 //! job, run and column on stderr and left out; the export goes on, and `--strict` makes the
 //! exit status 1 afterwards.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
-
 use crate::app::Context;
 use crate::cli::{HistoryArgs, HistoryOutput, WindowArgs};
 use crate::connection::{parse_timeout, resolve, Env};
@@ -48,20 +45,7 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
         }
         (None, None) => return Err(CliError::usage("give `--lookout-db DSN` or `--lookout-url URL`").into()),
     };
-    let mut file;
-    let out: &mut dyn Write = match &args.output_file {
-        Some(path) => {
-            file = BufWriter::new(File::create(path).map_err(|e| {
-                CliError::failed(format!(
-                    "cannot write `{}`: {}",
-                    path.display(),
-                    crate::input::io_reason(&e)
-                ))
-            })?);
-            &mut file
-        }
-        None => &mut *ctx.out,
-    };
+    let out = &mut *ctx.out;
     let yaml = args.output == HistoryOutput::Yaml;
     let mut progress = ReadProgress::start("reading Lookout");
     let mut export = Export::new(source);

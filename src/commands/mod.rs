@@ -15,6 +15,7 @@ pub mod get;
 pub mod held;
 pub mod history;
 pub mod merge;
+pub mod output_file;
 pub mod policy_set;
 pub mod remote;
 pub mod replay_source;
@@ -42,15 +43,17 @@ pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitC
         Command::Apply(args) => apply::run(ctx, &args),
         Command::Diff(args) => diff::run(ctx, &args),
         Command::Delete(args) => delete::run(ctx, &args),
-        Command::Simulate(args) => simulate::run(ctx, &args),
-        Command::Tune(args) => tune::run(ctx, &args),
-        Command::Merge(args) => merge::run(ctx, &args),
+        Command::Simulate(args) => {
+            output_file::run_to(ctx, args.output_file.as_deref(), |ctx| simulate::run(ctx, &args))
+        }
+        Command::Tune(args) => output_file::run_to(ctx, args.output_file.as_deref(), |ctx| tune::run(ctx, &args)),
+        Command::Merge(args) => output_file::run_to(ctx, args.output_file.as_deref(), |ctx| merge::run(ctx, &args)),
         Command::Serve(args) => serve::run(ctx, &args),
         Command::Config(args) => config::run(ctx, &args),
         Command::Version(args) => version::run(ctx, &args),
         Command::Describe(args) => describe::run(ctx, &args),
         Command::Explain(args) => explain::run(ctx, &args),
         Command::Schema(args) => schema::run(ctx, &args),
-        Command::History(args) => history::run(ctx, &args),
+        Command::History(args) => output_file::run_to(ctx, args.output_file.as_deref(), |ctx| history::run(ctx, &args)),
     }
 }

@@ -50,6 +50,16 @@ const SERVER_DOCS: &[&str] = &["README.md", "docs/cli.md", "docs/serve.md"];
 /// enough), with why they are not run here.
 const NOT_RUN: &[(&str, &str, &str)] = &[
     (
+        "docs/install.md",
+        "$ sha256sum -c SHA256SUMS",
+        "needs a release archive and installs into /usr/local; scripts/test-dist.sh checks the archive and its checksums",
+    ),
+    (
+        "docs/install.md",
+        "$ scripts/release.sh",
+        "builds the dist profile (minutes) and needs a Docker daemon; scripts/test-dist.sh runs the binary in an empty root",
+    ),
+    (
         "docs/past-one-machine.md",
         "$ cd docs/examples/estimates",
         "a shell loop with redirections; tests/integration/shards.rs runs shards and merges",
