@@ -25,7 +25,6 @@ use crate::commands::policy_set::{load_policies, policy_set, report_invalid, Pol
 use crate::commands::replay_source::{self, check_flags, overrides, About, Drive};
 use crate::commands::simulate::{backtest_refusal, load_categorizer, parse_backtest_at, RECORDED};
 use crate::engine::categorizer::Classifier;
-use std::sync::Arc;
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
@@ -43,6 +42,7 @@ use crate::replay::shard::Shard;
 use crate::replay::source::HistorySource;
 use crate::tune::rank::{rank, Constraints, MaxCompute, Ranked};
 use crate::tune::sweep::{shares_matching, sweep, sweep_partial, Arm, BaselineTally, Swept};
+use std::sync::Arc;
 
 use crate::tune::{count, parse_vary, Candidate, CandidateError, Target, Template, Values, Vary};
 use serde::{Deserialize, Serialize};

@@ -17,8 +17,8 @@ use serde::Serialize;
 use crate::diag::Diagnostic;
 use crate::input::SourceFile;
 use crate::model::document::{decode_document, Document};
-use crate::model::Kind;
 use crate::model::scheduler::{scheduler_config_from_node, SchedulerConfig};
+use crate::model::Kind;
 use crate::yaml::{Node, Value};
 
 use super::vary::{Segment, Setting, Target, Vary};

@@ -74,7 +74,15 @@ fn numbers(c: &Value, collisions: &Value) -> Value {
 /// number. Returns tune's candidates.
 fn assert_invariant(dir: &Path, extra: &[&str], baseline_categorizer: &str) -> Vec<Value> {
     let varies: Vec<&str> = VARIES.iter().flat_map(|v| ["--vary", *v]).collect();
-    let mut args = vec!["tune", "-f", "p.yaml", "--history", "h.jsonl", "--categorizer", "c.yaml"];
+    let mut args = vec![
+        "tune",
+        "-f",
+        "p.yaml",
+        "--history",
+        "h.jsonl",
+        "--categorizer",
+        "c.yaml",
+    ];
     args.extend(&varies);
     args.extend(extra);
     args.extend(["-o", "json"]);
@@ -94,7 +102,10 @@ fn assert_invariant(dir: &Path, extra: &[&str], baseline_categorizer: &str) -> V
         let categorizer_file = format!("cat-{id}.yaml");
         fs::write(
             dir.join(&categorizer_file),
-            categorizer(&value(VARIES[1].split('=').next().unwrap()), &value(VARIES[2].split('=').next().unwrap())),
+            categorizer(
+                &value(VARIES[1].split('=').next().unwrap()),
+                &value(VARIES[2].split('=').next().unwrap()),
+            ),
         )
         .unwrap();
         let mut sim = vec![
@@ -110,7 +121,11 @@ fn assert_invariant(dir: &Path, extra: &[&str], baseline_categorizer: &str) -> V
             "--history",
             "h.jsonl",
         ];
-        sim.extend(extra.iter().filter(|a| !a.starts_with("--baseline-categorizer") && **a != "recorded"));
+        sim.extend(
+            extra
+                .iter()
+                .filter(|a| !a.starts_with("--baseline-categorizer") && **a != "recorded"),
+        );
         sim.extend(["-o", "json"]);
         let simulated = json(&run(dir, &sim));
         let comparison = &simulated["comparison"];
