@@ -13,8 +13,9 @@
 //! - `--pick` prints the candidate's policy and queue documents in their own dialect (the
 //!   encoder `get -o yaml` uses: comments and key order are the canonical ones), separated
 //!   by `---`; the varied scheduler settings, which `apply` does not take, are said on stderr;
-//! - the command that writes a candidate names the template files, the scheduler config and
-//!   the varies (what makes the documents), not the history: `--pick N` needs none.
+//! - the command that writes a candidate names the template files, the scheduler config, the
+//!   categorizer and the varies (what makes the documents), not the history: `--pick N` needs
+//!   none.
 
 use std::path::Path;
 
@@ -560,7 +561,7 @@ pub fn parse_max_compute(text: &str) -> Result<MaxCompute, CliError> {
 }
 
 /// The command that writes a candidate, up to `--pick`: what makes the documents (the
-/// template, the scheduler config, the varies), each argument quoted for a POSIX shell.
+/// template, the scheduler config, the categorizer, the varies), each argument quoted for a POSIX shell.
 fn pick_command(args: &TuneArgs) -> String {
     let mut words = vec!["retryctl".to_string(), "tune".to_string()];
     for f in &args.source.files {
@@ -573,6 +574,11 @@ fn pick_command(args: &TuneArgs) -> String {
     if let Some(s) = &args.replay.scheduler_config {
         words.push("--scheduler-config".into());
         words.push(shell_word(&path_text(s)));
+    }
+    // A `categorizer:` vary is checked against the file: `--pick` needs it too.
+    if let Some(c) = &args.categorizer {
+        words.push("--categorizer".into());
+        words.push(shell_word(&path_text(c)));
     }
     for v in &args.vary {
         words.push("--vary".into());
