@@ -269,3 +269,39 @@ fn an_invalid_varied_categorizer_is_skipped() {
         }])
     );
 }
+
+/// Shards merged print the bytes one process prints, collisions included.
+#[test]
+fn shards_merge_to_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path());
+    let mut args = vec![
+        "tune",
+        "-f",
+        "p.yaml",
+        "--history",
+        "h.jsonl",
+        "--engine",
+        "upstream",
+        "--categorizer",
+        "c.yaml",
+    ];
+    args.extend(VARIES.iter().flat_map(|v| ["--vary", *v]));
+    let whole = run(dir.path(), &[&args[..], &["-o", "json"]].concat());
+    assert_eq!(whole.status.code(), Some(0), "{}", format_output(&whole));
+    for i in 0..3 {
+        let shard = format!("{i}/3");
+        let out = run(dir.path(), &[&args[..], &["--shard", &shard, "-o", "partial"]].concat());
+        assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+        fs::write(dir.path().join(format!("part-{i}.json")), &out.stdout).unwrap();
+    }
+    let merged = run(
+        dir.path(),
+        &["merge", "part-0.json", "part-1.json", "part-2.json", "-o", "json"],
+    );
+    assert_eq!(merged.status.code(), Some(0), "{}", format_output(&merged));
+    assert_eq!(
+        String::from_utf8_lossy(&merged.stdout),
+        String::from_utf8_lossy(&whole.stdout)
+    );
+}
