@@ -10,7 +10,11 @@
 //! Must not: do I/O, read the clock or the environment, or print: the `tune` command reads
 //! the files and writes the output; only `sweep` drives a replay (of a source it is given).
 //!
-//! Decisions: `scheduler` as NAME always means the scheduler config. A path names a scalar:
+//! Decisions: `scheduler` as NAME always means the scheduler config, and `categorizer` the
+//! `--categorizer` file, whose paths start at `errorCategories` whatever its shape (an
+//! executor config's `application.` is added when the candidate is built, and each key
+//! takes the file's own spelling, since the executor reads keys in any case; the check
+//! itself follows the canonical spellings). A path names a scalar:
 //! a field, or an item of a list of scalars (`onConditions[0]`, set but never `unset`); the
 //! identity fields (`apiVersion`, `kind`, `metadata.name`, v1beta1's `name`) cannot be
 //! varied. [`Template::check`] refuses a value of the wrong type and a value outside the

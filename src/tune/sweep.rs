@@ -16,6 +16,14 @@
 //!   scheduler setting among the candidates; the baseline's own row is the template's.
 //! - a job that one candidate (or the baseline) cannot replay is an error of the whole job:
 //!   it is counted for no candidate, reported once, and makes the exit status 3.
+//! - with the executor's categorizer (docs/categorizer.md), each side replays the runs as its
+//!   own categorizer classifies them, as `simulate --categorizer … --baseline-categorizer …`
+//!   does: the baseline under its categorizer, the candidates grouped by theirs (one compiled
+//!   config, one group), each group's runs classified once; the recorded categories are put
+//!   back before anything is counted (the estimates' failure classes keep them). Candidates
+//!   of two groups never share a match table, a key or a replay. Collisions need every
+//!   decision, which a lean replay does not keep: under the upstream engine a candidate with
+//!   a categorizer is replayed once more with a report, for them.
 
 use std::collections::HashMap;
 use std::io;
