@@ -43,6 +43,7 @@ use crate::replay::shard::Shard;
 use crate::replay::source::HistorySource;
 use crate::tune::rank::{rank, Constraints, MaxCompute, Ranked};
 use crate::tune::sweep::{shares_matching, sweep, sweep_partial, Arm, BaselineTally, Swept};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::tune::{count, parse_vary, Candidate, CandidateError, Target, Template, Values, Vary};
@@ -238,8 +239,8 @@ fn candidates(
     let scheduler_varied = varies.iter().any(|v| v.target == Target::Scheduler);
     // Varied categorizers, one `Arc` per distinct compiled config: the sweep shares a
     // replay only between candidates with the same one (the same `Arc`), so equal configs
-    // must be one.
-    let mut compiled: Vec<(String, Arc<Classifier>)> = Vec::new();
+    // must be one. Keyed by the compiled config's text, as the partials' fingerprint is.
+    let mut compiled: HashMap<String, Arc<Classifier>> = HashMap::new();
     let overrides = overrides(replay);
     let (mut arms, mut ids, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
     for c in template.candidates(varies) {
@@ -254,21 +255,18 @@ fn candidates(
         let classifier = match &c.categorizer {
             None => categorizer.cloned(),
             Some((file, doc)) => {
-                let Some(Resource::ErrorCategories(config)) = &doc.resource else {
-                    continue;
+                let compiled_one = match &doc.resource {
+                    Some(Resource::ErrorCategories(config)) => Classifier::new(config),
+                    // A valid categorizer document decodes to one: not reached.
+                    _ => Err("the varied document is not a categorizer config".to_string()),
                 };
-                match Classifier::new(config) {
-                    Ok(classifier) => {
-                        let key = format!("{classifier:?}");
-                        match compiled.iter().find(|(k, _)| *k == key) {
-                            Some((_, a)) => Some(a.clone()),
-                            None => {
-                                let a = Arc::new(classifier);
-                                compiled.push((key, a.clone()));
-                                Some(a)
-                            }
-                        }
-                    }
+                match compiled_one {
+                    Ok(classifier) => Some(
+                        compiled
+                            .entry(format!("{classifier:?}"))
+                            .or_insert_with(|| Arc::new(classifier))
+                            .clone(),
+                    ),
                     // Validated already: a safety net, said as the candidate's error.
                     Err(message) => {
                         skipped.push(Skipped {
