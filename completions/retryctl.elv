@@ -1103,7 +1103,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;tune'= {
             cand -f 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable'
             cand --filename 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable'
-            cand --vary 'One scalar field of one policy, varied: `NAME:PATH=VALUES`, PATH as `explain` names it (`ml:spec.retryLimit=0..10`, `ml:spec.rules[1].action=Retry,Fail`, `ml:spec.backoff.initialDelay=0s,30s,5m`, `infra:retryLimit=1..5/2`, `unset`), or `scheduler:PATH` for the scheduler config. The candidates are every combination'
+            cand --vary 'One scalar field of one policy, varied: `NAME:PATH=VALUES`, PATH as `explain` names it (`ml:spec.retryLimit=0..10`, `ml:spec.rules[1].action=Retry,Fail`, `ml:spec.backoff.initialDelay=0s,30s,5m`, `infra:retryLimit=1..5/2`, `unset`), or `scheduler:PATH` for the scheduler config, `categorizer:PATH` for --categorizer''s (`categorizer:errorCategories.enabled=true,false`). The candidates are every combination'
             cand --history 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`'
             cand --lookout-db 'Replay a real cluster''s history straight from Lookout''s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`'
             cand --queue 'With --lookout-db: the jobs of this queue'
@@ -1117,6 +1117,8 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --default-policy 'Override the scheduler''s defaultPolicyName'
             cand --backtest-at 'Check the estimates on this history: the trials of jobs submitted before TIME (RFC 3339) fit the rates, those of jobs submitted at or after it test them (every job needs `job.submittedAt`)'
             cand --shard 'Replay only the jobs of shard I of N (`0/4`: FNV-1a of the job id, mod N); with `-o partial`, write the shard''s part of the answer, which `retryctl merge` adds up'
+            cand --categorizer 'The executor''s categorizer config (its `errorCategories`): every candidate classifies failed runs with it, as `simulate --categorizer` does; `--vary ''categorizer:PATH=…''` varies its fields (`errorCategories.categories[0].action=Retain,Delete`)'
+            cand --baseline-categorizer 'The baseline side''s categorizer config, or `recorded` to keep the categories the runs were recorded with (default: --categorizer, as written)'
             cand --max-lost 'Recommend no candidate that loses more than N jobs the baseline saved (Succeeded → Failed)'
             cand --max-compute 'Recommend no candidate whose cost (compute added − removed + expected) is over this: a duration (`10h`), or a percentage of the baseline''s recorded compute (`5%`)'
             cand --max-candidates 'Refuse (exit 2, before any replay) a search of more candidates than N'

@@ -1003,12 +1003,25 @@ pub struct TuneArgs {
     /// One scalar field of one policy, varied: `NAME:PATH=VALUES`, PATH as `explain` names it
     /// (`ml:spec.retryLimit=0..10`, `ml:spec.rules[1].action=Retry,Fail`,
     /// `ml:spec.backoff.initialDelay=0s,30s,5m`, `infra:retryLimit=1..5/2`, `unset`), or
-    /// `scheduler:PATH` for the scheduler config. The candidates are every combination.
+    /// `scheduler:PATH` for the scheduler config, `categorizer:PATH` for --categorizer's
+    /// (`categorizer:errorCategories.enabled=true,false`). The candidates are every
+    /// combination.
     #[arg(long = "vary", value_name = "NAME:PATH=VALUES", required = true)]
     pub vary: Vec<String>,
 
     #[command(flatten)]
     pub replay: ReplayArgs,
+
+    /// The executor's categorizer config (its `errorCategories`): every candidate classifies
+    /// failed runs with it, as `simulate --categorizer` does; `--vary 'categorizer:PATH=…'`
+    /// varies its fields (`errorCategories.categories[0].action=Retain,Delete`).
+    #[arg(long, value_name = "FILE")]
+    pub categorizer: Option<PathBuf>,
+
+    /// The baseline side's categorizer config, or `recorded` to keep the categories the runs
+    /// were recorded with (default: --categorizer, as written).
+    #[arg(long, value_name = "FILE")]
+    pub baseline_categorizer: Option<PathBuf>,
 
     /// Recommend no candidate that loses more than N jobs the baseline saved (Succeeded →
     /// Failed).

@@ -129,10 +129,10 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `--baseline-categorizer recorded`: the baseline keeps the recorded categories.
-const RECORDED: &str = "recorded";
+pub const RECORDED: &str = "recorded";
 
 /// `--categorizer FILE`, compiled, its warnings said on stderr; `None` without the flag.
-fn load_categorizer(ctx: &mut Context, path: Option<&std::path::Path>) -> anyhow::Result<Option<Arc<Classifier>>> {
+pub fn load_categorizer(ctx: &mut Context, path: Option<&std::path::Path>) -> anyhow::Result<Option<Arc<Classifier>>> {
     let Some(path) = path else { return Ok(None) };
     let (config, warnings) = crate::input::read_categorizer(path)?;
     for w in warnings {

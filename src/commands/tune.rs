@@ -13,8 +13,9 @@
 //! - `--pick` prints the candidate's policy and queue documents in their own dialect (the
 //!   encoder `get -o yaml` uses: comments and key order are the canonical ones), separated
 //!   by `---`; the varied scheduler settings, which `apply` does not take, are said on stderr;
-//! - the command that writes a candidate names the template files, the scheduler config and
-//!   the varies (what makes the documents), not the history: `--pick N` needs none.
+//! - the command that writes a candidate names the template files, the scheduler config, the
+//!   categorizer and the varies (what makes the documents), not the history: `--pick N` needs
+//!   none.
 
 use std::path::Path;
 
@@ -23,7 +24,8 @@ use crate::cli::{TuneArgs, TuneOutput};
 use crate::commands::held::Held;
 use crate::commands::policy_set::{load_policies, policy_set, report_invalid, PolicyFlags, Side, Unusable};
 use crate::commands::replay_source::{self, check_flags, overrides, About, Drive};
-use crate::commands::simulate::{backtest_refusal, parse_backtest_at};
+use crate::commands::simulate::{backtest_refusal, load_categorizer, parse_backtest_at, RECORDED};
+use crate::engine::categorizer::Classifier;
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
@@ -41,6 +43,8 @@ use crate::replay::shard::Shard;
 use crate::replay::source::HistorySource;
 use crate::tune::rank::{rank, Constraints, MaxCompute, Ranked};
 use crate::tune::sweep::{shares_matching, sweep, sweep_partial, Arm, BaselineTally, Swept};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::tune::{count, parse_vary, Candidate, CandidateError, Target, Template, Values, Vary};
 use serde::{Deserialize, Serialize};
@@ -96,7 +100,22 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(input::read_scheduler_source)
         .transpose()?;
-    let template = Template::new(files, scheduler);
+    let mut template = Template::new(files, scheduler);
+    // The executor's categorizer (docs/categorizer.md): compiled as `simulate --categorizer`
+    // compiles it (a bad file is exit 3, its warnings on stderr), and its document kept for
+    // the `categorizer:` varies.
+    let categorizer = match args.categorizer.as_deref() {
+        Some(path) => {
+            let compiled = load_categorizer(ctx, Some(path))?;
+            let mut read = input::read_sources(&[path.to_path_buf()], false, Some(&[Kind::ErrorCategories]));
+            let file = read.pop().filter(|f| f.documents.len() == 1);
+            if let Some(mut file) = file {
+                template = template.with_categorizer(file.name.clone(), file.documents.remove(0));
+            }
+            compiled
+        }
+        None => None,
+    };
     template.check(&varies).map_err(CliError::usage)?;
     let n = count(&varies);
     if n > u128::from(args.max_candidates) {
@@ -117,7 +136,14 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
     let flags = PolicyFlags::new(args.source.recursive, replay);
     let engine = replay.engine.map(EngineKind::from).unwrap_or_default();
     let baseline_engine = replay.baseline_engine.map_or(engine, EngineKind::from);
-    let (arms, ids, skipped) = candidates(&template, &varies, flags, engine, replay)?;
+    let (arms, ids, skipped) = candidates(&template, &varies, flags, engine, replay, categorizer.as_ref())?;
+    // The baseline's categorizer: --baseline-categorizer, else --categorizer as written (a
+    // `categorizer:` vary changes the candidates only).
+    let baseline_categorizer = match args.baseline_categorizer.as_deref() {
+        None => categorizer.clone(),
+        Some(p) if p.as_os_str() == RECORDED => None,
+        Some(p) => load_categorizer(ctx, Some(p))?,
+    };
     if arms.is_empty() {
         for s in skipped.iter().take(5) {
             let first = s.errors.first().map_or(String::new(), error_words);
@@ -172,10 +198,12 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         exit_code: args.exit_code,
         retry_policy: replay.retry_policies.is_some(),
         given: arms.first().map(|a| a.sim.given().to_vec()).unwrap_or_default(),
+        categorized: categorizer.is_some() || baseline_categorizer.is_some(),
     };
     let mut driver = Tune {
         format,
         arms,
+        baseline_categorizer,
         run,
         max_compute,
         options,
@@ -206,8 +234,13 @@ fn candidates(
     flags: PolicyFlags<'_>,
     engine: EngineKind,
     replay: &crate::cli::ReplayArgs,
+    categorizer: Option<&Arc<Classifier>>,
 ) -> anyhow::Result<Built> {
     let scheduler_varied = varies.iter().any(|v| v.target == Target::Scheduler);
+    // Varied categorizers, one `Arc` per distinct compiled config: the sweep shares a
+    // replay only between candidates with the same one (the same `Arc`), so equal configs
+    // must be one. Keyed by the compiled config's text, as the partials' fingerprint is.
+    let mut compiled: HashMap<String, Arc<Classifier>> = HashMap::new();
     let overrides = overrides(replay);
     let (mut arms, mut ids, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
     for c in template.candidates(varies) {
@@ -219,8 +252,42 @@ fn candidates(
             });
             continue;
         }
+        let classifier = match &c.categorizer {
+            None => categorizer.cloned(),
+            Some((file, doc)) => {
+                let compiled_one = match &doc.resource {
+                    Some(Resource::ErrorCategories(config)) => Classifier::new(config),
+                    // A valid categorizer document decodes to one: not reached.
+                    _ => Err("the varied document is not a categorizer config".to_string()),
+                };
+                match compiled_one {
+                    Ok(classifier) => Some(
+                        compiled
+                            .entry(format!("{classifier:?}"))
+                            .or_insert_with(|| Arc::new(classifier))
+                            .clone(),
+                    ),
+                    // Validated already: a safety net, said as the candidate's error.
+                    Err(message) => {
+                        skipped.push(Skipped {
+                            id: c.id,
+                            errors: vec![CandidateError {
+                                file: file.clone(),
+                                document: None,
+                                name: None,
+                                path: String::new(),
+                                message,
+                            }],
+                            values: c.values,
+                        });
+                        continue;
+                    }
+                }
+            }
+        };
         match policy_set(&c.files, flags.retry_policies, engine) {
             Ok(sim) => {
+                let sim = sim.with_categorizer(classifier);
                 let settings = match (&c.scheduler, scheduler_varied) {
                     (Ok(config), true) => Some(overrides.apply(config)),
                     _ => None,
@@ -254,6 +321,8 @@ struct Tune<'a> {
     /// `None`: `--pick recommended`.
     format: Option<TuneOutput>,
     arms: Vec<Arm>,
+    /// The baseline side's categorizer (`--baseline-categorizer`, else `--categorizer`).
+    baseline_categorizer: Option<Arc<Classifier>>,
     run: TuneRun,
     max_compute: Option<MaxCompute>,
     options: Options,
@@ -284,6 +353,10 @@ pub struct TuneRun {
     pub retry_policy: bool,
     /// The policies a job gets when its queue is not among the documents.
     pub given: Vec<String>,
+    /// A side classifies runs with the executor's categorizer: the candidates' collisions
+    /// are reported.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub categorized: bool,
 }
 
 impl Drive for Tune<'_> {
@@ -298,6 +371,10 @@ impl Drive for Tune<'_> {
         let Some(baseline) = baseline else {
             return Err(CliError::usage("no baseline to compare the candidates with").into());
         };
+        // The baseline's policies come from files, the template or the cluster; its
+        // categorizer from here.
+        let baseline = baseline.clone().with_categorizer(self.baseline_categorizer.clone());
+        let baseline = &baseline;
         if from == Baseline::Cluster {
             self.run.baseline_from = BaselineFrom::Cluster;
         }
@@ -436,6 +513,7 @@ pub fn finish(
         max_compute: run.max_compute.as_deref(),
         backtest: swept.backtest.as_ref(),
         pick_command: &run.pick_command,
+        categorized: run.categorized,
     };
     let mut held = Held::new()?;
     view::write(format, &view, ctx.style, &mut held)?;
@@ -481,7 +559,7 @@ pub fn parse_max_compute(text: &str) -> Result<MaxCompute, CliError> {
 }
 
 /// The command that writes a candidate, up to `--pick`: what makes the documents (the
-/// template, the scheduler config, the varies), each argument quoted for a POSIX shell.
+/// template, the scheduler config, the categorizer, the varies), each argument quoted for a POSIX shell.
 fn pick_command(args: &TuneArgs) -> String {
     let mut words = vec!["retryctl".to_string(), "tune".to_string()];
     for f in &args.source.files {
@@ -494,6 +572,11 @@ fn pick_command(args: &TuneArgs) -> String {
     if let Some(s) = &args.replay.scheduler_config {
         words.push("--scheduler-config".into());
         words.push(shell_word(&path_text(s)));
+    }
+    // A `categorizer:` vary is checked against the file: `--pick` needs it too.
+    if let Some(c) = &args.categorizer {
+        words.push("--categorizer".into());
+        words.push(shell_word(&path_text(c)));
     }
     for v in &args.vary {
         words.push("--vary".into());
@@ -563,6 +646,20 @@ fn write_candidate(ctx: &mut Context, c: &Candidate, varies: &[Vary]) -> anyhow:
         .filter(|(v, _)| v.target == Target::Scheduler)
         .map(|(v, (_, value))| format!("{}={value}", v.path))
         .collect();
+    let categorizer: Vec<String> = varies
+        .iter()
+        .zip(&c.values)
+        .filter(|(v, _)| v.target == Target::Categorizer)
+        .map(|(v, (_, value))| format!("{}={value}", v.path))
+        .collect();
+    if !categorizer.is_empty() {
+        writeln!(
+            ctx.err,
+            "note: candidate {} also sets the categorizer config ({}): set it in the executor's config; `apply` does not take it",
+            c.id,
+            categorizer.join(", ")
+        )?;
+    }
     if !scheduler.is_empty() {
         writeln!(
             ctx.err,

@@ -813,6 +813,14 @@ pub const ERROR_CATEGORIES: &[Field] = &[
     ),
 ];
 
+/// A categorizer file's top as `tune --vary 'categorizer:PATH=…'` names it: `errorCategories`
+/// whatever the file's shape (`application.errorCategories` in an executor config).
+pub const CATEGORIZER_TOP: &[Field] = &[f(
+    "errorCategories",
+    Ty::Object(ERROR_CATEGORIES),
+    "The executor's error categorizer.",
+)];
+
 const COUNT: Ty = Ty::Int {
     min: 0,
     max: 4_294_967_295,

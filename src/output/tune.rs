@@ -91,6 +91,9 @@ pub struct TuneView<'a> {
     pub backtest: Option<&'a Backtest>,
     /// The command that writes a candidate, up to `--pick` (` --pick ID -o yaml` follows).
     pub pick_command: &'a str,
+    /// A side classifies runs with the executor's categorizer: each candidate's collisions
+    /// are shown (`collisions` in json and yaml, a COLLISIONS column in the tables).
+    pub categorized: bool,
 }
 
 /// The output formats of `tune` (besides `--pick`'s documents).
@@ -156,7 +159,7 @@ fn excluded_words(e: &Excluded) -> String {
 }
 
 /// A candidate as SPEC §8's record.
-fn candidate_json(s: &Scored) -> Value {
+fn candidate_json(s: &Scored, categorized: bool) -> Value {
     let c = &s.tally.comparison;
     let mut v = json!({
         "id": s.id,
@@ -181,7 +184,20 @@ fn candidate_json(s: &Scored) -> Value {
     if let (Some(e), Value::Object(m)) = (&s.excluded, &mut v) {
         m.insert("excluded".into(), json!(excluded_words(e)));
     }
+    if let (true, Value::Object(m)) = (categorized, &mut v) {
+        m.insert("collisions".into(), json!(collisions(s)));
+    }
     v
+}
+
+/// The candidate's collisions: its Retry decisions on runs whose pod the executor keeps
+/// (docs/categorizer.md), as `simulate --baseline` counts the candidate side's.
+fn collisions(s: &Scored) -> u64 {
+    s.tally
+        .comparison
+        .categories
+        .as_ref()
+        .map_or(0, |c| c.candidate.collisions)
 }
 
 /// `{tune: {…}}`, every candidate in id order.
@@ -226,7 +242,7 @@ pub fn document(view: &TuneView<'_>) -> Value {
             "cost": r.baseline.cost,
         },
         "varied": varied,
-        "candidates": r.candidates.iter().map(candidate_json).collect::<Vec<_>>(),
+        "candidates": r.candidates.iter().map(|s| candidate_json(s, view.categorized)).collect::<Vec<_>>(),
         "skipped": skipped,
         "recommended": r.recommended.map(|i| r.candidates[i].id),
         "constraints": {
@@ -275,6 +291,9 @@ fn top_rows(view: &TuneView<'_>) -> (Vec<String>, Vec<Vec<String>>) {
     if gpus {
         header.push("GPU-HOURS".into());
     }
+    if view.categorized {
+        header.push("COLLISIONS".into());
+    }
     header.push("FRONTIER".into());
     let rows = r
         .order
@@ -302,6 +321,9 @@ fn top_rows(view: &TuneView<'_>) -> (Vec<String>, Vec<Vec<String>>) {
             ]);
             if gpus {
                 row.push(hours_words(gpu_hours(s)));
+            }
+            if view.categorized {
+                row.push(collisions(s).to_string());
             }
             row.push(if s.frontier { "yes" } else { "" }.to_string());
             row
@@ -418,6 +440,12 @@ fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write) -> io::Re
                 "not replayed: {} with errors (reported on stderr)",
                 plural(view.errors, "job", "jobs")
             ))
+        )?;
+    }
+    if view.categorized {
+        writeln!(
+            out,
+            "(COLLISIONS: under --engine upstream, the candidate's retries that reuse the name of a failed pod the executor keeps: the new pod collides with it, the lease is returned and the job takes the legacy path)"
         )?;
     }
     writeln!(

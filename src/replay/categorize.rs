@@ -113,7 +113,7 @@ impl SideCategories {
 }
 
 /// A worker's scratch for classifying a history in place, reused job after job.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Reclassify {
     /// The runs replaced: index and recorded pair (moved out of the run, not copied).
     saved: Vec<(usize, Option<String>, Option<String>)>,

@@ -16,8 +16,9 @@ use serde::Serialize;
 
 use crate::diag::Diagnostic;
 use crate::input::SourceFile;
-use crate::model::document::decode_document;
+use crate::model::document::{decode_document, Document};
 use crate::model::scheduler::{scheduler_config_from_node, SchedulerConfig};
+use crate::model::Kind;
 use crate::yaml::{Node, Value};
 
 use super::vary::{Segment, Setting, Target, Vary};
@@ -39,6 +40,9 @@ pub struct Candidate {
     pub scheduler: Result<SchedulerConfig, Vec<Diagnostic>>,
     /// The `--scheduler-config` file's name, for [`CandidateError::file`].
     scheduler_file: Option<String>,
+    /// With a `categorizer:` vary: the `--categorizer` file's name and its document, varied
+    /// and decoded again (`None`: the file as written).
+    pub categorizer: Option<(String, Document)>,
 }
 
 /// One error of a candidate, placed as `validate` places it.
@@ -67,6 +71,10 @@ impl Candidate {
     /// Whether every document and the scheduler config are free of errors.
     pub fn is_valid(&self) -> bool {
         self.scheduler.is_ok()
+            && self
+                .categorizer
+                .as_ref()
+                .is_none_or(|(_, d)| !d.diagnostics.iter().any(Diagnostic::is_error))
             && self.files.iter().all(|f| {
                 f.errors.iter().all(|d| !d.is_error())
                     && f.documents
@@ -94,6 +102,17 @@ impl Candidate {
             for d in f.errors.iter().filter(|d| d.is_error()) {
                 out.push(CandidateError {
                     file: f.name.clone(),
+                    document: None,
+                    name: None,
+                    path: d.path.clone(),
+                    message: d.message.clone(),
+                });
+            }
+        }
+        if let Some((file, doc)) = &self.categorizer {
+            for d in doc.diagnostics.iter().filter(|d| d.is_error()) {
+                out.push(CandidateError {
+                    file: file.clone(),
                     document: None,
                     name: None,
                     path: d.path.clone(),
@@ -145,12 +164,20 @@ impl Template {
         let picks = picks(&sizes, id);
         let mut edited: Vec<((usize, usize), Node)> = Vec::new();
         let mut scheduler: Option<Node> = None;
+        let mut categorizer: Option<Node> = None;
         let mut values = Vec::with_capacity(varies.len());
         for (v, &pick) in varies.iter().zip(&picks) {
             let setting = &v.values[pick];
             values.push((v.text.clone(), setting.to_string()));
             let node = match &v.target {
                 Target::Scheduler => scheduler.get_or_insert_with(|| self.scheduler_node.clone()),
+                Target::Categorizer => {
+                    let Some((_, doc)) = &self.categorizer else { continue };
+                    let node = categorizer.get_or_insert_with(|| doc.node.clone());
+                    let segments = categorizer_segments(node, &v.segments);
+                    apply(node, &segments, setting);
+                    continue;
+                }
                 Target::Policy(name) => {
                     let Some(&(_, f, d)) = self.policies.iter().find(|(n, _, _)| n == name) else {
                         continue;
@@ -181,6 +208,12 @@ impl Template {
                 None => self.scheduler_config.clone(),
             },
             scheduler_file: self.scheduler.as_ref().map(|s| s.name.clone()),
+            categorizer: categorizer.zip(self.categorizer.as_ref()).map(|(node, (name, doc))| {
+                (
+                    name.clone(),
+                    decode_document(node, doc.index, Some(&[Kind::ErrorCategories])),
+                )
+            }),
         }
     }
 
@@ -189,6 +222,47 @@ impl Template {
         let n = u64::try_from(count(varies)).unwrap_or(u64::MAX);
         (1..=n).map(move |id| self.candidate(varies, id))
     }
+}
+
+/// A categorizer vary's path (from `errorCategories`) in `node`, the file's tree: under
+/// `application` in an executor config, and each key spelled as the file spells it (the
+/// executor reads keys in any case, so `Enabled` is the field `enabled` names).
+fn categorizer_segments(node: &Node, segments: &[Segment]) -> Vec<Segment> {
+    let mut out = Vec::with_capacity(segments.len() + 1);
+    let mut cur = Some(node);
+    let executor = crate::model::categorizer::shape_of(node) == Some(crate::model::categorizer::Shape::Executor);
+    let application = [Segment::Key("application".into())];
+    let path = if executor { &application[..] } else { &[][..] };
+    for seg in path.iter().chain(segments) {
+        match seg {
+            Segment::Key(k) => {
+                let found = cur.and_then(|n| match &n.value {
+                    Value::Map(entries) => entries
+                        .iter()
+                        .find(|(key, _)| key.as_scalar().is_some_and(|s| s.eq_ignore_ascii_case(k))),
+                    _ => None,
+                });
+                match found {
+                    Some((key, child)) => {
+                        out.push(Segment::Key(key.as_scalar().unwrap_or(k).to_string()));
+                        cur = Some(child);
+                    }
+                    None => {
+                        out.push(seg.clone());
+                        cur = None;
+                    }
+                }
+            }
+            Segment::Index(i) => {
+                out.push(seg.clone());
+                cur = cur.and_then(|n| match &n.value {
+                    Value::Seq(items) => items.get(*i),
+                    _ => None,
+                });
+            }
+        }
+    }
+    out
 }
 
 fn scalar(text: &str, at: &Node) -> Node {

@@ -10,7 +10,11 @@
 //! Must not: do I/O, read the clock or the environment, or print: the `tune` command reads
 //! the files and writes the output; only `sweep` drives a replay (of a source it is given).
 //!
-//! Decisions: `scheduler` as NAME always means the scheduler config. A path names a scalar:
+//! Decisions: `scheduler` as NAME always means the scheduler config, and `categorizer` the
+//! `--categorizer` file, whose paths start at `errorCategories` whatever its shape (an
+//! executor config's `application.` is added when the candidate is built, and each key
+//! takes the file's own spelling, since the executor reads keys in any case; the check
+//! itself follows the canonical spellings). A path names a scalar:
 //! a field, or an item of a list of scalars (`onConditions[0]`, set but never `unset`); the
 //! identity fields (`apiVersion`, `kind`, `metadata.name`, v1beta1's `name`) cannot be
 //! varied. [`Template::check`] refuses a value of the wrong type and a value outside the
@@ -63,6 +67,8 @@ pub struct Template {
     scheduler_config: Result<SchedulerConfig, Vec<Diagnostic>>,
     /// Every RetryPolicy document: its name, file and position in the file.
     policies: Vec<(String, usize, usize)>,
+    /// The `--categorizer` file: its name and its one document (valid).
+    categorizer: Option<(String, Document)>,
 }
 
 impl Template {
@@ -91,7 +97,20 @@ impl Template {
             scheduler_node,
             scheduler_config,
             policies,
+            categorizer: None,
         }
+    }
+
+    /// The `--categorizer` file (`name`, its one document, valid), which `categorizer:`
+    /// varies edit.
+    pub fn with_categorizer(mut self, name: String, doc: Document) -> Template {
+        self.categorizer = Some((name, doc));
+        self
+    }
+
+    /// The `--categorizer` file's name, if one was given.
+    pub fn categorizer_name(&self) -> Option<&str> {
+        self.categorizer.as_ref().map(|(n, _)| n.as_str())
     }
 
     /// The template's files, as given.
@@ -111,7 +130,50 @@ impl Template {
     pub fn check(&self, varies: &[Vary]) -> Result<(), String> {
         for (i, v) in varies.iter().enumerate() {
             let fail = |why: String| format!("invalid `--vary` {}: {why}", quote(&v.text));
+            // A categorizer's path starts at `errorCategories` whatever the file's shape: it
+            // is resolved in a tree holding only that mapping.
+            let categorizer_root;
             let (layout, node) = match &v.target {
+                Target::Categorizer => {
+                    let Some((name, doc)) = &self.categorizer else {
+                        return Err(fail(
+                            "`categorizer:` varies the `--categorizer` file, and none was given: give \
+                             `--categorizer FILE`"
+                                .into(),
+                        ));
+                    };
+                    let body = crate::model::categorizer::shape_of(&doc.node)
+                        .and_then(|shape| crate::model::categorizer::body(&doc.node, shape))
+                        .cloned()
+                        .unwrap_or(Node {
+                            pos: doc.node.pos,
+                            value: Value::Null,
+                        });
+                    categorizer_root = Node {
+                        pos: doc.node.pos,
+                        value: Value::Map(vec![(
+                            Node {
+                                pos: body.pos,
+                                value: Value::Scalar {
+                                    text: "errorCategories".into(),
+                                    quoted: false,
+                                },
+                            },
+                            body,
+                        )]),
+                    };
+                    let owner = format!("the categorizer config {}", quote(name));
+                    (
+                        Layout {
+                            root: fields::CATEGORIZER_TOP,
+                            top: owner.clone(),
+                            owner,
+                            other: None,
+                            version: None,
+                        },
+                        &categorizer_root,
+                    )
+                }
                 Target::Scheduler => (
                     Layout {
                         root: fields::SCHEDULER_CONFIG,

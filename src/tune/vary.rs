@@ -28,6 +28,9 @@ pub const MAX_VALUES: usize = 100_000;
 pub enum Target {
     Policy(String),
     Scheduler,
+    /// The `--categorizer` file (NAME `categorizer`), its path from the `errorCategories`
+    /// mapping whatever the file's shape.
+    Categorizer,
 }
 
 impl fmt::Display for Target {
@@ -36,6 +39,7 @@ impl fmt::Display for Target {
         match self {
             Target::Policy(name) => write!(f, "policy {}", quote(name)),
             Target::Scheduler => write!(f, "the scheduler config"),
+            Target::Categorizer => write!(f, "the categorizer config"),
         }
     }
 }
@@ -112,10 +116,10 @@ pub fn parse_vary(text: &str) -> Result<Vary, String> {
     let values = parse_values(values).map_err(fail)?;
     Ok(Vary {
         text: left.to_string(),
-        target: if name == "scheduler" {
-            Target::Scheduler
-        } else {
-            Target::Policy(name.to_string())
+        target: match name {
+            "scheduler" => Target::Scheduler,
+            "categorizer" => Target::Categorizer,
+            _ => Target::Policy(name.to_string()),
         },
         path: render(&segments),
         values,

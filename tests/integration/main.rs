@@ -36,4 +36,5 @@ mod startup;
 mod test_setup;
 mod tls;
 mod tune;
+mod tune_categorizer;
 mod validate;
