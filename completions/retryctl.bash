@@ -2567,7 +2567,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__merge)
-            opts="-c -v -o -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --output --help --version"
+            opts="-c -v -o -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --output --output-file --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2615,6 +2615,10 @@ _retryctl() {
                     ;;
                 -o)
                     COMPREPLY=($(compgen -W "table json yaml jsonl html markdown" -- "${cur}"))
+                    return 0
+                    ;;
+                --output-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -2749,7 +2753,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__simulate)
-            opts="-f -R -o -c -v -h -V --filename --recursive --history --lookout-db --queue --jobset --baseline --baseline-from-cluster --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --backtest-at --shard --exit-code --all-changes --from-server --categorizer --baseline-categorizer --strict --output --since --from --to --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -o -c -v -h -V --filename --recursive --history --lookout-db --queue --jobset --baseline --baseline-from-cluster --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --backtest-at --shard --exit-code --all-changes --from-server --categorizer --baseline-categorizer --strict --output --output-file --since --from --to --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2831,6 +2835,10 @@ _retryctl() {
                     COMPREPLY=($(compgen -W "table json yaml jsonl html markdown partial" -- "${cur}"))
                     return 0
                     ;;
+                --output-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --since)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2887,7 +2895,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__tune)
-            opts="-f -R -o -c -v -h -V --filename --recursive --vary --history --lookout-db --queue --jobset --baseline --baseline-from-cluster --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --backtest-at --shard --categorizer --baseline-categorizer --max-lost --max-compute --max-candidates --pick --exit-code --output --since --from --to --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -o -c -v -h -V --filename --recursive --vary --history --lookout-db --queue --jobset --baseline --baseline-from-cluster --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --backtest-at --shard --categorizer --baseline-categorizer --max-lost --max-compute --max-candidates --pick --exit-code --output --output-file --since --from --to --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2987,6 +2995,10 @@ _retryctl() {
                     ;;
                 -o)
                     COMPREPLY=($(compgen -W "table json yaml html markdown partial" -- "${cur}"))
+                    return 0
+                    ;;
+                --output-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --since)
