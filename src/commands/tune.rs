@@ -78,6 +78,13 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
             CliError::usage("give the history to search on: `--history PATH` or `--lookout-db DSN --queue Q`").into(),
         );
     }
+    if let (Some(Pick::Recommended), Some(shard)) = (pick, replay.shard) {
+        // A shard ranks its own jobs only: its recommendation is not the cluster's.
+        return Err(CliError::usage(format!(
+            "`--pick recommended` with `--shard {shard}`: a shard's jobs alone recommend nothing for the cluster; run every shard with `-o partial`, `retryctl merge` them, then `--pick ID` the candidate it recommends"
+        ))
+        .into());
+    }
     let max_compute = args.max_compute.as_deref().map(parse_max_compute).transpose()?;
     let options = Options {
         backtest_at: replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?,

@@ -456,6 +456,13 @@ fn the_recommendation_keeps_what_the_baseline_saved() {
         format_output(&nothing),
         "exit: 1\n--- stdout\n--- stderr\nerror: no candidate is recommended: none within the constraints beats the baseline's expected successes; keep the baseline\n"
     );
+    // A shard's recommendation is not the cluster's: refused before any work, exit 2.
+    let mut shard = pick.clone();
+    shard.extend(["--shard", "1/4"]);
+    assert_eq!(
+        format_output(&run(dir.path(), &shard)),
+        "exit: 2\n--- stdout\n--- stderr\nerror: `--pick recommended` with `--shard 1/4`: a shard's jobs alone recommend nothing for the cluster; run every shard with `-o partial`, `retryctl merge` them, then `--pick ID` the candidate it recommends\n"
+    );
 }
 
 /// Frontier: no other candidate has as many expected successes for less cost.
