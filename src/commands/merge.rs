@@ -366,7 +366,7 @@ fn merge_tune(ctx: &mut Context, partials: &[Partial], run: &TuneRun, output: Me
             .into())
         }
     };
-    let code = tune_command::finish(ctx, swept, run, max_compute, format)?;
+    let code = tune_command::finish(ctx, swept, run, max_compute, format, None)?;
     lookout_summary(ctx, partials)?;
     Ok(code)
 }

@@ -406,7 +406,14 @@ impl Drive for Tune<'_> {
         let Some(format) = self.format else {
             return self.pick_recommended(ctx, swept);
         };
-        finish(ctx, swept, &self.run, self.max_compute, view_format(format))
+        finish(
+            ctx,
+            swept,
+            &self.run,
+            self.max_compute,
+            view_format(format),
+            self.options.shard,
+        )
     }
 }
 
@@ -499,14 +506,16 @@ fn ranking(
 }
 
 /// The sweep's answer in `format` (held until whole, so that a closed stdout is not an
-/// error), and the exit status: entries not replayed 3, a recommendation with `--exit-code`
-/// 1. `merge` ends a sharded tune here too.
+/// error), and the exit status: entries not replayed 3, a recommendation with
+/// `--exit-code` 1. `shard`: the one shard of `--shard I/N` these numbers are of; `merge`
+/// ends a sharded tune here too, with `None`.
 pub fn finish(
     ctx: &mut Context,
     swept: Swept,
     run: &TuneRun,
     max_compute: Option<MaxCompute>,
     format: Format,
+    shard: Option<Shard>,
 ) -> anyhow::Result<ExitCode> {
     let ranked = ranking(swept.arms, run, max_compute, &swept.baseline, &swept.rates);
     let view = TuneView {
@@ -521,6 +530,7 @@ pub fn finish(
         backtest: swept.backtest.as_ref(),
         pick_command: &run.pick_command,
         categorized: run.categorized,
+        shard,
     };
     let mut held = Held::new()?;
     view::write(format, &view, ctx.style, &mut held)?;

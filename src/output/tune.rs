@@ -94,6 +94,8 @@ pub struct TuneView<'a> {
     /// A side classifies runs with the executor's categorizer: each candidate's collisions
     /// are shown (`collisions` in json and yaml, a COLLISIONS column in the tables).
     pub categorized: bool,
+    /// `--shard I/N` printed on its own (not as a partial): its numbers are its jobs' alone.
+    pub shard: Option<crate::replay::shard::Shard>,
 }
 
 /// The output formats of `tune` (besides `--pick`'s documents).
@@ -371,8 +373,15 @@ fn inputs_line(view: &TuneView<'_>) -> String {
     } else {
         format!(" ({})", skipped_words(view.skipped.len()))
     };
+    // A shard's own table ranks its jobs alone: said where the jobs are counted.
+    let shard = view.shard.map_or(String::new(), |s| {
+        format!(
+            " (shard {} of {}: its jobs alone, not the cluster's; `retryctl merge` every shard's `-o partial` for those)",
+            s.index, s.count
+        )
+    });
     format!(
-        "tune: {}{skipped} varying {} over {}; baseline: {}; constraints: lost ≤ {}, {compute}",
+        "tune: {}{skipped} varying {} over {}{shard}; baseline: {}; constraints: lost ≤ {}, {compute}",
         plural(r.candidates.len() as u64, "candidate", "candidates"),
         varies.join(" × "),
         plural(view.jobs, "job", "jobs"),

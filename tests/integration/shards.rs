@@ -655,6 +655,43 @@ fn a_bad_shard_is_a_usage_error() {
     }
 }
 
+/// A shard's own table (not a partial) says whose jobs it ranks, in every format that
+/// prints the inputs line; the merge of the shards, one process's table, does not.
+#[test]
+fn a_shards_own_tune_table_says_it_is_one_shard() {
+    let dir = what_if(&history());
+    let d = dir.path();
+    let words =
+        "(shard 1 of 3: its jobs alone, not the cluster's; `retryctl merge` every shard's `-o partial` for those)";
+    for format in ["table", "markdown", "html"] {
+        let mut args = sweep("new").to_vec();
+        args.extend(["--shard", "1/3", "-o", format]);
+        let out = run(d, &args);
+        assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let shown = if format == "html" {
+            words.replace('\'', "&#39;").replace('`', "`")
+        } else if format == "markdown" {
+            words.replace('\'', "\'")
+        } else {
+            words.to_string()
+        };
+        assert!(text.contains(" jobs ") || text.contains(" job "), "{format}: {text}");
+        assert!(
+            text.contains("shard 1 of 3: its jobs alone"),
+            "{format}: {shown}: {text}"
+        );
+    }
+    let partials = shards(d, "t", &sweep("new"), 3);
+    let mut args = vec!["merge"];
+    args.extend(partials.iter().map(String::as_str));
+    let merged = run(d, &args);
+    assert_eq!(merged.status.code(), Some(0), "{}", format_output(&merged));
+    assert!(!String::from_utf8_lossy(&merged.stdout).contains("shard"));
+    let whole = run(d, &sweep("new"));
+    assert_eq!(merged.stdout, whole.stdout);
+}
+
 /// A partial that claims a million shards names the first ten missing and counts the rest
 /// (without building a list of them); one that claims more is damaged: no retryctl writes
 /// it. Both resealed, as an edit by hand would be.
