@@ -945,7 +945,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l lookout-d
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l queue -d 'With --lookout-db: the jobs of this queue' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l jobset -d 'With --lookout-db: only jobs of this job set' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l baseline -d 'What-if: also replay under these (old) policies and report what changes' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l engine -d 'Which engine decides: the design (SPEC §2) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design; with --from-server against a server without the dialect header, upstream' -r -f -a "design\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l engine -d 'Which engine decides: the design (docs/engines.md) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design; with --from-server against a server without the dialect header, upstream' -r -f -a "design\t''
 upstream\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l baseline-engine -d 'The engine of the baseline side (default: the same as --engine)' -r -f -a "design\t''
 upstream\t''"
@@ -995,7 +995,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l lookout-db -d
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l queue -d 'With --lookout-db: the jobs of this queue' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l jobset -d 'With --lookout-db: only jobs of this job set' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l baseline -d 'What-if: also replay under these (old) policies and report what changes' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l engine -d 'Which engine decides: the design (SPEC §2) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design; with --from-server against a server without the dialect header, upstream' -r -f -a "design\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l engine -d 'Which engine decides: the design (docs/engines.md) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design; with --from-server against a server without the dialect header, upstream' -r -f -a "design\t''
 upstream\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l baseline-engine -d 'The engine of the baseline side (default: the same as --engine)' -r -f -a "design\t''
 upstream\t''"

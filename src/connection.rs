@@ -1,5 +1,5 @@
 //! Connection settings: where the Armada server is, the one set of credentials to send, TLS
-//! and the timeout, from flags > environment > config file > defaults (SPEC §4).
+//! and the timeout, from flags > environment > config file > defaults (docs/cli.md).
 //!
 //! Owns: the precedence rules, the rules a server URL must follow, reading `--token-file`
 //! and running `execAuth`. Must not: send requests (that is `client`), print anything, or
@@ -19,11 +19,11 @@
 //!   `schema`, `completion`, `config`) call neither.
 //!
 //! The address resolves into an [`Endpoint`] whose [`Address`] is a REST base URL or a gRPC
-//! target (SPEC §5.3); the credential order does not depend on the transport.
+//! target (docs/serve.md); the credential order does not depend on the transport.
 //!
-//! Precedence, and the decisions where SPEC is silent:
+//! Precedence, and the Decisions the design leaves open:
 //! - Address: `--armada-url`, `$ARMADA_URL`, the context's `armadaRestUrl`, then its
-//!   `armadaUrl`, else `http://localhost:8080`. Which protocol (SPEC §4, §5.3): `http(s)://`
+//!   `armadaUrl`, else `http://localhost:8080`. Which protocol (docs/cli.md, docs/serve.md): `http(s)://`
 //!   is REST; `grpc://` / `grpcs://` is gRPC (plaintext / TLS), `host[:port]` only (port 443
 //!   when none is given, as grpc-go dials). A context's `armadaUrl` that is not `http(s)://`
 //!   is armadactl's gRPC `host:port`, with TLS as armadactl decides it: on unless the context
@@ -107,7 +107,7 @@ enum Candidate {
     },
 }
 
-/// Every credential given, before SPEC §4's order picks one
+/// Every credential given, before docs/cli.md's order picks one
 /// ([`ConnectionSettings::credentials`]).
 #[derive(Clone, Default, PartialEq)]
 struct Given {
@@ -582,7 +582,7 @@ impl ConnectionSettings {
     }
 
     /// The one set of credentials to send to a server whose URL held `url_auth`: the first
-    /// given, in SPEC §4's order. Reads `--token-file` or runs `execAuth` only when it is
+    /// given, in docs/cli.md's order. Reads `--token-file` or runs `execAuth` only when it is
     /// the one chosen.
     pub fn credentials(&self, url_auth: Option<&Auth>) -> Result<Credentials, CliError> {
         let g = &self.credentials;
@@ -885,7 +885,7 @@ mod tests {
         let s = resolve(&global(&["--config", &cfg]), &Env::default()).unwrap();
         assert_eq!(address(&s), ("http://ctx:1".into(), UrlSource::Context("a".into())));
         // armadactl's gRPC host:port is spoken to over gRPC, with TLS unless `forceNoTls` or
-        // `localhost` (SPEC §5.3), never replaced by the default URL.
+        // `localhost` (docs/serve.md), never replaced by the default URL.
         let s = resolve(&global(&["--config", &cfg, "-c", "b"]), &Env::default()).unwrap();
         assert_eq!(s.server().unwrap().address, Address::Grpc("grpcs://grpc:50051".into()));
         let cfg2 = write(

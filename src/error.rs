@@ -1,4 +1,4 @@
-//! Exit codes (SPEC §4) and the one place that turns an error into words and a code.
+//! Exit codes (docs/cli.md) and the one place that turns an error into words and a code.
 //!
 //! Owns: the [`ExitCode`] table, [`CliError`] (an error that knows its exit code and an
 //! optional hint), and [`report`], which prints an error chain to stderr. Must not: be

@@ -7,8 +7,8 @@
 //! prints a URL uses this, so it stays a leaf), or parse URLs strictly: it must also hide
 //! the password in a URL too broken to use, since that is the one an error message quotes.
 //!
-//! Decisions where SPEC is silent:
-//! - `user:password@` becomes `user:***@`, as SPEC §4 shows; a user without a password is
+//! Decisions the design leaves open:
+//! - `user:password@` becomes `user:***@`, as docs/cli.md shows; a user without a password is
 //!   kept (a user name is not a secret, and `git@host`-style text must stay readable).
 //! - In the query and the fragment (OAuth puts `#access_token=` there), the value of every
 //!   parameter whose name says it is a credential becomes `***`: names containing `token`,
@@ -80,7 +80,7 @@ fn mask_params(params: &str) -> String {
 
 /// Appends `params` (a query string without its `?`, or a fragment) to `out` with the value of
 /// every credential parameter replaced by [`MASK`]: what `serve`'s request log prints of a
-/// request's query (SPEC §6), and what [`redact_url`] does to a URL's query and fragment.
+/// request's query (docs/serve.md), and what [`redact_url`] does to a URL's query and fragment.
 /// A parameter's name is compared percent-decoded (`%74oken` is `token`).
 pub fn push_masked_params(out: &mut String, params: &str) {
     for (i, part) in params.split('&').enumerate() {
@@ -231,7 +231,7 @@ mod tests {
         assert_eq!(redact_url(&once), once);
     }
 
-    /// SPEC §6: what `serve` logs of a query string. The five names SPEC lists, in any case
+    /// docs/serve.md: what `serve` logs of a query string. The five names docs/serve.md lists, in any case
     /// and percent-encoded, lose their values; everything else stays as sent.
     #[test]
     fn query_strings_lose_credential_values_only() {

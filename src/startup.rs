@@ -1,4 +1,4 @@
-//! Everything the `retryctl` process does to start fast, and why (SPEC §7 start-up bar;
+//! Everything the `retryctl` process does to start fast, and why (BENCHMARKS.md start-up bar;
 //! BENCHMARKS.md "Start-up", "2026-11-24: each piece measured alone", has the numbers: each
 //! piece was taken out alone and `validate` timed side by side). Two pieces are left, kept
 //! because `validate` is more than ~10% slower without them:
@@ -16,7 +16,7 @@
 //! - **A position-dependent executable** (build.rs, `-no-pie`): a PIE applies ~27,000 dynamic
 //!   relocations at every start, 130 more page faults and 27–36% longer.
 //!
-//! Taken out by issue 26 for buying less than ~10% each: a symbol ordering file for lld
+//! Taken out for buying less than ~10% each: a symbol ordering file for lld
 //! (`startup.order`: half of its names no longer matched a fresh build), a C `main` of our
 //! own that skipped std's runtime start-up, and loading the math library on demand. Without
 //! them `validate` is ~13% slower, ~1.9× `/bin/true` (2–3× is accepted).

@@ -7,7 +7,7 @@
 //! OpenSSL). Must not: open connections, print, or decide how verification is relaxed (the
 //! client and the server do).
 //!
-//! Decision where SPEC is silent: a TLS file that cannot be read, holds no usable PEM, or
+//! Decision the design leaves open: a TLS file that cannot be read, holds no usable PEM, or
 //! (for `serve`) a key that does not match the certificate is invalid input, exit 3, for
 //! every TLS file alike, so a script can tell "fix the file" from "fix the command line" (2).
 

@@ -4,7 +4,7 @@
 //! - model → protobuf: only what upstream can store. A policy using design-dialect fields
 //!   (an unset `retryLimit` included: protobuf would carry it as 0, never retry) is refused
 //!   with those fields ([`RetryPolicy::upstream_incompatibilities`], the same list the REST
-//!   client refuses by, SPEC §5.1).
+//!   client refuses by, docs/cli.md).
 //! - protobuf → model: enums must be Fail or Retry (upstream's validation refuses
 //!   `RETRY_ACTION_UNSPECIFIED` and so do we; a number outside the enum is refused the same
 //!   way), and a rule must name a category (upstream: `on_category must be set`). Errors

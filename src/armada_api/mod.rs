@@ -13,7 +13,7 @@
 //! never retry, upstream's meaning) and a design-dialect policy (`armadaproject.io/v1`
 //! fields: exit codes, conditions, backoff…) has no protobuf form at all; [`policy_to_proto`]
 //! refuses it naming the fields, as the REST client refuses them for an upstream server
-//! (SPEC §5.1).
+//! (docs/cli.md).
 
 pub mod codec;
 pub mod convert;

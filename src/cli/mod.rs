@@ -157,7 +157,7 @@ pub fn command() -> clap::Command {
 
 /// The definition to parse `args` (program name first) with. When the first argument is a
 /// subcommand's name: the top level with only that subcommand, whose arguments alone are
-/// defined (SPEC §7 start-up bar; BENCHMARKS.md "Start-up"): defining every command's
+/// defined (BENCHMARKS.md start-up bar; BENCHMARKS.md "Start-up"): defining every command's
 /// arguments, then copying each global flag into every subcommand when clap builds the top
 /// level, and freeing it all, was two fifths of a `validate`'s instructions. Anything else
 /// (no argument, a flag first, a misspelt or unknown name, `help`) gets the whole
@@ -403,7 +403,7 @@ pub enum SchemaKind {
     Errorcategories,
 }
 
-// `retryctl history` (SPEC §3.3).
+// `retryctl history` (docs/lookout.md).
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("source").required(true).args(["lookout_db", "lookout_url"])))]
 pub struct HistoryArgs {
@@ -643,7 +643,7 @@ pub struct GetFlags {
     pub cluster: ClusterArgs,
 }
 
-// Where `get` reads from instead of the server: the cluster's own database (SPEC §5.4).
+// Where `get` reads from instead of the server: the cluster's own database (docs/serve.md).
 #[derive(Debug, Args, Clone, Default)]
 pub struct ClusterArgs {
     /// Read what the cluster stores, read-only, from Lookout's PostgreSQL database (tables
@@ -935,7 +935,7 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub baseline_from_cluster: bool,
 
-    /// Which engine decides: the design (SPEC §2) or what upstream Armada ships today (first
+    /// Which engine decides: the design (docs/engines.md) or what upstream Armada ships today (first
     /// policy only, categories only, preemption terminal, no backoff). Default: design; with
     /// --from-server against a server without the dialect header, upstream.
     #[arg(long, value_enum, value_name = "ENGINE")]
@@ -1306,7 +1306,7 @@ mod tests {
         Cli::command().debug_assert();
     }
 
-    /// Issue 11: every command's `--help` ends with examples, and the global flags are listed
+    /// Every command's `--help` ends with examples, and the global flags are listed
     /// under their own heading, apart from the command's own.
     #[test]
     fn every_command_has_examples_and_global_flags_apart() {

@@ -1,5 +1,5 @@
 //! [`ClientError`]: every way a request to an Armada server can fail, over either transport,
-//! with the exit code (SPEC §4) and the words the CLI reports.
+//! with the exit code (docs/cli.md) and the words the CLI reports.
 //!
 //! Owns: the error, the gRPC status codes the client looks at ([`codes`]), the exit code of
 //! each failure and its message. Must not: find the errors out (the transports do; `trust.rs`
@@ -67,7 +67,7 @@ pub enum ClientError {
         name: String,
         fields: Vec<String>,
     },
-    /// Another writer changed the resource every time this client tried to (SPEC §5.2): the
+    /// Another writer changed the resource every time this client tried to (docs/cli.md): the
     /// edit was given up after `attempts` tries.
     Conflict {
         kind: &'static str,

@@ -1,4 +1,4 @@
-//! The gRPC transport (SPEC §5.3): Armada's `api.RetryPolicyService` and `api.QueueService`
+//! The gRPC transport (docs/serve.md): Armada's `api.RetryPolicyService` and `api.QueueService`
 //! over HTTP/2, as armadactl and Armada's Python client call them.
 //!
 //! Owns: the connection (TCP, TLS with the same trust as REST and ALPN `h2`, then HTTP/2
@@ -512,7 +512,7 @@ impl Client for GrpcClient {
         let messages = self.call(LIST_QUEUES, message, async |queues: &mut Queues, req| {
             let (metadata, mut stream, extensions) = queues.get_queues(req).await?.into_parts();
             let mut out = Vec::new();
-            // Until the end marker, not the end of the stream (SPEC §5.3).
+            // Until the end marker, not the end of the stream (docs/serve.md).
             while let Some(message) = stream.message().await? {
                 let end = matches!(message.event, Some(Event::End(_)));
                 out.push(message);

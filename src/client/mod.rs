@@ -1,4 +1,4 @@
-//! The wire client: talking to an Armada server over REST (SPEC §5) or gRPC (§5.3).
+//! The wire client: talking to an Armada server over REST (docs/cli.md) or gRPC (§5.3).
 //!
 //! Owns: the [`Client`] trait the commands use and what a connection is made from
 //! ([`ClientConfig`], [`Auth`], [`ClientTls`]); this file holds those and [`connect`]. The

@@ -1,4 +1,4 @@
-//! The REST transport (SPEC §5): Armada's REST API (grpc-gateway) and `retryctl serve`'s, over
+//! The REST transport (docs/cli.md): Armada's REST API (grpc-gateway) and `retryctl serve`'s, over
 //! reqwest (blocking, rustls).
 //!
 //! Owns: the routes, the JSON bodies (`wire`), the error body of §5 mapped to
@@ -7,7 +7,7 @@
 //! versions (§5.2: ETags kept per resource path, sent back as `If-Match`). Must not: decide
 //! what a write means or retry a conflict (that is `conflict`, over either transport).
 //!
-//! Decisions where SPEC is silent:
+//! Decisions the design leaves open:
 //! - Retries: GET/PUT/DELETE are tried at most 3 times, on connection errors and 503, with
 //!   a 200 ms then 400 ms pause. POST is never retried (it is not idempotent: a lost answer
 //!   to a create would turn into a 409 on the retry). Timeouts are not retried, so a command
@@ -45,7 +45,7 @@ pub struct RestClient {
     dialect: Cell<Option<bool>>,
     /// The `ETag` last seen per resource path (from a GET or a write's answer): what a later
     /// `PUT` of that path sends as `If-Match`, so that every read-modify-write is refused
-    /// (412) when someone else wrote in between (SPEC §5.2). Upstream sends none.
+    /// (412) when someone else wrote in between (docs/cli.md). Upstream sends none.
     etags: RefCell<HashMap<String, String>>,
     /// `-v` lines about redirects followed, queued by the redirect policy for `send`.
     redirects: Arc<Mutex<Vec<String>>>,

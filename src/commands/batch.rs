@@ -140,7 +140,7 @@ pub fn check_references(items: &[Item], conn: Option<&Remote>) -> Result<(), Cli
         .with_hint("add the policy files to the command (`-f`), or create the policies first"))
 }
 
-/// Every policy of the batch must be one this connection can carry (SPEC §5.1: a
+/// Every policy of the batch must be one this connection can carry (docs/cli.md: a
 /// design-dialect field has no protobuf form over gRPC, and upstream Armada over REST stores
 /// none either). Checked for every document before anything is sent, and every one refused
 /// is listed, as `validate` lists every error: a batch never half-applies for this reason.

@@ -61,7 +61,7 @@ fn get_contexts(ctx: &mut Context, file: &ConfigFile) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for n in &names {
         let c = file.context(Some(n))?;
-        // The one the context sends, in SPEC §4's order (`connection`): a `user:password` in
+        // The one the context sends, in docs/cli.md's order (`connection`): a `user:password` in
         // the URL it is reached at comes before its `bearerToken`.
         let in_url = crate::connection::context_url_has_auth(c.armada_rest_url.as_ref(), c.armada_url.as_ref());
         let url = c

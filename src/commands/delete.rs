@@ -163,7 +163,7 @@ fn delete_policy(
         }
         for q in users {
             if !dry {
-                // Read-modify-write with If-Match (SPEC §5.2): another writer's change to the
+                // Read-modify-write with If-Match (docs/cli.md): another writer's change to the
                 // queue in between is kept, not overwritten with the list read above.
                 let detach = |queue: &mut crate::model::Queue| {
                     queue.retry_policies.retain(|p| p != name);

@@ -3,7 +3,7 @@
 //! and without names every policy and queue in them is described).
 //!
 //! Load → `output::describe`. The scheduler settings (global cap, default backoff) come from
-//! `--scheduler-config` when given, else retryctl's defaults (SPEC §3.1), and the text says which.
+//! `--scheduler-config` when given, else retryctl's defaults (docs/simulate.md), and the text says which.
 
 use crate::app::Context;
 use crate::cli::{DescribeArgs, DescribeResource};

@@ -5,7 +5,7 @@
 //! listed; an empty list prints an empty `List` in json/yaml and, for tables, says so on
 //! stderr. What the output looks like is `output::view`.
 //!
-//! With `--lookout-db`, the same from the cluster's own database (SPEC §5.4,
+//! With `--lookout-db`, the same from the cluster's own database (docs/serve.md,
 //! `lookout::cluster`), read-only and printed exactly as a server's answer would be: a row
 //! whose definition does not decode is reported on stderr naming its table and name, the
 //! other rows are still printed, and the exit status is 1.

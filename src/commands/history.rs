@@ -1,4 +1,4 @@
-//! `retryctl history` (SPEC §3.3): Lookout → FailureHistory documents for `simulate`.
+//! `retryctl history` (docs/lookout.md): Lookout → FailureHistory documents for `simulate`.
 //!
 //! Load (filters, source) → [`Export`] (the source mapped one job at a time) →
 //! `output::history`, with a progress line on a terminal. Memory stays one job (one page for

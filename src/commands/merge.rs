@@ -1,4 +1,4 @@
-//! `retryctl merge`: the partial results of a sharded `simulate` or `tune` (SPEC §9), added
+//! `retryctl merge`: the partial results of a sharded `simulate` or `tune` (docs/past-one-machine.md), added
 //! up into what the command prints unsharded, byte for byte.
 //!
 //! Load (each partial's header and end, checked on its own: `replay::partial`; then together:
@@ -8,7 +8,7 @@
 //! by position) → the command's own ending (`simulate::conclude`, `tune::finish`). Must not:
 //! count, rank or render itself: what would differ from one process is then nothing.
 //!
-//! Decisions where SPEC §9 is silent:
+//! Decisions docs/past-one-machine.md leaves open:
 //! - stdout is held until the whole answer is made: a partial found damaged halfway (an entry
 //!   that does not read) prints nothing on stdout (exit 3). What the replay says on stderr
 //!   (its messages, capped as one process caps them) is said as the fold goes.

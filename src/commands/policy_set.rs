@@ -42,7 +42,7 @@ pub fn load_from_server(
         .list_queues()
         .map_err(|e| remote.fail("cannot list queues", e))?;
     // A server without the dialect header is upstream Armada: its scheduler is the upstream
-    // engine (SPEC §2.10), unless --engine says otherwise. (`retryctl serve` over gRPC marks
+    // engine (docs/engines.md), unless --engine says otherwise. (`retryctl serve` over gRPC marks
     // its answers too, though a design-dialect policy cannot travel there.)
     let engine = match engine {
         Some(e) => e,
@@ -82,7 +82,7 @@ pub fn load_from_server(
         .map_err(|e| CliError::invalid(e).into())
 }
 
-/// The baseline of `--baseline-from-cluster` (SPEC §5.4): the policies and queues the
+/// The baseline of `--baseline-from-cluster` (docs/serve.md): the policies and queues the
 /// cluster stores, read from Lookout's database, each job getting its queue's attachments
 /// as the scheduler would. `None` after reporting every row that does not decode: a
 /// baseline without some of the cluster's policies would be a different cluster.
@@ -200,7 +200,7 @@ pub fn report_invalid(ctx: &mut Context, files: &[SourceFile], done: &str) -> an
 /// Why valid documents make no policy set.
 #[derive(Debug)]
 pub enum Unusable {
-    /// SPEC §2.10: fields the upstream engine cannot evaluate (`  FILE: policy `P`: FIELD`).
+    /// docs/engines.md: fields the upstream engine cannot evaluate (`  FILE: policy `P`: FIELD`).
     Unreadable(Vec<String>),
     /// A name given twice, a policy that does not compile.
     Invalid(CliError),
@@ -220,7 +220,7 @@ pub fn policy_set(
     for file in files {
         for doc in &file.documents {
             if let (EngineKind::Upstream, Some(Resource::RetryPolicy(p))) = (engine, &doc.resource) {
-                // SPEC §2.10: the upstream engine evaluates only what upstream can store; the
+                // docs/engines.md: the upstream engine evaluates only what upstream can store; the
                 // same check the client makes before sending to an upstream server.
                 let prefix = if doc.api_version == Some(ApiVersion::V1) {
                     "spec."
@@ -261,7 +261,7 @@ pub fn policy_set(
         .map_err(|e| Unusable::Invalid(CliError::invalid(e)))
 }
 
-/// SPEC §2.10: the upstream engine evaluates only what upstream can store; `unreadable`
+/// docs/engines.md: the upstream engine evaluates only what upstream can store; `unreadable`
 /// lists the fields it cannot (`  FILE: policy `P`: FIELD`).
 fn refuse_unreadable(unreadable: &[String], side: Side) -> anyhow::Result<()> {
     if !unreadable.is_empty() {

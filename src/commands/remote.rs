@@ -54,7 +54,7 @@ impl Remote {
                     "give credentials: `--token`, `--token-file` or `$ARMADA_TOKEN`, or the config \
                      context's `bearerToken`, `basicAuth` or `execAuth`",
                 ),
-                // The first source set wins (SPEC §4): say which, in case another was meant.
+                // The first source set wins (docs/cli.md): say which, in case another was meant.
                 Some(sent) => err.with_hint(format!(
                     "sent: {sent} (the first set of `--token`/`--token-file`, `$ARMADA_TOKEN`, the \
                      URL's `user:password`, the context's `bearerToken`, `basicAuth`, `execAuth`); \
@@ -306,7 +306,7 @@ pub fn write(remote: Option<&Remote>, r: &Resource, mode: Mode, dry: bool) -> Re
     };
     let result = if op == WriteOp::Create { "created" } else { "configured" };
     if let Resource::RetryPolicy(p) = r {
-        // The client refuses these before sending (SPEC §5.1); a dry run must say so too.
+        // The client refuses these before sending (docs/cli.md); a dry run must say so too.
         if dry {
             refuse_incompatible(c.as_ref(), p).map_err(fail)?;
         }

@@ -1,6 +1,6 @@
 //! Where a replay's histories come from, for `simulate` and `tune` alike: a file, a directory
 //! or stdin (`--history`), or Lookout's database (`--lookout-db DSN --queue Q` with its
-//! filters, SPEC §5.4), and with `--baseline-from-cluster` the baseline read from the same
+//! filters, docs/serve.md), and with `--baseline-from-cluster` the baseline read from the same
 //! database. The command hands over what it does with the source ([`Drive`]); this module
 //! opens it, runs that, and afterwards says what the database export left out.
 //!
@@ -41,7 +41,7 @@ pub trait Drive {
     ) -> anyhow::Result<ExitCode>;
 }
 
-/// What the source is, for a partial result (SPEC §9): what its fingerprint holds, and the
+/// What the source is, for a partial result (docs/past-one-machine.md): what its fingerprint holds, and the
 /// digest `merge` compares across shards.
 #[derive(Debug, Default)]
 pub struct About {
@@ -145,7 +145,7 @@ pub fn run<D: Drive>(
         digest: Digest::default(),
         export: None,
     };
-    // A shard reads the history's job ids, picks its own, and reads only those (SPEC §9).
+    // A shard reads the history's job ids, picks its own, and reads only those (docs/past-one-machine.md).
     let ranks = match args.shard {
         Some(shard) => {
             let ids = db::job_ids(&db, &filter)?;

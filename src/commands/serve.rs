@@ -1,4 +1,4 @@
-//! `retryctl serve`: run the local Armada-compatible API server (SPEC §6).
+//! `retryctl serve`: run the local Armada-compatible API server (docs/serve.md).
 //!
 //! Owns: turning flags into a [`server::Config`], the tokio runtime, stderr as the server's
 //! log (batched, dropped and counted when stderr refuses it, never a reason to stop), and
@@ -83,7 +83,7 @@ pub fn run(ctx: &mut Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         let server = server::Server::bind(config).await?;
         let requests = server.requests();
         // From here on stderr is the server's log: a write it refuses costs the line, never
-        // the server (SPEC §6), the startup line included.
+        // the server (docs/serve.md), the startup line included.
         let mut log = Log::new(ctx.err);
         log.line(&server.startup_line());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -164,7 +164,7 @@ fn push_line(batch: &mut String, line: &str) {
     batch.push('\n');
 }
 
-/// stderr as the server's log (SPEC §6: the log never blocks a request and never stops the
+/// stderr as the server's log (docs/serve.md: the log never blocks a request and never stops the
 /// server). A line stderr refuses is dropped and counted, never retried; once a write meets
 /// a closed pipe (the reader is gone for good) nothing more is tried. That lines were dropped
 /// is said once, as soon as stderr takes a line again, and their number when the server
@@ -294,7 +294,7 @@ fn waiting_for(signal: ShutdownSignal, in_flight: &[server::InFlight], now: std:
 /// for SIGINT, 143 for SIGTERM: what a shell reports for a process that signal killed),
 /// without waiting for requests in flight or closing the database. Safe for the data: a
 /// write is acknowledged only once committed, and SQLite's WAL recovers at the next start
-/// exactly as after `kill -9` (SPEC §6). The one exit outside `main`: this runs on a worker
+/// exactly as after `kill -9` (docs/serve.md). The one exit outside `main`: this runs on a worker
 /// because the main thread may be blocked on stderr or on the database.
 fn exit_at_once(signal: ShutdownSignal, requests: &server::Requests) -> ! {
     let n = requests.in_flight().len();

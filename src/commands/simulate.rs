@@ -1,4 +1,4 @@
-//! `retryctl simulate`: replay failure histories through the embedded evaluator (SPEC §3).
+//! `retryctl simulate`: replay failure histories through the embedded evaluator (docs/simulate.md).
 //!
 //! Load (policies from `-f` or the server, baseline policies from files or the cluster's
 //! database, the scheduler config, the history's source) → pick
@@ -7,7 +7,7 @@
 //! the replay returns. Must not: print with `println!`, exit, read histories itself (that
 //! is `replay::source`), count (that is `replay`) or format records (that is `output`).
 //!
-//! Decisions where SPEC §3 is silent:
+//! Decisions docs/simulate.md leaves open:
 //! - a single YAML/JSON history file prints one table per job; a JSON Lines file, a
 //!   directory or JSON Lines on stdin is "bulk": the table format prints only the summary;
 //!   `-o json|yaml|jsonl` stream every job in every mode.
@@ -22,7 +22,7 @@
 //! - a bad JSON line or a job naming a missing policy is reported (with its line number)
 //!   and skipped; the other jobs still run and the exit status is 3.
 //! - a closed stdout (`simulate … | head`) stops the replay quietly with the status so far.
-//! - `--lookout-db DSN --queue Q` (SPEC §5.4) replaces `--history`: `history`'s filter and
+//! - `--lookout-db DSN --queue Q` (docs/serve.md) replaces `--history`: `history`'s filter and
 //!   export (`lookout::export_source`) feed the replay directly. The rows it leaves out are
 //!   reported on stderr in `history`'s words, in order with the replay's messages, and are
 //!   not replay errors (exit 0, or 1 with `--strict`, as `history`); `history`'s summary
@@ -206,7 +206,7 @@ impl Drive for Simulate<'_> {
 }
 
 /// What `merge` needs to print what `simulate` prints, besides the entries and totals: a
-/// partial result's `run` (SPEC §9). Every field changes the output, so the fingerprint
+/// partial result's `run` (docs/past-one-machine.md). Every field changes the output, so the fingerprint
 /// holds it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -296,7 +296,7 @@ fn write_partial<S: HistorySource>(
     Ok(ExitCode::Success)
 }
 
-/// A plain replay's exit status (SPEC §4): entries not replayed 3, failed expectations (and
+/// A plain replay's exit status (docs/cli.md): entries not replayed 3, failed expectations (and
 /// contradictions with `--strict`) 1.
 pub fn replay_code(s: &Summary, strict: bool) -> ExitCode {
     if s.errors > 0 {
@@ -349,7 +349,7 @@ pub fn parse_backtest_at(text: &str) -> Result<Timestamp, CliError> {
     })
 }
 
-/// Why `--backtest-at` has no answer, as the usage error it is (SPEC §3.8).
+/// Why `--backtest-at` has no answer, as the usage error it is (docs/estimates.md).
 pub fn backtest_refusal(refused: &BacktestError, at: &str) -> CliError {
     match refused {
         BacktestError::NotSubmitted { jobs, first } => CliError::usage(format!(

@@ -8,7 +8,7 @@ use crate::commands::remote::check_names;
 use crate::error::CliError;
 use crate::model::Kind;
 
-/// The spellings of each noun (SPEC §4).
+/// The spellings of each noun (docs/cli.md).
 pub const POLICY_NOUNS: [&str; 5] = ["retrypolicy", "retry-policy", "retrypolicies", "retry-policies", "rp"];
 pub const QUEUE_NOUNS: [&str; 3] = ["queue", "queues", "q"];
 

@@ -1,11 +1,11 @@
-//! `retryctl tune`: which retry policy should this cluster run? (SPEC §8)
+//! `retryctl tune`: which retry policy should this cluster run? (docs/tune.md)
 //!
 //! Load (the template, its varies checked and counted before anything else, each candidate's
 //! documents, the baseline) → `tune::sweep` over the history source `replay_source` opens →
 //! `tune::rank` → `output::tune`. `--pick N` writes candidate N's documents without a replay.
 //! Must not: replay, count, rank or format itself.
 //!
-//! Decisions where SPEC §8 is silent:
+//! Decisions docs/tune.md leaves open:
 //! - without `--baseline` or `--baseline-from-cluster` the baseline is the template as written,
 //!   with the template's scheduler config;
 //! - a candidate the engine cannot evaluate (`--engine upstream` and a field upstream cannot
@@ -338,7 +338,7 @@ struct Tune<'a> {
 }
 
 /// What `merge` needs to print what `tune` prints, besides the tallies: a partial result's
-/// `run` (SPEC §9). Every field changes the output, so the fingerprint holds it.
+/// `run` (docs/past-one-machine.md). Every field changes the output, so the fingerprint holds it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TuneRun {

@@ -7,7 +7,7 @@
 //! typo must not pass silently). `--label` replaces the whole label set. Nothing is sent
 //! when the result equals what the server has (`unchanged`). The edit runs through
 //! [`Client::modify_queue`](crate::client::Client::modify_queue), which re-reads and
-//! re-applies it when another writer changed the queue in between (SPEC §5.2).
+//! re-applies it when another writer changed the queue in between (docs/cli.md).
 
 use crate::app::Context;
 use crate::cli::{FileArgs, UpdateArgs, UpdateQueueFlags, UpdateResource};

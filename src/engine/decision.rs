@@ -1,4 +1,4 @@
-//! The records both engines write (SPEC §2.9), with words: what a replay stores, compares
+//! The records both engines write (docs/engines.md), with words: what a replay stores, compares
 //! and prints.
 //!
 //! Owns: [`DecisionKind`] and its names, [`RuleRef`], [`Decision`] and its delay parts
@@ -16,7 +16,7 @@ use crate::model::policy::Action;
 
 use super::JobState;
 
-/// The decision kinds of SPEC §2.9, serialized as written there.
+/// The decision kinds of docs/engines.md, serialized as written there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionKind {
@@ -30,9 +30,9 @@ pub enum DecisionKind {
     LegacyRequeue,
     LeaseReturned,
     Cancelled,
-    /// Upstream: `Retry` refused because the policy's limit is used up (SPEC §2.10).
+    /// Upstream: `Retry` refused because the policy's limit is used up (docs/engines.md).
     FailPolicyLimit,
-    /// Upstream: a preemption ends the job, never evaluated (SPEC §2.10).
+    /// Upstream: a preemption ends the job, never evaluated (docs/engines.md).
     Preempted,
 }
 
@@ -80,7 +80,7 @@ impl std::fmt::Display for RuleRef {
     }
 }
 
-/// The parts of a retry's delay (SPEC §2.5).
+/// The parts of a retry's delay (docs/engines.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DelayParts {
@@ -92,7 +92,7 @@ pub struct DelayParts {
     pub grace: GoDuration,
 }
 
-/// One evaluation's record (SPEC §2.9), with words: the signal, the nodes to avoid and the
+/// One evaluation's record (docs/engines.md), with words: the signal, the nodes to avoid and the
 /// next pod's name. The design engine's [`Verdict`] becomes one in [`Decision::from_verdict`];
 /// the upstream engine builds it directly. Times are nanoseconds since submission.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -144,7 +144,7 @@ impl Decision {
     }
 }
 
-/// Which nodes a retry avoids (SPEC §2.6), without copying their names.
+/// Which nodes a retry avoids (docs/engines.md), without copying their names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Avoid {
     #[default]
@@ -174,7 +174,7 @@ impl Avoid {
     }
 }
 
-/// Why a memory bump was skipped (SPEC §2.6): one kind per job.
+/// Why a memory bump was skipped (docs/engines.md): one kind per job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MemoryNote {
     FactorSkipped,
@@ -190,7 +190,7 @@ impl MemoryNote {
     }
 }
 
-/// SPEC §2.7.
+/// docs/engines.md.
 pub fn pod_name(job_id: &str, run: usize, feature_enabled: bool) -> String {
     let mut name = String::with_capacity(job_id.len() + 16);
     name.push_str("armada-");

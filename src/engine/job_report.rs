@@ -1,4 +1,4 @@
-//! Replaying a FailureHistory through the evaluator (SPEC §3.1): run timing, decisions,
+//! Replaying a FailureHistory through the evaluator (docs/simulate.md): run timing, decisions,
 //! contradictions between the history and the decisions, and `expect` checks.
 //!
 //! Owns: [`replay`] and its report types, and the words used for decisions and outcomes
@@ -286,14 +286,14 @@ pub enum Detail {
     Outcome,
 }
 
-/// Replays `history` with the effective `policies` (already resolved, SPEC §2.1) under the
+/// Replays `history` with the effective `policies` (already resolved, docs/engines.md) under the
 /// design engine.
 pub fn replay(history: &FailureHistory, policies: &[&CompiledPolicy], settings: &Settings) -> JobReport {
     replay_with(history, policies, settings, EngineKind::Design)
 }
 
 /// Replays `history` under `engine`. For the upstream engine `policies` holds at most the
-/// one policy it evaluates (SPEC §2.10).
+/// one policy it evaluates (docs/engines.md).
 pub fn replay_with(
     history: &FailureHistory,
     policies: &[&CompiledPolicy],
@@ -343,7 +343,7 @@ pub(super) fn replay_named(
             }
             break;
         }
-        // SPEC §2.4: a scheduler reload may lower the global limit between runs.
+        // docs/engines.md: a scheduler reload may lower the global limit between runs.
         if let Some(g) = run.global_max_retries {
             settings.global_max_retries = g;
         }
@@ -379,7 +379,7 @@ pub(super) fn replay_named(
         }
         report.runs.push(RunRecord {
             index: k,
-            // Upstream's executor reuses `armada-<jobId>-0` for every run (SPEC §2.7 is the
+            // Upstream's executor reuses `armada-<jobId>-0` for every run (docs/engines.md is the
             // design's).
             pod_name: if texts {
                 pod_name(&job.id, k, settings.enabled && engine == EngineKind::Design)
@@ -421,7 +421,7 @@ pub(super) fn replay_named(
     report
 }
 
-/// What a comparison counts of one side of a job, and nothing else (SPEC §3.4): its final
+/// What a comparison counts of one side of a job, and nothing else (docs/what-if.md): its final
 /// state, retries, delay, the runs it starts and their run time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JobOutcome {
@@ -735,7 +735,7 @@ fn start_time_quiet(history: &FailureHistory, k: usize, eligible_at: u64) -> u64
 }
 
 /// What the decisions so far say about the next run: when it may start, which nodes it
-/// avoids (SPEC §2.5–2.6), for the contradiction checks.
+/// avoids (docs/engines.md), for the contradiction checks.
 #[derive(Default)]
 struct Schedule {
     eligible_at: u64,
@@ -749,8 +749,8 @@ struct Schedule {
 enum Avoiding {
     /// As the record of run `from` lists them (`Decision::avoid_nodes`).
     Listed { from: usize },
-    /// Left out of the record of run `from` (a summary replay writes no words): SPEC
-    /// §2.6's list read from the history, as [`Avoid::nodes`] makes it — this run's node,
+    /// Left out of the record of run `from` (a summary replay writes no words): docs/engines.md's
+    /// list read from the history, as [`Avoid::nodes`] makes it — this run's node,
     /// and for `avoidSameNode` the nodes runs before it started on ([`NodesTried`]).
     Derived { from: usize, avoid: Avoid },
 }
@@ -783,7 +783,7 @@ impl Avoiding {
     }
 }
 
-/// SPEC §2.6: the nodes of the runs that started (first use order, no duplicates), for
+/// docs/engines.md: the nodes of the runs that started (first use order, no duplicates), for
 /// `avoidSameNode`, named by the first run on each rather than copied, and gathered only
 /// when read: by a decision that writes its words, as names (`JobState::nodes_tried`,
 /// [`NodesTried::catch_up`]), or by the contradiction check of an untold `avoidSameNode`
@@ -873,7 +873,7 @@ impl Schedule {
     }
 }
 
-/// SPEC §3.1: when run `k` started: its own `startedAt` (an offset, or an instant when the
+/// docs/simulate.md: when run `k` started: its own `startedAt` (an offset, or an instant when the
 /// submission time is known), else when it became eligible plus `queuedFor`.
 fn start_time(report: &mut JobReport, history: &FailureHistory, k: usize, eligible_at: u64) -> u64 {
     let run = &history.runs[k];
@@ -900,7 +900,7 @@ fn start_time(report: &mut JobReport, history: &FailureHistory, k: usize, eligib
     }
 }
 
-/// SPEC §2.9: run `k`'s decision by `engine` (none for a run that succeeded), as a record;
+/// docs/engines.md: run `k`'s decision by `engine` (none for a run that succeeded), as a record;
 /// without `texts`, the design engine leaves out its words (signal, nodes to avoid, next pod
 /// name), and then also returns which nodes the record would list.
 #[allow(clippy::too_many_arguments)]
@@ -944,7 +944,7 @@ fn decide(
                 k,
                 ended_at,
             )),
-            // Upstream lists its nodes whatever the texts (its own rule, SPEC §2.10).
+            // Upstream lists its nodes whatever the texts (its own rule, docs/engines.md).
             None,
         ),
     }
@@ -1059,7 +1059,7 @@ impl JobReport {
                 }
                 // In the design a returned lease or a legacy requeue changes no scheduling
                 // constraint: the nodes the last retry avoids stay avoided. Upstream's every
-                // record lists all the job avoids (SPEC §2.10).
+                // record lists all the job avoids (docs/engines.md).
                 if d.kind == DecisionKind::Retry || self.engine == EngineKind::Upstream {
                     schedule.avoid = Some(avoiding);
                 }

@@ -1,17 +1,17 @@
-//! What a job carries between runs (SPEC §2.4, §2.6, §2.10) and the per-job facts an engine
+//! What a job carries between runs (docs/engines.md, §2.10) and the per-job facts an engine
 //! reads besides the run.
 //!
 //! Owns: [`JobState`] (retries, the counters by rule kept inline for the first few, the
 //! nodes tried and attempted, the memory and its bumps, upstream's failure count and avoided
 //! nodes), [`JobContext`] (the job's id and its hash, failFast, the grace period) and the
 //! memory bump both engines apply ([`apply_memory_bump`]). Must not: allocate for a job's
-//! first retries under up to four rules (SPEC §7's zero allocations per decision).
+//! first retries under up to four rules (BENCHMARKS.md's zero allocations per decision).
 
 use crate::model::duration::GoDuration;
 
 use super::{CompiledPolicy, MemoryNote, RuleRef};
 
-/// What the job carries between runs (SPEC §2.4, §2.6).
+/// What the job carries between runs (docs/engines.md).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct JobState {
     pub total_retries: u32,
@@ -22,11 +22,11 @@ pub struct JobState {
     /// Current memory in bytes, when the history gives the job's memory.
     pub memory: Option<f64>,
     /// Upstream's `FailureCount`: failed runs so far, this one included, excluding
-    /// preempted and returned ones (SPEC §2.10).
+    /// preempted and returned ones (docs/engines.md).
     pub failures: u32,
     /// Nodes of every attempted run, returned leases included (upstream's avoidSameNode).
     pub nodes_attempted: Vec<String>,
-    /// Upstream's node anti-affinity on the job (its `NotIn` values, SPEC §2.10): the first
+    /// Upstream's node anti-affinity on the job (its `NotIn` values, docs/engines.md): the first
     /// `nodes_avoided` of `nodes_attempted`. A requeue that adds avoidance adds every node
     /// attempted so far, and nothing removes any, so the avoided nodes are always a prefix.
     pub nodes_avoided: usize,
@@ -149,7 +149,7 @@ pub(crate) fn fnv1a(s: &str) -> u64 {
     h
 }
 
-/// SPEC §2.6 / §2.10: the matched rule's `mutate.resources.memory` grows the job's memory
+/// docs/engines.md / §2.10: the matched rule's `mutate.resources.memory` grows the job's memory
 /// for the next run. One kind per job: factors multiply, each step rounding up from the
 /// previous memory (as upstream's reservation does); statics add; a bump of the other kind
 /// is skipped and the returned note says so. Shared by both engines.

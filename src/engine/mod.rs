@@ -1,4 +1,4 @@
-//! The engines (SPEC §2): pure, deterministic retry decisions, and what both share.
+//! The engines (docs/engines.md): pure, deterministic retry decisions, and what both share.
 //!
 //! Where things are: [`design`] is the design engine (§2.1–2.9: [`evaluate`] returns a
 //! [`Verdict`] of indices and numbers); [`upstream`] is the engine Armada ships today
@@ -17,7 +17,7 @@
 //! (nanoseconds since the job's submission); jitter comes from a stable hash of (job id, run
 //! index) implemented in `design::backoff`, never from `std`'s `DefaultHasher` (not stable
 //! across releases).
-//! `evaluate` must not allocate (SPEC §7; `tests/alloc.rs` counts): text is made from a
+//! `evaluate` must not allocate (BENCHMARKS.md; `tests/alloc.rs` counts): text is made from a
 //! verdict only where a record carries it.
 
 pub mod categorizer;
@@ -45,15 +45,15 @@ pub(crate) use job_state::apply_memory_bump;
 pub use job_state::{JobContext, JobState};
 pub use matcher::{CompiledPolicy, Policies, SharedRegexes, Signal};
 
-/// The job annotation that adds policies (SPEC §2.1).
+/// The job annotation that adds policies (docs/engines.md).
 pub const POLICY_ANNOTATION: &str = "armadaproject.io/retry-policy";
-/// The job annotation that bypasses the engine (SPEC §2.8).
+/// The job annotation that bypasses the engine (docs/engines.md).
 pub const FAIL_FAST_ANNOTATION: &str = "armadaproject.io/failFast";
 
 /// Armada's default termination grace period for a job.
 pub const DEFAULT_GRACE: GoDuration = GoDuration(1_000_000_000);
 
-/// Which engine decides (SPEC §2.10): the design (§2.1–2.9, the default) or the engine
+/// Which engine decides (docs/engines.md): the design (§2.1–2.9, the default) or the engine
 /// upstream Armada ships today ([`upstream`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum EngineKind {
@@ -71,7 +71,7 @@ impl EngineKind {
     }
 }
 
-/// The scheduler's retry settings, resolved (SPEC §3.1 defaults).
+/// The scheduler's retry settings, resolved (docs/simulate.md defaults).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     pub enabled: bool,
@@ -127,7 +127,7 @@ impl std::fmt::Display for NameOrigin {
     }
 }
 
-/// SPEC §2.1: the effective policy names, in order, each with who referenced it.
+/// docs/engines.md: the effective policy names, in order, each with who referenced it.
 pub fn effective_policy_names(
     base: &[String],
     base_source: &NameOrigin,

@@ -1,4 +1,4 @@
-//! The policy side of `simulate`, as values: which policies a job gets (SPEC §3: the Queue
+//! The policy side of `simulate`, as values: which policies a job gets (docs/simulate.md: the Queue
 //! document named like `job.queue`, else `--retry-policy`, else every RetryPolicy given, in
 //! order; then §2.1's annotation and default-policy steps), resolved against compiled
 //! policies.
@@ -41,7 +41,7 @@ pub struct Simulator {
     /// Each queue's policy list, and `given`, already resolved to policy indices for a job
     /// that carries no policy annotation (the common case): `effective` then costs one
     /// lookup instead of a list of names built and looked up per job (~7% of a bulk
-    /// replay's instructions, issue 12). `None` where a name is missing, so that the slow
+    /// replay's instructions, BENCHMARKS.md "simulate"). `None` where a name is missing, so that the slow
     /// path words the error. Sorted by queue name, for a binary search: a few string
     /// comparisons per job, where hashing the name (SipHash) cost ~180 instructions, and
     /// it is looked up twice per job (here and by [`Simulator::has_queue`]).
@@ -53,7 +53,7 @@ pub struct Simulator {
     categorizer: Option<Arc<Classifier>>,
 }
 
-/// A policy list resolved for each engine (SPEC §2.1 without an annotation; §2.10: upstream
+/// A policy list resolved for each engine (docs/engines.md without an annotation; §2.10: upstream
 /// takes the first entry only).
 #[derive(Debug, Clone, Default)]
 struct Resolved {
@@ -74,7 +74,7 @@ struct Resolution {
     shared: Option<Arc<SharedRegexes>>,
 }
 
-/// How a rule, or a policy's default action, decides a run it takes (SPEC §2.4–2.5), for a
+/// How a rule, or a policy's default action, decides a run it takes (docs/engines.md), for a
 /// search to tell candidates apart ([`Simulator::decides`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Decides {
@@ -243,7 +243,7 @@ impl Simulator {
         self
     }
 
-    /// Decide with `engine` (SPEC §2.10); the design engine by default.
+    /// Decide with `engine` (docs/engines.md); the design engine by default.
     pub fn with_engine(mut self, engine: EngineKind) -> Simulator {
         self.engine = engine;
         self
@@ -273,7 +273,7 @@ impl Simulator {
     /// policy in order.
     /// Everything that decides a job here, as JSON: the policies in order, the queues by
     /// name, the policies given, the engine and where they came from (a partial result's
-    /// fingerprint, SPEC §9: two runs with equal fingerprints decide alike).
+    /// fingerprint, docs/past-one-machine.md: two runs with equal fingerprints decide alike).
     pub fn fingerprint(&self) -> serde_json::Value {
         let mut queues: Vec<&Queue> = self.queues.values().collect();
         queues.sort_by(|a, b| a.name.cmp(&b.name));
@@ -295,7 +295,7 @@ impl Simulator {
         &self.given
     }
 
-    /// The effective policies of a job (SPEC §2.1); a missing one is an error that names it
+    /// The effective policies of a job (docs/engines.md); a missing one is an error that names it
     /// and who referenced it.
     pub fn effective(&self, history: &FailureHistory, settings: &Settings) -> Result<Vec<&CompiledPolicy>, String> {
         match self.resolution(history) {
@@ -490,7 +490,7 @@ impl Simulator {
     }
 
     /// What, besides the runs' matches and the settings, decides a run under this simulator's
-    /// design engine (SPEC §2.4–2.5): for each policy (in the order given) and each of its
+    /// design engine (docs/engines.md): for each policy (in the order given) and each of its
     /// rules, how the rule decides; and for each policy, how its default action does. Two
     /// simulators of the same policies (by name and order) whose lists match alike decide a
     /// job alike when the rules its runs match — and, if one matches none, the defaults —
@@ -514,7 +514,7 @@ impl Simulator {
         (rules, defaults)
     }
 
-    /// A job's effective list (SPEC §2.1) as indices into this simulator's policies, in the
+    /// A job's effective list (docs/engines.md) as indices into this simulator's policies, in the
     /// order given (`None` when it cannot be resolved: its replay says why).
     pub fn list_of(&self, history: &FailureHistory, settings: &Settings) -> Option<Vec<usize>> {
         match self.resolution(history) {
@@ -526,7 +526,7 @@ impl Simulator {
         }
     }
 
-    /// Each run's first match over the job's effective list (SPEC §2.3; `None` for a run
+    /// Each run's first match over the job's effective list (docs/engines.md; `None` for a run
     /// that is not a failure), for [`Simulator::simulate_outcome`] of other simulators whose
     /// lists have the same matchers in the same order (a search's candidates that vary only
     /// what matching does not read). `None` under the upstream engine, which matches on its

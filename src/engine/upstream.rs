@@ -1,4 +1,4 @@
-//! The upstream engine (SPEC §2.10): the decisions of the retry engine Armada ships today
+//! The upstream engine (docs/engines.md): the decisions of the retry engine Armada ships today
 //! (upstream commit `207cc9e`, `internal/scheduler/retry/engine.go` and the gates of
 //! `internal/scheduler/scheduler.go`, `reference/armada-upstream.md` §5), for operators
 //! whose scheduler is that one rather than the design of §2.1–2.9.

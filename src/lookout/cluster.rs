@@ -1,4 +1,4 @@
-//! The cluster's stored state (SPEC §5.4): the retry policies and queues upstream's server
+//! The cluster's stored state (docs/serve.md): the retry policies and queues upstream's server
 //! keeps in Lookout's PostgreSQL, read-only.
 //!
 //! Owns: the three statements that read them (`retry_policy`, `queue`, `queue_retry_policy`,

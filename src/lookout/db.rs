@@ -5,7 +5,7 @@
 //! binary `COPY` of `job LEFT JOIN job_run` ordered by `job_id`, so a job's rows arrive
 //! together and the client holds one job at a time whatever the table size), decoding its
 //! rows by hand, and turning a row that cannot be read into an [`Item::Bad`] naming the job,
-//! the run and the column (SPEC §3.3). Must not: map rows to histories (`mapping`), or print.
+//! the run and the column (docs/lookout.md). Must not: map rows to histories (`mapping`), or print.
 //!
 //! Why one binary `COPY` rather than pages of queries: the server sends the rows as one
 //! stream in its own binary format (timestamps as integers: no text to format on one side
@@ -307,7 +307,7 @@ pub fn statement(f: &Filter) -> Result<String, CliError> {
 }
 
 /// The ids of the jobs `f` selects (its queue and filters; not [`Filter::only`]), in the
-/// order an export reads them: what a shard (SPEC §9) picks its own jobs from, and ranks them
+/// order an export reads them: what a shard (docs/past-one-machine.md) picks its own jobs from, and ranks them
 /// by. One narrow read of the job table; every shard makes it, and only its own jobs' rows
 /// are read after.
 // Why not the FNV-1a of each id in SQL: no function can be created on a read replica, and

@@ -1,5 +1,5 @@
 //! An [`Export`] as a replay's [`HistorySource`]: `simulate --lookout-db` replays Lookout's
-//! rows as they are mapped, one job at a time, with no file in between (SPEC §5.4).
+//! rows as they are mapped, one job at a time, with no file in between (docs/serve.md).
 //!
 //! Owns: turning each [`Event`] into an [`Entry`] (a history to replay, or a row left out,
 //! reported in `history`'s words and not counted as a replay error), and handing what the
@@ -40,7 +40,7 @@ pub struct ExportSource<'a> {
 enum Ranks {
     /// The jobs as they come: the last one's id and its place.
     Counted { last: String, n: u64 },
-    /// A shard's jobs (SPEC §9): their places among every job of the history, from the ids
+    /// A shard's jobs (docs/past-one-machine.md): their places among every job of the history, from the ids
     /// the shard read first (`lookout::db::job_ids`).
     Known(HashMap<String, u64>),
 }

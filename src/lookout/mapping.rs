@@ -1,4 +1,4 @@
-//! Lookout rows → a FailureHistory (SPEC §3.3). Pure: no I/O, no clock, no environment.
+//! Lookout rows → a FailureHistory (docs/lookout.md). Pure: no I/O, no clock, no environment.
 //!
 //! Owns: the run-state table, the order of runs, the times, the exit code / category / error
 //! text of a failed run, and the counts of what Lookout could not tell ([`Notes`]). Must not:
@@ -23,7 +23,7 @@
 //! Any run written takes `podError` and `events` from `debug` when it holds the executor's
 //! debug document ([`debug_doc`]); other debug text is counted, not read.
 //!
-//! Every decision that is not the SPEC's own is counted in [`Notes`] and said on stderr.
+//! Every decision that docs/lookout.md does not fix is counted in [`Notes`] and said on stderr.
 //!
 //! Times: runs are ordered by `leased` (then `pending`, `started`, `run_id` when Lookout has
 //! no lease time). A run "starts" at `started`, else `leased`, else `pending`.
@@ -131,7 +131,7 @@ pub struct LookoutJob {
 }
 
 /// Bytes of error text kept per run: a longer text is cut there and ends with
-/// [`TRUNCATED`] (SPEC §3.3), and its source stops inflating or reading at the cap.
+/// [`TRUNCATED`] (docs/lookout.md), and its source stops inflating or reading at the cap.
 pub const ERROR_TEXT_MAX: usize = 64 * 1024;
 
 /// What ends a cut error text.
@@ -222,7 +222,7 @@ impl RowError {
 }
 
 impl std::fmt::Display for RowError {
-    /// `job `J` run `R`: column finished: why` (SPEC §3.3).
+    /// `job `J` run `R`: column finished: why` (docs/lookout.md).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "job `{}`", self.job_id)?;
         if let Some(r) = &self.run_id {
@@ -300,7 +300,7 @@ pub struct Mapped {
     pub notes: Notes,
 }
 
-/// SPEC §3.7: Lookout's requests (`job.cpu` in millicores, `job.gpu` in devices, 0 or more)
+/// docs/estimates.md: Lookout's requests (`job.cpu` in millicores, `job.gpu` in devices, 0 or more)
 /// as `job.resources`; a request of 0 is none, and a job with neither has no `resources`
 /// (its hours count 0, in `withoutResources`). Its memory is `job.memory` already.
 fn resources(cpu: i64, gpu: i64) -> Option<Resources> {

@@ -1,4 +1,4 @@
-//! Real cluster history → FailureHistory documents (SPEC §3.3, `retryctl history`).
+//! Real cluster history → FailureHistory documents (docs/lookout.md, `retryctl history`).
 //!
 //! Owns: the [`Filter`] both sources apply, the streaming interface they share (an iterator
 //! of [`Item`]: one job with all the runs it could read at a time, so memory does not grow
@@ -9,14 +9,14 @@
 //!
 //! - [`db`]: Lookout's PostgreSQL, streamed in one binary `COPY` and decoded by hand.
 //! - [`cluster`]: the retry policies and queues upstream's server stores in the same database
-//!   (SPEC §5.4), read-only.
+//!   (docs/serve.md), read-only.
 //! - [`api`]: Lookout's REST API, paged with skip/take.
 //! - [`export_source`]: an [`Export`] as a replay's source (`simulate --lookout-db`).
 //! - [`mapping`]: the rows → FailureHistory mapping, pure.
 //! - [`composed`], [`debug_doc`]: the executor's composed `error` text and its debug
 //!   document, read back into a run's containers, `podError` and `events`; pure.
 //!
-//! Hostile rows (SPEC §3.3): a row a source cannot read is an [`Item::Bad`] (the run, or the
+//! Hostile rows (docs/lookout.md): a row a source cannot read is an [`Item::Bad`] (the run, or the
 //! job when it is the job's own row, is left out and reported), never the end of the stream;
 //! only a lost connection or an answer that is not Lookout's ends it, as `Err`.
 
@@ -40,7 +40,7 @@ pub struct Filter {
     pub jobs: Vec<String>,
     pub from: Option<Timestamp>,
     pub to: Option<Timestamp>,
-    /// A shard's jobs (SPEC §9): only these ids, of those the rest selects. Not part of what
+    /// A shard's jobs (docs/past-one-machine.md): only these ids, of those the rest selects. Not part of what
     /// the filter says about the history: every shard of it has the same one otherwise.
     pub only: Option<Vec<String>>,
 }
@@ -68,7 +68,7 @@ pub enum Event {
 }
 
 /// What was read, exported and left out so far, and what Lookout could not tell. Counts of
-/// jobs and runs: the shards' of one history add up to the whole's (SPEC §9).
+/// jobs and runs: the shards' of one history add up to the whole's (docs/past-one-machine.md).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ExportTotals {
     /// Jobs and runs the source read (for progress), left-out ones included.

@@ -140,7 +140,7 @@ impl serde::Serialize for GoDuration {
 }
 
 /// Read back from its Go form, exactly (`parse(format(d)) == d`): what a partial result
-/// (SPEC §9) stores.
+/// (docs/past-one-machine.md) stores.
 impl<'de> serde::Deserialize<'de> for GoDuration {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;

@@ -147,7 +147,7 @@ pub fn mutation(mutate: &Mutation) -> Value {
 fn policy_v1beta1(policy: &RetryPolicy) -> Result<Value, Vec<String>> {
     // An unset `defaultAction` means `Fail` in v1, which v1beta1 can say: written out below,
     // not a misfit. (Sending it unset to an upstream server is still refused, as upstream
-    // refuses it: SPEC §5.)
+    // refuses it: docs/cli.md.)
     let misfits: Vec<String> = policy
         .upstream_incompatibilities()
         .into_iter()

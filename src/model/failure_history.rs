@@ -1,20 +1,20 @@
-//! The FailureHistory document (SPEC §3.1): a job and its runs, for `simulate`.
+//! The FailureHistory document (docs/simulate.md): a job and its runs, for `simulate`.
 //!
 //! Owns: the types, their strict decoding (every unknown field is an error with a
 //! suggestion, every error has a path and a position) and the few checks that need no
 //! policy (`validate_failure_history`). Also owns [`Timestamp`], the RFC 3339 instant of
 //! `job.submittedAt`. Must not: evaluate anything, read a clock, or do I/O.
 //!
-//! Decisions where SPEC §3.1 is silent (written down here because operators will ask):
+//! Decisions docs/simulate.md leaves open (written down here because operators will ask):
 //! - `job.id` may be omitted; the command then uses the file stem (or `line-N` in JSON Lines).
 //! - a run may give `startedAt` (a duration since submission, or an RFC 3339 time when
 //!   `job.submittedAt` is set) instead of `queuedFor`; that is how a history states "this run
 //!   started at …", which `simulate` checks against the previous decision's `retryAfter`.
 //! - a run may give `globalMaxRetries`: the scheduler's limit from that run on, modelling a
-//!   config reload in the middle of a job's life (SPEC §2.4).
+//!   config reload in the middle of a job's life (docs/engines.md).
 //! - pod-level `conditions` take `Evicted`, `Preempted`, `DeadlineExceeded`, `Unschedulable`;
 //!   `OOMKilled` is a container `reason` and is rejected at pod level with that advice.
-//! - a container's `name` may be left out (SPEC §3.3: Lookout keeps no container names). An
+//! - a container's `name` may be left out (docs/lookout.md: Lookout keeps no container names). An
 //!   unnamed container is held as an empty `name` (see [`Container::name`]), so the evaluator,
 //!   which compares names, matches it only with rules that have no `containerName`; an
 //!   explicitly empty `name: ""` is still an error.
@@ -50,17 +50,17 @@ pub struct Job {
     pub memory: Option<f64>,
     pub submitted_at: Option<Timestamp>,
     /// `job.gang.cardinality`: upstream sends a gang of more than one job down the legacy
-    /// path (SPEC §2.10); the design engine ignores it.
+    /// path (docs/engines.md); the design engine ignores it.
     pub gang_cardinality: Option<u32>,
-    /// `job.resources` (SPEC §3.7): what the job requests, for its cost in GPU- and
+    /// `job.resources` (docs/estimates.md): what the job requests, for its cost in GPU- and
     /// CPU-hours. No effect on decisions.
     pub resources: Option<Resources>,
 }
 
-/// A job's resource requests (SPEC §3.7), each a Kubernetes quantity in the document
+/// A job's resource requests (docs/estimates.md), each a Kubernetes quantity in the document
 /// (`cpu: "4"`, `cpu: 500m`, `gpu: 1`, `memory: 8Gi`). CPU and GPU are kept in thousandths,
 /// whole numbers, so that sums of run time × request are exact whatever their order (the
-/// shards of SPEC §9 add them in another order than one process does).
+/// shards of docs/past-one-machine.md add them in another order than one process does).
 #[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Resources {
     /// Thousandths of a CPU (millicores).
@@ -122,7 +122,7 @@ impl Outcome {
     }
 }
 
-/// When a run started, if the history says so (else it is derived, SPEC §3.1).
+/// When a run started, if the history says so (else it is derived, docs/simulate.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartedAt {
     /// Since submission.
@@ -146,7 +146,7 @@ impl Container {
         (!self.name.is_empty()).then_some(self.name.as_str())
     }
 
-    /// SPEC §2.2: failed means a non-zero exit code or an OOM kill.
+    /// docs/engines.md: failed means a non-zero exit code or an OOM kill.
     pub fn failed(&self) -> bool {
         self.exit_code != 0 || self.reason.as_deref() == Some("OOMKilled")
     }
@@ -188,7 +188,7 @@ pub struct PodEvent {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RunExpect {
     pub action: Option<Action>,
-    /// A decision kind of SPEC §2.9 (`fail_rule_limit`).
+    /// A decision kind of docs/engines.md (`fail_rule_limit`).
     pub decision: Option<String>,
     /// `policy/index` or `policy/default`.
     pub rule: Option<String>,
@@ -595,7 +595,7 @@ pub fn validate_failure_history(history: &FailureHistory) -> Vec<Diagnostic> {
 }
 
 /// The document as JSON (one line of `retryctl history`'s JSON Lines), in the field order of
-/// SPEC §3.1, leaving out what is unset so `decode_failure_history` reads back the same value.
+/// docs/simulate.md, leaving out what is unset so `decode_failure_history` reads back the same value.
 /// An unnamed container is written without `name`. Memory is written in bytes.
 pub fn failure_history_json(h: &FailureHistory) -> serde_json::Value {
     use serde_json::{json, Map, Value};

@@ -1,4 +1,4 @@
-//! Lint (SPEC §1.5): findings that are legal but almost certainly not what the author meant.
+//! Lint (docs/policies.md): findings that are legal but almost certainly not what the author meant.
 //!
 //! Owns: the warnings, within a policy (shadowed rules, settings with no effect, zero
 //! limits, patterns matching the empty string, over-broad `NotIn`) and across documents

@@ -210,7 +210,7 @@ pub struct RetryPolicy {
     /// absent limit as 0).
     pub retry_limit: Option<u32>,
     /// `None`: not written. The design dialect reads it as `Fail` ([`Self::default_action`]);
-    /// upstream refuses a policy without one (SPEC §5), so v1beta1 requires it and
+    /// upstream refuses a policy without one (docs/cli.md), so v1beta1 requires it and
     /// [`Self::upstream_incompatibilities`] names it.
     pub default_action: Option<Action>,
     pub backoff: Backoff,

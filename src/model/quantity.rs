@@ -56,7 +56,7 @@ pub fn parse_quantity(text: &str) -> Result<f64, String> {
 }
 
 /// Formats a byte count exactly, so that [`parse_quantity`] reads back the same value
-/// (SPEC §2.9: memory is never rounded). A whole number of bytes is written in Kubernetes'
+/// (docs/engines.md: memory is never rounded). A whole number of bytes is written in Kubernetes'
 /// canonical style: the largest binary suffix that divides it (`8Gi`, `1536Mi`), else the
 /// largest decimal one (`1100M`, `2500k`), else plain bytes; a fraction of a byte (a
 /// quantity such as `1.1Ki` is 1126.4 bytes) as the shortest decimal that reads back the
@@ -115,7 +115,7 @@ mod tests {
     fn formats() {
         assert_eq!(format_bytes(1536.0 * 1024.0 * 1024.0), "1536Mi");
         assert_eq!(format_bytes(8.0 * (1u64 << 30) as f64), "8Gi");
-        // Issue 25: these were `1.02Gi` and `2.38Mi`, wrong by megabytes.
+        // These were `1.02Gi` and `2.38Mi`, wrong by megabytes.
         assert_eq!(format_bytes(1_100_000_000.0), "1100M");
         assert_eq!(format_bytes(parse_quantity("2500k").unwrap()), "2500k");
         assert_eq!(format_bytes(1_100_000_001.0), "1100000001");

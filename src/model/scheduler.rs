@@ -1,4 +1,4 @@
-//! The SchedulerConfig document (SPEC §3.1): the retry settings of an Armada scheduler config.
+//! The SchedulerConfig document (docs/simulate.md): the retry settings of an Armada scheduler config.
 //!
 //! Owns: the type and its decoding. A real Armada scheduler config file is accepted as is:
 //! keys outside `scheduling.retryPolicy`, `scheduling.maxAttemptedRuns` and `scheduling.maxRetries` are ignored, and
@@ -35,7 +35,7 @@ pub fn decode_scheduler_config(dec: &mut Decoder, node: &Node) -> Option<Schedul
         config.max_attempted_runs = dec.u32(n, "scheduling.maxAttemptedRuns");
     } else if let Some(n) = scheduling.get("maxRetries").filter(|n| !n.is_null()) {
         // Upstream's scheduler config has only the legacy `maxRetries`: its attempt bound is
-        // `maxRetries + 1` (SPEC §2.10; both engines read it).
+        // `maxRetries + 1` (docs/engines.md; both engines read it).
         config.max_attempted_runs = dec.u32(n, "scheduling.maxRetries").map(|r| r.saturating_add(1));
     }
     let Some(rp) = scheduling.get("retryPolicy").filter(|n| !n.is_null()) else {

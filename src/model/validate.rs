@@ -1,4 +1,4 @@
-//! Semantic validation of decoded resources (SPEC §1.4): the one implementation the CLI and
+//! Semantic validation of decoded resources (docs/policies.md): the one implementation the CLI and
 //! `retryctl serve` share.
 //!
 //! Owns: every rule that a well-typed value can still break (ranges, uniqueness, names,

@@ -1,6 +1,6 @@
 //! The fixed words of the documents that several modules spell: the `apiVersion` strings and
 //! the value names of the history's enumerations (a run's outcome, a job's final state, the
-//! pod-level conditions, the decision kinds of SPEC §2.9).
+//! pod-level conditions, the decision kinds of docs/engines.md).
 //!
 //! Owns: those constants. A leaf: `document` (the envelope), `fields` (the field tables that
 //! `explain` and `schema` read), `failure_history`, `scheduler` and `encode` take them from here,
@@ -17,7 +17,7 @@ pub const OUTCOMES: [&str; 4] = ["failed", "succeeded", "leaseReturned", "cancel
 /// `expect.final`, in the order of `failure_history::Final`.
 pub const FINAL_STATES: [&str; 4] = ["Succeeded", "Failed", "Cancelled", "Pending"];
 
-/// The decision kinds of SPEC §2.9 (`expect.decision`), in the order of
+/// The decision kinds of docs/engines.md (`expect.decision`), in the order of
 /// `engine::DecisionKind`.
 pub const DECISION_KINDS: [&str; 12] = [
     "retry",

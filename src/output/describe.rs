@@ -1,15 +1,15 @@
 //! `describe`: a retry policy or a queue in words, for a person deciding what will happen to
-//! a failed job (SPEC §4).
+//! a failed job (docs/cli.md).
 //!
 //! Owns: the wording and layout. Must not: call the client, read files, or compute backoff
 //! itself: delays come from the evaluator's own `resolve_backoff` / `backoff_delay`, so
 //! what is described is what `simulate` (and the scheduler) does.
 //!
 //! Decisions: a rule's effective limit is its own `retryLimit`, else the policy's, else the
-//! scheduler's `globalMaxRetries` (SPEC §2.4), and is shown capped at `globalMaxRetries`
+//! scheduler's `globalMaxRetries` (docs/engines.md), and is shown capped at `globalMaxRetries`
 //! (which also caps the job's retries across all rules). The backoff schedule lists one
 //! line per retry up to the limit, collapsing the tail once the delay reaches `maxDelay`.
-//! Without `--scheduler-config` retryctl's defaults (SPEC §3.1) are used, and the text says
+//! Without `--scheduler-config` retryctl's defaults (docs/simulate.md) are used, and the text says
 //! they are not a scheduler's.
 
 use std::io::{self, Write};
@@ -36,7 +36,7 @@ impl Scheduler<'_> {
     }
 
     /// Where `globalMaxRetries` comes from. Without a file it is retryctl's own assumption
-    /// (SPEC §3.1, what `simulate` assumes too), not any scheduler's: upstream's shipped
+    /// (docs/simulate.md, what `simulate` assumes too), not any scheduler's: upstream's shipped
     /// config (`config/scheduler/config.yaml` at `207cc9e`) has the engine off and 5.
     fn global_source(&self) -> String {
         match self.source {
@@ -317,7 +317,7 @@ pub fn write_queue(
     if policies.is_empty() {
         let default = match &scheduler.settings.default_policy_name {
             Some(d) => format!("the scheduler's defaultPolicyName `{d}` applies"),
-            None => "failed jobs follow the legacy behaviour (SPEC §2.8)".to_string(),
+            None => "failed jobs follow the legacy behaviour (docs/engines.md)".to_string(),
         };
         writeln!(out, "Retry policies:  <none>: {default}")?;
         return Ok(());

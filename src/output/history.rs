@@ -23,7 +23,7 @@ pub fn write_history(out: &mut dyn Write, h: &FailureHistory, yaml: bool) -> io:
     }
 }
 
-/// `warning: job `J` run `R`: column C: why; run left out` (SPEC §3.3).
+/// `warning: job `J` run `R`: column C: why; run left out` (docs/lookout.md).
 pub fn left_out_line(style: Style, e: &RowError) -> String {
     format!("{}: {}", style.warning("warning"), e.left_out())
 }

@@ -1,5 +1,5 @@
 //! `simulate -o html`: one self-contained page to share the plan of a comparison (or a
-//! plain replay's report) with people who will not run the terminal (SPEC §3.5).
+//! plain replay's report) with people who will not run the terminal (docs/estimates.md).
 //!
 //! Owns: the page — inline CSS and SVG, nothing fetched, no JavaScript (it reads the same
 //! with scripts off and prints): the headline numbers, a chart of the transitions,
@@ -821,7 +821,7 @@ fn replay_page(s: &Summary, e: &Estimates) -> String {
     page("retryctl simulate: replay report", &b)
 }
 
-/// SPEC §3.8 in words and as a reliability diagram: each calibration bin a dot at
+/// docs/estimates.md in words and as a reliability diagram: each calibration bin a dot at
 /// (predicted, observed), its area by its trials, against the diagonal of perfect
 /// calibration; then the bins as a table.
 fn backtest_section(b: &mut String, bt: &Backtest) {

@@ -1,5 +1,5 @@
 //! `simulate -o markdown`: the plan (or a plain replay's report) as GitHub-flavoured
-//! Markdown, for a pull request comment (SPEC §3.5).
+//! Markdown, for a pull request comment (docs/estimates.md).
 //!
 //! Owns: the layout — a headline, the transitions table, retries/delay/compute, the
 //! estimate, and at most [`MAX_ROWS`] changed jobs shared fairly between the transitions,

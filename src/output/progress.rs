@@ -10,7 +10,7 @@ use indicatif::{HumanCount, ProgressBar, ProgressDrawTarget, ProgressState, Prog
 use crate::replay::source::{Counted, Progress};
 
 /// A bar for a source of `p.total` files or bytes, or a spinner with the jobs read and the
-/// rate for a source whose size is not known (Lookout: SPEC §3.3's long reads show a sign of
+/// rate for a source whose size is not known (Lookout: docs/lookout.md's long reads show a sign of
 /// life from the first page on); `None` when nothing should be drawn.
 pub fn progress_bar(p: Progress) -> Option<ProgressBar> {
     if !std::io::stderr().is_terminal() || (p.total == 0 && p.counted != Counted::Jobs) {

@@ -55,7 +55,7 @@ impl<T: fmt::Display> Serialize for Shown<T> {
     }
 }
 
-/// One run as a record (SPEC §2.9 plus the run's own facts). Field order is the output
+/// One run as a record (docs/engines.md plus the run's own facts). Field order is the output
 /// order; a succeeded run has `null` decision fields.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -284,7 +284,7 @@ pub fn summary_json(s: &Summary, e: &Estimates) -> Value {
     v
 }
 
-/// SPEC §3.8's `backtest` object, figures unrounded.
+/// docs/estimates.md's `backtest` object, figures unrounded.
 pub fn backtest_json(b: &Backtest) -> Value {
     let bins: Vec<Value> = b
         .calibration
@@ -313,7 +313,7 @@ pub fn backtest_json(b: &Backtest) -> Value {
     })
 }
 
-/// SPEC §3.8's sentence: `estimates were within N points on jobs submitted at or after T`.
+/// docs/estimates.md's sentence: `estimates were within N points on jobs submitted at or after T`.
 pub fn backtest_sentence(b: &Backtest) -> String {
     format!(
         "estimates were within {:.1} points on jobs submitted at or after {}",
@@ -913,7 +913,7 @@ impl<T> Listed<T> {
     }
 }
 
-/// One row of a per-failure-class table: the class's trials (SPEC §3.5) and its jobs.
+/// One row of a per-failure-class table: the class's trials (docs/estimates.md) and its jobs.
 #[derive(Debug, Clone)]
 pub struct ClassRow {
     /// `None`: jobs with no failed run (they have no trials).
@@ -1486,7 +1486,7 @@ fn side_record<'a>(s: &crate::replay::compare::Side, estimate: Option<&'a Estima
     }
 }
 
-/// SPEC §3.6's `estimate` object, figures unrounded.
+/// docs/estimates.md's `estimate` object, figures unrounded.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EstimateOut<'a> {
@@ -1587,7 +1587,7 @@ pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Valu
     m
 }
 
-/// SPEC §3.7's `compute` of a comparison: the run time added and removed (durations), the
+/// docs/estimates.md's `compute` of a comparison: the run time added and removed (durations), the
 /// expected run time of the candidate's `pending` jobs (seconds) and the hours of each.
 pub fn compute_json(c: &Comparison, pending: &Sums) -> Value {
     json!({
@@ -1608,7 +1608,7 @@ pub fn compute_json(c: &Comparison, pending: &Sums) -> Value {
     })
 }
 
-/// SPEC §3.6's `comparison.estimate`: the sums over the Failed → Pending jobs (`asked`) and
+/// docs/estimates.md's `comparison.estimate`: the sums over the Failed → Pending jobs (`asked`) and
 /// the expected compute of every Pending one; `method`: the words, for a format that names
 /// them here.
 pub fn estimate_json(asked: &Sums, pending: &Sums, method: bool) -> Value {

@@ -1,4 +1,4 @@
-//! `retryctl tune`'s output (SPEC §8): the table (one line of inputs, the top 20 candidates in
+//! `retryctl tune`'s output (docs/tune.md): the table (one line of inputs, the top 20 candidates in
 //! the recommendation order, the recommendation in words and the command that writes it),
 //! `-o json|yaml` (every candidate and every skipped one), `-o markdown` (the top table and
 //! the recommendation, for the pull request that changes the policy) and `-o html` (the
@@ -160,7 +160,7 @@ fn excluded_words(e: &Excluded) -> String {
     }
 }
 
-/// A candidate as SPEC §8's record.
+/// A candidate as docs/tune.md's record.
 fn candidate_json(s: &Scored, categorized: bool) -> Value {
     let c = &s.tally.comparison;
     let mut v = json!({

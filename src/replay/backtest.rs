@@ -1,4 +1,4 @@
-//! The backtest of SPEC §3.8: are the estimates right on this cluster? The trials of jobs
+//! The backtest of docs/estimates.md: are the estimates right on this cluster? The trials of jobs
 //! submitted before `--backtest-at` fit the rates (with the same back-off as the estimates,
 //! `estimate::Rates::rate` with `Fit::Train`), the trials of jobs submitted at or after it
 //! test them.
@@ -9,7 +9,7 @@
 //! order, so the figures are the same bits whatever split the trials were counted in. Must
 //! not: read jobs (the replay counts the trials, `estimate::Trials`) or format.
 //!
-//! Decisions where SPEC §3.8 is silent:
+//! Decisions docs/estimates.md leaves open:
 //! - a test trial of a class past the caps (`estimate::MAX_CLASSES`) is predicted by every
 //!   class's rate, as a Pending job of that class is estimated;
 //! - `skill` is `null` when the pooled rate's Brier score is 0 (every test trial predicted

@@ -1,4 +1,4 @@
-//! `simulate --baseline` (SPEC §3.4): one job replayed under two policy sets → what the
+//! `simulate --baseline` (docs/what-if.md): one job replayed under two policy sets → what the
 //! change does to it, and the totals over every job.
 //!
 //! Owns: [`JobDiff`] (both sides of one job, as numbers) and [`Comparison`] (the totals,
@@ -6,13 +6,13 @@
 //! `Simulator` (its policies and its engine), so a baseline engine can differ from the
 //! candidate's. Must not: format (that is `output::simulate`) or do I/O.
 //!
-//! Decisions where SPEC §3.4 is silent:
+//! Decisions docs/what-if.md leaves open:
 //! - a job changes when its final state or its retry count differs; delay and compute
 //!   totals count every job (a new backoff changes the delay of unchanged jobs too).
 //! - compute time: the `runFor` of the runs one side starts and the other does not (the
 //!   runs after the earlier end). Runs past the end of the recorded history are not
-//!   recorded: their expected run time is SPEC §3.6's estimate (`estimate`), summed apart.
-//! - GPU- and CPU-hours (SPEC §3.7): the same run times × the job's request, summed as
+//!   recorded: their expected run time is docs/estimates.md's estimate (`estimate`), summed apart.
+//! - GPU- and CPU-hours (docs/estimates.md): the same run times × the job's request, summed as
 //!   whole nanoseconds × thousandths (exact in any order); `withoutResources` counts the
 //!   jobs with compute added or removed, or Pending in the candidate, that request neither.
 
@@ -31,7 +31,7 @@ pub struct Side {
     pub delay: GoDuration,
     /// Runs the scheduler starts.
     pub runs: usize,
-    /// Pending: the runs the side has left (SPEC §3.6), set by the replay; else 0.
+    /// Pending: the runs the side has left (docs/estimates.md), set by the replay; else 0.
     pub runs_left: u32,
     /// The run time of the recorded runs it starts.
     pub compute: GoDuration,
@@ -87,7 +87,7 @@ pub struct JobDiff {
     pub compute_added: GoDuration,
     /// `runFor` of runs the baseline starts and the candidate does not.
     pub compute_removed: GoDuration,
-    /// The job's requests (SPEC §3.7).
+    /// The job's requests (docs/estimates.md).
     pub resources: Option<Resources>,
 }
 
@@ -105,7 +105,7 @@ pub enum Transition {
 }
 
 impl JobDiff {
-    /// Whether a side would start a run the history does not record (SPEC §3.5).
+    /// Whether a side would start a run the history does not record (docs/estimates.md).
     pub fn pending(&self) -> bool {
         self.baseline.final_state == Final::Pending || self.candidate.final_state == Final::Pending
     }

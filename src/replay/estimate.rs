@@ -1,4 +1,4 @@
-//! Estimates past the end of the record (SPEC §3.5–3.7): how likely a job that one side would
+//! Estimates past the end of the record (docs/estimates.md): how likely a job that one side would
 //! retry past the end of its recorded history is to succeed over the runs that side has left,
 //! and what those runs would cost, from the history itself.
 //!
@@ -25,12 +25,12 @@
 //!
 //! Exact whatever the order: every count is an integer sum, and every float is computed
 //! from the final counts in key order (never summed job by job), so the workers of one
-//! process, the shards of SPEC §9 and their merge give the same bits. For the same reason
+//! process, the shards of docs/past-one-machine.md and their merge give the same bits. For the same reason
 //! the caps on classes keep the *smallest* keys (categories and subcategories by name, exit
 //! codes by value), not the first seen: what a cap keeps does not depend on how the input
 //! was cut.
 //!
-//! Decisions where the SPEC is silent:
+//! Decisions docs/estimates.md leaves open:
 //! - a job with no failed run recorded (a returned lease requeued it, say) has no class and
 //!   depth 0: its rate is every class's, at any depth (`all`);
 //! - an empty `category` counts as none; a `subcategory` without a category is ignored;
@@ -57,7 +57,7 @@ pub const MIN_TRIALS: u64 = 5;
 /// Depth buckets: 1, 2, 3, 4 and 5+.
 pub const DEPTHS: usize = 5;
 
-/// Runs a Pending side is followed for at most (SPEC §3.6).
+/// Runs a Pending side is followed for at most (docs/estimates.md).
 pub const MAX_RUNS_LEFT: u32 = 100;
 
 /// Distinct categories, and exit codes, kept.
@@ -162,7 +162,7 @@ pub fn job_class(history: &FailureHistory) -> Option<FailureClass> {
         .map(class_of)
 }
 
-/// The depth of a job's pending run: its recorded failed runs (SPEC §3.6).
+/// The depth of a job's pending run: its recorded failed runs (docs/estimates.md).
 pub fn failed_runs(history: &FailureHistory) -> u32 {
     let n = history.runs.iter().filter(|r| r.outcome == Outcome::Failed).count();
     u32::try_from(n).unwrap_or(u32::MAX)
@@ -491,7 +491,7 @@ impl Rate {
     }
 }
 
-/// The estimate of a Pending side (SPEC §3.6).
+/// The estimate of a Pending side (docs/estimates.md).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Estimate {
     /// The chance to end Succeeded over the runs left.
@@ -557,7 +557,7 @@ impl Rates {
     }
 
     /// The rate of a run of `class` at `depth` (its job's failed runs so far; 0: none), with
-    /// SPEC §3.6's back-off, fitted on `fit`; `None` without a single trial.
+    /// docs/estimates.md's back-off, fitted on `fit`; `None` without a single trial.
     pub fn rate(&self, class: Option<&FailureClass>, depth: u32, fit: Fit) -> Option<Rate> {
         let own = class.and_then(|c| Some((c, self.trials.get(c)?)));
         let d = (depth > 0).then(|| bucket(depth));
@@ -660,7 +660,7 @@ impl Rates {
         })
     }
 
-    /// The sums of SPEC §3.6–3.7 over the jobs of `set`, in key order.
+    /// The sums of docs/estimates.md over the jobs of `set`, in key order.
     pub fn sums(&self, set: &PendingSet) -> Sums {
         let mut s = Sums::default();
         for (class, depth, runs_left, t) in set.keys() {
@@ -797,7 +797,7 @@ impl PendingSet {
 }
 
 /// A map as a list of `[key, value]` pairs, in key order: JSON keys are strings only, and
-/// these keys are classes and tuples (a partial result, SPEC §9, holds them). A repeated key
+/// these keys are classes and tuples (a partial result, docs/past-one-machine.md, holds them). A repeated key
 /// is refused rather than one of its values lost.
 mod pairs {
     use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! One JSON line → a [`FailureHistory`] (SPEC §3.2 bulk input).
+//! One JSON line → a [`FailureHistory`] (docs/simulate.md bulk input).
 //!
 //! Owns: two decoders with one answer, and [`Scratch`], the history a worker decodes every
 //! line into (its strings, runs and containers keep their buffers from line to line). The

@@ -1,4 +1,4 @@
-//! The replay pipeline (SPEC §3.2, §3.4), as a library: where a bulk `simulate` reads its
+//! The replay pipeline (docs/simulate.md, docs/what-if.md), as a library: where a bulk `simulate` reads its
 //! histories, decodes them, runs them through the engines, counts them into a summary or a
 //! comparison, and hands everything to a [`Sink`].
 //!
@@ -9,7 +9,7 @@
 //!       line) → FailureHistory
 //!     → run: one job through a Simulator (two with --baseline) → JobReport / JobDiff,
 //!       counted per unit in the workers where nothing else is printed
-//!     → estimate: the trials of SPEC §3.5, counted per unit in the workers
+//!     → estimate: the trials of docs/estimates.md, counted per unit in the workers
 //!   → run: in input order, folded into summary / compare, and handed to a Sink
 //!     (sink.rs: begin, job | change, message, end(totals)); changed jobs from the first
 //!     Pending one on wait in spool.rs until the class rates are final

@@ -1,4 +1,4 @@
-//! A partial result (SPEC §9): what one shard of a replay leaves for `merge`, as a versioned
+//! A partial result (docs/past-one-machine.md): what one shard of a replay leaves for `merge`, as a versioned
 //! JSON document — and reading it back.
 //!
 //! The document is one JSON object laid out one part per line, so that a shard writes it as

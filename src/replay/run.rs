@@ -58,13 +58,13 @@ pub struct Compared {
 /// How a replay is run, besides its source, policies and sink.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// `--backtest-at` (SPEC §3.8): trials of jobs submitted before it fit, the others test.
+    /// `--backtest-at` (docs/estimates.md): trials of jobs submitted before it fit, the others test.
     pub backtest_at: Option<Timestamp>,
-    /// `--shard I/N` (SPEC §9): only the jobs of shard I.
+    /// `--shard I/N` (docs/past-one-machine.md): only the jobs of shard I.
     pub shard: Option<Shard>,
 }
 
-/// Why `--backtest-at` has no answer: a usage error (SPEC §3.8, exit 2).
+/// Why `--backtest-at` has no answer: a usage error (docs/estimates.md, exit 2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BacktestError {
     /// Jobs without `job.submittedAt`: how many, and the first in input order.
@@ -91,7 +91,7 @@ impl Done {
     }
 }
 
-/// The trials of the jobs counted so far (SPEC §3.5–3.6), on the side of `--backtest-at`
+/// The trials of the jobs counted so far (docs/estimates.md), on the side of `--backtest-at`
 /// each job was submitted on (§3.8), and the jobs that have no submission time to put them
 /// on a side. Counted per unit in the workers (or per shard) and merged: the same whatever
 /// the split.
@@ -150,7 +150,7 @@ impl TrialCount {
     }
 }
 
-/// What comparing jobs under one candidate adds up (SPEC §3.4, §3.6): the totals, the
+/// What comparing jobs under one candidate adds up (docs/what-if.md, docs/estimates.md): the totals, the
 /// candidate's final states, and the Pending jobs whose estimates are summed. One per
 /// candidate in a `tune` sweep; the same fold as `simulate --baseline`, so that a candidate's
 /// numbers are what `simulate` prints for it.
@@ -276,7 +276,7 @@ fn categories(tally: &mut CompareTally) -> &mut SideCategories {
 }
 
 /// What the emitting side folds from the parts: the same sums whatever the split of the
-/// jobs into units or shards, so that a partial result (SPEC §9) holds them as its totals
+/// jobs into units or shards, so that a partial result (docs/past-one-machine.md) holds them as its totals
 /// and `merge` adds the shards' up.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Folded {
@@ -328,7 +328,7 @@ impl Folded {
     }
 }
 
-/// SPEC §3.6: the runs a Pending side has left — its engine continued on copies of the job's
+/// docs/estimates.md: the runs a Pending side has left — its engine continued on copies of the job's
 /// last recorded failed run (same containers, conditions, category; no node; starting when
 /// the previous decision allows) until it decides Fail, at most [`MAX_RUNS_LEFT`]; the
 /// pending run counts. A job with no failed run recorded (only returned leases) has the
@@ -366,7 +366,7 @@ pub fn runs_left_matched(sim: &Simulator, settings: &Settings, facts: &JobFacts<
 pub enum Out<'a, 'w> {
     /// A sink renders them as the replay goes.
     Sink(&'a mut dyn Sink),
-    /// A partial result records them for `merge` (SPEC §9): what any format prints.
+    /// A partial result records them for `merge` (docs/past-one-machine.md): what any format prints.
     Partial(&'a mut Recorder<'w>),
 }
 
@@ -418,7 +418,7 @@ fn not_replayed_entry(errors: &mut u64, sink: &mut dyn Sink, n: &NotReplayed) ->
     }
 }
 
-/// Replays every job of `source` under `sim` (SPEC §3.2) into `out`, and returns the totals
+/// Replays every job of `source` under `sim` (docs/simulate.md) into `out`, and returns the totals
 /// it handed to [`Sink::end`] (or, into a partial, the shard's totals).
 pub fn replay<S: HistorySource>(
     source: S,
@@ -666,7 +666,7 @@ impl<'s> ReplayFold<'s> {
     }
 }
 
-/// Replays every job of `source` under `baseline` and `candidate` (SPEC §3.4, §3.6) into
+/// Replays every job of `source` under `baseline` and `candidate` (docs/what-if.md, docs/estimates.md) into
 /// `out`: each changed job to [`Sink::change`], with the estimate of each side that is
 /// Pending; returns the totals it handed to [`Sink::end`] (or, into a partial, the shard's
 /// totals). Expectations are not checked in this mode.
@@ -1111,7 +1111,7 @@ mod tests {
         runs_left(sim, settings, &JobFacts::new(&h))
     }
 
-    /// SPEC §3.6 to the letter: the job's recorded runs, then [`MAX_RUNS_LEFT`] copies of its
+    /// docs/estimates.md to the letter: the job's recorded runs, then [`MAX_RUNS_LEFT`] copies of its
     /// last failed run (no node, start, queue time, reload or expectation) appended and
     /// replayed from the start; the runs started past the record.
     fn left_by_copies(sim: &Simulator, settings: &Settings, h: &FailureHistory) -> u32 {
@@ -1137,7 +1137,7 @@ mod tests {
     /// The runs a Pending side has left, however they are worked out — counted from the
     /// state the side's own replay left (a report's, texts or not), after replaying the
     /// recorded runs again (a search's), with the runs' matches known or not — are the
-    /// copies of SPEC §3.6 appended and replayed. Over drawn histories and policies, under
+    /// copies of docs/estimates.md appended and replayed. Over drawn histories and policies, under
     /// both engines, with the global limit lowered, and the feature off.
     #[test]
     fn runs_left_from_the_replays_state_are_the_copies_replayed() {

@@ -1,4 +1,4 @@
-//! `--shard I/N` (SPEC §9): which jobs are shard I's — FNV-1a 64 of the job id's UTF-8 bytes,
+//! `--shard I/N` (docs/past-one-machine.md): which jobs are shard I's — FNV-1a 64 of the job id's UTF-8 bytes,
 //! mod N — and a cheap look at a JSON line's job id, so that a shard skips the other jobs
 //! without decoding them.
 //!

@@ -63,7 +63,7 @@ pub struct Change<'a> {
     pub diff: &'a JobDiff,
     /// Its failure class (its last recorded failed run's); `None`: no run failed.
     pub class: Option<&'a FailureClass>,
-    /// The estimate of each side that is Pending (SPEC §3.6, final: computed over the whole
+    /// The estimate of each side that is Pending (docs/estimates.md, final: computed over the whole
     /// history); `None` for a side that is not, or when there are no trials at all.
     pub baseline_estimate: Option<&'a Estimate>,
     pub candidate_estimate: Option<&'a Estimate>,
@@ -78,7 +78,7 @@ impl Change<'_> {
     }
 }
 
-/// What SPEC §3.6–3.8 estimate over the whole replay.
+/// What docs/estimates.md estimate over the whole replay.
 #[derive(Debug, Clone)]
 pub struct Estimates {
     pub rates: Rates,
@@ -90,7 +90,7 @@ pub struct Estimates {
     pub asked: Sums,
     /// Every Pending job (the candidate's, in a comparison): the expected compute.
     pub pending: Sums,
-    /// With `--backtest-at` (SPEC §3.8).
+    /// With `--backtest-at` (docs/estimates.md).
     pub backtest: Option<Backtest>,
 }
 
@@ -129,7 +129,7 @@ pub enum Message<'a> {
     /// A YAML history file whose documents are invalid, with every diagnostic. Counted in
     /// the totals' `errors`.
     Invalid(&'a SourceFile),
-    /// The same, as a partial result holds it (SPEC §9): its diagnostics rendered when the
+    /// The same, as a partial result holds it (docs/past-one-machine.md): its diagnostics rendered when the
     /// shard read the file, written as they are.
     Rendered(&'a str),
     /// The first job of a queue that is not among the documents: it got `given` (the
@@ -140,7 +140,7 @@ pub enum Message<'a> {
         given: &'a [String],
     },
     /// A record the source left out before the replay (a Lookout row that cannot be read,
-    /// SPEC §3.3), in the source's words. Not counted in `errors`.
+    /// docs/lookout.md), in the source's words. Not counted in `errors`.
     LeftOut(&'a str),
     /// The history contradicts the decisions.
     Contradiction { job: &'a str, text: &'a str },

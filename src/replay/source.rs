@@ -1,4 +1,4 @@
-//! Where histories come from (SPEC §3.2): one YAML/JSON file, a JSON Lines file, a
+//! Where histories come from (docs/simulate.md): one YAML/JSON file, a JSON Lines file, a
 //! directory of either, or stdin (`--history -`) — as one stream of [`Entry`]s.
 //!
 //! Owns: [`HistorySource`], the one streaming interface every source implements (Lookout's
@@ -9,7 +9,7 @@
 //! ([`LineBlock`]) whose lines are only counted here. Must not: split or decode JSON lines
 //! (workers do that in parallel, see `run` and `json_lines`), evaluate or print.
 //!
-//! Decision where SPEC §3.2 is silent: stdin is JSON Lines when its first line that is
+//! Decision docs/simulate.md leaves open: stdin is JSON Lines when its first line that is
 //! not blank is one complete JSON value (or is longer than the 8 MiB a line may be and
 //! starts with `{` or is all blanks: an over-long JSON line, reported as a file's is), else
 //! one YAML/JSON text (at most 8 MiB), like a file.
@@ -45,7 +45,7 @@ pub struct Origin {
 }
 
 /// Where an entry stands in its source: the order of the replay, the same in every shard of
-/// it (SPEC §9), so that `merge` puts the entries of every shard back in that order. Files:
+/// it (docs/past-one-machine.md), so that `merge` puts the entries of every shard back in that order. Files:
 /// the file's place and the entry's line (JSON Lines) or document (YAML); a database: 0 and
 /// the job's place in the database's order of its ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
@@ -108,7 +108,7 @@ pub enum Body {
     /// A YAML file whose documents are invalid, with every diagnostic.
     Invalid(Box<SourceFile>),
     /// A record the source itself left out, reported as the source reports it (a Lookout
-    /// row that cannot be read, SPEC §3.3): not replayed, and not an error of the replay,
+    /// row that cannot be read, docs/lookout.md): not replayed, and not an error of the replay,
     /// since `history` exits 0 for it too. `job`: the job it belongs to.
     LeftOut { text: String, job: String },
 }
@@ -189,8 +189,8 @@ pub trait HistorySource: Iterator<Item = Entry> + Send {
     fn progress(&self) -> Progress;
     /// Many jobs (JSON Lines, a directory): the table format prints only the summary.
     fn bulk(&self) -> bool;
-    /// From now on, leave out what is not `shard`'s where the source can tell cheaply (SPEC
-    /// §9): its blocks of JSON lines hold only the shard's lines ([`LineBlock`]), which the
+    /// From now on, leave out what is not `shard`'s where the source can tell cheaply
+    /// (docs/past-one-machine.md): its blocks of JSON lines hold only the shard's lines ([`LineBlock`]), which the
     /// workers then take as they are. Every other entry the workers sort themselves.
     /// [`super::parallel::for_each_ordered`] calls it before the first entry is read.
     fn sift(&mut self, shard: Shard);
@@ -259,7 +259,7 @@ fn add_to_digest(h: &mut foldhash::fast::FoldHasher<'static>, bytes: &[u8]) {
     h.write(bytes);
 }
 
-/// A digest of every byte a source read, set when it has read the last (SPEC §9: a partial
+/// A digest of every byte a source read, set when it has read the last (docs/past-one-machine.md: a partial
 /// result names the history it was made from, and `merge` refuses partials of two). A fast
 /// 64-bit hash, not a cryptographic one: it tells histories apart, it does not authenticate
 /// them. The same bytes give the same digest in every shard of the same build.

@@ -24,7 +24,7 @@ pub struct Changed {
     pub diff: JobDiff,
     /// The job's failure class (its last recorded failed run's); `None`: no failed run.
     pub class: Option<FailureClass>,
-    /// Its recorded failed runs: the depth of a Pending side's next run (SPEC §3.6).
+    /// Its recorded failed runs: the depth of a Pending side's next run (docs/estimates.md).
     pub depth: u32,
     pub steps: Option<Box<Steps>>,
 }

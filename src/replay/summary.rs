@@ -1,4 +1,4 @@
-//! The bulk summary of a simulation (SPEC §3.2): jobs by outcome, retries and failures per
+//! The bulk summary of a simulation (docs/simulate.md): jobs by outcome, retries and failures per
 //! policy/rule and per decision kind, total delay, jobs whose expectations failed.
 //!
 //! Owns: accumulation, one job at a time, in memory bounded by the number of distinct rules
@@ -37,7 +37,7 @@ pub struct Summary {
     /// Decision kind → decisions.
     decisions: Counts,
     pub total_delay: GoDuration,
-    /// The run time of every run the policies start (SPEC §3.7).
+    /// The run time of every run the policies start (docs/estimates.md).
     pub compute: GoDuration,
     /// The same × the job's GPU and CPU requests, in nanoseconds × thousandths.
     pub gpu: u128,

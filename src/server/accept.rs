@@ -1,4 +1,4 @@
-//! The accept loop of `serve`: what `axum::serve` did, plus what it cannot do (SPEC §6): TLS,
+//! The accept loop of `serve`: what `axum::serve` did, plus what it cannot do (docs/serve.md): TLS,
 //! and a header read timeout that closes a client trickling a request header byte by byte
 //! (which the idle timeout of [`conn`](super::conn) never sees, since bytes keep moving).
 //!

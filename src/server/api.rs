@@ -1,4 +1,4 @@
-//! The SPEC §5 routes: request bodies in, status codes and upstream-shaped JSON out.
+//! The docs/cli.md routes: request bodies in, status codes and upstream-shaped JSON out.
 //!
 //! Owns: the handlers, the error body (`{"error","code","message"}` with gRPC codes mapped to
 //! HTTP statuses as grpc-gateway does), the byte-level JSON encoding of responses, and the
@@ -7,7 +7,7 @@
 //! (that is `wire`), validate (that is `model::validate`, the same code the CLI runs) or
 //! touch SQL (that is `store`).
 //!
-//! Decisions where SPEC is silent (also in the README's `serve` section):
+//! Decisions the design leaves open (also in the README's `serve` section):
 //! - A body whose `name` differs from the `{name}` in the path is refused (400); upstream
 //!   silently lets the path win, which turns a copy-paste slip into an edit of the wrong
 //!   resource. A body without a name takes the path's.
@@ -15,7 +15,7 @@
 //!   success), so `delete` can tell the user, and `--ignore-not-found` means something.
 //! - Queues are stored exactly as sent: no owner defaulting to the caller and no synthesised
 //!   `permissions` (upstream adds both), so a client's read-back check sees what it wrote.
-//! - Versions (SPEC §5.2): `ETag: "N"` on every answer about one resource (GET, and the
+//! - Versions (docs/cli.md): `ETag: "N"` on every answer about one resource (GET, and the
 //!   `{}` of a create or update, carrying the new version); none on lists. `If-Match` takes
 //!   `*` (any existing version) or quoted versions; a weak or unparsable tag never matches,
 //!   and a missing resource matches no `If-Match` (so a queue `PUT` with one is no upsert).
@@ -55,7 +55,7 @@ pub enum Code {
     PermissionDenied = 7,
     /// 429: too many failed authentications from one address; gRPC ResourceExhausted.
     TooManyRequests = 108,
-    /// 408 (and the connection closed): a request body that did not arrive in time (SPEC §6);
+    /// 408 (and the connection closed): a request body that did not arrive in time (docs/serve.md);
     /// gRPC DeadlineExceeded, which grpc-gateway would answer 504, a gateway's word.
     RequestTimeout = 104,
     Internal = 13,
@@ -158,7 +158,7 @@ fn ok_empty() -> Response {
 /// The `ETag` of a version: the number, quoted (a strong validator).
 ///
 /// Written by hand into a stack buffer: with `format!` and `HeaderValue::from_str` this was
-/// ~900 of a GET's ~17,600 instructions (callgrind), on the path SPEC §7 compares with an
+/// ~900 of a GET's ~17,600 instructions (callgrind), on the path BENCHMARKS.md compares with an
 /// axum hello-world.
 pub fn etag(version: u64) -> HeaderValue {
     // A quote, at most 20 digits (u64::MAX), a quote.

@@ -1,4 +1,4 @@
-//! The request body's deadline (SPEC §6): a body must have arrived in full within a fixed
+//! The request body's deadline (docs/serve.md): a body must have arrived in full within a fixed
 //! time of its request's header, however its bytes trickle. The header read timeout ends
 //! where the header does, and the idle timeout (`conn`) never fires while a byte moves every
 //! few seconds, so without this a client sending `Content-Length: 1000000` and then one byte
@@ -18,7 +18,7 @@ use std::time::Duration;
 use hyper::body::{Body, Bytes, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
-/// How long a request body may take after its header (SPEC §6).
+/// How long a request body may take after its header (docs/serve.md).
 pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The error of a body that did not arrive in time; found again by `api::json_body` in the

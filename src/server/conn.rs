@@ -1,4 +1,4 @@
-//! Connection hygiene for `serve` (SPEC §6): a cap on open connections below the process's
+//! Connection hygiene for `serve` (docs/serve.md): a cap on open connections below the process's
 //! file limit, and an idle timeout that closes a connection on which no byte moved for a
 //! while (a client that opens a socket and sends nothing, or half a request, or keeps an
 //! idle keep-alive connection), so that idle sockets can never lock new clients out.
@@ -85,7 +85,7 @@ pub struct Guarded {
     last: Instant,
     /// Fires at the earliest moment the connection can have been idle for `idle`; it is
     /// moved only when it fires (lazily), not on every read and write: a timer reset per I/O
-    /// was a visible share of a GET's CPU (issue 12 item 8).
+    /// was a visible share of a GET's CPU (BENCHMARKS.md "serve").
     deadline: Pin<Box<Sleep>>,
 }
 
@@ -180,7 +180,7 @@ impl AsyncWrite for Guarded {
 
     /// Vectored like the stream underneath: hyper then sends a response's head and body with
     /// one `writev` instead of first copying the body behind the head (as the hello-world's
-    /// plain `TcpStream` does; issue 12 item 8).
+    /// plain `TcpStream` does; BENCHMARKS.md "serve").
     fn poll_write_vectored(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

@@ -10,7 +10,7 @@
 //! functions, checks and hygiene the router runs for them (`Guard::refusal`, `api::*_answer`,
 //! `mark_and_log`, a panic → 500). Why: the router's matching, its two `from_fn` layers, the
 //! body-limit layer and the boxed services they clone per request were ~20% of a GET's CPU
-//! (perf under wrk, issue 12 item 8), and these three routes are what clients poll. Their
+//! (perf under wrk, BENCHMARKS.md "serve"), and these three routes are what clients poll. Their
 //! answers are ready at once, so they are never "in flight" and cost no timer.
 //!
 //! Must not: know connections, TLS or HTTP versions beyond a request's own header (that is
@@ -48,7 +48,7 @@ pub struct App {
     store: Arc<Store>,
     guard: Arc<Guard>,
     log: Option<Log>,
-    /// How long a request body may take after its header (SPEC §6: 30 s).
+    /// How long a request body may take after its header (docs/serve.md: 30 s).
     body_timeout: Duration,
     requests: Requests,
 }

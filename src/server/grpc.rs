@@ -1,4 +1,4 @@
-//! `serve`'s gRPC front door (SPEC §5.3): Armada's `api.RetryPolicyService`, `api.QueueService`
+//! `serve`'s gRPC front door (docs/serve.md): Armada's `api.RetryPolicyService`, `api.QueueService`
 //! and the queue methods and `Health` of `api.Submit` (what armadactl's queue verbs call), over
 //! the same store, validation and error texts as the REST routes (`api`).
 //!
@@ -10,7 +10,7 @@
 //! implementation for both front doors: `api::write_decoded_queue` one queue,
 //! `api::write_batch` a batch), or know connections (`accept` hands HTTP/2 requests over).
 //!
-//! Decisions where SPEC is silent (also in the README's `serve` section):
+//! Decisions the design leaves open (also in the README's `serve` section):
 //! - The same rules as REST, not upstream's: a create of an existing name is AlreadyExists,
 //!   a delete of a missing one NotFound, a delete of a policy queues use FailedPrecondition,
 //!   no owner is filled in (upstream upserts, succeeds, detaches, fills in the caller).
@@ -286,7 +286,7 @@ impl Grpc {
 }
 
 /// tonic refuses a request frame longer than the limit as OutOfRange; grpc-go, whose clients
-/// armadactl and Armada's Python client are, as ResourceExhausted (SPEC §5.3). The refusal is
+/// armadactl and Armada's Python client are, as ResourceExhausted (docs/serve.md). The refusal is
 /// answered in the headers alone (the request was never decoded), so it is renamed there.
 fn too_large_is_resource_exhausted(headers: &mut axum::http::HeaderMap) {
     const OUT_OF_RANGE: &[u8] = b"11";
@@ -600,7 +600,7 @@ impl Services {
         }
     }
 
-    /// The first `num` queues by name (all for 0), then the end marker (SPEC §5.3).
+    /// The first `num` queues by name (all for 0), then the end marker (docs/serve.md).
     fn queue_stream(&self, num: u32) -> QueueStream {
         let limit = (num > 0).then_some(num as usize);
         let mut out: Vec<Result<pb::StreamingQueueMessage, Status>> = self
@@ -816,7 +816,7 @@ impl QueueService for Services {
     }
 }
 
-/// armadactl's queue verbs call these (SPEC §5.3): the same as `QueueService`'s.
+/// armadactl's queue verbs call these (docs/serve.md): the same as `QueueService`'s.
 #[tonic::async_trait]
 impl Submit for Services {
     type GetQueuesStream = QueueStream;

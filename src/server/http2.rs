@@ -37,7 +37,7 @@ use super::grpc::Grpc;
 /// one `writev`; a connection whose client multiplexes stays awake for [`WAKEFUL`] before it
 /// sleeps.
 /// hyper's server spawned a task per stream and wrote each answer alone (BENCHMARKS.md,
-/// issue 22). A call that must wait (a write, a body still arriving, a stream) continues on
+/// "gRPC"). A call that must wait (a write, a body still arriving, a stream) continues on
 /// a task of its own, as under hyper. What a client sees is what hyper's server sent (but
 /// for `date`, see the module docs): the same settings, the same headers, the same frames, a
 /// reset stream when the client resets it or the body fails.
@@ -135,7 +135,7 @@ enum Turn {
 /// the server's core idled 7–9% of the time, 1–2% when awake 20 µs more (50 µs did no
 /// better). Only a turn that brought several requests, or one caught while awake, keeps a
 /// connection awake: a client that makes one call at a time pays nothing, one that sends its
-/// calls in bursts at most 20 µs per burst (BENCHMARKS.md, issue 22, for both).
+/// calls in bursts at most 20 µs per burst (BENCHMARKS.md, for both).
 const WAKEFUL: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// Concurrent HTTP/2 streams per connection.

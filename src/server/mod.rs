@@ -1,4 +1,4 @@
-//! `retryctl serve`: a local Armada-compatible server over SQLite: the REST API (SPEC §5, §6)
+//! `retryctl serve`: a local Armada-compatible server over SQLite: the REST API (docs/cli.md, docs/serve.md)
 //! and Armada's gRPC services (§5.3) on the same address, over one store.
 //!
 //! Owns: binding (and loading the TLS certificate), the router, and the request hygiene
@@ -13,7 +13,7 @@
 //! the process, or read the environment; `api` has the handlers, `store` the data (its
 //! group-commit writer, the read cache every GET answers from, and the SQLite file).
 //!
-//! Decisions where SPEC is silent: `/health` needs no credentials (load balancers and
+//! Decisions the design leaves open: `/health` needs no credentials (load balancers and
 //! readiness probes call it without any); unknown routes answer upstream's plain-text
 //! `Not Found` so a client can tell "no such route" from "no such resource".
 
@@ -69,14 +69,14 @@ pub struct Config {
     /// After the shutdown signal, how long in-flight requests get before the server stops
     /// anyway (a client that never finishes its request must not keep it up forever).
     pub shutdown_grace: std::time::Duration,
-    /// A connection on which no byte moved for this long is closed (SPEC §6: idle
+    /// A connection on which no byte moved for this long is closed (docs/serve.md: idle
     /// keep-alive timeout, 10 s).
     pub idle_timeout: std::time::Duration,
     /// The TLS handshake, and then each request header, must complete within this (each),
-    /// however slowly the bytes trickle (SPEC §6: header read timeout, 10 s).
+    /// however slowly the bytes trickle (docs/serve.md: header read timeout, 10 s).
     pub header_read_timeout: std::time::Duration,
     /// A request body must have arrived in full within this of its header, whatever its
-    /// credentials (SPEC §6: 30 s; 408 and the connection closed otherwise).
+    /// credentials (docs/serve.md: 30 s; 408 and the connection closed otherwise).
     pub body_read_timeout: std::time::Duration,
     /// `--tls-cert` and `--tls-key`: speak HTTPS only.
     pub tls: Option<TlsFiles>,
@@ -279,7 +279,7 @@ impl Server {
         let db = config.db.clone();
         let store = tokio::task::spawn_blocking(move || Store::open(db)).await??;
         let store = Arc::new(store);
-        // DNS-rebinding guard (SPEC §6): only when nobody needs credentials and the operator
+        // DNS-rebinding guard (docs/serve.md): only when nobody needs credentials and the operator
         // did not declare the network trusted with `--allow-anonymous`.
         let check_host = !auth.required() && !config.allow_anonymous;
         let guard = Guard {
@@ -540,7 +540,7 @@ async fn authenticate(State(guard): State<Arc<Guard>>, req: Request, next: Next)
 }
 
 /// A write's body must be declared JSON: a browser page can send `text/plain` (or a form)
-/// to any address without a CORS preflight, but not `application/json` (SPEC §6).
+/// to any address without a CORS preflight, but not `application/json` (docs/serve.md).
 fn check_json(value: Option<&HeaderValue>) -> Result<(), ApiError> {
     let text = value.and_then(|v| v.to_str().ok()).unwrap_or("");
     let essence = text.split(';').next().unwrap_or("").trim();
@@ -622,7 +622,7 @@ fn panic_payload_text(payload: &(dyn std::any::Any + Send)) -> String {
 /// Headers, where credentials travel, are never logged.
 ///
 /// One layer for the three, and one `String` per line: every layer and allocation is paid by
-/// every GET (issue 12 item 8). The panic is caught where the handler's future is polled, on
+/// every GET (BENCHMARKS.md "serve"). The panic is caught where the handler's future is polled, on
 /// the request's own task: a task spawned per request for this cost a fifth of a GET's CPU.
 async fn log_and_mark(State(log): State<Option<Log>>, req: Request, next: Next) -> Response {
     let started = Instant::now();
@@ -646,7 +646,7 @@ fn log_start(log: Option<&Log>, method: &Method, uri: &axum::http::Uri) -> Optio
 
 /// A request's path and query as logged: the values of credential parameters (`token`,
 /// `access_token`, `password`, `key`, `secret`, … as in `redact`) are masked, as a client
-/// that puts its token in the URL must not find it in the server's log (SPEC §6).
+/// that puts its token in the URL must not find it in the server's log (docs/serve.md).
 fn logged_target(uri: &axum::http::Uri) -> String {
     let mut out = String::with_capacity(uri.path().len() + uri.query().map_or(0, |q| q.len() + 1));
     push_target(&mut out, uri);
@@ -678,7 +678,7 @@ fn mark_and_log<B>(resp: &mut axum::http::Response<B>, log: Option<&Log>, line: 
             micros % 1000
         );
         // Never waits: a reader that is behind (a full pipe) or gone costs the line, counted,
-        // not the request (SPEC §6).
+        // not the request (docs/serve.md).
         if log.try_send(line).is_err() {
             count_dropped_log_lines(1);
         }

@@ -1,4 +1,4 @@
-//! `retryctl tune` (SPEC §8): parse each `--vary NAME:PATH=VALUES`, check the varies against
+//! `retryctl tune` (docs/tune.md): parse each `--vary NAME:PATH=VALUES`, check the varies against
 //! the template, count the candidates and build each candidate's documents (this module and
 //! `vary`, `candidates`: pure); replay the history once for all of them (`sweep`); score and
 //! rank them (`rank`: pure).

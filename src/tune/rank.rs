@@ -1,4 +1,4 @@
-//! Ranking the candidates of `tune` (SPEC §8): each one's expected successes and cost, the
+//! Ranking the candidates of `tune` (docs/tune.md): each one's expected successes and cost, the
 //! frontier, and the recommendation under the constraints.
 //!
 //! Owns: `expectedSucceeded` = the candidate's Succeeded jobs + Σ pSucceeded of its Pending
@@ -9,7 +9,7 @@
 //! cost, fewer retries added, lower id — and none unless it beats the baseline's
 //! expectedSucceeded. Pure: numbers in, numbers out.
 //!
-//! Decisions where SPEC §8 is silent: the baseline's cost is its own expected run time past
+//! Decisions docs/tune.md leaves open: the baseline's cost is its own expected run time past
 //! the record (it adds and removes nothing against itself), so the two are on one scale;
 //! the recommendation order lists the candidates that meet the constraints first, then the
 //! others by the same key.

@@ -1,4 +1,4 @@
-//! One pass over the history for every candidate of `tune` (SPEC §8): each history is read
+//! One pass over the history for every candidate of `tune` (docs/tune.md): each history is read
 //! and decoded once, replayed once under the baseline, then under each candidate, and each
 //! candidate's comparison is folded exactly as `simulate --baseline` folds it
 //! (`replay::run::tally_job`), so that candidate i's numbers are what `simulate -f
@@ -10,7 +10,7 @@
 //! replay has about its input (bad lines, missing queues), handed to a [`Listener`]. Must
 //! not: rank candidates (that is `rank`), format or decide exit codes.
 //!
-//! Decisions where SPEC §8 is silent:
+//! Decisions docs/tune.md leaves open:
 //! - a `scheduler:` vary changes the scheduler both sides run under, as `simulate
 //!   --scheduler-config` would for that candidate: the baseline is replayed once per distinct
 //!   scheduler setting among the candidates; the baseline's own row is the template's.
@@ -204,7 +204,7 @@ impl Ids {
     /// low: arms of other groups never share a key). `reach`: each limit as far as the job's runs reach it —
     /// a retry is granted while a rule's count is below its limit, and the count of a
     /// rule that `n` runs match is below `n` whenever one is decided, so every limit from
-    /// `n` on decides the job alike (SPEC §2.4; an unset one is `globalMaxRetries`, whose
+    /// `n` on decides the job alike (docs/engines.md; an unset one is `globalMaxRetries`, whose
     /// own check, on the total, comes first). Without `reach`, the limits as they are:
     /// what the runs a Pending job has left depend on.
     fn key(&self, arm: usize, g: u64, keys: &[Matched], list: &[usize], reach: bool) -> Key {
@@ -221,7 +221,7 @@ impl Ids {
                     None => u64::MAX - 1,
                 },
                 // The first policy of the list whose default retries takes the job's
-                // unmatched failures (SPEC §2.4); the defaults' actions say which one it is.
+                // unmatched failures (docs/engines.md); the defaults' actions say which one it is.
                 None => {
                     let taken = list
                         .iter()
@@ -301,7 +301,7 @@ struct Base {
 }
 
 /// What a pass over some jobs adds up: a worker's over its unit, the pass's over every
-/// unit, and a shard's, which its partial holds (SPEC §9). The same whatever the split.
+/// unit, and a shard's, which its partial holds (docs/past-one-machine.md). The same whatever the split.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Tallies {
     jobs: u64,
@@ -359,7 +359,7 @@ impl Tallies {
     }
 }
 
-/// The fields a rule's matching reads (SPEC §2.3): a vary of any of them gives candidates
+/// The fields a rule's matching reads (docs/engines.md): a vary of any of them gives candidates
 /// different matchers; `defaultPolicyName` gives jobs a different list.
 const MATCHING: [&str; 13] = [
     "onConditions",
@@ -689,7 +689,7 @@ pub fn sweep<S: HistorySource>(
     Ok(fold.finish(options))
 }
 
-/// [`sweep`] into a partial result (SPEC §9): the jobs to list recorded, the shard's
+/// [`sweep`] into a partial result (docs/past-one-machine.md): the jobs to list recorded, the shard's
 /// tallies returned.
 pub fn sweep_partial<S: HistorySource>(
     source: S,

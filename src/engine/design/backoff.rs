@@ -1,4 +1,4 @@
-//! Backoff and jitter (SPEC §2.5): each backoff field resolved rule → policy → scheduler →
+//! Backoff and jitter (docs/engines.md): each backoff field resolved rule → policy → scheduler →
 //! built-in, the delay of the `n`th retry under a counter, and the deterministic jitter
 //! fraction of a (job, run).
 //!
@@ -11,7 +11,7 @@ use crate::model::policy::Backoff;
 
 use crate::engine::job_state::fnv1a;
 
-/// Built-in backoff (SPEC §2.5), the last level of inheritance.
+/// Built-in backoff (docs/engines.md), the last level of inheritance.
 pub const BUILTIN_INITIAL_DELAY: GoDuration = GoDuration(0);
 pub const BUILTIN_MAX_DELAY: GoDuration = GoDuration(10 * 60 * 1_000_000_000);
 pub const BUILTIN_MULTIPLIER: f64 = 2.0;

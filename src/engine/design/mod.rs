@@ -1,4 +1,4 @@
-//! The design engine (SPEC §2.1–2.9): one finished run of a job decided against its
+//! The design engine (docs/engines.md): one finished run of a job decided against its
 //! effective policies, as the numbered steps of §2.3–2.9.
 //!
 //! Owns: [`evaluate`] and its steps: the bypass paths (§2.8), the first match across the list
@@ -7,10 +7,10 @@
 //! memory bump (§2.6). It returns a [`Verdict`] (`verdict`): numbers and indices, put into
 //! words only for a record.
 //!
-//! Must not: allocate (SPEC §7; `tests/alloc.rs` counts), do I/O, read a clock or the
+//! Must not: allocate (BENCHMARKS.md; `tests/alloc.rs` counts), do I/O, read a clock or the
 //! environment.
 //!
-//! Decisions where SPEC §2 is silent, as an operator would expect:
+//! Decisions docs/engines.md leaves open, as an operator would expect:
 //! - a `Fail` rule or a `Fail` default decides `fail_rule` / `fail_default` even under the
 //!   kill switch (`globalMaxRetries: 0`): the policy's own verdict is the more precise reason,
 //!   and the outcome (no retry) is the same.
@@ -46,12 +46,12 @@ pub use backoff::{
 };
 pub use verdict::Verdict;
 
-/// Evaluates one finished run (SPEC §2.3–2.9) and updates `state`. Allocates nothing: the
+/// Evaluates one finished run (docs/engines.md) and updates `state`. Allocates nothing: the
 /// result holds indices and numbers ([`Verdict`]), put into words only for records.
 ///
 /// `policies` is the effective list (§2.1, empty = legacy), `run_index` the run's position
 /// in the job, `failed_at` when it ended (ns since submission). Each step below is one
-/// numbered section of SPEC §2.
+/// numbered section of docs/engines.md.
 pub fn evaluate(
     policies: Policies<'_>,
     settings: &Settings,
@@ -73,7 +73,7 @@ pub fn evaluate(
     )
 }
 
-/// A run's first match over a policy list (SPEC §2.3): the policy, the rule and its signal.
+/// A run's first match over a policy list (docs/engines.md): the policy, the rule and its signal.
 pub type Match = Option<(usize, usize, Signal)>;
 
 /// [`evaluate`] with the first match already known: `matched` is what [`first_match`] of
@@ -170,7 +170,7 @@ fn evaluate_with(
 /// How many runs copies of a failed `run` (same match, `matched`; the first of them is run
 /// `run_index`) start from `state` before one is decided Fail, that one included, at most
 /// `max` (≥ 1): what [`evaluate_matched`] decides copy after copy, without deciding each.
-/// Such copies are decided by the counters alone (SPEC §2.4): every one takes the same
+/// Such copies are decided by the counters alone (docs/engines.md): every one takes the same
 /// path, and a retry under a rule is granted while the rule's counter is below its limit and
 /// the job's total below `globalMaxRetries`, each grant adding one to both. The bypass paths
 /// of a failed run, a `Fail` rule and no retrying default all fail the first copy. `None`
@@ -214,7 +214,7 @@ pub fn copies_until_fail(
     Some(granted.saturating_add(1).min(max))
 }
 
-/// SPEC §2.8: cancelled, failFast, the legacy path (feature off or no policy) and a
+/// docs/engines.md: cancelled, failFast, the legacy path (feature off or no policy) and a
 /// returned lease are decided without the policies.
 fn bypass_paths(
     policies: &[&CompiledPolicy],
@@ -258,14 +258,14 @@ fn bypass_paths(
     None
 }
 
-/// SPEC §2.4, no rule matched: the first effective policy whose default action is `Retry`.
+/// docs/engines.md, no rule matched: the first effective policy whose default action is `Retry`.
 fn default_retry(policies: &[&CompiledPolicy]) -> Option<usize> {
     policies
         .iter()
         .position(|cp| cp.policy.default_action() == Action::Retry)
 }
 
-/// SPEC §2.4: a retry is granted iff the matched counter is below its effective limit
+/// docs/engines.md: a retry is granted iff the matched counter is below its effective limit
 /// (`rule.retryLimit ?? policy.retryLimit ?? globalMaxRetries`; the first two are resolved in
 /// the compiled policy, `limit`) and the total below `globalMaxRetries`; then both grow:
 /// `Ok((counter after, limit))`. Otherwise the bound that was hit, the global one when both
@@ -288,7 +288,7 @@ fn count_within_limits(
     Ok((state.bump(p, rule_ref), limit))
 }
 
-/// SPEC §2.5: backoff for the `n`th retry under the counter, deterministic jitter, and the
+/// docs/engines.md: backoff for the `n`th retry under the counter, deterministic jitter, and the
 /// graceful-shutdown floor of a preempted run: the parts of the delay.
 fn backoff_and_grace(
     settings: &Settings,

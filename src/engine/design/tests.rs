@@ -1,4 +1,4 @@
-//! Table tests for every numbered rule of SPEC §2, and property tests over generated
+//! Table tests for every numbered rule of docs/engines.md, and property tests over generated
 //! policies and histories. Policies and histories are written as YAML, the way operators
 //! write them, and decoded by the real decoders.
 
@@ -780,7 +780,7 @@ fn bypass_paths() {
     assert!(r.runs.iter().all(|x| x.pod_name == "armada-j-0"));
 }
 
-/// SPEC §2.8 "Decided" (differential testing against the reference model, 2026-11): each
+/// docs/engines.md "Decided" (differential testing against the reference model, 2026-11): each
 /// case pinned so that it stays decided.
 #[test]
 fn decided_cases_stay_decided() {

@@ -1,4 +1,4 @@
-//! One design-engine evaluation as numbers and indices (SPEC §2.9), and its words.
+//! One design-engine evaluation as numbers and indices (docs/engines.md), and its words.
 //!
 //! Owns: [`Verdict`], what [`super::evaluate`] returns without allocating, and
 //! [`Decision::from_verdict`], which puts it into words (the signal, the nodes to avoid, the
@@ -10,7 +10,7 @@ use crate::model::policy::Action;
 
 use crate::engine::{pod_name, Avoid, Decision, DecisionKind, DelayParts, JobState, MemoryNote, RuleRef, Signal};
 
-/// One design-engine evaluation (SPEC §2.9) as numbers and indices: what [`super::evaluate`]
+/// One design-engine evaluation (docs/engines.md) as numbers and indices: what [`super::evaluate`]
 /// returns, with no heap allocation. The words of the record — the signal, the nodes to
 /// avoid, the next pod's name — are made by [`Decision::from_verdict`] for the records that
 /// carry them.
@@ -24,7 +24,7 @@ use crate::engine::{pod_name, Avoid, Decision, DecisionKind, DelayParts, JobStat
 pub struct Verdict {
     pub kind: DecisionKind,
     pub avoid: Avoid,
-    /// The job runs again (the next pod's name is SPEC §2.7's for the next run index).
+    /// The job runs again (the next pod's name is docs/engines.md's for the next run index).
     pub next_pod: bool,
     pub(super) memory_note: Option<MemoryNote>,
     /// The counter and limit below are set (a rule or default action was counted).
@@ -145,7 +145,7 @@ impl Verdict {
 
 impl Decision {
     /// The record of a [`Verdict`] for `run`, the run at `run_index` of job `job_id`, with
-    /// `state` as it was when the run was decided. `numbered_pods`: SPEC §2.7's feature.
+    /// `state` as it was when the run was decided. `numbered_pods`: docs/engines.md's feature.
     pub fn from_verdict(
         v: &Verdict,
         run: &Run,

@@ -1,4 +1,4 @@
-//! SPEC §2.3 over one compiled policy, per decision: the candidates the masks leave, tried in
+//! docs/engines.md over one compiled policy, per decision: the candidates the masks leave, tried in
 //! rule order; the first that matches wins.
 //!
 //! Owns: [`CompiledPolicy::first_match`] and its steps: the candidate bitset of a word of
@@ -15,7 +15,7 @@ use super::signal::Signal;
 use super::CompiledPolicy;
 
 impl CompiledPolicy {
-    /// SPEC §2.3 over this policy's rules: the first rule that matches, with its signal.
+    /// docs/engines.md over this policy's rules: the first rule that matches, with its signal.
     /// Only candidates are tried — rules without a category and those listing the run's,
     /// less those the run's conditions or exit codes reject by mask — in rule order.
     /// `shared`: where the answer for its regex message rules may come from (the list's shared

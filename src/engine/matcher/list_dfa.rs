@@ -1,5 +1,5 @@
 //! One search per message for the regex message rules of every effective policy at once
-//! (SPEC §2.2–2.3), in place of one literal scan per policy and a regex search per rule left.
+//! (docs/engines.md), in place of one literal scan per policy and a regex search per rule left.
 //!
 //! Owns: [`SharedRegexes`], built once per effective policy list (the simulator keeps one per
 //! resolved list): the patterns of the regex `onTerminationMessage` rules without
@@ -12,13 +12,13 @@
 //! which patterns match which eligible message.
 //!
 //! Why a walk of our own: a walk is a chain of dependent loads, one per byte, and the
-//! worst-case decision of SPEC §7 (60 anchored Xid rules, the last one matching) spends
+//! worst-case decision of BENCHMARKS.md (60 anchored Xid rules, the last one matching) spends
 //! about half its time in it. The library's search loop re-enters per match and checks each
 //! state's kind separately; this one waits on one load per byte and on two per literal run.
 //!
 //! Must not: guess. The answer is exact, or there is none (`None`: the DFA could not be built,
 //! or it gave up on a message) and the policies answer by their own per-policy path, which
-//! gives the same decisions. It must not allocate per search (SPEC §7: the DFA is built on the
+//! gives the same decisions. It must not allocate per search (BENCHMARKS.md: the DFA is built on the
 //! first search, once per list, like a `Regex` filling its cache), nor decide which rule wins:
 //! it only says which patterns match.
 

@@ -1,4 +1,4 @@
-//! A policy's rejection masks (SPEC §2.3): tables built once per policy that turn what a run
+//! A policy's rejection masks (docs/engines.md): tables built once per policy that turn what a run
 //! is — its category, pod conditions, selected exit codes, a named container's exit code or
 //! message first byte — into bitsets over rule indices, so that a decision rejects most rules
 //! with a few loads and mask operations before trying any.

@@ -1,5 +1,4 @@
-//! One policy's own search over its regex message rules without `containerName` (SPEC
-//! §2.2–2.3): the path a policy answers by when the list's shared DFA does not cover it
+//! One policy's own search over its regex message rules without `containerName` (docs/engines.md): the path a policy answers by when the list's shared DFA does not cover it
 //! (`super::list_dfa`), or gave up on a run.
 //!
 //! Owns: [`MessageRegexes`]: for a policy of at most 64 rules, the literal prefilter

@@ -1,4 +1,4 @@
-//! Policies compiled once into matcher tables (SPEC §2.2–2.3), read by both engines: the
+//! Policies compiled once into matcher tables (docs/engines.md), read by both engines: the
 //! design engine matches with them, the upstream engine reads the policy and its memory bumps.
 //!
 //! Owns: [`CompiledPolicy`], built from a [`RetryPolicy`] in named steps — each rule's

@@ -1,4 +1,4 @@
-//! A rule's compiled `onTerminationMessage` pattern (SPEC §2.3), with the literal fast path.
+//! A rule's compiled `onTerminationMessage` pattern (docs/engines.md), with the literal fast path.
 //!
 //! Owns: [`Pattern`]: a literal pattern (the common `TRANSIENT`, `^OOM`, `.*CUDA error.*`) as a
 //! substring or prefix test, anything else as the rule's own `Regex` (`compile_pattern`).

@@ -1,4 +1,4 @@
-//! The effective policy list (SPEC §2.1) as the design engine matches it: the first matching
+//! The effective policy list (docs/engines.md) as the design engine matches it: the first matching
 //! rule across the concatenated rules of its policies (§2.3), each policy's regex message rules
 //! answered by the list's one shared search where it covers them.
 //!
@@ -15,7 +15,7 @@ use super::run_facts::RunFacts;
 use super::signal::Signal;
 use super::CompiledPolicy;
 
-/// The effective policies of a job (SPEC §2.1, in order; empty = legacy) as `evaluate` takes
+/// The effective policies of a job (docs/engines.md, in order; empty = legacy) as `evaluate` takes
 /// them: the list, and the [`SharedRegexes`] built from that same list when the caller keeps
 /// one (the simulator does, per resolved list), which search a message once for the regex
 /// message rules of every policy. Without them each policy searches on its own, with the same
@@ -51,7 +51,7 @@ impl<'a> std::ops::Deref for Policies<'a> {
 }
 
 impl Policies<'_> {
-    /// SPEC §2.3: the first matching rule across the concatenated rules of the effective
+    /// docs/engines.md: the first matching rule across the concatenated rules of the effective
     /// policies, as (policy index, rule index, signal). The list's shared regexes search the
     /// run's messages once, when the first policy they cover needs their answer.
     // `inline`: the design engine's one call per decision, inlined there as it was when this

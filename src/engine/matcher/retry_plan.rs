@@ -1,4 +1,4 @@
-//! What a retry under each rule takes (SPEC §2.4–2.6), resolved once when a policy is
+//! What a retry under each rule takes (docs/engines.md), resolved once when a policy is
 //! compiled rather than through rule and policy on every decision.
 //!
 //! Owns: [`RetryPlan`]: each backoff field rule → policy (the scheduler's level and the
@@ -24,7 +24,7 @@ pub(crate) struct RetryPlan {
 }
 
 impl RetryPlan {
-    /// SPEC §2.4–2.6 for `rule` of `policy`, or for its default action (`None`: a default
+    /// docs/engines.md for `rule` of `policy`, or for its default action (`None`: a default
     /// retry takes the policy's backoff and antiAffinity, and carries no mutation).
     pub(super) fn new(rule: Option<&Rule>, policy: &RetryPolicy) -> RetryPlan {
         let (r, p) = (rule.map(|r| &r.backoff), &policy.backoff);

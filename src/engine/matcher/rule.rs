@@ -1,4 +1,4 @@
-//! One rule's matchers (SPEC §2.2–2.3), compiled into the shapes a decision reads, and the
+//! One rule's matchers (docs/engines.md), compiled into the shapes a decision reads, and the
 //! test of one candidate rule against a run.
 //!
 //! Owns: [`RuleMatcher`] (subcategories, conditions as a mask, the sorted exit-code set, the
@@ -22,7 +22,7 @@ struct ExitSet {
 }
 
 impl ExitSet {
-    /// SPEC §2.3: exit code 0 never matches either operator.
+    /// docs/engines.md: exit code 0 never matches either operator.
     fn admits(&self, code: i64) -> bool {
         code != 0 && self.codes.binary_search(&code).is_ok() == self.member_matches
     }
@@ -94,7 +94,7 @@ pub(super) fn compile_rule(rule: &Rule) -> Result<RuleMatcher, String> {
 }
 
 impl RuleMatcher {
-    /// SPEC §2.2: the container the rule's container-level matchers look at.
+    /// docs/engines.md: the container the rule's container-level matchers look at.
     fn selected(&self, facts: &RunFacts<'_>, names: &mut [u32; NAME_CACHE]) -> Option<u32> {
         match &self.container {
             Some(name) => match self.container_slot {
@@ -106,7 +106,7 @@ impl RuleMatcher {
         }
     }
 
-    /// SPEC §2.3 for a candidate rule (its category, if it lists any, already matched).
+    /// docs/engines.md for a candidate rule (its category, if it lists any, already matched).
     /// Cheapest first: subcategory, pod-level conditions (a mask test), then the container
     /// only when a container-level matcher needs it, then exit codes, then the message.
     /// `known_message`: the container whose message the rule's pattern matches first, when

@@ -1,4 +1,4 @@
-//! What the matchers read from a run (SPEC §2.2), computed once per decision rather than once
+//! What the matchers read from a run (docs/engines.md), computed once per decision rather than once
 //! per rule: the pod-level conditions as a mask, the category and its hash, the containers a
 //! rule without `containerName` selects and their exit codes; and the per-decision lookup of
 //! a named container.

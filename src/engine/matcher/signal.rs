@@ -1,4 +1,4 @@
-//! The signal of SPEC §2.9: what a matched rule (or a default action) saw in the run, held as
+//! The signal of docs/engines.md: what a matched rule (or a default action) saw in the run, held as
 //! indices into the run while deciding and put into words only when a record is written.
 //!
 //! Owns: [`Signal`] and its wording (`container main exit 137, category infra`), used by both
@@ -7,13 +7,13 @@
 //!
 //! The wording stays here rather than in `output`: a record ([`crate::engine::Decision`])
 //! carries its signal as text, and the replay, `--baseline`'s comparison and every output
-//! format read that text (SPEC §2.9's `signal` field).
+//! format read that text (docs/engines.md's `signal` field).
 
 use crate::model::failure_history::{Container, Run};
 use crate::model::policy::Condition;
 
 /// What matched, as indices into the run and flags: enough to write the signal of
-/// SPEC §2.9 (`container main exit 137, category infra`) later, and nothing to allocate now.
+/// docs/engines.md (`container main exit 137, category infra`) later, and nothing to allocate now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Signal {
     /// No rule matched; a default action decided.
@@ -32,7 +32,7 @@ pub enum Signal {
 }
 
 impl Signal {
-    /// The signal in words, as SPEC §2.9 writes it, for `run` (the run that was decided).
+    /// The signal in words, as docs/engines.md writes it, for `run` (the run that was decided).
     pub fn write(&self, run: &Run, out: &mut String) {
         let container = |i: u32| &run.containers[i as usize];
         let mut add = |parts: &[&str]| {

@@ -1,4 +1,4 @@
-//! Properties of the compiled matcher against the plain definition of SPEC §2.3: the
+//! Properties of the compiled matcher against the plain definition of docs/engines.md: the
 //! rejection masks, the policy-wide regex searches, the literal prefilter and the list's
 //! shared DFA each give what trying every rule's own matchers in order gives.
 //!

@@ -367,7 +367,7 @@ fn a_run_on_a_node_avoided_after_a_returned_lease_is_a_contradiction() {
     );
 }
 
-/// SPEC §2.10: `limit` is the policy's `retryLimit` on every engine evaluation that names
+/// docs/engines.md: `limit` is the policy's `retryLimit` on every engine evaluation that names
 /// one, `fail_global_limit` included; the global limit is `global_max_retries`.
 #[test]
 fn the_global_limit_record_names_the_policys_limit() {
@@ -429,8 +429,7 @@ proptest! {
     }
 }
 
-/// The signal names what an upstream rule matched on, in the design engine's words (SPEC
-/// §2.9): the run's category and, when it has one, its subcategory; a default action says no
+/// The signal names what an upstream rule matched on, in the design engine's words (docs/engines.md): the run's category and, when it has one, its subcategory; a default action says no
 /// rule matched.
 #[test]
 fn the_signal_names_the_category_a_rule_matched() {

@@ -1,5 +1,5 @@
 //! The read cache: every stored body with its version, in memory, which every read of the
-//! store answers from (SPEC §5's GETs and gRPC's Get/List calls never touch SQLite).
+//! store answers from (docs/cli.md's GETs and gRPC's Get/List calls never touch SQLite).
 //!
 //! Owns: the two maps (policies and queues, ordered by name), the reads over them, and the
 //! changes a committed write makes to them ([`CacheUpdate`]). Must not: change a map before

@@ -118,7 +118,7 @@ fn existing_version(
 
 pub struct Store {
     /// An exclusive `flock` on the database file, held for the store's life: one server per
-    /// file (SPEC §6), since two would each answer reads from their own cache.
+    /// file (docs/serve.md), since two would each answer reads from their own cache.
     _lock: Option<std::fs::File>,
     /// The connection and the cache, shared with the writer thread.
     shared: Arc<Shared>,

@@ -6,7 +6,7 @@
 //! `writer.rs`) or answer reads (the cache does, `cache.rs`).
 //!
 //! Durability: WAL with `synchronous = NORMAL`, so a commit survives the process being killed
-//! (SPEC §6) but not a power cut; automatic checkpoints are off and a background thread runs
+//! (docs/serve.md) but not a power cut; automatic checkpoints are off and a background thread runs
 //! them, so no write pays for one. The reasons and the measurements are at each setting.
 
 use std::path::{Path, PathBuf};
@@ -37,7 +37,7 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (queue_name, policy_name)
     ) WITHOUT ROWID;
     CREATE INDEX idx_queue_retry_policy_policy_name ON queue_retry_policy(policy_name);",
-    // 2: a version per row (SPEC §5.2), bumped in the same transaction as every write; the
+    // 2: a version per row (docs/cli.md), bumped in the same transaction as every write; the
     // ETag is this number. Rows written before it start at 1.
     "ALTER TABLE retry_policy ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
     ALTER TABLE queue ADD COLUMN version INTEGER NOT NULL DEFAULT 1;",
@@ -136,7 +136,7 @@ fn configure(conn: &Connection, file: bool) -> rusqlite::Result<()> {
     if file {
         // WAL: a commit is one append to the log. synchronous=NORMAL: the commit is in the
         // log (the OS page cache) before the write is acknowledged, so it survives the
-        // process being killed (`kill -9`, SPEC §6) but not a power cut or kernel crash.
+        // process being killed (`kill -9`, docs/serve.md) but not a power cut or kernel crash.
         // FULL (an fsync per commit) measured 8 ms per write on this machine's disk, capping
         // serialised writes near 125/s against the 1,000/s bar; see BENCHMARKS.md `## serve`.
         let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
