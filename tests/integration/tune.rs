@@ -69,14 +69,14 @@ fn printed(dir: &Path, args: &[&str], format: &str) -> String {
     String::from_utf8(run(dir, &[args, &["-o", format]].concat()).stdout).unwrap()
 }
 
-fn json(out: &Output) -> Value {
+pub(crate) fn json(out: &Output) -> Value {
     assert!(out.status.code().is_some_and(|c| c < 2), "{}", format_output(out));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", format_output(out)))
 }
 
 /// What `simulate --baseline -o json` prints of a comparison that tune also prints, keyed
 /// as tune names it.
-fn simulate_numbers(c: &Value) -> Value {
+pub(crate) fn simulate_numbers(c: &Value) -> Value {
     let mut transitions = c["transitions"].clone();
     transitions.as_object_mut().unwrap().remove("byState");
     let mut estimate = c["estimate"].clone();

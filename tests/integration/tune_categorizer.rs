@@ -11,6 +11,7 @@ use std::process::Output;
 use serde_json::Value;
 
 use crate::support::{format_output, retryctl, temp_home};
+use crate::tune::{json, simulate_numbers};
 
 /// Upstream's layout: rules on the categories the categorizer assigns.
 const POLICY: &str = "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: p\nretryLimit: 3\ndefaultAction: Fail\nrules:\n  - {action: Retry, onCategory: oom}\n  - {action: Retry, onCategory: user_error}\n";
@@ -47,26 +48,11 @@ fn run(dir: &Path, args: &[&str]) -> Output {
     retryctl(home.path()).current_dir(dir).args(args).output().unwrap()
 }
 
-fn json(out: &Output) -> Value {
-    assert!(out.status.code().is_some_and(|c| c < 2), "{}", format_output(out));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", format_output(out)))
-}
-
 /// What tune and `simulate --baseline` both print of a candidate, keyed as tune names it.
 fn numbers(c: &Value, collisions: &Value) -> Value {
-    let mut transitions = c["transitions"].clone();
-    transitions.as_object_mut().unwrap().remove("byState");
-    let mut estimate = c["estimate"].clone();
-    estimate.as_object_mut().unwrap().remove("method");
-    serde_json::json!({
-        "changed": c["changed"],
-        "transitions": transitions,
-        "retries": c["retries"],
-        "delay": c["delay"],
-        "compute": c["compute"],
-        "estimate": estimate,
-        "collisions": collisions,
-    })
+    let mut n = simulate_numbers(c);
+    n["collisions"] = collisions.clone();
+    n
 }
 
 /// `tune` over [`VARIES`] with `extra` flags, then for every candidate its policy (`--pick`)
