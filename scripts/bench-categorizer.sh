@@ -121,17 +121,9 @@ file="$dir/h-$runs.jsonl"
 python3 scripts/gen-histories.py "$runs" >"$file"
 echo "== $runs runs, $(wc -l <"$file") jobs, $(du -m "$file" | cut -f1) MiB; 20 categories, $(grep -c -- '- on\|containerName' "$config") rules"
 declare -A wall=() cpu=() rss=()
-run() { # name, command...
-    local name="$1"; shift
-    /usr/bin/time -f "%e %U %S %M" -o "$dir/time" "$@" >"$dir/out-$name" 2>"$dir/stderr" || true
-    read -r e u s k < <(tail -n 1 "$dir/time")
-    wall[$name]+="$e "
-    cpu[$name]+="$(python3 -c "print(round($u + $s, 2))") "
-    rss[$name]="$((k / 1024))"
-}
 for _ in $(seq "$rounds"); do
-    run plain "$bin" simulate "${policies[@]}" --history "$file"
-    run categorized "$bin" simulate "${policies[@]}" --history "$file" --categorizer "$config"
+    timed plain "$bin" simulate "${policies[@]}" --history "$file"
+    timed categorized "$bin" simulate "${policies[@]}" --history "$file" --categorizer "$config"
 done
 grep -m1 'category changes' "$dir/out-categorized" || true
 for name in plain categorized; do

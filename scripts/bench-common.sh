@@ -16,3 +16,20 @@ median() { python3 -c "import statistics, sys; print(f'{statistics.median(map(fl
 # $1 / $2 to two places ("n/a" when $2 is 0).
 ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}' if b else 'n/a')" "$1" "$2"; }
 machine() { echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load: $(cut -d' ' -f1-3 /proc/loadavg)"; }
+# Runs a command (after NAME) under GNU time: adds its wall and CPU (user + system) seconds
+# to wall[NAME] and cpu[NAME], and its peak RSS in MiB to rss[NAME] (associative arrays the
+# caller declares: `declare -A wall=() cpu=() rss=()`). Its stdout goes to $dir/out-NAME, or
+# to /dev/null when TIMED_QUIET is set (outputs of hundreds of MiB).
+timed() {
+    local name="$1" out
+    shift
+    out="$dir/out-$name"
+    [ -n "${TIMED_QUIET:-}" ] && out=/dev/null
+    /usr/bin/time -f "%e %U %S %M" -o "$dir/time" "$@" >"$out" 2>"$dir/stderr" || true
+    # GNU time writes "Command exited with non-zero status N" first when it does.
+    local e u s k
+    read -r e u s k < <(tail -n 1 "$dir/time")
+    wall[$name]+="$e "
+    cpu[$name]+="$(python3 -c "print(round($u + $s, 2))") "
+    rss[$name]="$((k / 1024))"
+}

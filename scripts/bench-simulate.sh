@@ -60,15 +60,8 @@ if [ -n "$ref" ]; then
     bins+=(ref)
 fi
 declare -A wall=() cpu=() rss=()
-measure() { # key, command...
-    local key="$1"; shift
-    /usr/bin/time -f "%e %U %S %M" -o "$dir/time" "$@" >/dev/null 2>"$dir/stderr" || true
-    # GNU time writes "Command exited with non-zero status N" first when it does.
-    read -r e u s k < <(tail -n 1 "$dir/time")
-    wall[$key]+="$e "
-    cpu[$key]+="$(python3 -c "print(round($u + $s, 2))") "
-    rss[$key]="$((k / 1024))"
-}
+# The outputs (up to hundreds of MiB) are not kept.
+export TIMED_QUIET=1
 show() { # key, label
     printf '%-44s %6ss wall (%s) %6ss CPU (%s) %4s MiB\n' "$2" "$(median "${wall[$1]}")" "${wall[$1]% }" \
         "$(median "${cpu[$1]}")" "${cpu[$1]% }" "${rss[$1]}"
@@ -81,14 +74,14 @@ for n in "$runs" "$((runs * 3))"; do
     echo "== $n runs, $(wc -l <"$file") jobs, $(du -m "$file" | cut -f1) MiB ${gen_flags[*]}"
     wall=() cpu=() rss=()
     for _ in $(seq "$rounds"); do
-        measure jq jq -c . "$file"
-        measure floor taskset -c 0 "$floor" "$file"
+        timed jq jq -c . "$file"
+        timed floor taskset -c 0 "$floor" "$file"
         for b in "${bins[@]}"; do
             x="${binary[$b]}"
-            measure "$b-sim" "$x" simulate "${policies[@]}" --history "$file"
-            measure "$b-sim1" taskset -c 0 "$x" simulate "${policies[@]}" --history "$file"
-            measure "$b-jsonl" "$x" simulate "${policies[@]}" --history "$file" -o jsonl
-            measure "$b-base" "$x" simulate "${policies[@]}" "${baseline[@]}" --history "$file"
+            timed "$b-sim" "$x" simulate "${policies[@]}" --history "$file"
+            timed "$b-sim1" taskset -c 0 "$x" simulate "${policies[@]}" --history "$file"
+            timed "$b-jsonl" "$x" simulate "${policies[@]}" --history "$file" -o jsonl
+            timed "$b-base" "$x" simulate "${policies[@]}" "${baseline[@]}" --history "$file"
         done
     done
     show jq "jq -c . FILE"

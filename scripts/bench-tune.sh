@@ -25,18 +25,10 @@ for n in "$runs" "$((runs * 3))"; do
     python3 scripts/gen-histories.py "$n" >"$file"
     echo "== $n runs, $(wc -l <"$file") jobs, $(du -m "$file" | cut -f1) MiB"
     declare -A wall=() cpu=() rss=()
-    run() { # name, command...
-        local name="$1"; shift
-        /usr/bin/time -f "%e %U %S %M" -o "$dir/time" "$@" >"$dir/out-$name" 2>"$dir/stderr" || true
-        read -r e u s k < <(tail -n 1 "$dir/time")
-        wall[$name]+="$e "
-        cpu[$name]+="$(python3 -c "print(round($u + $s, 2))") "
-        rss[$name]="$((k / 1024))"
-    }
     for _ in $(seq "$rounds"); do
-        run whatif "$bin" simulate "${policies[@]}" "${baseline[@]}" --history "$file"
-        run tune100 "$bin" tune "${policies[@]}" "${baseline[@]}" --history "$file" "${vary100[@]}"
-        run tune1000 "$bin" tune "${policies[@]}" "${baseline[@]}" --history "$file" "${vary1000[@]}"
+        timed whatif "$bin" simulate "${policies[@]}" "${baseline[@]}" --history "$file"
+        timed tune100 "$bin" tune "${policies[@]}" "${baseline[@]}" --history "$file" "${vary100[@]}"
+        timed tune1000 "$bin" tune "${policies[@]}" "${baseline[@]}" --history "$file" "${vary1000[@]}"
     done
     head -n 1 "$dir/out-tune100"
     head -n 1 "$dir/out-tune1000"
