@@ -249,6 +249,12 @@ pub fn io_reason(e: &io::Error) -> String {
     }
 }
 
+/// The documents of `text` as if read from a file named `name` (`suggest` reads what it
+/// proposes through the reader `validate` uses).
+pub fn parse_text(name: &str, text: &str, expected: Option<&[Kind]>) -> SourceFile {
+    source_from_bytes(name.to_string(), Ok(text.as_bytes().to_vec()), expected)
+}
+
 fn source_from_bytes(name: String, bytes: io::Result<Vec<u8>>, expected: Option<&[Kind]>) -> SourceFile {
     let mut file = SourceFile {
         name,

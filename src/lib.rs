@@ -49,6 +49,7 @@ pub mod output;
 pub mod redact;
 pub mod replay;
 pub mod server;
+pub mod suggest;
 pub mod tls;
 pub mod tune;
 pub mod wire;

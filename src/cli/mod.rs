@@ -288,6 +288,14 @@ pub enum Command {
     /// Search retry-policy candidates on a history: which policy should this cluster run?
     #[command(after_help = EX_TUNE)]
     Tune(TuneArgs),
+    /// Learn a retry policy from the cluster's own failures, and prove it on the same history.
+    ///
+    /// Every failed run gets a signature (its condition, failed container and exit code,
+    /// message template, pod error or category); a signature that retries have rescued gets a
+    /// Retry rule with the limit its successes by attempt justify, one they have not gets a
+    /// Fail rule. The proposal is replayed against the baseline as `simulate --baseline` would.
+    #[command(after_help = EX_SUGGEST)]
+    Suggest(SuggestArgs),
     /// Add up a sharded simulate or tune (`--shard I/N -o partial`) into one answer.
     ///
     /// Prints what the command prints unsharded, byte for byte: every shard 0..N−1 of one
@@ -898,7 +906,7 @@ pub struct SimulateArgs {
 // baseline, the engines, the scheduler's settings and the backtest. Shared by `simulate` and
 // `tune`, whose command attributes define the `histories` and `what_if` groups and the window
 // flags' help. (A `//` comment: a doc comment here would become the commands' about text.)
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ReplayArgs {
     /// A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`.
     #[arg(long, value_name = "PATH")]
@@ -1056,6 +1064,65 @@ pub struct TuneArgs {
     /// complete; left as it was when no result is written.
     #[arg(long, value_name = "FILE")]
     pub output_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("histories").required(true).args(["history", "lookout_db"])))]
+#[command(group(clap::ArgGroup::new("what_if").args(["baseline", "baseline_from_cluster"])))]
+#[command(mut_arg("since", |a| a.help("With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)")))]
+#[command(mut_arg("from", |a| a.help("With --lookout-db: only jobs submitted at or after this RFC 3339 time")))]
+#[command(mut_arg("to", |a| a.help("With --lookout-db: only jobs submitted before this RFC 3339 time")))]
+#[command(mut_arg("queue", |a| a.help("With --lookout-db: the jobs of this queue; with -o policy, also print this Queue with the proposal first in its retryPolicies")))]
+#[command(mut_arg("baseline", |a| a.help("The policies the cluster runs today (files, directories): what the proposal is compared with, and whose first policy gives its defaultAction and retryLimit (none: no policy)")))]
+#[command(mut_arg("backtest_at", |a| a.help("Learn from the jobs submitted before TIME (RFC 3339) and report the proposal's effect on the jobs submitted at or after it alone (every job needs `job.submittedAt`)")))]
+pub struct SuggestArgs {
+    #[command(flatten)]
+    pub replay: ReplayArgs,
+
+    /// The executor's categorizer config as deployed (its `errorCategories`): the baseline
+    /// classifies failed runs with it; with --engine upstream the proposed categorizer keeps
+    /// its categories after the new ones.
+    #[arg(long, value_name = "FILE")]
+    pub categorizer: Option<PathBuf>,
+
+    /// A signature needs this many trials (failed runs followed by another run) for a rule
+    /// of its own.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub min_trials: u64,
+
+    /// A retry pays when at least this share of trials succeeds (0 < P < 1): below it, a
+    /// signature gets Fail, and the limit stops at the first depth below it.
+    #[arg(long, value_name = "P", default_value_t = 0.05)]
+    pub futile: f64,
+
+    /// The largest limit proposed (1 to 10000).
+    #[arg(long, value_name = "L", default_value_t = 5)]
+    pub max_limit: u32,
+
+    /// The proposed policy's name.
+    #[arg(long, value_name = "NAME", default_value = "suggested")]
+    pub name: String,
+
+    /// Output format: html is one self-contained page, markdown a report for a pull
+    /// request, policy the proposed documents alone (ready for `validate`, `tune -f` and
+    /// `apply -f`).
+    #[arg(short = 'o', long, value_enum, value_name = "OUTPUT", default_value = "table")]
+    pub output: SuggestOutput,
+
+    /// Write the result to this file instead of stdout: written beside it and renamed once
+    /// complete; left as it was when no result is written.
+    #[arg(long, value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SuggestOutput {
+    Table,
+    Json,
+    Yaml,
+    Html,
+    Markdown,
+    Policy,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -1254,6 +1321,12 @@ const EX_TUNE: &str = "Examples:\n  retryctl tune -f p/ --history week.jsonl --v
   retryctl tune -f p/ --history week.jsonl --vary ml:spec.retryLimit=0..10 -o html > tune.html
   retryctl tune -f p/ --vary ml:spec.retryLimit=0..10 --pick 4 -o yaml > picked.yaml
   retryctl tune -f p/ --history y.jsonl --vary ml:retryLimit=0..9 --shard 3/8 -o partial > p3";
+
+const EX_SUGGEST: &str = "Examples:\n  retryctl suggest --history week.jsonl --baseline policies/
+  retryctl suggest --history week.jsonl --baseline policies/ -o policy > suggested.yaml
+  retryctl suggest --lookout-db $LOOKOUT_DB --queue ml --to 2026-11-01T00:00:00Z --baseline-from-cluster --engine upstream
+  retryctl suggest --history month.jsonl --baseline policies/ --backtest-at 2026-11-15T00:00:00Z
+  retryctl suggest --history week.jsonl --baseline policies/ -o html > suggest.html";
 
 const EX_MERGE: &str = "Examples:\n  retryctl merge p0.json p1.json p2.json p3.json     # the same bytes as one process
   retryctl merge parts/*.json -o html > plan.html

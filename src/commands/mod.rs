@@ -22,6 +22,7 @@ pub mod replay_source;
 pub mod schema;
 pub mod serve;
 pub mod simulate;
+pub mod suggest;
 pub mod target;
 pub mod tune;
 pub mod update;
@@ -47,6 +48,7 @@ pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitC
             output_file::run_to(ctx, args.output_file.as_deref(), |ctx| simulate::run(ctx, &args))
         }
         Command::Tune(args) => output_file::run_to(ctx, args.output_file.as_deref(), |ctx| tune::run(ctx, &args)),
+        Command::Suggest(args) => output_file::run_to(ctx, args.output_file.as_deref(), |ctx| suggest::run(ctx, &args)),
         Command::Merge(args) => output_file::run_to(ctx, args.output_file.as_deref(), |ctx| merge::run(ctx, &args)),
         Command::Serve(args) => serve::run(ctx, &args),
         Command::Config(args) => config::run(ctx, &args),

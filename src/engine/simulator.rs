@@ -259,6 +259,11 @@ impl Simulator {
     }
 
     /// Whether a Queue named `name` was given (simulate warns when a job's queue was not).
+    /// The Queue named `name`, when it was given.
+    pub fn queue(&self, name: &str) -> Option<&Queue> {
+        self.queues.get(name)
+    }
+
     pub fn has_queue(&self, name: &str) -> bool {
         self.queue_resolved(name).is_some()
     }

@@ -18,6 +18,7 @@ pub mod resources;
 pub mod schema;
 pub mod simulate;
 pub mod sinks;
+pub mod suggest;
 pub mod style;
 pub mod tune;
 pub mod view;

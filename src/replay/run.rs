@@ -677,6 +677,22 @@ pub fn compare<S: HistorySource>(
     options: &Options,
     out: Out<'_, '_>,
 ) -> io::Result<Compared> {
+    compare_inspected(source, baseline, candidate, options, out, None)
+}
+
+/// A look at each job the candidate replayed: its history as recorded (categories put
+/// back) and the candidate's report. `suggest` checks its rules through it.
+pub type Inspect<'a> = &'a (dyn Fn(&FailureHistory, &JobReport) + Sync);
+
+/// [`compare`], showing `inspect` every job both sides replayed.
+pub fn compare_inspected<S: HistorySource>(
+    source: S,
+    baseline: &Simulator,
+    candidate: &Simulator,
+    options: &Options,
+    out: Out<'_, '_>,
+    inspect: Option<Inspect<'_>>,
+) -> io::Result<Compared> {
     let needs = out.needs();
     let cut = match &out {
         Out::Partial(r) => Some(r.steps_cut()),
@@ -738,6 +754,9 @@ pub fn compare<S: HistorySource>(
         let (b, b_left) = b?;
         let (c, c_left) = c?;
         let h: &FailureHistory = history;
+        if let Some(look) = inspect {
+            look(h, &c);
+        }
         part.trials.add(h, origin, options);
         if needs.breakdowns {
             part.baseline.add(&b);

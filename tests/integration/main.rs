@@ -33,6 +33,7 @@ mod simulate_bulk;
 mod simulate_report;
 mod simulate_server;
 mod startup;
+mod suggest;
 mod test_setup;
 mod tls;
 mod tune;

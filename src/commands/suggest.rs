@@ -1,0 +1,712 @@
+//! `retryctl suggest`: a retry policy learned from the cluster's own failures
+//! (docs/reference/suggest.md).
+//!
+//! Load (the baseline, the deployed categorizer, the history's source through
+//! `replay_source`) → learn (pass 1: every job replayed under the baseline, its failed runs'
+//! signatures counted, `suggest::stats`) → propose (`suggest::propose`, `suggest::documents`;
+//! the documents read back through `validate`'s reader) → compare (pass 2: the what-if of
+//! `simulate --baseline`, the proposal as the candidate, its rules checked on the
+//! candidate's own decision records) → `output::suggest`. Must not: match rules, decide runs
+//! or format output itself.
+//!
+//! Decisions the docs leave open:
+//! - a source that cannot be read twice (stdin, Lookout's database) is spooled to a
+//!   temporary JSON Lines file in pass 1 and pass 2 reads that; entries that cannot be read
+//!   are then reported in pass 1 (once), and the comparison counts the jobs it replayed;
+//! - with `--backtest-at`, `proposal.comparison` is the proposal's effect on the whole
+//!   history (as `simulate` would print it), and `backtest` the jobs at or after the time;
+//! - `-o policy` prints the documents without the comparison pass;
+//! - `--queue` (with `--history`) only names the Queue `-o policy` prints: the baseline's
+//!   Queue of that name with the proposal as its only policy (the comparison replaced every
+//!   policy with it), else a new one.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::app::Context;
+use crate::cli::{ReplayArgs, SuggestArgs, SuggestOutput};
+use crate::commands::policy_set::{base_config, load_policies, policy_set, PolicyFlags, Side};
+use crate::commands::replay_source::{self, check_flags, overrides, About, Drive};
+use crate::commands::simulate::{backtest_refusal, load_categorizer, parse_backtest_at};
+use crate::engine::categorizer::Classifier;
+use crate::engine::job_report::RuleLabel;
+use crate::engine::simulator::Simulator;
+use crate::engine::{Detail, EngineKind, JobReport, RuleRef};
+use crate::error::{CliError, ExitCode};
+use crate::input;
+use crate::model::categorizer::ErrorCategories;
+use crate::model::failure_history::{failure_history_json, FailureHistory, Outcome, Timestamp};
+use crate::model::{Kind, Resource};
+use crate::output::simulate::{Baseline, Stderr};
+use crate::output::suggest::{self as view, Report};
+use crate::replay::categorize::{CategoryCounts, Reclassify};
+use crate::replay::parallel::{for_each_ordered, Emitted, Processed};
+use crate::replay::run::{compare_inspected, replay, replay_job_detailed, BacktestError, Options, Out};
+use crate::replay::source::{Files, HistorySource};
+use crate::suggest::documents::{self, Documented, Settings, Upstream};
+use crate::suggest::nodes::suspects;
+use crate::suggest::propose::{propose, Knobs, MAX_LIMIT};
+use crate::suggest::signature::{failed_containers, signature};
+use crate::suggest::stats::{learn_job, JobLearn, Learned};
+
+pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
+    let knobs = check_knobs(args)?;
+    if args.replay.shard.is_some() {
+        return Err(CliError::usage(
+            "`suggest` reads the whole history in one process: `--shard` is for `simulate` and `tune`",
+        )
+        .into());
+    }
+    // `--queue` with `--history` names the Queue `-o policy` prints; with `--lookout-db`
+    // it also selects the jobs, as for `simulate`.
+    let mut replay_args: ReplayArgs = args.replay.clone();
+    if replay_args.lookout_db.is_none() {
+        replay_args.queue = None;
+    }
+    check_flags(&replay_args, &[])?;
+    let backtest_at = args.replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?;
+    let flags = PolicyFlags::new(false, &replay_args);
+    let engine = args.replay.engine.map_or(EngineKind::Design, EngineKind::from);
+    let baseline_engine = args.replay.baseline_engine.map_or(engine, EngineKind::from);
+    let file_baseline = if args.replay.baseline.is_empty() {
+        None
+    } else {
+        match load_policies(ctx, &args.replay.baseline, flags, baseline_engine, Side::Baseline)? {
+            Some(b) => Some(b),
+            None => return Ok(ExitCode::InvalidInput),
+        }
+    };
+    let deployed = match &args.categorizer {
+        Some(path) => Some(input::read_categorizer(path)?.0),
+        None => None,
+    };
+    let categorizer = load_categorizer(ctx, args.categorizer.as_deref())?;
+    let mut driver = Suggest {
+        args,
+        knobs,
+        engine,
+        baseline_engine,
+        backtest_at,
+        deployed,
+        categorizer,
+    };
+    replay_source::run(
+        ctx,
+        &replay_args,
+        flags,
+        file_baseline,
+        baseline_engine,
+        false,
+        false,
+        &mut driver,
+    )
+}
+
+/// The knobs, each in its range (a usage error otherwise: exit 2, nothing on stdout).
+fn check_knobs(args: &SuggestArgs) -> Result<Knobs, CliError> {
+    if !(args.futile > 0.0 && args.futile < 1.0) {
+        return Err(CliError::usage(format!(
+            "invalid `--futile` `{}`: expected a share strictly between 0 and 1, such as `0.05`",
+            args.futile
+        )));
+    }
+    if args.min_trials < 1 {
+        return Err(CliError::usage("invalid `--min-trials` `0`: expected 1 or more"));
+    }
+    if !(1..=MAX_LIMIT).contains(&args.max_limit) {
+        return Err(CliError::usage(format!(
+            "invalid `--max-limit` `{}`: expected 1 to {MAX_LIMIT}",
+            args.max_limit
+        )));
+    }
+    let name_ok = !args.name.is_empty()
+        && args.name.len() <= 63
+        && args.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !args.name.starts_with('-')
+        && !args.name.ends_with('-');
+    if !name_ok {
+        return Err(CliError::usage(format!(
+            "invalid `--name` `{}`: expected a policy name (lowercase letters, digits and `-`, at most 63, starting and ending with a letter or digit)",
+            args.name
+        )));
+    }
+    Ok(Knobs {
+        min_trials: args.min_trials,
+        futile: args.futile,
+        max_limit: args.max_limit,
+    })
+}
+
+struct Suggest<'a> {
+    args: &'a SuggestArgs,
+    knobs: Knobs,
+    engine: EngineKind,
+    baseline_engine: EngineKind,
+    backtest_at: Option<Timestamp>,
+    /// `--categorizer`'s config (the upstream proposal keeps its categories) and compiled.
+    deployed: Option<ErrorCategories>,
+    categorizer: Option<Arc<Classifier>>,
+}
+
+/// What pass 1 hands over besides the counts.
+struct Pass1 {
+    learned: Learned,
+    /// Jobs replayed, on each side of `--backtest-at`.
+    train_jobs: u64,
+    test_jobs: u64,
+    errors: u64,
+    not_submitted: Option<(u64, String)>,
+    /// Every job (a source read once), when the second pass needs it.
+    spool: Option<tempfile::NamedTempFile>,
+    /// The jobs at or after `--backtest-at`.
+    test: Option<tempfile::NamedTempFile>,
+}
+
+/// One job as pass 1's workers leave it.
+struct Learnt {
+    job: Option<JobLearn>,
+    test: bool,
+    spool: Option<Vec<u8>>,
+    not_submitted: Option<String>,
+}
+
+fn spool_file() -> io::Result<tempfile::NamedTempFile> {
+    tempfile::Builder::new().prefix("retryctl-suggest-").suffix(".jsonl").tempfile()
+}
+
+fn cannot_spool(e: io::Error) -> anyhow::Error {
+    CliError::failed(format!(
+        "cannot write the temporary copy of the history: {}",
+        input::io_reason(&e)
+    ))
+    .into()
+}
+
+impl Suggest<'_> {
+    /// Pass 1: every job under the baseline; the train jobs' failed runs counted.
+    fn learn<S: HistorySource>(
+        &self,
+        ctx: &mut Context,
+        source: S,
+        baseline: &Simulator,
+        spool_all: bool,
+    ) -> anyhow::Result<Pass1> {
+        let at = self.backtest_at;
+        let mut pass = Pass1 {
+            learned: Learned::default(),
+            train_jobs: 0,
+            test_jobs: 0,
+            errors: 0,
+            not_submitted: None,
+            spool: spool_all.then(spool_file).transpose().map_err(cannot_spool)?,
+            test: at.is_some().then(spool_file).transpose().map_err(cannot_spool)?,
+        };
+        let work = |scratch: &mut Reclassify, job: crate::replay::parallel::Decoded<'_>| -> Result<Learnt, String> {
+            let history = job.history;
+            let (test, not_submitted) = match (at, history.job.submitted_at) {
+                (None, _) => (false, None),
+                (Some(at), Some(s)) => (s >= at, None),
+                (Some(_), None) => (false, Some(history.job.id.clone())),
+            };
+            let spool = (spool_all || test).then(|| {
+                let mut line = failure_history_json(history).to_string().into_bytes();
+                line.push(b'\n');
+                line
+            });
+            if test {
+                return Ok(Learnt {
+                    job: None,
+                    test,
+                    spool,
+                    not_submitted,
+                });
+            }
+            if let Some(c) = baseline.categorizer() {
+                scratch.apply(c, history, &mut CategoryCounts::default(), None);
+            }
+            let report = replay_job_detailed(baseline, job.settings, history, Detail::Outcome);
+            if baseline.categorizer().is_some() {
+                scratch.restore(history);
+            }
+            let report = report.map_err(|e| format!("{}: job `{}`: baseline: {e}", job.origin, history.job.id))?;
+            Ok(Learnt {
+                job: Some(learn_job(history, Some(&report))),
+                test,
+                spool,
+                not_submitted,
+            })
+        };
+        let mut stderr = Stderr::new(&mut *ctx.err, ctx.style, None, false);
+        let mut failed: Option<io::Error> = None;
+        for_each_ordered(source, None, work, |e| {
+            let Emitted::Job(_, p) = e else { return Ok(true) };
+            match p {
+                Processed::Done(l) => {
+                    if let Some(id) = l.not_submitted {
+                        let n = pass.not_submitted.get_or_insert((0, id));
+                        n.0 += 1;
+                    }
+                    if let Some(line) = &l.spool {
+                        // A test job goes to the test file, and to the whole copy too.
+                        let test = if l.test { pass.test.as_mut() } else { None };
+                        let all = if spool_all { pass.spool.as_mut() } else { None };
+                        for f in test.into_iter().chain(all) {
+                            if let Err(e) = f.write_all(line) {
+                                failed.get_or_insert(e);
+                            }
+                        }
+                    }
+                    if l.test {
+                        pass.test_jobs += 1;
+                    } else {
+                        pass.train_jobs += 1;
+                    }
+                    if let Some(job) = &l.job {
+                        pass.learned.add(job);
+                    }
+                }
+                // A source read twice says these in pass 2, as `simulate` does.
+                Processed::Error(m) => {
+                    pass.errors += 1;
+                    if spool_all {
+                        stderr.message(&crate::replay::sink::Message::Error(&m))?;
+                    }
+                }
+                Processed::Invalid(f) => {
+                    pass.errors += 1;
+                    if spool_all {
+                        stderr.message(&crate::replay::sink::Message::Invalid(&f))?;
+                    }
+                }
+                Processed::LeftOut(text) => {
+                    if spool_all {
+                        stderr.message(&crate::replay::sink::Message::LeftOut(&text))?;
+                    }
+                }
+            }
+            Ok(true)
+        })?;
+        drop(stderr);
+        if let Some(e) = failed {
+            return Err(cannot_spool(e));
+        }
+        for f in pass.spool.iter_mut().chain(pass.test.iter_mut()) {
+            f.flush().map_err(cannot_spool)?;
+        }
+        Ok(pass)
+    }
+
+    /// The baseline's first policy's settings (the Queue's first with `--queue`), under the
+    /// proposal's name.
+    fn settings(&self, baseline: &Simulator) -> Settings {
+        let queue_first = self
+            .args
+            .replay
+            .queue
+            .as_deref()
+            .and_then(|q| baseline.queue(q))
+            .and_then(|q| q.retry_policies.first())
+            .and_then(|name| baseline.policies().find(|p| &p.name == name));
+        let first = queue_first.or_else(|| baseline.policies().next());
+        Settings {
+            name: self.args.name.clone(),
+            default_action: first.map(|p| p.default_action()),
+            retry_limit: first.and_then(|p| p.retry_limit),
+        }
+    }
+
+    /// The Queue `-o policy` prints with `--queue`.
+    fn queue_document(&self, baseline: &Simulator) -> Option<String> {
+        let name = self.args.replay.queue.as_deref()?;
+        let mut q = baseline.queue(name).cloned().unwrap_or_else(|| crate::model::queue::Queue {
+            name: name.to_string(),
+            ..Default::default()
+        });
+        q.retry_policies = vec![self.args.name.clone()];
+        Some(crate::model::encode::to_yaml(&crate::model::encode::queue_document(&q)))
+    }
+}
+
+/// The proposal as documents, read back through `validate`'s reader, and the Simulator (and
+/// categorizer) that replays it.
+struct Proposal {
+    /// What `-o policy` prints.
+    text: String,
+    upstream: Option<Upstream>,
+    sim: Simulator,
+}
+
+impl Drive for Suggest<'_> {
+    fn drive<S: HistorySource>(
+        &mut self,
+        ctx: &mut Context,
+        source: S,
+        baseline: Option<&Simulator>,
+        from: Baseline,
+        _about: About,
+    ) -> anyhow::Result<ExitCode> {
+        let args = self.args;
+        let baseline = match baseline {
+            Some(b) => b.clone(),
+            // No baseline: no policy, the engine's default path.
+            None => Simulator::new(Vec::new(), Vec::new(), None)
+                .map_err(CliError::invalid)?
+                .with_engine(self.baseline_engine),
+        };
+        let baseline = baseline.with_categorizer(self.categorizer.clone());
+        // A file or directory is read again; stdin and the database are spooled.
+        let reread = args.replay.history.clone().filter(|h| h.as_os_str() != "-");
+        let pass = self.learn(ctx, source, &baseline, reread.is_none())?;
+        if let Some((jobs, first)) = pass.not_submitted.clone() {
+            let at = args.replay.backtest_at.as_deref().unwrap_or_default();
+            return Err(backtest_refusal(&BacktestError::NotSubmitted { jobs, first }, at).into());
+        }
+        if pass.train_jobs + pass.test_jobs == 0 {
+            return Err(CliError::invalid(format!(
+                "no job could be replayed ({} not read): there is nothing to learn from",
+                crate::engine::job_report::plural(pass.errors, "entry", "entries")
+            ))
+            .into());
+        }
+        if self.backtest_at.is_some() && (pass.train_jobs == 0 || pass.test_jobs == 0) {
+            let at = args.replay.backtest_at.as_deref().unwrap_or_default();
+            return Err(CliError::usage(format!(
+                "`--backtest-at {at}` leaves {} jobs to learn from and {} to test on: both need at least one",
+                pass.train_jobs, pass.test_jobs
+            ))
+            .with_hint("pick a time between the first and the last submission")
+            .into());
+        }
+        let learned = &pass.learned;
+        let sorted = learned.sorted();
+        let (verdicts, rules) = propose(&sorted, &self.knobs, self.engine);
+        let proposal = self.documents(&baseline, learned, &rules)?;
+        if args.output == SuggestOutput::Policy {
+            ctx.out.write_all(proposal.text.as_bytes())?;
+            return Ok(ExitCode::Success);
+        }
+        let suspects = suspects(learned);
+        let report = Report {
+            engine: self.engine,
+            name: &args.name,
+            knobs: self.knobs,
+            jobs: pass.train_jobs,
+            failed_runs: learned.failed_runs,
+            signatures: &verdicts,
+            rules: &rules,
+            upstream: proposal.upstream.as_ref(),
+            suspects: &suspects,
+            baseline_from: from,
+            commands: self.commands(&rules, &proposal),
+            backtest: self.backtest_at.map(|_| view::BacktestHead {
+                at: args.replay.backtest_at.clone().unwrap_or_default(),
+                train_jobs: pass.train_jobs,
+                test_jobs: pass.test_jobs,
+            }),
+        };
+        let base = base_config(&args.replay)?;
+        let open = |path: &std::path::Path| Files::open(path, base.clone(), overrides(&args.replay)).map_err(CliError::invalid);
+        let whole: PathBuf = match (&reread, &pass.spool) {
+            (Some(p), _) => p.clone(),
+            (None, Some(f)) => f.path().to_path_buf(),
+            (None, None) => unreachable!("a source read once is spooled"),
+        };
+        let format = view::Format::of(args.output);
+        let mut doc = view::Doc::new(format);
+        doc.head(&mut *ctx.out, &report)?;
+        // Pass 2: the proposal against the baseline on the whole history.
+        let check = RuleCheck::new(&rules, &proposal, &args.name);
+        let options = Options {
+            backtest_at: None,
+            shard: None,
+        };
+        let whole_cmp = {
+            let mut out = doc.member(&mut *ctx.out, "comparison")?;
+            let stderr = Stderr::new(&mut *ctx.err, ctx.style, None, args.replay.retry_policies.is_some());
+            let mut sink = view::CaptureSink::new(format, &mut out, stderr);
+            let look = |h: &FailureHistory, r: &JobReport| check.look(h, r);
+            let done = compare_inspected(open(&whole)?, &baseline, &proposal.sim, &options, Out::Sink(&mut sink), Some(&look))?;
+            let captured = sink.finish(done.comparison);
+            out.finish()?;
+            captured
+        };
+        doc.after_comparison(&mut *ctx.out, &report, &check.shadowed())?;
+        let mut backtest = None;
+        if let (Some(_), Some(test)) = (&report.backtest, &pass.test) {
+            doc.backtest_head(&mut *ctx.out, &report)?;
+            let test_cmp = {
+                let mut out = doc.member(&mut *ctx.out, "comparison")?;
+                let mut quiet = io::sink();
+                let stderr = Stderr::new(&mut quiet, ctx.style, None, false);
+                let mut sink = view::CaptureSink::new(format, &mut out, stderr);
+                let done = compare_inspected(open(test.path())?, &baseline, &proposal.sim, &options, Out::Sink(&mut sink), None)?;
+                let captured = sink.finish(done.comparison);
+                out.finish()?;
+                captured
+            };
+            // The baseline's own expected GPU-hours over its Pending jobs: a plain replay.
+            let base_pending = {
+                let (mut quiet, mut nothing) = (io::sink(), io::sink());
+                let stderr = Stderr::new(&mut quiet, ctx.style, None, false);
+                let mut sink = view::CaptureSink::new(None, &mut nothing, stderr);
+                replay(open(test.path())?, &baseline, &options, Out::Sink(&mut sink))?;
+                sink.pending_gpu_hours()
+            };
+            let tail = view::backtest_tail(&test_cmp, base_pending);
+            doc.backtest_tail(&mut *ctx.out, &tail)?;
+            backtest = Some((test_cmp, tail));
+        }
+        doc.finish(&mut *ctx.out, &report, &whole_cmp, backtest.as_ref())?;
+        Ok(ExitCode::Success)
+    }
+}
+
+impl Suggest<'_> {
+    /// The documents of `rules`, checked by `validate`'s reader, and their Simulator.
+    fn documents(&self, baseline: &Simulator, learned: &Learned, rules: &[crate::suggest::propose::Proposed]) -> anyhow::Result<Proposal> {
+        let settings = self.settings(baseline);
+        let by_text: std::collections::HashMap<&str, &crate::suggest::stats::SignatureStats> =
+            learned.signatures.iter().map(|s| (s.text.as_str(), s)).collect();
+        let documented: Vec<Documented<'_>> = rules
+            .iter()
+            .map(|r| Documented {
+                rule: r,
+                evidence: by_text.get(r.text.as_str()).map_or_else(String::new, |s| view::evidence(s)),
+            })
+            .collect();
+        let header = format!(
+            "Proposed by `retryctl suggest` from {} jobs ({} failed runs); --min-trials {} --futile {} --max-limit {}.",
+            learned.jobs, learned.failed_runs, self.knobs.min_trials, self.knobs.futile, self.knobs.max_limit
+        );
+        let queue = self.queue_document(baseline);
+        let (mut text, upstream) = match self.engine {
+            EngineKind::Design => (documents::design_policy(&settings, &documented, &header), None),
+            EngineKind::Upstream => {
+                let u = documents::upstream_documents(&settings, &documented, self.deployed.as_ref(), &header);
+                (format!("{}---\n{}", u.categorizer, u.policy), Some(u))
+            }
+        };
+        if let Some(q) = queue {
+            text.push_str("---\n");
+            text.push_str(&q);
+        }
+        let file = input::parse_text("<proposal>", &text, None);
+        if file.error_count() > 0 {
+            let mut problems = Vec::new();
+            crate::output::report::write_text(std::slice::from_ref(&file), ctx_style(), &mut Vec::new(), &mut problems)?;
+            return Err(CliError::failed(format!(
+                "the proposed documents do not validate (a bug in retryctl; please report it):\n{}",
+                String::from_utf8_lossy(&problems)
+            ))
+            .into());
+        }
+        let categorizer = file.documents.iter().find_map(|d| match &d.resource {
+            Some(Resource::ErrorCategories(c)) => Some(c.clone()),
+            _ => None,
+        });
+        let policies = input::SourceFile {
+            name: file.name.clone(),
+            documents: file
+                .documents
+                .iter()
+                .filter(|d| matches!(d.kind, Some(Kind::RetryPolicy | Kind::Queue)))
+                .cloned()
+                .collect(),
+            errors: Vec::new(),
+        };
+        let sim = policy_set(std::slice::from_ref(&policies), None, self.engine).map_err(|e| {
+            CliError::failed(format!("the proposed policy cannot be replayed (a bug in retryctl): {e:?}"))
+        })?;
+        let classifier = match categorizer {
+            Some(c) => Some(Arc::new(Classifier::new(&c).map_err(|e| {
+                CliError::failed(format!("the proposed categorizer does not compile (a bug in retryctl): {e}"))
+            })?)),
+            None => self.categorizer.clone(),
+        };
+        Ok(Proposal {
+            text,
+            upstream,
+            sim: sim.with_categorizer(classifier),
+        })
+    }
+
+    /// The command that writes the proposal, and the `tune` search of its limits.
+    fn commands(&self, rules: &[crate::suggest::propose::Proposed], proposal: &Proposal) -> view::Commands {
+        let a = self.args;
+        let r = &a.replay;
+        let mut source = Vec::new();
+        match (&r.history, &r.lookout_db) {
+            (Some(h), _) => source.push(format!("--history {}", shell(&h.display().to_string()))),
+            (None, Some(dsn)) => {
+                source.push(format!("--lookout-db {}", shell(&crate::redact::redact_conninfo(dsn))));
+                if let Some(q) = &r.queue {
+                    source.push(format!("--queue {}", shell(q)));
+                }
+                for (flag, v) in [("--from", &r.window.from), ("--to", &r.window.to), ("--since", &r.window.since)] {
+                    if let Some(v) = v {
+                        source.push(format!("{flag} {}", shell(v)));
+                    }
+                }
+            }
+            (None, None) => {}
+        }
+        let mut baseline = Vec::new();
+        if !r.baseline.is_empty() {
+            let files: Vec<String> = r.baseline.iter().map(|p| shell(&p.display().to_string())).collect();
+            baseline.push(format!("--baseline {}", files.join(" ")));
+        }
+        if r.baseline_from_cluster {
+            baseline.push("--baseline-from-cluster".into());
+        }
+        let mut knobs = Vec::new();
+        if self.engine == EngineKind::Upstream {
+            knobs.push("--engine upstream".to_string());
+        }
+        if let Some(c) = &a.categorizer {
+            knobs.push(format!("--categorizer {}", shell(&c.display().to_string())));
+        }
+        if a.min_trials != 20 {
+            knobs.push(format!("--min-trials {}", a.min_trials));
+        }
+        if a.futile != 0.05 {
+            knobs.push(format!("--futile {}", a.futile));
+        }
+        if a.max_limit != 5 {
+            knobs.push(format!("--max-limit {}", a.max_limit));
+        }
+        if a.name != "suggested" {
+            knobs.push(format!("--name {}", a.name));
+        }
+        if let Some(t) = &r.backtest_at {
+            knobs.push(format!("--backtest-at {}", shell(t)));
+        }
+        if a.replay.lookout_db.is_none() {
+            if let Some(q) = &r.queue {
+                knobs.push(format!("--queue {}", shell(q)));
+            }
+        }
+        let file = format!("{}.yaml", a.name);
+        let mut write = vec!["retryctl suggest".to_string()];
+        write.extend(source.iter().cloned());
+        write.extend(baseline.iter().cloned());
+        write.extend(knobs);
+        write.push(format!("-o policy > {file}"));
+        // tune: the limits of the Retry rules with most hours (two at most: the candidates
+        // multiply).
+        let mut varies = Vec::new();
+        match &proposal.upstream {
+            None => {
+                let mut retry: Vec<(usize, &crate::suggest::propose::Proposed)> = rules
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| r.limit.is_some())
+                    .collect();
+                retry.sort_by(|a, b| b.1.gpu.cmp(&a.1.gpu).then(b.1.cpu.cmp(&a.1.cpu)).then(a.0.cmp(&b.0)));
+                for (k, r) in retry.into_iter().take(2) {
+                    let l = r.limit.unwrap_or(1);
+                    varies.push(format!(
+                        "--vary '{}:spec.rules[{k}].retryLimit={}..{}'",
+                        a.name,
+                        l.saturating_sub(2).max(1),
+                        (l + 2).min(MAX_LIMIT)
+                    ));
+                }
+            }
+            Some(u) => {
+                if let Some(l) = u.policy_retry_limit {
+                    varies.push(format!(
+                        "--vary '{}:retryLimit={}..{}'",
+                        a.name,
+                        l.saturating_sub(2).max(1),
+                        (l + 2).min(MAX_LIMIT)
+                    ));
+                }
+            }
+        }
+        let tune = (!varies.is_empty()).then(|| {
+            let mut t = vec![format!("retryctl tune -f {file}")];
+            t.extend(source.iter().cloned());
+            t.extend(baseline.iter().cloned());
+            if self.engine == EngineKind::Upstream {
+                t.push(format!("--engine upstream --categorizer {file}"));
+            }
+            t.extend(varies);
+            t.join(" ")
+        });
+        view::Commands {
+            write: write.join(" "),
+            tune,
+        }
+    }
+}
+
+/// `text` as one shell word: bare when it is safe, else single-quoted.
+fn shell(text: &str) -> String {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,".contains(&b)) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+fn ctx_style() -> crate::output::style::Style {
+    crate::output::style::Style { color: false }
+}
+
+/// The check that every run of a proposed signature (with at most one failed container) is
+/// decided by that signature's rule, on the proposal's own decision records.
+struct RuleCheck {
+    /// Signature → (its slot, the index of the rule that should decide it).
+    slots: std::collections::HashMap<String, (usize, usize)>,
+    texts: Vec<String>,
+    shadowed: Vec<AtomicU64>,
+    policy: String,
+}
+
+impl RuleCheck {
+    fn new(rules: &[crate::suggest::propose::Proposed], proposal: &Proposal, policy: &str) -> RuleCheck {
+        let slots = rules
+            .iter()
+            .enumerate()
+            .map(|(k, r)| {
+                let index = proposal.upstream.as_ref().map_or(k, |u| u.rule_index[k]);
+                (r.text.clone(), (k, index))
+            })
+            .collect();
+        RuleCheck {
+            slots,
+            texts: rules.iter().map(|r| r.text.clone()).collect(),
+            shadowed: rules.iter().map(|_| AtomicU64::new(0)).collect(),
+            policy: policy.to_string(),
+        }
+    }
+
+    fn look(&self, history: &FailureHistory, report: &JobReport) {
+        for rec in &report.runs {
+            let Some(d) = &rec.decision else { continue };
+            let Some(run) = history.runs.get(rec.index) else { continue };
+            if run.outcome != Outcome::Failed || failed_containers(run) > 1 {
+                continue;
+            }
+            // No rule decided (a global limit, a preemption upstream ends the job): no rule
+            // took the run from its own.
+            let Some(label) = RuleLabel::of(&report.policies, d) else { continue };
+            let text = signature(run).text();
+            let Some(&(slot, want)) = self.slots.get(&text) else { continue };
+            if label.policy != self.policy || label.rule != RuleRef::Index(want) {
+                self.shadowed[slot].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn shadowed(&self) -> Vec<(String, u64)> {
+        self.texts
+            .iter()
+            .zip(&self.shadowed)
+            .map(|(t, n)| (t.clone(), n.load(Ordering::Relaxed)))
+            .collect()
+    }
+}
+

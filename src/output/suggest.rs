@@ -1,0 +1,928 @@
+//! Presentation of `retryctl suggest` (docs/reference/suggest.md "Output"): the table, the
+//! `{suggest: …}` record as JSON or YAML (the comparisons streamed in place, exactly as
+//! `simulate --baseline` writes them), the HTML page and the Markdown report.
+//!
+//! Owns: the words, the record's field names and the layout. Must not: count, propose or
+//! replay; what it prints is handed over by `commands::suggest`.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use serde_json::{json, Map, Value};
+
+use crate::cli::SuggestOutput;
+use crate::engine::job_report::plural;
+use crate::engine::EngineKind;
+use crate::model::failure_history::Final;
+use crate::replay::compare::{hours, Comparison};
+use crate::replay::sink::{Change, Estimates, Message, Needs, Sink, Totals};
+use crate::replay::source::Progress;
+use crate::suggest::documents::Upstream;
+use crate::suggest::nodes::Suspect;
+use crate::suggest::propose::{Knobs, NoRule, Proposed, Verdict};
+use crate::suggest::stats::{rate_of, Hours, SignatureStats};
+
+use super::html::esc;
+use super::markdown::text as md;
+use super::simulate::{backtest_json, write_comparison, write_estimate_line, Baseline, Mode, Stderr};
+use super::sinks::{sink, Format as SinkFormat};
+
+/// Signatures the table, the page and the report list.
+pub const TOP: usize = 20;
+
+/// The formats of `suggest -o` besides `policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+    Yaml,
+    Html,
+    Markdown,
+}
+
+impl Format {
+    pub fn of(o: SuggestOutput) -> Format {
+        match o {
+            SuggestOutput::Json => Format::Json,
+            SuggestOutput::Yaml => Format::Yaml,
+            SuggestOutput::Html => Format::Html,
+            SuggestOutput::Markdown => Format::Markdown,
+            SuggestOutput::Table | SuggestOutput::Policy => Format::Table,
+        }
+    }
+}
+
+/// The commands the table ends with.
+#[derive(Debug, Clone, Default)]
+pub struct Commands {
+    /// Writes the proposal (`-o policy`).
+    pub write: String,
+    /// Searches its limits further; `None` without a Retry rule.
+    pub tune: Option<String>,
+}
+
+/// `--backtest-at`'s split.
+#[derive(Debug, Clone)]
+pub struct BacktestHead {
+    pub at: String,
+    pub train_jobs: u64,
+    pub test_jobs: u64,
+}
+
+/// What was learned and proposed: everything but the comparisons.
+pub struct Report<'a> {
+    pub engine: EngineKind,
+    pub name: &'a str,
+    pub knobs: Knobs,
+    /// Jobs learned from (before `--backtest-at`, when given).
+    pub jobs: u64,
+    pub failed_runs: u64,
+    /// Every signature (sorted by hours) and its verdict.
+    pub signatures: &'a [(&'a SignatureStats, Verdict)],
+    /// The proposed rules in the policy's order.
+    pub rules: &'a [Proposed],
+    pub upstream: Option<&'a Upstream>,
+    pub suspects: &'a [Suspect],
+    pub baseline_from: Baseline,
+    pub commands: Commands,
+    pub backtest: Option<BacktestHead>,
+}
+
+/// What a comparison's sink saw, for the formats that put it in words.
+#[derive(Debug, Clone, Default)]
+pub struct Captured {
+    pub comparison: Comparison,
+    pub estimates: Option<Estimates>,
+    /// Jobs Succeeded under the baseline and not under the proposal.
+    pub false_kills: u64,
+    pub false_kill_jobs: Vec<String>,
+}
+
+/// The backtest's figures after its comparison.
+#[derive(Debug, Clone)]
+pub struct BacktestTail {
+    pub false_kills: u64,
+    pub false_kill_jobs: Vec<String>,
+    pub gpu_hours_saved: f64,
+    pub estimates: Option<Value>,
+}
+
+/// `gpuHoursSaved` = removed − added − expected (the proposal's Pending jobs) + the
+/// baseline's own expected GPU-hours over its Pending jobs.
+pub fn backtest_tail(c: &Captured, baseline_pending_gpu_hours: f64) -> BacktestTail {
+    let expected = c.estimates.as_ref().map_or(0.0, |e| e.pending.gpu_hours);
+    BacktestTail {
+        false_kills: c.false_kills,
+        false_kill_jobs: c.false_kill_jobs.clone(),
+        gpu_hours_saved: hours(c.comparison.gpu_removed) - hours(c.comparison.gpu_added) - expected
+            + baseline_pending_gpu_hours,
+        estimates: c.estimates.as_ref().and_then(|e| e.backtest.as_ref()).map(backtest_json),
+    }
+}
+
+/// A sink that renders a comparison as `simulate` does (JSON, YAML, or nothing) and keeps
+/// its totals and false kills.
+pub struct CaptureSink<'a> {
+    inner: Box<dyn Sink + 'a>,
+    captured: Captured,
+}
+
+impl<'a> CaptureSink<'a> {
+    /// `format`: JSON and YAML render into `out`; `None` and the other formats render
+    /// nothing (`out` gets nothing).
+    pub fn new(format: impl Into<Option<Format>>, out: &'a mut dyn Write, stderr: Stderr<'a>) -> CaptureSink<'a> {
+        let (fmt, mode) = match format.into() {
+            Some(Format::Json) => (SinkFormat::Json, compare_mode()),
+            Some(Format::Yaml) => (SinkFormat::Yaml, compare_mode()),
+            Some(_) => (SinkFormat::Table, compare_mode()),
+            None => (SinkFormat::Table, Mode::Replay { bulk: true }),
+        };
+        // The other formats print the comparison in words at the end: the sink renders to
+        // nothing (`io::Sink` is zero-sized: leaking a box of it allocates nothing).
+        let out: &'a mut dyn Write = if matches!(fmt, SinkFormat::Table) {
+            Box::leak(Box::new(io::sink()))
+        } else {
+            out
+        };
+        CaptureSink {
+            inner: sink(fmt, mode, out, stderr),
+            captured: Captured::default(),
+        }
+    }
+
+    /// The totals, with the comparison the replay returned.
+    pub fn finish(mut self, comparison: Comparison) -> Captured {
+        self.captured.comparison = comparison;
+        self.captured
+    }
+
+    /// A plain replay's expected GPU-hours over its Pending jobs.
+    pub fn pending_gpu_hours(&self) -> f64 {
+        self.captured.estimates.as_ref().map_or(0.0, |e| e.pending.gpu_hours)
+    }
+}
+
+fn compare_mode() -> Mode {
+    Mode::Compare {
+        all_changes: false,
+        baseline: Baseline::Files,
+    }
+}
+
+impl Sink for CaptureSink<'_> {
+    fn needs(&self) -> Needs {
+        self.inner.needs()
+    }
+    fn begin(&mut self) -> io::Result<()> {
+        self.inner.begin()
+    }
+    fn progress(&mut self, at: Progress) {
+        self.inner.progress(at)
+    }
+    fn job(&mut self, report: &crate::engine::JobReport, rendered: &[u8]) -> io::Result<()> {
+        self.inner.job(report, rendered)
+    }
+    fn change(&mut self, change: &Change<'_>) -> io::Result<()> {
+        let d = change.diff;
+        if d.baseline.final_state == Final::Succeeded && d.candidate.final_state != Final::Succeeded {
+            self.captured.false_kills += 1;
+            if self.captured.false_kill_jobs.len() < 20 {
+                self.captured.false_kill_jobs.push(d.job.clone());
+            }
+        }
+        self.inner.change(change)
+    }
+    fn message(&mut self, message: &Message<'_>) -> io::Result<()> {
+        // The proposal stands in for every policy: a queue without a document of its own
+        // gets it by design, not by a mistake worth a warning.
+        if matches!(message, Message::MissingQueue { .. }) {
+            return Ok(());
+        }
+        self.inner.message(message)
+    }
+    fn end(&mut self, totals: Totals<'_>) -> io::Result<()> {
+        let e = match totals {
+            Totals::Replay { estimates, .. } | Totals::Compare { estimates, .. } => estimates,
+        };
+        self.captured.estimates = Some(e.clone());
+        self.inner.end(totals)
+    }
+}
+
+/// Where a streamed comparison goes: JSON without its outer braces, YAML indented, or
+/// nowhere.
+pub struct Member<'a> {
+    out: &'a mut dyn Write,
+    kind: Format,
+    indent: usize,
+    /// JSON: the opening brace is still to drop; the last bytes held back (the closing
+    /// brace and newline).
+    skipped_open: bool,
+    held: Vec<u8>,
+    /// YAML: at the start of a line.
+    at_line_start: bool,
+}
+
+impl Write for Member<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self.kind {
+            Format::Json => {
+                let mut b = buf;
+                if !self.skipped_open && !b.is_empty() {
+                    b = &b[1..];
+                    self.skipped_open = true;
+                }
+                self.held.extend_from_slice(b);
+                if self.held.len() > 2 {
+                    let n = self.held.len() - 2;
+                    self.out.write_all(&self.held[..n])?;
+                    self.held.drain(..n);
+                }
+            }
+            Format::Yaml => {
+                let pad = " ".repeat(self.indent);
+                for line in buf.split_inclusive(|&c| c == b'\n') {
+                    if self.at_line_start {
+                        self.out.write_all(pad.as_bytes())?;
+                    }
+                    self.out.write_all(line)?;
+                    self.at_line_start = line.ends_with(b"\n");
+                }
+            }
+            _ => {}
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl Member<'_> {
+    /// Drops the JSON's closing brace (and newline).
+    pub fn finish(&mut self) -> io::Result<()> {
+        if self.kind == Format::Json {
+            let mut held = std::mem::take(&mut self.held);
+            if held.last() == Some(&b'\n') {
+                held.pop();
+            }
+            if held.last() == Some(&b'}') {
+                held.pop();
+            }
+            self.out.write_all(&held)?;
+        }
+        Ok(())
+    }
+}
+
+/// The `{suggest: …}` record written in pieces around the streamed comparisons, or the
+/// other formats written at the end.
+pub struct Doc {
+    format: Format,
+}
+
+fn hours_json(h: &Hours) -> Value {
+    json!({"failed": hours(h.failed), "after": hours(h.after), "futile": hours(h.futile)})
+}
+
+fn tally_json(t: crate::replay::estimate::Tally) -> Value {
+    json!({"trials": t.trials, "successes": t.successes})
+}
+
+fn no_rule_json(n: &NoRule) -> Value {
+    Value::String(n.to_string())
+}
+
+/// One signature's record.
+pub fn signature_json(s: &SignatureStats, v: &Verdict) -> Value {
+    let (rate, low, high) = match s.rate() {
+        Some((r, l, h)) => (json!(r), json!(l), json!(h)),
+        None => (Value::Null, Value::Null, Value::Null),
+    };
+    let depths: Vec<Value> = ["1", "2", "3", "4", "5+"]
+        .iter()
+        .zip(s.by_depth)
+        .map(|(d, t)| json!({"depth": d, "trials": t.trials, "successes": t.successes}))
+        .collect();
+    let current: Vec<Value> = s
+        .current_sorted()
+        .into_iter()
+        .map(|(rule, action, runs)| json!({"rule": rule, "action": action.as_str(), "runs": runs}))
+        .collect();
+    let top: Vec<Value> = s
+        .top_nodes()
+        .into_iter()
+        .map(|(node, runs)| json!({"node": node, "runs": runs}))
+        .collect();
+    let mut m = Map::new();
+    m.insert("signature".into(), json!(s.text));
+    m.insert("failedRuns".into(), json!(s.failed_runs));
+    m.insert("jobs".into(), json!(s.jobs));
+    m.insert("trials".into(), json!(s.trials.trials));
+    m.insert("successes".into(), json!(s.trials.successes));
+    m.insert("rate".into(), rate);
+    m.insert("low".into(), low);
+    m.insert("high".into(), high);
+    m.insert("byDepth".into(), Value::Array(depths));
+    m.insert("recorded".into(), json!(s.recorded));
+    m.insert("current".into(), Value::Array(current));
+    m.insert("undecided".into(), json!(s.undecided()));
+    m.insert("gpuHours".into(), hours_json(&s.gpu));
+    m.insert("cpuHours".into(), hours_json(&s.cpu));
+    m.insert(
+        "nodes".into(),
+        json!({
+            "distinct": s.nodes.len(),
+            "top": top,
+            "sameNode": tally_json(s.same_node),
+            "otherNode": tally_json(s.other_node),
+        }),
+    );
+    match v {
+        Verdict::Rule(p) => {
+            m.insert("proposed".into(), rule_json(p));
+        }
+        Verdict::None(why) => {
+            m.insert("proposed".into(), Value::Null);
+            m.insert("noRule".into(), no_rule_json(why));
+        }
+    }
+    Value::Object(m)
+}
+
+fn rule_json(p: &Proposed) -> Value {
+    json!({
+        "signature": p.text,
+        "action": p.action.as_str(),
+        "limit": p.limit,
+        "avoidSameNode": p.avoid_same_node,
+    })
+}
+
+fn suspect_json(s: &Suspect) -> Value {
+    let sigs: Vec<Value> = s
+        .signatures
+        .iter()
+        .map(|(sig, runs)| json!({"signature": sig, "runs": runs}))
+        .collect();
+    json!({"node": s.node, "runs": s.runs, "failed": s.failed, "tail": s.tail, "signatures": sigs})
+}
+
+fn head_fields(r: &Report<'_>) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("jobs".into(), json!(r.jobs));
+    m.insert("failedRuns".into(), json!(r.failed_runs));
+    m.insert(
+        "signatures".into(),
+        Value::Array(r.signatures.iter().map(|(s, v)| signature_json(s, v)).collect()),
+    );
+    m.insert("suspectNodes".into(), Value::Array(r.suspects.iter().map(suspect_json).collect()));
+    m
+}
+
+fn proposal_fields(r: &Report<'_>) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert(
+        "engine".into(),
+        json!(match r.engine {
+            EngineKind::Design => "design",
+            EngineKind::Upstream => "upstream",
+        }),
+    );
+    m.insert("policy".into(), json!(r.name));
+    m.insert("rules".into(), Value::Array(r.rules.iter().map(rule_json).collect()));
+    if let Some(u) = r.upstream {
+        m.insert("policyRetryLimit".into(), json!(u.policy_retry_limit));
+        m.insert("raises".into(), json!(u.raises));
+        let cats: Vec<Value> = u
+            .categories
+            .iter()
+            .map(|c| json!({"name": c.name, "action": if c.delete {"Delete"} else {"Retain"}, "signatures": c.signatures}))
+            .collect();
+        m.insert("categories".into(), Value::Array(cats));
+    }
+    m
+}
+
+fn yaml_of(m: &Map<String, Value>, indent: usize) -> String {
+    let text = serde_yaml::to_string(&Value::Object(m.clone())).unwrap_or_default();
+    let pad = " ".repeat(indent);
+    let mut out = String::new();
+    for line in text.lines() {
+        if line == "---" {
+            continue;
+        }
+        out.push_str(&pad);
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// `"k":v,"k":v` of a map, without braces.
+fn json_fields(m: &Map<String, Value>) -> String {
+    let s = Value::Object(m.clone()).to_string();
+    s[1..s.len() - 1].to_string()
+}
+
+impl Doc {
+    pub fn new(format: Format) -> Doc {
+        Doc { format }
+    }
+
+    fn streams(&self) -> bool {
+        matches!(self.format, Format::Json | Format::Yaml)
+    }
+
+    /// Everything before the proposal's comparison.
+    pub fn head(&mut self, out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+        match self.format {
+            Format::Json => write!(
+                out,
+                "{{\"suggest\":{{{},\"proposal\":{{{}",
+                json_fields(&head_fields(r)),
+                json_fields(&proposal_fields(r))
+            ),
+            Format::Yaml => write!(
+                out,
+                "suggest:\n{}  proposal:\n{}",
+                yaml_of(&head_fields(r), 2),
+                yaml_of(&proposal_fields(r), 4)
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// Where a comparison streams (`key` is the sink's own: `comparison`).
+    pub fn member<'o>(&mut self, out: &'o mut dyn Write, _key: &str) -> io::Result<Member<'o>> {
+        if self.format == Format::Json {
+            out.write_all(b",")?;
+        }
+        Ok(Member {
+            out,
+            kind: if self.streams() { self.format } else { Format::Table },
+            indent: 4,
+            skipped_open: false,
+            held: Vec::new(),
+            at_line_start: true,
+        })
+    }
+
+    /// The rules' check, after the proposal's comparison; closes the proposal.
+    pub fn after_comparison(&mut self, out: &mut dyn Write, _r: &Report<'_>, shadowed: &[(String, u64)]) -> io::Result<()> {
+        let mut m = Map::new();
+        m.insert(
+            "shadowedRuns".into(),
+            Value::Array(
+                shadowed
+                    .iter()
+                    .map(|(s, n)| json!({"signature": s, "runs": n}))
+                    .collect(),
+            ),
+        );
+        match self.format {
+            Format::Json => write!(out, ",{}}}", json_fields(&m)),
+            Format::Yaml => write!(out, "{}", yaml_of(&m, 4)),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn backtest_head(&mut self, out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+        let Some(b) = &r.backtest else { return Ok(()) };
+        let mut m = Map::new();
+        m.insert("at".into(), json!(b.at));
+        m.insert("trainJobs".into(), json!(b.train_jobs));
+        m.insert("testJobs".into(), json!(b.test_jobs));
+        match self.format {
+            Format::Json => write!(out, ",\"backtest\":{{{}", json_fields(&m)),
+            Format::Yaml => write!(out, "  backtest:\n{}", yaml_of(&m, 4)),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn backtest_tail(&mut self, out: &mut dyn Write, t: &BacktestTail) -> io::Result<()> {
+        let mut m = Map::new();
+        m.insert("falseKills".into(), json!(t.false_kills));
+        m.insert("falseKillJobs".into(), json!(t.false_kill_jobs));
+        m.insert("gpuHoursSaved".into(), json!(t.gpu_hours_saved));
+        m.insert("estimates".into(), t.estimates.clone().unwrap_or(Value::Null));
+        match self.format {
+            Format::Json => write!(out, ",{}}}", json_fields(&m)),
+            Format::Yaml => write!(out, "{}", yaml_of(&m, 4)),
+            _ => Ok(()),
+        }
+    }
+
+    /// The end of the record, or the whole of the other formats.
+    pub fn finish(
+        &mut self,
+        out: &mut dyn Write,
+        r: &Report<'_>,
+        whole: &Captured,
+        backtest: Option<&(Captured, BacktestTail)>,
+    ) -> io::Result<()> {
+        match self.format {
+            Format::Json => out.write_all(b"}}\n"),
+            Format::Yaml => Ok(()),
+            Format::Table => table(out, r, whole, backtest),
+            Format::Markdown => out.write_all(markdown(r, whole, backtest).as_bytes()),
+            Format::Html => out.write_all(html(r, whole, backtest).as_bytes()),
+        }
+    }
+}
+
+/// A share as a percentage with one decimal.
+fn pct(p: f64) -> String {
+    format!("{:.1}%", p * 100.0)
+}
+
+/// `12.5%  (8.1–18.3%)`, or `-` without trials.
+fn rate_words(s: &SignatureStats) -> String {
+    match s.rate() {
+        Some((r, l, h)) => format!("{} ({:.1}–{})", pct(r), l * 100.0, pct(h)),
+        None => "-".into(),
+    }
+}
+
+/// The evidence of a rule, in one line (a comment above it in the documents).
+pub fn evidence(s: &SignatureStats) -> String {
+    let mut e = format!(
+        "{} failed runs in {}; {} retried, {} succeeded",
+        s.failed_runs,
+        plural(s.jobs, "job", "jobs"),
+        s.trials.trials,
+        s.trials.successes
+    );
+    if let Some((r, l, h)) = s.rate() {
+        let _ = write!(e, ": {} (95%: {:.1}–{})", pct(r), l * 100.0, pct(h));
+    }
+    let gpu = hours(s.gpu.failed + s.gpu.after);
+    if gpu > 0.0 {
+        let _ = write!(e, "; {gpu:.1} GPU-hours, {:.1} of them futile", hours(s.gpu.futile));
+    }
+    e
+}
+
+/// What the baseline does with a signature, in a few words: its commonest decision.
+fn today(s: &SignatureStats) -> String {
+    match s.current_sorted().first() {
+        Some((rule, action, runs)) => {
+            let share = *runs as f64 / s.failed_runs.max(1) as f64;
+            if share >= 0.995 {
+                format!("{} ({rule})", action.as_str())
+            } else {
+                format!("{} ({rule}, {})", action.as_str(), pct(share))
+            }
+        }
+        None => "undecided".into(),
+    }
+}
+
+fn proposal_words(v: &Verdict) -> String {
+    match v {
+        Verdict::Rule(p) => match p.limit {
+            Some(l) if p.avoid_same_node => format!("Retry ×{l}, other node"),
+            Some(l) => format!("Retry ×{l}"),
+            None => "Fail".into(),
+        },
+        Verdict::None(NoRule::TooFewTrials { .. }) => "(too few trials)".into(),
+        Verdict::None(_) => "(no rule)".into(),
+    }
+}
+
+/// A signature cut for a table cell.
+fn short(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(n - 1).collect();
+    t.push('…');
+    t
+}
+
+fn gpu_cell(s: &SignatureStats) -> String {
+    format!("{:.1}", hours(s.gpu.failed + s.gpu.after))
+}
+
+fn table(out: &mut dyn Write, r: &Report<'_>, whole: &Captured, backtest: Option<&(Captured, BacktestTail)>) -> io::Result<()> {
+    let learned_from = match &r.backtest {
+        Some(b) => format!(" submitted before {}", b.at),
+        None => String::new(),
+    };
+    writeln!(
+        out,
+        "Learned from {}{learned_from}: {} failed runs, {}.",
+        plural(r.jobs, "job", "jobs"),
+        r.failed_runs,
+        plural(r.signatures.len() as u64, "signature", "signatures")
+    )?;
+    writeln!(out)?;
+    let rows: Vec<[String; 7]> = r
+        .signatures
+        .iter()
+        .take(TOP)
+        .map(|(s, v)| {
+            [
+                short(&s.text, 48),
+                s.failed_runs.to_string(),
+                s.trials.trials.to_string(),
+                rate_words(s),
+                gpu_cell(s),
+                today(s),
+                proposal_words(v),
+            ]
+        })
+        .collect();
+    let head = ["SIGNATURE", "RUNS", "TRIALS", "RETRY SUCCESS (95%)", "GPU-H", "TODAY", "PROPOSED"];
+    let mut widths: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| -> String {
+        let mut s = String::new();
+        for (k, (c, w)) in cells.iter().zip(&widths).enumerate() {
+            if k + 1 == cells.len() {
+                s.push_str(c);
+            } else {
+                let _ = write!(s, "{c}{}  ", " ".repeat(w - c.chars().count()));
+            }
+        }
+        s.trim_end().to_string()
+    };
+    writeln!(out, "{}", line(head.to_vec()))?;
+    for row in &rows {
+        writeln!(out, "{}", line(row.iter().map(String::as_str).collect()))?;
+    }
+    if r.signatures.len() > TOP {
+        writeln!(
+            out,
+            "(the {TOP} with most GPU-hours of {}; -o json lists every one)",
+            r.signatures.len()
+        )?;
+    }
+    let none: Vec<&(&SignatureStats, Verdict)> = r
+        .signatures
+        .iter()
+        .filter(|(_, v)| matches!(v, Verdict::None(w) if !matches!(w, NoRule::TooFewTrials { .. })))
+        .collect();
+    for (s, v) in none.iter().take(5) {
+        if let Verdict::None(why) = v {
+            writeln!(out, "  no rule for {}: {why}", short(&s.text, 60))?;
+        }
+    }
+    writeln!(out)?;
+    if r.suspects.is_empty() {
+        writeln!(out, "Suspect nodes: none (no node's failure share is an outlier).")?;
+    } else {
+        writeln!(out, "Suspect nodes (failure share far above the other nodes'):")?;
+        for s in r.suspects.iter().take(TOP) {
+            let sigs: Vec<String> = s.signatures.iter().map(|(t, n)| format!("{} ×{n}", short(t, 40))).collect();
+            writeln!(
+                out,
+                "  {}  {} of {} runs failed (p = {:.1e})  {}",
+                s.node,
+                s.failed,
+                s.runs,
+                s.tail,
+                sigs.join(", ")
+            )?;
+        }
+    }
+    writeln!(out)?;
+    let dialect = match r.engine {
+        EngineKind::Design => "the design dialect".to_string(),
+        EngineKind::Upstream => {
+            let limit = r.upstream.and_then(|u| u.policy_retry_limit);
+            format!(
+                "today's Armada: a categorizer and a v1beta1 policy, retryLimit {}",
+                limit.map_or("0".into(), |l| l.to_string())
+            )
+        }
+    };
+    let retry = r.rules.iter().filter(|p| p.limit.is_some()).count();
+    writeln!(
+        out,
+        "Proposal: policy `{}` ({dialect}), {} ({retry} Retry, {} Fail).",
+        r.name,
+        plural(r.rules.len() as u64, "rule", "rules"),
+        r.rules.len() - retry
+    )?;
+    if let Some(u) = r.upstream {
+        if !u.raises.is_empty() {
+            writeln!(
+                out,
+                "  the one retryLimit raises {}: {}",
+                plural(u.raises.len() as u64, "signature", "signatures"),
+                u.raises.iter().map(|s| short(s, 40)).collect::<Vec<_>>().join(", ")
+            )?;
+        }
+    }
+    writeln!(out, "Against the baseline on the same history:")?;
+    write_comparison(out, crate::output::style::Style { color: false }, &whole.comparison)?;
+    if let Some(e) = &whole.estimates {
+        write_estimate_line(out, &whole.comparison, e, false)?;
+    }
+    if let (Some(b), Some((c, t))) = (&r.backtest, backtest) {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "Backtest: learned from the {} submitted before {}, judged on the {} at or after it:",
+            plural(b.train_jobs, "job", "jobs"),
+            b.at,
+            plural(b.test_jobs, "job", "jobs")
+        )?;
+        write_comparison(out, crate::output::style::Style { color: false }, &c.comparison)?;
+        writeln!(
+            out,
+            "  false kills: {} (Succeeded under the baseline, not under the proposal){}",
+            t.false_kills,
+            if t.false_kill_jobs.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", t.false_kill_jobs.join(", "))
+            }
+        )?;
+        writeln!(out, "  GPU-hours saved: {:.1}", t.gpu_hours_saved)?;
+    }
+    writeln!(out)?;
+    writeln!(out, "Write the proposal:  {}", r.commands.write)?;
+    if let Some(t) = &r.commands.tune {
+        writeln!(out, "Search its limits:   {t}")?;
+    }
+    Ok(())
+}
+
+fn markdown(r: &Report<'_>, whole: &Captured, backtest: Option<&(Captured, BacktestTail)>) -> String {
+    let mut m = String::new();
+    let c = &whole.comparison;
+    let _ = writeln!(m, "## Proposed retry policy `{}`\n", md(r.name));
+    let _ = writeln!(
+        m,
+        "Learned from {} ({} failed runs, {}).\n",
+        plural(r.jobs, "job", "jobs"),
+        r.failed_runs,
+        plural(r.signatures.len() as u64, "signature", "signatures")
+    );
+    let _ = writeln!(
+        m,
+        "**Against the baseline:** {} rescued, {} lost, {} → Pending; GPU-hours +{:.1} / −{:.1}; retries +{} / −{}.\n",
+        c.rescued,
+        c.lost,
+        c.to_pending,
+        hours(c.gpu_added),
+        hours(c.gpu_removed),
+        c.retries_added,
+        c.retries_removed
+    );
+    if let (Some(b), Some((bc, t))) = (&r.backtest, backtest) {
+        let _ = writeln!(
+            m,
+            "**Backtest** (learned before {}, judged on {}): {} rescued, {} lost, **{} false kills**, **{:.1} GPU-hours saved**.\n",
+            md(&b.at),
+            plural(b.test_jobs, "later job", "later jobs"),
+            bc.comparison.rescued,
+            bc.comparison.lost,
+            t.false_kills,
+            t.gpu_hours_saved
+        );
+    }
+    let _ = writeln!(m, "| signature | runs | retry success (95%) | GPU-h | today | proposed |");
+    let _ = writeln!(m, "|---|---:|---|---:|---|---|");
+    for (s, v) in r.signatures.iter().take(TOP) {
+        let _ = writeln!(
+            m,
+            "| {} | {} | {} | {} | {} | {} |",
+            md(&short(&s.text, 80)),
+            s.failed_runs,
+            rate_words(s),
+            gpu_cell(s),
+            md(&today(s)),
+            md(&proposal_words(v))
+        );
+    }
+    if !r.suspects.is_empty() {
+        let _ = writeln!(m, "\n**Suspect nodes:**\n");
+        for s in r.suspects.iter().take(TOP) {
+            let _ = writeln!(m, "- {}: {} of {} runs failed (p = {:.1e})", md(&s.node), s.failed, s.runs, s.tail);
+        }
+    }
+    let _ = writeln!(m, "\nWrite it: `{}`", r.commands.write.replace('`', "'"));
+    m
+}
+
+fn html(r: &Report<'_>, whole: &Captured, backtest: Option<&(Captured, BacktestTail)>) -> String {
+    let mut b = String::new();
+    let c = &whole.comparison;
+    let _ = write!(
+        b,
+        "<h1>Proposed retry policy <code>{}</code></h1>\n<p>Learned from {} ({} failed runs, {}). Against the baseline: {} rescued, {} lost, {} → Pending; GPU-hours +{:.1} / −{:.1}.</p>\n",
+        esc(r.name),
+        esc(&plural(r.jobs, "job", "jobs")),
+        r.failed_runs,
+        esc(&plural(r.signatures.len() as u64, "signature", "signatures")),
+        c.rescued,
+        c.lost,
+        c.to_pending,
+        hours(c.gpu_added),
+        hours(c.gpu_removed)
+    );
+    if let (Some(bh), Some((bc, t))) = (&r.backtest, backtest) {
+        let _ = write!(
+            b,
+            "<p class=\"backtest\">Backtest (learned before {}, judged on {}): {} rescued, {} lost, <b>{} false kills</b>, <b>{:.1} GPU-hours saved</b>.</p>\n",
+            esc(&bh.at),
+            esc(&plural(bh.test_jobs, "later job", "later jobs")),
+            bc.comparison.rescued,
+            bc.comparison.lost,
+            t.false_kills,
+            t.gpu_hours_saved
+        );
+    }
+    // Hours by signature: recovered (the runs after a failure that led to success) vs futile.
+    let top: Vec<&(&SignatureStats, Verdict)> = r.signatures.iter().take(TOP).collect();
+    let max = top
+        .iter()
+        .map(|(s, _)| hours(s.gpu.failed + s.gpu.after))
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    let _ = write!(
+        b,
+        "<h2>GPU-hours by signature</h2>\n<p class=\"note\">Bars: the failed runs (grey), the runs after them that a retry recovered (green) and those in jobs that never succeeded (red).</p>\n<svg role=\"img\" aria-label=\"GPU-hours by signature\" viewBox=\"0 0 900 {}\" width=\"100%\" font-size=\"12\">",
+        24 * top.len().max(1)
+    );
+    for (i, (s, _)) in top.iter().enumerate() {
+        let y = i * 24;
+        let scale = |h: u128| hours(h) / max * 480.0;
+        let failed = scale(s.gpu.failed);
+        let futile = scale(s.gpu.futile);
+        let recovered = scale(s.gpu.after - s.gpu.futile.min(s.gpu.after));
+        let _ = write!(
+            b,
+            "<text x=\"0\" y=\"{}\">{}</text><rect class=\"failed\" x=\"360\" y=\"{}\" width=\"{failed:.1}\" height=\"16\" fill=\"#9aa5b1\"/><rect class=\"recovered\" x=\"{:.1}\" y=\"{}\" width=\"{recovered:.1}\" height=\"16\" fill=\"#2f9e44\"/><rect class=\"futile\" x=\"{:.1}\" y=\"{}\" width=\"{futile:.1}\" height=\"16\" fill=\"#e03131\"/><text x=\"{:.1}\" y=\"{}\">{:.1}</text>",
+            y + 14,
+            esc(&short(&s.text, 52)),
+            y + 2,
+            360.0 + failed,
+            y + 2,
+            360.0 + failed + recovered,
+            y + 2,
+            366.0 + failed + recovered + futile,
+            y + 14,
+            hours(s.gpu.failed + s.gpu.after)
+        );
+    }
+    b.push_str("</svg>\n");
+    let _ = write!(
+        b,
+        "<h2>Signatures</h2>\n<table><thead><tr><th>signature</th><th>runs</th><th>retry success (95%)</th><th>by attempt</th><th>today</th><th>proposed</th></tr></thead><tbody>\n"
+    );
+    for (s, v) in &top {
+        let mut depths = String::new();
+        for (d, t) in ["1", "2", "3", "4", "5+"].iter().zip(s.by_depth) {
+            match rate_of(t) {
+                Some((p, l, h)) => {
+                    let _ = write!(depths, "{d}: {} ({:.0}–{:.0}%, n={}) ", pct(p), l * 100.0, h * 100.0, t.trials);
+                }
+                None => {
+                    let _ = write!(depths, "{d}: – ");
+                }
+            }
+        }
+        let _ = writeln!(
+            b,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td class=\"depths\">{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&s.text),
+            s.failed_runs,
+            esc(&rate_words(s)),
+            esc(depths.trim_end()),
+            esc(&today(s)),
+            esc(&proposal_words(v))
+        );
+    }
+    b.push_str("</tbody></table>\n<h2>Suspect nodes</h2>\n");
+    if r.suspects.is_empty() {
+        b.push_str("<p>None: no node's failure share is an outlier.</p>\n");
+    } else {
+        b.push_str("<table><thead><tr><th>node</th><th>runs</th><th>failed</th><th>p</th><th>commonest signatures</th></tr></thead><tbody>\n");
+        for s in r.suspects.iter().take(TOP) {
+            let sigs: Vec<String> = s.signatures.iter().map(|(t, n)| format!("{} ×{n}", esc(t))).collect();
+            let _ = writeln!(
+                b,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1e}</td><td>{}</td></tr>",
+                esc(&s.node),
+                s.runs,
+                s.failed,
+                s.tail,
+                sigs.join("<br>")
+            );
+        }
+        b.push_str("</tbody></table>\n");
+    }
+    let _ = writeln!(b, "<p class=\"note\">Write it: <code>{}</code></p>", esc(&r.commands.write));
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>retryctl suggest: {}</title>\n<style>body{{font-family:system-ui,sans-serif;margin:24px;color:#1f2933}}table{{border-collapse:collapse;margin:8px 0}}td,th{{border-bottom:1px solid #e4e7eb;padding:4px 8px;text-align:left;vertical-align:top}}.note{{color:#616e7c;font-size:12px}}.depths{{font-size:12px}}</style></head>\n<body><main>\n{b}</main></body></html>\n",
+        esc(r.name)
+    )
+}

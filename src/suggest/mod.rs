@@ -1,0 +1,13 @@
+//! `retryctl suggest`'s learning (docs/reference/suggest.md): a failed run's signature, the
+//! counts per signature and per node, the proposed rules and their documents, the suspect
+//! nodes.
+//!
+//! Pure, like `tune`'s ranking: no I/O, clock or environment. The replays it reads (the
+//! baseline's decisions, the comparison of the proposal) are `replay`'s, driven by
+//! `commands::suggest`; nothing here matches rules or decides a run.
+
+pub mod documents;
+pub mod nodes;
+pub mod propose;
+pub mod signature;
+pub mod stats;

@@ -1,0 +1,282 @@
+//! The proposal (docs/reference/suggest.md "The proposal"): each signature's counts → a rule
+//! a reader can recompute, and the rules in the policy's order.
+//!
+//! Owns: the rule (minimum trials, the futile rate, the limit by depth, `avoidSameNode` on
+//! evidence), which signatures get no rule of their own and why, and the order. Pure: it
+//! reads [`SignatureStats`] and writes no document (that is `documents`).
+
+use std::cmp::Ordering;
+
+use crate::engine::EngineKind;
+use crate::model::policy::{Action, Condition};
+use crate::replay::estimate::{wilson, Tally, DEPTHS, MIN_TRIALS, Z95};
+
+use super::signature::{Signature, CONDITIONS};
+use super::stats::SignatureStats;
+
+/// `--min-trials`, `--futile`, `--max-limit`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Knobs {
+    pub min_trials: u64,
+    pub futile: f64,
+    pub max_limit: u32,
+}
+
+impl Default for Knobs {
+    fn default() -> Knobs {
+        Knobs {
+            min_trials: 20,
+            futile: 0.05,
+            max_limit: 5,
+        }
+    }
+}
+
+/// The largest `--max-limit`.
+pub const MAX_LIMIT: u32 = 10_000;
+
+/// A proposed rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Proposed {
+    pub text: String,
+    pub signature: Signature,
+    pub action: Action,
+    /// `None` for a Fail rule.
+    pub limit: Option<u32>,
+    pub avoid_same_node: bool,
+    /// GPU and CPU time of its failed runs and the runs after them (for the order).
+    pub gpu: u128,
+    pub cpu: u128,
+    /// Some run's first line was longer than the template: the pattern is not anchored at
+    /// the line's end.
+    pub cut: bool,
+}
+
+/// Why a signature gets no rule of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoRule {
+    TooFewTrials { trials: u64, min: u64 },
+    /// `unknown` and `other`: nothing to match on.
+    NoSignal,
+    /// The design dialect has no matcher for a pod error.
+    PodErrorInDesign,
+    /// An unnamed init container cannot be selected.
+    UnnamedInit,
+    /// An exit code `validate` refuses (outside 1–255).
+    ExitCode(i64),
+    /// Upstream's executor cannot categorize a preemption or an unschedulable pod.
+    NotCategorizable(Condition),
+}
+
+impl std::fmt::Display for NoRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoRule::TooFewTrials { trials, min } => write!(f, "{trials} trials, fewer than --min-trials {min}"),
+            NoRule::NoSignal => f.write_str("no signal to match on"),
+            NoRule::PodErrorInDesign => f.write_str("the design dialect has no pod-error matcher (--engine upstream has)"),
+            NoRule::UnnamedInit => f.write_str("an unnamed init container cannot be selected by name"),
+            NoRule::ExitCode(code) => write!(f, "exit code {code} cannot be matched (rules take 1 to 255)"),
+            NoRule::NotCategorizable(c) => write!(f, "the executor cannot categorize `{}`", c.as_str()),
+        }
+    }
+}
+
+/// A signature's verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Rule(Proposed),
+    None(NoRule),
+}
+
+/// p(s, d): the share at depth `d` (1-based; 5 and more use `5+`), or the signature's
+/// overall share when that depth has fewer than [`MIN_TRIALS`] trials.
+pub fn p_at(stats: &SignatureStats, d: u32) -> f64 {
+    let t = stats.by_depth[(d.clamp(1, DEPTHS as u32) - 1) as usize];
+    let t = if t.trials < MIN_TRIALS { stats.trials } else { t };
+    if t.trials == 0 {
+        0.0
+    } else {
+        t.successes as f64 / t.trials as f64
+    }
+}
+
+/// The limit: consecutive depths from 1 with p(s, d) ≥ `futile`, at most `max_limit`.
+pub fn limit(stats: &SignatureStats, knobs: &Knobs) -> u32 {
+    (1..=knobs.max_limit).take_while(|&d| p_at(stats, d) >= knobs.futile).count() as u32
+}
+
+/// `avoidSameNode`: both kinds of retry have 5 trials or more, and the other-node interval
+/// lies wholly above the same-node one.
+pub fn avoid_same_node(stats: &SignatureStats) -> bool {
+    let (same, other): (Tally, Tally) = (stats.same_node, stats.other_node);
+    if same.trials < MIN_TRIALS || other.trials < MIN_TRIALS {
+        return false;
+    }
+    let (_, same_high) = wilson(same.successes, same.trials, Z95);
+    let (other_low, _) = wilson(other.successes, other.trials, Z95);
+    other_low > same_high
+}
+
+/// Whether the signature can have a rule of its own under `engine`.
+fn matchable(sig: Option<&Signature>, engine: EngineKind) -> Result<(), NoRule> {
+    match sig {
+        None | Some(Signature::Unknown) => Err(NoRule::NoSignal),
+        Some(Signature::PodError { .. }) if engine == EngineKind::Design => Err(NoRule::PodErrorInDesign),
+        Some(Signature::Container { init: true, name, .. }) if name.is_empty() => Err(NoRule::UnnamedInit),
+        Some(Signature::Container { exit: Some(code), .. }) if !(1..=255).contains(code) => Err(NoRule::ExitCode(*code)),
+        Some(Signature::Condition(c @ (Condition::Preempted | Condition::Unschedulable)))
+            if engine == EngineKind::Upstream =>
+        {
+            Err(NoRule::NotCategorizable(*c))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// One signature's verdict.
+pub fn verdict(stats: &SignatureStats, knobs: &Knobs, engine: EngineKind) -> Verdict {
+    if let Err(why) = matchable(stats.signature.as_ref(), engine) {
+        return Verdict::None(why);
+    }
+    if stats.trials.trials < knobs.min_trials {
+        return Verdict::None(NoRule::TooFewTrials {
+            trials: stats.trials.trials,
+            min: knobs.min_trials,
+        });
+    }
+    let rate = stats.trials.successes as f64 / stats.trials.trials as f64;
+    let l = if rate < knobs.futile { 0 } else { limit(stats, knobs) };
+    let (action, limit, avoid) = if l == 0 {
+        (Action::Fail, None, false)
+    } else {
+        (Action::Retry, Some(l), avoid_same_node(stats))
+    };
+    Verdict::Rule(Proposed {
+        text: stats.text.clone(),
+        signature: stats.signature.clone().expect("checked by matchable"),
+        action,
+        limit,
+        avoid_same_node: avoid,
+        gpu: stats.gpu.failed + stats.gpu.after,
+        cpu: stats.cpu.failed + stats.cpu.after,
+        cut: stats.cut,
+    })
+}
+
+/// Group of a rule in the policy's order: conditions, containers with a message, containers
+/// without, categories with a subcategory, bare categories, pod errors (upstream only).
+fn group(sig: &Signature) -> (u8, usize) {
+    match sig {
+        Signature::Condition(c) => (0, CONDITIONS.iter().position(|x| x == c).unwrap_or(0)),
+        Signature::Container { template, .. } if !template.is_empty() => (1, 0),
+        Signature::Container { .. } => (2, 0),
+        Signature::PodError { .. } => (3, 0),
+        Signature::Category { subcategory: Some(_), .. } => (4, 0),
+        Signature::Category { .. } => (5, 0),
+        Signature::Unknown => (6, 0),
+    }
+}
+
+fn container_key(sig: &Signature) -> (&str, bool) {
+    match sig {
+        // The container's name, then the OOM rule before exit rules.
+        Signature::Container { name, exit, .. } => (name.as_str(), exit.is_some()),
+        _ => ("", false),
+    }
+}
+
+/// The policy's order: a total one, so that the same counts always print the same policy.
+pub fn order(a: &Proposed, b: &Proposed) -> Ordering {
+    group(&a.signature)
+        .cmp(&group(&b.signature))
+        .then_with(|| container_key(&a.signature).cmp(&container_key(&b.signature)))
+        .then_with(|| {
+            b.signature
+                .template()
+                .chars()
+                .count()
+                .cmp(&a.signature.template().chars().count())
+        })
+        .then_with(|| b.gpu.cmp(&a.gpu))
+        .then_with(|| b.cpu.cmp(&a.cpu))
+        .then_with(|| a.text.as_bytes().cmp(b.text.as_bytes()))
+}
+
+/// Every signature's verdict (in `stats`' order), and the rules in the policy's order.
+pub fn propose<'a>(
+    stats: &[&'a SignatureStats],
+    knobs: &Knobs,
+    engine: EngineKind,
+) -> (Vec<(&'a SignatureStats, Verdict)>, Vec<Proposed>) {
+    let verdicts: Vec<(&SignatureStats, Verdict)> = stats.iter().map(|s| (*s, verdict(s, knobs, engine))).collect();
+    let mut rules: Vec<Proposed> = verdicts
+        .iter()
+        .filter_map(|(_, v)| match v {
+            Verdict::Rule(p) => Some(p.clone()),
+            Verdict::None(_) => None,
+        })
+        .collect();
+    rules.sort_by(order);
+    (verdicts, rules)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(depths: [(u64, u64); 5]) -> SignatureStats {
+        let mut s = SignatureStats {
+            text: "exit:1@main".into(),
+            signature: Some(Signature::Container {
+                exit: Some(1),
+                name: "main".into(),
+                init: false,
+                template: String::new(),
+                cut: false,
+            }),
+            ..SignatureStats::default()
+        };
+        for (k, (trials, successes)) in depths.into_iter().enumerate() {
+            s.by_depth[k] = Tally { trials, successes };
+            s.trials.trials += trials;
+            s.trials.successes += successes;
+        }
+        s
+    }
+
+    #[test]
+    fn the_limit_counts_consecutive_depths_that_pay() {
+        let k = Knobs::default();
+        // 50%, 20%, 4%: two depths pay, the third does not.
+        let s = stats([(10, 5), (10, 2), (25, 1), (10, 5), (0, 0)]);
+        assert_eq!(limit(&s, &k), 2);
+        // Depths with fewer than 5 trials read the overall share (14/58 ≈ 24%).
+        let s = stats([(10, 5), (4, 0), (3, 0), (40, 9), (1, 0)]);
+        assert_eq!(limit(&s, &k), 5);
+        assert_eq!(limit(&s, &Knobs { max_limit: 3, ..k }), 3);
+        // 5+ carries on to the cap.
+        let s = stats([(10, 5), (10, 5), (10, 5), (10, 5), (10, 5)]);
+        assert_eq!(limit(&s, &Knobs { max_limit: 9, ..k }), 9);
+    }
+
+    #[test]
+    fn verdicts_follow_the_rule() {
+        let k = Knobs::default();
+        let futile = stats([(30, 1), (0, 0), (0, 0), (0, 0), (0, 0)]);
+        let Verdict::Rule(p) = verdict(&futile, &k, EngineKind::Design) else { panic!() };
+        assert_eq!((p.action, p.limit, p.avoid_same_node), (Action::Fail, None, false));
+        let few = stats([(19, 10), (0, 0), (0, 0), (0, 0), (0, 0)]);
+        assert_eq!(
+            verdict(&few, &k, EngineKind::Design),
+            Verdict::None(NoRule::TooFewTrials { trials: 19, min: 20 })
+        );
+        let mut good = stats([(30, 15), (10, 0), (0, 0), (0, 0), (0, 0)]);
+        good.same_node = Tally { trials: 20, successes: 0 };
+        good.other_node = Tally { trials: 20, successes: 15 };
+        let Verdict::Rule(p) = verdict(&good, &k, EngineKind::Design) else { panic!() };
+        assert_eq!((p.action, p.limit, p.avoid_same_node), (Action::Retry, Some(1), true));
+        good.same_node = Tally { trials: 4, successes: 0 };
+        let Verdict::Rule(p) = verdict(&good, &k, EngineKind::Design) else { panic!() };
+        assert!(!p.avoid_same_node);
+    }
+}
