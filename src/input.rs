@@ -184,7 +184,19 @@ pub fn read_scheduler_source(path: &Path) -> Result<SchedulerSource, CliError> {
 /// error naming the flag's file and each problem at its line (`FILE:LINE:COL: FIELD:
 /// message`), exit 3, as `--scheduler-config` does.
 pub fn read_categorizer(path: &Path) -> Result<(ErrorCategories, Vec<String>), CliError> {
-    let file = read_file(path, Some(&[Kind::ErrorCategories]));
+    // A file of `suggest -o policy` holds the categorizer and the policy it goes with: the
+    // policies and queues of such a file are `-f`'s, not an error here.
+    let mut file = read_file(path, None);
+    let categorizers = file.documents.iter().filter(|d| d.kind == Some(Kind::ErrorCategories)).count();
+    let others_are_policies = file
+        .documents
+        .iter()
+        .all(|d| matches!(d.kind, Some(Kind::ErrorCategories | Kind::RetryPolicy | Kind::Queue)));
+    if categorizers == 1 && others_are_policies && file.errors.is_empty() {
+        file.documents.retain(|d| d.kind == Some(Kind::ErrorCategories));
+    } else {
+        file = read_file(path, Some(&[Kind::ErrorCategories]));
+    }
     let name = file.name.as_str();
     if let Some(e) = file.errors.iter().find(|e| e.code == "unreadable") {
         let why = e.message.strip_prefix("cannot read: ").unwrap_or(&e.message);
@@ -247,6 +259,26 @@ pub fn io_reason(e: &io::Error) -> String {
             }
         }
     }
+}
+
+/// Takes the executor's categorizer documents out of `files` that also hold policies or
+/// queues (what `suggest -o policy` writes for today's Armada: the categorizer, then the
+/// policy), so that `-f` reads the rest; returns where each was (`FILE` document N, 1-based).
+/// A file of categorizer documents alone keeps them (and `-f`'s error: it is the wrong file).
+pub fn set_aside_categorizers(files: &mut [SourceFile]) -> Vec<String> {
+    let mut aside = Vec::new();
+    for f in files.iter_mut() {
+        let is_categorizer = |d: &crate::model::Document| crate::model::categorizer::shape_of(&d.node).is_some();
+        let policies = f.documents.iter().any(|d| !is_categorizer(d));
+        if !policies {
+            continue;
+        }
+        for d in f.documents.iter().filter(|d| is_categorizer(d)) {
+            aside.push(format!("`{}` document {}", f.name, d.index + 1));
+        }
+        f.documents.retain(|d| !is_categorizer(d));
+    }
+    aside
 }
 
 /// The documents of `text` as if read from a file named `name` (`suggest` reads what it

@@ -172,7 +172,8 @@ pub fn load_policies(
     engine: EngineKind,
     side: Side,
 ) -> anyhow::Result<Option<Simulator>> {
-    let files = input::read_sources(paths, flags.recursive, Some(&[Kind::RetryPolicy, Kind::Queue]));
+    let mut files = input::read_sources(paths, flags.recursive, Some(&[Kind::RetryPolicy, Kind::Queue]));
+    note_categorizers(ctx, &mut files)?;
     if !report_invalid(ctx, &files, "simulated")? {
         return Ok(None);
     }
@@ -181,6 +182,18 @@ pub fn load_policies(
         Err(Unusable::Unreadable(fields)) => refuse_unreadable(&fields, side).map(|()| None),
         Err(Unusable::Invalid(e)) => Err(e.into()),
     }
+}
+
+/// Sets aside the categorizer documents of policy files (`input::set_aside_categorizers`)
+/// and says so: `-f` reads policies and queues.
+pub fn note_categorizers(ctx: &mut Context, files: &mut [SourceFile]) -> anyhow::Result<()> {
+    for place in input::set_aside_categorizers(files) {
+        writeln!(
+            ctx.err,
+            "note: {place} is the executor's categorizer config, not a policy: `-f` leaves it out (`--categorizer` reads it)"
+        )?;
+    }
+    Ok(())
 }
 
 /// Writes `validate`'s report of `files` to stderr when any document is invalid, and says

@@ -136,7 +136,13 @@ pub fn load(ctx: &mut Context, source: &FileSource, kinds: &[Kind]) -> anyhow::R
     if source.files.is_empty() {
         return Err(CliError::usage("no input: pass one or more files or directories with `-f PATH`").into());
     }
-    let files = input::read_sources(&source.files, source.recursive, Some(kinds));
+    let mut files = input::read_sources(&source.files, source.recursive, Some(kinds));
+    for place in input::set_aside_categorizers(&mut files) {
+        writeln!(
+            ctx.err,
+            "note: skipped {place}: the executor's categorizer config is not a server resource; it goes in the executor's config (`errorCategories`)"
+        )?;
+    }
     let totals = report::counts(&files);
     if totals.errors > 0 {
         // The summary line goes to stderr too: stdout carries only results.

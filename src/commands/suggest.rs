@@ -43,7 +43,7 @@ use crate::output::simulate::{Baseline, Stderr};
 use crate::output::suggest::{self as view, Report};
 use crate::replay::categorize::{CategoryCounts, Reclassify};
 use crate::replay::parallel::{for_each_ordered, Emitted, Processed};
-use crate::replay::run::{compare_inspected, replay, replay_job_detailed, BacktestError, Options, Out};
+use crate::replay::run::{compare_inspected, replay, replay_job_detailed, BacktestError, Options, Out, TrialCount};
 use crate::replay::source::{Files, HistorySource};
 use crate::suggest::documents::{self, Documented, Settings, Upstream};
 use crate::suggest::nodes::suspects;
@@ -158,10 +158,19 @@ struct Pass1 {
     test_jobs: u64,
     errors: u64,
     not_submitted: Option<(u64, String)>,
+    /// The trials of every job (for the backtest of the estimates).
+    trials: TrialCount,
     /// Every job (a source read once), when the second pass needs it.
     spool: Option<tempfile::NamedTempFile>,
     /// The jobs at or after `--backtest-at`.
     test: Option<tempfile::NamedTempFile>,
+}
+
+/// A worker's unit of pass 1: its scratch and the trials it counted.
+#[derive(Default)]
+struct Unit {
+    reclassify: Reclassify,
+    trials: TrialCount,
 }
 
 /// One job as pass 1's workers leave it.
@@ -200,11 +209,19 @@ impl Suggest<'_> {
             test_jobs: 0,
             errors: 0,
             not_submitted: None,
+            trials: TrialCount::default(),
             spool: spool_all.then(spool_file).transpose().map_err(cannot_spool)?,
             test: at.is_some().then(spool_file).transpose().map_err(cannot_spool)?,
         };
-        let work = |scratch: &mut Reclassify, job: crate::replay::parallel::Decoded<'_>| -> Result<Learnt, String> {
+        let trial_options = Options {
+            backtest_at: at,
+            shard: None,
+        };
+        let work = |unit: &mut Unit, job: crate::replay::parallel::Decoded<'_>| -> Result<Learnt, String> {
             let history = job.history;
+            // The estimates' trials, split at `--backtest-at` (their backtest).
+            unit.trials.add(history, job.origin, &trial_options);
+            let scratch = &mut unit.reclassify;
             let (test, not_submitted) = match (at, history.job.submitted_at) {
                 (None, _) => (false, None),
                 (Some(at), Some(s)) => (s >= at, None),
@@ -241,7 +258,13 @@ impl Suggest<'_> {
         let mut stderr = Stderr::new(&mut *ctx.err, ctx.style, None, false);
         let mut failed: Option<io::Error> = None;
         for_each_ordered(source, None, work, |e| {
-            let Emitted::Job(_, p) = e else { return Ok(true) };
+            let p = match e {
+                Emitted::Job(_, p) => p,
+                Emitted::Unit(unit, _) => {
+                    pass.trials.merge(&unit.trials);
+                    return Ok(true);
+                }
+            };
             match p {
                 Processed::Done(l) => {
                     if let Some(id) = l.not_submitted {
@@ -358,7 +381,7 @@ impl Drive for Suggest<'_> {
         let baseline = baseline.with_categorizer(self.categorizer.clone());
         // A file or directory is read again; stdin and the database are spooled.
         let reread = args.replay.history.clone().filter(|h| h.as_os_str() != "-");
-        let pass = self.learn(ctx, source, &baseline, reread.is_none())?;
+        let mut pass = self.learn(ctx, source, &baseline, reread.is_none())?;
         if let Some((jobs, first)) = pass.not_submitted.clone() {
             let at = args.replay.backtest_at.as_deref().unwrap_or_default();
             return Err(backtest_refusal(&BacktestError::NotSubmitted { jobs, first }, at).into());
@@ -379,6 +402,22 @@ impl Drive for Suggest<'_> {
             .with_hint("pick a time between the first and the last submission")
             .into());
         }
+        // The estimates' backtest at the same time: refused (no trials on a side) before
+        // anything is printed, as `simulate --backtest-at` refuses it.
+        let estimates_backtest = match self.backtest_at {
+            Some(_) => {
+                let at = args.replay.backtest_at.as_deref().unwrap_or_default();
+                let options = Options {
+                    backtest_at: self.backtest_at,
+                    shard: None,
+                };
+                let (_, b) = std::mem::take(&mut pass.trials)
+                    .finish(&options)
+                    .map_err(|e| backtest_refusal(&e, at))?;
+                b
+            }
+            None => None,
+        };
         let learned = &pass.learned;
         let sorted = learned.sorted();
         let (verdicts, rules) = propose(&sorted, &self.knobs, self.engine);
@@ -454,7 +493,7 @@ impl Drive for Suggest<'_> {
                 replay(open(test.path())?, &baseline, &options, Out::Sink(&mut sink))?;
                 sink.pending_gpu_hours()
             };
-            let tail = view::backtest_tail(&test_cmp, base_pending);
+            let tail = view::backtest_tail(&test_cmp, base_pending, estimates_backtest.as_ref());
             doc.backtest_tail(&mut *ctx.out, &tail)?;
             backtest = Some((test_cmp, tail));
         }

@@ -22,7 +22,7 @@ use std::path::Path;
 use crate::app::Context;
 use crate::cli::{TuneArgs, TuneOutput};
 use crate::commands::held::Held;
-use crate::commands::policy_set::{load_policies, policy_set, report_invalid, PolicyFlags, Side, Unusable};
+use crate::commands::policy_set::{load_policies, note_categorizers, policy_set, report_invalid, PolicyFlags, Side, Unusable};
 use crate::commands::replay_source::{self, check_flags, overrides, About, Drive};
 use crate::commands::simulate::{backtest_refusal, load_categorizer, parse_backtest_at, RECORDED};
 use crate::engine::categorizer::Classifier;
@@ -94,11 +94,12 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         return Err(CliError::usage("give the template's documents with `-f PATH`").into());
     }
     // The template: its documents valid, its varies right, its size bounded, before any work.
-    let files = input::read_sources(
+    let mut files = input::read_sources(
         &args.source.files,
         args.source.recursive,
         Some(&[Kind::RetryPolicy, Kind::Queue]),
     );
+    note_categorizers(ctx, &mut files)?;
     if !report_invalid(ctx, &files, "tuned")? {
         return Ok(ExitCode::InvalidInput);
     }

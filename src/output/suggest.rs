@@ -105,18 +105,25 @@ pub struct BacktestTail {
     pub false_kill_jobs: Vec<String>,
     pub gpu_hours_saved: f64,
     pub estimates: Option<Value>,
+    /// The estimates' backtest in words.
+    pub estimates_words: Option<String>,
 }
 
 /// `gpuHoursSaved` = removed − added − expected (the proposal's Pending jobs) + the
 /// baseline's own expected GPU-hours over its Pending jobs.
-pub fn backtest_tail(c: &Captured, baseline_pending_gpu_hours: f64) -> BacktestTail {
+pub fn backtest_tail(
+    c: &Captured,
+    baseline_pending_gpu_hours: f64,
+    estimates: Option<&crate::replay::backtest::Backtest>,
+) -> BacktestTail {
     let expected = c.estimates.as_ref().map_or(0.0, |e| e.pending.gpu_hours);
     BacktestTail {
         false_kills: c.false_kills,
         false_kill_jobs: c.false_kill_jobs.clone(),
         gpu_hours_saved: hours(c.comparison.gpu_removed) - hours(c.comparison.gpu_added) - expected
             + baseline_pending_gpu_hours,
-        estimates: c.estimates.as_ref().and_then(|e| e.backtest.as_ref()).map(backtest_json),
+        estimates: estimates.map(backtest_json),
+        estimates_words: estimates.map(super::simulate::backtest_sentence),
     }
 }
 
@@ -745,6 +752,9 @@ fn table(out: &mut dyn Write, r: &Report<'_>, whole: &Captured, backtest: Option
             }
         )?;
         writeln!(out, "  GPU-hours saved: {:.1}", t.gpu_hours_saved)?;
+        if let Some(w) = &t.estimates_words {
+            writeln!(out, "  estimates: {w}")?;
+        }
     }
     writeln!(out)?;
     writeln!(out, "Write the proposal:  {}", r.commands.write)?;

@@ -177,9 +177,9 @@ fn fnv1a64(s: &str) -> u64 {
     h
 }
 
-/// The name of a new category: `s-`, the signature lowercased with every run of other
+/// The name of a new category: `s-` and the signature lowercased with every run of other
 /// characters than `[a-z0-9]` made `-`, trimmed of `-`, cut to 54 characters, then `-` and
-/// the low 32 bits of FNV-1a 64 of the signature in hex.
+/// the low 32 bits of FNV-1a 64 of the signature in hex (63 characters at most).
 pub fn category_name(signature: &str) -> String {
     let mut slug = String::new();
     let mut dash = false;
@@ -194,9 +194,12 @@ pub fn category_name(signature: &str) -> String {
             dash = true;
         }
     }
-    slug.truncate(54);
-    let slug = slug.trim_end_matches('-');
-    format!("s-{slug}-{:08x}", fnv1a64(signature) & 0xffff_ffff)
+    // 54 characters with the `s-`, so that the name (63 at most, as Kubernetes labels) has
+    // room for the hash.
+    let mut name = format!("s-{slug}");
+    name.truncate(54);
+    let name = name.trim_end_matches('-');
+    format!("{name}-{:08x}", fnv1a64(signature) & 0xffff_ffff)
 }
 
 /// What a new category matches (upstream's categorizer takes one matcher per rule).
@@ -306,7 +309,7 @@ mod tests {
         assert!(n.starts_with("s-exit-1-main-runtimeerror-cuda-error-n-"), "{n}");
         assert_eq!(n.len(), "s-exit-1-main-runtimeerror-cuda-error-n-".len() + 8);
         let long = category_name(&"x".repeat(100));
-        assert_eq!(long.len(), 2 + 54 + 1 + 8);
+        assert_eq!(long.len(), 54 + 1 + 8);
         assert_ne!(category_name("oom@a"), category_name("oom@A"));
     }
 }
