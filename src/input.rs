@@ -187,7 +187,11 @@ pub fn read_categorizer(path: &Path) -> Result<(ErrorCategories, Vec<String>), C
     // A file of `suggest -o policy` holds the categorizer and the policy it goes with: the
     // policies and queues of such a file are `-f`'s, not an error here.
     let mut file = read_file(path, None);
-    let categorizers = file.documents.iter().filter(|d| d.kind == Some(Kind::ErrorCategories)).count();
+    let categorizers = file
+        .documents
+        .iter()
+        .filter(|d| d.kind == Some(Kind::ErrorCategories))
+        .count();
     let others_are_policies = file
         .documents
         .iter()

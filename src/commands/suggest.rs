@@ -123,7 +123,10 @@ fn check_knobs(args: &SuggestArgs) -> Result<Knobs, CliError> {
     }
     let name_ok = !args.name.is_empty()
         && args.name.len() <= 63
-        && args.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && args
+            .name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !args.name.starts_with('-')
         && !args.name.ends_with('-');
     if !name_ok {
@@ -182,7 +185,10 @@ struct Learnt {
 }
 
 fn spool_file() -> io::Result<tempfile::NamedTempFile> {
-    tempfile::Builder::new().prefix("retryctl-suggest-").suffix(".jsonl").tempfile()
+    tempfile::Builder::new()
+        .prefix("retryctl-suggest-")
+        .suffix(".jsonl")
+        .tempfile()
 }
 
 fn cannot_spool(e: io::Error) -> anyhow::Error {
@@ -343,10 +349,13 @@ impl Suggest<'_> {
     /// The Queue `-o policy` prints with `--queue`.
     fn queue_document(&self, baseline: &Simulator) -> Option<String> {
         let name = self.args.replay.queue.as_deref()?;
-        let mut q = baseline.queue(name).cloned().unwrap_or_else(|| crate::model::queue::Queue {
-            name: name.to_string(),
-            ..Default::default()
-        });
+        let mut q = baseline
+            .queue(name)
+            .cloned()
+            .unwrap_or_else(|| crate::model::queue::Queue {
+                name: name.to_string(),
+                ..Default::default()
+            });
         q.retry_policies = vec![self.args.name.clone()];
         Some(crate::model::encode::to_yaml(&crate::model::encode::queue_document(&q)))
     }
@@ -446,7 +455,9 @@ impl Drive for Suggest<'_> {
             }),
         };
         let base = base_config(&args.replay)?;
-        let open = |path: &std::path::Path| Files::open(path, base.clone(), overrides(&args.replay)).map_err(CliError::invalid);
+        let open = |path: &std::path::Path| {
+            Files::open(path, base.clone(), overrides(&args.replay)).map_err(CliError::invalid)
+        };
         let whole: PathBuf = match (&reread, &pass.spool) {
             (Some(p), _) => p.clone(),
             (None, Some(f)) => f.path().to_path_buf(),
@@ -466,7 +477,14 @@ impl Drive for Suggest<'_> {
             let stderr = Stderr::new(&mut *ctx.err, ctx.style, None, args.replay.retry_policies.is_some());
             let mut sink = view::CaptureSink::new(format, &mut out, stderr);
             let look = |h: &FailureHistory, r: &JobReport| check.look(h, r);
-            let done = compare_inspected(open(&whole)?, &baseline, &proposal.sim, &options, Out::Sink(&mut sink), Some(&look))?;
+            let done = compare_inspected(
+                open(&whole)?,
+                &baseline,
+                &proposal.sim,
+                &options,
+                Out::Sink(&mut sink),
+                Some(&look),
+            )?;
             let captured = sink.finish(done.comparison);
             out.finish()?;
             captured
@@ -480,7 +498,14 @@ impl Drive for Suggest<'_> {
                 let mut quiet = io::sink();
                 let stderr = Stderr::new(&mut quiet, ctx.style, None, false);
                 let mut sink = view::CaptureSink::new(format, &mut out, stderr);
-                let done = compare_inspected(open(test.path())?, &baseline, &proposal.sim, &options, Out::Sink(&mut sink), None)?;
+                let done = compare_inspected(
+                    open(test.path())?,
+                    &baseline,
+                    &proposal.sim,
+                    &options,
+                    Out::Sink(&mut sink),
+                    None,
+                )?;
                 let captured = sink.finish(done.comparison);
                 out.finish()?;
                 captured
@@ -504,7 +529,12 @@ impl Drive for Suggest<'_> {
 
 impl Suggest<'_> {
     /// The documents of `rules`, checked by `validate`'s reader, and their Simulator.
-    fn documents(&self, baseline: &Simulator, learned: &Learned, rules: &[crate::suggest::propose::Proposed]) -> anyhow::Result<Proposal> {
+    fn documents(
+        &self,
+        baseline: &Simulator,
+        learned: &Learned,
+        rules: &[crate::suggest::propose::Proposed],
+    ) -> anyhow::Result<Proposal> {
         let settings = self.settings(baseline);
         let by_text: std::collections::HashMap<&str, &crate::suggest::stats::SignatureStats> =
             learned.signatures.iter().map(|s| (s.text.as_str(), s)).collect();
@@ -512,7 +542,9 @@ impl Suggest<'_> {
             .iter()
             .map(|r| Documented {
                 rule: r,
-                evidence: by_text.get(r.text.as_str()).map_or_else(String::new, |s| view::evidence(s)),
+                evidence: by_text
+                    .get(r.text.as_str())
+                    .map_or_else(String::new, |s| view::evidence(s)),
             })
             .collect();
         let header = format!(
@@ -534,7 +566,12 @@ impl Suggest<'_> {
         let file = input::parse_text("<proposal>", &text, None);
         if file.error_count() > 0 {
             let mut problems = Vec::new();
-            crate::output::report::write_text(std::slice::from_ref(&file), ctx_style(), &mut Vec::new(), &mut problems)?;
+            crate::output::report::write_text(
+                std::slice::from_ref(&file),
+                ctx_style(),
+                &mut Vec::new(),
+                &mut problems,
+            )?;
             return Err(CliError::failed(format!(
                 "the proposed documents do not validate (a bug in retryctl; please report it):\n{}",
                 String::from_utf8_lossy(&problems)
@@ -556,11 +593,15 @@ impl Suggest<'_> {
             errors: Vec::new(),
         };
         let sim = policy_set(std::slice::from_ref(&policies), None, self.engine).map_err(|e| {
-            CliError::failed(format!("the proposed policy cannot be replayed (a bug in retryctl): {e:?}"))
+            CliError::failed(format!(
+                "the proposed policy cannot be replayed (a bug in retryctl): {e:?}"
+            ))
         })?;
         let classifier = match categorizer {
             Some(c) => Some(Arc::new(Classifier::new(&c).map_err(|e| {
-                CliError::failed(format!("the proposed categorizer does not compile (a bug in retryctl): {e}"))
+                CliError::failed(format!(
+                    "the proposed categorizer does not compile (a bug in retryctl): {e}"
+                ))
             })?)),
             None => self.categorizer.clone(),
         };
@@ -583,7 +624,11 @@ impl Suggest<'_> {
                 if let Some(q) = &r.queue {
                     source.push(format!("--queue {}", shell(q)));
                 }
-                for (flag, v) in [("--from", &r.window.from), ("--to", &r.window.to), ("--since", &r.window.since)] {
+                for (flag, v) in [
+                    ("--from", &r.window.from),
+                    ("--to", &r.window.to),
+                    ("--since", &r.window.since),
+                ] {
                     if let Some(v) = v {
                         source.push(format!("{flag} {}", shell(v)));
                     }
@@ -637,11 +682,8 @@ impl Suggest<'_> {
         let mut varies = Vec::new();
         match &proposal.upstream {
             None => {
-                let mut retry: Vec<(usize, &crate::suggest::propose::Proposed)> = rules
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, r)| r.limit.is_some())
-                    .collect();
+                let mut retry: Vec<(usize, &crate::suggest::propose::Proposed)> =
+                    rules.iter().enumerate().filter(|(_, r)| r.limit.is_some()).collect();
                 retry.sort_by(|a, b| b.1.gpu.cmp(&a.1.gpu).then(b.1.cpu.cmp(&a.1.cpu)).then(a.0.cmp(&b.0)));
                 for (k, r) in retry.into_iter().take(2) {
                     let l = r.limit.unwrap_or(1);
@@ -683,7 +725,11 @@ impl Suggest<'_> {
 
 /// `text` as one shell word: bare when it is safe, else single-quoted.
 fn shell(text: &str) -> String {
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,".contains(&b)) {
+    if !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,".contains(&b))
+    {
         text.to_string()
     } else {
         format!("'{}'", text.replace('\'', "'\\''"))
@@ -725,15 +771,21 @@ impl RuleCheck {
     fn look(&self, history: &FailureHistory, report: &JobReport) {
         for rec in &report.runs {
             let Some(d) = &rec.decision else { continue };
-            let Some(run) = history.runs.get(rec.index) else { continue };
+            let Some(run) = history.runs.get(rec.index) else {
+                continue;
+            };
             if run.outcome != Outcome::Failed || failed_containers(run) > 1 {
                 continue;
             }
             // No rule decided (a global limit, a preemption upstream ends the job): no rule
             // took the run from its own.
-            let Some(label) = RuleLabel::of(&report.policies, d) else { continue };
+            let Some(label) = RuleLabel::of(&report.policies, d) else {
+                continue;
+            };
             let text = signature(run).text();
-            let Some(&(slot, want)) = self.slots.get(&text) else { continue };
+            let Some(&(slot, want)) = self.slots.get(&text) else {
+                continue;
+            };
             if label.policy != self.policy || label.rule != RuleRef::Index(want) {
                 self.shadowed[slot].fetch_add(1, Ordering::Relaxed);
             }
@@ -748,4 +800,3 @@ impl RuleCheck {
             .collect()
     }
 }
-

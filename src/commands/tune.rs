@@ -22,7 +22,9 @@ use std::path::Path;
 use crate::app::Context;
 use crate::cli::{TuneArgs, TuneOutput};
 use crate::commands::held::Held;
-use crate::commands::policy_set::{load_policies, note_categorizers, policy_set, report_invalid, PolicyFlags, Side, Unusable};
+use crate::commands::policy_set::{
+    load_policies, note_categorizers, policy_set, report_invalid, PolicyFlags, Side, Unusable,
+};
 use crate::commands::replay_source::{self, check_flags, overrides, About, Drive};
 use crate::commands::simulate::{backtest_refusal, load_categorizer, parse_backtest_at, RECORDED};
 use crate::engine::categorizer::Classifier;

@@ -18,8 +18,8 @@ pub mod resources;
 pub mod schema;
 pub mod simulate;
 pub mod sinks;
-pub mod suggest;
 pub mod style;
+pub mod suggest;
 pub mod tune;
 pub mod view;
 

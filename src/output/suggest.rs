@@ -383,7 +383,10 @@ fn head_fields(r: &Report<'_>) -> Map<String, Value> {
         "signatures".into(),
         Value::Array(r.signatures.iter().map(|(s, v)| signature_json(s, v)).collect()),
     );
-    m.insert("suspectNodes".into(), Value::Array(r.suspects.iter().map(suspect_json).collect()));
+    m.insert(
+        "suspectNodes".into(),
+        Value::Array(r.suspects.iter().map(suspect_json).collect()),
+    );
     m
 }
 
@@ -476,7 +479,12 @@ impl Doc {
     }
 
     /// The rules' check, after the proposal's comparison; closes the proposal.
-    pub fn after_comparison(&mut self, out: &mut dyn Write, _r: &Report<'_>, shadowed: &[(String, u64)]) -> io::Result<()> {
+    pub fn after_comparison(
+        &mut self,
+        out: &mut dyn Write,
+        _r: &Report<'_>,
+        shadowed: &[(String, u64)],
+    ) -> io::Result<()> {
         let mut m = Map::new();
         m.insert(
             "shadowedRuns".into(),
@@ -611,7 +619,12 @@ fn gpu_cell(s: &SignatureStats) -> String {
     format!("{:.1}", hours(s.gpu.failed + s.gpu.after))
 }
 
-fn table(out: &mut dyn Write, r: &Report<'_>, whole: &Captured, backtest: Option<&(Captured, BacktestTail)>) -> io::Result<()> {
+fn table(
+    out: &mut dyn Write,
+    r: &Report<'_>,
+    whole: &Captured,
+    backtest: Option<&(Captured, BacktestTail)>,
+) -> io::Result<()> {
     let learned_from = match &r.backtest {
         Some(b) => format!(" submitted before {}", b.at),
         None => String::new(),
@@ -640,7 +653,15 @@ fn table(out: &mut dyn Write, r: &Report<'_>, whole: &Captured, backtest: Option
             ]
         })
         .collect();
-    let head = ["SIGNATURE", "RUNS", "TRIALS", "RETRY SUCCESS (95%)", "GPU-H", "TODAY", "PROPOSED"];
+    let head = [
+        "SIGNATURE",
+        "RUNS",
+        "TRIALS",
+        "RETRY SUCCESS (95%)",
+        "GPU-H",
+        "TODAY",
+        "PROPOSED",
+    ];
     let mut widths: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
         for (w, c) in widths.iter_mut().zip(row) {
@@ -685,7 +706,11 @@ fn table(out: &mut dyn Write, r: &Report<'_>, whole: &Captured, backtest: Option
     } else {
         writeln!(out, "Suspect nodes (failure share far above the other nodes'):")?;
         for s in r.suspects.iter().take(TOP) {
-            let sigs: Vec<String> = s.signatures.iter().map(|(t, n)| format!("{} ×{n}", short(t, 40))).collect();
+            let sigs: Vec<String> = s
+                .signatures
+                .iter()
+                .map(|(t, n)| format!("{} ×{n}", short(t, 40)))
+                .collect();
             writeln!(
                 out,
                 "  {}  {} of {} runs failed (p = {:.1e})  {}",
@@ -798,7 +823,10 @@ fn markdown(r: &Report<'_>, whole: &Captured, backtest: Option<&(Captured, Backt
             t.gpu_hours_saved
         );
     }
-    let _ = writeln!(m, "| signature | runs | retry success (95%) | GPU-h | today | proposed |");
+    let _ = writeln!(
+        m,
+        "| signature | runs | retry success (95%) | GPU-h | today | proposed |"
+    );
     let _ = writeln!(m, "|---|---:|---|---:|---|---|");
     for (s, v) in r.signatures.iter().take(TOP) {
         let _ = writeln!(
@@ -815,7 +843,14 @@ fn markdown(r: &Report<'_>, whole: &Captured, backtest: Option<&(Captured, Backt
     if !r.suspects.is_empty() {
         let _ = writeln!(m, "\n**Suspect nodes:**\n");
         for s in r.suspects.iter().take(TOP) {
-            let _ = writeln!(m, "- {}: {} of {} runs failed (p = {:.1e})", md(&s.node), s.failed, s.runs, s.tail);
+            let _ = writeln!(
+                m,
+                "- {}: {} of {} runs failed (p = {:.1e})",
+                md(&s.node),
+                s.failed,
+                s.runs,
+                s.tail
+            );
         }
     }
     let _ = writeln!(m, "\nWrite it: `{}`", r.commands.write.replace('`', "'"));
@@ -893,7 +928,14 @@ fn html(r: &Report<'_>, whole: &Captured, backtest: Option<&(Captured, BacktestT
         for (d, t) in ["1", "2", "3", "4", "5+"].iter().zip(s.by_depth) {
             match rate_of(t) {
                 Some((p, l, h)) => {
-                    let _ = write!(depths, "{d}: {} ({:.0}–{:.0}%, n={}) ", pct(p), l * 100.0, h * 100.0, t.trials);
+                    let _ = write!(
+                        depths,
+                        "{d}: {} ({:.0}–{:.0}%, n={}) ",
+                        pct(p),
+                        l * 100.0,
+                        h * 100.0,
+                        t.trials
+                    );
                 }
                 None => {
                     let _ = write!(depths, "{d}: – ");
@@ -930,7 +972,11 @@ fn html(r: &Report<'_>, whole: &Captured, backtest: Option<&(Captured, BacktestT
         }
         b.push_str("</tbody></table>\n");
     }
-    let _ = writeln!(b, "<p class=\"note\">Write it: <code>{}</code></p>", esc(&r.commands.write));
+    let _ = writeln!(
+        b,
+        "<p class=\"note\">Write it: <code>{}</code></p>",
+        esc(&r.commands.write)
+    );
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>retryctl suggest: {}</title>\n<style>body{{font-family:system-ui,sans-serif;margin:24px;color:#1f2933}}table{{border-collapse:collapse;margin:8px 0}}td,th{{border-bottom:1px solid #e4e7eb;padding:4px 8px;text-align:left;vertical-align:top}}.note{{color:#616e7c;font-size:12px}}.depths{{font-size:12px}}</style></head>\n<body><main>\n{b}</main></body></html>\n",
         esc(r.name)

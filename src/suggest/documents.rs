@@ -37,9 +37,14 @@ pub fn pattern(template: &str, cut: bool) -> String {
     let mut rest = template;
     let mut literal = String::new();
     while let Some(ch) = rest.chars().next() {
-        let mask = [("<uuid>", UUID_PATTERN), ("<hex>", HEX_PATTERN), ("<n>", "[0-9]+"), (" ", "[ \\t\\r\\f]+")]
-            .into_iter()
-            .find(|(m, _)| rest.starts_with(m));
+        let mask = [
+            ("<uuid>", UUID_PATTERN),
+            ("<hex>", HEX_PATTERN),
+            ("<n>", "[0-9]+"),
+            (" ", "[ \\t\\r\\f]+"),
+        ]
+        .into_iter()
+        .find(|(m, _)| rest.starts_with(m));
         match mask {
             Some((m, re)) => {
                 out.push_str(&quote_meta(&literal));
@@ -216,12 +221,16 @@ pub enum Matcher {
 pub fn matcher(rule: &Proposed) -> Option<Matcher> {
     Some(match &rule.signature {
         Signature::Condition(c) => Matcher::Condition(*c),
-        Signature::Container { exit: None, template, .. } if template.is_empty() => Matcher::Condition(Condition::OOMKilled),
+        Signature::Container {
+            exit: None, template, ..
+        } if template.is_empty() => Matcher::Condition(Condition::OOMKilled),
         Signature::Container { name, template, .. } if !template.is_empty() => Matcher::Message {
             container: name.clone(),
             pattern: pattern(template, rule.cut),
         },
-        Signature::Container { name, exit: Some(code), .. } => Matcher::ExitCode {
+        Signature::Container {
+            name, exit: Some(code), ..
+        } => Matcher::ExitCode {
             container: name.clone(),
             code: *code,
         },
@@ -275,9 +284,15 @@ mod tests {
             pattern("CUDA error <n>: x.y (z)", false),
             "^[ \\t\\r\\f]*CUDA[ \\t\\r\\f]+error[ \\t\\r\\f]+[0-9]+:[ \\t\\r\\f]+x\\.y[ \\t\\r\\f]+\\(z\\)[ \\t\\r\\f]*(\\n|$)"
         );
-        assert_eq!(pattern("id <uuid>", true), format!("^[ \\t\\r\\f]*id[ \\t\\r\\f]+{UUID_PATTERN}"));
+        assert_eq!(
+            pattern("id <uuid>", true),
+            format!("^[ \\t\\r\\f]*id[ \\t\\r\\f]+{UUID_PATTERN}")
+        );
         assert_eq!(pattern("<hex>", true), format!("^[ \\t\\r\\f]*{HEX_PATTERN}"));
-        assert_eq!(quote_meta("a.b*c?d(e)f|g[h]i{j}k^l$m\\n+"), "a\\.b\\*c\\?d\\(e\\)f\\|g\\[h\\]i\\{j\\}k\\^l\\$m\\\\n\\+");
+        assert_eq!(
+            quote_meta("a.b*c?d(e)f|g[h]i{j}k^l$m\\n+"),
+            "a\\.b\\*c\\?d\\(e\\)f\\|g\\[h\\]i\\{j\\}k\\^l\\$m\\\\n\\+"
+        );
     }
 
     #[test]
@@ -292,7 +307,10 @@ mod tests {
             let (t, cut) = super::super::signature::template(message);
             let re = regex::Regex::new(&pattern(&t, cut)).unwrap();
             assert!(re.is_match(message), "{message:?} !~ {t:?}");
-            assert!(re.is_match(&format!("{message}\nsecond line")), "{message:?} with a second line");
+            assert!(
+                re.is_match(&format!("{message}\nsecond line")),
+                "{message:?} with a second line"
+            );
             assert!(!re.is_match(&format!("prefix {message}")), "{message:?} with a prefix");
             assert!(!re.is_match(&format!("{message} suffix")), "{message:?} with a suffix");
         }
@@ -300,7 +318,10 @@ mod tests {
 
     #[test]
     fn quoted_scalars_escape_everything_but_printable_ascii() {
-        assert_eq!(quoted("a\"b\\c\nd\u{85}é😀"), "\"a\\\"b\\\\c\\u000Ad\\u0085\\u00E9\\U0001F600\"");
+        assert_eq!(
+            quoted("a\"b\\c\nd\u{85}é😀"),
+            "\"a\\\"b\\\\c\\u000Ad\\u0085\\u00E9\\U0001F600\""
+        );
     }
 
     #[test]
@@ -522,7 +543,11 @@ pub fn upstream_documents(
         for e in evidence {
             p.push_str(&format!("  # {}\n", comment(e)));
         }
-        p.push_str(&format!("  - action: {}\n    onCategory: {}\n", action.as_str(), quoted(category)));
+        p.push_str(&format!(
+            "  - action: {}\n    onCategory: {}\n",
+            action.as_str(),
+            quoted(category)
+        ));
         if let Some(s) = sub {
             p.push_str(&format!("    onSubcategory: {}\n", quoted(s)));
         }

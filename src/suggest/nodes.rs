@@ -40,7 +40,8 @@ pub fn binomial_tail(n: u64, k: u64, p: f64) -> f64 {
         return 1.0;
     }
     let q = 1.0 - p;
-    let ln_first = ln_factorial(n) - ln_factorial(k) - ln_factorial(n - k) + k as f64 * p.ln() + (n - k) as f64 * q.ln();
+    let ln_first =
+        ln_factorial(n) - ln_factorial(k) - ln_factorial(n - k) + k as f64 * p.ln() + (n - k) as f64 * q.ln();
     // Terms after the mode only decrease: their sum relative to the first stays ≤ n.
     let (mut term, mut sum) = (1.0f64, 1.0f64);
     for i in k..n {
@@ -105,7 +106,13 @@ mod tests {
 
     #[test]
     fn the_tail_is_the_binomial_sum() {
-        for (n, k, p) in [(10, 5, 0.1), (20, 19, 0.3), (50, 20, 0.05), (100, 100, 0.5), (30, 4, 0.01)] {
+        for (n, k, p) in [
+            (10, 5, 0.1),
+            (20, 19, 0.3),
+            (50, 20, 0.05),
+            (100, 100, 0.5),
+            (30, 4, 0.01),
+        ] {
             let (a, b) = (binomial_tail(n, k, p), naive(n, k, p));
             assert!((a - b).abs() <= 1e-9 * b.max(1e-300), "n={n} k={k} p={p}: {a} vs {b}");
         }

@@ -55,7 +55,10 @@ pub struct Proposed {
 /// Why a signature gets no rule of its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NoRule {
-    TooFewTrials { trials: u64, min: u64 },
+    TooFewTrials {
+        trials: u64,
+        min: u64,
+    },
     /// `unknown` and `other`: nothing to match on.
     NoSignal,
     /// The design dialect has no matcher for a pod error.
@@ -73,7 +76,9 @@ impl std::fmt::Display for NoRule {
         match self {
             NoRule::TooFewTrials { trials, min } => write!(f, "{trials} trials, fewer than --min-trials {min}"),
             NoRule::NoSignal => f.write_str("no signal to match on"),
-            NoRule::PodErrorInDesign => f.write_str("the design dialect has no pod-error matcher (--engine upstream has)"),
+            NoRule::PodErrorInDesign => {
+                f.write_str("the design dialect has no pod-error matcher (--engine upstream has)")
+            }
             NoRule::UnnamedInit => f.write_str("an unnamed init container cannot be selected by name"),
             NoRule::ExitCode(code) => write!(f, "exit code {code} cannot be matched (rules take 1 to 255)"),
             NoRule::NotCategorizable(c) => write!(f, "the executor cannot categorize `{}`", c.as_str()),
@@ -102,7 +107,9 @@ pub fn p_at(stats: &SignatureStats, d: u32) -> f64 {
 
 /// The limit: consecutive depths from 1 with p(s, d) ≥ `futile`, at most `max_limit`.
 pub fn limit(stats: &SignatureStats, knobs: &Knobs) -> u32 {
-    (1..=knobs.max_limit).take_while(|&d| p_at(stats, d) >= knobs.futile).count() as u32
+    (1..=knobs.max_limit)
+        .take_while(|&d| p_at(stats, d) >= knobs.futile)
+        .count() as u32
 }
 
 /// `avoidSameNode`: both kinds of retry have 5 trials or more, and the other-node interval
@@ -123,7 +130,9 @@ fn matchable(sig: Option<&Signature>, engine: EngineKind) -> Result<(), NoRule> 
         None | Some(Signature::Unknown) => Err(NoRule::NoSignal),
         Some(Signature::PodError { .. }) if engine == EngineKind::Design => Err(NoRule::PodErrorInDesign),
         Some(Signature::Container { init: true, name, .. }) if name.is_empty() => Err(NoRule::UnnamedInit),
-        Some(Signature::Container { exit: Some(code), .. }) if !(1..=255).contains(code) => Err(NoRule::ExitCode(*code)),
+        Some(Signature::Container { exit: Some(code), .. }) if !(1..=255).contains(code) => {
+            Err(NoRule::ExitCode(*code))
+        }
         Some(Signature::Condition(c @ (Condition::Preempted | Condition::Unschedulable)))
             if engine == EngineKind::Upstream =>
         {
@@ -171,7 +180,9 @@ fn group(sig: &Signature) -> (u8, usize) {
         Signature::Container { template, .. } if !template.is_empty() => (1, 0),
         Signature::Container { .. } => (2, 0),
         Signature::PodError { .. } => (3, 0),
-        Signature::Category { subcategory: Some(_), .. } => (4, 0),
+        Signature::Category {
+            subcategory: Some(_), ..
+        } => (4, 0),
         Signature::Category { .. } => (5, 0),
         Signature::Unknown => (6, 0),
     }
@@ -263,7 +274,9 @@ mod tests {
     fn verdicts_follow_the_rule() {
         let k = Knobs::default();
         let futile = stats([(30, 1), (0, 0), (0, 0), (0, 0), (0, 0)]);
-        let Verdict::Rule(p) = verdict(&futile, &k, EngineKind::Design) else { panic!() };
+        let Verdict::Rule(p) = verdict(&futile, &k, EngineKind::Design) else {
+            panic!()
+        };
         assert_eq!((p.action, p.limit, p.avoid_same_node), (Action::Fail, None, false));
         let few = stats([(19, 10), (0, 0), (0, 0), (0, 0), (0, 0)]);
         assert_eq!(
@@ -271,12 +284,25 @@ mod tests {
             Verdict::None(NoRule::TooFewTrials { trials: 19, min: 20 })
         );
         let mut good = stats([(30, 15), (10, 0), (0, 0), (0, 0), (0, 0)]);
-        good.same_node = Tally { trials: 20, successes: 0 };
-        good.other_node = Tally { trials: 20, successes: 15 };
-        let Verdict::Rule(p) = verdict(&good, &k, EngineKind::Design) else { panic!() };
+        good.same_node = Tally {
+            trials: 20,
+            successes: 0,
+        };
+        good.other_node = Tally {
+            trials: 20,
+            successes: 15,
+        };
+        let Verdict::Rule(p) = verdict(&good, &k, EngineKind::Design) else {
+            panic!()
+        };
         assert_eq!((p.action, p.limit, p.avoid_same_node), (Action::Retry, Some(1), true));
-        good.same_node = Tally { trials: 4, successes: 0 };
-        let Verdict::Rule(p) = verdict(&good, &k, EngineKind::Design) else { panic!() };
+        good.same_node = Tally {
+            trials: 4,
+            successes: 0,
+        };
+        let Verdict::Rule(p) = verdict(&good, &k, EngineKind::Design) else {
+            panic!()
+        };
         assert!(!p.avoid_same_node);
     }
 }

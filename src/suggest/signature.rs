@@ -283,18 +283,21 @@ mod tests {
     #[test]
     fn templates_mask_in_the_documented_order() {
         let rows = [
-            ("RuntimeError: CUDA error 700 at step 1234", "RuntimeError: CUDA error <n> at step <n>"),
             (
-                "job 123e4567-e89b-12d3-a456-426614174000 failed",
-                "job <uuid> failed",
+                "RuntimeError: CUDA error 700 at step 1234",
+                "RuntimeError: CUDA error <n> at step <n>",
             ),
+            ("job 123e4567-e89b-12d3-a456-426614174000 failed", "job <uuid> failed"),
             // inside a longer word: not a UUID; its hex parts are words of their own.
             (
                 "x123e4567-e89b-12d3-a456-426614174000",
                 "x<n>e<n>-e<n>b-<n>d<n>-a<n>-<n>",
             ),
             ("addr 0x7ffd1234 and 0XAB", "addr <hex> and <n>XAB"),
-            ("sha deadbeef1 vs cafe12 vs abcdef vs 123456", "sha <hex> vs <hex> vs abcdef vs <n>"),
+            (
+                "sha deadbeef1 vs cafe12 vs abcdef vs 123456",
+                "sha <hex> vs <hex> vs abcdef vs <n>",
+            ),
             ("DEADBEEF12 upper", "<hex> upper"),
             ("pod-7f9c4b-xk2 died", "pod-<hex>-xk<n> died"),
             ("  tabs\tand\r\x0c  spaces  ", "tabs and spaces"),
@@ -373,7 +376,10 @@ mod tests {
         let mut r = run();
         r.pod_error = Some("failed to pull image \"reg/x:1.2\": 404".into());
         r.category = Some("infra".into());
-        assert_eq!(signature(&r).text(), "podError \"failed to pull image \"reg/x:<n>.<n>\": <n>\"");
+        assert_eq!(
+            signature(&r).text(),
+            "podError \"failed to pull image \"reg/x:<n>.<n>\": <n>\""
+        );
 
         let mut r = run();
         r.category = Some("gpu".into());

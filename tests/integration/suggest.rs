@@ -13,7 +13,10 @@ struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 11) as f64 / (1u64 << 53) as f64
     }
     fn below(&mut self, n: u64) -> u64 {
@@ -48,9 +51,7 @@ fn kinds() -> Vec<Kind> {
         // A deterministic user error: never fixed by a retry.
         Kind {
             jobs: 120,
-            run: |r, node| {
-                json!({"node": node, "runFor": "60s", "containers": [container("main", 1, None, Some(format!("ValueError: unknown config key 'lr{}'\nTraceback ...", r.below(1000))))]})
-            },
+            run: |r, node| json!({"node": node, "runFor": "60s", "containers": [container("main", 1, None, Some(format!("ValueError: unknown config key 'lr{}'\nTraceback ...", r.below(1000))))]}),
             p_same: 0.0,
             p_other: 0.0,
             bad_nodes: false,
@@ -58,9 +59,7 @@ fn kinds() -> Vec<Kind> {
         // A transient network error: a retry fixes it more often than not.
         Kind {
             jobs: 100,
-            run: |r, node| {
-                json!({"node": node, "runFor": "600s", "containers": [container("main", 1, None, Some(format!("ConnectionResetError: [Errno 104] peer 10.0.{}.{} reset", r.below(255), r.below(255))))]})
-            },
+            run: |r, node| json!({"node": node, "runFor": "600s", "containers": [container("main", 1, None, Some(format!("ConnectionResetError: [Errno 104] peer 10.0.{}.{} reset", r.below(255), r.below(255))))]}),
             p_same: 0.6,
             p_other: 0.6,
             bad_nodes: false,
@@ -68,9 +67,7 @@ fn kinds() -> Vec<Kind> {
         // GPU errors on a few bad nodes: fixed on another node, not on the same one.
         Kind {
             jobs: 100,
-            run: |_, node| {
-                json!({"node": node, "runFor": "1800s", "containers": [container("main", 139, None, Some("CUDA error: an illegal memory access was encountered".into()))]})
-            },
+            run: |_, node| json!({"node": node, "runFor": "1800s", "containers": [container("main", 139, None, Some("CUDA error: an illegal memory access was encountered".into()))]}),
             p_same: 0.0,
             p_other: 0.9,
             bad_nodes: true,
@@ -95,7 +92,9 @@ fn kinds() -> Vec<Kind> {
         Kind {
             jobs: 40,
             run: |_, node| {
-                json!({"node": node, "runFor": "5s", "containers": [container("setup", 2, None, None), container("main", 0, None, None)]})
+                let mut setup = container("setup", 2, None, None);
+                setup["init"] = json!(true);
+                json!({"node": node, "runFor": "5s", "containers": [setup, container("main", 0, None, None)]})
             },
             p_same: 0.0,
             p_other: 0.0,
@@ -223,15 +222,767 @@ fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-#[test]
-fn planted_history_writes_a_dump_for_manual_runs() {
-    // Kept as a fixture generator: RETRYCTL_SUGGEST_DUMP=FILE writes the planted history.
-    if let Ok(out) = std::env::var("RETRYCTL_SUGGEST_DUMP") {
-        let text: String = planted(7).iter().map(|j| format!("{j}\n")).collect();
-        std::fs::write(out, text).unwrap();
+/// The signature of a planted failed run, worked out here on its own: the planted messages
+/// hold no hex words or UUIDs, so masking is digits → `<n>` on the first line.
+fn signature_of(run: &Value) -> String {
+    let digits = regex::Regex::new("[0-9]+").unwrap();
+    let template = |m: &str| {
+        digits
+            .replace_all(m.lines().next().unwrap_or(""), "<n>")
+            .trim()
+            .to_string()
+    };
+    if let Some(c) = run["conditions"].as_array().and_then(|c| c.first()) {
+        return format!("condition:{}", c.as_str().unwrap());
     }
-    let _ = temp_home;
-    let _ = setup;
-    let _ = run;
-    let _ = path;
+    let containers = run["containers"].as_array().cloned().unwrap_or_default();
+    let failed = |c: &&Value| c["exitCode"].as_i64().unwrap_or(0) != 0 || c["reason"] == "OOMKilled";
+    let first = containers
+        .iter()
+        .find(|c| c["init"] != true && failed(c))
+        .or_else(|| containers.iter().find(|c| c["init"] == true && failed(c)));
+    if let Some(c) = first {
+        let name = c["name"].as_str().unwrap();
+        let at = if c["init"] == true {
+            format!("@init:{name}")
+        } else {
+            format!("@{name}")
+        };
+        let head = if c["reason"] == "OOMKilled" {
+            format!("oom{at}")
+        } else {
+            format!("exit:{}{at}", c["exitCode"])
+        };
+        return match c["message"].as_str() {
+            Some(m) => format!("{head} \"{}\"", template(m)),
+            None => head,
+        };
+    }
+    if let Some(e) = run["podError"].as_str() {
+        return format!("podError \"{}\"", template(e));
+    }
+    match (run["category"].as_str(), run["subcategory"].as_str()) {
+        (Some(c), Some(s)) => format!("category:{c}/{s}"),
+        (Some(c), None) => format!("category:{c}"),
+        _ => "unknown".into(),
+    }
+}
+
+fn seconds(d: &Value) -> f64 {
+    d.as_str().unwrap().trim_end_matches('s').parse().unwrap()
+}
+
+/// Per signature, recounted from the planted jobs: failed runs, jobs, trials, successes,
+/// trials by depth, GPU-hours (failed, after, futile), same- and other-node trials.
+#[derive(Debug, Default, PartialEq)]
+struct Recount {
+    failed_runs: u64,
+    jobs: u64,
+    trials: u64,
+    successes: u64,
+    by_depth: [(u64, u64); 5],
+    gpu: [f64; 3],
+    same: (u64, u64),
+    other: (u64, u64),
+}
+
+fn recount(jobs: &[Value]) -> std::collections::BTreeMap<String, Recount> {
+    let mut out: std::collections::BTreeMap<String, Recount> = Default::default();
+    for job in jobs {
+        let runs = job["runs"].as_array().unwrap();
+        let gpus = job["job"]["resources"]["gpu"].as_f64().unwrap_or(0.0);
+        let futile = runs.last().unwrap()["outcome"] != "succeeded";
+        let mut seen = std::collections::BTreeSet::new();
+        let mut depth = 0usize;
+        for (k, run) in runs.iter().enumerate() {
+            if run["outcome"] == "succeeded" {
+                continue;
+            }
+            depth += 1;
+            let sig = signature_of(run);
+            let r = out.entry(sig.clone()).or_default();
+            r.failed_runs += 1;
+            if seen.insert(sig) {
+                r.jobs += 1;
+            }
+            r.gpu[0] += seconds(&run["runFor"]) * gpus / 3600.0;
+            if let Some(next) = runs.get(k + 1) {
+                let ok = next["outcome"] == "succeeded";
+                r.trials += 1;
+                r.successes += u64::from(ok);
+                let d = &mut r.by_depth[depth.min(5) - 1];
+                d.0 += 1;
+                d.1 += u64::from(ok);
+                let h = seconds(&next["runFor"]) * gpus / 3600.0;
+                r.gpu[1] += h;
+                if futile {
+                    r.gpu[2] += h;
+                }
+                let t = if run["node"] == next["node"] {
+                    &mut r.same
+                } else {
+                    &mut r.other
+                };
+                t.0 += 1;
+                t.1 += u64::from(ok);
+            }
+        }
+    }
+    out
+}
+
+fn json_of(out: &std::process::Output) -> Value {
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn suggest_json(p: &Planted, home: &Path, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "suggest",
+        "--history",
+        path(&p.history),
+        "--baseline",
+        path(&p.baseline),
+        "-o",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    json_of(&run(home, &args))
+}
+
+#[test]
+fn every_count_matches_an_independent_recount() {
+    let p = setup(7);
+    let home = temp_home();
+    let v = suggest_json(&p, home.path(), &[]);
+    let s = &v["suggest"];
+    let want = recount(&p.jobs);
+    assert_eq!(s["jobs"], json!(p.jobs.len()));
+    assert_eq!(
+        s["failedRuns"],
+        json!(want.values().map(|r| r.failed_runs).sum::<u64>())
+    );
+    let sigs = s["signatures"].as_array().unwrap();
+    assert_eq!(
+        sigs.len(),
+        want.len(),
+        "{:?}",
+        sigs.iter().map(|s| &s["signature"]).collect::<Vec<_>>()
+    );
+    let close = |a: &Value, b: f64| (a.as_f64().unwrap() - b).abs() < 1e-9;
+    for sig in sigs {
+        let name = sig["signature"].as_str().unwrap();
+        let r = &want[name];
+        assert_eq!(sig["failedRuns"], json!(r.failed_runs), "{name}");
+        assert_eq!(sig["jobs"], json!(r.jobs), "{name}");
+        assert_eq!(sig["trials"], json!(r.trials), "{name}");
+        assert_eq!(sig["successes"], json!(r.successes), "{name}");
+        for (k, d) in sig["byDepth"].as_array().unwrap().iter().enumerate() {
+            assert_eq!(
+                (d["trials"].as_u64().unwrap(), d["successes"].as_u64().unwrap()),
+                r.by_depth[k],
+                "{name} depth {k}"
+            );
+        }
+        assert!(
+            close(&sig["gpuHours"]["failed"], r.gpu[0]),
+            "{name}: {} vs {}",
+            sig["gpuHours"],
+            r.gpu[0]
+        );
+        assert!(close(&sig["gpuHours"]["after"], r.gpu[1]), "{name}");
+        assert!(close(&sig["gpuHours"]["futile"], r.gpu[2]), "{name}");
+        let nodes = &sig["nodes"];
+        assert_eq!(
+            (
+                nodes["sameNode"]["trials"].as_u64().unwrap(),
+                nodes["sameNode"]["successes"].as_u64().unwrap()
+            ),
+            r.same,
+            "{name}"
+        );
+        assert_eq!(
+            (
+                nodes["otherNode"]["trials"].as_u64().unwrap(),
+                nodes["otherNode"]["successes"].as_u64().unwrap()
+            ),
+            r.other,
+            "{name}"
+        );
+        if r.trials > 0 {
+            // Wilson 95%, recomputed.
+            let (n, k) = (r.trials as f64, r.successes as f64);
+            let (z, p) = (1.959964f64, k / n);
+            let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
+            let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / (1.0 + z * z / n);
+            assert!(close(&sig["rate"], p), "{name}");
+            let low = if r.successes == 0 { 0.0 } else { centre - half };
+            let high = if r.successes == r.trials { 1.0 } else { centre + half };
+            assert!((sig["low"].as_f64().unwrap() - low).abs() < 1e-9, "{name}");
+            assert!((sig["high"].as_f64().unwrap() - high).abs() < 1e-9, "{name}");
+        } else {
+            assert_eq!(
+                (&sig["rate"], &sig["low"], &sig["high"]),
+                (&Value::Null, &Value::Null, &Value::Null)
+            );
+        }
+        // The baseline retries every failure 3 times: its decisions are its default's.
+        let current = sig["current"].as_array().unwrap();
+        assert!(
+            current.iter().all(|c| c["rule"] == "today/default"),
+            "{name}: {current:?}"
+        );
+        let decided: u64 = current.iter().map(|c| c["runs"].as_u64().unwrap()).sum();
+        assert_eq!(decided + sig["undecided"].as_u64().unwrap(), r.failed_runs, "{name}");
+    }
+    // Sorted by GPU-hours (failed + after), descending.
+    let hours: Vec<f64> = sigs
+        .iter()
+        .map(|s| s["gpuHours"]["failed"].as_f64().unwrap() + s["gpuHours"]["after"].as_f64().unwrap())
+        .collect();
+    assert!(hours.windows(2).all(|w| w[0] >= w[1]), "{hours:?}");
+}
+
+/// The proposal's rule of `signature` (action, limit, avoidSameNode), or the reason it has none.
+fn verdict(v: &Value, signature: &str) -> String {
+    let sig = v["suggest"]["signatures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["signature"] == signature)
+        .unwrap_or_else(|| panic!("no signature {signature}"));
+    match &sig["proposed"] {
+        Value::Null => format!("none: {}", sig["noRule"].as_str().unwrap()),
+        p => format!(
+            "{} {} {}",
+            p["action"].as_str().unwrap(),
+            p["limit"],
+            p["avoidSameNode"]
+        ),
+    }
+}
+
+#[test]
+fn the_proposal_recovers_the_planted_structure() {
+    let p = setup(7);
+    let home = temp_home();
+    let v = suggest_json(&p, home.path(), &[]);
+    let rows = [
+        (
+            "exit:1@main \"ValueError: unknown config key 'lr<n>'\"",
+            "Fail null false",
+        ),
+        (
+            "exit:1@main \"ConnectionResetError: [Errno <n>] peer <n>.<n>.<n>.<n> reset\"",
+            "Retry 5 false",
+        ),
+        (
+            "exit:139@main \"CUDA error: an illegal memory access was encountered\"",
+            "Retry 5 true",
+        ),
+        ("oom@main", "Retry 5 false"),
+        ("condition:Preempted", "Retry 5 false"),
+        ("exit:2@init:setup", "Fail null false"),
+        ("category:internal/lease-expired", "Retry 5 false"),
+        (
+            "podError \"Failed to pull image \"registry/team/model:v<n>\": not found\"",
+            "none: the design dialect has no pod-error matcher (--engine upstream has)",
+        ),
+        ("exit:42@main", "none: 7 trials, fewer than --min-trials 20"),
+    ];
+    for (sig, want) in rows {
+        assert_eq!(verdict(&v, sig), want, "{sig}");
+    }
+    // The bad nodes, and only they, are suspect; their commonest signature is the GPU error.
+    let suspects: Vec<&str> = v["suggest"]["suspectNodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["node"].as_str().unwrap())
+        .collect();
+    let mut sorted = suspects.clone();
+    sorted.sort();
+    assert_eq!(sorted, BAD_NODES);
+    for s in v["suggest"]["suspectNodes"].as_array().unwrap() {
+        assert_eq!(s["runs"], s["failed"]);
+        assert_eq!(
+            s["signatures"][0]["signature"],
+            "exit:139@main \"CUDA error: an illegal memory access was encountered\""
+        );
+        assert!(s["tail"].as_f64().unwrap() < 0.001 / 43.0);
+    }
+    // Every proposed rule decides its own runs.
+    let shadowed = v["suggest"]["proposal"]["shadowedRuns"].as_array().unwrap();
+    assert_eq!(shadowed.len(), 7);
+    assert!(shadowed.iter().all(|s| s["runs"] == 0), "{shadowed:?}");
+    // A lower max limit caps every Retry; a higher futile share turns OOM (23% by now) to Fail.
+    let v = suggest_json(&p, home.path(), &["--max-limit", "2", "--futile", "0.25"]);
+    assert_eq!(verdict(&v, "oom@main"), "Fail null false");
+    assert_eq!(verdict(&v, "condition:Preempted"), "Retry 2 false");
+}
+
+/// `-o policy` for `engine` (and the categorizer flag), written to a file.
+fn write_policy(p: &Planted, home: &Path, extra: &[&str]) -> PathBuf {
+    let mut args = vec![
+        "suggest",
+        "--history",
+        path(&p.history),
+        "--baseline",
+        path(&p.baseline),
+        "-o",
+        "policy",
+    ];
+    args.extend_from_slice(extra);
+    let out = run(home, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let file = home.join(format!("proposal-{}.yaml", extra.len()));
+    std::fs::write(&file, &out.stdout).unwrap();
+    file
+}
+
+#[test]
+fn the_policy_validates_and_its_comparison_is_simulates() {
+    let p = setup(11);
+    let home = temp_home();
+    let policy = write_policy(&p, home.path(), &[]);
+    let out = run(home.path(), &["validate", "-f", path(&policy)]);
+    assert_eq!(
+        crate::support::format_output(&out),
+        "exit: 0\n--- stdout\nchecked 1 document in 1 file: 1 valid, 0 invalid\n--- stderr\n"
+    );
+    let sim = json_of(&run(
+        home.path(),
+        &[
+            "simulate",
+            "-f",
+            path(&policy),
+            "--baseline",
+            path(&p.baseline),
+            "--history",
+            path(&p.history),
+            "-o",
+            "json",
+        ],
+    ));
+    let v = suggest_json(&p, home.path(), &[]);
+    assert_eq!(v["suggest"]["proposal"]["comparison"], sim["comparison"]);
+    // The rules in the policy's order are the record's.
+    let rules: Vec<&str> = v["suggest"]["proposal"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["signature"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules[0], "condition:Preempted");
+    assert_eq!(*rules.last().unwrap(), "category:internal/lease-expired");
+    // YAML holds the same record.
+    let yaml = run(
+        home.path(),
+        &[
+            "suggest",
+            "--history",
+            path(&p.history),
+            "--baseline",
+            path(&p.baseline),
+            "-o",
+            "yaml",
+        ],
+    );
+    assert_eq!(yaml.status.code(), Some(0));
+    let y: Value = serde_yaml::from_slice(&yaml.stdout).unwrap();
+    assert_eq!(
+        y["suggest"]["proposal"]["comparison"]["changed"],
+        sim["comparison"]["changed"]
+    );
+    assert_eq!(y["suggest"]["signatures"], v["suggest"]["signatures"]);
+}
+
+const BASELINE_UPSTREAM: &str = "apiVersion: armadaproject.io/v1beta1
+kind: RetryPolicy
+name: today
+retryLimit: 3
+defaultAction: Retry
+rules: []
+";
+
+#[test]
+fn upstream_writes_a_categorizer_and_a_v1beta1_policy_that_replay_as_printed() {
+    let p = setup(13);
+    let home = temp_home();
+    let baseline = home.path().join("today-up.yaml");
+    std::fs::write(&baseline, BASELINE_UPSTREAM).unwrap();
+    let deployed = root().join("testdata/categorizer/executor-config.yaml");
+    let args = |o: &str| -> Vec<String> {
+        [
+            "suggest",
+            "--history",
+            path(&p.history),
+            "--baseline",
+            path(&baseline),
+            "--engine",
+            "upstream",
+            "--categorizer",
+            path(&deployed),
+            "-o",
+            o,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let out = retryctl(home.path())
+        .current_dir(root())
+        .args(args("policy"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let policy = home.path().join("proposal.yaml");
+    std::fs::write(&policy, &out.stdout).unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("errorCategories:\n  enabled: true\n  defaultCategory: \"uncategorized\"\n"),
+        "{text}"
+    );
+    // The new categories come first, the deployed ones after, in their order.
+    let names: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("    - name: ")).collect();
+    assert_eq!(
+        &names[names.len() - 4..],
+        ["\"oom\"", "\"user_error\"", "\"gpu_unavailable\"", "\"infrastructure\""]
+    );
+    assert!(
+        names[..names.len() - 4]
+            .iter()
+            .all(|n| n.starts_with("s-") && n.len() <= 63),
+        "{names:?}"
+    );
+    assert!(text.contains("apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: suggested\nretryLimit: 5\ndefaultAction: Retry\n"), "{text}");
+    let out = run(home.path(), &["validate", "--upstream", "-f", path(&policy)]);
+    assert_eq!(
+        crate::support::format_output(&out),
+        "exit: 0\n--- stdout\nchecked 2 documents in 1 file: 2 valid, 0 invalid\n--- stderr\n"
+    );
+    let sim = run(
+        home.path(),
+        &[
+            "simulate",
+            "-f",
+            path(&policy),
+            "--engine",
+            "upstream",
+            "--categorizer",
+            path(&policy),
+            "--baseline",
+            path(&baseline),
+            "--baseline-categorizer",
+            path(&deployed),
+            "--history",
+            path(&p.history),
+            "-o",
+            "json",
+        ],
+    );
+    assert!(String::from_utf8_lossy(&sim.stderr).starts_with(&format!(
+        "note: `{}` document 1 is the executor's categorizer config, not a policy: `-f` leaves it out (`--categorizer` reads it)\n",
+        path(&policy)
+    )));
+    let sim: Value = serde_json::from_slice(&sim.stdout).unwrap();
+    let out = retryctl(home.path())
+        .current_dir(root())
+        .args(args("json"))
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    assert_eq!(v["suggest"]["proposal"]["comparison"], sim["comparison"]);
+    assert_eq!(v["suggest"]["proposal"]["policyRetryLimit"], 5);
+    // Upstream can match a pod error; it cannot categorize a preemption.
+    assert_eq!(
+        verdict(
+            &v,
+            "podError \"Failed to pull image \"registry/team/model:v<n>\": not found\""
+        ),
+        "Fail null false"
+    );
+    assert_eq!(
+        verdict(&v, "condition:Preempted"),
+        "none: the executor cannot categorize `Preempted`"
+    );
+    let shadowed = v["suggest"]["proposal"]["shadowedRuns"].as_array().unwrap();
+    assert!(shadowed.iter().all(|s| s["runs"] == 0), "{shadowed:?}");
+    // `apply` skips the categorizer and says so.
+    let out = run(home.path(), &["apply", "-f", path(&policy), "--dry-run=client"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with(&format!(
+            "note: skipped `{}` document 1: the executor's categorizer config is not a server resource; it goes in the executor's config (`errorCategories`)\n",
+            path(&policy)
+        )),
+        "{}",
+        crate::support::format_output(&out)
+    );
+}
+
+#[test]
+fn the_backtest_is_simulate_on_the_later_jobs_alone() {
+    let p = setup(17);
+    let home = temp_home();
+    let at = "2026-11-15T00:00:00Z";
+    let v = suggest_json(&p, home.path(), &["--backtest-at", at]);
+    let b = &v["suggest"]["backtest"];
+    let later: Vec<&Value> = p
+        .jobs
+        .iter()
+        .filter(|j| j["job"]["submittedAt"].as_str().unwrap() >= at)
+        .collect();
+    assert_eq!(b["trainJobs"], json!(p.jobs.len() - later.len()));
+    assert_eq!(b["testJobs"], json!(later.len()));
+    assert_eq!(v["suggest"]["jobs"], b["trainJobs"]);
+    let file = home.path().join("later.jsonl");
+    std::fs::write(&file, later.iter().map(|j| format!("{j}\n")).collect::<String>()).unwrap();
+    let policy = write_policy(&p, home.path(), &["--backtest-at", at]);
+    let sim = json_of(&run(
+        home.path(),
+        &[
+            "simulate",
+            "-f",
+            path(&policy),
+            "--baseline",
+            path(&p.baseline),
+            "--history",
+            path(&file),
+            "-o",
+            "json",
+        ],
+    ));
+    assert_eq!(b["comparison"], sim["comparison"]);
+    // The baseline retried every job 3 times: the proposal cannot lose one it saved.
+    assert_eq!((&b["falseKills"], &b["falseKillJobs"]), (&json!(0), &json!([])));
+    assert!(
+        b["estimates"]["trainTrials"].as_u64().unwrap() > 0,
+        "{}",
+        b["estimates"]
+    );
+    let c = &sim["comparison"];
+    let plain = json_of(&run(
+        home.path(),
+        &[
+            "simulate",
+            "-f",
+            path(&p.baseline),
+            "--history",
+            path(&file),
+            "-o",
+            "json",
+        ],
+    ));
+    let saved = c["compute"]["gpuHours"]["removed"].as_f64().unwrap()
+        - c["compute"]["gpuHours"]["added"].as_f64().unwrap()
+        - c["compute"]["gpuHours"]["expected"].as_f64().unwrap()
+        + plain["summary"]["compute"]["gpuHours"]["expected"]
+            .as_f64()
+            .unwrap_or(0.0);
+    assert!(
+        (b["gpuHoursSaved"].as_f64().unwrap() - saved).abs() < 1e-9,
+        "{} vs {saved}",
+        b["gpuHoursSaved"]
+    );
+}
+
+#[test]
+fn bad_flags_are_usage_errors_with_nothing_on_stdout() {
+    let p = setup(3);
+    let home = temp_home();
+    let rows: [(&[&str], &str); 8] = [
+        (&["--futile", "0"], "error: invalid `--futile` `0`: expected a share strictly between 0 and 1, such as `0.05`\n"),
+        (&["--futile", "1"], "error: invalid `--futile` `1`: expected a share strictly between 0 and 1, such as `0.05`\n"),
+        (&["--futile", "NaN"], "error: invalid `--futile` `NaN`: expected a share strictly between 0 and 1, such as `0.05`\n"),
+        (&["--min-trials", "0"], "error: invalid `--min-trials` `0`: expected 1 or more\n"),
+        (&["--max-limit", "0"], "error: invalid `--max-limit` `0`: expected 1 to 10000\n"),
+        (&["--max-limit", "10001"], "error: invalid `--max-limit` `10001`: expected 1 to 10000\n"),
+        (&["--name", ""], "error: invalid `--name` ``: expected a policy name (lowercase letters, digits and `-`, at most 63, starting and ending with a letter or digit)\n"),
+        (&["--shard", "0/2"], "error: `suggest` reads the whole history in one process: `--shard` is for `simulate` and `tune`\n"),
+    ];
+    for (flags, want) in rows {
+        let mut args = vec!["suggest", "--history", path(&p.history)];
+        args.extend_from_slice(flags);
+        let out = run(home.path(), &args);
+        assert_eq!(
+            crate::support::format_output(&out),
+            format!("exit: 2\n--- stdout\n--- stderr\n{want}"),
+            "{flags:?}"
+        );
+    }
+    // No job to learn from: exit 3, nothing on stdout.
+    let empty = home.path().join("bad.jsonl");
+    std::fs::write(&empty, "{not json\n").unwrap();
+    let out = run(home.path(), &["suggest", "--history", path(&empty)]);
+    assert_eq!(out.status.code(), Some(3), "{}", crate::support::format_output(&out));
+    assert!(out.stdout.is_empty());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .ends_with("error: no job could be replayed (1 entry not read): there is nothing to learn from\n"),
+        "{}",
+        crate::support::format_output(&out)
+    );
+}
+
+#[test]
+fn stdin_gives_what_the_file_gives() {
+    let p = setup(5);
+    let home = temp_home();
+    let from_file = run(
+        home.path(),
+        &[
+            "suggest",
+            "--history",
+            path(&p.history),
+            "--baseline",
+            path(&p.baseline),
+        ],
+    );
+    let out = retryctl(home.path())
+        .current_dir(root())
+        .args(["suggest", "--history", "-", "--baseline", path(&p.baseline)])
+        .write_stdin(std::fs::read(&p.history).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let file_text = String::from_utf8(from_file.stdout).unwrap();
+    // The same but for the history's name in the commands at the end.
+    assert_eq!(
+        text.replace("--history -", &format!("--history {}", path(&p.history))),
+        file_text
+    );
+}
+
+/// A failed run whose message is hostile text: markup, Markdown, regex metacharacters.
+const HOSTILE: &str = "<script>alert(1)</script> | `rm -rf` [x](y) .*+?^$ \\d {3} \"q\" 'a' & é";
+
+#[test]
+fn hostile_messages_stay_inert() {
+    let home = temp_home();
+    let mut jobs = String::new();
+    for k in 0..30 {
+        let run =
+            json!({"node": "n", "runFor": "60s", "containers": [{"name": "main", "exitCode": 3, "message": HOSTILE}]});
+        let next = if k % 2 == 0 {
+            json!({"outcome": "succeeded"})
+        } else {
+            run.clone()
+        };
+        jobs.push_str(&format!(
+            "{}\n",
+            json!({"job": {"id": format!("j{k}")}, "runs": [run, next]})
+        ));
+    }
+    let history = home.path().join("h.jsonl");
+    std::fs::write(&history, jobs).unwrap();
+    let run_o = |o: &str| {
+        run(
+            home.path(),
+            &["suggest", "--history", path(&history), "--min-trials", "5", "-o", o],
+        )
+    };
+    let html = String::from_utf8(run_o("html").stdout).unwrap();
+    assert!(!html.contains("<script>"), "{html}");
+    assert!(html.contains("&lt;script&gt;alert(&lt;n&gt;)&lt;/script&gt;"), "{html}");
+    let md = String::from_utf8(run_o("markdown").stdout).unwrap();
+    assert!(
+        md.contains("\\<script\\>alert(\\<n\\>)\\</script\\> \\| \\`rm -rf\\`"),
+        "{md}"
+    );
+    // The proposed pattern matches the message literally: the rule decides its own runs.
+    let policy = run_o("policy");
+    assert_eq!(
+        policy.status.code(),
+        Some(0),
+        "{}",
+        crate::support::format_output(&policy)
+    );
+    let file = home.path().join("p.yaml");
+    std::fs::write(&file, &policy.stdout).unwrap();
+    let out = run(home.path(), &["validate", "-f", path(&file)]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let v = json_of(&run_o("json"));
+    assert_eq!(v["suggest"]["proposal"]["rules"][0]["action"], "Retry");
+    assert_eq!(
+        v["suggest"]["proposal"]["shadowedRuns"],
+        json!([{"signature": v["suggest"]["proposal"]["rules"][0]["signature"], "runs": 0}])
+    );
+    let sim = json_of(&run(
+        home.path(),
+        &["simulate", "-f", path(&file), "--history", path(&history), "-o", "json"],
+    ));
+    // Every failed run retried by the rule (15 jobs failed twice, both retried).
+    assert_eq!(sim["summary"]["retriesByRule"], json!({"suggested/0": 45}));
+}
+
+#[test]
+fn past_ten_thousand_signatures_the_rest_count_as_other() {
+    let home = temp_home();
+    let word = |mut n: usize| {
+        let mut w = String::new();
+        for _ in 0..4 {
+            w.push((b'a' + (n % 26) as u8) as char);
+            n /= 26;
+        }
+        w
+    };
+    let mut jobs = String::new();
+    for k in 0..10_050 {
+        jobs.push_str(&format!(
+            "{}\n",
+            json!({"job": {"id": format!("j{k}")}, "runs": [{"containers": [{"name": "main", "exitCode": 1, "message": format!("error {}", word(k))}]}]})
+        ));
+    }
+    let history = home.path().join("h.jsonl");
+    std::fs::write(&history, jobs).unwrap();
+    let v = json_of(&run(
+        home.path(),
+        &["suggest", "--history", path(&history), "-o", "json"],
+    ));
+    let sigs = v["suggest"]["signatures"].as_array().unwrap();
+    assert_eq!(sigs.len(), 10_001);
+    let other = sigs.iter().find(|s| s["signature"] == "other").unwrap();
+    assert_eq!(
+        (&other["failedRuns"], &other["jobs"], &other["noRule"]),
+        (&json!(50), &json!(50), &json!("no signal to match on"))
+    );
+    // The first 10,000 met are kept: the last job's signature is not.
+    assert!(!sigs
+        .iter()
+        .any(|s| s["signature"] == format!("exit:1@main \"error {}\"", word(10_049))));
+}
+
+#[test]
+fn the_html_page_opens_in_a_browser() {
+    let p = setup(7);
+    let home = temp_home();
+    let out = run(
+        home.path(),
+        &[
+            "suggest",
+            "--history",
+            path(&p.history),
+            "--baseline",
+            path(&p.baseline),
+            "--backtest-at",
+            "2026-11-15T00:00:00Z",
+            "-o",
+            "html",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let html = String::from_utf8(out.stdout).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert_eq!(html.matches("<rect class=\"futile\"").count(), 9);
+    let Some(browser) = crate::support::chromium::chromium() else {
+        return;
+    };
+    let page = home.path().join("suggest.html");
+    std::fs::write(&page, &html).unwrap();
+    let dom = crate::support::chromium::dump_dom(&browser, &page);
+    assert!(dom.contains("Proposed retry policy"), "{dom}");
+    assert!(dom.contains("gpu-bad-1"), "{dom}");
+    assert!(dom.contains("false kills"), "{dom}");
 }
