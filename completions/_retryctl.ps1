@@ -46,6 +46,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete retry policies or queues')
             [CompletionResult]::new('simulate', 'simulate', [CompletionResultType]::ParameterValue, 'Replay failure histories through the retry evaluator')
             [CompletionResult]::new('tune', 'tune', [CompletionResultType]::ParameterValue, 'Search retry-policy candidates on a history: which policy should this cluster run?')
+            [CompletionResult]::new('suggest', 'suggest', [CompletionResultType]::ParameterValue, 'Learn a retry policy from the cluster''s own failures, and prove it on the same history')
             [CompletionResult]::new('merge', 'merge', [CompletionResultType]::ParameterValue, 'Add up a sharded simulate or tune (`--shard I/N -o partial`) into one answer')
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Run a local Armada-compatible API server with SQLite storage')
             [CompletionResult]::new('completion', 'completion', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
@@ -1211,6 +1212,50 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'retryctl;suggest' {
+            [CompletionResult]::new('--armada-url', '--armada-url', [CompletionResultType]::ParameterName, 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Timeout of each request to the server, as a duration (`10s`, `500ms`)')
+            [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)')
+            [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Send the bearer token held in FILE (one line)')
+            [CompletionResult]::new('--certificate-authority', '--certificate-authority', [CompletionResultType]::ParameterName, 'Also trust the CA certificates of this PEM file for `https://` (default: the context''s `certificateAuthority`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset')
+            [CompletionResult]::new('--history', '--history', [CompletionResultType]::ParameterName, 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`')
+            [CompletionResult]::new('--lookout-db', '--lookout-db', [CompletionResultType]::ParameterName, 'Replay a real cluster''s history straight from Lookout''s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`')
+            [CompletionResult]::new('--jobset', '--jobset', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs of this job set')
+            [CompletionResult]::new('--baseline-engine', '--baseline-engine', [CompletionResultType]::ParameterName, 'The engine of the baseline side (default: the same as --engine)')
+            [CompletionResult]::new('--scheduler-config', '--scheduler-config', [CompletionResultType]::ParameterName, 'An Armada scheduler config file (its `scheduling.retryPolicy` block is used)')
+            [CompletionResult]::new('--retry-policy', '--retry-policy', [CompletionResultType]::ParameterName, 'Policies for jobs whose queue is not among the documents (comma separated, in order)')
+            [CompletionResult]::new('--global-max-retries', '--global-max-retries', [CompletionResultType]::ParameterName, 'Override the scheduler''s globalMaxRetries')
+            [CompletionResult]::new('--default-policy', '--default-policy', [CompletionResultType]::ParameterName, 'Override the scheduler''s defaultPolicyName')
+            [CompletionResult]::new('--categorizer', '--categorizer', [CompletionResultType]::ParameterName, 'The executor''s categorizer config as deployed (its `errorCategories`): the baseline classifies failed runs with it; with --engine upstream the proposed categorizer keeps its categories after the new ones')
+            [CompletionResult]::new('--min-trials', '--min-trials', [CompletionResultType]::ParameterName, 'A signature needs this many trials (failed runs followed by another run) for a rule of its own')
+            [CompletionResult]::new('--futile', '--futile', [CompletionResultType]::ParameterName, 'A retry pays when at least this share of trials succeeds (0 < P < 1): below it, a signature gets Fail, and the limit stops at the first depth below it')
+            [CompletionResult]::new('--max-limit', '--max-limit', [CompletionResultType]::ParameterName, 'The largest limit proposed (1 to 10000)')
+            [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'The proposed policy''s name')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format: html is one self-contained page, markdown a report for a pull request, policy the proposed documents alone (ready for `validate`, `tune -f` and `apply -f`)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format: html is one self-contained page, markdown a report for a pull request, policy the proposed documents alone (ready for `validate`, `tune -f` and `apply -f`)')
+            [CompletionResult]::new('--output-file', '--output-file', [CompletionResultType]::ParameterName, 'Write the result to this file instead of stdout: written beside it and renamed once complete; left as it was when no result is written')
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)')
+            [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs submitted at or after this RFC 3339 time')
+            [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs submitted before this RFC 3339 time')
+            [CompletionResult]::new('--queue', '--queue', [CompletionResultType]::ParameterName, 'With --lookout-db: the jobs of this queue; with -o policy, also print this Queue with the proposal first in its retryPolicies')
+            [CompletionResult]::new('--baseline', '--baseline', [CompletionResultType]::ParameterName, 'The policies the cluster runs today (files, directories): what the proposal is compared with, and whose first policy gives its defaultAction and retryLimit (none: no policy)')
+            [CompletionResult]::new('--shard', '--shard', [CompletionResultType]::ParameterName, 'Replay only the jobs of shard I of N (`0/4`: FNV-1a of the job id, mod N); with `-o partial`, write the shard''s part of the answer, which `retryctl merge` adds up')
+            [CompletionResult]::new('--engine', '--engine', [CompletionResultType]::ParameterName, 'The dialect of the proposal and the engine that replays it: design (one RetryPolicy, the default) or upstream (what Armada ships today: an executor categorizer config and a v1beta1 policy)')
+            [CompletionResult]::new('--backtest-at', '--backtest-at', [CompletionResultType]::ParameterName, 'Learn from the jobs submitted before TIME (RFC 3339) and report the proposal''s effect on the jobs submitted at or after it alone (every job needs `job.submittedAt`)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate (insecure: warns on every run)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log each request and its status to stderr (credentials are never printed)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log each request and its status to stderr (credentials are never printed)')
+            [CompletionResult]::new('--baseline-from-cluster', '--baseline-from-cluster', [CompletionResultType]::ParameterName, 'What-if against what the cluster runs: the baseline is the retry policies and queue attachments stored in the --lookout-db database')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'retryctl;merge' {
             [CompletionResult]::new('--armada-url', '--armada-url', [CompletionResultType]::ParameterName, 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')
@@ -1745,6 +1790,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete retry policies or queues')
             [CompletionResult]::new('simulate', 'simulate', [CompletionResultType]::ParameterValue, 'Replay failure histories through the retry evaluator')
             [CompletionResult]::new('tune', 'tune', [CompletionResultType]::ParameterValue, 'Search retry-policy candidates on a history: which policy should this cluster run?')
+            [CompletionResult]::new('suggest', 'suggest', [CompletionResultType]::ParameterValue, 'Learn a retry policy from the cluster''s own failures, and prove it on the same history')
             [CompletionResult]::new('merge', 'merge', [CompletionResultType]::ParameterValue, 'Add up a sharded simulate or tune (`--shard I/N -o partial`) into one answer')
             [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Run a local Armada-compatible API server with SQLite storage')
             [CompletionResult]::new('completion', 'completion', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
@@ -1814,6 +1860,9 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             break
         }
         'retryctl;help;tune' {
+            break
+        }
+        'retryctl;help;suggest' {
             break
         }
         'retryctl;help;merge' {

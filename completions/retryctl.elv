@@ -43,6 +43,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand delete 'Delete retry policies or queues'
             cand simulate 'Replay failure histories through the retry evaluator'
             cand tune 'Search retry-policy candidates on a history: which policy should this cluster run?'
+            cand suggest 'Learn a retry policy from the cluster''s own failures, and prove it on the same history'
             cand merge 'Add up a sharded simulate or tune (`--shard I/N -o partial`) into one answer'
             cand serve 'Run a local Armada-compatible API server with SQLite storage'
             cand completion 'Print a shell completion script'
@@ -1150,6 +1151,49 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'retryctl;suggest'= {
+            cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
+            cand -c 'Context of the config file to use instead of its `currentContext`'
+            cand --context 'Context of the config file to use instead of its `currentContext`'
+            cand --config 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)'
+            cand --timeout 'Timeout of each request to the server, as a duration (`10s`, `500ms`)'
+            cand --token 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)'
+            cand --token-file 'Send the bearer token held in FILE (one line)'
+            cand --certificate-authority 'Also trust the CA certificates of this PEM file for `https://` (default: the context''s `certificateAuthority`)'
+            cand --color 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset'
+            cand --history 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`'
+            cand --lookout-db 'Replay a real cluster''s history straight from Lookout''s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`'
+            cand --jobset 'With --lookout-db: only jobs of this job set'
+            cand --baseline-engine 'The engine of the baseline side (default: the same as --engine)'
+            cand --scheduler-config 'An Armada scheduler config file (its `scheduling.retryPolicy` block is used)'
+            cand --retry-policy 'Policies for jobs whose queue is not among the documents (comma separated, in order)'
+            cand --global-max-retries 'Override the scheduler''s globalMaxRetries'
+            cand --default-policy 'Override the scheduler''s defaultPolicyName'
+            cand --categorizer 'The executor''s categorizer config as deployed (its `errorCategories`): the baseline classifies failed runs with it; with --engine upstream the proposed categorizer keeps its categories after the new ones'
+            cand --min-trials 'A signature needs this many trials (failed runs followed by another run) for a rule of its own'
+            cand --futile 'A retry pays when at least this share of trials succeeds (0 < P < 1): below it, a signature gets Fail, and the limit stops at the first depth below it'
+            cand --max-limit 'The largest limit proposed (1 to 10000)'
+            cand --name 'The proposed policy''s name'
+            cand -o 'Output format: html is one self-contained page, markdown a report for a pull request, policy the proposed documents alone (ready for `validate`, `tune -f` and `apply -f`)'
+            cand --output 'Output format: html is one self-contained page, markdown a report for a pull request, policy the proposed documents alone (ready for `validate`, `tune -f` and `apply -f`)'
+            cand --output-file 'Write the result to this file instead of stdout: written beside it and renamed once complete; left as it was when no result is written'
+            cand --since 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)'
+            cand --from 'With --lookout-db: only jobs submitted at or after this RFC 3339 time'
+            cand --to 'With --lookout-db: only jobs submitted before this RFC 3339 time'
+            cand --queue 'With --lookout-db: the jobs of this queue; with -o policy, also print this Queue with the proposal first in its retryPolicies'
+            cand --baseline 'The policies the cluster runs today (files, directories): what the proposal is compared with, and whose first policy gives its defaultAction and retryLimit (none: no policy)'
+            cand --shard 'Replay only the jobs of shard I of N (`0/4`: FNV-1a of the job id, mod N); with `-o partial`, write the shard''s part of the answer, which `retryctl merge` adds up'
+            cand --engine 'The dialect of the proposal and the engine that replays it: design (one RetryPolicy, the default) or upstream (what Armada ships today: an executor categorizer config and a v1beta1 policy)'
+            cand --backtest-at 'Learn from the jobs submitted before TIME (RFC 3339) and report the proposal''s effect on the jobs submitted at or after it alone (every job needs `job.submittedAt`)'
+            cand --insecure-skip-tls-verify 'Do not verify the server''s TLS certificate (insecure: warns on every run)'
+            cand -v 'Log each request and its status to stderr (credentials are never printed)'
+            cand --verbose 'Log each request and its status to stderr (credentials are never printed)'
+            cand --baseline-from-cluster 'What-if against what the cluster runs: the baseline is the retry policies and queue attachments stored in the --lookout-db database'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'retryctl;merge'= {
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
             cand -c 'Context of the config file to use instead of its `currentContext`'
@@ -1653,6 +1697,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand delete 'Delete retry policies or queues'
             cand simulate 'Replay failure histories through the retry evaluator'
             cand tune 'Search retry-policy candidates on a history: which policy should this cluster run?'
+            cand suggest 'Learn a retry policy from the cluster''s own failures, and prove it on the same history'
             cand merge 'Add up a sharded simulate or tune (`--shard I/N -o partial`) into one answer'
             cand serve 'Run a local Armada-compatible API server with SQLite storage'
             cand completion 'Print a shell completion script'
@@ -1705,6 +1750,8 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;help;simulate'= {
         }
         &'retryctl;help;tune'= {
+        }
+        &'retryctl;help;suggest'= {
         }
         &'retryctl;help;merge'= {
         }

@@ -1074,6 +1074,8 @@ pub struct TuneArgs {
 #[command(mut_arg("to", |a| a.help("With --lookout-db: only jobs submitted before this RFC 3339 time")))]
 #[command(mut_arg("queue", |a| a.help("With --lookout-db: the jobs of this queue; with -o policy, also print this Queue with the proposal first in its retryPolicies")))]
 #[command(mut_arg("baseline", |a| a.help("The policies the cluster runs today (files, directories): what the proposal is compared with, and whose first policy gives its defaultAction and retryLimit (none: no policy)")))]
+#[command(mut_arg("shard", |a| a.hide(true)))]
+#[command(mut_arg("engine", |a| a.help("The dialect of the proposal and the engine that replays it: design (one RetryPolicy, the default) or upstream (what Armada ships today: an executor categorizer config and a v1beta1 policy)")))]
 #[command(mut_arg("backtest_at", |a| a.help("Learn from the jobs submitted before TIME (RFC 3339) and report the proposal's effect on the jobs submitted at or after it alone (every job needs `job.submittedAt`)")))]
 pub struct SuggestArgs {
     #[command(flatten)]
@@ -1324,8 +1326,8 @@ const EX_TUNE: &str = "Examples:\n  retryctl tune -f p/ --history week.jsonl --v
 
 const EX_SUGGEST: &str = "Examples:\n  retryctl suggest --history week.jsonl --baseline policies/
   retryctl suggest --history week.jsonl --baseline policies/ -o policy > suggested.yaml
-  retryctl suggest --lookout-db $LOOKOUT_DB --queue ml --to 2026-11-01T00:00:00Z --baseline-from-cluster --engine upstream
-  retryctl suggest --history month.jsonl --baseline policies/ --backtest-at 2026-11-15T00:00:00Z
+  retryctl suggest --lookout-db $DB --queue ml --baseline-from-cluster --engine upstream
+  retryctl suggest --history month.jsonl --baseline p/ --backtest-at 2026-11-15T00:00:00Z
   retryctl suggest --history week.jsonl --baseline policies/ -o html > suggest.html";
 
 const EX_MERGE: &str = "Examples:\n  retryctl merge p0.json p1.json p2.json p3.json     # the same bytes as one process

@@ -620,7 +620,9 @@ impl Suggest<'_> {
         match (&r.history, &r.lookout_db) {
             (Some(h), _) => source.push(format!("--history {}", shell(&h.display().to_string()))),
             (None, Some(dsn)) => {
-                source.push(format!("--lookout-db {}", shell(&crate::redact::redact_conninfo(dsn))));
+                // The DSN holds credentials: never printed, the reader's own variable instead.
+                let _ = dsn;
+                source.push("--lookout-db \"$LOOKOUT_DB\"".to_string());
                 if let Some(q) = &r.queue {
                     source.push(format!("--queue {}", shell(q)));
                 }

@@ -986,3 +986,34 @@ fn the_html_page_opens_in_a_browser() {
     assert!(dom.contains("gpu-bad-1"), "{dom}");
     assert!(dom.contains("false kills"), "{dom}");
 }
+
+#[test]
+fn lookout_gives_what_its_export_gives() {
+    let Some(db) = crate::support::pg::fixture_db("suggest_lookout") else { return };
+    let home = temp_home();
+    let (file, _) = crate::support::pg::export_week(home.path(), &db);
+    for o in ["json", "yaml", "markdown"] {
+        let from_file = run(
+            home.path(),
+            &["suggest", "--history", path(&file), "--baseline", "testdata/lookout/old", "--min-trials", "1", "-o", o],
+        );
+        let mut args = vec!["suggest", "--lookout-db", &db.dsn, "--queue", "ml"];
+        args.extend_from_slice(&crate::support::pg::WINDOW);
+        args.extend_from_slice(&["--baseline", "testdata/lookout/old", "--min-trials", "1", "-o", o]);
+        let from_db = run(home.path(), &args);
+        assert_eq!(from_db.status.code(), Some(0), "{}", crate::support::format_output(&from_db));
+        assert!(!from_file.stdout.is_empty());
+        let (db_text, file_text) = (String::from_utf8_lossy(&from_db.stdout), String::from_utf8_lossy(&from_file.stdout));
+        if o == "markdown" {
+            // The command that writes the proposal names the source; the DSN never shows.
+            let cut = |t: &str| t[..t.find("Write it:").unwrap()].to_string();
+            assert_eq!(cut(&db_text), cut(&file_text));
+            assert!(db_text.contains("Write it: `retryctl suggest --lookout-db \"$LOOKOUT_DB\" --queue ml --from 2026-11-15T00:00:00Z --to 2026-11-22T00:00:00Z --baseline testdata/lookout/old --min-trials 1 -o policy > suggested.yaml`"), "{db_text}");
+        } else {
+            assert_eq!(db_text, file_text, "-o {o}");
+        }
+        // The database is read once: `history`'s summary is said once.
+        let err = String::from_utf8_lossy(&from_db.stderr);
+        assert_eq!(err.matches("history: exported").count(), 1, "{err}");
+    }
+}
