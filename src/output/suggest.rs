@@ -24,7 +24,7 @@ use crate::suggest::stats::{rate_of, Hours, SignatureStats};
 
 use super::html::esc;
 use super::markdown::text as md;
-use super::simulate::{backtest_json, write_comparison, write_estimate_line, Baseline, Mode, Stderr};
+use super::simulate::{backtest_json, write_comparison, Baseline, Mode, Stderr};
 use super::sinks::{sink, Format as SinkFormat};
 
 /// Signatures the table, the page and the report list.
@@ -754,7 +754,7 @@ fn table(
     writeln!(out, "Against the baseline on the same history:")?;
     write_comparison(out, crate::output::style::Style { color: false }, &whole.comparison)?;
     if let Some(e) = &whole.estimates {
-        write_estimate_line(out, &whole.comparison, e, false)?;
+        estimate_lines(out, &whole.comparison, e)?;
     }
     if let (Some(b), Some((c, t))) = (&r.backtest, backtest) {
         writeln!(out)?;
@@ -785,6 +785,32 @@ fn table(
     writeln!(out, "Write the proposal:  {}", r.commands.write)?;
     if let Some(t) = &r.commands.tune {
         writeln!(out, "Search its limits:   {t}")?;
+    }
+    Ok(())
+}
+
+/// The estimates of the Pending jobs, in two lines and a pointer to their method.
+fn estimate_lines(out: &mut dyn Write, c: &Comparison, e: &Estimates) -> io::Result<()> {
+    let n = c.failed_to_pending();
+    if n > 0 {
+        let a = &e.asked;
+        writeln!(
+            out,
+            "  estimate:  ≈ {:.1} ({:.1}–{:.1}) of {} Failed → Pending would succeed over the runs the proposal has left",
+            a.expected,
+            a.low,
+            a.high,
+            plural(n, "job", "jobs")
+        )?;
+    }
+    let p = &e.pending;
+    if p.jobs > p.without_estimate {
+        writeln!(
+            out,
+            "  expected:  {:.1} more GPU-hours for the {} Pending under the proposal (estimates: docs/estimates.md)",
+            p.gpu_hours,
+            plural(p.jobs, "job", "jobs")
+        )?;
     }
     Ok(())
 }

@@ -1017,3 +1017,18 @@ fn lookout_gives_what_its_export_gives() {
         assert_eq!(err.matches("history: exported").count(), 1, "{err}");
     }
 }
+
+/// The history the suggest guide (docs/suggest.md) runs on is [`planted`]'s, seed 7
+/// (`RETRYCTL_UPDATE_TESTDATA=1` writes it after a change of the generator).
+#[test]
+fn the_guides_history_is_the_planted_one() {
+    let want: String = planted(7).iter().map(|j| format!("{j}\n")).collect();
+    let file = root().join("testdata/suggest/planted.jsonl");
+    if std::env::var_os("RETRYCTL_UPDATE_TESTDATA").is_some() {
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, &want).unwrap();
+        std::fs::write(root().join("testdata/suggest/today.yaml"), BASELINE).unwrap();
+    }
+    assert!(std::fs::read_to_string(&file).unwrap() == want, "testdata/suggest/planted.jsonl is stale: RETRYCTL_UPDATE_TESTDATA=1 rewrites it");
+    assert_eq!(std::fs::read_to_string(root().join("testdata/suggest/today.yaml")).unwrap(), BASELINE);
+}
