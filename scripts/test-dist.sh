@@ -88,8 +88,8 @@ fi
 
 echo "== an empty root"
 # With an empty environment but HOME=/, as Docker and Kubernetes give a container: nothing
-# of the caller's (ARMADA_URL, its HOME) reaches it. (Without any HOME the client commands
-# refuse to guess where ~/.armadactl.yaml is: exit 2, unless --config.)
+# of the caller's (ARMADA_URL, its HOME) reaches it. (Without any HOME no config file is read:
+# --armada-url is enough, and what would need ~/.armadactl.yaml says so, exit 2.)
 chroot_bin="$(command -v chroot)"
 in_root() {
   env -i HOME=/ "$@"
