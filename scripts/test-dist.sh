@@ -5,8 +5,8 @@
 #   scripts/test-dist.sh            # builds with scripts/release.sh first (a no-op when built)
 #
 # - SHA256SUMS checks; the archive holds exactly the binary, the completions of every shell
-#   (the same bytes as completions/ in the repository), README.md and LICENSE, and its
-#   binary is the one built;
+#   (the same bytes as completions/ in the repository), the man pages (those of man/: one per
+#   command), README.md and LICENSE, and its binary is the one built;
 # - the binary is static (no interpreter, no NEEDED entry; `ldd`: not a dynamic executable)
 #   and at most 15 MB;
 # - it runs in an empty root directory (chroot: no /lib, no /etc): `validate`, and TLS to a
@@ -54,7 +54,9 @@ $name/completions/_retryctl.ps1
 $name/completions/retryctl.bash
 $name/completions/retryctl.elv
 $name/completions/retryctl.fish
+$(cd man && printf '%s\n' "$name/man/" *.1 | sed "2,\$s|^|$name/man/|")
 $name/retryctl"
+expected="$(printf '%s\n' "$expected" | sort)"
 actual="$(tar -tzf "$dist/$name.tar.gz" | sort)"
 [ "$actual" = "$expected" ] || fail "archive contents:
 $actual
@@ -68,6 +70,12 @@ cmp "$x/LICENSE" LICENSE || fail "LICENSE differs"
 for f in _retryctl _retryctl.ps1 retryctl.bash retryctl.elv retryctl.fish; do
   cmp "$x/completions/$f" "completions/$f" || fail "completions/$f differs from the repository's"
 done
+pages=0
+for f in man/*.1; do
+  cmp "$x/$f" "$f" || fail "$f differs from the repository's"
+  pages=$((pages + 1))
+done
+[ "$pages" -gt 1 ] || fail "no man pages in man/"
 [ -x "$x/retryctl" ] || fail "the binary is not executable"
 
 echo "== static, size"
