@@ -12,8 +12,8 @@
 # - it runs in an empty root directory (chroot: no /lib, no /etc): `validate`, and TLS to a
 #   `retryctl serve` on 127.0.0.1 with a certificate of a private CA, trusted through
 #   `--certificate-authority` and through `SSL_CERT_FILE`, refused without either (no system
-#   roots there, the built-in ones do not hold it: exit 4); then a name: none without /etc,
-#   localhost once /etc/hosts names it.
+#   roots there, the built-in ones do not hold it: exit 4), and with no HOME at all; then a
+#   name: none without /etc, localhost once /etc/hosts names it.
 #
 # Needs root (chroot) and openssl (the test certificate). Cargo's variables apply.
 set -euo pipefail
@@ -142,6 +142,16 @@ code=$?
 set -e
 [ "$code" -eq 4 ] || fail "an untrusted server: exit $code, expected 4: $(cat "$work/untrusted.err")"
 echo "untrusted (as expected): $(head -n1 "$work/untrusted.err")"
+# No HOME at all (a container whose image sets none): no config file is read, and the server
+# given is all the command needs; without one it says that $HOME is not set (exit 2).
+env -i "$chroot_bin" "$root" /retryctl --armada-url "$url" --certificate-authority /ca.pem get retrypolicy infra -o name \
+  || fail "get without HOME"
+set +e
+env -i "$chroot_bin" "$root" /retryctl get retrypolicies 2>"$work/nohome.err"
+code=$?
+set -e
+[ "$code" -eq 2 ] && grep -q '`$HOME` is not set' "$work/nohome.err" \
+  || fail "no HOME and no server: exit $code, expected 2 saying \$HOME is not set: $(cat "$work/nohome.err")"
 
 echo "== a name, from /etc/hosts (glibc's files source is inside the static libc)"
 set +e
