@@ -1,5 +1,7 @@
 //! `retryctl tune`'s output (docs/tune.md): the table (one line of inputs, the top 20 candidates in
-//! the recommendation order, the recommendation in words and the command that writes it),
+//! the recommendation order, the recommendation in words and the command that writes it, a
+//! line when the estimates alone decided it and no `--max-compute` caps it, the estimates'
+//! method in one line that points to docs/estimates.md),
 //! `-o json|yaml` (every candidate and every skipped one), `-o markdown` (the top table and
 //! the recommendation, for the pull request that changes the policy) and `-o html` (the
 //! frontier as an SVG scatter, expected successes against cost, the baseline marked, the

@@ -518,7 +518,12 @@ fn a_recommendation_on_estimates_alone_says_so() {
     let capped = String::from_utf8(capped.stdout).unwrap();
     assert!(capped.contains("recommended: candidate 3"), "{capped}");
     assert!(!capped.contains("decided by estimates alone"), "{capped}");
-    // The markdown for the pull request says it too.
+    // The html page and the markdown for the pull request say it too.
+    let html = printed(dir.path(), &args, "html");
+    assert!(
+        html.contains("<p class=\"est\">decided by estimates alone: in the record, candidate 3 succeeds no more often than candidate 2 (13 jobs each); give --max-compute"),
+        "{html}"
+    );
     let md = printed(dir.path(), &args, "markdown");
     assert!(
         md.contains("\ndecided by estimates alone: in the record, candidate 3 succeeds no more often than candidate 2 (13 jobs each); give --max-compute (10h, or 50% of the baseline's compute) to cap the compute it adds\n"),
