@@ -11,8 +11,8 @@
 //!
 //! Also owns whether the recommendation rests on the estimates alone: the recommended
 //! candidate succeeds, in the record, no more often than the baseline or than another
-//! candidate within the constraints, so only its Pending jobs' estimated chances put it
-//! first.
+//! candidate within the constraints that has fewer expected successes, so only its Pending
+//! jobs' estimated chances put it first.
 //!
 //! Decisions docs/tune.md leaves open: the baseline's cost is its own expected run time past
 //! the record (it adds and removes nothing against itself), so the two are on one scale;
