@@ -1170,7 +1170,6 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('--queue', '--queue', [CompletionResultType]::ParameterName, 'With --lookout-db: the jobs of this queue')
             [CompletionResult]::new('--jobset', '--jobset', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs of this job set')
             [CompletionResult]::new('--baseline', '--baseline', [CompletionResultType]::ParameterName, 'What-if: also replay under these (old) policies and report what changes')
-            [CompletionResult]::new('--engine', '--engine', [CompletionResultType]::ParameterName, 'Which engine decides: the design (docs/engines.md) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design; with --from-server against a server without the dialect header, upstream')
             [CompletionResult]::new('--baseline-engine', '--baseline-engine', [CompletionResultType]::ParameterName, 'The engine of the baseline side (default: the same as --engine)')
             [CompletionResult]::new('--scheduler-config', '--scheduler-config', [CompletionResultType]::ParameterName, 'An Armada scheduler config file (its `scheduling.retryPolicy` block is used)')
             [CompletionResult]::new('--retry-policy', '--retry-policy', [CompletionResultType]::ParameterName, 'Policies for jobs whose queue is not among the documents (comma separated, in order)')
@@ -1190,6 +1189,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)')
             [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs submitted at or after this RFC 3339 time')
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'With --lookout-db: only jobs submitted before this RFC 3339 time')
+            [CompletionResult]::new('--engine', '--engine', [CompletionResultType]::ParameterName, 'Which engine the candidates run under: the design (docs/engines.md) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design')
             [CompletionResult]::new('--armada-url', '--armada-url', [CompletionResultType]::ParameterName, 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')
@@ -1257,6 +1257,9 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             break
         }
         'retryctl;merge' {
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format: the command''s own (`tune` has no jsonl)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format: the command''s own (`tune` has no jsonl)')
+            [CompletionResult]::new('--output-file', '--output-file', [CompletionResultType]::ParameterName, 'Write the result to this file instead of stdout: written beside it and renamed once complete; left as it was when no result is written')
             [CompletionResult]::new('--armada-url', '--armada-url', [CompletionResultType]::ParameterName, 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)')
             [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')
@@ -1266,9 +1269,6 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Send the bearer token held in FILE (one line)')
             [CompletionResult]::new('--certificate-authority', '--certificate-authority', [CompletionResultType]::ParameterName, 'Also trust the CA certificates of this PEM file for `https://` (default: the context''s `certificateAuthority`)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset')
-            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format: the command''s own (`tune` has no jsonl)')
-            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format: the command''s own (`tune` has no jsonl)')
-            [CompletionResult]::new('--output-file', '--output-file', [CompletionResultType]::ParameterName, 'Write the result to this file instead of stdout: written beside it and renamed once complete; left as it was when no result is written')
             [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate (insecure: warns on every run)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log each request and its status to stderr (credentials are never printed)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log each request and its status to stderr (credentials are never printed)')

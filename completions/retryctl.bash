@@ -2587,12 +2587,24 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__merge)
-            opts="-c -v -o -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --output --output-file --help --version"
+            opts="-o -c -v -h -V --output --output-file --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -W "table json yaml jsonl html markdown" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table json yaml jsonl html markdown" -- "${cur}"))
+                    return 0
+                    ;;
+                --output-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --armada-url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2627,18 +2639,6 @@ _retryctl() {
                     ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --output)
-                    COMPREPLY=($(compgen -W "table json yaml jsonl html markdown" -- "${cur}"))
-                    return 0
-                    ;;
-                -o)
-                    COMPREPLY=($(compgen -W "table json yaml jsonl html markdown" -- "${cur}"))
-                    return 0
-                    ;;
-                --output-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -3061,7 +3061,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__tune)
-            opts="-f -R -o -c -v -h -V --filename --recursive --vary --history --lookout-db --queue --jobset --baseline --baseline-from-cluster --engine --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --backtest-at --shard --categorizer --baseline-categorizer --max-lost --max-compute --max-candidates --pick --exit-code --output --output-file --since --from --to --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -o -c -v -h -V --filename --recursive --vary --history --lookout-db --queue --jobset --baseline --baseline-from-cluster --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --backtest-at --shard --categorizer --baseline-categorizer --max-lost --max-compute --max-candidates --pick --exit-code --output --output-file --since --from --to --engine --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3097,10 +3097,6 @@ _retryctl() {
                     ;;
                 --baseline)
                     COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --engine)
-                    COMPREPLY=($(compgen -W "design upstream" -- "${cur}"))
                     return 0
                     ;;
                 --baseline-engine)
@@ -3177,6 +3173,10 @@ _retryctl() {
                     ;;
                 --to)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --engine)
+                    COMPREPLY=($(compgen -W "design upstream" -- "${cur}"))
                     return 0
                     ;;
                 --armada-url)

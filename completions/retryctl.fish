@@ -996,8 +996,6 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l lookout-db -d
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l queue -d 'With --lookout-db: the jobs of this queue' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l jobset -d 'With --lookout-db: only jobs of this job set' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l baseline -d 'What-if: also replay under these (old) policies and report what changes' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l engine -d 'Which engine decides: the design (docs/engines.md) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design; with --from-server against a server without the dialect header, upstream' -r -f -a "design\t''
-upstream\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l baseline-engine -d 'The engine of the baseline side (default: the same as --engine)' -r -f -a "design\t''
 upstream\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l scheduler-config -d 'An Armada scheduler config file (its `scheduling.retryPolicy` block is used)' -r -F
@@ -1022,6 +1020,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l output-file -
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l since -d 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l from -d 'With --lookout-db: only jobs submitted at or after this RFC 3339 time' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l to -d 'With --lookout-db: only jobs submitted before this RFC 3339 time' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l engine -d 'Which engine the candidates run under: the design (docs/engines.md) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design' -r -f -a "design\t''
+upstream\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -1084,6 +1084,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s v -l verbo
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l baseline-from-cluster -d 'What-if against what the cluster runs: the baseline is the retry policies and queue attachments stored in the --lookout-db database'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s V -l version -d 'Print version'
+complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -s o -l output -d 'Output format: the command\'s own (`tune` has no jsonl)' -r -f -a "table\t''
+json\t''
+yaml\t''
+jsonl\t''
+html\t''
+markdown\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l output-file -d 'Write the result to this file instead of stdout: written beside it and renamed once complete; left as it was when no result is written' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -1094,13 +1101,6 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l certificate-
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -s o -l output -d 'Output format: the command\'s own (`tune` has no jsonl)' -r -f -a "table\t''
-json\t''
-yaml\t''
-jsonl\t''
-html\t''
-markdown\t''"
-complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l output-file -d 'Write the result to this file instead of stdout: written beside it and renamed once complete; left as it was when no result is written' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -s h -l help -d 'Print help (see more with \'--help\')'

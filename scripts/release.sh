@@ -4,7 +4,8 @@
 #   scripts/release.sh VERSION
 #
 # into dist/ (or $DIST_DIR):
-#   retryctl-VERSION-x86_64-linux.tar.gz   the static binary, completions for every shell,
+#   retryctl-VERSION-x86_64-linux.tar.gz   the static binary, completions for every shell, a
+#                                           man page per command (man/retryctl-COMMAND.1),
 #                                           README.md and LICENSE, in retryctl-VERSION-x86_64-linux/
 #   SHA256SUMS                              its checksum (`sha256sum -c SHA256SUMS`)
 #   retryctl                                the same binary, for the Dockerfile's COPY
@@ -15,7 +16,9 @@
 # explicit `--target`, rather than in .cargo/config.toml, so that it reaches neither the dev
 # and test builds nor the build scripts and proc-macros (which cannot be static). Uses only
 # the installed x86_64-unknown-linux-gnu target and glibc's static libraries (Debian's
-# libc6-dev ships libc.a). No man pages: clap_mangen is not a dependency.
+# libc6-dev ships libc.a). The man pages are the repository's man/, generated from the command
+# line by clap_mangen and kept current by a test (tests/integration/completion.rs), as the
+# completions are: the binary does not carry the generator.
 #
 # VERSION must be Cargo.toml's version (a leading `v` is allowed): `retryctl version` prints
 # that one. Cargo's own variables apply (CARGO_TARGET_DIR, CARGO_BUILD_JOBS).
@@ -66,6 +69,8 @@ install -m 0755 "$bin" "$dist/retryctl"
 "$bin" completion fish >"$stage/completions/retryctl.fish"
 "$bin" completion powershell >"$stage/completions/_retryctl.ps1"
 "$bin" completion elvish >"$stage/completions/retryctl.elv"
+mkdir -p "$stage/man"
+install -m 0644 man/*.1 "$stage/man/"
 install -m 0644 README.md LICENSE "$stage/"
 
 # The same bytes for the same commit: entries sorted, owned by root, dated by the commit.

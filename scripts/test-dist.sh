@@ -5,15 +5,15 @@
 #   scripts/test-dist.sh            # builds with scripts/release.sh first (a no-op when built)
 #
 # - SHA256SUMS checks; the archive holds exactly the binary, the completions of every shell
-#   (the same bytes as completions/ in the repository), README.md and LICENSE, and its
-#   binary is the one built;
+#   (the same bytes as completions/ in the repository), the man pages (those of man/: one per
+#   command), README.md and LICENSE, and its binary is the one built;
 # - the binary is static (no interpreter, no NEEDED entry; `ldd`: not a dynamic executable)
 #   and at most 15 MB;
 # - it runs in an empty root directory (chroot: no /lib, no /etc): `validate`, and TLS to a
 #   `retryctl serve` on 127.0.0.1 with a certificate of a private CA, trusted through
 #   `--certificate-authority` and through `SSL_CERT_FILE`, refused without either (no system
-#   roots there, the built-in ones do not hold it: exit 4); then a name: none without /etc,
-#   localhost once /etc/hosts names it.
+#   roots there, the built-in ones do not hold it: exit 4), and with no HOME at all; then a
+#   name: none without /etc, localhost once /etc/hosts names it.
 #
 # Needs root (chroot) and openssl (the test certificate). Cargo's variables apply.
 set -euo pipefail
@@ -54,7 +54,9 @@ $name/completions/_retryctl.ps1
 $name/completions/retryctl.bash
 $name/completions/retryctl.elv
 $name/completions/retryctl.fish
+$(cd man && printf '%s\n' "$name/man/" *.1 | sed "2,\$s|^|$name/man/|")
 $name/retryctl"
+expected="$(printf '%s\n' "$expected" | sort)"
 actual="$(tar -tzf "$dist/$name.tar.gz" | sort)"
 [ "$actual" = "$expected" ] || fail "archive contents:
 $actual
@@ -68,6 +70,12 @@ cmp "$x/LICENSE" LICENSE || fail "LICENSE differs"
 for f in _retryctl _retryctl.ps1 retryctl.bash retryctl.elv retryctl.fish; do
   cmp "$x/completions/$f" "completions/$f" || fail "completions/$f differs from the repository's"
 done
+pages=0
+for f in man/*.1; do
+  cmp "$x/$f" "$f" || fail "$f differs from the repository's"
+  pages=$((pages + 1))
+done
+[ "$pages" -gt 1 ] || fail "no man pages in man/"
 [ -x "$x/retryctl" ] || fail "the binary is not executable"
 
 echo "== static, size"
@@ -88,8 +96,8 @@ fi
 
 echo "== an empty root"
 # With an empty environment but HOME=/, as Docker and Kubernetes give a container: nothing
-# of the caller's (ARMADA_URL, its HOME) reaches it. (Without any HOME the client commands
-# refuse to guess where ~/.armadactl.yaml is: exit 2, unless --config.)
+# of the caller's (ARMADA_URL, its HOME) reaches it. (Without any HOME no config file is read:
+# --armada-url is enough, and what would need ~/.armadactl.yaml says so, exit 2.)
 chroot_bin="$(command -v chroot)"
 in_root() {
   env -i HOME=/ "$@"
@@ -134,6 +142,16 @@ code=$?
 set -e
 [ "$code" -eq 4 ] || fail "an untrusted server: exit $code, expected 4: $(cat "$work/untrusted.err")"
 echo "untrusted (as expected): $(head -n1 "$work/untrusted.err")"
+# No HOME at all (a container whose image sets none): no config file is read, and the server
+# given is all the command needs; without one it says that $HOME is not set (exit 2).
+env -i "$chroot_bin" "$root" /retryctl --armada-url "$url" --certificate-authority /ca.pem get retrypolicy infra -o name \
+  || fail "get without HOME"
+set +e
+env -i "$chroot_bin" "$root" /retryctl get retrypolicies 2>"$work/nohome.err"
+code=$?
+set -e
+[ "$code" -eq 2 ] && grep -q '`$HOME` is not set' "$work/nohome.err" \
+  || fail "no HOME and no server: exit $code, expected 2 saying \$HOME is not set: $(cat "$work/nohome.err")"
 
 echo "== a name, from /etc/hosts (glibc's files source is inside the static libc)"
 set +e

@@ -1,7 +1,7 @@
 //! The armadactl config file (`~/.armadactl.yaml`), read and rewritten as armadactl does.
 //!
-//! Owns: finding the file (`--config`, `$ARMADACTL_CONFIG`, `~/.armadactl.yaml` via
-//! `dirs::home_dir`), reading its contexts, masking secrets for `config view`, and rewriting
+//! Owns: finding the file (`--config`, `$ARMADACTL_CONFIG`, `$HOME/.armadactl.yaml`), reading
+//! its contexts, masking secrets for `config view`, and rewriting
 //! `currentContext` while keeping every other key. Must not: resolve precedence against
 //! flags and environment (that is `connection`), talk to a server, or run `execAuth`.
 //!
@@ -9,6 +9,10 @@
 //! not use (`openIdAuth`, `executorClusters`, ...), and a rewrite must keep them all. Keys are
 //! looked up case-insensitively, as viper does. The legacy flat form (connection keys at the
 //! top level, no `contexts`) is read as one unnamed context.
+//!
+//! Decision: the home is `$HOME` alone, as armadactl (`$HOME/.armadactl.yaml`) and kubectl
+//! read it, not the password database: with `$HOME` unset or empty there is no default file
+//! ([`Origin::NoHome`]), and what needs one says so (docs/cli.md).
 
 use std::path::{Path, PathBuf};
 
@@ -22,7 +26,13 @@ pub enum Origin {
     Flag,
     Env,
     Home,
+    /// Neither `--config` nor `$ARMADACTL_CONFIG`, and `$HOME` is not set: no file is read.
+    NoHome,
 }
+
+/// Why there is no config file when `$HOME` is not set: where it was looked for.
+pub const NO_HOME: &str =
+    "`--config` and `$ARMADACTL_CONFIG` are not given and `$HOME` is not set, so there is no `~/.armadactl.yaml` to read";
 
 #[derive(Debug, Clone)]
 pub struct ConfigFile {
@@ -60,18 +70,19 @@ pub struct ExecAuth {
 const SECRET_KEYS: [&str; 4] = ["password", "bearerToken", "clientSecret", "token"];
 pub const MASK: &str = "********";
 
-/// The config file path: `--config`, else `$ARMADACTL_CONFIG`, else `~/.armadactl.yaml`.
-pub fn locate(flag: Option<&Path>, env: Option<&str>) -> Result<(PathBuf, Origin), CliError> {
+/// The config file path: `--config`, else `$ARMADACTL_CONFIG`, else `$HOME/.armadactl.yaml`
+/// (`home`: `$HOME`, when set and not empty); with none of them, `~/.armadactl.yaml` as a
+/// name for messages, [`Origin::NoHome`].
+pub fn locate(flag: Option<&Path>, env: Option<&str>, home: Option<&Path>) -> (PathBuf, Origin) {
     if let Some(p) = flag {
-        return Ok((p.to_path_buf(), Origin::Flag));
+        return (p.to_path_buf(), Origin::Flag);
     }
     if let Some(p) = env.filter(|p| !p.is_empty()) {
-        return Ok((PathBuf::from(p), Origin::Env));
+        return (PathBuf::from(p), Origin::Env);
     }
-    match dirs::home_dir() {
-        Some(h) => Ok((h.join(".armadactl.yaml"), Origin::Home)),
-        None => Err(CliError::usage("cannot find the home directory for ~/.armadactl.yaml")
-            .with_hint("name a config file with `--config FILE` or `$ARMADACTL_CONFIG`")),
+    match home {
+        Some(h) => (h.join(".armadactl.yaml"), Origin::Home),
+        None => (PathBuf::from("~/.armadactl.yaml"), Origin::NoHome),
     }
 }
 
@@ -79,6 +90,14 @@ impl ConfigFile {
     /// Reads the file. A missing default file is an empty config; a missing file named by
     /// `--config` or `$ARMADACTL_CONFIG` is an error (the user asked for it).
     pub fn load(path: PathBuf, origin: Origin) -> Result<ConfigFile, CliError> {
+        if origin == Origin::NoHome {
+            return Ok(ConfigFile {
+                path,
+                origin,
+                exists: false,
+                root: Value::Mapping(Mapping::new()),
+            });
+        }
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && origin == Origin::Home => {
@@ -93,7 +112,7 @@ impl ConfigFile {
                 let from = match origin {
                     Origin::Flag => " (from --config)",
                     Origin::Env => " (from $ARMADACTL_CONFIG)",
-                    Origin::Home => "",
+                    Origin::Home | Origin::NoHome => "",
                 };
                 return Err(CliError::usage(format!(
                     "cannot read config file `{}`{from}: {}",
@@ -354,6 +373,26 @@ fn scalar(v: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--config`, then `$ARMADACTL_CONFIG` (unless empty), then `$HOME`'s; with none of
+    /// them, no file, and nothing read.
+    #[test]
+    fn locate_takes_the_flag_the_variable_then_home() {
+        let home = Some(Path::new("/home/u"));
+        assert_eq!(
+            locate(Some(Path::new("f.yaml")), Some("e.yaml"), home),
+            ("f.yaml".into(), Origin::Flag)
+        );
+        assert_eq!(locate(None, Some("e.yaml"), home), ("e.yaml".into(), Origin::Env));
+        assert_eq!(
+            locate(None, Some(""), home),
+            ("/home/u/.armadactl.yaml".into(), Origin::Home)
+        );
+        let (path, origin) = locate(None, None, None);
+        assert_eq!((path.clone(), origin), ("~/.armadactl.yaml".into(), Origin::NoHome));
+        let none = ConfigFile::load(path, origin).unwrap();
+        assert!(!none.exists && none.context_names().is_empty());
+    }
 
     fn file(text: &str) -> ConfigFile {
         ConfigFile {

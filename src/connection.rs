@@ -55,7 +55,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::armadactl_config::{self, ConfigFile, ContextConfig, ExecAuth};
+use crate::armadactl_config::{self, ConfigFile, ContextConfig, ExecAuth, Origin, NO_HOME};
 use crate::cli::GlobalArgs;
 use crate::client::{Auth, ClientConfig, ClientTls};
 use crate::error::{CliError, ExitCode};
@@ -202,6 +202,8 @@ pub struct Env {
     pub armada_url: Option<String>,
     pub armada_token: Option<String>,
     pub armadactl_config: Option<String>,
+    /// `$HOME`, where the default config file is (none when unset or empty).
+    pub home: Option<PathBuf>,
 }
 
 impl Env {
@@ -211,6 +213,7 @@ impl Env {
             armada_url: var("ARMADA_URL"),
             armada_token: var("ARMADA_TOKEN"),
             armadactl_config: var("ARMADACTL_CONFIG"),
+            home: std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from),
         }
     }
 }
@@ -227,7 +230,11 @@ pub fn parse_timeout(text: &str) -> Result<Duration, CliError> {
 }
 
 pub fn load_config(global: &GlobalArgs, env: &Env) -> Result<ConfigFile, CliError> {
-    let (path, origin) = armadactl_config::locate(global.config.as_deref(), env.armadactl_config.as_deref())?;
+    let (path, origin) = armadactl_config::locate(
+        global.config.as_deref(),
+        env.armadactl_config.as_deref(),
+        env.home.as_deref(),
+    );
     ConfigFile::load(path, origin)
 }
 
@@ -235,7 +242,14 @@ pub fn resolve(global: &GlobalArgs, env: &Env) -> Result<ConnectionSettings, Cli
     let timeout = parse_timeout(&global.timeout)?;
     let file = load_config(global, env)?;
     let context = global.context.clone().or_else(|| file.current_context());
+    let no_home = file.origin == Origin::NoHome;
     let ctx = match &context {
+        Some(name) if no_home => {
+            return Err(CliError::usage(format!(
+                "context `{name}` given, but there is no config file: {NO_HOME}"
+            ))
+            .with_hint("name the config file with `--config FILE` or `$ARMADACTL_CONFIG`"))
+        }
         Some(name) if !file.exists => {
             return Err(CliError::usage(format!(
                 "context `{name}` given, but there is no config file at `{}`",
@@ -284,6 +298,14 @@ pub fn resolve(global: &GlobalArgs, env: &Env) -> Result<ConnectionSettings, Cli
                 from: format!("`armadaUrl` of {whose}"),
                 force_no_tls: ctx.force_no_tls,
             },
+            // Without a home, the default server would hide that the config file (and the
+            // server it names) was never looked for.
+            ContextAddress::None if no_home => {
+                return Err(CliError::usage(format!(
+                    "no server given: `--armada-url` and `$ARMADA_URL` are not set, and no config file: {NO_HOME}"
+                ))
+                .with_hint("give the server with `--armada-url URL`, or the config file with `--config FILE`"))
+            }
             ContextAddress::None => url(&DEFAULT_URL.to_string(), UrlSource::Default, "the default".into()),
         }
     };

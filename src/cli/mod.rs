@@ -191,6 +191,7 @@ fn with_arguments(sub: clap::Command) -> clap::Command {
         "delete" => DeleteArgs::augment_args,
         "simulate" => SimulateArgs::augment_args,
         "tune" => TuneArgs::augment_args,
+        "merge" => MergeArgs::augment_args,
         "serve" => ServeArgs::augment_args,
         "completion" => CompletionArgs::augment_args,
         "config" => ConfigArgs::augment_args,
@@ -1002,6 +1003,8 @@ impl From<EngineArg> for crate::engine::EngineKind {
 #[command(mut_arg("since", |a| a.help("With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)")))]
 #[command(mut_arg("from", |a| a.help("With --lookout-db: only jobs submitted at or after this RFC 3339 time")))]
 #[command(mut_arg("to", |a| a.help("With --lookout-db: only jobs submitted before this RFC 3339 time")))]
+// tune takes no --from-server: its policies are the template's.
+#[command(mut_arg("engine", |a| a.help("Which engine the candidates run under: the design (docs/engines.md) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design")))]
 pub struct TuneArgs {
     /// The template: the RetryPolicy and Queue documents the candidates are made from (files,
     /// directories, `-`). Without --baseline, also the baseline, as written.
@@ -1313,13 +1316,13 @@ const EX_SIMULATE: &str = "Examples:\n  retryctl simulate -f policies/ --history
   retryctl simulate -f policies/ --engine upstream --history week.jsonl   # as Armada decides today
   retryctl simulate -f new/ --baseline old/ --history week.jsonl --exit-code
   retryctl simulate -f new/ --baseline old/ --history week.jsonl -o html > plan.html
-  retryctl simulate -f new/ --lookout-db $DSN --queue ml --since 7d   # straight from Lookout
-  retryctl simulate -f new/ --lookout-db $DSN --queue ml --baseline-from-cluster --since 7d
+  retryctl simulate -f new/ --lookout-db $LOOKOUT_DB --queue ml --since 7d   # from Lookout
+  retryctl simulate -f new/ --lookout-db $LOOKOUT_DB --queue ml --baseline-from-cluster --since 7d
   retryctl simulate -f new/ --baseline old/ --history year.jsonl --shard 0/8 -o partial > p0.json";
 
 const EX_TUNE: &str = "Examples:\n  retryctl tune -f p/ --history week.jsonl --vary ml:spec.retryLimit=0..10
   retryctl tune -f p/ --history h.jsonl --vary ml:retryLimit=1..5 --vary ml:defaultAction=Retry,Fail
-  retryctl tune -f p/ --lookout-db $DSN --queue ml --baseline-from-cluster --vary ml:retryLimit=0..6
+  retryctl tune -f p/ --lookout-db $LOOKOUT_DB --queue ml --since 7d --vary ml:retryLimit=0..6
   retryctl tune -f p/ --history week.jsonl --vary ml:spec.retryLimit=0..10 -o html > tune.html
   retryctl tune -f p/ --vary ml:spec.retryLimit=0..10 --pick 4 -o yaml > picked.yaml
   retryctl tune -f p/ --history y.jsonl --vary ml:retryLimit=0..9 --shard 3/8 -o partial > p3";
@@ -1414,9 +1417,22 @@ mod tests {
         assert!(help.find("--output").unwrap() < global, "{help}");
         assert!(help.find("--armada-url").unwrap() > global, "{help}");
         // Flags a command ignores are not shown on it, and are still accepted in place.
-        let help = help_of("validate");
-        assert!(!help.contains("--armada-url") && !help.contains("--timeout"), "{help}");
-        assert!(help.contains("--color"), "{help}");
+        for offline in OFFLINE_COMMANDS {
+            let help = help_of(offline);
+            for server in [
+                "--armada-url",
+                "--context",
+                "--config",
+                "--timeout",
+                "--insecure-skip-tls-verify",
+            ] {
+                assert!(!help.contains(server), "{offline} shows {server}: {help}");
+            }
+            assert!(help.contains("--color"), "{help}");
+        }
+        // tune takes its policies from files: no word of --from-server, which it refuses.
+        assert!(!help_of("tune").contains("--from-server"));
+        assert!(help_of("simulate").contains("--from-server"));
         let m = command()
             .try_get_matches_from(["retryctl", "validate", "-f", "a.yaml", "--context", "prod"])
             .unwrap();

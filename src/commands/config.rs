@@ -5,7 +5,7 @@
 //! prints nothing. `use-context` rewrites the file keeping every other key.
 
 use crate::app::Context;
-use crate::armadactl_config::ConfigFile;
+use crate::armadactl_config::{ConfigFile, Origin, NO_HOME};
 use crate::cli::{ConfigArgs, ConfigCommand};
 use crate::connection::{self, Env, DEFAULT_URL};
 use crate::error::{CliError, ExitCode};
@@ -13,6 +13,12 @@ use crate::error::{CliError, ExitCode};
 pub fn run(ctx: &mut Context, args: &ConfigArgs) -> anyhow::Result<ExitCode> {
     let env = Env::from_process();
     let mut file = connection::load_config(&ctx.global, &env)?;
+    // Every subcommand shows or changes the file: without a home there is none to name.
+    if file.origin == Origin::NoHome {
+        return Err(CliError::usage(format!("no config file: {NO_HOME}"))
+            .with_hint("name it with `--config FILE` or `$ARMADACTL_CONFIG`")
+            .into());
+    }
     match &args.command {
         ConfigCommand::View => {
             if !file.exists {
@@ -64,12 +70,15 @@ fn get_contexts(ctx: &mut Context, file: &ConfigFile) -> anyhow::Result<()> {
         // The one the context sends, in docs/cli.md's order (`connection`): a `user:password` in
         // the URL it is reached at comes before its `bearerToken`.
         let in_url = crate::connection::context_url_has_auth(c.armada_rest_url.as_ref(), c.armada_url.as_ref());
-        let url = c
-            .armada_rest_url
-            .or(c.armada_url)
-            .map_or_else(|| "-".into(), |u| crate::redact::redact_url(&u));
+        let raw = c.armada_rest_url.or(c.armada_url);
+        let url = raw.as_deref().map_or_else(|| "-".into(), crate::redact::redact_url);
+        // A credential in a URL that connection refuses (a query string, a gRPC address with a
+        // user): nothing is sent, but "none" would hide that the URL holds one.
+        let refused_in_url = !in_url && raw.as_deref().is_some_and(|u| url != u);
         let auth = if in_url {
             "basic (URL)"
+        } else if refused_in_url {
+            "url (refused)"
         } else if c.bearer_token.is_some() {
             "bearer"
         } else if c.basic_auth.is_some() {

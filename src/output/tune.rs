@@ -1,5 +1,7 @@
 //! `retryctl tune`'s output (docs/tune.md): the table (one line of inputs, the top 20 candidates in
-//! the recommendation order, the recommendation in words and the command that writes it),
+//! the recommendation order, the recommendation in words and the command that writes it, a
+//! line when the estimates alone decided it and no `--max-compute` caps it, the estimates'
+//! method in one line that points to docs/estimates.md),
 //! `-o json|yaml` (every candidate and every skipped one), `-o markdown` (the top table and
 //! the recommendation, for the pull request that changes the policy) and `-o html` (the
 //! frontier as an SVG scatter, expected successes against cost, the baseline marked, the
@@ -23,7 +25,7 @@ use crate::replay::backtest::Backtest;
 use crate::replay::compare::hours;
 use crate::replay::sink::Message;
 use crate::replay::source::Progress;
-use crate::tune::rank::{Excluded, Ranked, Scored};
+use crate::tune::rank::{EstimatesDecide, Excluded, Ranked, Scored};
 use crate::tune::sweep::Listener;
 use crate::tune::CandidateError;
 
@@ -148,16 +150,20 @@ fn values_json(values: &[(String, String)]) -> Value {
     Value::Object(values.iter().map(|(k, v)| (k.clone(), json!(v))).collect())
 }
 
-/// Why a candidate is not eligible, in words.
-fn excluded_words(e: &Excluded) -> String {
+/// The constraint a candidate breaks, named as `constraints` names it.
+fn excluded_key(e: &Excluded) -> &'static str {
     match e {
-        Excluded::Lost { lost, max } => format!("loses {lost} (--max-lost {max})"),
-        Excluded::Compute { cost, max } => format!(
-            "costs {} (--max-compute {})",
-            signed_seconds(*cost),
-            seconds_words(*max)
-        ),
+        Excluded::Lost { .. } => "maxLost",
+        Excluded::Compute { .. } => "maxCompute",
     }
+}
+
+/// Whether `s` breaks `--max-lost`, and whether it breaks `--max-compute`.
+fn over(s: &Scored) -> (bool, bool) {
+    (
+        s.excluded.iter().any(|e| matches!(e, Excluded::Lost { .. })),
+        s.excluded.iter().any(|e| matches!(e, Excluded::Compute { .. })),
+    )
 }
 
 /// A candidate as docs/tune.md's record.
@@ -183,8 +189,9 @@ fn candidate_json(s: &Scored, categorized: bool) -> Value {
         "cost": s.cost,
         "frontier": s.frontier,
     });
-    if let (Some(e), Value::Object(m)) = (&s.excluded, &mut v) {
-        m.insert("excluded".into(), json!(excluded_words(e)));
+    if let (false, Value::Object(m)) = (s.eligible(), &mut v) {
+        let keys: Vec<&str> = s.excluded.iter().map(excluded_key).collect();
+        m.insert("excluded".into(), json!(keys));
     }
     if let (true, Value::Object(m)) = (categorized, &mut v) {
         m.insert("collisions".into(), json!(collisions(s)));
@@ -305,6 +312,7 @@ fn top_rows(view: &TuneView<'_>) -> (Vec<String>, Vec<Vec<String>>) {
             let s = &r.candidates[i];
             let c = &s.tally.comparison;
             let mark = if r.recommended == Some(i) { "*" } else { "" };
+            let (lost_over, compute_over) = over(s);
             let mut row = vec![format!("{}{mark}", s.id)];
             row.extend(s.values.iter().map(|(_, v)| v.clone()));
             row.extend([
@@ -312,13 +320,15 @@ fn top_rows(view: &TuneView<'_>) -> (Vec<String>, Vec<Vec<String>>) {
                 s.tally.finals[Final::Succeeded as usize].to_string(),
                 s.tally.finals[Final::Pending as usize].to_string(),
                 c.rescued.to_string(),
-                match &s.excluded {
-                    Some(Excluded::Lost { .. }) => format!("{} (over)", c.lost),
-                    _ => c.lost.to_string(),
+                if lost_over {
+                    format!("{} (over)", c.lost)
+                } else {
+                    c.lost.to_string()
                 },
-                match &s.excluded {
-                    Some(Excluded::Compute { .. }) => format!("{} (over)", signed_seconds(s.cost)),
-                    _ => signed_seconds(s.cost),
+                if compute_over {
+                    format!("{} (over)", signed_seconds(s.cost))
+                } else {
+                    signed_seconds(s.cost)
                 },
             ]);
             if gpus {
@@ -356,6 +366,34 @@ fn recommendation(view: &TuneView<'_>) -> String {
         }
         None => "recommended: none: no candidate within the constraints beats the baseline's expected successes; keep the baseline".to_string(),
     }
+}
+
+/// The estimates' method in one line for the table, which points to the guide for the rest
+/// (`-o json`'s `method` has it in full).
+const METHOD_LINE: &str = "(estimates: from this history's share of failed runs whose next run succeeded, by failure class and depth; how, and what they assume: docs/estimates.md)";
+
+/// Without `--max-compute`, a recommendation that only the estimates put ahead, in one line,
+/// and how to cap what it may cost.
+fn estimates_decide_line(view: &TuneView<'_>) -> Option<String> {
+    let r = view.ranked;
+    if view.max_compute.is_some() {
+        return None;
+    }
+    let recommended = &r.candidates[r.recommended?];
+    let (rival, theirs) = match r.estimates_decide? {
+        EstimatesDecide::Baseline => ("the baseline".to_string(), r.baseline.finals[Final::Succeeded as usize]),
+        EstimatesDecide::Candidate(i) => (format!("candidate {}", r.candidates[i].id), r.candidates[i].succeeded()),
+    };
+    let ours = recommended.succeeded();
+    let counts = if ours == theirs {
+        format!("{} each", plural(ours, "job", "jobs"))
+    } else {
+        format!("{ours} jobs against {theirs}")
+    };
+    Some(format!(
+        "decided by estimates alone: in the record, candidate {} succeeds no more often than {rival} ({counts}); give --max-compute (10h, or 50% of the baseline's compute) to cap the compute it adds",
+        recommended.id
+    ))
 }
 
 /// The inputs in one line.
@@ -437,6 +475,9 @@ fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write) -> io::Re
             view.pick_command, r.candidates[i].id
         )?;
     }
+    if let Some(line) = estimates_decide_line(view) {
+        writeln!(out, "{}", style.warning(&line))?;
+    }
     if let Some(b) = view.backtest {
         writeln!(out, "backtest: {}", backtest_sentence(b))?;
         writeln!(out, "  ({})", backtest_details(b))?;
@@ -459,8 +500,9 @@ fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write) -> io::Re
     }
     writeln!(
         out,
-        "(EXPECTED: succeeded + Σ the estimated chance of each Pending job; COST: compute added − removed + expected, against the baseline; * recommended; estimates: {ESTIMATE_METHOD})"
-    )
+        "(EXPECTED: succeeded + Σ the estimated chance of each Pending job; COST: compute added − removed + expected, against the baseline; * recommended)"
+    )?;
+    writeln!(out, "{METHOD_LINE}")
 }
 
 /// `N skipped: …`, said once for every format.
@@ -487,6 +529,9 @@ fn markdown(view: &TuneView<'_>) -> String {
     let _ = writeln!(m, "## retryctl tune: which policy should this cluster run?\n");
     let _ = writeln!(m, "{}\n", markdown_text(&inputs_line(view)));
     let _ = writeln!(m, "**{}**\n", markdown_text(&recommendation(view)));
+    if let Some(line) = estimates_decide_line(view) {
+        let _ = writeln!(m, "{}\n", markdown_text(&line));
+    }
     if let Some(i) = r.recommended {
         let _ = writeln!(
             m,
@@ -562,6 +607,9 @@ fn html(view: &TuneView<'_>) -> String {
         "<section><p class=\"plan\"><b>{}</b></p>",
         esc(&recommendation(view))
     );
+    if let Some(line) = estimates_decide_line(view) {
+        let _ = writeln!(b, "<p class=\"est\">{}</p>", esc(&line));
+    }
     if let Some(i) = r.recommended {
         let _ = writeln!(
             b,

@@ -9,6 +9,11 @@
 //! cost, fewer retries added, lower id — and none unless it beats the baseline's
 //! expectedSucceeded. Pure: numbers in, numbers out.
 //!
+//! Also owns whether the recommendation rests on the estimates alone: the recommended
+//! candidate succeeds, in the record, no more often than the baseline or than another
+//! candidate within the constraints that has fewer expected successes, so only its Pending
+//! jobs' estimated chances put it first.
+//!
 //! Decisions docs/tune.md leaves open: the baseline's cost is its own expected run time past
 //! the record (it adds and removes nothing against itself), so the two are on one scale;
 //! the recommendation order lists the candidates that meet the constraints first, then the
@@ -50,7 +55,7 @@ pub struct BaselineRow {
     pub compute: GoDuration,
 }
 
-/// Why a candidate cannot be recommended.
+/// A constraint a candidate breaks, so that it cannot be recommended.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Excluded {
     /// It loses more jobs than `--max-lost` allows.
@@ -72,7 +77,31 @@ pub struct Scored {
     pub expected_succeeded: f64,
     pub cost: f64,
     pub frontier: bool,
-    pub excluded: Option<Excluded>,
+    /// Every constraint it breaks, `--max-lost` first; empty when it can be recommended.
+    pub excluded: Vec<Excluded>,
+}
+
+impl Scored {
+    /// Within every constraint.
+    pub fn eligible(&self) -> bool {
+        self.excluded.is_empty()
+    }
+
+    /// Its Succeeded jobs in the record (no estimate).
+    pub fn succeeded(&self) -> u64 {
+        self.tally.finals[Final::Succeeded as usize]
+    }
+}
+
+/// What the recommended candidate does not beat in the record: only the estimates of its
+/// Pending jobs put it ahead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EstimatesDecide {
+    /// It succeeds no more often than the baseline.
+    Baseline,
+    /// It succeeds no more often than this candidate (an index into `candidates`), which is
+    /// within the constraints.
+    Candidate(usize),
 }
 
 /// Every candidate ranked.
@@ -85,6 +114,8 @@ pub struct Ranked {
     pub order: Vec<usize>,
     /// The index of the recommended candidate.
     pub recommended: Option<usize>,
+    /// Set when the recommended candidate is ahead on estimates alone.
+    pub estimates_decide: Option<EstimatesDecide>,
     /// `--max-compute` in seconds, as applied.
     pub max_compute: Option<f64>,
 }
@@ -119,16 +150,14 @@ pub fn rank(
             let (asked, pending) = (rates.sums(&tally.asked), rates.sums(&tally.pending));
             let c = &tally.comparison;
             let cost = seconds(c.compute_added) - seconds(c.compute_removed) + pending.expected_compute;
-            let excluded = if c.lost > constraints.max_lost {
-                Some(Excluded::Lost {
-                    lost: c.lost,
-                    max: constraints.max_lost,
-                })
-            } else {
-                max_compute
-                    .filter(|&max| cost > max)
-                    .map(|max| Excluded::Compute { cost, max })
-            };
+            let lost = (c.lost > constraints.max_lost).then_some(Excluded::Lost {
+                lost: c.lost,
+                max: constraints.max_lost,
+            });
+            let compute = max_compute
+                .filter(|&max| cost > max)
+                .map(|max| Excluded::Compute { cost, max });
+            let excluded = lost.into_iter().chain(compute).collect();
             Scored {
                 id,
                 values,
@@ -148,21 +177,46 @@ pub fn rank(
     let recommended = order
         .first()
         .copied()
-        .filter(|&i| scored[i].excluded.is_none() && scored[i].expected_succeeded > baseline.expected_succeeded);
+        .filter(|&i| scored[i].eligible() && scored[i].expected_succeeded > baseline.expected_succeeded);
+    let estimates_decide = recommended.and_then(|r| estimates_decide(&scored, &order, r, &baseline));
     Ranked {
         baseline,
         candidates: scored,
         order,
         recommended,
+        estimates_decide,
         max_compute,
     }
+}
+
+/// Whether candidate `r`, recommended, is ahead on estimates alone: it succeeds in the record
+/// no more often than the baseline, or than another candidate within the constraints that it
+/// leads in expected successes (the one that succeeds most often, the first of them in
+/// `order`). A candidate it only ties (the same expected successes, put after it by cost,
+/// retries or id) is not one: the estimates did not decide between them.
+fn estimates_decide(scored: &[Scored], order: &[usize], r: usize, baseline: &BaselineRow) -> Option<EstimatesDecide> {
+    let succeeded = scored[r].succeeded();
+    if succeeded <= baseline.finals[Final::Succeeded as usize] {
+        return Some(EstimatesDecide::Baseline);
+    }
+    let mut rival: Option<usize> = None;
+    let led = |i: usize| i != r && scored[i].eligible() && scored[i].expected_succeeded < scored[r].expected_succeeded;
+    for &i in order.iter().filter(|&&i| led(i)) {
+        if rival.is_none_or(|b| scored[i].succeeded() > scored[b].succeeded()) {
+            rival = Some(i);
+        }
+    }
+    rival
+        .filter(|&i| scored[i].succeeded() >= succeeded)
+        .map(EstimatesDecide::Candidate)
 }
 
 /// Eligible first; then more expected successes, lower cost, fewer retries added, lower id.
 fn recommendation_order(a: &Scored, b: &Scored) -> Ordering {
     a.excluded
-        .is_some()
-        .cmp(&b.excluded.is_some())
+        .is_empty()
+        .cmp(&b.excluded.is_empty())
+        .reverse()
         .then_with(|| b.expected_succeeded.total_cmp(&a.expected_succeeded))
         .then_with(|| a.cost.total_cmp(&b.cost))
         .then_with(|| a.tally.comparison.retries_added.cmp(&b.tally.comparison.retries_added))
@@ -209,7 +263,7 @@ mod tests {
             expected_succeeded: e,
             cost,
             frontier: false,
-            excluded: None,
+            excluded: Vec::new(),
         }
     }
 
@@ -241,10 +295,100 @@ mod tests {
         }
     }
 
+    fn baseline_row(succeeded: u64, expected: f64) -> BaselineRow {
+        let mut finals = [0; 4];
+        finals[Final::Succeeded as usize] = succeeded;
+        BaselineRow {
+            finals,
+            pending: Sums::default(),
+            expected_succeeded: expected,
+            cost: 0.0,
+            compute: GoDuration(0),
+        }
+    }
+
+    /// A candidate that succeeds `succeeded` times in the record, `e` expected.
+    fn recorded(id: u64, succeeded: u64, e: f64, cost: f64) -> Scored {
+        let mut s = scored(id, e, cost);
+        s.tally.finals[Final::Succeeded as usize] = succeeded;
+        s
+    }
+
+    fn decide(s: &[Scored], base: &BaselineRow) -> Option<EstimatesDecide> {
+        let mut order: Vec<usize> = (0..s.len()).collect();
+        order.sort_by(|&a, &b| recommendation_order(&s[a], &s[b]));
+        estimates_decide(s, &order, order[0], base)
+    }
+
+    /// By hand: 1 (12 succeeded, 14.7 expected) is first; 2 succeeds as often (12, 14.4), so
+    /// only the estimates put 1 ahead; 3 (11) succeeds less often.
+    #[test]
+    fn a_recommendation_ahead_on_estimates_alone_names_what_it_does_not_beat() {
+        let base = baseline_row(4, 4.0);
+        let s = [
+            recorded(1, 12, 14.7, 40.0),
+            recorded(2, 12, 14.4, 30.0),
+            recorded(3, 11, 12.0, 20.0),
+        ];
+        assert_eq!(decide(&s, &base), Some(EstimatesDecide::Candidate(1)));
+        // More Succeeded than every other candidate and the baseline: the record decides.
+        let s = [recorded(1, 13, 15.3, 40.0), recorded(2, 12, 13.8, 30.0)];
+        assert_eq!(decide(&s, &base), None);
+        // A candidate that succeeds more often but is out (a lost job) is no rival.
+        let mut out = recorded(2, 14, 14.0, 30.0);
+        out.excluded = vec![Excluded::Lost { lost: 1, max: 0 }];
+        let s = [recorded(1, 13, 15.3, 40.0), out];
+        assert_eq!(decide(&s, &base), None);
+        // A tie in everything, broken by id: not the estimates' doing.
+        let s = [recorded(1, 4, 4.0, 0.0), recorded(2, 4, 4.0, 0.0)];
+        assert_eq!(decide(&s, &baseline_row(1, 1.0)), None);
+        // Of the rivals, the one that succeeds most often (here 3, after 2 in the order).
+        let s = [
+            recorded(1, 10, 15.0, 40.0),
+            recorded(2, 9, 14.0, 30.0),
+            recorded(3, 11, 11.0, 20.0),
+        ];
+        assert_eq!(decide(&s, &base), Some(EstimatesDecide::Candidate(2)));
+        // No more Succeeded than the baseline: the baseline is what it does not beat.
+        let s = [recorded(1, 4, 5.5, 40.0), recorded(2, 4, 5.0, 30.0)];
+        assert_eq!(decide(&s, &base), Some(EstimatesDecide::Baseline));
+    }
+
+    /// A candidate that loses a job and costs past the cap breaks both constraints, and
+    /// says so; one within both breaks none.
+    #[test]
+    fn every_broken_constraint_is_listed() {
+        let mut both = CompareTally::default();
+        both.comparison.lost = 1;
+        both.comparison.compute_added = GoDuration(3_600_000_000_000);
+        both.finals[Final::Succeeded as usize] = 5;
+        let mut within = CompareTally::default();
+        within.finals[Final::Succeeded as usize] = 5;
+        let ranked = rank(
+            vec![(1, Vec::new(), both), (2, Vec::new(), within)],
+            &BaselineTally::default(),
+            &Rates::new(Default::default()),
+            &Constraints {
+                max_lost: 0,
+                max_compute: Some(MaxCompute::Duration(GoDuration(1_000_000_000))),
+            },
+        );
+        assert_eq!(
+            ranked.candidates[0].excluded,
+            [
+                Excluded::Lost { lost: 1, max: 0 },
+                Excluded::Compute { cost: 3600.0, max: 1.0 }
+            ]
+        );
+        assert!(ranked.candidates[1].eligible());
+        assert_eq!(ranked.order, [1, 0]);
+        assert_eq!(ranked.recommended, Some(1));
+    }
+
     #[test]
     fn the_order_puts_eligible_first_then_successes_cost_retries_and_id() {
         let mut a = scored(1, 9.0, 50.0);
-        a.excluded = Some(Excluded::Lost { lost: 1, max: 0 });
+        a.excluded = vec![Excluded::Lost { lost: 1, max: 0 }];
         let b = scored(2, 8.0, 40.0);
         let c = scored(3, 8.0, 30.0);
         let mut d = scored(4, 8.0, 30.0);

@@ -239,3 +239,99 @@ fn complete_without_words_prints_the_shells_registration_and_empty_is_an_ordinar
         )
     );
 }
+
+/// The man pages of `man/`, one per command (`retryctl.1`, `retryctl-get.1`,
+/// `retryctl-get-retrypolicy.1`, …): what clap_mangen writes from the command line's
+/// definition, each command as its `--help` shows it (the server flags hidden on the offline
+/// commands). clap's `help` subcommands are not commands of ours.
+fn man_pages() -> Vec<(String, Vec<u8>)> {
+    fn walk(cmd: &clap::Command, out: &mut Vec<(String, Vec<u8>)>) {
+        // Every page's footer names the program and its version, not the subcommand's name.
+        let man = clap_mangen::Man::new(cmd.clone())
+            .source(format!("retryctl {}", env!("CARGO_PKG_VERSION")))
+            .manual("retryctl manual");
+        let mut page = Vec::new();
+        man.render(&mut page).expect("renders into memory");
+        out.push((man.get_filename(), page));
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            walk(sub, out);
+        }
+    }
+    let mut cmd = retryctl::cli::command();
+    cmd.build();
+    let mut out = Vec::new();
+    walk(&cmd, &mut out);
+    out
+}
+
+/// The checked-in man pages (shipped in the release archive by scripts/release.sh) match the
+/// command line: every command has its page, and no page is left of a command that is gone.
+/// RETRYCTL_UPDATE_COMPLETIONS=1 rewrites them too.
+#[test]
+fn man_pages_are_up_to_date() {
+    let update = std::env::var_os("RETRYCTL_UPDATE_COMPLETIONS").is_some();
+    let dir = root().join("man");
+    let pages = man_pages();
+    let names: Vec<&str> = pages.iter().map(|(n, _)| n.as_str()).collect();
+    for expected in [
+        "retryctl.1",
+        "retryctl-tune.1",
+        "retryctl-merge.1",
+        "retryctl-config-get-contexts.1",
+    ] {
+        assert!(names.contains(&expected), "{expected} in {names:?}");
+    }
+    let mut stale = Vec::new();
+    if update {
+        std::fs::create_dir_all(&dir).unwrap();
+    }
+    for (name, page) in &pages {
+        let path = dir.join(name);
+        if std::fs::read(&path).unwrap_or_default() != *page {
+            if update {
+                std::fs::write(&path, page).unwrap();
+            } else {
+                stale.push(name.clone());
+            }
+        }
+    }
+    for entry in std::fs::read_dir(&dir).into_iter().flatten() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if !names.contains(&name.as_str()) {
+            if update {
+                std::fs::remove_file(dir.join(&name)).unwrap();
+            } else {
+                stale.push(format!("{name} (no such command)"));
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "man pages are stale: {stale:?}\nregenerate them with: RETRYCTL_UPDATE_COMPLETIONS=1 cargo test --test integration completion"
+    );
+}
+
+/// A page as `man` shows it: the command's name and about, its own flags and its examples;
+/// an offline command's page does not list the server flags it hides.
+#[test]
+fn a_man_page_is_the_commands_help() {
+    let pages = man_pages();
+    let page = |name: &str| String::from_utf8(pages.iter().find(|(n, _)| n == name).unwrap().1.clone()).unwrap();
+    let merge = page("retryctl-merge.1");
+    assert!(
+        merge.starts_with(&format!(
+            ".ie \\n(.g .ds Aq \\(aq\n.el .ds Aq '\n.TH retryctl-merge 1  \"retryctl {}\" \"retryctl manual\"\n",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{merge}"
+    );
+    assert!(
+        merge.contains("retryctl\\-merge \\- Add up a sharded simulate or tune"),
+        "{merge}"
+    );
+    assert!(merge.contains("\\-\\-output\\-file"), "{merge}");
+    assert!(merge.contains("retryctl merge p0.json p1.json"), "{merge}");
+    assert!(!merge.contains("armada\\-url"), "{merge}");
+    let get = page("retryctl-get.1");
+    assert!(get.contains("armada\\-url"), "{get}");
+}

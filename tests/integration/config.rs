@@ -227,13 +227,14 @@ fn urls_with_passwords_are_masked_in_view_and_get_contexts() {
         "{out}"
     );
     // The URL's `user:password` is what b and d send (d's before its `bearerToken`); a's
-    // URL is refused (a query) and c's armadactl-style gRPC address takes no user: they
-    // have none to send but their own (c's token).
+    // URL is refused (a query) and c's armadactl-style gRPC address takes no user: the
+    // credentials in them are not sent (nor c's token: the context cannot be used), which
+    // `url (refused)` says where `none` would hide them.
     assert_eq!(
         out,
         "exit: 0\n--- stdout\n\
          CURRENT   NAME   URL                                                        AUTH\n\
-         *         a      https://bob:***@armada.example.com/?access_token=***&x=1   none\n          \
+         *         a      https://bob:***@armada.example.com/?access_token=***&x=1   url (refused)\n          \
          b      https://carol:***@grpc.example:443                         basic (URL)\n\
          --- stderr\n"
     );
@@ -246,11 +247,18 @@ fn urls_with_passwords_are_masked_in_view_and_get_contexts() {
         out,
         "exit: 0\n--- stdout\n\
          CURRENT   NAME   URL                                                        AUTH\n\
-         *         a      https://bob:***@armada.example.com/?access_token=***&x=1   none\n          \
+         *         a      https://bob:***@armada.example.com/?access_token=***&x=1   url (refused)\n          \
          b      https://carol:***@grpc.example:443                         basic (URL)\n          \
-         c      dave:***@grpc.example:50051                                bearer\n          \
+         c      dave:***@grpc.example:50051                                url (refused)\n          \
          d      https://erin:***@rest.example                              basic (URL)\n\
          --- stderr\n"
+    );
+    // What "refused" means: the context cannot be used, and says why.
+    assert_eq!(
+        exchange(retryctl(home.path()).args(["get", "rp", "-c", "a"])),
+        "exit: 2\n--- stdout\n--- stderr\nerror: invalid Armada URL `https://bob:***@armada.example.com/?access_token=***&x=1` \
+         (from `armadaRestUrl` of context `a`): a server URL takes no query string (`?access_token=***&x=1`); \
+         API paths such as `/v1/queue/NAME` are appended to it\n\nhint: use `https://bob:***@armada.example.com/`\n"
     );
 }
 
@@ -702,4 +710,82 @@ fn a_bad_token_file_is_a_usage_error_and_nothing_is_sent() {
          token: pass one of them\n"
     );
     assert_eq!(stub.requests().len(), 0, "nothing may be sent");
+}
+
+/// With no `$HOME` (`env -u HOME`, as in a scratch container): a command that needs no config
+/// file works (the server from `--armada-url` or `$ARMADA_URL`, the file from `--config`);
+/// one that needs the default `~/.armadactl.yaml` says where it looked and how to name one,
+/// exit 2, instead of falling back to http://localhost:8080 or failing on the home.
+#[test]
+fn without_home_a_command_needs_no_config_file_or_says_where_it_looked() {
+    let server = TestServer::start();
+    let home = temp_home();
+    let no_home = |args: &[&str]| {
+        let mut cmd = retryctl(home.path());
+        cmd.env_remove("HOME").args(args);
+        exchange(&mut cmd)
+    };
+    assert_eq!(
+        no_home(&["get", "queues", "--armada-url", &server.url]),
+        "exit: 0\n--- stdout\n--- stderr\nno queues found\n"
+    );
+    let mut env_url = retryctl(home.path());
+    env_url
+        .env_remove("HOME")
+        .env("ARMADA_URL", &server.url)
+        .args(["get", "queues"]);
+    assert_eq!(
+        exchange(&mut env_url),
+        "exit: 0\n--- stdout\n--- stderr\nno queues found\n"
+    );
+    let config = home.path().join("armadactl.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "currentContext: here\ncontexts:\n  here:\n    armadaRestUrl: {}\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    assert_eq!(
+        no_home(&["get", "queues", "--config", config]),
+        "exit: 0\n--- stdout\n--- stderr\nno queues found\n"
+    );
+    assert!(no_home(&["config", "get-contexts", "--config", config]).starts_with("exit: 0\n"));
+    // Offline commands read no config file at all.
+    assert_eq!(
+        no_home(&["validate", "-f", "testdata/policies/valid/"]).lines().next(),
+        Some("exit: 0")
+    );
+
+    let looked = "`--config` and `$ARMADACTL_CONFIG` are not given and `$HOME` is not set, so there is no `~/.armadactl.yaml` to read";
+    assert_eq!(
+        no_home(&["get", "queues"]),
+        format!(
+            "exit: 2\n--- stdout\n--- stderr\nerror: no server given: `--armada-url` and `$ARMADA_URL` are not set, and no config file: {looked}\n\n\
+             hint: give the server with `--armada-url URL`, or the config file with `--config FILE`\n"
+        )
+    );
+    assert_eq!(
+        no_home(&["get", "queues", "--context", "prod", "--armada-url", &server.url]),
+        format!(
+            "exit: 2\n--- stdout\n--- stderr\nerror: context `prod` given, but there is no config file: {looked}\n\n\
+             hint: name the config file with `--config FILE` or `$ARMADACTL_CONFIG`\n"
+        )
+    );
+    for config in [
+        &["config", "view"][..],
+        &["config", "get-contexts"],
+        &["config", "use-context", "prod"],
+    ] {
+        assert_eq!(
+            no_home(config),
+            format!(
+                "exit: 2\n--- stdout\n--- stderr\nerror: no config file: {looked}\n\n\
+                 hint: name it with `--config FILE` or `$ARMADACTL_CONFIG`\n"
+            ),
+            "{config:?}"
+        );
+    }
 }
