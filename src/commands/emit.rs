@@ -5,8 +5,10 @@
 //! The command line the documents carry is the process's own, parsed again with the same
 //! definition: every flag of the subcommand the user gave (not the defaults, not the global
 //! flags: the shards talk to no Armada server), in the user's order, in its long form.
-//! Must not: make the documents (that is `deploy`) or read any input file: the paths are the
-//! containers'.
+//! Before printing, the flags get the checks the command itself makes before reading anything
+//! (the same functions, the same words), so that no document runs a command line every shard
+//! would refuse. Must not: make the documents (that is `deploy`) or read any input file: the
+//! paths are the containers'.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -15,12 +17,57 @@ use clap::parser::ValueSource;
 use clap::ArgAction;
 
 use crate::app::Context;
-use crate::cli::EmitArgs;
+use crate::cli::{EmitArgs, ReplayArgs, SimulateArgs, TuneArgs};
+use crate::commands::replay_source::check_flags;
+use crate::commands::simulate::parse_backtest_at;
+use crate::commands::tune::parse_max_compute;
 use crate::deploy::{self, Flag, Invocation};
 use crate::error::{CliError, ExitCode};
+use crate::tune::parse_vary;
+
+/// `simulate --emit`: the command's own checks of its flags, then the documents.
+pub fn run_simulate(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
+    check_flags(&args.replay, &args.source.files)?;
+    check_backtest_at(&args.replay)?;
+    run(ctx, &args.emit)
+}
+
+/// `tune --emit`: the command's own checks of its flags, then the documents.
+pub fn run_tune(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
+    check_flags(&args.replay, &args.source.files)?;
+    for vary in &args.vary {
+        parse_vary(vary).map_err(CliError::usage)?;
+    }
+    if args.replay.history.is_none() && args.replay.lookout_db.is_none() {
+        return Err(
+            CliError::usage("give the history to search on: `--history PATH` or `--lookout-db DSN --queue Q`").into(),
+        );
+    }
+    if args.source.files.is_empty() {
+        return Err(CliError::usage("give the template's documents with `-f PATH`").into());
+    }
+    if let Some(text) = &args.max_compute {
+        parse_max_compute(text)?;
+    }
+    check_backtest_at(&args.replay)?;
+    run(ctx, &args.emit)
+}
+
+// The checks above are the ones `simulate` and `tune` make of their flags before reading
+// anything, with the same words: a command line every shard would refuse (exit 2 in each
+// pod) is refused here, before any document is printed. What needs the inputs (the
+// documents, the template's varies) is checked by the shards, which have them.
+fn check_backtest_at(replay: &ReplayArgs) -> Result<(), CliError> {
+    replay
+        .backtest_at
+        .as_deref()
+        .map(parse_backtest_at)
+        .transpose()
+        .map(|_| ())
+}
 
 /// Prints the documents of `emit` for the process's command line.
-pub fn run(ctx: &mut Context, emit: &EmitArgs) -> anyhow::Result<ExitCode> {
+fn run(ctx: &mut Context, emit: &EmitArgs) -> anyhow::Result<ExitCode> {
     let invocation = invocation(std::env::args_os().collect())?;
     let plan = deploy::plan(emit, &invocation)?;
     plan.write(&mut *ctx.out)?;

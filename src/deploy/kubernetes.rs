@@ -2,13 +2,16 @@
 //! `$(JOB_COMPLETION_INDEX)` in each pod's args to its index) and the merge's Job, created
 //! suspended, in one YAML stream for `kubectl apply -f`.
 //!
+//! Every shard runs at once (`parallelism: N`) up to the 100,000 pods Kubernetes lets an
+//! Indexed Job run at once; past that, in waves.
+//!
 //! Kubernetes starts no Job after another: the merge is created with `suspend: true` and
 //! resumed by hand once the Indexed Job is complete (the comment says how). Must not: do I/O
 //! other than writing to the given writer.
 
 use std::io;
 
-use super::{comment, yaml, Plan, INDEX_VAR};
+use super::{comment, yaml, Plan, INDEX_VAR, MAX_PARALLELISM};
 
 /// Writes the Indexed Job, then `---` and the merge's Job.
 pub fn write(plan: &Plan, out: &mut dyn io::Write) -> io::Result<()> {
@@ -53,7 +56,7 @@ pub fn write(plan: &Plan, out: &mut dyn io::Write) -> io::Result<()> {
         "spec": {
             "completionMode": "Indexed",
             "completions": plan.shards,
-            "parallelism": plan.shards,
+            "parallelism": plan.shards.min(MAX_PARALLELISM),
             "template": {"spec": plan.pod_spec("shard", plan.shard_args(&index), true)},
         },
     });

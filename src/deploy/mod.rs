@@ -28,6 +28,10 @@ use crate::error::CliError;
 /// The most shards a run may be split into (as `--shard I/N` allows).
 pub const MAX_SHARDS: u64 = 1_000_000;
 
+/// The most pods an Indexed Job may run at once (Kubernetes refuses a larger `parallelism`):
+/// past it, the shards run in waves.
+pub const MAX_PARALLELISM: u64 = 100_000;
+
 /// The uid and gid of the image's non-root user (the repository's Dockerfile): the pods'
 /// `fsGroup`, so that the volume is writable by it.
 pub const NON_ROOT: u64 = 65532;
@@ -163,6 +167,16 @@ pub fn plan(emit: &EmitArgs, invocation: &Invocation) -> Result<Plan, CliError> 
         }
         None => format!("retryctl-{}", invocation.command),
     };
+    // The Job controller names each pod's host NAME-INDEX, which must be a DNS label: a name
+    // it cannot give the last shard's pod is refused by the API server, so here first. (The
+    // default name is short enough for any count.)
+    let last_index = (shards - 1).to_string();
+    if kind == EmitKind::Kubernetes && job_set.len() + 1 + last_index.len() > 63 {
+        return Err(CliError::usage(format!(
+            "invalid `--job-set` `{job_set}` with `--shard-count {shards}`: Kubernetes names the last shard's pod `{job_set}-{last_index}`, longer than the 63 characters it allows; give a name of at most {} characters",
+            63 - 1 - last_index.len()
+        )));
+    }
     if let Some(ns) = &emit.namespace {
         check_name(ns, 63)
             .map_err(|why| CliError::usage(format!("invalid `--namespace` `{ns}`: {why}, at most 63 characters")))?;

@@ -566,7 +566,59 @@ fn emit_refuses_what_cannot_run_in_shards() {
             "error: `--emit` with `--from-server`: each shard would read the server's policies at its own time; put them on the volume (`retryctl get retrypolicies -o yaml`) and give `-f`\n",
         ),
     ];
-    for (args, stderr) in cases.into_iter().chain(more) {
+    // What `simulate` and `tune` refuse themselves before reading anything: every shard
+    // would, so `--emit` does, in the same words.
+    let checked: Vec<(Vec<String>, &str)> = vec![
+        (
+            {
+                let mut a = with(&[]);
+                a[6] = "retryLimit".into();
+                a
+            },
+            "error: invalid `--vary` `retryLimit`: missing `=` (expected `NAME:PATH=VALUES`, e.g. `ml:spec.retryLimit=0..5`)\n",
+        ),
+        (
+            with(&["--max-compute", "5x"]),
+            "error: invalid `--max-compute` `5x`: expected a duration such as `10h` or a percentage of the baseline's recorded compute such as `5%`\n",
+        ),
+        (
+            with(&["--backtest-at", "yesterday"]),
+            "error: invalid `--backtest-at` `yesterday`: expected an RFC 3339 time such as `2026-01-01T00:00:00Z`\n",
+        ),
+        (
+            with(&["--queue", "ml"]),
+            "error: `--queue` reads Lookout's database: give `--lookout-db DSN` (with `--history`, the file is the whole history)\n",
+        ),
+        (
+            with(&[]).into_iter().filter(|a| a != "-f" && a != "/data/p").collect(),
+            "error: give the template's documents with `-f PATH`\n",
+        ),
+        (
+            {
+                let mut a = lookout(&["--dsn-secret", "lookout", "--to", "2026-01-01T00:00:00Z"]);
+                a.retain(|w| w != "--queue" && w != "ml");
+                a
+            },
+            "error: `--lookout-db` replays the jobs of one queue: give `--queue QUEUE`\n",
+        ),
+        (
+            {
+                let mut a = lookout(&["--dsn-secret", "lookout", "--to", "2026-01-01T00:00:00Z"]);
+                a.extend(["--backtest-at".into(), "soon".into()]);
+                a
+            },
+            "error: invalid `--backtest-at` `soon`: expected an RFC 3339 time such as `2026-01-01T00:00:00Z`\n",
+        ),
+        // A name Kubernetes cannot give the last shard's pod (`NAME-INDEX`, a DNS label).
+        (
+            {
+                let name = "a".repeat(57);
+                base(&["--emit", "kubernetes", "--shard-count", "1000000", "--image", "i", "--volume", "c:/data", "--job-set", &name])
+            },
+            "error: invalid `--job-set` `aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa` with `--shard-count 1000000`: Kubernetes names the last shard's pod `aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-999999`, longer than the 63 characters it allows; give a name of at most 56 characters\n",
+        ),
+    ];
+    for (args, stderr) in cases.into_iter().chain(more).chain(checked) {
         let home = temp_home();
         let out = retryctl(home.path()).args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}\n{}", format_output(&out));
@@ -586,4 +638,55 @@ fn emit_refuses_what_cannot_run_in_shards() {
         "{}",
         format_output(&out)
     );
+}
+
+/// The longest name Kubernetes can give the last shard's pod, and past 100,000 shards the
+/// most pods an Indexed Job may run at once: what the API server accepts.
+#[test]
+fn the_indexed_job_fits_kubernetes_limits() {
+    let name = "a".repeat(56);
+    let emitted = run_ok(&[
+        "simulate",
+        "-f",
+        "/data/p",
+        "--history",
+        "/data/h.jsonl",
+        "--emit",
+        "kubernetes",
+        "--shard-count",
+        "100001",
+        "--image",
+        "i",
+        "--volume",
+        "c:/data",
+        "--job-set",
+        &name,
+    ]);
+    let docs = documents(&emitted);
+    assert_eq!(docs[0]["metadata"]["name"].as_str(), Some(name.as_str()));
+    assert_eq!(docs[0]["spec"]["completions"], 100_001);
+    assert_eq!(docs[0]["spec"]["parallelism"], 100_000);
+    assert_eq!(
+        docs[1]["metadata"]["name"].as_str(),
+        Some(format!("{name}-merge").as_str())
+    );
+    let merge = container_args(&docs[1]["spec"]["template"]["spec"], "c");
+    assert_eq!(merge.len(), 1 + 100_001 + 2);
+    assert_eq!(merge[100_001], "/data/partial-100000.json");
+    let four = run_ok(&[
+        "simulate",
+        "-f",
+        "/data/p",
+        "--history",
+        "/data/h.jsonl",
+        "--emit",
+        "kubernetes",
+        "--shard-count",
+        "4",
+        "--image",
+        "i",
+        "--volume",
+        "c:/data",
+    ]);
+    assert_eq!(documents(&four)[0]["spec"]["parallelism"], 4);
 }
