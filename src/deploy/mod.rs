@@ -202,6 +202,8 @@ pub fn plan(emit: &EmitArgs, invocation: &Invocation) -> Result<Plan, CliError> 
     let merge_format = given("output").and_then(|f| f.values.first().cloned());
     let mut shard_words = Vec::new();
     let mut result = None;
+    // (flag, path in the containers) of every input path.
+    let mut inputs: Vec<(String, String)> = Vec::new();
     for flag in &invocation.flags {
         match flag.name.as_str() {
             // Set by the shards and the merge themselves.
@@ -221,14 +223,17 @@ pub fn plan(emit: &EmitArgs, invocation: &Invocation) -> Result<Plan, CliError> 
             _ => {}
         }
         let values = if flag.path {
-            flag.values
+            let values = flag
+                .values
                 .iter()
                 .map(|v| match (flag.name.as_str(), v.as_str()) {
                     // A word, not a path (`--baseline-categorizer recorded`).
                     ("baseline-categorizer", "recorded") => Ok(v.clone()),
                     _ => container_path(&mount, &flag.name, v),
                 })
-                .collect::<Result<Vec<_>, _>>()?
+                .collect::<Result<Vec<_>, _>>()?;
+            inputs.extend(values.iter().map(|v| (flag.name.clone(), v.clone())));
+            values
         } else {
             flag.values.clone()
         };
@@ -242,6 +247,7 @@ pub fn plan(emit: &EmitArgs, invocation: &Invocation) -> Result<Plan, CliError> 
         };
         format!("{mount}/result.{ext}")
     });
+    check_result(&result, &mount, shards, &inputs)?;
     Ok(Plan {
         kind,
         command: invocation.command.clone(),
@@ -293,6 +299,31 @@ fn refuse_flags(invocation: &Invocation, lookout: bool) -> Result<(), CliError> 
         return Err(CliError::usage(
             "`--emit` with `--lookout-db` needs `--to TIME`: shards started at different times must read the same jobs; give a `--to` further back than the longest job",
         ));
+    }
+    Ok(())
+}
+
+/// The merge's result must not overwrite what the jobs read: the mount itself, a shard's
+/// partial (a merge run again would read the result as one), or an input.
+fn check_result(result: &str, mount: &str, shards: u64, inputs: &[(String, String)]) -> Result<(), CliError> {
+    let refuse = |what: String| {
+        Err(CliError::usage(format!(
+            "`--output-file {result}` is {what}: give the merge's result a path of its own under `{mount}`"
+        )))
+    };
+    if result == mount {
+        return refuse("the volume's mount".into());
+    }
+    let partial = result
+        .strip_prefix(mount)
+        .and_then(|r| r.strip_prefix("/partial-"))
+        .and_then(|r| r.strip_suffix(".json"))
+        .and_then(|i| i.parse::<u64>().ok().filter(|n| *n < shards && n.to_string() == i));
+    if let Some(i) = partial {
+        return refuse(format!("where shard {i} writes its partial"));
+    }
+    if let Some((flag, _)) = inputs.iter().find(|(_, path)| path == result) {
+        return refuse(format!("the `--{flag}` the jobs read"));
     }
     Ok(())
 }

@@ -609,6 +609,19 @@ fn emit_refuses_what_cannot_run_in_shards() {
             },
             "error: invalid `--backtest-at` `soon`: expected an RFC 3339 time such as `2026-01-01T00:00:00Z`\n",
         ),
+        // The merge's result would overwrite what the jobs read.
+        (
+            with(&["--output-file", "partial-1.json"]),
+            "error: `--output-file /data/partial-1.json` is where shard 1 writes its partial: give the merge's result a path of its own under `/data`\n",
+        ),
+        (
+            with(&["--output-file", "/data/h.jsonl"]),
+            "error: `--output-file /data/h.jsonl` is the `--history` the jobs read: give the merge's result a path of its own under `/data`\n",
+        ),
+        (
+            with(&["--output-file", "/data/"]),
+            "error: `--output-file /data` is the volume's mount: give the merge's result a path of its own under `/data`\n",
+        ),
         // A name Kubernetes cannot give the last shard's pod (`NAME-INDEX`, a DNS label).
         (
             {
