@@ -336,7 +336,7 @@ fn parse_volume(text: &str) -> Result<(String, String), CliError> {
         ))
     };
     let (claim, mount) = text.split_once(':').ok_or_else(|| bad("no `:`"))?;
-    check_name(claim, 253).map_err(|why| bad(&format!("the claim's name: {why}")))?;
+    check_subdomain(claim).map_err(|why| bad(&format!("the claim's name: {why}")))?;
     let path = Path::new(mount);
     if !path.is_absolute() {
         return Err(bad("the mount path is not absolute"));
@@ -366,6 +366,17 @@ fn check_name(name: &str, max: usize) -> Result<(), String> {
         Ok(())
     } else {
         Err("expected lowercase letters, digits and `-`, starting and ending with a letter or digit".into())
+    }
+}
+
+/// Labels of [`check_name`] joined by `.`, at most 253 bytes: the name of a
+/// PersistentVolumeClaim or a Secret (DNS-1123 subdomain).
+fn check_subdomain(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty() && name.len() <= 253 && name.split('.').all(|label| check_name(label, 63).is_ok());
+    if ok {
+        Ok(())
+    } else {
+        Err("expected lowercase letters, digits, `-` and `.`, each part between dots starting and ending with a letter or digit, at most 253 characters".into())
     }
 }
 
@@ -422,7 +433,7 @@ fn is_quantity(text: &str) -> bool {
 /// `NAME[:KEY]`, the key `dsn` when not given.
 fn parse_secret(text: &str) -> Result<(String, String), CliError> {
     let (name, key) = text.split_once(':').unwrap_or((text, "dsn"));
-    check_name(name, 253).map_err(|why| {
+    check_subdomain(name).map_err(|why| {
         CliError::usage(format!(
             "invalid `--dsn-secret` `{text}`: the Secret's name: {why} (expected `NAME` or `NAME:KEY`)"
         ))
@@ -684,6 +695,21 @@ mod tests {
             assert_eq!(e.code, crate::error::ExitCode::Usage, "{bad}");
             assert!(e.message.contains(&format!("`--history {bad}`")), "{}", e.message);
         }
+    }
+
+    #[test]
+    fn claims_and_secrets_are_subdomains_job_sets_labels() {
+        for ok in ["sweep", "retryctl.sweep-1", "a", "0.a"] {
+            assert_eq!(check_subdomain(ok), Ok(()), "{ok}");
+        }
+        for bad in ["", "Sweep", "a..b", ".a", "a.", "a_b", "-a.b", "a-.b"] {
+            assert!(check_subdomain(bad).is_err(), "{bad}");
+        }
+        assert!(check_subdomain(&"a".repeat(64)).is_err());
+        let long = vec!["a".repeat(63); 4].join(".");
+        assert_eq!(check_subdomain(&long[..253]), Ok(()));
+        assert!(check_subdomain(&format!("{long}a")).is_err());
+        assert!(check_name("retryctl.sweep", 57).is_err());
     }
 
     #[test]

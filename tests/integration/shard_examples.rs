@@ -501,6 +501,10 @@ fn emit_refuses_what_cannot_run_in_shards() {
             "error: `--output-file /tmp/r.html` is not under the volume's mount: give the path as the containers see it, under the volume's mount `/data`, or relative to it\n",
         ),
         (
+            base(&["--emit", "kubernetes", "--shard-count", "2", "--image", "i", "--volume", "Sweep_1:/data"]),
+            "error: invalid `--volume` `Sweep_1:/data`: the claim's name: expected lowercase letters, digits, `-` and `.`, each part between dots starting and ending with a letter or digit, at most 253 characters (expected `CLAIM:MOUNT`, a PersistentVolumeClaim and the absolute path the jobs mount it at, such as `retryctl-sweep:/data`)\n",
+        ),
+        (
             with(&["--job-set", "Sweep_1"]),
             "error: invalid `--job-set` `Sweep_1`: expected lowercase letters, digits and `-`, starting and ending with a letter or digit, at most 57 characters (the merge's is NAME-merge)\n",
         ),
