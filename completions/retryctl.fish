@@ -966,6 +966,16 @@ html\t''
 markdown\t''
 partial\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l output-file -d 'Write the result to this file instead of stdout: written beside it and renamed once complete; left as it was when no result is written' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l emit -d 'Print, instead of running, the documents that run this command as --shard-count shards plus their merge: an `armadactl submit` file, or a Kubernetes Indexed Job' -r -f -a "armada\t''
+kubernetes\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l shard-count -d 'With --emit: the number of shards (1 to 1,000,000)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l image -d 'With --emit: the container image; its entrypoint must be retryctl (the repository\'s Dockerfile)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l volume -d 'With --emit: the PersistentVolumeClaim every job mounts at MOUNT (ReadWriteMany): the inputs lie under MOUNT, the partials and the result are written there' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l armada-queue -d 'With --emit armada: the Armada queue the jobs are submitted to (--queue is Lookout\'s)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l job-set -d 'With --emit: the Armada job set, or the Kubernetes Job\'s name (the merge\'s is NAME-merge). Default: retryctl-COMMAND' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l namespace -d 'With --emit: the Kubernetes namespace of the jobs (Armada\'s default: `default`; Kubernetes\': kubectl\'s)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l requests -d 'With --emit: each job\'s resources, requested and limited alike (default: cpu=1,memory=1Gi)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l dsn-secret -d 'With --emit and --lookout-db: the Secret holding the DSN (key `dsn` unless given); the jobs get it as $LOOKOUT_DB and the DSN given here is never written out' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l since -d 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l from -d 'With --lookout-db: only jobs submitted at or after this RFC 3339 time' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l to -d 'With --lookout-db: only jobs submitted before this RFC 3339 time' -r
@@ -1017,6 +1027,16 @@ html\t''
 markdown\t''
 partial\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l output-file -d 'Write the result to this file instead of stdout: written beside it and renamed once complete; left as it was when no result is written' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l emit -d 'Print, instead of running, the documents that run this command as --shard-count shards plus their merge: an `armadactl submit` file, or a Kubernetes Indexed Job' -r -f -a "armada\t''
+kubernetes\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l shard-count -d 'With --emit: the number of shards (1 to 1,000,000)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l image -d 'With --emit: the container image; its entrypoint must be retryctl (the repository\'s Dockerfile)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l volume -d 'With --emit: the PersistentVolumeClaim every job mounts at MOUNT (ReadWriteMany): the inputs lie under MOUNT, the partials and the result are written there' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l armada-queue -d 'With --emit armada: the Armada queue the jobs are submitted to (--queue is Lookout\'s)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l job-set -d 'With --emit: the Armada job set, or the Kubernetes Job\'s name (the merge\'s is NAME-merge). Default: retryctl-COMMAND' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l namespace -d 'With --emit: the Kubernetes namespace of the jobs (Armada\'s default: `default`; Kubernetes\': kubectl\'s)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l requests -d 'With --emit: each job\'s resources, requested and limited alike (default: cpu=1,memory=1Gi)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l dsn-secret -d 'With --emit and --lookout-db: the Secret holding the DSN (key `dsn` unless given); the jobs get it as $LOOKOUT_DB and the DSN given here is never written out' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l since -d 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l from -d 'With --lookout-db: only jobs submitted at or after this RFC 3339 time' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l to -d 'With --lookout-db: only jobs submitted before this RFC 3339 time' -r

@@ -2,7 +2,7 @@
 //!
 //! Layering (enforced in review; a module imports only modules to its right, in the braces
 //! too): `main` → `commands` → `app` (the `Context` commands take) → {`connection`, `server`,
-//! `output`, `lookout`, `tune`, `replay`, `client`} → {`cli`, `armadactl_config`, `tls`} →
+//! `output`, `lookout`, `tune`, `replay`, `client`, `deploy`} → {`cli`, `armadactl_config`, `tls`} →
 //! `input` → `engine` → `model` → {`diag`, `yaml`}, with `wire` (Armada's REST JSON) and
 //! `armada_api` (Armada's gRPC contract, generated from `proto/`, and its model ⇄ protobuf
 //! conversion: the same model on the other wire) beside `model`, for the client and the server. `error` (exit
@@ -39,6 +39,7 @@ pub mod cli;
 pub mod client;
 pub mod commands;
 pub mod connection;
+pub mod deploy;
 pub mod diag;
 pub mod engine;
 pub mod error;

@@ -10,6 +10,7 @@ pub mod create;
 pub mod delete;
 pub mod describe;
 pub mod diff;
+pub mod emit;
 pub mod explain;
 pub mod get;
 pub mod held;
@@ -44,6 +45,9 @@ pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitC
         Command::Apply(args) => apply::run(ctx, &args),
         Command::Diff(args) => diff::run(ctx, &args),
         Command::Delete(args) => delete::run(ctx, &args),
+        // `--emit` prints the documents that run the command; its --output-file is the merge's.
+        Command::Simulate(args) if args.emit.emit.is_some() => emit::run_simulate(ctx, &args),
+        Command::Tune(args) if args.emit.emit.is_some() => emit::run_tune(ctx, &args),
         Command::Simulate(args) => {
             output_file::run_to(ctx, args.output_file.as_deref(), |ctx| simulate::run(ctx, &args))
         }

@@ -1,4 +1,4 @@
-//! The docs run (issue 36): every command and output block of README.md and docs/*.md is
+//! The docs run: every command and output block of README.md and docs/*.md is
 //! checked here, so a doc whose output drifts from the binary fails `cargo test`.
 //!
 //! How. A ```` ```console ```` block is a [trycmd] case: `$ retryctl …` lines are run from
@@ -24,7 +24,7 @@
 //! output: `yaml`, `json` and `lua` only, with no `$ ` line; a block without a language
 //! would be a trycmd case, so it is refused too.
 //!
-//! Also checked: the README's exit-code table is the binary's (SPEC §4: one table, asserted
+//! Also checked: the README's exit-code table is the binary's (one table, asserted
 //! in tests), the README stays a page (≤ 300 lines) with the quick start's two commands and
 //! a link to every guide, every guide links back, every relative link resolves, and the
 //! example files are what the docs say they are (the estimates example is
@@ -66,13 +66,13 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
     ),
     (
         "docs/past-one-machine.md",
-        "$ armadactl submit",
-        "needs an Armada cluster; tests/integration/shard_examples.rs runs the jobs' command lines",
+        "$ retryctl tune … --emit armada",
+        "a redirection, csplit and an Armada cluster; tests/integration/shard_examples.rs runs the jobs' args as written",
     ),
     (
         "docs/past-one-machine.md",
-        "$ kubectl apply",
-        "needs a Kubernetes cluster; tests/integration/shard_examples.rs runs the pods' command lines",
+        "$ retryctl tune … --emit kubernetes",
+        "a redirection and a Kubernetes cluster; tests/integration/shard_examples.rs runs the pods' args as written",
     ),
     (
         "README.md",
@@ -318,7 +318,7 @@ fn console_blocks_print_what_the_docs_say() {
     run_cases(&offline, "http://127.0.0.1:1");
 }
 
-/// SPEC §4: the exit codes are one table in the README; it is the binary's own.
+/// The exit codes are one table in the README; it is the binary's own.
 #[test]
 fn readme_exit_codes_are_the_binarys() {
     let readme = read("README.md");

@@ -1,0 +1,203 @@
+//! `--emit armada|kubernetes` on `simulate` and `tune` (docs/past-one-machine.md, "Emitting
+//! the jobs"): prints, instead of running, the documents that run this same command as N
+//! shards and a merge.
+//!
+//! The command line the documents carry is the process's own, parsed again with the same
+//! definition: every flag of the subcommand the user gave (not the defaults, not the global
+//! flags: the shards talk to no Armada server), in the user's order, in its long form.
+//! Before printing, the flags get the checks the command itself makes before reading anything
+//! (the same functions, the same words), so that no document runs a command line every shard
+//! would refuse. Must not: make the documents (that is `deploy`) or read any input file: the
+//! paths are the containers'.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::parser::ValueSource;
+use clap::ArgAction;
+
+use crate::app::Context;
+use crate::cli::{EmitArgs, ReplayArgs, SimulateArgs, TuneArgs};
+use crate::commands::replay_source::check_flags;
+use crate::commands::simulate::parse_backtest_at;
+use crate::commands::tune::parse_max_compute;
+use crate::deploy::{self, Flag, Invocation};
+use crate::error::{CliError, ExitCode};
+use crate::tune::parse_vary;
+
+/// `simulate --emit`: the command's own checks of its flags, then the documents.
+pub fn run_simulate(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
+    check_flags(&args.replay, &args.source.files)?;
+    check_backtest_at(&args.replay)?;
+    run(ctx, &args.emit)
+}
+
+/// `tune --emit`: the command's own checks of its flags, then the documents.
+pub fn run_tune(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
+    check_flags(&args.replay, &args.source.files)?;
+    for vary in &args.vary {
+        parse_vary(vary).map_err(CliError::usage)?;
+    }
+    if args.replay.history.is_none() && args.replay.lookout_db.is_none() {
+        return Err(
+            CliError::usage("give the history to search on: `--history PATH` or `--lookout-db DSN --queue Q`").into(),
+        );
+    }
+    if args.source.files.is_empty() {
+        return Err(CliError::usage("give the template's documents with `-f PATH`").into());
+    }
+    if let Some(text) = &args.max_compute {
+        parse_max_compute(text)?;
+    }
+    check_backtest_at(&args.replay)?;
+    run(ctx, &args.emit)
+}
+
+// The checks above are the ones `simulate` and `tune` make of their flags before reading
+// anything, with the same words: a command line every shard would refuse (exit 2 in each
+// pod) is refused here, before any document is printed. What needs the inputs (the
+// documents, the template's varies) is checked by the shards, which have them.
+fn check_backtest_at(replay: &ReplayArgs) -> Result<(), CliError> {
+    replay
+        .backtest_at
+        .as_deref()
+        .map(parse_backtest_at)
+        .transpose()
+        .map(|_| ())
+}
+
+/// Prints the documents of `emit` for the process's command line.
+fn run(ctx: &mut Context, emit: &EmitArgs) -> anyhow::Result<ExitCode> {
+    let invocation = invocation(std::env::args_os().collect())?;
+    let plan = deploy::plan(emit, &invocation)?;
+    plan.write(&mut *ctx.out)?;
+    ctx.out.flush()?;
+    Ok(ExitCode::Success)
+}
+
+/// The emit flags: what the documents are, not what they run.
+const EMIT_FLAGS: [&str; 9] = [
+    "emit",
+    "shard_count",
+    "image",
+    "volume",
+    "armada_queue",
+    "job_set",
+    "namespace",
+    "requests",
+    "dsn_secret",
+];
+
+/// `argv` (program name first) as the subcommand and its flags, as the user gave them.
+pub fn invocation(argv: Vec<OsString>) -> Result<Invocation, CliError> {
+    let mut cmd = crate::cli::command();
+    cmd.build();
+    let matches = cmd
+        .try_get_matches_from_mut(argv)
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    let (name, sub) = matches.subcommand().ok_or_else(|| CliError::usage("no command"))?;
+    let def = cmd.find_subcommand(name).ok_or_else(|| CliError::usage("no command"))?;
+    // (the index of its first word, the flag)
+    let mut flags: Vec<(usize, Flag)> = Vec::new();
+    for arg in def.get_arguments() {
+        let id = arg.get_id().as_str();
+        if arg.is_global_set() || EMIT_FLAGS.contains(&id) || sub.value_source(id) != Some(ValueSource::CommandLine) {
+            continue;
+        }
+        let name = arg.get_long().map(str::to_string).unwrap_or_default();
+        let path = arg.get_value_parser().type_id() == std::any::TypeId::of::<PathBuf>();
+        let indices: Vec<usize> = sub.indices_of(id).map(Iterator::collect).unwrap_or_default();
+        match arg.get_action() {
+            ArgAction::SetTrue | ArgAction::SetFalse | ArgAction::Count => {
+                for index in indices {
+                    flags.push((
+                        index,
+                        Flag {
+                            name: name.clone(),
+                            values: Vec::new(),
+                            path: false,
+                        },
+                    ));
+                }
+            }
+            _ => {
+                let Some(occurrences) = sub.get_raw_occurrences(id) else {
+                    continue;
+                };
+                let mut at = indices.into_iter();
+                for occurrence in occurrences {
+                    let mut values = Vec::new();
+                    for v in occurrence {
+                        values.push(v.to_str().map(str::to_string).ok_or_else(|| {
+                            CliError::usage(format!(
+                                "`--{name}` `{}` is not UTF-8: the documents are",
+                                v.to_string_lossy()
+                            ))
+                        })?);
+                    }
+                    let first = at.next().unwrap_or(usize::MAX);
+                    for _ in 1..values.len() {
+                        at.next();
+                    }
+                    // A delimited list is one word again, as typed.
+                    if let Some(d) = arg.get_value_delimiter() {
+                        values = vec![values.join(&d.to_string())];
+                    }
+                    flags.push((
+                        first,
+                        Flag {
+                            name: name.clone(),
+                            values,
+                            path,
+                        },
+                    ));
+                }
+            }
+        }
+    }
+    flags.sort_by_key(|(index, _)| *index);
+    Ok(Invocation {
+        command: name.to_string(),
+        flags: flags.into_iter().map(|(_, f)| f).collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Invocation {
+        invocation(line.split(' ').map(OsString::from).collect()).unwrap()
+    }
+
+    fn words(inv: &Invocation) -> Vec<(String, Vec<String>, bool)> {
+        inv.flags
+            .iter()
+            .map(|f| (f.name.clone(), f.values.clone(), f.path))
+            .collect()
+    }
+
+    #[test]
+    fn the_flags_are_the_users_in_order_in_long_form() {
+        let inv = parse(
+            "retryctl --color never tune --vary p:retryLimit=1..3 -f new old -R --history=h.jsonl \
+             --retry-policy a,b --emit kubernetes --shard-count 4 --image i --volume c:/d -o html \
+             --vary p:spec.rules[0].action=Fail,Retry --exit-code",
+        );
+        assert_eq!(inv.command, "tune");
+        let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            words(&inv),
+            [
+                ("vary".into(), s(&["p:retryLimit=1..3"]), false),
+                ("filename".into(), s(&["new", "old"]), true),
+                ("recursive".into(), s(&[]), false),
+                ("history".into(), s(&["h.jsonl"]), true),
+                ("retry-policy".into(), s(&["a,b"]), false),
+                ("output".into(), s(&["html"]), false),
+                ("vary".into(), s(&["p:spec.rules[0].action=Fail,Retry"]), false),
+                ("exit-code".into(), s(&[]), false),
+            ]
+        );
+    }
+}
