@@ -989,21 +989,41 @@ fn the_html_page_opens_in_a_browser() {
 
 #[test]
 fn lookout_gives_what_its_export_gives() {
-    let Some(db) = crate::support::pg::fixture_db("suggest_lookout") else { return };
+    let Some(db) = crate::support::pg::fixture_db("suggest_lookout") else {
+        return;
+    };
     let home = temp_home();
     let (file, _) = crate::support::pg::export_week(home.path(), &db);
     for o in ["json", "yaml", "markdown"] {
         let from_file = run(
             home.path(),
-            &["suggest", "--history", path(&file), "--baseline", "testdata/lookout/old", "--min-trials", "1", "-o", o],
+            &[
+                "suggest",
+                "--history",
+                path(&file),
+                "--baseline",
+                "testdata/lookout/old",
+                "--min-trials",
+                "1",
+                "-o",
+                o,
+            ],
         );
         let mut args = vec!["suggest", "--lookout-db", &db.dsn, "--queue", "ml"];
         args.extend_from_slice(&crate::support::pg::WINDOW);
         args.extend_from_slice(&["--baseline", "testdata/lookout/old", "--min-trials", "1", "-o", o]);
         let from_db = run(home.path(), &args);
-        assert_eq!(from_db.status.code(), Some(0), "{}", crate::support::format_output(&from_db));
+        assert_eq!(
+            from_db.status.code(),
+            Some(0),
+            "{}",
+            crate::support::format_output(&from_db)
+        );
         assert!(!from_file.stdout.is_empty());
-        let (db_text, file_text) = (String::from_utf8_lossy(&from_db.stdout), String::from_utf8_lossy(&from_file.stdout));
+        let (db_text, file_text) = (
+            String::from_utf8_lossy(&from_db.stdout),
+            String::from_utf8_lossy(&from_file.stdout),
+        );
         if o == "markdown" {
             // The command that writes the proposal names the source; the DSN never shows.
             let cut = |t: &str| t[..t.find("Write it:").unwrap()].to_string();
@@ -1029,6 +1049,12 @@ fn the_guides_history_is_the_planted_one() {
         std::fs::write(&file, &want).unwrap();
         std::fs::write(root().join("testdata/suggest/today.yaml"), BASELINE).unwrap();
     }
-    assert!(std::fs::read_to_string(&file).unwrap() == want, "testdata/suggest/planted.jsonl is stale: RETRYCTL_UPDATE_TESTDATA=1 rewrites it");
-    assert_eq!(std::fs::read_to_string(root().join("testdata/suggest/today.yaml")).unwrap(), BASELINE);
+    assert!(
+        std::fs::read_to_string(&file).unwrap() == want,
+        "testdata/suggest/planted.jsonl is stale: RETRYCTL_UPDATE_TESTDATA=1 rewrites it"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root().join("testdata/suggest/today.yaml")).unwrap(),
+        BASELINE
+    );
 }
