@@ -594,8 +594,11 @@ impl Files {
             return;
         }
         // A YAML text is parsed whole (its validity and its SchedulerConfig concern all of
-        // its documents), but only by the shards that own one of its documents' starts.
-        if !mine.head && !marker_within(path, mine.from, mine.to) {
+        // its documents), but only by the shards that own one of its documents' starts. One
+        // past the size limit is refused whole, by the shard owning its first byte: the
+        // others need not look for markers in it.
+        let too_long = span.is_some_and(|(_, len)| len > MAX_FILE_BYTES);
+        if !mine.head && (too_long || !marker_within(path, mine.from, mine.to)) {
             return;
         }
         let result = read_limited(path);

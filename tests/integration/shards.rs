@@ -1286,3 +1286,33 @@ fn stdin_shards_split_by_the_job_ids_hash() {
     }
     assert_eq!(seen.len(), ids.len());
 }
+
+/// A YAML file past the 8 MiB limit, its `---` markers spread over several shards' ranges:
+/// refused once, by the shard owning its first byte, as one process refuses it.
+#[test]
+fn a_yaml_file_past_the_limit_is_refused_once() {
+    let dir = what_if("");
+    let hist = dir.path().join("hist");
+    fs::create_dir(&hist).unwrap();
+    let mut a = String::new();
+    for i in 0..50 {
+        a.push_str(&job(&format!("a{i}"), &[CUDA, OK]));
+        a.push('\n');
+    }
+    fs::write(hist.join("a.jsonl"), &a).unwrap();
+    let doc = yaml_stream("big", 1);
+    let mut big = String::new();
+    while big.len() <= 9 << 20 {
+        big.push_str(&doc);
+    }
+    fs::write(hist.join("b.yaml"), big).unwrap();
+    fs::write(hist.join("c.jsonl"), &a.replace("\"a", "\"c")).unwrap();
+    let args = ["simulate", "-f", "new", "--baseline", "old", "--history", "hist"];
+    for n in [3, 7] {
+        let partials = shards(dir.path(), &format!("big{n}"), &args, n);
+        let whole = same(dir.path(), &args, &partials, "table");
+        assert_eq!(whole.status.code(), Some(3), "{}", format_output(&whole));
+        let err = String::from_utf8_lossy(&whole.stderr);
+        assert_eq!(err.matches("hist/b.yaml: larger than 8 MiB").count(), 1, "{err}");
+    }
+}
