@@ -1306,7 +1306,7 @@ fn a_yaml_file_past_the_limit_is_refused_once() {
         big.push_str(&doc);
     }
     fs::write(hist.join("b.yaml"), big).unwrap();
-    fs::write(hist.join("c.jsonl"), &a.replace("\"a", "\"c")).unwrap();
+    fs::write(hist.join("c.jsonl"), a.replace("\"a", "\"c")).unwrap();
     let args = ["simulate", "-f", "new", "--baseline", "old", "--history", "hist"];
     for n in [3, 7] {
         let partials = shards(dir.path(), &format!("big{n}"), &args, n);
