@@ -24,9 +24,11 @@
 # for retryctl and $BEFORE.
 #
 # `shards N` instead (issue 35): one database of N jobs; `simulate --lookout-db` whole, then
-# as 4 shards (`--shard I/4 -o partial`), each after `pg_stat_reset()`: the rows PostgreSQL
-# says it read from `job` and `job_run` (pg_stat_user_tables: seq_tup_read + idx_tup_fetch),
-# and each run's wall and CPU.
+# as 4 shards (`--shard I/4 -o partial`, `--to` as shards need), each after `pg_stat_reset()`:
+# the rows PostgreSQL says it read from `job` and `job_run` (pg_stat_user_tables:
+# seq_tup_read + idx_tup_fetch), the bytes the server sent to retryctl (counted by a relay
+# between the two: every byte of every connection, the protocol's framing included), and
+# each run's wall and CPU. The bar: 4 shards receive at most 1.1x the bytes one process does.
 #
 #   scripts/bench-history.sh                        # N = 100000 and 1000000
 #   scripts/bench-history.sh shards 1000000
@@ -136,21 +138,80 @@ rows_read() {
     FROM pg_stat_user_tables WHERE relname IN ('job', 'job_run') ORDER BY relname" | tr '\n' ' '
 }
 
+# A relay from 127.0.0.1:$relay_port to the server that appends, as each connection closes,
+# the bytes the server sent on it to $work/relayed.
+start_relay() {
+  relay_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  python3 - "$relay_port" "$port" "$work/relayed" <<'PY' &
+import socket, sys, threading
+listen, upstream, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+lock = threading.Lock()
+def pipe(src, dst, count):
+    n = 0
+    try:
+        while True:
+            b = src.recv(1 << 16)
+            if not b:
+                break
+            dst.sendall(b)
+            n += len(b)
+    except OSError:
+        pass
+    for s in (src, dst):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+    if count:
+        with lock, open(out, "a") as f:
+            f.write(f"{n}\n")
+def serve(client):
+    server = socket.create_connection(("127.0.0.1", upstream))
+    threading.Thread(target=pipe, args=(client, server, False), daemon=True).start()
+    pipe(server, client, True)
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", listen))
+s.listen(16)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+  relay_pid=$!
+  sleep 0.5
+}
+# The bytes relayed since the last call (every connection closed by then).
+relayed() {
+  sleep 0.2
+  python3 -c 'import sys; print(sum(int(l) for l in open(sys.argv[1]) if l.strip()))' "$work/relayed" 2>/dev/null || echo 0
+  : >"$work/relayed"
+}
+
 if [ "${sizes[0]}" = shards ]; then
   n=${sizes[1]:-1000000}
   db=bench_shards_$n
   load "$db" "$n"
-  dsn="postgresql://bench@127.0.0.1:$port/$db"
+  start_relay
+  trap 'kill $relay_pid 2>/dev/null; "${as[@]}" "$bin_dir/pg_ctl" -D "$work/data" -m fast stop >/dev/null; rm -rf "$work"' EXIT
+  dsn="postgresql://bench@127.0.0.1:$relay_port/$db"
+  # Every job: the loaded ones are submitted from 2026-11-16 on, one a second.
+  window=(--from 2026-11-01T00:00:00Z --to 2027-01-01T00:00:00Z)
   echo "== $n jobs, $((n * 3)) runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  : >"$work/relayed"
   for ((r = 1; r <= rounds; r++)); do
     psql -d "$db" -c 'SELECT pg_stat_reset()' >/dev/null
-    read -r w u m < <(timed "$retryctl" simulate -f testdata/lookout/new --lookout-db "$dsn" --queue ml)
-    printf '%-10s %6.2f s wall %6.2f s user  rows read: %s\n' "whole" "$w" "$u" "$(rows_read "$db")"
+    read -r w u m < <(timed "$retryctl" simulate -f testdata/lookout/new --lookout-db "$dsn" --queue ml "${window[@]}")
+    whole=$(relayed)
+    printf '%-10s %6.2f s wall %6.2f s user  %11d bytes received  rows read: %s\n' "whole" "$w" "$u" "$whole" "$(rows_read "$db")"
+    sum=0
     for i in 0 1 2 3; do
       psql -d "$db" -c 'SELECT pg_stat_reset()' >/dev/null
-      read -r w u m < <(timed "$retryctl" simulate -f testdata/lookout/new --lookout-db "$dsn" --queue ml --shard "$i/4" -o partial)
-      printf '%-10s %6.2f s wall %6.2f s user  rows read: %s\n' "shard $i/4" "$w" "$u" "$(rows_read "$db")"
+      read -r w u m < <(timed "$retryctl" simulate -f testdata/lookout/new --lookout-db "$dsn" --queue ml "${window[@]}" --shard "$i/4" -o partial)
+      got=$(relayed)
+      sum=$((sum + got))
+      printf '%-10s %6.2f s wall %6.2f s user  %11d bytes received  rows read: %s\n' "shard $i/4" "$w" "$u" "$got" "$(rows_read "$db")"
     done
+    echo "4 shards received $sum bytes: $(python3 -c "print(f'{$sum / $whole:.3f}')")x one process (bar <= 1.1)"
   done
   exit 0
 fi

@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Issue 35's bars for shards, measured side by side on one machine:
-#   - N=4 shards of a 1,000,000-run history, run one after the other, cost at most 1.2x the
-#     single process in total CPU (user + system), for `simulate --baseline` and for `tune`;
+# The bars for shards (docs/past-one-machine.md), measured side by side on one machine:
+#   - N shards of a 1,000,000-run history, run one after the other, plus the `merge` of their
+#     partials (`-o json`), cost at most 1.15x (N=4) and 1.25x (N=16) the single process
+#     printing `-o json` in total CPU (user + system), for `simulate --baseline` and for `tune`
+#     (a file's shards read their own byte ranges, so the overhead must not grow with N);
 #   - `merge` is linear in the partials' size (the run is repeated on a 3x history);
-#   - (a shard from Lookout reads ~1/N of the rows: scripts/bench-history.sh shards N.)
+#   - (what Lookout shards receive: scripts/bench-history.sh shards N.)
 #
-#   scripts/bench-shards.sh [RUNS]     # default 1000000; ROUNDS=3 by default; needs python3
+#   scripts/bench-shards.sh [RUNS]     # default 1000000; needs python3
+#   ROUNDS=3 (median of), NS="4 16" (the N measured), WHATS="plan tune", SCALES="1 3"
 #
 # Each shard writes `-o partial` as it would for a merge; the single process prints the
-# table (what a person runs) and, as references, JSON (which, like a partial, lists every
-# changed job) and the partial of one shard of one (`--shard 0/1 -o partial`: the same work
-# unsplit, so that the ratio is what splitting costs). CPU is user + system from the
-# kernel's accounting of each process, in microseconds (GNU time prints hundredths: four
-# shards summed carried +-0.04 s of rounding, 5% of the total); each figure is the median
-# of ROUNDS runs.
+# table (what a person runs) and JSON (the bars' reference: like a partial, it lists every
+# changed job), and the partial of one shard of one (`--shard 0/1 -o partial`: the same work
+# unsplit). CPU is user + system from the kernel's accounting of each process, in
+# microseconds (GNU time prints hundredths: sixteen shards summed would carry +-0.16 s of
+# rounding); each figure is the median of ROUNDS runs. The merge's output is compared with
+# the single process's, byte for byte.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-1000000}"
@@ -37,36 +40,52 @@ print(f"{r.ru_utime + r.ru_stime:.4f} {wall:.2f} {r.ru_maxrss // 1024}")
 PY
 }
 machine
-for n in "$runs" "$((runs * 3))"; do
+ns=(${NS:-4 16})
+for scale in ${SCALES:-1 3}; do
+    n=$((runs * scale))
     file="$dir/h-$n.jsonl"
     python3 scripts/gen-histories.py "$n" >"$file"
     echo "== $n runs, $(wc -l <"$file") jobs, $(du -m "$file" | cut -f1) MiB"
-    for what in plan tune; do
+    for what in ${WHATS:-plan tune}; do
         if [ "$what" = plan ]; then
             cmd=("$bin" simulate "${policies[@]}" "${baseline[@]}" --history "$file")
         else
             cmd=("$bin" tune "${policies[@]}" "${baseline[@]}" --history "$file" "${sweep[@]}")
         fi
-        ones=() jsons=() wholes=() totals=()
+        ones=() jsons=() wholes=()
+        declare -A totals=() shard_cpus=() merges=() bytes=()
         for _ in $(seq "$rounds"); do
             read -r one_cpu one_wall one_rss < <(cpu "$dir/one.txt" "${cmd[@]}")
             read -r json_cpu _ _ < <(cpu "$dir/one.json" "${cmd[@]}" -o json)
             read -r whole_cpu _ _ < <(cpu "$dir/whole.json" "${cmd[@]}" --shard 0/1 -o partial)
-            total=0 parts=()
-            for i in 0 1 2 3; do
-                read -r c _ rss < <(cpu "$dir/$what-$i.json" "${cmd[@]}" --shard "$i/4" -o partial)
-                total=$(python3 -c "print(f'{$total + $c:.4f}')")
-                parts+=("$dir/$what-$i.json")
+            ones+=("$one_cpu") jsons+=("$json_cpu") wholes+=("$whole_cpu")
+            for shards in "${ns[@]}"; do
+                sum=0 parts=()
+                for i in $(seq 0 $((shards - 1))); do
+                    read -r c _ rss < <(cpu "$dir/$what-$i.json" "${cmd[@]}" --shard "$i/$shards" -o partial)
+                    sum=$(python3 -c "print(f'{$sum + $c:.4f}')")
+                    parts+=("$dir/$what-$i.json")
+                done
+                read -r merge_cpu _ merge_rss < <(cpu "$dir/merged.json" "$bin" merge "${parts[@]}" -o json)
+                cmp -s "$dir/merged.json" "$dir/one.json" || echo "!! merge of $shards shards differs from one process -o json ($what)"
+                shard_cpus[$shards]+="$sum " merges[$shards]+="$merge_cpu "
+                totals[$shards]+="$(python3 -c "print(f'{$sum + $merge_cpu:.4f}')") "
+                bytes[$shards]=$(cat "${parts[@]}" | wc -c)
+                rm -f "${parts[@]}"
             done
-            ones+=("$one_cpu") jsons+=("$json_cpu") wholes+=("$whole_cpu") totals+=("$total")
         done
-        one_cpu=$(median "${ones[*]}" 3) json_cpu=$(median "${jsons[*]}" 3) total=$(median "${totals[*]}" 3)
-        whole_cpu=$(median "${wholes[*]}" 3)
-        bytes=$(cat "${parts[@]}" | wc -c)
-        read -r merge_cpu merge_wall merge_rss < <(cpu "$dir/merged.txt" "$bin" merge "${parts[@]}")
-        cmp -s "$dir/merged.txt" "$dir/one.txt" || echo "!! merge differs from one process ($what)"
-        printf '%-5s one process: %5ss CPU (%ss wall, %s MiB; -o json %ss; --shard 0/1 %ss)   4 shards: %5ss CPU in all, last shard %s MiB   partials %s MiB   merge %ss CPU (%s MiB)\n' \
-            "$what" "$one_cpu" "$one_wall" "$one_rss" "$json_cpu" "$whole_cpu" "$total" "$rss" "$((bytes / 1048576))" "$merge_cpu" "$merge_rss"
-        echo "      ratios: 4 shards / one process = $(ratio "$total" "$one_cpu") (bar <= 1.2), / one process -o json = $(ratio "$total" "$json_cpu"), / one shard of 1 = $(ratio "$total" "$whole_cpu"); merge CPU per partial MiB = $(python3 -c "print(f'{$merge_cpu / max($bytes / 1048576, 1e-9):.4f}')") s"
+        one_cpu=$(median "${ones[*]}" 3) json_cpu=$(median "${jsons[*]}" 3) whole_cpu=$(median "${wholes[*]}" 3)
+        printf '%-5s one process: %5ss CPU (%ss wall, %s MiB); -o json %ss; --shard 0/1 -o partial %ss\n' \
+            "$what" "$one_cpu" "$one_wall" "$one_rss" "$json_cpu" "$whole_cpu"
+        for shards in "${ns[@]}"; do
+            bar=1.25
+            [ "$shards" -le 4 ] && bar=1.15
+            total=$(median "${totals[$shards]}" 3) sum=$(median "${shard_cpus[$shards]}" 3) merge=$(median "${merges[$shards]}" 3)
+            printf '      %2s shards: %ss CPU (shards %ss + merge %ss; partials %s KiB)   / -o json = %s (bar <= %s)   / table = %s   / one shard of 1 = %s   merge CPU per partial MiB = %s s\n' \
+                "$shards" "$total" "$sum" "$merge" "$((bytes[$shards] / 1024))" "$(ratio "$total" "$json_cpu")" "$bar" \
+                "$(ratio "$total" "$one_cpu")" "$(ratio "$total" "$whole_cpu")" \
+                "$(python3 -c "print(f'{$merge / max(${bytes[$shards]} / 1048576, 1e-9):.4f}')")"
+        done
+        unset totals shard_cpus merges bytes
     done
 done

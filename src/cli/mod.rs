@@ -979,8 +979,9 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "TIME")]
     pub backtest_at: Option<String>,
 
-    /// Replay only the jobs of shard I of N (`0/4`: FNV-1a of the job id, mod N); with `-o
-    /// partial`, write the shard's part of the answer, which `retryctl merge` adds up.
+    /// Replay only the jobs of shard I of N (`0/4`: files by byte range, stdin by FNV-1a of
+    /// the job id, Lookout by a hash in its query, which needs `--to`); with `-o partial`,
+    /// write the shard's part of the answer, which `retryctl merge` adds up.
     #[arg(long, value_name = "I/N", value_parser = crate::replay::shard::Shard::parse)]
     pub shard: Option<crate::replay::shard::Shard>,
 }

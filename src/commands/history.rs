@@ -120,7 +120,7 @@ pub fn lookout_filter(args: &FilterFlags<'_>, now: Timestamp) -> Result<Filter, 
         jobs: args.jobs.to_vec(),
         from,
         to,
-        only: None,
+        shard: None,
     })
 }
 

@@ -9,7 +9,6 @@
 //! replayed is printed, then the error, exit 4; `--strict` with rows left out: exit 1).
 //! Must not: replay, count or render (that is the [`Drive`]'s).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::app::Context;
@@ -47,8 +46,9 @@ pub trait Drive {
 pub struct About {
     /// The source, what selects its jobs (not the shard) and the settings its jobs get.
     pub source: serde_json::Value,
-    /// Files: every byte read; a sharded database: the ids of every job of the history, in
-    /// order. Set once the source is read (never for an unsharded database).
+    /// Files: each file's name, size and modification time and the first and last 64 KiB;
+    /// stdin: every byte read, set once it is read. Never for a database, whose statement
+    /// (with its `--to`) the fingerprint holds.
     pub digest: Digest,
     /// A database's export: whether it ended early (a lost connection), which the command
     /// says after the driver; and its queue.
@@ -105,8 +105,19 @@ pub fn run<D: Drive>(
         };
         let settings = format!("{:?}", overrides.apply(&base));
         let mut source = Files::open(history, base, overrides).map_err(CliError::invalid)?;
+        // How shards split the source (docs/past-one-machine.md): a shard of one rule
+        // cannot be merged with a shard of the other.
+        let shards = if history.as_os_str() == "-" {
+            "fnv1a64 of the job id"
+        } else {
+            "byte ranges"
+        };
         let about = About {
-            source: serde_json::json!({"history": history.display().to_string(), "settings": settings}),
+            source: serde_json::json!({
+                "history": history.display().to_string(),
+                "settings": settings,
+                "shards": shards,
+            }),
             digest: if partial { source.digest() } else { Digest::default() },
             export: None,
         };
@@ -141,26 +152,16 @@ pub fn run<D: Drive>(
             "lookoutDb": db.shown(),
             "statement": db::statement(&filter)?,
             "settings": format!("{settings:?}"),
+            "shards": "hashtextextended of the job id",
         }),
         digest: Digest::default(),
         export: None,
     };
-    // A shard reads the history's job ids, picks its own, and reads only those (docs/past-one-machine.md).
+    // A shard's jobs are chosen by the database, which sends only theirs, and their places
+    // among the history's, for `merge` (docs/past-one-machine.md).
+    filter.shard = args.shard;
     let ranks = match args.shard {
-        Some(shard) => {
-            let ids = db::job_ids(&db, &filter)?;
-            about.digest = Digest::of_ids(&ids);
-            let mut own = Vec::new();
-            let mut ranks = HashMap::new();
-            for (k, id) in ids.into_iter().enumerate() {
-                if shard.owns(&id) {
-                    ranks.insert(id.clone(), k as u64 + 1);
-                    own.push(id);
-                }
-            }
-            filter.only = Some(own);
-            Some(ranks)
-        }
+        Some(_) => Some(db::shard_ranks(&db, &filter)?),
         None => None,
     };
     if ctx.global.verbose > 0 {
@@ -205,6 +206,12 @@ pub fn check_flags(args: &ReplayArgs, files: &[std::path::PathBuf]) -> Result<()
         ));
     }
     if args.lookout_db.is_some() {
+        if args.shard.is_some() && args.window.to.is_none() {
+            return Err(CliError::usage(
+                "`--shard` with `--lookout-db` needs `--to`: shards started at different times would read different jobs",
+            )
+            .with_hint("give every shard the same `--to`, further back than the longest job runs"));
+        }
         return match args.queue {
             Some(_) => Ok(()),
             None => Err(CliError::usage(

@@ -288,59 +288,48 @@ pub fn literal(flag: &str, text: &str) -> Result<String, CliError> {
 /// The one statement an export runs (`-v` prints it; `scripts/bench-history.sh` times it
 /// with `psql` as the read floor).
 pub fn statement(f: &Filter) -> Result<String, CliError> {
-    let mut s = format!("COPY (SELECT {COLUMNS} FROM ");
-    // A shard's jobs by their keys: each id looked up in `job`'s primary key and `job_run`'s
-    // index on `job_id` (with sequential scans off, see [`jobs`]), so that a shard reads
-    // its own rows only. `= ANY(…)` in the WHERE let the planner scan all the queue's jobs.
-    if let Some(ids) = &f.only {
-        s.push_str(&format!(
-            "unnest({}::text[]) AS s(job_id) JOIN job j ON j.job_id = s.job_id ",
-            literal("--shard", &array_text(ids))?
-        ));
-    } else {
-        s.push_str("job j ");
-    }
-    s.push_str("LEFT JOIN job_run r ON r.job_id = j.job_id WHERE ");
+    let mut s = format!("COPY (SELECT {COLUMNS} FROM job j LEFT JOIN job_run r ON r.job_id = j.job_id WHERE ");
     s.push_str(&conditions(f)?);
+    if let Some(shard) = f.shard {
+        s.push_str(&format!(" AND {}", in_shard("j.job_id", shard)));
+    }
     s.push_str(" ORDER BY j.job_id) TO STDOUT (FORMAT binary)");
     Ok(s)
 }
 
-/// The ids of the jobs `f` selects (its queue and filters; not [`Filter::only`]), in the
-/// order an export reads them: what a shard (docs/past-one-machine.md) picks its own jobs from, and ranks them
-/// by. One narrow read of the job table; every shard makes it, and only its own jobs' rows
-/// are read after.
-// Why not the FNV-1a of each id in SQL: no function can be created on a read replica, and
-// the fold over the id's bytes as a recursive query or a chain of laterals costs about 17 s
-// per million jobs in PostgreSQL 15 (measured), three times reading the jobs themselves.
-pub fn job_ids(db: &Db, f: &Filter) -> Result<Vec<String>, CliError> {
-    let statement = format!("SELECT j.job_id FROM job j WHERE {} ORDER BY j.job_id", conditions(f)?);
+/// Whether the job `column` names is `shard`'s (docs/past-one-machine.md): a hash built into
+/// PostgreSQL (11 and later), so nothing is created and a read replica serves it; its sign
+/// handled, so that every job is exactly one shard's. Constants only: no list of ids, whose
+/// length would grow with the queue.
+// Why not the FNV-1a 64 that stdin's shards use: no function can be created on a read
+// replica, and the fold over the id's bytes as a recursive query or a chain of laterals costs
+// about 17 s per million jobs in PostgreSQL 15 (measured), three times reading the jobs.
+fn in_shard(column: &str, shard: crate::replay::shard::Shard) -> String {
+    let n = shard.count;
+    format!("((hashtextextended({column}, 0) % {n}) + {n}) % {n} = {}", shard.index)
+}
+
+/// A shard's jobs with their places among all the jobs `f` selects (from 1, in the order an
+/// export reads them), so that `merge` puts the shards' entries back in one process's order.
+/// The server numbers every job and sends the shard's alone: an id and a number each.
+pub fn shard_ranks(db: &Db, f: &Filter) -> Result<std::collections::HashMap<String, u64>, CliError> {
+    let Some(shard) = f.shard else {
+        return Ok(std::collections::HashMap::new());
+    };
+    let statement = format!(
+        "SELECT s.job_id, s.rank FROM (SELECT j.job_id, row_number() OVER (ORDER BY j.job_id) AS rank \
+         FROM job j WHERE {}) s WHERE {}",
+        conditions(f)?,
+        in_shard("s.job_id", shard)
+    );
     let rows = db
         .rt
         .block_on(db.client.query(statement.as_str(), &[]))
         .map_err(|e| query_error(&e, &db.shown))?;
-    Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
-}
-
-/// `ids` as a PostgreSQL array's text: `{"a","b"}`, each quoted, `"` and `\` escaped.
-fn array_text(ids: &[String]) -> String {
-    let mut out = String::with_capacity(ids.iter().map(|i| i.len() + 3).sum::<usize>() + 2);
-    out.push('{');
-    for (k, id) in ids.iter().enumerate() {
-        if k > 0 {
-            out.push(',');
-        }
-        out.push('"');
-        for c in id.chars() {
-            if c == '"' || c == '\\' {
-                out.push('\\');
-            }
-            out.push(c);
-        }
-        out.push('"');
-    }
-    out.push('}');
-    out
+    Ok(rows
+        .iter()
+        .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1) as u64))
+        .collect())
 }
 
 /// The `WHERE` of an export: the queue and the filters.
@@ -370,13 +359,11 @@ fn conditions(f: &Filter) -> Result<String, CliError> {
 /// The jobs of `filter`, one at a time, as [`statement`] reads them.
 pub fn jobs<'a>(db: Db, filter: &Filter) -> Result<super::JobStream<'a>, CliError> {
     let statement = statement(filter)?;
-    if filter.only.is_some() {
+    if filter.shard.is_some() {
         // A shard asks for a quarter (a third, …) of the jobs: enough for the planner to
         // prefer reading whole tables (or whole indexes, in a merge join) and dropping the
-        // rest, which makes N shards read the tables N times. Off for this session only (a
-        // replica allows it), each id is looked up by its key. Measured on 300,000 jobs × 3
-        // runs: a shard of 4 reads 75,000 `job` rows (plus the id list) and 225,000
-        // `job_run` rows instead of 300,000 and 900,000 (BENCHMARKS.md, "shards").
+        // rest, which makes N shards read `job_run` N times. Off for this session only (a
+        // replica allows it), each of the shard's jobs has its runs looked up by key.
         db.rt
             .block_on(
                 db.client
@@ -1003,7 +990,7 @@ mod tests {
             jobs: vec!["j1".into(), "j2".into()],
             from: Timestamp::parse("2026-11-15T00:00:00Z"),
             to: Timestamp::parse("2026-11-22T00:00:00Z"),
-            only: None,
+            shard: None,
         };
         let s = statement(&f).unwrap();
         assert!(

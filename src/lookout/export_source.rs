@@ -40,8 +40,8 @@ pub struct ExportSource<'a> {
 enum Ranks {
     /// The jobs as they come: the last one's id and its place.
     Counted { last: String, n: u64 },
-    /// A shard's jobs (docs/past-one-machine.md): their places among every job of the history, from the ids
-    /// the shard read first (`lookout::db::job_ids`).
+    /// A shard's jobs (docs/past-one-machine.md): their places among every job of the
+    /// history, as the database numbered them (`lookout::db::shard_ranks`).
     Known(HashMap<String, u64>),
 }
 
@@ -155,6 +155,8 @@ impl HistorySource for ExportSource<'_> {
     }
 
     /// Nothing to do: an export yields no blocks of lines, and a database export of a shard
-    /// reads only its own jobs (the filter's `only`); the workers sort what comes.
-    fn sift(&mut self, _: crate::replay::shard::Shard) {}
+    /// reads only its own jobs (the statement selects them, `lookout::db`).
+    fn sift(&mut self, _: crate::replay::shard::Shard) -> bool {
+        true
+    }
 }

@@ -40,9 +40,10 @@ pub struct Filter {
     pub jobs: Vec<String>,
     pub from: Option<Timestamp>,
     pub to: Option<Timestamp>,
-    /// A shard's jobs (docs/past-one-machine.md): only these ids, of those the rest selects. Not part of what
-    /// the filter says about the history: every shard of it has the same one otherwise.
-    pub only: Option<Vec<String>>,
+    /// A shard's jobs (docs/past-one-machine.md): only those of the jobs the rest selects
+    /// that the statement's hash of their id puts in this shard ([`db::statement`]). Not part
+    /// of what the filter says about the history: every shard of it has the same one otherwise.
+    pub shard: Option<crate::replay::shard::Shard>,
 }
 
 /// What a source yields, job by job. A fatal error (connection lost) ends the stream as

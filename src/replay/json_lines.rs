@@ -36,7 +36,7 @@ use crate::yaml::{Node, Pos, Value};
 /// the `file:line: ` prefix.
 pub fn decode_line(line: &[u8], line_no: usize) -> Result<FailureHistory, String> {
     let mut scratch = Scratch::default();
-    scratch.decode(line, line_no)?;
+    scratch.decode(line, || line_no)?;
     Ok(scratch.history)
 }
 
@@ -67,9 +67,11 @@ const KEEP_STRING_BYTES: usize = 4096;
 
 impl Scratch {
     /// Decodes `line` (fast path, else the strict decoder) into the scratch history.
-    pub fn decode(&mut self, line: &[u8], line_no: usize) -> Result<&mut FailureHistory, String> {
+    /// `line_no` is asked only by the strict decoder: a shard may have to count the lines
+    /// before its range to know it (`source::Origin`).
+    pub fn decode(&mut self, line: &[u8], line_no: impl FnOnce() -> usize) -> Result<&mut FailureHistory, String> {
         if !self.decode_fast(line) {
-            self.history = decode_line_strict(line, line_no)?;
+            self.history = decode_line_strict(line, line_no())?;
         }
         Ok(&mut self.history)
     }
@@ -1101,11 +1103,11 @@ mod tests {
     fn pod_errors_and_events_do_not_outlive_their_line() {
         let mut scratch = Scratch::default();
         let with = br#"{"runs":[{"podError":"e","events":[{"type":"Warning","message":"m"},{"type":"Normal"}]}]}"#;
-        let h = scratch.decode(with, 1).unwrap();
+        let h = scratch.decode(with, || 1).unwrap();
         assert_eq!(h.runs[0].pod_error.as_deref(), Some("e"));
         assert_eq!(h.runs[0].events.len(), 2);
         let fewer = br#"{"runs":[{"events":[{"reason":"r"}]}]}"#;
-        let h = scratch.decode(fewer, 2).unwrap();
+        let h = scratch.decode(fewer, || 2).unwrap();
         assert_eq!(h.runs[0].pod_error, None);
         assert_eq!(
             h.runs[0].events,
@@ -1114,7 +1116,7 @@ mod tests {
                 ..PodEvent::default()
             }]
         );
-        let h = scratch.decode(br#"{"runs":[{}]}"#, 3).unwrap();
+        let h = scratch.decode(br#"{"runs":[{}]}"#, || 3).unwrap();
         assert!(h.runs[0].events.is_empty());
         assert_eq!(Ok(h.clone()), decode_line_strict(br#"{"runs":[{}]}"#, 3));
     }

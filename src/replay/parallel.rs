@@ -57,10 +57,10 @@ pub enum Emitted<T, A> {
     Unit(A, Progress),
 }
 
-/// Decodes every job of `entry` that is `shard`'s (every job without one) and applies `work`
-/// to each, in order, into `out` with its position. A block of lines comes sifted by its
-/// source ([`HistorySource::sift`]); an entry that names no job goes to the shard of its
-/// default id.
+/// Decodes every job of `entry` that is `shard`'s (every job without one: no shard, or a
+/// source that yields only the shard's entries) and applies `work` to each, in order, into
+/// `out` with its position. A block of lines comes sifted by its source
+/// ([`HistorySource::sift`]); an entry that names no job goes to the shard of its default id.
 fn process<A, T>(
     entry: Entry,
     shard: Option<Shard>,
@@ -92,11 +92,11 @@ fn process<A, T>(
     match body {
         Body::Lines(block) => {
             // Sifted by the source: only the shard's lines are left.
-            for (n, line) in block.lines() {
-                origin.line = Some(n);
+            for (n, at, line) in block.lines() {
+                origin.at_line(n, at);
                 out.push((
                     origin.pos(),
-                    match scratch.decode(line, n) {
+                    match scratch.decode(line, || origin.line().unwrap_or(n)) {
                         Ok(history) => run(&origin, history),
                         Err(msg) => Processed::Error(format!("{origin}: {msg}")),
                     },
@@ -147,7 +147,8 @@ fn process<A, T>(
 /// back in order and emits them while the workers go on. At most `workers + 2` units are
 /// read and not yet emitted (the reader waits for a token per unit), so memory stays
 /// flat whatever the input size and however slow the output. With `shard`, the source is
-/// told to sift first ([`HistorySource::sift`]) and every other entry is sorted here.
+/// told to sift first ([`HistorySource::sift`]) and, unless it yields only the shard's
+/// entries, every other entry is sorted here.
 pub fn for_each_ordered<S, A, T, W, E>(mut source: S, shard: Option<Shard>, work: W, mut emit: E) -> io::Result<()>
 where
     S: HistorySource,
@@ -156,9 +157,7 @@ where
     W: Fn(&mut A, Decoded<'_>) -> Result<T, String> + Sync,
     E: FnMut(Emitted<T, A>) -> io::Result<bool>,
 {
-    if let Some(shard) = shard {
-        source.sift(shard);
-    }
+    let shard = shard.filter(|&s| !source.sift(s));
     let workers = rayon::current_num_threads().max(1);
     // One unit per worker, one ready for the next free worker, one being emitted: more
     // only holds more rendered records in memory.

@@ -135,7 +135,7 @@ pub struct End {
     pub entries: u64,
     /// Some job got the policies given on the command line.
     pub used_given: bool,
-    /// The digest of the history's bytes, hex (`None`: a source that is not files, whose
+    /// The digest of the history, hex (`None`: a source that is not files, whose
     /// identity the fingerprint holds).
     pub source: Option<String>,
     /// The shard's totals, in the command's own shape.

@@ -1,12 +1,14 @@
-//! `--shard I/N` (docs/past-one-machine.md): which jobs are shard I's — FNV-1a 64 of the job id's UTF-8 bytes,
-//! mod N — and a cheap look at a JSON line's job id, so that a shard skips the other jobs
-//! without decoding them.
+//! `--shard I/N` (docs/past-one-machine.md): which jobs are shard I's. Files: the jobs whose
+//! document starts in the shard's byte range of the source ([`Shard::byte_range`],
+//! [`Shard::owns_offset`]). stdin, which cannot be read from the middle: FNV-1a 64 of the job
+//! id's UTF-8 bytes, mod N ([`Shard::owns`]), with a cheap look at a JSON line's job id, so that
+//! a shard skips the other jobs without decoding them. Lookout's database decides in its own
+//! query (`lookout::db`).
 //!
-//! Owns: [`Shard`] (its parsing and [`Shard::owns`]), [`fnv1a64`] (the hash the SQL filter of
-//! `lookout::db` computes too), [`line_job_id`]. An entry that names no job (a line that is
-//! not JSON, a file that cannot be read) belongs to the shard its default id (`file-LINE`,
-//! the file's stem) falls in: exactly one shard reports it. Must not: decode histories or
-//! decide what a job's replay is.
+//! Owns: [`Shard`] (its parsing, its byte range and [`Shard::owns`]), [`fnv1a64`],
+//! [`line_job_id`]. On stdin, an entry that names no job (a line that is not JSON) belongs to
+//! the shard its default id (`stdin-LINE`) falls in: exactly one shard reports it. Must not:
+//! decode histories or decide what a job's replay is.
 
 use std::borrow::Cow;
 
@@ -62,7 +64,26 @@ impl Shard {
         Ok(Shard { index, count })
     }
 
-    /// Whether the job `id` is this shard's.
+    /// `[lo, hi)`: the offsets at which the documents this shard owns start, of a source of
+    /// `total` bytes: `[⌊I·S/N⌋, ⌊(I+1)·S/N⌋)`. The last shard owns `S` too (where an empty
+    /// file at the end starts), so that every offset in `[0, S]` is exactly one shard's.
+    pub fn byte_range(&self, total: u64) -> (u64, u64) {
+        let at = |i: u64| (u128::from(i) * u128::from(total) / u128::from(self.count)) as u64;
+        let hi = if self.index + 1 == self.count {
+            total.saturating_add(1)
+        } else {
+            at(self.index + 1)
+        };
+        (at(self.index), hi)
+    }
+
+    /// Whether a document starting at `offset` of a source of `total` bytes is this shard's.
+    pub fn owns_offset(&self, offset: u64, total: u64) -> bool {
+        let (lo, hi) = self.byte_range(total);
+        lo <= offset && offset < hi
+    }
+
+    /// Whether the job `id` is this shard's (stdin).
     pub fn owns(&self, id: &str) -> bool {
         fnv1a64(id.as_bytes()) % self.count == self.index
     }
@@ -326,6 +347,30 @@ mod tests {
                     "invalid `--shard` `{bad}`: {why} (expected `I/N` with 0 ≤ I < N, such as `0/4`)"
                 ))
             );
+        }
+    }
+
+    /// Every offset of a source, its end included, is exactly one shard's, and the ranges
+    /// follow each other in shard order, whatever N and S.
+    #[test]
+    fn every_offset_is_exactly_one_shards() {
+        for total in [0u64, 1, 2, 5, 16, 17, 1000, u64::MAX / 2] {
+            for n in [1u64, 2, 3, 7, 16, 40] {
+                let mut next = 0;
+                for i in 0..n {
+                    let (lo, hi) = Shard { index: i, count: n }.byte_range(total);
+                    assert_eq!(lo, next, "{i}/{n} of {total}");
+                    assert!(lo <= hi);
+                    next = hi;
+                }
+                assert_eq!(next, total + 1, "{n} shards of {total}");
+                if total < 100 {
+                    for x in 0..=total {
+                        let owners = (0..n).filter(|&i| Shard { index: i, count: n }.owns_offset(x, total));
+                        assert_eq!(owners.count(), 1, "{x} of {total}, {n} shards");
+                    }
+                }
+            }
         }
     }
 

@@ -6,8 +6,12 @@
 //! discovery, the 8 MiB limits, which settings apply to which job (a SchedulerConfig
 //! document in a history file applies to that file's jobs), and job ids by default (the
 //! file stem; `stem-LINE` in JSON Lines). JSON Lines are read as blocks of whole lines
-//! ([`LineBlock`]) whose lines are only counted here. Must not: split or decode JSON lines
-//! (workers do that in parallel, see `run` and `json_lines`), evaluate or print.
+//! ([`LineBlock`]) whose lines are only counted here. A shard of files
+//! ([`HistorySource::sift`], docs/past-one-machine.md) reads only its byte range of them and
+//! the document crossing its end, numbering lines as one process would (the lines before
+//! its range counted only when a number is shown), and digests the files by what every shard
+//! can see of them ([`fingerprint`]). Must not: split or decode JSON lines (workers do that
+//! in parallel, see `run` and `json_lines`), evaluate or print.
 //!
 //! Decision docs/simulate.md leaves open: stdin is JSON Lines when its first line that is
 //! not blank is one complete JSON value (or is longer than the 8 MiB a line may be and
@@ -34,7 +38,14 @@ use super::shard::{Owner, Shard};
 #[derive(Debug, Clone)]
 pub struct Origin {
     pub file: Arc<str>,
-    pub line: Option<usize>,
+    /// The entry's line (JSON Lines), counted from the end of `before` when there is one.
+    line: Option<usize>,
+    /// A shard that starts reading a file past its start numbers its lines from there: the
+    /// lines before, counted only when a line number is shown ([`LinesBefore`]).
+    before: Option<Arc<LinesBefore>>,
+    /// With `line`, what orders the entry in its file ([`Pos`]): the line's byte offset plus
+    /// one (a file, the same in every shard whatever it counted), or its number (stdin).
+    at: u64,
     stem: Arc<str>,
     /// The file's place among the source's files (from 1); 0 for a source that is not
     /// files (Lookout's database).
@@ -46,8 +57,8 @@ pub struct Origin {
 
 /// Where an entry stands in its source: the order of the replay, the same in every shard of
 /// it (docs/past-one-machine.md), so that `merge` puts the entries of every shard back in that order. Files:
-/// the file's place and the entry's line (JSON Lines) or document (YAML); a database: 0 and
-/// the job's place in the database's order of its ids.
+/// the file's place and the entry's byte offset plus one (JSON Lines; its line on stdin) or
+/// document (YAML); a database: 0 and the job's place in the database's order of its ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct Pos(pub u64, pub u64);
 
@@ -59,6 +70,8 @@ impl Origin {
         Origin {
             file: name.clone(),
             line: None,
+            before: None,
+            at: 0,
             stem: name,
             ordinal: 0,
             doc: 0,
@@ -73,14 +86,27 @@ impl Origin {
         }
     }
 
+    /// The same file's line `line` (relative as this origin's are), ordered by `at`.
+    pub fn at_line(&mut self, line: usize, at: u64) {
+        self.line = Some(line);
+        self.at = at;
+    }
+
     /// Where this origin's entry stands ([`Pos`]).
     pub fn pos(&self) -> Pos {
-        Pos(self.ordinal, self.line.map_or(self.doc, |l| l as u64))
+        Pos(self.ordinal, if self.line.is_some() { self.at } else { self.doc })
+    }
+
+    /// The entry's line in its file, as one process numbers it (a shard that started past
+    /// the file's start counts the lines before it, once: a byte scan).
+    pub fn line(&self) -> Option<usize> {
+        let before = self.before.as_ref().map_or(0, |b| b.count());
+        self.line.map(|l| l + before)
     }
 
     /// The job id when the history gives none.
     pub fn default_id(&self) -> String {
-        match self.line {
+        match self.line() {
             Some(l) => format!("{}-{l}", self.stem),
             None => self.stem.to_string(),
         }
@@ -89,11 +115,68 @@ impl Origin {
 
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.line {
+        match self.line() {
             Some(l) => write!(f, "{}:{l}", self.file),
             None => f.write_str(&self.file),
         }
     }
+}
+
+/// The lines of a file before the offset a shard starts reading it at: counted the first
+/// time a line number is shown (a diagnostic, a default id), by reading the file up to there
+/// again; a shard whose jobs all have ids and decode never reads those bytes.
+#[derive(Debug)]
+pub struct LinesBefore {
+    file: Arc<File>,
+    upto: u64,
+    count: std::sync::OnceLock<usize>,
+}
+
+impl LinesBefore {
+    fn count(&self) -> usize {
+        *self.count.get_or_init(|| count_newlines(&self.file, self.upto))
+    }
+}
+
+/// The newlines in the first `upto` bytes of `file`, read at offsets so that the handle's
+/// own position (the reader's) does not move. A read error stops the count where it is: the
+/// file was read up to `upto` a moment before, so it is not expected.
+fn count_newlines(file: &File, upto: u64) -> usize {
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut at, mut n) = (0u64, 0usize);
+    while at < upto {
+        let want = buf.len().min((upto - at) as usize);
+        match read_at(file, &mut buf[..want], at) {
+            Ok(0) | Err(_) => break,
+            Ok(got) => {
+                n += memchr::memchr_iter(b'\n', &buf[..got]).count();
+                at += got as u64;
+            }
+        }
+    }
+    n
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, at)
+}
+
+#[cfg(windows)]
+fn read_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buf, at)
+}
+
+/// Fills `buf` from `at`, short only at the file's end.
+fn read_exact_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match read_at(file, &mut buf[got..], at + got as u64)? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(got)
 }
 
 /// What an entry carries.
@@ -117,8 +200,12 @@ pub enum Body {
 #[derive(Debug)]
 pub struct LineBlock {
     pub bytes: Vec<u8>,
-    /// The number of the block's first line in its file.
+    /// The number of the block's first line in its file (counted from where its reader
+    /// started, see [`Origin`]).
     pub first_line: usize,
+    /// The byte offset of the block in its file (`None` on stdin, whose blocks may have
+    /// lines of other shards blanked out).
+    pub first_offset: Option<u64>,
     /// How many lines it holds (blank ones included).
     pub count: usize,
     /// How many lines were kept: all of them, but with [`HistorySource::sift`], where every
@@ -128,10 +215,12 @@ pub struct LineBlock {
 }
 
 impl LineBlock {
-    /// `(line number, trimmed line)` of every line with content.
-    pub fn lines(&self) -> impl Iterator<Item = (usize, &[u8])> {
+    /// `(line number, order, trimmed line)` of every line with content; the order is
+    /// [`Origin`]'s `at`: the line's offset plus one, or its number.
+    pub fn lines(&self) -> impl Iterator<Item = (usize, u64, &[u8])> {
         let mut rest = self.bytes.as_slice();
         let mut n = self.first_line;
+        let mut offset = self.first_offset;
         std::iter::from_fn(move || loop {
             if rest.is_empty() {
                 return None;
@@ -140,11 +229,15 @@ impl LineBlock {
                 Some(i) => (&rest[..i], &rest[i + 1..]),
                 None => (rest, &rest[rest.len()..]),
             };
+            let at = offset.map_or(n as u64, |o| o + 1);
+            if let Some(o) = &mut offset {
+                *o += (rest.len() - tail.len()) as u64;
+            }
             rest = tail;
             n += 1;
             let line = line.trim_ascii();
             if !line.is_empty() {
-                return Some((n - 1, line));
+                return Some((n - 1, at, line));
             }
         })
     }
@@ -189,11 +282,13 @@ pub trait HistorySource: Iterator<Item = Entry> + Send {
     fn progress(&self) -> Progress;
     /// Many jobs (JSON Lines, a directory): the table format prints only the summary.
     fn bulk(&self) -> bool;
-    /// From now on, leave out what is not `shard`'s where the source can tell cheaply
-    /// (docs/past-one-machine.md): its blocks of JSON lines hold only the shard's lines ([`LineBlock`]), which the
-    /// workers then take as they are. Every other entry the workers sort themselves.
-    /// [`super::parallel::for_each_ordered`] calls it before the first entry is read.
-    fn sift(&mut self, shard: Shard);
+    /// From now on, leave out what is not `shard`'s (docs/past-one-machine.md): its blocks
+    /// of JSON lines hold only the shard's lines ([`LineBlock`]), which the workers then take
+    /// as they are. `true`: every entry it yields is the shard's (files, read by byte range;
+    /// a database, which selected the shard's rows); `false`: the workers sort the entries
+    /// that are not blocks by their job id (stdin). [`super::parallel::for_each_ordered`]
+    /// calls it before the first entry is read.
+    fn sift(&mut self, shard: Shard) -> bool;
 }
 
 /// `--global-max-retries` / `--default-policy`, applied over whichever config a job gets.
@@ -225,6 +320,12 @@ struct Lines {
     line_no: usize,
     /// A line read ahead (stdin detection), handed out first.
     first: Option<Vec<u8>>,
+    /// The offset in the file of the next byte read (`None`: stdin).
+    pos: Option<u64>,
+    /// A shard's end in the file: no line starting at or past it is read.
+    end: u64,
+    /// The lines before where reading started (a shard's range).
+    before: Option<Arc<LinesBefore>>,
 }
 
 /// Files, directories and stdin.
@@ -241,8 +342,12 @@ pub struct Files {
     stdin: bool,
     /// With [`Files::digest`]: every byte read so far, hashed, and where the total goes.
     digest: Option<(foldhash::fast::FoldHasher<'static>, Digest)>,
-    /// With [`HistorySource::sift`]: the shard whose lines are kept.
+    /// With [`HistorySource::sift`] on stdin: the shard whose lines are kept.
     shard: Option<Shard>,
+    /// With [`HistorySource::sift`] on files: the shard's byte range ([`Range`]), and where
+    /// each file still queued starts in the source (as `queue`).
+    range: Option<Range>,
+    starts: VecDeque<(u64, u64)>,
     /// What opening stdin read (the blank lines before the first line, a YAML text),
     /// hashed: [`Files::digest`] starts from it.
     opened: Option<foldhash::fast::FoldHasher<'static>>,
@@ -259,10 +364,12 @@ fn add_to_digest(h: &mut foldhash::fast::FoldHasher<'static>, bytes: &[u8]) {
     h.write(bytes);
 }
 
-/// A digest of every byte a source read, set when it has read the last (docs/past-one-machine.md: a partial
-/// result names the history it was made from, and `merge` refuses partials of two). A fast
-/// 64-bit hash, not a cryptographic one: it tells histories apart, it does not authenticate
-/// them. The same bytes give the same digest in every shard of the same build.
+/// A digest of the history (docs/past-one-machine.md: a partial result names the history it
+/// was made from, and `merge` refuses partials of two): files, what every shard can see of
+/// them without reading them all ([`fingerprint`]); stdin, every byte read, set when it has
+/// read the last. A fast 64-bit hash, not a cryptographic one: it tells histories apart, it
+/// does not authenticate them. The same input gives the same digest in every shard of the
+/// same build.
 #[derive(Debug, Clone, Default)]
 pub struct Digest(Arc<Mutex<Option<u64>>>);
 
@@ -270,18 +377,6 @@ impl Digest {
     /// The digest, once the source has ended.
     pub fn get(&self) -> Option<u64> {
         *self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The digest of a list of job ids (a database's jobs, in order).
-    pub fn of_ids(ids: &[String]) -> Digest {
-        let mut h = foldhash::fast::FixedState::with_seed(0).build_hasher();
-        for id in ids {
-            h.write_usize(id.len());
-            h.write(id.as_bytes());
-        }
-        let d = Digest::default();
-        d.set(h.finish());
-        d
     }
 
     fn set(&self, value: u64) {
@@ -317,6 +412,8 @@ impl Files {
             stdin: false,
             digest: None,
             shard: None,
+            range: None,
+            starts: VecDeque::new(),
             opened: None,
         };
         if path.as_os_str() == "-" {
@@ -354,6 +451,13 @@ impl Files {
     /// [`Digest`] is set once the source has ended.
     pub fn digest(&mut self) -> Digest {
         let d = Digest::default();
+        if !self.stdin {
+            // A shard reads its own range only: what every shard can see of the whole is
+            // each file's name, size and modification time, and the first and last 64 KiB
+            // (docs/past-one-machine.md says what this cannot see).
+            d.set(fingerprint(self.queue.iter()));
+            return d;
+        }
         let hasher = self.opened.take().unwrap_or_else(new_hasher);
         self.digest = Some((hasher, d.clone()));
         d
@@ -374,6 +478,8 @@ impl Files {
             origin: Origin {
                 file: file.into(),
                 line,
+                before: None,
+                at: line.unwrap_or(0) as u64,
                 stem: stem.clone(),
                 ordinal: self.ordinal,
                 doc: 0,
@@ -439,6 +545,9 @@ impl Files {
                 stem,
                 line_no: skipped,
                 first: Some(first),
+                pos: None,
+                end: u64::MAX,
+                before: None,
             });
             return;
         }
@@ -449,46 +558,70 @@ impl Files {
             Err(e) => Err(io_reason(&e)),
             Ok(_) => decode_text(text),
         };
-        self.yaml_entries(&file, &stem, result);
+        self.yaml_entries(&file, &stem, result, Mine::ALL);
     }
 
-    fn open_file(&mut self, path: &Path) {
+    /// Opens the next file, `span` its start and length in the source when a shard reads
+    /// its range of it ([`HistorySource::sift`]).
+    fn open_file(&mut self, path: &Path, span: Option<(u64, u64)>) {
         self.ordinal += 1;
         let name: Arc<str> = path.display().to_string().into();
         let stem = stem_of(path, "job");
+        let mine = match (self.range, span) {
+            (Some(range), Some((start, len))) => range.within(start, len),
+            _ => Mine::ALL,
+        };
         if is_jsonl(path) {
-            match File::open(path) {
-                Ok(f) => {
-                    let reader: Input = Box::new(BufReader::with_capacity(1 << 16, f));
+            if mine.from >= mine.to {
+                // No line of it starts in the shard's range (an empty file has none).
+                return;
+            }
+            match File::open(path).and_then(|f| start_at_line(f, mine.from)) {
+                Ok((reader, pos, before)) => {
                     self.lines = Some(Lines {
                         reader,
                         file: name,
                         stem,
                         line_no: 0,
                         first: None,
+                        pos: Some(pos),
+                        end: mine.to,
+                        before,
                     })
                 }
-                Err(e) => {
+                Err(e) if mine.head => {
                     let entry = self.error(&name, &stem, None, io_reason(&e));
                     self.ready.push_back(entry);
                 }
+                Err(_) => {}
             }
             return;
         }
+        // A YAML text is parsed whole (its validity and its SchedulerConfig concern all of
+        // its documents), but only by the shards that own one of its documents' starts. One
+        // past the size limit is refused whole, by the shard owning its first byte: the
+        // others need not look for markers in it.
+        let too_long = span.is_some_and(|(_, len)| len > MAX_FILE_BYTES);
+        if !mine.head && (too_long || !marker_within(path, mine.from, mine.to)) {
+            return;
+        }
         let result = read_limited(path);
-        self.yaml_entries(&name, &stem, result);
+        self.yaml_entries(&name, &stem, result, mine);
     }
 
-    /// One YAML or JSON text of FailureHistory (and optionally SchedulerConfig) documents.
-    fn yaml_entries(&mut self, name: &Arc<str>, stem: &Arc<str>, text: Result<String, String>) {
+    /// One YAML or JSON text of FailureHistory (and optionally SchedulerConfig) documents,
+    /// of which the documents starting in `mine` are kept.
+    fn yaml_entries(&mut self, name: &Arc<str>, stem: &Arc<str>, text: Result<String, String>, mine: Mine) {
         let text = match text {
             Ok(t) => {
                 self.hash(t.as_bytes());
                 t
             }
             Err(msg) => {
-                let entry = self.error(name, stem, None, msg);
-                self.ready.push_back(entry);
+                if mine.head {
+                    let entry = self.error(name, stem, None, msg);
+                    self.ready.push_back(entry);
+                }
                 return;
             }
         };
@@ -501,11 +634,16 @@ impl Files {
         let origin = Origin {
             file: name.clone(),
             line: None,
+            before: None,
+            at: 0,
             stem: stem.clone(),
             ordinal: self.ordinal,
             doc: 0,
         };
         if file.error_count() > 0 {
+            if !mine.head {
+                return;
+            }
             self.ready.push_back(Entry {
                 origin,
                 settings: self.settings.clone(),
@@ -519,8 +657,24 @@ impl Files {
                 settings = Arc::new(self.overrides.apply(c));
             }
         }
-        let before = self.ready.len();
+        let histories = file
+            .documents
+            .iter()
+            .filter(|d| matches!(d.resource, Some(Resource::FailureHistory(_))))
+            .count();
+        if histories == 0 {
+            // An empty history is a mistake (a wrong path, a truncated file), not a pass.
+            if mine.head {
+                let entry = self.error(name, stem, None, "no FailureHistory document".to_string());
+                self.ready.push_back(entry);
+            }
+            return;
+        }
+        let markers = if mine == Mine::ALL { Vec::new() } else { markers(&text) };
         for doc in file.documents {
+            if !mine.owns(doc_start(&markers, doc.pos.line)) {
+                continue;
+            }
             if let Some(Resource::FailureHistory(h)) = doc.resource {
                 self.ready.push_back(Entry {
                     origin: Origin {
@@ -531,11 +685,6 @@ impl Files {
                     body: Body::History(h),
                 });
             }
-        }
-        if self.ready.len() == before {
-            // An empty history is a mistake (a wrong path, a truncated file), not a pass.
-            let entry = self.error(name, stem, None, "no FailureHistory document".to_string());
-            self.ready.push_back(entry);
         }
     }
 
@@ -549,15 +698,24 @@ impl Files {
         let counting = self.progress.counted == Counted::Bytes;
         let lines = self.lines.as_mut()?;
         let first_line = lines.line_no + 1;
-        let (file, stem, ordinal) = (lines.file.clone(), lines.stem.clone(), self.ordinal);
-        let error = |line: usize, message: String| Entry {
-            origin: Origin {
-                file: file.clone(),
-                line: Some(line),
-                stem: stem.clone(),
-                ordinal,
-                doc: 0,
-            },
+        let first_offset = lines.pos;
+        let (file, stem, ordinal, before) = (
+            lines.file.clone(),
+            lines.stem.clone(),
+            self.ordinal,
+            lines.before.clone(),
+        );
+        let origin = |line: usize, at: Option<u64>| Origin {
+            file: file.clone(),
+            line: Some(line),
+            before: before.clone(),
+            at: at.map_or(line as u64, |o| o + 1),
+            stem: stem.clone(),
+            ordinal,
+            doc: 0,
+        };
+        let error = |line: usize, at: Option<u64>, message: String| Entry {
+            origin: origin(line, at),
             settings: settings.clone(),
             body: Body::Error(message),
         };
@@ -577,14 +735,19 @@ impl Files {
             read += first.len() as u64;
             after = one_line(lines, first, &mut sieve, &mut bytes)
                 .err()
-                .map(|n| error(n, LONG_LINE.to_string()));
+                .map(|(n, at)| error(n, at, LONG_LINE.to_string()));
         }
         while after.is_none() && bytes.len() < BLOCK_BYTES {
+            // A shard's range ends before the next line: the line crossing its end was its last.
+            if lines.pos.is_some_and(|p| p >= lines.end) {
+                end = true;
+                break;
+            }
             let buf = match lines.reader.fill_buf() {
                 Ok(b) => b,
                 Err(e) => {
                     lines.line_no += 1;
-                    after = Some(error(lines.line_no, io_reason(&e)));
+                    after = Some(error(lines.line_no, lines.pos, io_reason(&e)));
                     end = true;
                     break;
                 }
@@ -592,7 +755,14 @@ impl Files {
             if buf.is_empty() {
                 break;
             }
-            if let Some(i) = memchr::memrchr(b'\n', buf) {
+            if let Some(mut i) = memchr::memrchr(b'\n', buf) {
+                if let Some(pos) = lines.pos {
+                    if pos + i as u64 >= lines.end {
+                        // Up to the end of the line holding the range's last byte.
+                        let last = (lines.end - 1 - pos) as usize;
+                        i = last + memchr::memchr(b'\n', &buf[last..]).unwrap_or(i - last);
+                    }
+                }
                 let part = &buf[..=i];
                 if sifting {
                     let mut start = 0;
@@ -606,6 +776,9 @@ impl Files {
                     bytes.extend_from_slice(part);
                 }
                 read += part.len() as u64;
+                if let Some(pos) = &mut lines.pos {
+                    *pos += part.len() as u64;
+                }
                 lines.reader.consume(i + 1);
                 continue;
             }
@@ -618,27 +791,22 @@ impl Files {
                     read += line.len() as u64;
                     after = one_line(lines, line, &mut sieve, &mut bytes)
                         .err()
-                        .map(|n| error(n, LONG_LINE.to_string()));
+                        .map(|(n, at)| error(n, at, LONG_LINE.to_string()));
                 }
                 Err(e) => {
                     lines.line_no += 1;
-                    after = Some(error(lines.line_no, io_reason(&e)));
+                    after = Some(error(lines.line_no, lines.pos, io_reason(&e)));
                     end = true;
                 }
             }
         }
         let block = (!bytes.is_empty()).then(|| Entry {
-            origin: Origin {
-                file: file.clone(),
-                line: Some(first_line),
-                stem: stem.clone(),
-                ordinal,
-                doc: 0,
-            },
+            origin: origin(first_line, first_offset),
             settings: settings.clone(),
             body: Body::Lines(LineBlock {
                 bytes,
                 first_line,
+                first_offset,
                 count: lines.line_no + 1 - first_line,
                 kept: if sieve.shard.is_some() {
                     sieve.kept
@@ -673,35 +841,49 @@ fn cut_at_limit(line: &[u8]) -> bool {
 }
 
 /// A line read on its own (up to the 8 MiB limit plus one byte, its newline included):
-/// appended to `bytes`, or `Err(its line number)` for an over-long line, whose rest is
-/// skipped. The limit is on the line's text: a line of exactly 8 MiB and its newline is
-/// within it (and its newline is not a reason to skip the next line).
-fn one_line(lines: &mut Lines, line: Vec<u8>, sieve: &mut Sieve<'_>, bytes: &mut Vec<u8>) -> Result<(), usize> {
+/// appended to `bytes`, or `Err((its line number, its offset))` for an over-long line, whose
+/// rest is skipped. The limit is on the line's text: a line of exactly 8 MiB and its newline
+/// is within it (and its newline is not a reason to skip the next line).
+fn one_line(
+    lines: &mut Lines,
+    line: Vec<u8>,
+    sieve: &mut Sieve<'_>,
+    bytes: &mut Vec<u8>,
+) -> Result<(), (usize, Option<u64>)> {
     lines.line_no += 1;
+    let at = lines.pos;
+    if let Some(pos) = &mut lines.pos {
+        *pos += line.len() as u64;
+    }
     if cut_at_limit(&line) {
         // Cut by the limit: skip the rest of the over-long line, a buffer at a time (read
         // into memory, a line of gigabytes would take as many).
-        skip_line(&mut lines.reader);
-        return Err(lines.line_no);
+        let skipped = skip_line(&mut lines.reader);
+        if let Some(pos) = &mut lines.pos {
+            *pos += skipped;
+        }
+        return Err((lines.line_no, at));
     }
     sieve.keep(&line, lines.line_no, bytes);
     Ok(())
 }
 
-/// Consumes the input up to and including the next newline, or to its end. A read error
-/// ends it too: the next read reports it.
-fn skip_line(reader: &mut Input) {
+/// Consumes the input up to and including the next newline, or to its end: how many bytes.
+/// A read error ends it too: the next read reports it.
+fn skip_line(reader: &mut Input) -> u64 {
+    let mut skipped = 0;
     loop {
         let (found, n) = match reader.fill_buf() {
-            Ok([]) | Err(_) => return,
+            Ok([]) | Err(_) => return skipped,
             Ok(buf) => match memchr::memchr(b'\n', buf) {
                 Some(i) => (true, i + 1),
                 None => (false, buf.len()),
             },
         };
         reader.consume(n);
+        skipped += n as u64;
         if found {
-            return;
+            return skipped;
         }
     }
 }
@@ -777,7 +959,8 @@ impl Files {
                 continue;
             }
             let path = self.queue.pop_front()?;
-            self.open_file(&path);
+            let span = self.starts.pop_front();
+            self.open_file(&path, span);
             if self.lines.is_none() && self.progress.counted != Counted::Bytes {
                 self.progress.done += 1;
             }
@@ -794,11 +977,210 @@ impl HistorySource for Files {
         self.bulk
     }
 
-    /// Blanks the JSON lines that are not `shard`'s as they are read: a line is looked at
-    /// once, here, instead of being copied and handed to a worker only to be skipped there.
-    fn sift(&mut self, shard: Shard) {
-        self.shard = Some(shard);
+    /// Files: reads the shard's byte range of them only. stdin: blanks the JSON lines that
+    /// are not `shard`'s as they are read (a line is looked at once, here, instead of being
+    /// copied and handed to a worker only to be skipped there).
+    fn sift(&mut self, shard: Shard) -> bool {
+        if self.stdin {
+            self.shard = Some(shard);
+            return false;
+        }
+        // Sizes as they are now: a file that changes while the shards read it is not
+        // detected (docs/past-one-machine.md).
+        let mut total = 0u64;
+        self.starts = self
+            .queue
+            .iter()
+            .map(|p| {
+                let len = std::fs::metadata(p).map_or(0, |m| m.len());
+                let start = total;
+                total += len;
+                (start, len)
+            })
+            .collect();
+        let range = Range { shard, total };
+        if self.progress.counted == Counted::Bytes {
+            if let Some(&(start, len)) = self.starts.front() {
+                let mine = range.within(start, len);
+                self.progress.total = mine.to.saturating_sub(mine.from);
+            }
+        }
+        self.range = Some(range);
+        true
     }
+}
+
+/// A shard's byte range of a source of `total` bytes (docs/past-one-machine.md).
+#[derive(Debug, Clone, Copy)]
+struct Range {
+    shard: Shard,
+    total: u64,
+}
+
+impl Range {
+    /// What of the file at `start` (of `len` bytes) is this shard's.
+    fn within(&self, start: u64, len: u64) -> Mine {
+        let (lo, hi) = self.shard.byte_range(self.total);
+        Mine {
+            from: lo.saturating_sub(start).min(len),
+            to: hi.saturating_sub(start).min(len),
+            head: self.shard.owns_offset(start, self.total),
+        }
+    }
+}
+
+/// A shard's part of one file: the documents starting at an offset in `[from, to)` of it,
+/// and, with `head`, what concerns the file as a whole (it cannot be read, it is not valid,
+/// it holds no history), which the shard owning its first byte reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Mine {
+    from: u64,
+    to: u64,
+    head: bool,
+}
+
+impl Mine {
+    /// The whole file (no shard, or one).
+    const ALL: Mine = Mine {
+        from: 0,
+        to: u64::MAX,
+        head: true,
+    };
+
+    fn owns(&self, offset: u64) -> bool {
+        (self.from <= offset && offset < self.to) || (offset == 0 && self.head)
+    }
+}
+
+/// `file` ready to read its lines from the first one starting at or after `from`: the
+/// reader, the offset it is at, and (past the start) the lines before, counted when needed.
+fn start_at_line(mut file: File, from: u64) -> std::io::Result<(Input, u64, Option<Arc<LinesBefore>>)> {
+    use std::io::{Seek, SeekFrom};
+    if from == 0 {
+        return Ok((Box::new(BufReader::with_capacity(1 << 16, file)), 0, None));
+    }
+    let mut prev = [0u8];
+    read_exact_at(&file, &mut prev, from - 1)?;
+    file.seek(SeekFrom::Start(from))?;
+    let counter = Arc::new(file.try_clone()?);
+    let mut reader: Input = Box::new(BufReader::with_capacity(1 << 16, file));
+    // Mid-line: that line is the shard's before, which reads past its end to finish it.
+    let pos = if prev[0] == b'\n' {
+        from
+    } else {
+        from + skip_line(&mut reader)
+    };
+    let before = LinesBefore {
+        file: counter,
+        upto: pos,
+        count: std::sync::OnceLock::new(),
+    };
+    Ok((reader, pos, Some(Arc::new(before))))
+}
+
+/// A YAML document marker (`---` at a line's start, then a blank or the end) at `i`.
+fn is_marker(text: &[u8], i: usize) -> bool {
+    (i == 0 || text[i - 1] == b'\n')
+        && text[i..].starts_with(b"---")
+        && text
+            .get(i + 3)
+            .is_none_or(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+}
+
+/// Whether a document marker starts in `[from, to)` of the file at `path`: else no document
+/// of it starts there, and a shard not owning its first byte has nothing to parse in it.
+fn marker_within(path: &Path, from: u64, to: u64) -> bool {
+    if from >= to {
+        return false;
+    }
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    // One byte before (a line's start?) and the marker's own four after the range.
+    let mut buf = vec![0u8; (to - from + 5) as usize];
+    let Ok(got) = read_exact_at(&file, &mut buf, from - 1) else {
+        return false;
+    };
+    let buf = &buf[..got];
+    (1..buf.len().min((to - from + 1) as usize)).any(|i| is_marker(buf, i))
+}
+
+/// Every document marker of `text`: its line (from 1) and offset.
+fn markers(text: &str) -> Vec<(usize, u64)> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut line = 1;
+    let mut at = 0;
+    loop {
+        if is_marker(bytes, at) {
+            out.push((line, at as u64));
+        }
+        match memchr::memchr(b'\n', &bytes[at..]) {
+            Some(i) => {
+                at += i + 1;
+                line += 1;
+            }
+            None => return out,
+        }
+    }
+}
+
+/// Where the document at `line` starts: its marker (the last at or before it), or the file's
+/// start.
+fn doc_start(markers: &[(usize, u64)], line: usize) -> u64 {
+    let k = markers.partition_point(|&(l, _)| l <= line);
+    if k == 0 {
+        0
+    } else {
+        markers[k - 1].1
+    }
+}
+
+/// The digest of a file source every shard can make without reading the files: each file's
+/// name, size and modification time, and the first and last 64 KiB of the files in order.
+fn fingerprint<'a>(paths: impl Iterator<Item = &'a PathBuf>) -> u64 {
+    const EDGE: u64 = 64 * 1024;
+    let mut h = new_hasher();
+    let mut files = Vec::new();
+    let mut total = 0u64;
+    for p in paths {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        add_to_digest(&mut h, name.as_bytes());
+        let (len, modified) = match std::fs::metadata(p) {
+            Ok(m) => {
+                let modified = m
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos());
+                (m.len(), modified)
+            }
+            Err(_) => (0, 0),
+        };
+        h.write_u64(len);
+        h.write_u128(modified);
+        files.push((p, total, len));
+        total += len;
+    }
+    h.write_u64(total);
+    // The bytes at [0, 64 KiB) and [S − 64 KiB, S) of the files as one sequence.
+    for (lo, hi) in [(0, EDGE.min(total)), (total.saturating_sub(EDGE), total)] {
+        for &(p, start, len) in &files {
+            let (from, to) = (lo.max(start), hi.min(start + len));
+            if from >= to {
+                continue;
+            }
+            let mut buf = vec![0u8; (to - from) as usize];
+            let got = File::open(p)
+                .and_then(|f| read_exact_at(&f, &mut buf, from - start))
+                .unwrap_or(0);
+            add_to_digest(&mut h, &buf[..got]);
+        }
+    }
+    h.finish()
 }
 
 fn decode_text(bytes: Vec<u8>) -> Result<String, String> {
@@ -827,6 +1209,65 @@ mod tests {
     /// What is left of an over-long line, longer than the reader's buffer many times over,
     /// is skipped: the next read starts at the next line, and a last line without a newline
     /// is skipped to the input's end (and skipping at the end is a no-op).
+    /// What each shard of `path` yields: `(line, order, text)` of every line with content,
+    /// and `(line, order, message)` of every error, shard after shard.
+    fn sharded(path: &Path, n: u64) -> Vec<(usize, u64, String)> {
+        let mut out = Vec::new();
+        for i in 0..n {
+            let mut files = Files::open(path, SchedulerConfig::default(), Overrides::default()).unwrap();
+            assert!(files.sift(Shard { index: i, count: n }));
+            for entry in files {
+                match entry.body {
+                    Body::Lines(block) => {
+                        let mut origin = entry.origin.clone();
+                        for (line, at, text) in block.lines() {
+                            origin.at_line(line, at);
+                            let text = String::from_utf8_lossy(text).into_owned();
+                            out.push((origin.line().unwrap(), origin.pos().1, text));
+                        }
+                    }
+                    Body::Error(message) => out.push((entry.origin.line().unwrap(), entry.origin.pos().1, message)),
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        out
+    }
+
+    /// A line longer than the limit, crossing several shards' ranges, is reported once, by
+    /// the shard where it starts, with its line number; the lines around it are each read
+    /// once, numbered as in the file and ordered by their offsets, whatever N.
+    #[test]
+    fn shards_read_each_line_once_even_across_an_over_long_one() {
+        let mut f = tempfile::Builder::new().suffix(".jsonl").tempfile().unwrap();
+        let long = "x".repeat(MAX_FILE_BYTES as usize + 10);
+        let text = format!("a\n\n{long}\nb\nc");
+        std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
+        let b_at = text.find("\nb").unwrap() as u64 + 2;
+        let want = vec![
+            (1, 1, "a".to_string()),
+            (3, 4, LONG_LINE.to_string()),
+            (4, b_at, "b".to_string()),
+            (5, b_at + 2, "c".to_string()),
+        ];
+        for n in [1, 2, 3, 5, 40] {
+            assert_eq!(sharded(f.path(), n), want, "{n} shards");
+        }
+    }
+
+    /// A YAML document starts at its `---` (or the file's start): markers only at a line's
+    /// start and followed by a blank or the end.
+    #[test]
+    fn yaml_documents_start_at_their_markers() {
+        let text = "# c\nkind: A\n--- \nkind: B\n---x\n  ---\n---\n---";
+        let m = markers(text);
+        assert_eq!(m, vec![(3, 12), (7, 36), (8, 40)]);
+        assert_eq!(doc_start(&m, 2), 0);
+        assert_eq!(doc_start(&m, 3), 12);
+        assert_eq!(doc_start(&m, 6), 12);
+        assert_eq!(doc_start(&m, 7), 36);
+    }
+
     #[test]
     fn skipping_a_line_stops_after_its_newline_or_at_the_end() {
         let text = format!("{}\nnext\n{}", "x".repeat(100_000), "y".repeat(5_000));

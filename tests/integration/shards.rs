@@ -1,11 +1,13 @@
-//! Shards and merge (SPEC §9): for N in {1, 2, 3, 7} and every `-o`, the shards' partials
-//! merged print the bytes (stdout and stderr) and exit with the status of one process — a
-//! plain replay (expectations failing past the message cap, missing queues, contradictions),
-//! one with entries that do not replay, a `--baseline` plan with Pending jobs and estimates,
-//! a backtest, a tune sweep, a directory of YAML files, Lookout's database (real
-//! PostgreSQL), a history whose jobs all fall in one shard; a Lookout shard asks only for its
-//! own jobs; every refusal of `merge` in its exact words; and a property test: any history,
-//! any N.
+//! Shards and merge (docs/past-one-machine.md): for N in {1, 2, 3, 7} and every `-o`, the
+//! shards' partials merged print the bytes (stdout and stderr) and exit with the status of one
+//! process — a plain replay (expectations failing past the message cap, missing queues,
+//! contradictions), one with entries that do not replay, a `--baseline` plan with Pending jobs
+//! and estimates, a backtest, a tune sweep, a directory of YAML files, Lookout's database (real
+//! PostgreSQL, 20,000 jobs too), a history whose jobs all fall in one shard; byte-range shards
+//! of a directory of several files and of a YAML stream for N up to 16, diagnostics' line
+//! numbers included; a Lookout shard receives only its own jobs and needs `--to`; every
+//! refusal of `merge` in its exact words; and property tests: any history, any N, and any
+//! files split exactly.
 
 use std::fs;
 use std::path::Path;
@@ -21,7 +23,8 @@ use crate::tune::sweep;
 const SIMULATE_FORMATS: [&str; 6] = ["table", "json", "yaml", "jsonl", "html", "markdown"];
 const TUNE_FORMATS: [&str; 5] = ["table", "json", "yaml", "html", "markdown"];
 
-/// FNV-1a 64, as SPEC §9 defines a job's shard (written out here, not taken from the crate).
+/// FNV-1a 64, as docs/past-one-machine.md defines a stdin job's shard (written out here, not
+/// taken from the crate).
 fn fnv(id: &str) -> u64 {
     id.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
@@ -403,7 +406,7 @@ fn hostile_values_merge_as_inert_text() {
 }
 
 /// A directory of YAML histories, one of them invalid: the invalid file's diagnostics are
-/// said by the shard its name falls in, once.
+/// said once, by the shard owning its first byte.
 #[test]
 fn a_directory_of_yaml_files_merges_to_one_process() {
     let dir = what_if("");
@@ -433,17 +436,13 @@ fn a_directory_of_yaml_files_merges_to_one_process() {
     }
 }
 
-/// Ids whose FNV-1a falls in shard 0 of 3: the other shards' partials hold nothing, and the
-/// merge is still the whole answer.
+/// Every job in the first third of the file's bytes (the rest is one line of blanks): the
+/// other shards' partials hold nothing, and the merge is still the whole answer.
+// Was: ids whose FNV-1a falls in shard 0 of 3; files are split by byte range now.
 #[test]
 fn a_history_whose_jobs_all_fall_in_one_shard() {
-    let ids: Vec<String> = (0..)
-        .map(|k| format!("job-{k}"))
-        .filter(|id| fnv(id) % 3 == 0)
-        .take(12)
-        .collect();
     let mut h = String::new();
-    for (k, id) in ids.iter().enumerate() {
+    for k in 0..12 {
         let runs = match k % 3 {
             0 => r#"[{"conditions":["Preempted"],"runFor":"10m"},{"conditions":["Preempted"],"runFor":"10m"}]"#,
             1 => {
@@ -453,9 +452,12 @@ fn a_history_whose_jobs_all_fall_in_one_shard() {
                 r#"[{"containers":[{"name":"main","exitCode":2}],"runFor":"1m"},{"outcome":"succeeded","runFor":"1h"}]"#
             }
         };
-        h.push_str(&format!(r#"{{"job":{{"id":"{id}","queue":"q"}},"runs":{runs}}}"#));
+        h.push_str(&format!(r#"{{"job":{{"id":"job-{k}","queue":"q"}},"runs":{runs}}}"#));
         h.push('\n');
     }
+    let blanks = 2 * h.len();
+    h.push_str(&" ".repeat(blanks));
+    h.push('\n');
     let dir = what_if(&h);
     let partials = shards(dir.path(), "one", &PLAN, 3);
     for p in &partials[1..] {
@@ -526,8 +528,11 @@ fn a_lookout_source_merges_to_one_process() {
     same(dir.path(), &tune, &partials, "json");
 }
 
-/// A Lookout shard asks the database for its own jobs only: `-v` prints the statement, whose
-/// id list is exactly the shard's jobs (by FNV-1a, of the queue's jobs in the window).
+/// A Lookout shard asks the database for its own jobs only: `-v` prints the statement, which
+/// selects them with PostgreSQL's own hash and holds no list of ids, and the jobs the shard
+/// replays are exactly those the hash puts in it (asked of the database here), each job in
+/// one shard.
+// Was: the statement's id list; the database picks a shard's jobs itself now.
 #[test]
 fn a_lookout_shard_reads_only_its_own_jobs() {
     let Some(db) = fixture_db("shard_sql") else { return };
@@ -543,51 +548,57 @@ fn a_lookout_shard_reads_only_its_own_jobs() {
         db.dsn.as_str(),
         "--queue",
         "ml",
+        "-o",
+        "jsonl",
     ];
     args.extend(WINDOW);
-    let all = {
-        let out = run(dir.path(), &args);
-        statement_ids(&String::from_utf8_lossy(&out.stderr))
+    let all = run(dir.path(), &args);
+    let statement = |out: &Output| {
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .find(|l| l.starts_with("lookout-db: "))
+            .unwrap()
+            .to_string()
     };
-    assert!(all.is_none(), "the unsharded statement has no id list");
-    let mut ids_of_queue: Vec<String> = Vec::new();
+    assert!(!statement(&all).contains("hashtextextended"), "{}", statement(&all));
     let mut client = postgres::Client::connect(&db.dsn, postgres::NoTls).unwrap();
-    for row in client
-        .query(
-            "SELECT job_id FROM job WHERE queue = 'ml' AND submitted >= '2026-11-15' AND submitted < '2026-11-22' ORDER BY job_id",
-            &[],
-        )
-        .unwrap()
-    {
-        ids_of_queue.push(row.get(0));
-    }
-    assert!(ids_of_queue.len() > 3, "{ids_of_queue:?}");
     let mut seen = Vec::new();
     for i in 0..3u64 {
         let shard = format!("{i}/3");
         let mut sharded = args.clone();
         sharded.extend(["--shard", &shard]);
         let out = run(dir.path(), &sharded);
-        let ids = statement_ids(&String::from_utf8_lossy(&out.stderr)).expect("an id list");
-        let want: Vec<String> = ids_of_queue.iter().filter(|id| fnv(id) % 3 == i).cloned().collect();
-        assert_eq!(ids, want, "shard {shard}");
-        seen.extend(ids);
+        let said = statement(&out);
+        assert!(
+            said.contains(&format!(
+                "AND ((hashtextextended(j.job_id, 0) % 3) + 3) % 3 = {i} ORDER BY"
+            )),
+            "{said}"
+        );
+        assert!(!said.contains("unnest") && !said.contains(" IN ("), "{said}");
+        let want: Vec<String> = client
+            .query(
+                "SELECT job_id FROM job WHERE queue = 'ml' AND submitted >= '2026-11-15' AND submitted < '2026-11-22' \
+                 AND ((hashtextextended(job_id, 0) % 3) + 3) % 3 = $1 ORDER BY job_id",
+                &[&(i as i64)],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let got = printed_jobs(&out);
+        // Jobs with rows left out are not printed: the shard's are among its own.
+        assert!(
+            got.iter().all(|j| want.contains(j)),
+            "shard {shard}: {got:?} of {want:?}"
+        );
+        seen.extend(got);
     }
     seen.sort();
-    assert_eq!(seen, ids_of_queue, "every job in exactly one shard");
-}
-
-/// The ids of `unnest(E'{"a","b"}'::text[])` in the `lookout-db:` line of `-v`.
-fn statement_ids(stderr: &str) -> Option<Vec<String>> {
-    let line = stderr.lines().find(|l| l.starts_with("lookout-db: "))?;
-    let (_, rest) = line.split_once("unnest(E'{")?;
-    let (list, _) = rest.split_once("}'::text[])")?;
-    Some(
-        list.split(',')
-            .filter(|s| !s.is_empty())
-            .map(|s| s.trim_matches('"').to_string())
-            .collect(),
-    )
+    let mut whole = printed_jobs(&all);
+    whole.sort();
+    assert!(whole.len() > 3, "{whole:?}");
+    assert_eq!(seen, whole, "every job in exactly one shard");
 }
 
 /// `text`, a partial, with its seal made again: what another build (or a careful hand)
@@ -906,5 +917,402 @@ proptest! {
         let partials = shards(dir.path(), "any", args, n);
         same(dir.path(), args, &partials, "json");
         same(dir.path(), args, &partials, "table");
+    }
+}
+
+/// The N the byte-range tests split into: 16 puts several shards inside one file.
+const RANGE_SPLITS: [u64; 5] = [1, 2, 3, 7, 16];
+
+/// A YAML stream of FailureHistory documents (`---` between them), a SchedulerConfig among
+/// them (it applies to every job of the file, wherever it stands), `tag` in the ids.
+fn yaml_stream(tag: &str, jobs: usize) -> String {
+    let mut text = String::from("# a stream of histories\n");
+    for k in 0..jobs {
+        let runs = match k % 3 {
+            0 => format!("[{CUDA}, {OK}]"),
+            1 => format!("[{EXIT2}, {OK}]"),
+            _ => r#"[{"conditions": ["Preempted"], "runFor": "10m"}, {"outcome": "succeeded", "runFor": "1h"}]"#
+                .to_string(),
+        };
+        text.push_str(&format!(
+            "---\napiVersion: armadaproject.io/v1\nkind: FailureHistory\njob:\n  id: {tag}-{k}\n  queue: q\nruns: {runs}\n"
+        ));
+        if k == jobs / 2 {
+            text.push_str("---\napiVersion: armadaproject.io/v1\nkind: SchedulerConfig\nglobalMaxRetries: 2\n");
+        }
+    }
+    text
+}
+
+/// The line of `c.jsonl`'s `i`th entry (from 0): one blank line after every 50th.
+fn c_line(i: usize) -> usize {
+    i + 1 + i.div_ceil(50)
+}
+
+/// A directory of several files: JSON Lines with a job without id and a bad line far into
+/// the file, a YAML stream, one JSON document, an invalid YAML file, an empty file.
+fn several_files(dir: &Path) -> (String, usize) {
+    let hist = dir.join("hist");
+    fs::create_dir(&hist).unwrap();
+    let mut a = String::new();
+    for i in 0..300 {
+        a.push_str(&job(&format!("a{i}"), &[CUDA, OK]));
+        a.push('\n');
+    }
+    fs::write(hist.join("a.jsonl"), &a).unwrap();
+    fs::write(hist.join("b.yaml"), yaml_stream("b", 40)).unwrap();
+    let mut c = String::new();
+    let mut bad_line = 0;
+    for i in 0..500 {
+        match i {
+            200 => c.push_str(&format!("{{\"runs\":[{EXIT2},{OK}]}}")),
+            410 => {
+                c.push_str("{\"job\": {\"id\": \"bad\", \"queue\": \"q\"}, \"runs\": [{\"outcome\": \"exploded\"}]}");
+            }
+            430 => {
+                bad_line = i + 1;
+                c.push_str("not json");
+            }
+            _ => c.push_str(&job(&format!("c{i}"), &[EXIT2, OK])),
+        }
+        // Blank lines and `\r`: numbered as lines, never jobs.
+        c.push_str(if i % 50 == 0 { "\r\n\n" } else { "\n" });
+    }
+    // Line numbers count the blank lines before the bad one.
+    let bad_line = c_line(bad_line - 1);
+    fs::write(hist.join("c.jsonl"), &c).unwrap();
+    fs::write(
+        hist.join("d.json"),
+        serde_json::to_string_pretty(&serde_json::json!({
+            "apiVersion": "armadaproject.io/v1", "kind": "FailureHistory",
+            "job": {"id": "d1", "queue": "q"},
+            "runs": [{"conditions": ["Preempted"], "runFor": "10m"}, {"outcome": "succeeded", "runFor": "1h"}]
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    fs::write(
+        hist.join("e-broken.yaml"),
+        "apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob: [\n",
+    )
+    .unwrap();
+    fs::write(hist.join("f-empty.jsonl"), "").unwrap();
+    (c, bad_line)
+}
+
+/// A directory of several files, for every N up to 16 and every format: the merge prints
+/// one process's bytes, the bad line's message with its line in its file (a shard past the
+/// file's start counts the lines before its range), the job without id named by its line.
+#[test]
+fn byte_range_shards_of_a_directory_merge_to_one_process() {
+    let dir = what_if("");
+    let (c, bad_line) = several_files(dir.path());
+    let args = ["simulate", "-f", "new", "--baseline", "old", "--history", "hist"];
+    for n in RANGE_SPLITS {
+        let partials = shards(dir.path(), &format!("dir{n}"), &args, n);
+        for format in SIMULATE_FORMATS {
+            let whole = same(dir.path(), &args, &partials, format);
+            assert_eq!(whole.status.code(), Some(3), "{}", format_output(&whole));
+            let err = String::from_utf8_lossy(&whole.stderr);
+            assert!(
+                err.contains(&format!(
+                    "error: hist/c.jsonl:{bad_line}: invalid JSON at column 2: expected ident\n"
+                )),
+                "{err}"
+            );
+            assert!(err.contains("hist/e-broken.yaml"), "{err}");
+        }
+    }
+    // The bad line is well inside the last third of c.jsonl: at 16 shards, not the first
+    // shard's, nor the first of that file's.
+    assert_eq!(c.lines().nth(bad_line - 1), Some("not json"));
+    let mut owner = None;
+    for i in 0..16 {
+        let text = fs::read_to_string(dir.path().join(format!("dir16-{i}.json"))).unwrap();
+        if text.contains("invalid JSON at column 2") {
+            assert!(owner.is_none(), "said by two shards");
+            owner = Some(i);
+            assert!(text.contains(&format!("c.jsonl:{bad_line}:")), "{text}");
+        }
+    }
+    assert!(owner.is_some_and(|i| i > 8), "{owner:?}");
+    // The job without id has the id one process gives it: its line.
+    let whole = run(
+        dir.path(),
+        &["simulate", "-f", "new", "--history", "hist", "-o", "jsonl"],
+    );
+    let without_id = String::from_utf8_lossy(&whole.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["job"].as_str().is_some_and(|j| j.starts_with("c-")))
+        .map(|v| v["job"].clone());
+    assert_eq!(without_id, Some(serde_json::json!(format!("c-{}", c_line(200)))));
+}
+
+/// A YAML stream (documents split by `---`, a SchedulerConfig in the middle) for every N up
+/// to 16: one process's bytes in every format, and the shards' jobs split the stream.
+#[test]
+fn byte_range_shards_of_a_yaml_stream_merge_to_one_process() {
+    let dir = what_if("");
+    fs::write(dir.path().join("s.yaml"), yaml_stream("s", 60)).unwrap();
+    let args = ["simulate", "-f", "new", "--baseline", "old", "--history", "s.yaml"];
+    for n in RANGE_SPLITS {
+        let partials = shards(dir.path(), &format!("ys{n}"), &args, n);
+        for format in SIMULATE_FORMATS {
+            same(dir.path(), &args, &partials, format);
+        }
+    }
+    // A tune sweep over the same stream.
+    let tune = [
+        "tune",
+        "-f",
+        "new",
+        "--baseline",
+        "old",
+        "--history",
+        "s.yaml",
+        "--vary",
+        "p:spec.retryLimit=1..3",
+    ];
+    for n in [3, 16] {
+        let partials = shards(dir.path(), &format!("yt{n}"), &tune, n);
+        for format in TUNE_FORMATS {
+            same(dir.path(), &tune, &partials, format);
+        }
+    }
+}
+
+/// The job ids `simulate -o jsonl` prints, in order.
+fn printed_jobs(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["job"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// Files of random lines: jobs, blank lines, padding, a YAML stream now and then.
+fn any_files() -> impl Strategy<Value = Vec<(String, String)>> {
+    let line = prop_oneof![
+        6 => (0u8..5, 0usize..40).prop_map(|(k, pad)| (Some(k), pad)),
+        1 => (0usize..300).prop_map(|pad| (None, pad)),
+    ];
+    let file = (any::<bool>(), proptest::collection::vec(line, 0..30));
+    proptest::collection::vec(file, 1..5).prop_map(|files| {
+        let mut next = 0;
+        files
+            .into_iter()
+            .enumerate()
+            .map(|(f, (yaml, lines))| {
+                let mut text = String::new();
+                for (kind, pad) in lines {
+                    match kind {
+                        Some(k) if yaml => {
+                            text.push_str(&format!(
+                                "---\n# {}\nkind: FailureHistory\napiVersion: armadaproject.io/v1\njob: {{id: j{next}, queue: q}}\nruns: [{}]\n",
+                                "x".repeat(pad),
+                                [CUDA, EXIT2, OK, CUDA, OK][k as usize]
+                            ));
+                            next += 1;
+                        }
+                        Some(k) => {
+                            text.push_str(&job(&format!("j{next}"), &[[CUDA, EXIT2, OK, CUDA, OK][k as usize]]));
+                            text.push_str(&" ".repeat(pad));
+                            text.push('\n');
+                            next += 1;
+                        }
+                        None => {
+                            text.push_str(&" ".repeat(pad));
+                            text.push('\n');
+                        }
+                    }
+                }
+                let name = format!("{f:02}.{}", if yaml { "yaml" } else { "jsonl" });
+                (name, text)
+            })
+            .filter(|(name, text)| name.ends_with(".jsonl") || text.contains("FailureHistory"))
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Random files, random N: the shards' jobs, shard after shard, are the source's jobs,
+    /// each once, in order.
+    #[test]
+    fn byte_range_shards_split_any_files_exactly(files in any_files(), n in 1u64..=20) {
+        let dir = what_if("");
+        let hist = dir.path().join("hist");
+        fs::create_dir(&hist).unwrap();
+        for (name, text) in &files {
+            fs::write(hist.join(name), text).unwrap();
+        }
+        let args = ["simulate", "-f", "new", "--history", "hist", "-o", "jsonl"];
+        let whole = printed_jobs(&run(dir.path(), &args));
+        let mut split = Vec::new();
+        for i in 0..n {
+            let shard = format!("{i}/{n}");
+            let mut sharded = args.to_vec();
+            sharded.extend(["--shard", &shard]);
+            split.extend(printed_jobs(&run(dir.path(), &sharded)));
+        }
+        let want: Vec<String> = (0..whole.len()).map(|k| format!("j{k}")).collect();
+        prop_assert_eq!(&whole, &want);
+        prop_assert_eq!(split, want);
+    }
+}
+
+/// `--shard` with `--lookout-db` needs `--to`: a usage error, nothing on stdout.
+#[test]
+fn a_lookout_shard_needs_to() {
+    let dir = tempfile::tempdir().unwrap();
+    for extra in [&[][..], &["--from", "2026-11-15T00:00:00Z"][..]] {
+        let mut args = vec![
+            "simulate",
+            "-f",
+            "new",
+            "--lookout-db",
+            "postgres://nowhere/x",
+            "--queue",
+            "ml",
+            "--shard",
+            "1/4",
+            "-o",
+            "partial",
+        ];
+        args.extend(extra);
+        let out = run(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(2), "{}", format_output(&out));
+        assert!(out.stdout.is_empty());
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "error: `--shard` with `--lookout-db` needs `--to`: shards started at different times would read different jobs\n\nhint: give every shard the same `--to`, further back than the longest job runs\n"
+        );
+    }
+}
+
+/// 20,000 jobs of 3 runs each, 4 shards (the size at which shards once failed after 4,499
+/// entries): each shard receives its own jobs only, and the merge prints one process's bytes.
+#[test]
+fn lookout_shards_of_twenty_thousand_jobs_merge_to_one_process() {
+    let Some(mut db) = crate::support::pg::lookout_db("shards_20k") else {
+        return;
+    };
+    db.client
+        .batch_execute(
+            "INSERT INTO job (job_id, queue, owner, jobset, cpu, memory, ephemeral_storage, gpu, priority, submitted, state, last_transition_time, last_transition_time_seconds, annotations)
+             SELECT format('j%s', lpad(i::text, 6, '0')), 'q', 'o', 's', 1, 1024, 0, 0, 1, timestamp '2026-11-16' + i * interval '1 second', 4, now(), 0, '{}'::jsonb
+               FROM generate_series(1, 20000) i;
+             INSERT INTO job_run (run_id, job_id, cluster, node, leased, started, finished, job_run_state, exit_code)
+             SELECT format('r%s-%s', i, k), format('j%s', lpad(i::text, 6, '0')), 'c', 'n', timestamp '2026-11-16' + (i * 10 + k) * interval '1 second',
+                    timestamp '2026-11-16' + (i * 10 + k) * interval '1 second', timestamp '2026-11-16' + (i * 10 + k + 1) * interval '1 second',
+                    CASE WHEN k = 2 THEN 3 ELSE 4 END, CASE WHEN k = 2 THEN 0 ELSE 137 END
+               FROM generate_series(1, 20000) i, generate_series(0, 2) k;",
+        )
+        .unwrap();
+    let dir = what_if("");
+    let mut args = vec![
+        "simulate",
+        "-f",
+        "new",
+        "--baseline",
+        "old",
+        "--lookout-db",
+        db.dsn.as_str(),
+        "--queue",
+        "q",
+    ];
+    args.extend(WINDOW);
+    let partials = shards(dir.path(), "big", &args, 4);
+    let mut jobs = 0;
+    for p in &partials {
+        let v: serde_json::Value = serde_json::from_slice(&fs::read(dir.path().join(p)).unwrap()).unwrap();
+        let read = v["end"]["lookout"]["totals"]["jobs_read"].as_u64();
+        let read = read.unwrap_or_else(|| panic!("{v}"));
+        assert!((4000..6000).contains(&read), "{p} read {read} jobs");
+        jobs += read;
+    }
+    assert_eq!(jobs, 20_000);
+    for format in ["json", "table"] {
+        let whole = same(dir.path(), &args, &partials, format);
+        assert_eq!(whole.status.code(), Some(0), "{}", format_output(&whole));
+    }
+}
+
+/// stdin cannot be read from the middle: its shards keep the FNV-1a 64 of the job id, each
+/// reading the whole stream, and a line without id goes by its default id (`stdin-LINE`).
+#[test]
+fn stdin_shards_split_by_the_job_ids_hash() {
+    let dir = what_if("");
+    let mut h = String::new();
+    let mut ids = Vec::new();
+    for k in 0..40 {
+        if k == 17 {
+            h.push_str(&format!("{{\"runs\":[{OK}]}}\n"));
+            ids.push(format!("stdin-{}", k + 1));
+            continue;
+        }
+        let id = format!("s{k}");
+        h.push_str(&job(&id, &[CUDA, OK]));
+        h.push('\n');
+        ids.push(id);
+    }
+    let n = 3;
+    let mut seen = Vec::new();
+    for i in 0..n {
+        let home = temp_home();
+        let out = retryctl(home.path())
+            .current_dir(dir.path())
+            .args([
+                "simulate",
+                "-f",
+                "new",
+                "--history",
+                "-",
+                "-o",
+                "jsonl",
+                "--shard",
+                &format!("{i}/{n}"),
+            ])
+            .write_stdin(h.clone())
+            .output()
+            .unwrap();
+        let want: Vec<String> = ids.iter().filter(|id| fnv(id) % n == i).cloned().collect();
+        assert_eq!(printed_jobs(&out), want, "shard {i}/{n}");
+        seen.extend(want);
+    }
+    assert_eq!(seen.len(), ids.len());
+}
+
+/// A YAML file past the 8 MiB limit, its `---` markers spread over several shards' ranges:
+/// refused once, by the shard owning its first byte, as one process refuses it.
+#[test]
+fn a_yaml_file_past_the_limit_is_refused_once() {
+    let dir = what_if("");
+    let hist = dir.path().join("hist");
+    fs::create_dir(&hist).unwrap();
+    let mut a = String::new();
+    for i in 0..50 {
+        a.push_str(&job(&format!("a{i}"), &[CUDA, OK]));
+        a.push('\n');
+    }
+    fs::write(hist.join("a.jsonl"), &a).unwrap();
+    let doc = yaml_stream("big", 1);
+    let mut big = String::new();
+    while big.len() <= 9 << 20 {
+        big.push_str(&doc);
+    }
+    fs::write(hist.join("b.yaml"), big).unwrap();
+    fs::write(hist.join("c.jsonl"), a.replace("\"a", "\"c")).unwrap();
+    let args = ["simulate", "-f", "new", "--baseline", "old", "--history", "hist"];
+    for n in [3, 7] {
+        let partials = shards(dir.path(), &format!("big{n}"), &args, n);
+        let whole = same(dir.path(), &args, &partials, "table");
+        assert_eq!(whole.status.code(), Some(3), "{}", format_output(&whole));
+        let err = String::from_utf8_lossy(&whole.stderr);
+        assert_eq!(err.matches("hist/b.yaml: larger than 8 MiB").count(), 1, "{err}");
     }
 }
