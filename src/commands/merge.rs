@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use crate::app::Context;
 use crate::cli::{MergeArgs, MergeOutput};
 use crate::commands::held::Held;
-use crate::commands::simulate::{compare_code, conclude, parse_backtest_at, replay_code, SimulateRun};
+use crate::commands::simulate::{backtest_refusal, compare_code, conclude, parse_backtest_at, replay_code, SimulateRun};
 use crate::commands::tune::{self as tune_command, parse_max_compute, TuneRun};
 use crate::error::{CliError, ExitCode};
 use crate::lookout::ExportTotals;
@@ -37,7 +37,8 @@ use crate::output::sinks::{sink, Format};
 use crate::output::tune::{self as view, StderrListener};
 use crate::replay::partial::counts::{Counts, Sums};
 use crate::replay::partial::{decode_entry, Entries, Entry, Item, Partial, ReadError};
-use crate::replay::run::{CompareFold, Fallback, Folded, NotReplayed, Options, ReplayFold};
+use crate::replay::backtest::Refusal;
+use crate::replay::run::{BacktestError, CompareFold, Fallback, Folded, NotReplayed, Options, ReplayFold};
 use crate::replay::shard::Shard;
 use crate::replay::source::Pos;
 use crate::tune::sweep::{SweepFold, Tallies};
@@ -616,6 +617,31 @@ fn for_each_entry(
     })
 }
 
+/// The shards' `--backtest-at`, as their run records it (`p`: the partial it is read from).
+fn backtest_at(p: &Partial, at: Option<&str>) -> anyhow::Result<Option<crate::model::failure_history::Timestamp>> {
+    // What the shard's own parse accepted: another value was written in by hand.
+    at.map(parse_backtest_at)
+        .transpose()
+        .map_err(|_| damaged(p, "its run's `backtestAt` is not an RFC 3339 time"))
+}
+
+/// Why the shards' `--backtest-at` has no answer from the merged trials: one process's
+/// refusal (the same usage error, exit 2), said of the shards' flag, since merge was given
+/// none, and what to do about it: run the shards again.
+fn backtest_refused(refused: &BacktestError, at: Option<&str>) -> anyhow::Error {
+    let one = backtest_refusal(refused, at.unwrap_or_default());
+    let hint = match refused {
+        BacktestError::NotSubmitted { .. } => {
+            "give every job its submission time (`retryctl history` writes it), or run the shards again without `--backtest-at`"
+        }
+        BacktestError::Refused(Refusal::NoTrain) => "run the shards again with a later `--backtest-at`",
+        BacktestError::Refused(Refusal::NoTest) => "run the shards again with an earlier `--backtest-at`",
+    };
+    CliError::new(one.code, format!("the shards' {}", one.message))
+        .with_hint(hint)
+        .into()
+}
+
 /// The missing queue an entry is the first job of, as a replay hands it on.
 fn missing(queue: Option<String>) -> Option<Fallback> {
     queue.map(Fallback::Missing)
@@ -628,7 +654,7 @@ fn merge_simulate(
     format: Format,
 ) -> anyhow::Result<ExitCode> {
     let options = Options {
-        backtest_at: run.backtest_at.as_deref().map(parse_backtest_at).transpose()?,
+        backtest_at: backtest_at(&partials[0], run.backtest_at.as_deref())?,
         shard: None,
     };
     let mut held = Held::new()?;
@@ -670,7 +696,10 @@ fn merge_simulate(
         (replay_code(&done.summary, run.strict), done.used_given, done.refused)
     };
     drop(sink);
-    conclude(ctx, run, Some(held), refused, used_given)?;
+    if let Some(refused) = refused {
+        return Err(backtest_refused(&refused, run.backtest_at.as_deref()));
+    }
+    conclude(ctx, run, Some(held), None, used_given)?;
     let left_out = lookout_summary(ctx, partials)?;
     // `--strict` with a Lookout source: rows left out make the status 1 (as `simulate`).
     Ok(if code == ExitCode::Success && run.strict && left_out > 0 {
@@ -712,10 +741,14 @@ fn merge_tune(ctx: &mut Context, partials: &[Partial], run: &TuneRun, output: Me
         }
     };
     let options = Options {
-        backtest_at: run.backtest_at.as_deref().map(parse_backtest_at).transpose()?,
+        backtest_at: backtest_at(&partials[0], run.backtest_at.as_deref())?,
         shard: None,
     };
-    let max_compute = run.max_compute.as_deref().map(parse_max_compute).transpose()?;
+    // What the shard's own parse accepted: another value was written in by hand.
+    let max_compute = match run.max_compute.as_deref().map(parse_max_compute).transpose() {
+        Ok(m) => m,
+        Err(_) => return Err(damaged(&partials[0], "its run's `maxCompute` is not a duration or a percentage")),
+    };
     let mut listener = StderrListener(Stderr::new(&mut *ctx.err, ctx.style, None, run.retry_policy));
     let mut fold = SweepFold::new(&mut listener, &run.given, run.ids.len());
     // Each candidate's tallies, in the order of the header's candidates: as many of both.
@@ -743,13 +776,7 @@ fn merge_tune(ctx: &mut Context, partials: &[Partial], run: &TuneRun, output: Me
     listener.0.finish()?;
     let swept = match swept {
         Ok(s) => s,
-        Err(refused) => {
-            return Err(crate::commands::simulate::backtest_refusal(
-                &refused,
-                run.backtest_at.as_deref().unwrap_or_default(),
-            )
-            .into())
-        }
+        Err(refused) => return Err(backtest_refused(&refused, run.backtest_at.as_deref())),
     };
     let code = tune_command::finish(ctx, swept, run, max_compute, format, None)?;
     lookout_summary(ctx, partials)?;

@@ -3,7 +3,7 @@
 //! add up without overflowing, before `merge` adds them.
 //!
 //! A partial is sealed by a SHA-256 anyone can compute again, so a file edited and resealed
-//! reaches here: its numbers are input. [`Counts::of`] reads a partial's totals (the JSON of
+//! reaches here: its numbers are input. [`Counts`] reads a partial's totals (the JSON of
 //! its end, whatever the command) and finds successes counted above their trials; [`Sums`]
 //! adds up, for each field name, every number of that name in every partial, with checked
 //! additions: each total the merge makes is a sum of numbers of one name (a class's counts,
@@ -87,11 +87,16 @@ impl Sums {
     /// its type's limit.
     pub fn add(&mut self, counts: &Counts) -> Result<(), String> {
         for (name, &n) in &counts.sums {
-            let sum = self.0.get(name).copied().unwrap_or(0).checked_add(n);
-            if sum.is_none_or(|s| s > limit(name)) {
+            let limit = limit(name);
+            if n > limit {
                 return Err(format!(
-                    "is damaged: its totals' `{name}` ({n} in all) and the other partials' cannot add up: the sum passes {}",
-                    limit(name)
+                    "is damaged: its totals' `{name}` add up to more than {limit}, more than a count can hold"
+                ));
+            }
+            let before = self.0.get(name).copied().unwrap_or(0);
+            if before.checked_add(n).is_none_or(|s| s > limit) {
+                return Err(format!(
+                    "is damaged: its totals' `{name}` ({n} in all) and the partials' before it ({before}) add up to more than {limit}, more than a count can hold"
                 ));
             }
         }
@@ -292,10 +297,16 @@ mod tests {
         assert_eq!(
             sums.add(&big).unwrap_err(),
             format!(
-                "is damaged: its totals' `jobs` ({} in all) and the other partials' cannot add up: the sum passes {}",
+                "is damaged: its totals' `jobs` ({} in all) and the partials' before it (30) add up to more than {}, more than a count can hold",
                 u64::MAX - 20,
                 u64::MAX
             )
+        );
+        // Past the type within one partial (a sum over its candidates).
+        let two = Counts::of(format!(r#"{{"arms":[{{"jobs":{0}}},{{"jobs":{0}}}]}}"#, u64::MAX).as_bytes()).unwrap();
+        assert_eq!(
+            Sums::default().add(&two).unwrap_err(),
+            format!("is damaged: its totals' `jobs` add up to more than {}, more than a count can hold", u64::MAX)
         );
         // Refused whole: the sums are what they were.
         assert_eq!(sums.0["jobs"], 30);
