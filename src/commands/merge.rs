@@ -2,11 +2,18 @@
 //! up into what the command prints unsharded, byte for byte.
 //!
 //! Load (each partial's header and end, checked on its own: `replay::partial`; then together:
-//! one fingerprint, one history, the shards 0..N−1 once each) → the fold the command itself
-//! runs (`replay::run::{ReplayFold, CompareFold}`, `tune::sweep::SweepFold`), given every
-//! shard's totals and then every entry in the source's order (a merge of the shards' streams
-//! by position) → the command's own ending (`simulate::conclude`, `tune::finish`). Must not:
-//! count, rank or render itself: what would differ from one process is then nothing.
+//! one fingerprint, one history, the same settings in every header, the shards 0..N−1 once
+//! each) → the fold the command itself runs (`replay::run::{ReplayFold, CompareFold}`,
+//! `tune::sweep::SweepFold`), given every shard's totals, one partial at a time, each checked
+//! as numbers first (`replay::partial::counts`), and then every entry in the source's order
+//! (a merge of the shards' streams by position, in rounds through temporary files past
+//! [`FAN_IN`] partials; each entry's job checked to be its shard's: [`owns`]) → the command's
+//! own ending (`simulate::conclude`, `tune::finish`). Must not: count, rank or render itself:
+//! what would differ from one process is then nothing.
+//!
+//! Every problem with the partials, whichever step finds it, is said as `error: …` and closed
+//! by `error: cannot merge: …` (exit 3); a file that cannot be opened because too many are
+//! open is the machine's limit, not the input's fault: exit 1, with the hint to raise it.
 //!
 //! Decisions docs/past-one-machine.md leaves open:
 //! - stdout is held until the whole answer is made: a partial found damaged halfway (an entry
@@ -15,6 +22,9 @@
 //! - the exit status is the unsharded command's (3 for entries not replayed, 1 for failed
 //!   expectations, `--exit-code`, `--strict`: as the shards' command line gave them); the
 //!   shards themselves exit 0 once their partial is written.
+//! - when the merged trials leave the shards' `--backtest-at` without an answer, the exit
+//!   status is one process's (2), and the words are its words said of the shards' flag, with
+//!   what to do (run the shards again): merge itself was given no `--backtest-at`.
 //! - what each shard said of its own source (a Lookout export's summary, the progress bar)
 //!   stays in its own log: merge prints the replay's answer and messages, not the shards'.
 
@@ -27,7 +37,9 @@ use std::path::PathBuf;
 use crate::app::Context;
 use crate::cli::{MergeArgs, MergeOutput};
 use crate::commands::held::Held;
-use crate::commands::simulate::{backtest_refusal, compare_code, conclude, parse_backtest_at, replay_code, SimulateRun};
+use crate::commands::simulate::{
+    backtest_refusal, compare_code, conclude, parse_backtest_at, replay_code, SimulateRun,
+};
 use crate::commands::tune::{self as tune_command, parse_max_compute, TuneRun};
 use crate::error::{CliError, ExitCode};
 use crate::lookout::ExportTotals;
@@ -35,9 +47,9 @@ use crate::output::history::write_summary;
 use crate::output::simulate::Stderr;
 use crate::output::sinks::{sink, Format};
 use crate::output::tune::{self as view, StderrListener};
+use crate::replay::backtest::Refusal;
 use crate::replay::partial::counts::{Counts, Sums};
 use crate::replay::partial::{decode_entry, Entries, Entry, Item, Partial, ReadError};
-use crate::replay::backtest::Refusal;
 use crate::replay::run::{BacktestError, CompareFold, Fallback, Folded, NotReplayed, Options, ReplayFold};
 use crate::replay::shard::Shard;
 use crate::replay::source::Pos;
@@ -338,7 +350,11 @@ fn add_totals<T: serde::de::DeserializeOwned>(
             }
             Err(limit) => return Err(read_error(&p.name, limit)),
         };
-        if let Err(why) = counts.check().and_then(|()| check(&counts)).and_then(|()| sums.add(&counts)) {
+        if let Err(why) = counts
+            .check()
+            .and_then(|()| check(&counts))
+            .and_then(|()| sums.add(&counts))
+        {
             problems.push(format!("`{}` {why}", p.name));
             continue;
         }
@@ -568,14 +584,19 @@ fn for_each_entry(
     while sources.len() > fan {
         let dir = match &mut dir {
             Some(d) => d,
-            None => dir.insert(tempfile::Builder::new().prefix("retryctl-merge-").tempdir().map_err(|e| {
-                CliError::failed(format!(
-                    "cannot make a temporary directory for the merge's rounds in `{}`: {}",
-                    std::env::temp_dir().display(),
-                    crate::input::io_reason(&e)
-                ))
-                .with_hint("set TMPDIR to a directory with room to write")
-            })?),
+            None => dir.insert(
+                tempfile::Builder::new()
+                    .prefix("retryctl-merge-")
+                    .tempdir()
+                    .map_err(|e| {
+                        CliError::failed(format!(
+                            "cannot make a temporary directory for the merge's rounds in `{}`: {}",
+                            std::env::temp_dir().display(),
+                            crate::input::io_reason(&e)
+                        ))
+                        .with_hint("set TMPDIR to a directory with room to write")
+                    })?,
+            ),
         };
         round += 1;
         let mut next = Vec::new();
@@ -747,7 +768,12 @@ fn merge_tune(ctx: &mut Context, partials: &[Partial], run: &TuneRun, output: Me
     // What the shard's own parse accepted: another value was written in by hand.
     let max_compute = match run.max_compute.as_deref().map(parse_max_compute).transpose() {
         Ok(m) => m,
-        Err(_) => return Err(damaged(&partials[0], "its run's `maxCompute` is not a duration or a percentage")),
+        Err(_) => {
+            return Err(damaged(
+                &partials[0],
+                "its run's `maxCompute` is not a duration or a percentage",
+            ))
+        }
     };
     let mut listener = StderrListener(Stderr::new(&mut *ctx.err, ctx.style, None, run.retry_policy));
     let mut fold = SweepFold::new(&mut listener, &run.given, run.ids.len());

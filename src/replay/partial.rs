@@ -25,7 +25,9 @@
 //!
 //! Owns: [`Recorder`] (the writing, which missing queues to list: the first job of each in
 //! this shard) and [`Partial`] (the reading, with every check on one file: is it a partial,
-//! its version, truncation, its count, its seal). Must not: decide what a shard lists or how totals
+//! its version, truncation, its count, its seal; its totals read again when they are added,
+//! one partial at a time, and checked as numbers by [`counts`]). A file that cannot be opened
+//! because too many are open is told apart ([`ReadError::TooManyOpen`]): no fault of the file. Must not: decide what a shard lists or how totals
 //! merge (that is `run`), compare partials with each other (that is `commands::merge`), or
 //! format anything for people (an invalid history file's diagnostics come rendered).
 
@@ -963,7 +965,11 @@ impl Entries {
             }
             let at = match quick_at(text) {
                 Some(at) => at,
-                None => serde_json::from_slice::<AtOnly>(text).map_err(|e| bad(e.to_string()))?.at,
+                None => {
+                    serde_json::from_slice::<AtOnly>(text)
+                        .map_err(|e| bad(e.to_string()))?
+                        .at
+                }
             };
             Ok(RawEntry {
                 at,

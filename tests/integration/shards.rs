@@ -205,7 +205,10 @@ fn a_backtest_is_made_from_the_merged_trials() {
     let mut late = PLAN.to_vec();
     late.extend(["--backtest-at", "2027-01-01T00:00:00Z"]);
     let partials = shards(dir.path(), "late", &late, 2);
-    let whole = run(dir.path(), &late.iter().copied().chain(["-o", "json"]).collect::<Vec<_>>());
+    let whole = run(
+        dir.path(),
+        &late.iter().copied().chain(["-o", "json"]).collect::<Vec<_>>(),
+    );
     assert_eq!(whole.status.code(), Some(2));
     assert!(whole.stdout.is_empty());
     let said = "error: `--backtest-at 2027-01-01T00:00:00Z` leaves no trials to test the rates";
@@ -217,8 +220,12 @@ fn a_backtest_is_made_from_the_merged_trials() {
     assert!(merged.stdout.is_empty());
     assert_eq!(
         String::from_utf8_lossy(&merged.stderr),
-        one.replacen(said, "error: the shards' `--backtest-at 2027-01-01T00:00:00Z` leaves no trials to test the rates", 1)
-            .replacen(hint, "hint: run the shards again with an earlier `--backtest-at`\n", 1)
+        one.replacen(
+            said,
+            "error: the shards' `--backtest-at 2027-01-01T00:00:00Z` leaves no trials to test the rates",
+            1
+        )
+        .replacen(hint, "hint: run the shards again with an earlier `--backtest-at`\n", 1)
     );
 }
 

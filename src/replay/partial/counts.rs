@@ -306,7 +306,10 @@ mod tests {
         let two = Counts::of(format!(r#"{{"arms":[{{"jobs":{0}}},{{"jobs":{0}}}]}}"#, u64::MAX).as_bytes()).unwrap();
         assert_eq!(
             Sums::default().add(&two).unwrap_err(),
-            format!("is damaged: its totals' `jobs` add up to more than {}, more than a count can hold", u64::MAX)
+            format!(
+                "is damaged: its totals' `jobs` add up to more than {}, more than a count can hold",
+                u64::MAX
+            )
         );
         // Refused whole: the sums are what they were.
         assert_eq!(sums.0["jobs"], 30);
