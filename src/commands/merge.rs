@@ -95,10 +95,7 @@ pub fn run(ctx: &mut Context, args: &MergeArgs) -> anyhow::Result<ExitCode> {
         Ok(code) => return Ok(code),
         Err(e) => e,
     };
-    let stop = match e.downcast::<Stop>() {
-        Ok(stop) => stop,
-        Err(other) => return Err(other),
-    };
+    let stop = e.downcast::<Stop>()?;
     let (problems, closing) = match stop {
         Stop::Problems(problems) => {
             let n = problems.len();
@@ -409,6 +406,8 @@ fn open_files_limit() -> Option<u64> {
         };
         // SAFETY: getrlimit writes into the struct it is given.
         if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+            // `rlim_t` is not `u64` on every system.
+            #[allow(clippy::useless_conversion)]
             return Some(u64::try_from(lim.rlim_cur).unwrap_or(u64::MAX));
         }
     }
