@@ -584,6 +584,8 @@ pub struct Partial {
     /// The end without its totals: a sweep's are megabytes per partial, read again when
     /// they are added up ([`Partial::totals`]), one partial at a time.
     pub end: EndIn<serde::de::IgnoredAny>,
+    /// Where the entries begin in the file (the header's length).
+    entries_at: u64,
     /// Where the end line begins in the file, and its SHA-256: the bytes the seal vouched for.
     end_at: u64,
     end_digest: Vec<u8>,
@@ -711,7 +713,8 @@ impl Partial {
         let header = header(&line)?;
         let mut seal = sha2::Sha256::new();
         seal.update(&line);
-        let mut at = line.len() as u64;
+        let entries_at = line.len() as u64;
+        let mut at = entries_at;
         let mut entries = 0u64;
         let truncated = |entries: u64| {
             format!(
@@ -748,6 +751,7 @@ impl Partial {
             identity,
             header,
             end,
+            entries_at,
             end_at: at,
             end_digest,
         })
@@ -793,13 +797,17 @@ impl Partial {
     /// read is an error naming the file and the entry.
     pub fn entries(&self) -> Result<Entries, ReadError> {
         let file = self.reopen()?;
-        let mut r = BufReader::with_capacity(1 << 16, file);
-        let mut line = Vec::new();
-        read_line(&mut r, &mut line).map_err(|e| ReadError::Bad(format!("`{}` {e}", self.name)))?;
+        // Past the header, not through it: a sweep's names every candidate (a MiB for
+        // 4,000), and a buffer that held it, kept by each of 256 streams, was most of what
+        // a merge held.
+        use std::io::{Seek, SeekFrom};
+        let mut file = file;
+        file.seek(SeekFrom::Start(self.entries_at))
+            .map_err(|e| ReadError::Bad(format!("`{}` {}", self.name, crate::input::io_reason(&e))))?;
         Ok(Entries {
             name: self.name.clone(),
-            reader: r,
-            line,
+            reader: BufReader::with_capacity(1 << 16, file),
+            line: Vec::new(),
             left: self.end.entries,
             read: 0,
         })
