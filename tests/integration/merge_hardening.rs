@@ -94,6 +94,30 @@ fn successes_above_trials_are_refused() {
     );
 }
 
+/// A resealed plan whose comparison counts more changed jobs than jobs (the reports print
+/// the difference as unchanged): refused, not subtracted past zero.
+#[test]
+fn more_changed_jobs_than_jobs_are_refused() {
+    let dir = what_if(&history());
+    let d = dir.path();
+    let p = shards(d, "p", &PLAN, 3);
+    let text = fs::read_to_string(d.join(&p[2])).unwrap();
+    let mut jobs = 0;
+    let edited = edit_end(&text, |end| {
+        let comparison = &mut end["totals"]["tally"]["comparison"];
+        jobs = comparison["jobs"].as_u64().unwrap();
+        comparison["changed"] = (jobs + 1).into();
+    });
+    fs::write(d.join("changed.json"), edited).unwrap();
+    assert_eq!(
+        refused(d, &[&p[0], &p[1], "changed.json"]),
+        format!(
+            "error: `changed.json` is damaged: its totals' `tally.comparison` count {} changed jobs of {jobs} jobs (changed jobs are among the jobs)\n{CLOSING}",
+            jobs + 1
+        )
+    );
+}
+
 /// Counts that overflow when added: one partial's own (a count at the top of `u64` beside
 /// others of its name), and two partials' together. Refused, never wrapped or a panic.
 #[test]

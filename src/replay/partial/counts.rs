@@ -4,7 +4,8 @@
 //!
 //! A partial is sealed by a SHA-256 anyone can compute again, so a file edited and resealed
 //! reaches here: its numbers are input. [`Counts`] reads a partial's totals (the JSON of
-//! its end, whatever the command) and finds successes counted above their trials; [`Sums`]
+//! its end, whatever the command) and finds successes counted above their trials, or a
+//! comparison's changed jobs above its jobs (which the reports subtract); [`Sums`]
 //! adds up, for each field name, every number of that name in every partial, with checked
 //! additions: each total the merge makes is a sum of numbers of one name (a class's counts,
 //! moved to the rest past the classes kept, keep their names), so when these sums fit their
@@ -43,7 +44,7 @@ fn limit(name: &str) -> u128 {
 pub struct Counts {
     sums: BTreeMap<String, u128>,
     lengths: BTreeMap<String, usize>,
-    /// The first impossible number: successes above their trials.
+    /// The first impossible number: successes above their trials, changed jobs above jobs.
     wrong: Option<String>,
 }
 
@@ -63,8 +64,8 @@ impl<'de> serde::Deserialize<'de> for Counts {
 }
 
 impl Counts {
-    /// `Err` names the first impossible number: successes above their trials (at its path,
-    /// such as `trials.all.train[0]`).
+    /// `Err` names the first impossible number: successes above their trials, changed jobs
+    /// above jobs (at its path, such as `trials.all.train[0]`).
     pub fn check(&self) -> Result<(), String> {
         match &self.wrong {
             Some(wrong) => Err(wrong.clone()),
@@ -234,7 +235,7 @@ impl<'de> Visitor<'de> for Node<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let (mut trials, mut successes) = (None, None);
+        let (mut trials, mut successes, mut jobs, mut changed) = (None, None, None, None);
         while let Some(key) = map.next_key::<String>()? {
             self.walk.path.push(key);
             let key = self.walk.path.last().cloned().unwrap_or_default();
@@ -247,15 +248,30 @@ impl<'de> Visitor<'de> for Node<'_> {
                 match key.as_str() {
                     "trials" => trials = Some(n),
                     "successes" => successes = Some(n),
+                    "jobs" => jobs = Some(n),
+                    "changed" => changed = Some(n),
                     _ => {}
                 }
             }
         }
+        if self.walk.counts.wrong.is_some() {
+            return Ok(Value::Other);
+        }
         if let (Some(t), Some(s)) = (trials, successes) {
-            if s > t && self.walk.counts.wrong.is_none() {
+            if s > t {
                 let at = self.walk.path();
                 self.walk.counts.wrong = Some(format!(
                     "is damaged: its totals' `{at}` count {s} successes in {t} trials (successes are trials that succeeded)"
+                ));
+            }
+        }
+        // A comparison's changed jobs are among its jobs (the reports print the rest as
+        // unchanged).
+        if let (Some(j), Some(c)) = (jobs, changed) {
+            if c > j {
+                let at = self.walk.path();
+                self.walk.counts.wrong = Some(format!(
+                    "is damaged: its totals' `{at}` count {c} changed jobs of {j} jobs (changed jobs are among the jobs)"
                 ));
             }
         }
@@ -281,6 +297,15 @@ mod tests {
         assert_eq!(
             Counts::of(json).unwrap_err(),
             "is damaged: its totals' `trials.all.train[1]` count 4 successes in 1 trials (successes are trials that succeeded)"
+        );
+    }
+
+    #[test]
+    fn more_changed_jobs_than_jobs_are_named_by_their_path() {
+        let json = br#"{"arms":[{"comparison":{"jobs":3,"changed":3}},{"comparison":{"jobs":3,"changed":4}}]}"#;
+        assert_eq!(
+            Counts::of(json).unwrap_err(),
+            "is damaged: its totals' `arms[1].comparison` count 4 changed jobs of 3 jobs (changed jobs are among the jobs)"
         );
     }
 
