@@ -2,11 +2,18 @@
 //! up into what the command prints unsharded, byte for byte.
 //!
 //! Load (each partial's header and end, checked on its own: `replay::partial`; then together:
-//! one fingerprint, one history, the shards 0..N−1 once each) → the fold the command itself
-//! runs (`replay::run::{ReplayFold, CompareFold}`, `tune::sweep::SweepFold`), given every
-//! shard's totals and then every entry in the source's order (a merge of the shards' streams
-//! by position) → the command's own ending (`simulate::conclude`, `tune::finish`). Must not:
-//! count, rank or render itself: what would differ from one process is then nothing.
+//! one fingerprint, one history, the same settings in every header, the shards 0..N−1 once
+//! each) → the fold the command itself runs (`replay::run::{ReplayFold, CompareFold}`,
+//! `tune::sweep::SweepFold`), given every shard's totals, one partial at a time, each checked
+//! as numbers first (`replay::partial::counts`), and then every entry in the source's order
+//! (a merge of the shards' streams by position, in rounds through temporary files past
+//! [`FAN_IN`] partials; each entry's job checked to be its shard's: [`owns`]) → the command's
+//! own ending (`simulate::conclude`, `tune::finish`). Must not: count, rank or render itself:
+//! what would differ from one process is then nothing.
+//!
+//! Every problem with the partials, whichever step finds it, is said as `error: …` and closed
+//! by `error: cannot merge: …` (exit 3); a file that cannot be opened because too many are
+//! open is the machine's limit, not the input's fault: exit 1, with the hint to raise it.
 //!
 //! Decisions docs/past-one-machine.md leaves open:
 //! - stdout is held until the whole answer is made: a partial found damaged halfway (an entry
@@ -15,16 +22,24 @@
 //! - the exit status is the unsharded command's (3 for entries not replayed, 1 for failed
 //!   expectations, `--exit-code`, `--strict`: as the shards' command line gave them); the
 //!   shards themselves exit 0 once their partial is written.
+//! - when the merged trials leave the shards' `--backtest-at` without an answer, the exit
+//!   status is one process's (2), and the words are its words said of the shards' flag, with
+//!   what to do (run the shards again): merge itself was given no `--backtest-at`.
 //! - what each shard said of its own source (a Lookout export's summary, the progress bar)
 //!   stays in its own log: merge prints the replay's answer and messages, not the shards'.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write as _};
+use std::path::PathBuf;
 
 use crate::app::Context;
 use crate::cli::{MergeArgs, MergeOutput};
 use crate::commands::held::Held;
-use crate::commands::simulate::{compare_code, conclude, parse_backtest_at, replay_code, SimulateRun};
+use crate::commands::simulate::{
+    backtest_refusal, compare_code, conclude, parse_backtest_at, replay_code, SimulateRun,
+};
 use crate::commands::tune::{self as tune_command, parse_max_compute, TuneRun};
 use crate::error::{CliError, ExitCode};
 use crate::lookout::ExportTotals;
@@ -32,35 +47,109 @@ use crate::output::history::write_summary;
 use crate::output::simulate::Stderr;
 use crate::output::sinks::{sink, Format};
 use crate::output::tune::{self as view, StderrListener};
-use crate::replay::partial::{Entry, Item, Partial};
-use crate::replay::run::{CompareFold, Fallback, Folded, NotReplayed, Options, ReplayFold};
+use crate::replay::backtest::Refusal;
+use crate::replay::partial::counts::{Counts, Sums};
+use crate::replay::partial::{decode_entry, Entries, Entry, Item, Partial, ReadError};
+use crate::replay::run::{BacktestError, CompareFold, Fallback, Folded, NotReplayed, Options, ReplayFold};
+use crate::replay::source::Pos;
 use crate::tune::sweep::{SweepFold, Tallies};
 
+/// Why merge stops before its answer: each problem is said (`error: …`), then the closing
+/// line, `cannot merge: …`, whichever step found them.
+#[derive(Debug)]
+enum Stop {
+    /// What is wrong with the partials, each naming its file (exit 3).
+    Problems(Vec<String>),
+    /// A partial (or a round's file) could not be opened: this process has as many files
+    /// open as it may. A limit of the machine, not a fault of the input (exit 1).
+    TooManyOpen(String),
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::Problems(p) => f.write_str(&p.join("\n")),
+            Stop::TooManyOpen(name) => write!(f, "`{name}` cannot be opened: too many files are open"),
+        }
+    }
+}
+
+impl std::error::Error for Stop {}
+
+/// One problem with the partials.
+fn problem(why: impl Into<String>) -> anyhow::Error {
+    Stop::Problems(vec![why.into()]).into()
+}
+
+/// A partial's read error as merge stops on it (`name`: the file, when the words lack it).
+fn read_error(name: &str, e: ReadError) -> anyhow::Error {
+    match e {
+        ReadError::Bad(why) => problem(why),
+        ReadError::TooManyOpen => Stop::TooManyOpen(name.to_string()).into(),
+    }
+}
+
 pub fn run(ctx: &mut Context, args: &MergeArgs) -> anyhow::Result<ExitCode> {
+    let e = match merge(ctx, args) {
+        Ok(code) => return Ok(code),
+        Err(e) => e,
+    };
+    let stop = e.downcast::<Stop>()?;
+    let (problems, closing) = match stop {
+        Stop::Problems(problems) => {
+            let n = problems.len();
+            let closing = CliError::invalid(format!(
+                "cannot merge: {} (nothing was printed)",
+                if n == 1 {
+                    "1 problem above".to_string()
+                } else {
+                    format!("{n} problems above")
+                }
+            ));
+            (problems, closing)
+        }
+        Stop::TooManyOpen(name) => {
+            let limit = open_files_limit().map_or(String::new(), |l| format!(" (this process may open {l})"));
+            (
+                vec![format!("`{name}` cannot be opened: too many files are open{limit}")],
+                CliError::failed("cannot merge: 1 problem above (nothing was printed)").with_hint(format!(
+                    "raise the limit of open files (`ulimit -n 1024`) and merge again: merge keeps at most {FAN_IN} partials open at once, and fewer under a lower limit"
+                )),
+            )
+        }
+    };
+    for p in &problems {
+        writeln!(ctx.err, "{}: {p}", ctx.style.error("error"))?;
+    }
+    Err(closing.into())
+}
+
+fn merge(ctx: &mut Context, args: &MergeArgs) -> anyhow::Result<ExitCode> {
     let mut problems = Vec::new();
-    let mut partials = Vec::new();
+    let mut partials: Vec<Partial> = Vec::new();
+    // What each partial's run says unlike the first's (compared as each is read: only the
+    // first keeps its run, which names every candidate of a sweep).
+    let mut runs_differ = Vec::new();
     for path in &args.partials {
         match Partial::open(path) {
-            Ok(p) => partials.push(p),
-            Err(why) => problems.push(format!("`{}` {why}", path.display())),
+            Ok(mut p) => {
+                if let Some(first) = partials.first() {
+                    runs_differ.push(run_differs(first, &p));
+                    p.header.run = serde_json::Value::Null;
+                } else {
+                    runs_differ.push(None);
+                }
+                partials.push(p);
+            }
+            Err(ReadError::Bad(why)) => problems.push(format!("`{}` {why}", path.display())),
+            Err(ReadError::TooManyOpen) => return Err(Stop::TooManyOpen(path.display().to_string()).into()),
         }
     }
     if problems.is_empty() {
-        problems = together(&partials);
+        problems = together(&partials, &runs_differ);
     }
     if !problems.is_empty() {
-        for p in &problems {
-            writeln!(ctx.err, "{}: {p}", ctx.style.error("error"))?;
-        }
-        return Err(CliError::invalid(format!(
-            "cannot merge: {} (nothing was printed)",
-            if problems.len() == 1 {
-                "1 problem above".to_string()
-            } else {
-                format!("{} problems above", problems.len())
-            }
-        ))
-        .into());
+        return Err(Stop::Problems(problems).into());
     }
     // `together` found them all of one run: the first says what it is.
     let run = &partials[0].header.run;
@@ -73,19 +162,61 @@ pub fn run(ctx: &mut Context, args: &MergeArgs) -> anyhow::Result<ExitCode> {
             let run: TuneRun = decode(&partials[0], "its run", run.clone())?;
             merge_tune(ctx, &partials, &run, args.output)
         }
-        _ => Err(damaged(&partials[0], "its run names no command this retryctl merges").into()),
+        _ => Err(damaged(&partials[0], "its run names no command this retryctl merges")),
     }
 }
 
-/// What is wrong with `partials` as one set: not of one run (fingerprint, retryctl), not of
-/// one history, not the shards 0..N−1 once each.
-fn together(partials: &[Partial]) -> Vec<String> {
+/// A value of a run's setting, as a message shows it (short ones only).
+fn shown(v: Option<&serde_json::Value>) -> Option<String> {
+    let text = match v {
+        None => "nothing".to_string(),
+        Some(v) => format!("`{v}`"),
+    };
+    (text.chars().count() <= 60).then_some(text)
+}
+
+/// The first setting of `p`'s run (its header's `run`) that is not the first partial's: the
+/// fingerprint covers the inputs, but a partial sealed again after an edit keeps its
+/// fingerprint, and merge would print the first partial's settings as the whole run's.
+fn run_differs(first: &Partial, p: &Partial) -> Option<String> {
+    let (a, b) = (&first.header.run, &p.header.run);
+    if a == b {
+        return None;
+    }
+    let (Some(am), Some(bm)) = (a.as_object(), b.as_object()) else {
+        return Some(format!(
+            "`{}` and `{}` do not hold the same run (their headers' `run` differ)",
+            p.name, first.name
+        ));
+    };
+    let keys = am.keys().chain(bm.keys().filter(|k| !am.contains_key(*k)));
+    for key in keys {
+        let (x, y) = (bm.get(key), am.get(key));
+        if x == y {
+            continue;
+        }
+        let values = match (shown(x), shown(y)) {
+            (Some(x), Some(y)) => format!(": {x} in `{}`, {y} in `{}`", p.name, first.name),
+            _ => String::new(),
+        };
+        return Some(format!(
+            "`{}` and `{}` do not hold the same run: their headers' `run.{key}` differ{values} (the shards of one run share every setting: was one edited?)",
+            p.name, first.name
+        ));
+    }
+    None
+}
+
+/// What is wrong with `partials` as one set: not of one run (fingerprint, retryctl, the
+/// settings their headers hold), not of one history, not the shards 0..N−1 once each.
+/// `runs_differ`: [`run_differs`] of each against the first.
+fn together(partials: &[Partial], runs_differ: &[Option<String>]) -> Vec<String> {
     let mut problems = Vec::new();
     let Some(first) = partials.first() else {
         return problems;
     };
     let shard = |p: &Partial| format!("{}/{}", p.header.shard.index, p.header.shard.count);
-    for p in &partials[1..] {
+    for (p, run) in partials.iter().zip(runs_differ).skip(1) {
         let (h, f) = (&p.header, &first.header);
         if h.retryctl != f.retryctl {
             problems.push(format!(
@@ -105,9 +236,16 @@ fn together(partials: &[Partial]) -> Vec<String> {
                 "`{}` is of another run than `{}`: its documents, flags or source differ (its fingerprint is not the same)",
                 p.name, first.name
             ));
+        } else if let Some(run) = run {
+            problems.push(run.clone());
         } else if p.end.source != first.end.source {
             problems.push(format!(
                 "`{}` was made from another history than `{}` (the history's digest differs: was it changed between the shards?)",
+                p.name, first.name
+            ));
+        } else if p.end.lookout.as_ref().map(|l| &l.queue) != first.end.lookout.as_ref().map(|l| &l.queue) {
+            problems.push(format!(
+                "`{}` and `{}` do not hold the same run: their ends' `lookout.queue` differ (the shards of one run read one queue: was one edited?)",
                 p.name, first.name
             ));
         }
@@ -151,13 +289,13 @@ fn together(partials: &[Partial]) -> Vec<String> {
     problems
 }
 
-fn damaged(p: &Partial, why: &str) -> CliError {
-    CliError::invalid(format!("`{}` is damaged: {why}", p.name))
+fn damaged(p: &Partial, why: &str) -> anyhow::Error {
+    problem(format!("`{}` is damaged: {why}", p.name))
 }
 
 /// An entry of a kind the partial's command never writes (a job's record in a comparison's
 /// partial, any job in a sweep's): the file was not made by its shard as it is.
-fn foreign(p: &Partial, item: &Item, command: &str) -> CliError {
+fn foreign(p: &Partial, item: &Item, command: &str) -> anyhow::Error {
     let kind = match item {
         Item::Job(_) => "a job's record",
         Item::Change(_) => "a changed job",
@@ -172,7 +310,7 @@ fn foreign(p: &Partial, item: &Item, command: &str) -> CliError {
 
 /// An entry that did not replay, as the folds take it. Any other entry reaching here is one
 /// that a partial of `command` never holds: refused ([`foreign`]).
-fn not_replayed(p: &Partial, item: Item, command: &str) -> Result<NotReplayed, CliError> {
+fn not_replayed(p: &Partial, item: Item, command: &str) -> anyhow::Result<NotReplayed> {
     match item {
         Item::Error(m) => Ok(NotReplayed::Error(m)),
         Item::Invalid(text) => Ok(NotReplayed::Invalid(text)),
@@ -182,44 +320,337 @@ fn not_replayed(p: &Partial, item: Item, command: &str) -> Result<NotReplayed, C
 }
 
 /// A part of `p` in the shape its command gives it.
-fn decode<T: serde::de::DeserializeOwned>(p: &Partial, what: &str, value: serde_json::Value) -> Result<T, CliError> {
+fn decode<T: serde::de::DeserializeOwned>(p: &Partial, what: &str, value: serde_json::Value) -> anyhow::Result<T> {
     serde_json::from_value(value).map_err(|e| damaged(p, &format!("{what}: {e}")))
 }
 
-/// Every entry of every partial, in the source's order, to `f` until it returns `false`.
-fn for_each_entry(
+/// Every partial's totals, in the shape `T` of its command, to `add`, one partial at a
+/// time (a sweep's are megabytes each: merge holds one partial's beside the running
+/// totals, whatever N). Each is checked first: its numbers ([`Counts`]: successes within
+/// trials, and every partial's together within their types: [`Sums`]), then `check`, what
+/// its command knows (`Err`: the words after the file's name). Every partial is checked,
+/// and every problem said, before merge stops; `add` is not called past the first.
+fn add_totals<T: serde::de::DeserializeOwned>(
     partials: &[Partial],
-    mut f: impl FnMut(&Partial, Entry) -> anyhow::Result<bool>,
+    check: impl Fn(&Counts) -> Result<(), String>,
+    mut add: impl FnMut(T, bool),
 ) -> anyhow::Result<()> {
-    let mut streams = partials
+    let mut problems = Vec::new();
+    let mut sums = Sums::default();
+    for p in partials {
+        let counts: Counts = match p.totals() {
+            Ok(c) => c,
+            Err(ReadError::Bad(why)) => {
+                problems.push(why);
+                continue;
+            }
+            Err(limit) => return Err(read_error(&p.name, limit)),
+        };
+        if let Err(why) = counts
+            .check()
+            .and_then(|()| check(&counts))
+            .and_then(|()| sums.add(&counts))
+        {
+            problems.push(format!("`{}` {why}", p.name));
+            continue;
+        }
+        match p.totals::<T>() {
+            Ok(t) if problems.is_empty() => add(t, p.end.used_given),
+            Ok(_) => {}
+            Err(ReadError::Bad(why)) => problems.push(why),
+            Err(limit) => return Err(read_error(&p.name, limit)),
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Stop::Problems(problems).into())
+    }
+}
+
+/// The job an entry names, if any.
+fn job_of(item: &Item) -> Option<&str> {
+    match item {
+        Item::Job(report) => Some(&report.job_id),
+        Item::Change(ch) => Some(&ch.diff.job),
+        Item::Fallback(id) => Some(id),
+        Item::Error(_) | Item::Invalid(_) | Item::LeftOut(_) => None,
+    }
+}
+
+/// Partials merge keeps open at once (docs/past-one-machine.md): with more, it merges their
+/// entries in rounds through temporary files. Fewer when the process may open fewer files.
+const FAN_IN: usize = 256;
+
+/// Files merge may have open besides the partials of a round: stdin, stdout, stderr, the
+/// held output, a comparison's spool, a round's own file, and some room.
+const RESERVE: u64 = 16;
+
+/// The soft limit of open files, where the system says it.
+fn open_files_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes into the struct it is given.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+            // `rlim_t` is not `u64` on every system.
+            #[allow(clippy::useless_conversion)]
+            return Some(u64::try_from(lim.rlim_cur).unwrap_or(u64::MAX));
+        }
+    }
+    None
+}
+
+/// How many streams a round merges at once: [`FAN_IN`], fewer under a low limit of open
+/// files, at least 2.
+fn fan_in() -> usize {
+    let room = open_files_limit().map_or(FAN_IN as u64, |l| l.saturating_sub(RESERVE));
+    room.clamp(2, FAN_IN as u64) as usize
+}
+
+/// An entry between reading and decoding: where it stands, the partial it is of (by
+/// index), its number in that partial, its JSON.
+struct Head {
+    at: Pos,
+    index: usize,
+    number: u64,
+    json: Vec<u8>,
+}
+
+/// Entries in the source's order: a partial's own, or a round's file (the entries of
+/// several partials, already in that order).
+enum Stream {
+    Partial {
+        index: usize,
+        entries: Entries,
+        last: Option<Pos>,
+    },
+    Round {
+        reader: BufReader<File>,
+        line: Vec<u8>,
+    },
+}
+
+/// A stream before it is opened.
+enum Source {
+    Partial(usize),
+    Round(PathBuf),
+}
+
+impl Source {
+    fn open(&self, partials: &[Partial]) -> anyhow::Result<Stream> {
+        Ok(match self {
+            Source::Partial(index) => {
+                let p = &partials[*index];
+                Stream::Partial {
+                    index: *index,
+                    entries: p.entries().map_err(|e| read_error(&p.name, e))?,
+                    last: None,
+                }
+            }
+            Source::Round(path) => Stream::Round {
+                reader: BufReader::with_capacity(1 << 16, File::open(path).map_err(|e| round_error(path, e))?),
+                line: Vec::new(),
+            },
+        })
+    }
+}
+
+/// A round's file that cannot be opened or written.
+fn round_error(path: &std::path::Path, e: std::io::Error) -> anyhow::Error {
+    #[cfg(unix)]
+    if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+        return Stop::TooManyOpen(path.display().to_string()).into();
+    }
+    CliError::failed(format!(
+        "cannot use `{}`, a temporary file of the merge: {}",
+        path.display(),
+        crate::input::io_reason(&e)
+    ))
+    .with_hint("set TMPDIR to a directory with room to write")
+    .into()
+}
+
+impl Stream {
+    fn next(&mut self, partials: &[Partial]) -> anyhow::Result<Option<Head>> {
+        match self {
+            Stream::Partial { index, entries, last } => {
+                let Some(raw) = entries.next_raw() else {
+                    return Ok(None);
+                };
+                let raw = raw.map_err(problem)?;
+                if last.is_some_and(|l| raw.at < l) {
+                    return Err(damaged(&partials[*index], "its entries are not in the source's order"));
+                }
+                *last = Some(raw.at);
+                Ok(Some(Head {
+                    at: raw.at,
+                    index: *index,
+                    number: raw.number,
+                    json: raw.json,
+                }))
+            }
+            Stream::Round { reader, line } => {
+                line.clear();
+                let n = reader.read_until(b'\n', line)?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                // What `write_head` wrote: four numbers, then the entry's JSON.
+                let text = line.strip_suffix(b"\n").unwrap_or(line);
+                let mut parts = text.splitn(5, |&b| b == b' ');
+                let mut number = || -> Option<u64> { std::str::from_utf8(parts.next()?).ok()?.parse().ok() };
+                let (Some(index), Some(k), Some(a), Some(b)) = (number(), number(), number(), number()) else {
+                    anyhow::bail!("a temporary file of the merge was changed while it was merged");
+                };
+                let json = parts.next().unwrap_or_default().to_vec();
+                Ok(Some(Head {
+                    at: Pos(a, b),
+                    index: index as usize,
+                    number: k,
+                    json,
+                }))
+            }
+        }
+    }
+}
+
+fn write_head(out: &mut impl std::io::Write, h: &Head) -> std::io::Result<()> {
+    write!(out, "{} {} {} {} ", h.index, h.number, h.at.0, h.at.1)?;
+    out.write_all(&h.json)?;
+    out.write_all(b"\n")
+}
+
+/// Merges `sources` by position (then by partial, as given), each head to `f` until it
+/// returns `false`.
+fn merge_streams(
+    partials: &[Partial],
+    sources: &[Source],
+    mut f: impl FnMut(Head) -> anyhow::Result<bool>,
+) -> anyhow::Result<()> {
+    let mut streams = sources
         .iter()
-        .map(Partial::entries)
-        .collect::<Result<Vec<_>, String>>()
-        .map_err(CliError::invalid)?;
-    let mut heads: Vec<Option<Entry>> = Vec::with_capacity(streams.len());
+        .map(|s| s.open(partials))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut heads: Vec<Option<Head>> = Vec::with_capacity(streams.len());
     let mut heap = BinaryHeap::new();
     for (i, s) in streams.iter_mut().enumerate() {
-        let head = s.next().transpose().map_err(CliError::invalid)?;
-        if let Some(e) = &head {
-            heap.push(Reverse((e.at, i)));
+        let head = s.next(partials)?;
+        if let Some(h) = &head {
+            heap.push(Reverse((h.at, h.index, i)));
         }
         heads.push(head);
     }
-    while let Some(Reverse((at, i))) = heap.pop() {
-        let Some(entry) = heads[i].take() else { continue };
-        if !f(&partials[i], entry)? {
+    while let Some(Reverse((_, _, i))) = heap.pop() {
+        let Some(head) = heads[i].take() else { continue };
+        if !f(head)? {
             return Ok(());
         }
-        let next = streams[i].next().transpose().map_err(CliError::invalid)?;
-        if let Some(e) = &next {
-            if e.at < at {
-                return Err(damaged(&partials[i], "its entries are not in the source's order").into());
-            }
-            heap.push(Reverse((e.at, i)));
+        let next = streams[i].next(partials)?;
+        if let Some(h) = &next {
+            heap.push(Reverse((h.at, h.index, i)));
         }
         heads[i] = next;
     }
     Ok(())
+}
+
+/// Every entry of every partial, in the source's order, to `f` until it returns `false`;
+/// an entry of a job another partial holds too is refused. With more
+/// partials than [`fan_in`], groups of them are merged into temporary files first, and
+/// those in turn, so that no more are open at once.
+fn for_each_entry(
+    partials: &[Partial],
+    mut f: impl FnMut(&Partial, Entry) -> anyhow::Result<bool>,
+) -> anyhow::Result<()> {
+    let fan = fan_in();
+    let mut sources: Vec<Source> = (0..partials.len()).map(Source::Partial).collect();
+    let mut dir = None;
+    let mut round = 0;
+    while sources.len() > fan {
+        let dir = match &mut dir {
+            Some(d) => d,
+            None => dir.insert(
+                tempfile::Builder::new()
+                    .prefix("retryctl-merge-")
+                    .tempdir()
+                    .map_err(|e| {
+                        CliError::failed(format!(
+                            "cannot make a temporary directory for the merge's rounds in `{}`: {}",
+                            std::env::temp_dir().display(),
+                            crate::input::io_reason(&e)
+                        ))
+                        .with_hint("set TMPDIR to a directory with room to write")
+                    })?,
+            ),
+        };
+        round += 1;
+        let mut next = Vec::new();
+        for (g, group) in sources.chunks(fan).enumerate() {
+            let path = dir.path().join(format!("round-{round}-{g}"));
+            let file = File::create(&path).map_err(|e| round_error(&path, e))?;
+            let mut out = BufWriter::with_capacity(1 << 16, file);
+            merge_streams(partials, group, |h| {
+                write_head(&mut out, &h).map_err(|e| round_error(&path, e))?;
+                Ok(true)
+            })?;
+            out.flush().map_err(|e| round_error(&path, e))?;
+            next.push(Source::Round(path));
+        }
+        // The previous round's files are read: their room is given back.
+        for s in &sources {
+            if let Source::Round(path) = s {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        sources = next;
+    }
+    // A job is one shard's, whatever the rule that picked it (byte ranges, an id's hash, the
+    // database's hash): its position in the source is in one partial. A position met in two
+    // is a job listed by a shard that does not replay it; it would be counted twice.
+    let mut last: Option<(Pos, usize)> = None;
+    merge_streams(partials, &sources, |h| {
+        let p = &partials[h.index];
+        let entry = decode_entry(&p.name, h.number, &h.json).map_err(problem)?;
+        if let Some(id) = job_of(&entry.item) {
+            if let Some((_, other)) = last.filter(|(at, other)| *at == entry.at && *other != h.index) {
+                return Err(problem(format!(
+                    "`{}` is damaged: entry {}: job `{id}` is also in `{}`, at the same place in the history (another shard replays it)",
+                    p.name, h.number, partials[other].name
+                )));
+            }
+            last = Some((entry.at, h.index));
+        }
+        f(p, entry)
+    })
+}
+
+/// The shards' `--backtest-at`, as their run records it (`p`: the partial it is read from).
+fn backtest_at(p: &Partial, at: Option<&str>) -> anyhow::Result<Option<crate::model::failure_history::Timestamp>> {
+    // What the shard's own parse accepted: another value was written in by hand.
+    at.map(parse_backtest_at)
+        .transpose()
+        .map_err(|_| damaged(p, "its run's `backtestAt` is not an RFC 3339 time"))
+}
+
+/// Why the shards' `--backtest-at` has no answer from the merged trials: one process's
+/// refusal (the same usage error, exit 2), said of the shards' flag, since merge was given
+/// none, and what to do about it: run the shards again.
+fn backtest_refused(refused: &BacktestError, at: Option<&str>) -> anyhow::Error {
+    let one = backtest_refusal(refused, at.unwrap_or_default());
+    let hint = match refused {
+        BacktestError::NotSubmitted { .. } => {
+            "give every job its submission time (`retryctl history` writes it), or run the shards again without `--backtest-at`"
+        }
+        BacktestError::Refused(Refusal::NoTrain) => "run the shards again with a later `--backtest-at`",
+        BacktestError::Refused(Refusal::NoTest) => "run the shards again with an earlier `--backtest-at`",
+    };
+    CliError::new(one.code, format!("the shards' {}", one.message))
+        .with_hint(hint)
+        .into()
 }
 
 /// The missing queue an entry is the first job of, as a replay hands it on.
@@ -234,25 +665,16 @@ fn merge_simulate(
     format: Format,
 ) -> anyhow::Result<ExitCode> {
     let options = Options {
-        backtest_at: run.backtest_at.as_deref().map(parse_backtest_at).transpose()?,
+        backtest_at: backtest_at(&partials[0], run.backtest_at.as_deref())?,
         shard: None,
     };
-    let mut totals = Vec::with_capacity(partials.len());
-    for p in partials {
-        totals.push((
-            decode::<Folded>(p, "its totals", p.end.totals.clone())?,
-            p.end.used_given,
-        ));
-    }
     let mut held = Held::new()?;
     let stderr = Stderr::new(&mut *ctx.err, ctx.style, None, run.retry_policy);
     let mut sink = sink(format, run.mode(), &mut held, stderr);
     let command = if run.compare { "simulate --baseline" } else { "simulate" };
     let (code, used_given, refused) = if run.compare {
         let mut fold = CompareFold::new(&mut *sink, &run.given)?;
-        for (t, used) in totals {
-            fold.totals(t, used);
-        }
+        add_totals(partials, |_| Ok(()), |t: Folded, used| fold.totals(t, used))?;
         for_each_entry(partials, |p, e| {
             Ok(match e.item {
                 Item::Change(ch) => {
@@ -274,9 +696,7 @@ fn merge_simulate(
         )
     } else {
         let mut fold = ReplayFold::new(&mut *sink, &run.given)?;
-        for (t, used) in totals {
-            fold.totals(t, used);
-        }
+        add_totals(partials, |_| Ok(()), |t: Folded, used| fold.totals(t, used))?;
         for_each_entry(partials, |p, e| {
             Ok(match e.item {
                 Item::Job(report) => fold.job(*report, e.missing_queue)?,
@@ -287,7 +707,10 @@ fn merge_simulate(
         (replay_code(&done.summary, run.strict), done.used_given, done.refused)
     };
     drop(sink);
-    conclude(ctx, run, Some(held), refused, used_given)?;
+    if let Some(refused) = refused {
+        return Err(backtest_refused(&refused, run.backtest_at.as_deref()));
+    }
+    conclude(ctx, run, Some(held), None, used_given)?;
     let left_out = lookout_summary(ctx, partials)?;
     // `--strict` with a Lookout source: rows left out make the status 1 (as `simulate`).
     Ok(if code == ExitCode::Success && run.strict && left_out > 0 {
@@ -329,22 +752,33 @@ fn merge_tune(ctx: &mut Context, partials: &[Partial], run: &TuneRun, output: Me
         }
     };
     let options = Options {
-        backtest_at: run.backtest_at.as_deref().map(parse_backtest_at).transpose()?,
+        backtest_at: backtest_at(&partials[0], run.backtest_at.as_deref())?,
         shard: None,
     };
-    let max_compute = run.max_compute.as_deref().map(parse_max_compute).transpose()?;
-    let mut tallies = Vec::with_capacity(partials.len());
-    for p in partials {
-        tallies.push((
-            decode::<Tallies>(p, "its totals", p.end.totals.clone())?,
-            p.end.used_given,
-        ));
-    }
+    // What the shard's own parse accepted: another value was written in by hand.
+    let max_compute = match run.max_compute.as_deref().map(parse_max_compute).transpose() {
+        Ok(m) => m,
+        Err(_) => {
+            return Err(damaged(
+                &partials[0],
+                "its run's `maxCompute` is not a duration or a percentage",
+            ))
+        }
+    };
     let mut listener = StderrListener(Stderr::new(&mut *ctx.err, ctx.style, None, run.retry_policy));
     let mut fold = SweepFold::new(&mut listener, &run.given, run.ids.len());
-    for (t, used) in &tallies {
-        fold.totals(t, *used);
-    }
+    // Each candidate's tallies, in the order of the header's candidates: as many of both.
+    let candidates = run.ids.len();
+    let check = |c: &Counts| {
+        let arms = c.length("arms").unwrap_or(0);
+        if arms == candidates {
+            return Ok(());
+        }
+        Err(format!(
+            "is damaged: its totals' `arms` hold {arms} candidates' tallies, and its header's `run.ids` names {candidates} candidates"
+        ))
+    };
+    add_totals(partials, check, |t: Tallies, used| fold.totals(&t, used))?;
     for_each_entry(partials, |p, e| {
         Ok(match e.item {
             Item::Fallback(job) => {
@@ -358,13 +792,7 @@ fn merge_tune(ctx: &mut Context, partials: &[Partial], run: &TuneRun, output: Me
     listener.0.finish()?;
     let swept = match swept {
         Ok(s) => s,
-        Err(refused) => {
-            return Err(crate::commands::simulate::backtest_refusal(
-                &refused,
-                run.backtest_at.as_deref().unwrap_or_default(),
-            )
-            .into())
-        }
+        Err(refused) => return Err(backtest_refused(&refused, run.backtest_at.as_deref())),
     };
     let code = tune_command::finish(ctx, swept, run, max_compute, format, None)?;
     lookout_summary(ctx, partials)?;

@@ -25,7 +25,9 @@
 //!
 //! Owns: [`Recorder`] (the writing, which missing queues to list: the first job of each in
 //! this shard) and [`Partial`] (the reading, with every check on one file: is it a partial,
-//! its version, truncation, its count, its seal). Must not: decide what a shard lists or how totals
+//! its version, truncation, its count, its seal; its totals read again when they are added,
+//! one partial at a time, and checked as numbers by [`counts`]). A file that cannot be opened
+//! because too many are open is told apart ([`ReadError::TooManyOpen`]): no fault of the file. Must not: decide what a shard lists or how totals
 //! merge (that is `run`), compare partials with each other (that is `commands::merge`), or
 //! format anything for people (an invalid history file's diagnostics come rendered).
 
@@ -49,6 +51,8 @@ use super::fallback::{Fallback, Fallbacks};
 use super::shard::Shard;
 use super::source::Pos;
 use super::spool::Changed;
+
+pub mod counts;
 
 /// The version this build writes and reads; a partial of another one is refused. 2: a
 /// changed job is an array ([`ChangeOut`]).
@@ -577,7 +581,62 @@ pub struct Partial {
     /// The file as it was checked, to find it the same when its entries are read again.
     identity: Identity,
     pub header: Header,
-    pub end: End,
+    /// The end without its totals: a sweep's are megabytes per partial, read again when
+    /// they are added up ([`Partial::totals`]), one partial at a time.
+    pub end: EndIn<serde::de::IgnoredAny>,
+    /// Where the entries begin in the file (the header's length).
+    entries_at: u64,
+    /// Where the end line begins in the file, and its SHA-256: the bytes the seal vouched for.
+    end_at: u64,
+    end_digest: Vec<u8>,
+}
+
+/// A partial's end as read back: [`End`] with its totals in the shape the reader asks for.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+pub struct EndIn<T> {
+    pub entries: u64,
+    pub used_given: bool,
+    pub source: Option<String>,
+    pub totals: T,
+    #[serde(default)]
+    pub lookout: Option<Lookout>,
+}
+
+/// Why a partial was not read: what is wrong with it, or a limit of this machine (too many
+/// files open), which is no fault of the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadError {
+    /// What is wrong with the file, in words that follow its name.
+    Bad(String),
+    /// The process (or the system) has as many files open as it may: `EMFILE`, `ENFILE`.
+    TooManyOpen,
+}
+
+impl From<String> for ReadError {
+    fn from(why: String) -> ReadError {
+        ReadError::Bad(why)
+    }
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Bad(why) => f.write_str(why),
+            ReadError::TooManyOpen => f.write_str("cannot be opened: too many files are open"),
+        }
+    }
+}
+
+/// Opens a partial (`what` went wrong, else): a full file table is told apart from a file
+/// that cannot be read.
+fn open_file(path: &Path) -> Result<File, ReadError> {
+    File::open(path).map_err(|e| match e.raw_os_error() {
+        #[cfg(unix)]
+        Some(libc::EMFILE | libc::ENFILE) => ReadError::TooManyOpen,
+        _ => ReadError::Bad(format!("cannot be read: {}", crate::input::io_reason(&e))),
+    })
 }
 
 /// What tells a file apart from another put in its place, or from itself changed: its
@@ -634,12 +693,12 @@ fn read_line<R: BufRead>(r: &mut R, buf: &mut Vec<u8>) -> Result<bool, String> {
 impl Partial {
     /// Reads `path`'s header and end and counts its entries; `Err` says what is wrong with
     /// it (not a partial, a newer version, truncated, damaged).
-    pub fn open(path: &Path) -> Result<Partial, String> {
+    pub fn open(path: &Path) -> Result<Partial, ReadError> {
         let name = path.display().to_string();
         // Looked at before it is opened: opening a named pipe waits for a writer.
         let meta = std::fs::metadata(path).map_err(|e| format!("cannot be read: {}", crate::input::io_reason(&e)))?;
         Identity::regular(&meta)?;
-        let file = File::open(path).map_err(|e| format!("cannot be read: {}", crate::input::io_reason(&e)))?;
+        let file = open_file(path)?;
         let identity = Identity::of(&file)?;
         let mut r = BufReader::with_capacity(1 << 16, file);
         use sha2::Digest;
@@ -647,13 +706,15 @@ impl Partial {
         // first line of up to 256 MiB.
         let start = r.fill_buf().map_err(|e| crate::input::io_reason(&e))?;
         if !MAGIC.as_bytes().starts_with(&start[..start.len().min(MAGIC.len())]) || start.is_empty() {
-            return Err(not_a_partial());
+            return Err(not_a_partial().into());
         }
         let mut line = Vec::new();
         read_line(&mut r, &mut line)?;
         let header = header(&line)?;
         let mut seal = sha2::Sha256::new();
         seal.update(&line);
+        let entries_at = line.len() as u64;
+        let mut at = entries_at;
         let mut entries = 0u64;
         let truncated = |entries: u64| {
             format!(
@@ -664,23 +725,25 @@ impl Partial {
         loop {
             // Every line a recorder writes ends with a newline: one without was cut.
             if !read_line(&mut r, &mut line)? || line.last() != Some(&b'\n') {
-                return Err(truncated(entries));
+                return Err(truncated(entries).into());
             }
             if line.starts_with(END.as_bytes()) {
                 break;
             }
             seal.update(&line);
+            at += line.len() as u64;
             entries += 1;
         }
-        let end = end(&line, seal)?;
+        let end: EndIn<serde::de::IgnoredAny> = end(&line, Some(seal))?;
+        let end_digest = sha2::Sha256::digest(&line).to_vec();
         if read_line(&mut r, &mut line)? && !line.trim_ascii().is_empty() {
-            return Err("is damaged: there is more after its end".into());
+            return Err(ReadError::Bad("is damaged: there is more after its end".into()));
         }
         if end.entries != entries {
-            return Err(format!(
+            return Err(ReadError::Bad(format!(
                 "is damaged: its end says {} entries, it holds {entries}",
                 end.entries
-            ));
+            )));
         }
         Ok(Partial {
             name,
@@ -688,28 +751,63 @@ impl Partial {
             identity,
             header,
             end,
+            entries_at,
+            end_at: at,
+            end_digest,
         })
+    }
+
+    /// The file opened again, checked to be the one [`Partial::open`] read.
+    fn reopen(&self) -> Result<File, ReadError> {
+        let file = open_file(&self.path).map_err(|e| match e {
+            ReadError::Bad(why) => ReadError::Bad(format!("`{}` {why}", self.name)),
+            limit => limit,
+        })?;
+        // The file checked, unchanged: its seal vouched for those bytes, not for these.
+        if Identity::of(&file).map_err(|e| format!("`{}` {e}", self.name))? != self.identity {
+            return Err(ReadError::Bad(format!(
+                "`{}` changed while it was merged (another file in its place, or written to since it was checked)",
+                self.name
+            )));
+        }
+        Ok(file)
+    }
+
+    /// The shard's totals, in the shape `T` of its command (the end line read again, and
+    /// checked to be the bytes the seal vouched for). An error names the file.
+    pub fn totals<T: serde::de::DeserializeOwned>(&self) -> Result<T, ReadError> {
+        use sha2::Digest;
+        use std::io::{Seek, SeekFrom};
+        let mut file = self.reopen()?;
+        let named = |why: String| ReadError::Bad(format!("`{}` {why}", self.name));
+        file.seek(SeekFrom::Start(self.end_at))
+            .map_err(|e| named(crate::input::io_reason(&e)))?;
+        let mut line = Vec::new();
+        read_line(&mut BufReader::new(file), &mut line).map_err(named)?;
+        if sha2::Sha256::digest(&line).as_slice() != self.end_digest {
+            return Err(named(
+                "changed while it was merged (its end is not the one that was checked)".into(),
+            ));
+        }
+        let end: EndIn<T> = end(&line, None).map_err(named)?;
+        Ok(end.totals)
     }
 
     /// The entries, in order (the file is read again, as a stream). An entry that does not
     /// read is an error naming the file and the entry.
-    pub fn entries(&self) -> Result<Entries, String> {
-        let file = File::open(&self.path)
-            .map_err(|e| format!("`{}` cannot be read: {}", self.name, crate::input::io_reason(&e)))?;
-        // The file checked, unchanged: its seal vouched for those bytes, not for these.
-        if Identity::of(&file).map_err(|e| format!("`{}` {e}", self.name))? != self.identity {
-            return Err(format!(
-                "`{}` changed while it was merged (another file in its place, or written to since it was checked)",
-                self.name
-            ));
-        }
-        let mut r = BufReader::with_capacity(1 << 16, file);
-        let mut line = Vec::new();
-        read_line(&mut r, &mut line).map_err(|e| format!("`{}` {e}", self.name))?;
+    pub fn entries(&self) -> Result<Entries, ReadError> {
+        let file = self.reopen()?;
+        // Past the header, not through it: a sweep's names every candidate (a MiB for
+        // 4,000), and a buffer that held it, kept by each of 256 streams, was most of what
+        // a merge held.
+        use std::io::{Seek, SeekFrom};
+        let mut file = file;
+        file.seek(SeekFrom::Start(self.entries_at))
+            .map_err(|e| ReadError::Bad(format!("`{}` {}", self.name, crate::input::io_reason(&e))))?;
         Ok(Entries {
             name: self.name.clone(),
-            reader: r,
-            line,
+            reader: BufReader::with_capacity(1 << 16, file),
+            line: Vec::new(),
             left: self.end.entries,
             read: 0,
         })
@@ -778,7 +876,7 @@ fn header(line: &[u8]) -> Result<Header, String> {
 
 /// The end line, `],"end":{…},"sha256":"…"}`, checked against the seal of every byte before
 /// it (`seal`: the lines before it, so far).
-fn end(line: &[u8], mut seal: sha2::Sha256) -> Result<End, String> {
+fn end<T: serde::de::DeserializeOwned>(line: &[u8], seal: Option<sha2::Sha256>) -> Result<EndIn<T>, String> {
     use sha2::Digest;
     let damaged = |why: String| format!("is damaged: its end: {why}");
     let text = std::str::from_utf8(line)
@@ -788,11 +886,13 @@ fn end(line: &[u8], mut seal: sha2::Sha256) -> Result<End, String> {
     let at = text.rfind(SEAL).ok_or_else(shape)?;
     let (sealed, rest) = text.split_at(at);
     let given = rest[SEAL.len()..].strip_suffix("\"}").ok_or_else(shape)?;
-    seal.update(sealed.as_bytes());
-    if given != hex(&seal.finalize()) {
-        return Err(
-            "is damaged: its bytes are not the ones its shard wrote (its SHA-256 differs: was it edited?)".into(),
-        );
+    if let Some(mut seal) = seal {
+        seal.update(sealed.as_bytes());
+        if given != hex(&seal.finalize()) {
+            return Err(
+                "is damaged: its bytes are not the ones its shard wrote (its SHA-256 differs: was it edited?)".into(),
+            );
+        }
     }
     let body = sealed.strip_prefix(END).ok_or_else(shape)?;
     serde_json::from_str(body).map_err(|e| damaged(e.to_string()))
@@ -811,10 +911,46 @@ pub struct Entries {
     read: u64,
 }
 
-impl Iterator for Entries {
-    type Item = Result<Entry, String>;
+/// An entry as its partial holds it: its position, its number in the file (from 1) and its
+/// JSON, decoded by [`decode_entry`]. A merge of more partials than it keeps open sorts
+/// these through temporary files before it decodes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawEntry {
+    pub at: Pos,
+    pub number: u64,
+    pub json: Vec<u8>,
+}
 
-    fn next(&mut self) -> Option<Result<Entry, String>> {
+/// `{"at":[A,B],…`: what every recorder writes first, read without decoding the rest.
+fn quick_at(json: &[u8]) -> Option<Pos> {
+    let rest = json.strip_prefix(b"{\"at\":[")?;
+    let comma = rest.iter().position(|&b| b == b',')?;
+    let close = comma + 1 + rest[comma + 1..].iter().position(|&b| b == b']')?;
+    let number = |b: &[u8]| -> Option<u64> {
+        if b.is_empty() || b.len() > 20 || !b.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(b).ok()?.parse().ok()
+    };
+    Some(Pos(number(&rest[..comma])?, number(&rest[comma + 1..close])?))
+}
+
+/// The position of an entry.
+#[derive(Deserialize)]
+struct AtOnly {
+    at: Pos,
+}
+
+/// An entry of the partial `name`, its `number`th, decoded; an error names both.
+pub fn decode_entry(name: &str, number: u64, json: &[u8]) -> Result<Entry, String> {
+    let bad = |why: String| format!("`{name}` is damaged: entry {number}: {why}");
+    let e: EntryIn = serde_json::from_slice(json).map_err(|e| bad(e.to_string()))?;
+    Entry::try_from(e).map_err(bad)
+}
+
+impl Entries {
+    /// The next entry, its position read and the rest left as JSON.
+    pub fn next_raw(&mut self) -> Option<Result<RawEntry, String>> {
         if self.left == 0 {
             return None;
         }
@@ -835,9 +971,29 @@ impl Iterator for Entries {
                     .strip_suffix(b",")
                     .ok_or_else(|| bad("is not followed by a comma".into()))?;
             }
-            let e: EntryIn = serde_json::from_slice(text).map_err(|e| bad(e.to_string()))?;
-            Entry::try_from(e).map_err(bad)
+            let at = match quick_at(text) {
+                Some(at) => at,
+                None => {
+                    serde_json::from_slice::<AtOnly>(text)
+                        .map_err(|e| bad(e.to_string()))?
+                        .at
+                }
+            };
+            Ok(RawEntry {
+                at,
+                number: k,
+                json: text.to_vec(),
+            })
         })())
+    }
+}
+
+impl Iterator for Entries {
+    type Item = Result<Entry, String>;
+
+    fn next(&mut self) -> Option<Result<Entry, String>> {
+        let raw = self.next_raw()?;
+        Some(raw.and_then(|r| decode_entry(&self.name, r.number, &r.json)))
     }
 }
 

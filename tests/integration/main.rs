@@ -22,6 +22,7 @@ mod grpc;
 mod history;
 mod kubectl;
 mod lookout_pod_errors;
+mod merge_hardening;
 mod output_file;
 mod serve;
 mod serve_process;

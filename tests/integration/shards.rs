@@ -25,20 +25,20 @@ const TUNE_FORMATS: [&str; 5] = ["table", "json", "yaml", "html", "markdown"];
 
 /// FNV-1a 64, as docs/past-one-machine.md defines a stdin job's shard (written out here, not
 /// taken from the crate).
-fn fnv(id: &str) -> u64 {
+pub(crate) fn fnv(id: &str) -> u64 {
     id.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
 }
 
-fn run(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn run(dir: &Path, args: &[&str]) -> Output {
     let home = temp_home();
     retryctl(home.path()).current_dir(dir).args(args).output().unwrap()
 }
 
 /// Each shard of `args` (a `simulate` or `tune` command line) into `DIR/TAG-I.json`: exit 0
 /// and nothing on stdout but the partial.
-fn shards(dir: &Path, tag: &str, args: &[&str], n: u64) -> Vec<String> {
+pub(crate) fn shards(dir: &Path, tag: &str, args: &[&str], n: u64) -> Vec<String> {
     (0..n)
         .map(|i| {
             let shard = format!("{i}/{n}");
@@ -70,7 +70,7 @@ fn same(dir: &Path, args: &[&str], partials: &[String], format: &str) -> Output 
 
 /// Merges `partials` with `-o format` and checks that it prints `whole` (the one process's
 /// output of `what`, with that format): stdout, stderr and exit status.
-fn merges_to(dir: &Path, whole: &Output, partials: &[String], format: &str, what: &str) {
+pub(crate) fn merges_to(dir: &Path, whole: &Output, partials: &[String], format: &str, what: &str) {
     let mut merge = vec!["merge"];
     merge.extend(partials.iter().map(String::as_str));
     merge.extend(["-o", format]);
@@ -104,7 +104,7 @@ fn every_split(dir: &Path, tag: &str, args: &[&str], formats: &[&str]) -> Vec<Ou
 /// The report's history (Pending jobs, estimates, changes of every kind), a GPU job, jobs of
 /// a queue the documents lack and of none, and 120 jobs whose expectations fail: more
 /// messages than stderr prints (100), spread over the shards.
-fn history() -> String {
+pub(crate) fn history() -> String {
     let mut h = report_history();
     h.push_str(r#"{"job":{"id":"gpu1","queue":"q","resources":{"cpu":"8","gpu":"2"}},"runs":[{"conditions":["Preempted"],"runFor":"30m"},{"outcome":"succeeded","runFor":"2h"}]}"#);
     h.push('\n');
@@ -125,14 +125,14 @@ fn history() -> String {
     h
 }
 
-fn what_if(history: &str) -> tempfile::TempDir {
+pub(crate) fn what_if(history: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     write_what_if(dir.path(), OLD, NEW, QUEUE, history);
     dir
 }
 
 const PLAIN: [&str; 5] = ["simulate", "-f", "new", "--history", "h.jsonl"];
-const PLAN: [&str; 7] = ["simulate", "-f", "new", "--baseline", "old", "--history", "h.jsonl"];
+pub(crate) const PLAN: [&str; 7] = ["simulate", "-f", "new", "--baseline", "old", "--history", "h.jsonl"];
 
 #[test]
 fn a_plain_replay_merges_to_one_process() {
@@ -203,13 +203,33 @@ fn a_backtest_is_made_from_the_merged_trials() {
             assert_eq!(whole.status.code(), Some(0), "{}", format_output(&whole));
         }
     }
-    // Too late a time: no trials to test, the usage error, from the merged trials alike.
+    // Too late a time: no trials to test, the usage error, from the merged trials alike; said
+    // of the shards' flag (merge was given none), with what to do.
     let mut late = PLAN.to_vec();
     late.extend(["--backtest-at", "2027-01-01T00:00:00Z"]);
     let partials = shards(dir.path(), "late", &late, 2);
-    let whole = same(dir.path(), &late, &partials, "json");
+    let whole = run(
+        dir.path(),
+        &late.iter().copied().chain(["-o", "json"]).collect::<Vec<_>>(),
+    );
     assert_eq!(whole.status.code(), Some(2));
     assert!(whole.stdout.is_empty());
+    let said = "error: `--backtest-at 2027-01-01T00:00:00Z` leaves no trials to test the rates";
+    let hint = "hint: pick an earlier time\n";
+    let one = String::from_utf8_lossy(&whole.stderr);
+    assert!(one.starts_with(said) && one.ends_with(hint), "{one}");
+    let merged = run(dir.path(), &["merge", &partials[0], &partials[1], "-o", "json"]);
+    assert_eq!(merged.status.code(), Some(2), "{}", format_output(&merged));
+    assert!(merged.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&merged.stderr),
+        one.replacen(
+            said,
+            "error: the shards' `--backtest-at 2027-01-01T00:00:00Z` leaves no trials to test the rates",
+            1
+        )
+        .replacen(hint, "hint: run the shards again with an earlier `--backtest-at`\n", 1)
+    );
 }
 
 #[test]
@@ -603,7 +623,7 @@ fn a_lookout_shard_reads_only_its_own_jobs() {
 
 /// `text`, a partial, with its seal made again: what another build (or a careful hand)
 /// would write, to reach the checks behind the seal.
-fn reseal(text: &str) -> String {
+pub(crate) fn reseal(text: &str) -> String {
     use sha2::Digest;
     let at = text.rfind(",\"sha256\":\"").unwrap();
     let seal: String = sha2::Sha256::digest(&text.as_bytes()[..at])
@@ -832,14 +852,18 @@ fn merge_refuses_what_is_not_one_whole_run() {
     // A damaged entry is found as the merge reads it: still nothing on stdout.
     let lines: Vec<&str> = text.lines().collect();
     let mut broken = lines.clone();
-    broken[2] = "{\"at\":[1,2],\"change\":{\"diff\":7}},";
+    // Its place in the source kept (entries must stay in order), its change made garbage.
+    let at = &lines[2][..lines[2].find("],").unwrap() + 1];
+    let garbage = format!("{at},\"change\":{{\"diff\":7}}}},");
+    broken[2] = &garbage;
     fs::write(d.join("broken.json"), reseal(&(broken.join("\n") + "\n"))).unwrap();
     let out = run(d, &["merge", p0, "broken.json", p2, "-o", "json"]);
     assert_eq!(out.status.code(), Some(3), "{}", format_output(&out));
     assert!(out.stdout.is_empty());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.ends_with("error: `broken.json` is damaged: entry 2: invalid type: map, expected a changed job: [job, baseline, candidate, computeAdded, computeRemoved, resources, class, depth, steps] at line 1 column 21\n"),
+        err.ends_with(&format!("error: `broken.json` is damaged: entry 2: invalid type: map, expected a changed job: [job, baseline, candidate, computeAdded, computeRemoved, resources, class, depth, steps] at line 1 column {}\n\
+             error: cannot merge: 1 problem above (nothing was printed)\n", garbage.find("{\"diff\"").unwrap())),
         "{err}"
     );
     // Edited by hand: a count in the totals made larger. Refused, whatever it changed.
@@ -869,7 +893,8 @@ fn merge_refuses_what_is_not_one_whole_run() {
     assert!(out.stdout.is_empty());
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "error: `foreign.json` is damaged: it holds a changed job, which a partial of `tune` never holds\n"
+        "error: `foreign.json` is damaged: it holds a changed job, which a partial of `tune` never holds\n\
+         error: cannot merge: 1 problem above (nothing was printed)\n"
     );
     // A missing file.
     refused(

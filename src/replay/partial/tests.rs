@@ -22,8 +22,8 @@ fn file(bytes: &[u8]) -> tempfile::NamedTempFile {
 
 fn read(bytes: &[u8]) -> Result<(Partial, Vec<Entry>), String> {
     let f = file(bytes);
-    let p = Partial::open(f.path())?;
-    let entries = p.entries()?.collect::<Result<Vec<_>, _>>()?;
+    let p = Partial::open(f.path()).map_err(|e| e.to_string())?;
+    let entries = p.entries().map_err(|e| e.to_string())?.collect::<Result<Vec<_>, _>>()?;
     Ok((p, entries))
 }
 
@@ -72,7 +72,7 @@ fn a_partial_changed_between_its_two_reads_is_refused() {
     // Another file of the same bytes, renamed over it: another inode.
     let other = file(&bytes);
     std::fs::rename(other.path(), f.path()).unwrap();
-    let err = p.entries().err().unwrap();
+    let err = p.entries().err().unwrap().to_string();
     let name = f.path().display();
     assert_eq!(
         err,
@@ -90,6 +90,7 @@ fn a_partial_changed_between_its_two_reads_is_refused() {
         .entries()
         .err()
         .unwrap()
+        .to_string()
         .ends_with("changed while it was merged (another file in its place, or written to since it was checked)"));
 }
 
@@ -100,11 +101,12 @@ fn a_file_that_does_not_begin_as_a_partial_is_refused_at_once() {
     let f = tempfile::NamedTempFile::new().unwrap();
     // Sparse: 300 MiB of zeros, no newline; reading it to the line's end would take seconds.
     f.as_file().set_len(300 << 20).unwrap();
-    let err = Partial::open(f.path()).err().unwrap();
+    let err = Partial::open(f.path()).err().unwrap().to_string();
     assert!(err.starts_with("is not a retryctl partial result"), "{err}");
     assert!(Partial::open(file(b"").path())
         .err()
         .unwrap()
+        .to_string()
         .starts_with("is not a retryctl partial result"));
 }
 

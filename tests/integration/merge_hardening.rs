@@ -1,0 +1,331 @@
+//! `merge` against partials edited and sealed again (their seal is a SHA-256 anyone can
+//! compute), and against the machine's limits (docs/past-one-machine.md): numbers that
+//! cannot be true, counts that would overflow when added, a job another shard replays,
+//! candidates' tallies the header does not name, settings that differ between partials;
+//! too many files open (a limit, exit 1, not invalid input) and a merge in rounds under a
+//! low `ulimit -n`. Every refusal: exit 3 (1 for the limit), nothing on stdout, the full
+//! stderr ending with the closing `cannot merge` line.
+
+use std::fs;
+use std::path::Path;
+use std::process::Output;
+
+use crate::shards::{fnv, history, merges_to, reseal, run, shards, what_if, PLAN};
+use crate::support::format_output;
+use crate::tune::sweep;
+
+const CLOSING: &str = "error: cannot merge: 1 problem above (nothing was printed)\n";
+
+/// `merge FILES` in `dir`: exit 3, nothing on stdout; its stderr.
+fn refused(dir: &Path, files: &[&str]) -> String {
+    let mut args = vec!["merge"];
+    args.extend(files);
+    let out = run(dir, &args);
+    assert_eq!(out.status.code(), Some(3), "{files:?}: {}", format_output(&out));
+    assert!(out.stdout.is_empty(), "{files:?}: {}", format_output(&out));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A partial's end line as JSON (`],"end":{…}` without the seal), edited by `edit`, put
+/// back and sealed again.
+fn edit_end(text: &str, edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let last = lines.len() - 1;
+    let line = &lines[last];
+    let body = &line["],\"end\":".len()..line.rfind(",\"sha256\":\"").unwrap()];
+    let mut end: serde_json::Value = serde_json::from_str(body).unwrap();
+    edit(&mut end);
+    lines[last] = format!("],\"end\":{end},\"sha256\":\"\"}}");
+    reseal(&(lines.join("\n") + "\n"))
+}
+
+/// Every number named `name` in `v`, added up (what merge adds for that field).
+fn sum_named(v: &serde_json::Value, name: &str) -> u128 {
+    match v {
+        serde_json::Value::Object(m) => m
+            .iter()
+            .map(|(k, x)| match x {
+                serde_json::Value::Number(n) if k == name => u128::from(n.as_u64().unwrap_or(0)),
+                _ if k == name => sum_named_items(x),
+                _ => sum_named(x, name),
+            })
+            .sum(),
+        serde_json::Value::Array(items) => items.iter().map(|x| sum_named(x, name)).sum(),
+        _ => 0,
+    }
+}
+
+fn sum_named_items(v: &serde_json::Value) -> u128 {
+    match v {
+        serde_json::Value::Number(n) => u128::from(n.as_u64().unwrap_or(0)),
+        serde_json::Value::Array(items) => items.iter().map(sum_named_items).sum(),
+        _ => 0,
+    }
+}
+
+/// A partial's end (its totals) as JSON.
+fn end_of(text: &str) -> serde_json::Value {
+    let line = text.lines().last().unwrap();
+    serde_json::from_str(&line["],\"end\":".len()..line.rfind(",\"sha256\":\"").unwrap()]).unwrap()
+}
+
+/// A resealed plan whose trials count more successes than trials: refused by name, with
+/// where in its totals.
+#[test]
+fn successes_above_trials_are_refused() {
+    let dir = what_if(&history());
+    let d = dir.path();
+    let p = shards(d, "p", &PLAN, 3);
+    // A shard with trials at depth 1 (which one depends on how the bytes split).
+    let k = (0..3)
+        .find(|&k| {
+            end_of(&fs::read_to_string(d.join(&p[k])).unwrap())["totals"]["trials"]["trials"]["all"]["train"][0]
+                ["trials"]
+                .as_u64()
+                > Some(0)
+        })
+        .unwrap();
+    let text = fs::read_to_string(d.join(&p[k])).unwrap();
+    let mut trials = 0;
+    let edited = edit_end(&text, |end| {
+        let tally = &mut end["totals"]["trials"]["trials"]["all"]["train"][0];
+        trials = tally["trials"].as_u64().unwrap();
+        tally["successes"] = (trials + 1).into();
+    });
+    assert!(trials > 0, "{text}");
+    fs::write(d.join("lucky.json"), edited).unwrap();
+    let mut files: Vec<&str> = p.iter().map(String::as_str).collect();
+    files[k] = "lucky.json";
+    assert_eq!(
+        refused(d, &files),
+        format!(
+            "error: `lucky.json` is damaged: its totals' `trials.trials.all.train[0]` count {} successes in {trials} trials (successes are trials that succeeded)\n{CLOSING}",
+            trials + 1
+        )
+    );
+}
+
+/// A resealed plan whose comparison counts more changed jobs than jobs (the reports print
+/// the difference as unchanged): refused, not subtracted past zero.
+#[test]
+fn more_changed_jobs_than_jobs_are_refused() {
+    let dir = what_if(&history());
+    let d = dir.path();
+    let p = shards(d, "p", &PLAN, 3);
+    let text = fs::read_to_string(d.join(&p[2])).unwrap();
+    let mut jobs = 0;
+    let edited = edit_end(&text, |end| {
+        let comparison = &mut end["totals"]["tally"]["comparison"];
+        jobs = comparison["jobs"].as_u64().unwrap();
+        comparison["changed"] = (jobs + 1).into();
+    });
+    fs::write(d.join("changed.json"), edited).unwrap();
+    assert_eq!(
+        refused(d, &[&p[0], &p[1], "changed.json"]),
+        format!(
+            "error: `changed.json` is damaged: its totals' `tally.comparison` count {} changed jobs of {jobs} jobs (changed jobs are among the jobs)\n{CLOSING}",
+            jobs + 1
+        )
+    );
+}
+
+/// Counts that overflow when added: one partial's own (a count at the top of `u64` beside
+/// others of its name), and two partials' together. Refused, never wrapped or a panic.
+#[test]
+fn counts_that_overflow_when_added_are_refused() {
+    let dir = what_if(&history());
+    let d = dir.path();
+    let p = shards(d, "p", &PLAN, 3);
+    let max = u64::MAX;
+    // The comparison's `jobs` set to `value`: what `jobs` then adds up to in the partial.
+    let jobs_at = |name: &str, source: &str, value: u64| -> u128 {
+        let text = fs::read_to_string(d.join(source)).unwrap();
+        let edited = edit_end(&text, |end| {
+            end["totals"]["tally"]["comparison"]["jobs"] = value.into();
+        });
+        fs::write(d.join(name), &edited).unwrap();
+        sum_named(&end_of(&edited)["totals"], "jobs")
+    };
+    // Alone: `jobs` is counted in the comparison and in each side, and adds up past u64.
+    jobs_at("alone-0.json", &p[0], max);
+    assert_eq!(
+        refused(d, &["alone-0.json", &p[1], &p[2]]),
+        format!("error: `alone-0.json` is damaged: its totals' `jobs` add up to more than {max}, more than a count can hold\n{CLOSING}")
+    );
+    // Every file's problem is said.
+    jobs_at("alone-1.json", &p[1], max);
+    assert_eq!(
+        refused(d, &["alone-0.json", "alone-1.json", &p[2]]),
+        format!(
+            "error: `alone-0.json` is damaged: its totals' `jobs` add up to more than {max}, more than a count can hold\n\
+             error: `alone-1.json` is damaged: its totals' `jobs` add up to more than {max}, more than a count can hold\n\
+             error: cannot merge: 2 problems above (nothing was printed)\n"
+        )
+    );
+    // Together: each partial's fits, their sum does not; the partial that passes is named.
+    let first = jobs_at("half-0.json", &p[0], max / 2);
+    let second = jobs_at("half-1.json", &p[1], max / 2);
+    assert!(first <= u128::from(max) && second <= u128::from(max) && first + second > u128::from(max));
+    assert_eq!(
+        refused(d, &["half-0.json", "half-1.json", &p[2]]),
+        format!(
+            "error: `half-1.json` is damaged: its totals' `jobs` ({second} in all) and the partials' before it ({first}) add up to more than {max}, more than a count can hold\n{CLOSING}"
+        )
+    );
+}
+
+/// A job listed in a partial whose shard does not replay it (another shard's entry copied in,
+/// the file sealed again): refused as damaged, naming the entry, the job and the partial that
+/// holds it too. Whatever the rule that split the source, a place in it is one shard's.
+#[test]
+fn a_job_another_shard_owns_is_refused() {
+    let dir = what_if(&history());
+    let d = dir.path();
+    let p = shards(d, "p", &PLAN, 3);
+    let first = fs::read_to_string(d.join(&p[0])).unwrap();
+    let second = fs::read_to_string(d.join(&p[1])).unwrap();
+    // Shard 0's last entry goes first in shard 1's (its place is before all of shard 1's).
+    let lines: Vec<&str> = first.lines().collect();
+    let last = lines[lines.len() - 2];
+    assert!(last.starts_with("{\"at\":"), "{last}");
+    let last = format!("{},", last.trim_end_matches(','));
+    let id = last.split("\"change\":[\"").nth(1).unwrap().split('"').next().unwrap();
+    let mut theirs: Vec<&str> = second.lines().collect();
+    theirs.insert(1, &last);
+    let stray = edit_end(&(theirs.join("\n") + "\n"), |end| {
+        end["entries"] = (end["entries"].as_u64().unwrap() + 1).into();
+    });
+    fs::write(d.join("stray.json"), stray).unwrap();
+    // Found as the merge reads it: shard 0's messages before it are said.
+    let err = refused(d, &[&p[0], "stray.json", &p[2]]);
+    let want = format!(
+        "error: `stray.json` is damaged: entry 1: job `{id}` is also in `{}`, at the same place in the history (another shard replays it)\n{CLOSING}",
+        p[0]
+    );
+    assert!(err.ends_with(&want), "{err}");
+}
+
+/// A sweep's partial whose totals hold fewer candidates' tallies than its header names.
+#[test]
+fn candidate_tallies_that_disagree_with_the_header_are_refused() {
+    let dir = what_if(&history());
+    let d = dir.path();
+    let t = shards(d, "t", &sweep("new"), 2);
+    let text = fs::read_to_string(d.join(&t[1])).unwrap();
+    let mut named = 0;
+    let edited = edit_end(&text, |end| {
+        let arms = end["totals"]["arms"].as_array_mut().unwrap();
+        named = arms.len();
+        arms.pop();
+    });
+    assert!(named > 1);
+    fs::write(d.join("short.json"), edited).unwrap();
+    assert_eq!(
+        refused(d, &[&t[0], "short.json"]),
+        format!(
+            "error: `short.json` is damaged: its totals' `arms` hold {} candidates' tallies, and its header's `run.ids` names {named} candidates\n{CLOSING}",
+            named - 1
+        )
+    );
+}
+
+/// A setting of the run (the header's `run`) edited in one partial and sealed again: the
+/// fingerprint is the same, the settings are not. Refused naming both files and the field,
+/// whichever partial comes first.
+#[test]
+fn run_settings_are_compared_across_every_partial() {
+    let dir = what_if(&history());
+    let d = dir.path();
+    let p = shards(d, "p", &PLAN, 3);
+    let text = fs::read_to_string(d.join(&p[2])).unwrap();
+    let edited = text.replacen("\"exitCode\":false", "\"exitCode\":true", 1);
+    assert_ne!(edited, text);
+    fs::write(d.join("exit.json"), reseal(&edited)).unwrap();
+    assert_eq!(
+        refused(d, &[&p[0], &p[1], "exit.json"]),
+        format!(
+            "error: `exit.json` and `p-0.json` do not hold the same run: their headers' `run.exitCode` differ: `true` in `exit.json`, `false` in `p-0.json` (the shards of one run share every setting: was one edited?)\n{CLOSING}"
+        )
+    );
+    // The edited partial first: the others are each named against it.
+    assert_eq!(
+        refused(d, &["exit.json", &p[0], &p[1]]),
+        "error: `p-0.json` and `exit.json` do not hold the same run: their headers' `run.exitCode` differ: `false` in `p-0.json`, `true` in `exit.json` (the shards of one run share every setting: was one edited?)\n\
+         error: `p-1.json` and `exit.json` do not hold the same run: their headers' `run.exitCode` differ: `false` in `p-1.json`, `true` in `exit.json` (the shards of one run share every setting: was one edited?)\n\
+         error: cannot merge: 2 problems above (nothing was printed)\n"
+    );
+    // A tune partial's list of candidates: named, too long to show.
+    let t = shards(d, "t", &sweep("new"), 2);
+    let text = fs::read_to_string(d.join(&t[1])).unwrap();
+    let edited = text.replacen("\"ids\":[[1,", "\"ids\":[[7,", 1);
+    assert_ne!(edited, text);
+    fs::write(d.join("ids.json"), reseal(&edited)).unwrap();
+    assert_eq!(
+        refused(d, &[&t[0], "ids.json"]),
+        format!("error: `ids.json` and `t-0.json` do not hold the same run: their headers' `run.ids` differ (the shards of one run share every setting: was one edited?)\n{CLOSING}")
+    );
+}
+
+/// `sh -c 'ulimit -n LIMIT; retryctl merge FILES… -o FORMAT'` in `dir`.
+fn merge_under_limit(dir: &Path, limit: u32, files: &[String], format: &str) -> Output {
+    let home = crate::support::temp_home();
+    let bin = assert_cmd::cargo::cargo_bin("retryctl");
+    let mut cmd = std::process::Command::new("sh");
+    cmd.current_dir(dir)
+        .env_clear()
+        .env("HOME", home.path())
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NO_COLOR", "1")
+        .arg("-c")
+        .arg(format!("ulimit -n {limit} && exec \"$0\" merge \"$@\""))
+        .arg(bin)
+        .args(files)
+        .args(["-o", format]);
+    cmd.output().unwrap()
+}
+
+/// Under `ulimit -n 20`, 30 partials merge in rounds (a few open at once, through
+/// temporary files) to one process's bytes; under a limit too low for any round, merge
+/// says so and exits 1 with what to do, not 3: the input is not at fault.
+#[test]
+fn a_low_limit_of_open_files_merges_in_rounds_or_says_so() {
+    let dir = what_if(&history());
+    let d = dir.path();
+    let p = shards(d, "p", &PLAN, 30);
+    for format in ["table", "json"] {
+        let mut one = PLAN.to_vec();
+        one.extend(["-o", format]);
+        let whole = run(d, &one);
+        let merged = merge_under_limit(d, 20, &p, format);
+        assert_eq!(
+            String::from_utf8_lossy(&merged.stdout),
+            String::from_utf8_lossy(&whole.stdout),
+            "{format}"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&merged.stderr),
+            String::from_utf8_lossy(&whole.stderr),
+            "{format}"
+        );
+        assert_eq!(merged.status.code(), whole.status.code(), "{format}");
+        // And without the limit, in one round.
+        merges_to(d, &whole, &p, format, "30 shards");
+    }
+    let out = merge_under_limit(d, 5, &p, "table");
+    assert_eq!(out.status.code(), Some(1), "{}", format_output(&out));
+    assert!(out.stdout.is_empty());
+    // Which partial meets the limit depends on the descriptors the process inherits (a
+    // test harness's): one of them, named.
+    let err = String::from_utf8_lossy(&out.stderr);
+    let name = err.split('`').nth(1).unwrap_or_default();
+    assert!(p.iter().any(|f| f == name), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "error: `{name}` cannot be opened: too many files are open (this process may open 5)\n\
+             error: cannot merge: 1 problem above (nothing was printed)\n\
+             \n\
+             hint: raise the limit of open files (`ulimit -n 1024`) and merge again: merge keeps at most 256 partials open at once, and fewer under a lower limit\n"
+        )
+    );
+}
