@@ -20,10 +20,11 @@
 //!   Queue of that name with the proposal as its only policy (the comparison replaced every
 //!   policy with it), else a new one.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::app::Context;
 use crate::cli::{ReplayArgs, SuggestArgs, SuggestOutput};
@@ -33,23 +34,23 @@ use crate::commands::simulate::{backtest_refusal, load_categorizer, parse_backte
 use crate::engine::categorizer::Classifier;
 use crate::engine::job_report::RuleLabel;
 use crate::engine::simulator::Simulator;
-use crate::engine::{Detail, EngineKind, JobReport, RuleRef};
+use crate::engine::{DecisionKind, EngineKind, JobReport, RuleRef};
 use crate::error::{CliError, ExitCode};
 use crate::input;
 use crate::model::categorizer::ErrorCategories;
 use crate::model::failure_history::{failure_history_json, FailureHistory, Outcome, Timestamp};
+use crate::model::policy::Action;
 use crate::model::{Kind, Resource};
 use crate::output::simulate::{Baseline, Stderr};
 use crate::output::suggest::{self as view, Report};
-use crate::replay::categorize::{CategoryCounts, Reclassify};
 use crate::replay::parallel::{for_each_ordered, Emitted, Processed};
-use crate::replay::run::{compare_inspected, replay, replay_job_detailed, BacktestError, Options, Out, TrialCount};
+use crate::replay::run::{compare_inspected, replay, BacktestError, Options, Out, TrialCount};
 use crate::replay::source::{Files, HistorySource};
 use crate::suggest::documents::{self, Documented, Settings, Upstream};
 use crate::suggest::nodes::suspects;
 use crate::suggest::propose::{propose, Knobs, MAX_LIMIT};
-use crate::suggest::signature::{failed_containers, signature};
-use crate::suggest::stats::{learn_job, JobLearn, Learned};
+use crate::suggest::signature::{failed_containers, text_into};
+use crate::suggest::stats::{Current, Learned, UnitLearned};
 
 pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
     let knobs = check_knobs(args)?;
@@ -172,13 +173,12 @@ struct Pass1 {
 /// A worker's unit of pass 1: its scratch and the trials it counted.
 #[derive(Default)]
 struct Unit {
-    reclassify: Reclassify,
+    learned: UnitLearned,
     trials: TrialCount,
 }
 
 /// One job as pass 1's workers leave it.
 struct Learnt {
-    job: Option<JobLearn>,
     test: bool,
     spool: Option<Vec<u8>>,
     not_submitted: Option<String>,
@@ -200,14 +200,9 @@ fn cannot_spool(e: io::Error) -> anyhow::Error {
 }
 
 impl Suggest<'_> {
-    /// Pass 1: every job under the baseline; the train jobs' failed runs counted.
-    fn learn<S: HistorySource>(
-        &self,
-        ctx: &mut Context,
-        source: S,
-        baseline: &Simulator,
-        spool_all: bool,
-    ) -> anyhow::Result<Pass1> {
+    /// Pass 1: the train jobs' failed runs counted; the test jobs (and, for a source read
+    /// once, every job) spooled.
+    fn learn<S: HistorySource>(&self, ctx: &mut Context, source: S, spool_all: bool) -> anyhow::Result<Pass1> {
         let at = self.backtest_at;
         let mut pass = Pass1 {
             learned: Learned::default(),
@@ -223,11 +218,12 @@ impl Suggest<'_> {
             backtest_at: at,
             shard: None,
         };
+        // Pass 1 counts what the history says; the baseline's decisions are read off the
+        // comparison's own replay in pass 2 (the same replay, not a third).
         let work = |unit: &mut Unit, job: crate::replay::parallel::Decoded<'_>| -> Result<Learnt, String> {
             let history = job.history;
             // The estimates' trials, split at `--backtest-at` (their backtest).
             unit.trials.add(history, job.origin, &trial_options);
-            let scratch = &mut unit.reclassify;
             let (test, not_submitted) = match (at, history.job.submitted_at) {
                 (None, _) => (false, None),
                 (Some(at), Some(s)) => (s >= at, None),
@@ -238,24 +234,10 @@ impl Suggest<'_> {
                 line.push(b'\n');
                 line
             });
-            if test {
-                return Ok(Learnt {
-                    job: None,
-                    test,
-                    spool,
-                    not_submitted,
-                });
+            if !test {
+                unit.learned.add_job(history);
             }
-            if let Some(c) = baseline.categorizer() {
-                scratch.apply(c, history, &mut CategoryCounts::default(), None);
-            }
-            let report = replay_job_detailed(baseline, job.settings, history, Detail::Outcome);
-            if baseline.categorizer().is_some() {
-                scratch.restore(history);
-            }
-            let report = report.map_err(|e| format!("{}: job `{}`: baseline: {e}", job.origin, history.job.id))?;
             Ok(Learnt {
-                job: Some(learn_job(history, Some(&report))),
                 test,
                 spool,
                 not_submitted,
@@ -268,6 +250,7 @@ impl Suggest<'_> {
                 Emitted::Job(_, p) => p,
                 Emitted::Unit(unit, _) => {
                     pass.trials.merge(&unit.trials);
+                    pass.learned.merge_unit(unit.learned);
                     return Ok(true);
                 }
             };
@@ -291,9 +274,6 @@ impl Suggest<'_> {
                         pass.test_jobs += 1;
                     } else {
                         pass.train_jobs += 1;
-                    }
-                    if let Some(job) = &l.job {
-                        pass.learned.add(job);
                     }
                 }
                 // A source read twice says these in pass 2, as `simulate` does.
@@ -390,7 +370,7 @@ impl Drive for Suggest<'_> {
         let baseline = baseline.with_categorizer(self.categorizer.clone());
         // A file or directory is read again; stdin and the database are spooled.
         let reread = args.replay.history.clone().filter(|h| h.as_os_str() != "-");
-        let mut pass = self.learn(ctx, source, &baseline, reread.is_none())?;
+        let mut pass = self.learn(ctx, source, reread.is_none())?;
         if let Some((jobs, first)) = pass.not_submitted.clone() {
             let at = args.replay.backtest_at.as_deref().unwrap_or_default();
             return Err(backtest_refusal(&BacktestError::NotSubmitted { jobs, first }, at).into());
@@ -427,33 +407,17 @@ impl Drive for Suggest<'_> {
             }
             None => None,
         };
-        let learned = &pass.learned;
-        let sorted = learned.sorted();
-        let (verdicts, rules) = propose(&sorted, &self.knobs, self.engine);
-        let proposal = self.documents(&baseline, learned, &rules)?;
+        // The rules (owned: the counts are given the baseline's decisions after pass 2).
+        let rules = {
+            let sorted = pass.learned.sorted();
+            propose(&sorted, &self.knobs, self.engine).1
+        };
+        let proposal = self.documents(&baseline, &pass.learned, &rules)?;
         if args.output == SuggestOutput::Policy {
             ctx.out.write_all(proposal.text.as_bytes())?;
             return Ok(ExitCode::Success);
         }
-        let suspects = suspects(learned);
-        let report = Report {
-            engine: self.engine,
-            name: &args.name,
-            knobs: self.knobs,
-            jobs: pass.train_jobs,
-            failed_runs: learned.failed_runs,
-            signatures: &verdicts,
-            rules: &rules,
-            upstream: proposal.upstream.as_ref(),
-            suspects: &suspects,
-            baseline_from: from,
-            commands: self.commands(&rules, &proposal),
-            backtest: self.backtest_at.map(|_| view::BacktestHead {
-                at: args.replay.backtest_at.clone().unwrap_or_default(),
-                train_jobs: pass.train_jobs,
-                test_jobs: pass.test_jobs,
-            }),
-        };
+        let commands = self.commands(&rules, &proposal);
         let base = base_config(&args.replay)?;
         let open = |path: &std::path::Path| {
             Files::open(path, base.clone(), overrides(&args.replay)).map_err(CliError::invalid)
@@ -465,9 +429,23 @@ impl Drive for Suggest<'_> {
         };
         let format = view::Format::of(args.output);
         let mut doc = view::Doc::new(format);
-        doc.head(&mut *ctx.out, &report)?;
-        // Pass 2: the proposal against the baseline on the whole history.
-        let check = RuleCheck::new(&rules, &proposal, &args.name);
+        doc.proposal_head(
+            &mut *ctx.out,
+            self.engine,
+            &args.name,
+            &rules,
+            proposal.upstream.as_ref(),
+        )?;
+        // Pass 2: the proposal against the baseline on the whole history; the baseline's
+        // decisions (of the train jobs) and the proposal's rules checked on the way.
+        let check = RuleCheck::new(
+            &rules,
+            &proposal,
+            &args.name,
+            &pass.learned,
+            &baseline,
+            self.backtest_at,
+        );
         let options = Options {
             backtest_at: None,
             shard: None,
@@ -476,7 +454,7 @@ impl Drive for Suggest<'_> {
             let mut out = doc.member(&mut *ctx.out, "comparison")?;
             let stderr = Stderr::new(&mut *ctx.err, ctx.style, None, args.replay.retry_policies.is_some());
             let mut sink = view::CaptureSink::new(format, &mut out, stderr);
-            let look = |h: &FailureHistory, r: &JobReport| check.look(h, r);
+            let look = |h: &FailureHistory, b: &JobReport, c: &JobReport| check.look(h, b, c);
             let done = compare_inspected(
                 open(&whole)?,
                 &baseline,
@@ -489,7 +467,33 @@ impl Drive for Suggest<'_> {
             out.finish()?;
             captured
         };
-        doc.after_comparison(&mut *ctx.out, &report, &check.shadowed())?;
+        let shadowed = check.shadowed();
+        for (slot, current) in check.currents() {
+            pass.learned.set_current(slot, current);
+        }
+        let learned = &pass.learned;
+        let sorted = learned.sorted();
+        let (verdicts, _) = propose(&sorted, &self.knobs, self.engine);
+        let suspects = suspects(learned);
+        let report = Report {
+            engine: self.engine,
+            name: &args.name,
+            knobs: self.knobs,
+            jobs: pass.train_jobs,
+            failed_runs: learned.failed_runs,
+            signatures: &verdicts,
+            rules: &rules,
+            upstream: proposal.upstream.as_ref(),
+            suspects: &suspects,
+            baseline_from: from,
+            commands,
+            backtest: self.backtest_at.map(|_| view::BacktestHead {
+                at: args.replay.backtest_at.clone().unwrap_or_default(),
+                train_jobs: pass.train_jobs,
+                test_jobs: pass.test_jobs,
+            }),
+        };
+        doc.after_comparison(&mut *ctx.out, &report, &shadowed)?;
         let mut backtest = None;
         if let (Some(_), Some(test)) = (&report.backtest, &pass.test) {
             doc.backtest_head(&mut *ctx.out, &report)?;
@@ -536,7 +540,7 @@ impl Suggest<'_> {
         rules: &[crate::suggest::propose::Proposed],
     ) -> anyhow::Result<Proposal> {
         let settings = self.settings(baseline);
-        let by_text: std::collections::HashMap<&str, &crate::suggest::stats::SignatureStats> =
+        let by_text: HashMap<&str, &crate::suggest::stats::SignatureStats> =
             learned.signatures.iter().map(|s| (s.text.as_str(), s)).collect();
         let documented: Vec<Documented<'_>> = rules
             .iter()
@@ -742,18 +746,48 @@ fn ctx_style() -> crate::output::style::Style {
     crate::output::style::Style { color: false }
 }
 
-/// The check that every run of a proposed signature (with at most one failed container) is
-/// decided by that signature's rule, on the proposal's own decision records.
-struct RuleCheck {
-    /// Signature → (its slot, the index of the rule that should decide it).
-    slots: std::collections::HashMap<String, (usize, usize)>,
+/// What pass 2 reads off the comparison's own decision records: the baseline's decision for
+/// each failed run of a train job (by signature), and the check that every run of a
+/// proposed signature (with at most one failed container) is decided by that signature's
+/// rule.
+struct RuleCheck<'l> {
+    learned: &'l Learned,
+    /// Proposed signature → (its rule's slot in `rules`, the index of the rule that should
+    /// decide it).
+    rules: HashMap<String, (usize, usize)>,
     texts: Vec<String>,
     shadowed: Vec<AtomicU64>,
     policy: String,
+    /// The baseline's policies by name (a decision names its policy by its list's index).
+    baseline_policies: HashMap<String, u32>,
+    policy_names: Vec<String>,
+    /// Per signature slot (`usize::MAX`, other, last): decisions counted.
+    current: Mutex<HashMap<usize, HashMap<CurKey, u64>>>,
+    backtest_at: Option<Timestamp>,
 }
 
-impl RuleCheck {
-    fn new(rules: &[crate::suggest::propose::Proposed], proposal: &Proposal, policy: &str) -> RuleCheck {
+/// A baseline decision, without its text: the policy by index into the baseline's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum CurKey {
+    Rule(u32, RuleRef, Action),
+    Kind(DecisionKind, Action),
+    Undecided,
+}
+
+thread_local! {
+    /// A worker's buffers for a run's signature text and template.
+    static TEXT: std::cell::RefCell<(String, String)> = const { std::cell::RefCell::new((String::new(), String::new())) };
+}
+
+impl<'l> RuleCheck<'l> {
+    fn new(
+        rules: &[crate::suggest::propose::Proposed],
+        proposal: &Proposal,
+        policy: &str,
+        learned: &'l Learned,
+        baseline: &Simulator,
+        backtest_at: Option<Timestamp>,
+    ) -> RuleCheck<'l> {
         let slots = rules
             .iter()
             .enumerate()
@@ -762,34 +796,75 @@ impl RuleCheck {
                 (r.text.clone(), (k, index))
             })
             .collect();
+        let policy_names: Vec<String> = baseline.policies().map(|p| p.name.clone()).collect();
         RuleCheck {
-            slots,
+            learned,
+            rules: slots,
             texts: rules.iter().map(|r| r.text.clone()).collect(),
             shadowed: rules.iter().map(|_| AtomicU64::new(0)).collect(),
             policy: policy.to_string(),
+            baseline_policies: policy_names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.clone(), i as u32))
+                .collect(),
+            policy_names,
+            current: Mutex::new(HashMap::new()),
+            backtest_at,
         }
     }
 
-    fn look(&self, history: &FailureHistory, report: &JobReport) {
-        for rec in &report.runs {
-            let Some(d) = &rec.decision else { continue };
-            let Some(run) = history.runs.get(rec.index) else {
-                continue;
-            };
-            if run.outcome != Outcome::Failed || failed_containers(run) > 1 {
-                continue;
+    fn look(&self, history: &FailureHistory, baseline: &JobReport, candidate: &JobReport) {
+        let train = match (self.backtest_at, history.job.submitted_at) {
+            (Some(at), Some(s)) => s < at,
+            _ => true,
+        };
+        let mut counted: Vec<(usize, CurKey)> = Vec::new();
+        let (mut b, mut c) = (baseline.runs.iter().peekable(), candidate.runs.iter().peekable());
+        TEXT.with(|buf| {
+            let (text, scratch) = &mut *buf.borrow_mut();
+            for (k, run) in history.runs.iter().enumerate() {
+                if run.outcome != Outcome::Failed {
+                    continue;
+                }
+                let b_rec = b.find(|r| r.index >= k).filter(|r| r.index == k);
+                let c_rec = c.find(|r| r.index >= k).filter(|r| r.index == k);
+                text_into(run, text, scratch);
+                if train {
+                    let key = match b_rec.and_then(|r| r.decision.as_ref()) {
+                        None => CurKey::Undecided,
+                        Some(d) => match RuleLabel::of(&baseline.policies, d)
+                            .and_then(|l| self.baseline_policies.get(l.policy).map(|&p| (p, l.rule)))
+                        {
+                            Some((p, rule)) => CurKey::Rule(p, rule, d.action()),
+                            None => CurKey::Kind(d.kind, d.action()),
+                        },
+                    };
+                    counted.push((self.learned.slot_of(text), key));
+                }
+                let Some(d) = c_rec.and_then(|r| r.decision.as_ref()) else {
+                    continue;
+                };
+                if failed_containers(run) > 1 {
+                    continue;
+                }
+                // No rule decided (a global limit, a preemption upstream ends the job): no
+                // rule took the run from its own.
+                let Some(label) = RuleLabel::of(&candidate.policies, d) else {
+                    continue;
+                };
+                let Some(&(slot, want)) = self.rules.get(text.as_str()) else {
+                    continue;
+                };
+                if label.policy != self.policy || label.rule != RuleRef::Index(want) {
+                    self.shadowed[slot].fetch_add(1, Ordering::Relaxed);
+                }
             }
-            // No rule decided (a global limit, a preemption upstream ends the job): no rule
-            // took the run from its own.
-            let Some(label) = RuleLabel::of(&report.policies, d) else {
-                continue;
-            };
-            let text = signature(run).text();
-            let Some(&(slot, want)) = self.slots.get(&text) else {
-                continue;
-            };
-            if label.policy != self.policy || label.rule != RuleRef::Index(want) {
-                self.shadowed[slot].fetch_add(1, Ordering::Relaxed);
+        });
+        if !counted.is_empty() {
+            let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+            for (slot, key) in counted {
+                *current.entry(slot).or_default().entry(key).or_default() += 1;
             }
         }
     }
@@ -799,6 +874,32 @@ impl RuleCheck {
             .iter()
             .zip(&self.shadowed)
             .map(|(t, n)| (t.clone(), n.load(Ordering::Relaxed)))
+            .collect()
+    }
+
+    /// The baseline's decisions per signature slot, in words.
+    fn currents(&self) -> Vec<(usize, HashMap<Current, u64>)> {
+        let current = std::mem::take(&mut *self.current.lock().unwrap_or_else(|e| e.into_inner()));
+        current
+            .into_iter()
+            .map(|(slot, keys)| {
+                let mut words: HashMap<Current, u64> = HashMap::new();
+                for (key, n) in keys {
+                    let c = match key {
+                        CurKey::Undecided => Current::Undecided,
+                        CurKey::Rule(p, rule, action) => Current::Decided {
+                            rule: format!("{}/{rule}", self.policy_names[p as usize]),
+                            action,
+                        },
+                        CurKey::Kind(kind, action) => Current::Decided {
+                            rule: kind.as_str().to_string(),
+                            action,
+                        },
+                    };
+                    *words.entry(c).or_default() += n;
+                }
+                (slot, words)
+            })
             .collect()
     }
 }

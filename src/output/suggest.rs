@@ -390,18 +390,23 @@ fn head_fields(r: &Report<'_>) -> Map<String, Value> {
     m
 }
 
-fn proposal_fields(r: &Report<'_>) -> Map<String, Value> {
+fn proposal_fields(
+    engine: EngineKind,
+    name: &str,
+    rules: &[Proposed],
+    upstream: Option<&Upstream>,
+) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert(
         "engine".into(),
-        json!(match r.engine {
+        json!(match engine {
             EngineKind::Design => "design",
             EngineKind::Upstream => "upstream",
         }),
     );
-    m.insert("policy".into(), json!(r.name));
-    m.insert("rules".into(), Value::Array(r.rules.iter().map(rule_json).collect()));
-    if let Some(u) = r.upstream {
+    m.insert("policy".into(), json!(name));
+    m.insert("rules".into(), Value::Array(rules.iter().map(rule_json).collect()));
+    if let Some(u) = upstream {
         m.insert("policyRetryLimit".into(), json!(u.policy_retry_limit));
         m.insert("raises".into(), json!(u.raises));
         let cats: Vec<Value> = u
@@ -444,21 +449,20 @@ impl Doc {
         matches!(self.format, Format::Json | Format::Yaml)
     }
 
-    /// Everything before the proposal's comparison.
-    pub fn head(&mut self, out: &mut dyn Write, r: &Report<'_>) -> io::Result<()> {
+    /// The proposal's rules, before its comparison (the record's first member: what is
+    /// learned is complete only once the comparison has read the baseline's decisions).
+    pub fn proposal_head(
+        &mut self,
+        out: &mut dyn Write,
+        engine: EngineKind,
+        name: &str,
+        rules: &[Proposed],
+        upstream: Option<&Upstream>,
+    ) -> io::Result<()> {
+        let fields = proposal_fields(engine, name, rules, upstream);
         match self.format {
-            Format::Json => write!(
-                out,
-                "{{\"suggest\":{{{},\"proposal\":{{{}",
-                json_fields(&head_fields(r)),
-                json_fields(&proposal_fields(r))
-            ),
-            Format::Yaml => write!(
-                out,
-                "suggest:\n{}  proposal:\n{}",
-                yaml_of(&head_fields(r), 2),
-                yaml_of(&proposal_fields(r), 4)
-            ),
+            Format::Json => write!(out, "{{\"suggest\":{{\"proposal\":{{{}", json_fields(&fields)),
+            Format::Yaml => write!(out, "suggest:\n  proposal:\n{}", yaml_of(&fields, 4)),
             _ => Ok(()),
         }
     }
@@ -478,11 +482,12 @@ impl Doc {
         })
     }
 
-    /// The rules' check, after the proposal's comparison; closes the proposal.
+    /// The rules' check, after the proposal's comparison, which closes the proposal; then
+    /// what was learned.
     pub fn after_comparison(
         &mut self,
         out: &mut dyn Write,
-        _r: &Report<'_>,
+        r: &Report<'_>,
         shadowed: &[(String, u64)],
     ) -> io::Result<()> {
         let mut m = Map::new();
@@ -496,8 +501,8 @@ impl Doc {
             ),
         );
         match self.format {
-            Format::Json => write!(out, ",{}}}", json_fields(&m)),
-            Format::Yaml => write!(out, "{}", yaml_of(&m, 4)),
+            Format::Json => write!(out, ",{}}},{}", json_fields(&m), json_fields(&head_fields(r))),
+            Format::Yaml => write!(out, "{}{}", yaml_of(&m, 4), yaml_of(&head_fields(r), 2)),
             _ => Ok(()),
         }
     }

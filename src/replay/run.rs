@@ -680,9 +680,10 @@ pub fn compare<S: HistorySource>(
     compare_inspected(source, baseline, candidate, options, out, None)
 }
 
-/// A look at each job the candidate replayed: its history as recorded (categories put
-/// back) and the candidate's report. `suggest` checks its rules through it.
-pub type Inspect<'a> = &'a (dyn Fn(&FailureHistory, &JobReport) + Sync);
+/// A look at each job both sides replayed: its history as recorded (categories put back),
+/// the baseline's report and the candidate's. `suggest` reads the baseline's decisions and
+/// checks its rules through it.
+pub type Inspect<'a> = &'a (dyn Fn(&FailureHistory, &JobReport, &JobReport) + Sync);
 
 /// [`compare`], showing `inspect` every job both sides replayed.
 pub fn compare_inspected<S: HistorySource>(
@@ -755,7 +756,7 @@ pub fn compare_inspected<S: HistorySource>(
         let (c, c_left) = c?;
         let h: &FailureHistory = history;
         if let Some(look) = inspect {
-            look(h, &c);
+            look(h, &b, &c);
         }
         part.trials.add(h, origin, options);
         if needs.breakdowns {

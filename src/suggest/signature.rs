@@ -143,6 +143,66 @@ pub fn signature(run: &Run) -> Signature {
     }
 }
 
+/// [`signature`]`(run).text()` written into `out` without building the signature (the
+/// per-run path of the counts); `scratch` holds the template. Returns whether the message's
+/// first line was cut.
+pub fn text_into(run: &Run, out: &mut String, scratch: &mut String) -> bool {
+    use std::fmt::Write as _;
+    out.clear();
+    if let Some(c) = CONDITIONS.iter().find(|c| run.conditions.contains(c)) {
+        out.push_str("condition:");
+        out.push_str(c.as_str());
+        return false;
+    }
+    if let Some(c) = failed_container(run) {
+        if c.reason.as_deref() == Some("OOMKilled") {
+            out.push_str("oom");
+        } else {
+            let _ = write!(out, "exit:{}", c.exit_code);
+        }
+        match (c.init, c.name.is_empty()) {
+            (true, true) => out.push_str("@init"),
+            (true, false) => {
+                out.push_str("@init:");
+                out.push_str(&c.name);
+            }
+            (false, false) => {
+                out.push('@');
+                out.push_str(&c.name);
+            }
+            (false, true) => {}
+        }
+        let cut = c.message.as_deref().is_some_and(|m| template_into(m, scratch));
+        if c.message.is_some() && !scratch.is_empty() {
+            out.push_str(" \"");
+            out.push_str(scratch);
+            out.push('"');
+        }
+        return cut && !scratch.is_empty();
+    }
+    if let Some(e) = run.pod_error.as_deref() {
+        let cut = template_into(e, scratch);
+        if !scratch.is_empty() {
+            out.push_str("podError \"");
+            out.push_str(scratch);
+            out.push('"');
+            return cut;
+        }
+    }
+    match run.category.as_deref() {
+        Some(c) if !c.is_empty() => {
+            out.push_str("category:");
+            out.push_str(c);
+            if let Some(sub) = run.subcategory.as_deref().filter(|s| !s.is_empty()) {
+                out.push('/');
+                out.push_str(sub);
+            }
+        }
+        _ => out.push_str("unknown"),
+    }
+    false
+}
+
 fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
@@ -151,55 +211,101 @@ fn is_word(b: u8) -> bool {
 /// the first line, its first 160 characters, UUIDs → `<uuid>`, hex words → `<hex>`, runs
 /// of digits → `<n>`, blanks → one space, trimmed.
 pub fn template(message: &str) -> (String, bool) {
+    let mut out = String::new();
+    let cut = template_into(message, &mut out);
+    (out, cut)
+}
+
+/// [`template`] into `out` (cleared first), in one pass: a UUID can neither start nor end
+/// inside a word, so the words the hex rule reads are the line's own words outside UUIDs,
+/// and the digits left for `<n>` are those outside both; the steps' order holds. Returns
+/// whether the first line was cut.
+pub fn template_into(message: &str, out: &mut String) -> bool {
+    out.clear();
     let line = message.split('\n').next().unwrap_or("");
     let (line, cut) = match line.char_indices().nth(TEMPLATE_CHARS) {
         Some((at, _)) => (&line[..at], true),
         None => (line, false),
     };
-    let s = mask_uuids(line);
-    let s = mask_hex_words(&s);
-    let s = mask_digits(&s);
-    (squeeze_blanks(&s), cut)
+    let b = line.as_bytes();
+    let mut blank = false;
+    // Text is pushed through this, so that a run of blanks becomes one space between two
+    // pieces of text and none at either end.
+    let push = |out: &mut String, piece: &str, blank: &mut bool| {
+        if *blank && !out.is_empty() {
+            out.push(' ');
+        }
+        *blank = false;
+        out.push_str(piece);
+    };
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if matches!(c, b' ' | b'\t' | b'\r' | 0x0c) {
+            blank = true;
+            i += 1;
+            continue;
+        }
+        if c.is_ascii_hexdigit() && (i == 0 || !is_word(b[i - 1])) {
+            if let Some(end) = uuid_at(b, i) {
+                push(out, "<uuid>", &mut blank);
+                i = end;
+                continue;
+            }
+        }
+        if is_word(c) {
+            let start = i;
+            while i < b.len() && is_word(b[i]) {
+                i += 1;
+            }
+            let word = &b[start..i];
+            if is_hex_word(word) {
+                push(out, "<hex>", &mut blank);
+                continue;
+            }
+            // The word with its runs of digits masked.
+            let mut k = 0;
+            while k < word.len() {
+                let from = k;
+                if word[k].is_ascii_digit() {
+                    while k < word.len() && word[k].is_ascii_digit() {
+                        k += 1;
+                    }
+                    push(out, "<n>", &mut blank);
+                } else {
+                    while k < word.len() && !word[k].is_ascii_digit() {
+                        k += 1;
+                    }
+                    push(out, &line[start + from..start + k], &mut blank);
+                }
+            }
+            continue;
+        }
+        // Any other character, whole (a multi-byte one is never a word byte or a blank).
+        let len = line[i..].chars().next().map_or(1, char::len_utf8);
+        push(out, &line[i..i + len], &mut blank);
+        i += len;
+    }
+    cut
 }
 
-/// `8-4-4-4-12` hex digits not inside a longer word → `<uuid>`.
-fn mask_uuids(s: &str) -> String {
+/// The end of an `8-4-4-4-12` hex UUID starting at `i` and not followed by a word byte.
+fn uuid_at(b: &[u8], i: usize) -> Option<usize> {
     const GROUPS: [usize; 5] = [8, 4, 4, 4, 12];
-    let b = s.as_bytes();
-    let at = |i: usize| -> Option<usize> {
-        if i > 0 && is_word(b[i - 1]) {
-            return None;
-        }
-        let mut j = i;
-        for (k, n) in GROUPS.iter().enumerate() {
-            if k > 0 {
-                if b.get(j) != Some(&b'-') {
-                    return None;
-                }
-                j += 1;
-            }
-            if j + n > b.len() || !b[j..j + n].iter().all(u8::is_ascii_hexdigit) {
+    let mut j = i;
+    for (k, n) in GROUPS.iter().enumerate() {
+        if k > 0 {
+            if b.get(j) != Some(&b'-') {
                 return None;
             }
-            j += n;
+            j += 1;
         }
-        (j == b.len() || !is_word(b[j])).then_some(j)
-    };
-    let mut out = String::with_capacity(s.len());
-    let (mut i, mut from) = (0, 0);
-    while i < b.len() {
-        match at(i) {
-            Some(end) => {
-                out.push_str(&s[from..i]);
-                out.push_str("<uuid>");
-                i = end;
-                from = end;
-            }
-            None => i += 1,
+        if j + n > b.len() || !b[j..j + n].iter().all(u8::is_ascii_hexdigit) {
+            return None;
         }
+        j += n;
     }
-    out.push_str(&s[from..]);
-    out
+    (j == b.len() || !is_word(b[j])).then_some(j)
 }
 
 /// A word that is `0x` and hex digits, or 6 or more hex digits with both a digit and a
@@ -214,67 +320,80 @@ fn is_hex_word(w: &[u8]) -> bool {
         && w.iter().any(u8::is_ascii_alphabetic)
 }
 
-fn mask_hex_words(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = String::with_capacity(s.len());
-    let (mut i, mut from) = (0, 0);
-    while i < b.len() {
-        if !is_word(b[i]) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < b.len() && is_word(b[i]) {
-            i += 1;
-        }
-        if is_hex_word(&b[start..i]) {
-            out.push_str(&s[from..start]);
-            out.push_str("<hex>");
-            from = i;
-        }
-    }
-    out.push_str(&s[from..]);
-    out
-}
-
-fn mask_digits(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut in_digits = false;
-    for ch in s.chars() {
-        if ch.is_ascii_digit() {
-            if !in_digits {
-                out.push_str("<n>");
-            }
-            in_digits = true;
-        } else {
-            in_digits = false;
-            out.push(ch);
-        }
-    }
-    out
-}
-
-fn squeeze_blanks(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut blank = false;
-    for ch in s.chars() {
-        if matches!(ch, ' ' | '\t' | '\r' | '\x0c') {
-            blank = true;
-            continue;
-        }
-        if blank && !out.is_empty() {
-            out.push(' ');
-        }
-        blank = false;
-        out.push(ch);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::failure_history::Outcome;
+
+    /// The docs' steps one after the other, each over the whole line: the reference the
+    /// one-pass [`template_into`] must agree with.
+    fn reference(message: &str) -> (String, bool) {
+        let line = message.split('\n').next().unwrap_or("");
+        let (line, cut) = match line.char_indices().nth(TEMPLATE_CHARS) {
+            Some((at, _)) => (&line[..at], true),
+            None => (line, false),
+        };
+        // 1. UUIDs.
+        let b = line.as_bytes();
+        let mut s = String::new();
+        let (mut i, mut from) = (0, 0);
+        while i < b.len() {
+            match (i == 0 || !is_word(b[i - 1])).then(|| uuid_at(b, i)).flatten() {
+                Some(end) => {
+                    s.push_str(&line[from..i]);
+                    s.push_str("<uuid>");
+                    i = end;
+                    from = end;
+                }
+                None => i += 1,
+            }
+        }
+        s.push_str(&line[from..]);
+        // 2. Hex words.
+        let b = s.as_bytes();
+        let mut t = String::new();
+        let (mut i, mut from) = (0, 0);
+        while i < b.len() {
+            if !is_word(b[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < b.len() && is_word(b[i]) {
+                i += 1;
+            }
+            if is_hex_word(&b[start..i]) {
+                t.push_str(&s[from..start]);
+                t.push_str("<hex>");
+                from = i;
+            }
+        }
+        t.push_str(&s[from..]);
+        // 3. Digits.
+        let mut u = String::new();
+        let mut in_digits = false;
+        for ch in t.chars() {
+            if ch.is_ascii_digit() {
+                if !in_digits {
+                    u.push_str("<n>");
+                }
+                in_digits = true;
+            } else {
+                in_digits = false;
+                u.push(ch);
+            }
+        }
+        // 4. Blanks.
+        let words: Vec<&str> = u.split([' ', '\t', '\r', '\x0c']).filter(|w| !w.is_empty()).collect();
+        (words.join(" "), cut)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn one_pass_is_the_steps_in_order(message in "([0-9a-fA-Fx_ \t\r\x0c\n.:<>-]|[g-z]|é|123e4567-e89b-12d3-a456-426614174000){0,60}") {
+            proptest::prop_assert_eq!(template(&message), reference(&message));
+        }
+    }
 
     fn t(s: &str) -> String {
         template(s).0
@@ -344,12 +463,21 @@ mod tests {
         }
     }
 
+    /// `signature(run).text()`, checked against [`text_into`] on the way.
+    fn text(r: &Run) -> String {
+        let (mut out, mut scratch) = (String::new(), String::new());
+        text_into(r, &mut out, &mut scratch);
+        let s = signature(r);
+        assert_eq!(out, s.text());
+        s.text()
+    }
+
     #[test]
     fn signatures_follow_the_order_of_precedence() {
         let mut r = run();
         r.conditions = vec![Condition::OOMKilled, Condition::Preempted, Condition::Evicted];
         r.containers = vec![container("main", false, 137, Some("OOMKilled"), None)];
-        assert_eq!(signature(&r).text(), "condition:Evicted");
+        assert_eq!(text(&r), "condition:Evicted");
 
         let mut r = run();
         r.conditions = vec![Condition::OOMKilled];
@@ -358,36 +486,33 @@ mod tests {
             container("side", false, 0, None, None),
             container("main", false, 137, Some("OOMKilled"), Some("killed")),
         ];
-        assert_eq!(signature(&r).text(), "oom@main \"killed\"");
+        assert_eq!(text(&r), "oom@main \"killed\"");
 
         let mut r = run();
         r.containers = vec![
             container("setup", true, 2, None, Some("  ")),
             container("main", false, 0, None, None),
         ];
-        assert_eq!(signature(&r).text(), "exit:2@init:setup");
+        assert_eq!(text(&r), "exit:2@init:setup");
         r.containers[0].name.clear();
-        assert_eq!(signature(&r).text(), "exit:2@init");
+        assert_eq!(text(&r), "exit:2@init");
 
         let mut r = run();
         r.containers = vec![container("", false, 1, None, Some("Error: id 42"))];
-        assert_eq!(signature(&r).text(), "exit:1 \"Error: id <n>\"");
+        assert_eq!(text(&r), "exit:1 \"Error: id <n>\"");
 
         let mut r = run();
         r.pod_error = Some("failed to pull image \"reg/x:1.2\": 404".into());
         r.category = Some("infra".into());
-        assert_eq!(
-            signature(&r).text(),
-            "podError \"failed to pull image \"reg/x:<n>.<n>\": <n>\""
-        );
+        assert_eq!(text(&r), "podError \"failed to pull image \"reg/x:<n>.<n>\": <n>\"");
 
         let mut r = run();
         r.category = Some("gpu".into());
         r.subcategory = Some("xid".into());
-        assert_eq!(signature(&r).text(), "category:gpu/xid");
+        assert_eq!(text(&r), "category:gpu/xid");
         r.subcategory = None;
-        assert_eq!(signature(&r).text(), "category:gpu");
+        assert_eq!(text(&r), "category:gpu");
         r.category = Some(String::new());
-        assert_eq!(signature(&r).text(), "unknown");
+        assert_eq!(text(&r), "unknown");
     }
 }

@@ -3,20 +3,19 @@
 //! categorizer recorded, what the baseline decided, GPU- and CPU-hours, and nodes; per node,
 //! its runs and failures (the suspect nodes' counts).
 //!
-//! Owns: [`learn_job`] (one job → what it adds, worked out where the job is replayed) and
-//! [`Learned`] (the fold of those, in input order, so that the 10,000 signatures kept are
-//! the first met in the source whatever the workers). Pure: no I/O; the baseline's decisions
-//! come in as the replay's own records, never re-derived here.
+//! Owns: [`UnitLearned`] (what a worker's unit of jobs adds) and [`Learned`] (the fold of
+//! those, in input order, so that the 10,000 signatures kept are the first met in the
+//! source whatever the workers), and the baseline's decisions per signature ([`Current`],
+//! counted from the comparison's own decision records by `commands::suggest`). Pure: no I/O.
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::engine::job_report::{JobReport, RuleLabel};
 use crate::model::failure_history::{FailureHistory, Outcome};
 use crate::model::policy::{Action, Condition};
 use crate::replay::compare::request_time;
 use crate::replay::estimate::{wilson, Tally, DEPTHS, Z95};
 
-use super::signature::{signature, Signature};
+use super::signature::{signature, text_into, Signature};
 
 /// Distinct signatures kept; the runs of any other count under [`OTHER`].
 pub const MAX_SIGNATURES: usize = 10_000;
@@ -34,120 +33,135 @@ pub enum Current {
     Undecided,
 }
 
-/// One failed run as [`learn_job`] sees it.
-#[derive(Debug, Clone)]
-pub struct FailedRun {
-    pub signature: Signature,
-    pub text: String,
-    /// Failed runs of the job so far, this one included.
-    pub depth: u32,
-    /// The next run of the job, when there is one: a trial.
-    pub trial: Option<Trial>,
-    pub gpu: u128,
-    pub cpu: u128,
-    /// `category[/subcategory]` as recorded, `none` without one.
-    pub recorded: String,
-    pub current: Current,
-    pub node: Option<String>,
-    /// The first line of its message was longer than the template keeps.
-    pub cut: bool,
+/// A map keyed by text, hashed with foldhash (a signature is hashed once per failed run).
+pub type Map<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
+/// What the jobs of one unit of the source add (a worker's, folded into [`Learned`] in
+/// the source's order): signatures in the order first met, nodes, and scratch buffers, so
+/// that a failed run costs its signature's text and a lookup, no allocation.
+#[derive(Debug, Default)]
+pub struct UnitLearned {
+    pub jobs: u64,
+    pub failed_runs: u64,
+    sigs: Vec<SignatureStats>,
+    index: Map<usize>,
+    /// Runs per node; the failed ones' signatures by this unit's slot.
+    nodes: Map<NodeStats>,
+    text: String,
+    scratch: String,
+    /// The job's slots so far (its signatures counted once each in `jobs`).
+    seen: Vec<usize>,
 }
 
-#[derive(Debug, Clone, Copy)]
-pub struct Trial {
-    pub success: bool,
-    /// Both runs name a node: whether it is the same one.
-    pub same_node: Option<bool>,
-    pub gpu: u128,
-    pub cpu: u128,
-}
-
-/// A run that names a node (any outcome), for the suspect nodes.
-#[derive(Debug, Clone)]
-pub struct NodeRun {
-    pub node: String,
-    /// Failed, and not preempted (a preemption is not the node's fault).
-    pub failed: bool,
-    /// Index into the job's failed runs, for a failed one: its signature.
-    pub run: Option<usize>,
-}
-
-/// What one job adds.
-#[derive(Debug, Clone, Default)]
-pub struct JobLearn {
-    pub failed: Vec<FailedRun>,
-    pub nodes: Vec<NodeRun>,
-    /// The job's last recorded run did not succeed: the runs after its failures were futile.
-    pub futile: bool,
-}
-
-/// `history`'s failed runs and node runs; `baseline`: the baseline's replay of it.
-pub fn learn_job(history: &FailureHistory, baseline: Option<&JobReport>) -> JobLearn {
-    let gpu_milli = history.job.resources.and_then(|r| r.gpu_milli);
-    let cpu_milli = history.job.resources.and_then(|r| r.cpu_milli);
-    let mut out = JobLearn {
-        futile: history.runs.last().is_some_and(|r| r.outcome != Outcome::Succeeded),
-        ..JobLearn::default()
-    };
-    let mut depth = 0u32;
-    for (k, run) in history.runs.iter().enumerate() {
-        let failed = run.outcome == Outcome::Failed;
-        let mut index = None;
-        if failed {
-            depth = depth.saturating_add(1);
-            let sig = signature(run);
-            let cut = match &sig {
-                Signature::Container { cut, .. } | Signature::PodError { cut, .. } => *cut,
-                _ => false,
-            };
-            let trial = history.runs.get(k + 1).map(|next| Trial {
-                success: next.outcome == Outcome::Succeeded,
-                same_node: match (&run.node, &next.node) {
-                    (Some(a), Some(b)) => Some(a == b),
+impl UnitLearned {
+    /// Counts one job's failed runs and node runs.
+    pub fn add_job(&mut self, history: &FailureHistory) {
+        self.jobs += 1;
+        let gpu_milli = history.job.resources.and_then(|r| r.gpu_milli);
+        let cpu_milli = history.job.resources.and_then(|r| r.cpu_milli);
+        let futile = history.runs.last().is_some_and(|r| r.outcome != Outcome::Succeeded);
+        self.seen.clear();
+        let mut depth = 0u32;
+        for (k, run) in history.runs.iter().enumerate() {
+            let failed = run.outcome == Outcome::Failed;
+            let mut slot = None;
+            if failed {
+                self.failed_runs += 1;
+                depth = depth.saturating_add(1);
+                let cut = text_into(run, &mut self.text, &mut self.scratch);
+                let at = match self.index.get(self.text.as_str()) {
+                    Some(&i) => i,
+                    None => {
+                        self.index.insert(self.text.clone(), self.sigs.len());
+                        self.sigs
+                            .push(SignatureStats::new(self.text.clone(), Some(signature(run))));
+                        self.sigs.len() - 1
+                    }
+                };
+                slot = Some(at);
+                let first_in_job = !self.seen.contains(&at);
+                if first_in_job {
+                    self.seen.push(at);
+                }
+                let next = history.runs.get(k + 1);
+                let stats = &mut self.sigs[at];
+                stats.jobs += u64::from(first_in_job);
+                stats.failed_runs += 1;
+                stats.cut |= cut;
+                stats.gpu.failed += request_time(run.run_for, gpu_milli);
+                stats.cpu.failed += request_time(run.run_for, cpu_milli);
+                let recorded = match (run.category.as_deref(), run.subcategory.as_deref()) {
+                    (Some(c), Some(s)) if !c.is_empty() && !s.is_empty() => Some((c, Some(s))),
+                    (Some(c), _) if !c.is_empty() => Some((c, None)),
                     _ => None,
-                },
-                gpu: request_time(next.run_for, gpu_milli),
-                cpu: request_time(next.run_for, cpu_milli),
-            });
-            let recorded = match (run.category.as_deref(), run.subcategory.as_deref()) {
-                (Some(c), Some(s)) if !c.is_empty() && !s.is_empty() => format!("{c}/{s}"),
-                (Some(c), _) if !c.is_empty() => c.to_string(),
-                _ => "none".to_string(),
-            };
-            let current = baseline
-                .and_then(|r| r.runs.iter().find(|rec| rec.index == k))
-                .and_then(|rec| rec.decision.as_ref().map(|d| (r_policies(baseline), d)))
-                .map_or(Current::Undecided, |(policies, d)| Current::Decided {
-                    rule: RuleLabel::of(policies, d).map_or_else(|| d.kind.as_str().to_string(), |l| l.to_string()),
-                    action: d.action(),
-                });
-            index = Some(out.failed.len());
-            out.failed.push(FailedRun {
-                text: sig.text(),
-                signature: sig,
-                depth,
-                trial,
-                gpu: request_time(run.run_for, gpu_milli),
-                cpu: request_time(run.run_for, cpu_milli),
-                recorded,
-                current,
-                node: run.node.clone(),
-                cut,
-            });
-        }
-        if let Some(node) = &run.node {
-            out.nodes.push(NodeRun {
-                node: node.clone(),
-                failed: failed && !run.conditions.contains(&Condition::Preempted),
-                run: index,
-            });
+                };
+                count_recorded(&mut stats.recorded, recorded);
+                if let Some(node) = &run.node {
+                    match stats.nodes.get_mut(node.as_str()) {
+                        Some(n) => *n += 1,
+                        None => {
+                            stats.nodes.insert(node.clone(), 1);
+                        }
+                    }
+                }
+                if let Some(next) = next {
+                    let success = next.outcome == Outcome::Succeeded;
+                    let bucket = (depth.clamp(1, DEPTHS as u32) - 1) as usize;
+                    add_tally(&mut stats.trials, success);
+                    add_tally(&mut stats.by_depth[bucket], success);
+                    let (g, c) = (
+                        request_time(next.run_for, gpu_milli),
+                        request_time(next.run_for, cpu_milli),
+                    );
+                    stats.gpu.after += g;
+                    stats.cpu.after += c;
+                    if futile {
+                        stats.gpu.futile += g;
+                        stats.cpu.futile += c;
+                    }
+                    match (&run.node, &next.node) {
+                        (Some(a), Some(b)) if a == b => add_tally(&mut stats.same_node, success),
+                        (Some(_), Some(_)) => add_tally(&mut stats.other_node, success),
+                        _ => {}
+                    }
+                }
+            }
+            if let Some(node) = &run.node {
+                let n = match self.nodes.get_mut(node.as_str()) {
+                    Some(n) => n,
+                    None => self.nodes.entry(node.clone()).or_default(),
+                };
+                n.runs += 1;
+                if failed && !run.conditions.contains(&Condition::Preempted) {
+                    n.failed += 1;
+                    if let Some(at) = slot {
+                        *n.signatures.entry(at).or_default() += 1;
+                    }
+                }
+            }
         }
     }
-    out
 }
 
-fn r_policies(r: Option<&JobReport>) -> &[String] {
-    r.map_or(&[], |r| &r.policies[..])
+/// `recorded[C[/S] | none] += 1`, allocating only for a label not met before.
+fn count_recorded(map: &mut BTreeMap<String, u64>, recorded: Option<(&str, Option<&str>)>) {
+    let mut label = String::new();
+    let key: &str = match recorded {
+        None => "none",
+        Some((c, None)) => c,
+        Some((c, Some(s))) => {
+            label.push_str(c);
+            label.push('/');
+            label.push_str(s);
+            &label
+        }
+    };
+    match map.get_mut(key) {
+        Some(n) => *n += 1,
+        None => {
+            map.insert(key.to_string(), 1);
+        }
+    }
 }
 
 /// Hours of work, in nanoseconds × thousandths of a device (exact whatever the order).
@@ -221,33 +235,37 @@ impl SignatureStats {
         v
     }
 
-    fn add(&mut self, run: &FailedRun, futile: bool) {
-        self.failed_runs += 1;
-        if let Some(t) = run.trial {
-            let bucket = (run.depth.clamp(1, DEPTHS as u32) - 1) as usize;
-            add_tally(&mut self.trials, t.success);
-            add_tally(&mut self.by_depth[bucket], t.success);
-            self.gpu.after += t.gpu;
-            self.cpu.after += t.cpu;
-            if futile {
-                self.gpu.futile += t.gpu;
-                self.cpu.futile += t.cpu;
-            }
-            match t.same_node {
-                Some(true) => add_tally(&mut self.same_node, t.success),
-                Some(false) => add_tally(&mut self.other_node, t.success),
-                None => {}
-            }
+    /// Adds another unit's counts of the same signature.
+    fn merge(&mut self, o: SignatureStats) {
+        self.failed_runs += o.failed_runs;
+        self.jobs += o.jobs;
+        merge_tally(&mut self.trials, o.trials);
+        for (a, b) in self.by_depth.iter_mut().zip(o.by_depth) {
+            merge_tally(a, b);
         }
-        self.gpu.failed += run.gpu;
-        self.cpu.failed += run.cpu;
-        *self.recorded.entry(run.recorded.clone()).or_default() += 1;
-        *self.current.entry(run.current.clone()).or_default() += 1;
-        if let Some(node) = &run.node {
-            *self.nodes.entry(node.clone()).or_default() += 1;
+        for (k, v) in o.recorded {
+            *self.recorded.entry(k).or_default() += v;
         }
-        self.cut |= run.cut;
+        for (k, v) in o.current {
+            *self.current.entry(k).or_default() += v;
+        }
+        for (h, oh) in [(&mut self.gpu, o.gpu), (&mut self.cpu, o.cpu)] {
+            h.failed += oh.failed;
+            h.after += oh.after;
+            h.futile += oh.futile;
+        }
+        for (k, v) in o.nodes {
+            *self.nodes.entry(k).or_default() += v;
+        }
+        merge_tally(&mut self.same_node, o.same_node);
+        merge_tally(&mut self.other_node, o.other_node);
+        self.cut |= o.cut;
     }
+}
+
+fn merge_tally(t: &mut Tally, o: Tally) {
+    t.trials += o.trials;
+    t.successes += o.successes;
 }
 
 fn add_tally(t: &mut Tally, success: bool) {
@@ -279,52 +297,54 @@ pub struct Learned {
     pub failed_runs: u64,
     /// In the order first met.
     pub signatures: Vec<SignatureStats>,
-    index: HashMap<String, usize>,
+    index: Map<usize>,
     /// The runs of signatures past [`MAX_SIGNATURES`].
     pub other: Option<SignatureStats>,
     pub nodes: HashMap<String, NodeStats>,
 }
 
 impl Learned {
-    pub fn add(&mut self, job: &JobLearn) {
-        self.jobs += 1;
-        self.failed_runs += job.failed.len() as u64;
-        let mut slots = Vec::with_capacity(job.failed.len());
-        for (k, run) in job.failed.iter().enumerate() {
-            let slot = match self.index.get(&run.text) {
+    /// Adds a unit's counts (units in the source's order: the 10,000 kept are the first
+    /// met). A signature past the cap counts under `other`; a job with two such signatures
+    /// counts in `other`'s `jobs` once per signature.
+    pub fn merge_unit(&mut self, unit: UnitLearned) {
+        self.jobs += unit.jobs;
+        self.failed_runs += unit.failed_runs;
+        let mut global = Vec::with_capacity(unit.sigs.len());
+        for stats in unit.sigs {
+            let slot = match self.index.get(stats.text.as_str()) {
                 Some(&i) => i,
                 None if self.signatures.len() < MAX_SIGNATURES => {
-                    self.index.insert(run.text.clone(), self.signatures.len());
+                    self.index.insert(stats.text.clone(), self.signatures.len());
                     self.signatures
-                        .push(SignatureStats::new(run.text.clone(), Some(run.signature.clone())));
+                        .push(SignatureStats::new(stats.text.clone(), stats.signature.clone()));
                     self.signatures.len() - 1
                 }
                 None => usize::MAX,
             };
-            let first_in_job = !slots[..k].contains(&slot);
-            slots.push(slot);
-            let stats = if slot == usize::MAX {
+            global.push(slot);
+            let into = if slot == usize::MAX {
                 self.other
                     .get_or_insert_with(|| SignatureStats::new(OTHER.to_string(), None))
             } else {
                 &mut self.signatures[slot]
             };
-            stats.add(run, job.futile);
-            stats.jobs += u64::from(first_in_job);
+            into.merge(stats);
         }
-        for n in &job.nodes {
-            let node = match self.nodes.get_mut(&n.node) {
-                Some(node) => node,
-                None => self.nodes.entry(n.node.clone()).or_default(),
-            };
-            node.runs += 1;
-            if n.failed {
-                node.failed += 1;
-                if let Some(run) = n.run {
-                    *node.signatures.entry(slots[run]).or_default() += 1;
-                }
+        for (name, n) in unit.nodes {
+            let node = self.nodes.entry(name).or_default();
+            node.runs += n.runs;
+            node.failed += n.failed;
+            for (local, k) in n.signatures {
+                *node.signatures.entry(global[local]).or_default() += k;
             }
         }
+    }
+
+    /// The slot of a signature's text: its index in [`Learned::signatures`], `usize::MAX`
+    /// for `other`.
+    pub fn slot_of(&self, text: &str) -> usize {
+        self.index.get(text).copied().unwrap_or(usize::MAX)
     }
 
     /// Every signature's counts, `other` last, sorted as the docs say: hours (GPU, then
@@ -339,6 +359,18 @@ impl Learned {
                 .then(a.text.as_bytes().cmp(b.text.as_bytes()))
         });
         v
+    }
+
+    /// The baseline's decisions of the signature at `slot` ([`Learned::slot_of`]).
+    pub fn set_current(&mut self, slot: usize, current: HashMap<Current, u64>) {
+        let stats = match self.signatures.get_mut(slot) {
+            Some(s) => s,
+            None => match self.other.as_mut() {
+                Some(o) => o,
+                None => return,
+            },
+        };
+        stats.current = current;
     }
 
     /// The signature text of a slot of [`NodeStats::signatures`].
@@ -384,10 +416,10 @@ mod tests {
             ..Resources::default()
         });
         h.runs = vec![failed("a", 1), failed("a", 1), failed("b", 2), succeeded("c")];
-        let job = learn_job(&h, None);
-        assert!(!job.futile);
+        let mut unit = UnitLearned::default();
+        unit.add_job(&h);
         let mut l = Learned::default();
-        l.add(&job);
+        l.merge_unit(unit);
         assert_eq!((l.jobs, l.failed_runs), (1, 3));
         let s = &l.signatures[0];
         assert_eq!(s.text, "exit:1@main");
@@ -404,7 +436,6 @@ mod tests {
         assert_eq!((e2.trials.trials, e2.trials.successes), (1, 1));
         assert_eq!(e2.by_depth[2].trials, 1);
         assert_eq!(e2.gpu.after, gpu_hour);
-        assert_eq!(e2.undecided(), 1);
         assert_eq!(l.nodes["a"].runs, 2);
         assert_eq!(l.nodes["a"].failed, 2);
         assert_eq!(l.nodes["c"].failed, 0);
@@ -416,7 +447,9 @@ mod tests {
         for code in 0..(MAX_SIGNATURES as i64 + 5) {
             let mut h = FailureHistory::default();
             h.runs = vec![failed("n", code + 1)];
-            l.add(&learn_job(&h, None));
+            let mut unit = UnitLearned::default();
+            unit.add_job(&h);
+            l.merge_unit(unit);
         }
         assert_eq!(l.signatures.len(), MAX_SIGNATURES);
         let other = l.other.as_ref().unwrap();
