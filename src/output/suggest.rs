@@ -905,9 +905,9 @@ fn html(r: &Report<'_>, whole: &Captured, backtest: Option<&(Captured, BacktestT
         hours(c.gpu_removed)
     );
     if let (Some(bh), Some((bc, t))) = (&r.backtest, backtest) {
-        let _ = write!(
+        let _ = writeln!(
             b,
-            "<p class=\"backtest\">Backtest (learned before {}, judged on {}): {} rescued, {} lost, <b>{} false kills</b>, <b>{:.1} GPU-hours saved</b>.</p>\n",
+            "<p class=\"backtest\">Backtest (learned before {}, judged on {}): {} rescued, {} lost, <b>{} false kills</b>, <b>{:.1} GPU-hours saved</b>.</p>",
             esc(&bh.at),
             esc(&plural(bh.test_jobs, "later job", "later jobs")),
             bc.comparison.rescued,

@@ -404,6 +404,10 @@ fn existing_rule_yaml(r: &crate::model::categorizer::CategoryRule, pad: &str) ->
     out
 }
 
+/// A v1beta1 rule: its evidence lines, action, `onCategory`, `onSubcategory`, and
+/// `avoidSameNode`.
+type PolicyRule = (Vec<String>, Action, String, Option<String>, bool);
+
 /// The upstream dialect: the executor's categorizer (`deployed` with the new categories
 /// first, or a new one) and a v1beta1 policy whose rules match the categories.
 pub fn upstream_documents(
@@ -413,8 +417,7 @@ pub fn upstream_documents(
     header: &str,
 ) -> Upstream {
     let mut categories: Vec<NewCategory> = Vec::new();
-    // The policy's rules: (evidence lines, action, onCategory, onSubcategory, avoidSameNode).
-    let mut policy_rules: Vec<(Vec<String>, Action, String, Option<String>, bool)> = Vec::new();
+    let mut policy_rules: Vec<PolicyRule> = Vec::new();
     let mut rule_index = Vec::with_capacity(rules.len());
     let mut delete_existing: Vec<String> = Vec::new();
     for d in rules {

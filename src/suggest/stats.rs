@@ -445,8 +445,10 @@ mod tests {
     fn signatures_past_the_cap_count_as_other() {
         let mut l = Learned::default();
         for code in 0..(MAX_SIGNATURES as i64 + 5) {
-            let mut h = FailureHistory::default();
-            h.runs = vec![failed("n", code + 1)];
+            let h = FailureHistory {
+                runs: vec![failed("n", code + 1)],
+                ..FailureHistory::default()
+            };
             let mut unit = UnitLearned::default();
             unit.add_job(&h);
             l.merge_unit(unit);

@@ -10,7 +10,7 @@ use std::fs;
 use std::path::Path;
 use std::process::Output;
 
-use crate::shards::{fnv, history, merges_to, reseal, run, shards, what_if, PLAN};
+use crate::shards::{history, merges_to, reseal, run, shards, what_if, PLAN};
 use crate::support::format_output;
 use crate::tune::sweep;
 
