@@ -179,28 +179,31 @@ pub fn read_scheduler_source(path: &Path) -> Result<SchedulerSource, CliError> {
     })
 }
 
-/// The executor's categorizer config of `--categorizer FILE` (docs/categorizer.md): the one
-/// categorizer document of the file, valid, and its warnings (said by the caller). Else an
-/// error naming the flag's file and each problem at its line (`FILE:LINE:COL: FIELD:
-/// message`), exit 3, as `--scheduler-config` does.
-pub fn read_categorizer(path: &Path) -> Result<(ErrorCategories, Vec<String>), CliError> {
-    // A file of `suggest -o policy` holds the categorizer and the policy it goes with: the
-    // policies and queues of such a file are `-f`'s, not an error here.
+/// The file of `--categorizer FILE` (`simulate`, `tune`, `validate`, `suggest`): its
+/// categorizer documents. A file of `suggest -o policy` holds the categorizer and the policy
+/// it goes with: the policies and queues of such a file are `-f`'s, not an error here; any
+/// other file is read as a categorizer file alone (another kind is its error).
+pub fn categorizer_file(path: &Path) -> SourceFile {
     let mut file = read_file(path, None);
-    let categorizers = file
-        .documents
-        .iter()
-        .filter(|d| d.kind == Some(Kind::ErrorCategories))
-        .count();
+    let categorizers = file.documents.iter().filter(|d| d.kind == Some(Kind::ErrorCategories)).count();
     let others_are_policies = file
         .documents
         .iter()
         .all(|d| matches!(d.kind, Some(Kind::ErrorCategories | Kind::RetryPolicy | Kind::Queue)));
     if categorizers == 1 && others_are_policies && file.errors.is_empty() {
         file.documents.retain(|d| d.kind == Some(Kind::ErrorCategories));
+        file
     } else {
-        file = read_file(path, Some(&[Kind::ErrorCategories]));
+        read_file(path, Some(&[Kind::ErrorCategories]))
     }
+}
+
+/// The executor's categorizer config of `--categorizer FILE` (docs/categorizer.md): the one
+/// categorizer document of the file, valid, and its warnings (said by the caller). Else an
+/// error naming the flag's file and each problem at its line (`FILE:LINE:COL: FIELD:
+/// message`), exit 3, as `--scheduler-config` does.
+pub fn read_categorizer(path: &Path) -> Result<(ErrorCategories, Vec<String>), CliError> {
+    let file = categorizer_file(path);
     let name = file.name.as_str();
     if let Some(e) = file.errors.iter().find(|e| e.code == "unreadable") {
         let why = e.message.strip_prefix("cannot read: ").unwrap_or(&e.message);

@@ -4,7 +4,7 @@ use crate::app::Context;
 use crate::cli::{ValidateArgs, ValidateOutput};
 use crate::error::{CliError, ExitCode};
 use crate::input;
-use crate::model::document::{Kind, Resource};
+use crate::model::document::Resource;
 use crate::model::lint::{lint_documents, LintOptions};
 use crate::output::report;
 
@@ -23,8 +23,7 @@ pub fn run(ctx: &mut Context, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     }
     let mut files = input::read_sources(&args.source.files, args.source.recursive, None);
     if let Some(path) = &args.categorizer {
-        let only = [Kind::ErrorCategories];
-        files.extend(input::read_sources(std::slice::from_ref(path), false, Some(&only)));
+        files.push(input::categorizer_file(path));
     }
     // Both layers of today's Armada together: every policy against every valid categorizer
     // given, whether by -f or --categorizer (docs/categorizer.md).
