@@ -95,6 +95,16 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
         "the test starts its own server on a free port",
     ),
     (
+        "README.md",
+        "$ export ARMADA_URL=",
+        "a shell builtin: the test sets `$ARMADA_URL` to the URL of the server it starts",
+    ),
+    (
+        "README.md",
+        "$ retryctl history --lookout-db",
+        "Lookout's PostgreSQL, redirections and a real Armada to write to; the runnable block after it takes the same steps (tune --engine upstream, --pick, validate --upstream) on the repository's files",
+    ),
+    (
         "docs/serve.md",
         "$ retryctl serve --in-memory",
         "the test starts its own server on a free port",
