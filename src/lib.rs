@@ -2,7 +2,7 @@
 //!
 //! Layering (enforced in review; a module imports only modules to its right, in the braces
 //! too): `main` → `commands` → `app` (the `Context` commands take) → {`connection`, `server`,
-//! `output`, `lookout`, `tune`, `replay`, `client`, `deploy`} → {`cli`, `armadactl_config`, `tls`} →
+//! `output`, `lookout`, `tune`, `suggest`, `replay`, `client`, `deploy`} → {`cli`, `armadactl_config`, `tls`} →
 //! `input` → `engine` → `model` → {`diag`, `yaml`}, with `wire` (Armada's REST JSON) and
 //! `armada_api` (Armada's gRPC contract, generated from `proto/`, and its model ⇄ protobuf
 //! conversion: the same model on the other wire) beside `model`, for the client and the server. `error` (exit
@@ -14,7 +14,10 @@
 //! randomness, and besides each other they import nothing from this crate except `diag` and
 //! `yaml`. `tune` is the search of `retryctl tune`: its candidates (varies, template, each
 //! candidate's documents: pure, of `model`, `diag`, `yaml` and `input`'s types), the sweep
-//! that drives `replay` over every candidate at once, and the ranking (pure). The binary's
+//! that drives `replay` over every candidate at once, and the ranking (pure). `suggest` is
+//! what `retryctl suggest` learns (docs/reference/suggest.md): signatures, counts, the
+//! proposed rules and documents, suspect nodes, all pure; `commands::suggest` drives the
+//! replay's two passes. The binary's
 //! start-up (its allocator) is `src/startup.rs`, a module of `main`.
 //!
 //! Where things are: a history is read in `replay::source` (files, JSON Lines, stdin) and
