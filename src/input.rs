@@ -185,7 +185,11 @@ pub fn read_scheduler_source(path: &Path) -> Result<SchedulerSource, CliError> {
 /// other file is read as a categorizer file alone (another kind is its error).
 pub fn categorizer_file(path: &Path) -> SourceFile {
     let mut file = read_file(path, None);
-    let categorizers = file.documents.iter().filter(|d| d.kind == Some(Kind::ErrorCategories)).count();
+    let categorizers = file
+        .documents
+        .iter()
+        .filter(|d| d.kind == Some(Kind::ErrorCategories))
+        .count();
     let others_are_policies = file
         .documents
         .iter()

@@ -752,14 +752,14 @@ fn ctx_style() -> crate::output::style::Style {
 /// rule.
 struct RuleCheck<'l> {
     learned: &'l Learned,
-    /// Proposed signature → (its rule's slot in `rules`, the index of the rule that should
-    /// decide it).
-    rules: HashMap<String, (usize, usize)>,
+    /// By signature slot ([`Learned::slot_of`]; `other` last): the proposed rule's slot in
+    /// `rules` and the index of the rule that should decide its runs.
+    rules: Vec<Option<(usize, usize)>>,
     texts: Vec<String>,
     shadowed: Vec<AtomicU64>,
     policy: String,
     /// The baseline's policies by name (a decision names its policy by its list's index).
-    baseline_policies: HashMap<String, u32>,
+    baseline_policies: HashMap<String, u32, foldhash::fast::RandomState>,
     policy_names: Vec<String>,
     /// Per signature slot (`usize::MAX`, other, last): decisions counted.
     current: Mutex<HashMap<usize, HashMap<CurKey, u64>>>,
@@ -788,14 +788,13 @@ impl<'l> RuleCheck<'l> {
         baseline: &Simulator,
         backtest_at: Option<Timestamp>,
     ) -> RuleCheck<'l> {
-        let slots = rules
-            .iter()
-            .enumerate()
-            .map(|(k, r)| {
-                let index = proposal.upstream.as_ref().map_or(k, |u| u.rule_index[k]);
-                (r.text.clone(), (k, index))
-            })
-            .collect();
+        let mut slots = vec![None; learned.signatures.len() + 1];
+        for (k, r) in rules.iter().enumerate() {
+            let index = proposal.upstream.as_ref().map_or(k, |u| u.rule_index[k]);
+            // `other` gets no rule: its slot is the last.
+            let slot = learned.slot_of(&r.text).min(learned.signatures.len());
+            slots[slot] = Some((k, index));
+        }
         let policy_names: Vec<String> = baseline.policies().map(|p| p.name.clone()).collect();
         RuleCheck {
             learned,
@@ -830,6 +829,7 @@ impl<'l> RuleCheck<'l> {
                 let b_rec = b.find(|r| r.index >= k).filter(|r| r.index == k);
                 let c_rec = c.find(|r| r.index >= k).filter(|r| r.index == k);
                 text_into(run, text, scratch);
+                let slot = self.learned.slot_of(text);
                 if train {
                     let key = match b_rec.and_then(|r| r.decision.as_ref()) {
                         None => CurKey::Undecided,
@@ -840,7 +840,7 @@ impl<'l> RuleCheck<'l> {
                             None => CurKey::Kind(d.kind, d.action()),
                         },
                     };
-                    counted.push((self.learned.slot_of(text), key));
+                    counted.push((slot, key));
                 }
                 let Some(d) = c_rec.and_then(|r| r.decision.as_ref()) else {
                     continue;
@@ -853,11 +853,11 @@ impl<'l> RuleCheck<'l> {
                 let Some(label) = RuleLabel::of(&candidate.policies, d) else {
                     continue;
                 };
-                let Some(&(slot, want)) = self.rules.get(text.as_str()) else {
+                let Some((rule, want)) = self.rules[slot.min(self.rules.len() - 1)] else {
                     continue;
                 };
                 if label.policy != self.policy || label.rule != RuleRef::Index(want) {
-                    self.shadowed[slot].fetch_add(1, Ordering::Relaxed);
+                    self.shadowed[rule].fetch_add(1, Ordering::Relaxed);
                 }
             }
         });

@@ -186,7 +186,7 @@ pub struct SignatureStats {
     pub current: HashMap<Current, u64>,
     pub gpu: Hours,
     pub cpu: Hours,
-    pub nodes: HashMap<String, u64>,
+    pub nodes: Map<u64>,
     pub same_node: Tally,
     pub other_node: Tally,
     /// Some run's message had a first line longer than the template keeps.
@@ -287,7 +287,7 @@ pub struct NodeStats {
     pub runs: u64,
     pub failed: u64,
     /// Failed runs by signature (index into [`Learned::signatures`]; `usize::MAX`: other).
-    pub signatures: HashMap<usize, u64>,
+    pub signatures: HashMap<usize, u64, foldhash::fast::RandomState>,
 }
 
 /// What a history taught, folded job by job in input order.
@@ -300,7 +300,7 @@ pub struct Learned {
     index: Map<usize>,
     /// The runs of signatures past [`MAX_SIGNATURES`].
     pub other: Option<SignatureStats>,
-    pub nodes: HashMap<String, NodeStats>,
+    pub nodes: Map<NodeStats>,
 }
 
 impl Learned {

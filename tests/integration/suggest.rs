@@ -663,7 +663,17 @@ fn upstream_writes_a_categorizer_and_a_v1beta1_policy_that_replay_as_printed() {
         "exit: 0\n--- stdout\nchecked 2 documents in 1 file: 2 valid, 0 invalid\n--- stderr\n"
     );
     // `--categorizer` reads the same file's categorizer (its policy is `-f`'s).
-    let out = run(home.path(), &["validate", "--upstream", "-f", path(&policy), "--categorizer", path(&policy)]);
+    let out = run(
+        home.path(),
+        &[
+            "validate",
+            "--upstream",
+            "-f",
+            path(&policy),
+            "--categorizer",
+            path(&policy),
+        ],
+    );
     assert_eq!(
         crate::support::format_output(&out),
         "exit: 0\n--- stdout\nchecked 3 documents in 2 files: 3 valid, 0 invalid\n--- stderr\n"
