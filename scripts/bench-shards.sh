@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 35's bars for shards, measured side by side on one machine:
+# The bars for shards (docs/reference/bars.md), measured side by side on one machine:
 #   - N=4 shards of a 1,000,000-run history, run one after the other, cost at most 1.2x the
 #     single process in total CPU (user + system), for `simulate --baseline` and for `tune`;
 #   - `merge` is linear in the partials' size (the run is repeated on a 3x history);

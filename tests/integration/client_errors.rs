@@ -295,7 +295,7 @@ fn upstream_server_refuses_design_fields_before_sending() {
     assert!(out.starts_with("exit: 0\n"), "{out}");
 }
 
-/// SPEC §5: upstream refuses a policy without `defaultAction` (and its engine will not
+/// docs/reference/wire.md: upstream refuses a policy without `defaultAction` (and its engine will not
 /// default it), so neither `create` nor `apply` sends one; a v1 policy that sets it goes.
 #[test]
 fn upstream_server_is_never_sent_a_policy_without_default_action() {
