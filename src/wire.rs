@@ -28,7 +28,7 @@ pub const DIALECT_V1: &str = "v1";
 /// How to read an absent `retryLimit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
-    /// `retryctl serve` and its clients: absent means unset (inherit, §2.4).
+    /// `retryctl serve` and its clients: absent means unset (inherit, docs/engines.md).
     V1,
     /// Upstream Armada: absent means 0 (never retry), since upstream omits zero values.
     Upstream,

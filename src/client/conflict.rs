@@ -1,5 +1,5 @@
-//! The writes the commands make, over either transport: the §5.1 refusal before sending and
-//! the read-back after, and the §5.2 read-modify-write that never loses a concurrent
+//! The writes the commands make, over either transport (docs/reference/wire.md): the
+//! dialect refusal before sending and the read-back after, and the read-modify-write that never loses a concurrent
 //! writer's change.
 //!
 //! Must not: know routes, JSON or protobuf; it calls [`Client`]'s single requests only.

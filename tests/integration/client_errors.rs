@@ -363,7 +363,7 @@ fn upstream_server_that_drops_fields_is_caught_by_the_read_back() {
 #[test]
 fn queue_stream_error_chunk_and_missing_end_marker() {
     let home = temp_home();
-    // Upstream reports a rejected stream in its last chunk (upstream §1.6), HTTP status 200
+    // Upstream reports a rejected stream in its last chunk (as grpc-gateway writes it), HTTP status 200
     // when something was already written.
     let stub = Stub::start(|_| {
         Reply::text(

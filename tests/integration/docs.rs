@@ -552,8 +552,9 @@ const CITATIONS_PENDING: &[(&str, &str)] = &[
 ];
 
 /// The repository stands alone: a reader has this tree and nothing else, so no file cites
-/// the behaviour contract the project was built from or a tracker's issue numbers; each
-/// cites the docs under docs/ (docs/reference/ for the wire contract and the bars) instead.
+/// the behaviour contract the project was built from (by name or by its numbered sections)
+/// or a tracker's issue numbers; each cites the docs under docs/ (docs/reference/ for the
+/// wire contract and the bars) instead.
 #[test]
 fn the_repository_cites_only_itself() {
     // Spelled in pieces so that this file does not match itself.
@@ -573,6 +574,8 @@ fn the_repository_cites_only_itself() {
         for (i, line) in text.lines().enumerate() {
             let what = if has_word(line, &contract) {
                 Some(format!("`{contract}`"))
+            } else if let Some(section) = section_number(line) {
+                Some(format!("section `{section}`"))
             } else {
                 issue_number(line)
             };
@@ -586,6 +589,22 @@ fn the_repository_cites_only_itself() {
         "cite the repository's own docs (docs/*.md, docs/reference/*.md) instead:\n{}",
         found.join("\n")
     );
+}
+
+/// A section sign and a number: a numbered section of a document the reader does not have.
+/// An RFC's sections are public and stay (an RFC's number, then the sign and the section).
+fn section_number(line: &str) -> Option<String> {
+    line.match_indices('§').find_map(|(at, _)| {
+        let rest = line[at + '§'.len_utf8()..].trim_start();
+        let number: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+        let mut words = line[..at].split_whitespace().rev();
+        let rfc_number = words.next().is_some_and(|w| w.chars().all(|c| c.is_ascii_digit()));
+        let after_rfc = rfc_number
+            && words
+                .next()
+                .is_some_and(|w| w.trim_start_matches(|c: char| !c.is_ascii_alphanumeric()) == "RFC");
+        (number.starts_with(|c: char| c.is_ascii_digit()) && !after_rfc).then(|| format!("§{number}"))
+    })
 }
 
 /// Every file under the root, as a path relative to it, but for git's and cargo's own.
