@@ -6,7 +6,7 @@
 #
 #   scripts/bench-validate.sh [POLICY_FILE] [RUNS]
 #
-# Then runs the hostile inputs docs/policies.md lists (binary, empty, 50 MB, 8 MB of nodes, deep
+# Then runs hostile inputs against the limits docs/policies.md sets (binary, empty, 50 MB, 8 MB of nodes, deep
 # nesting, alias bomb; generated into a tempdir) once each and prints exit code, wall time
 # and peak RSS. Needs hyperfine (Debian: apt-get install hyperfine), Python 3 and GNU time.
 # Exits 1 when the ratio is above 3, or a hostile input does not exit 3 under 64 MiB.
