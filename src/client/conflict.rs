@@ -46,7 +46,7 @@ impl<E> From<ClientError> for ModifyError<E> {
     }
 }
 
-/// The refusal of a policy this connection cannot store (docs/cli.md: a design-dialect field
+/// The refusal of a policy this connection cannot store (docs/reference/wire.md: a design-dialect field
 /// for an upstream server, or over gRPC), before anything is sent; also what a dry run says.
 pub fn refuse_incompatible<C: Client + ?Sized>(c: &C, policy: &RetryPolicy) -> Result<()> {
     if c.is_v1()? {

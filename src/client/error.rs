@@ -67,7 +67,7 @@ pub enum ClientError {
         name: String,
         fields: Vec<String>,
     },
-    /// Another writer changed the resource every time this client tried to (docs/cli.md): the
+    /// Another writer changed the resource every time this client tried to (docs/reference/wire.md): the
     /// edit was given up after `attempts` tries.
     Conflict {
         kind: &'static str,

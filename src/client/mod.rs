@@ -1,4 +1,4 @@
-//! The wire client: talking to an Armada server over REST (docs/cli.md) or gRPC (docs/reference/wire.md).
+//! The wire client: talking to an Armada server over REST or gRPC (docs/reference/wire.md).
 //!
 //! Owns: the [`Client`] trait the commands use and what a connection is made from
 //! ([`ClientConfig`], [`Auth`], [`ClientTls`]); this file holds those and [`connect`]. The

@@ -1,4 +1,4 @@
-//! The REST transport (docs/cli.md): Armada's REST API (grpc-gateway) and `retryctl serve`'s, over
+//! The REST transport (docs/reference/wire.md): Armada's REST API (grpc-gateway) and `retryctl serve`'s, over
 //! reqwest (blocking, rustls).
 //!
 //! Owns: the routes, the JSON bodies (`wire`), the error body (docs/reference/wire.md) mapped to
@@ -45,7 +45,7 @@ pub struct RestClient {
     dialect: Cell<Option<bool>>,
     /// The `ETag` last seen per resource path (from a GET or a write's answer): what a later
     /// `PUT` of that path sends as `If-Match`, so that every read-modify-write is refused
-    /// (412) when someone else wrote in between (docs/cli.md). Upstream sends none.
+    /// (412) when someone else wrote in between (docs/reference/wire.md). Upstream sends none.
     etags: RefCell<HashMap<String, String>>,
     /// `-v` lines about redirects followed, queued by the redirect policy for `send`.
     redirects: Arc<Mutex<Vec<String>>>,
