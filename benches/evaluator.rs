@@ -1,4 +1,4 @@
-//! Decisions per second of the embedded evaluator (SPEC §7: at most 150 ns per decision for
+//! Decisions per second of the embedded evaluator (docs/reference/bars.md: at most 150 ns per decision for
 //! 3 policies × 20 rules, a fresh job state per decision). Run:
 //! `cargo bench --locked --features bench --bench evaluator`.
 //!
@@ -84,7 +84,7 @@ fn bench(c: &mut Criterion) {
         ("regex_rules_last_matches", &catalog_refs, &xid),
         ("named_exit_rules_last_matches", &named_refs, &named_last),
     ] {
-        // A fresh job state per decision (SPEC §7): the first retry under a rule, as a real
+        // A fresh job state per decision (docs/reference/bars.md): the first retry under a rule, as a real
         // job's first failure sees it. Reusing one state let its counter grow without bound
         // (`powi` of a huge exponent showed up in the profile) and measured a state no job
         // reaches. The state is made and dropped outside the timed routine.

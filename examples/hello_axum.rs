@@ -1,5 +1,5 @@
-//! The stack's floor for the `serve` benchmark (issue 12 item 8: "GET within 1.25× of an
-//! axum hello-world on the same pinned core"): the same axum + tokio as `retryctl serve`,
+//! The stack's floor for the `serve` benchmark (docs/reference/bars.md: a GET at least 80% of an
+//! axum hello-world on the same pinned core): the same axum + tokio as `retryctl serve`,
 //! one route answering a fixed body, no middleware, no log.
 //!
 //!     cargo build --release --example hello_axum

@@ -5,7 +5,7 @@
 //! Why not wrk: wrk is closed-loop (each connection sends its next request when the last
 //! answer arrives), so under a flood its latency is mostly time spent queueing behind its own
 //! requests, and a server stall holds back the requests that would have measured it
-//! (coordinated omission). The SPEC §7 bar is "p99 under 10 ms at >= 10,000 writes/s": a
+//! (coordinated omission). The bar (docs/reference/bars.md) is "p99 under 10 ms at >= 10,000 writes/s": a
 //! latency at a given rate, which only a fixed-rate load measures.
 //!
 //! How: request `i` is due at `start + i / rate`. `--connections` keep-alive HTTP/1.1

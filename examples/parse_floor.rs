@@ -1,4 +1,4 @@
-//! The parsing floor for the `simulate` benchmark (SPEC §7: "single-threaded within 1.5×
+//! The parsing floor for the `simulate` benchmark (docs/reference/bars.md: "single-threaded within 1.5×
 //! of a typed serde_json parse of the same lines"): reads a JSON Lines file of
 //! FailureHistory records line by line and deserializes each into typed structs that
 //! borrow from the line, on one thread, and does nothing else.

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Issue 38's bar: the cost of the estimates on 1,000,000 runs against the plain what-if,
+# The estimates' bar (docs/reference/bars.md): the cost of the estimates on 1,000,000 runs against the plain what-if,
 # measured side by side (target: within 1.3x):
-#   - `--backtest-at` (SPEC §3.8) against the same `simulate --baseline` without it;
-#   - runs-left estimation (SPEC §3.6, always on in a what-if) through `simulate --baseline`
-#     against one replay: SPEC §7's `--baseline <= 1.6x` bar, 1.23-1.27x before §3.6 landed.
+#   - `--backtest-at` (docs/estimates.md) against the same `simulate --baseline` without it;
+#   - runs-left estimation (docs/estimates.md, always on in a what-if) through `simulate --baseline`
+#     against one replay: the what-if's `--baseline <= 1.6x` bar, 1.23-1.27x before runs left
+#     were estimated.
 #
 #   scripts/bench-estimates.sh [RUNS] [ROUNDS]   # default 1000000 3; needs python3, GNU time
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Import benchmark for `retryctl history --lookout-db` (issue 8 item 5, issue 23, issue 28
-# item 6; BENCHMARKS.md "history import").
+# Import benchmark for `retryctl history --lookout-db` (docs/reference/bars.md,
+# "history's memory"; BENCHMARKS.md "history import").
 #
 # Starts a throwaway PostgreSQL (as user `postgres` when run as root: initdb refuses root),
 # builds the schema from contract/lookout/migrations/*.sql (vendored) (name order, each file
@@ -12,7 +12,7 @@
 #   retryctl        retryctl history --lookout-db ... > /dev/null
 #   before          the same with $BEFORE (an older binary), when set
 #   simulate        retryctl simulate -f testdata/lookout/new --lookout-db ... --queue ml
-#                   (issue 23 item 6: the history streamed into the replay, the summary printed)
+#                   (the history streamed into the replay, the summary printed)
 #   simulate jsonl  the same with -o jsonl > /dev/null (a record per job rendered and written)
 #
 # each under /usr/bin/time: wall, user CPU, peak RSS, and retryctl's wall over the text floor.
@@ -20,10 +20,10 @@
 # of the same rows. Memory should be flat across N.
 #
 # `bomb` instead of sizes: one database of 1,000 jobs plus one whose failed run's `error` is a
-# zlib bomb (512 MiB of text in about 0.5 MiB, issue 28 item 6): peak RSS and bytes written,
+# zlib bomb (512 MiB of text in about 0.5 MiB): peak RSS and bytes written,
 # for retryctl and $BEFORE.
 #
-# `shards N` instead (issue 35): one database of N jobs; `simulate --lookout-db` whole, then
+# `shards N` instead (docs/past-one-machine.md): one database of N jobs; `simulate --lookout-db` whole, then
 # as 4 shards (`--shard I/4 -o partial`, `--to` as shards need), each after `pg_stat_reset()`:
 # the rows PostgreSQL says it read from `job` and `job_run` (pg_stat_user_tables:
 # seq_tup_read + idx_tup_fetch), the bytes the server sent to retryctl (counted by a relay

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Writes at a fixed rate against `retryctl serve` (SPEC §7: ">= 10,000 writes/s with resource
+# Writes at a fixed rate against `retryctl serve` (docs/reference/bars.md: ">= 10,000 writes/s with resource
 # versions on; p99 under 10 ms; zero errors"). An open-loop generator (examples/load_rate.rs)
 # offers POST /v1/retry-policy (a new name each: one write each) at each rate step and
 # measures every request's latency from the time it was due, so a server stall is counted

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# `retryctl serve` against its own stack (issue 12 item 8): GET throughput of serve and of an
+# `retryctl serve` against its own stack (docs/reference/bars.md): GET throughput of serve and of an
 # axum hello-world (examples/hello_axum.rs: the same axum + tokio, one route, no middleware)
 # with each server pinned to core 0 and wrk pinned to core 1, side by side, then the ratio.
 # Bar: serve's GET within 1.25x of the hello-world (ratio hello / serve <= 1.25).
-# Then the same policy read over gRPC (issue 22): api.RetryPolicyService/GetRetryPolicy on the
+# Then the same policy read over gRPC (BENCHMARKS.md, gRPC against REST): api.RetryPolicyService/GetRetryPolicy on the
 # same serve, same core, with h2load, next to the REST GET (wrk's row above, and h2load --h1
 # at wrk's concurrency: the same client program for both protocols). The fair concurrency is
 # the same number of requests in flight: a REST client needs a connection per request in

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The bars for shards (docs/past-one-machine.md), measured side by side on one machine:
+# The bars for shards (docs/reference/bars.md), measured side by side on one machine:
 #   - N shards of a 1,000,000-run history, run one after the other, plus the `merge` of their
 #     partials (`-o json`), cost at most 1.15x (N=4) and 1.25x (N=16) the single process
 #     printing `-o json` in total CPU (user + system), for `simulate --baseline` and for `tune`

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §7's bars for bulk `simulate`, measured side by side on one machine, and the same
+# The bars for bulk `simulate` (docs/reference/bars.md), measured side by side on one machine, and the same
 # commands of an earlier commit's build beside this tree's, so that a loss shows in the
 # next run rather than in a ratio of the new code to itself:
 #   - simulate of a 1,000,000-run JSON Lines history >= 10x faster than `jq -c . FILE`

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 33's bars for `tune` (SPEC §7, §8), measured side by side on one machine:
+# The bars for `tune` (docs/reference/bars.md, docs/tune.md), measured side by side on one machine:
 #   - one pass over the history whatever the number of candidates (decode once);
 #   - 100 candidates varying limits and actions over 1,000,000 runs within 5x one
 #     `simulate --baseline` of the same history; 1,000 candidates within 25x;

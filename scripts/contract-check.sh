@@ -5,8 +5,8 @@
 # operations. Not run by CI (network + minutes of CPU).
 #
 # Target: no 5xx, no schema violation except the documented enum encoding
-# (armada-upstream.md 1.3: the swagger says `RETRY_ACTION_*`, the real wire says
-# `"Fail"`/`"Retry"`, and retryctl serve follows the wire). The queue stream (1.6) is also
+# (docs/reference/wire.md: the swagger says `RETRY_ACTION_*`, the real wire says
+# `"Fail"`/`"Retry"`, and retryctl serve follows the wire). The queue stream is also
 # reported (ST109: newline-delimited messages, not one JSON document), so the exit status
 # is non-zero while those expected findings remain: read the summary (BENCHMARKS.md).
 #

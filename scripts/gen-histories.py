@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes a JSON Lines file of FailureHistory records with about N runs in total, for the
-`simulate` benchmark (SPEC §7). Deterministic: the same arguments give the same file.
+`simulate` benchmark (docs/reference/bars.md). Deterministic: the same arguments give the same file.
 
     scripts/gen-histories.py 1000000 > /tmp/histories-1m.jsonl
     scripts/gen-histories.py --realistic 1000000 > /tmp/histories-real-1m.jsonl
@@ -8,7 +8,7 @@
 Jobs run on queue `ml-queue` (testdata/policies/valid: infra + ml-training-oom): retryable
 preemptions, evictions, OOM kills and returned leases within the policies' limits, then a
 final run that succeeds (80%) or fails for good (CUDA category, plain exit codes). Lines
-leave out apiVersion/kind, as SPEC §3.2 allows.
+leave out apiVersion/kind, as docs/simulate.md allows.
 
 By default the histories follow the decisions exactly (no contradiction, so every run of
 every job is evaluated): a run never lands on a node the last retry avoids (infra's

@@ -6,7 +6,7 @@
 # the ETag of its previous answer, so every PUT is a real versioned write that must not 412)
 # against a release build with a database file, request log on. wrk and the server share
 # the machine, so the numbers are a floor for the server alone.
-# Bars (SPEC §7): >= 10,000 GET/s, >= 1,000 writes/s, p99 < 10 ms, zero errors.
+# Bars (docs/reference/bars.md): >= 10,000 GET/s, >= 1,000 writes/s, p99 < 10 ms, zero errors.
 #
 # Usage: scripts/load.sh [DURATION_SECONDS (default 5)] [CONNECTIONS (default 16)]
 #   BIN=path/to/retryctl scripts/load.sh ...   measures another build (e.g. an older commit);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Slow request bodies against `retryctl serve` (issue 28 item 1, SPEC §6).
+"""Slow request bodies against `retryctl serve` (docs/serve.md, docs/reference/bars.md).
 
 1,100 connections each send a valid request header with a valid bearer token and
 `Content-Length: 1000000`, then one body byte a second, to a server started under
@@ -9,7 +9,7 @@ from the moment all 1,100 are open), each try given 1 s; the seconds spent in tr
 no answer are the lockout. Also counted: the attack connections the server answered 408 and
 the ones it closed.
 
-Bar (SPEC §6): a body must arrive within 30 s of its header (408 and close), so no new client
+Bar (docs/reference/bars.md): a body must arrive within 30 s of its header (408 and close), so no new client
 is kept out past that deadline. Before the fix the server closed none of the 1,100 and kept
 new clients out ~42 s of 45.
 

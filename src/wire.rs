@@ -1,4 +1,4 @@
-//! The Armada REST JSON shapes (docs/cli.md), both directions, shared by the client and `serve`.
+//! The Armada REST JSON shapes (docs/reference/wire.md), both directions, shared by the client and `serve`.
 //!
 //! Owns: model ⇄ upstream JSON. Output follows upstream (lowerCamelCase, zero values omitted,
 //! actions as `"Fail"`/`"Retry"`, upstream's key order) plus the design-dialect extension
@@ -28,7 +28,7 @@ pub const DIALECT_V1: &str = "v1";
 /// How to read an absent `retryLimit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
-    /// `retryctl serve` and its clients: absent means unset (inherit, §2.4).
+    /// `retryctl serve` and its clients: absent means unset (inherit, docs/engines.md).
     V1,
     /// Upstream Armada: absent means 0 (never retry), since upstream omits zero values.
     Upstream,
@@ -44,7 +44,7 @@ pub fn policy_to_json(policy: &RetryPolicy) -> Value {
         m.insert("retryLimit".into(), json!(l));
     }
     // Unset stays unset: the design dialect reads it as `Fail`; an upstream server never
-    // gets such a policy (the client refuses it first, docs/cli.md).
+    // gets such a policy (the client refuses it first, docs/reference/wire.md).
     if let Some(action) = policy.default_action {
         m.insert("defaultAction".into(), json!(action.as_str()));
     }

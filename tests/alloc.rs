@@ -1,4 +1,4 @@
-//! SPEC §7: the design engine's evaluator makes no heap allocation per decision.
+//! The bar "no allocation per decision" (docs/reference/bars.md): the design engine's evaluator makes no heap allocation per decision.
 //! The executor's categorizer makes none per run either (`classifying_a_run_allocates_nothing`),
 //! nor does the replay classifying a history in place once warm (`reclassifying_…`).
 //!
@@ -6,7 +6,7 @@
 //! allocator. The count is per thread (a `thread_local` counter), so the test harness and
 //! other tests running in parallel do not disturb it. Every case is evaluated once to warm
 //! up (the regex engine fills its per-thread cache on first use), then counted over fresh
-//! job states, as SPEC §7 measures: the first retry under a rule is where a counter is
+//! job states, as the bar measures: the first retry under a rule is where a counter is
 //! created.
 
 use std::alloc::{GlobalAlloc, Layout, System};

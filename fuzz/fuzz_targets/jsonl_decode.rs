@@ -1,4 +1,4 @@
-//! Fuzz target: the JSON Lines history decoder (SPEC §3.2 bulk input). Each input line goes
+//! Fuzz target: the JSON Lines history decoder (docs/simulate.md's bulk input). Each input line goes
 //! through both decoders. Properties beyond "does not panic": the typed fast path accepts a
 //! line only if the strict decoder accepts it too, with the same history (the fast path
 //! must be a subset, or a valid-looking line would replay differently from its YAML twin);

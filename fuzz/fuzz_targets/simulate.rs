@@ -2,7 +2,7 @@
 //! of RetryPolicy, Queue and FailureHistory documents; every valid history is replayed
 //! against the valid policies and queues, under scheduler settings taken from the first two
 //! bytes (global limit 0–15; retry engine on or off; which engine decides, the design or
-//! upstream's, SPEC §2.10). Properties beyond "does not panic": the replay is deterministic
+//! upstream's, docs/engines.md). Properties beyond "does not panic": the replay is deterministic
 //! (same input, same report), and with retries on no job is granted more retries than the
 //! global limit allows, under either engine.
 //!

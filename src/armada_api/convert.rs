@@ -230,7 +230,7 @@ mod tests {
     use crate::wire::{policy_from_json, policy_to_json, Dialect};
     use prost::Message as _;
 
-    /// Upstream's own example (contract/ swagger docs; reference §1.5), as JSON.
+    /// Upstream's own example (the swagger docs under contract/), as JSON.
     const EXAMPLE: &str = r#"{"name":"ml-training-retries","retryLimit":3,"defaultAction":"Fail","rules":[{"action":"Fail","onCategory":"user-error"},{"action":"Retry","onCategory":"gpu","onSubcategory":"transient","mutate":{"affinity":{"avoidSameNode":true}}},{"action":"Retry","onCategory":"oom","mutate":{"resources":{"memory":{"factor":1.5}}}},{"action":"Retry","onCategory":"oom","onSubcategory":"small","mutate":{"resources":{"memory":{"static":"512Mi"}}}}]}"#;
 
     fn example() -> RetryPolicy {

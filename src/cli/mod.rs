@@ -691,7 +691,7 @@ pub enum GetOutput {
     Name,
     /// `jsonpath=TEMPLATE`.
     JsonPath(String),
-    /// `custom-columns=SPEC`.
+    /// `custom-columns=COLUMNS`.
     CustomColumns(String),
 }
 

@@ -1,5 +1,5 @@
-//! The writes the commands make, over either transport: the §5.1 refusal before sending and
-//! the read-back after, and the §5.2 read-modify-write that never loses a concurrent
+//! The writes the commands make, over either transport (docs/reference/wire.md): the
+//! dialect refusal before sending and the read-back after, and the read-modify-write that never loses a concurrent
 //! writer's change.
 //!
 //! Must not: know routes, JSON or protobuf; it calls [`Client`]'s single requests only.
@@ -46,7 +46,7 @@ impl<E> From<ClientError> for ModifyError<E> {
     }
 }
 
-/// The refusal of a policy this connection cannot store (docs/cli.md: a design-dialect field
+/// The refusal of a policy this connection cannot store (docs/reference/wire.md: a design-dialect field
 /// for an upstream server, or over gRPC), before anything is sent; also what a dry run says.
 pub fn refuse_incompatible<C: Client + ?Sized>(c: &C, policy: &RetryPolicy) -> Result<()> {
     if c.is_v1()? {

@@ -26,7 +26,7 @@ pub enum ClientError {
     /// `http://` to a server that speaks only TLS (`server_tls`), or `https://` to one that
     /// does not speak it.
     WrongScheme { url: String, server_tls: bool },
-    /// The server understood and said no: the §5 error body over REST, the status over gRPC.
+    /// The server understood and said no: the error body (docs/reference/wire.md) over REST, the status over gRPC.
     Api {
         /// The HTTP status of a REST answer; `None` over gRPC.
         status: Option<u16>,
@@ -37,7 +37,7 @@ pub enum ClientError {
     /// gRPC has no versions: before a replace, the client reads the resource again, and it
     /// is no longer what this command read (no server said so; nothing was written).
     ChangedSinceRead { noun: &'static str, name: String },
-    /// 404 with a body that is not the §5 error shape: the route does not exist.
+    /// 404 with a body that is not the Armada error shape: the route does not exist.
     NoRoute { method: String, url: String },
     /// A status or body this client cannot make sense of (HTML error page, bad JSON).
     Unexpected {
@@ -46,8 +46,8 @@ pub enum ClientError {
         status: u16,
         detail: String,
     },
-    /// The server is upstream Armada and cannot store these fields (§5.1), or the connection
-    /// is gRPC, whose messages cannot carry them (§5.3): nothing was sent.
+    /// The server is upstream Armada and cannot store these fields, or the connection
+    /// is gRPC, whose messages cannot carry them (docs/reference/wire.md): nothing was sent.
     Incompatible {
         kind: &'static str,
         name: String,
@@ -67,7 +67,7 @@ pub enum ClientError {
         name: String,
         fields: Vec<String>,
     },
-    /// Another writer changed the resource every time this client tried to (docs/cli.md): the
+    /// Another writer changed the resource every time this client tried to (docs/reference/wire.md): the
     /// edit was given up after `attempts` tries.
     Conflict {
         kind: &'static str,

@@ -18,7 +18,7 @@
 //!
 //! No versions: upstream's gRPC API has no ETag or If-Match. What this client does instead
 //! (read–compare–write): it keeps the answer it last read of each resource, and a replace of
-//! a resource read before first reads it again and refuses (Aborted, the §5.2 conflict the
+//! a resource read before first reads it again and refuses (Aborted, the conflict the
 //! callers retry) when it changed since. What that cannot rule out, and REST's If-Match
 //! does: a write by someone else between that re-read and this write (a window of one round
 //! trip) is overwritten; the README says so.

@@ -1,11 +1,11 @@
-//! The wire client: talking to an Armada server over REST (docs/cli.md) or gRPC (§5.3).
+//! The wire client: talking to an Armada server over REST or gRPC (docs/reference/wire.md).
 //!
 //! Owns: the [`Client`] trait the commands use and what a connection is made from
 //! ([`ClientConfig`], [`Auth`], [`ClientTls`]); this file holds those and [`connect`]. The
 //! parts: the two transports ([`rest`]: the REST API over reqwest; [`grpc`]: Armada's gRPC
 //! services over tonic), `error.rs` ([`ClientError`]: every failure of either, with its exit
-//! code and words), the transport-neutral writes ([`conflict`]: the §5.1 refusal and
-//! read-back, the §5.2 retry on conflict), `read_back.rs` (what a read-back lost) and
+//! code and words), the transport-neutral writes ([`conflict`]: the dialect refusal and
+//! read-back, the retry on conflict), `read_back.rs` (what a read-back lost) and
 //! `trust.rs` (the rustls verifier and the TLS diagnosis). Must not: know about clap, tables
 //! or output formats, or decide wording beyond what a failed request means.
 //!
@@ -184,7 +184,7 @@ pub trait Client {
     /// Whether `-v` asked for the request log.
     fn verbose(&self) -> bool;
 
-    /// Creates or replaces a policy, with the §5.1 checks: refused before sending when the
+    /// Creates or replaces a policy, with the dialect checks (docs/reference/wire.md): refused before sending when the
     /// server or the transport cannot store it; read back after and compared.
     fn write_policy(&self, op: WriteOp, policy: &RetryPolicy) -> Result<()> {
         conflict::write_policy(self, op, policy)

@@ -1,4 +1,4 @@
-//! The read-back check of a write (docs/cli.md): which fields of what was sent the server did
+//! The read-back check of a write (docs/reference/wire.md): which fields of what was sent the server did
 //! not keep. [`conflict`](super::conflict) reads the resource back after each write and
 //! fails it with `ClientError::Dropped` when this finds any.
 //!

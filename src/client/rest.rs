@@ -1,10 +1,10 @@
-//! The REST transport (docs/cli.md): Armada's REST API (grpc-gateway) and `retryctl serve`'s, over
+//! The REST transport (docs/reference/wire.md): Armada's REST API (grpc-gateway) and `retryctl serve`'s, over
 //! reqwest (blocking, rustls).
 //!
-//! Owns: the routes, the JSON bodies (`wire`), the error body of §5 mapped to
+//! Owns: the routes, the JSON bodies (`wire`), the error body (docs/reference/wire.md) mapped to
 //! [`ClientError`], timeouts, retries of idempotent requests, the `-v` request log
-//! (credentials never printed), the server dialect (§5.1, from the response header) and the
-//! versions (§5.2: ETags kept per resource path, sent back as `If-Match`). Must not: decide
+//! (credentials never printed), the server dialect (from the response header) and the
+//! versions (ETags kept per resource path, sent back as `If-Match`). Must not: decide
 //! what a write means or retry a conflict (that is `conflict`, over either transport).
 //!
 //! Decisions the design leaves open:
@@ -45,7 +45,7 @@ pub struct RestClient {
     dialect: Cell<Option<bool>>,
     /// The `ETag` last seen per resource path (from a GET or a write's answer): what a later
     /// `PUT` of that path sends as `If-Match`, so that every read-modify-write is refused
-    /// (412) when someone else wrote in between (docs/cli.md). Upstream sends none.
+    /// (412) when someone else wrote in between (docs/reference/wire.md). Upstream sends none.
     etags: RefCell<HashMap<String, String>>,
     /// `-v` lines about redirects followed, queued by the redirect policy for `send`.
     redirects: Arc<Mutex<Vec<String>>>,
@@ -459,7 +459,7 @@ impl Client for RestClient {
             let v: Value = serde_json::from_str(line)
                 .map_err(|e| self.bad_body(Method::GET, path, &format!("a stream line is not JSON: {e}")))?;
             if let Some(err) = v.get("error") {
-                // A stream error chunk (upstream §1.6): `{"error":{"grpc_code":..,"http_code":..,"message":..}}`.
+                // A stream error chunk (as grpc-gateway writes one): `{"error":{"grpc_code":..,"http_code":..,"message":..}}`.
                 return Err(ClientError::Api {
                     status: Some(err.get("http_code").and_then(Value::as_u64).unwrap_or(500) as u16),
                     code: err.get("grpc_code").and_then(Value::as_i64),

@@ -321,7 +321,7 @@ pub fn write(remote: Option<&Remote>, r: &Resource, mode: Mode, dry: bool) -> Re
         return Ok(result);
     }
     // A write of something read above carries its ETag as If-Match; on 412 someone wrote in
-    // between: read again (new ETag) and write the file's content again, bounded (§5.2).
+    // between: read again (new ETag) and write the file's content again, bounded (docs/reference/wire.md).
     let mut attempt = 1;
     loop {
         let written = match r {

@@ -1,6 +1,6 @@
 //! `retryctl version [--client] [-o json]`: the client version, then the server's URL and
-//! dialect (`v1` for `retryctl serve`, `upstream` otherwise, §5.1), and `gRPC` when that is
-//! how it is spoken to (§5.3). An unreachable server is
+//! dialect (`v1` for `retryctl serve`, `upstream` otherwise, docs/reference/wire.md), and `gRPC` when
+//! that is how it is spoken to. An unreachable server is
 //! an error (exit 4) after the client version is printed, like every other server command;
 //! with `-o json` the one object printed then holds the client part only.
 

@@ -3,7 +3,7 @@
 //!
 //! Owns: [`DecisionKind`] and its names, [`RuleRef`], [`Decision`] and its delay parts
 //! ([`DelayParts`]), the nodes a retry avoids ([`Avoid`]), the memory note ([`MemoryNote`])
-//! and the next pod's name (§2.7, [`pod_name`]). The design engine decides into a
+//! and the next pod's name ([`pod_name`]). The design engine decides into a
 //! [`super::Verdict`] (numbers and indices) and puts it into a [`Decision`] only for the
 //! records that carry one (`design::verdict`); the upstream engine builds a [`Decision`]
 //! directly. Must not: decide anything.

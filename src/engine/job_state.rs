@@ -1,4 +1,4 @@
-//! What a job carries between runs (docs/engines.md, §2.10) and the per-job facts an engine
+//! What a job carries between runs (docs/engines.md) and the per-job facts an engine
 //! reads besides the run.
 //!
 //! Owns: [`JobState`] (retries, the counters by rule kept inline for the first few, the
@@ -149,7 +149,7 @@ pub(crate) fn fnv1a(s: &str) -> u64 {
     h
 }
 
-/// docs/engines.md / §2.10: the matched rule's `mutate.resources.memory` grows the job's memory
+/// docs/engines.md: the matched rule's `mutate.resources.memory` grows the job's memory
 /// for the next run. One kind per job: factors multiply, each step rounding up from the
 /// previous memory (as upstream's reservation does); statics add; a bump of the other kind
 /// is skipped and the returned note says so. Shared by both engines.

@@ -1,16 +1,16 @@
 //! The engines (docs/engines.md): pure, deterministic retry decisions, and what both share.
 //!
-//! Where things are: [`design`] is the design engine (§2.1–2.9: [`evaluate`] returns a
+//! Where things are: [`design`] is the design engine ([`evaluate`] returns a
 //! [`Verdict`] of indices and numbers); [`upstream`] is the engine Armada ships today
-//! (§2.10); `matcher` compiles policies into the tables both read ([`CompiledPolicy`]; the
-//! design engine matches with them, §2.2–2.3); `decision` holds the records both write
-//! ([`Decision`], §2.7, §2.9) and `job_state` what a job carries between runs ([`JobState`],
-//! [`JobContext`], the memory bump of §2.6). [`replay`] runs a whole FailureHistory through
+//! (docs/engines.md); `matcher` compiles policies into the tables both read ([`CompiledPolicy`]; the
+//! design engine matches with them); `decision` holds the records both write
+//! ([`Decision`]) and `job_state` what a job carries between runs ([`JobState`],
+//! [`JobContext`], the memory bump). [`replay`] runs a whole FailureHistory through
 //! either engine and [`simulator`] resolves which policies a job gets. [`categorizer`] is the
 //! executor's error categorizer: a failed run's category as Armada's executor assigns it.
 //!
 //! Owns (this file): the inputs both engines take: the scheduler's [`Settings`], which engine
-//! decides ([`EngineKind`]), the job annotations, and the effective policy names of §2.1
+//! decides ([`EngineKind`]), the job annotations, and the effective policy names
 //! ([`effective_policy_names`]).
 //!
 //! Must not: do I/O, read a clock or the environment, or use randomness. Time is an input
@@ -53,7 +53,7 @@ pub const FAIL_FAST_ANNOTATION: &str = "armadaproject.io/failFast";
 /// Armada's default termination grace period for a job.
 pub const DEFAULT_GRACE: GoDuration = GoDuration(1_000_000_000);
 
-/// Which engine decides (docs/engines.md): the design (§2.1–2.9, the default) or the engine
+/// Which engine decides (docs/engines.md): the design (the default) or the engine
 /// upstream Armada ships today ([`upstream`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum EngineKind {

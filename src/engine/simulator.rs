@@ -1,6 +1,6 @@
 //! The policy side of `simulate`, as values: which policies a job gets (docs/simulate.md: the Queue
 //! document named like `job.queue`, else `--retry-policy`, else every RetryPolicy given, in
-//! order; then §2.1's annotation and default-policy steps), resolved against compiled
+//! order; then the annotation and default-policy steps), resolved against compiled
 //! policies.
 //!
 //! Owns: [`Simulator`]. It takes policies and queues as values so that a server-backed
@@ -53,7 +53,7 @@ pub struct Simulator {
     categorizer: Option<Arc<Classifier>>,
 }
 
-/// A policy list resolved for each engine (docs/engines.md without an annotation; §2.10: upstream
+/// A policy list resolved for each engine (docs/engines.md without an annotation; upstream
 /// takes the first entry only).
 #[derive(Debug, Clone, Default)]
 struct Resolved {
@@ -626,7 +626,7 @@ mod tests {
 
     /// The resolved lists answer exactly what the names answer, error text included, for
     /// every kind of job (queue given or not, annotation or not) under both engines, given
-    /// lists, server mode and default policies: fails if the shortcut drifts from §2.1.
+    /// lists, server mode and default policies: fails if the shortcut drifts from the full resolution.
     #[test]
     fn resolved_lists_answer_as_the_names_do() {
         let policies = || vec![policy("a"), policy("b"), policy("c")];

@@ -1,7 +1,7 @@
 //! The upstream engine (docs/engines.md): the decisions of the retry engine Armada ships today
 //! (upstream commit `207cc9e`, `internal/scheduler/retry/engine.go` and the gates of
-//! `internal/scheduler/scheduler.go`, `reference/armada-upstream.md` §5), for operators
-//! whose scheduler is that one rather than the design of §2.1–2.9.
+//! `internal/scheduler/scheduler.go`), for operators
+//! whose scheduler is that one rather than the design engine's.
 //!
 //! Owns: the upstream policy choice (the queue's first policy only), the gates that send a
 //! job down the legacy path, `FailureCount` budgeting, engine.go's checks in its exact

@@ -583,7 +583,7 @@ fn decode_policy_v1(dec: &mut Decoder, node: &Node) -> Option<RetryPolicy> {
         }
     }
     let spec = dec.require(&top, node, "spec")?;
-    let spec_fields = dec.fields(spec, "spec", &fields::names(fields::SPEC))?;
+    let spec_fields = dec.fields(spec, "spec", &fields::names(fields::SPEC_FIELDS))?;
     if let Some(n) = spec_fields.get("retryLimit") {
         policy.retry_limit = dec.u32(n, "spec.retryLimit");
     }

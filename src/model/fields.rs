@@ -266,7 +266,7 @@ const RULE_V1BETA1_CONSTRAINTS: &[Constraint] = &[
     },
 ];
 
-pub const SPEC: &[Field] = &[
+pub const SPEC_FIELDS: &[Field] = &[
     f(
         "retryLimit",
         LIMIT,
@@ -309,7 +309,7 @@ pub const RETRY_POLICY: &[Field] = &[
     ),
     req("kind", Ty::Enum(&["RetryPolicy"]), "`RetryPolicy`."),
     req("metadata", Ty::Object(METADATA), "The policy's name."),
-    req("spec", Ty::Object(SPEC), "What is retried, how often and how."),
+    req("spec", Ty::Object(SPEC_FIELDS), "What is retried, how often and how."),
 ];
 
 /// A rule of upstream's flat dialect (v1beta1): one category, as upstream stores it.

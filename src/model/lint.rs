@@ -22,7 +22,7 @@ pub struct LintOptions {
     pub global_max_retries: Option<u32>,
     /// From `--scheduler-config`: must be among the documents.
     pub default_policy_name: Option<String>,
-    /// The policies are headed for an upstream Armada server (§5.1).
+    /// The policies are headed for an upstream Armada server (docs/reference/wire.md).
     pub upstream: bool,
     /// The executor's categorizers given alongside (`-f` or `--categorizer`), each with the
     /// file it came from as the user should read it: every policy's categories are checked

@@ -1,7 +1,7 @@
 //! The RetryPolicy resource model: one internal type for both dialects (`armadaproject.io/v1`
 //! and upstream's flat `armadaproject.io/v1beta1`).
 //!
-//! Owns: the types. `None` always means "not set, inherit" (§2.4, §2.5), which is why limits
+//! Owns: the types. `None` always means "not set, inherit" (docs/engines.md), which is why limits
 //! and backoff fields are options. Must not: parse text, validate, or do I/O.
 
 use serde::{Deserialize, Serialize};

@@ -10,7 +10,7 @@
 //!   trial of the failed run's class at its depth (how many failed runs of the job, any class,
 //!   precede that next run, the one just failed included; 5 and more are one bucket, `5+`), a
 //!   success when the next run succeeded (a returned lease is a next run that did not). Kept
-//!   apart for `--backtest-at` (§3.8): the trials of jobs submitted before the time *fit*, the
+//!   apart for `--backtest-at` (docs/estimates.md): the trials of jobs submitted before the time *fit*, the
 //!   others *test*; estimates use both;
 //! - the rate at (class, depth) with its back-off ([`Rates::rate`]): (c, d) → (c, any depth) →
 //!   (all classes, d) → (all, any), each level used from [`MIN_TRIALS`] trials on, the last

@@ -92,7 +92,7 @@ impl Done {
 }
 
 /// The trials of the jobs counted so far (docs/estimates.md), on the side of `--backtest-at`
-/// each job was submitted on (§3.8), and the jobs that have no submission time to put them
+/// each job was submitted on (docs/estimates.md), and the jobs that have no submission time to put them
 /// on a side. Counted per unit in the workers (or per shard) and merged: the same whatever
 /// the split.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]

@@ -1,4 +1,4 @@
-//! The docs/cli.md routes: request bodies in, status codes and upstream-shaped JSON out.
+//! The REST routes (docs/reference/wire.md): request bodies in, status codes and upstream-shaped JSON out.
 //!
 //! Owns: the handlers, the error body (`{"error","code","message"}` with gRPC codes mapped to
 //! HTTP statuses as grpc-gateway does), the byte-level JSON encoding of responses, and the
@@ -15,7 +15,7 @@
 //!   success), so `delete` can tell the user, and `--ignore-not-found` means something.
 //! - Queues are stored exactly as sent: no owner defaulting to the caller and no synthesised
 //!   `permissions` (upstream adds both), so a client's read-back check sees what it wrote.
-//! - Versions (docs/cli.md): `ETag: "N"` on every answer about one resource (GET, and the
+//! - Versions (docs/reference/wire.md): `ETag: "N"` on every answer about one resource (GET, and the
 //!   `{}` of a create or update, carrying the new version); none on lists. `If-Match` takes
 //!   `*` (any existing version) or quoted versions; a weak or unparsable tag never matches,
 //!   and a missing resource matches no `If-Match` (so a queue `PUT` with one is no upsert).

@@ -1,5 +1,5 @@
-//! `retryctl serve`: a local Armada-compatible server over SQLite: the REST API (docs/cli.md, docs/serve.md)
-//! and Armada's gRPC services (§5.3) on the same address, over one store.
+//! `retryctl serve`: a local Armada-compatible server over SQLite: the REST API (docs/reference/wire.md, docs/serve.md)
+//! and Armada's gRPC services (docs/reference/wire.md) on the same address, over one store.
 //!
 //! Owns: binding (and loading the TLS certificate), the router, and the request hygiene
 //! around every route: the dialect header, authentication, the 1 MiB body limit, turning a

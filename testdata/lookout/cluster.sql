@@ -1,5 +1,5 @@
 -- What the cluster of testdata/lookout/lookout.sql runs, as upstream's server stores it
--- (SPEC §5.4; migrations 007_queue.sql and 035_create_retry_policy.sql): the policy set of
+-- (docs/lookout.md; migrations 007_queue.sql and 035_create_retry_policy.sql): the policy set of
 -- testdata/lookout/upstream-old/ (`ml-old`, attached to queues `ml` and `batch`). Each
 -- `definition` is protobuf (`api.RetryPolicy`, `api.Queue`) written by upstream's generated
 -- Python classes (armada-client 0.5.1: `submit_pb2.X(...).SerializeToString()`),

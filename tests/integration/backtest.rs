@@ -1,4 +1,4 @@
-//! `--backtest-at` (SPEC §3.8): the estimates checked on the same history, with figures
+//! `--backtest-at` (docs/estimates.md): the estimates checked on the same history, with figures
 //! worked out by hand, in every format, and its refusals (usage errors, nothing on stdout).
 
 use std::fs;

@@ -1,4 +1,4 @@
-//! Issue 11's traps and editor support: `validate --upstream` refuses what `create` against
+//! Traps a kubectl user falls into, and editor support: `validate --upstream` refuses what `create` against
 //! an upstream server refuses (one implementation), a closed stdout is not an error,
 //! `explain` and `schema` come from the table the decoder reads.
 
@@ -287,7 +287,7 @@ const SCHEMA_CANNOT_TELL: &[&str] = &[
     "testdata/policies/invalid/regex-invalid.yaml",
 ];
 
-/// SPEC §4: `schema KIND` accepts what `validate` accepts. Every document of every testdata
+/// docs/cli.md: `schema KIND` accepts what `validate` accepts. Every document of every testdata
 /// file is checked with a real JSON Schema validator (draft 2020-12) against the schema of
 /// its kind: a document `validate` finds valid must be valid against it, an invalid one
 /// must be rejected unless it is in `SCHEMA_CANNOT_TELL`.
@@ -379,7 +379,7 @@ fn the_schemas_accept_what_validate_accepts() {
     assert!(rejected >= 30, "only {rejected} invalid documents rejected");
 }
 
-/// Issue 25: `explain` finds a field the path misplaces (`retrypolicy.rules` is
+/// `explain` finds a field the path misplaces (`retrypolicy.rules` is
 /// `retrypolicy.spec.rules`), explains upstream's flat layout with `--api-version` (as
 /// `kubectl explain --api-version`), points from one dialect to the other, and `explain` or
 /// `schema` without a kind is a usage error that lists the kinds (as `kubectl explain`).

@@ -295,7 +295,7 @@ fn upstream_server_refuses_design_fields_before_sending() {
     assert!(out.starts_with("exit: 0\n"), "{out}");
 }
 
-/// SPEC §5: upstream refuses a policy without `defaultAction` (and its engine will not
+/// docs/reference/wire.md: upstream refuses a policy without `defaultAction` (and its engine will not
 /// default it), so neither `create` nor `apply` sends one; a v1 policy that sets it goes.
 #[test]
 fn upstream_server_is_never_sent_a_policy_without_default_action() {
@@ -363,7 +363,7 @@ fn upstream_server_that_drops_fields_is_caught_by_the_read_back() {
 #[test]
 fn queue_stream_error_chunk_and_missing_end_marker() {
     let home = temp_home();
-    // Upstream reports a rejected stream in its last chunk (upstream §1.6), HTTP status 200
+    // Upstream reports a rejected stream in its last chunk (as grpc-gateway writes it), HTTP status 200
     // when something was already written.
     let stub = Stub::start(|_| {
         Reply::text(

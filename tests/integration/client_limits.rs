@@ -59,7 +59,7 @@ fn a_password_in_the_url_is_masked_in_errors() {
     assert!(!text.contains("s3cret"), "{text}");
     assert!(text.starts_with("exit: 4\n"), "{text}");
     // Nothing listens on port 9 of 127.0.0.1: the connection error names the URL, whose user
-    // info was taken out of it (it is the credentials, SPEC §4).
+    // info was taken out of it (it is the credentials, docs/cli.md).
     let out = retryctl(home.path())
         .env("ARMADA_URL", "http://admin:s3cret@127.0.0.1:9")
         .args(["get", "retrypolicy", "p"])

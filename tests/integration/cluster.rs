@@ -1,4 +1,4 @@
-//! The cluster's stored state (SPEC §5.4) in a real PostgreSQL built from Lookout's
+//! The cluster's stored state (docs/lookout.md) in a real PostgreSQL built from Lookout's
 //! migrations (support/pg.rs), with rows written as upstream's server writes them: the
 //! `definition` bytes come from upstream's generated Python classes (PyPI `armada-client`,
 //! support/python.rs), never from our encoder.

@@ -1,4 +1,4 @@
-//! `retryctl simulate --baseline` (SPEC §3.4): one history replayed under an old and a new
+//! `retryctl simulate --baseline` (docs/what-if.md): one history replayed under an old and a new
 //! policy set, and what the change does, with exact outcomes.
 
 use std::fs;

@@ -1,4 +1,4 @@
-//! SPEC §5.2, no lost updates: concurrent `retryctl` processes editing one queue on a real
+//! No lost updates (docs/reference/wire.md): concurrent `retryctl` processes editing one queue on a real
 //! `retryctl serve` process (a file database), and the ETag / If-Match wire contract.
 
 use std::io::{Read, Write};
@@ -103,7 +103,7 @@ fn create_policies(url: &str, names: &[String]) {
     }
 }
 
-/// The acceptance case of issue 10: eight CI jobs add eight different policies to one
+/// Eight CI jobs add eight different policies to one
 /// queue at the same moment; the queue ends with all eight and every job exits 0.
 #[test]
 fn eight_concurrent_additions_all_land_and_all_exit_0() {

@@ -1,6 +1,6 @@
 //! `retryctl config ...` and how the config file drives the connection: masking, contexts,
 //! `use-context` keeping every other key, `--config` / `$ARMADACTL_CONFIG`, and errors; the
-//! one set of credentials sent (SPEC §4's order), the rules a server URL follows, and which
+//! one set of credentials sent (in docs/cli.md's order), the rules a server URL follows, and which
 //! commands resolve the Armada address at all.
 
 use crate::support::server::TestServer;
@@ -350,7 +350,7 @@ fn auth_headers(stub: &Stub, i: usize) -> String {
     }
 }
 
-/// SPEC §4: exactly one `Authorization` header, from the first source given of `--token` /
+/// docs/cli.md: exactly one `Authorization` header, from the first source given of `--token` /
 /// `--token-file`, `$ARMADA_TOKEN`, the URL's `user:password`, the context's `bearerToken`,
 /// `basicAuth`, `execAuth`; `-v` names the source, never the secret. Each line: the
 /// credentials given, the headers the server received, what `-v` said.
@@ -377,7 +377,7 @@ fn exactly_one_authorization_header_from_the_first_source_given() {
     // What is given, the flags, `$ARMADA_TOKEN`, `$ARMADA_URL`.
     type Case<'a> = (&'a str, Vec<&'a str>, Option<&'a str>, Option<&'a str>);
     let cases: [Case; 11] = [
-        // The case of issue 28: the URL's user info and `$ARMADA_TOKEN` together.
+        // The URL's user info and `$ARMADA_TOKEN` together: once, both were sent.
         (
             "url + $ARMADA_TOKEN",
             vec!["-c", "none", "--armada-url", &alice],
@@ -523,7 +523,7 @@ fn the_first_credentials_given_are_the_ones_a_real_server_judges() {
     ");
 }
 
-/// SPEC §4: a query string or fragment in a server URL is a usage error (exit 2) from any
+/// docs/cli.md: a query string or fragment in a server URL is a usage error (exit 2) from any
 /// source, and nothing is sent; the hint gives the URL without it.
 #[test]
 fn a_server_url_with_a_query_or_fragment_is_a_usage_error_from_any_source() {
@@ -603,7 +603,7 @@ fn a_server_url_keeps_its_path_prefix() {
 }
 
 /// A context with only armadactl's gRPC `armadaUrl` stops only the commands that talk to
-/// Armada (issue 25 item 10): `history --lookout-url` talks to Lookout alone and still takes
+/// Armada: `history --lookout-url` talks to Lookout alone and still takes
 /// the context's credentials; offline commands never read the context.
 #[test]
 fn a_grpc_only_context_blocks_only_the_commands_that_talk_to_armada() {

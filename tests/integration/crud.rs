@@ -1,6 +1,6 @@
 //! The server-facing commands end to end, as a user runs them against a server: every
 //! command, both noun spellings, every output format and exit code, the `get -o yaml |
-//! update -f -` round trip, and the acceptance cases of issue 5.
+//! update -f -` round trip, and the client commands' first acceptance cases.
 
 use std::path::Path;
 
@@ -96,7 +96,7 @@ fn every_noun_spelling_works() {
             "retrypolicy/ml-training created\n",
             "{noun}"
         );
-        // Nothing differs: `update -f` says so rather than rewriting (issue 11).
+        // Nothing differs: `update -f` says so rather than rewriting.
         assert_eq!(
             s.ok(&["update", noun, "-f", &file]),
             "retrypolicy/ml-training unchanged\n",
@@ -334,7 +334,7 @@ fn dry_run_client_sends_nothing_and_invalid_input_sends_nothing() {
         out,
         "exit: 0\n--- stdout\nretrypolicy/infra created (dry run)\n--- stderr\n"
     );
-    // The real run would be refused (`a`, `b` do not exist), so the dry run is too (issue 11).
+    // The real run would be refused (`a`, `b` do not exist), so the dry run is too.
     let out = s.run(&["create", "queue", "q1", "--dry-run=client", "--retry-policy", "a,b"]);
     assert!(out.starts_with("exit: 3\n--- stdout\n--- stderr\nerror: nothing was sent: the command line: queue `q1` attaches retry policies `a`, `b`"), "{out}");
     let out = s.run(&["create", "queue", "q1", "--dry-run=client"]);
@@ -516,7 +516,7 @@ fn remaining_formats_json_round_trip_and_usage_errors() {
     );
 }
 
-/// Issue 2's acceptance, through the CLI: a Queue where a policy is expected is refused by its
+/// Through the CLI: a Queue where a policy is expected is refused by its
 /// `kind` (not by field errors), and nothing reaches the server.
 #[test]
 fn create_retrypolicy_refuses_a_queue_document_by_kind() {

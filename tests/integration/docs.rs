@@ -541,3 +541,119 @@ fn the_lookout_week_is_the_fixtures_export() {
         .expect("docs/lookout.md shows the export");
     assert_eq!(export.output_of("$ retryctl history").trim_end(), stderr.trim_end());
 }
+
+/// Files other work in flight still edits; their citations go when that work lands (the
+/// merger empties this list). Each entry is a path prefix and why it is exempt.
+const CITATIONS_PENDING: &[(&str, &str)] = &[];
+
+/// The repository stands alone: a reader has this tree and nothing else, so no file cites
+/// the behaviour contract the project was built from (by name or by its numbered sections)
+/// or a tracker's issue numbers; each cites the docs under docs/ (docs/reference/ for the
+/// wire contract and the bars) instead.
+#[test]
+fn the_repository_cites_only_itself() {
+    // Spelled in pieces so that this file does not match itself.
+    let contract = ["SP", "EC"].concat();
+    let mut found = Vec::new();
+    let mut files = Vec::new();
+    walk_tree(&root(), "", &mut files);
+    assert!(files.len() > 100, "{files:?}");
+    for rel in files {
+        if CITATIONS_PENDING.iter().any(|(prefix, _)| rel.starts_with(prefix)) {
+            continue;
+        }
+        // Binary files (fixtures, images) cannot cite anything a reader sees.
+        let Ok(text) = std::fs::read_to_string(root().join(&rel)) else {
+            continue;
+        };
+        for (i, line) in text.lines().enumerate() {
+            let what = if has_word(line, &contract) {
+                Some(format!("`{contract}`"))
+            } else if let Some(section) = section_number(line) {
+                Some(format!("section `{section}`"))
+            } else {
+                issue_number(line)
+            };
+            if let Some(what) = what {
+                found.push(format!("{rel}:{}: cites {what}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "cite the repository's own docs (docs/*.md, docs/reference/*.md) instead:\n{}",
+        found.join("\n")
+    );
+}
+
+/// A section sign and a number: a numbered section of a document the reader does not have.
+/// An RFC's sections are public and stay (an RFC's number, then the sign and the section).
+fn section_number(line: &str) -> Option<String> {
+    line.match_indices('§').find_map(|(at, _)| {
+        let rest = line[at + '§'.len_utf8()..].trim_start();
+        let number: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+        let mut words = line[..at].split_whitespace().rev();
+        let rfc_number = words.next().is_some_and(|w| w.chars().all(|c| c.is_ascii_digit()));
+        let after_rfc = rfc_number
+            && words
+                .next()
+                .is_some_and(|w| w.trim_start_matches(|c: char| !c.is_ascii_alphanumeric()) == "RFC");
+        (number.starts_with(|c: char| c.is_ascii_digit()) && !after_rfc).then(|| format!("§{number}"))
+    })
+}
+
+/// Every file under the root, as a path relative to it, but for git's and cargo's own.
+fn walk_tree(dir: &Path, rel: &str, out: &mut Vec<String>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap()).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name().into_string().unwrap();
+        let path = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
+        let kind = e.file_type().unwrap();
+        if kind.is_dir() {
+            if name != ".git" && name != "target" {
+                walk_tree(&e.path(), &path, out);
+            }
+        } else if kind.is_file() {
+            out.push(path);
+        }
+    }
+}
+
+/// `word` in `line` with no letter, digit or `_` on either side (so `UNSPECIFIED` and
+/// `SPEC_FIELDS` are other words).
+fn has_word(line: &str, word: &str) -> bool {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    line.match_indices(word).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = line[at + word.len()..].chars().next();
+        !before.is_some_and(is_word) && !after.is_some_and(is_word)
+    })
+}
+
+/// An issue tracker's number (the word, a space, an optional `#`, digits), which a reader cannot look up.
+fn issue_number(line: &str) -> Option<String> {
+    let lower = line.to_ascii_lowercase();
+    lower.match_indices("issue").find_map(|(at, _)| {
+        if lower[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+        {
+            return None;
+        }
+        let rest = lower[at + "issue".len()..]
+            .strip_prefix('s')
+            .unwrap_or(&lower[at + 5..]);
+        let rest = rest.strip_prefix(' ')?;
+        let rest = rest.strip_prefix('#').unwrap_or(rest);
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        // ASCII lowercasing keeps every byte offset, so `end` is one in `line` too.
+        let end = lower.len() - rest.len() + digits.len();
+        (!digits.is_empty()).then(|| format!("`{}`", &line[at..end]))
+    })
+}

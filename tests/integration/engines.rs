@@ -1,4 +1,4 @@
-//! `simulate --engine upstream` (SPEC §2.10): upstream's own test tables replayed as
+//! `simulate --engine upstream` (docs/engines.md): upstream's own test tables replayed as
 //! FailureHistory files (testdata/histories/upstream, each with its `expect`), the cases
 //! where the design engine decides otherwise, and the refusal of what upstream cannot read.
 
@@ -172,7 +172,7 @@ hint: use --engine design, or keep the policy to what upstream stores (see `retr
     assert!(out.stdout.is_empty());
 }
 
-/// SPEC §2.10, §5: a policy without `defaultAction` is refused by the upstream engine on
+/// docs/engines.md, docs/reference/wire.md: a policy without `defaultAction` is refused by the upstream engine on
 /// either side of a comparison, naming the field, and the hint names the flag that chose
 /// that side's engine. The design engine reads it as `Fail`.
 #[test]
@@ -293,7 +293,7 @@ fn rec(decision: &str, nodes: &[&str], limit: Option<u64>) -> (String, Vec<Strin
     )
 }
 
-/// SPEC §2.10: upstream's avoidance is the job's node anti-affinity. A returned lease is an
+/// docs/engines.md: upstream's avoidance is the job's node anti-affinity. A returned lease is an
 /// attempted run whose requeue avoids every attempted node, and a later retry without
 /// `avoidSameNode` (or the final decision) keeps what is avoided; `limit` on
 /// `fail_global_limit` is the policy's. The design avoids only started runs' nodes, and

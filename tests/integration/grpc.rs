@@ -1,4 +1,4 @@
-//! gRPC end to end (SPEC §5.3, issue 22): upstream's own Python client (PyPI armada-client
+//! gRPC end to end (docs/reference/wire.md): upstream's own Python client (PyPI armada-client
 //! 0.5.1) against `retryctl serve`, and retryctl's gRPC client against a gRPC-only stand-in
 //! built on that package's generated servicers (support/armada_double.py) and against serve,
 //! with a config context that has only armadactl's `armadaUrl: host:port`.

@@ -209,7 +209,7 @@ fn every_job_is_read_whatever_the_number() {
     );
 }
 
-// ---- hostile rows (SPEC §3.3, issue 28 items 6 and 7) ----
+// ---- hostile rows (docs/lookout.md) ----
 
 /// A `job` row of queue `h`: `submitted`, `memory` and `annotations` as SQL expressions.
 fn job_sql(id: &str, submitted: &str, memory: &str, annotations: &str) -> String {
@@ -436,7 +436,7 @@ fn a_zlib_bomb_is_cut_at_64_kib() {
     );
 }
 
-// ---- progress (issue 28 item 8) ----
+// ---- progress ----
 
 #[test]
 fn no_progress_is_drawn_when_stderr_is_not_a_terminal() {
@@ -816,7 +816,7 @@ fn rest_source_reports_bad_rows_and_cuts_a_huge_error_text() {
     );
 }
 
-/// Issue 25: the walkthrough's what-if for today's Armada. `testdata/lookout/upstream-old`
+/// The walkthrough's what-if for today's Armada. `testdata/lookout/upstream-old`
 /// and `upstream-new` fit upstream's dialect, so `--engine upstream` replays them (the
 /// design-dialect sets are refused there, exit 3); the README pastes this comparison.
 #[test]
@@ -876,7 +876,7 @@ fn upstream_policy_pair_replays_the_week_under_the_upstream_engine() {
     );
 }
 
-/// SPEC §3.7 from real rows: the fixture's `job.cpu` (millicores) and `job.gpu` become
+/// Cost in resources (docs/estimates.md) from real rows: the fixture's `job.cpu` (millicores) and `job.gpu` become
 /// `job.resources` — ml-08 and ml-19 are GPU jobs (1 and 2 GPUs, 8 CPUs), every other job
 /// requests 4 CPUs and no GPU — and the hours of a what-if straight from the database are
 /// those requests × the run times. ml-19 is rescued (the upstream pair retries its CUDA

@@ -1,4 +1,4 @@
-//! Issue 11, tried as a new user with kubectl habits would, against the real `retryctl
+//! The client commands, tried as a new user with kubectl habits would, against the real `retryctl
 //! serve`: apply of a directory converges, dry runs refuse what the real run would, `kind:
 //! List` out and in, `TYPE/NAME` arguments, `delete -f`, several names in one `get`,
 //! jsonpath / custom-columns / `--sort-by` / `--no-headers`, and `describe`.
@@ -254,7 +254,7 @@ fn describe_tells_how_often_and_after_which_delays_and_who_is_affected() {
     );
 }
 
-/// Issue 25: the global cap's number says where it comes from. 20 is retryctl's own default
+/// The global cap's number says where it comes from. 20 is retryctl's own default
 /// (what `simulate` assumes), not a scheduler's (upstream ships the engine off, 5).
 #[test]
 fn describe_queue_says_where_the_global_cap_comes_from() {

@@ -417,7 +417,7 @@ fn shown(answer: &str) -> String {
     format!("{out}\n\n{body}")
 }
 
-/// SPEC §6 / RFC 9112 §3.2: two `Host` headers (or none, in HTTP/1.1) are 400 and the
+/// docs/serve.md / RFC 9112 §3.2: two `Host` headers (or none, in HTTP/1.1) are 400 and the
 /// connection closed, on the hot reads and on the router's routes alike, before the
 /// DNS-rebinding check could read either; `Content-Length` with `Transfer-Encoding` stays
 /// 400. One `Host`, or HTTP/1.0 without any, is answered as before.
@@ -475,7 +475,7 @@ fn a_request_framed_against_rfc_9112_is_400() {
     );
 }
 
-/// SPEC §6: a body still trickling in when the deadline after its header passes is answered
+/// docs/serve.md: a body still trickling in when the deadline after its header passes is answered
 /// 408 and its connection closed, with valid credentials too (here 1 s instead of 30 s; a
 /// byte every 100 ms keeps the idle timeout from ever firing). A body that is slow but in
 /// time is stored; without credentials the body is never read at all (401 at once).

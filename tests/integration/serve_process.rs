@@ -351,7 +351,7 @@ fn a_port_in_use_is_a_clear_error() {
     );
 }
 
-/// SPEC §6: the request log never blocks a request. stderr is a pipe nobody reads after the
+/// docs/serve.md: the request log never blocks a request. stderr is a pipe nobody reads after the
 /// startup line: it fills after a few thousand lines, and every request is still answered.
 #[test]
 fn an_unread_stderr_pipe_never_stalls_requests() {
@@ -575,7 +575,7 @@ fn still_serving_then_stops(mut child: KillOnDrop, port: u16, what: &str) {
     );
 }
 
-/// Issue 25 item 7, SPEC §6: a closed log never stops the server. stderr is a pipe whose
+/// docs/serve.md: a closed log never stops the server. stderr is a pipe whose
 /// reader reads one byte and leaves (the startup line's writes then meet EPIPE at some point,
 /// in the line or after it); before the fix `serve` took the "closed pipe is not an error"
 /// exit (status 0, not serving) in 3–5 of 10 trials, so 20 trials all serving is a pass the
@@ -663,7 +663,7 @@ fn half_sent_request(url: &str) -> (std::net::TcpStream, std::net::SocketAddr) {
     (conn, local)
 }
 
-/// Issue 25 item 8: with a half-sent request, the first SIGINT says on stderr what the
+/// With a half-sent request, the first SIGINT says on stderr what the
 /// shutdown waits for (the request, the grace period, how to stop at once) and keeps
 /// serving it; a second SIGINT exits at once with status 130 (SIGTERM: 143), long before the
 /// 10 s grace period would end (the bound below is that grace period: the old server
@@ -703,8 +703,8 @@ fn a_second_signal_exits_at_once_and_the_first_says_what_it_waits_for() {
     }
 }
 
-/// SPEC §6: credentials in a query string never reach the request log (the five names SPEC
-/// lists; other parameters are kept for debugging), on the hot reads and the router alike.
+/// docs/serve.md: credentials in a query string never reach the request log (the five names
+/// docs/serve.md lists; other parameters are kept for debugging), on the hot reads and the router alike.
 #[test]
 fn the_request_log_masks_credentials_in_query_strings() {
     let p = spawn(&["--listen", "127.0.0.1:0", "--in-memory"]);

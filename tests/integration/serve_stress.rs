@@ -182,7 +182,7 @@ fn a_stuck_client_does_not_block_shutdown_past_the_grace_period() {
     drop(conn);
 }
 
-/// SPEC §6: idle sockets (opened, nothing sent) are closed after the idle timeout, and at
+/// docs/serve.md: idle sockets (opened, nothing sent) are closed after the idle timeout, and at
 /// the connection cap a new client waits only until one of them is, not forever.
 #[test]
 fn idle_sockets_at_the_cap_lock_nobody_out_for_long() {
@@ -215,7 +215,7 @@ fn idle_sockets_at_the_cap_lock_nobody_out_for_long() {
     }
 }
 
-/// SPEC §6 and issue 10: the real process under `ulimit -n 1024`, 1,100 sockets opened
+/// docs/serve.md: the real process under `ulimit -n 1024`, 1,100 sockets opened
 /// against it and left silent (more than its file limit allows it to hold), then a new
 /// client's `/health` still answers: the connection cap keeps the server below its limit (its
 /// descriptors are counted) and the idle timeout frees the held sockets (so this test takes

@@ -388,7 +388,7 @@ fn stdin_shards_of_other_histories_are_refused() {
 }
 
 /// Hostile job ids (markup, a `|`, a newline) go through a partial and out of the merge as
-/// the one process prints them: inert text in HTML, one table row in Markdown (issue 36).
+/// the one process prints them: inert text in HTML, one table row in Markdown, as the report escapes input.
 #[test]
 fn hostile_values_merge_as_inert_text() {
     let mut h = String::new();

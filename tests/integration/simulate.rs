@@ -335,7 +335,7 @@ fn a_policy_given_twice_names_both_places() {
     ])));
 }
 
-/// SPEC §2.9: memory is printed exactly, in every format: 1100000000 bytes is `1100M` (it
+/// docs/simulate.md: memory is printed exactly, in every format: 1100000000 bytes is `1100M` (it
 /// was `1.02Gi`), each 1.5x bump is exact (`1650M`, `2475M`), and `2500k` + 512Mi, which no
 /// suffix divides, is plain bytes. What is printed reads back as the same bytes.
 #[test]

@@ -1,4 +1,4 @@
-//! Bulk `simulate` and its traps (issue 11 item 6): stdin histories, the warnings that
+//! Bulk `simulate` and its traps (docs/simulate.md): stdin histories, the warnings that
 //! replace silent fallbacks, every unevaluated `expect` reported, a closed stdout, and a
 //! parallel run that is byte-identical to a single-threaded one.
 

@@ -1,5 +1,5 @@
-//! `simulate -o html|markdown` and the estimates past the end of the record (SPEC
-//! §3.5–3.6), and the table's cut list of changed jobs: exact outputs on a history whose
+//! `simulate -o html|markdown` and the estimates past the end of the record
+//! (docs/estimates.md), and the table's cut list of changed jobs: exact outputs on a history whose
 //! answers are worked out by hand, and the HTML page rendered in a real browser (headless
 //! Chromium).
 
@@ -42,7 +42,7 @@ pub(crate) fn job(id: &str, runs: &[&str]) -> String {
 ///
 /// Outcomes: r* and cuda* rescued (old: out of retries / no rule for CUDA), l* lost (new
 /// fails exit 2 at once), p1, p2 and c1 Failed → Pending (new retries past the record).
-/// Their estimates (SPEC §3.6):
+/// Their estimates (docs/estimates.md):
 /// - p*: 2 failed runs, so the pending run is at depth 2; the candidate has 3 retries and
 ///   used 2, so it starts 2 more runs (one retry, then the limit fails the job): runs left
 ///   2. Depth 2 has 3 trials (< 5), depth 3 none: both back off to the class at any depth,

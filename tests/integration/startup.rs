@@ -1,4 +1,4 @@
-//! What the binary does to start fast (src/startup.rs; SPEC §7 start-up bar; BENCHMARKS.md
+//! What the binary does to start fast (src/startup.rs; docs/reference/bars.md's validate bar; BENCHMARKS.md
 //! "Start-up"): each piece kept there fails one of these tests when it is lost.
 
 use crate::support::{retryctl, temp_home};

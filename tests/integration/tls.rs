@@ -1,7 +1,7 @@
-//! TLS end to end (issue 10 items 3, 4, 6): `retryctl serve --tls-cert/--tls-key` as a real
+//! TLS end to end (docs/serve.md, docs/cli.md): `retryctl serve --tls-cert/--tls-key` as a real
 //! process, the CLI against it with `--certificate-authority`, a config context's
 //! `certificateAuthority` or `--insecure-skip-tls-verify`, the wrong-scheme and bad-certificate
-//! errors, and the header read timeout and handshake bound (SPEC §6). The certificate is
+//! errors, and the header read timeout and handshake bound (docs/serve.md). The certificate is
 //! self-signed for 127.0.0.1 and localhost, made here with rcgen.
 
 use std::io::{Read, Write};
@@ -398,7 +398,7 @@ fn closed_by(stream: &mut std::net::TcpStream, deadline: Instant) -> bool {
     false
 }
 
-/// (h) SPEC §6: a client that trickles its request header one byte every 300 ms keeps the
+/// (h) docs/serve.md: a client that trickles its request header one byte every 300 ms keeps the
 /// idle timeout (here 30 s) from ever firing; the header read timeout (here 1 s) closes it.
 #[test]
 fn a_trickled_request_header_is_cut_off_by_the_header_read_timeout() {
@@ -611,7 +611,7 @@ fn a_ca_flagged_self_signed_certificate_is_trusted_by_file() {
     );
 }
 
-/// SPEC §4: with no `--certificate-authority`, the server is verified against the system's
+/// docs/cli.md: with no `--certificate-authority`, the server is verified against the system's
 /// trusted roots, as kubectl verifies it: a private CA that an administrator added to the OS
 /// store is trusted with no flag. The store is named here by `SSL_CERT_FILE` (what OpenSSL,
 /// Go and retryctl read instead of the distribution's bundle), so the test does not depend on

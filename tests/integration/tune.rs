@@ -1,4 +1,4 @@
-//! `retryctl tune` (SPEC §8): every number of candidate i is what `simulate -f <candidate i>
+//! `retryctl tune` (docs/tune.md): every number of candidate i is what `simulate -f <candidate i>
 //! --baseline …` prints for the same history and flags (the invariant, checked candidate by
 //! candidate, from files, from stdin-free JSON Lines, under both engines, with a scheduler
 //! vary and from Lookout's database); the recommendation and the frontier worked out by hand;

@@ -1,7 +1,7 @@
 //! `retryctl validate`: exit codes, messages and positions as a user sees them.
 //!
 //! The invalid corpus (`testdata/policies/invalid/`, one defect per file) is snapshotted file
-//! by file; `spec_rules_are_covered` maps every rule of SPEC §1.4 to the file that breaks it,
+//! by file; `spec_rules_are_covered` maps every validation rule (docs/policies.md) to the file that breaks it,
 //! so a missing or renamed case fails by name. Garbage inputs are generated into a tempdir.
 
 use std::io::Write as _;
@@ -60,7 +60,7 @@ fn invalid_corpus_is_large_enough() {
     assert!(n >= 30, "only {n} invalid files");
 }
 
-/// Every rule of SPEC §1.4, the corpus file that breaks it, and the diagnostic code and path
+/// Every validation rule (docs/policies.md), the corpus file that breaks it, and the diagnostic code and path
 /// that must come out (checked through the stable `-o json` report).
 #[test]
 fn spec_rules_are_covered() {
@@ -631,7 +631,7 @@ fn missing_file_is_invalid_input() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Lint (SPEC §1.5)
+// Lint (docs/policies.md)
 
 /// One reviewed snapshot per lint case: warnings, exit 0.
 #[test]
@@ -776,7 +776,7 @@ TMP/broken.yaml
 }
 
 /// `validate --upstream`: findings in source order (upstream's, the linter's and the
-/// validator's mixed), an unset `defaultAction` named (SPEC §5: upstream refuses it), and a
+/// validator's mixed), an unset `defaultAction` named (docs/reference/wire.md: upstream refuses it), and a
 /// rule without a category named by the rule, not by a field the user did not write. Plain
 /// `validate` keeps v1's documented default (`Fail`).
 #[test]

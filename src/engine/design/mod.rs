@@ -1,10 +1,10 @@
 //! The design engine (docs/engines.md): one finished run of a job decided against its
-//! effective policies, as the numbered steps of §2.3–2.9.
+//! effective policies, in the steps docs/engines.md describes.
 //!
-//! Owns: [`evaluate`] and its steps: the bypass paths (§2.8), the first match across the list
-//! (§2.3, over the compiled matcher: [`Policies`]), the default action and counting with its
-//! limits (§2.4), backoff, jitter and the grace delay (§2.5, `backoff`), anti-affinity and the
-//! memory bump (§2.6). It returns a [`Verdict`] (`verdict`): numbers and indices, put into
+//! Owns: [`evaluate`] and its steps: the bypass paths, the first match across the list
+//! (over the compiled matcher: [`Policies`]), the default action and counting with its
+//! limits, backoff, jitter and the grace delay (`backoff`), anti-affinity and the
+//! memory bump. It returns a [`Verdict`] (`verdict`): numbers and indices, put into
 //! words only for a record.
 //!
 //! Must not: allocate (BENCHMARKS.md; `tests/alloc.rs` counts), do I/O, read a clock or the
@@ -49,7 +49,7 @@ pub use verdict::Verdict;
 /// Evaluates one finished run (docs/engines.md) and updates `state`. Allocates nothing: the
 /// result holds indices and numbers ([`Verdict`]), put into words only for records.
 ///
-/// `policies` is the effective list (§2.1, empty = legacy), `run_index` the run's position
+/// `policies` is the effective list (empty = legacy), `run_index` the run's position
 /// in the job, `failed_at` when it ended (ns since submission). Each step below is one
 /// numbered section of docs/engines.md.
 pub fn evaluate(

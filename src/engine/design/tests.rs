@@ -72,7 +72,7 @@ fn runs(items: &[&str]) -> String {
 const PRE: &str = "{node: n, conditions: [Preempted]}";
 const OOM: &str = "{node: n, containers: [{name: main, exitCode: 137, reason: OOMKilled}]}";
 
-// ---- §2.4 the design's example --------------------------------------------------------
+// ---- the design's example --------------------------------------------------------
 
 #[test]
 fn design_example_preempted_10_times_and_oom_3_times_independently() {
@@ -108,7 +108,7 @@ fn design_example_total_never_passes_global_limit() {
     assert_eq!(r.retries, 12);
 }
 
-// ---- §2.1 effective policies ------------------------------------------------------------
+// ---- effective policies ------------------------------------------------------------
 
 fn names(base: &[&str], annotation: Option<&str>, default: Option<&str>) -> Vec<String> {
     let base: Vec<String> = base.iter().map(|s| s.to_string()).collect();
@@ -170,7 +170,7 @@ fn no_effective_policy_is_legacy() {
     assert_eq!(kinds(&r), ["legacy_fail"]);
 }
 
-// ---- §2.2 / §2.3 container selection and matching ---------------------------------------
+// ---- container selection and matching ---------------------------------------
 
 fn one_rule(rule: &str) -> String {
     format!("apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {{name: p}}\nspec:\n  retryLimit: 5\n  rules:\n    - {rule}\n")
@@ -408,7 +408,7 @@ fn first_match_across_concatenated_policies() {
     assert_eq!(rules(&r), ["a/1"]);
 }
 
-// ---- §2.4 counting and limits -------------------------------------------------------------
+// ---- counting and limits -------------------------------------------------------------
 
 #[test]
 fn default_action_first_retry_default_wins_with_own_counter() {
@@ -489,7 +489,7 @@ fn lowering_global_limit_mid_history() {
     assert_eq!(decision(&r, 3).total_retries, 3);
 }
 
-// ---- §2.5 backoff --------------------------------------------------------------------------
+// ---- backoff --------------------------------------------------------------------------
 
 #[test]
 fn backoff_fields_resolve_independently() {
@@ -613,7 +613,7 @@ fn grace_delay_with_and_without_termination_confirmed() {
     assert_eq!(delays(&r), ["0s"]);
 }
 
-// ---- §2.6 anti-affinity and mutations ---------------------------------------------------------
+// ---- anti-affinity and mutations ---------------------------------------------------------
 
 #[test]
 fn anti_affinity_node_avoids_only_the_last_failed_node() {
@@ -699,7 +699,7 @@ fn default_action_retry_carries_no_mutation() {
     assert_eq!(decision(&r, 0).memory, Some(1024.0 * 1024.0 * 1024.0));
 }
 
-// ---- §2.7 pod names ---------------------------------------------------------------------------
+// ---- pod names ---------------------------------------------------------------------------
 
 #[test]
 fn pod_names_enabled_and_disabled() {
@@ -713,7 +713,7 @@ fn pod_names_enabled_and_disabled() {
     assert_eq!(decision(&r, 1).next_pod_name.as_deref(), Some("armada-j-0-2"));
 }
 
-// ---- §2.8 bypass paths --------------------------------------------------------------------------
+// ---- bypass paths --------------------------------------------------------------------------
 
 #[test]
 fn bypass_paths() {
@@ -823,7 +823,7 @@ fn decided_cases_stay_decided() {
     assert_eq!(r.status.final_state(), Final::Cancelled);
 }
 
-// ---- §2.9 the record ----------------------------------------------------------------------------
+// ---- the record ----------------------------------------------------------------------------
 
 #[test]
 fn decision_record_has_every_field() {

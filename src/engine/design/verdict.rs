@@ -84,7 +84,7 @@ impl Verdict {
         self.counted.then_some(self.limit)
     }
 
-    /// The delay before the next run: backoff plus jitter, at least the grace floor (§2.5).
+    /// The delay before the next run: backoff plus jitter, at least the grace floor.
     pub fn delay(&self) -> GoDuration {
         let p = &self.delay_parts;
         GoDuration(p.backoff.0 + p.jitter.0).max(p.grace)

@@ -581,7 +581,7 @@ impl SharedRegexes {
         self.slots.get(p).filter(|&&s| s != NO_SLOT).map(|&s| usize::from(s))
     }
 
-    /// Which rules match which message a rule without `containerName` reads (§2.2–2.3), into
+    /// Which rules match which message a rule without `containerName` reads, into
     /// `hits` (empty); `false` when the DFA is not there (too large) or gave up on a message
     /// (a Unicode word boundary next to a non-ASCII byte).
     pub(crate) fn search(&self, run: &Run, hits: &mut Hits) -> bool {

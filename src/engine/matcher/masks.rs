@@ -26,7 +26,7 @@ fn word_bit(i: usize) -> (usize, u64) {
 const NO_ROW: u32 = u32::MAX;
 
 /// Which rules are candidates for a run: those that list no category, and per category the
-/// rules listing it. A rule without matchers never matches (§2.3) and a subcategory without
+/// rules listing it. A rule without matchers never matches and a subcategory without
 /// a category is rejected by validation: neither is ever a candidate.
 #[derive(Debug, Clone)]
 pub(super) struct CategoryIndex {
@@ -245,7 +245,7 @@ impl ExitRows {
 
     /// Word `w` of the rules of this set that a code whose row has word `listed` rejects, if
     /// they list codes at all: an `In` rule that does not list it, a `NotIn` rule that does
-    /// (§2.3, as `ExitSet::admits`).
+    /// (as `ExitSet::admits`).
     #[inline(always)]
     fn rejecting(&self, w: usize, listed: u64) -> u64 {
         (self.member[w] & !listed) | (!self.member[w] & listed)
@@ -253,7 +253,7 @@ impl ExitRows {
 }
 
 /// The rules listing the exit code of the container a rule without `containerName` selects:
-/// `None` when that container has no failure code (no failed container, or code 0: §2.3
+/// `None` when that container has no failure code (no failed container, or code 0, which
 /// rejects every exit-code rule), `Some(None)` for a code no rule lists.
 pub(super) type SelectedCode<'a> = Option<Option<&'a [u64]>>;
 
@@ -306,7 +306,7 @@ impl ExitMasks {
 
     /// Word `w` of the rules the run's exit codes reject: `onExitCodes` rules (without
     /// `containerName`) whose selected container has no failure code, code 0, a code an `In`
-    /// rule does not list or a code a `NotIn` rule lists (§2.3).
+    /// rule does not list or a code a `NotIn` rule lists.
     #[inline(always)]
     pub(super) fn rejects(&self, w: usize, codes: &[SelectedCode<'_>; 2]) -> u64 {
         let mut out = 0;

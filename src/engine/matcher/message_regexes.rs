@@ -216,7 +216,7 @@ impl MessageRegexes {
     }
 }
 
-/// Whether a set matches a message a rule without `containerName` reads (§2.2–2.3): (one
+/// Whether a set matches a message a rule without `containerName` reads: (one
 /// of a non-init container, one of any container).
 fn set_hits(set: &PatternSet, facts: &RunFacts<'_>) -> (bool, bool) {
     let hit = |init: bool| {
@@ -231,7 +231,7 @@ fn set_hits(set: &PatternSet, facts: &RunFacts<'_>) -> (bool, bool) {
 }
 
 /// The rules of `literals` whose regex may match a message a rule without `containerName`
-/// reads (§2.2–2.3): (one of a non-init container, one of any container), as
+/// reads: (one of a non-init container, one of any container), as
 /// [`RegexHits::search`] answers for the rules that do match.
 #[inline(always)]
 fn possible(literals: &Literals, facts: &RunFacts<'_>, with_init: bool) -> (u64, u64) {
@@ -370,7 +370,7 @@ impl RegexHits {
     }
 
     /// The rules whose regex matches a message a rule without `containerName` reads
-    /// (§2.2–2.3): (one of a non-init container, one of any container). Init containers'
+    /// (one of a non-init container, one of any container). Init containers'
     /// messages are searched only for `with_init` (some rule has `includeInitContainers`).
     /// Each message with a match is recorded in `messages`, in container order.
     #[inline(always)]

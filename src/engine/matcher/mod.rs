@@ -15,7 +15,7 @@
 //! Must not: allocate while matching (the evaluator's budget is zero heap allocations per
 //! decision, `tests/alloc.rs`), do I/O, or change the order in which rules are tried: the
 //! masks only skip rules that cannot match, and candidates are visited in rule order, so the
-//! first matching rule still wins (§2.3).
+//! first matching rule still wins.
 
 mod first_match;
 mod list_dfa;

@@ -1,5 +1,5 @@
 //! The effective policy list (docs/engines.md) as the design engine matches it: the first matching
-//! rule across the concatenated rules of its policies (§2.3), each policy's regex message rules
+//! rule across the concatenated rules of its policies, each policy's regex message rules
 //! answered by the list's one shared search where it covers them.
 //!
 //! Owns: [`Policies`] (the list and its [`SharedRegexes`]), the list's first match, and the

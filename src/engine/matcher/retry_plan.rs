@@ -13,8 +13,8 @@ use crate::engine::Avoid;
 /// What a retry under one rule (or the policy's default action) takes from the rule and the
 /// policy, resolved once at compile time rather than through both levels per decision:
 /// each backoff field rule → policy (the scheduler's level and the built-in one are added
-/// per decision: settings are not the policy's), the retry limit rule → policy (§2.4), the
-/// nodes to avoid (§2.6), and whether the rule mutates memory.
+/// per decision: settings are not the policy's), the retry limit rule → policy, the
+/// nodes to avoid, and whether the rule mutates memory.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RetryPlan {
     pub(crate) backoff: Backoff,

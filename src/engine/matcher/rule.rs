@@ -52,7 +52,7 @@ pub(super) struct RuleMatcher {
     /// policy-wide search (`MessageRegexes::hits`, or the list's `SharedRegexes`) may know its message.
     pub(super) in_regex_hits: bool,
     pub(super) include_init: bool,
-    /// A container-level matcher reads the selected container (§2.2).
+    /// A container-level matcher reads the selected container.
     needs_container: bool,
 }
 

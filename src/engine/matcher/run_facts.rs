@@ -59,7 +59,7 @@ pub(crate) struct RunFacts<'r> {
     pub(super) conditions: u8,
     /// The run's category and its hash.
     pub(super) category: Option<(&'r str, u64)>,
-    /// The first failed non-init container (§2.2).
+    /// The first failed non-init container.
     pub(super) first_failed: Option<u32>,
     /// The first failed container, init containers first.
     pub(super) first_failed_with_init: Option<u32>,
@@ -71,7 +71,7 @@ pub(crate) struct RunFacts<'r> {
 
 impl<'r> RunFacts<'r> {
     pub(crate) fn new(run: &'r Run) -> RunFacts<'r> {
-        // One pass over the containers (§2.2): the first failed non-init container, the
+        // One pass over the containers: the first failed non-init container, the
         // first failed init container, and whether there is an init container at all.
         let (mut first_failed, mut first_failed_init, mut has_init) = (None, None, false);
         for (i, c) in run.containers.iter().enumerate() {

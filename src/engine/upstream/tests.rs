@@ -1,5 +1,5 @@
-//! upstream's `TestEngine_Evaluate` table (armada-upstream.md 6.1) against [`evaluate`]
-//! directly, the memory bump of 6.9, and property tests of the budget.
+//! upstream's `TestEngine_Evaluate` table (`internal/scheduler/retry/engine_test.go`) against
+//! [`evaluate`] directly, the memory bump of `internal/scheduler/retry_policy_test.go`, and property tests of the budget.
 
 use proptest::prelude::*;
 
@@ -199,7 +199,7 @@ fn a_matched_retry_carries_its_mutation_a_default_one_none() {
     };
     let settings = Settings::default();
     let ctx = JobContext::new("j", false, crate::engine::DEFAULT_GRACE);
-    // 6.9 Scheduler_MemoryBumpCompounds: 1Gi × 1.5 × 1.5 = 2415919104 bytes.
+    // retry_policy_test.go's MemoryBumpCompounds: 1Gi × 1.5 × 1.5 = 2415919104 bytes.
     let mut state = JobState::new(Some(1024.0 * 1024.0 * 1024.0));
     let oom = |node: &str| Run {
         node: Some(node.into()),

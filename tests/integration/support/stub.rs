@@ -61,7 +61,7 @@ impl Reply {
         }
     }
 
-    /// The §5 error body.
+    /// The error body (docs/reference/wire.md).
     pub fn error(status: u16, code: i64, message: &str) -> Reply {
         Reply::json(status, json!({"error": message, "code": code, "message": message}))
     }
