@@ -1251,7 +1251,7 @@ pub enum SimulateOutput {
 #[derive(Debug, Args)]
 pub struct MergeArgs {
     /// The partial results of one run's shards (`--shard I/N -o partial`): each of 0..N−1
-    /// once, in any order.
+    /// once, in any order; a directory gives every partial result in it.
     #[arg(value_name = "PARTIAL", required = true)]
     pub partials: Vec<PathBuf>,
 

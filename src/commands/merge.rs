@@ -130,7 +130,7 @@ fn merge(ctx: &mut Context, args: &MergeArgs) -> anyhow::Result<ExitCode> {
     // What each partial's run says unlike the first's (compared as each is read: only the
     // first keeps its run, which names every candidate of a sweep).
     let mut runs_differ = Vec::new();
-    for path in &args.partials {
+    for path in &partial_paths(ctx, &args.partials)? {
         match Partial::open(path) {
             Ok(mut p) => {
                 if let Some(first) = partials.first() {
@@ -164,6 +164,57 @@ fn merge(ctx: &mut Context, args: &MergeArgs) -> anyhow::Result<ExitCode> {
         }
         _ => Err(damaged(&partials[0], "its run names no command this retryctl merges")),
     }
+}
+
+/// The partials named: a file as given; a directory's files that begin as a partial does,
+/// by name (hidden files, such as a shard's result still being written, left out; any other
+/// file said on stderr and skipped). A directory holding none is an error (exit 3).
+fn partial_paths(ctx: &mut Context, given: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for path in given {
+        if !path.is_dir() {
+            out.push(path.clone());
+            continue;
+        }
+        let cannot = |e: std::io::Error| {
+            CliError::invalid(format!(
+                "cannot read the directory `{}`: {}",
+                path.display(),
+                crate::input::io_reason(&e)
+            ))
+        };
+        let mut names: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(cannot)?
+            .filter_map(Result::ok)
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .map(|e| e.path())
+            .collect();
+        names.sort();
+        let before = out.len();
+        for file in names {
+            let mut start = [0u8; 40];
+            let n = File::open(&file)
+                .and_then(|mut f| {
+                    use std::io::Read;
+                    f.read(&mut start)
+                })
+                .unwrap_or(0);
+            if crate::replay::partial::looks_like_partial(&start[..n]) {
+                out.push(file);
+            } else {
+                writeln!(ctx.err, "note: skipped `{}`: not a partial result", file.display())?;
+            }
+        }
+        if out.len() == before {
+            return Err(CliError::invalid(format!(
+                "no partial results in the directory `{}` (`simulate … --shard I/N -o partial` writes them)",
+                path.display()
+            ))
+            .into());
+        }
+    }
+    Ok(out)
 }
 
 /// A value of a run's setting, as a message shows it (short ones only).

@@ -60,6 +60,12 @@ pub const VERSION: u64 = 2;
 
 /// How a partial begins: what tells one from any other JSON.
 const MAGIC: &str = "{\"partial\":\"retryctl\",\"version\":";
+
+/// Whether `start` (a file's first bytes, at least `MAGIC`'s length when the file is that
+/// long) begins as a partial result does (`merge DIR` reads only those).
+pub fn looks_like_partial(start: &[u8]) -> bool {
+    start.starts_with(MAGIC.as_bytes())
+}
 /// The end of the header line, and the start of the end line.
 const ENTRIES: &str = ",\"entries\":[";
 const END: &str = "],\"end\":";

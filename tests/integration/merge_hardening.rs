@@ -329,3 +329,41 @@ fn a_low_limit_of_open_files_merges_in_rounds_or_says_so() {
         )
     );
 }
+
+/// `merge DIR` reads every partial of a directory, by name: one process's bytes; a file that
+/// is no partial is said and skipped, a hidden one (a result still being written) left out;
+/// a directory of none is refused.
+#[test]
+fn a_directory_of_partials_merges_to_one_process() {
+    let dir = what_if(&history());
+    let d = dir.path();
+    std::fs::create_dir(d.join("parts")).unwrap();
+    let mut plan = PLAN.to_vec();
+    plan.extend(["-o", "json"]);
+    let whole = run(d, &plan);
+    let p = shards(d, "p", &PLAN, 3);
+    for name in &p {
+        fs::rename(d.join(name), d.join("parts").join(name)).unwrap();
+    }
+    fs::write(d.join("parts/result.json"), "{}\n").unwrap();
+    fs::write(d.join("parts/.p-9.json.tmp"), "half").unwrap();
+    let out = run(d, &["merge", "parts", "-o", "json"]);
+    assert_eq!(out.status.code(), whole.status.code());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&whole.stdout)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "note: skipped `parts/result.json`: not a partial result\n{}",
+            String::from_utf8_lossy(&whole.stderr)
+        )
+    );
+    fs::create_dir(d.join("empty")).unwrap();
+    let out = run(d, &["merge", "empty"]);
+    assert_eq!(
+        crate::support::format_output(&out),
+        "exit: 3\n--- stdout\n--- stderr\nerror: no partial results in the directory `empty` (`simulate … --shard I/N -o partial` writes them)\n"
+    );
+}
