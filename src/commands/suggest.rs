@@ -222,8 +222,11 @@ impl Suggest<'_> {
         // comparison's own replay in pass 2 (the same replay, not a third).
         let work = |unit: &mut Unit, job: crate::replay::parallel::Decoded<'_>| -> Result<Learnt, String> {
             let history = job.history;
-            // The estimates' trials, split at `--backtest-at` (their backtest).
-            unit.trials.add(history, job.origin, &trial_options);
+            // The estimates' trials, split at `--backtest-at` (their backtest; without one,
+            // the comparison counts its own).
+            if at.is_some() {
+                unit.trials.add(history, job.origin, &trial_options);
+            }
             let (test, not_submitted) = match (at, history.job.submitted_at) {
                 (None, _) => (false, None),
                 (Some(at), Some(s)) => (s >= at, None),
@@ -759,12 +762,16 @@ struct RuleCheck<'l> {
     shadowed: Vec<AtomicU64>,
     policy: String,
     /// The baseline's policies by name (a decision names its policy by its list's index).
-    baseline_policies: HashMap<String, u32, foldhash::fast::RandomState>,
+    baseline_policies: HashMap<String, u32, Fold>,
     policy_names: Vec<String>,
     /// Per signature slot (`usize::MAX`, other, last): decisions counted.
-    current: Mutex<HashMap<usize, HashMap<CurKey, u64>>>,
+    current: Mutex<HashMap<usize, HashMap<CurKey, u64, Fold>, Fold>>,
     backtest_at: Option<Timestamp>,
 }
+
+/// The hasher of the maps a run is counted into (keys are this process's own, not input an
+/// adversary picks to collide).
+type Fold = foldhash::fast::RandomState;
 
 /// A baseline decision, without its text: the policy by index into the baseline's names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -808,7 +815,7 @@ impl<'l> RuleCheck<'l> {
                 .map(|(i, n)| (n.clone(), i as u32))
                 .collect(),
             policy_names,
-            current: Mutex::new(HashMap::new()),
+            current: Mutex::new(HashMap::default()),
             backtest_at,
         }
     }
