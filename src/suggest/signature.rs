@@ -58,27 +58,8 @@ impl Signature {
                 template,
                 ..
             } => {
-                let mut s = match exit {
-                    None => "oom".to_string(),
-                    Some(code) => format!("exit:{code}"),
-                };
-                match (init, name.is_empty()) {
-                    (true, true) => s.push_str("@init"),
-                    (true, false) => {
-                        s.push_str("@init:");
-                        s.push_str(name);
-                    }
-                    (false, false) => {
-                        s.push('@');
-                        s.push_str(name);
-                    }
-                    (false, true) => {}
-                }
-                if !template.is_empty() {
-                    s.push_str(" \"");
-                    s.push_str(template);
-                    s.push('"');
-                }
+                let mut s = String::new();
+                push_container(&mut s, *exit, name, *init, template);
                 s
             }
             Signature::PodError { template, .. } => format!("podError \"{template}\""),
@@ -147,7 +128,6 @@ pub fn signature(run: &Run) -> Signature {
 /// per-run path of the counts); `scratch` holds the template. Returns whether the message's
 /// first line was cut.
 pub fn text_into(run: &Run, out: &mut String, scratch: &mut String) -> bool {
-    use std::fmt::Write as _;
     out.clear();
     if let Some(c) = CONDITIONS.iter().find(|c| run.conditions.contains(c)) {
         out.push_str("condition:");
@@ -155,29 +135,12 @@ pub fn text_into(run: &Run, out: &mut String, scratch: &mut String) -> bool {
         return false;
     }
     if let Some(c) = failed_container(run) {
-        if c.reason.as_deref() == Some("OOMKilled") {
-            out.push_str("oom");
-        } else {
-            let _ = write!(out, "exit:{}", c.exit_code);
-        }
-        match (c.init, c.name.is_empty()) {
-            (true, true) => out.push_str("@init"),
-            (true, false) => {
-                out.push_str("@init:");
-                out.push_str(&c.name);
-            }
-            (false, false) => {
-                out.push('@');
-                out.push_str(&c.name);
-            }
-            (false, true) => {}
-        }
         let cut = c.message.as_deref().is_some_and(|m| template_into(m, scratch));
-        if c.message.is_some() && !scratch.is_empty() {
-            out.push_str(" \"");
-            out.push_str(scratch);
-            out.push('"');
+        if c.message.is_none() {
+            scratch.clear();
         }
+        let exit = (c.reason.as_deref() != Some("OOMKilled")).then_some(c.exit_code);
+        push_container(out, exit, &c.name, c.init, scratch);
         return cut && !scratch.is_empty();
     }
     if let Some(e) = run.pod_error.as_deref() {
@@ -201,6 +164,34 @@ pub fn text_into(run: &Run, out: &mut String, scratch: &mut String) -> bool {
         _ => out.push_str("unknown"),
     }
     false
+}
+
+/// `oom` or `exit:N`, `@NAME` / `@init:NAME` / `@init`, and ` "TEMPLATE"` when there is one.
+fn push_container(out: &mut String, exit: Option<i64>, name: &str, init: bool, template: &str) {
+    use std::fmt::Write as _;
+    match exit {
+        None => out.push_str("oom"),
+        Some(code) => {
+            let _ = write!(out, "exit:{code}");
+        }
+    }
+    match (init, name.is_empty()) {
+        (true, true) => out.push_str("@init"),
+        (true, false) => {
+            out.push_str("@init:");
+            out.push_str(name);
+        }
+        (false, false) => {
+            out.push('@');
+            out.push_str(name);
+        }
+        (false, true) => {}
+    }
+    if !template.is_empty() {
+        out.push_str(" \"");
+        out.push_str(template);
+        out.push('"');
+    }
 }
 
 fn is_word(b: u8) -> bool {
