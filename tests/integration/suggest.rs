@@ -1074,3 +1074,45 @@ fn the_guides_history_is_the_planted_one() {
         BASELINE
     );
 }
+
+/// Upstream gives an OOM kill one matcher, `onConditions: [OOMKilled]`, with no container:
+/// two containers' OOM signatures share one category and its rule, so each one's runs are
+/// decided by that rule (a rule index per category, not per signature, or the check would
+/// count the second's runs as taken by another rule).
+#[test]
+fn signatures_sharing_a_matcher_share_a_category_and_its_rule() {
+    let home = temp_home();
+    let mut jobs = String::new();
+    for k in 0..20 {
+        for (name, id) in [("main", "m"), ("side", "s")] {
+            let oom = json!({"node": "n", "runFor": "60s", "containers": [{"name": name, "exitCode": 137, "reason": "OOMKilled"}]});
+            jobs.push_str(&format!(
+                "{}\n",
+                json!({"job": {"id": format!("{id}{k}")}, "runs": [oom, {"outcome": "succeeded"}]})
+            ));
+        }
+    }
+    let history = home.path().join("h.jsonl");
+    std::fs::write(&history, jobs).unwrap();
+    let args = ["suggest", "--history", path(&history), "--engine", "upstream", "--min-trials", "5", "-o", "json"];
+    let v = json_of(&run(home.path(), &args));
+    let p = &v["suggest"]["proposal"];
+    assert_eq!(
+        p["rules"],
+        json!([
+            {"signature": "oom@main", "action": "Retry", "limit": 5, "avoidSameNode": false},
+            {"signature": "oom@side", "action": "Retry", "limit": 5, "avoidSameNode": false},
+        ])
+    );
+    assert_eq!(
+        p["categories"],
+        json!([{"name": "s-oom-main-ffa7ead7", "action": "Delete", "signatures": ["oom@main", "oom@side"]}])
+    );
+    assert_eq!(
+        p["shadowedRuns"],
+        json!([{"signature": "oom@main", "runs": 0}, {"signature": "oom@side", "runs": 0}])
+    );
+    // Every run was retried by the one rule.
+    let c = &p["comparison"];
+    assert_eq!(c["jobs"], 40);
+}
