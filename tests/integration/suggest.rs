@@ -1094,7 +1094,17 @@ fn signatures_sharing_a_matcher_share_a_category_and_its_rule() {
     }
     let history = home.path().join("h.jsonl");
     std::fs::write(&history, jobs).unwrap();
-    let args = ["suggest", "--history", path(&history), "--engine", "upstream", "--min-trials", "5", "-o", "json"];
+    let args = [
+        "suggest",
+        "--history",
+        path(&history),
+        "--engine",
+        "upstream",
+        "--min-trials",
+        "5",
+        "-o",
+        "json",
+    ];
     let v = json_of(&run(home.path(), &args));
     let p = &v["suggest"]["proposal"];
     assert_eq!(
