@@ -15,29 +15,25 @@ pub fn write(plan: &Plan, out: &mut dyn io::Write) -> io::Result<()> {
     let namespace = plan.namespace.as_deref().unwrap_or("default");
     let merge_set = format!("{}-merge", plan.job_set);
     out.write_all(
-        comment(&[
-            format!(
-                "retryctl {} in {} shards on Armada (`--emit armada`), then their merge.",
-                plan.command, plan.shards
-            ),
-            "armadactl submit reads the first document of a file only, and Armada starts no job".into(),
-            "after another: submit the shards, wait until they have succeeded, then submit the".into(),
-            "second document, the merge. Saved as jobs.yaml:".into(),
-            "  csplit --quiet --prefix=jobs- jobs.yaml '/^---$/'".into(),
-            "  armadactl submit jobs-00".into(),
-            format!("  armadactl watch {queue} {} --exit-if-inactive", plan.job_set),
-            "  armadactl submit jobs-01".into(),
-            format!("  armadactl watch {queue} {merge_set} --exit-if-inactive"),
-            format!(
-                "The claim `{}` (ReadWriteMany) is mounted at {}: the inputs lie there;",
-                plan.claim, plan.mount
-            ),
-            format!(
-                "shard I writes {}/partial-I.json, the merge {}. A shard that has not",
-                plan.mount, plan.result
-            ),
-            "finished is a missing shard: the merge fails (exit 3) and names it.".into(),
-        ])
+        comment(
+            &[
+                format!(
+                    "retryctl {} in {} shards on Armada (`--emit armada`), then their merge.",
+                    plan.command, plan.shards
+                ),
+                "armadactl submit reads the first document of a file only, and Armada starts no job".into(),
+                "after another: submit the shards, wait until they have succeeded, then submit the".into(),
+                "second document, the merge. Saved as jobs.yaml:".into(),
+                "  csplit --quiet --prefix=jobs- jobs.yaml '/^---$/'".into(),
+                "  armadactl submit jobs-00".into(),
+                format!("  armadactl watch {queue} {} --exit-if-inactive", plan.job_set),
+                "  armadactl submit jobs-01".into(),
+                format!("  armadactl watch {queue} {merge_set} --exit-if-inactive"),
+            ]
+            .into_iter()
+            .chain(plan.volume_note())
+            .collect::<Vec<_>>(),
+        )
         .as_bytes(),
     )?;
     out.write_all(yaml(&serde_json::json!({"queue": queue, "jobSetId": plan.job_set})).as_bytes())?;

@@ -22,30 +22,26 @@ pub fn write(plan: &Plan, out: &mut dyn io::Write) -> io::Result<()> {
         .map(|n| format!(" -n {n}"))
         .unwrap_or_default();
     out.write_all(
-        comment(&[
-            format!(
-                "retryctl {} in {} shards as a Kubernetes Indexed Job (`--emit kubernetes`), then",
-                plan.command, plan.shards
-            ),
-            "their merge, a Job created suspended: Kubernetes starts no Job after another. Saved as".into(),
-            "jobs.yaml:".into(),
-            format!("  kubectl{ns} apply -f jobs.yaml"),
-            format!(
-                "  kubectl{ns} wait --for=condition=complete --timeout=24h job/{}",
-                plan.job_set
-            ),
-            format!("  kubectl{ns} patch job/{merge_name} -p '{{\"spec\":{{\"suspend\":false}}}}'"),
-            format!("  kubectl{ns} wait --for=condition=complete --timeout=1h job/{merge_name}"),
-            format!(
-                "The claim `{}` (ReadWriteMany) is mounted at {}: the inputs lie there;",
-                plan.claim, plan.mount
-            ),
-            format!(
-                "shard I writes {}/partial-I.json, the merge {}. A shard that has not",
-                plan.mount, plan.result
-            ),
-            "finished is a missing shard: the merge fails (exit 3) and names it.".into(),
-        ])
+        comment(
+            &[
+                format!(
+                    "retryctl {} in {} shards as a Kubernetes Indexed Job (`--emit kubernetes`), then",
+                    plan.command, plan.shards
+                ),
+                "their merge, a Job created suspended: Kubernetes starts no Job after another. Saved as".into(),
+                "jobs.yaml:".into(),
+                format!("  kubectl{ns} apply -f jobs.yaml"),
+                format!(
+                    "  kubectl{ns} wait --for=condition=complete --timeout=24h job/{}",
+                    plan.job_set
+                ),
+                format!("  kubectl{ns} patch job/{merge_name} -p '{{\"spec\":{{\"suspend\":false}}}}'"),
+                format!("  kubectl{ns} wait --for=condition=complete --timeout=1h job/{merge_name}"),
+            ]
+            .into_iter()
+            .chain(plan.volume_note())
+            .collect::<Vec<_>>(),
+        )
         .as_bytes(),
     )?;
     let index = format!("$({INDEX_VAR})");

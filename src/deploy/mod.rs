@@ -544,6 +544,22 @@ pub fn expand(text: &str, var: &dyn Fn(&str) -> Option<String>) -> String {
 }
 
 impl Plan {
+    /// The lines both kinds of documents say about the volume, the partials and a missing
+    /// shard.
+    pub fn volume_note(&self) -> [String; 3] {
+        [
+            format!(
+                "The claim `{}` (ReadWriteMany) is mounted at {}: the inputs lie there;",
+                self.claim, self.mount
+            ),
+            format!(
+                "shard I writes {}/partial-I.json, the merge {}. A shard that has not",
+                self.mount, self.result
+            ),
+            "finished is a missing shard: the merge fails (exit 3) and names it.".into(),
+        ]
+    }
+
     /// The shard `index`'s container args (`index` a number, or `$(JOB_COMPLETION_INDEX)`
     /// for Kubernetes to expand).
     pub fn shard_args(&self, index: &str) -> Vec<String> {
