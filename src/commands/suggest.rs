@@ -31,6 +31,7 @@ use crate::cli::{ReplayArgs, SuggestArgs, SuggestOutput};
 use crate::commands::policy_set::{base_config, load_policies, policy_set, PolicyFlags, Side};
 use crate::commands::replay_source::{self, check_flags, overrides, About, Drive};
 use crate::commands::simulate::{backtest_refusal, load_categorizer, parse_backtest_at};
+use crate::commands::tune::shell_word;
 use crate::engine::categorizer::Classifier;
 use crate::engine::job_report::RuleLabel;
 use crate::engine::simulator::Simulator;
@@ -625,13 +626,13 @@ impl Suggest<'_> {
         let r = &a.replay;
         let mut source = Vec::new();
         match (&r.history, &r.lookout_db) {
-            (Some(h), _) => source.push(format!("--history {}", shell(&h.display().to_string()))),
+            (Some(h), _) => source.push(format!("--history {}", shell_word(&h.display().to_string()))),
             (None, Some(dsn)) => {
                 // The DSN holds credentials: never printed, the reader's own variable instead.
                 let _ = dsn;
                 source.push("--lookout-db \"$LOOKOUT_DB\"".to_string());
                 if let Some(q) = &r.queue {
-                    source.push(format!("--queue {}", shell(q)));
+                    source.push(format!("--queue {}", shell_word(q)));
                 }
                 for (flag, v) in [
                     ("--from", &r.window.from),
@@ -639,7 +640,7 @@ impl Suggest<'_> {
                     ("--since", &r.window.since),
                 ] {
                     if let Some(v) = v {
-                        source.push(format!("{flag} {}", shell(v)));
+                        source.push(format!("{flag} {}", shell_word(v)));
                     }
                 }
             }
@@ -647,7 +648,11 @@ impl Suggest<'_> {
         }
         let mut baseline = Vec::new();
         if !r.baseline.is_empty() {
-            let files: Vec<String> = r.baseline.iter().map(|p| shell(&p.display().to_string())).collect();
+            let files: Vec<String> = r
+                .baseline
+                .iter()
+                .map(|p| shell_word(&p.display().to_string()))
+                .collect();
             baseline.push(format!("--baseline {}", files.join(" ")));
         }
         if r.baseline_from_cluster {
@@ -658,7 +663,7 @@ impl Suggest<'_> {
             knobs.push("--engine upstream".to_string());
         }
         if let Some(c) = &a.categorizer {
-            knobs.push(format!("--categorizer {}", shell(&c.display().to_string())));
+            knobs.push(format!("--categorizer {}", shell_word(&c.display().to_string())));
         }
         if a.min_trials != 20 {
             knobs.push(format!("--min-trials {}", a.min_trials));
@@ -673,11 +678,11 @@ impl Suggest<'_> {
             knobs.push(format!("--name {}", a.name));
         }
         if let Some(t) = &r.backtest_at {
-            knobs.push(format!("--backtest-at {}", shell(t)));
+            knobs.push(format!("--backtest-at {}", shell_word(t)));
         }
         if a.replay.lookout_db.is_none() {
             if let Some(q) = &r.queue {
-                knobs.push(format!("--queue {}", shell(q)));
+                knobs.push(format!("--queue {}", shell_word(q)));
             }
         }
         let file = format!("{}.yaml", a.name);
@@ -729,19 +734,6 @@ impl Suggest<'_> {
             write: write.join(" "),
             tune,
         }
-    }
-}
-
-/// `text` as one shell word: bare when it is safe, else single-quoted.
-fn shell(text: &str) -> String {
-    if !text.is_empty()
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,".contains(&b))
-    {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
     }
 }
 

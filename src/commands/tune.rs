@@ -610,8 +610,8 @@ fn path_text(p: &Path) -> String {
 }
 
 /// `text` as one word for a POSIX shell: as is when it holds only safe characters, else in
-/// single quotes.
-fn shell_word(text: &str) -> String {
+/// single quotes (the commands `tune` and `suggest` print to be run next).
+pub fn shell_word(text: &str) -> String {
     let safe = !text.is_empty()
         && text
             .chars()
