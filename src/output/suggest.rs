@@ -135,21 +135,15 @@ pub struct CaptureSink<'a> {
 }
 
 impl<'a> CaptureSink<'a> {
-    /// `format`: JSON and YAML render into `out`; `None` and the other formats render
-    /// nothing (`out` gets nothing).
+    /// `format`: JSON and YAML render the comparison into `out`; the other formats (and
+    /// `None`, a plain replay) only count, their sink's table going to `out`, which is then
+    /// a writer that keeps nothing ([`Doc::member`] gives one for those formats).
     pub fn new(format: impl Into<Option<Format>>, out: &'a mut dyn Write, stderr: Stderr<'a>) -> CaptureSink<'a> {
         let (fmt, mode) = match format.into() {
             Some(Format::Json) => (SinkFormat::Json, compare_mode()),
             Some(Format::Yaml) => (SinkFormat::Yaml, compare_mode()),
             Some(_) => (SinkFormat::Table, compare_mode()),
             None => (SinkFormat::Table, Mode::Replay { bulk: true }),
-        };
-        // The other formats print the comparison in words at the end: the sink renders to
-        // nothing (`io::Sink` is zero-sized: leaking a box of it allocates nothing).
-        let out: &'a mut dyn Write = if matches!(fmt, SinkFormat::Table) {
-            Box::leak(Box::new(io::sink()))
-        } else {
-            out
         };
         CaptureSink {
             inner: sink(fmt, mode, out, stderr),
