@@ -336,18 +336,21 @@ fn json_of(out: &std::process::Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn suggest_json(p: &Planted, home: &Path, extra: &[&str]) -> Value {
+/// `suggest --history H --baseline B` of a planted history, and `extra`.
+fn on_planted(p: &Planted, home: &Path, extra: &[&str]) -> std::process::Output {
     let mut args = vec![
         "suggest",
         "--history",
         path(&p.history),
         "--baseline",
         path(&p.baseline),
-        "-o",
-        "json",
     ];
     args.extend_from_slice(extra);
-    json_of(&run(home, &args))
+    run(home, &args)
+}
+
+fn suggest_json(p: &Planted, home: &Path, extra: &[&str]) -> Value {
+    json_of(&on_planted(p, home, &[&["-o", "json"], extra].concat()))
 }
 
 #[test]
@@ -523,17 +526,7 @@ fn the_proposal_recovers_the_planted_structure() {
 
 /// `-o policy` for `engine` (and the categorizer flag), written to a file.
 fn write_policy(p: &Planted, home: &Path, extra: &[&str]) -> PathBuf {
-    let mut args = vec![
-        "suggest",
-        "--history",
-        path(&p.history),
-        "--baseline",
-        path(&p.baseline),
-        "-o",
-        "policy",
-    ];
-    args.extend_from_slice(extra);
-    let out = run(home, &args);
+    let out = on_planted(p, home, &[&["-o", "policy"], extra].concat());
     assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
     let file = home.join(format!("proposal-{}.yaml", extra.len()));
@@ -577,18 +570,7 @@ fn the_policy_validates_and_its_comparison_is_simulates() {
     assert_eq!(rules[0], "condition:Preempted");
     assert_eq!(*rules.last().unwrap(), "category:internal/lease-expired");
     // YAML holds the same record.
-    let yaml = run(
-        home.path(),
-        &[
-            "suggest",
-            "--history",
-            path(&p.history),
-            "--baseline",
-            path(&p.baseline),
-            "-o",
-            "yaml",
-        ],
-    );
+    let yaml = on_planted(&p, home.path(), &["-o", "yaml"]);
     assert_eq!(yaml.status.code(), Some(0));
     let y: Value = serde_yaml::from_slice(&yaml.stdout).unwrap();
     assert_eq!(
@@ -845,16 +827,7 @@ fn bad_flags_are_usage_errors_with_nothing_on_stdout() {
 fn stdin_gives_what_the_file_gives() {
     let p = setup(5);
     let home = temp_home();
-    let from_file = run(
-        home.path(),
-        &[
-            "suggest",
-            "--history",
-            path(&p.history),
-            "--baseline",
-            path(&p.baseline),
-        ],
-    );
+    let from_file = on_planted(&p, home.path(), &[]);
     let out = retryctl(home.path())
         .current_dir(root())
         .args(["suggest", "--history", "-", "--baseline", path(&p.baseline)])
@@ -974,19 +947,10 @@ fn past_ten_thousand_signatures_the_rest_count_as_other() {
 fn the_html_page_opens_in_a_browser() {
     let p = setup(7);
     let home = temp_home();
-    let out = run(
+    let out = on_planted(
+        &p,
         home.path(),
-        &[
-            "suggest",
-            "--history",
-            path(&p.history),
-            "--baseline",
-            path(&p.baseline),
-            "--backtest-at",
-            "2026-11-15T00:00:00Z",
-            "-o",
-            "html",
-        ],
+        &["--backtest-at", "2026-11-15T00:00:00Z", "-o", "html"],
     );
     assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
     let html = String::from_utf8(out.stdout).unwrap();
