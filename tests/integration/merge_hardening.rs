@@ -10,21 +10,11 @@ use std::fs;
 use std::path::Path;
 use std::process::Output;
 
-use crate::shards::{history, merges_to, reseal, run, shards, what_if, PLAN};
+use crate::shards::{history, merges_to, refused, reseal, run, shards, what_if, PLAN};
 use crate::support::format_output;
 use crate::tune::sweep;
 
 const CLOSING: &str = "error: cannot merge: 1 problem above (nothing was printed)\n";
-
-/// `merge FILES` in `dir`: exit 3, nothing on stdout; its stderr.
-fn refused(dir: &Path, files: &[&str]) -> String {
-    let mut args = vec!["merge"];
-    args.extend(files);
-    let out = run(dir, &args);
-    assert_eq!(out.status.code(), Some(3), "{files:?}: {}", format_output(&out));
-    assert!(out.stdout.is_empty(), "{files:?}: {}", format_output(&out));
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 /// A partial's end line as JSON (`],"end":{…}` without the seal), edited by `edit`, put
 /// back and sealed again.

@@ -36,6 +36,16 @@ pub(crate) fn run(dir: &Path, args: &[&str]) -> Output {
     retryctl(home.path()).current_dir(dir).args(args).output().unwrap()
 }
 
+/// `merge FILES…` in `dir`, refused: exit 3 and nothing on stdout; its stderr.
+pub(crate) fn refused(dir: &Path, files: &[&str]) -> String {
+    let mut args = vec!["merge"];
+    args.extend(files);
+    let out = run(dir, &args);
+    assert_eq!(out.status.code(), Some(3), "{files:?}: {}", format_output(&out));
+    assert!(out.stdout.is_empty(), "{files:?}: {}", format_output(&out));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// Each shard of `args` (a `simulate` or `tune` command line) into `DIR/TAG-I.json`: exit 0
 /// and nothing on stdout but the partial.
 pub(crate) fn shards(dir: &Path, tag: &str, args: &[&str], n: u64) -> Vec<String> {
@@ -760,11 +770,8 @@ fn merge_refuses_a_pipe() {
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     // No writer: merge must not wait for one (opening a pipe to read it would).
-    let out = run(d, &["merge", &p[0], "pipe.json"]);
-    assert_eq!(out.status.code(), Some(3), "{}", format_output(&out));
-    assert!(out.stdout.is_empty());
     assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
+        refused(d, &[&p[0], "pipe.json"]),
         "error: `pipe.json` is not a regular file: merge reads a partial twice, and a pipe or a device would not give the same bytes again; write it to a file first\n\
          error: cannot merge: 1 problem above (nothing was printed)\n"
     );
@@ -776,14 +783,7 @@ fn merge_refuses_what_is_not_one_whole_run() {
     let dir = what_if(&history());
     let d = dir.path();
     let p = shards(d, "p", &PLAN, 3);
-    let refused = |files: &[&str], want: &str| {
-        let mut args = vec!["merge"];
-        args.extend(files);
-        let out = run(d, &args);
-        assert_eq!(out.status.code(), Some(3), "{files:?}: {}", format_output(&out));
-        assert!(out.stdout.is_empty(), "{files:?}");
-        assert_eq!(String::from_utf8_lossy(&out.stderr), want, "{files:?}");
-    };
+    let refused = |files: &[&str], want: &str| assert_eq!(refused(d, files), want, "{files:?}");
     let (p0, p1, p2) = (p[0].as_str(), p[1].as_str(), p[2].as_str());
     refused(
         &[p0, p2],
