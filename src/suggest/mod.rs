@@ -6,6 +6,7 @@
 //! baseline's decisions, the comparison of the proposal) are `replay`'s, driven by
 //! `commands::suggest`; nothing here matches rules or decides a run.
 
+pub mod check;
 pub mod documents;
 pub mod nodes;
 pub mod propose;
