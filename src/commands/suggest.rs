@@ -189,11 +189,14 @@ fn spool_file() -> io::Result<tempfile::NamedTempFile> {
         .tempfile()
 }
 
+/// A temporary copy that cannot be written: where, and why.
 fn cannot_spool(e: io::Error) -> anyhow::Error {
     CliError::failed(format!(
-        "cannot write the temporary copy of the history: {}",
+        "cannot write the temporary copy of the history in `{}`: {}",
+        std::env::temp_dir().display(),
         input::io_reason(&e)
     ))
+    .with_hint("set TMPDIR to a directory with room to write")
     .into()
 }
 

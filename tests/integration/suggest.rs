@@ -1090,3 +1090,21 @@ fn signatures_sharing_a_matcher_share_a_category_and_its_rule() {
     let c = &p["comparison"];
     assert_eq!(c["jobs"], 40);
 }
+
+/// stdin is read once and spooled: a temporary directory that cannot be written is said,
+/// with where, and nothing is printed (exit 1).
+#[test]
+fn a_spool_that_cannot_be_written_says_where() {
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .current_dir(root())
+        .env("TMPDIR", "/nonexistent-retryctl-tmp")
+        .args(["suggest", "--history", "-"])
+        .write_stdin(r#"{"job":{"id":"a"},"runs":[{"containers":[{"name":"m","exitCode":1}]}]}"#)
+        .output()
+        .unwrap();
+    assert_eq!(
+        crate::support::format_output(&out),
+        "exit: 1\n--- stdout\n--- stderr\nerror: cannot write the temporary copy of the history in `/nonexistent-retryctl-tmp`: no such file or directory\n\nhint: set TMPDIR to a directory with room to write\n"
+    );
+}
