@@ -432,7 +432,7 @@ impl Drive for Suggest<'_> {
             (None, None) => unreachable!("a source read once is spooled"),
         };
         let format = view::Format::of(args.output);
-        let mut doc = view::Doc::new(format);
+        let mut doc = view::Doc::new(format, ctx.style);
         doc.proposal_head(
             &mut *ctx.out,
             self.engine,
@@ -576,7 +576,8 @@ impl Suggest<'_> {
             let mut problems = Vec::new();
             crate::output::report::write_text(
                 std::slice::from_ref(&file),
-                ctx_style(),
+                // Plain: the text is carried in the error's message.
+                crate::output::style::Style { color: false },
                 &mut Vec::new(),
                 &mut problems,
             )?;
@@ -735,8 +736,4 @@ impl Suggest<'_> {
             tune,
         }
     }
-}
-
-fn ctx_style() -> crate::output::style::Style {
-    crate::output::style::Style { color: false }
 }

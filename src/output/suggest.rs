@@ -26,6 +26,7 @@ use super::html::esc;
 use super::markdown::text as md;
 use super::simulate::{backtest_json, write_comparison, Baseline, Mode, Stderr};
 use super::sinks::{sink, Format as SinkFormat};
+use super::style::Style;
 
 /// Signatures the table, the page and the report list.
 pub const TOP: usize = 20;
@@ -280,6 +281,7 @@ impl Member<'_> {
 /// other formats written at the end.
 pub struct Doc {
     format: Format,
+    style: Style,
 }
 
 fn hours_json(h: &Hours) -> Value {
@@ -435,8 +437,9 @@ fn json_fields(m: &Map<String, Value>) -> String {
 }
 
 impl Doc {
-    pub fn new(format: Format) -> Doc {
-        Doc { format }
+    /// `style`: the table's (the comparison's plan line is bold in colour).
+    pub fn new(format: Format, style: Style) -> Doc {
+        Doc { format, style }
     }
 
     fn streams(&self) -> bool {
@@ -538,7 +541,7 @@ impl Doc {
         match self.format {
             Format::Json => out.write_all(b"}}\n"),
             Format::Yaml => Ok(()),
-            Format::Table => table(out, r, whole, backtest),
+            Format::Table => table(out, self.style, r, whole, backtest),
             Format::Markdown => out.write_all(markdown(r, whole, backtest).as_bytes()),
             Format::Html => out.write_all(html(r, whole, backtest).as_bytes()),
         }
@@ -620,6 +623,7 @@ fn gpu_cell(s: &SignatureStats) -> String {
 
 fn table(
     out: &mut dyn Write,
+    style: Style,
     r: &Report<'_>,
     whole: &Captured,
     backtest: Option<&(Captured, BacktestTail)>,
@@ -751,7 +755,7 @@ fn table(
         }
     }
     writeln!(out, "Against the baseline on the same history:")?;
-    write_comparison(out, crate::output::style::Style { color: false }, &whole.comparison)?;
+    write_comparison(out, style, &whole.comparison)?;
     if let Some(e) = &whole.estimates {
         estimate_lines(out, &whole.comparison, e)?;
     }
@@ -764,7 +768,7 @@ fn table(
             b.at,
             plural(b.test_jobs, "job", "jobs")
         )?;
-        write_comparison(out, crate::output::style::Style { color: false }, &c.comparison)?;
+        write_comparison(out, style, &c.comparison)?;
         writeln!(
             out,
             "  false kills: {} (Succeeded under the baseline, not under the proposal){}",
