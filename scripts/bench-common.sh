@@ -1,10 +1,15 @@
 # Sourced by the bench scripts (bench-simulate.sh, bench-tune.sh, bench-shards.sh,
-# bench-estimates.sh): the release build, a scratch directory removed on exit, the policies
+# bench-estimates.sh): the release build (or `$RETRYCTL_BIN`), a scratch directory removed on exit, the policies
 # of the `simulate` benchmark, and the arithmetic they print.
 # Run from the repository's root.
+# RETRYCTL_BIN=PATH measures that build instead (an earlier commit's, side by side).
 target="${CARGO_TARGET_DIR:-target}"
-cargo build --release --locked --quiet --bin retryctl
-bin="$target/release/retryctl"
+if [ -n "${RETRYCTL_BIN:-}" ]; then
+    bin="$RETRYCTL_BIN"
+else
+    cargo build --release --locked --quiet --bin retryctl
+    bin="$target/release/retryctl"
+fi
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 policies=(-f testdata/policies/valid/infra.yaml -f testdata/policies/valid/ml-training-oom.yaml

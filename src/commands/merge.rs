@@ -49,7 +49,7 @@ use crate::output::sinks::{sink, Format};
 use crate::output::tune::{self as view, StderrListener};
 use crate::replay::backtest::Refusal;
 use crate::replay::partial::counts::{Counts, Sums};
-use crate::replay::partial::{decode_entry, Entries, Entry, Item, Partial, ReadError};
+use crate::replay::partial::{decode_entry, decode_for_records, Entries, Entry, Item, Partial, ReadError};
 use crate::replay::run::{BacktestError, CompareFold, Fallback, Folded, NotReplayed, Options, ReplayFold};
 use crate::replay::source::Pos;
 use crate::tune::sweep::{SweepFold, Tallies};
@@ -349,7 +349,7 @@ fn damaged(p: &Partial, why: &str) -> anyhow::Error {
 fn foreign(p: &Partial, item: &Item, command: &str) -> anyhow::Error {
     let kind = match item {
         Item::Job(_) => "a job's record",
-        Item::Change(_) => "a changed job",
+        Item::Change(_) | Item::Record(_) => "a changed job",
         Item::Fallback(_) => "a missing queue's first job",
         Item::Error(_) | Item::Invalid(_) | Item::LeftOut(_) => "an entry that was not replayed",
     };
@@ -419,13 +419,22 @@ fn add_totals<T: serde::de::DeserializeOwned>(
     }
 }
 
-/// The job an entry names, if any.
-fn job_of(item: &Item) -> Option<&str> {
+/// Whether an entry names a job (one shard's alone).
+fn holds_job(item: &Item) -> bool {
     match item {
-        Item::Job(report) => Some(&report.job_id),
-        Item::Change(ch) => Some(&ch.diff.job),
-        Item::Fallback(id) => Some(id),
-        Item::Error(_) | Item::Invalid(_) | Item::LeftOut(_) => None,
+        Item::Job(_) | Item::Change(_) | Item::Record(_) | Item::Fallback(_) => true,
+        Item::Error(_) | Item::Invalid(_) | Item::LeftOut(_) => false,
+    }
+}
+
+/// The job an entry names, for an error's words (`name`: its partial's).
+fn job_of(item: &Item, name: &str) -> String {
+    match item {
+        Item::Job(report) => report.job_id.clone(),
+        Item::Change(ch) => ch.diff.job.clone(),
+        Item::Record(r) => r.job(name),
+        Item::Fallback(id) => id.clone(),
+        Item::Error(_) | Item::Invalid(_) | Item::LeftOut(_) => String::new(),
     }
 }
 
@@ -615,6 +624,7 @@ fn merge_streams(
 /// those in turn, so that no more are open at once.
 fn for_each_entry(
     partials: &[Partial],
+    records: bool,
     mut f: impl FnMut(&Partial, Entry) -> anyhow::Result<bool>,
 ) -> anyhow::Result<()> {
     let fan = fan_in();
@@ -665,12 +675,20 @@ fn for_each_entry(
     let mut last: Option<(Pos, usize)> = None;
     merge_streams(partials, &sources, |h| {
         let p = &partials[h.index];
-        let entry = decode_entry(&p.name, h.number, &h.json).map_err(problem)?;
-        if let Some(id) = job_of(&entry.item) {
+        let entry = if records {
+            decode_for_records(&p.name, h.number, h.json)
+        } else {
+            decode_entry(&p.name, h.number, &h.json)
+        }
+        .map_err(problem)?;
+        if holds_job(&entry.item) {
             if let Some((_, other)) = last.filter(|(at, other)| *at == entry.at && *other != h.index) {
                 return Err(problem(format!(
-                    "`{}` is damaged: entry {}: job `{id}` is also in `{}`, at the same place in the history (another shard replays it)",
-                    p.name, h.number, partials[other].name
+                    "`{}` is damaged: entry {}: job `{}` is also in `{}`, at the same place in the history (another shard replays it)",
+                    p.name,
+                    h.number,
+                    job_of(&entry.item, &p.name),
+                    partials[other].name
                 )));
             }
             last = Some((entry.at, h.index));
@@ -724,14 +742,17 @@ fn merge_simulate(
     let mut sink = sink(format, run.mode(), &mut held, stderr);
     let command = if run.compare { "simulate --baseline" } else { "simulate" };
     let (code, used_given, refused) = if run.compare {
+        // A sink that prints JSON records is handed the shards' records as they are.
+        let records = sink.needs().change_json;
         let mut fold = CompareFold::new(&mut *sink, &run.given)?;
         add_totals(partials, |_| Ok(()), |t: Folded, used| fold.totals(t, used))?;
-        for_each_entry(partials, |p, e| {
+        for_each_entry(partials, records, |p, e| {
             Ok(match e.item {
                 Item::Change(ch) => {
                     fold.fallback(&ch.diff.job.clone(), missing(e.missing_queue))?;
                     fold.change(*ch)?
                 }
+                Item::Record(r) => fold.change_json(r.json(), || r.changed(&p.name).map_err(std::io::Error::other))?,
                 Item::Fallback(job) => {
                     fold.fallback(&job, missing(e.missing_queue))?;
                     true
@@ -748,7 +769,7 @@ fn merge_simulate(
     } else {
         let mut fold = ReplayFold::new(&mut *sink, &run.given)?;
         add_totals(partials, |_| Ok(()), |t: Folded, used| fold.totals(t, used))?;
-        for_each_entry(partials, |p, e| {
+        for_each_entry(partials, false, |p, e| {
             Ok(match e.item {
                 Item::Job(report) => fold.job(*report, e.missing_queue)?,
                 item => fold.not_replayed(&not_replayed(p, item, command)?)?,
@@ -830,7 +851,7 @@ fn merge_tune(ctx: &mut Context, partials: &[Partial], run: &TuneRun, output: Me
         ))
     };
     add_totals(partials, check, |t: Tallies, used| fold.totals(&t, used))?;
-    for_each_entry(partials, |p, e| {
+    for_each_entry(partials, false, |p, e| {
         Ok(match e.item {
             Item::Fallback(job) => {
                 fold.fallback(&job, missing(e.missing_queue))?;

@@ -53,7 +53,7 @@ use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
 use crate::model::failure_history::Timestamp;
 use crate::output::progress::progress_bar;
-use crate::output::simulate::{invalid_text, Baseline, Mode, Stderr};
+use crate::output::simulate::{invalid_text, render_change, Baseline, Mode, Stderr};
 use crate::output::sinks::{sink, Format};
 use crate::replay::backtest::Refusal;
 use crate::replay::compare::Comparison;
@@ -282,7 +282,7 @@ fn write_partial<S: HistorySource>(
         "source": about.source,
     });
     let header = Header::new(shard, fingerprint(&inputs), serde_json::to_value(run)?);
-    let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text)?;
+    let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text, render_change)?;
     rec.keep_steps(crate::output::html::ROWS_PER_GROUP);
     let totals = match baseline {
         Some(old) => compare(source, old, sim, options, Out::Partial(&mut rec))?.totals,

@@ -36,7 +36,7 @@ use crate::model::duration::GoDuration;
 use crate::model::encode::{policy_document, queue_document, to_yaml};
 use crate::model::{Kind, Resource};
 use crate::output::progress::progress_bar;
-use crate::output::simulate::{invalid_text, Baseline, Stderr};
+use crate::output::simulate::{invalid_text, render_change, Baseline, Stderr};
 use crate::output::tune::{self as view, BaselineFrom, Format, Skipped, StderrListener, TuneView};
 use crate::replay::estimate::Rates;
 use crate::replay::partial::{fingerprint, Header, Recorder};
@@ -466,7 +466,7 @@ impl Tune<'_> {
             "source": about.source,
         });
         let header = Header::new(shard, fingerprint(&inputs), serde_json::to_value(&self.run)?);
-        let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text)?;
+        let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text, render_change)?;
         let tallies = sweep_partial(source, baseline, &self.arms, shared, &self.options, &mut rec)?;
         if !about.interrupted() {
             rec.end(about.digest.get(), serde_json::to_value(tallies)?, about.lookout())?;

@@ -1253,7 +1253,7 @@ fn change_line(style: Style, change: &Change<'_>) -> String {
     let d = change.diff;
     let (b, c) = (&d.baseline, &d.candidate);
     let mut what = match d.transition() {
-        Some(t) => transition_name(t),
+        Some(t) => t.name(),
         None => "retries",
     }
     .to_string();
@@ -1313,6 +1313,7 @@ impl Sink for RecordSink<'_> {
         Needs {
             reports: true,
             render: Some(render),
+            change_json: self.format != Records::Yaml,
             ..Needs::default()
         }
     }
@@ -1349,6 +1350,20 @@ impl Sink for RecordSink<'_> {
         }
         self.written += 1;
         self.out.write_all(rendered)
+    }
+
+    fn change_json(&mut self, record: &[u8]) -> io::Result<()> {
+        match self.format {
+            Records::Json if self.written > 0 => self.out.write_all(b",")?,
+            Records::Yaml => return Err(io::Error::other("a YAML record is not JSON")),
+            _ => {}
+        }
+        self.out.write_all(record)?;
+        if self.format == Records::Jsonl {
+            self.out.write_all(b"\n")?;
+        }
+        self.written += 1;
+        Ok(())
     }
 
     fn change(&mut self, c: &Change<'_>) -> io::Result<()> {
@@ -1526,26 +1541,25 @@ pub struct ChangeOut<'a> {
     compute_removed: Shown<GoDuration>,
 }
 
+/// A changed job's JSON record, as [`RecordSink`] prints it (a partial keeps it:
+/// [`crate::replay::sink::RenderChange`]).
+pub fn render_change(c: &Change<'_>, buf: &mut Vec<u8>) {
+    // A record is numbers and strings: it always serializes.
+    let _ = serde_json::to_writer(buf, &change_record(c));
+}
+
 pub fn change_record<'a>(c: &Change<'a>) -> ChangeOut<'a> {
     let d = c.diff;
     ChangeOut {
         job: &d.job,
         baseline: side_record(&d.baseline, c.baseline_estimate),
         candidate: side_record(&d.candidate, c.candidate_estimate),
-        transition: d.transition().map(transition_name),
+        transition: d.transition().map(Transition::name),
         compute_added: Shown(d.compute_added),
         compute_removed: Shown(d.compute_removed),
     }
 }
 
-fn transition_name(t: Transition) -> &'static str {
-    match t {
-        Transition::Rescued => "rescued",
-        Transition::Lost => "lost",
-        Transition::ToPending => "toPending",
-        Transition::Other => "other",
-    }
-}
 
 /// The comparison totals as data.
 pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Value> {

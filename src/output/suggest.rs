@@ -173,7 +173,11 @@ fn compare_mode() -> Mode {
 
 impl Sink for CaptureSink<'_> {
     fn needs(&self) -> Needs {
-        self.inner.needs()
+        // It counts the false kills of each changed job it is handed: never a bare record.
+        Needs {
+            change_json: false,
+            ..self.inner.needs()
+        }
     }
     fn begin(&mut self) -> io::Result<()> {
         self.inner.begin()

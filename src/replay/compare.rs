@@ -162,6 +162,16 @@ impl JobDiff {
 }
 
 impl Transition {
+    /// Its name in records (`comparison.changedJobs[].transition`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Transition::Rescued => "rescued",
+            Transition::Lost => "lost",
+            Transition::ToPending => "toPending",
+            Transition::Other => "other",
+        }
+    }
+
     /// The transition from one final state to another; `None` when they are the same.
     pub fn between(from: Final, to: Final) -> Option<Transition> {
         use Final::*;

@@ -7,8 +7,9 @@
 //! ```text
 //! {"partial":"retryctl","version":2,"retryctl":"…","shard":{"index":0,"count":4},"fingerprint":"…","run":{…},"entries":[
 //! {"at":[1,12],"job":{…}},
+//! {"at":[1,30],"n":201,"change":{"job":"…",…},"more":[…]},
 //! {"at":[1,40],"error":"…"}
-//! ],"end":{"entries":2,"source":"…","totals":{…}},"sha256":"…"}
+//! ],"end":{"entries":2,"source":"…","totals":{…}},"xxh3":"…"}
 //! ```
 //!
 //! - the header: the shard, the fingerprint of every input that changes the answer (the
@@ -20,7 +21,7 @@
 //! - `end`: how many entries there are (a truncated partial has no end, a damaged one another
 //!   count), the digest of the history's bytes, and the shard's totals (counts and trials,
 //!   which add up the same whatever the split);
-//! - `sha256`: of every byte before it. A partial is input, and its totals are trusted only
+//! - `xxh3`: XXH3-128 of every byte before it. A partial is input, and its totals are trusted only
 //!   as its shard wrote them: a file edited since is refused as damaged.
 //!
 //! Owns: [`Recorder`] (the writing, which missing queues to list: the first job of each in
@@ -49,14 +50,16 @@ use super::compare::{JobDiff, Side, Steps, Transition};
 use super::estimate::FailureClass;
 use super::fallback::{Fallback, Fallbacks};
 use super::shard::Shard;
+use super::sink::{Change, RenderChange};
 use super::source::Pos;
 use super::spool::Changed;
 
 pub mod counts;
 
-/// The version this build writes and reads; a partial of another one is refused. 2: a
-/// changed job is an array ([`ChangeOut`]).
-pub const VERSION: u64 = 2;
+/// The version this build writes and reads; a partial of another one is refused. 3: a
+/// changed job is its record as `-o json` prints it, then the rest as an array
+/// ([`Recorder::change`]).
+pub const VERSION: u64 = 3;
 
 /// How a partial begins: what tells one from any other JSON.
 const MAGIC: &str = "{\"partial\":\"retryctl\",\"version\":";
@@ -69,9 +72,19 @@ pub fn looks_like_partial(start: &[u8]) -> bool {
 /// The end of the header line, and the start of the end line.
 const ENTRIES: &str = ",\"entries\":[";
 const END: &str = "],\"end\":";
-/// What closes the end line: the SHA-256 of every byte before it, hex, then `"}`. A partial
+/// What closes the end line: the seal of every byte before it ([`Seal`]), hex, then `"}`. A partial
 /// is input: one edited by hand (or by anything but its recorder) is refused, not trusted.
-const SEAL: &str = ",\"sha256\":\"";
+const SEAL: &str = ",\"xxh3\":\"";
+
+/// The seal of a partial's bytes: XXH3-128, hex. A checksum, not a signature: it finds a
+/// partial damaged or edited since its shard wrote it; what a partial resealed by hand says
+/// is checked as numbers ([`counts`]) and by `merge`.
+pub type Seal = xxhash_rust::xxh3::Xxh3;
+
+/// A seal's value as a partial writes it.
+pub fn seal_hex(seal: &Seal) -> String {
+    format!("{:032x}", seal.digest128())
+}
 
 /// A partial's first line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -174,8 +187,6 @@ struct EntryOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     job_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    change: Option<&'a Changed>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     invalid: Option<&'a str>,
@@ -189,7 +200,6 @@ impl<'a> EntryOut<'a> {
             at,
             missing_queue: None,
             job_id: None,
-            change: None,
             error: None,
             invalid: None,
             left_out: None,
@@ -228,6 +238,10 @@ pub struct Recorder<'a> {
     out: &'a mut dyn Write,
     /// An invalid history file's diagnostics as `validate` words them (without colour).
     render_invalid: fn(&SourceFile) -> String,
+    /// A changed job's record as `-o json` prints it (`output` owns that shape).
+    render_change: RenderChange,
+    /// Reused for each changed job's record.
+    record: Vec<u8>,
     /// The entry before the last, whose comma waits for the next one.
     held: Vec<u8>,
     entries: u64,
@@ -238,7 +252,7 @@ pub struct Recorder<'a> {
     with_steps: [usize; 5],
     cut: Arc<StepsCut>,
     /// Every byte written so far, for the seal.
-    seal: sha2::Sha256,
+    seal: Seal,
 }
 
 impl<'a> Recorder<'a> {
@@ -246,17 +260,19 @@ impl<'a> Recorder<'a> {
         out: &'a mut dyn Write,
         header: &Header,
         render_invalid: fn(&SourceFile) -> String,
+        render_change: RenderChange,
     ) -> io::Result<Recorder<'a>> {
-        use sha2::Digest;
         let text = serde_json::to_string(header).map_err(io::Error::other)?;
         // The header object, left open for `entries`.
         let line = format!("{}{ENTRIES}\n", &text[..text.len() - 1]);
         out.write_all(line.as_bytes())?;
-        let mut seal = sha2::Sha256::new();
+        let mut seal = Seal::new();
         seal.update(line.as_bytes());
         Ok(Recorder {
             out,
             render_invalid,
+            render_change,
+            record: Vec::new(),
             held: Vec::new(),
             entries: 0,
             fallbacks: Fallbacks::default(),
@@ -301,7 +317,6 @@ impl<'a> Recorder<'a> {
 
     /// The held bytes out, and into the seal.
     fn write_held(&mut self) -> io::Result<()> {
-        use sha2::Digest;
         self.out.write_all(&self.held)?;
         self.seal.update(&self.held);
         self.held.clear();
@@ -334,7 +349,14 @@ impl<'a> Recorder<'a> {
         })
     }
 
-    /// A changed job of a comparison.
+    /// A changed job of a comparison:
+    /// `{"at":[A,B],("missingQueue":Q,)("n":LEN,)"change":RECORD,"more":[…]}`. RECORD is the
+    /// job's record as `-o json` prints it, without an estimate; LEN, its length in bytes,
+    /// is there when the record is final (no side Pending: a Pending side's estimate is
+    /// known only at the merge), so that a merge printing JSON copies it as it is, without
+    /// reading it into a job and writing it out again (a plan's merge was mostly that).
+    /// `more` holds the rest: `[runsLeft, compute]` of each side, resources, class, depth,
+    /// steps ([`MoreOut`]).
     pub fn change(&mut self, at: &Pos, mut c: Changed, f: Option<Fallback>) -> io::Result<()> {
         let group = group(c.diff.transition());
         if self.with_steps[group] < self.steps_per_group {
@@ -347,11 +369,38 @@ impl<'a> Recorder<'a> {
             c.steps = None;
         }
         let queue = self.missing(f);
-        self.entry(&EntryOut {
-            missing_queue: queue.as_deref(),
-            change: Some(&c),
-            ..EntryOut::at(at)
-        })
+        let mut record = std::mem::take(&mut self.record);
+        record.clear();
+        (self.render_change)(
+            &Change {
+                diff: &c.diff,
+                class: c.class.as_ref(),
+                baseline_estimate: None,
+                candidate_estimate: None,
+                steps: None,
+            },
+            &mut record,
+        );
+        let last = !c.diff.pending();
+        let written = self.push(|buf| {
+            buf.extend_from_slice(b"{\"at\":");
+            serde_json::to_writer(&mut *buf, at).map_err(io::Error::other)?;
+            if let Some(q) = &queue {
+                buf.extend_from_slice(b",\"missingQueue\":");
+                serde_json::to_writer(&mut *buf, q).map_err(io::Error::other)?;
+            }
+            if last {
+                buf.extend_from_slice(format!(",\"n\":{}", record.len()).as_bytes());
+            }
+            buf.extend_from_slice(b",\"change\":");
+            buf.extend_from_slice(&record);
+            buf.extend_from_slice(b",\"more\":");
+            serde_json::to_writer(&mut *buf, &MoreOut::of(&c)).map_err(io::Error::other)?;
+            buf.push(b'}');
+            Ok(())
+        });
+        self.record = record;
+        written
     }
 
     /// A job nothing else lists: listed only when it is the first of a missing queue.
@@ -391,7 +440,6 @@ impl<'a> Recorder<'a> {
 
     /// The end: the entries' count, the history's digest and the totals.
     pub fn end(mut self, source: Option<u64>, totals: serde_json::Value, lookout: Option<Lookout>) -> io::Result<()> {
-        use sha2::Digest;
         if self.entries > 0 {
             self.held.push(b'\n');
             self.write_held()?;
@@ -406,7 +454,7 @@ impl<'a> Recorder<'a> {
         self.held.extend_from_slice(END.as_bytes());
         serde_json::to_writer(&mut self.held, &end).map_err(io::Error::other)?;
         self.write_held()?;
-        let seal = hex(&self.seal.finalize_reset());
+        let seal = seal_hex(&self.seal);
         self.out.write_all(format!("{SEAL}{seal}\"}}\n").as_bytes())?;
         self.out.flush()
     }
@@ -418,17 +466,14 @@ pub fn render_job(report: &JobReport, buf: &mut Vec<u8>) {
     let _ = serde_json::to_writer(buf, report);
 }
 
-/// A changed job as a partial holds it: an array, durations in nanoseconds,
-/// `[job, baseline, candidate, computeAdded, computeRemoved, resources, class, depth, steps]`
-/// with each side `[finalState, retries, delay, runs, runsLeft, compute]`. A partial of a
-/// plan lists every changed job, and field names and Go durations were most of its bytes
-/// and of the time its shard spent writing them.
+/// A changed job's rest, after its record (which a Pending side's estimate aside, is what
+/// `-o json` prints): `[baselineRunsLeft, baselineCompute, candidateRunsLeft,
+/// candidateCompute, resources, class, depth, steps]`, durations in nanoseconds.
 #[derive(Serialize)]
-struct ChangeOut<'a>(
-    &'a str,
-    SideWire,
-    SideWire,
+struct MoreOut<'a>(
+    u32,
     u64,
+    u32,
     u64,
     &'a Option<Resources>,
     &'a Option<FailureClass>,
@@ -436,15 +481,30 @@ struct ChangeOut<'a>(
     &'a Option<Box<Steps>>,
 );
 
-#[derive(Deserialize)]
+impl MoreOut<'_> {
+    fn of(c: &Changed) -> MoreOut<'_> {
+        let d = &c.diff;
+        MoreOut(
+            d.baseline.runs_left,
+            d.baseline.compute.0,
+            d.candidate.runs_left,
+            d.candidate.compute.0,
+            &d.resources,
+            &c.class,
+            c.depth,
+            &c.steps,
+        )
+    }
+}
+
+#[derive(Debug, Deserialize)]
 #[serde(
-    expecting = "a changed job: [job, baseline, candidate, computeAdded, computeRemoved, resources, class, depth, steps]"
+    expecting = "the rest of a changed job: [baselineRunsLeft, baselineCompute, candidateRunsLeft, candidateCompute, resources, class, depth, steps]"
 )]
-struct ChangeIn(
-    String,
-    SideWire,
-    SideWire,
+struct MoreIn(
+    u32,
     u64,
+    u32,
     u64,
     Option<Resources>,
     Option<FailureClass>,
@@ -452,66 +512,79 @@ struct ChangeIn(
     Option<Box<Steps>>,
 );
 
-#[derive(Serialize, Deserialize)]
-#[serde(expecting = "a side of a changed job: [finalState, retries, delay, runs, runsLeft, compute]")]
-struct SideWire(Final, u32, u64, usize, u32, u64);
-
-impl From<&Side> for SideWire {
-    fn from(s: &Side) -> SideWire {
-        SideWire(s.final_state, s.retries, s.delay.0, s.runs, s.runs_left, s.compute.0)
-    }
+/// A changed job's record as read back (`-o json`'s shape: the output module writes it,
+/// these names must follow it).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RecordIn {
+    job: String,
+    baseline: SideIn,
+    candidate: SideIn,
+    transition: Option<String>,
+    compute_added: String,
+    compute_removed: String,
 }
 
-impl From<SideWire> for Side {
-    fn from(SideWire(final_state, retries, delay, runs, runs_left, compute): SideWire) -> Side {
-        Side {
-            final_state,
-            retries,
-            delay: GoDuration(delay),
-            runs,
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SideIn {
+    #[serde(rename = "final")]
+    final_state: Final,
+    retries: u32,
+    delay: String,
+    runs: usize,
+    /// A Pending side's: always `null` here (the merge estimates it).
+    #[serde(default)]
+    #[allow(dead_code)]
+    estimate: Option<serde::de::IgnoredAny>,
+}
+
+fn duration(field: &str, text: &str) -> Result<GoDuration, String> {
+    GoDuration::parse(text).map_err(|_| format!("its `{field}` `{text}` is not a duration"))
+}
+
+impl SideIn {
+    fn side(self, name: &str, runs_left: u32, compute: u64) -> Result<Side, String> {
+        Ok(Side {
+            final_state: self.final_state,
+            retries: self.retries,
+            delay: duration(&format!("{name}.delay"), &self.delay)?,
+            runs: self.runs,
             runs_left,
             compute: GoDuration(compute),
-        }
-    }
-}
-
-impl Serialize for Changed {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let d = &self.diff;
-        ChangeOut(
-            &d.job,
-            (&d.baseline).into(),
-            (&d.candidate).into(),
-            d.compute_added.0,
-            d.compute_removed.0,
-            &d.resources,
-            &self.class,
-            self.depth,
-            &self.steps,
-        )
-        .serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for Changed {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Changed, D::Error> {
-        let ChangeIn(job, baseline, candidate, added, removed, resources, class, depth, steps) =
-            ChangeIn::deserialize(d)?;
-        Ok(Changed {
-            diff: JobDiff {
-                job,
-                baseline: baseline.into(),
-                candidate: candidate.into(),
-                compute_added: GoDuration(added),
-                compute_removed: GoDuration(removed),
-                resources,
-            },
-            class,
-            depth,
-            steps,
         })
     }
 }
+
+/// A changed job from its record and its rest.
+fn changed(record: RecordIn, more: MoreIn) -> Result<Changed, String> {
+    let MoreIn(b_left, b_compute, c_left, c_compute, resources, class, depth, steps) = more;
+    let diff = JobDiff {
+        job: record.job,
+        baseline: record.baseline.side("baseline", b_left, b_compute)?,
+        candidate: record.candidate.side("candidate", c_left, c_compute)?,
+        compute_added: duration("computeAdded", &record.compute_added)?,
+        compute_removed: duration("computeRemoved", &record.compute_removed)?,
+        resources,
+    };
+    // The record's transition is the one its final states make: one written by hand
+    // otherwise would be printed as it is by a merge that copies records.
+    let transition = diff.transition().map(Transition::name);
+    if record.transition.as_deref() != transition {
+        return Err(format!(
+            "its `transition` {} is not the one of its final states ({})",
+            record.transition.map_or("null".into(), |t| format!("`{t}`")),
+            transition.map_or("null".into(), |t| format!("`{t}`")),
+        ));
+    }
+    Ok(Changed {
+        diff,
+        class,
+        depth,
+        steps,
+    })
+}
+
 
 /// One entry as read back.
 #[derive(Debug, Deserialize)]
@@ -521,7 +594,10 @@ struct EntryIn {
     missing_queue: Option<String>,
     job_id: Option<String>,
     job: Option<Box<JobReport>>,
-    change: Option<Box<Changed>>,
+    /// With `change`: the record's length, when it is final.
+    n: Option<u64>,
+    change: Option<Box<RecordIn>>,
+    more: Option<Box<MoreIn>>,
     error: Option<String>,
     invalid: Option<String>,
     left_out: Option<String>,
@@ -534,12 +610,62 @@ pub enum Item {
     Job(Box<JobReport>),
     /// A comparison's changed job.
     Change(Box<Changed>),
+    /// A comparison's changed job with no side Pending, as its JSON record, not read
+    /// (asked for by a merge that prints JSON: [`decode_entry`]).
+    Record(Record),
     /// A job listed for its missing queue alone.
     Fallback(String),
     Error(String),
     /// An invalid history file's diagnostics, rendered.
     Invalid(String),
     LeftOut(String),
+}
+
+/// A changed job's entry whose record is final (`"n":LEN` before it): the record copied as
+/// it is, the rest read only when it must be ([`Record::changed`]).
+#[derive(Debug)]
+pub struct Record {
+    json: Vec<u8>,
+    record: std::ops::Range<usize>,
+    number: u64,
+}
+
+impl Record {
+    /// The record: what `-o json` prints for the job.
+    pub fn json(&self) -> &[u8] {
+        &self.json[self.record.clone()]
+    }
+
+    /// The whole entry read into a changed job; an error names the partial (`name`) and
+    /// the entry.
+    pub fn changed(&self, name: &str) -> Result<Changed, String> {
+        match decode_entry(name, self.number, &self.json)?.item {
+            Item::Change(c) => Ok(*c),
+            _ => Err(format!("`{name}` is damaged: entry {}: not a changed job", self.number)),
+        }
+    }
+
+    /// The job it names (read only for an error's words).
+    pub fn job(&self, name: &str) -> String {
+        self.changed(name).map_or_else(|_| "?".into(), |c| c.diff.job)
+    }
+}
+
+/// `{"at":[A,B],"n":LEN,"change":` then LEN bytes of a record then `,"more":`: where the
+/// record is. `None` for any other entry (or one whose bytes do not hold that shape).
+fn final_record(json: &[u8]) -> Option<std::ops::Range<usize>> {
+    let rest = json.strip_prefix(b"{\"at\":[")?;
+    let close = rest.iter().position(|&b| b == b']')?;
+    let rest = rest[close + 1..].strip_prefix(b",\"n\":")?;
+    let (len, rest) = leading_number(rest)?;
+    let len = usize::try_from(len).ok()?;
+    let rest = rest.strip_prefix(b",\"change\":")?;
+    let start = json.len() - rest.len();
+    let record = rest.get(..len)?;
+    if !(record.starts_with(b"{\"job\":") && record.ends_with(b"}") && rest[len..].starts_with(b",\"more\":")) {
+        return None;
+    }
+    Some(start..start + len)
 }
 
 /// One entry: where, the missing queue it is the first job of (in its shard), and what.
@@ -554,9 +680,17 @@ impl TryFrom<EntryIn> for Entry {
     type Error = String;
 
     fn try_from(e: EntryIn) -> Result<Entry, String> {
+        let change = match (e.change, e.more) {
+            (Some(record), Some(more)) => Some(Box::new(changed(*record, *more)?)),
+            (None, None) => None,
+            _ => return Err("a changed job must have its `change` and its `more`".into()),
+        };
+        if e.n.is_some() && change.as_ref().is_none_or(|c| c.diff.pending()) {
+            return Err("only a changed job with no side Pending has an `n`".into());
+        }
         let items = [
             e.job.map(Item::Job),
-            e.change.map(Item::Change),
+            change.map(Item::Change),
             e.job_id.map(Item::Fallback),
             e.error.map(Item::Error),
             e.invalid.map(Item::Invalid),
@@ -592,9 +726,9 @@ pub struct Partial {
     pub end: EndIn<serde::de::IgnoredAny>,
     /// Where the entries begin in the file (the header's length).
     entries_at: u64,
-    /// Where the end line begins in the file, and its SHA-256: the bytes the seal vouched for.
+    /// Where the end line begins in the file, and its XXH3-128: the bytes the seal vouched for.
     end_at: u64,
-    end_digest: Vec<u8>,
+    end_digest: u128,
 }
 
 /// A partial's end as read back: [`End`] with its totals in the shape the reader asks for.
@@ -686,14 +820,35 @@ impl Identity {
 
 /// Reads a line of at most [`MAX_LINE`] bytes into `buf` (cleared); `Ok(false)` at the end.
 fn read_line<R: BufRead>(r: &mut R, buf: &mut Vec<u8>) -> Result<bool, String> {
+    // `read_until`'s newline search goes a word at a time; a merge searches every byte of
+    // every partial, twice: the memchr crate's SIMD search, over the reader's own buffer.
     buf.clear();
-    let n = std::io::Read::take(&mut *r, MAX_LINE + 1)
-        .read_until(b'\n', buf)
-        .map_err(|e| crate::input::io_reason(&e))?;
-    if n as u64 > MAX_LINE {
-        return Err(format!("has a line longer than {} MiB", MAX_LINE >> 20));
+    loop {
+        let (done, used) = {
+            let available = match r.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(crate::input::io_reason(&e)),
+            };
+            match memchr::memchr(b'\n', available) {
+                Some(i) => {
+                    buf.extend_from_slice(&available[..=i]);
+                    (true, i + 1)
+                }
+                None => {
+                    buf.extend_from_slice(available);
+                    (available.is_empty(), available.len())
+                }
+            }
+        };
+        r.consume(used);
+        if buf.len() as u64 > MAX_LINE {
+            return Err(format!("has a line longer than {} MiB", MAX_LINE >> 20));
+        }
+        if done {
+            return Ok(!buf.is_empty());
+        }
     }
-    Ok(n > 0)
 }
 
 impl Partial {
@@ -707,7 +862,6 @@ impl Partial {
         let file = open_file(path)?;
         let identity = Identity::of(&file)?;
         let mut r = BufReader::with_capacity(1 << 16, file);
-        use sha2::Digest;
         // A file that does not begin as a partial is refused on its first bytes, not after a
         // first line of up to 256 MiB.
         let start = r.fill_buf().map_err(|e| crate::input::io_reason(&e))?;
@@ -717,7 +871,7 @@ impl Partial {
         let mut line = Vec::new();
         read_line(&mut r, &mut line)?;
         let header = header(&line)?;
-        let mut seal = sha2::Sha256::new();
+        let mut seal = Seal::new();
         seal.update(&line);
         let entries_at = line.len() as u64;
         let mut at = entries_at;
@@ -741,7 +895,7 @@ impl Partial {
             entries += 1;
         }
         let end: EndIn<serde::de::IgnoredAny> = end(&line, Some(seal))?;
-        let end_digest = sha2::Sha256::digest(&line).to_vec();
+        let end_digest = xxhash_rust::xxh3::xxh3_128(&line);
         if read_line(&mut r, &mut line)? && !line.trim_ascii().is_empty() {
             return Err(ReadError::Bad("is damaged: there is more after its end".into()));
         }
@@ -782,7 +936,6 @@ impl Partial {
     /// The shard's totals, in the shape `T` of its command (the end line read again, and
     /// checked to be the bytes the seal vouched for). An error names the file.
     pub fn totals<T: serde::de::DeserializeOwned>(&self) -> Result<T, ReadError> {
-        use sha2::Digest;
         use std::io::{Seek, SeekFrom};
         let mut file = self.reopen()?;
         let named = |why: String| ReadError::Bad(format!("`{}` {why}", self.name));
@@ -790,7 +943,7 @@ impl Partial {
             .map_err(|e| named(crate::input::io_reason(&e)))?;
         let mut line = Vec::new();
         read_line(&mut BufReader::new(file), &mut line).map_err(named)?;
-        if sha2::Sha256::digest(&line).as_slice() != self.end_digest {
+        if xxhash_rust::xxh3::xxh3_128(&line) != self.end_digest {
             return Err(named(
                 "changed while it was merged (its end is not the one that was checked)".into(),
             ));
@@ -880,23 +1033,22 @@ fn header(line: &[u8]) -> Result<Header, String> {
     Ok(header)
 }
 
-/// The end line, `],"end":{…},"sha256":"…"}`, checked against the seal of every byte before
+/// The end line, `],"end":{…},"xxh3":"…"}`, checked against the seal of every byte before
 /// it (`seal`: the lines before it, so far).
-fn end<T: serde::de::DeserializeOwned>(line: &[u8], seal: Option<sha2::Sha256>) -> Result<EndIn<T>, String> {
-    use sha2::Digest;
+fn end<T: serde::de::DeserializeOwned>(line: &[u8], seal: Option<Seal>) -> Result<EndIn<T>, String> {
     let damaged = |why: String| format!("is damaged: its end: {why}");
     let text = std::str::from_utf8(line)
         .map_err(|_| damaged("not UTF-8".into()))?
         .trim_end();
-    let shape = || damaged("not `],\"end\":{…},\"sha256\":\"…\"}`".into());
+    let shape = || damaged("not `],\"end\":{…},\"xxh3\":\"…\"}`".into());
     let at = text.rfind(SEAL).ok_or_else(shape)?;
     let (sealed, rest) = text.split_at(at);
     let given = rest[SEAL.len()..].strip_suffix("\"}").ok_or_else(shape)?;
     if let Some(mut seal) = seal {
         seal.update(sealed.as_bytes());
-        if given != hex(&seal.finalize()) {
+        if given != seal_hex(&seal) {
             return Err(
-                "is damaged: its bytes are not the ones its shard wrote (its SHA-256 differs: was it edited?)".into(),
+                "is damaged: its bytes are not the ones its shard wrote (its checksum differs: was it edited?)".into(),
             );
         }
     }
@@ -930,21 +1082,43 @@ pub struct RawEntry {
 /// `{"at":[A,B],…`: what every recorder writes first, read without decoding the rest.
 fn quick_at(json: &[u8]) -> Option<Pos> {
     let rest = json.strip_prefix(b"{\"at\":[")?;
-    let comma = rest.iter().position(|&b| b == b',')?;
-    let close = comma + 1 + rest[comma + 1..].iter().position(|&b| b == b']')?;
-    let number = |b: &[u8]| -> Option<u64> {
-        if b.is_empty() || b.len() > 20 || !b.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        std::str::from_utf8(b).ok()?.parse().ok()
-    };
-    Some(Pos(number(&rest[..comma])?, number(&rest[comma + 1..close])?))
+    let (a, rest) = leading_number(rest)?;
+    let (b, rest) = leading_number(rest.strip_prefix(b",")?)?;
+    rest.starts_with(b"]").then_some(Pos(a, b))
+}
+
+/// The decimal digits `bytes` begins with, as a number (`None`: no digit, or past `u64`),
+/// and what follows them. A merge reads every entry's position this way.
+fn leading_number(bytes: &[u8]) -> Option<(u64, &[u8])> {
+    let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &d in &bytes[..digits] {
+        n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some((n, &bytes[digits..]))
 }
 
 /// The position of an entry.
 #[derive(Deserialize)]
 struct AtOnly {
     at: Pos,
+}
+
+/// An entry of the partial `name`, its `number`th, as a merge printing JSON reads it: a
+/// changed job whose record is final is left as that record ([`Item::Record`]), its
+/// position read and the rest not; any other entry decoded ([`decode_entry`]).
+pub fn decode_for_records(name: &str, number: u64, json: Vec<u8>) -> Result<Entry, String> {
+    match (final_record(&json), quick_at(&json)) {
+        (Some(record), Some(at)) => Ok(Entry {
+            at,
+            missing_queue: None,
+            item: Item::Record(Record { json, record, number }),
+        }),
+        _ => decode_entry(name, number, &json),
+    }
 }
 
 /// An entry of the partial `name`, its `number`th, decoded; an error names both.

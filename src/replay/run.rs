@@ -379,6 +379,7 @@ impl Out<'_, '_> {
                 render: Some(partial::render_job),
                 breakdowns: true,
                 steps: true,
+                change_json: false,
             },
         }
     }
@@ -920,6 +921,18 @@ impl<'s> CompareFold<'s> {
             steps: ch.steps.as_deref(),
         };
         let go_on = write_or_stop(self.sink.change(&change))?;
+        self.stopped = !go_on;
+        Ok(go_on)
+    }
+
+    /// A changed job of a partial with no side Pending, as its JSON record: copied to a
+    /// sink that prints those ([`Needs::change_json`]) when no job is held back before it;
+    /// else read into a job by `full` and handed on as [`CompareFold::change`] does.
+    pub fn change_json(&mut self, record: &[u8], full: impl FnOnce() -> io::Result<Changed>) -> io::Result<bool> {
+        if !self.needs.change_json || self.spool.active() {
+            return self.change(full()?);
+        }
+        let go_on = write_or_stop(self.sink.change_json(record))?;
         self.stopped = !go_on;
         Ok(go_on)
     }

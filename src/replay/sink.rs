@@ -40,6 +40,10 @@ use super::summary::Summary;
 /// it in parallel while the sink itself is borrowed by the thread that writes.
 pub type RenderJob = fn(&JobReport, &mut Vec<u8>);
 
+/// Renders a changed job without an estimate as `-o json` prints it (a partial result
+/// keeps that record, so that a merge printing JSON copies it).
+pub type RenderChange = fn(&Change<'_>, &mut Vec<u8>);
+
 /// What a sink reads; the replay produces nothing more.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Needs {
@@ -55,6 +59,9 @@ pub struct Needs {
     pub breakdowns: bool,
     /// A comparison hands each changed job's runs under both sides ([`Change::steps`]).
     pub steps: bool,
+    /// The sink prints a changed job without an estimate as the bytes of its JSON record
+    /// ([`RenderChange`]): `merge` may hand it a partial's record to [`Sink::change_json`].
+    pub change_json: bool,
 }
 
 /// One job that `--baseline` changes.
@@ -187,6 +194,12 @@ pub trait Sink {
     /// One job that `--baseline` changes.
     fn change(&mut self, _change: &Change<'_>) -> io::Result<()> {
         Ok(())
+    }
+
+    /// One job that `--baseline` changes, with no side Pending, as its JSON record
+    /// ([`RenderChange`]'s bytes, from a partial): only when [`Needs::change_json`].
+    fn change_json(&mut self, _record: &[u8]) -> io::Result<()> {
+        Err(io::Error::other("this output does not print changed jobs as JSON records"))
     }
 
     fn message(&mut self, message: &Message<'_>) -> io::Result<()>;

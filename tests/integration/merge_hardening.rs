@@ -22,10 +22,10 @@ fn edit_end(text: &str, edit: impl FnOnce(&mut serde_json::Value)) -> String {
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
     let last = lines.len() - 1;
     let line = &lines[last];
-    let body = &line["],\"end\":".len()..line.rfind(",\"sha256\":\"").unwrap()];
+    let body = &line["],\"end\":".len()..line.rfind(",\"xxh3\":\"").unwrap()];
     let mut end: serde_json::Value = serde_json::from_str(body).unwrap();
     edit(&mut end);
-    lines[last] = format!("],\"end\":{end},\"sha256\":\"\"}}");
+    lines[last] = format!("],\"end\":{end},\"xxh3\":\"\"}}");
     reseal(&(lines.join("\n") + "\n"))
 }
 
@@ -56,7 +56,7 @@ fn sum_named_items(v: &serde_json::Value) -> u128 {
 /// A partial's end (its totals) as JSON.
 fn end_of(text: &str) -> serde_json::Value {
     let line = text.lines().last().unwrap();
-    serde_json::from_str(&line["],\"end\":".len()..line.rfind(",\"sha256\":\"").unwrap()]).unwrap()
+    serde_json::from_str(&line["],\"end\":".len()..line.rfind(",\"xxh3\":\"").unwrap()]).unwrap()
 }
 
 /// A resealed plan whose trials count more successes than trials: refused by name, with
@@ -179,7 +179,7 @@ fn a_job_another_shard_owns_is_refused() {
     let last = lines[lines.len() - 2];
     assert!(last.starts_with("{\"at\":"), "{last}");
     let last = format!("{},", last.trim_end_matches(','));
-    let id = last.split("\"change\":[\"").nth(1).unwrap().split('"').next().unwrap();
+    let id = last.split("\"change\":{\"job\":\"").nth(1).unwrap().split('"').next().unwrap();
     let mut theirs: Vec<&str> = second.lines().collect();
     theirs.insert(1, &last);
     let stray = edit_end(&(theirs.join("\n") + "\n"), |end| {

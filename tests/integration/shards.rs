@@ -634,13 +634,9 @@ fn a_lookout_shard_reads_only_its_own_jobs() {
 /// `text`, a partial, with its seal made again: what another build (or a careful hand)
 /// would write, to reach the checks behind the seal.
 pub(crate) fn reseal(text: &str) -> String {
-    use sha2::Digest;
-    let at = text.rfind(",\"sha256\":\"").unwrap();
-    let seal: String = sha2::Sha256::digest(&text.as_bytes()[..at])
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("{},\"sha256\":\"{seal}\"}}\n", &text[..at])
+    let at = text.rfind(",\"xxh3\":\"").unwrap();
+    let seal = xxhash_rust::xxh3::xxh3_128(&text.as_bytes()[..at]);
+    format!("{},\"xxh3\":\"{seal:032x}\"}}\n", &text[..at])
 }
 
 /// `--since` counts back from each shard's own start: refused with shards.
@@ -823,7 +819,7 @@ fn merge_refuses_what_is_not_one_whole_run() {
     fs::write(d.join("cut.json"), &text[..text.len() / 2]).unwrap();
     fs::write(
         d.join("newer.json"),
-        text.replacen("\"version\":2,", "\"version\":3,", 1),
+        text.replacen("\"version\":3,", "\"version\":4,", 1),
     )
     .unwrap();
     let entries = text.lines().count() - 2;
@@ -832,7 +828,7 @@ fn merge_refuses_what_is_not_one_whole_run() {
         &format!(
             "error: `plan.json` is not a retryctl partial result (one begins with `{{\"partial\":\"retryctl\"`; `simulate … -o partial` writes them)\n\
              error: `cut.json` is truncated: it ends after {} entries without its end (was its shard cut short?)\n\
-             error: `newer.json` was written by a newer retryctl (partial version 3; this one reads version 2): merge with that retryctl\n\
+             error: `newer.json` was written by a newer retryctl (partial version 4; this one reads version 3): merge with that retryctl\n\
              error: cannot merge: 3 problems above (nothing was printed)\n",
             text[..text.len() / 2].matches('\n').count() - 1
         ),
@@ -874,7 +870,7 @@ fn merge_refuses_what_is_not_one_whole_run() {
     fs::write(d.join("edited.json"), lines.join("\n") + "\n").unwrap();
     refused(
         &[p0, "edited.json", p2],
-        "error: `edited.json` is damaged: its bytes are not the ones its shard wrote (its SHA-256 differs: was it edited?)\nerror: cannot merge: 1 problem above (nothing was printed)\n",
+        "error: `edited.json` is damaged: its bytes are not the ones its shard wrote (its checksum differs: was it edited?)\nerror: cannot merge: 1 problem above (nothing was printed)\n",
     );
     // An entry its command never writes, in a file sealed again: named, not trusted.
     let tune = shards(d, "t", &sweep("new"), 1);

@@ -8,7 +8,7 @@ fn header(shard: Shard) -> Header {
 
 fn written(entries: impl FnOnce(&mut Recorder<'_>)) -> Vec<u8> {
     let mut out = Vec::new();
-    let mut rec = Recorder::new(&mut out, &header(Shard { index: 1, count: 3 }), |f| f.name.clone()).unwrap();
+    let mut rec = Recorder::new(&mut out, &header(Shard { index: 1, count: 3 }), |f| f.name.clone(), crate::output::simulate::render_change).unwrap();
     entries(&mut rec);
     rec.end(Some(0xabc), serde_json::json!({"n": 1}), None).unwrap();
     out
@@ -157,15 +157,15 @@ fn a_file_that_is_not_a_whole_partial_says_why() {
         "is not a retryctl partial result (one begins with `{\"partial\":\"retryctl\"`; `simulate … -o partial` writes them)"
     );
     assert_eq!(err(b""), err(b"{\"jobs\": []}\n"));
-    let newer = text.replacen("\"version\":2,", "\"version\":7,", 1);
+    let newer = text.replacen("\"version\":3,", "\"version\":7,", 1);
     assert_eq!(
         err(newer.as_bytes()),
-        "was written by a newer retryctl (partial version 7; this one reads version 2): merge with that retryctl"
+        "was written by a newer retryctl (partial version 7; this one reads version 3): merge with that retryctl"
     );
-    let older = text.replacen("\"version\":2,", "\"version\":1,", 1);
+    let older = text.replacen("\"version\":3,", "\"version\":2,", 1);
     assert_eq!(
         err(older.as_bytes()),
-        "was written by an older retryctl (partial version 1; this one reads version 2): run its shard again with this retryctl"
+        "was written by an older retryctl (partial version 2; this one reads version 3): run its shard again with this retryctl"
     );
     let cut = &whole[..whole.len() - 20];
     assert_eq!(
@@ -177,7 +177,7 @@ fn a_file_that_is_not_a_whole_partial_says_why() {
     // An edit is found by the seal; sealed again, by what it breaks.
     assert_eq!(
         err(one_less.as_bytes()),
-        "is damaged: its bytes are not the ones its shard wrote (its SHA-256 differs: was it edited?)"
+        "is damaged: its bytes are not the ones its shard wrote (its checksum differs: was it edited?)"
     );
     let edited = text.replacen("\"error\":\"x\"", "\"error\":\"w\"", 1);
     assert_eq!(err(edited.as_bytes()), err(one_less.as_bytes()));
@@ -212,9 +212,10 @@ fn the_fingerprint_is_sha256_of_the_inputs_and_changes_with_them() {
 /// `text` with its seal made again: an edit the seal does not catch, to reach the checks
 /// behind it.
 fn reseal(text: &str) -> String {
-    use sha2::Digest;
     let at = text.rfind(SEAL).unwrap();
-    let seal = hex(&sha2::Sha256::digest(&text.as_bytes()[..at]));
+    let mut seal = Seal::new();
+    seal.update(&text.as_bytes()[..at]);
+    let seal = seal_hex(&seal);
     format!("{}{SEAL}{seal}\"}}\n", &text[..at])
 }
 
@@ -251,7 +252,7 @@ fn changed(job: &str, to: Final) -> Changed {
 #[test]
 fn the_steps_cut_is_the_last_job_of_a_transition_that_keeps_its_steps() {
     let mut out = Vec::new();
-    let mut rec = Recorder::new(&mut out, &header(Shard { index: 0, count: 1 }), |f| f.name.clone()).unwrap();
+    let mut rec = Recorder::new(&mut out, &header(Shard { index: 0, count: 1 }), |f| f.name.clone(), crate::output::simulate::render_change).unwrap();
     rec.keep_steps(2);
     let cut = rec.steps_cut();
     let rescued = Some(Transition::Rescued);
@@ -273,4 +274,87 @@ fn the_steps_cut_is_the_last_job_of_a_transition_that_keeps_its_steps() {
         })
         .collect();
     assert_eq!(kept, [true, true, false]);
+}
+
+/// A changed job is its `-o json` record, then the rest: read back whole, it is the job the
+/// shard recorded (every field, steps and the Pending side's runs left included); a merge
+/// printing JSON takes the record of a job with no side Pending as it is, bytes for bytes
+/// what `-o json` prints, and reads a Pending one whole (its estimate is the merge's).
+#[test]
+fn a_changed_job_is_its_json_record_and_reads_back_whole() {
+    use crate::model::failure_history::Resources;
+    let mut done = changed("job \"1\"", Final::Succeeded);
+    done.diff.baseline.delay = GoDuration(1_500_000_000);
+    done.diff.candidate.compute = GoDuration(7_200_000_000_123);
+    done.diff.compute_added = GoDuration(3_723_000_000_000);
+    done.diff.resources = Some(Resources {
+        gpu_milli: Some(2000),
+        ..Resources::default()
+    });
+    done.class = Some(FailureClass::Exit(137));
+    done.depth = 3;
+    let mut pending = changed("job-2", Final::Pending);
+    pending.diff.candidate.runs_left = 4;
+    let bytes = written(|rec| {
+        rec.change(&Pos(1, 2), done.clone(), None).unwrap();
+        rec.change(&Pos(1, 3), pending.clone(), Some(Fallback::Missing("q".into())))
+            .unwrap();
+    });
+    let (_, entries) = read(&bytes).unwrap();
+    let back: Vec<Changed> = entries
+        .into_iter()
+        .map(|e| match e.item {
+            Item::Change(c) => *c,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(back, [done.clone(), pending.clone()]);
+    // The first as a JSON merge reads it: its record, as `-o json` prints the job.
+    let text = String::from_utf8(bytes).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut want = Vec::new();
+    crate::output::simulate::render_change(
+        &Change {
+            diff: &done.diff,
+            class: done.class.as_ref(),
+            baseline_estimate: None,
+            candidate_estimate: None,
+            steps: None,
+        },
+        &mut want,
+    );
+    let first = lines[1].trim_end_matches(',').as_bytes().to_vec();
+    assert!(
+        first.starts_with(format!("{{\"at\":[1,2],\"n\":{},\"change\":", want.len()).as_bytes()),
+        "{}",
+        lines[1]
+    );
+    match decode_for_records("p.json", 1, first).unwrap().item {
+        Item::Record(r) => {
+            assert_eq!(r.json(), &want[..]);
+            assert_eq!(r.changed("p.json").unwrap(), done);
+            assert_eq!(r.job("p.json"), "job \"1\"");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The Pending one has no length: read whole, with its missing queue.
+    let second = lines[2].as_bytes().to_vec();
+    assert!(!lines[2].contains("\"n\":"), "{}", lines[2]);
+    let e = decode_for_records("p.json", 2, second).unwrap();
+    assert_eq!(e.missing_queue.as_deref(), Some("q"));
+    assert!(matches!(e.item, Item::Change(c) if *c == pending));
+}
+
+/// A record whose transition is not the one its final states make was edited: refused,
+/// naming the entry, not printed as it says.
+#[test]
+fn a_record_whose_transition_disagrees_is_damaged() {
+    let bytes = written(|rec| rec.change(&Pos(1, 2), changed("a", Final::Succeeded), None).unwrap());
+    let text = String::from_utf8(bytes).unwrap();
+    let edited = reseal(&text.replacen("\"transition\":\"rescued\"", "\"transition\":\"lost\"", 1));
+    let err = read(edited.as_bytes()).unwrap_err();
+    assert!(
+        err.ends_with("entry 1: its `transition` `lost` is not the one of its final states (`rescued`)"),
+        "{err}"
+    );
 }
