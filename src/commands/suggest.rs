@@ -111,7 +111,11 @@ fn check_sharded(args: &SuggestArgs) -> Result<(), CliError> {
     if !sharded {
         return Ok(());
     }
-    let how = if args.emit.emit.is_some() { "`--emit`" } else { "`-o partial`" };
+    let how = match (args.emit.emit, r.shard) {
+        (Some(_), _) => "`--emit`",
+        (None, Some(_)) => "`--shard`",
+        (None, None) => "`-o partial`",
+    };
     if r.history.as_ref().is_some_and(|h| h.as_os_str() == "-") {
         return Err(CliError::usage(format!(
             "`suggest` with {how} cannot read `--history -`: its merge reads the history again to compare the proposal, and stdin is read once"
@@ -120,7 +124,7 @@ fn check_sharded(args: &SuggestArgs) -> Result<(), CliError> {
     }
     if r.lookout_db.is_some() {
         return Err(CliError::usage(format!(
-            "`suggest` with {how} cannot read `--lookout-db`: its merge reads the history again to compare the proposal, and the database's rows change under it"
+            "`suggest` with {how} cannot read `--lookout-db`: its merge reads the history again to compare the proposal, and it reads files only (a partial never holds the DSN)"
         ))
         .with_hint("export the jobs to a file first (`retryctl history --lookout-db DSN --queue Q --from … --to … --output-file FILE`), then give `--history FILE`"));
     }
