@@ -9,6 +9,11 @@
 //! candidate's own decision records) → `output::suggest`. Must not: match rules, decide runs
 //! or format output itself.
 //!
+//! Sharded (docs/past-one-machine.md): a shard (`--shard I/N -o partial`) runs pass 1 over
+//! its share and writes it ([`SuggestTotals`]); `merge` folds the shards ([`SuggestFold`]) and
+//! calls [`merge`], which loads the inputs again through the same `load` and ends through the
+//! same `conclude` as one process: no second copy of the proposal, pass 2 or rendering.
+//!
 //! Decisions the docs leave open:
 //! - a source that cannot be read twice (stdin, Lookout's database) is spooled to a
 //!   temporary JSON Lines file in pass 1 and pass 2 reads that; entries that cannot be read
@@ -18,7 +23,9 @@
 //! - `-o policy` prints the documents without the comparison pass;
 //! - `--queue` (with `--history`) only names the Queue `-o policy` prints: the baseline's
 //!   Queue of that name with the proposal as its only policy (the comparison replaced every
-//!   policy with it), else a new one.
+//!   policy with it), else a new one;
+//! - a shard lists no entries: what pass 1 cannot read, the merge's pass 2 says (one process
+//!   with a file says it in pass 2 too); `--shard` without `-o partial` is a usage error.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
