@@ -160,7 +160,11 @@ fn merge(ctx: &mut Context, args: &MergeArgs) -> anyhow::Result<ExitCode> {
     match run.get("command").and_then(|c| c.as_str()) {
         Some("simulate") => {
             if args.output == MergeOutput::Policy {
-                return Err(not_an_output(args.output, "simulate", "table, json, yaml, jsonl, html or markdown"));
+                return Err(not_an_output(
+                    args.output,
+                    "simulate",
+                    "table, json, yaml, jsonl, html or markdown",
+                ));
             }
             let run: SimulateRun = decode(&partials[0], "its run", run.clone())?;
             merge_simulate(ctx, &partials, &run, args.output)
@@ -693,7 +697,10 @@ fn for_each_entry(
 /// `-o FORMAT` of a command that has no such output (exit 2).
 fn not_an_output(output: MergeOutput, command: &str, formats: &str) -> anyhow::Error {
     use clap::ValueEnum;
-    let name = output.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default();
+    let name = output
+        .to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default();
     CliError::usage(format!("`-o {name}` is not an output of `{command}`: give {formats}")).into()
 }
 
@@ -714,12 +721,16 @@ fn merge_suggest(
     let mut fold = SuggestFold::default();
     let mut bad = None;
     let mut at = 0;
-    add_totals(partials, |_| Ok(()), |t: SuggestTotals, _| {
-        if let Err(why) = fold.add(t) {
-            bad.get_or_insert((at, why));
-        }
-        at += 1;
-    })?;
+    add_totals(
+        partials,
+        |_| Ok(()),
+        |t: SuggestTotals, _| {
+            if let Err(why) = fold.add(t) {
+                bad.get_or_insert((at, why));
+            }
+            at += 1;
+        },
+    )?;
     if let Some((i, why)) = bad {
         return Err(problem(format!("`{}` {why}", partials[i].name)));
     }

@@ -533,7 +533,13 @@ impl Suggest<'_> {
     /// What a partial's fingerprint holds: every input that changes the answer (the run's
     /// flags, the baseline's documents and categorizer, the deployed categorizer's config,
     /// the source and its settings, N). The merge computes it again from what it loads.
-    fn inputs(&self, run: &SuggestRun, baseline: &Simulator, shards: u64, source: &serde_json::Value) -> serde_json::Value {
+    fn inputs(
+        &self,
+        run: &SuggestRun,
+        baseline: &Simulator,
+        shards: u64,
+        source: &serde_json::Value,
+    ) -> serde_json::Value {
         serde_json::json!({
             "run": run,
             "shards": shards,
@@ -596,7 +602,7 @@ impl Suggest<'_> {
             let sorted = pass.learned.sorted();
             propose(&sorted, &self.knobs, self.engine).1
         };
-        let proposal = self.documents(&baseline, &pass.learned, &rules)?;
+        let proposal = self.documents(baseline, &pass.learned, &rules)?;
         if args.output == SuggestOutput::Policy {
             ctx.out.write_all(proposal.text.as_bytes())?;
             return Ok(ExitCode::Success);
@@ -634,7 +640,7 @@ impl Suggest<'_> {
             proposal.upstream.as_ref().map(|u| &u.rule_index[..]),
             &args.name,
             &pass.learned,
-            &baseline,
+            baseline,
             self.backtest_at,
         );
         let options = Options {
@@ -648,7 +654,7 @@ impl Suggest<'_> {
             let look = |h: &FailureHistory, b: &JobReport, c: &JobReport| check.look(h, b, c);
             let done = compare_inspected(
                 open(&whole)?,
-                &baseline,
+                baseline,
                 &proposal.sim,
                 &options,
                 Out::Sink(&mut sink),
@@ -695,7 +701,7 @@ impl Suggest<'_> {
                 let mut sink = view::CaptureSink::new(format, &mut out, stderr);
                 let done = compare_inspected(
                     open(test.path())?,
-                    &baseline,
+                    baseline,
                     &proposal.sim,
                     &options,
                     Out::Sink(&mut sink),
@@ -710,7 +716,7 @@ impl Suggest<'_> {
                 let (mut quiet, mut nothing) = (io::sink(), io::sink());
                 let stderr = Stderr::new(&mut quiet, ctx.style, None, false);
                 let mut sink = view::CaptureSink::new(None, &mut nothing, stderr);
-                replay(open(test.path())?, &baseline, &options, Out::Sink(&mut sink))?;
+                replay(open(test.path())?, baseline, &options, Out::Sink(&mut sink))?;
                 sink.pending_gpu_hours()
             };
             let tail = view::backtest_tail(&test_cmp, base_pending, estimates_backtest.as_ref());
@@ -1064,7 +1070,9 @@ impl SuggestFold {
     /// Adds the next shard's totals. `Err`: what is wrong with them (after the file's name).
     pub fn add(&mut self, t: SuggestTotals) -> Result<(), String> {
         let p = &mut self.0;
-        p.learned.merge_shard(t.learned).map_err(|why| format!("is damaged: {why}"))?;
+        p.learned
+            .merge_shard(t.learned)
+            .map_err(|why| format!("is damaged: {why}"))?;
         p.train_jobs += t.train_jobs;
         p.test_jobs += t.test_jobs;
         p.errors += t.errors;

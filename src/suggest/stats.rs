@@ -627,9 +627,15 @@ mod tests {
         assert_eq!(l.nodes["n"].signatures[&usize::MAX], 5);
     }
 
+    type Said = (
+        Vec<(String, u64, u64)>,
+        Option<(u64, u64)>,
+        Vec<(String, u64, Vec<(String, u64)>)>,
+    );
+
     /// What a learning says, comparable: each signature's text and counts in order, `other`'s,
     /// and each node's failed runs by signature text.
-    fn said(l: &Learned) -> (Vec<(String, u64, u64)>, Option<(u64, u64)>, Vec<(String, u64, Vec<(String, u64)>)>) {
+    fn said(l: &Learned) -> Said {
         let sigs = l
             .signatures
             .iter()
@@ -640,8 +646,11 @@ mod tests {
             .nodes
             .iter()
             .map(|(name, n)| {
-                let mut by: Vec<(String, u64)> =
-                    n.signatures.iter().map(|(slot, k)| (l.text_of(*slot).to_string(), *k)).collect();
+                let mut by: Vec<(String, u64)> = n
+                    .signatures
+                    .iter()
+                    .map(|(slot, k)| (l.text_of(*slot).to_string(), *k))
+                    .collect();
                 by.sort();
                 (name.clone(), n.failed, by)
             })
@@ -689,7 +698,10 @@ mod tests {
         assert_eq!(said(&merged), said(&one));
         assert_eq!((merged.jobs, merged.failed_runs), (one.jobs, one.failed_runs));
         let (a, b) = (&merged.signatures[0], &one.signatures[0]);
-        assert_eq!((a.trials, a.by_depth, a.gpu, a.same_node, a.other_node), (b.trials, b.by_depth, b.gpu, b.same_node, b.other_node));
+        assert_eq!(
+            (a.trials, a.by_depth, a.gpu, a.same_node, a.other_node),
+            (b.trials, b.by_depth, b.gpu, b.same_node, b.other_node)
+        );
     }
 
     #[test]

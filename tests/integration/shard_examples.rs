@@ -361,7 +361,10 @@ fn a_simulate_with_relative_paths_and_dollars_runs_as_written() {
 /// both kinds (`-o policy` a YAML result, `-o markdown` a `.md` one).
 #[test]
 fn a_suggest_runs_in_shards_and_its_merge_prints_one_process() {
-    for (kind, format, result) in [("kubernetes", "policy", "result.yaml"), ("armada", "markdown", "result.md")] {
+    for (kind, format, result) in [
+        ("kubernetes", "policy", "result.yaml"),
+        ("armada", "markdown", "result.md"),
+    ] {
         let data = tempfile::tempdir().unwrap();
         let planted = root().join("testdata/suggest");
         fs::copy(planted.join("planted.jsonl"), data.path().join("history.jsonl")).unwrap();
@@ -403,20 +406,37 @@ fn a_suggest_runs_in_shards_and_its_merge_prints_one_process() {
             }
             _ => {
                 assert_eq!(docs[0]["spec"]["completions"], 3);
-                (vec![docs[0]["spec"]["template"]["spec"].clone()], docs[1]["spec"]["template"]["spec"].clone())
+                (
+                    vec![docs[0]["spec"]["template"]["spec"].clone()],
+                    docs[1]["spec"]["template"]["spec"].clone(),
+                )
             }
         };
         for i in 0..3 {
             let pod = &shard_pods[i.min(shard_pods.len() - 1)];
             let args = container_args(pod, "sweep");
-            assert_eq!(args[..5], ["suggest", "--history", "/data/history.jsonl", "--baseline", "/data/today.yaml"]);
+            assert_eq!(
+                args[..5],
+                [
+                    "suggest",
+                    "--history",
+                    "/data/history.jsonl",
+                    "--baseline",
+                    "/data/today.yaml"
+                ]
+            );
             let vars = [("JOB_COMPLETION_INDEX", i.to_string())];
             succeeded(run_container(&args, &vars, data.path()), &format!("{kind} shard {i}"));
         }
         let merge_args = container_args(&merge_pod, "sweep");
         assert_eq!(
             merge_args[merge_args.len() - 4..],
-            ["-o".to_string(), format.to_string(), "--output-file".into(), format!("/data/{result}")]
+            [
+                "-o".to_string(),
+                format.to_string(),
+                "--output-file".into(),
+                format!("/data/{result}")
+            ]
         );
         succeeded(run_container(&merge_args, &[], data.path()), &format!("{kind} merge"));
         let one = one_process(
@@ -445,7 +465,16 @@ fn a_suggest_runs_in_shards_and_its_merge_prints_one_process() {
 /// refuses, in its own words, before any document is printed.
 #[test]
 fn a_suggest_emit_refuses_a_source_its_merge_cannot_read_again() {
-    let emit = ["--emit", "kubernetes", "--shard-count", "2", "--image", "i", "--volume", "c:/data"];
+    let emit = [
+        "--emit",
+        "kubernetes",
+        "--shard-count",
+        "2",
+        "--image",
+        "i",
+        "--volume",
+        "c:/data",
+    ];
     let cases: [(Vec<&str>, &str); 3] = [
         (
             vec!["suggest", "--history", "-"],

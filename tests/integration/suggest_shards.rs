@@ -61,7 +61,11 @@ fn an_upstream_proposal_with_the_deployed_categorizer_merges_to_one_process() {
         dir.path().join("executor.yaml"),
     )
     .unwrap();
-    let args = [&SUGGEST[..], &["--engine", "upstream", "--categorizer", "executor.yaml"]].concat();
+    let args = [
+        &SUGGEST[..],
+        &["--engine", "upstream", "--categorizer", "executor.yaml"],
+    ]
+    .concat();
     every_split(dir.path(), "u", &args, &[3], &["table", "json", "policy"]);
 }
 
@@ -149,7 +153,11 @@ fn merge_refuses_a_missing_shard_and_inputs_changed_since_the_shards() {
     let all: Vec<&str> = partials.iter().map(String::as_str).collect();
     // Today's policy edited since: the comparison would not be the shards' run.
     let today = fs::read_to_string(dir.path().join("today.yaml")).unwrap();
-    fs::write(dir.path().join("today.yaml"), today.replace("retryLimit: 3", "retryLimit: 4")).unwrap();
+    fs::write(
+        dir.path().join("today.yaml"),
+        today.replace("retryLimit: 3", "retryLimit: 4"),
+    )
+    .unwrap();
     assert_eq!(
         refused(dir.path(), &all),
         "error: `m-0.json` is of inputs that changed since its shards read them: the baseline, the categorizer or the scheduler config at the paths its run names are not the same (the fingerprint differs); merge where the shards' inputs are, unchanged\n\
@@ -157,8 +165,15 @@ fn merge_refuses_a_missing_shard_and_inputs_changed_since_the_shards() {
     );
     fs::write(dir.path().join("today.yaml"), &today).unwrap();
     // The history grown since: the digest says it.
-    let mut h = fs::OpenOptions::new().append(true).open(dir.path().join("h.jsonl")).unwrap();
-    std::io::Write::write_all(&mut h, b"{\"job\":{\"id\":\"late\"},\"runs\":[{\"outcome\":\"succeeded\"}]}\n").unwrap();
+    let mut h = fs::OpenOptions::new()
+        .append(true)
+        .open(dir.path().join("h.jsonl"))
+        .unwrap();
+    std::io::Write::write_all(
+        &mut h,
+        b"{\"job\":{\"id\":\"late\"},\"runs\":[{\"outcome\":\"succeeded\"}]}\n",
+    )
+    .unwrap();
     assert_eq!(
         refused(dir.path(), &all),
         "error: `m-0.json` was made from another history than `h.jsonl` is now (the history's digest differs: was it changed since the shards read it?)\n\
