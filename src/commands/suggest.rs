@@ -48,6 +48,7 @@ use crate::model::failure_history::{failure_history_json, FailureHistory, Timest
 use crate::model::{Kind, Resource};
 use crate::output::simulate::{invalid_text, Baseline, Stderr};
 use crate::output::suggest::{self as view, Report};
+use crate::replay::backtest::Refusal;
 use crate::replay::parallel::{for_each_ordered, Emitted, Processed};
 use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::run::{compare_inspected, replay, BacktestError, Options, Out, TrialCount};
@@ -172,6 +173,7 @@ fn load<'a>(
         backtest_at,
         deployed,
         categorizer,
+        merged: false,
     };
     Ok(Some((driver, file_baseline)))
 }
@@ -223,6 +225,8 @@ struct Suggest<'a> {
     /// `--categorizer`'s config (the upstream proposal keeps its categories) and compiled.
     deployed: Option<ErrorCategories>,
     categorizer: Option<Arc<Classifier>>,
+    /// A sharded suggest's merge: its refusals of `--backtest-at` name the shards' flag.
+    merged: bool,
 }
 
 /// What pass 1 hands over besides the counts.
@@ -549,6 +553,17 @@ impl Suggest<'_> {
         })
     }
 
+    /// A refusal of `--backtest-at` after pass 1: one process's; a merge's in the same words
+    /// said of the shards' flag (merge itself was given none), with what to do: `again`.
+    fn refused(&self, one: CliError, again: &str) -> anyhow::Error {
+        if !self.merged {
+            return one.into();
+        }
+        CliError::new(one.code, format!("the shards' {}", one.message))
+            .with_hint(again)
+            .into()
+    }
+
     /// After pass 1, the same for one process and for a sharded suggest's merge: the
     /// refusals pass 1's counts call for, the proposal, its documents, pass 2 (the
     /// comparison, over the history read again or its spooled copy) and the output.
@@ -563,7 +578,10 @@ impl Suggest<'_> {
         let reread = self.reread();
         if let Some((jobs, first)) = pass.not_submitted.clone() {
             let at = args.replay.backtest_at.as_deref().unwrap_or_default();
-            return Err(backtest_refusal(&BacktestError::NotSubmitted { jobs, first }, at).into());
+            return Err(self.refused(
+                backtest_refusal(&BacktestError::NotSubmitted { jobs, first }, at),
+                "give every job its submission time (`retryctl history` writes it), or run the shards again without `--backtest-at`",
+            ));
         }
         if pass.train_jobs + pass.test_jobs == 0 {
             return Err(CliError::invalid(format!(
@@ -574,12 +592,15 @@ impl Suggest<'_> {
         }
         if self.backtest_at.is_some() && (pass.train_jobs == 0 || pass.test_jobs == 0) {
             let at = args.replay.backtest_at.as_deref().unwrap_or_default();
-            return Err(CliError::usage(format!(
+            let one = CliError::usage(format!(
                 "`--backtest-at {at}` leaves {} jobs to learn from and {} to test on: both need at least one",
                 pass.train_jobs, pass.test_jobs
             ))
-            .with_hint("pick a time between the first and the last submission")
-            .into());
+            .with_hint("pick a time between the first and the last submission");
+            return Err(self.refused(
+                one,
+                "run the shards again with a `--backtest-at` between the first and the last submission",
+            ));
         }
         // The estimates' backtest at the same time: refused (no trials on a side) before
         // anything is printed, as `simulate --backtest-at` refuses it.
@@ -590,9 +611,13 @@ impl Suggest<'_> {
                     backtest_at: self.backtest_at,
                     shard: None,
                 };
+                let again = |e: &BacktestError| match e {
+                    BacktestError::Refused(Refusal::NoTest) => "run the shards again with an earlier `--backtest-at`",
+                    _ => "run the shards again with a later `--backtest-at`",
+                };
                 let (_, b) = std::mem::take(&mut pass.trials)
                     .finish(&options)
-                    .map_err(|e| backtest_refusal(&e, at))?;
+                    .map_err(|e| self.refused(backtest_refusal(&e, at), again(&e)))?;
                 b
             }
             None => None,
@@ -1132,9 +1157,10 @@ pub fn merge(
     let args = run.args(output).map_err(Unmergeable)?;
     // What the shard's own checks accepted: another run was written in by hand.
     let knobs = check(&args).map_err(|e| Unmergeable(format!("is damaged: its run: {}", e.message)))?;
-    let Some((driver, file_baseline)) = load(ctx, &args, knobs)? else {
+    let Some((mut driver, file_baseline)) = load(ctx, &args, knobs)? else {
         return Ok(ExitCode::InvalidInput);
     };
+    driver.merged = true;
     let baseline = driver.baseline(file_baseline.as_ref())?;
     let replay = &args.replay;
     let (base, settings) = (base_config(replay)?, overrides(replay));

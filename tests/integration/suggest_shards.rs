@@ -202,3 +202,53 @@ fn merge_refuses_a_format_the_partials_command_does_not_have() {
         "error: `-o policy` is not an output of `simulate`: give table, json, yaml, jsonl, html or markdown\n"
     );
 }
+
+/// Lines that cannot be read: one process says them in its comparison pass, in the history's
+/// order with their line numbers; so does the merge's, which reads the history again (the
+/// shards only count them).
+#[test]
+fn entries_that_cannot_be_read_are_said_by_the_merge_as_by_one_process() {
+    let dir = planted();
+    let text = fs::read_to_string(dir.path().join("h.jsonl")).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    for at in [3, lines.len() / 2, lines.len() - 2] {
+        lines.insert(at, "{\"job\": not json".to_string());
+    }
+    fs::write(dir.path().join("h.jsonl"), lines.join("\n") + "\n").unwrap();
+    let whole = run(dir.path(), &[&SUGGEST[..], &["-o", "json"]].concat());
+    let stderr = String::from_utf8_lossy(&whole.stderr);
+    assert_eq!(stderr.matches("h.jsonl:").count(), 3, "{stderr}");
+    for n in [2, 7] {
+        let partials = shards(dir.path(), &format!("e{n}"), &SUGGEST, n);
+        merges_to(dir.path(), &whole, &partials, "json", "suggest with bad lines");
+    }
+}
+
+/// A `--backtest-at` that leaves no job to test on: one process's usage error (exit 2), said
+/// by the merge of the shards' flag, with what to do; nothing on stdout.
+#[test]
+fn a_backtest_without_test_jobs_is_refused_of_the_shards_flag() {
+    let dir = planted();
+    let args = [&SUGGEST[..], &["--backtest-at", "2030-01-01T00:00:00Z"]].concat();
+    let one = run(dir.path(), &args);
+    assert_eq!(one.status.code(), Some(2), "{}", format_output(&one));
+    let partials = shards(dir.path(), "t", &args, 2);
+    let out = run(dir.path(), &["merge", &partials[0], &partials[1]]);
+    assert_eq!(out.status.code(), Some(2), "{}", format_output(&out));
+    assert!(out.stdout.is_empty());
+    let jobs = fs::read_to_string(dir.path().join("h.jsonl")).unwrap().lines().count();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "error: the shards' `--backtest-at 2030-01-01T00:00:00Z` leaves {jobs} jobs to learn from and 0 to test on: both need at least one\n\n\
+             hint: run the shards again with a `--backtest-at` between the first and the last submission\n"
+        )
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&one.stderr),
+        format!(
+            "error: `--backtest-at 2030-01-01T00:00:00Z` leaves {jobs} jobs to learn from and 0 to test on: both need at least one\n\n\
+             hint: pick a time between the first and the last submission\n"
+        )
+    );
+}
