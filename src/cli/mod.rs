@@ -297,10 +297,11 @@ pub enum Command {
     /// Fail rule. The proposal is replayed against the baseline as `simulate --baseline` would.
     #[command(after_help = EX_SUGGEST)]
     Suggest(SuggestArgs),
-    /// Add up a sharded simulate or tune (`--shard I/N -o partial`) into one answer.
+    /// Add up a sharded simulate, tune or suggest (`--shard I/N -o partial`) into one answer.
     ///
     /// Prints what the command prints unsharded, byte for byte: every shard 0..N−1 of one
-    /// run, once each, or exit 3 naming what is wrong.
+    /// run, once each, or exit 3 naming what is wrong. A suggest's merge proposes and then
+    /// compares over the history, which it reads again.
     #[command(after_help = EX_MERGE)]
     Merge(MergeArgs),
     /// Run a local Armada-compatible API server with SQLite storage.
@@ -1435,7 +1436,8 @@ const EX_SUGGEST: &str = "Examples:\n  retryctl suggest --history week.jsonl --b
   retryctl suggest --history week.jsonl --baseline policies/ -o policy > suggested.yaml
   retryctl suggest --lookout-db $DB --queue ml --baseline-from-cluster --engine upstream
   retryctl suggest --history month.jsonl --baseline p/ --backtest-at 2026-11-15T00:00:00Z
-  retryctl suggest --history week.jsonl --baseline policies/ -o html > suggest.html";
+  retryctl suggest --history week.jsonl --baseline policies/ -o html > suggest.html
+  retryctl suggest --history year.jsonl --baseline p/ --shard 0/4 -o partial > s0.json";
 
 const EX_MERGE: &str = "Examples:\n  retryctl merge p0.json p1.json p2.json p3.json     # the same bytes as one process
   retryctl merge parts/*.json -o html > plan.html
