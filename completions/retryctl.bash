@@ -2594,11 +2594,11 @@ _retryctl() {
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table json yaml jsonl html markdown" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json yaml jsonl html markdown policy" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table json yaml jsonl html markdown" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json yaml jsonl html markdown policy" -- "${cur}"))
                     return 0
                     ;;
                 --output-file)
@@ -2951,7 +2951,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__suggest)
-            opts="-c -v -o -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --history --lookout-db --jobset --baseline-from-cluster --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --categorizer --min-trials --futile --max-limit --name --output --output-file --since --from --to --queue --baseline --shard --engine --backtest-at --help --version"
+            opts="-c -v -o -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --history --lookout-db --jobset --baseline-from-cluster --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --categorizer --min-trials --futile --max-limit --name --output --output-file --emit --shard-count --image --volume --armada-queue --job-set --namespace --requests --dsn-secret --since --from --to --queue --baseline --shard --engine --backtest-at --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3046,14 +3046,50 @@ _retryctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json yaml html markdown policy" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json yaml html markdown policy partial" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table json yaml html markdown policy" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table json yaml html markdown policy partial" -- "${cur}"))
                     return 0
                     ;;
                 --output-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --emit)
+                    COMPREPLY=($(compgen -W "armada kubernetes" -- "${cur}"))
+                    return 0
+                    ;;
+                --shard-count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --image)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --volume)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --armada-queue)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --job-set)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --requests)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dsn-secret)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

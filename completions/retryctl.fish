@@ -48,7 +48,7 @@ complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "delete" -d 'Delet
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "simulate" -d 'Replay failure histories through the retry evaluator'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "tune" -d 'Search retry-policy candidates on a history: which policy should this cluster run?'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "suggest" -d 'Learn a retry policy from the cluster\'s own failures, and prove it on the same history'
-complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "merge" -d 'Add up a sharded simulate or tune (`--shard I/N -o partial`) into one answer'
+complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "merge" -d 'Add up a sharded simulate, tune or suggest (`--shard I/N -o partial`) into one answer'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "serve" -d 'Run a local Armada-compatible API server with SQLite storage'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "completion" -d 'Print a shell completion script'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "config" -d 'Show or change the armadactl config file'
@@ -1083,19 +1083,30 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l min-trials
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l futile -d 'A retry pays when at least this share of trials succeeds (0 < P < 1): below it, a signature gets Fail, and the limit stops at the first depth below it' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l max-limit -d 'The largest limit proposed (1 to 10000)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l name -d 'The proposed policy\'s name' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s o -l output -d 'Output format: html is one self-contained page, markdown a report for a pull request, policy the proposed documents alone (ready for `validate`, `tune -f` and `apply -f`)' -r -f -a "table\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s o -l output -d 'Output format: html is one self-contained page, markdown a report for a pull request, policy the proposed documents alone (ready for `validate`, `tune -f` and `apply -f`), partial a shard\'s learning for `retryctl merge` (with --shard)' -r -f -a "table\t''
 json\t''
 yaml\t''
 html\t''
 markdown\t''
-policy\t''"
+policy\t''
+partial\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l output-file -d 'Write the result to this file instead of stdout: written beside it and renamed once complete; left as it was when no result is written' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l emit -d 'Print, instead of running, the documents that run this command as --shard-count shards plus their merge: an `armadactl submit` file, or a Kubernetes Indexed Job' -r -f -a "armada\t''
+kubernetes\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l shard-count -d 'With --emit: the number of shards (1 to 1,000,000)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l image -d 'With --emit: the container image; its entrypoint must be retryctl (the repository\'s Dockerfile)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l volume -d 'With --emit: the PersistentVolumeClaim every job mounts at MOUNT (ReadWriteMany): the inputs lie under MOUNT, the partials and the result are written there' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l armada-queue -d 'With --emit armada: the Armada queue the jobs are submitted to (--queue is Lookout\'s)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l job-set -d 'With --emit: the Armada job set, or the Kubernetes Job\'s name (the merge\'s is NAME-merge). Default: retryctl-COMMAND' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l namespace -d 'With --emit: the Kubernetes namespace of the jobs (Armada\'s default: `default`; Kubernetes\': kubectl\'s)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l requests -d 'With --emit: each job\'s resources, requested and limited alike (default: cpu=1,memory=1Gi)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l dsn-secret -d 'With --emit and --lookout-db: the Secret holding the DSN (key `dsn` unless given); the jobs get it as $LOOKOUT_DB and the DSN given here is never written out' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l since -d 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l from -d 'With --lookout-db: only jobs submitted at or after this RFC 3339 time' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l to -d 'With --lookout-db: only jobs submitted before this RFC 3339 time' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l queue -d 'With --lookout-db: the jobs of this queue; with -o policy, also print this Queue with the proposal first in its retryPolicies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l baseline -d 'The policies the cluster runs today (files, directories): what the proposal is compared with, and whose first policy gives its defaultAction and retryLimit (none: no policy)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l shard -d 'Replay only the jobs of shard I of N (`0/4`: files by byte range, stdin by FNV-1a of the job id, Lookout by a hash in its query, which needs `--to`); with `-o partial`, write the shard\'s part of the answer, which `retryctl merge` adds up' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l shard -d 'Learn from shard I of N\'s share of the history only (`0/4`: a file or directory by byte range; not stdin nor --lookout-db, which its merge could not read again); with -o partial, write what it learned for `retryctl merge`, which proposes and compares over the whole history' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l engine -d 'The dialect of the proposal and the engine that replays it: design (one RetryPolicy, the default) or upstream (what Armada ships today: an executor categorizer config and a v1beta1 policy)' -r -f -a "design\t''
 upstream\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l backtest-at -d 'Learn from the jobs submitted before TIME (RFC 3339) and report the proposal\'s effect on the jobs submitted at or after it alone (every job needs `job.submittedAt`)' -r
@@ -1104,12 +1115,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s v -l verbo
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l baseline-from-cluster -d 'What-if against what the cluster runs: the baseline is the retry policies and queue attachments stored in the --lookout-db database'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -s o -l output -d 'Output format: the command\'s own (`tune` has no jsonl)' -r -f -a "table\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -s o -l output -d 'Output format: the command\'s own (`tune` and `suggest` have no jsonl; `policy` is `suggest`\'s alone)' -r -f -a "table\t''
 json\t''
 yaml\t''
 jsonl\t''
 html\t''
-markdown\t''"
+markdown\t''
+policy\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l output-file -d 'Write the result to this file instead of stdout: written beside it and renamed once complete; left as it was when no result is written' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
@@ -1489,7 +1501,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune suggest merge serve completion config version describe explain schema history help" -f -a "simulate" -d 'Replay failure histories through the retry evaluator'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune suggest merge serve completion config version describe explain schema history help" -f -a "tune" -d 'Search retry-policy candidates on a history: which policy should this cluster run?'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune suggest merge serve completion config version describe explain schema history help" -f -a "suggest" -d 'Learn a retry policy from the cluster\'s own failures, and prove it on the same history'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune suggest merge serve completion config version describe explain schema history help" -f -a "merge" -d 'Add up a sharded simulate or tune (`--shard I/N -o partial`) into one answer'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune suggest merge serve completion config version describe explain schema history help" -f -a "merge" -d 'Add up a sharded simulate, tune or suggest (`--shard I/N -o partial`) into one answer'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune suggest merge serve completion config version describe explain schema history help" -f -a "serve" -d 'Run a local Armada-compatible API server with SQLite storage'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune suggest merge serve completion config version describe explain schema history help" -f -a "completion" -d 'Print a shell completion script'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune suggest merge serve completion config version describe explain schema history help" -f -a "config" -d 'Show or change the armadactl config file'

@@ -297,10 +297,11 @@ pub enum Command {
     /// Fail rule. The proposal is replayed against the baseline as `simulate --baseline` would.
     #[command(after_help = EX_SUGGEST)]
     Suggest(SuggestArgs),
-    /// Add up a sharded simulate or tune (`--shard I/N -o partial`) into one answer.
+    /// Add up a sharded simulate, tune or suggest (`--shard I/N -o partial`) into one answer.
     ///
     /// Prints what the command prints unsharded, byte for byte: every shard 0..N−1 of one
-    /// run, once each, or exit 3 naming what is wrong.
+    /// run, once each, or exit 3 naming what is wrong. A suggest's merge proposes and then
+    /// compares over the history, which it reads again.
     #[command(after_help = EX_MERGE)]
     Merge(MergeArgs),
     /// Run a local Armada-compatible API server with SQLite storage.
@@ -1077,7 +1078,8 @@ pub struct TuneArgs {
 }
 
 // `--emit`: instead of running, print the documents that run this command as N shards and a
-// merge on Armada or Kubernetes (docs/past-one-machine.md). Shared by `simulate` and `tune`.
+// merge on Armada or Kubernetes (docs/past-one-machine.md). Shared by `simulate`, `tune` and
+// `suggest`.
 // (A `//` comment: a doc comment here would become the commands' about text.)
 #[derive(Debug, Args, Clone, Default)]
 pub struct EmitArgs {
@@ -1174,7 +1176,7 @@ pub enum EmitKind {
 #[command(mut_arg("to", |a| a.help("With --lookout-db: only jobs submitted before this RFC 3339 time")))]
 #[command(mut_arg("queue", |a| a.help("With --lookout-db: the jobs of this queue; with -o policy, also print this Queue with the proposal first in its retryPolicies")))]
 #[command(mut_arg("baseline", |a| a.help("The policies the cluster runs today (files, directories): what the proposal is compared with, and whose first policy gives its defaultAction and retryLimit (none: no policy)")))]
-#[command(mut_arg("shard", |a| a.hide(true)))]
+#[command(mut_arg("shard", |a| a.help("Learn from shard I of N's share of the history only (`0/4`: a file or directory by byte range; not stdin nor --lookout-db, which its merge could not read again); with -o partial, write what it learned for `retryctl merge`, which proposes and compares over the whole history")))]
 #[command(mut_arg("engine", |a| a.help("The dialect of the proposal and the engine that replays it: design (one RetryPolicy, the default) or upstream (what Armada ships today: an executor categorizer config and a v1beta1 policy)")))]
 #[command(mut_arg("backtest_at", |a| a.help("Learn from the jobs submitted before TIME (RFC 3339) and report the proposal's effect on the jobs submitted at or after it alone (every job needs `job.submittedAt`)")))]
 pub struct SuggestArgs {
@@ -1207,7 +1209,7 @@ pub struct SuggestArgs {
 
     /// Output format: html is one self-contained page, markdown a report for a pull
     /// request, policy the proposed documents alone (ready for `validate`, `tune -f` and
-    /// `apply -f`).
+    /// `apply -f`), partial a shard's learning for `retryctl merge` (with --shard).
     #[arg(short = 'o', long, value_enum, value_name = "OUTPUT", default_value = "table")]
     pub output: SuggestOutput,
 
@@ -1215,6 +1217,9 @@ pub struct SuggestArgs {
     /// complete; left as it was when no result is written.
     #[arg(long, value_name = "FILE")]
     pub output_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub emit: EmitArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -1225,6 +1230,7 @@ pub enum SuggestOutput {
     Html,
     Markdown,
     Policy,
+    Partial,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -1255,7 +1261,8 @@ pub struct MergeArgs {
     #[arg(value_name = "PARTIAL", required = true)]
     pub partials: Vec<PathBuf>,
 
-    /// Output format: the command's own (`tune` has no jsonl).
+    /// Output format: the command's own (`tune` and `suggest` have no jsonl; `policy` is
+    /// `suggest`'s alone).
     #[arg(short = 'o', long, value_enum, default_value_t = MergeOutput::Table)]
     pub output: MergeOutput,
 
@@ -1273,6 +1280,7 @@ pub enum MergeOutput {
     Jsonl,
     Html,
     Markdown,
+    Policy,
 }
 
 #[derive(Debug, Args)]
@@ -1428,7 +1436,8 @@ const EX_SUGGEST: &str = "Examples:\n  retryctl suggest --history week.jsonl --b
   retryctl suggest --history week.jsonl --baseline policies/ -o policy > suggested.yaml
   retryctl suggest --lookout-db $DB --queue ml --baseline-from-cluster --engine upstream
   retryctl suggest --history month.jsonl --baseline p/ --backtest-at 2026-11-15T00:00:00Z
-  retryctl suggest --history week.jsonl --baseline policies/ -o html > suggest.html";
+  retryctl suggest --history week.jsonl --baseline policies/ -o html > suggest.html
+  retryctl suggest --history year.jsonl --baseline p/ --shard 0/4 -o partial > s0.json";
 
 const EX_MERGE: &str = "Examples:\n  retryctl merge p0.json p1.json p2.json p3.json     # the same bytes as one process
   retryctl merge parts/*.json -o html > plan.html

@@ -1,4 +1,4 @@
-//! `--emit armada|kubernetes` on `simulate` and `tune` (docs/past-one-machine.md, "Emitting
+//! `--emit armada|kubernetes` on `simulate`, `tune` and `suggest` (docs/past-one-machine.md, "Emitting
 //! the jobs"): prints, instead of running, the documents that run this same command as N
 //! shards and a merge.
 //!
@@ -17,7 +17,7 @@ use clap::parser::ValueSource;
 use clap::ArgAction;
 
 use crate::app::Context;
-use crate::cli::{EmitArgs, ReplayArgs, SimulateArgs, TuneArgs};
+use crate::cli::{EmitArgs, ReplayArgs, SimulateArgs, SuggestArgs, TuneArgs};
 use crate::commands::replay_source::check_flags;
 use crate::commands::simulate::parse_backtest_at;
 use crate::commands::tune::parse_max_compute;
@@ -50,6 +50,13 @@ pub fn run_tune(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> 
         parse_max_compute(text)?;
     }
     check_backtest_at(&args.replay)?;
+    run(ctx, &args.emit)
+}
+
+/// `suggest --emit`: the command's own checks of its flags (a source its merge cannot read
+/// again refused among them), then the documents.
+pub fn run_suggest(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
+    crate::commands::suggest::check(args)?;
     run(ctx, &args.emit)
 }
 

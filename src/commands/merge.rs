@@ -1,5 +1,6 @@
-//! `retryctl merge`: the partial results of a sharded `simulate` or `tune` (docs/past-one-machine.md), added
-//! up into what the command prints unsharded, byte for byte.
+//! `retryctl merge`: the partial results of a sharded `simulate`, `tune` or `suggest`
+//! (docs/past-one-machine.md), added up into what the command prints unsharded, byte for byte
+//! (`suggest`'s shards learn; its merge proposes and compares, `suggest::merge`).
 //!
 //! Load (each partial's header and end, checked on its own: `replay::partial`; then together:
 //! one fingerprint, one history, the same settings in every header, the shards 0..N−1 once
@@ -39,6 +40,9 @@ use crate::cli::{MergeArgs, MergeOutput};
 use crate::commands::held::Held;
 use crate::commands::simulate::{
     backtest_refusal, compare_code, conclude, parse_backtest_at, replay_code, SimulateRun,
+};
+use crate::commands::suggest::{
+    self as suggest_command, Shards as SuggestShards, SuggestFold, SuggestRun, SuggestTotals, Unmergeable,
 };
 use crate::commands::tune::{self as tune_command, parse_max_compute, TuneRun};
 use crate::error::{CliError, ExitCode};
@@ -155,8 +159,19 @@ fn merge(ctx: &mut Context, args: &MergeArgs) -> anyhow::Result<ExitCode> {
     let run = &partials[0].header.run;
     match run.get("command").and_then(|c| c.as_str()) {
         Some("simulate") => {
+            if args.output == MergeOutput::Policy {
+                return Err(not_an_output(
+                    args.output,
+                    "simulate",
+                    "table, json, yaml, jsonl, html or markdown",
+                ));
+            }
             let run: SimulateRun = decode(&partials[0], "its run", run.clone())?;
             merge_simulate(ctx, &partials, &run, args.output)
+        }
+        Some("suggest") => {
+            let run: SuggestRun = decode(&partials[0], "its run", run.clone())?;
+            merge_suggest(ctx, &mut partials, &run, args.output)
         }
         Some("tune") => {
             let run: TuneRun = decode(&partials[0], "its run", run.clone())?;
@@ -697,6 +712,59 @@ fn for_each_entry(
     })
 }
 
+/// `-o FORMAT` of a command that has no such output (exit 2).
+fn not_an_output(output: MergeOutput, command: &str, formats: &str) -> anyhow::Error {
+    use clap::ValueEnum;
+    let name = output
+        .to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default();
+    CliError::usage(format!("`-o {name}` is not an output of `{command}`: give {formats}")).into()
+}
+
+/// A sharded suggest's partials: their learning folded in shard order (byte ranges: the
+/// source's, so the signatures kept are the first met), then the rest of suggest, as one
+/// process does it (`suggest::merge`: it reads the history again for its comparison).
+fn merge_suggest(
+    ctx: &mut Context,
+    partials: &mut [Partial],
+    run: &SuggestRun,
+    output: MergeOutput,
+) -> anyhow::Result<ExitCode> {
+    partials.sort_by_key(|p| p.header.shard.index);
+    // A shard of suggest lists nothing: what pass 1 could not read, pass 2 says.
+    if let Some(p) = partials.iter().find(|p| p.end.entries > 0) {
+        return Err(damaged(p, "it holds entries, which a partial of `suggest` never holds"));
+    }
+    let mut fold = SuggestFold::default();
+    let mut bad = None;
+    let mut at = 0;
+    add_totals(
+        partials,
+        |_| Ok(()),
+        |t: SuggestTotals, _| {
+            if let Err(why) = fold.add(t) {
+                bad.get_or_insert((at, why));
+            }
+            at += 1;
+        },
+    )?;
+    if let Some((i, why)) = bad {
+        return Err(problem(format!("`{}` {why}", partials[i].name)));
+    }
+    let first = &partials[0];
+    let shards = SuggestShards {
+        count: first.header.shard.count,
+        fingerprint: &first.header.fingerprint,
+        source: first.end.source.as_deref(),
+    };
+    let name = first.name.clone();
+    suggest_command::merge(ctx, run, fold, output, shards).map_err(|e| match e.downcast::<Unmergeable>() {
+        Ok(why) => problem(format!("`{name}` {why}")),
+        Err(e) => e,
+    })
+}
+
 /// The shards' `--backtest-at`, as their run records it (`p`: the partial it is read from).
 fn backtest_at(p: &Partial, at: Option<&str>) -> anyhow::Result<Option<crate::model::failure_history::Timestamp>> {
     // What the shard's own parse accepted: another value was written in by hand.
@@ -816,11 +884,8 @@ fn merge_tune(ctx: &mut Context, partials: &[Partial], run: &TuneRun, output: Me
         MergeOutput::Yaml => view::Format::Yaml,
         MergeOutput::Html => view::Format::Html,
         MergeOutput::Markdown => view::Format::Markdown,
-        MergeOutput::Jsonl => {
-            return Err(CliError::usage(
-                "`-o jsonl` is not an output of `tune`: give table, json, yaml, html or markdown",
-            )
-            .into())
+        MergeOutput::Jsonl | MergeOutput::Policy => {
+            return Err(not_an_output(output, "tune", "table, json, yaml, html or markdown"))
         }
     };
     let options = Options {

@@ -48,6 +48,7 @@ pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitC
         // `--emit` prints the documents that run the command; its --output-file is the merge's.
         Command::Simulate(args) if args.emit.emit.is_some() => emit::run_simulate(ctx, &args),
         Command::Tune(args) if args.emit.emit.is_some() => emit::run_tune(ctx, &args),
+        Command::Suggest(args) if args.emit.emit.is_some() => emit::run_suggest(ctx, &args),
         Command::Simulate(args) => {
             output_file::run_to(ctx, args.output_file.as_deref(), |ctx| simulate::run(ctx, &args))
         }

@@ -81,6 +81,27 @@ pub fn overrides(args: &ReplayArgs) -> Overrides {
     }
 }
 
+/// What a partial's fingerprint holds of a file source: the path, the settings its jobs
+/// get, and how shards split it (docs/past-one-machine.md: a shard of one rule cannot be
+/// merged with a shard of the other). `suggest`'s merge computes it again to find the
+/// shards' inputs unchanged.
+pub fn files_source(
+    history: &std::path::Path,
+    overrides: &Overrides,
+    base: &crate::model::scheduler::SchedulerConfig,
+) -> serde_json::Value {
+    let shards = if history.as_os_str() == "-" {
+        "fnv1a64 of the job id"
+    } else {
+        "byte ranges"
+    };
+    serde_json::json!({
+        "history": history.display().to_string(),
+        "settings": format!("{:?}", overrides.apply(base)),
+        "shards": shards,
+    })
+}
+
 /// Opens the source `args` name and hands it to `driver`, with `file_baseline` (from
 /// `--baseline` files) or the cluster's baseline; `strict`: rows the export left out make
 /// the exit status 1; `partial`: the driver writes a partial result (the source is digested).
@@ -103,21 +124,10 @@ pub fn run<D: Drive>(
         let Some(history) = &args.history else {
             return Err(CliError::usage("give `--history PATH` or `--lookout-db DSN --queue Q`").into());
         };
-        let settings = format!("{:?}", overrides.apply(&base));
+        let described = files_source(history, &overrides, &base);
         let mut source = Files::open(history, base, overrides).map_err(CliError::invalid)?;
-        // How shards split the source (docs/past-one-machine.md): a shard of one rule
-        // cannot be merged with a shard of the other.
-        let shards = if history.as_os_str() == "-" {
-            "fnv1a64 of the job id"
-        } else {
-            "byte ranges"
-        };
         let about = About {
-            source: serde_json::json!({
-                "history": history.display().to_string(),
-                "settings": settings,
-                "shards": shards,
-            }),
+            source: described,
             digest: if partial { source.digest() } else { Digest::default() },
             export: None,
         };

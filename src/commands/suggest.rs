@@ -9,6 +9,11 @@
 //! candidate's own decision records) → `output::suggest`. Must not: match rules, decide runs
 //! or format output itself.
 //!
+//! Sharded (docs/past-one-machine.md): a shard (`--shard I/N -o partial`) runs pass 1 over
+//! its share and writes it ([`SuggestTotals`]); `merge` folds the shards ([`SuggestFold`]) and
+//! calls [`merge`], which loads the inputs again through the same `load` and ends through the
+//! same `conclude` as one process: no second copy of the proposal, pass 2 or rendering.
+//!
 //! Decisions the docs leave open:
 //! - a source that cannot be read twice (stdin, Lookout's database) is spooled to a
 //!   temporary JSON Lines file in pass 1 and pass 2 reads that; entries that cannot be read
@@ -18,7 +23,9 @@
 //! - `-o policy` prints the documents without the comparison pass;
 //! - `--queue` (with `--history`) only names the Queue `-o policy` prints: the baseline's
 //!   Queue of that name with the proposal as its only policy (the comparison replaced every
-//!   policy with it), else a new one.
+//!   policy with it), else a new one;
+//! - a shard lists no entries: what pass 1 cannot read, the merge's pass 2 says (one process
+//!   with a file says it in pass 2 too); `--shard` without `-o partial` is a usage error.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -26,7 +33,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::app::Context;
-use crate::cli::{ReplayArgs, SuggestArgs, SuggestOutput};
+use crate::cli::{EmitArgs, EngineArg, MergeOutput, ReplayArgs, SuggestArgs, SuggestOutput, WindowArgs};
 use crate::commands::policy_set::{base_config, load_policies, policy_set, PolicyFlags, Side};
 use crate::commands::replay_source::{self, check_flags, overrides, About, Drive};
 use crate::commands::simulate::{backtest_refusal, load_categorizer, parse_backtest_at};
@@ -39,32 +46,108 @@ use crate::input;
 use crate::model::categorizer::ErrorCategories;
 use crate::model::failure_history::{failure_history_json, FailureHistory, Timestamp};
 use crate::model::{Kind, Resource};
-use crate::output::simulate::{Baseline, Stderr};
+use crate::output::simulate::{invalid_text, Baseline, Stderr};
 use crate::output::suggest::{self as view, Report};
+use crate::replay::backtest::Refusal;
 use crate::replay::parallel::{for_each_ordered, Emitted, Processed};
+use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::run::{compare_inspected, replay, BacktestError, Options, Out, TrialCount};
+use crate::replay::shard::Shard;
 use crate::replay::source::{Files, HistorySource};
 use crate::suggest::check::RuleCheck;
 use crate::suggest::documents::{self, Documented, Settings, Upstream};
 use crate::suggest::nodes::suspects;
 use crate::suggest::propose::{propose, Knobs, MAX_LIMIT};
-use crate::suggest::stats::{Learned, UnitLearned};
+use crate::suggest::stats::{Learned, ShardLearned, UnitLearned};
+
+use serde::{Deserialize, Serialize};
 
 pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
+    let knobs = check(args)?;
+    let replay_args = replay_args(args);
+    let flags = PolicyFlags::new(false, &replay_args);
+    let Some((mut driver, file_baseline)) = load(ctx, args, knobs)? else {
+        return Ok(ExitCode::InvalidInput);
+    };
+    let baseline_engine = driver.baseline_engine;
+    replay_source::run(
+        ctx,
+        &replay_args,
+        flags,
+        file_baseline,
+        baseline_engine,
+        false,
+        args.output == SuggestOutput::Partial,
+        &mut driver,
+    )
+}
+
+/// The checks of suggest's flags before anything is read (`--emit` makes them too, in the
+/// same words): the knobs, what a sharded suggest cannot read, the source's flags, the time.
+pub fn check(args: &SuggestArgs) -> Result<Knobs, CliError> {
     let knobs = check_knobs(args)?;
-    if args.replay.shard.is_some() {
-        return Err(CliError::usage(
-            "`suggest` reads the whole history in one process: `--shard` is for `simulate` and `tune`",
-        )
-        .into());
-    }
-    // `--queue` with `--history` names the Queue `-o policy` prints; with `--lookout-db`
-    // it also selects the jobs, as for `simulate`.
+    check_sharded(args)?;
+    check_flags(&replay_args(args), &[])?;
+    args.replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?;
+    Ok(knobs)
+}
+
+/// `--queue` with `--history` names the Queue `-o policy` prints; with `--lookout-db` it also
+/// selects the jobs, as for `simulate`.
+fn replay_args(args: &SuggestArgs) -> ReplayArgs {
     let mut replay_args: ReplayArgs = args.replay.clone();
     if replay_args.lookout_db.is_none() {
         replay_args.queue = None;
     }
-    check_flags(&replay_args, &[])?;
+    replay_args
+}
+
+/// A sharded suggest (`--shard`, `-o partial`, `--emit`): its shards learn, and its merge
+/// proposes and then compares over the whole history, which it reads again
+/// (docs/past-one-machine.md). A source the merge cannot read again is refused, as is a
+/// shard that would print anything but its learning.
+fn check_sharded(args: &SuggestArgs) -> Result<(), CliError> {
+    let r = &args.replay;
+    let partial = args.output == SuggestOutput::Partial;
+    // With `--emit`, deploy's own words: the documents run every shard themselves.
+    if let (Some(shard), false, None) = (r.shard, partial, args.emit.emit) {
+        return Err(CliError::usage(format!(
+            "`suggest --shard {shard}` writes what the shard learned: give `-o partial`, then `retryctl merge` the shards' partials"
+        )));
+    }
+    let sharded = partial || args.emit.emit.is_some();
+    if !sharded {
+        return Ok(());
+    }
+    let how = match (args.emit.emit, r.shard) {
+        (Some(_), _) => "`--emit`",
+        (None, Some(_)) => "`--shard`",
+        (None, None) => "`-o partial`",
+    };
+    if r.history.as_ref().is_some_and(|h| h.as_os_str() == "-") {
+        return Err(CliError::usage(format!(
+            "`suggest` with {how} cannot read `--history -`: its merge reads the history again to compare the proposal, and stdin is read once"
+        ))
+        .with_hint("write the history to a file first (`retryctl history … --output-file FILE` exports one), then give `--history FILE`"));
+    }
+    if r.lookout_db.is_some() {
+        return Err(CliError::usage(format!(
+            "`suggest` with {how} cannot read `--lookout-db`: its merge reads the history again to compare the proposal, and it reads files only (a partial never holds the DSN)"
+        ))
+        .with_hint("export the jobs to a file first (`retryctl history --lookout-db DSN --queue Q --from … --to … --output-file FILE`), then give `--history FILE`"));
+    }
+    Ok(())
+}
+
+/// What every pass reads, loaded as one process loads it (a sharded suggest's merge loads it
+/// again, from the shards' run, through this same function): the baseline's files (`None`:
+/// invalid, the report written), the deployed categorizer. `Ok(None)`: exit 3.
+fn load<'a>(
+    ctx: &mut Context,
+    args: &'a SuggestArgs,
+    knobs: Knobs,
+) -> anyhow::Result<Option<(Suggest<'a>, Option<Simulator>)>> {
+    let replay_args = replay_args(args);
     let backtest_at = args.replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?;
     let flags = PolicyFlags::new(false, &replay_args);
     let engine = args.replay.engine.map_or(EngineKind::Design, EngineKind::from);
@@ -74,7 +157,7 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
     } else {
         match load_policies(ctx, &args.replay.baseline, flags, baseline_engine, Side::Baseline)? {
             Some(b) => Some(b),
-            None => return Ok(ExitCode::InvalidInput),
+            None => return Ok(None),
         }
     };
     let deployed = match &args.categorizer {
@@ -82,7 +165,7 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let categorizer = load_categorizer(ctx, args.categorizer.as_deref())?;
-    let mut driver = Suggest {
+    let driver = Suggest {
         args,
         knobs,
         engine,
@@ -90,17 +173,9 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
         backtest_at,
         deployed,
         categorizer,
+        merged: false,
     };
-    replay_source::run(
-        ctx,
-        &replay_args,
-        flags,
-        file_baseline,
-        baseline_engine,
-        false,
-        false,
-        &mut driver,
-    )
+    Ok(Some((driver, file_baseline)))
 }
 
 /// The knobs, each in its range (a usage error otherwise: exit 2, nothing on stdout).
@@ -150,6 +225,8 @@ struct Suggest<'a> {
     /// `--categorizer`'s config (the upstream proposal keeps its categories) and compiled.
     deployed: Option<ErrorCategories>,
     categorizer: Option<Arc<Classifier>>,
+    /// A sharded suggest's merge: its refusals of `--backtest-at` name the shards' flag.
+    merged: bool,
 }
 
 /// What pass 1 hands over besides the counts.
@@ -189,6 +266,35 @@ fn spool_file() -> io::Result<tempfile::NamedTempFile> {
         .tempfile()
 }
 
+/// The jobs submitted at or after `at`, copied from `source` (a sharded suggest's merge:
+/// its shards learned, and the backtest's comparison replays these alone, as one process
+/// replays the copy its pass 1 made). What cannot be read is pass 2's to say.
+fn spool_test<S: HistorySource>(source: S, at: Timestamp) -> anyhow::Result<tempfile::NamedTempFile> {
+    let mut file = spool_file().map_err(cannot_spool)?;
+    let work = |_: &mut (), job: crate::replay::parallel::Decoded<'_>| -> Result<Option<Vec<u8>>, String> {
+        let history = job.history;
+        Ok(history.job.submitted_at.is_some_and(|s| s >= at).then(|| {
+            let mut line = failure_history_json(history).to_string().into_bytes();
+            line.push(b'\n');
+            line
+        }))
+    };
+    let mut failed: Option<io::Error> = None;
+    for_each_ordered(source, None, work, |e| {
+        if let Emitted::Job(_, Processed::Done(Some(line))) = e {
+            if let Err(e) = file.write_all(&line) {
+                failed.get_or_insert(e);
+            }
+        }
+        Ok(true)
+    })?;
+    if let Some(e) = failed {
+        return Err(cannot_spool(e));
+    }
+    file.flush().map_err(cannot_spool)?;
+    Ok(file)
+}
+
 /// A temporary copy that cannot be written: where, and why.
 fn cannot_spool(e: io::Error) -> anyhow::Error {
     CliError::failed(format!(
@@ -202,18 +308,33 @@ fn cannot_spool(e: io::Error) -> anyhow::Error {
 
 impl Suggest<'_> {
     /// Pass 1: the train jobs' failed runs counted; the test jobs (and, for a source read
-    /// once, every job) spooled.
-    fn learn<S: HistorySource>(&self, ctx: &mut Context, source: S, spool_all: bool) -> anyhow::Result<Pass1> {
+    /// once, every job) spooled. `shard`: a shard's learning, for its partial: its own jobs
+    /// only, every signature kept (the merge caps them), nothing spooled (the merge reads
+    /// the history again).
+    fn learn<S: HistorySource>(
+        &self,
+        ctx: &mut Context,
+        source: S,
+        spool_all: bool,
+        shard: Option<Shard>,
+    ) -> anyhow::Result<Pass1> {
         let at = self.backtest_at;
         let mut pass = Pass1 {
-            learned: Learned::default(),
+            learned: if shard.is_some() {
+                Learned::uncapped()
+            } else {
+                Learned::default()
+            },
             train_jobs: 0,
             test_jobs: 0,
             errors: 0,
             not_submitted: None,
             trials: TrialCount::default(),
             spool: spool_all.then(spool_file).transpose().map_err(cannot_spool)?,
-            test: at.is_some().then(spool_file).transpose().map_err(cannot_spool)?,
+            test: (at.is_some() && shard.is_none())
+                .then(spool_file)
+                .transpose()
+                .map_err(cannot_spool)?,
         };
         let trial_options = Options {
             backtest_at: at,
@@ -233,7 +354,7 @@ impl Suggest<'_> {
                 (Some(at), Some(s)) => (s >= at, None),
                 (Some(_), None) => (false, Some(history.job.id.clone())),
             };
-            let spool = (spool_all || test).then(|| {
+            let spool = (spool_all || (test && shard.is_none())).then(|| {
                 let mut line = failure_history_json(history).to_string().into_bytes();
                 line.push(b'\n');
                 line
@@ -249,7 +370,7 @@ impl Suggest<'_> {
         };
         let mut stderr = Stderr::new(&mut *ctx.err, ctx.style, None, false);
         let mut failed: Option<io::Error> = None;
-        for_each_ordered(source, None, work, |e| {
+        for_each_ordered(source, shard, work, |e| {
             let p = match e {
                 Emitted::Job(_, p) => p,
                 Emitted::Unit(unit, _) => {
@@ -361,23 +482,106 @@ impl Drive for Suggest<'_> {
         source: S,
         baseline: Option<&Simulator>,
         from: Baseline,
-        _about: About,
+        about: About,
     ) -> anyhow::Result<ExitCode> {
-        let args = self.args;
-        let baseline = match baseline {
+        let baseline = self.baseline(baseline)?;
+        if self.args.output == SuggestOutput::Partial {
+            return self.write_partial(ctx, source, &baseline, about);
+        }
+        // A file or directory is read again; stdin and the database are spooled.
+        let spool_all = self.reread().is_none();
+        let pass = self.learn(ctx, source, spool_all, None)?;
+        self.conclude(ctx, &baseline, from, pass)
+    }
+}
+
+impl Suggest<'_> {
+    /// The baseline both passes replay: `--baseline`'s (or none: no policy, the engine's
+    /// default path), with the deployed categorizer.
+    fn baseline(&self, given: Option<&Simulator>) -> anyhow::Result<Simulator> {
+        let baseline = match given {
             Some(b) => b.clone(),
-            // No baseline: no policy, the engine's default path.
             None => Simulator::new(Vec::new(), Vec::new(), None)
                 .map_err(CliError::invalid)?
                 .with_engine(self.baseline_engine),
         };
-        let baseline = baseline.with_categorizer(self.categorizer.clone());
-        // A file or directory is read again; stdin and the database are spooled.
-        let reread = args.replay.history.clone().filter(|h| h.as_os_str() != "-");
-        let mut pass = self.learn(ctx, source, reread.is_none())?;
+        Ok(baseline.with_categorizer(self.categorizer.clone()))
+    }
+
+    /// The history file or directory, which pass 2 reads again (`None`: a source read once).
+    fn reread(&self) -> Option<PathBuf> {
+        self.args.replay.history.clone().filter(|h| h.as_os_str() != "-")
+    }
+
+    /// `-o partial`: the shard's learning (pass 1 over its share), for `merge`, which
+    /// proposes and compares. Exit 0 once it is written: the answer is the merge's.
+    fn write_partial<S: HistorySource>(
+        &self,
+        ctx: &mut Context,
+        source: S,
+        baseline: &Simulator,
+        about: About,
+    ) -> anyhow::Result<ExitCode> {
+        let shard = self.args.replay.shard.unwrap_or(Shard::WHOLE);
+        let run = SuggestRun::new(self.args, self.engine, self.baseline_engine);
+        let inputs = self.inputs(&run, baseline, shard.count, &about.source);
+        let pass = self.learn(ctx, source, false, Some(shard))?;
+        let header = Header::new(shard, fingerprint(&inputs), serde_json::to_value(&run)?);
+        // What pass 1 could not read is said by the merge's pass 2, which reads it again
+        // (as one process says it): the partial lists no entries, it counts them.
+        let rec = Recorder::new(&mut *ctx.out, &header, invalid_text)?;
+        rec.end(about.digest.get(), serde_json::to_value(SuggestTotals::of(pass))?, None)?;
+        Ok(ExitCode::Success)
+    }
+
+    /// What a partial's fingerprint holds: every input that changes the answer (the run's
+    /// flags, the baseline's documents and categorizer, the deployed categorizer's config,
+    /// the source and its settings, N). The merge computes it again from what it loads.
+    fn inputs(
+        &self,
+        run: &SuggestRun,
+        baseline: &Simulator,
+        shards: u64,
+        source: &serde_json::Value,
+    ) -> serde_json::Value {
+        serde_json::json!({
+            "run": run,
+            "shards": shards,
+            "baseline": baseline.fingerprint(),
+            "deployed": self.deployed.as_ref().map(|d| format!("{d:?}")),
+            "source": source,
+        })
+    }
+
+    /// A refusal of `--backtest-at` after pass 1: one process's; a merge's in the same words
+    /// said of the shards' flag (merge itself was given none), with what to do: `again`.
+    fn refused(&self, one: CliError, again: &str) -> anyhow::Error {
+        if !self.merged {
+            return one.into();
+        }
+        CliError::new(one.code, format!("the shards' {}", one.message))
+            .with_hint(again)
+            .into()
+    }
+
+    /// After pass 1, the same for one process and for a sharded suggest's merge: the
+    /// refusals pass 1's counts call for, the proposal, its documents, pass 2 (the
+    /// comparison, over the history read again or its spooled copy) and the output.
+    fn conclude(
+        &self,
+        ctx: &mut Context,
+        baseline: &Simulator,
+        from: Baseline,
+        mut pass: Pass1,
+    ) -> anyhow::Result<ExitCode> {
+        let args = self.args;
+        let reread = self.reread();
         if let Some((jobs, first)) = pass.not_submitted.clone() {
             let at = args.replay.backtest_at.as_deref().unwrap_or_default();
-            return Err(backtest_refusal(&BacktestError::NotSubmitted { jobs, first }, at).into());
+            return Err(self.refused(
+                backtest_refusal(&BacktestError::NotSubmitted { jobs, first }, at),
+                "give every job its submission time (`retryctl history` writes it), or run the shards again without `--backtest-at`",
+            ));
         }
         if pass.train_jobs + pass.test_jobs == 0 {
             return Err(CliError::invalid(format!(
@@ -388,12 +592,15 @@ impl Drive for Suggest<'_> {
         }
         if self.backtest_at.is_some() && (pass.train_jobs == 0 || pass.test_jobs == 0) {
             let at = args.replay.backtest_at.as_deref().unwrap_or_default();
-            return Err(CliError::usage(format!(
+            let one = CliError::usage(format!(
                 "`--backtest-at {at}` leaves {} jobs to learn from and {} to test on: both need at least one",
                 pass.train_jobs, pass.test_jobs
             ))
-            .with_hint("pick a time between the first and the last submission")
-            .into());
+            .with_hint("pick a time between the first and the last submission");
+            return Err(self.refused(
+                one,
+                "run the shards again with a `--backtest-at` between the first and the last submission",
+            ));
         }
         // The estimates' backtest at the same time: refused (no trials on a side) before
         // anything is printed, as `simulate --backtest-at` refuses it.
@@ -404,9 +611,13 @@ impl Drive for Suggest<'_> {
                     backtest_at: self.backtest_at,
                     shard: None,
                 };
+                let again = |e: &BacktestError| match e {
+                    BacktestError::Refused(Refusal::NoTest) => "run the shards again with an earlier `--backtest-at`",
+                    _ => "run the shards again with a later `--backtest-at`",
+                };
                 let (_, b) = std::mem::take(&mut pass.trials)
                     .finish(&options)
-                    .map_err(|e| backtest_refusal(&e, at))?;
+                    .map_err(|e| self.refused(backtest_refusal(&e, at), again(&e)))?;
                 b
             }
             None => None,
@@ -416,7 +627,7 @@ impl Drive for Suggest<'_> {
             let sorted = pass.learned.sorted();
             propose(&sorted, &self.knobs, self.engine).1
         };
-        let proposal = self.documents(&baseline, &pass.learned, &rules)?;
+        let proposal = self.documents(baseline, &pass.learned, &rules)?;
         if args.output == SuggestOutput::Policy {
             ctx.out.write_all(proposal.text.as_bytes())?;
             return Ok(ExitCode::Success);
@@ -431,6 +642,13 @@ impl Drive for Suggest<'_> {
             (None, Some(f)) => f.path().to_path_buf(),
             (None, None) => unreachable!("a source read once is spooled"),
         };
+        // A merge's shards spooled no test jobs: they are copied from the history here,
+        // before anything is printed.
+        let copied = match (self.backtest_at, &pass.test) {
+            (Some(at), None) => Some(spool_test(open(&whole)?, at)?),
+            _ => None,
+        };
+        let test_jobs = pass.test.as_ref().or(copied.as_ref());
         let format = view::Format::of(args.output);
         let mut doc = view::Doc::new(format, ctx.style);
         doc.proposal_head(
@@ -447,7 +665,7 @@ impl Drive for Suggest<'_> {
             proposal.upstream.as_ref().map(|u| &u.rule_index[..]),
             &args.name,
             &pass.learned,
-            &baseline,
+            baseline,
             self.backtest_at,
         );
         let options = Options {
@@ -461,7 +679,7 @@ impl Drive for Suggest<'_> {
             let look = |h: &FailureHistory, b: &JobReport, c: &JobReport| check.look(h, b, c);
             let done = compare_inspected(
                 open(&whole)?,
-                &baseline,
+                baseline,
                 &proposal.sim,
                 &options,
                 Out::Sink(&mut sink),
@@ -499,7 +717,7 @@ impl Drive for Suggest<'_> {
         };
         doc.after_comparison(&mut *ctx.out, &report, &shadowed)?;
         let mut backtest = None;
-        if let (Some(_), Some(test)) = (&report.backtest, &pass.test) {
+        if let (Some(_), Some(test)) = (&report.backtest, test_jobs) {
             doc.backtest_head(&mut *ctx.out, &report)?;
             let test_cmp = {
                 let mut out = doc.member(&mut *ctx.out, "comparison")?;
@@ -508,7 +726,7 @@ impl Drive for Suggest<'_> {
                 let mut sink = view::CaptureSink::new(format, &mut out, stderr);
                 let done = compare_inspected(
                     open(test.path())?,
-                    &baseline,
+                    baseline,
                     &proposal.sim,
                     &options,
                     Out::Sink(&mut sink),
@@ -523,7 +741,7 @@ impl Drive for Suggest<'_> {
                 let (mut quiet, mut nothing) = (io::sink(), io::sink());
                 let stderr = Stderr::new(&mut quiet, ctx.style, None, false);
                 let mut sink = view::CaptureSink::new(None, &mut nothing, stderr);
-                replay(open(test.path())?, &baseline, &options, Out::Sink(&mut sink))?;
+                replay(open(test.path())?, baseline, &options, Out::Sink(&mut sink))?;
                 sink.pending_gpu_hours()
             };
             let tail = view::backtest_tail(&test_cmp, base_pending, estimates_backtest.as_ref());
@@ -736,4 +954,236 @@ impl Suggest<'_> {
             tune,
         }
     }
+}
+
+/// What `merge` needs to do the rest of a sharded suggest: a partial's `run`
+/// (docs/past-one-machine.md), the flags that change the answer, the paths as given (the
+/// merge reads the baseline, the categorizer and the history again). The fingerprint holds
+/// it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SuggestRun {
+    /// Always `suggest`.
+    pub command: String,
+    pub history: PathBuf,
+    pub baseline: Vec<PathBuf>,
+    /// The engines, resolved (`design` or `upstream`).
+    pub engine: String,
+    pub baseline_engine: String,
+    pub scheduler_config: Option<PathBuf>,
+    pub retry_policies: Option<Vec<String>>,
+    pub global_max_retries: Option<u32>,
+    pub default_policy: Option<String>,
+    pub backtest_at: Option<String>,
+    /// The Queue `-o policy` prints.
+    pub queue: Option<String>,
+    pub categorizer: Option<PathBuf>,
+    pub min_trials: u64,
+    pub futile: f64,
+    pub max_limit: u32,
+    pub name: String,
+}
+
+impl SuggestRun {
+    fn new(args: &SuggestArgs, engine: EngineKind, baseline_engine: EngineKind) -> SuggestRun {
+        let r = &args.replay;
+        SuggestRun {
+            command: "suggest".into(),
+            // A shard's source is a file or directory (`check_sharded`).
+            history: r.history.clone().unwrap_or_default(),
+            baseline: r.baseline.clone(),
+            engine: engine.as_str().into(),
+            baseline_engine: baseline_engine.as_str().into(),
+            scheduler_config: r.scheduler_config.clone(),
+            retry_policies: r.retry_policies.clone(),
+            global_max_retries: r.global_max_retries,
+            default_policy: r.default_policy.clone(),
+            backtest_at: r.backtest_at.clone(),
+            queue: r.queue.clone(),
+            categorizer: args.categorizer.clone(),
+            min_trials: args.min_trials,
+            futile: args.futile,
+            max_limit: args.max_limit,
+            name: args.name.clone(),
+        }
+    }
+
+    /// The command line the shards ran, with `-o output` and no shard: what the merge
+    /// concludes as one process would. `Err`: what of the run is not one a shard writes.
+    fn args(&self, output: SuggestOutput) -> Result<SuggestArgs, String> {
+        let engine = |e: &str| match e {
+            "design" => Ok(EngineArg::Design),
+            "upstream" => Ok(EngineArg::Upstream),
+            other => Err(format!("its run's engine `{other}` is neither `design` nor `upstream`")),
+        };
+        Ok(SuggestArgs {
+            replay: ReplayArgs {
+                history: Some(self.history.clone()),
+                lookout_db: None,
+                queue: self.queue.clone(),
+                jobset: None,
+                window: WindowArgs::default(),
+                baseline: self.baseline.clone(),
+                baseline_from_cluster: false,
+                engine: Some(engine(&self.engine)?),
+                baseline_engine: Some(engine(&self.baseline_engine)?),
+                scheduler_config: self.scheduler_config.clone(),
+                retry_policies: self.retry_policies.clone(),
+                global_max_retries: self.global_max_retries,
+                default_policy: self.default_policy.clone(),
+                backtest_at: self.backtest_at.clone(),
+                shard: None,
+            },
+            categorizer: self.categorizer.clone(),
+            min_trials: self.min_trials,
+            futile: self.futile,
+            max_limit: self.max_limit,
+            name: self.name.clone(),
+            output,
+            output_file: None,
+            emit: EmitArgs::default(),
+        })
+    }
+}
+
+/// A shard's pass 1, as its partial's totals: what [`Pass1`] holds but the spools.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SuggestTotals {
+    learned: ShardLearned,
+    train_jobs: u64,
+    test_jobs: u64,
+    errors: u64,
+    /// Jobs without `submittedAt` (with `--backtest-at`), and the first of them.
+    not_submitted: Option<(u64, String)>,
+    trials: TrialCount,
+}
+
+impl SuggestTotals {
+    fn of(pass: Pass1) -> SuggestTotals {
+        SuggestTotals {
+            learned: pass.learned.to_shard(),
+            train_jobs: pass.train_jobs,
+            test_jobs: pass.test_jobs,
+            errors: pass.errors,
+            not_submitted: pass.not_submitted,
+            trials: pass.trials,
+        }
+    }
+}
+
+/// The shards' pass 1 folded as one process folds its units: in the source's order (shard
+/// order, for byte ranges), so that the signatures kept are the first 10,000 met.
+pub struct SuggestFold(Pass1);
+
+impl Default for SuggestFold {
+    fn default() -> SuggestFold {
+        SuggestFold(Pass1 {
+            learned: Learned::default(),
+            train_jobs: 0,
+            test_jobs: 0,
+            errors: 0,
+            not_submitted: None,
+            trials: TrialCount::default(),
+            spool: None,
+            test: None,
+        })
+    }
+}
+
+impl SuggestFold {
+    /// Adds the next shard's totals. `Err`: what is wrong with them (after the file's name).
+    pub fn add(&mut self, t: SuggestTotals) -> Result<(), String> {
+        let p = &mut self.0;
+        p.learned
+            .merge_shard(t.learned)
+            .map_err(|why| format!("is damaged: {why}"))?;
+        p.train_jobs += t.train_jobs;
+        p.test_jobs += t.test_jobs;
+        p.errors += t.errors;
+        if let Some((n, first)) = t.not_submitted {
+            p.not_submitted.get_or_insert((0, first)).0 += n;
+        }
+        p.trials.merge(&t.trials);
+        Ok(())
+    }
+}
+
+/// What the shards of a sharded suggest were, for its merge to find its own inputs theirs.
+pub struct Shards<'a> {
+    pub count: u64,
+    pub fingerprint: &'a str,
+    /// The history's digest the shards recorded.
+    pub source: Option<&'a str>,
+}
+
+/// Why a merge of suggest's partials stops before its answer: the words after the first
+/// partial's name (exit 3, as merge's other problems).
+#[derive(Debug)]
+pub struct Unmergeable(pub String);
+
+impl std::fmt::Display for Unmergeable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unmergeable {}
+
+/// `merge` of a sharded suggest (docs/past-one-machine.md): the shards' learning folded, the
+/// inputs loaded again from the shards' run (and found unchanged), then the rest as one
+/// process does it ([`Suggest::conclude`]): the proposal, and pass 2 over the history.
+pub fn merge(
+    ctx: &mut Context,
+    run: &SuggestRun,
+    fold: SuggestFold,
+    output: MergeOutput,
+    shards: Shards<'_>,
+) -> anyhow::Result<ExitCode> {
+    let output = match output {
+        MergeOutput::Table => SuggestOutput::Table,
+        MergeOutput::Json => SuggestOutput::Json,
+        MergeOutput::Yaml => SuggestOutput::Yaml,
+        MergeOutput::Html => SuggestOutput::Html,
+        MergeOutput::Markdown => SuggestOutput::Markdown,
+        MergeOutput::Policy => SuggestOutput::Policy,
+        MergeOutput::Jsonl => {
+            return Err(CliError::usage(
+                "`-o jsonl` is not an output of `suggest`: give table, json, yaml, html, markdown or policy",
+            )
+            .into())
+        }
+    };
+    let args = run.args(output).map_err(Unmergeable)?;
+    // What the shard's own checks accepted: another run was written in by hand.
+    let knobs = check(&args).map_err(|e| Unmergeable(format!("is damaged: its run: {}", e.message)))?;
+    let Some((mut driver, file_baseline)) = load(ctx, &args, knobs)? else {
+        return Ok(ExitCode::InvalidInput);
+    };
+    driver.merged = true;
+    let baseline = driver.baseline(file_baseline.as_ref())?;
+    let replay = &args.replay;
+    let (base, settings) = (base_config(replay)?, overrides(replay));
+    let source = replay_source::files_source(&run.history, &settings, &base);
+    let inputs = driver.inputs(run, &baseline, shards.count, &source);
+    if fingerprint(&inputs) != shards.fingerprint {
+        return Err(Unmergeable(
+            "is of inputs that changed since its shards read them: the baseline, the categorizer or the scheduler config at the paths its run names are not the same (the fingerprint differs); merge where the shards' inputs are, unchanged"
+                .into(),
+        )
+        .into());
+    }
+    let digest = Files::open(&run.history, base, settings)
+        .map_err(CliError::invalid)?
+        .digest()
+        .get()
+        .map(|d| format!("{d:016x}"));
+    if digest.as_deref() != shards.source {
+        return Err(Unmergeable(format!(
+            "was made from another history than `{}` is now (the history's digest differs: was it changed since the shards read it?)",
+            run.history.display()
+        ))
+        .into());
+    }
+    driver.conclude(ctx, &baseline, Baseline::Files, fold.0)
 }

@@ -46,7 +46,7 @@ pub const INDEX_VAR: &str = "JOB_COMPLETION_INDEX";
 /// A command line as parsed: the subcommand and its flags in the order they were given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invocation {
-    /// `simulate`, `tune`.
+    /// `simulate`, `tune`, `suggest`.
     pub command: String,
     pub flags: Vec<Flag>,
 }
@@ -243,6 +243,8 @@ pub fn plan(emit: &EmitArgs, invocation: &Invocation) -> Result<Plan, CliError> 
         let ext = match merge_format.as_deref() {
             None | Some("table") => "txt",
             Some("markdown") => "md",
+            // `suggest -o policy`: the proposed documents.
+            Some("policy") => "yaml",
             Some(other) => other,
         };
         format!("{mount}/result.{ext}")

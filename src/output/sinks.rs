@@ -36,7 +36,8 @@ impl Format {
 /// The sink of `format`: a table for people, a stream of records, or a report.
 pub fn sink<'a>(format: Format, mode: Mode, out: &'a mut dyn Write, stderr: Stderr<'a>) -> Box<dyn Sink + 'a> {
     match format {
-        Format::Table => Box::new(TableSink::new(mode, out, stderr)),
+        // `policy` is suggest's alone: `merge` refuses it for a replay before any sink.
+        Format::Table | Format::Policy => Box::new(TableSink::new(mode, out, stderr)),
         Format::Json => Box::new(RecordSink::new(Records::Json, mode, out, stderr)),
         Format::Yaml => Box::new(RecordSink::new(Records::Yaml, mode, out, stderr)),
         Format::Jsonl => Box::new(RecordSink::new(Records::Jsonl, mode, out, stderr)),

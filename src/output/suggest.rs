@@ -48,7 +48,8 @@ impl Format {
             SuggestOutput::Yaml => Format::Yaml,
             SuggestOutput::Html => Format::Html,
             SuggestOutput::Markdown => Format::Markdown,
-            SuggestOutput::Table | SuggestOutput::Policy => Format::Table,
+            // `-o partial` is no view's: the shard writes its learning, `merge` renders.
+            SuggestOutput::Table | SuggestOutput::Policy | SuggestOutput::Partial => Format::Table,
         }
     }
 }

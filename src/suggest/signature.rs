@@ -20,8 +20,10 @@ pub const CONDITIONS: [Condition; 4] = [
     Condition::Unschedulable,
 ];
 
-/// What a signature is made of: enough to print it and to build its rule.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a signature is made of: enough to print it and to build its rule. Serialized in a
+/// sharded suggest's partial, whose merge builds the rules.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub enum Signature {
     Condition(Condition),
     Container {

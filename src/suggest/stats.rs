@@ -6,7 +6,11 @@
 //! Owns: [`UnitLearned`] (what a worker's unit of jobs adds) and [`Learned`] (the fold of
 //! those, in input order, so that the 10,000 signatures kept are the first met in the
 //! source whatever the workers), and the baseline's decisions per signature ([`Current`],
-//! counted from the comparison's own decision records by `commands::suggest`). Pure: no I/O.
+//! counted from the comparison's own decision records by `commands::suggest`). A sharded
+//! suggest (docs/past-one-machine.md) learns each shard's share [`Learned::uncapped`] and
+//! hands it to `merge` as a [`ShardLearned`], which folds the shards in the source's order
+//! ([`Learned::merge_shard`]): the cap is applied there, once, as one process applies it.
+//! Pure: no I/O.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -301,9 +305,131 @@ pub struct Learned {
     /// The runs of signatures past [`MAX_SIGNATURES`].
     pub other: Option<SignatureStats>,
     pub nodes: Map<NodeStats>,
+    /// A shard's learning: every signature kept. A signature a shard meets past the cap may
+    /// be among the first 10,000 of the whole source (an earlier shard met it), so only the
+    /// merge, which has them all in order, may send runs to `other`.
+    uncapped: bool,
 }
 
 impl Learned {
+    /// A shard's learning: no cap (see the field).
+    pub fn uncapped() -> Learned {
+        Learned {
+            uncapped: true,
+            ..Learned::default()
+        }
+    }
+
+    /// What a shard learned, for its partial: its signatures in the order first met, its
+    /// nodes by name (sorted: the same learning, the same bytes).
+    pub fn to_shard(&self) -> ShardLearned {
+        let signatures = self
+            .signatures
+            .iter()
+            .chain(self.other.as_ref())
+            .map(|s| {
+                let mut nodes: Vec<(String, u64)> = s.nodes.iter().map(|(n, k)| (n.clone(), *k)).collect();
+                nodes.sort();
+                SignatureOut {
+                    text: s.text.clone(),
+                    signature: s.signature.clone(),
+                    failed_runs: s.failed_runs,
+                    jobs: s.jobs,
+                    trials: s.trials,
+                    by_depth: s.by_depth,
+                    recorded: s.recorded.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+                    gpu: [s.gpu.failed, s.gpu.after, s.gpu.futile],
+                    cpu: [s.cpu.failed, s.cpu.after, s.cpu.futile],
+                    nodes,
+                    same_node: s.same_node,
+                    other_node: s.other_node,
+                    cut: s.cut,
+                }
+            })
+            .collect();
+        let mut nodes: Vec<NodeOut> = self
+            .nodes
+            .iter()
+            .map(|(name, n)| {
+                let mut sigs: Vec<(usize, u64)> = n.signatures.iter().map(|(k, v)| (*k, *v)).collect();
+                sigs.sort_unstable();
+                NodeOut(name.clone(), n.runs, n.failed, sigs)
+            })
+            .collect();
+        nodes.sort_by(|a, b| a.0.cmp(&b.0));
+        ShardLearned {
+            jobs: self.jobs,
+            failed_runs: self.failed_runs,
+            signatures,
+            nodes,
+        }
+    }
+
+    /// Adds a shard's learning, as one unit of the source (shards in the source's order: the
+    /// 10,000 kept are the first met in the whole source). `Err`: the shard's nodes name a
+    /// signature it does not list (its partial was edited), nothing added.
+    pub fn merge_shard(&mut self, shard: ShardLearned) -> Result<(), String> {
+        let count = shard.signatures.len();
+        if let Some(slot) = shard
+            .nodes
+            .iter()
+            .flat_map(|n| n.3.iter().map(|(slot, _)| *slot))
+            .find(|&slot| slot >= count)
+        {
+            return Err(format!(
+                "its totals' nodes name signature {slot}, and it lists {count} signatures"
+            ));
+        }
+        let sigs = shard
+            .signatures
+            .into_iter()
+            .map(|s| SignatureStats {
+                text: s.text,
+                signature: s.signature,
+                failed_runs: s.failed_runs,
+                jobs: s.jobs,
+                trials: s.trials,
+                by_depth: s.by_depth,
+                recorded: s.recorded.into_iter().collect(),
+                current: HashMap::new(),
+                gpu: Hours {
+                    failed: s.gpu[0],
+                    after: s.gpu[1],
+                    futile: s.gpu[2],
+                },
+                cpu: Hours {
+                    failed: s.cpu[0],
+                    after: s.cpu[1],
+                    futile: s.cpu[2],
+                },
+                nodes: s.nodes.into_iter().collect(),
+                same_node: s.same_node,
+                other_node: s.other_node,
+                cut: s.cut,
+            })
+            .collect();
+        let nodes = shard
+            .nodes
+            .into_iter()
+            .map(|NodeOut(name, runs, failed, sigs)| {
+                let stats = NodeStats {
+                    runs,
+                    failed,
+                    signatures: sigs.into_iter().collect(),
+                };
+                (name, stats)
+            })
+            .collect();
+        self.merge_unit(UnitLearned {
+            jobs: shard.jobs,
+            failed_runs: shard.failed_runs,
+            sigs,
+            nodes,
+            ..UnitLearned::default()
+        });
+        Ok(())
+    }
+
     /// Adds a unit's counts (units in the source's order: the 10,000 kept are the first
     /// met). A signature past the cap counts under `other`; a job with two such signatures
     /// counts in `other`'s `jobs` once per signature.
@@ -314,7 +440,7 @@ impl Learned {
         for stats in unit.sigs {
             let slot = match self.index.get(stats.text.as_str()) {
                 Some(&i) => i,
-                None if self.signatures.len() < MAX_SIGNATURES => {
+                None if self.uncapped || self.signatures.len() < MAX_SIGNATURES => {
                     self.index.insert(stats.text.clone(), self.signatures.len());
                     self.signatures
                         .push(SignatureStats::new(stats.text.clone(), stats.signature.clone()));
@@ -378,6 +504,48 @@ impl Learned {
         self.signatures.get(slot).map_or(OTHER, |s| s.text.as_str())
     }
 }
+
+/// A shard's learning as its partial holds it ([`Learned::to_shard`]): every signature it
+/// met, in the order first met, and its nodes, whose failed runs name signatures by their
+/// place in that list.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ShardLearned {
+    pub jobs: u64,
+    pub failed_runs: u64,
+    signatures: Vec<SignatureOut>,
+    nodes: Vec<NodeOut>,
+}
+
+/// A signature's counts in a partial. Maps keyed by the history's words (categories, nodes)
+/// are lists of pairs: a partial's numbers are checked by their field's name, and a category
+/// named `trials` must not read as one.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SignatureOut {
+    text: String,
+    /// `None` for [`OTHER`] (never in a shard's: a shard keeps every signature).
+    signature: Option<Signature>,
+    failed_runs: u64,
+    jobs: u64,
+    trials: Tally,
+    by_depth: [Tally; DEPTHS],
+    recorded: Vec<(String, u64)>,
+    /// [`Hours`] as `[failed, after, futile]`: 128-bit sums, under the names the partial's
+    /// checks know as 128-bit.
+    #[serde(rename = "gpu_milli")]
+    gpu: [u128; 3],
+    #[serde(rename = "cpu_milli")]
+    cpu: [u128; 3],
+    nodes: Vec<(String, u64)>,
+    same_node: Tally,
+    other_node: Tally,
+    cut: bool,
+}
+
+/// A node in a partial: `[name, runs, failed, [[signature, failed runs], …]]`.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct NodeOut(String, u64, u64, Vec<(usize, u64)>);
 
 #[cfg(test)]
 mod tests {
@@ -457,5 +625,93 @@ mod tests {
         let other = l.other.as_ref().unwrap();
         assert_eq!((other.failed_runs, other.jobs), (5, 5));
         assert_eq!(l.nodes["n"].signatures[&usize::MAX], 5);
+    }
+
+    type Said = (
+        Vec<(String, u64, u64)>,
+        Option<(u64, u64)>,
+        Vec<(String, u64, Vec<(String, u64)>)>,
+    );
+
+    /// What a learning says, comparable: each signature's text and counts in order, `other`'s,
+    /// and each node's failed runs by signature text.
+    fn said(l: &Learned) -> Said {
+        let sigs = l
+            .signatures
+            .iter()
+            .map(|s| (s.text.clone(), s.failed_runs, s.jobs))
+            .collect();
+        let other = l.other.as_ref().map(|o| (o.failed_runs, o.jobs));
+        let mut nodes: Vec<_> = l
+            .nodes
+            .iter()
+            .map(|(name, n)| {
+                let mut by: Vec<(String, u64)> = n
+                    .signatures
+                    .iter()
+                    .map(|(slot, k)| (l.text_of(*slot).to_string(), *k))
+                    .collect();
+                by.sort();
+                (name.clone(), n.failed, by)
+            })
+            .collect();
+        nodes.sort();
+        (sigs, other, nodes)
+    }
+
+    #[test]
+    fn shards_keep_every_signature_and_the_merge_caps_in_source_order() {
+        let job = |code: i64| FailureHistory {
+            runs: vec![failed("n", code), failed("m", code), succeeded("n")],
+            ..FailureHistory::default()
+        };
+        // Shard 0 meets `exit:7` first; shard 1 meets 10,000 other signatures, then `exit:7`
+        // again, then one more new one. In the whole source `exit:7` is the first met: a
+        // shard that capped its own list would have put its second half under `other`.
+        let shard0 = vec![job(7)];
+        let mut shard1: Vec<FailureHistory> = (0..MAX_SIGNATURES as i64).map(|k| job(1000 + k)).collect();
+        shard1.push(job(7));
+        shard1.push(job(5));
+        let mut one = Learned::default();
+        for h in shard0.iter().chain(&shard1) {
+            let mut unit = UnitLearned::default();
+            unit.add_job(h);
+            one.merge_unit(unit);
+        }
+        let mut merged = Learned::default();
+        for shard in [&shard0, &shard1] {
+            let mut learned = Learned::uncapped();
+            for h in shard {
+                let mut unit = UnitLearned::default();
+                unit.add_job(h);
+                learned.merge_unit(unit);
+            }
+            // Through the partial's JSON, as `merge` reads it.
+            let json = serde_json::to_string(&learned.to_shard()).unwrap();
+            merged.merge_shard(serde_json::from_str(&json).unwrap()).unwrap();
+        }
+        assert_eq!(one.signatures[0].text, "exit:7@main");
+        assert_eq!((one.signatures[0].failed_runs, one.signatures[0].jobs), (4, 2));
+        assert_eq!(one.signatures.len(), MAX_SIGNATURES);
+        // The last of shard 1's 10,000 and `exit:5` are past the cap.
+        assert_eq!(one.other.as_ref().map(|o| (o.failed_runs, o.jobs)), Some((4, 2)));
+        assert_eq!(said(&merged), said(&one));
+        assert_eq!((merged.jobs, merged.failed_runs), (one.jobs, one.failed_runs));
+        let (a, b) = (&merged.signatures[0], &one.signatures[0]);
+        assert_eq!(
+            (a.trials, a.by_depth, a.gpu, a.same_node, a.other_node),
+            (b.trials, b.by_depth, b.gpu, b.same_node, b.other_node)
+        );
+    }
+
+    #[test]
+    fn a_shard_whose_nodes_name_a_signature_it_lacks_is_refused() {
+        let json = r#"{"jobs":1,"failedRuns":1,"signatures":[],"nodes":[["n",1,1,[[3,1]]]]}"#;
+        let mut l = Learned::default();
+        assert_eq!(
+            l.merge_shard(serde_json::from_str(json).unwrap()).unwrap_err(),
+            "its totals' nodes name signature 3, and it lists 0 signatures"
+        );
+        assert_eq!(l.jobs, 0);
     }
 }

@@ -326,7 +326,7 @@ fn a_man_page_is_the_commands_help() {
         "{merge}"
     );
     assert!(
-        merge.contains("retryctl\\-merge \\- Add up a sharded simulate or tune"),
+        merge.contains("retryctl\\-merge \\- Add up a sharded simulate, tune or suggest"),
         "{merge}"
     );
     assert!(merge.contains("\\-\\-output\\-file"), "{merge}");

@@ -55,6 +55,11 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
         "a Lookout database; tests/integration/suggest.rs runs suggest against a real PostgreSQL (lookout_gives_what_its_export_gives)",
     ),
     (
+        "docs/suggest.md",
+        "$ for i in 0 1 2 3; do retryctl suggest",
+        "a shell loop with redirections; tests/integration/suggest_shards.rs runs suggest's shards and merges",
+    ),
+    (
         "docs/install.md",
         "$ sha256sum -c SHA256SUMS",
         "needs a release archive and installs into /usr/local; scripts/test-dist.sh checks the archive and its checksums",

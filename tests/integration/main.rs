@@ -35,6 +35,7 @@ mod simulate_report;
 mod simulate_server;
 mod startup;
 mod suggest;
+mod suggest_shards;
 mod test_setup;
 mod tls;
 mod tune;

@@ -356,6 +356,150 @@ fn a_simulate_with_relative_paths_and_dollars_runs_as_written() {
     assert!(fs::read(data.path().join("result.txt")).unwrap() == one.stdout);
 }
 
+/// `suggest` (docs/suggest.md): its shards learn, its merge proposes and reads the history on
+/// the volume again for the comparison; the result is one process's, for the documents of
+/// both kinds (`-o policy` a YAML result, `-o markdown` a `.md` one).
+#[test]
+fn a_suggest_runs_in_shards_and_its_merge_prints_one_process() {
+    for (kind, format, result) in [
+        ("kubernetes", "policy", "result.yaml"),
+        ("armada", "markdown", "result.md"),
+    ] {
+        let data = tempfile::tempdir().unwrap();
+        let planted = root().join("testdata/suggest");
+        fs::copy(planted.join("planted.jsonl"), data.path().join("history.jsonl")).unwrap();
+        fs::copy(planted.join("today.yaml"), data.path().join("today.yaml")).unwrap();
+        let command = [
+            "suggest",
+            "--history",
+            "/data/history.jsonl",
+            "--baseline",
+            "today.yaml",
+            "--min-trials",
+            "10",
+            "-o",
+            format,
+        ];
+        let mut emit = vec![
+            "--emit",
+            kind,
+            "--shard-count",
+            "3",
+            "--image",
+            "retryctl:0.1.0",
+            "--volume",
+            "sweep:/data",
+        ];
+        if kind == "armada" {
+            emit.extend(["--armada-queue", "tools"]);
+        }
+        let docs = documents(&run_ok(&[&command[..], &emit].concat()));
+        assert_eq!(docs.len(), 2);
+        let (shard_pods, merge_pod) = match kind {
+            "armada" => {
+                let jobs = docs[0]["jobs"].as_sequence().unwrap();
+                assert_eq!(jobs.len(), 3);
+                (
+                    jobs.iter().map(|j| j["podSpec"].clone()).collect::<Vec<_>>(),
+                    docs[1]["jobs"][0]["podSpec"].clone(),
+                )
+            }
+            _ => {
+                assert_eq!(docs[0]["spec"]["completions"], 3);
+                (
+                    vec![docs[0]["spec"]["template"]["spec"].clone()],
+                    docs[1]["spec"]["template"]["spec"].clone(),
+                )
+            }
+        };
+        for i in 0..3 {
+            let pod = &shard_pods[i.min(shard_pods.len() - 1)];
+            let args = container_args(pod, "sweep");
+            assert_eq!(
+                args[..5],
+                [
+                    "suggest",
+                    "--history",
+                    "/data/history.jsonl",
+                    "--baseline",
+                    "/data/today.yaml"
+                ]
+            );
+            let vars = [("JOB_COMPLETION_INDEX", i.to_string())];
+            succeeded(run_container(&args, &vars, data.path()), &format!("{kind} shard {i}"));
+        }
+        let merge_args = container_args(&merge_pod, "sweep");
+        assert_eq!(
+            merge_args[merge_args.len() - 4..],
+            [
+                "-o".to_string(),
+                format.to_string(),
+                "--output-file".into(),
+                format!("/data/{result}")
+            ]
+        );
+        succeeded(run_container(&merge_args, &[], data.path()), &format!("{kind} merge"));
+        let one = one_process(
+            &[
+                "suggest",
+                "--history",
+                "/data/history.jsonl",
+                "--baseline",
+                "/data/today.yaml",
+                "--min-trials",
+                "10",
+                "-o",
+                format,
+            ],
+            data.path(),
+        );
+        assert!(!one.is_empty());
+        assert!(
+            fs::read(data.path().join(result)).unwrap() == one,
+            "{kind}: the merge's result is not one process's"
+        );
+    }
+}
+
+/// `suggest --emit` refuses what its merge could not read again, and what `suggest` itself
+/// refuses, in its own words, before any document is printed.
+#[test]
+fn a_suggest_emit_refuses_a_source_its_merge_cannot_read_again() {
+    let emit = [
+        "--emit",
+        "kubernetes",
+        "--shard-count",
+        "2",
+        "--image",
+        "i",
+        "--volume",
+        "c:/data",
+    ];
+    let cases: [(Vec<&str>, &str); 3] = [
+        (
+            vec!["suggest", "--history", "-"],
+            "error: `suggest` with `--emit` cannot read `--history -`: its merge reads the history again to compare the proposal, and stdin is read once\n\n\
+             hint: write the history to a file first (`retryctl history … --output-file FILE` exports one), then give `--history FILE`\n",
+        ),
+        (
+            vec!["suggest", "--lookout-db", "x", "--queue", "q", "--to", "2026-01-01T00:00:00Z", "--dsn-secret", "s"],
+            "error: `suggest` with `--emit` cannot read `--lookout-db`: its merge reads the history again to compare the proposal, and it reads files only (a partial never holds the DSN)\n\n\
+             hint: export the jobs to a file first (`retryctl history --lookout-db DSN --queue Q --from … --to … --output-file FILE`), then give `--history FILE`\n",
+        ),
+        (
+            vec!["suggest", "--history", "/data/h.jsonl", "--futile", "2"],
+            "error: invalid `--futile` `2`: expected a share strictly between 0 and 1, such as `0.05`\n",
+        ),
+    ];
+    for (args, want) in cases {
+        let home = temp_home();
+        let out = retryctl(home.path()).args(&args).args(emit).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", format_output(&out));
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), want, "{args:?}");
+    }
+}
+
 /// A Lookout source: the DSN is read from the Secret by the variable Kubernetes expands, and
 /// never written into the documents.
 #[test]

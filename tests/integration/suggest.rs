@@ -797,7 +797,8 @@ fn bad_flags_are_usage_errors_with_nothing_on_stdout() {
         (&["--max-limit", "0"], "error: invalid `--max-limit` `0`: expected 1 to 10000\n"),
         (&["--max-limit", "10001"], "error: invalid `--max-limit` `10001`: expected 1 to 10000\n"),
         (&["--name", ""], "error: invalid `--name` ``: expected a policy name (lowercase letters, digits and `-`, at most 63, starting and ending with a letter or digit)\n"),
-        (&["--shard", "0/2"], "error: `suggest` reads the whole history in one process: `--shard` is for `simulate` and `tune`\n"),
+        // A shard writes its learning for `merge`, and nothing else.
+        (&["--shard", "0/2"], "error: `suggest --shard 0/2` writes what the shard learned: give `-o partial`, then `retryctl merge` the shards' partials\n"),
     ];
     for (flags, want) in rows {
         let mut args = vec!["suggest", "--history", path(&p.history)];
