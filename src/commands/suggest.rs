@@ -46,7 +46,7 @@ use crate::input;
 use crate::model::categorizer::ErrorCategories;
 use crate::model::failure_history::{failure_history_json, FailureHistory, Timestamp};
 use crate::model::{Kind, Resource};
-use crate::output::simulate::{invalid_text, Baseline, Stderr};
+use crate::output::simulate::{invalid_text, render_change, Baseline, Stderr};
 use crate::output::suggest::{self as view, Report};
 use crate::replay::backtest::Refusal;
 use crate::replay::parallel::{for_each_ordered, Emitted, Processed};
@@ -529,7 +529,7 @@ impl Suggest<'_> {
         let header = Header::new(shard, fingerprint(&inputs), serde_json::to_value(&run)?);
         // What pass 1 could not read is said by the merge's pass 2, which reads it again
         // (as one process says it): the partial lists no entries, it counts them.
-        let rec = Recorder::new(&mut *ctx.out, &header, invalid_text)?;
+        let rec = Recorder::new(&mut *ctx.out, &header, invalid_text, render_change)?;
         rec.end(about.digest.get(), serde_json::to_value(SuggestTotals::of(pass))?, None)?;
         Ok(ExitCode::Success)
     }
