@@ -691,7 +691,7 @@ fn for_each_entry(
     merge_streams(partials, &sources, |h| {
         let p = &partials[h.index];
         let entry = if records {
-            decode_for_records(&p.name, h.number, h.json)
+            decode_for_records(&p.name, h.at, h.number, h.json)
         } else {
             decode_entry(&p.name, h.number, &h.json)
         }

@@ -44,9 +44,9 @@ use crate::input::SourceFile;
 use crate::lookout::ExportTotals;
 
 use crate::model::duration::GoDuration;
-use crate::model::failure_history::{Final, Resources};
+use crate::model::failure_history::{Final, Outcome, Resources};
 
-use super::compare::{JobDiff, Side, Steps, Transition};
+use super::compare::{JobDiff, RunStep, Side, Step, Steps, Transition};
 use super::estimate::FailureClass;
 use super::fallback::{Fallback, Fallbacks};
 use super::shard::Shard;
@@ -468,7 +468,8 @@ pub fn render_job(report: &JobReport, buf: &mut Vec<u8>) {
 
 /// A changed job's rest, after its record (which a Pending side's estimate aside, is what
 /// `-o json` prints): `[baselineRunsLeft, baselineCompute, candidateRunsLeft,
-/// candidateCompute, resources, class, depth, steps]`, durations in nanoseconds.
+/// candidateCompute, resources, class, depth, steps]`, durations in nanoseconds, steps as
+/// [`StepsOut`].
 #[derive(Serialize)]
 struct MoreOut<'a>(
     u32,
@@ -478,8 +479,54 @@ struct MoreOut<'a>(
     &'a Option<Resources>,
     &'a Option<FailureClass>,
     u32,
-    &'a Option<Box<Steps>>,
+    StepsOut<'a>,
 );
+
+/// A changed job's steps as a partial holds them: `[[[run, outcome, class, baseline,
+/// candidate], …], gap]`, arrays without names. The shards of a plan write the steps of up to
+/// 500 jobs per transition each, the most text a shard writes; named fields were half of it.
+struct StepsOut<'a>(&'a Option<Box<Steps>>);
+
+impl Serialize for StepsOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        struct Runs<'a>(&'a [RunStep]);
+        impl Serialize for Runs<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut seq = s.serialize_seq(Some(self.0.len()))?;
+                for r in self.0 {
+                    seq.serialize_element(&(r.run, r.outcome, &r.class, r.baseline, r.candidate))?;
+                }
+                seq.end()
+            }
+        }
+        match self.0 {
+            None => s.serialize_none(),
+            Some(steps) => (Runs(&steps.runs), steps.gap).serialize(s),
+        }
+    }
+}
+
+/// [`StepsOut`] read back.
+type StepsIn = Option<(Vec<(usize, Outcome, Option<FailureClass>, Step, Step)>, Option<(usize, usize)>)>;
+
+fn steps_of(wire: StepsIn) -> Option<Box<Steps>> {
+    wire.map(|(runs, gap)| {
+        Box::new(Steps {
+            runs: runs
+                .into_iter()
+                .map(|(run, outcome, class, baseline, candidate)| RunStep {
+                    run,
+                    outcome,
+                    class,
+                    baseline,
+                    candidate,
+                })
+                .collect(),
+            gap,
+        })
+    })
+}
 
 impl MoreOut<'_> {
     fn of(c: &Changed) -> MoreOut<'_> {
@@ -492,7 +539,7 @@ impl MoreOut<'_> {
             &d.resources,
             &c.class,
             c.depth,
-            &c.steps,
+            StepsOut(&c.steps),
         )
     }
 }
@@ -509,7 +556,7 @@ struct MoreIn(
     Option<Resources>,
     Option<FailureClass>,
     u32,
-    Option<Box<Steps>>,
+    StepsIn,
 );
 
 /// A changed job's record as read back (`-o json`'s shape: the output module writes it,
@@ -581,7 +628,7 @@ fn changed(record: RecordIn, more: MoreIn) -> Result<Changed, String> {
         diff,
         class,
         depth,
-        steps,
+        steps: steps_of(steps),
     })
 }
 
@@ -1107,12 +1154,12 @@ struct AtOnly {
     at: Pos,
 }
 
-/// An entry of the partial `name`, its `number`th, as a merge printing JSON reads it: a
-/// changed job whose record is final is left as that record ([`Item::Record`]), its
-/// position read and the rest not; any other entry decoded ([`decode_entry`]).
-pub fn decode_for_records(name: &str, number: u64, json: Vec<u8>) -> Result<Entry, String> {
-    match (final_record(&json), quick_at(&json)) {
-        (Some(record), Some(at)) => Ok(Entry {
+/// An entry of the partial `name`, its `number`th, at `at` (its position, read already), as
+/// a merge printing JSON reads it: a changed job whose record is final is left as that record
+/// ([`Item::Record`]), the rest not read; any other entry decoded ([`decode_entry`]).
+pub fn decode_for_records(name: &str, at: Pos, number: u64, json: Vec<u8>) -> Result<Entry, String> {
+    match final_record(&json) {
+        Some(record) => Ok(Entry {
             at,
             missing_queue: None,
             item: Item::Record(Record { json, record, number }),

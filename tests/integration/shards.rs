@@ -858,8 +858,8 @@ fn merge_refuses_what_is_not_one_whole_run() {
     assert!(out.stdout.is_empty());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.ends_with(&format!("error: `broken.json` is damaged: entry 2: invalid type: map, expected a changed job: [job, baseline, candidate, computeAdded, computeRemoved, resources, class, depth, steps] at line 1 column {}\n\
-             error: cannot merge: 1 problem above (nothing was printed)\n", garbage.find("{\"diff\"").unwrap())),
+        err.ends_with(&format!("error: `broken.json` is damaged: entry 2: unknown field `diff`, expected one of `job`, `baseline`, `candidate`, `transition`, `computeAdded`, `computeRemoved` at line 1 column {}\n\
+             error: cannot merge: 1 problem above (nothing was printed)\n", garbage.find("\"diff\"").unwrap() + 6)),
         "{err}"
     );
     // Edited by hand: a count in the totals made larger. Refused, whatever it changed.

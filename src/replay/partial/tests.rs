@@ -293,6 +293,16 @@ fn a_changed_job_is_its_json_record_and_reads_back_whole() {
     });
     done.class = Some(FailureClass::Exit(137));
     done.depth = 3;
+    done.steps = Some(Box::new(Steps {
+        runs: vec![RunStep {
+            run: 0,
+            outcome: Outcome::Failed,
+            class: Some(FailureClass::Exit(137)),
+            baseline: Step::Failed,
+            candidate: Step::Retried,
+        }],
+        gap: Some((1, 2)),
+    }));
     let mut pending = changed("job-2", Final::Pending);
     pending.diff.candidate.runs_left = 4;
     let bytes = written(|rec| {
@@ -329,7 +339,7 @@ fn a_changed_job_is_its_json_record_and_reads_back_whole() {
         "{}",
         lines[1]
     );
-    match decode_for_records("p.json", 1, first).unwrap().item {
+    match decode_for_records("p.json", Pos(1, 2), 1, first).unwrap().item {
         Item::Record(r) => {
             assert_eq!(r.json(), &want[..]);
             assert_eq!(r.changed("p.json").unwrap(), done);
@@ -340,7 +350,7 @@ fn a_changed_job_is_its_json_record_and_reads_back_whole() {
     // The Pending one has no length: read whole, with its missing queue.
     let second = lines[2].as_bytes().to_vec();
     assert!(!lines[2].contains("\"n\":"), "{}", lines[2]);
-    let e = decode_for_records("p.json", 2, second).unwrap();
+    let e = decode_for_records("p.json", Pos(1, 3), 2, second).unwrap();
     assert_eq!(e.missing_queue.as_deref(), Some("q"));
     assert!(matches!(e.item, Item::Change(c) if *c == pending));
 }
