@@ -1560,7 +1560,6 @@ pub fn change_record<'a>(c: &Change<'a>) -> ChangeOut<'a> {
     }
 }
 
-
 /// The comparison totals as data.
 pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Value> {
     let by_state: Map<String, Value> = c

@@ -508,7 +508,10 @@ impl Serialize for StepsOut<'_> {
 }
 
 /// [`StepsOut`] read back.
-type StepsIn = Option<(Vec<(usize, Outcome, Option<FailureClass>, Step, Step)>, Option<(usize, usize)>)>;
+type StepsIn = Option<(
+    Vec<(usize, Outcome, Option<FailureClass>, Step, Step)>,
+    Option<(usize, usize)>,
+)>;
 
 fn steps_of(wire: StepsIn) -> Option<Box<Steps>> {
     wire.map(|(runs, gap)| {
@@ -631,7 +634,6 @@ fn changed(record: RecordIn, more: MoreIn) -> Result<Changed, String> {
         steps: steps_of(steps),
     })
 }
-
 
 /// One entry as read back.
 #[derive(Debug, Deserialize)]

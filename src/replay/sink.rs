@@ -199,7 +199,9 @@ pub trait Sink {
     /// One job that `--baseline` changes, with no side Pending, as its JSON record
     /// ([`RenderChange`]'s bytes, from a partial): only when [`Needs::change_json`].
     fn change_json(&mut self, _record: &[u8]) -> io::Result<()> {
-        Err(io::Error::other("this output does not print changed jobs as JSON records"))
+        Err(io::Error::other(
+            "this output does not print changed jobs as JSON records",
+        ))
     }
 
     fn message(&mut self, message: &Message<'_>) -> io::Result<()>;

@@ -179,7 +179,13 @@ fn a_job_another_shard_owns_is_refused() {
     let last = lines[lines.len() - 2];
     assert!(last.starts_with("{\"at\":"), "{last}");
     let last = format!("{},", last.trim_end_matches(','));
-    let id = last.split("\"change\":{\"job\":\"").nth(1).unwrap().split('"').next().unwrap();
+    let id = last
+        .split("\"change\":{\"job\":\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
     let mut theirs: Vec<&str> = second.lines().collect();
     theirs.insert(1, &last);
     let stray = edit_end(&(theirs.join("\n") + "\n"), |end| {

@@ -8,7 +8,13 @@ fn header(shard: Shard) -> Header {
 
 fn written(entries: impl FnOnce(&mut Recorder<'_>)) -> Vec<u8> {
     let mut out = Vec::new();
-    let mut rec = Recorder::new(&mut out, &header(Shard { index: 1, count: 3 }), |f| f.name.clone(), crate::output::simulate::render_change).unwrap();
+    let mut rec = Recorder::new(
+        &mut out,
+        &header(Shard { index: 1, count: 3 }),
+        |f| f.name.clone(),
+        crate::output::simulate::render_change,
+    )
+    .unwrap();
     entries(&mut rec);
     rec.end(Some(0xabc), serde_json::json!({"n": 1}), None).unwrap();
     out
@@ -252,7 +258,13 @@ fn changed(job: &str, to: Final) -> Changed {
 #[test]
 fn the_steps_cut_is_the_last_job_of_a_transition_that_keeps_its_steps() {
     let mut out = Vec::new();
-    let mut rec = Recorder::new(&mut out, &header(Shard { index: 0, count: 1 }), |f| f.name.clone(), crate::output::simulate::render_change).unwrap();
+    let mut rec = Recorder::new(
+        &mut out,
+        &header(Shard { index: 0, count: 1 }),
+        |f| f.name.clone(),
+        crate::output::simulate::render_change,
+    )
+    .unwrap();
     rec.keep_steps(2);
     let cut = rec.steps_cut();
     let rescued = Some(Transition::Rescued);
