@@ -1,0 +1,255 @@
+//! A sharded `suggest` (docs/past-one-machine.md): what a shard's partial records of its
+//! pass 1 ([`SuggestRun`], [`SuggestTotals`]), the shards' pass 1 folded in the source's order
+//! ([`SuggestFold`]), and `merge`'s end of it ([`merge`]): the inputs loaded again and found
+//! unchanged, then the rest as one process does it (`Suggest::conclude`). Must not: learn,
+//! propose, compare or render by itself (the command's own code does).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::app::Context;
+use crate::cli::{EmitArgs, EngineArg, MergeOutput, ReplayArgs, SuggestArgs, SuggestOutput, WindowArgs};
+use crate::commands::policy_set::base_config;
+use crate::commands::replay_source::{self, overrides};
+use crate::engine::EngineKind;
+use crate::error::{CliError, ExitCode};
+use crate::output::simulate::Baseline;
+use crate::replay::partial::fingerprint;
+use crate::replay::run::TrialCount;
+use crate::replay::source::Files;
+use crate::suggest::stats::{Learned, ShardLearned};
+
+use super::{check, load, Pass1};
+
+/// What `merge` needs to do the rest of a sharded suggest: a partial's `run`
+/// (docs/past-one-machine.md), the flags that change the answer, the paths as given (the
+/// merge reads the baseline, the categorizer and the history again). The fingerprint holds
+/// it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SuggestRun {
+    /// Always `suggest`.
+    pub command: String,
+    pub history: PathBuf,
+    pub baseline: Vec<PathBuf>,
+    /// The engines, resolved (`design` or `upstream`).
+    pub engine: String,
+    pub baseline_engine: String,
+    pub scheduler_config: Option<PathBuf>,
+    pub retry_policies: Option<Vec<String>>,
+    pub global_max_retries: Option<u32>,
+    pub default_policy: Option<String>,
+    pub backtest_at: Option<String>,
+    /// The Queue `-o policy` prints.
+    pub queue: Option<String>,
+    pub categorizer: Option<PathBuf>,
+    pub min_trials: u64,
+    pub futile: f64,
+    pub max_limit: u32,
+    pub name: String,
+}
+
+impl SuggestRun {
+    pub(super) fn new(args: &SuggestArgs, engine: EngineKind, baseline_engine: EngineKind) -> SuggestRun {
+        let r = &args.replay;
+        SuggestRun {
+            command: "suggest".into(),
+            // A shard's source is a file or directory (`check_sharded`).
+            history: r.history.clone().unwrap_or_default(),
+            baseline: r.baseline.clone(),
+            engine: engine.as_str().into(),
+            baseline_engine: baseline_engine.as_str().into(),
+            scheduler_config: r.scheduler_config.clone(),
+            retry_policies: r.retry_policies.clone(),
+            global_max_retries: r.global_max_retries,
+            default_policy: r.default_policy.clone(),
+            backtest_at: r.backtest_at.clone(),
+            queue: r.queue.clone(),
+            categorizer: args.categorizer.clone(),
+            min_trials: args.min_trials,
+            futile: args.futile,
+            max_limit: args.max_limit,
+            name: args.name.clone(),
+        }
+    }
+
+    /// The command line the shards ran, with `-o output` and no shard: what the merge
+    /// concludes as one process would. `Err`: what of the run is not one a shard writes.
+    fn args(&self, output: SuggestOutput) -> Result<SuggestArgs, String> {
+        let engine = |e: &str| match e {
+            "design" => Ok(EngineArg::Design),
+            "upstream" => Ok(EngineArg::Upstream),
+            other => Err(format!("its run's engine `{other}` is neither `design` nor `upstream`")),
+        };
+        Ok(SuggestArgs {
+            replay: ReplayArgs {
+                history: Some(self.history.clone()),
+                lookout_db: None,
+                queue: self.queue.clone(),
+                jobset: None,
+                window: WindowArgs::default(),
+                baseline: self.baseline.clone(),
+                baseline_from_cluster: false,
+                engine: Some(engine(&self.engine)?),
+                baseline_engine: Some(engine(&self.baseline_engine)?),
+                scheduler_config: self.scheduler_config.clone(),
+                retry_policies: self.retry_policies.clone(),
+                global_max_retries: self.global_max_retries,
+                default_policy: self.default_policy.clone(),
+                backtest_at: self.backtest_at.clone(),
+                shard: None,
+            },
+            categorizer: self.categorizer.clone(),
+            min_trials: self.min_trials,
+            futile: self.futile,
+            max_limit: self.max_limit,
+            name: self.name.clone(),
+            output,
+            output_file: None,
+            emit: EmitArgs::default(),
+        })
+    }
+}
+
+/// A shard's pass 1, as its partial's totals: what [`Pass1`] holds but the spools.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SuggestTotals {
+    learned: ShardLearned,
+    train_jobs: u64,
+    test_jobs: u64,
+    errors: u64,
+    /// Jobs without `submittedAt` (with `--backtest-at`), and the first of them.
+    not_submitted: Option<(u64, String)>,
+    trials: TrialCount,
+}
+
+impl SuggestTotals {
+    pub(super) fn of(pass: Pass1) -> SuggestTotals {
+        SuggestTotals {
+            learned: pass.learned.to_shard(),
+            train_jobs: pass.train_jobs,
+            test_jobs: pass.test_jobs,
+            errors: pass.errors,
+            not_submitted: pass.not_submitted,
+            trials: pass.trials,
+        }
+    }
+}
+
+/// The shards' pass 1 folded as one process folds its units: in the source's order (shard
+/// order, for byte ranges), so that the signatures kept are the first 10,000 met.
+pub struct SuggestFold(Pass1);
+
+impl Default for SuggestFold {
+    fn default() -> SuggestFold {
+        SuggestFold(Pass1 {
+            learned: Learned::default(),
+            train_jobs: 0,
+            test_jobs: 0,
+            errors: 0,
+            not_submitted: None,
+            trials: TrialCount::default(),
+            spool: None,
+            test: None,
+        })
+    }
+}
+
+impl SuggestFold {
+    /// Adds the next shard's totals. `Err`: what is wrong with them (after the file's name).
+    pub fn add(&mut self, t: SuggestTotals) -> Result<(), String> {
+        let p = &mut self.0;
+        p.learned
+            .merge_shard(t.learned)
+            .map_err(|why| format!("is damaged: {why}"))?;
+        p.train_jobs += t.train_jobs;
+        p.test_jobs += t.test_jobs;
+        p.errors += t.errors;
+        if let Some((n, first)) = t.not_submitted {
+            p.not_submitted.get_or_insert((0, first)).0 += n;
+        }
+        p.trials.merge(&t.trials);
+        Ok(())
+    }
+}
+
+/// What the shards of a sharded suggest were, for its merge to find its own inputs theirs.
+pub struct Shards<'a> {
+    pub count: u64,
+    pub fingerprint: &'a str,
+    /// The history's digest the shards recorded.
+    pub source: Option<&'a str>,
+}
+
+/// Why a merge of suggest's partials stops before its answer: the words after the first
+/// partial's name (exit 3, as merge's other problems).
+#[derive(Debug)]
+pub struct Unmergeable(pub String);
+
+impl std::fmt::Display for Unmergeable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unmergeable {}
+
+/// `merge` of a sharded suggest (docs/past-one-machine.md): the shards' learning folded, the
+/// inputs loaded again from the shards' run (and found unchanged), then the rest as one
+/// process does it ([`Suggest::conclude`]): the proposal, and pass 2 over the history.
+pub fn merge(
+    ctx: &mut Context,
+    run: &SuggestRun,
+    fold: SuggestFold,
+    output: MergeOutput,
+    shards: Shards<'_>,
+) -> anyhow::Result<ExitCode> {
+    let output = match output {
+        MergeOutput::Table => SuggestOutput::Table,
+        MergeOutput::Json => SuggestOutput::Json,
+        MergeOutput::Yaml => SuggestOutput::Yaml,
+        MergeOutput::Html => SuggestOutput::Html,
+        MergeOutput::Markdown => SuggestOutput::Markdown,
+        MergeOutput::Policy => SuggestOutput::Policy,
+        MergeOutput::Jsonl => {
+            return Err(CliError::usage(
+                "`-o jsonl` is not an output of `suggest`: give table, json, yaml, html, markdown or policy",
+            )
+            .into())
+        }
+    };
+    let args = run.args(output).map_err(Unmergeable)?;
+    // What the shard's own checks accepted: another run was written in by hand.
+    let knobs = check(&args).map_err(|e| Unmergeable(format!("is damaged: its run: {}", e.message)))?;
+    let Some((mut driver, file_baseline)) = load(ctx, &args, knobs)? else {
+        return Ok(ExitCode::InvalidInput);
+    };
+    driver.merged = true;
+    let baseline = driver.baseline(file_baseline.as_ref())?;
+    let replay = &args.replay;
+    let (base, settings) = (base_config(replay)?, overrides(replay));
+    let source = replay_source::files_source(&run.history, &settings, &base);
+    let inputs = driver.inputs(run, &baseline, shards.count, &source);
+    if fingerprint(&inputs) != shards.fingerprint {
+        return Err(Unmergeable(
+            "is of inputs that changed since its shards read them: the baseline, the categorizer or the scheduler config at the paths its run names are not the same (the fingerprint differs); merge where the shards' inputs are, unchanged"
+                .into(),
+        )
+        .into());
+    }
+    let digest = Files::open(&run.history, base, settings)
+        .map_err(CliError::invalid)?
+        .digest()
+        .get()
+        .map(|d| format!("{d:016x}"));
+    if digest.as_deref() != shards.source {
+        return Err(Unmergeable(format!(
+            "was made from another history than `{}` is now (the history's digest differs: was it changed since the shards read it?)",
+            run.history.display()
+        ))
+        .into());
+    }
+    driver.conclude(ctx, &baseline, Baseline::Files, fold.0)
+}
