@@ -36,10 +36,10 @@ use std::io::{BufRead, BufReader, BufWriter, Write as _};
 use std::path::PathBuf;
 
 use crate::app::Context;
-use crate::cli::{MergeArgs, MergeOutput};
+use crate::cli::{MergeArgs, MergeOutput, SuggestOutput};
 use crate::commands::held::Held;
 use crate::commands::simulate::{
-    backtest_refusal, compare_code, conclude, parse_backtest_at, replay_code, SimulateRun,
+    compare_code, conclude, parse_backtest_at, replay_code, shards_backtest_refusal, SimulateRun,
 };
 use crate::commands::suggest::{
     self as suggest_command, Shards as SuggestShards, SuggestFold, SuggestRun, SuggestTotals, Unmergeable,
@@ -51,7 +51,6 @@ use crate::output::history::write_summary;
 use crate::output::simulate::Stderr;
 use crate::output::sinks::{sink, Format};
 use crate::output::tune::{self as view, StderrListener};
-use crate::replay::backtest::Refusal;
 use crate::replay::partial::counts::{Counts, Sums};
 use crate::replay::partial::{decode_entry, decode_for_records, Entries, Entry, Item, Partial, ReadError};
 use crate::replay::run::{BacktestError, CompareFold, Fallback, Folded, NotReplayed, Options, ReplayFold};
@@ -395,11 +394,12 @@ fn decode<T: serde::de::DeserializeOwned>(p: &Partial, what: &str, value: serde_
 /// totals, whatever N). Each is checked first: its numbers ([`Counts`]: successes within
 /// trials, and every partial's together within their types: [`Sums`]), then `check`, what
 /// its command knows (`Err`: the words after the file's name). Every partial is checked,
-/// and every problem said, before merge stops; `add` is not called past the first.
+/// and every problem said, before merge stops; `add` is not called past the first. `add`
+/// may find a problem too, in what only adding reads (`Err`: the words after the name).
 fn add_totals<T: serde::de::DeserializeOwned>(
     partials: &[Partial],
     check: impl Fn(&Counts) -> Result<(), String>,
-    mut add: impl FnMut(T, bool),
+    mut add: impl FnMut(T, bool) -> Result<(), String>,
 ) -> anyhow::Result<()> {
     let mut problems = Vec::new();
     let mut sums = Sums::default();
@@ -421,7 +421,11 @@ fn add_totals<T: serde::de::DeserializeOwned>(
             continue;
         }
         match p.totals::<T>() {
-            Ok(t) if problems.is_empty() => add(t, p.end.used_given),
+            Ok(t) if problems.is_empty() => {
+                if let Err(why) = add(t, p.end.used_given) {
+                    problems.push(format!("`{}` {why}", p.name));
+                }
+            }
             Ok(_) => {}
             Err(ReadError::Bad(why)) => problems.push(why),
             Err(limit) => return Err(read_error(&p.name, limit)),
@@ -731,27 +735,28 @@ fn merge_suggest(
     run: &SuggestRun,
     output: MergeOutput,
 ) -> anyhow::Result<ExitCode> {
+    let output = match output {
+        MergeOutput::Table => SuggestOutput::Table,
+        MergeOutput::Json => SuggestOutput::Json,
+        MergeOutput::Yaml => SuggestOutput::Yaml,
+        MergeOutput::Html => SuggestOutput::Html,
+        MergeOutput::Markdown => SuggestOutput::Markdown,
+        MergeOutput::Policy => SuggestOutput::Policy,
+        MergeOutput::Jsonl => {
+            return Err(not_an_output(
+                output,
+                "suggest",
+                "table, json, yaml, html, markdown or policy",
+            ))
+        }
+    };
     partials.sort_by_key(|p| p.header.shard.index);
     // A shard of suggest lists nothing: what pass 1 could not read, pass 2 says.
     if let Some(p) = partials.iter().find(|p| p.end.entries > 0) {
         return Err(damaged(p, "it holds entries, which a partial of `suggest` never holds"));
     }
     let mut fold = SuggestFold::default();
-    let mut bad = None;
-    let mut at = 0;
-    add_totals(
-        partials,
-        |_| Ok(()),
-        |t: SuggestTotals, _| {
-            if let Err(why) = fold.add(t) {
-                bad.get_or_insert((at, why));
-            }
-            at += 1;
-        },
-    )?;
-    if let Some((i, why)) = bad {
-        return Err(problem(format!("`{}` {why}", partials[i].name)));
-    }
+    add_totals(partials, |_| Ok(()), |t: SuggestTotals, _| fold.add(t))?;
     let first = &partials[0];
     let shards = SuggestShards {
         count: first.header.shard.count,
@@ -777,17 +782,7 @@ fn backtest_at(p: &Partial, at: Option<&str>) -> anyhow::Result<Option<crate::mo
 /// refusal (the same usage error, exit 2), said of the shards' flag, since merge was given
 /// none, and what to do about it: run the shards again.
 fn backtest_refused(refused: &BacktestError, at: Option<&str>) -> anyhow::Error {
-    let one = backtest_refusal(refused, at.unwrap_or_default());
-    let hint = match refused {
-        BacktestError::NotSubmitted { .. } => {
-            "give every job its submission time (`retryctl history` writes it), or run the shards again without `--backtest-at`"
-        }
-        BacktestError::Refused(Refusal::NoTrain) => "run the shards again with a later `--backtest-at`",
-        BacktestError::Refused(Refusal::NoTest) => "run the shards again with an earlier `--backtest-at`",
-    };
-    CliError::new(one.code, format!("the shards' {}", one.message))
-        .with_hint(hint)
-        .into()
+    shards_backtest_refusal(refused, at.unwrap_or_default()).into()
 }
 
 /// The missing queue an entry is the first job of, as a replay hands it on.
@@ -813,7 +808,14 @@ fn merge_simulate(
         // A sink that prints JSON records is handed the shards' records as they are.
         let records = sink.needs().change_json;
         let mut fold = CompareFold::new(&mut *sink, &run.given)?;
-        add_totals(partials, |_| Ok(()), |t: Folded, used| fold.totals(t, used))?;
+        add_totals(
+            partials,
+            |_| Ok(()),
+            |t: Folded, used| {
+                fold.totals(t, used);
+                Ok(())
+            },
+        )?;
         for_each_entry(partials, records, |p, e| {
             Ok(match e.item {
                 Item::Change(ch) => {
@@ -836,7 +838,14 @@ fn merge_simulate(
         )
     } else {
         let mut fold = ReplayFold::new(&mut *sink, &run.given)?;
-        add_totals(partials, |_| Ok(()), |t: Folded, used| fold.totals(t, used))?;
+        add_totals(
+            partials,
+            |_| Ok(()),
+            |t: Folded, used| {
+                fold.totals(t, used);
+                Ok(())
+            },
+        )?;
         for_each_entry(partials, false, |p, e| {
             Ok(match e.item {
                 Item::Job(report) => fold.job(*report, e.missing_queue)?,
@@ -915,7 +924,10 @@ fn merge_tune(ctx: &mut Context, partials: &[Partial], run: &TuneRun, output: Me
             "is damaged: its totals' `arms` hold {arms} candidates' tallies, and its header's `run.ids` names {candidates} candidates"
         ))
     };
-    add_totals(partials, check, |t: Tallies, used| fold.totals(&t, used))?;
+    add_totals(partials, check, |t: Tallies, used| {
+        fold.totals(&t, used);
+        Ok(())
+    })?;
     for_each_entry(partials, false, |p, e| {
         Ok(match e.item {
             Item::Fallback(job) => {

@@ -368,3 +368,22 @@ pub fn backtest_refusal(refused: &BacktestError, at: &str) -> CliError {
         .with_hint("pick an earlier time"),
     }
 }
+
+/// A refusal of one process, said by `merge` of the shards' flag (merge itself was given
+/// none), with what to do about it: `hint`, which is to run the shards again.
+pub fn said_of_the_shards(one: CliError, hint: &str) -> CliError {
+    CliError::new(one.code, format!("the shards' {}", one.message)).with_hint(hint)
+}
+
+/// [`backtest_refusal`] as `merge` says it: of the shards' `--backtest-at`, with the hint to
+/// run them again.
+pub fn shards_backtest_refusal(refused: &BacktestError, at: &str) -> CliError {
+    let hint = match refused {
+        BacktestError::NotSubmitted { .. } => {
+            "give every job its submission time (`retryctl history` writes it), or run the shards again without `--backtest-at`"
+        }
+        BacktestError::Refused(Refusal::NoTrain) => "run the shards again with a later `--backtest-at`",
+        BacktestError::Refused(Refusal::NoTest) => "run the shards again with an earlier `--backtest-at`",
+    };
+    said_of_the_shards(backtest_refusal(refused, at), hint)
+}

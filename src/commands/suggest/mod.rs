@@ -36,7 +36,9 @@ use crate::app::Context;
 use crate::cli::{ReplayArgs, SuggestArgs, SuggestOutput};
 use crate::commands::policy_set::{base_config, load_policies, policy_set, PolicyFlags, Side};
 use crate::commands::replay_source::{self, check_flags, overrides, About, Drive};
-use crate::commands::simulate::{backtest_refusal, load_categorizer, parse_backtest_at};
+use crate::commands::simulate::{
+    backtest_refusal, load_categorizer, parse_backtest_at, said_of_the_shards, shards_backtest_refusal,
+};
 use crate::commands::tune::shell_word;
 use crate::engine::categorizer::Classifier;
 use crate::engine::simulator::Simulator;
@@ -48,7 +50,6 @@ use crate::model::failure_history::{failure_history_json, FailureHistory, Timest
 use crate::model::{Kind, Resource};
 use crate::output::simulate::{invalid_text, render_change, Baseline, Stderr};
 use crate::output::suggest::{self as view, Report};
-use crate::replay::backtest::Refusal;
 use crate::replay::parallel::{for_each_ordered, Emitted, Processed};
 use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::run::{compare_inspected, replay, BacktestError, Options, Out, TrialCount};
@@ -557,12 +558,23 @@ impl Suggest<'_> {
     /// A refusal of `--backtest-at` after pass 1: one process's; a merge's in the same words
     /// said of the shards' flag (merge itself was given none), with what to do: `again`.
     fn refused(&self, one: CliError, again: &str) -> anyhow::Error {
-        if !self.merged {
-            return one.into();
+        if self.merged {
+            said_of_the_shards(one, again)
+        } else {
+            one
         }
-        CliError::new(one.code, format!("the shards' {}", one.message))
-            .with_hint(again)
-            .into()
+        .into()
+    }
+
+    /// `--backtest-at` without an answer from pass 1's counts, as `simulate` (or, merged,
+    /// `merge`) says it.
+    fn backtest_refused(&self, e: &BacktestError, at: &str) -> anyhow::Error {
+        if self.merged {
+            shards_backtest_refusal(e, at)
+        } else {
+            backtest_refusal(e, at)
+        }
+        .into()
     }
 
     /// After pass 1, the same for one process and for a sharded suggest's merge: the
@@ -579,10 +591,7 @@ impl Suggest<'_> {
         let reread = self.reread();
         if let Some((jobs, first)) = pass.not_submitted.clone() {
             let at = args.replay.backtest_at.as_deref().unwrap_or_default();
-            return Err(self.refused(
-                backtest_refusal(&BacktestError::NotSubmitted { jobs, first }, at),
-                "give every job its submission time (`retryctl history` writes it), or run the shards again without `--backtest-at`",
-            ));
+            return Err(self.backtest_refused(&BacktestError::NotSubmitted { jobs, first }, at));
         }
         if pass.train_jobs + pass.test_jobs == 0 {
             return Err(CliError::invalid(format!(
@@ -612,13 +621,9 @@ impl Suggest<'_> {
                     backtest_at: self.backtest_at,
                     shard: None,
                 };
-                let again = |e: &BacktestError| match e {
-                    BacktestError::Refused(Refusal::NoTest) => "run the shards again with an earlier `--backtest-at`",
-                    _ => "run the shards again with a later `--backtest-at`",
-                };
                 let (_, b) = std::mem::take(&mut pass.trials)
                     .finish(&options)
-                    .map_err(|e| self.refused(backtest_refusal(&e, at), again(&e)))?;
+                    .map_err(|e| self.backtest_refused(&e, at))?;
                 b
             }
             None => None,

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::app::Context;
-use crate::cli::{EmitArgs, EngineArg, MergeOutput, ReplayArgs, SuggestArgs, SuggestOutput, WindowArgs};
+use crate::cli::{EmitArgs, EngineArg, ReplayArgs, SuggestArgs, SuggestOutput, WindowArgs};
 use crate::commands::policy_set::base_config;
 use crate::commands::replay_source::{self, overrides};
 use crate::engine::EngineKind;
@@ -203,23 +203,9 @@ pub fn merge(
     ctx: &mut Context,
     run: &SuggestRun,
     fold: SuggestFold,
-    output: MergeOutput,
+    output: SuggestOutput,
     shards: Shards<'_>,
 ) -> anyhow::Result<ExitCode> {
-    let output = match output {
-        MergeOutput::Table => SuggestOutput::Table,
-        MergeOutput::Json => SuggestOutput::Json,
-        MergeOutput::Yaml => SuggestOutput::Yaml,
-        MergeOutput::Html => SuggestOutput::Html,
-        MergeOutput::Markdown => SuggestOutput::Markdown,
-        MergeOutput::Policy => SuggestOutput::Policy,
-        MergeOutput::Jsonl => {
-            return Err(CliError::usage(
-                "`-o jsonl` is not an output of `suggest`: give table, json, yaml, html, markdown or policy",
-            )
-            .into())
-        }
-    };
     let args = run.args(output).map_err(Unmergeable)?;
     // What the shard's own checks accepted: another run was written in by hand.
     let knobs = check(&args).map_err(|e| Unmergeable(format!("is damaged: its run: {}", e.message)))?;
