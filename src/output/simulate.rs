@@ -1288,6 +1288,8 @@ pub struct RecordSink<'a> {
     written: u64,
     /// A record carried an estimate: the totals name the method.
     estimated: bool,
+    /// A changed job's JSON record, reused ([`render_change`]).
+    record: Vec<u8>,
 }
 
 impl<'a> RecordSink<'a> {
@@ -1299,6 +1301,7 @@ impl<'a> RecordSink<'a> {
             stderr,
             written: 0,
             estimated: false,
+            record: Vec::new(),
         }
     }
 }
@@ -1368,22 +1371,18 @@ impl Sink for RecordSink<'_> {
 
     fn change(&mut self, c: &Change<'_>) -> io::Result<()> {
         self.estimated |= c.estimate().is_some();
-        let record = change_record(c);
-        match self.format {
-            Records::Json => {
-                if self.written > 0 {
-                    write!(self.out, ",")?;
-                }
-                serde_json::to_writer(&mut *self.out, &record)?;
-            }
-            Records::Jsonl => {
-                serde_json::to_writer(&mut *self.out, &record)?;
-                writeln!(self.out)?;
-            }
-            Records::Yaml => write!(self.out, "{}", yaml_item(&record, 2))?,
+        if self.format == Records::Yaml {
+            write!(self.out, "{}", yaml_item(&change_record(c), 2))?;
+            self.written += 1;
+            return Ok(());
         }
-        self.written += 1;
-        Ok(())
+        // JSON: the record a partial keeps too, printed as a merge prints a partial's.
+        let mut record = std::mem::take(&mut self.record);
+        record.clear();
+        render_change(c, &mut record);
+        let written = self.change_json(&record);
+        self.record = record;
+        written
     }
 
     fn message(&mut self, m: &Message<'_>) -> io::Result<()> {
