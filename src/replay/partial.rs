@@ -390,7 +390,7 @@ impl<'a> Recorder<'a> {
                 serde_json::to_writer(&mut *buf, q).map_err(io::Error::other)?;
             }
             if last {
-                buf.extend_from_slice(format!(",\"n\":{}", record.len()).as_bytes());
+                write!(buf, ",\"n\":{}", record.len())?;
             }
             buf.extend_from_slice(b",\"change\":");
             buf.extend_from_slice(&record);
@@ -583,14 +583,16 @@ struct SideIn {
     retries: u32,
     delay: String,
     runs: usize,
-    /// A Pending side's: always `null` here (the merge estimates it).
-    #[serde(default)]
-    #[allow(dead_code)]
-    estimate: Option<serde::de::IgnoredAny>,
+    /// A Pending side's: `null` here, always (the merge estimates it); anything else is
+    /// refused.
+    #[serde(default, rename = "estimate")]
+    _estimate: Option<()>,
 }
 
 fn duration(field: &str, text: &str) -> Result<GoDuration, String> {
-    GoDuration::parse(text).map_err(|_| format!("its `{field}` `{text}` is not a duration"))
+    GoDuration::parse(text).map_err(|_| {
+        format!("its `{field}` `{text}` is not a duration: expected one as `-o json` writes it, such as `1m30s`")
+    })
 }
 
 impl SideIn {
@@ -703,9 +705,8 @@ impl Record {
 /// `{"at":[A,B],"n":LEN,"change":` then LEN bytes of a record then `,"more":`: where the
 /// record is. `None` for any other entry (or one whose bytes do not hold that shape).
 fn final_record(json: &[u8]) -> Option<std::ops::Range<usize>> {
-    let rest = json.strip_prefix(b"{\"at\":[")?;
-    let close = rest.iter().position(|&b| b == b']')?;
-    let rest = rest[close + 1..].strip_prefix(b",\"n\":")?;
+    let (_, rest) = at_prefix(json)?;
+    let rest = rest.strip_prefix(b",\"n\":")?;
     let (len, rest) = leading_number(rest)?;
     let len = usize::try_from(len).ok()?;
     let rest = rest.strip_prefix(b",\"change\":")?;
@@ -1130,10 +1131,15 @@ pub struct RawEntry {
 
 /// `{"at":[A,B],…`: what every recorder writes first, read without decoding the rest.
 fn quick_at(json: &[u8]) -> Option<Pos> {
+    at_prefix(json).map(|(at, _)| at)
+}
+
+/// `{"at":[A,B]`: the position, and the bytes after it.
+fn at_prefix(json: &[u8]) -> Option<(Pos, &[u8])> {
     let rest = json.strip_prefix(b"{\"at\":[")?;
     let (a, rest) = leading_number(rest)?;
     let (b, rest) = leading_number(rest.strip_prefix(b",")?)?;
-    rest.starts_with(b"]").then_some(Pos(a, b))
+    Some((Pos(a, b), rest.strip_prefix(b"]")?))
 }
 
 /// The decimal digits `bytes` begins with, as a number (`None`: no digit, or past `u64`),
