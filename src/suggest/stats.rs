@@ -320,13 +320,13 @@ impl Learned {
         }
     }
 
-    /// What a shard learned, for its partial: its signatures in the order first met, its
-    /// nodes by name (sorted: the same learning, the same bytes).
+    /// What a shard learned ([`Learned::uncapped`]: it has no `other`), for its partial: its
+    /// signatures in the order first met, its nodes by name (sorted: the same learning, the
+    /// same bytes).
     pub fn to_shard(&self) -> ShardLearned {
         let signatures = self
             .signatures
             .iter()
-            .chain(self.other.as_ref())
             .map(|s| {
                 let mut nodes: Vec<(String, u64)> = s.nodes.iter().map(|(n, k)| (n.clone(), *k)).collect();
                 nodes.sort();
@@ -524,7 +524,7 @@ pub struct ShardLearned {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct SignatureOut {
     text: String,
-    /// `None` for [`OTHER`] (never in a shard's: a shard keeps every signature).
+    /// `None` only for [`OTHER`], which a shard never has (it keeps every signature).
     signature: Option<Signature>,
     failed_runs: u64,
     jobs: u64,
