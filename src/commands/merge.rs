@@ -2,7 +2,9 @@
 //! (docs/past-one-machine.md), added up into what the command prints unsharded, byte for byte
 //! (`suggest`'s shards learn; its merge proposes and compares, `suggest::merge`).
 //!
-//! Load (each partial's header and end, checked on its own: `replay::partial`; then together:
+//! Load (each partial's header and end, checked on its own: `replay::partial`, its seal
+//! when its entries have been read, each file read once; a file whose seal is wrong is said
+//! first, whatever else the merge found: [`damaged_first`]; then together:
 //! one fingerprint, one history, the same settings in every header, the shards 0..N−1 once
 //! each) → the fold the command itself runs (`replay::run::{ReplayFold, CompareFold}`,
 //! `tune::sweep::SweepFold`), given every shard's totals, one partial at a time, each checked
@@ -18,8 +20,9 @@
 //!
 //! Decisions docs/past-one-machine.md leaves open:
 //! - stdout is held until the whole answer is made: a partial found damaged halfway (an entry
-//!   that does not read) prints nothing on stdout (exit 3). What the replay says on stderr
-//!   (its messages, capped as one process caps them) is said as the fold goes.
+//!   that does not read, its seal at its end) prints nothing on stdout (exit 3). What the
+//!   replay says on stderr (its messages, capped as one process caps them) is held too, and
+//!   said once every entry is read: nothing a damaged file made the fold say is said.
 //! - the exit status is the unsharded command's (3 for entries not replayed, 1 for failed
 //!   expectations, `--exit-code`, `--strict`: as the shards' command line gave them); the
 //!   shards themselves exit 0 once their partial is written.
@@ -128,32 +131,89 @@ pub fn run(ctx: &mut Context, args: &MergeArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn merge(ctx: &mut Context, args: &MergeArgs) -> anyhow::Result<ExitCode> {
-    let mut problems = Vec::new();
-    let mut partials: Vec<Partial> = Vec::new();
+    // Each file's problem in the order given: one that does not open, or (once one does
+    // not) one whose seal is wrong.
+    let mut opened: Vec<Result<Partial, String>> = Vec::new();
     // What each partial's run says unlike the first's (compared as each is read: only the
     // first keeps its run, which names every candidate of a sweep).
     let mut runs_differ = Vec::new();
     for path in &partial_paths(ctx, &args.partials)? {
         match Partial::open(path) {
             Ok(mut p) => {
-                if let Some(first) = partials.first() {
+                if let Some(first) = opened.iter().find_map(|o| o.as_ref().ok()) {
                     runs_differ.push(run_differs(first, &p));
                     p.header.run = serde_json::Value::Null;
                 } else {
                     runs_differ.push(None);
                 }
-                partials.push(p);
+                opened.push(Ok(p));
             }
-            Err(ReadError::Bad(why)) => problems.push(format!("`{}` {why}", path.display())),
+            Err(ReadError::Bad(why)) => opened.push(Err(format!("`{}` {why}", path.display()))),
             Err(ReadError::TooManyOpen) => return Err(Stop::TooManyOpen(path.display().to_string()).into()),
         }
     }
-    if problems.is_empty() {
-        problems = together(&partials, &runs_differ);
-    }
-    if !problems.is_empty() {
+    if opened.iter().any(Result::is_err) {
+        let mut problems = Vec::new();
+        for p in &opened {
+            match p {
+                Err(why) => problems.push(why.clone()),
+                Ok(p) => problems.extend(seal_problem(p)?),
+            }
+        }
         return Err(Stop::Problems(problems).into());
     }
+    let mut partials: Vec<Partial> = opened.into_iter().flatten().collect();
+    let problems = together(&partials, &runs_differ);
+    if !problems.is_empty() {
+        return Err(damaged_first(&partials, Stop::Problems(problems).into()));
+    }
+    let merged = merge_run(ctx, args, &mut partials);
+    merged.map_err(|e| damaged_first(&partials, e))
+}
+
+/// What is wrong with `p` when its seal is ([`Partial::check`]), naming it.
+fn seal_problem(p: &Partial) -> Result<Option<String>, Stop> {
+    match p.check() {
+        Ok(()) => Ok(None),
+        Err(ReadError::Bad(why)) => Ok(Some(format!("`{}` {why}", p.name))),
+        Err(ReadError::TooManyOpen) => Err(Stop::TooManyOpen(p.name.clone())),
+    }
+}
+
+/// `e`, unless some partial's seal is wrong: then what is wrong with each such file, in
+/// the words a file read through gets ([`Partial::check`]). A partial is read once, its
+/// seal checked at its end: what the merge found wrong before that (its totals, an entry,
+/// a header unlike the others) may be what a damaged file says.
+fn damaged_first(partials: &[Partial], e: anyhow::Error) -> anyhow::Error {
+    if matches!(e.downcast_ref::<Stop>(), Some(Stop::TooManyOpen(_))) {
+        return e;
+    }
+    let mut problems = Vec::new();
+    for p in partials {
+        match seal_problem(p) {
+            Ok(why) => problems.extend(why),
+            Err(stop) => return stop.into(),
+        }
+    }
+    if problems.is_empty() {
+        e
+    } else {
+        Stop::Problems(problems).into()
+    }
+}
+
+/// Every partial's seal checked, where its entries were not read to their end.
+fn check_all(partials: &[Partial]) -> anyhow::Result<()> {
+    for p in partials {
+        if let Some(why) = seal_problem(p)? {
+            return Err(problem(why));
+        }
+    }
+    Ok(())
+}
+
+/// The merge of partials found to be of one run.
+fn merge_run(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> anyhow::Result<ExitCode> {
     // `together` found them all of one run: the first says what it is.
     let run = &partials[0].header.run;
     match run.get("command").and_then(|c| c.as_str()) {
@@ -166,15 +226,15 @@ fn merge(ctx: &mut Context, args: &MergeArgs) -> anyhow::Result<ExitCode> {
                 ));
             }
             let run: SimulateRun = decode(&partials[0], "its run", run.clone())?;
-            merge_simulate(ctx, &partials, &run, args.output)
+            merge_simulate(ctx, partials, &run, args.output)
         }
         Some("suggest") => {
             let run: SuggestRun = decode(&partials[0], "its run", run.clone())?;
-            merge_suggest(ctx, &mut partials, &run, args.output)
+            merge_suggest(ctx, partials, &run, args.output)
         }
         Some("tune") => {
             let run: TuneRun = decode(&partials[0], "its run", run.clone())?;
-            merge_tune(ctx, &partials, &run, args.output)
+            merge_tune(ctx, partials, &run, args.output)
         }
         _ => Err(damaged(&partials[0], "its run names no command this retryctl merges")),
     }
@@ -713,7 +773,9 @@ fn for_each_entry(
             last = Some((entry.at, h.index));
         }
         f(p, entry)
-    })
+    })?;
+    // Those whose entries were not read to their end (`f` stopped early).
+    check_all(partials)
 }
 
 /// `-o FORMAT` of a command that has no such output (exit 2).
@@ -750,6 +812,9 @@ fn merge_suggest(
             ))
         }
     };
+    // A shard of suggest lists nothing to stream: its seal is checked here, before its totals
+    // are read.
+    check_all(partials)?;
     partials.sort_by_key(|p| p.header.shard.index);
     // A shard of suggest lists nothing: what pass 1 could not read, pass 2 says.
     if let Some(p) = partials.iter().find(|p| p.end.entries > 0) {
@@ -801,7 +866,10 @@ fn merge_simulate(
         shard: None,
     };
     let mut held = Held::new()?;
-    let stderr = Stderr::new(&mut *ctx.err, ctx.style, None, run.retry_policy);
+    // The replay's messages too, until every partial's seal is checked (at its last
+    // entry): a damaged file's are not said.
+    let mut said = Vec::new();
+    let stderr = Stderr::new(&mut said, ctx.style, None, run.retry_policy);
     let mut sink = sink(format, run.mode(), &mut held, stderr);
     let command = if run.compare { "simulate --baseline" } else { "simulate" };
     let (code, used_given, refused) = if run.compare {
@@ -856,6 +924,7 @@ fn merge_simulate(
         (replay_code(&done.summary, run.strict), done.used_given, done.refused)
     };
     drop(sink);
+    ctx.err.write_all(&said)?;
     if let Some(refused) = refused {
         return Err(backtest_refused(&refused, run.backtest_at.as_deref()));
     }
@@ -911,7 +980,9 @@ fn merge_tune(ctx: &mut Context, partials: &[Partial], run: &TuneRun, output: Me
             ))
         }
     };
-    let mut listener = StderrListener(Stderr::new(&mut *ctx.err, ctx.style, None, run.retry_policy));
+    // The replay's messages held until every partial's seal is checked, as `merge_simulate`.
+    let mut said = Vec::new();
+    let mut listener = StderrListener(Stderr::new(&mut said, ctx.style, None, run.retry_policy));
     let mut fold = SweepFold::new(&mut listener, &run.given, run.ids.len());
     // Each candidate's tallies, in the order of the header's candidates: as many of both.
     let candidates = run.ids.len();
@@ -939,6 +1010,8 @@ fn merge_tune(ctx: &mut Context, partials: &[Partial], run: &TuneRun, output: Me
     })?;
     let swept = fold.finish(&options);
     listener.0.finish()?;
+    drop(listener);
+    ctx.err.write_all(&said)?;
     let swept = match swept {
         Ok(s) => s,
         Err(refused) => return Err(backtest_refused(&refused, run.backtest_at.as_deref())),

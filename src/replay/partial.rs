@@ -5,7 +5,7 @@
 //! it goes and `merge` reads each partial as a stream, however many jobs it lists:
 //!
 //! ```text
-//! {"partial":"retryctl","version":2,"retryctl":"…","shard":{"index":0,"count":4},"fingerprint":"…","run":{…},"entries":[
+//! {"partial":"retryctl","version":3,"retryctl":"…","shard":{"index":0,"count":4},"fingerprint":"…","run":{…},"entries":[
 //! {"at":[1,12],"job":{…}},
 //! {"at":[1,30],"n":201,"change":{"job":"…",…},"more":[…]},
 //! {"at":[1,40],"error":"…"}
@@ -26,7 +26,8 @@
 //!
 //! Owns: [`Recorder`] (the writing, which missing queues to list: the first job of each in
 //! this shard) and [`Partial`] (the reading, with every check on one file: is it a partial,
-//! its version, truncation, its count, its seal; its totals read again when they are added,
+//! its version, truncation, its count, its seal, the file read once: its header and end
+//! when opened, the seal checked as its entries are read; its totals read again when they are added,
 //! one partial at a time, and checked as numbers by [`counts`]). A file that cannot be opened
 //! because too many are open is told apart ([`ReadError::TooManyOpen`]): no fault of the file. Must not: decide what a shard lists or how totals
 //! merge (that is `run`), compare partials with each other (that is `commands::merge`), or
@@ -35,6 +36,7 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
@@ -51,7 +53,7 @@ use super::estimate::FailureClass;
 use super::fallback::{Fallback, Fallbacks};
 use super::shard::Shard;
 use super::sink::{Change, RenderChange};
-use super::source::Pos;
+use super::source::{read_exact_at, Pos};
 use super::spool::Changed;
 
 pub mod counts;
@@ -779,6 +781,8 @@ pub struct Partial {
     /// Where the end line begins in the file, and its XXH3-128: the bytes the seal vouched for.
     end_at: u64,
     end_digest: u128,
+    /// Its seal found right: by [`Partial::check`], or by its entries read to their end.
+    verified: Arc<AtomicBool>,
 }
 
 /// A partial's end as read back: [`End`] with its totals in the shape the reader asks for.
@@ -843,11 +847,11 @@ impl Identity {
         if meta.is_file() {
             return Ok(());
         }
-        Err("is not a regular file: merge reads a partial twice, and a pipe or a device would not give the same bytes again; write it to a file first".into())
+        Err("is not a regular file: merge reads a partial from its end first, which a pipe or a device cannot give; write it to a file first".into())
     }
 
-    /// `Err` for what is not a regular file: a partial is read twice (checked, then merged),
-    /// and a pipe or a device would not give the same bytes again (a FIFO hung merge).
+    /// `Err` for what is not a regular file: a partial's end is read first, then its
+    /// entries, which a pipe or a device cannot give (a FIFO hung merge).
     fn of(file: &File) -> Result<Identity, String> {
         let meta = file
             .metadata()
@@ -902,9 +906,66 @@ fn read_line<R: BufRead>(r: &mut R, buf: &mut Vec<u8>) -> Result<bool, String> {
 }
 
 impl Partial {
-    /// Reads `path`'s header and end and counts its entries; `Err` says what is wrong with
-    /// it (not a partial, a newer version, truncated, damaged).
+    /// Reads `path`'s header and its end (from the file's tail); `Err` says what is wrong
+    /// with it (not a partial, a newer version, truncated, damaged). Its seal is checked as
+    /// its entries are read ([`Partial::entries`], to their end) or by [`Partial::check`]:
+    /// a merge reads each partial once. A file that does not end as a partial written whole
+    /// does is read through at once, for the words of what is wrong with it.
     pub fn open(path: &Path) -> Result<Partial, ReadError> {
+        let meta = std::fs::metadata(path).map_err(|e| format!("cannot be read: {}", crate::input::io_reason(&e)))?;
+        Identity::regular(&meta)?;
+        let file = open_file(path)?;
+        let identity = Identity::of(&file)?;
+        let mut r = BufReader::with_capacity(1 << 16, &file);
+        let start = r.fill_buf().map_err(|e| crate::input::io_reason(&e))?;
+        if !MAGIC.as_bytes().starts_with(&start[..start.len().min(MAGIC.len())]) || start.is_empty() {
+            return Err(not_a_partial().into());
+        }
+        let mut line = Vec::new();
+        read_line(&mut r, &mut line)?;
+        let header = header(&line)?;
+        let entries_at = line.len() as u64;
+        let Some((end_at, line)) = tail_line(&file, identity.len, entries_at)? else {
+            return Partial::open_checked(path);
+        };
+        if !line.starts_with(END.as_bytes()) {
+            return Partial::open_checked(path);
+        }
+        let end: EndIn<serde::de::IgnoredAny> = end(&line, None)?;
+        Ok(Partial {
+            name: path.display().to_string(),
+            path: path.to_path_buf(),
+            identity,
+            header,
+            end,
+            entries_at,
+            end_at,
+            end_digest: xxhash_rust::xxh3::xxh3_128(&line),
+            verified: Arc::default(),
+        })
+    }
+
+    /// Its seal checked, by reading it through, when its entries were not read to their
+    /// end. `Err`: what is wrong with the file, in the words [`Partial::open`] has for them
+    /// when it reads a file through (`changed while it was merged` when the file is no
+    /// longer the one opened).
+    pub fn check(&self) -> Result<(), ReadError> {
+        if self.verified.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let whole = Partial::open_checked(&self.path)?;
+        if whole.identity != self.identity || whole.end_at != self.end_at || whole.end_digest != self.end_digest {
+            return Err(ReadError::Bad(
+                "changed while it was merged (another file in its place, or written to since it was checked)".into(),
+            ));
+        }
+        self.verified.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Reads `path` through: its header, every line into the seal and counted, its end
+    /// checked against both.
+    fn open_checked(path: &Path) -> Result<Partial, ReadError> {
         let name = path.display().to_string();
         // Looked at before it is opened: opening a named pipe waits for a writer.
         let meta = std::fs::metadata(path).map_err(|e| format!("cannot be read: {}", crate::input::io_reason(&e)))?;
@@ -964,6 +1025,7 @@ impl Partial {
             entries_at,
             end_at: at,
             end_digest,
+            verified: Arc::new(AtomicBool::new(true)),
         })
     }
 
@@ -1006,19 +1068,39 @@ impl Partial {
     /// read is an error naming the file and the entry.
     pub fn entries(&self) -> Result<Entries, ReadError> {
         let file = self.reopen()?;
-        // Past the header, not through it: a sweep's names every candidate (a MiB for
-        // 4,000), and a buffer that held it, kept by each of 256 streams, was most of what
-        // a merge held.
-        use std::io::{Seek, SeekFrom};
-        let mut file = file;
-        file.seek(SeekFrom::Start(self.entries_at))
-            .map_err(|e| ReadError::Bad(format!("`{}` {}", self.name, crate::input::io_reason(&e))))?;
+        let mut reader = BufReader::with_capacity(1 << 16, file);
+        // The header into the seal a piece at a time, not as a line: a sweep's names every
+        // candidate (a MiB for 4,000), and a buffer that held it, kept by each of 256
+        // streams, was most of what a merge held.
+        let mut seal = Seal::new();
+        let mut left = self.entries_at;
+        while left > 0 {
+            let buf = reader
+                .fill_buf()
+                .map_err(|e| ReadError::Bad(format!("`{}` {}", self.name, crate::input::io_reason(&e))))?;
+            if buf.is_empty() {
+                break;
+            }
+            let n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            seal.update(&buf[..n]);
+            reader.consume(n);
+            left -= n as u64;
+        }
         Ok(Entries {
             name: self.name.clone(),
-            reader: BufReader::with_capacity(1 << 16, file),
+            reader,
             line: Vec::new(),
             left: self.end.entries,
             read: 0,
+            seal: (!self.verified.load(Ordering::Relaxed)).then(|| {
+                Box::new(Ending {
+                    seal,
+                    at: self.entries_at,
+                    end_at: self.end_at,
+                    end_digest: self.end_digest,
+                    verified: Arc::clone(&self.verified),
+                })
+            }),
         })
     }
 }
@@ -1106,6 +1188,49 @@ fn end<T: serde::de::DeserializeOwned>(line: &[u8], seal: Option<Seal>) -> Resul
     serde_json::from_str(body).map_err(|e| damaged(e.to_string()))
 }
 
+/// The last line of a file of `len` bytes whose lines from `from` on are the entries and
+/// the end, and where it begins: `None` when the file does not end with a newline, or that
+/// line is longer than [`MAX_LINE`]. Read backwards from the end, a piece at a time.
+fn tail_line(file: &File, len: u64, from: u64) -> Result<Option<(u64, Vec<u8>)>, String> {
+    const PIECE: u64 = 1 << 16;
+    let io = |e: io::Error| format!("cannot be read: {}", crate::input::io_reason(&e));
+    if len <= from {
+        return Ok(None);
+    }
+    let mut last = [0u8];
+    if read_exact_at(file, &mut last, len - 1).map_err(io)? != 1 || last[0] != b'\n' {
+        return Ok(None);
+    }
+    // The bytes before the final newline, back to the newline before them.
+    let mut pieces: Vec<Vec<u8>> = Vec::new();
+    let mut upto = len - 1;
+    let start = loop {
+        if len - upto > MAX_LINE {
+            return Ok(None);
+        }
+        let lo = upto.saturating_sub(PIECE).max(from);
+        let mut buf = vec![0u8; (upto - lo) as usize];
+        if read_exact_at(file, &mut buf, lo).map_err(io)? != buf.len() {
+            return Ok(None);
+        }
+        if let Some(i) = memchr::memrchr(b'\n', &buf) {
+            pieces.push(buf.split_off(i + 1));
+            break lo + i as u64 + 1;
+        }
+        pieces.push(buf);
+        if lo == from {
+            break from;
+        }
+        upto = lo;
+    };
+    let mut line = Vec::with_capacity((len - start) as usize);
+    for piece in pieces.iter().rev() {
+        line.extend_from_slice(piece);
+    }
+    line.push(b'\n');
+    Ok(Some((start, line)))
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -1117,6 +1242,33 @@ pub struct Entries {
     line: Vec<u8>,
     left: u64,
     read: u64,
+    /// The seal of the bytes read so far, checked at the end line: `None` when the partial
+    /// was checked already.
+    seal: Option<Box<Ending>>,
+}
+
+/// What the end of a partial's entries is checked against: every byte before it in the
+/// seal, the end line where [`Partial::open`] found it and as it was then.
+struct Ending {
+    seal: Seal,
+    /// Where the next line begins in the file.
+    at: u64,
+    end_at: u64,
+    end_digest: u128,
+    verified: Arc<AtomicBool>,
+}
+
+impl Ending {
+    /// `line` (the one after the last entry) is the end [`Partial::open`] read, and the
+    /// seal in it vouches for every byte before it.
+    fn check(self: Box<Self>, line: &[u8]) -> Result<(), String> {
+        let whole = self.at == self.end_at && xxhash_rust::xxh3::xxh3_128(line) == self.end_digest;
+        if !whole || end::<serde::de::IgnoredAny>(line, Some(self.seal)).is_err() {
+            return Err("its entries do not end where its end says (was it changed?)".into());
+        }
+        self.verified.store(true, Ordering::Relaxed);
+        Ok(())
+    }
 }
 
 /// An entry as its partial holds it: its position, its number in the file (from 1) and its
@@ -1187,7 +1339,17 @@ impl Entries {
     /// The next entry, its position read and the rest left as JSON.
     pub fn next_raw(&mut self) -> Option<Result<RawEntry, String>> {
         if self.left == 0 {
-            return None;
+            // Past the last entry: the end line, and the seal checked once.
+            let ending = self.seal.take()?;
+            let name = &self.name;
+            let read = read_line(&mut self.reader, &mut self.line);
+            return match read {
+                Ok(true) => ending.check(&self.line),
+                Ok(false) => Err("the file ends before its end (was it changed while it was merged?)".into()),
+                Err(why) => Err(why),
+            }
+            .err()
+            .map(|why| Err(format!("`{name}` is damaged: {why}")));
         }
         self.left -= 1;
         self.read += 1;
@@ -1199,6 +1361,10 @@ impl Entries {
                 return Err(bad(
                     "the file ends before it (was it changed while it was merged?)".into()
                 ));
+            }
+            if let Some(ending) = &mut self.seal {
+                ending.seal.update(&self.line);
+                ending.at += self.line.len() as u64;
             }
             let mut text = self.line.trim_ascii_end();
             if self.left > 0 {

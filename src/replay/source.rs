@@ -168,7 +168,7 @@ fn read_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
 }
 
 /// Fills `buf` from `at`, short only at the file's end.
-fn read_exact_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match read_at(file, &mut buf[got..], at + got as u64)? {

@@ -170,6 +170,9 @@ impl Summary {
         if (ran > 0 || pending) && Resources::is_none(r) {
             self.without_resources += 1;
         }
+        // The job's last policy (its index among the report's) and its row here: a job's
+        // runs are mostly decided by one policy, whose name is then compared once, not per run.
+        let mut last: Option<(usize, usize)> = None;
         for run in &report.runs {
             let Some(d) = &run.decision else { continue };
             self.decisions.add(d.kind as usize, 1);
@@ -177,18 +180,25 @@ impl Summary {
             if !retry && d.action() != Action::Fail {
                 continue;
             }
-            let rule = d.policy.and_then(|p| report.policies.get(p)).zip(d.rule);
-            let Some((policy, rule)) = rule else {
+            let rule = d.policy.and_then(|p| Some((p, report.policies.get(p)?))).zip(d.rule);
+            let Some(((p, policy), rule)) = rule else {
                 if !retry {
                     self.failures_by_kind.add(d.kind as usize, 1);
                 }
                 continue;
             };
-            let i = match self.by_policy.iter().position(|(p, _)| p == policy) {
-                Some(i) => i,
-                None => {
-                    self.by_policy.push((policy.clone(), RuleCounts::default()));
-                    self.by_policy.len() - 1
+            let i = match last {
+                Some((q, i)) if q == p => i,
+                _ => {
+                    let i = match self.by_policy.iter().position(|(name, _)| name == policy) {
+                        Some(i) => i,
+                        None => {
+                            self.by_policy.push((policy.clone(), RuleCounts::default()));
+                            self.by_policy.len() - 1
+                        }
+                    };
+                    last = Some((p, i));
+                    i
                 }
             };
             let counts = &mut self.by_policy[i].1;

@@ -755,8 +755,9 @@ fn merge_names_ten_missing_shards_and_refuses_more_than_a_million() {
     );
 }
 
-/// A named pipe that serves a partial is refused at once (merge reads a partial twice: the
-/// second read of a pipe got other bytes, or hung), exit 3, nothing on stdout.
+/// A named pipe that serves a partial is refused at once (merge reads a partial's end
+/// first, which a pipe cannot give; opening one to read it waits for a writer), exit 3,
+/// nothing on stdout.
 #[test]
 fn merge_refuses_a_pipe() {
     let dir = what_if(&history());
@@ -768,7 +769,7 @@ fn merge_refuses_a_pipe() {
     // No writer: merge must not wait for one (opening a pipe to read it would).
     assert_eq!(
         refused(d, &[&p[0], "pipe.json"]),
-        "error: `pipe.json` is not a regular file: merge reads a partial twice, and a pipe or a device would not give the same bytes again; write it to a file first\n\
+        "error: `pipe.json` is not a regular file: merge reads a partial from its end first, which a pipe or a device cannot give; write it to a file first\n\
          error: cannot merge: 1 problem above (nothing was printed)\n"
     );
 }
@@ -871,6 +872,19 @@ fn merge_refuses_what_is_not_one_whole_run() {
     refused(
         &[p0, "edited.json", p2],
         "error: `edited.json` is damaged: its bytes are not the ones its shard wrote (its checksum differs: was it edited?)\nerror: cannot merge: 1 problem above (nothing was printed)\n",
+    );
+    // An entry edited, not sealed again, that still reads: found by the seal once the
+    // entries are read (a partial is read once), said in the same words, and nothing the
+    // fold said of that file is printed.
+    let lines: Vec<&str> = text.lines().collect();
+    let mut job_edited = lines.clone();
+    let edited_entry = lines[1].replacen("\"job\":\"", "\"job\":\"z", 1);
+    assert_ne!(edited_entry, lines[1]);
+    job_edited[1] = &edited_entry;
+    fs::write(d.join("entry-edited.json"), job_edited.join("\n") + "\n").unwrap();
+    refused(
+        &[p0, "entry-edited.json", p2],
+        "error: `entry-edited.json` is damaged: its bytes are not the ones its shard wrote (its checksum differs: was it edited?)\nerror: cannot merge: 1 problem above (nothing was printed)\n",
     );
     // An entry its command never writes, in a file sealed again: named, not trusted.
     let tune = shards(d, "t", &sweep("new"), 1);

@@ -26,11 +26,53 @@ fn file(bytes: &[u8]) -> tempfile::NamedTempFile {
     f
 }
 
+/// A partial opened and its entries read, as `merge` reads it: a problem found reading the
+/// entries gives way to what a read through finds wrong with the file ([`Partial::check`]).
 fn read(bytes: &[u8]) -> Result<(Partial, Vec<Entry>), String> {
     let f = file(bytes);
     let p = Partial::open(f.path()).map_err(|e| e.to_string())?;
-    let entries = p.entries().map_err(|e| e.to_string())?.collect::<Result<Vec<_>, _>>()?;
-    Ok((p, entries))
+    match p.entries().map_err(|e| e.to_string())?.collect::<Result<Vec<_>, _>>() {
+        Ok(entries) => Ok((p, entries)),
+        Err(e) => Err(p.check().err().map_or(e, |c| c.to_string())),
+    }
+}
+
+/// A partial is read once: opening it reads its header and its end, and its seal is
+/// checked when its entries have been read to the end line. A byte changed in between is
+/// found there (and said in the words of a read through), not trusted.
+#[test]
+fn a_partial_is_read_once_and_its_seal_checked_at_its_end() {
+    let bytes = written(|rec| {
+        rec.error(&Pos(1, 1), "x").unwrap();
+        rec.error(&Pos(1, 2), "y").unwrap();
+    });
+    let f = file(&bytes);
+    let p = Partial::open(f.path()).unwrap();
+    assert!(!p.verified.load(Ordering::Relaxed));
+    assert_eq!(p.entries().unwrap().count(), 2);
+    assert!(
+        p.verified.load(Ordering::Relaxed),
+        "read to its end, its seal was checked"
+    );
+    // The same length, one byte of an entry changed: still an entry that reads.
+    let text = String::from_utf8(bytes)
+        .unwrap()
+        .replacen("\"error\":\"x\"", "\"error\":\"w\"", 1);
+    let f = file(text.as_bytes());
+    let p = Partial::open(f.path()).unwrap();
+    let read: Vec<Result<Entry, String>> = p.entries().unwrap().collect();
+    assert_eq!(read.len(), 3, "two entries, then what is wrong at the end: {read:?}");
+    assert!(read[0].is_ok() && read[1].is_ok());
+    let name = f.path().display();
+    assert_eq!(
+        read[2].as_ref().unwrap_err(),
+        &format!("`{name}` is damaged: its entries do not end where its end says (was it changed?)")
+    );
+    assert_eq!(
+        p.check().unwrap_err().to_string(),
+        "is damaged: its bytes are not the ones its shard wrote (its checksum differs: was it edited?)"
+    );
+    assert!(!p.verified.load(Ordering::Relaxed));
 }
 
 /// What is written reads back: the header, each entry in order with its position and missing
@@ -68,8 +110,9 @@ fn a_partial_reads_back_and_is_one_json_document() {
     );
 }
 
-/// A partial is read twice, checked then merged: a file put in its place, or written to,
-/// between the two is refused by name, not trusted on the first file's seal.
+/// A partial is opened (its header and end), then its entries read: a file put in its
+/// place, or written to, between the two is refused by name, not trusted on what was read
+/// of the first.
 #[test]
 fn a_partial_changed_between_its_two_reads_is_refused() {
     let bytes = written(|rec| rec.error(&Pos(1, 5), "h.jsonl:5: bad").unwrap());
