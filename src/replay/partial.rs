@@ -5,7 +5,7 @@
 //! it goes and `merge` reads each partial as a stream, however many jobs it lists:
 //!
 //! ```text
-//! {"partial":"retryctl","version":3,"retryctl":"…","shard":{"index":0,"count":4},"fingerprint":"…","run":{…},"entries":[
+//! {"partial":"retryctl","version":4,"retryctl":"…","shard":{"index":0,"count":4},"fingerprint":"…","run":{…},"entries":[
 //! {"at":[1,12],"job":{…}},
 //! {"at":[1,30],"n":201,"change":{"job":"…",…},"more":[…]},
 //! {"at":[1,40],"error":"…"}
@@ -61,7 +61,7 @@ pub mod counts;
 /// The version this build writes and reads; a partial of another one is refused. 3: a
 /// changed job is its record as `-o json` prints it, then the rest as an array
 /// ([`Recorder::change`]).
-pub const VERSION: u64 = 3;
+pub const VERSION: u64 = 4;
 
 /// How a partial begins: what tells one from any other JSON.
 const MAGIC: &str = "{\"partial\":\"retryctl\",\"version\":";
@@ -484,10 +484,19 @@ struct MoreOut<'a>(
     StepsOut<'a>,
 );
 
-/// A changed job's steps as a partial holds them: `[[[run, outcome, class, baseline,
-/// candidate], …], gap]`, arrays without names. The shards of a plan write the steps of up to
-/// 500 jobs per transition each, the most text a shard writes; named fields were half of it.
+/// A changed job's steps as a partial holds them: `[[[code, class], …], gap]`, each run as
+/// one number for its outcome and both sides' steps (`outcome × 36 + baseline × 6 +
+/// candidate`, by their places in `Outcome::ALL` and `Step::ALL`) and its failure class;
+/// a run's number is its place (after the gap, the gap's count added). The shards of a plan
+/// write the steps of up to 500 jobs per transition each, the most a shard writes, and
+/// N shards N times as many: the names of outcomes and steps, written and escaped for every
+/// run, were most of what sixteen shards paid more than four.
 struct StepsOut<'a>(&'a Option<Box<Steps>>);
+
+/// The places of an outcome and a step in `Outcome::ALL` and `Step::ALL`.
+fn place<T: PartialEq>(all: &[T], x: &T) -> usize {
+    all.iter().position(|a| a == x).unwrap_or(0)
+}
 
 impl Serialize for StepsOut<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -497,7 +506,10 @@ impl Serialize for StepsOut<'_> {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 let mut seq = s.serialize_seq(Some(self.0.len()))?;
                 for r in self.0 {
-                    seq.serialize_element(&(r.run, r.outcome, &r.class, r.baseline, r.candidate))?;
+                    let code = place(&Outcome::ALL, &r.outcome) * 36
+                        + place(&Step::ALL, &r.baseline) * 6
+                        + place(&Step::ALL, &r.candidate);
+                    seq.serialize_element(&(code, &r.class))?;
                 }
                 seq.end()
             }
@@ -510,27 +522,35 @@ impl Serialize for StepsOut<'_> {
 }
 
 /// [`StepsOut`] read back.
-type StepsIn = Option<(
-    Vec<(usize, Outcome, Option<FailureClass>, Step, Step)>,
-    Option<(usize, usize)>,
-)>;
+type StepsIn = Option<(Vec<(usize, Option<FailureClass>)>, Option<(usize, usize)>)>;
 
-fn steps_of(wire: StepsIn) -> Option<Box<Steps>> {
-    wire.map(|(runs, gap)| {
-        Box::new(Steps {
-            runs: runs
-                .into_iter()
-                .map(|(run, outcome, class, baseline, candidate)| RunStep {
-                    run,
-                    outcome,
-                    class,
-                    baseline,
-                    candidate,
-                })
-                .collect(),
-            gap,
+fn steps_of(wire: StepsIn) -> Result<Option<Box<Steps>>, String> {
+    let Some((runs, gap)) = wire else { return Ok(None) };
+    if gap.is_some_and(|(at, _)| at > runs.len()) {
+        return Err(format!("its steps' gap is after their {} runs", runs.len()));
+    }
+    let runs = runs
+        .into_iter()
+        .enumerate()
+        .map(|(i, (code, class))| {
+            let (o, b, c) = (code / 36, code / 6 % 6, code % 6);
+            let outcome = *Outcome::ALL
+                .get(o)
+                .ok_or_else(|| format!("a step's code `{code}` is not one a shard writes (0 to 143)"))?;
+            let run = match gap {
+                Some((at, skipped)) if i >= at => i + skipped,
+                _ => i,
+            };
+            Ok(RunStep {
+                run,
+                outcome,
+                class,
+                baseline: Step::ALL[b],
+                candidate: Step::ALL[c],
+            })
         })
-    })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(Some(Box::new(Steps { runs, gap })))
 }
 
 impl MoreOut<'_> {
@@ -635,7 +655,7 @@ fn changed(record: RecordIn, more: MoreIn) -> Result<Changed, String> {
         diff,
         class,
         depth,
-        steps: steps_of(steps),
+        steps: steps_of(steps)?,
     })
 }
 

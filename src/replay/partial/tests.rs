@@ -206,15 +206,15 @@ fn a_file_that_is_not_a_whole_partial_says_why() {
         "is not a retryctl partial result (one begins with `{\"partial\":\"retryctl\"`; `simulate … -o partial` writes them)"
     );
     assert_eq!(err(b""), err(b"{\"jobs\": []}\n"));
-    let newer = text.replacen("\"version\":3,", "\"version\":7,", 1);
+    let newer = text.replacen("\"version\":4,", "\"version\":7,", 1);
     assert_eq!(
         err(newer.as_bytes()),
-        "was written by a newer retryctl (partial version 7; this one reads version 3): merge with that retryctl"
+        "was written by a newer retryctl (partial version 7; this one reads version 4): merge with that retryctl"
     );
-    let older = text.replacen("\"version\":3,", "\"version\":2,", 1);
+    let older = text.replacen("\"version\":4,", "\"version\":3,", 1);
     assert_eq!(
         err(older.as_bytes()),
-        "was written by an older retryctl (partial version 2; this one reads version 3): run its shard again with this retryctl"
+        "was written by an older retryctl (partial version 3; this one reads version 4): run its shard again with this retryctl"
     );
     let cut = &whole[..whole.len() - 20];
     assert_eq!(
