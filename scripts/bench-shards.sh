@@ -15,11 +15,11 @@
 # changed job), and the partial of one shard of one (`--shard 0/1 -o partial`: the same work
 # unsplit). CPU is user + system from the kernel's accounting of each process, in
 # microseconds (GNU time prints hundredths: sixteen shards summed would carry +-0.16 s of
-# rounding); each figure is the median of ROUNDS runs. The bar's ratio is paired: each set
-# of shards is run between two runs of the single process's `-o json`, and divided by their
-# mean; the figure is the median of those ratios (this VM's CPU time drifts by a third
-# between minutes, which a ratio of medians taken minutes apart carries into the bar). The
-# merge's output is compared with the single process's, byte for byte.
+# rounding); each figure is the median of ROUNDS runs, and the single process's `-o json` is
+# run again after each set of shards (its median over all of them: this VM's CPU time for
+# one run varies by a third from one run to the next, so the bar's ratio of medians wants
+# ROUNDS=9 or more there). The merge's output is compared with the single process's, byte
+# for byte.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-1000000}"
@@ -56,14 +56,13 @@ for scale in ${SCALES:-1 3}; do
             cmd=("$bin" tune "${policies[@]}" "${baseline[@]}" --history "$file" "${sweep[@]}")
         fi
         ones=() jsons=() wholes=()
-        declare -A totals=() shard_cpus=() merges=() bytes=() paired=()
+        declare -A totals=() shard_cpus=() merges=() bytes=()
         for _ in $(seq "$rounds"); do
             read -r one_cpu one_wall one_rss < <(cpu "$dir/one.txt" "${cmd[@]}")
             read -r whole_cpu _ _ < <(cpu "$dir/whole.json" "${cmd[@]}" --shard 0/1 -o partial)
             read -r json_cpu _ _ < <(cpu "$dir/one.json" "${cmd[@]}" -o json)
             ones+=("$one_cpu") jsons+=("$json_cpu") wholes+=("$whole_cpu")
             for shards in "${ns[@]}"; do
-                before="$json_cpu"
                 sum=0 parts=()
                 for i in $(seq 0 $((shards - 1))); do
                     read -r c _ rss < <(cpu "$dir/$what-$i.json" "${cmd[@]}" --shard "$i/$shards" -o partial)
@@ -76,7 +75,6 @@ for scale in ${SCALES:-1 3}; do
                 totals[$shards]+="$(python3 -c "print(f'{$sum + $merge_cpu:.4f}')") "
                 read -r json_cpu _ _ < <(cpu "$dir/one.json" "${cmd[@]}" -o json)
                 jsons+=("$json_cpu")
-                paired[$shards]+="$(python3 -c "print(f'{($sum + $merge_cpu) / (($before + $json_cpu) / 2):.4f}')") "
                 bytes[$shards]=$(cat "${parts[@]}" | wc -c)
                 rm -f "${parts[@]}"
             done
@@ -88,12 +86,11 @@ for scale in ${SCALES:-1 3}; do
             bar=1.25
             [ "$shards" -le 4 ] && bar=1.15
             total=$(median "${totals[$shards]}" 3) sum=$(median "${shard_cpus[$shards]}" 3) merge=$(median "${merges[$shards]}" 3)
-            printf '      %2s shards: %ss CPU (shards %ss + merge %ss; partials %s KiB)   / -o json = %s paired (bar <= %s; each round: %s; medians: %s)   / table = %s   / one shard of 1 = %s   merge CPU per partial MiB = %s s\n' \
-                "$shards" "$total" "$sum" "$merge" "$((bytes[$shards] / 1024))" "$(median "${paired[$shards]}" 2)" "$bar" \
-                "$(python3 -c "import sys; print(' '.join(f'{float(x):.2f}' for x in sys.argv[1:]))" ${paired[$shards]})" "$(ratio "$total" "$json_cpu")" \
+            printf '      %2s shards: %ss CPU (shards %ss + merge %ss; partials %s KiB)   / -o json = %s (bar <= %s)   / table = %s   / one shard of 1 = %s   merge CPU per partial MiB = %s s\n' \
+                "$shards" "$total" "$sum" "$merge" "$((bytes[$shards] / 1024))" "$(ratio "$total" "$json_cpu")" "$bar" \
                 "$(ratio "$total" "$one_cpu")" "$(ratio "$total" "$whole_cpu")" \
                 "$(python3 -c "print(f'{$merge / max(${bytes[$shards]} / 1048576, 1e-9):.4f}')")"
         done
-        unset totals shard_cpus merges bytes paired
+        unset totals shard_cpus merges bytes
     done
 done
