@@ -29,10 +29,6 @@ pub struct Held {
 }
 
 impl Held {
-    pub fn new() -> io::Result<Held> {
-        Ok(Held::default())
-    }
-
     /// The bytes held so far to a temporary file, which takes the rest.
     fn spill(&mut self) -> io::Result<&mut BufWriter<File>> {
         let f = tempfile::tempfile().map_err(|e| {
@@ -120,7 +116,7 @@ mod tests {
     #[test]
     fn what_is_held_comes_out_whole() {
         for total in [0, 10, BLOCK + 3, IN_MEMORY + BLOCK / 2 + 7] {
-            let mut held = Held::new().unwrap();
+            let mut held = Held::default();
             let mut expected = Vec::with_capacity(total);
             let mut i = 0u32;
             while expected.len() < total {

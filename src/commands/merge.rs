@@ -498,6 +498,19 @@ fn add_totals<T: serde::de::DeserializeOwned>(
     }
 }
 
+/// [`add_totals`] of a replay's or a comparison's totals ([`Folded`]), which adding cannot
+/// refuse.
+fn add_folded(partials: &[Partial], mut add: impl FnMut(Folded, bool)) -> anyhow::Result<()> {
+    add_totals(
+        partials,
+        |_| Ok(()),
+        |t: Folded, used| {
+            add(t, used);
+            Ok(())
+        },
+    )
+}
+
 /// Whether an entry names a job (one shard's alone).
 fn holds_job(item: &Item) -> bool {
     match item {
@@ -865,7 +878,7 @@ fn merge_simulate(
         backtest_at: backtest_at(&partials[0], run.backtest_at.as_deref())?,
         shard: None,
     };
-    let mut held = Held::new()?;
+    let mut held = Held::default();
     // The replay's messages too, until every partial's seal is checked (at its last
     // entry): a damaged file's are not said.
     let mut said = Vec::new();
@@ -876,14 +889,7 @@ fn merge_simulate(
         // A sink that prints JSON records is handed the shards' records as they are.
         let records = sink.needs().change_json;
         let mut fold = CompareFold::new(&mut *sink, &run.given)?;
-        add_totals(
-            partials,
-            |_| Ok(()),
-            |t: Folded, used| {
-                fold.totals(t, used);
-                Ok(())
-            },
-        )?;
+        add_folded(partials, |t, used| fold.totals(t, used))?;
         for_each_entry(partials, records, |p, e| {
             Ok(match e.item {
                 Item::Change(ch) => {
@@ -906,14 +912,7 @@ fn merge_simulate(
         )
     } else {
         let mut fold = ReplayFold::new(&mut *sink, &run.given)?;
-        add_totals(
-            partials,
-            |_| Ok(()),
-            |t: Folded, used| {
-                fold.totals(t, used);
-                Ok(())
-            },
-        )?;
+        add_folded(partials, |t, used| fold.totals(t, used))?;
         for_each_entry(partials, false, |p, e| {
             Ok(match e.item {
                 Item::Job(report) => fold.job(*report, e.missing_queue)?,

@@ -176,7 +176,7 @@ impl Drive for Simulate<'_> {
         let Some(format) = Format::of(args.output) else {
             return write_partial(ctx, &run, sim, source, baseline, about, &options);
         };
-        let mut held = options.backtest_at.map(|_| Held::new()).transpose()?;
+        let mut held = options.backtest_at.map(|_| Held::default());
         let out: &mut dyn Write = match &mut held {
             Some(h) => h,
             None => &mut *ctx.out,

@@ -535,7 +535,7 @@ pub fn finish(
         categorized: run.categorized,
         shard,
     };
-    let mut held = Held::new()?;
+    let mut held = Held::default();
     view::write(format, &view, ctx.style, &mut held)?;
     held.release(&mut *ctx.out)?;
     Ok(if swept.errors > 0 {

@@ -60,7 +60,7 @@ pub mod counts;
 
 /// The version this build writes and reads; a partial of another one is refused. 3: a
 /// changed job is its record as `-o json` prints it, then the rest as an array
-/// ([`Recorder::change`]).
+/// ([`Recorder::change`]); 4: a step is one number and its class ([`StepsOut`]).
 pub const VERSION: u64 = 4;
 
 /// How a partial begins: what tells one from any other JSON.
@@ -527,7 +527,11 @@ type StepsIn = Option<(Vec<(usize, Option<FailureClass>)>, Option<(usize, usize)
 fn steps_of(wire: StepsIn) -> Result<Option<Box<Steps>>, String> {
     let Some((runs, gap)) = wire else { return Ok(None) };
     if gap.is_some_and(|(at, _)| at > runs.len()) {
-        return Err(format!("its steps' gap is after their {} runs", runs.len()));
+        return Err(format!(
+            "its steps' gap is at step {}, past their {} steps (expected one among them)",
+            gap.map_or(0, |(at, _)| at),
+            runs.len()
+        ));
     }
     let runs = runs
         .into_iter()
@@ -925,6 +929,26 @@ fn read_line<R: BufRead>(r: &mut R, buf: &mut Vec<u8>) -> Result<bool, String> {
     }
 }
 
+/// A partial's file opened, what it is, and its first line (the header), read: `Err` for
+/// what is not a regular file or does not begin as a partial.
+fn first_line(path: &Path) -> Result<(BufReader<File>, Identity, Vec<u8>), ReadError> {
+    // Looked at before it is opened: opening a named pipe waits for a writer.
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot be read: {}", crate::input::io_reason(&e)))?;
+    Identity::regular(&meta)?;
+    let file = open_file(path)?;
+    let identity = Identity::of(&file)?;
+    let mut r = BufReader::with_capacity(1 << 16, file);
+    // A file that does not begin as a partial is refused on its first bytes, not after a
+    // first line of up to 256 MiB.
+    let start = r.fill_buf().map_err(|e| crate::input::io_reason(&e))?;
+    if !MAGIC.as_bytes().starts_with(&start[..start.len().min(MAGIC.len())]) || start.is_empty() {
+        return Err(not_a_partial().into());
+    }
+    let mut line = Vec::new();
+    read_line(&mut r, &mut line)?;
+    Ok((r, identity, line))
+}
+
 impl Partial {
     /// Reads `path`'s header and its end (from the file's tail); `Err` says what is wrong
     /// with it (not a partial, a newer version, truncated, damaged). Its seal is checked as
@@ -932,20 +956,10 @@ impl Partial {
     /// a merge reads each partial once. A file that does not end as a partial written whole
     /// does is read through at once, for the words of what is wrong with it.
     pub fn open(path: &Path) -> Result<Partial, ReadError> {
-        let meta = std::fs::metadata(path).map_err(|e| format!("cannot be read: {}", crate::input::io_reason(&e)))?;
-        Identity::regular(&meta)?;
-        let file = open_file(path)?;
-        let identity = Identity::of(&file)?;
-        let mut r = BufReader::with_capacity(1 << 16, &file);
-        let start = r.fill_buf().map_err(|e| crate::input::io_reason(&e))?;
-        if !MAGIC.as_bytes().starts_with(&start[..start.len().min(MAGIC.len())]) || start.is_empty() {
-            return Err(not_a_partial().into());
-        }
-        let mut line = Vec::new();
-        read_line(&mut r, &mut line)?;
+        let (r, identity, line) = first_line(path)?;
         let header = header(&line)?;
         let entries_at = line.len() as u64;
-        let Some((end_at, line)) = tail_line(&file, identity.len, entries_at)? else {
+        let Some((end_at, line)) = tail_line(r.get_ref(), identity.len, entries_at)? else {
             return Partial::open_checked(path);
         };
         if !line.starts_with(END.as_bytes()) {
@@ -987,20 +1001,7 @@ impl Partial {
     /// checked against both.
     fn open_checked(path: &Path) -> Result<Partial, ReadError> {
         let name = path.display().to_string();
-        // Looked at before it is opened: opening a named pipe waits for a writer.
-        let meta = std::fs::metadata(path).map_err(|e| format!("cannot be read: {}", crate::input::io_reason(&e)))?;
-        Identity::regular(&meta)?;
-        let file = open_file(path)?;
-        let identity = Identity::of(&file)?;
-        let mut r = BufReader::with_capacity(1 << 16, file);
-        // A file that does not begin as a partial is refused on its first bytes, not after a
-        // first line of up to 256 MiB.
-        let start = r.fill_buf().map_err(|e| crate::input::io_reason(&e))?;
-        if !MAGIC.as_bytes().starts_with(&start[..start.len().min(MAGIC.len())]) || start.is_empty() {
-            return Err(not_a_partial().into());
-        }
-        let mut line = Vec::new();
-        read_line(&mut r, &mut line)?;
+        let (mut r, identity, mut line) = first_line(path)?;
         let header = header(&line)?;
         let mut seal = Seal::new();
         seal.update(&line);

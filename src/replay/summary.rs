@@ -189,18 +189,9 @@ impl Summary {
             };
             let i = match last {
                 Some((q, i)) if q == p => i,
-                _ => {
-                    let i = match self.by_policy.iter().position(|(name, _)| name == policy) {
-                        Some(i) => i,
-                        None => {
-                            self.by_policy.push((policy.clone(), RuleCounts::default()));
-                            self.by_policy.len() - 1
-                        }
-                    };
-                    last = Some((p, i));
-                    i
-                }
+                _ => self.policy_row(policy),
             };
+            last = Some((p, i));
             let counts = &mut self.by_policy[i].1;
             let counts = if retry {
                 &mut counts.retries
@@ -217,6 +208,17 @@ impl Summary {
         }
         if !report.contradictions.is_empty() {
             self.contradicted_jobs += 1;
+        }
+    }
+
+    /// The place of `policy`'s counts in `by_policy`, made when new.
+    fn policy_row(&mut self, policy: &str) -> usize {
+        match self.by_policy.iter().position(|(name, _)| name == policy) {
+            Some(i) => i,
+            None => {
+                self.by_policy.push((policy.to_string(), RuleCounts::default()));
+                self.by_policy.len() - 1
+            }
         }
     }
 

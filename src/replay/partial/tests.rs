@@ -423,3 +423,32 @@ fn a_record_whose_transition_disagrees_is_damaged() {
         "{err}"
     );
 }
+
+/// A step's number reads back as the outcome and sides it was made of; a number no shard
+/// writes, or a gap past the steps, is refused saying what was expected.
+#[test]
+fn a_step_reads_back_from_its_number_and_refuses_what_no_shard_writes() {
+    let steps = steps_of(Some((vec![(0, None), (36 + 6 + 3, None)], Some((1, 5)))))
+        .unwrap()
+        .unwrap();
+    let shown: Vec<_> = steps
+        .runs
+        .iter()
+        .map(|r| (r.run, r.outcome, r.baseline, r.candidate))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (0, Outcome::ALL[0], Step::ALL[0], Step::ALL[0]),
+            (6, Outcome::ALL[1], Step::ALL[1], Step::ALL[3]),
+        ]
+    );
+    assert_eq!(
+        steps_of(Some((vec![(144, None)], None))).unwrap_err(),
+        "a step's code `144` is not one a shard writes (0 to 143)"
+    );
+    assert_eq!(
+        steps_of(Some((vec![(0, None)], Some((2, 1))))).unwrap_err(),
+        "its steps' gap is at step 2, past their 1 steps (expected one among them)"
+    );
+}
