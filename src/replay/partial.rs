@@ -5,9 +5,10 @@
 //! it goes and `merge` reads each partial as a stream, however many jobs it lists:
 //!
 //! ```text
-//! {"partial":"retryctl","version":4,"retryctl":"…","shard":{"index":0,"count":4},"fingerprint":"…","run":{…},"entries":[
+//! {"partial":"retryctl","version":5,"retryctl":"…","shard":{"index":0,"count":4},"fingerprint":"…","run":{…},"entries":[
 //! {"at":[1,12],"job":{…}},
 //! {"at":[1,30],"n":201,"change":{"job":"…",…},"more":[…]},
+//! {"at":[1,35],"n":198,"change":{"job":"…",…}},
 //! {"at":[1,40],"error":"…"}
 //! ],"end":{"entries":2,"source":"…","totals":{…}},"xxh3":"…"}
 //! ```
@@ -60,8 +61,10 @@ pub mod counts;
 
 /// The version this build writes and reads; a partial of another one is refused. 3: a
 /// changed job is its record as `-o json` prints it, then the rest as an array
-/// ([`Recorder::change`]); 4: a step is one number and its class ([`StepsOut`]).
-pub const VERSION: u64 = 4;
+/// ([`Recorder::change`]); 4: a step is one number and its class ([`StepsOut`]); 5: a
+/// changed job with no side Pending past the first of its transition that keep their steps
+/// has no rest.
+pub const VERSION: u64 = 5;
 
 /// How a partial begins: what tells one from any other JSON.
 const MAGIC: &str = "{\"partial\":\"retryctl\",\"version\":";
@@ -358,10 +361,15 @@ impl<'a> Recorder<'a> {
     /// known only at the merge), so that a merge printing JSON copies it as it is, without
     /// reading it into a job and writing it out again (a plan's merge was mostly that).
     /// `more` holds the rest: `[runsLeft, compute]` of each side, resources, class, depth,
-    /// steps ([`MoreOut`]).
+    /// steps ([`MoreOut`]). Only a job whose estimate is made at the merge (a side Pending)
+    /// and one that keeps its steps have it: of the others, every output prints the record
+    /// alone (the rest is in the shard's totals already), and the HTML report, the one output
+    /// that prints a job's class, lists only jobs that keep their steps. Most changed jobs of
+    /// a large history are neither, and the rest was a quarter of a partial's bytes.
     pub fn change(&mut self, at: &Pos, mut c: Changed, f: Option<Fallback>) -> io::Result<()> {
         let group = group(c.diff.transition());
-        if self.with_steps[group] < self.steps_per_group {
+        let kept = self.with_steps[group] < self.steps_per_group;
+        if kept {
             self.with_steps[group] += 1;
             if self.with_steps[group] == self.steps_per_group {
                 // Entries come in the source's order: no job after this one keeps steps.
@@ -396,8 +404,10 @@ impl<'a> Recorder<'a> {
             }
             buf.extend_from_slice(b",\"change\":");
             buf.extend_from_slice(&record);
-            buf.extend_from_slice(b",\"more\":");
-            serde_json::to_writer(&mut *buf, &MoreOut::of(&c)).map_err(io::Error::other)?;
+            if kept || !last {
+                buf.extend_from_slice(b",\"more\":");
+                serde_json::to_writer(&mut *buf, &MoreOut::of(&c)).map_err(io::Error::other)?;
+            }
             buf.push(b'}');
             Ok(())
         });
@@ -634,9 +644,13 @@ impl SideIn {
     }
 }
 
-/// A changed job from its record and its rest.
-fn changed(record: RecordIn, more: MoreIn) -> Result<Changed, String> {
-    let MoreIn(b_left, b_compute, c_left, c_compute, resources, class, depth, steps) = more;
+/// A changed job from its record and its rest. Without a rest (a final record past the jobs
+/// that keep their steps: [`Recorder::change`]), what only the shard's totals and the
+/// estimates read (each side's run time and runs left, the job's resources, class and depth)
+/// is zero or none: no output prints it for such a job.
+fn changed(record: RecordIn, more: Option<MoreIn>) -> Result<Changed, String> {
+    let MoreIn(b_left, b_compute, c_left, c_compute, resources, class, depth, steps) =
+        more.unwrap_or(MoreIn(0, 0, 0, 0, None, None, 0, None));
     let diff = JobDiff {
         job: record.job,
         baseline: record.baseline.side("baseline", b_left, b_compute)?,
@@ -728,7 +742,8 @@ impl Record {
     }
 }
 
-/// `{"at":[A,B],"n":LEN,"change":` then LEN bytes of a record then `,"more":`: where the
+/// `{"at":[A,B],"n":LEN,"change":` then LEN bytes of a record then `,"more":` or the
+/// entry's end: where the
 /// record is. `None` for any other entry (or one whose bytes do not hold that shape).
 fn final_record(json: &[u8]) -> Option<std::ops::Range<usize>> {
     let (_, rest) = at_prefix(json)?;
@@ -738,7 +753,11 @@ fn final_record(json: &[u8]) -> Option<std::ops::Range<usize>> {
     let rest = rest.strip_prefix(b",\"change\":")?;
     let start = json.len() - rest.len();
     let record = rest.get(..len)?;
-    if !(record.starts_with(b"{\"job\":") && record.ends_with(b"}") && rest[len..].starts_with(b",\"more\":")) {
+    let after = &rest[len..];
+    if !(record.starts_with(b"{\"job\":")
+        && record.ends_with(b"}")
+        && (after == b"}" || after.starts_with(b",\"more\":")))
+    {
         return None;
     }
     Some(start..start + len)
@@ -757,7 +776,9 @@ impl TryFrom<EntryIn> for Entry {
 
     fn try_from(e: EntryIn) -> Result<Entry, String> {
         let change = match (e.change, e.more) {
-            (Some(record), Some(more)) => Some(Box::new(changed(*record, *more)?)),
+            (Some(record), more) if more.is_some() || e.n.is_some() => {
+                Some(Box::new(changed(*record, more.map(|m| *m))?))
+            }
             (None, None) => None,
             _ => return Err("a changed job must have its `change` and its `more`".into()),
         };

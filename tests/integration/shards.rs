@@ -259,11 +259,13 @@ fn a_tune_sweep_merges_to_one_process() {
 }
 
 /// More changed jobs of a transition than the HTML report lists (500 each): a partial keeps
-/// the steps of only its shard's first 500 of each, and the merged report still has every
-/// timeline it prints, in the same bytes.
+/// the steps of only its shard's first 500 of each, and the rest of a job with no side
+/// Pending past them not at all; the merged report still has every timeline and class it
+/// prints, in the same bytes, and every other output every job (Pending jobs first: the
+/// jobs after them are held back with them until the estimates are made).
 #[test]
 fn a_report_past_its_row_cap_merges_to_one_process() {
-    let mut h = String::new();
+    let mut h = history();
     for i in 0..1_300 {
         // Rescued: no rule for a CUDA error in the old policy; lost: the new fails exit 2.
         let line = if i % 2 == 0 {
@@ -279,12 +281,19 @@ fn a_report_past_its_row_cap_merges_to_one_process() {
     // three and seven do not.
     for n in [1, 3, 7] {
         let partials = shards(dir.path(), &format!("cap{n}"), &PLAN, n);
+        for format in SIMULATE_FORMATS {
+            same(dir.path(), &PLAN, &partials, format);
+        }
         let whole = same(dir.path(), &PLAN, &partials, "html");
         let page = String::from_utf8(whole.stdout).unwrap();
-        // 650 rescued: the first 500 (c0, c2, …, c998) listed, the rest counted.
-        assert!(page.contains("c998"));
-        assert!(!page.contains("c1000"));
+        // 650 rescued and more: the first 500 listed, the rest counted.
+        assert!(page.contains("<code>c0</code>"));
+        assert!(!page.contains("<code>c1298</code>"));
     }
+    // Past its first 500 rescued, a shard's rescued jobs are their records alone.
+    let one = fs::read_to_string(dir.path().join("cap1-0.json")).unwrap();
+    let last = one.lines().find(|l| l.contains("\"job\":\"c1298\"")).unwrap();
+    assert!(last.starts_with("{\"at\":") && !last.contains("\"more\""), "{last}");
 }
 
 /// From stdin, each shard reads the whole history through a pipe that the writer fills in
@@ -820,7 +829,7 @@ fn merge_refuses_what_is_not_one_whole_run() {
     fs::write(d.join("cut.json"), &text[..text.len() / 2]).unwrap();
     fs::write(
         d.join("newer.json"),
-        text.replacen("\"version\":4,", "\"version\":5,", 1),
+        text.replacen("\"version\":5,", "\"version\":6,", 1),
     )
     .unwrap();
     let entries = text.lines().count() - 2;
@@ -829,7 +838,7 @@ fn merge_refuses_what_is_not_one_whole_run() {
         &format!(
             "error: `plan.json` is not a retryctl partial result (one begins with `{{\"partial\":\"retryctl\"`; `simulate … -o partial` writes them)\n\
              error: `cut.json` is truncated: it ends after {} entries without its end (was its shard cut short?)\n\
-             error: `newer.json` was written by a newer retryctl (partial version 5; this one reads version 4): merge with that retryctl\n\
+             error: `newer.json` was written by a newer retryctl (partial version 6; this one reads version 5): merge with that retryctl\n\
              error: cannot merge: 3 problems above (nothing was printed)\n",
             text[..text.len() / 2].matches('\n').count() - 1
         ),

@@ -206,15 +206,15 @@ fn a_file_that_is_not_a_whole_partial_says_why() {
         "is not a retryctl partial result (one begins with `{\"partial\":\"retryctl\"`; `simulate … -o partial` writes them)"
     );
     assert_eq!(err(b""), err(b"{\"jobs\": []}\n"));
-    let newer = text.replacen("\"version\":4,", "\"version\":7,", 1);
+    let newer = text.replacen("\"version\":5,", "\"version\":7,", 1);
     assert_eq!(
         err(newer.as_bytes()),
-        "was written by a newer retryctl (partial version 7; this one reads version 4): merge with that retryctl"
+        "was written by a newer retryctl (partial version 7; this one reads version 5): merge with that retryctl"
     );
-    let older = text.replacen("\"version\":4,", "\"version\":3,", 1);
+    let older = text.replacen("\"version\":5,", "\"version\":4,", 1);
     assert_eq!(
         err(older.as_bytes()),
-        "was written by an older retryctl (partial version 3; this one reads version 4): run its shard again with this retryctl"
+        "was written by an older retryctl (partial version 4; this one reads version 5): run its shard again with this retryctl"
     );
     let cut = &whole[..whole.len() - 20];
     assert_eq!(
@@ -329,6 +329,74 @@ fn the_steps_cut_is_the_last_job_of_a_transition_that_keeps_its_steps() {
         })
         .collect();
     assert_eq!(kept, [true, true, false]);
+}
+
+/// Past the jobs of its transition that keep their steps, a changed job with no side Pending
+/// is its record alone (no output prints the rest of such a job); a Pending one keeps its
+/// rest wherever it is (the merge estimates it). Read back, the record's fields are the job's
+/// and the rest is none; an entry with neither a length nor a rest is refused.
+#[test]
+fn a_final_record_past_the_kept_steps_has_no_rest() {
+    let mut first = changed("a", Final::Succeeded);
+    first.class = Some(FailureClass::Exit(137));
+    first.diff.candidate.compute = GoDuration(7_000_000_000);
+    let mut second = first.clone();
+    second.diff.job = "b".into();
+    second.steps = None;
+    let mut pending = changed("c", Final::Pending);
+    pending.diff.candidate.runs_left = 4;
+    pending.class = Some(FailureClass::Exit(1));
+    pending.depth = 2;
+    let mut out = Vec::new();
+    let mut rec = Recorder::new(
+        &mut out,
+        &header(Shard { index: 0, count: 1 }),
+        |f| f.name.clone(),
+        crate::output::simulate::render_change,
+    )
+    .unwrap();
+    rec.keep_steps(1);
+    rec.change(&Pos(1, 1), first.clone(), None).unwrap();
+    rec.change(&Pos(1, 2), second.clone(), None).unwrap();
+    rec.change(&Pos(1, 3), pending.clone(), None).unwrap();
+    rec.end(None, serde_json::json!({}), None).unwrap();
+    let text = String::from_utf8(out.clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[1].contains(",\"more\":"), "{}", lines[1]);
+    assert!(!lines[2].contains("more"), "{}", lines[2]);
+    assert!(lines[2].ends_with("\"computeRemoved\":\"0s\"}},"), "{}", lines[2]);
+    assert!(lines[3].contains(",\"more\":"), "{}", lines[3]);
+    let (_, entries) = read(&out).unwrap();
+    let back: Vec<Changed> = entries
+        .into_iter()
+        .map(|e| match e.item {
+            Item::Change(c) => *c,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let mut bare = second.clone();
+    bare.class = None;
+    bare.depth = 0;
+    bare.diff.candidate.compute = GoDuration(0);
+    assert_eq!(back, [first, bare.clone(), pending]);
+    // A merge printing JSON copies its record as it is.
+    let entry = lines[2].trim_end_matches(',').as_bytes().to_vec();
+    match decode_for_records("p.json", Pos(1, 2), 2, entry).unwrap().item {
+        Item::Record(r) => {
+            assert!(r.json().starts_with(b"{\"job\":\"b\""));
+            assert_eq!(r.changed("p.json").unwrap(), bare);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Without its length, a record is not final: its rest must be there.
+    let entry = lines[2].trim_end_matches(',');
+    let (head, tail) = entry.split_once(",\"n\":").unwrap();
+    let no_length = format!("{head}{}", &tail[tail.find(',').unwrap()..]);
+    assert!(no_length.starts_with("{\"at\":[1,2],\"change\":"), "{no_length}");
+    assert_eq!(
+        decode_entry("p.json", 2, no_length.as_bytes()).unwrap_err(),
+        "`p.json` is damaged: entry 2: a changed job must have its `change` and its `more`"
+    );
 }
 
 /// A changed job is its `-o json` record, then the rest: read back whole, it is the job the
