@@ -14,7 +14,8 @@ use crate::output::Style;
 pub struct Context<'a> {
     pub global: crate::cli::GlobalArgs,
     pub style: Style,
-    /// Data (stdout).
+    /// Data: the process's stdout (only `main` makes a context), which `merge` may write to
+    /// as a file (`commands::held`).
     pub out: &'a mut dyn Write,
     /// Everything else (stderr).
     pub err: &'a mut dyn Write,

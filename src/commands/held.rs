@@ -3,9 +3,12 @@
 //! time that leaves one side without trials), which is a usage error with nothing on
 //! stdout; `merge` finds a damaged partial only when it reads it. The output is kept in
 //! memory up to [`IN_MEMORY`] bytes, then in an anonymous temporary file (memory stays flat
-//! whatever its size), and is copied to stdout once the command succeeds.
+//! whatever its size), and is copied to stdout once the command succeeds. `merge`'s output
+//! goes straight to stdout instead when stdout is a regular file written at its end (and not
+//! the file stderr writes to): a refusal cuts the file back to the length it had, so that it
+//! ends as it did, as if nothing was printed ([`Held::for_stdout`]).
 //!
-//! Owns: those bytes. Must not: render or decide anything.
+//! Owns: those bytes, and cutting stdout's file back. Must not: render or decide anything.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
@@ -20,15 +23,47 @@ pub const IN_MEMORY: usize = 64 << 20;
 const BLOCK: usize = 1 << 20;
 
 /// Bytes written now, in memory or to a temporary file, copied to the real output by
-/// [`Held::release`].
+/// [`Held::release`]; or written to stdout's file at once, cut back unless released.
 #[derive(Default)]
 pub struct Held {
     blocks: Vec<Vec<u8>>,
     held: usize,
     file: Option<BufWriter<File>>,
+    direct: Option<Direct>,
+}
+
+/// Stdout's file, written as the output comes, and its length before.
+struct Direct {
+    out: BufWriter<File>,
+    start: u64,
 }
 
 impl Held {
+    /// Where `merge` holds its output. When stdout is a regular file written at its end, and
+    /// not stderr's file, the output is written to it as it comes, and cut back off it unless
+    /// the command succeeds ([`Held::release`]; dropped otherwise): a million runs' merge held
+    /// 28 MiB in memory, and the pages it took were a third of the merge's CPU. Anywhere
+    /// else (a pipe, a terminal, a file written in the middle), as [`Held::default`]. `out`
+    /// is the process's stdout (the command's `Context::out`): flushed first, so that what
+    /// it holds comes before.
+    pub fn for_stdout(out: &mut dyn Write) -> io::Result<Held> {
+        out.flush()?;
+        Ok(match stdout_file() {
+            Some((file, start)) => Held::into_file(file, start),
+            None => Held::default(),
+        })
+    }
+
+    /// Written to `file` at once, from `start` (its length), and cut back unless released.
+    fn into_file(file: File, start: u64) -> Held {
+        let mut held = Held::default();
+        held.direct = Some(Direct {
+            out: BufWriter::with_capacity(256 * 1024, file),
+            start,
+        });
+        held
+    }
+
     /// The bytes held so far to a temporary file, which takes the rest.
     fn spill(&mut self) -> io::Result<&mut BufWriter<File>> {
         let f = tempfile::tempfile().map_err(|e| {
@@ -48,8 +83,17 @@ impl Held {
     }
 
     /// Copies everything written to `out`. A closed `out` (`| head`) is not an error.
-    pub fn release(self, out: &mut dyn Write) -> io::Result<()> {
-        let copied = match self.file {
+    pub fn release(mut self, out: &mut dyn Write) -> io::Result<()> {
+        if let Some(mut direct) = self.direct.take() {
+            // Written already: only the buffer's last bytes are left; if they cannot be,
+            // the file is cut back as for a refusal.
+            let flushed = direct.out.flush();
+            if flushed.is_err() {
+                direct.cut_back();
+            }
+            return flushed;
+        }
+        let copied = match self.file.take() {
             None => self.blocks.iter().try_for_each(|b| out.write_all(b)),
             Some(file) => {
                 let mut file = file.into_inner().map_err(|e| e.into_error())?;
@@ -77,8 +121,62 @@ impl Held {
     }
 }
 
+impl Direct {
+    /// The file back to the length it had, its offset there: what was written is gone.
+    fn cut_back(self) {
+        // Written bytes are dropped with the buffer, not flushed.
+        let (file, _) = self.out.into_parts();
+        if file
+            .set_len(self.start)
+            .and_then(|()| (&file).seek(SeekFrom::Start(self.start)))
+            .is_err()
+        {
+            eprintln!(
+                "error: the output written so far could not be taken back off stdout's file: it ends past its first {} bytes with some of an output that is not to be trusted",
+                self.start
+            );
+        }
+    }
+}
+
+impl Drop for Held {
+    /// Not released: the command failed, and nothing it wrote to stdout's file stays.
+    fn drop(&mut self) {
+        if let Some(direct) = self.direct.take() {
+            direct.cut_back();
+        }
+    }
+}
+
+/// Stdout as a file, and where it is written, when it is a regular file written at its end
+/// and not the file stderr writes to (whose messages would be cut back with the output).
+#[cfg(unix)]
+fn stdout_file() -> Option<(File, u64)> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    // Duplicates share the file and its offset with descriptors 1 and 2.
+    let out = File::from(io::stdout().as_fd().try_clone_to_owned().ok()?);
+    let meta = out.metadata().ok()?;
+    let err = File::from(io::stderr().as_fd().try_clone_to_owned().ok()?)
+        .metadata()
+        .ok()?;
+    if !meta.is_file() || (err.dev(), err.ino()) == (meta.dev(), meta.ino()) {
+        return None;
+    }
+    let at = (&out).stream_position().ok()?;
+    (at == meta.len()).then_some((out, at))
+}
+
+#[cfg(not(unix))]
+fn stdout_file() -> Option<(File, u64)> {
+    None
+}
+
 impl Write for Held {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if let Some(direct) = &mut self.direct {
+            return direct.out.write(buf);
+        }
         if let Some(file) = &mut self.file {
             return file.write(buf);
         }
@@ -100,6 +198,9 @@ impl Write for Held {
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        if let Some(direct) = &mut self.direct {
+            return direct.out.flush();
+        }
         match &mut self.file {
             Some(file) => file.flush(),
             None => Ok(()),
@@ -130,6 +231,38 @@ mod tests {
             let mut out = Vec::new();
             held.release(&mut out).unwrap();
             assert!(out == expected, "{total} bytes held, {} released", out.len());
+        }
+    }
+
+    /// Written into a file at once: released, the file holds what it held and then the
+    /// output; dropped (the command failed), what it held alone, its offset at its end.
+    #[test]
+    fn a_file_written_at_once_is_cut_back_unless_released() {
+        let output: Vec<u8> = (0..3 * BLOCK).map(|i| (i % 251) as u8).collect();
+        for release in [true, false] {
+            let mut file = tempfile::tempfile().unwrap();
+            file.write_all(b"kept\n").unwrap();
+            let mut held = Held::into_file(file.try_clone().unwrap(), 5);
+            held.write_all(&output).unwrap();
+            held.flush().unwrap();
+            assert_eq!(file.metadata().unwrap().len(), 5 + output.len() as u64);
+            let mut elsewhere = Vec::new();
+            if release {
+                held.release(&mut elsewhere).unwrap();
+            } else {
+                drop(held);
+            }
+            assert!(elsewhere.is_empty());
+            file.write_all(b"after\n").unwrap();
+            let mut back = Vec::new();
+            file.seek(SeekFrom::Start(0)).unwrap();
+            file.read_to_end(&mut back).unwrap();
+            let mut want = b"kept\n".to_vec();
+            if release {
+                want.extend_from_slice(&output);
+            }
+            want.extend_from_slice(b"after\n");
+            assert!(back == want, "released: {release}, {} bytes", back.len());
         }
     }
 }

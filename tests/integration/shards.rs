@@ -783,6 +783,84 @@ fn merge_refuses_a_pipe() {
     );
 }
 
+/// `merge ARGS` in `dir` with stdout a regular file that holds `before` and is written at
+/// its end, and stderr a pipe (`merge … >> FILE` after `before` was written there): its exit
+/// status, its stderr and the file's bytes after.
+fn merge_into_a_file(dir: &Path, args: &[&str], before: &str) -> (Option<i32>, String, String) {
+    use std::io::{Seek, SeekFrom};
+    let path = dir.join("merged.txt");
+    fs::write(&path, before).unwrap();
+    let mut file = fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.seek(SeekFrom::End(0)).unwrap();
+    let home = temp_home();
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("retryctl"))
+        .current_dir(dir)
+        .env_clear()
+        .env("HOME", home.path())
+        .env("NO_COLOR", "1")
+        .args(["merge"].iter().chain(args))
+        .stdout(file)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), stderr, fs::read_to_string(&path).unwrap())
+}
+
+/// Into a regular file, merge writes its output as it comes (it holds it back otherwise,
+/// until every partial is checked); a partial found damaged at its end then leaves the file
+/// as it was before the merge, bytes for bytes: the same "nothing was printed".
+#[test]
+fn a_merge_into_a_file_leaves_it_as_it_was_when_refused() {
+    // Enough changed jobs that most of the output is written to the file before the last
+    // shard's end is read (more than the 256 KiB merge buffers).
+    let mut h = history();
+    for i in 0..3_000 {
+        h.push_str(&job(&format!("c{i}"), &[CUDA, OK]));
+        h.push('\n');
+    }
+    let dir = what_if(&h);
+    let d = dir.path();
+    let p = shards(d, "p", &PLAN, 3);
+    let whole = run(d, &PLAN.iter().copied().chain(["-o", "json"]).collect::<Vec<_>>());
+    assert!(whole.stdout.len() > 512 << 10, "{} bytes", whole.stdout.len());
+    let args = |last: &str| {
+        vec![p[0].as_str(), p[1].as_str(), last, "-o", "json"]
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let (code, stderr, file) =
+        merge_into_a_file(d, &args(&p[2]).iter().map(String::as_str).collect::<Vec<_>>(), "kept\n");
+    assert_eq!((code, stderr.as_bytes()), (Some(0), &whole.stderr[..]));
+    assert!(
+        file == format!("kept\n{}", String::from_utf8_lossy(&whole.stdout)),
+        "the file after the merge"
+    );
+    // The last shard's last entry edited, not sealed again: found once merge has written
+    // all but the end of the output.
+    let text = fs::read_to_string(d.join(&p[2])).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let last = lines.len() - 2;
+    let edited = lines[last].replacen("\"job\":\"", "\"job\":\"z", 1);
+    assert_ne!(edited, lines[last]);
+    lines[last] = &edited;
+    fs::write(d.join("edited.json"), lines.join("\n") + "\n").unwrap();
+    let refused = merge_into_a_file(
+        d,
+        &args("edited.json").iter().map(String::as_str).collect::<Vec<_>>(),
+        "kept\n",
+    );
+    assert_eq!(
+        refused,
+        (
+            Some(3),
+            "error: `edited.json` is damaged: its bytes are not the ones its shard wrote (its checksum differs: was it edited?)\nerror: cannot merge: 1 problem above (nothing was printed)\n".to_string(),
+            "kept\n".to_string()
+        )
+    );
+}
+
 /// Every refusal, each file named with what is wrong, nothing on stdout, exit 3.
 #[test]
 fn merge_refuses_what_is_not_one_whole_run() {
