@@ -15,17 +15,8 @@ import statistics
 import sys
 import tempfile
 
-
-def cpu(cmd, out):
-    o = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    e = os.open(os.devnull, os.O_WRONLY)
-    pid = os.posix_spawnp(cmd[0], cmd, os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, o, 1), (os.POSIX_SPAWN_DUP2, e, 2)])
-    _, status, r = os.wait4(pid, 0)
-    os.close(o)
-    os.close(e)
-    if status != 0:
-        sys.exit(f"`{' '.join(cmd)}` failed (status {status})")
-    return r.ru_utime + r.ru_stime, r.ru_utime, r.ru_stime
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cputime import cpu  # noqa: E402
 
 
 def main():

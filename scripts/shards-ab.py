@@ -22,24 +22,15 @@ import statistics
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cputime import cpu  # noqa: E402
+
 POLICIES = [
     "-f", "testdata/policies/valid/infra.yaml",
     "-f", "testdata/policies/valid/ml-training-oom.yaml",
     "-f", "testdata/policies/valid/ml-queue.yaml",
     "--baseline", "testdata/policies/valid/infra.yaml",
 ]
-
-
-def cpu(cmd, out):
-    o = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    e = os.open(os.devnull, os.O_WRONLY)
-    pid = os.posix_spawnp(cmd[0], cmd, os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, o, 1), (os.POSIX_SPAWN_DUP2, e, 2)])
-    _, status, r = os.wait4(pid, 0)
-    os.close(o)
-    os.close(e)
-    if status != 0:
-        sys.exit(f"`{' '.join(cmd)}` failed (status {status})")
-    return r.ru_utime + r.ru_stime
 
 
 def main():
@@ -50,13 +41,13 @@ def main():
     plan = [*POLICIES, "--history", history]
 
     def one(name, binary):
-        return cpu([binary, "simulate", *plan, "-o", "json"], f"{scratch}/{name}-one.json"), 0.0
+        return cpu([binary, "simulate", *plan, "-o", "json"], f"{scratch}/{name}-one.json")[0], 0.0
 
     def shards(name, binary, n):
         parts = [f"{scratch}/{name}-{n}-{i}.json" for i in range(n)]
-        total = sum(cpu([binary, "simulate", *plan, "--shard", f"{i}/{n}", "-o", "partial"], p) for i, p in enumerate(parts))
+        total = sum(cpu([binary, "simulate", *plan, "--shard", f"{i}/{n}", "-o", "partial"], p)[0] for i, p in enumerate(parts))
         merged = f"{scratch}/{name}-{n}-merged.json"
-        merge = cpu([binary, "merge", *parts, "-o", "json"], merged)
+        merge = cpu([binary, "merge", *parts, "-o", "json"], merged)[0]
         if not filecmp.cmp(merged, f"{scratch}/{name}-one.json", shallow=False):
             sys.exit(f"{name}: the merge of {n} shards differs from one process's -o json")
         return total + merge, merge

@@ -295,19 +295,24 @@ fn changed(job: &str, to: Final) -> Changed {
     }
 }
 
+/// The recorder of the only shard of a run, writing into `out`.
+fn one_shard(out: &mut Vec<u8>) -> Recorder<'_> {
+    Recorder::new(
+        out,
+        &header(Shard { index: 0, count: 1 }),
+        |f| f.name.clone(),
+        crate::output::simulate::render_change,
+    )
+    .unwrap()
+}
+
 /// The recorder keeps the steps of each transition's first `n` changed jobs, and tells the
 /// workers where that ends once it knows: from the `n`-th kept one of that transition on,
 /// a later job of it builds none; other transitions are not cut until they fill up too.
 #[test]
 fn the_steps_cut_is_the_last_job_of_a_transition_that_keeps_its_steps() {
     let mut out = Vec::new();
-    let mut rec = Recorder::new(
-        &mut out,
-        &header(Shard { index: 0, count: 1 }),
-        |f| f.name.clone(),
-        crate::output::simulate::render_change,
-    )
-    .unwrap();
+    let mut rec = one_shard(&mut out);
     rec.keep_steps(2);
     let cut = rec.steps_cut();
     let rescued = Some(Transition::Rescued);
@@ -348,13 +353,7 @@ fn a_final_record_past_the_kept_steps_has_no_rest() {
     pending.class = Some(FailureClass::Exit(1));
     pending.depth = 2;
     let mut out = Vec::new();
-    let mut rec = Recorder::new(
-        &mut out,
-        &header(Shard { index: 0, count: 1 }),
-        |f| f.name.clone(),
-        crate::output::simulate::render_change,
-    )
-    .unwrap();
+    let mut rec = one_shard(&mut out);
     rec.keep_steps(1);
     rec.change(&Pos(1, 1), first.clone(), None).unwrap();
     rec.change(&Pos(1, 2), second.clone(), None).unwrap();
