@@ -171,7 +171,7 @@ where
     // The results' vectors, emptied by the emitting thread and handed back to the workers:
     // a unit's results (a few hundred bytes a job) in a vector new each time landed on pages
     // the process had never touched, most of a small shard's page faults.
-    let spare: Mutex<Vec<Vec<(Pos, Processed<T>)>>> = Mutex::default();
+    let spare: Mutex<Vec<Results<T>>> = Mutex::default();
     std::thread::scope(|scope| {
         // Moved in: the workers stop when the reader drops `unit_tx`.
         scope.spawn(move || read_units(source, &unit_tx, &token_rx));
@@ -241,8 +241,11 @@ where
     })
 }
 
+/// A unit's results, each with its position in the source.
+type Results<T> = Vec<(Pos, Processed<T>)>;
+
 /// A worker's numbered results, its unit's accumulator, and the progress at that unit.
-type Done<T, A> = (usize, Vec<(Pos, Processed<T>)>, A, Progress);
+type Done<T, A> = (usize, Results<T>, A, Progress);
 
 /// Tells the emitting thread that its worker is unwinding: otherwise it would wait for the
 /// lost unit forever, and the reader for a token it never gets back.
