@@ -295,6 +295,18 @@ fn changed(job: &str, to: Final) -> Changed {
     }
 }
 
+/// The changed jobs a partial's bytes list, read back.
+fn changes(bytes: &[u8]) -> Vec<Changed> {
+    let (_, entries) = read(bytes).unwrap();
+    entries
+        .into_iter()
+        .map(|e| match e.item {
+            Item::Change(c) => *c,
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
 /// The recorder of the only shard of a run, writing into `out`.
 fn one_shard(out: &mut Vec<u8>) -> Recorder<'_> {
     Recorder::new(
@@ -365,14 +377,7 @@ fn a_final_record_past_the_kept_steps_has_no_rest() {
     assert!(!lines[2].contains("more"), "{}", lines[2]);
     assert!(lines[2].ends_with("\"computeRemoved\":\"0s\"}},"), "{}", lines[2]);
     assert!(lines[3].contains(",\"more\":"), "{}", lines[3]);
-    let (_, entries) = read(&out).unwrap();
-    let back: Vec<Changed> = entries
-        .into_iter()
-        .map(|e| match e.item {
-            Item::Change(c) => *c,
-            other => panic!("{other:?}"),
-        })
-        .collect();
+    let back = changes(&out);
     let mut bare = second.clone();
     bare.class = None;
     bare.depth = 0;
@@ -432,14 +437,7 @@ fn a_changed_job_is_its_json_record_and_reads_back_whole() {
         rec.change(&Pos(1, 3), pending.clone(), Some(Fallback::Missing("q".into())))
             .unwrap();
     });
-    let (_, entries) = read(&bytes).unwrap();
-    let back: Vec<Changed> = entries
-        .into_iter()
-        .map(|e| match e.item {
-            Item::Change(c) => *c,
-            other => panic!("{other:?}"),
-        })
-        .collect();
+    let back = changes(&bytes);
     assert_eq!(back, [done.clone(), pending.clone()]);
     // The first as a JSON merge reads it: its record, as `-o json` prints the job.
     let text = String::from_utf8(bytes).unwrap();
