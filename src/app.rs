@@ -14,9 +14,11 @@ use crate::output::Style;
 pub struct Context<'a> {
     pub global: crate::cli::GlobalArgs,
     pub style: Style,
-    /// Data: the process's stdout (only `main` makes a context), which `merge` may write to
-    /// as a file (`commands::held`).
+    /// Data: stdout, or the file `--output-file` names (`commands::output_file`).
     pub out: &'a mut dyn Write,
+    /// `out` is the process's stdout, which `merge` may write to as a file (`commands::held`);
+    /// not so for `--output-file`'s file.
+    pub out_is_stdout: bool,
     /// Everything else (stderr).
     pub err: &'a mut dyn Write,
 }
@@ -33,6 +35,7 @@ pub fn run(
         style: Style::new(cli.global.color, no_color),
         global: cli.global,
         out,
+        out_is_stdout: true,
         err,
     };
     let simulate = matches!(cli.command, Command::Simulate(_));

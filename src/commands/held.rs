@@ -43,12 +43,12 @@ impl Held {
     /// not stderr's file, the output is written to it as it comes, and cut back off it unless
     /// the command succeeds ([`Held::release`]; dropped otherwise): a million runs' merge held
     /// 28 MiB in memory, and the pages it took were a third of the merge's CPU. Anywhere
-    /// else (a pipe, a terminal, a file written in the middle), as [`Held::default`]. `out`
-    /// is the process's stdout (the command's `Context::out`): flushed first, so that what
-    /// it holds comes before.
-    pub fn for_stdout(out: &mut dyn Write) -> io::Result<Held> {
+    /// else (a pipe, a terminal, a file written in the middle), and when the command's
+    /// output is not stdout (`--output-file`: `is_stdout` false), as [`Held::default`]. `out`,
+    /// the command's output, is flushed first, so that what it holds comes before.
+    pub fn for_stdout(out: &mut dyn Write, is_stdout: bool) -> io::Result<Held> {
         out.flush()?;
-        Ok(match stdout_file() {
+        Ok(match is_stdout.then(stdout_file).flatten() {
             Some((file, start)) => Held::into_file(file, start),
             None => Held::default(),
         })

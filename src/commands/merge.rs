@@ -878,7 +878,7 @@ fn merge_simulate(
         backtest_at: backtest_at(&partials[0], run.backtest_at.as_deref())?,
         shard: None,
     };
-    let mut held = Held::for_stdout(&mut *ctx.out)?;
+    let mut held = Held::for_stdout(&mut *ctx.out, ctx.out_is_stdout)?;
     // The replay's messages too, until every partial's seal is checked (at its last
     // entry): a damaged file's are not said.
     let mut said = Vec::new();

@@ -33,6 +33,7 @@ pub fn run_to(
             global: ctx.global.clone(),
             style: ctx.style,
             out: &mut file,
+            out_is_stdout: false,
             err: &mut *ctx.err,
         };
         run(&mut sub)

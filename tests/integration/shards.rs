@@ -837,6 +837,18 @@ fn a_merge_into_a_file_leaves_it_as_it_was_when_refused() {
         file == format!("kept\n{}", String::from_utf8_lossy(&whole.stdout)),
         "the file after the merge"
     );
+    // With `--output-file`, the output goes to that file (through its own), not to stdout's.
+    let mut named = args(&p[2]);
+    named.extend(["--output-file".into(), "named.json".into()]);
+    let (code, stderr, file) = merge_into_a_file(d, &named.iter().map(String::as_str).collect::<Vec<_>>(), "kept\n");
+    assert_eq!(
+        (code, stderr.as_bytes(), file.as_str()),
+        (Some(0), &whole.stderr[..], "kept\n")
+    );
+    assert!(
+        fs::read(d.join("named.json")).unwrap() == whole.stdout,
+        "--output-file's file"
+    );
     // The last shard's last entry edited, not sealed again: found once merge has written
     // all but the end of the output.
     let text = fs::read_to_string(d.join(&p[2])).unwrap();
