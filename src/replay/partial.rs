@@ -776,11 +776,12 @@ impl TryFrom<EntryIn> for Entry {
 
     fn try_from(e: EntryIn) -> Result<Entry, String> {
         let change = match (e.change, e.more) {
-            (Some(record), more) if more.is_some() || e.n.is_some() => {
-                Some(Box::new(changed(*record, more.map(|m| *m))?))
-            }
             (None, None) => None,
-            _ => return Err("a changed job must have its `change` and its `more`".into()),
+            (None, Some(_)) => return Err("a `more` must follow a changed job's `change`".into()),
+            (Some(_), None) if e.n.is_none() => {
+                return Err("a changed job without an `n` (a side Pending) must have its `more`".into())
+            }
+            (Some(record), more) => Some(Box::new(changed(*record, more.map(|m| *m))?)),
         };
         if e.n.is_some() && change.as_ref().is_none_or(|c| c.diff.pending()) {
             return Err("only a changed job with no side Pending has an `n`".into());

@@ -399,7 +399,7 @@ fn a_final_record_past_the_kept_steps_has_no_rest() {
     assert!(no_length.starts_with("{\"at\":[1,2],\"change\":"), "{no_length}");
     assert_eq!(
         decode_entry("p.json", 2, no_length.as_bytes()).unwrap_err(),
-        "`p.json` is damaged: entry 2: a changed job must have its `change` and its `more`"
+        "`p.json` is damaged: entry 2: a changed job without an `n` (a side Pending) must have its `more`"
     );
 }
 
