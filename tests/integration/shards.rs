@@ -786,7 +786,7 @@ fn merge_refuses_a_pipe() {
 /// `merge ARGS` in `dir` with stdout a regular file that holds `before` and is written at
 /// its end, and stderr a pipe (`merge … >> FILE` after `before` was written there): its exit
 /// status, its stderr and the file's bytes after.
-fn merge_into_a_file(dir: &Path, args: &[&str], before: &str) -> (Option<i32>, String, String) {
+fn merge_into_a_file(dir: &Path, args: &[String], before: &str) -> (Option<i32>, String, String) {
     use std::io::{Seek, SeekFrom};
     let path = dir.join("merged.txt");
     fs::write(&path, before).unwrap();
@@ -798,7 +798,8 @@ fn merge_into_a_file(dir: &Path, args: &[&str], before: &str) -> (Option<i32>, S
         .env_clear()
         .env("HOME", home.path())
         .env("NO_COLOR", "1")
-        .args(["merge"].iter().chain(args))
+        .arg("merge")
+        .args(args)
         .stdout(file)
         .stderr(std::process::Stdio::piped())
         .output()
@@ -830,8 +831,7 @@ fn a_merge_into_a_file_leaves_it_as_it_was_when_refused() {
             .map(String::from)
             .collect::<Vec<_>>()
     };
-    let (code, stderr, file) =
-        merge_into_a_file(d, &args(&p[2]).iter().map(String::as_str).collect::<Vec<_>>(), "kept\n");
+    let (code, stderr, file) = merge_into_a_file(d, &args(&p[2]), "kept\n");
     assert_eq!((code, stderr.as_bytes()), (Some(0), &whole.stderr[..]));
     assert!(
         file == format!("kept\n{}", String::from_utf8_lossy(&whole.stdout)),
@@ -840,7 +840,7 @@ fn a_merge_into_a_file_leaves_it_as_it_was_when_refused() {
     // With `--output-file`, the output goes to that file (through its own), not to stdout's.
     let mut named = args(&p[2]);
     named.extend(["--output-file".into(), "named.json".into()]);
-    let (code, stderr, file) = merge_into_a_file(d, &named.iter().map(String::as_str).collect::<Vec<_>>(), "kept\n");
+    let (code, stderr, file) = merge_into_a_file(d, &named, "kept\n");
     assert_eq!(
         (code, stderr.as_bytes(), file.as_str()),
         (Some(0), &whole.stderr[..], "kept\n")
@@ -858,11 +858,7 @@ fn a_merge_into_a_file_leaves_it_as_it_was_when_refused() {
     assert_ne!(edited, lines[last]);
     lines[last] = &edited;
     fs::write(d.join("edited.json"), lines.join("\n") + "\n").unwrap();
-    let refused = merge_into_a_file(
-        d,
-        &args("edited.json").iter().map(String::as_str).collect::<Vec<_>>(),
-        "kept\n",
-    );
+    let refused = merge_into_a_file(d, &args("edited.json"), "kept\n");
     assert_eq!(
         refused,
         (
