@@ -6,6 +6,7 @@
 mod startup;
 
 use std::io::Write;
+use std::os::fd::AsFd;
 
 use retryctl::error::{report, ExitCode};
 
@@ -35,7 +36,17 @@ fn main() {
     };
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    // File descriptor 1 itself (a duplicate), not std's `Stdout`: that one is line-buffered
+    // wherever it goes, so everything written through it was copied once more and searched
+    // for its last newline (a million runs' records are tens of MB). Nothing else writes to
+    // `Stdout`. Should the duplicate fail (no descriptor left), `Stdout` itself.
+    let raw: Box<dyn Write> = match stdout.as_fd().try_clone_to_owned() {
+        Ok(fd) => Box::new(std::fs::File::from(fd)),
+        Err(_) => Box::new(stdout.lock()),
+    };
+    // 64 KiB: a bulk command's output (a replay's records, a shard's partial) went out in one
+    // write(2) per 8 KiB, std's default, and each costs the kernel more than its bytes do.
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, raw);
     let mut err = stderr.lock();
     let code = match retryctl::app::run(cli, &mut out, &mut err, retryctl::commands::dispatch) {
         Ok(code) => code,
