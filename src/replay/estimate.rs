@@ -268,13 +268,17 @@ impl ClassTrials {
     deserialize = "K: serde::Deserialize<'de>, V: serde::Deserialize<'de>"
 ))]
 pub struct Smallest<K: Ord, V, const CAP: usize> {
-    #[serde(with = "pairs")]
-    map: BTreeMap<K, V>,
+    /// By key, each key once. A sorted list, not a `BTreeMap`: a key met again (most are) is
+    /// then one binary search, where the map took a lookup to learn it was there and a
+    /// second to hand out its value (a borrow the first could not return).
+    /// Named as when it was the map: a partial's totals hold it by that name.
+    #[serde(rename = "map", with = "sorted_pairs")]
+    items: Vec<(K, V)>,
 }
 
 impl<K: Ord, V, const CAP: usize> Default for Smallest<K, V, CAP> {
     fn default() -> Self {
-        Smallest { map: BTreeMap::new() }
+        Smallest { items: Vec::new() }
     }
 }
 
@@ -286,19 +290,23 @@ impl<K: Ord, V: Default, const CAP: usize> Smallest<K, V, CAP> {
         K: Borrow<Q>,
         Q: Ord + ToOwned<Owned = K> + ?Sized,
     {
-        if !self.map.contains_key(key) {
-            if self.map.len() >= CAP {
-                let past = self.map.last_key_value().is_some_and(|(last, _)| key > last.borrow());
-                if past {
-                    return None;
+        let at = match self.items.binary_search_by(|(k, _)| k.borrow().cmp(key)) {
+            Ok(at) => at,
+            Err(at) => {
+                if self.items.len() >= CAP {
+                    // Past every kept key: not kept. Otherwise the largest key makes room.
+                    if at == self.items.len() {
+                        return None;
+                    }
+                    if let Some((_, v)) = self.items.pop() {
+                        dropped(v);
+                    }
                 }
-                if let Some((_, v)) = self.map.pop_last() {
-                    dropped(v);
-                }
+                self.items.insert(at, (key.to_owned(), V::default()));
+                at
             }
-            self.map.insert(key.to_owned(), V::default());
-        }
-        self.map.get_mut(key)
+        };
+        Some(&mut self.items[at].1)
     }
 
     pub fn get<Q>(&self, key: &Q) -> Option<&V>
@@ -306,25 +314,26 @@ impl<K: Ord, V: Default, const CAP: usize> Smallest<K, V, CAP> {
         K: Borrow<Q>,
         Q: Ord + ?Sized,
     {
-        self.map.get(key)
+        let at = self.items.binary_search_by(|(k, _)| k.borrow().cmp(key)).ok()?;
+        Some(&self.items[at].1)
     }
 
     /// Every kept key and its value, in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
-        self.map.iter()
+        self.items.iter().map(|(k, v)| (k, v))
     }
 
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.items.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.items.is_empty()
     }
 
     /// Every kept value, in key order.
     pub fn into_values(self) -> impl Iterator<Item = V> {
-        self.map.into_values()
+        self.items.into_iter().map(|(_, v)| v)
     }
 }
 
@@ -799,6 +808,26 @@ impl PendingSet {
 /// A map as a list of `[key, value]` pairs, in key order: JSON keys are strings only, and
 /// these keys are classes and tuples (a partial result, docs/past-one-machine.md, holds them). A repeated key
 /// is refused rather than one of its values lost.
+/// [`pairs`] for a list kept sorted by key ([`Smallest`]): the same text, read back the
+/// same way (any order, each key once).
+mod sorted_pairs {
+    use serde::de::{Deserialize, Deserializer};
+    use serde::ser::{Serialize, Serializer};
+
+    pub fn serialize<K: Serialize, V: Serialize, S: Serializer>(items: &[(K, V)], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(items)
+    }
+
+    pub fn deserialize<'de, K, V, D>(d: D) -> Result<Vec<(K, V)>, D::Error>
+    where
+        K: Ord + Deserialize<'de>,
+        V: Deserialize<'de>,
+        D: Deserializer<'de>,
+    {
+        Ok(super::pairs::deserialize(d)?.into_iter().collect())
+    }
+}
+
 mod pairs {
     use std::collections::BTreeMap;
 

@@ -472,3 +472,24 @@ proptest! {
         prop_assert_eq!(Rates::new(merged), whole);
     }
 }
+
+/// The capped map: the smallest keys, the largest dropped into `dropped`, a key past them
+/// refused; written as `[key, value]` pairs in key order, read back from any order, a key
+/// given twice refused.
+#[test]
+fn a_capped_map_keeps_the_smallest_keys_and_reads_its_pairs_in_any_order() {
+    let mut m: Smallest<i64, u64, 3> = Smallest::default();
+    let mut dropped = Vec::new();
+    for k in [5, 1, 9, 5, 3] {
+        *m.get_or_make(&k, |v| dropped.push(v)).unwrap() += 1;
+    }
+    assert_eq!(dropped, vec![1], "9 made room for 3");
+    assert!(m.get_or_make(&7, |_| panic!("nothing to drop")).is_none());
+    assert_eq!(m.get(&5), Some(&2));
+    assert_eq!(m.get(&9), None);
+    assert_eq!(serde_json::to_string(&m).unwrap(), r#"{"map":[[1,1],[3,1],[5,2]]}"#);
+    let read: Smallest<i64, u64, 3> = serde_json::from_str(r#"{"map":[[5,2],[1,1]]}"#).unwrap();
+    assert_eq!(read.iter().collect::<Vec<_>>(), vec![(&1, &1), (&5, &2)]);
+    let twice = serde_json::from_str::<Smallest<i64, u64, 3>>(r#"{"map":[[1,1],[1,2]]}"#).unwrap_err();
+    assert!(twice.to_string().starts_with("a key is repeated"), "{twice}");
+}
