@@ -12,8 +12,9 @@ HISTORY is a JSON Lines file (`python3 scripts/gen-histories.py 1000000 > h.json
 command is `bench-shards.sh`'s plan (`simulate` with the benchmark's policies and
 `--baseline`). CPU is user + system from the kernel's accounting of each process (wait4),
 summed over a set's processes. Each build's ratios are its sets against its own `-o json`:
-the mean with its standard error, and the median. Every merge's output is compared with
-its build's `-o json`, byte for byte. Run from the repository's root.
+the ratio of the means and of the medians, and per round (each round's set against that
+round's `-o json`) the mean with its standard error and the median. Every merge's output is
+compared with its build's `-o json`, byte for byte. Run from the repository's root.
 """
 import filecmp
 import os
@@ -71,10 +72,18 @@ def main():
             t = [x for x, _ in runs[(name, what)]]
             se = statistics.stdev(t) / len(t) ** 0.5 if len(t) > 1 else 0.0
             merge = statistics.median(m for _, m in runs[(name, what)])
+            # Each round's set against the same round's -o json: a drift of the host's speed
+            # between rounds then cancels out, where it stays in the ratio of the means.
+            paired = [x / r for x, r in zip(t, ref)]
+            pse = statistics.stdev(paired) / len(paired) ** 0.5 if len(paired) > 1 else 0.0
             print(
                 f"{name:10s} {what:5s} CPU mean {statistics.mean(t):.3f} ±{se:.3f} s, median {statistics.median(t):.3f} s;"
                 f" / -o json: mean {statistics.mean(t) / statistics.mean(ref):.3f}, median {statistics.median(t) / statistics.median(ref):.3f}"
-                + (f"; merge {merge:.3f} s" if what != "json" else "")
+                + (
+                    f"; per round: mean {statistics.mean(paired):.3f} ±{pse:.3f}, median {statistics.median(paired):.3f}; merge {merge:.3f} s"
+                    if what != "json"
+                    else ""
+                )
             )
 
 
