@@ -271,6 +271,7 @@ pub struct Smallest<K: Ord, V, const CAP: usize> {
     /// By key, each key once. A sorted list, not a `BTreeMap`: a key met again (most are) is
     /// then one binary search, where the map took a lookup to learn it was there and a
     /// second to hand out its value (a borrow the first could not return).
+    ///
     /// Named as when it was the map: a partial's totals hold it by that name.
     #[serde(rename = "map", with = "sorted_pairs")]
     items: Vec<(K, V)>,
@@ -805,9 +806,6 @@ impl PendingSet {
     }
 }
 
-/// A map as a list of `[key, value]` pairs, in key order: JSON keys are strings only, and
-/// these keys are classes and tuples (a partial result, docs/past-one-machine.md, holds them). A repeated key
-/// is refused rather than one of its values lost.
 /// [`pairs`] for a list kept sorted by key ([`Smallest`]): the same text, read back the
 /// same way (any order, each key once).
 mod sorted_pairs {
@@ -828,6 +826,9 @@ mod sorted_pairs {
     }
 }
 
+/// A map as a list of `[key, value]` pairs, in key order: JSON keys are strings only, and
+/// these keys are classes and tuples (a partial result, docs/past-one-machine.md, holds them). A repeated key
+/// is refused rather than one of its values lost.
 mod pairs {
     use std::collections::BTreeMap;
 
