@@ -18,8 +18,8 @@ policies=(-f testdata/policies/valid/infra.yaml -f testdata/policies/valid/ml-tr
 baseline=(--baseline testdata/policies/valid/infra.yaml)
 # The median of the numbers in $1 (separated by spaces), to $2 places (two by default).
 median() { python3 -c "import statistics, sys; print(f'{statistics.median(map(float, sys.argv[2:])):.{sys.argv[1]}f}')" "${2:-2}" $1; }
-# $1 / $2 to two places ("n/a" when $2 is 0).
-ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f'{a / b:.2f}' if b else 'n/a')" "$1" "$2"; }
+# $1 / $2 to $3 places, two by default ("n/a" when $2 is 0).
+ratio() { python3 -c "import sys; a, b, p = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]); print(f'{a / b:.{p}f}' if b else 'n/a')" "$1" "$2" "${3:-2}"; }
 machine() { echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load: $(cut -d' ' -f1-3 /proc/loadavg)"; }
 # Runs a command (after NAME) under GNU time: adds its wall and CPU (user + system) seconds
 # to wall[NAME] and cpu[NAME], and its peak RSS in MiB to rss[NAME] (associative arrays the

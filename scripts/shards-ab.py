@@ -34,6 +34,11 @@ POLICIES = [
 ]
 
 
+def sem(xs):
+    """The standard error of the mean of `xs` (0 for a single value)."""
+    return statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else 0.0
+
+
 def main():
     rounds, history = int(sys.argv[1]), sys.argv[2]
     builds = dict(a.split("=", 1) for a in sys.argv[3:])
@@ -70,12 +75,12 @@ def main():
         ref = [t for t, _ in runs[(name, "json")]]
         for what in ["json", *(f"N={n}" for n in ns)]:
             t = [x for x, _ in runs[(name, what)]]
-            se = statistics.stdev(t) / len(t) ** 0.5 if len(t) > 1 else 0.0
+            se = sem(t)
             merge = statistics.median(m for _, m in runs[(name, what)])
             # Each round's set against the same round's -o json: a drift of the host's speed
             # between rounds then cancels out, where it stays in the ratio of the means.
             paired = [x / r for x, r in zip(t, ref)]
-            pse = statistics.stdev(paired) / len(paired) ** 0.5 if len(paired) > 1 else 0.0
+            pse = sem(paired)
             print(
                 f"{name:10s} {what:5s} CPU mean {statistics.mean(t):.3f} ±{se:.3f} s, median {statistics.median(t):.3f} s;"
                 f" / -o json: mean {statistics.mean(t) / statistics.mean(ref):.3f}, median {statistics.median(t) / statistics.median(ref):.3f}"

@@ -35,7 +35,7 @@ machine
 one=$(count "$dir/one.json" "$bin" "${plan[@]}" -o json)
 echo "one -o json: $one instructions"
 whole=$(count "$dir/whole.partial" "$bin" "${plan[@]}" --shard 0/1 -o partial)
-echo "one -o partial (--shard 0/1): $whole ($(ratio "$whole" "$one")x)"
+echo "one -o partial (--shard 0/1): $whole ($(ratio "$whole" "$one" 3)x)"
 for n in ${NS:-4 16}; do
     shards=0
     parts=()
@@ -46,5 +46,5 @@ for n in ${NS:-4 16}; do
     merge=$(count "$dir/merged.json" "$bin" merge "${parts[@]}" -o json)
     cmp -s "$dir/merged.json" "$dir/one.json" || { echo "error: the merge of $n shards differs from -o json" >&2; exit 1; }
     total=$((shards + merge))
-    echo "N=$n: shards $shards + merge $merge = $total ($(python3 -c "print(f'{$total / $one:.3f}')")x one -o json); partials $(cat "${parts[@]}" | wc -c) bytes"
+    echo "N=$n: shards $shards + merge $merge = $total ($(ratio "$total" "$one" 3)x one -o json); partials $(cat "${parts[@]}" | wc -c) bytes"
 done
