@@ -517,3 +517,20 @@ fn a_step_reads_back_from_its_number_and_refuses_what_no_shard_writes() {
         "its steps' gap is at step 2, past their 1 steps (expected one among them)"
     );
 }
+
+/// The position every recorded entry starts with is written by hand; it is the text serde
+/// writes for a `Pos` (the one `decode_entry` falls back on), and `at_prefix` reads it back,
+/// up to the largest position.
+#[test]
+fn a_position_is_written_as_serde_writes_it_and_read_back() {
+    for at in [Pos(0, 0), Pos(1, 22_426_814), Pos(u64::MAX, u64::MAX)] {
+        let mut buf = b"{\"at\":".to_vec();
+        write_at(&mut buf, &at);
+        assert_eq!(
+            buf,
+            format!("{{\"at\":{}", serde_json::to_string(&at).unwrap()).into_bytes()
+        );
+        buf.push(b'}');
+        assert_eq!(at_prefix(&buf), Some((at, &b"}"[..])));
+    }
+}
