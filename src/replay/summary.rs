@@ -157,31 +157,21 @@ impl Summary {
         }
         self.retries += u64::from(report.retries);
         self.total_delay = GoDuration(self.total_delay.0.saturating_add(report.total_delay.0));
-        let ran = report
-            .runs
-            .iter()
-            .map(|r| r.ended_at.saturating_sub(r.started_at))
-            .fold(0u64, u64::saturating_add);
-        self.compute = GoDuration(self.compute.0.saturating_add(ran));
-        let r = report.resources.as_ref();
-        self.gpu += request_time(GoDuration(ran), r.and_then(|r| r.gpu_milli));
-        self.cpu += request_time(GoDuration(ran), r.and_then(|r| r.cpu_milli));
-        let pending = matches!(report.status, JobStatus::Pending { .. });
-        if (ran > 0 || pending) && Resources::is_none(r) {
-            self.without_resources += 1;
-        }
+        // One pass over the runs (their run time and their decisions): a shard's partial
+        // adds both sides of every job, where `-o json` adds none.
+        let mut ran = 0u64;
         // The job's last policy (its index among the report's) and its row here: a job's
         // runs are mostly decided by one policy, whose name is then compared once, not per run.
         let mut last: Option<(usize, usize)> = None;
         for run in &report.runs {
+            ran = ran.saturating_add(run.ended_at.saturating_sub(run.started_at));
             let Some(d) = &run.decision else { continue };
             self.decisions.add(d.kind as usize, 1);
             let retry = d.kind == DecisionKind::Retry;
             if !retry && d.action() != Action::Fail {
                 continue;
             }
-            let rule = d.policy.and_then(|p| Some((p, report.policies.get(p)?))).zip(d.rule);
-            let Some(((p, policy), rule)) = rule else {
+            let (Some(p), Some(rule)) = (d.policy, d.rule) else {
                 if !retry {
                     self.failures_by_kind.add(d.kind as usize, 1);
                 }
@@ -189,7 +179,15 @@ impl Summary {
             };
             let i = match last {
                 Some((q, i)) if q == p => i,
-                _ => self.policy_row(policy),
+                _ => match report.policies.get(p) {
+                    Some(policy) => self.policy_row(policy),
+                    None => {
+                        if !retry {
+                            self.failures_by_kind.add(d.kind as usize, 1);
+                        }
+                        continue;
+                    }
+                },
             };
             last = Some((p, i));
             let counts = &mut self.by_policy[i].1;
@@ -199,6 +197,14 @@ impl Summary {
                 &mut counts.failures
             };
             counts.add(slot(rule), 1);
+        }
+        self.compute = GoDuration(self.compute.0.saturating_add(ran));
+        let r = report.resources.as_ref();
+        self.gpu += request_time(GoDuration(ran), r.and_then(|r| r.gpu_milli));
+        self.cpu += request_time(GoDuration(ran), r.and_then(|r| r.cpu_milli));
+        let pending = matches!(report.status, JobStatus::Pending { .. });
+        if (ran > 0 || pending) && Resources::is_none(r) {
+            self.without_resources += 1;
         }
         if !report.expectation_failures.is_empty() {
             self.expectation_failed_jobs += 1;
