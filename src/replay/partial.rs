@@ -758,7 +758,7 @@ impl Record {
 /// entry's end: where the
 /// record is. `None` for any other entry (or one whose bytes do not hold that shape).
 fn final_record(json: &[u8]) -> Option<std::ops::Range<usize>> {
-    let (_, rest) = at_prefix(json)?;
+    let rest = past_at(json)?;
     let rest = rest.strip_prefix(b",\"n\":")?;
     let (len, rest) = leading_number(rest)?;
     let len = usize::try_from(len).ok()?;
@@ -1349,13 +1349,34 @@ fn at_prefix(json: &[u8]) -> Option<(Pos, &[u8])> {
     Some((Pos(a, b), rest.strip_prefix(b"]")?))
 }
 
+/// What follows `{"at":[A,B]`, its numbers passed over, not read: the merge has read the
+/// position already ([`quick_at`]), and reads the rest of a changed job's entry here.
+fn past_at(json: &[u8]) -> Option<&[u8]> {
+    let rest = json.strip_prefix(b"{\"at\":[")?;
+    let rest = past_digits(rest)?.strip_prefix(b",")?;
+    past_digits(rest)?.strip_prefix(b"]")
+}
+
+/// What follows the decimal digits `bytes` begins with (`None`: no digit).
+fn past_digits(bytes: &[u8]) -> Option<&[u8]> {
+    let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+    (digits > 0).then(|| &bytes[digits..])
+}
+
 /// The decimal digits `bytes` begins with, as a number (`None`: no digit, or past `u64`),
 /// and what follows them. A merge reads every entry's position this way.
 fn leading_number(bytes: &[u8]) -> Option<(u64, &[u8])> {
-    // One pass (counting the digits first, then reading them, took twice the instructions).
+    // One pass (counting the digits first, then reading them, took twice the instructions),
+    // unchecked for the first 19 digits, which never overflow a `u64`; checked past them.
+    let digit = |i: usize| bytes.get(i).map(|b| b.wrapping_sub(b'0')).filter(|&d| d <= 9);
     let mut n: u64 = 0;
     let mut digits = 0;
-    while let Some(d) = bytes.get(digits).map(|b| b.wrapping_sub(b'0')).filter(|&d| d <= 9) {
+    while digits < 19 {
+        let Some(d) = digit(digits) else { break };
+        n = n * 10 + u64::from(d);
+        digits += 1;
+    }
+    while let Some(d) = digit(digits) {
         n = n.checked_mul(10)?.checked_add(u64::from(d))?;
         digits += 1;
     }
@@ -1410,18 +1431,15 @@ impl Entries {
         let k = self.read;
         let name = &self.name;
         let bad = |why: String| format!("`{name}` is damaged: entry {k}: {why}");
-        Some((|| {
-            if !read_line(&mut self.reader, &mut self.line).map_err(&bad)? {
-                return Err(bad(
-                    "the file ends before it (was it changed while it was merged?)".into()
-                ));
+        let left = self.left;
+        let seal = &mut self.seal;
+        let mut take = |line: &[u8]| {
+            if let Some(ending) = seal {
+                ending.seal.update(line);
+                ending.at += line.len() as u64;
             }
-            if let Some(ending) = &mut self.seal {
-                ending.seal.update(&self.line);
-                ending.at += self.line.len() as u64;
-            }
-            let mut text = self.line.trim_ascii_end();
-            if self.left > 0 {
+            let mut text = line.trim_ascii_end();
+            if left > 0 {
                 text = text
                     .strip_suffix(b",")
                     .ok_or_else(|| bad("is not followed by a comma".into()))?;
@@ -1439,7 +1457,26 @@ impl Entries {
                 number: k,
                 json: text.to_vec(),
             })
-        })())
+        };
+        // Most lines are whole in the reader's buffer: read there, they are copied once (into
+        // the entry), not first into `line`. A line the buffer cuts, and any error, go the
+        // long way.
+        let whole = match self.reader.fill_buf() {
+            Ok(buffered) => memchr::memchr(b'\n', buffered).map(|i| i + 1),
+            Err(_) => None,
+        };
+        if let Some(n) = whole {
+            let entry = take(&self.reader.buffer()[..n]);
+            self.reader.consume(n);
+            return Some(entry);
+        }
+        Some(match read_line(&mut self.reader, &mut self.line).map_err(&bad) {
+            Ok(true) => take(&self.line),
+            Ok(false) => Err(bad(
+                "the file ends before it (was it changed while it was merged?)".into()
+            )),
+            Err(why) => Err(why),
+        })
     }
 }
 

@@ -534,3 +534,73 @@ fn a_position_is_written_as_serde_writes_it_and_read_back() {
         assert_eq!(at_prefix(&buf), Some((at, &b"}"[..])));
     }
 }
+
+/// A number the merge reads by hand: every digit up to `u64::MAX`, nothing past it (the
+/// first 19 digits are read unchecked: no 19 digits overflow), leading zeros as any reader
+/// of digits takes them; and what passes over a position without reading it stops where
+/// reading it does.
+#[test]
+fn a_number_is_read_up_to_u64_max_and_refused_past_it() {
+    let read =
+        |text: &str| leading_number(text.as_bytes()).map(|(n, rest)| (n, String::from_utf8_lossy(rest).into_owned()));
+    assert_eq!(read("0]"), Some((0, "]".into())));
+    assert_eq!(
+        read("9999999999999999999,"),
+        Some((9_999_999_999_999_999_999, ",".into()))
+    );
+    assert_eq!(read("18446744073709551615]"), Some((u64::MAX, "]".into())));
+    assert_eq!(read("18446744073709551616]"), None);
+    assert_eq!(read("99999999999999999999"), None);
+    assert_eq!(read("0000000000000000000000042x"), Some((42, "x".into())));
+    assert_eq!(read("x1"), None);
+    assert_eq!(read(""), None);
+    for text in [
+        &b"{\"at\":[1,22426814],\"n\":3"[..],
+        b"{\"at\":[0,0]}",
+        b"{\"at\":[1,]}",
+        b"{\"at\":[,2]}",
+        b"{\"at\":[1 ,2]}",
+    ] {
+        assert_eq!(
+            past_at(text),
+            at_prefix(text).map(|(_, rest)| rest),
+            "{}",
+            String::from_utf8_lossy(text)
+        );
+    }
+}
+
+/// Entries are read where the reader holds them when a line is whole in its buffer, and the
+/// long way when the buffer cuts one: a partial of many entries of every length reads back
+/// the same either way, its seal checked, and a byte changed far into it is found.
+#[test]
+fn entries_read_back_whether_or_not_the_reader_buffer_cuts_their_lines() {
+    let message = |i: u64| "m".repeat((i * 37 % 1500) as usize);
+    let bytes = written(|rec| {
+        for i in 1..=400 {
+            rec.error(&Pos(1, i), &message(i)).unwrap();
+        }
+    });
+    assert!(bytes.len() > 4 * (1 << 16), "the reader's buffer is cut many times");
+    let (p, entries) = read(&bytes).unwrap();
+    assert!(p.verified.load(Ordering::Relaxed));
+    let got: Vec<(Pos, String)> = entries
+        .into_iter()
+        .map(|e| match e.item {
+            Item::Error(m) => (e.at, m),
+            other => panic!("not an error: {other:?}"),
+        })
+        .collect();
+    let expected: Vec<(Pos, String)> = (1..=400).map(|i| (Pos(1, i), message(i))).collect();
+    assert_eq!(got, expected);
+    // One byte of the 300th entry's message, past several buffers.
+    let text = String::from_utf8(bytes).unwrap();
+    let at = text.find("{\"at\":[1,300]").unwrap() + 40;
+    let mut changed = text.into_bytes();
+    changed[at] = b'w';
+    let err = read(&changed).unwrap_err();
+    assert_eq!(
+        err,
+        "is damaged: its bytes are not the ones its shard wrote (its checksum differs: was it edited?)"
+    );
+}
