@@ -171,23 +171,19 @@ impl Summary {
             if !retry && d.action() != Action::Fail {
                 continue;
             }
-            let (Some(p), Some(rule)) = (d.policy, d.rule) else {
+            // The rule's policy (its index among the report's, its row here), and the rule.
+            let decided = match (d.policy, d.rule) {
+                (Some(p), Some(rule)) => match last {
+                    Some((q, i)) if q == p => Some((p, i, rule)),
+                    _ => report.policies.get(p).map(|policy| (p, self.policy_row(policy), rule)),
+                },
+                _ => None,
+            };
+            let Some((p, i, rule)) = decided else {
                 if !retry {
                     self.failures_by_kind.add(d.kind as usize, 1);
                 }
                 continue;
-            };
-            let i = match last {
-                Some((q, i)) if q == p => i,
-                _ => match report.policies.get(p) {
-                    Some(policy) => self.policy_row(policy),
-                    None => {
-                        if !retry {
-                            self.failures_by_kind.add(d.kind as usize, 1);
-                        }
-                        continue;
-                    }
-                },
             };
             last = Some((p, i));
             let counts = &mut self.by_policy[i].1;
