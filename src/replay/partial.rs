@@ -1343,24 +1343,29 @@ fn quick_at(json: &[u8]) -> Option<Pos> {
 
 /// `{"at":[A,B]`: the position, and the bytes after it.
 fn at_prefix(json: &[u8]) -> Option<(Pos, &[u8])> {
-    let rest = json.strip_prefix(b"{\"at\":[")?;
-    let (a, rest) = leading_number(rest)?;
-    let (b, rest) = leading_number(rest.strip_prefix(b",")?)?;
-    Some((Pos(a, b), rest.strip_prefix(b"]")?))
+    at_shape(json, leading_number).map(|(a, b, rest)| (Pos(a, b), rest))
 }
 
 /// What follows `{"at":[A,B]`, its numbers passed over, not read: the merge has read the
 /// position already ([`quick_at`]), and reads the rest of a changed job's entry here.
 fn past_at(json: &[u8]) -> Option<&[u8]> {
-    let rest = json.strip_prefix(b"{\"at\":[")?;
-    let rest = past_digits(rest)?.strip_prefix(b",")?;
-    past_digits(rest)?.strip_prefix(b"]")
+    at_shape(json, past_digits).map(|(_, _, rest)| rest)
 }
 
-/// What follows the decimal digits `bytes` begins with (`None`: no digit).
-fn past_digits(bytes: &[u8]) -> Option<&[u8]> {
+/// What follows the decimal digits `bytes` begins with (`None`: no digit), as [`at_shape`]
+/// takes a number: nothing made of the digits.
+fn past_digits(bytes: &[u8]) -> Option<((), &[u8])> {
     let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
-    (digits > 0).then(|| &bytes[digits..])
+    (digits > 0).then(|| ((), &bytes[digits..]))
+}
+
+/// The shape of `{"at":[A,B]`, each number taken by `number` (what it makes of the digits,
+/// and what follows them), and the bytes after it.
+fn at_shape<T>(json: &[u8], number: impl Fn(&[u8]) -> Option<(T, &[u8])>) -> Option<(T, T, &[u8])> {
+    let rest = json.strip_prefix(b"{\"at\":[")?;
+    let (a, rest) = number(rest)?;
+    let (b, rest) = number(rest.strip_prefix(b",")?)?;
+    Some((a, b, rest.strip_prefix(b"]")?))
 }
 
 /// The decimal digits `bytes` begins with, as a number (`None`: no digit, or past `u64`),
