@@ -202,19 +202,7 @@ impl Write for Held {
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match &mut self.direct {
             Some(direct) => direct.out.write_all(buf),
-            None => {
-                // As `Write::write_all` does it.
-                let mut rest = buf;
-                while !rest.is_empty() {
-                    match self.write(rest) {
-                        Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                        Ok(n) => rest = &rest[n..],
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => return Err(e),
-                    }
-                }
-                Ok(())
-            }
+            None => Writes(self).write_all(buf),
         }
     }
 
@@ -226,6 +214,20 @@ impl Write for Held {
             Some(file) => file.flush(),
             None => Ok(()),
         }
+    }
+}
+
+/// [`Held`]'s own `write`, under `Write`'s default `write_all` (which `Held` replaces for
+/// the direct file only).
+struct Writes<'a>(&'a mut Held);
+
+impl Write for Writes<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
     }
 }
 
