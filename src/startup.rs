@@ -13,6 +13,8 @@
 //!   `.cargo/config.toml` builds mimalloc with `MI_PRIM_HAS_PROCESS_ATTACH`, so that its
 //!   set-up is not a constructor that every process runs (that constructor: 18% more
 //!   instructions, 8–14% longer); [`Allocator::use_mimalloc`] runs it where it is chosen.
+//!   Two more C flags there lower what each process that sets mimalloc up pays once (a 64 MiB
+//!   first arena, options read with `getenv`): a sharded replay starts N such processes.
 //! - **A position-dependent executable** (build.rs, `-no-pie`): a PIE applies ~27,000 dynamic
 //!   relocations at every start, 130 more page faults and 27–36% longer.
 //!
