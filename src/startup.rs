@@ -4,12 +4,13 @@
 //! because `validate` is more than ~10% slower without them:
 //!
 //! - **One allocator per process** (this file): mimalloc for the commands whose work is
-//!   allocation (`simulate`, `history`, `serve`), the C library's for every other command.
-//!   mimalloc sets itself up on first use (an arena, a fresh page per size class): with it, a
-//!   `validate` takes 56 more page faults and ~16% longer. With the C library's allocator the
-//!   bulk commands lose instead: `simulate -o jsonl` 12% more instructions, 17% more CPU. The
-//!   choice is made from the arguments before the first allocation, by a function glibc calls
-//!   before `main` ([`CHOOSE_ALLOCATOR`]), and never changes once a block was given out.
+//!   allocation (`BULK_COMMANDS`: `simulate`, `tune`, `merge`, `history`, `serve`), the C
+//!   library's for every other command. mimalloc sets itself up on first use (an arena, a
+//!   fresh page per size class): with it, a `validate` takes 56 more page faults and ~16%
+//!   longer. With the C library's allocator the bulk commands lose instead: `simulate -o
+//!   jsonl` 12% more instructions, 17% more CPU. The choice is made from the arguments
+//!   before the first allocation, by a function glibc calls before `main`
+//!   ([`CHOOSE_ALLOCATOR`]), and never changes once a block was given out.
 //!   `.cargo/config.toml` builds mimalloc with `MI_PRIM_HAS_PROCESS_ATTACH`, so that its
 //!   set-up is not a constructor that every process runs (that constructor: 18% more
 //!   instructions, 8–14% longer); [`Allocator::use_mimalloc`] runs it where it is chosen.
