@@ -333,6 +333,39 @@ mod tests {
         assert_eq!(units, 5000);
     }
 
+    /// Units of more jobs after units of fewer (long lines, then short ones): a results
+    /// vector handed back too small for the next unit is replaced, and nothing is lost or
+    /// reordered; every unit's accumulator arrives.
+    #[test]
+    fn results_keep_their_order_when_later_units_hold_more_jobs() {
+        let mut f = tempfile::Builder::new().suffix(".jsonl").tempfile().unwrap();
+        let node = "n".repeat(400);
+        for i in 0..3000 {
+            writeln!(f, r#"{{"job":{{"id":"j{i}"}},"runs":[{{"node":"{node}"}}]}}"#).unwrap();
+        }
+        for i in 3000..30_000 {
+            writeln!(f, r#"{{"job":{{"id":"j{i}"}},"runs":[{{"node":"n"}}]}}"#).unwrap();
+        }
+        let source = Files::open(f.path(), SchedulerConfig::default(), Overrides::default()).unwrap();
+        let mut ids = Vec::new();
+        let mut units = 0;
+        let work = |count: &mut usize, job: Decoded<'_>| {
+            *count += 1;
+            Ok(job.history.job.id.clone())
+        };
+        let emit = |e: Emitted<String, usize>| {
+            match e {
+                Emitted::Job(_, Processed::Done(id)) => ids.push(id),
+                Emitted::Unit(n, _) => units += n,
+                _ => panic!("unexpected error"),
+            }
+            Ok(true)
+        };
+        for_each_ordered(source, None, work, emit).unwrap();
+        assert_eq!(ids, (0..30_000).map(|i| format!("j{i}")).collect::<Vec<_>>());
+        assert_eq!(units, 30_000);
+    }
+
     /// A worker that panics must end the run with its panic, not leave the writer waiting
     /// for the unit it lost (and the reader for a token).
     #[test]
