@@ -313,7 +313,15 @@ mod tests {
     #[test]
     fn results_come_back_in_input_order() {
         let file = lines(5000);
-        let source = Files::open(file.path(), SchedulerConfig::default(), Overrides::default()).unwrap();
+        let (ids, units) = ids_and_units(file.path());
+        assert_eq!(ids, (0..5000).map(|i| format!("j{i}")).collect::<Vec<_>>());
+        assert_eq!(units, 5000);
+    }
+
+    /// The job ids of `path` as [`for_each_ordered`] emits them, and the jobs its units'
+    /// accumulators counted.
+    fn ids_and_units(path: &std::path::Path) -> (Vec<String>, usize) {
+        let source = Files::open(path, SchedulerConfig::default(), Overrides::default()).unwrap();
         let mut ids = Vec::new();
         let mut units = 0;
         let work = |count: &mut usize, job: Decoded<'_>| {
@@ -329,8 +337,7 @@ mod tests {
             Ok(true)
         };
         for_each_ordered(source, None, work, emit).unwrap();
-        assert_eq!(ids, (0..5000).map(|i| format!("j{i}")).collect::<Vec<_>>());
-        assert_eq!(units, 5000);
+        (ids, units)
     }
 
     /// Units of more jobs after units of fewer (long lines, then short ones): a results
@@ -346,22 +353,7 @@ mod tests {
         for i in 3000..30_000 {
             writeln!(f, r#"{{"job":{{"id":"j{i}"}},"runs":[{{"node":"n"}}]}}"#).unwrap();
         }
-        let source = Files::open(f.path(), SchedulerConfig::default(), Overrides::default()).unwrap();
-        let mut ids = Vec::new();
-        let mut units = 0;
-        let work = |count: &mut usize, job: Decoded<'_>| {
-            *count += 1;
-            Ok(job.history.job.id.clone())
-        };
-        let emit = |e: Emitted<String, usize>| {
-            match e {
-                Emitted::Job(_, Processed::Done(id)) => ids.push(id),
-                Emitted::Unit(n, _) => units += n,
-                _ => panic!("unexpected error"),
-            }
-            Ok(true)
-        };
-        for_each_ordered(source, None, work, emit).unwrap();
+        let (ids, units) = ids_and_units(f.path());
         assert_eq!(ids, (0..30_000).map(|i| format!("j{i}")).collect::<Vec<_>>());
         assert_eq!(units, 30_000);
     }
