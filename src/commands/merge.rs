@@ -696,15 +696,26 @@ fn merge_streams(
         }
         heads.push(head);
     }
-    while let Some(Reverse((_, _, i))) = heap.pop() {
-        let Some(head) = heads[i].take() else { continue };
+    let mut top = heap.pop();
+    while let Some(Reverse((_, _, i))) = top {
+        let Some(head) = heads[i].take() else {
+            top = heap.pop();
+            continue;
+        };
         if !f(head)? {
             return Ok(());
         }
         let next = streams[i].next(partials)?;
-        if let Some(h) = &next {
-            heap.push(Reverse((h.at, h.index, i)));
-        }
+        let key = next.as_ref().map(|h| Reverse((h.at, h.index, i)));
+        top = match key {
+            // Still before every other stream's head: taken without going through the heap.
+            // A shard of byte ranges holds one run of the source's order, so this is nearly
+            // every entry.
+            Some(k) if heap.peek().is_none_or(|t| k > *t) => Some(k),
+            // The heap's first instead, which this one replaces.
+            Some(k) => heap.peek_mut().map(|mut t| std::mem::replace(&mut *t, k)),
+            None => heap.pop(),
+        };
         heads[i] = next;
     }
     Ok(())
