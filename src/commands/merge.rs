@@ -32,7 +32,6 @@
 //! - what each shard said of its own source (a Lookout export's summary, the progress bar)
 //!   stays in its own log: merge prints the replay's answer and messages, not the shards'.
 
-use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write as _};
@@ -676,6 +675,39 @@ fn write_head(out: &mut impl std::io::Write, h: &Head) -> std::io::Result<()> {
     out.write_all(b"\n")
 }
 
+/// A stream's next head in the merge's heap, which gives its greatest first: the earliest
+/// by position, then by partial, then by stream is the greatest.
+struct Queued {
+    stream: usize,
+    head: Head,
+}
+
+impl Queued {
+    fn key(&self) -> (Pos, usize, usize) {
+        (self.head.at, self.head.index, self.stream)
+    }
+}
+
+impl Ord for Queued {
+    fn cmp(&self, other: &Queued) -> std::cmp::Ordering {
+        other.key().cmp(&self.key())
+    }
+}
+
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Queued) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Queued) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Queued {}
+
 /// Merges `sources` by position (then by partial, as given), each head to `f` until it
 /// returns `false`.
 fn merge_streams(
@@ -687,36 +719,26 @@ fn merge_streams(
         .iter()
         .map(|s| s.open(partials))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let mut heads: Vec<Option<Head>> = Vec::with_capacity(streams.len());
-    let mut heap = BinaryHeap::new();
-    for (i, s) in streams.iter_mut().enumerate() {
-        let head = s.next(partials)?;
-        if let Some(h) = &head {
-            heap.push(Reverse((h.at, h.index, i)));
+    let mut heap = BinaryHeap::with_capacity(streams.len());
+    for (stream, s) in streams.iter_mut().enumerate() {
+        if let Some(head) = s.next(partials)? {
+            heap.push(Queued { stream, head });
         }
-        heads.push(head);
     }
     let mut top = heap.pop();
-    while let Some(Reverse((_, _, i))) = top {
-        let Some(head) = heads[i].take() else {
-            top = heap.pop();
-            continue;
-        };
+    while let Some(Queued { stream, head }) = top {
         if !f(head)? {
             return Ok(());
         }
-        let next = streams[i].next(partials)?;
-        let key = next.as_ref().map(|h| Reverse((h.at, h.index, i)));
-        top = match key {
+        top = match streams[stream].next(partials)?.map(|head| Queued { stream, head }) {
             // Still before every other stream's head: taken without going through the heap.
             // A shard of byte ranges holds one run of the source's order, so this is nearly
             // every entry.
-            Some(k) if heap.peek().is_none_or(|t| k > *t) => Some(k),
+            Some(q) if heap.peek().is_none_or(|t| q > *t) => Some(q),
             // The heap's first instead, which this one replaces.
-            Some(k) => heap.peek_mut().map(|mut t| std::mem::replace(&mut *t, k)),
+            Some(q) => heap.peek_mut().map(|mut t| std::mem::replace(&mut *t, q)),
             None => heap.pop(),
         };
-        heads[i] = next;
     }
     Ok(())
 }
