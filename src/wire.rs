@@ -302,16 +302,20 @@ impl Reader {
     }
 
     fn action(&mut self, value: &Value, path: &str) -> Option<Action> {
+        // As upstream's `RetryAction.UnmarshalJSON` (`pkg/api/deserialize.go`): a number is
+        // the enum's value, a string a name.
         let parsed = match value {
-            Value::Number(n) => n.as_u64().and_then(|n| Action::parse(&n.to_string())),
+            Value::Number(n) => n.as_i64().and_then(Action::from_number),
             Value::String(s) => Action::parse(s),
             _ => None,
         };
         if parsed.is_none() {
-            self.error(
-                path,
-                format!("unknown action {}, expected `Retry` or `Fail`", short(value)),
-            );
+            let message = match value {
+                Value::Number(n) => Action::refusal(&n.to_string(), true),
+                Value::String(s) => Action::refusal(s, false),
+                _ => format!("unknown action {}, expected `Retry` or `Fail`", short(value)),
+            };
+            self.error(path, message);
         }
         parsed
     }

@@ -743,8 +743,26 @@ fn decode_policy_v1beta1(dec: &mut Decoder, node: &Node) -> Option<RetryPolicy> 
     Some(policy)
 }
 
+/// An action as upstream's decoder reads the JSON that armadactl makes of the YAML
+/// (`sigs.k8s.io/yaml`): a plain integer is a number, anything else a name
+/// ([`Action::parse`]), so a quoted `"1"` is a name and refused as upstream refuses it.
 fn action(dec: &mut Decoder, node: &Node, path: &str) -> Option<Action> {
-    dec.enumeration(node, path, &Action::NAMES, Action::parse)
+    let Value::Scalar { text, quoted } = &node.value else {
+        return dec.enumeration(node, path, &Action::NAMES, Action::parse);
+    };
+    let number = (!quoted).then(|| text.parse::<i64>().ok()).flatten();
+    let parsed = match number {
+        Some(n) => Action::from_number(n),
+        None => Action::parse(text),
+    };
+    if parsed.is_none() {
+        let mut message = Action::refusal(text, number.is_some());
+        if let Some(s) = suggest(text.trim(), &Action::NAMES) {
+            message.push_str(&format!("; did you mean `{s}`?"));
+        }
+        dec.error(node, "invalid-value", path, message);
+    }
+    parsed
 }
 
 fn backoff(dec: &mut Decoder, node: &Node, path: &str) -> Backoff {

@@ -25,17 +25,95 @@ impl Action {
         }
     }
 
-    /// Accepts `Retry`/`Fail` in any case, upstream's wire names `RETRY_ACTION_RETRY` /
-    /// `RETRY_ACTION_FAIL` in any case, and upstream's enum numbers `1` (Fail) and `2` (Retry).
+    /// An action given by name, as upstream's decoder reads a string (`pkg/api/deserialize.go`,
+    /// `RetryAction.UnmarshalJSON`): `RETRY_ACTION_RETRY` / `RETRY_ACTION_FAIL` exactly, or a
+    /// name that upper-cased (rune by rune, as Go's `strings.ToUpper`) is `RETRY` / `FAIL`.
+    /// Nothing else: `retry_action_fail`, ` Fail` and the text `"1"` are refused, as
+    /// armadactl refuses them. `RETRY_ACTION_UNSPECIFIED` decodes upstream and is refused by
+    /// its validation; here it is no action either.
     pub fn parse(text: &str) -> Option<Action> {
-        let upper = text.trim().to_ascii_uppercase();
-        let name = upper.strip_prefix("RETRY_ACTION_").unwrap_or(&upper);
-        match name {
-            "FAIL" | "1" => Some(Action::Fail),
-            "RETRY" | "2" => Some(Action::Retry),
+        match text {
+            "RETRY_ACTION_FAIL" => return Some(Action::Fail),
+            "RETRY_ACTION_RETRY" => return Some(Action::Retry),
+            _ => {}
+        }
+        match go_upper(text).as_str() {
+            "FAIL" => Some(Action::Fail),
+            "RETRY" => Some(Action::Retry),
             _ => None,
         }
     }
+
+    /// An action given as a number, as upstream's decoder reads one: its enum's values,
+    /// 1 (Fail) and 2 (Retry); 0 is `RETRY_ACTION_UNSPECIFIED`, which is no action.
+    pub fn from_number(n: i64) -> Option<Action> {
+        match n {
+            1 => Some(Action::Fail),
+            2 => Some(Action::Retry),
+            _ => None,
+        }
+    }
+
+    /// Why `text` is no action, in upstream's words (`no RetryAction of name "…"`, `no
+    /// RetryAction of value N`), then what is accepted. `number`: the value was a number
+    /// (a plain YAML integer, a JSON number), not a string.
+    pub fn refusal(text: &str, number: bool) -> String {
+        const ACCEPTED: &str =
+            "expected `Retry` or `Fail` in any case, `RETRY_ACTION_RETRY`, `RETRY_ACTION_FAIL`, or the number 2 or 1";
+        let unspecified = if number {
+            text.parse::<i64>().is_ok_and(|n| n == 0)
+        } else {
+            text == "RETRY_ACTION_UNSPECIFIED" || go_upper(text) == "UNSPECIFIED"
+        };
+        if unspecified {
+            return format!("`{text}` is `RETRY_ACTION_UNSPECIFIED`: the action is not set; {ACCEPTED}");
+        }
+        if number {
+            format!("no RetryAction of value {text}; {ACCEPTED}")
+        } else {
+            format!("no RetryAction of name {}; {ACCEPTED}", go_quote(text))
+        }
+    }
+}
+
+/// `text` upper-cased as Go's `strings.ToUpper` does: `unicode.ToUpper` maps a rune to one rune
+/// (simple case mapping), so a rune whose full mapping is several (`ß`, `ﬁ`) stays as it is.
+fn go_upper(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            let mut up = c.to_uppercase();
+            match (up.next(), up.next()) {
+                (Some(u), None) => u,
+                _ => c,
+            }
+        })
+        .collect()
+}
+
+/// `text` as Go's `%q` writes it: in double quotes, `"` and `\\` escaped, control characters
+/// as escapes, printable Unicode as it is.
+pub fn go_quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => {
+                if (c as u32) < 0x80 {
+                    out.push_str(&format!("\\x{:02x}", c as u32));
+                } else {
+                    out.push_str(&format!("\\u{:04x}", c as u32));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// Pod and container conditions a rule can match (`onConditions`). Case-sensitive.

@@ -13,11 +13,10 @@ use crate::model::Action;
 /// A Go duration string (`10s`, `1h30m`, `1.5s`, `0`).
 pub const DURATION_PATTERN: &str = "^\\+?(0|(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$";
 
-/// What `Action::parse` accepts besides the canonical names: `retry`/`fail` in any case,
-/// optionally prefixed with `RETRY_ACTION_` (any case), and the numbers 1 and 2, with
-/// surrounding whitespace (it trims).
-pub const ACTION_PATTERN: &str =
-    "^\\s*([Rr][Ee][Tt][Rr][Yy]_[Aa][Cc][Tt][Ii][Oo][Nn]_)?([Rr][Ee][Tt][Rr][Yy]|[Ff][Aa][Ii][Ll]|1|2)\\s*$";
+/// What `Action::parse` accepts besides the canonical names, as upstream's decoder reads a
+/// string: `RETRY_ACTION_RETRY` / `RETRY_ACTION_FAIL` exactly, or `retry` / `fail` in any case
+/// (the Unicode runes Go upper-cases to those letters aside), nothing around them.
+pub const ACTION_PATTERN: &str = "^(RETRY_ACTION_RETRY|RETRY_ACTION_FAIL|[Rr][Ee][Tt][Rr][Yy]|[Ff][Aa][Ii][Ll])$";
 
 /// A positive quantity as `parse_quantity` reads it (it trims whitespace): no sign but `+`,
 /// a non-zero digit, one of its suffixes.
@@ -193,7 +192,8 @@ fn ty(t: &Ty) -> Value {
         Ty::Duration => json!({"anyOf": [{"type": "string", "pattern": DURATION_PATTERN}, {"const": 0}]}),
         Ty::Enum(values) => json!({"enum": values}),
         // `Action::parse`: the canonical names (offered by editors), any case, upstream's
-        // `RETRY_ACTION_*` names, and its enum numbers (1 = Fail, 2 = Retry), as text or not.
+        // `RETRY_ACTION_*` names; `Action::from_number`: its enum numbers (1 = Fail, 2 =
+        // Retry), as numbers only (upstream refuses the text `"1"`).
         Ty::Action => json!({"anyOf": [
             {"enum": Action::NAMES},
             {"type": "string", "pattern": ACTION_PATTERN},
@@ -327,10 +327,12 @@ mod tests {
             "0",
             "RETRY_ACTION_RETRY",
             "retry_action_fail",
+            "Retry_Action_Retry",
             "RETRY_ACTION_2",
             "RETRY_ACTION_",
             "Retri",
             " Retry ",
+            " Fail",
             "",
             "RETRY_ACTION_UNSPECIFIED",
             "RetryFail",

@@ -589,7 +589,11 @@ pub(super) fn typed(ty: &Ty, text: &str) -> Result<Typed, String> {
                 names,
             ))
         }
-        Ty::Action => match Action::parse(text) {
+        Ty::Action => match text
+            .parse::<i64>()
+            .ok()
+            .map_or_else(|| Action::parse(text), Action::from_number)
+        {
             Some(action) => Ok(Typed::Text(action.as_str().to_string())),
             None => Err(with_suggestion(
                 format!("{q} is not an action (expected {})", either(&Action::NAMES)),
