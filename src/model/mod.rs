@@ -11,7 +11,8 @@
 //! `explain` and `schema` read it); `vocabulary` the fixed words several of these spell (apiVersion
 //! strings, enum value names; it imports nothing); `validate` checks one document, `lint` checks
 //! documents against each other; `encode` writes a typed resource back as a canonical document;
-//! `duration` and `quantity` are Go durations and Kubernetes quantities.
+//! `duration` and `quantity` are Go durations and Kubernetes quantities; `go_regex` writes Go's regexp
+//! syntax as the `regex` crate's.
 
 pub mod categorizer;
 pub mod decode;
@@ -20,6 +21,7 @@ pub mod duration;
 pub mod encode;
 pub mod failure_history;
 pub mod fields;
+pub mod go_regex;
 pub mod lint;
 pub mod policy;
 #[cfg(test)]
@@ -31,7 +33,7 @@ pub mod validate;
 pub mod vocabulary;
 
 pub use document::{parse_documents, ApiVersion, Document, Kind, ParsedText, Resource};
-pub use duration::GoDuration;
+pub use duration::{GoDuration, TotalDuration};
 pub use policy::{Action, RetryPolicy, Rule};
 pub use queue::Queue;
 

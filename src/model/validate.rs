@@ -302,7 +302,8 @@ fn check_categories(out: &mut Vec<Diagnostic>, path: &str, values: Option<&[Stri
     }
 }
 
-/// Compiles a termination-message pattern with the same bounds the evaluator uses.
+/// Compiles a termination-message pattern, read as Go reads it (`go_regex`), with the same
+/// bounds the evaluator uses.
 pub fn compile_pattern(pattern: &str) -> Result<regex::Regex, String> {
     if pattern.len() > MAX_PATTERN_BYTES {
         return Err(format!(
@@ -310,7 +311,9 @@ pub fn compile_pattern(pattern: &str) -> Result<regex::Regex, String> {
             pattern.len()
         ));
     }
-    regex::RegexBuilder::new(pattern)
+    let rust = super::go_regex::to_rust(pattern)
+        .map_err(|reason| format!("invalid regular expression {}: {reason}", quote(pattern)))?;
+    regex::RegexBuilder::new(&rust)
         .size_limit(MAX_REGEX_SIZE)
         .dfa_size_limit(MAX_REGEX_SIZE * 4)
         .build()

@@ -650,15 +650,23 @@ fn accelerate(needles: &[u8], bytes: &[u8], at: usize) -> usize {
 ///   policies of unanchored regex rules (`Xid (79|48)\b`, `illegal\s+memory\s+acc[a-z]ss`,
 ///   `encountered$`…) shared, `simulate` of 1M runs took ~14% longer on one core.
 pub(crate) fn shareable(pattern: &str) -> bool {
-    regex_automata::util::syntax::parse_with(pattern, &syntax::Config::new().utf8(true)).is_ok_and(|hir| {
+    let Ok(rust) = crate::model::go_regex::to_rust(pattern) else {
+        return false;
+    };
+    regex_automata::util::syntax::parse_with(&rust, &syntax::Config::new().utf8(true)).is_ok_and(|hir| {
         let props = hir.properties();
         props.minimum_len().is_some_and(|n| n > 0) && props.look_set_prefix().contains(regex_syntax::hir::Look::Start)
     })
 }
 
 /// The DFA over `patterns`, with the syntax of each pattern's own regex (`compile_pattern`:
-/// regex's defaults, Unicode and UTF-8); `None` when it would be larger than [`DFA_LIMIT`].
+/// Go's syntax written as the `regex` crate's, then regex's defaults, Unicode and UTF-8);
+/// `None` when it would be larger than [`DFA_LIMIT`].
 fn build(patterns: &[Box<str>]) -> Option<dense::DFA<Vec<u32>>> {
+    let patterns = patterns
+        .iter()
+        .map(|p| crate::model::go_regex::to_rust(p).ok())
+        .collect::<Option<Vec<_>>>()?;
     dense::Builder::new()
         .configure(
             dense::Config::new()
@@ -679,7 +687,7 @@ fn build(patterns: &[Box<str>]) -> Option<dense::DFA<Vec<u32>>> {
                 .which_captures(thompson::WhichCaptures::None)
                 .nfa_size_limit(Some(MAX_REGEX_SIZE * 4)),
         )
-        .build_many(patterns)
+        .build_many(&patterns)
         .ok()
 }
 
@@ -696,10 +704,10 @@ mod tests {
             .collect()
     }
 
-    /// The evaluator bench's Xid catalog (60 anchored patterns, a Unicode `\d` each) gets its
-    /// DFA (141 KiB); 60 unanchored alternations with a `.*` each (its `regex_rules_no_match`)
-    /// would take ~920 KiB and are given up at the limit, their policies keeping their own
-    /// path.
+    /// The evaluator bench's Xid catalog (60 anchored patterns, a `\d` each, ASCII as Go reads
+    /// it) gets its DFA; 60 unanchored alternations with a `.*` and a Unicode class (`\pN`)
+    /// each would take more than the limit and are given up at it, their policies keeping
+    /// their own path.
     #[test]
     fn the_catalog_fits_and_a_blow_up_does_not() {
         let catalog = build(&patterns(|p, r| {
@@ -727,7 +735,7 @@ mod tests {
             assert!(runs.contains(&run), "{:?} in {:?}", String::from_utf8_lossy(&run), runs);
         }
         let wide = build(&patterns(|p, r| {
-            format!(r"Xid \d+ in policy {p} rule {r}|ECC error.*bank {r}")
+            format!(r"Xid \pN+ in policy {p} rule {r}|ECC error.*bank {r}")
         }));
         assert!(wide.is_none());
     }
@@ -820,8 +828,8 @@ mod tests {
                 };
                 let mut hits = Hits::NONE;
                 if !shared.search(&run, &mut hits) {
-                    // Only a DFA too large (Unicode `\w+`) or a quit byte (a Unicode `\b`
-                    // next to a non-ASCII one) has no answer.
+                    // Only a DFA too large or a quit byte (a Unicode word boundary next to a
+                    // non-ASCII byte, which Go's syntax cannot write) has no answer.
                     prop_assert!(shared.dfa.get().is_some_and(Option::is_none) || !m.is_ascii());
                     continue;
                 }

@@ -254,7 +254,8 @@ fn possible(literals: &Literals, facts: &RunFacts<'_>, with_init: bool) -> (u64,
 /// Several patterns as one regex, built as `regex::RegexSet` builds its own (`MatchKind::All`:
 /// an overlapping search reports every pattern that matches anywhere in the haystack, and
 /// `is_match` is whether one of them does), with the syntax of each pattern's own regex
-/// (`compile_pattern`: regex's defaults, Unicode, UTF-8) and its limits. `None` when too large.
+/// (`compile_pattern`: Go's syntax written as the `regex` crate's, then regex's defaults,
+/// Unicode, UTF-8) and its limits. `None` when too large.
 ///
 /// Not `regex::RegexSet` itself: regex-automata 0.4.18's one-pass engine, which a set may use
 /// for anchored patterns, panics (index out of bounds) on `^a*\b` against `é` when built
@@ -262,6 +263,13 @@ fn possible(literals: &Literals, facts: &RunFacts<'_>, with_init: bool) -> (u64,
 /// would (test `pattern_sets_answer_a_word_boundary_after_an_optional_anchored_prefix`).
 pub(super) fn pattern_set(patterns: &[&str]) -> Option<PatternSet> {
     use regex_automata::{meta, nfa::thompson::WhichCaptures, util::syntax, MatchKind};
+    // Go's syntax written as the `regex` crate's, as `compile_pattern` does.
+    let patterns = patterns
+        .iter()
+        .map(|p| crate::model::go_regex::to_rust(p).ok())
+        .collect::<Option<Vec<_>>>()?;
+    let patterns: Vec<&str> = patterns.iter().map(|p| p.as_ref()).collect();
+    let patterns = patterns.as_slice();
     let regex = meta::Builder::new()
         .configure(
             meta::Config::new()

@@ -60,10 +60,11 @@ impl Info {
     }
 }
 
-/// A pattern's syntax tree, parsed with the syntax the rule's own regex is compiled with
-/// (`compile_pattern`: regex's defaults, UTF-8 mode).
+/// A pattern's syntax tree, parsed as the rule's own regex is compiled (`compile_pattern`: Go's
+/// syntax written as the `regex` crate's, then regex's defaults, UTF-8 mode).
 fn parse(pattern: &str) -> Option<Hir> {
-    syntax::parse_with(pattern, &syntax::Config::new().utf8(true)).ok()
+    let rust = crate::model::go_regex::to_rust(pattern).ok()?;
+    syntax::parse_with(&rust, &syntax::Config::new().utf8(true)).ok()
 }
 
 /// The literals one of which every match of `pattern` contains (ASCII letters lowercased
