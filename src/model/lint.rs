@@ -10,7 +10,7 @@ use std::collections::HashSet;
 
 use crate::diag::{index, quote, suggest, Diagnostic};
 
-use super::categorizer::{ErrorCategories, PodAction, CATEGORY_INTERNAL};
+use super::categorizer::{ErrorCategories, PodAction, CATEGORY_INTERNAL, CATEGORY_PREEMPTION};
 use super::document::{ApiVersion, Document, Resource};
 use super::policy::{Action, ExitCodes, Operator, RetryPolicy, Rule};
 use super::validate::compile_pattern;
@@ -227,7 +227,7 @@ pub fn upstream_errors(policy: &RetryPolicy) -> Vec<Diagnostic> {
 /// Warnings for one policy read with the executor's categorizer `config` (from `file`), the
 /// other layer of today's Armada (docs/categorizer.md): a rule on a category the categorizer
 /// never assigns (neither a category's `name` nor its `defaultCategory`; Armada's own
-/// `internal` is exempt, Armada assigns it) never matches a categorized failure; a `Retry`
+/// `internal` and `preemption` are exempt, Armada assigns them) never matches a categorized failure; a `Retry`
 /// rule on a category whose failed pod the executor keeps collides with that pod, since a
 /// retried pod reuses its name. Paths in wire layout (`rules[0].onFailureCategory[1]`).
 pub fn lint_with_categorizer(policy: &RetryPolicy, config: &ErrorCategories, file: &str) -> Vec<Diagnostic> {
@@ -238,7 +238,9 @@ pub fn lint_with_categorizer(policy: &RetryPolicy, config: &ErrorCategories, fil
             continue;
         };
         for (j, category) in categories.iter().enumerate() {
-            if category == CATEGORY_INTERNAL {
+            // Armada sets these itself, never the categorizer: `internal` (lease expiry, a
+            // missing pod) and `preemption` (a preempted run, with its type as subcategory).
+            if category == CATEGORY_INTERNAL || category == CATEGORY_PREEMPTION {
                 continue;
             }
             let path = index(&format!("{}.onFailureCategory", index("rules", i)), j);
