@@ -291,7 +291,7 @@ fn write_partial<S: HistorySource>(
     // A source cut short (a lost connection, said after this) leaves the partial without
     // its end: `merge` refuses it as truncated.
     if !about.interrupted() {
-        rec.end(about.digest.get(), serde_json::to_value(totals)?, about.lookout())?;
+        rec.end(about.digest.get(), totals, about.lookout())?;
     }
     Ok(ExitCode::Success)
 }
@@ -366,6 +366,7 @@ pub fn backtest_refusal(refused: &BacktestError, at: &str) -> CliError {
             "`--backtest-at {at}` leaves no trials to test the rates: no job submitted at or after it has a failed run followed by another run"
         ))
         .with_hint("pick an earlier time"),
+        BacktestError::Overflow(o) => CliError::invalid(o.message()),
     }
 }
 
@@ -379,6 +380,8 @@ pub fn said_of_the_shards(one: CliError, hint: &str) -> CliError {
 /// run them again.
 pub fn shards_backtest_refusal(refused: &BacktestError, at: &str) -> CliError {
     let hint = match refused {
+        // A sum of the shards together: not the shards' flag, no shard to run again.
+        BacktestError::Overflow(o) => return CliError::invalid(o.message()),
         BacktestError::NotSubmitted { .. } => {
             "give every job its submission time (`retryctl history` writes it), or run the shards again without `--backtest-at`"
         }

@@ -469,7 +469,7 @@ impl Tune<'_> {
         let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text, render_change)?;
         let tallies = sweep_partial(source, baseline, &self.arms, shared, &self.options, &mut rec)?;
         if !about.interrupted() {
-            rec.end(about.digest.get(), serde_json::to_value(tallies)?, about.lookout())?;
+            rec.end(about.digest.get(), tallies, about.lookout())?;
         }
         Ok(ExitCode::Success)
     }

@@ -70,6 +70,14 @@ impl GoDuration {
 
     /// Every form [`GoDuration::parse`] accepts.
     fn parse_general(text: &str) -> Result<GoDuration, DurationError> {
+        let n = parse_nanos(text, u128::from(u64::MAX))?;
+        Ok(GoDuration(n as u64))
+    }
+}
+
+/// The nanoseconds of every form [`GoDuration::parse`] accepts, up to `max`.
+fn parse_nanos(text: &str, max: u128) -> Result<u128, DurationError> {
+    {
         let s = text.trim();
         if s.is_empty() {
             return Err(DurationError::Invalid);
@@ -80,7 +88,7 @@ impl GoDuration {
             _ => (false, s),
         };
         if rest == "0" {
-            return Ok(GoDuration::ZERO);
+            return Ok(0);
         }
         if rest.is_empty() {
             return Err(DurationError::Invalid);
@@ -121,14 +129,66 @@ impl GoDuration {
                 value += (digit - b'0') as u128 * scale;
             }
             total = total.checked_add(value).ok_or(DurationError::TooLarge)?;
-            if total > u64::MAX as u128 {
+            if total > max {
                 return Err(DurationError::TooLarge);
             }
         }
         if negative && total > 0 {
             return Err(DurationError::Negative);
         }
-        Ok(GoDuration(total as u64))
+        Ok(total)
+    }
+}
+
+/// A sum of durations, in nanoseconds: the run time or delay of every run of a history, which
+/// passes a [`GoDuration`]'s 64 bits at 584 years (a month of a large cluster's runs).
+/// Written as a Go duration is (`2562047h47m16.854775807s` and beyond), read back exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct TotalDuration(pub u128);
+
+impl TotalDuration {
+    pub const ZERO: TotalDuration = TotalDuration(0);
+
+    /// Adds one duration (a sum of 2^64 of the longest durations still fits).
+    pub fn add(&mut self, d: GoDuration) {
+        self.0 = self.0.saturating_add(u128::from(d.0));
+    }
+
+    /// Adds another sum (another worker's, another shard's; `merge` has checked that the
+    /// partials' sums fit).
+    pub fn add_total(&mut self, o: TotalDuration) {
+        self.0 = self.0.saturating_add(o.0);
+    }
+
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / S as f64
+    }
+}
+
+impl From<GoDuration> for TotalDuration {
+    fn from(d: GoDuration) -> Self {
+        TotalDuration(u128::from(d.0))
+    }
+}
+
+impl fmt::Display for TotalDuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_nanos(f, self.0)
+    }
+}
+
+impl serde::Serialize for TotalDuration {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TotalDuration {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        parse_nanos(&text, u128::MAX)
+            .map(TotalDuration)
+            .map_err(|e| serde::de::Error::custom(format!("duration `{text}`: {e}")))
     }
 }
 
@@ -178,45 +238,72 @@ impl fmt::Display for GoDuration {
     /// Canonical form: largest units first, zero parts left out (`1h30m`, `1m30s`, `1.5s`,
     /// `300ms`, `0s`). `parse(format(d)) == d` for every `d`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.0;
-        if n == 0 {
-            return write!(f, "0s");
-        }
-        if n < S {
-            return if n % MS == 0 {
-                write!(f, "{}ms", n / MS)
-            } else if n % US == 0 {
-                write!(f, "{}us", n / US)
-            } else {
-                write!(f, "{n}ns")
-            };
-        }
-        let h = n / H;
-        let m = (n % H) / M;
-        let rem = n % M;
-        if h > 0 {
-            write!(f, "{h}h")?;
-        }
-        if m > 0 {
-            write!(f, "{m}m")?;
-        }
-        if rem > 0 {
-            let secs = rem / S;
-            let frac = rem % S;
-            if frac == 0 {
-                write!(f, "{secs}s")?;
-            } else {
-                let digits = format!("{frac:09}");
-                write!(f, "{secs}.{}s", digits.trim_end_matches('0'))?;
-            }
-        }
-        Ok(())
+        write_nanos(f, u128::from(self.0))
     }
+}
+
+/// `n` nanoseconds in the canonical form of [`GoDuration`]'s `Display`.
+fn write_nanos(f: &mut fmt::Formatter<'_>, n: u128) -> fmt::Result {
+    let (s, ms, us, m, h) = (
+        u128::from(S),
+        u128::from(MS),
+        u128::from(US),
+        u128::from(M),
+        u128::from(H),
+    );
+    if n == 0 {
+        return write!(f, "0s");
+    }
+    if n < s {
+        return if n % ms == 0 {
+            write!(f, "{}ms", n / ms)
+        } else if n % us == 0 {
+            write!(f, "{}us", n / us)
+        } else {
+            write!(f, "{n}ns")
+        };
+    }
+    let hours = n / h;
+    let minutes = (n % h) / m;
+    let rem = n % m;
+    if hours > 0 {
+        write!(f, "{hours}h")?;
+    }
+    if minutes > 0 {
+        write!(f, "{minutes}m")?;
+    }
+    if rem > 0 {
+        let secs = rem / s;
+        let frac = rem % s;
+        if frac == 0 {
+            write!(f, "{secs}s")?;
+        } else {
+            let digits = format!("{frac:09}");
+            write!(f, "{secs}.{}s", digits.trim_end_matches('0'))?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_total_passes_64_bits_and_reads_back() {
+        let mut t = TotalDuration::ZERO;
+        for _ in 0..3 {
+            t.add(GoDuration(u64::MAX));
+        }
+        assert_eq!(t.0, 3 * u128::from(u64::MAX));
+        assert_eq!(t.to_string(), "15372286h43m41.128654845s");
+        let back: TotalDuration = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
+        assert_eq!(back, t);
+        assert_eq!(
+            TotalDuration::from(GoDuration(5_400_000_000_000)).to_string(),
+            GoDuration(5_400_000_000_000).to_string()
+        );
+    }
 
     #[test]
     fn parses_go_forms() {

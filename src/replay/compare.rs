@@ -17,7 +17,7 @@
 //!   jobs with compute added or removed, or Pending in the candidate, that request neither.
 
 use crate::engine::{DecisionKind, JobOutcome, JobReport};
-use crate::model::duration::GoDuration;
+use crate::model::duration::{GoDuration, TotalDuration};
 use crate::model::failure_history::{FailureHistory, Final, Outcome, Resources};
 
 use super::categorize::SideCategories;
@@ -204,10 +204,10 @@ pub struct Comparison {
     pub by_state: [[u64; 4]; 4],
     pub retries_added: u64,
     pub retries_removed: u64,
-    pub delay_added: GoDuration,
-    pub delay_removed: GoDuration,
-    pub compute_added: GoDuration,
-    pub compute_removed: GoDuration,
+    pub delay_added: TotalDuration,
+    pub delay_removed: TotalDuration,
+    pub compute_added: TotalDuration,
+    pub compute_removed: TotalDuration,
     /// GPU and CPU time of the runs added and removed, in nanoseconds × thousandths.
     pub gpu_added: u128,
     pub gpu_removed: u128,
@@ -218,10 +218,14 @@ pub struct Comparison {
     pub without_resources: u64,
     /// The run time of every recorded run each side starts (`--max-compute P%` is a share
     /// of the baseline's).
-    pub baseline_compute: GoDuration,
-    pub candidate_compute: GoDuration,
+    pub baseline_compute: TotalDuration,
+    pub candidate_compute: TotalDuration,
     /// Jobs that could not be replayed on one side or both.
     pub errors: u64,
+    /// The first job whose GPU or CPU time took a sum past 128 bits (it then stays at the
+    /// largest value): the command refuses the history (`Overflow`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overflow: Option<Overflow>,
     /// With the executor's categorizer (`--categorizer`): what each side's changed, and its
     /// collisions (a plain replay's are the candidate's). `None` without one, so that
     /// nothing is added to what a replay without a categorizer prints or records.
@@ -229,8 +233,49 @@ pub struct Comparison {
     pub categories: Option<Box<SideCategories>>,
 }
 
-fn add(a: &mut GoDuration, b: u64) {
-    a.0 = a.0.saturating_add(b);
+fn add(a: &mut TotalDuration, b: u64) {
+    a.add(GoDuration(b));
+}
+
+/// A sum of device time past 128 bits of nanoseconds × thousandths: which figure, and the
+/// job that took it there. No history of real jobs comes near (a billion runs of a day on
+/// 1,024 GPUs is 2^96); a history that does is refused rather than printed wrong.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Overflow {
+    pub figure: String,
+    pub job: String,
+}
+
+impl Overflow {
+    /// The error a command gives for it (exit 3).
+    pub fn message(&self) -> String {
+        let at = if self.job.is_empty() {
+            String::new()
+        } else {
+            format!("job `{}`: ", self.job)
+        };
+        format!(
+            "{at}the {} passes {} nanoseconds × thousandths of a device (2^128 − 1), the most retryctl can add up; \
+             check the history's `runFor` and `resources`",
+            self.figure,
+            u128::MAX
+        )
+    }
+}
+
+/// `sum += n`, saturating; the first sum it takes past 128 bits sets `overflow` to `figure`
+/// and `job`.
+pub fn add_device_time(sum: &mut u128, n: u128, overflow: &mut Option<Overflow>, figure: &str, job: &str) {
+    match sum.checked_add(n) {
+        Some(s) => *sum = s,
+        None => {
+            *sum = u128::MAX;
+            overflow.get_or_insert_with(|| Overflow {
+                figure: figure.to_string(),
+                job: job.to_string(),
+            });
+        }
+    }
 }
 
 /// Nanoseconds × thousandths of a request, exactly (u128 holds 584 years × 10^20 devices).
@@ -273,10 +318,36 @@ impl Comparison {
         add(&mut self.candidate_compute, c.compute.0);
         let r = d.resources.as_ref();
         let (gpu, cpu) = (r.and_then(|r| r.gpu_milli), r.and_then(|r| r.cpu_milli));
-        self.gpu_added += request_time(d.compute_added, gpu);
-        self.gpu_removed += request_time(d.compute_removed, gpu);
-        self.cpu_added += request_time(d.compute_added, cpu);
-        self.cpu_removed += request_time(d.compute_removed, cpu);
+        let job = d.job.as_str();
+        let o = &mut self.overflow;
+        add_device_time(
+            &mut self.gpu_added,
+            request_time(d.compute_added, gpu),
+            o,
+            "GPU time added",
+            job,
+        );
+        add_device_time(
+            &mut self.gpu_removed,
+            request_time(d.compute_removed, gpu),
+            o,
+            "GPU time removed",
+            job,
+        );
+        add_device_time(
+            &mut self.cpu_added,
+            request_time(d.compute_added, cpu),
+            o,
+            "CPU time added",
+            job,
+        );
+        add_device_time(
+            &mut self.cpu_removed,
+            request_time(d.compute_removed, cpu),
+            o,
+            "CPU time removed",
+            job,
+        );
         let counted = d.compute_added.0 > 0 || d.compute_removed.0 > 0 || c.final_state == Final::Pending;
         if counted && Resources::is_none(r) {
             self.without_resources += 1;
@@ -313,12 +384,17 @@ impl Comparison {
             (&mut self.baseline_compute, o.baseline_compute),
             (&mut self.candidate_compute, o.candidate_compute),
         ] {
-            add(mine, theirs.0);
+            mine.add_total(theirs);
         }
-        self.gpu_added += o.gpu_added;
-        self.gpu_removed += o.gpu_removed;
-        self.cpu_added += o.cpu_added;
-        self.cpu_removed += o.cpu_removed;
+        if self.overflow.is_none() {
+            self.overflow.clone_from(&o.overflow);
+        }
+        // Two workers' sums that fit apart and not together: no one job took them there.
+        let over = &mut self.overflow;
+        add_device_time(&mut self.gpu_added, o.gpu_added, over, "GPU time added", "");
+        add_device_time(&mut self.gpu_removed, o.gpu_removed, over, "GPU time removed", "");
+        add_device_time(&mut self.cpu_added, o.cpu_added, over, "CPU time added", "");
+        add_device_time(&mut self.cpu_removed, o.cpu_removed, over, "CPU time removed", "");
         self.without_resources += o.without_resources;
         self.errors += o.errors;
         if let Some(theirs) = &o.categories {

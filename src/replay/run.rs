@@ -20,7 +20,7 @@ use crate::model::failure_history::{FailureHistory, Final, Timestamp};
 use super::backtest::Backtest;
 use super::backtest::{backtest, Refusal};
 use super::categorize::{CategoryCounts, Reclassify, SideCategories};
-use super::compare::{ByClass, Comparison, JobDiff, Side, Steps, Transition};
+use super::compare::{ByClass, Comparison, JobDiff, Overflow, Side, Steps, Transition};
 use super::estimate::{failed_runs, job_class, FailureClass, PendingSet, Rates, Trials, MAX_RUNS_LEFT};
 pub use super::fallback::{fallback, Fallback, Fallbacks};
 use super::parallel::{for_each_ordered, Decoded, Emitted, Processed};
@@ -64,13 +64,16 @@ pub struct Options {
     pub shard: Option<Shard>,
 }
 
-/// Why `--backtest-at` has no answer: a usage error (docs/estimates.md, exit 2).
+/// Why a replay has no answer to print: `--backtest-at` has none (a usage error,
+/// docs/estimates.md, exit 2), or a sum passed what retryctl can add up (exit 3).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BacktestError {
     /// Jobs without `job.submittedAt`: how many, and the first in input order.
     NotSubmitted { jobs: u64, first: String },
     /// The time leaves one side without trials.
     Refused(Refusal),
+    /// A sum of device time past 128 bits.
+    Overflow(Overflow),
 }
 
 /// One replayed job as a worker hands it over.
@@ -654,6 +657,14 @@ impl<'s> ReplayFold<'s> {
                 })
             }
         };
+        if let Some(o) = summary.overflow.clone() {
+            return Ok(Replayed {
+                summary,
+                used_given,
+                refused: Some(BacktestError::Overflow(o)),
+                totals: None,
+            });
+        }
         ignore_closed(sink.end(Totals::Replay {
             summary: &summary,
             estimates: &estimates,
@@ -983,6 +994,14 @@ impl<'s> CompareFold<'s> {
             }
         };
         comparison.errors = errors;
+        if let Some(o) = comparison.overflow.clone() {
+            return Ok(Compared {
+                comparison,
+                used_given,
+                refused: Some(BacktestError::Overflow(o)),
+                totals: None,
+            });
+        }
         if categorized && comparison.categories.is_none() {
             comparison.categories = Some(Box::default());
         }

@@ -9,12 +9,12 @@ use std::collections::BTreeMap;
 
 use crate::engine::job_report::RuleLabel;
 use crate::engine::{DecisionKind, JobReport, JobStatus, RuleRef};
-use crate::model::duration::GoDuration;
+use crate::model::duration::{GoDuration, TotalDuration};
 use crate::model::failure_history::Resources;
 use crate::model::policy::Action;
 
 use super::categorize::CategoryCounts;
-use super::compare::request_time;
+use super::compare::{add_device_time, request_time, Overflow};
 
 /// How many failing job ids are kept by name; the count is always exact.
 pub const MAX_LISTED_JOBS: usize = 50;
@@ -36,9 +36,9 @@ pub struct Summary {
     failures_by_kind: Counts,
     /// Decision kind → decisions.
     decisions: Counts,
-    pub total_delay: GoDuration,
+    pub total_delay: TotalDuration,
     /// The run time of every run the policies start (docs/estimates.md).
-    pub compute: GoDuration,
+    pub compute: TotalDuration,
     /// The same × the job's GPU and CPU requests, in nanoseconds × thousandths.
     pub gpu: u128,
     pub cpu: u128,
@@ -49,6 +49,9 @@ pub struct Summary {
     pub contradicted_jobs: u64,
     /// Jobs that could not be simulated (bad line, missing policy).
     pub errors: u64,
+    /// The first job whose GPU or CPU time took a sum past 128 bits (`Overflow`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overflow: Option<Overflow>,
     /// With the executor's categorizer: what it changed, and the collisions. Counted by the
     /// replay's workers (not from the reports, which do not hold the recorded categories)
     /// and set once at the end; `None` without a categorizer.
@@ -156,7 +159,7 @@ impl Summary {
             JobStatus::Pending { .. } => self.pending += 1,
         }
         self.retries += u64::from(report.retries);
-        self.total_delay = GoDuration(self.total_delay.0.saturating_add(report.total_delay.0));
+        self.total_delay.add(report.total_delay);
         // One pass over the runs (their run time and their decisions): a shard's partial
         // adds both sides of every job, where `-o json` adds none.
         let mut ran = 0u64;
@@ -194,10 +197,23 @@ impl Summary {
             };
             counts.add(slot(rule), 1);
         }
-        self.compute = GoDuration(self.compute.0.saturating_add(ran));
+        self.compute.add(GoDuration(ran));
         let r = report.resources.as_ref();
-        self.gpu += request_time(GoDuration(ran), r.and_then(|r| r.gpu_milli));
-        self.cpu += request_time(GoDuration(ran), r.and_then(|r| r.cpu_milli));
+        let (job, o) = (report.job_id.as_str(), &mut self.overflow);
+        add_device_time(
+            &mut self.gpu,
+            request_time(GoDuration(ran), r.and_then(|r| r.gpu_milli)),
+            o,
+            "GPU time",
+            job,
+        );
+        add_device_time(
+            &mut self.cpu,
+            request_time(GoDuration(ran), r.and_then(|r| r.cpu_milli)),
+            o,
+            "CPU time",
+            job,
+        );
         let pending = matches!(report.status, JobStatus::Pending { .. });
         if (ran > 0 || pending) && Resources::is_none(r) {
             self.without_resources += 1;
@@ -256,10 +272,14 @@ impl Summary {
         self.failures_by_kind.merge(&other.failures_by_kind);
         self.decisions.merge(&other.decisions);
         // Saturating sums of non-negative numbers: the grouping does not change the result.
-        self.total_delay = GoDuration(self.total_delay.0.saturating_add(other.total_delay.0));
-        self.compute = GoDuration(self.compute.0.saturating_add(other.compute.0));
-        self.gpu += other.gpu;
-        self.cpu += other.cpu;
+        self.total_delay.add_total(other.total_delay);
+        self.compute.add_total(other.compute);
+        if self.overflow.is_none() {
+            self.overflow = other.overflow;
+        }
+        let over = &mut self.overflow;
+        add_device_time(&mut self.gpu, other.gpu, over, "GPU time", "");
+        add_device_time(&mut self.cpu, other.cpu, over, "CPU time", "");
         self.without_resources += other.without_resources;
         self.expectation_failed_jobs += other.expectation_failed_jobs;
         let room = MAX_LISTED_JOBS.saturating_sub(self.expectation_failed_ids.len());

@@ -21,7 +21,7 @@
 
 use std::cmp::Ordering;
 
-use crate::model::duration::GoDuration;
+use crate::model::duration::{GoDuration, TotalDuration};
 use crate::model::failure_history::Final;
 use crate::replay::estimate::{Rates, Sums};
 use crate::replay::run::CompareTally;
@@ -52,7 +52,7 @@ pub struct BaselineRow {
     /// Its own expected run time past the record, in seconds.
     pub cost: f64,
     /// The run time of every recorded run it starts.
-    pub compute: GoDuration,
+    pub compute: TotalDuration,
 }
 
 /// A constraint a candidate breaks, so that it cannot be recommended.
@@ -121,8 +121,8 @@ pub struct Ranked {
 }
 
 /// Seconds of a run time.
-fn seconds(d: GoDuration) -> f64 {
-    d.0 as f64 / 1e9
+fn seconds(d: TotalDuration) -> f64 {
+    d.as_secs_f64()
 }
 
 /// Scores and ranks `candidates` (id, values, tally), in id order, against `baseline`.
@@ -141,7 +141,7 @@ pub fn rank(
         compute: baseline.compute,
     };
     let max_compute = constraints.max_compute.map(|m| match m {
-        MaxCompute::Duration(d) => seconds(d),
+        MaxCompute::Duration(d) => d.as_secs_f64(),
         MaxCompute::Percent(p) => seconds(baseline.compute) * p / 100.0,
     });
     let mut scored: Vec<Scored> = candidates
@@ -303,7 +303,7 @@ mod tests {
             pending: Sums::default(),
             expected_succeeded: expected,
             cost: 0.0,
-            compute: GoDuration(0),
+            compute: TotalDuration::ZERO,
         }
     }
 
@@ -360,7 +360,7 @@ mod tests {
     fn every_broken_constraint_is_listed() {
         let mut both = CompareTally::default();
         both.comparison.lost = 1;
-        both.comparison.compute_added = GoDuration(3_600_000_000_000);
+        both.comparison.compute_added = TotalDuration(3_600_000_000_000);
         both.finals[Final::Succeeded as usize] = 5;
         let mut within = CompareTally::default();
         within.finals[Final::Succeeded as usize] = 5;

@@ -31,7 +31,7 @@ use std::io;
 use crate::engine::categorizer::Classifier;
 use crate::engine::simulator::{Decides, Simulator};
 use crate::engine::{Detail, EngineKind, JobOutcome, Match, Settings};
-use crate::model::duration::GoDuration;
+use crate::model::duration::{GoDuration, TotalDuration};
 use crate::model::failure_history::{FailureHistory, Final, Outcome};
 use crate::model::policy::Action;
 use crate::replay::backtest::Backtest;
@@ -65,7 +65,7 @@ pub struct BaselineTally {
     /// Its Pending jobs (their estimates: its expected successes and cost).
     pub pending: PendingSet,
     /// The run time of every recorded run it starts (`--max-compute P%`).
-    pub compute: GoDuration,
+    pub compute: TotalDuration,
     /// With a categorizer (either side's): what the baseline's changed, and its collisions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub categories: Option<CategoryCounts>,
@@ -77,7 +77,7 @@ impl BaselineTally {
             *mine += theirs;
         }
         self.pending.merge(&o.pending);
-        self.compute = GoDuration(self.compute.0.saturating_add(o.compute.0));
+        self.compute.add_total(o.compute);
         if let Some(c) = &o.categories {
             self.categories.get_or_insert_with(CategoryCounts::default).merge(c);
         }
@@ -598,7 +598,7 @@ where
         let side = bases[0].side;
         let t = &mut part.baseline;
         t.finals[side.final_state as usize] += 1;
-        t.compute = GoDuration(t.compute.0.saturating_add(side.compute.0));
+        t.compute.add(side.compute);
         if side.final_state == Final::Pending {
             t.pending
                 .add(facts.class(), facts.depth, side.runs_left, h.job.resources.as_ref());

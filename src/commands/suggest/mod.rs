@@ -532,7 +532,7 @@ impl Suggest<'_> {
         // What pass 1 could not read is said by the merge's pass 2, which reads it again
         // (as one process says it): the partial lists no entries, it counts them.
         let rec = Recorder::new(&mut *ctx.out, &header, invalid_text, render_change)?;
-        rec.end(about.digest.get(), serde_json::to_value(SuggestTotals::of(pass))?, None)?;
+        rec.end(about.digest.get(), SuggestTotals::of(pass), None)?;
         Ok(ExitCode::Success)
     }
 

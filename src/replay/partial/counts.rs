@@ -25,9 +25,22 @@ use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 /// Fields that are not counts: never added (a position, an exit code).
 const NOT_COUNTS: [&str; 2] = ["first_not_submitted", "Exit"];
 
-/// Fields kept in 128 bits (sums of nanoseconds and of thousandths of a GPU or CPU, which a
-/// year of runs can take past 64 bits); every other count is a `u64`.
-const WIDE: [&str; 3] = ["next_run_ns", "gpu_milli", "cpu_milli"];
+/// Fields kept in 128 bits (sums of nanoseconds × thousandths of a GPU or CPU, which a day of
+/// a large cluster takes past 64 bits: a summary's `gpu` and `cpu`, a comparison's added and
+/// removed device time, suggest's `gpu_milli` and `cpu_milli`, an estimate's `next_run_ns`);
+/// every other count is a `u64`. Sums of durations are written as durations (`5124h…`), not
+/// counted here. Test `every_128_bit_sum_is_wide`.
+const WIDE: [&str; 9] = [
+    "next_run_ns",
+    "gpu_milli",
+    "cpu_milli",
+    "gpu",
+    "cpu",
+    "gpu_added",
+    "gpu_removed",
+    "cpu_added",
+    "cpu_removed",
+];
 
 fn limit(name: &str) -> u128 {
     if WIDE.contains(&name) {
@@ -341,5 +354,33 @@ mod tests {
         // Not counts: positions and exit codes are never added.
         let c = Counts::of(br#"{"first_not_submitted":[[18446744073709551615,1],"j"],"Exit":-1}"#).unwrap();
         assert!(c.sums.is_empty());
+    }
+
+    /// Every 128-bit sum a shard's totals hold passes 64 bits and is still added: a summary's
+    /// and a comparison's device time, written as the partial writes them.
+    #[test]
+    fn every_128_bit_sum_is_wide() {
+        use crate::replay::compare::Comparison;
+        use crate::replay::summary::Summary;
+        let past = u128::from(u64::MAX) + 1;
+        let mut summary = Summary::default();
+        summary.gpu = past;
+        summary.cpu = past;
+        let comparison = Comparison {
+            gpu_added: past,
+            gpu_removed: past,
+            cpu_added: past,
+            cpu_removed: past,
+            ..Comparison::default()
+        };
+        for totals in [
+            serde_json::to_vec(&summary).unwrap(),
+            serde_json::to_vec(&comparison).unwrap(),
+        ] {
+            let counts = Counts::of(&totals).unwrap();
+            let mut sums = Sums::default();
+            sums.add(&counts).unwrap();
+            sums.add(&counts).unwrap();
+        }
     }
 }
