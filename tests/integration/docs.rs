@@ -1,17 +1,24 @@
 //! The docs run: every command and output block of README.md and docs/*.md is
 //! checked here, so a doc whose output drifts from the binary fails `cargo test`.
 //!
-//! How. A ```` ```console ```` block is a [trycmd] case: `$ retryctl …` lines are run from
-//! the repository root (no shell: no pipes, no `$VAR`), and the lines under each are its
-//! stdout and stderr together; `? N` after a command is its exit status (0 when absent);
-//! `...` alone on a line and `[..]` inside one elide. The docs that talk to a server (the
+//! How. A ```` ```console ```` block is run by [`console`] (tests/integration/support/console.rs):
+//! `$ retryctl …` lines are run from the repository root (split into words as a shell
+//! would, quotes and backslashes, but no shell: no pipes, no `$VAR`), and the lines under
+//! each are its stdout and stderr together, in the order written; `? N` after a command is
+//! its exit status (0 when absent); `...` alone on a line and `[..]` inside one elide.
+//! Everything else is compared byte for byte, `\` included: the guides show patterns and
+//! Markdown a reader copies, so a block shows exactly what the binary prints (trycmd, which
+//! ran these blocks before, turned every `\` of an output into `/` and could not be told
+//! not to). The docs that talk to a server (the
 //! README's tour, docs/cli.md's kubectl habits and docs/serve.md's walkthrough,
 //! [`SERVER_DOCS`]) run against a `retryctl serve` this test starts in process
 //! (`support::server::TestServer`, in memory, on a free port), one per file (each file's
 //! commands change what the server holds), its URL in `$ARMADA_URL`, so their blocks name no
 //! address and read as a user's against the default one; every other
 //! doc gets an address where nothing listens, so a command that reaches for a server there
-//! fails visibly instead of finding whatever runs on this machine.
+//! fails visibly instead of finding whatever runs on this machine. A failure names the
+//! file, the command's line and the exit status if it differs, and shows the doc's output
+//! and the binary's as one diff.
 //!
 //! Not run: a block that cannot run here is ```` ```console,ignore ```` and must be listed
 //! in [`NOT_RUN`] with the reason, and the test that covers it where there is one: the
@@ -22,7 +29,7 @@
 //! listed one that is gone, fails [`every_block_is_run_or_listed_as_not_run`]. A block in
 //! any other language must be an input (a config file, settings), never a command or an
 //! output: `yaml`, `json` and `lua` only, with no `$ ` line; a block without a language
-//! would be a trycmd case, so it is refused too.
+//! says neither what it is nor whether it runs, so it is refused too.
 //!
 //! Also checked: the README's exit-code table is the binary's (one table, asserted
 //! in tests), the README stays a page (≤ 300 lines) with the quick start's two commands and
@@ -32,8 +39,10 @@
 //! rule docs/estimates.md states; the Lookout week is the fixture's export, as
 //! `history.rs` snapshots it from a real PostgreSQL).
 //!
-//! To rewrite the outputs after an intended change: `TRYCMD=overwrite cargo test --test
-//! integration docs::`, then read the diff (an elision, `...` or `[..]`, may need putting
+//! To rewrite the outputs after an intended change: `RETRYCTL_DOCS=overwrite cargo test
+//! --test integration docs::`, then read the diff (each output and `? N` that differed is
+//! replaced by what the binary printed; a `...` or `[..]` line that still matches stays,
+//! one that no longer does is replaced by the lines it stood for, and may need putting
 //! back by hand).
 
 use std::collections::BTreeSet;
@@ -41,7 +50,13 @@ use std::path::{Path, PathBuf};
 
 use retryctl::error::ExitCode;
 
+use crate::support::console::{self, Runner};
 use crate::support::{root, server::TestServer, temp_home};
+
+/// The fenced blocks of a Markdown text, as the runner reads them; also the other tests'
+/// reader of a doc's `console,ignore` blocks (tune.rs runs one against PostgreSQL), so that
+/// a block is found the same way here and there.
+pub(crate) use crate::support::console::blocks;
 
 /// Docs whose blocks talk to a server: each runs against its own, in file order.
 const SERVER_DOCS: &[&str] = &["README.md", "docs/cli.md", "docs/serve.md"];
@@ -194,60 +209,6 @@ fn md_files() -> Vec<String> {
     files
 }
 
-/// A fenced block: where it starts, its info string, its lines.
-#[derive(Debug)]
-pub(crate) struct Block {
-    line: usize,
-    info: String,
-    pub(crate) lines: Vec<String>,
-}
-
-impl Block {
-    fn language(&self) -> &str {
-        self.info.split(',').next().unwrap_or("").trim()
-    }
-
-    pub(crate) fn ignored(&self) -> bool {
-        self.info.split(',').skip(1).any(|a| a.trim() == "ignore")
-    }
-
-    /// The lines after the first command up to the next one (its output).
-    pub(crate) fn output_of(&self, command_start: &str) -> String {
-        let mut lines = self.lines.iter().skip_while(|l| !l.starts_with(command_start));
-        lines.next().expect("the command is in the block");
-        let out: Vec<&str> = lines.take_while(|l| !l.starts_with("$ ")).map(String::as_str).collect();
-        out.join("\n").trim_end().to_string() + "\n"
-    }
-}
-
-/// The fenced blocks of a Markdown text (``` fences, as trycmd reads them). Also the other
-/// tests' reader of a doc's `console,ignore` blocks (tune.rs runs one against PostgreSQL), so
-/// that a block is found the same way here and there.
-pub(crate) fn blocks(text: &str) -> Vec<Block> {
-    let mut out = Vec::new();
-    let mut lines = text.lines().enumerate();
-    while let Some((i, line)) = lines.next() {
-        let ticks = line.chars().take_while(|c| *c == '`').count();
-        if ticks < 3 {
-            continue;
-        }
-        let fence = &line[..ticks];
-        let mut block = Block {
-            line: i + 1,
-            info: line[ticks..].trim().to_string(),
-            lines: Vec::new(),
-        };
-        for (_, l) in lines.by_ref() {
-            if l.starts_with(fence) {
-                break;
-            }
-            block.lines.push(l.to_string());
-        }
-        out.push(block);
-    }
-    out
-}
-
 fn read(rel: &str) -> String {
     std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
@@ -280,7 +241,7 @@ fn every_block_is_run_or_listed_as_not_run() {
                         problems.push(format!("{at}: a console block starts with its command (`$ …`)"));
                     }
                 }
-                "" => problems.push(format!("{at}: a block without a language is run as a trycmd case: name one")),
+                "" => problems.push(format!("{at}: a block without a language: name one (`console` runs it)")),
                 lang if INPUT_LANGUAGES.contains(&lang) => {
                     if let Some(l) = b.lines.iter().find(|l| l.starts_with("$ ")) {
                         problems.push(format!("{at}: a command in a `{lang}` block (`{l}`): commands go in console blocks"));
@@ -304,25 +265,51 @@ fn every_block_is_run_or_listed_as_not_run() {
     assert!(run > 20, "only {run} console blocks run");
 }
 
-/// Runs the console blocks of `files` as trycmd cases with `armada_url` in `$ARMADA_URL`.
-fn run_cases(files: &[String], armada_url: &str) {
+/// Runs the console blocks of `files` with `armada_url` in `$ARMADA_URL`, a few files at a
+/// time: what failed, each described.
+fn run_blocks(files: &[String], armada_url: &str) -> Vec<String> {
+    let overwrite = match std::env::var("RETRYCTL_DOCS") {
+        Err(_) => false,
+        Ok(v) if v == "overwrite" => true,
+        Ok(v) => panic!("RETRYCTL_DOCS={v}: the one value is `overwrite`"),
+    };
     let home = temp_home();
-    let cases = trycmd::TestCases::new();
-    cases
-        .register_bin("retryctl", Path::new(env!("CARGO_BIN_EXE_retryctl")))
+    let runner = Runner {
+        bin: PathBuf::from(env!("CARGO_BIN_EXE_retryctl")),
+        cwd: root(),
         // What a user's shell would add and the examples must not depend on; an empty value
-        // is unset to retryctl (and to clap's `env`).
-        .env("HOME", home.path().display().to_string())
-        .env("NO_COLOR", "1")
-        .env("ARMADA_URL", armada_url)
-        .env("ARMADA_TOKEN", "")
-        .env("ARMADACTL_CONFIG", "")
-        .env("LOOKOUT_DB", "")
-        .env("COMPLETE", "");
-    for f in files {
-        cases.case(root().join(f));
-    }
-    cases.run();
+        // is unset to retryctl (and to clap's `env`). The rest of the test's environment is
+        // passed on.
+        env: [
+            ("HOME", home.path().display().to_string()),
+            ("NO_COLOR", "1".to_string()),
+            ("ARMADA_URL", armada_url.to_string()),
+            ("ARMADA_TOKEN", String::new()),
+            ("ARMADACTL_CONFIG", String::new()),
+            ("LOOKOUT_DB", String::new()),
+            ("COMPLETE", String::new()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect(),
+        overwrite,
+    };
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failures = std::sync::Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(files.len());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(file) = files.get(i) else { break };
+                let found = runner.check_file(file);
+                failures.lock().unwrap().extend(found);
+            });
+        }
+    });
+    failures.into_inner().unwrap()
 }
 
 #[test]
@@ -330,12 +317,134 @@ fn console_blocks_print_what_the_docs_say() {
     let (server_docs, offline): (Vec<String>, Vec<String>) =
         md_files().into_iter().partition(|f| SERVER_DOCS.contains(&f.as_str()));
     assert_eq!(server_docs.len(), SERVER_DOCS.len(), "{SERVER_DOCS:?} exist");
+    let mut failures = Vec::new();
     for f in &server_docs {
         let server = TestServer::start();
-        run_cases(std::slice::from_ref(f), &server.url);
+        failures.extend(run_blocks(std::slice::from_ref(f), &server.url));
     }
     // Port 1: nothing listens there (binding it needs root).
-    run_cases(&offline, "http://127.0.0.1:1");
+    failures.extend(run_blocks(&offline, "http://127.0.0.1:1"));
+    assert!(
+        failures.is_empty(),
+        "{} of the docs' commands do not do what their docs say (to take the binary's \
+         outputs: RETRYCTL_DOCS=overwrite cargo test --test integration docs::, then \
+         read the diff):\n\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    // Every run block has its steps: a block the runner skipped would pass unseen.
+    let steps: usize = md_files()
+        .iter()
+        .map(|f| console::steps(&read(f)).map_or(0, |s| s.len()))
+        .sum();
+    assert!(steps > 50, "only {steps} commands run");
+}
+
+/// The runner compares bytes: a `\` the doc shows as `/` is a difference, as is any other
+/// byte; `...` and `[..]` elide lines and text within a line, and nothing more.
+#[test]
+fn the_runner_compares_bytes_but_for_its_elisions() {
+    use console::{line_matches, matches};
+    assert!(matches("a\\b\n", "a\\b\n"));
+    assert!(!matches("a/b\n", "a\\b\n"), "the filter trycmd applied would pass this");
+    assert!(!matches("[ //t//r//f]\n", "[ \\\\t\\\\r\\\\f]\n"));
+    assert!(!matches("a\\b\n", "a/b\n"));
+    assert!(!matches("ab\n", "ab"), "a newline is a byte");
+    assert!(!matches("ab\n", "ab\r\n"), "so is a carriage return");
+    assert!(matches("", ""));
+    assert!(!matches("", "x\n"));
+    // `...` alone on a line: any number of lines, none included.
+    let doc = "first\n...\nlast\n";
+    assert!(matches(doc, "first\nx\ny\nlast\n"));
+    assert!(matches(doc, "first\nlast\n"));
+    assert!(!matches(doc, "first\nx\n"));
+    assert!(!matches(doc, "x\nfirst\nlast\n"));
+    assert!(matches("a\n...", "a\nb\nc\n"), "a last `...` takes the rest");
+    assert!(
+        matches("...\nb\n...\nb\n", "b\nx\nb\nb\n"),
+        "the first `b` that works, not the first `b`"
+    );
+    assert!(!matches(" ...\n", "x\n"), "only alone on its line");
+    // `[..]`: any text within one line.
+    assert!(line_matches("took [..] ms\n", "took 12 ms\n"));
+    assert!(line_matches("took [..] ms\n", "took  ms\n"));
+    assert!(!line_matches("took [..] ms\n", "took 12 s\n"));
+    assert!(line_matches("a[..]b\n", "abxb\n"), "the last part is the line's end");
+    assert!(line_matches("[..]:[..]\n", "http://127.0.0.1:80\n"));
+    assert!(!line_matches("a[..]\n", "a/b\\c"), "the newline is not elided");
+    assert!(!line_matches("x [..] y/z\n", "x 1 y\\z\n"));
+    assert!(!matches("a[..]c\n", "a\nc\n"), "nor are lines");
+}
+
+/// The words of a command line, split as trycmd split them (a shell's quoting, no shell).
+#[test]
+fn the_runner_splits_command_lines_as_a_shell() {
+    let split = |l: &str| console::split(l).unwrap();
+    assert_eq!(split("get rp  -o yaml"), ["get", "rp", "-o", "yaml"]);
+    assert_eq!(
+        split("--vary 'p:rules[1].action=Fail,Retry'"),
+        ["--vary", "p:rules[1].action=Fail,Retry"]
+    );
+    // docs/cli.md's jsonpath: `\n` stays two characters within single quotes.
+    assert_eq!(split(r#"-o jsonpath='{"\n"}{end}'"#), ["-o", r#"jsonpath={"\n"}{end}"#]);
+    assert_eq!(split(r#""a \"b\" \$c \d" e\ f"#), [r#"a "b" $c \d"#, "e f"]);
+    assert_eq!(split("a'b'\"c\"d"), ["abcd"]);
+    assert_eq!(split("''"), [""]);
+    assert_eq!(split("a #b c"), ["a"]);
+    assert_eq!(split("a#b"), ["a#b"]);
+    assert_eq!(split("$ARMADA_URL a|b"), ["$ARMADA_URL", "a|b"], "nothing is expanded");
+    assert!(console::split("'open").is_err());
+    assert!(console::split("\"open").is_err());
+    assert!(console::split("end\\").is_err());
+}
+
+/// A block run end to end: split, run (here a shell stands in for `retryctl`), its two
+/// streams read back in order, its status and output compared, and rewritten on request.
+#[cfg(unix)]
+#[test]
+fn the_runner_runs_a_block_and_rewrites_it() {
+    let runner = |overwrite| Runner {
+        bin: PathBuf::from("/bin/sh"),
+        cwd: root(),
+        env: vec![("DOCS_TEST_VALUE".to_string(), "v".to_string())],
+        overwrite,
+    };
+    let doc = "# A guide\n\n```console\n\
+               $ retryctl -c 'echo out; echo err >&2; echo \"$DOCS_TEST_VALUE\"; printf \"a\\\\\\\\b\\\\n\"'\n\
+               out\nerr\nv\na\\b\n\n\
+               $ retryctl -c 'echo one; echo two; echo three; exit 3'\n? 3\none\n...\n\n\
+               $ retryctl -c true\n\
+               ```\n";
+    let (failures, rewritten) = runner(false).check_text("guide.md", doc);
+    assert_eq!(failures, Vec::<String>::new());
+    assert_eq!(rewritten, None);
+
+    // The same doc, as trycmd let it be written: `/` for `\`; and a wrong status.
+    let wrong = doc.replace("a\\b\n", "a/b\n").replace("? 3\n", "");
+    let (failures, rewritten) = runner(false).check_text("guide.md", &wrong);
+    assert_eq!(rewritten, None);
+    assert_eq!(failures.len(), 2, "{failures:#?}");
+    assert!(
+        failures[0].starts_with("guide.md:4: `$ retryctl -c 'echo out;"),
+        "{}",
+        failures[0]
+    );
+    assert!(failures[0].contains("\n-a/b\n+a\\b\n"), "{}", failures[0]);
+    assert!(
+        failures[1].starts_with("guide.md:10: `$ retryctl -c 'echo one;"),
+        "{}",
+        failures[1]
+    );
+    assert!(
+        failures[1].contains("exit status: the doc says 0, was 3"),
+        "{}",
+        failures[1]
+    );
+
+    // Rewritten: the binary's bytes and status, the `...` that still matches kept.
+    let (failures, rewritten) = runner(true).check_text("guide.md", &wrong);
+    assert_eq!(failures, Vec::<String>::new());
+    assert_eq!(rewritten.as_deref(), Some(doc));
 }
 
 /// The exit codes are one table in the README; it is the binary's own.

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 
 pub mod chromium;
+pub mod console;
 pub mod pg;
 pub mod png;
 pub mod python;
