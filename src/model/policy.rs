@@ -58,8 +58,7 @@ impl Action {
     /// RetryAction of value N`), then what is accepted. `number`: the value was a number
     /// (a plain YAML integer, a JSON number), not a string.
     pub fn refusal(text: &str, number: bool) -> String {
-        const ACCEPTED: &str =
-            "expected `Retry` or `Fail` in any case, `RETRY_ACTION_RETRY`, `RETRY_ACTION_FAIL`, or the number 2 or 1";
+        const ACCEPTED: &str = "expected `Retry` or `Fail`";
         let unspecified = if number {
             text.parse::<i64>().is_ok_and(|n| n == 0)
         } else {
@@ -69,9 +68,9 @@ impl Action {
             return format!("`{text}` is `RETRY_ACTION_UNSPECIFIED`: the action is not set; {ACCEPTED}");
         }
         if number {
-            format!("no RetryAction of value {text}; {ACCEPTED}")
+            format!("no RetryAction of value {text}: {ACCEPTED}")
         } else {
-            format!("no RetryAction of name {}; {ACCEPTED}", go_quote(text))
+            format!("no RetryAction of name {}: {ACCEPTED}", go_quote(text))
         }
     }
 }

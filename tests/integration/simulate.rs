@@ -206,7 +206,7 @@ fn invalid_policy_refuses_to_simulate() {
     assert!(out.stdout.is_empty());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("6:16 spec.rules[0].action: unknown value `Retri`"),
+        err.contains("6:16 spec.rules[0].action: no RetryAction of name \"Retri\""),
         "{err}"
     );
     assert!(
