@@ -1,5 +1,8 @@
-//! upstream's `TestEngine_Evaluate` table (`internal/scheduler/retry/engine_test.go`) against
-//! [`evaluate`] directly, the memory bump of `internal/scheduler/retry_policy_test.go`, and property tests of the budget.
+//! upstream's `TestEngine_Evaluate` table (`internal/scheduler/retry/engine_test.go` at
+//! `207cc9e`) against [`evaluate`] directly, a case per row named as upstream names it (the
+//! file's other table, `TestValidatePolicy`, is `tests/integration/upstream_tables/engine.rs`),
+//! the memory bump of `internal/scheduler/retry_policy_test.go`, and property tests of the
+//! budget.
 
 use proptest::prelude::*;
 
@@ -24,7 +27,12 @@ fn policy(limit: u32, default: &str, rules: &[(&str, &str, &str)]) -> CompiledPo
             y.push_str("}\n");
         }
     }
-    let doc = parse_documents(&y, None).documents.remove(0);
+    compile(&y)
+}
+
+/// A v1beta1 policy document, which must be valid.
+fn compile(y: &str) -> CompiledPolicy {
+    let doc = parse_documents(y, None).documents.remove(0);
     match doc.resource {
         Some(Resource::RetryPolicy(p)) => CompiledPolicy::new(p).unwrap(),
         other => panic!("{other:?} {:?}", doc.diagnostics),
@@ -58,8 +66,15 @@ fn engine_test_table() {
     let gpu_t = failed("gpu", "transient");
     let uncat = failed("", "");
     let transient = failed("transient", "");
-    // (name, global, policy, run, F = Counts.Failures, kind, reason)
-    let cases: Vec<(&str, u32, CompiledPolicy, &Run, u32, DecisionKind, &str)> = vec![
+    let oom = failed("oom", "");
+    // Upstream's `Mutation{Affinity: AffinityMutation{AvoidSameNode: true}}`: the run's node
+    // `n` is avoided; `Mutation{}`: nothing is.
+    const NO_MUTATION: &[&str] = &[];
+    const AVOID_SAME_NODE: &[&str] = &["n"];
+    // (upstream's row name, globalMax, policy, run, F = Counts.Failures, kind, reason, the
+    // nodes the decision avoids)
+    #[allow(clippy::type_complexity)]
+    let cases: Vec<(&str, u32, CompiledPolicy, &Run, u32, DecisionKind, &str, &[&str])> = vec![
         (
             "category match (any subcategory)",
             10,
@@ -68,42 +83,59 @@ fn engine_test_table() {
             1,
             DecisionKind::FailRule,
             "matched rule: Fail",
+            NO_MUTATION,
         ),
         (
-            "category and subcategory match",
+            "category match with subcategory match",
             10,
             policy(10, "Retry", &[("Fail", "gpu", "transient")]),
             &gpu_t,
             1,
             DecisionKind::FailRule,
             "matched rule: Fail",
+            NO_MUTATION,
         ),
         (
-            "default-action retry",
+            "matched Retry rule carries its mutation",
+            10,
+            compile(
+                "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: p\nretryLimit: 10\ndefaultAction: Fail\nrules:\n  - {action: Retry, onCategory: oom, mutate: {affinity: {avoidSameNode: true}}}\n",
+            ),
+            &oom,
+            1,
+            DecisionKind::Retry,
+            "matched rule: Retry: retry 1 of 10",
+            AVOID_SAME_NODE,
+        ),
+        (
+            "default-action retry carries no mutation",
             10,
             policy(10, "Retry", &[("Fail", "user-error", "")]),
             &uncat,
             1,
             DecisionKind::Retry,
             "no rule matched, using default action: retry 1 of 10",
+            NO_MUTATION,
         ),
         (
-            "matched Retry overrides Fail default",
+            "matched Retry rule overrides Fail default",
             10,
             policy(10, "Fail", &[("Retry", "transient", "")]),
             &transient,
             1,
             DecisionKind::Retry,
             "matched rule: Retry: retry 1 of 10",
+            NO_MUTATION,
         ),
         (
-            "subcategory mismatch",
+            "category match but subcategory mismatch",
             10,
             policy(10, "Retry", &[("Fail", "gpu", "permanent")]),
             &gpu_t,
             1,
             DecisionKind::Retry,
             "no rule matched, using default action: retry 1 of 10",
+            NO_MUTATION,
         ),
         (
             "category mismatch",
@@ -113,6 +145,7 @@ fn engine_test_table() {
             1,
             DecisionKind::Retry,
             "no rule matched, using default action: retry 1 of 10",
+            NO_MUTATION,
         ),
         (
             "global cap exceeded",
@@ -122,6 +155,7 @@ fn engine_test_table() {
             6,
             DecisionKind::FailGlobalLimit,
             "global max retries exceeded (5/5)",
+            NO_MUTATION,
         ),
         (
             "retry limit exceeded",
@@ -131,6 +165,7 @@ fn engine_test_table() {
             4,
             DecisionKind::FailPolicyLimit,
             "policy retry limit exceeded (3/3)",
+            NO_MUTATION,
         ),
         (
             "retry limit 0 never retries",
@@ -140,46 +175,55 @@ fn engine_test_table() {
             1,
             DecisionKind::FailPolicyLimit,
             "policy retry limit exceeded (0/0)",
+            NO_MUTATION,
         ),
         (
-            "empty rules: DefaultAction",
+            "empty rules returns DefaultAction",
             10,
             policy(10, "Fail", &[]),
             &uncat,
             1,
             DecisionKind::FailDefault,
             "no rule matched, using default action",
+            NO_MUTATION,
         ),
         (
-            "globalMaxRetries 0",
+            "globalMaxRetries 0 disables retries",
             0,
             policy(10, "Retry", &[]),
             &uncat,
             1,
             DecisionKind::FailGlobalLimit,
             "global max retries is 0, retries disabled",
+            NO_MUTATION,
         ),
         (
-            "first matching rule wins",
+            "first matching rule wins when two rules match",
             10,
             policy(10, "Retry", &[("Fail", "gpu", ""), ("Retry", "gpu", "transient")]),
             &gpu_t,
             1,
             DecisionKind::FailRule,
             "matched rule: Fail",
+            NO_MUTATION,
         ),
         (
-            "uncategorized: default",
+            "uncategorized error with rules present falls to default action",
             10,
             policy(10, "Fail", &[("Retry", "gpu", "")]),
             &uncat,
             1,
             DecisionKind::FailDefault,
             "no rule matched, using default action",
+            NO_MUTATION,
         ),
     ];
-    for (name, global, p, run, f, kind, words) in cases {
+    // Not expressible: "nil error returns fail" (`runError: nil`, `DecisionNoError`): a
+    // FailureHistory run always carries its failure, so no run reaches the engine without one.
+    for (name, global, p, run, f, kind, words, avoid) in cases {
         let d = decide(global, &p, run, f - 1);
+        assert_eq!(d.avoid_nodes, avoid, "{name}: the mutation's avoided nodes");
+        assert_eq!(d.memory, None, "{name}: no memory bump");
         assert_eq!(d.kind, kind, "{name}");
         assert_eq!(reason(&d, None).as_deref(), Some(words), "{name}");
         assert_eq!(
