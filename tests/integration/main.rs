@@ -18,6 +18,7 @@ mod config;
 mod crud;
 mod docs;
 mod engines;
+mod exact;
 mod grpc;
 mod history;
 mod kubectl;
