@@ -41,4 +41,5 @@ mod test_setup;
 mod tls;
 mod tune;
 mod tune_categorizer;
+mod upstream_tables;
 mod validate;
