@@ -5,6 +5,9 @@
 //! the executor's words (docs/categorizer.md: values in backticks where the executor writes
 //! double quotes).
 //!
+//! Upstream's "nil pod returns empty" is expressed as a run that carries nothing (no
+//! containers, conditions, pod error or events): a FailureHistory run has no nil pod.
+//!
 //! Not expressible:
 //! - `TestClassifyResult_AppendHint`, all 3 rows ("empty hint returns message unchanged",
 //!   "non-empty hint is appended after a blank line", "empty message with hint preserves
@@ -13,8 +16,6 @@
 //! - `TestClassify_RecordsRuleEvaluationDuration`: its classification (`user_error` /
 //!   `bad_exit`) is a case below; the Prometheus histogram of rule evaluations it counts is
 //!   the executor's metric, which retryctl has no equivalent of.
-//! - In `TestClassify`, upstream's "nil pod returns empty" is a run that carries nothing (no
-//!   containers, conditions, pod error or events): a FailureHistory run has no nil pod.
 
 use super::PodAction::{Delete, Retain};
 use super::{classify, one_error, validate_file, PodAction};
