@@ -332,7 +332,14 @@ pub fn decode_document(node: Node, index: usize, expected: Option<&[Kind]>) -> D
                     continue;
                 }
                 let pos = locate(node, &path);
-                let message = document_message(&d.message, kind, version);
+                let message = if d.code == "no-matcher" && (kind, version) == (Kind::RetryPolicy, ApiVersion::V1beta1) {
+                    // A v1beta1 rule has one matcher, its category (upstream's server:
+                    // `on_category must be set`); the design dialect's others have no place.
+                    "a rule needs `onCategory` (upstream: `on_category must be set`); write a catch-all as the policy's `defaultAction`"
+                        .to_string()
+                } else {
+                    document_message(&d.message, kind, version)
+                };
                 dec.diagnostics.push(Diagnostic {
                     path,
                     pos,

@@ -9,8 +9,8 @@
 //! - `TestMatchExitCode` "nil matcher returns false": a nil `*ExitCodeMatcher` exists only in
 //!   Go; a categorizer rule always has a matcher (`validate` refuses one without).
 //!
-//! Pending (`#[ignore]`d below, beyond the table: the Go regular expressions `MatchPattern`
-//! takes): `\d`, `\w`, `\s` and `\b` are ASCII in Go and Unicode in retryctl.
+//! Beyond the table, the Go regular expressions `MatchPattern` takes: `\d`, `\w`, `\s` and
+//! `\b` are ASCII, as retryctl reads them too.
 
 use super::classify;
 
@@ -128,31 +128,27 @@ fn empty_value_never_matches() {
 // `\b` are ASCII only (RE2 syntax); a non-ASCII digit, letter or space is none of them.
 
 #[test]
-#[ignore = "pending: retryctl's `\\d` matches any Unicode digit; Go's regexp matches `[0-9]` only"]
 fn a_digit_class_is_ascii() {
     assert!(!match_pattern("^exit \\d$", "exit ٣"), "`\\d` against U+0663");
 }
 
 #[test]
-#[ignore = "pending: retryctl's `\\w` matches any Unicode letter; Go's regexp matches `[0-9A-Za-z_]` only"]
 fn a_word_class_is_ascii() {
     assert!(!match_pattern("^caf\\w$", "café"), "`\\w` against U+00E9");
 }
 
 #[test]
-#[ignore = "pending: retryctl's `\\s` matches any Unicode space; Go's regexp matches `[\\t\\n\\f\\r ]` only"]
 fn a_space_class_is_ascii() {
     assert!(!match_pattern("^no\\sspace$", "no\u{a0}space"), "`\\s` against U+00A0");
 }
 
 #[test]
-#[ignore = "pending: retryctl's `\\b` sees a Unicode letter as a word character; Go's regexp an ASCII one only"]
 fn a_word_boundary_is_ascii() {
     assert!(match_pattern("caf\\b", "café"), "`\\b` between `f` and U+00E9");
 }
 
-/// What the pending cases above assert, on ASCII text, holds today: each class matches its
-/// ASCII members, so those cases fail only on the non-ASCII character.
+/// Each class still matches its ASCII members, so the cases above fail only on the non-ASCII
+/// character.
 #[test]
 fn the_ascii_classes_match_ascii() {
     assert!(match_pattern("^exit \\d$", "exit 3"));

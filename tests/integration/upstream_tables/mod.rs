@@ -1,8 +1,8 @@
 //! Upstream Armada's own test tables at commit `207cc9e`, a row a case, run through the
 //! `retryctl` binary as a user runs it: one file per upstream test file, each test named after
 //! upstream's row. Each file lists, in a comment, the rows retryctl cannot express and why.
-//! Rows where retryctl disagrees with upstream are `#[ignore = "pending: …"]`, with upstream's
-//! expectation written as the test.
+//! Every row retryctl can express holds; beyond the tables, each file adds the cases where
+//! retryctl once read Go's semantics otherwise (ASCII regexp classes, action spellings).
 //!
 //! The retry engine's `TestEngine_Evaluate` (`internal/scheduler/retry/engine_test.go`) is a
 //! unit test next to the engine (`src/engine/upstream/tests.rs`), and the categorizer's

@@ -9,10 +9,8 @@
 //! - "nil policy": a nil `*api.RetryPolicy` reaches upstream's server only through its Go API;
 //!   a document always holds a policy.
 //!
-//! Pending (a disagreement, `#[ignore]`d below): "rule with no matchers" and "rule with
-//! unspecified action" are refused as upstream refuses them, but the message about the rule's
-//! matcher offers `onConditions`, `onExitCodes` and `onTerminationMessage`, which
-//! `--upstream` refuses, where upstream says `on_category must be set`.
+//! "rule with no matchers" and "rule with unspecified action" are refused as upstream refuses
+//! them, the rule told to set `onCategory` (upstream: `on_category must be set`).
 
 use super::validate_upstream;
 
@@ -162,7 +160,7 @@ fn nil_rule() {
 }
 
 /// upstream: `action must be Fail or Retry`. The rule's matcher error is pinned by
-/// `a_rule_without_on_category_is_told_to_set_it` (pending).
+/// `a_rule_without_on_category_is_told_to_set_it`.
 #[test]
 fn rule_with_unspecified_action() {
     let out = validate_upstream(&policy("name: p1\nrules:\n  - {}\n"));
@@ -174,7 +172,7 @@ fn rule_with_unspecified_action() {
 }
 
 /// upstream: `on_category must be set`. The wording is pinned by
-/// `a_rule_without_on_category_is_told_to_set_it` (pending).
+/// `a_rule_without_on_category_is_told_to_set_it`.
 #[test]
 fn rule_with_no_matchers() {
     let out = validate_upstream(&policy("name: p1\nrules:\n  - action: Retry\n"));
@@ -190,7 +188,6 @@ fn rule_with_no_matchers() {
 /// about the rule's matcher must ask for `onCategory` and offer none of the matchers
 /// `--upstream` refuses.
 #[test]
-#[ignore = "pending: under `validate --upstream`, a v1beta1 rule without a matcher is told `a rule needs at least one matcher (`onConditions`, `onExitCodes`, `onTerminationMessage`, `onCategory`)`, offering three matchers `--upstream` refuses; upstream says `on_category must be set`"]
 fn a_rule_without_on_category_is_told_to_set_it() {
     for (row, body) in [
         (
