@@ -7,6 +7,7 @@
 //! docs write down, in their order).
 
 use crate::model::failure_history::{Container, Run};
+use crate::model::categorizer::CATEGORY_PREEMPTION;
 use crate::model::policy::Condition;
 
 /// Characters of a message's first line a template keeps.
@@ -96,8 +97,20 @@ pub fn failed_containers(run: &Run) -> usize {
     run.containers.iter().filter(|c| c.failed()).count()
 }
 
+/// A run Armada itself categorized as preempted (`preemption/<type>`, upstream #5155): its
+/// signature is that category as recorded, before its `Preempted` condition.
+fn armadas_preemption(run: &Run) -> bool {
+    run.category.as_deref() == Some(CATEGORY_PREEMPTION)
+}
+
 /// The signature of a failed run, by the docs' order of precedence.
 pub fn signature(run: &Run) -> Signature {
+    if armadas_preemption(run) {
+        return Signature::Category {
+            category: CATEGORY_PREEMPTION.to_string(),
+            subcategory: run.subcategory.clone().filter(|s| !s.is_empty()),
+        };
+    }
     if let Some(c) = CONDITIONS.iter().find(|c| run.conditions.contains(c)) {
         return Signature::Condition(*c);
     }
@@ -131,6 +144,15 @@ pub fn signature(run: &Run) -> Signature {
 /// first line was cut.
 pub fn text_into(run: &Run, out: &mut String, scratch: &mut String) -> bool {
     out.clear();
+    if armadas_preemption(run) {
+        out.push_str("category:");
+        out.push_str(CATEGORY_PREEMPTION);
+        if let Some(sub) = run.subcategory.as_deref().filter(|s| !s.is_empty()) {
+            out.push('/');
+            out.push_str(sub);
+        }
+        return false;
+    }
     if let Some(c) = CONDITIONS.iter().find(|c| run.conditions.contains(c)) {
         out.push_str("condition:");
         out.push_str(c.as_str());
@@ -503,6 +525,14 @@ mod tests {
         r.category = Some("gpu".into());
         r.subcategory = Some("xid".into());
         assert_eq!(text(&r), "category:gpu/xid");
+        // Armada's own `preemption/<type>` is shown as recorded, before the condition.
+        let mut p = run();
+        p.conditions = vec![Condition::Preempted];
+        p.category = Some("preemption".into());
+        p.subcategory = Some("fair-share".into());
+        assert_eq!(text(&p), "category:preemption/fair-share");
+        p.category = None;
+        assert_eq!(text(&p), "condition:Preempted");
         r.subcategory = None;
         assert_eq!(text(&r), "category:gpu");
         r.category = Some(String::new());
