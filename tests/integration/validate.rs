@@ -459,7 +459,7 @@ checked 3 documents in 1 file: 1 valid, 2 invalid; 5 errors, 0 warnings
 --- stderr
 testdata/policies/invalid/multi-document-two-broken.yaml: document 1 (RetryPolicy `first`)
   error: 7:15 spec.retryLimit: must be at most 10000, got `20000`
-  error: 9:15 spec.rules[0].action: no RetryAction of name "Retri": expected `Retry` or `Fail`; did you mean `Retry`?
+  error: 9:15 spec.rules[0].action: no RetryAction of name \"Retri\": expected `Retry` or `Fail`; did you mean `Retry`?
 testdata/policies/invalid/multi-document-two-broken.yaml: document 3 (RetryPolicy `Third`)
   error: 23:7 name: `Third` is not a valid name: character `T` at position 1 is not allowed (use lowercase); use lowercase letters, digits and `-`
   error: 26:17 rules[0].onCategory: `gpu error` must not contain whitespace
@@ -768,7 +768,7 @@ exit: 3
 checked 1 document in 1 file: 0 valid, 1 invalid; 2 errors, 0 warnings
 --- stderr
 TMP/broken.yaml (RetryPolicy `first`)
-  error: 6:15 spec.rules[0].action: no RetryAction of name "Retri": expected `Retry` or `Fail`; did you mean `Retry`?
+  error: 6:15 spec.rules[0].action: no RetryAction of name \"Retri\": expected `Retry` or `Fail`; did you mean `Retry`?
 TMP/broken.yaml
   error: 13:1: invalid YAML in document 2: while parsing a flow sequence, expected ',' or ']'
 ";
