@@ -22,8 +22,8 @@ spec:
 
 const QUEUE: &str = "apiVersion: armadaproject.io/v1
 kind: Queue
-metadata: {name: ml}
-spec: {retryPolicies: [p]}
+name: ml
+retryPolicies: [p]
 ";
 
 /// Jobs of a tebibyte of memory and 1,024 GPUs whose runs last a day: each run alone is past
@@ -299,7 +299,7 @@ rules:
         r#"{"job":{"id":"pod-error-ascii"},"runs":[{"podError":"pull 7 failed"},{"outcome":"succeeded"}]}"#,
         r#"{"job":{"id":"pod-error-arabic"},"runs":[{"podError":"pull ٧ failed"},{"outcome":"succeeded"}]}"#,
         r#"{"job":{"id":"event-space"},"runs":[{"events":[{"type":"Warning","reason":"X","message":"no device"}]},{"outcome":"succeeded"}]}"#,
-        r#"{"job":{"id":"event-no-break-space"},"runs":[{"events":[{"type":"Warning","reason":"X","message":"no device"}]},{"outcome":"succeeded"}]}"#,
+        "{\"job\":{\"id\":\"event-no-break-space\"},\"runs\":[{\"events\":[{\"type\":\"Warning\",\"reason\":\"X\",\"message\":\"no\u{a0}device\"}]},{\"outcome\":\"succeeded\"}]}",
     ]
     .join("\n");
     std::fs::write(dir.join("h.jsonl"), history).unwrap();

@@ -195,7 +195,7 @@ fn a_name_with_a_leading_space_is_refused() {
     refused(
         "\" Fail\"",
         "\" Fail\"",
-        r#"no RetryAction of name " Fail": expected `Retry` or `Fail`"#,
+        r#"no RetryAction of name " Fail": expected `Retry` or `Fail`; did you mean `Fail`?"#,
     );
 }
 

@@ -50,7 +50,7 @@ fn empty_name_rejected() {
 fn empty_default_action_rejected() {
     assert_eq!(
         validate_upstream(&policy("name: test\ndefaultAction: \"\"\n")),
-        "exit: 3\n--- stdout\nchecked 1 document in 1 file: 0 valid, 1 invalid; 1 error, 0 warnings\n--- stderr\np.yaml (RetryPolicy `test`)\n  error: 4:16 defaultAction: unknown value ``, expected one of `Retry`, `Fail`\n",
+        "exit: 3\n--- stdout\nchecked 1 document in 1 file: 0 valid, 1 invalid; 1 error, 0 warnings\n--- stderr\np.yaml (RetryPolicy `test`)\n  error: 4:16 defaultAction: no RetryAction of name \"\": expected `Retry` or `Fail`\n",
         "engine_test.go TestValidatePolicy \"empty DefaultAction rejected\""
     );
 }
@@ -60,7 +60,7 @@ fn empty_default_action_rejected() {
 fn unknown_default_action_rejected() {
     assert_eq!(
         validate_upstream(&policy("name: test\ndefaultAction: Skip\n")),
-        "exit: 3\n--- stdout\nchecked 1 document in 1 file: 0 valid, 1 invalid; 1 error, 0 warnings\n--- stderr\np.yaml (RetryPolicy `test`)\n  error: 4:16 defaultAction: unknown value `Skip`, expected one of `Retry`, `Fail`\n",
+        "exit: 3\n--- stdout\nchecked 1 document in 1 file: 0 valid, 1 invalid; 1 error, 0 warnings\n--- stderr\np.yaml (RetryPolicy `test`)\n  error: 4:16 defaultAction: no RetryAction of name \"Skip\": expected `Retry` or `Fail`\n",
         "engine_test.go TestValidatePolicy \"unknown DefaultAction rejected\""
     );
 }
