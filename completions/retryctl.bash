@@ -2951,7 +2951,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__suggest)
-            opts="-c -v -o -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --history --lookout-db --jobset --baseline-from-cluster --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --categorizer --min-trials --futile --max-limit --name --output --output-file --emit --shard-count --image --volume --armada-queue --job-set --namespace --requests --dsn-secret --since --from --to --queue --baseline --shard --engine --backtest-at --help --version"
+            opts="-c -v -o -h -V --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --history --lookout-db --jobset --baseline-from-cluster --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --categorizer --min-trials --futile --max-limit --extrapolate --exit-code --name --output --output-file --emit --shard-count --image --volume --armada-queue --job-set --namespace --requests --dsn-secret --since --from --to --queue --baseline --shard --engine --backtest-at --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -1080,7 +1080,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l global-max
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l default-policy -d 'Override the scheduler\'s defaultPolicyName' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l categorizer -d 'The executor\'s categorizer config as deployed (its `errorCategories`): the baseline classifies failed runs with it; with --engine upstream the proposed categorizer keeps its categories after the new ones' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l min-trials -d 'A signature needs this many trials (failed runs followed by another run) for a rule of its own' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l futile -d 'A retry pays when at least this share of trials succeeds (0 < P < 1): below it, a signature gets Fail, and the limit stops at the first depth below it' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l futile -d 'A retry pays when at least this share of trials succeeds (0 < P < 1): the limit is the deepest depth that pays; a signature none of whose depths pays gets Fail' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l max-limit -d 'The largest limit proposed (1 to 10000)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l name -d 'The proposed policy\'s name' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s o -l output -d 'Output format: html is one self-contained page, markdown a report for a pull request, policy the proposed documents alone (ready for `validate`, `tune -f` and `apply -f`), partial a shard\'s learning for `retryctl merge` (with --shard)' -r -f -a "table\t''
@@ -1113,6 +1113,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l backtest-a
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l baseline-from-cluster -d 'What-if against what the cluster runs: the baseline is the retry policies and queue attachments stored in the --lookout-db database'
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l extrapolate -d 'A depth with fewer than 5 trials of its own reads the signature\'s overall share instead of ending the limit (every such limit is marked `extrapolated`)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l exit-code -d 'Exit 1 when the verdict is `adopt` (a change worth making), else 0'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -s o -l output -d 'Output format: the command\'s own (`tune` and `suggest` have no jsonl; `policy` is `suggest`\'s alone)' -r -f -a "table\t''

@@ -1194,14 +1194,23 @@ pub struct SuggestArgs {
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub min_trials: u64,
 
-    /// A retry pays when at least this share of trials succeeds (0 < P < 1): below it, a
-    /// signature gets Fail, and the limit stops at the first depth below it.
+    /// A retry pays when at least this share of trials succeeds (0 < P < 1): the limit is
+    /// the deepest depth that pays; a signature none of whose depths pays gets Fail.
     #[arg(long, value_name = "P", default_value_t = 0.05)]
     pub futile: f64,
 
     /// The largest limit proposed (1 to 10000).
     #[arg(long, value_name = "L", default_value_t = 5)]
     pub max_limit: u32,
+
+    /// A depth with fewer than 5 trials of its own reads the signature's overall share
+    /// instead of ending the limit (every such limit is marked `extrapolated`).
+    #[arg(long)]
+    pub extrapolate: bool,
+
+    /// Exit 1 when the verdict is `adopt` (a change worth making), else 0.
+    #[arg(long)]
+    pub exit_code: bool,
 
     /// The proposed policy's name.
     #[arg(long, value_name = "NAME", default_value = "suggested")]

@@ -14,13 +14,14 @@ use crate::cli::SuggestOutput;
 use crate::engine::job_report::plural;
 use crate::engine::EngineKind;
 use crate::model::failure_history::Final;
-use crate::replay::compare::{hours, Comparison};
+use crate::replay::compare::{hours, Comparison, Transition};
 use crate::replay::sink::{Change, Estimates, Message, Needs, Sink, Totals};
 use crate::replay::source::Progress;
 use crate::suggest::documents::Upstream;
 use crate::suggest::nodes::Suspect;
 use crate::suggest::propose::{Knobs, NoRule, Proposed, Verdict};
 use crate::suggest::stats::{rate_of, Hours, SignatureStats};
+use crate::suggest::verdict::{Decision, Judgement};
 
 use super::html::esc;
 use super::markdown::text as md;
@@ -98,6 +99,8 @@ pub struct Captured {
     /// Jobs Succeeded under the baseline and not under the proposal.
     pub false_kills: u64,
     pub false_kill_jobs: Vec<String>,
+    /// The first jobs lost (Succeeded under the baseline, Failed under the proposal).
+    pub lost_jobs: Vec<String>,
 }
 
 /// The backtest's figures after its comparison.
@@ -196,6 +199,9 @@ impl Sink for CaptureSink<'_> {
             if self.captured.false_kill_jobs.len() < 20 {
                 self.captured.false_kill_jobs.push(d.job.clone());
             }
+        }
+        if d.transition() == Some(Transition::Lost) && self.captured.lost_jobs.len() < 20 {
+            self.captured.lost_jobs.push(d.job.clone());
         }
         self.inner.change(change)
     }
@@ -359,12 +365,25 @@ pub fn signature_json(s: &SignatureStats, v: &Verdict) -> Value {
 }
 
 fn rule_json(p: &Proposed) -> Value {
-    json!({
+    let mut rule = json!({
         "signature": p.text,
         "action": p.action.as_str(),
         "limit": p.limit,
         "avoidSameNode": p.avoid_same_node,
-    })
+    });
+    if let Some(d) = p.extrapolated_from {
+        rule["extrapolatedFrom"] = json!(d);
+    }
+    rule
+}
+
+/// `(extrapolated from depth D)` after a limit `--extrapolate` took past its evidence.
+pub fn extrapolated(p: &Proposed) -> String {
+    match p.extrapolated_from {
+        Some(0) => " (extrapolated from all depths)".to_string(),
+        Some(d) => format!(" (extrapolated from depth {d})"),
+        None => String::new(),
+    }
 }
 
 fn suspect_json(s: &Suspect) -> Value {
@@ -542,13 +561,19 @@ impl Doc {
         r: &Report<'_>,
         whole: &Captured,
         backtest: Option<&(Captured, BacktestTail)>,
+        judgement: &Judgement,
     ) -> io::Result<()> {
+        let mut m = Map::new();
+        m.insert(
+            "verdict".into(),
+            json!({"decision": judgement.decision.as_str(), "reasons": judgement.reasons}),
+        );
         match self.format {
-            Format::Json => out.write_all(b"}}\n"),
-            Format::Yaml => Ok(()),
-            Format::Table => table(out, self.style, r, whole, backtest),
-            Format::Markdown => out.write_all(markdown(r, whole, backtest).as_bytes()),
-            Format::Html => out.write_all(html(r, whole, backtest).as_bytes()),
+            Format::Json => writeln!(out, ",{}}}}}", json_fields(&m)),
+            Format::Yaml => write!(out, "{}", yaml_of(&m, 2)),
+            Format::Table => table(out, self.style, r, whole, backtest, judgement),
+            Format::Markdown => out.write_all(markdown(r, whole, backtest, judgement).as_bytes()),
+            Format::Html => out.write_all(html(r, whole, backtest, judgement).as_bytes()),
         }
     }
 }
@@ -603,8 +628,8 @@ fn today(s: &SignatureStats) -> String {
 fn proposal_words(v: &Verdict) -> String {
     match v {
         Verdict::Rule(p) => match p.limit {
-            Some(l) if p.avoid_same_node => format!("Retry ×{l}, other node"),
-            Some(l) => format!("Retry ×{l}"),
+            Some(l) if p.avoid_same_node => format!("Retry ×{l}, other node{}", extrapolated(p)),
+            Some(l) => format!("Retry ×{l}{}", extrapolated(p)),
             None => "Fail".into(),
         },
         Verdict::None(NoRule::TooFewTrials { .. }) => "(too few trials)".into(),
@@ -632,6 +657,7 @@ fn table(
     r: &Report<'_>,
     whole: &Captured,
     backtest: Option<&(Captured, BacktestTail)>,
+    judgement: &Judgement,
 ) -> io::Result<()> {
     let learned_from = match &r.backtest {
         Some(b) => format!(" submitted before {}", b.at),
@@ -790,7 +816,16 @@ fn table(
         }
     }
     writeln!(out)?;
-    writeln!(out, "Write the proposal:  {}", r.commands.write)?;
+    writeln!(
+        out,
+        "Verdict: {}: {}",
+        judgement.decision.words(),
+        judgement.reasons.join("; ")
+    )?;
+    // The proposal is worth writing only when it is worth adopting.
+    if judgement.decision == Decision::Adopt {
+        writeln!(out, "Write the proposal:  {}", r.commands.write)?;
+    }
     if let Some(t) = &r.commands.tune {
         writeln!(out, "Search its limits:   {t}")?;
     }
@@ -823,10 +858,21 @@ fn estimate_lines(out: &mut dyn Write, c: &Comparison, e: &Estimates) -> io::Res
     Ok(())
 }
 
-fn markdown(r: &Report<'_>, whole: &Captured, backtest: Option<&(Captured, BacktestTail)>) -> String {
+fn markdown(
+    r: &Report<'_>,
+    whole: &Captured,
+    backtest: Option<&(Captured, BacktestTail)>,
+    judgement: &Judgement,
+) -> String {
     let mut m = String::new();
     let c = &whole.comparison;
     let _ = writeln!(m, "## Proposed retry policy `{}`\n", md(r.name));
+    let _ = writeln!(
+        m,
+        "**Verdict: {}** — {}\n",
+        judgement.decision.words(),
+        md(&judgement.reasons.join("; "))
+    );
     let _ = writeln!(
         m,
         "Learned from {} ({} failed runs, {}).\n",
@@ -887,13 +933,25 @@ fn markdown(r: &Report<'_>, whole: &Captured, backtest: Option<&(Captured, Backt
             );
         }
     }
-    let _ = writeln!(m, "\nWrite it: `{}`", r.commands.write.replace('`', "'"));
+    if judgement.decision == Decision::Adopt {
+        let _ = writeln!(m, "\nWrite it: `{}`", r.commands.write.replace('`', "'"));
+    }
     m
 }
 
-fn html(r: &Report<'_>, whole: &Captured, backtest: Option<&(Captured, BacktestTail)>) -> String {
+fn html(
+    r: &Report<'_>,
+    whole: &Captured,
+    backtest: Option<&(Captured, BacktestTail)>,
+    judgement: &Judgement,
+) -> String {
     let mut b = String::new();
     let c = &whole.comparison;
+    let verdict = format!(
+        "<p class=\"verdict\"><b>Verdict: {}</b> — {}</p>\n",
+        esc(judgement.decision.words()),
+        esc(&judgement.reasons.join("; "))
+    );
     let _ = write!(
         b,
         "<h1>Proposed retry policy <code>{}</code></h1>\n<p>Learned from {} ({} failed runs, {}). Against the baseline: {} rescued, {} lost, {} → Pending; GPU-hours +{:.1} / −{:.1}.</p>\n",
@@ -907,6 +965,7 @@ fn html(r: &Report<'_>, whole: &Captured, backtest: Option<&(Captured, BacktestT
         hours(c.gpu_added),
         hours(c.gpu_removed)
     );
+    b.push_str(&verdict);
     if let (Some(bh), Some((bc, t))) = (&r.backtest, backtest) {
         let _ = writeln!(
             b,
@@ -1006,11 +1065,13 @@ fn html(r: &Report<'_>, whole: &Captured, backtest: Option<&(Captured, BacktestT
         }
         b.push_str("</tbody></table>\n");
     }
-    let _ = writeln!(
-        b,
-        "<p class=\"note\">Write it: <code>{}</code></p>",
-        esc(&r.commands.write)
-    );
+    if judgement.decision == Decision::Adopt {
+        let _ = writeln!(
+            b,
+            "<p class=\"note\">Write it: <code>{}</code></p>",
+            esc(&r.commands.write)
+        );
+    }
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>retryctl suggest: {}</title>\n<style>body{{font-family:system-ui,sans-serif;margin:24px;color:#1f2933}}table{{border-collapse:collapse;margin:8px 0}}td,th{{border-bottom:1px solid #e4e7eb;padding:4px 8px;text-align:left;vertical-align:top}}.note{{color:#616e7c;font-size:12px}}.depths{{font-size:12px}}</style></head>\n<body><main>\n{b}</main></body></html>\n",
         esc(r.name)

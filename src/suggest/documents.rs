@@ -163,7 +163,11 @@ pub fn design_policy(settings: &Settings, rules: &[Documented<'_>], header: &str
             Signature::PodError { .. } | Signature::Unknown => {}
         }
         if let Some(l) = r.limit {
-            y.push_str(&format!("      retryLimit: {l}\n"));
+            match r.extrapolated_from {
+                Some(0) => y.push_str(&format!("      retryLimit: {l}  # extrapolated from all depths\n")),
+                Some(d) => y.push_str(&format!("      retryLimit: {l}  # extrapolated from depth {d}\n")),
+                None => y.push_str(&format!("      retryLimit: {l}\n")),
+            }
         }
         if r.avoid_same_node {
             y.push_str("      mutate: {affinity: {avoidSameNode: true}}\n");

@@ -1,6 +1,6 @@
 //! `retryctl suggest`'s learning (docs/reference/suggest.md): a failed run's signature, the
 //! counts per signature and per node, the proposed rules and their documents, the suspect
-//! nodes.
+//! nodes, and the verdict on the proposal.
 //!
 //! Pure, like `tune`'s ranking: no I/O, clock or environment. The replays it reads (the
 //! baseline's decisions, the comparison of the proposal) are `replay`'s, driven by
@@ -12,3 +12,4 @@ pub mod nodes;
 pub mod propose;
 pub mod signature;
 pub mod stats;
+pub mod verdict;

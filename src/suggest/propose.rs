@@ -20,6 +20,9 @@ pub struct Knobs {
     pub min_trials: u64,
     pub futile: f64,
     pub max_limit: u32,
+    /// `--extrapolate`: a depth with fewer than [`MIN_TRIALS`] trials reads the signature's
+    /// overall share instead of ending the limit.
+    pub extrapolate: bool,
 }
 
 impl Default for Knobs {
@@ -28,6 +31,7 @@ impl Default for Knobs {
             min_trials: 20,
             futile: 0.05,
             max_limit: 5,
+            extrapolate: false,
         }
     }
 }
@@ -44,6 +48,9 @@ pub struct Proposed {
     /// `None` for a Fail rule.
     pub limit: Option<u32>,
     pub avoid_same_node: bool,
+    /// `--extrapolate` took its limit past the depths with evidence of their own: the
+    /// deepest that had some.
+    pub extrapolated_from: Option<u32>,
     /// GPU and CPU time of its failed runs and the runs after them (for the order).
     pub gpu: u128,
     pub cpu: u128,
@@ -69,6 +76,10 @@ pub enum NoRule {
     ExitCode(i64),
     /// Upstream's executor cannot categorize a preemption or an unschedulable pod.
     NotCategorizable(Condition),
+    /// Its first retry has fewer than [`MIN_TRIALS`] trials: no depth has evidence of its own.
+    ThinFirstRetry {
+        trials: u64,
+    },
 }
 
 impl std::fmt::Display for NoRule {
@@ -82,6 +93,9 @@ impl std::fmt::Display for NoRule {
             NoRule::UnnamedInit => f.write_str("an unnamed init container cannot be selected by name"),
             NoRule::ExitCode(code) => write!(f, "exit code {code} cannot be matched (rules take 1 to 255)"),
             NoRule::NotCategorizable(c) => write!(f, "the executor cannot categorize `{}`", c.as_str()),
+            NoRule::ThinFirstRetry { trials } => {
+                write!(f, "{trials} trials of a first retry, fewer than {MIN_TRIALS}")
+            }
         }
     }
 }
@@ -105,11 +119,67 @@ pub fn p_at(stats: &SignatureStats, d: u32) -> f64 {
     }
 }
 
-/// The limit: consecutive depths from 1 with p(s, d) ≥ `futile`, at most `max_limit`.
-pub fn limit(stats: &SignatureStats, knobs: &Knobs) -> u32 {
-    (1..=knobs.max_limit)
-        .take_while(|&d| p_at(stats, d) >= knobs.futile)
+/// A signature's retry limit, and whether it reaches past the depths with evidence of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    pub depth: u32,
+    /// `--extrapolate` took the limit past the deepest depth with evidence of its own (this
+    /// one, 0 when even the first retry had fewer than [`MIN_TRIALS`] trials).
+    pub extrapolated_from: Option<u32>,
+}
+
+/// The deepest depth `d` such that every depth from 1 to `d` has at least [`MIN_TRIALS`]
+/// trials of its own (past 5, the `5+` count is no depth's own: never), at most `max_limit`.
+pub fn evidenced_depth(stats: &SignatureStats, max_limit: u32) -> u32 {
+    (1..=max_limit.min(DEPTHS as u32))
+        .take_while(|&d| stats.by_depth[(d - 1) as usize].trials >= MIN_TRIALS)
         .count() as u32
+}
+
+/// The deepest depth, up to `max_limit` (and 5: past it no depth has a count of its own), at
+/// which the record has a trial at all: today's policy retried there.
+pub fn tried_depth(stats: &SignatureStats, max_limit: u32) -> u32 {
+    (1..=max_limit.min(DEPTHS as u32))
+        .filter(|&d| stats.by_depth[(d - 1) as usize].trials > 0)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The limit (docs/reference/suggest.md "The limit"): the deepest depth `d` ≤ `max_limit`
+/// with evidence of its own at every depth from 1 to `d` ([`evidenced_depth`]) where p(s, d)
+/// ≥ `futile` (a futile first retry does not end it when a deeper one pays: a job that needs
+/// two retries keeps them); 0 when there is none. Past the evidence the signature is decided
+/// as today: when the deepest depth with evidence pays, the limit reaches the deepest depth
+/// today's policy retried in the record ([`tried_depth`]), so that no job today's policy
+/// retried there loses that retry; a depth never tried raises nothing. With
+/// `--extrapolate`, every depth up to `max_limit` counts, a thin one reading the signature's
+/// overall share ([`p_at`]), and the limit says where its own evidence ended.
+pub fn limit(stats: &SignatureStats, knobs: &Knobs) -> Limit {
+    let evidenced = evidenced_depth(stats, knobs.max_limit);
+    let by_evidence = (1..=evidenced)
+        .rev()
+        .find(|&d| p_at(stats, d) >= knobs.futile)
+        .unwrap_or(0);
+    let as_today = if by_evidence == evidenced {
+        by_evidence.max(tried_depth(stats, knobs.max_limit))
+    } else {
+        by_evidence
+    };
+    if !knobs.extrapolate {
+        return Limit {
+            depth: as_today,
+            extrapolated_from: None,
+        };
+    }
+    let depth = (1..=knobs.max_limit)
+        .rev()
+        .find(|&d| p_at(stats, d) >= knobs.futile)
+        .unwrap_or(0)
+        .max(as_today);
+    Limit {
+        depth,
+        extrapolated_from: (depth > as_today).then_some(evidenced),
+    }
 }
 
 /// `avoidSameNode`: both kinds of retry have 5 trials or more, and the other-node interval
@@ -153,12 +223,18 @@ pub fn verdict(stats: &SignatureStats, knobs: &Knobs, engine: EngineKind) -> Ver
             min: knobs.min_trials,
         });
     }
-    let rate = stats.trials.successes as f64 / stats.trials.trials as f64;
-    let l = if rate < knobs.futile { 0 } else { limit(stats, knobs) };
-    let (action, limit, avoid) = if l == 0 {
+    // No depth with evidence of its own: nothing says a retry pays or does not (unless
+    // `--extrapolate` reads every depth as the overall share).
+    if evidenced_depth(stats, knobs.max_limit) == 0 && !knobs.extrapolate {
+        return Verdict::None(NoRule::ThinFirstRetry {
+            trials: stats.by_depth[0].trials,
+        });
+    }
+    let l = limit(stats, knobs);
+    let (action, limit, avoid) = if l.depth == 0 {
         (Action::Fail, None, false)
     } else {
-        (Action::Retry, Some(l), avoid_same_node(stats))
+        (Action::Retry, Some(l.depth), avoid_same_node(stats))
     };
     Verdict::Rule(Proposed {
         text: stats.text.clone(),
@@ -166,6 +242,7 @@ pub fn verdict(stats: &SignatureStats, knobs: &Knobs, engine: EngineKind) -> Ver
         action,
         limit,
         avoid_same_node: avoid,
+        extrapolated_from: l.extrapolated_from,
         gpu: stats.gpu.failed + stats.gpu.after,
         cpu: stats.cpu.failed + stats.cpu.after,
         cut: stats.cut,
@@ -256,18 +333,38 @@ mod tests {
     }
 
     #[test]
-    fn the_limit_counts_consecutive_depths_that_pay() {
+    fn the_limit_ends_where_the_evidence_ends() {
         let k = Knobs::default();
-        // 50%, 20%, 4%: two depths pay, the third does not.
+        let at = |depth, extrapolated_from| Limit {
+            depth,
+            extrapolated_from,
+        };
+        // 50%, 20%, 4%, 50%: depth 4 pays again, so the limit is 4 (a job that needs four
+        // retries keeps them).
         let s = stats([(10, 5), (10, 2), (25, 1), (10, 5), (0, 0)]);
-        assert_eq!(limit(&s, &k), 2);
-        // Depths with fewer than 5 trials read the overall share (14/58 ≈ 24%).
+        assert_eq!(limit(&s, &k), at(4, None));
+        // A futile first retry does not end the limit when a deeper one pays.
+        let s = stats([(40, 1), (10, 5), (0, 0), (0, 0), (0, 0)]);
+        assert_eq!(limit(&s, &k), at(2, None));
+        // A futile depth with evidence ends it, whatever was tried past it.
+        let s = stats([(10, 5), (10, 0), (2, 2), (0, 0), (0, 0)]);
+        assert_eq!(limit(&s, &k), at(1, None));
+        // Depth 2 has 4 trials: the evidence ends at depth 1, which pays; past it the
+        // signature is decided as today, which retried it up to depth 5 in the record…
         let s = stats([(10, 5), (4, 0), (3, 0), (40, 9), (1, 0)]);
-        assert_eq!(limit(&s, &k), 5);
-        assert_eq!(limit(&s, &Knobs { max_limit: 3, ..k }), 3);
-        // 5+ carries on to the cap.
+        assert_eq!(limit(&s, &k), at(5, None));
+        assert_eq!(limit(&s, &Knobs { max_limit: 3, ..k }), at(3, None));
+        // …and no further than today went: a depth never tried raises nothing…
+        let s = stats([(10, 5), (3, 3), (0, 0), (0, 0), (0, 0)]);
+        assert_eq!(limit(&s, &k), at(2, None));
+        // …unless --extrapolate reads thin depths as the overall share.
+        let x = Knobs { extrapolate: true, ..k };
+        assert_eq!(limit(&s, &x), at(5, Some(1)));
+        assert_eq!(limit(&s, &Knobs { max_limit: 3, ..x }), at(3, Some(1)));
+        // Past 5 no depth has a count of its own: only --extrapolate goes there.
         let s = stats([(10, 5), (10, 5), (10, 5), (10, 5), (10, 5)]);
-        assert_eq!(limit(&s, &Knobs { max_limit: 9, ..k }), 9);
+        assert_eq!(limit(&s, &Knobs { max_limit: 9, ..k }), at(5, None));
+        assert_eq!(limit(&s, &Knobs { max_limit: 9, ..x }), at(9, Some(5)));
     }
 
     #[test]
@@ -282,6 +379,12 @@ mod tests {
         assert_eq!(
             verdict(&few, &k, EngineKind::Design),
             Verdict::None(NoRule::TooFewTrials { trials: 19, min: 20 })
+        );
+        // Enough trials, none of them a first retry's own: decided as today.
+        let deep = stats([(4, 4), (30, 30), (0, 0), (0, 0), (0, 0)]);
+        assert_eq!(
+            verdict(&deep, &k, EngineKind::Design),
+            Verdict::None(NoRule::ThinFirstRetry { trials: 4 })
         );
         let mut good = stats([(30, 15), (10, 0), (0, 0), (0, 0), (0, 0)]);
         good.same_node = Tally {

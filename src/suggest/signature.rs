@@ -6,8 +6,8 @@
 //! no regular expressions (the masks are scanned by hand so that every step is the one the
 //! docs write down, in their order).
 
-use crate::model::failure_history::{Container, Run};
 use crate::model::categorizer::CATEGORY_PREEMPTION;
+use crate::model::failure_history::{Container, Run};
 use crate::model::policy::Condition;
 
 /// Characters of a message's first line a template keeps.

@@ -92,7 +92,13 @@ fn a_tebibyte_and_day_long_runs_fit_every_format_and_partial() {
             let mut args = PLAN.to_vec();
             args.extend(["-o", format]);
             let whole = run(dir.path(), &args);
-            merges_to(dir.path(), &whole, &partials, format, &format!("{n} shards, -o {format}"));
+            merges_to(
+                dir.path(),
+                &whole,
+                &partials,
+                format,
+                &format!("{n} shards, -o {format}"),
+            );
         }
     }
 }
@@ -176,7 +182,17 @@ fn a_sum_past_128_bits_is_refused_naming_the_figure_and_the_job() {
     what_if(dir.path(), &history);
     let out = run(
         dir.path(),
-        &["simulate", "-f", "old.yaml", "--history", "h.jsonl", "-o", "json", "--output-file", "out.json"],
+        &[
+            "simulate",
+            "-f",
+            "old.yaml",
+            "--history",
+            "h.jsonl",
+            "-o",
+            "json",
+            "--output-file",
+            "out.json",
+        ],
     );
     assert_eq!(
         exchange_of(&out),
@@ -242,7 +258,10 @@ spec:
         .lines()
         .map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            (v["job"].as_str().unwrap().to_string(), v["outcome"]["final"].as_str().unwrap().to_string())
+            (
+                v["job"].as_str().unwrap().to_string(),
+                v["outcome"]["final"].as_str().unwrap().to_string(),
+            )
         })
         .collect();
     let want = [
@@ -326,7 +345,11 @@ rules:
         .lines()
         .map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            format!("{} {}", v["job"].as_str().unwrap(), v["outcome"]["final"].as_str().unwrap())
+            format!(
+                "{} {}",
+                v["job"].as_str().unwrap(),
+                v["outcome"]["final"].as_str().unwrap()
+            )
         })
         .collect();
     assert_eq!(
@@ -365,7 +388,10 @@ spec:
         out.contains("invalid regular expression `(?x) a b`: invalid or unsupported Perl syntax: `(?x`"),
         "{out}"
     );
-    assert!(out.contains("invalid regular expression `a{1001}`: invalid repeat count: `{1001}`"), "{out}");
+    assert!(
+        out.contains("invalid regular expression `a{1001}`: invalid repeat count: `{1001}`"),
+        "{out}"
+    );
     assert!(out.starts_with("exit: 3\n"), "{out}");
 }
 
@@ -380,7 +406,16 @@ fn actions_are_what_upstreams_decoder_accepts() {
             "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: p\nretryLimit: 1\ndefaultAction: Fail\nrules:\n  - {{action: {action}, onCategory: oom}}\n"
         )
     };
-    for accepted in ["Fail", "Retry", "FAIL", "retry", "RETRY_ACTION_FAIL", "RETRY_ACTION_RETRY", "1", "2"] {
+    for accepted in [
+        "Fail",
+        "Retry",
+        "FAIL",
+        "retry",
+        "RETRY_ACTION_FAIL",
+        "RETRY_ACTION_RETRY",
+        "1",
+        "2",
+    ] {
         std::fs::write(dir.join("p.yaml"), policy(accepted)).unwrap();
         let out = retryctl(dir)
             .current_dir(dir)
@@ -398,12 +433,14 @@ fn actions_are_what_upstreams_decoder_accepts() {
         ("BANANAS", r#"no RetryAction of name "BANANAS""#),
     ] {
         std::fs::write(dir.join("p.yaml"), policy(refused)).unwrap();
-        let out = exchange(retryctl(dir).current_dir(dir).args(["validate", "--upstream", "-f", "p.yaml"]));
+        let out = exchange(
+            retryctl(dir)
+                .current_dir(dir)
+                .args(["validate", "--upstream", "-f", "p.yaml"]),
+        );
         assert!(out.starts_with("exit: 3\n"), "{refused}: {out}");
         assert!(
-            out.contains(&format!(
-                "rules[0].action: {said}: expected `Retry` or `Fail`"
-            )),
+            out.contains(&format!("rules[0].action: {said}: expected `Retry` or `Fail`")),
             "{refused}: {out}"
         );
     }

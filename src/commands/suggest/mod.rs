@@ -60,6 +60,7 @@ use crate::suggest::documents::{self, Documented, Settings, Upstream};
 use crate::suggest::nodes::suspects;
 use crate::suggest::propose::{propose, Knobs, MAX_LIMIT};
 use crate::suggest::stats::{Learned, UnitLearned};
+use crate::suggest::verdict::{judge, Decision, Judged, Judgement, Later};
 
 mod shards;
 pub use shards::{merge, Shards, SuggestFold, SuggestRun, SuggestTotals, Unmergeable};
@@ -215,6 +216,7 @@ fn check_knobs(args: &SuggestArgs) -> Result<Knobs, CliError> {
         min_trials: args.min_trials,
         futile: args.futile,
         max_limit: args.max_limit,
+        extrapolate: args.extrapolate,
     })
 }
 
@@ -634,10 +636,10 @@ impl Suggest<'_> {
             propose(&sorted, &self.knobs, self.engine).1
         };
         let proposal = self.documents(baseline, &pass.learned, &rules)?;
-        if args.output == SuggestOutput::Policy {
-            ctx.out.write_all(proposal.text.as_bytes())?;
-            return Ok(ExitCode::Success);
-        }
+        // `-o policy` replays the proposal too, for its verdict, and prints none of it.
+        let policy = args.output == SuggestOutput::Policy;
+        let mut discard = io::sink();
+        let out: &mut dyn Write = if policy { &mut discard } else { &mut *ctx.out };
         let commands = self.commands(&rules, &proposal);
         let base = base_config(&args.replay)?;
         let open = |path: &std::path::Path| {
@@ -657,13 +659,7 @@ impl Suggest<'_> {
         let test_jobs = pass.test.as_ref().or(copied.as_ref());
         let format = view::Format::of(args.output);
         let mut doc = view::Doc::new(format, ctx.style);
-        doc.proposal_head(
-            &mut *ctx.out,
-            self.engine,
-            &args.name,
-            &rules,
-            proposal.upstream.as_ref(),
-        )?;
+        doc.proposal_head(&mut *out, self.engine, &args.name, &rules, proposal.upstream.as_ref())?;
         // Pass 2: the proposal against the baseline on the whole history; the baseline's
         // decisions (of the train jobs) and the proposal's rules checked on the way.
         let check = RuleCheck::new(
@@ -679,7 +675,7 @@ impl Suggest<'_> {
             shard: None,
         };
         let whole_cmp = {
-            let mut out = doc.member(&mut *ctx.out, "comparison")?;
+            let mut out = doc.member(&mut *out, "comparison")?;
             let stderr = Stderr::new(&mut *ctx.err, ctx.style, None, args.replay.retry_policies.is_some());
             let mut sink = view::CaptureSink::new(format, &mut out, stderr);
             let look = |h: &FailureHistory, b: &JobReport, c: &JobReport| check.look(h, b, c);
@@ -721,12 +717,12 @@ impl Suggest<'_> {
                 test_jobs: pass.test_jobs,
             }),
         };
-        doc.after_comparison(&mut *ctx.out, &report, &shadowed)?;
+        doc.after_comparison(&mut *out, &report, &shadowed)?;
         let mut backtest = None;
         if let (Some(_), Some(test)) = (&report.backtest, test_jobs) {
-            doc.backtest_head(&mut *ctx.out, &report)?;
+            doc.backtest_head(&mut *out, &report)?;
             let test_cmp = {
-                let mut out = doc.member(&mut *ctx.out, "comparison")?;
+                let mut out = doc.member(&mut *out, "comparison")?;
                 let mut quiet = io::sink();
                 let stderr = Stderr::new(&mut quiet, ctx.style, None, false);
                 let mut sink = view::CaptureSink::new(format, &mut out, stderr);
@@ -751,12 +747,66 @@ impl Suggest<'_> {
                 sink.pending_gpu_hours()
             };
             let tail = view::backtest_tail(&test_cmp, base_pending, estimates_backtest.as_ref());
-            doc.backtest_tail(&mut *ctx.out, &tail)?;
+            doc.backtest_tail(&mut *out, &tail)?;
             backtest = Some((test_cmp, tail));
         }
-        doc.finish(&mut *ctx.out, &report, &whole_cmp, backtest.as_ref())?;
-        Ok(ExitCode::Success)
+        let judgement = judge_proposal(&whole_cmp, backtest.as_ref());
+        if policy {
+            writeln!(ctx.err, "verdict: {}", judgement.line())?;
+            writeln!(ctx.out, "# verdict: {}", judgement.line())?;
+            ctx.out.write_all(proposal.text.as_bytes())?;
+        } else {
+            doc.finish(&mut *out, &report, &whole_cmp, backtest.as_ref(), &judgement)?;
+        }
+        Ok(if args.exit_code && judgement.decision == Decision::Adopt {
+            ExitCode::Failure
+        } else {
+            ExitCode::Success
+        })
     }
+}
+
+/// The verdict on the proposal (docs/suggest.md "The verdict"): on the learned history (with
+/// `--backtest-at`, the whole history's comparison less the later jobs'), and on the later jobs.
+fn judge_proposal(whole: &view::Captured, backtest: Option<&(view::Captured, view::BacktestTail)>) -> Judgement {
+    let mut learned = whole.comparison.clone();
+    let mut lost_jobs = whole.lost_jobs.clone();
+    if let Some((test, _)) = backtest {
+        let t = &test.comparison;
+        for (mine, theirs) in [
+            (&mut learned.lost, t.lost),
+            (&mut learned.rescued, t.rescued),
+            (&mut learned.to_pending, t.to_pending),
+            (&mut learned.other, t.other),
+            (&mut learned.retries_added, t.retries_added),
+            (&mut learned.retries_removed, t.retries_removed),
+        ] {
+            *mine = mine.saturating_sub(theirs);
+        }
+        for (mine, theirs) in learned.by_state.iter_mut().flatten().zip(t.by_state.iter().flatten()) {
+            *mine = mine.saturating_sub(*theirs);
+        }
+        for (mine, theirs) in [
+            (&mut learned.gpu_added, t.gpu_added),
+            (&mut learned.gpu_removed, t.gpu_removed),
+            (&mut learned.cpu_added, t.cpu_added),
+            (&mut learned.cpu_removed, t.cpu_removed),
+        ] {
+            *mine = mine.saturating_sub(theirs);
+        }
+        lost_jobs.retain(|j| !test.lost_jobs.contains(j));
+    }
+    judge(
+        Judged {
+            comparison: &learned,
+            lost_jobs: &lost_jobs,
+        },
+        backtest.map(|(_, tail)| Later {
+            false_kills: tail.false_kills,
+            false_kill_jobs: &tail.false_kill_jobs,
+            gpu_hours_saved: tail.gpu_hours_saved,
+        }),
+    )
 }
 
 impl Suggest<'_> {
@@ -898,6 +948,9 @@ impl Suggest<'_> {
         }
         if a.max_limit != 5 {
             knobs.push(format!("--max-limit {}", a.max_limit));
+        }
+        if a.extrapolate {
+            knobs.push("--extrapolate".to_string());
         }
         if a.name != "suggested" {
             knobs.push(format!("--name {}", a.name));

@@ -47,6 +47,8 @@ pub struct SuggestRun {
     pub min_trials: u64,
     pub futile: f64,
     pub max_limit: u32,
+    #[serde(default)]
+    pub extrapolate: bool,
     pub name: String,
 }
 
@@ -70,6 +72,7 @@ impl SuggestRun {
             min_trials: args.min_trials,
             futile: args.futile,
             max_limit: args.max_limit,
+            extrapolate: args.extrapolate,
             name: args.name.clone(),
         }
     }
@@ -104,6 +107,9 @@ impl SuggestRun {
             min_trials: self.min_trials,
             futile: self.futile,
             max_limit: self.max_limit,
+            extrapolate: self.extrapolate,
+            // The merge's exit status is its own (`merge`), not the shards' flag.
+            exit_code: false,
             name: self.name.clone(),
             output,
             output_file: None,

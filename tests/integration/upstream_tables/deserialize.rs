@@ -187,7 +187,11 @@ fn a_mixed_case_proto_name_is_refused() {
 
 #[test]
 fn a_quoted_number_is_refused() {
-    refused("\"1\"", "\"1\"", r#"no RetryAction of name "1": expected `Retry` or `Fail`"#);
+    refused(
+        "\"1\"",
+        "\"1\"",
+        r#"no RetryAction of name "1": expected `Retry` or `Fail`"#,
+    );
 }
 
 #[test]

@@ -1,0 +1,277 @@
+//! The verdict on a proposal (docs/suggest.md "The verdict"): whether to adopt it, keep today's
+//! policy, or not adopt it, with the reasons, from the comparisons of the proposal against
+//! today's policy.
+//!
+//! Owns: the rule that decides, and the words of each reason. Must not: replay, count jobs
+//! (the comparisons are handed over) or format a whole output.
+
+use crate::engine::job_report::plural;
+use crate::replay::compare::{hours, Comparison};
+
+/// At most this many job ids are named in a reason.
+pub const NAMED: usize = 5;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// A change worth making.
+    Adopt,
+    /// Nothing that matters changes: keep today's policy.
+    Keep,
+    /// Do not adopt it: it loses jobs, kills falsely, or costs more for nothing.
+    Reject,
+}
+
+impl Decision {
+    /// As json and yaml write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Adopt => "adopt",
+            Decision::Keep => "keep",
+            Decision::Reject => "reject",
+        }
+    }
+
+    /// In words, for the table, markdown and html.
+    pub fn words(self) -> &'static str {
+        match self {
+            Decision::Adopt => "adopt",
+            Decision::Keep => "keep today's policy",
+            Decision::Reject => "do not adopt",
+        }
+    }
+}
+
+/// One comparison of the proposal against today's policy, and the jobs it names.
+#[derive(Debug, Clone, Copy)]
+pub struct Judged<'a> {
+    pub comparison: &'a Comparison,
+    /// The first jobs it lost (Succeeded today, Failed under the proposal).
+    pub lost_jobs: &'a [String],
+}
+
+/// The backtest's side (`--backtest-at`): the later jobs.
+#[derive(Debug, Clone, Copy)]
+pub struct Later<'a> {
+    pub false_kills: u64,
+    pub false_kill_jobs: &'a [String],
+    pub gpu_hours_saved: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    pub decision: Decision,
+    pub reasons: Vec<String>,
+}
+
+impl Judgement {
+    /// `DECISION: REASON; REASON`, as `-o policy`'s head and stderr say it.
+    pub fn line(&self) -> String {
+        format!("{}: {}", self.decision.as_str(), self.reasons.join("; "))
+    }
+}
+
+fn named(jobs: &[String], n: u64) -> String {
+    let list: Vec<String> = jobs.iter().take(NAMED).map(|j| format!("`{j}`")).collect();
+    if list.is_empty() {
+        return String::new();
+    }
+    let more = if n as usize > list.len() { ", …" } else { "" };
+    format!(" ({}{more})", list.join(", "))
+}
+
+/// Observed device-hours the proposal adds (negative: saves), GPU where some run asks for a
+/// GPU, else CPU; and which.
+pub fn observed_hours(c: &Comparison) -> (f64, &'static str) {
+    if c.gpu_added > 0 || c.gpu_removed > 0 {
+        (hours(c.gpu_added) - hours(c.gpu_removed), "GPU-hours")
+    } else {
+        (hours(c.cpu_added) - hours(c.cpu_removed), "CPU-hours")
+    }
+}
+
+/// Jobs whose final state changes.
+fn changed_outcomes(c: &Comparison) -> u64 {
+    c.rescued + c.lost + c.to_pending + c.other
+}
+
+/// The verdict on `learned` (the learned history: with `--backtest-at`, the jobs before it)
+/// and, with `--backtest-at`, `later`:
+/// - `reject` when it loses a job, or costs more observed device-hours while no job changes
+///   outcome, or on the later jobs kills falsely or saves negative GPU-hours;
+/// - `keep` when no job changes outcome and no retry is added or removed;
+/// - `adopt` otherwise, saying when its gain is Pending jobs alone (an estimate).
+pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
+    let c = learned.comparison;
+    let mut reject = Vec::new();
+    if c.lost > 0 {
+        reject.push(format!(
+            "loses {} today's policy saves{}",
+            plural(c.lost, "job", "jobs"),
+            named(learned.lost_jobs, c.lost)
+        ));
+    }
+    let (more, unit) = observed_hours(c);
+    if more > 0.0 && changed_outcomes(c) == 0 {
+        reject.push(format!("costs {more:+.1} observed {unit} and changes no job's outcome"));
+    }
+    if let Some(l) = later {
+        if l.false_kills > 0 {
+            reject.push(format!(
+                "kills {} falsely on the later jobs (Succeeded today){}",
+                plural(l.false_kills, "job", "jobs"),
+                named(l.false_kill_jobs, l.false_kills)
+            ));
+        }
+        if l.gpu_hours_saved < 0.0 {
+            reject.push(format!("saves {:.1} GPU-hours on the later jobs", l.gpu_hours_saved));
+        }
+    }
+    if !reject.is_empty() {
+        return Judgement {
+            decision: Decision::Reject,
+            reasons: reject,
+        };
+    }
+    if changed_outcomes(c) == 0 && c.retries_added == 0 && c.retries_removed == 0 {
+        return Judgement {
+            decision: Decision::Keep,
+            reasons: vec![
+                "the proposal changes nothing that matters: no job changes outcome, no retry is added or removed"
+                    .into(),
+            ],
+        };
+    }
+    let pending = c.failed_to_pending();
+    let mut reasons = Vec::new();
+    if c.rescued == 0 && pending > 0 && c.retries_removed == 0 {
+        reasons.push(format!(
+            "the gain is estimated: {} Pending",
+            plural(pending, "job", "jobs")
+        ));
+    }
+    reasons.push(format!(
+        "{} rescued, 0 lost; retries +{} −{}; {} {:+.1}",
+        c.rescued, c.retries_added, c.retries_removed, unit, more
+    ));
+    Judgement {
+        decision: Decision::Adopt,
+        reasons,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H: u128 = 3_600_000_000_000 * 1000;
+
+    fn judged(c: &Comparison) -> Judged<'_> {
+        Judged {
+            comparison: c,
+            lost_jobs: &[],
+        }
+    }
+
+    #[test]
+    fn a_lost_job_rejects_and_is_named() {
+        let c = Comparison {
+            lost: 1,
+            rescued: 4,
+            retries_added: 3,
+            ..Comparison::default()
+        };
+        let lost = ["ml-05".to_string()];
+        let v = judge(
+            Judged {
+                comparison: &c,
+                lost_jobs: &lost,
+            },
+            None,
+        );
+        assert_eq!(v.decision, Decision::Reject);
+        assert_eq!(v.line(), "reject: loses 1 job today's policy saves (`ml-05`)");
+    }
+
+    #[test]
+    fn more_hours_for_no_outcome_rejects() {
+        let c = Comparison {
+            retries_added: 10,
+            gpu_added: 2 * H,
+            ..Comparison::default()
+        };
+        assert_eq!(
+            judge(judged(&c), None).line(),
+            "reject: costs +2.0 observed GPU-hours and changes no job's outcome"
+        );
+    }
+
+    #[test]
+    fn the_backtest_rejects_false_kills_and_negative_savings() {
+        let c = Comparison {
+            rescued: 2,
+            ..Comparison::default()
+        };
+        let kills = ["a".to_string(), "b".to_string()];
+        let v = judge(
+            judged(&c),
+            Some(Later {
+                false_kills: 7,
+                false_kill_jobs: &kills,
+                gpu_hours_saved: -16.7,
+            }),
+        );
+        assert_eq!(
+            v.reasons,
+            [
+                "kills 7 jobs falsely on the later jobs (Succeeded today) (`a`, `b`, …)",
+                "saves -16.7 GPU-hours on the later jobs"
+            ]
+        );
+    }
+
+    #[test]
+    fn nothing_that_matters_keeps() {
+        let c = Comparison {
+            jobs: 17,
+            changed: 2,
+            ..Comparison::default()
+        };
+        assert_eq!(judge(judged(&c), None).decision, Decision::Keep);
+    }
+
+    #[test]
+    fn a_gain_in_pending_jobs_alone_is_said_to_be_estimated() {
+        let mut c = Comparison {
+            to_pending: 65,
+            retries_added: 130,
+            gpu_added: H,
+            ..Comparison::default()
+        };
+        // Failed → Pending, 65 jobs.
+        c.by_state[crate::model::failure_history::Final::Failed as usize]
+            [crate::model::failure_history::Final::Pending as usize] = 65;
+        let v = judge(judged(&c), None);
+        assert_eq!(v.decision, Decision::Adopt);
+        assert_eq!(
+            v.reasons,
+            [
+                "the gain is estimated: 65 jobs Pending",
+                "0 rescued, 0 lost; retries +130 −0; GPU-hours +1.0"
+            ]
+        );
+    }
+
+    #[test]
+    fn fewer_futile_retries_adopt() {
+        let c = Comparison {
+            retries_removed: 480,
+            cpu_removed: 6 * H,
+            changed: 100,
+            ..Comparison::default()
+        };
+        assert_eq!(
+            judge(judged(&c), None).line(),
+            "adopt: 0 rescued, 0 lost; retries +0 −480; CPU-hours -6.0"
+        );
+    }
+}
