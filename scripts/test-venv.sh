@@ -6,10 +6,12 @@
 # this first so that a failure to make it is reported before the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-package='armada-client==0.5.1'
+# PyYAML: a YAML 1.1 reader (as go-yaml, kubectl's and armadactl's) for the test that no
+# message text injects YAML into `suggest -o policy` (tests/integration/suggest.rs).
+packages=('armada-client==0.5.1' 'PyYAML==6.0.2')
 target="${CARGO_TARGET_DIR:-target}"
 venv="$target/test-venv"
-works() { "$venv/bin/python3" -c 'import armada_client.armada.submit_pb2_grpc' 2>/dev/null; }
+works() { "$venv/bin/python3" -c 'import armada_client.armada.submit_pb2_grpc, yaml' 2>/dev/null; }
 works && exit 0
 mkdir -p "$target"
 # Racing test processes (and another run of this script) wait here; whoever builds does it
@@ -20,8 +22,8 @@ works && exit 0
 rm -rf "$target"/test-venv.tmp.*
 building="$target/test-venv.tmp.$$"
 python3 -m venv "$building"
-"$building/bin/python3" -m pip install --quiet --disable-pip-version-check "$package"
-"$building/bin/python3" -c 'import armada_client.armada.submit_pb2_grpc'
+"$building/bin/python3" -m pip install --quiet --disable-pip-version-check "${packages[@]}"
+"$building/bin/python3" -c 'import armada_client.armada.submit_pb2_grpc, yaml'
 rm -rf "$venv"
 mv "$building" "$venv"
 works

@@ -83,9 +83,22 @@ pub fn quoted(s: &str) -> String {
     out
 }
 
-/// A comment line's text: one line, control characters shown as `?`.
+/// A comment line's text: one line for every YAML reader. Control characters and every line
+/// break YAML 1.1 knows (`\n`, `\r`, U+0085, U+2028, U+2029: PyYAML and go-yaml, the readers
+/// of kubectl, armadactl and the executor's config, end a comment at each) are written as
+/// escapes (`\x1b`, `\u2028`), so that no message text can end the comment and add a key.
 fn comment(s: &str) -> String {
-    s.chars().map(|c| if c.is_control() { '?' } else { c }).collect()
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            c if (c as u32) < 0x80 && c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The policy's settings besides its rules: the baseline's first policy's.
@@ -318,6 +331,14 @@ mod tests {
             assert!(!re.is_match(&format!("prefix {message}")), "{message:?} with a prefix");
             assert!(!re.is_match(&format!("{message} suffix")), "{message:?} with a suffix");
         }
+    }
+
+    #[test]
+    fn comments_escape_every_line_break_a_yaml_reader_knows() {
+        assert_eq!(
+            comment("a\nb\rc\u{85}d\u{2028}e\u{2029}f\u{1b}[Ag\u{7}é"),
+            "a\\x0ab\\x0dc\\u0085d\\u2028e\\u2029f\\x1b[Ag\\x07é"
+        );
     }
 
     #[test]

@@ -1291,3 +1291,63 @@ fn extrapolate_marks_every_limit_it_extrapolates() {
     let md = run(home.path(), &[&base[..], &["--extrapolate", "-o", "markdown"]].concat());
     assert!(String::from_utf8_lossy(&md.stdout).contains("| Retry ×5 (extrapolated from depth 1) |"));
 }
+
+/// A termination message cannot end the `# signature` comment above its rule for a YAML 1.1
+/// reader (PyYAML, as go-yaml: kubectl, armadactl, the executor's config loader): U+2028,
+/// U+2029, U+0085, `\r` are escaped, so PyYAML reads the same documents `validate` reads.
+#[test]
+fn a_message_cannot_inject_yaml_into_the_policy() {
+    let Some(python) = crate::support::python::python() else {
+        return;
+    };
+    let home = temp_home();
+    let mut jobs = String::new();
+    for (k, sep) in ["\u{2028}", "\u{2029}", "\u{85}", "\r"]
+        .iter()
+        .cycle()
+        .take(40)
+        .enumerate()
+    {
+        let message = format!("boom{sep}injected: true{sep}rules: []");
+        let failed =
+            json!({"node": "n", "runFor": "60s", "containers": [{"name": "main", "exitCode": 3, "message": message}]});
+        jobs.push_str(&format!(
+            "{}\n",
+            json!({"job": {"id": format!("j{k}")}, "runs": [failed, {"outcome": "succeeded"}]})
+        ));
+    }
+    let history = home.path().join("h.jsonl");
+    std::fs::write(&history, jobs).unwrap();
+    let out = run(
+        home.path(),
+        &[
+            "suggest",
+            "--history",
+            path(&history),
+            "--min-trials",
+            "5",
+            "-o",
+            "policy",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let file = home.path().join("p.yaml");
+    std::fs::write(&file, &out.stdout).unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    for c in ['\u{2028}', '\u{2029}', '\u{85}', '\r'] {
+        assert!(!text.contains(c), "{c:?} in {text}");
+    }
+    // YAML 1.2 (validate) and YAML 1.1 (PyYAML) read the same: one policy, its four rules,
+    // no key a message added.
+    let out = run(home.path(), &["validate", "-f", path(&file)]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let read = crate::support::python::run(
+        &python,
+        "import sys, yaml\nfor d in yaml.safe_load_all(open(sys.argv[1])):\n    print(sorted(d), sorted(d['spec']), len(d['spec']['rules']))",
+        &[path(&file)],
+    );
+    assert_eq!(
+        read,
+        "['apiVersion', 'kind', 'metadata', 'spec'] ['defaultAction', 'rules'] 4\n"
+    );
+}

@@ -20,11 +20,12 @@ use std::sync::OnceLock;
 
 use super::Missing;
 
-/// The package, pinned.
-pub const PACKAGE: &str = "armada-client==0.5.1";
+/// The packages, pinned: upstream's client, and PyYAML, a YAML 1.1 reader (as go-yaml, the
+/// reader of kubectl, armadactl and the executor's config).
+pub const PACKAGES: [&str; 2] = ["armada-client==0.5.1", "PyYAML==6.0.2"];
 
 /// What a working interpreter imports.
-const IMPORT: &str = "import armada_client.armada.submit_pb2_grpc";
+const IMPORT: &str = "import armada_client.armada.submit_pb2_grpc, yaml";
 
 /// The Python interpreter with `armada_client` importable, or `None` (the calling test is
 /// named at the end of the run).
@@ -56,7 +57,11 @@ fn find() -> Result<PathBuf, Missing> {
                     "upstream's Python client not found (`$RETRYCTL_TEST_PYTHON`, {}, cannot import armada_client)",
                     given.display()
                 ),
-                install: format!("{} -m pip install '{PACKAGE}'", given.display()),
+                install: format!(
+                    "{} -m pip install {}",
+                    given.display(),
+                    PACKAGES.map(|p| format!("'{p}'")).join(" ")
+                ),
             })
         };
     }
@@ -71,13 +76,12 @@ fn find() -> Result<PathBuf, Missing> {
 
 /// Makes the virtualenv at `venv` unless another process made it first (see the module doc).
 fn make_venv(venv: &Path) -> Result<(), Missing> {
-    let no_python = || {
-        Missing {
+    let no_python = || Missing {
         what: format!(
-            "Python 3 not found (no `python3` on PATH) to make the virtualenv of upstream's Python client (PyPI `{PACKAGE}`)"
+            "Python 3 not found (no `python3` on PATH) to make the virtualenv of upstream's Python client (PyPI `{}`)",
+            PACKAGES.join("`, `")
         ),
         install: "apt-get install -y python3 python3-venv".to_string(),
-    }
     };
     if !Command::new("python3")
         .arg("--version")
@@ -115,21 +119,15 @@ fn make_venv(venv: &Path) -> Result<(), Missing> {
         return Err(failed("`python3 -m venv`", &out, "apt-get install -y python3-venv"));
     }
     let out = Command::new(building.join("bin/python3"))
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            PACKAGE,
-        ])
+        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+        .args(PACKAGES)
         .output()
         .expect("the new virtualenv's python runs");
     if !out.status.success() {
         let _ = std::fs::remove_dir_all(&building);
         // Most often PyPI out of reach; the script retries the same steps.
         return Err(failed(
-            &format!("`pip install {PACKAGE}`"),
+            &format!("`pip install {}`", PACKAGES.join(" ")),
             &out,
             "scripts/test-venv.sh",
         ));
