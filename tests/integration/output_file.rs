@@ -1,12 +1,14 @@
 //! `--output-file FILE` on `simulate`, `tune` and `merge` (docs/cli.md, "Writing a result to
 //! a file"): FILE holds exactly what stdout would have, and is replaced exactly when the
 //! command wrote a result (exit 0, 1 or 3); on a usage error, a refusal that prints nothing,
-//! or SIGTERM mid-run it stays as it was, and no temporary file is left beside it.
+//! or SIGTERM or SIGHUP mid-run it stays as it was, and no temporary file is left beside it.
+//! What is not a regular file is never renamed over: a device or a FIFO is written straight
+//! through, a symbolic link's file is replaced and the link kept, a directory is exit 2.
 
 use std::fs;
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::{format_output, retryctl, root, temp_home};
@@ -212,82 +214,312 @@ fn merge_writes_its_result_and_leaves_the_file_alone_on_a_refusal() {
     );
 }
 
-/// A preempted pod: SIGTERM while `simulate` reads a history (here a stream that has not
-/// ended) ends it as the signal does (a shell or Kubernetes reports 143), FILE as it was,
-/// and the temporary file that was beside it gone.
+/// `simulate` of a large generated history read from a pipe that stays open, `--output-file
+/// FILE`, started through `sh -c 'SETUP; exec retryctl …'`: returned once the temporary file
+/// beside FILE shows the run has started, with the pipe's end still to close.
+#[cfg(unix)]
+fn started(d: &Path, home: &Path, file: &Path, setup: &str) -> (Child, ChildStdin) {
+    let bin = assert_cmd::cargo::cargo_bin("retryctl");
+    let mut child = Command::new("sh")
+        .current_dir(root())
+        .env_clear()
+        .env("HOME", home)
+        .env("NO_COLOR", "1")
+        .arg("-c")
+        .arg(format!("{setup}\nexec \"$0\" \"$@\""))
+        .arg(bin)
+        .args([
+            "simulate",
+            "-f",
+            "testdata/policies/valid",
+            "--history",
+            "-",
+            "-o",
+            "json",
+        ])
+        .arg("--output-file")
+        .arg(file)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // A large generated history, still being written when the signal comes.
+    let mut stdin = child.stdin.take().unwrap();
+    let mut history = String::new();
+    for i in 0..20_000 {
+        history.push_str(&format!(
+            r#"{{"job":{{"id":"j{i}","queue":"ml-queue"}},"runs":[{{"conditions":["Preempted"],"runFor":"5m"}},{{"outcome":"succeeded","runFor":"1h"}}]}}"#
+        ));
+        history.push('\n');
+    }
+    stdin.write_all(history.as_bytes()).unwrap();
+    let start = Instant::now();
+    while !names(d).iter().any(|n| n.ends_with(".tmp")) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no temporary file: {:?}",
+            names(d)
+        );
+        assert!(child.try_wait().unwrap().is_none(), "ended before the signal");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(child.try_wait().unwrap().is_none(), "ended before the signal");
+    (child, stdin)
+}
+
+/// Sends `sig` to the child (its own pid: `sh` exec'd retryctl).
+#[cfg(unix)]
+fn send(child: &Child, sig: libc::c_int) {
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) on the child's own pid.
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+}
+
+/// A preempted pod (SIGTERM), a closed terminal or session (SIGHUP): the signal mid-run, while
+/// `simulate` reads a history (here a stream that has not ended), ends it as the signal does
+/// (a shell or Kubernetes reports 143, 129), FILE as it was, and the temporary file that was
+/// beside it gone.
 #[cfg(unix)]
 #[test]
-fn sigterm_mid_run_leaves_the_file_alone_and_no_temporary_file() {
+fn sigterm_or_sighup_mid_run_leaves_the_file_alone_and_no_temporary_file() {
     use std::os::unix::process::ExitStatusExt;
 
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let home = temp_home();
-    for existed in [true, false] {
-        let file = d.join("result.json");
-        if existed {
-            fs::write(&file, OLD).unwrap();
-        } else {
-            let _ = fs::remove_file(&file);
-        }
-        let bin = assert_cmd::cargo::cargo_bin("retryctl");
-        let mut child = Command::new(bin)
-            .current_dir(root())
-            .env_clear()
-            .env("HOME", home.path())
-            .env("NO_COLOR", "1")
-            .args([
-                "simulate",
-                "-f",
-                "testdata/policies/valid",
-                "--history",
-                "-",
-                "-o",
-                "json",
-            ])
-            .arg("--output-file")
-            .arg(&file)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        // A large generated history, still being written when the signal comes.
-        let mut stdin = child.stdin.take().unwrap();
-        let mut history = String::new();
-        for i in 0..20_000 {
-            history.push_str(&format!(
-                r#"{{"job":{{"id":"j{i}","queue":"ml-queue"}},"runs":[{{"conditions":["Preempted"],"runFor":"5m"}},{{"outcome":"succeeded","runFor":"1h"}}]}}"#
-            ));
-            history.push('\n');
-        }
-        stdin.write_all(history.as_bytes()).unwrap();
-        // The temporary file beside FILE shows the run has started.
-        let start = Instant::now();
-        while !names(d).iter().any(|n| n.ends_with(".tmp")) {
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "no temporary file: {:?}",
-                names(d)
-            );
-            assert!(child.try_wait().unwrap().is_none(), "ended before the signal");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::thread::sleep(Duration::from_millis(200));
-        assert!(child.try_wait().unwrap().is_none(), "ended before the signal");
-        let pid = i32::try_from(child.id()).unwrap();
-        // SAFETY: kill(2) on the child's own pid.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-        let status = child.wait().unwrap();
-        drop(stdin);
-        // What a shell (and Kubernetes) reports: 128 + the signal, or the code itself.
-        let reported = status.code().unwrap_or_else(|| 128 + status.signal().unwrap());
-        assert_eq!(reported, 143, "{status:?}");
-        if existed {
-            assert_eq!(fs::read(&file).unwrap(), OLD);
-            assert_eq!(names(d), ["result.json"]);
-        } else {
-            assert!(names(d).is_empty(), "{:?}", names(d));
+    for (sig, code) in [(libc::SIGTERM, 143), (libc::SIGHUP, 129)] {
+        for existed in [true, false] {
+            let file = d.join("result.json");
+            if existed {
+                fs::write(&file, OLD).unwrap();
+            } else {
+                let _ = fs::remove_file(&file);
+            }
+            let (mut child, stdin) = started(d, home.path(), &file, ":");
+            send(&child, sig);
+            let status = child.wait().unwrap();
+            drop(stdin);
+            // What a shell (and Kubernetes) reports: 128 + the signal, or the code itself.
+            let reported = status.code().unwrap_or_else(|| 128 + status.signal().unwrap());
+            assert_eq!(reported, code, "signal {sig}: {status:?}");
+            if existed {
+                assert_eq!(fs::read(&file).unwrap(), OLD, "signal {sig}");
+                assert_eq!(names(d), ["result.json"], "signal {sig}");
+            } else {
+                assert!(names(d).is_empty(), "signal {sig}: {:?}", names(d));
+            }
         }
     }
+}
+
+/// A signal the parent ignores stays ignored (`nohup`, `trap '' INT`): SIGINT mid-run does
+/// not end the run, which goes on to write its result into FILE, with no temporary file left.
+#[cfg(unix)]
+#[test]
+fn an_ignored_sigint_stays_ignored_and_the_run_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let home = temp_home();
+    let file = d.join("result.json");
+    fs::write(&file, OLD).unwrap();
+    let (mut child, stdin) = started(d, home.path(), &file, "trap '' INT");
+    send(&child, libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(child.try_wait().unwrap().is_none(), "an ignored SIGINT ended the run");
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    let result: serde_json::Value = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
+    assert_eq!(result["summary"]["jobs"], 20_000);
+    assert_eq!(names(d), ["result.json"]);
+}
+
+/// Whether this process runs as root: renaming over `/dev/null` needs it, so only then can a
+/// test see that it is not done.
+#[cfg(unix)]
+fn is_root() -> bool {
+    // SAFETY: geteuid(2) cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The history and policies of a small run whose result is a few lines of JSON.
+const SMALL: [&str; 6] = [
+    "simulate",
+    "-f",
+    "testdata/policies/valid",
+    "--history",
+    "testdata/histories/cuda-error.yaml",
+    "-o",
+];
+
+/// `--output-file /dev/null` as root: the result is written into the device, which stays a
+/// character device (a rename would leave a regular file at `/dev/null`, for every process on
+/// the machine). Should it not, it is made again before the test fails.
+#[cfg(unix)]
+#[test]
+fn dev_null_stays_a_character_device() {
+    use std::os::unix::fs::FileTypeExt;
+
+    if !is_root() {
+        eprintln!(
+            "note: dev_null_stays_a_character_device skipped: not root, so no rename over /dev/null could happen"
+        );
+        return;
+    }
+    let mut args = SMALL.to_vec();
+    args.extend(["json", "--output-file", "/dev/null"]);
+    let out = run(&args);
+    let kind = fs::symlink_metadata("/dev/null").unwrap().file_type();
+    if !kind.is_char_device() {
+        let _ = fs::remove_file("/dev/null");
+        let path = std::ffi::CString::new("/dev/null").unwrap();
+        // SAFETY: mknod(2) with a valid C string: /dev/null is character device 1:3.
+        unsafe { libc::mknod(path.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+        panic!(
+            "/dev/null was replaced by a {kind:?} (made again): {}",
+            format_output(&out)
+        );
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    assert!(out.stdout.is_empty(), "{}", format_output(&out));
+}
+
+/// A FIFO gets the result, as a shell's `>` would write it (read here from a thread), and is
+/// still a FIFO afterwards, with no temporary file beside it.
+#[cfg(unix)]
+#[test]
+fn a_fifo_gets_the_bytes() {
+    use std::os::unix::fs::FileTypeExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.display().to_string()).unwrap();
+    // SAFETY: mkfifo(3) with a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reading = fifo.clone();
+    std::thread::spawn(move || {
+        // Blocks until retryctl opens the FIFO for writing; ends at its close.
+        let _ = tx.send(fs::read(&reading));
+    });
+    let mut args = SMALL.to_vec();
+    args.push("json");
+    let plain = run(&args);
+    assert_eq!(plain.status.code(), Some(0), "{}", format_output(&plain));
+    let path = fifo.display().to_string();
+    args.extend(["--output-file", &path]);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    assert!(out.stdout.is_empty(), "{}", format_output(&out));
+    let read = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the FIFO's reader got no end of file: it was never written")
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&read), String::from_utf8_lossy(&plain.stdout));
+    assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    assert_eq!(names(dir.path()), ["fifo"]);
+}
+
+/// `/dev/stdout` is this process's descriptor 1, written straight through: into a pipe, and
+/// into the regular file a shell's `>` opened, which stays the same file (same inode) with
+/// the result in it, no temporary file beside it.
+#[cfg(unix)]
+#[test]
+fn dev_stdout_is_written_through_the_descriptor() {
+    use std::os::unix::fs::MetadataExt;
+
+    let mut args = SMALL.to_vec();
+    args.push("json");
+    let plain = run(&args);
+    assert_eq!(plain.status.code(), Some(0), "{}", format_output(&plain));
+    args.extend(["--output-file", "/dev/stdout"]);
+    let piped = run(&args);
+    assert_eq!(piped.status.code(), Some(0), "{}", format_output(&piped));
+    assert_eq!(piped.stdout, plain.stdout);
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("out.json");
+    let out = fs::File::create(&file).unwrap();
+    let inode = out.metadata().unwrap().ino();
+    let home = temp_home();
+    let status = Command::new(assert_cmd::cargo::cargo_bin("retryctl"))
+        .current_dir(root())
+        .env_clear()
+        .env("HOME", home.path())
+        .env("NO_COLOR", "1")
+        .args(&args)
+        .stdout(out)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(fs::metadata(&file).unwrap().ino(), inode, "the file was replaced");
+    assert_eq!(fs::read(&file).unwrap(), plain.stdout);
+    assert_eq!(names(dir.path()), ["out.json"]);
+}
+
+/// A symbolic link (relative, into another directory) stays a link to the same place; the
+/// file it leads to gets the result, and no temporary file is left in either directory.
+#[cfg(unix)]
+#[test]
+fn a_symlink_is_kept_and_its_file_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let (links, files) = (dir.path().join("links"), dir.path().join("files"));
+    fs::create_dir(&links).unwrap();
+    fs::create_dir(&files).unwrap();
+    fs::write(files.join("result.json"), OLD).unwrap();
+    let link = links.join("result.json");
+    std::os::unix::fs::symlink("../files/result.json", &link).unwrap();
+    let mut args = SMALL.to_vec();
+    args.push("json");
+    let plain = run(&args);
+    let path = link.display().to_string();
+    args.extend(["--output-file", &path]);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(fs::read_link(&link).unwrap(), Path::new("../files/result.json"));
+    assert_eq!(fs::read(files.join("result.json")).unwrap(), plain.stdout);
+    assert_eq!(names(&links), ["result.json"]);
+    assert_eq!(names(&files), ["result.json"]);
+}
+
+/// A directory (named, or led to by a link) is a usage error naming it, before any work;
+/// nothing is written in it.
+#[test]
+fn a_directory_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("out");
+    fs::create_dir(&target).unwrap();
+    let mut args = SMALL.to_vec();
+    args.push("json");
+    let path = target.display().to_string();
+    let mut with = args.clone();
+    with.extend(["--output-file", &path]);
+    let out = run(&with);
+    assert_eq!(out.status.code(), Some(2), "{}", format_output(&out));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("error: `--output-file {path}` is a directory; name a file, in it or elsewhere\n")
+    );
+    #[cfg(unix)]
+    {
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink("out", &link).unwrap();
+        let link = link.display().to_string();
+        let mut with = args.clone();
+        with.extend(["--output-file", &link]);
+        let out = run(&with);
+        assert_eq!(out.status.code(), Some(2), "{}", format_output(&out));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "error: `--output-file {link}` is a directory (it leads to `{}`); name a file, in it or elsewhere\n",
+                dir.path().join("out").display()
+            )
+        );
+    }
+    assert!(names(&target).is_empty());
 }
