@@ -309,15 +309,16 @@ fn decode_job(dec: &mut Decoder, f: &super::decode::Fields<'_>, job: &mut Job) {
     if let Some(v) = f.get("submittedAt") {
         let p = f.path_of("submittedAt");
         if let Some(s) = dec.string(v, &p) {
-            match Timestamp::parse(&s) {
-                Some(t) => job.submitted_at = Some(t),
-                None => dec.error(
+            match Timestamp::read(&s) {
+                Ok(t) => job.submitted_at = Some(t),
+                Err(e) => dec.error(
                     v,
                     "invalid-value",
                     &p,
-                    format!(
-                        "invalid time {}, expected RFC 3339 such as `2026-01-01T00:00:00Z`",
-                        quote(&s)
+                    Timestamp::refusal(
+                        &e,
+                        &format!("invalid time {}", quote(&s)),
+                        "expected RFC 3339 such as `2026-01-01T00:00:00Z`",
                     ),
                 ),
             }
@@ -396,18 +397,20 @@ fn decode_run(dec: &mut Decoder, node: &Node, path: &str) -> Run {
         if let Some(s) = dec.string(v, &p) {
             if let Ok(d) = GoDuration::parse(&s) {
                 run.started_at = Some(StartedAt::Offset(d));
-            } else if let Some(t) = Timestamp::parse(&s) {
-                run.started_at = Some(StartedAt::Absolute(t));
             } else {
-                dec.error(
-                    v,
-                    "invalid-value",
-                    &p,
-                    format!(
-                        "invalid start {}, expected a duration since submission (`90s`) or an RFC 3339 time",
-                        quote(&s)
+                match Timestamp::read(&s) {
+                    Ok(t) => run.started_at = Some(StartedAt::Absolute(t)),
+                    Err(e) => dec.error(
+                        v,
+                        "invalid-value",
+                        &p,
+                        Timestamp::refusal(
+                            &e,
+                            &format!("invalid start {}", quote(&s)),
+                            "expected a duration since submission (`90s`) or an RFC 3339 time",
+                        ),
                     ),
-                );
+                }
             }
         }
         if f.get("queuedFor").is_some() {
@@ -735,9 +738,27 @@ pub fn failure_history_json(h: &FailureHistory) -> serde_json::Value {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct Timestamp(pub i64);
 
+/// Why a text is not a [`Timestamp`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TimeError {
+    /// Not RFC 3339's shape (`2026-01-01T00:00:00Z`).
+    Shape,
+    /// RFC 3339's shape, but a time that does not exist: the reason (`day `30` does not exist
+    /// in 2026-02 (28 days)`).
+    Range(String),
+}
+
 impl Timestamp {
     /// RFC 3339: `2026-01-01T00:00:00Z`, optional fraction, `Z` or `±HH:MM`.
     pub fn parse(text: &str) -> Option<Timestamp> {
+        Timestamp::read(text).ok()
+    }
+
+    /// [`Timestamp::parse`], saying why not: a time of RFC 3339's shape that does not exist
+    /// (February 30th, hour 24, second 60, offset `+25:00`) is refused with its reason, not
+    /// carried into the next day or month. Second 60 (a leap second) is refused: nothing
+    /// here could place it.
+    pub fn read(text: &str) -> Result<Timestamp, TimeError> {
         let b = text.as_bytes();
         if b.len() < 20
             || b[4] != b'-'
@@ -746,20 +767,23 @@ impl Timestamp {
             || b[13] != b':'
             || b[16] != b':'
         {
-            return None;
+            return Err(TimeError::Shape);
         }
-        let num = |s: &str| -> Option<i64> { s.bytes().all(|c| c.is_ascii_digit()).then(|| s.parse().ok()).flatten() };
+        let num = |s: &str| -> Result<i64, TimeError> {
+            s.bytes()
+                .all(|c| c.is_ascii_digit())
+                .then(|| s.parse().ok())
+                .flatten()
+                .ok_or(TimeError::Shape)
+        };
         let (y, mo, d) = (num(&text[0..4])?, num(&text[5..7])?, num(&text[8..10])?);
         let (h, mi, s) = (num(&text[11..13])?, num(&text[14..16])?, num(&text[17..19])?);
-        if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
-            return None;
-        }
         let mut rest = &text[19..];
         let mut nanos = 0i64;
         if let Some(frac) = rest.strip_prefix('.') {
             let end = frac.find(|c: char| !c.is_ascii_digit()).unwrap_or(frac.len());
             if end == 0 || end > 9 {
-                return None;
+                return Err(TimeError::Shape);
             }
             nanos = num(&frac[..end])? * 10i64.pow(9 - end as u32);
             rest = &frac[end..];
@@ -767,18 +791,60 @@ impl Timestamp {
         let offset = match rest {
             "Z" | "z" => 0,
             _ if rest.len() == 6 && (rest.starts_with('+') || rest.starts_with('-')) && &rest[3..4] == ":" => {
-                let v = num(&rest[1..3])? * 3600 + num(&rest[4..6])? * 60;
+                let (oh, om) = (num(&rest[1..3])?, num(&rest[4..6])?);
+                if oh > 23 || om > 59 {
+                    return Err(TimeError::Range(format!(
+                        "offset `{rest}` is out of range (hours 00–23, minutes 00–59)"
+                    )));
+                }
+                let v = oh * 3600 + om * 60;
                 if rest.starts_with('-') {
                     -v
                 } else {
                     v
                 }
             }
-            _ => return None,
+            _ => return Err(TimeError::Shape),
         };
+        let range = |what: &str, text: &str, limits: &str| {
+            Err(TimeError::Range(format!("{what} `{text}` is out of range ({limits})")))
+        };
+        if !(1..=12).contains(&mo) {
+            return range("month", &text[5..7], "01–12");
+        }
+        let days = days_in_month(y, mo);
+        if d < 1 || d > days {
+            return Err(TimeError::Range(format!(
+                "day `{}` does not exist in {} ({days} days)",
+                &text[8..10],
+                &text[0..7]
+            )));
+        }
+        if h > 23 {
+            return range("hour", &text[11..13], "00–23");
+        }
+        if mi > 59 {
+            return range("minute", &text[14..16], "00–59");
+        }
+        if s > 59 {
+            return range("second", &text[17..19], "00–59; a leap second is not read");
+        }
         let days = days_from_civil(y, mo, d);
         let secs = days * 86_400 + h * 3600 + mi * 60 + s - offset;
-        secs.checked_mul(1_000_000_000)?.checked_add(nanos).map(Timestamp)
+        secs.checked_mul(1_000_000_000)
+            .and_then(|n| n.checked_add(nanos))
+            .map(Timestamp)
+            .ok_or(TimeError::Shape)
+    }
+
+    /// The message for a text [`Timestamp::read`] refused with `error`: `what` (`invalid
+    /// time `…``) with the reason when the time does not exist, else with `otherwise` (what
+    /// was expected).
+    pub fn refusal(error: &TimeError, what: &str, otherwise: &str) -> String {
+        match error {
+            TimeError::Range(reason) => format!("{what}: {reason}"),
+            TimeError::Shape => format!("{what}, {otherwise}"),
+        }
     }
 
     pub fn plus(self, d: GoDuration) -> Timestamp {
@@ -810,6 +876,16 @@ impl std::fmt::Display for Timestamp {
             write!(f, ".{}", frac.trim_end_matches('0'))?;
         }
         write!(f, "Z")
+    }
+}
+
+/// The days of month `m` (1–12) of year `y`, in the proleptic Gregorian calendar.
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        2 if y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
     }
 }
 
@@ -943,6 +1019,71 @@ mod tests {
         assert_eq!(Timestamp::parse("1970-01-01T00:00:01Z"), Some(Timestamp(1_000_000_000)));
         assert!(Timestamp::parse("2026-13-01T00:00:00Z").is_none());
         assert!(Timestamp::parse("yesterday").is_none());
+    }
+
+    /// A time of RFC 3339's shape that does not exist is refused with its reason, never
+    /// carried into the next day, month or hour; the last instant of each field is read.
+    #[test]
+    fn a_time_that_does_not_exist_is_refused_with_its_reason() {
+        let range = |r: &str| Err(TimeError::Range(r.to_string()));
+        for (input, want) in [
+            (
+                "2026-02-30T00:00:00Z",
+                range("day `30` does not exist in 2026-02 (28 days)"),
+            ),
+            (
+                "2026-02-29T00:00:00Z",
+                range("day `29` does not exist in 2026-02 (28 days)"),
+            ),
+            (
+                "1900-02-29T00:00:00Z",
+                range("day `29` does not exist in 1900-02 (28 days)"),
+            ),
+            (
+                "2026-04-31T00:00:00Z",
+                range("day `31` does not exist in 2026-04 (30 days)"),
+            ),
+            (
+                "2026-01-00T00:00:00Z",
+                range("day `00` does not exist in 2026-01 (31 days)"),
+            ),
+            ("2026-00-10T00:00:00Z", range("month `00` is out of range (01–12)")),
+            ("2026-01-01T24:00:00Z", range("hour `24` is out of range (00–23)")),
+            ("2026-01-01T00:60:00Z", range("minute `60` is out of range (00–59)")),
+            (
+                "2026-12-31T23:59:60Z",
+                range("second `60` is out of range (00–59; a leap second is not read)"),
+            ),
+            (
+                "2026-01-01T00:00:00+25:00",
+                range("offset `+25:00` is out of range (hours 00–23, minutes 00–59)"),
+            ),
+            (
+                "2026-01-01T00:00:00+99:99",
+                range("offset `+99:99` is out of range (hours 00–23, minutes 00–59)"),
+            ),
+            (
+                "2026-01-01T00:00:00-00:60",
+                range("offset `-00:60` is out of range (hours 00–23, minutes 00–59)"),
+            ),
+            ("2026-01-01T00:00:00", Err(TimeError::Shape)),
+            ("2026-01-01T00:00:00+0100", Err(TimeError::Shape)),
+        ] {
+            assert_eq!(Timestamp::read(input), want, "{input}");
+        }
+        for (input, out) in [
+            ("2024-02-29T00:00:00Z", "2024-02-29T00:00:00Z"),
+            ("2000-02-29T00:00:00Z", "2000-02-29T00:00:00Z"),
+            ("2026-12-31T23:59:59Z", "2026-12-31T23:59:59Z"),
+            ("2026-01-01T00:00:00+23:59", "2025-12-31T00:01:00Z"),
+            ("2026-01-01T00:00:00-23:59", "2026-01-01T23:59:00Z"),
+        ] {
+            assert_eq!(
+                Timestamp::read(input).map(|t| t.to_string()),
+                Ok(out.to_string()),
+                "{input}"
+            );
+        }
     }
 
     /// The names are indexed by the variants' order: each variant reads back as itself.

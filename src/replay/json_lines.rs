@@ -16,11 +16,13 @@
 //! `validate_failure_history`).
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
+use crate::diag::quote;
 use crate::model::document::decode_document;
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{
@@ -326,7 +328,7 @@ struct JobIn<'a> {
     #[serde(default, borrow)]
     queue: Option<Str<'a>>,
     #[serde(default)]
-    annotations: Option<BTreeMap<String, String>>,
+    annotations: Option<UniqueMap>,
     #[serde(default, borrow)]
     termination_grace_period: Option<Str<'a>>,
     #[serde(default, borrow)]
@@ -336,7 +338,7 @@ struct JobIn<'a> {
     /// Accepted (a real job has one), any value, no effect on decisions.
     #[serde(default)]
     #[allow(dead_code)]
-    job_set: Option<IgnoredAny>,
+    job_set: Option<Unique>,
     /// `job.gang.cardinality` (the upstream engine's legacy path for gangs).
     #[serde(default)]
     gang: Option<MapOnly<GangIn>>,
@@ -344,6 +346,88 @@ struct JobIn<'a> {
     /// strict decoder, which reads it.
     #[serde(default)]
     resources: Option<MapOnly<ResourcesIn<'a>>>,
+}
+
+/// A map of strings (`annotations`) that gives up on a key met twice: a `BTreeMap` would
+/// keep the last, where the strict decoder refuses the line.
+struct UniqueMap(BTreeMap<String, String>);
+
+impl<'de> Deserialize<'de> for UniqueMap {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = UniqueMap;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of strings")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<UniqueMap, A::Error> {
+                let mut out = BTreeMap::new();
+                while let Some((k, v)) = map.next_entry::<String, String>()? {
+                    if out.insert(k, v).is_some() {
+                        return Err(give_up());
+                    }
+                }
+                Ok(UniqueMap(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// Any value, read and dropped (`jobSet`), giving up on a key met twice in any of its
+/// objects, as the strict decoder refuses it.
+struct Unique;
+
+impl<'de> Deserialize<'de> for Unique {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Unique;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Unique, E> {
+                Ok(Unique)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Unique, E> {
+                Ok(Unique)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Unique, E> {
+                Ok(Unique)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Unique, E> {
+                Ok(Unique)
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Unique, E> {
+                Ok(Unique)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Unique, E> {
+                Ok(Unique)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Unique, E> {
+                Ok(Unique)
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Unique, D::Error> {
+                Unique::deserialize(d)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Unique, A::Error> {
+                while seq.next_element::<Unique>()?.is_some() {}
+                Ok(Unique)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Unique, A::Error> {
+                let mut keys: Vec<Str<'de>> = Vec::new();
+                while let Some(k) = map.next_key::<Str<'de>>()? {
+                    if keys.iter().any(|seen| seen.0 == k.0) {
+                        return Err(give_up());
+                    }
+                    keys.push(k);
+                    map.next_value::<Unique>()?;
+                }
+                Ok(Unique)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Deserialize)]
@@ -831,7 +915,7 @@ impl JobIn<'_> {
             job.id.push_str(&id.0);
         }
         strings.set(&mut job.queue, self.queue);
-        job.annotations = self.annotations.unwrap_or_default();
+        job.annotations = self.annotations.map(|m| m.0).unwrap_or_default();
         job.termination_grace_period = parse_duration(self.termination_grace_period)?;
         if let Some(m) = self.memory {
             match parse_quantity(&m.0) {
@@ -908,11 +992,28 @@ pub fn decode_line_strict(line: &[u8], line_no: usize) -> Result<FailureHistory,
         line: line_no,
         column: 1,
     };
-    let mut de = serde_json::Deserializer::from_slice(line);
-    let node = NodeSeed { pos }
+    let track = Track {
+        line,
+        read: Cell::new(0),
+        duplicate: Cell::new(None),
+    };
+    // Read through a counter of the bytes read, for the columns of a duplicate key (the
+    // fast path, which reads the slice, gives up on one).
+    let mut de = serde_json::Deserializer::from_reader(Counting {
+        rest: line,
+        read: &track.read,
+    });
+    let node = NodeSeed { pos, track: &track }
         .deserialize(&mut de)
         .and_then(|n| de.end().map(|()| n))
         .map_err(|e| {
+            if let Some((key, at, first)) = track.duplicate.take() {
+                // The words a `.json` or YAML history's duplicate key gets (`yaml`).
+                return format!(
+                    "invalid JSON at column {at}: duplicate key {} (first at column {first})",
+                    quote(&key)
+                );
+            }
             // serde_json appends "at line 1 column N"; the line is ours to name, the column its.
             let text = e.to_string();
             let reason = text.split(" at line ").next().unwrap_or(&text).to_string();
@@ -947,14 +1048,49 @@ pub fn decode_line_strict(line: &[u8], line_no: usize) -> Result<FailureHistory,
     }
 }
 
-/// Builds a `yaml::Node` from JSON: strings are quoted scalars, numbers and booleans plain
-/// ones (spelled as serde_json spells them), so the YAML decoder's type checks apply as is.
-#[derive(Clone, Copy)]
-struct NodeSeed {
-    pos: Pos,
+/// What the strict decoder has read of its line: the bytes ([`Counting`]), and the duplicate
+/// key it stopped at, with its column and its first one's.
+struct Track<'a> {
+    line: &'a [u8],
+    read: Cell<usize>,
+    duplicate: Cell<Option<(String, usize, usize)>>,
 }
 
-impl<'de> DeserializeSeed<'de> for NodeSeed {
+impl Track<'_> {
+    /// The column of the key about to be read, `read` the bytes read before it: its opening
+    /// quote is the first after them (serde_json reads at most one byte ahead, and only
+    /// whitespace, `{` and `,` come before a key).
+    fn key_column(&self, read: usize) -> usize {
+        let rest = self.line.get(read..).unwrap_or_default();
+        read + memchr::memchr(b'"', rest).unwrap_or(0) + 1
+    }
+}
+
+/// The line as an `io::Read` that counts the bytes read (serde_json reads a reader byte by
+/// byte).
+struct Counting<'a> {
+    rest: &'a [u8],
+    read: &'a Cell<usize>,
+}
+
+impl std::io::Read for Counting<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.rest.read(buf)?;
+        self.read.set(self.read.get() + n);
+        Ok(n)
+    }
+}
+
+/// Builds a `yaml::Node` from JSON: strings are quoted scalars, numbers and booleans plain
+/// ones (spelled as serde_json spells them), so the YAML decoder's type checks apply as is.
+/// A key met twice in one object is refused, as the YAML reader refuses it.
+#[derive(Clone, Copy)]
+struct NodeSeed<'t> {
+    pos: Pos,
+    track: &'t Track<'t>,
+}
+
+impl<'de> DeserializeSeed<'de> for NodeSeed<'_> {
     type Value = Node;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
@@ -962,7 +1098,7 @@ impl<'de> DeserializeSeed<'de> for NodeSeed {
     }
 }
 
-impl NodeSeed {
+impl NodeSeed<'_> {
     fn node(self, value: Value) -> Node {
         Node { pos: self.pos, value }
     }
@@ -972,7 +1108,7 @@ impl NodeSeed {
     }
 }
 
-impl<'de> Visitor<'de> for NodeSeed {
+impl<'de> Visitor<'de> for NodeSeed<'_> {
     type Value = Node;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -1024,8 +1160,17 @@ impl<'de> Visitor<'de> for NodeSeed {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
-        let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(8));
-        while let Some(key) = map.next_key::<String>()? {
+        let mut entries: Vec<(Node, Node)> = Vec::with_capacity(map.size_hint().unwrap_or(8));
+        let mut columns = Vec::with_capacity(entries.capacity());
+        loop {
+            let read = self.track.read.get();
+            let Some(key) = map.next_key::<String>()? else { break };
+            let column = self.track.key_column(read);
+            if let Some(i) = entries.iter().position(|(k, _)| k.as_scalar() == Some(key.as_str())) {
+                self.track.duplicate.set(Some((key, column, columns[i])));
+                return Err(de::Error::custom("duplicate key"));
+            }
+            columns.push(column);
             let value = map.next_value_seed(self)?;
             entries.push((
                 self.node(Value::Scalar {
@@ -1065,7 +1210,16 @@ mod tests {
             (r#"{"runs":[{"node":5}]}"#, Ok(())),
             (r#"{"job":{"annotations":{"a":5}},"runs":[{}]}"#, Ok(())),
             (r#"{"runs":[{"nodee":"a"}]}"#, Err("runs[0].nodee: unknown field `nodee`, did you mean `node`?")),
-            (r#"{"runs":[{"node":"a","node":"b"}]}"#, Ok(())),
+            // A key met twice, in any object (a run, the annotations, a value that is
+            // otherwise ignored, the line; spelled with an escape), as a `.json` history's.
+            (r#"{"runs":[{"node":"a","node":"b"}]}"#, Err("invalid JSON at column 22: duplicate key `node` (first at column 11)")),
+            (r#"{"job":{"annotations":{"a":"1", "a":"2"}},"runs":[{}]}"#, Err("invalid JSON at column 33: duplicate key `a` (first at column 24)")),
+            (r#"{"job":{"jobSet":{"x":[{"y":1,"y":2}]}},"runs":[{}]}"#, Err("invalid JSON at column 31: duplicate key `y` (first at column 25)")),
+            (r#"{"runs":[{}],"runs":[{}]}"#, Err("invalid JSON at column 14: duplicate key `runs` (first at column 2)")),
+            (r#"{"runs":[{"node":"a","node":"b"}]}"#, Err("invalid JSON at column 22: duplicate key `node` (first at column 11)")),
+            // A time that does not exist, with the field it is in.
+            (r#"{"job":{"submittedAt":"2026-02-30T00:00:00Z"},"runs":[{}]}"#, Err("job.submittedAt: invalid time `2026-02-30T00:00:00Z`: day `30` does not exist in 2026-02 (28 days)")),
+            (r#"{"runs":[{"startedAt":"2026-01-01T00:00:60Z"}]}"#, Err("runs[0].startedAt: invalid start `2026-01-01T00:00:60Z`: second `60` is out of range (00–59; a leap second is not read)")),
             (r#"{"runs":[{"queuedFor":"0s","startedAt":"1s"}]}"#, Err("runs[0].startedAt: set either `startedAt` or `queuedFor`, not both")),
             (r#"{"runs":[{"conditions":["OOMKilled"]}]}"#, Err("runs[0].conditions[0]: `OOMKilled` is a container reason, not a pod condition; write it as `containers: [{name: main, reason: OOMKilled, exitCode: 137}]`")),
             (r#"{"kind":null,"runs":[{}]}"#, Err("kind: expected a string")),

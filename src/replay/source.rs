@@ -230,6 +230,12 @@ impl LineBlock {
                 None => (rest, &rest[rest.len()..]),
             };
             let at = offset.map_or(n as u64, |o| o + 1);
+            // A UTF-8 byte order mark at the start of a file is no part of its first line.
+            let line = if offset == Some(0) {
+                line.strip_prefix(BOM).unwrap_or(line)
+            } else {
+                line
+            };
             if let Some(o) = &mut offset {
                 *o += (rest.len() - tail.len()) as u64;
             }
@@ -242,6 +248,11 @@ impl LineBlock {
         })
     }
 }
+
+/// The UTF-8 byte order mark some editors (and PowerShell's `Out-File`) write at the start of
+/// a text: skipped at the start of a history file or stdin, as no part of its first line or
+/// document.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Bytes of lines read into one [`LineBlock`]: ~250 lines, a millisecond or two of work,
 /// so that both cores get many blocks and the reader does nothing per line, while the
@@ -511,7 +522,14 @@ impl Files {
         let mut blank = Vec::new();
         loop {
             first.clear();
-            match (&mut reader).take(MAX_FILE_BYTES + 1).read_until(b'\n', &mut first) {
+            let read = (&mut reader).take(MAX_FILE_BYTES + 1).read_until(b'\n', &mut first);
+            if skipped == 0 && first.starts_with(BOM) {
+                // A byte order mark starts the text: no part of its first line (stdin's lines
+                // are numbered, not placed by offset, so it is simply left out).
+                self.hash(BOM);
+                first.drain(..BOM.len());
+            }
+            match read {
                 Ok(0) => break,
                 Ok(_) if first.iter().all(u8::is_ascii_whitespace) && !cut_at_limit(&first) => {
                     self.hash(&first);
@@ -625,7 +643,10 @@ impl Files {
                 return;
             }
         };
-        let parsed = parse_documents(&text, Some(&[Kind::FailureHistory, Kind::SchedulerConfig]));
+        // Without a byte order mark at its start (its lines keep their numbers; `markers`
+        // below reads the text as the file has it, for the offsets).
+        let body = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let parsed = parse_documents(body, Some(&[Kind::FailureHistory, Kind::SchedulerConfig]));
         let file = SourceFile {
             name: name.to_string(),
             errors: parsed.syntax_error.into_iter().collect(),

@@ -307,6 +307,105 @@ fn json_lines_streams_reports_bad_lines_and_needs_no_envelope() {
     insta::assert_snapshot!(stderr);
 }
 
+/// History files are read strictly as their format says: a key met twice in a JSON line is
+/// refused as in a `.json` or YAML history (the same words), a time of RFC 3339's shape that
+/// does not exist is refused naming its field, each line an error of its own (exit 3, the
+/// other lines replayed), and a YAML history with such a time is refused whole, with its line.
+#[test]
+fn duplicate_keys_and_times_that_do_not_exist_are_errors_with_file_line_and_field() {
+    let home = temp_home();
+    let path = home.path().join("strict.jsonl");
+    fs::write(
+        &path,
+        concat!(
+            "{\"job\":{\"id\":\"ok\",\"queue\":\"q\"},\"runs\":[{\"node\":\"n1\"}]}\n",
+            "{\"job\":{\"id\":\"dup\",\"queue\":\"q\"},\"runs\":[{\"node\":\"n1\",\"node\":\"n2\"}]}\n",
+            "{\"job\":{\"id\":\"feb\",\"queue\":\"q\",\"submittedAt\":\"2026-02-30T00:00:00Z\"},\"runs\":[{}]}\n",
+            "{\"job\":{\"id\":\"leap\",\"queue\":\"q\"},\"runs\":[{\"startedAt\":\"2026-12-31T23:59:60Z\"}]}\n",
+            "{\"job\":{\"id\":\"tz\",\"queue\":\"q\",\"submittedAt\":\"2026-01-01T00:00:00+25:00\"},\"runs\":[{}]}\n",
+            "{\"job\":{\"id\":\"tz2\",\"queue\":\"q\",\"submittedAt\":\"2026-01-01T00:00:00+99:99\"},\"runs\":[{}]}\n",
+        ),
+    )
+    .unwrap();
+    let out = simulate_infra(home.path(), &path, &["-o", "jsonl"]);
+    assert_eq!(out.status.code(), Some(3));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let jobs: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0]["job"], "ok");
+    let stderr = String::from_utf8_lossy(&out.stderr).replace(&path.display().to_string(), "strict.jsonl");
+    // Each error line (the queue's warning and the summary aside).
+    let errors: String = stderr
+        .lines()
+        .filter(|l| l.starts_with("error: "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(stderr.contains("not simulated: 5 jobs with errors"), "{stderr}");
+    assert_eq!(
+        errors,
+        "error: strict.jsonl:2: invalid JSON at column 54: duplicate key `node` (first at column 42)\n\
+         error: strict.jsonl:3: job.submittedAt: invalid time `2026-02-30T00:00:00Z`: day `30` does not exist in 2026-02 (28 days)\n\
+         error: strict.jsonl:4: runs[0].startedAt: invalid start `2026-12-31T23:59:60Z`: second `60` is out of range (00–59; a leap second is not read)\n\
+         error: strict.jsonl:5: job.submittedAt: invalid time `2026-01-01T00:00:00+25:00`: offset `+25:00` is out of range (hours 00–23, minutes 00–59)\n\
+         error: strict.jsonl:6: job.submittedAt: invalid time `2026-01-01T00:00:00+99:99`: offset `+99:99` is out of range (hours 00–23, minutes 00–59)\n"
+    );
+
+    let path = home.path().join("feb.yaml");
+    fs::write(
+        &path,
+        "apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob: {id: feb, queue: q, submittedAt: \"2026-02-30T00:00:00Z\"}\nruns:\n  - {node: n1}\n",
+    )
+    .unwrap();
+    let out = simulate_infra(home.path(), &path, &["-o", "jsonl"]);
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr).replace(&path.display().to_string(), "feb.yaml");
+    assert!(stderr.contains("not simulated: 1 job with errors"), "{stderr}");
+    assert_eq!(
+        stderr.split("summary\n").next().unwrap(),
+        "feb.yaml (FailureHistory)\n  error: 3:39 job.submittedAt: invalid time `2026-02-30T00:00:00Z`: day `30` does not exist in 2026-02 (28 days)\n"
+    );
+}
+
+/// A UTF-8 byte order mark at the start of a history (a JSON Lines file, a YAML file, JSON
+/// Lines on stdin) is skipped: line 1 is read as the job it holds.
+#[test]
+fn a_byte_order_mark_at_the_start_of_a_history_is_skipped() {
+    let home = temp_home();
+    let line = "{\"job\":{\"id\":\"a\",\"queue\":\"q\"},\"runs\":[{\"node\":\"n1\",\"conditions\":[\"Preempted\"]},{\"outcome\":\"succeeded\"}]}\n";
+    let yaml = "apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob: {id: a, queue: q}\nruns:\n  - {node: n1, conditions: [Preempted]}\n  - {outcome: succeeded}\n";
+    for (name, text) in [("bom.jsonl", line), ("bom.yaml", yaml)] {
+        let path = home.path().join(name);
+        fs::write(&path, format!("\u{feff}{text}")).unwrap();
+        let out = simulate_infra(home.path(), &path, &["-o", "jsonl"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(job["job"], "a", "{name}");
+        assert_eq!(job["outcome"]["text"], "Succeeded at run 1 after 1 retry", "{name}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("error"), "{name}: {stderr}");
+    }
+    let out = retryctl(home.path())
+        .args([
+            "simulate",
+            "-f",
+            "testdata/policies/valid/infra.yaml",
+            "--history",
+            "-",
+            "-o",
+            "jsonl",
+        ])
+        .write_stdin(format!("\u{feff}{line}{line}"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+}
+
 #[test]
 fn a_history_file_without_histories_is_an_error() {
     let home = temp_home();
