@@ -13,7 +13,7 @@
 //! (`settings` → `client::Auth`), read only, and so does TLS (`client::ClientTls`: the CA
 //! file and skip-verify of the Armada connection apply to Lookout's too).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read};
 use std::time::Duration;
 
@@ -152,7 +152,9 @@ impl Api {
         )
     }
 
-    fn page(&self, filter: &Filter, skip: usize) -> Result<Vec<Value>, CliError> {
+    /// The page of jobs from `skip`, and a digest of its body (to know a page Lookout sends
+    /// again).
+    fn page(&self, filter: &Filter, skip: usize) -> Result<(Vec<Value>, u64), CliError> {
         let mut filters = vec![json!({"field": "queue", "value": filter.queue, "match": "exact"})];
         if let Some(js) = &filter.jobset {
             filters.push(json!({"field": "jobSet", "value": js, "match": "exact"}));
@@ -181,8 +183,9 @@ impl Api {
                 format!("more than {} MiB for a page of {PAGE} jobs", PAGE_BYTES_MAX >> 20),
             ));
         }
+        let digest = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
         serde_json::from_str::<JobsResponse>(&text)
-            .map(|r| r.jobs)
+            .map(|r| (r.jobs, digest))
             .map_err(|e| self.unexpected(path, e))
     }
 
@@ -397,6 +400,7 @@ pub fn jobs<'a>(api: Api, filter: &'a Filter) -> super::JobStream<'a> {
         buffered: VecDeque::new(),
         pending: VecDeque::new(),
         done: false,
+        paging: Paging::default(),
     })
 }
 
@@ -408,6 +412,60 @@ struct ApiJobs<'a> {
     /// What the last job converted yielded: its bad runs, then the job.
     pending: VecDeque<Item>,
     done: bool,
+    paging: Paging,
+}
+
+/// What the pages so far say about the next: asked in `jobId` order with `skip`, each page
+/// starts past the last, so a page sent again (a Lookout, or a proxy, that ignores `skip`),
+/// a job id that does not come after the one before, or a job id met again, means the
+/// export would never end or would repeat jobs: it stops instead (docs/lookout.md).
+#[derive(Default)]
+struct Paging {
+    /// The last page's offset and the digest of its body.
+    last_page: Option<(usize, u64)>,
+    /// The last job id and its offset.
+    last_id: Option<(String, usize)>,
+    /// The last page's job ids and their offsets: what a job met again names (ids that
+    /// increase cannot come back from further).
+    previous: HashMap<String, usize>,
+}
+
+impl Paging {
+    /// Checks the page at offset `skip` (its jobs and digest); `Err` says why the export stops.
+    fn check(&mut self, skip: usize, jobs: &[Value], digest: u64) -> Result<(), String> {
+        if let Some((at, last)) = self.last_page {
+            if last == digest && !jobs.is_empty() {
+                return Err(format!(
+                    "the page at offset {skip} is the page at offset {at} again (Lookout ignores `skip`?); stopped rather than loop"
+                ));
+            }
+        }
+        self.last_page = Some((skip, digest));
+        let mut current = HashMap::with_capacity(jobs.len());
+        for (i, job) in jobs.iter().enumerate() {
+            // A job without an id is reported on its own (`not a Lookout job`).
+            let Some(id) = job.get("jobId").and_then(Value::as_str) else {
+                continue;
+            };
+            let at = skip + i;
+            if let Some(first) = current.get(id).or_else(|| self.previous.get(id)) {
+                return Err(format!(
+                    "job `{id}` at offset {at} (the page at offset {skip}) was met already at offset {first} (Lookout ignores `skip`?); stopped rather than repeat jobs"
+                ));
+            }
+            if let Some((last, last_at)) = &self.last_id {
+                if id <= last.as_str() {
+                    return Err(format!(
+                        "job `{id}` at offset {at} (the page at offset {skip}) comes after `{last}` at offset {last_at}, though the jobs were asked in `jobId` order; stopped rather than miss or repeat jobs"
+                    ));
+                }
+            }
+            current.insert(id.to_string(), at);
+            self.last_id = Some((id.to_string(), at));
+        }
+        self.previous = current;
+        Ok(())
+    }
 }
 
 impl Iterator for ApiJobs<'_> {
@@ -419,7 +477,13 @@ impl Iterator for ApiJobs<'_> {
                 return Some(Ok(item));
             }
             if self.buffered.is_empty() && !self.done {
-                match self.api.page(self.filter, self.skip) {
+                let page = self.api.page(self.filter, self.skip).and_then(|(jobs, digest)| {
+                    self.paging
+                        .check(self.skip, &jobs, digest)
+                        .map(|()| jobs)
+                        .map_err(|why| self.api.unexpected("/api/v1/jobs", why))
+                });
+                match page {
                     Ok(jobs) => {
                         self.done = jobs.len() < PAGE;
                         self.skip += jobs.len();
@@ -563,6 +627,40 @@ impl ApiJobs<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pages that go on in `jobId` order pass; a page sent again, a job met again (within
+    /// the page or from the last one) and an id that does not increase stop the export,
+    /// naming the offsets.
+    #[test]
+    fn pages_that_do_not_go_on_stop_the_export() {
+        let page = |ids: &[&str]| -> Vec<Value> { ids.iter().map(|id| json!({"jobId": id})).collect() };
+        let mut p = Paging::default();
+        assert_eq!(p.check(0, &page(&["a", "b"]), 1), Ok(()));
+        assert_eq!(p.check(2, &page(&["c", "d"]), 2), Ok(()));
+        // A job without an id is no evidence either way.
+        assert_eq!(p.check(4, &[json!({}), json!({"jobId": "e"})], 3), Ok(()));
+        assert_eq!(
+            p.check(6, &page(&["x"]), 3),
+            Err("the page at offset 6 is the page at offset 4 again (Lookout ignores `skip`?); stopped rather than loop".into())
+        );
+        let mut p = Paging::default();
+        assert_eq!(p.check(0, &page(&["a", "b"]), 1), Ok(()));
+        assert_eq!(
+            p.check(2, &page(&["b", "c"]), 2),
+            Err("job `b` at offset 2 (the page at offset 2) was met already at offset 1 (Lookout ignores `skip`?); stopped rather than repeat jobs".into())
+        );
+        let mut p = Paging::default();
+        assert_eq!(
+            p.check(0, &page(&["a", "c", "a"]), 1),
+            Err("job `a` at offset 2 (the page at offset 0) was met already at offset 0 (Lookout ignores `skip`?); stopped rather than repeat jobs".into())
+        );
+        let mut p = Paging::default();
+        assert_eq!(p.check(0, &page(&["a", "c"]), 1), Ok(()));
+        assert_eq!(
+            p.check(2, &page(&["b"]), 2),
+            Err("job `b` at offset 2 (the page at offset 2) comes after `c` at offset 1, though the jobs were asked in `jobId` order; stopped rather than miss or repeat jobs".into())
+        );
+    }
 
     fn read(body: &str) -> Result<(String, bool), String> {
         error_string(body.as_bytes())

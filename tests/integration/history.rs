@@ -703,6 +703,59 @@ fn rest_source_errors_exit_4_and_5() {
     assert!(!err.contains("hunter2"));
 }
 
+/// A Lookout (or a proxy before it) that ignores `skip` answers every page with the first:
+/// the export stops at the second page (exit 4), naming its offset and why, instead of
+/// looping forever; one that starts the next page back inside the last one (a body that
+/// differs) stops at the first job met again.
+#[test]
+fn rest_source_stops_when_pages_repeat() {
+    // Always the first full page, whatever `skip` asks.
+    let stub = Stub::start(|req| match req.path.as_str() {
+        "/api/v1/jobs" => Reply::json(200, json!({ "jobs": (0..500).map(api_job).collect::<Vec<_>>() })),
+        "/api/v1/jobRunError" => Reply::json(200, json!({"errorString": "OOMKilled"})),
+        _ => Reply::json(404, json!({"error": "not found"})),
+    });
+    let home = temp_home();
+    // Killed after a minute should it loop, as it did (no exit 4 then).
+    let out = retryctl(home.path())
+        .args(["history", "--queue", "ml", "--lookout-url", &stub.url])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "error: Lookout at `{}` answered `/api/v1/jobs` with an unexpected body: the page at offset 500 is the page at offset 0 again (Lookout ignores `skip`?); stopped rather than loop\n",
+            stub.url
+        )
+    );
+    assert_eq!(ids(&out.stdout).len(), 500);
+    assert_eq!(stub.requests().iter().filter(|r| r.path == "/api/v1/jobs").count(), 2);
+
+    // The second page starts back at job 250, with a field that changes from answer to answer.
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let stub = Stub::start(move |req| match req.path.as_str() {
+        "/api/v1/jobs" => {
+            let n = asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let from = if n == 0 { 0 } else { 250 };
+            let jobs: Vec<Value> = (from..from + 500).map(api_job).collect();
+            Reply::json(200, json!({ "jobs": jobs, "answer": n }))
+        }
+        "/api/v1/jobRunError" => Reply::json(200, json!({"errorString": "OOMKilled"})),
+        _ => Reply::json(404, json!({"error": "not found"})),
+    });
+    let out = history(home.path(), &["--queue", "ml", "--lookout-url", &stub.url]);
+    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "error: Lookout at `{}` answered `/api/v1/jobs` with an unexpected body: job `api-00250` at offset 500 (the page at offset 500) was met already at offset 250 (Lookout ignores `skip`?); stopped rather than repeat jobs\n",
+            stub.url
+        )
+    );
+}
+
 #[test]
 fn an_unnamed_container_is_matched_only_by_rules_without_container_name() {
     let home = temp_home();
