@@ -877,13 +877,13 @@ pub struct SimulateArgs {
     pub from_server: bool,
 
     /// The executor's categorizer config (its `errorCategories`): classify every failed run
-    /// with it before the engine decides, as the executor would; with a baseline, on both
-    /// sides unless --baseline-categorizer says otherwise.
+    /// with it before the engine decides, as the executor would; with a baseline, the
+    /// baseline needs its own (--baseline-categorizer).
     #[arg(long, value_name = "FILE")]
     pub categorizer: Option<PathBuf>,
 
     /// With --baseline or --baseline-from-cluster: the baseline side's categorizer config, or
-    /// `recorded` to keep the categories the runs were recorded with (default: --categorizer).
+    /// `recorded` to keep the categories the runs were recorded with (never --categorizer's).
     #[arg(long, value_name = "FILE", requires = "what_if")]
     pub baseline_categorizer: Option<PathBuf>,
 
@@ -1035,7 +1035,8 @@ pub struct TuneArgs {
     pub categorizer: Option<PathBuf>,
 
     /// The baseline side's categorizer config, or `recorded` to keep the categories the runs
-    /// were recorded with (default: --categorizer, as written).
+    /// were recorded with (without --baseline: --categorizer, as written; with one, needed
+    /// when --categorizer is given).
     #[arg(long, value_name = "FILE")]
     pub baseline_categorizer: Option<PathBuf>,
 

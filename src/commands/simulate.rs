@@ -104,9 +104,12 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     };
     // The executor's categorizer of each side (docs/categorizer.md), read before the
     // history: a bad file is exit 3 with nothing on stdout.
+    if !replay.baseline.is_empty() || replay.baseline_from_cluster {
+        check_sides_categorizers(args.categorizer.as_deref(), args.baseline_categorizer.as_deref())?;
+    }
     let categorizer = load_categorizer(ctx, args.categorizer.as_deref())?;
     let baseline_categorizer = match args.baseline_categorizer.as_deref() {
-        None => categorizer.clone(),
+        None => None,
         Some(p) if p.as_os_str() == RECORDED => None,
         Some(p) => load_categorizer(ctx, Some(p))?,
     };
@@ -131,6 +134,22 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
 /// `--baseline-categorizer recorded`: the baseline keeps the recorded categories.
 pub const RECORDED: &str = "recorded";
 
+/// The baseline never borrows the candidate's categorizer (docs/categorizer.md "Replaying
+/// with a categorizer"): a what-if whose candidate has `--categorizer FILE` and whose baseline has none is
+/// a usage error, before anything is read.
+pub fn check_sides_categorizers(
+    candidate: Option<&std::path::Path>,
+    baseline: Option<&std::path::Path>,
+) -> Result<(), CliError> {
+    match (candidate, baseline) {
+        (Some(file), None) => Err(CliError::usage(format!(
+            "the baseline has no categorizer while the candidate has `{}`: give the deployed one (`--baseline-categorizer FILE`), or `--baseline-categorizer recorded` to keep the categories Lookout recorded",
+            file.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// `--categorizer FILE`, compiled, its warnings said on stderr; `None` without the flag.
 pub fn load_categorizer(ctx: &mut Context, path: Option<&std::path::Path>) -> anyhow::Result<Option<Arc<Classifier>>> {
     let Some(path) = path else { return Ok(None) };
@@ -148,7 +167,7 @@ pub fn load_categorizer(ctx: &mut Context, path: Option<&std::path::Path>) -> an
 struct Simulate<'a> {
     args: &'a SimulateArgs,
     sim: &'a Simulator,
-    /// The baseline side's categorizer (`--baseline-categorizer`, else `--categorizer`'s).
+    /// The baseline side's categorizer (`--baseline-categorizer`; never the candidate's).
     baseline_categorizer: Option<Arc<Classifier>>,
 }
 

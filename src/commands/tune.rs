@@ -26,7 +26,9 @@ use crate::commands::policy_set::{
     load_policies, note_categorizers, policy_set, report_invalid, PolicyFlags, Side, Unusable,
 };
 use crate::commands::replay_source::{self, check_flags, overrides, About, Drive};
-use crate::commands::simulate::{backtest_refusal, load_categorizer, parse_backtest_at, RECORDED};
+use crate::commands::simulate::{
+    backtest_refusal, check_sides_categorizers, load_categorizer, parse_backtest_at, RECORDED,
+};
 use crate::engine::categorizer::Classifier;
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
@@ -147,9 +149,15 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
     let engine = replay.engine.map(EngineKind::from).unwrap_or_default();
     let baseline_engine = replay.baseline_engine.map_or(engine, EngineKind::from);
     let (arms, ids, skipped) = candidates(&template, &varies, flags, engine, replay, categorizer.as_ref())?;
-    // The baseline's categorizer: --baseline-categorizer, else --categorizer as written (a
-    // `categorizer:` vary changes the candidates only).
+    // The baseline's categorizer: --baseline-categorizer; without --baseline the template
+    // as written is the baseline, its categorizer included (a `categorizer:` vary changes
+    // the candidates only); with one, the baseline never borrows the candidates'.
+    let what_if = !replay.baseline.is_empty() || replay.baseline_from_cluster;
+    if what_if {
+        check_sides_categorizers(args.categorizer.as_deref(), args.baseline_categorizer.as_deref())?;
+    }
     let baseline_categorizer = match args.baseline_categorizer.as_deref() {
+        None if what_if => None,
         None => categorizer.clone(),
         Some(p) if p.as_os_str() == RECORDED => None,
         Some(p) => load_categorizer(ctx, Some(p))?,

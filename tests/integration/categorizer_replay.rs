@@ -68,12 +68,14 @@ fn a_what_if_of_the_categorizer_alone() {
         ]),
         want
     );
-    // The same categorizer on both sides (no --baseline-categorizer): nothing changes, and
-    // each side counts the same.
+    // The same categorizer on both sides, named for each: nothing changes, and each side
+    // counts the same.
     let v = json(&[
         "--baseline",
         POLICY,
         "--categorizer",
+        CATEGORIZER,
+        "--baseline-categorizer",
         CATEGORIZER,
         "--engine",
         "upstream",
@@ -92,6 +94,28 @@ fn a_what_if_of_the_categorizer_alone() {
         "--engine",
         "upstream",
     ]);
+    // The baseline never borrows the candidate's categorizer: without one of its own, the
+    // what-if is refused before anything is read.
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .current_dir(crate::support::root())
+        .args([
+            "simulate",
+            "-f",
+            POLICY,
+            "--history",
+            HISTORY,
+            "--baseline",
+            POLICY,
+            "--categorizer",
+            CATEGORIZER,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        crate::support::format_output(&out),
+        format!("exit: 2\n--- stdout\n--- stderr\nerror: the baseline has no categorizer while the candidate has `{CATEGORIZER}`: give the deployed one (`--baseline-categorizer FILE`), or `--baseline-categorizer recorded` to keep the categories Lookout recorded\n")
+    );
     assert_eq!(
         v["comparison"]["categories"],
         serde_json::json!({
