@@ -288,7 +288,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -322,7 +322,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -347,7 +347,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -372,7 +372,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -397,7 +397,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -422,7 +422,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -447,7 +447,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -472,7 +472,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -497,7 +497,7 @@ jsonpath=\t''
 custom-columns=\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l api-version -d 'Dialect of YAML/JSON output for policies' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l sort-by -d 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l lookout-db -d 'Read what the cluster stores, read-only, from Lookout\'s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -942,7 +942,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l history -d 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l lookout-db -d 'Replay a real cluster\'s history straight from Lookout\'s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l lookout-db -d 'Replay a real cluster\'s history straight from Lookout\'s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`. Without a value, or without --history either: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l queue -d 'With --lookout-db: the jobs of this queue' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l jobset -d 'With --lookout-db: only jobs of this job set' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l baseline -d 'What-if: also replay under these (old) policies and report what changes' -r -F
@@ -1002,7 +1002,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s V -l vers
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l vary -d 'One scalar field of one policy, varied: `NAME:PATH=VALUES`, PATH as `explain` names it (`ml:spec.retryLimit=0..10`, `ml:spec.rules[1].action=Retry,Fail`, `ml:spec.backoff.initialDelay=0s,30s,5m`, `infra:retryLimit=1..5/2`, `unset`), or `scheduler:PATH` for the scheduler config, `categorizer:PATH` for --categorizer\'s (`categorizer:errorCategories.enabled=true,false`). The candidates are every combination' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l history -d 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l lookout-db -d 'Replay a real cluster\'s history straight from Lookout\'s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l lookout-db -d 'Replay a real cluster\'s history straight from Lookout\'s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`. Without a value, or without --history either: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l queue -d 'With --lookout-db: the jobs of this queue' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l jobset -d 'With --lookout-db: only jobs of this job set' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l baseline -d 'What-if: also replay under these (old) policies and report what changes' -r -F
@@ -1070,7 +1070,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l color -d '
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l history -d 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l lookout-db -d 'Replay a real cluster\'s history straight from Lookout\'s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l lookout-db -d 'Replay a real cluster\'s history straight from Lookout\'s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`. Without a value, or without --history either: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l jobset -d 'With --lookout-db: only jobs of this job set' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l baseline-engine -d 'The engine of the baseline side (default: the same as --engine)' -r -f -a "design\t''
 upstream\t''"
@@ -1473,7 +1473,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l job -d 'On
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l since -d 'Only jobs submitted within this duration before now (`7d`, `36h`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l from -d 'Only jobs submitted at or after this RFC 3339 time' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l to -d 'Only jobs submitted before this RFC 3339 time' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l lookout-db -d 'Lookout\'s PostgreSQL database (`postgresql://user:password@host:5432/lookout`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l lookout-db -d 'Lookout\'s PostgreSQL database (`postgresql://user:password@host:5432/lookout`); without a value, or without --lookout-url either: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l lookout-url -d 'Lookout\'s REST API (`http://lookout:10000`); auth as for the Armada API' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s o -l output -d 'Output format: one JSON document a line, or YAML documents' -r -f -a "jsonl\t''
 yaml\t''"

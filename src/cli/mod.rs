@@ -415,7 +415,8 @@ pub enum SchemaKind {
 
 // `retryctl history` (docs/lookout.md).
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("source").required(true).args(["lookout_db", "lookout_url"])))]
+// The source group is not required: without either flag, `$LOOKOUT_DB` (docs/lookout.md).
+#[command(group(clap::ArgGroup::new("source").args(["lookout_db", "lookout_url"])))]
 pub struct HistoryArgs {
     /// Only jobs of this queue.
     #[arg(long, value_name = "QUEUE")]
@@ -428,9 +429,10 @@ pub struct HistoryArgs {
     pub jobs: Vec<String>,
     #[command(flatten)]
     pub window: WindowArgs,
-    /// Lookout's PostgreSQL database (`postgresql://user:password@host:5432/lookout`).
-    #[arg(long, value_name = "DSN", env = "LOOKOUT_DB", hide_env_values = true)]
-    pub lookout_db: Option<String>,
+    /// Lookout's PostgreSQL database (`postgresql://user:password@host:5432/lookout`);
+    /// without a value, or without --lookout-url either: $LOOKOUT_DB.
+    #[arg(long, value_name = "DSN", num_args = 0..=1)]
+    pub lookout_db: Option<Option<String>>,
     /// Lookout's REST API (`http://lookout:10000`); auth as for the Armada API.
     #[arg(long, value_name = "URL")]
     pub lookout_url: Option<String>,
@@ -657,9 +659,10 @@ pub struct GetFlags {
 #[derive(Debug, Args, Clone, Default)]
 pub struct ClusterArgs {
     /// Read what the cluster stores, read-only, from Lookout's PostgreSQL database (tables
-    /// `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server.
-    #[arg(long, value_name = "DSN")]
-    pub lookout_db: Option<String>,
+    /// `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a
+    /// value: $LOOKOUT_DB.
+    #[arg(long, value_name = "DSN", num_args = 0..=1)]
+    pub lookout_db: Option<Option<String>>,
 }
 
 // How `get` prints what it found.
@@ -849,7 +852,7 @@ pub struct DeletePolicyFlags {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("histories").required(true).args(["history", "lookout_db"])))]
+#[command(group(clap::ArgGroup::new("histories").args(["history", "lookout_db"])))]
 #[command(group(clap::ArgGroup::new("what_if").args(["baseline", "baseline_from_cluster"])))]
 // The window's flags say, as --queue and --jobset do, that they go with --lookout-db here.
 #[command(mut_arg("since", |a| a.help("With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)")))]
@@ -919,12 +922,14 @@ pub struct ReplayArgs {
 
     /// Replay a real cluster's history straight from Lookout's PostgreSQL database (as
     /// `retryctl history --lookout-db` reads it, no file in between); needs --queue, and
-    /// --jobset, --since, --from, --to select as for `history`.
+    /// --jobset, --since, --from, --to select as for `history`. Without a value, or without
+    /// --history either: $LOOKOUT_DB.
     // What goes with it (`--queue`, the filters, --baseline-from-cluster) is checked by the
     // command: clap lets a `requires` of a member of the `histories` group pass when another
-    // member (`--history`) is given.
-    #[arg(long, value_name = "DSN")]
-    pub lookout_db: Option<String>,
+    // member (`--history`) is given. The command resolves `$LOOKOUT_DB`
+    // (`replay_source::resolve_dsn`): `Some(Some(DSN))` from then on.
+    #[arg(long, value_name = "DSN", num_args = 0..=1)]
+    pub lookout_db: Option<Option<String>>,
 
     /// With --lookout-db: the jobs of this queue.
     #[arg(long, value_name = "QUEUE")]
@@ -1170,7 +1175,7 @@ pub enum EmitKind {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("histories").required(true).args(["history", "lookout_db"])))]
+#[command(group(clap::ArgGroup::new("histories").args(["history", "lookout_db"])))]
 #[command(group(clap::ArgGroup::new("what_if").args(["baseline", "baseline_from_cluster"])))]
 #[command(mut_arg("since", |a| a.help("With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)")))]
 #[command(mut_arg("from", |a| a.help("With --lookout-db: only jobs submitted at or after this RFC 3339 time")))]

@@ -18,7 +18,7 @@ use clap::ArgAction;
 
 use crate::app::Context;
 use crate::cli::{EmitArgs, ReplayArgs, SimulateArgs, SuggestArgs, TuneArgs};
-use crate::commands::replay_source::check_flags;
+use crate::commands::replay_source::{check_flags, check_source};
 use crate::commands::simulate::parse_backtest_at;
 use crate::commands::tune::parse_max_compute;
 use crate::deploy::{self, Flag, Invocation};
@@ -28,6 +28,7 @@ use crate::tune::parse_vary;
 /// `simulate --emit`: the command's own checks of its flags, then the documents.
 pub fn run_simulate(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     check_flags(&args.replay, &args.source.files)?;
+    check_source(&args.replay, false)?;
     check_backtest_at(&args.replay)?;
     run(ctx, &args.emit)
 }

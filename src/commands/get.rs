@@ -46,12 +46,13 @@ pub fn run(ctx: &mut Context, args: &GetArgs) -> anyhow::Result<ExitCode> {
         ),
     };
     let (format, version, sort_by) = parse_view(view_args)?;
-    let source = match dsn {
+    // `--lookout-db` alone is `$LOOKOUT_DB`; the variable alone leaves the server the source.
+    let source = match crate::commands::history::resolve_dsn(dsn.clone(), false)? {
         Some(dsn) => {
             let tables = [db::HISTORY_TABLES, cluster::CLUSTER_TABLES].concat();
             // Only the cluster's tables are read; the history's are checked too, so that a
             // database that is not Lookout's says so rather than naming three tables.
-            let db = db::connect_with(dsn, parse_timeout(&ctx.global.timeout)?, &tables)?;
+            let db = db::connect_with(&dsn, parse_timeout(&ctx.global.timeout)?, &tables)?;
             let mut state = cluster::read(&db)?;
             state.refuse_unread_fields();
             Source::Cluster(state)

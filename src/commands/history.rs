@@ -27,7 +27,8 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
         now(),
     )?;
     let timeout = parse_timeout(&ctx.global.timeout)?;
-    let source: JobStream = match (&args.lookout_db, &args.lookout_url) {
+    let dsn = resolve_dsn(args.lookout_db.clone(), args.lookout_url.is_none())?;
+    let source: JobStream = match (&dsn, &args.lookout_url) {
         (Some(dsn), _) => {
             let db = db::connect(dsn, timeout)?;
             if ctx.global.verbose > 0 {
@@ -43,7 +44,11 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
             let (url, credentials, tls) = settings.lookout_client(url)?;
             api::jobs(api::Api::new(&url, credentials.auth, &tls, timeout)?, &filter)
         }
-        (None, None) => return Err(CliError::usage("give `--lookout-db DSN` or `--lookout-url URL`").into()),
+        (None, None) => {
+            return Err(CliError::usage("give `--lookout-db DSN` or `--lookout-url URL`")
+                .with_hint("or set `LOOKOUT_DB` to Lookout's database, which a command given neither reads")
+                .into())
+        }
     };
     let out = &mut *ctx.out;
     let yaml = args.output == HistoryOutput::Yaml;
@@ -69,6 +74,31 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::Success
     })
+}
+
+/// The DSN `$LOOKOUT_DB` stands for (docs/lookout.md): that of `--lookout-db` given without
+/// a value, and, when `implicit` (a verb that reads Lookout when no other source is given, and
+/// none was), of a command line without the flag. The variable alone never switches a source
+/// otherwise (`get` asks the server).
+pub fn resolve_dsn(given: Option<Option<String>>, implicit: bool) -> Result<Option<String>, CliError> {
+    let env = || std::env::var("LOOKOUT_DB").ok().filter(|v| !v.is_empty());
+    match given {
+        Some(Some(dsn)) => Ok(Some(dsn)),
+        Some(None) => env().map(Some).ok_or_else(|| {
+            CliError::usage("`--lookout-db` without a value reads `$LOOKOUT_DB`, which is not set")
+                .with_hint("give the database: `--lookout-db postgresql://user:password@host:5432/lookout`")
+        }),
+        None if implicit => Ok(env()),
+        None => Ok(None),
+    }
+}
+
+/// `simulate`, `tune` and `suggest`: `--lookout-db` as the DSN it stands for, `$LOOKOUT_DB`
+/// when no `--history` is given either ([`resolve_dsn`]): `Some(Some(DSN))` or `None` after.
+pub fn resolve_replay_dsn(args: &mut crate::cli::ReplayArgs) -> Result<(), CliError> {
+    let implicit = args.history.is_none();
+    args.lookout_db = resolve_dsn(args.lookout_db.take(), implicit)?.map(Some);
+    Ok(())
 }
 
 pub fn now() -> Timestamp {

@@ -46,14 +46,23 @@ pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitC
         Command::Diff(args) => diff::run(ctx, &args),
         Command::Delete(args) => delete::run(ctx, &args),
         // `--emit` prints the documents that run the command; its --output-file is the merge's.
+        // It reads no database, and its jobs get the DSN from a Secret: `--lookout-db` stays
+        // as given, and `$LOOKOUT_DB` is not read.
         Command::Simulate(args) if args.emit.emit.is_some() => emit::run_simulate(ctx, &args),
         Command::Tune(args) if args.emit.emit.is_some() => emit::run_tune(ctx, &args),
         Command::Suggest(args) if args.emit.emit.is_some() => emit::run_suggest(ctx, &args),
-        Command::Simulate(args) => {
+        Command::Simulate(mut args) => {
+            history::resolve_replay_dsn(&mut args.replay)?;
             output_file::run_to(ctx, args.output_file.as_deref(), |ctx| simulate::run(ctx, &args))
         }
-        Command::Tune(args) => output_file::run_to(ctx, args.output_file.as_deref(), |ctx| tune::run(ctx, &args)),
-        Command::Suggest(args) => output_file::run_to(ctx, args.output_file.as_deref(), |ctx| suggest::run(ctx, &args)),
+        Command::Tune(mut args) => {
+            history::resolve_replay_dsn(&mut args.replay)?;
+            output_file::run_to(ctx, args.output_file.as_deref(), |ctx| tune::run(ctx, &args))
+        }
+        Command::Suggest(mut args) => {
+            history::resolve_replay_dsn(&mut args.replay)?;
+            output_file::run_to(ctx, args.output_file.as_deref(), |ctx| suggest::run(ctx, &args))
+        }
         Command::Merge(args) => output_file::run_to(ctx, args.output_file.as_deref(), |ctx| merge::run(ctx, &args)),
         Command::Serve(args) => serve::run(ctx, &args),
         Command::Config(args) => config::run(ctx, &args),

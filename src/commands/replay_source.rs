@@ -118,7 +118,7 @@ pub fn run<D: Drive>(
 ) -> anyhow::Result<ExitCode> {
     let overrides = overrides(args);
     let base = base_config(args)?;
-    let (Some(dsn), Some(queue)) = (&args.lookout_db, &args.queue) else {
+    let (Some(Some(dsn)), Some(queue)) = (&args.lookout_db, &args.queue) else {
         // clap's `histories` group makes one of the two required; `check_lookout_flags` that
         // `--lookout-db` comes with `--queue`.
         let Some(history) = &args.history else {
@@ -199,6 +199,20 @@ pub fn run<D: Drive>(
             code
         },
     )
+}
+
+/// Some history to replay: `--history`, or `--lookout-db` (`$LOOKOUT_DB` resolved before,
+/// `history::resolve_replay_dsn`; `env`: it was, `--emit` reads no variable).
+pub fn check_source(args: &ReplayArgs, env: bool) -> Result<(), CliError> {
+    if args.history.is_none() && args.lookout_db.is_none() {
+        let e = CliError::usage("give the history: `--history PATH` or `--lookout-db DSN --queue Q`");
+        return Err(if env {
+            e.with_hint("or set `LOOKOUT_DB` to Lookout's database, which a command given neither reads")
+        } else {
+            e
+        });
+    }
+    Ok(())
 }
 
 /// `--lookout-db` needs `--queue`; the filters and `--baseline-from-cluster` need

@@ -45,7 +45,7 @@ use crate::app::Context;
 use crate::cli::{SimulateArgs, SimulateOutput};
 use crate::commands::held::Held;
 use crate::commands::policy_set::{load_from_server, load_policies, PolicyFlags, Side};
-use crate::commands::replay_source::{self, check_flags, About, Drive};
+use crate::commands::replay_source::{self, check_flags, check_source, About, Drive};
 use crate::engine::categorizer::Classifier;
 use crate::engine::job_report::plural;
 use crate::engine::simulator::Simulator;
@@ -68,6 +68,7 @@ use serde::{Deserialize, Serialize};
 pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     let replay = &args.replay;
     check_flags(replay, &args.source.files)?;
+    check_source(replay, true)?;
     if args.source.files.is_empty() && !args.from_server {
         writeln!(
             ctx.err,

@@ -613,7 +613,7 @@ fn simulate_flag_misuse_is_a_usage_error() {
     $ simulate -f testdata/lookout/new --history h.jsonl --baseline-from-cluster
     error: `--baseline-from-cluster` reads Lookout's database: give `--lookout-db DSN` (with `--history`, the file is the whole history)
     $ simulate -f testdata/lookout/new --history h.jsonl --lookout-db DSN --queue ml
-    error: the argument '--history <PATH>' cannot be used with '--lookout-db <DSN>'
+    error: the argument '--history <PATH>' cannot be used with '--lookout-db [<DSN>]'
     $ simulate -f testdata/lookout/new --lookout-db DSN
     error: `--lookout-db` replays the jobs of one queue: give `--queue QUEUE`
     $ simulate -f testdata/lookout/new --history h.jsonl --queue ml
@@ -621,8 +621,7 @@ fn simulate_flag_misuse_is_a_usage_error() {
     $ simulate -f testdata/lookout/new --history h.jsonl --since 7d
     error: `--since` reads Lookout's database: give `--lookout-db DSN` (with `--history`, the file is the whole history)
     $ simulate -f testdata/lookout/new
-    error: the following required arguments were not provided:
-      <--history <PATH>|--lookout-db <DSN>>
+    error: give the history: `--history PATH` or `--lookout-db DSN --queue Q`
     $ simulate -f testdata/lookout/new --lookout-db DSN --queue ml --baseline-from-cluster --baseline old/
     error: the argument '--baseline-from-cluster' cannot be used with '--baseline <PATH>...'
     $ simulate -f testdata/lookout/new --lookout-db DSN --queue ml --since 7d --from 2026-01-01T00:00:00Z

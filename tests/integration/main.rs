@@ -22,6 +22,7 @@ mod exact;
 mod grpc;
 mod history;
 mod kubectl;
+mod lookout_env;
 mod lookout_pod_errors;
 mod merge_hardening;
 mod output_file;

@@ -91,6 +91,7 @@ pub fn check(args: &SuggestArgs) -> Result<Knobs, CliError> {
     let knobs = check_knobs(args)?;
     check_sharded(args)?;
     check_flags(&replay_args(args), &[])?;
+    replay_source::check_source(&args.replay, args.emit.emit.is_none())?;
     args.replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?;
     Ok(knobs)
 }
