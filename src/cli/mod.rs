@@ -139,7 +139,16 @@ const SERVER_FLAGS: [&str; 9] = [
 
 /// Commands that never talk to a server: their help does not show [`SERVER_FLAGS`] (still
 /// accepted, as global flags are, so a shell alias that adds `--context` keeps working).
-const OFFLINE_COMMANDS: [&str; 7] = ["validate", "completion", "explain", "schema", "serve", "tune", "merge"];
+const OFFLINE_COMMANDS: [&str; 8] = [
+    "validate",
+    "completion",
+    "explain",
+    "schema",
+    "serve",
+    "tune",
+    "suggest",
+    "merge",
+];
 
 /// The command line as clap parses it: the top level and every subcommand, with the server
 /// flags hidden on offline commands. Completions are generated from it, and `main` parses
@@ -187,10 +196,12 @@ fn with_arguments(sub: clap::Command) -> clap::Command {
         "create" => CreateArgs::augment_args,
         "get" => GetArgs::augment_args,
         "update" => UpdateArgs::augment_args,
-        "apply" | "diff" => FileArgs::augment_args,
+        "apply" => FileArgs::augment_args,
+        "diff" => DiffArgs::augment_args,
         "delete" => DeleteArgs::augment_args,
         "simulate" => SimulateArgs::augment_args,
         "tune" => TuneArgs::augment_args,
+        "suggest" => SuggestArgs::augment_args,
         "merge" => MergeArgs::augment_args,
         "serve" => ServeArgs::augment_args,
         "completion" => CompletionArgs::augment_args,
@@ -279,7 +290,7 @@ pub enum Command {
     Apply(FileArgs),
     /// Show how the files differ from the server (exit 0 same, 1 different).
     #[command(after_help = EX_DIFF)]
-    Diff(FileArgs),
+    Diff(DiffArgs),
     /// Delete retry policies or queues.
     #[command(after_help = EX_DELETE)]
     Delete(DeleteArgs),
@@ -545,6 +556,13 @@ pub struct FileArgs {
     pub source: FileSource,
     #[command(flatten)]
     pub write: WriteArgs,
+}
+
+// `diff` writes nothing: no `--dry-run`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    #[command(flatten)]
+    pub source: FileSource,
 }
 
 #[derive(Debug, Args)]

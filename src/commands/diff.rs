@@ -6,13 +6,13 @@
 //! `permissions` the server derived from owners are left out unless the file sets some.
 
 use crate::app::Context;
-use crate::cli::FileArgs;
+use crate::cli::DiffArgs;
 use crate::commands::remote::{self, found};
 use crate::error::ExitCode;
 use crate::model::{Kind, Resource};
 use crate::output::resources;
 
-pub fn run(ctx: &mut Context, args: &FileArgs) -> anyhow::Result<ExitCode> {
+pub fn run(ctx: &mut Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
     let items = remote::load(ctx, &args.source, &[Kind::RetryPolicy, Kind::Queue])?;
     let conn = remote::connect(ctx)?;
     let mut differs = false;

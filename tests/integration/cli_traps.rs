@@ -423,3 +423,116 @@ fn explain_finds_misplaced_fields_and_the_v1beta1_layout() {
         "exit: 2\n--- stdout\n--- stderr\nerror: name the kind of document to explain: `retrypolicy` (`rp`), `queue` (`q`), `failurehistory` or `errorcategories`\n\nhint: for example `retryctl explain retrypolicy.spec.rules`\n"
     );
 }
+
+/// The section headings of `retryctl ARGS`' stdout, in order.
+fn headings(home: &std::path::Path, args: &[&str]) -> Vec<String> {
+    let out = retryctl(home).args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{args:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| l.ends_with(':') && !l.starts_with(' '))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `-h` is the short form of `--help` on every verb: the same sections in the same order (a
+/// verb whose arguments clap defined after the global flags listed those first).
+#[test]
+fn short_help_has_the_sections_of_long_help_on_every_verb() {
+    let home = temp_home();
+    let verbs = [
+        "validate",
+        "create",
+        "get",
+        "update",
+        "apply",
+        "diff",
+        "delete",
+        "simulate",
+        "tune",
+        "suggest",
+        "merge",
+        "serve",
+        "completion",
+        "config",
+        "version",
+        "describe",
+        "explain",
+        "schema",
+        "history",
+    ];
+    for verb in verbs {
+        let short = headings(home.path(), &[verb, "-h"]);
+        assert_eq!(short, headings(home.path(), &[verb, "--help"]), "{verb}");
+        assert!(short.contains(&"Options:".to_string()), "{verb}: {short:?}");
+    }
+    assert_eq!(
+        headings(home.path(), &["suggest", "-h"]),
+        ["Options:", "Run in shards (--emit):", "Global options:", "Examples:"]
+    );
+}
+
+/// Connection and TLS flags appear only on verbs that talk to a server; still accepted
+/// elsewhere (a shell alias that adds `--context` keeps working).
+#[test]
+fn server_flags_show_only_on_verbs_that_talk_to_a_server() {
+    let home = temp_home();
+    let help = |verb: &str| {
+        let out = retryctl(home.path()).args([verb, "--help"]).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let server = [
+        "--armada-url",
+        "--context",
+        "--config",
+        "--timeout",
+        "--token",
+        "--token-file",
+        "--certificate-authority",
+        "--insecure-skip-tls-verify",
+        "--verbose",
+    ];
+    for verb in [
+        "validate",
+        "tune",
+        "suggest",
+        "merge",
+        "explain",
+        "schema",
+        "completion",
+    ] {
+        let text = help(verb);
+        for flag in server {
+            assert!(
+                !text.contains(&format!("{flag} ")) && !text.contains(&format!("{flag}\n")),
+                "{verb} shows {flag}"
+            );
+        }
+    }
+    for verb in ["get", "apply", "diff", "simulate", "history", "describe"] {
+        let text = help(verb);
+        for flag in server {
+            assert!(text.contains(flag), "{verb} hides {flag}");
+        }
+    }
+    let out = retryctl(home.path())
+        .args(["suggest", "--history", "/nonexistent.jsonl", "--context", "prod"])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(2), "{}", format_output(&out));
+}
+
+/// `diff` writes nothing, so it takes no `--dry-run`: clap's unknown argument, exit 2.
+#[test]
+fn diff_takes_no_dry_run() {
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .args(["diff", "-f", "testdata/policies/valid", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        format_output(&out),
+        "exit: 2\n--- stdout\n--- stderr\nerror: unexpected argument '--dry-run' found\n\nUsage: retryctl diff --filename <PATH>...\n\nFor more information, try '--help'.\n"
+    );
+}
