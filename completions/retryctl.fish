@@ -972,7 +972,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l shard-cou
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l image -d 'With --emit: the container image; its entrypoint must be retryctl (the repository\'s Dockerfile)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l volume -d 'With --emit: the PersistentVolumeClaim every job mounts at MOUNT (ReadWriteMany): the inputs lie under MOUNT, the partials and the result are written there' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l armada-queue -d 'With --emit armada: the Armada queue the jobs are submitted to (--queue is Lookout\'s)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l job-set -d 'With --emit: the Armada job set, or the Kubernetes Job\'s name (the merge\'s is NAME-merge). Default: retryctl-COMMAND' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l emit-job-set -d 'With --emit: the Armada job set, or the Kubernetes Job\'s name (the merge\'s is NAME-merge). Default: retryctl-COMMAND' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l job-set -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l namespace -d 'With --emit: the Kubernetes namespace of the jobs (Armada\'s default: `default`; Kubernetes\': kubectl\'s)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l requests -d 'With --emit: each job\'s resources, requested and limited alike (default: cpu=1,memory=1Gi)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l dsn-secret -d 'With --emit and --lookout-db: the Secret holding the DSN (key `dsn` unless given); the jobs get it as $LOOKOUT_DB and the DSN given here is never written out' -r
@@ -1033,7 +1034,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l shard-count -
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l image -d 'With --emit: the container image; its entrypoint must be retryctl (the repository\'s Dockerfile)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l volume -d 'With --emit: the PersistentVolumeClaim every job mounts at MOUNT (ReadWriteMany): the inputs lie under MOUNT, the partials and the result are written there' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l armada-queue -d 'With --emit armada: the Armada queue the jobs are submitted to (--queue is Lookout\'s)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l job-set -d 'With --emit: the Armada job set, or the Kubernetes Job\'s name (the merge\'s is NAME-merge). Default: retryctl-COMMAND' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l emit-job-set -d 'With --emit: the Armada job set, or the Kubernetes Job\'s name (the merge\'s is NAME-merge). Default: retryctl-COMMAND' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l job-set -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l namespace -d 'With --emit: the Kubernetes namespace of the jobs (Armada\'s default: `default`; Kubernetes\': kubectl\'s)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l requests -d 'With --emit: each job\'s resources, requested and limited alike (default: cpu=1,memory=1Gi)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l dsn-secret -d 'With --emit and --lookout-db: the Secret holding the DSN (key `dsn` unless given); the jobs get it as $LOOKOUT_DB and the DSN given here is never written out' -r
@@ -1097,7 +1099,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l shard-coun
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l image -d 'With --emit: the container image; its entrypoint must be retryctl (the repository\'s Dockerfile)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l volume -d 'With --emit: the PersistentVolumeClaim every job mounts at MOUNT (ReadWriteMany): the inputs lie under MOUNT, the partials and the result are written there' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l armada-queue -d 'With --emit armada: the Armada queue the jobs are submitted to (--queue is Lookout\'s)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l job-set -d 'With --emit: the Armada job set, or the Kubernetes Job\'s name (the merge\'s is NAME-merge). Default: retryctl-COMMAND' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l emit-job-set -d 'With --emit: the Armada job set, or the Kubernetes Job\'s name (the merge\'s is NAME-merge). Default: retryctl-COMMAND' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l job-set -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l namespace -d 'With --emit: the Kubernetes namespace of the jobs (Armada\'s default: `default`; Kubernetes\': kubectl\'s)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l requests -d 'With --emit: each job\'s resources, requested and limited alike (default: cpu=1,memory=1Gi)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l dsn-secret -d 'With --emit and --lookout-db: the Secret holding the DSN (key `dsn` unless given); the jobs get it as $LOOKOUT_DB and the DSN given here is never written out' -r

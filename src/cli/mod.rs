@@ -1148,12 +1148,17 @@ pub struct EmitArgs {
     /// With --emit: the Armada job set, or the Kubernetes Job's name (the merge's is
     /// NAME-merge). Default: retryctl-COMMAND.
     #[arg(
-        long,
+        long = "emit-job-set",
         value_name = "NAME",
         requires = "emit",
         help_heading = "Run in shards (--emit)"
     )]
     pub job_set: Option<String>,
+
+    // `--job-set`, its name before 0.1: refused by name (`emit::renamed_job_set`), since
+    // clap's own tip would offer `--jobset`, Lookout's filter.
+    #[arg(long = "job-set", value_name = "NAME", hide = true)]
+    pub renamed_job_set: Option<String>,
 
     /// With --emit: the Kubernetes namespace of the jobs (Armada's default: `default`;
     /// Kubernetes': kubectl's).

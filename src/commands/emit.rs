@@ -74,6 +74,12 @@ fn check_backtest_at(replay: &ReplayArgs) -> Result<(), CliError> {
         .map(|_| ())
 }
 
+/// `--job-set`, renamed `--emit-job-set`: a usage error that names the new flag (clap's
+/// own tip would offer `--jobset`, Lookout's filter).
+pub fn renamed_job_set() -> CliError {
+    CliError::usage("`--job-set` is now `--emit-job-set` (`--jobset` is Lookout's job set filter)")
+}
+
 /// Prints the documents of `emit` for the process's command line.
 fn run(ctx: &mut Context, emit: &EmitArgs) -> anyhow::Result<ExitCode> {
     let invocation = invocation(std::env::args_os().collect())?;
@@ -84,8 +90,9 @@ fn run(ctx: &mut Context, emit: &EmitArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The emit flags: what the documents are, not what they run.
-const EMIT_FLAGS: [&str; 9] = [
+const EMIT_FLAGS: [&str; 10] = [
     "emit",
+    "renamed_job_set",
     "shard_count",
     "image",
     "volume",

@@ -48,6 +48,9 @@ pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitC
         // `--emit` prints the documents that run the command; its --output-file is the merge's.
         // It reads no database, and its jobs get the DSN from a Secret: `--lookout-db` stays
         // as given, and `$LOOKOUT_DB` is not read.
+        Command::Simulate(ref args) if args.emit.renamed_job_set.is_some() => Err(emit::renamed_job_set().into()),
+        Command::Tune(ref args) if args.emit.renamed_job_set.is_some() => Err(emit::renamed_job_set().into()),
+        Command::Suggest(ref args) if args.emit.renamed_job_set.is_some() => Err(emit::renamed_job_set().into()),
         Command::Simulate(args) if args.emit.emit.is_some() => emit::run_simulate(ctx, &args),
         Command::Tune(args) if args.emit.emit.is_some() => emit::run_tune(ctx, &args),
         Command::Suggest(args) if args.emit.emit.is_some() => emit::run_suggest(ctx, &args),

@@ -160,7 +160,7 @@ pub fn plan(emit: &EmitArgs, invocation: &Invocation) -> Result<Plan, CliError> 
         Some(name) => {
             check_name(name, 57).map_err(|why| {
                 CliError::usage(format!(
-                    "invalid `--job-set` `{name}`: {why}, at most 57 characters (the merge's is NAME-merge)"
+                    "invalid `--emit-job-set` `{name}`: {why}, at most 57 characters (the merge's is NAME-merge)"
                 ))
             })?;
             name.clone()
@@ -173,7 +173,7 @@ pub fn plan(emit: &EmitArgs, invocation: &Invocation) -> Result<Plan, CliError> 
     let last_index = (shards - 1).to_string();
     if kind == EmitKind::Kubernetes && job_set.len() + 1 + last_index.len() > 63 {
         return Err(CliError::usage(format!(
-            "invalid `--job-set` `{job_set}` with `--shard-count {shards}`: Kubernetes names the last shard's pod `{job_set}-{last_index}`, longer than the 63 characters it allows; give a name of at most {} characters",
+            "invalid `--emit-job-set` `{job_set}` with `--shard-count {shards}`: Kubernetes names the last shard's pod `{job_set}-{last_index}`, longer than the 63 characters it allows; give a name of at most {} characters",
             63 - 1 - last_index.len()
         )));
     }

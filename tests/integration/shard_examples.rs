@@ -45,7 +45,7 @@ fn examples() -> [(&'static str, Vec<&'static str>); 2] {
         "registry.example.com/platform/retryctl:0.1.0",
         "--volume",
         "retryctl-sweep:/data",
-        "--job-set",
+        "--emit-job-set",
         "retryctl-tune-sweep",
         "--namespace",
         "platform-tools",
@@ -649,8 +649,13 @@ fn emit_refuses_what_cannot_run_in_shards() {
             "error: invalid `--volume` `Sweep_1:/data`: the claim's name: expected lowercase letters, digits, `-` and `.`, each part between dots starting and ending with a letter or digit, at most 253 characters (expected `CLAIM:MOUNT`, a PersistentVolumeClaim and the absolute path the jobs mount it at, such as `retryctl-sweep:/data`)\n",
         ),
         (
-            with(&["--job-set", "Sweep_1"]),
-            "error: invalid `--job-set` `Sweep_1`: expected lowercase letters, digits and `-`, starting and ending with a letter or digit, at most 57 characters (the merge's is NAME-merge)\n",
+            with(&["--emit-job-set", "Sweep_1"]),
+            "error: invalid `--emit-job-set` `Sweep_1`: expected lowercase letters, digits and `-`, starting and ending with a letter or digit, at most 57 characters (the merge's is NAME-merge)\n",
+        ),
+        (
+            // Its name before 0.1: clap's own tip would offer `--jobset`, Lookout's filter.
+            with(&["--job-set", "sweep"]),
+            "error: `--job-set` is now `--emit-job-set` (`--jobset` is Lookout's job set filter)\n",
         ),
         (
             with(&["--requests", "cpu=2,memory=4GB"]),
@@ -774,9 +779,9 @@ fn emit_refuses_what_cannot_run_in_shards() {
         (
             {
                 let name = "a".repeat(57);
-                base(&["--emit", "kubernetes", "--shard-count", "1000000", "--image", "i", "--volume", "c:/data", "--job-set", &name])
+                base(&["--emit", "kubernetes", "--shard-count", "1000000", "--image", "i", "--volume", "c:/data", "--emit-job-set", &name])
             },
-            "error: invalid `--job-set` `aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa` with `--shard-count 1000000`: Kubernetes names the last shard's pod `aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-999999`, longer than the 63 characters it allows; give a name of at most 56 characters\n",
+            "error: invalid `--emit-job-set` `aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa` with `--shard-count 1000000`: Kubernetes names the last shard's pod `aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-999999`, longer than the 63 characters it allows; give a name of at most 56 characters\n",
         ),
     ];
     for (args, stderr) in cases.into_iter().chain(more).chain(checked) {
@@ -820,7 +825,7 @@ fn the_indexed_job_fits_kubernetes_limits() {
         "i",
         "--volume",
         "c:/data",
-        "--job-set",
+        "--emit-job-set",
         &name,
     ]);
     let docs = documents(&emitted);
