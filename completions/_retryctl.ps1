@@ -37,7 +37,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
-            [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Parse, validate and lint documents offline')
+            [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Parse, validate and lint documents offline (what each check means: docs/policies.md)')
             [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Create every document of the files (fails on an existing name), or a queue from flags')
             [CompletionResult]::new('get', 'get', [CompletionResultType]::ParameterValue, 'Show retry policies or queues')
             [CompletionResult]::new('update', 'update', [CompletionResultType]::ParameterValue, 'Replace existing resources from files, or change a queue in place')
@@ -1813,7 +1813,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             break
         }
         'retryctl;help' {
-            [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Parse, validate and lint documents offline')
+            [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Parse, validate and lint documents offline (what each check means: docs/policies.md)')
             [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Create every document of the files (fails on an existing name), or a queue from flags')
             [CompletionResult]::new('get', 'get', [CompletionResultType]::ParameterValue, 'Show retry policies or queues')
             [CompletionResult]::new('update', 'update', [CompletionResultType]::ParameterValue, 'Replace existing resources from files, or change a queue in place')

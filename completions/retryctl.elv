@@ -34,7 +34,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
             cand --version 'Print version'
-            cand validate 'Parse, validate and lint documents offline'
+            cand validate 'Parse, validate and lint documents offline (what each check means: docs/policies.md)'
             cand create 'Create every document of the files (fails on an existing name), or a queue from flags'
             cand get 'Show retry policies or queues'
             cand update 'Replace existing resources from files, or change a queue in place'
@@ -1720,7 +1720,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --version 'Print version'
         }
         &'retryctl;help'= {
-            cand validate 'Parse, validate and lint documents offline'
+            cand validate 'Parse, validate and lint documents offline (what each check means: docs/policies.md)'
             cand create 'Create every document of the files (fails on an existing name), or a queue from flags'
             cand get 'Show retry policies or queues'
             cand update 'Replace existing resources from files, or change a queue in place'

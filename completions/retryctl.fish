@@ -38,7 +38,7 @@ complete -c retryctl -n "__fish_retryctl_needs_command" -l insecure-skip-tls-ver
 complete -c retryctl -n "__fish_retryctl_needs_command" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_needs_command" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "validate" -d 'Parse, validate and lint documents offline'
+complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "validate" -d 'Parse, validate and lint documents offline (what each check means: docs/policies.md)'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "create" -d 'Create every document of the files (fails on an existing name), or a queue from flags'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "get" -d 'Show retry policies or queues'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "update" -d 'Replace existing resources from files, or change a queue in place'
@@ -60,7 +60,7 @@ complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "history" -d 'Expo
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s o -l output -d 'Report format' -r -f -a "text\t'Human-readable findings on stderr, a summary on stdout'
-json\t'One JSON object on stdout (format documented in the README)'
+json\t'One JSON object on stdout, camelCase keys (its fields: docs/policies.md)'
 github\t'GitHub Actions workflow annotations on stdout'"
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l scheduler-config -d 'An Armada scheduler config: warn about limits above its globalMaxRetries and a defaultPolicyName missing from the documents' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l categorizer -d 'The executor\'s categorizer config (as -f would read it): also warn about policy rules on categories it never assigns, and Retry rules on categories whose pod it keeps' -r -F
@@ -1496,7 +1496,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l insecure-s
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune suggest merge serve completion config version describe explain schema history help" -f -a "validate" -d 'Parse, validate and lint documents offline'
+complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune suggest merge serve completion config version describe explain schema history help" -f -a "validate" -d 'Parse, validate and lint documents offline (what each check means: docs/policies.md)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune suggest merge serve completion config version describe explain schema history help" -f -a "create" -d 'Create every document of the files (fails on an existing name), or a queue from flags'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune suggest merge serve completion config version describe explain schema history help" -f -a "get" -d 'Show retry policies or queues'
 complete -c retryctl -n "__fish_retryctl_using_subcommand help; and not __fish_seen_subcommand_from validate create get update apply diff delete simulate tune suggest merge serve completion config version describe explain schema history help" -f -a "update" -d 'Replace existing resources from files, or change a queue in place'

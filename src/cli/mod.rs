@@ -273,7 +273,7 @@ pub enum ColorChoice {
 #[derive(Debug, Subcommand)]
 #[command(defer = true)]
 pub enum Command {
-    /// Parse, validate and lint documents offline.
+    /// Parse, validate and lint documents offline (what each check means: docs/policies.md).
     #[command(after_help = EX_VALIDATE)]
     Validate(ValidateArgs),
     /// Create every document of the files (fails on an existing name), or a queue from flags.
@@ -526,7 +526,7 @@ pub struct ValidateArgs {
 pub enum ValidateOutput {
     /// Human-readable findings on stderr, a summary on stdout.
     Text,
-    /// One JSON object on stdout (format documented in the README).
+    /// One JSON object on stdout, camelCase keys (its fields: docs/policies.md).
     Json,
     /// GitHub Actions workflow annotations on stdout.
     Github,

@@ -12,7 +12,9 @@ use crate::input::SourceFile;
 use super::Style;
 
 /// Counts over a set of files.
+// camelCase keys, as every other verb's JSON (docs/policies.md).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct FileCounts {
     pub files: usize,
     pub documents: usize,
@@ -46,6 +48,7 @@ pub fn counts(files: &[SourceFile]) -> FileCounts {
 
 /// One finding with everything needed to place it.
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Finding<'a> {
     pub severity: Severity,
     pub code: &'a str,
@@ -175,6 +178,7 @@ fn write_diagnostic(w: &mut dyn Write, style: Style, d: &Diagnostic) -> io::Resu
 }
 
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct JsonReport<'a> {
     valid: bool,
     #[serde(flatten)]

@@ -810,3 +810,39 @@ testdata/policies/valid/infra.yaml (RetryPolicy `infra`)
     assert!(lines.len() >= 10, "{out}");
     assert!(lines.windows(2).all(|w| w[0] <= w[1]), "{out}");
 }
+
+/// `-o json` has camelCase keys, as every other verb's JSON, and `--help` names the guide.
+#[test]
+fn json_keys_are_camel_case_and_help_points_to_the_policies_guide() {
+    let home = crate::support::temp_home();
+    let out = crate::support::retryctl(home.path())
+        .args(["validate", "-f", "testdata/policies/valid", "-o", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "valid",
+            "files",
+            "documents",
+            "invalidDocuments",
+            "errors",
+            "warnings",
+            "diagnostics"
+        ]
+    );
+    for flag in ["-h", "--help"] {
+        let out = crate::support::retryctl(home.path())
+            .args(["validate", flag])
+            .output()
+            .unwrap();
+        let help = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            help.starts_with("Parse, validate and lint documents offline (what each check means: docs/policies.md)\n"),
+            "{help}"
+        );
+    }
+}
