@@ -740,9 +740,6 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s v -l verbose
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
-client\t'Validate fully offline and send nothing'
-server\t'Ask the server to validate without storing (falls back to client)'"
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -756,7 +753,7 @@ never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
@@ -1061,16 +1058,6 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l insecure-skip
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s h -l help -d 'Print help'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
-always\t''
-never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l history -d 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l lookout-db -d 'Replay a real cluster\'s history straight from Lookout\'s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`. Without a value, or without --history either: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l jobset -d 'With --lookout-db: only jobs of this job set' -r
@@ -1113,11 +1100,21 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l shard -d '
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l engine -d 'The dialect of the proposal and the engine that replays it: design (one RetryPolicy, the default) or upstream (what Armada ships today: an executor categorizer config and a v1beta1 policy)' -r -f -a "design\t''
 upstream\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l backtest-at -d 'Learn from the jobs submitted before TIME (RFC 3339) and report the proposal\'s effect on the jobs submitted at or after it alone (every job needs `job.submittedAt`)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+always\t''
+never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l baseline-from-cluster -d 'What-if against what the cluster runs: the baseline is the retry policies and queue attachments stored in the --lookout-db database'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l extrapolate -d 'A depth with fewer than 5 trials of its own reads the signature\'s overall share instead of ending the limit (every such limit is marked `extrapolated`)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l exit-code -d 'Exit 1 when the verdict is `adopt` (a change worth making), else 0'
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -s o -l output -d 'Output format: the command\'s own (`tune` and `suggest` have no jsonl; `policy` is `suggest`\'s alone)' -r -f -a "table\t''
