@@ -318,35 +318,14 @@ impl Comparison {
         add(&mut self.candidate_compute, c.compute.0);
         let r = d.resources.as_ref();
         let (gpu, cpu) = (r.and_then(|r| r.gpu_milli), r.and_then(|r| r.cpu_milli));
-        let job = d.job.as_str();
-        let o = &mut self.overflow;
-        add_device_time(
-            &mut self.gpu_added,
-            request_time(d.compute_added, gpu),
-            o,
-            "GPU time added",
-            job,
-        );
-        add_device_time(
-            &mut self.gpu_removed,
-            request_time(d.compute_removed, gpu),
-            o,
-            "GPU time removed",
-            job,
-        );
-        add_device_time(
-            &mut self.cpu_added,
-            request_time(d.compute_added, cpu),
-            o,
-            "CPU time added",
-            job,
-        );
-        add_device_time(
-            &mut self.cpu_removed,
-            request_time(d.compute_removed, cpu),
-            o,
-            "CPU time removed",
-            job,
+        self.add_device_times(
+            [
+                request_time(d.compute_added, gpu),
+                request_time(d.compute_removed, gpu),
+                request_time(d.compute_added, cpu),
+                request_time(d.compute_removed, cpu),
+            ],
+            &d.job,
         );
         let counted = d.compute_added.0 > 0 || d.compute_removed.0 > 0 || c.final_state == Final::Pending;
         if counted && Resources::is_none(r) {
@@ -390,16 +369,65 @@ impl Comparison {
             self.overflow.clone_from(&o.overflow);
         }
         // Two workers' sums that fit apart and not together: no one job took them there.
-        let over = &mut self.overflow;
-        add_device_time(&mut self.gpu_added, o.gpu_added, over, "GPU time added", "");
-        add_device_time(&mut self.gpu_removed, o.gpu_removed, over, "GPU time removed", "");
-        add_device_time(&mut self.cpu_added, o.cpu_added, over, "CPU time added", "");
-        add_device_time(&mut self.cpu_removed, o.cpu_removed, over, "CPU time removed", "");
+        self.add_device_times([o.gpu_added, o.gpu_removed, o.cpu_added, o.cpu_removed], "");
         self.without_resources += o.without_resources;
         self.errors += o.errors;
         if let Some(theirs) = &o.categories {
             self.categories.get_or_insert_with(Box::default).merge(theirs);
         }
+    }
+
+    /// Adds GPU time added and removed, CPU time added and removed (in that order), of `job`
+    /// (empty: of no one job), each sum saturating and the first past 128 bits named.
+    fn add_device_times(&mut self, times: [u128; 4], job: &str) {
+        let over = &mut self.overflow;
+        for ((sum, n), figure) in [
+            &mut self.gpu_added,
+            &mut self.gpu_removed,
+            &mut self.cpu_added,
+            &mut self.cpu_removed,
+        ]
+        .into_iter()
+        .zip(times)
+        .zip([
+            "GPU time added",
+            "GPU time removed",
+            "CPU time added",
+            "CPU time removed",
+        ]) {
+            add_device_time(sum, n, over, figure, job);
+        }
+    }
+
+    /// The comparison of the jobs this one counts and `part` does not, `part` being a
+    /// comparison of some of the same jobs (the later jobs of a backtest): its changes of
+    /// outcome, retries and device time taken away, each at least 0.
+    pub fn less(&self, part: &Comparison) -> Comparison {
+        let mut out = self.clone();
+        for (mine, theirs) in [
+            (&mut out.jobs, part.jobs),
+            (&mut out.changed, part.changed),
+            (&mut out.lost, part.lost),
+            (&mut out.rescued, part.rescued),
+            (&mut out.to_pending, part.to_pending),
+            (&mut out.other, part.other),
+            (&mut out.retries_added, part.retries_added),
+            (&mut out.retries_removed, part.retries_removed),
+        ] {
+            *mine = mine.saturating_sub(theirs);
+        }
+        for (mine, theirs) in out.by_state.iter_mut().flatten().zip(part.by_state.iter().flatten()) {
+            *mine = mine.saturating_sub(*theirs);
+        }
+        for (mine, theirs) in [
+            (&mut out.gpu_added, part.gpu_added),
+            (&mut out.gpu_removed, part.gpu_removed),
+            (&mut out.cpu_added, part.cpu_added),
+            (&mut out.cpu_removed, part.cpu_removed),
+        ] {
+            *mine = mine.saturating_sub(theirs);
+        }
+        out
     }
 
     /// Jobs Failed in the baseline and Pending in the candidate.
@@ -597,6 +625,45 @@ impl ByClass {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The learned jobs' comparison is the whole history's less the later jobs': counts taken
+    /// away, never below 0.
+    #[test]
+    fn less_takes_the_later_jobs_away() {
+        let mut whole = Comparison {
+            jobs: 10,
+            changed: 4,
+            lost: 2,
+            rescued: 1,
+            retries_added: 5,
+            gpu_added: 7,
+            ..Comparison::default()
+        };
+        whole.by_state[Final::Succeeded as usize][Final::Failed as usize] = 2;
+        let mut later = Comparison {
+            jobs: 3,
+            changed: 1,
+            lost: 1,
+            rescued: 2,
+            retries_added: 1,
+            gpu_added: 3,
+            ..Comparison::default()
+        };
+        later.by_state[Final::Succeeded as usize][Final::Failed as usize] = 1;
+        let learned = whole.less(&later);
+        assert_eq!(
+            (
+                learned.jobs,
+                learned.changed,
+                learned.lost,
+                learned.rescued,
+                learned.retries_added,
+                learned.gpu_added
+            ),
+            (7, 3, 1, 0, 4, 4)
+        );
+        assert_eq!(learned.by_state[Final::Succeeded as usize][Final::Failed as usize], 1);
+    }
     use crate::engine::simulator::Simulator;
     use crate::engine::Settings;
     use crate::model::test_policies;

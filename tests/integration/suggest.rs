@@ -1214,16 +1214,7 @@ fn a_proposal_that_loses_a_job_is_rejected_without_a_write_line() {
 #[test]
 fn a_proposal_that_changes_nothing_keeps_todays_policy() {
     let home = temp_home();
-    let mut jobs = String::new();
-    for k in 0..30 {
-        let failed = json!({"node": "n", "runFor": "60s", "containers": [{"name": "main", "exitCode": 3}]});
-        jobs.push_str(&format!(
-            "{}\n",
-            json!({"job": {"id": format!("j{k}")}, "runs": [failed, {"outcome": "succeeded"}]})
-        ));
-    }
-    let history = home.path().join("h.jsonl");
-    std::fs::write(&history, jobs).unwrap();
+    let history = failed_once_then_succeeded(home.path());
     let today = home.path().join("today.yaml");
     std::fs::write(
         &today,
@@ -1254,16 +1245,7 @@ fn a_proposal_that_changes_nothing_keeps_todays_policy() {
 #[test]
 fn extrapolate_marks_every_limit_it_extrapolates() {
     let home = temp_home();
-    let mut jobs = String::new();
-    for k in 0..30 {
-        let failed = json!({"node": "n", "runFor": "60s", "containers": [{"name": "main", "exitCode": 3}]});
-        jobs.push_str(&format!(
-            "{}\n",
-            json!({"job": {"id": format!("j{k}")}, "runs": [failed, {"outcome": "succeeded"}]})
-        ));
-    }
-    let history = home.path().join("h.jsonl");
-    std::fs::write(&history, jobs).unwrap();
+    let history = failed_once_then_succeeded(home.path());
     let base = ["suggest", "--history", path(&history)];
     let v = json_of(&run(home.path(), &[&base[..], &["-o", "json"]].concat()));
     assert_eq!(
@@ -1350,4 +1332,20 @@ fn a_message_cannot_inject_yaml_into_the_policy() {
         read,
         "['apiVersion', 'kind', 'metadata', 'spec'] ['defaultAction', 'rules'] 4\n"
     );
+}
+
+/// 30 jobs whose one failed run (exit 3 in `main`) is followed by a success: a first retry
+/// with evidence, no deeper depth tried. Written to `dir/h.jsonl`.
+fn failed_once_then_succeeded(dir: &Path) -> PathBuf {
+    let mut jobs = String::new();
+    for k in 0..30 {
+        let failed = json!({"node": "n", "runFor": "60s", "containers": [{"name": "main", "exitCode": 3}]});
+        jobs.push_str(&format!(
+            "{}\n",
+            json!({"job": {"id": format!("j{k}")}, "runs": [failed, {"outcome": "succeeded"}]})
+        ));
+    }
+    let history = dir.join("h.jsonl");
+    std::fs::write(&history, jobs).unwrap();
+    history
 }

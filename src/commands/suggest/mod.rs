@@ -770,33 +770,18 @@ impl Suggest<'_> {
 /// The verdict on the proposal (docs/suggest.md "The verdict"): on the learned history (with
 /// `--backtest-at`, the whole history's comparison less the later jobs'), and on the later jobs.
 fn judge_proposal(whole: &view::Captured, backtest: Option<&(view::Captured, view::BacktestTail)>) -> Judgement {
-    let mut learned = whole.comparison.clone();
-    let mut lost_jobs = whole.lost_jobs.clone();
-    if let Some((test, _)) = backtest {
-        let t = &test.comparison;
-        for (mine, theirs) in [
-            (&mut learned.lost, t.lost),
-            (&mut learned.rescued, t.rescued),
-            (&mut learned.to_pending, t.to_pending),
-            (&mut learned.other, t.other),
-            (&mut learned.retries_added, t.retries_added),
-            (&mut learned.retries_removed, t.retries_removed),
-        ] {
-            *mine = mine.saturating_sub(theirs);
-        }
-        for (mine, theirs) in learned.by_state.iter_mut().flatten().zip(t.by_state.iter().flatten()) {
-            *mine = mine.saturating_sub(*theirs);
-        }
-        for (mine, theirs) in [
-            (&mut learned.gpu_added, t.gpu_added),
-            (&mut learned.gpu_removed, t.gpu_removed),
-            (&mut learned.cpu_added, t.cpu_added),
-            (&mut learned.cpu_removed, t.cpu_removed),
-        ] {
-            *mine = mine.saturating_sub(theirs);
-        }
-        lost_jobs.retain(|j| !test.lost_jobs.contains(j));
-    }
+    let (learned, lost_jobs) = match backtest {
+        Some((test, _)) => (
+            whole.comparison.less(&test.comparison),
+            whole
+                .lost_jobs
+                .iter()
+                .filter(|j| !test.lost_jobs.contains(j))
+                .cloned()
+                .collect(),
+        ),
+        None => (whole.comparison.clone(), whole.lost_jobs.clone()),
+    };
     judge(
         Judged {
             comparison: &learned,
