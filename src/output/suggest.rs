@@ -85,6 +85,8 @@ pub struct Report<'a> {
     /// The proposed rules in the policy's order.
     pub rules: &'a [Proposed],
     pub upstream: Option<&'a Upstream>,
+    /// The policy's `retryLimit` as `-o policy` writes it (`None`: not written, design only).
+    pub policy_retry_limit: Option<u32>,
     pub suspects: &'a [Suspect],
     pub baseline_from: Baseline,
     pub commands: Commands,
@@ -415,6 +417,7 @@ fn proposal_fields(
     name: &str,
     rules: &[Proposed],
     upstream: Option<&Upstream>,
+    policy_retry_limit: Option<u32>,
 ) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert(
@@ -426,8 +429,9 @@ fn proposal_fields(
     );
     m.insert("policy".into(), json!(name));
     m.insert("rules".into(), Value::Array(rules.iter().map(rule_json).collect()));
+    // The policy's `retryLimit` as `-o policy` writes it (`null`: not written, design only).
+    m.insert("policyRetryLimit".into(), json!(policy_retry_limit));
     if let Some(u) = upstream {
-        m.insert("policyRetryLimit".into(), json!(u.policy_retry_limit));
         m.insert("raises".into(), json!(u.raises));
         let cats: Vec<Value> = u
             .categories
@@ -479,8 +483,9 @@ impl Doc {
         name: &str,
         rules: &[Proposed],
         upstream: Option<&Upstream>,
+        policy_retry_limit: Option<u32>,
     ) -> io::Result<()> {
-        let fields = proposal_fields(engine, name, rules, upstream);
+        let fields = proposal_fields(engine, name, rules, upstream, policy_retry_limit);
         match self.format {
             Format::Json => write!(out, "{{\"suggest\":{{\"proposal\":{{{}", json_fields(&fields)),
             Format::Yaml => write!(out, "suggest:\n  proposal:\n{}", yaml_of(&fields, 4)),
@@ -757,15 +762,14 @@ fn table(
         }
     }
     writeln!(out)?;
+    // The policy's `retryLimit` as `-o policy` writes it, in both dialects.
+    let limit = match r.policy_retry_limit {
+        Some(l) => format!("retryLimit {l}"),
+        None => "retryLimit unset: each rule's own, else the global limit".to_string(),
+    };
     let dialect = match r.engine {
-        EngineKind::Design => "the design dialect".to_string(),
-        EngineKind::Upstream => {
-            let limit = r.upstream.and_then(|u| u.policy_retry_limit);
-            format!(
-                "today's Armada: a categorizer and a v1beta1 policy, retryLimit {}",
-                limit.map_or("0".into(), |l| l.to_string())
-            )
-        }
+        EngineKind::Design => format!("the design dialect, {limit}"),
+        EngineKind::Upstream => format!("today's Armada: a categorizer and a v1beta1 policy, {limit}"),
     };
     let retry = r.rules.iter().filter(|p| p.limit.is_some()).count();
     writeln!(

@@ -367,8 +367,11 @@ pub struct Upstream {
     pub categorizer: String,
     /// The v1beta1 RetryPolicy.
     pub policy: String,
-    /// The policy's one `retryLimit`: the largest limit among the Retry rules.
+    /// The largest limit among the Retry rules (`None`: no Retry rule).
     pub policy_retry_limit: Option<u32>,
+    /// The policy's one `retryLimit` as written: that largest limit, else the baseline's,
+    /// else 0.
+    pub written_retry_limit: u32,
     /// Retry signatures whose own limit is below it (the policy raises them).
     pub raises: Vec<String>,
     /// Per proposed rule (in `rules`' order): the index of the v1beta1 rule that decides it.
@@ -554,10 +557,8 @@ pub fn upstream_documents(
     }
     p.push_str("apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\n");
     p.push_str(&format!("name: {}\n", settings.name));
-    p.push_str(&format!(
-        "retryLimit: {}\n",
-        policy_retry_limit.or(settings.retry_limit).unwrap_or(0)
-    ));
+    let written_retry_limit = policy_retry_limit.or(settings.retry_limit).unwrap_or(0);
+    p.push_str(&format!("retryLimit: {written_retry_limit}\n"));
     p.push_str(&format!(
         "defaultAction: {}\n",
         settings.default_action.unwrap_or(Action::Fail).as_str()
@@ -587,6 +588,7 @@ pub fn upstream_documents(
         categorizer: c,
         policy: p,
         policy_retry_limit,
+        written_retry_limit,
         raises,
         rule_index,
         categories,

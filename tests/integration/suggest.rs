@@ -1183,6 +1183,13 @@ fn an_adopted_proposal_says_so_in_every_format() {
         .starts_with(format!("# verdict: adopt: {reason}\n# Proposed by").as_bytes()));
     let out = on_planted(&p, home.path(), &["--exit-code"]);
     assert_eq!(out.status.code(), Some(1), "{}", crate::support::format_output(&out));
+    // The policy's one limit, alike in every format: today's 3.
+    assert!(
+        text.contains("Proposal: policy `suggested` (the design dialect, retryLimit 3), 7 rules"),
+        "{text}"
+    );
+    assert_eq!(v["suggest"]["proposal"]["policyRetryLimit"], 3);
+    assert!(String::from_utf8_lossy(&policy.stdout).contains("\nspec:\n  retryLimit: 3\n"));
 }
 
 /// A proposal that loses a job today's policy saves is `do not adopt`, names the job, and

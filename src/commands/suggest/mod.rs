@@ -660,7 +660,19 @@ impl Suggest<'_> {
         let test_jobs = pass.test.as_ref().or(copied.as_ref());
         let format = view::Format::of(args.output);
         let mut doc = view::Doc::new(format, ctx.style);
-        doc.proposal_head(&mut *out, self.engine, &args.name, &rules, proposal.upstream.as_ref())?;
+        // The policy's `retryLimit` as `-o policy` writes it, said alike in every format.
+        let policy_retry_limit = match &proposal.upstream {
+            Some(u) => Some(u.written_retry_limit),
+            None => self.settings(baseline).retry_limit,
+        };
+        doc.proposal_head(
+            &mut *out,
+            self.engine,
+            &args.name,
+            &rules,
+            proposal.upstream.as_ref(),
+            policy_retry_limit,
+        )?;
         // Pass 2: the proposal against the baseline on the whole history; the baseline's
         // decisions (of the train jobs) and the proposal's rules checked on the way.
         let check = RuleCheck::new(
@@ -709,6 +721,7 @@ impl Suggest<'_> {
             signatures: &verdicts,
             rules: &rules,
             upstream: proposal.upstream.as_ref(),
+            policy_retry_limit,
             suspects: &suspects,
             baseline_from: from,
             commands,
