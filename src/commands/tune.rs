@@ -2,7 +2,9 @@
 //!
 //! Load (the template, its varies checked and counted before anything else, each candidate's
 //! documents, the baseline) → `tune::sweep` over the history source `replay_source` opens →
-//! `tune::rank` → `output::tune`. `--pick N` writes candidate N's documents without a replay.
+//! `tune::rank` → `output::tune`. `--pick N` without a history writes candidate N's documents
+//! without a replay; given one, it searches as `--pick recommended` does, writes candidate N
+//! and warns when N loses a job the baseline saves or breaks a constraint.
 //! Must not: replay, count, rank or format itself.
 //!
 //! Decisions docs/tune.md leaves open:
@@ -15,7 +17,10 @@
 //!   by `---`; the varied scheduler settings, which `apply` does not take, are said on stderr;
 //! - the command that writes a candidate names the template files, the scheduler config, the
 //!   categorizer and the varies (what makes the documents), not the history: `--pick N` needs
-//!   none.
+//!   none;
+//! - `--pick N` with a history and `--shard`: refused as `--pick recommended` is (a shard's
+//!   jobs alone cannot say what N loses); a candidate that does not validate is refused
+//!   before the replay.
 
 use std::path::Path;
 
@@ -84,12 +89,22 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
                 .into(),
         );
     }
-    if let (Some(Pick::Recommended), Some(shard)) = (pick, replay.shard) {
+    let history = replay.history.is_some() || replay.lookout_db.is_some();
+    match (pick, replay.shard) {
         // A shard ranks its own jobs only: its recommendation is not the cluster's.
-        return Err(CliError::usage(format!(
-            "`--pick recommended` with `--shard {shard}`: a shard's jobs alone recommend nothing for the cluster; run every shard with `-o partial`, `retryctl merge` them, then `--pick ID` the candidate it recommends"
-        ))
-        .into());
+        (Some(Pick::Recommended), Some(shard)) => {
+            return Err(CliError::usage(format!(
+                "`--pick recommended` with `--shard {shard}`: a shard's jobs alone recommend nothing for the cluster; run every shard with `-o partial`, `retryctl merge` them, then `--pick ID` the candidate it recommends"
+            ))
+            .into())
+        }
+        (Some(Pick::Id(id)), Some(shard)) if history => {
+            return Err(CliError::usage(format!(
+                "`--pick {id}` with `--shard {shard}` and a history: a shard's jobs alone cannot say what candidate {id} loses against the baseline; give `--pick {id}` without the history and `--shard`, or search without `--shard`"
+            ))
+            .into())
+        }
+        _ => {}
     }
     let max_compute = args.max_compute.as_deref().map(parse_max_compute).transpose()?;
     let options = Options {
@@ -145,7 +160,12 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         if id == 0 || u128::from(id) > n {
             return Err(CliError::usage(format!("`--pick {id}`: the candidates are numbered 1 to {n}")).into());
         }
-        return write_candidate(ctx, &template.candidate(&varies, id), &varies);
+        let candidate = template.candidate(&varies, id);
+        // Without a history, nothing to replay: the documents as they are. With one (or
+        // when they do not validate, which `write_candidate` says), the search first.
+        if !history || !candidate.is_valid() {
+            return write_candidate(ctx, &candidate, &varies);
+        }
     }
     let flags = PolicyFlags::new(args.source.recursive, replay);
     let engine = replay.engine.map(EngineKind::from).unwrap_or_default();
@@ -222,6 +242,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
     };
     let mut driver = Tune {
         format,
+        pick,
         arms,
         baseline_categorizer,
         run,
@@ -338,8 +359,9 @@ fn candidates(
 
 /// The sweep, the ranking and the output, over the source `replay_source` opened.
 struct Tune<'a> {
-    /// `None`: `--pick recommended`.
+    /// `None`: `--pick`.
     format: Option<TuneOutput>,
+    pick: Option<Pick>,
     arms: Vec<Arm>,
     /// The baseline side's categorizer (`--baseline-categorizer`, else `--categorizer`).
     baseline_categorizer: Option<Arc<Classifier>>,
@@ -416,8 +438,8 @@ impl Drive for Tune<'_> {
                 return Err(backtest_refusal(&refused, self.run.backtest_at.as_deref().unwrap_or_default()).into())
             }
         };
-        let Some(format) = self.format else {
-            return self.pick_recommended(ctx, swept);
+        let (Some(format), None) = (self.format, self.pick) else {
+            return self.pick(ctx, swept);
         };
         finish(
             ctx,
@@ -431,24 +453,40 @@ impl Drive for Tune<'_> {
 }
 
 impl Tune<'_> {
-    /// `--pick recommended`: the recommended candidate's documents.
-    fn pick_recommended(&mut self, ctx: &mut Context, swept: Swept) -> anyhow::Result<ExitCode> {
+    /// `--pick recommended`: the recommended candidate's documents. `--pick ID` (given a
+    /// history): candidate ID's, and a warning when it loses a job the baseline saves or
+    /// breaks a constraint (`output::tune::pick_warning`).
+    fn pick(&mut self, ctx: &mut Context, swept: Swept) -> anyhow::Result<ExitCode> {
         let errors_code = if swept.errors > 0 {
             ExitCode::InvalidInput
         } else {
             ExitCode::Success
         };
         let ranked = ranking(swept.arms, &self.run, self.max_compute, &swept.baseline, &swept.rates);
-        let Some(i) = ranked.recommended else {
-            writeln!(
-                ctx.err,
-                "{}: no candidate is recommended: none within the constraints beats the baseline's expected successes; keep the baseline",
-                ctx.style.error("error")
-            )?;
-            return Ok(ExitCode::Failure);
+        let (id, warning) = match self.pick {
+            Some(Pick::Id(id)) => {
+                let at = ranked.candidates.iter().position(|c| c.id == id);
+                (
+                    id,
+                    at.and_then(|i| view::pick_warning(&ranked, i, self.run.max_compute.as_deref())),
+                )
+            }
+            _ => match ranked.recommended {
+                Some(i) => (ranked.candidates[i].id, None),
+                None => {
+                    writeln!(
+                        ctx.err,
+                        "{}: no candidate is recommended: none within the constraints beats the baseline's expected successes; keep the baseline",
+                        ctx.style.error("error")
+                    )?;
+                    return Ok(ExitCode::Failure);
+                }
+            },
         };
-        let id = ranked.candidates[i].id;
         let code = write_candidate(ctx, &self.template.candidate(self.varies, id), self.varies)?;
+        if let Some(warning) = warning {
+            writeln!(ctx.err, "{}: {warning}", ctx.style.warning("warning"))?;
+        }
         Ok(if code == ExitCode::Success { errors_code } else { code })
     }
 

@@ -396,16 +396,69 @@ fn estimates_decide_line(view: &TuneView<'_>) -> Option<String> {
     ))
 }
 
+/// `--max-compute` (`max`, as typed; `applied`, in seconds) as the inputs line says it:
+/// `cost ≤ 8h`, `cost ≤ 100% of the baseline's compute (2h25m56s)`, `cost unbounded`.
+fn compute_words(max: Option<&str>, applied: Option<f64>) -> String {
+    max.map_or("cost unbounded".to_string(), |m| match applied {
+        Some(s) if m.ends_with('%') => format!("cost ≤ {m} of the baseline's compute ({})", seconds_words(s)),
+        _ => format!("cost ≤ {m}"),
+    })
+}
+
+/// `tune --pick ID` after a search (docs/tune.md): what candidate `index` of `ranked` gives
+/// up, when it loses a job the baseline saves or breaks a constraint (each said as the
+/// inputs line says it), and what is recommended instead; `None` when it does neither.
+/// `max_compute`: `--max-compute` as typed.
+pub fn pick_warning(ranked: &Ranked, index: usize, max_compute: Option<&str>) -> Option<String> {
+    let c = &ranked.candidates[index];
+    let lost = c.tally.comparison.lost;
+    if lost == 0 && c.excluded.is_empty() {
+        return None;
+    }
+    let mut clauses = Vec::new();
+    let over_lost = c.excluded.iter().find_map(|e| match e {
+        Excluded::Lost { max, .. } => Some(*max),
+        Excluded::Compute { .. } => None,
+    });
+    if lost > 0 {
+        let named: Vec<String> = c.tally.lost_jobs.iter().map(|j| format!("`{j}`")).collect();
+        let more = lost.saturating_sub(named.len() as u64);
+        let list = match (named.is_empty(), more) {
+            (true, _) => String::new(),
+            (false, 0) => format!(" ({})", named.join(", ")),
+            (false, more) => format!(" ({} and {more} more)", named.join(", ")),
+        };
+        let over = over_lost.map_or(String::new(), |max| format!(", over the constraint lost ≤ {max}"));
+        clauses.push(format!(
+            "loses {lost} {} the baseline saves{list}{over}",
+            if lost == 1 { "job" } else { "jobs" }
+        ));
+    }
+    for e in &c.excluded {
+        if let Excluded::Compute { cost, .. } = e {
+            clauses.push(format!(
+                "costs {}, over the constraint {}",
+                signed_seconds(*cost),
+                compute_words(max_compute, ranked.max_compute)
+            ));
+        }
+    }
+    let recommendation = match ranked.recommended {
+        Some(i) => format!("candidate {}", ranked.candidates[i].id),
+        None => "none".to_string(),
+    };
+    Some(format!(
+        "candidate {} {}; the recommendation is {recommendation}",
+        c.id,
+        clauses.join(", and ")
+    ))
+}
+
 /// The inputs in one line.
 fn inputs_line(view: &TuneView<'_>) -> String {
     let r = view.ranked;
     let varies: Vec<&str> = view.varied.iter().map(|(v, _)| v.as_str()).collect();
-    let compute = view
-        .max_compute
-        .map_or("cost unbounded".to_string(), |m| match r.max_compute {
-            Some(s) if m.ends_with('%') => format!("cost ≤ {m} of the baseline's compute ({})", seconds_words(s)),
-            _ => format!("cost ≤ {m}"),
-        });
+    let compute = compute_words(view.max_compute, r.max_compute);
     let skipped = if view.skipped.is_empty() {
         String::new()
     } else {

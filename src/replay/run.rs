@@ -166,7 +166,14 @@ pub struct CompareTally {
     pub asked: PendingSet,
     /// Pending in the candidate (its expected compute).
     pub pending: PendingSet,
+    /// The first jobs it loses (Succeeded in the baseline, Failed in it), in input order, at
+    /// most [`LOST_NAMED`]: `tune --pick`'s warning names them. Kept by `tune`'s sweep only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost_jobs: Vec<String>,
 }
+
+/// Most lost jobs a [`CompareTally`] names.
+pub const LOST_NAMED: usize = 5;
 
 impl CompareTally {
     /// A job the candidate decides exactly as the baseline did, and not Pending: what
@@ -183,6 +190,15 @@ impl CompareTally {
         }
         self.asked.merge(&o.asked);
         self.pending.merge(&o.pending);
+        let room = LOST_NAMED.saturating_sub(self.lost_jobs.len());
+        self.lost_jobs.extend(o.lost_jobs.iter().take(room).cloned());
+    }
+
+    /// `job` is lost (after its diff is tallied): named when fewer than [`LOST_NAMED`] are.
+    pub fn name_lost(&mut self, job: &str) {
+        if self.lost_jobs.len() < LOST_NAMED {
+            self.lost_jobs.push(job.to_string());
+        }
     }
 }
 
@@ -1117,6 +1133,22 @@ pub fn replay_job_detailed(
 mod tests {
     use super::*;
     use crate::model::duration::GoDuration;
+
+    /// The first [`LOST_NAMED`] lost jobs, in order, however the jobs are split into parts.
+    #[test]
+    fn a_tally_names_the_first_lost_jobs_only() {
+        let ids: Vec<String> = (1..=8).map(|i| format!("j{i}")).collect();
+        let mut whole = CompareTally::default();
+        ids.iter().for_each(|j| whole.name_lost(j));
+        assert_eq!(whole.lost_jobs, ids[..LOST_NAMED]);
+        let mut parts = CompareTally::default();
+        for chunk in ids.chunks(3) {
+            let mut part = CompareTally::default();
+            chunk.iter().for_each(|j| part.name_lost(j));
+            parts.merge(&part);
+        }
+        assert_eq!(parts, whole);
+    }
     use crate::model::failure_history::{Container, Outcome, Run};
     use crate::model::test_policies;
 

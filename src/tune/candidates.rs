@@ -17,6 +17,7 @@ use serde::Serialize;
 use crate::diag::Diagnostic;
 use crate::input::SourceFile;
 use crate::model::document::{decode_document, Document};
+use crate::model::policy::Action;
 use crate::model::scheduler::{scheduler_config_from_node, SchedulerConfig};
 use crate::model::Kind;
 use crate::yaml::{Node, Value};
@@ -193,6 +194,9 @@ impl Template {
                 }
             };
             apply(node, &v.segments, setting);
+            if matches!(v.target, Target::Policy(_)) {
+                quiet_fail_rule(node, &v.segments);
+            }
         }
         let mut files = self.files.clone();
         for ((f, d), node) in edited {
@@ -272,6 +276,54 @@ fn scalar(text: &str, at: &Node) -> Node {
             text: text.to_string(),
             quoted: false,
         },
+    }
+}
+
+/// A rule's settings that do nothing once its action is `Fail` (`model::lint`'s
+/// `no-effect`, which `validate --strict` refuses).
+const FAIL_NO_EFFECT: [&str; 4] = ["retryLimit", "backoff", "antiAffinity", "mutate"];
+
+/// When `segments` is a rule's `action` (`spec.rules[i].action`, `rules[i].action`) and the
+/// rule's action is now `Fail`: the rule's [`FAIL_NO_EFFECT`] settings removed (its `mutate`,
+/// say), so that the candidate passes `validate --strict` when the template does. A `Fail`
+/// rule never retries, so the replay is the same either way.
+fn quiet_fail_rule(node: &mut Node, segments: &[Segment]) {
+    let [rule_path @ .., Segment::Key(rules), Segment::Index(i), Segment::Key(action)] = segments else {
+        return;
+    };
+    if rules != "rules" || action != "action" {
+        return;
+    }
+    let mut cur = node;
+    for seg in rule_path
+        .iter()
+        .chain([&Segment::Key("rules".into()), &Segment::Index(*i)])
+    {
+        let next = match (seg, &mut cur.value) {
+            (Segment::Key(k), Value::Map(entries)) => entries
+                .iter_mut()
+                .find(|(key, _)| key.as_scalar() == Some(k.as_str()))
+                .map(|(_, v)| v),
+            (Segment::Index(i), Value::Seq(items)) => items.get_mut(*i),
+            _ => None,
+        };
+        let Some(next) = next else { return };
+        cur = next;
+    }
+    let Value::Map(entries) = &mut cur.value else {
+        return;
+    };
+    let fail = entries.iter().any(|(key, value)| {
+        key.as_scalar() == Some("action")
+            && value.as_scalar().is_some_and(|text| {
+                text.parse::<i64>()
+                    .ok()
+                    .map_or_else(|| Action::parse(text), Action::from_number)
+                    == Some(Action::Fail)
+            })
+    });
+    if fail {
+        entries.retain(|(key, _)| !key.as_scalar().is_some_and(|k| FAIL_NO_EFFECT.contains(&k)));
     }
 }
 
@@ -524,6 +576,34 @@ mod tests {
         let now = &c.files[0].documents[0];
         assert_eq!((now.index, now.name.as_deref()), (0, Some("ml")));
         assert_eq!(now.node.get("metadata"), t.files()[0].documents[0].node.get("metadata"));
+    }
+
+    /// A vary that makes a rule `Fail` removes what has no effect on a `Fail` rule (its
+    /// `retryLimit`, `mutate`, …: `validate --strict` refuses them); a `Retry` keeps them.
+    #[test]
+    fn a_rule_varied_to_fail_drops_what_a_fail_rule_cannot_use() {
+        let t = template(None);
+        let args = ["ml:spec.rules[0].action=Retry,Fail"];
+        let kept = policy(&candidate(&t, &args, 1).files, "ml");
+        assert_eq!(kept.rules[0].retry_limit, Some(2));
+        let failed = policy(&candidate(&t, &args, 2).files, "ml");
+        assert_eq!(failed.rules[0].action, Action::Fail);
+        assert_eq!(failed.rules[0].retry_limit, None);
+        // Only the varied rule.
+        assert_eq!(failed.rules[1], kept.rules[1]);
+        // Upstream's flat layout, its `mutate`.
+        let files = vec![file(
+            "infra.yaml",
+            "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: infra\nretryLimit: 3\ndefaultAction: Fail\nrules:\n  - action: Retry\n    onCategory: gpu\n    mutate: {affinity: {avoidSameNode: true}}\n",
+        )];
+        let t = Template::new(files, None);
+        let args = ["infra:rules[0].action=Retry,Fail"];
+        assert!(policy(&candidate(&t, &args, 1).files, "infra").rules[0]
+            .mutate
+            .is_some());
+        let failed = candidate(&t, &args, 2);
+        assert!(failed.is_valid(), "{:?}", failed.errors());
+        assert_eq!(policy(&failed.files, "infra").rules[0].mutate, None);
     }
 
     #[test]

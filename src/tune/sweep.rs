@@ -36,7 +36,7 @@ use crate::model::failure_history::{FailureHistory, Final, Outcome};
 use crate::model::policy::Action;
 use crate::replay::backtest::Backtest;
 use crate::replay::categorize::{CategoryCounts, Reclassify};
-use crate::replay::compare::{JobDiff, Side};
+use crate::replay::compare::{JobDiff, Side, Transition};
 use crate::replay::estimate::{PendingSet, Rates};
 use crate::replay::parallel::{for_each_ordered, Decoded, Emitted, Processed};
 use crate::replay::partial::Recorder;
@@ -653,6 +653,9 @@ where
             let mut diff = JobDiff::of_outcome(base.side, from, &outcomes[j].0, h.job.resources);
             // Worked out above, on the candidate's classification, exactly when it is Pending.
             tally_job_with(&mut diff, || lefts[i].unwrap_or(1), &facts, tally);
+            if diff.transition() == Some(Transition::Lost) {
+                tally.name_lost(&h.job.id);
+            }
         }
         Ok((h.job.id.clone(), fallback(fallback_sim, h)))
     };
