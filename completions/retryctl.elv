@@ -1131,7 +1131,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --max-lost 'Recommend no candidate that loses more than N jobs the baseline saved (Succeeded → Failed)'
             cand --max-compute 'Recommend no candidate whose cost (compute added − removed + expected) is over this: a duration (`10h`), or a percentage of the baseline''s recorded compute (`5%`)'
             cand --max-candidates 'Refuse (exit 2, before any replay) a search of more candidates than N'
-            cand --pick 'Print candidate ID''s documents (`recommended`: the recommended one''s) as YAML, ready for `retryctl apply -f`; a numbered one needs no history'
+            cand --pick 'Print candidate ID''s documents (`recommended`: the recommended one''s) as YAML, ready for `retryctl apply -f`; a numbered one needs no history (given one, the search runs first and a warning says what the candidate loses or which constraint it breaks)'
             cand -o 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request, partial a shard''s part for `retryctl merge` (with --shard); --pick writes yaml'
             cand --output 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request, partial a shard''s part for `retryctl merge` (with --shard); --pick writes yaml'
             cand --output-file 'Write the result to this file instead of stdout: written beside it and renamed once complete; left as it was when no result is written'

@@ -1017,7 +1017,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l baseline-cate
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l max-lost -d 'Recommend no candidate that loses more than N jobs the baseline saved (Succeeded → Failed)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l max-compute -d 'Recommend no candidate whose cost (compute added − removed + expected) is over this: a duration (`10h`), or a percentage of the baseline\'s recorded compute (`5%`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l max-candidates -d 'Refuse (exit 2, before any replay) a search of more candidates than N' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l pick -d 'Print candidate ID\'s documents (`recommended`: the recommended one\'s) as YAML, ready for `retryctl apply -f`; a numbered one needs no history' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l pick -d 'Print candidate ID\'s documents (`recommended`: the recommended one\'s) as YAML, ready for `retryctl apply -f`; a numbered one needs no history (given one, the search runs first and a warning says what the candidate loses or which constraint it breaks)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s o -l output -d 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request, partial a shard\'s part for `retryctl merge` (with --shard); --pick writes yaml' -r -f -a "table\t''
 json\t''
 yaml\t''

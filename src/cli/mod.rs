@@ -1078,7 +1078,8 @@ pub struct TuneArgs {
     pub max_candidates: u64,
 
     /// Print candidate ID's documents (`recommended`: the recommended one's) as YAML, ready for
-    /// `retryctl apply -f`; a numbered one needs no history.
+    /// `retryctl apply -f`; a numbered one needs no history (given one, the search runs first
+    /// and a warning says what the candidate loses or which constraint it breaks).
     #[arg(long, value_name = "ID|recommended")]
     pub pick: Option<String>,
 
