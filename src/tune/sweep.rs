@@ -8,9 +8,9 @@
 //! baseline's own totals (its final states and Pending jobs, for its expected successes and
 //! cost), each candidate's first lost jobs (`CompareTally::lost_jobs`, at most five, in input
 //! order: `tune --pick N`'s warning names them), the trials (counted once: they depend on the
-//! history alone), and the messages a
-//! replay has about its input (bad lines, missing queues), handed to a [`Listener`]. Must
-//! not: rank candidates (that is `rank`), format or decide exit codes.
+//! history alone), and the messages a replay has about its input (bad lines, missing
+//! queues), handed to a [`Listener`]. Must not: rank candidates (that is `rank`), format or
+//! decide exit codes.
 //!
 //! Decisions docs/tune.md leaves open:
 //! - a `scheduler:` vary changes the scheduler both sides run under, as `simulate
