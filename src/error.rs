@@ -19,7 +19,8 @@ pub enum ExitCode {
     Failure = 1,
     /// Usage error: unknown flag, missing argument.
     Usage = 2,
-    /// Invalid input: a document failed to parse or validate.
+    /// Invalid input: a document failed to parse or validate, or a history holds no job
+    /// (`simulate`, `tune`, `suggest`, `history`; `--allow-empty` makes that 0).
     InvalidInput = 3,
     /// The server is unreachable, timed out, or answered something unexpected.
     Unreachable = 4,
@@ -32,7 +33,7 @@ impl ExitCode {
         (ExitCode::Success, "success"),
         (ExitCode::Failure, "the operation failed or a check did not hold (not found, conflict, refused, `diff` found differences, a `simulate` expectation not met)"),
         (ExitCode::Usage, "usage error (unknown flag, missing argument)"),
-        (ExitCode::InvalidInput, "invalid input (parse or validation errors)"),
+        (ExitCode::InvalidInput, "invalid input (parse or validation errors; a history with no job in `simulate`, `tune`, `suggest` or `history`, unless `--allow-empty`)"),
         (ExitCode::Unreachable, "server unreachable, timed out, or answered something unexpected"),
         (ExitCode::Auth, "authentication or permission denied"),
     ];

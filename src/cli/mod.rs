@@ -458,6 +458,9 @@ pub struct HistoryArgs {
     /// is reported on stderr either way).
     #[arg(long)]
     pub strict: bool,
+    /// Exit 0 when no job matches (an empty export), instead of 3.
+    #[arg(long)]
+    pub allow_empty: bool,
 }
 
 // The time window of the jobs read from Lookout (`history`, `simulate --lookout-db`), on
@@ -1008,6 +1011,11 @@ pub struct ReplayArgs {
     /// write the shard's part of the answer, which `retryctl merge` adds up.
     #[arg(long, value_name = "I/N", value_parser = crate::replay::shard::Shard::parse)]
     pub shard: Option<crate::replay::shard::Shard>,
+
+    /// Exit 0 when the history holds no job (an empty file, directory, stdin or Lookout
+    /// window), instead of 3.
+    #[arg(long)]
+    pub allow_empty: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -4,7 +4,8 @@
 //! `output::history`, with a progress line on a terminal. Memory stays one job (one page for
 //! the REST API) whatever the number of jobs. A row that cannot be read is reported with its
 //! job, run and column on stderr and left out; the export goes on, and `--strict` makes the
-//! exit status 1 afterwards.
+//! exit status 1 afterwards. No job read is an empty input ([`no_job`], exit 3, before the
+//! summary) unless `--allow-empty`.
 
 use crate::app::Context;
 use crate::cli::{HistoryArgs, HistoryOutput, WindowArgs};
@@ -28,9 +29,12 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     )?;
     let timeout = parse_timeout(&ctx.global.timeout)?;
     let dsn = resolve_dsn(args.lookout_db.clone(), args.lookout_url.is_none())?;
+    // What an empty export's error calls the source.
+    let named: String;
     let source: JobStream = match (&dsn, &args.lookout_url) {
         (Some(dsn), _) => {
             let db = db::connect(dsn, timeout)?;
+            named = format!("Lookout `{}`", db.shown());
             if ctx.global.verbose > 0 {
                 writeln!(ctx.err, "lookout-db: {}", db::statement(&filter)?)?;
             }
@@ -42,6 +46,7 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
                 writeln!(ctx.err, "{warning}")?;
             }
             let (url, credentials, tls) = settings.lookout_client(url)?;
+            named = format!("Lookout `{url}`");
             api::jobs(api::Api::new(&url, credentials.auth, &tls, timeout)?, &filter)
         }
         (None, None) => {
@@ -68,12 +73,77 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     drop(progress);
     out.flush()?;
     let totals = export.totals();
+    if totals.jobs_read == 0 && !args.allow_empty {
+        let e = no_job(&named, Some(&filter), "nothing to export");
+        return Err(
+            match dsn.as_deref().and_then(|dsn| nearest_hint(dsn, timeout, &filter)) {
+                Some(hint) => e.with_hint(hint),
+                None => e,
+            }
+            .into(),
+        );
+    }
     write_summary(ctx.err, &args.queue, totals)?;
     Ok(if args.strict && totals.left_out() > 0 {
         ExitCode::Failure
     } else {
         ExitCode::Success
     })
+}
+
+/// An empty input (docs/cli.md, exit codes): `no job in SOURCE (FILTERS): NOTHING`, exit 3.
+/// `source` as the user named it (`` `PATH` ``, `stdin`, ``Lookout `DSN` ``); `filter`: the
+/// filters that select its jobs (a Lookout source), named when given.
+pub fn no_job(source: &str, filter: Option<&Filter>, nothing: &str) -> CliError {
+    let filters = filter.map(described_filters).unwrap_or_default();
+    let within = if filters.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", filters.join(", "))
+    };
+    CliError::invalid(format!("no job in {source}{within}: {nothing}"))
+}
+
+/// The filters of a Lookout source, as [`no_job`] names them: the queue, the job set, the
+/// jobs, the window (`FROM–TO`, `from FROM`, `before TO`).
+fn described_filters(f: &Filter) -> Vec<String> {
+    let mut out = vec![format!("queue `{}`", f.queue)];
+    if let Some(js) = &f.jobset {
+        out.push(format!("job set `{js}`"));
+    }
+    if !f.jobs.is_empty() {
+        let ids: Vec<String> = f.jobs.iter().map(|j| format!("`{j}`")).collect();
+        out.push(format!(
+            "{} {}",
+            if ids.len() == 1 { "job" } else { "jobs" },
+            ids.join(", ")
+        ));
+    }
+    match (f.from, f.to) {
+        (Some(from), Some(to)) => out.push(format!("{from}–{to}")),
+        (Some(from), None) => out.push(format!("from {from}")),
+        (None, Some(to)) => out.push(format!("before {to}")),
+        (None, None) => {}
+    }
+    out
+}
+
+/// The hint of an empty Lookout database export: the days of the queue's jobs nearest the
+/// window (the last before it, the first after it), or that the queue has none at all.
+/// `None` when neither tells anything, or the database cannot say (the error is the export's).
+pub fn nearest_hint(dsn: &str, timeout: std::time::Duration, filter: &Filter) -> Option<String> {
+    let n = db::nearest(dsn, timeout, filter).ok()?;
+    let queue = &filter.queue;
+    if !n.any {
+        return Some(format!("queue `{queue}` has no job in Lookout; check the name"));
+    }
+    let days = match (n.before, n.after) {
+        (Some(b), Some(a)) => format!("{b} (before the window) and {a} (after it)"),
+        (Some(b), None) => format!("{b} (before the window)"),
+        (None, Some(a)) => format!("{a} (after the window)"),
+        (None, None) => return None,
+    };
+    Some(format!("queue `{queue}` has jobs submitted on {days}"))
 }
 
 /// The DSN `$LOOKOUT_DB` stands for (docs/lookout.md): that of `--lookout-db` given without

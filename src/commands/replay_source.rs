@@ -4,7 +4,10 @@
 //! database. The command hands over what it does with the source ([`Drive`]); this module
 //! opens it, runs that, and afterwards says what the database export left out.
 //!
-//! Owns: the checks between these flags, the Lookout connection and filter, and the
+//! Owns: the checks between these flags, the Lookout connection and filter, an empty history
+//! (no entry with content before the first is handed over, so nothing is written: exit 3 with
+//! the source and its filters named, and for Lookout a hint of where the queue's jobs are;
+//! `--allow-empty` replays it; a shard or a partial is never empty, its merge decides), and the
 //! `history` summary on stderr after a database replay (a connection lost midway: what was
 //! replayed is printed, then the error, exit 4; `--strict` with rows left out: exit 1).
 //! Must not: replay, count or render (that is the [`Drive`]'s).
@@ -13,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::app::Context;
 use crate::cli::ReplayArgs;
-use crate::commands::history::{lookout_filter, now, FilterFlags};
+use crate::commands::history::{lookout_filter, nearest_hint, no_job, now, FilterFlags};
 use crate::commands::policy_set::{base_config, load_from_cluster, PolicyFlags};
 use crate::connection::parse_timeout;
 use crate::engine::simulator::Simulator;
@@ -24,7 +27,7 @@ use crate::lookout::{cluster, db, Export};
 use crate::output::history::write_summary;
 use crate::output::simulate::Baseline;
 use crate::replay::partial::Lookout;
-use crate::replay::source::{Digest, Files, HistorySource, Overrides};
+use crate::replay::source::{Body, Digest, Entry, Files, HistorySource, Overrides, EMPTY_TEXT};
 
 /// What a command does with its history source.
 pub trait Drive {
@@ -38,6 +41,77 @@ pub trait Drive {
         from: Baseline,
         about: About,
     ) -> anyhow::Result<ExitCode>;
+
+    /// What an empty history leaves the command (docs/cli.md, exit codes): the end of its
+    /// error, `no job in … : nothing to compare`.
+    fn nothing(&self) -> &'static str {
+        "nothing to compare"
+    }
+
+    /// With `--allow-empty`, an empty history: `None`, it is replayed as any other (its
+    /// totals are zero); `Some(code)`, the command ends there, printing nothing.
+    fn allowed_empty(&self) -> Option<ExitCode> {
+        None
+    }
+}
+
+/// A source with the entries read ahead of the replay handed out first.
+struct ReadAhead<S> {
+    ahead: std::collections::VecDeque<Entry>,
+    source: S,
+}
+
+impl<S: HistorySource> Iterator for ReadAhead<S> {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        self.ahead.pop_front().or_else(|| self.source.next())
+    }
+}
+
+impl<S: HistorySource> HistorySource for ReadAhead<S> {
+    fn progress(&self) -> crate::replay::source::Progress {
+        self.source.progress()
+    }
+
+    fn bulk(&self) -> bool {
+        self.source.bulk()
+    }
+
+    /// Never called after a read ahead: a shard's source is not read ahead ([`ahead`]).
+    fn sift(&mut self, shard: crate::replay::shard::Shard) -> bool {
+        self.source.sift(shard)
+    }
+}
+
+/// Whether an entry holds something the replay reports: a job, or what could not be read
+/// (an error, a row left out); blank lines and texts with no document do not.
+fn has_content(entry: &Entry) -> bool {
+    match &entry.body {
+        Body::Lines(block) => block.lines().next().is_some(),
+        Body::Error(message) => message != EMPTY_TEXT,
+        Body::History(_) | Body::Invalid(_) | Body::LeftOut { .. } => true,
+    }
+}
+
+/// `source` read up to its first entry with content, before anything is written (an empty
+/// history is an error, docs/cli.md); `Err(source)`: it ended with none.
+fn ahead<S: HistorySource>(mut source: S) -> Result<ReadAhead<S>, S> {
+    let mut read = std::collections::VecDeque::new();
+    while let Some(entry) = source.next() {
+        let content = has_content(&entry);
+        read.push_back(entry);
+        if content {
+            return Ok(ReadAhead { ahead: read, source });
+        }
+    }
+    Err(source)
+}
+
+/// Whether `run` looks for an empty history: not for a shard or a partial (their merge
+/// decides, docs/past-one-machine.md).
+fn checks_empty(args: &ReplayArgs, partial: bool) -> bool {
+    !partial && args.shard.is_none()
 }
 
 /// What the source is, for a partial result (docs/past-one-machine.md): what its fingerprint holds, and the
@@ -131,7 +205,26 @@ pub fn run<D: Drive>(
             digest: if partial { source.digest() } else { Digest::default() },
             export: None,
         };
-        return driver.drive(ctx, source, file_baseline.as_ref(), Baseline::Files, about);
+        if !checks_empty(args, partial) {
+            return driver.drive(ctx, source, file_baseline.as_ref(), Baseline::Files, about);
+        }
+        return match ahead(source) {
+            Ok(source) => driver.drive(ctx, source, file_baseline.as_ref(), Baseline::Files, about),
+            // `--allow-empty`: the (ended) source replayed, its texts with no document
+            // left out.
+            Err(source) if args.allow_empty => match driver.allowed_empty() {
+                Some(code) => Ok(code),
+                None => driver.drive(ctx, source, file_baseline.as_ref(), Baseline::Files, about),
+            },
+            Err(_) => {
+                let named = if history.as_os_str() == "-" {
+                    "stdin".to_string()
+                } else {
+                    format!("`{}`", history.display())
+                };
+                Err(no_job(&named, None, driver.nothing()).into())
+            }
+        };
     };
     let settings = overrides.apply(&base);
     let mut filter = lookout_filter(
@@ -183,7 +276,38 @@ pub fn run<D: Drive>(
     }
     let state = source.state();
     about.export = Some((state.clone(), queue.clone()));
-    let code = driver.drive(ctx, source, baseline.as_ref(), from, about)?;
+    let code = if checks_empty(args, partial) {
+        match ahead(source) {
+            Ok(source) => driver.drive(ctx, source, baseline.as_ref(), from, about)?,
+            Err(source) => {
+                let (read, lost) = {
+                    let s = state.lock().unwrap_or_else(|e| e.into_inner());
+                    (s.totals.jobs_read, s.error.is_some())
+                };
+                if read > 0 || lost {
+                    // Not empty: jobs read with no run to replay (the summary says why), or
+                    // the connection lost before the first (the error follows the summary).
+                    driver.drive(ctx, source, baseline.as_ref(), from, about)?
+                } else if args.allow_empty {
+                    match driver.allowed_empty() {
+                        Some(code) => return Ok(code),
+                        None => driver.drive(ctx, source, baseline.as_ref(), from, about)?,
+                    }
+                } else {
+                    let named = format!("Lookout `{}`", crate::lookout::mask_dsn(dsn));
+                    let e = no_job(&named, Some(&filter), driver.nothing());
+                    let timeout = parse_timeout(&ctx.global.timeout)?;
+                    return Err(match nearest_hint(dsn, timeout, &filter) {
+                        Some(hint) => e.with_hint(hint),
+                        None => e,
+                    }
+                    .into());
+                }
+            }
+        }
+    } else {
+        driver.drive(ctx, source, baseline.as_ref(), from, about)?
+    };
     let state = std::mem::take(&mut *state.lock().unwrap_or_else(|e| e.into_inner()));
     // `history`'s summary: what was read, left out, and what Lookout could not tell.
     write_summary(ctx.err, queue, &state.totals)?;

@@ -3,7 +3,8 @@
 //! Owns: connecting (errors → exit 4 with the DSN masked, or 5 for wrong credentials), the
 //! check that the Lookout tables exist, the one statement that reads them ([`statement`]: a
 //! binary `COPY` of `job LEFT JOIN job_run` ordered by `job_id`, so a job's rows arrive
-//! together and the client holds one job at a time whatever the table size), decoding its
+//! together and the client holds one job at a time whatever the table size), the days of a
+//! queue's jobs nearest a window that holds none ([`nearest`]), decoding its
 //! rows by hand, and turning a row that cannot be read into an [`Item::Bad`] naming the job,
 //! the run and the column (docs/lookout.md). Must not: map rows to histories (`mapping`), or print.
 //!
@@ -330,6 +331,43 @@ pub fn shard_ranks(db: &Db, f: &Filter) -> Result<std::collections::HashMap<Stri
         .iter()
         .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1) as u64))
         .collect())
+}
+
+/// Where a queue's jobs are when a window holds none of them: whether it has any, and the
+/// days (`YYYY-MM-DD`, UTC) of the last job submitted before `f.from` and of the first at or
+/// after `f.to` (each only when the filter has that bound). The queue alone: not the job set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Nearest {
+    pub any: bool,
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+/// [`Nearest`] for `f`'s queue, on a connection of its own (the export's has ended).
+pub fn nearest(dsn: &str, timeout: Duration, f: &Filter) -> Result<Nearest, CliError> {
+    let db = connect(dsn, timeout)?;
+    let queue = literal("--queue", &f.queue)?;
+    let bound = |t: Option<Timestamp>, op: &str, agg: &str| match t {
+        Some(t) => format!(
+            "(SELECT to_char({agg}(submitted), 'YYYY-MM-DD') FROM job WHERE queue = {queue} \
+             AND submitted {op} TIMESTAMPTZ '{t}' AT TIME ZONE 'UTC')"
+        ),
+        None => "NULL::text".to_string(),
+    };
+    let statement = format!(
+        "SELECT EXISTS (SELECT 1 FROM job WHERE queue = {queue}), {}, {}",
+        bound(f.from, "<", "max"),
+        bound(f.to, ">=", "min")
+    );
+    let row = db
+        .rt
+        .block_on(db.client.query_one(statement.as_str(), &[]))
+        .map_err(|e| query_error(&e, &db.shown))?;
+    Ok(Nearest {
+        any: row.get(0),
+        before: row.get(1),
+        after: row.get(2),
+    })
 }
 
 /// The `WHERE` of an export: the queue and the filters.

@@ -249,6 +249,10 @@ impl LineBlock {
     }
 }
 
+/// The error of a YAML or JSON text with no document at all (empty, blank or comments only):
+/// reported beside other entries, and an empty input when it is all there is.
+pub const EMPTY_TEXT: &str = "no FailureHistory document (it is empty)";
+
 /// The UTF-8 byte order mark some editors (and PowerShell's `Out-File`) write at the start of
 /// a text: skipped at the start of a history file or stdin, as no part of its first line or
 /// document.
@@ -685,8 +689,15 @@ impl Files {
             .count();
         if histories == 0 {
             // An empty history is a mistake (a wrong path, a truncated file), not a pass.
+            // A text with no document at all is an empty input when nothing else is
+            // (`commands::replay_source`).
             if mine.head {
-                let entry = self.error(name, stem, None, "no FailureHistory document".to_string());
+                let message = if file.documents.is_empty() {
+                    EMPTY_TEXT
+                } else {
+                    "no FailureHistory document"
+                };
+                let entry = self.error(name, stem, None, message.to_string());
                 self.ready.push_back(entry);
             }
             return;

@@ -34,6 +34,7 @@ use std::sync::Arc;
 
 use crate::app::Context;
 use crate::cli::{ReplayArgs, SuggestArgs, SuggestOutput};
+use crate::commands::history::no_job;
 use crate::commands::policy_set::{base_config, load_policies, policy_set, PolicyFlags, Side};
 use crate::commands::replay_source::{self, check_flags, overrides, About, Drive};
 use crate::commands::simulate::{
@@ -498,7 +499,19 @@ impl Drive for Suggest<'_> {
         let pass = self.learn(ctx, source, spool_all, None)?;
         self.conclude(ctx, &baseline, from, pass)
     }
+
+    fn nothing(&self) -> &'static str {
+        NOTHING
+    }
+
+    /// Nothing learned, nothing proposed: exit 0 with nothing printed.
+    fn allowed_empty(&self) -> Option<ExitCode> {
+        Some(ExitCode::Success)
+    }
 }
+
+/// The end of the error for an empty history (docs/cli.md, exit codes).
+const NOTHING: &str = "nothing to learn from";
 
 impl Suggest<'_> {
     /// The baseline both passes replay: `--baseline`'s (or none: no policy, the engine's
@@ -597,6 +610,15 @@ impl Suggest<'_> {
             return Err(self.backtest_refused(&BacktestError::NotSubmitted { jobs, first }, at));
         }
         if pass.train_jobs + pass.test_jobs == 0 {
+            // No entry at all (a merge's shards all empty): an empty history, in its words.
+            if let (0, None, Some(history)) = (pass.errors, &args.replay.lookout_db, &args.replay.history) {
+                let named = if history.as_os_str() == "-" {
+                    "stdin".to_string()
+                } else {
+                    format!("`{}`", history.display())
+                };
+                return Err(no_job(&named, None, NOTHING).into());
+            }
             return Err(CliError::invalid(format!(
                 "no job could be replayed ({} not read): there is nothing to learn from",
                 crate::engine::job_report::plural(pass.errors, "entry", "entries")

@@ -102,6 +102,7 @@ impl SuggestRun {
                 default_policy: self.default_policy.clone(),
                 backtest_at: self.backtest_at.clone(),
                 shard: None,
+                allow_empty: false,
             },
             categorizer: self.categorizer.clone(),
             min_trials: self.min_trials,
