@@ -617,7 +617,15 @@ fn a_grpc_only_context_blocks_only_the_commands_that_talk_to_armada() {
         "/api/v1/jobs" => Reply::json(200, serde_json::json!({"jobs": []})),
         _ => Reply::json(404, serde_json::json!({"error": "not found"})),
     });
-    let out = exchange(retryctl(home.path()).args(["history", "--queue", "ml", "--lookout-url", &lookout.url]));
+    let args = [
+        "history",
+        "--queue",
+        "ml",
+        "--lookout-url",
+        &lookout.url,
+        "--allow-empty",
+    ];
+    let out = exchange(retryctl(home.path()).args(args));
     assert_eq!(
         out,
         "exit: 0\n--- stdout\n--- stderr\nhistory: exported 0 jobs and 0 runs of queue `ml`\n"
@@ -630,10 +638,18 @@ fn a_grpc_only_context_blocks_only_the_commands_that_talk_to_armada() {
         "ml",
         "--lookout-url",
         &with_user,
+        "--allow-empty",
     ]));
     assert!(out.starts_with("exit: 0\n"), "{out}");
+    // No job: an empty export (exit 3), which names Lookout's URL without its user info.
     let out = exchange(retryctl(home.path()).args(["history", "--queue", "ml", "--lookout-url", &with_user]));
-    assert!(out.starts_with("exit: 0\n"), "{out}");
+    assert_eq!(
+        out,
+        format!(
+            "exit: 3\n--- stdout\n--- stderr\nerror: no job in Lookout `{}` (queue `ml`): nothing to export\n",
+            lookout.url
+        )
+    );
     let sent: Vec<String> = (0..3).map(|i| auth_headers(&lookout, i)).collect();
     assert_eq!(sent, ["Bearer ctx-tok", "Bearer env-tok", "Basic bWU6cHc="]);
     // A query in the Lookout URL: the same rule as for Armada's.

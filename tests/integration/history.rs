@@ -63,7 +63,12 @@ fn db_filters_queue_jobset_job_and_time() {
     assert_eq!(h(&["--queue", "ml", "--to", "2026-11-02T00:00:00Z"]), ["ml-18"]);
     // `--since` counts back from the clock: 100 years back covers the whole fixture.
     assert_eq!(h(&["--queue", "ml", "--since", "36500d"]).len(), 18);
-    assert_eq!(h(&["--queue", "nope"]), Vec::<String>::new());
+    // A queue with no job is an empty input (exit 3, tests/integration/empty_input.rs);
+    // `--allow-empty` exports nothing and exits 0.
+    assert_eq!(h(&["--queue", "nope", "--allow-empty"]), Vec::<String>::new());
+    let out = history(home.path(), &["--lookout-db", db.dsn.as_str(), "--queue", "nope"]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty());
 }
 
 #[test]

@@ -17,6 +17,7 @@ mod concurrency;
 mod config;
 mod crud;
 mod docs;
+mod empty_input;
 mod engines;
 mod exact;
 mod grpc;
