@@ -238,43 +238,54 @@ impl fmt::Display for GoDuration {
     /// Canonical form: largest units first, zero parts left out (`1h30m`, `1m30s`, `1.5s`,
     /// `300ms`, `0s`). `parse(format(d)) == d` for every `d`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_nanos(f, u128::from(self.0))
+        write_nanos_u64(f, self.0)
     }
 }
 
-/// `n` nanoseconds in the canonical form of [`GoDuration`]'s `Display`.
+/// `n` nanoseconds in the canonical form of [`GoDuration`]'s `Display`. A value within 64 bits
+/// (every duration of a run, most sums) is written with 64-bit arithmetic: 128-bit division
+/// is a call of its own, and a history's records write several durations per run.
 fn write_nanos(f: &mut fmt::Formatter<'_>, n: u128) -> fmt::Result {
-    let (s, ms, us, m, h) = (
-        u128::from(S),
-        u128::from(MS),
-        u128::from(US),
-        u128::from(M),
-        u128::from(H),
-    );
+    match u64::try_from(n) {
+        Ok(n) => write_nanos_u64(f, n),
+        Err(_) => {
+            // Past 64 bits: hours of 128 bits, the rest below an hour.
+            write!(f, "{}h", n / u128::from(H))?;
+            write_below_hour(f, (n % u128::from(H)) as u64)
+        }
+    }
+}
+
+fn write_nanos_u64(f: &mut fmt::Formatter<'_>, n: u64) -> fmt::Result {
     if n == 0 {
         return write!(f, "0s");
     }
-    if n < s {
-        return if n % ms == 0 {
-            write!(f, "{}ms", n / ms)
-        } else if n % us == 0 {
-            write!(f, "{}us", n / us)
+    if n < S {
+        return if n % MS == 0 {
+            write!(f, "{}ms", n / MS)
+        } else if n % US == 0 {
+            write!(f, "{}us", n / US)
         } else {
             write!(f, "{n}ns")
         };
     }
-    let hours = n / h;
-    let minutes = (n % h) / m;
-    let rem = n % m;
+    let hours = n / H;
     if hours > 0 {
         write!(f, "{hours}h")?;
     }
+    write_below_hour(f, n % H)
+}
+
+/// The minutes and seconds of a duration of at least a second, `below` < 1h of it.
+fn write_below_hour(f: &mut fmt::Formatter<'_>, below: u64) -> fmt::Result {
+    let minutes = below / M;
+    let rem = below % M;
     if minutes > 0 {
         write!(f, "{minutes}m")?;
     }
     if rem > 0 {
-        let secs = rem / s;
-        let frac = rem % s;
+        let secs = rem / S;
+        let frac = rem % S;
         if frac == 0 {
             write!(f, "{secs}s")?;
         } else {
