@@ -65,7 +65,12 @@ impl Action {
             text == "RETRY_ACTION_UNSPECIFIED" || go_upper(text) == "UNSPECIFIED"
         };
         if unspecified {
-            return format!("`{text}` is `RETRY_ACTION_UNSPECIFIED`: the action is not set; {ACCEPTED}");
+            let named = if text == "RETRY_ACTION_UNSPECIFIED" {
+                String::new()
+            } else {
+                format!(" (`{text}` is `RETRY_ACTION_UNSPECIFIED`)")
+            };
+            return format!("the action is not set{named}: {ACCEPTED}");
         }
         if number {
             format!("no RetryAction of value {text}: {ACCEPTED}")
@@ -360,5 +365,47 @@ impl RetryPolicy {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What upstream's `RetryAction.UnmarshalJSON` accepts, and nothing more, in its words.
+    #[test]
+    fn actions_are_what_upstreams_decoder_reads() {
+        for (text, want) in [
+            ("Fail", Some(Action::Fail)),
+            ("retry", Some(Action::Retry)),
+            ("RETRY_ACTION_FAIL", Some(Action::Fail)),
+            ("faıl", Some(Action::Fail)),
+            ("retry_action_fail", None),
+            ("Retry_Action_Retry", None),
+            (" Fail", None),
+            ("1", None),
+            ("RETRY_ACTION_UNSPECIFIED", None),
+        ] {
+            assert_eq!(Action::parse(text), want, "{text:?}");
+        }
+        assert_eq!(Action::from_number(2), Some(Action::Retry));
+        assert_eq!(Action::from_number(0), None);
+        assert_eq!(
+            Action::refusal("1", false),
+            r#"no RetryAction of name "1": expected `Retry` or `Fail`"#
+        );
+        assert_eq!(
+            Action::refusal("99", true),
+            "no RetryAction of value 99: expected `Retry` or `Fail`"
+        );
+        assert_eq!(
+            Action::refusal("0", true),
+            "the action is not set (`0` is `RETRY_ACTION_UNSPECIFIED`): expected `Retry` or `Fail`"
+        );
+        assert_eq!(
+            Action::refusal("RETRY_ACTION_UNSPECIFIED", false),
+            "the action is not set: expected `Retry` or `Fail`"
+        );
+        assert_eq!(go_quote("a\"b\\\n\u{1}é"), r#""a\"b\\\n\x01é""#);
     }
 }
