@@ -476,7 +476,7 @@ impl Tune<'_> {
                 None => {
                     writeln!(
                         ctx.err,
-                        "{}: no candidate is recommended: none within the constraints beats the baseline's expected successes; keep the baseline",
+                        "{}: no candidate is recommended: none within the constraints beats the baseline's expected successes or matches them for less cost; keep the baseline",
                         ctx.style.error("error")
                     )?;
                     return Ok(ExitCode::Failure);

@@ -364,7 +364,7 @@ fn recommendation(view: &TuneView<'_>) -> String {
                 signed_seconds(s.cost)
             )
         }
-        None => "recommended: none: no candidate within the constraints beats the baseline's expected successes; keep the baseline".to_string(),
+        None => "recommended: none: no candidate within the constraints beats the baseline's expected successes or matches them for less cost; keep the baseline".to_string(),
     }
 }
 

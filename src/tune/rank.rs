@@ -7,7 +7,7 @@
 //! strictly; the recommendation: the highest expectedSucceeded among the candidates with at
 //! most `--max-lost` lost jobs and a cost of at most `--max-compute`, ties broken by lower
 //! cost, fewer retries added, lower id — and none unless it beats the baseline's
-//! expectedSucceeded. Pure: numbers in, numbers out.
+//! expectedSucceeded, or matches it for less cost. Pure: numbers in, numbers out.
 //!
 //! Also owns whether the recommendation rests on the estimates alone: the recommended
 //! candidate succeeds, in the record, no more often than the baseline or than another
@@ -177,7 +177,7 @@ pub fn rank(
     let recommended = order
         .first()
         .copied()
-        .filter(|&i| scored[i].eligible() && scored[i].expected_succeeded > baseline.expected_succeeded);
+        .filter(|&i| scored[i].eligible() && dominates(&scored[i], &baseline));
     let estimates_decide = recommended.and_then(|r| estimates_decide(&scored, &order, r, &baseline));
     Ranked {
         baseline,
@@ -212,6 +212,13 @@ fn estimates_decide(scored: &[Scored], order: &[usize], r: usize, baseline: &Bas
 }
 
 /// Eligible first; then more expected successes, lower cost, fewer retries added, lower id.
+/// A candidate worth recommending over the baseline: more expected successes, or as many for
+/// less cost (the futile retries a proposal removes: same outcomes, less compute).
+fn dominates(c: &Scored, baseline: &BaselineRow) -> bool {
+    c.expected_succeeded > baseline.expected_succeeded
+        || (c.expected_succeeded >= baseline.expected_succeeded && c.cost < baseline.cost)
+}
+
 fn recommendation_order(a: &Scored, b: &Scored) -> Ordering {
     a.excluded
         .is_empty()
@@ -305,6 +312,17 @@ mod tests {
             cost: 0.0,
             compute: TotalDuration::ZERO,
         }
+    }
+
+    /// A candidate is worth recommending when it succeeds more, or as often for less cost
+    /// (futile retries removed); as often for the same cost or more, or less often, is not.
+    #[test]
+    fn the_baseline_is_beaten_by_more_successes_or_as_many_for_less() {
+        let b = baseline_row(919, 919.0);
+        assert!(dominates(&scored(1, 928.5, 34_000.0), &b));
+        assert!(dominates(&scored(2, 919.0, -22_200.0), &b));
+        assert!(!dominates(&scored(3, 919.0, 0.0), &b));
+        assert!(!dominates(&scored(4, 913.0, -83_400.0), &b));
     }
 
     /// A candidate that succeeds `succeeded` times in the record, `e` expected.

@@ -451,7 +451,7 @@ fn the_recommendation_keeps_what_the_baseline_saved() {
     let nothing = run(dir.path(), &pick_none);
     assert_eq!(
         format_output(&nothing),
-        "exit: 1\n--- stdout\n--- stderr\nerror: no candidate is recommended: none within the constraints beats the baseline's expected successes; keep the baseline\n"
+        "exit: 1\n--- stdout\n--- stderr\nerror: no candidate is recommended: none within the constraints beats the baseline's expected successes or matches them for less cost; keep the baseline\n"
     );
     // A shard's recommendation is not the cluster's: refused before any work, exit 2.
     let mut shard = pick.clone();
