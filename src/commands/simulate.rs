@@ -105,9 +105,11 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     };
     // The executor's categorizer of each side (docs/categorizer.md), read before the
     // history: a bad file is exit 3 with nothing on stdout.
-    if !replay.baseline.is_empty() || replay.baseline_from_cluster {
-        check_sides_categorizers(args.categorizer.as_deref(), args.baseline_categorizer.as_deref())?;
-    }
+    check_sides_categorizers(
+        replay,
+        args.categorizer.as_deref(),
+        args.baseline_categorizer.as_deref(),
+    )?;
     let categorizer = load_categorizer(ctx, args.categorizer.as_deref())?;
     let baseline_categorizer = match args.baseline_categorizer.as_deref() {
         None => None,
@@ -139,11 +141,13 @@ pub const RECORDED: &str = "recorded";
 /// with a categorizer"): a what-if whose candidate has `--categorizer FILE` and whose baseline has none is
 /// a usage error, before anything is read.
 pub fn check_sides_categorizers(
+    replay: &crate::cli::ReplayArgs,
     candidate: Option<&std::path::Path>,
     baseline: Option<&std::path::Path>,
 ) -> Result<(), CliError> {
+    let what_if = !replay.baseline.is_empty() || replay.baseline_from_cluster;
     match (candidate, baseline) {
-        (Some(file), None) => Err(CliError::usage(format!(
+        (Some(file), None) if what_if => Err(CliError::usage(format!(
             "the baseline has no categorizer while the candidate has `{}`: give the deployed one (`--baseline-categorizer FILE`), or `--baseline-categorizer recorded` to keep the categories Lookout recorded",
             file.display()
         ))),

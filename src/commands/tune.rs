@@ -175,9 +175,11 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
     // as written is the baseline, its categorizer included (a `categorizer:` vary changes
     // the candidates only); with one, the baseline never borrows the candidates'.
     let what_if = !replay.baseline.is_empty() || replay.baseline_from_cluster;
-    if what_if {
-        check_sides_categorizers(args.categorizer.as_deref(), args.baseline_categorizer.as_deref())?;
-    }
+    check_sides_categorizers(
+        replay,
+        args.categorizer.as_deref(),
+        args.baseline_categorizer.as_deref(),
+    )?;
     let baseline_categorizer = match args.baseline_categorizer.as_deref() {
         None if what_if => None,
         None => categorizer.clone(),
