@@ -55,7 +55,7 @@ use crate::output::sinks::{sink, Format};
 use crate::output::tune::{self as view, StderrListener};
 use crate::replay::partial::counts::{Counts, Sums};
 use crate::replay::partial::{decode_entry, decode_for_records, Entries, Entry, Item, Partial, ReadError};
-use crate::replay::run::{BacktestError, CompareFold, Fallback, Folded, NotReplayed, Options, ReplayFold};
+use crate::replay::run::{CompareFold, Fallback, Folded, NoAnswer, NotReplayed, Options, ReplayFold};
 use crate::replay::source::Pos;
 use crate::tune::sweep::{SweepFold, Tallies};
 
@@ -892,7 +892,7 @@ fn backtest_at(p: &Partial, at: Option<&str>) -> anyhow::Result<Option<crate::mo
 /// Why the shards' `--backtest-at` has no answer from the merged trials: one process's
 /// refusal (the same usage error, exit 2), said of the shards' flag, since merge was given
 /// none, and what to do about it: run the shards again.
-fn backtest_refused(refused: &BacktestError, at: Option<&str>) -> anyhow::Error {
+fn backtest_refused(refused: &NoAnswer, at: Option<&str>) -> anyhow::Error {
     shards_backtest_refusal(refused, at.unwrap_or_default()).into()
 }
 

@@ -58,7 +58,7 @@ use crate::output::sinks::{sink, Format};
 use crate::replay::backtest::Refusal;
 use crate::replay::compare::Comparison;
 use crate::replay::partial::{fingerprint, Header, Recorder};
-use crate::replay::run::{compare, replay, BacktestError, Options, Out};
+use crate::replay::run::{compare, replay, NoAnswer, Options, Out};
 use crate::replay::shard::Shard;
 use crate::replay::source::HistorySource;
 use crate::replay::summary::Summary;
@@ -349,7 +349,7 @@ pub fn conclude(
     ctx: &mut Context,
     run: &SimulateRun,
     held: Option<Held>,
-    refused: Option<BacktestError>,
+    refused: Option<NoAnswer>,
     used_given: bool,
 ) -> anyhow::Result<()> {
     if let Some(refused) = refused {
@@ -374,23 +374,23 @@ pub fn parse_backtest_at(text: &str) -> Result<Timestamp, CliError> {
 }
 
 /// Why `--backtest-at` has no answer, as the usage error it is (docs/estimates.md).
-pub fn backtest_refusal(refused: &BacktestError, at: &str) -> CliError {
+pub fn backtest_refusal(refused: &NoAnswer, at: &str) -> CliError {
     match refused {
-        BacktestError::NotSubmitted { jobs, first } => CliError::usage(format!(
+        NoAnswer::NotSubmitted { jobs, first } => CliError::usage(format!(
             "`--backtest-at` splits the jobs by `job.submittedAt`, and {} {} none (the first: job `{first}`)",
             plural(*jobs, "job", "jobs"),
             if *jobs == 1 { "has" } else { "have" }
         ))
         .with_hint("give every job its submission time (`retryctl history` writes it), or leave out --backtest-at"),
-        BacktestError::Refused(Refusal::NoTrain) => CliError::usage(format!(
+        NoAnswer::Refused(Refusal::NoTrain) => CliError::usage(format!(
             "`--backtest-at {at}` leaves no trials to fit the rates: no job submitted before it has a failed run followed by another run"
         ))
         .with_hint("pick a later time"),
-        BacktestError::Refused(Refusal::NoTest) => CliError::usage(format!(
+        NoAnswer::Refused(Refusal::NoTest) => CliError::usage(format!(
             "`--backtest-at {at}` leaves no trials to test the rates: no job submitted at or after it has a failed run followed by another run"
         ))
         .with_hint("pick an earlier time"),
-        BacktestError::Overflow(o) => CliError::invalid(o.message()),
+        NoAnswer::Overflow(o) => CliError::invalid(o.message()),
     }
 }
 
@@ -402,15 +402,15 @@ pub fn said_of_the_shards(one: CliError, hint: &str) -> CliError {
 
 /// [`backtest_refusal`] as `merge` says it: of the shards' `--backtest-at`, with the hint to
 /// run them again.
-pub fn shards_backtest_refusal(refused: &BacktestError, at: &str) -> CliError {
+pub fn shards_backtest_refusal(refused: &NoAnswer, at: &str) -> CliError {
     let hint = match refused {
         // A sum of the shards together: not the shards' flag, no shard to run again.
-        BacktestError::Overflow(o) => return CliError::invalid(o.message()),
-        BacktestError::NotSubmitted { .. } => {
+        NoAnswer::Overflow(o) => return CliError::invalid(o.message()),
+        NoAnswer::NotSubmitted { .. } => {
             "give every job its submission time (`retryctl history` writes it), or run the shards again without `--backtest-at`"
         }
-        BacktestError::Refused(Refusal::NoTrain) => "run the shards again with a later `--backtest-at`",
-        BacktestError::Refused(Refusal::NoTest) => "run the shards again with an earlier `--backtest-at`",
+        NoAnswer::Refused(Refusal::NoTrain) => "run the shards again with a later `--backtest-at`",
+        NoAnswer::Refused(Refusal::NoTest) => "run the shards again with an earlier `--backtest-at`",
     };
     said_of_the_shards(backtest_refusal(refused, at), hint)
 }

@@ -39,7 +39,7 @@ pub struct Replayed {
     /// among the documents).
     pub used_given: bool,
     /// `--backtest-at` could not be made: nothing was handed to [`Sink::end`].
-    pub refused: Option<BacktestError>,
+    pub refused: Option<NoAnswer>,
     /// Into a partial: the shard's totals (its entries are recorded; `summary` is empty).
     pub totals: Option<Folded>,
 }
@@ -50,7 +50,7 @@ pub struct Compared {
     pub comparison: Comparison,
     /// As in [`Replayed`], for the candidate's side.
     pub used_given: bool,
-    pub refused: Option<BacktestError>,
+    pub refused: Option<NoAnswer>,
     /// As in [`Replayed`].
     pub totals: Option<Folded>,
 }
@@ -67,7 +67,7 @@ pub struct Options {
 /// Why a replay has no answer to print: `--backtest-at` has none (a usage error,
 /// docs/estimates.md, exit 2), or a sum passed what retryctl can add up (exit 3).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BacktestError {
+pub enum NoAnswer {
     /// Jobs without `job.submittedAt`: how many, and the first in input order.
     NotSubmitted { jobs: u64, first: String },
     /// The time leaves one side without trials.
@@ -137,16 +137,16 @@ impl TrialCount {
     }
 
     /// The final rates and, with `--backtest-at`, the backtest; or why it has no answer.
-    pub fn finish(self, options: &Options) -> Result<(Rates, Option<Backtest>), BacktestError> {
+    pub fn finish(self, options: &Options) -> Result<(Rates, Option<Backtest>), NoAnswer> {
         if let Some((_, first)) = self.first_not_submitted {
-            return Err(BacktestError::NotSubmitted {
+            return Err(NoAnswer::NotSubmitted {
                 jobs: self.not_submitted,
                 first,
             });
         }
         let rates = Rates::new(self.trials);
         let backtest = match options.backtest_at {
-            Some(at) => Some(backtest(&rates, at).map_err(BacktestError::Refused)?),
+            Some(at) => Some(backtest(&rates, at).map_err(NoAnswer::Refused)?),
             None => None,
         };
         Ok((rates, backtest))
@@ -330,7 +330,7 @@ impl Folded {
         options: &Options,
         compare: bool,
         needs: Needs,
-    ) -> Result<(Estimates, Comparison, Sides), BacktestError> {
+    ) -> Result<(Estimates, Comparison, Sides), NoAnswer> {
         let (rates, backtest) = self.trials.finish(options)?;
         let t = self.tally;
         let asked = if compare { &t.asked } else { &t.pending };
@@ -677,7 +677,7 @@ impl<'s> ReplayFold<'s> {
             return Ok(Replayed {
                 summary,
                 used_given,
-                refused: Some(BacktestError::Overflow(o)),
+                refused: Some(NoAnswer::Overflow(o)),
                 totals: None,
             });
         }
@@ -1014,7 +1014,7 @@ impl<'s> CompareFold<'s> {
             return Ok(Compared {
                 comparison,
                 used_given,
-                refused: Some(BacktestError::Overflow(o)),
+                refused: Some(NoAnswer::Overflow(o)),
                 totals: None,
             });
         }

@@ -43,8 +43,8 @@ use crate::replay::estimate::{PendingSet, Rates};
 use crate::replay::parallel::{for_each_ordered, Decoded, Emitted, Processed};
 use crate::replay::partial::Recorder;
 use crate::replay::run::{
-    fallback, record, replay_job_detailed, runs_left, runs_left_matched, tally_job_with, BacktestError, CompareTally,
-    Fallback, Fallbacks, JobFacts, NotReplayed, Options, TrialCount,
+    fallback, record, replay_job_detailed, runs_left, runs_left_matched, tally_job_with, CompareTally, Fallback,
+    Fallbacks, JobFacts, NoAnswer, NotReplayed, Options, TrialCount,
 };
 use crate::replay::sink::Message;
 use crate::replay::source::{HistorySource, Progress};
@@ -680,7 +680,7 @@ pub fn sweep<S: HistorySource>(
     shared: bool,
     options: &Options,
     listener: &mut dyn Listener,
-) -> io::Result<Result<Swept, BacktestError>> {
+) -> io::Result<Result<Swept, NoAnswer>> {
     let mut fold = SweepFold::new(listener, fallback_sim(baseline, arms).given(), arms.len());
     pass(source, baseline, arms, shared, options, |e| match e {
         Emitted::Job(_, p) => fold.entry(p),
@@ -799,7 +799,7 @@ impl<'s> SweepFold<'s> {
 
     /// The rates and the backtest, and every arm's tally; `Err`: `--backtest-at` has no
     /// answer.
-    pub fn finish(self, options: &Options) -> Result<Swept, BacktestError> {
+    pub fn finish(self, options: &Options) -> Result<Swept, NoAnswer> {
         let SweepFold {
             arms,
             errors,

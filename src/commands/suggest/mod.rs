@@ -53,7 +53,7 @@ use crate::output::simulate::{invalid_text, render_change, Baseline, Stderr};
 use crate::output::suggest::{self as view, Report};
 use crate::replay::parallel::{for_each_ordered, Emitted, Processed};
 use crate::replay::partial::{fingerprint, Header, Recorder};
-use crate::replay::run::{compare_inspected, replay, BacktestError, Options, Out, TrialCount};
+use crate::replay::run::{compare_inspected, replay, NoAnswer, Options, Out, TrialCount};
 use crate::replay::shard::Shard;
 use crate::replay::source::{Files, HistorySource};
 use crate::suggest::check::RuleCheck;
@@ -584,7 +584,7 @@ impl Suggest<'_> {
 
     /// `--backtest-at` without an answer from pass 1's counts, as `simulate` (or, merged,
     /// `merge`) says it.
-    fn backtest_refused(&self, e: &BacktestError, at: &str) -> anyhow::Error {
+    fn backtest_refused(&self, e: &NoAnswer, at: &str) -> anyhow::Error {
         if self.merged {
             shards_backtest_refusal(e, at)
         } else {
@@ -607,7 +607,7 @@ impl Suggest<'_> {
         let reread = self.reread();
         if let Some((jobs, first)) = pass.not_submitted.clone() {
             let at = args.replay.backtest_at.as_deref().unwrap_or_default();
-            return Err(self.backtest_refused(&BacktestError::NotSubmitted { jobs, first }, at));
+            return Err(self.backtest_refused(&NoAnswer::NotSubmitted { jobs, first }, at));
         }
         if pass.train_jobs + pass.test_jobs == 0 {
             // No entry at all (a merge's shards all empty): an empty history, in its words.
