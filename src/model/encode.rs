@@ -40,7 +40,8 @@ fn policy_v1(policy: &RetryPolicy) -> Value {
     })
 }
 
-fn rule_v1(rule: &Rule) -> Value {
+/// A rule as the `armadaproject.io/v1` dialect writes it under `spec.rules`.
+pub fn rule_v1(rule: &Rule) -> Value {
     let mut m = Map::new();
     m.insert("action".into(), json!(rule.action.as_str()));
     insert_rule_matchers(&mut m, rule);
@@ -162,28 +163,28 @@ fn policy_v1beta1(policy: &RetryPolicy) -> Result<Value, Vec<String>> {
     m.insert("name".into(), json!(policy.name));
     m.insert("retryLimit".into(), json!(policy.retry_limit.unwrap_or(0)));
     m.insert("defaultAction".into(), json!(policy.default_action().as_str()));
-    let rules: Vec<Value> = policy
-        .rules
-        .iter()
-        .map(|r| {
-            let mut rm = Map::new();
-            rm.insert("action".into(), json!(r.action.as_str()));
-            if let Some(c) = r.on_failure_category.as_ref().and_then(|c| c.first()) {
-                rm.insert("onCategory".into(), json!(c));
-            }
-            if let Some(s) = r.on_failure_subcategory.as_ref().and_then(|s| s.first()) {
-                rm.insert("onSubcategory".into(), json!(s));
-            }
-            if let Some(mutate) = &r.mutate {
-                rm.insert("mutate".into(), mutation(mutate));
-            }
-            Value::Object(rm)
-        })
-        .collect();
+    let rules: Vec<Value> = policy.rules.iter().map(rule_v1beta1).collect();
     if !rules.is_empty() {
         m.insert("rules".into(), Value::Array(rules));
     }
     Ok(Value::Object(m))
+}
+
+/// A rule as the `armadaproject.io/v1beta1` dialect writes it (a rule that fits it: see
+/// [`RetryPolicy::upstream_incompatibilities`]).
+pub fn rule_v1beta1(r: &Rule) -> Value {
+    let mut rm = Map::new();
+    rm.insert("action".into(), json!(r.action.as_str()));
+    if let Some(c) = r.on_failure_category.as_ref().and_then(|c| c.first()) {
+        rm.insert("onCategory".into(), json!(c));
+    }
+    if let Some(s) = r.on_failure_subcategory.as_ref().and_then(|s| s.first()) {
+        rm.insert("onSubcategory".into(), json!(s));
+    }
+    if let Some(mutate) = &r.mutate {
+        rm.insert("mutate".into(), mutation(mutate));
+    }
+    Value::Object(rm)
 }
 
 /// A queue as a `armadaproject.io/v1beta1` document (upstream's only queue version).

@@ -21,6 +21,7 @@ use crate::suggest::documents::Upstream;
 use crate::suggest::nodes::Suspect;
 use crate::suggest::propose::{Knobs, NoRule, Proposed, Verdict};
 use crate::suggest::stats::{rate_of, Hours, SignatureStats};
+use crate::suggest::today::Kept;
 use crate::suggest::verdict::{Decision, Judgement};
 
 use super::html::esc;
@@ -73,6 +74,19 @@ pub struct BacktestHead {
 }
 
 /// What was learned and proposed: everything but the comparisons.
+/// The proposal as its head says it, before the comparison.
+#[derive(Clone, Copy)]
+pub struct Head<'a> {
+    pub engine: EngineKind,
+    pub name: &'a str,
+    pub rules: &'a [Proposed],
+    /// Today's rules kept after the proposal's own.
+    pub kept: &'a [Kept],
+    pub upstream: Option<&'a Upstream>,
+    /// The policy's `retryLimit` as `-o policy` writes it (`None`: not written, design only).
+    pub policy_retry_limit: Option<u32>,
+}
+
 pub struct Report<'a> {
     pub engine: EngineKind,
     pub name: &'a str,
@@ -84,6 +98,7 @@ pub struct Report<'a> {
     pub signatures: &'a [(&'a SignatureStats, Verdict)],
     /// The proposed rules in the policy's order.
     pub rules: &'a [Proposed],
+    pub kept: &'a [Kept],
     pub upstream: Option<&'a Upstream>,
     /// The policy's `retryLimit` as `-o policy` writes it (`None`: not written, design only).
     pub policy_retry_limit: Option<u32>,
@@ -412,13 +427,15 @@ fn head_fields(r: &Report<'_>) -> Map<String, Value> {
     m
 }
 
-fn proposal_fields(
-    engine: EngineKind,
-    name: &str,
-    rules: &[Proposed],
-    upstream: Option<&Upstream>,
-    policy_retry_limit: Option<u32>,
-) -> Map<String, Value> {
+fn proposal_fields(head: &Head<'_>) -> Map<String, Value> {
+    let Head {
+        engine,
+        name,
+        rules,
+        kept,
+        upstream,
+        policy_retry_limit,
+    } = *head;
     let mut m = Map::new();
     m.insert(
         "engine".into(),
@@ -429,10 +446,21 @@ fn proposal_fields(
     );
     m.insert("policy".into(), json!(name));
     m.insert("rules".into(), Value::Array(rules.iter().map(rule_json).collect()));
+    m.insert(
+        "kept".into(),
+        Value::Array(
+            kept.iter()
+                .map(|k| json!({"from": k.from, "decidedRuns": k.decided_runs}))
+                .collect(),
+        ),
+    );
     // The policy's `retryLimit` as `-o policy` writes it (`null`: not written, design only).
     m.insert("policyRetryLimit".into(), json!(policy_retry_limit));
     if let Some(u) = upstream {
         m.insert("raises".into(), json!(u.raises));
+        if let Some(by) = &u.cut_by {
+            m.insert("cut".into(), json!({"signatures": u.cut, "by": by}));
+        }
         let cats: Vec<Value> = u
             .categories
             .iter()
@@ -476,16 +504,8 @@ impl Doc {
 
     /// The proposal's rules, before its comparison (the record's first member: what is
     /// learned is complete only once the comparison has read the baseline's decisions).
-    pub fn proposal_head(
-        &mut self,
-        out: &mut dyn Write,
-        engine: EngineKind,
-        name: &str,
-        rules: &[Proposed],
-        upstream: Option<&Upstream>,
-        policy_retry_limit: Option<u32>,
-    ) -> io::Result<()> {
-        let fields = proposal_fields(engine, name, rules, upstream, policy_retry_limit);
+    pub fn proposal_head(&mut self, out: &mut dyn Write, head: &Head<'_>) -> io::Result<()> {
+        let fields = proposal_fields(head);
         match self.format {
             Format::Json => write!(out, "{{\"suggest\":{{\"proposal\":{{{}", json_fields(&fields)),
             Format::Yaml => write!(out, "suggest:\n  proposal:\n{}", yaml_of(&fields, 4)),
@@ -637,8 +657,8 @@ fn proposal_words(v: &Verdict) -> String {
             Some(l) => format!("Retry ×{l}{}", extrapolated(p)),
             None => "Fail".into(),
         },
-        Verdict::None(NoRule::TooFewTrials { .. }) => "(too few trials)".into(),
-        Verdict::None(_) => "(no rule)".into(),
+        Verdict::None(NoRule::TooFewTrials { trials, .. }) => format!("as today (too few trials: {trials})"),
+        Verdict::None(_) => "as today (no rule)".into(),
     }
 }
 
@@ -772,14 +792,26 @@ fn table(
         EngineKind::Upstream => format!("today's Armada: a categorizer and a v1beta1 policy, {limit}"),
     };
     let retry = r.rules.iter().filter(|p| p.limit.is_some()).count();
+    let kept = match r.kept.len() {
+        0 => String::new(),
+        n => format!(", then {} kept from today", plural(n as u64, "rule", "rules")),
+    };
     writeln!(
         out,
-        "Proposal: policy `{}` ({dialect}), {} ({retry} Retry, {} Fail).",
+        "Proposal: policy `{}` ({dialect}), {} of its own ({retry} Retry, {} Fail){kept}.",
         r.name,
         plural(r.rules.len() as u64, "rule", "rules"),
         r.rules.len() - retry
     )?;
     if let Some(u) = r.upstream {
+        if let Some(by) = &u.cut_by {
+            writeln!(
+                out,
+                "  the one retryLimit stays today's {}: a higher one would retry `{by}` (kept from today) further; cut: {}",
+                u.written_retry_limit,
+                u.cut.iter().map(|s| short(s, 40)).collect::<Vec<_>>().join(", ")
+            )?;
+        }
         if !u.raises.is_empty() {
             writeln!(
                 out,

@@ -7,10 +7,12 @@
 //! message template becomes, and the categories' names. Pure: text in, text out; whether the
 //! documents validate is checked by the command, through `validate`'s own reader.
 
-use crate::model::policy::{Action, Condition};
+use crate::model::encode;
+use crate::model::policy::{Action, AntiAffinityMode, Backoff, Condition, Mutation};
 
 use super::propose::Proposed;
 use super::signature::Signature;
+use super::today::{Kept, Place};
 
 /// The regular expression of `<uuid>`.
 pub const UUID_PATTERN: &str = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
@@ -107,16 +109,89 @@ pub struct Settings {
     pub name: String,
     pub default_action: Option<Action>,
     pub retry_limit: Option<u32>,
+    /// What a default-action retry takes (design): the baseline's first policy's.
+    pub backoff: Backoff,
+    pub anti_affinity: Option<AntiAffinityMode>,
 }
 
 /// A rule and the words of its evidence (a comment above it).
 pub struct Documented<'a> {
     pub rule: &'a Proposed,
     pub evidence: String,
+    /// A Retry rule's `mutate`, carried from the rule of today's that decided its signature
+    /// (`today::carried_mutate`); `avoidSameNode` is added on the rule's own evidence.
+    pub mutate: Option<Mutation>,
+    /// Upstream: where its rule matches (`today::places`); `None`: a new category.
+    pub place: Option<Place>,
+}
+
+impl Documented<'_> {
+    /// The rule's `mutate` as written: the carried one, with `avoidSameNode` when the
+    /// evidence says so; none on a Fail rule.
+    pub fn mutate(&self) -> Option<Mutation> {
+        if self.rule.action != Action::Retry {
+            return None;
+        }
+        let mut m = self.mutate.clone().unwrap_or_default();
+        if self.rule.avoid_same_node {
+            m.affinity = Some(crate::model::policy::AffinityMutation { avoid_same_node: true });
+        }
+        (m.affinity.is_some() || m.resources.is_some()).then_some(m)
+    }
+}
+
+/// A `mutate:` value on one line (JSON is YAML's flow style).
+fn mutate_flow(m: &Mutation) -> String {
+    flow(&encode::mutation(m))
+}
+
+/// A value on one line in YAML's flow style (`{affinity: {avoidSameNode: true}}`): a string
+/// plain when it reads back as itself, else [`quoted`].
+fn flow(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            let items: Vec<String> = m.iter().map(|(k, v)| format!("{}: {}", flow_str(k), flow(v))).collect();
+            format!("{{{}}}", items.join(", "))
+        }
+        Value::Array(a) => format!("[{}]", a.iter().map(flow).collect::<Vec<_>>().join(", ")),
+        Value::String(s) => flow_str(s),
+        other => other.to_string(),
+    }
+}
+
+fn flow_str(s: &str) -> String {
+    let plain = s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+        && !matches!(
+            s.to_ascii_lowercase().as_str(),
+            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "y" | "n" | "nan" | "inf"
+        );
+    if plain {
+        s.to_string()
+    } else {
+        quoted(s)
+    }
+}
+
+/// The comment above a rule of today's in the proposal.
+fn kept_comment(k: &Kept) -> String {
+    format!(
+        "kept from today: {} (decided {})",
+        k.from,
+        crate::engine::job_report::plural(k.decided_runs, "run", "runs")
+    )
+}
+
+/// A rule of today's as an item of a `rules:` list at `pad`: its comment, then the rule on one
+/// line in flow style.
+fn kept_yaml(k: &Kept, rule: &serde_json::Value, pad: &str) -> String {
+    format!("{pad}# {}\n{pad}- {}\n", comment(&kept_comment(k)), flow(rule))
 }
 
 /// The design dialect: one RetryPolicy.
-pub fn design_policy(settings: &Settings, rules: &[Documented<'_>], header: &str) -> String {
+pub fn design_policy(settings: &Settings, rules: &[Documented<'_>], kept: &[Kept], header: &str) -> String {
     let mut y = String::new();
     for line in header.lines() {
         y.push_str(&format!("# {}\n", comment(line)));
@@ -130,7 +205,12 @@ pub fn design_policy(settings: &Settings, rules: &[Documented<'_>], header: &str
         "  defaultAction: {}\n",
         settings.default_action.unwrap_or(Action::Fail).as_str()
     ));
-    if rules.is_empty() {
+    let mut extra = serde_json::Map::new();
+    encode::insert_backoff_and_anti_affinity(&mut extra, &settings.backoff, settings.anti_affinity);
+    for (k, v) in &extra {
+        y.push_str(&format!("  {k}: {}\n", flow(v)));
+    }
+    if rules.is_empty() && kept.is_empty() {
         y.push_str("  rules: []\n");
         return y;
     }
@@ -182,9 +262,12 @@ pub fn design_policy(settings: &Settings, rules: &[Documented<'_>], header: &str
                 None => y.push_str(&format!("      retryLimit: {l}\n")),
             }
         }
-        if r.avoid_same_node {
-            y.push_str("      mutate: {affinity: {avoidSameNode: true}}\n");
+        if let Some(m) = d.mutate() {
+            y.push_str(&format!("      mutate: {}\n", mutate_flow(&m)));
         }
+    }
+    for k in kept {
+        y.push_str(&kept_yaml(k, &encode::rule_v1(&k.rule), "    "));
     }
     y
 }
@@ -199,13 +282,25 @@ fn fnv1a64(s: &str) -> u64 {
     h
 }
 
-/// The name of a new category: `s-` and the signature lowercased with every run of other
-/// characters than `[a-z0-9]` made `-`, trimmed of `-`, cut to 54 characters, then `-` and
-/// the low 32 bits of FNV-1a 64 of the signature in hex (63 characters at most).
-pub fn category_name(signature: &str) -> String {
+/// The name of a new category for `rule` (docs/suggest.md "Categories"): `s-`, the first
+/// words of its template (else its kind and container: `oom-loader`, `exit-2-main`)
+/// lowercased with every run of other characters than `[a-z0-9]` made `-`, at most 40
+/// characters, then `-` and the low 32 bits of FNV-1a 64 of the signature in hex.
+pub fn short_category_name(rule: &Proposed) -> String {
+    let words = match &rule.signature {
+        Signature::Container { template, .. } | Signature::PodError { template, .. } if !template.is_empty() => {
+            template.clone()
+        }
+        Signature::Container { exit: None, name, .. } => format!("oom {name}"),
+        Signature::Container {
+            exit: Some(code), name, ..
+        } => format!("exit {code} {name}"),
+        Signature::Condition(c) => c.as_str().to_string(),
+        _ => rule.text.clone(),
+    };
     let mut slug = String::new();
     let mut dash = false;
-    for ch in signature.chars().flat_map(char::to_lowercase) {
+    for ch in words.chars().flat_map(char::to_lowercase) {
         if ch.is_ascii_lowercase() || ch.is_ascii_digit() {
             if dash && !slug.is_empty() {
                 slug.push('-');
@@ -216,12 +311,14 @@ pub fn category_name(signature: &str) -> String {
             dash = true;
         }
     }
-    // 54 characters with the `s-`, so that the name (63 at most, as Kubernetes labels) has
-    // room for the hash.
-    let mut name = format!("s-{slug}");
-    name.truncate(54);
-    let name = name.trim_end_matches('-');
-    format!("{name}-{:08x}", fnv1a64(signature) & 0xffff_ffff)
+    slug.truncate(40);
+    let slug = slug.trim_end_matches('-');
+    let hash = fnv1a64(&rule.text) & 0xffff_ffff;
+    if slug.is_empty() {
+        format!("s-{hash:08x}")
+    } else {
+        format!("s-{slug}-{hash:08x}")
+    }
 }
 
 /// What a new category matches (upstream's categorizer takes one matcher per rule).
@@ -265,6 +362,11 @@ pub struct NewCategory {
     pub name: String,
     pub delete: bool,
     pub matcher: Matcher,
+    /// The deployed category (`C` or `C/S`) it splits, and the subcategory and hint it
+    /// copies from the deployed rule that classified most of its runs.
+    pub splits: Option<String>,
+    pub subcategory: Option<String>,
+    pub hint: Option<String>,
     /// The signatures it stands for (several share a message matcher).
     pub signatures: Vec<String>,
 }
@@ -350,13 +452,43 @@ mod tests {
     }
 
     #[test]
-    fn category_names_are_slugs_with_a_hash() {
-        let n = category_name("exit:1@main \"RuntimeError: CUDA error <n>\"");
-        assert!(n.starts_with("s-exit-1-main-runtimeerror-cuda-error-n-"), "{n}");
-        assert_eq!(n.len(), "s-exit-1-main-runtimeerror-cuda-error-n-".len() + 8);
-        let long = category_name(&"x".repeat(100));
-        assert_eq!(long.len(), 54 + 1 + 8);
-        assert_ne!(category_name("oom@a"), category_name("oom@A"));
+    fn category_names_are_short_slugs_with_a_hash() {
+        let rule = |text: &str, signature: Signature| Proposed {
+            text: text.into(),
+            signature,
+            action: Action::Retry,
+            limit: Some(1),
+            avoid_same_node: false,
+            extrapolated_from: None,
+            gpu: 0,
+            cpu: 0,
+            cut: false,
+        };
+        let container = |exit, name: &str, template: &str| Signature::Container {
+            exit,
+            name: name.into(),
+            init: false,
+            template: template.into(),
+            cut: false,
+        };
+        let n = short_category_name(&rule(
+            "exit:139@main \"CUDA error: an illegal memory access was encountered\"",
+            container(
+                Some(139),
+                "main",
+                "CUDA error: an illegal memory access was encountered",
+            ),
+        ));
+        assert!(n.starts_with("s-cuda-error-an-illegal-memory-access-was-"), "{n}");
+        assert!(n.len() <= 2 + 40 + 1 + 8, "{n}");
+        let oom = short_category_name(&rule("oom@loader", container(None, "loader", "")));
+        assert!(oom.starts_with("s-oom-loader-"), "{oom}");
+        let exit = short_category_name(&rule("exit:2@main", container(Some(2), "main", "")));
+        assert!(exit.starts_with("s-exit-2-main-"), "{exit}");
+        assert_ne!(
+            short_category_name(&rule("oom@a", container(None, "a", ""))),
+            short_category_name(&rule("oom@A", container(None, "A", "")))
+        );
     }
 }
 
@@ -374,10 +506,29 @@ pub struct Upstream {
     pub written_retry_limit: u32,
     /// Retry signatures whose own limit is below it (the policy raises them).
     pub raises: Vec<String>,
+    /// Retry signatures whose own limit is above it, and the rule of today's a higher limit
+    /// would retry further (`POLICY/INDEX`): the limit stays today's.
+    pub cut: Vec<String>,
+    pub cut_by: Option<String>,
     /// Per proposed rule (in `rules`' order): the index of the v1beta1 rule that decides it.
     pub rule_index: Vec<usize>,
     /// The new categories.
     pub categories: Vec<NewCategory>,
+}
+
+/// The deployed rule that classifies into `category` (and `subcategory`): the first of that
+/// category with that subcategory.
+fn deployed_rule<'d>(
+    deployed: Option<&'d crate::model::categorizer::ErrorCategories>,
+    category: &str,
+    subcategory: Option<&str>,
+) -> Option<&'d crate::model::categorizer::CategoryRule> {
+    deployed?
+        .categories
+        .iter()
+        .filter(|c| c.name == category)
+        .flat_map(|c| c.rules.iter())
+        .find(|r| r.subcategory == subcategory.unwrap_or(""))
 }
 
 fn existing_rule_yaml(r: &crate::model::categorizer::CategoryRule, pad: &str) -> String {
@@ -432,15 +583,18 @@ fn existing_rule_yaml(r: &crate::model::categorizer::CategoryRule, pad: &str) ->
     out
 }
 
-/// A v1beta1 rule: its evidence lines, action, `onCategory`, `onSubcategory`, and
-/// `avoidSameNode`.
-type PolicyRule = (Vec<String>, Action, String, Option<String>, bool);
+/// A v1beta1 rule: its evidence lines, action, `onCategory`, `onSubcategory`, and `mutate`.
+type PolicyRule = (Vec<String>, Action, String, Option<String>, Option<Mutation>);
 
 /// The upstream dialect: the executor's categorizer (`deployed` with the new categories
 /// first, or a new one) and a v1beta1 policy whose rules match the categories.
+/// `kept`: today's first policy's rules (after the proposed ones); `raise_blocked`: the rule
+/// of today's that a higher `retryLimit` would retry further (`today::raise_blocked_by`).
 pub fn upstream_documents(
     settings: &Settings,
     rules: &[Documented<'_>],
+    kept: &[Kept],
+    raise_blocked: Option<&str>,
     deployed: Option<&crate::model::categorizer::ErrorCategories>,
     header: &str,
 ) -> Upstream {
@@ -451,14 +605,28 @@ pub fn upstream_documents(
     for d in rules {
         let r = d.rule;
         let retry = r.action == Action::Retry;
-        let (category, sub) = match (&r.signature, matcher(r)) {
-            (Signature::Category { category, subcategory }, _) => {
-                if retry && !delete_existing.contains(category) {
+        let reuse = match (&r.signature, &d.place) {
+            (Signature::Category { category, subcategory }, _) => Some((category.clone(), subcategory.clone())),
+            (_, Some(Place::Reuse { category, subcategory })) => Some((category.clone(), subcategory.clone())),
+            _ => None,
+        };
+        let (category, sub) = match (reuse, matcher(r)) {
+            (Some((category, subcategory)), _) => {
+                if retry && !delete_existing.contains(&category) {
                     delete_existing.push(category.clone());
                 }
-                (category.clone(), subcategory.clone())
+                // Signatures proposing alike on one deployed category share its rule.
+                if let Some(at) = policy_rules
+                    .iter()
+                    .position(|p| p.2 == category && p.3 == subcategory && p.1 == r.action)
+                {
+                    policy_rules[at].0.push(format!("{}: {}", r.text, d.evidence));
+                    rule_index.push(at);
+                    continue;
+                }
+                (category, subcategory)
             }
-            (_, Some(m)) => match categories.iter_mut().find(|c| c.matcher == m) {
+            (None, Some(m)) => match categories.iter_mut().find(|c| c.matcher == m) {
                 Some(c) => {
                     c.signatures.push(r.text.clone());
                     c.delete |= retry;
@@ -471,18 +639,37 @@ pub fn upstream_documents(
                     continue;
                 }
                 None => {
-                    let name = category_name(&r.text);
+                    let name = short_category_name(r);
+                    let of = match &d.place {
+                        Some(Place::Split { of }) => of.clone(),
+                        _ => None,
+                    };
+                    let (subcategory, hint) = of
+                        .as_ref()
+                        .and_then(|(c, s)| deployed_rule(deployed, c, s.as_deref()))
+                        .map_or((None, None), |r| {
+                            (
+                                (!r.subcategory.is_empty()).then(|| r.subcategory.clone()),
+                                (!r.hint.is_empty()).then(|| r.hint.clone()),
+                            )
+                        });
                     categories.push(NewCategory {
                         name: name.clone(),
                         delete: retry,
                         matcher: m,
+                        splits: of.map(|(c, s)| match s {
+                            Some(s) => format!("{c}/{s}"),
+                            None => c,
+                        }),
+                        subcategory,
+                        hint,
                         signatures: vec![r.text.clone()],
                     });
                     (name, None)
                 }
             },
             // `propose` gives no rule to signatures without a matcher.
-            (_, None) => continue,
+            (None, None) => continue,
         };
         rule_index.push(policy_rules.len());
         policy_rules.push((
@@ -490,13 +677,27 @@ pub fn upstream_documents(
             r.action,
             category,
             sub,
-            r.avoid_same_node,
+            d.mutate(),
         ));
     }
     let policy_retry_limit = rules.iter().filter_map(|d| d.rule.limit).max();
+    // Today's limit, raised to the proposal's only where no rule of today's would retry
+    // further for it.
+    let (written_retry_limit, cut_by) = match (policy_retry_limit, settings.retry_limit) {
+        (Some(l), Some(today)) if l > today => match raise_blocked {
+            Some(by) => (today, Some(by.to_string())),
+            None => (l, None),
+        },
+        (l, today) => (today.or(l).unwrap_or(0), None),
+    };
     let raises = rules
         .iter()
-        .filter(|d| d.rule.limit.is_some_and(|l| Some(l) < policy_retry_limit))
+        .filter(|d| d.rule.limit.is_some_and(|l| l < written_retry_limit))
+        .map(|d| d.rule.text.clone())
+        .collect();
+    let cut = rules
+        .iter()
+        .filter(|d| d.rule.limit.is_some_and(|l| l > written_retry_limit))
         .map(|d| d.rule.text.clone())
         .collect();
 
@@ -530,6 +731,12 @@ pub fn upstream_documents(
         }
         c.push_str("      rules:\n");
         c.push_str(&category_rule_yaml(&cat.matcher, "        "));
+        if let Some(sub) = &cat.subcategory {
+            c.push_str(&format!("          subcategory: {}\n", quoted(sub)));
+        }
+        if let Some(hint) = &cat.hint {
+            c.push_str(&format!("          hint: {}\n", quoted(hint)));
+        }
     }
     for cat in existing {
         c.push_str(&format!("    - name: {}\n", quoted(&cat.name)));
@@ -557,18 +764,17 @@ pub fn upstream_documents(
     }
     p.push_str("apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\n");
     p.push_str(&format!("name: {}\n", settings.name));
-    let written_retry_limit = policy_retry_limit.or(settings.retry_limit).unwrap_or(0);
     p.push_str(&format!("retryLimit: {written_retry_limit}\n"));
     p.push_str(&format!(
         "defaultAction: {}\n",
         settings.default_action.unwrap_or(Action::Fail).as_str()
     ));
-    if policy_rules.is_empty() {
+    if policy_rules.is_empty() && kept.is_empty() {
         p.push_str("rules: []\n");
     } else {
         p.push_str("rules:\n");
     }
-    for (evidence, action, category, sub, avoid) in &policy_rules {
+    for (evidence, action, category, sub, mutate) in &policy_rules {
         for e in evidence {
             p.push_str(&format!("  # {}\n", comment(e)));
         }
@@ -580,9 +786,12 @@ pub fn upstream_documents(
         if let Some(s) = sub {
             p.push_str(&format!("    onSubcategory: {}\n", quoted(s)));
         }
-        if *avoid {
-            p.push_str("    mutate: {affinity: {avoidSameNode: true}}\n");
+        if let Some(m) = mutate {
+            p.push_str(&format!("    mutate: {}\n", mutate_flow(m)));
         }
+    }
+    for k in kept {
+        p.push_str(&kept_yaml(k, &encode::rule_v1beta1(&k.rule), "  "));
     }
     Upstream {
         categorizer: c,
@@ -590,6 +799,8 @@ pub fn upstream_documents(
         policy_retry_limit,
         written_retry_limit,
         raises,
+        cut,
+        cut_by,
         rule_index,
         categories,
     }

@@ -12,4 +12,5 @@ pub mod nodes;
 pub mod propose;
 pub mod signature;
 pub mod stats;
+pub mod today;
 pub mod verdict;

@@ -55,6 +55,9 @@ pub struct UnitLearned {
     scratch: String,
     /// The job's slots so far (its signatures counted once each in `jobs`).
     seen: Vec<usize>,
+    /// The slot of each failed run of the job last added, in run order (for
+    /// [`UnitLearned::add_today`]).
+    slots: Vec<usize>,
 }
 
 impl UnitLearned {
@@ -65,6 +68,7 @@ impl UnitLearned {
         let cpu_milli = history.job.resources.and_then(|r| r.cpu_milli);
         let futile = history.runs.last().is_some_and(|r| r.outcome != Outcome::Succeeded);
         self.seen.clear();
+        self.slots.clear();
         let mut depth = 0u32;
         for (k, run) in history.runs.iter().enumerate() {
             let failed = run.outcome == Outcome::Failed;
@@ -83,6 +87,7 @@ impl UnitLearned {
                     }
                 };
                 slot = Some(at);
+                self.slots.push(at);
                 let first_in_job = !self.seen.contains(&at);
                 if first_in_job {
                     self.seen.push(at);
@@ -147,6 +152,31 @@ impl UnitLearned {
     }
 }
 
+impl UnitLearned {
+    /// What today's policy did with the failed runs of the job [`UnitLearned::add_job`] last
+    /// counted: `history` as the baseline's side sees it (classified by its categorizer, when
+    /// it has one), and `today(k)` the baseline's decision of run `k`. Counted per signature
+    /// into `current` and `seen`: the proposal keeps what decided them (docs/suggest.md "Today's
+    /// policy is the starting point").
+    pub fn add_today(&mut self, history: &FailureHistory, mut today: impl FnMut(usize) -> Current) {
+        let mut slots = self.slots.iter();
+        for (k, run) in history.runs.iter().enumerate() {
+            if run.outcome != Outcome::Failed {
+                continue;
+            }
+            let Some(&at) = slots.next() else { break };
+            let stats = &mut self.sigs[at];
+            *stats.current.entry(today(k)).or_default() += 1;
+            let seen = match (run.category.as_deref(), run.subcategory.as_deref()) {
+                (Some(c), Some(s)) if !c.is_empty() && !s.is_empty() => Some((c, Some(s))),
+                (Some(c), _) if !c.is_empty() => Some((c, None)),
+                _ => None,
+            };
+            count_recorded(&mut stats.seen, seen);
+        }
+    }
+}
+
 /// `recorded[C[/S] | none] += 1`, allocating only for a label not met before.
 fn count_recorded(map: &mut BTreeMap<String, u64>, recorded: Option<(&str, Option<&str>)>) {
     let mut label = String::new();
@@ -187,7 +217,11 @@ pub struct SignatureStats {
     pub trials: Tally,
     pub by_depth: [Tally; DEPTHS],
     pub recorded: BTreeMap<String, u64>,
+    /// The baseline's decisions of its failed runs (train jobs), counted in pass 1.
     pub current: HashMap<Current, u64>,
+    /// Its failed runs' categories as the baseline's side sees them (its categorizer's, else
+    /// the recorded ones), keyed as `recorded`.
+    pub seen: BTreeMap<String, u64>,
     pub gpu: Hours,
     pub cpu: Hours,
     pub nodes: Map<u64>,
@@ -252,6 +286,9 @@ impl SignatureStats {
         }
         for (k, v) in o.current {
             *self.current.entry(k).or_default() += v;
+        }
+        for (k, v) in o.seen {
+            *self.seen.entry(k).or_default() += v;
         }
         for (h, oh) in [(&mut self.gpu, o.gpu), (&mut self.cpu, o.cpu)] {
             h.failed += oh.failed;
@@ -338,6 +375,8 @@ impl Learned {
                     trials: s.trials,
                     by_depth: s.by_depth,
                     recorded: s.recorded.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+                    current: current_out(&s.current),
+                    seen: s.seen.iter().map(|(k, v)| (k.clone(), *v)).collect(),
                     gpu: [s.gpu.failed, s.gpu.after, s.gpu.futile],
                     cpu: [s.cpu.failed, s.cpu.after, s.cpu.futile],
                     nodes,
@@ -383,31 +422,34 @@ impl Learned {
         let sigs = shard
             .signatures
             .into_iter()
-            .map(|s| SignatureStats {
-                text: s.text,
-                signature: s.signature,
-                failed_runs: s.failed_runs,
-                jobs: s.jobs,
-                trials: s.trials,
-                by_depth: s.by_depth,
-                recorded: s.recorded.into_iter().collect(),
-                current: HashMap::new(),
-                gpu: Hours {
-                    failed: s.gpu[0],
-                    after: s.gpu[1],
-                    futile: s.gpu[2],
-                },
-                cpu: Hours {
-                    failed: s.cpu[0],
-                    after: s.cpu[1],
-                    futile: s.cpu[2],
-                },
-                nodes: s.nodes.into_iter().collect(),
-                same_node: s.same_node,
-                other_node: s.other_node,
-                cut: s.cut,
+            .map(|s| -> Result<SignatureStats, String> {
+                Ok(SignatureStats {
+                    text: s.text,
+                    signature: s.signature,
+                    failed_runs: s.failed_runs,
+                    jobs: s.jobs,
+                    trials: s.trials,
+                    by_depth: s.by_depth,
+                    recorded: s.recorded.into_iter().collect(),
+                    current: current_in(s.current)?,
+                    seen: s.seen.into_iter().collect(),
+                    gpu: Hours {
+                        failed: s.gpu[0],
+                        after: s.gpu[1],
+                        futile: s.gpu[2],
+                    },
+                    cpu: Hours {
+                        failed: s.cpu[0],
+                        after: s.cpu[1],
+                        futile: s.cpu[2],
+                    },
+                    nodes: s.nodes.into_iter().collect(),
+                    same_node: s.same_node,
+                    other_node: s.other_node,
+                    cut: s.cut,
+                })
             })
-            .collect();
+            .collect::<Result<Vec<_>, String>>()?;
         let nodes = shard
             .nodes
             .into_iter()
@@ -531,6 +573,10 @@ struct SignatureOut {
     trials: Tally,
     by_depth: [Tally; DEPTHS],
     recorded: Vec<(String, u64)>,
+    /// [`SignatureStats::current`] as `[rule, action, runs]`, sorted (`["", "", n]`: the
+    /// runs the baseline never decided).
+    current: Vec<(String, String, u64)>,
+    seen: Vec<(String, u64)>,
     /// [`Hours`] as `[failed, after, futile]`: 128-bit sums, under the names the partial's
     /// checks know as 128-bit.
     #[serde(rename = "gpu_milli")]
@@ -541,6 +587,32 @@ struct SignatureOut {
     same_node: Tally,
     other_node: Tally,
     cut: bool,
+}
+
+fn current_out(current: &HashMap<Current, u64>) -> Vec<(String, String, u64)> {
+    let mut v: Vec<(String, String, u64)> = current
+        .iter()
+        .map(|(c, n)| match c {
+            Current::Decided { rule, action } => (rule.clone(), action.as_str().to_string(), *n),
+            Current::Undecided => (String::new(), String::new(), *n),
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn current_in(v: Vec<(String, String, u64)>) -> Result<HashMap<Current, u64>, String> {
+    v.into_iter()
+        .map(|(rule, action, n)| {
+            if rule.is_empty() && action.is_empty() {
+                return Ok((Current::Undecided, n));
+            }
+            let action = Action::parse(&action).ok_or_else(|| {
+                format!("a signature's baseline decision has action `{action}`, expected `Retry` or `Fail`")
+            })?;
+            Ok((Current::Decided { rule, action }, n))
+        })
+        .collect()
 }
 
 /// A node in a partial: `[name, runs, failed, [[signature, failed runs], …]]`.

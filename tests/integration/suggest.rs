@@ -1197,24 +1197,262 @@ fn an_adopted_proposal_says_so_in_every_format() {
 #[test]
 fn a_proposal_that_loses_a_job_is_rejected_without_a_write_line() {
     let home = temp_home();
+    // 40 jobs of one signature whose one retry pays once in 40 (futile under `--futile
+    // 0.05`): the proposal fails them at once, and loses `j0`, which today's retry saves.
+    let mut jobs = String::new();
+    for k in 0..40 {
+        let failed = json!({"node": "n", "runFor": "60s", "containers": [{"name": "main", "exitCode": 5}]});
+        let second = if k == 0 {
+            json!({"outcome": "succeeded"})
+        } else {
+            failed.clone()
+        };
+        jobs.push_str(&format!(
+            "{}\n",
+            json!({"job": {"id": format!("j{k}")}, "runs": [failed, second]})
+        ));
+    }
+    let history = home.path().join("h.jsonl");
+    std::fs::write(&history, jobs).unwrap();
+    let today = home.path().join("today.yaml");
+    std::fs::write(
+        &today,
+        "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: today}\nspec:\n  retryLimit: 1\n  defaultAction: Retry\n",
+    )
+    .unwrap();
     let args = [
         "suggest",
         "--history",
-        "docs/examples/lookout/week.jsonl",
+        path(&history),
         "--baseline",
-        "testdata/lookout/upstream-old/",
-        "--engine",
-        "upstream",
+        path(&today),
         "--exit-code",
     ];
     let out = run(home.path(), &args);
     assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.ends_with("\nVerdict: do not adopt: loses 1 job today's policy saves (`ml-05`)\n"),
+        text.ends_with("\nVerdict: do not adopt: loses 1 job today's policy saves (`j0`)\n"),
         "{text}"
     );
     assert!(!text.contains("Write the proposal"), "{text}");
+}
+
+/// The week's one rule of today's (lease expiry, retried once) has a single trial: the
+/// proposal keeps it as written, so `ml-05`, which it saves, is not lost; nothing else has
+/// evidence, so the verdict is to keep today's policy. In both dialects.
+#[test]
+fn a_rule_of_todays_with_one_trial_is_kept_and_its_job_is_not_lost() {
+    let home = temp_home();
+    for (engine, rule) in [
+        (
+            "design",
+            "    # kept from today: ml-old/0 (decided 1 run)\n    - {action: Retry, onFailureCategory: [internal], onFailureSubcategory: [lease-expired], retryLimit: 1}\n",
+        ),
+        (
+            "upstream",
+            "  # kept from today: ml-old/0 (decided 1 run)\n  - {action: Retry, onCategory: internal, onSubcategory: lease-expired}\n",
+        ),
+    ] {
+        let base = [
+            "suggest",
+            "--history",
+            "docs/examples/lookout/week.jsonl",
+            "--queue",
+            "ml",
+            "--baseline",
+            "testdata/lookout/upstream-old/",
+            "--engine",
+            engine,
+        ];
+        let out = run(home.path(), &[&base[..], &["-o", "policy"]].concat());
+        assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(rule), "{engine}: {text}");
+        assert!(text.starts_with("# verdict: keep: "), "{engine}: {text}");
+        // First in the queue's list, never alone.
+        assert!(text.ends_with("retryPolicies:\n- suggested\n- ml-old\n"), "{engine}: {text}");
+        let v = json_of(&run(home.path(), &[&base[..], &["-o", "json"]].concat()));
+        assert_eq!(
+            v["suggest"]["proposal"]["kept"],
+            json!([{"from": "ml-old/0", "decidedRuns": 1}]),
+            "{engine}"
+        );
+        assert_eq!(v["suggest"]["verdict"]["decision"], json!("keep"), "{engine}");
+        assert_eq!(v["suggest"]["proposal"]["comparison"]["lost"], json!(0), "{engine}: {v}");
+        let out = run(home.path(), &base);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("  as today (too few trials: 1)\n") || text.contains("as today (too few trials: 1)"),
+            "{engine}: {text}"
+        );
+        assert!(
+            text.contains("0 rules of its own (0 Retry, 0 Fail), then 1 rule kept from today."),
+            "{engine}: {text}"
+        );
+    }
+}
+
+/// 30 OOM kills of `main` that a retry fixes, under today's rule that retries them with a
+/// memory bump: the proposed Retry keeps the bump.
+#[test]
+fn an_oom_rule_keeps_todays_memory_bump() {
+    let home = temp_home();
+    let mut jobs = String::new();
+    for k in 0..30 {
+        let oom = json!({"node": "n", "runFor": "60s", "containers": [{"name": "main", "exitCode": 137, "reason": "OOMKilled"}]});
+        jobs.push_str(&format!(
+            "{}\n",
+            json!({"job": {"id": format!("j{k}")}, "runs": [oom, {"outcome": "succeeded"}]})
+        ));
+    }
+    let history = home.path().join("h.jsonl");
+    std::fs::write(&history, jobs).unwrap();
+    let today = home.path().join("today.yaml");
+    std::fs::write(
+        &today,
+        "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: today}\nspec:\n  retryLimit: 2\n  defaultAction: Fail\n  rules:\n    - action: Retry\n      onConditions: [OOMKilled]\n      mutate: {resources: {memory: {factor: 1.5}}}\n",
+    )
+    .unwrap();
+    let out = run(
+        home.path(),
+        &[
+            "suggest",
+            "--history",
+            path(&history),
+            "--baseline",
+            path(&today),
+            "-o",
+            "policy",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("      onConditions: [OOMKilled]\n      retryLimit: 1\n      mutate: {resources: {memory: {factor: 1.5}}}\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    # kept from today: today/0 (decided 30 runs)\n    - {action: Retry, onConditions: [OOMKilled], retryLimit: 2, mutate: {resources: {memory: {factor: 1.5}}}}\n"),
+        "{text}"
+    );
+    let policy = home.path().join("p.yaml");
+    std::fs::write(&policy, &out.stdout).unwrap();
+    let out = run(home.path(), &["validate", "--strict", "-f", path(&policy)]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+}
+
+/// Upstream: a rule of today's that today's Armada cannot store (a design matcher) cannot be
+/// kept in a v1beta1 proposal: exit 2 naming it, nothing on stdout.
+#[test]
+fn a_design_rule_cannot_be_kept_in_an_upstream_proposal() {
+    let home = temp_home();
+    let history = failed_once_then_succeeded(home.path());
+    let today = home.path().join("today.yaml");
+    std::fs::write(
+        &today,
+        "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: today}\nspec:\n  retryLimit: 1\n  defaultAction: Fail\n  rules:\n    - action: Retry\n      onExitCodes: {operator: In, values: [3]}\n",
+    )
+    .unwrap();
+    let out = run(
+        home.path(),
+        &[
+            "suggest",
+            "--history",
+            path(&history),
+            "--baseline",
+            path(&today),
+            "--engine",
+            "upstream",
+            "--baseline-engine",
+            "design",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", crate::support::format_output(&out));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: the baseline's rule `today/0` cannot be kept in a proposal for today's Armada: its onExitCodes, rules[0] (no category: upstream stores only category rules) have no place in a v1beta1 policy\n"),
+        "{err}"
+    );
+}
+
+/// Upstream: OOM kills of `main` (a retry pays) and of `loader` (it never does) share the
+/// deployed category `oom`: each gets a new category that splits it, named after its kind and
+/// container, carrying the deployed rule's hint; alone, `main`'s rule matches `oom` itself.
+#[test]
+fn a_deployed_category_with_a_hint_keeps_the_hint() {
+    let home = temp_home();
+    let categorizer = home.path().join("executor.yaml");
+    std::fs::write(
+        &categorizer,
+        "errorCategories:\n  enabled: true\n  categories:\n    - name: oom\n      rules:\n        - onConditions: [OOMKilled]\n          hint: Increase the memory request\n",
+    )
+    .unwrap();
+    let today = home.path().join("today.yaml");
+    std::fs::write(
+        &today,
+        "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: today\nretryLimit: 1\ndefaultAction: Fail\n",
+    )
+    .unwrap();
+    let write = |containers: &[(&str, bool)]| {
+        let mut jobs = String::new();
+        for (name, pays) in containers {
+            for k in 0..30 {
+                let oom = json!({"node": "n", "runFor": "60s", "containers": [{"name": name, "exitCode": 137, "reason": "OOMKilled"}]});
+                let next = if *pays {
+                    json!({"outcome": "succeeded"})
+                } else {
+                    oom.clone()
+                };
+                jobs.push_str(&format!(
+                    "{}\n",
+                    json!({"job": {"id": format!("{name}-{k}")}, "runs": [oom, next]})
+                ));
+            }
+        }
+        let history = home.path().join("h.jsonl");
+        std::fs::write(&history, jobs).unwrap();
+        history
+    };
+    let suggest = |history: &Path| {
+        let out = run(
+            home.path(),
+            &[
+                "suggest",
+                "--history",
+                path(history),
+                "--baseline",
+                path(&today),
+                "--engine",
+                "upstream",
+                "--categorizer",
+                path(&categorizer),
+                "--extrapolate",
+                "-o",
+                "policy",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = suggest(&write(&[("main", true), ("loader", false)]));
+    let names: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("    - name: ")).collect();
+    assert_eq!(names.len(), 3, "{text}");
+    assert!(
+        names[0].starts_with("s-oom-loader-") || names[0].starts_with("s-oom-main-"),
+        "{text}"
+    );
+    assert_eq!(names[2], "\"oom\"", "{text}");
+    assert_eq!(
+        text.matches("          hint: \"Increase the memory request\"\n")
+            .count(),
+        2,
+        "{text}"
+    );
+    let text = suggest(&write(&[("main", true)]));
+    assert!(!text.contains("name: s-"), "{text}");
+    assert!(text.contains("  - action: Retry\n    onCategory: \"oom\"\n"), "{text}");
 }
 
 /// A history whose proposal decides every job as today's policy does: `keep`, nothing to write.

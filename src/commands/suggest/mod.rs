@@ -35,7 +35,7 @@ use std::sync::Arc;
 use crate::app::Context;
 use crate::cli::{ReplayArgs, SuggestArgs, SuggestOutput};
 use crate::commands::history::no_job;
-use crate::commands::policy_set::{base_config, load_policies, policy_set, PolicyFlags, Side};
+use crate::commands::policy_set::{base_config, load_policies, PolicyFlags, Side};
 use crate::commands::replay_source::{self, check_flags, overrides, About, Drive};
 use crate::commands::simulate::{
     backtest_refusal, load_categorizer, parse_backtest_at, said_of_the_shards, shards_backtest_refusal,
@@ -48,19 +48,22 @@ use crate::error::{CliError, ExitCode};
 use crate::input;
 use crate::model::categorizer::ErrorCategories;
 use crate::model::failure_history::{failure_history_json, FailureHistory, Timestamp};
-use crate::model::{Kind, Resource};
+use crate::model::policy::Action;
+use crate::model::Resource;
 use crate::output::simulate::{invalid_text, render_change, Baseline, Stderr};
 use crate::output::suggest::{self as view, Report};
+use crate::replay::categorize::Reclassify;
 use crate::replay::parallel::{for_each_ordered, Emitted, Processed};
 use crate::replay::partial::{fingerprint, Header, Recorder};
-use crate::replay::run::{compare_inspected, replay, NoAnswer, Options, Out, TrialCount};
+use crate::replay::run::{compare_inspected, replay, replay_side, NoAnswer, Options, Out, TrialCount};
 use crate::replay::shard::Shard;
 use crate::replay::source::{Files, HistorySource};
-use crate::suggest::check::RuleCheck;
+use crate::suggest::check::{current_of, RuleCheck};
 use crate::suggest::documents::{self, Documented, Settings, Upstream};
 use crate::suggest::nodes::suspects;
 use crate::suggest::propose::{propose, Knobs, MAX_LIMIT};
-use crate::suggest::stats::{Learned, UnitLearned};
+use crate::suggest::stats::{Current, Learned, UnitLearned};
+use crate::suggest::today::{self, Kept};
 use crate::suggest::verdict::{judge, Decision, Judged, Judgement, Later};
 
 mod shards;
@@ -256,6 +259,7 @@ struct Pass1 {
 struct Unit {
     learned: UnitLearned,
     trials: TrialCount,
+    reclassify: Reclassify,
 }
 
 /// One job as pass 1's workers leave it.
@@ -321,6 +325,7 @@ impl Suggest<'_> {
         &self,
         ctx: &mut Context,
         source: S,
+        baseline: &Simulator,
         spool_all: bool,
         shard: Option<Shard>,
     ) -> anyhow::Result<Pass1> {
@@ -346,10 +351,12 @@ impl Suggest<'_> {
             backtest_at: at,
             shard: None,
         };
-        // Pass 1 counts what the history says; the baseline's decisions are read off the
-        // comparison's own replay in pass 2 (the same replay, not a third).
+        // Pass 1 counts what the history says, and what today's policy does with it (the
+        // baseline replayed under its own categorizer): the proposal keeps the rules that
+        // decide today, so it must know them before pass 2 compares.
         let work = |unit: &mut Unit, job: crate::replay::parallel::Decoded<'_>| -> Result<Learnt, String> {
             let history = job.history;
+            let settings = job.settings;
             // The estimates' trials, split at `--backtest-at` (their backtest; without one,
             // the comparison counts its own).
             if at.is_some() {
@@ -367,6 +374,12 @@ impl Suggest<'_> {
             });
             if !test {
                 unit.learned.add_job(history);
+                let Unit {
+                    learned, reclassify, ..
+                } = unit;
+                replay_side(baseline, settings, history, reclassify, |seen, report| {
+                    learned.add_today(seen, |k| report.map_or(Current::Undecided, |r| current_of(r, k)));
+                });
             }
             Ok(Learnt {
                 test,
@@ -454,6 +467,8 @@ impl Suggest<'_> {
             name: self.args.name.clone(),
             default_action: first.map(|p| p.default_action()),
             retry_limit: first.and_then(|p| p.retry_limit),
+            backoff: first.map(|p| p.backoff.clone()).unwrap_or_default(),
+            anti_affinity: first.and_then(|p| p.anti_affinity),
         }
     }
 
@@ -467,7 +482,11 @@ impl Suggest<'_> {
                 name: name.to_string(),
                 ..Default::default()
             });
-        q.retry_policies = vec![self.args.name.clone()];
+        // First in the queue's list, never alone: the rest decides after it as today (the
+        // file holds the proposal and the Queue; the others are on the server already).
+        let name = &self.args.name;
+        let rest: Vec<String> = q.retry_policies.iter().filter(|p| *p != name).cloned().collect();
+        q.retry_policies = std::iter::once(name.clone()).chain(rest).collect();
         Some(crate::model::encode::to_yaml(&crate::model::encode::queue_document(&q)))
     }
 }
@@ -477,6 +496,8 @@ impl Suggest<'_> {
 struct Proposal {
     /// What `-o policy` prints.
     text: String,
+    /// Today's rules it keeps after its own.
+    kept: Vec<Kept>,
     upstream: Option<Upstream>,
     sim: Simulator,
 }
@@ -496,7 +517,7 @@ impl Drive for Suggest<'_> {
         }
         // A file or directory is read again; stdin and the database are spooled.
         let spool_all = self.reread().is_none();
-        let pass = self.learn(ctx, source, spool_all, None)?;
+        let pass = self.learn(ctx, source, &baseline, spool_all, None)?;
         self.conclude(ctx, &baseline, from, pass)
     }
 
@@ -543,7 +564,7 @@ impl Suggest<'_> {
         let shard = self.args.replay.shard.unwrap_or(Shard::WHOLE);
         let run = SuggestRun::new(self.args, self.engine, self.baseline_engine);
         let inputs = self.inputs(&run, baseline, shard.count, &about.source);
-        let pass = self.learn(ctx, source, false, Some(shard))?;
+        let pass = self.learn(ctx, source, baseline, false, Some(shard))?;
         let header = Header::new(shard, fingerprint(&inputs), serde_json::to_value(&run)?);
         // What pass 1 could not read is said by the merge's pass 2, which reads it again
         // (as one process says it): the partial lists no entries, it counts them.
@@ -689,11 +710,14 @@ impl Suggest<'_> {
         };
         doc.proposal_head(
             &mut *out,
-            self.engine,
-            &args.name,
-            &rules,
-            proposal.upstream.as_ref(),
-            policy_retry_limit,
+            &view::Head {
+                engine: self.engine,
+                name: &args.name,
+                rules: &rules,
+                kept: &proposal.kept,
+                upstream: proposal.upstream.as_ref(),
+                policy_retry_limit,
+            },
         )?;
         // Pass 2: the proposal against the baseline on the whole history; the baseline's
         // decisions (of the train jobs) and the proposal's rules checked on the way.
@@ -702,8 +726,6 @@ impl Suggest<'_> {
             proposal.upstream.as_ref().map(|u| &u.rule_index[..]),
             &args.name,
             &pass.learned,
-            baseline,
-            self.backtest_at,
         );
         let options = Options {
             backtest_at: None,
@@ -727,9 +749,6 @@ impl Suggest<'_> {
             captured
         };
         let shadowed = check.shadowed();
-        for (slot, current) in check.currents() {
-            pass.learned.set_current(slot, current);
-        }
         let learned = &pass.learned;
         let sorted = learned.sorted();
         let (verdicts, _) = propose(&sorted, &self.knobs, self.engine);
@@ -742,6 +761,7 @@ impl Suggest<'_> {
             failed_runs: learned.failed_runs,
             signatures: &verdicts,
             rules: &rules,
+            kept: &proposal.kept,
             upstream: proposal.upstream.as_ref(),
             policy_retry_limit,
             suspects: &suspects,
@@ -831,6 +851,40 @@ fn judge_proposal(whole: &view::Captured, backtest: Option<&(view::Captured, vie
 }
 
 impl Suggest<'_> {
+    /// Today's rules the proposal keeps after its own (docs/suggest.md "Today's policy is the
+    /// starting point"): the baseline's effective list for `--queue` (else its policies in
+    /// order), as its engine reads it.
+    fn kept(&self, baseline: &Simulator, learned: &Learned) -> anyhow::Result<Vec<Kept>> {
+        let names: Vec<String> = match self.args.replay.queue.as_deref().and_then(|q| baseline.queue(q)) {
+            Some(q) => q.retry_policies.clone(),
+            None => baseline.given().to_vec(),
+        };
+        let policies: Vec<&crate::model::policy::RetryPolicy> = names
+            .iter()
+            .filter_map(|n| baseline.policies().find(|p| &p.name == n))
+            .collect();
+        let config = base_config(&self.args.replay)?;
+        let global = self
+            .args
+            .replay
+            .global_max_retries
+            .unwrap_or(crate::engine::Settings::from_config(&config).global_max_retries);
+        let decided = today::decided_runs(learned.signatures.iter().chain(learned.other.as_ref()));
+        let kept = today::kept(&policies, self.baseline_engine, global, &decided);
+        if self.engine == EngineKind::Upstream {
+            if let Some((from, fields)) = today::not_upstream(&kept) {
+                return Err(CliError::usage(format!(
+                    "the baseline's rule `{from}` cannot be kept in a proposal for today's Armada: its {} {} no place in a v1beta1 policy",
+                    fields.join(", "),
+                    if fields.len() == 1 { "has" } else { "have" }
+                ))
+                .with_hint("give the baseline as today's Armada stores it (`retryctl get retrypolicies -o yaml --api-version armadaproject.io/v1beta1`), or propose in the design dialect (`--engine design`)")
+                .into());
+            }
+        }
+        Ok(kept)
+    }
+
     /// The documents of `rules`, checked by `validate`'s reader, and their Simulator.
     fn documents(
         &self,
@@ -839,15 +893,43 @@ impl Suggest<'_> {
         rules: &[crate::suggest::propose::Proposed],
     ) -> anyhow::Result<Proposal> {
         let settings = self.settings(baseline);
+        let kept = self.kept(baseline, learned)?;
         let by_text: HashMap<&str, &crate::suggest::stats::SignatureStats> =
             learned.signatures.iter().map(|s| (s.text.as_str(), s)).collect();
+        // Upstream: the deployed category each rule can match on, where one separates it.
+        let places: Vec<Option<today::Place>> = match self.engine {
+            EngineKind::Design => vec![None; rules.len()],
+            EngineKind::Upstream => {
+                let proposed: HashMap<&str, (Action, Option<u32>)> =
+                    rules.iter().map(|r| (r.text.as_str(), (r.action, r.limit))).collect();
+                let signatures: Vec<&crate::suggest::stats::SignatureStats> = learned.signatures.iter().collect();
+                let empty = crate::suggest::stats::SignatureStats::default();
+                let with_stats: Vec<(&crate::suggest::stats::SignatureStats, (Action, Option<u32>))> = rules
+                    .iter()
+                    .map(|r| {
+                        (
+                            by_text.get(r.text.as_str()).copied().unwrap_or(&empty),
+                            (r.action, r.limit),
+                        )
+                    })
+                    .collect();
+                today::places(&with_stats, &signatures, |t| proposed.get(t.text.as_str()).copied())
+                    .into_iter()
+                    .map(Some)
+                    .collect()
+            }
+        };
         let documented: Vec<Documented<'_>> = rules
             .iter()
-            .map(|r| Documented {
-                rule: r,
-                evidence: by_text
-                    .get(r.text.as_str())
-                    .map_or_else(String::new, |s| view::evidence(s)),
+            .zip(places)
+            .map(|(r, place)| {
+                let stats = by_text.get(r.text.as_str());
+                Documented {
+                    rule: r,
+                    evidence: stats.map_or_else(String::new, |s| view::evidence(s)),
+                    mutate: stats.and_then(|s| today::carried_mutate(s, &kept)),
+                    place,
+                }
             })
             .collect();
         let header = format!(
@@ -856,9 +938,18 @@ impl Suggest<'_> {
         );
         let queue = self.queue_document(baseline);
         let (mut text, upstream) = match self.engine {
-            EngineKind::Design => (documents::design_policy(&settings, &documented, &header), None),
+            EngineKind::Design => (documents::design_policy(&settings, &documented, &kept, &header), None),
             EngineKind::Upstream => {
-                let u = documents::upstream_documents(&settings, &documented, self.deployed.as_ref(), &header);
+                let signatures: Vec<&crate::suggest::stats::SignatureStats> = learned.signatures.iter().collect();
+                let blocked = today::raise_blocked_by(&kept, &signatures);
+                let u = documents::upstream_documents(
+                    &settings,
+                    &documented,
+                    &kept,
+                    blocked,
+                    self.deployed.as_ref(),
+                    &header,
+                );
                 (format!("{}---\n{}", u.categorizer, u.policy), Some(u))
             }
         };
@@ -886,21 +977,30 @@ impl Suggest<'_> {
             Some(Resource::ErrorCategories(c)) => Some(c.clone()),
             _ => None,
         });
-        let policies = input::SourceFile {
-            name: file.name.clone(),
-            documents: file
-                .documents
-                .iter()
-                .filter(|d| matches!(d.kind, Some(Kind::RetryPolicy | Kind::Queue)))
-                .cloned()
-                .collect(),
-            errors: Vec::new(),
-        };
-        let sim = policy_set(std::slice::from_ref(&policies), None, self.engine).map_err(|e| {
-            CliError::failed(format!(
-                "the proposed policy cannot be replayed (a bug in retryctl): {e:?}"
-            ))
-        })?;
+        // The proposal replays as the cluster would run it: its policy, and with `--queue` the
+        // Queue's list, whose other policies are today's (on the server, not in the file).
+        let mut policies = Vec::new();
+        let mut queues = Vec::new();
+        for d in &file.documents {
+            match &d.resource {
+                Some(Resource::RetryPolicy(p)) => policies.push(p.clone()),
+                Some(Resource::Queue(q)) => queues.push(q.clone()),
+                _ => {}
+            }
+        }
+        let named: Vec<String> = queues.iter().flat_map(|q| q.retry_policies.iter().cloned()).collect();
+        for p in baseline.policies() {
+            if named.contains(&p.name) && !policies.iter().any(|q| q.name == p.name) {
+                policies.push(p.clone());
+            }
+        }
+        let sim = Simulator::new(policies, queues, Some(vec![self.args.name.clone()]))
+            .map(|s| s.with_engine(self.engine))
+            .map_err(|e| {
+                CliError::failed(format!(
+                    "the proposed policy cannot be replayed (a bug in retryctl): {e}"
+                ))
+            })?;
         let classifier = match categorizer {
             Some(c) => Some(Arc::new(Classifier::new(&c).map_err(|e| {
                 CliError::failed(format!(
@@ -911,6 +1011,7 @@ impl Suggest<'_> {
         };
         Ok(Proposal {
             text,
+            kept,
             upstream,
             sim: sim.with_categorizer(classifier),
         })

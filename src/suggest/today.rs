@@ -1,0 +1,309 @@
+//! Today's policy in the proposal (docs/suggest.md "Today's policy is the starting point"):
+//! the baseline's rules the proposal keeps after its own, each written with what it takes
+//! today (its effective limit, backoff and anti-affinity), the runs each decided, and the
+//! `mutate` a proposed Retry rule carries from the rule that decided its signature today.
+//!
+//! Owns: which of today's rules are kept and how each is written out. Pure: it reads the
+//! baseline's policies and pass 1's counts of the baseline's decisions; it never replays,
+//! and writes no document (that is `documents`).
+
+use std::collections::HashMap;
+
+use crate::engine::EngineKind;
+use crate::model::policy::{Action, Backoff, Mutation, RetryPolicy, Rule};
+
+use super::stats::{Current, SignatureStats};
+
+/// A rule of today's policy, kept in the proposal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Kept {
+    /// `POLICY/INDEX`, as the decision records name it.
+    pub from: String,
+    /// The rule as today's engine applies it: its `retryLimit` (and, design, `backoff` and
+    /// `antiAffinity`) written out from its policy (and the global cap) where it has none.
+    pub rule: Rule,
+    /// Failed runs it decided in the baseline's replay (train jobs).
+    pub decided_runs: u64,
+}
+
+/// The rules of `policies` (the baseline's effective list for the proposal's queue: design,
+/// every policy of it in order; upstream, the first), each with its runs from `decided`
+/// (`POLICY/INDEX` → runs).
+pub fn kept(policies: &[&RetryPolicy], engine: EngineKind, global: u32, decided: &HashMap<String, u64>) -> Vec<Kept> {
+    let take = match engine {
+        EngineKind::Design => policies.len(),
+        EngineKind::Upstream => policies.len().min(1),
+    };
+    let mut out = Vec::new();
+    for p in &policies[..take] {
+        for (i, r) in p.rules.iter().enumerate() {
+            let from = format!("{}/{i}", p.name);
+            let mut rule = r.clone();
+            if engine == EngineKind::Design {
+                // What the design engine resolves at compile time (rule → policy → global),
+                // written out so that the rule decides alike in the proposal's policy.
+                rule.retry_limit = Some(r.retry_limit.or(p.retry_limit).unwrap_or(global));
+                rule.backoff = Backoff {
+                    initial_delay: r.backoff.initial_delay.or(p.backoff.initial_delay),
+                    max_delay: r.backoff.max_delay.or(p.backoff.max_delay),
+                    multiplier: r.backoff.multiplier.or(p.backoff.multiplier),
+                    jitter: r.backoff.jitter.or(p.backoff.jitter),
+                };
+                rule.anti_affinity = r.anti_affinity.or(p.anti_affinity);
+            }
+            let decided_runs = decided.get(&from).copied().unwrap_or(0);
+            out.push(Kept {
+                from,
+                rule,
+                decided_runs,
+            });
+        }
+    }
+    out
+}
+
+/// Failed runs per deciding rule (`POLICY/INDEX` or `POLICY/default`), over every signature.
+pub fn decided_runs<'a>(signatures: impl Iterator<Item = &'a SignatureStats>) -> HashMap<String, u64> {
+    let mut out: HashMap<String, u64> = HashMap::new();
+    for s in signatures {
+        for (c, n) in &s.current {
+            if let Current::Decided { rule, .. } = c {
+                *out.entry(rule.clone()).or_default() += n;
+            }
+        }
+    }
+    out
+}
+
+/// The `mutate` a proposed Retry rule for `stats` carries: that of the kept rule that decided
+/// most of its failed runs today (ties: the first in the policy's order); `None` when no kept
+/// rule decided any, or that rule has none.
+pub fn carried_mutate(stats: &SignatureStats, kept: &[Kept]) -> Option<Mutation> {
+    let mut best: Option<(u64, usize)> = None;
+    for (k, kr) in kept.iter().enumerate() {
+        let runs: u64 = stats
+            .current
+            .iter()
+            .filter(|(c, _)| matches!(c, Current::Decided { rule, .. } if *rule == kr.from))
+            .map(|(_, n)| n)
+            .sum();
+        if runs > 0 && best.is_none_or(|(b, _)| runs > b) {
+            best = Some((runs, k));
+        }
+    }
+    best.and_then(|(_, k)| kept[k].rule.mutate.clone())
+}
+
+/// Whether raising an upstream policy's `retryLimit` keeps every kept rule's runs decided as
+/// today: no kept Retry rule's run reached the limit today (it failed under a Retry rule),
+/// else the first such rule (`POLICY/INDEX`), which a higher limit would retry further.
+pub fn raise_blocked_by<'a>(kept: &'a [Kept], signatures: &[&SignatureStats]) -> Option<&'a str> {
+    kept.iter()
+        .filter(|k| k.rule.action == Action::Retry)
+        .find(|k| {
+            signatures.iter().any(|s| {
+                s.current.iter().any(|(c, n)| {
+                    *n > 0 && matches!(c, Current::Decided { rule, action: Action::Fail } if *rule == k.from)
+                })
+            })
+        })
+        .map(|k| k.from.as_str())
+}
+
+/// The first kept rule a v1beta1 policy cannot hold, and its fields that have no place there.
+pub fn not_upstream(kept: &[Kept]) -> Option<(&str, Vec<String>)> {
+    kept.iter().find_map(|k| {
+        let alone = RetryPolicy {
+            retry_limit: Some(0),
+            default_action: Some(Action::Fail),
+            rules: vec![k.rule.clone()],
+            ..RetryPolicy::default()
+        };
+        let fields: Vec<String> = alone
+            .upstream_incompatibilities()
+            .into_iter()
+            .map(|f| f.strip_prefix("rules[0].").unwrap_or(&f).to_string())
+            .collect();
+        (!fields.is_empty()).then(|| (k.from.as_str(), fields))
+    })
+}
+
+/// Where an upstream proposal's rule for a signature matches (docs/suggest.md "Categories"):
+/// on the deployed category its runs already have, or on a new category that splits one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// Every failed run of the signature is in this category (and subcategory), and no
+    /// signature proposed otherwise shares it: the rule matches it, no category is made.
+    Reuse {
+        category: String,
+        subcategory: Option<String>,
+    },
+    /// A new category; `of`: the deployed category (and subcategory) most of its runs had,
+    /// which it splits (its subcategory and hint are copied).
+    Split { of: Option<(String, Option<String>)> },
+}
+
+/// A `seen` key (`C` or `C/S`) as its category and subcategory; `None` for `none`.
+fn label(key: &str) -> Option<(&str, Option<&str>)> {
+    if key == "none" {
+        return None;
+    }
+    Some(match key.split_once('/') {
+        Some((c, s)) => (c, Some(s)),
+        None => (key, None),
+    })
+}
+
+/// The place of each rule of `rules` (`proposal(s)`: a signature's proposal, `None` for
+/// "as today"; signatures proposing alike may share a category).
+pub fn places<P: PartialEq>(
+    rules: &[(&SignatureStats, P)],
+    signatures: &[&SignatureStats],
+    proposal: impl Fn(&SignatureStats) -> Option<P>,
+) -> Vec<Place> {
+    rules
+        .iter()
+        .map(|(s, mine)| {
+            let top = s
+                .seen
+                .iter()
+                .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+                .and_then(|(k, _)| label(k))
+                .map(|(c, sub)| (c.to_string(), sub.map(str::to_string)));
+            let split = Place::Split { of: top.clone() };
+            if s.seen.len() != 1 {
+                return split;
+            }
+            let Some((c, sub)) = top else { return split };
+            // Runs a rule on `c` (and `sub`) would match: those in `c/sub`, or, without a
+            // subcategory, every run of `c`.
+            let shares = |t: &SignatureStats| {
+                t.seen.keys().filter_map(|k| label(k)).any(|(tc, ts)| {
+                    tc == c
+                        && match &sub {
+                            Some(sub) => ts == Some(sub.as_str()),
+                            None => true,
+                        }
+                })
+            };
+            let conflict = signatures
+                .iter()
+                .filter(|t| t.text != s.text && shares(t))
+                .any(|t| proposal(t).as_ref() != Some(mine));
+            if conflict {
+                split
+            } else {
+                Place::Reuse {
+                    category: c,
+                    subcategory: sub,
+                }
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::policy::{AffinityMutation, AntiAffinityMode};
+
+    fn policy(name: &str, limit: Option<u32>, rules: Vec<Rule>) -> RetryPolicy {
+        RetryPolicy {
+            name: name.into(),
+            retry_limit: limit,
+            rules,
+            ..RetryPolicy::default()
+        }
+    }
+
+    fn decided(stats: &mut SignatureStats, rule: &str, action: Action, n: u64) {
+        stats.current.insert(
+            Current::Decided {
+                rule: rule.into(),
+                action,
+            },
+            n,
+        );
+    }
+
+    #[test]
+    fn design_rules_are_written_with_their_effective_limit_and_settings() {
+        let mut p = policy(
+            "a",
+            Some(3),
+            vec![
+                Rule {
+                    action: Action::Retry,
+                    ..Rule::default()
+                },
+                Rule {
+                    action: Action::Retry,
+                    retry_limit: Some(1),
+                    ..Rule::default()
+                },
+            ],
+        );
+        p.anti_affinity = Some(AntiAffinityMode::Node);
+        let q = policy(
+            "b",
+            None,
+            vec![Rule {
+                action: Action::Fail,
+                ..Rule::default()
+            }],
+        );
+        let decided: HashMap<String, u64> = [("a/1".to_string(), 4)].into_iter().collect();
+        let k = kept(&[&p, &q], EngineKind::Design, 20, &decided);
+        let limits: Vec<(String, Option<u32>, u64)> = k
+            .iter()
+            .map(|k| (k.from.clone(), k.rule.retry_limit, k.decided_runs))
+            .collect();
+        assert_eq!(
+            limits,
+            vec![
+                ("a/0".into(), Some(3), 0),
+                ("a/1".into(), Some(1), 4),
+                ("b/0".into(), Some(20), 0)
+            ]
+        );
+        assert_eq!(k[0].rule.anti_affinity, Some(AntiAffinityMode::Node));
+        // Upstream: the first policy only, as written (its one limit is the policy's).
+        let k = kept(&[&p, &q], EngineKind::Upstream, 20, &decided);
+        assert_eq!(k.len(), 2);
+        assert_eq!(k[0].rule.retry_limit, None);
+    }
+
+    #[test]
+    fn a_retry_carries_the_mutate_of_the_rule_that_decided_most_of_its_runs() {
+        let bump = Mutation {
+            affinity: Some(AffinityMutation { avoid_same_node: true }),
+            resources: None,
+        };
+        let p = policy(
+            "a",
+            Some(3),
+            vec![
+                Rule {
+                    action: Action::Retry,
+                    ..Rule::default()
+                },
+                Rule {
+                    action: Action::Retry,
+                    mutate: Some(bump.clone()),
+                    ..Rule::default()
+                },
+            ],
+        );
+        let k = kept(&[&p], EngineKind::Design, 20, &HashMap::new());
+        let mut s = SignatureStats::default();
+        decided(&mut s, "a/0", Action::Retry, 1);
+        decided(&mut s, "a/1", Action::Retry, 2);
+        decided(&mut s, "a/1", Action::Fail, 1);
+        assert_eq!(carried_mutate(&s, &k), Some(bump));
+        // A tie goes to the first in order (which has none).
+        decided(&mut s, "a/0", Action::Retry, 3);
+        assert_eq!(carried_mutate(&s, &k), None);
+        assert_eq!(raise_blocked_by(&k, &[&s]), Some("a/1"));
+        assert_eq!(raise_blocked_by(&k[..1], &[&s]), None);
+    }
+}
