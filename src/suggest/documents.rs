@@ -325,9 +325,21 @@ pub fn short_category_name(rule: &Proposed) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Matcher {
     Condition(Condition),
-    ExitCode { container: String, code: i64 },
-    Message { container: String, pattern: String },
-    PodError { pattern: String },
+    /// An OOM kill of one container (signatures of two containers may be proposed apart).
+    Oom {
+        container: String,
+    },
+    ExitCode {
+        container: String,
+        code: i64,
+    },
+    Message {
+        container: String,
+        pattern: String,
+    },
+    PodError {
+        pattern: String,
+    },
 }
 
 /// The matcher of a proposed signature's category; `None` for a category signature (it is
@@ -336,8 +348,13 @@ pub fn matcher(rule: &Proposed) -> Option<Matcher> {
     Some(match &rule.signature {
         Signature::Condition(c) => Matcher::Condition(*c),
         Signature::Container {
-            exit: None, template, ..
-        } if template.is_empty() => Matcher::Condition(Condition::OOMKilled),
+            exit: None,
+            template,
+            name,
+            ..
+        } if template.is_empty() => Matcher::Oom {
+            container: name.clone(),
+        },
         Signature::Container { name, template, .. } if !template.is_empty() => Matcher::Message {
             container: name.clone(),
             pattern: pattern(template, rule.cut),
@@ -375,6 +392,13 @@ pub struct NewCategory {
 pub fn category_rule_yaml(m: &Matcher, pad: &str) -> String {
     match m {
         Matcher::Condition(c) => format!("{pad}- onConditions: [{}]\n", c.as_str()),
+        Matcher::Oom { container } => {
+            let mut s = format!("{pad}- onConditions: [OOMKilled]\n");
+            if !container.is_empty() {
+                s.push_str(&format!("{pad}  containerName: {}\n", quoted(container)));
+            }
+            s
+        }
         Matcher::ExitCode { container, code } => {
             let mut s = format!("{pad}- onExitCodes: {{operator: In, values: [{code}]}}\n");
             if !container.is_empty() {

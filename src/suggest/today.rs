@@ -122,7 +122,8 @@ pub fn not_upstream(kept: &[Kept]) -> Option<(&str, Vec<String>)> {
         let fields: Vec<String> = alone
             .upstream_incompatibilities()
             .into_iter()
-            .map(|f| f.strip_prefix("rules[0].").unwrap_or(&f).to_string())
+            // The fields it has; a rule without a category is said by the caller's words.
+            .filter_map(|f| f.strip_prefix("rules[0].").map(str::to_string))
             .collect();
         (!fields.is_empty()).then(|| (k.from.as_str(), fields))
     })

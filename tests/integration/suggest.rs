@@ -1035,11 +1035,12 @@ fn lookout_gives_what_its_export_gives() {
         );
         if o == "markdown" {
             // The command that writes the proposal (only when the verdict is to adopt it:
-            // here it loses 3 jobs) names the source; the DSN never shows.
+            // here today's rules are kept and nothing has evidence) names the source; the
+            // DSN never shows.
             let cut = |t: &str| t[..t.find("Write it:").unwrap_or(t.len())].to_string();
             assert_eq!(cut(&db_text), cut(&file_text));
             assert!(
-                db_text.contains("**Verdict: do not adopt** — loses 3 jobs today's policy saves"),
+                db_text.contains("**Verdict: keep today's policy** — the proposal changes nothing that matters"),
                 "{db_text}"
             );
             assert!(!db_text.contains(&db.dsn), "{db_text}");
@@ -1279,7 +1280,11 @@ fn a_rule_of_todays_with_one_trial_is_kept_and_its_job_is_not_lost() {
             "{engine}"
         );
         assert_eq!(v["suggest"]["verdict"]["decision"], json!("keep"), "{engine}");
-        assert_eq!(v["suggest"]["proposal"]["comparison"]["lost"], json!(0), "{engine}: {v}");
+        assert_eq!(
+            v["suggest"]["proposal"]["comparison"]["transitions"]["lost"],
+            json!(0),
+            "{engine}: {v}"
+        );
         let out = run(home.path(), &base);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -1372,7 +1377,7 @@ fn a_design_rule_cannot_be_kept_in_an_upstream_proposal() {
     assert!(out.stdout.is_empty());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.starts_with("error: the baseline's rule `today/0` cannot be kept in a proposal for today's Armada: its onExitCodes, rules[0] (no category: upstream stores only category rules) have no place in a v1beta1 policy\n"),
+        err.starts_with("error: the baseline's rule `today/0` cannot be kept in a proposal for today's Armada: a v1beta1 rule matches a category only, and has no place for its onExitCodes, retryLimit\n"),
         "{err}"
     );
 }
@@ -1428,7 +1433,6 @@ fn a_deployed_category_with_a_hint_keeps_the_hint() {
                 "upstream",
                 "--categorizer",
                 path(&categorizer),
-                "--extrapolate",
                 "-o",
                 "policy",
             ],
@@ -1444,12 +1448,14 @@ fn a_deployed_category_with_a_hint_keeps_the_hint() {
         "{text}"
     );
     assert_eq!(names[2], "\"oom\"", "{text}");
+    // Both new categories and the deployed one.
     assert_eq!(
         text.matches("          hint: \"Increase the memory request\"\n")
             .count(),
-        2,
+        3,
         "{text}"
     );
+    assert!(text.contains("          containerName: \"main\"\n"), "{text}");
     let text = suggest(&write(&[("main", true)]));
     assert!(!text.contains("name: s-"), "{text}");
     assert!(text.contains("  - action: Retry\n    onCategory: \"oom\"\n"), "{text}");

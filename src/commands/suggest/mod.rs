@@ -874,9 +874,8 @@ impl Suggest<'_> {
         if self.engine == EngineKind::Upstream {
             if let Some((from, fields)) = today::not_upstream(&kept) {
                 return Err(CliError::usage(format!(
-                    "the baseline's rule `{from}` cannot be kept in a proposal for today's Armada: its {} {} no place in a v1beta1 policy",
-                    fields.join(", "),
-                    if fields.len() == 1 { "has" } else { "have" }
+                    "the baseline's rule `{from}` cannot be kept in a proposal for today's Armada: a v1beta1 rule matches a category only, and has no place for its {}",
+                    fields.join(", ")
                 ))
                 .with_hint("give the baseline as today's Armada stores it (`retryctl get retrypolicies -o yaml --api-version armadaproject.io/v1beta1`), or propose in the design dialect (`--engine design`)")
                 .into());
