@@ -102,6 +102,8 @@ pub struct Report<'a> {
     pub upstream: Option<&'a Upstream>,
     /// The policy's `retryLimit` as `-o policy` writes it (`None`: not written, design only).
     pub policy_retry_limit: Option<u32>,
+    /// The documents `-o policy` writes (markdown and html carry them).
+    pub documents: &'a str,
     pub suspects: &'a [Suspect],
     pub baseline_from: Baseline,
     pub commands: Commands,
@@ -870,28 +872,37 @@ fn table(
 
 /// The estimates of the Pending jobs, in two lines and a pointer to their method.
 fn estimate_lines(out: &mut dyn Write, c: &Comparison, e: &Estimates) -> io::Result<()> {
+    if let Some(line) = estimated(c, e) {
+        writeln!(out, "  estimated: {line} (docs/estimates.md)")?;
+    }
+    Ok(())
+}
+
+/// The estimate for the Pending jobs, apart from what was observed (docs/suggest.md "The
+/// verdict"): the expected successes of the Failed → Pending jobs and the GPU-hours the
+/// Pending jobs are expected to take; `None` without a Pending job.
+fn estimated(c: &Comparison, e: &Estimates) -> Option<String> {
     let n = c.failed_to_pending();
+    let p = &e.pending;
+    let mut parts = Vec::new();
     if n > 0 {
         let a = &e.asked;
-        writeln!(
-            out,
-            "  estimate:  ≈ {:.1} ({:.1}–{:.1}) of {} Failed → Pending would succeed over the runs the proposal has left",
+        parts.push(format!(
+            "≈ {:.1} ({:.1}–{:.1}) of {} Failed → Pending would succeed",
             a.expected,
             a.low,
             a.high,
             plural(n, "job", "jobs")
-        )?;
+        ));
     }
-    let p = &e.pending;
     if p.jobs > p.without_estimate {
-        writeln!(
-            out,
-            "  expected:  {:.1} more GPU-hours for the {} Pending under the proposal (estimates: docs/estimates.md)",
+        parts.push(format!(
+            "{:.1} more GPU-hours for the {} Pending",
             p.gpu_hours,
             plural(p.jobs, "job", "jobs")
-        )?;
+        ));
     }
-    Ok(())
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 fn markdown(
@@ -918,15 +929,18 @@ fn markdown(
     );
     let _ = writeln!(
         m,
-        "**Against the baseline:** {} rescued, {} lost, {} → Pending; GPU-hours +{:.1} / −{:.1}; retries +{} / −{}.\n",
+        "**Observed against the baseline:** {} rescued, {} lost; retries +{} / −{}; GPU-hours +{:.1} / −{:.1}.\n",
         c.rescued,
         c.lost,
-        c.to_pending,
-        hours(c.gpu_added),
-        hours(c.gpu_removed),
         c.retries_added,
-        c.retries_removed
+        c.retries_removed,
+        hours(c.gpu_added),
+        hours(c.gpu_removed)
     );
+    if let Some(line) = whole.estimates.as_ref().and_then(|e| estimated(c, e)) {
+        let _ = writeln!(m, "**Estimated** (not observed): {}.\n", md(&line));
+    }
+    let _ = writeln!(m, "{}\n", md(&super::simulate::plan_sentence(c)));
     if let (Some(b), Some((bc, t))) = (&r.backtest, backtest) {
         let _ = writeln!(
             m,
@@ -969,6 +983,11 @@ fn markdown(
             );
         }
     }
+    let _ = writeln!(
+        m,
+        "\n<details><summary>The proposed documents</summary>\n\n```yaml\n{}```\n\n</details>",
+        r.documents.replace("```", "` ` `")
+    );
     if judgement.decision == Decision::Adopt {
         let _ = writeln!(m, "\nWrite it: `{}`", r.commands.write.replace('`', "'"));
     }
@@ -988,20 +1007,52 @@ fn html(
         esc(judgement.decision.words()),
         esc(&judgement.reasons.join("; "))
     );
-    let _ = write!(
+    let _ = writeln!(b, "<h1>Proposed retry policy <code>{}</code></h1>", esc(r.name));
+    b.push_str(&verdict);
+    let _ = writeln!(
         b,
-        "<h1>Proposed retry policy <code>{}</code></h1>\n<p>Learned from {} ({} failed runs, {}). Against the baseline: {} rescued, {} lost, {} → Pending; GPU-hours +{:.1} / −{:.1}.</p>\n",
-        esc(r.name),
-        esc(&plural(r.jobs, "job", "jobs")),
-        r.failed_runs,
-        esc(&plural(r.signatures.len() as u64, "signature", "signatures")),
+        "<p class=\"observed\">Observed against the baseline: {} rescued, {} lost; retries +{} / −{}; GPU-hours +{:.1} / −{:.1}.</p>",
         c.rescued,
         c.lost,
-        c.to_pending,
+        c.retries_added,
+        c.retries_removed,
         hours(c.gpu_added),
         hours(c.gpu_removed)
     );
-    b.push_str(&verdict);
+    if let Some(line) = whole.estimates.as_ref().and_then(|e| estimated(c, e)) {
+        let _ = writeln!(
+            b,
+            "<p class=\"estimated\">Estimated (not observed): {}.</p>",
+            esc(&line)
+        );
+    }
+    let _ = writeln!(
+        b,
+        "<p>{}</p>\n<p>Learned from {} ({} failed runs, {}).</p>",
+        esc(&super::simulate::plan_sentence(c)),
+        esc(&plural(r.jobs, "job", "jobs")),
+        r.failed_runs,
+        esc(&plural(r.signatures.len() as u64, "signature", "signatures"))
+    );
+    if let Some(u) = r.upstream {
+        if !u.categories.is_empty() {
+            b.push_str("<p>New categories of the executor's config:</p>\n<ul>\n");
+            for cat in &u.categories {
+                let splits = cat
+                    .splits
+                    .as_ref()
+                    .map(|s| format!(" (splits <code>{}</code>)", esc(s)))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    b,
+                    "<li><code>{}</code>{splits}: {}</li>",
+                    esc(&cat.name),
+                    esc(&cat.signatures.join(", "))
+                );
+            }
+            b.push_str("</ul>\n");
+        }
+    }
     if let (Some(bh), Some((bc, t))) = (&r.backtest, backtest) {
         let _ = writeln!(
             b,
@@ -1101,6 +1152,11 @@ fn html(
         }
         b.push_str("</tbody></table>\n");
     }
+    let _ = writeln!(
+        b,
+        "<details><summary>The proposed documents</summary><pre>{}</pre></details>",
+        esc(r.documents)
+    );
     if judgement.decision == Decision::Adopt {
         let _ = writeln!(
             b,

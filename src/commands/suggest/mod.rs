@@ -764,6 +764,7 @@ impl Suggest<'_> {
             kept: &proposal.kept,
             upstream: proposal.upstream.as_ref(),
             policy_retry_limit,
+            documents: &proposal.text,
             suspects: &suspects,
             baseline_from: from,
             commands,
