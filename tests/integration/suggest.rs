@@ -1460,8 +1460,32 @@ fn a_deployed_category_with_a_hint_keeps_the_hint() {
         "{text}"
     );
     assert!(text.contains("          containerName: \"main\"\n"), "{text}");
-    let text = suggest(&write(&[("main", true)]));
+    let history = write(&[("main", true)]);
+    let text = suggest(&history);
     assert!(!text.contains("name: s-"), "{text}");
+    // The `tune` line suggest prints gives both sides their categorizer.
+    let out = run(
+        home.path(),
+        &[
+            "suggest",
+            "--history",
+            path(&history),
+            "--baseline",
+            path(&today),
+            "--engine",
+            "upstream",
+            "--categorizer",
+            path(&categorizer),
+        ],
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains(&format!(
+            "--engine upstream --categorizer suggested.yaml --baseline-categorizer {} --vary 'suggested:retryLimit=1..3'",
+            path(&categorizer)
+        )),
+        "{table}"
+    );
     assert!(text.contains("  - action: Retry\n    onCategory: \"oom\"\n"), "{text}");
 }
 

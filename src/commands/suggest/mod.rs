@@ -1125,7 +1125,14 @@ impl Suggest<'_> {
             t.extend(source.iter().cloned());
             t.extend(baseline.iter().cloned());
             if self.engine == EngineKind::Upstream {
-                t.push(format!("--engine upstream --categorizer {file}"));
+                // Both sides' categorizers: the baseline never borrows the proposal's.
+                let deployed = a
+                    .categorizer
+                    .as_ref()
+                    .map_or_else(|| "recorded".to_string(), |c| shell_word(&c.display().to_string()));
+                t.push(format!(
+                    "--engine upstream --categorizer {file} --baseline-categorizer {deployed}"
+                ));
             }
             t.extend(varies);
             t.join(" ")
