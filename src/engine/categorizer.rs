@@ -29,6 +29,9 @@ pub struct Classifier {
     categories: Box<[(Box<str>, PodAction)]>,
     /// Every rule of every category, in config order.
     rules: Box<[CompiledRule]>,
+    /// Categories to put before a deployed config not given: a run none of them matches
+    /// keeps the category it was recorded with ([`Classifier::prepended`]).
+    prepended: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -173,7 +176,16 @@ impl Classifier {
             default_subcategory: non_empty(&config.default_subcategory),
             categories: categories.into(),
             rules: rules.into(),
+            prepended: false,
         })
+    }
+
+    /// These categories as if put before the executor's deployed config, which is not
+    /// known: a run none of them matches keeps its recorded category (what the deployed
+    /// config gave it), rather than the defaults.
+    pub fn prepended(mut self) -> Classifier {
+        self.prepended = true;
+        self
     }
 
     /// Whether the config is enabled (a disabled one assigns no category).
@@ -210,6 +222,9 @@ impl Classifier {
                     rule: Some((r.category, r.index)),
                 });
             }
+        }
+        if self.prepended {
+            return Categorized::Recorded;
         }
         Categorized::Classified(Classification {
             category: self.default_category.as_deref(),

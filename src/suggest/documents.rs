@@ -516,6 +516,10 @@ mod tests {
     }
 }
 
+/// What the categorizer document says, and stderr, without a deployed config to build on.
+pub const NOT_COMPLETE: &str =
+    "add these categories before the executor's existing errorCategories: they are not a complete config";
+
 /// The upstream documents and what the report says of them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Upstream {
@@ -730,6 +734,9 @@ pub fn upstream_documents(
         c.push_str(&format!("# {}\n", comment(line)));
     }
     c.push_str("# The executor's config (errorCategories), not a server resource: `retryctl apply` skips it.\n");
+    if deployed.is_none() {
+        c.push_str(&format!("# {NOT_COMPLETE}\n"));
+    }
     c.push_str("errorCategories:\n  enabled: true\n");
     if let Some(dep) = deployed {
         if !dep.default_category.is_empty() {

@@ -1628,3 +1628,35 @@ fn failed_once_then_succeeded(dir: &Path) -> PathBuf {
     std::fs::write(&history, jobs).unwrap();
     history
 }
+
+/// Upstream without the deployed categorizer: the new categories are said to go before the
+/// executor's own (in the document and on stderr), never written as a complete config.
+#[test]
+fn without_the_deployed_categorizer_the_new_categories_are_not_a_complete_config() {
+    let home = temp_home();
+    let out = run(
+        home.path(),
+        &[
+            "suggest",
+            "--history",
+            "testdata/suggest/planted.jsonl",
+            "--baseline",
+            "testdata/policies/valid/upstream-v1beta1.yaml",
+            "--engine",
+            "upstream",
+            "-o",
+            "policy",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("note: add these categories before the executor's existing errorCategories: they are not a complete config\n"),
+        "{err}"
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("# add these categories before the executor's existing errorCategories: they are not a complete config\nerrorCategories:\n"),
+        "{text}"
+    );
+}

@@ -680,6 +680,9 @@ impl Suggest<'_> {
             propose(&sorted, &self.knobs, self.engine).1
         };
         let proposal = self.documents(baseline, &pass.learned, &rules)?;
+        if self.deployed.is_none() && proposal.upstream.as_ref().is_some_and(|u| !u.categories.is_empty()) {
+            writeln!(ctx.err, "note: {}", documents::NOT_COMPLETE)?;
+        }
         // `-o policy` replays the proposal too, for its verdict, and prints none of it.
         let policy = args.output == SuggestOutput::Policy;
         let mut discard = io::sink();
@@ -1002,11 +1005,19 @@ impl Suggest<'_> {
                 ))
             })?;
         let classifier = match categorizer {
-            Some(c) => Some(Arc::new(Classifier::new(&c).map_err(|e| {
-                CliError::failed(format!(
-                    "the proposed categorizer does not compile (a bug in retryctl): {e}"
-                ))
-            })?)),
+            Some(c) => {
+                let compiled = Classifier::new(&c).map_err(|e| {
+                    CliError::failed(format!(
+                        "the proposed categorizer does not compile (a bug in retryctl): {e}"
+                    ))
+                })?;
+                // Without the deployed config, the new categories go before it: a run they
+                // do not match keeps the category it was recorded with.
+                Some(Arc::new(match self.deployed {
+                    Some(_) => compiled,
+                    None => compiled.prepended(),
+                }))
+            }
             None => self.categorizer.clone(),
         };
         Ok(Proposal {
