@@ -985,8 +985,8 @@ fn markdown(
     }
     let _ = writeln!(
         m,
-        "\n<details><summary>The proposed documents</summary>\n\n```yaml\n{}```\n\n</details>",
-        r.documents.replace("```", "` ` `")
+        "\n<details><summary>The proposed documents</summary>\n\n~~~yaml\n{}~~~\n\n</details>",
+        r.documents
     );
     if judgement.decision == Decision::Adopt {
         let _ = writeln!(m, "\nWrite it: `{}`", r.commands.write.replace('`', "'"));
