@@ -3,8 +3,8 @@
 use crate::app::Context;
 use crate::cli::{ValidateArgs, ValidateOutput};
 use crate::error::{CliError, ExitCode};
-use crate::input;
-use crate::model::document::Resource;
+use crate::input::{self, SourceFile};
+use crate::model::document::{ApiVersion, Kind, Resource};
 use crate::model::lint::{lint_documents, LintOptions};
 use crate::output::report;
 
@@ -40,6 +40,10 @@ pub fn run(ctx: &mut Context, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     match args.output {
         ValidateOutput::Text => {
             report::write_text(&files, ctx.style, ctx.out, ctx.err)?;
+            if args.upstream && upstream_refuses_a_v1_policy(&files) {
+                // Once for the run, after every error: the fix is the same for each document.
+                writeln!(ctx.err, "{UPSTREAM_V1_HINT}")?;
+            }
             if args.strict && t.errors == 0 && t.warnings > 0 {
                 writeln!(
                     ctx.err,
@@ -57,5 +61,20 @@ pub fn run(ctx: &mut Context, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
         ExitCode::Success
     } else {
         ExitCode::InvalidInput
+    })
+}
+
+/// What `validate --upstream` says after errors on a design-dialect (`armadaproject.io/v1`)
+/// policy: today's Armada stores only the flat dialect, and the verbs that write policies
+/// write it under `--engine upstream` (docs/policies.md).
+const UPSTREAM_V1_HINT: &str =
+    "hint: today's Armada stores armadaproject.io/v1beta1: regenerate with `--engine upstream`";
+
+/// Whether a RetryPolicy document written as `armadaproject.io/v1` has an error.
+fn upstream_refuses_a_v1_policy(files: &[SourceFile]) -> bool {
+    files.iter().flat_map(|f| &f.documents).any(|d| {
+        d.kind == Some(Kind::RetryPolicy)
+            && d.api_version == Some(ApiVersion::V1)
+            && d.diagnostics.iter().any(|x| x.is_error())
     })
 }

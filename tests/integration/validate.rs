@@ -793,6 +793,7 @@ testdata/policies/valid/infra.yaml (RetryPolicy `infra`)
   error: 9:7 spec.rules[0]: this rule has no category, and upstream Armada stores only category rules (`onCategory`, optionally `onSubcategory`); `create` against an upstream server refuses this policy
   error: 10:21 spec.rules[0].onConditions: upstream Armada cannot store `onConditions`; `create` against an upstream server refuses this policy
   error: 12:9 spec.rules[0].antiAffinity: upstream Armada cannot store `antiAffinity`; `create` against an upstream server refuses this policy
+hint: today's Armada stores armadaproject.io/v1beta1: regenerate with `--engine upstream`
 "
     );
     let out = validate(&["-f", "testdata/policies/valid/infra.yaml"]);
