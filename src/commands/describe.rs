@@ -2,7 +2,9 @@
 //! `-f PATH` (the files stand in for the server: names are looked up among their documents,
 //! and without names every policy and queue in them is described).
 //!
-//! Load → `output::describe`. The scheduler settings (global cap, default backoff) come from
+//! Load → `output::describe`. A v1beta1 policy (its file's `apiVersion`, or any policy of a
+//! server that stores only that dialect) is explained in today's Armada's terms
+//! (`describe::write_policy_upstream`). The scheduler settings (global cap, default backoff) come from
 //! `--scheduler-config` when given, else retryctl's defaults (docs/simulate.md), and the text says which.
 
 use crate::app::Context;
@@ -11,13 +13,14 @@ use crate::commands::remote::{self, found, Remote};
 use crate::commands::target::{noun_of, Targets};
 use crate::engine::Settings;
 use crate::error::{CliError, ExitCode};
-use crate::model::{Kind, Queue, Resource, RetryPolicy};
+use crate::model::{ApiVersion, Kind, Queue, Resource, RetryPolicy};
 use crate::output::describe::{self, Scheduler};
 
 /// The resources to describe: the documents of `-f` files, or a server to ask.
 enum Resources {
     Files {
-        policies: Vec<RetryPolicy>,
+        /// Each with whether it was written as `armadaproject.io/v1beta1`.
+        policies: Vec<(RetryPolicy, bool)>,
         queues: Vec<Queue>,
     },
     Server(Box<Remote>),
@@ -49,7 +52,7 @@ pub fn run(ctx: &mut Context, args: &DescribeArgs) -> anyhow::Result<ExitCode> {
         let (mut policies, mut queues) = (Vec::new(), Vec::new());
         for i in items {
             match i.resource {
-                Resource::RetryPolicy(p) => policies.push(p),
+                Resource::RetryPolicy(p) => policies.push((p, i.version == Some(ApiVersion::V1beta1))),
                 Resource::Queue(q) => queues.push(q),
                 _ => {}
             }
@@ -60,7 +63,7 @@ pub fn run(ctx: &mut Context, args: &DescribeArgs) -> anyhow::Result<ExitCode> {
     let wanted: Vec<(Kind, String)> = match (&resources, targets.is_empty()) {
         (Resources::Files { policies, queues }, true) => policies
             .iter()
-            .map(|p| (Kind::RetryPolicy, p.name.clone()))
+            .map(|(p, _)| (Kind::RetryPolicy, p.name.clone()))
             .chain(queues.iter().map(|q| (Kind::Queue, q.name.clone())))
             .collect(),
         (Resources::Server(_), true) => {
@@ -101,12 +104,12 @@ fn describe_one(resources: &Resources, kind: Kind, name: &str, s: &Scheduler) ->
             };
             let mut policies = Vec::new();
             for p in &queue.retry_policies {
-                policies.push((p.clone(), policy(resources, p)?));
+                policies.push((p.clone(), policy(resources, p)?.map(|(p, _)| p)));
             }
             describe::write_queue(&mut out, &queue, &policies, s)?;
         }
         _ => {
-            let Some(p) = policy(resources, name)? else {
+            let Some((p, upstream)) = policy(resources, name)? else {
                 return Ok(None);
             };
             let used_by: Vec<(String, usize, usize)> = queues(resources)?
@@ -116,17 +119,28 @@ fn describe_one(resources: &Resources, kind: Kind, name: &str, s: &Scheduler) ->
                     Some((q.name.clone(), pos + 1, q.retry_policies.len()))
                 })
                 .collect();
-            describe::write_policy(&mut out, &p, &used_by, s)?;
+            if upstream {
+                describe::write_policy_upstream(&mut out, &p, &used_by, s)?;
+            } else {
+                describe::write_policy(&mut out, &p, &used_by, s)?;
+            }
         }
     }
     Ok(Some(out))
 }
 
-fn policy(resources: &Resources, name: &str) -> Result<Option<RetryPolicy>, CliError> {
+/// The policy `name`, and whether to explain it in today's Armada's terms: a v1beta1
+/// document, or a policy of a server that stores only that dialect (docs/cli.md).
+fn policy(resources: &Resources, name: &str) -> Result<Option<(RetryPolicy, bool)>, CliError> {
     match resources {
-        Resources::Files { policies, .. } => Ok(policies.iter().find(|p| p.name == name).cloned()),
+        Resources::Files { policies, .. } => Ok(policies.iter().find(|(p, _)| p.name == name).cloned()),
         Resources::Server(c) => {
-            found(c.client.get_policy(name)).map_err(|e| c.fail(&format!("cannot get retry policy `{name}`"), e))
+            let what = format!("cannot get retry policy `{name}`");
+            let Some(p) = found(c.client.get_policy(name)).map_err(|e| c.fail(&what, e))? else {
+                return Ok(None);
+            };
+            let upstream = !c.client.is_v1().map_err(|e| c.fail(&what, e))?;
+            Ok(Some((p, upstream)))
         }
     }
 }

@@ -299,6 +299,117 @@ fn mutation_words(m: &Mutation) -> Vec<String> {
     out
 }
 
+/// Describes a policy in today's Armada's terms (a v1beta1 document, or a policy read from a
+/// server that stores only that dialect): what upstream's engine does with it, and nothing it
+/// cannot store. No backoff (upstream requeues a retry at once), no anti-affinity mode, one
+/// limit for the whole policy; the global cap is the scheduler's, a number only when
+/// `--scheduler-config` gives one (retryctl's own default is not upstream's).
+pub fn write_policy_upstream(
+    out: &mut dyn Write,
+    policy: &RetryPolicy,
+    used_by: &[(String, usize, usize)],
+    scheduler: &Scheduler,
+) -> io::Result<()> {
+    writeln!(out, "Name:            {}", policy.name)?;
+    writeln!(
+        out,
+        "Dialect:         armadaproject.io/v1beta1 (today's Armada: category rules, one retry limit, no backoff)"
+    )?;
+    if used_by.is_empty() {
+        writeln!(
+            out,
+            "Used by queues:  <none> (attach it with `retryctl update queue NAME --add-retry-policy {}`)",
+            policy.name
+        )?;
+    } else {
+        let list: Vec<String> = used_by
+            .iter()
+            .map(|(q, pos, of)| match (pos, of) {
+                (_, 1) => q.clone(),
+                (1, _) => format!("{q} (its first policy, the one Armada evaluates)"),
+                _ => format!("{q} (policy {pos} of {of}: Armada evaluates only the first, so not this one)"),
+            })
+            .collect();
+        writeln!(out, "Used by queues:  {}", list.join(", "))?;
+    }
+    let limit = policy.retry_limit.unwrap_or(0);
+    if limit == 0 {
+        writeln!(
+            out,
+            "Retry limit:     0: this policy never retries (an absent retryLimit is 0)"
+        )?;
+    } else {
+        // Upstream counts a job's failures, whichever rule matched each (engine.go's
+        // FailureCount): one budget for the policy.
+        writeln!(
+            out,
+            "Retry limit:     {limit}: a job is retried up to {limit} {} in all, {} attempts, whichever rules matched",
+            if limit == 1 { "time" } else { "times" },
+            u64::from(limit) + 1
+        )?;
+    }
+    match scheduler.source {
+        Some(file) => writeln!(
+            out,
+            "Global cap:      globalMaxRetries {} (from {file}), checked before any rule",
+            scheduler.settings.global_max_retries
+        )?,
+        None => writeln!(
+            out,
+            "Global cap:      the scheduler's globalMaxRetries, checked before any rule (not part of the policy; pass \
+             --scheduler-config FILE to see it)"
+        )?,
+    }
+    writeln!(
+        out,
+        "Default action:  {}",
+        match policy.default_action() {
+            Action::Fail => "Fail: a failure no rule matches fails the job",
+            Action::Retry => "Retry: a failure no rule matches is retried, within the retry limit",
+        }
+    )?;
+    writeln!(out, "Backoff:         none: today's Armada requeues a retry at once")?;
+    if policy.rules.is_empty() {
+        writeln!(out, "Rules:           <none>")?;
+        return Ok(());
+    }
+    writeln!(out, "Rules (the first whose category matches a failure decides):")?;
+    for (i, rule) in policy.rules.iter().enumerate() {
+        writeln!(
+            out,
+            "  {}. {} when {}",
+            i + 1,
+            rule.action.as_str(),
+            matcher_words(rule)
+        )?;
+        if rule.action == Action::Fail {
+            writeln!(out, "     The job fails at once, without retry.")?;
+            continue;
+        }
+        if limit == 0 {
+            writeln!(out, "     Never retried: the retry limit is 0.")?;
+        } else {
+            writeln!(out, "     Retried:       within the policy's retry limit ({limit})")?;
+        }
+        let mutation = rule.mutate.as_ref();
+        if mutation
+            .and_then(|m| m.affinity.as_ref())
+            .is_some_and(|a| a.avoid_same_node)
+        {
+            writeln!(
+                out,
+                "     Placement:     avoidSameNode (mutate.affinity): a retry avoids every node the job already ran on"
+            )?;
+        }
+        if let Some(m) = mutation {
+            for line in mutation_words(m) {
+                writeln!(out, "     Mutation:      {line}")?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Describes `queue` with its policies in precedence order; `policies` holds those found
 /// (`None` for a name that does not exist).
 pub fn write_queue(

@@ -306,7 +306,7 @@ fn a_queue_from_flags_dry_run_checks_its_policies_on_the_server() {
 }
 
 /// Where a retry may run is said once per rule: upstream's `mutate.affinity.avoidSameNode`
-/// is the Anti-affinity line (it was "none: a retry may run on the same node" followed by a
+/// is the Anti-affinity line (the Placement line of a v1beta1 policy) (it was "none: a retry may run on the same node" followed by a
 /// Mutation line saying the opposite), alone or with the design's `antiAffinity: node`.
 #[test]
 fn describe_says_once_where_a_retry_of_an_avoid_same_node_rule_may_run() {
@@ -320,35 +320,21 @@ fn describe_says_once_where_a_retry_of_an_avoid_same_node_rule_may_run() {
         crate::support::format_output(&out)
     };
     let v1beta1 = crate::support::root().join("testdata/policies/valid/upstream-v1beta1.yaml");
+    // In today's Armada's terms (a v1beta1 file): the placement line alone says it.
+    let out = describe(&v1beta1);
+    let rule: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("  2. "))
+        .take_while(|l| !l.starts_with("  3. "))
+        .collect();
     assert_eq!(
-        describe(&v1beta1),
-        "exit: 0
---- stdout
-Name:            ml-training-retries
-Used by queues:  <none> (attach it with `retryctl update queue NAME --add-retry-policy ml-training-retries`)
-Retry limit:     3 (the policy's retryLimit; rules without their own use it)
-Global cap:      20 retries per job, across all rules and policies
-Default action:  Fail: a failure no rule matches fails the job
-Anti-affinity:   none: a retry may run on the same node
-Rules (the first that matches a failure decides):
-  1. Fail when the failure category is user-error
-     The job fails at once, without retry.
-  2. Retry when the failure category is gpu and the subcategory is transient
-     Retried:       up to 3 times, 4 attempts in all (the policy's retryLimit)
-     Backoff:       none: every retry is scheduled at once (initialDelay 0s)
-     Anti-affinity: avoidSameNode (mutate.affinity): a retry avoids every node the job already ran on
-  3. Retry when the failure category is oom
-     Retried:       up to 3 times, 4 attempts in all (the policy's retryLimit)
-     Backoff:       none: every retry is scheduled at once (initialDelay 0s)
-     Anti-affinity: none: a retry may run on the same node
-     Mutation:      the job's memory is multiplied by 1.5 at each retry (compounding)
-  4. Retry when the failure category is oom-small
-     Retried:       up to 3 times, 4 attempts in all (the policy's retryLimit)
-     Backoff:       none: every retry is scheduled at once (initialDelay 0s)
-     Anti-affinity: none: a retry may run on the same node
-     Mutation:      the job's memory grows by 512Mi at each retry
---- stderr
-"
+        rule,
+        [
+            "  2. Retry when the failure category is gpu and the subcategory is transient",
+            "     Retried:       within the policy's retry limit (3)",
+            "     Placement:     avoidSameNode (mutate.affinity): a retry avoids every node the job already ran on",
+        ],
+        "{out}"
     );
     let dir = tempfile::tempdir().unwrap();
     let both = dir.path().join("both.yaml");
@@ -373,4 +359,80 @@ Rules (the first that matches a failure decides):
         ],
         "{out}"
     );
+}
+
+/// A v1beta1 policy is explained as today's Armada runs it: one limit for the whole job, no
+/// backoff, the global cap the scheduler's (a number only from `--scheduler-config`), and
+/// only the queue's first policy evaluated.
+#[test]
+fn describe_of_a_v1beta1_policy_speaks_todays_armada() {
+    let home = crate::support::temp_home();
+    let dir = home.path();
+    std::fs::write(
+        dir.join("q.yaml"),
+        "apiVersion: armadaproject.io/v1beta1\nkind: Queue\nname: ml\npriorityFactor: 1\nretryPolicies: [other, ml-training-retries]\n---\napiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: other\ndefaultAction: Retry\n",
+    )
+    .unwrap();
+    let describe = |extra: &[&str]| {
+        crate::support::exchange(
+            crate::support::retryctl(dir)
+                .args(["describe", "rp", "ml-training-retries", "other", "-f"])
+                .arg(crate::support::root().join(VALID).join("upstream-v1beta1.yaml"))
+                .arg("-f")
+                .arg(dir.join("q.yaml"))
+                .args(extra),
+        )
+    };
+    assert_eq!(
+        describe(&[]),
+        "exit: 0
+--- stdout
+Name:            ml-training-retries
+Dialect:         armadaproject.io/v1beta1 (today's Armada: category rules, one retry limit, no backoff)
+Used by queues:  ml (policy 2 of 2: Armada evaluates only the first, so not this one)
+Retry limit:     3: a job is retried up to 3 times in all, 4 attempts, whichever rules matched
+Global cap:      the scheduler's globalMaxRetries, checked before any rule (not part of the policy; pass --scheduler-config FILE to see it)
+Default action:  Fail: a failure no rule matches fails the job
+Backoff:         none: today's Armada requeues a retry at once
+Rules (the first whose category matches a failure decides):
+  1. Fail when the failure category is user-error
+     The job fails at once, without retry.
+  2. Retry when the failure category is gpu and the subcategory is transient
+     Retried:       within the policy's retry limit (3)
+     Placement:     avoidSameNode (mutate.affinity): a retry avoids every node the job already ran on
+  3. Retry when the failure category is oom
+     Retried:       within the policy's retry limit (3)
+     Mutation:      the job's memory is multiplied by 1.5 at each retry (compounding)
+  4. Retry when the failure category is oom-small
+     Retried:       within the policy's retry limit (3)
+     Mutation:      the job's memory grows by 512Mi at each retry
+
+Name:            other
+Dialect:         armadaproject.io/v1beta1 (today's Armada: category rules, one retry limit, no backoff)
+Used by queues:  ml (its first policy, the one Armada evaluates)
+Retry limit:     0: this policy never retries (an absent retryLimit is 0)
+Global cap:      the scheduler's globalMaxRetries, checked before any rule (not part of the policy; pass --scheduler-config FILE to see it)
+Default action:  Retry: a failure no rule matches is retried, within the retry limit
+Backoff:         none: today's Armada requeues a retry at once
+Rules:           <none>
+--- stderr
+"
+    );
+    let config = dir.join("scheduler.yaml");
+    std::fs::write(
+        &config,
+        "scheduling:\n  retryPolicy:\n    enabled: true\n    globalMaxRetries: 5\n",
+    )
+    .unwrap();
+    let out = describe(&["--scheduler-config", config.to_str().unwrap()]);
+    assert!(
+        out.contains(&format!(
+            "\nGlobal cap:      globalMaxRetries 5 (from {}), checked before any rule\n",
+            config.display()
+        )),
+        "{out}"
+    );
+    // No number retryctl made up, no delay: nothing upstream cannot store.
+    assert!(!describe(&[]).contains("20"), "{out}");
+    assert!(!out.contains(" after "), "{out}");
 }
