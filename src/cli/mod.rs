@@ -196,7 +196,7 @@ fn with_arguments(sub: clap::Command) -> clap::Command {
         "create" => CreateArgs::augment_args,
         "get" => GetArgs::augment_args,
         "update" => UpdateArgs::augment_args,
-        "apply" => FileArgs::augment_args,
+        "apply" => ApplyArgs::augment_args,
         "diff" => DiffArgs::augment_args,
         "delete" => DeleteArgs::augment_args,
         "simulate" => SimulateArgs::augment_args,
@@ -285,10 +285,12 @@ pub enum Command {
     /// Replace existing resources from files, or change a queue in place.
     #[command(after_help = EX_UPDATE)]
     Update(UpdateArgs),
-    /// Create or update every document of the files.
+    /// Create or update every document of the files; with --prune, delete the retry policies
+    /// no file names.
     #[command(after_help = EX_APPLY)]
-    Apply(FileArgs),
-    /// Show how the files differ from the server (exit 0 same, 1 different).
+    Apply(ApplyArgs),
+    /// Show how the files differ from the server (exit 0 same, 1 different), and the retry
+    /// policies on the server that no file names.
     #[command(after_help = EX_DIFF)]
     Diff(DiffArgs),
     /// Delete retry policies or queues.
@@ -561,11 +563,28 @@ pub struct FileArgs {
     pub write: WriteArgs,
 }
 
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    pub source: FileSource,
+    #[command(flatten)]
+    pub write: WriteArgs,
+    /// Also delete the retry policies on the server that no file names (as `diff` lists
+    /// them); refused, deleting nothing, while a queue still uses one.
+    #[arg(long)]
+    pub prune: bool,
+}
+
 // `diff` writes nothing: no `--dry-run`.
 #[derive(Debug, Args)]
 pub struct DiffArgs {
     #[command(flatten)]
     pub source: FileSource,
+
+    /// Dialect both sides of a retry policy are shown in: `armadaproject.io/v1` or
+    /// `armadaproject.io/v1beta1` (today's Armada). Default: each file's own.
+    #[arg(long, value_name = "VERSION")]
+    pub api_version: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -1451,10 +1470,12 @@ const EX_UPDATE: &str =
 const EX_APPLY: &str =
     "Examples:\n  retryctl apply -f policies/                          # created, configured or unchanged
   retryctl apply -f policies/ --dry-run                # what it would do, nothing sent
+  retryctl apply -f policies/ --prune --dry-run        # and which policies no file names it would delete
   retryctl get rp -o json | retryctl apply -f -";
 
 const EX_DIFF: &str = "Examples:\n  retryctl diff -f infra.yaml                          # exit 0 same, 1 different
-  retryctl diff -f policies/ -R";
+  retryctl diff -f policies/ -R
+  retryctl diff -f policies/ --api-version armadaproject.io/v1beta1   # as today's Armada stores them";
 
 const EX_DELETE: &str = "Examples:\n  retryctl delete retrypolicy infra
   retryctl delete rp infra --detach                    # detach from every queue, then delete

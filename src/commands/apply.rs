@@ -1,20 +1,173 @@
-//! `retryctl apply -f PATH...`: create what is missing, update what differs, and report
-//! `created`, `configured` or `unchanged` per resource. With `--dry-run` it still reads the
-//! server, to say which of the three each resource would be, and writes nothing.
+//! `retryctl apply -f PATH... [--prune]`: create what is missing, update what differs, and
+//! report `created`, `configured` or `unchanged` per resource; with `--prune`, then delete
+//! the retry policies on the server that no file names (`retrypolicy/NAME pruned`). With
+//! `--dry-run` it still reads the server, to say which of these each resource would be, and
+//! writes nothing.
+//!
+//! Decisions for `--prune` (docs/cli.md):
+//! - Only retry policies are pruned, never queues (a cluster's queues usually belong to other
+//!   teams); the ones pruned are those `diff` lists as "on the server, in no file".
+//! - A policy a queue still uses is never pruned: the whole run is refused before anything is
+//!   sent (exit 1, naming each policy and its queues), counting the queues as the run would
+//!   leave them (a queue of the files replaces the server's). After the writes the queues
+//!   are read again, and a queue that took one of the policies meanwhile refuses the pruning
+//!   the same way (the writes stay, nothing is deleted). A writer that attaches one between
+//!   that read and the delete is refused by `retryctl serve` itself (it deletes no policy a
+//!   queue uses); today's Armada detaches instead, which no client can prevent.
+//! - A policy someone else deleted meanwhile is not an error: it is gone, as asked.
+
+use std::collections::HashMap;
 
 use crate::app::Context;
-use crate::cli::FileArgs;
-use crate::commands::create::write_files;
-use crate::commands::remote::Mode;
-use crate::error::ExitCode;
-use crate::model::Kind;
+use crate::cli::ApplyArgs;
+use crate::commands::batch;
+use crate::commands::remote::{Item, Mode, Remote};
+use crate::error::{CliError, ExitCode};
+use crate::model::{Kind, Resource};
 
-pub fn run(ctx: &mut Context, args: &FileArgs) -> anyhow::Result<ExitCode> {
-    write_files(
+pub fn run(ctx: &mut Context, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
+    let batch = batch::prepare(
         ctx,
         &args.source,
         &args.write,
         &[Kind::RetryPolicy, Kind::Queue],
         Mode::Apply,
-    )
+    )?;
+    if !args.prune {
+        return batch::write_all(ctx, &batch, Mode::Apply);
+    }
+    let Some(conn) = &batch.conn else {
+        // Only a dry run gets this far without a server (`batch::probe` said so).
+        writeln!(
+            ctx.err,
+            "note: --prune: the retry policies no file names were not listed (the server is unreachable)"
+        )?;
+        return batch::write_all(ctx, &batch, Mode::Apply);
+    };
+    let doomed = unnamed_policies(conn, &batch.items)?;
+    refuse_used(conn, &batch.items, &doomed, "nothing was sent")?;
+    let code = batch::write_all(ctx, &batch, Mode::Apply)?;
+    if !batch.dry && !doomed.is_empty() {
+        // The files' queues are on the server now: what it holds is the whole truth.
+        refuse_used(conn, &[], &doomed, "the files were applied, nothing was pruned")?;
+    }
+    for (i, name) in doomed.iter().enumerate() {
+        if !batch.dry {
+            match conn.client.delete_policy(name) {
+                Ok(()) => {}
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => {
+                    let err = conn.fail(&format!("cannot prune retry policy `{name}`"), e);
+                    return Err(not_pruned(err, doomed.len() - i - 1).into());
+                }
+            }
+        }
+        writeln!(
+            ctx.out,
+            "retrypolicy/{name} pruned{}",
+            crate::commands::remote::suffix(batch.dry)
+        )?;
+    }
+    Ok(code)
+}
+
+/// The server's retry policies that no document of `items` defines, in the server's order.
+fn unnamed_policies(conn: &Remote, items: &[Item]) -> Result<Vec<String>, CliError> {
+    let named: Vec<&str> = items
+        .iter()
+        .filter_map(|i| match &i.resource {
+            Resource::RetryPolicy(p) => Some(p.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let on_server = conn
+        .client
+        .list_policies()
+        .map_err(|e| conn.fail("cannot list the retry policies to prune", e))?;
+    Ok(on_server
+        .into_iter()
+        .map(|p| p.name)
+        .filter(|n| !named.contains(&n.as_str()))
+        .collect())
+}
+
+/// Refuses (exit 1) when a queue uses one of `doomed`: the server's queues, each replaced by
+/// the queue of `items` of the same name, plus the new queues of `items`. `outcome` says
+/// what the refusal leaves done.
+fn refuse_used(conn: &Remote, items: &[Item], doomed: &[String], outcome: &str) -> Result<(), CliError> {
+    if doomed.is_empty() {
+        return Ok(());
+    }
+    let server = conn
+        .client
+        .list_queues()
+        .map_err(|e| conn.fail("cannot list the queues that use the retry policies to prune", e))?;
+    let mut queues: Vec<(String, Vec<String>)> = server.into_iter().map(|q| (q.name, q.retry_policies)).collect();
+    for item in items {
+        if let Resource::Queue(q) = &item.resource {
+            match queues.iter_mut().find(|(n, _)| *n == q.name) {
+                Some(entry) => entry.1 = q.retry_policies.clone(),
+                None => queues.push((q.name.clone(), q.retry_policies.clone())),
+            }
+        }
+    }
+    let mut users: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (queue, policies) in &queues {
+        for p in policies.iter().filter(|p| doomed.contains(p)) {
+            users.entry(p.as_str()).or_default().push(queue.as_str());
+        }
+    }
+    let used: Vec<(&str, Vec<&str>)> = doomed
+        .iter()
+        .filter_map(|p| {
+            users.remove(p.as_str()).map(|mut q| {
+                q.sort_unstable();
+                (p.as_str(), q)
+            })
+        })
+        .collect();
+    let Some((first, first_queues)) = used.first() else {
+        return Ok(());
+    };
+    let queues_of = |q: &[&str]| {
+        format!(
+            "{} {}",
+            if q.len() == 1 { "queue" } else { "queues" },
+            q.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+        )
+    };
+    let message = if used.len() == 1 {
+        format!(
+            "--prune cannot delete retry policy `{first}`, which no file names: {} still {} it; {outcome}",
+            queues_of(first_queues),
+            if first_queues.len() == 1 { "uses" } else { "use" }
+        )
+    } else {
+        let list: Vec<String> = used.iter().map(|(p, q)| format!("`{p}` ({})", queues_of(q))).collect();
+        format!(
+            "--prune cannot delete retry policies that no file names and queues still use: {}; {outcome}",
+            list.join(", ")
+        )
+    };
+    Err(CliError::failed(message).with_hint(format!(
+        "add the policy's file to `-f`, or detach it first: in the queue's file (`retryPolicies`) or with \
+         `retryctl update queue {} --remove-retry-policy {first}`",
+        first_queues[0]
+    )))
+}
+
+/// "N later policies were not pruned" after a failure part-way.
+fn not_pruned(err: CliError, remaining: usize) -> CliError {
+    if remaining == 0 {
+        return err;
+    }
+    let what = if remaining == 1 {
+        "1 later policy was not pruned".to_string()
+    } else {
+        format!("{remaining} later policies were not pruned")
+    };
+    CliError {
+        message: format!("{} ({what})", err.message),
+        ..err
+    }
 }

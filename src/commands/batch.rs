@@ -183,6 +183,15 @@ pub fn check_sendable(items: &[Item], conn: &Remote, mode: Mode) -> Result<(), C
     Err(err)
 }
 
+/// A loaded, ordered and checked batch, ready to write.
+pub struct Batch {
+    pub items: Vec<Item>,
+    /// `--dry-run`: nothing is written.
+    pub dry: bool,
+    /// `None` only for a dry run whose server did not answer.
+    pub conn: Option<Remote>,
+}
+
 /// Loads, orders, checks, then writes every document (`create`, `update`, `apply -f`).
 pub fn write_files(
     ctx: &mut Context,
@@ -191,6 +200,19 @@ pub fn write_files(
     kinds: &[Kind],
     mode: Mode,
 ) -> anyhow::Result<ExitCode> {
+    let batch = prepare(ctx, source, write, kinds, mode)?;
+    write_all(ctx, &batch, mode)
+}
+
+/// Loads and orders the documents, connects (a dry run: when the server answers), and makes
+/// every check that must pass before anything is sent.
+pub fn prepare(
+    ctx: &mut Context,
+    source: &FileSource,
+    write: &WriteArgs,
+    kinds: &[Kind],
+    mode: Mode,
+) -> anyhow::Result<Batch> {
     let mut items = remote::load(ctx, source, kinds)?;
     order(&mut items, false);
     let dry = remote::dry_run(ctx, write.dry_run)?;
@@ -204,6 +226,13 @@ pub fn write_files(
             writeln!(ctx.err, "{note}")?;
         }
     }
+    Ok(Batch { items, dry, conn })
+}
+
+/// Writes every document of a prepared batch in order; the first failure stops the run.
+pub fn write_all(ctx: &mut Context, batch: &Batch, mode: Mode) -> anyhow::Result<ExitCode> {
+    let Batch { items, dry, conn } = batch;
+    let dry = *dry;
     for (i, item) in items.iter().enumerate() {
         match remote::write(conn.as_ref(), &item.resource, mode, dry) {
             Ok(result) => writeln!(ctx.out, "{} {result}{}", item.label(), remote::suffix(dry))?,
@@ -228,6 +257,7 @@ mod tests {
         Item {
             file: file.into(),
             resource: r,
+            version: None,
         }
     }
 

@@ -63,6 +63,7 @@ pub fn write_queue(ctx: &mut Context, queue: Queue, write: &WriteArgs, mode: Mod
         let item = remote::Item {
             file: "the command line".into(),
             resource: resource.clone(),
+            version: None,
         };
         crate::commands::batch::check_references(std::slice::from_ref(&item), conn.as_ref())?;
         conn

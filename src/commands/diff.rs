@@ -1,18 +1,43 @@
 //! `retryctl diff -f PATH...`: a unified diff of the canonical YAML of each resource, server
-//! (`---`) against file (`+++`); exit 0 when all are the same, 1 when any differs.
+//! (`---`) against file (`+++`), then the retry policies on the server that no file names;
+//! exit 0 when all are the same, 1 when any differs.
 //!
-//! Canonical YAML is what `get -o yaml` prints (v1 for policies), so a diff shows exactly
-//! what `apply` would change. A resource missing on the server diffs against nothing. Queue
-//! `permissions` the server derived from owners are left out unless the file sets some.
+//! Canonical YAML is what `get -o yaml` prints, so a diff shows exactly what `apply` would
+//! change. A policy is shown, on both sides, in the dialect `--api-version` names, else in its
+//! file's own (a v1beta1 file is compared as today's Armada stores it). A resource missing on
+//! the server diffs against nothing. Queue `permissions` the server derived from owners are
+//! left out unless the file sets some.
+//!
+//! Decisions: the server's retry policies that no file names are listed after the diffs, one
+//! line each (`- retrypolicy/NAME (on the server, in no file)`, as `terraform plan` lists
+//! what it would destroy): they are what `apply --prune` deletes. They leave the exit code
+//! alone: 1 still means that a file differs from the server. Queues are not listed: `apply
+//! --prune` never deletes one, and a cluster's queues usually belong to other teams. When the
+//! server's policy cannot be shown in its file's dialect (it uses fields v1beta1 has not),
+//! both sides are shown in v1, with a note; a dialect asked for with `--api-version` that
+//! cannot show a side is a usage error (exit 2).
+
+use std::collections::HashSet;
 
 use crate::app::Context;
 use crate::cli::DiffArgs;
 use crate::commands::remote::{self, found};
-use crate::error::ExitCode;
-use crate::model::{Kind, Resource};
+use crate::error::{CliError, ExitCode};
+use crate::model::{encode, ApiVersion, Kind, Resource, RetryPolicy};
 use crate::output::resources;
 
 pub fn run(ctx: &mut Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
+    let asked = args
+        .api_version
+        .as_deref()
+        .map(|v| {
+            ApiVersion::parse(v).ok_or_else(|| {
+                CliError::usage(format!(
+                    "invalid `--api-version` `{v}`: expected `armadaproject.io/v1` or `armadaproject.io/v1beta1`"
+                ))
+            })
+        })
+        .transpose()?;
     let items = remote::load(ctx, &args.source, &[Kind::RetryPolicy, Kind::Queue])?;
     let conn = remote::connect(ctx)?;
     let mut differs = false;
@@ -22,7 +47,9 @@ pub fn run(ctx: &mut Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
             Resource::RetryPolicy(p) => {
                 let s = found(conn.client.get_policy(&p.name))
                     .map_err(|e| conn.fail(&format!("cannot read retry policy `{}`", p.name), e))?;
-                (s.map(|s| resources::policy_yaml(&s)), resources::policy_yaml(p))
+                let version = asked.or(item.version).unwrap_or(ApiVersion::V1);
+                let (s, f) = policy_sides(ctx, s.as_ref(), p, version, asked.is_some())?;
+                (s, f)
             }
             Resource::Queue(q) => {
                 let s = found(conn.client.get_queue(&q.name))
@@ -52,5 +79,60 @@ pub fn run(ctx: &mut Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
             ctx.out.write_all(text.as_bytes())?;
         }
     }
+    let named: HashSet<&str> = items
+        .iter()
+        .filter_map(|i| match &i.resource {
+            Resource::RetryPolicy(p) => Some(p.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let on_server = conn
+        .client
+        .list_policies()
+        .map_err(|e| conn.fail("cannot list the retry policies", e))?;
+    for p in on_server.iter().filter(|p| !named.contains(p.name.as_str())) {
+        writeln!(ctx.out, "- retrypolicy/{} (on the server, in no file)", p.name)?;
+    }
     Ok(if differs { ExitCode::Failure } else { ExitCode::Success })
+}
+
+/// Both sides of a policy as YAML in `version`. A side that does not fit: with `asked`
+/// (the user's `--api-version`), a usage error naming its fields; else both in v1, said on
+/// stderr.
+fn policy_sides(
+    ctx: &mut Context,
+    server: Option<&RetryPolicy>,
+    file: &RetryPolicy,
+    version: ApiVersion,
+    asked: bool,
+) -> anyhow::Result<(Option<String>, String)> {
+    let yaml = |p: &RetryPolicy| encode::policy_document(p, version).map(|d| encode::to_yaml(&d));
+    let misfit = server
+        .map(|s| yaml(s).err().map(|f| ("the server's", f)))
+        .unwrap_or_default()
+        .or_else(|| yaml(file).err().map(|f| ("the file's", f)));
+    let Some((side, fields)) = misfit else {
+        return Ok((
+            server.map(|s| yaml(s).unwrap_or_default()),
+            yaml(file).unwrap_or_default(),
+        ));
+    };
+    let fields = fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
+    if asked {
+        return Err(CliError::usage(format!(
+            "retry policy `{}`: {side} cannot be shown as {}: it uses {fields}",
+            file.name,
+            version.as_str()
+        ))
+        .with_hint("use `--api-version armadaproject.io/v1`")
+        .into());
+    }
+    writeln!(
+        ctx.err,
+        "note: retrypolicy/{}: {side} uses {fields}, which {} cannot show: both sides are shown as {}",
+        file.name,
+        version.as_str(),
+        ApiVersion::V1.as_str()
+    )?;
+    Ok((server.map(resources::policy_yaml), resources::policy_yaml(file)))
 }

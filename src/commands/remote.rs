@@ -12,7 +12,7 @@ use crate::connection::{self, Endpoint, Env};
 use crate::error::CliError;
 use crate::input;
 use crate::model::validate::name_problem;
-use crate::model::{Kind, Resource};
+use crate::model::{ApiVersion, Kind, Resource};
 use crate::output::report;
 
 /// A connected client (REST or gRPC, as the address says), the server it talks to and the
@@ -113,6 +113,9 @@ impl Remote {
 pub struct Item {
     pub file: String,
     pub resource: Resource,
+    /// The `apiVersion` it was written in (`diff` shows it in the same dialect); `None` for
+    /// one built from flags.
+    pub version: Option<ApiVersion>,
 }
 
 impl Item {
@@ -166,6 +169,7 @@ pub fn load(ctx: &mut Context, source: &FileSource, kinds: &[Kind]) -> anyhow::R
                 items.push(Item {
                     file: f.name.clone(),
                     resource,
+                    version: d.api_version,
                 });
             }
         }

@@ -16,6 +16,7 @@ mod completion;
 mod concurrency;
 mod config;
 mod crud;
+mod declarative;
 mod docs;
 mod empty_input;
 mod engines;
