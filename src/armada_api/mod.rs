@@ -3,8 +3,10 @@
 //! its header), and their conversion to and from the model.
 //!
 //! Owns: the generated code ([`api`], written by build.rs into OUT_DIR), the v1beta1 model ⇄
-//! protobuf conversion ([`convert`], both directions, pure), and the server's request codec
-//! ([`codec::StrictCodec`]: a field the contract does not define is refused, not dropped).
+//! protobuf conversion ([`convert`], both directions, pure), the server's request codec
+//! ([`codec::StrictCodec`]: a field the contract does not define is refused, not dropped),
+//! and what `serve --dialect upstream` takes from upstream's server: its gateway's JSON
+//! ([`gateway`]) and its policy check ([`validation`]), both pure.
 //! Must not: do I/O, know HTTP, the store or the command line; the client
 //! (`client::grpc`), `serve` (`server::grpc`) and the readers of Lookout's protobuf rows
 //! use it.
@@ -18,6 +20,8 @@
 pub mod codec;
 pub mod convert;
 mod fields;
+pub mod gateway;
+pub mod validation;
 
 pub use convert::{policy_from_proto, policy_to_proto, queue_from_proto, queue_to_proto, unheld_fields};
 

@@ -1390,6 +1390,18 @@ pub struct ServeArgs {
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+
+    /// How retry policies are taken and answered: `v1` (the design dialect, marked by the
+    /// `Armada-Retry-Policy-Dialect` header) or `upstream` (as today's Armada: its flat JSON,
+    /// its validation and messages, no header), to rehearse an upstream rollout.
+    #[arg(long, value_enum, default_value_t = ServeDialect::V1, value_name = "DIALECT")]
+    pub dialect: ServeDialect,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ServeDialect {
+    V1,
+    Upstream,
 }
 
 #[derive(Debug, Args)]
@@ -1515,7 +1527,8 @@ const EX_SERVE: &str =
     "Examples:\n  retryctl serve --in-memory                           # http://127.0.0.1:8080, nothing kept
   retryctl serve --db ./armada.db --listen 127.0.0.1:9090
   retryctl serve --listen 0.0.0.0:8080 --token s3cret
-  retryctl serve --tls-cert cert.pem --tls-key key.pem --token-file tokens   # https://";
+  retryctl serve --tls-cert cert.pem --tls-key key.pem --token-file tokens   # https://
+  retryctl serve --in-memory --dialect upstream        # answers as today's Armada does";
 
 const EX_COMPLETION: &str = "Examples:\n  retryctl completion bash > /etc/bash_completion.d/retryctl
   retryctl completion zsh > \"${fpath[1]}/_retryctl\"

@@ -72,6 +72,10 @@ pub fn run(ctx: &mut Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         },
         request_log: Some(log_tx),
         shutdown_grace: GRACE,
+        dialect: match args.dialect {
+            crate::cli::ServeDialect::V1 => crate::wire::Dialect::V1,
+            crate::cli::ServeDialect::Upstream => crate::wire::Dialect::Upstream,
+        },
         ..Config::new(String::new(), Location::InMemory)
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -7,6 +7,10 @@
 //! (that is `wire`), validate (that is `model::validate`, the same code the CLI runs) or
 //! touch SQL (that is `store`).
 //!
+//! In the upstream dialect (`serve --dialect upstream`) a policy body is decoded, checked and
+//! stored as today's Armada does it (`armada_api::gateway`, `armada_api::validation`); the
+//! decisions below hold in both dialects.
+//!
 //! Decisions the design leaves open (also in the README's `serve` section):
 //! - A body whose `name` differs from the `{name}` in the path is refused (400); upstream
 //!   silently lets the path win, which turns a copy-paste slip into an edit of the wrong
@@ -30,6 +34,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use serde_json::Value;
 
 use crate::diag::{describe_errors, Diagnostic};
@@ -455,8 +460,36 @@ pub(super) fn check_policy(policy: &crate::model::RetryPolicy) -> Result<Bytes, 
     Ok(encode(&wire::policy_to_json(policy)))
 }
 
-pub async fn create_policy(State(store): State<Arc<Store>>, body: Result<Bytes, BytesRejection>) -> ApiResult {
+/// A policy body as today's Armada takes it (`serve --dialect upstream`): decoded as its
+/// gateway decodes (unknown keys dropped, so a v1 document arrives without its `metadata` and
+/// `spec`), its name filled from the path when absent (`PUT`), checked by its service's
+/// validation, and encoded as its gateway answers; errors in upstream's words.
+fn upstream_policy(value: &Value, path: Option<&str>) -> Result<(String, Bytes), ApiError> {
+    use crate::armada_api::{gateway, validation};
+    let mut decoded = gateway::policy_from_json(value).map_err(ApiError::invalid)?;
+    if let Some(path) = path {
+        reconcile_name(POLICY, &mut decoded.policy.name, path)?;
+    }
+    validation::validate_policy(&decoded.policy, &decoded.nil_rules)
+        .map_err(|e| ApiError::invalid(format!("invalid retry policy: {e}")))?;
+    let bytes = encode(&gateway::policy_to_json(&decoded.policy));
+    Ok((decoded.policy.name, bytes))
+}
+
+pub async fn create_policy(
+    State(store): State<Arc<Store>>,
+    Extension(dialect): Extension<Dialect>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
     let value = json_body(body)?;
+    if dialect == Dialect::Upstream {
+        let (name, bytes) = upstream_policy(&value, None)?;
+        let version = store
+            .create_policy(&name, bytes)
+            .await
+            .map_err(|e| store_error(e, POLICY, &name, "creating"))?;
+        return Ok(with_etag(ok_empty(), version));
+    }
     let policy = decode_policy(&value)?;
     if policy.name.is_empty() {
         return Err(ApiError::invalid("retry policy name must not be empty"));
@@ -511,15 +544,22 @@ pub fn policies_answer(store: &Store) -> Response {
 
 pub async fn update_policy(
     State(store): State<Arc<Store>>,
+    Extension(dialect): Extension<Dialect>,
     Path(name): Path<String>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    path_name(POLICY, &name)?;
-    let value = json_body(body)?;
-    let mut policy = decode_policy(&value)?;
-    reconcile_name(POLICY, &mut policy.name, &name)?;
-    let bytes = check_policy(&policy)?;
+    let bytes = if dialect == Dialect::Upstream {
+        // The name in the path is checked by upstream's validation, in its words.
+        let value = json_body(body)?;
+        upstream_policy(&value, Some(&name))?.1
+    } else {
+        path_name(POLICY, &name)?;
+        let value = json_body(body)?;
+        let mut policy = decode_policy(&value)?;
+        reconcile_name(POLICY, &mut policy.name, &name)?;
+        check_policy(&policy)?
+    };
     let expected = expected_version(if_match(&headers), store.policy(&name).map(|v| v.version));
     let version = store
         .update_policy(&name, bytes, expected)

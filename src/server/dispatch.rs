@@ -51,6 +51,8 @@ pub struct App {
     /// How long a request body may take after its header (docs/serve.md: 30 s).
     body_timeout: Duration,
     requests: Requests,
+    /// Whether answers carry the dialect header (not in the upstream dialect).
+    mark: bool,
 }
 
 /// The routes of the fast path.
@@ -61,15 +63,23 @@ enum Hot<'a> {
 }
 
 impl App {
-    pub fn new(router: Router, store: Arc<Store>, guard: Arc<Guard>, log: Option<Log>, body_timeout: Duration) -> App {
+    pub fn new(
+        router: Router,
+        store: Arc<Store>,
+        guard: Arc<Guard>,
+        log: Option<Log>,
+        body_timeout: Duration,
+        dialect: crate::wire::Dialect,
+    ) -> App {
         App {
             router: TowerToHyperService::new(router),
-            grpc: super::grpc::Grpc::new(store.clone(), guard.clone(), log.clone()),
+            grpc: super::grpc::Grpc::new(store.clone(), guard.clone(), log.clone(), dialect),
             store,
             guard,
             log,
             body_timeout,
             requests: Requests::default(),
+            mark: dialect == crate::wire::Dialect::V1,
         }
     }
 
@@ -117,7 +127,7 @@ impl App {
         let mut resp = ApiError::invalid(message).into_response();
         resp.headers_mut()
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
-        mark_and_log(&mut resp, self.log.as_ref(), line, started);
+        mark_and_log(&mut resp, self.log.as_ref(), line, started, self.mark);
         resp
     }
 
@@ -146,7 +156,7 @@ impl App {
         // and the store's locks recover from poisoning.
         let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.answer(hot, req, host, peer)));
         let mut resp = answer.unwrap_or_else(|payload| panic_response(payload.as_ref()));
-        mark_and_log(&mut resp, self.log.as_ref(), line, started);
+        mark_and_log(&mut resp, self.log.as_ref(), line, started, self.mark);
         // What axum's route future adds last to every answer whose length is known.
         if !resp.headers().contains_key(header::CONTENT_LENGTH) {
             if let Some(len) = axum::body::HttpBody::size_hint(resp.body()).exact() {
@@ -315,13 +325,14 @@ mod tests {
         }));
         store.create_policy("bench", body).wait().unwrap();
         let (tx, rx) = tokio::sync::mpsc::channel(16);
-        let router = router(store.clone(), guard.clone(), Some(tx.clone()));
+        let router = router(store.clone(), guard.clone(), Some(tx.clone()), crate::wire::Dialect::V1);
         let app = App::new(
             router.clone(),
             store,
             guard,
             Some(tx),
             super::super::body::BODY_READ_TIMEOUT,
+            crate::wire::Dialect::V1,
         );
         (app, router, rx)
     }

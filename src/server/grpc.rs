@@ -20,7 +20,8 @@
 //! - `PreemptOnQueue` and `CancelOnQueue` (and every job method of `Submit`) are
 //!   Unimplemented: serve runs no jobs. `Health` needs no credentials, like `/health`.
 //! - A request field the contract does not define is InvalidArgument (`StrictCodec`);
-//!   upstream's generated code drops it without a word.
+//!   upstream's generated code drops it without a word. So in the upstream dialect too, where
+//!   a policy is otherwise checked by upstream's own rules and words (`validation`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -42,6 +43,7 @@ use crate::armada_api::api::queue_service_server::{QueueService, QueueServiceSer
 use crate::armada_api::api::retry_policy_service_server::{RetryPolicyService, RetryPolicyServiceServer};
 use crate::armada_api::api::submit_server::{Submit, SubmitServer};
 use crate::armada_api::{self as armada};
+use crate::armada_api::{gateway, validation};
 use crate::model::validate::name_problem;
 use crate::wire::{self, Dialect};
 
@@ -147,10 +149,14 @@ pub fn is_grpc<B>(req: &Request<B>) -> bool {
 }
 
 impl Grpc {
-    pub fn new(store: Arc<Store>, guard: Arc<Guard>, log: Option<Log>) -> Grpc {
+    pub fn new(store: Arc<Store>, guard: Arc<Guard>, log: Option<Log>, dialect: Dialect) -> Grpc {
         let services = Arc::new(Services {
             store,
-            protos: Protos::default(),
+            protos: Protos {
+                dialect,
+                ..Protos::default()
+            },
+            dialect,
         });
         macro_rules! configured {
             ($server:ident) => {
@@ -263,7 +269,13 @@ impl Grpc {
             }
             l
         });
-        mark_and_log(&mut resp, self.log.as_ref(), line, started);
+        mark_and_log(
+            &mut resp,
+            self.log.as_ref(),
+            line,
+            started,
+            self.services.dialect == Dialect::V1,
+        );
         resp
     }
 
@@ -342,14 +354,17 @@ fn panic_status(payload: &(dyn std::any::Any + Send)) -> Status {
 pub struct Services {
     store: Arc<Store>,
     protos: Protos,
+    /// The server's dialect: `Upstream` decodes and checks policies as today's Armada does.
+    dialect: Dialect,
 }
 
 /// The protobuf form of stored bodies, made once per body: the REST bodies are what the store
 /// keeps, and a gRPC read then costs a map look-up instead of a JSON parse per request.
 /// Keyed by name and checked against the body (a deleted and re-created resource starts
 /// again at version 1, so the version alone could match an older body).
-#[derive(Default)]
 struct Protos {
+    /// How the stored bodies read (an absent `retryLimit` is 0 in the upstream dialect).
+    dialect: Dialect,
     policies: BodyCache<PolicyForms>,
     queues: BodyCache<Result<pb::Queue, Status>>,
 }
@@ -362,17 +377,29 @@ struct PolicyForms {
     frame: Result<Bytes, Status>,
 }
 
+impl Default for Protos {
+    fn default() -> Self {
+        Protos {
+            dialect: Dialect::V1,
+            policies: BodyCache::default(),
+            queues: BodyCache::default(),
+        }
+    }
+}
+
 /// Entries kept at most; past it the cache starts afresh (deleted names would otherwise stay).
 const MAX_CACHED: usize = 8192;
 
 impl Protos {
     fn policy(&self, name: &str, stored: &Versioned) -> Result<pb::RetryPolicy, Status> {
-        self.policies.answer(name, stored, policy_forms, |f| f.proto.clone())
+        let make = |n: &str, b: &[u8]| policy_forms(n, b, self.dialect);
+        self.policies.answer(name, stored, make, |f| f.proto.clone())
     }
 
     /// GetRetryPolicy's answer: the policy as one uncompressed gRPC message frame.
     fn policy_frame(&self, name: &str, stored: &Versioned) -> Result<Bytes, Status> {
-        self.policies.answer(name, stored, policy_forms, |f| f.frame.clone())
+        let make = |n: &str, b: &[u8]| policy_forms(n, b, self.dialect);
+        self.policies.answer(name, stored, make, |f| f.frame.clone())
     }
 
     fn queue(&self, name: &str, stored: &Versioned) -> Result<pb::Queue, Status> {
@@ -414,8 +441,8 @@ impl<T> BodyCache<T> {
     }
 }
 
-fn policy_forms(name: &str, body: &[u8]) -> PolicyForms {
-    let proto = policy_proto(name, body);
+fn policy_forms(name: &str, body: &[u8], dialect: Dialect) -> PolicyForms {
+    let proto = policy_proto(name, body, dialect);
     let frame = proto.as_ref().map(message_frame).map_err(Clone::clone);
     PolicyForms { proto, frame }
 }
@@ -432,10 +459,11 @@ fn message_frame(message: &pb::RetryPolicy) -> Bytes {
 }
 
 /// A stored policy body as upstream's message; FailedPrecondition for a design-dialect one.
-fn policy_proto(name: &str, body: &[u8]) -> Result<pb::RetryPolicy, Status> {
+/// `dialect` is the server's: the upstream dialect stores an absent `retryLimit` for 0.
+fn policy_proto(name: &str, body: &[u8], dialect: Dialect) -> Result<pb::RetryPolicy, Status> {
     let value: serde_json::Value = serde_json::from_slice(body)
         .map_err(|e| Status::internal(format!("stored retry policy {name:?} is not JSON: {e}")))?;
-    let policy = wire::policy_from_json(&value, Dialect::V1).map_err(|d| {
+    let policy = wire::policy_from_json(&value, dialect).map_err(|d| {
         Status::internal(format!(
             "stored retry policy {name:?} does not decode: {}",
             crate::diag::describe_errors(&d)
@@ -463,8 +491,15 @@ fn queue_proto(name: &str, body: &[u8]) -> Result<pb::Queue, Status> {
 }
 
 /// A policy of a create or update request: decoded (upstream's dialect), validated, encoded
-/// as the store keeps it.
-fn policy_body(p: &pb::RetryPolicy) -> Result<Bytes, Status> {
+/// as the store keeps it. The upstream dialect checks it as upstream's service does
+/// (`validation`, its message behind `invalid retry policy: `) and stores what its gateway
+/// would answer.
+fn policy_body(p: &pb::RetryPolicy, dialect: Dialect) -> Result<Bytes, Status> {
+    if dialect == Dialect::Upstream {
+        validation::validate_policy(p, &[])
+            .map_err(|e| Status::invalid_argument(format!("invalid retry policy: {e}")))?;
+        return Ok(api::encode(&gateway::policy_to_json(p)));
+    }
     if p.name.is_empty() {
         return Err(Status::invalid_argument("retry policy name must not be empty"));
     }
@@ -675,7 +710,7 @@ impl RetryPolicyService for Services {
         request: tonic::Request<pb::RetryPolicy>,
     ) -> Result<tonic::Response<()>, Status> {
         let p = request.get_ref();
-        let body = policy_body(p)?;
+        let body = policy_body(p, self.dialect)?;
         self.store
             .create_policy(&p.name, body)
             .await
@@ -688,7 +723,7 @@ impl RetryPolicyService for Services {
         request: tonic::Request<pb::RetryPolicy>,
     ) -> Result<tonic::Response<()>, Status> {
         let p = request.get_ref();
-        let body = policy_body(p)?;
+        let body = policy_body(p, self.dialect)?;
         self.store
             .update_policy(&p.name, body, None)
             .await
@@ -880,6 +915,7 @@ mod tests {
         Services {
             store: Arc::new(Store::open(Location::InMemory).unwrap()),
             protos: Protos::default(),
+            dialect: Dialect::V1,
         }
     }
 

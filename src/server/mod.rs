@@ -41,7 +41,7 @@ use axum::Router;
 use base64::Engine as _;
 
 use crate::error::CliError;
-use crate::wire::{DIALECT_HEADER, DIALECT_V1};
+use crate::wire::{Dialect, DIALECT_HEADER, DIALECT_V1};
 
 use api::{ApiError, Code};
 pub use body::BODY_READ_TIMEOUT;
@@ -82,6 +82,9 @@ pub struct Config {
     pub tls: Option<TlsFiles>,
     /// Open connections at most; `None`: below the process's file limit.
     pub max_connections: Option<usize>,
+    /// `--dialect`: `V1` (the design dialect, marked by the dialect header) or `Upstream`
+    /// (policies decoded, checked and answered as today's Armada does, no header).
+    pub dialect: Dialect,
 }
 
 /// The PEM files of `serve --tls-cert CERT --tls-key KEY`.
@@ -116,6 +119,7 @@ impl Config {
             body_read_timeout: BODY_READ_TIMEOUT,
             tls: None,
             max_connections: None,
+            dialect: Dialect::V1,
         }
     }
 }
@@ -242,6 +246,7 @@ pub struct Server {
     addr: SocketAddr,
     store: Arc<Store>,
     app: Arc<dispatch::App>,
+    dialect: Dialect,
 }
 
 impl Server {
@@ -288,13 +293,14 @@ impl Server {
             failures: Default::default(),
         };
         let guard = Arc::new(guard);
-        let router = router(store.clone(), guard.clone(), config.request_log.clone());
+        let router = router(store.clone(), guard.clone(), config.request_log.clone(), config.dialect);
         let app = Arc::new(dispatch::App::new(
             router,
             store.clone(),
             guard,
             config.request_log,
             config.body_read_timeout,
+            config.dialect,
         ));
         let max = config.max_connections.unwrap_or_else(conn::default_max_connections);
         Ok(Server {
@@ -307,6 +313,7 @@ impl Server {
             addr,
             store,
             app,
+            dialect: config.dialect,
         })
     }
 
@@ -326,12 +333,17 @@ impl Server {
     }
 
     /// `retryctl serve: listening on http://127.0.0.1:8080 (database: PATH)` (`https://`
-    /// with TLS).
+    /// with TLS), and `, dialect: upstream` when it answers as today's Armada.
     pub fn startup_line(&self) -> String {
         format!(
-            "retryctl serve: listening on {} (database: {})",
+            "retryctl serve: listening on {} (database: {}{})",
             self.url(),
-            self.store.location()
+            self.store.location(),
+            if self.dialect == Dialect::Upstream {
+                ", dialect: upstream"
+            } else {
+                ""
+            }
         )
     }
 
@@ -480,7 +492,7 @@ async fn listen(address: &str) -> std::io::Result<tokio::net::TcpListener> {
         .unwrap_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "the address resolves to nothing")))
 }
 
-fn router(store: Arc<Store>, auth: Arc<Guard>, log: Option<Log>) -> Router {
+fn router(store: Arc<Store>, auth: Arc<Guard>, log: Option<Log>, dialect: Dialect) -> Router {
     use api::*;
     let api = Router::new()
         .route("/v1/retry-policy", post(create_policy))
@@ -508,18 +520,23 @@ fn router(store: Arc<Store>, auth: Arc<Guard>, log: Option<Log>) -> Router {
         .route("/v1/batched/create_queues", post(create_queues))
         .route("/v1/batched/update_queues", axum::routing::put(update_queues))
         .route_layer(middleware::from_fn_with_state(auth, authenticate))
+        .layer(axum::Extension(dialect))
         .with_state(store);
-    hygiene(api.route("/health", get(|| async { "ok" })), log)
+    hygiene(
+        api.route("/health", get(|| async { "ok" })),
+        log,
+        dialect == Dialect::V1,
+    )
 }
 
 /// The layers every route gets, outermost first: request log + dialect header + panic → 500
 /// (one layer), body limit. Unknown routes and methods answer plain text like grpc-gateway.
-fn hygiene(router: Router, log: Option<Log>) -> Router {
+fn hygiene(router: Router, log: Option<Log>, mark: bool) -> Router {
     router
         .fallback(|| async { (StatusCode::NOT_FOUND, "Not Found\n") })
         .method_not_allowed_fallback(|| async { (StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed\n") })
         .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(middleware::from_fn_with_state(log, log_and_mark))
+        .layer(middleware::from_fn_with_state((log, mark), log_and_mark))
 }
 
 /// Host check, credentials, then the write's media type; all before the body is read.
@@ -624,11 +641,11 @@ fn panic_payload_text(payload: &(dyn std::any::Any + Send)) -> String {
 /// One layer for the three, and one `String` per line: every layer and allocation is paid by
 /// every GET (BENCHMARKS.md "serve"). The panic is caught where the handler's future is polled, on
 /// the request's own task: a task spawned per request for this cost a fifth of a GET's CPU.
-async fn log_and_mark(State(log): State<Option<Log>>, req: Request, next: Next) -> Response {
+async fn log_and_mark(State((log, mark)): State<(Option<Log>, bool)>, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let line = log_start(log.as_ref(), req.method(), req.uri());
     let mut resp = catching(next.run(req)).await;
-    mark_and_log(&mut resp, log.as_ref(), line, started);
+    mark_and_log(&mut resp, log.as_ref(), line, started, mark);
     resp
 }
 
@@ -662,12 +679,21 @@ fn push_target(out: &mut String, uri: &axum::http::Uri) {
     }
 }
 
-/// Adds the dialect header and sends the log line, completed with the status and the time
+/// Adds the dialect header (with `mark`: not in the upstream dialect, whose server is today's
+/// Armada to its clients) and sends the log line, completed with the status and the time
 /// since `started`. Shared by the router's layer and the fast path (`dispatch`).
-fn mark_and_log<B>(resp: &mut axum::http::Response<B>, log: Option<&Log>, line: Option<String>, started: Instant) {
+fn mark_and_log<B>(
+    resp: &mut axum::http::Response<B>,
+    log: Option<&Log>,
+    line: Option<String>,
+    started: Instant,
+    mark: bool,
+) {
     use std::fmt::Write as _;
-    resp.headers_mut()
-        .insert(DIALECT_HEADER, HeaderValue::from_static(DIALECT_V1));
+    if mark {
+        resp.headers_mut()
+            .insert(DIALECT_HEADER, HeaderValue::from_static(DIALECT_V1));
+    }
     if let (Some(log), Some(mut line)) = (log, line) {
         let micros = started.elapsed().as_micros();
         let _ = write!(
@@ -800,6 +826,7 @@ mod tests {
                     .route("/boom", get(boom))
                     .route("/fine", get(|| async { "fine" })),
                 None,
+                true,
             );
             let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = l.local_addr().unwrap();

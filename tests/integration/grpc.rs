@@ -15,7 +15,7 @@ const V1BETA1: &str = "testdata/policies/valid/upstream-v1beta1.yaml";
 const DESIGN: &str = "testdata/policies/valid/infra.yaml";
 
 /// `127.0.0.1:PORT` of a test server's `http://127.0.0.1:PORT`.
-fn address(url: &str) -> String {
+pub(crate) fn address(url: &str) -> String {
     url.split_once("://").map_or(url, |(_, rest)| rest).to_string()
 }
 
@@ -42,7 +42,7 @@ def call(f):
         print(e.code().name, e.details())
 "#;
 
-fn py(python: &Path, body: &str, args: &[&str]) -> String {
+pub(crate) fn py(python: &Path, body: &str, args: &[&str]) -> String {
     python::run(python, &format!("{PY}\n{body}"), args)
 }
 

@@ -31,6 +31,7 @@ mod output_file;
 mod serve;
 mod serve_process;
 mod serve_stress;
+mod serve_upstream;
 mod shard_examples;
 mod shards;
 mod simulate;
