@@ -445,7 +445,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__apply)
-            opts="-f -R -c -v -h -V --filename --recursive --dry-run --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --filename --recursive --dry-run --prune --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1621,7 +1621,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__diff)
-            opts="-f -R -c -v -h -V --filename --recursive --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --filename --recursive --api-version --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1632,6 +1632,10 @@ _retryctl() {
                     return 0
                     ;;
                 -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --api-version)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2695,7 +2699,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__serve)
-            opts="-c -v -h -V --listen --db --in-memory --basic-auth --token --basic-auth-file --token-file --allow-anonymous --tls-cert --tls-key --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-c -v -h -V --listen --db --in-memory --basic-auth --token --basic-auth-file --token-file --allow-anonymous --tls-cert --tls-key --dialect --armada-url --context --config --timeout --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2731,6 +2735,10 @@ _retryctl() {
                     ;;
                 --tls-key)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dialect)
+                    COMPREPLY=($(compgen -W "v1 upstream" -- "${cur}"))
                     return 0
                     ;;
                 --armada-url)

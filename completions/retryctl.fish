@@ -735,11 +735,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l color -d 'Wh
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
+complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l prune -d 'Also delete the retry policies on the server that no file names (as `diff` lists them); refused, deleting nothing, while a queue still uses one'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l api-version -d 'Dialect both sides of a retry policy are shown in: `armadaproject.io/v1` or `armadaproject.io/v1beta1` (today\'s Armada). Default: each file\'s own' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -753,7 +755,7 @@ never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
@@ -1150,6 +1152,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l basic-auth-f
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l token-file -d 'Read accepted bearer tokens, one per line, from FILE' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l tls-cert -d 'Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l tls-key -d 'The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1)' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l dialect -d 'How retry policies are taken and answered: `v1` (the design dialect, marked by the `Armada-Retry-Policy-Dialect` header) or `upstream` (as today\'s Armada: its flat JSON, its validation and messages, no header), to rehearse an upstream rollout' -r -f -a "v1\t''
+upstream\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F

@@ -285,12 +285,16 @@ pub enum Command {
     /// Replace existing resources from files, or change a queue in place.
     #[command(after_help = EX_UPDATE)]
     Update(UpdateArgs),
-    /// Create or update every document of the files; with --prune, delete the retry policies
-    /// no file names.
+    /// Create or update every document of the files.
+    ///
+    /// With --prune, also delete the retry policies on the server that no file names (those
+    /// `diff` lists), never one a queue still uses.
     #[command(after_help = EX_APPLY)]
     Apply(ApplyArgs),
-    /// Show how the files differ from the server (exit 0 same, 1 different), and the retry
-    /// policies on the server that no file names.
+    /// Show how the files differ from the server (exit 0 same, 1 different).
+    ///
+    /// Then lists the retry policies on the server that no file names (what `apply --prune`
+    /// deletes); they leave the exit code alone.
     #[command(after_help = EX_DIFF)]
     Diff(DiffArgs),
     /// Delete retry policies or queues.
@@ -1482,12 +1486,12 @@ const EX_UPDATE: &str =
 const EX_APPLY: &str =
     "Examples:\n  retryctl apply -f policies/                          # created, configured or unchanged
   retryctl apply -f policies/ --dry-run                # what it would do, nothing sent
-  retryctl apply -f policies/ --prune --dry-run        # and which policies no file names it would delete
+  retryctl apply -f policies/ --prune --dry-run        # and what --prune would delete
   retryctl get rp -o json | retryctl apply -f -";
 
 const EX_DIFF: &str = "Examples:\n  retryctl diff -f infra.yaml                          # exit 0 same, 1 different
   retryctl diff -f policies/ -R
-  retryctl diff -f policies/ --api-version armadaproject.io/v1beta1   # as today's Armada stores them";
+  retryctl diff -f policies/ --api-version armadaproject.io/v1beta1   # today's Armada";
 
 const EX_DELETE: &str = "Examples:\n  retryctl delete retrypolicy infra
   retryctl delete rp infra --detach                    # detach from every queue, then delete
