@@ -372,12 +372,17 @@ fn retryctl_over_grpc_against_upstreams_servicers_prints_what_rest_prints() {
         &["get", "q", "ml-queue", "-o", "json"],
         &["get", "queues"],
         &["update", "queue", "ml-queue", "--cordon"],
-        &["describe", "rp", "ml-training-retries"],
         &["diff", "-f", V1BETA1],
         &["get", "rp", "nope"],
     ] {
         assert_eq!(grpc(args), rest.run(args).replace("URL", "ADDR"), "{args:?}");
     }
+    // `describe` speaks the server's dialect: the double is today's Armada.
+    let described = grpc(&["describe", "rp", "ml-training-retries"]);
+    assert!(
+        described.starts_with("exit: 0\n--- stdout\nName:            ml-training-retries\nDialect:         armadaproject.io/v1beta1 (today's Armada: category rules, one retry limit, no backoff)\nUsed by queues:  ml-queue\n"),
+        "{described}"
+    );
     assert_eq!(
         grpc(&["version"]),
         format!(
