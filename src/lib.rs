@@ -5,7 +5,8 @@
 //! `output`, `lookout`, `tune`, `suggest`, `replay`, `client`, `deploy`} → {`cli`, `armadactl_config`, `tls`} →
 //! `input` → `engine` → `model` → {`diag`, `yaml`}, with `wire` (Armada's REST JSON) and
 //! `armada_api` (Armada's gRPC contract, generated from `proto/`, and its model ⇄ protobuf
-//! conversion: the same model on the other wire) beside `model`, for the client and the server. `error` (exit
+//! conversion: the same model on the other wire; and, for `serve --dialect upstream`,
+//! upstream's gateway JSON and policy validation) beside `model`, for the client and the server. `error` (exit
 //! codes, `CliError`) and `redact` (secrets in URLs) import nothing from this crate; any
 //! module above `engine` may use them. `cli` is the command line's clap types, read by
 //! `app`, `commands`, `connection` and `output`; it imports `engine` only (its engine flag
