@@ -48,8 +48,7 @@ pub fn run(ctx: &mut Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
                 let s = found(conn.client.get_policy(&p.name))
                     .map_err(|e| conn.fail(&format!("cannot read retry policy `{}`", p.name), e))?;
                 let version = asked.or(item.version).unwrap_or(ApiVersion::V1);
-                let (s, f) = policy_sides(ctx, s.as_ref(), p, version, asked.is_some())?;
-                (s, f)
+                policy_sides(ctx, s.as_ref(), p, version, asked.is_some())?
             }
             Resource::Queue(q) => {
                 let s = found(conn.client.get_queue(&q.name))
