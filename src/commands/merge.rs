@@ -241,7 +241,9 @@ fn merge_run(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
 
 /// The partials named: a file as given; a directory's files that begin as a partial does,
 /// by name (hidden files, such as a shard's result still being written, left out; any other
-/// file said on stderr and skipped). A directory holding none is an error (exit 3).
+/// file said on stderr and skipped). A symbolic link is followed to its file, wherever that
+/// is; one that leads to no file (broken, a directory) is said and skipped. A directory
+/// holding none is an error (exit 3).
 fn partial_paths(ctx: &mut Context, given: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for path in given {
@@ -256,16 +258,26 @@ fn partial_paths(ctx: &mut Context, given: &[PathBuf]) -> anyhow::Result<Vec<Pat
                 crate::input::io_reason(&e)
             ))
         };
-        let mut names: Vec<PathBuf> = std::fs::read_dir(path)
+        let mut names: Vec<(PathBuf, bool)> = std::fs::read_dir(path)
             .map_err(cannot)?
             .filter_map(Result::ok)
             .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-            .map(|e| e.path())
+            .filter_map(|e| {
+                let kind = e.file_type().ok()?;
+                (kind.is_file() || kind.is_symlink()).then(|| (e.path(), kind.is_symlink()))
+            })
             .collect();
         names.sort();
         let before = out.len();
-        for file in names {
+        for (file, link) in names {
+            // A link is followed (a directory of links to the shards' results is a way to
+            // gather them); one that leads to no file is said, never silently missing.
+            if link {
+                if let Some(why) = not_a_file(&file) {
+                    writeln!(ctx.err, "note: skipped `{}`: {why}", file.display())?;
+                    continue;
+                }
+            }
             let mut start = [0u8; 40];
             let n = File::open(&file)
                 .and_then(|mut f| {
@@ -288,6 +300,21 @@ fn partial_paths(ctx: &mut Context, given: &[PathBuf]) -> anyhow::Result<Vec<Pat
         }
     }
     Ok(out)
+}
+
+/// Why the symbolic link `link` leads to no file merge can read (`None`: it does).
+fn not_a_file(link: &std::path::Path) -> Option<String> {
+    let to = match std::fs::read_link(link) {
+        Ok(to) => format!("a symbolic link to `{}`", to.display()),
+        Err(_) => "a symbolic link".to_string(),
+    };
+    match std::fs::metadata(link) {
+        Ok(m) if m.is_file() => None,
+        Ok(m) if m.is_dir() => Some(format!("{to}, a directory")),
+        Ok(_) => Some(format!("{to}, which is not a file")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(format!("{to}, which does not exist")),
+        Err(e) => Some(format!("{to}, which cannot be read: {}", crate::input::io_reason(&e))),
+    }
 }
 
 /// A value of a run's setting, as a message shows it (short ones only).

@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::diag::quote;
 use crate::model::failure_history::{FailureHistory, Outcome};
 use crate::model::policy::{Action, Condition};
 use crate::replay::compare::request_time;
@@ -418,6 +419,21 @@ impl Learned {
             return Err(format!(
                 "its totals' nodes name signature {slot}, and it lists {count} signatures"
             ));
+        }
+        // The text is the signature's identity (the merge keys the counts by it, the proposal
+        // writes its rule from the structure): a shard writes the text its structure prints.
+        for (k, s) in shard.signatures.iter().enumerate() {
+            let printed = s.signature.as_ref().map(Signature::text);
+            if printed.as_deref() != Some(s.text.as_str()) {
+                let structure = match printed {
+                    Some(t) => format!("its structure prints {}", quote(&t)),
+                    None => "it has no structure".to_string(),
+                };
+                return Err(format!(
+                    "its totals' signature {k}: its text {} is not its structure's ({structure})",
+                    quote(&s.text)
+                ));
+            }
         }
         let sigs = shard
             .signatures

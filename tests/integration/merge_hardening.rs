@@ -1,7 +1,8 @@
 //! `merge` against partials edited and sealed again (their seal is a SHA-256 anyone can
 //! compute), and against the machine's limits (docs/past-one-machine.md): numbers that
 //! cannot be true, counts that would overflow when added, a job another shard replays,
-//! candidates' tallies the header does not name, settings that differ between partials;
+//! candidates' tallies the header does not name, settings that differ between partials, a
+//! suggest signature whose text is not its structure's; links in a directory of partials;
 //! too many files open (a limit, exit 1, not invalid input) and a merge in rounds under a
 //! low `ulimit -n`. Every refusal: exit 3 (1 for the limit), nothing on stdout, the full
 //! stderr ending with the closing `cannot merge` line.
@@ -361,5 +362,71 @@ fn a_directory_of_partials_merges_to_one_process() {
     assert_eq!(
         crate::support::format_output(&out),
         "exit: 3\n--- stdout\n--- stderr\nerror: no partial results in the directory `empty` (`simulate … --shard I/N -o partial` writes them)\n"
+    );
+}
+
+/// A symbolic link in `merge DIR` is followed to its partial, wherever it is (the merge is
+/// one process's bytes); a broken link and a link to a directory are each said and skipped,
+/// never silently missing.
+#[cfg(unix)]
+#[test]
+fn a_directory_of_links_to_partials_merges_and_says_what_it_skips() {
+    use std::os::unix::fs::symlink;
+    let dir = what_if(&history());
+    let d = dir.path();
+    let mut plan = PLAN.to_vec();
+    plan.extend(["-o", "json"]);
+    let whole = run(d, &plan);
+    let p = shards(d, "p", &PLAN, 3);
+    fs::create_dir(d.join("parts")).unwrap();
+    // Shard 0 in the directory itself, shards 1 and 2 outside it through links (one relative,
+    // one absolute).
+    fs::rename(d.join(&p[0]), d.join("parts").join(&p[0])).unwrap();
+    symlink(format!("../{}", p[1]), d.join("parts").join(&p[1])).unwrap();
+    symlink(d.join(&p[2]), d.join("parts").join(&p[2])).unwrap();
+    symlink("../gone.json", d.join("parts/q-broken.json")).unwrap();
+    symlink("..", d.join("parts/q-up")).unwrap();
+    let out = run(d, &["merge", "parts", "-o", "json"]);
+    assert_eq!(out.status.code(), whole.status.code(), "{}", format_output(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&whole.stdout)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "note: skipped `parts/q-broken.json`: a symbolic link to `../gone.json`, which does not exist\n\
+             note: skipped `parts/q-up`: a symbolic link to `..`, a directory\n{}",
+            String::from_utf8_lossy(&whole.stderr)
+        )
+    );
+}
+
+/// A suggest partial's signature is keyed by its text and written as a rule from its
+/// structure: a text its structure does not print (resealed by hand) is damaged, exit 3.
+#[test]
+fn a_signature_whose_text_is_not_its_structures_is_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data = crate::support::root().join("testdata/suggest");
+    fs::copy(data.join("planted.jsonl"), d.join("h.jsonl")).unwrap();
+    fs::copy(data.join("today.yaml"), d.join("today.yaml")).unwrap();
+    let p = shards(
+        d,
+        "s",
+        &["suggest", "--history", "h.jsonl", "--baseline", "today.yaml"],
+        2,
+    );
+    let text = fs::read_to_string(d.join(&p[0])).unwrap();
+    let from =
+        r#"{"text":"exit:1@main \"ValueError: unknown config key 'lr<n>'\"","signature":{"container":{"exit":1,"#;
+    assert_eq!(text.matches(from).count(), 1, "the shard's first signature");
+    let edited = text.replace(from, &from.replacen("exit:1@", "exit:2@", 1));
+    fs::write(d.join(&p[0]), reseal(&edited)).unwrap();
+    assert_eq!(
+        refused(d, &["s-0.json", "s-1.json"]),
+        format!(
+            "error: `s-0.json` is damaged: its totals' signature 0: its text `exit:2@main \"ValueError: unknown config key 'lr<n>'\"` is not its structure's (its structure prints `exit:1@main \"ValueError: unknown config key 'lr<n>'\"`)\n{CLOSING}"
+        )
     );
 }
