@@ -16,6 +16,7 @@ pub mod get;
 pub mod held;
 pub mod history;
 pub mod merge;
+pub mod on_signal;
 pub mod output_file;
 pub mod policy_set;
 pub mod remote;

@@ -10,17 +10,15 @@
 //! FILE is replaced exactly when the command wrote a result, whatever its exit status (0, 1
 //! or 3). When it wrote none — an error (usage, unreachable, a refusal that prints nothing),
 //! or SIGTERM/SIGINT/SIGHUP mid-run (a preempted pod, a closed terminal) — FILE stays as it
-//! was and the temporary file is removed: on an error by its destructor, on a signal by the
-//! handler armed while the temporary file exists, which unlinks it and then lets the signal
-//! end the process as it would have without the handler (a shell, like Kubernetes, reports
-//! 143, 130 or 129). A signal the parent set to be ignored (`nohup`, `trap '' INT`) stays
-//! ignored. Only SIGKILL (or a power cut) can leave a `.FILE.*.tmp` behind.
+//! was and the temporary file is removed: on an error by its destructor, on a signal by
+//! `on_signal`'s handler, armed while the temporary file exists.
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::app::Context;
+use crate::commands::on_signal::{self, Armed};
 use crate::error::{CliError, ExitCode};
 
 /// Runs `run` with its stdout going to `path` (when given) through an [`OutputFile`], and
@@ -78,7 +76,7 @@ enum Sink {
         // the handler forgets it.
         file: BufWriter<tempfile::NamedTempFile>,
         target: PathBuf,
-        _armed: signal::Armed,
+        _armed: Armed,
     },
     /// A device, a FIFO or a descriptor: written as the output comes.
     Through(BufWriter<File>),
@@ -187,7 +185,7 @@ impl OutputFile {
                 #[cfg(unix)]
                 builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
                 let tmp = builder.tempfile_in(dir).map_err(|e| cannot(path, &e))?;
-                let armed = signal::arm(tmp.path());
+                let armed = on_signal::arm(tmp.path());
                 Sink::Replace {
                     file: BufWriter::with_capacity(1 << 16, tmp),
                     target,
@@ -290,85 +288,5 @@ mod descriptor {
 mod descriptor {
     pub fn open(_: &std::path::Path) -> Option<std::io::Result<std::fs::File>> {
         None
-    }
-}
-
-/// SIGTERM, SIGINT and SIGHUP while a temporary file exists: unlink it, then end as the signal
-/// would have. A signal ignored when the handlers are installed (`nohup`, a shell's `trap ''
-/// INT`) is left ignored, as the parent asked. With `libc` (already a dependency): `unlink`, `signal` and `raise` are
-/// async-signal-safe, and the path is a C string made before the handler can read it and
-/// never freed (one per process), so the handler neither allocates nor reads freed memory.
-#[cfg(unix)]
-mod signal {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    use std::path::Path;
-    use std::ptr::null_mut;
-    use std::sync::atomic::{AtomicPtr, Ordering};
-    use std::sync::Once;
-
-    static TEMP: AtomicPtr<libc::c_char> = AtomicPtr::new(null_mut());
-    static INSTALL: Once = Once::new();
-
-    /// While alive, a signal removes the temporary file before ending the process.
-    pub struct Armed;
-
-    pub fn arm(path: &Path) -> Armed {
-        // A path from the file system has no NUL byte.
-        if let Ok(c) = CString::new(path.as_os_str().as_bytes()) {
-            TEMP.store(c.into_raw(), Ordering::SeqCst);
-            INSTALL.call_once(install);
-        }
-        Armed
-    }
-
-    impl Drop for Armed {
-        fn drop(&mut self) {
-            // Leaked on purpose: a handler on another thread may have read the pointer.
-            TEMP.store(null_mut(), Ordering::SeqCst);
-        }
-    }
-
-    extern "C" fn on_signal(sig: libc::c_int) {
-        let path = TEMP.swap(null_mut(), Ordering::SeqCst);
-        // SAFETY: `path` is null or a leaked, NUL-terminated C string; unlink, signal and
-        // raise are async-signal-safe. The signal is blocked while its handler runs, so the
-        // raised one is delivered, with the default action (the end of the process), as
-        // soon as the handler returns.
-        unsafe {
-            if !path.is_null() {
-                libc::unlink(path);
-            }
-            libc::signal(sig, libc::SIG_DFL);
-            libc::raise(sig);
-        }
-    }
-
-    fn install() {
-        for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-            // SAFETY: a zeroed sigaction is valid (empty mask, no flags); the handler is an
-            // `extern "C" fn(c_int)`, what `sa_sigaction` holds without SA_SIGINFO. Reading
-            // the current action (a null new one) changes nothing.
-            unsafe {
-                let mut old: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(sig, null_mut(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN {
-                    continue;
-                }
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-                libc::sigemptyset(&mut action.sa_mask);
-                action.sa_flags = libc::SA_RESTART;
-                libc::sigaction(sig, &action, null_mut());
-            }
-        }
-    }
-}
-
-#[cfg(not(unix))]
-mod signal {
-    pub struct Armed;
-
-    pub fn arm(_: &std::path::Path) -> Armed {
-        Armed
     }
 }

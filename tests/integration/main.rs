@@ -38,6 +38,7 @@ mod simulate;
 mod simulate_bulk;
 mod simulate_report;
 mod simulate_server;
+mod spool;
 mod startup;
 mod suggest;
 mod suggest_shards;

@@ -35,6 +35,7 @@ use std::sync::Arc;
 use crate::app::Context;
 use crate::cli::{ReplayArgs, SuggestArgs, SuggestOutput};
 use crate::commands::history::no_job;
+use crate::commands::on_signal;
 use crate::commands::policy_set::{base_config, load_policies, PolicyFlags, Side};
 use crate::commands::replay_source::{self, check_flags, overrides, About, Drive};
 use crate::commands::simulate::{
@@ -249,9 +250,9 @@ struct Pass1 {
     /// The trials of every job (for the backtest of the estimates).
     trials: TrialCount,
     /// Every job (a source read once), when the second pass needs it.
-    spool: Option<tempfile::NamedTempFile>,
+    spool: Option<SpoolFile>,
     /// The jobs at or after `--backtest-at`.
-    test: Option<tempfile::NamedTempFile>,
+    test: Option<SpoolFile>,
 }
 
 /// A worker's unit of pass 1: its scratch and the trials it counted.
@@ -269,17 +270,44 @@ struct Learnt {
     not_submitted: Option<String>,
 }
 
-fn spool_file() -> io::Result<tempfile::NamedTempFile> {
-    tempfile::Builder::new()
+/// A temporary JSON Lines copy of (some of) the history, in `$TMPDIR`: removed when dropped
+/// (the command's end, normal or not) and, should a signal end the process first, by
+/// `on_signal`'s handler (docs/cli.md, "Signals and temporary files").
+struct SpoolFile {
+    // Declared (so dropped) before its guard: the file is gone before the handler forgets it.
+    file: tempfile::NamedTempFile,
+    _armed: on_signal::Armed,
+}
+
+impl SpoolFile {
+    fn path(&self) -> &std::path::Path {
+        self.file.path()
+    }
+}
+
+impl Write for SpoolFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+fn spool_file() -> io::Result<SpoolFile> {
+    let file = tempfile::Builder::new()
         .prefix("retryctl-suggest-")
         .suffix(".jsonl")
-        .tempfile()
+        .tempfile()?;
+    let armed = on_signal::arm(file.path());
+    Ok(SpoolFile { file, _armed: armed })
 }
 
 /// The jobs submitted at or after `at`, copied from `source` (a sharded suggest's merge:
 /// its shards learned, and the backtest's comparison replays these alone, as one process
 /// replays the copy its pass 1 made). What cannot be read is pass 2's to say.
-fn spool_test<S: HistorySource>(source: S, at: Timestamp) -> anyhow::Result<tempfile::NamedTempFile> {
+fn spool_test<S: HistorySource>(source: S, at: Timestamp) -> anyhow::Result<SpoolFile> {
     let mut file = spool_file().map_err(cannot_spool)?;
     let work = |_: &mut (), job: crate::replay::parallel::Decoded<'_>| -> Result<Option<Vec<u8>>, String> {
         let history = job.history;
