@@ -164,7 +164,7 @@ pub fn files_source(
     overrides: &Overrides,
     base: &crate::model::scheduler::SchedulerConfig,
 ) -> serde_json::Value {
-    let shards = if history.as_os_str() == "-" {
+    let shards = if crate::replay::source::is_stream(history) {
         "fnv1a64 of the job id"
     } else {
         "byte ranges"

@@ -1,5 +1,7 @@
 //! Where histories come from (docs/simulate.md): one YAML/JSON file, a JSON Lines file, a
-//! directory of either, or stdin (`--history -`) — as one stream of [`Entry`]s.
+//! directory of either, or a stream — stdin (`--history -`) or any other path that is not a
+//! regular file (a named pipe, `<(zcat …)`'s `/dev/fd/N`, `/dev/stdin`, a device) — as one
+//! stream of [`Entry`]s.
 //!
 //! Owns: [`HistorySource`], the one streaming interface every source implements (Lookout's
 //! database, `lookout::export_source`, yields `Body::History` entries through it), file
@@ -13,10 +15,12 @@
 //! can see of them ([`fingerprint`]). Must not: split or decode JSON lines (workers do that
 //! in parallel, see `run` and `json_lines`), evaluate or print.
 //!
-//! Decision docs/simulate.md leaves open: stdin is JSON Lines when its first line that is
-//! not blank is one complete JSON value (or is longer than the 8 MiB a line may be and
-//! starts with `{` or is all blanks: an over-long JSON line, reported as a file's is), else
-//! one YAML/JSON text (at most 8 MiB), like a file.
+//! A stream is read once, in order, as stdin is, whatever its name says: JSON Lines when its
+//! first line that is not blank is one complete JSON value, or is longer than the 8 MiB a line
+//! may be (no YAML text that long is read: an over-long JSON line, reported as a file's is),
+//! else one YAML/JSON text (at most 8 MiB), like a file. An over-long line is skipped to its
+//! end; on a stream, whose end may never come (`/dev/zero`), at most [`SKIP_MAX`] past the
+//! limit, after which the rest of the stream is not read.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -44,7 +48,7 @@ pub struct Origin {
     /// lines before, counted only when a line number is shown ([`LinesBefore`]).
     before: Option<Arc<LinesBefore>>,
     /// With `line`, what orders the entry in its file ([`Pos`]): the line's byte offset plus
-    /// one (a file, the same in every shard whatever it counted), or its number (stdin).
+    /// one (a file, the same in every shard whatever it counted), or its number (a stream).
     at: u64,
     stem: Arc<str>,
     /// The file's place among the source's files (from 1); 0 for a source that is not
@@ -57,7 +61,7 @@ pub struct Origin {
 
 /// Where an entry stands in its source: the order of the replay, the same in every shard of
 /// it (docs/past-one-machine.md), so that `merge` puts the entries of every shard back in that order. Files:
-/// the file's place and the entry's byte offset plus one (JSON Lines; its line on stdin) or
+/// the file's place and the entry's byte offset plus one (JSON Lines; its line on a stream) or
 /// document (YAML); a database: 0 and the job's place in the database's order of its ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct Pos(pub u64, pub u64);
@@ -203,7 +207,7 @@ pub struct LineBlock {
     /// The number of the block's first line in its file (counted from where its reader
     /// started, see [`Origin`]).
     pub first_line: usize,
-    /// The byte offset of the block in its file (`None` on stdin, whose blocks may have
+    /// The byte offset of the block in its file (`None` on a stream, whose blocks may have
     /// lines of other shards blanked out).
     pub first_offset: Option<u64>,
     /// How many lines it holds (blank ones included).
@@ -301,7 +305,7 @@ pub trait HistorySource: Iterator<Item = Entry> + Send {
     /// of JSON lines hold only the shard's lines ([`LineBlock`]), which the workers then take
     /// as they are. `true`: every entry it yields is the shard's (files, read by byte range;
     /// a database, which selected the shard's rows); `false`: the workers sort the entries
-    /// that are not blocks by their job id (stdin). [`super::parallel::for_each_ordered`]
+    /// that are not blocks by their job id (a stream). [`super::parallel::for_each_ordered`]
     /// calls it before the first entry is read.
     fn sift(&mut self, shard: Shard) -> bool;
 }
@@ -333,9 +337,9 @@ struct Lines {
     file: Arc<str>,
     stem: Arc<str>,
     line_no: usize,
-    /// A line read ahead (stdin detection), handed out first.
+    /// A line read ahead (a stream's detection), handed out first.
     first: Option<Vec<u8>>,
-    /// The offset in the file of the next byte read (`None`: stdin).
+    /// The offset in the file of the next byte read (`None`: a stream, read once).
     pos: Option<u64>,
     /// A shard's end in the file: no line starting at or past it is read.
     end: u64,
@@ -343,7 +347,7 @@ struct Lines {
     before: Option<Arc<LinesBefore>>,
 }
 
-/// Files, directories and stdin.
+/// Files, directories and streams.
 pub struct Files {
     /// The place of the file read last among those opened (from 1).
     ordinal: u64,
@@ -354,16 +358,18 @@ pub struct Files {
     settings: Arc<Settings>,
     bulk: bool,
     progress: Progress,
-    stdin: bool,
+    /// stdin or another input that is not a regular file ([`is_stream`]): read once, in
+    /// order, from its start (never by byte range), its format told by its content.
+    stream: bool,
     /// With [`Files::digest`]: every byte read so far, hashed, and where the total goes.
     digest: Option<(foldhash::fast::FoldHasher<'static>, Digest)>,
-    /// With [`HistorySource::sift`] on stdin: the shard whose lines are kept.
+    /// With [`HistorySource::sift`] on a stream: the shard whose lines are kept.
     shard: Option<Shard>,
     /// With [`HistorySource::sift`] on files: the shard's byte range ([`Range`]), and where
     /// each file still queued starts in the source (as `queue`).
     range: Option<Range>,
     starts: VecDeque<(u64, u64)>,
-    /// What opening stdin read (the blank lines before the first line, a YAML text),
+    /// What opening a stream read (the blank lines before the first line, a YAML text),
     /// hashed: [`Files::digest`] starts from it.
     opened: Option<foldhash::fast::FoldHasher<'static>>,
 }
@@ -381,7 +387,7 @@ fn add_to_digest(h: &mut foldhash::fast::FoldHasher<'static>, bytes: &[u8]) {
 
 /// A digest of the history (docs/past-one-machine.md: a partial result names the history it
 /// was made from, and `merge` refuses partials of two): files, what every shard can see of
-/// them without reading them all ([`fingerprint`]); stdin, every byte read, set when it has
+/// them without reading them all ([`fingerprint`]); a stream, every byte read, set when it has
 /// read the last. A fast 64-bit hash, not a cryptographic one: it tells histories apart, it
 /// does not authenticate them. The same input gives the same digest in every shard of the
 /// same build.
@@ -397,6 +403,13 @@ impl Digest {
     fn set(&self, value: u64) {
         *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
     }
+}
+
+/// Whether `--history PATH` is a stream, read once ([`Files`]): stdin (`-`), or a path that
+/// is neither a regular file nor a directory (a named pipe, `/dev/fd/N`, a device). A path
+/// that cannot be read is not: opening it says why.
+pub fn is_stream(path: &Path) -> bool {
+    path.as_os_str() == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_dir() && !m.is_file())
 }
 
 fn ext(p: &Path) -> &str {
@@ -424,20 +437,25 @@ impl Files {
             settings,
             bulk: false,
             progress: Progress::default(),
-            stdin: false,
+            stream: false,
             digest: None,
             shard: None,
             range: None,
             starts: VecDeque::new(),
             opened: None,
         };
+        let cannot = |e: std::io::Error| format!("cannot read history `{}`: {}", path.display(), io_reason(&e));
         if path.as_os_str() == "-" {
-            files.stdin = true;
-            files.open_stdin();
+            files.open_stream(Box::new(std::io::stdin()), "<stdin>".into(), "stdin".into());
             return Ok(files);
         }
-        let meta = std::fs::metadata(path)
-            .map_err(|e| format!("cannot read history `{}`: {}", path.display(), io_reason(&e)))?;
+        let meta = std::fs::metadata(path).map_err(cannot)?;
+        if !meta.is_dir() && !meta.is_file() {
+            // Opened once (a named pipe's open waits for its writer), never by name again.
+            let file = File::open(path).map_err(cannot)?;
+            files.open_stream(Box::new(file), path.display().to_string().into(), stem_of(path, "job"));
+            return Ok(files);
+        }
         if meta.is_dir() {
             files.bulk = true;
             let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
@@ -466,7 +484,7 @@ impl Files {
     /// [`Digest`] is set once the source has ended.
     pub fn digest(&mut self) -> Digest {
         let d = Digest::default();
-        if !self.stdin {
+        if !self.stream {
             // A shard reads its own range only: what every shard can see of the whole is
             // each file's name, size and modification time, and the first and last 64 KiB
             // (docs/past-one-machine.md says what this cannot see).
@@ -504,21 +522,21 @@ impl Files {
         }
     }
 
-    /// Opening stdin reads up to its first line with content, to tell JSON Lines from YAML,
-    /// and a YAML text whole: before [`Files::digest`] can be asked for. Those bytes are
+    /// Opening a stream reads up to its first line with content, to tell JSON Lines from
+    /// YAML, and a YAML text whole: before [`Files::digest`] can be asked for. Those bytes are
     /// hashed all the same and kept for it; else shards given other blank lines before the
     /// first job, or other YAML texts, on stdin would agree that they read one history.
-    fn open_stdin(&mut self) {
+    /// `file`: its name in messages; `stem`: its default job id.
+    fn open_stream(&mut self, input: Box<dyn Read + Send>, file: Arc<str>, stem: Arc<str>) {
+        self.stream = true;
         self.digest = Some((new_hasher(), Digest::default()));
-        self.start_stdin();
+        self.start_stream(input, file, stem);
         self.opened = self.digest.take().map(|(h, _)| h);
     }
 
-    fn start_stdin(&mut self) {
+    fn start_stream(&mut self, input: Box<dyn Read + Send>, file: Arc<str>, stem: Arc<str>) {
         self.ordinal += 1;
-        let file: Arc<str> = "<stdin>".into();
-        let stem: Arc<str> = "stdin".into();
-        let mut reader: Input = Box::new(BufReader::with_capacity(1 << 16, std::io::stdin()));
+        let mut reader: Input = Box::new(BufReader::with_capacity(1 << 16, input));
         let mut first = Vec::new();
         // Skip blank lines to find the first line with content; kept (up to the size limit)
         // for a YAML text, whose line numbers count them.
@@ -528,8 +546,8 @@ impl Files {
             first.clear();
             let read = (&mut reader).take(MAX_FILE_BYTES + 1).read_until(b'\n', &mut first);
             if skipped == 0 && first.starts_with(BOM) {
-                // A byte order mark starts the text: no part of its first line (stdin's lines
-                // are numbered, not placed by offset, so it is simply left out).
+                // A byte order mark starts the text: no part of its first line (a stream's
+                // lines are numbered, not placed by offset, so it is simply left out).
                 self.hash(BOM);
                 first.drain(..BOM.len());
             }
@@ -551,14 +569,10 @@ impl Files {
             }
         }
         let trimmed = first.trim_ascii();
-        // A first line cut at the limit, of JSON or of blanks only, is an over-long JSON
-        // line, as it is in a file: the reader reports it and goes on with the next (a YAML
-        // text that long is refused whole either way).
-        let one_json_value = match trimmed.first() {
-            Some(b'{') => cut_at_limit(&first) || serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).is_ok(),
-            None => cut_at_limit(&first),
-            Some(_) => false,
-        };
+        // A first line cut at the limit is an over-long JSON line, as it is in a file: the
+        // reader reports it and goes on with the next (no YAML text that long is read).
+        let one_json_value = cut_at_limit(&first)
+            || (trimmed.first() == Some(&b'{') && serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).is_ok());
         if one_json_value {
             self.bulk = true;
             self.lines = Some(Lines {
@@ -763,11 +777,12 @@ impl Files {
         let mut after: Option<Entry> = None;
         let mut end = false;
         if let Some(first) = lines.first.take() {
-            // The line stdin detection read (whole, or cut at the limit).
+            // The line a stream's detection read (whole, or cut at the limit).
             read += first.len() as u64;
-            after = one_line(lines, first, &mut sieve, &mut bytes)
-                .err()
-                .map(|(n, at)| error(n, at, LONG_LINE.to_string()));
+            if let Err(cut) = one_line(lines, first, &mut sieve, &mut bytes) {
+                end = cut.end;
+                after = Some(error(cut.line, cut.at, cut.message.to_string()));
+            }
         }
         while after.is_none() && bytes.len() < BLOCK_BYTES {
             // A shard's range ends before the next line: the line crossing its end was its last.
@@ -821,9 +836,10 @@ impl Files {
             {
                 Ok(_) => {
                     read += line.len() as u64;
-                    after = one_line(lines, line, &mut sieve, &mut bytes)
-                        .err()
-                        .map(|(n, at)| error(n, at, LONG_LINE.to_string()));
+                    if let Err(cut) = one_line(lines, line, &mut sieve, &mut bytes) {
+                        end = cut.end;
+                        after = Some(error(cut.line, cut.at, cut.message.to_string()));
+                    }
                 }
                 Err(e) => {
                     lines.line_no += 1;
@@ -865,6 +881,24 @@ impl Files {
 
 const LONG_LINE: &str = "line longer than 8 MiB";
 
+/// How far past the limit the rest of an over-long line is skipped on a stream, whose end
+/// may never come (`/dev/zero`): a line past it ends the reading of the stream.
+pub const SKIP_MAX: u64 = 64 << 20;
+
+/// An over-long line of a stream with no end within [`SKIP_MAX`] after the limit.
+const ENDLESS_LINE: &str =
+    "line longer than 8 MiB, with no line end in the 64 MiB after it: the rest of the input is not read";
+
+/// A line that ends its block, reported in an error entry after it.
+struct Cut {
+    /// Its number and offset.
+    line: usize,
+    at: Option<u64>,
+    message: &'static str,
+    /// Nothing more of the input is read.
+    end: bool,
+}
+
 /// `line` (read with the 8 MiB limit plus one byte) is longer than the limit: its text,
 /// without its newline, is over 8 MiB.
 fn cut_at_limit(line: &[u8]) -> bool {
@@ -873,15 +907,10 @@ fn cut_at_limit(line: &[u8]) -> bool {
 }
 
 /// A line read on its own (up to the 8 MiB limit plus one byte, its newline included):
-/// appended to `bytes`, or `Err((its line number, its offset))` for an over-long line, whose
-/// rest is skipped. The limit is on the line's text: a line of exactly 8 MiB and its newline
-/// is within it (and its newline is not a reason to skip the next line).
-fn one_line(
-    lines: &mut Lines,
-    line: Vec<u8>,
-    sieve: &mut Sieve<'_>,
-    bytes: &mut Vec<u8>,
-) -> Result<(), (usize, Option<u64>)> {
+/// appended to `bytes`, or a [`Cut`] for an over-long line, whose rest is skipped (on a
+/// stream, at most [`SKIP_MAX`] of it). The limit is on the line's text: a line of exactly
+/// 8 MiB and its newline is within it (and its newline is not a reason to skip the next line).
+fn one_line(lines: &mut Lines, line: Vec<u8>, sieve: &mut Sieve<'_>, bytes: &mut Vec<u8>) -> Result<(), Cut> {
     lines.line_no += 1;
     let at = lines.pos;
     if let Some(pos) = &mut lines.pos {
@@ -889,33 +918,47 @@ fn one_line(
     }
     if cut_at_limit(&line) {
         // Cut by the limit: skip the rest of the over-long line, a buffer at a time (read
-        // into memory, a line of gigabytes would take as many).
-        let skipped = skip_line(&mut lines.reader);
+        // into memory, a line of gigabytes would take as many). A file's size bounds it; a
+        // stream's only the cap.
+        let limit = if lines.pos.is_some() { u64::MAX } else { SKIP_MAX };
+        let (skipped, ended) = skip_line(&mut lines.reader, limit);
         if let Some(pos) = &mut lines.pos {
             *pos += skipped;
         }
-        return Err((lines.line_no, at));
+        return Err(Cut {
+            line: lines.line_no,
+            at,
+            message: if ended { LONG_LINE } else { ENDLESS_LINE },
+            end: !ended,
+        });
     }
     sieve.keep(&line, lines.line_no, bytes);
     Ok(())
 }
 
-/// Consumes the input up to and including the next newline, or to its end: how many bytes.
-/// A read error ends it too: the next read reports it.
-fn skip_line(reader: &mut Input) -> u64 {
+/// Consumes the input up to and including the next newline, or to its end, or `limit` bytes,
+/// whichever comes first: how many bytes, and whether the line ended (`false`: `limit` came
+/// first). A read error ends it too: the next read reports it.
+fn skip_line(reader: &mut Input, limit: u64) -> (u64, bool) {
     let mut skipped = 0;
     loop {
         let (found, n) = match reader.fill_buf() {
-            Ok([]) | Err(_) => return skipped,
-            Ok(buf) => match memchr::memchr(b'\n', buf) {
-                Some(i) => (true, i + 1),
-                None => (false, buf.len()),
-            },
+            Ok([]) | Err(_) => return (skipped, true),
+            Ok(buf) => {
+                let room = usize::try_from(limit - skipped).unwrap_or(usize::MAX);
+                match memchr::memchr(b'\n', buf) {
+                    Some(i) if i < room => (true, i + 1),
+                    _ => (false, buf.len().min(room)),
+                }
+            }
         };
         reader.consume(n);
         skipped += n as u64;
         if found {
-            return skipped;
+            return (skipped, true);
+        }
+        if skipped >= limit {
+            return (skipped, false);
         }
     }
 }
@@ -985,7 +1028,7 @@ impl Files {
                     return Some(e);
                 }
                 self.lines = None;
-                if self.progress.counted != Counted::Bytes && !self.stdin {
+                if self.progress.counted != Counted::Bytes && !self.stream {
                     self.progress.done += 1;
                 }
                 continue;
@@ -1009,11 +1052,11 @@ impl HistorySource for Files {
         self.bulk
     }
 
-    /// Files: reads the shard's byte range of them only. stdin: blanks the JSON lines that
+    /// Files: reads the shard's byte range of them only. A stream: blanks the JSON lines that
     /// are not `shard`'s as they are read (a line is looked at once, here, instead of being
     /// copied and handed to a worker only to be skipped there).
     fn sift(&mut self, shard: Shard) -> bool {
-        if self.stdin {
+        if self.stream {
             self.shard = Some(shard);
             return false;
         }
@@ -1100,7 +1143,7 @@ fn start_at_line(mut file: File, from: u64) -> std::io::Result<(Input, u64, Opti
     let pos = if prev[0] == b'\n' {
         from
     } else {
-        from + skip_line(&mut reader)
+        from + skip_line(&mut reader, u64::MAX).0
     };
     let before = LinesBefore {
         file: counter,
@@ -1304,13 +1347,31 @@ mod tests {
     fn skipping_a_line_stops_after_its_newline_or_at_the_end() {
         let text = format!("{}\nnext\n{}", "x".repeat(100_000), "y".repeat(5_000));
         let mut reader: Input = Box::new(BufReader::with_capacity(1024, std::io::Cursor::new(text.into_bytes())));
-        skip_line(&mut reader);
+        assert_eq!(skip_line(&mut reader, u64::MAX), (100_001, true));
         let mut line = String::new();
         reader.read_line(&mut line).unwrap();
         assert_eq!(line, "next\n");
-        skip_line(&mut reader);
+        assert_eq!(skip_line(&mut reader, u64::MAX), (5_000, true));
         assert_eq!(reader.fill_buf().unwrap(), b"");
-        skip_line(&mut reader);
+        assert_eq!(skip_line(&mut reader, u64::MAX), (0, true));
         assert_eq!(reader.fill_buf().unwrap(), b"");
+    }
+
+    /// A limit stops the skip where it is (`false`: no line end before it), buffers of any
+    /// size; a newline within it ends the skip as without one.
+    #[test]
+    fn skipping_a_line_stops_at_its_limit() {
+        let text = format!("{}\nnext", "x".repeat(10_000));
+        for capacity in [7, 1024, 1 << 16] {
+            let mut reader: Input = Box::new(BufReader::with_capacity(
+                capacity,
+                std::io::Cursor::new(text.clone().into_bytes()),
+            ));
+            assert_eq!(skip_line(&mut reader, 4_000), (4_000, false), "{capacity}");
+            assert_eq!(skip_line(&mut reader, 6_001), (6_001, true), "{capacity}");
+            let mut rest = Vec::new();
+            reader.read_to_end(&mut rest).unwrap();
+            assert_eq!(rest, b"next");
+        }
     }
 }

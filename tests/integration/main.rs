@@ -40,6 +40,7 @@ mod simulate_report;
 mod simulate_server;
 mod spool;
 mod startup;
+mod streams;
 mod suggest;
 mod suggest_shards;
 mod test_setup;

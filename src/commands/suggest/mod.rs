@@ -15,9 +15,10 @@
 //! same `conclude` as one process: no second copy of the proposal, pass 2 or rendering.
 //!
 //! Decisions the docs leave open:
-//! - a source that cannot be read twice (stdin, Lookout's database) is spooled to a
-//!   temporary JSON Lines file in pass 1 and pass 2 reads that; entries that cannot be read
-//!   are then reported in pass 1 (once), and the comparison counts the jobs it replayed;
+//! - a source that cannot be read twice (stdin or another stream, Lookout's database) is
+//!   spooled to a temporary JSON Lines file in pass 1 and pass 2 reads that; entries that
+//!   cannot be read are then reported in pass 1 (once), and the comparison counts the jobs it
+//!   replayed;
 //! - with `--backtest-at`, `proposal.comparison` is the proposal's effect on the whole
 //!   history (as `simulate` would print it), and `backtest` the jobs at or after the time;
 //! - `-o policy` prints the documents without the comparison pass;
@@ -58,7 +59,7 @@ use crate::replay::parallel::{for_each_ordered, Emitted, Processed};
 use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::run::{compare_inspected, replay, replay_side, NoAnswer, Options, Out, TrialCount};
 use crate::replay::shard::Shard;
-use crate::replay::source::{Files, HistorySource};
+use crate::replay::source::{is_stream, Files, HistorySource};
 use crate::suggest::check::{current_of, RuleCheck};
 use crate::suggest::documents::{self, Documented, Settings, Upstream};
 use crate::suggest::nodes::suspects;
@@ -133,9 +134,15 @@ fn check_sharded(args: &SuggestArgs) -> Result<(), CliError> {
         (None, Some(_)) => "`--shard`",
         (None, None) => "`-o partial`",
     };
-    if r.history.as_ref().is_some_and(|h| h.as_os_str() == "-") {
+    if let Some(h) = r.history.as_ref().filter(|h| is_stream(h)) {
+        let once = if h.as_os_str() == "-" {
+            "stdin is read once".to_string()
+        } else {
+            format!("`{}` is not a regular file: it is read once", h.display())
+        };
         return Err(CliError::usage(format!(
-            "`suggest` with {how} cannot read `--history -`: its merge reads the history again to compare the proposal, and stdin is read once"
+            "`suggest` with {how} cannot read `--history {}`: its merge reads the history again to compare the proposal, and {once}",
+            h.display()
         ))
         .with_hint("write the history to a file first (`retryctl history … --output-file FILE` exports one), then give `--history FILE`"));
     }
@@ -575,9 +582,10 @@ impl Suggest<'_> {
         Ok(baseline.with_categorizer(self.categorizer.clone()))
     }
 
-    /// The history file or directory, which pass 2 reads again (`None`: a source read once).
+    /// The history file or directory, which pass 2 reads again (`None`: a source read once,
+    /// stdin or another stream, or the database).
     fn reread(&self) -> Option<PathBuf> {
-        self.args.replay.history.clone().filter(|h| h.as_os_str() != "-")
+        self.args.replay.history.clone().filter(|h| !is_stream(h))
     }
 
     /// `-o partial`: the shard's learning (pass 1 over its share), for `merge`, which
