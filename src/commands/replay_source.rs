@@ -27,7 +27,7 @@ use crate::lookout::{cluster, db, Export};
 use crate::output::history::write_summary;
 use crate::output::simulate::Baseline;
 use crate::replay::partial::Lookout;
-use crate::replay::source::{Body, Digest, Entry, Files, HistorySource, Overrides, EMPTY_TEXT};
+use crate::replay::source::{Body, Digest, Entry, Files, HistorySource, Overrides, Stamps, EMPTY_TEXT};
 
 /// What a command does with its history source.
 pub trait Drive {
@@ -124,6 +124,9 @@ pub struct About {
     /// stdin: every byte read, set once it is read. Never for a database, whose statement
     /// (with its `--to`) the fingerprint holds.
     pub digest: Digest,
+    /// Files: each one's size and modification time when the source was opened, before
+    /// anything was read (`suggest` compares them with its second pass's).
+    pub stamps: Option<Stamps>,
     /// A database's export: whether it ended early (a lost connection), which the command
     /// says after the driver; and its queue.
     pub export: Option<(Arc<Mutex<ExportState>>, String)>,
@@ -203,6 +206,7 @@ pub fn run<D: Drive>(
         let about = About {
             source: described,
             digest: if partial { source.digest() } else { Digest::default() },
+            stamps: source.stamps(),
             export: None,
         };
         if !checks_empty(args, partial) {
@@ -258,6 +262,7 @@ pub fn run<D: Drive>(
             "shards": "hashtextextended of the job id",
         }),
         digest: Digest::default(),
+        stamps: None,
         export: None,
     };
     // A shard's jobs are chosen by the database, which sends only theirs, and their places

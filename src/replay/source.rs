@@ -412,6 +412,53 @@ pub fn is_stream(path: &Path) -> bool {
     path.as_os_str() == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_dir() && !m.is_file())
 }
 
+/// A file source's files as they are at one moment: each one's size and modification time.
+/// Two taken at two moments tell whether the files changed in between (`suggest` reads its
+/// history twice, docs/reference/suggest.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamps(Vec<(PathBuf, Option<(u64, std::time::SystemTime)>)>);
+
+/// How a file of a source changed between two [`Stamps`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Altered {
+    Added,
+    Removed,
+    /// Its size or modification time.
+    Written,
+}
+
+impl Stamps {
+    fn of<'a>(paths: impl Iterator<Item = &'a PathBuf>) -> Stamps {
+        Stamps(
+            paths
+                .map(|p| {
+                    let stamp = std::fs::metadata(p)
+                        .ok()
+                        .map(|m| (m.len(), m.modified().unwrap_or(std::time::UNIX_EPOCH)));
+                    (p.clone(), stamp)
+                })
+                .collect(),
+        )
+    }
+
+    /// The first file (in the source's order) that is not as it was in `self`, and how.
+    pub fn changed(&self, now: &Stamps) -> Option<(PathBuf, Altered)> {
+        let before: std::collections::HashMap<&PathBuf, _> = self.0.iter().map(|(p, s)| (p, s)).collect();
+        let after: std::collections::HashMap<&PathBuf, _> = now.0.iter().map(|(p, s)| (p, s)).collect();
+        for (p, s) in &self.0 {
+            match after.get(p) {
+                None => return Some((p.clone(), Altered::Removed)),
+                Some(now) if *now != s => return Some((p.clone(), Altered::Written)),
+                Some(_) => {}
+            }
+        }
+        now.0
+            .iter()
+            .find(|(p, _)| !before.contains_key(p))
+            .map(|(p, _)| (p.clone(), Altered::Added))
+    }
+}
+
 fn ext(p: &Path) -> &str {
     p.extension().and_then(|e| e.to_str()).unwrap_or("")
 }
@@ -478,6 +525,12 @@ impl Files {
             files.queue.push_back(path.to_path_buf());
         }
         Ok(files)
+    }
+
+    /// Its files as they are now (`None`: a stream, which has no size to compare). Taken
+    /// before the first entry is read, what the source will read.
+    pub fn stamps(&self) -> Option<Stamps> {
+        (!self.stream).then(|| Stamps::of(self.queue.iter()))
     }
 
     /// Hashes every byte read from now on (call it before the first entry is read): the

@@ -42,6 +42,7 @@ mod spool;
 mod startup;
 mod streams;
 mod suggest;
+mod suggest_reread;
 mod suggest_shards;
 mod test_setup;
 mod tls;

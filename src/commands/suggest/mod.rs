@@ -59,7 +59,7 @@ use crate::replay::parallel::{for_each_ordered, Emitted, Processed};
 use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::run::{compare_inspected, replay, replay_side, NoAnswer, Options, Out, TrialCount};
 use crate::replay::shard::Shard;
-use crate::replay::source::{is_stream, Files, HistorySource};
+use crate::replay::source::{is_stream, Altered, Files, HistorySource, Stamps};
 use crate::suggest::check::{current_of, RuleCheck};
 use crate::suggest::documents::{self, Documented, Settings, Upstream};
 use crate::suggest::nodes::suspects;
@@ -260,6 +260,8 @@ struct Pass1 {
     spool: Option<SpoolFile>,
     /// The jobs at or after `--backtest-at`.
     test: Option<SpoolFile>,
+    /// A history read again: its files as they were before pass 1 read them.
+    stamps: Option<Stamps>,
 }
 
 /// A worker's unit of pass 1: its scratch and the trials it counted.
@@ -381,6 +383,7 @@ impl Suggest<'_> {
                 .then(spool_file)
                 .transpose()
                 .map_err(cannot_spool)?,
+            stamps: None,
         };
         let trial_options = Options {
             backtest_at: at,
@@ -552,7 +555,8 @@ impl Drive for Suggest<'_> {
         }
         // A file or directory is read again; stdin and the database are spooled.
         let spool_all = self.reread().is_none();
-        let pass = self.learn(ctx, source, &baseline, spool_all, None)?;
+        let mut pass = self.learn(ctx, source, &baseline, spool_all, None)?;
+        pass.stamps = about.stamps;
         self.conclude(ctx, &baseline, from, pass)
     }
 
@@ -662,6 +666,9 @@ impl Suggest<'_> {
     ) -> anyhow::Result<ExitCode> {
         let args = self.args;
         let reread = self.reread();
+        if let (Some(path), Some(before)) = (&reread, &pass.stamps) {
+            changed_since(path, before, &base_config(&args.replay)?, &overrides(&args.replay))?;
+        }
         if let Some((jobs, first)) = pass.not_submitted.clone() {
             let at = args.replay.backtest_at.as_deref().unwrap_or_default();
             return Err(self.backtest_refused(&NoAnswer::NotSubmitted { jobs, first }, at));
@@ -860,6 +867,32 @@ impl Suggest<'_> {
             ExitCode::Success
         })
     }
+}
+
+/// Refuses a history whose files are not as they were when pass 1 began (`before`): pass 2
+/// would not compare over the history the proposal was learned from (exit 3, naming the file).
+fn changed_since(
+    path: &std::path::Path,
+    before: &Stamps,
+    base: &crate::model::scheduler::SchedulerConfig,
+    overrides: &crate::replay::source::Overrides,
+) -> Result<(), CliError> {
+    let now = Files::open(path, base.clone(), overrides.clone())
+        .map_err(CliError::invalid)?
+        .stamps();
+    let Some((file, how)) = now.and_then(|now| before.changed(&now)) else {
+        return Ok(());
+    };
+    let how = match how {
+        Altered::Added => "it was added to the directory",
+        Altered::Removed => "it is gone",
+        Altered::Written => "its size or modification time is not what it was",
+    };
+    Err(CliError::invalid(format!(
+        "`{}` changed between suggest's two passes ({how}): the comparison would not replay the history the proposal was learned from",
+        file.display()
+    ))
+    .with_hint("run suggest again once the history is complete (or give it a copy that does not change)"))
 }
 
 /// The verdict on the proposal (docs/suggest.md "The verdict"): on the learned history (with
