@@ -369,6 +369,9 @@ pub struct Files {
     /// each file still queued starts in the source (as `queue`).
     range: Option<Range>,
     starts: VecDeque<(u64, u64)>,
+    /// A directory of more than one file: the job ids its files give, to refuse one given
+    /// by two files.
+    ids: Option<JobIds>,
     /// What opening a stream read (the blank lines before the first line, a YAML text),
     /// hashed: [`Files::digest`] starts from it.
     opened: Option<foldhash::fast::FoldHasher<'static>>,
@@ -485,6 +488,7 @@ impl Files {
             bulk: false,
             progress: Progress::default(),
             stream: false,
+            ids: None,
             digest: None,
             shard: None,
             range: None,
@@ -511,6 +515,9 @@ impl Files {
                 .filter(|p| p.is_file() && matches!(ext(p), "yaml" | "yml" | "json" | "jsonl" | "ndjson"))
                 .collect();
             entries.sort();
+            if entries.len() > 1 {
+                files.ids = Some(JobIds::default());
+            }
             files.progress.total = entries.len() as u64;
             files.queue = entries.into();
         } else {
@@ -655,6 +662,9 @@ impl Files {
     fn open_file(&mut self, path: &Path, span: Option<(u64, u64)>) {
         self.ordinal += 1;
         let name: Arc<str> = path.display().to_string().into();
+        if let Some(ids) = &mut self.ids {
+            ids.files.push(name.clone());
+        }
         let stem = stem_of(path, "job");
         let mine = match (self.range, span) {
             (Some(range), Some((start, len))) => range.within(start, len),
@@ -775,13 +785,21 @@ impl Files {
                 continue;
             }
             if let Some(Resource::FailureHistory(h)) = doc.resource {
+                let ordinal = self.ordinal;
+                let elsewhere = match &mut self.ids {
+                    Some(ids) if !h.job.id.is_empty() => ids.elsewhere(h.job.id.as_bytes(), ordinal),
+                    _ => None,
+                };
                 self.ready.push_back(Entry {
                     origin: Origin {
                         doc: doc.index as u64 + 1,
                         ..origin.clone()
                     },
                     settings: settings.clone(),
-                    body: Body::History(h),
+                    body: match elsewhere {
+                        Some(message) => Body::Error(message),
+                        None => Body::History(h),
+                    },
                 });
             }
         }
@@ -821,10 +839,11 @@ impl Files {
         let mut sieve = Sieve {
             digest: self.digest.as_mut().map(|(h, _)| h),
             shard: self.shard.map(Owner::new),
+            ids: self.ids.as_mut().map(|ids| (ids, ordinal)),
             kept: 0,
             stem: &stem,
         };
-        let sifting = sieve.digest.is_some() || sieve.shard.is_some();
+        let sifting = sieve.digest.is_some() || sieve.shard.is_some() || sieve.ids.is_some();
         let mut bytes = Vec::with_capacity(BLOCK_BYTES + (1 << 16));
         let mut read = 0u64;
         let mut after: Option<Entry> = None;
@@ -834,7 +853,7 @@ impl Files {
             read += first.len() as u64;
             if let Err(cut) = one_line(lines, first, &mut sieve, &mut bytes) {
                 end = cut.end;
-                after = Some(error(cut.line, cut.at, cut.message.to_string()));
+                after = Some(error(cut.line, cut.at, cut.message));
             }
         }
         while after.is_none() && bytes.len() < BLOCK_BYTES {
@@ -864,22 +883,28 @@ impl Files {
                     }
                 }
                 let part = &buf[..=i];
+                // What of `part` is read: all of it, or up to a line that ends the block.
+                let mut taken = part.len();
                 if sifting {
                     let mut start = 0;
                     for end in memchr::memchr_iter(b'\n', part) {
                         lines.line_no += 1;
-                        sieve.keep(&part[start..=end], lines.line_no, &mut bytes);
+                        if let Err(message) = sieve.keep(&part[start..=end], lines.line_no, &mut bytes) {
+                            after = Some(error(lines.line_no, lines.pos.map(|p| p + start as u64), message));
+                            taken = end + 1;
+                            break;
+                        }
                         start = end + 1;
                     }
                 } else {
                     lines.line_no += memchr::memchr_iter(b'\n', part).count();
                     bytes.extend_from_slice(part);
                 }
-                read += part.len() as u64;
+                read += taken as u64;
                 if let Some(pos) = &mut lines.pos {
-                    *pos += part.len() as u64;
+                    *pos += taken as u64;
                 }
-                lines.reader.consume(i + 1);
+                lines.reader.consume(taken);
                 continue;
             }
             let mut line = Vec::new();
@@ -891,7 +916,7 @@ impl Files {
                     read += line.len() as u64;
                     if let Err(cut) = one_line(lines, line, &mut sieve, &mut bytes) {
                         end = cut.end;
-                        after = Some(error(cut.line, cut.at, cut.message.to_string()));
+                        after = Some(error(cut.line, cut.at, cut.message));
                     }
                 }
                 Err(e) => {
@@ -947,7 +972,7 @@ struct Cut {
     /// Its number and offset.
     line: usize,
     at: Option<u64>,
-    message: &'static str,
+    message: String,
     /// Nothing more of the input is read.
     end: bool,
 }
@@ -981,12 +1006,16 @@ fn one_line(lines: &mut Lines, line: Vec<u8>, sieve: &mut Sieve<'_>, bytes: &mut
         return Err(Cut {
             line: lines.line_no,
             at,
-            message: if ended { LONG_LINE } else { ENDLESS_LINE },
+            message: if ended { LONG_LINE } else { ENDLESS_LINE }.to_string(),
             end: !ended,
         });
     }
-    sieve.keep(&line, lines.line_no, bytes);
-    Ok(())
+    sieve.keep(&line, lines.line_no, bytes).map_err(|message| Cut {
+        line: lines.line_no,
+        at,
+        message,
+        end: false,
+    })
 }
 
 /// Consumes the input up to and including the next newline, or to its end, or `limit` bytes,
@@ -1016,11 +1045,46 @@ fn skip_line(reader: &mut Input, limit: u64) -> (u64, bool) {
     }
 }
 
+/// The job ids the files of a directory give, each with the first file that gave it: a job's
+/// history is in one file, and a job given by two would be replayed, counted and compared
+/// twice. Kept as 128-bit hashes (16 bytes an id, whatever its length; two ids alike by
+/// chance are not to be expected before 2^64 of them). An id met again in the same file is
+/// not looked at: only files are compared. A shard sees the ids of its own range only.
+#[derive(Default)]
+struct JobIds {
+    seen: std::collections::HashMap<u128, u64>,
+    /// The files' names by their place (from 1).
+    files: Vec<Arc<str>>,
+}
+
+impl JobIds {
+    /// `id`, met in the file at `ordinal`: the error of a job another file gave first.
+    fn elsewhere(&mut self, id: &[u8], ordinal: u64) -> Option<String> {
+        let hash = |seed: u64| {
+            let mut h = foldhash::fast::FixedState::with_seed(seed).build_hasher();
+            h.write(id);
+            h.finish()
+        };
+        let key = (u128::from(hash(1)) << 64) | u128::from(hash(2));
+        let first = *self.seen.entry(key).or_insert(ordinal);
+        if first == ordinal {
+            return None;
+        }
+        let file = self.files.get(first as usize - 1).map_or("", |f| &**f);
+        Some(format!(
+            "job {} is also in `{file}`: a directory's files hold different jobs, so this one is not replayed",
+            crate::diag::quote(&String::from_utf8_lossy(id))
+        ))
+    }
+}
+
 /// What the reader does with each JSON line when it looks at them one by one: hash it into
 /// the digest, and keep it only when it is the shard's.
 struct Sieve<'a> {
     digest: Option<&'a mut foldhash::fast::FoldHasher<'static>>,
     shard: Option<Owner>,
+    /// A directory's job ids so far, and the place of the file read.
+    ids: Option<(&'a mut JobIds, u64)>,
     /// The file's stem: a line without a job id is the shard's of its default id.
     stem: &'a str,
     /// How many lines it kept.
@@ -1030,8 +1094,9 @@ struct Sieve<'a> {
 impl Sieve<'_> {
     /// Appends `line` (numbered `n`, its newline included when it has one) to `bytes`, or
     /// only its newline when it is another shard's ([`Owner::owns_line`]: by its job id,
-    /// else by its default id `stem-n`, as the workers would give it).
-    fn keep(&mut self, line: &[u8], n: usize, bytes: &mut Vec<u8>) {
+    /// else by its default id `stem-n`, as the workers would give it). `Err`: the message of
+    /// a job id another file of the directory has ([`JobIds`]); the line is left out.
+    fn keep(&mut self, line: &[u8], n: usize, bytes: &mut Vec<u8>) -> Result<(), String> {
         if let Some(h) = &mut self.digest {
             add_to_digest(h, line);
         }
@@ -1040,11 +1105,22 @@ impl Sieve<'_> {
             text.is_empty() || owner.owns_line(text, || format!("{}-{n}", self.stem))
         });
         if ours {
+            if let Some((ids, ordinal)) = &mut self.ids {
+                if let Some(id) = super::shard::line_job_id(line.trim_ascii()) {
+                    if let Some(message) = ids.elsewhere(&id, *ordinal) {
+                        if line.last() == Some(&b'\n') {
+                            bytes.push(b'\n');
+                        }
+                        return Err(message);
+                    }
+                }
+            }
             self.kept += 1;
             bytes.extend_from_slice(line);
         } else if line.last() == Some(&b'\n') {
             bytes.push(b'\n');
         }
+        Ok(())
     }
 }
 

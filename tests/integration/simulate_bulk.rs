@@ -372,3 +372,49 @@ fn an_over_long_first_line_on_stdin_is_a_json_line_too_long() {
         assert_eq!(out.status.code(), Some(3), "{stderr}");
     }
 }
+
+/// A job id given by two files of a directory is an error naming both (the file read later,
+/// with its line, and the first), and that job is not replayed again (exit 3); the other
+/// jobs are, and an id met twice in one file is no concern of this check.
+#[test]
+fn a_job_id_in_two_files_of_a_directory_is_an_error_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::create_dir(d.join("hist")).unwrap();
+    let job = |id: &str| format!("{{\"job\":{{\"id\":\"{id}\"}},\"runs\":[{{}}]}}\n");
+    fs::write(d.join("hist/a.jsonl"), job("a1") + &job("x")).unwrap();
+    fs::write(d.join("hist/b.jsonl"), job("b1") + &job("x") + &job("b2")).unwrap();
+    fs::write(
+        d.join("hist/c.yaml"),
+        "apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob:\n  id: a1\nruns:\n- {}\n",
+    )
+    .unwrap();
+    fs::copy(crate::support::root().join(INFRA), d.join("infra.yaml")).unwrap();
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .current_dir(d)
+        .args(["simulate", "-f", "infra.yaml", "-o", "jsonl", "--history", "hist"])
+        .output()
+        .unwrap();
+    let said = "a directory's files hold different jobs, so this one is not replayed";
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "error: hist/b.jsonl:2: job `x` is also in `hist/a.jsonl`: {said}\n\
+             error: hist/c.yaml: job `a1` is also in `hist/a.jsonl`: {said}\n\
+             summary\n  jobs:      4 (4 runs)\n  outcomes:  0 succeeded, 4 failed, 0 cancelled, 0 pending\n\
+             \x20 retries:   0 granted, 0s total delay added\n  compute:   0s recorded\n\
+             \x20 POLICY/RULE      RETRIES GRANTED   PERMANENT FAILURES\n  (fail_default)   0                 4\n\
+             \x20 decisions: fail_default 4\n  expectations: all met\n\
+             \x20 not simulated: 2 jobs with errors (reported on stderr)\n"
+        )
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let ids: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.split(r#""job":""#).nth(1))
+        .map(|rest| rest.split('"').next().unwrap())
+        .collect();
+    assert_eq!(ids, ["a1", "x", "b1", "b2"], "{stdout}");
+    assert_eq!(out.status.code(), Some(3));
+}
