@@ -125,7 +125,7 @@ pub fn not_upstream(kept: &[Kept]) -> Option<(&str, Vec<String>)> {
             // The fields it has; a rule without a category is said by the caller's words.
             .filter_map(|f| f.strip_prefix("rules[0].").map(str::to_string))
             .collect();
-        (!fields.is_empty()).then(|| (k.from.as_str(), fields))
+        (!fields.is_empty()).then_some((k.from.as_str(), fields))
     })
 }
 

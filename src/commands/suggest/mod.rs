@@ -505,7 +505,7 @@ impl Suggest<'_> {
             name: self.args.name.clone(),
             default_action: first.map(|p| p.default_action()),
             retry_limit: first.and_then(|p| p.retry_limit),
-            backoff: first.map(|p| p.backoff.clone()).unwrap_or_default(),
+            backoff: first.map(|p| p.backoff).unwrap_or_default(),
             anti_affinity: first.and_then(|p| p.anti_affinity),
         }
     }
