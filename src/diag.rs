@@ -90,15 +90,18 @@ pub fn index(path: &str, i: usize) -> String {
     format!("{path}[{i}]")
 }
 
-/// A user value for a message: backticked, shortened when long, control characters escaped.
-/// Only control characters are escaped: a regex such as `\d+` must read as the user wrote
-/// it, not as `\\d+`.
+/// A user value for a message: backticked, shortened when long, control characters and
+/// line breaks escaped as the terminal formats write them (`\x1b`, `\u2028`: see
+/// `output::text`). Only those are escaped: a regex such as `\d+` must read as the user
+/// wrote it, not as `\\d+`.
 pub fn quote(value: &str) -> String {
     const MAX: usize = 80;
     let mut out = String::new();
     for c in value.chars().take(MAX) {
-        if c.is_control() {
-            out.extend(c.escape_default());
+        if c.is_ascii_control() {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') {
+            out.push_str(&format!("\\u{:04x}", c as u32));
         } else {
             out.push(c);
         }
@@ -154,10 +157,11 @@ mod tests {
 
     #[test]
     fn quoting_escapes_and_truncates() {
-        assert_eq!(quote("a\nb"), "`a\\nb`");
+        // Control characters and line breaks as the terminal formats show them.
+        assert_eq!(quote("a\nb\x1b[2J\u{85}\u{2028}"), "`a\\x0ab\\x1b[2J\\u0085\\u2028`");
         assert!(quote(&"x".repeat(200)).ends_with("…`"));
         // Backslashes are the user's own text (regexes), not escapes.
         assert_eq!(quote(r"\d+\s"), r"`\d+\s`");
-        assert_eq!(quote("tab\there"), "`tab\\there`");
+        assert_eq!(quote("tab\there"), "`tab\\x09here`");
     }
 }

@@ -52,7 +52,9 @@ fn main() {
         Ok(code) => code,
         Err(e) => {
             let _ = out.flush();
-            report(&e, &mut err)
+            // An error may carry anything a file or the history held (a job id, a file
+            // name): written escaped, its own lines kept (docs/cli.md).
+            report(&e, &mut retryctl::output::text::Escaping::new(&mut err))
         }
     };
     // A closed pipe (`retryctl get ... | head`) is not an error worth reporting.

@@ -52,6 +52,7 @@ use crate::lookout::ExportTotals;
 use crate::output::history::write_summary;
 use crate::output::simulate::Stderr;
 use crate::output::sinks::{sink, Format};
+use crate::output::text::shown as escaped;
 use crate::output::tune::{self as view, StderrListener};
 use crate::replay::partial::counts::{Counts, Sums};
 use crate::replay::partial::{decode_entry, decode_for_records, Entries, Entry, Item, Partial, ReadError};
@@ -124,7 +125,7 @@ pub fn run(ctx: &mut Context, args: &MergeArgs) -> anyhow::Result<ExitCode> {
         }
     };
     for p in &problems {
-        writeln!(ctx.err, "{}: {p}", ctx.style.error("error"))?;
+        writeln!(ctx.err, "{}: {}", ctx.style.error("error"), escaped(p))?;
     }
     Err(closing.into())
 }
@@ -288,7 +289,11 @@ fn partial_paths(ctx: &mut Context, given: &[PathBuf]) -> anyhow::Result<Vec<Pat
             if crate::replay::partial::looks_like_partial(&start[..n]) {
                 out.push(file);
             } else {
-                writeln!(ctx.err, "note: skipped `{}`: not a partial result", file.display())?;
+                writeln!(
+                    ctx.err,
+                    "note: skipped `{}`: not a partial result",
+                    escaped(&file.display().to_string())
+                )?;
             }
         }
         if out.len() == before {

@@ -44,6 +44,7 @@ use crate::model::encode::{policy_document, queue_document, to_yaml};
 use crate::model::{Kind, Resource};
 use crate::output::progress::progress_bar;
 use crate::output::simulate::{invalid_text, render_change, Baseline, Stderr};
+use crate::output::text::shown;
 use crate::output::tune::{self as view, BaselineFrom, Format, Skipped, StderrListener, TuneView};
 use crate::replay::estimate::Rates;
 use crate::replay::partial::{fingerprint, Header, Recorder};
@@ -695,7 +696,13 @@ fn error_words(e: &CandidateError) -> String {
 fn write_candidate(ctx: &mut Context, c: &Candidate, varies: &[Vary]) -> anyhow::Result<ExitCode> {
     if !c.is_valid() {
         for e in c.errors() {
-            writeln!(ctx.err, "{}: {}: {}", ctx.style.error("error"), e.file, error_words(&e))?;
+            writeln!(
+                ctx.err,
+                "{}: {}: {}",
+                ctx.style.error("error"),
+                shown(&e.file),
+                shown(&error_words(&e))
+            )?;
         }
         return Err(CliError::invalid(format!(
             "candidate {} ({}) does not validate; nothing was written",

@@ -9,6 +9,7 @@ use std::io::{self, Write};
 use crate::lookout::{ExportTotals, RowError};
 use crate::model::failure_history::{failure_history_json, FailureHistory};
 use crate::output::style::Style;
+use crate::output::text::shown;
 
 /// One job: a JSON line, or a YAML document starting with `---`.
 pub fn write_history(out: &mut dyn Write, h: &FailureHistory, yaml: bool) -> io::Result<()> {
@@ -25,7 +26,7 @@ pub fn write_history(out: &mut dyn Write, h: &FailureHistory, yaml: bool) -> io:
 
 /// `warning: job `J` run `R`: column C: why; run left out` (docs/lookout.md).
 pub fn left_out_line(style: Style, e: &RowError) -> String {
-    format!("{}: {}", style.warning("warning"), e.left_out())
+    format!("{}: {}", style.warning("warning"), shown(&e.left_out()))
 }
 
 /// What was exported, left out, and what Lookout could not tell, with counts, never silent.

@@ -31,6 +31,7 @@ use super::simulate::{
     expected_hours, failed_expectations, hours_words, plan_sentence, request_hours, rule_rows, seconds_words, shares,
     side_words, Baseline, Listed, Mode, Stderr, CLUSTER_BASELINE, ESTIMATE_METHOD, GROUPS,
 };
+use super::text::shown_lines;
 use crate::replay::categorize::CategoryCounts;
 
 /// Changed jobs listed per transition at most.
@@ -148,6 +149,9 @@ fn jobs(n: u64) -> String {
 
 /// Text for HTML (element content and quoted attribute values).
 pub(crate) fn esc(s: &str) -> String {
+    // Control characters as escapes first (`\x1b`): a page is read in a browser, its source
+    // in a terminal.
+    let s = shown_lines(s);
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {

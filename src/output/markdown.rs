@@ -27,6 +27,7 @@ use super::simulate::{
     seconds_words, side_words, without_estimate, Baseline, Listed, Mode, Stderr, CLUSTER_BASELINE, ESTIMATE_METHOD,
     GROUPS,
 };
+use super::text::shown;
 use crate::replay::categorize::CategoryCounts;
 
 /// Changed jobs listed at most.
@@ -93,8 +94,11 @@ impl Sink for MarkdownSink<'_> {
     }
 }
 
-/// Text with Markdown's special characters escaped (a job id is input), no line breaks.
+/// Text with Markdown's special characters escaped (a job id, a file name is input), its
+/// control characters and line breaks [`shown`] (`\x0a`): one line that cannot open a block,
+/// a span or an html tag.
 pub(crate) fn text(s: &str) -> String {
+    let s = shown(s);
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {
@@ -102,19 +106,39 @@ pub(crate) fn text(s: &str) -> String {
                 out.push('\\');
                 out.push(ch);
             }
-            '\n' | '\r' => out.push(' '),
             _ => out.push(ch),
         }
     }
     out
 }
 
+/// `s` as one code span, whatever it holds: its line breaks [`shown`], and fenced by one
+/// more backtick than its longest run of them (a space inside when it starts or ends with
+/// one), so that no backtick in a file name can end the span early. A code span shows `<`
+/// as it is: no html.
+pub(crate) fn code_span(s: &str) -> String {
+    let s = shown(s);
+    let (mut run, mut longest) = (0, 0);
+    for ch in s.chars() {
+        run = if ch == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if s.starts_with('`') || s.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{s}{pad}{fence}")
+}
+
 /// A name as code, safe inside a table cell.
 fn code(s: &str) -> String {
-    if s.contains('`') || s.contains('\n') || s.contains('\r') || s.is_empty() {
+    if s.is_empty() {
         return text(s);
     }
-    format!("`{}`", s.replace('|', "\\|"))
+    // GFM splits a row at every `|` not escaped, inside a code span too.
+    code_span(s).replace('|', "\\|")
 }
 
 /// The plan of a comparison.

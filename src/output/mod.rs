@@ -4,7 +4,8 @@
 //! resource printers (`resources` tables, `view`: object or `kind: List`, `jsonpath`
 //! templates, custom columns, `--sort-by`), `describe`, `schema` (JSON Schema and `explain`
 //! from `model::fields`), and the sinks of `simulate` (`simulate`: table and records; `html`
-//! and `markdown`: the reports), which render what the replay counted. Must not: do network
+//! and `markdown`: the reports), which render what the replay counted; `text`: how text from
+//! the history is shown on a terminal (escaped). Must not: do network
 //! I/O, read files, count, or decide exit codes.
 
 pub mod describe;
@@ -20,6 +21,7 @@ pub mod simulate;
 pub mod sinks;
 pub mod style;
 pub mod suggest;
+pub mod text;
 pub mod tune;
 pub mod view;
 

@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::diag::{Diagnostic, Severity};
 use crate::input::SourceFile;
 
+use super::text::{shown, shown_lines};
 use super::Style;
 
 /// Counts over a set of files.
@@ -117,13 +118,14 @@ pub fn write_text(
             if doc.diagnostics.is_empty() {
                 continue;
             }
-            let mut header = f.name.clone();
+            // A file's name and a document's are anyone's text (a directory's listing).
+            let mut header = shown(&f.name).into_owned();
             if several {
                 header.push_str(&format!(": document {}", doc.index + 1));
             }
             // An empty name says nothing (the error below says it is empty).
             match (doc.kind, doc.name.as_deref().filter(|n| !n.is_empty())) {
-                (Some(k), Some(n)) => header.push_str(&format!(" ({} `{n}`)", k.as_str())),
+                (Some(k), Some(n)) => header.push_str(&format!(" ({} `{}`)", k.as_str(), shown(n))),
                 (Some(k), None) => header.push_str(&format!(" ({})", k.as_str())),
                 _ => {}
             }
@@ -133,7 +135,7 @@ pub fn write_text(
             }
         }
         if !f.errors.is_empty() {
-            writeln!(err, "{}", style.bold(&f.name))?;
+            writeln!(err, "{}", style.bold(&shown(&f.name)))?;
             for d in &f.errors {
                 write_diagnostic(err, style, d)?;
             }
@@ -169,12 +171,12 @@ fn write_diagnostic(w: &mut dyn Write, style: Style, d: &Diagnostic) -> io::Resu
         place.push_str(&format!("{pos} "));
     }
     if !d.path.is_empty() {
-        place.push_str(&d.path);
+        place.push_str(&shown(&d.path));
         place.push_str(": ");
     } else if !place.is_empty() {
         place = format!("{}: ", place.trim_end());
     }
-    writeln!(w, "  {label}: {}{}", style.dim(&place), d.message)
+    writeln!(w, "  {label}: {}{}", style.dim(&place), shown_lines(&d.message))
 }
 
 #[derive(Serialize)]

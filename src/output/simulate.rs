@@ -42,6 +42,7 @@ use crate::replay::summary::Summary;
 
 use super::progress::finish;
 use super::report;
+use super::text::shown;
 use super::Style;
 
 /// A field written with its `Display` straight into the output (serde_json's `collect_str`
@@ -369,14 +370,14 @@ fn dash(s: &str) -> String {
     if s.is_empty() {
         "-".to_string()
     } else {
-        s.to_string()
+        shown(s).into_owned()
     }
 }
 
 /// The per-job report: header, one row per run, the reasons, the outcome.
 pub fn write_job_table(out: &mut dyn Write, style: Style, report: &JobReport) -> io::Result<()> {
-    writeln!(out, "{}", style.bold(&format!("job {}", report.job_id)))?;
-    writeln!(out, "  queue:     {}", report.queue.as_deref().unwrap_or("-"))?;
+    writeln!(out, "{}", style.bold(&format!("job {}", shown(&report.job_id))))?;
+    writeln!(out, "  queue:     {}", shown(report.queue.as_deref().unwrap_or("-")))?;
     let policies = if !report.enabled {
         "none: retry policies are disabled in the scheduler config (legacy behaviour)".to_string()
     } else if report.policies.is_empty() {
@@ -436,10 +437,10 @@ pub fn write_job_table(out: &mut dyn Write, style: Style, report: &JobReport) ->
         let t = |ns: u64| format_instant(ns, report.submitted_at);
         let mut row = vec![
             run.index.to_string(),
-            run.pod_name.clone(),
+            shown(&run.pod_name).into_owned(),
             dash(run.node.as_deref().unwrap_or("")),
             t(run.ended_at),
-            run.failure.clone(),
+            shown(&run.failure).into_owned(),
         ];
         match &run.decision {
             None => {
@@ -475,10 +476,10 @@ pub fn write_job_table(out: &mut dyn Write, style: Style, report: &JobReport) ->
     writeln!(out)?;
     for run in &report.runs {
         if run.decision.is_some() {
-            writeln!(out, "  run {}: {}", run.index, run.reason)?;
+            writeln!(out, "  run {}: {}", run.index, shown(&run.reason))?;
         }
     }
-    let outcome = report.outcome_text();
+    let outcome = shown(&report.outcome_text()).into_owned();
     let styled = match report.status {
         JobStatus::Succeeded { .. } => style.bold(&outcome),
         JobStatus::Failed { .. } | JobStatus::Cancelled { .. } => style.error(&outcome),
@@ -526,7 +527,7 @@ pub fn category_changes_words(c: &CategoryCounts) -> String {
     }
     let words: Vec<String> = changes
         .iter()
-        .map(|(from, to, runs)| format!("{from} → {to} {runs}"))
+        .map(|(from, to, runs)| format!("{} → {} {runs}", shown(&from), shown(&to)))
         .collect();
     words.join(", ")
 }
@@ -640,7 +641,7 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary, e: &Estimat
         write_categories(out, style, c, "")?;
     }
     if s.expectation_failed_jobs > 0 {
-        let list = failed_expectations(s, |id| id.to_string());
+        let list = failed_expectations(s, |id| shown(id).into_owned());
         writeln!(
             out,
             "  {}",
@@ -745,7 +746,11 @@ pub fn missing_queue_warning(job: &str, queue: &str, retry_policy: bool, given: 
     } else {
         names.join(", ")
     };
-    format!("job `{job}`: queue `{queue}` is not among the documents given with -f; using {what} ({names}) for the jobs of this queue")
+    format!(
+        "job `{}`: queue `{}` is not among the documents given with -f; using {what} ({names}) for the jobs of this queue",
+        shown(job),
+        shown(queue)
+    )
 }
 
 /// An invalid history file's diagnostics as [`Stderr`] writes them, without colour: what a
@@ -781,25 +786,32 @@ impl<'a> Stderr<'a> {
     pub fn message(&mut self, m: &Message<'_>) -> io::Result<()> {
         let style = self.style;
         let line = match m {
-            Message::Error(text) => format!("{}: {text}", style.error("error")),
+            Message::Error(text) => format!("{}: {}", style.error("error"), shown(text)),
             Message::Invalid(file) => {
                 return report::write_text(std::slice::from_ref(*file), style, &mut Vec::new(), self.err).map(|_| ())
             }
-            Message::Rendered(text) => return self.err.write_all(text.as_bytes()),
+            // A shard's `invalid_text`, read back from its partial (a file like any other):
+            // its lines kept, anything else escaped.
+            Message::Rendered(text) => return super::text::Escaping::new(&mut *self.err).write_all(text.as_bytes()),
             Message::MissingQueue { job, queue, given } => format!(
                 "{}: {}",
                 style.warning("warning"),
                 missing_queue_warning(job, queue, self.retry_policy_flag, given)
             ),
             // As `history` prints it (`output::history::left_out_line`).
-            Message::LeftOut(text) => format!("{}: {text}", style.warning("warning")),
+            Message::LeftOut(text) => format!("{}: {}", style.warning("warning"), shown(text)),
             Message::Contradiction { job, text } => format!(
-                "{}: job `{job}`: history contradicts the decisions: {text}",
-                style.warning("warning")
+                "{}: job `{}`: history contradicts the decisions: {}",
+                style.warning("warning"),
+                shown(job),
+                shown(text)
             ),
-            Message::ExpectationFailed { job, text } => {
-                format!("{}: job `{job}`: expectation not met: {text}", style.error("error"))
-            }
+            Message::ExpectationFailed { job, text } => format!(
+                "{}: job `{}`: expectation not met: {}",
+                style.error("error"),
+                shown(job),
+                shown(text)
+            ),
         };
         self.messages.write(self.err, &line)
     }
@@ -1260,7 +1272,7 @@ fn change_line(style: Style, change: &Change<'_>) -> String {
     if let Some(e) = change.estimate() {
         what.push_str(&format!("; estimate {}", estimate_words(e)));
     }
-    let line = format!("  ~ {}: {} → {}  ({what})", d.job, side_words(b), side_words(c));
+    let line = format!("  ~ {}: {} → {}  ({what})", shown(&d.job), side_words(b), side_words(c));
     match d.transition() {
         Some(Transition::Rescued) => style.bold(&line),
         Some(Transition::Lost) => style.error(&line),

@@ -25,10 +25,11 @@ use crate::suggest::today::Kept;
 use crate::suggest::verdict::{Decision, Judgement};
 
 use super::html::esc;
-use super::markdown::text as md;
+use super::markdown::{code_span, text as md};
 use super::simulate::{backtest_json, write_comparison, Baseline, Mode, Stderr};
 use super::sinks::{sink, Format as SinkFormat};
 use super::style::Style;
+use super::text::shown;
 
 /// Signatures the table, the page and the report list.
 pub const TOP: usize = 20;
@@ -664,10 +665,12 @@ fn proposal_words(v: &Verdict) -> String {
     }
 }
 
-/// A signature cut for a table cell.
+/// A signature cut for a table cell, [`shown`] escaped first so that the cut counts what the
+/// terminal shows.
 fn short(s: &str, n: usize) -> String {
+    let s = shown(s);
     if s.chars().count() <= n {
-        return s.to_string();
+        return s.into_owned();
     }
     let mut t: String = s.chars().take(n - 1).collect();
     t.push('…');
@@ -758,7 +761,7 @@ fn table(
         .collect();
     for (s, v) in none.iter().take(5) {
         if let Verdict::None(why) = v {
-            writeln!(out, "  no rule for {}: {why}", short(&s.text, 60))?;
+            writeln!(out, "  no rule for {}: {}", short(&s.text, 60), shown(&why.to_string()))?;
         }
     }
     writeln!(out)?;
@@ -775,7 +778,7 @@ fn table(
             writeln!(
                 out,
                 "  {}  {} of {} runs failed (p = {:.1e})  {}",
-                s.node,
+                shown(&s.node),
                 s.failed,
                 s.runs,
                 s.tail,
@@ -845,7 +848,8 @@ fn table(
             if t.false_kill_jobs.is_empty() {
                 String::new()
             } else {
-                format!(": {}", t.false_kill_jobs.join(", "))
+                let jobs: Vec<_> = t.false_kill_jobs.iter().map(|j| shown(j)).collect();
+                format!(": {}", jobs.join(", "))
             }
         )?;
         writeln!(out, "  GPU-hours saved: {:.1}", t.gpu_hours_saved)?;
@@ -862,10 +866,10 @@ fn table(
     )?;
     // The proposal is worth writing only when it is worth adopting.
     if judgement.decision == Decision::Adopt {
-        writeln!(out, "Write the proposal:  {}", r.commands.write)?;
+        writeln!(out, "Write the proposal:  {}", shown(&r.commands.write))?;
     }
     if let Some(t) = &r.commands.tune {
-        writeln!(out, "Search its limits:   {t}")?;
+        writeln!(out, "Search its limits:   {}", shown(t))?;
     }
     Ok(())
 }
@@ -989,7 +993,7 @@ fn markdown(
         r.documents
     );
     if judgement.decision == Decision::Adopt {
-        let _ = writeln!(m, "\nWrite it: `{}`", r.commands.write.replace('`', "'"));
+        let _ = writeln!(m, "\nWrite it: {}", code_span(&r.commands.write));
     }
     m
 }
@@ -1161,7 +1165,7 @@ fn html(
         let _ = writeln!(
             b,
             "<p class=\"note\">Write it: <code>{}</code></p>",
-            esc(&r.commands.write)
+            esc(&shown(&r.commands.write))
         );
     }
     format!(

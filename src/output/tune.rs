@@ -30,11 +30,12 @@ use crate::tune::sweep::Listener;
 use crate::tune::CandidateError;
 
 use super::html::esc;
-use super::markdown::text as markdown_text;
+use super::markdown::{code_span, text as markdown_text};
 use super::simulate::{
     backtest_details, backtest_json, backtest_sentence, compute_json, estimate_json, hours_words, seconds_words,
     Stderr, ESTIMATE_METHOD,
 };
+use super::text::shown;
 use super::Style;
 
 /// Candidates the table, markdown and html list at most, in the recommendation order.
@@ -421,7 +422,7 @@ pub fn pick_warning(ranked: &Ranked, index: usize, max_compute: Option<&str>) ->
         Excluded::Compute { .. } => None,
     });
     if lost > 0 {
-        let named: Vec<String> = c.tally.lost_jobs.iter().map(|j| format!("`{j}`")).collect();
+        let named: Vec<String> = c.tally.lost_jobs.iter().map(|j| format!("`{}`", shown(j))).collect();
         let more = lost.saturating_sub(named.len() as u64);
         let list = match (named.is_empty(), more) {
             (true, _) => String::new(),
@@ -525,7 +526,8 @@ fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write) -> io::Re
         writeln!(
             out,
             "  write it: {} --pick {} -o yaml",
-            view.pick_command, r.candidates[i].id
+            shown(view.pick_command),
+            r.candidates[i].id
         )?;
     }
     if let Some(line) = estimates_decide_line(view) {
@@ -588,9 +590,8 @@ fn markdown(view: &TuneView<'_>) -> String {
     if let Some(i) = r.recommended {
         let _ = writeln!(
             m,
-            "Write it: `{} --pick {} -o yaml`\n",
-            view.pick_command.replace('`', "'"),
-            r.candidates[i].id
+            "Write it: {}\n",
+            code_span(&format!("{} --pick {} -o yaml", view.pick_command, r.candidates[i].id))
         );
     }
     let (header, rows) = top_rows(view);
@@ -667,7 +668,7 @@ fn html(view: &TuneView<'_>) -> String {
         let _ = writeln!(
             b,
             "<p>Write it: <code>{} --pick {} -o yaml</code></p>",
-            esc(view.pick_command),
+            esc(&shown(view.pick_command)),
             r.candidates[i].id
         );
     }

@@ -79,6 +79,8 @@ fn markup_in_a_job_id_node_or_category_is_inert_text_in_the_html_report() {
 
 #[test]
 fn a_pipe_or_newline_in_a_job_id_neither_breaks_the_markdown_table_nor_starts_a_heading() {
+    // Each id stays one code span: its line breaks shown (`\x0a`), a backtick inside it
+    // fenced by two.
     let ids = ["a|b", "x\n# heading", "y\r\n| z | w |", "`c|d`"];
     let jobs: Vec<String> = ids.iter().map(|id| rescued_job(id, "n", "c")).collect();
     let out = plan(&jobs, &["-o", "markdown"]);
@@ -89,9 +91,9 @@ fn a_pipe_or_newline_in_a_job_id_neither_breaks_the_markdown_table_nor_starts_a_
         rows,
         [
             r"| `a\|b` | Failed after 1 retry | Succeeded after 2 retries | rescued |  |",
-            r"| x \# heading | Failed after 1 retry | Succeeded after 2 retries | rescued |  |",
-            r"| y  \| z \| w \| | Failed after 1 retry | Succeeded after 2 retries | rescued |  |",
-            r"| \`c\|d\` | Failed after 1 retry | Succeeded after 2 retries | rescued |  |",
+            r"| `x\x0a# heading` | Failed after 1 retry | Succeeded after 2 retries | rescued |  |",
+            r"| `y\x0d\x0a\| z \| w \|` | Failed after 1 retry | Succeeded after 2 retries | rescued |  |",
+            r"| `` `c\|d` `` | Failed after 1 retry | Succeeded after 2 retries | rescued |  |",
         ],
         "{text}"
     );

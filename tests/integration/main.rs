@@ -23,6 +23,7 @@ mod engines;
 mod exact;
 mod grpc;
 mod history;
+mod hostile_text;
 mod kubectl;
 mod lookout_env;
 mod lookout_pod_errors;
