@@ -23,6 +23,7 @@ use crate::commands::simulate::parse_backtest_at;
 use crate::commands::tune::parse_max_compute;
 use crate::deploy::{self, Flag, Invocation};
 use crate::error::{CliError, ExitCode};
+use crate::output::text::shown;
 use crate::tune::parse_vary;
 
 /// `simulate --emit`: the command's own checks of its flags, then the documents.
@@ -116,10 +117,17 @@ pub fn invocation(argv: Vec<OsString>) -> Result<Invocation, CliError> {
     let mut flags: Vec<(usize, Flag)> = Vec::new();
     for arg in def.get_arguments() {
         let id = arg.get_id().as_str();
-        if arg.is_global_set() || EMIT_FLAGS.contains(&id) || sub.value_source(id) != Some(ValueSource::CommandLine) {
+        if arg.is_global_set() || sub.value_source(id) != Some(ValueSource::CommandLine) {
             continue;
         }
         let name = arg.get_long().map(str::to_string).unwrap_or_default();
+        // Every value given, the emit flags' too: each goes into a document.
+        for v in sub.get_raw(id).into_iter().flatten() {
+            refuse_control(&name, id, &v.to_string_lossy())?;
+        }
+        if EMIT_FLAGS.contains(&id) {
+            continue;
+        }
         let path = arg.get_value_parser().type_id() == std::any::TypeId::of::<PathBuf>();
         let indices: Vec<usize> = sub.indices_of(id).map(Iterator::collect).unwrap_or_default();
         match arg.get_action() {
@@ -175,6 +183,32 @@ pub fn invocation(argv: Vec<OsString>) -> Result<Invocation, CliError> {
         command: name.to_string(),
         flags: flags.into_iter().map(|(_, f)| f).collect(),
     })
+}
+
+/// A value with a line break or a control character, refused (exit 2): in a document it
+/// would end a YAML line or a container's argument where the user did not, and the shards
+/// would run another command line than the one typed. The flag is named, the value shown
+/// escaped (`\x0a`).
+fn refuse_control(name: &str, id: &str, value: &str) -> Result<(), CliError> {
+    let bad = value
+        .chars()
+        .find(|&c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'));
+    let Some(c) = bad else { return Ok(()) };
+    let flag = if name.is_empty() {
+        id.to_uppercase()
+    } else {
+        format!("--{name}")
+    };
+    let what = if matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}') {
+        "a line break"
+    } else {
+        "a control character"
+    };
+    Err(CliError::usage(format!(
+        "`{flag}` `{}` holds {what} (`{}`): --emit cannot carry it into the documents",
+        shown(value),
+        shown(&c.to_string())
+    )))
 }
 
 #[cfg(test)]

@@ -856,3 +856,67 @@ fn the_indexed_job_fits_kubernetes_limits() {
     ]);
     assert_eq!(documents(&four)[0]["spec"]["parallelism"], 4);
 }
+
+/// `--emit` refuses a flag value holding a line break or a control character, the command's
+/// own flags and its own alike (exit 2, nothing printed): in a document it would end a YAML
+/// line or a container's argument where the user did not.
+#[test]
+fn emit_refuses_a_value_with_a_line_break_or_a_control_character() {
+    let home = temp_home();
+    let emit = [
+        "--emit",
+        "kubernetes",
+        "--shard-count",
+        "2",
+        "--image",
+        "retryctl:0.1.0",
+        "--volume",
+        "sweep:/data",
+    ];
+    let cases: [(&[&str], &[&str], &str); 5] = [
+        (
+            &["simulate", "-f", "new", "--history", "h\n- --evil.jsonl"],
+            &[],
+            r"error: `--history` `h\x0a- --evil.jsonl` holds a line break (`\x0a`): --emit cannot carry it into the documents",
+        ),
+        (
+            &[
+                "tune",
+                "-f",
+                "t",
+                "--history",
+                "h.jsonl",
+                "--vary",
+                "p:retryLimit=1..3\r",
+            ],
+            &[],
+            r"error: `--vary` `p:retryLimit=1..3\x0d` holds a line break (`\x0d`): --emit cannot carry it into the documents",
+        ),
+        (
+            &["suggest", "--history", "h.jsonl"],
+            &["--emit-job-set", "a\u{2028}b"],
+            r"error: `--emit-job-set` `a\u2028b` holds a line break (`\u2028`): --emit cannot carry it into the documents",
+        ),
+        (
+            &["simulate", "-f", "new", "--history", "h.jsonl"],
+            &["--namespace", "ns\x1b[2J"],
+            r"error: `--namespace` `ns\x1b[2J` holds a control character (`\x1b`): --emit cannot carry it into the documents",
+        ),
+        (
+            &["simulate", "-f", "new\tx", "--history", "h.jsonl"],
+            &[],
+            r"error: `--filename` `new\x09x` holds a control character (`\x09`): --emit cannot carry it into the documents",
+        ),
+    ];
+    for (command, extra, said) in cases {
+        let out = retryctl(home.path())
+            .args(command)
+            .args(emit)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{command:?}\n{}", format_output(&out));
+        assert_eq!(out.stdout, b"", "{command:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), format!("{said}\n"), "{command:?}");
+    }
+}
