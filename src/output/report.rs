@@ -32,6 +32,11 @@ pub fn counts(files: &[SourceFile]) -> FileCounts {
     for f in files {
         t.errors += f.errors.len();
         t.documents += f.documents.len();
+        // A YAML error stops the document it is in (the first, or the one after those
+        // read): that document is checked too, and invalid, though it has no entry of its own.
+        let stopped = f.errors.iter().filter(|e| e.code == "syntax").count();
+        t.documents += stopped;
+        t.invalid_documents += stopped;
         for d in &f.documents {
             if !d.is_valid() {
                 t.invalid_documents += 1;

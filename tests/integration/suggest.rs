@@ -1660,3 +1660,54 @@ fn without_the_deployed_categorizer_the_new_categories_are_not_a_complete_config
         "{text}"
     );
 }
+
+/// A history whose only file cannot be read (a YAML error on line 3): `suggest` names the
+/// file, the line and the reason in `simulate`'s words before saying there is nothing to
+/// learn from, for a file read twice as for stdin read once.
+#[test]
+fn an_unreadable_history_is_named_with_its_line_and_reason_as_simulate_names_it() {
+    let home = temp_home();
+    let history = home.path().join("h.yaml");
+    std::fs::write(
+        &history,
+        "apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob: {id: j1, queue: [q\nruns: [{outcome: succeeded}]\n",
+    )
+    .unwrap();
+    let report = format!(
+        "{}\n  error: 5:1: invalid YAML: while parsing a flow sequence, expected ',' or ']'\n",
+        history.display()
+    );
+    let simulate = run(
+        home.path(),
+        &[
+            "simulate",
+            "-f",
+            "testdata/policies/valid/infra.yaml",
+            "--history",
+            path(&history),
+        ],
+    );
+    assert_eq!(
+        simulate.status.code(),
+        Some(3),
+        "{}",
+        crate::support::format_output(&simulate)
+    );
+    assert!(
+        String::from_utf8_lossy(&simulate.stderr).starts_with(&report),
+        "{}",
+        crate::support::format_output(&simulate)
+    );
+    let suggest = run(home.path(), &["suggest", "--history", path(&history)]);
+    assert_eq!(
+        suggest.status.code(),
+        Some(3),
+        "{}",
+        crate::support::format_output(&suggest)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&suggest.stderr),
+        format!("{report}error: no job could be replayed (1 entry not read): there is nothing to learn from\n")
+    );
+    assert_eq!(suggest.stdout, b"");
+}

@@ -745,6 +745,8 @@ error: invalid scheduler config `TMP/scheduler.yaml`
     assert_eq!(exchange(&mut cmd).replace(tmp, "TMP"), expected);
 }
 
+/// The earlier documents are checked as usual; the one the YAML error stopped counts as a
+/// document, and an invalid one, in the summary (and in `-o json`'s counts).
 #[test]
 fn syntax_error_in_a_later_document_keeps_the_earlier_ones() {
     let text = "\
@@ -765,7 +767,7 @@ retryPolicies: [first
     let expected = "\
 exit: 3
 --- stdout
-checked 1 document in 1 file: 0 valid, 1 invalid; 2 errors, 0 warnings
+checked 2 documents in 1 file: 0 valid, 2 invalid; 2 errors, 0 warnings
 --- stderr
 TMP/broken.yaml (RetryPolicy `first`)
   error: 6:15 spec.rules[0].action: no RetryAction of name \"Retri\": expected `Retry` or `Fail`; did you mean `Retry`?
@@ -773,6 +775,28 @@ TMP/broken.yaml
   error: 13:1: invalid YAML in document 2: while parsing a flow sequence, expected ',' or ']'
 ";
     assert_eq!(out, expected);
+    // A valid first document: one valid, the stopped one invalid.
+    let fixed = text.replace("Retri", "Retry");
+    let out = validate_bytes("broken.yaml", fixed.as_bytes());
+    assert!(
+        out.starts_with(
+            "exit: 3\n--- stdout\nchecked 2 documents in 1 file: 1 valid, 1 invalid; 1 error, 0 warnings\n"
+        ),
+        "{out}"
+    );
+    let home = temp_home();
+    let file = home.path().join("broken.yaml");
+    std::fs::write(&file, fixed).unwrap();
+    let out = retryctl(home.path())
+        .args(["validate", "-o", "json", "-f", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&report["documents"], &report["invalidDocuments"], &report["errors"]),
+        (&serde_json::json!(2), &serde_json::json!(1), &serde_json::json!(1)),
+        "{report}"
+    );
 }
 
 /// `validate --upstream`: findings in source order (upstream's, the linter's and the

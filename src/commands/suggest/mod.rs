@@ -262,6 +262,11 @@ struct Pass1 {
     test: Option<SpoolFile>,
     /// A history read again: its files as they were before pass 1 read them.
     stamps: Option<Stamps>,
+    /// What a source read twice would say of its unreadable entries in pass 2, as stderr
+    /// has it (capped as `Stderr` caps it): said instead when pass 1's counts stop the
+    /// command before pass 2 (no job replayed), so that an unreadable history is named with
+    /// its file, line and reason as `simulate` names it.
+    unsaid: Vec<u8>,
 }
 
 /// A worker's unit of pass 1: its scratch and the trials it counted.
@@ -384,6 +389,7 @@ impl Suggest<'_> {
                 .transpose()
                 .map_err(cannot_spool)?,
             stamps: None,
+            unsaid: Vec::new(),
         };
         let trial_options = Options {
             backtest_at: at,
@@ -426,6 +432,8 @@ impl Suggest<'_> {
             })
         };
         let mut stderr = Stderr::new(&mut *ctx.err, ctx.style, None, false);
+        let mut unsaid = Vec::new();
+        let mut kept = Stderr::new(&mut unsaid, ctx.style, None, false);
         let mut failed: Option<io::Error> = None;
         for_each_ordered(source, shard, work, |e| {
             let p = match e {
@@ -461,25 +469,25 @@ impl Suggest<'_> {
                 // A source read twice says these in pass 2, as `simulate` does.
                 Processed::Error(m) => {
                     pass.errors += 1;
-                    if spool_all {
-                        stderr.message(&crate::replay::sink::Message::Error(&m))?;
-                    }
+                    let said = if spool_all { &mut stderr } else { &mut kept };
+                    said.message(&crate::replay::sink::Message::Error(&m))?;
                 }
                 Processed::Invalid(f) => {
                     pass.errors += 1;
-                    if spool_all {
-                        stderr.message(&crate::replay::sink::Message::Invalid(&f))?;
-                    }
+                    let said = if spool_all { &mut stderr } else { &mut kept };
+                    said.message(&crate::replay::sink::Message::Invalid(&f))?;
                 }
                 Processed::LeftOut(text) => {
-                    if spool_all {
-                        stderr.message(&crate::replay::sink::Message::LeftOut(&text))?;
-                    }
+                    let said = if spool_all { &mut stderr } else { &mut kept };
+                    said.message(&crate::replay::sink::Message::LeftOut(&text))?;
                 }
             }
             Ok(true)
         })?;
         drop(stderr);
+        kept.finish()?;
+        drop(kept);
+        pass.unsaid = unsaid;
         if let Some(e) = failed {
             return Err(cannot_spool(e));
         }
@@ -674,6 +682,8 @@ impl Suggest<'_> {
             return Err(self.backtest_refused(&NoAnswer::NotSubmitted { jobs, first }, at));
         }
         if pass.train_jobs + pass.test_jobs == 0 {
+            // No pass 2 to say why each entry was not read: said here, before the error.
+            ctx.err.write_all(&pass.unsaid)?;
             // No entry at all (a merge's shards all empty): an empty history, in its words.
             if let (0, None, Some(history)) = (pass.errors, &args.replay.lookout_db, &args.replay.history) {
                 let named = if history.as_os_str() == "-" {

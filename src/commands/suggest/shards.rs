@@ -162,6 +162,7 @@ impl Default for SuggestFold {
             test: None,
             // The merge compares the shards' digest of the history instead.
             stamps: None,
+            unsaid: Vec::new(),
         })
     }
 }
