@@ -9,15 +9,27 @@
 //! run's pod is retained ([`Categorized::pod_retained`], [`Classifier::retains_pod`]): a retry
 //! of a job whose failed pod is retained collides with it, since retried pods reuse their name.
 //!
-//! Must not: allocate per run (it runs on every run of a replay), do I/O, or match a regex
-//! with anything but the rules' own matcher (`matcher::Pattern`, the one a policy's
-//! `onTerminationMessage` uses).
+//! A run's cost grows at most linearly in the rules (a config holds up to 4,000): one
+//! literal scan of the run's texts ([`Prefilter`]) says which regex rules can match at all,
+//! and only those run their regex; the rest of a rule is a few comparisons. (Each of thousands
+//! of rules running its own regex on every run had cost more per rule the more there were:
+//! their compiled automata and caches outgrew the processor's caches.)
+//!
+//! Must not: allocate per run (it runs on every run of a replay; the prefilter's scratch is
+//! one per thread), do I/O, or match a regex with anything but the rules' own matcher
+//! (`matcher::Pattern`, the one a policy's `onTerminationMessage` uses): the prefilter only
+//! rules out a regex that cannot match, it never decides a match.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use aho_corasick::AhoCorasick;
 
 use crate::model::categorizer::{ErrorCategories, PodAction, CATEGORY_INTERNAL, CATEGORY_PREEMPTION};
 use crate::model::failure_history::Run;
 use crate::model::policy::Condition;
 
-use super::matcher::Pattern;
+use super::matcher::{required_of_all, Pattern};
 
 /// An `errorCategories` config compiled for classifying runs.
 #[derive(Debug, Clone)]
@@ -32,6 +44,93 @@ pub struct Classifier {
     /// Categories to put before a deployed config not given: a run none of them matches
     /// keeps the category it was recorded with ([`Classifier::prepended`]).
     prepended: bool,
+    /// The regex rules' literal prefilter; `None` when no rule has a literal to scan for.
+    prefilter: Option<Prefilter>,
+}
+
+/// One Aho-Corasick automaton over the literals the regex rules need (every match of a
+/// rule's regex contains one of its literals: `matcher::required_of_all`): a run's texts
+/// scanned once give the rules whose regex may match one of them.
+#[derive(Debug, Clone)]
+struct Prefilter {
+    searcher: AhoCorasick,
+    /// Literal index → the rules (indices into `Classifier::rules`) that need it.
+    needed_by: Box<[Box<[u32]>]>,
+    /// Bitset over the rules: those the prefilter can rule out (a regex rule with literals).
+    gated: Box<[u64]>,
+}
+
+thread_local! {
+    /// The rules a run leaves possible, a bitset over the rules: one per worker thread, so
+    /// that a run allocates nothing once it has grown to the largest config.
+    static POSSIBLE: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Prefilter {
+    /// `patterns`: `(rule index, pattern)` of every regex rule.
+    fn new(rules: usize, patterns: &[(usize, &str)]) -> Option<Prefilter> {
+        let texts: Vec<&str> = patterns.iter().map(|(_, p)| *p).collect();
+        let (fold, required) = required_of_all(&texts);
+        let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut literals: Vec<Vec<u8>> = Vec::new();
+        let mut needed_by: Vec<Vec<u32>> = Vec::new();
+        let mut gated = vec![0u64; rules.div_ceil(64)];
+        for ((rule, _), set) in patterns.iter().zip(required) {
+            // No usable literal: the rule is always possible (not gated).
+            let Some(set) = set else { continue };
+            gated[rule / 64] |= 1 << (rule % 64);
+            for literal in set {
+                let k = *index.entry(literal.clone()).or_insert_with(|| {
+                    literals.push(literal);
+                    needed_by.push(Vec::new());
+                    literals.len() - 1
+                });
+                let rule = u32::try_from(*rule).ok()?;
+                if needed_by[k].last() != Some(&rule) {
+                    needed_by[k].push(rule);
+                }
+            }
+        }
+        if literals.is_empty() {
+            return None;
+        }
+        // Standard semantics: every occurrence of every literal is reported (overlapping).
+        let searcher = AhoCorasick::builder()
+            .ascii_case_insensitive(fold)
+            .build(&literals)
+            .ok()?;
+        Some(Prefilter {
+            searcher,
+            needed_by: needed_by.into_iter().map(Vec::into_boxed_slice).collect(),
+            gated: gated.into(),
+        })
+    }
+
+    /// Sets in `possible` (cleared, one bit per rule) every rule that is not gated or one of
+    /// whose literals occurs in a text a rule of `run` could match: a considered container's
+    /// message, the pod error, an event's message.
+    fn scan(&self, run: &Run, possible: &mut Vec<u64>) {
+        possible.clear();
+        possible.extend(self.gated.iter().map(|g| !g));
+        let mut mark = |text: &str| {
+            for m in self.searcher.find_overlapping_iter(text) {
+                for &rule in self.needed_by[m.pattern().as_usize()].iter() {
+                    possible[rule as usize / 64] |= 1 << (rule % 64);
+                }
+            }
+        };
+        for c in run.containers.iter().filter(|c| c.exit_code != 0) {
+            if let Some(m) = c.message.as_deref() {
+                mark(m);
+            }
+        }
+        if let Some(e) = run.pod_error.as_deref() {
+            mark(e);
+        }
+        for e in &run.events {
+            mark(&e.message);
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -116,6 +215,8 @@ impl Classifier {
         let non_empty = |s: &str| (!s.is_empty()).then(|| Box::from(s));
         let mut categories = Vec::with_capacity(config.categories.len());
         let mut rules = Vec::new();
+        // (rule index, its regex as written) of every regex rule, for the prefilter.
+        let mut patterns: Vec<(usize, &str)> = Vec::new();
         for (ci, cat) in config.categories.iter().enumerate() {
             let action = cat
                 .pod_action()
@@ -148,10 +249,13 @@ impl Classifier {
                         values: m.values.clone().into(),
                     }
                 } else if let Some(p) = &r.on_termination_message {
+                    patterns.push((rules.len(), p));
                     Matcher::TerminationMessage(pattern(p, "onTerminationMessage regex")?)
                 } else if let Some(p) = &r.on_pod_error {
+                    patterns.push((rules.len(), p));
                     Matcher::PodError(pattern(p, "onPodError regex")?)
                 } else if let Some(e) = &r.on_pod_events {
+                    patterns.push((rules.len(), &e.regexp));
                     Matcher::PodEvents {
                         message: pattern(&e.regexp, "onPodEvents regexp")?,
                         reason: non_empty(&e.reason),
@@ -170,6 +274,7 @@ impl Classifier {
                 });
             }
         }
+        let prefilter = Prefilter::new(rules.len(), &patterns);
         Ok(Classifier {
             enabled: config.enabled,
             default_category: non_empty(&config.default_category),
@@ -177,6 +282,7 @@ impl Classifier {
             categories: categories.into(),
             rules: rules.into(),
             prepended: false,
+            prefilter,
         })
     }
 
@@ -211,26 +317,35 @@ impl Classifier {
         if !self.enabled {
             return Categorized::Classified(Classification::default());
         }
-        for r in self.rules.iter() {
-            if matches(r, run) {
+        let first = match &self.prefilter {
+            None => self.rules.iter().find(|r| matches(r, run)),
+            Some(p) => POSSIBLE.with_borrow_mut(|possible| {
+                p.scan(run, possible);
+                self.rules
+                    .iter()
+                    .enumerate()
+                    .find(|(k, r)| possible[k / 64] & (1 << (k % 64)) != 0 && matches(r, run))
+                    .map(|(_, r)| r)
+            }),
+        };
+        match first {
+            Some(r) => {
                 let (name, action) = &self.categories[r.category];
-                return Categorized::Classified(Classification {
+                Categorized::Classified(Classification {
                     category: Some(name),
                     subcategory: r.subcategory.as_deref(),
                     hint: r.hint.as_deref(),
                     action: *action,
                     rule: Some((r.category, r.index)),
-                });
+                })
             }
+            None if self.prepended => Categorized::Recorded,
+            None => Categorized::Classified(Classification {
+                category: self.default_category.as_deref(),
+                subcategory: self.default_subcategory.as_deref(),
+                ..Classification::default()
+            }),
         }
-        if self.prepended {
-            return Categorized::Recorded;
-        }
-        Categorized::Classified(Classification {
-            category: self.default_category.as_deref(),
-            subcategory: self.default_subcategory.as_deref(),
-            ..Classification::default()
-        })
     }
 }
 

@@ -30,6 +30,13 @@ use super::validate::compile_pattern;
 /// Longest category, subcategory and default (upstream's `maxCategoryNameLen`, Lookout's
 /// `varchar(63)` columns), in bytes as upstream counts.
 pub const MAX_CATEGORY_LEN: usize = 63;
+
+/// The most categories one config may hold (docs/categorizer.md): retryctl's cap, not
+/// upstream's, so that a config's classification cost stays bounded.
+pub const MAX_CATEGORIES: usize = 1_000;
+
+/// The most rules one config may hold, all categories together.
+pub const MAX_RULES: usize = 4_000;
 /// Armada's own category (lease expiry, pod missing, …): set by Armada, never by the
 /// categorizer, so a run recorded with it keeps it.
 pub const CATEGORY_INTERNAL: &str = "internal";
@@ -524,8 +531,37 @@ fn exit_code(dec: &mut Decoder, node: &Node, path: &str) -> Option<i32> {
 
 /// Upstream's `NewClassifier` checks, every one (upstream returns the first), in upstream's
 /// order and words; paths are relative to `errorCategories`.
+///
+/// A config past [`MAX_CATEGORIES`] or [`MAX_RULES`] gets that error alone: its other checks
+/// (a regex compiled per rule) would cost in proportion to what is refused anyway.
 pub fn validate_error_categories(config: &ErrorCategories) -> Vec<Diagnostic> {
     let mut out = Vec::new();
+    let rules: usize = config.categories.iter().map(|c| c.rules.len()).sum();
+    if config.categories.len() > MAX_CATEGORIES {
+        out.push(Diagnostic::error(
+            "out-of-range",
+            "categories",
+            format!(
+                "{} categories: a categorizer holds at most {} (docs/categorizer.md)",
+                thousands(config.categories.len()),
+                thousands(MAX_CATEGORIES)
+            ),
+        ));
+    }
+    if rules > MAX_RULES {
+        out.push(Diagnostic::error(
+            "out-of-range",
+            "categories",
+            format!(
+                "{} rules in all categories: a categorizer holds at most {} (docs/categorizer.md)",
+                thousands(rules),
+                thousands(MAX_RULES)
+            ),
+        ));
+    }
+    if !out.is_empty() {
+        return out;
+    }
     for (field, value) in [
         ("defaultCategory", &config.default_category),
         ("defaultSubcategory", &config.default_subcategory),
@@ -538,7 +574,8 @@ pub fn validate_error_categories(config: &ErrorCategories) -> Vec<Diagnostic> {
             ));
         }
     }
-    let mut seen: Vec<&str> = Vec::new();
+    // A set: a list searched per category had cost the check the square of the categories.
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for (i, cat) in config.categories.iter().enumerate() {
         let path = index("categories", i);
         let p = |f: &str| join(&path, f);
@@ -557,14 +594,13 @@ pub fn validate_error_categories(config: &ErrorCategories) -> Vec<Diagnostic> {
             ));
         }
         if !cat.name.is_empty() {
-            if seen.contains(&cat.name.as_str()) {
+            if !seen.insert(&cat.name) {
                 out.push(Diagnostic::error(
                     "duplicate",
                     p("name"),
                     format!("duplicate category name {name}"),
                 ));
             }
-            seen.push(&cat.name);
         }
         if cat.rules.is_empty() {
             out.push(Diagnostic::error(
@@ -591,6 +627,19 @@ pub fn validate_error_categories(config: &ErrorCategories) -> Vec<Diagnostic> {
                 rule,
             );
         }
+    }
+    out
+}
+
+/// `4,000`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (k, c) in digits.chars().enumerate() {
+        if k > 0 && (digits.len() - k) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
     }
     out
 }

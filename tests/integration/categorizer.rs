@@ -226,3 +226,60 @@ fn validate_checks_policies_against_the_categorizer() {
         "exit: 3\n--- stdout\nchecked 1 document in 2 files: 1 valid, 0 invalid; 1 error, 0 warnings\n--- stderr\n/nonexistent/c.yaml\n  error: cannot read: no such file or directory\n"
     );
 }
+
+/// A config of `categories` categories of `rules` rules each, written to `dir/NAME`.
+fn sized(dir: &std::path::Path, name: &str, categories: usize, rules: usize) -> String {
+    let mut y = String::from("errorCategories:\n  enabled: true\n  categories:\n");
+    for i in 0..categories {
+        y.push_str(&format!("    - name: c{i}\n      rules:\n"));
+        for r in 0..rules {
+            y.push_str(&format!("        - onTerminationMessage: {{pattern: \"E{i}x{r}\"}}\n"));
+        }
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, y).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// At most 1,000 categories and 4,000 rules in all (docs/categorizer.md): `validate` and
+/// every verb that reads a categorizer refuse one past either, exit 3, naming the file, the
+/// count and the cap; at the caps it is read.
+#[test]
+fn a_categorizer_past_its_caps_is_refused_by_validate_and_every_verb() {
+    let home = temp_home();
+    let dir = home.path();
+    let at_caps = sized(dir, "at.yaml", 1000, 4);
+    assert_eq!(
+        run(&["validate", "-f", &at_caps]),
+        "exit: 0\n--- stdout\nchecked 1 document in 1 file: 1 valid, 0 invalid\n--- stderr\n"
+    );
+    let categories = sized(dir, "categories.yaml", 1001, 1);
+    let rules = sized(dir, "rules.yaml", 1000, 5);
+    let too_many_categories =
+        "errorCategories.categories: 1,001 categories: a categorizer holds at most 1,000 (docs/categorizer.md)";
+    for (file, said) in [
+        (&categories, too_many_categories.to_string()),
+        (
+            &rules,
+            "errorCategories.categories: 5,000 rules in all categories: a categorizer holds at most 4,000 (docs/categorizer.md)".to_string(),
+        ),
+    ] {
+        assert_eq!(
+            run(&["validate", "-f", file]),
+            format!("exit: 3\n--- stdout\nchecked 1 document in 1 file: 0 valid, 1 invalid; 1 error, 0 warnings\n--- stderr\n{file} (ErrorCategories)\n  error: 4:5 {said}\n")
+        );
+        let history = "testdata/categorizer/history.jsonl";
+        let policy = "testdata/categorizer/policy.yaml";
+        let refused = format!("exit: 3\n--- stdout\n--- stderr\nerror: invalid categorizer `{file}`\n  {file}:4:5: {said}\n");
+        for verb in [
+            vec!["simulate", "-f", policy, "--history", history, "--engine", "upstream", "--categorizer", file],
+            vec![
+                "tune", "-f", policy, "--history", history, "--engine", "upstream", "--categorizer", file, "--vary",
+                "two-layers:retryLimit=1..2",
+            ],
+            vec!["suggest", "--history", history, "--engine", "upstream", "--categorizer", file],
+        ] {
+            assert_eq!(run(&verb), refused, "{verb:?}");
+        }
+    }
+}

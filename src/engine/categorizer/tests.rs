@@ -426,15 +426,28 @@ fn reference(config: &ErrorCategories, run: &Run) -> Option<(String, String, boo
 }
 
 const NAMES: [&str; 4] = ["main", "sidecar", "init", ""];
-const MESSAGES: [&str; 6] = [
+const MESSAGES: [&str; 7] = [
     "",
     "CUDA error: out of memory",
     "segfault at 0x0",
     "cuda",
     "xid 79",
     "é\nCUDA Error",
+    "XID 79: ErrImage",
 ];
-const PATTERNS: [&str; 7] = ["cuda", "(?i)cuda.*error", "^seg", ".*", "platform", "x|y", "Error$"];
+// Literals the prefilter scans for (some folded, some in an alternation) and patterns it
+// cannot (`.*`, `x|y`): every kind of rule it gates or leaves always possible.
+const PATTERNS: [&str; 9] = [
+    "cuda",
+    "(?i)cuda.*error",
+    "^seg",
+    ".*",
+    "platform",
+    "x|y",
+    "Error$",
+    "(?i)xid [0-9]+",
+    "(ErrImage|manifest)",
+];
 const POD_ERRORS: [&str; 3] = ["", "no match for platform in manifest", "ErrImagePull"];
 const EVENT_MESSAGES: [&str; 3] = ["", "Pod Allocate failed", "xid"];
 

@@ -39,6 +39,7 @@ use masks::{CategoryIndex, ConditionMasks, ExitMasks, NamedExits, SlotPrefixes};
 use message_regexes::MessageRegexes;
 pub(crate) use pattern::Pattern;
 pub use policy_list::Policies;
+pub(crate) use regex_prefilter::required_of_all;
 use retry_plan::rule_plans;
 pub(crate) use retry_plan::RetryPlan;
 use rule::{compile_rule, RuleMatcher};

@@ -76,6 +76,15 @@ pub(crate) fn required(pattern: &str, fold: bool) -> Option<Set> {
         .filter(|set| !set.is_empty() && set.iter().all(|l| l.len() >= MIN_LITERAL))
 }
 
+/// For patterns searched together in one scan, however many (the categorizer's rules):
+/// whether the scan ignores ASCII case (some pattern does, and then every literal is
+/// lowercased, as [`Literals`] does), and each pattern's required literals (`None`: the
+/// pattern is always possible).
+pub(crate) fn required_of_all(patterns: &[&str]) -> (bool, Vec<Option<Set>>) {
+    let fold = patterns.iter().any(|p| parse(p).is_some_and(|h| ignores_case(&h)));
+    (fold, patterns.iter().map(|p| required(p, fold)).collect())
+}
+
 /// Some small class of `hir` holds both cases of an ASCII letter (`(?i)x`, `[Xx]`): its
 /// literals are worth searching for without regard to ASCII case.
 fn ignores_case(hir: &Hir) -> bool {
