@@ -593,14 +593,12 @@ pub fn validate_error_categories(config: &ErrorCategories) -> Vec<Diagnostic> {
                 format!("category name {name} exceeds maximum length {MAX_CATEGORY_LEN}"),
             ));
         }
-        if !cat.name.is_empty() {
-            if !seen.insert(&cat.name) {
-                out.push(Diagnostic::error(
-                    "duplicate",
-                    p("name"),
-                    format!("duplicate category name {name}"),
-                ));
-            }
+        if !cat.name.is_empty() && !seen.insert(&cat.name) {
+            out.push(Diagnostic::error(
+                "duplicate",
+                p("name"),
+                format!("duplicate category name {name}"),
+            ));
         }
         if cat.rules.is_empty() {
             out.push(Diagnostic::error(

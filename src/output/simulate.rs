@@ -527,7 +527,7 @@ pub fn category_changes_words(c: &CategoryCounts) -> String {
     }
     let words: Vec<String> = changes
         .iter()
-        .map(|(from, to, runs)| format!("{} → {} {runs}", shown(&from), shown(&to)))
+        .map(|(from, to, runs)| format!("{} → {} {runs}", shown(from), shown(to)))
         .collect();
     words.join(", ")
 }
