@@ -677,13 +677,18 @@ impl Suggest<'_> {
         if let (Some(path), Some(before)) = (&reread, &pass.stamps) {
             changed_since(path, before, &base_config(&args.replay)?, &overrides(&args.replay))?;
         }
+        // Stopped before pass 2, which would have said why each unreadable entry was not
+        // read: said here, before the error (as `simulate` says it).
+        let nothing_replayed = pass.train_jobs + pass.test_jobs == 0;
+        let one_side = self.backtest_at.is_some() && (pass.train_jobs == 0 || pass.test_jobs == 0);
+        if pass.not_submitted.is_some() || nothing_replayed || one_side {
+            ctx.err.write_all(&pass.unsaid)?;
+        }
         if let Some((jobs, first)) = pass.not_submitted.clone() {
             let at = args.replay.backtest_at.as_deref().unwrap_or_default();
             return Err(self.backtest_refused(&NoAnswer::NotSubmitted { jobs, first }, at));
         }
-        if pass.train_jobs + pass.test_jobs == 0 {
-            // No pass 2 to say why each entry was not read: said here, before the error.
-            ctx.err.write_all(&pass.unsaid)?;
+        if nothing_replayed {
             // No entry at all (a merge's shards all empty): an empty history, in its words.
             if let (0, None, Some(history)) = (pass.errors, &args.replay.lookout_db, &args.replay.history) {
                 let named = if history.as_os_str() == "-" {
@@ -699,7 +704,7 @@ impl Suggest<'_> {
             ))
             .into());
         }
-        if self.backtest_at.is_some() && (pass.train_jobs == 0 || pass.test_jobs == 0) {
+        if one_side {
             let at = args.replay.backtest_at.as_deref().unwrap_or_default();
             let one = CliError::usage(format!(
                 "`--backtest-at {at}` leaves {} jobs to learn from and {} to test on: both need at least one",

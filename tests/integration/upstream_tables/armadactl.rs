@@ -304,7 +304,7 @@ fn retry_policy_from_file_rejects_malformed_yaml() {
     rejects(
         "malformed yaml",
         Some("apiVersion: [unclosed\n"),
-        "p.yaml\n  error: 2:1: invalid YAML: while parsing a flow sequence, expected ',' or ']'\nchecked 0 documents in 1 file: 0 valid, 0 invalid; 1 error, 0 warnings\nerror: nothing was sent: 1 error in the input\n",
+        "p.yaml\n  error: 2:1: invalid YAML: while parsing a flow sequence, expected ',' or ']'\nchecked 1 document in 1 file: 0 valid, 1 invalid; 1 error, 0 warnings\nerror: nothing was sent: 1 error in the input\n",
     );
 }
 
