@@ -4,11 +4,12 @@
 #   scripts/release.sh VERSION
 #
 # into dist/ (or $DIST_DIR):
-#   retryctl-VERSION-x86_64-linux.tar.gz   the static binary, completions for every shell, a
-#                                           man page per command (man/retryctl-COMMAND.1),
-#                                           README.md and LICENSE, in retryctl-VERSION-x86_64-linux/
-#   SHA256SUMS                              its checksum (`sha256sum -c SHA256SUMS`)
-#   retryctl                                the same binary, for the Dockerfile's COPY
+#   retryctl-VERSION-x86_64-unknown-linux-gnu.tar.gz
+#       the static binary, completions for every shell, a man page per command
+#       (man/retryctl-COMMAND.1), README.md and LICENSE, in
+#       retryctl-VERSION-x86_64-unknown-linux-gnu/ (the archive is named after the target)
+#   SHA256SUMS   its checksum (`sha256sum -c SHA256SUMS`)
+#   retryctl     the same binary, for the Dockerfile's COPY
 #
 # The binary is the `dist` profile (Cargo.toml: release, fat LTO, stripped) linked statically
 # against glibc (`-C target-feature=+crt-static`): it needs no shared library and runs in an
@@ -37,10 +38,10 @@ if [ "$version" != "$crate_version" ]; then
 fi
 
 target=x86_64-unknown-linux-gnu
-name="retryctl-$version-x86_64-linux"
+name="retryctl-$version-$target"
 target_dir="${CARGO_TARGET_DIR:-target}"
 dist="${DIST_DIR:-dist}"
-max_bytes=15000000
+max_bytes=20000000
 
 RUSTFLAGS="-C target-feature=+crt-static" \
   cargo build --locked --profile dist --target "$target" --bin retryctl

@@ -8,7 +8,7 @@
 #   (the same bytes as completions/ in the repository), the man pages (those of man/: one per
 #   command), README.md and LICENSE, and its binary is the one built;
 # - the binary is static (no interpreter, no NEEDED entry; `ldd`: not a dynamic executable)
-#   and at most 15 MB;
+#   and at most 20 MB;
 # - it runs in an empty root directory (chroot: no /lib, no /etc): `validate`, and TLS to a
 #   `retryctl serve` on 127.0.0.1 with a certificate of a private CA, trusted through
 #   `--certificate-authority` and through `SSL_CERT_FILE`, refused without either (no system
@@ -20,10 +20,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)"
-name="retryctl-$version-x86_64-linux"
+name="retryctl-$version-x86_64-unknown-linux-gnu"
 dist="${DIST_DIR:-dist}"
 export DIST_DIR="$dist"
-max_bytes=15000000
+max_bytes=20000000
 
 fail() {
   echo "test-dist: FAIL: $*" >&2

@@ -335,3 +335,58 @@ fn a_man_page_is_the_commands_help() {
     let get = page("retryctl-get.1");
     assert!(get.contains("armada\\-url"), "{get}");
 }
+
+/// The README's install line, as a user runs it: appended to `~/.bashrc`, an interactive bash
+/// then completes `retryctl get rp <TAB>` with the server's policy names (the dynamic
+/// completion), not only commands and flags as `retryctl completion bash` does.
+#[test]
+fn the_readmes_completion_line_completes_the_servers_names_in_bash() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("$ ") && l.contains("COMPLETE=bash retryctl"))
+        .expect("the README's Install gives the dynamic completion's line")
+        .trim_start_matches("$ ");
+    assert_eq!(line, "echo 'source <(COMPLETE=bash retryctl)' >> ~/.bashrc");
+
+    let serve = crate::serve_process::spawn(&["--listen", "127.0.0.1:0", "--in-memory"]);
+    let home = temp_home();
+    let created = retryctl(home.path())
+        .env("ARMADA_URL", &serve.url)
+        .args(["create", "-f", "-"])
+        .write_stdin(TWO_POLICIES)
+        .output()
+        .unwrap();
+    assert_eq!(created.status.code(), Some(0), "{}", crate::support::format_output(&created));
+
+    let bin = assert_cmd::cargo::cargo_bin("retryctl");
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let bash = |script: &str, interactive: bool| {
+        let mut cmd = std::process::Command::new("bash");
+        cmd.env_clear()
+            .env("HOME", home.path())
+            .env("PATH", &path)
+            .env("ARMADA_URL", &serve.url)
+            .env("NO_COLOR", "1");
+        if interactive {
+            cmd.arg("-i");
+        }
+        let out = cmd.arg("-c").arg(script).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{script}: {}", crate::support::format_output(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    bash(line, false);
+    // What bash does on TAB after `retryctl get rp `: the registered function, called with
+    // the words and the cursor's index.
+    let completed = bash(
+        "COMP_WORDS=(retryctl get rp ''); COMP_CWORD=3; COMP_TYPE=9; \
+         $(complete -p retryctl | sed 's/.* -F \\([^ ]*\\) .*/\\1/') retryctl '' rp; \
+         printf '%s\\n' \"${COMPREPLY[@]}\" | grep -v '^-'",
+        true,
+    );
+    assert_eq!(completed, "gpu-retries\noom-retries\n");
+}

@@ -871,3 +871,37 @@ fn json_keys_are_camel_case_and_help_points_to_the_policies_guide() {
         );
     }
 }
+
+/// The pre-commit hooks (`.pre-commit-hooks.yaml`) by default hand `validate` the policy and
+/// queue files under a `policies/` directory, and not the repository's other YAML: a CI
+/// workflow is no policy, and `validate --strict` would fail every commit that touches one.
+/// pre-commit selects a file when `files:` (a Python regex) is found in its path; these
+/// patterns read the same in Rust's regex.
+#[test]
+fn pre_commit_hooks_select_policy_files_and_not_ci_workflows() {
+    let text = std::fs::read_to_string(root().join(".pre-commit-hooks.yaml")).unwrap();
+    let hooks: Vec<serde_yaml::Value> = serde_yaml::from_str(&text).unwrap();
+    let paths = [
+        "policies/ml.yaml",
+        "policies/queues/gpu.json",
+        "clusters/eu/policies/infra.yml",
+        ".github/workflows/ci.yml",
+        ".github/workflows/release.yaml",
+        "charts/armada/values.yaml",
+        "mypolicies/ml.yaml",
+        "policies/README.md",
+    ];
+    let mut selected = Vec::new();
+    for hook in &hooks {
+        let files = regex::Regex::new(hook["files"].as_str().expect("a files: pattern")).unwrap();
+        let chosen: Vec<&str> = paths.iter().copied().filter(|p| files.is_match(p)).collect();
+        selected.push(format!("{}: {chosen:?}", hook["id"].as_str().unwrap()));
+    }
+    assert_eq!(
+        selected,
+        [
+            r#"retryctl-validate: ["policies/ml.yaml", "policies/queues/gpu.json", "clusters/eu/policies/infra.yml"]"#,
+            r#"retryctl-validate-upstream: ["policies/ml.yaml", "policies/queues/gpu.json", "clusters/eu/policies/infra.yml"]"#,
+        ]
+    );
+}
