@@ -1,5 +1,6 @@
 # Sourced by the bench scripts (bench-simulate.sh, bench-tune.sh, bench-shards.sh,
-# bench-estimates.sh): the release build (or `$RETRYCTL_BIN`), a scratch directory removed on exit, the policies
+# bench-estimates.sh): the `profiling` build (Cargo.toml: release with line tables, for perf and
+# callgrind; or `$RETRYCTL_BIN`), a scratch directory removed on exit, the policies
 # of the `simulate` benchmark, and the arithmetic they print.
 # Run from the repository's root.
 # RETRYCTL_BIN=PATH measures that build instead (an earlier commit's, side by side).
@@ -7,8 +8,8 @@ target="${CARGO_TARGET_DIR:-target}"
 if [ -n "${RETRYCTL_BIN:-}" ]; then
     bin="$RETRYCTL_BIN"
 else
-    cargo build --release --locked --quiet --bin retryctl
-    bin="$target/release/retryctl"
+    cargo build --profile profiling --locked --quiet --bin retryctl
+    bin="$target/profiling/retryctl"
 fi
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT

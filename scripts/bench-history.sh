@@ -44,8 +44,8 @@ bin_dir=$(dirname "$(command -v initdb || ls /usr/lib/postgresql/*/bin/initdb | 
 migrations=contract/lookout/migrations
 [ -d "$migrations" ] || { echo "no $migrations (run from a complete clone)" >&2; exit 2; }
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
-cargo build --release --locked --quiet
-retryctl=$CARGO_TARGET_DIR/release/retryctl
+cargo build --profile profiling --locked --quiet
+retryctl=$CARGO_TARGET_DIR/profiling/retryctl
 
 work=$(mktemp -d /tmp/retryctl-bench-pg.XXXXXX)
 chmod 755 "$work"

@@ -25,10 +25,10 @@ conns="${CONNECTIONS:-64}"
 route="${ROUTE:-post}"
 [ "$(nproc)" -ge 2 ] || { echo "bench-post-rate.sh: needs 2 cores (server on one, generator on the other)" >&2; exit 2; }
 target="${CARGO_TARGET_DIR:-target}"
-bin="${BIN:-$target/release/retryctl}"
-gen="$target/release/examples/load_rate"
-[ -n "${BIN:-}" ] || cargo build --release --locked --bin retryctl
-cargo build --release --locked --example load_rate
+bin="${BIN:-$target/profiling/retryctl}"
+gen="$target/profiling/examples/load_rate"
+[ -n "${BIN:-}" ] || cargo build --profile profiling --locked --bin retryctl
+cargo build --profile profiling --locked --example load_rate
 
 tmp="$(mktemp -d)"
 db="$(mktemp -d "${DBDIR:-$tmp}/bench-post-rate.XXXXXX")"

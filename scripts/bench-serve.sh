@@ -26,10 +26,10 @@ conns="${2:-16}"
 command -v wrk >/dev/null || { echo "bench-serve.sh: wrk is not installed (apt-get install -y wrk)" >&2; exit 2; }
 [ "$(nproc)" -ge 2 ] || { echo "bench-serve.sh: needs 2 cores (server on one, wrk on the other)" >&2; exit 2; }
 target="${CARGO_TARGET_DIR:-target}"
-bin="${BIN:-$target/release/retryctl}"
-hello="$target/release/examples/hello_axum"
-[ -x "$bin" ] || cargo build --release --locked --bin retryctl
-[ -x "$hello" ] || cargo build --release --locked --example hello_axum
+bin="${BIN:-$target/profiling/retryctl}"
+hello="$target/profiling/examples/hello_axum"
+[ -x "$bin" ] || cargo build --profile profiling --locked --bin retryctl
+[ -x "$hello" ] || cargo build --profile profiling --locked --example hello_axum
 
 tmp="$(mktemp -d)"
 pids=()

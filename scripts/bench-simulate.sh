@@ -15,7 +15,8 @@
 #
 # --pending: histories where about one job in seven is still going (its last recorded run a
 # retried failure), so the replay works out the runs each has left (docs/estimates.md).
-# --ref COMMIT: that commit's release build runs every command too, alternating with this
+# --ref COMMIT: that commit's release build runs every command too (this tree's is the
+# `profiling` build, Cargo.toml), alternating with this
 # tree's within each round (built once into target/bench-ref/COMMIT from a detached
 # worktree, a few minutes the first time). 58acb77 is the reference BENCHMARKS.md uses: the
 # replay before estimates, tune and shards.
@@ -41,8 +42,8 @@ done
 [ ${#positional[@]} -ge 1 ] && runs="${positional[0]}"
 [ ${#positional[@]} -ge 2 ] && rounds="${positional[1]}"
 . scripts/bench-common.sh
-cargo build --release --locked --quiet --example parse_floor
-floor="$target/release/examples/parse_floor"
+cargo build --profile profiling --locked --quiet --example parse_floor
+floor="$target/profiling/examples/parse_floor"
 bins=(new)
 declare -A binary=([new]="$bin")
 if [ -n "$ref" ]; then
@@ -51,6 +52,8 @@ if [ -n "$ref" ]; then
     if [ ! -x "$refdir/retryctl" ]; then
         tree="$dir/ref-tree"
         git worktree add --detach --quiet "$tree" "$sha"
+        # Its release profile: a commit before the `profiling` profile has no other, and line
+        # tables change no code, so it is the same machine code the profile would build.
         CARGO_TARGET_DIR="$refdir/target" cargo build --release --locked --quiet \
             --manifest-path "$tree/Cargo.toml" --bin retryctl
         cp "$refdir/target/release/retryctl" "$refdir/retryctl"

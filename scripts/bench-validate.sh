@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The bar (docs/reference/bars.md): `retryctl validate -f <one policy file>` within 3x the wall
 # time of spawning /bin/true (it was 2x, bought with start-up tricks that were not worth
-# keeping; src/startup.rs, BENCHMARKS.md "Start-up"). Median of many runs (hyperfine, no shell in between: -N), release
-# build.
+# keeping; src/startup.rs, BENCHMARKS.md "Start-up"). Median of many runs (hyperfine, no shell in between: -N), the
+# `profiling` build (release with line tables, Cargo.toml).
 #
 #   scripts/bench-validate.sh [POLICY_FILE] [RUNS]
 #
@@ -15,8 +15,8 @@ cd "$(dirname "$0")/.."
 file="${1:-testdata/policies/valid/ml-training.yaml}"
 runs="${2:-500}"
 command -v hyperfine >/dev/null || { echo "error: hyperfine not found; install it (apt-get install hyperfine)" >&2; exit 2; }
-cargo build --release --locked --quiet
-bin="${CARGO_TARGET_DIR:-target}/release/retryctl"
+cargo build --profile profiling --locked --quiet
+bin="${CARGO_TARGET_DIR:-target}/profiling/retryctl"
 "$bin" validate -f "$file" >/dev/null   # must be valid, or we would time the error path
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT

@@ -4,7 +4,7 @@
 # Measures GET /v1/retry-policy/{name}, POST /v1/retry-policy (unique names, one SQLite
 # transaction each) and PUT /v1/retry-policy/{name} with `If-Match` (each connection sends
 # the ETag of its previous answer, so every PUT is a real versioned write that must not 412)
-# against a release build with a database file, request log on. wrk and the server share
+# against the `profiling` build (release with line tables) with a database file, request log on. wrk and the server share
 # the machine, so the numbers are a floor for the server alone.
 # Bars (docs/reference/bars.md): >= 10,000 GET/s, >= 1,000 writes/s, p99 < 10 ms, zero errors.
 #
@@ -18,8 +18,8 @@ cd "$(dirname "$0")/.."
 duration="${1:-5}"
 conns="${2:-16}"
 command -v wrk >/dev/null || { echo "load.sh: wrk is not installed (apt-get install -y wrk)" >&2; exit 2; }
-bin="${BIN:-target/release/retryctl}"
-[ -x "$bin" ] || cargo build --release --locked
+bin="${BIN:-target/profiling/retryctl}"
+[ -x "$bin" ] || cargo build --profile profiling --locked
 
 tmp="$(mktemp -d)"
 server_pid=""

@@ -14,7 +14,7 @@ is kept out past that deadline. Before the fix the server closed none of the 1,1
 new clients out ~42 s of 45.
 
 Usage: scripts/stress-slow-body.py [--window SECONDS] [--connections N] BIN [BIN...]
-  Each BIN (a retryctl binary; default target/release/retryctl, built if missing) is
+  Each BIN (a retryctl binary; default target/profiling/retryctl, built if missing) is
   measured in turn, on a fresh server, and the results are printed side by side.
 Needs python3 only; not run by CI (it takes a minute per binary).
 """
@@ -168,9 +168,9 @@ def main():
     bins = args.bins
     if not bins:
         target = os.environ.get("CARGO_TARGET_DIR", "target")
-        bins = [os.path.join(target, "release", "retryctl")]
+        bins = [os.path.join(target, "profiling", "retryctl")]
         if not os.access(bins[0], os.X_OK):
-            subprocess.run(["cargo", "build", "--release", "--locked", "--bin", "retryctl"], check=True)
+            subprocess.run(["cargo", "build", "--profile", "profiling", "--locked", "--bin", "retryctl"], check=True)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = args.connections + 256
     if soft < want:
