@@ -233,6 +233,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         ids,
         skipped,
         varied,
+        columns: template.columns(&varies),
         baseline_from: from,
         max_lost: args.max_lost,
         max_compute: args.max_compute.clone(),
@@ -387,6 +388,8 @@ pub struct TuneRun {
     pub skipped: Vec<Skipped>,
     /// Each vary as typed, and its values as typed.
     pub varied: Vec<(String, Vec<String>)>,
+    /// Each vary's column in the tables (`Template::columns`).
+    pub columns: Vec<String>,
     pub baseline_from: BaselineFrom,
     pub max_lost: u64,
     /// `--max-compute` as typed.
@@ -578,6 +581,7 @@ pub fn finish(
         errors: swept.errors,
         baseline_from: run.baseline_from,
         varied: &run.varied,
+        columns: &run.columns,
         skipped: &run.skipped,
         max_lost: run.max_lost,
         max_compute: run.max_compute.as_deref(),

@@ -274,6 +274,45 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// The rule's first matcher in a few words, to name the rule where its index alone says
+    /// little (tune's column `rules[2] (exit 139)`): `exit 139`, `exit not 0`, `OOMKilled`,
+    /// `category cuda_error`, `category internal/lease-expired`, `subcategory x`, `message
+    /// "CUDA error…"`; exit codes, then conditions, then category, then message, at most
+    /// three values. `None` without a matcher.
+    pub fn first_matcher(&self) -> Option<String> {
+        fn few<T: AsRef<str>>(items: &[T]) -> String {
+            let mut s: Vec<&str> = items.iter().take(3).map(AsRef::as_ref).collect();
+            if items.len() > 3 {
+                s.push("…");
+            }
+            s.join(",")
+        }
+        if let Some(e) = &self.on_exit_codes {
+            let codes: Vec<String> = e.values.iter().map(i64::to_string).collect();
+            let not = if e.operator == Operator::NotIn { "not " } else { "" };
+            return Some(format!("exit {not}{}", few(&codes)));
+        }
+        if let Some(c) = &self.on_conditions {
+            let names: Vec<&str> = c.iter().map(|c| c.as_str()).collect();
+            return Some(few(&names));
+        }
+        match (&self.on_failure_category, &self.on_failure_subcategory) {
+            (Some(c), Some(sub)) if c.len() == 1 && sub.len() == 1 => {
+                return Some(format!("category {}/{}", c[0], sub[0]))
+            }
+            (Some(c), _) => return Some(format!("category {}", few(c))),
+            (None, Some(sub)) => return Some(format!("subcategory {}", few(sub))),
+            (None, None) => {}
+        }
+        self.on_termination_message.as_ref().map(|p| {
+            let mut short: String = p.chars().take(16).collect();
+            if p.chars().count() > 16 {
+                short.push('…');
+            }
+            format!("message \"{short}\"")
+        })
+    }
+
     /// Whether any `on*` matcher is set.
     pub fn has_matcher(&self) -> bool {
         self.on_conditions.is_some()

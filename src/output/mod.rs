@@ -12,6 +12,7 @@ pub mod describe;
 pub mod history;
 pub mod html;
 pub mod jsonpath;
+pub mod lines;
 pub mod markdown;
 pub mod progress;
 pub mod report;

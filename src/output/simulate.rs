@@ -40,6 +40,7 @@ use crate::replay::sink::{Change, Estimates, Message, Needs, RenderJob, Sink, To
 use crate::replay::source::Progress;
 use crate::replay::summary::Summary;
 
+use super::lines;
 use super::progress::finish;
 use super::report;
 use super::text::shown;
@@ -507,7 +508,7 @@ pub fn rule_rows(s: &Summary) -> Vec<(String, u64, u64)> {
 /// The plan's first line, like the last line of `terraform plan`.
 pub fn plan_sentence(c: &Comparison) -> String {
     format!(
-        "Plan: {} rescued, {} lost, {} → Pending, {} other; {} of {} change.",
+        "Plan: {} rescued, {} lost, {} → Pending, {} retried differently; {} of {} change.",
         c.rescued,
         c.lost,
         c.to_pending,
@@ -521,15 +522,19 @@ pub fn plan_sentence(c: &Comparison) -> String {
 /// A categorizer's changes in words, most runs first (`none → oom/kernel 2, x → user_error
 /// 1`), or `none`: every format's line (docs/categorizer.md).
 pub fn category_changes_words(c: &CategoryCounts) -> String {
-    let changes = c.changes();
-    if changes.is_empty() {
+    let words = category_changes_items(c);
+    if words.is_empty() {
         return "none".to_string();
     }
-    let words: Vec<String> = changes
+    words.join(", ")
+}
+
+/// A categorizer's changes, one item each, most runs first (`none → oom/kernel 2`).
+fn category_changes_items(c: &CategoryCounts) -> Vec<String> {
+    c.changes()
         .iter()
         .map(|(from, to, runs)| format!("{} → {} {runs}", shown(from), shown(to)))
-        .collect();
-    words.join(", ")
+        .collect()
 }
 
 /// The collisions' warning, in every format's words.
@@ -556,15 +561,23 @@ pub fn categories_json(c: &CategoryCounts) -> Map<String, Value> {
 /// The table's lines of a side's categorizer: its changes, its collisions, and the warning
 /// when there are any. `side`: `baseline: ` or `candidate: ` in a comparison.
 fn write_categories(out: &mut dyn Write, style: Style, c: &CategoryCounts, side: &str) -> io::Result<()> {
-    writeln!(out, "  {side}category changes: {}", category_changes_words(c))?;
+    let items = category_changes_items(c);
+    if items.is_empty() {
+        writeln!(out, "  {side}category changes: none")?;
+    } else {
+        for line in lines::list(&format!("  {side}category changes: "), &items, ", ", "    ") {
+            writeln!(out, "{line}")?;
+        }
+    }
     writeln!(out, "  {side}collisions: {}", c.collisions)?;
     if c.collisions > 0 {
-        writeln!(
-            out,
-            "  {}: {side}{}",
-            style.warning("warning"),
-            collisions_words(c.collisions)
-        )?;
+        let warning = lines::wrap(&format!("  warning: {side}"), "    ", &collisions_words(c.collisions));
+        for (i, line) in warning.iter().enumerate() {
+            match line.strip_prefix("  warning") {
+                Some(rest) if i == 0 => writeln!(out, "  {}{rest}", style.warning("warning"))?,
+                _ => writeln!(out, "{line}")?,
+            }
+        }
     }
     Ok(())
 }
@@ -601,7 +614,7 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary, e: &Estimat
                 plural(s.pending, "Pending job", "Pending jobs"),
                 seconds_words(a.expected_compute)
             )?;
-            writeln!(out, "             (estimates: {ESTIMATE_METHOD})")?;
+            writeln!(out, "             {METHOD_LINE}")?;
         } else {
             writeln!(
                 out,
@@ -611,8 +624,7 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary, e: &Estimat
         }
     }
     if let Some(b) = &e.backtest {
-        writeln!(out, "  backtest:  {}", backtest_sentence(b))?;
-        writeln!(out, "             ({})", backtest_details(b))?;
+        write_backtest(out, "  backtest:  ", "             ", b)?;
     }
     let mut b = Builder::default();
     b.push_record(["POLICY/RULE", "RETRIES GRANTED", "PERMANENT FAILURES"]);
@@ -1070,6 +1082,21 @@ pub fn request_hours(gpu: u128, cpu: u128, without: u64) -> String {
 }
 
 /// How the estimates are made, named once per output: what they assume.
+/// The estimates' method in one line for the table outputs, said once per output (after the
+/// plan or the summary that has estimates): it points to docs/estimates.md for the rest, as
+/// `-o json`'s `method` ([`ESTIMATE_METHOD`]) and the reports say it in full.
+pub const METHOD_LINE: &str = "(estimates: this history's share of failed runs whose next run succeeded, by failure class and depth; what they assume: docs/estimates.md)";
+
+/// The backtest of the estimates in the table outputs: its sentence after `label`, then its
+/// details in parentheses under it, wrapped within the line width after `indent`.
+pub fn write_backtest(out: &mut dyn Write, label: &str, indent: &str, b: &Backtest) -> io::Result<()> {
+    writeln!(out, "{label}{}", backtest_sentence(b))?;
+    for line in lines::wrap(indent, &format!("{indent} "), &format!("({})", backtest_details(b))) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
 pub const ESTIMATE_METHOD: &str = "each Pending job's chance to succeed over the runs its policy has left (the engine followed on copies of its last failed run until it fails the job, at most 100 runs), from the share of failed runs of its failure class (its last failed run's category, else exit code, else condition) at the same depth (failed runs so far, 5+ together) whose next run succeeded, in this history; a level with fewer than 5 trials backs off to the class at any depth, then all classes at that depth, then all; (low–high): Wilson 95% bounds; runs assumed independent given class and depth, and a class the recorded policies never retried has no trials";
 
 /// `-o table`: one table per job (or the summary alone, in bulk), or the plan of a
@@ -1235,11 +1262,10 @@ pub fn write_estimate_line(out: &mut dyn Write, c: &Comparison, e: &Estimates, e
         )?;
     }
     if failed_to_pending > 0 || estimated {
-        writeln!(out, "             (estimates: {ESTIMATE_METHOD})")?;
+        writeln!(out, "             {METHOD_LINE}")?;
     }
     if let Some(b) = &e.backtest {
-        writeln!(out, "  backtest:  {}", backtest_sentence(b))?;
-        writeln!(out, "             ({})", backtest_details(b))?;
+        write_backtest(out, "  backtest:  ", "             ", b)?;
     }
     Ok(())
 }
@@ -1272,12 +1298,20 @@ fn change_line(style: Style, change: &Change<'_>) -> String {
     if let Some(e) = change.estimate() {
         what.push_str(&format!("; estimate {}", estimate_words(e)));
     }
-    let line = format!("  ~ {}: {} → {}  ({what})", shown(&d.job), side_words(b), side_words(c));
-    match d.transition() {
-        Some(Transition::Rescued) => style.bold(&line),
-        Some(Transition::Lost) => style.error(&line),
-        _ => style.warning(&line),
-    }
+    let head = format!("  ~ {}: {} → {}", shown(&d.job), side_words(b), side_words(c));
+    let line = format!("{head}  ({what})");
+    // A long job id or estimate puts the parenthesis on a line of its own, under the job.
+    let lines = if line.chars().count() > lines::WIDTH {
+        vec![head, format!("      ({what})")]
+    } else {
+        vec![line]
+    };
+    let paint = |l: &String| match d.transition() {
+        Some(Transition::Rescued) => style.bold(l),
+        Some(Transition::Lost) => style.error(l),
+        _ => style.warning(l),
+    };
+    lines.iter().map(paint).collect::<Vec<_>>().join("\n")
 }
 
 /// The record formats.

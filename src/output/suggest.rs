@@ -14,6 +14,7 @@ use crate::cli::SuggestOutput;
 use crate::engine::job_report::plural;
 use crate::engine::EngineKind;
 use crate::model::failure_history::Final;
+use crate::model::Action;
 use crate::replay::compare::{hours, Comparison, Transition};
 use crate::replay::sink::{Change, Estimates, Message, Needs, Sink, Totals};
 use crate::replay::source::Progress;
@@ -638,7 +639,10 @@ pub fn evidence(s: &SignatureStats) -> String {
     e
 }
 
-/// What the baseline does with a signature, in a few words: its commonest decision.
+/// What the baseline does with a signature, in a few words: its commonest decision, and the
+/// share of the signature's failed runs it decided when that is not all of them, said as
+/// what it did (`Retry (today/default, 89.2% of runs retried)`): a bare share read as a
+/// success rate.
 fn today(s: &SignatureStats) -> String {
     match s.current_sorted().first() {
         Some((rule, action, runs)) => {
@@ -646,7 +650,11 @@ fn today(s: &SignatureStats) -> String {
             if share >= 0.995 {
                 format!("{} ({rule})", action.as_str())
             } else {
-                format!("{} ({rule}, {})", action.as_str(), pct(share))
+                let did = match action {
+                    Action::Retry => "retried",
+                    Action::Fail => "failed",
+                };
+                format!("{} ({rule}, {} of runs {did})", action.as_str(), pct(share))
             }
         }
         None => "undecided".into(),
@@ -874,7 +882,8 @@ fn table(
     Ok(())
 }
 
-/// The estimates of the Pending jobs, in two lines and a pointer to their method.
+/// The estimates of the Pending jobs, in two lines, then their method in the one line every
+/// table output says it with (once: the backtest's plan says no estimates).
 fn estimate_lines(out: &mut dyn Write, c: &Comparison, e: &Estimates) -> io::Result<()> {
     if let Some(line) = estimated(c, e) {
         writeln!(out, "  estimated: {line} (docs/estimates.md)")?;

@@ -30,10 +30,11 @@ use crate::tune::sweep::Listener;
 use crate::tune::CandidateError;
 
 use super::html::esc;
+use super::lines;
 use super::markdown::{code_span, text as markdown_text};
 use super::simulate::{
     backtest_details, backtest_json, backtest_sentence, compute_json, estimate_json, hours_words, seconds_words,
-    Stderr, ESTIMATE_METHOD,
+    write_backtest, Stderr, ESTIMATE_METHOD, METHOD_LINE,
 };
 use super::text::shown;
 use super::Style;
@@ -87,6 +88,8 @@ pub struct TuneView<'a> {
     pub baseline_from: BaselineFrom,
     /// Each vary as typed, and its values as typed.
     pub varied: &'a [(String, Vec<String>)],
+    /// Each vary's column in the tables, in the same order (`Template::columns`).
+    pub columns: &'a [String],
     pub skipped: &'a [Skipped],
     pub max_lost: u64,
     /// `--max-compute` as typed.
@@ -296,7 +299,7 @@ fn top_rows(view: &TuneView<'_>) -> (Vec<String>, Vec<Vec<String>>) {
     let r = view.ranked;
     let gpus = with_gpus(r);
     let mut header = vec!["ID".to_string()];
-    header.extend(view.varied.iter().map(|(v, _)| v.clone()));
+    header.extend(view.columns.iter().cloned());
     header.extend(["EXPECTED", "SUCCEEDED", "PENDING", "RESCUED", "LOST", "COST"].map(String::from));
     if gpus {
         header.push("GPU-HOURS".into());
@@ -345,6 +348,14 @@ fn top_rows(view: &TuneView<'_>) -> (Vec<String>, Vec<Vec<String>>) {
     (header, rows)
 }
 
+/// The recommended candidate's values as `--vary` names them (`ml:spec.retryLimit=3`), or
+/// `None` without a recommendation.
+fn recommended_values(view: &TuneView<'_>) -> Option<Vec<String>> {
+    let r = view.ranked;
+    r.recommended
+        .map(|i| r.candidates[i].values.iter().map(|(k, v)| format!("{k}={v}")).collect())
+}
+
 /// The recommendation in words.
 fn recommendation(view: &TuneView<'_>) -> String {
     let r = view.ranked;
@@ -352,11 +363,9 @@ fn recommendation(view: &TuneView<'_>) -> String {
         Some(i) => {
             let s = &r.candidates[i];
             let c = &s.tally.comparison;
-            let values: Vec<String> = s.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
             format!(
-                "recommended: candidate {} ({}): ≈ {:.1} expected successes, {:+.1} over the baseline; {} rescued, {} lost, {} → Pending; cost {}",
+                "recommended: candidate {}: ≈ {:.1} expected successes, {:+.1} over the baseline; {} rescued, {} lost, {} → Pending; cost {}",
                 s.id,
-                values.join(", "),
                 s.expected_succeeded,
                 s.expected_succeeded - r.baseline.expected_succeeded,
                 c.rescued,
@@ -368,10 +377,6 @@ fn recommendation(view: &TuneView<'_>) -> String {
         None => "recommended: none: no candidate within the constraints beats the baseline's expected successes or matches them for less cost; keep the baseline".to_string(),
     }
 }
-
-/// The estimates' method in one line for the table, which points to the guide for the rest
-/// (`-o json`'s `method` has it in full).
-const METHOD_LINE: &str = "(estimates: from this history's share of failed runs whose next run succeeded, by failure class and depth; how, and what they assume: docs/estimates.md)";
 
 /// Without `--max-compute`, a recommendation that only the estimates put ahead, in one line,
 /// and how to cap what it may cost.
@@ -455,10 +460,10 @@ pub fn pick_warning(ranked: &Ranked, index: usize, max_compute: Option<&str>) ->
     ))
 }
 
-/// The inputs in one line.
-fn inputs_line(view: &TuneView<'_>) -> String {
+/// The inputs in three parts: what is searched over which jobs against which baseline, the
+/// varies, the constraints.
+fn inputs(view: &TuneView<'_>) -> (String, String) {
     let r = view.ranked;
-    let varies: Vec<&str> = view.varied.iter().map(|(v, _)| v.as_str()).collect();
     let compute = compute_words(view.max_compute, r.max_compute);
     let skipped = if view.skipped.is_empty() {
         String::new()
@@ -472,19 +477,36 @@ fn inputs_line(view: &TuneView<'_>) -> String {
             s.index, s.count
         )
     });
-    format!(
-        "tune: {}{skipped} varying {} over {}{shard}; baseline: {}; constraints: lost ≤ {}, {compute}",
+    let head = format!(
+        "tune: {}{skipped} over {}{shard}; baseline: {}",
         plural(r.candidates.len() as u64, "candidate", "candidates"),
-        varies.join(" × "),
         plural(view.jobs, "job", "jobs"),
         view.baseline_from.words(),
-        view.max_lost
-    )
+    );
+    (head, format!("constraints: lost ≤ {}, {compute}", view.max_lost))
+}
+
+/// The inputs in one line (the reports' subtitle).
+fn inputs_line(view: &TuneView<'_>) -> String {
+    let (head, constraints) = inputs(view);
+    format!("{head}; varying {}; {constraints}", view.columns.join(" × "))
+}
+
+/// The inputs in the table: the search, the varies (one a line when they do not fit on
+/// one), the constraints.
+fn inputs_lines(view: &TuneView<'_>) -> Vec<String> {
+    let (head, constraints) = inputs(view);
+    let mut out = lines::wrap("", "  ", &head);
+    out.extend(lines::list("  varying: ", view.columns, " × ", "    "));
+    out.push(format!("  {constraints}"));
+    out
 }
 
 fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write) -> io::Result<()> {
     let r = view.ranked;
-    writeln!(out, "{}", style.bold(&inputs_line(view)))?;
+    for line in inputs_lines(view) {
+        writeln!(out, "{}", style.bold(&line))?;
+    }
     let (header, rows) = top_rows(view);
     let mut b = Builder::default();
     b.push_record(header);
@@ -522,7 +544,10 @@ fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write) -> io::Re
             style.warning(&words)
         }
     )?;
-    if let Some(i) = r.recommended {
+    if let (Some(i), Some(values)) = (r.recommended, recommended_values(view)) {
+        for line in lines::list("  values: ", &values, ", ", "    ") {
+            writeln!(out, "{line}")?;
+        }
         writeln!(
             out,
             "  write it: {} --pick {} -o yaml",
@@ -531,11 +556,12 @@ fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write) -> io::Re
         )?;
     }
     if let Some(line) = estimates_decide_line(view) {
-        writeln!(out, "{}", style.warning(&line))?;
+        for l in lines::wrap("", "  ", &line) {
+            writeln!(out, "{}", style.warning(&l))?;
+        }
     }
     if let Some(b) = view.backtest {
-        writeln!(out, "backtest: {}", backtest_sentence(b))?;
-        writeln!(out, "  ({})", backtest_details(b))?;
+        write_backtest(out, "backtest: ", "  ", b)?;
     }
     if view.errors > 0 {
         writeln!(
@@ -548,10 +574,13 @@ fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write) -> io::Re
         )?;
     }
     if view.categorized {
-        writeln!(
-            out,
-            "(COLLISIONS: under --engine upstream, the candidate's retries that reuse the name of a failed pod the executor keeps: the new pod collides with it, the lease is returned and the job takes the legacy path)"
-        )?;
+        for line in lines::wrap(
+            "",
+            " ",
+            "(COLLISIONS: under --engine upstream, the candidate's retries that reuse the name of a failed pod the executor keeps: the new pod collides with it, the lease is returned and the job takes the legacy path)",
+        ) {
+            writeln!(out, "{line}")?;
+        }
     }
     writeln!(
         out,
@@ -584,6 +613,10 @@ fn markdown(view: &TuneView<'_>) -> String {
     let _ = writeln!(m, "## retryctl tune: which policy should this cluster run?\n");
     let _ = writeln!(m, "{}\n", markdown_text(&inputs_line(view)));
     let _ = writeln!(m, "**{}**\n", markdown_text(&recommendation(view)));
+    if let Some(values) = recommended_values(view) {
+        let values: Vec<String> = values.iter().map(|v| format!("`{}`", v.replace('`', "'"))).collect();
+        let _ = writeln!(m, "Values: {}\n", values.join(", "));
+    }
     if let Some(line) = estimates_decide_line(view) {
         let _ = writeln!(m, "{}\n", markdown_text(&line));
     }
@@ -647,7 +680,7 @@ fn markdown(view: &TuneView<'_>) -> String {
     m
 }
 
-const CSS: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:0;background:#f5f7fa;color:#1f2933}main{max-width:1200px;margin:0 auto;padding:24px}section{background:#fff;border-radius:8px;padding:16px 20px;margin:16px 0;box-shadow:0 1px 2px #0001}h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:0 0 12px}.sub{color:#52606d;margin:0}table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #e4e7eb;font-variant-numeric:tabular-nums}th{font-weight:600;color:#52606d}.n{text-align:right}.rec td{background:#e3f8ee;font-weight:600}.plan{font-size:15px}.note{color:#52606d;font-size:12px}code{background:#f0f4f8;padding:1px 4px;border-radius:3px}.est{font-style:italic;color:#8a4b08}svg text{font:11px system-ui,sans-serif;fill:#52606d}";
+const CSS: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:0;background:#f5f7fa;color:#1f2933}main{max-width:1200px;margin:0 auto;padding:24px}section{background:#fff;border-radius:8px;padding:16px 20px;margin:16px 0;box-shadow:0 1px 2px #0001}h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:0 0 12px}.sub{color:#52606d;margin:0}table{border-collapse:collapse;width:100%;font-size:13px}th,td{text-align:left;padding:4px 6px;border-bottom:1px solid #e4e7eb;font-variant-numeric:tabular-nums}.v{overflow-wrap:anywhere;min-width:6em}th{font-weight:600;color:#52606d}.n{text-align:right}.rec td{background:#e3f8ee;font-weight:600}.plan{font-size:15px}.note{color:#52606d;font-size:12px}code{background:#f0f4f8;padding:1px 4px;border-radius:3px;overflow-wrap:anywhere}svg{max-width:100%;height:auto}.est{font-style:italic;color:#8a4b08}svg text{font:11px system-ui,sans-serif;fill:#52606d}svg text.cap{fill:#d64545}";
 
 fn html(view: &TuneView<'_>) -> String {
     let r = view.ranked;
@@ -661,6 +694,10 @@ fn html(view: &TuneView<'_>) -> String {
         "<section><p class=\"plan\"><b>{}</b></p>",
         esc(&recommendation(view))
     );
+    if let Some(values) = recommended_values(view) {
+        let values: Vec<String> = values.iter().map(|v| format!("<code>{}</code>", esc(v))).collect();
+        let _ = writeln!(b, "<p>Values: {}</p>", values.join(", "));
+    }
     if let Some(line) = estimates_decide_line(view) {
         let _ = writeln!(b, "<p class=\"est\">{}</p>", esc(&line));
     }
@@ -673,19 +710,36 @@ fn html(view: &TuneView<'_>) -> String {
         );
     }
     b.push_str("</section>\n<section><h2>The frontier: expected successes against cost</h2>\n");
-    b.push_str(&scatter(r));
-    b.push_str("<p class=\"note\">Each dot a candidate; the ringed dots are the frontier (no other candidate has as many expected successes for less cost), joined by the line; the square is the baseline; the green dot the recommendation. Hover a dot for its values.</p></section>\n");
+    b.push_str(&scatter(r, view.max_compute));
+    let cap = if view.max_compute.is_some() {
+        " the dashed red line is <code>--max-compute</code>: a candidate right of it costs more than it allows;"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        b,
+        "<p class=\"note\">Each dot a candidate; the ringed dots are the frontier (no other candidate has as many expected successes for less cost), joined by the line; the square is the baseline;{cap} the green dot the recommendation. Hover a dot for its values.</p></section>"
+    );
     b.push_str("<section><h2>Candidates</h2><table>\n<tr>");
     let (header, rows) = top_rows(view);
-    for h in &header {
-        let _ = write!(b, "<th>{}</th>", esc(h));
+    // The varied columns (after ID) wrap, as much as it takes: what a user varies and names
+    // can be long, and the page stays within its width; the numbers never break.
+    let varied = |k: usize| {
+        if (1..=view.columns.len()).contains(&k) {
+            " class=\"v\""
+        } else {
+            ""
+        }
+    };
+    for (k, h) in header.iter().enumerate() {
+        let _ = write!(b, "<th{}>{}</th>", varied(k), esc(h));
     }
     b.push_str("</tr>\n");
     for (row, &i) in rows.iter().zip(&r.order) {
         let class = if r.recommended == Some(i) { " class=\"rec\"" } else { "" };
         let _ = write!(b, "<tr{class}>");
-        for c in row {
-            let _ = write!(b, "<td>{}</td>", esc(c));
+        for (k, c) in row.iter().enumerate() {
+            let _ = write!(b, "<td{}>{}</td>", varied(k), esc(c));
         }
         b.push_str("</tr>\n");
     }
@@ -731,18 +785,22 @@ fn html(view: &TuneView<'_>) -> String {
 }
 
 /// The scatter: cost (x) against expected successes (y), every candidate, the frontier
-/// joined and ringed, the baseline a square, the recommendation green.
-fn scatter(r: &Ranked) -> String {
+/// joined and ringed, the baseline a square, the recommendation green, and `--max-compute`
+/// (`max`, as typed) as a dashed vertical line at the cost it allows, inside the axis even
+/// when no candidate comes near it.
+fn scatter(r: &Ranked, max: Option<&str>) -> String {
     const W: f64 = 720.0;
     const H: f64 = 360.0;
     const LEFT: f64 = 70.0;
     const BOTTOM: f64 = 40.0;
     const TOP_PAD: f64 = 12.0;
+    let cap = r.max_compute.zip(max);
     let points = r
         .candidates
         .iter()
         .map(|s| (s.cost, s.expected_succeeded))
-        .chain([(r.baseline.cost, r.baseline.expected_succeeded)]);
+        .chain([(r.baseline.cost, r.baseline.expected_succeeded)])
+        .chain(cap.map(|(c, _)| (c, r.baseline.expected_succeeded)));
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
     for (x, y) in points {
         x0 = x0.min(x);
@@ -770,9 +828,11 @@ fn scatter(r: &Ranked) -> String {
     );
     for t in [0.0, 0.5, 1.0] {
         let (x, y) = (x0 + (x1 - x0) * t, y0 + (y1 - y0) * t);
+        // The last cost ends at the axis' end, inside the picture.
+        let anchor = if t == 1.0 { "end" } else { "middle" };
         let _ = write!(
             s,
-            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{:.1}</text>",
+            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"{anchor}\">{}</text><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{:.1}</text>",
             px(x),
             H - BOTTOM + 16.0,
             esc(&signed_seconds(x)),
@@ -789,6 +849,18 @@ fn scatter(r: &Ranked) -> String {
         (H - BOTTOM) / 2.0,
         (H - BOTTOM) / 2.0
     );
+    if let Some((c, typed)) = cap {
+        let x = px(c);
+        let _ = write!(
+            s,
+            "<line class=\"cap\" x1=\"{x:.1}\" y1=\"{TOP_PAD}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#d64545\" stroke-width=\"1.5\" stroke-dasharray=\"5 4\"><title>--max-compute {}: a candidate right of the line costs more</title></line><text class=\"cap\" x=\"{:.1}\" y=\"{}\" text-anchor=\"end\">--max-compute {}</text>",
+            H - BOTTOM,
+            esc(&compute_words(Some(typed), Some(c))),
+            x - 4.0,
+            TOP_PAD + 10.0,
+            esc(typed)
+        );
+    }
     let mut front: Vec<&Scored> = r.candidates.iter().filter(|c| c.frontier).collect();
     front.sort_by(|a, b| a.cost.total_cmp(&b.cost));
     if front.len() > 1 {

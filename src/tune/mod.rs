@@ -245,6 +245,55 @@ impl Template {
         Ok(())
     }
 
+    /// Each vary's column in the tables, short and the same for the same command line: its
+    /// path without the design dialect's `spec.`, and a rule named by its first matcher
+    /// (`rules[2] (exit 139) retryLimit`: an index alone says little), so that a column reads
+    /// without the policy file open. The policy's name comes first (`ml:retryLimit`) only when
+    /// the varies change more than one document; the scheduler's and the categorizer's keep
+    /// the vary as typed. `-o json|yaml` and `--pick` keep the vary as typed.
+    pub fn columns(&self, varies: &[Vary]) -> Vec<String> {
+        let one_document = varies.iter().all(|v| v.target == varies[0].target);
+        varies
+            .iter()
+            .map(|v| {
+                let Target::Policy(name) = &v.target else {
+                    return v.text.clone();
+                };
+                let mut segments = v.segments.as_slice();
+                if let [vary::Segment::Key(k), rest @ ..] = segments {
+                    if k == "spec" && !rest.is_empty() {
+                        segments = rest;
+                    }
+                }
+                let label = match segments {
+                    [vary::Segment::Key(k), vary::Segment::Index(i), rest @ ..] if k == "rules" => {
+                        let matcher = self
+                            .policy(name)
+                            .ok()
+                            .and_then(|d| match &d.resource {
+                                Some(crate::model::document::Resource::RetryPolicy(p)) => p.rules.get(*i),
+                                _ => None,
+                            })
+                            .and_then(|r| r.first_matcher())
+                            .map_or(String::new(), |m| format!(" ({m})"));
+                        let field = if rest.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" {}", vary::render(rest))
+                        };
+                        format!("rules[{i}]{matcher}{field}")
+                    }
+                    _ => vary::render(segments),
+                };
+                if one_document {
+                    label
+                } else {
+                    format!("{name}:{label}")
+                }
+            })
+            .collect()
+    }
+
     /// The one RetryPolicy document named `name`.
     fn policy(&self, name: &str) -> Result<&Document, String> {
         let found: Vec<(usize, usize)> = self

@@ -109,7 +109,7 @@ fn every_format_says_it_in_one_sentence() {
     setup(dir.path(), &history());
     let sentence = format!("estimates were within 50.0 points on jobs submitted at or after {AT}");
     let table = String::from_utf8(simulate(dir.path(), &["--backtest-at", AT]).stdout).unwrap();
-    assert!(table.contains(&format!("  backtest:  {sentence}\n             (Brier score 0.438 against 0.438 for one pooled rate (skill 0%); no class had enough trials to be checked on its own (20+ test, 5+ train); 8 train and 4 test trials)\n")), "{table}");
+    assert!(table.contains(&format!("  backtest:  {sentence}\n             (Brier score 0.438 against 0.438 for one pooled rate (skill 0%); no class had enough trials to be checked on its own (20+ test, 5+ train);\n              8 train and 4 test trials)\n")), "{table}");
     let md = String::from_utf8(simulate(dir.path(), &["--backtest-at", AT, "-o", "markdown"]).stdout).unwrap();
     assert!(
         md.contains(&format!("**Backtest:** {sentence}. Brier score 0.438")),

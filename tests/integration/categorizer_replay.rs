@@ -41,7 +41,7 @@ fn a_what_if_of_the_categorizer_alone() {
         "  ~ user: Failed after 0 retries → Succeeded after 2 retries  (rescued)\n",
         "  ~ other: Failed after 0 retries → Succeeded after 1 retry  (rescued)\n",
         "\n",
-        "Plan: 3 rescued, 0 lost, 0 → Pending, 0 other; 3 of 5 jobs change.\n",
+        "Plan: 3 rescued, 0 lost, 0 → Pending, 0 retried differently; 3 of 5 jobs change.\n",
         "  Failed → Succeeded: 3  (rescued)\n",
         "  retries:   +4 added, -0 removed\n",
         "  delay:     +0s added, -0s removed\n",
@@ -50,7 +50,8 @@ fn a_what_if_of_the_categorizer_alone() {
         "  baseline: collisions: 0\n",
         "  candidate: category changes: user-error → user_error 2, none → oom/kernel 1, none → uncategorized 1\n",
         "  candidate: collisions: 3\n",
-        "  warning: candidate: 3 retries reuse the name of a failed pod the executor keeps: the new pod collides with it, the lease is returned and the job takes the legacy path\n",
+        "  warning: candidate: 3 retries reuse the name of a failed pod the executor keeps:\n",
+        "    the new pod collides with it, the lease is returned and the job takes the legacy path\n",
         "--- stderr\n",
     ]
     .concat();

@@ -56,7 +56,7 @@ jobs the candidate policies change (baseline → candidate):
   ~ c: Succeeded after 1 retry → Failed after 0 retries  (lost)
   ~ d: Failed after 1 retry → Pending after 2 retries  (toPending; estimate 84% (41–99%) over 2 runs left; next run 60%, basis all: 5 trials)
 
-Plan: 1 rescued, 1 lost, 1 → Pending, 0 other; 3 of 4 jobs change.
+Plan: 1 rescued, 1 lost, 1 → Pending, 0 retried differently; 3 of 4 jobs change.
   Succeeded → Failed: 1  (lost)
   Failed → Succeeded: 1  (rescued)
   Failed → Pending: 1  (would retry past the end of the recorded history)
@@ -65,7 +65,7 @@ Plan: 1 rescued, 1 lost, 1 → Pending, 0 other; 3 of 4 jobs change.
   compute:   +1h added, -1h removed (runFor of the runs one side starts and the other does not)
   estimate:  ≈ 0.8 (0.4–1.0) of 1 job Failed → Pending would succeed over the runs the candidate has left
   expected:  ≈ 56m34s more run time for the 1 job Pending in the candidate
-             (estimates: each Pending job's chance to succeed over the runs its policy has left (the engine followed on copies of its last failed run until it fails the job, at most 100 runs), from the share of failed runs of its failure class (its last failed run's category, else exit code, else condition) at the same depth (failed runs so far, 5+ together) whose next run succeeded, in this history; a level with fewer than 5 trials backs off to the class at any depth, then all classes at that depth, then all; (low–high): Wilson 95% bounds; runs assumed independent given class and depth, and a class the recorded policies never retried has no trials)
+             (estimates: this history's share of failed runs whose next run succeeded, by failure class and depth; what they assume: docs/estimates.md)
 --- stderr
 "
     );
@@ -151,7 +151,7 @@ fn exit_code_says_whether_anything_changed() {
 jobs the candidate policies change (baseline → candidate):
   (none)
 
-Plan: 0 rescued, 0 lost, 0 → Pending, 0 other; 0 of 4 jobs change.
+Plan: 0 rescued, 0 lost, 0 → Pending, 0 retried differently; 0 of 4 jobs change.
   retries:   +0 added, -0 removed
   delay:     +0s added, -0s removed
   compute:   +0s added, -0s removed (runFor of the runs one side starts and the other does not)

@@ -357,7 +357,12 @@ fn the_readmes_completion_line_completes_the_servers_names_in_bash() {
         .write_stdin(TWO_POLICIES)
         .output()
         .unwrap();
-    assert_eq!(created.status.code(), Some(0), "{}", crate::support::format_output(&created));
+    assert_eq!(
+        created.status.code(),
+        Some(0),
+        "{}",
+        crate::support::format_output(&created)
+    );
 
     let bin = assert_cmd::cargo::cargo_bin("retryctl");
     let path = format!(
@@ -376,7 +381,12 @@ fn the_readmes_completion_line_completes_the_servers_names_in_bash() {
             cmd.arg("-i");
         }
         let out = cmd.arg("-c").arg(script).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{script}: {}", crate::support::format_output(&out));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{script}: {}",
+            crate::support::format_output(&out)
+        );
         String::from_utf8(out.stdout).unwrap()
     };
     bash(line, false);

@@ -29,6 +29,7 @@ mod lookout_env;
 mod lookout_pod_errors;
 mod merge_hardening;
 mod output_file;
+mod readability;
 mod serve;
 mod serve_process;
 mod serve_stress;

@@ -246,7 +246,7 @@ fn markdown_plan_for_a_pull_request() {
 --- stdout
 ## retryctl simulate: what the candidate policies change
 
-**Plan: 8 rescued, 2 lost, 3 → Pending, 0 other; 13 of 15 jobs change.**
+**Plan: 8 rescued, 2 lost, 3 → Pending, 0 retried differently; 13 of 15 jobs change.**
 
 | baseline → candidate | jobs |
 |---|---:|
@@ -343,23 +343,20 @@ fn the_table_lists_a_screenful_per_transition_unless_all_changes() {
         tail[23],
         "  ~ l02: Succeeded after 1 retry → Failed after 0 retries  (lost)"
     );
+    // Past 160 characters on one line, a job's estimate goes on the line under it.
+    assert_eq!(tail[24], "  ~ p00: Failed after 1 retry → Pending after 2 retries");
+    assert_eq!(tail[25], format!("      {estimate}"));
+    assert_eq!(tail[62], "  ~ p19: Failed after 1 retry → Pending after 2 retries");
+    assert_eq!(tail[63], format!("      {estimate}"));
+    assert_eq!(tail[64], "  … and 2 more toPending");
     assert_eq!(
-        tail[24],
-        format!("  ~ p00: Failed after 1 retry → Pending after 2 retries  {estimate}")
-    );
-    assert_eq!(
-        tail[43],
-        format!("  ~ p19: Failed after 1 retry → Pending after 2 retries  {estimate}")
-    );
-    assert_eq!(tail[44], "  … and 2 more toPending");
-    assert_eq!(
-        tail[45],
+        tail[65],
         "  (the first 20 of each transition; --all-changes lists every one)"
     );
-    assert_eq!(tail[46], "");
+    assert_eq!(tail[66], "");
     assert_eq!(
-        tail[47],
-        "Plan: 25 rescued, 3 lost, 22 → Pending, 0 other; 50 of 50 jobs change."
+        tail[67],
+        "Plan: 25 rescued, 3 lost, 22 → Pending, 0 retried differently; 50 of 50 jobs change."
     );
     at("  estimate:  ≈ 22.0 (19.8–22.0) of 22 jobs Failed → Pending would succeed over the runs the candidate has left");
 
@@ -483,7 +480,7 @@ fn html_plan_renders_in_a_real_browser() {
     assert!(html.starts_with("<!DOCTYPE html>\n"));
     // The numbers, the estimate (marked as such, the method once) and every changed job.
     for t in [
-        "Plan: 8 rescued, 2 lost, 3 → Pending, 0 other; 13 of 15 jobs change.",
+        "Plan: 8 rescued, 2 lost, 3 → Pending, 0 retried differently; 13 of 15 jobs change.",
         "≈ 2.4 of 3 Failed → Pending would succeed over the runs left (estimate)",
         "<td class=\"n add\">+11</td><td class=\"n rem\">−2</td>",
         "<code>condition:Preempted</code>",

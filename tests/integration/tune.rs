@@ -838,7 +838,7 @@ fn invalid_candidates_are_skipped_with_their_errors() {
     let said = |format: &str| printed(dir.path(), &base, format);
     let table = said("table");
     assert!(
-        table.starts_with("tune: 2 candidates (1 candidate skipped: its documents do not validate) varying "),
+        table.starts_with("tune: 2 candidates (1 candidate skipped: its documents do not validate) over 16 jobs; "),
         "{table}"
     );
     assert!(said("markdown")
@@ -936,4 +936,87 @@ fn hostile_values_stay_text() {
     let md = printed(dir.path(), &base, "markdown");
     assert!(md.contains("a\\|b\\#c"), "{md}");
     assert!(!md.contains("<script>"), "{md}");
+}
+
+/// The widest page the repository's data makes: four varies (each rule named by its
+/// matcher), the categorizer's COLLISIONS column, a long `--pick` command. In Chromium at
+/// 1280 CSS pixels (a laptop's window) nothing leaves the window or is cut, and the
+/// frontier draws `--max-compute` as a line at the cost it allows: every candidate over it
+/// (`excluded: maxCompute` in `-o json`) right of the line, every other one left of it.
+#[test]
+fn html_fits_1280_pixels_and_draws_the_max_compute_cap() {
+    let args = [
+        "tune",
+        "-f",
+        "testdata/lookout/upstream-new/",
+        "--history",
+        "docs/examples/lookout/week.jsonl",
+        "--baseline",
+        "testdata/lookout/upstream-old/",
+        "--engine",
+        "upstream",
+        "--categorizer",
+        "testdata/categorizer/executor-config.yaml",
+        "--baseline-categorizer",
+        "recorded",
+        "--vary",
+        "ml-new:retryLimit=0..4",
+        "--vary",
+        "ml-new:rules[0].action=Retry,Fail",
+        "--vary",
+        "ml-new:rules[1].action=Retry,Fail",
+        "--vary",
+        "ml-new:rules[2].action=Retry,Fail",
+        "--max-compute",
+        "100%",
+    ];
+    let root = crate::support::root();
+    let html = printed(&root, &args, "html");
+    let t = json(&run(&root, &[&args[..], &["-o", "json"]].concat()));
+    let over: Vec<u64> = t["tune"]["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            c["excluded"]
+                .as_array()
+                .is_some_and(|e| e.contains(&Value::from("maxCompute")))
+        })
+        .map(|c| c["id"].as_u64().unwrap())
+        .collect();
+    assert!(!over.is_empty() && over.len() < 40, "{over:?}");
+    assert!(html.contains(
+        "<th class=\"v\">rules[0] (category internal/lease-expired) action</th><th class=\"v\">rules[1] (category internal) action</th>"
+    ));
+    // The cap: one dashed line, labelled with the flag as typed.
+    assert_eq!(html.matches("<line class=\"cap\"").count(), 1, "{html}");
+    assert!(html.contains("<text class=\"cap\""));
+    assert!(html.contains(">--max-compute 100%</text>"));
+    let attr = |tag: &str, name: &str| -> f64 {
+        let at = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+        tag[at..].split('"').next().unwrap().parse().unwrap()
+    };
+    let cap = attr(html.split("<line class=\"cap\"").nth(1).unwrap(), "x1");
+    let dots = html.split("<circle class=\"cand").skip(1);
+    let mut seen = 0;
+    for dot in dots {
+        let x = attr(dot, "cx");
+        let id: u64 = dot
+            .split("<title>candidate ")
+            .nth(1)
+            .unwrap()
+            .split(':')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(x > cap, over.contains(&id), "candidate {id} at x {x}, the cap at {cap}");
+        seen += 1;
+    }
+    assert_eq!(seen, 40);
+    let Some(browser) = chromium::chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("tune.html");
+    fs::write(&page, &html).unwrap();
+    assert_eq!(chromium::overflow(&browser, &page, 1280), Vec::<String>::new());
 }

@@ -83,3 +83,55 @@ pub fn dump_dom(browser: &Path, page: &Path) -> String {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// What of `page` does not fit a window `width` CSS pixels wide, as Chromium lays it out:
+/// each element whose box ends right of the window (the page would scroll sideways), each
+/// element that clips its own content (`overflow` hidden, auto or scroll, or an ellipsis,
+/// narrower than what it holds) and each SVG text that leaves its picture (the SVG clips
+/// it). Empty when everything is seen. A copy of the page gets a script that measures
+/// after layout and writes the findings into the DOM that `--dump-dom` prints.
+pub fn overflow(browser: &Path, page: &Path, width: u32) -> Vec<String> {
+    const PROBE: &str = r#"<script>(() => {
+  const W = window.innerWidth, out = [];
+  const name = (el) => el.tagName.toLowerCase() + (el.getAttribute('class') ? '.' + el.getAttribute('class') : '');
+  if (document.documentElement.scrollWidth > W) out.push('page: ' + document.documentElement.scrollWidth + 'px wide');
+  for (const el of document.querySelectorAll('body *')) {
+    const r = el.getBoundingClientRect(), cs = getComputedStyle(el);
+    if (r.right > W + 0.5) out.push('past the window: ' + name(el) + ' ends at ' + Math.round(r.right) + 'px');
+    const clips = ['hidden', 'auto', 'scroll', 'clip'].includes(cs.overflowX) || cs.textOverflow === 'ellipsis';
+    if (clips && el.scrollWidth > el.clientWidth + 0.5) out.push('cut: ' + name(el) + ' holds ' + el.scrollWidth + 'px in ' + el.clientWidth + 'px');
+  }
+  for (const t of document.querySelectorAll('svg text')) {
+    const s = t.ownerSVGElement.getBoundingClientRect(), r = t.getBoundingClientRect();
+    if (r.left < s.left - 0.5 || r.right > s.right + 0.5 || r.top < s.top - 0.5 || r.bottom > s.bottom + 0.5) out.push('cut: svg text `' + t.textContent + '`');
+  }
+  const pre = document.createElement('pre');
+  pre.id = 'retryctl-test-overflow';
+  pre.textContent = out.join('\n');
+  document.body.appendChild(pre);
+})();</script>"#;
+    let html = std::fs::read_to_string(page).unwrap();
+    assert!(html.contains("</body>"), "{} has no </body>", page.display());
+    let dir = tempfile::tempdir().unwrap();
+    let probed = dir.path().join("probed.html");
+    std::fs::write(&probed, html.replace("</body>", &format!("{PROBE}</body>"))).unwrap();
+    let out = headless(browser, &dir.path().join("profile"))
+        .arg(format!("--window-size={width},1000"))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", probed.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dom = String::from_utf8(out.stdout).unwrap();
+    let start = "<pre id=\"retryctl-test-overflow\">";
+    let found = dom
+        .split_once(start)
+        .and_then(|(_, rest)| rest.split_once("</pre>"))
+        .map(|(text, _)| text.to_string())
+        .unwrap_or_else(|| panic!("the probe did not run: {dom}"));
+    found
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| l.replace("&gt;", ">").replace("&lt;", "<").replace("&amp;", "&"))
+        .collect()
+}
