@@ -2,7 +2,7 @@
 //! characters, except a table's rows and a printed `retryctl …` command, which a reader
 //! copies whole. The sentences that could run longer (a list of category changes, a long
 //! warning) are laid out here: a list keeps one line while it fits and otherwise puts one item
-//! a line; prose wraps at spaces.
+//! a line; prose wraps at spaces, after a clause where it can.
 //!
 //! Owns: that layout. Must not: decide what is said (callers give the words).
 

@@ -1081,7 +1081,6 @@ pub fn request_hours(gpu: u128, cpu: u128, without: u64) -> String {
     format!(" ({})", parts.join(", "))
 }
 
-/// How the estimates are made, named once per output: what they assume.
 /// The estimates' method in one line for the table outputs, said once per output (after the
 /// plan or the summary that has estimates): it points to docs/estimates.md for the rest, as
 /// `-o json`'s `method` ([`ESTIMATE_METHOD`]) and the reports say it in full.
@@ -1097,6 +1096,7 @@ pub fn write_backtest(out: &mut dyn Write, label: &str, indent: &str, b: &Backte
     Ok(())
 }
 
+/// How the estimates are made, named once per output: what they assume.
 pub const ESTIMATE_METHOD: &str = "each Pending job's chance to succeed over the runs its policy has left (the engine followed on copies of its last failed run until it fails the job, at most 100 runs), from the share of failed runs of its failure class (its last failed run's category, else exit code, else condition) at the same depth (failed runs so far, 5+ together) whose next run succeeded, in this history; a level with fewer than 5 trials backs off to the class at any depth, then all classes at that depth, then all; (low–high): Wilson 95% bounds; runs assumed independent given class and depth, and a class the recorded policies never retried has no trials";
 
 /// `-o table`: one table per job (or the summary alone, in bulk), or the plan of a

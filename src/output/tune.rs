@@ -1,11 +1,14 @@
-//! `retryctl tune`'s output (docs/tune.md): the table (one line of inputs, the top 20 candidates in
-//! the recommendation order, the recommendation in words and the command that writes it, a
-//! line when the estimates alone decided it and no `--max-compute` caps it, the estimates'
-//! method in one line that points to docs/estimates.md),
+//! `retryctl tune`'s output (docs/tune.md): the table (the inputs a line each: the search, the
+//! varies by their columns' names, the constraints; the top 20 candidates in the
+//! recommendation order, the recommendation in words, its values and the command that writes
+//! it, a line when the estimates alone decided it and no `--max-compute` caps it, the
+//! estimates' method in one line that points to docs/estimates.md; every line within
+//! `output::lines`' width but the table's rows and the command),
 //! `-o json|yaml` (every candidate and every skipped one), `-o markdown` (the top table and
 //! the recommendation, for the pull request that changes the policy) and `-o html` (the
 //! frontier as an SVG scatter, expected successes against cost, the baseline marked, the
-//! recommendation highlighted, then the table).
+//! recommendation highlighted, `--max-compute` a dashed line, then the table; the page fits
+//! 1280 pixels: the varied columns wrap).
 //!
 //! Owns: how a ranked search looks; each candidate's comparison is written with `simulate`'s
 //! own pieces (`compute_json`, `estimate_json`), so that its numbers print as `simulate
@@ -851,12 +854,17 @@ fn scatter(r: &Ranked, max: Option<&str>) -> String {
     );
     if let Some((c, typed)) = cap {
         let x = px(c);
+        // Its label left of the line, or right of it when the line is near the axis.
+        let (label_x, anchor) = if x - LEFT > 140.0 {
+            (x - 4.0, "end")
+        } else {
+            (x + 4.0, "start")
+        };
         let _ = write!(
             s,
-            "<line class=\"cap\" x1=\"{x:.1}\" y1=\"{TOP_PAD}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#d64545\" stroke-width=\"1.5\" stroke-dasharray=\"5 4\"><title>--max-compute {}: a candidate right of the line costs more</title></line><text class=\"cap\" x=\"{:.1}\" y=\"{}\" text-anchor=\"end\">--max-compute {}</text>",
+            "<line class=\"cap\" x1=\"{x:.1}\" y1=\"{TOP_PAD}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#d64545\" stroke-width=\"1.5\" stroke-dasharray=\"5 4\"><title>--max-compute: {}; a candidate right of the line costs more</title></line><text class=\"cap\" x=\"{label_x:.1}\" y=\"{}\" text-anchor=\"{anchor}\">--max-compute {}</text>",
             H - BOTTOM,
             esc(&compute_words(Some(typed), Some(c))),
-            x - 4.0,
             TOP_PAD + 10.0,
             esc(typed)
         );
