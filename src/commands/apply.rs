@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use crate::app::Context;
 use crate::cli::ApplyArgs;
 use crate::commands::batch;
-use crate::commands::remote::{Item, Mode, Remote};
+use crate::commands::remote::{self, Item, Mode, Remote};
 use crate::error::{CliError, ExitCode};
 use crate::model::{Kind, Resource};
 
@@ -44,7 +44,7 @@ pub fn run(ctx: &mut Context, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
         )?;
         return batch::write_all(ctx, &batch, Mode::Apply);
     };
-    let doomed = unnamed_policies(conn, &batch.items)?;
+    let doomed = remote::unnamed_policies(conn, &batch.items, "cannot list the retry policies to prune")?;
     refuse_used(conn, &batch.items, &doomed, "nothing was sent")?;
     let code = batch::write_all(ctx, &batch, Mode::Apply)?;
     if !batch.dry && !doomed.is_empty() {
@@ -69,26 +69,6 @@ pub fn run(ctx: &mut Context, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(code)
-}
-
-/// The server's retry policies that no document of `items` defines, in the server's order.
-fn unnamed_policies(conn: &Remote, items: &[Item]) -> Result<Vec<String>, CliError> {
-    let named: Vec<&str> = items
-        .iter()
-        .filter_map(|i| match &i.resource {
-            Resource::RetryPolicy(p) => Some(p.name.as_str()),
-            _ => None,
-        })
-        .collect();
-    let on_server = conn
-        .client
-        .list_policies()
-        .map_err(|e| conn.fail("cannot list the retry policies to prune", e))?;
-    Ok(on_server
-        .into_iter()
-        .map(|p| p.name)
-        .filter(|n| !named.contains(&n.as_str()))
-        .collect())
 }
 
 /// Refuses (exit 1) when a queue uses one of `doomed`: the server's queues, each replaced by

@@ -17,8 +17,6 @@
 //! both sides are shown in v1, with a note; a dialect asked for with `--api-version` that
 //! cannot show a side is a usage error (exit 2).
 
-use std::collections::HashSet;
-
 use crate::app::Context;
 use crate::cli::DiffArgs;
 use crate::commands::remote::{self, found};
@@ -78,19 +76,8 @@ pub fn run(ctx: &mut Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
             ctx.out.write_all(text.as_bytes())?;
         }
     }
-    let named: HashSet<&str> = items
-        .iter()
-        .filter_map(|i| match &i.resource {
-            Resource::RetryPolicy(p) => Some(p.name.as_str()),
-            _ => None,
-        })
-        .collect();
-    let on_server = conn
-        .client
-        .list_policies()
-        .map_err(|e| conn.fail("cannot list the retry policies", e))?;
-    for p in on_server.iter().filter(|p| !named.contains(p.name.as_str())) {
-        writeln!(ctx.out, "- retrypolicy/{} (on the server, in no file)", p.name)?;
+    for name in remote::unnamed_policies(&conn, &items, "cannot list the retry policies")? {
+        writeln!(ctx.out, "- retrypolicy/{name} (on the server, in no file)")?;
     }
     Ok(if differs { ExitCode::Failure } else { ExitCode::Success })
 }

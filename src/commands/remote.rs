@@ -389,3 +389,21 @@ pub fn same(server: &Resource, file: &Resource) -> bool {
         _ => false,
     }
 }
+
+/// The server's retry policies that no document of `items` defines, in the server's order
+/// (`diff` lists them, `apply --prune` deletes them); `what` words a failure to list them.
+pub fn unnamed_policies(conn: &Remote, items: &[Item], what: &str) -> Result<Vec<String>, CliError> {
+    let named: Vec<&str> = items
+        .iter()
+        .filter_map(|i| match &i.resource {
+            Resource::RetryPolicy(p) => Some(p.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let on_server = conn.client.list_policies().map_err(|e| conn.fail(what, e))?;
+    Ok(on_server
+        .into_iter()
+        .map(|p| p.name)
+        .filter(|n| !named.contains(&n.as_str()))
+        .collect())
+}

@@ -27,7 +27,7 @@ use crate::suggest::verdict::{Decision, Judgement};
 
 use super::html::esc;
 use super::markdown::{code_span, text as md};
-use super::simulate::{backtest_json, write_comparison, Baseline, Mode, Stderr};
+use super::simulate::{backtest_json, write_comparison, Baseline, Mode, Stderr, METHOD_LINE};
 use super::sinks::{sink, Format as SinkFormat};
 use super::style::Style;
 use super::text::shown;
@@ -886,7 +886,8 @@ fn table(
 /// table output says it with (once: the backtest's plan says no estimates).
 fn estimate_lines(out: &mut dyn Write, c: &Comparison, e: &Estimates) -> io::Result<()> {
     if let Some(line) = estimated(c, e) {
-        writeln!(out, "  estimated: {line} (docs/estimates.md)")?;
+        writeln!(out, "  estimated: {line}")?;
+        writeln!(out, "             {METHOD_LINE}")?;
     }
     Ok(())
 }

@@ -204,8 +204,8 @@ fn a_long_line_is_exempt_only_as_a_table_row_or_a_command() {
     assert!(!exempt(&format!("a note about retryctl tune {words}")));
 }
 
-/// The upstream proposal names a category per signature: its baseline comparison's category
-/// changes are one a line, and the collisions' warning wraps under its label.
+/// The upstream proposal names a category per signature: its comparison's category changes
+/// are one a line.
 #[test]
 fn the_upstream_category_changes_wrap_one_a_line() {
     let out = stdout(
@@ -223,15 +223,13 @@ fn the_upstream_category_changes_wrap_one_a_line() {
     assert!(
         out.contains(
             "  candidate: category changes:\n\
-             \x20   none → s-exit-1-main-valueerror-unknown-config-key-lr-n-401097c5 480\n\
+             \x20   none → s-valueerror-unknown-config-key-lr-n-401097c5 480\n\
              \x20   none → s-oom-main-ffa7ead7 225\n\
-             \x20   none → s-exit-139-main-cuda-error-an-illegal-memory-access-wa-379842d3 203\n\
-             \x20   none → s-exit-1-main-connectionreseterror-errno-n-peer-n-n-n-f02f47c9 177\n\
-             \x20   none → s-exit-2-init-setup-51f181b2 160\n\
-             \x20   none → s-poderror-failed-to-pull-image-registry-team-model-v-3e085408 120\n\
-             \x20 candidate: collisions: 7\n\
-             \x20 warning: candidate: 7 retries reuse the name of a failed pod the executor keeps:\n\
-             \x20   the new pod collides with it, the lease is returned and the job takes the legacy path\n"
+             \x20   none → s-cuda-error-an-illegal-memory-access-was-379842d3 203\n\
+             \x20   none → s-connectionreseterror-errno-n-peer-n-n-n-f02f47c9 177\n\
+             \x20   none → s-exit-2-setup-51f181b2 160\n\
+             \x20   none → s-failed-to-pull-image-registry-team-model-3e085408 120\n\
+             \x20 candidate: collisions: 0\n"
         ),
         "{out}"
     );
