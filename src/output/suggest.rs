@@ -892,6 +892,19 @@ fn estimate_lines(out: &mut dyn Write, c: &Comparison, e: &Estimates) -> io::Res
     Ok(())
 }
 
+/// What the comparison observed, as the headlines say it (the estimate is said apart).
+fn observed(c: &Comparison) -> String {
+    format!(
+        "{} rescued, {} lost; retries +{} / −{}; GPU-hours +{:.1} / −{:.1}",
+        c.rescued,
+        c.lost,
+        c.retries_added,
+        c.retries_removed,
+        hours(c.gpu_added),
+        hours(c.gpu_removed)
+    )
+}
+
 /// The estimate for the Pending jobs, apart from what was observed (docs/suggest.md "The
 /// verdict"): the expected successes of the Failed → Pending jobs and the GPU-hours the
 /// Pending jobs are expected to take; `None` without a Pending job.
@@ -941,16 +954,7 @@ fn markdown(
         r.failed_runs,
         plural(r.signatures.len() as u64, "signature", "signatures")
     );
-    let _ = writeln!(
-        m,
-        "**Observed against the baseline:** {} rescued, {} lost; retries +{} / −{}; GPU-hours +{:.1} / −{:.1}.\n",
-        c.rescued,
-        c.lost,
-        c.retries_added,
-        c.retries_removed,
-        hours(c.gpu_added),
-        hours(c.gpu_removed)
-    );
+    let _ = writeln!(m, "**Observed against the baseline:** {}.\n", observed(c));
     if let Some(line) = whole.estimates.as_ref().and_then(|e| estimated(c, e)) {
         let _ = writeln!(m, "**Estimated** (not observed): {}.\n", md(&line));
     }
@@ -1025,13 +1029,8 @@ fn html(
     b.push_str(&verdict);
     let _ = writeln!(
         b,
-        "<p class=\"observed\">Observed against the baseline: {} rescued, {} lost; retries +{} / −{}; GPU-hours +{:.1} / −{:.1}.</p>",
-        c.rescued,
-        c.lost,
-        c.retries_added,
-        c.retries_removed,
-        hours(c.gpu_added),
-        hours(c.gpu_removed)
+        "<p class=\"observed\">Observed against the baseline: {}.</p>",
+        esc(&observed(c))
     );
     if let Some(line) = whole.estimates.as_ref().and_then(|e| estimated(c, e)) {
         let _ = writeln!(

@@ -100,12 +100,7 @@ impl UnitLearned {
                 stats.cut |= cut;
                 stats.gpu.failed += request_time(run.run_for, gpu_milli);
                 stats.cpu.failed += request_time(run.run_for, cpu_milli);
-                let recorded = match (run.category.as_deref(), run.subcategory.as_deref()) {
-                    (Some(c), Some(s)) if !c.is_empty() && !s.is_empty() => Some((c, Some(s))),
-                    (Some(c), _) if !c.is_empty() => Some((c, None)),
-                    _ => None,
-                };
-                count_recorded(&mut stats.recorded, recorded);
+                count_recorded(&mut stats.recorded, category_of(run));
                 if let Some(node) = &run.node {
                     match stats.nodes.get_mut(node.as_str()) {
                         Some(n) => *n += 1,
@@ -151,9 +146,7 @@ impl UnitLearned {
             }
         }
     }
-}
 
-impl UnitLearned {
     /// What today's policy did with the failed runs of the job [`UnitLearned::add_job`] last
     /// counted: `history` as the baseline's side sees it (classified by its categorizer, when
     /// it has one), and `today(k)` the baseline's decision of run `k`. Counted per signature
@@ -168,13 +161,17 @@ impl UnitLearned {
             let Some(&at) = slots.next() else { break };
             let stats = &mut self.sigs[at];
             *stats.current.entry(today(k)).or_default() += 1;
-            let seen = match (run.category.as_deref(), run.subcategory.as_deref()) {
-                (Some(c), Some(s)) if !c.is_empty() && !s.is_empty() => Some((c, Some(s))),
-                (Some(c), _) if !c.is_empty() => Some((c, None)),
-                _ => None,
-            };
-            count_recorded(&mut stats.seen, seen);
+            count_recorded(&mut stats.seen, category_of(run));
         }
+    }
+}
+
+/// A run's category and subcategory, as `recorded` and `seen` key them (empty is none).
+fn category_of(run: &crate::model::failure_history::Run) -> Option<(&str, Option<&str>)> {
+    match (run.category.as_deref(), run.subcategory.as_deref()) {
+        (Some(c), Some(s)) if !c.is_empty() && !s.is_empty() => Some((c, Some(s))),
+        (Some(c), _) if !c.is_empty() => Some((c, None)),
+        _ => None,
     }
 }
 
@@ -543,18 +540,6 @@ impl Learned {
                 .then(a.text.as_bytes().cmp(b.text.as_bytes()))
         });
         v
-    }
-
-    /// The baseline's decisions of the signature at `slot` ([`Learned::slot_of`]).
-    pub fn set_current(&mut self, slot: usize, current: HashMap<Current, u64>) {
-        let stats = match self.signatures.get_mut(slot) {
-            Some(s) => s,
-            None => match self.other.as_mut() {
-                Some(o) => o,
-                None => return,
-            },
-        };
-        stats.current = current;
     }
 
     /// The signature text of a slot of [`NodeStats::signatures`].

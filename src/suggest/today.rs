@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use crate::engine::EngineKind;
 use crate::model::policy::{Action, Backoff, Mutation, RetryPolicy, Rule};
 
+use super::propose::Proposed;
 use super::stats::{Current, SignatureStats};
 
 /// A rule of today's policy, kept in the proposal.
@@ -97,7 +98,7 @@ pub fn carried_mutate(stats: &SignatureStats, kept: &[Kept]) -> Option<Mutation>
 /// Whether raising an upstream policy's `retryLimit` keeps every kept rule's runs decided as
 /// today: no kept Retry rule's run reached the limit today (it failed under a Retry rule),
 /// else the first such rule (`POLICY/INDEX`), which a higher limit would retry further.
-pub fn raise_blocked_by<'a>(kept: &'a [Kept], signatures: &[&SignatureStats]) -> Option<&'a str> {
+pub fn raise_blocked_by<'a>(kept: &'a [Kept], signatures: &[SignatureStats]) -> Option<&'a str> {
     kept.iter()
         .filter(|k| k.rule.action == Action::Retry)
         .find(|k| {
@@ -155,48 +156,48 @@ fn label(key: &str) -> Option<(&str, Option<&str>)> {
     })
 }
 
-/// The place of each rule of `rules` (`proposal(s)`: a signature's proposal, `None` for
-/// "as today"; signatures proposing alike may share a category).
-pub fn places<P: PartialEq>(
-    rules: &[(&SignatureStats, P)],
-    signatures: &[&SignatureStats],
-    proposal: impl Fn(&SignatureStats) -> Option<P>,
-) -> Vec<Place> {
+/// The place of each rule of `rules` (upstream), from the categories the baseline saw
+/// (`SignatureStats::seen`) of `signatures`, every signature learned. Signatures proposing
+/// alike (action and limit) may share a category; a signature without a rule of its own
+/// (decided as today) proposes something else than any rule.
+pub fn places(rules: &[Proposed], signatures: &[SignatureStats]) -> Vec<Place> {
+    let by_text: HashMap<&str, &SignatureStats> = signatures.iter().map(|s| (s.text.as_str(), s)).collect();
+    let proposal: HashMap<&str, (Action, Option<u32>)> =
+        rules.iter().map(|r| (r.text.as_str(), (r.action, r.limit))).collect();
     rules
         .iter()
-        .map(|(s, mine)| {
+        .map(|r| {
+            let Some(s) = by_text.get(r.text.as_str()) else {
+                return Place::Split { of: None };
+            };
             let top = s
                 .seen
                 .iter()
                 .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
                 .and_then(|(k, _)| label(k))
                 .map(|(c, sub)| (c.to_string(), sub.map(str::to_string)));
-            let split = Place::Split { of: top.clone() };
-            if s.seen.len() != 1 {
-                return split;
-            }
-            let Some((c, sub)) = top else { return split };
+            let (Some((c, sub)), 1) = (&top, s.seen.len()) else {
+                return Place::Split { of: top };
+            };
             // Runs a rule on `c` (and `sub`) would match: those in `c/sub`, or, without a
             // subcategory, every run of `c`.
             let shares = |t: &SignatureStats| {
-                t.seen.keys().filter_map(|k| label(k)).any(|(tc, ts)| {
-                    tc == c
-                        && match &sub {
-                            Some(sub) => ts == Some(sub.as_str()),
-                            None => true,
-                        }
-                })
+                t.seen
+                    .keys()
+                    .filter_map(|k| label(k))
+                    .any(|(tc, ts)| tc == c && (sub.is_none() || ts == sub.as_deref()))
             };
+            let mine = (r.action, r.limit);
             let conflict = signatures
                 .iter()
                 .filter(|t| t.text != s.text && shares(t))
-                .any(|t| proposal(t).as_ref() != Some(mine));
+                .any(|t| proposal.get(t.text.as_str()) != Some(&mine));
             if conflict {
-                split
+                Place::Split { of: top }
             } else {
                 Place::Reuse {
-                    category: c,
-                    subcategory: sub,
+                    category: c.clone(),
+                    subcategory: sub.clone(),
                 }
             }
         })
@@ -304,7 +305,74 @@ mod tests {
         // A tie goes to the first in order (which has none).
         decided(&mut s, "a/0", Action::Retry, 3);
         assert_eq!(carried_mutate(&s, &k), None);
-        assert_eq!(raise_blocked_by(&k, &[&s]), Some("a/1"));
-        assert_eq!(raise_blocked_by(&k[..1], &[&s]), None);
+        assert_eq!(raise_blocked_by(&k, std::slice::from_ref(&s)), Some("a/1"));
+        assert_eq!(raise_blocked_by(&k[..1], std::slice::from_ref(&s)), None);
+    }
+
+    #[test]
+    fn a_deployed_category_is_reused_only_where_it_separates_the_signature() {
+        let stats = |text: &str, seen: &[(&str, u64)]| SignatureStats {
+            text: text.into(),
+            seen: seen.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
+            ..SignatureStats::default()
+        };
+        let rule = |text: &str, action: Action, limit: Option<u32>| Proposed {
+            text: text.into(),
+            signature: crate::suggest::signature::Signature::Unknown,
+            action,
+            limit,
+            avoid_same_node: false,
+            extrapolated_from: None,
+            gpu: 0,
+            cpu: 0,
+            cut: false,
+        };
+        let signatures = [
+            stats("oom@main", &[("oom/kernel", 30)]),
+            stats("oom@loader", &[("oom/kernel", 30)]),
+            stats("exit:3@main", &[("app", 20)]),
+            stats("exit:4@main", &[("app/x", 2)]),
+            stats("exit:5@main", &[("cuda", 3), ("none", 1)]),
+        ];
+        let rules = [
+            rule("oom@main", Action::Retry, Some(1)),
+            rule("oom@loader", Action::Fail, None),
+            rule("exit:3@main", Action::Retry, Some(2)),
+            rule("exit:5@main", Action::Retry, Some(2)),
+        ];
+        let kernel = Some(("oom".to_string(), Some("kernel".to_string())));
+        assert_eq!(
+            places(&rules, &signatures),
+            vec![
+                // Proposed apart on one category: each splits it.
+                Place::Split { of: kernel.clone() },
+                Place::Split { of: kernel },
+                // A rule on bare `app` would also take `exit:4@main`'s runs (`app/x`), which
+                // is decided as today.
+                Place::Split {
+                    of: Some(("app".to_string(), None))
+                },
+                // Runs in two categories: no one category holds the signature.
+                Place::Split {
+                    of: Some(("cuda".to_string(), None))
+                },
+            ]
+        );
+        // Alone on its category, the rule matches it.
+        assert_eq!(
+            places(&rules[..1], &signatures[..1]),
+            vec![Place::Reuse {
+                category: "oom".into(),
+                subcategory: Some("kernel".into())
+            }]
+        );
+        // Two signatures proposing alike share it.
+        let alike = [
+            rule("oom@main", Action::Retry, Some(1)),
+            rule("oom@loader", Action::Retry, Some(1)),
+        ];
+        assert!(places(&alike, &signatures[..2])
+            .iter()
+            .all(|p| matches!(p, Place::Reuse { category, .. } if category == "oom")));
     }
 }

@@ -50,7 +50,6 @@ use crate::error::{CliError, ExitCode};
 use crate::input;
 use crate::model::categorizer::ErrorCategories;
 use crate::model::failure_history::{failure_history_json, FailureHistory, Timestamp};
-use crate::model::policy::Action;
 use crate::model::Resource;
 use crate::output::simulate::{invalid_text, render_change, Baseline, Stderr};
 use crate::output::suggest::{self as view, Report};
@@ -986,25 +985,10 @@ impl Suggest<'_> {
         // Upstream: the deployed category each rule can match on, where one separates it.
         let places: Vec<Option<today::Place>> = match self.engine {
             EngineKind::Design => vec![None; rules.len()],
-            EngineKind::Upstream => {
-                let proposed: HashMap<&str, (Action, Option<u32>)> =
-                    rules.iter().map(|r| (r.text.as_str(), (r.action, r.limit))).collect();
-                let signatures: Vec<&crate::suggest::stats::SignatureStats> = learned.signatures.iter().collect();
-                let empty = crate::suggest::stats::SignatureStats::default();
-                let with_stats: Vec<(&crate::suggest::stats::SignatureStats, (Action, Option<u32>))> = rules
-                    .iter()
-                    .map(|r| {
-                        (
-                            by_text.get(r.text.as_str()).copied().unwrap_or(&empty),
-                            (r.action, r.limit),
-                        )
-                    })
-                    .collect();
-                today::places(&with_stats, &signatures, |t| proposed.get(t.text.as_str()).copied())
-                    .into_iter()
-                    .map(Some)
-                    .collect()
-            }
+            EngineKind::Upstream => today::places(rules, &learned.signatures)
+                .into_iter()
+                .map(Some)
+                .collect(),
         };
         let documented: Vec<Documented<'_>> = rules
             .iter()
@@ -1027,8 +1011,7 @@ impl Suggest<'_> {
         let (mut text, upstream) = match self.engine {
             EngineKind::Design => (documents::design_policy(&settings, &documented, &kept, &header), None),
             EngineKind::Upstream => {
-                let signatures: Vec<&crate::suggest::stats::SignatureStats> = learned.signatures.iter().collect();
-                let blocked = today::raise_blocked_by(&kept, &signatures);
+                let blocked = today::raise_blocked_by(&kept, &learned.signatures);
                 let u = documents::upstream_documents(
                     &settings,
                     &documented,

@@ -582,3 +582,18 @@ proptest! {
         }
     }
 }
+
+/// Categories to put before a deployed config not known: a run they match is theirs, any
+/// other keeps the category it was recorded with (never the defaults).
+#[test]
+fn prepended_categories_leave_the_runs_they_do_not_match_as_recorded() {
+    let yaml = "errorCategories:\n  enabled: true\n  defaultCategory: other\n  categories:\n    - name: s-oom-main\n      rules:\n        - onConditions: [OOMKilled]\n          containerName: main\n";
+    let c = Classifier::new(&config(yaml)).unwrap().prepended();
+    let oom = terminated(137, "OOMKilled", "");
+    assert!(matches!(c.classify(&oom), Categorized::Classified(r) if r.category == Some("s-oom-main")));
+    let exit = terminated(1, "", "boom");
+    assert_eq!(c.classify(&exit), Categorized::Recorded);
+    // Without `prepended`, the same run takes the default category.
+    let plain = Classifier::new(&config(yaml)).unwrap();
+    assert!(matches!(plain.classify(&exit), Categorized::Classified(r) if r.category == Some("other")));
+}
