@@ -89,7 +89,7 @@ pub fn quoted(s: &str) -> String {
 /// break YAML 1.1 knows (`\n`, `\r`, U+0085, U+2028, U+2029: PyYAML and go-yaml, the readers
 /// of kubectl, armadactl and the executor's config, end a comment at each) are written as
 /// escapes (`\x1b`, `\u2028`), so that no message text can end the comment and add a key.
-fn comment(s: &str) -> String {
+pub fn comment(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -1241,6 +1241,36 @@ fn a_proposal_that_loses_a_job_is_rejected_without_a_write_line() {
         "{text}"
     );
     assert!(!text.contains("Write the proposal"), "{text}");
+    // The job a verdict names is the history's text: in `-o policy`'s comment a line break
+    // in its id is escaped, so that it cannot end the comment and add a key.
+    let hostile = std::fs::read_to_string(&history)
+        .unwrap()
+        .replacen("\"j0\"", "\"j0\\nkind: Evil\"", 1);
+    std::fs::write(&history, hostile).unwrap();
+    let out = run(
+        home.path(),
+        &[
+            "suggest",
+            "--history",
+            path(&history),
+            "--baseline",
+            path(&today),
+            "-o",
+            "policy",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("# verdict: reject: loses 1 job today's policy saves (`j0\\x0akind: Evil`)\n# Proposed by"),
+        "{text}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("verdict: reject: loses 1 job today's policy saves (`j0\\x0akind: Evil`)\n"),
+        "{}",
+        crate::support::format_output(&out)
+    );
 }
 
 /// The week's one rule of today's (lease expiry, retried once) has a single trial: the

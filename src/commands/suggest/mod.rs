@@ -869,8 +869,11 @@ impl Suggest<'_> {
         }
         let judgement = judge_proposal(&whole_cmp, backtest.as_ref());
         if policy {
-            writeln!(ctx.err, "verdict: {}", judgement.line())?;
-            writeln!(ctx.out, "# verdict: {}", judgement.line())?;
+            // The reasons name jobs, whose ids are the history's text: escaped, on stderr as
+            // everywhere, and in the comment so that no id ends it and adds a key.
+            let line = judgement.line();
+            writeln!(ctx.err, "verdict: {}", crate::output::text::shown(&line))?;
+            writeln!(ctx.out, "# verdict: {}", documents::comment(&line))?;
             ctx.out.write_all(proposal.text.as_bytes())?;
         } else {
             doc.finish(&mut *out, &report, &whole_cmp, backtest.as_ref(), &judgement)?;
