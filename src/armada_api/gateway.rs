@@ -18,6 +18,7 @@
 use serde_json::{json, Map, Value};
 
 use super::api;
+use crate::model::policy::{go_quote, Action};
 
 /// A decoded body: the message, and the indexes of the rules that were `null` (a nil
 /// `*RetryRule` in Go, which a protobuf list cannot hold: a default rule stands in its place).
@@ -224,9 +225,10 @@ fn object<'v>(value: &'v Value, at: &Place, go_type: &str) -> Result<&'v Map<Str
 /// that is an enum name or, upper-cased behind `RETRY_ACTION_`, one; its errors are its own.
 fn action(value: &Value) -> Result<i32, String> {
     if let Some(n) = value.as_i64().and_then(|n| i32::try_from(n).ok()) {
-        return match api::RetryAction::try_from(n) {
-            Ok(_) => Ok(n),
-            Err(_) => Err(format!("no RetryAction of value {n}")),
+        return match (n, Action::from_number(i64::from(n))) {
+            (0, _) => Ok(0),
+            (_, Some(a)) => Ok(a.number()),
+            (_, None) => Err(format!("no RetryAction of value {n}")),
         };
     }
     let Value::String(s) = value else {
@@ -235,10 +237,11 @@ fn action(value: &Value) -> Result<i32, String> {
             kind(value)
         ));
     };
-    let named = |name: &str| api::RetryAction::from_str_name(name).map(|a| a as i32);
-    named(s)
-        .or_else(|| named(&format!("RETRY_ACTION_{}", s.to_uppercase())))
-        .ok_or_else(|| format!("no RetryAction of name {s:?}"))
+    match Action::parse(s) {
+        Some(a) => Ok(a.number()),
+        None if Action::is_unspecified_name(s) => Ok(0),
+        None => Err(format!("no RetryAction of name {}", go_quote(s))),
+    }
 }
 
 /// A policy as upstream's gateway answers it: Go's `encoding/json` of the message, every

@@ -9,6 +9,7 @@
 //! check, every error with its place; this one answers as the real server would.
 
 use super::api;
+use crate::model::policy::go_quote;
 
 /// Policy names follow RFC 1123 label rules (upstream: they may end up in Kubernetes labels).
 const MAX_POLICY_NAME_LENGTH: usize = 63;
@@ -21,15 +22,15 @@ pub fn validate_policy(p: &api::RetryPolicy, nil_rules: &[usize]) -> Result<(), 
     }
     if p.name.len() > MAX_POLICY_NAME_LENGTH {
         return Err(format!(
-            "retry policy name {:?} must be at most {MAX_POLICY_NAME_LENGTH} characters",
-            p.name
+            "retry policy name {} must be at most {MAX_POLICY_NAME_LENGTH} characters",
+            go_quote(&p.name)
         ));
     }
     if !is_policy_name(&p.name) {
         return Err(format!(
-            "retry policy name {:?} is invalid: must consist of lowercase alphanumeric characters or '-', and must \
+            "retry policy name {} is invalid: must consist of lowercase alphanumeric characters or '-', and must \
              start and end with an alphanumeric character",
-            p.name
+            go_quote(&p.name)
         ));
     }
     for (i, rule) in p.rules.iter().enumerate() {
@@ -39,23 +40,22 @@ pub fn validate_policy(p: &api::RetryPolicy, nil_rules: &[usize]) -> Result<(), 
             validate_rule(rule)
         };
         if let Err(e) = checked {
-            return Err(format!("retry policy {:?} rule {i}: {e}", p.name));
+            return Err(format!("retry policy {} rule {i}: {e}", go_quote(&p.name)));
         }
     }
     if !is_valid_action(p.default_action) {
         return Err(format!(
-            "retry policy {:?} must set a default action (Fail or Retry)",
-            p.name
+            "retry policy {} must set a default action (Fail or Retry)",
+            go_quote(&p.name)
         ));
     }
     Ok(())
 }
 
-/// `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`.
+/// `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$` (and at most 63 characters, said apart): the names
+/// `validate` accepts.
 fn is_policy_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !b.is_empty() && alnum(&b[0]) && alnum(&b[b.len() - 1]) && b.iter().all(|c| alnum(c) || *c == b'-')
+    crate::model::validate::name_problem(name).is_none()
 }
 
 fn validate_rule(r: &api::RetryRule) -> Result<(), String> {
@@ -94,9 +94,10 @@ fn validate_resource_bump(b: &api::RetryResourceBump) -> Result<(), String> {
         } else {
             Err("quantities must match".into())
         };
-        let quantity = parsed.map_err(|e| format!("invalid static quantity {fixed:?}: {}", quantity_error(&e)))?;
+        let quantity =
+            parsed.map_err(|e| format!("invalid static quantity {}: {}", go_quote(fixed), quantity_error(&e)))?;
         if quantity <= 0.0 {
-            return Err(format!("static quantity {fixed:?} must be positive"));
+            return Err(format!("static quantity {} must be positive", go_quote(fixed)));
         }
         return Ok(());
     }

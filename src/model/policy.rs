@@ -54,6 +54,20 @@ impl Action {
         }
     }
 
+    /// Whether upstream's decoder reads `text` as `RETRY_ACTION_UNSPECIFIED` (a name it
+    /// accepts, whose value 0 its validation then refuses).
+    pub fn is_unspecified_name(text: &str) -> bool {
+        text == "RETRY_ACTION_UNSPECIFIED" || go_upper(text) == "UNSPECIFIED"
+    }
+
+    /// The enum value upstream's `RetryAction` gives it (`from_number`'s inverse).
+    pub fn number(self) -> i32 {
+        match self {
+            Action::Fail => 1,
+            Action::Retry => 2,
+        }
+    }
+
     /// Why `text` is no action, in upstream's words (`no RetryAction of name "…"`, `no
     /// RetryAction of value N`), then what is accepted. `number`: the value was a number
     /// (a plain YAML integer, a JSON number), not a string.
@@ -62,7 +76,7 @@ impl Action {
         let unspecified = if number {
             text.parse::<i64>().is_ok_and(|n| n == 0)
         } else {
-            text == "RETRY_ACTION_UNSPECIFIED" || go_upper(text) == "UNSPECIFIED"
+            Action::is_unspecified_name(text)
         };
         if unspecified {
             let named = if text == "RETRY_ACTION_UNSPECIFIED" {
