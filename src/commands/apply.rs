@@ -58,7 +58,7 @@ pub fn run(ctx: &mut Context, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
                 Err(e) if e.is_not_found() => continue,
                 Err(e) => {
                     let err = conn.fail(&format!("cannot prune retry policy `{name}`"), e);
-                    return Err(not_pruned(err, doomed.len() - i - 1).into());
+                    return Err(remote::not_done(err, doomed.len() - i - 1, ("policy", "policies"), "pruned").into());
                 }
             }
         }
@@ -134,20 +134,4 @@ fn refuse_used(conn: &Remote, items: &[Item], doomed: &[String], outcome: &str) 
          `retryctl update queue {} --remove-retry-policy {first}`",
         first_queues[0]
     )))
-}
-
-/// "N later policies were not pruned" after a failure part-way.
-fn not_pruned(err: CliError, remaining: usize) -> CliError {
-    if remaining == 0 {
-        return err;
-    }
-    let what = if remaining == 1 {
-        "1 later policy was not pruned".to_string()
-    } else {
-        format!("{remaining} later policies were not pruned")
-    };
-    CliError {
-        message: format!("{} ({what})", err.message),
-        ..err
-    }
 }

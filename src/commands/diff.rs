@@ -46,7 +46,7 @@ pub fn run(ctx: &mut Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
                 let s = found(conn.client.get_policy(&p.name))
                     .map_err(|e| conn.fail(&format!("cannot read retry policy `{}`", p.name), e))?;
                 let version = asked.or(item.version).unwrap_or(ApiVersion::V1);
-                policy_sides(ctx, s.as_ref(), p, version, asked.is_some())?
+                policy_sides(ctx, s.as_ref(), (&item.file, p), version, asked.is_some())?
             }
             Resource::Queue(q) => {
                 let s = found(conn.client.get_queue(&q.name))
@@ -83,31 +83,28 @@ pub fn run(ctx: &mut Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Both sides of a policy as YAML in `version`. A side that does not fit: with `asked`
-/// (the user's `--api-version`), a usage error naming its fields; else both in v1, said on
-/// stderr.
+/// (the user's `--api-version`), a usage error naming the file and the fields; else both in
+/// v1, said on stderr.
 fn policy_sides(
     ctx: &mut Context,
     server: Option<&RetryPolicy>,
-    file: &RetryPolicy,
+    file: (&str, &RetryPolicy),
     version: ApiVersion,
     asked: bool,
 ) -> anyhow::Result<(Option<String>, String)> {
+    let (path, policy) = file;
     let yaml = |p: &RetryPolicy| encode::policy_document(p, version).map(|d| encode::to_yaml(&d));
-    let misfit = server
-        .map(|s| yaml(s).err().map(|f| ("the server's", f)))
-        .unwrap_or_default()
-        .or_else(|| yaml(file).err().map(|f| ("the file's", f)));
-    let Some((side, fields)) = misfit else {
-        return Ok((
-            server.map(|s| yaml(s).unwrap_or_default()),
-            yaml(file).unwrap_or_default(),
-        ));
+    let fields = match (server.map(yaml).transpose(), yaml(policy)) {
+        (Ok(s), Ok(f)) => return Ok((s, f)),
+        (Err(fields), _) => ("the server's", fields),
+        (_, Err(fields)) => ("the file's", fields),
     };
+    let (side, fields) = fields;
     let fields = fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
     if asked {
         return Err(CliError::usage(format!(
-            "retry policy `{}`: {side} cannot be shown as {}: it uses {fields}",
-            file.name,
+            "{path}: retry policy `{}`: {side} cannot be shown as `{}`: it uses {fields}",
+            policy.name,
             version.as_str()
         ))
         .with_hint("use `--api-version armadaproject.io/v1`")
@@ -115,10 +112,10 @@ fn policy_sides(
     }
     writeln!(
         ctx.err,
-        "note: retrypolicy/{}: {side} uses {fields}, which {} cannot show: both sides are shown as {}",
-        file.name,
+        "note: {path}: retrypolicy/{}: {side} uses {fields}, which `{}` cannot show: both sides are shown as `{}`",
+        policy.name,
         version.as_str(),
         ApiVersion::V1.as_str()
     )?;
-    Ok((server.map(resources::policy_yaml), resources::policy_yaml(file)))
+    Ok((server.map(resources::policy_yaml), resources::policy_yaml(policy)))
 }

@@ -99,7 +99,7 @@ pub fn run(ctx: &mut Context, args: &GetArgs) -> anyhow::Result<ExitCode> {
     if show {
         if let Err((name, fields)) = view::write(ctx.out, &items, &format, &options)? {
             return Err(CliError::failed(format!(
-                "retry policy `{name}` cannot be shown as {}: it uses {}",
+                "retry policy `{name}` cannot be shown as `{}`: it uses {}",
                 version.as_str(),
                 fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
             ))

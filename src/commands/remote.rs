@@ -221,13 +221,16 @@ pub fn suffix(dry: bool) -> &'static str {
 
 /// "N later documents were not sent" after a failure part-way.
 pub fn not_sent(err: CliError, remaining: usize) -> CliError {
-    if remaining == 0 {
-        return err;
-    }
-    let what = if remaining == 1 {
-        "1 later document was not sent".to_string()
-    } else {
-        format!("{remaining} later documents were not sent")
+    not_done(err, remaining, ("document", "documents"), "sent")
+}
+
+/// `err`, said with how many of the later items (`noun`: singular, plural) were not `done`:
+/// "(3 later documents were not sent)".
+pub fn not_done(err: CliError, remaining: usize, noun: (&str, &str), done: &str) -> CliError {
+    let what = match remaining {
+        0 => return err,
+        1 => format!("1 later {} was not {done}", noun.0),
+        n => format!("{n} later {} were not {done}", noun.1),
     };
     CliError {
         message: format!("{} ({what})", err.message),

@@ -103,7 +103,7 @@ fn diff_of_a_design_policy_in_todays_dialect_says_what_it_cannot_show() {
         "exit: 2
 --- stdout
 --- stderr
-error: retry policy `infra`: the server's cannot be shown as armadaproject.io/v1beta1: it uses `rules[0].onConditions`, `rules[0] (no category: upstream stores only category rules)`, `rules[0].antiAffinity`
+error: testdata/policies/valid/infra.yaml: retry policy `infra`: the server's cannot be shown as `armadaproject.io/v1beta1`: it uses `rules[0].onConditions`, `rules[0] (no category: upstream stores only category rules)`, `rules[0].antiAffinity`
 
 hint: use `--api-version armadaproject.io/v1`
 "
@@ -121,7 +121,7 @@ hint: use `--api-version armadaproject.io/v1`
         "{out}"
     );
     assert!(
-        out.ends_with("--- stderr\nnote: retrypolicy/infra: the server's uses `rules[0].onConditions`, `rules[0] (no category: upstream stores only category rules)`, `rules[0].antiAffinity`, which armadaproject.io/v1beta1 cannot show: both sides are shown as armadaproject.io/v1\n"),
+        out.ends_with("--- stderr\nnote: FILE: retrypolicy/infra: the server's uses `rules[0].onConditions`, `rules[0] (no category: upstream stores only category rules)`, `rules[0].antiAffinity`, which `armadaproject.io/v1beta1` cannot show: both sides are shown as `armadaproject.io/v1`\n"),
         "{out}"
     );
 }

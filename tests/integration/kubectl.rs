@@ -432,7 +432,7 @@ Rules:           <none>
         )),
         "{out}"
     );
-    // No number retryctl made up, no delay: nothing upstream cannot store.
-    assert!(!describe(&[]).contains("20"), "{out}");
+    // No delay: nothing upstream cannot store (the exact output without the config is
+    // asserted above).
     assert!(!out.contains(" after "), "{out}");
 }
