@@ -275,7 +275,11 @@ fn partial_paths(ctx: &mut Context, given: &[PathBuf]) -> anyhow::Result<Vec<Pat
             // gather them); one that leads to no file is said, never silently missing.
             if link {
                 if let Some(why) = not_a_file(&file) {
-                    writeln!(ctx.err, "note: skipped `{}`: {why}", file.display())?;
+                    writeln!(
+                        ctx.err,
+                        "note: skipped `{}`: {why}",
+                        escaped(&file.display().to_string())
+                    )?;
                     continue;
                 }
             }
@@ -310,7 +314,7 @@ fn partial_paths(ctx: &mut Context, given: &[PathBuf]) -> anyhow::Result<Vec<Pat
 /// Why the symbolic link `link` leads to no file merge can read (`None`: it does).
 fn not_a_file(link: &std::path::Path) -> Option<String> {
     let to = match std::fs::read_link(link) {
-        Ok(to) => format!("a symbolic link to `{}`", to.display()),
+        Ok(to) => format!("a symbolic link to `{}`", escaped(&to.display().to_string())),
         Err(_) => "a symbolic link".to_string(),
     };
     match std::fs::metadata(link) {

@@ -386,6 +386,8 @@ fn a_directory_of_links_to_partials_merges_and_says_what_it_skips() {
     symlink(d.join(&p[2]), d.join("parts").join(&p[2])).unwrap();
     symlink("../gone.json", d.join("parts/q-broken.json")).unwrap();
     symlink("..", d.join("parts/q-up")).unwrap();
+    // A name and a target with terminal escapes: shown escaped, never sent to the terminal.
+    symlink("../\u{1b}[2Jgone", d.join("parts/q-\u{1b}[Abad")).unwrap();
     let out = run(d, &["merge", "parts", "-o", "json"]);
     assert_eq!(out.status.code(), whole.status.code(), "{}", format_output(&out));
     assert_eq!(
@@ -395,7 +397,8 @@ fn a_directory_of_links_to_partials_merges_and_says_what_it_skips() {
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         format!(
-            "note: skipped `parts/q-broken.json`: a symbolic link to `../gone.json`, which does not exist\n\
+            "note: skipped `parts/q-\\x1b[Abad`: a symbolic link to `../\\x1b[2Jgone`, which does not exist\n\
+             note: skipped `parts/q-broken.json`: a symbolic link to `../gone.json`, which does not exist\n\
              note: skipped `parts/q-up`: a symbolic link to `..`, a directory\n{}",
             String::from_utf8_lossy(&whole.stderr)
         )
