@@ -177,7 +177,7 @@ pub fn rank(
     let recommended = order
         .first()
         .copied()
-        .filter(|&i| scored[i].eligible() && dominates(&scored[i], &baseline));
+        .filter(|&i| scored[i].eligible() && beats_baseline(&scored[i], &baseline));
     let estimates_decide = recommended.and_then(|r| estimates_decide(&scored, &order, r, &baseline));
     Ranked {
         baseline,
@@ -211,14 +211,15 @@ fn estimates_decide(scored: &[Scored], order: &[usize], r: usize, baseline: &Bas
         .map(EstimatesDecide::Candidate)
 }
 
-/// Eligible first; then more expected successes, lower cost, fewer retries added, lower id.
 /// A candidate worth recommending over the baseline: more expected successes, or as many for
-/// less cost (the futile retries a proposal removes: same outcomes, less compute).
-fn dominates(c: &Scored, baseline: &BaselineRow) -> bool {
+/// less cost (the futile retries a proposal removes: same outcomes, less compute). Not the
+/// frontier's dominance: more successes at a higher cost beat the baseline too.
+fn beats_baseline(c: &Scored, baseline: &BaselineRow) -> bool {
     c.expected_succeeded > baseline.expected_succeeded
-        || (c.expected_succeeded >= baseline.expected_succeeded && c.cost < baseline.cost)
+        || (c.expected_succeeded == baseline.expected_succeeded && c.cost < baseline.cost)
 }
 
+/// Eligible first; then more expected successes, lower cost, fewer retries added, lower id.
 fn recommendation_order(a: &Scored, b: &Scored) -> Ordering {
     a.excluded
         .is_empty()
@@ -319,10 +320,10 @@ mod tests {
     #[test]
     fn the_baseline_is_beaten_by_more_successes_or_as_many_for_less() {
         let b = baseline_row(919, 919.0);
-        assert!(dominates(&scored(1, 928.5, 34_000.0), &b));
-        assert!(dominates(&scored(2, 919.0, -22_200.0), &b));
-        assert!(!dominates(&scored(3, 919.0, 0.0), &b));
-        assert!(!dominates(&scored(4, 913.0, -83_400.0), &b));
+        assert!(beats_baseline(&scored(1, 928.5, 34_000.0), &b));
+        assert!(beats_baseline(&scored(2, 919.0, -22_200.0), &b));
+        assert!(!beats_baseline(&scored(3, 919.0, 0.0), &b));
+        assert!(!beats_baseline(&scored(4, 913.0, -83_400.0), &b));
     }
 
     /// A candidate that succeeds `succeeded` times in the record, `e` expected.
