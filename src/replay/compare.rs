@@ -400,19 +400,23 @@ impl Comparison {
     }
 
     /// The comparison of the jobs this one counts and `part` does not, `part` being a
-    /// comparison of some of the same jobs (the later jobs of a backtest): its changes of
-    /// outcome, retries and device time taken away, each at least 0.
+    /// comparison of some of the same jobs (the later jobs of a backtest): every count and sum
+    /// taken away, each at least 0. The categorizer's counts cannot be told apart by job:
+    /// `None` (the verdict reads none of them).
     pub fn less(&self, part: &Comparison) -> Comparison {
         let mut out = self.clone();
         for (mine, theirs) in [
             (&mut out.jobs, part.jobs),
             (&mut out.changed, part.changed),
+            (&mut out.retries_only, part.retries_only),
             (&mut out.lost, part.lost),
             (&mut out.rescued, part.rescued),
             (&mut out.to_pending, part.to_pending),
             (&mut out.other, part.other),
             (&mut out.retries_added, part.retries_added),
             (&mut out.retries_removed, part.retries_removed),
+            (&mut out.without_resources, part.without_resources),
+            (&mut out.errors, part.errors),
         ] {
             *mine = mine.saturating_sub(theirs);
         }
@@ -424,9 +428,16 @@ impl Comparison {
             (&mut out.gpu_removed, part.gpu_removed),
             (&mut out.cpu_added, part.cpu_added),
             (&mut out.cpu_removed, part.cpu_removed),
+            (&mut out.delay_added.0, part.delay_added.0),
+            (&mut out.delay_removed.0, part.delay_removed.0),
+            (&mut out.compute_added.0, part.compute_added.0),
+            (&mut out.compute_removed.0, part.compute_removed.0),
+            (&mut out.baseline_compute.0, part.baseline_compute.0),
+            (&mut out.candidate_compute.0, part.candidate_compute.0),
         ] {
             *mine = mine.saturating_sub(theirs);
         }
+        out.categories = None;
         out
     }
 
@@ -663,6 +674,13 @@ mod tests {
             (7, 3, 1, 0, 4, 4)
         );
         assert_eq!(learned.by_state[Final::Succeeded as usize][Final::Failed as usize], 1);
+        // Every sum, not only what the verdict reads today.
+        whole.compute_added = TotalDuration(90);
+        whole.retries_only = 2;
+        later.compute_added = TotalDuration(30);
+        later.retries_only = 3;
+        let learned = whole.less(&later);
+        assert_eq!((learned.compute_added, learned.retries_only), (TotalDuration(60), 0));
     }
     use crate::engine::simulator::Simulator;
     use crate::engine::Settings;
