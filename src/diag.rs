@@ -4,6 +4,9 @@
 //! simulate's history checks) and the rule for writing user values in messages. Must not:
 //! print, decide exit codes, or know which file a document came from (the caller adds that).
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
 use serde::Serialize;
 
 use crate::yaml::Pos;
@@ -91,25 +94,42 @@ pub fn index(path: &str, i: usize) -> String {
 }
 
 /// A user value for a message: backticked, shortened when long, control characters and
-/// line breaks escaped as the terminal formats write them (`\x1b`, `\u2028`: see
-/// `output::text`). Only those are escaped: a regex such as `\d+` must read as the user
-/// wrote it, not as `\\d+`.
+/// line breaks escaped by [`shown`]'s rule. Only those are escaped: a regex such as `\d+`
+/// must read as the user wrote it, not as `\\d+`.
 pub fn quote(value: &str) -> String {
     const MAX: usize = 80;
-    let mut out = String::new();
-    for c in value.chars().take(MAX) {
-        if c.is_ascii_control() {
-            out.push_str(&format!("\\x{:02x}", c as u32));
-        } else if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') {
-            out.push_str(&format!("\\u{:04x}", c as u32));
-        } else {
+    let short: String = value.chars().take(MAX).collect();
+    let more = if value.chars().count() > MAX { "…" } else { "" };
+    format!("`{}{more}`", shown(&short))
+}
+
+/// Whether `c` is written as an escape: every control character (C0, DEL, C1) and the line
+/// breaks a terminal or a YAML 1.1 reader knows that are not control characters (U+2028,
+/// U+2029).
+pub fn is_escaped(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')
+}
+
+/// `s` with every control character and line break escaped (`\x1b`, `\x07`, `\x00`,
+/// `\x0a`, `\u0085`, `\u2028`): one line, and nothing a terminal acts on or a YAML reader
+/// ends a comment at. The one rule for history text on a terminal (`output::text`), in a
+/// message ([`quote`]) and in a YAML comment (`suggest::documents`). Borrowed when there is
+/// nothing to escape, the usual case.
+pub fn shown(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_escaped) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if !is_escaped(c) {
             out.push(c);
+        } else if c.is_ascii() {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        } else {
+            let _ = write!(out, "\\u{:04x}", c as u32);
         }
     }
-    if value.chars().count() > MAX {
-        out.push('…');
-    }
-    format!("`{out}`")
+    Cow::Owned(out)
 }
 
 /// `one of `a`, `b`, `c``.

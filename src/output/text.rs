@@ -14,44 +14,13 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-/// Whether `c` is written as an escape: every control character (C0, DEL, C1) and the line
-/// breaks a terminal or a YAML 1.1 reader knows that are not control characters (U+2028,
-/// U+2029).
-fn escaped(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')
-}
-
-/// Appends `c`'s escape: `\x1b` for ASCII, `\u0085` past it.
-fn push_escape(out: &mut String, c: char) {
-    if c.is_ascii() {
-        let _ = write!(out, "\\x{:02x}", c as u32);
-    } else {
-        let _ = write!(out, "\\u{:04x}", c as u32);
-    }
-}
-
-/// `s` with every control character and line break escaped (`\x1b`, `\x07`, `\x00`, `\x0a`,
-/// `\u0085`, `\u2028`): one line, and nothing the terminal acts on. Borrowed when there is
-/// nothing to escape, the usual case.
-pub fn shown(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(escaped) {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if escaped(c) {
-            push_escape(&mut out, c);
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
-}
+use crate::diag::is_escaped;
+pub use crate::diag::shown;
 
 /// `s` with its own lines kept and everything else [`shown`]: for a message that may hold
 /// more than one line (a diagnostic).
 pub fn shown_lines(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(|c| c != '\n' && escaped(c)) {
+    if !s.chars().any(|c| c != '\n' && is_escaped(c)) {
         return Cow::Borrowed(s);
     }
     Cow::Owned(s.split('\n').map(shown).collect::<Vec<_>>().join("\n"))
@@ -75,16 +44,17 @@ impl<'a> Escaping<'a> {
     }
 
     fn write_text(&mut self, text: &str) -> io::Result<()> {
-        let mut first = true;
-        for line in text.split('\n') {
-            if !first {
-                self.inner.write_all(b"\n")?;
-            }
-            first = false;
-            self.inner.write_all(shown(line).as_bytes())?;
-        }
-        Ok(())
+        self.inner.write_all(shown_lines(text).as_bytes())
     }
+}
+
+/// Bytes that are not UTF-8, as `\xNN` each.
+fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 4);
+    for b in bytes {
+        let _ = write!(out, "\\x{b:02x}");
+    }
+    out
 }
 
 impl Write for Escaping<'_> {
@@ -104,11 +74,7 @@ impl Write for Escaping<'_> {
                     self.write_text(std::str::from_utf8(good).unwrap_or_default())?;
                     match e.error_len() {
                         Some(n) => {
-                            let mut hex = String::new();
-                            for b in &bad[..n] {
-                                let _ = write!(hex, "\\x{b:02x}");
-                            }
-                            self.inner.write_all(hex.as_bytes())?;
+                            self.inner.write_all(hex(&bad[..n]).as_bytes())?;
                             rest = &bad[n..];
                         }
                         None => {
@@ -126,11 +92,7 @@ impl Write for Escaping<'_> {
     fn flush(&mut self) -> io::Result<()> {
         if !self.pending.is_empty() {
             let bytes = std::mem::take(&mut self.pending);
-            let mut hex = String::new();
-            for b in &bytes {
-                let _ = write!(hex, "\\x{b:02x}");
-            }
-            self.inner.write_all(hex.as_bytes())?;
+            self.inner.write_all(hex(&bytes).as_bytes())?;
         }
         self.inner.flush()
     }

@@ -90,17 +90,7 @@ pub fn quoted(s: &str) -> String {
 /// of kubectl, armadactl and the executor's config, end a comment at each) are written as
 /// escapes (`\x1b`, `\u2028`), so that no message text can end the comment and add a key.
 pub fn comment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            c if (c as u32) < 0x80 && c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out
+    crate::diag::shown(s).into_owned()
 }
 
 /// The policy's settings besides its rules: the baseline's first policy's.
