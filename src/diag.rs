@@ -103,6 +103,18 @@ pub fn quote(value: &str) -> String {
     format!("`{}{more}`", shown(&short))
 }
 
+/// ` (`a`, `b` and 3 more)`: the first of `total` items named (each escaped), what is left
+/// counted; empty when none is named.
+pub fn named(items: &[String], total: u64, max: usize) -> String {
+    let list: Vec<String> = items.iter().take(max).map(|j| format!("`{}`", shown(j))).collect();
+    let more = total.saturating_sub(list.len() as u64);
+    match (list.is_empty(), more) {
+        (true, _) => String::new(),
+        (false, 0) => format!(" ({})", list.join(", ")),
+        (false, more) => format!(" ({} and {more} more)", list.join(", ")),
+    }
+}
+
 /// Whether `c` is written as an escape: every control character (C0, DEL, C1) and the line
 /// breaks a terminal or a YAML 1.1 reader knows that are not control characters (U+2028,
 /// U+2029).

@@ -430,13 +430,7 @@ pub fn pick_warning(ranked: &Ranked, index: usize, max_compute: Option<&str>) ->
         Excluded::Compute { .. } => None,
     });
     if lost > 0 {
-        let named: Vec<String> = c.tally.lost_jobs.iter().map(|j| format!("`{}`", shown(j))).collect();
-        let more = lost.saturating_sub(named.len() as u64);
-        let list = match (named.is_empty(), more) {
-            (true, _) => String::new(),
-            (false, 0) => format!(" ({})", named.join(", ")),
-            (false, more) => format!(" ({} and {more} more)", named.join(", ")),
-        };
+        let list = crate::diag::named(&c.tally.lost_jobs, lost, usize::MAX);
         let over = over_lost.map_or(String::new(), |max| format!(", over the constraint lost ≤ {max}"));
         clauses.push(format!(
             "loses {lost} {} the baseline saves{list}{over}",

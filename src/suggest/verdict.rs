@@ -5,6 +5,7 @@
 //! Owns: the rule that decides, and the words of each reason. Must not: replay, count jobs
 //! (the comparisons are handed over) or format a whole output.
 
+use crate::diag::named;
 use crate::engine::job_report::plural;
 use crate::replay::compare::{hours, Comparison};
 
@@ -70,15 +71,6 @@ impl Judgement {
     }
 }
 
-fn named(jobs: &[String], n: u64) -> String {
-    let list: Vec<String> = jobs.iter().take(NAMED).map(|j| format!("`{j}`")).collect();
-    if list.is_empty() {
-        return String::new();
-    }
-    let more = if n as usize > list.len() { ", …" } else { "" };
-    format!(" ({}{more})", list.join(", "))
-}
-
 /// Observed device-hours the proposal adds (negative: saves), GPU where some run asks for a
 /// GPU, else CPU; and which.
 pub fn observed_hours(c: &Comparison) -> (f64, &'static str) {
@@ -107,7 +99,7 @@ pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
         reject.push(format!(
             "loses {} today's policy saves{}",
             plural(c.lost, "job", "jobs"),
-            named(learned.lost_jobs, c.lost)
+            named(learned.lost_jobs, c.lost, NAMED)
         ));
     }
     let (more, unit) = observed_hours(c);
@@ -119,7 +111,7 @@ pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
             reject.push(format!(
                 "kills {} falsely on the later jobs (Succeeded today){}",
                 plural(l.false_kills, "job", "jobs"),
-                named(l.false_kill_jobs, l.false_kills)
+                named(l.false_kill_jobs, l.false_kills, NAMED)
             ));
         }
         if l.gpu_hours_saved < 0.0 {
@@ -223,7 +215,7 @@ mod tests {
         assert_eq!(
             v.reasons,
             [
-                "kills 7 jobs falsely on the later jobs (Succeeded today) (`a`, `b`, …)",
+                "kills 7 jobs falsely on the later jobs (Succeeded today) (`a`, `b` and 5 more)",
                 "saves -16.7 GPU-hours on the later jobs"
             ]
         );
