@@ -27,7 +27,7 @@ use crate::lookout::{cluster, db, Export};
 use crate::output::history::write_summary;
 use crate::output::simulate::Baseline;
 use crate::replay::partial::Lookout;
-use crate::replay::source::{Body, Digest, Entry, Files, HistorySource, Overrides, Stamps, EMPTY_TEXT};
+use crate::replay::source::{Body, Digest, Entry, Files, HistorySource, Overrides, Stamps};
 
 /// What a command does with its history source.
 pub trait Drive {
@@ -89,8 +89,8 @@ impl<S: HistorySource> HistorySource for ReadAhead<S> {
 fn has_content(entry: &Entry) -> bool {
     match &entry.body {
         Body::Lines(block) => block.lines().next().is_some(),
-        Body::Error(message) => message != EMPTY_TEXT,
-        Body::History(_) | Body::Invalid(_) | Body::LeftOut { .. } => true,
+        Body::Empty => false,
+        Body::Error(_) | Body::History(_) | Body::Invalid(_) | Body::LeftOut { .. } => true,
     }
 }
 

@@ -19,7 +19,7 @@ use crate::model::failure_history::FailureHistory;
 
 use super::json_lines::Scratch;
 use super::shard::Shard;
-use super::source::{Body, Entry, HistorySource, Origin, Pos, Progress};
+use super::source::{Body, Entry, HistorySource, Origin, Pos, Progress, EMPTY_TEXT};
 
 /// Entries handed to a worker at a time when they are not JSON lines (YAML files of a
 /// directory); a block of JSON lines ([`BLOCK_BYTES`]) is one unit on its own.
@@ -117,6 +117,12 @@ fn process<A, T>(
             let id = origin.default_id();
             if owns(&id) {
                 out.push((origin.pos(), Processed::Error(format!("{origin}: {msg}"))));
+            }
+        }
+        Body::Empty => {
+            let id = origin.default_id();
+            if owns(&id) {
+                out.push((origin.pos(), Processed::Error(format!("{origin}: {EMPTY_TEXT}"))));
             }
         }
         Body::Invalid(file) => {

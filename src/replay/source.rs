@@ -192,6 +192,9 @@ pub enum Body {
     History(Box<FailureHistory>),
     /// A problem with this entry (unreadable file, over-long line); the job is skipped.
     Error(String),
+    /// A text with no document at all: an error ([`EMPTY_TEXT`]) beside other entries, and
+    /// no content of its own (a history of nothing but such texts is an empty input).
+    Empty,
     /// A YAML file whose documents are invalid, with every diagnostic.
     Invalid(Box<SourceFile>),
     /// A record the source itself left out, reported as the source reports it (a Lookout
@@ -567,6 +570,10 @@ impl Files {
     }
 
     fn error(&self, file: &str, stem: &Arc<str>, line: Option<usize>, message: String) -> Entry {
+        self.entry(file, stem, line, Body::Error(message))
+    }
+
+    fn entry(&self, file: &str, stem: &Arc<str>, line: Option<usize>, body: Body) -> Entry {
         Entry {
             origin: Origin {
                 file: file.into(),
@@ -578,7 +585,7 @@ impl Files {
                 doc: 0,
             },
             settings: self.settings.clone(),
-            body: Body::Error(message),
+            body,
         }
     }
 
@@ -769,12 +776,11 @@ impl Files {
             // A text with no document at all is an empty input when nothing else is
             // (`commands::replay_source`).
             if mine.head {
-                let message = if file.documents.is_empty() {
-                    EMPTY_TEXT
+                let entry = if file.documents.is_empty() {
+                    self.entry(name, stem, None, Body::Empty)
                 } else {
-                    "no FailureHistory document"
+                    self.error(name, stem, None, "no FailureHistory document".to_string())
                 };
-                let entry = self.error(name, stem, None, message.to_string());
                 self.ready.push_back(entry);
             }
             return;
@@ -1134,6 +1140,7 @@ impl Iterator for Files {
                 Some(Entry {
                     body: Body::Error(m), ..
                 }) => self.hash(m.as_bytes()),
+                Some(Entry { body: Body::Empty, .. }) => self.hash(EMPTY_TEXT.as_bytes()),
                 Some(_) => {}
                 None => {
                     if let Some((h, d)) = self.digest.take() {
@@ -1431,6 +1438,11 @@ mod tests {
                         }
                     }
                     Body::Error(message) => out.push((entry.origin.line().unwrap(), entry.origin.pos().1, message)),
+                    Body::Empty => out.push((
+                        entry.origin.line().unwrap(),
+                        entry.origin.pos().1,
+                        EMPTY_TEXT.to_string(),
+                    )),
                     other => panic!("{other:?}"),
                 }
             }
