@@ -25,17 +25,7 @@ use crate::model::{encode, ApiVersion, Kind, Resource, RetryPolicy};
 use crate::output::resources;
 
 pub fn run(ctx: &mut Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
-    let asked = args
-        .api_version
-        .as_deref()
-        .map(|v| {
-            ApiVersion::parse(v).ok_or_else(|| {
-                CliError::usage(format!(
-                    "invalid `--api-version` `{v}`: expected `armadaproject.io/v1` or `armadaproject.io/v1beta1`"
-                ))
-            })
-        })
-        .transpose()?;
+    let asked = args.api_version.as_deref().map(super::api_version).transpose()?;
     let items = remote::load(ctx, &args.source, &[Kind::RetryPolicy, Kind::Queue])?;
     let conn = remote::connect(ctx)?;
     let mut differs = false;

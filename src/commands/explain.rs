@@ -64,12 +64,7 @@ pub fn run(ctx: &mut Context, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         _ if noun.eq_ignore_ascii_case("errorcategories") => Kind::ErrorCategories,
         _ => return Err(CliError::usage(format!("unknown resource type `{noun}`: expected {KINDS}")).into()),
     };
-    let version = ApiVersion::parse(&args.api_version).ok_or_else(|| {
-        CliError::usage(format!(
-            "invalid `--api-version` `{}`: expected `armadaproject.io/v1` or `armadaproject.io/v1beta1`",
-            args.api_version
-        ))
-    })?;
+    let version = super::api_version(&args.api_version)?;
     let Some(here) = layout(kind, version) else {
         return Err(CliError::usage(format!(
             "a {} has no `{}` layout: it is `armadaproject.io/v1` only",

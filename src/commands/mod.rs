@@ -33,7 +33,8 @@ pub mod version;
 
 use crate::app::Context;
 use crate::cli::Command;
-use crate::error::ExitCode;
+use crate::error::{CliError, ExitCode};
+use crate::model::ApiVersion;
 
 /// Routes a parsed command to the command that runs it (handed to `app::run` by `main`).
 pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitCode> {
@@ -76,4 +77,13 @@ pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitC
         Command::Schema(args) => schema::run(ctx, &args),
         Command::History(args) => output_file::run_to(ctx, args.output_file.as_deref(), |ctx| history::run(ctx, &args)),
     }
+}
+
+/// `--api-version`'s value (get, diff, explain), or the usage error that says what it takes.
+pub fn api_version(value: &str) -> Result<ApiVersion, CliError> {
+    ApiVersion::parse(value).ok_or_else(|| {
+        CliError::usage(format!(
+            "invalid `--api-version` `{value}`: expected `armadaproject.io/v1` or `armadaproject.io/v1beta1`"
+        ))
+    })
 }
