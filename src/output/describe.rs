@@ -58,25 +58,7 @@ pub fn write_policy(
     scheduler: &Scheduler,
 ) -> io::Result<()> {
     writeln!(out, "Name:            {}", policy.name)?;
-    if used_by.is_empty() {
-        writeln!(
-            out,
-            "Used by queues:  <none> (attach it with `retryctl update queue NAME --add-retry-policy {}`)",
-            policy.name
-        )?;
-    } else {
-        let list: Vec<String> = used_by
-            .iter()
-            .map(|(q, pos, of)| {
-                if *of == 1 {
-                    q.clone()
-                } else {
-                    format!("{q} (policy {pos} of {of})")
-                }
-            })
-            .collect();
-        writeln!(out, "Used by queues:  {}", list.join(", "))?;
-    }
+    write_used_by(out, policy, used_by, |q, pos, of| format!("{q} (policy {pos} of {of})"))?;
     let limit = match policy.retry_limit {
         Some(l) => format!("{l} (the policy's retryLimit; rules without their own use it)"),
         None => format!(
@@ -299,6 +281,28 @@ fn mutation_words(m: &Mutation) -> Vec<String> {
     out
 }
 
+/// The `Used by queues:` line: each queue (`(name, position, list length)`), in `position`'s
+/// words when it lists more than one policy; `<none>` with how to attach one.
+fn write_used_by(
+    out: &mut dyn Write,
+    policy: &RetryPolicy,
+    used_by: &[(String, usize, usize)],
+    position: impl Fn(&str, usize, usize) -> String,
+) -> io::Result<()> {
+    if used_by.is_empty() {
+        return writeln!(
+            out,
+            "Used by queues:  <none> (attach it with `retryctl update queue NAME --add-retry-policy {}`)",
+            policy.name
+        );
+    }
+    let list: Vec<String> = used_by
+        .iter()
+        .map(|(q, pos, of)| if *of == 1 { q.clone() } else { position(q, *pos, *of) })
+        .collect();
+    writeln!(out, "Used by queues:  {}", list.join(", "))
+}
+
 /// Describes a policy in today's Armada's terms (a v1beta1 document, or a policy read from a
 /// server that stores only that dialect): what upstream's engine does with it, and nothing it
 /// cannot store. No backoff (upstream requeues a retry at once), no anti-affinity mode, one
@@ -315,23 +319,10 @@ pub fn write_policy_upstream(
         out,
         "Dialect:         armadaproject.io/v1beta1 (today's Armada: category rules, one retry limit, no backoff)"
     )?;
-    if used_by.is_empty() {
-        writeln!(
-            out,
-            "Used by queues:  <none> (attach it with `retryctl update queue NAME --add-retry-policy {}`)",
-            policy.name
-        )?;
-    } else {
-        let list: Vec<String> = used_by
-            .iter()
-            .map(|(q, pos, of)| match (pos, of) {
-                (_, 1) => q.clone(),
-                (1, _) => format!("{q} (its first policy, the one Armada evaluates)"),
-                _ => format!("{q} (policy {pos} of {of}: Armada evaluates only the first, so not this one)"),
-            })
-            .collect();
-        writeln!(out, "Used by queues:  {}", list.join(", "))?;
-    }
+    write_used_by(out, policy, used_by, |q, pos, of| match pos {
+        1 => format!("{q} (its first policy, the one Armada evaluates)"),
+        _ => format!("{q} (policy {pos} of {of}: Armada evaluates only the first, so not this one)"),
+    })?;
     let limit = policy.retry_limit.unwrap_or(0);
     if limit == 0 {
         writeln!(
