@@ -115,6 +115,19 @@ pub fn named(items: &[String], total: u64, max: usize) -> String {
     }
 }
 
+/// `1,234,567`: a count with its thousands grouped, as the reports and messages write it.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
 /// Whether `c` is written as an escape: every control character (C0, DEL, C1) and the line
 /// breaks a terminal or a YAML 1.1 reader knows that are not control characters (U+2028,
 /// U+2029).

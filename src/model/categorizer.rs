@@ -543,8 +543,8 @@ pub fn validate_error_categories(config: &ErrorCategories) -> Vec<Diagnostic> {
             "categories",
             format!(
                 "{} categories: a categorizer holds at most {} (docs/categorizer.md)",
-                thousands(config.categories.len()),
-                thousands(MAX_CATEGORIES)
+                crate::diag::thousands(config.categories.len() as u64),
+                crate::diag::thousands(MAX_CATEGORIES as u64)
             ),
         ));
     }
@@ -554,8 +554,8 @@ pub fn validate_error_categories(config: &ErrorCategories) -> Vec<Diagnostic> {
             "categories",
             format!(
                 "{} rules in all categories: a categorizer holds at most {} (docs/categorizer.md)",
-                thousands(rules),
-                thousands(MAX_RULES)
+                crate::diag::thousands(rules as u64),
+                crate::diag::thousands(MAX_RULES as u64)
             ),
         ));
     }
@@ -625,19 +625,6 @@ pub fn validate_error_categories(config: &ErrorCategories) -> Vec<Diagnostic> {
                 rule,
             );
         }
-    }
-    out
-}
-
-/// `4,000`.
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (k, c) in digits.chars().enumerate() {
-        if k > 0 && (digits.len() - k) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
     }
     out
 }

@@ -13,6 +13,7 @@
 //! the per-class table ≤ 1,000 classes, the rule table as many rows as the policies have
 //! rules). Must not: count (every number comes from the replay's totals) or read anything.
 
+use crate::diag::thousands as num;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
@@ -123,19 +124,6 @@ impl Sink for HtmlSink<'_> {
         };
         self.out.write_all(page.as_bytes())
     }
-}
-
-/// A count with thousands separators (`1,234,567`), for people.
-fn num(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 /// `1 job`, `1,234 jobs`.
