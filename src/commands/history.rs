@@ -51,7 +51,7 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
         }
         (None, None) => {
             return Err(CliError::usage("give `--lookout-db DSN` or `--lookout-url URL`")
-                .with_hint("or set `LOOKOUT_DB` to Lookout's database, which a command given neither reads")
+                .with_hint(crate::commands::history::SET_LOOKOUT_DB)
                 .into())
         }
     };
@@ -146,12 +146,15 @@ pub fn nearest_hint(dsn: &str, timeout: std::time::Duration, filter: &Filter) ->
     Some(format!("queue `{queue}` has jobs submitted on {days}"))
 }
 
+/// The hint of a command given no history, when `$LOOKOUT_DB` would have given one.
+pub const SET_LOOKOUT_DB: &str = "or set `LOOKOUT_DB` to Lookout's database, which a command given neither reads";
+
 /// The DSN `$LOOKOUT_DB` stands for (docs/lookout.md): that of `--lookout-db` given without
 /// a value, and, when `implicit` (a verb that reads Lookout when no other source is given, and
 /// none was), of a command line without the flag. The variable alone never switches a source
 /// otherwise (`get` asks the server).
 pub fn resolve_dsn(given: Option<Option<String>>, implicit: bool) -> Result<Option<String>, CliError> {
-    let env = || std::env::var("LOOKOUT_DB").ok().filter(|v| !v.is_empty());
+    let env = || std::env::var(crate::deploy::DSN_VAR).ok().filter(|v| !v.is_empty());
     match given {
         Some(Some(dsn)) => Ok(Some(dsn)),
         Some(None) => env().map(Some).ok_or_else(|| {

@@ -336,7 +336,7 @@ pub fn check_source(args: &ReplayArgs, env: bool) -> Result<(), CliError> {
     if args.history.is_none() && args.lookout_db.is_none() {
         let e = CliError::usage("give the history: `--history PATH` or `--lookout-db DSN --queue Q`");
         return Err(if env {
-            e.with_hint("or set `LOOKOUT_DB` to Lookout's database, which a command given neither reads")
+            e.with_hint(crate::commands::history::SET_LOOKOUT_DB)
         } else {
             e
         });

@@ -86,7 +86,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
     if !matches!(pick, Some(Pick::Id(_))) && replay.history.is_none() && replay.lookout_db.is_none() {
         return Err(
             CliError::usage("give the history to search on: `--history PATH` or `--lookout-db DSN --queue Q`")
-                .with_hint("or set `LOOKOUT_DB` to Lookout's database, which a command given neither reads")
+                .with_hint(crate::commands::history::SET_LOOKOUT_DB)
                 .into(),
         );
     }

@@ -611,7 +611,7 @@ fn markdown(view: &TuneView<'_>) -> String {
     let _ = writeln!(m, "{}\n", markdown_text(&inputs_line(view)));
     let _ = writeln!(m, "**{}**\n", markdown_text(&recommendation(view)));
     if let Some(values) = recommended_values(view) {
-        let values: Vec<String> = values.iter().map(|v| format!("`{}`", v.replace('`', "'"))).collect();
+        let values: Vec<String> = values.iter().map(|v| code_span(v)).collect();
         let _ = writeln!(m, "Values: {}\n", values.join(", "));
     }
     if let Some(line) = estimates_decide_line(view) {
