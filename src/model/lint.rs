@@ -15,6 +15,10 @@ use super::document::{ApiVersion, Document, Resource};
 use super::policy::{Action, ExitCodes, Operator, RetryPolicy, Rule};
 use super::validate::compile_pattern;
 
+/// A rule's settings that do nothing once its action is `Fail` (`no-effect`, which
+/// `validate --strict` refuses), in the order a rule writes them.
+pub const FAIL_NO_EFFECT: [&str; 4] = ["retryLimit", "backoff", "antiAffinity", "mutate"];
+
 /// Context the warnings may use.
 #[derive(Debug, Clone, Default)]
 pub struct LintOptions {
@@ -43,19 +47,13 @@ pub fn lint_policy(policy: &RetryPolicy, options: &LintOptions) -> Vec<Diagnosti
             ));
         }
         if rule.action == Action::Fail {
-            let mut useless = Vec::new();
-            if rule.retry_limit.is_some() {
-                useless.push("retryLimit");
-            }
-            if !rule.backoff.is_empty() {
-                useless.push("backoff");
-            }
-            if rule.anti_affinity.is_some() {
-                useless.push("antiAffinity");
-            }
-            if rule.mutate.is_some() {
-                useless.push("mutate");
-            }
+            let set = [
+                rule.retry_limit.is_some(),
+                !rule.backoff.is_empty(),
+                rule.anti_affinity.is_some(),
+                rule.mutate.is_some(),
+            ];
+            let useless = FAIL_NO_EFFECT.iter().zip(set).filter(|(_, set)| *set).map(|(f, _)| f);
             for field in useless {
                 out.push(Diagnostic::warning(
                     "no-effect",

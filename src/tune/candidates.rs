@@ -12,6 +12,7 @@
 //! the template's positions, and a node the edit creates takes its parent's. Documents no
 //! vary touches are the template's, cloned.
 
+use crate::model::lint::FAIL_NO_EFFECT;
 use serde::Serialize;
 
 use crate::diag::Diagnostic;
@@ -279,12 +280,8 @@ fn scalar(text: &str, at: &Node) -> Node {
     }
 }
 
-/// A rule's settings that do nothing once its action is `Fail` (`model::lint`'s
-/// `no-effect`, which `validate --strict` refuses).
-const FAIL_NO_EFFECT: [&str; 4] = ["retryLimit", "backoff", "antiAffinity", "mutate"];
-
 /// When `segments` is a rule's `action` (`spec.rules[i].action`, `rules[i].action`) and the
-/// rule's action is now `Fail`: the rule's [`FAIL_NO_EFFECT`] settings removed (its `mutate`,
+/// rule's action is now `Fail`: the rule's settings `model::lint` calls of no effect ([`FAIL_NO_EFFECT`]) removed (its `mutate`,
 /// say), so that the candidate passes `validate --strict` when the template does. A `Fail`
 /// rule never retries, so the replay is the same either way.
 fn quiet_fail_rule(node: &mut Node, segments: &[Segment]) {
