@@ -74,14 +74,7 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     out.flush()?;
     let totals = export.totals();
     if totals.jobs_read == 0 && !args.allow_empty {
-        let e = no_job(&named, Some(&filter), "nothing to export");
-        return Err(
-            match dsn.as_deref().and_then(|dsn| nearest_hint(dsn, timeout, &filter)) {
-                Some(hint) => e.with_hint(hint),
-                None => e,
-            }
-            .into(),
-        );
+        return Err(no_job_in_lookout(&named, dsn.as_deref(), timeout, &filter, "nothing to export").into());
     }
     write_summary(ctx.err, &args.queue, totals)?;
     Ok(if args.strict && totals.left_out() > 0 {
@@ -126,6 +119,31 @@ fn described_filters(f: &Filter) -> Vec<String> {
         (None, None) => {}
     }
     out
+}
+
+/// An empty Lookout window ([`no_job`], `named` as the user knows the source), with the
+/// [`nearest_hint`] when the database (`dsn`) can tell it.
+pub fn no_job_in_lookout(
+    named: &str,
+    dsn: Option<&str>,
+    timeout: std::time::Duration,
+    filter: &Filter,
+    nothing: &str,
+) -> CliError {
+    let e = no_job(named, Some(filter), nothing);
+    match dsn.and_then(|dsn| nearest_hint(dsn, timeout, filter)) {
+        Some(hint) => e.with_hint(hint),
+        None => e,
+    }
+}
+
+/// A history file as an empty-input error names it: `stdin` for `-`, else `` `PATH` ``.
+pub fn history_named(path: &std::path::Path) -> String {
+    if path.as_os_str() == "-" {
+        "stdin".to_string()
+    } else {
+        format!("`{}`", path.display())
+    }
 }
 
 /// The hint of an empty Lookout database export: the days of the queue's jobs nearest the

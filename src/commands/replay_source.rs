@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::app::Context;
 use crate::cli::ReplayArgs;
-use crate::commands::history::{lookout_filter, nearest_hint, no_job, now, FilterFlags};
+use crate::commands::history::{history_named, lookout_filter, no_job, no_job_in_lookout, now, FilterFlags};
 use crate::commands::policy_set::{base_config, load_from_cluster, PolicyFlags};
 use crate::connection::parse_timeout;
 use crate::engine::simulator::Simulator;
@@ -220,14 +220,7 @@ pub fn run<D: Drive>(
                 Some(code) => Ok(code),
                 None => driver.drive(ctx, source, file_baseline.as_ref(), Baseline::Files, about),
             },
-            Err(_) => {
-                let named = if history.as_os_str() == "-" {
-                    "stdin".to_string()
-                } else {
-                    format!("`{}`", history.display())
-                };
-                Err(no_job(&named, None, driver.nothing()).into())
-            }
+            Err(_) => Err(no_job(&history_named(history), None, driver.nothing()).into()),
         };
     };
     let settings = overrides.apply(&base);
@@ -300,13 +293,8 @@ pub fn run<D: Drive>(
                     }
                 } else {
                     let named = format!("Lookout `{}`", crate::lookout::mask_dsn(dsn));
-                    let e = no_job(&named, Some(&filter), driver.nothing());
                     let timeout = parse_timeout(&ctx.global.timeout)?;
-                    return Err(match nearest_hint(dsn, timeout, &filter) {
-                        Some(hint) => e.with_hint(hint),
-                        None => e,
-                    }
-                    .into());
+                    return Err(no_job_in_lookout(&named, Some(dsn), timeout, &filter, driver.nothing()).into());
                 }
             }
         }

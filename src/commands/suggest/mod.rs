@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 use crate::app::Context;
 use crate::cli::{ReplayArgs, SuggestArgs, SuggestOutput};
-use crate::commands::history::no_job;
+use crate::commands::history::{history_named, no_job};
 use crate::commands::on_signal;
 use crate::commands::policy_set::{base_config, load_policies, PolicyFlags, Side};
 use crate::commands::replay_source::{self, check_flags, overrides, About, Drive};
@@ -690,12 +690,7 @@ impl Suggest<'_> {
         if nothing_replayed {
             // No entry at all (a merge's shards all empty): an empty history, in its words.
             if let (0, None, Some(history)) = (pass.errors, &args.replay.lookout_db, &args.replay.history) {
-                let named = if history.as_os_str() == "-" {
-                    "stdin".to_string()
-                } else {
-                    format!("`{}`", history.display())
-                };
-                return Err(no_job(&named, None, NOTHING).into());
+                return Err(no_job(&history_named(history), None, NOTHING).into());
             }
             return Err(CliError::invalid(format!(
                 "no job could be replayed ({} not read): there is nothing to learn from",
