@@ -381,13 +381,10 @@ fn recommendation(view: &TuneView<'_>) -> String {
     }
 }
 
-/// Without `--max-compute`, a recommendation that only the estimates put ahead, in one line,
-/// and how to cap what it may cost.
+/// A recommendation that only the estimates put ahead, in one line, and, without
+/// `--max-compute`, how to cap what it may cost.
 fn estimates_decide_line(view: &TuneView<'_>) -> Option<String> {
     let r = view.ranked;
-    if view.max_compute.is_some() {
-        return None;
-    }
     let recommended = &r.candidates[r.recommended?];
     let (rival, theirs) = match r.estimates_decide? {
         EstimatesDecide::Baseline => ("the baseline".to_string(), r.baseline.finals[Final::Succeeded as usize]),
@@ -399,8 +396,14 @@ fn estimates_decide_line(view: &TuneView<'_>) -> Option<String> {
     } else {
         format!("{ours} jobs against {theirs}")
     };
+    // Said with a cap too: the cap bounds what the estimates may cost, not whether they
+    // decided.
+    let advice = match view.max_compute {
+        Some(_) => "",
+        None => "; give --max-compute (10h, or 50% of the baseline's compute) to cap the compute it adds",
+    };
     Some(format!(
-        "decided by estimates alone: in the record, candidate {} succeeds no more often than {rival} ({counts}); give --max-compute (10h, or 50% of the baseline's compute) to cap the compute it adds",
+        "decided by estimates alone: in the record, candidate {} succeeds no more often than {rival} ({counts}){advice}",
         recommended.id
     ))
 }
