@@ -65,13 +65,7 @@ pub fn probe(ctx: &mut Context) -> anyhow::Result<Option<Remote>> {
 /// Without a server: the policies queues attach that are not in the batch, one line each,
 /// for a note on stderr (they could not be checked).
 pub fn unchecked_references(items: &[Item]) -> Vec<String> {
-    let in_batch: HashSet<&str> = items
-        .iter()
-        .filter_map(|i| match &i.resource {
-            Resource::RetryPolicy(p) => Some(p.name.as_str()),
-            _ => None,
-        })
-        .collect();
+    let in_batch: HashSet<&str> = remote::policy_names(items).collect();
     items
         .iter()
         .filter_map(|i| match &i.resource {
@@ -99,13 +93,7 @@ pub fn unchecked_references(items: &[Item]) -> Vec<String> {
 /// server. Checked before anything is sent, so a batch never half-applies for this reason.
 /// Without a server, names outside the batch are not checked (see `unchecked_references`).
 pub fn check_references(items: &[Item], conn: Option<&Remote>) -> Result<(), CliError> {
-    let in_batch: HashSet<&str> = items
-        .iter()
-        .filter_map(|i| match &i.resource {
-            Resource::RetryPolicy(p) => Some(p.name.as_str()),
-            _ => None,
-        })
-        .collect();
+    let in_batch: HashSet<&str> = remote::policy_names(items).collect();
     let Some(conn) = conn else { return Ok(()) };
     let mut on_server: Vec<String> = Vec::new();
     let mut problems = Vec::new();

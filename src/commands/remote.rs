@@ -393,16 +393,18 @@ pub fn same(server: &Resource, file: &Resource) -> bool {
     }
 }
 
+/// The names of the retry policies `items` define, in their order.
+pub fn policy_names(items: &[Item]) -> impl Iterator<Item = &str> {
+    items.iter().filter_map(|i| match &i.resource {
+        Resource::RetryPolicy(p) => Some(p.name.as_str()),
+        _ => None,
+    })
+}
+
 /// The server's retry policies that no document of `items` defines, in the server's order
 /// (`diff` lists them, `apply --prune` deletes them); `what` words a failure to list them.
 pub fn unnamed_policies(conn: &Remote, items: &[Item], what: &str) -> Result<Vec<String>, CliError> {
-    let named: Vec<&str> = items
-        .iter()
-        .filter_map(|i| match &i.resource {
-            Resource::RetryPolicy(p) => Some(p.name.as_str()),
-            _ => None,
-        })
-        .collect();
+    let named: Vec<&str> = policy_names(items).collect();
     let on_server = conn.client.list_policies().map_err(|e| conn.fail(what, e))?;
     Ok(on_server
         .into_iter()
