@@ -202,11 +202,21 @@ pub fn categorizer_file(path: &Path) -> SourceFile {
     }
 }
 
+/// A categorizer file as [`read_categorizer`] reads it: its name, its one document (kept
+/// whole for `tune`'s `categorizer:` varies), the config it decodes to, and its warnings.
+#[derive(Debug, Clone)]
+pub struct CategorizerFile {
+    pub name: String,
+    pub document: Document,
+    pub config: ErrorCategories,
+    pub warnings: Vec<String>,
+}
+
 /// The executor's categorizer config of `--categorizer FILE` (docs/categorizer.md): the one
 /// categorizer document of the file, valid, and its warnings (said by the caller). Else an
 /// error naming the flag's file and each problem at its line (`FILE:LINE:COL: FIELD:
 /// message`), exit 3, as `--scheduler-config` does.
-pub fn read_categorizer(path: &Path) -> Result<(ErrorCategories, Vec<String>), CliError> {
+pub fn read_categorizer(path: &Path) -> Result<CategorizerFile, CliError> {
     let file = categorizer_file(path);
     let name = file.name.as_str();
     if let Some(e) = file.errors.iter().find(|e| e.code == "unreadable") {
@@ -241,13 +251,22 @@ pub fn read_categorizer(path: &Path) -> Result<(ErrorCategories, Vec<String>), C
         )));
     }
     let doc = file.documents.into_iter().next();
-    match doc.and_then(|d| match d.resource {
-        Some(Resource::ErrorCategories(c)) => Some((c, d.diagnostics)),
+    match doc.and_then(|d| match &d.resource {
+        Some(Resource::ErrorCategories(c)) => Some((c.clone(), d)),
         _ => None,
     }) {
-        Some((config, warnings)) => {
-            let warnings = warnings.iter().map(|d| placed(d).trim_start().to_string()).collect();
-            Ok((config, warnings))
+        Some((config, document)) => {
+            let warnings = document
+                .diagnostics
+                .iter()
+                .map(|d| placed(d).trim_start().to_string())
+                .collect();
+            Ok(CategorizerFile {
+                name: name.to_string(),
+                document,
+                config,
+                warnings,
+            })
         }
         // Refused by its kind above, so not reached; said all the same.
         None => Err(CliError::invalid(format!(

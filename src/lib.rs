@@ -50,6 +50,7 @@ pub mod error;
 pub mod input;
 pub mod lookout;
 pub mod model;
+pub mod on_signal;
 pub mod output;
 pub mod redact;
 pub mod replay;

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use crate::app::Context;
 use crate::cli::ApplyArgs;
-use crate::commands::batch;
+use crate::commands::remote::batch;
 use crate::commands::remote::{self, Item, Mode, Remote};
 use crate::error::{CliError, ExitCode};
 use crate::model::{Kind, Resource};

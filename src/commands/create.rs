@@ -6,8 +6,8 @@
 
 use crate::app::Context;
 use crate::cli::{CreateArgs, CreateResource, FileArgs, QueueFlags, WriteArgs};
-/// Shared with `update` and `apply`; lives with the batch ordering and checks.
-pub use crate::commands::batch::write_files;
+use crate::commands::remote::batch::{self, write_files};
+use crate::commands::remote::queue::apply_flags;
 use crate::commands::remote::{self, Mode};
 use crate::error::{CliError, ExitCode};
 use crate::model::validate::validate_queue;
@@ -39,7 +39,7 @@ fn create_queue(ctx: &mut Context, flags: &QueueFlags) -> anyhow::Result<ExitCod
     write_queue(ctx, queue, &flags.write, Mode::Create)
 }
 
-/// Validates and writes a queue built from flags (shared with `update queue`).
+/// Validates and writes a queue built from flags.
 pub fn write_queue(ctx: &mut Context, queue: Queue, write: &WriteArgs, mode: Mode) -> anyhow::Result<ExitCode> {
     let problems: Vec<String> = validate_queue(&queue)
         .into_iter()
@@ -59,13 +59,13 @@ pub fn write_queue(ctx: &mut Context, queue: Queue, write: &WriteArgs, mode: Mod
     let conn = if dry {
         // As for files: a dry run checks against the server when it answers, so that it
         // refuses the policies the real run would find missing.
-        let conn = crate::commands::batch::probe(ctx)?;
+        let conn = batch::probe(ctx)?;
         let item = remote::Item {
             file: "the command line".into(),
             resource: resource.clone(),
             version: None,
         };
-        crate::commands::batch::check_references(std::slice::from_ref(&item), conn.as_ref())?;
+        batch::check_references(std::slice::from_ref(&item), conn.as_ref())?;
         conn
     } else {
         Some(remote::connect(ctx)?)
@@ -88,39 +88,4 @@ fn flag_of(path: &str) -> String {
         _ => return path.to_string(),
     };
     flag.to_string()
-}
-
-/// Sets the fields whose flags were given; the others keep their values.
-pub fn apply_flags(queue: &mut Queue, flags: &QueueFlags) -> Result<(), CliError> {
-    if let Some(p) = &flags.retry_policies {
-        queue.retry_policies = p
-            .iter()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect();
-    }
-    if let Some(f) = flags.priority_factor {
-        queue.priority_factor = f;
-    }
-    if let Some(o) = &flags.owners {
-        queue.user_owners = o.clone();
-    }
-    if let Some(g) = &flags.group_owners {
-        queue.group_owners = g.clone();
-    }
-    if let Some(labels) = &flags.labels {
-        queue.labels.clear();
-        for l in labels {
-            match l.split_once('=') {
-                Some((k, v)) if !v.contains('=') => {
-                    queue.labels.insert(k.to_string(), v.to_string());
-                }
-                _ => return Err(CliError::usage(format!("invalid label `{l}`: expected KEY=VALUE"))),
-            }
-        }
-    }
-    if let Some(c) = flags.cordon {
-        queue.cordoned = c;
-    }
-    Ok(())
 }

@@ -17,9 +17,9 @@
 use crate::app::Context;
 use crate::cli::{DeleteArgs, DeleteResource};
 use crate::client::ModifyError;
-use crate::commands::batch;
+use crate::commands::remote::batch;
+use crate::commands::remote::target::Targets;
 use crate::commands::remote::{self, found, Remote};
-use crate::commands::target::Targets;
 use crate::error::{CliError, ExitCode};
 use crate::model::{Kind, Resource};
 

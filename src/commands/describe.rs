@@ -9,8 +9,8 @@
 
 use crate::app::Context;
 use crate::cli::{DescribeArgs, DescribeResource};
+use crate::commands::remote::target::{noun_of, Targets};
 use crate::commands::remote::{self, found, Remote};
-use crate::commands::target::{noun_of, Targets};
 use crate::engine::Settings;
 use crate::error::{CliError, ExitCode};
 use crate::model::{ApiVersion, Kind, Queue, Resource, RetryPolicy};

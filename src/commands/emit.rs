@@ -17,63 +17,10 @@ use clap::parser::ValueSource;
 use clap::ArgAction;
 
 use crate::app::Context;
-use crate::cli::{EmitArgs, ReplayArgs, SimulateArgs, SuggestArgs, TuneArgs};
-use crate::commands::replay_source::{check_flags, check_source};
-use crate::commands::simulate::parse_backtest_at;
-use crate::commands::tune::parse_max_compute;
+use crate::cli::EmitArgs;
 use crate::deploy::{self, Flag, Invocation};
 use crate::error::{CliError, ExitCode};
 use crate::output::text::shown;
-use crate::tune::parse_vary;
-
-/// `simulate --emit`: the command's own checks of its flags, then the documents.
-pub fn run_simulate(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
-    check_flags(&args.replay, &args.source.files)?;
-    check_source(&args.replay, false)?;
-    check_backtest_at(&args.replay)?;
-    run(ctx, &args.emit)
-}
-
-/// `tune --emit`: the command's own checks of its flags, then the documents.
-pub fn run_tune(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
-    check_flags(&args.replay, &args.source.files)?;
-    for vary in &args.vary {
-        parse_vary(vary).map_err(CliError::usage)?;
-    }
-    if args.replay.history.is_none() && args.replay.lookout_db.is_none() {
-        return Err(
-            CliError::usage("give the history to search on: `--history PATH` or `--lookout-db DSN --queue Q`").into(),
-        );
-    }
-    if args.source.files.is_empty() {
-        return Err(CliError::usage("give the template's documents with `-f PATH`").into());
-    }
-    if let Some(text) = &args.max_compute {
-        parse_max_compute(text)?;
-    }
-    check_backtest_at(&args.replay)?;
-    run(ctx, &args.emit)
-}
-
-/// `suggest --emit`: the command's own checks of its flags (a source its merge cannot read
-/// again refused among them), then the documents.
-pub fn run_suggest(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
-    crate::commands::suggest::check(args)?;
-    run(ctx, &args.emit)
-}
-
-// The checks above are the ones `simulate` and `tune` make of their flags before reading
-// anything, with the same words: a command line every shard would refuse (exit 2 in each
-// pod) is refused here, before any document is printed. What needs the inputs (the
-// documents, the template's varies) is checked by the shards, which have them.
-fn check_backtest_at(replay: &ReplayArgs) -> Result<(), CliError> {
-    replay
-        .backtest_at
-        .as_deref()
-        .map(parse_backtest_at)
-        .transpose()
-        .map(|_| ())
-}
 
 /// `--job-set`, renamed `--emit-job-set`: a usage error that names the new flag (clap's
 /// own tip would offer `--jobset`, Lookout's filter).
@@ -81,8 +28,12 @@ pub fn renamed_job_set() -> CliError {
     CliError::usage("`--job-set` is now `--emit-job-set` (`--jobset` is Lookout's job set filter)")
 }
 
-/// Prints the documents of `emit` for the process's command line.
-fn run(ctx: &mut Context, emit: &EmitArgs) -> anyhow::Result<ExitCode> {
+/// Prints the documents of `emit` for the process's command line. The command's own checks
+/// of its flags come first, in its words (`commands::dispatch` calls its `check`): a command
+/// line every shard would refuse (exit 2 in each pod) is refused here, before any document is
+/// printed. What needs the inputs (the documents, the template's varies) is checked by the
+/// shards, which have them.
+pub fn run(ctx: &mut Context, emit: &EmitArgs) -> anyhow::Result<ExitCode> {
     let invocation = invocation(std::env::args_os().collect())?;
     let plan = deploy::plan(emit, &invocation)?;
     plan.write(&mut *ctx.out)?;

@@ -12,8 +12,7 @@
 
 use crate::app::Context;
 use crate::cli::ExplainArgs;
-use crate::commands::schema::KINDS;
-use crate::commands::target::noun_kind;
+use crate::commands::remote::target::{noun_kind, KINDS};
 use crate::error::{CliError, ExitCode};
 use crate::model::fields::{self, Field};
 use crate::model::{ApiVersion, Kind};

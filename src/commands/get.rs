@@ -12,8 +12,8 @@
 
 use crate::app::Context;
 use crate::cli::{GetArgs, GetOutput, GetResource, ViewArgs};
+use crate::commands::remote::target::{noun_of, Targets};
 use crate::commands::remote::{self, Remote};
-use crate::commands::target::{noun_of, Targets};
 use crate::connection::parse_timeout;
 use crate::error::{CliError, ExitCode};
 use crate::lookout::cluster::{self, BadRow, ClusterState};
@@ -47,7 +47,7 @@ pub fn run(ctx: &mut Context, args: &GetArgs) -> anyhow::Result<ExitCode> {
     };
     let (format, version, sort_by) = parse_view(view_args)?;
     // `--lookout-db` alone is `$LOOKOUT_DB`; the variable alone leaves the server the source.
-    let source = match crate::commands::history::resolve_dsn(dsn.clone(), false)? {
+    let source = match crate::commands::replay::lookout::resolve_dsn(dsn.clone(), false)? {
         Some(dsn) => {
             let tables = [db::HISTORY_TABLES, cluster::CLUSTER_TABLES].concat();
             // Only the cluster's tables are read; the history's are checked too, so that a

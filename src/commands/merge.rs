@@ -39,14 +39,13 @@ use std::path::PathBuf;
 
 use crate::app::Context;
 use crate::cli::{MergeArgs, MergeOutput, SuggestOutput};
-use crate::commands::held::Held;
-use crate::commands::simulate::{
-    compare_code, conclude, parse_backtest_at, replay_code, shards_backtest_refusal, SimulateRun,
-};
+use crate::commands::replay::checks::{parse_backtest_at, parse_max_compute, shards_backtest_refusal};
+use crate::commands::replay::held::Held;
+use crate::commands::simulate::{compare_code, conclude, replay_code, SimulateRun};
 use crate::commands::suggest::{
     self as suggest_command, Shards as SuggestShards, SuggestFold, SuggestRun, SuggestTotals, Unmergeable,
 };
-use crate::commands::tune::{self as tune_command, parse_max_compute, TuneRun};
+use crate::commands::tune::{self as tune_command, TuneRun};
 use crate::error::{CliError, ExitCode};
 use crate::lookout::ExportTotals;
 use crate::output::history::write_summary;

@@ -3,7 +3,6 @@
 //! Must not: print with `println!` (write to the context's writers), or exit the process.
 
 pub mod apply;
-pub mod batch;
 pub mod completion;
 pub mod config;
 pub mod create;
@@ -13,19 +12,15 @@ pub mod diff;
 pub mod emit;
 pub mod explain;
 pub mod get;
-pub mod held;
 pub mod history;
 pub mod merge;
-pub mod on_signal;
 pub mod output_file;
-pub mod policy_set;
 pub mod remote;
-pub mod replay_source;
+pub mod replay;
 pub mod schema;
 pub mod serve;
 pub mod simulate;
 pub mod suggest;
-pub mod target;
 pub mod tune;
 pub mod update;
 pub mod validate;
@@ -53,19 +48,29 @@ pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitC
         Command::Simulate(ref args) if args.emit.renamed_job_set.is_some() => Err(emit::renamed_job_set().into()),
         Command::Tune(ref args) if args.emit.renamed_job_set.is_some() => Err(emit::renamed_job_set().into()),
         Command::Suggest(ref args) if args.emit.renamed_job_set.is_some() => Err(emit::renamed_job_set().into()),
-        Command::Simulate(args) if args.emit.emit.is_some() => emit::run_simulate(ctx, &args),
-        Command::Tune(args) if args.emit.emit.is_some() => emit::run_tune(ctx, &args),
-        Command::Suggest(args) if args.emit.emit.is_some() => emit::run_suggest(ctx, &args),
+        // The command's own checks of its flags, in its words, then the documents.
+        Command::Simulate(args) if args.emit.emit.is_some() => {
+            simulate::check(&args)?;
+            emit::run(ctx, &args.emit)
+        }
+        Command::Tune(args) if args.emit.emit.is_some() => {
+            tune::check(&args)?;
+            emit::run(ctx, &args.emit)
+        }
+        Command::Suggest(args) if args.emit.emit.is_some() => {
+            suggest::check(&args)?;
+            emit::run(ctx, &args.emit)
+        }
         Command::Simulate(mut args) => {
-            history::resolve_replay_dsn(&mut args.replay)?;
+            replay::lookout::resolve_replay_dsn(&mut args.replay)?;
             output_file::run_to(ctx, args.output_file.as_deref(), |ctx| simulate::run(ctx, &args))
         }
         Command::Tune(mut args) => {
-            history::resolve_replay_dsn(&mut args.replay)?;
+            replay::lookout::resolve_replay_dsn(&mut args.replay)?;
             output_file::run_to(ctx, args.output_file.as_deref(), |ctx| tune::run(ctx, &args))
         }
         Command::Suggest(mut args) => {
-            history::resolve_replay_dsn(&mut args.replay)?;
+            replay::lookout::resolve_replay_dsn(&mut args.replay)?;
             output_file::run_to(ctx, args.output_file.as_deref(), |ctx| suggest::run(ctx, &args))
         }
         Command::Merge(args) => output_file::run_to(ctx, args.output_file.as_deref(), |ctx| merge::run(ctx, &args)),

@@ -18,8 +18,8 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::app::Context;
-use crate::commands::on_signal::{self, Armed};
 use crate::error::{CliError, ExitCode};
+use crate::on_signal::{self, Armed};
 
 /// Runs `run` with its stdout going to `path` (when given) through an [`OutputFile`], and
 /// replaces `path` when the command wrote a result: it returned (no error) with 0, 1 or 3,

@@ -4,15 +4,13 @@
 
 use crate::app::Context;
 use crate::cli::{SchemaArgs, SchemaKind};
+use crate::commands::remote::target::KINDS;
 use crate::error::{CliError, ExitCode};
 use crate::model::fields;
 use crate::output::schema;
 
 /// Where the published schemas live in the repository (the `$id`s), for editors.
 pub const SCHEMA_BASE: &str = "https://github.com/armadaproject/retryctl/schemas";
-
-/// The kinds `schema` and `explain` know, for the usage error of either without one.
-pub const KINDS: &str = "`retrypolicy` (`rp`), `queue` (`q`), `failurehistory` or `errorcategories`";
 
 pub fn run(ctx: &mut Context, args: &SchemaArgs) -> anyhow::Result<ExitCode> {
     // As `kubectl explain` with no resource: a usage error that lists what there is.

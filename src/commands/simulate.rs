@@ -39,23 +39,20 @@
 //!   sides share the one categorizer, and the history is classified once for both.
 
 use std::io::Write;
-use std::sync::Arc;
 
 use crate::app::Context;
 use crate::cli::{SimulateArgs, SimulateOutput};
-use crate::commands::held::Held;
-use crate::commands::policy_set::{load_from_server, load_policies, PolicyFlags, Side};
-use crate::commands::replay_source::{self, check_flags, check_source, About, Drive};
-use crate::engine::categorizer::Classifier;
-use crate::engine::job_report::plural;
+use crate::commands::replay::checks::{backtest_refusal, parse_backtest_at};
+use crate::commands::replay::held::Held;
+use crate::commands::replay::policy_set::{load_from_server, load_policies, PolicyFlags, Side};
+use crate::commands::replay::sides::{self, baseline_categorizer, check_categorizers, Baseline as Sides};
+use crate::commands::replay::source::{self, check_flags, check_source, About, Open};
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
-use crate::model::failure_history::Timestamp;
 use crate::output::progress::progress_bar;
 use crate::output::simulate::{invalid_text, render_change, Baseline, Mode, Stderr};
 use crate::output::sinks::{sink, Format};
-use crate::replay::backtest::Refusal;
 use crate::replay::compare::Comparison;
 use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::run::{compare, replay, NoAnswer, Options, Out};
@@ -66,9 +63,8 @@ use crate::replay::summary::Summary;
 use serde::{Deserialize, Serialize};
 
 pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
+    check(args)?;
     let replay = &args.replay;
-    check_flags(replay, &args.source.files)?;
-    check_source(replay, true)?;
     if args.source.files.is_empty() && !args.from_server {
         writeln!(
             ctx.err,
@@ -94,139 +90,99 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     };
     let baseline_engine = replay.baseline_engine.map_or(sim.engine(), EngineKind::from);
     // `--baseline FILES` serves either history source; `--baseline-from-cluster` (exclusive
-    // with it) is read from the database.
-    let file_baseline = if replay.baseline.is_empty() {
-        None
-    } else {
-        match load_policies(ctx, &replay.baseline, flags, baseline_engine, Side::Baseline)? {
-            Some(b) => Some(b),
-            None => return Ok(ExitCode::InvalidInput),
-        }
+    // with it) is read from the database when the source opens it.
+    let Some(mut baseline) = Sides::from_flags(ctx, replay, flags, baseline_engine, None)? else {
+        return Ok(ExitCode::InvalidInput);
     };
     // The executor's categorizer of each side (docs/categorizer.md), read before the
     // history: a bad file is exit 3 with nothing on stdout.
-    check_sides_categorizers(
+    check_categorizers(
         replay,
         args.categorizer.as_deref(),
         args.baseline_categorizer.as_deref(),
     )?;
-    let categorizer = load_categorizer(ctx, args.categorizer.as_deref())?;
-    let baseline_categorizer = match args.baseline_categorizer.as_deref() {
-        None => None,
-        Some(p) if p.as_os_str() == RECORDED => None,
-        Some(p) => load_categorizer(ctx, Some(p))?,
-    };
-    let sim = sim.with_categorizer(categorizer);
-    let mut driver = Simulate {
-        args,
-        sim: &sim,
-        baseline_categorizer,
-    };
-    replay_source::run(
-        ctx,
-        replay,
+    let categorizer = sides::categorizer(ctx, args.categorizer.as_deref())?;
+    baseline.categorizer = sides::compiled(baseline_categorizer(ctx, args.baseline_categorizer.as_deref())?.as_ref());
+    let sim = sim.with_categorizer(sides::compiled(categorizer.as_ref()));
+    let partial = args.output == SimulateOutput::Partial;
+    let open = Open {
         flags,
-        file_baseline,
-        baseline_engine,
-        args.strict,
-        args.output == SimulateOutput::Partial,
-        &mut driver,
-    )
+        baseline,
+        partial,
+        strict: args.strict,
+        nothing: "nothing to compare",
+    };
+    let Some(opened) = source::open(ctx, replay, open)? else {
+        return Ok(ExitCode::InvalidInput);
+    };
+    let code = drive(
+        ctx,
+        args,
+        &sim,
+        opened.source,
+        opened.baseline.as_ref(),
+        opened.from,
+        opened.about,
+    )?;
+    opened.end.finish(ctx, code)
 }
 
-/// `--baseline-categorizer recorded`: the baseline keeps the recorded categories.
-pub const RECORDED: &str = "recorded";
-
-/// The baseline never borrows the candidate's categorizer (docs/categorizer.md "Replaying
-/// with a categorizer"): a what-if whose candidate has `--categorizer FILE` and whose baseline has none is
-/// a usage error, before anything is read.
-pub fn check_sides_categorizers(
-    replay: &crate::cli::ReplayArgs,
-    candidate: Option<&std::path::Path>,
-    baseline: Option<&std::path::Path>,
-) -> Result<(), CliError> {
-    let what_if = !replay.baseline.is_empty() || replay.baseline_from_cluster;
-    match (candidate, baseline) {
-        (Some(file), None) if what_if => Err(CliError::usage(format!(
-            "the baseline has no categorizer while the candidate has `{}`: give the deployed one (`--baseline-categorizer FILE`), or `--baseline-categorizer recorded` to keep the categories Lookout recorded",
-            file.display()
-        ))),
-        _ => Ok(()),
-    }
+/// The checks of simulate's flags before anything is read (`--emit` makes them too, in the
+/// same words).
+pub fn check(args: &SimulateArgs) -> Result<(), CliError> {
+    check_flags(&args.replay, &args.source.files)?;
+    check_source(&args.replay, args.emit.emit.is_none())?;
+    args.replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?;
+    Ok(())
 }
 
-/// `--categorizer FILE`, compiled, its warnings said on stderr; `None` without the flag.
-pub fn load_categorizer(ctx: &mut Context, path: Option<&std::path::Path>) -> anyhow::Result<Option<Arc<Classifier>>> {
-    let Some(path) = path else { return Ok(None) };
-    let (config, warnings) = crate::input::read_categorizer(path)?;
-    for w in warnings {
-        writeln!(ctx.err, "{}: {w}", ctx.style.warning("warning"))?;
-    }
-    // Validated already: compiling cannot fail on what the checks let through.
-    let classifier = Classifier::new(&config)
-        .map_err(|e| CliError::invalid(format!("invalid categorizer `{}`: {e}", path.display())))?;
-    Ok(Some(Arc::new(classifier)))
-}
-
-/// The replay (or, with a baseline, the comparison) into the sink of `-o`.
-struct Simulate<'a> {
-    args: &'a SimulateArgs,
-    sim: &'a Simulator,
-    /// The baseline side's categorizer (`--baseline-categorizer`; never the candidate's).
-    baseline_categorizer: Option<Arc<Classifier>>,
-}
-
-impl Drive for Simulate<'_> {
-    /// With `--backtest-at` stdout is held back until the backtest has an answer: without
-    /// one, the usage error is all that is printed.
-    fn drive<S: HistorySource>(
-        &mut self,
-        ctx: &mut Context,
-        source: S,
-        baseline: Option<&Simulator>,
-        from: Baseline,
-        about: About,
-    ) -> anyhow::Result<ExitCode> {
-        let (args, sim) = (self.args, self.sim);
-        // The baseline's policies come from files or the cluster; its categorizer from here.
-        let baseline = baseline.map(|b| b.clone().with_categorizer(self.baseline_categorizer.clone()));
-        let baseline = baseline.as_ref();
-        let replay_args = &args.replay;
-        let options = Options {
-            backtest_at: replay_args.backtest_at.as_deref().map(parse_backtest_at).transpose()?,
-            shard: replay_args.shard,
-        };
-        let run = SimulateRun::new(args, sim, baseline.is_some(), from, source.bulk());
-        let Some(format) = Format::of(args.output) else {
-            return write_partial(ctx, &run, sim, source, baseline, about, &options);
-        };
-        let mut held = options.backtest_at.map(|_| Held::default());
-        let out: &mut dyn Write = match &mut held {
-            Some(h) => h,
-            None => &mut *ctx.out,
-        };
-        let stderr = Stderr::new(
-            &mut *ctx.err,
-            ctx.style,
-            progress_bar(source.progress()),
-            run.retry_policy,
-        );
-        let mut sink = sink(format, run.mode(), out, stderr);
-        let (code, used_given, refused) = if let Some(old) = baseline {
-            let done = compare(source, old, sim, &options, Out::Sink(&mut *sink))?;
-            (
-                compare_code(&done.comparison, run.exit_code),
-                done.used_given,
-                done.refused,
-            )
-        } else {
-            let done = replay(source, sim, &options, Out::Sink(&mut *sink))?;
-            (replay_code(&done.summary, run.strict), done.used_given, done.refused)
-        };
-        drop(sink);
-        conclude(ctx, &run, held, refused, used_given)?;
-        Ok(code)
-    }
+/// The replay (or, with a baseline, the comparison) into the sink of `-o`. With
+/// `--backtest-at` stdout is held back until the backtest has an answer: without one, the
+/// usage error is all that is printed.
+fn drive<S: HistorySource>(
+    ctx: &mut Context,
+    args: &SimulateArgs,
+    sim: &Simulator,
+    source: S,
+    baseline: Option<&Simulator>,
+    from: Baseline,
+    about: About,
+) -> anyhow::Result<ExitCode> {
+    let replay_args = &args.replay;
+    let options = Options {
+        backtest_at: replay_args.backtest_at.as_deref().map(parse_backtest_at).transpose()?,
+        shard: replay_args.shard,
+    };
+    let run = SimulateRun::new(args, sim, baseline.is_some(), from, source.bulk());
+    let Some(format) = Format::of(args.output) else {
+        return write_partial(ctx, &run, sim, source, baseline, about, &options);
+    };
+    let mut held = options.backtest_at.map(|_| Held::default());
+    let out: &mut dyn Write = match &mut held {
+        Some(h) => h,
+        None => &mut *ctx.out,
+    };
+    let stderr = Stderr::new(
+        &mut *ctx.err,
+        ctx.style,
+        progress_bar(source.progress()),
+        run.retry_policy,
+    );
+    let mut sink = sink(format, run.mode(), out, stderr);
+    let (code, used_given, refused) = if let Some(old) = baseline {
+        let done = compare(source, old, sim, &options, Out::Sink(&mut *sink))?;
+        (
+            compare_code(&done.comparison, run.exit_code),
+            done.used_given,
+            done.refused,
+        )
+    } else {
+        let done = replay(source, sim, &options, Out::Sink(&mut *sink))?;
+        (replay_code(&done.summary, run.strict), done.used_given, done.refused)
+    };
+    drop(sink);
+    conclude(ctx, &run, held, refused, used_given)?;
+    Ok(code)
 }
 
 /// What `merge` needs to print what `simulate` prints, besides the entries and totals: a
@@ -362,55 +318,4 @@ pub fn conclude(
         writeln!(ctx.err, "{}: --retry-policy was ignored: every job's queue is among the documents, and its queue's policies applied", ctx.style.warning("warning"))?;
     }
     Ok(())
-}
-
-/// `--backtest-at TIME`: an RFC 3339 time.
-pub fn parse_backtest_at(text: &str) -> Result<Timestamp, CliError> {
-    Timestamp::parse(text).ok_or_else(|| {
-        CliError::usage(format!(
-            "invalid `--backtest-at` `{text}`: expected an RFC 3339 time such as `2026-01-01T00:00:00Z`"
-        ))
-    })
-}
-
-/// Why `--backtest-at` has no answer, as the usage error it is (docs/estimates.md).
-pub fn backtest_refusal(refused: &NoAnswer, at: &str) -> CliError {
-    match refused {
-        NoAnswer::NotSubmitted { jobs, first } => CliError::usage(format!(
-            "`--backtest-at` splits the jobs by `job.submittedAt`, and {} {} none (the first: job `{first}`)",
-            plural(*jobs, "job", "jobs"),
-            if *jobs == 1 { "has" } else { "have" }
-        ))
-        .with_hint("give every job its submission time (`retryctl history` writes it), or leave out --backtest-at"),
-        NoAnswer::Refused(Refusal::NoTrain) => CliError::usage(format!(
-            "`--backtest-at {at}` leaves no trials to fit the rates: no job submitted before it has a failed run followed by another run"
-        ))
-        .with_hint("pick a later time"),
-        NoAnswer::Refused(Refusal::NoTest) => CliError::usage(format!(
-            "`--backtest-at {at}` leaves no trials to test the rates: no job submitted at or after it has a failed run followed by another run"
-        ))
-        .with_hint("pick an earlier time"),
-        NoAnswer::Overflow(o) => CliError::invalid(o.message()),
-    }
-}
-
-/// A refusal of one process, said by `merge` of the shards' flag (merge itself was given
-/// none), with what to do about it: `hint`, which is to run the shards again.
-pub fn said_of_the_shards(one: CliError, hint: &str) -> CliError {
-    CliError::new(one.code, format!("the shards' {}", one.message)).with_hint(hint)
-}
-
-/// [`backtest_refusal`] as `merge` says it: of the shards' `--backtest-at`, with the hint to
-/// run them again.
-pub fn shards_backtest_refusal(refused: &NoAnswer, at: &str) -> CliError {
-    let hint = match refused {
-        // A sum of the shards together: not the shards' flag, no shard to run again.
-        NoAnswer::Overflow(o) => return CliError::invalid(o.message()),
-        NoAnswer::NotSubmitted { .. } => {
-            "give every job its submission time (`retryctl history` writes it), or run the shards again without `--backtest-at`"
-        }
-        NoAnswer::Refused(Refusal::NoTrain) => "run the shards again with a later `--backtest-at`",
-        NoAnswer::Refused(Refusal::NoTest) => "run the shards again with an earlier `--backtest-at`",
-    };
-    said_of_the_shards(backtest_refusal(refused, at), hint)
 }

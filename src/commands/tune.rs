@@ -26,20 +26,19 @@ use std::path::Path;
 
 use crate::app::Context;
 use crate::cli::{TuneArgs, TuneOutput};
-use crate::commands::held::Held;
-use crate::commands::policy_set::{
-    load_policies, note_categorizers, policy_set, report_invalid, PolicyFlags, Side, Unusable,
+use crate::commands::replay::checks::{backtest_refusal, parse_backtest_at, parse_max_compute, shell_word};
+use crate::commands::replay::held::Held;
+use crate::commands::replay::lookout::SET_LOOKOUT_DB;
+use crate::commands::replay::policy_set::{note_categorizers, policy_set, report_invalid, PolicyFlags, Unusable};
+use crate::commands::replay::sides::{
+    self, baseline_categorizer, check_categorizers, Baseline as Sides, BaselinePolicies,
 };
-use crate::commands::replay_source::{self, check_flags, overrides, About, Drive};
-use crate::commands::simulate::{
-    backtest_refusal, check_sides_categorizers, load_categorizer, parse_backtest_at, RECORDED,
-};
+use crate::commands::replay::source::{self, check_flags, overrides, About, Open};
 use crate::engine::categorizer::Classifier;
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
 use crate::input::{self, SourceFile};
-use crate::model::duration::GoDuration;
 use crate::model::encode::{policy_document, queue_document, to_yaml};
 use crate::model::{Kind, Resource};
 use crate::output::progress::progress_bar;
@@ -53,10 +52,10 @@ use crate::replay::shard::Shard;
 use crate::replay::source::HistorySource;
 use crate::tune::rank::{rank, Constraints, MaxCompute, Ranked};
 use crate::tune::sweep::{shares_matching, sweep, sweep_partial, Arm, BaselineTally, Swept};
+use crate::tune::{count, parse_vary, Candidate, CandidateError, Target, Template, Values, Vary};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::tune::{count, parse_vary, Candidate, CandidateError, Target, Template, Values, Vary};
 use serde::{Deserialize, Serialize};
 
 /// `--pick`.
@@ -68,53 +67,14 @@ enum Pick {
 
 pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
     let replay = &args.replay;
-    check_flags(replay, &args.source.files)?;
-    let varies = args
-        .vary
-        .iter()
-        .map(|v| parse_vary(v))
-        .collect::<Result<Vec<Vary>, String>>()
-        .map_err(CliError::usage)?;
-    let pick = args.pick.as_deref().map(parse_pick).transpose()?;
-    let format = match (pick, args.output) {
-        (Some(_), None | Some(TuneOutput::Yaml)) => None,
-        (Some(_), Some(_)) => {
-            return Err(CliError::usage("`--pick` writes the candidate's documents as YAML: give `-o yaml`").into())
-        }
-        (None, o) => Some(o.unwrap_or(TuneOutput::Table)),
-    };
-    if !matches!(pick, Some(Pick::Id(_))) && replay.history.is_none() && replay.lookout_db.is_none() {
-        return Err(
-            CliError::usage("give the history to search on: `--history PATH` or `--lookout-db DSN --queue Q`")
-                .with_hint(crate::commands::history::SET_LOOKOUT_DB)
-                .into(),
-        );
-    }
+    let Checked {
+        varies,
+        pick,
+        format,
+        max_compute,
+        options,
+    } = check(args)?;
     let history = replay.history.is_some() || replay.lookout_db.is_some();
-    match (pick, replay.shard) {
-        // A shard ranks its own jobs only: its recommendation is not the cluster's.
-        (Some(Pick::Recommended), Some(shard)) => {
-            return Err(CliError::usage(format!(
-                "`--pick recommended` with `--shard {shard}`: a shard's jobs alone recommend nothing for the cluster; run every shard with `-o partial`, `retryctl merge` them, then `--pick ID` the candidate it recommends"
-            ))
-            .into())
-        }
-        (Some(Pick::Id(id)), Some(shard)) if history => {
-            return Err(CliError::usage(format!(
-                "`--pick {id}` with `--shard {shard}` and a history: a shard's jobs alone cannot say what candidate {id} loses against the baseline; give `--pick {id}` without the history and `--shard`, or search without `--shard`"
-            ))
-            .into())
-        }
-        _ => {}
-    }
-    let max_compute = args.max_compute.as_deref().map(parse_max_compute).transpose()?;
-    let options = Options {
-        backtest_at: replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?,
-        shard: replay.shard,
-    };
-    if args.source.files.is_empty() {
-        return Err(CliError::usage("give the template's documents with `-f PATH`").into());
-    }
     // The template: its documents valid, its varies right, its size bounded, before any work.
     let mut files = input::read_sources(
         &args.source.files,
@@ -134,18 +94,11 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
     // The executor's categorizer (docs/categorizer.md): compiled as `simulate --categorizer`
     // compiles it (a bad file is exit 3, its warnings on stderr), and its document kept for
     // the `categorizer:` varies.
-    let categorizer = match args.categorizer.as_deref() {
-        Some(path) => {
-            let compiled = load_categorizer(ctx, Some(path))?;
-            let mut read = input::read_sources(&[path.to_path_buf()], false, Some(&[Kind::ErrorCategories]));
-            let file = read.pop().filter(|f| f.documents.len() == 1);
-            if let Some(mut file) = file {
-                template = template.with_categorizer(file.name.clone(), file.documents.remove(0));
-            }
-            compiled
-        }
-        None => None,
-    };
+    let read = sides::categorizer(ctx, args.categorizer.as_deref())?;
+    if let Some(c) = &read {
+        template = template.with_categorizer(c.file.name.clone(), c.file.document.clone());
+    }
+    let categorizer = sides::compiled(read.as_ref());
     template.check(&varies).map_err(CliError::usage)?;
     let n = count(&varies);
     if n > u128::from(args.max_candidates) {
@@ -175,17 +128,14 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
     // The baseline's categorizer: --baseline-categorizer; without --baseline the template
     // as written is the baseline, its categorizer included (a `categorizer:` vary changes
     // the candidates only); with one, the baseline never borrows the candidates'.
-    let what_if = !replay.baseline.is_empty() || replay.baseline_from_cluster;
-    check_sides_categorizers(
+    check_categorizers(
         replay,
         args.categorizer.as_deref(),
         args.baseline_categorizer.as_deref(),
     )?;
     let baseline_categorizer = match args.baseline_categorizer.as_deref() {
-        None if what_if => None,
-        None => categorizer.clone(),
-        Some(p) if p.as_os_str() == RECORDED => None,
-        Some(p) => load_categorizer(ctx, Some(p))?,
+        None if !sides::what_if(replay) => categorizer.clone(),
+        given => sides::compiled(baseline_categorizer(ctx, given)?.as_ref()),
     };
     if arms.is_empty() {
         for s in skipped.iter().take(5) {
@@ -203,16 +153,17 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
-    let (file_baseline, from) = if !replay.baseline.is_empty() {
-        match load_policies(ctx, &replay.baseline, flags, baseline_engine, Side::Baseline)? {
-            Some(b) => (Some(b), BaselineFrom::Files),
-            None => return Ok(ExitCode::InvalidInput),
-        }
-    } else if replay.baseline_from_cluster {
-        (None, BaselineFrom::Cluster)
-    } else {
-        match policy_set(template.files(), flags.retry_policies, baseline_engine) {
-            Ok(sim) => (Some(sim), BaselineFrom::Template),
+    let Some(mut baseline) = Sides::from_flags(ctx, replay, flags, baseline_engine, baseline_categorizer)? else {
+        return Ok(ExitCode::InvalidInput);
+    };
+    let from = match baseline.policies {
+        BaselinePolicies::Given(_) => BaselineFrom::Files,
+        BaselinePolicies::Cluster => BaselineFrom::Cluster,
+        BaselinePolicies::None => match policy_set(template.files(), flags.retry_policies, baseline_engine) {
+            Ok(sim) => {
+                baseline.policies = BaselinePolicies::Given(Box::new(sim));
+                BaselineFrom::Template
+            }
             Err(Unusable::Invalid(e)) => return Err(e.into()),
             Err(Unusable::Unreadable(fields)) => {
                 return Err(CliError::invalid(format!(
@@ -222,7 +173,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
                 .with_hint("use --baseline-engine design, or give a baseline upstream can store with --baseline")
                 .into())
             }
-        }
+        },
     };
     let varied: Vec<(String, Vec<String>)> = varies
         .iter()
@@ -242,30 +193,107 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         exit_code: args.exit_code,
         retry_policy: replay.retry_policies.is_some(),
         given: arms.first().map(|a| a.sim.given().to_vec()).unwrap_or_default(),
-        categorized: categorizer.is_some() || baseline_categorizer.is_some(),
+        categorized: categorizer.is_some() || baseline.categorizer.is_some(),
     };
-    let mut driver = Tune {
+    let mut tune = Tune {
         format,
         pick,
         arms,
-        baseline_categorizer,
         run,
         max_compute,
         options,
         template: &template,
         varies: &varies,
     };
-    let partial = format == Some(TuneOutput::Partial);
-    replay_source::run(
-        ctx,
-        replay,
+    let open = Open {
         flags,
-        file_baseline,
-        baseline_engine,
-        false,
-        partial,
-        &mut driver,
-    )
+        baseline,
+        partial: format == Some(TuneOutput::Partial),
+        strict: false,
+        nothing: "nothing to compare",
+    };
+    let Some(opened) = source::open(ctx, replay, open)? else {
+        return Ok(ExitCode::InvalidInput);
+    };
+    let code = tune.drive(ctx, opened.source, opened.baseline.as_ref(), opened.from, opened.about)?;
+    opened.end.finish(ctx, code)
+}
+
+/// What tune's flags say, checked.
+pub struct Checked {
+    varies: Vec<Vary>,
+    pick: Option<Pick>,
+    /// `None`: `--pick` (its YAML).
+    format: Option<TuneOutput>,
+    max_compute: Option<MaxCompute>,
+    options: Options,
+}
+
+/// The checks of tune's flags before anything is read, in the same words for a run and for
+/// `--emit`: what needs the inputs (the documents, the template's varies) is checked by the
+/// command once it has them.
+pub fn check(args: &TuneArgs) -> Result<Checked, CliError> {
+    let replay = &args.replay;
+    check_flags(replay, &args.source.files)?;
+    let varies = parse_varies(args)?;
+    let pick = args.pick.as_deref().map(parse_pick).transpose()?;
+    let format = match (pick, args.output) {
+        (Some(_), None | Some(TuneOutput::Yaml)) => None,
+        (Some(_), Some(_)) => {
+            return Err(CliError::usage(
+                "`--pick` writes the candidate's documents as YAML: give `-o yaml`",
+            ))
+        }
+        (None, o) => Some(o.unwrap_or(TuneOutput::Table)),
+    };
+    let history = replay.history.is_some() || replay.lookout_db.is_some();
+    if !matches!(pick, Some(Pick::Id(_))) && !history {
+        let e = CliError::usage("give the history to search on: `--history PATH` or `--lookout-db DSN --queue Q`");
+        // `--emit` reads no variable: its jobs get the DSN from a Secret.
+        return Err(if args.emit.emit.is_none() {
+            e.with_hint(SET_LOOKOUT_DB)
+        } else {
+            e
+        });
+    }
+    match (pick, replay.shard) {
+        // A shard ranks its own jobs only: its recommendation is not the cluster's.
+        (Some(Pick::Recommended), Some(shard)) => {
+            return Err(CliError::usage(format!(
+                "`--pick recommended` with `--shard {shard}`: a shard's jobs alone recommend nothing for the cluster; run every shard with `-o partial`, `retryctl merge` them, then `--pick ID` the candidate it recommends"
+            )))
+        }
+        (Some(Pick::Id(id)), Some(shard)) if history => {
+            return Err(CliError::usage(format!(
+                "`--pick {id}` with `--shard {shard}` and a history: a shard's jobs alone cannot say what candidate {id} loses against the baseline; give `--pick {id}` without the history and `--shard`, or search without `--shard`"
+            )))
+        }
+        _ => {}
+    }
+    let max_compute = args.max_compute.as_deref().map(parse_max_compute).transpose()?;
+    let options = Options {
+        backtest_at: replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?,
+        shard: replay.shard,
+    };
+    if args.source.files.is_empty() {
+        return Err(CliError::usage("give the template's documents with `-f PATH`"));
+    }
+    Ok(Checked {
+        varies,
+        pick,
+        format,
+        max_compute,
+        options,
+    })
+}
+
+/// `--vary`, each parsed.
+fn parse_varies(args: &TuneArgs) -> Result<Vec<Vary>, CliError> {
+    args.vary
+        .iter()
+        .map(|v| parse_vary(v))
+        .collect::<Result<Vec<Vary>, String>>()
+        .map_err(CliError::usage)
 }
 
 /// The candidates: an arm for each one that validates and its engine can evaluate, with its
@@ -367,8 +395,6 @@ struct Tune<'a> {
     format: Option<TuneOutput>,
     pick: Option<Pick>,
     arms: Vec<Arm>,
-    /// The baseline side's categorizer (`--baseline-categorizer`, else `--categorizer`).
-    baseline_categorizer: Option<Arc<Classifier>>,
     run: TuneRun,
     max_compute: Option<MaxCompute>,
     options: Options,
@@ -407,7 +433,9 @@ pub struct TuneRun {
     pub categorized: bool,
 }
 
-impl Drive for Tune<'_> {
+impl Tune<'_> {
+    /// The sweep over `source` against `baseline` (its categorizer attached), then the
+    /// ranking and the output, the pick, or the partial.
     fn drive<S: HistorySource>(
         &mut self,
         ctx: &mut Context,
@@ -419,10 +447,6 @@ impl Drive for Tune<'_> {
         let Some(baseline) = baseline else {
             return Err(CliError::usage("no baseline to compare the candidates with").into());
         };
-        // The baseline's policies come from files, the template or the cluster; its
-        // categorizer from here.
-        let baseline = baseline.clone().with_categorizer(self.baseline_categorizer.clone());
-        let baseline = &baseline;
         if from == Baseline::Cluster {
             self.run.baseline_from = BaselineFrom::Cluster;
         }
@@ -613,26 +637,6 @@ fn parse_pick(text: &str) -> Result<Pick, CliError> {
     })
 }
 
-/// `--max-compute`: a duration (`10h`) or a percentage of the baseline's recorded compute
-/// (`5%`).
-pub fn parse_max_compute(text: &str) -> Result<MaxCompute, CliError> {
-    let bad = || {
-        CliError::usage(format!(
-            "invalid `--max-compute` `{text}`: expected a duration such as `10h` or a percentage of the baseline's recorded compute such as `5%`"
-        ))
-    };
-    match text.strip_suffix('%') {
-        Some(p) => p
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|p| p.is_finite() && *p >= 0.0)
-            .map(MaxCompute::Percent)
-            .ok_or_else(bad),
-        None => GoDuration::parse(text).map(MaxCompute::Duration).map_err(|_| bad()),
-    }
-}
-
 /// The command that writes a candidate, up to `--pick`: what makes the documents (the
 /// template, the scheduler config, the categorizer, the varies), each argument quoted for a POSIX shell.
 fn pick_command(args: &TuneArgs) -> String {
@@ -662,20 +666,6 @@ fn pick_command(args: &TuneArgs) -> String {
 
 fn path_text(p: &Path) -> String {
     p.display().to_string()
-}
-
-/// `text` as one word for a POSIX shell: as is when it holds only safe characters, else in
-/// single quotes (the commands `tune` and `suggest` print to be run next).
-pub fn shell_word(text: &str) -> String {
-    let safe = !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c));
-    if safe {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
-    }
 }
 
 fn values_words(values: &[(String, String)]) -> String {

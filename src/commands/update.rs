@@ -12,7 +12,8 @@
 use crate::app::Context;
 use crate::cli::{FileArgs, UpdateArgs, UpdateQueueFlags, UpdateResource};
 use crate::client::{Modified, ModifyError};
-use crate::commands::create::{apply_flags, write_files};
+use crate::commands::remote::batch::write_files;
+use crate::commands::remote::queue::apply_flags;
 use crate::commands::remote::{self, Mode};
 use crate::error::{CliError, ExitCode};
 use crate::model::validate::validate_queue;

@@ -35,14 +35,14 @@ use std::sync::Arc;
 
 use crate::app::Context;
 use crate::cli::{ReplayArgs, SuggestArgs, SuggestOutput};
-use crate::commands::history::{history_named, no_job};
-use crate::commands::on_signal;
-use crate::commands::policy_set::{base_config, load_policies, PolicyFlags, Side};
-use crate::commands::replay_source::{self, check_flags, overrides, About, Drive};
-use crate::commands::simulate::{
-    backtest_refusal, load_categorizer, parse_backtest_at, said_of_the_shards, shards_backtest_refusal,
+use crate::commands::replay::checks::{
+    backtest_refusal, parse_backtest_at, said_of_the_shards, shards_backtest_refusal, shell_word,
 };
-use crate::commands::tune::shell_word;
+use crate::commands::replay::lookout::{history_named, no_job};
+use crate::commands::replay::policy_set::{base_config, PolicyFlags};
+use crate::commands::replay::sides::{self, Baseline as Sides};
+use crate::commands::replay::source::{self, check_flags, check_source, overrides, About, Open};
+use crate::commands::replay::spool::{cannot_spool, spool_file, SpoolFile};
 use crate::engine::categorizer::Classifier;
 use crate::engine::simulator::Simulator;
 use crate::engine::{EngineKind, JobReport};
@@ -74,20 +74,25 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
     let knobs = check(args)?;
     let replay_args = replay_args(args);
     let flags = PolicyFlags::new(false, &replay_args);
-    let Some((mut driver, file_baseline)) = load(ctx, args, knobs)? else {
+    let Some((suggest, baseline)) = load(ctx, args, knobs)? else {
         return Ok(ExitCode::InvalidInput);
     };
-    let baseline_engine = driver.baseline_engine;
-    replay_source::run(
-        ctx,
-        &replay_args,
+    let open = Open {
         flags,
-        file_baseline,
-        baseline_engine,
-        false,
-        args.output == SuggestOutput::Partial,
-        &mut driver,
-    )
+        baseline,
+        partial: args.output == SuggestOutput::Partial,
+        strict: false,
+        nothing: NOTHING,
+    };
+    let Some(opened) = source::open(ctx, &replay_args, open)? else {
+        return Ok(ExitCode::InvalidInput);
+    };
+    if opened.empty {
+        // `--allow-empty`: nothing learned, nothing proposed: exit 0 with nothing printed.
+        return Ok(ExitCode::Success);
+    }
+    let code = suggest.drive(ctx, opened.source, opened.baseline, opened.from, opened.about)?;
+    opened.end.finish(ctx, code)
 }
 
 /// The checks of suggest's flags before anything is read (`--emit` makes them too, in the
@@ -96,7 +101,7 @@ pub fn check(args: &SuggestArgs) -> Result<Knobs, CliError> {
     let knobs = check_knobs(args)?;
     check_sharded(args)?;
     check_flags(&replay_args(args), &[])?;
-    replay_source::check_source(&args.replay, args.emit.emit.is_none())?;
+    check_source(&args.replay, args.emit.emit.is_none())?;
     args.replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?;
     Ok(knobs)
 }
@@ -155,42 +160,30 @@ fn check_sharded(args: &SuggestArgs) -> Result<(), CliError> {
 }
 
 /// What every pass reads, loaded as one process loads it (a sharded suggest's merge loads it
-/// again, from the shards' run, through this same function): the baseline's files (`None`:
-/// invalid, the report written), the deployed categorizer. `Ok(None)`: exit 3.
-fn load<'a>(
-    ctx: &mut Context,
-    args: &'a SuggestArgs,
-    knobs: Knobs,
-) -> anyhow::Result<Option<(Suggest<'a>, Option<Simulator>)>> {
+/// again, from the shards' run, through this same function): the baseline side (its files,
+/// `None` when invalid: the report written, exit 3; and the deployed categorizer, read once).
+fn load<'a>(ctx: &mut Context, args: &'a SuggestArgs, knobs: Knobs) -> anyhow::Result<Option<(Suggest<'a>, Sides)>> {
     let replay_args = replay_args(args);
     let backtest_at = args.replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?;
     let flags = PolicyFlags::new(false, &replay_args);
     let engine = args.replay.engine.map_or(EngineKind::Design, EngineKind::from);
     let baseline_engine = args.replay.baseline_engine.map_or(engine, EngineKind::from);
-    let file_baseline = if args.replay.baseline.is_empty() {
-        None
-    } else {
-        match load_policies(ctx, &args.replay.baseline, flags, baseline_engine, Side::Baseline)? {
-            Some(b) => Some(b),
-            None => return Ok(None),
-        }
+    let Some(mut baseline) = Sides::from_flags(ctx, &replay_args, flags, baseline_engine, None)? else {
+        return Ok(None);
     };
-    let deployed = match &args.categorizer {
-        Some(path) => Some(input::read_categorizer(path)?.0),
-        None => None,
-    };
-    let categorizer = load_categorizer(ctx, args.categorizer.as_deref())?;
-    let driver = Suggest {
+    let deployed = sides::categorizer(ctx, args.categorizer.as_deref())?;
+    baseline.categorizer = sides::compiled(deployed.as_ref());
+    let suggest = Suggest {
         args,
         knobs,
         engine,
         baseline_engine,
         backtest_at,
-        deployed,
-        categorizer,
+        deployed: deployed.map(|c| c.file.config),
+        categorizer: baseline.categorizer.clone(),
         merged: false,
     };
-    Ok(Some((driver, file_baseline)))
+    Ok(Some((suggest, baseline)))
 }
 
 /// The knobs, each in its range (a usage error otherwise: exit 2, nothing on stdout).
@@ -232,7 +225,7 @@ fn check_knobs(args: &SuggestArgs) -> Result<Knobs, CliError> {
     })
 }
 
-struct Suggest<'a> {
+pub(super) struct Suggest<'a> {
     args: &'a SuggestArgs,
     knobs: Knobs,
     engine: EngineKind,
@@ -283,40 +276,6 @@ struct Learnt {
     not_submitted: Option<String>,
 }
 
-/// A temporary JSON Lines copy of (some of) the history, in `$TMPDIR`: removed when dropped
-/// (the command's end, normal or not) and, should a signal end the process first, by
-/// `on_signal`'s handler (docs/cli.md, "Signals and temporary files").
-struct SpoolFile {
-    // Declared (so dropped) before its guard: the file is gone before the handler forgets it.
-    file: tempfile::NamedTempFile,
-    _armed: on_signal::Armed,
-}
-
-impl SpoolFile {
-    fn path(&self) -> &std::path::Path {
-        self.file.path()
-    }
-}
-
-impl Write for SpoolFile {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.file.write(buf)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
-    }
-}
-
-fn spool_file() -> io::Result<SpoolFile> {
-    let file = tempfile::Builder::new()
-        .prefix("retryctl-suggest-")
-        .suffix(".jsonl")
-        .tempfile()?;
-    let armed = on_signal::arm(file.path());
-    Ok(SpoolFile { file, _armed: armed })
-}
-
 /// The jobs submitted at or after `at`, copied from `source` (a sharded suggest's merge:
 /// its shards learned, and the backtest's comparison replays these alone, as one process
 /// replays the copy its pass 1 made). What cannot be read is pass 2's to say.
@@ -344,17 +303,6 @@ fn spool_test<S: HistorySource>(source: S, at: Timestamp) -> anyhow::Result<Spoo
     }
     file.flush().map_err(cannot_spool)?;
     Ok(file)
-}
-
-/// A temporary copy that cannot be written: where, and why.
-fn cannot_spool(e: io::Error) -> anyhow::Error {
-    CliError::failed(format!(
-        "cannot write the temporary copy of the history in `{}`: {}",
-        std::env::temp_dir().display(),
-        input::io_reason(&e)
-    ))
-    .with_hint("set TMPDIR to a directory with room to write")
-    .into()
 }
 
 impl Suggest<'_> {
@@ -547,12 +495,14 @@ struct Proposal {
     sim: Simulator,
 }
 
-impl Drive for Suggest<'_> {
+impl Suggest<'_> {
+    /// Pass 1 over `source`, then the rest ([`Suggest::conclude`]); with `-o partial`, pass 1
+    /// alone, written for `merge`.
     fn drive<S: HistorySource>(
-        &mut self,
+        &self,
         ctx: &mut Context,
         source: S,
-        baseline: Option<&Simulator>,
+        baseline: Option<Simulator>,
         from: Baseline,
         about: About,
     ) -> anyhow::Result<ExitCode> {
@@ -566,31 +516,23 @@ impl Drive for Suggest<'_> {
         pass.stamps = about.stamps;
         self.conclude(ctx, &baseline, from, pass)
     }
-
-    fn nothing(&self) -> &'static str {
-        NOTHING
-    }
-
-    /// Nothing learned, nothing proposed: exit 0 with nothing printed.
-    fn allowed_empty(&self) -> Option<ExitCode> {
-        Some(ExitCode::Success)
-    }
 }
 
 /// The end of the error for an empty history (docs/cli.md, exit codes).
 const NOTHING: &str = "nothing to learn from";
 
 impl Suggest<'_> {
-    /// The baseline both passes replay: `--baseline`'s (or none: no policy, the engine's
-    /// default path), with the deployed categorizer.
-    fn baseline(&self, given: Option<&Simulator>) -> anyhow::Result<Simulator> {
-        let baseline = match given {
-            Some(b) => b.clone(),
-            None => Simulator::new(Vec::new(), Vec::new(), None)
+    /// The baseline both passes replay: `--baseline`'s, its categorizer the deployed one
+    /// (the source attached it), or none: no policy, the engine's default path, with the
+    /// deployed categorizer.
+    fn baseline(&self, given: Option<Simulator>) -> anyhow::Result<Simulator> {
+        match given {
+            Some(b) => Ok(b),
+            None => Ok(Simulator::new(Vec::new(), Vec::new(), None)
                 .map_err(CliError::invalid)?
-                .with_engine(self.baseline_engine),
-        };
-        Ok(baseline.with_categorizer(self.categorizer.clone()))
+                .with_engine(self.baseline_engine)
+                .with_categorizer(self.categorizer.clone())),
+        }
     }
 
     /// The history file or directory, which pass 2 reads again (`None`: a source read once,

@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::app::Context;
 use crate::cli::{EmitArgs, EngineArg, ReplayArgs, SuggestArgs, SuggestOutput, WindowArgs};
-use crate::commands::policy_set::base_config;
-use crate::commands::replay_source::{self, overrides};
+use crate::commands::replay::policy_set::base_config;
+use crate::commands::replay::sides::BaselinePolicies;
+use crate::commands::replay::source::{self, overrides};
 use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
 use crate::output::simulate::Baseline;
@@ -219,14 +220,19 @@ pub fn merge(
     let args = run.args(output).map_err(Unmergeable)?;
     // What the shard's own checks accepted: another run was written in by hand.
     let knobs = check(&args).map_err(|e| Unmergeable(format!("is damaged: its run: {}", e.message)))?;
-    let Some((mut driver, file_baseline)) = load(ctx, &args, knobs)? else {
+    let Some((mut driver, sides)) = load(ctx, &args, knobs)? else {
         return Ok(ExitCode::InvalidInput);
     };
     driver.merged = true;
-    let baseline = driver.baseline(file_baseline.as_ref())?;
+    // A shard's baseline is files (`check_sharded`), read again here with their categorizer.
+    let given = match &sides.policies {
+        BaselinePolicies::Given(sim) => Some(sides.attach((**sim).clone())),
+        _ => None,
+    };
+    let baseline = driver.baseline(given)?;
     let replay = &args.replay;
     let (base, settings) = (base_config(replay)?, overrides(replay));
-    let source = replay_source::files_source(&run.history, &settings, &base);
+    let source = source::files_source(&run.history, &settings, &base);
     let inputs = driver.inputs(run, &baseline, shards.count, &source);
     if fingerprint(&inputs) != shards.fingerprint {
         return Err(Unmergeable(

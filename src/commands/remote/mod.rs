@@ -2,7 +2,14 @@
 //! turning a [`ClientError`] into an error with the right words, hint and exit code, and the
 //! dry-run note.
 //!
+//! Its files: [`target`] (resource arguments as kubectl takes them), [`batch`] (a batch of
+//! `-f` documents: order, reference checks, the writes), [`queue`] (a queue's flags).
+//!
 //! Must not: print data (commands do that through `output`), or hold one command's logic.
+
+pub mod batch;
+pub mod queue;
+pub mod target;
 
 use crate::app::Context;
 use crate::cli::{DryRun, FileSource};

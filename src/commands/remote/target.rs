@@ -12,6 +12,9 @@ use crate::model::Kind;
 pub const POLICY_NOUNS: [&str; 5] = ["retrypolicy", "retry-policy", "retrypolicies", "retry-policies", "rp"];
 pub const QUEUE_NOUNS: [&str; 3] = ["queue", "queues", "q"];
 
+/// The kinds `schema` and `explain` know, for the usage error of either without one.
+pub const KINDS: &str = "`retrypolicy` (`rp`), `queue` (`q`), `failurehistory` or `errorcategories`";
+
 pub fn noun_kind(noun: &str) -> Option<Kind> {
     let lower = noun.to_ascii_lowercase();
     if POLICY_NOUNS.contains(&lower.as_str()) {

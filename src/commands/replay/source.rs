@@ -1,62 +1,37 @@
-//! Where a replay's histories come from, for `simulate` and `tune` alike: a file, a directory
-//! or stdin (`--history`), or Lookout's database (`--lookout-db DSN --queue Q` with its
-//! filters, docs/serve.md), and with `--baseline-from-cluster` the baseline read from the same
-//! database. The command hands over what it does with the source ([`Drive`]); this module
-//! opens it, runs that, and afterwards says what the database export left out.
+//! Where a replay's histories come from, for `simulate`, `tune` and `suggest` alike: a file,
+//! a directory or stdin (`--history`), or Lookout's database (`--lookout-db DSN --queue Q`
+//! with its filters, docs/serve.md), and with `--baseline-from-cluster` the baseline read
+//! from the same database. A verb [`open`]s the source, drives its replay over
+//! [`Opened::source`], then [`End::finish`]es: open → drive → finish.
 //!
 //! Owns: the checks between these flags, the Lookout connection and filter, an empty history
 //! (no entry with content before the first is handed over, so nothing is written: exit 3 with
 //! the source and its filters named, and for Lookout a hint of where the queue's jobs are;
-//! `--allow-empty` replays it; a shard or a partial is never empty, its merge decides), and the
-//! `history` summary on stderr after a database replay (a connection lost midway: what was
-//! replayed is printed, then the error, exit 4; `--strict` with rows left out: exit 1).
-//! Must not: replay, count or render (that is the [`Drive`]'s).
+//! `--allow-empty` lets it through; a shard or a partial is never empty, its merge decides),
+//! and the `history` summary on stderr after a database replay (a connection lost midway:
+//! what was replayed is printed, then the error, exit 4; `--strict` with rows left out: exit
+//! 1). Must not: replay, count or render (that is the verb's, through `replay` and `output`).
 
 use std::sync::{Arc, Mutex};
 
 use crate::app::Context;
 use crate::cli::ReplayArgs;
-use crate::commands::history::{history_named, lookout_filter, no_job, no_job_in_lookout, now, FilterFlags};
-use crate::commands::policy_set::{base_config, load_from_cluster, PolicyFlags};
 use crate::connection::parse_timeout;
 use crate::engine::simulator::Simulator;
-use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
 use crate::lookout::export_source::{ExportSource, ExportState};
 use crate::lookout::{cluster, db, Export};
 use crate::output::history::write_summary;
-use crate::output::simulate::Baseline;
+use crate::output::simulate::Baseline as BaselineFrom;
 use crate::replay::partial::Lookout;
 use crate::replay::source::{Body, Digest, Entry, Files, HistorySource, Overrides, Stamps};
 
-/// What a command does with its history source.
-pub trait Drive {
-    /// Replays `source`; `baseline` is the what-if's baseline (`--baseline` files or the
-    /// cluster's), `from` says which; `about`, what a partial result says of the source.
-    fn drive<S: HistorySource>(
-        &mut self,
-        ctx: &mut Context,
-        source: S,
-        baseline: Option<&Simulator>,
-        from: Baseline,
-        about: About,
-    ) -> anyhow::Result<ExitCode>;
-
-    /// What an empty history leaves the command (docs/cli.md, exit codes): the end of its
-    /// error, `no job in … : nothing to compare`.
-    fn nothing(&self) -> &'static str {
-        "nothing to compare"
-    }
-
-    /// With `--allow-empty`, an empty history: `None`, it is replayed as any other (its
-    /// totals are zero); `Some(code)`, the command ends there, printing nothing.
-    fn allowed_empty(&self) -> Option<ExitCode> {
-        None
-    }
-}
+use super::lookout::{history_named, lookout_filter, no_job, no_job_in_lookout, now, FilterFlags, SET_LOOKOUT_DB};
+use super::policy_set::{base_config, load_from_cluster, PolicyFlags};
+use super::sides::{Baseline, BaselinePolicies};
 
 /// A source with the entries read ahead of the replay handed out first.
-struct ReadAhead<S> {
+pub struct ReadAhead<S> {
     ahead: std::collections::VecDeque<Entry>,
     source: S,
 }
@@ -95,9 +70,14 @@ fn has_content(entry: &Entry) -> bool {
 }
 
 /// `source` read up to its first entry with content, before anything is written (an empty
-/// history is an error, docs/cli.md); `Err(source)`: it ended with none.
-fn ahead<S: HistorySource>(mut source: S) -> Result<ReadAhead<S>, S> {
+/// history is an error, docs/cli.md); `Err`: it ended with none, and what it read (texts
+/// with no document) is left out. Not `checks`: nothing is read ahead (a shard's source,
+/// [`checks_empty`]).
+fn read_ahead<S: HistorySource>(mut source: S, checks: bool) -> Result<ReadAhead<S>, ReadAhead<S>> {
     let mut read = std::collections::VecDeque::new();
+    if !checks {
+        return Ok(ReadAhead { ahead: read, source });
+    }
     while let Some(entry) = source.next() {
         let content = has_content(&entry);
         read.push_back(entry);
@@ -105,7 +85,10 @@ fn ahead<S: HistorySource>(mut source: S) -> Result<ReadAhead<S>, S> {
             return Ok(ReadAhead { ahead: read, source });
         }
     }
-    Err(source)
+    Err(ReadAhead {
+        ahead: std::collections::VecDeque::new(),
+        source,
+    })
 }
 
 /// Whether `run` looks for an empty history: not for a shard or a partial (their merge
@@ -179,22 +162,120 @@ pub fn files_source(
     })
 }
 
-/// Opens the source `args` name and hands it to `driver`, with `file_baseline` (from
-/// `--baseline` files) or the cluster's baseline; `strict`: rows the export left out make
-/// the exit status 1; `partial`: the driver writes a partial result (the source is digested).
-#[allow(clippy::too_many_arguments)]
-pub fn run<D: Drive>(
-    ctx: &mut Context,
-    args: &ReplayArgs,
-    flags: PolicyFlags<'_>,
-    file_baseline: Option<Simulator>,
-    baseline_engine: EngineKind,
+/// What [`open`] needs besides the flags: the baseline resolved so far, and what the verb
+/// does with an empty history.
+pub struct Open<'a> {
+    pub flags: PolicyFlags<'a>,
+    pub baseline: Baseline,
+    /// The verb writes a partial result (the source is digested, never checked empty).
+    pub partial: bool,
+    /// `--strict`: rows the export left out make the exit status 1 ([`End::finish`]).
+    pub strict: bool,
+    /// The end of an empty history's error: `no job in … : NOTHING` (docs/cli.md).
+    pub nothing: &'static str,
+}
+
+/// The source opened: the history, the baseline with its categorizer, where that came from,
+/// what a partial result says of the source, and what [`End::finish`] says afterwards.
+pub struct Opened {
+    pub source: Source,
+    pub baseline: Option<Simulator>,
+    pub from: BaselineFrom,
+    pub about: About,
+    /// An empty history let through by `--allow-empty` (the source ended with no entry).
+    pub empty: bool,
+    pub end: End,
+}
+
+/// A history source as [`open`] opens it: a file, directory or stdin, or Lookout's
+/// database export, with what was read ahead of the replay handed out first.
+pub enum Source {
+    Files(ReadAhead<Files>),
+    Lookout(ReadAhead<ExportSource<'static>>),
+}
+
+impl Iterator for Source {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        match self {
+            Source::Files(s) => s.next(),
+            Source::Lookout(s) => s.next(),
+        }
+    }
+}
+
+impl HistorySource for Source {
+    fn progress(&self) -> crate::replay::source::Progress {
+        match self {
+            Source::Files(s) => s.progress(),
+            Source::Lookout(s) => s.progress(),
+        }
+    }
+
+    fn bulk(&self) -> bool {
+        match self {
+            Source::Files(s) => s.bulk(),
+            Source::Lookout(s) => s.bulk(),
+        }
+    }
+
+    fn sift(&mut self, shard: crate::replay::shard::Shard) -> bool {
+        match self {
+            Source::Files(s) => s.sift(shard),
+            Source::Lookout(s) => s.sift(shard),
+        }
+    }
+}
+
+/// What is said after the replay: a database export's summary, its lost connection, and
+/// `--strict`'s verdict on the rows it left out.
+pub struct End {
+    export: Option<(Arc<Mutex<ExportState>>, String)>,
     strict: bool,
     partial: bool,
-    driver: &mut D,
-) -> anyhow::Result<ExitCode> {
+}
+
+impl End {
+    /// After the verb's replay ended with `code`: for a database export, `history`'s summary
+    /// on stderr (what was read, left out, and what Lookout could not tell), then the lost
+    /// connection's error, or exit 1 with `--strict` and rows left out.
+    pub fn finish(self, ctx: &mut Context, code: ExitCode) -> anyhow::Result<ExitCode> {
+        let Some((state, queue)) = self.export else {
+            return Ok(code);
+        };
+        let state = std::mem::take(&mut *state.lock().unwrap_or_else(|e| e.into_inner()));
+        write_summary(ctx.err, &queue, &state.totals)?;
+        if let Some(e) = state.error {
+            // The connection was lost: what was printed covers the jobs read before.
+            return Err(e);
+        }
+        // A partial's verdict is `merge`'s.
+        Ok(
+            if code == ExitCode::Success && self.strict && !self.partial && state.totals.left_out() > 0 {
+                ExitCode::Failure
+            } else {
+                code
+            },
+        )
+    }
+}
+
+/// Opens the source `args` name, and the baseline's policies from the cluster when
+/// `--baseline-from-cluster` asks (read from the same database), its categorizer attached.
+/// `None` after reporting a cluster whose policies cannot all be read (exit 3). An empty
+/// history is an error here (docs/cli.md), unless `--allow-empty` ([`Opened::empty`]).
+pub fn open(ctx: &mut Context, args: &ReplayArgs, open: Open<'_>) -> anyhow::Result<Option<Opened>> {
     let overrides = overrides(args);
     let base = base_config(args)?;
+    let Open {
+        flags,
+        baseline,
+        partial,
+        strict,
+        nothing,
+    } = open;
+    let checks = checks_empty(args, partial);
     let (Some(Some(dsn)), Some(queue)) = (&args.lookout_db, &args.queue) else {
         // clap's `histories` group makes one of the two required; `check_lookout_flags` that
         // `--lookout-db` comes with `--queue`.
@@ -202,26 +283,35 @@ pub fn run<D: Drive>(
             return Err(CliError::usage("give `--history PATH` or `--lookout-db DSN --queue Q`").into());
         };
         let described = files_source(history, &overrides, &base);
-        let mut source = Files::open(history, base, overrides).map_err(CliError::invalid)?;
+        let mut files = Files::open(history, base, overrides).map_err(CliError::invalid)?;
         let about = About {
             source: described,
-            digest: if partial { source.digest() } else { Digest::default() },
-            stamps: source.stamps(),
+            digest: if partial { files.digest() } else { Digest::default() },
+            stamps: files.stamps(),
             export: None,
         };
-        if !checks_empty(args, partial) {
-            return driver.drive(ctx, source, file_baseline.as_ref(), Baseline::Files, about);
-        }
-        return match ahead(source) {
-            Ok(source) => driver.drive(ctx, source, file_baseline.as_ref(), Baseline::Files, about),
-            // `--allow-empty`: the (ended) source replayed, its texts with no document
-            // left out.
-            Err(source) if args.allow_empty => match driver.allowed_empty() {
-                Some(code) => Ok(code),
-                None => driver.drive(ctx, source, file_baseline.as_ref(), Baseline::Files, about),
-            },
-            Err(_) => Err(no_job(&history_named(history), None, driver.nothing()).into()),
+        let (source, empty) = match read_ahead(files, checks) {
+            Ok(source) => (source, false),
+            // `--allow-empty`: the (ended) source, its texts with no document left out.
+            Err(source) if args.allow_empty => (source, true),
+            Err(_) => return Err(no_job(&history_named(history), None, nothing).into()),
         };
+        let sim = match baseline.policies {
+            BaselinePolicies::Given(ref sim) => Some(baseline.attach((**sim).clone())),
+            _ => None,
+        };
+        return Ok(Some(Opened {
+            source: Source::Files(source),
+            baseline: sim,
+            from: BaselineFrom::Files,
+            about,
+            empty,
+            end: End {
+                export: None,
+                strict,
+                partial,
+            },
+        }));
     };
     let settings = overrides.apply(&base);
     let mut filter = lookout_filter(
@@ -238,14 +328,16 @@ pub fn run<D: Drive>(
         tables.extend_from_slice(cluster::CLUSTER_TABLES);
     }
     let db = db::connect_with(dsn, parse_timeout(&ctx.global.timeout)?, &tables)?;
-    let (baseline, from) = if args.baseline_from_cluster {
-        let state = cluster::read(&db)?;
-        match load_from_cluster(ctx, state, flags, queue, baseline_engine)? {
-            Some(b) => (Some(b), Baseline::Cluster),
-            None => return Ok(ExitCode::InvalidInput),
+    let (sim, from) = match baseline.policies {
+        BaselinePolicies::Cluster => {
+            let state = cluster::read(&db)?;
+            match load_from_cluster(ctx, state, flags, queue, baseline.engine)? {
+                Some(b) => (Some(baseline.attach(b)), BaselineFrom::Cluster),
+                None => return Ok(None),
+            }
         }
-    } else {
-        (file_baseline, Baseline::Files)
+        BaselinePolicies::Given(ref sim) => (Some(baseline.attach((**sim).clone())), BaselineFrom::Files),
+        BaselinePolicies::None => (None, BaselineFrom::Files),
     };
     let mut about = About {
         source: serde_json::json!({
@@ -268,54 +360,45 @@ pub fn run<D: Drive>(
     if ctx.global.verbose > 0 {
         writeln!(ctx.err, "lookout-db: {}", db::statement(&filter)?)?;
     }
-    let mut source = ExportSource::new(Export::new(db::jobs(db, &filter)?), settings, "lookout-db");
+    let mut export = ExportSource::new(Export::new(db::jobs(db, &filter)?), settings, "lookout-db");
     if let Some(ranks) = ranks {
-        source = source.with_ranks(ranks);
+        export = export.with_ranks(ranks);
     }
-    let state = source.state();
+    let state = export.state();
     about.export = Some((state.clone(), queue.clone()));
-    let code = if checks_empty(args, partial) {
-        match ahead(source) {
-            Ok(source) => driver.drive(ctx, source, baseline.as_ref(), from, about)?,
-            Err(source) => {
-                let (read, lost) = {
-                    let s = state.lock().unwrap_or_else(|e| e.into_inner());
-                    (s.totals.jobs_read, s.error.is_some())
-                };
-                if read > 0 || lost {
-                    // Not empty: jobs read with no run to replay (the summary says why), or
-                    // the connection lost before the first (the error follows the summary).
-                    driver.drive(ctx, source, baseline.as_ref(), from, about)?
-                } else if args.allow_empty {
-                    match driver.allowed_empty() {
-                        Some(code) => return Ok(code),
-                        None => driver.drive(ctx, source, baseline.as_ref(), from, about)?,
-                    }
-                } else {
-                    let named = format!("Lookout `{}`", crate::lookout::mask_dsn(dsn));
-                    let timeout = parse_timeout(&ctx.global.timeout)?;
-                    return Err(no_job_in_lookout(&named, Some(dsn), timeout, &filter, driver.nothing()).into());
-                }
+    let end = End {
+        export: Some((state.clone(), queue.clone())),
+        strict,
+        partial,
+    };
+    let (source, empty) = match read_ahead(export, checks) {
+        Ok(source) => (source, false),
+        Err(source) => {
+            let (read, lost) = {
+                let s = state.lock().unwrap_or_else(|e| e.into_inner());
+                (s.totals.jobs_read, s.error.is_some())
+            };
+            if read > 0 || lost {
+                // Not empty: jobs read with no run to replay (the summary says why), or
+                // the connection lost before the first (the error follows the summary).
+                (source, false)
+            } else if args.allow_empty {
+                (source, true)
+            } else {
+                let named = format!("Lookout `{}`", crate::lookout::mask_dsn(dsn));
+                let timeout = parse_timeout(&ctx.global.timeout)?;
+                return Err(no_job_in_lookout(&named, Some(dsn), timeout, &filter, nothing).into());
             }
         }
-    } else {
-        driver.drive(ctx, source, baseline.as_ref(), from, about)?
     };
-    let state = std::mem::take(&mut *state.lock().unwrap_or_else(|e| e.into_inner()));
-    // `history`'s summary: what was read, left out, and what Lookout could not tell.
-    write_summary(ctx.err, queue, &state.totals)?;
-    if let Some(e) = state.error {
-        // The connection was lost: what was printed covers the jobs read before.
-        return Err(e);
-    }
-    // A partial's verdict is `merge`'s.
-    Ok(
-        if code == ExitCode::Success && strict && !partial && state.totals.left_out() > 0 {
-            ExitCode::Failure
-        } else {
-            code
-        },
-    )
+    Ok(Some(Opened {
+        source: Source::Lookout(source),
+        baseline: sim,
+        from,
+        about,
+        empty,
+        end,
+    }))
 }
 
 /// Some history to replay: `--history`, or `--lookout-db` (`$LOOKOUT_DB` resolved before,
@@ -323,11 +406,7 @@ pub fn run<D: Drive>(
 pub fn check_source(args: &ReplayArgs, env: bool) -> Result<(), CliError> {
     if args.history.is_none() && args.lookout_db.is_none() {
         let e = CliError::usage("give the history: `--history PATH` or `--lookout-db DSN --queue Q`");
-        return Err(if env {
-            e.with_hint(crate::commands::history::SET_LOOKOUT_DB)
-        } else {
-            e
-        });
+        return Err(if env { e.with_hint(SET_LOOKOUT_DB) } else { e });
     }
     Ok(())
 }

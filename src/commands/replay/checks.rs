@@ -1,0 +1,98 @@
+//! The checks and refusals several replay verbs make alike, in the same words: flag values
+//! (`--backtest-at`, `--max-compute`), `--backtest-at` without an answer (one process's, and
+//! `merge`'s of the shards' flag), and a value written as one shell word in a printed command.
+//!
+//! Owns: those parsers and messages. Must not: read inputs or replay.
+
+use crate::engine::job_report::plural;
+use crate::error::CliError;
+use crate::model::duration::GoDuration;
+use crate::model::failure_history::Timestamp;
+use crate::replay::backtest::Refusal;
+use crate::replay::run::NoAnswer;
+use crate::tune::rank::MaxCompute;
+
+/// `--backtest-at TIME`: an RFC 3339 time.
+pub fn parse_backtest_at(text: &str) -> Result<Timestamp, CliError> {
+    Timestamp::parse(text).ok_or_else(|| {
+        CliError::usage(format!(
+            "invalid `--backtest-at` `{text}`: expected an RFC 3339 time such as `2026-01-01T00:00:00Z`"
+        ))
+    })
+}
+
+/// Why `--backtest-at` has no answer, as the usage error it is (docs/estimates.md).
+pub fn backtest_refusal(refused: &NoAnswer, at: &str) -> CliError {
+    match refused {
+        NoAnswer::NotSubmitted { jobs, first } => CliError::usage(format!(
+            "`--backtest-at` splits the jobs by `job.submittedAt`, and {} {} none (the first: job `{first}`)",
+            plural(*jobs, "job", "jobs"),
+            if *jobs == 1 { "has" } else { "have" }
+        ))
+        .with_hint("give every job its submission time (`retryctl history` writes it), or leave out --backtest-at"),
+        NoAnswer::Refused(Refusal::NoTrain) => CliError::usage(format!(
+            "`--backtest-at {at}` leaves no trials to fit the rates: no job submitted before it has a failed run followed by another run"
+        ))
+        .with_hint("pick a later time"),
+        NoAnswer::Refused(Refusal::NoTest) => CliError::usage(format!(
+            "`--backtest-at {at}` leaves no trials to test the rates: no job submitted at or after it has a failed run followed by another run"
+        ))
+        .with_hint("pick an earlier time"),
+        NoAnswer::Overflow(o) => CliError::invalid(o.message()),
+    }
+}
+
+/// A refusal of one process, said by `merge` of the shards' flag (merge itself was given
+/// none), with what to do about it: `hint`, which is to run the shards again.
+pub fn said_of_the_shards(one: CliError, hint: &str) -> CliError {
+    CliError::new(one.code, format!("the shards' {}", one.message)).with_hint(hint)
+}
+
+/// [`backtest_refusal`] as `merge` says it: of the shards' `--backtest-at`, with the hint to
+/// run them again.
+pub fn shards_backtest_refusal(refused: &NoAnswer, at: &str) -> CliError {
+    let hint = match refused {
+        // A sum of the shards together: not the shards' flag, no shard to run again.
+        NoAnswer::Overflow(o) => return CliError::invalid(o.message()),
+        NoAnswer::NotSubmitted { .. } => {
+            "give every job its submission time (`retryctl history` writes it), or run the shards again without `--backtest-at`"
+        }
+        NoAnswer::Refused(Refusal::NoTrain) => "run the shards again with a later `--backtest-at`",
+        NoAnswer::Refused(Refusal::NoTest) => "run the shards again with an earlier `--backtest-at`",
+    };
+    said_of_the_shards(backtest_refusal(refused, at), hint)
+}
+
+/// `--max-compute`: a duration (`10h`) or a percentage of the baseline's recorded compute
+/// (`5%`).
+pub fn parse_max_compute(text: &str) -> Result<MaxCompute, CliError> {
+    let bad = || {
+        CliError::usage(format!(
+            "invalid `--max-compute` `{text}`: expected a duration such as `10h` or a percentage of the baseline's recorded compute such as `5%`"
+        ))
+    };
+    match text.strip_suffix('%') {
+        Some(p) => p
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|p| p.is_finite() && *p >= 0.0)
+            .map(MaxCompute::Percent)
+            .ok_or_else(bad),
+        None => GoDuration::parse(text).map(MaxCompute::Duration).map_err(|_| bad()),
+    }
+}
+
+/// `text` as one word for a POSIX shell: as is when it holds only safe characters, else in
+/// single quotes (the commands `tune` and `suggest` print to be run next).
+pub fn shell_word(text: &str) -> String {
+    let safe = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c));
+    if safe {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
