@@ -16,7 +16,7 @@ pub struct Context<'a> {
     pub style: Style,
     /// Data: stdout, or the file `--output-file` names (`commands::output_file`).
     pub out: &'a mut dyn Write,
-    /// `out` is the process's stdout, which `merge` may write to as a file (`commands::held`);
+    /// `out` is the process's stdout, which `merge` may write to as a file (`commands::replay::held`);
     /// not so for `--output-file`'s file.
     pub out_is_stdout: bool,
     /// Everything else (stderr).

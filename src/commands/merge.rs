@@ -43,7 +43,7 @@ use crate::commands::replay::checks::{parse_backtest_at, parse_max_compute, shar
 use crate::commands::replay::held::Held;
 use crate::commands::simulate::{compare_code, conclude, replay_code, SimulateRun};
 use crate::commands::suggest::{
-    self as suggest_command, Shards as SuggestShards, SuggestFold, SuggestRun, SuggestTotals, Unmergeable,
+    self as suggest_command, Shards as SuggestShards, SuggestFold, SuggestRun, Unmergeable,
 };
 use crate::commands::tune::{self as tune_command, TuneRun};
 use crate::error::{CliError, ExitCode};
@@ -57,6 +57,7 @@ use crate::replay::partial::counts::{Counts, Sums};
 use crate::replay::partial::{decode_entry, decode_for_records, Entries, Entry, Item, Partial, ReadError};
 use crate::replay::run::{CompareFold, Fallback, Folded, NoAnswer, NotReplayed, Options, ReplayFold};
 use crate::replay::source::Pos;
+use crate::suggest::learn::ShardLearning;
 use crate::tune::sweep::{SweepFold, Tallies};
 
 /// Why merge stops before its answer: each problem is said (`error: …`), then the closing
@@ -902,7 +903,7 @@ fn merge_suggest(
         return Err(damaged(p, "it holds entries, which a partial of `suggest` never holds"));
     }
     let mut fold = SuggestFold::default();
-    add_totals(partials, |_| Ok(()), |t: SuggestTotals, _| fold.add(t))?;
+    add_totals(partials, |_| Ok(()), |t: ShardLearning, _| fold.add(t))?;
     let first = &partials[0];
     let shards = SuggestShards {
         count: first.header.shard.count,

@@ -3,11 +3,13 @@
 //! nodes, and the verdict on the proposal.
 //!
 //! Pure, like `tune`'s ranking: no I/O, clock or environment. The replays it reads (the
-//! baseline's decisions, the comparison of the proposal) are `replay`'s, driven by
-//! `commands::suggest`; nothing here matches rules or decides a run.
+//! baseline's decisions, the comparison of the proposal) are `replay`'s: pass 1's fold
+//! ([`learn`]) replays one job through `replay::run::replay_side`, and `commands::suggest`
+//! drives the passes; nothing here matches rules or decides a run itself.
 
 pub mod check;
 pub mod documents;
+pub mod learn;
 pub mod nodes;
 pub mod propose;
 pub mod signature;

@@ -1,5 +1,5 @@
 //! A sharded `suggest` (docs/past-one-machine.md): what a shard's partial records of its
-//! pass 1 ([`SuggestRun`], [`SuggestTotals`]), the shards' pass 1 folded in the source's order
+//! pass 1 ([`SuggestRun`], and `suggest::learn::ShardLearning`), the shards' pass 1 folded in the source's order
 //! ([`SuggestFold`]), and `merge`'s end of it ([`merge`]): the inputs loaded again and found
 //! unchanged, then the rest as one process does it (`Suggest::conclude`). Must not: learn,
 //! propose, compare or render by itself (the command's own code does).
@@ -17,11 +17,11 @@ use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
 use crate::output::simulate::Baseline;
 use crate::replay::partial::fingerprint;
-use crate::replay::run::TrialCount;
 use crate::replay::source::Files;
-use crate::suggest::stats::{Learned, ShardLearned};
+use crate::suggest::learn::{Learning, ShardLearning};
 
-use super::{check, load, Pass1};
+use super::learn::Pass1;
+use super::{check, load};
 
 /// What `merge` needs to do the rest of a sharded suggest: a partial's `run`
 /// (docs/past-one-machine.md), the flags that change the answer, the paths as given (the
@@ -120,69 +120,15 @@ impl SuggestRun {
     }
 }
 
-/// A shard's pass 1, as its partial's totals: what [`Pass1`] holds but the spools.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SuggestTotals {
-    learned: ShardLearned,
-    train_jobs: u64,
-    test_jobs: u64,
-    errors: u64,
-    /// Jobs without `submittedAt` (with `--backtest-at`), and the first of them.
-    not_submitted: Option<(u64, String)>,
-    trials: TrialCount,
-}
-
-impl SuggestTotals {
-    pub(super) fn of(pass: Pass1) -> SuggestTotals {
-        SuggestTotals {
-            learned: pass.learned.to_shard(),
-            train_jobs: pass.train_jobs,
-            test_jobs: pass.test_jobs,
-            errors: pass.errors,
-            not_submitted: pass.not_submitted,
-            trials: pass.trials,
-        }
-    }
-}
-
 /// The shards' pass 1 folded as one process folds its units: in the source's order (shard
 /// order, for byte ranges), so that the signatures kept are the first 10,000 met.
-pub struct SuggestFold(Pass1);
-
-impl Default for SuggestFold {
-    fn default() -> SuggestFold {
-        SuggestFold(Pass1 {
-            learned: Learned::default(),
-            train_jobs: 0,
-            test_jobs: 0,
-            errors: 0,
-            not_submitted: None,
-            trials: TrialCount::default(),
-            spool: None,
-            test: None,
-            // The merge compares the shards' digest of the history instead.
-            stamps: None,
-            unsaid: Vec::new(),
-        })
-    }
-}
+#[derive(Default)]
+pub struct SuggestFold(Learning);
 
 impl SuggestFold {
-    /// Adds the next shard's totals. `Err`: what is wrong with them (after the file's name).
-    pub fn add(&mut self, t: SuggestTotals) -> Result<(), String> {
-        let p = &mut self.0;
-        p.learned
-            .merge_shard(t.learned)
-            .map_err(|why| format!("is damaged: {why}"))?;
-        p.train_jobs += t.train_jobs;
-        p.test_jobs += t.test_jobs;
-        p.errors += t.errors;
-        if let Some((n, first)) = t.not_submitted {
-            p.not_submitted.get_or_insert((0, first)).0 += n;
-        }
-        p.trials.merge(&t.trials);
-        Ok(())
+    /// Adds the next shard's learning. `Err`: what is wrong with it (after the file's name).
+    pub fn add(&mut self, t: ShardLearning) -> Result<(), String> {
+        self.0.add_shard(t)
     }
 }
 
@@ -253,5 +199,5 @@ pub fn merge(
         ))
         .into());
     }
-    driver.conclude(ctx, &baseline, Baseline::Files, fold.0)
+    driver.conclude(ctx, &baseline, Baseline::Files, Pass1::merged(fold.0))
 }

@@ -1,0 +1,241 @@
+//! Pass 2 of `suggest`: the refusals pass 1's counts call for before anything is printed,
+//! the histories pass 2 reads (the file read again, or pass 1's copies), the proposal
+//! compared with the baseline as `simulate --baseline` compares them (on the whole history,
+//! and with `--backtest-at` on the later jobs), and the verdict on it (docs/suggest.md "The
+//! verdict").
+//!
+//! Owns: the order of those steps. Must not: learn, propose or render (the comparisons are
+//! `replay`'s, their text `output::suggest`'s).
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::app::Context;
+use crate::commands::replay::lookout::{history_named, no_job};
+use crate::commands::replay::policy_set::base_config;
+use crate::commands::replay::source::overrides;
+use crate::commands::replay::spool::SpoolFile;
+use crate::engine::simulator::Simulator;
+use crate::engine::JobReport;
+use crate::error::CliError;
+use crate::model::failure_history::FailureHistory;
+use crate::output::simulate::Stderr;
+use crate::output::style::Style;
+use crate::output::suggest as view;
+use crate::replay::backtest::Backtest;
+use crate::replay::run::{compare_inspected, replay, NoAnswer, Options, Out};
+use crate::replay::source::{Altered, Files, Stamps};
+use crate::suggest::check::RuleCheck;
+use crate::suggest::verdict::{judge, Judged, Judgement, Later};
+
+use super::learn::{spool_test, Pass1};
+use super::{Suggest, NOTHING};
+
+/// The two sides pass 2 replays, and the format its comparisons are captured in.
+pub(super) struct Pass2<'a> {
+    pub baseline: &'a Simulator,
+    pub proposal: &'a Simulator,
+    pub format: view::Format,
+}
+
+/// The histories pass 2 reads: the whole history (the files read again, or pass 1's copy of a
+/// source read once), and with `--backtest-at` the later jobs (pass 1's copy, or for a
+/// merge's shards, which spooled none, copied from the history here).
+pub(super) struct Histories {
+    pub whole: PathBuf,
+    copied: Option<SpoolFile>,
+}
+
+impl Histories {
+    /// The later jobs' copy, with `--backtest-at`.
+    pub fn test<'a>(&'a self, pass: &'a Pass1) -> Option<&'a Path> {
+        pass.test.as_ref().or(self.copied.as_ref()).map(SpoolFile::path)
+    }
+}
+
+impl Suggest<'_> {
+    /// The refusals pass 1's counts call for, before anything is printed (a history changed
+    /// since pass 1 read it; jobs without `submittedAt`; nothing replayed; `--backtest-at`
+    /// leaving one side empty), and then the estimates' backtest at the same time, refused
+    /// (no trials on a side) as `simulate --backtest-at` refuses it.
+    pub(super) fn after_pass1(&self, ctx: &mut Context, pass: &mut Pass1) -> anyhow::Result<Option<Backtest>> {
+        let args = self.args;
+        if let (Some(path), Some(before)) = (&self.reread(), &pass.stamps) {
+            changed_since(path, before, &base_config(&args.replay)?, &overrides(&args.replay))?;
+        }
+        let learning = &pass.learning;
+        // Stopped before pass 2, which would have said why each unreadable entry was not
+        // read: said here, before the error (as `simulate` says it).
+        let nothing_replayed = learning.train_jobs + learning.test_jobs == 0;
+        let one_side = self.backtest_at.is_some() && (learning.train_jobs == 0 || learning.test_jobs == 0);
+        if learning.not_submitted.is_some() || nothing_replayed || one_side {
+            ctx.err.write_all(&pass.unsaid)?;
+        }
+        let at = args.replay.backtest_at.as_deref().unwrap_or_default();
+        if let Some((jobs, first)) = learning.not_submitted.clone() {
+            return Err(self.backtest_refused(&NoAnswer::NotSubmitted { jobs, first }, at));
+        }
+        if nothing_replayed {
+            // No entry at all (a merge's shards all empty): an empty history, in its words.
+            if let (0, None, Some(history)) = (learning.errors, &args.replay.lookout_db, &args.replay.history) {
+                return Err(no_job(&history_named(history), None, NOTHING).into());
+            }
+            return Err(CliError::invalid(format!(
+                "no job could be replayed ({} not read): there is nothing to learn from",
+                crate::engine::job_report::plural(learning.errors, "entry", "entries")
+            ))
+            .into());
+        }
+        if one_side {
+            let one = CliError::usage(format!(
+                "`--backtest-at {at}` leaves {} jobs to learn from and {} to test on: both need at least one",
+                learning.train_jobs, learning.test_jobs
+            ))
+            .with_hint("pick a time between the first and the last submission");
+            return Err(self.refused(
+                one,
+                "run the shards again with a `--backtest-at` between the first and the last submission",
+            ));
+        }
+        let Some(_) = self.backtest_at else {
+            return Ok(None);
+        };
+        let options = Options {
+            backtest_at: self.backtest_at,
+            shard: None,
+        };
+        let (_, b) = std::mem::take(&mut pass.learning.trials)
+            .finish(&options)
+            .map_err(|e| self.backtest_refused(&e, at))?;
+        Ok(b)
+    }
+
+    /// What pass 2 reads ([`Histories`]), the later jobs copied before anything is printed.
+    pub(super) fn histories(&self, pass: &Pass1) -> anyhow::Result<Histories> {
+        let whole: PathBuf = match (self.reread(), &pass.spool) {
+            (Some(p), _) => p,
+            (None, Some(f)) => f.path().to_path_buf(),
+            (None, None) => unreachable!("a source read once is spooled"),
+        };
+        // A merge's shards spooled no test jobs: they are copied from the history here.
+        let copied = match (self.backtest_at, &pass.test) {
+            (Some(at), None) => Some(spool_test(self.open(&whole)?, at)?),
+            _ => None,
+        };
+        Ok(Histories { whole, copied })
+    }
+
+    /// `path` as pass 2 reads it, with the command's scheduler config and overrides.
+    fn open(&self, path: &Path) -> anyhow::Result<Files> {
+        let replay = &self.args.replay;
+        Ok(Files::open(path, base_config(replay)?, overrides(replay)).map_err(CliError::invalid)?)
+    }
+
+    /// The proposal against the baseline over `path`, written as the `comparison` member of
+    /// `doc` and captured for the verdict; `check`: the proposal's rules checked on the
+    /// candidate's decision records (the whole history), whose messages go to stderr (the
+    /// later jobs' were said already).
+    pub(super) fn compare(
+        &self,
+        (err, style): (&mut dyn Write, Style),
+        doc: &mut view::Doc,
+        out: &mut dyn Write,
+        side: &Pass2<'_>,
+        path: &Path,
+        check: Option<&RuleCheck>,
+    ) -> anyhow::Result<view::Captured> {
+        let options = Options {
+            backtest_at: None,
+            shard: None,
+        };
+        let mut out = doc.member(out, "comparison")?;
+        let mut quiet = io::sink();
+        let stderr = match check {
+            Some(_) => Stderr::new(err, style, None, self.args.replay.retry_policies.is_some()),
+            None => Stderr::new(&mut quiet, style, None, false),
+        };
+        let mut sink = view::CaptureSink::new(side.format, &mut out, stderr);
+        let look = check.map(|c| move |h: &FailureHistory, b: &JobReport, p: &JobReport| c.look(h, b, p));
+        let done = compare_inspected(
+            self.open(path)?,
+            side.baseline,
+            side.proposal,
+            &options,
+            Out::Sink(&mut sink),
+            look.as_ref().map(|l| l as _),
+        )?;
+        let captured = sink.finish(done.comparison);
+        out.finish()?;
+        Ok(captured)
+    }
+
+    /// The baseline's own expected GPU-hours over its Pending jobs of `path`: a plain replay.
+    pub(super) fn pending_gpu_hours(&self, style: Style, side: &Pass2<'_>, path: &Path) -> anyhow::Result<f64> {
+        let options = Options {
+            backtest_at: None,
+            shard: None,
+        };
+        let (mut quiet, mut nothing) = (io::sink(), io::sink());
+        let stderr = Stderr::new(&mut quiet, style, None, false);
+        let mut sink = view::CaptureSink::new(None, &mut nothing, stderr);
+        replay(self.open(path)?, side.baseline, &options, Out::Sink(&mut sink))?;
+        Ok(sink.pending_gpu_hours())
+    }
+}
+
+/// Refuses a history whose files are not as they were when pass 1 began (`before`): pass 2
+/// would not compare over the history the proposal was learned from (exit 3, naming the file).
+fn changed_since(
+    path: &std::path::Path,
+    before: &Stamps,
+    base: &crate::model::scheduler::SchedulerConfig,
+    overrides: &crate::replay::source::Overrides,
+) -> Result<(), CliError> {
+    let now = Files::open(path, base.clone(), overrides.clone())
+        .map_err(CliError::invalid)?
+        .stamps();
+    let Some((file, how)) = now.and_then(|now| before.changed(&now)) else {
+        return Ok(());
+    };
+    let how = match how {
+        Altered::Added => "it was added to the directory",
+        Altered::Removed => "it is gone",
+        Altered::Written => "its size or modification time is not what it was",
+    };
+    Err(CliError::invalid(format!(
+        "`{}` changed between suggest's two passes ({how}): the comparison would not replay the history the proposal was learned from",
+        file.display()
+    ))
+    .with_hint("run suggest again once the history is complete (or give it a copy that does not change)"))
+}
+
+/// The verdict on the proposal (docs/suggest.md "The verdict"): on the learned history (with
+/// `--backtest-at`, the whole history's comparison less the later jobs'), and on the later jobs.
+pub(super) fn judge_proposal(
+    whole: &view::Captured,
+    backtest: Option<&(view::Captured, view::BacktestTail)>,
+) -> Judgement {
+    let (learned, lost_jobs) = match backtest {
+        Some((test, _)) => (
+            whole.comparison.less(&test.comparison),
+            whole
+                .lost_jobs
+                .iter()
+                .filter(|j| !test.lost_jobs.contains(j))
+                .cloned()
+                .collect(),
+        ),
+        None => (whole.comparison.clone(), whole.lost_jobs.clone()),
+    };
+    judge(
+        Judged {
+            comparison: &learned,
+            lost_jobs: &lost_jobs,
+        },
+        backtest.map(|(_, tail)| Later {
+            false_kills: tail.false_kills,
+            false_kill_jobs: &tail.false_kill_jobs,
+            gpu_hours_saved: tail.gpu_hours_saved,
+        }),
+    )
+}

@@ -1,0 +1,143 @@
+//! What `suggest` prints to be run next (docs/suggest.md): the command that writes the
+//! proposal, and the `tune` search of its limits, each carrying both sides' inputs (the
+//! history, the baseline, the deployed categorizer) so that they compare what suggest
+//! compared.
+//!
+//! Owns: those command lines, each value one shell word. Must not: print them (that is
+//! `output::suggest`) or read anything.
+
+use crate::commands::replay::checks::shell_word;
+use crate::engine::EngineKind;
+use crate::output::suggest as view;
+use crate::suggest::propose::MAX_LIMIT;
+
+use super::proposal::Proposal;
+use super::Suggest;
+
+impl Suggest<'_> {
+    /// The command that writes the proposal, and the `tune` search of its limits.
+    pub(super) fn commands(&self, rules: &[crate::suggest::propose::Proposed], proposal: &Proposal) -> view::Commands {
+        let a = self.args;
+        let r = &a.replay;
+        let mut source = Vec::new();
+        match (&r.history, &r.lookout_db) {
+            (Some(h), _) => source.push(format!("--history {}", shell_word(&h.display().to_string()))),
+            (None, Some(dsn)) => {
+                // The DSN holds credentials: never printed, the reader's own variable instead.
+                let _ = dsn;
+                source.push("--lookout-db \"$LOOKOUT_DB\"".to_string());
+                if let Some(q) = &r.queue {
+                    source.push(format!("--queue {}", shell_word(q)));
+                }
+                for (flag, v) in [
+                    ("--from", &r.window.from),
+                    ("--to", &r.window.to),
+                    ("--since", &r.window.since),
+                ] {
+                    if let Some(v) = v {
+                        source.push(format!("{flag} {}", shell_word(v)));
+                    }
+                }
+            }
+            (None, None) => {}
+        }
+        let mut baseline = Vec::new();
+        if !r.baseline.is_empty() {
+            let files: Vec<String> = r
+                .baseline
+                .iter()
+                .map(|p| shell_word(&p.display().to_string()))
+                .collect();
+            baseline.push(format!("--baseline {}", files.join(" ")));
+        }
+        if r.baseline_from_cluster {
+            baseline.push("--baseline-from-cluster".into());
+        }
+        let mut knobs = Vec::new();
+        if self.engine == EngineKind::Upstream {
+            knobs.push("--engine upstream".to_string());
+        }
+        if let Some(c) = &a.categorizer {
+            knobs.push(format!("--categorizer {}", shell_word(&c.display().to_string())));
+        }
+        if a.min_trials != 20 {
+            knobs.push(format!("--min-trials {}", a.min_trials));
+        }
+        if a.futile != 0.05 {
+            knobs.push(format!("--futile {}", a.futile));
+        }
+        if a.max_limit != 5 {
+            knobs.push(format!("--max-limit {}", a.max_limit));
+        }
+        if a.extrapolate {
+            knobs.push("--extrapolate".to_string());
+        }
+        if a.name != "suggested" {
+            knobs.push(format!("--name {}", a.name));
+        }
+        if let Some(t) = &r.backtest_at {
+            knobs.push(format!("--backtest-at {}", shell_word(t)));
+        }
+        if a.replay.lookout_db.is_none() {
+            if let Some(q) = &r.queue {
+                knobs.push(format!("--queue {}", shell_word(q)));
+            }
+        }
+        let file = format!("{}.yaml", a.name);
+        let mut write = vec!["retryctl suggest".to_string()];
+        write.extend(source.iter().cloned());
+        write.extend(baseline.iter().cloned());
+        write.extend(knobs);
+        write.push(format!("-o policy > {file}"));
+        // tune: the limits of the Retry rules with most hours (two at most: the candidates
+        // multiply).
+        let mut varies = Vec::new();
+        match &proposal.upstream {
+            None => {
+                let mut retry: Vec<(usize, &crate::suggest::propose::Proposed)> =
+                    rules.iter().enumerate().filter(|(_, r)| r.limit.is_some()).collect();
+                retry.sort_by(|a, b| b.1.gpu.cmp(&a.1.gpu).then(b.1.cpu.cmp(&a.1.cpu)).then(a.0.cmp(&b.0)));
+                for (k, r) in retry.into_iter().take(2) {
+                    let l = r.limit.unwrap_or(1);
+                    varies.push(format!(
+                        "--vary '{}:spec.rules[{k}].retryLimit={}..{}'",
+                        a.name,
+                        l.saturating_sub(2).max(1),
+                        (l + 2).min(MAX_LIMIT)
+                    ));
+                }
+            }
+            Some(u) => {
+                if let Some(l) = u.policy_retry_limit {
+                    varies.push(format!(
+                        "--vary '{}:retryLimit={}..{}'",
+                        a.name,
+                        l.saturating_sub(2).max(1),
+                        (l + 2).min(MAX_LIMIT)
+                    ));
+                }
+            }
+        }
+        let tune = (!varies.is_empty()).then(|| {
+            let mut t = vec![format!("retryctl tune -f {file}")];
+            t.extend(source.iter().cloned());
+            t.extend(baseline.iter().cloned());
+            if self.engine == EngineKind::Upstream {
+                // Both sides' categorizers: the baseline never borrows the proposal's.
+                let deployed = a
+                    .categorizer
+                    .as_ref()
+                    .map_or_else(|| "recorded".to_string(), |c| shell_word(&c.display().to_string()));
+                t.push(format!(
+                    "--engine upstream --categorizer {file} --baseline-categorizer {deployed}"
+                ));
+            }
+            t.extend(varies);
+            t.join(" ")
+        });
+        view::Commands {
+            write: write.join(" "),
+            tune,
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! `suggest`'s proposal as documents (docs/reference/suggest.md "Today's policy is the
+//! starting point"): the proposed rules, today's rules kept after them, today's defaults, and
+//! for today's Armada the categorizer they match on; read back through `validate`'s reader,
+//! and the Simulator (with its categorizer) that replays them in pass 2.
+//!
+//! Owns: what the proposal takes of the baseline (its first policy's settings, its
+//! effective rules, its Queue). Must not: learn, compare or render (the documents' text is
+//! `suggest::documents`').
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::engine::categorizer::Classifier;
+use crate::engine::simulator::Simulator;
+use crate::engine::EngineKind;
+use crate::error::CliError;
+use crate::input;
+use crate::model::Resource;
+use crate::output::suggest as view;
+use crate::suggest::documents::{self, Documented, Settings, Upstream};
+use crate::suggest::stats::Learned;
+use crate::suggest::today::{self, Kept};
+
+use crate::commands::replay::policy_set::base_config;
+
+use super::Suggest;
+
+/// The proposal as documents, read back through `validate`'s reader, and the Simulator (and
+/// categorizer) that replays it.
+pub(super) struct Proposal {
+    /// What `-o policy` prints.
+    pub text: String,
+    /// Today's rules it keeps after its own.
+    pub kept: Vec<Kept>,
+    pub upstream: Option<Upstream>,
+    pub sim: Simulator,
+}
+
+impl Suggest<'_> {
+    /// The baseline's first policy's settings (the Queue's first with `--queue`), under the
+    /// proposal's name.
+    pub(super) fn settings(&self, baseline: &Simulator) -> Settings {
+        let queue_first = self
+            .args
+            .replay
+            .queue
+            .as_deref()
+            .and_then(|q| baseline.queue(q))
+            .and_then(|q| q.retry_policies.first())
+            .and_then(|name| baseline.policies().find(|p| &p.name == name));
+        let first = queue_first.or_else(|| baseline.policies().next());
+        Settings {
+            name: self.args.name.clone(),
+            default_action: first.map(|p| p.default_action()),
+            retry_limit: first.and_then(|p| p.retry_limit),
+            backoff: first.map(|p| p.backoff).unwrap_or_default(),
+            anti_affinity: first.and_then(|p| p.anti_affinity),
+        }
+    }
+
+    /// The Queue `-o policy` prints with `--queue`.
+    fn queue_document(&self, baseline: &Simulator) -> Option<String> {
+        let name = self.args.replay.queue.as_deref()?;
+        let mut q = baseline
+            .queue(name)
+            .cloned()
+            .unwrap_or_else(|| crate::model::queue::Queue {
+                name: name.to_string(),
+                ..Default::default()
+            });
+        // First in the queue's list, never alone: the rest decides after it as today (the
+        // file holds the proposal and the Queue; the others are on the server already).
+        let name = &self.args.name;
+        let rest: Vec<String> = q.retry_policies.iter().filter(|p| *p != name).cloned().collect();
+        q.retry_policies = std::iter::once(name.clone()).chain(rest).collect();
+        Some(crate::model::encode::to_yaml(&crate::model::encode::queue_document(&q)))
+    }
+
+    /// Today's rules the proposal keeps after its own (docs/suggest.md "Today's policy is the
+    /// starting point"): the baseline's effective list for `--queue` (else its policies in
+    /// order), as its engine reads it.
+    fn kept(&self, baseline: &Simulator, learned: &Learned) -> anyhow::Result<Vec<Kept>> {
+        let names: Vec<String> = match self.args.replay.queue.as_deref().and_then(|q| baseline.queue(q)) {
+            Some(q) => q.retry_policies.clone(),
+            None => baseline.given().to_vec(),
+        };
+        let policies: Vec<&crate::model::policy::RetryPolicy> = names
+            .iter()
+            .filter_map(|n| baseline.policies().find(|p| &p.name == n))
+            .collect();
+        let config = base_config(&self.args.replay)?;
+        let global = self
+            .args
+            .replay
+            .global_max_retries
+            .unwrap_or(crate::engine::Settings::from_config(&config).global_max_retries);
+        let decided = today::decided_runs(learned.signatures.iter().chain(learned.other.as_ref()));
+        let kept = today::kept(&policies, self.baseline_engine, global, &decided);
+        if self.engine == EngineKind::Upstream {
+            if let Some((from, fields)) = today::not_upstream(&kept) {
+                return Err(CliError::usage(format!(
+                    "the baseline's rule `{from}` cannot be kept in a proposal for today's Armada: a v1beta1 rule matches a category only, and has no place for its {}",
+                    fields.join(", ")
+                ))
+                .with_hint("give the baseline as today's Armada stores it (`retryctl get retrypolicies -o yaml --api-version armadaproject.io/v1beta1`), or propose in the design dialect (`--engine design`)")
+                .into());
+            }
+        }
+        Ok(kept)
+    }
+
+    /// The documents of `rules`, checked by `validate`'s reader, and their Simulator.
+    pub(super) fn documents(
+        &self,
+        baseline: &Simulator,
+        learned: &Learned,
+        rules: &[crate::suggest::propose::Proposed],
+    ) -> anyhow::Result<Proposal> {
+        let settings = self.settings(baseline);
+        let kept = self.kept(baseline, learned)?;
+        let by_text: HashMap<&str, &crate::suggest::stats::SignatureStats> =
+            learned.signatures.iter().map(|s| (s.text.as_str(), s)).collect();
+        // Upstream: the deployed category each rule can match on, where one separates it.
+        let places: Vec<Option<today::Place>> = match self.engine {
+            EngineKind::Design => vec![None; rules.len()],
+            EngineKind::Upstream => today::places(rules, &learned.signatures)
+                .into_iter()
+                .map(Some)
+                .collect(),
+        };
+        let documented: Vec<Documented<'_>> = rules
+            .iter()
+            .zip(places)
+            .map(|(r, place)| {
+                let stats = by_text.get(r.text.as_str());
+                Documented {
+                    rule: r,
+                    evidence: stats.map_or_else(String::new, |s| view::evidence(s)),
+                    mutate: stats.and_then(|s| today::carried_mutate(s, &kept)),
+                    place,
+                }
+            })
+            .collect();
+        let header = format!(
+            "Proposed by `retryctl suggest` from {} jobs ({} failed runs); --min-trials {} --futile {} --max-limit {}.",
+            learned.jobs, learned.failed_runs, self.knobs.min_trials, self.knobs.futile, self.knobs.max_limit
+        );
+        let queue = self.queue_document(baseline);
+        let (mut text, upstream) = match self.engine {
+            EngineKind::Design => (documents::design_policy(&settings, &documented, &kept, &header), None),
+            EngineKind::Upstream => {
+                let blocked = today::raise_blocked_by(&kept, &learned.signatures);
+                let u = documents::upstream_documents(
+                    &settings,
+                    &documented,
+                    &kept,
+                    blocked,
+                    self.deployed.as_ref(),
+                    &header,
+                );
+                (format!("{}---\n{}", u.categorizer, u.policy), Some(u))
+            }
+        };
+        if let Some(q) = queue {
+            text.push_str("---\n");
+            text.push_str(&q);
+        }
+        let file = input::parse_text("<proposal>", &text, None);
+        if file.error_count() > 0 {
+            let mut problems = Vec::new();
+            crate::output::report::write_text(
+                std::slice::from_ref(&file),
+                // Plain: the text is carried in the error's message.
+                crate::output::style::Style { color: false },
+                &mut Vec::new(),
+                &mut problems,
+            )?;
+            return Err(CliError::failed(format!(
+                "the proposed documents do not validate (a bug in retryctl; please report it):\n{}",
+                String::from_utf8_lossy(&problems)
+            ))
+            .into());
+        }
+        let categorizer = file.documents.iter().find_map(|d| match &d.resource {
+            Some(Resource::ErrorCategories(c)) => Some(c.clone()),
+            _ => None,
+        });
+        // The proposal replays as the cluster would run it: its policy, and with `--queue` the
+        // Queue's list, whose other policies are today's (on the server, not in the file).
+        let mut policies = Vec::new();
+        let mut queues = Vec::new();
+        for d in &file.documents {
+            match &d.resource {
+                Some(Resource::RetryPolicy(p)) => policies.push(p.clone()),
+                Some(Resource::Queue(q)) => queues.push(q.clone()),
+                _ => {}
+            }
+        }
+        let named: Vec<String> = queues.iter().flat_map(|q| q.retry_policies.iter().cloned()).collect();
+        for p in baseline.policies() {
+            if named.contains(&p.name) && !policies.iter().any(|q| q.name == p.name) {
+                policies.push(p.clone());
+            }
+        }
+        let sim = Simulator::new(policies, queues, Some(vec![self.args.name.clone()]))
+            .map(|s| s.with_engine(self.engine))
+            .map_err(|e| {
+                CliError::failed(format!(
+                    "the proposed policy cannot be replayed (a bug in retryctl): {e}"
+                ))
+            })?;
+        let classifier = match categorizer {
+            Some(c) => {
+                let compiled = Classifier::new(&c).map_err(|e| {
+                    CliError::failed(format!(
+                        "the proposed categorizer does not compile (a bug in retryctl): {e}"
+                    ))
+                })?;
+                // Without the deployed config, the new categories go before it: a run they
+                // do not match keeps the category it was recorded with.
+                Some(Arc::new(match self.deployed {
+                    Some(_) => compiled,
+                    None => compiled.prepended(),
+                }))
+            }
+            None => self.categorizer.clone(),
+        };
+        Ok(Proposal {
+            text,
+            kept,
+            upstream,
+            sim: sim.with_categorizer(classifier),
+        })
+    }
+}

@@ -1,0 +1,188 @@
+//! Pass 1's fold (docs/reference/suggest.md "How it learns"): what one job adds
+//! ([`learn_job`]: its failed runs' signatures, and what the baseline, replayed under its own
+//! categorizer through `replay::run::replay_side`, decided of each), what a worker's unit of
+//! jobs holds ([`Unit`]), and the fold of units and jobs in the source's order ([`Learning`]).
+//! One fold for one process, a shard and `merge`: a shard's [`Learning`] travels in its
+//! partial as a [`ShardLearning`], added to the others in shard order.
+//!
+//! Owns: the split at `--backtest-at` (jobs before it are learned from, the later ones
+//! tested on) and the counts beside the signatures (jobs on each side, entries not read, jobs
+//! without `submittedAt`, the estimates' trials). Pure: no I/O; what is spooled or said on
+//! stderr is `commands::suggest`'s.
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::simulator::Simulator;
+use crate::engine::Settings;
+use crate::model::failure_history::{FailureHistory, Timestamp};
+use crate::replay::categorize::Reclassify;
+use crate::replay::run::{replay_side, Options, TrialCount};
+use crate::replay::source::Origin;
+
+use super::check::current_of;
+use super::stats::{Current, Learned, ShardLearned, UnitLearned};
+
+/// A worker's unit of pass 1: what its jobs added, the trials it counted, its scratch.
+#[derive(Default)]
+pub struct Unit {
+    learned: UnitLearned,
+    trials: TrialCount,
+    reclassify: Reclassify,
+}
+
+/// Where a job falls at `--backtest-at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    /// Submitted at or after it: tested on, not learned from.
+    pub test: bool,
+    /// It has no `submittedAt` (with `--backtest-at`): its id.
+    pub not_submitted: Option<String>,
+}
+
+/// What `history` adds to `unit`: with `at`, its trials for the estimates' backtest; before
+/// `at` (or without it), its failed runs' signatures and what `baseline` decided of each.
+pub fn learn_job(
+    unit: &mut Unit,
+    history: &mut FailureHistory,
+    settings: &Settings,
+    origin: &Origin,
+    baseline: &Simulator,
+    at: Option<Timestamp>,
+) -> Placed {
+    // The estimates' trials, split at `--backtest-at` (their backtest; without one, the
+    // comparison counts its own).
+    if at.is_some() {
+        let options = Options {
+            backtest_at: at,
+            shard: None,
+        };
+        unit.trials.add(history, origin, &options);
+    }
+    let placed = match (at, history.job.submitted_at) {
+        (None, _) => Placed {
+            test: false,
+            not_submitted: None,
+        },
+        (Some(at), Some(s)) => Placed {
+            test: s >= at,
+            not_submitted: None,
+        },
+        (Some(_), None) => Placed {
+            test: false,
+            not_submitted: Some(history.job.id.clone()),
+        },
+    };
+    if !placed.test {
+        // What the history says, and what today's policy does with it: the proposal keeps
+        // the rules that decide today, so it must know them before pass 2 compares.
+        unit.learned.add_job(history);
+        let Unit {
+            learned, reclassify, ..
+        } = unit;
+        replay_side(baseline, settings, history, reclassify, |seen, report| {
+            learned.add_today(seen, |k| report.map_or(Current::Undecided, |r| current_of(r, k)));
+        });
+    }
+    placed
+}
+
+/// Pass 1's counts, folded in the source's order.
+#[derive(Debug)]
+pub struct Learning {
+    pub learned: Learned,
+    /// Jobs replayed, on each side of `--backtest-at`.
+    pub train_jobs: u64,
+    pub test_jobs: u64,
+    /// Entries that could not be read.
+    pub errors: u64,
+    /// Jobs without `submittedAt` (with `--backtest-at`), and the first of them.
+    pub not_submitted: Option<(u64, String)>,
+    /// The trials of every job (for the backtest of the estimates).
+    pub trials: TrialCount,
+}
+
+impl Default for Learning {
+    fn default() -> Learning {
+        Learning::new(Learned::default())
+    }
+}
+
+impl Learning {
+    /// A shard's learning: its own jobs only, every signature kept (the merge caps them).
+    pub fn of_a_shard() -> Learning {
+        Learning::new(Learned::uncapped())
+    }
+
+    fn new(learned: Learned) -> Learning {
+        Learning {
+            learned,
+            train_jobs: 0,
+            test_jobs: 0,
+            errors: 0,
+            not_submitted: None,
+            trials: TrialCount::default(),
+        }
+    }
+
+    /// A worker's unit, in the source's order.
+    pub fn add_unit(&mut self, unit: Unit) {
+        self.trials.merge(&unit.trials);
+        self.learned.merge_unit(unit.learned);
+    }
+
+    /// One job replayed, in the source's order.
+    pub fn add_job(&mut self, placed: Placed) {
+        if let Some(id) = placed.not_submitted {
+            self.not_submitted.get_or_insert((0, id)).0 += 1;
+        }
+        if placed.test {
+            self.test_jobs += 1;
+        } else {
+            self.train_jobs += 1;
+        }
+    }
+
+    /// An entry that could not be read.
+    pub fn add_error(&mut self) {
+        self.errors += 1;
+    }
+
+    /// What a shard's partial records of its learning.
+    pub fn into_shard(self) -> ShardLearning {
+        ShardLearning {
+            learned: self.learned.to_shard(),
+            train_jobs: self.train_jobs,
+            test_jobs: self.test_jobs,
+            errors: self.errors,
+            not_submitted: self.not_submitted,
+            trials: self.trials,
+        }
+    }
+
+    /// Adds the next shard's learning, in shard order. `Err`: what is wrong with it.
+    pub fn add_shard(&mut self, t: ShardLearning) -> Result<(), String> {
+        self.learned
+            .merge_shard(t.learned)
+            .map_err(|why| format!("is damaged: {why}"))?;
+        self.train_jobs += t.train_jobs;
+        self.test_jobs += t.test_jobs;
+        self.errors += t.errors;
+        if let Some((n, first)) = t.not_submitted {
+            self.not_submitted.get_or_insert((0, first)).0 += n;
+        }
+        self.trials.merge(&t.trials);
+        Ok(())
+    }
+}
+
+/// A shard's [`Learning`] as its partial's totals (docs/past-one-machine.md).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ShardLearning {
+    learned: ShardLearned,
+    train_jobs: u64,
+    test_jobs: u64,
+    errors: u64,
+    not_submitted: Option<(u64, String)>,
+    trials: TrialCount,
+}
