@@ -44,12 +44,15 @@ use crate::app::Context;
 use crate::cli::{SimulateArgs, SimulateOutput};
 use crate::commands::replay::checks::{backtest_refusal, parse_backtest_at};
 use crate::commands::replay::held::Held;
-use crate::commands::replay::policy_set::{load_from_server, load_policies, PolicyFlags, Side};
-use crate::commands::replay::sides::{self, baseline_categorizer, check_categorizers, Baseline as Sides};
+use crate::commands::replay::policy_set::{build, load_from_server, PolicyFlags, Side};
+use crate::commands::replay::sides::{
+    self, check_categorizers, engine_of, read_side, Baseline as Sides, Dialect, Named, SideFiles,
+};
 use crate::commands::replay::source::{self, check_flags, check_source, About, Open};
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
+use crate::model::Kind;
 use crate::output::progress::progress_bar;
 use crate::output::simulate::{invalid_text, render_change, Baseline, Mode, Stderr};
 use crate::output::sinks::{sink, Format};
@@ -73,37 +76,72 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     let flags = PolicyFlags::new(args.source.recursive, replay);
+    // Each side's files, read before either is built: their dialect picks the engine.
+    let read = |ctx: &mut Context, paths: &[std::path::PathBuf], side| {
+        read_side(ctx, paths, args.source.recursive, side, "simulated")
+    };
+    let candidate_files = match args.from_server {
+        true => SideFiles::none(),
+        false => match read(ctx, &args.source.files, Side::Candidate)? {
+            Some(f) => f,
+            None => return Ok(ExitCode::InvalidInput),
+        },
+    };
+    let baseline_files = match replay.baseline.is_empty() {
+        true => None,
+        false => match read(ctx, &replay.baseline, Side::Baseline)? {
+            Some(f) => Some(f),
+            None => return Ok(ExitCode::InvalidInput),
+        },
+    };
     let engine = replay.engine.map(EngineKind::from);
-    let candidate = if args.from_server {
-        Some(load_from_server(ctx, args, engine)?)
+    let policies = candidate_files
+        .files
+        .iter()
+        .flat_map(|f| &f.documents)
+        .any(|d| d.kind == Some(Kind::RetryPolicy));
+    let sim = if args.from_server {
+        load_from_server(ctx, args, engine)?
     } else {
-        load_policies(
-            ctx,
-            &args.source.files,
-            flags,
-            engine.unwrap_or_default(),
-            Side::Candidate,
-        )?
+        let sides = [
+            Dialect::of(&candidate_files.files),
+            Dialect::of(baseline_files.as_ref().map_or(&[][..], |b| &b.files)),
+        ];
+        let engine = engine.unwrap_or_else(|| engine_of(&sides));
+        build(&candidate_files.files, flags, engine, Side::Candidate)?
     };
-    let Some(sim) = candidate else {
-        return Ok(ExitCode::InvalidInput);
+    // The executor's categorizer of each side (docs/categorizer.md): named, checked, then
+    // read before the history (a bad file is exit 3 with nothing on stdout).
+    let candidate = Named::new(
+        Side::Candidate,
+        "--categorizer",
+        args.categorizer.as_deref(),
+        candidate_files.categorizer,
+    )?;
+    let (baseline_files, baseline_categorizer) = match baseline_files {
+        Some(SideFiles { files, categorizer }) => (Some(files), categorizer),
+        None => (None, None),
     };
+    let baseline = Named::new(
+        Side::Baseline,
+        "--baseline-categorizer",
+        args.baseline_categorizer.as_deref(),
+        baseline_categorizer,
+    )?;
+    check_categorizers(replay, &candidate, &baseline)?;
+    if !args.source.files.is_empty() && !policies {
+        writeln!(
+            ctx.err,
+            "{}: `-f` holds no retry policy: every job follows the legacy behaviour (a failed run is final)",
+            ctx.style.warning("warning")
+        )?;
+    }
     let baseline_engine = replay.baseline_engine.map_or(sim.engine(), EngineKind::from);
     // `--baseline FILES` serves either history source; `--baseline-from-cluster` (exclusive
     // with it) is read from the database when the source opens it.
-    let Some(mut baseline) = Sides::from_flags(ctx, replay, flags, baseline_engine, None)? else {
-        return Ok(ExitCode::InvalidInput);
-    };
-    // The executor's categorizer of each side (docs/categorizer.md), read before the
-    // history: a bad file is exit 3 with nothing on stdout.
-    check_categorizers(
-        replay,
-        args.categorizer.as_deref(),
-        args.baseline_categorizer.as_deref(),
-    )?;
-    let categorizer = sides::categorizer(ctx, args.categorizer.as_deref())?;
-    baseline.categorizer = sides::compiled(baseline_categorizer(ctx, args.baseline_categorizer.as_deref())?.as_ref());
-    let sim = sim.with_categorizer(sides::compiled(categorizer.as_ref()));
+    let sim = sim.with_categorizer(sides::compiled(candidate.read(ctx)?.as_ref()));
+    let categorizer = sides::compiled(baseline.read(ctx)?.as_ref());
+    let baseline = Sides::of(replay, baseline_files.as_deref(), flags, baseline_engine, categorizer)?;
     let partial = args.output == SimulateOutput::Partial;
     let open = Open {
         flags,

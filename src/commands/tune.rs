@@ -29,9 +29,9 @@ use crate::cli::{TuneArgs, TuneOutput};
 use crate::commands::replay::checks::{backtest_refusal, parse_backtest_at, parse_max_compute, shell_word};
 use crate::commands::replay::held::Held;
 use crate::commands::replay::lookout::SET_LOOKOUT_DB;
-use crate::commands::replay::policy_set::{note_categorizers, policy_set, report_invalid, PolicyFlags, Unusable};
+use crate::commands::replay::policy_set::{policy_set, PolicyFlags, Side, Unusable};
 use crate::commands::replay::sides::{
-    self, baseline_categorizer, check_categorizers, Baseline as Sides, BaselinePolicies,
+    self, engine_of, no_baseline_categorizer, read_side, Baseline as Sides, BaselinePolicies, Dialect, Named, SideFiles,
 };
 use crate::commands::replay::source::{self, check_flags, overrides, About, Open};
 use crate::engine::categorizer::Classifier;
@@ -40,7 +40,7 @@ use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
 use crate::input::{self, SourceFile};
 use crate::model::encode::{policy_document, queue_document, to_yaml};
-use crate::model::{Kind, Resource};
+use crate::model::Resource;
 use crate::output::progress::progress_bar;
 use crate::output::simulate::{invalid_text, render_change, Baseline, Stderr};
 use crate::output::text::shown;
@@ -76,25 +76,28 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
     } = check(args)?;
     let history = replay.history.is_some() || replay.lookout_db.is_some();
     // The template: its documents valid, its varies right, its size bounded, before any work.
-    let mut files = input::read_sources(
-        &args.source.files,
-        args.source.recursive,
-        Some(&[Kind::RetryPolicy, Kind::Queue]),
-    );
-    note_categorizers(ctx, &mut files)?;
-    if !report_invalid(ctx, &files, "tuned")? {
+    let Some(template_files) = read_side(ctx, &args.source.files, args.source.recursive, Side::Candidate, "tuned")?
+    else {
         return Ok(ExitCode::InvalidInput);
-    }
+    };
     let scheduler = replay
         .scheduler_config
         .as_deref()
         .map(input::read_scheduler_source)
         .transpose()?;
-    let mut template = Template::new(files, scheduler);
-    // The executor's categorizer (docs/categorizer.md): compiled as `simulate --categorizer`
-    // compiles it (a bad file is exit 3, its warnings on stderr), and its document kept for
-    // the `categorizer:` varies.
-    let read = sides::categorizer(ctx, args.categorizer.as_deref())?;
+    // The executor's categorizer (docs/categorizer.md): `--categorizer`'s or the template's
+    // own document, compiled as `simulate` compiles it (a bad file is exit 3, its warnings
+    // on stderr), and its document kept for the `categorizer:` varies.
+    let candidate = Named::new(
+        Side::Candidate,
+        "--categorizer",
+        args.categorizer.as_deref(),
+        template_files.categorizer,
+    )?;
+    let candidate_file = candidate.file();
+    let read = candidate.read(ctx)?;
+    let template_dialect = Dialect::of(&template_files.files);
+    let mut template = Template::new(template_files.files, scheduler);
     if let Some(c) = &read {
         template = template.with_categorizer(c.file.name.clone(), c.file.document.clone());
     }
@@ -122,21 +125,43 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let flags = PolicyFlags::new(args.source.recursive, replay);
-    let engine = replay.engine.map(EngineKind::from).unwrap_or_default();
-    let baseline_engine = replay.baseline_engine.map_or(engine, EngineKind::from);
-    let (arms, ids, skipped) = candidates(&template, &varies, flags, engine, replay, categorizer.as_ref())?;
-    // The baseline's categorizer: --baseline-categorizer; without --baseline the template
-    // as written is the baseline, its categorizer included (a `categorizer:` vary changes
-    // the candidates only); with one, the baseline never borrows the candidates'.
-    check_categorizers(
-        replay,
-        args.categorizer.as_deref(),
-        args.baseline_categorizer.as_deref(),
-    )?;
-    let baseline_categorizer = match args.baseline_categorizer.as_deref() {
-        None if !sides::what_if(replay) => categorizer.clone(),
-        given => sides::compiled(baseline_categorizer(ctx, given)?.as_ref()),
+    let baseline_files = match replay.baseline.is_empty() {
+        true => None,
+        false => match read_side(ctx, &replay.baseline, args.source.recursive, Side::Baseline, "tuned")? {
+            Some(f) => Some(f),
+            None => return Ok(ExitCode::InvalidInput),
+        },
     };
+    // The dialect of the template and the baseline picks the engine (docs/engines.md).
+    let engine = replay.engine.map(EngineKind::from).unwrap_or_else(|| {
+        engine_of(&[
+            template_dialect,
+            Dialect::of(baseline_files.as_ref().map_or(&[][..], |b| &b.files)),
+        ])
+    });
+    let baseline_engine = replay.baseline_engine.map_or(engine, EngineKind::from);
+    // The baseline's categorizer: --baseline-categorizer or its files' own; without
+    // --baseline the template as written is the baseline, its categorizer included (a
+    // `categorizer:` vary changes the candidates only); with one, the baseline never borrows
+    // the candidates'.
+    let (baseline_files, in_baseline) = match baseline_files {
+        Some(SideFiles { files, categorizer }) => (Some(files), categorizer),
+        None => (None, None),
+    };
+    let baseline = Named::new(
+        Side::Baseline,
+        "--baseline-categorizer",
+        args.baseline_categorizer.as_deref(),
+        in_baseline,
+    )?;
+    if let (Some(file), true, false) = (&candidate_file, sides::what_if(replay), baseline.said()) {
+        return Err(no_baseline_categorizer(file).into());
+    }
+    let baseline_categorizer = match baseline.said() {
+        false if !sides::what_if(replay) => categorizer.clone(),
+        _ => sides::compiled(baseline.read(ctx)?.as_ref()),
+    };
+    let (arms, ids, skipped) = candidates(&template, &varies, flags, engine, replay, categorizer.as_ref())?;
     if arms.is_empty() {
         for s in skipped.iter().take(5) {
             let first = s.errors.first().map_or(String::new(), error_words);
@@ -153,9 +178,13 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
-    let Some(mut baseline) = Sides::from_flags(ctx, replay, flags, baseline_engine, baseline_categorizer)? else {
-        return Ok(ExitCode::InvalidInput);
-    };
+    let mut baseline = Sides::of(
+        replay,
+        baseline_files.as_deref(),
+        flags,
+        baseline_engine,
+        baseline_categorizer,
+    )?;
     let from = match baseline.policies {
         BaselinePolicies::Given(_) => BaselineFrom::Files,
         BaselinePolicies::Cluster => BaselineFrom::Cluster,

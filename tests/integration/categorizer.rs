@@ -120,17 +120,43 @@ fn a_categorizer_is_told_apart_from_policies() {
         ]
         .concat()
     );
+    // Among `-f`'s files, a categorizer is the candidate's (docs/categorizer.md), not a
+    // policy: the jobs are classified by it, and no policy applies.
     let out = run(&[
         "simulate",
         "-f",
         "testdata/categorizer/bare.yaml",
         "--history",
-        "testdata/histories",
+        "testdata/histories/design-composition.yaml",
     ]);
-    assert!(out.starts_with("exit: 3\n"), "{out}");
     assert!(
-        out.contains("expected a `RetryPolicy` or `Queue` document here, found the executor's categorizer config (`errorCategories`)"),
+        out.contains("--- stderr\nwarning: `-f` holds no retry policy: every job follows the legacy behaviour (a failed run is final)\n"),
         "{out}"
+    );
+    assert_eq!(
+        out,
+        run(&[
+            "simulate",
+            "-f",
+            "testdata/categorizer/bare.yaml",
+            "--categorizer",
+            "testdata/categorizer/bare.yaml",
+            "--history",
+            "testdata/histories/design-composition.yaml",
+        ]),
+    );
+    // Two categorizers for one side: a usage error naming both, nothing read.
+    assert_eq!(
+        run(&[
+            "simulate",
+            "-f",
+            "testdata/categorizer/bare.yaml",
+            "--categorizer",
+            "testdata/categorizer/executor-config.yaml",
+            "--history",
+            "testdata/histories/design-composition.yaml",
+        ]),
+        "exit: 2\n--- stdout\n--- stderr\nerror: the candidate has two categorizers, `--categorizer testdata/categorizer/executor-config.yaml` and `testdata/categorizer/bare.yaml` document 1: give one\n"
     );
 }
 

@@ -161,7 +161,9 @@ fn collisions_under_the_upstream_engine() {
     ]
     .concat();
     assert_eq!(simulate(&["--categorizer", CATEGORIZER, "--engine", "upstream"]), want);
-    let design = json(&["--categorizer", CATEGORIZER]);
+    // The policy is `armadaproject.io/v1beta1`: without `--engine` its dialect picks upstream.
+    assert_eq!(simulate(&["--categorizer", CATEGORIZER]), want);
+    let design = json(&["--categorizer", CATEGORIZER, "--engine", "design"]);
     assert_eq!(design["summary"]["collisions"], 0);
     assert_eq!(design["summary"]["retries"], 5);
 }

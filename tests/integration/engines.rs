@@ -241,6 +241,8 @@ fn baseline_engine_compares_the_design_against_upstream_on_one_policy_set() {
             POLICIES,
             "--baseline",
             POLICIES,
+            "--engine",
+            "design",
             "--baseline-engine",
             "upstream",
         ])

@@ -4,8 +4,6 @@
 //! scheduler config. Owns: refusing duplicates and, for the upstream engine, fields
 //! upstream cannot store. Must not: replay or render anything.
 
-use std::path::PathBuf;
-
 use crate::app::Context;
 use crate::cli::{ReplayArgs, SimulateArgs};
 use crate::commands::remote;
@@ -15,7 +13,7 @@ use crate::error::CliError;
 use crate::input::{self, SourceFile};
 use crate::lookout::cluster::ClusterState;
 use crate::model::scheduler::SchedulerConfig;
-use crate::model::{ApiVersion, Kind, Resource};
+use crate::model::{ApiVersion, Resource};
 use crate::output::report;
 use crate::output::view::bad_row_line;
 
@@ -163,37 +161,20 @@ impl<'a> PolicyFlags<'a> {
     }
 }
 
-/// Policies and queues from `paths`; `None` after writing the validation report when any
-/// document is invalid.
-pub fn load_policies(
-    ctx: &mut Context,
-    paths: &[PathBuf],
+/// The policy set of a side's files (valid: [`super::sides::read_side`] read them) for
+/// `engine`; refused (exit 3) when a name is given twice or the engine cannot evaluate a
+/// field.
+pub fn build(
+    files: &[SourceFile],
     flags: PolicyFlags<'_>,
     engine: EngineKind,
     side: Side,
-) -> anyhow::Result<Option<Simulator>> {
-    let mut files = input::read_sources(paths, flags.recursive, Some(&[Kind::RetryPolicy, Kind::Queue]));
-    note_categorizers(ctx, &mut files)?;
-    if !report_invalid(ctx, &files, "simulated")? {
-        return Ok(None);
-    }
-    match policy_set(&files, flags.retry_policies, engine) {
-        Ok(sim) => Ok(Some(sim)),
-        Err(Unusable::Unreadable(fields)) => refuse_unreadable(&fields, side).map(|()| None),
+) -> anyhow::Result<Simulator> {
+    match policy_set(files, flags.retry_policies, engine) {
+        Ok(sim) => Ok(sim),
+        Err(Unusable::Unreadable(fields)) => Err(unreadable(&fields, side).into()),
         Err(Unusable::Invalid(e)) => Err(e.into()),
     }
-}
-
-/// Sets aside the categorizer documents of policy files (`input::set_aside_categorizers`)
-/// and says so: `-f` reads policies and queues.
-pub fn note_categorizers(ctx: &mut Context, files: &mut [SourceFile]) -> anyhow::Result<()> {
-    for place in input::set_aside_categorizers(files) {
-        writeln!(
-            ctx.err,
-            "note: {place} is the executor's categorizer config, not a policy: `-f` leaves it out (`--categorizer` reads it)"
-        )?;
-    }
-    Ok(())
 }
 
 /// Writes `validate`'s report of `files` to stderr when any document is invalid, and says
@@ -276,23 +257,27 @@ pub fn policy_set(
 
 /// docs/engines.md: the upstream engine evaluates only what upstream can store; `unreadable`
 /// lists the fields it cannot (`  FILE: policy `P`: FIELD`).
-fn refuse_unreadable(unreadable: &[String], side: Side) -> anyhow::Result<()> {
-    if !unreadable.is_empty() {
-        let whose = match side {
-            Side::Candidate => "the upstream engine",
-            Side::Baseline => "the baseline's upstream engine",
-        };
-        return Err(CliError::invalid(format!(
-            "{whose} cannot evaluate these fields (upstream Armada cannot store them):\n{}",
-            unreadable.join("\n")
-        ))
-        .with_hint(format!(
-            "use {} design, or keep the policy to what upstream stores (see `retryctl validate --upstream`)",
-            side.engine_flag()
-        ))
-        .into());
+fn refuse_unreadable(fields: &[String], side: Side) -> anyhow::Result<()> {
+    match fields {
+        [] => Ok(()),
+        _ => Err(unreadable(fields, side).into()),
     }
-    Ok(())
+}
+
+/// The refusal of `fields` the upstream engine of `side` cannot evaluate.
+fn unreadable(fields: &[String], side: Side) -> CliError {
+    let whose = match side {
+        Side::Candidate => "the upstream engine",
+        Side::Baseline => "the baseline's upstream engine",
+    };
+    CliError::invalid(format!(
+        "{whose} cannot evaluate these fields (upstream Armada cannot store them):\n{}",
+        fields.join("\n")
+    ))
+    .with_hint(format!(
+        "use {} design, or keep the policy to what upstream stores (see `retryctl validate --upstream`)",
+        side.engine_flag()
+    ))
 }
 
 pub fn base_config(args: &ReplayArgs) -> anyhow::Result<SchedulerConfig> {

@@ -37,8 +37,8 @@ use crate::cli::{ReplayArgs, SuggestArgs, SuggestOutput};
 use crate::commands::replay::checks::{
     backtest_refusal, parse_backtest_at, said_of_the_shards, shards_backtest_refusal,
 };
-use crate::commands::replay::policy_set::PolicyFlags;
-use crate::commands::replay::sides::{self, Baseline as Sides};
+use crate::commands::replay::policy_set::{PolicyFlags, Side};
+use crate::commands::replay::sides::{self, engine_of, read_side, Baseline as Sides, Dialect, Named, SideFiles};
 use crate::commands::replay::source::{self, check_flags, check_source, About, Open};
 use crate::engine::categorizer::Classifier;
 use crate::engine::simulator::Simulator;
@@ -159,18 +159,44 @@ fn check_sharded(args: &SuggestArgs) -> Result<(), CliError> {
 
 /// What every pass reads, loaded as one process loads it (a sharded suggest's merge loads it
 /// again, from the shards' run, through this same function): the baseline side (its files,
-/// `None` when invalid: the report written, exit 3; and the deployed categorizer, read once).
+/// `None` when invalid: the report written, exit 3; the engine their dialect picks; the
+/// deployed categorizer, read once).
 fn load<'a>(ctx: &mut Context, args: &'a SuggestArgs, knobs: Knobs) -> anyhow::Result<Option<(Suggest<'a>, Sides)>> {
     let replay_args = replay_args(args);
     let backtest_at = args.replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?;
     let flags = PolicyFlags::new(false, &replay_args);
-    let engine = args.replay.engine.map_or(EngineKind::Design, EngineKind::from);
-    let baseline_engine = args.replay.baseline_engine.map_or(engine, EngineKind::from);
-    let Some(mut baseline) = Sides::from_flags(ctx, &replay_args, flags, baseline_engine, None)? else {
-        return Ok(None);
+    let baseline_files = match replay_args.baseline.is_empty() {
+        true => None,
+        false => match read_side(ctx, &replay_args.baseline, false, Side::Baseline, "simulated")? {
+            Some(f) => Some(f),
+            None => return Ok(None),
+        },
     };
-    let deployed = sides::categorizer(ctx, args.categorizer.as_deref())?;
-    baseline.categorizer = sides::compiled(deployed.as_ref());
+    // The proposal takes its baseline's dialect (docs/engines.md "Which engine decides"):
+    // the files', the cluster's (upstream's server stores today's Armada's policies), else
+    // the design's.
+    let engine = args.replay.engine.map_or_else(
+        || match (&baseline_files, replay_args.baseline_from_cluster) {
+            (Some(b), _) => engine_of(&[Dialect::of(&b.files)]),
+            (None, true) => EngineKind::Upstream,
+            (None, false) => EngineKind::Design,
+        },
+        EngineKind::from,
+    );
+    let baseline_engine = args.replay.baseline_engine.map_or(engine, EngineKind::from);
+    // `--categorizer` is the deployed config: the baseline's, and the base of the proposal's.
+    let (baseline_files, in_files) = match baseline_files {
+        Some(SideFiles { files, categorizer }) => (Some(files), categorizer),
+        None => (None, None),
+    };
+    let deployed = Named::new(Side::Baseline, "--categorizer", args.categorizer.as_deref(), in_files)?.read(ctx)?;
+    let baseline = Sides::of(
+        &replay_args,
+        baseline_files.as_deref(),
+        flags,
+        baseline_engine,
+        sides::compiled(deployed.as_ref()),
+    )?;
     let suggest = Suggest {
         args,
         knobs,
