@@ -47,7 +47,6 @@ use crate::commands::suggest::{
 };
 use crate::commands::tune::{self as tune_command, TuneRun};
 use crate::error::{CliError, ExitCode};
-use crate::lookout::ExportTotals;
 use crate::output::history::write_summary;
 use crate::output::simulate::Stderr;
 use crate::output::sinks::{sink, Format};
@@ -56,7 +55,7 @@ use crate::output::tune::{self as view, StderrListener};
 use crate::replay::partial::counts::{Counts, Sums};
 use crate::replay::partial::{decode_entry, decode_for_records, Entries, Entry, Item, Partial, ReadError};
 use crate::replay::run::{CompareFold, Fallback, Folded, NoAnswer, NotReplayed, Options, ReplayFold};
-use crate::replay::source::Pos;
+use crate::replay::source::{ExportTotals, Pos};
 use crate::suggest::learn::ShardLearning;
 use crate::tune::sweep::{SweepFold, Tallies};
 

@@ -14,9 +14,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::{Event, Export, ExportTotals};
+use super::{Event, Export};
 use crate::engine::Settings;
-use crate::replay::source::{Body, Counted, Entry, HistorySource, Origin, Progress};
+use crate::replay::source::{Body, Counted, Entry, ExportTotals, HistorySource, Origin, Progress};
 
 /// What the command reads after the replay.
 #[derive(Debug, Default)]

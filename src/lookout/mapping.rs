@@ -1,8 +1,9 @@
 //! Lookout rows → a FailureHistory (docs/lookout.md). Pure: no I/O, no clock, no environment.
 //!
 //! Owns: the run-state table, the order of runs, the times, the exit code / category / error
-//! text of a failed run, and the counts of what Lookout could not tell ([`Notes`]). Must not:
-//! read a database or the network (the sources in `lookout_db` / `lookout_api` do), or print.
+//! text of a failed run, and the counting of what Lookout could not tell (into [`Notes`],
+//! `replay::source`'s type). Must not: read a database or the network (the sources in
+//! `lookout_db` / `lookout_api` do), or print.
 //!
 //! The mapping, exactly (run states per `contract/lookout/README.md`):
 //!
@@ -48,6 +49,7 @@ use super::{composed, debug_doc};
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{Container, FailureHistory, Job, Outcome, Resources, Run, Timestamp};
 use crate::model::policy::Condition;
+use crate::replay::source::Notes;
 
 /// `job_run.job_run_state` values (contract/lookout/README.md).
 pub mod state {
@@ -234,61 +236,6 @@ impl std::fmt::Display for RowError {
             Place::Row => {}
         }
         write!(f, ": {}", self.message)
-    }
-}
-
-/// What Lookout could not tell, and the decisions the mapping took, as counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-pub struct Notes {
-    /// Runs written.
-    pub runs: u64,
-    /// Failed runs (FAILED, PREEMPTED) without `failure_category`.
-    pub no_category: u64,
-    /// Containers written from the one exit code Lookout keeps (first non-zero container).
-    pub first_exit_code_only: u64,
-    /// FAILED runs without `exit_code` (no container written).
-    pub no_exit_code: u64,
-    /// Error texts not attached because the run had no exit code.
-    pub error_text_dropped: u64,
-    /// Error texts cut at [`ERROR_TEXT_MAX`].
-    pub error_text_truncated: u64,
-    /// 1 when the job has a run in flight (the history ends before it).
-    pub in_flight_jobs: u64,
-    /// Runs left out because they are in flight, or come after one.
-    pub in_flight_runs: u64,
-    pub terminated: u64,
-    pub unable_to_schedule: u64,
-    pub max_runs_exceeded: u64,
-    /// Runs left out after a MAX_RUNS_EXCEEDED run.
-    pub after_max_runs: u64,
-    pub unknown_state: u64,
-    /// Negative durations clamped to 0s.
-    pub out_of_order_times: u64,
-    /// Durations set to 0s because a time was missing.
-    pub missing_times: u64,
-    /// Debug texts that are not the executor's debug document (no `podError`, no `events`).
-    #[serde(default)]
-    pub debug_not_document: u64,
-}
-
-impl Notes {
-    pub fn add(&mut self, o: &Notes) {
-        self.runs += o.runs;
-        self.no_category += o.no_category;
-        self.first_exit_code_only += o.first_exit_code_only;
-        self.no_exit_code += o.no_exit_code;
-        self.error_text_dropped += o.error_text_dropped;
-        self.error_text_truncated += o.error_text_truncated;
-        self.in_flight_jobs += o.in_flight_jobs;
-        self.in_flight_runs += o.in_flight_runs;
-        self.terminated += o.terminated;
-        self.unable_to_schedule += o.unable_to_schedule;
-        self.max_runs_exceeded += o.max_runs_exceeded;
-        self.after_max_runs += o.after_max_runs;
-        self.unknown_state += o.unknown_state;
-        self.out_of_order_times += o.out_of_order_times;
-        self.missing_times += o.missing_times;
-        self.debug_not_document += o.debug_not_document;
     }
 }
 

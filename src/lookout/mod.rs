@@ -3,8 +3,9 @@
 //! Owns: the [`Filter`] both sources apply, the streaming interface they share (an iterator
 //! of [`Item`]: one job with all the runs it could read at a time, so memory does not grow
 //! with the number of jobs), [`Export`] (a source mapped to FailureHistory values one job at
-//! a time, with the [`ExportTotals`]: what `history` writes and a replay can consume
-//! directly), and the masking of a DSN for messages. Must not: format output (the command and
+//! a time, counted into [`ExportTotals`] as it goes: what `history` writes and a replay can
+//! consume directly; the type is `replay::source`'s, for a shard's partial holds it), and the
+//! masking of a DSN for messages. Must not: format output (the command and
 //! `output::history` do), or guess what Lookout does not say (`mapping` counts it instead).
 //!
 //! - [`db`]: Lookout's PostgreSQL, streamed in one binary `COPY` and decoded by hand.
@@ -29,8 +30,9 @@ pub mod export_source;
 pub mod mapping;
 
 use crate::model::failure_history::{FailureHistory, Timestamp};
+use crate::replay::source::ExportTotals;
 
-pub use mapping::{LookoutJob, Notes, Place, RowError};
+pub use mapping::{LookoutJob, Place, RowError};
 
 /// The jobs to export. Times bound `job.submitted`: `from` inclusive, `to` exclusive.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -66,41 +68,6 @@ pub enum Event {
     History(Box<FailureHistory>),
     /// A row left out (the run, or the whole job when `run_id` is `None`): report it.
     LeftOut(RowError),
-}
-
-/// What was read, exported and left out so far, and what Lookout could not tell. Counts of
-/// jobs and runs: the shards' of one history add up to the whole's (docs/past-one-machine.md).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ExportTotals {
-    /// Jobs and runs the source read (for progress), left-out ones included.
-    pub jobs_read: u64,
-    pub runs_read: u64,
-    /// Jobs exported (their runs are `notes.runs`).
-    pub jobs: u64,
-    /// Jobs with no run left to replay (all in flight or left out by the mapping).
-    pub empty_jobs: u64,
-    /// Rows that could not be read or mapped: reported, left out.
-    pub jobs_left_out: u64,
-    pub runs_left_out: u64,
-    pub notes: Notes,
-}
-
-impl ExportTotals {
-    /// Rows reported and left out: `--strict` makes any of them exit 1.
-    pub fn left_out(&self) -> u64 {
-        self.jobs_left_out + self.runs_left_out
-    }
-
-    /// Adds another shard's.
-    pub fn add(&mut self, o: &ExportTotals) {
-        self.jobs_read += o.jobs_read;
-        self.runs_read += o.runs_read;
-        self.jobs += o.jobs;
-        self.empty_jobs += o.empty_jobs;
-        self.jobs_left_out += o.jobs_left_out;
-        self.runs_left_out += o.runs_left_out;
-        self.notes.add(&o.notes);
-    }
 }
 
 /// A source mapped one job at a time ([`mapping::map_job`]), counting as it goes.

@@ -6,10 +6,11 @@
 
 use std::io::{self, Write};
 
-use crate::lookout::{ExportTotals, RowError};
+use crate::lookout::RowError;
 use crate::model::failure_history::{failure_history_json, FailureHistory};
 use crate::output::style::Style;
 use crate::output::text::shown;
+use crate::replay::source::ExportTotals;
 
 /// One job: a JSON line, or a YAML document starting with `---`.
 pub fn write_history(out: &mut dyn Write, h: &FailureHistory, yaml: bool) -> io::Result<()> {

@@ -44,8 +44,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::JobReport;
 use crate::input::SourceFile;
-use crate::lookout::ExportTotals;
-
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{Final, Outcome, Resources};
 
@@ -54,7 +52,7 @@ use super::estimate::FailureClass;
 use super::fallback::{Fallback, Fallbacks};
 use super::shard::Shard;
 use super::sink::{Change, RenderChange};
-use super::source::{read_exact_at, Pos};
+use super::source::{read_exact_at, ExportTotals, Pos};
 use super::spool::Changed;
 
 pub mod counts;

@@ -12,7 +12,8 @@
 //! ([`HistorySource::sift`], docs/past-one-machine.md) reads only its byte range of them and
 //! the document crossing its end, numbering lines as one process would (the lines before
 //! its range counted only when a number is shown), and digests the files by what every shard
-//! can see of them ([`fingerprint`]). Must not: split or decode JSON lines (workers do that
+//! can see of them ([`fingerprint`]); and, from `export_totals`, what a Lookout export read and
+//! left out ([`ExportTotals`], [`Notes`]), the counts that source carries beside its entries. Must not: split or decode JSON lines (workers do that
 //! in parallel, see `run` and `json_lines`), evaluate or print.
 //!
 //! A stream is read once, in order, as stdin is, whatever its name says: JSON Lines when its
@@ -37,6 +38,8 @@ use crate::model::scheduler::SchedulerConfig;
 use crate::model::{parse_documents, Kind, Resource};
 
 use super::shard::{Owner, Shard};
+
+pub use super::export_totals::{ExportTotals, Notes};
 
 /// Where one entry came from: `file` or `file:line`.
 #[derive(Debug, Clone)]
