@@ -1,6 +1,20 @@
-use super::*;
+use super::entry::*;
+use super::format::*;
+use super::read::*;
+use super::write::*;
 
+use std::io::Write;
+use std::sync::atomic::Ordering;
+
+use crate::model::duration::GoDuration;
+use crate::model::failure_history::{Final, Outcome};
+use crate::replay::compare::{JobDiff, RunStep, Side, Step, Steps, Transition};
+use crate::replay::estimate::FailureClass;
 use crate::replay::fallback::Fallback;
+use crate::replay::shard::Shard;
+use crate::replay::sink::Change;
+use crate::replay::source::Pos;
+use crate::replay::spool::Changed;
 
 fn header(shard: Shard) -> Header {
     Header::new(shard, "f".repeat(64), serde_json::json!({"command": "simulate"}))

@@ -1,0 +1,53 @@
+//! A partial result (docs/past-one-machine.md): what one shard of a replay leaves for `merge`, as a versioned
+//! JSON document — and reading it back.
+//!
+//! The document is one JSON object laid out one part per line, so that a shard writes it as
+//! it goes and `merge` reads each partial as a stream, however many jobs it lists:
+//!
+//! ```text
+//! {"partial":"retryctl","version":5,"retryctl":"…","shard":{"index":0,"count":4},"fingerprint":"…","run":{…},"entries":[
+//! {"at":[1,12],"job":{…}},
+//! {"at":[1,30],"n":201,"change":{"job":"…",…},"more":[…]},
+//! {"at":[1,35],"n":198,"change":{"job":"…",…}},
+//! {"at":[1,40],"error":"…"}
+//! ],"end":{"entries":2,"source":"…","totals":{…}},"xxh3":"…"}
+//! ```
+//!
+//! - the header: the shard, the fingerprint of every input that changes the answer (the
+//!   command computes it: documents, flags, engine, source and its filters, N), and `run`,
+//!   what `merge` needs to print what the command would (its flags, the policies' names, …);
+//! - `entries`: what the reports list, each with its position in the source's order
+//!   ([`Pos`](super::source::Pos)): the jobs of a plain replay, the changed jobs of a comparison, the first job of
+//!   each missing queue, and every entry that could not be replayed;
+//! - `end`: how many entries there are (a truncated partial has no end, a damaged one another
+//!   count), the digest of the history's bytes, and the shard's totals (counts and trials,
+//!   which add up the same whatever the split);
+//! - `xxh3`: XXH3-128 of every byte before it. A partial is input, and its totals are trusted only
+//!   as its shard wrote them: a file edited since is refused as damaged.
+//!
+//! Owns, one concept a file: the format (`format`: the version, the header and its
+//! fingerprint, the end, the seal, the wire shape of a changed job's rest, both ways);
+//! writing ([`Recorder`], in `write`: which missing queues to list, the first job of each in
+//! this shard); one entry as read ([`Entry`], in `entry`); reading one file ([`Partial`], in
+//! `read`, with every check on one file: is it a partial, its version, truncation, its count,
+//! its seal, the file read once: its header and end when opened, the seal checked as its
+//! entries are read; its totals read again when they are added, one partial at a time, and
+//! checked as numbers by [`counts`]). A file that cannot be opened because too many are open is told apart
+//! ([`ReadError::TooManyOpen`]): no fault of the file. Must not: decide what a shard lists or
+//! how totals merge (that is `run`), check partials together as one run (that is
+//! `commands::merge`), or format anything for people (an invalid history file's diagnostics
+//! come rendered).
+
+pub mod counts;
+mod entry;
+mod format;
+mod read;
+mod write;
+
+pub use entry::{decode_entry, decode_for_records, Entry, Item, Record};
+pub use format::{fingerprint, looks_like_partial, seal_hex, End, EndIn, Header, Lookout, Seal, ShardOut, VERSION};
+pub use read::{Entries, Partial, RawEntry, ReadError};
+pub use write::{render_job, Recorder, StepsCut};
+
+#[cfg(test)]
+mod tests;
