@@ -9,10 +9,12 @@
 //! each) → the fold the command itself runs (`replay::run::{ReplayFold, CompareFold}`,
 //! `tune::sweep::SweepFold`), given every shard's totals, one partial at a time, each checked
 //! as numbers first (`replay::partial::counts`), and then every entry in the source's order
-//! (a merge of the shards' streams by position, in rounds through temporary files past
-//! [`FAN_IN`] partials; each entry's job checked to be its shard's: [`owns`]) → the command's
-//! own ending (`simulate::conclude`, `tune::finish`). Must not: count, rank or render itself:
-//! what would differ from one process is then nothing.
+//! (`replay::partial::streams`: a merge of the shards' streams by position, in rounds through
+//! temporary files past [`FAN_IN`] partials, a position met in two partials refused: a job is
+//! one shard's; what stops it worded here: [`stream_error`]) → the command's own ending
+//! (`simulate::conclude`, `tune::finish`). Must not: read a partial's bytes or merge their
+//! entries itself (that is `replay::partial`), or count, rank or render itself: what would
+//! differ from one process is then nothing.
 //!
 //! Every problem with the partials, whichever step finds it, is said as `error: …` and closed
 //! by `error: cannot merge: …` (exit 3); a file that cannot be opened because too many are
@@ -32,9 +34,8 @@
 //! - what each shard said of its own source (a Lookout export's summary, the progress bar)
 //!   stays in its own log: merge prints the replay's answer and messages, not the shards'.
 
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write as _};
 use std::path::PathBuf;
 
 use crate::app::Context;
@@ -53,9 +54,10 @@ use crate::output::sinks::{sink, Format};
 use crate::output::text::shown as escaped;
 use crate::output::tune::{self as view, StderrListener};
 use crate::replay::partial::counts::{Counts, Sums};
-use crate::replay::partial::{decode_entry, decode_for_records, Entries, Entry, Item, Partial, ReadError};
+use crate::replay::partial::streams::{self, open_files_limit, StreamError, FAN_IN};
+use crate::replay::partial::{Entry, Item, Partial, ReadError};
 use crate::replay::run::{CompareFold, Fallback, Folded, NoAnswer, NotReplayed, Options, ReplayFold};
-use crate::replay::source::{ExportTotals, Pos};
+use crate::replay::source::ExportTotals;
 use crate::suggest::learn::ShardLearning;
 use crate::tune::sweep::{SweepFold, Tallies};
 
@@ -545,318 +547,34 @@ fn add_folded(partials: &[Partial], mut add: impl FnMut(Folded, bool)) -> anyhow
     )
 }
 
-/// Whether an entry names a job (one shard's alone).
-fn holds_job(item: &Item) -> bool {
-    match item {
-        Item::Job(_) | Item::Change(_) | Item::Record(_) | Item::Fallback(_) => true,
-        Item::Error(_) | Item::Invalid(_) | Item::LeftOut(_) => false,
-    }
-}
-
-/// The job an entry names, for an error's words (`name`: its partial's).
-fn job_of(item: &Item, name: &str) -> String {
-    match item {
-        Item::Job(report) => report.job_id.clone(),
-        Item::Change(ch) => ch.diff.job.clone(),
-        Item::Record(r) => r.job(name),
-        Item::Fallback(id) => id.clone(),
-        Item::Error(_) | Item::Invalid(_) | Item::LeftOut(_) => String::new(),
-    }
-}
-
-/// Partials merge keeps open at once (docs/past-one-machine.md): with more, it merges their
-/// entries in rounds through temporary files. Fewer when the process may open fewer files.
-const FAN_IN: usize = 256;
-
-/// Files merge may have open besides the partials of a round: stdin, stdout, stderr, the
-/// held output, a comparison's spool, a round's own file, and some room.
-const RESERVE: u64 = 16;
-
-/// The soft limit of open files, where the system says it.
-fn open_files_limit() -> Option<u64> {
-    #[cfg(unix)]
-    {
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit writes into the struct it is given.
-        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
-            // `rlim_t` is not `u64` on every system.
-            #[allow(clippy::useless_conversion)]
-            return Some(u64::try_from(lim.rlim_cur).unwrap_or(u64::MAX));
-        }
-    }
-    None
-}
-
-/// How many streams a round merges at once: [`FAN_IN`], fewer under a low limit of open
-/// files, at least 2.
-fn fan_in() -> usize {
-    let room = open_files_limit().map_or(FAN_IN as u64, |l| l.saturating_sub(RESERVE));
-    room.clamp(2, FAN_IN as u64) as usize
-}
-
-/// An entry between reading and decoding: where it stands, the partial it is of (by
-/// index), its number in that partial, its JSON.
-struct Head {
-    at: Pos,
-    index: usize,
-    number: u64,
-    json: Vec<u8>,
-}
-
-/// Entries in the source's order: a partial's own, or a round's file (the entries of
-/// several partials, already in that order).
-enum Stream {
-    Partial {
-        index: usize,
-        entries: Entries,
-        last: Option<Pos>,
-    },
-    Round {
-        reader: BufReader<File>,
-        line: Vec<u8>,
-    },
-}
-
-/// A stream before it is opened.
-enum Source {
-    Partial(usize),
-    Round(PathBuf),
-}
-
-impl Source {
-    fn open(&self, partials: &[Partial]) -> anyhow::Result<Stream> {
-        Ok(match self {
-            Source::Partial(index) => {
-                let p = &partials[*index];
-                Stream::Partial {
-                    index: *index,
-                    entries: p.entries().map_err(|e| read_error(&p.name, e))?,
-                    last: None,
-                }
-            }
-            Source::Round(path) => Stream::Round {
-                reader: BufReader::with_capacity(1 << 16, File::open(path).map_err(|e| round_error(path, e))?),
-                line: Vec::new(),
-            },
-        })
-    }
-}
-
-/// A round's file that cannot be opened or written.
-fn round_error(path: &std::path::Path, e: std::io::Error) -> anyhow::Error {
-    #[cfg(unix)]
-    if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
-        return Stop::TooManyOpen(path.display().to_string()).into();
-    }
-    CliError::failed(format!(
-        "cannot use `{}`, a temporary file of the merge: {}",
-        path.display(),
-        crate::input::io_reason(&e)
-    ))
-    .with_hint("set TMPDIR to a directory with room to write")
-    .into()
-}
-
-impl Stream {
-    fn next(&mut self, partials: &[Partial]) -> anyhow::Result<Option<Head>> {
-        match self {
-            Stream::Partial { index, entries, last } => {
-                let Some(raw) = entries.next_raw() else {
-                    return Ok(None);
-                };
-                let raw = raw.map_err(problem)?;
-                if last.is_some_and(|l| raw.at < l) {
-                    return Err(damaged(&partials[*index], "its entries are not in the source's order"));
-                }
-                *last = Some(raw.at);
-                Ok(Some(Head {
-                    at: raw.at,
-                    index: *index,
-                    number: raw.number,
-                    json: raw.json,
-                }))
-            }
-            Stream::Round { reader, line } => {
-                line.clear();
-                let n = reader.read_until(b'\n', line)?;
-                if n == 0 {
-                    return Ok(None);
-                }
-                // What `write_head` wrote: four numbers, then the entry's JSON.
-                let text = line.strip_suffix(b"\n").unwrap_or(line);
-                let mut parts = text.splitn(5, |&b| b == b' ');
-                let mut number = || -> Option<u64> { std::str::from_utf8(parts.next()?).ok()?.parse().ok() };
-                let (Some(index), Some(k), Some(a), Some(b)) = (number(), number(), number(), number()) else {
-                    anyhow::bail!("a temporary file of the merge was changed while it was merged");
-                };
-                let json = parts.next().unwrap_or_default().to_vec();
-                Ok(Some(Head {
-                    at: Pos(a, b),
-                    index: index as usize,
-                    number: k,
-                    json,
-                }))
-            }
-        }
-    }
-}
-
-fn write_head(out: &mut impl std::io::Write, h: &Head) -> std::io::Result<()> {
-    write!(out, "{} {} {} {} ", h.index, h.number, h.at.0, h.at.1)?;
-    out.write_all(&h.json)?;
-    out.write_all(b"\n")
-}
-
-/// A stream's next head in the merge's heap, which gives its greatest first: the earliest
-/// by position, then by partial, then by stream is the greatest.
-struct Queued {
-    stream: usize,
-    head: Head,
-}
-
-impl Queued {
-    fn key(&self) -> (Pos, usize, usize) {
-        (self.head.at, self.head.index, self.stream)
-    }
-}
-
-impl Ord for Queued {
-    fn cmp(&self, other: &Queued) -> std::cmp::Ordering {
-        other.key().cmp(&self.key())
-    }
-}
-
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, other: &Queued) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Queued {
-    fn eq(&self, other: &Queued) -> bool {
-        self.key() == other.key()
-    }
-}
-
-impl Eq for Queued {}
-
-/// Merges `sources` by position (then by partial, as given), each head to `f` until it
-/// returns `false`.
-fn merge_streams(
-    partials: &[Partial],
-    sources: &[Source],
-    mut f: impl FnMut(Head) -> anyhow::Result<bool>,
-) -> anyhow::Result<()> {
-    let mut streams = sources
-        .iter()
-        .map(|s| s.open(partials))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let mut heap = BinaryHeap::with_capacity(streams.len());
-    for (stream, s) in streams.iter_mut().enumerate() {
-        if let Some(head) = s.next(partials)? {
-            heap.push(Queued { stream, head });
-        }
-    }
-    let mut top = heap.pop();
-    while let Some(Queued { stream, head }) = top {
-        if !f(head)? {
-            return Ok(());
-        }
-        top = match streams[stream].next(partials)?.map(|head| Queued { stream, head }) {
-            // Still before every other stream's head: taken without going through the heap.
-            // A shard of byte ranges holds one run of the source's order, so this is nearly
-            // every entry.
-            Some(q) if heap.peek().is_none_or(|t| q > *t) => Some(q),
-            // The heap's first instead, which this one replaces.
-            Some(q) => heap.peek_mut().map(|mut t| std::mem::replace(&mut *t, q)),
-            None => heap.pop(),
-        };
-    }
-    Ok(())
-}
-
-/// Every entry of every partial, in the source's order, to `f` until it returns `false`;
-/// an entry of a job another partial holds too is refused. With more
-/// partials than [`fan_in`], groups of them are merged into temporary files first, and
-/// those in turn, so that no more are open at once.
+/// Every entry of every partial, in the source's order, to `f` until it returns `false`
+/// ([`streams::for_each_entry`]); then the seals of those whose entries were not read to
+/// their end (`f` stopped early).
 fn for_each_entry(
     partials: &[Partial],
     records: bool,
-    mut f: impl FnMut(&Partial, Entry) -> anyhow::Result<bool>,
+    f: impl FnMut(&Partial, Entry) -> anyhow::Result<bool>,
 ) -> anyhow::Result<()> {
-    let fan = fan_in();
-    let mut sources: Vec<Source> = (0..partials.len()).map(Source::Partial).collect();
-    let mut dir = None;
-    let mut round = 0;
-    while sources.len() > fan {
-        let dir = match &mut dir {
-            Some(d) => d,
-            None => dir.insert(
-                tempfile::Builder::new()
-                    .prefix("retryctl-merge-")
-                    .tempdir()
-                    .map_err(|e| {
-                        CliError::failed(format!(
-                            "cannot make a temporary directory for the merge's rounds in `{}`: {}",
-                            std::env::temp_dir().display(),
-                            crate::input::io_reason(&e)
-                        ))
-                        .with_hint("set TMPDIR to a directory with room to write")
-                    })?,
-            ),
-        };
-        round += 1;
-        let mut next = Vec::new();
-        for (g, group) in sources.chunks(fan).enumerate() {
-            let path = dir.path().join(format!("round-{round}-{g}"));
-            let file = File::create(&path).map_err(|e| round_error(&path, e))?;
-            let mut out = BufWriter::with_capacity(1 << 16, file);
-            merge_streams(partials, group, |h| {
-                write_head(&mut out, &h).map_err(|e| round_error(&path, e))?;
-                Ok(true)
-            })?;
-            out.flush().map_err(|e| round_error(&path, e))?;
-            next.push(Source::Round(path));
-        }
-        // The previous round's files are read: their room is given back.
-        for s in &sources {
-            if let Source::Round(path) = s {
-                let _ = std::fs::remove_file(path);
-            }
-        }
-        sources = next;
-    }
-    // A job is one shard's, whatever the rule that picked it (byte ranges, an id's hash, the
-    // database's hash): its position in the source is in one partial. A position met in two
-    // is a job listed by a shard that does not replay it; it would be counted twice.
-    let mut last: Option<(Pos, usize)> = None;
-    merge_streams(partials, &sources, |h| {
-        let p = &partials[h.index];
-        let entry = if records {
-            decode_for_records(&p.name, h.at, h.number, h.json)
-        } else {
-            decode_entry(&p.name, h.number, &h.json)
-        }
-        .map_err(problem)?;
-        if holds_job(&entry.item) {
-            if let Some((_, other)) = last.filter(|(at, other)| *at == entry.at && *other != h.index) {
-                return Err(problem(format!(
-                    "`{}` is damaged: entry {}: job `{}` is also in `{}`, at the same place in the history (another shard replays it)",
-                    p.name,
-                    h.number,
-                    job_of(&entry.item, &p.name),
-                    partials[other].name
-                )));
-            }
-            last = Some((entry.at, h.index));
-        }
-        f(p, entry)
+    streams::for_each_entry(partials, records, f).map_err(|e| match e.downcast::<StreamError>() {
+        Ok(e) => stream_error(e),
+        Err(e) => e,
     })?;
-    // Those whose entries were not read to their end (`f` stopped early).
     check_all(partials)
+}
+
+/// What stopped the merge of the entries, as merge says it: a problem with the partials
+/// (exit 3), too many files open (exit 1, [`Stop::TooManyOpen`]), a temporary file of the
+/// rounds that cannot be used (exit 1, with what to do).
+fn stream_error(e: StreamError) -> anyhow::Error {
+    match e {
+        StreamError::Bad(why) => problem(why),
+        StreamError::TooManyOpen(name) => Stop::TooManyOpen(name).into(),
+        e @ (StreamError::TempDir { .. } | StreamError::Round { .. }) => CliError::failed(e.to_string())
+            .with_hint("set TMPDIR to a directory with room to write")
+            .into(),
+        e @ StreamError::RoundChanged => anyhow::Error::msg(e.to_string()),
+        StreamError::RoundRead(e) => e.into(),
+    }
 }
 
 /// `-o FORMAT` of a command that has no such output (exit 2).

@@ -32,16 +32,19 @@
 //! `read`, with every check on one file: is it a partial, its version, truncation, its count,
 //! its seal, the file read once: its header and end when opened, the seal checked as its
 //! entries are read; its totals read again when they are added, one partial at a time, and
-//! checked as numbers by [`counts`]). A file that cannot be opened because too many are open is told apart
-//! ([`ReadError::TooManyOpen`]): no fault of the file. Must not: decide what a shard lists or
-//! how totals merge (that is `run`), check partials together as one run (that is
-//! `commands::merge`), or format anything for people (an invalid history file's diagnostics
-//! come rendered).
+//! checked as numbers by [`counts`]); and the entries of many partials in the source's order
+//! ([`streams`]: a k-way merge, in rounds through temporary files past as many partials as
+//! may be open at once, with its own error for the command to word). A file that cannot be
+//! opened because too many are open is told apart ([`ReadError::TooManyOpen`]): no fault of
+//! the file. Must not: decide what a shard lists or how totals merge (that is `run`), check
+//! partials together as one run (that is `commands::merge`), or format anything for people
+//! (an invalid history file's diagnostics come rendered).
 
 pub mod counts;
 mod entry;
 mod format;
 mod read;
+pub mod streams;
 mod write;
 
 pub use entry::{decode_entry, decode_for_records, Entry, Item, Record};
