@@ -22,7 +22,8 @@
 //! start-up (its allocator) is `src/startup.rs`, a module of `main`.
 //!
 //! Where things are: a history is read in `replay::source` (files, JSON Lines, stdin) and
-//! `lookout` (Lookout's database and REST API); each engine decides in `engine` (the design,
+//! `lookout` (Lookout's database and REST API; what an export counted is `replay::source`'s
+//! `ExportTotals`, which a shard's partial, `replay::partial`, carries); each engine decides in `engine` (the design,
 //! docs/engines.md, in `engine/design/`, matching with the compiled policies of
 //! `engine/matcher/`; upstream's (docs/engines.md) in `engine/upstream.rs`; `engine/job_report.rs` runs a
 //! history through either); every output format is written in `output`. The armadactl config
