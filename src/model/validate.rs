@@ -28,6 +28,16 @@ pub const MAX_MULTIPLIER: f64 = 100.0;
 
 /// Why `name` is not an RFC 1123 label, or `None` when it is one.
 pub fn name_problem(name: &str) -> Option<String> {
+    let why = name_reason(name)?;
+    Some(if name.is_empty() || name.len() > MAX_NAME_LEN {
+        why
+    } else {
+        format!("{} is not a valid name: {why}", quote(name))
+    })
+}
+
+/// [`name_problem`] without the name: for a sentence that names it already (a flag's value).
+pub fn name_reason(name: &str) -> Option<String> {
     if name.is_empty() {
         return Some("must not be empty".into());
     }
@@ -40,17 +50,13 @@ pub fn name_problem(name: &str) -> Option<String> {
     {
         let hint = if c.is_ascii_uppercase() { " (use lowercase)" } else { "" };
         return Some(format!(
-            "{} is not a valid name: character {} at position {} is not allowed{hint}; use lowercase letters, digits and `-`",
-            quote(name),
+            "character {} at position {} is not allowed{hint}; use lowercase letters, digits and `-`",
             quote(&c.to_string()),
             i + 1
         ));
     }
     if name.starts_with('-') || name.ends_with('-') {
-        return Some(format!(
-            "{} is not a valid name: must start and end with a letter or digit",
-            quote(name)
-        ));
+        return Some("must start and end with a letter or digit".into());
     }
     None
 }
@@ -278,20 +284,8 @@ fn check_categories(out: &mut Vec<Diagnostic>, path: &str, values: Option<&[Stri
     let mut seen = HashSet::new();
     for (i, v) in values.iter().enumerate() {
         let ip = index(path, i);
-        if v.is_empty() {
-            out.push(Diagnostic::error("invalid-value", ip, "must not be an empty string"));
-        } else if v.chars().count() > MAX_NAME_LEN {
-            out.push(Diagnostic::error(
-                "out-of-range",
-                ip,
-                format!("must be at most {MAX_NAME_LEN} characters, got {}", v.chars().count()),
-            ));
-        } else if v.chars().any(char::is_whitespace) {
-            out.push(Diagnostic::error(
-                "invalid-value",
-                ip,
-                format!("{} must not contain whitespace", quote(v)),
-            ));
+        if let Some((code, problem)) = category_problem(v) {
+            out.push(Diagnostic::error(code, ip, problem));
         } else if !seen.insert(v) {
             out.push(Diagnostic::error(
                 "duplicate",
@@ -299,6 +293,26 @@ fn check_categories(out: &mut Vec<Diagnostic>, path: &str, values: Option<&[Stri
                 format!("duplicate value {}", quote(v)),
             ));
         }
+    }
+}
+
+/// Why `value` cannot be a category (or subcategory) a rule matches (`onFailureCategory`,
+/// `onCategory`), with the diagnostic's code; `None` when it can.
+pub fn category_problem(value: &str) -> Option<(&'static str, String)> {
+    if value.is_empty() {
+        Some(("invalid-value", "must not be an empty string".into()))
+    } else if value.chars().count() > MAX_NAME_LEN {
+        Some((
+            "out-of-range",
+            format!(
+                "must be at most {MAX_NAME_LEN} characters, got {}",
+                value.chars().count()
+            ),
+        ))
+    } else if value.chars().any(char::is_whitespace) {
+        Some(("invalid-value", format!("{} must not contain whitespace", quote(value))))
+    } else {
+        None
     }
 }
 

@@ -673,6 +673,18 @@ fn proposal_words(v: &Verdict) -> String {
     }
 }
 
+/// The first 5 signatures without a rule of their own for another reason than too few
+/// trials (which their cell says), each with its reason: listed under the signatures.
+fn no_rules<'r>(r: &'r Report<'_>) -> impl Iterator<Item = (&'r SignatureStats, &'r NoRule)> {
+    r.signatures
+        .iter()
+        .filter_map(|(s, v)| match v {
+            Verdict::None(w) if !matches!(w, NoRule::TooFewTrials { .. }) => Some((*s, w)),
+            _ => None,
+        })
+        .take(5)
+}
+
 /// A signature cut for a table cell, [`shown`] escaped first so that the cut counts what the
 /// terminal shows.
 fn short(s: &str, n: usize) -> String {
@@ -762,15 +774,8 @@ fn table(
             r.signatures.len()
         )?;
     }
-    let none: Vec<&(&SignatureStats, Verdict)> = r
-        .signatures
-        .iter()
-        .filter(|(_, v)| matches!(v, Verdict::None(w) if !matches!(w, NoRule::TooFewTrials { .. })))
-        .collect();
-    for (s, v) in none.iter().take(5) {
-        if let Verdict::None(why) = v {
-            writeln!(out, "  no rule for {}: {}", short(&s.text, 60), shown(&why.to_string()))?;
-        }
+    for (s, why) in no_rules(r) {
+        writeln!(out, "  no rule for {}: {}", short(&s.text, 60), shown(&why.to_string()))?;
     }
     writeln!(out)?;
     if r.suspects.is_empty() {
@@ -988,6 +993,15 @@ fn markdown(
             md(&proposal_words(v))
         );
     }
+    for (k, (s, why)) in no_rules(r).enumerate() {
+        let head = if k == 0 { "\n" } else { "" };
+        let _ = writeln!(
+            m,
+            "{head}- no rule for {}: {}",
+            md(&short(&s.text, 80)),
+            md(&why.to_string())
+        );
+    }
     if !r.suspects.is_empty() {
         let _ = writeln!(m, "\n**Suspect nodes:**\n");
         for s in r.suspects.iter().take(TOP) {
@@ -1146,7 +1160,16 @@ fn html(
             esc(&proposal_words(v))
         );
     }
-    b.push_str("</tbody></table>\n<h2>Suspect nodes</h2>\n");
+    b.push_str("</tbody></table>\n");
+    for (s, why) in no_rules(r) {
+        let _ = writeln!(
+            b,
+            "<p class=\"no-rule\">No rule for <code>{}</code>: {}</p>",
+            esc(&s.text),
+            esc(&why.to_string())
+        );
+    }
+    b.push_str("<h2>Suspect nodes</h2>\n");
     if r.suspects.is_empty() {
         b.push_str("<p>None: no node's failure share is an outlier.</p>\n");
     } else {

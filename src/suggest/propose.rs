@@ -9,6 +9,7 @@ use std::cmp::Ordering;
 
 use crate::engine::EngineKind;
 use crate::model::policy::{Action, Condition};
+use crate::model::validate::{category_problem, name_problem};
 use crate::replay::estimate::{wilson, Tally, DEPTHS, MIN_TRIALS, Z95};
 
 use super::signature::{Signature, CONDITIONS};
@@ -80,6 +81,32 @@ pub enum NoRule {
     ThinFirstRetry {
         trials: u64,
     },
+    /// A name the rule would have to hold that `validate` refuses there.
+    Unwritable {
+        field: NameField,
+        name: String,
+    },
+}
+
+/// Where a rule would write a signature's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameField {
+    /// `containerName` (the design dialect; upstream's categorizer takes any).
+    Container,
+    /// `onFailureCategory` (upstream: `onCategory`).
+    Category,
+    /// `onFailureSubcategory` (upstream: `onSubcategory`).
+    Subcategory,
+}
+
+impl NameField {
+    fn words(self) -> (&'static str, &'static str) {
+        match self {
+            NameField::Container => ("container", "container name"),
+            NameField::Category => ("category", "category"),
+            NameField::Subcategory => ("subcategory", "subcategory"),
+        }
+    }
 }
 
 impl std::fmt::Display for NoRule {
@@ -95,6 +122,10 @@ impl std::fmt::Display for NoRule {
             NoRule::NotCategorizable(c) => write!(f, "the executor cannot categorize `{}`", c.as_str()),
             NoRule::ThinFirstRetry { trials } => {
                 write!(f, "{trials} trials of a first retry, fewer than {MIN_TRIALS}")
+            }
+            NoRule::Unwritable { field, name } => {
+                let (what, kind) = field.words();
+                write!(f, "{what} {} is not a valid {kind} in a rule", crate::diag::quote(name))
             }
         }
     }
@@ -207,6 +238,32 @@ fn matchable(sig: Option<&Signature>, engine: EngineKind) -> Result<(), NoRule> 
             if engine == EngineKind::Upstream =>
         {
             Err(NoRule::NotCategorizable(*c))
+        }
+        // What the design rule writes as `containerName` (an unnamed container, none).
+        Some(Signature::Container { name, .. })
+            if engine == EngineKind::Design && !name.is_empty() && name_problem(name).is_some() =>
+        {
+            Err(NoRule::Unwritable {
+                field: NameField::Container,
+                name: name.clone(),
+            })
+        }
+        // A category is written as it was recorded, in both dialects' rules.
+        Some(Signature::Category { category, subcategory }) => {
+            let unwritable = |field, name: &str| {
+                category_problem(name).map(|_| NoRule::Unwritable {
+                    field,
+                    name: name.to_string(),
+                })
+            };
+            match unwritable(NameField::Category, category).or_else(|| {
+                subcategory
+                    .as_deref()
+                    .and_then(|s| unwritable(NameField::Subcategory, s))
+            }) {
+                Some(why) => Err(why),
+                None => Ok(()),
+            }
         }
         Some(_) => Ok(()),
     }
@@ -407,5 +464,47 @@ mod tests {
             panic!()
         };
         assert!(!p.avoid_same_node);
+    }
+
+    #[test]
+    fn a_name_no_rule_can_hold_gets_no_rule() {
+        let k = Knobs::default();
+        let mut s = stats([(30, 15), (0, 0), (0, 0), (0, 0), (0, 0)]);
+        s.signature = Some(Signature::Container {
+            exit: Some(1),
+            name: "Main_Upper".into(),
+            init: false,
+            template: String::new(),
+            cut: false,
+        });
+        let why = NoRule::Unwritable {
+            field: NameField::Container,
+            name: "Main_Upper".into(),
+        };
+        assert_eq!(verdict(&s, &k, EngineKind::Design), Verdict::None(why.clone()));
+        assert_eq!(
+            why.to_string(),
+            "container `Main_Upper` is not a valid container name in a rule"
+        );
+        // Upstream's categorizer takes any container name.
+        assert!(matches!(verdict(&s, &k, EngineKind::Upstream), Verdict::Rule(_)));
+        for (category, subcategory, field, name) in [
+            ("gpu error", None, NameField::Category, "gpu error"),
+            ("gpu", Some("x id"), NameField::Subcategory, "x id"),
+        ] {
+            s.signature = Some(Signature::Category {
+                category: category.into(),
+                subcategory: subcategory.map(str::to_string),
+            });
+            for engine in [EngineKind::Design, EngineKind::Upstream] {
+                assert_eq!(
+                    verdict(&s, &k, engine),
+                    Verdict::None(NoRule::Unwritable {
+                        field,
+                        name: name.into()
+                    })
+                );
+            }
+        }
     }
 }

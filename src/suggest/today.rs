@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use crate::engine::EngineKind;
 use crate::model::policy::{Action, Backoff, Mutation, RetryPolicy, Rule};
+use crate::model::validate::category_problem;
 
 use super::propose::Proposed;
 use super::stats::{Current, SignatureStats};
@@ -179,6 +180,12 @@ pub fn places(rules: &[Proposed], signatures: &[SignatureStats]) -> Vec<Place> {
             let (Some((c, sub)), 1) = (&top, s.seen.len()) else {
                 return Place::Split { of: top };
             };
+            // A category a v1beta1 rule cannot name (`validate` refuses `onCategory: gpu
+            // error`, which the categorizer accepts): a new category, named as ours are.
+            let writable = |n: &str| category_problem(n).is_none();
+            if !writable(c) || sub.as_deref().is_some_and(|s| !writable(s)) {
+                return Place::Split { of: top };
+            }
             // Runs a rule on `c` (and `sub`) would match: those in `c/sub`, or, without a
             // subcategory, every run of `c`.
             let shares = |t: &SignatureStats| {
@@ -357,6 +364,14 @@ mod tests {
                     of: Some(("cuda".to_string(), None))
                 },
             ]
+        );
+        // A deployed category no rule can name (`onCategory` takes no blank) is split.
+        let blank = [stats("exit:3@main", &[("gpu error/xid", 30)])];
+        assert_eq!(
+            places(&rules[2..3], &blank),
+            vec![Place::Split {
+                of: Some(("gpu error".to_string(), Some("xid".to_string())))
+            }]
         );
         // Alone on its category, the rule matches it.
         assert_eq!(

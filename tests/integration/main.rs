@@ -44,6 +44,7 @@ mod spool;
 mod startup;
 mod streams;
 mod suggest;
+mod suggest_names;
 mod suggest_reread;
 mod suggest_shards;
 mod test_setup;

@@ -18,7 +18,7 @@ use crate::client::{self, codes, Auth, Client, ClientError, WriteOp};
 use crate::connection::{self, Endpoint, Env};
 use crate::error::CliError;
 use crate::input;
-use crate::model::validate::name_problem;
+use crate::model::validate::name_reason;
 use crate::model::{ApiVersion, Kind, Resource};
 use crate::output::report;
 
@@ -190,10 +190,8 @@ pub fn load(ctx: &mut Context, source: &FileSource, kinds: &[Kind]) -> anyhow::R
 /// Checks names given on the command line before they reach a URL.
 pub fn check_names(noun: &str, names: &[String]) -> Result<(), CliError> {
     for n in names {
-        if let Some(problem) = name_problem(n) {
-            // The model's wording repeats the name; here it is already in the sentence.
-            let prefix = format!("{} is not a valid name: ", crate::diag::quote(n));
-            let problem = problem.strip_prefix(&prefix).unwrap_or(&problem);
+        // The model's reason without the name: here it is already in the sentence.
+        if let Some(problem) = name_reason(n) {
             return Err(CliError::usage(format!("invalid {noun} name `{n}`: {problem}")));
         }
     }

@@ -46,6 +46,7 @@ use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
 use crate::model::categorizer::ErrorCategories;
 use crate::model::failure_history::Timestamp;
+use crate::model::validate::name_reason;
 use crate::output::simulate::{invalid_text, render_change, Baseline};
 use crate::output::suggest::{self as view, Report};
 use crate::replay::partial::{fingerprint, Header, Recorder};
@@ -97,11 +98,31 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
 /// same words): the knobs, what a sharded suggest cannot read, the source's flags, the time.
 pub fn check(args: &SuggestArgs) -> Result<Knobs, CliError> {
     let knobs = check_knobs(args)?;
+    check_queue(args)?;
     check_sharded(args)?;
     check_flags(&replay_args(args), &[])?;
     check_source(&args.replay, args.emit.emit.is_none())?;
     args.replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?;
     Ok(knobs)
+}
+
+/// `--queue` names the Queue `-o policy` writes: there it must be a name `validate` takes
+/// for one (docs/reference/suggest.md "Exit status"); the other outputs write no Queue.
+fn check_queue(args: &SuggestArgs) -> Result<(), CliError> {
+    let Some(q) = args
+        .replay
+        .queue
+        .as_deref()
+        .filter(|_| args.output == SuggestOutput::Policy)
+    else {
+        return Ok(());
+    };
+    match name_reason(q) {
+        Some(why) => Err(CliError::usage(format!(
+            "invalid `--queue` `{q}`: the Queue `-o policy` writes cannot have this name: {why}"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// `--queue` with `--history` names the Queue `-o policy` prints; with `--lookout-db` it also

@@ -8,6 +8,7 @@
 
 use crate::commands::replay::checks::shell_word;
 use crate::engine::EngineKind;
+use crate::model::validate::name_reason;
 use crate::output::suggest as view;
 use crate::suggest::propose::MAX_LIMIT;
 
@@ -79,7 +80,8 @@ impl Suggest<'_> {
             knobs.push(format!("--backtest-at {}", shell_word(t)));
         }
         if a.replay.lookout_db.is_none() {
-            if let Some(q) = &r.queue {
+            // `-o policy` refuses a name no Queue can have; without it, none is written.
+            if let Some(q) = r.queue.as_deref().filter(|q| name_reason(q).is_none()) {
                 knobs.push(format!("--queue {}", shell_word(q)));
             }
         }

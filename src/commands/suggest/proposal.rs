@@ -15,6 +15,7 @@ use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::CliError;
 use crate::input;
+use crate::model::validate::name_reason;
 use crate::model::Resource;
 use crate::output::suggest as view;
 use crate::suggest::documents::{self, Documented, Settings, Upstream};
@@ -60,7 +61,9 @@ impl Suggest<'_> {
 
     /// The Queue `-o policy` prints with `--queue`.
     fn queue_document(&self, baseline: &Simulator) -> Option<String> {
-        let name = self.args.replay.queue.as_deref()?;
+        // A name no Queue can have (`check_queue` refuses it with `-o policy`) is no
+        // baseline Queue's either: the proposal stands in for every policy without it.
+        let name = self.args.replay.queue.as_deref().filter(|q| name_reason(q).is_none())?;
         let mut q = baseline
             .queue(name)
             .cloned()

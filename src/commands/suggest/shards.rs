@@ -21,7 +21,7 @@ use crate::replay::source::Files;
 use crate::suggest::learn::{Learning, ShardLearning};
 
 use super::learn::Pass1;
-use super::{check, load};
+use super::{check, check_queue, load};
 
 /// What `merge` needs to do the rest of a sharded suggest: a partial's `run`
 /// (docs/past-one-machine.md), the flags that change the answer, the paths as given (the
@@ -164,6 +164,8 @@ pub fn merge(
     shards: Shards<'_>,
 ) -> anyhow::Result<ExitCode> {
     let args = run.args(output).map_err(Unmergeable)?;
+    // The merge's `-o policy` writes the shards' `--queue` as a Queue: its flag, refused alike.
+    check_queue(&args)?;
     // What the shard's own checks accepted: another run was written in by hand.
     let knobs = check(&args).map_err(|e| Unmergeable(format!("is damaged: its run: {}", e.message)))?;
     let Some((mut driver, sides)) = load(ctx, &args, knobs)? else {
