@@ -21,6 +21,7 @@ mod docs;
 mod empty_input;
 mod engines;
 mod exact;
+mod flag_times;
 mod grpc;
 mod history;
 mod hostile_text;

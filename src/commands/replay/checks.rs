@@ -14,11 +14,7 @@ use crate::tune::rank::MaxCompute;
 
 /// `--backtest-at TIME`: an RFC 3339 time.
 pub fn parse_backtest_at(text: &str) -> Result<Timestamp, CliError> {
-    Timestamp::parse(text).ok_or_else(|| {
-        CliError::usage(format!(
-            "invalid `--backtest-at` `{text}`: expected an RFC 3339 time such as `2026-01-01T00:00:00Z`"
-        ))
-    })
+    super::lookout::time_flag("--backtest-at", text)
 }
 
 /// Why `--backtest-at` has no answer, as the usage error it is (docs/estimates.md).

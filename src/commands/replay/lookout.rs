@@ -9,7 +9,7 @@ use crate::cli::WindowArgs;
 use crate::error::CliError;
 use crate::lookout::{db, Filter};
 use crate::model::duration::GoDuration;
-use crate::model::failure_history::Timestamp;
+use crate::model::failure_history::{TimeError, Timestamp};
 
 /// An empty input (docs/cli.md, exit codes): `no job in SOURCE (FILTERS): NOTHING`, exit 3.
 /// `source` as the user named it (`` `PATH` ``, `stdin`, ``Lookout `DSN` ``); `filter`: the
@@ -134,18 +134,20 @@ pub struct FilterFlags<'a> {
     pub window: &'a WindowArgs,
 }
 
+/// A time flag's value (`--from`, `--to`, `--backtest-at`), read as a history's times are
+/// (`Timestamp::read`): a time that does not exist is refused with the reader's own reason.
+pub fn time_flag(flag: &str, text: &str) -> Result<Timestamp, CliError> {
+    Timestamp::read(text).map_err(|e| match e {
+        TimeError::Range(reason) => CliError::usage(format!("invalid `{flag}` `{text}`: {reason}")),
+        TimeError::Shape => CliError::usage(format!(
+            "invalid `{flag}` `{text}`: expected an RFC 3339 time such as `2026-01-01T00:00:00Z`"
+        )),
+    })
+}
+
 /// The jobs the flags select; `--since` counts back from `now`.
 pub fn lookout_filter(args: &FilterFlags<'_>, now: Timestamp) -> Result<Filter, CliError> {
-    let time = |flag: &str, v: Option<&str>| -> Result<Option<Timestamp>, CliError> {
-        v.map(|s| {
-            Timestamp::parse(s).ok_or_else(|| {
-                CliError::usage(format!(
-                    "invalid `{flag}` `{s}`: expected an RFC 3339 time such as `2026-01-01T00:00:00Z`"
-                ))
-            })
-        })
-        .transpose()
-    };
+    let time = |flag: &str, v: Option<&str>| v.map(|s| time_flag(flag, s)).transpose();
     let w = args.window;
     let mut from = time("--from", w.from.as_deref())?;
     let to = time("--to", w.to.as_deref())?;
