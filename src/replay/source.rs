@@ -22,6 +22,10 @@
 //! else one YAML/JSON text (at most 8 MiB), like a file. An over-long line is skipped to its
 //! end; on a stream, whose end may never come (`/dev/zero`), at most [`SKIP_MAX`] past the
 //! limit, after which the rest of the stream is not read.
+//!
+//! A history whose first bytes are gzip's or zstd's magic is refused by what it is, not read
+//! as text: given alone (a file or a stream) before anything is read, a directory's file as
+//! its entry.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -32,6 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::engine::Settings;
+use crate::error::CliError;
 use crate::input::{io_reason, SourceFile, MAX_FILE_BYTES};
 use crate::model::failure_history::FailureHistory;
 use crate::model::scheduler::SchedulerConfig;
@@ -268,6 +273,42 @@ pub const EMPTY_TEXT: &str = "no FailureHistory document (it is empty)";
 /// document.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
+/// The compressions told by a history's first bytes (gzip's `1f 8b`, zstd's `28 b5 2f fd`),
+/// each with the command that decompresses it: a history is read uncompressed, and a
+/// compressed one is refused by what it is rather than read as text it is not.
+const COMPRESSED: [(&[u8], &str, &str); 2] = [(b"\x1f\x8b", "gzip", "zcat"), (b"\x28\xb5\x2f\xfd", "zstd", "zstdcat")];
+
+/// The compression `head` (a history's first bytes) starts with, and its decompressing command.
+fn compression(head: &[u8]) -> Option<(&'static str, &'static str)> {
+    COMPRESSED
+        .iter()
+        .find(|(magic, _, _)| head.starts_with(magic))
+        .map(|&(_, kind, cat)| (kind, cat))
+}
+
+/// The first bytes of the file at `path` (fewer when it is shorter): enough for [`compression`].
+fn head_of(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(4);
+    File::open(path)?.take(4).read_to_end(&mut head)?;
+    Ok(head)
+}
+
+/// A compressed history given as `--history` (a file, stdin or another stream): refused
+/// whole (exit 3), with how to give it decompressed (a stream's file is not known here).
+fn refuse_compressed(path: &Path, (kind, cat): (&str, &str), stream: bool) -> CliError {
+    let name = path.display().to_string();
+    let what = if path.as_os_str() == "-" {
+        "stdin".to_string()
+    } else {
+        format!("`{name}`")
+    };
+    let file = if stream { "FILE" } else { name.as_str() };
+    CliError::invalid(format!(
+        "{what} is {kind}-compressed: retryctl reads histories uncompressed"
+    ))
+    .with_hint(format!("decompress it first: `{cat} {file} | retryctl … --history -`"))
+}
+
 /// Bytes of lines read into one [`LineBlock`]: ~250 lines, a millisecond or two of work,
 /// so that both cores get many blocks and the reader does nothing per line, while the
 /// records rendered from a few blocks (`-o jsonl`: ~5x the input) stay a few MiB.
@@ -381,6 +422,8 @@ pub struct Files {
     /// What opening a stream read (the blank lines before the first line, a YAML text),
     /// hashed: [`Files::digest`] starts from it.
     opened: Option<foldhash::fast::FoldHasher<'static>>,
+    /// A stream whose first bytes say it is compressed ([`compression`]): `open` refuses it.
+    compressed: Option<(&'static str, &'static str)>,
 }
 
 fn new_hasher() -> foldhash::fast::FoldHasher<'static> {
@@ -481,8 +524,8 @@ fn stem_of(p: &Path, default: &str) -> Arc<str> {
 }
 
 impl Files {
-    /// `Err` is the message for a history path that cannot be read at all.
-    pub fn open(path: &Path, base: SchedulerConfig, overrides: Overrides) -> Result<Files, String> {
+    /// `Err`: a history path that cannot be read at all, or is compressed (exit 3).
+    pub fn open(path: &Path, base: SchedulerConfig, overrides: Overrides) -> Result<Files, CliError> {
         let settings = Arc::new(overrides.apply(&base));
         let mut files = Files {
             ordinal: 0,
@@ -500,23 +543,40 @@ impl Files {
             range: None,
             starts: VecDeque::new(),
             opened: None,
+            compressed: None,
         };
-        let cannot = |e: std::io::Error| format!("cannot read history `{}`: {}", path.display(), io_reason(&e));
+        let cannot = |e: std::io::Error| {
+            CliError::invalid(format!("cannot read history `{}`: {}", path.display(), io_reason(&e)))
+        };
         if path.as_os_str() == "-" {
             files.open_stream(Box::new(std::io::stdin()), "<stdin>".into(), "stdin".into());
-            return Ok(files);
+            return match files.compressed {
+                Some(c) => Err(refuse_compressed(path, c, true)),
+                None => Ok(files),
+            };
         }
         let meta = std::fs::metadata(path).map_err(cannot)?;
         if !meta.is_dir() && !meta.is_file() {
             // Opened once (a named pipe's open waits for its writer), never by name again.
             let file = File::open(path).map_err(cannot)?;
             files.open_stream(Box::new(file), path.display().to_string().into(), stem_of(path, "job"));
-            return Ok(files);
+            return match files.compressed {
+                Some(c) => Err(refuse_compressed(path, c, true)),
+                None => Ok(files),
+            };
+        }
+        // A file that cannot be read is said as its entry, as before: this looks only.
+        if meta.is_file() {
+            if let Some(c) = head_of(path).ok().as_deref().and_then(compression) {
+                return Err(refuse_compressed(path, c, false));
+            }
         }
         if meta.is_dir() {
             files.bulk = true;
             let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
-                .map_err(|e| format!("cannot read directory `{}`: {}", path.display(), io_reason(&e)))?
+                .map_err(|e| {
+                    CliError::invalid(format!("cannot read directory `{}`: {}", path.display(), io_reason(&e)))
+                })?
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.is_file() && matches!(ext(p), "yaml" | "yml" | "json" | "jsonl" | "ndjson"))
                 .collect();
@@ -615,6 +675,12 @@ impl Files {
         loop {
             first.clear();
             let read = (&mut reader).take(MAX_FILE_BYTES + 1).read_until(b'\n', &mut first);
+            if skipped == 0 {
+                self.compressed = compression(&first);
+                if self.compressed.is_some() {
+                    return;
+                }
+            }
             if skipped == 0 && first.starts_with(BOM) {
                 // A byte order mark starts the text: no part of its first line (a stream's
                 // lines are numbered, not placed by offset, so it is simply left out).
@@ -680,6 +746,16 @@ impl Files {
             (Some(range), Some((start, len))) => range.within(start, len),
             _ => Mine::ALL,
         };
+        // A directory's file (`open` refused a compressed one given alone): the shard that
+        // owns its start says so, and the rest of the directory is read.
+        if let Some((kind, _)) = head_of(path).ok().as_deref().and_then(compression) {
+            if mine.head {
+                let message = format!("{kind}-compressed: retryctl reads histories uncompressed");
+                let entry = self.error(&name, &stem, None, message);
+                self.ready.push_back(entry);
+            }
+            return;
+        }
         if is_jsonl(path) {
             if mine.from >= mine.to {
                 // No line of it starts in the shard's range (an empty file has none).

@@ -13,6 +13,7 @@ mod client_limits;
 mod cluster;
 mod compare;
 mod completion;
+mod compressed_history;
 mod concurrency;
 mod config;
 mod crud;

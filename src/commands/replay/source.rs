@@ -283,7 +283,7 @@ pub fn open(ctx: &mut Context, args: &ReplayArgs, open: Open<'_>) -> anyhow::Res
             return Err(CliError::usage("give `--history PATH` or `--lookout-db DSN --queue Q`").into());
         };
         let described = files_source(history, &overrides, &base);
-        let mut files = Files::open(history, base, overrides).map_err(CliError::invalid)?;
+        let mut files = Files::open(history, base, overrides)?;
         let about = About {
             source: described,
             digest: if partial { files.digest() } else { Digest::default() },

@@ -128,7 +128,7 @@ impl Suggest<'_> {
     /// `path` as pass 2 reads it, with the command's scheduler config and overrides.
     fn open(&self, path: &Path) -> anyhow::Result<Files> {
         let replay = &self.args.replay;
-        Ok(Files::open(path, base_config(replay)?, overrides(replay)).map_err(CliError::invalid)?)
+        Ok(Files::open(path, base_config(replay)?, overrides(replay))?)
     }
 
     /// The proposal against the baseline over `path`, written as the `comparison` member of
@@ -191,9 +191,7 @@ fn changed_since(
     base: &crate::model::scheduler::SchedulerConfig,
     overrides: &crate::replay::source::Overrides,
 ) -> Result<(), CliError> {
-    let now = Files::open(path, base.clone(), overrides.clone())
-        .map_err(CliError::invalid)?
-        .stamps();
+    let now = Files::open(path, base.clone(), overrides.clone())?.stamps();
     let Some((file, how)) = now.and_then(|now| before.changed(&now)) else {
         return Ok(());
     };

@@ -14,7 +14,7 @@ use crate::commands::replay::policy_set::base_config;
 use crate::commands::replay::sides::BaselinePolicies;
 use crate::commands::replay::source::{self, overrides};
 use crate::engine::EngineKind;
-use crate::error::{CliError, ExitCode};
+use crate::error::ExitCode;
 use crate::output::simulate::Baseline;
 use crate::replay::partial::fingerprint;
 use crate::replay::source::Files;
@@ -189,8 +189,7 @@ pub fn merge(
         )
         .into());
     }
-    let digest = Files::open(&run.history, base, settings)
-        .map_err(CliError::invalid)?
+    let digest = Files::open(&run.history, base, settings)?
         .digest()
         .get()
         .map(|d| format!("{d:016x}"));
