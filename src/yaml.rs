@@ -308,6 +308,97 @@ fn node_count(node: &Node) -> usize {
     }
 }
 
+/// A YAML double-quoted scalar of `s`: printable ASCII as is, everything else escaped, so
+/// that no message text can end the scalar or the line.
+pub fn quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            ' '..='~' => out.push(ch),
+            c if (c as u32) <= 0xFFFF => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push_str(&format!("\\U{:08X}", c as u32)),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A scalar as written back: plain as it was when it was plain and printable ASCII (so it
+/// reads back the same), else [`quoted`] (a quoted scalar stays a string; a line break or a
+/// control character never reaches the text).
+fn scalar_text(text: &str, was_quoted: bool) -> String {
+    let plain = !was_quoted && !text.is_empty() && text.chars().all(|c| matches!(c, ' '..='~'));
+    if plain {
+        text.to_string()
+    } else {
+        quoted(text)
+    }
+}
+
+/// A node written inline when it has no lines of its own: a scalar, null, `{}` or `[]`.
+fn inline(node: &Node) -> Option<String> {
+    match &node.value {
+        Value::Null => Some("null".into()),
+        Value::Scalar { text, quoted } => Some(scalar_text(text, *quoted)),
+        Value::Map(entries) if entries.is_empty() => Some("{}".into()),
+        Value::Seq(items) if items.is_empty() => Some("[]".into()),
+        _ => None,
+    }
+}
+
+/// The entries of a mapping written back as block YAML at `indent` spaces, in their order:
+/// what a document held, without its comments and with its scalars plain or double-quoted
+/// ([`scalar_text`]). For writing a document back with one key replaced (`suggest` keeps a
+/// deployed config's other keys as they were).
+pub fn write_entries(entries: &[(Node, Node)], indent: usize, out: &mut String) {
+    for (key, value) in entries {
+        write_entry(key, value, indent, out);
+    }
+}
+
+/// One `key: value` at `indent` spaces.
+pub fn write_entry(key: &Node, value: &Node, indent: usize, out: &mut String) {
+    let pad = " ".repeat(indent);
+    let key = inline(key).unwrap_or_else(|| quoted(""));
+    match inline(value) {
+        Some(v) => out.push_str(&format!("{pad}{key}: {v}\n")),
+        None => {
+            out.push_str(&format!("{pad}{key}:\n"));
+            write_block(value, indent + 2, out);
+        }
+    }
+}
+
+/// A mapping's entries or a sequence's items (not inline) at `indent` spaces.
+fn write_block(node: &Node, indent: usize, out: &mut String) {
+    let pad = " ".repeat(indent);
+    match &node.value {
+        Value::Map(entries) => write_entries(entries, indent, out),
+        Value::Seq(items) => {
+            for item in items {
+                match (inline(item), &item.value) {
+                    (Some(v), _) => out.push_str(&format!("{pad}- {v}\n")),
+                    (None, Value::Map(entries)) => {
+                        // The first entry on the dash's line, the others under it.
+                        let mut first = String::new();
+                        write_entries(&entries[..1], indent + 2, &mut first);
+                        out.push_str(&format!("{pad}- {}", &first[indent + 2..]));
+                        write_entries(&entries[1..], indent + 2, out);
+                    }
+                    (None, _) => {
+                        out.push_str(&format!("{pad}-\n"));
+                        write_block(item, indent + 2, out);
+                    }
+                }
+            }
+        }
+        Value::Null | Value::Scalar { .. } => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,6 +438,20 @@ mod tests {
         let text = "[".repeat(10_000);
         let s = parse_stream(&text);
         assert!(s.error.is_some());
+    }
+
+    #[test]
+    fn written_back_entries_read_back_the_same() {
+        let text = "a: 1\nb: \"x: y\"\nc:\n  - 1\n  - k: v\n    l: [w]\n  - []\n  -\n    - z\nd: {}\ne: \"\u{2028}\u{85}é\"\nf: ~\n";
+        let node = parse_stream(text).documents.remove(0);
+        let Value::Map(entries) = &node.value else { panic!() };
+        let mut out = String::new();
+        write_entries(entries, 0, &mut out);
+        assert!(out.is_ascii(), "{out}");
+        let back = parse_stream(&out).documents.remove(0);
+        let strip = |n: &Node| format!("{:?}", n.value).replace(char::is_numeric, "");
+        assert_eq!(strip(&back), strip(&node), "{out}");
+        assert!(out.contains("e: \"\\u2028\\u0085\\u00E9\"\n"), "{out}");
     }
 
     #[test]

@@ -67,23 +67,8 @@ pub fn pattern(template: &str, cut: bool) -> String {
     out
 }
 
-/// A YAML double-quoted scalar of `s`: printable ASCII as is, everything else escaped, so
-/// that no message text can end the scalar or the line.
-pub fn quoted(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            ' '..='~' => out.push(ch),
-            c if (c as u32) <= 0xFFFF => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c => out.push_str(&format!("\\U{:08X}", c as u32)),
-        }
-    }
-    out.push('"');
-    out
-}
+pub use crate::yaml::quoted;
+
 
 /// A comment line's text: one line for every YAML reader. Control characters and every line
 /// break YAML 1.1 knows (`\n`, `\r`, U+0085, U+2028, U+2029: PyYAML and go-yaml, the readers
@@ -604,6 +589,61 @@ fn existing_rule_yaml(r: &crate::model::categorizer::CategoryRule, pad: &str) ->
 /// A v1beta1 rule: its evidence lines, action, `onCategory`, `onSubcategory`, and `mutate`.
 type PolicyRule = (Vec<String>, Action, String, Option<String>, Option<Mutation>);
 
+/// The deployed categorizer a proposal builds on: its config and its document as read (the
+/// file's other keys, which the proposal's document keeps).
+#[derive(Debug, Clone, Copy)]
+pub struct Deployed<'a> {
+    pub config: &'a crate::model::categorizer::ErrorCategories,
+    pub document: &'a crate::yaml::Node,
+}
+
+/// The `errorCategories` mapping `block` (written from the first column) in the deployed
+/// file's shape (docs/reference/suggest.md "The categorizer document"): under
+/// `application:` when the deployed config was, every other key of the document kept, in its
+/// order, with its value (not its comments); without a deployed file, or one whose shape
+/// cannot be followed, the mapping alone.
+pub fn shaped(block: &str, deployed: Option<&Deployed<'_>>) -> String {
+    use crate::yaml::{write_entry, Value};
+    let Some(Value::Map(top)) = deployed.map(|d| &d.document.value) else {
+        return block.to_string();
+    };
+    let is = |k: &crate::yaml::Node, name: &str| k.as_scalar().is_some_and(|t| t.eq_ignore_ascii_case(name));
+    let indented = |indent: usize| -> String {
+        let pad = " ".repeat(indent);
+        block.lines().map(|l| format!("{pad}{l}\n")).collect()
+    };
+    let mut out = String::new();
+    let mut placed = false;
+    for (key, value) in top {
+        match &value.value {
+            Value::Map(app) if is(key, "application") && !placed => {
+                out.push_str("application:\n");
+                for (k, v) in app {
+                    if is(k, "errorCategories") && !placed {
+                        out.push_str(&indented(2));
+                        placed = true;
+                    } else {
+                        write_entry(k, v, 2, &mut out);
+                    }
+                }
+                if !placed {
+                    out.push_str(&indented(2));
+                    placed = true;
+                }
+            }
+            _ if is(key, "errorCategories") && !placed => {
+                out.push_str(block);
+                placed = true;
+            }
+            _ => write_entry(key, value, 0, &mut out),
+        }
+    }
+    if !placed {
+        return block.to_string();
+    }
+    out
+}
+
 /// The upstream dialect: the executor's categorizer (`deployed` with the new categories
 /// first, or a new one) and a v1beta1 policy whose rules match the categories.
 /// `kept`: today's first policy's rules (after the proposed ones); `raise_blocked`: the rule
@@ -613,9 +653,10 @@ pub fn upstream_documents(
     rules: &[Documented<'_>],
     kept: &[Kept],
     raise_blocked: Option<&str>,
-    deployed: Option<&crate::model::categorizer::ErrorCategories>,
+    deployed_file: Option<Deployed<'_>>,
     header: &str,
 ) -> Upstream {
+    let deployed = deployed_file.as_ref().map(|d| d.config);
     let mut categories: Vec<NewCategory> = Vec::new();
     let mut policy_rules: Vec<PolicyRule> = Vec::new();
     let mut rule_index = Vec::with_capacity(rules.len());
@@ -719,15 +760,16 @@ pub fn upstream_documents(
         .map(|d| d.rule.text.clone())
         .collect();
 
-    let mut c = String::new();
+    let mut head = String::new();
     for line in header.lines() {
-        c.push_str(&format!("# {}\n", comment(line)));
+        head.push_str(&format!("# {}\n", comment(line)));
     }
-    c.push_str("# The executor's config (errorCategories), not a server resource: `retryctl apply` skips it.\n");
+    head.push_str("# The executor's config (errorCategories), not a server resource: `retryctl apply` skips it.\n");
     if deployed.is_none() {
-        c.push_str(&format!("# {NOT_COMPLETE}\n"));
+        head.push_str(&format!("# {NOT_COMPLETE}\n"));
     }
-    c.push_str("errorCategories:\n  enabled: true\n");
+    // The `errorCategories` mapping, at the top of its own lines; [`shaped`] places it.
+    let mut c = String::from("errorCategories:\n  enabled: true\n");
     if let Some(dep) = deployed {
         if !dep.default_category.is_empty() {
             c.push_str(&format!("  defaultCategory: {}\n", quoted(&dep.default_category)));
@@ -815,7 +857,7 @@ pub fn upstream_documents(
         p.push_str(&kept_yaml(k, &encode::rule_v1beta1(&k.rule), "  "));
     }
     Upstream {
-        categorizer: c,
+        categorizer: head + &shaped(&c, deployed_file.as_ref()),
         policy: p,
         policy_retry_limit,
         written_retry_limit,

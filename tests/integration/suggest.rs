@@ -631,12 +631,14 @@ fn upstream_writes_a_categorizer_and_a_v1beta1_policy_that_replay_as_printed() {
     let policy = home.path().join("proposal.yaml");
     std::fs::write(&policy, &out.stdout).unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
+    // The deployed file's shape: under `application:`, its other keys kept as they were.
     assert!(
-        text.contains("errorCategories:\n  enabled: true\n  defaultCategory: \"uncategorized\"\n"),
+        text.contains("application:\n  clusterId: demo-a\n  pool: default\n  errorCategories:\n    enabled: true\n    defaultCategory: \"uncategorized\"\n"),
         "{text}"
     );
+    assert!(text.contains("\nkubernetes:\n  minimumPodAge: 3m\n---\n"), "{text}");
     // The new categories come first, the deployed ones after, in their order.
-    let names: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("    - name: ")).collect();
+    let names: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("      - name: ")).collect();
     assert_eq!(
         &names[names.len() - 4..],
         ["\"oom\"", "\"user_error\"", "\"gpu_unavailable\"", "\"infrastructure\""]

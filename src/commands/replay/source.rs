@@ -189,6 +189,8 @@ pub struct Opened {
 
 /// A history source as [`open`] opens it: a file, directory or stdin, or Lookout's
 /// database export, with what was read ahead of the replay handed out first.
+// One per command, made once and moved into the replay: its size costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Source {
     Files(ReadAhead<Files>),
     Lookout(ReadAhead<ExportSource<'static>>),

@@ -44,7 +44,6 @@ use crate::engine::categorizer::Classifier;
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
-use crate::model::categorizer::ErrorCategories;
 use crate::model::failure_history::Timestamp;
 use crate::model::validate::name_reason;
 use crate::output::simulate::{invalid_text, render_change, Baseline};
@@ -224,7 +223,7 @@ fn load<'a>(ctx: &mut Context, args: &'a SuggestArgs, knobs: Knobs) -> anyhow::R
         engine,
         baseline_engine,
         backtest_at,
-        deployed: deployed.map(|c| c.file.config),
+        deployed,
         categorizer: baseline.categorizer.clone(),
         merged: false,
     };
@@ -277,7 +276,7 @@ pub(super) struct Suggest<'a> {
     baseline_engine: EngineKind,
     backtest_at: Option<Timestamp>,
     /// `--categorizer`'s config (the upstream proposal keeps its categories) and compiled.
-    deployed: Option<ErrorCategories>,
+    deployed: Option<sides::Categorizer>,
     categorizer: Option<Arc<Classifier>>,
     /// A sharded suggest's merge: its refusals of `--backtest-at` name the shards' flag.
     merged: bool,
@@ -364,7 +363,7 @@ impl Suggest<'_> {
             "run": run,
             "shards": shards,
             "baseline": baseline.fingerprint(),
-            "deployed": self.deployed.as_ref().map(|d| format!("{d:?}")),
+            "deployed": self.deployed.as_ref().map(|d| format!("{:?}", d.file.config)),
             "source": source,
         })
     }

@@ -158,7 +158,10 @@ impl Suggest<'_> {
                     &documented,
                     &kept,
                     blocked,
-                    self.deployed.as_ref(),
+                    self.deployed.as_ref().map(|d| documents::Deployed {
+                        config: &d.file.config,
+                        document: &d.file.document.node,
+                    }),
                     &header,
                 );
                 (format!("{}---\n{}", u.categorizer, u.policy), Some(u))
@@ -221,7 +224,7 @@ impl Suggest<'_> {
                 })?;
                 // Without the deployed config, the new categories go before it: a run they
                 // do not match keeps the category it was recorded with.
-                Some(Arc::new(match self.deployed {
+                Some(Arc::new(match &self.deployed {
                     Some(_) => compiled,
                     None => compiled.prepended(),
                 }))
