@@ -32,8 +32,10 @@
 //! `client` knows nothing of `cli` or `output`; `output` never calls `client`. Only `main`
 //! exits the process.
 //!
-//! Names: `commands::X` and `output::X` are named after the CLI verb they serve (`history`,
-//! `simulate`, …); everything else is named after what it owns: `model::failure_history` is
+//! Names: `commands::X` is named after the CLI verb it serves (`history`, `simulate`, …), and
+//! so is an `output::X` that is one verb's report (`history`, `tune`, `suggest`); the output
+//! several verbs share is named after its format or concept (`output::table`, `words`, …);
+//! everything else is named after what it owns: `model::failure_history` is
 //! the FailureHistory document, `lookout` reads Lookout, `replay` drives a simulation and
 //! `engine::job_report` replays one job. See ARCHITECTURE.md.
 

@@ -49,8 +49,8 @@ use crate::commands::suggest::{
 use crate::commands::tune::{self as tune_command, TuneRun};
 use crate::error::{CliError, ExitCode};
 use crate::output::history::write_summary;
-use crate::output::simulate::Stderr;
 use crate::output::sinks::{sink, Format};
+use crate::output::stderr::Stderr;
 use crate::output::text::shown as escaped;
 use crate::output::tune::{self as view, StderrListener};
 use crate::replay::partial::counts::{Counts, Sums};

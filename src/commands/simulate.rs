@@ -31,7 +31,7 @@
 //! - `--baseline-from-cluster`: the baseline is the policies and attachments stored in the same
 //!   database; a row that does not decode stops it before the replay (exit 3, as invalid
 //!   `--baseline` files do), a queue the cluster lacks is exit 1, and the plan says where its
-//!   baseline came from (`output::simulate::Baseline`).
+//!   baseline came from (`output::mode::Baseline`).
 //! - `--categorizer FILE` (docs/categorizer.md) is read before the history: exactly one
 //!   categorizer document, valid, else exit 3 naming the file and each problem's line, with
 //!   nothing on stdout; its warnings (not enabled, unknown keys) go to stderr and the replay
@@ -54,7 +54,9 @@ use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
 use crate::model::Kind;
 use crate::output::progress::progress_bar;
-use crate::output::simulate::{invalid_text, render_change, Baseline, Mode, Stderr};
+use crate::output::mode::{Baseline, Mode};
+use crate::output::records::render_change;
+use crate::output::stderr::{invalid_text, Stderr};
 use crate::output::sinks::{sink, Format};
 use crate::replay::compare::Comparison;
 use crate::replay::partial::{fingerprint, Header, Recorder};

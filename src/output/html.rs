@@ -6,6 +6,7 @@
 //! retries/delay/compute added and removed, the breakdowns by failure class and by rule,
 //! and the changed jobs per transition, each with a timeline of its runs under both sides.
 //! A plain replay gets outcomes, decisions per rule and by kind, and the per-class table.
+//! Also html's escaping (`esc`), which the pages of `tune` and `suggest` use too.
 //!
 //! Bounded: at most [`ROWS_PER_GROUP`] changed jobs per transition and [`ROW_BYTES`] of
 //! rows in all are kept (rendered as they come, in input order); the page says how many
@@ -27,12 +28,15 @@ use crate::replay::sink::{Change, Estimates, Message, Needs, Sides, Sink, Totals
 use crate::replay::source::Progress;
 use crate::replay::summary::Summary;
 
-use super::simulate::{
-    backtest_details, backtest_sentence, category_changes_words, class_rows, collisions_words, estimate_shares,
-    expected_hours, failed_expectations, hours_words, plan_sentence, request_hours, rule_rows, seconds_words, shares,
-    side_words, Baseline, Listed, Mode, Stderr, CLUSTER_BASELINE, ESTIMATE_METHOD, GROUPS,
-};
+use super::groups::{class_rows, rule_rows, Listed, GROUPS};
+use super::mode::{Baseline, Mode};
+use super::stderr::Stderr;
 use super::text::shown_lines;
+use super::words::{
+    backtest_details, backtest_sentence, category_changes_words, collisions_words, estimate_shares, expected_hours,
+    failed_expectations, hours_words, plan_sentence, request_hours, seconds_words, shares, side_words,
+    CLUSTER_BASELINE, ESTIMATE_METHOD,
+};
 use crate::replay::categorize::CategoryCounts;
 
 /// Changed jobs listed per transition at most.

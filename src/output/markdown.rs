@@ -4,7 +4,8 @@
 //! Owns: the layout — a headline, the transitions table, retries/delay/compute, the
 //! estimate, and at most [`MAX_ROWS`] changed jobs shared fairly between the transitions,
 //! with the count of the rest; for a plain replay, outcomes, decisions per rule and by
-//! kind, and the per-class table. Stable for diffs: no time, no path, nothing that depends
+//! kind, and the per-class table; Markdown's escaping (`text`, `code_span`), which the
+//! reports of `tune` and `suggest` use too. Stable for diffs: no time, no path, nothing that depends
 //! on the machine; the same input gives the same bytes. Must not: count (every number
 //! comes from the replay's totals) or read anything.
 
@@ -21,13 +22,15 @@ use crate::replay::summary::Summary;
 
 use crate::replay::compare::hours;
 
-use super::simulate::{
-    backtest_details, backtest_sentence, category_changes_words, class_rows, collisions_words, estimate_words,
-    expected_hours, failed_expectations, hours_words, plan_sentence, rate_words, request_hours, rule_rows,
-    seconds_words, side_words, without_estimate, Baseline, Listed, Mode, Stderr, CLUSTER_BASELINE, ESTIMATE_METHOD,
-    GROUPS,
-};
+use super::groups::{class_rows, rule_rows, Listed, GROUPS};
+use super::mode::{Baseline, Mode};
+use super::stderr::Stderr;
 use super::text::shown;
+use super::words::{
+    backtest_details, backtest_sentence, category_changes_words, collisions_words, estimate_words, expected_hours,
+    failed_expectations, hours_words, plan_sentence, rate_words, request_hours, seconds_words, side_words,
+    without_estimate, CLUSTER_BASELINE, ESTIMATE_METHOD,
+};
 use crate::replay::categorize::CategoryCounts;
 
 /// Changed jobs listed at most.

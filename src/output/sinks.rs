@@ -1,9 +1,8 @@
-//! Which sink `simulate` writes to, by `-o`.
+//! Which sink a replay writes to (`simulate`, `merge`, the comparisons of `suggest`), by
+//! `-o`.
 //!
-//! Owns: the choice only. It lives apart from `simulate` (the table and record sinks and the
-//! helpers every format shares) because the reports, `html` and `markdown`, build on those
-//! helpers: were the choice in `simulate`, it would import the reports that import it. Must
-//! not: render or count.
+//! Owns: the choice only. It lives apart from the sinks because it imports every one of them
+//! (`table`, `records`, `html`, `markdown`). Must not: render or count.
 
 use std::io::Write;
 
@@ -12,7 +11,10 @@ use crate::replay::sink::Sink;
 
 use super::html::HtmlSink;
 use super::markdown::MarkdownSink;
-use super::simulate::{Mode, RecordSink, Records, Stderr, TableSink};
+use super::mode::Mode;
+use super::records::{RecordSink, Records};
+use super::stderr::Stderr;
+use super::table::TableSink;
 
 /// The formats a sink renders: `merge -o`'s, which are `simulate -o`'s less `partial` (a
 /// partial result is no sink's). One enum, so that a format added to one is added to both.

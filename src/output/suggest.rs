@@ -27,10 +27,14 @@ use crate::suggest::verdict::{Decision, Judgement};
 
 use super::html::esc;
 use super::markdown::{code_span, text as md};
-use super::simulate::{backtest_json, write_comparison, Baseline, Mode, Stderr, METHOD_LINE};
+use super::mode::{Baseline, Mode};
+use super::records::backtest_json;
 use super::sinks::{sink, Format as SinkFormat};
+use super::stderr::Stderr;
 use super::style::Style;
+use super::table::write_comparison;
 use super::text::shown;
+use super::words::{backtest_sentence, plan_sentence, METHOD_LINE};
 
 /// Signatures the table, the page and the report list.
 pub const TOP: usize = 20;
@@ -149,7 +153,7 @@ pub fn backtest_tail(
         gpu_hours_saved: hours(c.comparison.gpu_removed) - hours(c.comparison.gpu_added) - expected
             + baseline_pending_gpu_hours,
         estimates: estimates.map(backtest_json),
-        estimates_words: estimates.map(super::simulate::backtest_sentence),
+        estimates_words: estimates.map(backtest_sentence),
     }
 }
 
@@ -963,7 +967,7 @@ fn markdown(
     if let Some(line) = whole.estimates.as_ref().and_then(|e| estimated(c, e)) {
         let _ = writeln!(m, "**Estimated** (not observed): {}.\n", md(&line));
     }
-    let _ = writeln!(m, "{}\n", md(&super::simulate::plan_sentence(c)));
+    let _ = writeln!(m, "{}\n", md(&plan_sentence(c)));
     if let (Some(b), Some((bc, t))) = (&r.backtest, backtest) {
         let _ = writeln!(
             m,
@@ -1056,7 +1060,7 @@ fn html(
     let _ = writeln!(
         b,
         "<p>{}</p>\n<p>Learned from {} ({} failed runs, {}).</p>",
-        esc(&super::simulate::plan_sentence(c)),
+        esc(&plan_sentence(c)),
         esc(&plural(r.jobs, "job", "jobs")),
         r.failed_runs,
         esc(&plural(r.signatures.len() as u64, "signature", "signatures"))

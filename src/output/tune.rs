@@ -10,9 +10,9 @@
 //! recommendation highlighted, `--max-compute` a dashed line, then the table; the page fits
 //! 1280 pixels: the varied columns wrap).
 //!
-//! Owns: how a ranked search looks; each candidate's comparison is written with `simulate`'s
-//! own pieces (`compute_json`, `estimate_json`), so that its numbers print as `simulate
-//! --baseline` prints them. Must not: count, rank (that is `tune::rank`) or read anything.
+//! Owns: how a ranked search looks; each candidate's comparison is written with the records'
+//! own pieces (`records::{compute_json, estimate_json}`), so that its numbers print as
+//! `simulate --baseline` prints them. Must not: count, rank (that is `tune::rank`) or read anything.
 //! Hostile values (a policy name, a value) are escaped as text in html and markdown.
 
 use std::fmt::Write as _;
@@ -35,11 +35,11 @@ use crate::tune::CandidateError;
 use super::html::esc;
 use super::lines;
 use super::markdown::{code_span, text as markdown_text};
-use super::simulate::{
-    backtest_details, backtest_json, backtest_sentence, compute_json, estimate_json, hours_words, seconds_words,
-    write_backtest, Stderr, ESTIMATE_METHOD, METHOD_LINE,
-};
+use super::records::{backtest_json, compute_json, estimate_json};
+use super::stderr::Stderr;
+use super::table::write_backtest;
 use super::text::shown;
+use super::words::{backtest_details, backtest_sentence, hours_words, seconds_words, ESTIMATE_METHOD, METHOD_LINE};
 use super::Style;
 
 /// Candidates the table, markdown and html list at most, in the recommendation order.

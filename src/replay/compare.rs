@@ -4,7 +4,7 @@
 //! Owns: [`JobDiff`] (both sides of one job, as numbers) and [`Comparison`] (the totals,
 //! folded in input order in constant memory). Each side is replayed by its own
 //! `Simulator` (its policies and its engine), so a baseline engine can differ from the
-//! candidate's. Must not: format (that is `output::simulate`) or do I/O.
+//! candidate's. Must not: format (that is `output`) or do I/O.
 //!
 //! Decisions docs/what-if.md leaves open:
 //! - a job changes when its final state or its retry count differs; delay and compute

@@ -13,7 +13,7 @@
 //!   → run: in input order, folded into summary / compare, and handed to a Sink
 //!     (sink.rs: begin, job | change, message, end(totals)); changed jobs from the first
 //!     Pending one on wait in spool.rs until the class rates are final
-//!   → output::simulate / html / markdown: the sinks, one per format
+//!   → output::{table, records, html, markdown}: the sinks, one per format
 //! ```
 //!
 //! Owns: the order of that stream and its memory bound (a bounded number of entries in

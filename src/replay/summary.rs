@@ -3,7 +3,7 @@
 //!
 //! Owns: accumulation, one job at a time, in memory bounded by the number of distinct rules
 //! and a capped list of failing job ids (so a million-job file stays constant-size). Must
-//! not: format anything (that is `output::simulate`) or do I/O.
+//! not: format anything (that is `output`) or do I/O.
 
 use std::collections::BTreeMap;
 

@@ -22,7 +22,7 @@ use crate::error::{CliError, ExitCode};
 use crate::lookout::export_source::{ExportSource, ExportState};
 use crate::lookout::{cluster, db, Export};
 use crate::output::history::write_summary;
-use crate::output::simulate::Baseline as BaselineFrom;
+use crate::output::mode::Baseline as BaselineFrom;
 use crate::replay::partial::Lookout;
 use crate::replay::source::{Body, Digest, Entry, Files, HistorySource, Overrides, Stamps};
 

@@ -19,7 +19,7 @@ use crate::engine::simulator::Simulator;
 use crate::engine::JobReport;
 use crate::error::CliError;
 use crate::model::failure_history::FailureHistory;
-use crate::output::simulate::Stderr;
+use crate::output::stderr::Stderr;
 use crate::output::style::Style;
 use crate::output::suggest as view;
 use crate::replay::backtest::Backtest;

@@ -12,7 +12,7 @@ use crate::app::Context;
 use crate::commands::replay::spool::{cannot_spool, spool_file, SpoolFile};
 use crate::engine::simulator::Simulator;
 use crate::model::failure_history::{failure_history_json, Timestamp};
-use crate::output::simulate::Stderr;
+use crate::output::stderr::Stderr;
 use crate::replay::parallel::{for_each_ordered, Decoded, Emitted, Processed};
 use crate::replay::shard::Shard;
 use crate::replay::sink::Message;

@@ -15,7 +15,7 @@ use crate::commands::replay::sides::BaselinePolicies;
 use crate::commands::replay::source::{self, overrides};
 use crate::engine::EngineKind;
 use crate::error::ExitCode;
-use crate::output::simulate::Baseline;
+use crate::output::mode::Baseline;
 use crate::replay::partial::fingerprint;
 use crate::replay::source::Files;
 use crate::suggest::learn::{Learning, ShardLearning};

@@ -26,7 +26,7 @@ fn written(entries: impl FnOnce(&mut Recorder<'_>)) -> Vec<u8> {
         &mut out,
         &header(Shard { index: 1, count: 3 }),
         |f| f.name.clone(),
-        crate::output::simulate::render_change,
+        crate::output::records::render_change,
     )
     .unwrap();
     entries(&mut rec);
@@ -327,7 +327,7 @@ fn one_shard(out: &mut Vec<u8>) -> Recorder<'_> {
         out,
         &header(Shard { index: 0, count: 1 }),
         |f| f.name.clone(),
-        crate::output::simulate::render_change,
+        crate::output::records::render_change,
     )
     .unwrap()
 }
@@ -457,7 +457,7 @@ fn a_changed_job_is_its_json_record_and_reads_back_whole() {
     let text = String::from_utf8(bytes).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let mut want = Vec::new();
-    crate::output::simulate::render_change(
+    crate::output::records::render_change(
         &Change {
             diff: &done.diff,
             class: done.class.as_ref(),
