@@ -49,10 +49,11 @@ use crate::commands::suggest::{
 use crate::commands::tune::{self as tune_command, TuneRun};
 use crate::error::{CliError, ExitCode};
 use crate::output::history::write_summary;
-use crate::output::sinks::{sink, Format};
+use crate::output::sinks::sink;
 use crate::output::stderr::Stderr;
 use crate::output::text::shown as escaped;
-use crate::output::tune::{self as view, StderrListener};
+use crate::output::tune::StderrListener;
+use crate::output::Format;
 use crate::replay::partial::counts::{Counts, Sums};
 use crate::replay::partial::streams::{self, open_files_limit, StreamError, FAN_IN};
 use crate::replay::partial::{Entry, Item, Partial, ReadError};
@@ -227,7 +228,7 @@ fn merge_run(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
                 ));
             }
             let run: SimulateRun = decode(&partials[0], "its run", run.clone())?;
-            merge_simulate(ctx, partials, &run, args.output)
+            merge_simulate(ctx, partials, &run, args.output.into())
         }
         Some("suggest") => {
             let run: SuggestRun = decode(&partials[0], "its run", run.clone())?;
@@ -742,11 +743,11 @@ fn lookout_summary(ctx: &mut Context, partials: &[Partial]) -> anyhow::Result<u6
 
 fn merge_tune(ctx: &mut Context, partials: &[Partial], run: &TuneRun, output: MergeOutput) -> anyhow::Result<ExitCode> {
     let format = match output {
-        MergeOutput::Table => view::Format::Table,
-        MergeOutput::Json => view::Format::Json,
-        MergeOutput::Yaml => view::Format::Yaml,
-        MergeOutput::Html => view::Format::Html,
-        MergeOutput::Markdown => view::Format::Markdown,
+        MergeOutput::Table => Format::Table,
+        MergeOutput::Json => Format::Json,
+        MergeOutput::Yaml => Format::Yaml,
+        MergeOutput::Html => Format::Html,
+        MergeOutput::Markdown => Format::Markdown,
         MergeOutput::Jsonl | MergeOutput::Policy => {
             return Err(not_an_output(output, "tune", "table, json, yaml, html or markdown"))
         }

@@ -57,7 +57,8 @@ use crate::output::progress::progress_bar;
 use crate::output::mode::{Baseline, Mode};
 use crate::output::records::render_change;
 use crate::output::stderr::{invalid_text, Stderr};
-use crate::output::sinks::{sink, Format};
+use crate::output::sinks::sink;
+use crate::output::Format;
 use crate::replay::compare::Comparison;
 use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::run::{compare, replay, NoAnswer, Options, Out};
@@ -194,7 +195,7 @@ fn drive<S: HistorySource>(
         shard: replay_args.shard,
     };
     let run = SimulateRun::new(args, sim, baseline.is_some(), from, source.bulk());
-    let Some(format) = Format::of(args.output) else {
+    let Ok(format) = Format::try_from(args.output) else {
         return write_partial(ctx, &run, sim, source, baseline, about, &options);
     };
     let mut held = options.backtest_at.map(|_| Held::default());

@@ -46,7 +46,8 @@ use crate::output::mode::Baseline;
 use crate::output::records::render_change;
 use crate::output::stderr::{invalid_text, Stderr};
 use crate::output::text::shown;
-use crate::output::tune::{self as view, BaselineFrom, Format, Skipped, StderrListener, TuneView};
+use crate::output::tune::{self as view, BaselineFrom, Skipped, StderrListener, TuneView};
+use crate::output::Format;
 use crate::replay::estimate::Rates;
 use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::run::{CompareTally, Options};
@@ -507,7 +508,7 @@ impl Tune<'_> {
             swept,
             &self.run,
             self.max_compute,
-            view_format(format),
+            Format::from(format),
             self.options.shard,
         )
     }
@@ -581,17 +582,6 @@ impl Tune<'_> {
             rec.end(about.digest.get(), tallies, about.lookout())?;
         }
         Ok(ExitCode::Success)
-    }
-}
-
-/// `-o` as the view's format (`partial` is no view's).
-fn view_format(o: TuneOutput) -> Format {
-    match o {
-        TuneOutput::Table | TuneOutput::Partial => Format::Table,
-        TuneOutput::Json => Format::Json,
-        TuneOutput::Yaml => Format::Yaml,
-        TuneOutput::Html => Format::Html,
-        TuneOutput::Markdown => Format::Markdown,
     }
 }
 

@@ -6,7 +6,8 @@
 //! from `model::fields`); `text`: how text from the history is shown on a terminal
 //! (escaped).
 //!
-//! A replay's output is split by concept, not by verb: `mode` (what a sink is given), the
+//! A replay's output is split by concept, not by verb: `format` (`-o`: one [`Format`] for
+//! every verb, from each verb's `cli` enum), `mode` (what a sink is given), the
 //! sinks, one per format (`table`, `records`: json, yaml and jsonl, `html`, `markdown`;
 //! `sinks` picks one), `words` (each sentence said in more than one format, written once),
 //! `groups` (which rows a report lists, in which order), `stderr` (a replay's messages and
@@ -15,6 +16,7 @@
 //! Must not: do network I/O, read files, count, or decide exit codes.
 
 pub mod describe;
+pub mod format;
 pub mod groups;
 pub mod history;
 pub mod html;
@@ -37,4 +39,5 @@ pub mod tune;
 pub mod view;
 pub mod words;
 
+pub use format::Format;
 pub use style::Style;

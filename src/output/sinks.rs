@@ -6,7 +6,6 @@
 
 use std::io::Write;
 
-use crate::cli::SimulateOutput;
 use crate::replay::sink::Sink;
 
 use super::html::HtmlSink;
@@ -15,31 +14,12 @@ use super::mode::Mode;
 use super::records::{RecordSink, Records};
 use super::stderr::Stderr;
 use super::table::TableSink;
-
-/// The formats a sink renders: `merge -o`'s, which are `simulate -o`'s less `partial` (a
-/// partial result is no sink's). One enum, so that a format added to one is added to both.
-pub use crate::cli::MergeOutput as Format;
-
-impl Format {
-    /// `None`: `-o partial`.
-    pub fn of(o: SimulateOutput) -> Option<Format> {
-        Some(match o {
-            SimulateOutput::Table => Format::Table,
-            SimulateOutput::Json => Format::Json,
-            SimulateOutput::Yaml => Format::Yaml,
-            SimulateOutput::Jsonl => Format::Jsonl,
-            SimulateOutput::Html => Format::Html,
-            SimulateOutput::Markdown => Format::Markdown,
-            SimulateOutput::Partial => return None,
-        })
-    }
-}
+use super::Format;
 
 /// The sink of `format`: a table for people, a stream of records, or a report.
 pub fn sink<'a>(format: Format, mode: Mode, out: &'a mut dyn Write, stderr: Stderr<'a>) -> Box<dyn Sink + 'a> {
     match format {
-        // `policy` is suggest's alone: `merge` refuses it for a replay before any sink.
-        Format::Table | Format::Policy => Box::new(TableSink::new(mode, out, stderr)),
+        Format::Table => Box::new(TableSink::new(mode, out, stderr)),
         Format::Json => Box::new(RecordSink::new(Records::Json, mode, out, stderr)),
         Format::Yaml => Box::new(RecordSink::new(Records::Yaml, mode, out, stderr)),
         Format::Jsonl => Box::new(RecordSink::new(Records::Jsonl, mode, out, stderr)),

@@ -10,7 +10,6 @@ use std::io::{self, Write};
 
 use serde_json::{json, Map, Value};
 
-use crate::cli::SuggestOutput;
 use crate::engine::job_report::plural;
 use crate::engine::EngineKind;
 use crate::model::failure_history::Final;
@@ -29,38 +28,16 @@ use super::html::esc;
 use super::markdown::{code_span, text as md};
 use super::mode::{Baseline, Mode};
 use super::records::backtest_json;
-use super::sinks::{sink, Format as SinkFormat};
+use super::sinks::sink;
 use super::stderr::Stderr;
 use super::style::Style;
 use super::table::write_comparison;
 use super::text::shown;
 use super::words::{backtest_sentence, plan_sentence, METHOD_LINE};
+use super::Format;
 
 /// Signatures the table, the page and the report list.
 pub const TOP: usize = 20;
-
-/// The formats of `suggest -o` besides `policy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Json,
-    Yaml,
-    Html,
-    Markdown,
-}
-
-impl Format {
-    pub fn of(o: SuggestOutput) -> Format {
-        match o {
-            SuggestOutput::Json => Format::Json,
-            SuggestOutput::Yaml => Format::Yaml,
-            SuggestOutput::Html => Format::Html,
-            SuggestOutput::Markdown => Format::Markdown,
-            // `-o partial` is no view's: the shard writes its learning, `merge` renders.
-            SuggestOutput::Table | SuggestOutput::Policy | SuggestOutput::Partial => Format::Table,
-        }
-    }
-}
 
 /// The commands the table ends with.
 #[derive(Debug, Clone, Default)]
@@ -169,11 +146,10 @@ impl<'a> CaptureSink<'a> {
     /// `None`, a plain replay) only count, their sink's table going to `out`, which is then
     /// a writer that keeps nothing ([`Doc::member`] gives one for those formats).
     pub fn new(format: impl Into<Option<Format>>, out: &'a mut dyn Write, stderr: Stderr<'a>) -> CaptureSink<'a> {
-        let (fmt, mode) = match format.into() {
-            Some(Format::Json) => (SinkFormat::Json, compare_mode()),
-            Some(Format::Yaml) => (SinkFormat::Yaml, compare_mode()),
-            Some(_) => (SinkFormat::Table, compare_mode()),
-            None => (SinkFormat::Table, Mode::Replay { bulk: true }),
+        let (fmt, mode) = match format.into().map(one_record) {
+            Some(f @ (Format::Json | Format::Yaml)) => (f, compare_mode()),
+            Some(_) => (Format::Table, compare_mode()),
+            None => (Format::Table, Mode::Replay { bulk: true }),
         };
         CaptureSink {
             inner: sink(fmt, mode, out, stderr),
@@ -190,6 +166,15 @@ impl<'a> CaptureSink<'a> {
     /// A plain replay's expected GPU-hours over its Pending jobs.
     pub fn pending_gpu_hours(&self) -> f64 {
         self.captured.estimates.as_ref().map_or(0.0, |e| e.pending.gpu_hours)
+    }
+}
+
+/// `{suggest: …}` is one record, on one line: its JSON Lines (which `suggest -o` does not
+/// offer) is its JSON.
+fn one_record(format: Format) -> Format {
+    match format {
+        Format::Jsonl => Format::Json,
+        f => f,
     }
 }
 
@@ -503,7 +488,10 @@ fn json_fields(m: &Map<String, Value>) -> String {
 impl Doc {
     /// `style`: the table's (the comparison's plan line is bold in colour).
     pub fn new(format: Format, style: Style) -> Doc {
-        Doc { format, style }
+        Doc {
+            format: one_record(format),
+            style,
+        }
     }
 
     fn streams(&self) -> bool {
@@ -602,7 +590,7 @@ impl Doc {
             json!({"decision": judgement.decision.as_str(), "reasons": judgement.reasons}),
         );
         match self.format {
-            Format::Json => writeln!(out, ",{}}}}}", json_fields(&m)),
+            Format::Json | Format::Jsonl => writeln!(out, ",{}}}}}", json_fields(&m)),
             Format::Yaml => write!(out, "{}", yaml_of(&m, 2)),
             Format::Table => table(out, self.style, r, whole, backtest, judgement),
             Format::Markdown => out.write_all(markdown(r, whole, backtest, judgement).as_bytes()),

@@ -40,7 +40,7 @@ use super::stderr::Stderr;
 use super::table::write_backtest;
 use super::text::shown;
 use super::words::{backtest_details, backtest_sentence, hours_words, seconds_words, ESTIMATE_METHOD, METHOD_LINE};
-use super::Style;
+use super::{Format, Style};
 
 /// Candidates the table, markdown and html list at most, in the recommendation order.
 pub const TOP: usize = 20;
@@ -107,21 +107,12 @@ pub struct TuneView<'a> {
     pub shard: Option<crate::replay::shard::Shard>,
 }
 
-/// The output formats of `tune` (besides `--pick`'s documents).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Json,
-    Yaml,
-    Html,
-    Markdown,
-}
-
 /// Writes `view` in `format`.
 pub fn write(format: Format, view: &TuneView<'_>, style: Style, out: &mut dyn Write) -> io::Result<()> {
     match format {
         Format::Table => write_table(view, style, out),
-        Format::Json => {
+        // One document on one line: its JSON Lines too (which `tune -o` does not offer).
+        Format::Json | Format::Jsonl => {
             serde_json::to_writer(&mut *out, &document(view))?;
             writeln!(out)
         }

@@ -22,6 +22,7 @@ use crate::model::failure_history::FailureHistory;
 use crate::output::stderr::Stderr;
 use crate::output::style::Style;
 use crate::output::suggest as view;
+use crate::output::Format;
 use crate::replay::backtest::Backtest;
 use crate::replay::run::{compare_inspected, replay, NoAnswer, Options, Out};
 use crate::replay::source::{Altered, Files, Stamps};
@@ -35,7 +36,7 @@ use super::{Suggest, NOTHING};
 pub(super) struct Pass2<'a> {
     pub baseline: &'a Simulator,
     pub proposal: &'a Simulator,
-    pub format: view::Format,
+    pub format: Format,
 }
 
 /// The histories pass 2 reads: the whole history (the files read again, or pass 1's copy of a

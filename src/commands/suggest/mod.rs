@@ -50,6 +50,7 @@ use crate::output::mode::Baseline;
 use crate::output::records::render_change;
 use crate::output::stderr::invalid_text;
 use crate::output::suggest::{self as view, Report};
+use crate::output::Format;
 use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::run::NoAnswer;
 use crate::replay::shard::Shard;
@@ -417,7 +418,7 @@ impl Suggest<'_> {
         let policy = args.output == SuggestOutput::Policy;
         let mut discard = io::sink();
         let out: &mut dyn Write = if policy { &mut discard } else { &mut *ctx.out };
-        let format = view::Format::of(args.output);
+        let format = Format::from(args.output);
         let mut doc = view::Doc::new(format, ctx.style);
         // The policy's `retryLimit` as `-o policy` writes it, said alike in every format.
         let policy_retry_limit = match &proposal.upstream {
