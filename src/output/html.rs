@@ -21,7 +21,6 @@ use std::io::{self, Write};
 use crate::engine::job_report::plural;
 use crate::model::failure_history::{Final, Outcome};
 use crate::replay::backtest::Backtest;
-use crate::replay::compare::hours;
 use crate::replay::compare::{Comparison, JobDiff, Step, Steps};
 use crate::replay::estimate::{Estimate, FailureClass, Rate};
 use crate::replay::sink::{Change, Estimates, Message, Needs, Sides, Sink, Totals};
@@ -33,9 +32,9 @@ use super::mode::{Baseline, Mode};
 use super::stderr::Stderr;
 use super::text::shown_lines;
 use super::words::{
-    backtest_details, backtest_sentence, category_changes_words, collisions_words, estimate_shares, expected_hours,
-    failed_expectations, hours_words, plan_sentence, request_hours, seconds_words, shares, side_words,
-    CLUSTER_BASELINE, ESTIMATE_METHOD,
+    backtest_details, backtest_sentence, category_changes_words, collisions_words, compute_recorded, estimate_shares,
+    expected_hours, failed_expectations, hours_changes, plan_sentence, seconds_words, shares, side_words, with_errors,
+    CLUSTER_BASELINE, ESTIMATE_METHOD, PAST_THE_RECORD, PLAN_TITLE, RETRIES_ONLY,
 };
 use crate::replay::categorize::CategoryCounts;
 
@@ -49,9 +48,9 @@ pub const ROW_BYTES: usize = 3 << 20;
 const GROUP_NAMES: [(&str, &str); 5] = [
     ("rescued", "Failed → Succeeded"),
     ("lost", "Succeeded → Failed"),
-    ("→ Pending", "would retry past the end of the recorded history"),
+    ("→ Pending", PAST_THE_RECORD),
     ("other", "another change of final state"),
-    ("retries only", "same outcome, other retry count"),
+    ("retries only", RETRIES_ONLY),
 ];
 
 pub struct HtmlSink<'a> {
@@ -436,11 +435,7 @@ fn plan_page(
         categories(&mut b, &s.candidate, "Candidate: ");
     }
     if c.errors > 0 {
-        let _ = writeln!(
-            b,
-            "<p class=\"plan add\">Not compared: {} with errors (reported on stderr).</p>",
-            plural(c.errors, "job", "jobs")
-        );
+        let _ = writeln!(b, "<p class=\"plan add\">Not compared: {}.</p>", with_errors(c.errors));
     }
 
     b.push_str("<section><h2>Transitions (baseline → candidate)</h2>\n");
@@ -480,15 +475,11 @@ fn plan_page(
         "<tr><td>compute: <code>runFor</code> of the runs one side starts and the other does not</td><td class=\"n add\">+{}</td><td class=\"n rem\">−{}</td></tr>",
         c.compute_added, c.compute_removed
     );
-    for (name, added, removed) in [("GPU", c.gpu_added, c.gpu_removed), ("CPU", c.cpu_added, c.cpu_removed)] {
-        if added > 0 || removed > 0 {
-            let _ = writeln!(
-                b,
-                "<tr><td>{name}-hours of those runs</td><td class=\"n add\">+{}</td><td class=\"n rem\">−{}</td></tr>",
-                hours_words(hours(added)),
-                hours_words(hours(removed))
-            );
-        }
+    for (name, added, removed) in hours_changes(c) {
+        let _ = writeln!(
+            b,
+            "<tr><td>{name}-hours of those runs</td><td class=\"n add\">+{added}</td><td class=\"n rem\">−{removed}</td></tr>"
+        );
     }
     let p = &e.pending;
     b.push_str("</table>");
@@ -564,7 +555,7 @@ fn plan_page(
     }
     b.push_str("</section>\n");
     footer(&mut b, estimated || failed_to_pending > 0 || e.pending.jobs > 0, true);
-    page("retryctl simulate: what the candidate policies change", &b)
+    page(PLAN_TITLE, &b)
 }
 
 /// The per-class table: trials and the estimate of each class, and its jobs.
@@ -726,12 +717,7 @@ fn replay_page(s: &Summary, e: &Estimates) -> String {
         &format!("{} delay added", s.total_delay),
     ));
     b.push_str("</section>\n");
-    let _ = writeln!(
-        b,
-        "<p class=\"plan\">Compute: {} recorded{}.</p>",
-        s.compute,
-        esc(&request_hours(s.gpu, s.cpu, s.without_resources))
-    );
+    let _ = writeln!(b, "<p class=\"plan\">Compute: {}.</p>", esc(&compute_recorded(s)));
     b.push_str("<div class=\"status\">");
     let expectations = if s.expectation_failed_jobs > 0 {
         format!(
@@ -754,11 +740,7 @@ fn replay_page(s: &Summary, e: &Estimates) -> String {
         );
     }
     if s.errors > 0 {
-        let _ = writeln!(
-            b,
-            "<p class=\"plan add\">Not simulated: {} with errors (reported on stderr).</p>",
-            plural(s.errors, "job", "jobs")
-        );
+        let _ = writeln!(b, "<p class=\"plan add\">Not simulated: {}.</p>", with_errors(s.errors));
     }
     b.push_str("</div>\n<section><h2>Outcomes</h2>\n");
     b.push_str(&bars(

@@ -13,23 +13,22 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::engine::job_report::plural;
-use crate::model::failure_history::Final;
+use crate::replay::backtest::Backtest;
 use crate::replay::compare::{Comparison, JobDiff};
 use crate::replay::estimate::Estimate;
 use crate::replay::sink::{Change, Estimates, Message, Needs, Sink, Totals};
 use crate::replay::source::Progress;
 use crate::replay::summary::Summary;
 
-use crate::replay::compare::hours;
-
 use super::groups::{class_rows, rule_rows, Listed, GROUPS};
 use super::mode::{Baseline, Mode};
 use super::stderr::Stderr;
 use super::text::shown;
 use super::words::{
-    backtest_details, backtest_sentence, category_changes_words, collisions_words, estimate_words, expected_hours,
-    failed_expectations, hours_words, plan_sentence, rate_words, request_hours, seconds_words, side_words,
-    without_estimate, CLUSTER_BASELINE, ESTIMATE_METHOD,
+    backtest_details, backtest_sentence, candidate_estimate_words, category_changes_words, collisions_words,
+    compute_recorded, estimate_words, expected_hours, expected_words, failed_expectations, hours_changes,
+    plan_sentence, rate_words, seconds_words, side_words, transition_note, with_errors, without_estimate,
+    CLUSTER_BASELINE, ESTIMATE_METHOD, PLAN_TITLE, RETRIES_ONLY,
 };
 use crate::replay::categorize::CategoryCounts;
 
@@ -135,6 +134,20 @@ pub(crate) fn code_span(s: &str) -> String {
     format!("{fence}{pad}{s}{pad}{fence}")
 }
 
+/// `**Backtest:** estimates were within … . Brier score … .`: the backtest in a report.
+pub(crate) fn backtest_line(b: &Backtest) -> String {
+    format!(
+        "**Backtest:** {}. {}.",
+        text(&backtest_sentence(b)),
+        text(&backtest_details(b))
+    )
+}
+
+/// `Estimates: …`: the estimates' method in full, for a report's footnote.
+pub(crate) fn estimates_note() -> String {
+    format!("Estimates: {}.", text(ESTIMATE_METHOD))
+}
+
 /// A name as code, safe inside a table cell.
 fn code(s: &str) -> String {
     if s.is_empty() {
@@ -147,7 +160,7 @@ fn code(s: &str) -> String {
 /// The plan of a comparison.
 fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> String {
     let mut m = String::new();
-    let _ = writeln!(m, "## retryctl simulate: what the candidate policies change\n");
+    let _ = writeln!(m, "## {PLAN_TITLE}\n");
     if let Mode::Compare {
         baseline: Baseline::Cluster,
         ..
@@ -158,15 +171,10 @@ fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> Stri
     let _ = writeln!(m, "**{}**\n", plan_sentence(c));
     let _ = writeln!(m, "| baseline → candidate | jobs |\n|---|---:|");
     for (f, t, n) in c.transitions() {
-        let name = match (f, t) {
-            (Final::Failed, Final::Succeeded) => " (rescued)",
-            (Final::Succeeded, Final::Failed) => " (lost)",
-            (_, Final::Pending) => " (would retry past the end of the recorded history)",
-            _ => "",
-        };
+        let name = transition_note(f, t).map_or_else(String::new, |note| format!(" ({note})"));
         let _ = writeln!(m, "| {} → {}{name} | {n} |", f.as_str(), t.as_str());
     }
-    let _ = writeln!(m, "| same outcome, other retry count | {} |", c.retries_only);
+    let _ = writeln!(m, "| {RETRIES_ONLY} | {} |", c.retries_only);
     let _ = writeln!(m, "| unchanged | {} |\n", c.jobs - c.changed);
     let _ = writeln!(m, "| | added | removed |\n|---|---:|---:|");
     let _ = writeln!(m, "| retries | +{} | −{} |", c.retries_added, c.retries_removed);
@@ -176,15 +184,8 @@ fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> Stri
         "| compute (`runFor` of runs one side starts and the other does not) | +{} | −{} |",
         c.compute_added, c.compute_removed
     );
-    for (name, added, removed) in [("GPU", c.gpu_added, c.gpu_removed), ("CPU", c.cpu_added, c.cpu_removed)] {
-        if added > 0 || removed > 0 {
-            let _ = writeln!(
-                m,
-                "| {name}-hours | +{} | −{} |",
-                hours_words(hours(added)),
-                hours_words(hours(removed))
-            );
-        }
+    for (name, added, removed) in hours_changes(c) {
+        let _ = writeln!(m, "| {name}-hours | +{added} | −{removed} |");
     }
     m.push('\n');
     let failed_to_pending = c.failed_to_pending();
@@ -193,34 +194,18 @@ fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> Stri
         .iter()
         .any(|(rows, _)| rows.iter().any(|r| r.estimate.is_some()));
     if failed_to_pending > 0 {
-        let a = &e.asked;
         let _ = writeln!(
             m,
-            "**Estimate:** ≈ {:.1} ({:.1}–{:.1}) of {} Failed → Pending would succeed over the runs the candidate has left{}.\n",
-            a.expected,
-            a.low,
-            a.high,
-            plural(failed_to_pending, "job", "jobs"),
-            without_estimate(a)
+            "**Estimate:** {}.\n",
+            candidate_estimate_words(failed_to_pending, &e.asked)
         );
     }
     let p = &e.pending;
     if p.jobs > p.without_estimate {
-        let _ = writeln!(
-            m,
-            "**Expected:** ≈ {} more run time for the {} Pending in the candidate{}.\n",
-            seconds_words(p.expected_compute),
-            plural(p.jobs, "job", "jobs"),
-            expected_hours(p)
-        );
+        let _ = writeln!(m, "**Expected:** {}.\n", expected_words(p));
     }
     if let Some(b) = &e.backtest {
-        let _ = writeln!(
-            m,
-            "**Backtest:** {}. {}.\n",
-            text(&backtest_sentence(b)),
-            text(&backtest_details(b))
-        );
+        let _ = writeln!(m, "{}\n", backtest_line(b));
     }
     if let Some(s) = &c.categories {
         for (side, counts) in [("baseline", &s.baseline), ("candidate", &s.candidate)] {
@@ -228,11 +213,7 @@ fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> Stri
         }
     }
     if c.errors > 0 {
-        let _ = writeln!(
-            m,
-            "**Not compared:** {} with errors (reported on stderr).\n",
-            plural(c.errors, "job", "jobs")
-        );
+        let _ = writeln!(m, "**Not compared:** {}.\n", with_errors(c.errors));
     }
     let shown = listed.fair(MAX_ROWS);
     let n_shown: usize = shown.iter().map(|g| g.len()).sum();
@@ -276,7 +257,7 @@ fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> Stri
         }
     }
     if failed_to_pending > 0 || estimated {
-        let _ = writeln!(m, "\n<sub>Estimates: {}.</sub>", text(ESTIMATE_METHOD));
+        let _ = writeln!(m, "\n<sub>{}</sub>", estimates_note());
     }
     m
 }
@@ -314,11 +295,10 @@ fn report(s: &Summary, e: &Estimates) -> String {
     }
     let _ = writeln!(
         m,
-        "\n**Retries granted:** {} · **delay added:** {} · **compute:** {} recorded{}",
+        "\n**Retries granted:** {} · **delay added:** {} · **compute:** {}",
         s.retries,
         s.total_delay,
-        s.compute,
-        request_hours(s.gpu, s.cpu, s.without_resources)
+        compute_recorded(s)
     );
     if s.expectation_failed_jobs > 0 {
         let _ = writeln!(
@@ -342,11 +322,7 @@ fn report(s: &Summary, e: &Estimates) -> String {
         );
     }
     if s.errors > 0 {
-        let _ = writeln!(
-            m,
-            "\n**Not simulated:** {} with errors (reported on stderr)",
-            plural(s.errors, "job", "jobs")
-        );
+        let _ = writeln!(m, "\n**Not simulated:** {}", with_errors(s.errors));
     }
     let rules = rule_rows(s);
     if !rules.is_empty() {
@@ -406,15 +382,10 @@ fn report(s: &Summary, e: &Estimates) -> String {
         );
     }
     if let Some(b) = &e.backtest {
-        let _ = writeln!(
-            m,
-            "\n**Backtest:** {}. {}.",
-            text(&backtest_sentence(b)),
-            text(&backtest_details(b))
-        );
+        let _ = writeln!(m, "\n{}", backtest_line(b));
     }
     if !rows.is_empty() || s.pending > a.without_estimate {
-        let _ = writeln!(m, "\n<sub>Estimates: {}.</sub>", text(ESTIMATE_METHOD));
+        let _ = writeln!(m, "\n<sub>{}</sub>", estimates_note());
     }
     m
 }

@@ -31,9 +31,9 @@ use super::records::backtest_json;
 use super::sinks::sink;
 use super::stderr::Stderr;
 use super::style::Style;
-use super::table::write_comparison;
+use super::table::{write_comparison, write_method_line};
 use super::text::shown;
-use super::words::{backtest_sentence, plan_sentence, METHOD_LINE};
+use super::words::{backtest_sentence, failed_to_pending_words, plan_sentence};
 use super::Format;
 
 /// Signatures the table, the page and the report list.
@@ -884,7 +884,7 @@ fn table(
 fn estimate_lines(out: &mut dyn Write, c: &Comparison, e: &Estimates) -> io::Result<()> {
     if let Some(line) = estimated(c, e) {
         writeln!(out, "  estimated: {line}")?;
-        writeln!(out, "             {METHOD_LINE}")?;
+        write_method_line(out)?;
     }
     Ok(())
 }
@@ -910,14 +910,7 @@ fn estimated(c: &Comparison, e: &Estimates) -> Option<String> {
     let p = &e.pending;
     let mut parts = Vec::new();
     if n > 0 {
-        let a = &e.asked;
-        parts.push(format!(
-            "≈ {:.1} ({:.1}–{:.1}) of {} Failed → Pending would succeed",
-            a.expected,
-            a.low,
-            a.high,
-            plural(n, "job", "jobs")
-        ));
+        parts.push(failed_to_pending_words(n, &e.asked));
     }
     if p.jobs > p.without_estimate {
         parts.push(format!(

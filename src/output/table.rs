@@ -17,7 +17,6 @@ use crate::engine::EngineKind;
 use crate::model::quantity::format_bytes;
 use crate::replay::backtest::Backtest;
 use crate::replay::categorize::CategoryCounts;
-use crate::replay::compare::hours;
 use crate::replay::compare::{Comparison, Transition};
 use crate::replay::sink::{Change, Estimates, Message, Needs, Sink, Totals};
 use crate::replay::source::Progress;
@@ -29,9 +28,10 @@ use super::mode::{Baseline, Mode};
 use super::stderr::Stderr;
 use super::text::shown;
 use super::words::{
-    backtest_details, backtest_sentence, category_changes_items, collisions_words, estimate_words, expected_hours,
-    failed_expectations, hours_words, plan_sentence, request_hours, seconds_words, side_words, without_estimate,
-    CLUSTER_BASELINE, METHOD_LINE,
+    backtest_details, backtest_sentence, candidate_estimate_words, category_changes_items, collisions_words,
+    compute_recorded, estimate_words, expected_words, failed_expectations, hours_changes, plan_sentence, seconds_words,
+    side_words, successes_words, transition_note, with_errors, without_estimate, CLUSTER_BASELINE, METHOD_LINE,
+    RETRIES_ONLY,
 };
 use super::Style;
 
@@ -172,26 +172,19 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary, e: &Estimat
         "  retries:   {} granted, {} total delay added",
         s.retries, s.total_delay
     )?;
-    writeln!(
-        out,
-        "  compute:   {} recorded{}",
-        s.compute,
-        request_hours(s.gpu, s.cpu, s.without_resources)
-    )?;
+    writeln!(out, "  compute:   {}", compute_recorded(s))?;
     if s.pending > 0 {
         let a = &e.asked;
         let without = without_estimate(a);
         if a.without_estimate < s.pending {
             writeln!(
                 out,
-                "  pending:   ≈ {:.1} ({:.1}–{:.1}) of {} would succeed over the runs the policies have left{without}, ≈ {} more run time (estimates)",
-                a.expected,
-                a.low,
-                a.high,
+                "  pending:   {} of {} would succeed over the runs the policies have left{without}, ≈ {} more run time (estimates)",
+                successes_words(a),
                 plural(s.pending, "Pending job", "Pending jobs"),
                 seconds_words(a.expected_compute)
             )?;
-            writeln!(out, "             {METHOD_LINE}")?;
+            write_method_line(out)?;
         } else {
             writeln!(
                 out,
@@ -201,7 +194,7 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary, e: &Estimat
         }
     }
     if let Some(b) = &e.backtest {
-        write_backtest(out, "  backtest:  ", "             ", b)?;
+        write_backtest(out, "  backtest:  ", UNDER_LABEL, b)?;
     }
     let mut b = Builder::default();
     b.push_record(["POLICY/RULE", "RETRIES GRANTED", "PERMANENT FAILURES"]);
@@ -253,10 +246,7 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary, e: &Estimat
         writeln!(
             out,
             "  {}",
-            style.error(&format!(
-                "not simulated: {} with errors (reported on stderr)",
-                plural(s.errors, "job", "jobs")
-            ))
+            style.error(&format!("not simulated: {}", with_errors(s.errors)))
         )?;
     }
     Ok(())
@@ -290,20 +280,11 @@ fn write_categories(out: &mut dyn Write, style: Style, c: &CategoryCounts, side:
 pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io::Result<()> {
     writeln!(out, "{}", style.bold(&plan_sentence(c)))?;
     for (f, t, n) in c.transitions() {
-        let name = match (f.as_str(), t.as_str()) {
-            ("Failed", "Succeeded") => "  (rescued)",
-            ("Succeeded", "Failed") => "  (lost)",
-            (_, "Pending") => "  (would retry past the end of the recorded history)",
-            _ => "",
-        };
+        let name = transition_note(f, t).map_or_else(String::new, |note| format!("  ({note})"));
         writeln!(out, "  {} → {}: {n}{name}", f.as_str(), t.as_str())?;
     }
     if c.retries_only > 0 {
-        writeln!(
-            out,
-            "  same outcome, other retry count: {}",
-            plural(c.retries_only, "job", "jobs")
-        )?;
+        writeln!(out, "  {RETRIES_ONLY}: {}", plural(c.retries_only, "job", "jobs"))?;
     }
     writeln!(
         out,
@@ -330,10 +311,7 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
         writeln!(
             out,
             "  {}",
-            style.error(&format!(
-                "not compared: {} with errors (reported on stderr)",
-                plural(c.errors, "job", "jobs")
-            ))
+            style.error(&format!("not compared: {}", with_errors(c.errors)))
         )?;
     }
     Ok(())
@@ -342,14 +320,8 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
 /// `; GPU-hours +2.0, -0.5; CPU-hours …` of a comparison, the kinds any job requests.
 pub fn compute_hours(c: &Comparison) -> String {
     let mut out = String::new();
-    for (name, added, removed) in [("GPU", c.gpu_added, c.gpu_removed), ("CPU", c.cpu_added, c.cpu_removed)] {
-        if added > 0 || removed > 0 {
-            out.push_str(&format!(
-                "; {name}-hours +{}, -{}",
-                hours_words(hours(added)),
-                hours_words(hours(removed))
-            ));
-        }
+    for (name, added, removed) in hours_changes(c) {
+        out.push_str(&format!("; {name}-hours +{added}, -{removed}"));
     }
     if !out.is_empty() && c.without_resources > 0 {
         out.push_str(&format!(
@@ -366,34 +338,32 @@ pub fn compute_hours(c: &Comparison) -> String {
 pub fn write_estimate_line(out: &mut dyn Write, c: &Comparison, e: &Estimates, estimated: bool) -> io::Result<()> {
     let failed_to_pending = c.failed_to_pending();
     if failed_to_pending > 0 {
-        let a = &e.asked;
         writeln!(
             out,
-            "  estimate:  ≈ {:.1} ({:.1}–{:.1}) of {} Failed → Pending would succeed over the runs the candidate has left{}",
-            a.expected,
-            a.low,
-            a.high,
-            plural(failed_to_pending, "job", "jobs"),
-            without_estimate(a)
+            "  estimate:  {}",
+            candidate_estimate_words(failed_to_pending, &e.asked)
         )?;
     }
     let p = &e.pending;
     if p.jobs > p.without_estimate {
-        writeln!(
-            out,
-            "  expected:  ≈ {} more run time for the {} Pending in the candidate{}",
-            seconds_words(p.expected_compute),
-            plural(p.jobs, "job", "jobs"),
-            expected_hours(p)
-        )?;
+        writeln!(out, "  expected:  {}", expected_words(p))?;
     }
     if failed_to_pending > 0 || estimated {
-        writeln!(out, "             {METHOD_LINE}")?;
+        write_method_line(out)?;
     }
     if let Some(b) = &e.backtest {
-        write_backtest(out, "  backtest:  ", "             ", b)?;
+        write_backtest(out, "  backtest:  ", UNDER_LABEL, b)?;
     }
     Ok(())
+}
+
+/// Where a line under a label (`  pending:   `, `  estimate:  `) starts.
+const UNDER_LABEL: &str = "             ";
+
+/// The estimates' method in one line ([`METHOD_LINE`]), under the label of the estimate it
+/// follows: said once per table output, `suggest`'s too.
+pub fn write_method_line(out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{UNDER_LABEL}{METHOD_LINE}")
 }
 
 /// The backtest of the estimates in the table outputs: its sentence after `label`, then its

@@ -34,12 +34,15 @@ use crate::tune::CandidateError;
 
 use super::html::esc;
 use super::lines;
-use super::markdown::{code_span, text as markdown_text};
+use super::markdown::{self, code_span, text as markdown_text};
 use super::records::{backtest_json, compute_json, estimate_json};
 use super::stderr::Stderr;
 use super::table::write_backtest;
 use super::text::shown;
-use super::words::{backtest_details, backtest_sentence, hours_words, seconds_words, ESTIMATE_METHOD, METHOD_LINE};
+use super::words::{
+    backtest_details, backtest_sentence, hours_words, seconds_words, with_errors, COLLISION, ESTIMATE_METHOD,
+    METHOD_LINE,
+};
 use super::{Format, Style};
 
 /// Candidates the table, markdown and html list at most, in the recommendation order.
@@ -558,17 +561,14 @@ fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write) -> io::Re
         writeln!(
             out,
             "{}",
-            style.error(&format!(
-                "not replayed: {} with errors (reported on stderr)",
-                plural(view.errors, "job", "jobs")
-            ))
+            style.error(&format!("not replayed: {}", with_errors(view.errors)))
         )?;
     }
     if view.categorized {
         for line in lines::wrap(
             "",
             " ",
-            "(COLLISIONS: under --engine upstream, the candidate's retries that reuse the name of a failed pod the executor keeps: the new pod collides with it, the lease is returned and the job takes the legacy path)",
+            &format!("(COLLISIONS: under --engine upstream, the candidate's retries that reuse {COLLISION})"),
         ) {
             writeln!(out, "{line}")?;
         }
@@ -656,17 +656,12 @@ fn markdown(view: &TuneView<'_>) -> String {
         );
     }
     if let Some(b) = view.backtest {
-        let _ = writeln!(
-            m,
-            "\n**Backtest:** {}. {}.",
-            markdown_text(&backtest_sentence(b)),
-            markdown_text(&backtest_details(b))
-        );
+        let _ = writeln!(m, "\n{}", markdown::backtest_line(b));
     }
     let _ = writeln!(
         m,
-        "\n<sub>EXPECTED: succeeded + Σ the estimated chance of each Pending job; COST: compute added − removed + expected, against the baseline; * recommended. Estimates: {}.</sub>",
-        markdown_text(ESTIMATE_METHOD)
+        "\n<sub>EXPECTED: succeeded + Σ the estimated chance of each Pending job; COST: compute added − removed + expected, against the baseline; * recommended. {}</sub>",
+        markdown::estimates_note()
     );
     m
 }

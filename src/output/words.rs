@@ -7,6 +7,7 @@
 //! format (html and markdown escape what they are given), write, or count.
 
 use crate::engine::job_report::plural;
+use crate::model::failure_history::Final;
 use crate::model::GoDuration;
 use crate::replay::backtest::Backtest;
 use crate::replay::categorize::CategoryCounts;
@@ -16,6 +17,9 @@ use crate::replay::estimate::{Estimate, Rate, Sums};
 use crate::replay::summary::Summary;
 
 use super::text::shown;
+
+/// The title of a comparison's report (its markdown heading, its page's title).
+pub const PLAN_TITLE: &str = "retryctl simulate: what the candidate policies change";
 
 /// The plan's first line, like the last line of `terraform plan`.
 pub fn plan_sentence(c: &Comparison) -> String {
@@ -28,6 +32,29 @@ pub fn plan_sentence(c: &Comparison) -> String {
         c.changed,
         plural(c.jobs, "job", "jobs"),
     )
+}
+
+/// What a job that goes to Pending does, where a plan names its transition.
+pub const PAST_THE_RECORD: &str = "would retry past the end of the recorded history";
+
+/// The changed jobs whose final state is the same on both sides.
+pub const RETRIES_ONLY: &str = "same outcome, other retry count";
+
+/// The name a plan gives a transition of final states beside its count (`rescued`, `lost`,
+/// [`PAST_THE_RECORD`]), where it has one.
+pub fn transition_note(from: Final, to: Final) -> Option<&'static str> {
+    match (from, to) {
+        (Final::Failed, Final::Succeeded) => Some("rescued"),
+        (Final::Succeeded, Final::Failed) => Some("lost"),
+        (_, Final::Pending) => Some(PAST_THE_RECORD),
+        _ => None,
+    }
+}
+
+/// `3 jobs with errors (reported on stderr)`: the jobs a summary could not replay, after
+/// its `not simulated:`, `not compared:` or `not replayed:`.
+pub fn with_errors(n: u64) -> String {
+    format!("{} with errors (reported on stderr)", plural(n, "job", "jobs"))
 }
 
 /// One side of a changed job in words: `Failed after 1 retry`, in every format.
@@ -77,6 +104,42 @@ pub fn rate_words(r: &Rate) -> String {
     )
 }
 
+/// `≈ 2.5 (1.0–4.0)`: the successes expected of the jobs asked about, and their bounds.
+pub fn successes_words(s: &Sums) -> String {
+    format!("≈ {:.1} ({:.1}–{:.1})", s.expected, s.low, s.high)
+}
+
+/// `≈ 2.5 (1.0–4.0) of 4 jobs Failed → Pending would succeed`: the estimate of the `n` jobs
+/// a candidate takes from Failed to Pending (`asked`).
+pub fn failed_to_pending_words(n: u64, asked: &Sums) -> String {
+    format!(
+        "{} of {} Failed → Pending would succeed",
+        successes_words(asked),
+        plural(n, "job", "jobs")
+    )
+}
+
+/// [`failed_to_pending_words`] over the runs the candidate has left, and the jobs without
+/// an estimate: a plan's estimate.
+pub fn candidate_estimate_words(n: u64, asked: &Sums) -> String {
+    format!(
+        "{} over the runs the candidate has left{}",
+        failed_to_pending_words(n, asked),
+        without_estimate(asked)
+    )
+}
+
+/// `≈ 2h more run time for the 3 jobs Pending in the candidate (1.5 GPU-hours)`: a plan's
+/// expected run time of the candidate's Pending jobs.
+pub fn expected_words(pending: &Sums) -> String {
+    format!(
+        "≈ {} more run time for the {} Pending in the candidate{}",
+        seconds_words(pending.expected_compute),
+        plural(pending.jobs, "job", "jobs"),
+        expected_hours(pending)
+    )
+}
+
 /// ` (N without an estimate: no trials)`, or nothing when every job asked about has one.
 pub fn without_estimate(s: &Sums) -> String {
     if s.without_estimate > 0 {
@@ -122,6 +185,25 @@ pub fn request_hours(gpu: u128, cpu: u128, without: u64) -> String {
     format!(" ({})", parts.join(", "))
 }
 
+/// `1h30m recorded (3.5 GPU-hours, …)`: a replay's recorded run time and its hours.
+pub fn compute_recorded(s: &Summary) -> String {
+    format!(
+        "{} recorded{}",
+        s.compute,
+        request_hours(s.gpu, s.cpu, s.without_resources)
+    )
+}
+
+/// The GPU- and CPU-hours a comparison adds and removes, of the kinds any job requests:
+/// `("GPU", "2.0", "0.5")`.
+pub fn hours_changes(c: &Comparison) -> Vec<(&'static str, String, String)> {
+    [("GPU", c.gpu_added, c.gpu_removed), ("CPU", c.cpu_added, c.cpu_removed)]
+        .into_iter()
+        .filter(|(_, added, removed)| *added > 0 || *removed > 0)
+        .map(|(name, added, removed)| (name, hours_words(hours(added)), hours_words(hours(removed))))
+        .collect()
+}
+
 /// ` (2.5 GPU-hours, 10.0 CPU-hours)` of an expected run time, or nothing.
 pub fn expected_hours(s: &Sums) -> String {
     let mut parts = Vec::new();
@@ -156,12 +238,12 @@ pub fn category_changes_items(c: &CategoryCounts) -> Vec<String> {
         .collect()
 }
 
+/// What a collision is, after the retries it is of (docs/categorizer.md).
+pub const COLLISION: &str = "the name of a failed pod the executor keeps: the new pod collides with it, the lease is returned and the job takes the legacy path";
+
 /// The collisions' warning, in every format's words.
 pub fn collisions_words(n: u64) -> String {
-    format!(
-        "{} the name of a failed pod the executor keeps: the new pod collides with it, the lease is returned and the job takes the legacy path",
-        plural(n, "retry reuses", "retries reuse")
-    )
+    format!("{} {COLLISION}", plural(n, "retry reuses", "retries reuse"))
 }
 
 /// The jobs whose expectations failed, each id written by `id` (plain, `<code>`, backticks),
