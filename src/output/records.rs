@@ -428,22 +428,11 @@ pub fn change_record<'a>(c: &Change<'a>) -> ChangeOut<'a> {
 
 /// The comparison totals as data.
 pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Value> {
-    let by_state: Map<String, Value> = c
-        .transitions()
-        .map(|(f, t, n)| (format!("{} → {}", f.as_str(), t.as_str()), json!(n)))
-        .collect();
     let v = json!({
         "jobs": c.jobs,
         "changed": c.changed,
         "unchanged": c.jobs - c.changed,
-        "transitions": {
-            "rescued": c.rescued,
-            "lost": c.lost,
-            "toPending": c.to_pending,
-            "other": c.other,
-            "retriesOnly": c.retries_only,
-            "byState": by_state,
-        },
+        "transitions": transitions_json(c, true),
         "retries": {"added": c.retries_added, "removed": c.retries_removed},
         "delay": {"added": c.delay_added.to_string(), "removed": c.delay_removed.to_string()},
         "compute": compute_json(c, &e.pending),
@@ -464,6 +453,26 @@ pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Valu
         );
     }
     m
+}
+
+/// A comparison's `transitions`: its changed jobs by group (`rescued`, …, `retriesOnly`);
+/// with `by_state`, then by pair of final states (`byState`: `Failed → Succeeded`, …).
+pub fn transitions_json(c: &Comparison, by_state: bool) -> Value {
+    let mut v = json!({
+        "rescued": c.rescued,
+        "lost": c.lost,
+        "toPending": c.to_pending,
+        "other": c.other,
+        "retriesOnly": c.retries_only,
+    });
+    if let (true, Value::Object(m)) = (by_state, &mut v) {
+        let states: Map<String, Value> = c
+            .transitions()
+            .map(|(f, t, n)| (format!("{} → {}", f.as_str(), t.as_str()), json!(n)))
+            .collect();
+        m.insert("byState".into(), Value::Object(states));
+    }
+    v
 }
 
 /// docs/estimates.md's `compute` of a comparison: the run time added and removed (durations), the

@@ -11,7 +11,7 @@
 //! 1280 pixels: the varied columns wrap).
 //!
 //! Owns: how a ranked search looks; each candidate's comparison is written with the records'
-//! own pieces (`records::{compute_json, estimate_json}`), so that its numbers print as
+//! own pieces (`records::{transitions_json, compute_json, estimate_json}`), so that its numbers print as
 //! `simulate --baseline` prints them. Must not: count, rank (that is `tune::rank`) or read anything.
 //! Hostile values (a policy name, a value) are escaped as text in html and markdown.
 
@@ -35,7 +35,7 @@ use crate::tune::CandidateError;
 use super::html::esc;
 use super::lines;
 use super::markdown::{self, code_span, text as markdown_text};
-use super::records::{backtest_json, compute_json, estimate_json};
+use super::records::{backtest_json, compute_json, estimate_json, transitions_json};
 use super::stderr::Stderr;
 use super::table::write_backtest;
 use super::text::shown;
@@ -175,13 +175,7 @@ fn candidate_json(s: &Scored, categorized: bool) -> Value {
         "values": values_json(&s.values),
         "final": finals_json(&s.tally.finals),
         "changed": c.changed,
-        "transitions": {
-            "rescued": c.rescued,
-            "lost": c.lost,
-            "toPending": c.to_pending,
-            "other": c.other,
-            "retriesOnly": c.retries_only,
-        },
+        "transitions": transitions_json(c, false),
         "retries": {"added": c.retries_added, "removed": c.retries_removed},
         "delay": {"added": c.delay_added.to_string(), "removed": c.delay_removed.to_string()},
         "compute": compute_json(c, &s.pending),
