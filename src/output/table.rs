@@ -242,14 +242,7 @@ pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary, e: &Estimat
             plural(s.contradicted_jobs, "job", "jobs")
         )?;
     }
-    if s.errors > 0 {
-        writeln!(
-            out,
-            "  {}",
-            style.error(&format!("not simulated: {}", with_errors(s.errors)))
-        )?;
-    }
-    Ok(())
+    write_errors(out, style, "  ", "not simulated", s.errors)
 }
 
 /// The table's lines of a side's categorizer: its changes, its collisions, and the warning
@@ -307,14 +300,7 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
         write_categories(out, style, &s.baseline, "baseline: ")?;
         write_categories(out, style, &s.candidate, "candidate: ")?;
     }
-    if c.errors > 0 {
-        writeln!(
-            out,
-            "  {}",
-            style.error(&format!("not compared: {}", with_errors(c.errors)))
-        )?;
-    }
-    Ok(())
+    write_errors(out, style, "  ", "not compared", c.errors)
 }
 
 /// `; GPU-hours +2.0, -0.5; CPU-hours …` of a comparison, the kinds any job requests.
@@ -355,6 +341,19 @@ pub fn write_estimate_line(out: &mut dyn Write, c: &Comparison, e: &Estimates, e
         write_backtest(out, "  backtest:  ", UNDER_LABEL, b)?;
     }
     Ok(())
+}
+
+/// `not simulated: 3 jobs with errors (reported on stderr)` after `indent`, in the error
+/// colour, when any job had errors; `not_done`: what was not done to them.
+pub fn write_errors(out: &mut dyn Write, style: Style, indent: &str, not_done: &str, errors: u64) -> io::Result<()> {
+    if errors == 0 {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{indent}{}",
+        style.error(&format!("{not_done}: {}", with_errors(errors)))
+    )
 }
 
 /// Where a line under a label (`  pending:   `, `  estimate:  `) starts.

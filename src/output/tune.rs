@@ -37,11 +37,10 @@ use super::lines;
 use super::markdown::{self, code_span, text as markdown_text};
 use super::records::{backtest_json, compute_json, estimate_json, transitions_json};
 use super::stderr::Stderr;
-use super::table::write_backtest;
+use super::table::{write_backtest, write_errors};
 use super::text::shown;
 use super::words::{
-    backtest_details, backtest_sentence, hours_words, seconds_words, with_errors, COLLISION, ESTIMATE_METHOD,
-    METHOD_LINE,
+    backtest_details, backtest_sentence, hours_words, seconds_words, COLLISION, ESTIMATE_METHOD, METHOD_LINE,
 };
 use super::{Format, Style};
 
@@ -551,13 +550,7 @@ fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write) -> io::Re
     if let Some(b) = view.backtest {
         write_backtest(out, "backtest: ", "  ", b)?;
     }
-    if view.errors > 0 {
-        writeln!(
-            out,
-            "{}",
-            style.error(&format!("not replayed: {}", with_errors(view.errors)))
-        )?;
-    }
+    write_errors(out, style, "", "not replayed", view.errors)?;
     if view.categorized {
         for line in lines::wrap(
             "",
