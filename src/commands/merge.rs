@@ -214,32 +214,41 @@ fn check_all(partials: &[Partial]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The merge of partials found to be of one run.
+/// A command whose shards merge (docs/past-one-machine.md): the name its partials' run
+/// gives, and how merge ends it. The one place merge reaches into the replay verbs.
+struct Mergeable {
+    command: &'static str,
+    end: fn(&mut Context, &MergeArgs, &mut [Partial]) -> anyhow::Result<ExitCode>,
+}
+
+/// Every command that writes `-o partial`, each ended as one process ends it.
+const MERGEABLE: [Mergeable; 3] = [
+    Mergeable {
+        command: "simulate",
+        end: merge_simulate,
+    },
+    Mergeable {
+        command: "tune",
+        end: merge_tune,
+    },
+    Mergeable {
+        command: "suggest",
+        end: merge_suggest,
+    },
+];
+
+/// The merge of partials found to be of one run: the first says which command's.
 fn merge_run(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> anyhow::Result<ExitCode> {
-    // `together` found them all of one run: the first says what it is.
-    let run = &partials[0].header.run;
-    match run.get("command").and_then(|c| c.as_str()) {
-        Some("simulate") => {
-            if args.output == MergeOutput::Policy {
-                return Err(not_an_output(
-                    args.output,
-                    "simulate",
-                    "table, json, yaml, jsonl, html or markdown",
-                ));
-            }
-            let run: SimulateRun = decode(&partials[0], "its run", run.clone())?;
-            merge_simulate(ctx, partials, &run, args.output.into())
-        }
-        Some("suggest") => {
-            let run: SuggestRun = decode(&partials[0], "its run", run.clone())?;
-            merge_suggest(ctx, partials, &run, args.output)
-        }
-        Some("tune") => {
-            let run: TuneRun = decode(&partials[0], "its run", run.clone())?;
-            merge_tune(ctx, partials, &run, args.output)
-        }
-        _ => Err(damaged(&partials[0], "its run names no command this retryctl merges")),
+    let command = partials[0].header.run.get("command").and_then(|c| c.as_str());
+    match MERGEABLE.iter().find(|m| Some(m.command) == command) {
+        Some(m) => (m.end)(ctx, args, partials),
+        None => Err(damaged(&partials[0], "its run names no command this retryctl merges")),
     }
+}
+
+/// The first partial's run, in the shape of its command's.
+fn run_of<T: serde::de::DeserializeOwned>(partials: &[Partial]) -> anyhow::Result<T> {
+    decode(&partials[0], "its run", partials[0].header.run.clone())
 }
 
 /// The partials named: a file as given; a directory's files that begin as a partial does,
@@ -591,13 +600,9 @@ fn not_an_output(output: MergeOutput, command: &str, formats: &str) -> anyhow::E
 /// A sharded suggest's partials: their learning folded in shard order (byte ranges: the
 /// source's, so the signatures kept are the first met), then the rest of suggest, as one
 /// process does it (`suggest::merge`: it reads the history again for its comparison).
-fn merge_suggest(
-    ctx: &mut Context,
-    partials: &mut [Partial],
-    run: &SuggestRun,
-    output: MergeOutput,
-) -> anyhow::Result<ExitCode> {
-    let output = match output {
+fn merge_suggest(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> anyhow::Result<ExitCode> {
+    let run: SuggestRun = run_of(partials)?;
+    let output = match args.output {
         MergeOutput::Table => SuggestOutput::Table,
         MergeOutput::Json => SuggestOutput::Json,
         MergeOutput::Yaml => SuggestOutput::Yaml,
@@ -606,7 +611,7 @@ fn merge_suggest(
         MergeOutput::Policy => SuggestOutput::Policy,
         MergeOutput::Jsonl => {
             return Err(not_an_output(
-                output,
+                args.output,
                 "suggest",
                 "table, json, yaml, html, markdown or policy",
             ))
@@ -629,7 +634,7 @@ fn merge_suggest(
         source: first.end.source.as_deref(),
     };
     let name = first.name.clone();
-    suggest_command::merge(ctx, run, fold, output, shards).map_err(|e| match e.downcast::<Unmergeable>() {
+    suggest_command::merge(ctx, &run, fold, output, shards).map_err(|e| match e.downcast::<Unmergeable>() {
         Ok(why) => problem(format!("`{name}` {why}")),
         Err(e) => e,
     })
@@ -655,12 +660,19 @@ fn missing(queue: Option<String>) -> Option<Fallback> {
     queue.map(Fallback::Missing)
 }
 
-fn merge_simulate(
-    ctx: &mut Context,
-    partials: &[Partial],
-    run: &SimulateRun,
-    format: Format,
-) -> anyhow::Result<ExitCode> {
+/// A sharded simulate's partials: the shards' totals and entries folded as one process folds
+/// them, into the sink of `-o`, and its ending (`simulate::conclude`).
+fn merge_simulate(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> anyhow::Result<ExitCode> {
+    if args.output == MergeOutput::Policy {
+        return Err(not_an_output(
+            args.output,
+            "simulate",
+            "table, json, yaml, jsonl, html or markdown",
+        ));
+    }
+    let run: SimulateRun = run_of(partials)?;
+    let run = &run;
+    let format = Format::from(args.output);
     let options = Options {
         backtest_at: backtest_at(&partials[0], run.backtest_at.as_deref())?,
         shard: None,
@@ -741,17 +753,19 @@ fn lookout_summary(ctx: &mut Context, partials: &[Partial]) -> anyhow::Result<u6
     Ok(totals.left_out())
 }
 
-fn merge_tune(ctx: &mut Context, partials: &[Partial], run: &TuneRun, output: MergeOutput) -> anyhow::Result<ExitCode> {
-    let format = match output {
-        MergeOutput::Table => Format::Table,
-        MergeOutput::Json => Format::Json,
-        MergeOutput::Yaml => Format::Yaml,
-        MergeOutput::Html => Format::Html,
-        MergeOutput::Markdown => Format::Markdown,
-        MergeOutput::Jsonl | MergeOutput::Policy => {
-            return Err(not_an_output(output, "tune", "table, json, yaml, html or markdown"))
-        }
-    };
+/// A sharded tune's partials: the shards' tallies folded as one process folds them, then its
+/// ranking and output (`tune::finish`).
+fn merge_tune(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> anyhow::Result<ExitCode> {
+    if matches!(args.output, MergeOutput::Jsonl | MergeOutput::Policy) {
+        return Err(not_an_output(
+            args.output,
+            "tune",
+            "table, json, yaml, html or markdown",
+        ));
+    }
+    let format = Format::from(args.output);
+    let run: TuneRun = run_of(partials)?;
+    let run = &run;
     let options = Options {
         backtest_at: backtest_at(&partials[0], run.backtest_at.as_deref())?,
         shard: None,

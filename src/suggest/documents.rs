@@ -69,7 +69,6 @@ pub fn pattern(template: &str, cut: bool) -> String {
 
 pub use crate::yaml::quoted;
 
-
 /// A comment line's text: one line for every YAML reader. Control characters and every line
 /// break YAML 1.1 knows (`\n`, `\r`, U+0085, U+2028, U+2029: PyYAML and go-yaml, the readers
 /// of kubectl, armadactl and the executor's config, end a comment at each) are written as
