@@ -72,6 +72,9 @@ pub struct Head<'a> {
 
 pub struct Report<'a> {
     pub engine: EngineKind,
+    /// Why that engine decides (docs/engines.md "Which engine decides"): the flag, or the
+    /// dialect it was taken from.
+    pub engine_from: EngineFrom,
     pub name: &'a str,
     pub knobs: Knobs,
     /// Jobs learned from (before `--backtest-at`, when given).
@@ -693,6 +696,35 @@ fn gpu_cell(s: &SignatureStats) -> String {
     format!("{:.1}", hours(s.gpu.failed + s.gpu.after))
 }
 
+/// Where the engine came from (docs/engines.md "Which engine decides").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineFrom {
+    /// `--engine`.
+    Flag,
+    /// The `--baseline` files' RetryPolicy documents, all `armadaproject.io/v1beta1` (upstream)
+    /// or not (design): what they are, in words (`is armadaproject.io/v1`).
+    Baseline(&'static str),
+    /// `--baseline-from-cluster`: upstream's server stores today's Armada's policies.
+    Cluster,
+    /// No baseline to take a dialect from: the design's.
+    NoBaseline,
+}
+
+/// The table's first line: which engine decided, why, and how to pick the other.
+fn engine_line(engine: EngineKind, from: EngineFrom) -> String {
+    let why = match (from, engine) {
+        (EngineFrom::Flag, _) => "`--engine`",
+        (EngineFrom::Baseline(what), _) => &format!("the baseline {what}"),
+        (EngineFrom::Cluster, _) => "the cluster stores today's Armada's policies",
+        (EngineFrom::NoBaseline, _) => "no baseline to take a dialect from",
+    };
+    let other = match engine {
+        EngineKind::Upstream => "`--engine design` proposes for the design",
+        EngineKind::Design => "`--engine upstream` proposes for today's Armada",
+    };
+    format!("Engine: {} ({why}); {other}.", engine.as_str())
+}
+
 fn table(
     out: &mut dyn Write,
     style: Style,
@@ -701,6 +733,7 @@ fn table(
     backtest: Option<&(Captured, BacktestTail)>,
     judgement: &Judgement,
 ) -> io::Result<()> {
+    writeln!(out, "{}", engine_line(r.engine, r.engine_from))?;
     let learned_from = match &r.backtest {
         Some(b) => format!(" submitted before {}", b.at),
         None => String::new(),

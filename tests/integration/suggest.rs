@@ -1775,3 +1775,66 @@ fn an_unreadable_history_is_named_with_its_line_and_reason_as_simulate_names_it(
     );
     assert_eq!(suggest.stdout, b"");
 }
+
+/// Without `--engine`, suggest proposes in its baseline's dialect (docs/engines.md "Which
+/// engine decides"), and its table's first line says which engine decided and how to pick
+/// the other; a v1beta1 baseline proposes for today's Armada as `--engine upstream` does.
+#[test]
+fn the_engine_follows_the_baselines_dialect_and_the_table_says_so() {
+    let p = setup(23);
+    let home = temp_home();
+    let upstream = home.path().join("today-up.yaml");
+    std::fs::write(&upstream, BASELINE_UPSTREAM).unwrap();
+    let first_line = |args: &[&str]| {
+        let out = run(home.path(), args);
+        assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let history = path(&p.history);
+    assert_eq!(
+        first_line(&["suggest", "--history", history]),
+        "Engine: design (no baseline to take a dialect from); `--engine upstream` proposes for today's Armada."
+    );
+    assert_eq!(
+        first_line(&["suggest", "--history", history, "--baseline", path(&p.baseline)]),
+        "Engine: design (the baseline is `armadaproject.io/v1`); `--engine upstream` proposes for today's Armada."
+    );
+    assert_eq!(
+        first_line(&["suggest", "--history", history, "--baseline", path(&upstream)]),
+        "Engine: upstream (the baseline is `armadaproject.io/v1beta1`); `--engine design` proposes for the design."
+    );
+    assert_eq!(
+        first_line(&[
+            "suggest",
+            "--history",
+            history,
+            "--baseline",
+            path(&upstream),
+            "--engine",
+            "upstream"
+        ]),
+        "Engine: upstream (`--engine`); `--engine design` proposes for the design."
+    );
+    // The dialect's pick is `--engine upstream`'s proposal, byte for byte.
+    let policy = |extra: &[&str]| {
+        let mut args = vec![
+            "suggest",
+            "--history",
+            history,
+            "--baseline",
+            path(&upstream),
+            "-o",
+            "policy",
+        ];
+        args.extend_from_slice(extra);
+        run(home.path(), &args).stdout
+    };
+    let picked = policy(&[]);
+    assert!(String::from_utf8_lossy(&picked).contains("apiVersion: armadaproject.io/v1beta1\n"));
+    assert_eq!(picked, policy(&["--engine", "upstream"]));
+}

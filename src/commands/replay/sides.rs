@@ -256,6 +256,7 @@ pub fn no_baseline_categorizer(file: &str) -> CliError {
 pub struct Dialect {
     policies: bool,
     all_v1beta1: bool,
+    any_v1beta1: bool,
 }
 
 impl Dialect {
@@ -266,11 +267,28 @@ impl Dialect {
             .iter()
             .flat_map(|f| &f.documents)
             .filter(|d| d.kind == Some(Kind::RetryPolicy))
-            .map(|d| d.api_version)
-            .peekable();
+            .map(|d| d.api_version);
+        let (mut policies, mut all_v1beta1, mut any_v1beta1) = (false, true, false);
+        for v in versions.by_ref() {
+            policies = true;
+            let upstream = v == Some(ApiVersion::V1beta1);
+            all_v1beta1 &= upstream;
+            any_v1beta1 |= upstream;
+        }
         Dialect {
-            policies: versions.peek().is_some(),
-            all_v1beta1: versions.all(|v| v == Some(ApiVersion::V1beta1)),
+            policies,
+            all_v1beta1,
+            any_v1beta1,
+        }
+    }
+
+    /// What the documents are, in words (`suggest`'s table says where its engine came from).
+    pub fn words(self) -> &'static str {
+        match (self.policies, self.all_v1beta1, self.any_v1beta1) {
+            (false, _, _) => "holds no RetryPolicy",
+            (true, true, _) => "is `armadaproject.io/v1beta1`",
+            (true, false, true) => "mixes both dialects",
+            (true, false, false) => "is `armadaproject.io/v1`",
         }
     }
 }

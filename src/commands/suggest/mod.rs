@@ -49,7 +49,7 @@ use crate::model::validate::name_reason;
 use crate::output::mode::Baseline;
 use crate::output::records::render_change;
 use crate::output::stderr::invalid_text;
-use crate::output::suggest::{self as view, Report};
+use crate::output::suggest::{self as view, EngineFrom, Report};
 use crate::output::Format;
 use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::run::NoAnswer;
@@ -198,14 +198,15 @@ fn load<'a>(ctx: &mut Context, args: &'a SuggestArgs, knobs: Knobs) -> anyhow::R
     // The proposal takes its baseline's dialect (docs/engines.md "Which engine decides"):
     // the files', the cluster's (upstream's server stores today's Armada's policies), else
     // the design's.
-    let engine = args.replay.engine.map_or_else(
-        || match (&baseline_files, replay_args.baseline_from_cluster) {
-            (Some(b), _) => engine_of(&[Dialect::of(&b.files)]),
-            (None, true) => EngineKind::Upstream,
-            (None, false) => EngineKind::Design,
-        },
-        EngineKind::from,
-    );
+    let (engine, engine_from) = match (args.replay.engine, &baseline_files, replay_args.baseline_from_cluster) {
+        (Some(e), _, _) => (EngineKind::from(e), EngineFrom::Flag),
+        (None, Some(b), _) => {
+            let dialect = Dialect::of(&b.files);
+            (engine_of(&[dialect]), EngineFrom::Baseline(dialect.words()))
+        }
+        (None, None, true) => (EngineKind::Upstream, EngineFrom::Cluster),
+        (None, None, false) => (EngineKind::Design, EngineFrom::NoBaseline),
+    };
     let baseline_engine = args.replay.baseline_engine.map_or(engine, EngineKind::from);
     // `--categorizer` is the deployed config: the baseline's, and the base of the proposal's.
     let (baseline_files, in_files) = match baseline_files {
@@ -224,6 +225,7 @@ fn load<'a>(ctx: &mut Context, args: &'a SuggestArgs, knobs: Knobs) -> anyhow::R
         args,
         knobs,
         engine,
+        engine_from,
         baseline_engine,
         backtest_at,
         deployed,
@@ -276,6 +278,8 @@ pub(super) struct Suggest<'a> {
     args: &'a SuggestArgs,
     knobs: Knobs,
     engine: EngineKind,
+    /// Why `engine` decides, for the table's first line.
+    engine_from: EngineFrom,
     baseline_engine: EngineKind,
     backtest_at: Option<Timestamp>,
     /// `--categorizer`'s config (the upstream proposal keeps its categories) and compiled.
@@ -460,6 +464,7 @@ impl Suggest<'_> {
         let suspects = suspects(learned);
         let report = Report {
             engine: self.engine,
+            engine_from: self.engine_from,
             name: &args.name,
             knobs: self.knobs,
             jobs: pass.learning.train_jobs,

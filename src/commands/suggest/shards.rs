@@ -36,6 +36,10 @@ pub struct SuggestRun {
     pub baseline: Vec<PathBuf>,
     /// The engines, resolved (`design` or `upstream`).
     pub engine: String,
+    /// `--engine` was given (else the baseline's dialect picked it, and the merge picks it
+    /// again, saying so as one process does).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub engine_flag: bool,
     pub baseline_engine: String,
     pub scheduler_config: Option<PathBuf>,
     pub retry_policies: Option<Vec<String>>,
@@ -62,6 +66,7 @@ impl SuggestRun {
             history: r.history.clone().unwrap_or_default(),
             baseline: r.baseline.clone(),
             engine: engine.as_str().into(),
+            engine_flag: r.engine.is_some(),
             baseline_engine: baseline_engine.as_str().into(),
             scheduler_config: r.scheduler_config.clone(),
             retry_policies: r.retry_policies.clone(),
@@ -95,7 +100,13 @@ impl SuggestRun {
                 window: WindowArgs::default(),
                 baseline: self.baseline.clone(),
                 baseline_from_cluster: false,
-                engine: Some(engine(&self.engine)?),
+                engine: match self.engine_flag {
+                    true => Some(engine(&self.engine)?),
+                    false => {
+                        engine(&self.engine)?;
+                        None
+                    }
+                },
                 baseline_engine: Some(engine(&self.baseline_engine)?),
                 scheduler_config: self.scheduler_config.clone(),
                 retry_policies: self.retry_policies.clone(),
