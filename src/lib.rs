@@ -9,8 +9,9 @@
 //! upstream's gateway JSON and policy validation) beside `model`, for the client and the server. `error` (exit
 //! codes, `CliError`) and `redact` (secrets in URLs) import nothing from this crate; any
 //! module above `engine` may use them. `cli` is the command line's clap types, read by
-//! `app`, `commands`, `connection` and `output`; it imports `engine` only (its engine flag
-//! becomes an `engine::EngineKind`). `input` reads `-f` files and stdin into documents.
+//! `app`, `commands`, `connection`, `output` and `deploy`, and by `replay` for the value of
+//! `--shard` (`cli::Shard`, to which `replay::shard` adds which jobs a shard holds); it
+//! imports `engine` only (its engine flag becomes an `engine::EngineKind`). `input` reads `-f` files and stdin into documents.
 //! `model`, `engine`, `wire` and `armada_api` are pure: no I/O, clock, environment or
 //! randomness, and besides each other they import nothing from this crate except `diag` and
 //! `yaml`. `tune` is the search of `retryctl tune`: its candidates (varies, template, each

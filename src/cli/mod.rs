@@ -5,12 +5,17 @@
 //! which keeps the global flags in the `Context` every command gets and passes the
 //! [`Command`] to `commands::dispatch`; each command reads its own arguments (`SimulateArgs`…);
 //! `connection` resolves the connection flags with the environment and the armadactl config
-//! file; `output` takes its format and colour choices from here. Below it only `engine`: an
-//! [`EngineArg`] becomes an `engine::EngineKind`.
+//! file; `output` takes its format and colour choices from here; `replay` and `lookout` take
+//! the value of `--shard`, [`Shard`], whose jobs `replay::shard` decides. Below it only
+//! `engine`: an [`EngineArg`] becomes an `engine::EngineKind`.
+
+mod shard;
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub use shard::{Shard, MAX_SHARDS};
 
 /// The parsed command line. Its definition is [`command`]: the top level is written out in
 /// [`top_level`] rather than derived, so that [`parse`] can give it only the subcommand the
@@ -1032,8 +1037,8 @@ pub struct ReplayArgs {
     /// Replay only the jobs of shard I of N (`0/4`: files by byte range, stdin by FNV-1a of
     /// the job id, Lookout by a hash in its query, which needs `--to`); with `-o partial`,
     /// write the shard's part of the answer, which `retryctl merge` adds up.
-    #[arg(long, value_name = "I/N", value_parser = crate::replay::shard::Shard::parse)]
-    pub shard: Option<crate::replay::shard::Shard>,
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse)]
+    pub shard: Option<Shard>,
 
     /// Exit 0 when the history holds no job (an empty file, directory, stdin or Lookout
     /// window), instead of 3.

@@ -5,21 +5,17 @@
 //! a shard skips the other jobs without decoding them. Lookout's database decides in its own
 //! query (`lookout::db`).
 //!
-//! Owns: [`Shard`] (its parsing, its byte range and [`Shard::owns`]), [`fnv1a64`],
-//! [`line_job_id`]. On stdin, an entry that names no job (a line that is not JSON) belongs to
-//! the shard its default id (`stdin-LINE`) falls in: exactly one shard reports it. Must not:
-//! decode histories or decide what a job's replay is.
+//! Owns: which jobs a [`Shard`] holds (its byte range, [`Shard::owns`], added here to the
+//! type: the value, its parse and its text are `cli`'s, `--shard`'s value parser),
+//! [`fnv1a64`], [`line_job_id`]. On stdin, an entry that names no job (a line that is not
+//! JSON) belongs to the shard its default id (`stdin-LINE`) falls in: exactly one shard
+//! reports it. Must not: decode histories or decide what a job's replay is.
 
 use std::borrow::Cow;
 
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 
-/// Shard `index` of `count` (`0 ≤ index < count`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    pub index: u64,
-    pub count: u64,
-}
+pub use crate::cli::{Shard, MAX_SHARDS};
 
 /// FNV-1a 64 of `bytes`.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
@@ -31,39 +27,7 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     h
 }
 
-/// Shards a run may be split into at most: far past what a year of a large cluster needs
-/// (docs/past-one-machine.md), and small enough that `merge` can name what is missing.
-pub const MAX_SHARDS: u64 = 1_000_000;
-
 impl Shard {
-    /// The one shard of an unsharded run (`-o partial` without `--shard`).
-    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
-
-    /// `I/N`, with `0 ≤ I < N`.
-    pub fn parse(text: &str) -> Result<Shard, String> {
-        let bad =
-            |why: &str| format!("invalid `--shard` `{text}`: {why} (expected `I/N` with 0 ≤ I < N, such as `0/4`)");
-        let (i, n) = text.split_once('/').ok_or_else(|| bad("no `/`"))?;
-        let index: u64 = i
-            .trim()
-            .parse()
-            .map_err(|_| bad("the shard index is not a whole number"))?;
-        let count: u64 = n
-            .trim()
-            .parse()
-            .map_err(|_| bad("the number of shards is not a whole number"))?;
-        if count == 0 {
-            return Err(bad("there are no shards"));
-        }
-        if index >= count {
-            return Err(bad("the shard index is not below the number of shards"));
-        }
-        if count > MAX_SHARDS {
-            return Err(bad(&format!("more than {MAX_SHARDS} shards")));
-        }
-        Ok(Shard { index, count })
-    }
-
     /// `[lo, hi)`: the offsets at which the documents this shard owns start, of a source of
     /// `total` bytes: `[⌊I·S/N⌋, ⌊(I+1)·S/N⌋)`. The last shard owns `S` too (where an empty
     /// file at the end starts), so that every offset in `[0, S]` is exactly one shard's.
@@ -86,12 +50,6 @@ impl Shard {
     /// Whether the job `id` is this shard's (stdin).
     pub fn owns(&self, id: &str) -> bool {
         fnv1a64(id.as_bytes()) % self.count == self.index
-    }
-}
-
-impl std::fmt::Display for Shard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.index, self.count)
     }
 }
 
@@ -329,25 +287,6 @@ mod tests {
         assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
-    }
-
-    #[test]
-    fn shards_parse_and_refuse() {
-        assert_eq!(Shard::parse("2/7"), Ok(Shard { index: 2, count: 7 }));
-        for (bad, why) in [
-            ("7/7", "the shard index is not below the number of shards"),
-            ("0/0", "there are no shards"),
-            ("1", "no `/`"),
-            ("a/2", "the shard index is not a whole number"),
-            ("1/-2", "the number of shards is not a whole number"),
-        ] {
-            assert_eq!(
-                Shard::parse(bad),
-                Err(format!(
-                    "invalid `--shard` `{bad}`: {why} (expected `I/N` with 0 ≤ I < N, such as `0/4`)"
-                ))
-            );
-        }
     }
 
     /// Every offset of a source, its end included, is exactly one shard's, and the ranges
