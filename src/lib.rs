@@ -20,7 +20,8 @@
 //! what `retryctl suggest` learns (docs/reference/suggest.md): signatures, counts, the
 //! proposed rules and documents, suspect nodes, all pure; `commands::suggest` drives the
 //! replay's two passes. The binary's
-//! start-up (its allocator) is `src/startup.rs`, a module of `main`.
+//! start-up (its allocator) is `src/startup.rs`, a module of `main`; it reads which verbs are
+//! bulk from `cli::VERBS`, the one table of verbs, which every list of verbs reads.
 //!
 //! Where things are: a history is read in `replay::source` (files, JSON Lines, stdin) and
 //! `lookout` (Lookout's database and REST API; what an export counted is `replay::source`'s

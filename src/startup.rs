@@ -4,13 +4,14 @@
 //! because `validate` is more than ~10% slower without them:
 //!
 //! - **One allocator per process** (this file): mimalloc for the commands whose work is
-//!   allocation (`BULK_COMMANDS`: `simulate`, `tune`, `merge`, `history`, `serve`), the C
-//!   library's for every other command. mimalloc sets itself up on first use (an arena, a
-//!   fresh page per size class): with it, a `validate` takes 56 more page faults and ~16%
-//!   longer. With the C library's allocator the bulk commands lose instead: `simulate -o
-//!   jsonl` 12% more instructions, 17% more CPU. The choice is made from the arguments
-//!   before the first allocation, by a function glibc calls before `main`
-//!   ([`CHOOSE_ALLOCATOR`]), and never changes once a block was given out.
+//!   allocation (the verbs the verb table, `cli::VERBS`, marks `bulk`: `simulate`, `tune`,
+//!   `merge`, `history`, `serve`), the C library's for every other command. mimalloc sets
+//!   itself up on first use (an arena, a fresh page per size class): with it, a `validate`
+//!   takes 56 more page faults and ~16% longer. With the C library's allocator the bulk
+//!   commands lose instead: `simulate -o jsonl` 12% more instructions, 17% more CPU. The
+//!   choice is made from the arguments before the first allocation, by a function glibc
+//!   calls before `main` ([`CHOOSE_ALLOCATOR`]), and never changes once a block was given
+//!   out.
 //!   `.cargo/config.toml` builds mimalloc with `MI_PRIM_HAS_PROCESS_ATTACH`, so that its
 //!   set-up is not a constructor that every process runs (that constructor: 18% more
 //!   instructions, 8–14% longer); [`Allocator::use_mimalloc`] runs it where it is chosen.
@@ -41,9 +42,14 @@ static ALLOCATOR: Allocator = Allocator::new();
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// The commands whose work is allocation (decoded histories, reports, requests).
+/// Whether `arg` names a verb whose work is allocation (decoded histories, reports,
+/// requests): `bulk` in the verb table, a `const` read here without allocating.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-const BULK_COMMANDS: [&[u8]; 5] = [b"simulate", b"tune", b"merge", b"history", b"serve"];
+fn is_bulk(arg: &[u8]) -> bool {
+    retryctl::cli::VERBS
+        .iter()
+        .any(|verb| verb.bulk && verb.name.as_bytes() == arg)
+}
 
 /// glibc calls each function of `.init_array` with `argc`, `argv` and `envp` (an extension
 /// std's own `std::env::args` relies on), after the C library is set up and before `main`:
@@ -75,7 +81,7 @@ extern "C" fn choose_allocator(
     if args
         .iter()
         .skip(1)
-        .any(|&a| BULK_COMMANDS.contains(&unsafe { std::ffi::CStr::from_ptr(a) }.to_bytes()))
+        .any(|&a| is_bulk(unsafe { std::ffi::CStr::from_ptr(a) }.to_bytes()))
     {
         ALLOCATOR.use_mimalloc();
     }

@@ -1,0 +1,470 @@
+//! The arguments of the verbs that replay histories and of what feeds them: `simulate`,
+//! `tune`, `suggest`, the `merge` of their shards, and `history` (Lookout's export); what they
+//! share ([`ReplayArgs`], the Lookout window); their output formats; their examples. `--emit`
+//! is `emit`'s, the value of `--shard` `shard`'s.
+//!
+//! Owns: those clap types and examples. Must not: do I/O or hold logic.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use super::emit::EmitArgs;
+use super::resources::FileSource;
+use super::shard::Shard;
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("histories").args(["history", "lookout_db"])))]
+#[command(group(clap::ArgGroup::new("what_if").args(["baseline", "baseline_from_cluster"])))]
+// The window's flags say, as --queue and --jobset do, that they go with --lookout-db here.
+#[command(mut_arg("since", |a| a.help("With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)")))]
+#[command(mut_arg("from", |a| a.help("With --lookout-db: only jobs submitted at or after this RFC 3339 time")))]
+#[command(mut_arg("to", |a| a.help("With --lookout-db: only jobs submitted before this RFC 3339 time")))]
+pub struct SimulateArgs {
+    /// RetryPolicy and Queue documents (files, directories, `-`).
+    #[command(flatten)]
+    pub source: FileSource,
+
+    #[command(flatten)]
+    pub replay: ReplayArgs,
+
+    /// With --baseline or --baseline-from-cluster: exit 1 when any job changes.
+    #[arg(long, requires = "what_if")]
+    pub exit_code: bool,
+
+    /// With --baseline or --baseline-from-cluster, -o table: list every changed job
+    /// (default: the first 20 of each transition, then `… and N more`).
+    #[arg(long, requires = "what_if")]
+    pub all_changes: bool,
+
+    /// Take the job's queue and its policies from the server instead of files.
+    #[arg(long)]
+    pub from_server: bool,
+
+    /// The executor's categorizer config (its `errorCategories`): classify every failed run
+    /// with it before the engine decides, as the executor would; with a baseline, the
+    /// baseline needs its own (--baseline-categorizer).
+    #[arg(long, value_name = "FILE")]
+    pub categorizer: Option<PathBuf>,
+
+    /// With --baseline or --baseline-from-cluster: the baseline side's categorizer config, or
+    /// `recorded` to keep the categories the runs were recorded with (never --categorizer's).
+    #[arg(long, value_name = "FILE", requires = "what_if")]
+    pub baseline_categorizer: Option<PathBuf>,
+
+    /// Exit 1 when a history contradicts the decisions (not only on failed expectations);
+    /// with --lookout-db, also when a row was left out because it could not be read.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Output format: html is one self-contained page to share (inline CSS and SVG),
+    /// markdown a plan for a pull request comment, partial a shard's part for `retryctl
+    /// merge` (with --shard).
+    #[arg(short = 'o', long, value_enum, default_value_t = SimulateOutput::Table)]
+    pub output: SimulateOutput,
+
+    /// Write the result to this file instead of stdout: written beside it and renamed once
+    /// complete; left as it was when no result is written.
+    #[arg(long, value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub emit: EmitArgs,
+}
+
+// What a replay reads besides its policies: the history (a file or Lookout's database), the
+// baseline, the engines, the scheduler's settings and the backtest. Shared by `simulate` and
+// `tune`, whose command attributes define the `histories` and `what_if` groups and the window
+// flags' help. (A `//` comment: a doc comment here would become the commands' about text.)
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`.
+    #[arg(long, value_name = "PATH")]
+    pub history: Option<PathBuf>,
+
+    /// Replay a real cluster's history straight from Lookout's PostgreSQL database (as
+    /// `retryctl history --lookout-db` reads it, no file in between); needs --queue, and
+    /// --jobset, --since, --from, --to select as for `history`. Without a value, or without
+    /// --history either: $LOOKOUT_DB.
+    // What goes with it (`--queue`, the filters, --baseline-from-cluster) is checked by the
+    // command: clap lets a `requires` of a member of the `histories` group pass when another
+    // member (`--history`) is given. The command resolves `$LOOKOUT_DB`
+    // (`replay_source::resolve_dsn`): `Some(Some(DSN))` from then on.
+    #[arg(long, value_name = "DSN", num_args = 0..=1)]
+    pub lookout_db: Option<Option<String>>,
+
+    /// With --lookout-db: the jobs of this queue.
+    #[arg(long, value_name = "QUEUE")]
+    pub queue: Option<String>,
+
+    /// With --lookout-db: only jobs of this job set.
+    #[arg(long, value_name = "JOBSET")]
+    pub jobset: Option<String>,
+
+    // With --lookout-db: `--since`, `--from`, `--to` (their help says so: `mut_arg` on the
+    // commands).
+    #[command(flatten)]
+    pub window: WindowArgs,
+
+    /// What-if: also replay under these (old) policies and report what changes.
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    pub baseline: Vec<PathBuf>,
+
+    /// What-if against what the cluster runs: the baseline is the retry policies and queue
+    /// attachments stored in the --lookout-db database.
+    #[arg(long)]
+    pub baseline_from_cluster: bool,
+
+    /// Which engine decides: the design (docs/engines.md) or what upstream Armada ships today (first
+    /// policy only, categories only, preemption terminal, no backoff). Default: design; with
+    /// --from-server against a server without the dialect header, upstream.
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    pub engine: Option<EngineArg>,
+
+    /// The engine of the baseline side (default: the same as --engine).
+    #[arg(long, value_enum, value_name = "ENGINE", requires = "what_if")]
+    pub baseline_engine: Option<EngineArg>,
+
+    /// An Armada scheduler config file (its `scheduling.retryPolicy` block is used).
+    #[arg(long, value_name = "FILE")]
+    pub scheduler_config: Option<PathBuf>,
+
+    /// Policies for jobs whose queue is not among the documents (comma separated, in order).
+    #[arg(long = "retry-policy", value_delimiter = ',', value_name = "NAMES")]
+    pub retry_policies: Option<Vec<String>>,
+
+    /// Override the scheduler's globalMaxRetries.
+    #[arg(long, value_name = "N")]
+    pub global_max_retries: Option<u32>,
+
+    /// Override the scheduler's defaultPolicyName.
+    #[arg(long, value_name = "NAME")]
+    pub default_policy: Option<String>,
+
+    /// Check the estimates on this history: the trials of jobs submitted before TIME (RFC
+    /// 3339) fit the rates, those of jobs submitted at or after it test them (every job needs
+    /// `job.submittedAt`).
+    #[arg(long, value_name = "TIME")]
+    pub backtest_at: Option<String>,
+
+    /// Replay only the jobs of shard I of N (`0/4`: files by byte range, stdin by FNV-1a of
+    /// the job id, Lookout by a hash in its query, which needs `--to`); with `-o partial`,
+    /// write the shard's part of the answer, which `retryctl merge` adds up.
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse)]
+    pub shard: Option<Shard>,
+
+    /// Exit 0 when the history holds no job (an empty file, directory, stdin or Lookout
+    /// window), instead of 3.
+    #[arg(long)]
+    pub allow_empty: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    Design,
+    Upstream,
+}
+
+impl From<EngineArg> for crate::engine::EngineKind {
+    fn from(e: EngineArg) -> Self {
+        match e {
+            EngineArg::Design => crate::engine::EngineKind::Design,
+            EngineArg::Upstream => crate::engine::EngineKind::Upstream,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("histories").args(["history", "lookout_db"])))]
+#[command(group(clap::ArgGroup::new("what_if").args(["baseline", "baseline_from_cluster"])))]
+#[command(mut_arg("since", |a| a.help("With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)")))]
+#[command(mut_arg("from", |a| a.help("With --lookout-db: only jobs submitted at or after this RFC 3339 time")))]
+#[command(mut_arg("to", |a| a.help("With --lookout-db: only jobs submitted before this RFC 3339 time")))]
+// tune takes no --from-server: its policies are the template's.
+#[command(mut_arg("engine", |a| a.help("Which engine the candidates run under: the design (docs/engines.md) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design")))]
+pub struct TuneArgs {
+    /// The template: the RetryPolicy and Queue documents the candidates are made from (files,
+    /// directories, `-`). Without --baseline, also the baseline, as written.
+    #[command(flatten)]
+    pub source: FileSource,
+
+    /// One scalar field of one policy, varied: `NAME:PATH=VALUES`, PATH as `explain` names it
+    /// (`ml:spec.retryLimit=0..10`, `ml:spec.rules[1].action=Retry,Fail`,
+    /// `ml:spec.backoff.initialDelay=0s,30s,5m`, `infra:retryLimit=1..5/2`, `unset`), or
+    /// `scheduler:PATH` for the scheduler config, `categorizer:PATH` for --categorizer's
+    /// (`categorizer:errorCategories.enabled=true,false`). The candidates are every
+    /// combination.
+    #[arg(long = "vary", value_name = "NAME:PATH=VALUES", required = true)]
+    pub vary: Vec<String>,
+
+    #[command(flatten)]
+    pub replay: ReplayArgs,
+
+    /// The executor's categorizer config (its `errorCategories`): every candidate classifies
+    /// failed runs with it, as `simulate --categorizer` does; `--vary 'categorizer:PATH=…'`
+    /// varies its fields (`errorCategories.categories[0].action=Retain,Delete`).
+    #[arg(long, value_name = "FILE")]
+    pub categorizer: Option<PathBuf>,
+
+    /// The baseline side's categorizer config, or `recorded` to keep the categories the runs
+    /// were recorded with (without --baseline: --categorizer, as written; with one, needed
+    /// when --categorizer is given).
+    #[arg(long, value_name = "FILE")]
+    pub baseline_categorizer: Option<PathBuf>,
+
+    /// Recommend no candidate that loses more than N jobs the baseline saved (Succeeded →
+    /// Failed).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub max_lost: u64,
+
+    /// Recommend no candidate whose cost (compute added − removed + expected) is over this: a
+    /// duration (`10h`), or a percentage of the baseline's recorded compute (`5%`).
+    #[arg(long, value_name = "DURATION|PERCENT%")]
+    pub max_compute: Option<String>,
+
+    /// Refuse (exit 2, before any replay) a search of more candidates than N.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub max_candidates: u64,
+
+    /// Print candidate ID's documents (`recommended`: the recommended one's) as YAML, ready for
+    /// `retryctl apply -f`; a numbered one needs no history (given one, the search runs first
+    /// and a warning says what the candidate loses or which constraint it breaks).
+    #[arg(long, value_name = "ID|recommended")]
+    pub pick: Option<String>,
+
+    /// Exit 1 when a candidate is recommended (with --pick recommended: when none is).
+    #[arg(long)]
+    pub exit_code: bool,
+
+    /// Output format: html is one self-contained page (the frontier as a chart), markdown a
+    /// table for a pull request, partial a shard's part for `retryctl merge` (with --shard);
+    /// --pick writes yaml.
+    #[arg(short = 'o', long, value_enum, value_name = "OUTPUT")]
+    pub output: Option<TuneOutput>,
+
+    /// Write the result to this file instead of stdout: written beside it and renamed once
+    /// complete; left as it was when no result is written.
+    #[arg(long, value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub emit: EmitArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("histories").args(["history", "lookout_db"])))]
+#[command(group(clap::ArgGroup::new("what_if").args(["baseline", "baseline_from_cluster"])))]
+#[command(mut_arg("since", |a| a.help("With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)")))]
+#[command(mut_arg("from", |a| a.help("With --lookout-db: only jobs submitted at or after this RFC 3339 time")))]
+#[command(mut_arg("to", |a| a.help("With --lookout-db: only jobs submitted before this RFC 3339 time")))]
+#[command(mut_arg("queue", |a| a.help("With --lookout-db: the jobs of this queue; with -o policy, also print this Queue with the proposal first in its retryPolicies")))]
+#[command(mut_arg("baseline", |a| a.help("The policies the cluster runs today (files, directories): what the proposal is compared with, and whose first policy gives its defaultAction and retryLimit (none: no policy)")))]
+#[command(mut_arg("shard", |a| a.help("Learn from shard I of N's share of the history only (`0/4`: a file or directory by byte range; not stdin nor --lookout-db, which its merge could not read again); with -o partial, write what it learned for `retryctl merge`, which proposes and compares over the whole history")))]
+#[command(mut_arg("engine", |a| a.help("The dialect of the proposal and the engine that replays it: design (one RetryPolicy, the default) or upstream (what Armada ships today: an executor categorizer config and a v1beta1 policy)")))]
+#[command(mut_arg("backtest_at", |a| a.help("Learn from the jobs submitted before TIME (RFC 3339) and report the proposal's effect on the jobs submitted at or after it alone (every job needs `job.submittedAt`)")))]
+pub struct SuggestArgs {
+    #[command(flatten)]
+    pub replay: ReplayArgs,
+
+    /// The executor's categorizer config as deployed (its `errorCategories`): the baseline
+    /// classifies failed runs with it; with --engine upstream the proposed categorizer keeps
+    /// its categories after the new ones.
+    #[arg(long, value_name = "FILE")]
+    pub categorizer: Option<PathBuf>,
+
+    /// A signature needs this many trials (failed runs followed by another run) for a rule
+    /// of its own.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub min_trials: u64,
+
+    /// A retry pays when at least this share of trials succeeds (0 < P < 1): the limit is
+    /// the deepest depth that pays; a signature none of whose depths pays gets Fail.
+    #[arg(long, value_name = "P", default_value_t = 0.05)]
+    pub futile: f64,
+
+    /// The largest limit proposed (1 to 10000).
+    #[arg(long, value_name = "L", default_value_t = 5)]
+    pub max_limit: u32,
+
+    /// A depth with fewer than 5 trials of its own reads the signature's overall share
+    /// instead of ending the limit (every such limit is marked `extrapolated`).
+    #[arg(long)]
+    pub extrapolate: bool,
+
+    /// Exit 1 when the verdict is `adopt` (a change worth making), else 0.
+    #[arg(long)]
+    pub exit_code: bool,
+
+    /// The proposed policy's name.
+    #[arg(long, value_name = "NAME", default_value = "suggested")]
+    pub name: String,
+
+    /// Output format: html is one self-contained page, markdown a report for a pull
+    /// request, policy the proposed documents alone (ready for `validate`, `tune -f` and
+    /// `apply -f`), partial a shard's learning for `retryctl merge` (with --shard).
+    #[arg(short = 'o', long, value_enum, value_name = "OUTPUT", default_value = "table")]
+    pub output: SuggestOutput,
+
+    /// Write the result to this file instead of stdout: written beside it and renamed once
+    /// complete; left as it was when no result is written.
+    #[arg(long, value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub emit: EmitArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SuggestOutput {
+    Table,
+    Json,
+    Yaml,
+    Html,
+    Markdown,
+    Policy,
+    Partial,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TuneOutput {
+    Table,
+    Json,
+    Yaml,
+    Html,
+    Markdown,
+    Partial,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SimulateOutput {
+    Table,
+    Json,
+    Yaml,
+    Jsonl,
+    Html,
+    Markdown,
+    Partial,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The partial results of one run's shards (`--shard I/N -o partial`): each of 0..N−1
+    /// once, in any order; a directory gives every partial result in it.
+    #[arg(value_name = "PARTIAL", required = true)]
+    pub partials: Vec<PathBuf>,
+
+    /// Output format: the command's own (`tune` and `suggest` have no jsonl; `policy` is
+    /// `suggest`'s alone).
+    #[arg(short = 'o', long, value_enum, default_value_t = MergeOutput::Table)]
+    pub output: MergeOutput,
+
+    /// Write the result to this file instead of stdout: written beside it and renamed once
+    /// complete; left as it was when no result is written.
+    #[arg(long, value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MergeOutput {
+    Table,
+    Json,
+    Yaml,
+    Jsonl,
+    Html,
+    Markdown,
+    Policy,
+}
+
+// `retryctl history` (docs/lookout.md).
+#[derive(Debug, Args)]
+// The source group is not required: without either flag, `$LOOKOUT_DB` (docs/lookout.md).
+#[command(group(clap::ArgGroup::new("source").args(["lookout_db", "lookout_url"])))]
+pub struct HistoryArgs {
+    /// Only jobs of this queue.
+    #[arg(long, value_name = "QUEUE")]
+    pub queue: String,
+    /// Only jobs of this job set.
+    #[arg(long, value_name = "JOBSET")]
+    pub jobset: Option<String>,
+    /// Only this job (repeatable).
+    #[arg(long = "job", value_name = "ID")]
+    pub jobs: Vec<String>,
+    #[command(flatten)]
+    pub window: WindowArgs,
+    /// Lookout's PostgreSQL database (`postgresql://user:password@host:5432/lookout`);
+    /// without a value, or without --lookout-url either: $LOOKOUT_DB.
+    #[arg(long, value_name = "DSN", num_args = 0..=1)]
+    pub lookout_db: Option<Option<String>>,
+    /// Lookout's REST API (`http://lookout:10000`); auth as for the Armada API.
+    #[arg(long, value_name = "URL")]
+    pub lookout_url: Option<String>,
+    /// Output format: one JSON document a line, or YAML documents.
+    #[arg(short = 'o', long, value_enum, default_value_t = HistoryOutput::Jsonl)]
+    pub output: HistoryOutput,
+    /// Write to this file instead of stdout: written beside it and renamed once complete;
+    /// left as it was when the export fails.
+    #[arg(long, value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+    /// Exit 1 after the export when a row was left out because it could not be read (each
+    /// is reported on stderr either way).
+    #[arg(long)]
+    pub strict: bool,
+    /// Exit 0 when no job matches (an empty export), instead of 3.
+    #[arg(long)]
+    pub allow_empty: bool,
+}
+
+// The time window of the jobs read from Lookout (`history`, `simulate --lookout-db`), on
+// `job.submitted`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct WindowArgs {
+    /// Only jobs submitted within this duration before now (`7d`, `36h`).
+    #[arg(long, value_name = "DURATION", conflicts_with_all = ["from", "to"])]
+    pub since: Option<String>,
+    /// Only jobs submitted at or after this RFC 3339 time.
+    #[arg(long, value_name = "TIME")]
+    pub from: Option<String>,
+    /// Only jobs submitted before this RFC 3339 time.
+    #[arg(long, value_name = "TIME")]
+    pub to: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistoryOutput {
+    Jsonl,
+    Yaml,
+}
+
+pub(super) const EX_SIMULATE: &str = "Examples:\n  retryctl simulate -f policies/ --history history.yaml
+  retryctl simulate -f policies/ --history histories/ -o json
+  retryctl simulate --from-server --history history.yaml
+  retryctl simulate -f policies/ --engine upstream --history week.jsonl   # as Armada decides today
+  retryctl simulate -f new/ --baseline old/ --history week.jsonl --exit-code
+  retryctl simulate -f new/ --baseline old/ --history week.jsonl -o html > plan.html
+  retryctl simulate -f new/ --lookout-db $LOOKOUT_DB --queue ml --since 7d   # from Lookout
+  retryctl simulate -f new/ --lookout-db $LOOKOUT_DB --queue ml --baseline-from-cluster --since 7d
+  retryctl simulate -f new/ --baseline old/ --history year.jsonl --shard 0/8 -o partial > p0.json";
+
+pub(super) const EX_TUNE: &str = "Examples:\n  retryctl tune -f p/ --history week.jsonl --vary ml:spec.retryLimit=0..10
+  retryctl tune -f p/ --history h.jsonl --vary ml:retryLimit=1..5 --vary ml:defaultAction=Retry,Fail
+  retryctl tune -f p/ --lookout-db $LOOKOUT_DB --queue ml --since 7d --vary ml:retryLimit=0..6
+  retryctl tune -f p/ --history week.jsonl --vary ml:spec.retryLimit=0..10 -o html > tune.html
+  retryctl tune -f p/ --vary ml:spec.retryLimit=0..10 --pick 4 -o yaml > picked.yaml
+  retryctl tune -f p/ --history y.jsonl --vary ml:retryLimit=0..9 --shard 3/8 -o partial > p3";
+
+pub(super) const EX_SUGGEST: &str = "Examples:\n  retryctl suggest --history week.jsonl --baseline policies/
+  retryctl suggest --history week.jsonl --baseline policies/ -o policy > suggested.yaml
+  retryctl suggest --lookout-db $DB --queue ml --baseline-from-cluster --engine upstream
+  retryctl suggest --history month.jsonl --baseline p/ --backtest-at 2026-11-15T00:00:00Z
+  retryctl suggest --history week.jsonl --baseline policies/ -o html > suggest.html
+  retryctl suggest --history year.jsonl --baseline p/ --shard 0/4 -o partial > s0.json";
+
+pub(super) const EX_MERGE: &str =
+    "Examples:\n  retryctl merge p0.json p1.json p2.json p3.json     # the same bytes as one process
+  retryctl merge parts/*.json -o html > plan.html
+  retryctl simulate -f new/ --baseline old/ --history h.jsonl --shard 2/4 -o partial > p2.json";
+
+pub(super) const EX_HISTORY: &str = "Examples:
+  retryctl history --lookout-db postgresql://lookout@db/lookout --queue ml --since 7d > week.jsonl
+  retryctl history --lookout-url http://lookout:10000 --queue ml --jobset nightly -o yaml
+  retryctl simulate -f new/ --baseline old/ --history week.jsonl";
