@@ -22,11 +22,8 @@ pub mod kubernetes;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-use crate::cli::{EmitArgs, EmitKind};
+use crate::cli::{EmitArgs, EmitKind, MAX_SHARDS};
 use crate::error::CliError;
-
-/// The most shards a run may be split into (as `--shard I/N` allows).
-pub const MAX_SHARDS: u64 = 1_000_000;
 
 /// The most pods an Indexed Job may run at once (Kubernetes refuses a larger `parallelism`):
 /// past it, the shards run in waves.
