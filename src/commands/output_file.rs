@@ -1,5 +1,6 @@
-//! `--output-file FILE` of `simulate`, `tune`, `merge` and `history` (docs/cli.md, "Writing a
-//! result to a file"): a regular FILE (or one that does not exist yet) gets the result through
+//! `--output-file FILE` of the verbs the verb table (`cli::VERBS`) marks `output_file`:
+//! `simulate`, `tune`, `suggest`, `merge` and `history` (docs/cli.md, "Writing a result to a
+//! file"): a regular FILE (or one that does not exist yet) gets the result through
 //! a temporary file beside it, renamed over it once complete, so a reader (the merge of a
 //! sharded run, a pipeline step) never sees half a result. A symbolic link is followed: the
 //! file it leads to is replaced that way (the temporary file beside *it*), and the link stays.
