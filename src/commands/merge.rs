@@ -820,3 +820,29 @@ fn merge_tune(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> 
     lookout_summary(ctx, partials)?;
     Ok(code)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::MERGEABLE;
+
+    /// Every verb whose `-o` offers `partial` is one merge ends, and no other: a verb given
+    /// shards and forgotten here (or the reverse) fails this test.
+    #[test]
+    fn the_verbs_that_write_a_partial_are_the_ones_merge_ends() {
+        let mut cmd = crate::cli::command();
+        cmd.build();
+        let mut writing: Vec<String> = cmd
+            .get_subcommands()
+            .filter(|sub| {
+                sub.get_arguments().any(|a| {
+                    a.get_id() == "output" && a.get_possible_values().iter().any(|v| v.get_name() == "partial")
+                })
+            })
+            .map(|sub| sub.get_name().to_string())
+            .collect();
+        writing.sort();
+        let mut merged: Vec<String> = MERGEABLE.iter().map(|m| m.command.to_string()).collect();
+        merged.sort();
+        assert_eq!(writing, merged);
+    }
+}
