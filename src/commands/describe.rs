@@ -103,10 +103,19 @@ fn describe_one(resources: &Resources, kind: Kind, name: &str, s: &Scheduler) ->
                 return Ok(None);
             };
             let mut policies = Vec::new();
+            let mut upstream = true;
             for p in &queue.retry_policies {
-                policies.push((p.clone(), policy(resources, p)?.map(|(p, _)| p)));
+                let found = policy(resources, p)?;
+                upstream &= found.as_ref().is_none_or(|(_, u)| *u);
+                policies.push((p.clone(), found.map(|(p, _)| p)));
             }
-            describe::write_queue(&mut out, &queue, &policies, s)?;
+            // Today's Armada's terms when the queue's policies are its dialect's (as a
+            // policy's are explained): the first alone decides.
+            if upstream && policies.iter().any(|(_, p)| p.is_some()) {
+                describe::write_queue_upstream(&mut out, &queue, &policies, s)?;
+            } else {
+                describe::write_queue(&mut out, &queue, &policies, s)?;
+            }
         }
         _ => {
             let Some((p, upstream)) = policy(resources, name)? else {

@@ -339,18 +339,7 @@ pub fn write_policy_upstream(
             u64::from(limit) + 1
         )?;
     }
-    match scheduler.source {
-        Some(file) => writeln!(
-            out,
-            "Global cap:      globalMaxRetries {} (from {file}), checked before any rule",
-            scheduler.settings.global_max_retries
-        )?,
-        None => writeln!(
-            out,
-            "Global cap:      the scheduler's globalMaxRetries, checked before any rule (not part of the policy; pass \
-             --scheduler-config FILE to see it)"
-        )?,
-    }
+    write_upstream_cap(out, scheduler, "policy")?;
     writeln!(
         out,
         "Default action:  {}",
@@ -465,6 +454,75 @@ pub fn write_queue(
         scheduler.global_source()
     )?;
     Ok(())
+}
+
+/// Today's Armada's global cap: the scheduler's, checked before any rule, not part of the
+/// `what` (policy, queue) described.
+fn write_upstream_cap(out: &mut dyn Write, scheduler: &Scheduler, what: &str) -> io::Result<()> {
+    match scheduler.source {
+        Some(file) => writeln!(
+            out,
+            "Global cap:      globalMaxRetries {} (from {file}), checked before any rule",
+            scheduler.settings.global_max_retries
+        ),
+        None => writeln!(
+            out,
+            "Global cap:      the scheduler's globalMaxRetries, checked before any rule (not part of the {what}; pass \
+             --scheduler-config FILE to see it)"
+        ),
+    }
+}
+
+/// A queue whose policies are today's Armada's (docs/cli.md "describe"): only its first
+/// policy decides, with its one retry limit and no backoff; the others are listed as the
+/// ones Armada does not evaluate.
+pub fn write_queue_upstream(
+    out: &mut dyn Write,
+    queue: &Queue,
+    policies: &[(String, Option<RetryPolicy>)],
+    scheduler: &Scheduler,
+) -> io::Result<()> {
+    writeln!(out, "Name:            {}", queue.name)?;
+    writeln!(out, "Priority factor: {}", queue.priority_factor)?;
+    writeln!(
+        out,
+        "Cordoned:        {}",
+        if queue.cordoned { "yes: no new jobs" } else { "no" }
+    )?;
+    writeln!(
+        out,
+        "Dialect:         armadaproject.io/v1beta1 (today's Armada: the queue's first policy alone decides)"
+    )?;
+    writeln!(out, "Retry policies (only the first is evaluated):")?;
+    for (i, (name, p)) in policies.iter().enumerate() {
+        match (i, p) {
+            (_, None) => writeln!(out, "  {}. {name}: NOT FOUND (jobs of this queue cannot use it)", i + 1)?,
+            (0, Some(p)) => {
+                let limit = p.retry_limit.unwrap_or(0);
+                writeln!(
+                    out,
+                    "  1. {name}: {} {}, default {}, retry limit {limit} (a job's retries in all, whichever rules matched)",
+                    p.rules.len(),
+                    if p.rules.len() == 1 { "rule" } else { "rules" },
+                    p.default_action().as_str(),
+                )?;
+                for (r, rule) in p.rules.iter().enumerate() {
+                    let detail = match (rule.action, limit) {
+                        (Action::Fail, _) => "fail".to_string(),
+                        (Action::Retry, 0) => "never retried: the retry limit is 0".to_string(),
+                        (Action::Retry, _) => format!("retry within the policy's retry limit ({limit}), at once"),
+                    };
+                    writeln!(out, "     {}. when {}: {detail}", r + 1, matcher_words(rule))?;
+                }
+            }
+            (_, Some(_)) => writeln!(
+                out,
+                "  {}. {name}: not evaluated (Armada evaluates only the first)",
+                i + 1
+            )?,
+        }
+    }
+    write_upstream_cap(out, scheduler, "queue")
 }
 
 #[cfg(test)]

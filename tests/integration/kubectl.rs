@@ -290,6 +290,41 @@ fn describe_queue_says_where_the_global_cap_comes_from() {
     );
 }
 
+/// A queue of today's Armada's policies is explained in its terms (docs/cli.md "describe"):
+/// its first policy alone decides, with one retry limit and no backoff, and the others are
+/// named as not evaluated; no global cap number without the scheduler's config.
+#[test]
+fn describe_queue_of_v1beta1_policies_speaks_upstreams_terms() {
+    let home = crate::support::temp_home();
+    let out = crate::support::retryctl(home.path())
+        .args([
+            "describe",
+            "queue",
+            "q-two",
+            "-f",
+            "testdata/histories/upstream/policies",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        crate::support::format_output(&out),
+        [
+            "exit: 0\n--- stdout\n",
+            "Name:            q-two\n",
+            "Priority factor: 1\n",
+            "Cordoned:        no\n",
+            "Dialect:         armadaproject.io/v1beta1 (today's Armada: the queue's first policy alone decides)\n",
+            "Retry policies (only the first is evaluated):\n",
+            "  1. strict: 1 rule, default Fail, retry limit 3 (a job's retries in all, whichever rules matched)\n",
+            "     1. when the failure category is user-error: fail\n",
+            "  2. retry-gpu: not evaluated (Armada evaluates only the first)\n",
+            "Global cap:      the scheduler's globalMaxRetries, checked before any rule (not part of the queue; pass --scheduler-config FILE to see it)\n",
+            "--- stderr\n",
+        ]
+        .concat()
+    );
+}
+
 #[test]
 fn a_queue_from_flags_dry_run_checks_its_policies_on_the_server() {
     let srv = TestServer::start();
