@@ -7,8 +7,8 @@
 //! `armada_api` (Armada's gRPC contract, generated from `proto/`, and its model ⇄ protobuf
 //! conversion: the same model on the other wire; and, for `serve --dialect upstream`,
 //! upstream's gateway JSON and policy validation) beside `model`, for the client and the server. `error` (exit
-//! codes, `CliError`) and `redact` (secrets in URLs) import nothing from this crate; any
-//! module above `engine` may use them. `cli` is the command line's clap types, read by
+//! codes, `CliError`), `redact` (secrets in URLs) and `on_signal` (the temporary files a
+//! signal removes) import nothing from this crate; any module above `engine` may use them. `cli` is the command line's clap types, read by
 //! `app`, `commands`, `connection`, `output` and `deploy`, and by `replay` for the value of
 //! `--shard` (`cli::Shard`, to which `replay::shard` adds which jobs a shard holds); it
 //! imports `engine` only (its engine flag becomes an `engine::EngineKind`). `input` reads `-f` files and stdin into documents.
@@ -18,8 +18,12 @@
 //! candidate's documents: pure, of `model`, `diag`, `yaml` and `input`'s types), the sweep
 //! that drives `replay` over every candidate at once, and the ranking (pure). `suggest` is
 //! what `retryctl suggest` learns (docs/reference/suggest.md): signatures, counts, the
-//! proposed rules and documents, suspect nodes, all pure; `commands::suggest` drives the
-//! replay's two passes. The binary's
+//! proposed rules and documents, suspect nodes, pass 1's fold (which replays one job through
+//! `replay`), all pure; `commands::suggest` drives the two passes. `commands` lists the
+//! verbs and two kits they share, `commands::replay` (a comparison's sides resolved once,
+//! the history opened, driven and finished) and `commands::remote` (the server verbs'); a
+//! verb imports kits, never another verb (`merge` aside, through its table of the verbs it
+//! ends). The binary's
 //! start-up (its allocator) is `src/startup.rs`, a module of `main`; it reads which verbs are
 //! bulk from `cli::VERBS`, the one table of verbs, which every list of verbs reads.
 //!
