@@ -53,7 +53,7 @@ impl<S: HistorySource> HistorySource for ReadAhead<S> {
         self.source.bulk()
     }
 
-    /// Never called after a read ahead: a shard's source is not read ahead ([`ahead`]).
+    /// Never called after a read ahead: a shard's source is not read ahead ([`read_ahead`]).
     fn sift(&mut self, shard: crate::replay::shard::Shard) -> bool {
         self.source.sift(shard)
     }

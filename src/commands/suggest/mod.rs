@@ -290,7 +290,7 @@ pub(super) struct Suggest<'a> {
 }
 
 impl Suggest<'_> {
-    /// Pass 1 over `source`, then the rest ([`Suggest::conclude`]); with `-o partial`, pass 1
+    /// Pass 1 over `source`, then the rest (`Suggest::conclude`); with `-o partial`, pass 1
     /// alone, written for `merge`.
     fn drive<S: HistorySource>(
         &self,

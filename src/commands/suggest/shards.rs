@@ -166,7 +166,7 @@ impl std::error::Error for Unmergeable {}
 
 /// `merge` of a sharded suggest (docs/past-one-machine.md): the shards' learning folded, the
 /// inputs loaded again from the shards' run (and found unchanged), then the rest as one
-/// process does it ([`Suggest::conclude`]): the proposal, and pass 2 over the history.
+/// process does it (`Suggest::conclude`): the proposal, and pass 2 over the history.
 pub fn merge(
     ctx: &mut Context,
     run: &SuggestRun,
