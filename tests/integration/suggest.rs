@@ -1838,3 +1838,65 @@ fn the_engine_follows_the_baselines_dialect_and_the_table_says_so() {
     assert!(String::from_utf8_lossy(&picked).contains("apiVersion: armadaproject.io/v1beta1\n"));
     assert_eq!(picked, policy(&["--engine", "upstream"]));
 }
+
+/// One policy, one set of numbers (docs/reference/suggest.md "Its effect"): the proposal's
+/// comparison in suggest's json is `simulate --baseline`'s for the same two sides, and tune's
+/// candidate equal to the proposal (its `retryLimit` varied to its own value) counts the same
+/// changes, in both dialects (upstream: each side with its own categorizer, the proposal's in
+/// its file).
+#[test]
+fn one_policys_numbers_agree_across_suggest_simulate_and_tune() {
+    let p = setup(29);
+    let home = temp_home();
+    let upstream = home.path().join("today-up.yaml");
+    std::fs::write(&upstream, BASELINE_UPSTREAM).unwrap();
+    let deployed = root().join("testdata/categorizer/executor-config.yaml");
+    let history = path(&p.history);
+    for (baseline, categorizer, limit) in [
+        (path(&p.baseline), None, "suggested:spec.retryLimit"),
+        (path(&upstream), Some(path(&deployed)), "suggested:retryLimit"),
+    ] {
+        let sides: Vec<&str> = match categorizer {
+            Some(c) => vec!["--baseline", baseline, "--baseline-categorizer", c],
+            None => vec!["--baseline", baseline],
+        };
+        let mut suggest = vec!["suggest", "--history", history, "--baseline", baseline];
+        if let Some(c) = categorizer {
+            suggest.extend(["--categorizer", c]);
+        }
+        let policy = home.path().join("proposal.yaml");
+        let out = run(home.path(), &[&suggest[..], &["-o", "policy"]].concat());
+        assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+        std::fs::write(&policy, &out.stdout).unwrap();
+        let v = json_of(&run(home.path(), &[&suggest[..], &["-o", "json"]].concat()));
+        let proposal = &v["suggest"]["proposal"];
+        let sim = json_of(&run(
+            home.path(),
+            &[&["simulate", "-f", path(&policy), "--history", history][..], &sides, &["-o", "json"]].concat(),
+        ));
+        assert_eq!(proposal["comparison"], sim["comparison"], "{baseline}");
+        let n = proposal["policyRetryLimit"].as_u64().unwrap();
+        let vary = format!("{limit}={n}..{n}");
+        let tune = json_of(&run(
+            home.path(),
+            &[
+                &["tune", "-f", path(&policy), "--history", history][..],
+                &sides,
+                &["--vary", &vary, "-o", "json"],
+            ]
+            .concat(),
+        ));
+        let candidate = &tune["tune"]["candidates"][0];
+        let cmp = &sim["comparison"];
+        for key in ["changed", "retries", "delay", "compute"] {
+            assert_eq!(candidate[key], cmp[key], "{baseline}: {key}");
+        }
+        for key in ["rescued", "lost", "toPending", "other", "retriesOnly"] {
+            assert_eq!(candidate["transitions"][key], cmp["transitions"][key], "{baseline}: {key}");
+        }
+        for key in ["expectedRescued", "low", "high", "withoutEstimate", "expectedCompute"] {
+            assert_eq!(candidate["estimate"][key], cmp["estimate"][key], "{baseline}: {key}");
+        }
+        assert_eq!(tune["tune"]["jobs"], cmp["jobs"], "{baseline}");
+    }
+}
