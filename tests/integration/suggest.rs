@@ -1527,7 +1527,8 @@ fn a_deployed_category_with_a_hint_keeps_the_hint() {
     let history = write(&[("main", true)]);
     let text = suggest(&history);
     assert!(!text.contains("name: s-"), "{text}");
-    // The `tune` line suggest prints gives both sides their categorizer.
+    // The `tune` line suggest prints gives both sides their categorizer: the proposal's is in
+    // its file, the baseline's the deployed one.
     let out = run(
         home.path(),
         &[
@@ -1545,7 +1546,7 @@ fn a_deployed_category_with_a_hint_keeps_the_hint() {
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
         table.contains(&format!(
-            "--engine upstream --categorizer suggested.yaml --baseline-categorizer {} --vary 'suggested:retryLimit=1..3'",
+            "--engine upstream --baseline-categorizer {} --vary 'suggested:retryLimit=1..3'",
             path(&categorizer)
         )),
         "{table}"

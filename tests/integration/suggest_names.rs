@@ -215,7 +215,8 @@ fn a_queue_name_is_checked_only_where_a_queue_is_written() {
             "error: invalid `--queue` `ML_Team`: the Queue `-o policy` writes cannot have this name: character `M` at position 1 is not allowed (use lowercase); use lowercase letters, digits and `-`\n"
         );
         let table = ok(&suggest(home.path(), &h, engine, &["--queue", "ML_Team"]));
-        let flags = if engine == "upstream" { " --engine upstream" } else { "" };
+        // The engine as given: the printed command proposes alike.
+        let flags = format!(" --engine {engine}");
         assert!(
             table.contains(&format!(
                 "Write the proposal:  retryctl suggest --history {}{flags} --min-trials 5 -o policy > suggested.yaml\n",

@@ -9,7 +9,7 @@
 use crate::commands::replay::checks::shell_word;
 use crate::engine::EngineKind;
 use crate::model::validate::name_reason;
-use crate::output::suggest as view;
+use crate::output::suggest::{self as view, EngineFrom};
 use crate::suggest::propose::MAX_LIMIT;
 
 use super::proposal::Proposal;
@@ -55,9 +55,9 @@ impl Suggest<'_> {
             baseline.push("--baseline-from-cluster".into());
         }
         let mut knobs = Vec::new();
-        if self.engine == EngineKind::Upstream {
-            knobs.push("--engine upstream".to_string());
-        }
+        // The engine only as given: else the sides' dialect picks it again, as it did here.
+        let engine = (self.engine_from == EngineFrom::Flag).then(|| format!("--engine {}", self.engine.as_str()));
+        knobs.extend(engine.clone());
         if let Some(c) = &a.categorizer {
             knobs.push(format!("--categorizer {}", shell_word(&c.display().to_string())));
         }
@@ -124,15 +124,16 @@ impl Suggest<'_> {
             let mut t = vec![format!("retryctl tune -f {file}")];
             t.extend(source.iter().cloned());
             t.extend(baseline.iter().cloned());
+            t.extend(engine);
+            // Both sides' categorizers: the proposal's is in its file; the baseline's is the
+            // deployed one (`--categorizer`, or the one among its files, which tune reads
+            // there too), else the recorded categories: it never borrows the proposal's.
             if self.engine == EngineKind::Upstream {
-                // Both sides' categorizers: the baseline never borrows the proposal's.
-                let deployed = a
-                    .categorizer
-                    .as_ref()
-                    .map_or_else(|| "recorded".to_string(), |c| shell_word(&c.display().to_string()));
-                t.push(format!(
-                    "--engine upstream --categorizer {file} --baseline-categorizer {deployed}"
-                ));
+                match (&a.categorizer, &self.deployed) {
+                    (Some(c), _) => t.push(format!("--baseline-categorizer {}", shell_word(&c.display().to_string()))),
+                    (None, Some(_)) => {}
+                    (None, None) => t.push("--baseline-categorizer recorded".to_string()),
+                }
             }
             t.extend(varies);
             t.join(" ")
