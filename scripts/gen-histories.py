@@ -23,6 +23,10 @@ keeps that constraint), and a lease is returned only while the job is below
 still going on the cluster, its last recorded run a failure the policies retry, so the replay
 leaves it Pending and works out the runs it has left (docs/estimates.md). The other jobs are
 the same as without the flag.
+`--messages` gives every failed container but an OOM-killed one a termination message as real clusters write them:
+Python tracebacks, NCCL and CUDA errors, HTTP failures, with numbers, hex addresses and
+UUIDs, from 3,000 templates (a word of letters tells each apart, since numbers are masked
+by suggest's signatures) drawn with a long tail; the runs are the same as without the flag.
 `--realistic` adds what real cluster data has: about 2% of jobs land a run on an avoided
 node (the scheduler relaxed anti-affinity), and about 1% have runs recorded after the job
 ended for good (a resubmission under the same id); `simulate` reports both on stderr.
@@ -70,6 +74,51 @@ def final(rng, node):
             "containers": [{"name": "main", "exitCode": rng.choice([1, 2, 143])}]}
 
 
+def template_word(t):
+    """Template `t`'s own word: letters only, so that masking numbers keeps it."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    word = ""
+    t += 26 * 26
+    while t:
+        word = letters[t % 26] + word
+        t //= 26
+    return word
+
+
+ERRORS = ["ValueError", "KeyError", "RuntimeError", "AssertionError", "OSError", "TypeError"]
+
+
+def message(mrng):
+    """A termination message of one of 3,000 templates, the first ones far more often."""
+    t = min(int(mrng.paretovariate(0.3)) - 1, 2999)
+    w = template_word(t)
+    n = mrng.randrange(1, 100000)
+    hx = f"0x{mrng.getrandbits(48):012x}"
+    uuid = "-".join(f"{mrng.getrandbits(b * 4):0{b}x}" for b in (8, 4, 4, 4, 12))
+    family = t % 4
+    if family == 0:
+        err = ERRORS[t % len(ERRORS)]
+        # The error first, then where: what a training script's handler writes to the log.
+        return (f"{err}: {w} step {n} failed on tensor at {hx}\nTraceback (most recent call last):\n"
+                f"  File \"/app/{w}/train.py\", line {n % 900 + 10}, in <module>\n    main()\n"
+                f"  File \"/app/{w}/model.py\", line {n % 400 + 5}, in forward")
+    if family == 1:
+        return (f"NCCL WARN {w}: call to connect returned Connection refused, retrying; rank {n % 64} "
+                f"peer 10.{n % 250}.{n % 7}.{n % 97}:{40000 + n % 9999} comm {hx}")
+    if family == 2:
+        return f"RuntimeError: CUDA error: an illegal memory access was encountered in kernel {w} at {hx} (device {n % 8})"
+    return f"request {uuid} to {w} failed: upstream returned 503 after {n} ms"
+
+
+def with_messages(mrng, run):
+    """`run` with a termination message on every failed container that has none (an OOM kill
+    leaves none: the kernel ended the process)."""
+    for c in run.get("containers", []):
+        if c.get("exitCode", 0) != 0 and "message" not in c and c.get("reason") != "OOMKilled":
+            c["message"] = message(mrng)
+    return run
+
+
 def pick(rng, avoid):
     """A node the scheduler may use: not the avoided one."""
     while True:
@@ -83,6 +132,9 @@ def main():
     realistic = "--realistic" in sys.argv[1:]
     submitted = "--submitted" in sys.argv[1:]
     pending = "--pending" in sys.argv[1:]
+    messages = "--messages" in sys.argv[1:]
+    # Their own generator: the messages leave every run as it is.
+    mrng = random.Random(11)
     # Its own generator: the flag leaves every other job's runs as they are.
     cut = random.Random(7)
     start = datetime.datetime(2026, 11, 1, tzinfo=datetime.timezone.utc)
@@ -116,6 +168,8 @@ def main():
                 runs.append({"node": pick(rng, None), "runFor": "1h", "outcome": "succeeded"})
         if pending and len(runs) > 1 and cut.random() < 1 / 7:
             runs.pop()
+        if messages:
+            runs = [with_messages(mrng, r) for r in runs]
         record = {"job": {"id": f"job-{job:07d}", "queue": "ml-queue", "terminationGracePeriod": "30s"},
                   "runs": runs}
         if submitted:
