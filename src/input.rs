@@ -161,20 +161,7 @@ pub fn read_scheduler_source(path: &Path) -> Result<SchedulerSource, CliError> {
     })?;
     let file = path.display().to_string();
     SchedulerSource::parse(file.clone(), &text).map_err(|errors| {
-        let lines: Vec<String> = errors
-            .iter()
-            .map(|d| {
-                let p = if d.path.is_empty() {
-                    String::new()
-                } else {
-                    format!("{}: ", d.path)
-                };
-                match d.pos {
-                    Some(pos) => format!("  {file}:{pos}: {p}{}", d.message),
-                    None => format!("  {file}: {p}{}", d.message),
-                }
-            })
-            .collect();
+        let lines: Vec<String> = errors.iter().map(|d| format!("  {}", placed(&file, d))).collect();
         CliError::invalid(format!("invalid scheduler config `{file}`\n{}", lines.join("\n")))
     })
 }
@@ -223,20 +210,10 @@ pub fn read_categorizer(path: &Path) -> Result<CategorizerFile, CliError> {
         let why = e.message.strip_prefix("cannot read: ").unwrap_or(&e.message);
         return Err(CliError::invalid(format!("cannot read categorizer `{name}`: {why}")));
     }
-    let placed = |d: &Diagnostic| {
-        let p = if d.path.is_empty() {
-            String::new()
-        } else {
-            format!("{}: ", d.path)
-        };
-        match d.pos {
-            Some(pos) => format!("  {name}:{pos}: {p}{}", d.message),
-            None => format!("  {name}: {p}{}", d.message),
-        }
-    };
-    let mut problems: Vec<String> = file.errors.iter().map(placed).collect();
+    let indented = |d: &Diagnostic| format!("  {}", placed(name, d));
+    let mut problems: Vec<String> = file.errors.iter().map(indented).collect();
     for d in &file.documents {
-        problems.extend(d.diagnostics.iter().filter(|d| d.is_error()).map(placed));
+        problems.extend(d.diagnostics.iter().filter(|d| d.is_error()).map(indented));
     }
     if problems.is_empty() && file.documents.len() > 1 {
         problems.push(format!(
@@ -256,11 +233,7 @@ pub fn read_categorizer(path: &Path) -> Result<CategorizerFile, CliError> {
         _ => None,
     }) {
         Some((config, document)) => {
-            let warnings = document
-                .diagnostics
-                .iter()
-                .map(|d| placed(d).trim_start().to_string())
-                .collect();
+            let warnings = document.diagnostics.iter().map(|d| placed(name, d)).collect();
             Ok(CategorizerFile {
                 name: name.to_string(),
                 document,
@@ -272,6 +245,20 @@ pub fn read_categorizer(path: &Path) -> Result<CategorizerFile, CliError> {
         None => Err(CliError::invalid(format!(
             "invalid categorizer `{name}`: it holds no `errorCategories`"
         ))),
+    }
+}
+
+/// A config file's problem as its error or warning line says it: `FILE:LINE:COL: FIELD:
+/// message` (the position and the field when known).
+pub fn placed(file: &str, d: &Diagnostic) -> String {
+    let field = if d.path.is_empty() {
+        String::new()
+    } else {
+        format!("{}: ", d.path)
+    };
+    match d.pos {
+        Some(pos) => format!("{file}:{pos}: {field}{}", d.message),
+        None => format!("{file}: {field}{}", d.message),
     }
 }
 

@@ -46,7 +46,7 @@ use crate::commands::replay::checks::{backtest_refusal, parse_backtest_at};
 use crate::commands::replay::held::Held;
 use crate::commands::replay::policy_set::{build, load_from_server, PolicyFlags, Side};
 use crate::commands::replay::sides::{
-    self, check_categorizers, engine_of, read_side, Baseline as Sides, Dialect, Named, SideFiles,
+    self, baseline_named, check_categorizers, engine_of, read_side, Baseline as Sides, Dialect, Named, SideFiles,
 };
 use crate::commands::replay::source::{self, check_flags, check_source, About, Open};
 use crate::engine::simulator::Simulator;
@@ -121,16 +121,7 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         args.categorizer.as_deref(),
         candidate_files.categorizer,
     )?;
-    let (baseline_files, baseline_categorizer) = match baseline_files {
-        Some(SideFiles { files, categorizer }) => (Some(files), categorizer),
-        None => (None, None),
-    };
-    let baseline = Named::new(
-        Side::Baseline,
-        "--baseline-categorizer",
-        args.baseline_categorizer.as_deref(),
-        baseline_categorizer,
-    )?;
+    let (baseline_files, baseline) = baseline_named(args.baseline_categorizer.as_deref(), baseline_files)?;
     check_categorizers(replay, &candidate, &baseline)?;
     if !args.source.files.is_empty() && !policies {
         writeln!(

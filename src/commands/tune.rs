@@ -31,7 +31,8 @@ use crate::commands::replay::held::Held;
 use crate::commands::replay::lookout::SET_LOOKOUT_DB;
 use crate::commands::replay::policy_set::{policy_set, PolicyFlags, Side, Unusable};
 use crate::commands::replay::sides::{
-    self, engine_of, no_baseline_categorizer, read_side, Baseline as Sides, BaselinePolicies, Dialect, Named, SideFiles,
+    self, baseline_named, engine_of, no_baseline_categorizer, read_side, Baseline as Sides, BaselinePolicies, Dialect,
+    Named,
 };
 use crate::commands::replay::source::{self, check_flags, overrides, About, Open};
 use crate::engine::categorizer::Classifier;
@@ -147,16 +148,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
     // --baseline the template as written is the baseline, its categorizer included (a
     // `categorizer:` vary changes the candidates only); with one, the baseline never borrows
     // the candidates'.
-    let (baseline_files, in_baseline) = match baseline_files {
-        Some(SideFiles { files, categorizer }) => (Some(files), categorizer),
-        None => (None, None),
-    };
-    let baseline = Named::new(
-        Side::Baseline,
-        "--baseline-categorizer",
-        args.baseline_categorizer.as_deref(),
-        in_baseline,
-    )?;
+    let (baseline_files, baseline) = baseline_named(args.baseline_categorizer.as_deref(), baseline_files)?;
     if let (Some(file), true, false) = (&candidate_file, sides::what_if(replay), baseline.said()) {
         return Err(no_baseline_categorizer(file).into());
     }

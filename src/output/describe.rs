@@ -390,6 +390,17 @@ pub fn write_policy_upstream(
     Ok(())
 }
 
+/// A queue's own fields, the first lines of either dialect's description.
+fn write_queue_head(out: &mut dyn Write, queue: &Queue) -> io::Result<()> {
+    writeln!(out, "Name:            {}", queue.name)?;
+    writeln!(out, "Priority factor: {}", queue.priority_factor)?;
+    writeln!(
+        out,
+        "Cordoned:        {}",
+        if queue.cordoned { "yes: no new jobs" } else { "no" }
+    )
+}
+
 /// Describes `queue` with its policies in precedence order; `policies` holds those found
 /// (`None` for a name that does not exist).
 pub fn write_queue(
@@ -398,13 +409,7 @@ pub fn write_queue(
     policies: &[(String, Option<RetryPolicy>)],
     scheduler: &Scheduler,
 ) -> io::Result<()> {
-    writeln!(out, "Name:            {}", queue.name)?;
-    writeln!(out, "Priority factor: {}", queue.priority_factor)?;
-    writeln!(
-        out,
-        "Cordoned:        {}",
-        if queue.cordoned { "yes: no new jobs" } else { "no" }
-    )?;
+    write_queue_head(out, queue)?;
     if policies.is_empty() {
         let default = match &scheduler.settings.default_policy_name {
             Some(d) => format!("the scheduler's defaultPolicyName `{d}` applies"),
@@ -482,13 +487,7 @@ pub fn write_queue_upstream(
     policies: &[(String, Option<RetryPolicy>)],
     scheduler: &Scheduler,
 ) -> io::Result<()> {
-    writeln!(out, "Name:            {}", queue.name)?;
-    writeln!(out, "Priority factor: {}", queue.priority_factor)?;
-    writeln!(
-        out,
-        "Cordoned:        {}",
-        if queue.cordoned { "yes: no new jobs" } else { "no" }
-    )?;
+    write_queue_head(out, queue)?;
     writeln!(
         out,
         "Dialect:         armadaproject.io/v1beta1 (today's Armada: the queue's first policy alone decides)"

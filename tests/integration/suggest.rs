@@ -1873,7 +1873,12 @@ fn one_policys_numbers_agree_across_suggest_simulate_and_tune() {
         let proposal = &v["suggest"]["proposal"];
         let sim = json_of(&run(
             home.path(),
-            &[&["simulate", "-f", path(&policy), "--history", history][..], &sides, &["-o", "json"]].concat(),
+            &[
+                &["simulate", "-f", path(&policy), "--history", history][..],
+                &sides,
+                &["-o", "json"],
+            ]
+            .concat(),
         ));
         assert_eq!(proposal["comparison"], sim["comparison"], "{baseline}");
         let n = proposal["policyRetryLimit"].as_u64().unwrap();
@@ -1893,7 +1898,10 @@ fn one_policys_numbers_agree_across_suggest_simulate_and_tune() {
             assert_eq!(candidate[key], cmp[key], "{baseline}: {key}");
         }
         for key in ["rescued", "lost", "toPending", "other", "retriesOnly"] {
-            assert_eq!(candidate["transitions"][key], cmp["transitions"][key], "{baseline}: {key}");
+            assert_eq!(
+                candidate["transitions"][key], cmp["transitions"][key],
+                "{baseline}: {key}"
+            );
         }
         for key in ["expectedRescued", "low", "high", "withoutEstimate", "expectedCompute"] {
             assert_eq!(candidate["estimate"][key], cmp["estimate"][key], "{baseline}: {key}");

@@ -65,21 +65,7 @@ impl Categorizer {
             ))
             .into());
         };
-        let warnings = doc
-            .diagnostics
-            .iter()
-            .map(|d| {
-                let path = if d.path.is_empty() {
-                    String::new()
-                } else {
-                    format!("{}: ", d.path)
-                };
-                match d.pos {
-                    Some(pos) => format!("{name}:{pos}: {path}{}", d.message),
-                    None => format!("{name}: {path}{}", d.message),
-                }
-            })
-            .collect();
+        let warnings = doc.diagnostics.iter().map(|d| input::placed(name, d)).collect();
         Categorizer::compile(
             ctx,
             CategorizerFile {
@@ -226,6 +212,22 @@ impl<'a> Named<'a> {
             _ => Ok(None),
         }
     }
+}
+
+/// The baseline's files (its policies and queues) and its categorizer as named: by
+/// `--baseline-categorizer` (`flag`) or by a document among its files.
+pub fn baseline_named(
+    flag: Option<&Path>,
+    files: Option<SideFiles>,
+) -> Result<(Option<Vec<SourceFile>>, Named<'_>), CliError> {
+    let (files, in_files) = match files {
+        Some(SideFiles { files, categorizer }) => (Some(files), categorizer),
+        None => (None, None),
+    };
+    Ok((
+        files,
+        Named::new(Side::Baseline, "--baseline-categorizer", flag, in_files)?,
+    ))
 }
 
 /// Whether the replay compares against a baseline: `--baseline` or `--baseline-from-cluster`.

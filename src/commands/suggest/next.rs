@@ -130,7 +130,10 @@ impl Suggest<'_> {
             // there too), else the recorded categories: it never borrows the proposal's.
             if self.engine == EngineKind::Upstream {
                 match (&a.categorizer, &self.deployed) {
-                    (Some(c), _) => t.push(format!("--baseline-categorizer {}", shell_word(&c.display().to_string()))),
+                    (Some(c), _) => t.push(format!(
+                        "--baseline-categorizer {}",
+                        shell_word(&c.display().to_string())
+                    )),
                     (None, Some(_)) => {}
                     (None, None) => t.push("--baseline-categorizer recorded".to_string()),
                 }
