@@ -1,0 +1,116 @@
+//! What both levels of the fast path share: a line's strings, borrowed from it or copied
+//! into a pooled buffer ([`Str`], [`Pool`]), the values parsed from them, and giving up.
+//!
+//! Owns: the string pool and its bounds, and the parsers of a duration and a decision kind.
+//! Must not: accept a value the strict decoder refuses (a value it is not sure of gives up).
+
+use std::borrow::Cow;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+
+use crate::model::duration::GoDuration;
+use crate::model::failure_history::{Container, DECISION_KINDS};
+
+use super::{KEEP_STRINGS, KEEP_STRING_BYTES};
+
+/// Emptied strings, and containers of runs that had more, handed out again before
+/// allocating (a preempted run after an OOM-killed one: its containers wait here, strings
+/// and all, for the next OOM kill).
+#[derive(Default)]
+pub(super) struct Pool {
+    strings: Vec<String>,
+    pub(super) containers: Vec<Container>,
+}
+
+impl Pool {
+    /// `value` as a `String`, in `old`'s buffer or a pooled one.
+    pub(super) fn string(&mut self, old: Option<String>, value: Str<'_>) -> String {
+        match value.0 {
+            Cow::Owned(s) => {
+                self.put(old);
+                s
+            }
+            Cow::Borrowed(v) => {
+                let mut s = old.or_else(|| self.strings.pop()).unwrap_or_default();
+                s.clear();
+                s.push_str(v);
+                s
+            }
+        }
+    }
+
+    fn put(&mut self, s: Option<String>) {
+        if let Some(s) = s {
+            if (1..=KEEP_STRING_BYTES).contains(&s.capacity()) && self.strings.len() < KEEP_STRINGS {
+                self.strings.push(s);
+            }
+        }
+    }
+
+    /// `slot` := `value`, reusing its buffer; `None` gives the buffer back to the pool.
+    pub(super) fn set(&mut self, slot: &mut Option<String>, value: Option<Str<'_>>) {
+        match value {
+            Some(v) => {
+                let old = slot.take();
+                *slot = Some(self.string(old, v));
+            }
+            None => self.put(slot.take()),
+        }
+    }
+}
+
+/// A string that borrows from the line unless it had escapes.
+pub(super) struct Str<'a>(pub(super) Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Str<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Str<'a>, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V(std::marker::PhantomData))
+    }
+}
+
+impl Str<'_> {
+    pub(super) fn owned(self) -> String {
+        self.0.into_owned()
+    }
+}
+
+/// Gives up on the fast path (the strict decoder then reads the line and words the error).
+pub(super) fn give_up<E: de::Error>() -> E {
+    E::custom("not on the fast path")
+}
+
+/// `Some(v)` or give up.
+pub(super) fn or_give_up<T, E: de::Error>(v: Option<T>) -> Result<T, E> {
+    v.ok_or_else(give_up)
+}
+
+pub(super) fn parse_duration(s: Option<Str<'_>>) -> Option<Option<GoDuration>> {
+    match s {
+        None => Some(None),
+        Some(s) => GoDuration::parse(&s.0).ok().map(Some),
+    }
+}
+
+pub(super) fn decision_kind(s: Option<Str<'_>>) -> Option<Option<String>> {
+    match s {
+        None => Some(None),
+        Some(s) => DECISION_KINDS.contains(&&*s.0).then(|| Some(s.owned())),
+    }
+}
