@@ -1,0 +1,274 @@
+//! What a replay counts: per unit in the workers ([`Part`]), folded in input order on the
+//! emitting side ([`Folded`]), the same whatever the split into units or shards.
+//!
+//! Owns: the trials for the estimates ([`TrialCount`]), a comparison's tally of one candidate
+//! ([`CompareTally`], [`tally_job`]), what the estimates need of a job ([`JobFacts`]), and the
+//! final estimates from the folded sums. Must not: replay a job (that is `job`), or hand
+//! anything to a sink (that is `plain` and `baseline`).
+
+use crate::engine::simulator::Simulator;
+use crate::engine::{job_context, JobContext, Match, Settings};
+use crate::model::failure_history::{FailureHistory, Final};
+use crate::replay::backtest::{backtest, Backtest};
+use crate::replay::categorize::{Reclassify, SideCategories};
+use crate::replay::compare::{ByClass, Comparison, JobDiff, Side};
+use crate::replay::estimate::{failed_runs, job_class, FailureClass, PendingSet, Rates, Trials};
+use crate::replay::sink::{Estimates, Needs, Sides};
+use crate::replay::source::{Origin, Pos};
+use crate::replay::summary::Summary;
+
+use super::job::runs_left_matched;
+use super::{NoAnswer, Options};
+
+/// The trials of the jobs counted so far (docs/estimates.md), on the side of `--backtest-at`
+/// each job was submitted on (docs/estimates.md), and the jobs that have no submission time to put them
+/// on a side. Counted per unit in the workers (or per shard) and merged: the same whatever
+/// the split.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct TrialCount {
+    pub trials: Trials,
+    /// `--backtest-at`: jobs without `submittedAt`, and the first of them in input order
+    /// (with its position, so that any split finds the same first).
+    pub not_submitted: u64,
+    pub first_not_submitted: Option<(Pos, String)>,
+}
+
+impl TrialCount {
+    /// Counts `history`'s trials (`origin`: where it stands in the source).
+    pub fn add(&mut self, history: &FailureHistory, origin: &Origin, options: &Options) {
+        let test = match (options.backtest_at, history.job.submitted_at) {
+            (None, _) => false,
+            (Some(at), Some(submitted)) => submitted >= at,
+            (Some(_), None) => {
+                self.not_submitted += 1;
+                let at = origin.pos();
+                if self.first_not_submitted.as_ref().is_none_or(|(first, _)| at < *first) {
+                    self.first_not_submitted = Some((at, history.job.id.clone()));
+                }
+                false
+            }
+        };
+        self.trials.add_history(history, test);
+    }
+
+    /// Adds the trials of other jobs (a later unit, another shard).
+    pub fn merge(&mut self, other: &TrialCount) {
+        self.trials.merge(&other.trials);
+        self.not_submitted += other.not_submitted;
+        if let Some((at, id)) = &other.first_not_submitted {
+            if self.first_not_submitted.as_ref().is_none_or(|(first, _)| at < first) {
+                self.first_not_submitted = Some((*at, id.clone()));
+            }
+        }
+    }
+
+    /// The final rates and, with `--backtest-at`, the backtest; or why it has no answer.
+    pub fn finish(self, options: &Options) -> Result<(Rates, Option<Backtest>), NoAnswer> {
+        if let Some((_, first)) = self.first_not_submitted {
+            return Err(NoAnswer::NotSubmitted {
+                jobs: self.not_submitted,
+                first,
+            });
+        }
+        let rates = Rates::new(self.trials);
+        let backtest = match options.backtest_at {
+            Some(at) => Some(backtest(&rates, at).map_err(NoAnswer::Refused)?),
+            None => None,
+        };
+        Ok((rates, backtest))
+    }
+}
+
+/// What comparing jobs under one candidate adds up (docs/what-if.md, docs/estimates.md): the totals, the
+/// candidate's final states, and the Pending jobs whose estimates are summed. One per
+/// candidate in a `tune` sweep; the same fold as `simulate --baseline`, so that a candidate's
+/// numbers are what `simulate` prints for it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CompareTally {
+    pub comparison: Comparison,
+    /// Jobs by the candidate's final state, indexed by `Final as usize`.
+    pub finals: [u64; 4],
+    /// Failed in the baseline and Pending in the candidate (`expectedRescued`).
+    pub asked: PendingSet,
+    /// Pending in the candidate (its expected compute).
+    pub pending: PendingSet,
+    /// The first jobs it loses (Succeeded in the baseline, Failed in it), in input order, at
+    /// most [`LOST_NAMED`]: `tune --pick`'s warning names them. Kept by `tune`'s sweep only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost_jobs: Vec<String>,
+}
+
+/// Most lost jobs a [`CompareTally`] names.
+pub const LOST_NAMED: usize = 5;
+
+impl CompareTally {
+    /// A job the candidate decides exactly as the baseline did, and not Pending: what
+    /// [`tally_job`] of its diff adds, in a few additions (a search's most common case).
+    pub fn unchanged(&mut self, side: &Side) {
+        self.finals[side.final_state as usize] += 1;
+        self.comparison.unchanged(side.compute);
+    }
+
+    pub fn merge(&mut self, o: &CompareTally) {
+        self.comparison.merge(&o.comparison);
+        for (mine, theirs) in self.finals.iter_mut().zip(o.finals) {
+            *mine += theirs;
+        }
+        self.asked.merge(&o.asked);
+        self.pending.merge(&o.pending);
+        let room = LOST_NAMED.saturating_sub(self.lost_jobs.len());
+        self.lost_jobs.extend(o.lost_jobs.iter().take(room).cloned());
+    }
+
+    /// `job` is lost (after its diff is tallied): named when fewer than [`LOST_NAMED`] are.
+    pub fn name_lost(&mut self, job: &str) {
+        if self.lost_jobs.len() < LOST_NAMED {
+            self.lost_jobs.push(job.to_string());
+        }
+    }
+}
+
+/// What the estimates need to know of a job, worked out at most once however many sides
+/// ask: its class (its last failed run's) and its depth (its failed runs).
+pub struct JobFacts<'a> {
+    pub history: &'a FailureHistory,
+    /// The job's facts the engines read (`engine::job_context`).
+    pub ctx: JobContext<'a>,
+    class: std::cell::OnceCell<Option<FailureClass>>,
+    pub depth: u32,
+}
+
+impl<'a> JobFacts<'a> {
+    pub fn new(history: &'a FailureHistory) -> JobFacts<'a> {
+        JobFacts {
+            history,
+            ctx: job_context(history),
+            class: std::cell::OnceCell::new(),
+            depth: failed_runs(history),
+        }
+    }
+
+    pub fn class(&self) -> &Option<FailureClass> {
+        self.class.get_or_init(|| job_class(self.history))
+    }
+}
+
+/// Counts `diff` (the candidate replayed by `candidate` with `settings`) into `tally`: its
+/// Pending candidate side's runs left are worked out here (the baseline's are the caller's,
+/// once per job), `longer_matches` the continued history's runs matched, when known
+/// ([`runs_left_matched`]).
+pub fn tally_job(
+    diff: &mut JobDiff,
+    candidate: &Simulator,
+    settings: &Settings,
+    facts: &JobFacts<'_>,
+    longer_matches: Option<&[Match]>,
+    tally: &mut CompareTally,
+) {
+    tally_job_with(
+        diff,
+        || runs_left_matched(candidate, settings, facts, longer_matches),
+        facts,
+        tally,
+    );
+}
+
+/// [`tally_job`] with the runs a Pending candidate has left worked out by `runs_left`
+/// (asked only then): a search that replays a job once for several candidates that decide
+/// it alike works them out once too.
+pub fn tally_job_with(
+    diff: &mut JobDiff,
+    runs_left: impl FnOnce() -> u32,
+    facts: &JobFacts<'_>,
+    tally: &mut CompareTally,
+) {
+    if diff.candidate.final_state == Final::Pending {
+        let left = runs_left();
+        diff.candidate.runs_left = left;
+        let (class, r) = (facts.class(), facts.history.job.resources.as_ref());
+        tally.pending.add(class, facts.depth, left, r);
+        if diff.baseline.final_state == Final::Failed {
+            tally.asked.add(class, facts.depth, left, r);
+        }
+    }
+    tally.finals[diff.candidate.final_state as usize] += 1;
+    tally.comparison.add(diff);
+}
+
+/// What a worker folds over the jobs of its unit, merged in input order after them. Every
+/// part of it adds up the same whatever the split (see `estimate`'s module docs).
+#[derive(Default)]
+pub(super) struct Part {
+    /// Every job of a plain replay (summary only), or the candidate side's (a comparison's
+    /// breakdowns).
+    pub(super) summary: Summary,
+    /// The baseline side's (a comparison's breakdowns).
+    pub(super) baseline: Summary,
+    pub(super) trials: TrialCount,
+    /// With breakdowns: jobs by class.
+    pub(super) by_class: ByClass,
+    /// A comparison's totals; a plain replay's Pending jobs (in `pending`); with a
+    /// categorizer, its counts (in `comparison.categories`).
+    pub(super) tally: CompareTally,
+    /// The worker's scratch for classifying a history in place (with a categorizer only).
+    pub(super) reclassify: Reclassify,
+}
+
+/// The categorizers' counts of a part (`part.tally`), made on the first job that has one. A
+/// function of the field, so that the part's scratch can be borrowed beside it.
+pub(super) fn categories(tally: &mut CompareTally) -> &mut SideCategories {
+    tally.comparison.categories.get_or_insert_with(Box::default)
+}
+
+/// What the emitting side folds from the parts: the same sums whatever the split of the
+/// jobs into units or shards, so that a partial result (docs/past-one-machine.md) holds them as its totals
+/// and `merge` adds the shards' up.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct Folded {
+    trials: TrialCount,
+    by_class: ByClass,
+    tally: CompareTally,
+    /// A comparison's sides (with breakdowns).
+    pub(super) sides: Sides,
+}
+
+impl Folded {
+    pub(super) fn add(&mut self, part: &Part) {
+        self.trials.merge(&part.trials);
+        self.by_class.merge(&part.by_class);
+        self.tally.merge(&part.tally);
+    }
+
+    /// Adds another shard's.
+    pub fn merge(&mut self, o: Folded) {
+        self.trials.merge(&o.trials);
+        self.by_class.merge(&o.by_class);
+        self.tally.merge(&o.tally);
+        self.sides.baseline.merge(o.sides.baseline);
+        self.sides.candidate.merge(o.sides.candidate);
+    }
+
+    /// The final estimates (and backtest): a comparison's sums over its Failed → Pending
+    /// jobs and its Pending ones, a plain replay's over its Pending jobs. The breakdowns
+    /// only when asked (a partial counts them for any format).
+    pub(super) fn estimates(
+        self,
+        options: &Options,
+        compare: bool,
+        needs: Needs,
+    ) -> Result<(Estimates, Comparison, Sides), NoAnswer> {
+        let (rates, backtest) = self.trials.finish(options)?;
+        let t = self.tally;
+        let asked = if compare { &t.asked } else { &t.pending };
+        let by_class = if needs.breakdowns {
+            self.by_class
+        } else {
+            ByClass::default()
+        };
+        Ok((
+            Estimates::new(rates, by_class, asked, &t.pending, backtest),
+            t.comparison,
+            self.sides,
+        ))
+    }
+}

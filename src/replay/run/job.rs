@@ -1,0 +1,112 @@
+//! One job under one side: its report, with every text the caller asks for, and the runs a
+//! Pending side has left (docs/estimates.md).
+//!
+//! Owns: [`replay_job`], [`replay_job_detailed`] (runs with an `expect` after the job's end
+//! reported), [`replay_side`] (as a comparison replays its side, under its categorizer) and
+//! [`runs_left`]. Must not: count jobs or hand anything to a sink.
+
+use crate::engine::simulator::Simulator;
+use crate::engine::{Detail, JobReport, JobStatus, Match, PendingEngine, Settings};
+use crate::model::failure_history::FailureHistory;
+use crate::replay::categorize::{CategoryCounts, Reclassify};
+use crate::replay::estimate::MAX_RUNS_LEFT;
+
+use super::counts::JobFacts;
+
+/// docs/estimates.md: the runs a Pending side has left — its engine continued on copies of the job's
+/// last recorded failed run (same containers, conditions, category; no node; starting when
+/// the previous decision allows) until it decides Fail, at most [`MAX_RUNS_LEFT`]; the
+/// pending run counts. A job with no failed run recorded (only returned leases) has the
+/// pending run alone.
+pub fn runs_left(sim: &Simulator, settings: &Settings, facts: &JobFacts<'_>) -> u32 {
+    runs_left_matched(sim, settings, facts, None)
+}
+
+/// [`runs_left`] from the engine state the side's replay left (`pending`, taken from its
+/// report), so that the recorded runs are not replayed again; without one, as [`runs_left`].
+pub fn runs_left_after(
+    sim: &Simulator,
+    settings: &Settings,
+    facts: &JobFacts<'_>,
+    pending: Option<Box<PendingEngine>>,
+) -> u32 {
+    match pending {
+        // An error is the recorded runs' (the side is Pending, so they replayed): it cannot be.
+        Some(p) => sim
+            .runs_left_after(facts.history, &facts.ctx, settings, p, MAX_RUNS_LEFT)
+            .unwrap_or(1),
+        None => runs_left(sim, settings, facts),
+    }
+}
+
+/// [`runs_left`] with the recorded runs matched already (`Simulator::match_table` of the
+/// job's history over a list with the same matchers).
+pub fn runs_left_matched(sim: &Simulator, settings: &Settings, facts: &JobFacts<'_>, matches: Option<&[Match]>) -> u32 {
+    // An error is the recorded runs' (the side is Pending, so they replayed): it cannot be.
+    sim.runs_left(facts.history, &facts.ctx, settings, matches, MAX_RUNS_LEFT)
+        .unwrap_or(1)
+}
+
+/// One history under one Simulator, every text written. Every run after the end of the job
+/// that has an `expect` is reported (the evaluator's replay names only the first).
+pub fn replay_job(sim: &Simulator, settings: &Settings, history: &FailureHistory) -> Result<JobReport, String> {
+    replay_job_detailed(sim, settings, history, Detail::Full)
+}
+
+/// One job replayed under `sim` alone as a comparison replays its side (under its
+/// categorizer, when it has one), `look` shown the history as that side saw it and the
+/// report (or the replay's error); the recorded categories are put back after. `suggest`'s
+/// first pass reads what today's policy does through it.
+pub fn replay_side(
+    sim: &Simulator,
+    settings: &Settings,
+    history: &mut FailureHistory,
+    reclassify: &mut Reclassify,
+    look: impl FnOnce(&FailureHistory, Result<&JobReport, &str>),
+) {
+    let categorizer = sim.categorizer();
+    if let Some(c) = categorizer {
+        reclassify.apply(c, history, &mut CategoryCounts::default(), None);
+    }
+    match replay_job_detailed(sim, settings, history, Detail::Outcome) {
+        Ok(report) => look(history, Ok(&report)),
+        Err(e) => look(history, Err(&e)),
+    }
+    if categorizer.is_some() {
+        reclassify.restore(history);
+    }
+}
+
+/// [`replay_job`] with the texts `detail` asks for ([`Detail::Summary`] when only the
+/// summary is printed).
+pub fn replay_job_detailed(
+    sim: &Simulator,
+    settings: &Settings,
+    history: &FailureHistory,
+    detail: Detail,
+) -> Result<JobReport, String> {
+    let mut report = sim.simulate_detailed(history, settings, detail)?;
+    let ended = !matches!(report.status, JobStatus::Pending { .. });
+    if detail != Detail::Outcome && ended && history.runs.len() > report.runs.len() {
+        let end = report.runs.len().saturating_sub(1);
+        let at = report
+            .expectation_failures
+            .iter()
+            .position(|f| f.starts_with("job: "))
+            .unwrap_or(report.expectation_failures.len());
+        let mut missing = Vec::new();
+        for (k, run) in history.runs.iter().enumerate().skip(report.runs.len()) {
+            if run.expect.is_none() {
+                continue;
+            }
+            let prefix = format!("run {k}: ");
+            if !report.expectation_failures.iter().any(|f| f.starts_with(&prefix)) {
+                missing.push(format!(
+                    "run {k}: has expectations but is never evaluated (the job ended at run {end})"
+                ));
+            }
+        }
+        report.expectation_failures.splice(at..at, missing);
+    }
+    Ok(report)
+}
