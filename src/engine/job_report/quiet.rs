@@ -32,14 +32,14 @@ pub struct JobOutcome {
     pub compute_from: GoDuration,
 }
 
-/// [`replay_named`]'s decisions and nothing else: the same steps (a scheduler reload between
-/// runs, each start from the last decision, `decide`, the end of the job), with no record,
-/// no text and no check, so that a search over many candidates (`tune`) replays each one at
-/// a fraction of a report's cost. Equal, field by field, to what the report of
-/// [`Detail::Outcome`] gives (a test holds the two together); `from`: the run from which
-/// [`JobOutcome::compute_from`] counts (a comparison's other side's runs); `matches`: each
-/// run's first match over a list with these matchers, when the caller knows them
-/// (`Simulator::match_table`; the design engine only).
+/// [`replay_named`](super::record::replay_named)'s decisions and nothing else: the same steps
+/// (a scheduler reload between runs, each start from the last decision, `decide`, the end of
+/// the job), with no record, no text and no check, so that a search over many candidates
+/// (`tune`) replays each one at a fraction of a report's cost. Equal, field by field, to what
+/// the report of [`Detail::Outcome`](super::Detail::Outcome) gives (a test holds the two
+/// together); `from`: the run from which [`JobOutcome::compute_from`] counts (a comparison's
+/// other side's runs); `matches`: each run's first match over a list with these matchers, when
+/// the caller knows them (`Simulator::match_table`; the design engine only).
 #[allow(clippy::too_many_arguments)]
 pub(in crate::engine) fn outcome_named(
     history: &FailureHistory,
@@ -81,8 +81,9 @@ pub(in crate::engine) fn runs_left_named(
     quiet.continued(matches, max)
 }
 
-/// [`runs_left_named`] from the state a Pending job's replay left (`pending`, taken from its
-/// report with [`JobReport::take_pending`]): the recorded runs are not replayed again.
+/// [`runs_left_named`] from the state a Pending job's replay left (`pending`, taken from its report
+/// with [`JobReport::take_pending`](super::JobReport::take_pending)): the recorded runs are not
+/// replayed again.
 #[allow(clippy::too_many_arguments)]
 pub(in crate::engine) fn runs_left_after(
     history: &FailureHistory,
@@ -259,7 +260,7 @@ impl<'q, 'h> Quiet<'q, 'h> {
     }
 }
 
-/// [`decide`] without a record: the decision's kind, when the job may run again, and the
+/// `record::decide` without a record: the decision's kind, when the job may run again, and the
 /// delay (`None`: the run succeeded). The same numbers as `decide`'s record, without making
 /// one (a `Decision` is a few hundred bytes, moved for nothing here). `gang`: the job is a
 /// gang of more than one (upstream never retries those).
@@ -303,7 +304,7 @@ fn decide_quiet(
     })
 }
 
-/// [`start_time`] without a report to write its contradictions to.
+/// `record::start_time` without a report to write its contradictions to.
 fn start_time_quiet(history: &FailureHistory, k: usize, eligible_at: u64) -> u64 {
     let run = &history.runs[k];
     match run.started_at {

@@ -20,9 +20,9 @@ use super::schedule::{Avoiding, NodesTried, Schedule};
 use super::words::{describe_failure, explain};
 use super::{job_context, Detail, JobReport, JobStatus, PendingEngine, RunRecord};
 
-/// [`replay_detailed`] with the policies' names for the report given, so that a caller
-/// that replays many jobs with the same list shares one copy (`Simulator` keeps one per
-/// resolved list, with its shared regexes). `names[i]` is `policies[i]`'s name.
+/// [`replay_detailed`](super::replay_detailed) with the policies' names for the report given, so
+/// that a caller that replays many jobs with the same list shares one copy (`Simulator` keeps one
+/// per resolved list, with its shared regexes). `names[i]` is `policies[i]`'s name.
 pub(in crate::engine) fn replay_named(
     history: &FailureHistory,
     policies: Policies<'_>,

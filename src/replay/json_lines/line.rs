@@ -103,7 +103,8 @@ impl<'de> LineVisitor<'_> {
     }
 }
 
-/// Hands one field's value to [`LineVisitor::field`] (or a run's to [`RunVisitor::field`]).
+/// Hands one field's value to [`LineVisitor::field`] (or a run's to
+/// `runs::RunVisitor::field`).
 pub(super) struct FieldSeed<'v, V, F>(pub(super) &'v mut V, pub(super) F);
 
 impl<'de> DeserializeSeed<'de> for FieldSeed<'_, LineVisitor<'_>, LineField> {

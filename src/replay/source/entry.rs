@@ -45,7 +45,8 @@ pub struct LineBlock {
     pub first_offset: Option<u64>,
     /// How many lines it holds (blank ones included).
     pub count: usize,
-    /// How many lines were kept: all of them, but with [`HistorySource::sift`], where every
+    /// How many lines were kept: all of them, but with
+    /// [`HistorySource::sift`](super::HistorySource::sift), where every
     /// line of another shard is left blank (its newline kept, so that the lines after it
     /// keep their numbers). The most jobs the block can hold.
     pub kept: usize,

@@ -35,8 +35,8 @@ pub struct Files {
     pub(super) settings: Arc<Settings>,
     pub(super) bulk: bool,
     pub(super) progress: Progress,
-    /// stdin or another input that is not a regular file ([`is_stream`]): read once, in
-    /// order, from its start (never by byte range), its format told by its content.
+    /// stdin or another input that is not a regular file ([`is_stream`](super::is_stream)): read
+    /// once, in order, from its start (never by byte range), its format told by its content.
     pub(super) stream: bool,
     /// With [`Files::digest`]: every byte read so far, hashed, and where the total goes.
     pub(super) digest: Option<(foldhash::fast::FoldHasher<'static>, Digest)>,
@@ -168,7 +168,8 @@ impl Files {
     }
 
     /// Adds `bytes` to the digest, when there is one: YAML texts and the messages of what
-    /// could not be read. JSON lines are hashed one by one as they are read ([`Sieve`]), so
+    /// could not be read. JSON lines are hashed one by one as they are read
+    /// ([`Sieve`](super::sift::Sieve)), so
     /// that the digest does not depend on how reads cut the input (a pipe's do not cut it
     /// alike twice).
     pub(super) fn hash(&mut self, bytes: &[u8]) {

@@ -1,4 +1,4 @@
-//! JSON Lines read as blocks of whole lines ([`LineBlock`](super::LineBlock)): counted,
+//! JSON Lines read as blocks of whole lines ([`LineBlock`]): counted,
 //! never split or decoded here (workers do that in parallel).
 //!
 //! Owns: the line reader of a file or stream ([`Lines`]), the next block, over-long lines

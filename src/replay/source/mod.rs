@@ -5,16 +5,17 @@
 //!
 //! Owns: [`HistorySource`], the one streaming interface every source implements (Lookout's
 //! database, `lookout::export_source`, yields `Body::History` entries through it), file
-//! discovery, the 8 MiB limits, which settings apply to which job (a SchedulerConfig
-//! document in a history file applies to that file's jobs), and job ids by default (the
-//! file stem; `stem-LINE` in JSON Lines). JSON Lines are read as blocks of whole lines
-//! ([`LineBlock`]) whose lines are only counted here. A shard of files
-//! ([`HistorySource::sift`], docs/past-one-machine.md) reads only its byte range of them and
-//! the document crossing its end, numbering lines as one process would (the lines before
-//! its range counted only when a number is shown), and digests the files by what every shard
-//! can see of them ([`fingerprint`](digest::fingerprint)); and, from `export_totals`, what a Lookout export read and
-//! left out ([`ExportTotals`], [`Notes`]), the counts that source carries beside its entries. Must not: split or decode JSON lines (workers do that
-//! in parallel, see `run` and `json_lines`), evaluate or print.
+//! discovery, the 8 MiB limits, which settings apply to which job (a SchedulerConfig document
+//! in a history file applies to that file's jobs), and job ids by default (the file stem;
+//! `stem-LINE` in JSON Lines). JSON Lines are read as blocks of whole lines ([`LineBlock`])
+//! whose lines are only counted here. A shard of files ([`HistorySource::sift`],
+//! docs/past-one-machine.md) reads only its byte range of them and the document crossing its
+//! end, numbering lines as one process would (the lines before its range counted only when a
+//! number is shown), and digests the files by what every shard can see of them
+//! ([`fingerprint`](digest::fingerprint)); and, from `export_totals`, what a Lookout export
+//! read and left out ([`ExportTotals`], [`Notes`]), the counts that source carries beside its
+//! entries. Must not: split or decode JSON lines (workers do that in parallel, see `run` and
+//! `json_lines`), evaluate or print.
 //!
 //! A stream is read once, in order, as stdin is, whatever its name says: JSON Lines when its
 //! first line that is not blank is one complete JSON value, or is longer than the 8 MiB a line
