@@ -31,7 +31,7 @@
 //! `lookout` (Lookout's database and REST API; what an export counted is `replay::source`'s
 //! `ExportTotals`, which a shard's partial, `replay::partial`, carries); each engine decides in `engine` (the design,
 //! docs/engines.md, in `engine/design/`, matching with the compiled policies of
-//! `engine/matcher/`; upstream's (docs/engines.md) in `engine/upstream.rs`; `engine/job_report.rs` runs a
+//! `engine/matcher/`; upstream's (docs/engines.md) in `engine/upstream.rs`; `engine/job_report/` runs a
 //! history through either); every output format is written in `output`. The armadactl config
 //! file (`~/.armadactl.yaml`) is read and rewritten in `armadactl_config`; `connection`
 //! resolves flags, environment and that file into where and how to reach a server.
