@@ -1,9 +1,8 @@
 //! The fast path's top level: a line (`apiVersion`, `kind`, `job`, `runs`, `expect`) and its
 //! job, decoded straight into the scratch history.
 //!
-//! Owns: the line's and the job's fields, the maps that give up on a key met twice, and
-//! reading a struct from a JSON object only. Must not: read a run (that is `runs`), or
-//! accept what the strict decoder refuses.
+//! Owns: the line's and the job's fields, and the maps that give up on a key met twice.
+//! Must not: read a run (that is `runs`), or accept what the strict decoder refuses.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +13,7 @@ use crate::model::failure_history::{Final, Job, JobExpect, Resources, Timestamp}
 use crate::model::quantity::parse_quantity;
 
 use super::runs::RunsSeed;
-use super::values::{decision_kind, give_up, or_give_up, parse_duration, Pool, Str};
+use super::values::{decision_kind, give_up, or_give_up, parse_duration, FieldSeed, MapOnly, Pool, Str};
 use super::Scratch;
 
 // The top level, a run, a run's containers and conditions are decoded by hand, straight
@@ -103,10 +102,6 @@ impl<'de> LineVisitor<'_> {
     }
 }
 
-/// Hands one field's value to [`LineVisitor::field`] (or a run's to
-/// `runs::RunVisitor::field`).
-pub(super) struct FieldSeed<'v, V, F>(pub(super) &'v mut V, pub(super) F);
-
 impl<'de> DeserializeSeed<'de> for FieldSeed<'_, LineVisitor<'_>, LineField> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
@@ -131,27 +126,6 @@ impl<'de> Visitor<'de> for &mut LineVisitor<'_> {
     // No `visit_seq`: serde's derive would read a JSON array positionally as a struct, which
     // the strict decoder rejects (`expected a mapping`); the fast path must accept only what
     // it accepts, so an array here gives up (serde's default `visit_seq` is an error).
-}
-
-/// A struct read from a JSON object only. serde's derive also reads a JSON array as a struct,
-/// field by field in declaration order (`"job":["j1"]`), which the strict decoder rejects;
-/// the fast path must not accept more than it does (fuzz target `jsonl_decode`).
-pub(super) struct MapOnly<T>(pub(super) T);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for MapOnly<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = T;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-                T::deserialize(de::value::MapAccessDeserializer::new(map))
-            }
-        }
-        d.deserialize_map(V(std::marker::PhantomData)).map(MapOnly)
-    }
 }
 
 #[derive(Deserialize)]

@@ -1,12 +1,14 @@
 //! What both levels of the fast path share: a line's strings, borrowed from it or copied
-//! into a pooled buffer ([`Str`], [`Pool`]), the values parsed from them, and giving up.
+//! into a pooled buffer ([`Str`], [`Pool`]), the values parsed from them, a field's value
+//! handed to its visitor ([`FieldSeed`]), a struct read from an object only ([`MapOnly`]),
+//! and giving up.
 //!
 //! Owns: the string pool and its bounds, and the parsers of a duration and a decision kind.
 //! Must not: accept a value the strict decoder refuses (a value it is not sure of gives up).
 
 use std::borrow::Cow;
 
-use serde::de::{self, Deserializer, Visitor};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
 use crate::model::duration::GoDuration;
@@ -112,5 +114,30 @@ pub(super) fn decision_kind(s: Option<Str<'_>>) -> Option<Option<String>> {
     match s {
         None => Some(None),
         Some(s) => DECISION_KINDS.contains(&&*s.0).then(|| Some(s.owned())),
+    }
+}
+
+/// Hands one field's value to `line::LineVisitor::field` (or a run's to
+/// `runs::RunVisitor::field`).
+pub(super) struct FieldSeed<'v, V, F>(pub(super) &'v mut V, pub(super) F);
+
+/// A struct read from a JSON object only. serde's derive also reads a JSON array as a struct,
+/// field by field in declaration order (`"job":["j1"]`), which the strict decoder rejects;
+/// the fast path must not accept more than it does (fuzz target `jsonl_decode`).
+pub(super) struct MapOnly<T>(pub(super) T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for MapOnly<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData)).map(MapOnly)
     }
 }

@@ -19,8 +19,8 @@ use crate::replay::sink::{Change, Message, Needs, Sink, Totals};
 use crate::replay::source::{HistorySource, Progress};
 use crate::replay::spool::{Changed, Spool};
 
-use super::counts::{categories, tally_job_with, Folded, JobFacts, Part};
-use super::job::{replay_job_detailed, runs_left_after};
+use super::counts::{categories, tally_job_with, Folded, Part};
+use super::job::{replay_job_detailed, runs_left_after, JobFacts};
 use super::{
     ignore_closed, not_replayed, not_replayed_entry, record, write_or_stop, Compared, NoAnswer, NotReplayed, Options,
     Out,

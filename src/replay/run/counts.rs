@@ -2,22 +2,21 @@
 //! emitting side ([`Folded`]), the same whatever the split into units or shards.
 //!
 //! Owns: the trials for the estimates ([`TrialCount`]), a comparison's tally of one candidate
-//! ([`CompareTally`], [`tally_job`]), what the estimates need of a job ([`JobFacts`]), and the
-//! final estimates from the folded sums. Must not: replay a job (that is `job`), or hand
-//! anything to a sink (that is `plain` and `baseline`).
+//! ([`CompareTally`], [`tally_job`]), and the final estimates from the folded sums. Must not:
+//! replay a job (that is `job`), or hand anything to a sink (that is `plain` and `baseline`).
 
 use crate::engine::simulator::Simulator;
-use crate::engine::{job_context, JobContext, Match, Settings};
+use crate::engine::{Match, Settings};
 use crate::model::failure_history::{FailureHistory, Final};
 use crate::replay::backtest::{backtest, Backtest};
 use crate::replay::categorize::{Reclassify, SideCategories};
 use crate::replay::compare::{ByClass, Comparison, JobDiff, Side};
-use crate::replay::estimate::{failed_runs, job_class, FailureClass, PendingSet, Rates, Trials};
+use crate::replay::estimate::{PendingSet, Rates, Trials};
 use crate::replay::sink::{Estimates, Needs, Sides};
 use crate::replay::source::{Origin, Pos};
 use crate::replay::summary::Summary;
 
-use super::job::runs_left_matched;
+use super::job::{runs_left_matched, JobFacts};
 use super::{NoAnswer, Options};
 
 /// The trials of the jobs counted so far (docs/estimates.md), on the side of `--backtest-at`
@@ -125,31 +124,6 @@ impl CompareTally {
         if self.lost_jobs.len() < LOST_NAMED {
             self.lost_jobs.push(job.to_string());
         }
-    }
-}
-
-/// What the estimates need to know of a job, worked out at most once however many sides
-/// ask: its class (its last failed run's) and its depth (its failed runs).
-pub struct JobFacts<'a> {
-    pub history: &'a FailureHistory,
-    /// The job's facts the engines read (`engine::job_context`).
-    pub ctx: JobContext<'a>,
-    class: std::cell::OnceCell<Option<FailureClass>>,
-    pub depth: u32,
-}
-
-impl<'a> JobFacts<'a> {
-    pub fn new(history: &'a FailureHistory) -> JobFacts<'a> {
-        JobFacts {
-            history,
-            ctx: job_context(history),
-            class: std::cell::OnceCell::new(),
-            depth: failed_runs(history),
-        }
-    }
-
-    pub fn class(&self) -> &Option<FailureClass> {
-        self.class.get_or_init(|| job_class(self.history))
     }
 }
 

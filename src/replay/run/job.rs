@@ -2,16 +2,40 @@
 //! Pending side has left (docs/estimates.md).
 //!
 //! Owns: [`replay_job`], [`replay_job_detailed`] (runs with an `expect` after the job's end
-//! reported), [`replay_side`] (as a comparison replays its side, under its categorizer) and
-//! [`runs_left`]. Must not: count jobs or hand anything to a sink.
+//! reported), [`replay_side`] (as a comparison replays its side, under its categorizer),
+//! [`runs_left`], and what the estimates need to know of a job ([`JobFacts`]). Must not:
+//! count jobs or hand anything to a sink.
 
 use crate::engine::simulator::Simulator;
-use crate::engine::{Detail, JobReport, JobStatus, Match, PendingEngine, Settings};
+use crate::engine::{job_context, Detail, JobContext, JobReport, JobStatus, Match, PendingEngine, Settings};
 use crate::model::failure_history::FailureHistory;
 use crate::replay::categorize::{CategoryCounts, Reclassify};
-use crate::replay::estimate::MAX_RUNS_LEFT;
+use crate::replay::estimate::{failed_runs, job_class, FailureClass, MAX_RUNS_LEFT};
 
-use super::counts::JobFacts;
+/// What the estimates need to know of a job, worked out at most once however many sides
+/// ask: its class (its last failed run's) and its depth (its failed runs).
+pub struct JobFacts<'a> {
+    pub history: &'a FailureHistory,
+    /// The job's facts the engines read (`engine::job_context`).
+    pub ctx: JobContext<'a>,
+    class: std::cell::OnceCell<Option<FailureClass>>,
+    pub depth: u32,
+}
+
+impl<'a> JobFacts<'a> {
+    pub fn new(history: &'a FailureHistory) -> JobFacts<'a> {
+        JobFacts {
+            history,
+            ctx: job_context(history),
+            class: std::cell::OnceCell::new(),
+            depth: failed_runs(history),
+        }
+    }
+
+    pub fn class(&self) -> &Option<FailureClass> {
+        self.class.get_or_init(|| job_class(self.history))
+    }
+}
 
 /// docs/estimates.md: the runs a Pending side has left — its engine continued on copies of the job's
 /// last recorded failed run (same containers, conditions, category; no node; starting when

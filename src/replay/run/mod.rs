@@ -39,8 +39,8 @@ mod job;
 mod plain;
 
 pub use baseline::{compare, compare_inspected, CompareFold, Inspect};
-pub use counts::{tally_job, tally_job_with, CompareTally, Folded, JobFacts, TrialCount, LOST_NAMED};
-pub use job::{replay_job, replay_job_detailed, replay_side, runs_left, runs_left_after, runs_left_matched};
+pub use counts::{tally_job, tally_job_with, CompareTally, Folded, TrialCount, LOST_NAMED};
+pub use job::{replay_job, replay_job_detailed, replay_side, runs_left, runs_left_after, runs_left_matched, JobFacts};
 pub use plain::{replay, ReplayFold};
 
 /// What a plain replay found.

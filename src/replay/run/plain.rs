@@ -16,8 +16,8 @@ use crate::replay::sink::{Message, Needs, Sink, Totals};
 use crate::replay::source::{HistorySource, Progress};
 use crate::replay::summary::{keep_summary_fields, Summary};
 
-use super::counts::{categories, Folded, JobFacts, Part};
-use super::job::{replay_job_detailed, runs_left_after};
+use super::counts::{categories, Folded, Part};
+use super::job::{replay_job_detailed, runs_left_after, JobFacts};
 use super::{
     ignore_closed, job_messages, not_replayed, not_replayed_entry, record, write_or_stop, Done, NoAnswer, NotReplayed,
     Options, Out, Replayed,

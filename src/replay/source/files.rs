@@ -1,13 +1,12 @@
 //! [`Files`]: the history source of files, directories and streams.
 //!
 //! Owns: the source's state, opening it (a file, a directory's files in name order, stdin or
-//! another stream), the next file and the next entry in order, progress, and the job ids a
-//! directory's files give (a job in two files is refused). Must not: split or decode JSON
-//! lines, or parse a YAML text here (that is `lines` and `documents`).
+//! another stream), the next file and the next entry in order, and progress. Must not: split
+//! or decode JSON lines, or parse a YAML text here (that is `lines` and `documents`).
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::hash::{BuildHasher, Hasher};
+use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -20,6 +19,7 @@ use crate::replay::shard::Shard;
 use super::compressed::{compression, head_of, refuse_compressed};
 use super::digest::{add_to_digest, fingerprint, new_hasher};
 use super::documents::{marker_within, read_limited};
+use super::job_ids::JobIds;
 use super::lines::{start_at_line, Lines};
 use super::sift::{Mine, Range};
 use super::{Body, Counted, Digest, Entry, HistorySource, Origin, Overrides, Progress, Stamps, EMPTY_TEXT};
@@ -257,39 +257,6 @@ impl Files {
         }
         let result = read_limited(path);
         self.yaml_entries(&name, &stem, result, mine);
-    }
-}
-
-/// The job ids the files of a directory give, each with the first file that gave it: a job's
-/// history is in one file, and a job given by two would be replayed, counted and compared
-/// twice. Kept as 128-bit hashes (16 bytes an id, whatever its length; two ids alike by
-/// chance are not to be expected before 2^64 of them). An id met again in the same file is
-/// not looked at: only files are compared. A shard sees the ids of its own range only.
-#[derive(Default)]
-pub(super) struct JobIds {
-    seen: std::collections::HashMap<u128, u64>,
-    /// The files' names by their place (from 1).
-    files: Vec<Arc<str>>,
-}
-
-impl JobIds {
-    /// `id`, met in the file at `ordinal`: the error of a job another file gave first.
-    pub(super) fn elsewhere(&mut self, id: &[u8], ordinal: u64) -> Option<String> {
-        let hash = |seed: u64| {
-            let mut h = foldhash::fast::FixedState::with_seed(seed).build_hasher();
-            h.write(id);
-            h.finish()
-        };
-        let key = (u128::from(hash(1)) << 64) | u128::from(hash(2));
-        let first = *self.seen.entry(key).or_insert(ordinal);
-        if first == ordinal {
-            return None;
-        }
-        let file = self.files.get(first as usize - 1).map_or("", |f| &**f);
-        Some(format!(
-            "job {} is also in `{file}`: a directory's files hold different jobs, so this one is not replayed",
-            crate::diag::quote(&String::from_utf8_lossy(id))
-        ))
     }
 }
 

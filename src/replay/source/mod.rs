@@ -30,12 +30,12 @@
 //!
 //! One concept a file: `entry` (what an entry carries: [`Entry`], [`Body`], [`LineBlock`]),
 //! `origin` (where it came from and where it stands: [`Origin`], [`Pos`]), `files` ([`Files`]:
-//! which files are read and in what order, a directory's job ids), `stream` (stdin and other
-//! streams: what is one, and how one is opened), `lines` (JSON Lines read as blocks, over-long
-//! lines), `documents` (a YAML or JSON text of documents, and which of them a shard keeps),
-//! `sift` (a shard's byte range, and the lines it keeps), `digest` ([`Digest`]), `stamps`
-//! ([`Stamps`]) and `compressed` (a compressed history refused). This file: [`HistorySource`],
-//! [`Progress`] and [`Overrides`].
+//! which files are read and in what order), `job_ids` (a job in two files refused), `stream`
+//! (stdin and other streams: what is one, and how one is opened), `lines` (JSON Lines read as
+//! blocks, over-long lines), `documents` (a YAML or JSON text of documents, and which of them a
+//! shard keeps), `sift` (a shard's byte range, and the lines it keeps), `digest` ([`Digest`]),
+//! `stamps` ([`Stamps`]) and `compressed` (a compressed history refused). This file:
+//! [`HistorySource`], [`Progress`] and [`Overrides`].
 
 use crate::engine::Settings;
 use crate::model::scheduler::SchedulerConfig;
@@ -47,6 +47,7 @@ mod digest;
 mod documents;
 mod entry;
 mod files;
+mod job_ids;
 mod lines;
 mod origin;
 mod sift;

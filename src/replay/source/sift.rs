@@ -8,7 +8,7 @@
 use crate::replay::shard::{Owner, Shard};
 
 use super::digest::add_to_digest;
-use super::files::JobIds;
+use super::job_ids::JobIds;
 
 /// What the reader does with each JSON line when it looks at them one by one: hash it into
 /// the digest, and keep it only when it is the shard's.
