@@ -19,7 +19,7 @@ use crate::model::failure_history::FailureHistory;
 
 use super::json_lines::Scratch;
 use super::shard::Shard;
-use super::source::{Body, Entry, HistorySource, Origin, Pos, Progress, EMPTY_TEXT};
+use super::source::{Body, Entry, HistorySource, OneQueue, Origin, Pos, Progress, EMPTY_TEXT};
 
 /// Entries handed to a worker at a time when they are not JSON lines (YAML files of a
 /// directory); a block of JSON lines ([`BLOCK_BYTES`]) is one unit on its own.
@@ -64,6 +64,7 @@ pub enum Emitted<T, A> {
 fn process<A, T>(
     entry: Entry,
     shard: Option<Shard>,
+    queue: Option<&OneQueue>,
     scratch: &mut Scratch,
     acc: &mut A,
     work: &impl Fn(&mut A, Decoded<'_>) -> Result<T, String>,
@@ -75,6 +76,9 @@ fn process<A, T>(
         body,
     } = entry;
     let owns = |id: &str| shard.is_none_or(|s| s.owns(id));
+    // `--queue` over a source of every queue's jobs: another queue's job is left out here,
+    // once decoded (its place in the source stays empty).
+    let kept = |h: &FailureHistory| queue.is_none_or(|q| q.keeps(h.job.queue.as_deref()));
     let mut run = |origin: &Origin, history: &mut FailureHistory| {
         if history.job.id.is_empty() {
             history.job.id = origin.default_id();
@@ -94,13 +98,12 @@ fn process<A, T>(
             // Sifted by the source: only the shard's lines are left.
             for (n, at, line) in block.lines() {
                 origin.at_line(n, at);
-                out.push((
-                    origin.pos(),
-                    match scratch.decode(line, || origin.line().unwrap_or(n)) {
-                        Ok(history) => run(&origin, history),
-                        Err(msg) => Processed::Error(format!("{origin}: {msg}")),
-                    },
-                ));
+                let processed = match scratch.decode(line, || origin.line().unwrap_or(n)) {
+                    Ok(history) if !kept(history) => continue,
+                    Ok(history) => run(&origin, history),
+                    Err(msg) => Processed::Error(format!("{origin}: {msg}")),
+                };
+                out.push((origin.pos(), processed));
             }
         }
         Body::History(mut h) => {
@@ -109,7 +112,7 @@ fn process<A, T>(
             } else {
                 h.job.id.clone()
             };
-            if owns(&id) {
+            if owns(&id) && kept(&h) {
                 out.push((origin.pos(), run(&origin, &mut h)));
             }
         }
@@ -164,6 +167,7 @@ where
     E: FnMut(Emitted<T, A>) -> io::Result<bool>,
 {
     let shard = shard.filter(|&s| !source.sift(s));
+    let queue = source.one_queue();
     let workers = rayon::current_num_threads().max(1);
     // One unit per worker, one ready for the next free worker, one being emitted: more
     // only holds more rendered records in memory.
@@ -185,7 +189,7 @@ where
             // `None`: a worker panicked (see `PanicNotice`).
             let (done_tx, done_rx) = channel::<Option<Done<T, A>>>();
             for _ in 0..workers {
-                let (done_tx, unit_rx, work, spare) = (done_tx.clone(), &unit_rx, &work, &spare);
+                let (done_tx, unit_rx, work, spare, queue) = (done_tx.clone(), &unit_rx, &work, &spare, &queue);
                 s.spawn(move |_| {
                     let _notice = PanicNotice(done_tx.clone());
                     let mut scratch = Scratch::default();
@@ -212,7 +216,7 @@ where
                             .unwrap_or_else(|| Vec::with_capacity(need));
                         let mut acc = Box::<A>::default();
                         for entry in unit {
-                            process(entry, shard, &mut scratch, &mut *acc, work, &mut out);
+                            process(entry, shard, queue.as_ref(), &mut scratch, &mut *acc, work, &mut out);
                         }
                         if done_tx.send(Some((seq, out, acc, at))).is_err() {
                             return;

@@ -571,7 +571,7 @@ fn simulate_flag_misuse_is_a_usage_error() {
         &["--history", "h.jsonl", "--baseline-from-cluster"],
         &["--history", "h.jsonl", "--lookout-db", dsn, "--queue", "ml"],
         &["--lookout-db", dsn],
-        &["--history", "h.jsonl", "--queue", "ml"],
+        &["--history", "h.jsonl", "--jobset", "js"],
         &["--history", "h.jsonl", "--since", "7d"],
         &[],
         &[
@@ -613,15 +613,15 @@ fn simulate_flag_misuse_is_a_usage_error() {
     }
     insta::assert_snapshot!(shown, @r"
     $ simulate -f testdata/lookout/new --history h.jsonl --baseline-from-cluster
-    error: `--baseline-from-cluster` reads Lookout's database: give `--lookout-db DSN` (with `--history`, the file is the whole history)
+    error: `--baseline-from-cluster` reads Lookout's database: give `--lookout-db DSN` (of a `--history`, `--queue` alone selects the jobs)
     $ simulate -f testdata/lookout/new --history h.jsonl --lookout-db DSN --queue ml
     error: the argument '--history <PATH>' cannot be used with '--lookout-db [<DSN>]'
     $ simulate -f testdata/lookout/new --lookout-db DSN
     error: `--lookout-db` replays the jobs of one queue: give `--queue QUEUE`
-    $ simulate -f testdata/lookout/new --history h.jsonl --queue ml
-    error: `--queue` reads Lookout's database: give `--lookout-db DSN` (with `--history`, the file is the whole history)
+    $ simulate -f testdata/lookout/new --history h.jsonl --jobset js
+    error: `--jobset` reads Lookout's database: give `--lookout-db DSN` (of a `--history`, `--queue` alone selects the jobs)
     $ simulate -f testdata/lookout/new --history h.jsonl --since 7d
-    error: `--since` reads Lookout's database: give `--lookout-db DSN` (with `--history`, the file is the whole history)
+    error: `--since` reads Lookout's database: give `--lookout-db DSN` (of a `--history`, `--queue` alone selects the jobs)
     $ simulate -f testdata/lookout/new
     error: give the history: `--history PATH` or `--lookout-db DSN --queue Q`
     $ simulate -f testdata/lookout/new --lookout-db DSN --queue ml --baseline-from-cluster --baseline old/

@@ -30,6 +30,7 @@ mod kubectl;
 mod lookout_env;
 mod lookout_pod_errors;
 mod merge_hardening;
+mod one_queue;
 mod output_file;
 mod readability;
 mod serve;

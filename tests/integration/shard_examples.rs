@@ -739,10 +739,6 @@ fn emit_refuses_what_cannot_run_in_shards() {
             "error: invalid `--backtest-at` `yesterday`: expected an RFC 3339 time such as `2026-01-01T00:00:00Z`\n",
         ),
         (
-            with(&["--queue", "ml"]),
-            "error: `--queue` reads Lookout's database: give `--lookout-db DSN` (with `--history`, the file is the whole history)\n",
-        ),
-        (
             with(&[]).into_iter().filter(|a| a != "-f" && a != "/data/p").collect(),
             "error: give the template's documents with `-f PATH`\n",
         ),

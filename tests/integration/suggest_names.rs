@@ -215,11 +215,11 @@ fn a_queue_name_is_checked_only_where_a_queue_is_written() {
             "error: invalid `--queue` `ML_Team`: the Queue `-o policy` writes cannot have this name: character `M` at position 1 is not allowed (use lowercase); use lowercase letters, digits and `-`\n"
         );
         let table = ok(&suggest(home.path(), &h, engine, &["--queue", "ML_Team"]));
-        // The engine as given: the printed command proposes alike.
-        let flags = format!(" --engine {engine}");
+        // The engine as given and the queue whose jobs were read: the printed command reads
+        // the same jobs (its `-o policy` then refuses the name, as above).
         assert!(
             table.contains(&format!(
-                "Write the proposal:  retryctl suggest --history {}{flags} --min-trials 5 -o policy > suggested.yaml\n",
+                "Write the proposal:  retryctl suggest --history {} --queue ML_Team --engine {engine} --min-trials 5 -o policy > suggested.yaml\n",
                 h.display()
             )),
             "{table}"
@@ -233,13 +233,15 @@ fn a_queue_name_is_checked_only_where_a_queue_is_written() {
         .unwrap();
         let without: Value = serde_json::from_str(&ok(&suggest(home.path(), &h, engine, &["-o", "json"]))).unwrap();
         assert_eq!(with, without);
-        // A name a Queue can have is written as before.
-        let text = ok(&suggest(
-            home.path(),
-            &h,
-            engine,
-            &["--queue", "ml-team", "-o", "policy"],
-        ));
-        assert!(text.contains("kind: Queue\n"), "{text}");
+        // `--queue` selects the jobs of a file too (docs/simulate.md "Inputs"): a name none of
+        // them has leaves nothing to learn from, and the error says whose jobs it holds.
+        let out = suggest(home.path(), &h, engine, &["--queue", "ml-team", "-o", "policy"]);
+        assert_eq!(
+            format_output(&out),
+            format!(
+                "exit: 3\n--- stdout\n--- stderr\nerror: no job in `{}` (queue `ml-team`): nothing to learn from\n\nhint: its jobs are of queue `ML_Team`; check `--queue`\n",
+                h.display()
+            )
+        );
     }
 }

@@ -23,8 +23,9 @@ use crate::lookout::export_source::{ExportSource, ExportState};
 use crate::lookout::{cluster, db, Export};
 use crate::output::history::write_summary;
 use crate::output::mode::Baseline as BaselineFrom;
+use crate::replay::json_lines::Scratch;
 use crate::replay::partial::Lookout;
-use crate::replay::source::{Body, Digest, Entry, Files, HistorySource, Overrides, Stamps};
+use crate::replay::source::{Body, Digest, Entry, Files, HistorySource, OneQueue, Overrides, Stamps};
 
 use super::lookout::{history_named, lookout_filter, no_job, no_job_in_lookout, now, FilterFlags, SET_LOOKOUT_DB};
 use super::policy_set::{base_config, load_from_cluster, PolicyFlags};
@@ -57,6 +58,10 @@ impl<S: HistorySource> HistorySource for ReadAhead<S> {
     fn sift(&mut self, shard: crate::replay::shard::Shard) -> bool {
         self.source.sift(shard)
     }
+
+    fn one_queue(&self) -> Option<OneQueue> {
+        self.source.one_queue()
+    }
 }
 
 /// Whether an entry holds something the replay reports: a job, or what could not be read
@@ -69,25 +74,102 @@ fn has_content(entry: &Entry) -> bool {
     }
 }
 
+/// What reading ahead does with an entry.
+enum Ahead {
+    /// It holds what the replay reports: the history is not empty.
+    Content,
+    /// Nothing to report (a text with no document): handed out first all the same.
+    Nothing,
+    /// Other queues' jobs alone (`--queue`): counted as left out, and dropped.
+    OtherQueues,
+}
+
+/// `entry` read ahead with `--queue` over a source of every queue's jobs: content when it
+/// holds a job of `queue` or a text that does not read (the replay reports it); other
+/// queues' jobs alone are counted as left out, the queues they name added to `seen` (a few,
+/// for the hint of an empty history).
+fn ahead_of_queue(entry: &Entry, queue: &OneQueue, scratch: &mut Scratch, seen: &mut Vec<String>) -> Ahead {
+    let mut note = |other: Option<&str>| {
+        let other = other.unwrap_or_default();
+        if seen.len() < 5 && !seen.iter().any(|s| s == other) {
+            seen.push(other.to_string());
+        }
+    };
+    match &entry.body {
+        Body::Lines(block) => {
+            let mut others = 0;
+            for (n, _, line) in block.lines() {
+                match scratch.decode(line, || n) {
+                    Ok(h) if h.job.queue.as_deref() == Some(queue.name()) => return Ahead::Content,
+                    Ok(h) => note(h.job.queue.as_deref()),
+                    Err(_) => return Ahead::Content,
+                }
+                others += 1;
+            }
+            if others == 0 {
+                return Ahead::Nothing;
+            }
+            queue.add_left_out(others);
+            Ahead::OtherQueues
+        }
+        Body::History(h) if h.job.queue.as_deref() != Some(queue.name()) => {
+            note(h.job.queue.as_deref());
+            queue.add_left_out(1);
+            Ahead::OtherQueues
+        }
+        _ => ahead_of(entry),
+    }
+}
+
+/// `entry` read ahead with no `--queue` filter.
+fn ahead_of(entry: &Entry) -> Ahead {
+    if has_content(entry) {
+        Ahead::Content
+    } else {
+        Ahead::Nothing
+    }
+}
+
+/// Why a history is empty: nothing was read, or (with `--queue`) only other queues' jobs, a
+/// few of whose queues it names.
+struct Empty<S> {
+    source: ReadAhead<S>,
+    other_queues: Vec<String>,
+}
+
 /// `source` read up to its first entry with content, before anything is written (an empty
 /// history is an error, docs/cli.md); `Err`: it ended with none, and what it read (texts
-/// with no document) is left out. Not `checks`: nothing is read ahead (a shard's source,
-/// [`checks_empty`]).
-fn read_ahead<S: HistorySource>(mut source: S, checks: bool) -> Result<ReadAhead<S>, ReadAhead<S>> {
+/// with no document; with `--queue`, other queues' jobs, counted) is left out. Not `checks`:
+/// nothing is read ahead (a shard's source, [`checks_empty`]).
+fn read_ahead<S: HistorySource>(mut source: S, checks: bool) -> Result<ReadAhead<S>, Empty<S>> {
     let mut read = std::collections::VecDeque::new();
     if !checks {
         return Ok(ReadAhead { ahead: read, source });
     }
+    let queue = source.one_queue();
+    let mut scratch = Scratch::default();
+    let mut other_queues = Vec::new();
     while let Some(entry) = source.next() {
-        let content = has_content(&entry);
-        read.push_back(entry);
-        if content {
-            return Ok(ReadAhead { ahead: read, source });
+        let ahead = match &queue {
+            Some(q) => ahead_of_queue(&entry, q, &mut scratch, &mut other_queues),
+            None => ahead_of(&entry),
+        };
+        match ahead {
+            Ahead::Content => {
+                read.push_back(entry);
+                return Ok(ReadAhead { ahead: read, source });
+            }
+            Ahead::Nothing => read.push_back(entry),
+            // Left out by the replay anyway: never held, whatever their number.
+            Ahead::OtherQueues => {}
         }
     }
-    Err(ReadAhead {
-        ahead: std::collections::VecDeque::new(),
-        source,
+    Err(Empty {
+        source: ReadAhead {
+            ahead: std::collections::VecDeque::new(),
+            source,
+        },
+        other_queues,
     })
 }
 
@@ -149,6 +231,7 @@ pub fn files_source(
     history: &std::path::Path,
     overrides: &Overrides,
     base: &crate::model::scheduler::SchedulerConfig,
+    queue: Option<&str>,
 ) -> serde_json::Value {
     let shards = if crate::replay::source::is_stream(history) {
         "fnv1a64 of the job id"
@@ -157,9 +240,48 @@ pub fn files_source(
     };
     serde_json::json!({
         "history": history.display().to_string(),
+        "queue": queue,
         "settings": format!("{:?}", overrides.apply(base)),
         "shards": shards,
     })
+}
+
+/// What `--queue` left out of a file, a directory or stdin (docs/simulate.md "Inputs").
+pub fn left_out_words(q: &OneQueue) -> String {
+    let n = q.left_out();
+    format!(
+        "left out {} of other queues than `{}` (`--queue`)",
+        crate::engine::job_report::plural(n, "job", "jobs"),
+        q.name()
+    )
+}
+
+/// An empty history (docs/cli.md): with `--queue`, no job of that queue, and the queues its
+/// jobs are of (a misspelt name is then plain).
+fn no_job_of(history: &std::path::Path, queue: Option<&str>, others: &[String], nothing: &str) -> CliError {
+    let Some(queue) = queue else {
+        return no_job(&history_named(history), None, nothing);
+    };
+    let e = CliError::invalid(format!(
+        "no job in {} (queue `{queue}`): {nothing}",
+        history_named(history)
+    ));
+    if others.is_empty() {
+        return e;
+    }
+    let named: Vec<String> = others
+        .iter()
+        .map(|q| match q.as_str() {
+            "" => "none (no `job.queue`)".to_string(),
+            q => format!("`{q}`"),
+        })
+        .collect();
+    e.with_hint(format!(
+        "its jobs are of {} {}{}; check `--queue`",
+        if others.len() == 1 { "queue" } else { "queues" },
+        named.join(", "),
+        if others.len() == 5 { ", …" } else { "" }
+    ))
 }
 
 /// What [`open`] needs besides the flags: the baseline resolved so far, and what the verb
@@ -228,12 +350,21 @@ impl HistorySource for Source {
             Source::Lookout(s) => s.sift(shard),
         }
     }
+
+    fn one_queue(&self) -> Option<OneQueue> {
+        match self {
+            Source::Files(s) => s.one_queue(),
+            Source::Lookout(s) => s.one_queue(),
+        }
+    }
 }
 
 /// What is said after the replay: a database export's summary, its lost connection, and
 /// `--strict`'s verdict on the rows it left out.
 pub struct End {
     export: Option<(Arc<Mutex<ExportState>>, String)>,
+    /// `--queue` over a file, a directory or stdin: the jobs of other queues it left out.
+    one_queue: Option<OneQueue>,
     strict: bool,
     partial: bool,
 }
@@ -243,6 +374,9 @@ impl End {
     /// on stderr (what was read, left out, and what Lookout could not tell), then the lost
     /// connection's error, or exit 1 with `--strict` and rows left out.
     pub fn finish(self, ctx: &mut Context, code: ExitCode) -> anyhow::Result<ExitCode> {
+        if let Some(q) = self.one_queue.as_ref().filter(|q| q.left_out() > 0) {
+            writeln!(ctx.err, "note: {}", left_out_words(q))?;
+        }
         let Some((state, queue)) = self.export else {
             return Ok(code);
         };
@@ -284,8 +418,9 @@ pub fn open(ctx: &mut Context, args: &ReplayArgs, open: Open<'_>) -> anyhow::Res
         let Some(history) = &args.history else {
             return Err(CliError::usage("give `--history PATH` or `--lookout-db DSN --queue Q`").into());
         };
-        let described = files_source(history, &overrides, &base);
-        let mut files = Files::open(history, base, overrides)?;
+        let described = files_source(history, &overrides, &base, args.queue.as_deref());
+        let one_queue = args.queue.as_deref().map(OneQueue::new);
+        let mut files = Files::open(history, base, overrides)?.only(one_queue.clone());
         let about = About {
             source: described,
             digest: if partial { files.digest() } else { Digest::default() },
@@ -295,8 +430,8 @@ pub fn open(ctx: &mut Context, args: &ReplayArgs, open: Open<'_>) -> anyhow::Res
         let (source, empty) = match read_ahead(files, checks) {
             Ok(source) => (source, false),
             // `--allow-empty`: the (ended) source, its texts with no document left out.
-            Err(source) if args.allow_empty => (source, true),
-            Err(_) => return Err(no_job(&history_named(history), None, nothing).into()),
+            Err(e) if args.allow_empty => (e.source, true),
+            Err(e) => return Err(no_job_of(history, args.queue.as_deref(), &e.other_queues, nothing).into()),
         };
         let sim = match baseline.policies {
             BaselinePolicies::Given(ref sim) => Some(baseline.attach((**sim).clone())),
@@ -310,6 +445,7 @@ pub fn open(ctx: &mut Context, args: &ReplayArgs, open: Open<'_>) -> anyhow::Res
             empty,
             end: End {
                 export: None,
+                one_queue,
                 strict,
                 partial,
             },
@@ -370,12 +506,13 @@ pub fn open(ctx: &mut Context, args: &ReplayArgs, open: Open<'_>) -> anyhow::Res
     about.export = Some((state.clone(), queue.clone()));
     let end = End {
         export: Some((state.clone(), queue.clone())),
+        one_queue: None,
         strict,
         partial,
     };
     let (source, empty) = match read_ahead(export, checks) {
         Ok(source) => (source, false),
-        Err(source) => {
+        Err(Empty { source, .. }) => {
             let (read, lost) = {
                 let s = state.lock().unwrap_or_else(|e| e.into_inner());
                 (s.totals.jobs_read, s.error.is_some())
@@ -443,7 +580,6 @@ pub fn check_flags(args: &ReplayArgs, files: &[std::path::PathBuf]) -> Result<()
     }
     let given = [
         ("--baseline-from-cluster", args.baseline_from_cluster),
-        ("--queue", args.queue.is_some()),
         ("--jobset", args.jobset.is_some()),
         ("--since", args.window.since.is_some()),
         ("--from", args.window.from.is_some()),
@@ -451,7 +587,7 @@ pub fn check_flags(args: &ReplayArgs, files: &[std::path::PathBuf]) -> Result<()
     ];
     match given.iter().find(|(_, set)| *set) {
         Some((flag, _)) => Err(CliError::usage(format!(
-            "`{flag}` reads Lookout's database: give `--lookout-db DSN` (with `--history`, the file is the whole history)"
+            "`{flag}` reads Lookout's database: give `--lookout-db DSN` (of a `--history`, `--queue` alone selects the jobs)"
         ))),
         None => Ok(()),
     }

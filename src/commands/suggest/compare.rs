@@ -25,7 +25,7 @@ use crate::output::suggest as view;
 use crate::output::Format;
 use crate::replay::backtest::Backtest;
 use crate::replay::run::{compare_inspected, replay, NoAnswer, Options, Out};
-use crate::replay::source::{Altered, Files, Stamps};
+use crate::replay::source::{Altered, Files, OneQueue, Stamps};
 use crate::suggest::check::RuleCheck;
 use crate::suggest::verdict::{judge, Judged, Judgement, Later};
 
@@ -129,7 +129,10 @@ impl Suggest<'_> {
     /// `path` as pass 2 reads it, with the command's scheduler config and overrides.
     fn open(&self, path: &Path) -> anyhow::Result<Files> {
         let replay = &self.args.replay;
-        Ok(Files::open(path, base_config(replay)?, overrides(replay))?)
+        // Pass 2 replays the jobs pass 1 learned from: `--queue`'s alone (their count said
+        // once, after pass 1's source).
+        let queue = replay.queue.as_deref().map(OneQueue::new);
+        Ok(Files::open(path, base_config(replay)?, overrides(replay))?.only(queue))
     }
 
     /// The proposal against the baseline over `path`, written as the `comparison` member of

@@ -23,8 +23,9 @@
 //! - with `--backtest-at`, `proposal.comparison` is the proposal's effect on the whole
 //!   history (as `simulate` would print it), and `backtest` the jobs at or after the time;
 //! - `-o policy` replays the proposal too, for its verdict, and prints only the documents;
-//! - `--queue` (with `--history`) names the Queue `-o policy` prints: the baseline's Queue of
-//!   that name with the proposal first in its list, else a new one;
+//! - `--queue` selects the queue's jobs from any source (docs/simulate.md "Inputs") and names
+//!   the Queue `-o policy` prints: the baseline's Queue of that name with the proposal first
+//!   in its list, else a new one;
 //! - a shard lists no entries: what pass 1 cannot read, the merge's pass 2 says (one process
 //!   with a file says it in pass 2 too); `--shard` without `-o partial` is a usage error.
 
@@ -33,7 +34,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::app::Context;
-use crate::cli::{ReplayArgs, SuggestArgs, SuggestOutput};
+use crate::cli::{SuggestArgs, SuggestOutput};
 use crate::commands::replay::checks::{
     backtest_refusal, parse_backtest_at, said_of_the_shards, shards_backtest_refusal,
 };
@@ -73,8 +74,8 @@ use learn::{learn, Pass1};
 
 pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
     let knobs = check(args)?;
-    let replay_args = replay_args(args);
-    let flags = PolicyFlags::new(false, &replay_args);
+    let replay_args = &args.replay;
+    let flags = PolicyFlags::new(false, replay_args);
     let Some((suggest, baseline)) = load(ctx, args, knobs)? else {
         return Ok(ExitCode::InvalidInput);
     };
@@ -85,7 +86,7 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
         strict: false,
         nothing: NOTHING,
     };
-    let Some(opened) = source::open(ctx, &replay_args, open)? else {
+    let Some(opened) = source::open(ctx, replay_args, open)? else {
         return Ok(ExitCode::InvalidInput);
     };
     if opened.empty {
@@ -102,7 +103,7 @@ pub fn check(args: &SuggestArgs) -> Result<Knobs, CliError> {
     let knobs = check_knobs(args)?;
     check_queue(args)?;
     check_sharded(args)?;
-    check_flags(&replay_args(args), &[])?;
+    check_flags(&args.replay, &[])?;
     check_source(&args.replay, args.emit.emit.is_none())?;
     args.replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?;
     Ok(knobs)
@@ -125,16 +126,6 @@ fn check_queue(args: &SuggestArgs) -> Result<(), CliError> {
         ))),
         None => Ok(()),
     }
-}
-
-/// `--queue` with `--history` names the Queue `-o policy` prints; with `--lookout-db` it also
-/// selects the jobs, as for `simulate`.
-fn replay_args(args: &SuggestArgs) -> ReplayArgs {
-    let mut replay_args: ReplayArgs = args.replay.clone();
-    if replay_args.lookout_db.is_none() {
-        replay_args.queue = None;
-    }
-    replay_args
 }
 
 /// A sharded suggest (`--shard`, `-o partial`, `--emit`): its shards learn, and its merge
@@ -185,9 +176,9 @@ fn check_sharded(args: &SuggestArgs) -> Result<(), CliError> {
 /// `None` when invalid: the report written, exit 3; the engine their dialect picks; the
 /// deployed categorizer, read once).
 fn load<'a>(ctx: &mut Context, args: &'a SuggestArgs, knobs: Knobs) -> anyhow::Result<Option<(Suggest<'a>, Sides)>> {
-    let replay_args = replay_args(args);
+    let replay_args = &args.replay;
     let backtest_at = args.replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?;
-    let flags = PolicyFlags::new(false, &replay_args);
+    let flags = PolicyFlags::new(false, replay_args);
     let baseline_files = match replay_args.baseline.is_empty() {
         true => None,
         false => match read_side(ctx, &replay_args.baseline, false, Side::Baseline, "simulated")? {
@@ -215,7 +206,7 @@ fn load<'a>(ctx: &mut Context, args: &'a SuggestArgs, knobs: Knobs) -> anyhow::R
     };
     let deployed = Named::new(Side::Baseline, "--categorizer", args.categorizer.as_deref(), in_files)?.read(ctx)?;
     let baseline = Sides::of(
-        &replay_args,
+        replay_args,
         baseline_files.as_deref(),
         flags,
         baseline_engine,

@@ -8,7 +8,6 @@
 
 use crate::commands::replay::checks::shell_word;
 use crate::engine::EngineKind;
-use crate::model::validate::name_reason;
 use crate::output::suggest::{self as view, EngineFrom};
 use crate::suggest::propose::MAX_LIMIT;
 
@@ -22,7 +21,13 @@ impl Suggest<'_> {
         let r = &a.replay;
         let mut source = Vec::new();
         match (&r.history, &r.lookout_db) {
-            (Some(h), _) => source.push(format!("--history {}", shell_word(&h.display().to_string()))),
+            (Some(h), _) => {
+                source.push(format!("--history {}", shell_word(&h.display().to_string())));
+                // `--queue` selects the jobs of a file too: the same ones are read.
+                if let Some(q) = &r.queue {
+                    source.push(format!("--queue {}", shell_word(q)));
+                }
+            }
             (None, Some(dsn)) => {
                 // The DSN holds credentials: never printed, the reader's own variable instead.
                 let _ = dsn;
@@ -78,12 +83,6 @@ impl Suggest<'_> {
         }
         if let Some(t) = &r.backtest_at {
             knobs.push(format!("--backtest-at {}", shell_word(t)));
-        }
-        if a.replay.lookout_db.is_none() {
-            // `-o policy` refuses a name no Queue can have; without it, none is written.
-            if let Some(q) = r.queue.as_deref().filter(|q| name_reason(q).is_none()) {
-                knobs.push(format!("--queue {}", shell_word(q)));
-            }
         }
         let file = format!("{}.yaml", a.name);
         let mut write = vec!["retryctl suggest".to_string()];

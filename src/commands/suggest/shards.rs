@@ -191,7 +191,7 @@ pub fn merge(
     let baseline = driver.baseline(given)?;
     let replay = &args.replay;
     let (base, settings) = (base_config(replay)?, overrides(replay));
-    let source = source::files_source(&run.history, &settings, &base);
+    let source = source::files_source(&run.history, &settings, &base, run.queue.as_deref());
     let inputs = driver.inputs(run, &baseline, shards.count, &source);
     if fingerprint(&inputs) != shards.fingerprint {
         return Err(Unmergeable(

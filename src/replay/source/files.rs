@@ -22,7 +22,7 @@ use super::documents::{marker_within, read_limited};
 use super::job_ids::JobIds;
 use super::lines::{start_at_line, Lines};
 use super::sift::{Mine, Range};
-use super::{Body, Counted, Digest, Entry, HistorySource, Origin, Overrides, Progress, Stamps, EMPTY_TEXT};
+use super::{Body, Counted, Digest, Entry, HistorySource, OneQueue, Origin, Overrides, Progress, Stamps, EMPTY_TEXT};
 
 /// Files, directories and streams.
 pub struct Files {
@@ -54,6 +54,8 @@ pub struct Files {
     pub(super) opened: Option<foldhash::fast::FoldHasher<'static>>,
     /// A stream whose first bytes say it is compressed ([`compression`]): `open` refuses it.
     pub(super) compressed: Option<(&'static str, &'static str)>,
+    /// `--queue Q`: only that queue's jobs are replayed ([`Files::only`]).
+    one_queue: Option<OneQueue>,
 }
 
 fn ext(p: &Path) -> &str {
@@ -89,6 +91,7 @@ impl Files {
             starts: VecDeque::new(),
             opened: None,
             compressed: None,
+            one_queue: None,
         };
         let cannot = |e: std::io::Error| {
             CliError::invalid(format!("cannot read history `{}`: {}", path.display(), io_reason(&e)))
@@ -147,6 +150,12 @@ impl Files {
 
     /// Its files as they are now (`None`: a stream, which has no size to compare). Taken
     /// before the first entry is read, what the source will read.
+    /// Only `queue`'s jobs replayed: the workers leave out the others and count them.
+    pub fn only(mut self, queue: Option<OneQueue>) -> Files {
+        self.one_queue = queue;
+        self
+    }
+
     pub fn stamps(&self) -> Option<Stamps> {
         (!self.stream).then(|| Stamps::of(self.queue.iter()))
     }
@@ -316,6 +325,10 @@ impl HistorySource for Files {
 
     fn bulk(&self) -> bool {
         self.bulk
+    }
+
+    fn one_queue(&self) -> Option<OneQueue> {
+        self.one_queue.clone()
     }
 
     /// Files: reads the shard's byte range of them only. A stream: blanks the JSON lines that
