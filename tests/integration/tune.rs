@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::simulate_report::{history as report_history, job, EXIT2, OK, OLD, QUEUE};
 use crate::support::pg::{fixture_db, WINDOW};
-use crate::support::{chromium, format_output, retryctl, temp_home};
+use crate::support::{chromium, format_output, retryctl, shell, temp_home};
 
 /// The template: three retries on preemption or a CUDA error; exit code 2 fails at once.
 const TEMPLATE: &str = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 3\n  backoff: {initialDelay: 10s, maxDelay: 1m}\n  rules:\n    - {action: Retry, onConditions: [Preempted]}\n    - {action: Fail, onExitCodes: {operator: In, values: [2]}}\n    - {action: Retry, onFailureCategory: [cuda_error]}\n";
@@ -91,7 +91,7 @@ pub(crate) fn simulate_numbers(c: &Value) -> Value {
     })
 }
 
-fn tune_numbers(c: &Value) -> Value {
+pub(crate) fn tune_numbers(c: &Value) -> Value {
     serde_json::json!({
         "changed": c["changed"],
         "transitions": c["transitions"],
@@ -288,38 +288,6 @@ fn from_lookouts_database_too() {
     assert!(any_gpu, "{}", t["tune"]["candidates"]);
 }
 
-/// `line` split into words as a POSIX shell splits the guides' command lines: blanks between
-/// words, `'…'` and `"…"` quoted, and `$LOOKOUT_DB`, the only variable they use, expanded to `dsn`
-/// inside double quotes. Anything else a shell would read differently (an unquoted variable
-/// or glob character) fails the test: the guide's line must run as typed.
-fn shell_words(line: &str, dsn: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word: Option<String> = None;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            ' ' => words.extend(word.take()),
-            '\'' | '"' => {
-                let quoted: String = chars.by_ref().take_while(|&q| q != c).collect();
-                let quoted = if c == '"' {
-                    let expanded = quoted.replace("$LOOKOUT_DB", dsn);
-                    assert!(!expanded.contains('$'), "a variable other than $LOOKOUT_DB in `{line}`");
-                    expanded
-                } else {
-                    quoted
-                };
-                word.get_or_insert_with(String::new).push_str(&quoted);
-            }
-            '$' | '*' | '?' | '[' | '`' | '\\' | '|' | '>' | '<' | '&' | ';' => {
-                panic!("`{c}` unquoted in `{line}`: a shell would not pass it as typed")
-            }
-            c => word.get_or_insert_with(String::new).push(c),
-        }
-    }
-    words.extend(word);
-    words
-}
-
 /// docs/tune.md's Lookout walkthrough is a `console,ignore` block (the docs test has no
 /// PostgreSQL): here its command line, read from the guide, runs against the database the
 /// guide describes (the fixture, and the cluster's policies as upstream stores them), and
@@ -343,7 +311,9 @@ fn the_guides_lookout_walkthrough_prints_what_it_says() {
                     .is_some_and(|l| l.starts_with("$ retryctl tune") && l.contains("--lookout-db"))
         })
         .expect("docs/tune.md has the Lookout walkthrough");
-    let words = shell_words(block.lines[0].strip_prefix("$ ").unwrap(), &db.dsn);
+    let line = shell::command_line(block.lines[0].strip_prefix("$ ").unwrap(), &[("LOOKOUT_DB", &db.dsn)]);
+    assert_eq!(line.stdout_to, None, "the walkthrough prints its table");
+    let words = line.words;
     assert_eq!(words[0], "retryctl");
     let home = temp_home();
     let out = retryctl(home.path()).args(&words[1..]).output().unwrap();

@@ -13,6 +13,7 @@ pub mod pg;
 pub mod png;
 pub mod python;
 pub mod server;
+pub mod shell;
 
 /// The repository root (where Cargo.toml is).
 pub fn root() -> PathBuf {
