@@ -343,6 +343,16 @@ fn the_schemas_accept_what_validate_accepts() {
                 _ if rel.starts_with("testdata/histories") => &history,
                 // No envelope: the executor's categorizer config.
                 _ if rel.starts_with("testdata/categorizer") => &categorizer,
+                // Elsewhere, a document with `errorCategories` at its top or under
+                // `application` is one too (docs/categorizer.md): the executor's config beside
+                // the policies (testdata/route/current/), or in the file `suggest` writes.
+                None if doc.get("errorCategories").is_some()
+                    || doc
+                        .get("application")
+                        .is_some_and(|a| a.get("errorCategories").is_some()) =>
+                {
+                    &categorizer
+                }
                 _ => &policy,
             };
             let valid = decoded.is_valid() && parsed.syntax_error.is_none();

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Writes testdata/route/week.jsonl: queue `ml`'s week of 2026-11-15 to 2026-11-22 as
+`retryctl history --lookout-db` exports it, for the README's route ("On your cluster: from last
+week's failures to a policy", run by tests/integration/route.rs). Deterministic: the same
+input gives the same file.
+
+    scripts/gen-route-week.py testdata/suggest/planted.jsonl > testdata/route/week.jsonl
+
+The jobs and their runs are the planted history's (testdata/suggest/planted.jsonl: the
+signatures, their trials and outcomes, the nodes, the run times), made into what Lookout
+holds and gives back on today's Armada:
+
+- ids are lower-case ULIDs of the submission time, as Armada's; submissions are spread over
+  the week, in a seeded random order of the planted jobs; each job asks for 4 CPUs, 1 GPU
+  and 16, 32 or 64 GiB of memory;
+- each run waits in the queue (`queuedFor`) 5 s to 3 min;
+- a failed container is what the executor's composed error text gives back: named, with
+  its reason (`Error`, or `OOMKilled`) and termination message; a container that exited 0
+  is not in that text, so the init container `setup`'s runs hold `setup` alone (`init:
+  true`, from the debug document's `pod.initContainers`);
+- an image that cannot be pulled is the debug document's: `podError: ErrImagePull` (the
+  waiting container's reason) and the kubelet's event saying which image;
+- the run that ended a failed job carries the category the executor gave it (Lookout keeps a
+  category only with a terminal error): testdata/route/current/executor.yaml's, worked out
+  here by its rules; Armada's own `internal/lease-expired` stays on every lease expiry.
+
+Durations are written as Go prints them without zero units (`1h`, `11m40s`), as `history`
+writes them.
+"""
+import datetime
+import json
+import random
+import sys
+
+WEEK = datetime.datetime(2026, 11, 15, tzinfo=datetime.timezone.utc)
+CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+GIB = 1024 ** 3
+
+
+def ulid(at, rng):
+    ms = int(at.timestamp() * 1000)
+    head = "".join(CROCKFORD[(ms >> (5 * i)) & 31] for i in reversed(range(10)))
+    tail = rng.getrandbits(80)
+    return head + "".join(CROCKFORD[(tail >> (5 * i)) & 31] for i in reversed(range(16)))
+
+
+def seconds(text):
+    assert text.endswith("s"), text
+    return int(text[:-1])
+
+
+def go(secs):
+    """A whole number of seconds as Go's time.Duration prints it, without zero units."""
+    if secs == 0:
+        return "0s"
+    h, rest = divmod(secs, 3600)
+    m, s = divmod(rest, 60)
+    return "".join(f"{v}{u}" for v, u in ((h, "h"), (m, "m"), (s, "s")) if v)
+
+
+def category(run):
+    """The category (and subcategory) testdata/route/current/executor.yaml gives a failed run."""
+    failed = [c for c in run.get("containers", []) if c["exitCode"] != 0]
+    if any(c.get("reason") == "OOMKilled" for c in failed):
+        return "oom", "kernel"
+    if any(c.get("name") == "main" and c["exitCode"] == 42 for c in failed):
+        return "app-42", None
+    if any(c.get("name") == "main" and "cuda" in c.get("message", "").lower() and "error" in c.get("message", "").lower() for c in failed):
+        return "infrastructure", "cuda"
+    if run.get("podError") in ("ErrImagePull", "ImagePullBackOff"):
+        return "infrastructure", "image-pull"
+    return None, None
+
+
+def container(c):
+    out = {"name": c["name"]}
+    if c.get("init"):
+        out["init"] = True
+    out["exitCode"] = c["exitCode"]
+    out["reason"] = c.get("reason", "Error")
+    if c.get("message"):
+        out["message"] = c["message"]
+    return out
+
+
+def run_of(planted, rng):
+    run = {"node": planted["node"], "queuedFor": go(rng.randrange(5, 181))}
+    if seconds(planted["runFor"]):
+        run["runFor"] = go(seconds(planted["runFor"]))
+    if planted.get("conditions"):
+        run["conditions"] = planted["conditions"]
+    failed = [container(c) for c in planted.get("containers", []) if c["exitCode"] != 0]
+    # The executor's composed text: regular containers, then init containers.
+    failed.sort(key=lambda c: c.get("init", False))
+    if failed:
+        run["containers"] = failed
+    if planted.get("category"):
+        run["category"] = planted["category"]
+        run["subcategory"] = planted["subcategory"]
+    if planted.get("outcome"):
+        run["outcome"] = planted["outcome"]
+    if planted.get("podError"):
+        image = planted["podError"].split('"')[1]
+        run["podError"] = "ErrImagePull"
+        run["events"] = [
+            {"type": "Normal", "reason": "Scheduled", "message": f"Successfully assigned ml/armada-job to {planted['node']}"},
+            {"type": "Normal", "reason": "Pulling", "message": f'Pulling image "{image}"'},
+            {"type": "Warning", "reason": "Failed", "message": f'Failed to pull image "{image}": rpc error: code = NotFound desc = failed to pull and unpack image "{image}": not found'},
+        ]
+    return run
+
+
+def main():
+    rng = random.Random(20261115)
+    with open(sys.argv[1]) as f:
+        planted = [json.loads(line) for line in f]
+    span = 7 * 24 * 3600 - 6 * 3600
+    offsets = sorted(rng.sample(range(span), len(planted)))
+    order = list(range(len(planted)))
+    rng.shuffle(order)
+    jobs = []
+    for offset, k in zip(offsets, order):
+        p = planted[k]
+        at = WEEK + datetime.timedelta(seconds=offset)
+        runs = [run_of(r, rng) for r in p["runs"]]
+        last = runs[-1]
+        if "outcome" not in last and "category" not in last and "conditions" not in last:
+            cat, sub = category(last)
+            if cat:
+                last["category"] = cat
+                if sub:
+                    last["subcategory"] = sub
+                # Keep the field order `history` writes: category before outcome and podError.
+                runs[-1] = {key: last[key] for key in order_of(last)}
+        jobs.append({
+            "apiVersion": "armadaproject.io/v1",
+            "kind": "FailureHistory",
+            "job": {
+                "id": ulid(at, rng),
+                "queue": "ml",
+                "memory": str(rng.choice([16, 32, 64]) * GIB),
+                "submittedAt": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "resources": {"cpu": "4", "gpu": "1"},
+            },
+            "runs": runs,
+        })
+    jobs.sort(key=lambda j: j["job"]["id"])
+    for j in jobs:
+        print(json.dumps(j, separators=(",", ":"), ensure_ascii=False))
+
+
+def order_of(run):
+    keys = ["node", "queuedFor", "runFor", "conditions", "containers", "category", "subcategory", "outcome", "podError", "events"]
+    assert set(run) <= set(keys), run
+    return [k for k in keys if k in run]
+
+
+if __name__ == "__main__":
+    main()
