@@ -23,8 +23,8 @@
 //! Not run: a block that cannot run here is ```` ```console,ignore ```` and must be listed
 //! in [`NOT_RUN`] with the reason, and the test that covers it where there is one: the
 //! PostgreSQL of Lookout (docs/lookout.md; tests/integration/history.rs and cluster.rs run
-//! those commands against a real PostgreSQL, and tune.rs docs/tune.md's, reading it from the
-//! guide), starting a server on a fixed port (this test starts its own), shell pipelines and
+//! those commands against a real PostgreSQL, tune.rs docs/tune.md's and route.rs the README's
+//! route, each reading its block from the doc), starting a server on a fixed port (this test starts its own), shell pipelines and
 //! redirections, installs, builds and CI recipes. An ignored block that is not listed, or a
 //! listed one that is gone, fails [`every_block_is_run_or_listed_as_not_run`]. A block in
 //! any other language must be an input (a config file, settings), never a command or an
@@ -53,10 +53,10 @@ use retryctl::error::ExitCode;
 use crate::support::console::{self, Runner};
 use crate::support::{root, server::TestServer, temp_home};
 
-/// The fenced blocks of a Markdown text, as the runner reads them; also the other tests'
-/// reader of a doc's `console,ignore` blocks (tune.rs runs one against PostgreSQL), so that
-/// a block is found the same way here and there.
-pub(crate) use crate::support::console::blocks;
+/// The fenced blocks of a Markdown text, as the runner reads them, and the `console,ignore`
+/// one that starts as a `NOT_RUN` entry says: also the other tests' readers (tune.rs and
+/// route.rs run such blocks for real), so that a block is found the same way here and there.
+pub(crate) use crate::support::console::{blocks, ignored_block};
 
 /// Docs whose blocks talk to a server: each runs against its own, in file order.
 const SERVER_DOCS: &[&str] = &["README.md", "docs/cli.md", "docs/serve.md"];
@@ -122,7 +122,7 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
     (
         "README.md",
         "$ retryctl history --lookout-db",
-        "Lookout's PostgreSQL, redirections and a real Armada to write to; the runnable block after it takes the same steps (tune --engine upstream, --pick, validate --upstream) on the repository's files",
+        "Lookout's PostgreSQL, redirections and an Armada to write to; tests/integration/route.rs reads this block and runs it as written against a real PostgreSQL loaded with testdata/route/week.jsonl and a `retryctl serve --dialect upstream` (the_readme_route_runs_as_written_on_a_week_of_todays_armada); the runnable block after it shows suggest, tune and validate on the same files",
     ),
     (
         "docs/serve.md",
@@ -644,15 +644,7 @@ fn the_lookout_week_is_the_fixtures_export() {
     let (stdout, stderr) = body.split_once("--- stderr\n").unwrap();
     assert_eq!(read("docs/examples/lookout/week.jsonl"), stdout);
     let guide = read("docs/lookout.md");
-    let export = blocks(&guide)
-        .into_iter()
-        .find(|b| {
-            b.ignored()
-                && b.lines
-                    .first()
-                    .is_some_and(|l| l.starts_with("$ retryctl history --lookout-db"))
-        })
-        .expect("docs/lookout.md shows the export");
+    let export = ignored_block(&guide, "$ retryctl history --lookout-db").expect("docs/lookout.md shows the export");
     assert_eq!(export.output_of("$ retryctl history").trim_end(), stderr.trim_end());
 }
 

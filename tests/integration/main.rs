@@ -33,6 +33,7 @@ mod merge_hardening;
 mod one_queue;
 mod output_file;
 mod readability;
+mod route;
 mod serve;
 mod serve_process;
 mod serve_stress;

@@ -302,14 +302,7 @@ fn the_guides_lookout_walkthrough_prints_what_it_says() {
         .batch_execute(&fs::read_to_string(root.join("testdata/lookout/cluster.sql")).unwrap())
         .unwrap();
     let guide = fs::read_to_string(root.join("docs/tune.md")).unwrap();
-    let block = crate::docs::blocks(&guide)
-        .into_iter()
-        .find(|b| {
-            b.ignored()
-                && b.lines
-                    .first()
-                    .is_some_and(|l| l.starts_with("$ retryctl tune") && l.contains("--lookout-db"))
-        })
+    let block = crate::docs::ignored_block(&guide, "$ retryctl tune -f testdata/lookout/new/ --lookout-db")
         .expect("docs/tune.md has the Lookout walkthrough");
     let line = shell::command_line(block.lines[0].strip_prefix("$ ").unwrap(), &[("LOOKOUT_DB", &db.dsn)]);
     assert_eq!(line.stdout_to, None, "the walkthrough prints its table");

@@ -87,6 +87,14 @@ pub fn blocks(text: &str) -> Vec<Block> {
     out
 }
 
+/// The `console,ignore` block of a Markdown text whose first line starts with `start` (as
+/// docs.rs's `NOT_RUN` names one): the block a test runs for real instead of the docs run.
+pub fn ignored_block(text: &str, start: &str) -> Option<Block> {
+    blocks(text)
+        .into_iter()
+        .find(|b| b.ignored() && b.lines.first().is_some_and(|l| l.starts_with(start)))
+}
+
 /// One command of a console block and what the block says it does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {

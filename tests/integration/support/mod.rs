@@ -9,6 +9,7 @@ use assert_cmd::Command;
 
 pub mod chromium;
 pub mod console;
+pub mod lookout_rows;
 pub mod pg;
 pub mod png;
 pub mod python;

@@ -1,0 +1,346 @@
+//! The README's route "On your cluster: from last week's failures to a policy", run as a user
+//! runs it: its `console,ignore` block is read from README.md (the docs test lists it as not
+//! run there and names this test) and each command line runs as a shell would run it, in a
+//! directory holding `current/` (what the cluster runs: testdata/route/current/, its
+//! policies and queue as `get` writes them and the executor's config as deployed), with
+//! `"$LOOKOUT_DB"` a real PostgreSQL built from Lookout's migrations and loaded with
+//! testdata/route/week.jsonl as Lookout's rows, `> FILE` written by the test, and
+//! `$ARMADA_URL` a `retryctl serve --dialect upstream` holding today's policy.
+//!
+//! The week is the planted history (testdata/suggest/planted.jsonl) as Lookout exports it
+//! (scripts/gen-route-week.py): 1,174 jobs of queue `ml`, a CUDA error on three bad nodes,
+//! OOM kills, a futile `ValueError`, an init container `setup` that exits 2, images that
+//! cannot be pulled, preemptions, lease expiries and seven runs of exit code 42, too few to
+//! learn from. Today's policy `ml-today` retries everything up to 3 times, OOM kills with
+//! 1.5 times the memory, and exit code 42 (category `app-42`).
+//!
+//! What the route must come to, as an operator would check it before applying: the export
+//! is the week (the converter and `history` agree both ways); suggest says `adopt`, keeps
+//! today's rule the week cannot judge, the OOM rule's memory factor, the executor config's
+//! other keys and the deployed categories (their hints); tune recommends a candidate and the
+//! route picks as the README says (suggest's limit when the recommendation is decided by
+//! estimates alone); `validate --upstream` and both applies pass, and the server then runs
+//! the picked policy; and the applied policy loses no job against today, with the new
+//! categorizer and with today's (the cluster runs the new policy with today's categorizer
+//! until the executor's config is rolled out), its numbers those tune printed for it.
+
+use std::fs;
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::Value;
+
+use crate::support::{format_output, lookout_rows, pg, retryctl, root, shell, temp_home};
+use crate::tune::{json, simulate_numbers, tune_numbers};
+
+/// The week as Lookout exports it, and what the cluster runs.
+const WEEK: &str = "testdata/route/week.jsonl";
+const CURRENT: &str = "testdata/route/current";
+
+/// The command lines of README.md's route (after `$ `).
+fn route() -> Vec<String> {
+    let readme = fs::read_to_string(root().join("README.md")).unwrap();
+    let block = crate::docs::ignored_block(&readme, "$ retryctl history --lookout-db")
+        .expect("README.md has the route, starting with `history --lookout-db`");
+    block
+        .lines
+        .iter()
+        .map(|l| {
+            l.strip_prefix("$ ")
+                .unwrap_or_else(|| panic!("the route holds commands only: `{l}`"))
+                .to_string()
+        })
+        .collect()
+}
+
+/// A command of the route as it ran.
+struct Step {
+    line: String,
+    words: Vec<String>,
+    out: Output,
+}
+
+impl Step {
+    fn stdout(&self) -> String {
+        String::from_utf8(self.out.stdout.clone()).unwrap()
+    }
+
+    fn stderr(&self) -> String {
+        String::from_utf8(self.out.stderr.clone()).unwrap()
+    }
+
+    /// The value of `flag` on this command line.
+    fn flag(&self, flag: &str) -> Option<&str> {
+        let at = self.words.iter().position(|w| w == flag)?;
+        self.words.get(at + 1).map(String::as_str)
+    }
+}
+
+/// `retryctl ARGS` in `dir`, against the server at `url`.
+fn run(dir: &Path, url: &str, args: &[String]) -> Output {
+    let home = temp_home();
+    retryctl(home.path())
+        .current_dir(dir)
+        .env("ARMADA_URL", url)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+/// The YAML documents of a file.
+fn documents(path: &Path) -> Vec<Value> {
+    let text = fs::read_to_string(path).unwrap();
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .collect()
+}
+
+/// The document of `kind` among `docs` (the categorizer has none: `None`).
+fn of_kind<'a>(docs: &'a [Value], kind: Option<&str>) -> &'a Value {
+    docs.iter()
+        .find(|d| d["kind"].as_str() == kind)
+        .unwrap_or_else(|| panic!("no {kind:?} document among {docs:?}"))
+}
+
+/// A FailureHistory JSON Lines file as values, one a job.
+fn histories(text: &str) -> Vec<Value> {
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn the_readme_route_runs_as_written_on_a_week_of_todays_armada() {
+    let Some(mut db) = pg::lookout_db("route") else { return };
+    let week = fs::read_to_string(root().join(WEEK)).unwrap();
+    lookout_rows::load(&mut db, &week);
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    fs::create_dir(dir.join("current")).unwrap();
+    for f in ["policies.yaml", "queues.yaml", "executor.yaml"] {
+        fs::copy(root().join(CURRENT).join(f), dir.join("current").join(f)).unwrap();
+    }
+    let server = crate::serve_process::spawn(&["--listen", "127.0.0.1:0", "--in-memory", "--dialect", "upstream"]);
+    let url = server.url.clone();
+    // The cluster as it runs today: the policies and queue `get` wrote (the executor's
+    // config is no server resource).
+    let today = run(
+        dir,
+        &url,
+        &strings(&["apply", "-f", "current/policies.yaml", "-f", "current/queues.yaml"]),
+    );
+    assert_eq!(today.status.code(), Some(0), "{}", format_output(&today));
+
+    let mut steps: Vec<Step> = Vec::new();
+    for line in route() {
+        let cl = shell::command_line(&line, &[("LOOKOUT_DB", &db.dsn)]);
+        assert_eq!(cl.words[0], "retryctl", "`{line}`");
+        let out = run(dir, &url, &cl.words[1..]);
+        // As a shell: the file is written whatever the status.
+        if let Some(file) = &cl.stdout_to {
+            fs::write(dir.join(file), &out.stdout).unwrap();
+        }
+        assert_eq!(out.status.code(), Some(0), "`{line}`:\n{}", format_output(&out));
+        steps.push(Step {
+            line,
+            words: cl.words,
+            out,
+        });
+    }
+    let verbs: Vec<&str> = steps.iter().map(|s| s.words[1].as_str()).collect();
+    assert_eq!(
+        verbs,
+        ["history", "suggest", "tune", "tune", "validate", "apply", "apply"],
+        "the route's commands"
+    );
+    let [history, suggest, search, pick, _validate, dry_run, apply] = &steps[..] else {
+        unreachable!()
+    };
+
+    // history: the export is the week the database was loaded with, job for job.
+    let exported = fs::read_to_string(dir.join("week.jsonl")).unwrap();
+    let (exported, committed) = (histories(&exported), histories(&week));
+    assert_eq!(exported.len(), committed.len(), "{}", history.stderr());
+    for (e, c) in exported.iter().zip(&committed) {
+        assert_eq!(e, c, "`{}` exports another job than {WEEK} holds", history.line);
+    }
+    assert!(
+        history
+            .stderr()
+            .starts_with("history: exported 1174 jobs and 2405 runs of queue `ml`\n"),
+        "{}",
+        history.stderr()
+    );
+
+    // suggest: adopt, and a proposal that is today's policy changed only where the week says.
+    assert!(
+        suggest.stderr().lines().any(|l| l.starts_with("verdict: adopt: ")),
+        "{}",
+        suggest.stderr()
+    );
+    let text = fs::read_to_string(dir.join("suggested.yaml")).unwrap();
+    assert!(text.starts_with("# verdict: adopt: "), "{text}");
+    let suggested = documents(&dir.join("suggested.yaml"));
+    let policy = of_kind(&suggested, Some("RetryPolicy"));
+    assert_eq!(policy["name"], "suggested");
+    let rules = policy["rules"].as_array().unwrap();
+    // Exit code 42 has 7 trials, fewer than --min-trials: today's rule decides it, as written.
+    let on = |category: &str| -> Vec<&Value> { rules.iter().filter(|r| r["onCategory"] == category).collect() };
+    assert_eq!(
+        on("app-42"),
+        [&serde_json::json!({"action": "Retry", "onCategory": "app-42"})],
+        "{text}"
+    );
+    assert!(text.contains("# kept from today: ml-today/1 "), "{text}");
+    let oom = on("oom");
+    assert!(oom.iter().any(|r| r["action"] == "Retry"), "{text}");
+    for r in oom {
+        assert_eq!(r["mutate"]["resources"]["memory"]["factor"], 1.5, "{text}");
+    }
+    let queue = of_kind(&suggested, Some("Queue"));
+    assert_eq!(queue["retryPolicies"], serde_json::json!(["suggested", "ml-today"]));
+    // The executor's config: the deployed file with the new categories first, its other keys
+    // and its categories (their hints) kept; a category a Retry rule matches is deleted.
+    let deployed = documents(&root().join(CURRENT).join("executor.yaml")).remove(0);
+    let proposed = of_kind(&suggested, None);
+    assert_eq!(proposed["application"]["clusterId"], "ml-gpu-a", "{text}");
+    let without_categories = |d: &Value| {
+        let mut d = d.clone();
+        d["application"].as_object_mut().unwrap().remove("errorCategories");
+        d
+    };
+    assert_eq!(without_categories(proposed), without_categories(&deployed));
+    let categories = |d: &Value| {
+        d["application"]["errorCategories"]["categories"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let (proposed, deployed) = (categories(proposed), categories(&deployed));
+    for c in &deployed {
+        let p = proposed
+            .iter()
+            .find(|p| p["name"] == c["name"])
+            .unwrap_or_else(|| panic!("category {} of the deployed config is gone: {text}", c["name"]));
+        assert_eq!(p["rules"], c["rules"], "{text}");
+    }
+    let oom = proposed.iter().find(|c| c["name"] == "oom").unwrap();
+    assert_eq!(oom["rules"][0]["hint"], "Increase the memory request");
+    // The proposal the README's runnable block shows is this one.
+    assert_eq!(
+        documents(&root().join("testdata/route/suggested.yaml")),
+        suggested,
+        "testdata/route/suggested.yaml is not what the route's suggest writes: write it again \
+         with `retryctl suggest --history {WEEK} --queue ml --baseline {CURRENT}/ -o policy`"
+    );
+
+    // tune: a recommendation, and the pick the README says.
+    let table = search.stdout();
+    let recommended: u64 = table
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("recommended: candidate ")?
+                .split(':')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("tune recommends no candidate:\n{table}"));
+    let searched = json(&run(
+        dir,
+        &url,
+        &[&search.words[1..], &strings(&["-o", "json"])].concat(),
+    ));
+    let t = &searched["tune"];
+    assert_eq!(t["recommended"], recommended, "{t}");
+    let by_id = |id: u64| {
+        t["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("no candidate {id}: {t}"))
+            .clone()
+    };
+    let picked = match pick.flag("--pick") {
+        Some("recommended") => recommended,
+        Some(id) => id.parse().unwrap(),
+        None => panic!("`{}` picks no candidate", pick.line),
+    };
+    let candidate = by_id(picked);
+    let limit = policy["retryLimit"].as_u64().unwrap().to_string();
+    if table.contains("\ndecided by estimates alone: ") {
+        assert_eq!(
+            candidate["values"]["suggested:retryLimit"], limit,
+            "tune's recommendation is decided by estimates alone: the README picks suggest's limit"
+        );
+    } else {
+        assert_eq!(
+            picked, recommended,
+            "the README picks the recommendation when the record decides it"
+        );
+    }
+    let ml = documents(&dir.join("ml.yaml"));
+    let mut expected = policy.clone();
+    expected["retryLimit"] = candidate["values"]["suggested:retryLimit"]
+        .as_str()
+        .unwrap()
+        .parse::<u64>()
+        .unwrap()
+        .into();
+    assert_eq!(of_kind(&ml, Some("RetryPolicy")), &expected);
+    assert_eq!(of_kind(&ml, Some("Queue")), queue);
+
+    // apply: the dry run writes nothing (the apply after it still creates the policy); the
+    // apply makes the server run the picked policy.
+    assert_eq!(
+        dry_run.stdout(),
+        "retrypolicy/suggested created (dry run)\nqueue/ml configured (dry run)\n"
+    );
+    assert_eq!(apply.stdout(), "retrypolicy/suggested created\nqueue/ml configured\n");
+    let get = |what: &[&str]| {
+        let out = run(
+            dir,
+            &url,
+            &strings(
+                &[
+                    &["get"],
+                    what,
+                    &["-o", "json", "--api-version", "armadaproject.io/v1beta1"],
+                ]
+                .concat(),
+            ),
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    assert_eq!(get(&["retrypolicy", "suggested"]), expected);
+    assert_eq!(get(&["queue", "ml"]), *queue);
+    drop(server);
+
+    // The applied policy against today: no job lost, the numbers tune printed for it. With
+    // today's categorizer too: the cluster runs the new policy with it until the executor's
+    // config is rolled out.
+    for categorizer in ["suggested.yaml", "current/executor.yaml"] {
+        let args = strings(&[
+            "simulate",
+            "-f",
+            "ml.yaml",
+            "--categorizer",
+            categorizer,
+            "--baseline",
+            "current/",
+            "--history",
+            "week.jsonl",
+            "-o",
+            "json",
+        ]);
+        let c = json(&run(dir, &url, &args))["comparison"].clone();
+        assert_eq!(c["transitions"]["lost"], 0, "with {categorizer}: {c}");
+        if categorizer == "suggested.yaml" {
+            assert_eq!(simulate_numbers(&c), tune_numbers(&candidate), "candidate {picked}");
+        }
+    }
+}
