@@ -278,18 +278,14 @@ pub fn io_reason(e: &io::Error) -> String {
     }
 }
 
-/// Takes the executor's categorizer documents out of `files` that also hold policies or
-/// queues (what `suggest -o policy` writes for today's Armada: the categorizer, then the
-/// policy), so that `-f` reads the rest; returns where each was (`FILE` document N, 1-based).
-/// A file of categorizer documents alone keeps them (and `-f`'s error: it is the wrong file).
+/// Takes the executor's categorizer documents out of `files` (what `suggest -o policy` writes
+/// for today's Armada beside its policy, or the executor's config in a directory of what the
+/// cluster runs), so that the server verbs read the rest; returns where each was (`FILE`
+/// document N, 1-based).
 pub fn set_aside_categorizers(files: &mut [SourceFile]) -> Vec<String> {
     let mut aside = Vec::new();
     for f in files.iter_mut() {
         let is_categorizer = |d: &crate::model::Document| crate::model::categorizer::shape_of(&d.node).is_some();
-        let policies = f.documents.iter().any(|d| !is_categorizer(d));
-        if !policies {
-            continue;
-        }
         for d in f.documents.iter().filter(|d| is_categorizer(d)) {
             aside.push(format!("`{}` document {}", f.name, d.index + 1));
         }

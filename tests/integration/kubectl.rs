@@ -34,6 +34,25 @@ fn apply_of_the_examples_directory_converges_on_an_empty_server() {
     );
 }
 
+/// A directory of what the cluster runs holds the executor's config beside the policies
+/// (docs/categorizer.md): `apply` and `diff` set it aside with a note, as they do the
+/// categorizer of a `suggest -o policy` file, and send the rest.
+#[test]
+fn apply_and_diff_of_a_directory_set_the_executors_config_aside() {
+    let srv = TestServer::start();
+    let s = Session::new(&srv.url);
+    let current = "testdata/route/current";
+    let note = "note: skipped `testdata/route/current/executor.yaml` document 1: the executor's categorizer config is not a server resource; it goes in the executor's config (`errorCategories`)\n";
+    assert_eq!(
+        s.run(&["apply", "-f", current]),
+        format!("exit: 0\n--- stdout\nretrypolicy/ml-today created\nqueue/ml created\n--- stderr\n{note}")
+    );
+    assert_eq!(
+        s.run(&["diff", "-f", current]),
+        format!("exit: 0\n--- stdout\n--- stderr\n{note}")
+    );
+}
+
 #[test]
 fn a_dry_run_refuses_what_the_real_run_would() {
     let srv = TestServer::start();
