@@ -1,7 +1,8 @@
 //! One entry of a partial, as `merge` reads it: its position first, from its leading bytes and
 //! without decoding the rest, then what it says ([`Entry`], [`Item`]): a job's report, a
 //! changed job (or, for a merge that prints JSON, its final record copied as it is:
-//! [`Record`]), a missing queue's first job, or an entry that was not replayed.
+//! [`Record`]), a missing queue's first job, or an entry that was not replayed; or, in a
+//! `suggest` shard's partial, what it learned, in its command's shape ([`decode_learned`]).
 //!
 //! Owns: the decoding of an entry's JSON and every check of one entry on its own (it says one
 //! thing, `n` only before a final record, a record's transition is its final states', steps
@@ -298,6 +299,24 @@ pub fn decode_for_records(name: &str, at: Pos, number: u64, json: Vec<u8>) -> Re
         }),
         _ => decode_entry(name, number, &json),
     }
+}
+
+/// An entry of a `suggest` shard's partial, `{"at":[A,B],"learned":…}`
+/// ([`Recorder::learned`](super::Recorder::learned)): what it learned, in the shape `T` its
+/// command reads (or `Counts`, to check its numbers as a partial's totals are checked). An
+/// error names the partial `name` and the entry, its `number`th.
+pub fn decode_learned<T: serde::de::DeserializeOwned>(name: &str, number: u64, json: &[u8]) -> Result<T, String> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct LearnedIn<T> {
+        /// Read already ([`quick_at`]).
+        #[serde(rename = "at")]
+        _at: serde::de::IgnoredAny,
+        learned: T,
+    }
+    serde_json::from_slice::<LearnedIn<T>>(json)
+        .map(|e| e.learned)
+        .map_err(|e| format!("`{name}` is damaged: entry {number}: {e}"))
 }
 
 /// An entry of the partial `name`, its `number`th, decoded; an error names both.

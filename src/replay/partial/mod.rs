@@ -18,7 +18,9 @@
 //!   what `merge` needs to print what the command would (its flags, the policies' names, …);
 //! - `entries`: what the reports list, each with its position in the source's order
 //!   ([`Pos`](super::source::Pos)): the jobs of a plain replay, the changed jobs of a comparison, the first job of
-//!   each missing queue, and every entry that could not be replayed;
+//!   each missing queue, and every entry that could not be replayed; in a later `suggest`
+//!   shard's partial, what it learned past its first 10,000 signatures
+//!   (`{"at":[1,90],"learned":{…}}`, the command's shape, written as it goes);
 //! - `end`: how many entries there are (a truncated partial has no end, a damaged one another
 //!   count), the digest of the history's bytes, and the shard's totals (counts and trials,
 //!   which add up the same whatever the split);
@@ -47,7 +49,7 @@ mod read;
 pub mod streams;
 mod write;
 
-pub use entry::{decode_entry, decode_for_records, Entry, Item, Record};
+pub use entry::{decode_entry, decode_for_records, decode_learned, Entry, Item, Record};
 pub use format::{fingerprint, looks_like_partial, seal_hex, End, EndIn, Header, Lookout, Seal, ShardOut, VERSION};
 pub use read::{Entries, Partial, RawEntry, ReadError};
 pub use write::{render_job, Recorder, StepsCut};

@@ -618,3 +618,48 @@ fn entries_read_back_whether_or_not_the_reader_buffer_cuts_their_lines() {
         "is damaged: its bytes are not the ones its shard wrote (its checksum differs: was it edited?)"
     );
 }
+
+/// A `suggest` shard's entry: what it learned, in its command's own shape, after its
+/// position; read back raw (position first) and decoded in the shape asked for, or as
+/// numbers to check; anything else in it is refused, naming the file and the entry.
+#[test]
+fn a_learned_entry_reads_back_in_its_commands_shape() {
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Learnt {
+        text: String,
+        trials: u64,
+        successes: u64,
+    }
+    let learnt = Learnt {
+        text: "exit:1@main".into(),
+        trials: 3,
+        successes: 2,
+    };
+    let bytes = written(|rec| {
+        rec.learned(&Pos(1, 12), &learnt).unwrap();
+        rec.learned(&Pos(1, 90), &learnt).unwrap();
+    });
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    assert_eq!(
+        text.lines().nth(1),
+        Some(r#"{"at":[1,12],"learned":{"text":"exit:1@main","trials":3,"successes":2}},"#)
+    );
+    let f = file(&bytes);
+    let p = Partial::open(f.path()).unwrap();
+    let mut entries = p.entries().unwrap();
+    let mut read = Vec::new();
+    while let Some(raw) = entries.next_raw() {
+        let raw = raw.unwrap();
+        let counts: super::counts::Counts = decode_learned("p", raw.number, &raw.json).unwrap();
+        counts.check().unwrap();
+        read.push((raw.at, decode_learned::<Learnt>("p", raw.number, &raw.json).unwrap()));
+    }
+    assert_eq!(read.len(), 2);
+    assert_eq!(read[1].0, Pos(1, 90));
+    assert_eq!(read[1].1, learnt);
+    assert!(p.verified.load(Ordering::Relaxed));
+    assert_eq!(
+        decode_learned::<Learnt>("p", 3, br#"{"at":[1,1],"job":{}}"#).unwrap_err(),
+        "`p` is damaged: entry 3: unknown field `job`, expected `at` or `learned` at line 1 column 17"
+    );
+}

@@ -292,6 +292,21 @@ impl<'a> Recorder<'a> {
         })
     }
 
+    /// What a `suggest` shard learned past its first 10,000 signatures, in the command's own
+    /// shape (docs/past-one-machine.md): `{"at":[A,B],"learned":…}`, `at` the last job read
+    /// when it was written. A shard writes these as it goes, so that it holds no more of
+    /// them than one process keeps.
+    pub fn learned<T: Serialize>(&mut self, at: &Pos, learned: &T) -> io::Result<()> {
+        self.push(|buf| {
+            buf.extend_from_slice(b"{\"at\":");
+            write_at(buf, at);
+            buf.extend_from_slice(b",\"learned\":");
+            serde_json::to_writer(&mut *buf, learned).map_err(io::Error::other)?;
+            buf.push(b'}');
+            Ok(())
+        })
+    }
+
     /// The end: the entries' count, the history's digest and the totals.
     pub fn end<T: Serialize>(mut self, source: Option<u64>, totals: T, lookout: Option<Lookout>) -> io::Result<()> {
         if self.entries > 0 {
