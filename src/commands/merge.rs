@@ -56,7 +56,7 @@ use crate::output::tune::StderrListener;
 use crate::output::Format;
 use crate::replay::partial::counts::{Counts, Sums};
 use crate::replay::partial::streams::{self, open_files_limit, StreamError, FAN_IN};
-use crate::replay::partial::{Entry, Item, Partial, ReadError};
+use crate::replay::partial::{decode_learned, Entry, Item, Partial, ReadError};
 use crate::replay::run::{CompareFold, Fallback, Folded, NoAnswer, NotReplayed, Options, ReplayFold};
 use crate::replay::source::ExportTotals;
 use crate::suggest::learn::ShardLearning;
@@ -502,11 +502,12 @@ fn decode<T: serde::de::DeserializeOwned>(p: &Partial, what: &str, value: serde_
 /// its command knows (`Err`: the words after the file's name). Every partial is checked,
 /// and every problem said, before merge stops; `add` is not called past the first. `add`
 /// may find a problem too, in what only adding reads (`Err`: the words after the name).
+/// Returns every partial's numbers added up, for what the merge adds besides the totals.
 fn add_totals<T: serde::de::DeserializeOwned>(
     partials: &[Partial],
     check: impl Fn(&Counts) -> Result<(), String>,
     mut add: impl FnMut(T, bool) -> Result<(), String>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Sums> {
     let mut problems = Vec::new();
     let mut sums = Sums::default();
     for p in partials {
@@ -538,7 +539,7 @@ fn add_totals<T: serde::de::DeserializeOwned>(
         }
     }
     if problems.is_empty() {
-        Ok(())
+        Ok(sums)
     } else {
         Err(Stop::Problems(problems).into())
     }
@@ -555,6 +556,7 @@ fn add_folded(partials: &[Partial], mut add: impl FnMut(Folded, bool)) -> anyhow
             Ok(())
         },
     )
+    .map(drop)
 }
 
 /// Every entry of every partial, in the source's order, to `f` until it returns `false`
@@ -621,12 +623,13 @@ fn merge_suggest(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) 
     // are read.
     check_all(partials)?;
     partials.sort_by_key(|p| p.header.shard.index);
-    // A shard of suggest lists nothing: what pass 1 could not read, pass 2 says.
-    if let Some(p) = partials.iter().find(|p| p.end.entries > 0) {
-        return Err(damaged(p, "it holds entries, which a partial of `suggest` never holds"));
-    }
     let mut fold = SuggestFold::default();
-    add_totals(partials, |_| Ok(()), |t: ShardLearning, _| fold.add(t))?;
+    let mut sums = add_totals(partials, |_| Ok(()), |t: ShardLearning, _| fold.add(t))?;
+    // What pass 1 could not read, pass 2 says: a shard's entries are only what a later one
+    // learned past its first 10,000 signatures, added once the first 10,000 are known.
+    for p in partials.iter() {
+        add_past(p, &mut sums, &mut fold)?;
+    }
     let first = &partials[0];
     let shards = SuggestShards {
         count: first.header.shard.count,
@@ -638,6 +641,26 @@ fn merge_suggest(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) 
         Ok(why) => problem(format!("`{name}` {why}")),
         Err(e) => e,
     })
+}
+
+/// A suggest shard's entries (docs/past-one-machine.md): its counts of the signatures past
+/// its first 10,000, each checked as numbers with the totals' sums (`sums`, every partial's
+/// so far), then added where one process counts it. Any other entry is refused: a shard of
+/// suggest says nothing of what it could not read.
+fn add_past(p: &Partial, sums: &mut Sums, fold: &mut SuggestFold) -> anyhow::Result<()> {
+    let mut entries = p.entries().map_err(|e| read_error(&p.name, e))?;
+    while let Some(raw) = entries.next_raw() {
+        let raw = raw.map_err(problem)?;
+        let counts: Counts = decode_learned(&p.name, raw.number, &raw.json).map_err(problem)?;
+        counts
+            .check()
+            .and_then(|()| sums.add(&counts))
+            .map_err(|why| problem(format!("`{}` {why} (entry {})", p.name, raw.number)))?;
+        let past = decode_learned(&p.name, raw.number, &raw.json).map_err(problem)?;
+        fold.add_past(past)
+            .map_err(|why| damaged(p, &format!("entry {}: {why}", raw.number)))?;
+    }
+    Ok(())
 }
 
 /// The shards' `--backtest-at`, as their run records it (`p`: the partial it is read from).

@@ -3,7 +3,8 @@
 //! categorizer through `replay::run::replay_side`, decided of each), what a worker's unit of
 //! jobs holds ([`Unit`]), and the fold of units and jobs in the source's order ([`Learning`]).
 //! One fold for one process, a shard and `merge`: a shard's [`Learning`] travels in its
-//! partial as a [`ShardLearning`], added to the others in shard order.
+//! partial as a [`ShardLearning`], added to the others in shard order, and a later shard's
+//! signatures past its first 10,000 as [`PastSignature`]s, added last.
 //!
 //! Owns: the split at `--backtest-at` (jobs before it are learned from, the later ones
 //! tested on) and the counts beside the signatures (jobs on each side, entries not read, jobs
@@ -20,7 +21,7 @@ use crate::replay::run::{replay_side, Options, TrialCount};
 use crate::replay::source::Origin;
 
 use super::check::current_of;
-use super::stats::{Current, Learned, ShardLearned, UnitLearned};
+use super::stats::{Current, Learned, PastSignature, ShardLearned, UnitLearned};
 
 /// A worker's unit of pass 1: what its jobs added, the trials it counted, its scratch.
 #[derive(Default)]
@@ -108,9 +109,12 @@ impl Default for Learning {
 }
 
 impl Learning {
-    /// A shard's learning: its own jobs only, every signature kept (the merge caps them).
-    pub fn of_a_shard() -> Learning {
-        Learning::new(Learned::uncapped())
+    /// A shard's learning: its own jobs only. `first`: the first shard in the source's order
+    /// (shard 0 of a file source's byte ranges), which keeps what one process keeps; a later
+    /// one hands what is past its first 10,000 signatures over as it goes
+    /// ([`Learning::take_past`]).
+    pub fn of_a_shard(first: bool) -> Learning {
+        Learning::new(Learned::of_a_shard(first))
     }
 
     fn new(learned: Learned) -> Learning {
@@ -147,10 +151,17 @@ impl Learning {
         self.errors += 1;
     }
 
-    /// What a shard's partial records of its learning.
+    /// A later shard's signatures past its first 10,000, for its partial's entries:
+    /// `Learned::take_past` (none held after; with `all` false, only once 10,000 are held).
+    pub fn take_past(&mut self, all: bool) -> Vec<PastSignature> {
+        self.learned.take_past(all)
+    }
+
+    /// What a shard's partial records of its learning as its totals (what
+    /// [`Learning::take_past`] handed over is in its entries).
     pub fn into_shard(self) -> ShardLearning {
         ShardLearning {
-            learned: self.learned.to_shard(),
+            learned: self.learned.into_shard(),
             train_jobs: self.train_jobs,
             test_jobs: self.test_jobs,
             errors: self.errors,
@@ -172,6 +183,12 @@ impl Learning {
         }
         self.trials.merge(&t.trials);
         Ok(())
+    }
+
+    /// Adds a later shard's counts of a signature past its first 10,000, once every shard's
+    /// totals are added (`Learned::merge_past`). `Err`: what is wrong with it.
+    pub fn add_past(&mut self, past: PastSignature) -> Result<(), String> {
+        self.learned.merge_past(past)
     }
 }
 

@@ -7,10 +7,13 @@
 //! those, in input order, so that the 10,000 signatures kept are the first met in the
 //! source whatever the workers), and the baseline's decisions per signature ([`Current`],
 //! counted from the comparison's own decision records by `commands::suggest`). A sharded
-//! suggest (docs/past-one-machine.md) learns each shard's share [`Learned::uncapped`] and
-//! hands it to `merge` as a [`ShardLearned`], which folds the shards in the source's order
-//! ([`Learned::merge_shard`]): the cap is applied there, once, as one process applies it.
-//! Pure: no I/O.
+//! suggest (docs/past-one-machine.md) learns each shard's share ([`Learned::of_a_shard`]) and
+//! hands it to `merge`: its first 10,000 signatures as a [`ShardLearned`] (the first shard's
+//! `other` with them), a later shard's signatures past those as [`PastSignature`]s, 10,000 at
+//! most at a time, so that a shard holds about what one process holds whatever the
+//! signatures. The merge folds the shards in the source's order ([`Learned::merge_shard`]),
+//! where the cap is applied as one process applies it, then adds the rest where one process
+//! counts it ([`Learned::merge_past`]). Pure: no I/O.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -340,82 +343,153 @@ pub struct Learned {
     /// The runs of signatures past [`MAX_SIGNATURES`].
     pub other: Option<SignatureStats>,
     pub nodes: Map<NodeStats>,
-    /// A shard's learning: every signature kept. A signature a shard meets past the cap may
-    /// be among the first 10,000 of the whole source (an earlier shard met it), so only the
-    /// merge, which has them all in order, may send runs to `other`.
-    uncapped: bool,
+    /// A later shard's learning (not the first in the source's order): the signatures it
+    /// meets past its own first [`MAX_SIGNATURES`], held for its partial
+    /// ([`Learned::take_past`]) instead of counted under `other`. None of them can be new to
+    /// the merge's first 10,000 (the shard's own 10,000 come before it in the source), but
+    /// one can be among them, met first by an earlier shard: only the merge knows which, so
+    /// only the merge may count the rest under `other`.
+    past: Option<Past>,
+}
+
+/// A later shard's signatures past its own first [`MAX_SIGNATURES`], held between two
+/// [`Learned::take_past`]: each with its failed runs by node (what [`NodeStats::signatures`]
+/// counts of a signature the shard lists).
+#[derive(Debug, Default)]
+struct Past {
+    held: Vec<(SignatureStats, Map<u64>)>,
+    index: Map<usize>,
+}
+
+impl Past {
+    /// The place of `text` among the held, held anew if it is not.
+    fn slot(&mut self, text: &str) -> usize {
+        if let Some(&i) = self.index.get(text) {
+            return i;
+        }
+        self.index.insert(text.to_string(), self.held.len());
+        self.held
+            .push((SignatureStats::new(text.to_string(), None), Map::default()));
+        self.held.len() - 1
+    }
+}
+
+/// Where a unit's signature is counted.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    /// Among [`Learned::signatures`].
+    Kept(usize),
+    Other,
+    /// Among a later shard's held signatures ([`Past`]).
+    Past(usize),
 }
 
 impl Learned {
-    /// A shard's learning: no cap (see the field).
-    pub fn uncapped() -> Learned {
+    /// A shard's learning. The first in the source's order (shard 0: a sharded suggest reads
+    /// files, by byte range) keeps what one process keeps, `other` included: its own first
+    /// 10,000 signatures are the merge's first 10,000, so what is past them is past the
+    /// merge's. A later shard holds what is past its own first 10,000 for its partial (see
+    /// the field `past`), as many at a time as it keeps: it holds about what one process
+    /// holds, whatever the signatures.
+    pub fn of_a_shard(first: bool) -> Learned {
         Learned {
-            uncapped: true,
+            past: (!first).then(Past::default),
             ..Learned::default()
         }
     }
 
-    /// What a shard learned ([`Learned::uncapped`]: it has no `other`), for its partial: its
-    /// signatures in the order first met, its nodes by name (sorted: the same learning, the
-    /// same bytes).
-    pub fn to_shard(&self) -> ShardLearned {
-        let signatures = self
-            .signatures
-            .iter()
-            .map(|s| {
-                let mut nodes: Vec<(String, u64)> = s.nodes.iter().map(|(n, k)| (n.clone(), *k)).collect();
-                nodes.sort();
-                SignatureOut {
-                    text: s.text.clone(),
-                    signature: s.signature.clone(),
-                    failed_runs: s.failed_runs,
-                    jobs: s.jobs,
-                    trials: s.trials,
-                    by_depth: s.by_depth,
-                    recorded: s.recorded.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-                    current: current_out(&s.current),
-                    seen: s.seen.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-                    gpu: [s.gpu.failed, s.gpu.after, s.gpu.futile],
-                    cpu: [s.cpu.failed, s.cpu.after, s.cpu.futile],
-                    nodes,
-                    same_node: s.same_node,
-                    other_node: s.other_node,
-                    cut: s.cut,
-                }
+    /// What a later shard holds past its first [`MAX_SIGNATURES`] signatures, for its
+    /// partial's entries, none held after: all of it with `all` (the shard's end), else only
+    /// once [`MAX_SIGNATURES`] are held (called between units: one unit's may take it a
+    /// little past). A signature met again after it was taken is held anew; the merge adds
+    /// the pieces up ([`Learned::merge_past`]). Nothing for one process or the first shard.
+    pub fn take_past(&mut self, all: bool) -> Vec<PastSignature> {
+        let Some(past) = &mut self.past else {
+            return Vec::new();
+        };
+        if !all && past.held.len() < MAX_SIGNATURES {
+            return Vec::new();
+        }
+        past.index.clear();
+        past.held
+            .drain(..)
+            .map(|(mut s, on)| {
+                // A run counted on a node for the signature is a failed run there.
+                let mut nodes: Vec<(String, u64, u64)> = std::mem::take(&mut s.nodes)
+                    .into_iter()
+                    .map(|(n, k)| {
+                        let on = on.get(n.as_str()).copied().unwrap_or(0);
+                        (n, k, on)
+                    })
+                    .collect();
+                nodes.sort_unstable();
+                PastSignature(SignatureOut::of(s, nodes))
             })
-            .collect();
+            .collect()
+    }
+
+    /// What a shard learned, for its partial: its first [`MAX_SIGNATURES`] signatures in the
+    /// order first met, `other` (the first shard's), its nodes by name (sorted: the same
+    /// learning, the same bytes). A later shard's signatures past those are its entries,
+    /// taken before ([`Learned::take_past`]).
+    pub fn into_shard(self) -> ShardLearned {
+        debug_assert!(self.past.as_ref().is_none_or(|p| p.held.is_empty()));
+        let head = |mut s: SignatureStats| {
+            let mut nodes: Vec<(String, u64)> = std::mem::take(&mut s.nodes).into_iter().collect();
+            nodes.sort_unstable();
+            SignatureOut::of(s, nodes)
+        };
+        let count = self.signatures.len();
         let mut nodes: Vec<NodeOut> = self
             .nodes
-            .iter()
+            .into_iter()
             .map(|(name, n)| {
-                let mut sigs: Vec<(usize, u64)> = n.signatures.iter().map(|(k, v)| (*k, *v)).collect();
+                // `other` is the place after the list.
+                let mut sigs: Vec<(usize, u64)> = n
+                    .signatures
+                    .into_iter()
+                    .map(|(k, v)| (if k == usize::MAX { count } else { k }, v))
+                    .collect();
                 sigs.sort_unstable();
-                NodeOut(name.clone(), n.runs, n.failed, sigs)
+                NodeOut(name, n.runs, n.failed, sigs)
             })
             .collect();
         nodes.sort_by(|a, b| a.0.cmp(&b.0));
         ShardLearned {
             jobs: self.jobs,
             failed_runs: self.failed_runs,
-            signatures,
+            signatures: self.signatures.into_iter().map(head).collect(),
+            other: self.other.map(head),
             nodes,
         }
     }
 
     /// Adds a shard's learning, as one unit of the source (shards in the source's order: the
-    /// 10,000 kept are the first met in the whole source). `Err`: the shard's nodes name a
-    /// signature it does not list (its partial was edited), nothing added.
+    /// 10,000 kept are the first met in the whole source). `Err`: what no shard writes (its
+    /// partial was edited), nothing added: its nodes name a signature it does not list, a
+    /// signature's text is not its structure's, or it counts `other` without being the first
+    /// shard with 10,000 signatures.
     pub fn merge_shard(&mut self, shard: ShardLearned) -> Result<(), String> {
         let count = shard.signatures.len();
+        // `other`, when it has one, is named by the place after its list.
+        let named = count + usize::from(shard.other.is_some());
         if let Some(slot) = shard
             .nodes
             .iter()
             .flat_map(|n| n.3.iter().map(|(slot, _)| *slot))
-            .find(|&slot| slot >= count)
+            .find(|&slot| slot >= named)
         {
             return Err(format!(
                 "its totals' nodes name signature {slot}, and it lists {count} signatures"
             ));
+        }
+        // Runs past a shard's first 10,000 are past the merge's only when nothing came
+        // before it: a later shard lists them as entries instead.
+        if shard.other.is_some() && (count < MAX_SIGNATURES || !self.signatures.is_empty()) {
+            return Err(
+                "its totals count runs under `other`, which only the first shard with signatures does, past its first 10,000"
+                    .into(),
+            );
         }
         // The text is the signature's identity (the merge keys the counts by it, the proposal
         // writes its rule from the structure): a shard writes the text its structure prints.
@@ -432,49 +506,36 @@ impl Learned {
                 ));
             }
         }
+        let with_nodes = |s: SignatureOut| -> Result<SignatureStats, String> {
+            let (mut stats, nodes) = s.into_stats()?;
+            stats.nodes = nodes.into_iter().collect();
+            Ok(stats)
+        };
+        let other = shard.other.map(with_nodes).transpose()?;
         let sigs = shard
             .signatures
             .into_iter()
-            .map(|s| -> Result<SignatureStats, String> {
-                Ok(SignatureStats {
-                    text: s.text,
-                    signature: s.signature,
-                    failed_runs: s.failed_runs,
-                    jobs: s.jobs,
-                    trials: s.trials,
-                    by_depth: s.by_depth,
-                    recorded: s.recorded.into_iter().collect(),
-                    current: current_in(s.current)?,
-                    seen: s.seen.into_iter().collect(),
-                    gpu: Hours {
-                        failed: s.gpu[0],
-                        after: s.gpu[1],
-                        futile: s.gpu[2],
-                    },
-                    cpu: Hours {
-                        failed: s.cpu[0],
-                        after: s.cpu[1],
-                        futile: s.cpu[2],
-                    },
-                    nodes: s.nodes.into_iter().collect(),
-                    same_node: s.same_node,
-                    other_node: s.other_node,
-                    cut: s.cut,
-                })
-            })
+            .map(with_nodes)
             .collect::<Result<Vec<_>, String>>()?;
         let nodes = shard
             .nodes
             .into_iter()
             .map(|NodeOut(name, runs, failed, sigs)| {
+                let signatures = sigs
+                    .into_iter()
+                    .map(|(slot, k)| (if slot == count { usize::MAX } else { slot }, k))
+                    .collect();
                 let stats = NodeStats {
                     runs,
                     failed,
-                    signatures: sigs.into_iter().collect(),
+                    signatures,
                 };
                 (name, stats)
             })
             .collect();
+        if let Some(o) = other {
+            self.stats_at(Slot::Other).merge(o);
+        }
         self.merge_unit(UnitLearned {
             jobs: shard.jobs,
             failed_runs: shard.failed_runs,
@@ -485,39 +546,107 @@ impl Learned {
         Ok(())
     }
 
+    /// Adds a later shard's counts of a signature past its own first 10,000 (an entry of its
+    /// partial, [`Learned::take_past`]), once every shard's totals are added: to the
+    /// signature kept, when an earlier shard met it among the first 10,000 of the source,
+    /// else to `other`, where one process counts it. The merge's first 10,000 were complete
+    /// before that shard's own 10,000 ended, so this one cannot be new among them. `Err`:
+    /// what no shard writes, nothing added.
+    pub fn merge_past(&mut self, past: PastSignature) -> Result<(), String> {
+        let text = quote(&past.0.text);
+        if self.signatures.len() < MAX_SIGNATURES {
+            return Err(format!(
+                "it counts signature {text} past its shard's first 10,000, and the shards list {} signatures in all",
+                self.signatures.len()
+            ));
+        }
+        if past.0.signature.is_some() {
+            return Err(format!(
+                "signature {text}, past its shard's first 10,000, has a structure (only those a shard lists in its totals do)"
+            ));
+        }
+        let (mut stats, nodes) = past.0.into_stats()?;
+        if let Some((node, ..)) = nodes.iter().find(|(_, all, on)| on > all) {
+            return Err(format!(
+                "signature {text} counts more failed runs on node {} that were not preempted than failed runs there",
+                quote(node)
+            ));
+        }
+        let slot = self.slot_of(&stats.text);
+        for (node, all, on) in nodes {
+            if on > 0 {
+                let n = self.nodes.entry(node.clone()).or_default();
+                *n.signatures.entry(slot).or_default() += on;
+            }
+            stats.nodes.insert(node, all);
+        }
+        let slot = if slot == usize::MAX {
+            Slot::Other
+        } else {
+            Slot::Kept(slot)
+        };
+        self.stats_at(slot).merge(stats);
+        Ok(())
+    }
+
+    /// The counts a slot names (`other` made when first needed).
+    fn stats_at(&mut self, slot: Slot) -> &mut SignatureStats {
+        match (slot, &mut self.past) {
+            (Slot::Kept(i), _) => &mut self.signatures[i],
+            (Slot::Past(i), Some(past)) => &mut past.held[i].0,
+            _ => self
+                .other
+                .get_or_insert_with(|| SignatureStats::new(OTHER.to_string(), None)),
+        }
+    }
+
     /// Adds a unit's counts (units in the source's order: the 10,000 kept are the first
-    /// met). A signature past the cap counts under `other`; a job with two such signatures
-    /// counts in `other`'s `jobs` once per signature.
+    /// met). A signature past the cap counts under `other` (a later shard holds it: see the
+    /// field `past`); a job with two such signatures counts in `other`'s `jobs` once per
+    /// signature.
     pub fn merge_unit(&mut self, unit: UnitLearned) {
         self.jobs += unit.jobs;
         self.failed_runs += unit.failed_runs;
         let mut global = Vec::with_capacity(unit.sigs.len());
         for stats in unit.sigs {
             let slot = match self.index.get(stats.text.as_str()) {
-                Some(&i) => i,
-                None if self.uncapped || self.signatures.len() < MAX_SIGNATURES => {
+                Some(&i) => Slot::Kept(i),
+                None if self.signatures.len() < MAX_SIGNATURES => {
                     self.index.insert(stats.text.clone(), self.signatures.len());
                     self.signatures
                         .push(SignatureStats::new(stats.text.clone(), stats.signature.clone()));
-                    self.signatures.len() - 1
+                    Slot::Kept(self.signatures.len() - 1)
                 }
-                None => usize::MAX,
+                None => match &mut self.past {
+                    Some(past) => Slot::Past(past.slot(&stats.text)),
+                    None => Slot::Other,
+                },
             };
             global.push(slot);
-            let into = if slot == usize::MAX {
-                self.other
-                    .get_or_insert_with(|| SignatureStats::new(OTHER.to_string(), None))
-            } else {
-                &mut self.signatures[slot]
-            };
-            into.merge(stats);
+            self.stats_at(slot).merge(stats);
         }
+        let Learned { nodes, past, .. } = self;
         for (name, n) in unit.nodes {
-            let node = self.nodes.entry(name).or_default();
+            // A unit's slot `usize::MAX` (a shard's `other`, [`Learned::merge_shard`]) is
+            // `other` here too.
+            let slot = |local: usize| global.get(local).copied().unwrap_or(Slot::Other);
+            if let Some(past) = past.as_mut() {
+                for (&local, &k) in &n.signatures {
+                    if let Slot::Past(i) = slot(local) {
+                        *past.held[i].1.entry(name.clone()).or_default() += k;
+                    }
+                }
+            }
+            let node = nodes.entry(name).or_default();
             node.runs += n.runs;
             node.failed += n.failed;
             for (local, k) in n.signatures {
-                *node.signatures.entry(global[local]).or_default() += k;
+                let at = match slot(local) {
+                    Slot::Kept(i) => i,
+                    Slot::Other => usize::MAX,
+                    Slot::Past(_) => continue,
+                };
+                *node.signatures.entry(at).or_default() += k;
             }
         }
     }
@@ -548,26 +677,38 @@ impl Learned {
     }
 }
 
-/// A shard's learning as its partial holds it ([`Learned::to_shard`]): every signature it
-/// met, in the order first met, and its nodes, whose failed runs name signatures by their
-/// place in that list.
+/// A shard's learning as its partial's totals hold it ([`Learned::into_shard`]): its first
+/// 10,000 signatures, in the order first met, the first shard's `other`, and its nodes, whose
+/// failed runs name signatures by their place in that list (`other` by the place after it).
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ShardLearned {
     pub jobs: u64,
     pub failed_runs: u64,
     signatures: Vec<SignatureOut>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    other: Option<SignatureOut>,
     nodes: Vec<NodeOut>,
 }
 
-/// A signature's counts in a partial. Maps keyed by the history's words (categories, nodes)
-/// are lists of pairs: a partial's numbers are checked by their field's name, and a category
-/// named `trials` must not read as one.
+/// A later shard's counts of one signature past its first 10,000, as an entry of its
+/// partial holds them ([`Learned::take_past`], [`Learned::merge_past`]): no structure (the
+/// merge keeps the one an earlier shard listed, or counts it under `other`), and each node
+/// as `[name, failed runs, of them not preempted]` (what the shard's nodes would have named
+/// it by).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct PastSignature(SignatureOut<(String, u64, u64)>);
+
+/// A signature's counts in a partial, its nodes as `N`. Maps keyed by the history's words
+/// (categories, nodes) are lists of pairs: a partial's numbers are checked by their field's
+/// name, and a category named `trials` must not read as one.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct SignatureOut {
+struct SignatureOut<N = (String, u64)> {
     text: String,
-    /// `None` only for [`OTHER`], which a shard never has (it keeps every signature).
+    /// `None` for [`OTHER`] and a [`PastSignature`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     signature: Option<Signature>,
     failed_runs: u64,
     jobs: u64,
@@ -584,10 +725,64 @@ struct SignatureOut {
     gpu: [u128; 3],
     #[serde(rename = "cpu_milli")]
     cpu: [u128; 3],
-    nodes: Vec<(String, u64)>,
+    nodes: Vec<N>,
     same_node: Tally,
     other_node: Tally,
     cut: bool,
+}
+
+impl<N> SignatureOut<N> {
+    /// `s`'s counts, its nodes as `nodes`.
+    fn of(s: SignatureStats, nodes: Vec<N>) -> SignatureOut<N> {
+        SignatureOut {
+            current: current_out(&s.current),
+            text: s.text,
+            signature: s.signature,
+            failed_runs: s.failed_runs,
+            jobs: s.jobs,
+            trials: s.trials,
+            by_depth: s.by_depth,
+            recorded: s.recorded.into_iter().collect(),
+            seen: s.seen.into_iter().collect(),
+            gpu: [s.gpu.failed, s.gpu.after, s.gpu.futile],
+            cpu: [s.cpu.failed, s.cpu.after, s.cpu.futile],
+            nodes,
+            same_node: s.same_node,
+            other_node: s.other_node,
+            cut: s.cut,
+        }
+    }
+
+    /// The counts back, without nodes, and the nodes as written. `Err`: a baseline decision
+    /// no shard writes.
+    fn into_stats(self) -> Result<(SignatureStats, Vec<N>), String> {
+        let stats = SignatureStats {
+            current: current_in(self.current)?,
+            text: self.text,
+            signature: self.signature,
+            failed_runs: self.failed_runs,
+            jobs: self.jobs,
+            trials: self.trials,
+            by_depth: self.by_depth,
+            recorded: self.recorded.into_iter().collect(),
+            seen: self.seen.into_iter().collect(),
+            gpu: Hours {
+                failed: self.gpu[0],
+                after: self.gpu[1],
+                futile: self.gpu[2],
+            },
+            cpu: Hours {
+                failed: self.cpu[0],
+                after: self.cpu[1],
+                futile: self.cpu[2],
+            },
+            nodes: Map::default(),
+            same_node: self.same_node,
+            other_node: self.other_node,
+            cut: self.cut,
+        };
+        Ok((stats, self.nodes))
+    }
 }
 
 fn current_out(current: &HashMap<Current, u64>) -> Vec<(String, String, u64)> {
@@ -700,21 +895,15 @@ mod tests {
         assert_eq!(l.nodes["n"].signatures[&usize::MAX], 5);
     }
 
-    type Said = (
-        Vec<(String, u64, u64)>,
-        Option<(u64, u64)>,
-        Vec<(String, u64, Vec<(String, u64)>)>,
-    );
-
-    /// What a learning says, comparable: each signature's text and counts in order, `other`'s,
-    /// and each node's failed runs by signature text.
-    fn said(l: &Learned) -> Said {
-        let sigs = l
-            .signatures
-            .iter()
-            .map(|s| (s.text.clone(), s.failed_runs, s.jobs))
-            .collect();
-        let other = l.other.as_ref().map(|o| (o.failed_runs, o.jobs));
+    /// Everything a learning says, comparable (as text: its hours pass 64 bits): its counts,
+    /// each signature kept in order with all of its counts (nodes sorted), `other`'s, and each
+    /// node's runs and failed runs by signature text.
+    fn said(l: &Learned) -> String {
+        let out = |s: &SignatureStats| {
+            let mut nodes: Vec<(String, u64)> = s.nodes.iter().map(|(n, k)| (n.clone(), *k)).collect();
+            nodes.sort();
+            SignatureOut::of(s.clone(), nodes)
+        };
         let mut nodes: Vec<_> = l
             .nodes
             .iter()
@@ -725,56 +914,190 @@ mod tests {
                     .map(|(slot, k)| (l.text_of(*slot).to_string(), *k))
                     .collect();
                 by.sort();
-                (name.clone(), n.failed, by)
+                (name.clone(), n.runs, n.failed, by)
             })
             .collect();
         nodes.sort();
-        (sigs, other, nodes)
+        let sigs: Vec<_> = l.signatures.iter().map(out).collect();
+        serde_json::to_string(&(l.jobs, l.failed_runs, sigs, l.other.as_ref().map(out), nodes)).unwrap()
+    }
+
+    /// One process's learning of `jobs`, `unit` jobs a unit.
+    fn one(jobs: &[FailureHistory], unit: usize) -> Learned {
+        let mut l = Learned::default();
+        for chunk in jobs.chunks(unit) {
+            let mut u = UnitLearned::default();
+            chunk.iter().for_each(|h| u.add_job(h));
+            l.merge_unit(u);
+        }
+        l
+    }
+
+    /// A shard of `jobs` (`first` in the source or not), `unit` jobs a unit, as its partial
+    /// holds it and `merge` reads it back (through JSON): its totals, and the entries it
+    /// wrote as it went. Checks that it never held more than one process keeps, and one
+    /// unit's.
+    fn shard(jobs: &[FailureHistory], first: bool, unit: usize) -> (ShardLearned, Vec<PastSignature>) {
+        let mut l = Learned::of_a_shard(first);
+        let mut past = Vec::new();
+        for chunk in jobs.chunks(unit) {
+            let mut u = UnitLearned::default();
+            chunk.iter().for_each(|h| u.add_job(h));
+            let met = u.sigs.len();
+            l.merge_unit(u);
+            let held = l.past.as_ref().map_or(0, |p| p.held.len());
+            assert!(held < MAX_SIGNATURES + met, "{held} held");
+            assert!(l.signatures.len() <= MAX_SIGNATURES);
+            past.extend(l.take_past(false));
+        }
+        past.extend(l.take_past(true));
+        let json = serde_json::to_string(&l.into_shard()).unwrap();
+        let past = past
+            .iter()
+            .map(|p| serde_json::from_str(&serde_json::to_string(p).unwrap()).unwrap())
+            .collect();
+        (serde_json::from_str(&json).unwrap(), past)
+    }
+
+    /// The merge of shards in the source's order: every shard's totals, then their entries.
+    fn merged(shards: Vec<(ShardLearned, Vec<PastSignature>)>) -> Learned {
+        let mut l = Learned::default();
+        let mut entries = Vec::new();
+        for (totals, past) in shards {
+            l.merge_shard(totals).unwrap();
+            entries.extend(past);
+        }
+        for p in entries {
+            l.merge_past(p).unwrap();
+        }
+        l
+    }
+
+    /// `jobs` split at `at` (ascending), each part a shard (the first one first).
+    fn split(jobs: &[FailureHistory], at: &[usize], unit: usize) -> Learned {
+        let bounds: Vec<usize> = std::iter::once(0)
+            .chain(at.iter().copied())
+            .chain([jobs.len()])
+            .collect();
+        let shards = bounds
+            .windows(2)
+            .enumerate()
+            .map(|(i, w)| shard(&jobs[w[0]..w[1]], i == 0, unit))
+            .collect();
+        merged(shards)
+    }
+
+    /// `n` jobs, each failing once with its own exit code (past 10,000 signatures in all).
+    /// The first 100 also fail with one of 40 shared codes, and so do some of the last
+    /// quarter's (one in 350, preempted one time in five): after any later shard's own first
+    /// 10,000, so that it holds runs of signatures an earlier shard kept. Code 47 first fails
+    /// in the last quarter, one job in 500 (past the cap in every shard). Nodes `n0`–`n6`;
+    /// three jobs in four then succeed.
+    fn history(n: usize) -> Vec<FailureHistory> {
+        (0..n)
+            .map(|k| {
+                let node = format!("n{}", k % 7);
+                let late = k >= n * 3 / 4;
+                let mut runs = Vec::new();
+                let shared = match k {
+                    k if k < 100 => Some(k),
+                    k if late && k % 350 == 0 => Some(k / 350),
+                    _ => None,
+                };
+                if let Some(i) = shared {
+                    let mut run = failed(&node, 1 + (i % 40) as i64);
+                    if i % 5 == 0 {
+                        run.conditions.push(Condition::Preempted);
+                    }
+                    runs.push(run);
+                }
+                if late && k % 500 == 0 {
+                    runs.push(failed(&node, 47));
+                }
+                runs.push(failed(&format!("n{}", (k + 1) % 7), 100_000 + k as i64));
+                if k % 4 != 0 {
+                    runs.push(succeeded(&node));
+                }
+                FailureHistory {
+                    runs,
+                    ..FailureHistory::default()
+                }
+            })
+            .collect()
     }
 
     #[test]
-    fn shards_keep_every_signature_and_the_merge_caps_in_source_order() {
-        let job = |code: i64| FailureHistory {
-            runs: vec![failed("n", code), failed("m", code), succeeded("n")],
-            ..FailureHistory::default()
-        };
-        // Shard 0 meets `exit:7` first; shard 1 meets 10,000 other signatures, then `exit:7`
-        // again, then one more new one. In the whole source `exit:7` is the first met: a
-        // shard that capped its own list would have put its second half under `other`.
-        let shard0 = vec![job(7)];
-        let mut shard1: Vec<FailureHistory> = (0..MAX_SIGNATURES as i64).map(|k| job(1000 + k)).collect();
-        shard1.push(job(7));
-        shard1.push(job(5));
-        let mut one = Learned::default();
-        for h in shard0.iter().chain(&shard1) {
-            let mut unit = UnitLearned::default();
-            unit.add_job(h);
-            one.merge_unit(unit);
-        }
-        let mut merged = Learned::default();
-        for shard in [&shard0, &shard1] {
-            let mut learned = Learned::uncapped();
-            for h in shard {
-                let mut unit = UnitLearned::default();
-                unit.add_job(h);
-                learned.merge_unit(unit);
+    fn shards_merge_to_one_process_past_the_cap_holding_no_more_than_it() {
+        let jobs = history(50_000);
+        let whole = one(&jobs, 100);
+        assert_eq!(whole.signatures.len(), MAX_SIGNATURES);
+        let other = whole.other.as_ref().unwrap();
+        assert!(other.failed_runs > 40_000, "{}", other.failed_runs);
+        // A shared code the first jobs kept, met again in the last quarter; code 47 is `other`.
+        assert!(whole.slot_of("exit:2@main") < MAX_SIGNATURES);
+        assert_eq!(whole.slot_of("exit:47@main"), usize::MAX);
+        let expected = said(&whole);
+        // Two and three shards, a first shard short of 10,000 signatures, a short middle one.
+        for at in [
+            &[25_000][..],
+            &[5_000],
+            &[45_000],
+            &[12_000, 30_000],
+            &[20_000, 21_000],
+            &[3_000, 6_000],
+        ] {
+            for unit in [1, 64] {
+                assert_eq!(
+                    said(&split(&jobs, at, unit)),
+                    expected,
+                    "split at {at:?}, {unit} a unit"
+                );
             }
-            // Through the partial's JSON, as `merge` reads it.
-            let json = serde_json::to_string(&learned.to_shard()).unwrap();
-            merged.merge_shard(serde_json::from_str(&json).unwrap()).unwrap();
         }
-        assert_eq!(one.signatures[0].text, "exit:7@main");
-        assert_eq!((one.signatures[0].failed_runs, one.signatures[0].jobs), (4, 2));
-        assert_eq!(one.signatures.len(), MAX_SIGNATURES);
-        // The last of shard 1's 10,000 and `exit:5` are past the cap.
-        assert_eq!(one.other.as_ref().map(|o| (o.failed_runs, o.jobs)), Some((4, 2)));
-        assert_eq!(said(&merged), said(&one));
-        assert_eq!((merged.jobs, merged.failed_runs), (one.jobs, one.failed_runs));
-        let (a, b) = (&merged.signatures[0], &one.signatures[0]);
+    }
+
+    #[test]
+    fn a_later_shard_hands_over_what_is_past_its_first_10000_in_pieces() {
+        let jobs = history(50_000);
+        // The second half: 25,000 signatures of its own, 10,000 kept, the rest held 10,000 at
+        // most at a time; a signature met in two pieces is in both.
+        let (totals, past) = shard(&jobs[25_000..], false, 64);
+        assert_eq!(totals.signatures.len(), MAX_SIGNATURES);
+        assert!(totals.other.is_none());
+        let texts: Vec<&str> = past.iter().map(|p| p.0.text.as_str()).collect();
+        assert!(texts.len() > 15_000, "{}", texts.len());
+        assert!(texts.iter().filter(|t| **t == "exit:47@main").count() > 1);
+        assert!(texts.contains(&"exit:2@main"));
+        // The first shard: `other`, as one process, and no entry.
+        let (totals, past) = shard(&jobs[..25_000], true, 64);
+        assert!(past.is_empty());
+        assert!(totals.other.is_some_and(|o| o.failed_runs > 0 && o.signature.is_none()));
+    }
+
+    #[test]
+    fn the_merge_refuses_what_only_an_edited_partial_holds() {
+        let past = |text: &str| -> PastSignature {
+            let s = SignatureStats::new(text.to_string(), None);
+            serde_json::from_str(&serde_json::to_string(&PastSignature(SignatureOut::of(s, Vec::new()))).unwrap())
+                .unwrap()
+        };
+        // A signature past a shard's first 10,000, where the shards list fewer.
+        let mut l = one(&history(20), 4);
         assert_eq!(
-            (a.trials, a.by_depth, a.gpu, a.same_node, a.other_node),
-            (b.trials, b.by_depth, b.gpu, b.same_node, b.other_node)
+            l.merge_past(past("exit:3@main")).unwrap_err(),
+            "it counts signature `exit:3@main` past its shard's first 10,000, and the shards list 37 signatures in all"
         );
+        // `other` from a shard that is not the first with signatures.
+        let other: SignatureOut = SignatureOut::of(SignatureStats::new(OTHER.to_string(), None), Vec::new());
+        let json = format!(
+            r#"{{"jobs":1,"failedRuns":1,"signatures":[],"other":{},"nodes":[]}}"#,
+            serde_json::to_string(&other).unwrap()
+        );
+        assert_eq!(
+            l.merge_shard(serde_json::from_str(&json).unwrap()).unwrap_err(),
+            "its totals count runs under `other`, which only the first shard with signatures does, past its first 10,000"
+        );
+        assert_eq!(l.jobs, 20);
     }
 
     #[test]

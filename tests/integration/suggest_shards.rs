@@ -252,3 +252,73 @@ fn a_backtest_without_test_jobs_is_refused_of_the_shards_flag() {
         )
     );
 }
+
+/// A word of letters g–z for `i`, its own: a template keeps it whole (no digit, no hex).
+fn word(mut i: usize) -> String {
+    let mut w = String::new();
+    loop {
+        w.push(char::from(b'g' + (i % 20) as u8));
+        i /= 20;
+        if i == 0 {
+            return w;
+        }
+    }
+}
+
+/// `n` jobs, each failing once with a message of its own (more signatures than suggest keeps,
+/// 10,000, past which it counts `other`), most then succeeding; the first 400 and one in 30
+/// of the last 1,500 also fail with one of 8 shared messages, which the last shard meets
+/// again after its own first 10,000 signatures (docs/past-one-machine.md).
+fn many_signatures(n: usize) -> String {
+    let mut h = String::new();
+    for k in 0..n {
+        let node = format!("node-{:02}", k % 37);
+        let mut runs = Vec::new();
+        if k < 400 || (k + 1_500 >= n && k % 30 == 0) {
+            runs.push(format!(
+                r#"{{"node":"{node}","runFor":"90s","containers":[{{"name":"main","exitCode":2,"message":"loader failed: shard {} unavailable"}}]}}"#,
+                word(k % 8)
+            ));
+        }
+        runs.push(format!(
+            r#"{{"node":"{node}","runFor":"60s","containers":[{{"name":"main","exitCode":1,"message":"ValueError: no handler named {}"}}]}}"#,
+            word(k)
+        ));
+        if k % 5 != 0 {
+            runs.push(format!(r#"{{"node":"{node}","runFor":"300s"}}"#));
+        }
+        h.push_str(&format!(
+            r#"{{"job":{{"id":"job-{k:05}","queue":"ml","resources":{{"gpu":1,"cpu":4}}}},"runs":[{}]}}"#,
+            runs.join(",")
+        ));
+        h.push('\n');
+    }
+    h
+}
+
+#[test]
+fn more_signatures_than_one_process_keeps_merge_to_one_process() {
+    let dir = planted();
+    // 12,000 signatures or more in every shard of 2 and of 3.
+    fs::write(dir.path().join("h.jsonl"), many_signatures(36_000)).unwrap();
+    let json = one(dir.path(), &SUGGEST, "json");
+    let text = String::from_utf8_lossy(&json.stdout);
+    assert!(
+        text.contains(r#""signature":"other""#),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    every_split(dir.path(), "s", &SUGGEST, &[2, 3], &["json", "table"]);
+    // The first shard counts `other` in its totals; a later one, past its own first 10,000
+    // signatures, writes entries (the shared messages among them), each a line of its own.
+    for n in [2, 3] {
+        let first = fs::read_to_string(dir.path().join(format!("s{n}-0.json"))).unwrap();
+        assert_eq!(first.lines().count(), 2, "s{n}-0.json");
+        assert!(first.contains(r#""other":{"text":"other""#));
+        let last = fs::read_to_string(dir.path().join(format!("s{n}-{}.json", n - 1))).unwrap();
+        let learned = last.lines().filter(|l| l.contains(r#""learned":"#)).count();
+        assert!(learned > 1_000, "s{n}-{}.json: {learned} entries", n - 1);
+        assert!(last.contains("loader failed: shard"));
+        assert!(last.lines().all(|l| l.len() < 8 << 20));
+    }
+}

@@ -8,15 +8,16 @@
 
 use std::io::{self, Write};
 
-use crate::app::Context;
 use crate::commands::replay::spool::{cannot_spool, spool_file, SpoolFile};
 use crate::engine::simulator::Simulator;
 use crate::model::failure_history::{failure_history_json, Timestamp};
 use crate::output::stderr::Stderr;
+use crate::output::Style;
 use crate::replay::parallel::{for_each_ordered, Decoded, Emitted, Processed};
+use crate::replay::partial::Recorder;
 use crate::replay::shard::Shard;
 use crate::replay::sink::Message;
-use crate::replay::source::{HistorySource, Stamps};
+use crate::replay::source::{HistorySource, Pos, Stamps};
 use crate::suggest::learn::{learn_job, Learning, Placed, Unit};
 
 /// What pass 1 hands over: its counts, and what pass 2 reads or says.
@@ -65,22 +66,26 @@ fn spooled(history: &crate::model::failure_history::FailureHistory) -> Vec<u8> {
 
 /// Pass 1 over `source`, its baseline `baseline`, split at `at`: the train jobs' failed runs
 /// counted; the test jobs (and, with `spool_all`, for a source read once, every job)
-/// spooled. `shard`: a shard's learning, for its partial: its own jobs only, every
-/// signature kept (the merge caps them), nothing spooled (the merge reads the history
-/// again).
+/// spooled; what cannot be read said on `err` in `style` (or kept). `shard`: a shard's
+/// learning, for its partial, and the partial's recorder: its own jobs only, nothing
+/// spooled (the merge reads the history again), and a later shard's signatures past its
+/// first 10,000 written as its entries as they fill (`suggest::learn`), so that it holds no
+/// more than one process.
 pub fn learn<S: HistorySource>(
-    ctx: &mut Context,
+    err: &mut dyn Write,
+    style: Style,
     source: S,
     baseline: &Simulator,
     at: Option<Timestamp>,
     spool_all: bool,
-    shard: Option<Shard>,
+    shard: Option<(Shard, &mut Recorder<'_>)>,
 ) -> anyhow::Result<Pass1> {
+    let (shard, mut partial) = shard.unzip();
     let mut pass = Pass1 {
-        learning: if shard.is_some() {
-            Learning::of_a_shard()
-        } else {
-            Learning::default()
+        // A sharded suggest reads files, by byte range: shard 0 is the first in the source.
+        learning: match shard {
+            Some(s) => Learning::of_a_shard(s.index == 0),
+            None => Learning::default(),
         },
         spool: spool_all.then(spool_file).transpose().map_err(cannot_spool)?,
         test: (at.is_some() && shard.is_none())
@@ -95,15 +100,25 @@ pub fn learn<S: HistorySource>(
         let spool = (spool_all || (placed.test && shard.is_none())).then(|| spooled(job.history));
         Ok(Learnt { placed, spool })
     };
-    let mut stderr = Stderr::new(&mut *ctx.err, ctx.style, None, false);
+    let mut stderr = Stderr::new(err, style, None, false);
     let mut unsaid = Vec::new();
-    let mut kept = Stderr::new(&mut unsaid, ctx.style, None, false);
+    let mut kept = Stderr::new(&mut unsaid, style, None, false);
     let mut failed: Option<io::Error> = None;
+    // The last job read: where a shard's entries stand in the source.
+    let mut last = Pos(0, 0);
     for_each_ordered(source, shard, work, |e| {
         let p = match e {
-            Emitted::Job(_, p) => p,
+            Emitted::Job(at, p) => {
+                last = at;
+                p
+            }
             Emitted::Unit(unit, _) => {
                 pass.learning.add_unit(unit);
+                if let Some(rec) = partial.as_deref_mut() {
+                    for past in pass.learning.take_past(false) {
+                        rec.learned(&last, &past)?;
+                    }
+                }
                 return Ok(true);
             }
         };
@@ -138,6 +153,11 @@ pub fn learn<S: HistorySource>(
     drop(stderr);
     kept.finish()?;
     drop(kept);
+    if let Some(rec) = partial {
+        for past in pass.learning.take_past(true) {
+            rec.learned(&last, &past)?;
+        }
+    }
     pass.unsaid = unsaid;
     if let Some(e) = failed {
         return Err(cannot_spool(e));

@@ -26,8 +26,9 @@
 //! - `--queue` selects the queue's jobs from any source (docs/simulate.md "Inputs") and names
 //!   the Queue `-o policy` prints: the baseline's Queue of that name with the proposal first
 //!   in its list, else a new one;
-//! - a shard lists no entries: what pass 1 cannot read, the merge's pass 2 says (one process
-//!   with a file says it in pass 2 too); `--shard` without `-o partial` is a usage error.
+//! - a shard lists no entry that cannot be read: the merge's pass 2 says it (one process
+//!   with a file says it in pass 2 too); a later shard's entries are its signatures past its
+//!   first 10,000, written as pass 1 goes; `--shard` without `-o partial` is a usage error.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -297,7 +298,15 @@ impl Suggest<'_> {
         }
         // A file or directory is read again; stdin and the database are spooled.
         let spool_all = self.reread().is_none();
-        let mut pass = learn(ctx, source, &baseline, self.backtest_at, spool_all, None)?;
+        let mut pass = learn(
+            &mut *ctx.err,
+            ctx.style,
+            source,
+            &baseline,
+            self.backtest_at,
+            spool_all,
+            None,
+        )?;
         pass.stamps = about.stamps;
         self.conclude(ctx, &baseline, from, pass)
     }
@@ -338,11 +347,21 @@ impl Suggest<'_> {
         let shard = self.args.replay.shard.unwrap_or(Shard::WHOLE);
         let run = SuggestRun::new(self.args, self.engine, self.baseline_engine);
         let inputs = self.inputs(&run, baseline, shard.count, &about.source);
-        let pass = learn(ctx, source, baseline, self.backtest_at, false, Some(shard))?;
         let header = Header::new(shard, fingerprint(&inputs), serde_json::to_value(&run)?);
         // What pass 1 could not read is said by the merge's pass 2, which reads it again
-        // (as one process says it): the partial lists no entries, it counts them.
-        let rec = Recorder::new(&mut *ctx.out, &header, invalid_text, render_change)?;
+        // (as one process says it): the partial counts it. Its entries are a later shard's
+        // signatures past its first 10,000, written as pass 1 goes.
+        let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text, render_change)?;
+        let partial = Some((shard, &mut rec));
+        let pass = learn(
+            &mut *ctx.err,
+            ctx.style,
+            source,
+            baseline,
+            self.backtest_at,
+            false,
+            partial,
+        )?;
         rec.end(about.digest.get(), pass.learning.into_shard(), None)?;
         Ok(ExitCode::Success)
     }

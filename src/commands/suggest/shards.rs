@@ -19,6 +19,7 @@ use crate::output::mode::Baseline;
 use crate::replay::partial::fingerprint;
 use crate::replay::source::Files;
 use crate::suggest::learn::{Learning, ShardLearning};
+use crate::suggest::stats::PastSignature;
 
 use super::learn::Pass1;
 use super::{check, check_queue, load};
@@ -140,6 +141,12 @@ impl SuggestFold {
     /// Adds the next shard's learning. `Err`: what is wrong with it (after the file's name).
     pub fn add(&mut self, t: ShardLearning) -> Result<(), String> {
         self.0.add_shard(t)
+    }
+
+    /// Adds a later shard's counts of a signature past its first 10,000 (an entry of its
+    /// partial), once every shard's learning is added. `Err`: what is wrong with it.
+    pub fn add_past(&mut self, past: PastSignature) -> Result<(), String> {
+        self.0.add_past(past)
     }
 }
 
