@@ -3,69 +3,17 @@
 //! v1beta1 `RetryPolicy` whose rules match its categories; and with `--queue`, the Queue
 //! with the proposal first.
 //!
-//! Owns: the documents' text (each rule under a comment with its evidence), the pattern a
-//! message template becomes, and the categories' names. Pure: text in, text out; whether the
-//! documents validate is checked by the command, through `validate`'s own reader.
+//! Owns: the documents' text (each rule under a comment with its evidence, a template's
+//! pattern as `pattern` builds it) and the categories' names. Pure: text in, text out;
+//! whether the documents validate is checked by the command, through `validate`'s own reader.
 
 use crate::model::encode;
 use crate::model::policy::{Action, AntiAffinityMode, Backoff, Condition, Mutation};
 
+use super::pattern::pattern;
 use super::propose::Proposed;
 use super::signature::Signature;
 use super::today::{Kept, Place};
-
-/// The regular expression of `<uuid>`.
-pub const UUID_PATTERN: &str = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
-/// The regular expression of `<hex>`.
-pub const HEX_PATTERN: &str = "(0x[0-9a-fA-F]+|[0-9a-fA-F]*[0-9][0-9a-fA-F]*[a-fA-F][0-9a-fA-F]*|[0-9a-fA-F]*[a-fA-F][0-9a-fA-F]*[0-9][0-9a-fA-F]*)";
-
-/// Escapes `s` as Go's `regexp.QuoteMeta` does: `\.+*?()|[]{}^$` get a backslash.
-pub fn quote_meta(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        if "\\.+*?()|[]{}^$".contains(ch) {
-            out.push('\\');
-        }
-        out.push(ch);
-    }
-    out
-}
-
-/// The pattern that matches a message whose template is `template`: its masks as classes,
-/// its spaces as runs of blanks, the rest literal; anchored at the line's end unless some
-/// message's first line was cut (`cut`).
-pub fn pattern(template: &str, cut: bool) -> String {
-    let mut out = String::from("^[ \\t\\r\\f]*");
-    let mut rest = template;
-    let mut literal = String::new();
-    while let Some(ch) = rest.chars().next() {
-        let mask = [
-            ("<uuid>", UUID_PATTERN),
-            ("<hex>", HEX_PATTERN),
-            ("<n>", "[0-9]+"),
-            (" ", "[ \\t\\r\\f]+"),
-        ]
-        .into_iter()
-        .find(|(m, _)| rest.starts_with(m));
-        match mask {
-            Some((m, re)) => {
-                out.push_str(&quote_meta(&literal));
-                literal.clear();
-                out.push_str(re);
-                rest = &rest[m.len()..];
-            }
-            None => {
-                literal.push(ch);
-                rest = &rest[ch.len_utf8()..];
-            }
-        }
-    }
-    out.push_str(&quote_meta(&literal));
-    if !cut {
-        out.push_str("[ \\t\\r\\f]*(\\n|$)");
-    }
-    out
-}
 
 pub use crate::yaml::quoted;
 
@@ -394,44 +342,6 @@ pub fn category_rule_yaml(m: &Matcher, pad: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn patterns_are_built_from_templates() {
-        assert_eq!(
-            pattern("CUDA error <n>: x.y (z)", false),
-            "^[ \\t\\r\\f]*CUDA[ \\t\\r\\f]+error[ \\t\\r\\f]+[0-9]+:[ \\t\\r\\f]+x\\.y[ \\t\\r\\f]+\\(z\\)[ \\t\\r\\f]*(\\n|$)"
-        );
-        assert_eq!(
-            pattern("id <uuid>", true),
-            format!("^[ \\t\\r\\f]*id[ \\t\\r\\f]+{UUID_PATTERN}")
-        );
-        assert_eq!(pattern("<hex>", true), format!("^[ \\t\\r\\f]*{HEX_PATTERN}"));
-        assert_eq!(
-            quote_meta("a.b*c?d(e)f|g[h]i{j}k^l$m\\n+"),
-            "a\\.b\\*c\\?d\\(e\\)f\\|g\\[h\\]i\\{j\\}k\\^l\\$m\\\\n\\+"
-        );
-    }
-
-    #[test]
-    fn patterns_match_the_messages_they_came_from_and_no_other() {
-        let rows = [
-            "RuntimeError: CUDA error 700 at 0x7ffd12 for 123e4567-e89b-12d3-a456-426614174000 (step 4)",
-            "  connection reset by peer [10.0.0.1:443]\tretry later  ",
-            "a.b*c?d(e)f|g^h$i{j}k\\l",
-            "weights sha deadbeef42 mismatch",
-        ];
-        for message in rows {
-            let (t, cut) = super::super::signature::template(message);
-            let re = crate::model::validate::compile_pattern(&pattern(&t, cut)).unwrap();
-            assert!(re.is_match(message), "{message:?} !~ {t:?}");
-            assert!(
-                re.is_match(&format!("{message}\nsecond line")),
-                "{message:?} with a second line"
-            );
-            assert!(!re.is_match(&format!("prefix {message}")), "{message:?} with a prefix");
-            assert!(!re.is_match(&format!("{message} suffix")), "{message:?} with a suffix");
-        }
-    }
 
     #[test]
     fn comments_escape_every_line_break_a_yaml_reader_knows() {

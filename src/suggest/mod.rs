@@ -11,6 +11,7 @@ pub mod check;
 pub mod documents;
 pub mod learn;
 pub mod nodes;
+pub mod pattern;
 pub mod propose;
 pub mod signature;
 pub mod stats;

@@ -9,9 +9,10 @@ use std::cmp::Ordering;
 
 use crate::engine::EngineKind;
 use crate::model::policy::{Action, Condition};
-use crate::model::validate::{category_problem, name_problem};
+use crate::model::validate::{category_problem, name_problem, MAX_PATTERN_BYTES};
 use crate::replay::estimate::{wilson, Tally, DEPTHS, MIN_TRIALS, Z95};
 
+use super::pattern::too_long;
 use super::signature::{Signature, CONDITIONS};
 use super::stats::SignatureStats;
 
@@ -86,6 +87,11 @@ pub enum NoRule {
         field: NameField,
         name: String,
     },
+    /// Its message's pattern is longer than a rule's may be (`validate` refuses it): so many
+    /// masks that their classes outgrow the limit.
+    PatternTooLong {
+        bytes: usize,
+    },
 }
 
 /// Where a rule would write a signature's name.
@@ -127,6 +133,10 @@ impl std::fmt::Display for NoRule {
                 let (what, kind) = field.words();
                 write!(f, "{what} {} is not a valid {kind} in a rule", crate::diag::quote(name))
             }
+            NoRule::PatternTooLong { bytes } => write!(
+                f,
+                "its message's pattern would be {bytes} bytes, and a rule takes at most {MAX_PATTERN_BYTES}"
+            ),
         }
     }
 }
@@ -269,9 +279,26 @@ fn matchable(sig: Option<&Signature>, engine: EngineKind) -> Result<(), NoRule> 
     }
 }
 
+/// Whether the pattern of the signature's message, as the documents would write it (design:
+/// `onTerminationMessage`; upstream: the categorizer's `onTerminationMessage` or
+/// `onPodError`), is one a rule can hold. `cut`: some run's first line was cut, as the rule's.
+fn pattern_fits(sig: Option<&Signature>, cut: bool) -> Result<(), NoRule> {
+    match sig {
+        Some(Signature::Container { template, .. } | Signature::PodError { template, .. }) if !template.is_empty() => {
+            match too_long(template, cut) {
+                Some(bytes) => Err(NoRule::PatternTooLong { bytes }),
+                None => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
 /// One signature's verdict.
 pub fn verdict(stats: &SignatureStats, knobs: &Knobs, engine: EngineKind) -> Verdict {
-    if let Err(why) = matchable(stats.signature.as_ref(), engine) {
+    if let Err(why) =
+        matchable(stats.signature.as_ref(), engine).and_then(|()| pattern_fits(stats.signature.as_ref(), stats.cut))
+    {
         return Verdict::None(why);
     }
     if stats.trials.trials < knobs.min_trials {
@@ -464,6 +491,54 @@ mod tests {
             panic!()
         };
         assert!(!p.avoid_same_node);
+    }
+
+    /// A message of many hex words: its pattern is past `validate`'s limit, in both dialects,
+    /// whether the rule would be a Retry or a Fail; a few fit.
+    #[test]
+    fn a_pattern_no_rule_can_hold_gets_no_rule() {
+        let k = Knobs::default();
+        let with = |message: &str, depths| {
+            let (template, cut) = super::super::signature::template(message);
+            let mut s = stats(depths);
+            s.cut = cut;
+            s.signature = Some(Signature::Container {
+                exit: Some(1),
+                name: "main".into(),
+                init: false,
+                template,
+                cut,
+            });
+            s
+        };
+        let hex = ["0x1f2e3d4c"; 40].join(" ");
+        for depths in [
+            [(30, 15), (0, 0), (0, 0), (0, 0), (0, 0)],
+            [(30, 0), (0, 0), (0, 0), (0, 0), (0, 0)],
+        ] {
+            let s = with(&hex, depths);
+            for engine in [EngineKind::Design, EngineKind::Upstream] {
+                let Verdict::None(why) = verdict(&s, &k, engine) else {
+                    panic!("{engine:?}")
+                };
+                assert_eq!(
+                    why.to_string(),
+                    "its message's pattern would be 1891 bytes, and a rule takes at most 1024"
+                );
+            }
+        }
+        let few = with(&["0x1f2e3d4c"; 7].join(" "), [(30, 15), (0, 0), (0, 0), (0, 0), (0, 0)]);
+        assert!(matches!(verdict(&few, &k, EngineKind::Design), Verdict::Rule(_)));
+        // Upstream a pod error's pattern goes into the categorizer's `onPodError`.
+        let mut pod = with(&hex, [(30, 15), (0, 0), (0, 0), (0, 0), (0, 0)]);
+        pod.signature = Some(Signature::PodError {
+            template: super::super::signature::template(&hex).0,
+            cut: true,
+        });
+        assert!(matches!(
+            verdict(&pod, &k, EngineKind::Upstream),
+            Verdict::None(NoRule::PatternTooLong { .. })
+        ));
     }
 
     #[test]

@@ -49,6 +49,7 @@ mod startup;
 mod streams;
 mod suggest;
 mod suggest_names;
+mod suggest_patterns;
 mod suggest_reread;
 mod suggest_shards;
 mod test_setup;

@@ -10,16 +10,16 @@ use serde_json::{json, Value};
 
 use crate::support::{format_output, retryctl, root, temp_home};
 
-fn run(home: &Path, args: &[&str]) -> std::process::Output {
+pub(crate) fn run(home: &Path, args: &[&str]) -> std::process::Output {
     retryctl(home).current_dir(root()).args(args).output().unwrap()
 }
 
-fn path(p: &Path) -> &str {
+pub(crate) fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
 /// 30 jobs of each `failed` run, each followed by a success: a first retry with evidence.
-fn history(dir: &Path, failed: &[Value]) -> PathBuf {
+pub(crate) fn history(dir: &Path, failed: &[Value]) -> PathBuf {
     let mut jobs = String::new();
     for (i, f) in failed.iter().enumerate() {
         for k in 0..30 {
@@ -70,7 +70,7 @@ fn ok(out: &std::process::Output) -> String {
 }
 
 /// `-o policy`'s documents pass `validate` (`extra`: `--upstream` for upstream's).
-fn validates(home: &Path, documents: &str, extra: &[&str]) {
+pub(crate) fn validates(home: &Path, documents: &str, extra: &[&str]) {
     let policy = home.join("p.yaml");
     std::fs::write(&policy, documents).unwrap();
     let mut args = vec!["validate"];
