@@ -6,9 +6,11 @@
 //! when its entries have been read, each file read once; a file whose seal is wrong is said
 //! first, whatever else the merge found: [`damaged_first`]; then together:
 //! one fingerprint, one history, the same settings in every header, the shards 0..N−1 once
-//! each) → the fold the command itself runs (`replay::run::{ReplayFold, CompareFold}`,
-//! `tune::sweep::SweepFold`), given every shard's totals, one partial at a time, each checked
-//! as numbers first (`replay::partial::counts`), and then every entry in the source's order
+//! each, and no job of a directory given by two of its files, each copy replayed by the shard
+//! whose range holds it: [`twice`], `replay::shard_ids`) → the fold the command itself runs
+//! (`replay::run::{ReplayFold, CompareFold}`, `tune::sweep::SweepFold`), given every shard's
+//! totals, one partial at a time, each checked as numbers first (`replay::partial::counts`),
+//! and then every entry in the source's order
 //! (`replay::partial::streams`: a merge of the shards' streams by position, in rounds through
 //! temporary files past [`FAN_IN`] partials, a position met in two partials refused: a job is
 //! one shard's; what stops it worded here: [`stream_error`]) → the command's own ending
@@ -56,8 +58,10 @@ use crate::output::tune::StderrListener;
 use crate::output::Format;
 use crate::replay::partial::counts::{Counts, Sums};
 use crate::replay::partial::streams::{self, open_files_limit, StreamError, FAN_IN};
-use crate::replay::partial::{decode_learned, Entry, Item, Partial, ReadError};
+use crate::replay::partial::{decode_learned, Entry, Item, Partial, ReadError, ShardOut};
 use crate::replay::run::{CompareFold, Fallback, Folded, NoAnswer, NotReplayed, Options, ReplayFold};
+use crate::replay::shard::Shard;
+use crate::replay::shard_ids::Twice;
 use crate::replay::source::ExportTotals;
 use crate::suggest::learn::ShardLearning;
 use crate::tune::sweep::{SweepFold, Tallies};
@@ -166,6 +170,10 @@ fn merge(ctx: &mut Context, args: &MergeArgs) -> anyhow::Result<ExitCode> {
     }
     let mut partials: Vec<Partial> = opened.into_iter().flatten().collect();
     let problems = together(&partials, &runs_differ);
+    if !problems.is_empty() {
+        return Err(damaged_first(&partials, Stop::Problems(problems).into()));
+    }
+    let problems = twice(&partials).map_err(|e| damaged_first(&partials, e))?;
     if !problems.is_empty() {
         return Err(damaged_first(&partials, Stop::Problems(problems).into()));
     }
@@ -458,6 +466,23 @@ fn together(partials: &[Partial], runs_differ: &[Option<String>]) -> Vec<String>
         problems.push(format!("{noun} {}{more} {verb} missing", shown.join(", ")));
     }
     problems
+}
+
+/// The jobs two files of a directory give, each replayed by the shard whose range holds its
+/// copy (one process replays the first and refuses the second, docs/simulate.md): found from
+/// the job ids each shard of a directory lists, read in the source's order (shard after
+/// shard), before anything is printed.
+fn twice(partials: &[Partial]) -> anyhow::Result<Vec<String>> {
+    let mut in_order: Vec<&Partial> = partials.iter().collect();
+    in_order.sort_by_key(|p| p.header.shard.index);
+    let mut twice = Twice::default();
+    for p in in_order {
+        if let Some(ids) = p.job_ids().map_err(|e| read_error(&p.name, e))? {
+            let ShardOut { index, count } = p.header.shard;
+            twice.add(Shard { index, count }, ids);
+        }
+    }
+    Ok(twice.problems())
 }
 
 fn damaged(p: &Partial, why: &str) -> anyhow::Error {

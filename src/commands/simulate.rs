@@ -63,6 +63,7 @@ use crate::replay::compare::Comparison;
 use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::run::{compare, replay, NoAnswer, Options, Out};
 use crate::replay::shard::Shard;
+use crate::replay::shard_ids::Tap;
 use crate::replay::source::HistorySource;
 use crate::replay::summary::Summary;
 
@@ -296,6 +297,7 @@ fn write_partial<S: HistorySource>(
     let header = Header::new(shard, fingerprint(&inputs), serde_json::to_value(run)?);
     let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text, render_change)?;
     rec.keep_steps(crate::output::html::ROWS_PER_GROUP);
+    let (source, noted) = Tap::new(source);
     let totals = match baseline {
         Some(old) => compare(source, old, sim, options, Out::Partial(&mut rec))?.totals,
         None => replay(source, sim, options, Out::Partial(&mut rec))?.totals,
@@ -303,6 +305,7 @@ fn write_partial<S: HistorySource>(
     // A source cut short (a lost connection, said after this) leaves the partial without
     // its end: `merge` refuses it as truncated.
     if !about.interrupted() {
+        rec.job_ids(noted.take());
         rec.end(about.digest.get(), totals, about.lookout())?;
     }
     Ok(ExitCode::Success)

@@ -53,6 +53,7 @@ use crate::replay::estimate::Rates;
 use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::run::{CompareTally, Options};
 use crate::replay::shard::Shard;
+use crate::replay::shard_ids::Tap;
 use crate::replay::source::HistorySource;
 use crate::tune::rank::{rank, Constraints, MaxCompute, Ranked};
 use crate::tune::sweep::{shares_matching, sweep, sweep_partial, Arm, BaselineTally, Swept};
@@ -569,8 +570,10 @@ impl Tune<'_> {
         });
         let header = Header::new(shard, fingerprint(&inputs), serde_json::to_value(&self.run)?);
         let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text, render_change)?;
+        let (source, noted) = Tap::new(source);
         let tallies = sweep_partial(source, baseline, &self.arms, shared, &self.options, &mut rec)?;
         if !about.interrupted() {
+            rec.job_ids(noted.take());
             rec.end(about.digest.get(), tallies, about.lookout())?;
         }
         Ok(ExitCode::Success)

@@ -34,6 +34,7 @@ pub mod parallel;
 pub mod partial;
 pub mod run;
 pub mod shard;
+pub mod shard_ids;
 pub mod sink;
 pub mod source;
 pub mod spool;

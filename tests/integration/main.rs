@@ -40,6 +40,7 @@ mod serve_stress;
 mod serve_upstream;
 mod shard_examples;
 mod shards;
+mod shards_twice;
 mod simulate;
 mod simulate_bulk;
 mod simulate_report;

@@ -915,7 +915,7 @@ fn merge_refuses_what_is_not_one_whole_run() {
     fs::write(d.join("cut.json"), &text[..text.len() / 2]).unwrap();
     fs::write(
         d.join("newer.json"),
-        text.replacen("\"version\":5,", "\"version\":6,", 1),
+        text.replacen("\"version\":6,", "\"version\":7,", 1),
     )
     .unwrap();
     let entries = text.lines().count() - 2;
@@ -924,7 +924,7 @@ fn merge_refuses_what_is_not_one_whole_run() {
         &format!(
             "error: `plan.json` is not a retryctl partial result (one begins with `{{\"partial\":\"retryctl\"`; `simulate … -o partial` writes them)\n\
              error: `cut.json` is truncated: it ends after {} entries without its end (was its shard cut short?)\n\
-             error: `newer.json` was written by a newer retryctl (partial version 6; this one reads version 5): merge with that retryctl\n\
+             error: `newer.json` was written by a newer retryctl (partial version 7; this one reads version 6): merge with that retryctl\n\
              error: cannot merge: 3 problems above (nothing was printed)\n",
             text[..text.len() / 2].matches('\n').count() - 1
         ),

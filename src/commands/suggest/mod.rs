@@ -56,6 +56,7 @@ use crate::output::Format;
 use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::run::NoAnswer;
 use crate::replay::shard::Shard;
+use crate::replay::shard_ids::Tap;
 use crate::replay::source::{is_stream, HistorySource};
 use crate::suggest::check::RuleCheck;
 use crate::suggest::documents;
@@ -352,6 +353,7 @@ impl Suggest<'_> {
         // (as one process says it): the partial counts it. Its entries are a later shard's
         // signatures past its first 10,000, written as pass 1 goes.
         let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text, render_change)?;
+        let (source, noted) = Tap::new(source);
         let partial = Some((shard, &mut rec));
         let pass = learn(
             &mut *ctx.err,
@@ -362,6 +364,7 @@ impl Suggest<'_> {
             false,
             partial,
         )?;
+        rec.job_ids(noted.take());
         rec.end(about.digest.get(), pass.learning.into_shard(), None)?;
         Ok(ExitCode::Success)
     }

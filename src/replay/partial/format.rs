@@ -15,6 +15,7 @@ use crate::model::failure_history::{Outcome, Resources};
 use crate::replay::compare::{RunStep, Step, Steps};
 use crate::replay::estimate::FailureClass;
 use crate::replay::shard::Shard;
+use crate::replay::shard_ids::FileIds;
 use crate::replay::source::ExportTotals;
 use crate::replay::spool::Changed;
 
@@ -22,8 +23,9 @@ use crate::replay::spool::Changed;
 /// changed job is its record as `-o json` prints it, then the rest as an array
 /// ([`Recorder::change`](super::Recorder::change)); 4: a step is one number and its class
 /// ([`StepsOut`]); 5: a changed job with no side Pending past the first of its transition
-/// that keep their steps has no rest.
-pub const VERSION: u64 = 5;
+/// that keep their steps has no rest; 6: a shard of a directory of files lists the job ids
+/// it replayed, by file, in its end (`jobIds`), which `merge` checks across the shards.
+pub const VERSION: u64 = 6;
 
 /// How a partial begins: what tells one from any other JSON.
 pub(super) const MAGIC: &str = "{\"partial\":\"retryctl\",\"version\":";
@@ -136,6 +138,10 @@ pub struct End<T> {
     /// summary `merge` says after the answer, as the command does).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lookout: Option<Lookout>,
+    /// A directory of files: the job ids the shard replayed, by file
+    /// ([`shard_ids`](crate::replay::shard_ids)), for `merge` to find a job two files give.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_ids: Option<Vec<FileIds>>,
 }
 
 /// What a shard's Lookout export read: its queue and counts.
@@ -146,17 +152,20 @@ pub struct Lookout {
     pub totals: ExportTotals,
 }
 
-/// A partial's end as read back: [`End`] with its totals in the shape the reader asks for.
+/// A partial's end as read back: [`End`] with its totals and its job ids in the shapes the
+/// reader asks for (skipped, [`serde::de::IgnoredAny`], until they are needed).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[serde(rename_all = "camelCase")]
-pub struct EndIn<T> {
+pub struct EndIn<T, J = serde::de::IgnoredAny> {
     pub entries: u64,
     pub used_given: bool,
     pub source: Option<String>,
     pub totals: T,
     #[serde(default)]
     pub lookout: Option<Lookout>,
+    /// [`End::job_ids`]; absent, `None`.
+    pub job_ids: Option<J>,
 }
 
 /// A changed job's rest, after its record (which a Pending side's estimate aside, is what

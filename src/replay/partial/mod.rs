@@ -5,7 +5,7 @@
 //! it goes and `merge` reads each partial as a stream, however many jobs it lists:
 //!
 //! ```text
-//! {"partial":"retryctl","version":5,"retryctl":"…","shard":{"index":0,"count":4},"fingerprint":"…","run":{…},"entries":[
+//! {"partial":"retryctl","version":6,"retryctl":"…","shard":{"index":0,"count":4},"fingerprint":"…","run":{…},"entries":[
 //! {"at":[1,12],"job":{…}},
 //! {"at":[1,30],"n":201,"change":{"job":"…",…},"more":[…]},
 //! {"at":[1,35],"n":198,"change":{"job":"…",…}},
@@ -22,8 +22,9 @@
 //!   shard's partial, what it learned past its first 10,000 signatures
 //!   (`{"at":[1,90],"learned":{…}}`, the command's shape, written as it goes);
 //! - `end`: how many entries there are (a truncated partial has no end, a damaged one another
-//!   count), the digest of the history's bytes, and the shard's totals (counts and trials,
-//!   which add up the same whatever the split);
+//!   count), the digest of the history's bytes, the shard's totals (counts and trials,
+//!   which add up the same whatever the split), and for a directory of files the job ids
+//!   the shard replayed, by file (`jobIds`: a job two files give is found across shards);
 //! - `xxh3`: XXH3-128 of every byte before it. A partial is input, and its totals are trusted only
 //!   as its shard wrote them: a file edited since is refused as damaged.
 //!

@@ -16,6 +16,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::replay::shard_ids::FileIds;
 use crate::replay::source::{read_exact_at, Pos};
 
 use super::entry::{decode_entry, quick_at, AtOnly, Entry};
@@ -293,6 +294,23 @@ impl Partial {
     /// The shard's totals, in the shape `T` of its command (the end line read again, and
     /// checked to be the bytes the seal vouched for). An error names the file.
     pub fn totals<T: serde::de::DeserializeOwned>(&self) -> Result<T, ReadError> {
+        Ok(self.end_again::<T, serde::de::IgnoredAny>()?.totals)
+    }
+
+    /// The job ids the shard replayed, by file (`None`: a source that is not a directory of
+    /// files), read again as [`Partial::totals`] are.
+    pub fn job_ids(&self) -> Result<Option<Vec<FileIds>>, ReadError> {
+        if self.end.job_ids.is_none() {
+            return Ok(None);
+        }
+        Ok(self.end_again::<serde::de::IgnoredAny, Vec<FileIds>>()?.job_ids)
+    }
+
+    /// The end line read again, checked to be the bytes the seal vouched for, with its
+    /// totals and job ids in the shapes asked for.
+    fn end_again<T: serde::de::DeserializeOwned, J: serde::de::DeserializeOwned>(
+        &self,
+    ) -> Result<EndIn<T, J>, ReadError> {
         use std::io::{Seek, SeekFrom};
         let mut file = self.reopen()?;
         let named = |why: String| ReadError::Bad(format!("`{}` {why}", self.name));
@@ -305,8 +323,7 @@ impl Partial {
                 "changed while it was merged (its end is not the one that was checked)".into(),
             ));
         }
-        let end: EndIn<T> = end(&line, None).map_err(named)?;
-        Ok(end.totals)
+        end(&line, None).map_err(named)
     }
 
     /// The entries, in order (the file is read again, as a stream). An entry that does not
@@ -412,7 +429,10 @@ fn header(line: &[u8]) -> Result<Header, String> {
 
 /// The end line, `],"end":{…},"xxh3":"…"}`, checked against the seal of every byte before
 /// it (`seal`: the lines before it, so far).
-fn end<T: serde::de::DeserializeOwned>(line: &[u8], seal: Option<Seal>) -> Result<EndIn<T>, String> {
+fn end<T: serde::de::DeserializeOwned, J: serde::de::DeserializeOwned>(
+    line: &[u8],
+    seal: Option<Seal>,
+) -> Result<EndIn<T, J>, String> {
     let damaged = |why: String| format!("is damaged: its end: {why}");
     let text = std::str::from_utf8(line)
         .map_err(|_| damaged("not UTF-8".into()))?
@@ -504,7 +524,7 @@ impl Ending {
     /// seal in it vouches for every byte before it.
     fn check(self: Box<Self>, line: &[u8]) -> Result<(), String> {
         let whole = self.at == self.end_at && xxhash_rust::xxh3::xxh3_128(line) == self.end_digest;
-        if !whole || end::<serde::de::IgnoredAny>(line, Some(self.seal)).is_err() {
+        if !whole || end::<serde::de::IgnoredAny, serde::de::IgnoredAny>(line, Some(self.seal)).is_err() {
             return Err("its entries do not end where its end says (was it changed?)".into());
         }
         self.verified.store(true, Ordering::Relaxed);

@@ -220,15 +220,15 @@ fn a_file_that_is_not_a_whole_partial_says_why() {
         "is not a retryctl partial result (one begins with `{\"partial\":\"retryctl\"`; `simulate … -o partial` writes them)"
     );
     assert_eq!(err(b""), err(b"{\"jobs\": []}\n"));
-    let newer = text.replacen("\"version\":5,", "\"version\":7,", 1);
+    let newer = text.replacen("\"version\":6,", "\"version\":7,", 1);
     assert_eq!(
         err(newer.as_bytes()),
-        "was written by a newer retryctl (partial version 7; this one reads version 5): merge with that retryctl"
+        "was written by a newer retryctl (partial version 7; this one reads version 6): merge with that retryctl"
     );
-    let older = text.replacen("\"version\":5,", "\"version\":4,", 1);
+    let older = text.replacen("\"version\":6,", "\"version\":5,", 1);
     assert_eq!(
         err(older.as_bytes()),
-        "was written by an older retryctl (partial version 4; this one reads version 5): run its shard again with this retryctl"
+        "was written by an older retryctl (partial version 5; this one reads version 6): run its shard again with this retryctl"
     );
     let cut = &whole[..whole.len() - 20];
     assert_eq!(

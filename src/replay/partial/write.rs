@@ -17,6 +17,7 @@ use crate::engine::JobReport;
 use crate::input::SourceFile;
 use crate::replay::compare::Transition;
 use crate::replay::fallback::{Fallback, Fallbacks};
+use crate::replay::shard_ids::FileIds;
 use crate::replay::sink::{Change, RenderChange};
 use crate::replay::source::Pos;
 use crate::replay::spool::Changed;
@@ -99,6 +100,8 @@ pub struct Recorder<'a> {
     cut: Arc<StepsCut>,
     /// Every byte written so far, for the seal.
     seal: Seal,
+    /// A directory's shard: the job ids it replayed, for its end ([`Recorder::job_ids`]).
+    job_ids: Option<Vec<FileIds>>,
 }
 
 impl<'a> Recorder<'a> {
@@ -126,6 +129,7 @@ impl<'a> Recorder<'a> {
             with_steps: [0; 5],
             cut: Arc::default(),
             seal,
+            job_ids: None,
         })
     }
 
@@ -307,7 +311,13 @@ impl<'a> Recorder<'a> {
         })
     }
 
-    /// The end: the entries' count, the history's digest and the totals.
+    /// The job ids the shard replayed, by file, which its end lists (`None`: not a directory
+    /// of files, [`Noted::take`](crate::replay::shard_ids::Noted::take)).
+    pub fn job_ids(&mut self, ids: Option<Vec<FileIds>>) {
+        self.job_ids = ids;
+    }
+
+    /// The end: the entries' count, the history's digest, the totals and the job ids.
     pub fn end<T: Serialize>(mut self, source: Option<u64>, totals: T, lookout: Option<Lookout>) -> io::Result<()> {
         if self.entries > 0 {
             self.held.push(b'\n');
@@ -319,6 +329,7 @@ impl<'a> Recorder<'a> {
             source: source.map(|d| format!("{d:016x}")),
             totals,
             lookout,
+            job_ids: self.job_ids.take(),
         };
         self.held.extend_from_slice(END.as_bytes());
         serde_json::to_writer(&mut self.held, &end).map_err(io::Error::other)?;
