@@ -1299,3 +1299,49 @@ fn html(
         esc(r.name)
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fields written one item at a time are the bytes of the whole map rendered at once, in
+    /// JSON and in YAML at any indent: empty lists, one item, many, nested maps and lists, and
+    /// strings YAML must quote or break.
+    #[test]
+    fn fields_streamed_are_the_whole_maps_bytes() {
+        let items = || {
+            vec![
+                json!({"signature": "exit:1@main \"a: b\"", "runs": 3, "nodes": {"top": [{"node": "n", "runs": 1}], "distinct": 1}}),
+                json!({"signature": "- x\nsecond line", "runs": null, "empty": [], "map": {}}),
+                json!({"signature": "", "rate": 0.5, "deep": [[1, 2], ["x", {"y": "z"}]]}),
+            ]
+        };
+        let fields = |n: usize| {
+            [
+                Field::One("jobs", json!(7)),
+                Field::Each("none", Box::new(std::iter::empty())),
+                Field::Each("some", Box::new(items().into_iter().take(n))),
+                Field::One("after", json!({"a": [1], "b": "c"})),
+            ]
+        };
+        for n in 0..=3 {
+            let mut whole = Map::new();
+            whole.insert("jobs".into(), json!(7));
+            whole.insert("none".into(), json!([]));
+            whole.insert("some".into(), Value::Array(items().into_iter().take(n).collect()));
+            whole.insert("after".into(), json!({"a": [1], "b": "c"}));
+            let mut json = Vec::new();
+            write_fields(&mut json, Format::Json, fields(n), 2).unwrap();
+            assert_eq!(String::from_utf8(json).unwrap(), json_fields(&whole), "{n} items");
+            for indent in [0, 2, 4] {
+                let mut yaml = Vec::new();
+                write_fields(&mut yaml, Format::Yaml, fields(n), indent).unwrap();
+                assert_eq!(
+                    String::from_utf8(yaml).unwrap(),
+                    yaml_of(&whole, indent),
+                    "{n} items at {indent}"
+                );
+            }
+        }
+    }
+}
