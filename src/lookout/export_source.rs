@@ -159,4 +159,9 @@ impl HistorySource for ExportSource<'_> {
     fn sift(&mut self, _: crate::replay::shard::Shard) -> bool {
         true
     }
+
+    /// Every job is the queue's: Lookout selects them by queue.
+    fn one_queue(&self) -> Option<crate::replay::source::OneQueue> {
+        None
+    }
 }

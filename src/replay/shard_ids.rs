@@ -104,6 +104,10 @@ impl<S: HistorySource> HistorySource for Tap<S> {
     fn sift(&mut self, shard: Shard) -> bool {
         self.source.sift(shard)
     }
+
+    fn one_queue(&self) -> Option<crate::replay::source::OneQueue> {
+        self.source.one_queue()
+    }
 }
 
 /// Jobs of two files found by [`Twice`] listed one by one; past them, counted.

@@ -101,10 +101,9 @@ pub trait HistorySource: Iterator<Item = Entry> + Send {
 
     /// `--queue Q` over a source that holds every queue's jobs ([`OneQueue`]): the workers
     /// leave out the jobs of other queues. `None`: every job is the queue's (Lookout's
-    /// database selects them), or no `--queue`.
-    fn one_queue(&self) -> Option<OneQueue> {
-        None
-    }
+    /// database selects them), or no `--queue`. No default: a source over another source
+    /// must pass its filter on (one that did not replayed every queue's jobs).
+    fn one_queue(&self) -> Option<OneQueue>;
 }
 
 /// `--queue Q` applied to a file, a directory or a stream (docs/simulate.md "Inputs"): the
