@@ -92,6 +92,89 @@ pub enum NoRule {
     PatternTooLong {
         bytes: usize,
     },
+    /// The documents have no room for it: signatures with more GPU- then CPU-hours (and the
+    /// rules the proposal keeps or builds on) take every place a limit leaves.
+    NoRoom(Full),
+}
+
+/// The limit a proposal's documents reach first ([`Room`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Full {
+    /// A policy's rules (`validate`: at most 100): `kept` of them today's.
+    PolicyRules { kept: usize },
+    /// The categorizer's categories (at most 1,000): `deployed` of them the deployed config's.
+    Categories { deployed: usize },
+    /// The categorizer's rules (at most 4,000): `deployed` of them the deployed config's.
+    CategorizerRules { deployed: usize },
+}
+
+/// How many rules a proposal may add: what the tightest of the documents' limits leaves.
+/// Each proposed rule is counted as a rule of the policy and, upstream, as a new category
+/// with one rule, the most it can take (signatures that share a category take fewer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Room {
+    pub rules: usize,
+    pub full: Full,
+}
+
+impl Room {
+    /// The room a policy of `kept` rules of today's leaves, and upstream (`deployed`: the
+    /// deployed categorizer's categories and rules, `(0, 0)` without one) the categorizer's.
+    pub fn new(kept: usize, upstream: Option<(usize, usize)>) -> Room {
+        use crate::model::categorizer::{MAX_CATEGORIES, MAX_RULES as MAX_CATEGORIZER_RULES};
+        use crate::model::validate::MAX_RULES;
+        let mut room = Room {
+            rules: MAX_RULES.saturating_sub(kept),
+            full: Full::PolicyRules { kept },
+        };
+        if let Some((categories, rules)) = upstream {
+            for (left, full) in [
+                (
+                    MAX_CATEGORIES.saturating_sub(categories),
+                    Full::Categories { deployed: categories },
+                ),
+                (
+                    MAX_CATEGORIZER_RULES.saturating_sub(rules),
+                    Full::CategorizerRules { deployed: rules },
+                ),
+            ] {
+                if left < room.rules {
+                    room = Room { rules: left, full };
+                }
+            }
+        }
+        room
+    }
+}
+
+impl std::fmt::Display for Full {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::diag::thousands;
+        let (what, max, taken) = match *self {
+            Full::PolicyRules { kept } => (
+                "the policy's",
+                crate::model::validate::MAX_RULES,
+                (kept > 0).then(|| format!("the {} of today's it keeps", thousands(kept as u64))),
+            ),
+            Full::Categories { deployed } | Full::CategorizerRules { deployed } => (
+                "the categorizer's",
+                match self {
+                    Full::Categories { .. } => crate::model::categorizer::MAX_CATEGORIES,
+                    _ => crate::model::categorizer::MAX_RULES,
+                },
+                (deployed > 0).then(|| format!("the {} deployed", thousands(deployed as u64))),
+            ),
+        };
+        let kind = match self {
+            Full::Categories { .. } => "categories",
+            _ => "rules",
+        };
+        write!(f, "{what} {} {kind} are taken by ", thousands(max as u64))?;
+        if let Some(taken) = taken {
+            write!(f, "{taken} and by ")?;
+        }
+        f.write_str("signatures with more GPU- then CPU-hours")
+    }
 }
 
 /// Where a rule would write a signature's name.
@@ -137,6 +220,7 @@ impl std::fmt::Display for NoRule {
                 f,
                 "its message's pattern would be {bytes} bytes, and a rule takes at most {MAX_PATTERN_BYTES}"
             ),
+            NoRule::NoRoom(full) => write!(f, "{full}"),
         }
     }
 }
@@ -374,13 +458,35 @@ pub fn order(a: &Proposed, b: &Proposed) -> Ordering {
         .then_with(|| a.text.as_bytes().cmp(b.text.as_bytes()))
 }
 
-/// Every signature's verdict (in `stats`' order), and the rules in the policy's order.
+/// Every signature's verdict (in `stats`' order), and the rules in the policy's order: at
+/// most `room.rules`, those of the signatures with the most GPU- then CPU-hours; the others'
+/// verdict is [`NoRule::NoRoom`] (decided as today).
 pub fn propose<'a>(
     stats: &[&'a SignatureStats],
     knobs: &Knobs,
     engine: EngineKind,
+    room: Room,
 ) -> (Vec<(&'a SignatureStats, Verdict)>, Vec<Proposed>) {
-    let verdicts: Vec<(&SignatureStats, Verdict)> = stats.iter().map(|s| (*s, verdict(s, knobs, engine))).collect();
+    let mut verdicts: Vec<(&SignatureStats, Verdict)> = stats.iter().map(|s| (*s, verdict(s, knobs, engine))).collect();
+    let mut ranked: Vec<usize> = (0..verdicts.len())
+        .filter(|&i| matches!(verdicts[i].1, Verdict::Rule(_)))
+        .collect();
+    if ranked.len() > room.rules {
+        let key = |i: usize| match &verdicts[i].1 {
+            Verdict::Rule(p) => (p.gpu, p.cpu, p.text.as_str()),
+            Verdict::None(_) => unreachable!("ranked holds rules only"),
+        };
+        ranked.sort_by(|&a, &b| {
+            let (ga, ca, ta) = key(a);
+            let (gb, cb, tb) = key(b);
+            gb.cmp(&ga)
+                .then(cb.cmp(&ca))
+                .then_with(|| ta.as_bytes().cmp(tb.as_bytes()))
+        });
+        for &i in &ranked[room.rules..] {
+            verdicts[i].1 = Verdict::None(NoRule::NoRoom(room.full));
+        }
+    }
     let mut rules: Vec<Proposed> = verdicts
         .iter()
         .filter_map(|(_, v)| match v {
@@ -395,6 +501,39 @@ pub fn propose<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The tightest limit is the room: the policy's after today's kept rules, else upstream
+    /// the categorizer's categories or rules after the deployed ones.
+    #[test]
+    fn the_room_is_what_the_tightest_limit_leaves() {
+        assert_eq!(
+            Room::new(3, None),
+            Room {
+                rules: 97,
+                full: Full::PolicyRules { kept: 3 }
+            }
+        );
+        assert_eq!(Room::new(3, Some((10, 10))).rules, 97);
+        assert_eq!(
+            Room::new(3, Some((950, 10))),
+            Room {
+                rules: 50,
+                full: Full::Categories { deployed: 950 }
+            }
+        );
+        assert_eq!(
+            Room::new(0, Some((10, 3_990))),
+            Room {
+                rules: 10,
+                full: Full::CategorizerRules { deployed: 3_990 }
+            }
+        );
+        assert_eq!(Room::new(120, Some((1_200, 5_000))).rules, 0);
+        assert_eq!(
+            NoRule::NoRoom(Full::CategorizerRules { deployed: 3_990 }).to_string(),
+            "the categorizer's 4,000 rules are taken by the 3,990 deployed and by signatures with more GPU- then CPU-hours"
+        );
+    }
 
     fn stats(depths: [(u64, u64); 5]) -> SignatureStats {
         let mut s = SignatureStats {

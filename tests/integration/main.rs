@@ -52,6 +52,7 @@ mod suggest;
 mod suggest_names;
 mod suggest_patterns;
 mod suggest_reread;
+mod suggest_room;
 mod suggest_shards;
 mod test_setup;
 mod tls;

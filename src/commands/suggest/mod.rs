@@ -425,8 +425,9 @@ impl Suggest<'_> {
         let learned = &pass.learning.learned;
         let sorted = learned.sorted();
         // The rules (owned: the counts are given the baseline's decisions after pass 2).
-        let (verdicts, rules) = propose(&sorted, &self.knobs, self.engine);
-        let proposal = self.documents(baseline, learned, &rules)?;
+        let kept = self.kept(baseline, learned)?;
+        let (verdicts, rules) = propose(&sorted, &self.knobs, self.engine, self.room(&kept));
+        let proposal = self.documents(baseline, learned, &rules, kept)?;
         if self.deployed.is_none() && proposal.upstream.as_ref().is_some_and(|u| !u.categories.is_empty()) {
             writeln!(ctx.err, "note: {}", documents::NOT_COMPLETE)?;
         }

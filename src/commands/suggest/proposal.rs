@@ -19,6 +19,7 @@ use crate::model::validate::name_reason;
 use crate::model::Resource;
 use crate::output::suggest as view;
 use crate::suggest::documents::{self, Documented, Settings, Upstream};
+use crate::suggest::propose::Room;
 use crate::suggest::stats::Learned;
 use crate::suggest::today::{self, Kept};
 
@@ -82,7 +83,7 @@ impl Suggest<'_> {
     /// Today's rules the proposal keeps after its own (docs/suggest.md "Today's policy is the
     /// starting point"): the baseline's effective list for `--queue` (else its policies in
     /// order), as its engine reads it.
-    fn kept(&self, baseline: &Simulator, learned: &Learned) -> anyhow::Result<Vec<Kept>> {
+    pub(super) fn kept(&self, baseline: &Simulator, learned: &Learned) -> anyhow::Result<Vec<Kept>> {
         let names: Vec<String> = match self.args.replay.queue.as_deref().and_then(|q| baseline.queue(q)) {
             Some(q) => q.retry_policies.clone(),
             None => baseline.given().to_vec(),
@@ -112,15 +113,29 @@ impl Suggest<'_> {
         Ok(kept)
     }
 
-    /// The documents of `rules`, checked by `validate`'s reader, and their Simulator.
+    /// The room the documents leave for proposed rules: the policy's after the `kept` rules,
+    /// and upstream the categorizer's after the deployed config's categories and rules.
+    pub(super) fn room(&self, kept: &[Kept]) -> Room {
+        let upstream = (self.engine == EngineKind::Upstream).then(|| match &self.deployed {
+            Some(d) => {
+                let c = &d.file.config.categories;
+                (c.len(), c.iter().map(|c| c.rules.len()).sum())
+            }
+            None => (0, 0),
+        });
+        Room::new(kept.len(), upstream)
+    }
+
+    /// The documents of `rules` (within [`Suggest::room`]) and today's `kept` rules after
+    /// them, checked by `validate`'s reader, and their Simulator.
     pub(super) fn documents(
         &self,
         baseline: &Simulator,
         learned: &Learned,
         rules: &[crate::suggest::propose::Proposed],
+        kept: Vec<Kept>,
     ) -> anyhow::Result<Proposal> {
         let settings = self.settings(baseline);
-        let kept = self.kept(baseline, learned)?;
         let by_text: HashMap<&str, &crate::suggest::stats::SignatureStats> =
             learned.signatures.iter().map(|s| (s.text.as_str(), s)).collect();
         // Upstream: the deployed category each rule can match on, where one separates it.
