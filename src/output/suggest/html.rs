@@ -1,0 +1,200 @@
+//! `suggest`'s HTML page (`-o html`): the verdict, what was observed and estimated, the
+//! executor's new categories, the backtest, the GPU-hours by signature as bars, the
+//! signatures, the suspect nodes and the proposed documents.
+//!
+//! Owns: the page's markup and style. Must not: write the table, the report or the record.
+
+use std::fmt::Write as _;
+
+use crate::engine::job_report::plural;
+use crate::output::html::esc;
+use crate::output::text::shown;
+use crate::output::words::plan_sentence;
+use crate::replay::compare::hours;
+use crate::suggest::propose::Verdict;
+use crate::suggest::stats::{rate_of, SignatureStats};
+use crate::suggest::verdict::{Decision, Judgement};
+
+use super::capture::{BacktestTail, Captured};
+use super::report::Report;
+use super::words::{estimated, no_rules, observed, pct, proposal_words, rate_words, short, today, TOP};
+
+pub(super) fn html(
+    r: &Report<'_>,
+    whole: &Captured,
+    backtest: Option<&(Captured, BacktestTail)>,
+    judgement: &Judgement,
+) -> String {
+    let mut b = String::new();
+    let c = &whole.comparison;
+    let verdict = format!(
+        "<p class=\"verdict\"><b>Verdict: {}</b> — {}</p>\n",
+        esc(judgement.decision.words()),
+        esc(&judgement.reasons.join("; "))
+    );
+    let _ = writeln!(b, "<h1>Proposed retry policy <code>{}</code></h1>", esc(r.name));
+    b.push_str(&verdict);
+    let _ = writeln!(
+        b,
+        "<p class=\"observed\">Observed against the baseline: {}.</p>",
+        esc(&observed(c))
+    );
+    if let Some(line) = whole.estimates.as_ref().and_then(|e| estimated(c, e)) {
+        let _ = writeln!(
+            b,
+            "<p class=\"estimated\">Estimated (not observed): {}.</p>",
+            esc(&line)
+        );
+    }
+    let _ = writeln!(
+        b,
+        "<p>{}</p>\n<p>Learned from {} ({} failed runs, {}).</p>",
+        esc(&plan_sentence(c)),
+        esc(&plural(r.jobs, "job", "jobs")),
+        r.failed_runs,
+        esc(&plural(r.signatures.len() as u64, "signature", "signatures"))
+    );
+    if let Some(u) = r.upstream {
+        if !u.categories.is_empty() {
+            b.push_str("<p>New categories of the executor's config:</p>\n<ul>\n");
+            for cat in &u.categories {
+                let splits = cat
+                    .splits
+                    .as_ref()
+                    .map(|s| format!(" (splits <code>{}</code>)", esc(s)))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    b,
+                    "<li><code>{}</code>{splits}: {}</li>",
+                    esc(&cat.name),
+                    esc(&cat.signatures.join(", "))
+                );
+            }
+            b.push_str("</ul>\n");
+        }
+    }
+    if let (Some(bh), Some((bc, t))) = (&r.backtest, backtest) {
+        let _ = writeln!(
+            b,
+            "<p class=\"backtest\">Backtest (learned before {}, judged on {}): {} rescued, {} lost, <b>{} false kills</b>, <b>{:.1} GPU-hours saved</b>.</p>",
+            esc(&bh.at),
+            esc(&plural(bh.test_jobs, "later job", "later jobs")),
+            bc.comparison.rescued,
+            bc.comparison.lost,
+            t.false_kills,
+            t.gpu_hours_saved
+        );
+    }
+    // Hours by signature: recovered (the runs after a failure that led to success) vs futile.
+    let top: Vec<&(&SignatureStats, Verdict)> = r.signatures.iter().take(TOP).collect();
+    let max = top
+        .iter()
+        .map(|(s, _)| hours(s.gpu.failed + s.gpu.after))
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    let _ = write!(
+        b,
+        "<h2>GPU-hours by signature</h2>\n<p class=\"note\">Bars: the failed runs (grey), the runs after them that a retry recovered (green) and those in jobs that never succeeded (red).</p>\n<svg role=\"img\" aria-label=\"GPU-hours by signature\" viewBox=\"0 0 900 {}\" width=\"100%\" font-size=\"12\">",
+        24 * top.len().max(1)
+    );
+    for (i, (s, _)) in top.iter().enumerate() {
+        let y = i * 24;
+        let scale = |h: u128| hours(h) / max * 480.0;
+        let failed = scale(s.gpu.failed);
+        let futile = scale(s.gpu.futile);
+        let recovered = scale(s.gpu.after - s.gpu.futile.min(s.gpu.after));
+        let _ = write!(
+            b,
+            "<text x=\"0\" y=\"{}\">{}</text><rect class=\"failed\" x=\"360\" y=\"{}\" width=\"{failed:.1}\" height=\"16\" fill=\"#9aa5b1\"/><rect class=\"recovered\" x=\"{:.1}\" y=\"{}\" width=\"{recovered:.1}\" height=\"16\" fill=\"#2f9e44\"/><rect class=\"futile\" x=\"{:.1}\" y=\"{}\" width=\"{futile:.1}\" height=\"16\" fill=\"#e03131\"/><text x=\"{:.1}\" y=\"{}\">{:.1}</text>",
+            y + 14,
+            esc(&short(&s.text, 52)),
+            y + 2,
+            360.0 + failed,
+            y + 2,
+            360.0 + failed + recovered,
+            y + 2,
+            366.0 + failed + recovered + futile,
+            y + 14,
+            hours(s.gpu.failed + s.gpu.after)
+        );
+    }
+    b.push_str("</svg>\n");
+    let _ = write!(
+        b,
+        "<h2>Signatures</h2>\n<table><thead><tr><th>signature</th><th>runs</th><th>retry success (95%)</th><th>by attempt</th><th>today</th><th>proposed</th></tr></thead><tbody>\n"
+    );
+    for (s, v) in &top {
+        let mut depths = String::new();
+        for (d, t) in ["1", "2", "3", "4", "5+"].iter().zip(s.by_depth) {
+            match rate_of(t) {
+                Some((p, l, h)) => {
+                    let _ = write!(
+                        depths,
+                        "{d}: {} ({:.0}–{:.0}%, n={}) ",
+                        pct(p),
+                        l * 100.0,
+                        h * 100.0,
+                        t.trials
+                    );
+                }
+                None => {
+                    let _ = write!(depths, "{d}: – ");
+                }
+            }
+        }
+        let _ = writeln!(
+            b,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td class=\"depths\">{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&s.text),
+            s.failed_runs,
+            esc(&rate_words(s)),
+            esc(depths.trim_end()),
+            esc(&today(s)),
+            esc(&proposal_words(v))
+        );
+    }
+    b.push_str("</tbody></table>\n");
+    for (s, why) in no_rules(r) {
+        let _ = writeln!(
+            b,
+            "<p class=\"no-rule\">No rule for <code>{}</code>: {}</p>",
+            esc(&s.text),
+            esc(&why.to_string())
+        );
+    }
+    b.push_str("<h2>Suspect nodes</h2>\n");
+    if r.suspects.is_empty() {
+        b.push_str("<p>None: no node's failure share is an outlier.</p>\n");
+    } else {
+        b.push_str("<table><thead><tr><th>node</th><th>runs</th><th>failed</th><th>p</th><th>commonest signatures</th></tr></thead><tbody>\n");
+        for s in r.suspects.iter().take(TOP) {
+            let sigs: Vec<String> = s.signatures.iter().map(|(t, n)| format!("{} ×{n}", esc(t))).collect();
+            let _ = writeln!(
+                b,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1e}</td><td>{}</td></tr>",
+                esc(&s.node),
+                s.runs,
+                s.failed,
+                s.tail,
+                sigs.join("<br>")
+            );
+        }
+        b.push_str("</tbody></table>\n");
+    }
+    let _ = writeln!(
+        b,
+        "<details><summary>The proposed documents</summary><pre>{}</pre></details>",
+        esc(r.documents)
+    );
+    if judgement.decision == Decision::Adopt {
+        let _ = writeln!(
+            b,
+            "<p class=\"note\">Write it: <code>{}</code></p>",
+            esc(&shown(&r.commands.write))
+        );
+    }
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>retryctl suggest: {}</title>\n<style>body{{font-family:system-ui,sans-serif;margin:24px;color:#1f2933}}table{{border-collapse:collapse;margin:8px 0}}td,th{{border-bottom:1px solid #e4e7eb;padding:4px 8px;text-align:left;vertical-align:top}}.note{{color:#616e7c;font-size:12px}}.depths{{font-size:12px}}</style></head>\n<body><main>\n{b}</main></body></html>\n",
+        esc(r.name)
+    )
+}

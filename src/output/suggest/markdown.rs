@@ -1,0 +1,104 @@
+//! `suggest`'s Markdown report (`-o markdown`): the verdict, what was observed and
+//! estimated, the backtest, the signatures, the suspect nodes and the proposed documents.
+//!
+//! Owns: the report's layout. Must not: write the table, the page or the record.
+
+use std::fmt::Write as _;
+
+use crate::engine::job_report::plural;
+use crate::output::markdown::{code_span, text as md};
+use crate::output::words::plan_sentence;
+use crate::suggest::verdict::{Decision, Judgement};
+
+use super::capture::{BacktestTail, Captured};
+use super::report::Report;
+use super::words::{estimated, gpu_cell, no_rules, observed, proposal_words, rate_words, short, today, TOP};
+
+pub(super) fn markdown(
+    r: &Report<'_>,
+    whole: &Captured,
+    backtest: Option<&(Captured, BacktestTail)>,
+    judgement: &Judgement,
+) -> String {
+    let mut m = String::new();
+    let c = &whole.comparison;
+    let _ = writeln!(m, "## Proposed retry policy `{}`\n", md(r.name));
+    let _ = writeln!(
+        m,
+        "**Verdict: {}** — {}\n",
+        judgement.decision.words(),
+        md(&judgement.reasons.join("; "))
+    );
+    let _ = writeln!(
+        m,
+        "Learned from {} ({} failed runs, {}).\n",
+        plural(r.jobs, "job", "jobs"),
+        r.failed_runs,
+        plural(r.signatures.len() as u64, "signature", "signatures")
+    );
+    let _ = writeln!(m, "**Observed against the baseline:** {}.\n", observed(c));
+    if let Some(line) = whole.estimates.as_ref().and_then(|e| estimated(c, e)) {
+        let _ = writeln!(m, "**Estimated** (not observed): {}.\n", md(&line));
+    }
+    let _ = writeln!(m, "{}\n", md(&plan_sentence(c)));
+    if let (Some(b), Some((bc, t))) = (&r.backtest, backtest) {
+        let _ = writeln!(
+            m,
+            "**Backtest** (learned before {}, judged on {}): {} rescued, {} lost, **{} false kills**, **{:.1} GPU-hours saved**.\n",
+            md(&b.at),
+            plural(b.test_jobs, "later job", "later jobs"),
+            bc.comparison.rescued,
+            bc.comparison.lost,
+            t.false_kills,
+            t.gpu_hours_saved
+        );
+    }
+    let _ = writeln!(
+        m,
+        "| signature | runs | retry success (95%) | GPU-h | today | proposed |"
+    );
+    let _ = writeln!(m, "|---|---:|---|---:|---|---|");
+    for (s, v) in r.signatures.iter().take(TOP) {
+        let _ = writeln!(
+            m,
+            "| {} | {} | {} | {} | {} | {} |",
+            md(&short(&s.text, 80)),
+            s.failed_runs,
+            rate_words(s),
+            gpu_cell(s),
+            md(&today(s)),
+            md(&proposal_words(v))
+        );
+    }
+    for (k, (s, why)) in no_rules(r).enumerate() {
+        let head = if k == 0 { "\n" } else { "" };
+        let _ = writeln!(
+            m,
+            "{head}- no rule for {}: {}",
+            md(&short(&s.text, 80)),
+            md(&why.to_string())
+        );
+    }
+    if !r.suspects.is_empty() {
+        let _ = writeln!(m, "\n**Suspect nodes:**\n");
+        for s in r.suspects.iter().take(TOP) {
+            let _ = writeln!(
+                m,
+                "- {}: {} of {} runs failed (p = {:.1e})",
+                md(&s.node),
+                s.failed,
+                s.runs,
+                s.tail
+            );
+        }
+    }
+    let _ = writeln!(
+        m,
+        "\n<details><summary>The proposed documents</summary>\n\n~~~yaml\n{}~~~\n\n</details>",
+        r.documents
+    );
+    if judgement.decision == Decision::Adopt {
+        let _ = writeln!(m, "\nWrite it: {}", code_span(&r.commands.write));
+    }
+    m
+}

@@ -1,0 +1,248 @@
+//! The `{suggest: …}` record as JSON or YAML: its members, their field names and values, and
+//! the pieces `Doc` writes around the streamed comparisons (the proposal, the rules' check
+//! and what was learned, the backtest, the verdict).
+//!
+//! Owns: the record's field names (stable: add, never rename). Must not: write the table, the
+//! page or the report, or stream a comparison (`capture` does).
+
+use std::io::{self, Write};
+
+use serde_json::{json, Map, Value};
+
+use crate::engine::EngineKind;
+use crate::output::Format;
+use crate::replay::compare::hours;
+use crate::suggest::nodes::Suspect;
+use crate::suggest::propose::{NoRule, Proposed, Verdict};
+use crate::suggest::stats::{Hours, SignatureStats};
+use crate::suggest::verdict::Judgement;
+
+use super::capture::BacktestTail;
+use super::fields::{json_fields, write_fields, yaml_of, Field};
+use super::report::{Head, Report};
+
+fn hours_json(h: &Hours) -> Value {
+    json!({"failed": hours(h.failed), "after": hours(h.after), "futile": hours(h.futile)})
+}
+
+fn tally_json(t: crate::replay::estimate::Tally) -> Value {
+    json!({"trials": t.trials, "successes": t.successes})
+}
+
+fn no_rule_json(n: &NoRule) -> Value {
+    Value::String(n.to_string())
+}
+
+/// One signature's record.
+fn signature_json(s: &SignatureStats, v: &Verdict) -> Value {
+    let (rate, low, high) = match s.rate() {
+        Some((r, l, h)) => (json!(r), json!(l), json!(h)),
+        None => (Value::Null, Value::Null, Value::Null),
+    };
+    let depths: Vec<Value> = ["1", "2", "3", "4", "5+"]
+        .iter()
+        .zip(s.by_depth)
+        .map(|(d, t)| json!({"depth": d, "trials": t.trials, "successes": t.successes}))
+        .collect();
+    let current: Vec<Value> = s
+        .current_sorted()
+        .into_iter()
+        .map(|(rule, action, runs)| json!({"rule": rule, "action": action.as_str(), "runs": runs}))
+        .collect();
+    let top: Vec<Value> = s
+        .top_nodes()
+        .into_iter()
+        .map(|(node, runs)| json!({"node": node, "runs": runs}))
+        .collect();
+    let mut m = Map::new();
+    m.insert("signature".into(), json!(s.text));
+    m.insert("failedRuns".into(), json!(s.failed_runs));
+    m.insert("jobs".into(), json!(s.jobs));
+    m.insert("trials".into(), json!(s.trials.trials));
+    m.insert("successes".into(), json!(s.trials.successes));
+    m.insert("rate".into(), rate);
+    m.insert("low".into(), low);
+    m.insert("high".into(), high);
+    m.insert("byDepth".into(), Value::Array(depths));
+    m.insert("recorded".into(), json!(s.recorded));
+    m.insert("current".into(), Value::Array(current));
+    m.insert("undecided".into(), json!(s.undecided()));
+    m.insert("gpuHours".into(), hours_json(&s.gpu));
+    m.insert("cpuHours".into(), hours_json(&s.cpu));
+    m.insert(
+        "nodes".into(),
+        json!({
+            "distinct": s.nodes.len(),
+            "top": top,
+            "sameNode": tally_json(s.same_node),
+            "otherNode": tally_json(s.other_node),
+        }),
+    );
+    match v {
+        Verdict::Rule(p) => {
+            m.insert("proposed".into(), rule_json(p));
+        }
+        Verdict::None(why) => {
+            m.insert("proposed".into(), Value::Null);
+            m.insert("noRule".into(), no_rule_json(why));
+        }
+    }
+    Value::Object(m)
+}
+
+fn rule_json(p: &Proposed) -> Value {
+    let mut rule = json!({
+        "signature": p.text,
+        "action": p.action.as_str(),
+        "limit": p.limit,
+        "avoidSameNode": p.avoid_same_node,
+    });
+    if let Some(d) = p.extrapolated_from {
+        rule["extrapolatedFrom"] = json!(d);
+    }
+    rule
+}
+
+fn suspect_json(s: &Suspect) -> Value {
+    let sigs: Vec<Value> = s
+        .signatures
+        .iter()
+        .map(|(sig, runs)| json!({"signature": sig, "runs": runs}))
+        .collect();
+    json!({"node": s.node, "runs": s.runs, "failed": s.failed, "tail": s.tail, "signatures": sigs})
+}
+
+/// What was learned: the counts, every signature, the suspect nodes.
+fn head_fields<'a>(r: &'a Report<'a>) -> [Field<'a>; 4] {
+    [
+        Field::One("jobs", json!(r.jobs)),
+        Field::One("failedRuns", json!(r.failed_runs)),
+        Field::Each(
+            "signatures",
+            Box::new(r.signatures.iter().map(|(s, v)| signature_json(s, v))),
+        ),
+        Field::Each("suspectNodes", Box::new(r.suspects.iter().map(suspect_json))),
+    ]
+}
+
+fn proposal_fields(head: &Head<'_>) -> Map<String, Value> {
+    let Head {
+        engine,
+        name,
+        rules,
+        kept,
+        upstream,
+        policy_retry_limit,
+    } = *head;
+    let mut m = Map::new();
+    m.insert(
+        "engine".into(),
+        json!(match engine {
+            EngineKind::Design => "design",
+            EngineKind::Upstream => "upstream",
+        }),
+    );
+    m.insert("policy".into(), json!(name));
+    m.insert("rules".into(), Value::Array(rules.iter().map(rule_json).collect()));
+    m.insert(
+        "kept".into(),
+        Value::Array(
+            kept.iter()
+                .map(|k| json!({"from": k.from, "decidedRuns": k.decided_runs}))
+                .collect(),
+        ),
+    );
+    // The policy's `retryLimit` as `-o policy` writes it (`null`: not written, design only).
+    m.insert("policyRetryLimit".into(), json!(policy_retry_limit));
+    if let Some(u) = upstream {
+        m.insert("raises".into(), json!(u.raises));
+        if let Some(by) = &u.cut_by {
+            m.insert("cut".into(), json!({"signatures": u.cut, "by": by}));
+        }
+        let cats: Vec<Value> = u
+            .categories
+            .iter()
+            .map(|c| json!({"name": c.name, "action": if c.delete {"Delete"} else {"Retain"}, "signatures": c.signatures}))
+            .collect();
+        m.insert("categories".into(), Value::Array(cats));
+    }
+    m
+}
+
+/// The proposal's rules: the record's opening, JSON's left open for the comparison.
+pub(super) fn proposal_head(out: &mut dyn Write, format: Format, head: &Head<'_>) -> io::Result<()> {
+    let fields = proposal_fields(head);
+    match format {
+        Format::Json => write!(out, "{{\"suggest\":{{\"proposal\":{{{}", json_fields(&fields)),
+        Format::Yaml => write!(out, "suggest:\n  proposal:\n{}", yaml_of(&fields, 4)),
+        _ => Ok(()),
+    }
+}
+
+/// The rules' check, which closes the proposal; then what was learned.
+pub(super) fn after_comparison(
+    out: &mut dyn Write,
+    format: Format,
+    r: &Report<'_>,
+    shadowed: &[(String, u64)],
+) -> io::Result<()> {
+    let shadowed = Field::Each(
+        "shadowedRuns",
+        Box::new(shadowed.iter().map(|(s, n)| json!({"signature": s, "runs": n}))),
+    );
+    match format {
+        Format::Json => {
+            out.write_all(b",")?;
+            write_fields(out, format, [shadowed], 4)?;
+            out.write_all(b"},")?;
+            write_fields(out, format, head_fields(r), 2)
+        }
+        Format::Yaml => {
+            write_fields(out, format, [shadowed], 4)?;
+            write_fields(out, format, head_fields(r), 2)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The backtest's split, JSON's left open for its comparison.
+pub(super) fn backtest_head(out: &mut dyn Write, format: Format, r: &Report<'_>) -> io::Result<()> {
+    let Some(b) = &r.backtest else { return Ok(()) };
+    let mut m = Map::new();
+    m.insert("at".into(), json!(b.at));
+    m.insert("trainJobs".into(), json!(b.train_jobs));
+    m.insert("testJobs".into(), json!(b.test_jobs));
+    match format {
+        Format::Json => write!(out, ",\"backtest\":{{{}", json_fields(&m)),
+        Format::Yaml => write!(out, "  backtest:\n{}", yaml_of(&m, 4)),
+        _ => Ok(()),
+    }
+}
+
+/// The backtest's figures after its comparison, which close it.
+pub(super) fn backtest_tail(out: &mut dyn Write, format: Format, t: &BacktestTail) -> io::Result<()> {
+    let mut m = Map::new();
+    m.insert("falseKills".into(), json!(t.false_kills));
+    m.insert("falseKillJobs".into(), json!(t.false_kill_jobs));
+    m.insert("gpuHoursSaved".into(), json!(t.gpu_hours_saved));
+    m.insert("estimates".into(), t.estimates.clone().unwrap_or(Value::Null));
+    match format {
+        Format::Json => write!(out, ",{}}}", json_fields(&m)),
+        Format::Yaml => write!(out, "{}", yaml_of(&m, 4)),
+        _ => Ok(()),
+    }
+}
+
+/// The verdict, which ends the record.
+pub(super) fn verdict(out: &mut dyn Write, format: Format, judgement: &Judgement) -> io::Result<()> {
+    let mut m = Map::new();
+    m.insert(
+        "verdict".into(),
+        json!({"decision": judgement.decision.as_str(), "reasons": judgement.reasons}),
+    );
+    match format {
+        Format::Json | Format::Jsonl => writeln!(out, ",{}}}}}", json_fields(&m)),
+        Format::Yaml => write!(out, "{}", yaml_of(&m, 2)),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,84 @@
+//! What `commands::suggest` hands over to be shown: what was learned and proposed
+//! ([`Report`], [`Head`]), where the engine came from, the backtest's split and the commands
+//! to run next.
+//!
+//! Owns: those types, plain data. Must not: write anything (the formats do) or count.
+
+use crate::engine::EngineKind;
+use crate::output::mode::Baseline;
+use crate::suggest::documents::Upstream;
+use crate::suggest::nodes::Suspect;
+use crate::suggest::propose::{Knobs, Proposed, Verdict};
+use crate::suggest::stats::SignatureStats;
+use crate::suggest::today::Kept;
+
+/// The commands the table ends with.
+#[derive(Debug, Clone, Default)]
+pub struct Commands {
+    /// Writes the proposal (`-o policy`).
+    pub write: String,
+    /// Searches its limits further; `None` without a Retry rule.
+    pub tune: Option<String>,
+}
+
+/// `--backtest-at`'s split.
+#[derive(Debug, Clone)]
+pub struct BacktestHead {
+    pub at: String,
+    pub train_jobs: u64,
+    pub test_jobs: u64,
+}
+
+/// The proposal as its head says it, before the comparison.
+#[derive(Clone, Copy)]
+pub struct Head<'a> {
+    pub engine: EngineKind,
+    pub name: &'a str,
+    pub rules: &'a [Proposed],
+    /// Today's rules kept after the proposal's own.
+    pub kept: &'a [Kept],
+    pub upstream: Option<&'a Upstream>,
+    /// The policy's `retryLimit` as `-o policy` writes it (`None`: not written, design only).
+    pub policy_retry_limit: Option<u32>,
+}
+
+/// What was learned and proposed: everything but the comparisons.
+pub struct Report<'a> {
+    pub engine: EngineKind,
+    /// Why that engine decides (docs/engines.md "Which engine decides"): the flag, or the
+    /// dialect it was taken from.
+    pub engine_from: EngineFrom,
+    pub name: &'a str,
+    pub knobs: Knobs,
+    /// Jobs learned from (before `--backtest-at`, when given).
+    pub jobs: u64,
+    pub failed_runs: u64,
+    /// Every signature (sorted by hours) and its verdict.
+    pub signatures: &'a [(&'a SignatureStats, Verdict)],
+    /// The proposed rules in the policy's order.
+    pub rules: &'a [Proposed],
+    pub kept: &'a [Kept],
+    pub upstream: Option<&'a Upstream>,
+    /// The policy's `retryLimit` as `-o policy` writes it (`None`: not written, design only).
+    pub policy_retry_limit: Option<u32>,
+    /// The documents `-o policy` writes (markdown and html carry them).
+    pub documents: &'a str,
+    pub suspects: &'a [Suspect],
+    pub baseline_from: Baseline,
+    pub commands: Commands,
+    pub backtest: Option<BacktestHead>,
+}
+
+/// Where the engine came from (docs/engines.md "Which engine decides").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineFrom {
+    /// `--engine`.
+    Flag,
+    /// The `--baseline` files' RetryPolicy documents, all `armadaproject.io/v1beta1` (upstream)
+    /// or not (design): what they are, in words (`is armadaproject.io/v1`).
+    Baseline(&'static str),
+    /// `--baseline-from-cluster`: upstream's server stores today's Armada's policies.
+    Cluster,
+    /// No baseline to take a dialect from: the design's.
+    NoBaseline,
+}

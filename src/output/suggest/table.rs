@@ -1,0 +1,234 @@
+//! `suggest`'s table (the default `-o`): the engine, what was learned, the signatures, the
+//! suspect nodes, the proposal, its comparison and backtest, the verdict and the commands to
+//! run next.
+//!
+//! Owns: the table's layout and its lines no other format says. Must not: write the record,
+//! the page or the report.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use crate::engine::job_report::plural;
+use crate::engine::EngineKind;
+use crate::output::style::Style;
+use crate::output::table::{write_comparison, write_method_line};
+use crate::output::text::shown;
+use crate::replay::compare::Comparison;
+use crate::replay::sink::Estimates;
+use crate::suggest::verdict::{Decision, Judgement};
+
+use super::capture::{BacktestTail, Captured};
+use super::report::{EngineFrom, Report};
+use super::words::{estimated, gpu_cell, no_rules, proposal_words, rate_words, short, today, TOP};
+
+/// The table's first line: which engine decided, why, and how to pick the other.
+fn engine_line(engine: EngineKind, from: EngineFrom) -> String {
+    let why = match (from, engine) {
+        (EngineFrom::Flag, _) => "`--engine`",
+        (EngineFrom::Baseline(what), _) => &format!("the baseline {what}"),
+        (EngineFrom::Cluster, _) => "the cluster stores today's Armada's policies",
+        (EngineFrom::NoBaseline, _) => "no baseline to take a dialect from",
+    };
+    let other = match engine {
+        EngineKind::Upstream => "`--engine design` proposes for the design",
+        EngineKind::Design => "`--engine upstream` proposes for today's Armada",
+    };
+    format!("Engine: {} ({why}); {other}.", engine.as_str())
+}
+
+pub(super) fn table(
+    out: &mut dyn Write,
+    style: Style,
+    r: &Report<'_>,
+    whole: &Captured,
+    backtest: Option<&(Captured, BacktestTail)>,
+    judgement: &Judgement,
+) -> io::Result<()> {
+    writeln!(out, "{}", engine_line(r.engine, r.engine_from))?;
+    let learned_from = match &r.backtest {
+        Some(b) => format!(" submitted before {}", b.at),
+        None => String::new(),
+    };
+    writeln!(
+        out,
+        "Learned from {}{learned_from}: {} failed runs, {}.",
+        plural(r.jobs, "job", "jobs"),
+        r.failed_runs,
+        plural(r.signatures.len() as u64, "signature", "signatures")
+    )?;
+    writeln!(out)?;
+    let rows: Vec<[String; 7]> = r
+        .signatures
+        .iter()
+        .take(TOP)
+        .map(|(s, v)| {
+            [
+                short(&s.text, 48),
+                s.failed_runs.to_string(),
+                s.trials.trials.to_string(),
+                rate_words(s),
+                gpu_cell(s),
+                today(s),
+                proposal_words(v),
+            ]
+        })
+        .collect();
+    let head = [
+        "SIGNATURE",
+        "RUNS",
+        "TRIALS",
+        "RETRY SUCCESS (95%)",
+        "GPU-H",
+        "TODAY",
+        "PROPOSED",
+    ];
+    let mut widths: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| -> String {
+        let mut s = String::new();
+        for (k, (c, w)) in cells.iter().zip(&widths).enumerate() {
+            if k + 1 == cells.len() {
+                s.push_str(c);
+            } else {
+                let _ = write!(s, "{c}{}  ", " ".repeat(w - c.chars().count()));
+            }
+        }
+        s.trim_end().to_string()
+    };
+    writeln!(out, "{}", line(head.to_vec()))?;
+    for row in &rows {
+        writeln!(out, "{}", line(row.iter().map(String::as_str).collect()))?;
+    }
+    if r.signatures.len() > TOP {
+        writeln!(
+            out,
+            "(the {TOP} with most GPU-hours of {}; -o json lists every one)",
+            r.signatures.len()
+        )?;
+    }
+    for (s, why) in no_rules(r) {
+        writeln!(out, "  no rule for {}: {}", short(&s.text, 60), shown(&why.to_string()))?;
+    }
+    writeln!(out)?;
+    if r.suspects.is_empty() {
+        writeln!(out, "Suspect nodes: none (no node's failure share is an outlier).")?;
+    } else {
+        writeln!(out, "Suspect nodes (failure share far above the other nodes'):")?;
+        for s in r.suspects.iter().take(TOP) {
+            let sigs: Vec<String> = s
+                .signatures
+                .iter()
+                .map(|(t, n)| format!("{} ×{n}", short(t, 40)))
+                .collect();
+            writeln!(
+                out,
+                "  {}  {} of {} runs failed (p = {:.1e})  {}",
+                shown(&s.node),
+                s.failed,
+                s.runs,
+                s.tail,
+                sigs.join(", ")
+            )?;
+        }
+    }
+    writeln!(out)?;
+    // The policy's `retryLimit` as `-o policy` writes it, in both dialects.
+    let limit = match r.policy_retry_limit {
+        Some(l) => format!("retryLimit {l}"),
+        None => "retryLimit unset: each rule's own, else the global limit".to_string(),
+    };
+    let dialect = match r.engine {
+        EngineKind::Design => format!("the design dialect, {limit}"),
+        EngineKind::Upstream => format!("today's Armada: a categorizer and a v1beta1 policy, {limit}"),
+    };
+    let retry = r.rules.iter().filter(|p| p.limit.is_some()).count();
+    let kept = match r.kept.len() {
+        0 => String::new(),
+        n => format!(", then {} kept from today", plural(n as u64, "rule", "rules")),
+    };
+    writeln!(
+        out,
+        "Proposal: policy `{}` ({dialect}), {} of its own ({retry} Retry, {} Fail){kept}.",
+        r.name,
+        plural(r.rules.len() as u64, "rule", "rules"),
+        r.rules.len() - retry
+    )?;
+    if let Some(u) = r.upstream {
+        if let Some(by) = &u.cut_by {
+            writeln!(
+                out,
+                "  the one retryLimit stays today's {}: a higher one would retry `{by}` (kept from today) further; cut: {}",
+                u.written_retry_limit,
+                u.cut.iter().map(|s| short(s, 40)).collect::<Vec<_>>().join(", ")
+            )?;
+        }
+        if !u.raises.is_empty() {
+            writeln!(
+                out,
+                "  the one retryLimit raises {}: {}",
+                plural(u.raises.len() as u64, "signature", "signatures"),
+                u.raises.iter().map(|s| short(s, 40)).collect::<Vec<_>>().join(", ")
+            )?;
+        }
+    }
+    writeln!(out, "Against the baseline on the same history:")?;
+    write_comparison(out, style, &whole.comparison)?;
+    if let Some(e) = &whole.estimates {
+        estimate_lines(out, &whole.comparison, e)?;
+    }
+    if let (Some(b), Some((c, t))) = (&r.backtest, backtest) {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "Backtest: learned from the {} submitted before {}, judged on the {} at or after it:",
+            plural(b.train_jobs, "job", "jobs"),
+            b.at,
+            plural(b.test_jobs, "job", "jobs")
+        )?;
+        write_comparison(out, style, &c.comparison)?;
+        writeln!(
+            out,
+            "  false kills: {} (Succeeded under the baseline, not under the proposal){}",
+            t.false_kills,
+            if t.false_kill_jobs.is_empty() {
+                String::new()
+            } else {
+                let jobs: Vec<_> = t.false_kill_jobs.iter().map(|j| shown(j)).collect();
+                format!(": {}", jobs.join(", "))
+            }
+        )?;
+        writeln!(out, "  GPU-hours saved: {:.1}", t.gpu_hours_saved)?;
+        if let Some(w) = &t.estimates_words {
+            writeln!(out, "  estimates: {w}")?;
+        }
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Verdict: {}: {}",
+        judgement.decision.words(),
+        judgement.reasons.join("; ")
+    )?;
+    // The proposal is worth writing only when it is worth adopting.
+    if judgement.decision == Decision::Adopt {
+        writeln!(out, "Write the proposal:  {}", shown(&r.commands.write))?;
+    }
+    if let Some(t) = &r.commands.tune {
+        writeln!(out, "Search its limits:   {}", shown(t))?;
+    }
+    Ok(())
+}
+
+/// The estimates of the Pending jobs, in two lines, then their method in the one line every
+/// table output says it with (once: the backtest's plan says no estimates).
+fn estimate_lines(out: &mut dyn Write, c: &Comparison, e: &Estimates) -> io::Result<()> {
+    if let Some(line) = estimated(c, e) {
+        writeln!(out, "  estimated: {line}")?;
+        write_method_line(out)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,158 @@
+//! What the table, the page and the report say alike about `suggest`'s signatures and
+//! comparison: rates, today's decision, the proposed rule, the evidence, the observed and the
+//! estimated.
+//!
+//! Owns: those words, plain (each format escapes them its own way). Must not: lay out a
+//! table, a page or a report, or write the record.
+
+use std::fmt::Write as _;
+
+use crate::engine::job_report::plural;
+use crate::model::Action;
+use crate::output::text::shown;
+use crate::output::words::failed_to_pending_words;
+use crate::replay::compare::{hours, Comparison};
+use crate::replay::sink::Estimates;
+use crate::suggest::propose::{NoRule, Proposed, Verdict};
+use crate::suggest::stats::SignatureStats;
+
+use super::report::Report;
+
+/// Signatures the table, the page and the report list.
+pub(super) const TOP: usize = 20;
+
+/// A share as a percentage with one decimal.
+pub(super) fn pct(p: f64) -> String {
+    format!("{:.1}%", p * 100.0)
+}
+
+/// `12.5%  (8.1–18.3%)`, or `-` without trials.
+pub(super) fn rate_words(s: &SignatureStats) -> String {
+    match s.rate() {
+        Some((r, l, h)) => format!("{} ({:.1}–{})", pct(r), l * 100.0, pct(h)),
+        None => "-".into(),
+    }
+}
+
+/// The evidence of a rule, in one line (a comment above it in the documents).
+pub fn evidence(s: &SignatureStats) -> String {
+    let mut e = format!(
+        "{} failed runs in {}; {} retried, {} succeeded",
+        s.failed_runs,
+        plural(s.jobs, "job", "jobs"),
+        s.trials.trials,
+        s.trials.successes
+    );
+    if let Some((r, l, h)) = s.rate() {
+        let _ = write!(e, ": {} (95%: {:.1}–{})", pct(r), l * 100.0, pct(h));
+    }
+    let gpu = hours(s.gpu.failed + s.gpu.after);
+    if gpu > 0.0 {
+        let _ = write!(e, "; {gpu:.1} GPU-hours, {:.1} of them futile", hours(s.gpu.futile));
+    }
+    e
+}
+
+/// What the baseline does with a signature, in a few words: its commonest decision, and the
+/// share of the signature's failed runs it decided when that is not all of them, said as
+/// what it did (`Retry (today/default, 89.2% of runs retried)`): a bare share read as a
+/// success rate.
+pub(super) fn today(s: &SignatureStats) -> String {
+    match s.current_sorted().first() {
+        Some((rule, action, runs)) => {
+            let share = *runs as f64 / s.failed_runs.max(1) as f64;
+            if share >= 0.995 {
+                format!("{} ({rule})", action.as_str())
+            } else {
+                let did = match action {
+                    Action::Retry => "retried",
+                    Action::Fail => "failed",
+                };
+                format!("{} ({rule}, {} of runs {did})", action.as_str(), pct(share))
+            }
+        }
+        None => "undecided".into(),
+    }
+}
+
+pub(super) fn proposal_words(v: &Verdict) -> String {
+    match v {
+        Verdict::Rule(p) => match p.limit {
+            Some(l) if p.avoid_same_node => format!("Retry ×{l}, other node{}", extrapolated(p)),
+            Some(l) => format!("Retry ×{l}{}", extrapolated(p)),
+            None => "Fail".into(),
+        },
+        Verdict::None(NoRule::TooFewTrials { trials, .. }) => format!("as today (too few trials: {trials})"),
+        Verdict::None(_) => "as today (no rule)".into(),
+    }
+}
+
+/// `(extrapolated from depth D)` after a limit `--extrapolate` took past its evidence.
+fn extrapolated(p: &Proposed) -> String {
+    match p.extrapolated_from {
+        Some(0) => " (extrapolated from all depths)".to_string(),
+        Some(d) => format!(" (extrapolated from depth {d})"),
+        None => String::new(),
+    }
+}
+
+/// The first 5 signatures without a rule of their own for another reason than too few
+/// trials (which their cell says), each with its reason: listed under the signatures.
+pub(super) fn no_rules<'r>(r: &'r Report<'_>) -> impl Iterator<Item = (&'r SignatureStats, &'r NoRule)> {
+    r.signatures
+        .iter()
+        .filter_map(|(s, v)| match v {
+            Verdict::None(w) if !matches!(w, NoRule::TooFewTrials { .. }) => Some((*s, w)),
+            _ => None,
+        })
+        .take(5)
+}
+
+/// A signature cut for a table cell, [`shown`] escaped first so that the cut counts what the
+/// terminal shows.
+pub(super) fn short(s: &str, n: usize) -> String {
+    let s = shown(s);
+    if s.chars().count() <= n {
+        return s.into_owned();
+    }
+    let mut t: String = s.chars().take(n - 1).collect();
+    t.push('…');
+    t
+}
+
+pub(super) fn gpu_cell(s: &SignatureStats) -> String {
+    format!("{:.1}", hours(s.gpu.failed + s.gpu.after))
+}
+
+/// What the comparison observed, as the headlines say it (the estimate is said apart).
+pub(super) fn observed(c: &Comparison) -> String {
+    format!(
+        "{} rescued, {} lost; retries +{} / −{}; GPU-hours +{:.1} / −{:.1}",
+        c.rescued,
+        c.lost,
+        c.retries_added,
+        c.retries_removed,
+        hours(c.gpu_added),
+        hours(c.gpu_removed)
+    )
+}
+
+/// The estimate for the Pending jobs, apart from what was observed (docs/suggest.md "The
+/// verdict"): the expected successes of the Failed → Pending jobs and the GPU-hours the
+/// Pending jobs are expected to take; `None` without a Pending job.
+pub(super) fn estimated(c: &Comparison, e: &Estimates) -> Option<String> {
+    let n = c.failed_to_pending();
+    let p = &e.pending;
+    let mut parts = Vec::new();
+    if n > 0 {
+        parts.push(failed_to_pending_words(n, &e.asked));
+    }
+    if p.jobs > p.without_estimate {
+        parts.push(format!(
+            "{:.1} more GPU-hours for the {} Pending",
+            p.gpu_hours,
+            plural(p.jobs, "job", "jobs")
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
