@@ -4,7 +4,7 @@
 //! because `validate` is more than ~10% slower without them:
 //!
 //! - **One allocator per process** (this file): mimalloc for the commands whose work is
-//!   allocation (the verbs the verb table, `cli::VERBS`, marks `bulk`: `simulate`, `tune`,
+//!   allocation (the verbs the verb table, `cli::VERBS`, marks `bulk`: `simulate`, `tune`, `suggest`,
 //!   `merge`, `history`, `serve`), the C library's for every other command. mimalloc sets
 //!   itself up on first use (an arena, a fresh page per size class): with it, a `validate`
 //!   takes 56 more page faults and ~16% longer. With the C library's allocator the bulk

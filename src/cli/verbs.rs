@@ -123,7 +123,7 @@ pub const VERBS: &[Verb] = &[
         define: SuggestArgs::augment_args,
         examples: EX_SUGGEST,
         server: false,
-        bulk: false,
+        bulk: true,
         output_file: true,
     },
     Verb {

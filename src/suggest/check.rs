@@ -11,30 +11,32 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::engine::job_report::RuleLabel;
 use crate::engine::{JobReport, RuleRef};
 use crate::model::failure_history::{FailureHistory, Outcome};
+use crate::model::policy::Action;
 
 use super::propose::Proposed;
 use super::signature::{failed_containers, text_into};
-use super::stats::{Current, Learned};
+use super::stats::Learned;
 
 /// What the baseline's replay (`report`) did with run `k`: the rule that decided it
-/// (`policy/index`, `policy/default`, or the decision's kind when no rule did) and its
-/// action, or [`Current::Undecided`] when the replay never reached it.
-pub fn current_of(report: &JobReport, k: usize) -> Current {
-    match report
+/// (`policy/index`, `policy/default`, or the decision's kind when no rule did), written into
+/// `rule` (cleared first), and its action; `None` when the replay never reached it
+/// ([`Current::Undecided`](super::stats::Current::Undecided)). Into a buffer the caller keeps: pass 1 asks once per failed
+/// run, and a `String` made each time was most of what it paid for it.
+pub fn current_into(report: &JobReport, k: usize, rule: &mut String) -> Option<Action> {
+    use std::fmt::Write;
+    rule.clear();
+    let d = report
         .runs
         .iter()
         .find(|r| r.index == k)
-        .and_then(|r| r.decision.as_ref())
-    {
-        None => Current::Undecided,
-        Some(d) => Current::Decided {
-            rule: match RuleLabel::of(&report.policies, d) {
-                Some(l) => format!("{}/{}", l.policy, l.rule),
-                None => d.kind.as_str().to_string(),
-            },
-            action: d.action(),
-        },
+        .and_then(|r| r.decision.as_ref())?;
+    match RuleLabel::of(&report.policies, d) {
+        Some(l) => {
+            let _ = write!(rule, "{}/{}", l.policy, l.rule);
+        }
+        None => rule.push_str(d.kind.as_str()),
     }
+    Some(d.action())
 }
 
 /// What pass 2 reads off the comparison's own decision records: that every run of a

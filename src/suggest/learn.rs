@@ -20,8 +20,8 @@ use crate::replay::categorize::Reclassify;
 use crate::replay::run::{replay_side, Options, TrialCount};
 use crate::replay::source::Origin;
 
-use super::check::current_of;
-use super::stats::{Current, Learned, PastSignature, ShardLearned, UnitLearned};
+use super::check::current_into;
+use super::stats::{Learned, PastSignature, ShardLearned, UnitLearned};
 
 /// A worker's unit of pass 1: what its jobs added, the trials it counted, its scratch.
 #[derive(Default)]
@@ -81,7 +81,7 @@ pub fn learn_job(
             learned, reclassify, ..
         } = unit;
         replay_side(baseline, settings, history, reclassify, |seen, report| {
-            learned.add_today(seen, |k| report.map_or(Current::Undecided, |r| current_of(r, k)));
+            learned.add_today(seen, |k, rule| report.ok().and_then(|r| current_into(r, k, rule)));
         });
     }
     placed

@@ -62,6 +62,8 @@ pub struct UnitLearned {
     /// The slot of each failed run of the job last added, in run order (for
     /// [`UnitLearned::add_today`]).
     slots: Vec<usize>,
+    /// The rule [`UnitLearned::add_today`] is told decided a run.
+    rule: String,
 }
 
 impl UnitLearned {
@@ -155,15 +157,36 @@ impl UnitLearned {
     /// it has one), and `today(k)` the baseline's decision of run `k`. Counted per signature
     /// into `current` and `seen`: the proposal keeps what decided them (docs/suggest.md "Today's
     /// policy is the starting point").
-    pub fn add_today(&mut self, history: &FailureHistory, mut today: impl FnMut(usize) -> Current) {
+    pub fn add_today(&mut self, history: &FailureHistory, mut today: impl FnMut(usize, &mut String) -> Option<Action>) {
         let mut slots = self.slots.iter();
         for (k, run) in history.runs.iter().enumerate() {
             if run.outcome != Outcome::Failed {
                 continue;
             }
             let Some(&at) = slots.next() else { break };
+            let action = today(k, &mut self.rule);
             let stats = &mut self.sigs[at];
-            *stats.current.entry(today(k)).or_default() += 1;
+            // A signature meets a few rules at most: looked for among them, so that a run
+            // allocates nothing unless its rule is new to the signature.
+            let rule = self.rule.as_str();
+            let known = stats.current.iter_mut().find(|(c, _)| match (c, action) {
+                (Current::Undecided, None) => true,
+                (Current::Decided { rule: r, action: a }, Some(b)) => *a == b && r == rule,
+                _ => false,
+            });
+            match known {
+                Some((_, n)) => *n += 1,
+                None => {
+                    let c = match action {
+                        None => Current::Undecided,
+                        Some(action) => Current::Decided {
+                            rule: rule.to_string(),
+                            action,
+                        },
+                    };
+                    stats.current.insert(c, 1);
+                }
+            }
             count_recorded(&mut stats.seen, category_of(run));
         }
     }
