@@ -18,7 +18,8 @@ use crate::model::policy::{Action, RetryPolicy};
 use crate::model::queue::Queue;
 
 use super::job_report::{
-    outcome_named, replay_detailed, replay_named, runs_left_after, runs_left_named, Detail, JobOutcome, PendingEngine,
+    decisions_named, outcome_named, replay_detailed, replay_named, runs_left_after, runs_left_named, Detail,
+    JobOutcome, PendingEngine,
 };
 use super::JobContext;
 use super::{
@@ -436,6 +437,21 @@ impl Simulator {
     ) -> Result<JobOutcome, String> {
         self.with_policies(history, settings, |policies| {
             outcome_named(history, ctx, policies, settings, self.engine, from, matches)
+        })
+    }
+
+    /// Each decision [`Simulator::simulate_detailed`] records of `history`'s runs, told to
+    /// `each` (the run, the decision's kind, the policy and rule that decided it), without the
+    /// records: for a pass that reads only which rule decided each run.
+    pub fn simulate_decisions(
+        &self,
+        history: &FailureHistory,
+        settings: &Settings,
+        each: &mut crate::engine::job_report::Each<'_>,
+    ) -> Result<(), String> {
+        let ctx = super::job_context(history);
+        self.with_policies(history, settings, |policies| {
+            decisions_named(history, &ctx, policies, settings, self.engine, each)
         })
     }
 

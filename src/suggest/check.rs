@@ -1,6 +1,6 @@
 //! The check of a proposal on its comparison's own replay (docs/reference/suggest.md "The
 //! check"): per proposed rule, the runs of its signature that another rule decided
-//! (`shadowedRuns`); and, for pass 1, what the baseline's replay did with a run (`current`).
+//! (`shadowedRuns`).
 //!
 //! Owns: reading a job's decision records against the learned signatures. Pure: it is
 //! handed each job's reports by the replay and never replays or matches itself; workers call
@@ -11,33 +11,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::engine::job_report::RuleLabel;
 use crate::engine::{JobReport, RuleRef};
 use crate::model::failure_history::{FailureHistory, Outcome};
-use crate::model::policy::Action;
 
 use super::propose::Proposed;
 use super::signature::{failed_containers, text_into};
 use super::stats::Learned;
-
-/// What the baseline's replay (`report`) did with run `k`: the rule that decided it
-/// (`policy/index`, `policy/default`, or the decision's kind when no rule did), written into
-/// `rule` (cleared first), and its action; `None` when the replay never reached it
-/// ([`Current::Undecided`](super::stats::Current::Undecided)). Into a buffer the caller keeps: pass 1 asks once per failed
-/// run, and a `String` made each time was most of what it paid for it.
-pub fn current_into(report: &JobReport, k: usize, rule: &mut String) -> Option<Action> {
-    use std::fmt::Write;
-    rule.clear();
-    let d = report
-        .runs
-        .iter()
-        .find(|r| r.index == k)
-        .and_then(|r| r.decision.as_ref())?;
-    match RuleLabel::of(&report.policies, d) {
-        Some(l) => {
-            let _ = write!(rule, "{}/{}", l.policy, l.rule);
-        }
-        None => rule.push_str(d.kind.as_str()),
-    }
-    Some(d.action())
-}
 
 /// What pass 2 reads off the comparison's own decision records: that every run of a
 /// proposed signature (with at most one failed container) is decided by that signature's

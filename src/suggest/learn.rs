@@ -1,6 +1,6 @@
 //! Pass 1's fold (docs/reference/suggest.md "How it learns"): what one job adds
 //! ([`learn_job`]: its failed runs' signatures, and what the baseline, replayed under its own
-//! categorizer through `replay::run::replay_side`, decided of each), what a worker's unit of
+//! categorizer through `replay::run::as_side`, decided of each), what a worker's unit of
 //! jobs holds ([`Unit`]), and the fold of units and jobs in the source's order ([`Learning`]).
 //! One fold for one process, a shard and `merge`: a shard's [`Learning`] travels in its
 //! partial as a [`ShardLearning`], added to the others in shard order, and a later shard's
@@ -11,16 +11,18 @@
 //! without `submittedAt`, the estimates' trials). Pure: no I/O; what is spooled or said on
 //! stderr is `commands::suggest`'s.
 
+use std::fmt::Write;
+
 use serde::{Deserialize, Serialize};
 
 use crate::engine::simulator::Simulator;
 use crate::engine::Settings;
 use crate::model::failure_history::{FailureHistory, Timestamp};
+use crate::model::policy::Action;
 use crate::replay::categorize::Reclassify;
-use crate::replay::run::{replay_side, Options, TrialCount};
+use crate::replay::run::{as_side, Options, TrialCount};
 use crate::replay::source::Origin;
 
-use super::check::current_into;
 use super::stats::{Learned, PastSignature, ShardLearned, UnitLearned};
 
 /// A worker's unit of pass 1: what its jobs added, the trials it counted, its scratch.
@@ -29,6 +31,10 @@ pub struct Unit {
     learned: UnitLearned,
     trials: TrialCount,
     reclassify: Reclassify,
+    /// The job's runs as the baseline decided them: the action and, in `labels`, the rule
+    /// (`policy/index`, `policy/default`, or the decision's kind); `None`: not reached.
+    today: Vec<Option<(Action, std::ops::Range<usize>)>>,
+    labels: String,
 }
 
 /// Where a job falls at `--backtest-at`.
@@ -78,10 +84,38 @@ pub fn learn_job(
         // the rules that decide today, so it must know them before pass 2 compares.
         unit.learned.add_job(history);
         let Unit {
-            learned, reclassify, ..
+            learned,
+            reclassify,
+            today,
+            labels,
+            ..
         } = unit;
-        replay_side(baseline, settings, history, reclassify, |seen, report| {
-            learned.add_today(seen, |k, rule| report.ok().and_then(|r| current_into(r, k, rule)));
+        as_side(baseline, history, reclassify, |seen| {
+            // The decisions alone, not a report of the job: pass 1 reads only which rule
+            // decided each failed run (`Simulator::simulate_decisions`).
+            today.clear();
+            today.resize(seen.runs.len(), None);
+            labels.clear();
+            let replayed = baseline
+                .simulate_decisions(seen, settings, &mut |k, kind, policy, rule| {
+                    let start = labels.len();
+                    match (policy, rule) {
+                        (Some(p), Some(r)) => {
+                            let _ = write!(labels, "{p}/{r}");
+                        }
+                        _ => labels.push_str(kind.as_str()),
+                    }
+                    if let Some(slot) = today.get_mut(k) {
+                        *slot = Some((kind.action(), start..labels.len()));
+                    }
+                })
+                .is_ok();
+            learned.add_today(seen, |k, rule| {
+                let (action, at) = today.get(k).filter(|_| replayed)?.clone()?;
+                rule.clear();
+                rule.push_str(&labels[at]);
+                Some(action)
+            });
         });
     }
     placed

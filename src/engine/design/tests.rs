@@ -1167,7 +1167,8 @@ proptest! {
 
     /// The lean replay a search uses (`Simulator::simulate_outcome`) decides exactly as the
     /// report does: every field of the outcome equals the report's, under both engines, with
-    /// reloads of the global limit, returned leases, cancellations and a `from` anywhere.
+    /// reloads of the global limit, returned leases, cancellations and a `from` anywhere; and
+    /// the decisions it tells (`Simulator::simulate_decisions`) are the report's, rule and all.
     #[test]
     fn the_outcome_alone_is_the_reports(
         p0 in arb_policy(0),
@@ -1202,6 +1203,29 @@ proptest! {
         prop_assert_eq!(outcome.runs, report.runs.len());
         prop_assert_eq!(outcome.compute, sum(&mut report.runs.iter().map(ran)));
         prop_assert_eq!(outcome.compute_from, sum(&mut report.runs.iter().skip(from).map(ran)));
+        // The decisions alone (`suggest`'s first pass) are the report's, each with its rule.
+        let mut told = Vec::new();
+        sim.simulate_decisions(&history, &settings, &mut |k, kind, policy, rule| {
+            told.push((k, kind, policy.map(str::to_string), rule));
+        })
+        .unwrap();
+        let recorded: Vec<_> = report
+            .runs
+            .iter()
+            .filter_map(|r| {
+                let d = r.decision.as_ref()?;
+                let label = crate::engine::job_report::RuleLabel::of(&report.policies, d);
+                Some((r.index, d.kind, label.map(|l| l.policy.to_string()), label.map(|l| l.rule)))
+            })
+            .collect();
+        let told: Vec<_> = told
+            .into_iter()
+            .map(|(k, kind, policy, rule)| match (policy, rule) {
+                (Some(p), Some(r)) => (k, kind, Some(p), Some(r)),
+                _ => (k, kind, None, None),
+            })
+            .collect();
+        prop_assert_eq!(told, recorded);
     }
 
     /// No panic on any input that parses: arbitrary YAML-ish histories through the decoder.

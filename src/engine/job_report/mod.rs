@@ -26,8 +26,9 @@ mod record;
 mod schedule;
 mod words;
 
+pub use quiet::Each;
 pub use quiet::JobOutcome;
-pub(super) use quiet::{outcome_named, runs_left_after, runs_left_named};
+pub(super) use quiet::{decisions_named, outcome_named, runs_left_after, runs_left_named};
 pub(super) use record::replay_named;
 pub use words::{describe_failure, explain, format_instant, plural, rule_ref_label, JobInstant, RuleLabel};
 

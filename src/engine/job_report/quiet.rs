@@ -1,8 +1,10 @@
 //! A replay's decisions and nothing else: no record, no text and no check, for a search over
-//! many candidates (`tune`) and for the runs a Pending side has left (docs/estimates.md).
+//! many candidates (`tune`), for the runs a Pending side has left (docs/estimates.md), and for
+//! which rule decided each run (`suggest`'s first pass).
 //!
-//! Owns: [`JobOutcome`], [`outcome_named`], [`runs_left_named`], [`runs_left_after`] and
-//! [`Quiet`], which must decide as the report's replay does (a test holds the two together).
+//! Owns: [`JobOutcome`], [`outcome_named`], [`runs_left_named`], [`runs_left_after`],
+//! [`decisions_named`] and [`Quiet`], which must decide as the report's replay does (a test
+//! holds the two together).
 //! Must not: write words, records or contradictions (that is `record`).
 
 use crate::engine::upstream::{self, UpstreamJob};
@@ -13,6 +15,8 @@ use crate::engine::{
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{FailureHistory, Final, Outcome, Run, StartedAt};
 use crate::model::policy::Action;
+
+use crate::engine::RuleRef;
 
 use super::PendingEngine;
 
@@ -53,6 +57,23 @@ pub(in crate::engine) fn outcome_named(
     Quiet::new(history, ctx, policies, settings, engine)
         .replay(from, matches)
         .out
+}
+
+/// [`outcome_named`]'s replay of the recorded runs, telling `each` every decision it makes,
+/// with the rule that made it: what a report of [`Detail::Outcome`](super::Detail::Outcome)
+/// records of each run's decision, without the records (`suggest`'s first pass reads only
+/// which rule of today's decided each failed run; a test holds the two together).
+pub(in crate::engine) fn decisions_named<'q>(
+    history: &FailureHistory,
+    ctx: &'q JobContext<'_>,
+    policies: Policies<'q>,
+    settings: &'q Settings,
+    engine: EngineKind,
+    each: &'q mut Each<'q>,
+) {
+    let mut quiet = Quiet::new(history, ctx, policies, settings, engine);
+    quiet.each = Some(each);
+    quiet.replay(0, None);
 }
 
 /// The runs a side Pending after `history` has left (docs/estimates.md): its engine
@@ -130,7 +151,13 @@ struct Quiet<'q, 'h> {
     /// The design engine's copies are counted, not decided one by one
     /// (`design::copies_until_fail`); off in the test that holds the two together.
     counted: bool,
+    /// Told each decision of a recorded run ([`decisions_named`]).
+    each: Option<&'q mut Each<'q>>,
 }
+
+/// What [`decisions_named`] tells of each decided run: its index, the decision's kind, and the
+/// policy and rule that decided it (`None`: no rule did).
+pub type Each<'e> = dyn FnMut(usize, DecisionKind, Option<&str>, Option<RuleRef>) + 'e;
 
 impl<'q, 'h> Quiet<'q, 'h> {
     fn new(
@@ -158,6 +185,7 @@ impl<'q, 'h> Quiet<'q, 'h> {
                 compute_from: GoDuration::ZERO,
             },
             counted: true,
+            each: None,
         }
     }
 
@@ -235,20 +263,32 @@ impl<'q, 'h> Quiet<'q, 'h> {
             self.engine,
             matched,
         );
+        if let (Some(d), Some(each)) = (&decided, self.each.as_mut()) {
+            let policy = d.policy.and_then(|p| self.policies.get(p)).map(|p| p.name());
+            each(k, d.kind, policy, d.rule);
+        }
         match decided {
             None => {
                 self.out.final_state = Final::Succeeded;
                 true
             }
-            Some((DecisionKind::Cancelled, ..)) => {
+            Some(Quietly {
+                kind: DecisionKind::Cancelled,
+                ..
+            }) => {
                 self.out.final_state = Final::Cancelled;
                 true
             }
-            Some((kind, ..)) if kind.action() == Action::Fail => {
+            Some(Quietly { kind, .. }) if kind.action() == Action::Fail => {
                 self.out.final_state = Final::Failed;
                 true
             }
-            Some((kind, retry_after, delay)) => {
+            Some(Quietly {
+                kind,
+                retry_after,
+                delay,
+                ..
+            }) => {
                 self.out.final_state = Final::Pending;
                 self.eligible_at = retry_after.unwrap_or(ended_at);
                 if kind == DecisionKind::Retry {
@@ -276,7 +316,7 @@ fn decide_quiet(
     ended_at: u64,
     engine: EngineKind,
     matched: Option<Match>,
-) -> Option<(DecisionKind, Option<u64>, GoDuration)> {
+) -> Option<Quietly> {
     if run.outcome == Outcome::Succeeded {
         return None;
     }
@@ -286,7 +326,13 @@ fn decide_quiet(
                 Some(m) => evaluate_matched(policies, settings, ctx, state, run, k, ended_at, m),
                 None => evaluate(policies, settings, ctx, state, run, k, ended_at),
             };
-            (v.kind, v.retry_after(), v.delay())
+            Quietly {
+                kind: v.kind,
+                retry_after: v.retry_after(),
+                delay: v.delay(),
+                policy: v.policy(),
+                rule: v.rule(),
+            }
         }
         EngineKind::Upstream => {
             let d = upstream::evaluate(
@@ -299,9 +345,26 @@ fn decide_quiet(
                 k,
                 ended_at,
             );
-            (d.kind, d.retry_after, d.delay)
+            Quietly {
+                kind: d.kind,
+                retry_after: d.retry_after,
+                delay: d.delay,
+                policy: d.policy,
+                rule: d.rule,
+            }
         }
     })
+}
+
+/// A decision as [`decide_quiet`] gives it: what the replay goes on with, and the rule that
+/// decided ([`decisions_named`]'s callers name it).
+struct Quietly {
+    kind: DecisionKind,
+    retry_after: Option<u64>,
+    delay: GoDuration,
+    /// Index in the job's effective list, and the rule of that policy.
+    policy: Option<usize>,
+    rule: Option<RuleRef>,
 }
 
 /// `record::start_time` without a report to write its contradictions to.

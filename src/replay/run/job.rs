@@ -77,28 +77,24 @@ pub fn replay_job(sim: &Simulator, settings: &Settings, history: &FailureHistory
     replay_job_detailed(sim, settings, history, Detail::Full)
 }
 
-/// One job replayed under `sim` alone as a comparison replays its side (under its
-/// categorizer, when it has one), `look` shown the history as that side saw it and the
-/// report (or the replay's error); the recorded categories are put back after. `suggest`'s
-/// first pass reads what today's policy does through it.
-pub fn replay_side(
+/// `f` given one job as `sim`'s side of a comparison sees it (classified by its
+/// categorizer, when it has one); the recorded categories are put back after. `suggest`'s
+/// first pass reads what today's policy does through it (`Simulator::simulate_decisions`).
+pub fn as_side<T>(
     sim: &Simulator,
-    settings: &Settings,
     history: &mut FailureHistory,
     reclassify: &mut Reclassify,
-    look: impl FnOnce(&FailureHistory, Result<&JobReport, &str>),
-) {
+    f: impl FnOnce(&FailureHistory) -> T,
+) -> T {
     let categorizer = sim.categorizer();
     if let Some(c) = categorizer {
         reclassify.apply(c, history, &mut CategoryCounts::default(), None);
     }
-    match replay_job_detailed(sim, settings, history, Detail::Outcome) {
-        Ok(report) => look(history, Ok(&report)),
-        Err(e) => look(history, Err(&e)),
-    }
+    let t = f(history);
     if categorizer.is_some() {
         reclassify.restore(history);
     }
+    t
 }
 
 /// [`replay_job`] with the texts `detail` asks for ([`Detail::Summary`] when only the

@@ -16,7 +16,7 @@
 //! `counts` (what the workers count and the emitting side folds: [`TrialCount`],
 //! [`CompareTally`], [`Folded`]); `plain` ([`replay`], [`ReplayFold`]); `baseline`
 //! ([`compare`], [`CompareFold`]); `job` (one job under one side: [`replay_job`],
-//! [`replay_side`], [`runs_left`]).
+//! [`as_side`], [`runs_left`]).
 
 use std::io;
 
@@ -40,7 +40,7 @@ mod plain;
 
 pub use baseline::{compare, compare_inspected, CompareFold, Inspect};
 pub use counts::{tally_job, tally_job_with, CompareTally, Folded, TrialCount, LOST_NAMED};
-pub use job::{replay_job, replay_job_detailed, replay_side, runs_left, runs_left_after, runs_left_matched, JobFacts};
+pub use job::{as_side, replay_job, replay_job_detailed, runs_left, runs_left_after, runs_left_matched, JobFacts};
 pub use plain::{replay, ReplayFold};
 
 /// What a plain replay found.
