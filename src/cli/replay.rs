@@ -13,13 +13,19 @@ use super::emit::EmitArgs;
 use super::resources::FileSource;
 use super::shard::Shard;
 
+// The Lookout window's flags, as `simulate`, `tune` and `suggest` word them: here they go
+// with --lookout-db, as --queue and --jobset do (`history`, whose source Lookout always is,
+// words them on its own).
+const SINCE_WITH_LOOKOUT: &str = "With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)";
+const FROM_WITH_LOOKOUT: &str = "With --lookout-db: only jobs submitted at or after this RFC 3339 time";
+const TO_WITH_LOOKOUT: &str = "With --lookout-db: only jobs submitted before this RFC 3339 time";
+
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("histories").args(["history", "lookout_db"])))]
 #[command(group(clap::ArgGroup::new("what_if").args(["baseline", "baseline_from_cluster"])))]
-// The window's flags say, as --queue and --jobset do, that they go with --lookout-db here.
-#[command(mut_arg("since", |a| a.help("With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)")))]
-#[command(mut_arg("from", |a| a.help("With --lookout-db: only jobs submitted at or after this RFC 3339 time")))]
-#[command(mut_arg("to", |a| a.help("With --lookout-db: only jobs submitted before this RFC 3339 time")))]
+#[command(mut_arg("since", |a| a.help(SINCE_WITH_LOOKOUT)))]
+#[command(mut_arg("from", |a| a.help(FROM_WITH_LOOKOUT)))]
+#[command(mut_arg("to", |a| a.help(TO_WITH_LOOKOUT)))]
 pub struct SimulateArgs {
     /// RetryPolicy and Queue documents (files, directories, `-`).
     #[command(flatten)]
@@ -177,9 +183,9 @@ impl From<EngineArg> for crate::engine::EngineKind {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("histories").args(["history", "lookout_db"])))]
 #[command(group(clap::ArgGroup::new("what_if").args(["baseline", "baseline_from_cluster"])))]
-#[command(mut_arg("since", |a| a.help("With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)")))]
-#[command(mut_arg("from", |a| a.help("With --lookout-db: only jobs submitted at or after this RFC 3339 time")))]
-#[command(mut_arg("to", |a| a.help("With --lookout-db: only jobs submitted before this RFC 3339 time")))]
+#[command(mut_arg("since", |a| a.help(SINCE_WITH_LOOKOUT)))]
+#[command(mut_arg("from", |a| a.help(FROM_WITH_LOOKOUT)))]
+#[command(mut_arg("to", |a| a.help(TO_WITH_LOOKOUT)))]
 // tune takes no --from-server: its policies are the template's.
 #[command(mut_arg("engine", |a| a.help("Which engine the candidates run under: the design (docs/engines.md) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design")))]
 pub struct TuneArgs {
@@ -254,9 +260,9 @@ pub struct TuneArgs {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("histories").args(["history", "lookout_db"])))]
 #[command(group(clap::ArgGroup::new("what_if").args(["baseline", "baseline_from_cluster"])))]
-#[command(mut_arg("since", |a| a.help("With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)")))]
-#[command(mut_arg("from", |a| a.help("With --lookout-db: only jobs submitted at or after this RFC 3339 time")))]
-#[command(mut_arg("to", |a| a.help("With --lookout-db: only jobs submitted before this RFC 3339 time")))]
+#[command(mut_arg("since", |a| a.help(SINCE_WITH_LOOKOUT)))]
+#[command(mut_arg("from", |a| a.help(FROM_WITH_LOOKOUT)))]
+#[command(mut_arg("to", |a| a.help(TO_WITH_LOOKOUT)))]
 #[command(mut_arg("queue", |a| a.help("With --lookout-db: the jobs of this queue; with -o policy, also print this Queue with the proposal first in its retryPolicies")))]
 #[command(mut_arg("baseline", |a| a.help("The policies the cluster runs today (files, directories): what the proposal is compared with, and whose first policy gives its defaultAction and retryLimit (none: no policy)")))]
 #[command(mut_arg("shard", |a| a.help("Learn from shard I of N's share of the history only (`0/4`: a file or directory by byte range; not stdin nor --lookout-db, which its merge could not read again); with -o partial, write what it learned for `retryctl merge`, which proposes and compares over the whole history")))]
