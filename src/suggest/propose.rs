@@ -150,28 +150,34 @@ impl Room {
 impl std::fmt::Display for Full {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         use crate::diag::thousands;
-        let (what, max, taken) = match *self {
+        use crate::model::{categorizer, validate};
+        // Whose places, how many, of what, and who holds some besides the proposal's rules.
+        let (whose, max, of, held, by) = match *self {
             Full::PolicyRules { kept } => (
                 "the policy's",
-                crate::model::validate::MAX_RULES,
-                (kept > 0).then(|| format!("the {} of today's it keeps", thousands(kept as u64))),
+                validate::MAX_RULES,
+                "rules",
+                kept,
+                "of today's it keeps",
             ),
-            Full::Categories { deployed } | Full::CategorizerRules { deployed } => (
+            Full::Categories { deployed } => (
                 "the categorizer's",
-                match self {
-                    Full::Categories { .. } => crate::model::categorizer::MAX_CATEGORIES,
-                    _ => crate::model::categorizer::MAX_RULES,
-                },
-                (deployed > 0).then(|| format!("the {} deployed", thousands(deployed as u64))),
+                categorizer::MAX_CATEGORIES,
+                "categories",
+                deployed,
+                "deployed",
+            ),
+            Full::CategorizerRules { deployed } => (
+                "the categorizer's",
+                categorizer::MAX_RULES,
+                "rules",
+                deployed,
+                "deployed",
             ),
         };
-        let kind = match self {
-            Full::Categories { .. } => "categories",
-            _ => "rules",
-        };
-        write!(f, "{what} {} {kind} are taken by ", thousands(max as u64))?;
-        if let Some(taken) = taken {
-            write!(f, "{taken} and by ")?;
+        write!(f, "{whose} {} {of} are taken by ", thousands(max as u64))?;
+        if held > 0 {
+            write!(f, "the {} {by} and by ", thousands(held as u64))?;
         }
         f.write_str("signatures with more GPU- then CPU-hours")
     }
@@ -468,22 +474,23 @@ pub fn propose<'a>(
     room: Room,
 ) -> (Vec<(&'a SignatureStats, Verdict)>, Vec<Proposed>) {
     let mut verdicts: Vec<(&SignatureStats, Verdict)> = stats.iter().map(|s| (*s, verdict(s, knobs, engine))).collect();
-    let mut ranked: Vec<usize> = (0..verdicts.len())
-        .filter(|&i| matches!(verdicts[i].1, Verdict::Rule(_)))
+    let mut ranked: Vec<(usize, &Proposed)> = verdicts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (_, v))| match v {
+            Verdict::Rule(p) => Some((i, p)),
+            Verdict::None(_) => None,
+        })
         .collect();
     if ranked.len() > room.rules {
-        let key = |i: usize| match &verdicts[i].1 {
-            Verdict::Rule(p) => (p.gpu, p.cpu, p.text.as_str()),
-            Verdict::None(_) => unreachable!("ranked holds rules only"),
-        };
-        ranked.sort_by(|&a, &b| {
-            let (ga, ca, ta) = key(a);
-            let (gb, cb, tb) = key(b);
-            gb.cmp(&ga)
-                .then(cb.cmp(&ca))
-                .then_with(|| ta.as_bytes().cmp(tb.as_bytes()))
+        ranked.sort_by(|(_, a), (_, b)| {
+            b.gpu
+                .cmp(&a.gpu)
+                .then(b.cpu.cmp(&a.cpu))
+                .then_with(|| a.text.as_bytes().cmp(b.text.as_bytes()))
         });
-        for &i in &ranked[room.rules..] {
+        let no_room: Vec<usize> = ranked[room.rules..].iter().map(|(i, _)| *i).collect();
+        for i in no_room {
             verdicts[i].1 = Verdict::None(NoRule::NoRoom(room.full));
         }
     }
