@@ -15,6 +15,7 @@ use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::job_report::RuleLabel;
 use crate::engine::simulator::Simulator;
 use crate::engine::Settings;
 use crate::model::failure_history::{FailureHistory, Timestamp};
@@ -100,8 +101,9 @@ pub fn learn_job(
                 .simulate_decisions(seen, settings, &mut |k, kind, policy, rule| {
                     let start = labels.len();
                     match (policy, rule) {
-                        (Some(p), Some(r)) => {
-                            let _ = write!(labels, "{p}/{r}");
+                        (Some(policy), Some(rule)) => {
+                            // As the decision records name it (`policy/index`, `policy/default`).
+                            let _ = write!(labels, "{}", RuleLabel { policy, rule });
                         }
                         _ => labels.push_str(kind.as_str()),
                     }
