@@ -30,6 +30,7 @@ pub mod estimate;
 mod export_totals;
 pub mod fallback;
 pub mod json_lines;
+pub mod packed;
 pub mod parallel;
 pub mod partial;
 pub mod run;

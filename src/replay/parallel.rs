@@ -19,6 +19,7 @@ use crate::model::failure_history::FailureHistory;
 
 use super::json_lines::Scratch;
 use super::shard::Shard;
+use super::source::copy::Record;
 use super::source::{Body, Entry, HistorySource, OneQueue, Origin, Pos, Progress, EMPTY_TEXT};
 
 /// Entries handed to a worker at a time when they are not JSON lines (YAML files of a
@@ -139,6 +140,35 @@ fn process<A, T>(
                 out.push((origin.pos(), Processed::LeftOut(text)));
             }
         }
+        // A copy's records: one process's own, never a shard's, of the queue's jobs alone.
+        Body::Copied(block) => {
+            for (pos, record) in block.records() {
+                let processed = match record {
+                    Record::Job {
+                        origin,
+                        settings,
+                        packed,
+                    } => match scratch.unpack(packed) {
+                        Ok(history) => {
+                            let job = Decoded {
+                                origin: &origin,
+                                settings: &settings,
+                                history,
+                            };
+                            match work(acc, job) {
+                                Ok(t) => Processed::Done(t),
+                                Err(msg) => Processed::Error(msg),
+                            }
+                        }
+                        Err(d) => Processed::Error(format!("{origin}: the temporary copy of the history: {d}")),
+                    },
+                    Record::Error(text) => Processed::Error(text),
+                    Record::LeftOut(text) => Processed::LeftOut(text),
+                    Record::Invalid(file) => Processed::Invalid(file),
+                };
+                out.push((pos, processed));
+            }
+        }
     }
 }
 
@@ -203,6 +233,7 @@ where
                         // Sized once: a result is a few hundred bytes, regrowing moved them.
                         let jobs = unit.iter().map(|e| match &e.body {
                             Body::Lines(b) => b.kept,
+                            Body::Copied(b) => b.records_held(),
                             _ => 1,
                         });
                         let need = jobs.sum();
@@ -291,7 +322,7 @@ fn read_units<S: HistorySource>(
         let mut unit = Vec::new();
         while unit.len() < CHUNK {
             let Some(entry) = source.next() else { break };
-            let block = matches!(entry.body, Body::Lines(_));
+            let block = matches!(entry.body, Body::Lines(_) | Body::Copied(_));
             unit.push(entry);
             if block {
                 break;

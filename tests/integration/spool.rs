@@ -58,7 +58,7 @@ fn started(tmp: &Path, home: &Path, ignored: Option<libc::c_int>) -> (Child, Chi
     let start = Instant::now();
     while !names(tmp)
         .iter()
-        .any(|n| n.starts_with("retryctl-suggest-") && n.ends_with(".jsonl"))
+        .any(|n| n.starts_with("retryctl-suggest-") && n.ends_with(".copy"))
     {
         assert!(start.elapsed() < Duration::from_secs(60), "no copy: {:?}", names(tmp));
         assert!(child.try_wait().unwrap().is_none(), "ended before the signal");

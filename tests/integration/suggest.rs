@@ -890,6 +890,70 @@ fn stdin_gives_what_the_file_gives() {
     );
 }
 
+/// Lines that cannot be read, on stdin as in a file: said once, on stderr, in the history's
+/// words, and counted in the comparison as `simulate --baseline` counts them (the second pass
+/// replays pass 1's copy, which holds them in their place: docs/reference/suggest.md "Sources
+/// and passes").
+#[test]
+fn unreadable_lines_are_said_once_and_counted_as_simulate_counts_them() {
+    let p = setup(5);
+    let home = temp_home();
+    let mut history = std::fs::read_to_string(&p.history).unwrap();
+    let at = history.lines().count() + 1;
+    history.push_str("{\"job\":{\"id\":\"bad\"},\"runs\":[{\"outcome\":\"nope\"}]}\n{not json\n");
+    let file = p.history.with_file_name("with-bad-lines.jsonl");
+    std::fs::write(&file, &history).unwrap();
+    let said = |name: &str| {
+        format!(
+            "error: {name}:{at}: runs[0].outcome: unknown value `nope`, expected one of `failed`, `succeeded`, `leaseReturned`, `cancelled`\n\
+             error: {name}:{}: ",
+            at + 1
+        )
+    };
+    let json = ["-o", "json", "--baseline", path(&p.baseline)];
+    let from_file = run(
+        home.path(),
+        &[&["suggest", "--history", path(&file)][..], &json].concat(),
+    );
+    let from_stdin = retryctl(home.path())
+        .current_dir(root())
+        .args([&["suggest", "--history", "-"][..], &json].concat())
+        .write_stdin(history)
+        .output()
+        .unwrap();
+    let simulate = run(
+        home.path(),
+        &[
+            "simulate",
+            "-f",
+            path(&p.baseline),
+            "--baseline",
+            path(&p.baseline),
+            "--history",
+            path(&file),
+            "-o",
+            "json",
+        ],
+    );
+    let errors = |out: &std::process::Output, at: &str| -> Value {
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v.pointer(at).cloned().unwrap()
+    };
+    assert_eq!(
+        errors(&simulate, "/comparison/errors"),
+        json!(2),
+        "{}",
+        String::from_utf8_lossy(&simulate.stdout)
+    );
+    for (out, name) in [(&from_file, path(&file)), (&from_stdin, "<stdin>")] {
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(errors(out, "/suggest/proposal/comparison/errors"), json!(2));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.starts_with(&said(name)), "{stderr}");
+        assert_eq!(stderr.matches("error: ").count(), 2, "{stderr}");
+    }
+}
+
 /// A failed run whose message is hostile text: markup, Markdown, regex metacharacters.
 const HOSTILE: &str = "<script>alert(1)</script> | `rm -rf` [x](y) .*+?^$ \\d {3} \"q\" 'a' & é";
 

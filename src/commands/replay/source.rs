@@ -25,7 +25,7 @@ use crate::output::history::write_summary;
 use crate::output::mode::Baseline as BaselineFrom;
 use crate::replay::json_lines::Scratch;
 use crate::replay::partial::Lookout;
-use crate::replay::source::{Body, Digest, Entry, Files, HistorySource, OneQueue, Overrides, Stamps};
+use crate::replay::source::{Body, Digest, Entry, Files, HistorySource, OneQueue, Overrides};
 
 use super::lookout::{history_named, lookout_filter, no_job, no_job_in_lookout, now, FilterFlags, SET_LOOKOUT_DB};
 use super::policy_set::{base_config, load_from_cluster, PolicyFlags};
@@ -70,7 +70,7 @@ fn has_content(entry: &Entry) -> bool {
     match &entry.body {
         Body::Lines(block) => block.lines().next().is_some(),
         Body::Empty => false,
-        Body::Error(_) | Body::History(_) | Body::Invalid(_) | Body::LeftOut { .. } => true,
+        Body::Error(_) | Body::History(_) | Body::Invalid(_) | Body::LeftOut { .. } | Body::Copied(_) => true,
     }
 }
 
@@ -189,9 +189,6 @@ pub struct About {
     /// stdin: every byte read, set once it is read. Never for a database, whose statement
     /// (with its `--to`) the fingerprint holds.
     pub digest: Digest,
-    /// Files: each one's size and modification time when the source was opened, before
-    /// anything was read (`suggest` compares them with its second pass's).
-    pub stamps: Option<Stamps>,
     /// A database's export: whether it ended early (a lost connection), which the command
     /// says after the driver; and its queue.
     pub export: Option<(Arc<Mutex<ExportState>>, String)>,
@@ -424,7 +421,6 @@ pub fn open(ctx: &mut Context, args: &ReplayArgs, open: Open<'_>) -> anyhow::Res
         let about = About {
             source: described,
             digest: if partial { files.digest() } else { Digest::default() },
-            stamps: files.stamps(),
             export: None,
         };
         let (source, empty) = match read_ahead(files, checks) {
@@ -485,7 +481,6 @@ pub fn open(ctx: &mut Context, args: &ReplayArgs, open: Open<'_>) -> anyhow::Res
             "shards": "hashtextextended of the job id",
         }),
         digest: Digest::default(),
-        stamps: None,
         export: None,
     };
     // A shard's jobs are chosen by the database, which sends only theirs, and their places

@@ -1,5 +1,5 @@
-//! A temporary JSON Lines copy of a history read once (stdin, a stream, Lookout's database),
-//! in `$TMPDIR`, for a verb that reads its history twice (`suggest`'s second pass).
+//! A temporary copy of what a first pass read (`replay::source::copy`), in `$TMPDIR`, for a
+//! verb that replays its history twice (`suggest`'s second pass).
 //!
 //! Owns: the file's life: removed when dropped and, should a signal end the process first,
 //! by `on_signal`'s handler (docs/cli.md, "Signals and temporary files"). Must not: decide
@@ -14,13 +14,14 @@ use crate::on_signal;
 /// The copy: its temporary file, armed against signals while it exists.
 pub struct SpoolFile {
     // Declared (so dropped) before its guard: the file is gone before the handler forgets it.
-    file: tempfile::NamedTempFile,
+    // Buffered: a record a job, each a write of its own otherwise.
+    file: io::BufWriter<tempfile::NamedTempFile>,
     _armed: on_signal::Armed,
 }
 
 impl SpoolFile {
     pub fn path(&self) -> &std::path::Path {
-        self.file.path()
+        self.file.get_ref().path()
     }
 }
 
@@ -38,10 +39,13 @@ impl Write for SpoolFile {
 pub fn spool_file() -> io::Result<SpoolFile> {
     let file = tempfile::Builder::new()
         .prefix("retryctl-suggest-")
-        .suffix(".jsonl")
+        .suffix(".copy")
         .tempfile()?;
     let armed = on_signal::arm(file.path());
-    Ok(SpoolFile { file, _armed: armed })
+    Ok(SpoolFile {
+        file: io::BufWriter::with_capacity(1 << 16, file),
+        _armed: armed,
+    })
 }
 
 /// A temporary copy that cannot be written: where, and why.

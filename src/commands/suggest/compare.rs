@@ -1,5 +1,5 @@
 //! Pass 2 of `suggest`: the refusals pass 1's counts call for before anything is printed,
-//! the histories pass 2 reads (the file read again, or pass 1's copies), the proposal
+//! the histories pass 2 reads (pass 1's copies, or a merge's files read again), the proposal
 //! compared with the baseline as `simulate --baseline` compares them (on the whole history,
 //! and with `--backtest-at` on the later jobs), and the verdict on it (docs/suggest.md "The
 //! verdict").
@@ -8,13 +8,13 @@
 //! `replay`'s, their text `output::suggest`'s).
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::app::Context;
 use crate::commands::replay::lookout::{history_named, no_job};
 use crate::commands::replay::policy_set::base_config;
 use crate::commands::replay::source::overrides;
-use crate::commands::replay::spool::SpoolFile;
+use crate::commands::replay::spool::{cannot_spool, SpoolFile};
 use crate::engine::simulator::Simulator;
 use crate::engine::JobReport;
 use crate::error::CliError;
@@ -25,7 +25,8 @@ use crate::output::suggest as view;
 use crate::output::Format;
 use crate::replay::backtest::Backtest;
 use crate::replay::run::{compare_inspected, replay, NoAnswer, Options, Out};
-use crate::replay::source::{Altered, Files, OneQueue, Stamps};
+use crate::replay::source::copy::{Again, Copy};
+use crate::replay::source::{Files, OneQueue};
 use crate::suggest::check::RuleCheck;
 use crate::suggest::verdict::{judge, Judged, Judgement, Later};
 
@@ -39,19 +40,27 @@ pub(super) struct Pass2<'a> {
     pub format: Format,
 }
 
-/// The histories pass 2 reads: the whole history (the files read again, or pass 1's copy of a
-/// source read once), and with `--backtest-at` the later jobs (pass 1's copy, or for a
-/// merge's shards, which spooled none, copied from the history here).
+/// The histories pass 2 reads: the whole history (pass 1's copy, or a merge's files read
+/// again), and with `--backtest-at` the later jobs (pass 1's copy, or for a merge's shards,
+/// which copied none, copied from the history here).
 pub(super) struct Histories {
-    pub whole: PathBuf,
+    whole: Whole,
     copied: Option<SpoolFile>,
 }
 
-impl Histories {
-    /// The later jobs' copy, with `--backtest-at`.
-    pub fn test<'a>(&'a self, pass: &'a Pass1) -> Option<&'a Path> {
-        pass.test.as_ref().or(self.copied.as_ref()).map(SpoolFile::path)
-    }
+/// One history pass 2 reads.
+#[derive(Clone, Copy)]
+pub(super) enum Read {
+    /// The whole history.
+    Whole,
+    /// The later jobs (`--backtest-at`).
+    Test,
+}
+
+/// Where pass 2 reads the whole history from.
+enum Whole {
+    Copy,
+    Files(PathBuf),
 }
 
 impl Suggest<'_> {
@@ -61,9 +70,6 @@ impl Suggest<'_> {
     /// (no trials on a side) as `simulate --backtest-at` refuses it.
     pub(super) fn after_pass1(&self, ctx: &mut Context, pass: &mut Pass1) -> anyhow::Result<Option<Backtest>> {
         let args = self.args;
-        if let (Some(path), Some(before)) = (&self.reread(), &pass.stamps) {
-            changed_since(path, before, &base_config(&args.replay)?, &overrides(&args.replay))?;
-        }
         let learning = &pass.learning;
         // Stopped before pass 2, which would have said why each unreadable entry was not
         // read: said here, before the error (as `simulate` says it).
@@ -113,26 +119,41 @@ impl Suggest<'_> {
 
     /// What pass 2 reads ([`Histories`]), the later jobs copied before anything is printed.
     pub(super) fn histories(&self, pass: &Pass1) -> anyhow::Result<Histories> {
-        let whole: PathBuf = match (self.reread(), &pass.spool) {
-            (Some(p), _) => p,
-            (None, Some(f)) => f.path().to_path_buf(),
-            (None, None) => unreachable!("a source read once is spooled"),
+        let whole = match (&pass.copy, self.args.replay.history.clone()) {
+            (Some(_), _) => Whole::Copy,
+            (None, Some(path)) => Whole::Files(path),
+            (None, None) => unreachable!("one process copies its history, a merge reads files"),
         };
-        // A merge's shards spooled no test jobs: they are copied from the history here.
-        let copied = match (self.backtest_at, &pass.test) {
-            (Some(at), None) => Some(spool_test(self.open(&whole)?, at)?),
-            _ => None,
-        };
-        Ok(Histories { whole, copied })
+        let mut histories = Histories { whole, copied: None };
+        // A merge's shards copied no test jobs: they are copied from the history here.
+        if let (Some(at), None) = (self.backtest_at, &pass.test) {
+            let source = self.open(&histories, pass, Read::Whole)?;
+            histories.copied = Some(spool_test(source, at, &pass.places)?);
+        }
+        Ok(histories)
     }
 
-    /// `path` as pass 2 reads it, with the command's scheduler config and overrides.
-    fn open(&self, path: &Path) -> anyhow::Result<Files> {
-        let replay = &self.args.replay;
-        // Pass 2 replays the jobs pass 1 learned from: `--queue`'s alone (their count said
-        // once, after pass 1's source).
-        let queue = replay.queue.as_deref().map(OneQueue::new);
-        Ok(Files::open(path, base_config(replay)?, overrides(replay))?.only(queue))
+    /// What pass 2 reads as `read`: a copy of pass 1's, or the files again (with the
+    /// command's scheduler config and overrides).
+    pub(super) fn open(&self, histories: &Histories, pass: &Pass1, read: Read) -> anyhow::Result<Again> {
+        let copy = match (read, &histories.whole) {
+            (Read::Test, _) => pass.test.as_ref().or(histories.copied.as_ref()),
+            (Read::Whole, Whole::Copy) => pass.copy.as_ref(),
+            (Read::Whole, Whole::Files(path)) => {
+                let replay = &self.args.replay;
+                // Pass 2 replays the jobs pass 1 learned from: `--queue`'s alone (their
+                // count said once, after pass 1's source).
+                let queue = replay.queue.as_deref().map(OneQueue::new);
+                let files = Files::open(path, base_config(replay)?, overrides(replay))?.only(queue);
+                return Ok(Again::Files(Box::new(files)));
+            }
+        };
+        let Some(copy) = copy else {
+            unreachable!("a history pass 2 reads is copied or read again")
+        };
+        let file = std::fs::File::open(copy.path()).map_err(cannot_spool)?;
+        let copy = Copy::open(file, pass.places.clone(), pass.bulk).map_err(cannot_spool)?;
+        Ok(Again::Copy(copy))
     }
 
     /// The proposal against the baseline over `path`, written as the `comparison` member of
@@ -145,7 +166,7 @@ impl Suggest<'_> {
         doc: &mut view::Doc,
         out: &mut dyn Write,
         side: &Pass2<'_>,
-        path: &Path,
+        source: Again,
         check: Option<&RuleCheck>,
     ) -> anyhow::Result<view::Captured> {
         let options = Options {
@@ -161,7 +182,7 @@ impl Suggest<'_> {
         let mut sink = view::CaptureSink::new(side.format, &mut out, stderr);
         let look = check.map(|c| move |h: &FailureHistory, b: &JobReport, p: &JobReport| c.look(h, b, p));
         let done = compare_inspected(
-            self.open(path)?,
+            source,
             side.baseline,
             side.proposal,
             &options,
@@ -174,7 +195,7 @@ impl Suggest<'_> {
     }
 
     /// The baseline's own expected GPU-hours over its Pending jobs of `path`: a plain replay.
-    pub(super) fn pending_gpu_hours(&self, style: Style, side: &Pass2<'_>, path: &Path) -> anyhow::Result<f64> {
+    pub(super) fn pending_gpu_hours(&self, style: Style, side: &Pass2<'_>, source: Again) -> anyhow::Result<f64> {
         let options = Options {
             backtest_at: None,
             shard: None,
@@ -182,33 +203,9 @@ impl Suggest<'_> {
         let (mut quiet, mut nothing) = (io::sink(), io::sink());
         let stderr = Stderr::new(&mut quiet, style, None, false);
         let mut sink = view::CaptureSink::new(None, &mut nothing, stderr);
-        replay(self.open(path)?, side.baseline, &options, Out::Sink(&mut sink))?;
+        replay(source, side.baseline, &options, Out::Sink(&mut sink))?;
         Ok(sink.pending_gpu_hours())
     }
-}
-
-/// Refuses a history whose files are not as they were when pass 1 began (`before`): pass 2
-/// would not compare over the history the proposal was learned from (exit 3, naming the file).
-fn changed_since(
-    path: &std::path::Path,
-    before: &Stamps,
-    base: &crate::model::scheduler::SchedulerConfig,
-    overrides: &crate::replay::source::Overrides,
-) -> Result<(), CliError> {
-    let now = Files::open(path, base.clone(), overrides.clone())?.stamps();
-    let Some((file, how)) = now.and_then(|now| before.changed(&now)) else {
-        return Ok(());
-    };
-    let how = match how {
-        Altered::Added => "it was added to the directory",
-        Altered::Removed => "it is gone",
-        Altered::Written => "its size or modification time is not what it was",
-    };
-    Err(CliError::invalid(format!(
-        "`{}` changed between suggest's two passes ({how}): the comparison would not replay the history the proposal was learned from",
-        file.display()
-    ))
-    .with_hint("run suggest again once the history is complete (or give it a copy that does not change)"))
 }
 
 /// The verdict on the proposal (docs/suggest.md "The verdict"): on the learned history (with

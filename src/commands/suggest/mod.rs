@@ -16,10 +16,9 @@
 //! `conclude` as one process: no second copy of the proposal, pass 2 or rendering.
 //!
 //! Decisions the docs leave open:
-//! - a source that cannot be read twice (stdin or another stream, Lookout's database) is
-//!   spooled to a temporary JSON Lines file in pass 1 and pass 2 reads that; entries that
-//!   cannot be read are then reported in pass 1 (once), and the comparison counts the jobs it
-//!   replayed;
+//! - every source is read once: pass 1 copies its jobs, packed, with what it could not read
+//!   (`replay::source::copy`), and pass 2 replays the copy, saying and counting what could not
+//!   be read as `simulate` does (a file changed meanwhile changes nothing);
 //! - with `--backtest-at`, `proposal.comparison` is the proposal's effect on the whole
 //!   history (as `simulate` would print it), and `backtest` the jobs at or after the time;
 //! - `-o policy` replays the proposal too, for its verdict, and prints only the documents;
@@ -27,11 +26,10 @@
 //!   the Queue `-o policy` prints: the baseline's Queue of that name with the proposal first
 //!   in its list, else a new one;
 //! - a shard lists no entry that cannot be read: the merge's pass 2 says it (one process
-//!   with a file says it in pass 2 too); a later shard's entries are its signatures past its
+//!   says it in pass 2 too); a later shard's entries are its signatures past its
 //!   first 10,000, written as pass 1 goes; `--shard` without `-o partial` is a usage error.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::app::Context;
@@ -71,7 +69,7 @@ mod proposal;
 mod shards;
 pub use shards::{merge, Shards, SuggestFold, SuggestRun, Unmergeable};
 
-use compare::{judge_proposal, Pass2};
+use compare::{judge_proposal, Pass2, Read};
 use learn::{learn, Pass1};
 
 pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
@@ -297,18 +295,8 @@ impl Suggest<'_> {
         if self.args.output == SuggestOutput::Partial {
             return self.write_partial(ctx, source, &baseline, about);
         }
-        // A file or directory is read again; stdin and the database are spooled.
-        let spool_all = self.reread().is_none();
-        let mut pass = learn(
-            &mut *ctx.err,
-            ctx.style,
-            source,
-            &baseline,
-            self.backtest_at,
-            spool_all,
-            None,
-        )?;
-        pass.stamps = about.stamps;
+        // Every source is read once: pass 2 replays pass 1's copy.
+        let pass = learn(ctx.style, source, &baseline, self.backtest_at, None)?;
         self.conclude(ctx, &baseline, from, pass)
     }
 }
@@ -330,12 +318,6 @@ impl Suggest<'_> {
         }
     }
 
-    /// The history file or directory, which pass 2 reads again (`None`: a source read once,
-    /// stdin or another stream, or the database).
-    fn reread(&self) -> Option<PathBuf> {
-        self.args.replay.history.clone().filter(|h| !is_stream(h))
-    }
-
     /// `-o partial`: the shard's learning (pass 1 over its share), for `merge`, which
     /// proposes and compares. Exit 0 once it is written: the answer is the merge's.
     fn write_partial<S: HistorySource>(
@@ -355,15 +337,7 @@ impl Suggest<'_> {
         let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text, render_change)?;
         let (source, noted) = Tap::new(source);
         let partial = Some((shard, &mut rec));
-        let pass = learn(
-            &mut *ctx.err,
-            ctx.style,
-            source,
-            baseline,
-            self.backtest_at,
-            false,
-            partial,
-        )?;
+        let pass = learn(ctx.style, source, baseline, self.backtest_at, partial)?;
         rec.job_ids(noted.take());
         rec.end(about.digest.get(), pass.learning.into_shard(), None)?;
         Ok(ExitCode::Success)
@@ -472,7 +446,7 @@ impl Suggest<'_> {
             &mut doc,
             &mut *out,
             &side,
-            &histories.whole,
+            self.open(&histories, &pass, Read::Whole)?,
             Some(&check),
         )?;
         let suspects = suspects(learned);
@@ -499,13 +473,15 @@ impl Suggest<'_> {
             }),
         };
         doc.after_comparison(&mut *out, &report, &check.shadowed())?;
-        let backtest = match (&report.backtest, histories.test(&pass)) {
-            (Some(_), Some(test)) => {
+        let backtest = match &report.backtest {
+            Some(_) => {
                 doc.backtest_head(&mut *out, &report)?;
+                let test = self.open(&histories, &pass, Read::Test)?;
                 let test_cmp = self.compare((&mut *ctx.err, ctx.style), &mut doc, &mut *out, &side, test, None)?;
+                let again = self.open(&histories, &pass, Read::Test)?;
                 let tail = view::backtest_tail(
                     &test_cmp,
-                    self.pending_gpu_hours(ctx.style, &side, test)?,
+                    self.pending_gpu_hours(ctx.style, &side, again)?,
                     estimates_backtest.as_ref(),
                 );
                 doc.backtest_tail(&mut *out, &tail)?;

@@ -78,6 +78,12 @@ impl Scratch {
         Ok(&mut self.history)
     }
 
+    /// A job of a first pass's copy (`replay::packed`) into the scratch history.
+    pub fn unpack(&mut self, packed: &[u8]) -> Result<&mut FailureHistory, crate::replay::packed::Damaged> {
+        crate::replay::packed::unpack(packed, &mut self.history)?;
+        Ok(&mut self.history)
+    }
+
     /// The typed fast path; `false` means "ask the strict decoder" (the history is then
     /// left half-written).
     fn decode_fast(&mut self, line: &[u8]) -> bool {

@@ -31,6 +31,9 @@ pub enum Body {
     /// row that cannot be read, docs/lookout.md): not replayed, and not an error of the replay,
     /// since `history` exits 0 for it too. `job`: the job it belongs to.
     LeftOut { text: String, job: String },
+    /// Records of a copy a first pass made (`copy`): jobs packed, and what was said of the
+    /// entries it could not read.
+    Copied(super::copy::CopyBlock),
 }
 
 /// Consecutive lines of a JSON Lines input, as read (blank lines, `\r` and all).

@@ -22,7 +22,7 @@ use super::documents::{marker_within, read_limited};
 use super::job_ids::JobIds;
 use super::lines::{start_at_line, Lines};
 use super::sift::{Mine, Range};
-use super::{Body, Counted, Digest, Entry, HistorySource, OneQueue, Origin, Overrides, Progress, Stamps, EMPTY_TEXT};
+use super::{Body, Counted, Digest, Entry, HistorySource, OneQueue, Origin, Overrides, Progress, EMPTY_TEXT};
 
 /// Files, directories and streams.
 pub struct Files {
@@ -148,16 +148,10 @@ impl Files {
         Ok(files)
     }
 
-    /// Its files as they are now (`None`: a stream, which has no size to compare). Taken
-    /// before the first entry is read, what the source will read.
     /// Only `queue`'s jobs replayed: the workers leave out the others and count them.
     pub fn only(mut self, queue: Option<OneQueue>) -> Files {
         self.one_queue = queue;
         self
-    }
-
-    pub fn stamps(&self) -> Option<Stamps> {
-        (!self.stream).then(|| Stamps::of(self.queue.iter()))
     }
 
     /// Hashes every byte read from now on (call it before the first entry is read): the

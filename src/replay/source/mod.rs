@@ -34,7 +34,8 @@
 //! (stdin and other streams: what is one, and how one is opened), `lines` (JSON Lines read as
 //! blocks, over-long lines), `documents` (a YAML or JSON text of documents, and which of them a
 //! shard keeps), `sift` (a shard's byte range, and the lines it keeps), `digest` ([`Digest`]),
-//! `stamps` ([`Stamps`]) and `compressed` (a compressed history refused). This file:
+//! `compressed` (a compressed history refused) and `copy` (what a first
+//! pass read, copied for a second pass: suggest's). This file:
 //! [`HistorySource`], [`Progress`] and [`Overrides`].
 
 use crate::engine::Settings;
@@ -43,6 +44,7 @@ use crate::model::scheduler::SchedulerConfig;
 use super::shard::Shard;
 
 mod compressed;
+pub mod copy;
 mod digest;
 mod documents;
 mod entry;
@@ -51,7 +53,6 @@ mod job_ids;
 mod lines;
 mod origin;
 mod sift;
-mod stamps;
 mod stream;
 
 pub use super::export_totals::{ExportTotals, Notes};
@@ -61,7 +62,6 @@ pub use files::Files;
 pub use lines::SKIP_MAX;
 pub(crate) use origin::read_exact_at;
 pub use origin::{LinesBefore, Origin, Pos};
-pub use stamps::{Altered, Stamps};
 pub use stream::is_stream;
 
 /// How far a source is, for the progress bar.

@@ -1,0 +1,412 @@
+//! A copy of what a first pass read, for a second pass to replay without reading the history
+//! again (`suggest`, docs/reference/suggest.md "Sources and passes"): every job packed
+//! (`replay::packed`) with where it came from, and every entry that could not be read with
+//! what was said of it, in the source's order, so that the second pass replays, counts and
+//! says what replaying the history itself would.
+//!
+//! A record: its length (4 bytes, little-endian), then its kind and fields; a job's file and
+//! settings are an index into the copy's [`Places`], which stay in memory (a file's name, a
+//! few settings), as does a YAML file's list of problems (rare, and rendered only by the
+//! second pass).
+//!
+//! Owns: the records' form, [`Places`], [`Copy`] (the copy as a [`HistorySource`]) and
+//! [`CopyBlock`] (a block of records, unpacked by the workers). Must not: decide what is
+//! copied, or write to a file (the caller writes the bytes these functions build).
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::engine::Settings;
+use crate::input::SourceFile;
+use crate::model::failure_history::FailureHistory;
+
+use super::super::packed::{pack, put_uint as uint, take_uint, Damaged, Packer};
+use super::{Body, Counted, Entry, HistorySource, OneQueue, Origin, Pos, Progress, BLOCK_BYTES};
+
+const JOB: u8 = 0;
+const ERROR: u8 = 1;
+const LEFT_OUT: u8 = 2;
+const INVALID: u8 = 3;
+
+/// The files (with their settings) a copy's jobs came from, and the YAML files whose
+/// problems it holds: shared by the workers that pack jobs and the source that reads them.
+#[derive(Debug, Default)]
+pub struct Places {
+    places: Mutex<Vec<(Origin, Arc<Settings>)>>,
+    invalid: Mutex<Vec<SourceFile>>,
+}
+
+/// A worker's scratch for the records of its unit: the last place (most jobs of a unit
+/// come from one file with one settings), and the packer's buffer.
+#[derive(Debug, Default)]
+pub struct LastPlace(Option<(usize, usize, u64, usize)>, Packer);
+
+impl Places {
+    /// The index of `origin`'s file with `settings`, added when new.
+    fn index(&self, origin: &Origin, settings: &Settings, last: &mut LastPlace) -> usize {
+        let key = (
+            Arc::as_ptr(&origin.file).cast::<u8>() as usize,
+            std::ptr::from_ref(settings) as usize,
+            origin.ordinal,
+        );
+        if let Some((file, set, ordinal, i)) = last.0 {
+            if (file, set, ordinal) == key {
+                return i;
+            }
+        }
+        let mut places = self.places.lock().unwrap_or_else(PoisonError::into_inner);
+        let i = match places.iter().position(|(o, s)| {
+            o.ordinal == origin.ordinal && o.file == origin.file && o.stem == origin.stem && **s == *settings
+        }) {
+            Some(i) => i,
+            None => {
+                let mut place = origin.clone();
+                (place.line, place.at, place.doc) = (None, 0, 0);
+                places.push((place, Arc::new(settings.clone())));
+                places.len() - 1
+            }
+        };
+        last.0 = Some((key.0, key.1, key.2, i));
+        i
+    }
+
+    fn place(&self, i: usize) -> Option<(Origin, Arc<Settings>)> {
+        self.places
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(i)
+            .cloned()
+    }
+}
+
+/// Appends `history`'s record to `out`: the job as the second pass replays it, from
+/// `origin` with `settings`.
+pub fn job_record(
+    places: &Places,
+    last: &mut LastPlace,
+    origin: &Origin,
+    settings: &Settings,
+    history: &FailureHistory,
+    out: &mut Vec<u8>,
+) {
+    let start = begin(out, JOB);
+    let place = places.index(origin, settings, last);
+    uint(out, place as u64);
+    uint(out, origin.line.map_or(0, |l| l as u64 + 1));
+    uint(out, origin.at);
+    uint(out, origin.doc);
+    pack(&mut last.1, history, out);
+    end(out, start);
+}
+
+/// What was said of an entry that could not be read, as its record.
+pub enum Said<'a> {
+    /// The message, `file:line: …`.
+    Error(&'a str),
+    LeftOut(&'a str),
+    Invalid(&'a SourceFile),
+}
+
+/// Appends the record of an entry that could not be read, at `pos`, to `out`.
+pub fn said_record(places: &Places, pos: Pos, said: Said<'_>, out: &mut Vec<u8>) {
+    let kind = match said {
+        Said::Error(_) => ERROR,
+        Said::LeftOut(_) => LEFT_OUT,
+        Said::Invalid(_) => INVALID,
+    };
+    let start = begin(out, kind);
+    uint(out, pos.0);
+    uint(out, pos.1);
+    match said {
+        Said::Error(text) | Said::LeftOut(text) => {
+            uint(out, text.len() as u64);
+            out.extend_from_slice(text.as_bytes());
+        }
+        Said::Invalid(file) => {
+            let mut invalid = places.invalid.lock().unwrap_or_else(PoisonError::into_inner);
+            uint(out, invalid.len() as u64);
+            invalid.push(file.clone());
+        }
+    }
+    end(out, start);
+}
+
+fn begin(out: &mut Vec<u8>, kind: u8) -> usize {
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
+    out.push(kind);
+    start
+}
+
+fn end(out: &mut [u8], start: usize) {
+    let len = (out.len() - start - 4) as u32;
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+}
+
+/// A copy as a history source: blocks of whole records, unpacked by the workers.
+pub struct Copy {
+    file: io::BufReader<File>,
+    places: Arc<Places>,
+    bulk: bool,
+    done: u64,
+    total: u64,
+    /// Why the copy stopped reading early (a read error, a record cut short): said once.
+    failed: Option<String>,
+    name: Arc<str>,
+}
+
+impl Copy {
+    /// The copy at `file`, written with `places`. `bulk`: the first pass's source's (its
+    /// table prints only the summary).
+    pub fn open(file: File, places: Arc<Places>, bulk: bool) -> io::Result<Copy> {
+        let total = file.metadata()?.len();
+        Ok(Copy {
+            file: io::BufReader::with_capacity(BLOCK_BYTES, file),
+            places,
+            bulk,
+            done: 0,
+            total,
+            failed: None,
+            name: "the temporary copy of the history".into(),
+        })
+    }
+
+    /// The next record's bytes (length and all) into `block`; `Ok(false)` at the end.
+    fn record_into(&mut self, block: &mut Vec<u8>) -> io::Result<bool> {
+        let mut len = [0u8; 4];
+        match self.file.read_exact(&mut len) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        let n = u32::from_le_bytes(len) as usize;
+        let start = block.len();
+        block.extend_from_slice(&len);
+        block.resize(start + 4 + n, 0);
+        self.file.read_exact(&mut block[start + 4..])?;
+        self.done += 4 + n as u64;
+        Ok(true)
+    }
+}
+
+impl Iterator for Copy {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        if self.failed.is_some() {
+            return None;
+        }
+        let mut bytes = Vec::with_capacity(BLOCK_BYTES + BLOCK_BYTES / 8);
+        let mut count = 0;
+        while bytes.len() < BLOCK_BYTES {
+            match self.record_into(&mut bytes) {
+                Ok(true) => count += 1,
+                Ok(false) => break,
+                Err(e) => {
+                    // Not expected: this process wrote it a moment ago. Said, never skipped.
+                    let why = format!("cannot be read back: {}", crate::input::io_reason(&e));
+                    self.failed = Some(why.clone());
+                    return Some(Entry {
+                        origin: Origin::named(&self.name),
+                        settings: Arc::default(),
+                        body: Body::Error(why),
+                    });
+                }
+            }
+        }
+        if bytes.is_empty() {
+            return None;
+        }
+        Some(Entry {
+            origin: Origin::named(&self.name),
+            settings: Arc::default(),
+            body: Body::Copied(CopyBlock {
+                bytes,
+                count,
+                places: self.places.clone(),
+            }),
+        })
+    }
+}
+
+impl HistorySource for Copy {
+    fn progress(&self) -> Progress {
+        Progress {
+            done: self.done,
+            total: self.total,
+            counted: Counted::Bytes,
+        }
+    }
+
+    fn bulk(&self) -> bool {
+        self.bulk
+    }
+
+    /// A copy is one process's own: never sharded.
+    fn sift(&mut self, _shard: crate::replay::shard::Shard) -> bool {
+        true
+    }
+
+    /// The first pass copied the queue's jobs alone (and counted the others).
+    fn one_queue(&self) -> Option<OneQueue> {
+        None
+    }
+}
+
+/// Whole records of a copy, as read.
+#[derive(Debug)]
+pub struct CopyBlock {
+    bytes: Vec<u8>,
+    count: usize,
+    places: Arc<Places>,
+}
+
+/// One record of a [`CopyBlock`].
+pub enum Record<'a> {
+    /// A job: where it came from, its settings, and its history (`packed::unpack` reads it).
+    Job {
+        origin: Origin,
+        settings: Arc<Settings>,
+        packed: &'a [u8],
+    },
+    Error(String),
+    LeftOut(String),
+    Invalid(Box<SourceFile>),
+}
+
+impl CopyBlock {
+    /// How many records it holds.
+    pub fn records_held(&self) -> usize {
+        self.count
+    }
+
+    /// Every record with where it stands; a record that does not read back (a bug) as an
+    /// error that says so.
+    pub fn records(&self) -> impl Iterator<Item = (Pos, Record<'_>)> {
+        let mut rest = self.bytes.as_slice();
+        std::iter::from_fn(move || {
+            if rest.len() < 5 {
+                return None;
+            }
+            let n = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+            let (record, tail) = rest[4..].split_at(n.min(rest.len() - 4));
+            rest = tail;
+            Some(self.record(record).unwrap_or_else(|d| {
+                (
+                    Pos(u64::MAX, u64::MAX),
+                    Record::Error(format!("the temporary copy of the history: {d}")),
+                )
+            }))
+        })
+    }
+
+    fn record<'a>(&self, record: &'a [u8]) -> Result<(Pos, Record<'a>), Damaged> {
+        let mut r = Fields { bytes: record, at: 1 };
+        let kind = *record.first().ok_or(Damaged(0))?;
+        if kind == JOB {
+            let place = r.uint()?;
+            let line = r.uint()?;
+            let at = r.uint()?;
+            let doc = r.uint()?;
+            let (mut origin, settings) = usize::try_from(place)
+                .ok()
+                .and_then(|i| self.places.place(i))
+                .ok_or(Damaged(1))?;
+            origin.line = line.checked_sub(1).and_then(|l| usize::try_from(l).ok());
+            (origin.at, origin.doc) = (at, doc);
+            return Ok((
+                origin.pos(),
+                Record::Job {
+                    origin,
+                    settings,
+                    packed: &record[r.at..],
+                },
+            ));
+        }
+        let pos = Pos(r.uint()?, r.uint()?);
+        let said = match kind {
+            ERROR | LEFT_OUT => {
+                let n = usize::try_from(r.uint()?).map_err(|_| Damaged(r.at))?;
+                let text = record
+                    .get(r.at..r.at + n)
+                    .and_then(|t| std::str::from_utf8(t).ok())
+                    .ok_or(Damaged(r.at))?
+                    .to_string();
+                if kind == ERROR {
+                    Record::Error(text)
+                } else {
+                    Record::LeftOut(text)
+                }
+            }
+            INVALID => {
+                let i = usize::try_from(r.uint()?).map_err(|_| Damaged(r.at))?;
+                let invalid = self.places.invalid.lock().unwrap_or_else(PoisonError::into_inner);
+                Record::Invalid(Box::new(invalid.get(i).cloned().ok_or(Damaged(r.at))?))
+            }
+            _ => return Err(Damaged(0)),
+        };
+        Ok((pos, said))
+    }
+}
+
+/// The varints of a record's head.
+struct Fields<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Fields<'_> {
+    fn uint(&mut self) -> Result<u64, Damaged> {
+        take_uint(self.bytes, &mut self.at)
+    }
+}
+
+/// What a second pass reads: the first pass's copy, or the files again (a sharded suggest's
+/// merge, whose shards copied nothing).
+pub enum Again {
+    Copy(Copy),
+    // Boxed: a `Files` is several times a `Copy`'s size.
+    Files(Box<super::Files>),
+}
+
+impl Iterator for Again {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        match self {
+            Again::Copy(s) => s.next(),
+            Again::Files(s) => s.next(),
+        }
+    }
+}
+
+impl HistorySource for Again {
+    fn progress(&self) -> Progress {
+        match self {
+            Again::Copy(s) => s.progress(),
+            Again::Files(s) => s.progress(),
+        }
+    }
+
+    fn bulk(&self) -> bool {
+        match self {
+            Again::Copy(s) => s.bulk(),
+            Again::Files(s) => s.bulk(),
+        }
+    }
+
+    fn sift(&mut self, shard: crate::replay::shard::Shard) -> bool {
+        match self {
+            Again::Copy(s) => s.sift(shard),
+            Again::Files(s) => s.sift(shard),
+        }
+    }
+
+    fn one_queue(&self) -> Option<OneQueue> {
+        match self {
+            Again::Copy(s) => s.one_queue(),
+            Again::Files(s) => s.one_queue(),
+        }
+    }
+}
