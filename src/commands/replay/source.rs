@@ -25,7 +25,7 @@ use crate::output::history::write_summary;
 use crate::output::mode::Baseline as BaselineFrom;
 use crate::replay::json_lines::Scratch;
 use crate::replay::partial::Lookout;
-use crate::replay::source::{Body, Digest, Entry, Files, HistorySource, OneQueue, Overrides};
+use crate::replay::source::{Body, Digest, Either, Entry, Files, HistorySource, OneQueue, Overrides};
 
 use super::lookout::{history_named, lookout_filter, no_job, no_job_in_lookout, now, FilterFlags, SET_LOOKOUT_DB};
 use super::policy_set::{base_config, load_from_cluster, PolicyFlags};
@@ -306,55 +306,9 @@ pub struct Opened {
     pub end: End,
 }
 
-/// A history source as [`open`] opens it: a file, directory or stdin, or Lookout's
-/// database export, with what was read ahead of the replay handed out first.
-// One per command, made once and moved into the replay: its size costs nothing.
-#[allow(clippy::large_enum_variant)]
-pub enum Source {
-    Files(ReadAhead<Files>),
-    Lookout(ReadAhead<ExportSource<'static>>),
-}
-
-impl Iterator for Source {
-    type Item = Entry;
-
-    fn next(&mut self) -> Option<Entry> {
-        match self {
-            Source::Files(s) => s.next(),
-            Source::Lookout(s) => s.next(),
-        }
-    }
-}
-
-impl HistorySource for Source {
-    fn progress(&self) -> crate::replay::source::Progress {
-        match self {
-            Source::Files(s) => s.progress(),
-            Source::Lookout(s) => s.progress(),
-        }
-    }
-
-    fn bulk(&self) -> bool {
-        match self {
-            Source::Files(s) => s.bulk(),
-            Source::Lookout(s) => s.bulk(),
-        }
-    }
-
-    fn sift(&mut self, shard: crate::replay::shard::Shard) -> bool {
-        match self {
-            Source::Files(s) => s.sift(shard),
-            Source::Lookout(s) => s.sift(shard),
-        }
-    }
-
-    fn one_queue(&self) -> Option<OneQueue> {
-        match self {
-            Source::Files(s) => s.one_queue(),
-            Source::Lookout(s) => s.one_queue(),
-        }
-    }
-}
+/// A history source as [`open`] opens it: a file, directory or stdin (left), or Lookout's
+/// database export (right), with what was read ahead of the replay handed out first.
+pub type Source = Either<ReadAhead<Files>, ReadAhead<ExportSource<'static>>>;
 
 /// What is said after the replay: a database export's summary, its lost connection, and
 /// `--strict`'s verdict on the rows it left out.
@@ -434,7 +388,7 @@ pub fn open(ctx: &mut Context, args: &ReplayArgs, open: Open<'_>) -> anyhow::Res
             _ => None,
         };
         return Ok(Some(Opened {
-            source: Source::Files(source),
+            source: Either::Left(source),
             baseline: sim,
             from: BaselineFrom::Files,
             about,
@@ -526,7 +480,7 @@ pub fn open(ctx: &mut Context, args: &ReplayArgs, open: Open<'_>) -> anyhow::Res
         }
     };
     Ok(Some(Opened {
-        source: Source::Lookout(source),
+        source: Either::Right(source),
         baseline: sim,
         from,
         about,

@@ -26,7 +26,7 @@ use crate::output::Format;
 use crate::replay::backtest::Backtest;
 use crate::replay::run::{compare_inspected, replay, NoAnswer, Options, Out};
 use crate::replay::source::copy::{Again, Copy};
-use crate::replay::source::{Files, OneQueue};
+use crate::replay::source::{Either, Files, OneQueue};
 use crate::suggest::check::RuleCheck;
 use crate::suggest::verdict::{judge, Judged, Judgement, Later};
 
@@ -145,7 +145,7 @@ impl Suggest<'_> {
                 // count said once, after pass 1's source).
                 let queue = replay.queue.as_deref().map(OneQueue::new);
                 let files = Files::open(path, base_config(replay)?, overrides(replay))?.only(queue);
-                return Ok(Again::Files(Box::new(files)));
+                return Ok(Either::Right(files));
             }
         };
         let Some(copy) = copy else {
@@ -153,7 +153,7 @@ impl Suggest<'_> {
         };
         let file = std::fs::File::open(copy.path()).map_err(cannot_spool)?;
         let copy = Copy::open(file, pass.places.clone(), pass.bulk).map_err(cannot_spool)?;
-        Ok(Again::Copy(copy))
+        Ok(Either::Left(copy))
     }
 
     /// The proposal against the baseline over `path`, written as the `comparison` member of

@@ -21,6 +21,8 @@ use crate::engine::Settings;
 use crate::input::SourceFile;
 use crate::model::failure_history::FailureHistory;
 
+#[cfg(test)]
+use super::super::packed::unpack;
 use super::super::packed::{pack, put_uint as uint, take_uint, Damaged, Packer};
 use super::{Body, Counted, Entry, HistorySource, OneQueue, Origin, Pos, Progress, BLOCK_BYTES};
 
@@ -362,51 +364,104 @@ impl Fields<'_> {
     }
 }
 
-/// What a second pass reads: the first pass's copy, or the files again (a sharded suggest's
-/// merge, whose shards copied nothing).
-pub enum Again {
-    Copy(Copy),
-    // Boxed: a `Files` is several times a `Copy`'s size.
-    Files(Box<super::Files>),
-}
+/// What a second pass reads: the first pass's copy (left), or the files again (right: a
+/// sharded suggest's merge, whose shards copied nothing). One per pass, moved into the
+/// replay: that a `Files` is several times a `Copy`'s size costs nothing.
+pub type Again = super::Either<Copy, super::Files>;
 
-impl Iterator for Again {
-    type Item = Entry;
+#[cfg(test)]
+mod tests {
+    use std::io::{Seek, Write};
 
-    fn next(&mut self) -> Option<Entry> {
-        match self {
-            Again::Copy(s) => s.next(),
-            Again::Files(s) => s.next(),
-        }
-    }
-}
+    use super::*;
+    use crate::model::failure_history::Run;
 
-impl HistorySource for Again {
-    fn progress(&self) -> Progress {
-        match self {
-            Again::Copy(s) => s.progress(),
-            Again::Files(s) => s.progress(),
-        }
+    fn job(id: &str) -> FailureHistory {
+        let mut h = FailureHistory::default();
+        h.job.id = id.to_string();
+        h.runs.push(Run {
+            node: Some("n".into()),
+            ..Run::default()
+        });
+        h
     }
 
-    fn bulk(&self) -> bool {
-        match self {
-            Again::Copy(s) => s.bulk(),
-            Again::Files(s) => s.bulk(),
+    /// Jobs of two files (one with other settings) and what could not be read come back from
+    /// the copy in the order written, each job with its file, line and settings, and blocks
+    /// hold whole records whatever their number.
+    #[test]
+    fn a_copy_reads_back_in_order_with_its_places() {
+        let places = Arc::new(Places::default());
+        let mut last = LastPlace::default();
+        let (mut a, mut b) = (Origin::named("a.jsonl"), Origin::named("b.yaml"));
+        (a.ordinal, b.ordinal) = (1, 2);
+        let other = Settings {
+            global_max_retries: 3,
+            ..Settings::default()
+        };
+        let mut bytes = Vec::new();
+        let mut expected = Vec::new();
+        for k in 0..12_000u64 {
+            let (origin, settings) = match k % 3 {
+                0 => {
+                    a.line = Some(k as usize + 1);
+                    a.at = k * 10 + 1;
+                    (&a, Settings::default())
+                }
+                1 => {
+                    b.doc = k;
+                    (&b, other.clone())
+                }
+                _ => {
+                    let text = format!("a.jsonl:{k}: bad");
+                    said_record(&places, Pos(1, k), Said::Error(&text), &mut bytes);
+                    expected.push(text);
+                    continue;
+                }
+            };
+            job_record(
+                &places,
+                &mut last,
+                origin,
+                &settings,
+                &job(&format!("j{k}")),
+                &mut bytes,
+            );
+            expected.push(format!("{origin} j{k} {}", settings.global_max_retries));
         }
-    }
-
-    fn sift(&mut self, shard: crate::replay::shard::Shard) -> bool {
-        match self {
-            Again::Copy(s) => s.sift(shard),
-            Again::Files(s) => s.sift(shard),
+        said_record(&places, Pos(2, 9), Said::LeftOut("left"), &mut bytes);
+        expected.push("left".into());
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&bytes).unwrap();
+        file.rewind().unwrap();
+        let copy = Copy::open(file, places, true).unwrap();
+        let mut got = Vec::new();
+        let mut into = FailureHistory::default();
+        let mut blocks = 0;
+        for entry in copy {
+            let Body::Copied(block) = entry.body else {
+                panic!("not a block")
+            };
+            blocks += 1;
+            assert_eq!(block.records().count(), block.records_held());
+            for (_, record) in block.records() {
+                got.push(match record {
+                    Record::Job {
+                        origin,
+                        settings,
+                        packed,
+                    } => {
+                        unpack(packed, &mut into).unwrap();
+                        format!("{origin} {} {}", into.job.id, settings.global_max_retries)
+                    }
+                    Record::Error(t) | Record::LeftOut(t) => t,
+                    Record::Invalid(_) => panic!("no invalid file was copied"),
+                });
+            }
         }
-    }
-
-    fn one_queue(&self) -> Option<OneQueue> {
-        match self {
-            Again::Copy(s) => s.one_queue(),
-            Again::Files(s) => s.one_queue(),
-        }
+        assert!(blocks > 1, "{blocks} block");
+        assert_eq!(got, expected);
+        assert_eq!(got[0], "a.jsonl:1 j0 20");
+        assert_eq!(got[1], "b.yaml j1 3");
     }
 }

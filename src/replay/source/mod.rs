@@ -36,7 +36,7 @@
 //! shard keeps), `sift` (a shard's byte range, and the lines it keeps), `digest` ([`Digest`]),
 //! `compressed` (a compressed history refused) and `copy` (what a first
 //! pass read, copied for a second pass: suggest's). This file:
-//! [`HistorySource`], [`Progress`] and [`Overrides`].
+//! [`HistorySource`], [`Progress`], [`Either`] and [`Overrides`].
 
 use crate::engine::Settings;
 use crate::model::scheduler::SchedulerConfig;
@@ -104,6 +104,54 @@ pub trait HistorySource: Iterator<Item = Entry> + Send {
     /// database selects them), or no `--queue`. No default: a source over another source
     /// must pass its filter on (one that did not replayed every queue's jobs).
     fn one_queue(&self) -> Option<OneQueue>;
+}
+
+/// A source of one of two kinds, chosen at run time: a verb's files or Lookout's database
+/// (`commands::replay::source`), suggest's copy or a merge's files (`copy`).
+pub enum Either<L, R> {
+    Left(L),
+    Right(R),
+}
+
+impl<L: HistorySource, R: HistorySource> Iterator for Either<L, R> {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        match self {
+            Either::Left(s) => s.next(),
+            Either::Right(s) => s.next(),
+        }
+    }
+}
+
+impl<L: HistorySource, R: HistorySource> HistorySource for Either<L, R> {
+    fn progress(&self) -> Progress {
+        match self {
+            Either::Left(s) => s.progress(),
+            Either::Right(s) => s.progress(),
+        }
+    }
+
+    fn bulk(&self) -> bool {
+        match self {
+            Either::Left(s) => s.bulk(),
+            Either::Right(s) => s.bulk(),
+        }
+    }
+
+    fn sift(&mut self, shard: Shard) -> bool {
+        match self {
+            Either::Left(s) => s.sift(shard),
+            Either::Right(s) => s.sift(shard),
+        }
+    }
+
+    fn one_queue(&self) -> Option<OneQueue> {
+        match self {
+            Either::Left(s) => s.one_queue(),
+            Either::Right(s) => s.one_queue(),
+        }
+    }
 }
 
 /// `--queue Q` applied to a file, a directory or a stream (docs/simulate.md "Inputs"): the
