@@ -188,7 +188,28 @@ fn process<A, T>(
 /// flat whatever the input size and however slow the output. With `shard`, the source is
 /// told to sift first ([`HistorySource::sift`]) and, unless it yields only the shard's
 /// entries, every other entry is sorted here.
-pub fn for_each_ordered<S, A, T, W, E>(mut source: S, shard: Option<Shard>, work: W, mut emit: E) -> io::Result<()>
+pub fn for_each_ordered<S, A, T, W, E>(source: S, shard: Option<Shard>, work: W, emit: E) -> io::Result<()>
+where
+    S: HistorySource,
+    A: Default + Send,
+    T: Send,
+    W: Fn(&mut A, Decoded<'_>) -> Result<T, String> + Sync,
+    E: FnMut(Emitted<T, A>) -> io::Result<bool>,
+{
+    for_each_in_units(source, shard, 1, work, emit)
+}
+
+/// [`for_each_ordered`] with `blocks` blocks of JSON lines (or of a copy's records) a unit
+/// instead of one: for a fold whose every unit costs something of its own (`suggest`'s pass
+/// 1 copies each signature its unit meets, then adds it to the whole), at the price of
+/// `blocks` times the input and results in flight.
+pub fn for_each_in_units<S, A, T, W, E>(
+    mut source: S,
+    shard: Option<Shard>,
+    blocks: usize,
+    work: W,
+    mut emit: E,
+) -> io::Result<()>
 where
     S: HistorySource,
     A: Default + Send,
@@ -214,7 +235,7 @@ where
     let spare: Mutex<Vec<Results<T>>> = Mutex::default();
     std::thread::scope(|scope| {
         // Moved in: the workers stop when the reader drops `unit_tx`.
-        scope.spawn(move || read_units(source, &unit_tx, &token_rx));
+        scope.spawn(move || read_units(source, blocks.max(1), &unit_tx, &token_rx));
         rayon::in_place_scope(|s| {
             // `None`: a worker panicked (see `PanicNotice`).
             let (done_tx, done_rx) = channel::<Option<Done<T, A>>>();
@@ -309,9 +330,11 @@ impl<T, A> Drop for PanicNotice<T, A> {
     }
 }
 
-/// The reader thread: units of `source`, numbered, each after a token.
+/// The reader thread: units of `source` (up to `blocks` blocks, or [`CHUNK`] other entries),
+/// numbered, each after a token.
 fn read_units<S: HistorySource>(
     mut source: S,
+    blocks: usize,
     units: &SyncSender<(usize, Vec<Entry>, Progress)>,
     tokens: &Receiver<()>,
 ) {
@@ -320,11 +343,12 @@ fn read_units<S: HistorySource>(
             return;
         }
         let mut unit = Vec::new();
+        let mut held = 0;
         while unit.len() < CHUNK {
             let Some(entry) = source.next() else { break };
-            let block = matches!(entry.body, Body::Lines(_) | Body::Copied(_));
+            held += usize::from(matches!(entry.body, Body::Lines(_) | Body::Copied(_)));
             unit.push(entry);
-            if block {
+            if held == blocks {
                 break;
             }
         }

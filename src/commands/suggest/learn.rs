@@ -16,7 +16,7 @@ use crate::engine::simulator::Simulator;
 use crate::model::failure_history::Timestamp;
 use crate::output::stderr::Stderr;
 use crate::output::Style;
-use crate::replay::parallel::{for_each_ordered, Decoded, Emitted, Processed};
+use crate::replay::parallel::{for_each_in_units, for_each_ordered, Decoded, Emitted, Processed};
 use crate::replay::partial::Recorder;
 use crate::replay::shard::Shard;
 use crate::replay::sink::Message;
@@ -56,6 +56,14 @@ impl Pass1 {
         }
     }
 }
+
+/// Blocks of the source a worker's unit of pass 1 holds: a unit copies each signature it
+/// meets and is then added to the whole on the calling thread, so fewer units cost less
+/// (about 2,300 signatures at 1M message-rich runs); 2, not more, because a unit's copies
+/// are held until then (BENCHMARKS.md: 4 blocks took 8% less of suggest's CPU than 1 and
+/// almost doubled its peak RSS when every job has a signature of its own; 2 took 5% less and
+/// about 5 MiB more).
+const UNIT_BLOCKS: usize = 2;
 
 /// One job as pass 1's workers leave it: where it falls, and its record in the copies.
 struct Learnt {
@@ -117,7 +125,7 @@ pub fn learn<S: HistorySource>(
     let mut said = Vec::new();
     // The last job read: where a shard's entries stand in the source.
     let mut last = Pos(0, 0);
-    for_each_ordered(source, shard, work, |e| {
+    for_each_in_units(source, shard, UNIT_BLOCKS, work, |e| {
         let (at, p) = match e {
             Emitted::Job(at, p) => (at, p),
             Emitted::Unit(acc, _) => {
