@@ -40,21 +40,17 @@ pub struct Places {
 }
 
 /// A worker's scratch for the records of its unit: the last place (most jobs of a unit
-/// come from one file with one settings), and the packer's buffer.
+/// come from one file with one settings: its file name held, so that its address is not
+/// another's while it is kept, and its settings compared by value), and the packer's buffer.
 #[derive(Debug, Default)]
-pub struct LastPlace(Option<(usize, usize, u64, usize)>, Packer);
+pub struct LastPlace(Option<(Arc<str>, u64, Settings, usize)>, Packer);
 
 impl Places {
     /// The index of `origin`'s file with `settings`, added when new.
     fn index(&self, origin: &Origin, settings: &Settings, last: &mut LastPlace) -> usize {
-        let key = (
-            Arc::as_ptr(&origin.file).cast::<u8>() as usize,
-            std::ptr::from_ref(settings) as usize,
-            origin.ordinal,
-        );
-        if let Some((file, set, ordinal, i)) = last.0 {
-            if (file, set, ordinal) == key {
-                return i;
+        if let Some((file, ordinal, set, i)) = &last.0 {
+            if Arc::ptr_eq(file, &origin.file) && *ordinal == origin.ordinal && set == settings {
+                return *i;
             }
         }
         let mut places = self.places.lock().unwrap_or_else(PoisonError::into_inner);
@@ -69,7 +65,7 @@ impl Places {
                 places.len() - 1
             }
         };
-        last.0 = Some((key.0, key.1, key.2, i));
+        last.0 = Some((origin.file.clone(), origin.ordinal, settings.clone(), i));
         i
     }
 
