@@ -80,13 +80,14 @@ fn process<A, T>(
     // `--queue` over a source of every queue's jobs: another queue's job is left out here,
     // once decoded (its place in the source stays empty).
     let kept = |h: &FailureHistory| queue.is_none_or(|q| q.keeps(h.job.queue.as_deref()));
-    let mut run = |origin: &Origin, history: &mut FailureHistory| {
+    // `settings`: the entry's, or a copied job's own (a copy's block holds several files').
+    let mut run = |origin: &Origin, settings: &Settings, history: &mut FailureHistory| {
         if history.job.id.is_empty() {
             history.job.id = origin.default_id();
         }
         let job = Decoded {
             origin,
-            settings: &settings,
+            settings,
             history,
         };
         match work(acc, job) {
@@ -101,7 +102,7 @@ fn process<A, T>(
                 origin.at_line(n, at);
                 let processed = match scratch.decode(line, || origin.line().unwrap_or(n)) {
                     Ok(history) if !kept(history) => continue,
-                    Ok(history) => run(&origin, history),
+                    Ok(history) => run(&origin, &settings, history),
                     Err(msg) => Processed::Error(format!("{origin}: {msg}")),
                 };
                 out.push((origin.pos(), processed));
@@ -114,7 +115,7 @@ fn process<A, T>(
                 h.job.id.clone()
             };
             if owns(&id) && kept(&h) {
-                out.push((origin.pos(), run(&origin, &mut h)));
+                out.push((origin.pos(), run(&origin, &settings, &mut h)));
             }
         }
         Body::Error(msg) => {
@@ -149,18 +150,8 @@ fn process<A, T>(
                         settings,
                         packed,
                     } => match scratch.unpack(packed) {
-                        Ok(history) => {
-                            let job = Decoded {
-                                origin: &origin,
-                                settings: &settings,
-                                history,
-                            };
-                            match work(acc, job) {
-                                Ok(t) => Processed::Done(t),
-                                Err(msg) => Processed::Error(msg),
-                            }
-                        }
-                        Err(d) => Processed::Error(format!("{origin}: the temporary copy of the history: {d}")),
+                        Ok(history) => run(&origin, &settings, history),
+                        Err(d) => Processed::Error(format!("{origin}: the temporary copy of the history {d}")),
                     },
                     Record::Error(text) => Processed::Error(text),
                     Record::LeftOut(text) => Processed::LeftOut(text),
