@@ -10,7 +10,7 @@
 //! [`unpack`] says so instead of guessing.
 //!
 //! Owns: the form. Pure: no I/O. Must not: decide what is copied (that is
-//! `commands::suggest`) or where the copy is read (`replay::source::packed`).
+//! `commands::suggest`) or where the copy is read (`replay::source::copy`).
 
 use std::collections::BTreeMap;
 
@@ -27,7 +27,7 @@ pub struct Damaged(pub usize);
 
 impl std::fmt::Display for Damaged {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the copy does not read back at byte {}", self.0)
+        write!(f, "does not read back (byte {} of its record)", self.0)
     }
 }
 

@@ -48,6 +48,17 @@ pub fn spool_file() -> io::Result<SpoolFile> {
     })
 }
 
+/// A temporary copy that cannot be opened again to be read: which, and why (not expected:
+/// this process wrote it a moment before).
+pub fn cannot_read_back(path: &std::path::Path, e: io::Error) -> anyhow::Error {
+    CliError::failed(format!(
+        "cannot read back the temporary copy of the history `{}`: {}",
+        path.display(),
+        input::io_reason(&e)
+    ))
+    .into()
+}
+
 /// A temporary copy that cannot be written: where, and why.
 pub fn cannot_spool(e: io::Error) -> anyhow::Error {
     CliError::failed(format!(

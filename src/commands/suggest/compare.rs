@@ -14,7 +14,7 @@ use crate::app::Context;
 use crate::commands::replay::lookout::{history_named, no_job};
 use crate::commands::replay::policy_set::base_config;
 use crate::commands::replay::source::overrides;
-use crate::commands::replay::spool::{cannot_spool, SpoolFile};
+use crate::commands::replay::spool::{cannot_read_back, SpoolFile};
 use crate::engine::simulator::Simulator;
 use crate::engine::JobReport;
 use crate::error::CliError;
@@ -151,8 +151,7 @@ impl Suggest<'_> {
         let Some(copy) = copy else {
             unreachable!("a history pass 2 reads is copied or read again")
         };
-        let file = std::fs::File::open(copy.path()).map_err(cannot_spool)?;
-        let copy = Copy::open(file, pass.places.clone(), pass.bulk).map_err(cannot_spool)?;
+        let copy = Copy::open(copy.path(), &pass.places, pass.bulk).map_err(|e| cannot_read_back(copy.path(), e))?;
         Ok(Either::Left(copy))
     }
 

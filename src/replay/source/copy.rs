@@ -12,9 +12,13 @@
 //! Owns: the records' form, [`Places`], [`Copy`] (the copy as a [`HistorySource`]) and
 //! [`CopyBlock`] (a block of records, unpacked by the workers). Must not: decide what is
 //! copied, or write to a file (the caller writes the bytes these functions build).
+//!
+//! Once the second pass reads the copy, its places are final: [`Copy::open`] takes them as
+//! they are ([`Written`]), so that the workers look a job's place up without a lock.
 
 use std::fs::File;
 use std::io::{self, Read};
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::engine::Settings;
@@ -69,13 +73,20 @@ impl Places {
         i
     }
 
-    fn place(&self, i: usize) -> Option<(Origin, Arc<Settings>)> {
-        self.places
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(i)
-            .cloned()
+    /// The places and problems written so far, for a reader.
+    fn written(&self) -> Written {
+        Written {
+            places: self.places.lock().unwrap_or_else(PoisonError::into_inner).clone(),
+            invalid: self.invalid.lock().unwrap_or_else(PoisonError::into_inner).clone(),
+        }
     }
+}
+
+/// [`Places`] as a copy's reader takes them: no more are written.
+#[derive(Debug)]
+struct Written {
+    places: Vec<(Origin, Arc<Settings>)>,
+    invalid: Vec<SourceFile>,
 }
 
 /// Appends `history`'s record to `out`: the job as the second pass replays it, from
@@ -145,39 +156,41 @@ fn end(out: &mut [u8], start: usize) {
 /// A copy as a history source: blocks of whole records, unpacked by the workers.
 pub struct Copy {
     file: io::BufReader<File>,
-    places: Arc<Places>,
+    places: Arc<Written>,
     bulk: bool,
     done: u64,
     total: u64,
-    /// Why the copy stopped reading early (a read error, a record cut short): said once.
-    failed: Option<String>,
+    /// The copy stopped reading early (a read error, a record cut short), and said why.
+    failed: bool,
+    /// `the temporary copy of the history (`PATH`)`, before what is wrong with it.
     name: Arc<str>,
 }
 
 impl Copy {
-    /// The copy at `file`, written with `places`. `bulk`: the first pass's source's (its
+    /// The copy at `path`, written with `places`. `bulk`: the first pass's source's (its
     /// table prints only the summary).
-    pub fn open(file: File, places: Arc<Places>, bulk: bool) -> io::Result<Copy> {
+    pub fn open(path: &Path, places: &Places, bulk: bool) -> io::Result<Copy> {
+        let file = File::open(path)?;
         let total = file.metadata()?.len();
         Ok(Copy {
             file: io::BufReader::with_capacity(BLOCK_BYTES, file),
-            places,
+            places: Arc::new(places.written()),
             bulk,
             done: 0,
             total,
-            failed: None,
-            name: "the temporary copy of the history".into(),
+            failed: false,
+            name: format!("the temporary copy of the history (`{}`)", path.display()).into(),
         })
     }
 
-    /// The next record's bytes (length and all) into `block`; `Ok(false)` at the end.
+    /// The next record's bytes (length and all) into `block`; `Ok(false)` at the end. A
+    /// record cut short is an error: the file is as long as this process wrote it.
     fn record_into(&mut self, block: &mut Vec<u8>) -> io::Result<bool> {
-        let mut len = [0u8; 4];
-        match self.file.read_exact(&mut len) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(false),
-            Err(e) => return Err(e),
+        if self.done == self.total {
+            return Ok(false);
         }
+        let mut len = [0u8; 4];
+        self.file.read_exact(&mut len)?;
         let n = u32::from_le_bytes(len) as usize;
         let start = block.len();
         block.extend_from_slice(&len);
@@ -192,7 +205,7 @@ impl Iterator for Copy {
     type Item = Entry;
 
     fn next(&mut self) -> Option<Entry> {
-        if self.failed.is_some() {
+        if self.failed {
             return None;
         }
         let mut bytes = Vec::with_capacity(BLOCK_BYTES + BLOCK_BYTES / 8);
@@ -203,12 +216,18 @@ impl Iterator for Copy {
                 Ok(false) => break,
                 Err(e) => {
                     // Not expected: this process wrote it a moment ago. Said, never skipped.
-                    let why = format!("cannot be read back: {}", crate::input::io_reason(&e));
-                    self.failed = Some(why.clone());
+                    self.failed = true;
                     return Some(Entry {
                         origin: Origin::named(&self.name),
                         settings: Arc::default(),
-                        body: Body::Error(why),
+                        body: Body::Error(format!(
+                            "cannot be read back at byte {}: {}",
+                            self.done,
+                            match e.kind() {
+                                io::ErrorKind::UnexpectedEof => "it ends inside a record".to_string(),
+                                _ => crate::input::io_reason(&e),
+                            }
+                        )),
                     });
                 }
             }
@@ -257,7 +276,7 @@ impl HistorySource for Copy {
 pub struct CopyBlock {
     bytes: Vec<u8>,
     count: usize,
-    places: Arc<Places>,
+    places: Arc<Written>,
 }
 
 /// One record of a [`CopyBlock`].
@@ -293,7 +312,7 @@ impl CopyBlock {
             Some(self.record(record).unwrap_or_else(|d| {
                 (
                     Pos(u64::MAX, u64::MAX),
-                    Record::Error(format!("the temporary copy of the history: {d}")),
+                    Record::Error(format!("the temporary copy of the history: a record {d}")),
                 )
             }))
         })
@@ -309,7 +328,7 @@ impl CopyBlock {
             let doc = r.uint()?;
             let (mut origin, settings) = usize::try_from(place)
                 .ok()
-                .and_then(|i| self.places.place(i))
+                .and_then(|i| self.places.places.get(i).cloned())
                 .ok_or(Damaged(1))?;
             origin.line = line.checked_sub(1).and_then(|l| usize::try_from(l).ok());
             (origin.at, origin.doc) = (at, doc);
@@ -339,8 +358,7 @@ impl CopyBlock {
             }
             INVALID => {
                 let i = usize::try_from(r.uint()?).map_err(|_| Damaged(r.at))?;
-                let invalid = self.places.invalid.lock().unwrap_or_else(PoisonError::into_inner);
-                Record::Invalid(Box::new(invalid.get(i).cloned().ok_or(Damaged(r.at))?))
+                Record::Invalid(Box::new(self.places.invalid.get(i).cloned().ok_or(Damaged(r.at))?))
             }
             _ => return Err(Damaged(0)),
         };
@@ -367,7 +385,7 @@ pub type Again = super::Either<Copy, super::Files>;
 
 #[cfg(test)]
 mod tests {
-    use std::io::{Seek, Write};
+    use std::io::Write;
 
     use super::*;
     use crate::model::failure_history::Run;
@@ -427,10 +445,9 @@ mod tests {
         }
         said_record(&places, Pos(2, 9), Said::LeftOut("left"), &mut bytes);
         expected.push("left".into());
-        let mut file = tempfile::tempfile().unwrap();
+        let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(&bytes).unwrap();
-        file.rewind().unwrap();
-        let copy = Copy::open(file, places, true).unwrap();
+        let copy = Copy::open(file.path(), &places, true).unwrap();
         let mut got = Vec::new();
         let mut into = FailureHistory::default();
         let mut blocks = 0;
@@ -459,5 +476,37 @@ mod tests {
         assert_eq!(got, expected);
         assert_eq!(got[0], "a.jsonl:1 j0 20");
         assert_eq!(got[1], "b.yaml j1 3");
+    }
+
+    /// A copy cut short (not as long as its records say) is said, with where it stopped,
+    /// never read as a shorter history.
+    #[test]
+    fn a_copy_cut_short_is_said() {
+        let places = Places::default();
+        let mut bytes = Vec::new();
+        job_record(
+            &places,
+            &mut LastPlace::default(),
+            &Origin::named("a.jsonl"),
+            &Settings::default(),
+            &job("j"),
+            &mut bytes,
+        );
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(&bytes[..bytes.len() - 1]).unwrap();
+        let copy = Copy::open(file.path(), &places, true).unwrap();
+        let said: Vec<String> = copy
+            .map(|e| match e.body {
+                Body::Error(why) => format!("{}: {why}", e.origin),
+                _ => "a block".to_string(),
+            })
+            .collect();
+        assert_eq!(
+            said,
+            [format!(
+                "the temporary copy of the history (`{}`): cannot be read back at byte 0: it ends inside a record",
+                file.path().display()
+            )]
+        );
     }
 }
