@@ -122,7 +122,7 @@ pub fn learn<S: HistorySource>(
     let mut unsaid = Vec::new();
     let mut kept = Stderr::new(&mut unsaid, style, None, false);
     let mut failed: Option<io::Error> = None;
-    let mut said = Vec::new();
+    let mut record = Vec::new();
     // The last job read: where a shard's entries stand in the source.
     let mut last = Pos(0, 0);
     for_each_in_units(source, shard, UNIT_BLOCKS, work, |e| {
@@ -139,8 +139,7 @@ pub fn learn<S: HistorySource>(
             }
         };
         last = at;
-        said.clear();
-        match p {
+        let said = match p {
             Processed::Done(l) => {
                 if let Some(record) = &l.record {
                     // A test job goes to the test copy, and to the whole copy too.
@@ -152,24 +151,28 @@ pub fn learn<S: HistorySource>(
                     }
                 }
                 pass.learning.add_job(l.placed);
+                return Ok(true);
             }
             Processed::Error(m) => {
                 pass.learning.add_error();
                 kept.message(&Message::Error(&m))?;
-                said_record(&places, at, Said::Error(&m), &mut said);
+                Said::Error(m)
             }
             Processed::Invalid(f) => {
                 pass.learning.add_error();
                 kept.message(&Message::Invalid(&f))?;
-                said_record(&places, at, Said::Invalid(&f), &mut said);
+                Said::Invalid(f)
             }
             Processed::LeftOut(text) => {
                 kept.message(&Message::LeftOut(&text))?;
-                said_record(&places, at, Said::LeftOut(&text), &mut said);
+                Said::LeftOut(text)
             }
-        }
-        if let (false, Some(f)) = (said.is_empty(), pass.copy.as_mut()) {
-            if let Err(e) = f.write_all(&said) {
+        };
+        // What could not be read, in its place in the copy, for pass 2 to say and count.
+        if let Some(f) = pass.copy.as_mut() {
+            record.clear();
+            said_record(&places, at, said, &mut record);
+            if let Err(e) = f.write_all(&record) {
                 failed.get_or_insert(e);
             }
         }

@@ -110,15 +110,15 @@ pub fn job_record(
 }
 
 /// What was said of an entry that could not be read, as its record.
-pub enum Said<'a> {
+pub enum Said {
     /// The message, `file:line: …`.
-    Error(&'a str),
-    LeftOut(&'a str),
-    Invalid(&'a SourceFile),
+    Error(String),
+    LeftOut(String),
+    Invalid(Box<SourceFile>),
 }
 
 /// Appends the record of an entry that could not be read, at `pos`, to `out`.
-pub fn said_record(places: &Places, pos: Pos, said: Said<'_>, out: &mut Vec<u8>) {
+pub fn said_record(places: &Places, pos: Pos, said: Said, out: &mut Vec<u8>) {
     let kind = match said {
         Said::Error(_) => ERROR,
         Said::LeftOut(_) => LEFT_OUT,
@@ -135,7 +135,7 @@ pub fn said_record(places: &Places, pos: Pos, said: Said<'_>, out: &mut Vec<u8>)
         Said::Invalid(file) => {
             let mut invalid = places.invalid.lock().unwrap_or_else(PoisonError::into_inner);
             uint(out, invalid.len() as u64);
-            invalid.push(file.clone());
+            invalid.push(*file);
         }
     }
     end(out, start);
@@ -428,7 +428,7 @@ mod tests {
                 }
                 _ => {
                     let text = format!("a.jsonl:{k}: bad");
-                    said_record(&places, Pos(1, k), Said::Error(&text), &mut bytes);
+                    said_record(&places, Pos(1, k), Said::Error(text.clone()), &mut bytes);
                     expected.push(text);
                     continue;
                 }
@@ -443,7 +443,7 @@ mod tests {
             );
             expected.push(format!("{origin} j{k} {}", settings.global_max_retries));
         }
-        said_record(&places, Pos(2, 9), Said::LeftOut("left"), &mut bytes);
+        said_record(&places, Pos(2, 9), Said::LeftOut("left".into()), &mut bytes);
         expected.push("left".into());
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(&bytes).unwrap();
