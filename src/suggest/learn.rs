@@ -112,11 +112,9 @@ pub fn learn_job(
                     }
                 })
                 .is_ok();
-            learned.add_today(seen, |k, rule| {
+            learned.add_today(seen, |k| {
                 let (action, at) = today.get(k).filter(|_| replayed)?.clone()?;
-                rule.clear();
-                rule.push_str(&labels[at]);
-                Some(action)
+                Some((action, &labels[at]))
             });
         });
     }

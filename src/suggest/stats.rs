@@ -62,8 +62,6 @@ pub struct UnitLearned {
     /// The slot of each failed run of the job last added, in run order (for
     /// [`UnitLearned::add_today`]).
     slots: Vec<usize>,
-    /// The rule [`UnitLearned::add_today`] is told decided a run.
-    rule: String,
 }
 
 impl UnitLearned {
@@ -154,32 +152,37 @@ impl UnitLearned {
 
     /// What today's policy did with the failed runs of the job [`UnitLearned::add_job`] last
     /// counted: `history` as the baseline's side sees it (classified by its categorizer, when
-    /// it has one), and `today(k)` the baseline's decision of run `k`. Counted per signature
+    /// it has one), and `today(k)` the baseline's decision of run `k`: its action and the rule
+    /// that made it (`policy/index`, `policy/default`, or the decision's kind), `None` when the
+    /// replay never reached it. Counted per signature
     /// into `current` and `seen`: the proposal keeps what decided them (docs/suggest.md "Today's
     /// policy is the starting point").
-    pub fn add_today(&mut self, history: &FailureHistory, mut today: impl FnMut(usize, &mut String) -> Option<Action>) {
+    pub fn add_today<'r>(
+        &mut self,
+        history: &FailureHistory,
+        mut today: impl FnMut(usize) -> Option<(Action, &'r str)>,
+    ) {
         let mut slots = self.slots.iter();
         for (k, run) in history.runs.iter().enumerate() {
             if run.outcome != Outcome::Failed {
                 continue;
             }
             let Some(&at) = slots.next() else { break };
-            let action = today(k, &mut self.rule);
+            let decided = today(k);
             let stats = &mut self.sigs[at];
             // A signature meets a few rules at most: looked for among them, so that a run
             // allocates nothing unless its rule is new to the signature.
-            let rule = self.rule.as_str();
-            let known = stats.current.iter_mut().find(|(c, _)| match (c, action) {
+            let known = stats.current.iter_mut().find(|(c, _)| match (c, decided) {
                 (Current::Undecided, None) => true,
-                (Current::Decided { rule: r, action: a }, Some(b)) => *a == b && r == rule,
+                (Current::Decided { rule: r, action: a }, Some((b, rule))) => *a == b && r == rule,
                 _ => false,
             });
             match known {
                 Some((_, n)) => *n += 1,
                 None => {
-                    let c = match action {
+                    let c = match decided {
                         None => Current::Undecided,
-                        Some(action) => Current::Decided {
+                        Some((action, rule)) => Current::Decided {
                             rule: rule.to_string(),
                             action,
                         },
