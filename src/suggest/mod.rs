@@ -4,7 +4,8 @@
 //!
 //! Pure, like `tune`'s ranking: no I/O, clock or environment. The replays it reads (the
 //! baseline's decisions, the comparison of the proposal) are `replay`'s: pass 1's fold
-//! ([`learn`]) replays one job through `replay::run::replay_side`, and `commands::suggest`
+//! ([`learn`]) replays one job's decisions as the baseline's side sees it
+//! (`replay::run::as_side`, `Simulator::simulate_decisions`), and `commands::suggest`
 //! drives the passes; nothing here matches rules or decides a run itself.
 
 pub mod check;

@@ -10,13 +10,11 @@
 use crate::engine::upstream::{self, UpstreamJob};
 use crate::engine::{
     copies_until_fail, evaluate, evaluate_matched, first_match, DecisionKind, EngineKind, JobContext, JobState, Match,
-    Policies, Settings,
+    Policies, RuleRef, Settings,
 };
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{FailureHistory, Final, Outcome, Run, StartedAt};
 use crate::model::policy::Action;
-
-use crate::engine::RuleRef;
 
 use super::PendingEngine;
 
