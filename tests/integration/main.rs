@@ -51,7 +51,7 @@ mod streams;
 mod suggest;
 mod suggest_names;
 mod suggest_patterns;
-mod suggest_reread;
+mod suggest_read_once;
 mod suggest_room;
 mod suggest_shards;
 mod test_setup;
