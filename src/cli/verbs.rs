@@ -41,6 +41,9 @@ pub struct Verb {
     /// Whether it takes `--output-file` (`commands::output_file`: the result written beside
     /// the file and renamed over it once complete).
     pub output_file: bool,
+    /// Whether its shards merge: its `-o` writes `partial`, which `merge` ends through the
+    /// verb's own ending (`commands::dispatch`; a test holds the two equal).
+    pub mergeable: bool,
 }
 
 /// Every verb, in the order of the `Command` enum (which is the order help and completions
@@ -53,6 +56,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "create",
@@ -61,6 +65,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "get",
@@ -69,6 +74,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "update",
@@ -77,6 +83,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "apply",
@@ -85,6 +92,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "diff",
@@ -93,6 +101,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "delete",
@@ -101,6 +110,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "simulate",
@@ -109,6 +119,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: true,
         output_file: true,
+        mergeable: true,
     },
     Verb {
         name: "tune",
@@ -117,6 +128,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: true,
         output_file: true,
+        mergeable: true,
     },
     Verb {
         name: "suggest",
@@ -125,6 +137,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: true,
         output_file: true,
+        mergeable: true,
     },
     Verb {
         name: "merge",
@@ -133,6 +146,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: true,
         output_file: true,
+        mergeable: false,
     },
     Verb {
         name: "serve",
@@ -141,6 +155,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: true,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "completion",
@@ -149,6 +164,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "config",
@@ -157,6 +173,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "version",
@@ -165,6 +182,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "describe",
@@ -173,6 +191,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "explain",
@@ -181,6 +200,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "schema",
@@ -189,6 +209,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "history",
@@ -197,6 +218,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: true,
         output_file: true,
+        mergeable: false,
     },
 ];
 
