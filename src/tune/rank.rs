@@ -324,6 +324,8 @@ mod tests {
             expected_succeeded: expected,
             cost: 0.0,
             compute: TotalDuration::ZERO,
+            explained: None,
+            unexplained: false,
         }
     }
 
