@@ -33,6 +33,9 @@ pub fn run(ctx: &mut Context, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
         &[Kind::RetryPolicy, Kind::Queue],
         Mode::Apply,
     )?;
+    if let Some(path) = &args.categorizer {
+        refuse_unknown_categories(&batch.items, path)?;
+    }
     if !args.prune {
         return batch::write_all(ctx, &batch, Mode::Apply);
     }
@@ -134,4 +137,45 @@ fn refuse_used(conn: &Remote, items: &[Item], doomed: &[String], outcome: &str) 
          `retryctl update queue {} --remove-retry-policy {first}`",
         first_queues[0]
     )))
+}
+
+/// `--categorizer FILE`: a policy whose rules name a category FILE never assigns matches
+/// nothing until the executor runs a config that does (docs/categorizer.md "The two halves, in
+/// order"): refused, nothing sent, each such rule named.
+fn refuse_unknown_categories(items: &[Item], path: &std::path::Path) -> Result<(), CliError> {
+    let file = crate::input::categorizer_file(path);
+    let config = file.documents.iter().find_map(|d| match (&d.resource, d.is_valid()) {
+        (Some(Resource::ErrorCategories(c)), true) => Some(c),
+        _ => None,
+    });
+    let Some(config) = config else {
+        return Err(CliError::invalid(format!(
+            "`{}` holds no valid executor categorizer config (`errorCategories`); nothing was sent",
+            path.display()
+        ))
+        .with_hint(format!("check it with `retryctl validate -f {}`", path.display())));
+    };
+    let mut unknown = Vec::new();
+    for item in items {
+        let Resource::RetryPolicy(p) = &item.resource else {
+            continue;
+        };
+        for d in crate::model::lint::lint_with_categorizer(p, config, &file.name) {
+            if d.code == "category-never-assigned" {
+                unknown.push(format!(
+                    "  {}: policy `{}`: {}: {}",
+                    item.file, p.name, d.path, d.message
+                ));
+            }
+        }
+    }
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::failed(format!(
+        "the policies name categories `{}` does not assign; nothing was sent:\n{}",
+        file.name,
+        unknown.join("\n")
+    ))
+    .with_hint("roll out the executor config first, wait for the executor to run it, then apply the policy"))
 }

@@ -131,7 +131,7 @@ pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
                     _ => ("queues", "use"),
                 };
                 reject.push(format!(
-                    "the categorizer is the cluster's: {queues} {} {verb} categories it changes and the history holds none of their jobs (export the week without --queue)",
+                    "the categorizer is the cluster's: {queues} {} {verb} categories it changes and the history holds none of their jobs (export their weeks too: `retryctl history --queue Q … >> WEEK`)",
                     q.unseen.join(", ")
                 ));
             }
@@ -236,7 +236,10 @@ mod tests {
             None,
         );
         assert_eq!(v.decision, Decision::Reject);
-        assert_eq!(v.line(), "reject: loses 1 job today's policy saves (`ml-05`)");
+        assert_eq!(
+            v.line(),
+            "reject (do not adopt): loses 1 job today's policy saves (`ml-05`)"
+        );
     }
 
     /// A baseline the record contradicts past `--max-contradictions` rejects whatever the
@@ -313,7 +316,7 @@ mod tests {
         );
         assert_eq!(
             v.line(),
-            "reject (do not adopt): the categorizer is the cluster's: queue eval uses categories it changes and the history holds none of their jobs (export the week without --queue); loses 2 jobs of queue batch today's policy saves (`b-1`, `b-2`)"
+            "reject (do not adopt): the categorizer is the cluster's: queue eval uses categories it changes and the history holds none of their jobs (export their weeks too: `retryctl history --queue Q … >> WEEK`); loses 2 jobs of queue batch today's policy saves (`b-1`, `b-2`)"
         );
         let fine = Comparison {
             rescued: 4,
@@ -349,7 +352,7 @@ mod tests {
         };
         assert_eq!(
             judge(judged(&c), None).line(),
-            "reject: costs +2.0 observed GPU-hours and changes no job's outcome"
+            "reject (do not adopt): costs +2.0 observed GPU-hours and changes no job's outcome"
         );
     }
 
@@ -419,7 +422,7 @@ mod tests {
         };
         assert_eq!(
             judge(judged(&c), None).line(),
-            "adopt: 0 rescued, 0 lost; retries +0 −480; CPU-hours -6.0"
+            "adopt (a change worth making): 0 rescued, 0 lost; retries +0 −480; CPU-hours -6.0"
         );
     }
 }

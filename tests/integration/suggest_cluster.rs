@@ -271,7 +271,7 @@ fn a_queue_the_week_does_not_hold_rejects_a_changed_categorizer() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         v["suggest"]["verdict"]["reasons"][0],
-        "the categorizer is the cluster's: queue eval uses categories it changes and the history holds none of their jobs (export the week without --queue)"
+        "the categorizer is the cluster's: queue eval uses categories it changes and the history holds none of their jobs (export their weeks too: `retryctl history --queue Q … >> WEEK`)"
     );
 }
 
