@@ -22,6 +22,7 @@ mod docs;
 mod empty_input;
 mod engines;
 mod exact;
+mod failed_writes;
 mod flag_times;
 mod grpc;
 mod history;
