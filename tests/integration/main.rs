@@ -48,6 +48,7 @@ mod simulate_report;
 mod simulate_server;
 mod spool;
 mod startup;
+mod stored_text;
 mod streams;
 mod suggest;
 mod suggest_names;
