@@ -197,6 +197,56 @@ fn file_error(path: &Path, e: &io::Error) -> SourceFile {
     }
 }
 
+/// The most symbolic links followed in a row, as Linux's path resolution (ELOOP past 40).
+pub const MAX_LINKS: usize = 40;
+
+/// The process and descriptor a symbolic link in `/proc` names: `/proc/<pid>/fd/<n>` or a
+/// thread's `/proc/<pid>/task/<tid>/fd/<n>` (`/proc/self/fd/N`, which `/dev/stdin` and
+/// `/dev/fd/N` lead to, included: its directory is read as it resolves). `None` for any
+/// other path.
+#[cfg(target_os = "linux")]
+pub fn proc_descriptor(link: &Path) -> Option<(u32, i32)> {
+    use std::path::Component;
+    let dir = fs::canonicalize(link.parent()?).ok()?;
+    let parts: Vec<&str> = dir
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => s.to_str(),
+            _ => None,
+        })
+        .collect();
+    let pid = match parts.as_slice() {
+        ["proc", pid, "fd"] | ["proc", pid, "task", _, "fd"] => pid.parse::<u32>().ok()?,
+        _ => return None,
+    };
+    let fd = link.file_name()?.to_str()?.parse().ok()?;
+    Some((pid, fd))
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn proc_descriptor(_: &Path) -> Option<(u32, i32)> {
+    None
+}
+
+/// Whether `path`, through its symbolic links, names a descriptor this process has open
+/// (`/dev/stdin`, `/dev/fd/3`, `/proc/self/fd/0`): what the shell handed it (`< file`, a
+/// pipe, `<(…)`), to be read as it comes whatever it is, not as a file known by its name.
+pub fn names_own_descriptor(path: &Path) -> bool {
+    let mut path = path.to_path_buf();
+    for _ in 0..=MAX_LINKS {
+        if proc_descriptor(&path).is_some_and(|(pid, _)| pid == std::process::id()) {
+            return true;
+        }
+        let Ok(to) = fs::read_link(&path) else { return false };
+        // A relative target is read from the link's directory (`join` keeps an absolute one).
+        path = match path.parent() {
+            Some(dir) => dir.join(to),
+            None => to,
+        };
+    }
+    false
+}
+
 /// The scheduler config file of `--scheduler-config` (`validate`, `simulate`, `describe`): an error
 /// naming the file when it cannot be read, and one line per problem (`FILE:LINE:COL: FIELD:
 /// message`) when it does not decode.

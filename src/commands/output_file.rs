@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use crate::app::{Checked, Context};
 use crate::error::{CliError, ExitCode};
+use crate::input::MAX_LINKS;
 use crate::on_signal::{self, Armed};
 
 /// Runs `run` with its stdout going to `path` (when given) through an [`OutputFile`], and
@@ -94,9 +95,6 @@ enum Resolved {
     /// Opened (or duplicated) for writing, to be written straight through.
     Through(File),
 }
-
-/// The most symbolic links followed, as Linux's path resolution (ELOOP past 40).
-const MAX_LINKS: usize = 40;
 
 fn cannot(path: &Path, e: &io::Error) -> CliError {
     CliError::failed(format!(
@@ -270,22 +268,10 @@ impl Write for Sink {
 mod descriptor {
     use std::fs::File;
     use std::os::fd::{FromRawFd, OwnedFd};
-    use std::path::{Component, Path};
+    use std::path::Path;
 
     pub fn open(link: &Path) -> Option<std::io::Result<File>> {
-        let dir = std::fs::canonicalize(link.parent()?).ok()?;
-        let parts: Vec<&str> = dir
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(s) => s.to_str(),
-                _ => None,
-            })
-            .collect();
-        let pid = match parts.as_slice() {
-            ["proc", pid, "fd"] | ["proc", pid, "task", _, "fd"] => pid.parse::<u32>().ok()?,
-            _ => return None,
-        };
-        let fd: libc::c_int = link.file_name()?.to_str()?.parse().ok()?;
+        let (pid, fd) = crate::input::proc_descriptor(link)?;
         if pid != std::process::id() {
             return Some(std::fs::OpenOptions::new().write(true).open(link));
         }
