@@ -151,7 +151,10 @@ impl Suggest<'_> {
         let Some(copy) = copy else {
             unreachable!("a history pass 2 reads is copied or read again")
         };
-        let copy = Copy::open(copy.path(), &pass.places, pass.bulk).map_err(|e| cannot_read_back(copy.path(), e))?;
+        let copy = copy
+            .reader()
+            .and_then(|f| Copy::open(f, &pass.places, pass.bulk))
+            .map_err(cannot_read_back)?;
         Ok(Either::Left(copy))
     }
 
