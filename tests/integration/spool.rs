@@ -11,9 +11,10 @@ use std::fs;
 use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::child::{default_dispositions, wait_within};
 use crate::support::{root, temp_home};
 
 /// The names in `dir`, sorted.
@@ -41,23 +42,6 @@ fn unnamed_in(child: &Child, dir: &Path) -> usize {
         .count()
 }
 
-/// The child's exit, waited for 60 s at most (then it is killed and the test fails): a test
-/// never hangs on a child that did not end.
-fn wait_within(child: &mut Child, what: &str) -> ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what}: still running after 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// `suggest --history -` with `$TMPDIR` set to `tmp` (and `ignored`, a signal set to be
 /// ignored before it starts, as `nohup` does), given the first half of the planted history
 /// on a pipe that stays open: returned once its copy of the history is in `tmp`, with the
@@ -74,6 +58,9 @@ fn started(tmp: &Path, home: &Path, ignored: Option<libc::c_int>) -> (Child, Chi
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    // The signals the tests send end the child unless a test ignores one below, whatever
+    // this test run inherited (`nohup` ignores SIGHUP).
+    default_dispositions(&mut cmd);
     if let Some(sig) = ignored {
         // SAFETY: signal(2) only, between fork and exec.
         unsafe {
@@ -131,7 +118,7 @@ fn a_signal_mid_run_leaves_no_copy() {
         let tmp = tempfile::tempdir().unwrap();
         let (mut child, stdin, _) = started(tmp.path(), home.path(), None);
         send(&child, sig);
-        let status = wait_within(&mut child, &format!("signal {sig}"));
+        let status = wait_within(&mut child, 60, &format!("signal {sig}"));
         drop(stdin);
         assert_eq!(status.signal(), Some(sig), "{status:?}");
         assert!(names(tmp.path()).is_empty(), "signal {sig}: {:?}", names(tmp.path()));
@@ -151,7 +138,7 @@ fn an_ignored_sighup_stays_ignored_and_the_copy_goes_at_the_end() {
     assert_eq!(unnamed_in(&child, tmp.path()), 1);
     stdin.write_all(&rest).unwrap();
     drop(stdin);
-    let status = wait_within(&mut child, "the run past an ignored SIGHUP");
+    let status = wait_within(&mut child, 60, "the run past an ignored SIGHUP");
     assert_eq!(status.code(), Some(0), "{status:?}");
     assert!(names(tmp.path()).is_empty(), "{:?}", names(tmp.path()));
 }
