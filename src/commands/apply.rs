@@ -15,6 +15,9 @@
 //!   that read and the delete is refused by `retryctl serve` itself (it deletes no policy a
 //!   queue uses); today's Armada detaches instead, which no client can prevent.
 //! - A policy someone else deleted meanwhile is not an error: it is gone, as asked.
+//! - Pruning needs every file: when `-f`'s directories hold a file that was not read (an
+//!   ending it does not read, a subdirectory without `-R`), the run is refused before
+//!   anything is sent, dry run or not.
 
 use std::collections::HashMap;
 
@@ -23,6 +26,7 @@ use crate::cli::ApplyArgs;
 use crate::commands::remote::batch;
 use crate::commands::remote::{self, Item, Mode, Remote};
 use crate::error::{CliError, ExitCode};
+use crate::input::{SkipReason, Skipped};
 use crate::model::{Kind, Resource};
 
 pub fn run(ctx: &mut Context, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
@@ -39,6 +43,7 @@ pub fn run(ctx: &mut Context, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
     if !args.prune {
         return batch::write_all(ctx, &batch, Mode::Apply);
     }
+    refuse_unread(&batch.skipped)?;
     let Some(conn) = &batch.conn else {
         // Only a dry run gets this far without a server (`batch::probe` said so).
         writeln!(
@@ -72,6 +77,44 @@ pub fn run(ctx: &mut Context, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(code)
+}
+
+/// Refuses (exit 1) to prune when `-f`'s directories hold files that were not read: a policy
+/// in one of them (`beta.YAML`, `sub/gamma.yaml` without `-R`) would be deleted from the
+/// server as named by no file. Each was said on stderr; the first few are named again here.
+fn refuse_unread(skipped: &[Skipped]) -> Result<(), CliError> {
+    const NAMED: usize = 3;
+    if skipped.is_empty() {
+        return Ok(());
+    }
+    let mut names: Vec<String> = skipped
+        .iter()
+        .take(NAMED)
+        .map(|s| format!("`{}`", crate::diag::shown(&s.path.display().to_string())))
+        .collect();
+    if skipped.len() > NAMED {
+        names.push(format!("{} more", skipped.len() - NAMED));
+    }
+    let count = if skipped.len() == 1 {
+        "a file of `-f`'s directories was".to_string()
+    } else {
+        format!("{} files of `-f`'s directories were", skipped.len())
+    };
+    let mut steps = Vec::new();
+    if let Some(s) = skipped.iter().find(|s| s.why == SkipReason::Extension) {
+        steps.push(format!(
+            "give `{}` a `-f` of its own (a file named is read whatever its name ends in), or rename it to end in `.yaml`",
+            crate::diag::shown(&s.path.display().to_string())
+        ));
+    }
+    if skipped.iter().any(|s| s.why == SkipReason::Subdirectory) {
+        steps.push("add `-R` to read the subdirectories".to_string());
+    }
+    Err(CliError::failed(format!(
+        "--prune cannot tell which retry policies no file names: {count} not read ({}); nothing was sent",
+        names.join(", ")
+    ))
+    .with_hint(steps.join("; ")))
 }
 
 /// Refuses (exit 1) when a queue uses one of `doomed`: the server's queues, each replaced by

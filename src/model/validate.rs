@@ -311,6 +311,27 @@ pub fn category_problem(value: &str) -> Option<(&'static str, String)> {
         ))
     } else if value.chars().any(char::is_whitespace) {
         Some(("invalid-value", format!("{} must not contain whitespace", quote(value))))
+    } else if let Some((i, c)) = value
+        .chars()
+        .enumerate()
+        .find(|(_, c)| c.is_control() || crate::diag::is_bidi_control(*c))
+    {
+        // As upstream refuses them in names: a category is a name the executor writes and
+        // Lookout shows, and such a character would act on a terminal or reorder the line.
+        let what = if c.is_control() {
+            "a control character"
+        } else {
+            "a bidirectional control"
+        };
+        Some((
+            "invalid-value",
+            format!(
+                "{} must not contain {what} ({} at position {})",
+                quote(value),
+                quote(&c.to_string()),
+                i + 1
+            ),
+        ))
     } else {
         None
     }
