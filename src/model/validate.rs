@@ -330,6 +330,8 @@ pub fn compile_pattern(pattern: &str) -> Result<regex::Regex, String> {
     regex::RegexBuilder::new(&rust)
         .size_limit(MAX_REGEX_SIZE)
         .dfa_size_limit(MAX_REGEX_SIZE * 4)
+        // Go nests to 1,000; the crate's default (250) would refuse what Go reads.
+        .nest_limit(super::go_regex::NEST_LIMIT)
         .build()
         .map_err(|e| {
             let reason = match &e {

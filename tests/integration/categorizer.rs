@@ -309,3 +309,47 @@ fn a_categorizer_past_its_caps_is_refused_by_validate_and_every_verb() {
         }
     }
 }
+
+/// SPEC §21, Go's regexp the rest of it: each pattern field refuses what Go's `regexp.Compile`
+/// refuses, in Go's words (golang/go `regexp/syntax/parse.go`, `repeat`: stacked repetition
+/// operators; `parseRepeat`: a count past 1,000), at its field and line, and reads what Go
+/// reads (a brace count with a leading zero is text, flags twice or set and cleared or none,
+/// `\p{^Greek}`, groups nested 300 deep).
+#[test]
+fn patterns_are_refused_in_gos_words_and_read_as_go_reads_them() {
+    let home = temp_home();
+    let deep = format!("{}a{}", "(".repeat(300), ")".repeat(300));
+    let file = home.path().join("go.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "errorCategories:
+  enabled: true
+  categories:
+    - name: go
+      rules:
+        - onTerminationMessage: {{pattern: 'a**'}}
+        - onPodError: {{pattern: 'a{{2}}{{3}}'}}
+        - onPodEvents: {{regexp: 'a*??', type: Warning}}
+        - onTerminationMessage: {{pattern: '(a{{2}}){{501}}'}}
+        - onTerminationMessage: {{pattern: '(?ii)a{{01}}{{00}}{{1,02}}'}}
+        - onPodError: {{pattern: '(?i-i)\\p{{^Greek}}(?)b'}}
+        - onPodEvents: {{regexp: '{deep}', type: Warning}}
+"
+        ),
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    assert_eq!(
+        run(&["validate", "-f", file]),
+        [
+            "exit: 3\n--- stdout\nchecked 1 document in 1 file: 0 valid, 1 invalid; 4 errors, 0 warnings\n--- stderr\n",
+            &format!("{file} (ErrorCategories)\n"),
+            "  error: 6:43 errorCategories.categories[0].rules[0].onTerminationMessage.pattern: category `go` rule 0: invalid onTerminationMessage regex `a**`: invalid nested repetition operator: `**`\n",
+            "  error: 7:33 errorCategories.categories[0].rules[1].onPodError.pattern: category `go` rule 1: invalid onPodError regex `a{2}{3}`: invalid nested repetition operator: `{2}{3}`\n",
+            "  error: 8:33 errorCategories.categories[0].rules[2].onPodEvents.regexp: category `go` rule 2: invalid onPodEvents regexp `a*??`: invalid nested repetition operator: `*??`\n",
+            "  error: 9:43 errorCategories.categories[0].rules[3].onTerminationMessage.pattern: category `go` rule 3: invalid onTerminationMessage regex `(a{2}){501}`: invalid repeat count: `{501}`\n",
+        ]
+        .concat()
+    );
+}
