@@ -1,8 +1,9 @@
 //! Go's regexp syntax (RE2, as Armada's Go code compiles it) read as Go reads it, and written as
 //! the `regex` crate's.
 //!
-//! Owns: [`to_rust`], the one reading every pattern Armada evaluates goes through before any
-//! Rust regex engine sees it (a policy's `onTerminationMessage`; the categorizer's
+//! Owns: [`to_rust`] (and [`parse`], its tree, for the evaluator's matcher over characters),
+//! the one reading every pattern Armada evaluates goes through before any Rust regex engine sees
+//! it (a policy's `onTerminationMessage`; the categorizer's
 //! `onTerminationMessage`, `onPodError` and `onPodEvents`; the patterns `suggest` writes). It
 //! parses the pattern as Go's `regexp/syntax` does with the flags `regexp.Compile` uses (Perl:
 //! `ClassNL | OneLine | PerlX | UnicodeGroups`): a pattern Go refuses is refused with Go's
@@ -71,6 +72,13 @@ pub fn to_rust(pattern: &str) -> Result<Cow<'_, str>, String> {
     let mut out = String::with_capacity(pattern.len() * 2);
     tree.write(&mut out);
     Ok(Cow::Owned(out))
+}
+
+/// `pattern` as Go's parser reads it: the tree a matcher over characters is built from
+/// (`engine::matcher`'s program for a pattern whose byte automaton would be large), or Go's
+/// message when Go refuses it, as [`to_rust`] gives it.
+pub(crate) fn parse(pattern: &str) -> Result<Node, String> {
+    Parser::new(pattern).parse().map_err(|r| r.to_string())
 }
 
 /// The `regex-automata` syntax every engine of a pattern [`to_rust`] wrote is built with:
@@ -153,7 +161,7 @@ struct Flags {
 
 /// A zero-width assertion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Look {
+pub(crate) enum Look {
     BeginText,
     EndText,
     BeginLine,
@@ -164,7 +172,7 @@ enum Look {
 
 /// One member of a class as Go reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Item {
+pub(crate) enum Item {
     /// Code points `lo..=hi` (Go's runes: a surrogate, which no text holds, included).
     Range(u32, u32),
     /// A Perl or POSIX class (ASCII ranges), or its negation.
@@ -173,9 +181,9 @@ enum Item {
     Unicode(String, bool),
 }
 
-/// The parse tree, as far as Go's checks and the writing need it.
+/// The parse tree, as far as Go's checks, the writing and a matcher over characters need it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     /// Matches the empty string (`(?:)`, an empty branch).
     Empty,
     Char(u32, bool),
@@ -198,8 +206,8 @@ enum Kind {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Node {
-    kind: Kind,
+pub(crate) struct Node {
+    pub(crate) kind: Kind,
     /// Its height as Go's `calcHeight` counts it (a leaf is 1).
     height: u32,
     /// Its program's size as Go's `calcSize` estimates it (a leaf is 1, a string one per
@@ -309,8 +317,16 @@ impl Node {
         }
     }
 
+    /// A leaf (a character, a class, `.`) written for the `regex` crate alone: what a matcher
+    /// over characters reads its set of characters from, so that both engines read one text.
+    pub(crate) fn leaf_text(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out);
+        out
+    }
+
     /// What a capturing group holds, looking through the groups around it.
-    fn content(&self) -> &Node {
+    pub(crate) fn content(&self) -> &Node {
         match &self.kind {
             Kind::Capture(sub) => sub.content(),
             _ => self,
