@@ -350,28 +350,16 @@ fn the_readme_route_runs_as_written_on_a_week_of_todays_armada() {
     }
 }
 
-/// The README's route as a script under `set -e`, on a week today's policy does not explain
-/// (`current/` says `retryLimit: 1`, the week holds third runs): suggest rejects, exits 1
-/// once its output is written, and the script stops there: no pick, no validate, no apply.
-#[test]
-fn the_readme_route_stops_at_suggest_under_set_e_on_a_rejected_week() {
-    let Some(mut db) = pg::lookout_db("route_rejected") else {
-        return;
-    };
-    let week = fs::read_to_string(root().join(WEEK)).unwrap();
-    lookout_rows::load(&mut db, &week);
+/// The README's route as a script under `set -e` in a directory holding `current/` (made by
+/// `current`), against a Lookout database loaded with `week`: it must stop at suggest, exit 1,
+/// with `verdict` on stderr and suggest's output written whole; no pick, no validate, no apply.
+fn route_stops_at_suggest(name: &str, week: &str, current: impl FnOnce(&Path), verdict: &str) {
+    let Some(mut db) = pg::lookout_db(name) else { return };
+    lookout_rows::load(&mut db, week);
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     fs::create_dir(dir.join("current")).unwrap();
-    for f in ["queues.yaml", "executor.yaml"] {
-        fs::copy(root().join(CURRENT).join(f), dir.join("current").join(f)).unwrap();
-    }
-    let policies = fs::read_to_string(root().join(CURRENT).join("policies.yaml")).unwrap();
-    fs::write(
-        dir.join("current/policies.yaml"),
-        policies.replace("retryLimit: 3", "retryLimit: 1"),
-    )
-    .unwrap();
+    current(&dir.join("current"));
     let server = crate::serve_process::spawn(&["--listen", "127.0.0.1:0", "--in-memory", "--dialect", "upstream"]);
     let script = format!("set -e\n{}\necho the route went past suggest\n", route().join("\n"));
     let bin = assert_cmd::cargo::cargo_bin("retryctl");
@@ -391,11 +379,10 @@ fn the_readme_route_stops_at_suggest_under_set_e_on_a_rejected_week() {
     assert_eq!(out.status.code(), Some(1), "{}", format_output(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("verdict: reject (do not adopt): the baseline does not explain the record: 366 jobs contradict it; is it what the cluster ran?\n"),
+        stderr.contains(&format!("verdict: reject (do not adopt): {verdict}")),
         "{stderr}"
     );
     assert!(!String::from_utf8_lossy(&out.stdout).contains("went past"));
-    // suggest wrote its output whole, headed by the verdict; nothing after it ran.
     let suggested = fs::read_to_string(dir.join("suggested.yaml")).unwrap();
     assert!(
         suggested.starts_with("# verdict: reject (do not adopt): "),
@@ -403,4 +390,47 @@ fn the_readme_route_stops_at_suggest_under_set_e_on_a_rejected_week() {
     );
     assert!(!dir.join("ml.yaml").exists());
     drop(server);
+}
+
+/// A week today's policy does not explain (`current/` says `retryLimit: 1`, the week holds
+/// third runs).
+#[test]
+fn the_readme_route_stops_at_suggest_under_set_e_on_a_week_today_does_not_explain() {
+    let week = fs::read_to_string(root().join(WEEK)).unwrap();
+    route_stops_at_suggest(
+        "route_unexplained",
+        &week,
+        |current| {
+            for f in ["queues.yaml", "executor.yaml"] {
+                fs::copy(root().join(CURRENT).join(f), current.join(f)).unwrap();
+            }
+            let policies = fs::read_to_string(root().join(CURRENT).join("policies.yaml")).unwrap();
+            fs::write(
+                current.join("policies.yaml"),
+                policies.replace("retryLimit: 3", "retryLimit: 1"),
+            )
+            .unwrap();
+        },
+        "the baseline does not explain the record: 366 jobs contradict it; is it what the cluster ran?\n",
+    );
+}
+
+/// A cluster of two queues sharing one executor config: `batch` retries `infrastructure`, and
+/// `ml`'s week makes suggest split its image pulls into a new category. The route exports
+/// `ml`'s week: the verdict names `batch`, whose jobs the week lacks.
+#[test]
+fn the_readme_route_on_a_two_queue_cluster_rejects_naming_the_other_queue() {
+    let home = temp_home();
+    let week = fs::read_to_string(crate::suggest_cluster::two_queue_week(home.path())).unwrap();
+    route_stops_at_suggest(
+        "route_two_queues",
+        &week,
+        |current| {
+            let made = crate::suggest_cluster::two_queues(home.path(), false);
+            for f in ["policies.yaml", "queues.yaml", "executor.yaml"] {
+                fs::copy(Path::new(&made).join(f), current.join(f)).unwrap();
+            }
+        },
+        "the categorizer is the cluster's: queue batch uses categories it changes and the history holds none of their jobs",
+    );
 }

@@ -109,7 +109,7 @@ fn p(dir: &Path, name: &str) -> String {
 /// Today's policies of a cluster of two queues sharing one executor config: `ml` (the route's)
 /// and `batch`, which retries what the executor puts in `infrastructure`; with `eval`, a third
 /// queue the week holds no job of.
-fn two_queues(dir: &Path, eval: bool) -> String {
+pub(crate) fn two_queues(dir: &Path, eval: bool) -> String {
     let current = dir.join(if eval { "three" } else { "current" });
     std::fs::create_dir_all(&current).unwrap();
     std::fs::copy("testdata/route/current/executor.yaml", current.join("executor.yaml")).unwrap();
@@ -131,7 +131,7 @@ fn two_queues(dir: &Path, eval: bool) -> String {
 
 /// The route's week, with 25 jobs of `ml` and 10 of `batch` whose image pull backs off once
 /// and then runs: the executor puts both pull failures in `infrastructure/image-pull`.
-fn two_queue_week(dir: &Path) -> String {
+pub(crate) fn two_queue_week(dir: &Path) -> String {
     let week = std::fs::read_to_string("testdata/route/week.jsonl").unwrap();
     let pulled: Value = week
         .lines()
