@@ -190,6 +190,25 @@ impl MemoryNote {
     }
 }
 
+/// Whether `job_id` can be part of a pod name: `armada-<id>-0` is a lowercase RFC 1123
+/// subdomain, as Kubernetes checks a pod's name (at most 253 characters of `a-z`, `0-9`,
+/// `-` and `.`, each dot-separated part starting and ending with a letter or digit). A job
+/// of a cluster that names jobs otherwise (`application_1506638472019_14213`) gets pods
+/// under other names, so what the replay derives from the name is approximate for it.
+pub fn is_pod_name_part(job_id: &str) -> bool {
+    const AROUND: usize = "armada-".len() + "-0".len();
+    if job_id.len() + AROUND > 253 {
+        return false;
+    }
+    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    let b = job_id.as_bytes();
+    // `armada-` and `-0` around it: a dot needs a letter or digit of the id on each side.
+    (0..b.len()).all(|i| match b[i] {
+        b'.' => i > 0 && i + 1 < b.len() && alnum(b[i - 1]) && alnum(b[i + 1]),
+        c => alnum(c) || c == b'-',
+    })
+}
+
 /// docs/engines.md.
 pub fn pod_name(job_id: &str, run: usize, feature_enabled: bool) -> String {
     let mut name = String::with_capacity(job_id.len() + 16);

@@ -170,7 +170,9 @@ impl Suggest {
         let mut out = doc.member(out, "comparison")?;
         let mut quiet = io::sink();
         let stderr = match check {
-            Some(_) => Stderr::new(err, style, None, self.sides.spec.retry_policies.is_some()),
+            Some(_) => {
+                Stderr::new(err, style, None, self.sides.spec.retry_policies.is_some()).skipping(self.run.skip_invalid)
+            }
             None => Stderr::new(&mut quiet, style, None, false),
         };
         let mut sink = view::CaptureSink::new(side.format, &mut out, stderr);
@@ -183,6 +185,11 @@ impl Suggest {
             Out::Sink(&mut sink),
             look.as_ref().map(|l| l as _),
         )?;
+        // A sum past 128 bits refuses the history, as `simulate --baseline` refuses it (the
+        // other refusals are pass 1's, said before anything is printed).
+        if let Some(NoAnswer::Overflow(o)) = &done.refused {
+            return Err(CliError::invalid(o.message()).into());
+        }
         let captured = sink.finish(done.comparison);
         out.finish()?;
         Ok(captured)

@@ -42,6 +42,9 @@ pub struct SuggestRun {
     #[serde(default)]
     pub extrapolate: bool,
     pub name: String,
+    /// `--skip-invalid`: entries not replayed are counted and said, and exit 0.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skip_invalid: bool,
 }
 
 impl SuggestRun {
@@ -56,6 +59,7 @@ impl SuggestRun {
             max_limit: knobs.max_limit,
             extrapolate: knobs.extrapolate,
             name: args.name.clone(),
+            skip_invalid: args.replay.skip_invalid,
         }
     }
 }

@@ -90,11 +90,15 @@ pub(super) fn html(view: &TuneView<'_>) -> String {
     let base = &r.baseline;
     let _ = writeln!(
         b,
-        "<p>Baseline ({}): <span class=\"est\">≈ {:.1}</span> expected successes, cost {}.</p></section>",
+        "<p>Baseline ({}): <span class=\"est\">≈ {:.1}</span> expected successes, cost {}.</p>",
         esc(view.baseline_from.words()),
         base.expected_succeeded,
-        esc(&signed_seconds(base.cost))
+        esc(&signed_nanos(base.cost_nanos))
     );
+    if let Some(record) = record_words(r) {
+        let _ = writeln!(b, "<p class=\"note\">Compute: {}.</p>", esc(&record));
+    }
+    b.push_str("</section>\n");
     if let Some(bt) = view.backtest {
         let _ = writeln!(
             b,
@@ -237,7 +241,7 @@ pub(super) fn scatter(r: &Ranked, max: Option<&str>) -> String {
             c.id,
             esc(&values.join(", ")),
             c.expected_succeeded,
-            esc(&signed_seconds(c.cost))
+            esc(&signed_nanos(c.cost_nanos))
         );
     }
     let (bx, by) = (px(r.baseline.cost), py(r.baseline.expected_succeeded));
@@ -247,7 +251,7 @@ pub(super) fn scatter(r: &Ranked, max: Option<&str>) -> String {
         bx - 5.0,
         by - 5.0,
         r.baseline.expected_succeeded,
-        esc(&signed_seconds(r.baseline.cost)),
+        esc(&signed_nanos(r.baseline.cost_nanos)),
         bx + 8.0,
         by - 8.0
     );
