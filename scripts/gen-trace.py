@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes testdata/trace/philly.jsonl: a history shaped like a public GPU cluster's trace
-converted to FailureHistory lines (issue 72), for the tests and the benchmark of
+converted to FailureHistory lines, for the tests and the benchmark of
 what such traces look like to retryctl. Deterministic: the same arguments give the same file.
 
     scripts/gen-trace.py > testdata/trace/philly.jsonl

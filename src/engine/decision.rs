@@ -221,3 +221,29 @@ pub fn pod_name(job_id: &str, run: usize, feature_enabled: bool) -> String {
     }
     name
 }
+
+#[cfg(test)]
+mod tests {
+    use super::is_pod_name_part;
+
+    /// Kubernetes' rule for a pod's name, on `armada-<id>-0`: lowercase letters, digits,
+    /// `-` and `.` (a dot between letters or digits), 253 characters in all.
+    #[test]
+    fn an_id_is_part_of_a_pod_name_as_kubernetes_checks_it() {
+        for id in ["a", "job-1", "01hx9k.train", "x-", "-x", &"a".repeat(244)] {
+            assert!(is_pod_name_part(id), "{id}");
+        }
+        for id in [
+            "application_1506638472019_14213",
+            "Job1",
+            "a..b",
+            "a.-b",
+            ".a",
+            "a.",
+            "ü",
+            &"a".repeat(245),
+        ] {
+            assert!(!is_pod_name_part(id), "{id}");
+        }
+    }
+}

@@ -1,4 +1,4 @@
-//! Real clusters' histories (issue 72): what a public GPU cluster's trace,
+//! Real clusters' histories: what a public GPU cluster's trace,
 //! converted to FailureHistory lines, asks of every verb — times past the nanosecond range,
 //! ids that no pod name may hold, no node and no reason in any run, unreadable lines said
 //! alike by `simulate`, `tune` and `suggest`. `testdata/trace/philly.jsonl` is such a trace
@@ -276,4 +276,210 @@ fn the_record_and_what_a_side_replays_are_said_apart() {
         json["suggest"]["proposal"]["comparison"]["compute"]["recorded"],
         recorded.as_str()
     );
+}
+
+/// A job line that cannot be read is handled alike by `simulate`, `tune` and `suggest`:
+/// said on stderr and exit 3; with `--skip-invalid`, said as a warning, counted after the
+/// answer, exit 0.
+#[test]
+fn unreadable_lines_are_exit_3_in_every_verb_or_skipped_and_counted() {
+    let home = temp_home();
+    let dir = home.path();
+    write(
+        dir,
+        "p.yaml",
+        "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 3\n  defaultAction: Retry\n---\napiVersion: armadaproject.io/v1\nkind: Queue\nname: q\nretryPolicies: [p]\n",
+    );
+    write(
+        dir,
+        "h.jsonl",
+        concat!(
+            r#"{"job":{"id":"a","queue":"q"},"runs":[{"runFor":"1h","containers":[{"exitCode":1}]},{"runFor":"1h","outcome":"succeeded"}]}"#,
+            "\n",
+            r#"{"job":{"id":"b","queue":"q""#,
+            "\n",
+            r#"{"job":{"id":"c","queue":"q"},"runs":[{"runFor":"1h","outcome":"wat"}]}"#,
+            "\n",
+            r#"{"job":{"id":"d","queue":"q"},"runs":[{"runFor":"1h","outcome":"succeeded"}]}"#,
+            "\n",
+        ),
+    );
+    let said = |level: &str| {
+        format!(
+            "{level}: h.jsonl:2: invalid JSON at column 28: EOF while parsing an object\n{level}: h.jsonl:3: runs[0].outcome: unknown value `wat`, expected one of `failed`, `succeeded`, `leaseReturned`, `cancelled`\n"
+        )
+    };
+    for verb in [
+        &["simulate", "-f", "p.yaml"][..],
+        &["simulate", "-f", "p.yaml", "--baseline", "p.yaml"],
+        &["tune", "-f", "p.yaml", "--baseline", "p.yaml", "--vary", "p:spec.retryLimit=1..2"],
+        &["suggest", "--baseline", "p.yaml"],
+    ] {
+        let run = |extra: &[&str]| {
+            retryctl(dir)
+                .current_dir(dir)
+                .args(verb)
+                .args(["--history", "h.jsonl", "-o", "json"])
+                .args(extra)
+                .output()
+                .unwrap()
+        };
+        let out = run(&[]);
+        assert_eq!(out.status.code(), Some(3), "{verb:?}: {}", format_output(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stderr), said("error"), "{verb:?}");
+        let out = run(&["--skip-invalid"]);
+        assert_eq!(out.status.code(), Some(0), "{verb:?}: {}", format_output(&out));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            said("warning") + "note: 2 entries of the history could not be read and were skipped (--skip-invalid)\n",
+            "{verb:?}"
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("the answer over the lines read");
+    }
+}
+
+/// tune's COST comes from the exact sums: 3 retries of Go's longest duration add 7,686,141
+/// hours, past the 5,124,095 hours that 64 bits of nanoseconds hold, printed whole (it
+/// showed `+5124095h34m33.709551615s`), as `simulate --baseline` prints the same sum.
+#[test]
+fn tunes_cost_is_the_exact_sum_past_64_bits() {
+    let home = temp_home();
+    let dir = home.path();
+    write(
+        dir,
+        "p.yaml",
+        "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 0\n  defaultAction: Retry\n---\napiVersion: armadaproject.io/v1\nkind: Queue\nname: q\nretryPolicies: [p]\n",
+    );
+    let history: String = (0..3)
+        .map(|j| format!("{{\"job\":{{\"id\":\"long-{j}\",\"queue\":\"q\"}},\"runs\":[{{\"runFor\":\"2562047h\",\"containers\":[{{\"exitCode\":1}}]}},{{\"runFor\":\"2562047h\",\"outcome\":\"succeeded\"}}]}}\n"))
+        .collect();
+    write(dir, "h.jsonl", &history);
+    let out = retryctl(dir)
+        .current_dir(dir)
+        .args(["tune", "-f", "p.yaml", "--baseline", "p.yaml", "--history", "h.jsonl", "--vary", "p:spec.retryLimit=0..1"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        format_output(&out),
+        "exit: 0
+--- stdout
+tune: 2 candidates over 3 jobs; baseline: the --baseline files
+  varying: retryLimit
+  constraints: lost ≤ 0, cost unbounded
+  ID   retryLimit   EXPECTED   SUCCEEDED   PENDING   RESCUED   LOST   COST        FRONTIER
+  2*   1            3.0        3           0         3         0      +7686141h   yes
+  1    0            0.0        0           0         0         0      +0s         yes
+baseline: ≈ 0.0 expected successes (0 succeeded, 0 pending), cost +0s
+  compute: 15372282h recorded, 7686141h replayed by the baseline
+recommended: candidate 2: ≈ 3.0 expected successes, +3.0 over the baseline; 3 rescued, 0 lost, 0 → Pending; cost +7686141h
+  values: p:spec.retryLimit=1
+  write it: retryctl tune -f p.yaml --vary p:spec.retryLimit=0..1 --pick 2 -o yaml
+(EXPECTED: succeeded + Σ the estimated chance of each Pending job; COST: compute added − removed + expected, against the baseline; * recommended)
+(estimates: this history's share of failed runs whose next run succeeded, by failure class and depth; what they assume: docs/estimates.md)
+--- stderr
+"
+    );
+    write(dir, "one.yaml", &std::fs::read_to_string(dir.join("p.yaml")).unwrap().replace("retryLimit: 0", "retryLimit: 1"));
+    let out = retryctl(dir)
+        .current_dir(dir)
+        .args(["simulate", "-f", "one.yaml", "--baseline", "p.yaml", "--history", "h.jsonl"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("  compute:   +7686141h added, -0s removed"), "{stdout}");
+}
+
+/// A sum past 2^128 (4,100 runs of Go's longest duration on 2^53 thousandths of a GPU) is
+/// exit 3 in `tune` and `suggest` as in `simulate --baseline`, naming the figure.
+#[test]
+fn a_sum_past_128_bits_is_refused_by_tune_and_suggest_too() {
+    let home = temp_home();
+    let dir = home.path();
+    write(
+        dir,
+        "p.yaml",
+        "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 1\n  defaultAction: Retry\n---\napiVersion: armadaproject.io/v1\nkind: Queue\nname: ml\nretryPolicies: [p]\n",
+    );
+    let history: String = (0..4100)
+        .map(|j| format!("{{\"job\":{{\"id\":\"absurd-{j}\",\"queue\":\"ml\",\"resources\":{{\"gpu\":\"9007199254740\"}}}},\"runs\":[{{\"runFor\":\"2562047h\",\"outcome\":\"succeeded\"}}]}}\n"))
+        .collect();
+    write(dir, "h.jsonl", &history);
+    let refused = "error: the GPU time recorded passes 340282366920938463463374607431768211455 nanoseconds × thousandths of a device (2^128 − 1), the most retryctl can add up; check the history's `runFor` and `resources`\n";
+    for verb in [
+        &["simulate", "-f", "p.yaml", "--baseline", "p.yaml"][..],
+        &["tune", "-f", "p.yaml", "--baseline", "p.yaml", "--vary", "p:spec.retryLimit=1..2"],
+        &["suggest", "--baseline", "p.yaml"],
+    ] {
+        let out = retryctl(dir)
+            .current_dir(dir)
+            .args(verb)
+            .args(["--history", "h.jsonl", "-o", "json"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3), "{verb:?}: {}", format_output(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stderr), refused, "{verb:?}");
+    }
+}
+
+/// Ids as the cluster made them (`application_1506638472019_1503`: no pod name may hold
+/// an underscore) are read, and one warning after the answer, with the count, says that
+/// what depends on the pod's name is approximate for them; ids that can be part of a pod
+/// name get none.
+#[test]
+fn ids_no_pod_name_may_hold_are_read_with_one_warning() {
+    let home = temp_home();
+    let trace = crate::support::root().join("testdata/trace/philly.jsonl");
+    let trace = trace.to_str().unwrap();
+    let warning = "warning: 3000 job ids of the history cannot be part of a pod name (`armada-<id>-0` must be a lowercase RFC 1123 name), the first `application_1506638472019_1503`: read all the same, the pod-name collisions and node anti-affinity replayed for them are approximate";
+    for verb in [
+        &["simulate"][..],
+        &["tune", "-f", "testdata/suggest/today.yaml", "--vary", "today:spec.retryLimit=1..2"],
+        &["suggest"],
+    ] {
+        let out = retryctl(home.path()).args(verb).args(["--history", trace]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{verb:?}: {}", format_output(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let said: Vec<&str> = stderr.lines().filter(|l| l.contains("pod name")).collect();
+        assert_eq!(said, [warning], "{verb:?}");
+    }
+    let out = retryctl(home.path())
+        .args(["simulate", "--history", "testdata/suggest/planted.jsonl"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("pod name"), "{}", format_output(&out));
+}
+
+/// On a history with no node and no policy, suggest says what is not there: no run names a
+/// node (not that no node is an outlier), and TODAY is the legacy path (not a rule named
+/// `legacy_fail` and a share of runs). Its GPU-H counts each run once: at most the
+/// history's GPU-hours.
+#[test]
+fn suggest_says_what_is_not_there_and_counts_each_hour_once() {
+    let home = temp_home();
+    let path = crate::support::root().join("testdata/trace/philly.jsonl");
+    let raw = raw(&path);
+    let trace = path.to_str().unwrap();
+    let out = retryctl(home.path()).args(["suggest", "--history", trace]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    let head = lines.iter().position(|l| l.starts_with("SIGNATURE")).expect("the table");
+    assert_eq!(
+        lines[head..head + 2],
+        [
+            "SIGNATURE  RUNS  TRIALS  RETRY SUCCESS (95%)  GPU-H   TODAY                              PROPOSED",
+            "unknown    2329  1688    28.1% (26.0–30.3%)   5747.5  Fail: no policy (the legacy path)  as today (no rule)",
+        ],
+        "{stdout}"
+    );
+    assert!(stdout.contains("\nSuspect nodes: none (no run names a node).\n"), "{stdout}");
+    let out = retryctl(home.path())
+        .args(["suggest", "--history", trace, "-o", "json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let signatures = v["suggest"]["signatures"].as_array().expect("signatures");
+    let once: f64 = signatures.iter().map(|s| s["gpuHours"]["once"].as_f64().unwrap()).sum();
+    assert!((once - 5747.5).abs() < 0.05, "{once}");
+    assert!(once <= raw.gpu_seconds as f64 / 3600.0, "{once} > the history's GPU-hours");
 }
