@@ -191,6 +191,9 @@ fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> Stri
     if let Some(record) = recorded_replayed(c) {
         let _ = writeln!(m, "**Record:** {record}.\n");
     }
+    if let Some(e) = &c.explained {
+        let _ = writeln!(m, "**Baseline:** {}.\n", e.words(code));
+    }
     let failed_to_pending = c.failed_to_pending();
     let estimated = listed
         .groups

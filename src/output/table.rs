@@ -299,6 +299,9 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
     if let Some(record) = recorded_replayed(c) {
         writeln!(out, "  record:    {record}")?;
     }
+    if let Some(e) = &c.explained {
+        writeln!(out, "  {}", e.words(|id| shown(id).into_owned()))?;
+    }
     if let Some(s) = &c.categories {
         write_categories(out, style, &s.baseline, "baseline: ")?;
         write_categories(out, style, &s.candidate, "candidate: ")?;

@@ -312,7 +312,15 @@ fn unreadable_lines_are_exit_3_in_every_verb_or_skipped_and_counted() {
     for verb in [
         &["simulate", "-f", "p.yaml"][..],
         &["simulate", "-f", "p.yaml", "--baseline", "p.yaml"],
-        &["tune", "-f", "p.yaml", "--baseline", "p.yaml", "--vary", "p:spec.retryLimit=1..2"],
+        &[
+            "tune",
+            "-f",
+            "p.yaml",
+            "--baseline",
+            "p.yaml",
+            "--vary",
+            "p:spec.retryLimit=1..2",
+        ],
         &["suggest", "--baseline", "p.yaml"],
     ] {
         let run = |extra: &[&str]| {
@@ -356,7 +364,17 @@ fn tunes_cost_is_the_exact_sum_past_64_bits() {
     write(dir, "h.jsonl", &history);
     let out = retryctl(dir)
         .current_dir(dir)
-        .args(["tune", "-f", "p.yaml", "--baseline", "p.yaml", "--history", "h.jsonl", "--vary", "p:spec.retryLimit=0..1"])
+        .args([
+            "tune",
+            "-f",
+            "p.yaml",
+            "--baseline",
+            "p.yaml",
+            "--history",
+            "h.jsonl",
+            "--vary",
+            "p:spec.retryLimit=0..1",
+        ])
         .output()
         .unwrap();
     assert_eq!(
@@ -379,10 +397,24 @@ recommended: candidate 2: ≈ 3.0 expected successes, +3.0 over the baseline; 3 
 --- stderr
 "
     );
-    write(dir, "one.yaml", &std::fs::read_to_string(dir.join("p.yaml")).unwrap().replace("retryLimit: 0", "retryLimit: 1"));
+    write(
+        dir,
+        "one.yaml",
+        &std::fs::read_to_string(dir.join("p.yaml"))
+            .unwrap()
+            .replace("retryLimit: 0", "retryLimit: 1"),
+    );
     let out = retryctl(dir)
         .current_dir(dir)
-        .args(["simulate", "-f", "one.yaml", "--baseline", "p.yaml", "--history", "h.jsonl"])
+        .args([
+            "simulate",
+            "-f",
+            "one.yaml",
+            "--baseline",
+            "p.yaml",
+            "--history",
+            "h.jsonl",
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -407,7 +439,15 @@ fn a_sum_past_128_bits_is_refused_by_tune_and_suggest_too() {
     let refused = "error: the GPU time recorded passes 340282366920938463463374607431768211455 nanoseconds × thousandths of a device (2^128 − 1), the most retryctl can add up; check the history's `runFor` and `resources`\n";
     for verb in [
         &["simulate", "-f", "p.yaml", "--baseline", "p.yaml"][..],
-        &["tune", "-f", "p.yaml", "--baseline", "p.yaml", "--vary", "p:spec.retryLimit=1..2"],
+        &[
+            "tune",
+            "-f",
+            "p.yaml",
+            "--baseline",
+            "p.yaml",
+            "--vary",
+            "p:spec.retryLimit=1..2",
+        ],
         &["suggest", "--baseline", "p.yaml"],
     ] {
         let out = retryctl(dir)
@@ -433,10 +473,20 @@ fn ids_no_pod_name_may_hold_are_read_with_one_warning() {
     let warning = "warning: 3000 job ids of the history cannot be part of a pod name (`armada-<id>-0` must be a lowercase RFC 1123 name), the first `application_1506638472019_1503`: read all the same, the pod-name collisions and node anti-affinity replayed for them are approximate";
     for verb in [
         &["simulate"][..],
-        &["tune", "-f", "testdata/suggest/today.yaml", "--vary", "today:spec.retryLimit=1..2"],
+        &[
+            "tune",
+            "-f",
+            "testdata/suggest/today.yaml",
+            "--vary",
+            "today:spec.retryLimit=1..2",
+        ],
         &["suggest"],
     ] {
-        let out = retryctl(home.path()).args(verb).args(["--history", trace]).output().unwrap();
+        let out = retryctl(home.path())
+            .args(verb)
+            .args(["--history", trace])
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(0), "{verb:?}: {}", format_output(&out));
         let stderr = String::from_utf8_lossy(&out.stderr);
         let said: Vec<&str> = stderr.lines().filter(|l| l.contains("pod name")).collect();
@@ -446,7 +496,11 @@ fn ids_no_pod_name_may_hold_are_read_with_one_warning() {
         .args(["simulate", "--history", "testdata/suggest/planted.jsonl"])
         .output()
         .unwrap();
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("pod name"), "{}", format_output(&out));
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("pod name"),
+        "{}",
+        format_output(&out)
+    );
 }
 
 /// On a history with no node and no policy, suggest says what is not there: no run names a
@@ -459,11 +513,17 @@ fn suggest_says_what_is_not_there_and_counts_each_hour_once() {
     let path = crate::support::root().join("testdata/trace/philly.jsonl");
     let raw = raw(&path);
     let trace = path.to_str().unwrap();
-    let out = retryctl(home.path()).args(["suggest", "--history", trace]).output().unwrap();
+    let out = retryctl(home.path())
+        .args(["suggest", "--history", trace])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
-    let head = lines.iter().position(|l| l.starts_with("SIGNATURE")).expect("the table");
+    let head = lines
+        .iter()
+        .position(|l| l.starts_with("SIGNATURE"))
+        .expect("the table");
     assert_eq!(
         lines[head..head + 2],
         [
@@ -472,7 +532,10 @@ fn suggest_says_what_is_not_there_and_counts_each_hour_once() {
         ],
         "{stdout}"
     );
-    assert!(stdout.contains("\nSuspect nodes: none (no run names a node).\n"), "{stdout}");
+    assert!(
+        stdout.contains("\nSuspect nodes: none (no run names a node).\n"),
+        "{stdout}"
+    );
     let out = retryctl(home.path())
         .args(["suggest", "--history", trace, "-o", "json"])
         .output()
@@ -481,5 +544,8 @@ fn suggest_says_what_is_not_there_and_counts_each_hour_once() {
     let signatures = v["suggest"]["signatures"].as_array().expect("signatures");
     let once: f64 = signatures.iter().map(|s| s["gpuHours"]["once"].as_f64().unwrap()).sum();
     assert!((once - 5747.5).abs() < 0.05, "{once}");
-    assert!(once <= raw.gpu_seconds as f64 / 3600.0, "{once} > the history's GPU-hours");
+    assert!(
+        once <= raw.gpu_seconds as f64 / 3600.0,
+        "{once} > the history's GPU-hours"
+    );
 }

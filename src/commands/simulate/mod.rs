@@ -156,6 +156,7 @@ fn drive<S: HistorySource>(
     let options = Options {
         backtest_at: sides.spec.backtest_time(),
         shard: args.replay.shard,
+        explain: sides.baseline.explains(),
     };
     let run = SimulateRun::new(args, sim, baseline.is_some(), from, source.bulk());
     let Ok(format) = Format::try_from(args.output) else {
@@ -177,7 +178,7 @@ fn drive<S: HistorySource>(
     let (code, used_given, refused, (errors, recorded)) = if let Some(old) = baseline {
         let done = compare(source, old, sim, &options, Out::Sink(&mut *sink))?;
         (
-            compare_code(&done.comparison, run.exit_code, run.skip_invalid),
+            compare_code(&done.comparison, run.exit_code, run.strict, run.skip_invalid),
             done.used_given,
             done.refused,
             (done.comparison.errors, done.comparison.recorded),
@@ -315,11 +316,14 @@ pub fn replay_code(s: &Summary, strict: bool, skip_invalid: bool) -> ExitCode {
     }
 }
 
-/// A comparison's exit status: entries not replayed 3 (unless `--skip-invalid`), a change with `--exit-code` 1.
-pub fn compare_code(c: &Comparison, exit_code: bool, skip_invalid: bool) -> ExitCode {
+/// A comparison's exit status: entries not replayed 3 (unless `--skip-invalid`), a change
+/// with `--exit-code` 1, and with `--strict` a job whose record contradicts the baseline 1
+/// (as a plain replay's).
+pub fn compare_code(c: &Comparison, exit_code: bool, strict: bool, skip_invalid: bool) -> ExitCode {
+    let contradicted = c.explained.as_ref().is_some_and(|e| e.contradicted > 0);
     if let Some(code) = not_replayed_code(c.errors, skip_invalid) {
         code
-    } else if exit_code && c.changed > 0 {
+    } else if (exit_code && c.changed > 0) || (strict && contradicted) {
         ExitCode::Failure
     } else {
         ExitCode::Success

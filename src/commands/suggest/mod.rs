@@ -78,7 +78,6 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
         run: SuggestRun::new(args, knobs, &sides.spec),
         knobs,
         output: args.output,
-        exit_code: args.exit_code,
         shard: replay_args.shard,
         history: match (&replay_args.history, &replay_args.lookout_db) {
             (Some(h), _) => History::File(h.clone()),
@@ -108,6 +107,12 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
 /// same words): the knobs, what a sharded suggest cannot read, the source's flags, the time;
 /// and the sides they name (the proposal, its baseline, `--categorizer` the deployed config).
 pub fn check(args: &SuggestArgs) -> Result<(Knobs, SidesSpec), CliError> {
+    if args.exit_code {
+        return Err(CliError::usage(
+            "`suggest --exit-code` is gone: suggest exits 1 when its verdict is `reject`, in every format, and 0 on `adopt` and `keep`",
+        )
+        .with_hint("drop `--exit-code`: under `set -e` a script stops at a rejected proposal"));
+    }
     let knobs = check_knobs(
         args.min_trials,
         args.futile,
@@ -234,8 +239,6 @@ pub(super) struct Suggest {
     run: SuggestRun,
     knobs: Knobs,
     output: SuggestOutput,
-    /// `--exit-code`: exit 1 on `adopt`.
-    exit_code: bool,
     history: History,
     /// `--shard`: a shard's learning, written for `merge`.
     shard: Option<Shard>,
@@ -446,7 +449,7 @@ impl Suggest {
             }
             _ => None,
         };
-        let judgement = judge_proposal(&whole_cmp, backtest.as_ref());
+        let judgement = judge_proposal(&whole_cmp, backtest.as_ref(), self.run.max_contradictions);
         if policy {
             // The reasons name jobs, whose ids are the history's text: escaped, on stderr as
             // everywhere, and in the comment so that no id ends it and adds a key.
@@ -458,13 +461,15 @@ impl Suggest {
             doc.finish(&mut *out, &report, &whole_cmp, backtest.as_ref(), &judgement)?;
         }
         // Entries not read: exit 3 as `simulate` and `tune` (the proposal was learned
-        // without them), unless `--skip-invalid`, which says how many.
+        // without them), unless `--skip-invalid`, which says how many. Then a script stops
+        // on a proposal that must not be applied: `reject` is exit 1, in every format, once
+        // the output is written in full (docs/reference/suggest.md "Exit status").
         let errors = whole_cmp.comparison.errors;
         pod_name_warning(&mut *ctx.err, ctx.style, &whole_cmp.comparison.recorded)?;
         skipped_note(&mut *ctx.err, errors, self.run.skip_invalid)?;
         Ok(if let Some(code) = not_replayed_code(errors, self.run.skip_invalid) {
             code
-        } else if self.exit_code && judgement.decision == Decision::Adopt {
+        } else if judgement.decision == Decision::Reject {
             ExitCode::Failure
         } else {
             ExitCode::Success

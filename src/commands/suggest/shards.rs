@@ -15,6 +15,7 @@ use crate::commands::replay::sides::{resolve, SidesSpec};
 use crate::commands::replay::source::FileSource;
 use crate::error::ExitCode;
 use crate::output::mode::Baseline;
+use crate::replay::explained::MaxContradictions;
 use crate::replay::partial::counts::{Counts, Sums};
 use crate::replay::partial::fingerprint;
 use crate::replay::partial::{decode_learned, Partial};
@@ -45,6 +46,8 @@ pub struct SuggestRun {
     /// `--skip-invalid`: entries not replayed are counted and said, and exit 0.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub skip_invalid: bool,
+    #[serde(default)]
+    pub max_contradictions: MaxContradictions,
 }
 
 impl SuggestRun {
@@ -60,6 +63,7 @@ impl SuggestRun {
             extrapolate: knobs.extrapolate,
             name: args.name.clone(),
             skip_invalid: args.replay.skip_invalid,
+            max_contradictions: args.max_contradictions,
         }
     }
 }
@@ -125,8 +129,6 @@ fn conclude_merged(
         run: run.clone(),
         knobs,
         output,
-        // The merge's exit status is its own (`merge`), not the shards' flag.
-        exit_code: false,
         history: History::File(run.history.clone()),
         shard: None,
         sides,

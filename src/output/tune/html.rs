@@ -88,17 +88,22 @@ pub(super) fn html(view: &TuneView<'_>) -> String {
         );
     }
     let base = &r.baseline;
+    let explained = base.explained.as_ref().map_or_else(String::new, |e| {
+        format!(
+            "<p class=\"note\">{}.</p>",
+            e.words(|id| format!("<code>{}</code>", esc(id)))
+        )
+    });
+    let compute = record_words(r).map_or_else(String::new, |record| {
+        format!("<p class=\"note\">Compute: {}.</p>", esc(&record))
+    });
     let _ = writeln!(
         b,
-        "<p>Baseline ({}): <span class=\"est\">≈ {:.1}</span> expected successes, cost {}.</p>",
+        "<p>Baseline ({}): <span class=\"est\">≈ {:.1}</span> expected successes, cost {}.</p>{compute}{explained}</section>",
         esc(view.baseline_from.words()),
         base.expected_succeeded,
         esc(&signed_nanos(base.cost_nanos))
     );
-    if let Some(record) = record_words(r) {
-        let _ = writeln!(b, "<p class=\"note\">Compute: {}.</p>", esc(&record));
-    }
-    b.push_str("</section>\n");
     if let Some(bt) = view.backtest {
         let _ = writeln!(
             b,

@@ -63,6 +63,9 @@ pub(super) fn markdown(view: &TuneView<'_>) -> String {
     if let Some(record) = record_words(r) {
         let _ = writeln!(m, "\n**Compute:** {record}.");
     }
+    if let Some(e) = &base.explained {
+        let _ = writeln!(m, "\n{}.", e.words(crate::output::markdown::code_span));
+    }
     if !view.skipped.is_empty() {
         let _ = writeln!(
             m,

@@ -109,6 +109,9 @@ pub(super) fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write
     if let Some(record) = record_words(r) {
         writeln!(out, "  compute: {record}")?;
     }
+    if let Some(e) = &base.explained {
+        writeln!(out, "  {}", e.words(|id| crate::diag::shown(id).into_owned()))?;
+    }
     let words = recommendation(view);
     writeln!(
         out,
