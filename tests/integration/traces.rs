@@ -363,7 +363,17 @@ fn tunes_cost_is_the_exact_sum_past_64_bits() {
     write(dir, "h.jsonl", &history);
     let out = retryctl(dir)
         .current_dir(dir)
-        .args(["tune", "-f", "p.yaml", "--baseline", "today.yaml", "--history", "h.jsonl", "--vary", "p:spec.retryLimit=0..1"])
+        .args([
+            "tune",
+            "-f",
+            "p.yaml",
+            "--baseline",
+            "today.yaml",
+            "--history",
+            "h.jsonl",
+            "--vary",
+            "p:spec.retryLimit=0..1",
+        ])
         .output()
         .unwrap();
     assert_eq!(
@@ -386,7 +396,15 @@ recommended: none: no candidate within the constraints beats the baseline's expe
     );
     let out = retryctl(dir)
         .current_dir(dir)
-        .args(["simulate", "-f", "p.yaml", "--baseline", "today.yaml", "--history", "h.jsonl"])
+        .args([
+            "simulate",
+            "-f",
+            "p.yaml",
+            "--baseline",
+            "today.yaml",
+            "--history",
+            "h.jsonl",
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -33,13 +33,14 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use crate::app::Context;
-use crate::cli::{SuggestArgs, SuggestOutput, WindowArgs};
+use crate::cli::{ExecutorConfigFormat, SuggestArgs, SuggestOutput, WindowArgs};
 use crate::commands::replay::checks::{
     backtest_refusal, not_replayed_code, pod_name_warning, said_of_the_shards, shards_backtest_refusal, skipped_note,
 };
 use crate::commands::replay::sides::{self, resolve, CandidateFrom, Sides, SidesSpec};
 use crate::commands::replay::source::{self, check_flags, check_source, About, Open};
 use crate::engine::simulator::Simulator;
+use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
 use crate::model::validate::name_reason;
 use crate::output::mode::Baseline;
@@ -56,7 +57,8 @@ use crate::suggest::check::RuleCheck;
 use crate::suggest::documents;
 use crate::suggest::nodes::suspects;
 use crate::suggest::propose::{propose, Knobs, MAX_LIMIT};
-use crate::suggest::verdict::Decision;
+use crate::suggest::queues::{unseen, ByQueue};
+use crate::suggest::verdict::{Decision, Queues};
 
 mod compare;
 mod learn;
@@ -73,6 +75,13 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
     let Some(sides) = resolve(ctx, spec)? else {
         return Ok(ExitCode::InvalidInput);
     };
+    if let (Some(path), EngineKind::Design) = (&args.executor_config, sides.engine) {
+        return Err(CliError::usage(format!(
+            "`--executor-config {}`: a proposal for the design engine has no executor config of its own; it is written for today's Armada (`--engine upstream`)",
+            path.display()
+        ))
+        .into());
+    }
     let replay_args = &args.replay;
     let suggest = Suggest {
         run: SuggestRun::new(args, knobs, &sides.spec),
@@ -85,6 +94,7 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
         },
         sides,
         merged: false,
+        executor_config: args.executor_config.clone().map(|p| (p, args.executor_config_format)),
     };
     let open = Open {
         replay: replay_args,
@@ -248,6 +258,9 @@ pub(super) struct Suggest {
     sides: Sides,
     /// A sharded suggest's merge: its refusals of `--backtest-at` name the shards' flag.
     merged: bool,
+    /// `--executor-config FILE` and its shape: the proposed executor config alone, written
+    /// once the output is.
+    executor_config: Option<(PathBuf, ExecutorConfigFormat)>,
 }
 
 impl Suggest {
@@ -364,7 +377,11 @@ impl Suggest {
         if self.deployed().is_none() && proposal.upstream.as_ref().is_some_and(|u| !u.categories.is_empty()) {
             writeln!(ctx.err, "note: {}", documents::NOT_COMPLETE)?;
         }
-        let histories = self.histories(&pass)?;
+        // The categorizer is the cluster's: a proposal that changes it is compared on every
+        // queue (docs/suggest.md "Every queue the change reaches").
+        let every_queue = proposal.changes_categorizer();
+        let histories = self.histories(&pass, every_queue)?;
+        let by_queue = every_queue.then(ByQueue::default);
         // `-o policy` replays the proposal too, for its verdict, and prints none of it.
         let policy = self.output == SuggestOutput::Policy;
         let mut discard = io::sink();
@@ -407,7 +424,20 @@ impl Suggest {
             &side,
             self.open(&histories, &pass, Read::Whole)?,
             Some(&check),
+            by_queue.as_ref(),
         )?;
+        // Every queue compared, and today's queues the history lacks, when the categorizer
+        // changes.
+        let queue_counts = by_queue.map(ByQueue::into_counts).unwrap_or_default();
+        let unseen = match every_queue {
+            true => unseen(&baseline.queue_names(), &queue_counts),
+            false => Vec::new(),
+        };
+        let cluster_wide: Vec<String> = proposal
+            .upstream
+            .iter()
+            .flat_map(|u| u.action_changes.iter().map(|a| a.words()))
+            .collect();
         let suspects = suspects(learned);
         let report = Report {
             engine,
@@ -431,13 +461,15 @@ impl Suggest {
                 train_jobs: pass.learning.train_jobs,
                 test_jobs: pass.learning.test_jobs,
             }),
+            queues: &queue_counts,
         };
         doc.after_comparison(&mut *out, &report, &check.shadowed())?;
         let backtest = match &report.backtest {
             Some(_) => {
                 doc.backtest_head(&mut *out, &report)?;
                 let test = self.open(&histories, &pass, Read::Test)?;
-                let test_cmp = self.compare((&mut *ctx.err, ctx.style), &mut doc, &mut *out, &side, test, None)?;
+                let test_cmp =
+                    self.compare((&mut *ctx.err, ctx.style), &mut doc, &mut *out, &side, test, None, None)?;
                 let again = self.open(&histories, &pass, Read::Test)?;
                 let tail = view::backtest_tail(
                     &test_cmp,
@@ -449,7 +481,16 @@ impl Suggest {
             }
             _ => None,
         };
-        let judgement = judge_proposal(&whole_cmp, backtest.as_ref(), self.run.max_contradictions);
+        let judgement = judge_proposal(
+            &whole_cmp,
+            backtest.as_ref(),
+            self.run.max_contradictions,
+            every_queue.then_some(Queues {
+                counts: &queue_counts,
+                unseen: &unseen,
+                cluster_wide: &cluster_wide,
+            }),
+        );
         if policy {
             // The reasons name jobs, whose ids are the history's text: escaped, on stderr as
             // everywhere, and in the comment so that no id ends it and adds a key.
@@ -459,6 +500,9 @@ impl Suggest {
             ctx.out.write_all(proposal.text.as_bytes())?;
         } else {
             doc.finish(&mut *out, &report, &whole_cmp, backtest.as_ref(), &judgement)?;
+        }
+        if let (Some((path, format)), Some(u)) = (&self.executor_config, &proposal.upstream) {
+            write_executor_config(path, *format, &u.categorizer)?;
         }
         // Entries not read: exit 3 as `simulate` and `tune` (the proposal was learned
         // without them), unless `--skip-invalid`, which says how many. Then a script stops
@@ -475,4 +519,35 @@ impl Suggest {
             ExitCode::Success
         })
     }
+}
+
+/// `--executor-config FILE`: the proposed executor config alone, as deployed (docs/suggest.md
+/// "The two halves, in order"): the config file's shape, or the executor chart's values with
+/// it under `applicationConfig:` (`helm upgrade … -f FILE`). Written beside FILE and renamed
+/// once whole, as `--output-file` is.
+fn write_executor_config(path: &std::path::Path, format: ExecutorConfigFormat, config: &str) -> anyhow::Result<()> {
+    // The line that tells a reader of `-o policy`'s two documents which is not a server
+    // resource says nothing in a file that holds the config alone.
+    let config: String = config
+        .lines()
+        .filter(|l| !l.starts_with("# The executor's config (errorCategories)"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let text = match format {
+        ExecutorConfigFormat::Config => config,
+        ExecutorConfigFormat::Helm => {
+            let mut v =
+                String::from("# The executor chart's values: helm upgrade … -f this file.\napplicationConfig:\n");
+            for line in config.lines() {
+                match line.starts_with('#') || line.is_empty() {
+                    true => v.push_str(&format!("{line}\n")),
+                    false => v.push_str(&format!("  {line}\n")),
+                }
+            }
+            v
+        }
+    };
+    let mut file = crate::commands::output_file::OutputFile::create(path)?;
+    file.write_all(text.as_bytes())?;
+    file.commit()
 }
