@@ -177,6 +177,10 @@ impl Suggest {
     /// `doc` and captured for the verdict; `check`: the proposal's rules checked on the
     /// candidate's decision records (the whole history), whose messages go to stderr (the
     /// later jobs' were said already).
+    // Each argument is a part of the pass the caller already holds apart (the stream, the
+    // document, the sides, the source, the checks); a struct of them would be built for
+    // this one call.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn compare(
         &self,
         (err, style): (&mut dyn Write, Style),
