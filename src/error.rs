@@ -33,7 +33,7 @@ impl ExitCode {
         (ExitCode::Success, "success"),
         (ExitCode::Failure, "the operation failed or a check did not hold (not found, conflict, refused, `diff` found differences, a `simulate` expectation not met)"),
         (ExitCode::Usage, "usage error (unknown flag, missing argument)"),
-        (ExitCode::InvalidInput, "invalid input (parse or validation errors; a history with no job in `simulate`, `tune`, `suggest` or `history`, unless `--allow-empty`)"),
+        (ExitCode::InvalidInput, "invalid input (parse or validation errors; a history with no job in `simulate`, `tune`, `suggest` or `history`, unless `--allow-empty`; a job line of a history that cannot be read in `simulate`, `tune` or `suggest`, unless `--skip-invalid`)"),
         (ExitCode::Unreachable, "server unreachable, timed out, or answered something unexpected"),
         (ExitCode::Auth, "authentication or permission denied"),
     ];

@@ -165,6 +165,11 @@ pub struct ReplayArgs {
     /// window), instead of 3.
     #[arg(long)]
     pub allow_empty: bool,
+
+    /// Read past the job lines of the history that cannot be read (each said as a warning),
+    /// say how many, and exit 0; without it they make the exit status 3.
+    #[arg(long)]
+    pub skip_invalid: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -190,6 +190,25 @@ impl MemoryNote {
     }
 }
 
+/// Whether `job_id` can be part of a pod name: `armada-<id>-0` is a lowercase RFC 1123
+/// subdomain, as Kubernetes checks a pod's name (at most 253 characters of `a-z`, `0-9`,
+/// `-` and `.`, each dot-separated part starting and ending with a letter or digit). A job
+/// of a cluster that names jobs otherwise (`application_1506638472019_14213`) gets pods
+/// under other names, so what the replay derives from the name is approximate for it.
+pub fn is_pod_name_part(job_id: &str) -> bool {
+    const AROUND: usize = "armada-".len() + "-0".len();
+    if job_id.len() + AROUND > 253 {
+        return false;
+    }
+    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    let b = job_id.as_bytes();
+    // `armada-` and `-0` around it: a dot needs a letter or digit of the id on each side.
+    (0..b.len()).all(|i| match b[i] {
+        b'.' => i > 0 && i + 1 < b.len() && alnum(b[i - 1]) && alnum(b[i + 1]),
+        c => alnum(c) || c == b'-',
+    })
+}
+
 /// docs/engines.md.
 pub fn pod_name(job_id: &str, run: usize, feature_enabled: bool) -> String {
     let mut name = String::with_capacity(job_id.len() + 16);
@@ -201,4 +220,30 @@ pub fn pod_name(job_id: &str, run: usize, feature_enabled: bool) -> String {
         name.push_str(&run.to_string());
     }
     name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_pod_name_part;
+
+    /// Kubernetes' rule for a pod's name, on `armada-<id>-0`: lowercase letters, digits,
+    /// `-` and `.` (a dot between letters or digits), 253 characters in all.
+    #[test]
+    fn an_id_is_part_of_a_pod_name_as_kubernetes_checks_it() {
+        for id in ["a", "job-1", "01hx9k.train", "x-", "-x", &"a".repeat(244)] {
+            assert!(is_pod_name_part(id), "{id}");
+        }
+        for id in [
+            "application_1506638472019_14213",
+            "Job1",
+            "a..b",
+            "a.-b",
+            ".a",
+            "a.",
+            "ü",
+            &"a".repeat(245),
+        ] {
+            assert!(!is_pod_name_part(id), "{id}");
+        }
+    }
 }

@@ -33,7 +33,7 @@ use crate::model::duration::GoDuration;
 use crate::model::policy::Backoff;
 use crate::model::scheduler::SchedulerConfig;
 
-pub use decision::{pod_name, Avoid, Decision, DecisionKind, DelayParts, MemoryNote, RuleRef};
+pub use decision::{is_pod_name_part, pod_name, Avoid, Decision, DecisionKind, DelayParts, MemoryNote, RuleRef};
 pub use design::{
     backoff_delay, copies_until_fail, evaluate, evaluate_matched, first_match, jitter_fraction, resolve_backoff, Match,
     Verdict, BUILTIN_INITIAL_DELAY, BUILTIN_JITTER, BUILTIN_MAX_DELAY, BUILTIN_MULTIPLIER,

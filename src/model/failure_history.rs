@@ -315,11 +315,7 @@ fn decode_job(dec: &mut Decoder, f: &super::decode::Fields<'_>, job: &mut Job) {
                     v,
                     "invalid-value",
                     &p,
-                    Timestamp::refusal(
-                        &e,
-                        &format!("invalid time {}", quote(&s)),
-                        "expected RFC 3339 such as `2026-01-01T00:00:00Z`",
-                    ),
+                    Timestamp::refusal(&e, "time", &s, "expected RFC 3339 such as `2026-01-01T00:00:00Z`"),
                 ),
             }
         }
@@ -406,7 +402,8 @@ fn decode_run(dec: &mut Decoder, node: &Node, path: &str) -> Run {
                         &p,
                         Timestamp::refusal(
                             &e,
-                            &format!("invalid start {}", quote(&s)),
+                            "start",
+                            &s,
                             "expected a duration since submission (`90s`) or an RFC 3339 time",
                         ),
                     ),
@@ -746,9 +743,20 @@ pub enum TimeError {
     /// RFC 3339's shape, but a time that does not exist: the reason (`day `30` does not exist
     /// in 2026-02 (28 days)`).
     Range(String),
+    /// A time that exists but lies outside what 64 bits of nanoseconds since 1970 hold (as
+    /// Armada's Go times and protobuf timestamps in nanoseconds do): after
+    /// [`Timestamp::LATEST`] (`Later`) or before [`Timestamp::EARLIEST`].
+    Beyond { later: bool },
 }
 
 impl Timestamp {
+    /// The latest time read, in whole seconds since 1970: 2262-04-11T23:47:16Z, the last whole
+    /// second a signed 64-bit count of nanoseconds holds. Whole seconds, so that the time the
+    /// refusal names is itself read.
+    pub const LATEST_SECS: i64 = i64::MAX / 1_000_000_000;
+    /// The earliest, 1677-09-21T00:12:44Z, the first whole second of that range.
+    pub const EARLIEST_SECS: i64 = -(i64::MAX / 1_000_000_000);
+
     /// RFC 3339: `2026-01-01T00:00:00Z`, optional fraction, `Z` or `±HH:MM`.
     pub fn parse(text: &str) -> Option<Timestamp> {
         Timestamp::read(text).ok()
@@ -830,20 +838,41 @@ impl Timestamp {
             return range("second", &text[17..19], "00–59; a leap second is not read");
         }
         let days = days_from_civil(y, mo, d);
+        // Years have four digits: the seconds always fit, the nanoseconds may not.
         let secs = days * 86_400 + h * 3600 + mi * 60 + s - offset;
-        secs.checked_mul(1_000_000_000)
-            .and_then(|n| n.checked_add(nanos))
-            .map(Timestamp)
-            .ok_or(TimeError::Shape)
+        if secs > Timestamp::LATEST_SECS || (secs == Timestamp::LATEST_SECS && nanos > 0) {
+            return Err(TimeError::Beyond { later: true });
+        }
+        if secs < Timestamp::EARLIEST_SECS {
+            return Err(TimeError::Beyond { later: false });
+        }
+        Ok(Timestamp(secs * 1_000_000_000 + nanos))
     }
 
-    /// The message for a text [`Timestamp::read`] refused with `error`: `what` (`invalid
-    /// time `…``) with the reason when the time does not exist, else with `otherwise` (what
-    /// was expected).
-    pub fn refusal(error: &TimeError, what: &str, otherwise: &str) -> String {
+    /// Why a time [`TimeError::Beyond`] the range is not read, after the time itself:
+    /// `is past the latest time retryctl reads, 2262-04-11T23:47:16Z`.
+    pub fn beyond(later: bool) -> String {
+        let (word, secs) = if later {
+            ("past the latest", Timestamp::LATEST_SECS)
+        } else {
+            ("before the earliest", Timestamp::EARLIEST_SECS)
+        };
+        format!(
+            "is {word} time retryctl reads, {} (the nanoseconds since 1970 that 64 bits hold)",
+            Timestamp(secs * 1_000_000_000)
+        )
+    }
+
+    /// The message for `text`, a `noun` (`time`, `start`) that [`Timestamp::read`] refused
+    /// with `error`: `invalid time `…`` with the reason when the time does not exist, else
+    /// with `otherwise` (what was expected); a time outside the range is no invalid one:
+    /// `time `…` is past the latest time retryctl reads, …`.
+    pub fn refusal(error: &TimeError, noun: &str, text: &str, otherwise: &str) -> String {
+        let quoted = quote(text);
         match error {
-            TimeError::Range(reason) => format!("{what}: {reason}"),
-            TimeError::Shape => format!("{what}, {otherwise}"),
+            TimeError::Range(reason) => format!("invalid {noun} {quoted}: {reason}"),
+            TimeError::Shape => format!("invalid {noun} {quoted}, {otherwise}"),
+            TimeError::Beyond { later } => format!("{noun} {quoted} {}", Timestamp::beyond(*later)),
         }
     }
 
@@ -1068,6 +1097,13 @@ mod tests {
             ),
             ("2026-01-01T00:00:00", Err(TimeError::Shape)),
             ("2026-01-01T00:00:00+0100", Err(TimeError::Shape)),
+            // Past the 64 bits of nanoseconds: out of range, not a text of the wrong shape.
+            ("2262-04-11T23:47:17Z", Err(TimeError::Beyond { later: true })),
+            ("2262-04-11T23:47:16.000000001Z", Err(TimeError::Beyond { later: true })),
+            ("2262-04-12T00:47:17+01:00", Err(TimeError::Beyond { later: true })),
+            ("9999-12-31T23:59:59Z", Err(TimeError::Beyond { later: true })),
+            ("1677-09-21T00:12:43Z", Err(TimeError::Beyond { later: false })),
+            ("0000-01-01T00:00:00Z", Err(TimeError::Beyond { later: false })),
         ] {
             assert_eq!(Timestamp::read(input), want, "{input}");
         }
@@ -1077,6 +1113,10 @@ mod tests {
             ("2026-12-31T23:59:59Z", "2026-12-31T23:59:59Z"),
             ("2026-01-01T00:00:00+23:59", "2025-12-31T00:01:00Z"),
             ("2026-01-01T00:00:00-23:59", "2026-01-01T23:59:00Z"),
+            // The first and last whole seconds of the range are read.
+            ("2262-04-11T23:47:16Z", "2262-04-11T23:47:16Z"),
+            ("2262-04-12T00:47:16+01:00", "2262-04-11T23:47:16Z"),
+            ("1677-09-21T00:12:44Z", "1677-09-21T00:12:44Z"),
         ] {
             assert_eq!(
                 Timestamp::read(input).map(|t| t.to_string()),

@@ -33,8 +33,8 @@ use super::stderr::Stderr;
 use super::text::shown_lines;
 use super::words::{
     backtest_details, backtest_sentence, category_changes_words, collisions_words, compute_recorded, estimate_shares,
-    expected_hours, failed_expectations, hours_changes, plan_sentence, seconds_words, shares, side_words, with_errors,
-    CLUSTER_BASELINE, ESTIMATE_METHOD, PAST_THE_RECORD, PLAN_TITLE, RETRIES_ONLY,
+    expected_hours, failed_expectations, hours_changes, plan_sentence, recorded_replayed, runs_words, seconds_words,
+    shares, side_words, with_errors, CLUSTER_BASELINE, ESTIMATE_METHOD, PAST_THE_RECORD, PLAN_TITLE, RETRIES_ONLY,
 };
 use crate::replay::categorize::CategoryCounts;
 
@@ -483,6 +483,9 @@ fn plan_page(
     }
     let p = &e.pending;
     b.push_str("</table>");
+    if let Some(record) = recorded_replayed(c) {
+        let _ = writeln!(b, "<p class=\"note\">Record: {}.</p>", esc(&record));
+    }
     if p.jobs > 0 {
         let _ = writeln!(
             b,
@@ -699,9 +702,9 @@ fn replay_page(s: &Summary, e: &Estimates) -> String {
     b.push_str("<header><h1>Replay of the failure history</h1>");
     let _ = writeln!(
         b,
-        "<p class=\"sub\">{} ({} runs) replayed under the policies given, by <code>retryctl simulate</code></p></header>",
+        "<p class=\"sub\">{} ({}) replayed under the policies given, by <code>retryctl simulate</code></p></header>",
         jobs(s.jobs),
-        s.runs
+        runs_words(s)
     );
     let pending_note = if s.pending > 0 && e.asked.without_estimate < s.pending {
         format!(

@@ -27,8 +27,8 @@ use super::text::shown;
 use super::words::{
     backtest_details, backtest_sentence, candidate_estimate_words, category_changes_words, collisions_words,
     compute_recorded, estimate_words, expected_hours, expected_words, failed_expectations, hours_changes,
-    plan_sentence, rate_words, seconds_words, side_words, transition_note, with_errors, without_estimate,
-    CLUSTER_BASELINE, ESTIMATE_METHOD, PLAN_TITLE, RETRIES_ONLY,
+    plan_sentence, rate_words, recorded_replayed, runs_words, seconds_words, side_words, transition_note, with_errors,
+    without_estimate, CLUSTER_BASELINE, ESTIMATE_METHOD, PLAN_TITLE, RETRIES_ONLY,
 };
 use crate::replay::categorize::CategoryCounts;
 
@@ -188,6 +188,9 @@ fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> Stri
         let _ = writeln!(m, "| {name}-hours | +{added} | −{removed} |");
     }
     m.push('\n');
+    if let Some(record) = recorded_replayed(c) {
+        let _ = writeln!(m, "**Record:** {record}.\n");
+    }
     if let Some(e) = &c.explained {
         let _ = writeln!(m, "**Baseline:** {}.\n", e.words(code));
     }
@@ -283,9 +286,9 @@ fn report(s: &Summary, e: &Estimates) -> String {
     let mut m = String::new();
     let _ = writeln!(
         m,
-        "## retryctl simulate: {} ({} runs)\n",
+        "## retryctl simulate: {} ({})\n",
         plural(s.jobs, "job", "jobs"),
-        s.runs
+        runs_words(s)
     );
     let _ = writeln!(m, "| outcome | jobs |\n|---|---:|");
     for (name, n) in [

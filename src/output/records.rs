@@ -261,6 +261,7 @@ pub fn summary_json(s: &Summary, e: &Estimates) -> Value {
     let mut v = json!({
         "jobs": s.jobs,
         "runs": s.runs,
+        "runsRecorded": s.recorded.runs,
         "outcomes": {
             "Succeeded": s.succeeded,
             "Failed": s.failed,
@@ -273,10 +274,11 @@ pub fn summary_json(s: &Summary, e: &Estimates) -> Value {
         "decisions": decisions,
         "totalDelay": s.total_delay.to_string(),
         "compute": {
-            "recorded": s.compute.to_string(),
+            "recorded": s.recorded.compute.to_string(),
+            "replayed": s.compute.to_string(),
             "expected": e.asked.expected_compute,
-            "gpuHours": {"recorded": hours(s.gpu), "expected": e.asked.gpu_hours},
-            "cpuHours": {"recorded": hours(s.cpu), "expected": e.asked.cpu_hours},
+            "gpuHours": {"recorded": hours(s.recorded.gpu), "replayed": hours(s.gpu), "expected": e.asked.gpu_hours},
+            "cpuHours": {"recorded": hours(s.recorded.cpu), "replayed": hours(s.cpu), "expected": e.asked.cpu_hours},
             "withoutResources": s.without_resources,
         },
         "estimate": {
@@ -492,21 +494,30 @@ pub fn transitions_json(c: &Comparison, by_state: bool) -> Value {
 }
 
 /// docs/estimates.md's `compute` of a comparison: the run time added and removed (durations), the
-/// expected run time of the candidate's `pending` jobs (seconds) and the hours of each.
+/// expected run time of the candidate's `pending` jobs (seconds), the record's run time and
+/// what each side replays of it (durations), and the hours of each.
 pub fn compute_json(c: &Comparison, pending: &Sums) -> Value {
+    let r = &c.recorded;
     json!({
         "added": c.compute_added.to_string(),
         "removed": c.compute_removed.to_string(),
         "expected": pending.expected_compute,
+        "recorded": r.compute.to_string(),
+        "replayed": {
+            "baseline": c.baseline_compute.to_string(),
+            "candidate": c.candidate_compute.to_string(),
+        },
         "gpuHours": {
             "added": hours(c.gpu_added),
             "removed": hours(c.gpu_removed),
             "expected": pending.gpu_hours,
+            "recorded": hours(r.gpu),
         },
         "cpuHours": {
             "added": hours(c.cpu_added),
             "removed": hours(c.cpu_removed),
             "expected": pending.cpu_hours,
+            "recorded": hours(r.cpu),
         },
         "withoutResources": c.without_resources,
     })

@@ -80,6 +80,8 @@ pub struct Stderr<'a> {
     bar: Option<ProgressBar>,
     /// The policies given on the command line came from `--retry-policy` (not every policy).
     retry_policy_flag: bool,
+    /// `--skip-invalid`: an entry not replayed is a warning (the command exits 0).
+    skipping: bool,
 }
 
 impl<'a> Stderr<'a> {
@@ -90,7 +92,15 @@ impl<'a> Stderr<'a> {
             messages: Messages::default(),
             bar,
             retry_policy_flag,
+            skipping: false,
         }
+    }
+
+    /// With `--skip-invalid`: the entries that are not replayed are said as warnings, since
+    /// they do not fail the command.
+    pub fn skipping(mut self, on: bool) -> Self {
+        self.skipping = on;
+        self
     }
 
     /// The colours of the run, which a format's words on stderr use too.
@@ -101,6 +111,7 @@ impl<'a> Stderr<'a> {
     pub fn message(&mut self, m: &Message<'_>) -> io::Result<()> {
         let style = self.style;
         let line = match m {
+            Message::Error(text) if self.skipping => format!("{}: {}", style.warning("warning"), shown(text)),
             Message::Error(text) => format!("{}: {}", style.error("error"), shown(text)),
             Message::Invalid(file) => {
                 return report::write_text(std::slice::from_ref(*file), style, &mut Vec::new(), self.err).map(|_| ())

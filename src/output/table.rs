@@ -29,9 +29,9 @@ use super::stderr::Stderr;
 use super::text::shown;
 use super::words::{
     backtest_details, backtest_sentence, candidate_estimate_words, category_changes_items, collisions_words,
-    compute_recorded, estimate_words, expected_words, failed_expectations, hours_changes, plan_sentence, seconds_words,
-    side_words, successes_words, transition_note, with_errors, without_estimate, CLUSTER_BASELINE, METHOD_LINE,
-    RETRIES_ONLY,
+    compute_recorded, estimate_words, expected_words, failed_expectations, hours_changes, plan_sentence,
+    recorded_replayed, runs_words, seconds_words, side_words, successes_words, transition_note, with_errors,
+    without_estimate, CLUSTER_BASELINE, METHOD_LINE, RETRIES_ONLY,
 };
 use super::Style;
 
@@ -161,7 +161,7 @@ pub fn write_job_table(out: &mut dyn Write, style: Style, report: &JobReport) ->
 /// The bulk summary in words.
 pub fn write_summary(out: &mut dyn Write, style: Style, s: &Summary, e: &Estimates) -> io::Result<()> {
     writeln!(out, "{}", style.bold("summary"))?;
-    writeln!(out, "  jobs:      {} ({} runs)", s.jobs, s.runs)?;
+    writeln!(out, "  jobs:      {} ({})", s.jobs, runs_words(s))?;
     writeln!(
         out,
         "  outcomes:  {} succeeded, {} failed, {} cancelled, {} pending",
@@ -296,6 +296,9 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
         c.compute_removed,
         compute_hours(c)
     )?;
+    if let Some(record) = recorded_replayed(c) {
+        writeln!(out, "  record:    {record}")?;
+    }
     if let Some(e) = &c.explained {
         writeln!(out, "  {}", e.words(|id| shown(id).into_owned()))?;
     }

@@ -7,13 +7,14 @@
 //! format (html and markdown escape what they are given), write, or count.
 
 use crate::engine::job_report::plural;
+use crate::model::duration::TotalDuration;
 use crate::model::failure_history::Final;
-use crate::model::GoDuration;
 use crate::replay::backtest::Backtest;
 use crate::replay::categorize::CategoryCounts;
 use crate::replay::compare::hours;
 use crate::replay::compare::Comparison;
 use crate::replay::estimate::{Estimate, Rate, Sums};
+use crate::replay::recorded::Recorded;
 use crate::replay::summary::Summary;
 
 use super::text::shown;
@@ -162,8 +163,20 @@ pub fn hours_words(h: f64) -> String {
 
 /// An expected run time in seconds as a duration, to the second (for reading).
 pub fn seconds_words(secs: f64) -> String {
-    let whole = secs.round().clamp(0.0, u64::MAX as f64 / 1e9);
-    GoDuration((whole * 1e9) as u64).to_string()
+    // Whole seconds first, then nanoseconds in 128 bits: a float times 10^9 is not a whole
+    // number of seconds past 2^53 ns (`…48.999999488s`), and 64 bits end at 5124095h.
+    let whole = secs.round().max(0.0) as u128;
+    TotalDuration(whole.saturating_mul(1_000_000_000)).to_string()
+}
+
+/// A signed run time in nanoseconds to the second, for reading: `+1h2m`, `-30s`, any
+/// number of hours (tune's COST, from the exact sums).
+pub fn signed_nanos(ns: i128) -> String {
+    const S: u128 = 1_000_000_000;
+    // Rounded half away from zero, as `seconds_words` rounds.
+    let whole = (ns.unsigned_abs() + S / 2) / S * S;
+    let sign = if ns < 0 { "-" } else { "+" };
+    format!("{sign}{}", TotalDuration(whole))
 }
 
 /// `; 3.5 GPU-hours, 50.0 CPU-hours; 3 jobs request neither` — the hours that are not 0, and
@@ -185,13 +198,51 @@ pub fn request_hours(gpu: u128, cpu: u128, without: u64) -> String {
     format!(" ({})", parts.join(", "))
 }
 
-/// `1h30m recorded (3.5 GPU-hours, …)`: a replay's recorded run time and its hours.
-pub fn compute_recorded(s: &Summary) -> String {
+/// `5998h22m5s recorded (16116.9 GPU-hours)`: the record's run time, every run of every
+/// job replayed, and its hours.
+pub fn recorded_words(r: &Recorded) -> String {
     format!(
         "{} recorded{}",
-        s.compute,
-        request_hours(s.gpu, s.cpu, s.without_resources)
+        r.compute,
+        request_hours(r.gpu, r.cpu, r.without_resources)
     )
+}
+
+/// `1h30m recorded (3.5 GPU-hours, …)`: a plain replay's compute. Where the record holds
+/// more than the policies replay (a run after its job's end), both: `5998h22m5s recorded
+/// (…), 4484h17m15s replayed (…)`.
+pub fn compute_recorded(s: &Summary) -> String {
+    let replayed = request_hours(s.gpu, s.cpu, s.without_resources);
+    if s.recorded.differs(s.runs, s.compute) {
+        format!("{}, {} replayed{replayed}", recorded_words(&s.recorded), s.compute)
+    } else {
+        format!("{} recorded{replayed}", s.compute)
+    }
+}
+
+/// A plain replay's runs: `55 runs`, or `4688 runs recorded, 3000 replayed` where the
+/// record holds runs the policies never start.
+pub fn runs_words(s: &Summary) -> String {
+    if s.recorded.runs != s.runs {
+        format!("{} runs recorded, {} replayed", s.recorded.runs, s.runs)
+    } else {
+        format!("{} runs", s.runs)
+    }
+}
+
+/// A comparison's record beside the run time each side replays, where they differ:
+/// `5998h22m5s recorded (16116.9 GPU-hours); replayed: 4484h17m15s by the baseline,
+/// 4948h20m13s by the candidate`. `None` when both sides start every recorded run.
+pub fn recorded_replayed(c: &Comparison) -> Option<String> {
+    let r = &c.recorded;
+    (r.compute != c.baseline_compute || r.compute != c.candidate_compute).then(|| {
+        format!(
+            "{}; replayed: {} by the baseline, {} by the candidate",
+            recorded_words(r),
+            c.baseline_compute,
+            c.candidate_compute
+        )
+    })
 }
 
 /// The GPU- and CPU-hours a comparison adds and removes, of the kinds any job requests:

@@ -22,6 +22,7 @@ use crate::model::failure_history::{FailureHistory, Final, Outcome, Resources};
 
 use super::categorize::SideCategories;
 use super::estimate::{class_of, FailureClass, Smallest, MAX_CLASSES};
+use super::recorded::Recorded;
 
 /// One side of a job: what the policies made of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -226,6 +227,11 @@ pub struct Comparison {
     /// largest value): the command refuses the history (`Overflow`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overflow: Option<Overflow>,
+    /// The record's own totals (`replay::recorded`: every run, whatever a side starts),
+    /// set once at the end by the fold, which counts them beside the trials; empty in the
+    /// workers' comparisons.
+    #[serde(default, skip_serializing_if = "Recorded::is_empty")]
+    pub recorded: Recorded,
     /// With the executor's categorizer (`--categorizer`): what each side's changed, and its
     /// collisions (a plain replay's are the candidate's). `None` without one, so that
     /// nothing is added to what a replay without a categorizer prints or records.
@@ -376,6 +382,7 @@ impl Comparison {
         // Two workers' sums that fit apart and not together: no one job took them there.
         self.add_device_times([o.gpu_added, o.gpu_removed, o.cpu_added, o.cpu_removed], "");
         self.without_resources += o.without_resources;
+        self.recorded.merge(&o.recorded);
         self.errors += o.errors;
         if let Some(theirs) = &o.categories {
             self.categories.get_or_insert_with(Box::default).merge(theirs);

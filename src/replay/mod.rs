@@ -34,6 +34,7 @@ pub mod json_lines;
 pub mod packed;
 pub mod parallel;
 pub mod partial;
+pub mod recorded;
 pub mod run;
 pub mod shard;
 pub mod shard_ids;

@@ -15,6 +15,7 @@ use crate::model::policy::Action;
 
 use super::categorize::CategoryCounts;
 use super::compare::{add_device_time, request_time, Overflow};
+use super::recorded::Recorded;
 
 /// How many failing job ids are kept by name; the count is always exact.
 pub const MAX_LISTED_JOBS: usize = 50;
@@ -37,7 +38,8 @@ pub struct Summary {
     /// Decision kind → decisions.
     decisions: Counts,
     pub total_delay: TotalDuration,
-    /// The run time of every run the policies start (docs/estimates.md).
+    /// The run time of every run the policies start (docs/estimates.md): the runs
+    /// `replayed`, which the record (`recorded`) may hold more of.
     pub compute: TotalDuration,
     /// The same × the job's GPU and CPU requests, in nanoseconds × thousandths.
     pub gpu: u128,
@@ -52,6 +54,10 @@ pub struct Summary {
     /// The first job whose GPU or CPU time took a sum past 128 bits (`Overflow`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overflow: Option<Overflow>,
+    /// The record's own totals (`replay::recorded`), set once at the end by the fold,
+    /// which counts them beside the trials; empty in the workers' summaries.
+    #[serde(default, skip_serializing_if = "Recorded::is_empty")]
+    pub recorded: Recorded,
     /// With the executor's categorizer: what it changed, and the collisions. Counted by the
     /// replay's workers (not from the reports, which do not hold the recorded categories)
     /// and set once at the end; `None` without a categorizer.
@@ -162,12 +168,20 @@ impl Summary {
         self.total_delay.add(report.total_delay);
         // One pass over the runs (their run time and their decisions): a shard's partial
         // adds both sides of every job, where `-o json` adds none.
-        let mut ran = 0u64;
+        // Run by run into the 128-bit sums: a job's own runs may add up past 64 bits.
+        let mut ran = false;
+        let r = report.resources.as_ref();
+        let (gpu, cpu) = (r.and_then(|r| r.gpu_milli), r.and_then(|r| r.cpu_milli));
         // The job's last policy (its index among the report's) and its row here: a job's
         // runs are mostly decided by one policy, whose name is then compared once, not per run.
         let mut last: Option<(usize, usize)> = None;
         for run in &report.runs {
-            ran = ran.saturating_add(run.ended_at.saturating_sub(run.started_at));
+            let run_time = GoDuration(run.ended_at.saturating_sub(run.started_at));
+            ran |= run_time.0 > 0;
+            self.compute.add(run_time);
+            let (job, o) = (report.job_id.as_str(), &mut self.overflow);
+            add_device_time(&mut self.gpu, request_time(run_time, gpu), o, "GPU time", job);
+            add_device_time(&mut self.cpu, request_time(run_time, cpu), o, "CPU time", job);
             let Some(d) = &run.decision else { continue };
             self.decisions.add(d.kind as usize, 1);
             let retry = d.kind == DecisionKind::Retry;
@@ -197,25 +211,8 @@ impl Summary {
             };
             counts.add(slot(rule), 1);
         }
-        self.compute.add(GoDuration(ran));
-        let r = report.resources.as_ref();
-        let (job, o) = (report.job_id.as_str(), &mut self.overflow);
-        add_device_time(
-            &mut self.gpu,
-            request_time(GoDuration(ran), r.and_then(|r| r.gpu_milli)),
-            o,
-            "GPU time",
-            job,
-        );
-        add_device_time(
-            &mut self.cpu,
-            request_time(GoDuration(ran), r.and_then(|r| r.cpu_milli)),
-            o,
-            "CPU time",
-            job,
-        );
         let pending = matches!(report.status, JobStatus::Pending { .. });
-        if (ran > 0 || pending) && Resources::is_none(r) {
+        if (ran || pending) && Resources::is_none(r) {
             self.without_resources += 1;
         }
         if !report.expectation_failures.is_empty() {
@@ -281,6 +278,7 @@ impl Summary {
         add_device_time(&mut self.gpu, other.gpu, over, "GPU time", "");
         add_device_time(&mut self.cpu, other.cpu, over, "CPU time", "");
         self.without_resources += other.without_resources;
+        self.recorded.merge(&other.recorded);
         self.expectation_failed_jobs += other.expectation_failed_jobs;
         let room = MAX_LISTED_JOBS.saturating_sub(self.expectation_failed_ids.len());
         self.expectation_failed_ids

@@ -417,8 +417,8 @@ pub fn verdict(stats: &SignatureStats, knobs: &Knobs, engine: EngineKind) -> Ver
         limit,
         avoid_same_node: avoid,
         extrapolated_from: l.extrapolated_from,
-        gpu: stats.gpu.failed + stats.gpu.after,
-        cpu: stats.cpu.failed + stats.cpu.after,
+        gpu: stats.gpu.once(),
+        cpu: stats.cpu.once(),
         cut: stats.cut,
     })
 }

@@ -101,8 +101,8 @@ impl UnitLearned {
                 stats.jobs += u64::from(first_in_job);
                 stats.failed_runs += 1;
                 stats.cut |= cut;
-                stats.gpu.failed += request_time(run.run_for, gpu_milli);
-                stats.cpu.failed += request_time(run.run_for, cpu_milli);
+                stats.gpu.failed = stats.gpu.failed.saturating_add(request_time(run.run_for, gpu_milli));
+                stats.cpu.failed = stats.cpu.failed.saturating_add(request_time(run.run_for, cpu_milli));
                 count_recorded(&mut stats.recorded, category_of(run));
                 if let Some(node) = &run.node {
                     match stats.nodes.get_mut(node.as_str()) {
@@ -121,11 +121,15 @@ impl UnitLearned {
                         request_time(next.run_for, gpu_milli),
                         request_time(next.run_for, cpu_milli),
                     );
-                    stats.gpu.after += g;
-                    stats.cpu.after += c;
+                    stats.gpu.after = stats.gpu.after.saturating_add(g);
+                    stats.cpu.after = stats.cpu.after.saturating_add(c);
+                    if next.outcome == Outcome::Failed {
+                        stats.gpu.again = stats.gpu.again.saturating_add(g);
+                        stats.cpu.again = stats.cpu.again.saturating_add(c);
+                    }
                     if futile {
-                        stats.gpu.futile += g;
-                        stats.cpu.futile += c;
+                        stats.gpu.futile = stats.gpu.futile.saturating_add(g);
+                        stats.cpu.futile = stats.cpu.futile.saturating_add(c);
                     }
                     match (&run.node, &next.node) {
                         (Some(a), Some(b)) if a == b => add_tally(&mut stats.same_node, success),
@@ -225,12 +229,28 @@ fn count_recorded(map: &mut BTreeMap<String, u64>, recorded: Option<(&str, Optio
     }
 }
 
-/// Hours of work, in nanoseconds × thousandths of a device (exact whatever the order).
+/// Hours of work, in nanoseconds × thousandths of a device (exact whatever the order; a
+/// history whose record passes 128 bits is refused by pass 2's comparison, as `simulate
+/// --baseline` refuses it, and the sums here saturate rather than wrap before that).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Hours {
     pub failed: u128,
     pub after: u128,
     pub futile: u128,
+    /// Of `after`, the runs that failed again: each is also a failed run of its own
+    /// signature, counted in that one's `failed`.
+    pub again: u128,
+}
+
+impl Hours {
+    /// Each run once: the failed runs and the runs after them that did not fail (a run
+    /// that follows one failure and fails again is its own signature's), so that the
+    /// signatures' sum is at most the history's.
+    pub fn once(&self) -> u128 {
+        // Each part is at most the record's GPU (CPU) time, which pass 2 refuses past 128
+        // bits; the sums saturate until then rather than wrap.
+        self.failed.saturating_add(self.after - self.again)
+    }
 }
 
 /// One signature's counts.
@@ -318,9 +338,10 @@ impl SignatureStats {
             *self.seen.entry(k).or_default() += v;
         }
         for (h, oh) in [(&mut self.gpu, o.gpu), (&mut self.cpu, o.cpu)] {
-            h.failed += oh.failed;
-            h.after += oh.after;
-            h.futile += oh.futile;
+            h.failed = h.failed.saturating_add(oh.failed);
+            h.after = h.after.saturating_add(oh.after);
+            h.futile = h.futile.saturating_add(oh.futile);
+            h.again = h.again.saturating_add(oh.again);
         }
         for (k, v) in o.nodes {
             *self.nodes.entry(k).or_default() += v;
@@ -684,13 +705,12 @@ impl Learned {
     }
 
     /// Every signature's counts, `other` last, sorted as the docs say: hours (GPU, then
-    /// CPU, failed + after) descending, then failed runs descending, then signature.
+    /// CPU, each run once) descending, then failed runs descending, then signature.
     pub fn sorted(&self) -> Vec<&SignatureStats> {
         let mut v: Vec<&SignatureStats> = self.signatures.iter().chain(self.other.as_ref()).collect();
         v.sort_by(|a, b| {
-            (b.gpu.failed + b.gpu.after)
-                .cmp(&(a.gpu.failed + a.gpu.after))
-                .then((b.cpu.failed + b.cpu.after).cmp(&(a.cpu.failed + a.cpu.after)))
+            (b.gpu.once().cmp(&a.gpu.once()))
+                .then(b.cpu.once().cmp(&a.cpu.once()))
                 .then(b.failed_runs.cmp(&a.failed_runs))
                 .then(a.text.as_bytes().cmp(b.text.as_bytes()))
         });
@@ -745,12 +765,12 @@ struct SignatureOut<N = (String, u64)> {
     /// runs the baseline never decided).
     current: Vec<(String, String, u64)>,
     seen: Vec<(String, u64)>,
-    /// [`Hours`] as `[failed, after, futile]`: 128-bit sums, under the names the partial's
+    /// [`Hours`] as `[failed, after, futile, again]`: 128-bit sums, under the names the partial's
     /// checks know as 128-bit.
     #[serde(rename = "gpu_milli")]
-    gpu: [u128; 3],
+    gpu: [u128; 4],
     #[serde(rename = "cpu_milli")]
-    cpu: [u128; 3],
+    cpu: [u128; 4],
     nodes: Vec<N>,
     same_node: Tally,
     other_node: Tally,
@@ -770,8 +790,8 @@ impl<N> SignatureOut<N> {
             by_depth: s.by_depth,
             recorded: s.recorded.into_iter().collect(),
             seen: s.seen.into_iter().collect(),
-            gpu: [s.gpu.failed, s.gpu.after, s.gpu.futile],
-            cpu: [s.cpu.failed, s.cpu.after, s.cpu.futile],
+            gpu: [s.gpu.failed, s.gpu.after, s.gpu.futile, s.gpu.again],
+            cpu: [s.cpu.failed, s.cpu.after, s.cpu.futile, s.cpu.again],
             nodes,
             same_node: s.same_node,
             other_node: s.other_node,
@@ -796,11 +816,13 @@ impl<N> SignatureOut<N> {
                 failed: self.gpu[0],
                 after: self.gpu[1],
                 futile: self.gpu[2],
+                again: self.gpu[3],
             },
             cpu: Hours {
                 failed: self.cpu[0],
                 after: self.cpu[1],
                 futile: self.cpu[2],
+                again: self.cpu[3],
             },
             nodes: Map::default(),
             same_node: self.same_node,
@@ -898,6 +920,11 @@ mod tests {
         assert_eq!((e2.trials.trials, e2.trials.successes), (1, 1));
         assert_eq!(e2.by_depth[2].trials, 1);
         assert_eq!(e2.gpu.after, gpu_hour);
+        // Each run once: exit 1's next runs both failed again (the second is exit 2's own
+        // failed run), so its hours are its failed runs'; the sum is the job's 7 GPU-hours.
+        assert_eq!((s.gpu.again, s.gpu.once()), (4 * gpu_hour, 4 * gpu_hour));
+        assert_eq!((e2.gpu.again, e2.gpu.once()), (0, 3 * gpu_hour));
+        assert_eq!(s.gpu.once() + e2.gpu.once(), 7 * gpu_hour);
         assert_eq!(l.nodes["a"].runs, 2);
         assert_eq!(l.nodes["a"].failed, 2);
         assert_eq!(l.nodes["c"].failed, 0);

@@ -54,6 +54,8 @@ pub struct BaselineRow {
     pub expected_succeeded: f64,
     /// Its own expected run time past the record, in seconds.
     pub cost: f64,
+    /// The same in nanoseconds, what is printed (see [`Scored::cost_nanos`]).
+    pub cost_nanos: i128,
     /// The run time of every recorded run it starts.
     pub compute: TotalDuration,
     /// Whether it explains the record (none for a template that is no policy the cluster ran).
@@ -82,7 +84,13 @@ pub struct Scored {
     /// Σ over its Pending jobs.
     pub pending: Sums,
     pub expected_succeeded: f64,
+    /// Ranks and is compared with `--max-compute`, in seconds.
     pub cost: f64,
+    /// The cost that is printed, in nanoseconds: the exact sums of compute added and removed
+    /// (which pass 64 bits of nanoseconds on a long history) and the expected run time, an
+    /// estimate, to the nanosecond — so that no copy of 64 bits saturates, nor a float's
+    /// rounding shows, on the way to text.
+    pub cost_nanos: i128,
     pub frontier: bool,
     /// Every constraint it breaks, `--max-lost` first; empty when it can be recommended.
     pub excluded: Vec<Excluded>,
@@ -132,6 +140,17 @@ fn seconds(d: TotalDuration) -> f64 {
     d.as_secs_f64()
 }
 
+/// Nanoseconds of a run time, signed to be subtracted; a sum past 2^127 ns (10^13 years)
+/// stays at the largest.
+fn nanos(d: TotalDuration) -> i128 {
+    i128::try_from(d.0).unwrap_or(i128::MAX)
+}
+
+/// Nanoseconds of an expected run time (an estimate, in seconds).
+fn expected_nanos(secs: f64) -> i128 {
+    (secs * 1e9).round() as i128
+}
+
 /// Scores and ranks `candidates` (id, values, tally), in id order, against `baseline`.
 pub fn rank(
     candidates: Vec<(u64, Values, CompareTally)>,
@@ -144,6 +163,7 @@ pub fn rank(
         finals: baseline.finals,
         expected_succeeded: baseline.finals[Final::Succeeded as usize] as f64 + base_pending.expected,
         cost: base_pending.expected_compute,
+        cost_nanos: expected_nanos(base_pending.expected_compute),
         pending: base_pending,
         compute: baseline.compute,
         explained: baseline.explained.clone(),
@@ -162,6 +182,9 @@ pub fn rank(
             let (asked, pending) = (rates.sums(&tally.asked), rates.sums(&tally.pending));
             let c = &tally.comparison;
             let cost = seconds(c.compute_added) - seconds(c.compute_removed) + pending.expected_compute;
+            let cost_nanos = nanos(c.compute_added)
+                .saturating_sub(nanos(c.compute_removed))
+                .saturating_add(expected_nanos(pending.expected_compute));
             let lost = (c.lost > constraints.max_lost).then_some(Excluded::Lost {
                 lost: c.lost,
                 max: constraints.max_lost,
@@ -175,6 +198,7 @@ pub fn rank(
                 values,
                 expected_succeeded: tally.finals[Final::Succeeded as usize] as f64 + pending.expected,
                 cost,
+                cost_nanos,
                 asked,
                 pending,
                 tally,
@@ -282,6 +306,7 @@ mod tests {
             pending: Sums::default(),
             expected_succeeded: e,
             cost,
+            cost_nanos: expected_nanos(cost),
             frontier: false,
             excluded: Vec::new(),
         }
@@ -323,6 +348,7 @@ mod tests {
             pending: Sums::default(),
             expected_succeeded: expected,
             cost: 0.0,
+            cost_nanos: 0,
             compute: TotalDuration::ZERO,
             explained: None,
             unexplained: false,

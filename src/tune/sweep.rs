@@ -43,6 +43,7 @@ use crate::replay::estimate::{PendingSet, Rates};
 use crate::replay::explained::Explained;
 use crate::replay::parallel::{for_each_ordered, Decoded, Emitted, Processed};
 use crate::replay::partial::Recorder;
+use crate::replay::recorded::Recorded;
 use crate::replay::run::{
     fallback, record, replay_job_detailed, runs_left, runs_left_matched, tally_job_with, CompareTally, Fallback,
     Fallbacks, JobFacts, NoAnswer, NotReplayed, Options, TrialCount,
@@ -109,6 +110,8 @@ pub struct Swept {
     pub backtest: Option<Backtest>,
     /// Some job got the policies given on the command line (no queue, or one not given).
     pub used_given: bool,
+    /// The record's own totals (every candidate's comparison holds them too).
+    pub recorded: Recorded,
 }
 
 /// Where the messages of the pass go (stderr, in the command).
@@ -830,12 +833,27 @@ impl<'s> SweepFold<'s> {
             total,
             ..
         } = self;
-        let (rates, backtest) = total.trials.finish(options)?;
+        let mut trials = total.trials;
+        let recorded = std::mem::take(&mut trials.recorded);
+        let (rates, backtest) = trials.finish(options)?;
+        // A sum past 128 bits (the record's, or a candidate's compute added or removed)
+        // refuses the history, as `simulate --baseline` refuses it: no figure is printed
+        // from a sum that stopped adding.
+        let overflow = recorded
+            .overflow
+            .clone()
+            .or_else(|| total.arms.iter().find_map(|a| a.comparison.overflow.clone()));
+        if let Some(o) = overflow {
+            return Err(NoAnswer::Overflow(o));
+        }
         let mut arms_out = total.arms;
         arms_out.resize_with(arms, CompareTally::default);
         for a in &mut arms_out {
             a.comparison.errors = errors;
+            // The record is every candidate's, as `simulate --baseline` prints it in each.
+            a.comparison.recorded = recorded.clone();
         }
+        let recorded_out = recorded;
         Ok(Swept {
             jobs: total.jobs,
             errors,
@@ -844,6 +862,7 @@ impl<'s> SweepFold<'s> {
             rates,
             backtest,
             used_given: fallbacks.used_given,
+            recorded: recorded_out,
         })
     }
 }

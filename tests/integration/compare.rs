@@ -63,6 +63,7 @@ Plan: 1 rescued, 1 lost, 1 → Pending, 0 retried differently; 3 of 4 jobs chang
   retries:   +2 added, -1 removed
   delay:     +2s added, -0s removed
   compute:   +1h added, -1h removed (runFor of the runs one side starts and the other does not)
+  record:    4h8m recorded; replayed: 3h8m by the baseline, 3h8m by the candidate
   estimate:  ≈ 0.8 (0.4–1.0) of 1 job Failed → Pending would succeed over the runs the candidate has left
   expected:  ≈ 56m34s more run time for the 1 job Pending in the candidate
              (estimates: this history's share of failed runs whose next run succeeded, by failure class and depth; what they assume: docs/estimates.md)
@@ -116,8 +117,12 @@ fn json_lists_changed_jobs_with_both_sides_and_the_totals() {
             "added": "1h",
             "removed": "1h",
             "expected": 2424.0 * 1.4,
-            "gpuHours": {"added": 0.0, "removed": 0.0, "expected": 0.0},
-            "cpuHours": {"added": 0.0, "removed": 0.0, "expected": 0.0},
+            // Every recorded run (a: 1h30m, b: 1h5m, c: 1h30m, d: 3m); each side leaves
+            // out one hour-long run the other starts.
+            "recorded": "4h8m",
+            "replayed": {"baseline": "3h8m", "candidate": "3h8m"},
+            "gpuHours": {"added": 0.0, "removed": 0.0, "expected": 0.0, "recorded": 0.0},
+            "cpuHours": {"added": 0.0, "removed": 0.0, "expected": 0.0, "recorded": 0.0},
             "withoutResources": 3,
         })
     );
@@ -155,6 +160,7 @@ Plan: 0 rescued, 0 lost, 0 → Pending, 0 retried differently; 0 of 4 jobs chang
   retries:   +0 added, -0 removed
   delay:     +0s added, -0s removed
   compute:   +0s added, -0s removed (runFor of the runs one side starts and the other does not)
+  record:    4h8m recorded; replayed: 3h8m by the baseline, 3h8m by the candidate
 --- stderr
 "
     );

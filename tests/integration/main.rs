@@ -64,6 +64,7 @@ mod suggest_shards;
 mod suggest_today;
 mod test_setup;
 mod tls;
+mod traces;
 mod tune;
 mod tune_categorizer;
 mod upstream_tables;

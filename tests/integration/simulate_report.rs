@@ -164,7 +164,14 @@ fn json_estimates_are_worked_out_by_hand() {
     assert!(close(&compute["expected"], 2.0 * m * 14.0 / 9.0 + 3600.0), "{compute}");
     assert_eq!(
         compute["gpuHours"],
-        serde_json::json!({"added": 0.0, "removed": 0.0, "expected": 0.0})
+        serde_json::json!({"added": 0.0, "removed": 0.0, "expected": 0.0, "recorded": 0.0})
+    );
+    // Every recorded run (the 12h22m the candidate replays, and l1's and l2's second runs,
+    // 1h each, which it never starts), and what each side replays of it.
+    assert_eq!(compute["recorded"], "14h22m");
+    assert_eq!(
+        compute["replayed"],
+        serde_json::json!({"baseline": "6h22m", "candidate": "12h22m"})
     );
     assert_eq!(compute["withoutResources"], 13);
     assert_eq!(
@@ -261,6 +268,8 @@ fn markdown_plan_for_a_pull_request() {
 | retries | +11 | −2 |
 | delay | +5s | −0s |
 | compute (`runFor` of runs one side starts and the other does not) | +8h | −2h |
+
+**Record:** 14h22m recorded; replayed: 6h22m by the baseline, 12h22m by the candidate.
 
 **Estimate:** ≈ 2.4 (1.6–2.9) of 3 jobs Failed → Pending would succeed over the runs the candidate has left.
 
@@ -406,8 +415,9 @@ fn markdown_report_of_a_plain_replay() {
     // contradiction). Retries: r* 2 each, cuda* 1, p* 2, c1 1, lease1 1 (its returned lease
     // is none) = 17; a preemption's retry waits out the 1s grace period: 11 of them.
     // Compute, the runFor of every run started: r* 10m + 10m + 1h each (4h20m), cuda* 5m +
-    // 1h (5h25m), l* 1m (2m), p* 20m (40m), c1 5m, u1 1h, lease1 0 + 10m + 1h: 12h22m.
-    assert!(stdout.starts_with("## retryctl simulate: 15 jobs (30 runs)\n\n| outcome | jobs |\n|---|---:|\n| Succeeded | 10 |\n| Failed | 2 |\n| Cancelled | 0 |\n| Pending | 3 |\n\n**Retries granted:** 17 · **delay added:** 11s · **compute:** 12h22m recorded\n"), "{stdout}");
+    // 1h (5h25m), l* 1m (2m), p* 20m (40m), c1 5m, u1 1h, lease1 0 + 10m + 1h: 12h22m
+    // replayed; the record holds l1's and l2's second runs too (2 runs, 2h): 14h22m.
+    assert!(stdout.starts_with("## retryctl simulate: 15 jobs (32 runs recorded, 30 replayed)\n\n| outcome | jobs |\n|---|---:|\n| Succeeded | 10 |\n| Failed | 2 |\n| Cancelled | 0 |\n| Pending | 3 |\n\n**Retries granted:** 17 · **delay added:** 11s · **compute:** 14h22m recorded, 12h22m replayed\n"), "{stdout}");
     assert!(
         stdout.contains("| `p/0` | 11 | 0 |\n| `p/1` | 0 | 2 |\n| `p/2` | 6 | 0 |\n"),
         "{stdout}"
@@ -535,11 +545,11 @@ fn html_report_of_a_plain_replay_renders_in_a_real_browser() {
     let html = String::from_utf8(out.stdout).unwrap();
     assert_self_contained(&html);
     for t in [
-        "15 jobs (30 runs) replayed",
+        "15 jobs (32 runs recorded, 30 replayed) replayed",
         "<code>p/0</code>",
         "<code>cuda_error</code>",
         "≈ 2.4 would succeed over the runs left, ≈ 2h40m15s more run time (estimate)",
-        "Compute: 12h22m recorded.",
+        "Compute: 14h22m recorded, 12h22m replayed.",
         "Expectations: all met.",
     ] {
         assert!(html.contains(t), "`{t}` not in the page");

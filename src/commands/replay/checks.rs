@@ -12,6 +12,40 @@ use crate::replay::backtest::Refusal;
 use crate::replay::run::NoAnswer;
 use crate::tune::rank::MaxCompute;
 
+/// The exit status of entries that were not replayed (a job line that cannot be read, a
+/// missing policy): 3, the same in `simulate`, `tune` and `suggest`; with `--skip-invalid`
+/// none (they are counted and said, [`skipped_note`]).
+pub fn not_replayed_code(errors: u64, skip_invalid: bool) -> Option<crate::error::ExitCode> {
+    (errors > 0 && !skip_invalid).then_some(crate::error::ExitCode::InvalidInput)
+}
+
+/// `--skip-invalid`'s count on stderr, after the output, when there were any: `note: 2
+/// entries of the history could not be read and were skipped (--skip-invalid)`.
+pub fn skipped_note(err: &mut dyn std::io::Write, errors: u64, skip_invalid: bool) -> std::io::Result<()> {
+    if skip_invalid && errors > 0 {
+        writeln!(
+            err,
+            "note: {} of the history could not be read and {} skipped (--skip-invalid)",
+            plural(errors, "entry", "entries"),
+            if errors == 1 { "was" } else { "were" }
+        )?;
+    }
+    Ok(())
+}
+
+/// The warning, once after the answer, that some job ids cannot be part of a pod name
+/// (`Recorded::pod_name_warning`), the ids escaped as every id on stderr.
+pub fn pod_name_warning(
+    err: &mut dyn std::io::Write,
+    style: crate::output::Style,
+    recorded: &crate::replay::recorded::Recorded,
+) -> std::io::Result<()> {
+    match recorded.pod_name_warning() {
+        Some(w) => writeln!(err, "{}: {}", style.warning("warning"), crate::output::text::shown(&w)),
+        None => Ok(()),
+    }
+}
+
 /// `--backtest-at TIME`: an RFC 3339 time.
 pub fn parse_backtest_at(text: &str) -> Result<Timestamp, CliError> {
     super::lookout::time_flag("--backtest-at", text)

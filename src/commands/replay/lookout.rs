@@ -139,6 +139,7 @@ pub struct FilterFlags<'a> {
 pub fn time_flag(flag: &str, text: &str) -> Result<Timestamp, CliError> {
     Timestamp::read(text).map_err(|e| match e {
         TimeError::Range(reason) => CliError::usage(format!("invalid `{flag}` `{text}`: {reason}")),
+        TimeError::Beyond { later } => CliError::usage(format!("`{flag}` `{text}` {}", Timestamp::beyond(later))),
         TimeError::Shape => CliError::usage(format!(
             "invalid `{flag}` `{text}`: expected an RFC 3339 time such as `2026-01-01T00:00:00Z`"
         )),

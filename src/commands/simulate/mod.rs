@@ -43,7 +43,7 @@ use std::io::Write;
 
 use crate::app::Context;
 use crate::cli::{SimulateArgs, SimulateOutput};
-use crate::commands::replay::checks::backtest_refusal;
+use crate::commands::replay::checks::{backtest_refusal, not_replayed_code, pod_name_warning, skipped_note};
 use crate::commands::replay::held::Held;
 use crate::commands::replay::sides::{resolve, CandidateFrom, Sides, SidesSpec};
 use crate::commands::replay::source::{self, check_flags, check_source, About, Open};
@@ -57,6 +57,7 @@ use crate::output::stderr::{invalid_text, Stderr};
 use crate::output::Format;
 use crate::replay::compare::Comparison;
 use crate::replay::partial::{fingerprint, Header, Recorder};
+use crate::replay::recorded::Recorded;
 use crate::replay::run::{compare, replay, NoAnswer, Options, Out};
 use crate::replay::shard::Shard;
 use crate::replay::shard_ids::Tap;
@@ -171,21 +172,29 @@ fn drive<S: HistorySource>(
         ctx.style,
         progress_bar(source.progress()),
         run.retry_policy,
-    );
+    )
+    .skipping(run.skip_invalid);
     let mut sink = sink(format, run.mode(), out, stderr);
-    let (code, used_given, refused) = if let Some(old) = baseline {
+    let (code, used_given, refused, (errors, recorded)) = if let Some(old) = baseline {
         let done = compare(source, old, sim, &options, Out::Sink(&mut *sink))?;
         (
-            compare_code(&done.comparison, run.exit_code, run.strict),
+            compare_code(&done.comparison, run.exit_code, run.strict, run.skip_invalid),
             done.used_given,
             done.refused,
+            (done.comparison.errors, done.comparison.recorded),
         )
     } else {
         let done = replay(source, sim, &options, Out::Sink(&mut *sink))?;
-        (replay_code(&done.summary, run.strict), done.used_given, done.refused)
+        (
+            replay_code(&done.summary, run.strict, run.skip_invalid),
+            done.used_given,
+            done.refused,
+            (done.summary.errors, done.summary.recorded),
+        )
     };
     drop(sink);
     conclude(ctx, &run, held, refused, used_given)?;
+    said_after(ctx, &run, errors, &recorded)?;
     Ok(code)
 }
 
@@ -211,6 +220,9 @@ pub struct SimulateRun {
     pub given: Vec<String>,
     /// `--backtest-at` as typed.
     pub backtest_at: Option<String>,
+    /// `--skip-invalid`: entries not replayed are counted and said, and exit 0.
+    #[serde(default)]
+    pub skip_invalid: bool,
 }
 
 impl SimulateRun {
@@ -226,6 +238,7 @@ impl SimulateRun {
             retry_policy: args.replay.retry_policies.is_some(),
             given: sim.given().to_vec(),
             backtest_at: args.replay.backtest_at.clone(),
+            skip_invalid: args.replay.skip_invalid,
         }
     }
 
@@ -282,11 +295,20 @@ fn write_partial<S: HistorySource>(
     Ok(ExitCode::Success)
 }
 
-/// A plain replay's exit status (docs/cli.md): entries not replayed 3, failed expectations (and
+/// What is said on stderr after the answer, whatever the format: the job ids that cannot
+/// be part of a pod name, and `--skip-invalid`'s count.
+pub fn said_after(ctx: &mut Context, run: &SimulateRun, errors: u64, recorded: &Recorded) -> anyhow::Result<()> {
+    pod_name_warning(&mut *ctx.err, ctx.style, recorded)?;
+    skipped_note(&mut *ctx.err, errors, run.skip_invalid)?;
+    Ok(())
+}
+
+/// A plain replay's exit status (docs/cli.md): entries not replayed 3 (unless
+/// `--skip-invalid`), failed expectations (and
 /// contradictions with `--strict`) 1.
-pub fn replay_code(s: &Summary, strict: bool) -> ExitCode {
-    if s.errors > 0 {
-        ExitCode::InvalidInput
+pub fn replay_code(s: &Summary, strict: bool, skip_invalid: bool) -> ExitCode {
+    if let Some(code) = not_replayed_code(s.errors, skip_invalid) {
+        code
     } else if s.expectation_failed_jobs > 0 || (strict && s.contradicted_jobs > 0) {
         ExitCode::Failure
     } else {
@@ -294,12 +316,13 @@ pub fn replay_code(s: &Summary, strict: bool) -> ExitCode {
     }
 }
 
-/// A comparison's exit status: entries not replayed 3, a change with `--exit-code` 1, and
-/// with `--strict` a job whose record contradicts the baseline 1 (as a plain replay's).
-pub fn compare_code(c: &Comparison, exit_code: bool, strict: bool) -> ExitCode {
+/// A comparison's exit status: entries not replayed 3 (unless `--skip-invalid`), a change
+/// with `--exit-code` 1, and with `--strict` a job whose record contradicts the baseline 1
+/// (as a plain replay's).
+pub fn compare_code(c: &Comparison, exit_code: bool, strict: bool, skip_invalid: bool) -> ExitCode {
     let contradicted = c.explained.as_ref().is_some_and(|e| e.contradicted > 0);
-    if c.errors > 0 {
-        ExitCode::InvalidInput
+    if let Some(code) = not_replayed_code(c.errors, skip_invalid) {
+        code
     } else if (exit_code && c.changed > 0) || (strict && contradicted) {
         ExitCode::Failure
     } else {

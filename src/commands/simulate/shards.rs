@@ -19,7 +19,7 @@ use crate::output::Format;
 use crate::replay::partial::{Item, Partial};
 use crate::replay::run::{CompareFold, Options, ReplayFold};
 
-use super::{compare_code, conclude, replay_code, SimulateRun};
+use super::{compare_code, conclude, replay_code, said_after, SimulateRun};
 
 /// A sharded simulate's partials: the shards' totals and entries folded as one process folds
 /// them, into the sink of `-o`, and its ending (`simulate::conclude`).
@@ -43,10 +43,10 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
     // The replay's messages too, until every partial's seal is checked (at its last
     // entry): a damaged file's are not said.
     let mut said = Vec::new();
-    let stderr = Stderr::new(&mut said, ctx.style, None, run.retry_policy);
+    let stderr = Stderr::new(&mut said, ctx.style, None, run.retry_policy).skipping(run.skip_invalid);
     let mut sink = sink(format, run.mode(), &mut held, stderr);
     let command = if run.compare { "simulate --baseline" } else { "simulate" };
-    let (code, used_given, refused) = if run.compare {
+    let (code, used_given, refused, (errors, recorded)) = if run.compare {
         // A sink that prints JSON records is handed the shards' records as they are.
         let records = sink.needs().change_json;
         let mut fold = CompareFold::new(&mut *sink, &run.given)?;
@@ -67,9 +67,10 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
         })?;
         let done = fold.finish(&options)?;
         (
-            compare_code(&done.comparison, run.exit_code, run.strict),
+            compare_code(&done.comparison, run.exit_code, run.strict, run.skip_invalid),
             done.used_given,
             done.refused,
+            (done.comparison.errors, done.comparison.recorded),
         )
     } else {
         let mut fold = ReplayFold::new(&mut *sink, &run.given)?;
@@ -81,7 +82,12 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
             })
         })?;
         let done = fold.finish(&options)?;
-        (replay_code(&done.summary, run.strict), done.used_given, done.refused)
+        (
+            replay_code(&done.summary, run.strict, run.skip_invalid),
+            done.used_given,
+            done.refused,
+            (done.summary.errors, done.summary.recorded),
+        )
     };
     drop(sink);
     ctx.err.write_all(&said)?;
@@ -89,6 +95,7 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
         return Err(backtest_refused(&refused, run.backtest_at.as_deref()));
     }
     conclude(ctx, run, Some(held), None, used_given)?;
+    said_after(ctx, run, errors, &recorded)?;
     let left_out = lookout_summary(ctx, partials)?;
     // `--strict` with a Lookout source: rows left out make the status 1 (as `simulate`).
     Ok(if code == ExitCode::Success && run.strict && left_out > 0 {

@@ -177,6 +177,10 @@ impl Suggest {
     /// `doc` and captured for the verdict; `check`: the proposal's rules checked on the
     /// candidate's decision records (the whole history), whose messages go to stderr (the
     /// later jobs' were said already).
+    // Each argument is a part of the pass the caller already holds apart (the stream, the
+    // document, the sides, the source, the checks); a struct of them would be built for
+    // this one call.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn compare(
         &self,
         (err, style): (&mut dyn Write, Style),
@@ -195,7 +199,9 @@ impl Suggest {
         let mut out = doc.member(out, "comparison")?;
         let mut quiet = io::sink();
         let stderr = match check {
-            Some(_) => Stderr::new(err, style, None, self.sides.spec.retry_policies.is_some()),
+            Some(_) => {
+                Stderr::new(err, style, None, self.sides.spec.retry_policies.is_some()).skipping(self.run.skip_invalid)
+            }
             None => Stderr::new(&mut quiet, style, None, false),
         };
         let mut sink = view::CaptureSink::new(side.format, &mut out, stderr);
@@ -219,6 +225,11 @@ impl Suggest {
             Out::Sink(&mut sink),
             inspect.then_some(&look as _),
         )?;
+        // A sum past 128 bits refuses the history, as `simulate --baseline` refuses it (the
+        // other refusals are pass 1's, said before anything is printed).
+        if let Some(NoAnswer::Overflow(o)) = &done.refused {
+            return Err(CliError::invalid(o.message()).into());
+        }
         let captured = sink.finish(done.comparison);
         out.finish()?;
         Ok(captured)

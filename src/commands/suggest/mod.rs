@@ -34,7 +34,9 @@ use std::path::PathBuf;
 
 use crate::app::Context;
 use crate::cli::{ExecutorConfigFormat, SuggestArgs, SuggestOutput, WindowArgs};
-use crate::commands::replay::checks::{backtest_refusal, said_of_the_shards, shards_backtest_refusal};
+use crate::commands::replay::checks::{
+    backtest_refusal, not_replayed_code, pod_name_warning, said_of_the_shards, shards_backtest_refusal, skipped_note,
+};
 use crate::commands::replay::sides::{self, resolve, CandidateFrom, Sides, SidesSpec};
 use crate::commands::replay::source::{self, check_flags, check_source, About, Open};
 use crate::engine::simulator::Simulator;
@@ -451,6 +453,7 @@ impl Suggest {
             policy_retry_limit,
             documents: &proposal.text,
             suspects: &suspects,
+            nodes_named: !learned.nodes.is_empty(),
             baseline_from: from,
             commands: self.commands(&rules, &proposal),
             backtest: self.sides.spec.backtest_at.as_ref().map(|b| view::BacktestHead {
@@ -501,9 +504,16 @@ impl Suggest {
         if let (Some((path, format)), Some(u)) = (&self.executor_config, &proposal.upstream) {
             write_executor_config(path, *format, &u.categorizer)?;
         }
-        // A script stops on a proposal that must not be applied: `reject` is exit 1, in every
-        // format, once the output is written in full (docs/reference/suggest.md "Exit status").
-        Ok(if judgement.decision == Decision::Reject {
+        // Entries not read: exit 3 as `simulate` and `tune` (the proposal was learned
+        // without them), unless `--skip-invalid`, which says how many. Then a script stops
+        // on a proposal that must not be applied: `reject` is exit 1, in every format, once
+        // the output is written in full (docs/reference/suggest.md "Exit status").
+        let errors = whole_cmp.comparison.errors;
+        pod_name_warning(&mut *ctx.err, ctx.style, &whole_cmp.comparison.recorded)?;
+        skipped_note(&mut *ctx.err, errors, self.run.skip_invalid)?;
+        Ok(if let Some(code) = not_replayed_code(errors, self.run.skip_invalid) {
+            code
+        } else if judgement.decision == Decision::Reject {
             ExitCode::Failure
         } else {
             ExitCode::Success

@@ -43,6 +43,9 @@ pub struct SuggestRun {
     #[serde(default)]
     pub extrapolate: bool,
     pub name: String,
+    /// `--skip-invalid`: entries not replayed are counted and said, and exit 0.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skip_invalid: bool,
     #[serde(default)]
     pub max_contradictions: MaxContradictions,
 }
@@ -59,6 +62,7 @@ impl SuggestRun {
             max_limit: knobs.max_limit,
             extrapolate: knobs.extrapolate,
             name: args.name.clone(),
+            skip_invalid: args.replay.skip_invalid,
             max_contradictions: args.max_contradictions,
         }
     }

@@ -27,7 +27,9 @@ use std::path::Path;
 
 use crate::app::Context;
 use crate::cli::{TuneArgs, TuneOutput};
-use crate::commands::replay::checks::{backtest_refusal, parse_max_compute, shell_word};
+use crate::commands::replay::checks::{
+    backtest_refusal, not_replayed_code, parse_max_compute, pod_name_warning, shell_word, skipped_note,
+};
 use crate::commands::replay::held::Held;
 use crate::commands::replay::lookout::SET_LOOKOUT_DB;
 use crate::commands::replay::policy_set::{policy_set, Unusable};
@@ -156,6 +158,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         retry_policy: replay.retry_policies.is_some(),
         given: arms.first().map(|a| a.sim.given().to_vec()).unwrap_or_default(),
         categorized: sides.candidate.categorizer.is_some() || sides.baseline.categorizer.is_some(),
+        skip_invalid: replay.skip_invalid,
     };
     let mut tune = Tune {
         format,
@@ -407,6 +410,9 @@ pub struct TuneRun {
     /// are reported.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub categorized: bool,
+    /// `--skip-invalid`: entries not replayed are counted and said, and exit 0.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skip_invalid: bool,
 }
 
 impl Tune<'_> {
@@ -430,12 +436,15 @@ impl Tune<'_> {
         if self.format == Some(TuneOutput::Partial) {
             return self.write_partial(ctx, source, baseline, shared, about);
         }
-        let mut listener = StderrListener(Stderr::new(
-            &mut *ctx.err,
-            ctx.style,
-            progress_bar(source.progress()),
-            self.run.retry_policy,
-        ));
+        let mut listener = StderrListener(
+            Stderr::new(
+                &mut *ctx.err,
+                ctx.style,
+                progress_bar(source.progress()),
+                self.run.retry_policy,
+            )
+            .skipping(self.run.skip_invalid),
+        );
         let swept = sweep(source, baseline, &self.arms, shared, &self.options, &mut listener)?;
         listener.0.finish()?;
         let swept = match swept {
@@ -464,11 +473,9 @@ impl Tune<'_> {
     /// constraint is refused (exit 1), or with `--force` written with a warning
     /// (`output::tune::{pick_refusal, pick_warning}`).
     fn pick(&mut self, ctx: &mut Context, swept: Swept) -> anyhow::Result<ExitCode> {
-        let errors_code = if swept.errors > 0 {
-            ExitCode::InvalidInput
-        } else {
-            ExitCode::Success
-        };
+        let errors_code = not_replayed_code(swept.errors, self.run.skip_invalid).unwrap_or(ExitCode::Success);
+        pod_name_warning(&mut *ctx.err, ctx.style, &swept.recorded)?;
+        skipped_note(&mut *ctx.err, swept.errors, self.run.skip_invalid)?;
         let ranked = ranking(swept.arms, &self.run, self.max_compute, &swept.baseline, &swept.rates);
         let (id, warning) = match self.pick {
             Some(Pick::Id(id)) => {
@@ -603,8 +610,10 @@ pub fn finish(
     let mut held = Held::default();
     view::write(format, &view, ctx.style, &mut held)?;
     held.release(&mut *ctx.out)?;
-    Ok(if swept.errors > 0 {
-        ExitCode::InvalidInput
+    pod_name_warning(&mut *ctx.err, ctx.style, &swept.recorded)?;
+    skipped_note(&mut *ctx.err, swept.errors, run.skip_invalid)?;
+    Ok(if let Some(code) = not_replayed_code(swept.errors, run.skip_invalid) {
+        code
     } else if run.exit_code && ranked.recommended.is_some() {
         ExitCode::Failure
     } else {

@@ -53,7 +53,8 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
     };
     // The replay's messages held until every partial's seal is checked, as simulate's merge holds them.
     let mut said = Vec::new();
-    let mut listener = StderrListener(Stderr::new(&mut said, ctx.style, None, run.retry_policy));
+    let mut listener =
+        StderrListener(Stderr::new(&mut said, ctx.style, None, run.retry_policy).skipping(run.skip_invalid));
     let mut fold = SweepFold::new(&mut listener, &run.given, run.ids.len());
     // Each candidate's tallies, in the order of the header's candidates: as many of both.
     let candidates = run.ids.len();

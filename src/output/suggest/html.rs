@@ -105,7 +105,7 @@ pub(super) fn html(
     let top: Vec<&(&SignatureStats, Verdict)> = r.signatures.iter().take(TOP).collect();
     let max = top
         .iter()
-        .map(|(s, _)| hours(s.gpu.failed + s.gpu.after))
+        .map(|(s, _)| hours(s.gpu.once()))
         .fold(0.0f64, f64::max)
         .max(1e-9);
     let _ = write!(
@@ -131,7 +131,7 @@ pub(super) fn html(
             y + 2,
             366.0 + failed + recovered + futile,
             y + 14,
-            hours(s.gpu.failed + s.gpu.after)
+            hours(s.gpu.once())
         );
     }
     b.push_str("</svg>\n");
@@ -179,7 +179,9 @@ pub(super) fn html(
         );
     }
     b.push_str("<h2>Suspect nodes</h2>\n");
-    if r.suspects.is_empty() {
+    if !r.nodes_named {
+        b.push_str("<p>None: no run names a node.</p>\n");
+    } else if r.suspects.is_empty() {
         b.push_str("<p>None: no node's failure share is an outlier.</p>\n");
     } else {
         b.push_str("<table><thead><tr><th>node</th><th>runs</th><th>failed</th><th>p</th><th>commonest signatures</th></tr></thead><tbody>\n");

@@ -22,7 +22,7 @@ use super::fields::{json_fields, write_fields, yaml_of, Field};
 use super::report::{Head, Report};
 
 fn hours_json(h: &Hours) -> Value {
-    json!({"failed": hours(h.failed), "after": hours(h.after), "futile": hours(h.futile)})
+    json!({"failed": hours(h.failed), "after": hours(h.after), "futile": hours(h.futile), "again": hours(h.again), "once": hours(h.once())})
 }
 
 fn tally_json(t: crate::replay::estimate::Tally) -> Value {

@@ -65,6 +65,9 @@ pub struct Report<'a> {
     /// The documents `-o policy` writes (markdown and html carry them).
     pub documents: &'a str,
     pub suspects: &'a [Suspect],
+    /// Some run (of the jobs learned from) names its node: without one there is no node to
+    /// suspect, which is said rather than that none is an outlier.
+    pub nodes_named: bool,
     pub baseline_from: Baseline,
     pub commands: Commands,
     pub backtest: Option<BacktestHead>,

@@ -114,7 +114,9 @@ pub(super) fn table(
         writeln!(out, "  no rule for {}: {}", short(&s.text, 60), shown(&why.to_string()))?;
     }
     writeln!(out)?;
-    if r.suspects.is_empty() {
+    if !r.nodes_named {
+        writeln!(out, "Suspect nodes: none (no run names a node).")?;
+    } else if r.suspects.is_empty() {
         writeln!(out, "Suspect nodes: none (no node's failure share is an outlier).")?;
     } else {
         writeln!(out, "Suspect nodes (failure share far above the other nodes'):")?;

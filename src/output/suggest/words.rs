@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 
 use crate::engine::job_report::plural;
+use crate::engine::DecisionKind;
 use crate::model::Action;
 use crate::output::text::shown;
 use crate::output::words::failed_to_pending_words;
@@ -47,7 +48,7 @@ pub fn evidence(s: &SignatureStats) -> String {
     if let Some((r, l, h)) = s.rate() {
         let _ = write!(e, ": {} (95%: {:.1}–{})", pct(r), l * 100.0, pct(h));
     }
-    let gpu = hours(s.gpu.failed + s.gpu.after);
+    let gpu = hours(s.gpu.once());
     if gpu > 0.0 {
         let _ = write!(e, "; {gpu:.1} GPU-hours, {:.1} of them futile", hours(s.gpu.futile));
     }
@@ -60,6 +61,12 @@ pub fn evidence(s: &SignatureStats) -> String {
 /// success rate.
 pub(super) fn today(s: &SignatureStats) -> String {
     match s.current_sorted().first() {
+        // No policy applied (no baseline, or none for the job's queue): what decided is the
+        // legacy path, said so, not as a rule named `legacy_fail` nor as a share of runs
+        // (its other runs came after the job's end, which no policy reached).
+        Some((rule, Action::Fail, _)) if *rule == DecisionKind::LegacyFail.as_str() => {
+            "Fail: no policy (the legacy path)".into()
+        }
         Some((rule, action, runs)) => {
             let share = *runs as f64 / s.failed_runs.max(1) as f64;
             if share >= 0.995 {
@@ -151,7 +158,7 @@ pub(super) fn short(s: &str, n: usize) -> String {
 }
 
 pub(super) fn gpu_cell(s: &SignatureStats) -> String {
-    format!("{:.1}", hours(s.gpu.failed + s.gpu.after))
+    format!("{:.1}", hours(s.gpu.once()))
 }
 
 /// What the comparison observed, as the headlines say it (the estimate is said apart).

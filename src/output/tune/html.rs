@@ -94,12 +94,15 @@ pub(super) fn html(view: &TuneView<'_>) -> String {
             e.words(|id| format!("<code>{}</code>", esc(id)))
         )
     });
+    let compute = record_words(r).map_or_else(String::new, |record| {
+        format!("<p class=\"note\">Compute: {}.</p>", esc(&record))
+    });
     let _ = writeln!(
         b,
-        "<p>Baseline ({}): <span class=\"est\">≈ {:.1}</span> expected successes, cost {}.</p>{explained}</section>",
+        "<p>Baseline ({}): <span class=\"est\">≈ {:.1}</span> expected successes, cost {}.</p>{compute}{explained}</section>",
         esc(view.baseline_from.words()),
         base.expected_succeeded,
-        esc(&signed_seconds(base.cost))
+        esc(&signed_nanos(base.cost_nanos))
     );
     if let Some(bt) = view.backtest {
         let _ = writeln!(
@@ -243,7 +246,7 @@ pub(super) fn scatter(r: &Ranked, max: Option<&str>) -> String {
             c.id,
             esc(&values.join(", ")),
             c.expected_succeeded,
-            esc(&signed_seconds(c.cost))
+            esc(&signed_nanos(c.cost_nanos))
         );
     }
     let (bx, by) = (px(r.baseline.cost), py(r.baseline.expected_succeeded));
@@ -253,7 +256,7 @@ pub(super) fn scatter(r: &Ranked, max: Option<&str>) -> String {
         bx - 5.0,
         by - 5.0,
         r.baseline.expected_succeeded,
-        esc(&signed_seconds(r.baseline.cost)),
+        esc(&signed_nanos(r.baseline.cost_nanos)),
         bx + 8.0,
         by - 8.0
     );

@@ -58,8 +58,11 @@ pub(super) fn markdown(view: &TuneView<'_>) -> String {
         "\n**Baseline** ({}): ≈ {:.1} expected successes, cost {}.",
         view.baseline_from.words(),
         base.expected_succeeded,
-        signed_seconds(base.cost)
+        signed_nanos(base.cost_nanos)
     );
+    if let Some(record) = record_words(r) {
+        let _ = writeln!(m, "\n**Compute:** {record}.");
+    }
     if let Some(e) = &base.explained {
         let _ = writeln!(m, "\n{}.", e.words(crate::output::markdown::code_span));
     }

@@ -38,7 +38,7 @@ use crate::tune::sweep::Listener;
 use crate::tune::CandidateError;
 
 use super::stderr::Stderr;
-use super::words::seconds_words;
+use super::words::{seconds_words, signed_nanos};
 use super::{Format, Style};
 
 use html::html;

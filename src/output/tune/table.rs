@@ -56,9 +56,9 @@ pub(super) fn top_rows(view: &TuneView<'_>) -> (Vec<String>, Vec<Vec<String>>) {
                     c.lost.to_string()
                 },
                 if compute_over {
-                    format!("{} (over)", signed_seconds(s.cost))
+                    format!("{} (over)", signed_nanos(s.cost_nanos))
                 } else {
-                    signed_seconds(s.cost)
+                    signed_nanos(s.cost_nanos)
                 },
             ]);
             if gpus {
@@ -104,8 +104,11 @@ pub(super) fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write
         base.expected_succeeded,
         base.finals[Final::Succeeded as usize],
         base.finals[Final::Pending as usize],
-        signed_seconds(base.cost)
+        signed_nanos(base.cost_nanos)
     )?;
+    if let Some(record) = record_words(r) {
+        writeln!(out, "  compute: {record}")?;
+    }
     if let Some(e) = &base.explained {
         writeln!(out, "  {}", e.words(|id| crate::diag::shown(id).into_owned()))?;
     }

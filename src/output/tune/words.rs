@@ -8,7 +8,7 @@ use crate::model::failure_history::Final;
 use crate::tune::rank::{EstimatesDecide, Excluded, Ranked};
 
 use crate::output::lines;
-use crate::output::words::seconds_words;
+use crate::output::words::{recorded_words, seconds_words};
 
 use super::*;
 
@@ -35,7 +35,7 @@ pub(super) fn recommendation(view: &TuneView<'_>) -> String {
                 c.rescued,
                 c.lost,
                 c.to_pending,
-                signed_seconds(s.cost)
+                signed_nanos(s.cost_nanos)
             )
         }
         None => format!("recommended: none: {}", none_recommended(r)),
@@ -127,10 +127,10 @@ fn pick_problem(ranked: &Ranked, index: usize, max_compute: Option<&str>) -> Opt
         ));
     }
     for e in &c.excluded {
-        if let Excluded::Compute { cost, .. } = e {
+        if let Excluded::Compute { .. } = e {
             clauses.push(format!(
                 "costs {}, over the constraint {}",
-                signed_seconds(*cost),
+                signed_nanos(c.cost_nanos),
                 compute_words(max_compute, ranked.max_compute)
             ));
         }
@@ -200,4 +200,18 @@ pub(super) fn whose(n: usize) -> &'static str {
     } else {
         "their"
     }
+}
+
+/// The record beside the run time the baseline replays of it, where they differ (a run
+/// after its job's end, which no side starts): `5998h22m5s recorded (16116.9 GPU-hours),
+/// 4484h17m15s replayed by the baseline`. Every candidate's comparison holds the record.
+pub(super) fn record_words(r: &Ranked) -> Option<String> {
+    let record = &r.candidates.first()?.tally.comparison.recorded;
+    (record.compute != r.baseline.compute).then(|| {
+        format!(
+            "{}, {} replayed by the baseline",
+            recorded_words(record),
+            r.baseline.compute
+        )
+    })
 }

@@ -357,7 +357,11 @@ impl<'s> CompareFold<'s> {
             }
         };
         comparison.errors = errors;
-        if let Some(o) = comparison.overflow.clone() {
+        if let Some(o) = comparison
+            .overflow
+            .clone()
+            .or_else(|| comparison.recorded.overflow.clone())
+        {
             return Ok(Compared {
                 comparison,
                 used_given,

@@ -12,6 +12,7 @@ use crate::replay::backtest::{backtest, Backtest};
 use crate::replay::categorize::{Reclassify, SideCategories};
 use crate::replay::compare::{ByClass, Comparison, JobDiff, Side};
 use crate::replay::estimate::{PendingSet, Rates, Trials};
+use crate::replay::recorded::Recorded;
 use crate::replay::sink::{Estimates, Needs, Sides};
 use crate::replay::source::{Origin, Pos};
 use crate::replay::summary::Summary;
@@ -26,6 +27,10 @@ use super::{NoAnswer, Options};
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct TrialCount {
     pub trials: Trials,
+    /// The record's own totals (every run of every job counted here, whatever a side
+    /// replays of it): the same for every side, counted where the trials are.
+    #[serde(default, skip_serializing_if = "Recorded::is_empty")]
+    pub recorded: Recorded,
     /// `--backtest-at`: jobs without `submittedAt`, and the first of them in input order
     /// (with its position, so that any split finds the same first).
     pub not_submitted: u64,
@@ -48,11 +53,13 @@ impl TrialCount {
             }
         };
         self.trials.add_history(history, test);
+        self.recorded.add(history);
     }
 
     /// Adds the trials of other jobs (a later unit, another shard).
     pub fn merge(&mut self, other: &TrialCount) {
         self.trials.merge(&other.trials);
+        self.recorded.merge(&other.recorded);
         self.not_submitted += other.not_submitted;
         if let Some((at, id)) = &other.first_not_submitted {
             if self.first_not_submitted.as_ref().is_none_or(|(first, _)| at < first) {
@@ -231,8 +238,11 @@ impl Folded {
         compare: bool,
         needs: Needs,
     ) -> Result<(Estimates, Comparison, Sides), NoAnswer> {
-        let (rates, backtest) = self.trials.finish(options)?;
-        let t = self.tally;
+        let mut trials = self.trials;
+        let recorded = std::mem::take(&mut trials.recorded);
+        let (rates, backtest) = trials.finish(options)?;
+        let mut t = self.tally;
+        t.comparison.recorded = recorded;
         let asked = if compare { &t.asked } else { &t.pending };
         let by_class = if needs.breakdowns {
             self.by_class

@@ -245,6 +245,7 @@ impl<'s> ReplayFold<'s> {
         let used_given = fallbacks.used_given;
         let estimates = match folded.estimates(options, false, needs) {
             Ok((e, comparison, _)) => {
+                summary.recorded = comparison.recorded;
                 let counts = comparison.categories.map(|c| Box::new(c.candidate));
                 summary.categories = counts.or_else(|| categorized.then(Box::default));
                 e
@@ -258,7 +259,7 @@ impl<'s> ReplayFold<'s> {
                 })
             }
         };
-        if let Some(o) = summary.overflow.clone() {
+        if let Some(o) = summary.overflow.clone().or_else(|| summary.recorded.overflow.clone()) {
             return Ok(Replayed {
                 summary,
                 used_given,
