@@ -1795,6 +1795,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('--to', '--to', [CompletionResultType]::ParameterName, 'Only jobs submitted before this RFC 3339 time')
             [CompletionResult]::new('--lookout-db', '--lookout-db', [CompletionResultType]::ParameterName, 'Lookout''s PostgreSQL database (`postgresql://user:password@host:5432/lookout`); without a value, or without --lookout-url either: $LOOKOUT_DB')
             [CompletionResult]::new('--lookout-url', '--lookout-url', [CompletionResultType]::ParameterName, 'Lookout''s REST API (`http://lookout:10000`); auth as for the Armada API')
+            [CompletionResult]::new('--categorizer', '--categorizer', [CompletionResultType]::ParameterName, 'The executor''s categorizer config as deployed (its `errorCategories`): the hint its rules append to a run''s error text is taken off the texts of the runs it classified')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format: one JSON document a line, or YAML documents')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format: one JSON document a line, or YAML documents')
             [CompletionResult]::new('--output-file', '--output-file', [CompletionResultType]::ParameterName, 'Write to this file instead of stdout: written beside it and renamed once complete; left as it was when the export fails')

@@ -2493,7 +2493,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__history)
-            opts="-o -c -v -h -V --queue --jobset --job --since --from --to --lookout-db --lookout-url --output --output-file --strict --allow-empty --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-o -c -v -h -V --queue --jobset --job --since --from --to --lookout-db --lookout-url --categorizer --output --output-file --strict --allow-empty --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2528,6 +2528,10 @@ _retryctl() {
                     return 0
                     ;;
                 --lookout-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --categorizer)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

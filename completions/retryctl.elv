@@ -1703,6 +1703,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --to 'Only jobs submitted before this RFC 3339 time'
             cand --lookout-db 'Lookout''s PostgreSQL database (`postgresql://user:password@host:5432/lookout`); without a value, or without --lookout-url either: $LOOKOUT_DB'
             cand --lookout-url 'Lookout''s REST API (`http://lookout:10000`); auth as for the Armada API'
+            cand --categorizer 'The executor''s categorizer config as deployed (its `errorCategories`): the hint its rules append to a run''s error text is taken off the texts of the runs it classified'
             cand -o 'Output format: one JSON document a line, or YAML documents'
             cand --output 'Output format: one JSON document a line, or YAML documents'
             cand --output-file 'Write to this file instead of stdout: written beside it and renamed once complete; left as it was when the export fails'

@@ -1482,6 +1482,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l from -d 'O
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l to -d 'Only jobs submitted before this RFC 3339 time' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l lookout-db -d 'Lookout\'s PostgreSQL database (`postgresql://user:password@host:5432/lookout`); without a value, or without --lookout-url either: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l lookout-url -d 'Lookout\'s REST API (`http://lookout:10000`); auth as for the Armada API' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l categorizer -d 'The executor\'s categorizer config as deployed (its `errorCategories`): the hint its rules append to a run\'s error text is taken off the texts of the runs it classified' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s o -l output -d 'Output format: one JSON document a line, or YAML documents' -r -f -a "jsonl\t''
 yaml\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l output-file -d 'Write to this file instead of stdout: written beside it and renamed once complete; left as it was when the export fails' -r -F
