@@ -157,12 +157,16 @@ fn a_stuck_pods_returned_lease_is_classified_on_its_text() {
     }
 }
 
+/// One row of upstream's table: its name, the categorizer, the run, and the expected
+/// category, subcategory and whether the pod is kept.
+type DeleteRow = (&'static str, String, Value, (&'static str, &'static str, bool));
+
 /// `TestDetectAndRegisterDeleteActionIssue`, each row the Delete-action check can express: a
 /// failed pod's category and whether it is kept. A Retain category is still the run's (the
 /// container-only classification gives it), its pod kept.
 #[test]
 fn the_delete_action_check_keeps_only_a_delete_category() {
-    let rows: [(&str, String, Value, (&str, &str, bool)); 4] = [
+    let rows: [DeleteRow; 4] = [
         (
             "failed pod in a delete-action category",
             classifier_for_exit_code("pih-del-cat", "pih-del-sub", 42, true),
