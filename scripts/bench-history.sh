@@ -14,6 +14,7 @@
 #   simulate        retryctl simulate -f testdata/lookout/new --lookout-db ... --queue ml
 #                   (the history streamed into the replay, the summary printed)
 #   simulate jsonl  the same with -o jsonl > /dev/null (a record per job rendered and written)
+#   … (before)      each simulate row again with $BEFORE, when set, right after it
 #
 # each under /usr/bin/time: wall, user CPU, peak RSS, and retryctl's wall over the text floor.
 # The statement is the one `retryctl -v history` prints, so the floor reads the same columns
@@ -235,9 +236,13 @@ for n in "${sizes[@]}"; do
       row "$b" "$w" "$u" "$m" "$(printf '  %6.0f jobs/s  %4.2fx the text floor' "$(echo "$n / $w" | bc -l)" "$(echo "$w / $fw" | bc -l)")"
     done
     for format in table jsonl; do
-      read -r w u m < <(timed "$retryctl" simulate -f testdata/lookout/new -o "$format" --lookout-db "$dsn" --queue ml)
-      name=simulate; [ "$format" = table ] || name="simulate $format"
-      row "$name" "$w" "$u" "$m" "$(printf '  %6.0f jobs/s  %4.2fx the text floor' "$(echo "$n / $w" | bc -l)" "$(echo "$w / $fw" | bc -l)")"
+      for b in retryctl ${BEFORE:+before}; do
+        bin=$retryctl; [ "$b" = before ] && bin=$BEFORE
+        read -r w u m < <(timed "$bin" simulate -f testdata/lookout/new -o "$format" --lookout-db "$dsn" --queue ml)
+        name=simulate; [ "$format" = table ] || name="simulate $format"
+        [ "$b" = before ] && name="$name (before)"
+        row "$name" "$w" "$u" "$m" "$(printf '  %6.0f jobs/s  %4.2fx the text floor' "$(echo "$n / $w" | bc -l)" "$(echo "$w / $fw" | bc -l)")"
+      done
     done
   done
   # The last simulate's stderr: its summary lines (jsonl) and `history`'s.

@@ -21,11 +21,20 @@ holds and gives back on today's Armada:
   its reason (`Error`, or `OOMKilled`) and termination message; a container that exited 0
   is not in that text, so the init container `setup`'s runs hold `setup` alone (`init:
   true`, from the debug document's `pod.initContainers`);
-- an image that cannot be pulled is the debug document's: `podError: ErrImagePull` (the
-  waiting container's reason) and the kubelet's event saying which image;
-- the run that ended a failed job carries the category the executor gave it (Lookout keeps a
-  category only with a terminal error): testdata/route/current/executor.yaml's, worked out
-  here by its rules; Armada's own `internal/lease-expired` stays on every lease expiry.
+- an image that cannot be pulled is a pod stuck pending that the executor's pod checks fail:
+  `executorPath: stuckPod`, and as `podError` the executor's text, `Unable to start pod -
+  encountered an unrecoverable problem.` and the first event check's match on the kubelet's
+  event (upstream's shipped config: `check-0`, `Failed to pull image.* failed to pull and
+  unpack image`, Fail), built from upstream's own format strings
+  (contract/executor/formats.txt); the kubelet's events are the debug document's;
+- every other failed run is a failed pod (`executorPath: failedPod`), a preempted run or a
+  lease expiry Armada's own (`unclassified`);
+- each failed run the executor classifies carries the category it gave it (every executor
+  error is terminal, so Lookout keeps each): testdata/route/current/executor.yaml's, worked
+  out here by its rules on the executor's paths (a stuck pod's text for `onPodError`; a
+  failed pod's containers, every category being `Delete`, so its composed text too);
+  Armada's own `internal/lease-expired` stays on every lease expiry. The hint the executor
+  appends is not in the file: `history --categorizer current/executor.yaml` takes it off.
 
 Then the week is made one that today's policy explains (docs/what-if.md "Does the baseline
 explain the record?"): the draft is replayed by retryctl's upstream engine under
@@ -42,6 +51,7 @@ import json
 import os
 import pathlib
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -75,16 +85,75 @@ def go(secs):
     return "".join(f"{v}{u}" for v, u in ((h, "h"), (m, "m"), (s, "s")) if v)
 
 
+def formats():
+    """contract/executor/formats.txt: `PATH:LINE` -> upstream's Go literal, unquoted."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "contract", "executor", "formats.txt")
+    out = {}
+    with open(path) as f:
+        lines = f.read().split("\n")
+    for k, line in enumerate(lines):
+        if line.startswith("# "):
+            literal = lines[k + 1]
+            try:
+                # One Go double-quoted literal: the escapes the file uses are JSON's too.
+                literal = json.loads(literal)
+            except json.JSONDecodeError:
+                continue  # a raw string, a concatenation, an SQL fragment: not a format
+            out[line[2:].split(" ")[0]] = literal
+    return out
+
+
+FORMATS = formats()
+
+
+def go_sprintf(at, *args):
+    """Upstream's literal at `at` formatted as Go's fmt does for %s, %d and %q (a plain name)."""
+    args = list(args)
+
+    def verb(m):
+        arg = args.pop(0)
+        return json.dumps(arg) if m.group(1) == "q" else str(arg)
+
+    return re.sub(r"%([sdqv])", verb, FORMATS[at])
+
+
+def stuck_pod_text(image):
+    """The executor's text of a pod stuck on an image that does not exist (createStuckPodMessage,
+    not retryable, of the first event check's message)."""
+    event = f'Failed to pull image "{image}": rpc error: code = NotFound desc = failed to pull and unpack image "{image}": not found'
+    checks = go_sprintf("internal/executor/podchecks/event_checks.go:102", "check-0", event)
+    return go_sprintf("internal/executor/service/pod_issue_handler.go:793", checks), event
+
+
+def failed_reason(run):
+    """util.ExtractPodFailedReason of a failed pod: its containers' lines, as the executor
+    composes them."""
+    return "".join(
+        go_sprintf(
+            "internal/executor/util/pod_status.go:31",
+            c["name"],
+            c["exitCode"],
+            c.get("reason", "Error"),
+            c.get("message", ""),
+        )
+        for c in run.get("containers", [])
+        if c["exitCode"] != 0
+    )
+
+
 def category(run):
-    """The category (and subcategory) testdata/route/current/executor.yaml gives a failed run."""
+    """The category (and subcategory) testdata/route/current/executor.yaml gives a failed run on
+    its executor path: rules in order, first match; a stuck pod's `onPodError` reads its text, a
+    failed pod's (every category `Delete`: the Delete-action check's) its composed text."""
     failed = [c for c in run.get("containers", []) if c["exitCode"] != 0]
+    text = run.get("podError", "") if run.get("executorPath") == "stuckPod" else failed_reason(run)
     if any(c.get("reason") == "OOMKilled" for c in failed):
         return "oom", "kernel"
     if any(c.get("name") == "main" and c["exitCode"] == 42 for c in failed):
         return "app-42", None
-    if any(c.get("name") == "main" and "cuda" in c.get("message", "").lower() and "error" in c.get("message", "").lower() for c in failed):
+    if any(c.get("name") == "main" and re.search("(?i)cuda.*error", c.get("message", "")) for c in failed):
         return "infrastructure", "cuda"
-    if run.get("podError") in ("ErrImagePull", "ImagePullBackOff"):
+    if text and re.search("not found|NotFound", text):
         return "infrastructure", "image-pull"
     return None, None
 
@@ -116,14 +185,20 @@ def run_of(planted, rng):
         run["subcategory"] = planted["subcategory"]
     if planted.get("outcome"):
         run["outcome"] = planted["outcome"]
-    if planted.get("podError"):
+    elif planted.get("conditions") or planted.get("category") == "internal":
+        run["executorPath"] = "unclassified"
+    elif planted.get("podError"):
         image = planted["podError"].split('"')[1]
-        run["podError"] = "ErrImagePull"
+        text, event = stuck_pod_text(image)
+        run["executorPath"] = "stuckPod"
+        run["podError"] = text
         run["events"] = [
             {"type": "Normal", "reason": "Scheduled", "message": f"Successfully assigned ml/armada-job to {planted['node']}"},
             {"type": "Normal", "reason": "Pulling", "message": f'Pulling image "{image}"'},
-            {"type": "Warning", "reason": "Failed", "message": f'Failed to pull image "{image}": rpc error: code = NotFound desc = failed to pull and unpack image "{image}": not found'},
+            {"type": "Warning", "reason": "Failed", "message": event},
         ]
+    else:
+        run["executorPath"] = "failedPod"
     return run
 
 
@@ -156,15 +231,15 @@ def main():
     started = replayed_runs(jobs)
     for j in jobs:
         j["runs"] = j["runs"][: started[j["job"]["id"]]]
-        last = j["runs"][-1]
-        if "outcome" not in last and "category" not in last and "conditions" not in last:
-            cat, sub = category(last)
-            if cat:
-                last["category"] = cat
-                if sub:
-                    last["subcategory"] = sub
-                # Keep the field order `history` writes: category before outcome and podError.
-                j["runs"][-1] = {key: last[key] for key in order_of(last)}
+        for i, run in enumerate(j["runs"]):
+            if run.get("executorPath") in ("stuckPod", "failedPod") and "category" not in run:
+                cat, sub = category(run)
+                if cat:
+                    run["category"] = cat
+                    if sub:
+                        run["subcategory"] = sub
+            # The field order `history` writes.
+            j["runs"][i] = {key: run[key] for key in order_of(run)}
         print(json.dumps(j, separators=(",", ":"), ensure_ascii=False))
 
 
@@ -185,7 +260,7 @@ def replayed_runs(jobs):
 
 
 def order_of(run):
-    keys = ["node", "queuedFor", "runFor", "conditions", "containers", "category", "subcategory", "outcome", "podError", "events"]
+    keys = ["node", "queuedFor", "runFor", "conditions", "containers", "category", "subcategory", "outcome", "executorPath", "podError", "events"]
     assert set(run) <= set(keys), run
     return [k for k in keys if k in run]
 

@@ -9,7 +9,7 @@
 //! check, every error with its place; this one answers as the real server would.
 
 use super::api;
-use crate::model::policy::go_quote;
+use crate::model::policy::{go_float, go_quote};
 
 /// Policy names follow RFC 1123 label rules (upstream: they may end up in Kubernetes labels).
 const MAX_POLICY_NAME_LENGTH: usize = 63;
@@ -102,7 +102,7 @@ fn validate_resource_bump(b: &api::RetryResourceBump) -> Result<(), String> {
         return Ok(());
     }
     if b.factor <= 1.0 {
-        return Err(format!("factor {} must be greater than 1.0", b.factor));
+        return Err(format!("factor {} must be greater than 1.0", go_float(b.factor)));
     }
     Ok(())
 }
@@ -202,6 +202,11 @@ mod tests {
         assert_eq!(
             bumped(bump("", 1.0)).unwrap_err(),
             "retry policy \"memory-bump\" rule 0: mutate.resources.memory: factor 1 must be greater than 1.0"
+        );
+        // `%v` of a float64, as Go prints it: an exponent below 1e-4.
+        assert_eq!(
+            bumped(bump("", 0.00001)).unwrap_err(),
+            "retry policy \"memory-bump\" rule 0: mutate.resources.memory: factor 1e-05 must be greater than 1.0"
         );
         assert_eq!(
             bumped(bump("many", 0.0)).unwrap_err(),

@@ -451,6 +451,10 @@ pub struct HistoryArgs {
     /// Lookout's REST API (`http://lookout:10000`); auth as for the Armada API.
     #[arg(long, value_name = "URL")]
     pub lookout_url: Option<String>,
+    /// The executor's categorizer config as deployed (its `errorCategories`): the hint its
+    /// rules append to a run's error text is taken off the texts of the runs it classified.
+    #[arg(long, value_name = "FILE")]
+    pub categorizer: Option<PathBuf>,
     /// Output format: one JSON document a line, or YAML documents.
     #[arg(short = 'o', long, value_enum, default_value_t = HistoryOutput::Jsonl)]
     pub output: HistoryOutput,

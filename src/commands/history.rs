@@ -5,7 +5,9 @@
 //! the REST API) whatever the number of jobs. A row that cannot be read is reported with its
 //! job, run and column on stderr and left out; the export goes on, and `--strict` makes the
 //! exit status 1 afterwards. No job read is an empty input (`replay::lookout::no_job`, exit 3, before the
-//! summary) unless `--allow-empty`.
+//! summary) unless `--allow-empty`. `--categorizer FILE` (the deployed config, read and
+//! checked before the export: exit 3 when it does not validate) gives the hints the export
+//! takes off the executor's texts.
 
 use crate::app::Context;
 use crate::cli::{HistoryArgs, HistoryOutput};
@@ -14,6 +16,8 @@ use crate::commands::replay::lookout::{
 };
 use crate::connection::{parse_timeout, resolve, Env};
 use crate::error::{CliError, ExitCode};
+use crate::input;
+use crate::lookout::executor_text::Hints;
 use crate::lookout::{api, db, Event, Export, JobStream};
 use crate::output::history::{left_out_line, write_history, write_summary};
 use crate::output::progress::ReadProgress;
@@ -30,6 +34,11 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     )?;
     let timeout = parse_timeout(&ctx.global.timeout)?;
     let dsn = resolve_dsn(args.lookout_db.clone(), args.lookout_url.is_none())?;
+    // Before Lookout is read: a categorizer that does not validate is exit 3 on its own.
+    let hints = match &args.categorizer {
+        Some(path) => Some(deployed_hints(ctx, path)?),
+        None => None,
+    };
     // What an empty export's error calls the source.
     let named: String;
     let source: JobStream = match (&dsn, &args.lookout_url) {
@@ -59,7 +68,7 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let out = &mut *ctx.out;
     let yaml = args.output == HistoryOutput::Yaml;
     let mut progress = ReadProgress::start("reading Lookout");
-    let mut export = Export::new(source);
+    let mut export = Export::new(source).with_hints(hints);
     while let Some(event) = export.next() {
         match event? {
             Event::History(h) => write_history(out, &h, yaml)?,
@@ -83,4 +92,14 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::Success
     })
+}
+
+/// `--categorizer FILE`: the deployed categorizer's hints, its warnings said on stderr; exit 3
+/// naming the file and each problem when it does not validate, before Lookout is read.
+fn deployed_hints(ctx: &mut Context, path: &std::path::Path) -> anyhow::Result<Hints> {
+    let file = input::read_categorizer(path)?;
+    for w in &file.warnings {
+        writeln!(ctx.err, "{}: {w}", ctx.style.warning("warning"))?;
+    }
+    Ok(Hints::of(&file.config))
 }

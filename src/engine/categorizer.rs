@@ -9,6 +9,20 @@
 //! run's pod is retained ([`Categorized::pod_retained`], [`Classifier::retains_pod`]): a retry
 //! of a job whose failed pod is retained collides with it, since retried pods reuse their name.
 //!
+//! What the classifier is given follows the run's `executorPath`, as upstream's executor
+//! (207cc9e) calls it (docs/categorizer.md "Which matchers see what"):
+//! - a pod issue (`stuckPod`, `failedPodCheck`; `pod_issue_handler.go`
+//!   `handleRetryableJobIssue`, `handleNonRetryableJobIssue`): `ClassifyPodError(pod,
+//!   message, nil)`, the run's `podError` and no events; the pod is deleted whatever the
+//!   category;
+//! - a failed pod (`failedPod`): `ClassifyContainerError(pod)` (`job_state_reporter.go`), no
+//!   pod-error text and no events, unless the Delete-action check
+//!   (`DetectAndRegisterDeleteActionIssue`) found first, on `util.ExtractPodFailedReason(pod)`
+//!   with the pod's events, a rule of a `Delete` category: that result is the run's;
+//! - `unclassified`: never seen, like Armada's own categories;
+//! - a run that does not say: the run's `podError` and `events` both, as `ClassifyPodError`
+//!   called with them (upstream's own classifier tests).
+//!
 //! A run's cost grows at most linearly in the rules (a config holds up to 4,000): one
 //! literal scan of the run's texts ([`Prefilter`]) says which regex rules can match at all,
 //! and only those run their regex; the rest of a rule is a few comparisons. (Each of thousands
@@ -29,7 +43,7 @@ use std::collections::HashMap;
 use aho_corasick::AhoCorasick;
 
 use crate::model::categorizer::{ErrorCategories, PodAction, CATEGORY_INTERNAL, CATEGORY_PREEMPTION};
-use crate::model::failure_history::Run;
+use crate::model::failure_history::{ExecutorPath, PodEvent, Run};
 use crate::model::policy::Condition;
 
 use super::matcher::{required_of_all, Pattern, PatternPool};
@@ -49,6 +63,10 @@ pub struct Classifier {
     prepended: bool,
     /// The regex rules' literal prefilter; `None` when no rule has a literal to scan for.
     prefilter: Option<Prefilter>,
+    /// Whether a pod-level rule (`onPodError`, `onPodEvents`) belongs to a `Delete` category:
+    /// only then can the Delete-action check give a failed pod another category than its
+    /// containers do, and only then is its failure text composed.
+    delete_pod_rules: bool,
 }
 
 /// One Aho-Corasick automaton over the literals the regex rules need (every match of a
@@ -67,6 +85,9 @@ thread_local! {
     /// The rules a run leaves possible, a bitset over the rules: one per worker thread, so
     /// that a run allocates nothing once it has grown to the largest config.
     static POSSIBLE: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+    /// A failed pod's failure text as the executor composes it (`ExtractPodFailedReason`),
+    /// one buffer per worker thread for the same reason.
+    static FAILED_REASON: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
 impl Prefilter {
@@ -111,8 +132,8 @@ impl Prefilter {
 
     /// Sets in `possible` (cleared, one bit per rule) every rule that is not gated or one of
     /// whose literals occurs in a text a rule of `run` could match: a considered container's
-    /// message, the pod error, an event's message.
-    fn scan(&self, run: &Run, possible: &mut Vec<u64>) {
+    /// message, the pod error, an event's message, and `also` (a failed pod's composed text).
+    fn scan(&self, run: &Run, also: &str, possible: &mut Vec<u64>) {
         possible.clear();
         possible.extend(self.gated.iter().map(|g| !g));
         let mut mark = |text: &str| {
@@ -132,6 +153,9 @@ impl Prefilter {
         }
         for e in &run.events {
             mark(&e.message);
+        }
+        if !also.is_empty() {
+            mark(also);
         }
     }
 }
@@ -154,6 +178,22 @@ struct CompiledRule {
     /// Scopes the container matchers; `None`: any considered container.
     container: Option<Box<str>>,
     matcher: Matcher,
+}
+
+impl CompiledRule {
+    /// Whether its matcher reads the pod-level inputs (`onPodError`, `onPodEvents`) rather
+    /// than the containers and conditions.
+    fn pod_level(&self) -> bool {
+        matches!(self.matcher, Matcher::PodError(_) | Matcher::PodEvents { .. })
+    }
+}
+
+/// What a run's pod-level matchers are given on its path: `onPodError`'s text and
+/// `onPodEvents`' events (none: never a match).
+#[derive(Debug, Clone, Copy, Default)]
+struct PodInputs<'r> {
+    pod_error: Option<&'r str>,
+    events: &'r [PodEvent],
 }
 
 /// A rule's one matcher.
@@ -200,6 +240,9 @@ pub struct Classification<'c> {
     /// The matched rule: (category index, rule index within it); `None` for the defaults
     /// and for a disabled config.
     pub rule: Option<(usize, usize)>,
+    /// The executor deletes the run's pod whatever the category: a pod issue (a stuck pod, a
+    /// failed-pod check), whose handler deletes the pod before it reports.
+    pub pod_deleted: bool,
 }
 
 impl Categorized<'_> {
@@ -210,7 +253,7 @@ impl Categorized<'_> {
     pub fn pod_retained(&self) -> bool {
         match self {
             Categorized::Recorded => false,
-            Categorized::Classified(c) => c.action != PodAction::Delete,
+            Categorized::Classified(c) => !c.pod_deleted && c.action != PodAction::Delete,
         }
     }
 }
@@ -290,7 +333,11 @@ impl Classifier {
             }
         }
         let prefilter = Prefilter::new(rules.len(), &patterns);
+        let delete_pod_rules = rules
+            .iter()
+            .any(|r: &CompiledRule| r.pod_level() && categories[r.category].1 == PodAction::Delete);
         Ok(Classifier {
+            delete_pod_rules,
             enabled: config.enabled,
             default_category: non_empty(&config.default_category),
             default_subcategory: non_empty(&config.default_subcategory),
@@ -324,24 +371,37 @@ impl Classifier {
         })
     }
 
-    /// What the executor's categorizer makes of `run`, a failed run.
+    /// What the executor's categorizer makes of `run`, a failed run (or a returned lease the
+    /// executor classified: a pod issue), on the run's `executorPath` (this module's doc).
     pub fn classify(&self, run: &Run) -> Categorized<'_> {
         if never_classified(run) {
             return Categorized::Recorded;
         }
+        let pod_deleted = run.executor_path.is_some_and(ExecutorPath::pod_issue);
         if !self.enabled {
-            return Categorized::Classified(Classification::default());
+            return Categorized::Classified(Classification {
+                pod_deleted,
+                ..Classification::default()
+            });
         }
-        let first = match &self.prefilter {
-            None => self.rules.iter().find(|r| matches(r, run)),
-            Some(p) => POSSIBLE.with_borrow_mut(|possible| {
-                p.scan(run, possible);
-                self.rules
-                    .iter()
-                    .enumerate()
-                    .find(|(k, r)| possible[k / 64] & (1 << (k % 64)) != 0 && matches(r, run))
-                    .map(|(_, r)| r)
+        let given = PodInputs {
+            pod_error: run.pod_error.as_deref(),
+            events: &run.events,
+        };
+        let first = match run.executor_path {
+            None => self.first_match(run, given, ""),
+            Some(ExecutorPath::StuckPod | ExecutorPath::FailedPodCheck) => {
+                self.first_match(run, PodInputs { events: &[], ..given }, "")
+            }
+            Some(ExecutorPath::FailedPod) if self.delete_pod_rules => FAILED_REASON.with_borrow_mut(|text| {
+                failed_reason(run, text);
+                self.failed_pod(run, text)
             }),
+            // No pod-level rule of a `Delete` category: the Delete-action check never keeps
+            // what it finds, and the containers alone decide.
+            Some(ExecutorPath::FailedPod) => self.first_match(run, PodInputs::default(), ""),
+            // `never_classified` said so above.
+            Some(ExecutorPath::Unclassified) => return Categorized::Recorded,
         };
         match first {
             Some(r) => {
@@ -352,26 +412,99 @@ impl Classifier {
                     hint: r.hint.as_deref(),
                     action: *action,
                     rule: Some((r.category, r.index)),
+                    pod_deleted,
                 })
             }
             None if self.prepended => Categorized::Recorded,
             None => Categorized::Classified(Classification {
                 category: self.default_category.as_deref(),
                 subcategory: self.default_subcategory.as_deref(),
+                pod_deleted,
                 ..Classification::default()
+            }),
+        }
+    }
+
+    /// A failed pod: the Delete-action check's classification on `reason` (the pod's failure
+    /// text) and the events when its first matching rule is of a `Delete` category; else the
+    /// containers' alone (`ClassifyContainerError`), which no pod-level rule matches: the
+    /// first container-level rule after the check's, since none before it matched.
+    fn failed_pod(&self, run: &Run, reason: &str) -> Option<&CompiledRule> {
+        let check = PodInputs {
+            pod_error: Some(reason),
+            events: &run.events,
+        };
+        let (k, r) = self.first_match_from(0, run, check, reason)?;
+        if !r.pod_level() || self.categories[r.category].1 == PodAction::Delete {
+            return Some(r);
+        }
+        self.first_match_from(k + 1, run, PodInputs::default(), reason)
+            .map(|(_, r)| r)
+    }
+
+    /// The first rule that matches `run` given `pod` on its path.
+    fn first_match(&self, run: &Run, pod: PodInputs<'_>, also: &str) -> Option<&CompiledRule> {
+        self.first_match_from(0, run, pod, also).map(|(_, r)| r)
+    }
+
+    /// The first rule from `start` on that matches, with its index. `also`: a text the
+    /// prefilter scans besides the run's own (a failed pod's composed failure text).
+    fn first_match_from(
+        &self,
+        start: usize,
+        run: &Run,
+        pod: PodInputs<'_>,
+        also: &str,
+    ) -> Option<(usize, &CompiledRule)> {
+        let mut rules = self.rules.iter().enumerate().skip(start);
+        match &self.prefilter {
+            None => rules.find(|(_, r)| matches(r, run, pod)),
+            Some(p) => POSSIBLE.with_borrow_mut(|possible| {
+                p.scan(run, also, possible);
+                rules.find(|(k, r)| possible[k / 64] & (1 << (k % 64)) != 0 && matches(r, run, pod))
             }),
         }
     }
 }
 
+/// `util.ExtractPodFailedReason(pod)` (upstream `internal/executor/util/pod_status.go:18-41`)
+/// of a failed run, into `out`: the pod's status message (`podError`) when there is one, else
+/// a line `Container NAME failed with exit code N because REASON: MESSAGE\n` per container
+/// with a non-zero exit code, in the run's order (the executor's: regular, then init). An
+/// unnamed container is Lookout's error text that was not in that form (the pod's status
+/// message, docs/lookout.md): its message stands as it is.
+fn failed_reason(run: &Run, out: &mut String) {
+    use std::fmt::Write as _;
+    out.clear();
+    if let Some(m) = run.pod_error.as_deref().filter(|m| !m.is_empty()) {
+        out.push_str(m);
+        return;
+    }
+    for c in &run.containers {
+        let message = c.message.as_deref().unwrap_or("");
+        if c.name.is_empty() {
+            out.push_str(message);
+        } else if c.exit_code != 0 {
+            let reason = c.reason.as_deref().unwrap_or("");
+            let _ = writeln!(
+                out,
+                "Container {} failed with exit code {} because {reason}: {message}",
+                c.name, c.exit_code
+            );
+        }
+    }
+}
+
 /// A run the executor's classifier never sees: Armada sets its category itself (`internal`:
-/// lease expiry, a missing pod, …) or it was preempted (newer Armada records `preemption`).
+/// lease expiry, a missing pod, …), it was preempted (newer Armada records `preemption`), or
+/// its history says so (`executorPath: unclassified`).
 pub fn never_classified(run: &Run) -> bool {
     matches!(run.category.as_deref(), Some(CATEGORY_INTERNAL | CATEGORY_PREEMPTION))
         || run.conditions.contains(&Condition::Preempted)
+        || run.executor_path == Some(ExecutorPath::Unclassified)
 }
 
-fn matches(r: &CompiledRule, run: &Run) -> bool {
+fn matches(r: &CompiledRule, run: &Run, pod: PodInputs<'_>) -> bool {
     // The considered containers: a non-zero exit code (in a failed run, every container is
     // terminated), scoped to `containerName` when set. An unnamed container has an empty name,
     // which no `containerName` equals.
@@ -392,12 +525,12 @@ fn matches(r: &CompiledRule, run: &Run) -> bool {
         Matcher::TerminationMessage(p) => {
             considered.any(|c| c.message.as_deref().is_some_and(|m| !m.is_empty() && p.is_match(m)))
         }
-        Matcher::PodError(p) => run.pod_error.as_deref().is_some_and(|e| !e.is_empty() && p.is_match(e)),
+        Matcher::PodError(p) => pod.pod_error.is_some_and(|e| !e.is_empty() && p.is_match(e)),
         Matcher::PodEvents {
             message,
             reason,
             event_type,
-        } => run.events.iter().any(|e| {
+        } => pod.events.iter().any(|e| {
             reason.as_deref().is_none_or(|r| e.reason == r)
                 && e.event_type == **event_type
                 && !e.message.is_empty()

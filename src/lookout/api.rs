@@ -2,9 +2,9 @@
 //!
 //! Owns: `POST /api/v1/jobs` with the filters of [`Filter`], ordered by `jobId`, paged with
 //! skip/take ([`PAGE`] jobs a page, one page held at a time, at most [`PAGE_BYTES_MAX`]), and
-//! `POST /api/v1/jobRunError` for each failed or preempted run (Lookout answers the error
-//! text already inflated: it is read as a stream, at most [`ERROR_TEXT_MAX`] bytes of text,
-//! and the rest of the body is not read, so a bomb costs what the cap costs).
+//! `POST /api/v1/jobRunError` for each failed, preempted or returned run (Lookout answers the
+//! error text already inflated: it is read as a stream, at most [`ERROR_TEXT_MAX`] bytes of
+//! text, and the rest of the body is not read, so a bomb costs what the cap costs).
 //! Statuses: connection failure or timeout → exit 4 with the URL (credentials masked),
 //! 401/403 → exit 5, any other non-2xx or a body that is not the swagger shape → exit 4.
 //! A job or run in a page that does not decode (a time that is not RFC 3339, a missing
@@ -585,7 +585,9 @@ impl ApiJobs<'_> {
                     continue;
                 }
             };
-            let (error, error_truncated) = if st == state::FAILED || st == state::PREEMPTED {
+            // A returned lease's text too: a stuck pod's or a failed-pod check's, with its
+            // category (docs/lookout.md).
+            let (error, error_truncated) = if matches!(st, state::FAILED | state::PREEMPTED | state::LEASE_RETURNED) {
                 let (text, cut) = self.api.run_error(&r.run_id)?;
                 (Some(text), cut)
             } else {
@@ -604,7 +606,7 @@ impl ApiJobs<'_> {
                 error_truncated,
                 category: r.failure_category,
                 subcategory: r.failure_subcategory,
-                // The REST source does not ask `jobRunDebugMessage` per run (yet): no podError or events.
+                // The REST source does not ask `jobRunDebugMessage` per run (yet): no events.
                 debug: None,
             });
         }

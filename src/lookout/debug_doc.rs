@@ -1,12 +1,13 @@
-//! Lookout's `job_run.debug` → a run's `podError` and `events`. Pure: text in, fields out.
+//! Lookout's `job_run.debug` → a run's `events`, its pod-level conditions, and what tells a
+//! failed-pod check from a failed submission. Pure: text in, fields out.
 //!
 //! Today's executor sends, with a failed (or returned, preempted, cancelled) pod, a JSON
-//! document describing it; Lookout stores it zlib-compressed in `job_run.debug`. Its shape
-//! (`schemaVersion` 1):
+//! document describing it (upstream `internal/executor/reporter/debug.go`); Lookout stores it
+//! zlib-compressed in `job_run.debug`. Its shape (`schemaVersion` 1):
 //!
 //! ```json
 //! {"schemaVersion": 1, "trigger": "podFailed",
-//!  "pod": {"phase": "Failed", "reason": "UnexpectedAdmissionError",
+//!  "pod": {"phase": "Failed", "reason": "Evicted",
 //!          "initContainers": [{"name": "init", "state": "terminated", "exitCode": 0}],
 //!          "containers": [{"name": "main", "state": "waiting", "reason": "ErrImagePull"}],
 //!          "events": [{"type": "Warning", "reason": "Failed", "from": "kubelet",
@@ -15,10 +16,13 @@
 //! ```
 //!
 //! What is read: `pod.events` (oldest first, as the executor writes them) → `events`; the
-//! pod's `reason`, else the first waiting container's `reason` (init containers first: a
-//! waiting init container holds the others back) → `podError`; the init containers' names,
-//! so that a container named in the composed error text is known to be one. The node's events
-//! are not the pod's: a categorizer's `onPodEvents` sees the pod's only.
+//! pod's `reason` (`pod.Status.Reason`, which the categorizer's `onConditions: [Evicted]` and
+//! `[DeadlineExceeded]` read); the `trigger` and the pod's `phase` (a `podFailed` document of
+//! a `Failed` pod is the executor's own, never a failed submission's); the init containers'
+//! names, so that a container named in the composed error text is known to be one. The
+//! node's events are not the pod's: a categorizer's `onPodEvents` sees the pod's only. A
+//! waiting container's reason (`ErrImagePull`) is not the pod's error text: the executor's
+//! categorizer never sees it alone (docs/categorizer.md "Which matchers see what").
 //!
 //! Older executors wrote free text there (rendered events), and a document may be cut by the
 //! 64 KiB cap: anything that is not a JSON object with a numeric `schemaVersion` and a `pod`
@@ -31,7 +35,12 @@ use crate::model::failure_history::PodEvent;
 /// What a run takes from its debug document.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PodDebug {
-    pub pod_error: Option<String>,
+    /// `pod.reason` (`Evicted`, `DeadlineExceeded`, `UnexpectedAdmissionError`), empty when
+    /// the pod has none.
+    pub reason: String,
+    /// `trigger` (`podFailed`, `stuckTerminating`, …) and `pod.phase`, as written.
+    pub trigger: String,
+    pub phase: String,
     pub events: Vec<PodEvent>,
     /// The names of the pod's init containers.
     pub init_containers: Vec<String>,
@@ -42,12 +51,15 @@ pub struct PodDebug {
 struct Document {
     #[allow(dead_code)] // required: it is what tells the document from other JSON
     schema_version: u32,
+    #[serde(default)]
+    trigger: String,
     pod: Pod,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase", default)]
 struct Pod {
+    phase: String,
     reason: String,
     init_containers: Vec<ContainerInfo>,
     containers: Vec<ContainerInfo>,
@@ -58,8 +70,6 @@ struct Pod {
 #[serde(default)]
 struct ContainerInfo {
     name: String,
-    state: String,
-    reason: String,
 }
 
 #[derive(Deserialize, Default)]
@@ -75,15 +85,10 @@ struct EventInfo {
 pub fn read(text: &str) -> Option<PodDebug> {
     let doc: Document = serde_json::from_str(text).ok()?;
     let pod = doc.pod;
-    let waiting = pod
-        .init_containers
-        .iter()
-        .chain(&pod.containers)
-        .find(|c| c.state == "waiting" && !c.reason.is_empty())
-        .map(|c| c.reason.clone());
-    let pod_error = Some(pod.reason).filter(|r| !r.is_empty()).or(waiting);
     Some(PodDebug {
-        pod_error,
+        reason: pod.reason,
+        trigger: doc.trigger,
+        phase: pod.phase,
         events: pod
             .events
             .into_iter()
@@ -95,6 +100,14 @@ pub fn read(text: &str) -> Option<PodDebug> {
             .collect(),
         init_containers: pod.init_containers.into_iter().map(|c| c.name).collect(),
     })
+}
+
+impl PodDebug {
+    /// A `podFailed` document of a `Failed` pod: the executor described a failed pod it
+    /// handled (`reporter.TriggerPodFailed`), which a failed submission never sends.
+    pub fn failed_pod(&self) -> bool {
+        self.trigger == "podFailed" && self.phase == "Failed"
+    }
 }
 
 #[cfg(test)]
@@ -116,7 +129,9 @@ mod tests {
                 "a pod the kubelet refused, with its events",
                 r#"{"schemaVersion":1,"trigger":"podFailed","pod":{"phase":"Failed","reason":"UnexpectedAdmissionError","events":[{"type":"Normal","reason":"Scheduled","from":"default-scheduler","message":"Successfully assigned"},{"type":"Warning","reason":"UnexpectedAdmissionError","from":"kubelet","message":"Pod Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0","timestamp":"2026-11-16T10:00:00Z"}]},"node":{"name":"n1","events":[{"type":"Warning","reason":"NodeNotReady","message":"node's own"}]}}"#,
                 Some(PodDebug {
-                    pod_error: Some("UnexpectedAdmissionError".into()),
+                    reason: "UnexpectedAdmissionError".into(),
+                    trigger: "podFailed".into(),
+                    phase: "Failed".into(),
                     events: vec![
                         ev("Normal", "Scheduled", "Successfully assigned"),
                         ev("Warning", "UnexpectedAdmissionError", "Pod Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0"),
@@ -125,18 +140,24 @@ mod tests {
                 }),
             ),
             (
-                "an image that cannot be pulled: the waiting container's reason, init first",
+                "a pod stuck pending: a waiting container's reason is not read",
                 r#"{"schemaVersion":1,"trigger":"podFailed","pod":{"phase":"Pending","initContainers":[{"name":"setup","state":"terminated","exitCode":0}],"containers":[{"name":"side","state":"running"},{"name":"main","state":"waiting","reason":"ErrImagePull"}]}}"#,
                 Some(PodDebug {
-                    pod_error: Some("ErrImagePull".into()),
-                    events: vec![],
+                    trigger: "podFailed".into(),
+                    phase: "Pending".into(),
                     init_containers: vec!["setup".into()],
+                    ..PodDebug::default()
                 }),
             ),
             (
-                "terminated containers' reasons are not a pod error",
-                r#"{"schemaVersion":1,"pod":{"containers":[{"name":"main","state":"terminated","exitCode":137,"reason":"OOMKilled"}]}}"#,
-                Some(PodDebug::default()),
+                "an evicted pod",
+                r#"{"schemaVersion":1,"trigger":"podFailed","pod":{"phase":"Failed","reason":"Evicted","containers":[{"name":"main","state":"terminated","exitCode":137,"reason":"Error"}]}}"#,
+                Some(PodDebug {
+                    reason: "Evicted".into(),
+                    trigger: "podFailed".into(),
+                    phase: "Failed".into(),
+                    ..PodDebug::default()
+                }),
             ),
             (
                 "a later schema version is read for the fields it still has",
@@ -156,5 +177,18 @@ mod tests {
         for (what, text, want) in cases {
             assert_eq!(read(text), want, "{what}");
         }
+    }
+
+    #[test]
+    fn only_a_pod_failed_document_of_a_failed_pod_is_the_executors_own_failed_pod() {
+        let doc = |trigger: &str, phase: &str| PodDebug {
+            trigger: trigger.into(),
+            phase: phase.into(),
+            ..PodDebug::default()
+        };
+        assert!(doc("podFailed", "Failed").failed_pod());
+        assert!(!doc("podFailed", "Pending").failed_pod());
+        assert!(!doc("stuckTerminating", "Failed").failed_pod());
+        assert!(!doc("", "").failed_pod());
     }
 }

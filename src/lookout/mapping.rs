@@ -21,8 +21,26 @@
 //! | 10 RUN_MAX_RUNS_EXCEEDED | left out and counted; the history ends there: the scheduler's own `maxAttemptedRuns` ended the job, not a run of it |
 //! | anything else | left out and counted as an unknown state |
 //!
-//! Any run written takes `podError` and `events` from `debug` when it holds the executor's
-//! debug document ([`debug_doc`]); other debug text is counted, not read.
+//! Any run written takes `events` (and an `Evicted` or `DeadlineExceeded` pod reason, as a
+//! condition) from `debug` when it holds the executor's debug document ([`debug_doc`]);
+//! other debug text is counted, not read.
+//!
+//! Each failed run, and each returned lease with an error text, says which of the executor's
+//! paths it took (`executorPath`, docs/lookout.md "Pod errors, events and containers"), read
+//! from its state, its category and its text ([`executor_text`]):
+//! - a text with a stuck pod's header (`Unable to start pod…`, state 4 or 8): `stuckPod`, the
+//!   text (without its hint) as `podError`, the category kept, a returned lease's too;
+//! - another returned lease's text, when its category or its debug document (`podFailed`, a
+//!   `Failed` pod) shows the executor handled a failed pod: `failedPodCheck`, likewise; else
+//!   the text is kept as `podError` and the path is not said (a failed submission's text
+//!   reads alike), counted;
+//! - a failed run of Armada's own (`internal`), a preempted or lease-expired run:
+//!   `unclassified`;
+//! - any other failed run: `failedPod`, its text read as containers (below).
+//!
+//! The hint the executor appended to a classified run's text (`\n\n<hint>`) is taken off
+//! when the deployed categorizer's [`Hints`] name it; without them the text is kept whole,
+//! counted.
 //!
 //! Every decision that docs/lookout.md does not fix is counted in [`Notes`] and said on stderr.
 //!
@@ -45,9 +63,11 @@
 
 use std::collections::BTreeMap;
 
+use super::executor_text::{self, Hints};
 use super::{composed, debug_doc};
+use crate::model::categorizer::CATEGORY_INTERNAL;
 use crate::model::duration::GoDuration;
-use crate::model::failure_history::{Container, FailureHistory, Job, Outcome, Resources, Run, Timestamp};
+use crate::model::failure_history::{Container, ExecutorPath, FailureHistory, Job, Outcome, Resources, Run, Timestamp};
 use crate::model::policy::Condition;
 use crate::replay::source::Notes;
 
@@ -259,9 +279,10 @@ fn resources(cpu: i64, gpu: i64) -> Option<Resources> {
     (r != Resources::default()).then_some(r)
 }
 
-/// Maps one job. `Err` only when the job's own row cannot be mapped (a negative memory):
-/// the job is then left out.
-pub fn map_job(src: LookoutJob) -> Result<Mapped, RowError> {
+/// Maps one job; `hints`: the deployed categorizer's, to take the executor's hint off a
+/// classified run's text (none: texts are kept whole, counted). `Err` only when the job's
+/// own row cannot be mapped (a negative memory): the job is then left out.
+pub fn map_job(src: LookoutJob, hints: Option<&Hints>) -> Result<Mapped, RowError> {
     let LookoutJob {
         job: j,
         runs: mut order,
@@ -333,15 +354,28 @@ pub fn map_job(src: LookoutJob) -> Result<Mapped, RowError> {
                 continue;
             }
             state::SUCCEEDED => run.outcome = Outcome::Succeeded,
-            state::LEASE_RETURNED => run.outcome = Outcome::LeaseReturned,
+            state::LEASE_RETURNED => {
+                run.outcome = Outcome::LeaseReturned;
+                returned_lease(
+                    &mut run,
+                    r.error,
+                    r.error_truncated,
+                    r.category,
+                    r.subcategory,
+                    debug.as_ref(),
+                    hints,
+                    &mut notes,
+                );
+            }
             state::UNABLE_TO_SCHEDULE => {
                 notes.unable_to_schedule += 1;
                 run.outcome = Outcome::LeaseReturned;
             }
             state::CANCELLED => run.outcome = Outcome::Cancelled,
             state::LEASE_EXPIRED => {
-                run.category = Some("internal".into());
+                run.category = Some(CATEGORY_INTERNAL.into());
                 run.subcategory = Some("lease-expired".into());
+                run.executor_path = Some(ExecutorPath::Unclassified);
             }
             state::FAILED | state::PREEMPTED => {
                 if r.state == state::PREEMPTED {
@@ -353,7 +387,33 @@ pub fn map_job(src: LookoutJob) -> Result<Mapped, RowError> {
                     notes.no_category += 1;
                 }
                 let message = r.error.filter(|m| !m.is_empty());
-                if let Some(named) = message.as_deref().and_then(composed::containers) {
+                let path = if r.state == state::PREEMPTED || run.category.as_deref() == Some(CATEGORY_INTERNAL) {
+                    ExecutorPath::Unclassified
+                } else if message.as_deref().is_some_and(executor_text::stuck_pod) {
+                    ExecutorPath::StuckPod
+                } else {
+                    ExecutorPath::FailedPod
+                };
+                run.executor_path = Some(path);
+                let message = match path {
+                    ExecutorPath::Unclassified => message,
+                    _ => message.map(|m| without_hint(m, &run, hints, &mut notes)),
+                };
+                if path == ExecutorPath::StuckPod {
+                    // The pending pod's text: its containers rarely ran, and Lookout keeps
+                    // only the first non-zero exit code of those that did.
+                    if r.error_truncated {
+                        notes.error_text_truncated += 1;
+                    }
+                    if let Some(code) = r.exit_code.filter(|c| *c != 0) {
+                        notes.first_exit_code_only += 1;
+                        run.containers.push(Container {
+                            exit_code: i64::from(code),
+                            ..Container::default()
+                        });
+                    }
+                    run.pod_error = message;
+                } else if let Some(named) = message.as_deref().and_then(composed::containers) {
                     // The executor's own per-container lines: names, codes, reasons and
                     // messages are all there, so Lookout's one exit code is not needed.
                     if r.error_truncated {
@@ -400,7 +460,12 @@ pub fn map_job(src: LookoutJob) -> Result<Mapped, RowError> {
             notes.debug_not_document += 1;
         }
         if let Some(d) = debug {
-            run.pod_error = d.pod_error;
+            // `pod.Status.Reason`: what `onConditions: [Evicted]` and `[DeadlineExceeded]` read.
+            for c in [Condition::Evicted, Condition::DeadlineExceeded] {
+                if d.reason == c.as_str() && !run.conditions.contains(&c) {
+                    run.conditions.push(c);
+                }
+            }
             run.events = d.events;
         }
         let start = r.started.or(r.leased).or(r.pending);
@@ -416,6 +481,60 @@ pub fn map_job(src: LookoutJob) -> Result<Mapped, RowError> {
         expect: None,
     });
     Ok(Mapped { history, notes })
+}
+
+/// A returned lease's error text and category (upstream's `PodLeaseReturned` carries both):
+/// a stuck pod retried, or a failed-pod check, classified by the executor, keep them as
+/// `podError` (without the hint) and `category`; a failed submission's text reads like a
+/// check's, so a text without a category or a failed pod's debug document is kept without a
+/// path, counted.
+#[allow(clippy::too_many_arguments)] // the row's fields, moved in, and where the answer goes
+fn returned_lease(
+    run: &mut Run,
+    error: Option<String>,
+    truncated: bool,
+    category: Option<String>,
+    subcategory: Option<String>,
+    debug: Option<&debug_doc::PodDebug>,
+    hints: Option<&Hints>,
+    notes: &mut Notes,
+) {
+    let Some(text) = error.filter(|m| !m.is_empty()) else {
+        return;
+    };
+    if truncated {
+        notes.error_text_truncated += 1;
+    }
+    run.category = category.filter(|c| !c.is_empty());
+    run.subcategory = subcategory.filter(|c| !c.is_empty());
+    run.executor_path = if executor_text::stuck_pod(&text) {
+        Some(ExecutorPath::StuckPod)
+    } else if run.category.is_some() || debug.is_some_and(debug_doc::PodDebug::failed_pod) {
+        Some(ExecutorPath::FailedPodCheck)
+    } else {
+        notes.lease_return_unplaced += 1;
+        None
+    };
+    run.pod_error = Some(without_hint(text, run, hints, notes));
+}
+
+/// `text` without the hint the executor appended for `run`'s recorded category, when the
+/// deployed categorizer's `hints` name one; without hints, a text of a run with a category
+/// (only a rule's match has a hint) is kept whole and counted.
+fn without_hint(text: String, run: &Run, hints: Option<&Hints>, notes: &mut Notes) -> String {
+    let Some(category) = run.category.as_deref() else {
+        return text;
+    };
+    match hints {
+        None => {
+            notes.hint_kept += 1;
+            text
+        }
+        Some(h) => match h.strip(&text, category, run.subcategory.as_deref()) {
+            Some(message) => message.to_string(),
+            None => text,
+        },
+    }
 }
 
 /// `to − from`, 0s (counted) when a time is missing or the difference is negative.

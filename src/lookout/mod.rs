@@ -15,7 +15,9 @@
 //! - [`export_source`]: an [`Export`] as a replay's source (`simulate --lookout-db`).
 //! - [`mapping`]: the rows → FailureHistory mapping, pure.
 //! - [`composed`], [`debug_doc`]: the executor's composed `error` text and its debug
-//!   document, read back into a run's containers, `podError` and `events`; pure.
+//!   document, read back into a run's containers, conditions and `events`; pure.
+//! - [`executor_text`]: a stuck pod's text told from the others, and the deployed
+//!   categorizer's hints taken off the end of a text; pure.
 //!
 //! Hostile rows (docs/lookout.md): a row a source cannot read is an [`Item::Bad`] (the run, or the
 //! job when it is the job's own row, is left out and reported), never the end of the stream;
@@ -26,6 +28,7 @@ pub mod cluster;
 pub mod composed;
 pub mod db;
 pub mod debug_doc;
+pub mod executor_text;
 pub mod export_source;
 pub mod mapping;
 
@@ -74,6 +77,7 @@ pub enum Event {
 pub struct Export<'a> {
     source: JobStream<'a>,
     totals: ExportTotals,
+    hints: Option<executor_text::Hints>,
 }
 
 impl<'a> Export<'a> {
@@ -81,7 +85,15 @@ impl<'a> Export<'a> {
         Export {
             source,
             totals: ExportTotals::default(),
+            hints: None,
         }
+    }
+
+    /// The deployed categorizer's hints, taken off the texts of the runs it classified
+    /// (none: those texts are kept whole, counted).
+    pub fn with_hints(mut self, hints: Option<executor_text::Hints>) -> Export<'a> {
+        self.hints = hints;
+        self
     }
 
     pub fn totals(&self) -> &ExportTotals {
@@ -110,7 +122,7 @@ impl Iterator for Export<'_> {
                 Ok(Item::Job(job)) => {
                     t.jobs_read += 1;
                     t.runs_read += job.runs.len() as u64;
-                    match mapping::map_job(job) {
+                    match mapping::map_job(job, self.hints.as_ref()) {
                         Ok(m) => {
                             t.notes.add(&m.notes);
                             match m.history {

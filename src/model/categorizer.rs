@@ -215,8 +215,13 @@ pub fn decode_error_categories(dec: &mut Decoder, node: &Node, shape: Shape) -> 
         ..ErrorCategories::default()
     };
     let top = keys(dec, body, prefix, &fields::names(fields::ERROR_CATEGORIES))?;
+    // Whether `enabled` says something (left out, it is `false`): a value that is not a bool
+    // is its own error, and the config is then not said to be skipped.
+    let mut enabled_said = true;
     if let Some(n) = top.get("enabled") {
-        config.enabled = weak_bool(dec, n, &top.path_of("enabled")).unwrap_or(false);
+        let read = weak_bool(dec, n, &top.path_of("enabled"));
+        enabled_said = read.is_some();
+        config.enabled = read.unwrap_or(false);
     }
     if let Some(n) = top.get("defaultCategory") {
         config.default_category = text(dec, n, &top.path_of("defaultCategory"));
@@ -232,13 +237,16 @@ pub fn decode_error_categories(dec: &mut Decoder, node: &Node, shape: Shape) -> 
             }
         }
     }
-    if !config.enabled && !dec.has_errors() {
+    // Upstream's executor builds its classifier only from an enabled config
+    // (`internal/executor/application.go:205-211`): it skips this one, its errors included,
+    // and classifies nothing. A warning, whatever else the config holds.
+    if !config.enabled && enabled_said {
         let at = top.get("enabled").map_or(body.pos, |n| n.pos);
         dec.diagnostics.push(
             Diagnostic::warning(
                 "categorizer-disabled",
                 top.path_of("enabled"),
-                "the categorizer is not enabled (`enabled` defaults to `false`): the executor assigns no category to any run; set `enabled: true`",
+                "the executor skips this categorizer: it is not enabled (`enabled` defaults to `false`), so the executor neither loads it nor assigns a category to any run; set `enabled: true`",
             )
             .at(at),
         );

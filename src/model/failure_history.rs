@@ -29,7 +29,7 @@ use super::duration::GoDuration;
 use super::policy::{Action, Condition};
 use super::quantity::parse_quantity;
 use super::vocabulary;
-pub use super::vocabulary::{DECISION_KINDS, POD_CONDITIONS};
+pub use super::vocabulary::{DECISION_KINDS, EXECUTOR_PATHS, POD_CONDITIONS};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct FailureHistory {
@@ -122,6 +122,53 @@ impl Outcome {
     }
 }
 
+/// Which of the executor's paths ended the run (docs/categorizer.md "Which matchers see
+/// what", after upstream's `pod_issue_handler.go` and `job_state_reporter.go` at 207cc9e),
+/// and so what its categorizer was given: the pod-error text, the pod's events, or neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum ExecutorPath {
+    /// A pod stuck pending (`Unable to start pod…`): classified on that text (`podError`),
+    /// with no events; the executor deletes the pod whatever the category.
+    StuckPod,
+    /// A failed pod claimed by a legacy failed-pod check (its lease returned): classified on
+    /// the check's message (`podError`), with no events; the pod is deleted.
+    FailedPodCheck,
+    /// A failed pod: classified on its containers and conditions alone, except that the
+    /// Delete-action check first classifies it on its failure text (the pod's status message,
+    /// else its containers' lines) with its events, and keeps that result only for a
+    /// category whose action is `Delete`.
+    FailedPod,
+    /// Armada failed the run itself (an internal issue, a lease expiry, a preemption): the
+    /// executor's classifier never sees it, and it keeps its recorded category.
+    Unclassified,
+}
+
+impl ExecutorPath {
+    pub const NAMES: [&'static str; 4] = vocabulary::EXECUTOR_PATHS;
+    /// Every path, in the order of [`ExecutorPath::NAMES`].
+    pub const ALL: [ExecutorPath; 4] = [
+        ExecutorPath::StuckPod,
+        ExecutorPath::FailedPodCheck,
+        ExecutorPath::FailedPod,
+        ExecutorPath::Unclassified,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    pub fn parse(text: &str) -> Option<ExecutorPath> {
+        Self::NAMES.iter().position(|n| *n == text).map(|i| Self::ALL[i])
+    }
+
+    /// Whether the executor classified the run on a pod issue (a stuck pod, a failed-pod
+    /// check): on its `podError` text, with no events, deleting the pod whatever the
+    /// category. Such a run is classified even when its lease was returned.
+    pub fn pod_issue(self) -> bool {
+        matches!(self, ExecutorPath::StuckPod | ExecutorPath::FailedPodCheck)
+    }
+}
+
 /// When a run started, if the history says so (else it is derived, docs/simulate.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartedAt {
@@ -165,9 +212,15 @@ pub struct Run {
     pub subcategory: Option<String>,
     pub outcome: Outcome,
     pub global_max_retries: Option<u32>,
-    /// The kubelet's pod error the executor captured (an image pull failure, a missing
-    /// volume): what a categorizer's `onPodError` matches.
+    /// The pod-error text the executor's classifier was given (what a categorizer's
+    /// `onPodError` matches): on a pod issue (`executorPath` `stuckPod`, `failedPodCheck`)
+    /// the issue's message, as Lookout stores it without the hint; on a `failedPod`, the
+    /// pod's status message when the executor sent one instead of its containers' lines.
     pub pod_error: Option<String>,
+    /// Which of the executor's paths ended the run; `None` when the history does not say
+    /// (every matcher then sees the run's `podError` and `events`, as upstream's
+    /// `ClassifyPodError` called with both).
+    pub executor_path: Option<ExecutorPath>,
     /// The pod's Kubernetes events, in order: what a categorizer's `onPodEvents` matches.
     pub events: Vec<PodEvent>,
     /// Boxed: few runs have one, and a `Run` is moved whole while a history is decoded.
@@ -500,6 +553,9 @@ fn decode_run(dec: &mut Decoder, node: &Node, path: &str) -> Run {
     if let Some(v) = f.get("podError") {
         run.pod_error = dec.string(v, &f.path_of("podError"));
     }
+    if let Some(v) = f.get("executorPath") {
+        run.executor_path = dec.enumeration(v, &f.path_of("executorPath"), &ExecutorPath::NAMES, ExecutorPath::parse);
+    }
     if let Some(v) = f.get("events") {
         let p = f.path_of("events");
         if let Some(items) = dec.seq(v, &p) {
@@ -700,6 +756,9 @@ pub fn failure_history_json(h: &FailureHistory) -> serde_json::Value {
             }
             if let Some(g) = r.global_max_retries {
                 m.insert("globalMaxRetries".into(), json!(g));
+            }
+            if let Some(p) = r.executor_path {
+                m.insert("executorPath".into(), json!(p.as_str()));
             }
             if let Some(e) = &r.pod_error {
                 m.insert("podError".into(), json!(e));

@@ -11,7 +11,7 @@
 //! with precise messages).
 
 use super::policy::Condition;
-use super::vocabulary::{API_V1, API_V1BETA1, DECISION_KINDS, FINAL_STATES, OUTCOMES, POD_CONDITIONS};
+use super::vocabulary::{API_V1, API_V1BETA1, DECISION_KINDS, EXECUTOR_PATHS, FINAL_STATES, OUTCOMES, POD_CONDITIONS};
 
 /// The type of a field's value.
 #[derive(Debug)]
@@ -556,9 +556,14 @@ pub const HISTORY_RUN: &[Field] = &[
         "The scheduler's globalMaxRetries from this run on (a reload).",
     ),
     f(
+        "executorPath",
+        Ty::Enum(&EXECUTOR_PATHS),
+        "Which executor path ended the run, and so what its categorizer saw: `stuckPod`, `failedPodCheck`, `failedPod` or `unclassified`.",
+    ),
+    f(
         "podError",
         Ty::Str,
-        "The pod error the executor captured (an image pull failure, a missing volume), matched by a categorizer's `onPodError`.",
+        "The pod-error text the executor's categorizer was given (a stuck pod's `Unable to start pod…`, a failed-pod check's message), matched by `onPodError`.",
     ),
     f(
         "events",

@@ -108,6 +108,52 @@ fn go_upper(text: &str) -> String {
         .collect()
 }
 
+/// `v` as Go's `%v` writes a `float64` (`fmt`'s `%g` with the shortest digits that read back,
+/// `strconv.FormatFloat(v, 'g', -1, 64)`): an exponent (`1e-05`, `1.5e+07`, at least two
+/// digits) below 1e-4 and from 1e6 on (the shortest form decides with precision 6), plain
+/// digits between (`0.0001`, `123456`); `+Inf`, `-Inf`, `NaN`. Upstream's messages print a
+/// memory bump's `factor` so (`internal/server/retrypolicy/validation.go`).
+pub fn go_float(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "+Inf" } else { "-Inf" }.into();
+    }
+    let sign = if v.is_sign_negative() { "-" } else { "" };
+    if v == 0.0 {
+        return format!("{sign}0");
+    }
+    // Rust's `{:e}` writes the same shortest digits that read back: `1.2345e-7`.
+    let shortest = format!("{:e}", v.abs());
+    let (mantissa, exp) = shortest.split_once('e').unwrap_or((&shortest, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    if !(-4..6).contains(&exp) {
+        let mut out = format!("{sign}{}", &digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push_str(&format!(
+            "e{}{:02}",
+            if exp < 0 { '-' } else { '+' },
+            exp.unsigned_abs()
+        ));
+        return out;
+    }
+    // The decimal point's place among the digits.
+    let point = exp + 1;
+    if point <= 0 {
+        format!("{sign}0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
+    } else if point as usize >= digits.len() {
+        format!("{sign}{digits}{}", "0".repeat(point as usize - digits.len()))
+    } else {
+        let (int, frac) = digits.split_at(point as usize);
+        format!("{sign}{int}.{frac}")
+    }
+}
+
 /// `text` as Go's `%q` writes it: in double quotes, `"` and `\\` escaped, control characters
 /// as escapes, printable Unicode as it is.
 pub fn go_quote(text: &str) -> String {
@@ -424,6 +470,40 @@ impl RetryPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What Go's `fmt.Sprintf("%v", x)` prints for a `float64` (its `strconv` tests'
+    /// `FormatFloat(x, 'g', -1, 64)` rows, and the threshold at 1e-4 and 1e6 around them).
+    #[test]
+    fn floats_print_as_gos_percent_v() {
+        let rows: [(f64, &str); 20] = [
+            (1e-5, "1e-05"),
+            (0.0001, "0.0001"),
+            (0.00012345, "0.00012345"),
+            (0.000012345, "1.2345e-05"),
+            (0.5, "0.5"),
+            (1.0, "1"),
+            (-2.0, "-2"),
+            (1.5, "1.5"),
+            (100000.0, "100000"),
+            (123456.0, "123456"),
+            (999999.0, "999999"),
+            (1e6, "1e+06"),
+            (1234567.0, "1.234567e+06"),
+            (1e21, "1e+21"),
+            (1e100, "1e+100"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (-0.0, "-0"),
+            (0.0, "0"),
+        ];
+        for (v, want) in rows {
+            assert_eq!(go_float(v), want, "{v:e}");
+        }
+        assert_eq!(go_float(f64::INFINITY), "+Inf");
+        assert_eq!(go_float(f64::NEG_INFINITY), "-Inf");
+        assert_eq!(go_float(f64::NAN), "NaN");
+    }
 
     /// What upstream's `RetryAction.UnmarshalJSON` accepts, and nothing more, in its words.
     #[test]

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use crate::diag::{index, quote, Diagnostic};
 
 use super::duration::GoDuration;
-use super::policy::{Backoff, RetryPolicy, Rule};
+use super::policy::{go_float, Backoff, RetryPolicy, Rule};
 use super::quantity::parse_quantity;
 use super::queue::Queue;
 
@@ -257,7 +257,7 @@ fn check_rule(out: &mut Vec<Diagnostic>, path: &str, rule: &Rule, policy: &Retry
                     out.push(Diagnostic::error(
                         "out-of-range",
                         format!("{mp}.factor"),
-                        format!("must be greater than 1.0, got `{f}`"),
+                        format!("must be greater than 1.0, got `{}`", go_float(f)),
                     ));
                 }
             }

@@ -14,6 +14,11 @@ pub const API_VERSIONS: [&str; 2] = [API_V1, API_V1BETA1];
 /// A run's `outcome`, in the order of `failure_history::Outcome`.
 pub const OUTCOMES: [&str; 4] = ["failed", "succeeded", "leaseReturned", "cancelled"];
 
+/// A run's `executorPath`, in the order of `failure_history::ExecutorPath`: which of the
+/// executor's paths failed or returned the run, and so what its classifier was given
+/// (docs/categorizer.md "Which matchers see what").
+pub const EXECUTOR_PATHS: [&str; 4] = ["stuckPod", "failedPodCheck", "failedPod", "unclassified"];
+
 /// `expect.final`, in the order of `failure_history::Final`.
 pub const FINAL_STATES: [&str; 4] = ["Succeeded", "Failed", "Cancelled", "Pending"];
 

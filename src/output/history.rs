@@ -45,7 +45,7 @@ pub fn write_summary(err: &mut dyn Write, queue: &str, t: &ExportTotals) -> io::
             jobs_and_runs(t.jobs_left_out, t.runs_left_out)
         )?;
     }
-    let lines: [(u64, &str); 16] = [
+    let lines: [(u64, &str); 18] = [
         (t.empty_jobs, "jobs not exported: no finished run to replay"),
         (
             n.in_flight_jobs,
@@ -90,7 +90,15 @@ pub fn write_summary(err: &mut dyn Write, queue: &str, t: &ExportTotals) -> io::
         (n.missing_times, "durations set to 0s: a time is missing"),
         (
             n.debug_not_document,
-            "debug texts that are not the executor's debug document (no podError, no events)",
+            "debug texts that are not the executor's debug document (no events)",
+        ),
+        (
+            n.lease_return_unplaced,
+            "returned leases whose error text may be a failed-pod check's or a failed submission's (kept, no executorPath)",
+        ),
+        (
+            n.hint_kept,
+            "error texts kept whole: a hint the executor appended cannot be told from them without the deployed categorizer",
         ),
     ];
     let mut said = false;

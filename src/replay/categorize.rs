@@ -14,12 +14,13 @@
 //! - A subcategory is kept only with a category: a config whose `defaultCategory` is empty
 //!   and whose `defaultSubcategory` is not gives no category, and no subcategory either.
 //! - Empty recorded text counts as none, as upstream's empty string.
-//! - `categoryChanges` counts every failed run of the history the classifier sees, whether
-//!   or not the job reached it: the categorizer's doing, not the engine's.
+//! - `categoryChanges` counts every run of the history the classifier sees (a failed run, and
+//!   a returned lease the executor classified on a pod issue), whether or not the job reached
+//!   it: the categorizer's doing, not the engine's.
 
 use crate::engine::categorizer::{Categorized, Classifier};
 use crate::engine::{DecisionKind, EngineKind, JobReport, RunCategories};
-use crate::model::failure_history::{FailureHistory, Outcome};
+use crate::model::failure_history::{ExecutorPath, FailureHistory, Outcome, Run};
 
 /// A category and subcategory as counted: `None` is no category (or none recorded).
 type Pair = (Option<String>, Option<String>);
@@ -124,14 +125,26 @@ pub struct Reclassify {
     pool: Vec<String>,
 }
 
+/// Whether the executor's classifier sees `run`: a failed run, or a returned lease on a pod
+/// issue (a stuck pod retried, a failed-pod check), which the executor classifies before it
+/// returns the lease (upstream `pod_issue_handler.go` `handleRetryableJobIssue`) and Lookout
+/// stores with its category.
+fn classified_by_the_executor(run: &Run) -> bool {
+    match run.outcome {
+        Outcome::Failed => true,
+        Outcome::LeaseReturned => run.executor_path.is_some_and(ExecutorPath::pod_issue),
+        Outcome::Succeeded | Outcome::Cancelled => false,
+    }
+}
+
 /// Empty text counts as none, as upstream's empty string.
 fn some(s: &Option<String>) -> Option<&str> {
     s.as_deref().filter(|s| !s.is_empty())
 }
 
 impl Reclassify {
-    /// Replaces the category and subcategory of every failed run of `history` that the
-    /// classifier sees with its classification, counting each change into `counts`. Until
+    /// Replaces the category and subcategory of every run of `history` that the classifier
+    /// sees (a failed run, a returned lease on a pod issue) with its classification, counting each change into `counts`. Until
     /// [`Reclassify::restore`], the recorded pairs are kept here. `also`: a second side's
     /// counts, when both sides share the categorizer (the history is classified once).
     pub fn apply(
@@ -145,7 +158,7 @@ impl Reclassify {
         self.retained.clear();
         self.retained.resize(history.runs.len(), false);
         for (k, run) in history.runs.iter_mut().enumerate() {
-            if run.outcome != Outcome::Failed {
+            if !classified_by_the_executor(run) {
                 continue;
             }
             let categorized = classifier.classify(run);

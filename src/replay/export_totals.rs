@@ -36,9 +36,17 @@ pub struct Notes {
     pub out_of_order_times: u64,
     /// Durations set to 0s because a time was missing.
     pub missing_times: u64,
-    /// Debug texts that are not the executor's debug document (no `podError`, no `events`).
+    /// Debug texts that are not the executor's debug document (no `events`).
     #[serde(default)]
     pub debug_not_document: u64,
+    /// Error texts of runs with a recorded category kept whole: without the deployed
+    /// categorizer, the hint the executor appended cannot be told from the text.
+    #[serde(default)]
+    pub hint_kept: u64,
+    /// Returned leases whose error text is neither a stuck pod's nor surely a failed-pod
+    /// check's (a failed submission's reads alike): kept as `podError`, no `executorPath`.
+    #[serde(default)]
+    pub lease_return_unplaced: u64,
 }
 
 impl Notes {
@@ -59,6 +67,8 @@ impl Notes {
         self.out_of_order_times += o.out_of_order_times;
         self.missing_times += o.missing_times;
         self.debug_not_document += o.debug_not_document;
+        self.hint_kept += o.hint_kept;
+        self.lease_return_unplaced += o.lease_return_unplaced;
     }
 }
 

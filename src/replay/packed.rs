@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{
-    Container, FailureHistory, Final, Job, JobExpect, Outcome, PodEvent, Resources, Run, RunExpect, StartedAt,
-    Timestamp,
+    Container, ExecutorPath, FailureHistory, Final, Job, JobExpect, Outcome, PodEvent, Resources, Run, RunExpect,
+    StartedAt, Timestamp,
 };
 use crate::model::policy::{Action, Condition};
 
@@ -255,6 +255,7 @@ impl Writer<'_> {
             outcome,
             global_max_retries,
             pod_error,
+            executor_path,
             events,
             expect,
         } = run;
@@ -297,6 +298,7 @@ impl Writer<'_> {
         self.place(&Outcome::ALL, outcome);
         self.opt(global_max_retries.map(u64::from), Writer::uint);
         self.opt_str(pod_error.as_deref());
+        self.opt(executor_path.as_ref(), |w, p| w.place(&ExecutorPath::ALL, p));
         self.uint(events.len() as u64);
         for PodEvent {
             event_type,
@@ -488,6 +490,7 @@ impl<'a> Reader<'a> {
         run.outcome = self.pick(&Outcome::ALL)?;
         run.global_max_retries = self.opt(Reader::u32)?;
         self.opt_str_into(&mut run.pod_error)?;
+        run.executor_path = self.opt(|r| r.pick(&ExecutorPath::ALL))?;
         let n = self.len()?;
         run.events.clear();
         for _ in 0..n {
@@ -562,7 +565,8 @@ mod tests {
             subcategory: Some(String::new()),
             outcome: Outcome::Cancelled,
             global_max_retries: Some(u32::MAX),
-            pod_error: Some("ErrImagePull".into()),
+            pod_error: Some("Unable to start pod.\nMatched check: \"check-0\"\nimage not found".into()),
+            executor_path: Some(ExecutorPath::StuckPod),
             events: vec![PodEvent {
                 event_type: "Warning".into(),
                 reason: "Failed".into(),

@@ -10,7 +10,7 @@
 use crate::model::encode;
 use crate::model::policy::{Action, AntiAffinityMode, Backoff, Condition, Mutation};
 
-use super::pattern::pattern;
+use super::pattern::{pattern, pod_error_pattern};
 use super::propose::Proposed;
 use super::signature::Signature;
 use super::today::{Kept, Place};
@@ -289,7 +289,7 @@ pub fn matcher(rule: &Proposed) -> Option<Matcher> {
         },
         Signature::Container { .. } => return None,
         Signature::PodError { template, .. } => Matcher::PodError {
-            pattern: pattern(template, rule.cut),
+            pattern: pod_error_pattern(template, rule.cut),
         },
         Signature::Category { .. } | Signature::Unknown => return None,
     })

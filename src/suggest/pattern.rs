@@ -3,9 +3,11 @@
 //! gives no rule to a signature whose pattern a rule cannot hold) and the documents (which
 //! write it) build it here, so that what is checked is what is written.
 //!
-//! Owns: [`pattern`], [`quote_meta`], the masks' expressions and [`too_long`]. Pure: text
+//! Owns: [`pattern`], [`pod_error_pattern`], [`quote_meta`], the masks' expressions and
+//! [`too_long`], [`pod_error_too_long`]. Pure: text
 //! in, text out; it compiles nothing (`validate` does, with the same byte limit).
 
+use super::signature::waiting_template;
 use crate::model::validate::MAX_PATTERN_BYTES;
 
 /// The regular expression of `<uuid>`.
@@ -30,6 +32,39 @@ pub fn quote_meta(s: &str) -> String {
 /// message's first line was cut (`cut`).
 pub fn pattern(template: &str, cut: bool) -> String {
     let mut out = String::from("^[ \\t\\r\\f]*");
+    out.push_str(&body(template));
+    if !cut {
+        out.push_str("[ \\t\\r\\f]*(\\n|$)");
+    }
+    out
+}
+
+/// The pattern of a pod-error signature (docs/reference/suggest.md "The proposal"): it
+/// matches the line the template was made of wherever that line sits in the executor's text
+/// (a stuck pod's header and its checks' lines come before it, a hint may come after), as
+/// Go's `MatchString` searches it: a container-state check's line from its start to its
+/// reason, `(?m)^Container \S+ has been in state Waiting for reason ErrImagePull \(`; any
+/// other line as a line of its own, `(?m)^…$` (without `$` when some line was cut). Never
+/// anchored to the whole text, which starts with the header.
+pub fn pod_error_pattern(template: &str, cut: bool) -> String {
+    if let Some((state, reason)) = waiting_template(template) {
+        return format!(
+            "(?m)^Container \\S+ has been in state {} for reason {} \\(",
+            quote_meta(state),
+            quote_meta(reason)
+        );
+    }
+    let mut out = String::from("(?m)^[ \\t\\r\\f]*");
+    out.push_str(&body(template));
+    if !cut {
+        out.push_str("[ \\t\\r\\f]*$");
+    }
+    out
+}
+
+/// A template's masks as classes, its spaces as runs of blanks, the rest literal.
+fn body(template: &str) -> String {
+    let mut out = String::new();
     let mut rest = template;
     let mut literal = String::new();
     while let Some(ch) = rest.chars().next() {
@@ -55,9 +90,6 @@ pub fn pattern(template: &str, cut: bool) -> String {
         }
     }
     out.push_str(&quote_meta(&literal));
-    if !cut {
-        out.push_str("[ \\t\\r\\f]*(\\n|$)");
-    }
     out
 }
 
@@ -66,6 +98,12 @@ pub fn pattern(template: &str, cut: bool) -> String {
 /// hold some 30 `<hex>` masks, each a hundred bytes of pattern.
 pub fn too_long(template: &str, cut: bool) -> Option<usize> {
     let bytes = pattern(template, cut).len();
+    (bytes > MAX_PATTERN_BYTES).then_some(bytes)
+}
+
+/// [`too_long`] of a pod-error signature's pattern ([`pod_error_pattern`]).
+pub fn pod_error_too_long(template: &str, cut: bool) -> Option<usize> {
+    let bytes = pod_error_pattern(template, cut).len();
     (bytes > MAX_PATTERN_BYTES).then_some(bytes)
 }
 
@@ -134,5 +172,42 @@ mod tests {
         let (t, cut) = super::super::signature::template(&["0x1f2e3d4c"; 7].join(" "));
         assert_eq!(too_long(&t, cut), None);
         assert!(compiles(&t, cut));
+    }
+
+    /// A pod-error signature's pattern matches its line where the executor's text has it
+    /// (after the header and the checks' lines, before a hint), searched as Go's
+    /// `MatchString` searches: never anchored to the whole text.
+    #[test]
+    fn pod_error_patterns_match_their_line_where_it_sits() {
+        use super::super::signature::pod_error_template;
+        let waiting = "Unable to start pod.\nContainer main has been in state Waiting for reason ErrImagePull (Back-off pulling image \"reg/x:1\" - check \"check-2\") for more than timeout 15m0s";
+        let (t, cut) = pod_error_template(waiting);
+        let p = pod_error_pattern(&t, cut);
+        assert_eq!(
+            p,
+            "(?m)^Container \\S+ has been in state Waiting for reason ErrImagePull \\("
+        );
+        let event = "Unable to start pod - encountered an unrecoverable problem.\nMatched check: \"check-0\"\nFailed to pull image \"reg/x:1\": not found";
+        let (t, cut) = pod_error_template(event);
+        let q = pod_error_pattern(&t, cut);
+        assert_eq!(
+            q,
+            "(?m)^[ \\t\\r\\f]*Failed[ \\t\\r\\f]+to[ \\t\\r\\f]+pull[ \\t\\r\\f]+image[ \\t\\r\\f]+\"reg/x:[0-9]+\":[ \\t\\r\\f]+not[ \\t\\r\\f]+found[ \\t\\r\\f]*$"
+        );
+        let compile = |p: &str| crate::model::validate::compile_pattern(p).unwrap();
+        let (p, q) = (compile(&p), compile(&q));
+        let hinted = |t: &str| format!("{t}\n\nCheck the image name");
+        for text in [waiting.to_string(), hinted(waiting)] {
+            assert!(p.is_match(&text), "{text:?}");
+            assert!(!q.is_match(&text), "{text:?}");
+        }
+        for text in [event.to_string(), hinted(event), event.replace("x:1", "x:22")] {
+            assert!(q.is_match(&text), "{text:?}");
+            assert!(!p.is_match(&text), "{text:?}");
+        }
+        // Another container's state, another reason, a longer line: no match.
+        assert!(!p.is_match(&waiting.replace("ErrImagePull", "ImagePullBackOff")));
+        assert!(!q.is_match(&format!("{event} (retrying)")));
+        assert!(p.is_match(&waiting.replace("Container main", "Container sidecar-2")));
     }
 }

@@ -12,7 +12,7 @@ use crate::model::policy::{Action, Condition};
 use crate::model::validate::{category_problem, name_problem, MAX_PATTERN_BYTES};
 use crate::replay::estimate::{wilson, Tally, DEPTHS, MIN_TRIALS, Z95};
 
-use super::pattern::too_long;
+use super::pattern::{pod_error_too_long, too_long};
 use super::signature::{Signature, CONDITIONS};
 use super::stats::SignatureStats;
 
@@ -374,12 +374,14 @@ fn matchable(sig: Option<&Signature>, engine: EngineKind) -> Result<(), NoRule> 
 /// `onPodError`), is one a rule can hold. `cut`: some run's first line was cut, as the rule's.
 fn pattern_fits(sig: Option<&Signature>, cut: bool) -> Result<(), NoRule> {
     match sig {
-        Some(Signature::Container { template, .. } | Signature::PodError { template, .. }) if !template.is_empty() => {
-            match too_long(template, cut) {
-                Some(bytes) => Err(NoRule::PatternTooLong { bytes }),
-                None => Ok(()),
-            }
-        }
+        Some(Signature::Container { template, .. }) if !template.is_empty() => match too_long(template, cut) {
+            Some(bytes) => Err(NoRule::PatternTooLong { bytes }),
+            None => Ok(()),
+        },
+        Some(Signature::PodError { template, .. }) if !template.is_empty() => match pod_error_too_long(template, cut) {
+            Some(bytes) => Err(NoRule::PatternTooLong { bytes }),
+            None => Ok(()),
+        },
         _ => Ok(()),
     }
 }

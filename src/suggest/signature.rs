@@ -2,7 +2,8 @@
 //! went wrong in it, from its own signals, so that a reader can recompute it by hand.
 //!
 //! Owns: [`signature`] (one run → its signature), [`template`] (a message → its masked
-//! template) and the parts a proposed rule is built from ([`Signature`]). Pure: no I/O, and
+//! template), [`pod_error_template`] (a pod-error text → the template of the line that says
+//! what went wrong) and the parts a proposed rule is built from ([`Signature`]). Pure: no I/O, and
 //! no regular expressions (the masks are scanned by hand so that every step is the one the
 //! docs write down, in their order).
 
@@ -125,7 +126,7 @@ pub fn signature(run: &Run) -> Signature {
         };
     }
     if let Some(e) = run.pod_error.as_deref() {
-        let (template, cut) = template(e);
+        let (template, cut) = pod_error_template(e);
         if !template.is_empty() {
             return Signature::PodError { template, cut };
         }
@@ -168,7 +169,7 @@ pub fn text_into(run: &Run, out: &mut String, scratch: &mut String) -> bool {
         return cut && !scratch.is_empty();
     }
     if let Some(e) = run.pod_error.as_deref() {
-        let cut = template_into(e, scratch);
+        let cut = pod_error_template_into(e, scratch);
         if !scratch.is_empty() {
             out.push_str("podError \"");
             out.push_str(scratch);
@@ -215,6 +216,84 @@ fn push_container(out: &mut String, exit: Option<i64>, name: &str, init: bool, t
         out.push_str(" \"");
         out.push_str(template);
         out.push('"');
+    }
+}
+
+/// The header of a stuck pod's text (upstream `createStuckPodMessage`, both forms start so).
+const STUCK_HEADER: &str = "Unable to start pod";
+/// The line a pod check's event match starts with (`Matched check: %q\n%s`, upstream
+/// `podchecks/event_checks.go:102`): the event's message follows on the next line.
+const MATCHED_CHECK: &str = "Matched check: ";
+
+/// The line of a pod-error text that says what went wrong (docs/reference/suggest.md
+/// "Signatures"): the last line that is not blank, not the `Unable to start pod…` header and
+/// not a `Matched check:` line. A stuck pod's text is the header and the pod checks'
+/// messages, each event check's after its `Matched check:` line: what is left is the
+/// kubelet's event message or a container's state, the last one checked when there are
+/// several. Empty when no line is left.
+pub fn distinguishing_line(text: &str) -> &str {
+    text.lines()
+        .rev()
+        .find(|l| {
+            let l = l.trim_matches([' ', '\t', '\r', '\x0c']);
+            !l.is_empty() && !l.starts_with(STUCK_HEADER) && !l.starts_with(MATCHED_CHECK)
+        })
+        .unwrap_or("")
+}
+
+/// What a container-state check's line (upstream `podchecks/container_state_checks.go:116`,
+/// `Container %s has been in state %s for reason %s (%s - check %q) for more than timeout %v`)
+/// becomes as a template: the state and the reason, the rest left out, since the container's
+/// name, the kubelet's message (the image's name), the check's name and its timeout vary
+/// where the failure does not.
+const WAITING_STATE: &str = "Container <name> has been in state ";
+/// What follows the state in that template, before the reason.
+const WAITING_REASON: &str = " for reason ";
+
+/// `(state, reason)` of a container-state check's line, when `line` is one: a name, a state
+/// and a reason that hold no blank, then ` (`.
+fn waiting_line(line: &str) -> Option<(&str, &str)> {
+    let rest = line
+        .trim_start_matches([' ', '\t', '\r', '\x0c'])
+        .strip_prefix("Container ")?;
+    let (name, rest) = rest.split_once(" has been in state ")?;
+    let (state, rest) = rest.split_once(" for reason ")?;
+    let (reason, _) = rest.split_once(" (")?;
+    let word = |w: &str| !w.is_empty() && !w.contains([' ', '\t', '\r', '\x0c']);
+    (word(name) && word(state) && word(reason)).then_some((state, reason))
+}
+
+/// `(state, reason)` of a pod-error template made of a container-state check's line
+/// ([`pod_error_template`]): what its pattern matches.
+pub fn waiting_template(template: &str) -> Option<(&str, &str)> {
+    let rest = template.strip_prefix(WAITING_STATE)?;
+    let (state, reason) = rest.split_once(WAITING_REASON)?;
+    let word = |w: &str| !w.is_empty() && !w.contains(' ');
+    (word(state) && word(reason)).then_some((state, reason))
+}
+
+/// A pod-error text's template: its [`distinguishing_line`]'s, or for a container-state
+/// check's line `Container <name> has been in state STATE for reason REASON`; and whether the
+/// line was cut.
+pub fn pod_error_template(text: &str) -> (String, bool) {
+    let mut out = String::new();
+    let cut = pod_error_template_into(text, &mut out);
+    (out, cut)
+}
+
+/// [`pod_error_template`] into `out` (cleared first).
+pub fn pod_error_template_into(text: &str, out: &mut String) -> bool {
+    let line = distinguishing_line(text);
+    match waiting_line(line) {
+        Some((state, reason)) => {
+            out.clear();
+            out.push_str(WAITING_STATE);
+            out.push_str(state);
+            out.push_str(WAITING_REASON);
+            out.push_str(reason);
+            false
+        }
+        None => template_into(line, out),
     }
 }
 
@@ -521,6 +600,27 @@ mod tests {
         r.category = Some("infra".into());
         assert_eq!(text(&r), "podError \"failed to pull image \"reg/x:<n>.<n>\": <n>\"");
 
+        // A stuck pod's text: the line that says what went wrong, not its header.
+        let mut r = run();
+        r.pod_error = Some(
+            "Unable to start pod - encountered an unrecoverable problem.\nMatched check: \"check-0\"\nFailed to pull image \"reg/x:1.2\": not found".into(),
+        );
+        assert_eq!(
+            text(&r),
+            "podError \"Failed to pull image \"reg/x:<n>.<n>\": not found\""
+        );
+        r.pod_error = Some(
+            "Unable to start pod.\nContainer main has been in state Waiting for reason ErrImagePull (Back-off pulling image \"reg/x:1.2\" - check \"check-2\") for more than timeout 15m0s".into(),
+        );
+        assert_eq!(
+            text(&r),
+            "podError \"Container <name> has been in state Waiting for reason ErrImagePull\""
+        );
+        // A header alone says nothing: the recorded category does.
+        r.pod_error = Some("Unable to start pod.\n\n".into());
+        r.category = Some("infra".into());
+        assert_eq!(text(&r), "category:infra");
+
         let mut r = run();
         r.category = Some("gpu".into());
         r.subcategory = Some("xid".into());
@@ -537,5 +637,39 @@ mod tests {
         assert_eq!(text(&r), "category:gpu");
         r.category = Some(String::new());
         assert_eq!(text(&r), "unknown");
+    }
+
+    /// The line of a pod-error text that says what went wrong: the last one that is neither
+    /// blank, nor the stuck pod's header, nor a `Matched check:` line (the pod checks join
+    /// their messages with `\n`, a container that no check matched giving an empty one).
+    #[test]
+    fn the_distinguishing_line_is_the_last_that_is_not_a_header() {
+        let rows = [
+            ("one line", "one line"),
+            ("Unable to start pod.\nMatched check: \"check-0\"\nevent message", "event message"),
+            (
+                "Unable to start pod.\nMatched check: \"a\"\nfirst event\nContainer c has been in state Waiting for reason R (m - check \"b\") for more than timeout 1m0s\n",
+                "Container c has been in state Waiting for reason R (m - check \"b\") for more than timeout 1m0s",
+            ),
+            ("Unable to start pod - encountered an unrecoverable problem.\n\nPod could not been scheduled in within 5m0s deadline. Retrying\n\n", "Pod could not been scheduled in within 5m0s deadline. Retrying"),
+            ("Unable to start pod.\n  \t\nMatched check: \"x\"\n", ""),
+            ("", ""),
+        ];
+        for (text, want) in rows {
+            assert_eq!(distinguishing_line(text), want, "{text:?}");
+        }
+        // A line that only looks like a container state's is an ordinary line.
+        assert_eq!(
+            pod_error_template("Container a b has been in state Waiting for reason R (x)").0,
+            "Container a b has been in state Waiting for reason R (x)"
+        );
+        assert_eq!(
+            waiting_template("Container <name> has been in state Waiting for reason ErrImagePull"),
+            Some(("Waiting", "ErrImagePull"))
+        );
+        assert_eq!(
+            waiting_template("Container main has been in state Waiting for reason ErrImagePull"),
+            None
+        );
     }
 }

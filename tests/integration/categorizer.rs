@@ -57,7 +57,7 @@ fn every_error_is_reported_with_its_place() {
 fn unknown_keys_and_a_disabled_config_are_warnings() {
     let warnings = concat!(
         "testdata/categorizer/warnings.yaml (ErrorCategories)\n",
-        "  warning: 2:3 errorCategories.enabled: the categorizer is not enabled (`enabled` defaults to `false`): the executor assigns no category to any run; set `enabled: true`\n",
+        "  warning: 2:3 errorCategories.enabled: the executor skips this categorizer: it is not enabled (`enabled` defaults to `false`), so the executor neither loads it nor assigns a category to any run; set `enabled: true`\n",
         "  warning: 5:7 errorCategories.categories[0].actoin: unknown field `actoin`, did you mean `action`? (the executor ignores it)\n",
         "  warning: 8:11 errorCategories.categories[0].rules[0].retryLimit: unknown field `retryLimit`, expected one of `containerName`, `onConditions`, `onExitCodes`, `onTerminationMessage`, `onPodError`, `onPodEvents`, `subcategory`, `hint` (the executor ignores it)\n",
     );
@@ -236,6 +236,25 @@ fn validate_checks_policies_against_the_categorizer() {
             c
         ]),
         format!("exit: 3\n--- stdout\n{summary}--- stderr\n{warnings}error: warnings with --strict\n")
+    );
+    // A config that is not enabled is skipped by the executor, errors and all (upstream's
+    // `application.go` builds no classifier from it): said as a warning beside its errors,
+    // which are still upstream's checks (exit 3).
+    let scratch = tempfile::tempdir().unwrap();
+    let disabled = scratch.path().join("disabled.yaml");
+    std::fs::write(
+        &disabled,
+        "errorCategories:\n  enabled: false\n  categories:\n  - name: x\n    rules:\n    - {}\n",
+    )
+    .unwrap();
+    let path = disabled.to_str().unwrap();
+    assert_eq!(
+        run(&["validate", "-f", path]),
+        format!(
+            "exit: 3\n--- stdout\nchecked 1 document in 1 file: 0 valid, 1 invalid; 1 error, 1 warning\n--- stderr\n{path} (ErrorCategories)\n{}{}",
+            "  warning: 2:12 errorCategories.enabled: the executor skips this categorizer: it is not enabled (`enabled` defaults to `false`), so the executor neither loads it nor assigns a category to any run; set `enabled: true`\n",
+            "  error: 6:7 errorCategories.categories[0].rules[0]: category `x` rule 0: rule must specify one of onConditions, onExitCodes, onTerminationMessage, onPodError, or onPodEvents\n",
+        )
     );
     // A categorizer that is not enabled assigns nothing: every category rule is told so.
     let out = run(&[

@@ -525,6 +525,7 @@ fn simulate_from_the_database_replays_exactly_what_history_exports() {
     what Lookout could not tell (counts, nothing guessed):
              1  failed or preempted runs without a failure category
              3  exit codes are the first non-zero container's only (one unnamed container written)
+             2  error texts kept whole: a hint the executor appended cannot be told from them without the deployed categorizer
     ");
 }
 

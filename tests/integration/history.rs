@@ -313,7 +313,7 @@ fn a_row_that_cannot_be_read_is_reported_left_out_and_the_rest_exported() {
     assert_eq!(
         first["runs"],
         json!([
-            {"node": "node-h-01-a", "queuedFor": "1h1m1s", "runFor": "1s", "containers": [{"exitCode": 1}]},
+            {"node": "node-h-01-a", "queuedFor": "1h1m1s", "runFor": "1s", "containers": [{"exitCode": 1}], "executorPath": "failedPod"},
             {"node": "node-h-01-c", "queuedFor": "9s", "runFor": "1s", "outcome": "succeeded"}
         ])
     );

@@ -1,159 +1,718 @@
-//! `history --lookout-db` on runs whose `job_run.debug` holds the executor's debug document
-//! and whose `job_run.error` is the executor's composed per-container text (docs/lookout.md,
-//! "Pod errors, events and containers"): on a real PostgreSQL built from Lookout's migrations.
+//! Pod errors as the executor sees them (docs/lookout.md "Pod errors, events and containers",
+//! docs/categorizer.md "Which matchers see what"), on a real PostgreSQL built from Lookout's
+//! migrations: the rows are what upstream's executor and Lookout ingester write (the texts
+//! built from upstream's format strings, `contract/executor/formats.txt`; the hint appended
+//! as `AppendHint` appends it; `job_run.error` and `debug` zlib-compressed), each with the
+//! category the executor recorded under the deployed categorizer. `history --lookout-db`
+//! exports them with their executor path, `simulate --lookout-db` replays them and must
+//! assign the categories Lookout recorded, and `suggest`'s pod-error rules must match the
+//! stored texts.
 
+use serde_json::Value;
+
+use crate::support::executor_formats as formats;
 use crate::support::pg;
-use crate::support::{retryctl, temp_home};
+use crate::support::{format_output, retryctl, temp_home};
 
-/// A `job_run` row: `(run, state, exit_code, error, debug)`; `error` is zlib-compressed as
-/// Lookout's ingester stores it, `debug` is the column's bytes as given (`None`: NULL).
-type RunRow<'a> = (&'a str, i16, Option<i32>, Option<&'a str>, Option<Vec<u8>>);
+/// One `job_run` row as the executor and the ingester left it.
+struct Row {
+    run: &'static str,
+    state: i16,
+    exit_code: Option<i32>,
+    /// The text, stored zlib-compressed (`None`: NULL).
+    error: Option<String>,
+    debug: Option<String>,
+    category: Option<&'static str>,
+    subcategory: Option<&'static str>,
+}
 
-/// A job of queue `pe` and its runs, one a minute from 10:00.
-fn insert(db: &mut pg::Db, job: &str, runs: &[RunRow]) {
+impl Row {
+    fn new(run: &'static str, state: i16) -> Row {
+        Row {
+            run,
+            state,
+            exit_code: None,
+            error: None,
+            debug: None,
+            category: None,
+            subcategory: None,
+        }
+    }
+
+    fn exit(mut self, code: i32) -> Row {
+        self.exit_code = Some(code);
+        self
+    }
+
+    fn error(mut self, text: impl Into<String>) -> Row {
+        self.error = Some(text.into());
+        self
+    }
+
+    fn debug(mut self, text: &str) -> Row {
+        self.debug = Some(text.into());
+        self
+    }
+
+    fn category(mut self, category: &'static str, subcategory: Option<&'static str>) -> Row {
+        self.category = Some(category);
+        self.subcategory = subcategory;
+        self
+    }
+}
+
+/// A job of queue `pe` submitted at 09:00 (minute `m` of the day's jobs) and its runs, one a
+/// minute from 10:`m`.
+fn insert(db: &mut pg::Db, job: &str, m: u32, runs: Vec<Row>) {
     db.client
         .execute(
             "INSERT INTO job (job_id, queue, owner, jobset, cpu, memory, ephemeral_storage, gpu, priority, submitted, state, last_transition_time, last_transition_time_seconds, annotations) \
-             VALUES ($1, 'pe', 'o', 's', 1000, 1073741824, 0, 0, 1, '2026-11-16 09:00:00', 5, now(), 0, '{}'::jsonb)",
-            &[&job],
+             VALUES ($1, 'pe', 'o', 's', 1000, 1073741824, 0, 0, 1, $2::text::timestamp, 5, now(), 0, '{}'::jsonb)",
+            &[&job, &format!("2026-11-16 09:{m:02}:00")],
         )
         .unwrap();
-    for (m, (run, state, exit, error, debug)) in runs.iter().enumerate() {
-        let at = |s: u32| format!("2026-11-16 10:{m:02}:{s:02}");
+    for (k, r) in runs.into_iter().enumerate() {
+        let at = |s: u32| format!("2026-11-16 {:02}:{:02}:{s:02}", 10 + k, m);
         db.client
             .execute(
-                "INSERT INTO job_run (run_id, job_id, cluster, node, leased, pending, started, finished, job_run_state, exit_code, error, debug, failure_category) \
-                 VALUES ($1, $2, 'c', 'node-1', $3::text::timestamp, $3::text::timestamp, $4::text::timestamp, $5::text::timestamp, $6, $7, $8, $9, 'infrastructure')",
-                &[run, &job, &at(0), &at(1), &at(2), state, exit, &error.map(pg::zlib), debug],
+                "INSERT INTO job_run (run_id, job_id, cluster, node, leased, pending, started, finished, job_run_state, exit_code, error, debug, failure_category, failure_subcategory) \
+                 VALUES ($1, $2, 'c', 'node-1', $3::text::timestamp, $3::text::timestamp, $4::text::timestamp, $5::text::timestamp, $6, $7, $8, $9, $10, $11)",
+                &[
+                    &format!("{job}-{}", r.run),
+                    &job,
+                    &at(0),
+                    &at(1),
+                    &at(2),
+                    &r.state,
+                    &r.exit_code,
+                    &r.error.as_deref().map(pg::zlib),
+                    &r.debug.as_deref().map(pg::zlib),
+                    &r.category,
+                    &r.subcategory,
+                ],
             )
             .unwrap();
     }
 }
 
-const DOC: &str = r#"{"schemaVersion":1,"trigger":"podFailed","pod":{"phase":"Failed","reason":"UnexpectedAdmissionError","restartPolicy":"Never","initContainers":[{"name":"fetch","state":"terminated","exitCode":2,"reason":"Error"}],"containers":[{"name":"main","state":"terminated","exitCode":137,"reason":"OOMKilled","runSeconds":40}],"events":[{"type":"Normal","reason":"Scheduled","from":"default-scheduler","message":"Successfully assigned pe/p to node-1","timestamp":"2026-11-16T10:00:00Z"},{"type":"Warning","reason":"UnexpectedAdmissionError","from":"kubelet","message":"Pod Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0","timestamp":"2026-11-16T10:00:01Z"}]},"node":{"name":"node-1","exists":true,"events":[{"type":"Warning","reason":"NodeNotReady","message":"the node's, not the pod's"}]}}"#;
+const FAILED: i16 = 4;
+const SUCCEEDED: i16 = 3;
+const LEASE_RETURNED: i16 = 8;
 
-const PULL: &str = r#"{"schemaVersion":1,"trigger":"podFailed","pod":{"phase":"Pending","containers":[{"name":"main","state":"waiting","reason":"ErrImagePull"}],"events":[{"type":"Warning","reason":"Failed","from":"kubelet","message":"Failed to pull image \"x:1\": no match for platform in manifest"}]}}"#;
+/// The executor's categorizer as deployed, with an `onPodError` rule on image pulls.
+const EXECUTOR: &str = "application:
+  clusterId: c
+  errorCategories:
+    enabled: true
+    defaultCategory: other
+    categories:
+      - name: infrastructure
+        rules:
+          - onPodError: {pattern: \"not found|NotFound\"}
+            subcategory: image-pull
+            hint: Check the image name and that the registry holds it
+      - name: oom
+        action: Delete
+        rules:
+          - onConditions: [OOMKilled]
+      - name: stuck
+        rules:
+          - onPodError: {pattern: \"Unable to start pod\"}
+            subcategory: pending
+";
 
-#[test]
-fn lookout_debug_documents_and_composed_errors_are_exported_exactly() {
-    let Some(mut db) = pg::lookout_db("poderrors") else {
-        return;
-    };
-    let composed = "Container main failed with exit code 137 because OOMKilled: \nContainer fetch failed with exit code 2 because Error: fetch: 404\nwhile reading s3://b/k\n";
+/// A policy that retries every run, so that every run of the week gets a decision record.
+const RETRY_ALL: &str =
+    "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: all\nretryLimit: 9\ndefaultAction: Retry\n";
+
+/// That config's hint on `infrastructure/image-pull`.
+const HINT: &str = "Check the image name and that the registry holds it";
+
+/// An event of a kubelet that cannot pull an image that does not exist.
+const NOT_FOUND: &str = "Failed to pull image \"reg.example/team/train:v7\": rpc error: code = NotFound desc = failed to pull and unpack image \"reg.example/team/train:v7\": not found";
+
+/// The week: stuck pods whose image cannot be pulled (failed, and retried as a returned
+/// lease), a stuck pod on a bad node, an OOM kill, a failed pod whose own message says "not
+/// found", a lease expiry a policy declined; each with the category the executor recorded
+/// under [`EXECUTOR`], and its text as the executor composed it (the hint appended).
+fn pod_error_week(db: &mut pg::Db) {
+    let image_fail = formats::stuck_pod(
+        false,
+        &formats::checks(&[&formats::matched_check("check-0", NOT_FOUND)]),
+    );
+    let image_retry = formats::stuck_pod(
+        true,
+        &formats::waiting("main", "ErrImagePull", NOT_FOUND, "check-2", "15m0s"),
+    );
+    let bad_node = formats::stuck_pod(
+        true,
+        "Pod has received no updates within 5m0s deadline - likely the node is bad. Retrying",
+    );
+    let oom = formats::failed_container("main", 137, "OOMKilled", "");
+    let own_message = formats::failed_container("main", 1, "Error", "model file /data/w.pt not found");
+    let image = Some("image-pull");
     insert(
-        &mut db,
-        "pe-1",
-        &[
-            ("r1", 4, Some(137), Some(composed), Some(pg::zlib(DOC))),
-            ("r2", 4, Some(1), Some("Failed to pull image"), Some(pg::zlib(PULL))),
-            // An older executor's free text: read as nothing, counted.
-            (
-                "r3",
-                4,
-                Some(1),
-                Some("Container main failed with exit code 1 because Error: x\n"),
-                Some(pg::zlib("Events:\n  Warning  Failed  kubelet")),
-            ),
-            // Not a zlib stream: the row does not decode, so the run is left out and reported.
-            ("r4", 4, Some(1), None, Some(b"not zlib".to_vec())),
-            ("r5", 3, Some(0), None, None),
+        db,
+        "pe-01",
+        1,
+        vec![
+            Row::new("r0", FAILED)
+                .exit(0)
+                .error(formats::append_hint(&image_fail, HINT))
+                .category("infrastructure", image),
+            Row::new("r1", SUCCEEDED).exit(0),
         ],
     );
+    insert(
+        db,
+        "pe-02",
+        2,
+        vec![
+            Row::new("r0", LEASE_RETURNED)
+                .error(formats::append_hint(&image_retry, HINT))
+                .category("infrastructure", image),
+            Row::new("r1", SUCCEEDED).exit(0),
+        ],
+    );
+    insert(
+        db,
+        "pe-03",
+        3,
+        vec![
+            Row::new("r0", LEASE_RETURNED)
+                .error(bad_node)
+                .category("stuck", Some("pending")),
+            Row::new("r1", FAILED).exit(137).error(oom).category("oom", None),
+            Row::new("r2", SUCCEEDED).exit(0),
+        ],
+    );
+    insert(
+        db,
+        "pe-04",
+        4,
+        vec![
+            // A Retain category's `onPodError` never sees an ordinary failed pod's text: the
+            // executor recorded the default.
+            Row::new("r0", FAILED)
+                .exit(1)
+                .error(own_message)
+                .category("other", None),
+            Row::new("r1", FAILED)
+                .exit(0)
+                .error(formats::unknown_error())
+                .category("internal", Some("lease-expired")),
+        ],
+    );
+}
+
+/// `(job, category, subcategory)` of every classified run, in the jobs' and runs' order, as
+/// Lookout recorded them (`failure_category`, `failure_subcategory`).
+fn recorded(db: &mut pg::Db) -> Vec<(String, Option<String>, Option<String>)> {
+    db.client
+        .query(
+            "SELECT job_id, failure_category, failure_subcategory FROM job_run WHERE job_run_state IN (4, 8) ORDER BY job_id, leased",
+            &[],
+        )
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect()
+}
+
+fn write(home: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
+    let path = home.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `history --lookout-db --categorizer FILE`: each failed run and returned lease says its
+/// executor path; a pod issue's text is its `podError` without the hint; a returned lease
+/// keeps its text and category; a failed pod's text stays containers. Without the
+/// categorizer the texts are kept whole, said once.
+#[test]
+fn history_exports_each_runs_executor_path_and_pod_error_text() {
+    let Some(mut db) = pg::lookout_db("pod_paths") else {
+        return;
+    };
+    pod_error_week(&mut db);
     let home = temp_home();
+    let executor = write(home.path(), "executor.yaml", EXECUTOR);
     let out = retryctl(home.path())
-        .args(["history", "--queue", "pe", "--lookout-db", &db.dsn])
+        .args(["history", "--queue", "pe", "--lookout-db", &db.dsn, "--categorizer"])
+        .arg(&executor)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    let runs: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .flat_map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["runs"]
+                .as_array()
+                .unwrap()
+                .clone()
+        })
+        .collect();
+    let field = |k: usize, f: &str| runs[k][f].clone();
+    let image_fail = formats::stuck_pod(
+        false,
+        &formats::checks(&[&formats::matched_check("check-0", NOT_FOUND)]),
+    );
+    let image_retry = formats::stuck_pod(
+        true,
+        &formats::waiting("main", "ErrImagePull", NOT_FOUND, "check-2", "15m0s"),
+    );
+    let paths: Vec<Value> = (0..runs.len()).map(|k| field(k, "executorPath")).collect();
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        concat!(
-            r#"{"apiVersion":"armadaproject.io/v1","kind":"FailureHistory","job":{"id":"pe-1","queue":"pe","memory":"1073741824","submittedAt":"2026-11-16T09:00:00Z","resources":{"cpu":"1"}},"runs":["#,
-            r#"{"node":"node-1","queuedFor":"1h1s","runFor":"1s","containers":[{"name":"main","exitCode":137,"reason":"OOMKilled"},{"name":"fetch","init":true,"exitCode":2,"reason":"Error","message":"fetch: 404\nwhile reading s3://b/k"}],"category":"infrastructure","podError":"UnexpectedAdmissionError","events":[{"type":"Normal","reason":"Scheduled","message":"Successfully assigned pe/p to node-1"},{"type":"Warning","reason":"UnexpectedAdmissionError","message":"Pod Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0"}]},"#,
-            r#"{"node":"node-1","queuedFor":"59s","runFor":"1s","containers":[{"exitCode":1,"message":"Failed to pull image"}],"category":"infrastructure","podError":"ErrImagePull","events":[{"type":"Warning","reason":"Failed","message":"Failed to pull image \"x:1\": no match for platform in manifest"}]},"#,
-            r#"{"node":"node-1","queuedFor":"59s","runFor":"1s","containers":[{"name":"main","exitCode":1,"reason":"Error","message":"x"}],"category":"infrastructure"},"#,
-            r#"{"node":"node-1","queuedFor":"1m59s","runFor":"1s","outcome":"succeeded"}]}"#,
-            "\n"
-        )
+        paths,
+        [
+            "stuckPod",
+            "null",
+            "stuckPod",
+            "null",
+            "stuckPod",
+            "failedPod",
+            "null",
+            "failedPod",
+            "unclassified"
+        ]
+        .map(|p| if p == "null" { Value::Null } else { p.into() })
+    );
+    assert_eq!(field(0, "podError"), Value::from(image_fail.as_str()));
+    assert_eq!(
+        field(0, "containers"),
+        Value::Null,
+        "a stuck pod's exit code 0 is no container"
+    );
+    assert_eq!(field(2, "podError"), Value::from(image_retry.as_str()));
+    assert_eq!(
+        (field(2, "outcome"), field(2, "category"), field(2, "subcategory")),
+        ("leaseReturned".into(), "infrastructure".into(), "image-pull".into())
+    );
+    assert_eq!(field(4, "category"), Value::from("stuck"));
+    assert_eq!(
+        field(5, "containers"),
+        serde_json::json!([{"name": "main", "exitCode": 137, "reason": "OOMKilled"}])
+    );
+    assert_eq!(
+        field(7, "containers"),
+        serde_json::json!([{"name": "main", "exitCode": 1, "reason": "Error", "message": "model file /data/w.pt not found"}])
+    );
+    assert_eq!(
+        field(7, "podError"),
+        Value::Null,
+        "a failed pod's text is its containers"
     );
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         concat!(
-            "warning: job `pe-1` run `r4`: column debug: not a zlib stream (no zlib header); run left out\n",
-            "history: exported 1 job and 4 runs of queue `pe`\n",
-            "history: left out 0 jobs and 1 run whose rows could not be read (reported above)\n",
+            "history: exported 4 jobs and 9 runs of queue `pe`\n",
             "what Lookout could not tell (counts, nothing guessed):\n",
             "         1  exit codes are the first non-zero container's only (one unnamed container written)\n",
-            "         1  debug texts that are not the executor's debug document (no podError, no events)\n",
+        )
+    );
+
+    // Without the deployed categorizer: the hint stays, and the summary says so once.
+    let out = retryctl(home.path())
+        .args(["history", "--queue", "pe", "--lookout-db", &db.dsn])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    let first: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(
+        first["runs"][0]["podError"],
+        Value::from(formats::append_hint(&image_fail, HINT))
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        concat!(
+            "history: exported 4 jobs and 9 runs of queue `pe`\n",
+            "what Lookout could not tell (counts, nothing guessed):\n",
+            "         1  exit codes are the first non-zero container's only (one unnamed container written)\n",
+            "         5  error texts kept whole: a hint the executor appended cannot be told from them without the deployed categorizer\n",
         )
     );
 }
 
-/// `simulate --lookout-db` reads the same rows: a categorizer's `onPodEvents`, `onPodError`
-/// and `containerName` rules match the imported runs as the executor's would have.
+/// The replay of that week under the deployed config assigns the categories the executor
+/// recorded, on every path: the `onPodError` rule matches the stuck pods' texts (the failed
+/// one and the retried one) and not the failed pod whose own message says "not found".
 #[test]
-fn lookout_imported_pod_errors_events_and_containers_feed_the_categorizer() {
-    let Some(mut db) = pg::lookout_db("poderrors_sim") else {
+fn the_replay_assigns_the_categories_the_executor_recorded() {
+    let Some(mut db) = pg::lookout_db("pod_replay") else {
         return;
     };
-    insert(
-        &mut db,
-        "pe-1",
-        &[
-            ("r1", 4, Some(1), Some("Pod rejected"), Some(pg::zlib(DOC))),
-            ("r2", 4, Some(1), Some("Failed to pull image"), Some(pg::zlib(PULL))),
-            (
-                "r3",
-                4,
-                Some(2),
-                Some("Container main failed with exit code 2 because Error: bad input\nsee above\n"),
-                None,
-            ),
-            (
-                "r4",
-                4,
-                Some(2),
-                Some("Container side failed with exit code 2 because Error: bad input\nsee above\n"),
-                None,
-            ),
-            ("r5", 3, Some(0), None, None),
-        ],
-    );
+    pod_error_week(&mut db);
     let home = temp_home();
-    let categorizer = home.path().join("categorizer.yaml");
-    std::fs::write(
-        &categorizer,
-        "errorCategories:\n  enabled: true\n  defaultCategory: other\n  categories:\n  \
-         - name: gpu\n    rules:\n    - onPodEvents: {regexp: Pod Allocate failed, reason: UnexpectedAdmissionError, type: Warning}\n  \
-         - name: pull\n    rules:\n    - onPodError: {pattern: ErrImagePull}\n  \
-         - name: input\n    rules:\n    - containerName: main\n      onTerminationMessage: {pattern: \"bad input\\nsee above$\"}\n",
-    )
-    .unwrap();
-    let policy = home.path().join("policy.yaml");
-    std::fs::write(
-        &policy,
-        "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: all\nretryLimit: 9\ndefaultAction: Fail\nrules:\n  \
-         - {action: Retry, onCategory: gpu}\n  - {action: Retry, onCategory: pull}\n  - {action: Retry, onCategory: input}\n  \
-         - {action: Retry, onCategory: other}\n",
-    )
-    .unwrap();
-    let out = retryctl(home.path())
-        .args(["simulate", "-o", "json", "--queue", "pe", "--lookout-db", &db.dsn, "-f"])
-        .arg(&policy)
-        .arg("--categorizer")
-        .arg(&categorizer)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let categories: Vec<_> = v["jobs"][0]["runs"]
+    let executor = write(home.path(), "executor.yaml", EXECUTOR);
+    let policy = write(home.path(), "policy.yaml", RETRY_ALL);
+    let replayed = |db: &pg::Db, extra: &[&str]| -> Value {
+        let out = retryctl(home.path())
+            .args([
+                "simulate",
+                "--engine",
+                "upstream",
+                "-o",
+                "json",
+                "--queue",
+                "pe",
+                "--lookout-db",
+                &db.dsn,
+                "-f",
+            ])
+            .arg(&policy)
+            .arg("--categorizer")
+            .arg(&executor)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let v = replayed(&db, &[]);
+    let text = |r: &Value, f: &str| r[f].as_str().map(str::to_string);
+    let got: Vec<(String, Option<String>, Option<String>)> = v["jobs"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| r["category"].clone())
+        .flat_map(|j| {
+            let id = j["job"].as_str().unwrap().to_string();
+            j["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["outcome"] != "succeeded")
+                .map(move |r| (id.clone(), text(r, "category"), text(r, "subcategory")))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(got, recorded(&mut db));
+    assert_eq!(
+        v["summary"]["categoryChanges"],
+        serde_json::json!([]),
+        "{}",
+        v["summary"]
+    );
+}
+
+/// A deployed categorizer with `onPodEvents`: the executor reads the pod's events only in the
+/// Delete-action check of a failed pod, so only a `Delete` category's rule ever matches, and
+/// never on a stuck pod; the replay of what it recorded assigns the same.
+#[test]
+fn on_pod_events_matches_only_where_the_delete_action_check_reads_the_events() {
+    let Some(mut db) = pg::lookout_db("pod_events") else {
+        return;
+    };
+    let allocate = "Pod Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected";
+    let debug = |phase: &str, reason: &str, warning: (&str, &str)| {
+        serde_json::json!({
+            "schemaVersion": 1,
+            "trigger": "podFailed",
+            "pod": {"phase": phase, "reason": reason, "events": [
+                {"type": "Normal", "reason": "Scheduled", "message": "Successfully assigned pe/p to node-1"},
+                {"type": "Warning", "reason": warning.0, "message": warning.1},
+            ]},
+        })
+        .to_string()
+    };
+    let admission = ("UnexpectedAdmissionError", allocate);
+    let rejected = format!("Pod was rejected: {allocate}");
+    insert(
+        &mut db,
+        "pe-gpu-1",
+        1,
+        vec![
+            // The kubelet refused the pod: its status message is the failure text.
+            Row::new("r0", FAILED)
+                .exit(0)
+                .error(rejected.clone())
+                .debug(&debug("Failed", "UnexpectedAdmissionError", admission))
+                .category("gpu-admission", None),
+            Row::new("r1", SUCCEEDED).exit(0),
+        ],
+    );
+    insert(
+        &mut db,
+        "pe-gpu-2",
+        2,
+        vec![
+            // The same events on a pod stuck pending: the issue handler passes no events.
+            Row::new("r0", FAILED)
+                .exit(0)
+                .error(formats::stuck_pod(
+                    false,
+                    &formats::checks(&[&formats::matched_check("check-1", allocate)]),
+                ))
+                .debug(&debug("Pending", "", admission)),
+            // An ordinary failed pod whose event only a Retain category's rule matches: the
+            // Delete-action check discards that match, and no category is recorded.
+            Row::new("r1", FAILED)
+                .exit(1)
+                .error(formats::failed_container("main", 1, "Error", "CUDA error: Xid 79"))
+                .debug(&debug(
+                    "Failed",
+                    "",
+                    ("Failed", "Pod Allocate failed: the device plugin is restarting"),
+                )),
+            Row::new("r2", SUCCEEDED).exit(0),
+        ],
+    );
+    let home = temp_home();
+    let events = write(
+        home.path(),
+        "events.yaml",
+        "errorCategories:
+  enabled: true
+  categories:
+    - name: gpu-admission
+      action: Delete
+      rules:
+        - onPodEvents: {regexp: \"devices unavailable for nvidia.com/gpu\", reason: UnexpectedAdmissionError, type: Warning}
+    - name: gpu-kept
+      rules:
+        - onPodEvents: {regexp: \"Pod Allocate failed\", type: Warning}
+",
+    );
+    // Exported: the rejected pod's status message stays its text, its events are the pod's.
+    let out = retryctl(home.path())
+        .args(["history", "--queue", "pe", "--lookout-db", &db.dsn, "--categorizer"])
+        .arg(&events)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    let first: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(
+        first["runs"][0],
+        serde_json::json!({
+            "node": "node-1", "queuedFor": "1h1s", "runFor": "1s",
+            "containers": [{"exitCode": 0, "message": rejected}],
+            "category": "gpu-admission", "executorPath": "failedPod",
+            "events": [
+                {"type": "Normal", "reason": "Scheduled", "message": "Successfully assigned pe/p to node-1"},
+                {"type": "Warning", "reason": "UnexpectedAdmissionError", "message": allocate},
+            ],
+        })
+    );
+    let policy = write(home.path(), "policy.yaml", RETRY_ALL);
+    let out = retryctl(home.path())
+        .args([
+            "simulate",
+            "--engine",
+            "upstream",
+            "-o",
+            "json",
+            "--queue",
+            "pe",
+            "--lookout-db",
+            &db.dsn,
+            "-f",
+        ])
+        .arg(&policy)
+        .arg("--categorizer")
+        .arg(&events)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let categories: Vec<Value> = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|j| {
+            j["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["category"].clone())
+                .collect::<Vec<_>>()
+        })
         .collect();
     assert_eq!(
         categories,
-        ["gpu", "pull", "input", "other", "null"].map(|c| if c == "null" { serde_json::Value::Null } else { c.into() })
+        ["gpu-admission", "null", "null", "null", "null"].map(|c| if c == "null" { Value::Null } else { c.into() })
     );
+    assert_eq!(
+        v["summary"]["categoryChanges"],
+        serde_json::json!([]),
+        "{}",
+        v["summary"]
+    );
+}
+
+/// `suggest` on stuck pods of one deployed category whose retries fare differently: each
+/// signature is its text's distinguishing line, the category is split, and each new
+/// category's `onPodError` pattern matches the texts Lookout stores for its runs (header,
+/// check lines and hint included) and not the other's.
+#[test]
+fn suggests_pod_error_rules_match_the_stored_texts() {
+    let Some(mut db) = pg::lookout_db("pod_suggest") else {
+        return;
+    };
+    // Pulls from a mirror that did not have the image yet: the retry succeeds. The deployed
+    // config's `onPodError` puts them in `infrastructure/image-pull` with the others.
+    let waiting = |k: u32| {
+        formats::append_hint(
+            &formats::stuck_pod(
+                false,
+                &formats::waiting(
+                    "main",
+                    "ErrImagePull",
+                    &format!("Back-off pulling image \"reg.example/team/train:v{k}\": not found in the mirror yet"),
+                    "check-2",
+                    "15m0s",
+                ),
+            ),
+            HINT,
+        )
+    };
+    // An image that does not exist: the retry fails alike.
+    let missing = |k: u32| {
+        formats::append_hint(
+            &formats::stuck_pod(
+                false,
+                &formats::checks(&[&formats::matched_check(
+                    "check-0",
+                    &NOT_FOUND.replace("v7", &format!("v{k}")),
+                )]),
+            ),
+            HINT,
+        )
+    };
+    let mut stored = Vec::new();
+    for k in 1..=6u32 {
+        let (w, m) = (waiting(k), missing(k));
+        stored.push((w.clone(), m.clone()));
+        let image = Some("image-pull");
+        insert(
+            &mut db,
+            &format!("pe-w{k}"),
+            k,
+            vec![
+                Row::new("r0", FAILED)
+                    .exit(0)
+                    .error(w)
+                    .category("infrastructure", image),
+                Row::new("r1", SUCCEEDED).exit(0),
+            ],
+        );
+        insert(
+            &mut db,
+            &format!("pe-m{k}"),
+            10 + k,
+            vec![
+                Row::new("r0", FAILED)
+                    .exit(0)
+                    .error(m.clone())
+                    .category("infrastructure", image),
+                Row::new("r1", FAILED)
+                    .exit(0)
+                    .error(m)
+                    .category("infrastructure", image),
+            ],
+        );
+    }
+    let home = temp_home();
+    let executor = write(home.path(), "executor.yaml", EXECUTOR);
+    let out = retryctl(home.path())
+        .args([
+            "suggest",
+            "--engine",
+            "upstream",
+            "--queue",
+            "pe",
+            "--lookout-db",
+            &db.dsn,
+            "--min-trials",
+            "5",
+        ])
+        .arg("--categorizer")
+        .arg(&executor)
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let signatures: Vec<&str> = v["suggest"]["signatures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["signature"].as_str().unwrap())
+        .collect();
+    assert!(
+        signatures.contains(&"podError \"Container <name> has been in state Waiting for reason ErrImagePull\""),
+        "{signatures:?}"
+    );
+    assert!(
+        signatures.contains(&"podError \"Failed to pull image \"reg.example/team/train:v<n>\": rpc error: code = NotFound desc = failed to pull and unpack image \"reg.example/team/train:v<n>\": not found\""),
+        "{signatures:?}"
+    );
+    let out = retryctl(home.path())
+        .args([
+            "suggest",
+            "--engine",
+            "upstream",
+            "--queue",
+            "pe",
+            "--lookout-db",
+            &db.dsn,
+            "--min-trials",
+            "5",
+        ])
+        .arg("--categorizer")
+        .arg(&executor)
+        .args(["-o", "policy"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let parsed = retryctl::model::parse_documents(&text, None);
+    let patterns: Vec<String> = parsed
+        .documents
+        .iter()
+        .filter_map(|d| match &d.resource {
+            Some(retryctl::model::Resource::ErrorCategories(c)) => Some(c),
+            _ => None,
+        })
+        .flat_map(|c| c.categories.iter().flat_map(|cat| cat.rules.iter()))
+        .filter_map(|r| r.on_pod_error.clone())
+        .filter(|p| p.starts_with("(?m)"))
+        .collect();
+    // The container state's, and the event's line.
+    let waiting_pattern = "(?m)^Container \\S+ has been in state Waiting for reason ErrImagePull \\(";
+    assert_eq!(patterns.len(), 2, "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(patterns.iter().any(|p| p == waiting_pattern), "{text}");
+    let mut patterns = patterns;
+    patterns.sort_by_key(|p| p != waiting_pattern);
+    let compiled: Vec<_> = patterns
+        .iter()
+        .map(|p| retryctl::model::validate::compile_pattern(p).unwrap())
+        .collect();
+    for (w, m) in &stored {
+        assert!(compiled[0].is_match(w) && !compiled[0].is_match(m), "{w:?} / {m:?}");
+        assert!(compiled[1].is_match(m) && !compiled[1].is_match(w), "{m:?} / {w:?}");
+    }
+    // The comparison's replay found every run of a proposed signature decided by its rule.
+    let v: Value = serde_json::from_slice(
+        &retryctl(home.path())
+            .args([
+                "suggest",
+                "--engine",
+                "upstream",
+                "--queue",
+                "pe",
+                "--lookout-db",
+                &db.dsn,
+                "--min-trials",
+                "5",
+            ])
+            .arg("--categorizer")
+            .arg(&executor)
+            .args(["-o", "json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let shadowed = v["suggest"]["proposal"]["shadowedRuns"].as_array().unwrap();
+    assert!(shadowed.iter().all(|s| s["runs"] == 0), "{}", v["suggest"]["proposal"]);
 }

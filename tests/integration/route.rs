@@ -115,7 +115,8 @@ fn histories(text: &str) -> Vec<Value> {
 fn the_readme_route_runs_as_written_on_a_week_of_todays_armada() {
     let Some(mut db) = pg::lookout_db("route") else { return };
     let week = fs::read_to_string(root().join(WEEK)).unwrap();
-    lookout_rows::load(&mut db, &week);
+    let deployed = fs::read_to_string(root().join(CURRENT).join("executor.yaml")).unwrap();
+    lookout_rows::load(&mut db, &week, &deployed);
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     fs::create_dir(dir.join("current")).unwrap();

@@ -19,6 +19,7 @@ use crate::cli::ReplayArgs;
 use crate::connection::parse_timeout;
 use crate::engine::simulator::Simulator;
 use crate::error::{CliError, ExitCode};
+use crate::lookout::executor_text::Hints;
 use crate::lookout::export_source::{ExportSource, ExportState};
 use crate::lookout::{cluster, db, Export};
 use crate::output::history::write_summary;
@@ -446,7 +447,9 @@ pub fn open(ctx: &mut Context, sides: &Sides, open: Open<'_>) -> anyhow::Result<
     if ctx.global.verbose > 0 {
         writeln!(ctx.err, "lookout-db: {}", db::statement(&filter)?)?;
     }
-    let mut export = ExportSource::new(Export::new(db::jobs(db, &filter)?), settings, "lookout-db");
+    let hints = sides.deployed_categorizer().map(|c| Hints::of(&c.file.config));
+    let export = Export::new(db::jobs(db, &filter)?).with_hints(hints);
+    let mut export = ExportSource::new(export, settings, "lookout-db");
     if let Some(ranks) = ranks {
         export = export.with_ranks(ranks);
     }

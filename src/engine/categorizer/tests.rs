@@ -5,7 +5,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::model::categorizer::{Category, CategoryRule, ExitCodeMatcher, PodEventMatcher, Shape};
-use crate::model::failure_history::{Container, PodEvent};
+use crate::model::failure_history::{Container, ExecutorPath, PodEvent};
 use crate::model::{parse_documents, Resource};
 
 /// The config of a bare categorizer document, which must be valid.
@@ -352,17 +352,61 @@ fn disabled_assigns_nothing_and_armadas_own_runs_keep_their_category() {
 // The differential: a classifier written as plainly as upstream's Go, over generated configs
 // and runs.
 
-/// Upstream's `classify`, transliterated: (category, subcategory, Delete?), `None` for a run
-/// it never sees.
+/// Upstream's executor, transliterated: which `classify` call each path makes
+/// (`pod_issue_handler.go`, `job_state_reporter.go`), then (category, subcategory, Delete?);
+/// `None` for a run it never sees.
 fn reference(config: &ErrorCategories, run: &Run) -> Option<(String, String, bool)> {
     if matches!(run.category.as_deref(), Some("internal" | "preemption"))
         || run.conditions.contains(&Condition::Preempted)
+        || run.executor_path == Some(ExecutorPath::Unclassified)
     {
         return None;
     }
     if !config.enabled {
         return Some((String::new(), String::new(), false));
     }
+    let pod_error = run.pod_error.as_deref().unwrap_or("");
+    Some(match run.executor_path {
+        None => reference_classify(config, run, pod_error, &run.events),
+        Some(ExecutorPath::StuckPod | ExecutorPath::FailedPodCheck) => reference_classify(config, run, pod_error, &[]),
+        Some(ExecutorPath::FailedPod) => {
+            // `util.ExtractPodFailedReason`: the status message, else a line per failed
+            // container (an unnamed one is Lookout's text that was not in that form).
+            let mut reason = pod_error.to_string();
+            if reason.is_empty() {
+                for c in &run.containers {
+                    let message = c.message.clone().unwrap_or_default();
+                    if c.name.is_empty() {
+                        reason += &message;
+                    } else if c.exit_code != 0 {
+                        let why = c.reason.clone().unwrap_or_default();
+                        reason += &format!(
+                            "Container {} failed with exit code {} because {why}: {message}\n",
+                            c.name, c.exit_code
+                        );
+                    }
+                }
+            }
+            // `DetectAndRegisterDeleteActionIssue`: kept only for a Delete category; else
+            // `ClassifyContainerError`.
+            let check = reference_classify(config, run, &reason, &run.events);
+            if check.2 {
+                check
+            } else {
+                reference_classify(config, run, "", &[])
+            }
+        }
+        Some(ExecutorPath::Unclassified) => unreachable!(),
+    })
+}
+
+/// Upstream's `classify(pod, podErrorMessage, podEvents)`, transliterated.
+fn reference_classify(
+    config: &ErrorCategories,
+    run: &Run,
+    pod_error: &str,
+    events: &[PodEvent],
+) -> (String, String, bool) {
     // `failedContainers`: regular ones, then init ones; a non-zero exit code.
     let mut failed: Vec<&Container> = Vec::new();
     for init in [false, true] {
@@ -401,10 +445,9 @@ fn reference(config: &ErrorCategories, run: &Run) -> Option<(String, String, boo
                     !m.is_empty() && re(p).is_match(&m)
                 })
             } else if let Some(p) = &r.on_pod_error {
-                let e = run.pod_error.clone().unwrap_or_default();
-                !e.is_empty() && re(p).is_match(&e)
+                !pod_error.is_empty() && re(p).is_match(pod_error)
             } else if let Some(e) = &r.on_pod_events {
-                run.events.iter().any(|ev| {
+                events.iter().any(|ev| {
                     (e.reason.is_empty() || e.reason == ev.reason)
                         && e.event_type == ev.event_type
                         && !ev.message.is_empty()
@@ -414,15 +457,15 @@ fn reference(config: &ErrorCategories, run: &Run) -> Option<(String, String, boo
                 false
             };
             if matched {
-                return Some((cat.name.clone(), r.subcategory.clone(), cat.action == "Delete"));
+                return (cat.name.clone(), r.subcategory.clone(), cat.action == "Delete");
             }
         }
     }
-    Some((
+    (
         config.default_category.clone(),
         config.default_subcategory.clone(),
         false,
-    ))
+    )
 }
 
 const NAMES: [&str; 4] = ["main", "sidecar", "init", ""];
@@ -437,7 +480,7 @@ const MESSAGES: [&str; 7] = [
 ];
 // Literals the prefilter scans for (some folded, some in an alternation) and patterns it
 // cannot (`.*`, `x|y`): every kind of rule it gates or leaves always possible.
-const PATTERNS: [&str; 9] = [
+const PATTERNS: [&str; 11] = [
     "cuda",
     "(?i)cuda.*error",
     "^seg",
@@ -447,6 +490,9 @@ const PATTERNS: [&str; 9] = [
     "Error$",
     "(?i)xid [0-9]+",
     "(ErrImage|manifest)",
+    // What only a failed pod's composed failure text holds.
+    "exit code 137 because OOMKilled",
+    "(?m)^Container sidecar failed",
 ];
 const POD_ERRORS: [&str; 3] = ["", "no match for platform in manifest", "ErrImagePull"];
 const EVENT_MESSAGES: [&str; 3] = ["", "Pod Allocate failed", "xid"];
@@ -552,15 +598,19 @@ fn run_strategy() -> impl Strategy<Value = Run> {
         prop::option::of(prop::sample::select(&POD_ERRORS[..])),
         prop::collection::vec(event, 0..3),
         prop::option::weighted(0.2, prop::sample::select(vec!["internal", "preemption", "c0", "oom"])),
+        prop::option::weighted(0.7, prop::sample::select(ExecutorPath::ALL.to_vec())),
     )
-        .prop_map(|(containers, conditions, pod_error, events, category)| Run {
-            containers,
-            conditions,
-            pod_error: pod_error.map(str::to_string),
-            events,
-            category: category.map(str::to_string),
-            ..Run::default()
-        })
+        .prop_map(
+            |(containers, conditions, pod_error, events, category, executor_path)| Run {
+                containers,
+                conditions,
+                pod_error: pod_error.map(str::to_string),
+                events,
+                category: category.map(str::to_string),
+                executor_path,
+                ..Run::default()
+            },
+        )
 }
 
 proptest! {
@@ -596,4 +646,121 @@ fn prepended_categories_leave_the_runs_they_do_not_match_as_recorded() {
     // Without `prepended`, the same run takes the default category.
     let plain = Classifier::new(&config(yaml)).unwrap();
     assert!(matches!(plain.classify(&exit), Categorized::Classified(r) if r.category == Some("other")));
+}
+
+/// What each executor path hands the classifier (docs/categorizer.md "Which matchers see
+/// what"): a pod issue its text and no events, a failed pod nothing pod-level unless the
+/// Delete-action check finds a `Delete` category first, a run that does not say everything.
+#[test]
+fn each_path_gives_the_classifier_what_the_executor_gives_it() {
+    let yaml = "errorCategories:\n  enabled: true\n  defaultCategory: other\n  categories:\n    \
+        - name: admission\n      action: Delete\n      rules:\n        - onPodEvents: {regexp: Allocate, type: Warning}\n    \
+        - name: image\n      rules:\n        - onPodError: {pattern: 'not found|NotFound'}\n          hint: check the image\n    \
+        - name: evicted-gone\n      action: Delete\n      rules:\n        - onPodError: {pattern: 'low on resource'}\n    \
+        - name: crash\n      rules:\n        - onExitCodes: {operator: In, values: [1]}\n";
+    let c = Classifier::new(&config(yaml)).unwrap();
+    let category = |run: &Run| match c.classify(run) {
+        Categorized::Classified(r) => (r.category.unwrap_or("none").to_string(), c.classify(run).pod_retained()),
+        Categorized::Recorded => ("recorded".to_string(), false),
+    };
+    let stuck = "Unable to start pod - encountered an unrecoverable problem.\nMatched check: \"check-0\"\nFailed to pull image \"x\": not found";
+    let allocate = vec![event("Warning", "UnexpectedAdmissionError", "Pod Allocate failed")];
+    let run =
+        |path: Option<ExecutorPath>, pod_error: Option<&str>, events: Vec<PodEvent>, containers: Vec<Container>| Run {
+            executor_path: path,
+            pod_error: pod_error.map(String::from),
+            events,
+            containers,
+            ..Run::default()
+        };
+    let rows: Vec<(&str, Run, (&str, bool))> = vec![
+        (
+            "a stuck pod: its text, and the pod is deleted whatever the category",
+            run(Some(ExecutorPath::StuckPod), Some(stuck), vec![], vec![]),
+            ("image", false),
+        ),
+        (
+            "a stuck pod: no events, even with the debug document's",
+            run(
+                Some(ExecutorPath::StuckPod),
+                Some("Unable to start pod.\nx"),
+                allocate.clone(),
+                vec![],
+            ),
+            ("other", false),
+        ),
+        (
+            "a failed-pod check: its message",
+            run(
+                Some(ExecutorPath::FailedPodCheck),
+                Some("manifest NotFound"),
+                vec![],
+                vec![],
+            ),
+            ("image", false),
+        ),
+        (
+            "a failed pod: the events of a Delete category's rule",
+            run(
+                Some(ExecutorPath::FailedPod),
+                None,
+                allocate.clone(),
+                vec![container("main", 1, "Error", "x")],
+            ),
+            ("admission", false),
+        ),
+        (
+            "a failed pod: a Retain category's `onPodError` is the check's, discarded",
+            run(
+                Some(ExecutorPath::FailedPod),
+                None,
+                vec![],
+                vec![container("main", 1, "Error", "pull: not found")],
+            ),
+            ("crash", true),
+        ),
+        (
+            "a failed pod: the composed text a Delete category's `onPodError` reads",
+            run(
+                Some(ExecutorPath::FailedPod),
+                Some("The node was low on resource: memory."),
+                vec![],
+                vec![],
+            ),
+            ("evicted-gone", false),
+        ),
+        (
+            "a failed pod whose status message Lookout kept on the unnamed container",
+            run(
+                Some(ExecutorPath::FailedPod),
+                None,
+                vec![],
+                vec![container("", 137, "", "The node was low on resource: memory.")],
+            ),
+            ("evicted-gone", false),
+        ),
+        (
+            "the check's Retain match hides a later Delete rule: the containers decide",
+            run(
+                Some(ExecutorPath::FailedPod),
+                Some("image not found; node low on resource"),
+                vec![],
+                vec![container("main", 2, "Error", "")],
+            ),
+            ("other", true),
+        ),
+        (
+            "a run that does not say: every matcher sees what it gives",
+            run(None, Some("pull: not found"), vec![], vec![]),
+            ("image", true),
+        ),
+        (
+            "unclassified: recorded",
+            run(Some(ExecutorPath::Unclassified), Some(stuck), vec![], vec![]),
+            ("recorded", false),
+        ),
+    ];
+    for (what, r, (want, retained)) in rows {
+        assert_eq!(category(&r), (want.to_string(), retained), "{what}");
+    }
 }

@@ -2,7 +2,13 @@
 //! oddity, each asserting the run written (as the JSON `history` writes) and the counts.
 
 use super::*;
+use crate::model::categorizer::{Category, CategoryRule, ErrorCategories};
 use crate::model::failure_history::failure_history_json;
+
+/// Upstream's executor texts, built from `contract/executor/formats.txt` as the integration
+/// tests build them.
+#[path = "../../../tests/integration/support/executor_formats.rs"]
+mod formats;
 
 fn t(s: &str) -> Option<Timestamp> {
     Some(Timestamp::parse(s).unwrap())
@@ -61,18 +67,19 @@ fn each_run_state_maps_as_the_module_table_says() {
             "failed with everything",
             failed(Some(137), Some("gpu"), Some("CUDA error: uncorrectable ECC")),
             format!(
-                r#"[{{{base},"containers":[{{"exitCode":137,"message":"CUDA error: uncorrectable ECC"}}],"category":"gpu","subcategory":"xid-79"}}]"#
+                r#"[{{{base},"containers":[{{"exitCode":137,"message":"CUDA error: uncorrectable ECC"}}],"category":"gpu","subcategory":"xid-79","executorPath":"failedPod"}}]"#
             ),
             Notes {
                 runs: 1,
                 first_exit_code_only: 1,
+                hint_kept: 1,
                 ..Notes::default()
             },
         ),
         (
             "failed, no category",
             failed(Some(1), None, Some("boom")),
-            format!(r#"[{{{base},"containers":[{{"exitCode":1,"message":"boom"}}]}}]"#),
+            format!(r#"[{{{base},"containers":[{{"exitCode":1,"message":"boom"}}],"executorPath":"failedPod"}}]"#),
             Notes {
                 runs: 1,
                 first_exit_code_only: 1,
@@ -88,23 +95,25 @@ fn each_run_state_maps_as_the_module_table_says() {
                 r
             },
             format!(
-                r#"[{{{base},"containers":[{{"exitCode":1,"message":"boo… [truncated]"}}],"category":"gpu","subcategory":"xid-79"}}]"#
+                r#"[{{{base},"containers":[{{"exitCode":1,"message":"boo… [truncated]"}}],"category":"gpu","subcategory":"xid-79","executorPath":"failedPod"}}]"#
             ),
             Notes {
                 runs: 1,
                 first_exit_code_only: 1,
                 error_text_truncated: 1,
+                hint_kept: 1,
                 ..Notes::default()
             },
         ),
         (
             "failed without an exit code: no container, error text counted",
             failed(None, Some("gpu"), Some("lost")),
-            format!(r#"[{{{base},"category":"gpu","subcategory":"xid-79"}}]"#),
+            format!(r#"[{{{base},"category":"gpu","subcategory":"xid-79","executorPath":"failedPod"}}]"#),
             Notes {
                 runs: 1,
                 no_exit_code: 1,
                 error_text_dropped: 1,
+                hint_kept: 1,
                 ..Notes::default()
             },
         ),
@@ -120,7 +129,7 @@ fn each_run_state_maps_as_the_module_table_says() {
         (
             "preempted",
             with(state::PREEMPTED),
-            format!(r#"[{{{base},"conditions":["Preempted"]}}]"#),
+            format!(r#"[{{{base},"conditions":["Preempted"],"executorPath":"unclassified"}}]"#),
             Notes {
                 runs: 1,
                 no_category: 1,
@@ -139,7 +148,9 @@ fn each_run_state_maps_as_the_module_table_says() {
         (
             "lease expired",
             with(state::LEASE_EXPIRED),
-            format!(r#"[{{{base},"category":"internal","subcategory":"lease-expired"}}]"#),
+            format!(
+                r#"[{{{base},"category":"internal","subcategory":"lease-expired","executorPath":"unclassified"}}]"#
+            ),
             Notes {
                 runs: 1,
                 ..Notes::default()
@@ -223,7 +234,7 @@ fn each_run_state_maps_as_the_module_table_says() {
         ),
     ];
     for (name, row, want, notes) in cases {
-        let m = map_job(job(vec![row])).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let m = map_job(job(vec![row]), None).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(runs_json(&m), want, "{name}");
         assert_eq!(m.notes, notes, "{name}");
     }
@@ -234,17 +245,20 @@ fn job_fields_and_runs_in_leased_order() {
     // Given out of order; the in-flight run ends the history, the run after it is dropped too.
     let mut late = run("c", 5, state::RUNNING);
     late.finished = None;
-    let m = map_job(job(vec![
-        run("b", 3, state::FAILED),
-        late,
-        run("a", 1, state::PREEMPTED),
-        run("d", 7, state::SUCCEEDED),
-    ]))
+    let m = map_job(
+        job(vec![
+            run("b", 3, state::FAILED),
+            late,
+            run("a", 1, state::PREEMPTED),
+            run("d", 7, state::SUCCEEDED),
+        ]),
+        None,
+    )
     .unwrap();
     let h = failure_history_json(m.history.as_ref().unwrap());
     assert_eq!(
         h.to_string(),
-        r#"{"apiVersion":"armadaproject.io/v1","kind":"FailureHistory","job":{"id":"j1","queue":"ml","annotations":{"armadaproject.io/retry-policy":"extra"},"memory":"8589934592","submittedAt":"2026-01-01T00:00:00Z"},"runs":[{"node":"node-a","queuedFor":"1m10s","runFor":"1m","conditions":["Preempted"]},{"node":"node-b","queuedFor":"1m","runFor":"1m"}]}"#
+        r#"{"apiVersion":"armadaproject.io/v1","kind":"FailureHistory","job":{"id":"j1","queue":"ml","annotations":{"armadaproject.io/retry-policy":"extra"},"memory":"8589934592","submittedAt":"2026-01-01T00:00:00Z"},"runs":[{"node":"node-a","queuedFor":"1m10s","runFor":"1m","conditions":["Preempted"],"executorPath":"unclassified"},{"node":"node-b","queuedFor":"1m","runFor":"1m","executorPath":"failedPod"}]}"#
     );
     assert_eq!(m.notes.in_flight_jobs, 1);
     assert_eq!(m.notes.in_flight_runs, 2);
@@ -257,16 +271,16 @@ fn out_of_order_and_missing_times_become_zero_and_are_counted() {
     // Finished before started, and started before submission.
     r.started = t("2025-12-31T23:00:00Z");
     r.finished = t("2025-12-31T22:00:00Z");
-    let m = map_job(job(vec![r])).unwrap();
-    assert_eq!(runs_json(&m), r#"[{"node":"node-a"}]"#);
+    let m = map_job(job(vec![r]), None).unwrap();
+    assert_eq!(runs_json(&m), r#"[{"node":"node-a","executorPath":"failedPod"}]"#);
     assert_eq!(m.notes.out_of_order_times, 2);
 
     let mut r = run("a", 1, state::FAILED);
     r.finished = None;
     let mut j = job(vec![r]);
     j.job.submitted = None;
-    let m = map_job(j).unwrap();
-    assert_eq!(runs_json(&m), r#"[{"node":"node-a"}]"#);
+    let m = map_job(j, None).unwrap();
+    assert_eq!(runs_json(&m), r#"[{"node":"node-a","executorPath":"failedPod"}]"#);
     assert_eq!(m.notes.missing_times, 2);
 }
 
@@ -275,7 +289,7 @@ fn rows_that_cannot_be_mapped_name_job_and_column() {
     let mut j = job(vec![]);
     j.job.memory = -1;
     assert_eq!(
-        map_job(j).unwrap_err().to_string(),
+        map_job(j, None).unwrap_err().to_string(),
         "job `j1`: column memory: `-1` where a byte count of 0 or more was expected"
     );
     assert_eq!(
@@ -325,7 +339,7 @@ fn written_history_reads_back_through_the_simulate_decoder() {
     let mut r = run("a", 1, state::FAILED);
     r.exit_code = Some(3);
     r.error = Some("oops".into());
-    let m = map_job(job(vec![r, run("b", 4, state::SUCCEEDED)])).unwrap();
+    let m = map_job(job(vec![r, run("b", 4, state::SUCCEEDED)]), None).unwrap();
     let h = m.history.unwrap();
     let line = failure_history_json(&h).to_string();
     let back = crate::replay::json_lines::decode_line(line.as_bytes(), 1).unwrap();
@@ -334,61 +348,83 @@ fn written_history_reads_back_through_the_simulate_decoder() {
 }
 
 #[test]
-fn composed_errors_name_their_containers_and_debug_documents_fill_pod_error_and_events() {
-    let doc = r#"{"schemaVersion":1,"trigger":"podFailed","pod":{"reason":"UnexpectedAdmissionError","initContainers":[{"name":"init-db","state":"terminated","exitCode":1}],"events":[{"type":"Warning","reason":"UnexpectedAdmissionError","message":"Pod Allocate failed"}]}}"#;
+fn composed_errors_name_their_containers_and_debug_documents_fill_events_and_conditions() {
+    let doc = r#"{"schemaVersion":1,"trigger":"podFailed","pod":{"phase":"Failed","reason":"UnexpectedAdmissionError","initContainers":[{"name":"init-db","state":"terminated","exitCode":1}],"events":[{"type":"Warning","reason":"UnexpectedAdmissionError","message":"Pod Allocate failed"}]}}"#;
+    let evicted = r#"{"schemaVersion":1,"trigger":"podFailed","pod":{"phase":"Failed","reason":"Evicted"}}"#;
     let failed = |error: &str, exit: Option<i32>, debug: Option<&str>| {
         let mut r = run("a", 1, state::FAILED);
         r.exit_code = exit;
-        r.category = Some("gpu".into());
         r.error = Some(error.into());
         r.debug = debug.map(String::from);
         r
     };
-    let composed = "Container main failed with exit code 137 because OOMKilled: \nContainer init-db failed with exit code 1 because Error: no db\nretrying\n";
+    let composed = [
+        formats::failed_container("main", 137, "OOMKilled", ""),
+        formats::failed_container("init-db", 1, "Error", "no db\nretrying"),
+    ]
+    .concat();
     let base = r#""node":"node-a","queuedFor":"1m10s","runFor":"1m""#;
     let cases: Vec<(&str, RunRow, String, Notes)> = vec![
         (
             "composed text and a debug document",
-            failed(composed, Some(137), Some(doc)),
+            failed(&composed, Some(137), Some(doc)),
             format!(
-                r#"[{{{base},"containers":[{{"name":"main","exitCode":137,"reason":"OOMKilled"}},{{"name":"init-db","init":true,"exitCode":1,"reason":"Error","message":"no db\nretrying"}}],"category":"gpu","podError":"UnexpectedAdmissionError","events":[{{"type":"Warning","reason":"UnexpectedAdmissionError","message":"Pod Allocate failed"}}]}}]"#
+                r#"[{{{base},"containers":[{{"name":"main","exitCode":137,"reason":"OOMKilled"}},{{"name":"init-db","init":true,"exitCode":1,"reason":"Error","message":"no db\nretrying"}}],"executorPath":"failedPod","events":[{{"type":"Warning","reason":"UnexpectedAdmissionError","message":"Pod Allocate failed"}}]}}]"#
             ),
             Notes {
                 runs: 1,
+                no_category: 1,
                 ..Notes::default()
             },
         ),
         (
             "composed text without an exit code column: the text has the codes",
-            failed(composed, None, None),
+            failed(&composed, None, None),
             format!(
-                r#"[{{{base},"containers":[{{"name":"main","exitCode":137,"reason":"OOMKilled"}},{{"name":"init-db","exitCode":1,"reason":"Error","message":"no db\nretrying"}}],"category":"gpu"}}]"#
+                r#"[{{{base},"containers":[{{"name":"main","exitCode":137,"reason":"OOMKilled"}},{{"name":"init-db","exitCode":1,"reason":"Error","message":"no db\nretrying"}}],"executorPath":"failedPod"}}]"#
             ),
             Notes {
                 runs: 1,
+                no_category: 1,
                 ..Notes::default()
             },
         ),
         (
             "other text stays one unnamed container; free-text debug is counted, not read",
             failed("Pod was evicted", Some(1), Some("Events: Warning Evicted")),
-            format!(r#"[{{{base},"containers":[{{"exitCode":1,"message":"Pod was evicted"}}],"category":"gpu"}}]"#),
+            format!(
+                r#"[{{{base},"containers":[{{"exitCode":1,"message":"Pod was evicted"}}],"executorPath":"failedPod"}}]"#
+            ),
             Notes {
                 runs: 1,
+                no_category: 1,
                 first_exit_code_only: 1,
                 debug_not_document: 1,
                 ..Notes::default()
             },
         ),
         (
-            "a returned lease keeps its pod's events too",
+            "an evicted pod's reason is the condition `onConditions` reads",
+            failed("The node was low on resource: memory.", Some(137), Some(evicted)),
+            format!(
+                r#"[{{{base},"conditions":["Evicted"],"containers":[{{"exitCode":137,"message":"The node was low on resource: memory."}}],"executorPath":"failedPod"}}]"#
+            ),
+            Notes {
+                runs: 1,
+                no_category: 1,
+                first_exit_code_only: 1,
+                ..Notes::default()
+            },
+        ),
+        (
+            "a returned lease without a text keeps its pod's events",
             {
                 let mut r = run("a", 1, state::LEASE_RETURNED);
                 r.debug = Some(doc.into());
                 r
             },
             format!(
-                r#"[{{{base},"outcome":"leaseReturned","podError":"UnexpectedAdmissionError","events":[{{"type":"Warning","reason":"UnexpectedAdmissionError","message":"Pod Allocate failed"}}]}}]"#
+                r#"[{{{base},"outcome":"leaseReturned","events":[{{"type":"Warning","reason":"UnexpectedAdmissionError","message":"Pod Allocate failed"}}]}}]"#
             ),
             Notes {
                 runs: 1,
@@ -397,7 +433,198 @@ fn composed_errors_name_their_containers_and_debug_documents_fill_pod_error_and_
         ),
     ];
     for (what, row, want, notes) in cases {
-        let m = map_job(job(vec![row])).unwrap();
+        let m = map_job(job(vec![row]), None).unwrap();
+        assert_eq!(runs_json(&m), want, "{what}");
+        assert_eq!(m.notes, notes, "{what}");
+    }
+}
+
+/// The deployed categorizer of the pod-issue rows: `image` (hint on its `pull` rule) and
+/// `quota` (no hint).
+fn deployed() -> Hints {
+    let rule = |sub: &str, hint: &str| CategoryRule {
+        subcategory: sub.into(),
+        hint: hint.into(),
+        on_pod_error: Some("not found|NotFound".into()),
+        ..CategoryRule::default()
+    };
+    Hints::of(&ErrorCategories {
+        enabled: true,
+        categories: vec![
+            Category {
+                name: "image".into(),
+                action: String::new(),
+                rules: vec![rule("pull", "Check the image name and the registry")],
+            },
+            Category {
+                name: "quota".into(),
+                action: String::new(),
+                rules: vec![rule("", "")],
+            },
+        ],
+        ..ErrorCategories::default()
+    })
+}
+
+/// Each executor path Lookout's state and text tell (docs/lookout.md "Pod errors, events and
+/// containers"), the texts built from upstream's formats: the path said, a pod issue's text
+/// as `podError` without the deployed hint (kept whole and counted without the config), a
+/// returned lease's text and category kept.
+#[test]
+fn each_executor_path_is_read_from_the_state_and_the_text() {
+    let hint = "Check the image name and the registry";
+    let event = "Failed to pull image \"reg/x:1\": rpc error: code = NotFound desc = failed to pull and unpack image \"reg/x:1\": not found";
+    let fail = formats::stuck_pod(false, &formats::checks(&[&formats::matched_check("check-0", event)]));
+    let retry = formats::stuck_pod(
+        true,
+        &formats::waiting(
+            "main",
+            "ErrImagePull",
+            "Back-off pulling image \"reg/x:1\"",
+            "check-2",
+            "15m0s",
+        ),
+    );
+    let row = |state: i16, error: &str, exit: Option<i32>, cat: Option<(&str, &str)>, debug: Option<&str>| {
+        let mut r = run("a", 1, state);
+        r.exit_code = exit;
+        r.error = Some(error.into());
+        r.category = cat.map(|c| c.0.to_string());
+        r.subcategory = cat.map(|c| c.1.to_string()).filter(|s| !s.is_empty());
+        r.debug = debug.map(String::from);
+        r
+    };
+    let json = |s: &str| serde_json::to_string(s).unwrap();
+    let base = r#""node":"node-a","queuedFor":"1m10s","runFor":"1m""#;
+    let failed_debug = r#"{"schemaVersion":1,"trigger":"podFailed","pod":{"phase":"Failed"}}"#;
+    let hinted = |text: &str| formats::append_hint(text, hint);
+    let composed = formats::failed_container("main", 1, "Error", "pull: not found");
+    let one = Notes {
+        runs: 1,
+        ..Notes::default()
+    };
+    let cases: Vec<(&str, RunRow, bool, String, Notes)> = vec![
+        (
+            "a stuck pod the checks fail: state 4, its text without the hint",
+            row(state::FAILED, &hinted(&fail), Some(0), Some(("image", "pull")), None),
+            true,
+            format!(
+                r#"[{{{base},"category":"image","subcategory":"pull","executorPath":"stuckPod","podError":{}}}]"#,
+                json(&fail)
+            ),
+            one,
+        ),
+        (
+            "the same without the deployed categorizer: kept whole, counted",
+            row(state::FAILED, &hinted(&fail), Some(0), Some(("image", "pull")), None),
+            false,
+            format!(
+                r#"[{{{base},"category":"image","subcategory":"pull","executorPath":"stuckPod","podError":{}}}]"#,
+                json(&hinted(&fail))
+            ),
+            Notes { hint_kept: 1, ..one },
+        ),
+        (
+            "a stuck pod retried: a returned lease keeps its text and category",
+            row(
+                state::LEASE_RETURNED,
+                &hinted(&retry),
+                None,
+                Some(("image", "pull")),
+                None,
+            ),
+            true,
+            format!(
+                r#"[{{{base},"category":"image","subcategory":"pull","outcome":"leaseReturned","executorPath":"stuckPod","podError":{}}}]"#,
+                json(&retry)
+            ),
+            one,
+        ),
+        (
+            "a stuck pod whose init container failed: Lookout's one exit code, no message",
+            row(state::FAILED, &fail, Some(2), None, None),
+            true,
+            format!(
+                r#"[{{{base},"containers":[{{"exitCode":2}}],"executorPath":"stuckPod","podError":{}}}]"#,
+                json(&fail)
+            ),
+            Notes {
+                no_category: 1,
+                first_exit_code_only: 1,
+                ..one
+            },
+        ),
+        (
+            "a failed-pod check: a returned lease with a category",
+            row(state::LEASE_RETURNED, "quota exceeded", None, Some(("quota", "")), None),
+            true,
+            format!(
+                r#"[{{{base},"category":"quota","outcome":"leaseReturned","executorPath":"failedPodCheck","podError":"quota exceeded"}}]"#
+            ),
+            one,
+        ),
+        (
+            "a failed-pod check without a category, told by its debug document",
+            row(state::LEASE_RETURNED, "quota exceeded", None, None, Some(failed_debug)),
+            true,
+            format!(
+                r#"[{{{base},"outcome":"leaseReturned","executorPath":"failedPodCheck","podError":"quota exceeded"}}]"#
+            ),
+            one,
+        ),
+        (
+            "a returned lease Lookout cannot place: kept, no path, counted",
+            row(
+                state::LEASE_RETURNED,
+                "pods \"armada-x-0\" already exists",
+                None,
+                None,
+                None,
+            ),
+            true,
+            format!(r#"[{{{base},"outcome":"leaseReturned","podError":"pods \"armada-x-0\" already exists"}}]"#),
+            Notes {
+                lease_return_unplaced: 1,
+                ..one
+            },
+        ),
+        (
+            "a failed pod: its containers, the hint off the last message",
+            row(
+                state::FAILED,
+                &hinted(&composed),
+                Some(1),
+                Some(("image", "pull")),
+                None,
+            ),
+            true,
+            format!(
+                r#"[{{{base},"containers":[{{"name":"main","exitCode":1,"reason":"Error","message":"pull: not found"}}],"category":"image","subcategory":"pull","executorPath":"failedPod"}}]"#
+            ),
+            one,
+        ),
+        (
+            "Armada's own failure: never classified, its text as before",
+            row(
+                state::FAILED,
+                formats::active_deadline(),
+                Some(0),
+                Some(("internal", "active-deadline")),
+                None,
+            ),
+            true,
+            format!(
+                r#"[{{{base},"containers":[{{"exitCode":0,"message":"pod has exceeded active deadline seconds"}}],"category":"internal","subcategory":"active-deadline","executorPath":"unclassified"}}]"#
+            ),
+            Notes {
+                first_exit_code_only: 1,
+                ..one
+            },
+        ),
+    ];
+    let hints = deployed();
+    for (what, row, with_hints, want, notes) in cases {
+        let m = map_job(job(vec![row]), with_hints.then_some(&hints)).unwrap();
         assert_eq!(runs_json(&m), want, "{what}");
         assert_eq!(m.notes, notes, "{what}");
     }

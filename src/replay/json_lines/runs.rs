@@ -8,7 +8,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde::Deserialize;
 
 use crate::model::duration::GoDuration;
-use crate::model::failure_history::{Container, Outcome, PodEvent, Run, RunExpect, StartedAt, Timestamp};
+use crate::model::failure_history::{Container, ExecutorPath, Outcome, PodEvent, Run, RunExpect, StartedAt, Timestamp};
 use crate::model::policy::{Action, Condition};
 
 use super::values::{decision_kind, give_up, or_give_up, parse_duration, FieldSeed, MapOnly, Pool, Str};
@@ -71,6 +71,7 @@ enum RunField {
     Expect,
     PodError,
     Events,
+    ExecutorPath,
 }
 
 const RUN_NAMES: &[&str] = &[
@@ -88,6 +89,7 @@ const RUN_NAMES: &[&str] = &[
     "expect",
     "podError",
     "events",
+    "executorPath",
 ];
 
 /// One run, decoded into `.0` (every field reset first; strings keep their buffers).
@@ -105,6 +107,7 @@ impl<'de> DeserializeSeed<'de> for RunSeed<'_> {
         run.termination_confirmed_after = None;
         run.outcome = Outcome::default();
         run.global_max_retries = None;
+        run.executor_path = None;
         run.expect = None;
         let mut v = RunVisitor {
             run,
@@ -224,6 +227,11 @@ impl<'de> RunVisitor<'_> {
                 .strings
                 .set(&mut run.pod_error, Option::<Str<'de>>::deserialize(d)?),
             RunField::Events => d.deserialize_option(EventsSeed(&mut run.events))?,
+            RunField::ExecutorPath => {
+                if let Some(p) = Option::<Str<'de>>::deserialize(d)? {
+                    run.executor_path = Some(or_give_up(ExecutorPath::parse(&p.0))?);
+                }
+            }
         }
         Ok(())
     }

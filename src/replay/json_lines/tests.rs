@@ -15,6 +15,8 @@ fn the_fast_path_agrees_with_the_strict_decoder() {
         r#"{"job":{"id":"ml-01","queue":"ml"},"runs":[{"node":"n1","containers":[{"exitCode":137,"message":"OOM"}],"category":"oom"}]}"#,
         // The categorizer's pod-level inputs; a field of an event may be left out or null.
         r#"{"runs":[{"podError":"Failed to pull image \"x\": no match for platform in manifest","events":[{"type":"Warning","reason":"UnexpectedAdmissionError","message":"Pod Allocate failed"},{"type":"Normal","reason":null}]},{"podError":null,"events":null},{"events":[]}]}"#,
+        // Each executor path, as `retryctl history` writes them.
+        r#"{"runs":[{"executorPath":"stuckPod","podError":"Unable to start pod.\nx"},{"executorPath":"failedPodCheck","outcome":"leaseReturned"},{"executorPath":"failedPod"},{"executorPath":"unclassified","category":"internal"},{"executorPath":null}]}"#,
     ];
     for line in lines {
         let fast = decode_fast(line.as_bytes()).unwrap_or_else(|| panic!("fast path gave up on {line}"));
@@ -55,6 +57,7 @@ fn the_fast_path_agrees_with_the_strict_decoder() {
         (r#"{"runs":[{"events":[["Warning"]]}]}"#, Err("runs[0].events[0]: expected a mapping, found a sequence")),
         (r#"{"runs":[{"events":{"type":"Warning"}}]}"#, Err("runs[0].events: expected a list, found a mapping")),
         (r#"{"runs":[{"podError":5}]}"#, Ok(())),
+        (r#"{"runs":[{"executorPath":"stuck"}]}"#, Err("runs[0].executorPath: unknown value `stuck`, expected one of `stuckPod`, `failedPodCheck`, `failedPod`, `unclassified`")),
     ];
     for (line, want) in strict {
         assert!(decode_fast(line.as_bytes()).is_none(), "fast path accepted {line}");
@@ -71,13 +74,18 @@ fn the_fast_path_agrees_with_the_strict_decoder() {
 #[test]
 fn pod_errors_and_events_do_not_outlive_their_line() {
     let mut scratch = Scratch::default();
-    let with = br#"{"runs":[{"podError":"e","events":[{"type":"Warning","message":"m"},{"type":"Normal"}]}]}"#;
+    let with = br#"{"runs":[{"podError":"e","executorPath":"stuckPod","events":[{"type":"Warning","message":"m"},{"type":"Normal"}]}]}"#;
     let h = scratch.decode(with, || 1).unwrap();
     assert_eq!(h.runs[0].pod_error.as_deref(), Some("e"));
+    assert_eq!(
+        h.runs[0].executor_path,
+        Some(crate::model::failure_history::ExecutorPath::StuckPod)
+    );
     assert_eq!(h.runs[0].events.len(), 2);
     let fewer = br#"{"runs":[{"events":[{"reason":"r"}]}]}"#;
     let h = scratch.decode(fewer, || 2).unwrap();
     assert_eq!(h.runs[0].pod_error, None);
+    assert_eq!(h.runs[0].executor_path, None);
     assert_eq!(
         h.runs[0].events,
         vec![PodEvent {

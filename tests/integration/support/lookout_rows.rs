@@ -16,8 +16,14 @@
 //!   code N because REASON: MESSAGE`, a line each, regular containers then init ones,
 //!   zlib-compressed) and the first one's code as `exit_code`; one unnamed container: its
 //!   message as `error` and its code as `exit_code`;
-//! - `podError`, `events` and the init containers: the executor's debug document in `debug`;
-//! - `category`/`subcategory`: `failure_category`/`failure_subcategory`.
+//! - `executorPath`: `stuckPod`, its `podError` as `error` (state 4, or 8 for a returned
+//!   lease) with exit code 0 and a debug document of a `Pending` pod; `failedPodCheck`, its
+//!   `podError` as a returned lease's `error`; `failedPod` and `unclassified` as above (the
+//!   export reads them back from the state, the category and the text);
+//! - `events` and the init containers: the executor's debug document in `debug`;
+//! - `category`/`subcategory`: `failure_category`/`failure_subcategory`, and the text they
+//!   were given gets the deployed config's hint for them, as the executor's `AppendHint`
+//!   appends it (`history --categorizer` takes it off).
 //!
 //! A document Lookout cannot hold (a condition other than `Preempted`, a container that
 //! exited 0, an unnamed container with a reason, a run with a start time of its own…)
@@ -46,18 +52,57 @@ const JOB_CANCELLED: i16 = 6;
 const JOB_PREEMPTED: i16 = 7;
 
 /// Loads the FailureHistory documents of `jsonl` (one a line, as `history` writes them) into
-/// `db`'s `job` and `job_run`, in one transaction.
-pub fn load(db: &mut Db, jsonl: &str) {
+/// `db`'s `job` and `job_run`, in one transaction; `deployed`: the executor's categorizer
+/// config (its file's text), whose hints the executor appended to the categorized runs' texts.
+pub fn load(db: &mut Db, jsonl: &str, deployed: &str) {
+    let hints = hints(deployed);
     let mut tx = db.client.transaction().unwrap();
     let mut next_run = 0u64;
     for (n, line) in jsonl.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let doc: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("line {}: {e}", n + 1));
-        insert_job(&mut tx, &doc, &mut next_run);
+        insert_job(&mut tx, &doc, &mut next_run, &hints);
     }
     tx.commit().unwrap();
 }
 
-fn insert_job(tx: &mut postgres::Transaction, doc: &Value, next_run: &mut u64) {
+/// `(category, subcategory)` → the hint the rule that gives them carries (the first such rule
+/// of the config that has one: the executor appends the matched rule's).
+type Hints = Vec<((String, String), String)>;
+
+fn hints(deployed: &str) -> Hints {
+    let parsed = retryctl::model::parse_documents(deployed, None);
+    let Some(retryctl::model::Resource::ErrorCategories(config)) =
+        parsed.documents.into_iter().next().and_then(|d| d.resource)
+    else {
+        panic!("the deployed config holds no errorCategories");
+    };
+    let mut out = Hints::new();
+    for c in &config.categories {
+        for r in c.rules.iter().filter(|r| !r.hint.is_empty()) {
+            let key = (c.name.clone(), r.subcategory.clone());
+            if !out.iter().any(|(k, _)| *k == key) {
+                out.push((key, r.hint.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// `text` as the executor sends it for a run categorized `category`/`subcategory`:
+/// `AppendHint`'s `\n\n<hint>` after it when that rule has one (formats.txt,
+/// `classifier.go:63`).
+fn with_hint(text: String, category: Option<&str>, subcategory: Option<&str>, hints: &Hints) -> String {
+    let key = (
+        category.unwrap_or("").to_string(),
+        subcategory.unwrap_or("").to_string(),
+    );
+    match hints.iter().find(|(k, _)| *k == key) {
+        Some((_, hint)) if category.is_some() => super::executor_formats::append_hint(&text, hint),
+        _ => text,
+    }
+}
+
+fn insert_job(tx: &mut postgres::Transaction, doc: &Value, next_run: &mut u64, hints: &Hints) {
     let job = &doc["job"];
     let id = text(job, "id");
     let at = |what: &str| format!("job `{id}`: {what}");
@@ -113,6 +158,7 @@ fn insert_job(tx: &mut postgres::Transaction, doc: &Value, next_run: &mut u64) {
             "category",
             "subcategory",
             "outcome",
+            "executorPath",
             "podError",
             "events",
         ];
@@ -124,7 +170,10 @@ fn insert_job(tx: &mut postgres::Transaction, doc: &Value, next_run: &mut u64) {
         prev_end = finished;
         *next_run += 1;
         let run_id = format!("00000000-0000-4000-8000-{:012}", *next_run);
-        let row = Row::of(run, &at);
+        let mut row = Row::of(run, &at);
+        row.error = row
+            .error
+            .map(|e| with_hint(e, row.category.as_deref(), row.subcategory.as_deref(), hints));
         tx.execute(
             "INSERT INTO job_run (run_id, job_id, cluster, node, leased, pending, started, finished, job_run_state, error, exit_code, pool, failure_category, failure_subcategory, debug) \
              VALUES ($1, $2, 'ml-gpu-a', $3, $4::text::timestamp, $5::text::timestamp, $6::text::timestamp, $7::text::timestamp, $8, $9, $10, 'gpu', $11, $12, $13)",
@@ -183,11 +232,18 @@ impl Row {
                 other => panic!("{}", at(&format!("outcome `{other}`"))),
             };
             row.exit_code = (row.state == SUCCEEDED).then_some(0);
+            if row.state == LEASE_RETURNED && run.get("podError").is_some() {
+                // A pod issue's returned lease: its text and category, no exit code.
+                row.error = run["podError"].as_str().map(String::from);
+                row.debug = debug(run, "Pending", &[], &[]);
+                return row;
+            }
             let failed_only = [
                 "conditions",
                 "containers",
                 "category",
                 "subcategory",
+                "executorPath",
                 "podError",
                 "events",
             ];
@@ -198,6 +254,18 @@ impl Row {
             );
             return row;
         }
+        if run["executorPath"] == "stuckPod" {
+            assert!(containers.is_empty(), "{}", at("a stuck pod's containers never ran"));
+            row.error = run["podError"].as_str().map(String::from);
+            row.exit_code = Some(0);
+            row.debug = debug(run, "Pending", &[], &[]);
+            return row;
+        }
+        assert!(
+            run.get("podError").is_none(),
+            "{}",
+            at("a failed pod's text is its containers'")
+        );
         if is_preempted(run) {
             assert_eq!(
                 conditions.len(),
@@ -231,11 +299,11 @@ impl Row {
             for c in &containers {
                 let code = exit_code(c, at);
                 assert_ne!(code, 0, "{}", at("the executor's error names failed containers only"));
-                error.push_str(&format!(
-                    "Container {} failed with exit code {code} because {}: {}\n",
+                error.push_str(&super::executor_formats::failed_container(
                     text(c, "name"),
+                    i64::from(code),
                     c["reason"].as_str().unwrap_or(""),
-                    c["message"].as_str().unwrap_or("")
+                    c["message"].as_str().unwrap_or(""),
                 ));
             }
             row.exit_code = Some(exit_code(&containers[0], at));
@@ -261,36 +329,42 @@ impl Row {
             .filter(|c| c.get("name").is_some() && !c["init"].as_bool().unwrap_or(false))
             .map(|c| json!({"name": c["name"], "state": "terminated", "exitCode": c["exitCode"], "reason": c["reason"].as_str().unwrap_or("")}))
             .collect();
-        let events = run["events"].as_array().cloned().unwrap_or_default();
-        if run.get("podError").is_some() || !events.is_empty() || !init.is_empty() {
-            let events: Vec<Value> = events
-                .iter()
-                .map(|e| {
-                    json!({
-                        "type": e["type"].as_str().unwrap_or(""),
-                        "reason": e["reason"].as_str().unwrap_or(""),
-                        "from": "kubelet",
-                        "message": e["message"].as_str().unwrap_or(""),
-                    })
-                })
-                .collect();
-            row.debug = Some(
-                json!({
-                    "schemaVersion": 1,
-                    "trigger": "podFailed",
-                    "pod": {
-                        "phase": "Failed",
-                        "reason": run["podError"].as_str().unwrap_or(""),
-                        "initContainers": init,
-                        "containers": regular,
-                        "events": events,
-                    },
-                })
-                .to_string(),
-            );
-        }
+        row.debug = debug(run, "Failed", &init, &regular);
         row
     }
+}
+
+/// The executor's debug document of `run`'s pod in `phase` (its init and regular containers,
+/// its events), when it has anything to say.
+fn debug(run: &Value, phase: &str, init: &[Value], regular: &[Value]) -> Option<String> {
+    let events = run["events"].as_array().cloned().unwrap_or_default();
+    if events.is_empty() && init.is_empty() {
+        return None;
+    }
+    let events: Vec<Value> = events
+        .iter()
+        .map(|e| {
+            json!({
+                "type": e["type"].as_str().unwrap_or(""),
+                "reason": e["reason"].as_str().unwrap_or(""),
+                "from": "kubelet",
+                "message": e["message"].as_str().unwrap_or(""),
+            })
+        })
+        .collect();
+    Some(
+        json!({
+            "schemaVersion": 1,
+            "trigger": "podFailed",
+            "pod": {
+                "phase": phase,
+                "initContainers": init,
+                "containers": regular,
+                "events": events,
+            },
+        })
+        .to_string(),
+    )
 }
 
 fn is_preempted(run: &Value) -> bool {

@@ -11,6 +11,7 @@ use assert_cmd::Command;
 pub mod child;
 pub mod chromium;
 pub mod console;
+pub mod executor_formats;
 pub mod lookout_rows;
 pub mod pg;
 pub mod png;

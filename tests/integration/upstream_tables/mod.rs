@@ -19,6 +19,7 @@ mod classifier;
 mod deserialize;
 mod engine;
 mod errormatch;
+mod executor_paths;
 mod validation;
 
 /// A scratch directory the command runs in, so that the files a case writes are named in

@@ -59,6 +59,16 @@ fn memory_bump_factor_at_or_below_one_rejected() {
     );
 }
 
+/// Not a row of upstream's: the factor of the row above printed as upstream prints it, Go's
+/// `%v` of a float64 (`factor %v must be greater than 1.0`): `1e-05`, not `0.00001`.
+#[test]
+fn memory_bump_factor_is_printed_as_go_prints_a_float64() {
+    assert_eq!(
+        validate_upstream(&policy_with_memory_bump("{factor: 0.00001}")),
+        "exit: 3\n--- stdout\nchecked 1 document in 1 file: 0 valid, 1 invalid; 1 error, 0 warnings\n--- stderr\np.yaml (RetryPolicy `memory-bump`)\n  error: 10:26 rules[0].mutate.resources.memory.factor: must be greater than 1.0, got `1e-05`\n",
+    );
+}
+
 /// upstream: `invalid static quantity`
 #[test]
 fn memory_bump_with_invalid_static_quantity_rejected() {

@@ -49,6 +49,20 @@ pub struct Sides {
     pub settings: Settings,
 }
 
+impl Sides {
+    /// The categorizer the cluster runs, as the verb names it: the baseline's (`suggest`'s
+    /// `--categorizer`, `--baseline-categorizer FILE`, `tune`'s template), else in a replay
+    /// without a baseline the candidate's. A database's export takes its hints off the
+    /// executor's texts (docs/lookout.md); none: the texts are kept whole, counted.
+    pub fn deployed_categorizer(&self) -> Option<&Categorizer> {
+        match (&self.baseline.categorizer, self.spec.what_if()) {
+            (Some(c), _) => Some(c),
+            (None, false) => self.candidate.categorizer.as_ref(),
+            (None, true) => None,
+        }
+    }
+}
+
 /// The candidate side.
 pub struct Candidate {
     /// Its documents (valid), without its categorizer document: `-f`'s or the template's.
