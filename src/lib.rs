@@ -67,5 +67,6 @@ pub mod server;
 pub mod suggest;
 pub mod tls;
 pub mod tune;
+pub mod watch;
 pub mod wire;
 pub mod yaml;
