@@ -48,8 +48,15 @@ const JOB_PREEMPTED: i16 = 7;
 /// Loads the FailureHistory documents of `jsonl` (one a line, as `history` writes them) into
 /// `db`'s `job` and `job_run`, in one transaction.
 pub fn load(db: &mut Db, jsonl: &str) {
-    let mut tx = db.client.transaction().unwrap();
-    let mut next_run = 0u64;
+    load_into(&mut db.client, jsonl);
+}
+
+/// [`load`] through `client` (a cluster of the test's own, `pg::OwnCluster`).
+pub fn load_into(client: &mut postgres::Client, jsonl: &str) {
+    let mut tx = client.transaction().unwrap();
+    // Run ids go on from the runs loaded before: a test may load a history in parts.
+    let loaded: i64 = tx.query_one("SELECT count(*) FROM job_run", &[]).unwrap().get(0);
+    let mut next_run = loaded as u64;
     for (n, line) in jsonl.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let doc: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("line {}: {e}", n + 1));
         insert_job(&mut tx, &doc, &mut next_run);
