@@ -256,7 +256,7 @@ pub enum Command {
     Schema(SchemaArgs),
     /// Export a real cluster's failure history from Armada's Lookout as FailureHistory documents.
     History(HistoryArgs),
-    /// Follow Lookout's live record: today's policy and candidates replayed, as Prometheus metrics.
+    /// Today's policy and candidates on Lookout's live record, as Prometheus metrics.
     ///
     /// Each poll reads the jobs that reached a terminal state since the last, replays each under
     /// --baseline and every -f as `simulate --baseline` would, and counts: retries granted and
