@@ -646,6 +646,17 @@ fn every_metric_an_alert_or_a_panel_names_is_one_watch_exports() {
             named.extend(names_in(r["expr"].as_str().unwrap()));
         }
     }
+    // docs/watch.md quotes each alert's PromQL as the file holds it.
+    let guide = std::fs::read_to_string(root().join("docs/watch.md")).unwrap();
+    for group in rule["spec"]["groups"].as_sequence().unwrap() {
+        for r in group["rules"].as_sequence().unwrap() {
+            let expr = r["expr"].as_str().unwrap();
+            assert!(
+                guide.contains(&format!("  expr: {expr}\n")),
+                "docs/watch.md lacks `{expr}`"
+            );
+        }
+    }
     assert!(
         alerts.contains(&"RetryctlFutileRetryGPUHoursHigh".to_string()),
         "{alerts:?}"
