@@ -370,10 +370,26 @@ pub fn terminal_page(db: &Db, queues: &[String], after: (i64, &str), limit: usiz
         .collect())
 }
 
-/// The jobs `keys` name (a page of [`terminal_page`]), each with all its runs, as [`jobs`]
-/// reads a queue's: one statement per queue among them ([`statement`] of the queue and its
-/// ids), run one after the other on `db`, each once the one before has ended. A statement that
-/// fails ends the stream with its error, as a lost connection ends [`jobs`]'.
+/// The statement of [`jobs_named`]: the rows of the jobs `ids`, looked up by key (an array
+/// the join starts from: a list in `IN`, or a `queue =` beside it, leads the planner to
+/// read every job of the queue or of the index for a few thousand).
+fn named_statement(ids: &[String]) -> Result<String, CliError> {
+    let ids = ids
+        .iter()
+        .map(|id| literal("job_id", id))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(format!(
+        "COPY (SELECT {COLUMNS} FROM unnest(ARRAY[{}]::text[]) AS k(id) JOIN job j ON j.job_id = k.id \
+         LEFT JOIN job_run r ON r.job_id = j.job_id ORDER BY j.job_id) TO STDOUT (FORMAT binary)",
+        ids.join(", ")
+    ))
+}
+
+/// The jobs `keys` name (a page of [`terminal_page`]), each with all its runs, decoded as
+/// [`jobs`] decodes a queue's: one statement per queue among them ([`named_statement`]),
+/// run one after the other on `db`, each once the one before has ended, with the runs looked
+/// up by key ([`by_key`]). A statement that fails ends the stream with its error, as a lost
+/// connection ends [`jobs`]'.
 pub fn jobs_named<'a>(db: std::sync::Arc<Db>, keys: &[Terminal]) -> super::JobStream<'a> {
     let mut by_queue: Vec<(String, Vec<String>)> = Vec::new();
     for k in keys {
@@ -382,13 +398,11 @@ pub fn jobs_named<'a>(db: std::sync::Arc<Db>, keys: &[Terminal]) -> super::JobSt
             None => by_queue.push((k.queue.clone(), vec![k.job_id.clone()])),
         }
     }
-    Box::new(by_queue.into_iter().flat_map(move |(queue, jobs)| {
-        let filter = Filter {
-            queue,
-            jobs,
-            ..Filter::default()
-        };
-        match jobs_on(db.clone(), &filter) {
+    if let Err(e) = by_key(&db) {
+        return Box::new(std::iter::once(Err(e.into())));
+    }
+    Box::new(by_queue.into_iter().flat_map(move |(queue, ids)| {
+        match named_statement(&ids).and_then(|s| copy_jobs(db.clone(), &s, &queue)) {
             Ok(stream) => stream,
             Err(e) => Box::new(std::iter::once(Err(e.into()))),
         }
@@ -545,18 +559,30 @@ pub fn jobs_on<'a>(db: std::sync::Arc<Db>, filter: &Filter) -> Result<super::Job
     if filter.shard.is_some() {
         // A shard asks for a quarter (a third, …) of the jobs: enough for the planner to
         // prefer reading whole tables (or whole indexes, in a merge join) and dropping the
-        // rest, which makes N shards read `job_run` N times. Off for this session only (a
-        // replica allows it), each of the shard's jobs has its runs looked up by key.
-        db.rt
-            .block_on(
-                db.client
-                    .batch_execute("SET enable_seqscan = off; SET enable_mergejoin = off; SET enable_hashjoin = off"),
-            )
-            .map_err(|e| query_error(&e, &db.shown))?;
+        // rest, which makes N shards read `job_run` N times.
+        by_key(&db)?;
     }
+    copy_jobs(db, &statement, &filter.queue)
+}
+
+/// Off for this session only (a replica allows it): the planner looks each job's runs up
+/// by key instead of reading whole tables, which it prefers for a few thousand jobs among
+/// many (a shard's, a page's).
+fn by_key(db: &Db) -> Result<(), CliError> {
+    db.rt
+        .block_on(
+            db.client
+                .batch_execute("SET enable_seqscan = off; SET enable_mergejoin = off; SET enable_hashjoin = off"),
+        )
+        .map_err(|e| query_error(&e, &db.shown))
+}
+
+/// The jobs `statement` (a binary `COPY` of [`COLUMNS`], ordered by `job_id`) reads, every
+/// one of `queue`.
+fn copy_jobs<'a>(db: std::sync::Arc<Db>, statement: &str, queue: &str) -> Result<super::JobStream<'a>, CliError> {
     let stream = db
         .rt
-        .block_on(db.client.copy_out(statement.as_str()))
+        .block_on(db.client.copy_out(statement))
         .map_err(|e| query_error(&e, &db.shown))?;
     Ok(Box::new(DbJobs {
         rows: CopyRows {
@@ -567,7 +593,7 @@ pub fn jobs_on<'a>(db: std::sync::Arc<Db>, filter: &Filter) -> Result<super::Job
             done: false,
         },
         group: Group {
-            queue: filter.queue.clone(),
+            queue: queue.to_string(),
             current: None,
             current_id: Vec::new(),
             skipping: false,
@@ -1184,6 +1210,19 @@ mod tests {
             ),
             "{s}"
         );
+    }
+
+    #[test]
+    fn named_jobs_are_looked_up_by_key() {
+        let s = named_statement(&["j1".into(), "j'2".into()]).unwrap();
+        assert!(
+            s.ends_with(
+                " FROM unnest(ARRAY[E'j1', E'j''2']::text[]) AS k(id) JOIN job j ON j.job_id = k.id \
+                 LEFT JOIN job_run r ON r.job_id = j.job_id ORDER BY j.job_id) TO STDOUT (FORMAT binary)"
+            ),
+            "{s}"
+        );
+        assert!(s.starts_with(&format!("COPY (SELECT {COLUMNS} FROM")));
     }
 
     #[test]

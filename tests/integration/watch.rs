@@ -284,32 +284,11 @@ fn week() -> Vec<String> {
         .collect()
 }
 
-/// The ids of `lines`.
-fn ids(lines: &[String]) -> Vec<String> {
-    lines
-        .iter()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["job"]["id"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect()
-}
-
 /// Loads `lines` as Lookout's rows, their jobs reaching their terminal state `ago` before the
-/// database's now (as Lookout's ingester stamps a job it just heard of).
+/// database's now (as Lookout's ingester stamps a job it just heard of), in one transaction: a
+/// poll never sees them with the time the rows were first written with.
 fn arrive(client: &mut postgres::Client, lines: &[String], ago: &str) {
-    lookout_rows::load_into(client, &(lines.join("\n") + "\n"));
-    let ids = ids(lines);
-    client
-        .execute(
-            &format!(
-                "UPDATE job SET last_transition_time = (now() AT TIME ZONE 'UTC') - interval '{ago}' WHERE job_id = ANY($1)"
-            ),
-            &[&ids],
-        )
-        .unwrap();
+    lookout_rows::load_ended(client, &(lines.join("\n") + "\n"), Some(ago));
 }
 
 fn state_file(home: &Path) -> PathBuf {

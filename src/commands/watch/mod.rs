@@ -499,3 +499,82 @@ impl Signals {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// The flags of `retryctl watch WORDS`.
+    fn args(words: &str) -> WatchArgs {
+        let line = format!("retryctl watch --baseline b --state s.json {words}");
+        match crate::cli::Cli::try_parse_from(line.split_whitespace())
+            .unwrap()
+            .command
+        {
+            crate::cli::Command::Watch(a) => a,
+            _ => unreachable!("a watch command line"),
+        }
+    }
+
+    const NOW: i64 = 1_800_000_000_000_000;
+
+    #[test]
+    fn since_is_a_time_or_a_duration_back_from_now() {
+        let f = flags(&args("--since 2026-11-15T00:00:00Z"), NOW).unwrap();
+        assert_eq!(f.since, Some(1_794_700_800_000_000));
+        let f = flags(&args("--since 1d12h"), NOW).unwrap();
+        assert_eq!(f.since, Some(NOW - 36 * 3600 * 1_000_000));
+        assert_eq!(flags(&args(""), NOW).unwrap().since, None);
+        assert_eq!(
+            flags(&args("--since 2026-13-01T00:00:00Z"), NOW).err().unwrap().code,
+            ExitCode::Usage
+        );
+        assert_eq!(
+            flags(&args("--since soon"), NOW).err().unwrap().message,
+            "invalid `--since` `soon`: expected a duration such as `7d`, `36h` or `1d12h`"
+        );
+    }
+
+    #[test]
+    fn poll_window_and_listen_are_checked() {
+        let f = flags(&args("--poll 1m30s --window 2d"), NOW).unwrap();
+        assert_eq!((f.poll, f.window), (Duration::from_secs(90), 2 * 86_400 * 1_000_000));
+        assert_eq!(
+            flags(&args("--window 0s"), NOW).err().unwrap().message,
+            "invalid `--window` `0s`: expected a duration such as `7d`, `36h` or `1d12h`"
+        );
+        assert!(flags(&args("--listen nowhere"), NOW)
+            .err()
+            .unwrap()
+            .message
+            .starts_with("invalid `--listen` address `nowhere`"));
+    }
+
+    #[test]
+    fn candidates_are_named_by_their_base_name() {
+        assert_eq!(candidate_name(Path::new("/data/suggested.yaml")), "suggested.yaml");
+        assert_eq!(candidate_name(Path::new("new/")), "new");
+        assert!(flags(&args("-f a/c.yaml -f b/c.yaml"), NOW).is_err());
+        assert!(flags(&args("-f a/c.yaml -f b/d.yaml"), NOW).is_ok());
+        assert_eq!(
+            flags(&args("--categorizer e.yaml"), NOW).err().unwrap().code,
+            ExitCode::Usage
+        );
+    }
+
+    #[test]
+    fn a_state_is_written_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        write_atomically(&path, b"one").unwrap();
+        write_atomically(&path, b"two").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        // Nothing is left beside it.
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["s.json"]);
+    }
+}

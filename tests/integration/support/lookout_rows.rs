@@ -53,6 +53,13 @@ pub fn load(db: &mut Db, jsonl: &str) {
 
 /// [`load`] through `client` (a cluster of the test's own, `pg::OwnCluster`).
 pub fn load_into(client: &mut postgres::Client, jsonl: &str) {
+    load_ended(client, jsonl, None);
+}
+
+/// [`load_into`], the jobs' last transition `ago` (an SQL interval: `'2 minutes'`) before the
+/// database's now when given, in the same transaction: a reader never sees them with another
+/// (as Lookout's ingester stamps a job it just heard of).
+pub fn load_ended(client: &mut postgres::Client, jsonl: &str, ago: Option<&str>) {
     let mut tx = client.transaction().unwrap();
     // Run ids go on from the runs loaded before: a test may load a history in parts.
     let loaded: i64 = tx.query_one("SELECT count(*) FROM job_run", &[]).unwrap().get(0);
@@ -60,6 +67,15 @@ pub fn load_into(client: &mut postgres::Client, jsonl: &str) {
     for (n, line) in jsonl.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let doc: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("line {}: {e}", n + 1));
         insert_job(&mut tx, &doc, &mut next_run);
+        if let Some(ago) = ago {
+            tx.execute(
+                &format!(
+                    "UPDATE job SET last_transition_time = (now() AT TIME ZONE 'UTC') - interval '{ago}' WHERE job_id = $1"
+                ),
+                &[&text(&doc["job"], "id")],
+            )
+            .unwrap();
+        }
     }
     tx.commit().unwrap();
 }
