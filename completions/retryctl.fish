@@ -31,7 +31,7 @@ complete -c retryctl -n "__fish_retryctl_needs_command" -l timeout -d 'Timeout o
 complete -c retryctl -n "__fish_retryctl_needs_command" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_needs_command" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_needs_command" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_needs_command" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_needs_command" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_needs_command" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
@@ -59,7 +59,7 @@ complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "schema" -d 'Print
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "history" -d 'Export a real cluster\'s failure history from Armada\'s Lookout as FailureHistory documents'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "watch" -d 'Today\'s policy and candidates on Lookout\'s live record, as Prometheus metrics'
 complete -c retryctl -n "__fish_retryctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s o -l output -d 'Report format' -r -f -a "text\t'Human-readable findings on stderr, a summary on stdout'
 json\t'One JSON object on stdout, camelCase keys (its fields: docs/policies.md)'
 github\t'GitHub Actions workflow annotations on stdout'"
@@ -72,7 +72,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l timeout -
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
@@ -82,7 +82,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -l insecure-
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand validate" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
@@ -93,7 +93,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
@@ -127,7 +127,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queue" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
@@ -151,7 +151,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from queues" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
@@ -175,7 +175,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from q" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
@@ -193,7 +193,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicy" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
@@ -212,7 +212,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policy" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
@@ -231,7 +231,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retrypolicies" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
@@ -250,7 +250,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from retry-policies" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
@@ -269,7 +269,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from rp" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
@@ -280,7 +280,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from help" -f -a "queue" -d 'Create a queue from flags'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from help" -f -a "retrypolicy" -d 'Create retry policies from files (only RetryPolicy documents are accepted)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand create; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s o -l output -d 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl\'s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...' -r -f -a "table\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s o -l output -d 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl\'s `{.items[*].metadata.name}`), custom-columns=NAME:.path,..' -r -f -a "table\t''
 wide\t''
 yaml\t''
 json\t''
@@ -297,13 +297,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_se
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l no-headers -d 'Leave out the header line of tables and custom columns'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "retrypolicy" -d 'Retry policies: one or more by name, or all'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "retry-policy" -d 'Retry policies: one or more by name, or all'
@@ -331,13 +331,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l no-headers -d 'Leave out the header line of tables and custom columns'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicy" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s o -l output -d 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl\'s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...' -r -f -a "table\t''
 wide\t''
@@ -356,13 +356,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l no-headers -d 'Leave out the header line of tables and custom columns'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policy" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s o -l output -d 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl\'s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...' -r -f -a "table\t''
 wide\t''
@@ -381,13 +381,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l no-headers -d 'Leave out the header line of tables and custom columns'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retrypolicies" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s o -l output -d 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl\'s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...' -r -f -a "table\t''
 wide\t''
@@ -406,13 +406,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l no-headers -d 'Leave out the header line of tables and custom columns'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from retry-policies" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s o -l output -d 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl\'s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...' -r -f -a "table\t''
 wide\t''
@@ -431,13 +431,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l no-headers -d 'Leave out the header line of tables and custom columns'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from rp" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s o -l output -d 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl\'s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...' -r -f -a "table\t''
 wide\t''
@@ -456,13 +456,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l no-headers -d 'Leave out the header line of tables and custom columns'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queue" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s o -l output -d 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl\'s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...' -r -f -a "table\t''
 wide\t''
@@ -481,13 +481,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l no-headers -d 'Leave out the header line of tables and custom columns'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from queues" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s o -l output -d 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl\'s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...' -r -f -a "table\t''
 wide\t''
@@ -506,18 +506,18 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l no-headers -d 'Leave out the header line of tables and custom columns'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from q" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from help" -f -a "retrypolicy" -d 'Retry policies: one or more by name, or all'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from help" -f -a "queue" -d 'Queues: one or more by name, or all'
 complete -c retryctl -n "__fish_retryctl_using_subcommand get; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
@@ -528,7 +528,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and not __fish_seen_subcommand_from queue queues q retrypolicy retry-policy retrypolicies retry-policies rp help" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
@@ -564,7 +564,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queue" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
@@ -590,7 +590,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from queues" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
@@ -616,7 +616,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from q" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
@@ -634,7 +634,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicy" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
@@ -653,7 +653,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policy" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
@@ -672,7 +672,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retrypolicies" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
@@ -691,7 +691,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from retry-policies" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
@@ -710,7 +710,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from rp" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
@@ -721,7 +721,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from help" -f -a "queue" -d 'Change a queue in place: flags not given keep their values'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from help" -f -a "retrypolicy" -d 'Replace retry policies from files (only RetryPolicy documents are accepted)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand update; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
@@ -732,7 +732,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l timeout -d '
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
@@ -741,8 +741,8 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l insecure-ski
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l api-version -d 'Dialect both sides of a retry policy are shown in: `armadaproject.io/v1` or `armadaproject.io/v1beta1` (today\'s Armada). Default: each file\'s own' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l api-version -d 'Dialect both sides of a retry policy are shown in: `armadaproject.io/v1` or `armadaproject.io/v1beta1` (today\'s Armada)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -750,7 +750,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l timeout -d 'T
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
@@ -758,7 +758,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -l insecure-skip
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand diff" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
@@ -769,7 +769,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
@@ -798,7 +798,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicy" -l ignore-not-found -d 'Succeed when a name does not exist'
@@ -817,7 +817,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policy" -l ignore-not-found -d 'Succeed when a name does not exist'
@@ -836,7 +836,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retrypolicies" -l ignore-not-found -d 'Succeed when a name does not exist'
@@ -855,7 +855,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from retry-policies" -l ignore-not-found -d 'Succeed when a name does not exist'
@@ -874,7 +874,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from rp" -l ignore-not-found -d 'Succeed when a name does not exist'
@@ -893,7 +893,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queue" -l ignore-not-found -d 'Succeed when a name does not exist'
@@ -911,7 +911,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from queues" -l ignore-not-found -d 'Succeed when a name does not exist'
@@ -929,7 +929,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from q" -l ignore-not-found -d 'Succeed when a name does not exist'
@@ -940,13 +940,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from help" -f -a "retrypolicy" -d 'Delete retry policies. A policy still attached to queues is refused unless --detach'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from help" -f -a "queue" -d 'Delete queues'
 complete -c retryctl -n "__fish_retryctl_using_subcommand delete; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l history -d 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l lookout-db -d 'Replay a real cluster\'s history straight from Lookout\'s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`. Without a value, or without --history either: $LOOKOUT_DB' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l lookout-db -d 'Replay a real cluster\'s history straight from Lookout\'s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l queue -d 'With --lookout-db: the jobs of this queue' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l jobset -d 'With --lookout-db: only jobs of this job set' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l baseline -d 'What-if: also replay under these (old) policies and report what changes' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l engine -d 'Which engine decides: the design (docs/engines.md) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design; with --from-server against a server without the dialect header, upstream' -r -f -a "design\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l engine -d 'Which engine decides: the design (docs/engines.md) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff)' -r -f -a "design\t''
 upstream\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l baseline-engine -d 'The engine of the baseline side (default: the same as --engine)' -r -f -a "design\t''
 upstream\t''"
@@ -972,7 +972,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l shard-cou
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l image -d 'With --emit: the container image; its entrypoint must be retryctl (the repository\'s Dockerfile)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l volume -d 'With --emit: the PersistentVolumeClaim every job mounts at MOUNT (ReadWriteMany): the inputs lie under MOUNT, the partials and the result are written there' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l armada-queue -d 'With --emit armada: the Armada queue the jobs are submitted to (--queue is Lookout\'s)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l emit-job-set -d 'With --emit: the Armada job set, or the Kubernetes Job\'s name (the merge\'s is NAME-merge). Default: retryctl-COMMAND' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l emit-job-set -d 'With --emit: the Armada job set, or the Kubernetes Job\'s name (the merge\'s is NAME-merge)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l job-set -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l namespace -d 'With --emit: the Kubernetes namespace of the jobs (Armada\'s default: `default`; Kubernetes\': kubectl\'s)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l requests -d 'With --emit: each job\'s resources, requested and limited alike (default: cpu=1,memory=1Gi)' -r
@@ -987,7 +987,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l timeout -
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
@@ -999,12 +999,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l from-serv
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l strict -d 'Exit 1 when a history contradicts the decisions (not only on failed expectations); with --lookout-db, also when a row was left out because it could not be read'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l vary -d 'One scalar field of one policy, varied: `NAME:PATH=VALUES`, PATH as `explain` names it (`ml:spec.retryLimit=0..10`, `ml:spec.rules[1].action=Retry,Fail`, `ml:spec.backoff.initialDelay=0s,30s,5m`, `infra:retryLimit=1..5/2`, `unset`), or `scheduler:PATH` for the scheduler config, `categorizer:PATH` for --categorizer\'s (`categorizer:errorCategories.enabled=true,false`). The candidates are every combination' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l vary -d 'One scalar field of one policy, varied: `NAME:PATH=VALUES`, PATH as `explain` names it (`ml:spec.retryLimit=0..10`, `ml:spec.rules[1].action=Retry,Fail`, `ml:spec.backoff.initialDelay=0s,30s,5m`, `infra:retryLimit=1..5/2`, `unset`), or `scheduler:PATH` for the scheduler config, `categorizer:PATH` for --categorizer\'s (`categorizer:errorCategories.enabled=true,false`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l history -d 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l lookout-db -d 'Replay a real cluster\'s history straight from Lookout\'s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`. Without a value, or without --history either: $LOOKOUT_DB' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l lookout-db -d 'Replay a real cluster\'s history straight from Lookout\'s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l queue -d 'With --lookout-db: the jobs of this queue' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l jobset -d 'With --lookout-db: only jobs of this job set' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l baseline -d 'What-if: also replay under these (old) policies and report what changes' -r -F
@@ -1035,7 +1035,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l shard-count -
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l image -d 'With --emit: the container image; its entrypoint must be retryctl (the repository\'s Dockerfile)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l volume -d 'With --emit: the PersistentVolumeClaim every job mounts at MOUNT (ReadWriteMany): the inputs lie under MOUNT, the partials and the result are written there' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l armada-queue -d 'With --emit armada: the Armada queue the jobs are submitted to (--queue is Lookout\'s)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l emit-job-set -d 'With --emit: the Armada job set, or the Kubernetes Job\'s name (the merge\'s is NAME-merge). Default: retryctl-COMMAND' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l emit-job-set -d 'With --emit: the Armada job set, or the Kubernetes Job\'s name (the merge\'s is NAME-merge)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l job-set -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l namespace -d 'With --emit: the Kubernetes namespace of the jobs (Armada\'s default: `default`; Kubernetes\': kubectl\'s)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l requests -d 'With --emit: each job\'s resources, requested and limited alike (default: cpu=1,memory=1Gi)' -r
@@ -1043,7 +1043,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l dsn-secret -d
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l since -d 'With --lookout-db: only jobs submitted within this duration before now (`7d`, `36h`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l from -d 'With --lookout-db: only jobs submitted at or after this RFC 3339 time' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l to -d 'With --lookout-db: only jobs submitted before this RFC 3339 time' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l engine -d 'Which engine the candidates run under: the design (docs/engines.md) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff). Default: design' -r -f -a "design\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l engine -d 'Which engine the candidates run under: the design (docs/engines.md) or what upstream Armada ships today (first policy only, categories only, preemption terminal, no backoff)' -r -f -a "design\t''
 upstream\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
@@ -1052,7 +1052,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l timeout -d 'T
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
@@ -1061,10 +1061,10 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l allow-empty -
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l exit-code -d 'Exit 1 when a candidate is recommended (with --pick recommended: when none is)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l history -d 'A FailureHistory file, a JSON Lines file of histories, a directory of them, or `-`' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l lookout-db -d 'Replay a real cluster\'s history straight from Lookout\'s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`. Without a value, or without --history either: $LOOKOUT_DB' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l lookout-db -d 'Replay a real cluster\'s history straight from Lookout\'s PostgreSQL database (as `retryctl history --lookout-db` reads it, no file in between); needs --queue, and --jobset, --since, --from, --to select as for `history`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l jobset -d 'With --lookout-db: only jobs of this job set' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l baseline-engine -d 'The engine of the baseline side (default: the same as --engine)' -r -f -a "design\t''
 upstream\t''"
@@ -1091,7 +1091,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l shard-coun
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l image -d 'With --emit: the container image; its entrypoint must be retryctl (the repository\'s Dockerfile)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l volume -d 'With --emit: the PersistentVolumeClaim every job mounts at MOUNT (ReadWriteMany): the inputs lie under MOUNT, the partials and the result are written there' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l armada-queue -d 'With --emit armada: the Armada queue the jobs are submitted to (--queue is Lookout\'s)' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l emit-job-set -d 'With --emit: the Armada job set, or the Kubernetes Job\'s name (the merge\'s is NAME-merge). Default: retryctl-COMMAND' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l emit-job-set -d 'With --emit: the Armada job set, or the Kubernetes Job\'s name (the merge\'s is NAME-merge)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l job-set -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l namespace -d 'With --emit: the Kubernetes namespace of the jobs (Armada\'s default: `default`; Kubernetes\': kubectl\'s)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l requests -d 'With --emit: each job\'s resources, requested and limited alike (default: cpu=1,memory=1Gi)' -r
@@ -1112,7 +1112,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l timeout -d
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l baseline-from-cluster -d 'What-if against what the cluster runs: the baseline is the retry policies and queue attachments stored in the --lookout-db database'
@@ -1138,7 +1138,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l timeout -d '
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand merge" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
@@ -1160,14 +1160,14 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s c -l context
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l timeout -d 'Timeout of each request to the server, as a duration (`10s`, `500ms`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l in-memory -d 'Keep everything in memory; nothing survives a restart'
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l allow-anonymous -d 'Allow listening on a non-loopback address without authentication'
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand serve" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
@@ -1176,7 +1176,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l timeout
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand completion" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
@@ -1190,12 +1190,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -f -a "view" -d 'Print the config file with secrets masked'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and not __fish_seen_subcommand_from view get-contexts current-context use-context help" -f -a "get-contexts" -d 'List the contexts, marking the current one'
@@ -1209,12 +1209,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from view" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
@@ -1223,12 +1223,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from get-contexts" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
@@ -1237,12 +1237,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from current-context" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
@@ -1251,12 +1251,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_see
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from use-context" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from help" -f -a "view" -d 'Print the config file with secrets masked'
 complete -c retryctl -n "__fish_retryctl_using_subcommand config; and __fish_seen_subcommand_from help" -f -a "get-contexts" -d 'List the contexts, marking the current one'
@@ -1272,15 +1272,15 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l timeout -d
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l client -d 'Print only the client version; do not contact the server'
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand version" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
@@ -1289,13 +1289,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fi
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "retrypolicy" -d 'Describe retry policies'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and not __fish_seen_subcommand_from retrypolicy retry-policy retrypolicies retry-policies rp queue queues q help" -a "retry-policy" -d 'Describe retry policies'
@@ -1315,13 +1315,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicy" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
@@ -1332,13 +1332,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policy" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
@@ -1349,13 +1349,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retrypolicies" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
@@ -1366,13 +1366,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from retry-policies" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
@@ -1383,13 +1383,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from rp" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
@@ -1400,13 +1400,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queue" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
@@ -1417,13 +1417,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from queues" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s f -l filename -d 'A file, a directory (its *.yaml, *.yml, *.json) or `-` for stdin. Repeatable' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l scheduler-config -d 'An Armada scheduler config: its globalMaxRetries and defaultBackoff are used' -r -F
@@ -1434,13 +1434,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_s
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from q" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from help" -f -a "retrypolicy" -d 'Describe retry policies'
 complete -c retryctl -n "__fish_retryctl_using_subcommand describe; and __fish_seen_subcommand_from help" -f -a "queue" -d 'Describe queues'
@@ -1453,13 +1453,13 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l timeout -d
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l recursive -d 'Show every field below, not only the direct ones'
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
@@ -1468,12 +1468,12 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l timeout -d 
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l queue -d 'Only jobs of this queue' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l jobset -d 'Only jobs of this job set' -r
@@ -1493,14 +1493,14 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l timeout -d
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l strict -d 'Exit 1 after the export when a row was left out because it could not be read (each is reported on stderr either way)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l allow-empty -d 'Exit 0 when no job matches (an empty export), instead of 3'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s h -l help -d 'Print help'
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s V -l version -d 'Print version'
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l lookout-db -d 'Lookout\'s PostgreSQL database (`postgresql://user:password@host:5432/lookout`); without the flag or without a value: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l queue -d 'A queue to watch (repeatable); default: the queues of the Queue documents of --baseline and -f' -r
@@ -1534,7 +1534,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l timeout -d '
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l token -d 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l token-file -d 'Send the bearer token held in FILE (one line)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l certificate-authority -d 'Also trust the CA certificates of this PEM file for `https://` (default: the context\'s `certificateAuthority`)' -r -F
-complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l color -d 'When to use colour. `auto` colours when stderr is a terminal and NO_COLOR is unset' -r -f -a "auto\t''
+complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -l color -d 'When to use colour' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand watch" -s R -l recursive -d 'Descend into subdirectories of the directories given'

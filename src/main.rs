@@ -24,6 +24,16 @@ fn main() {
     }
     let cli = match retryctl::cli::parse() {
         Ok(cli) => cli,
+        // A value the house's own parsers refused (`cli::values`): said as every other error.
+        Err(e) if std::error::Error::source(&e).is_some_and(|s| s.is::<retryctl::error::CliError>()) => {
+            let ours = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<retryctl::error::CliError>());
+            let ours = anyhow::Error::new(ours.cloned().expect("checked above"));
+            let code = report(
+                &ours,
+                &mut retryctl::output::text::Escaping::new(&mut std::io::stderr().lock()),
+            );
+            std::process::exit(code.code().into());
+        }
         Err(e) => {
             let _ = e.print();
             let code = if e.use_stderr() {

@@ -26,6 +26,7 @@ mod resources;
 mod shard;
 #[cfg(test)]
 mod tests;
+mod values;
 mod verbs;
 mod view;
 
@@ -92,7 +93,7 @@ fn top_level() -> clap::Command {
         .after_help(EX_ROOT)
         .subcommand_required(true)
         .arg_required_else_help(true);
-    GlobalArgs::augment_args(top)
+    GlobalArgs::augment_args(top).mut_args(short_and_long)
 }
 
 const EX_ROOT: &str = "Examples:\n  retryctl validate -f policies/                     # offline: parse, validate, lint\n  retryctl serve --in-memory                           # a local Armada-compatible server\n  retryctl apply -f policies/                          # push policies, then queues\n  retryctl describe retrypolicy ml-training            # what happens to a failed job\n  retryctl simulate -f policies/ --history history.yaml";
@@ -145,12 +146,39 @@ fn with_arguments(sub: clap::Command) -> clap::Command {
     let Some(verb) = verbs::verb(sub.get_name()) else {
         return sub;
     };
-    let sub = (verb.define)(sub).after_help(verb.examples);
+    let sub = (verb.define)(sub).after_help(verb.examples).mut_args(short_and_long);
     if verb.server {
         sub.defer(|sub| sub)
     } else {
         sub.defer(hide_server_flags)
     }
+}
+
+/// One help shape for every verb (docs/cli.md "Help"): `-h` is the short form, each flag's
+/// first sentence on one line; `--help` the whole text, a flag's below its name. A flag whose
+/// text is one sentence says it in both; its `--help` is the long layout all the same, so that
+/// `-h` and `--help` differ alike on every verb.
+fn short_and_long(a: clap::Arg) -> clap::Arg {
+    if a.get_long_help().is_some() {
+        return a;
+    }
+    let Some(help) = a.get_help().map(ToString::to_string) else {
+        return a;
+    };
+    let short = first_sentence(&help).to_string();
+    a.help(short).long_help(help)
+}
+
+/// `text`'s first sentence, without its full stop: up to the first `. ` that a capital
+/// letter or a backquote follows (`(default: 10s). Repeatable` ends after `10s)`).
+fn first_sentence(text: &str) -> &str {
+    let bytes = text.as_bytes();
+    for (i, _) in text.match_indices(". ") {
+        if bytes.get(i + 2).is_some_and(|b| b.is_ascii_uppercase() || *b == b'`') {
+            return &text[..i];
+        }
+    }
+    text.strip_suffix('.').unwrap_or(text)
 }
 
 /// Hides [`SERVER_FLAGS`] on a verb that talks to no server. `mut_args` edits in place: the

@@ -69,8 +69,8 @@ pub struct DiffArgs {
 
     /// Dialect both sides of a retry policy are shown in: `armadaproject.io/v1` or
     /// `armadaproject.io/v1beta1` (today's Armada). Default: each file's own.
-    #[arg(long, value_name = "VERSION")]
-    pub api_version: Option<String>,
+    #[arg(long, value_name = "VERSION", value_parser = super::values::api_version)]
+    pub api_version: Option<crate::model::ApiVersion>,
 }
 
 #[derive(Debug, Args)]
@@ -346,8 +346,8 @@ pub struct ExplainArgs {
 
     /// The layout to explain: `armadaproject.io/v1` (a RetryPolicy's design dialect) or
     /// `armadaproject.io/v1beta1` (upstream's flat one).
-    #[arg(long, value_name = "VERSION", default_value = "armadaproject.io/v1")]
-    pub api_version: String,
+    #[arg(long, value_name = "VERSION", default_value = "armadaproject.io/v1", value_parser = super::values::api_version)]
+    pub api_version: crate::model::ApiVersion,
 }
 
 #[derive(Debug, Args)]

@@ -42,6 +42,9 @@ pub struct Verb {
     /// Whether it takes `--output-file` (`commands::output_file`: the result written beside
     /// the file and renamed over it once complete).
     pub output_file: bool,
+    /// Whether its shards merge: its `-o` writes `partial`, which `merge` ends through the
+    /// verb's own ending (`commands::dispatch`; a test holds the two equal).
+    pub mergeable: bool,
 }
 
 /// Every verb, in the order of the `Command` enum (which is the order help and completions
@@ -54,6 +57,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "create",
@@ -62,6 +66,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "get",
@@ -70,6 +75,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "update",
@@ -78,6 +84,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "apply",
@@ -86,6 +93,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "diff",
@@ -94,6 +102,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "delete",
@@ -102,6 +111,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "simulate",
@@ -110,6 +120,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: true,
         output_file: true,
+        mergeable: true,
     },
     Verb {
         name: "tune",
@@ -118,6 +129,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: true,
         output_file: true,
+        mergeable: true,
     },
     Verb {
         name: "suggest",
@@ -126,6 +138,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: true,
         output_file: true,
+        mergeable: true,
     },
     Verb {
         name: "merge",
@@ -134,6 +147,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: true,
         output_file: true,
+        mergeable: false,
     },
     Verb {
         name: "serve",
@@ -142,6 +156,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: true,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "completion",
@@ -150,6 +165,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "config",
@@ -158,6 +174,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "version",
@@ -166,6 +183,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "describe",
@@ -174,6 +192,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "explain",
@@ -182,6 +201,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "schema",
@@ -190,6 +210,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: false,
         output_file: false,
+        mergeable: false,
     },
     Verb {
         name: "history",
@@ -198,6 +219,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: true,
         output_file: true,
+        mergeable: false,
     },
     Verb {
         name: "watch",
@@ -207,6 +229,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: true,
         output_file: false,
+        mergeable: false,
     },
 ];
 

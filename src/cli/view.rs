@@ -14,8 +14,8 @@ pub struct ViewArgs {
     pub output: GetOutput,
 
     /// Dialect of YAML/JSON output for policies.
-    #[arg(long, value_name = "VERSION", default_value = "armadaproject.io/v1")]
-    pub api_version: String,
+    #[arg(long, value_name = "VERSION", default_value = "armadaproject.io/v1", value_parser = super::values::api_version)]
+    pub api_version: crate::model::ApiVersion,
 
     /// Leave out the header line of tables and custom columns.
     #[arg(long)]

@@ -25,7 +25,7 @@ use crate::model::{encode, ApiVersion, Kind, Resource, RetryPolicy};
 use crate::output::resources;
 
 pub fn run(ctx: &mut Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
-    let asked = args.api_version.as_deref().map(super::api_version).transpose()?;
+    let asked = args.api_version;
     let items = remote::load(ctx, &args.source, &[Kind::RetryPolicy, Kind::Queue])?;
     let conn = remote::connect(ctx)?;
     let mut differs = false;

@@ -63,7 +63,7 @@ pub fn run(ctx: &mut Context, args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         _ if noun.eq_ignore_ascii_case("errorcategories") => Kind::ErrorCategories,
         _ => return Err(CliError::usage(format!("unknown resource type `{noun}`: expected {KINDS}")).into()),
     };
-    let version = super::api_version(&args.api_version)?;
+    let version = args.api_version;
     let Some(here) = layout(kind, version) else {
         return Err(CliError::usage(format!(
             "a {} has no `{}` layout: it is `armadaproject.io/v1` only",

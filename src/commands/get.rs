@@ -142,7 +142,7 @@ pub fn run(ctx: &mut Context, args: &GetArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn parse_view(v: &ViewArgs) -> Result<(Format, ApiVersion, Option<serde_json_path::JsonPath>), CliError> {
-    let version = super::api_version(&v.api_version)?;
+    let version = v.api_version;
     let format = match &v.output {
         GetOutput::Table => Format::Table,
         GetOutput::Wide => Format::Wide,

@@ -7,14 +7,15 @@
 //! first, whatever else the merge found: [`damaged_first`]; then together:
 //! one fingerprint, one history, the same settings in every header, the shards 0..N−1 once
 //! each, and no job of a directory given by two of its files, each copy replayed by the shard
-//! whose range holds it: [`twice`], `replay::shard_ids`) → the fold the command itself runs
-//! (`replay::run::{ReplayFold, CompareFold}`, `tune::sweep::SweepFold`), given every shard's
-//! totals, one partial at a time, each checked as numbers first (`replay::partial::counts`),
-//! and then every entry in the source's order
-//! (`replay::partial::streams`: a merge of the shards' streams by position, in rounds through
-//! temporary files past [`FAN_IN`] partials, a position met in two partials refused: a job is
-//! one shard's; what stops it worded here: [`stream_error`]) → the command's own ending
-//! (`simulate::conclude`, `tune::finish`). Must not: read a partial's bytes or merge their
+//! whose range holds it: [`twice`], `replay::shard_ids`) → the command's own end of its
+//! partials, which `commands::dispatch` hands over (`merged::End`: the verbs the verb table
+//! marks mergeable): the fold the command itself runs (`replay::run::{ReplayFold,
+//! CompareFold}`, `tune::sweep::SweepFold`), given every shard's totals, one partial at a
+//! time, each checked as numbers first (`replay::partial::counts`), then every entry in the
+//! source's order (`replay::partial::streams`: a merge of the shards' streams by position, in
+//! rounds through temporary files past [`FAN_IN`] partials, a position met in two partials
+//! refused: a job is one shard's; what stops it worded in `commands::replay::merged`), then
+//! the command's own ending. Must not: import a verb, read a partial's bytes or merge their
 //! entries itself (that is `replay::partial`), or count, rank or render itself: what would
 //! differ from one process is then nothing.
 //!
@@ -41,68 +42,18 @@ use std::fs::File;
 use std::path::PathBuf;
 
 use crate::app::Context;
-use crate::cli::{MergeArgs, MergeOutput, SuggestOutput};
-use crate::commands::replay::checks::{parse_backtest_at, parse_max_compute, shards_backtest_refusal};
-use crate::commands::replay::held::Held;
-use crate::commands::simulate::{compare_code, conclude, replay_code, SimulateRun};
-use crate::commands::suggest::{
-    self as suggest_command, Shards as SuggestShards, SuggestFold, SuggestRun, Unmergeable,
-};
-use crate::commands::tune::{self as tune_command, TuneRun};
+use crate::cli::MergeArgs;
+use crate::commands::replay::merged::{problem, read_error, seal_problem, End, Stop};
 use crate::error::{CliError, ExitCode};
-use crate::output::history::write_summary;
-use crate::output::sinks::sink;
-use crate::output::stderr::Stderr;
 use crate::output::text::shown as escaped;
-use crate::output::tune::StderrListener;
-use crate::output::Format;
-use crate::replay::partial::counts::{Counts, Sums};
-use crate::replay::partial::streams::{self, open_files_limit, StreamError, FAN_IN};
-use crate::replay::partial::{decode_learned, Entry, Item, Partial, ReadError, ShardOut};
-use crate::replay::run::{CompareFold, Fallback, Folded, NoAnswer, NotReplayed, Options, ReplayFold};
+use crate::replay::partial::streams::{open_files_limit, FAN_IN};
+use crate::replay::partial::{Partial, ReadError, ShardOut};
 use crate::replay::shard::Shard;
 use crate::replay::shard_ids::Twice;
-use crate::replay::source::ExportTotals;
-use crate::suggest::learn::ShardLearning;
-use crate::tune::sweep::{SweepFold, Tallies};
 
-/// Why merge stops before its answer: each problem is said (`error: …`), then the closing
-/// line, `cannot merge: …`, whichever step found them.
-#[derive(Debug)]
-enum Stop {
-    /// What is wrong with the partials, each naming its file (exit 3).
-    Problems(Vec<String>),
-    /// A partial (or a round's file) could not be opened: this process has as many files
-    /// open as it may. A limit of the machine, not a fault of the input (exit 1).
-    TooManyOpen(String),
-}
-
-impl std::fmt::Display for Stop {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Stop::Problems(p) => f.write_str(&p.join("\n")),
-            Stop::TooManyOpen(name) => write!(f, "`{name}` cannot be opened: too many files are open"),
-        }
-    }
-}
-
-impl std::error::Error for Stop {}
-
-/// One problem with the partials.
-fn problem(why: impl Into<String>) -> anyhow::Error {
-    Stop::Problems(vec![why.into()]).into()
-}
-
-/// A partial's read error as merge stops on it (`name`: the file, when the words lack it).
-fn read_error(name: &str, e: ReadError) -> anyhow::Error {
-    match e {
-        ReadError::Bad(why) => problem(why),
-        ReadError::TooManyOpen => Stop::TooManyOpen(name.to_string()).into(),
-    }
-}
-
-pub fn run(ctx: &mut Context, args: &MergeArgs) -> anyhow::Result<ExitCode> {
-    let e = match merge(ctx, args) {
+/// `merge` of `args`' partials, each command's ended by `ends` (`commands::dispatch`'s).
+pub fn run(ctx: &mut Context, args: &MergeArgs, ends: fn(&str) -> Option<End>) -> anyhow::Result<ExitCode> {
+    let e = match merge(ctx, args, ends) {
         Ok(code) => return Ok(code),
         Err(e) => e,
     };
@@ -136,7 +87,7 @@ pub fn run(ctx: &mut Context, args: &MergeArgs) -> anyhow::Result<ExitCode> {
     Err(closing.into())
 }
 
-fn merge(ctx: &mut Context, args: &MergeArgs) -> anyhow::Result<ExitCode> {
+fn merge(ctx: &mut Context, args: &MergeArgs, ends: fn(&str) -> Option<End>) -> anyhow::Result<ExitCode> {
     // Each file's problem in the order given: one that does not open, or (once one does
     // not) one whose seal is wrong.
     let mut opened: Vec<Result<Partial, String>> = Vec::new();
@@ -177,17 +128,8 @@ fn merge(ctx: &mut Context, args: &MergeArgs) -> anyhow::Result<ExitCode> {
     if !problems.is_empty() {
         return Err(damaged_first(&partials, Stop::Problems(problems).into()));
     }
-    let merged = merge_run(ctx, args, &mut partials);
+    let merged = merge_run(ctx, args, &mut partials, ends);
     merged.map_err(|e| damaged_first(&partials, e))
-}
-
-/// What is wrong with `p` when its seal is ([`Partial::check`]), naming it.
-fn seal_problem(p: &Partial) -> Result<Option<String>, Stop> {
-    match p.check() {
-        Ok(()) => Ok(None),
-        Err(ReadError::Bad(why)) => Ok(Some(format!("`{}` {why}", p.name))),
-        Err(ReadError::TooManyOpen) => Err(Stop::TooManyOpen(p.name.clone())),
-    }
 }
 
 /// `e`, unless some partial's seal is wrong: then what is wrong with each such file, in
@@ -212,51 +154,22 @@ fn damaged_first(partials: &[Partial], e: anyhow::Error) -> anyhow::Error {
     }
 }
 
-/// Every partial's seal checked, where its entries were not read to their end.
-fn check_all(partials: &[Partial]) -> anyhow::Result<()> {
-    for p in partials {
-        if let Some(why) = seal_problem(p)? {
-            return Err(problem(why));
-        }
-    }
-    Ok(())
-}
-
-/// A command whose shards merge (docs/past-one-machine.md): the name its partials' run
-/// gives, and how merge ends it. The one place merge reaches into the replay verbs.
-struct Mergeable {
-    command: &'static str,
-    end: fn(&mut Context, &MergeArgs, &mut [Partial]) -> anyhow::Result<ExitCode>,
-}
-
-/// Every command that writes `-o partial`, each ended as one process ends it.
-const MERGEABLE: [Mergeable; 3] = [
-    Mergeable {
-        command: "simulate",
-        end: merge_simulate,
-    },
-    Mergeable {
-        command: "tune",
-        end: merge_tune,
-    },
-    Mergeable {
-        command: "suggest",
-        end: merge_suggest,
-    },
-];
-
-/// The merge of partials found to be of one run: the first says which command's.
-fn merge_run(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> anyhow::Result<ExitCode> {
+/// The merge of partials found to be of one run: the first says which command's, and that
+/// command ends it.
+fn merge_run(
+    ctx: &mut Context,
+    args: &MergeArgs,
+    partials: &mut [Partial],
+    ends: fn(&str) -> Option<End>,
+) -> anyhow::Result<ExitCode> {
     let command = partials[0].header.run.get("command").and_then(|c| c.as_str());
-    match MERGEABLE.iter().find(|m| Some(m.command) == command) {
-        Some(m) => (m.end)(ctx, args, partials),
-        None => Err(damaged(&partials[0], "its run names no command this retryctl merges")),
+    match command.and_then(ends) {
+        Some(end) => end(ctx, args, partials),
+        None => Err(problem(format!(
+            "`{}` is damaged: its run names no command this retryctl merges",
+            partials[0].name
+        ))),
     }
-}
-
-/// The first partial's run, in the shape of its command's.
-fn run_of<T: serde::de::DeserializeOwned>(partials: &[Partial]) -> anyhow::Result<T> {
-    decode(&partials[0], "its run", partials[0].header.run.clone())
 }
 
 /// The partials named: a file as given; a directory's files that begin as a partial does,
@@ -483,414 +396,4 @@ fn twice(partials: &[Partial]) -> anyhow::Result<Vec<String>> {
         }
     }
     Ok(twice.problems())
-}
-
-fn damaged(p: &Partial, why: &str) -> anyhow::Error {
-    problem(format!("`{}` is damaged: {why}", p.name))
-}
-
-/// An entry of a kind the partial's command never writes (a job's record in a comparison's
-/// partial, any job in a sweep's): the file was not made by its shard as it is.
-fn foreign(p: &Partial, item: &Item, command: &str) -> anyhow::Error {
-    let kind = match item {
-        Item::Job(_) => "a job's record",
-        Item::Change(_) | Item::Record(_) => "a changed job",
-        Item::Fallback(_) => "a missing queue's first job",
-        Item::Error(_) | Item::Invalid(_) | Item::LeftOut(_) => "an entry that was not replayed",
-    };
-    damaged(
-        p,
-        &format!("it holds {kind}, which a partial of `{command}` never holds"),
-    )
-}
-
-/// An entry that did not replay, as the folds take it. Any other entry reaching here is one
-/// that a partial of `command` never holds: refused ([`foreign`]).
-fn not_replayed(p: &Partial, item: Item, command: &str) -> anyhow::Result<NotReplayed> {
-    match item {
-        Item::Error(m) => Ok(NotReplayed::Error(m)),
-        Item::Invalid(text) => Ok(NotReplayed::Invalid(text)),
-        Item::LeftOut(text) => Ok(NotReplayed::LeftOut(text)),
-        item => Err(foreign(p, &item, command)),
-    }
-}
-
-/// A part of `p` in the shape its command gives it.
-fn decode<T: serde::de::DeserializeOwned>(p: &Partial, what: &str, value: serde_json::Value) -> anyhow::Result<T> {
-    serde_json::from_value(value).map_err(|e| damaged(p, &format!("{what}: {e}")))
-}
-
-/// Every partial's totals, in the shape `T` of its command, to `add`, one partial at a
-/// time (a sweep's are megabytes each: merge holds one partial's beside the running
-/// totals, whatever N). Each is checked first: its numbers ([`Counts`]: successes within
-/// trials, and every partial's together within their types: [`Sums`]), then `check`, what
-/// its command knows (`Err`: the words after the file's name). Every partial is checked,
-/// and every problem said, before merge stops; `add` is not called past the first. `add`
-/// may find a problem too, in what only adding reads (`Err`: the words after the name).
-/// Returns every partial's numbers added up, for what the merge adds besides the totals.
-fn add_totals<T: serde::de::DeserializeOwned>(
-    partials: &[Partial],
-    check: impl Fn(&Counts) -> Result<(), String>,
-    mut add: impl FnMut(T, bool) -> Result<(), String>,
-) -> anyhow::Result<Sums> {
-    let mut problems = Vec::new();
-    let mut sums = Sums::default();
-    for p in partials {
-        let counts: Counts = match p.totals() {
-            Ok(c) => c,
-            Err(ReadError::Bad(why)) => {
-                problems.push(why);
-                continue;
-            }
-            Err(limit) => return Err(read_error(&p.name, limit)),
-        };
-        if let Err(why) = counts
-            .check()
-            .and_then(|()| check(&counts))
-            .and_then(|()| sums.add(&counts))
-        {
-            problems.push(format!("`{}` {why}", p.name));
-            continue;
-        }
-        match p.totals::<T>() {
-            Ok(t) if problems.is_empty() => {
-                if let Err(why) = add(t, p.end.used_given) {
-                    problems.push(format!("`{}` {why}", p.name));
-                }
-            }
-            Ok(_) => {}
-            Err(ReadError::Bad(why)) => problems.push(why),
-            Err(limit) => return Err(read_error(&p.name, limit)),
-        }
-    }
-    if problems.is_empty() {
-        Ok(sums)
-    } else {
-        Err(Stop::Problems(problems).into())
-    }
-}
-
-/// [`add_totals`] of a replay's or a comparison's totals ([`Folded`]), which adding cannot
-/// refuse.
-fn add_folded(partials: &[Partial], mut add: impl FnMut(Folded, bool)) -> anyhow::Result<()> {
-    add_totals(
-        partials,
-        |_| Ok(()),
-        |t: Folded, used| {
-            add(t, used);
-            Ok(())
-        },
-    )
-    .map(drop)
-}
-
-/// Every entry of every partial, in the source's order, to `f` until it returns `false`
-/// ([`streams::for_each_entry`]); then the seals of those whose entries were not read to
-/// their end (`f` stopped early).
-fn for_each_entry(
-    partials: &[Partial],
-    records: bool,
-    f: impl FnMut(&Partial, Entry) -> anyhow::Result<bool>,
-) -> anyhow::Result<()> {
-    streams::for_each_entry(partials, records, f).map_err(|e| match e.downcast::<StreamError>() {
-        Ok(e) => stream_error(e),
-        Err(e) => e,
-    })?;
-    check_all(partials)
-}
-
-/// What stopped the merge of the entries, as merge says it: a problem with the partials
-/// (exit 3), too many files open (exit 1, [`Stop::TooManyOpen`]), a temporary file of the
-/// rounds that cannot be used (exit 1, with what to do).
-fn stream_error(e: StreamError) -> anyhow::Error {
-    match e {
-        StreamError::Bad(why) => problem(why),
-        StreamError::TooManyOpen(name) => Stop::TooManyOpen(name).into(),
-        e @ (StreamError::TempDir { .. } | StreamError::Round { .. }) => CliError::failed(e.to_string())
-            .with_hint("set TMPDIR to a directory with room to write")
-            .into(),
-        e @ StreamError::RoundChanged => anyhow::Error::msg(e.to_string()),
-        StreamError::RoundRead(e) => e.into(),
-    }
-}
-
-/// `-o FORMAT` of a command that has no such output (exit 2).
-fn not_an_output(output: MergeOutput, command: &str, formats: &str) -> anyhow::Error {
-    use clap::ValueEnum;
-    let name = output
-        .to_possible_value()
-        .map(|v| v.get_name().to_string())
-        .unwrap_or_default();
-    CliError::usage(format!("`-o {name}` is not an output of `{command}`: give {formats}")).into()
-}
-
-/// A sharded suggest's partials: their learning folded in shard order (byte ranges: the
-/// source's, so the signatures kept are the first met), then the rest of suggest, as one
-/// process does it (`suggest::merge`: it reads the history again for its comparison).
-fn merge_suggest(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> anyhow::Result<ExitCode> {
-    let run: SuggestRun = run_of(partials)?;
-    let output = match args.output {
-        MergeOutput::Table => SuggestOutput::Table,
-        MergeOutput::Json => SuggestOutput::Json,
-        MergeOutput::Yaml => SuggestOutput::Yaml,
-        MergeOutput::Html => SuggestOutput::Html,
-        MergeOutput::Markdown => SuggestOutput::Markdown,
-        MergeOutput::Policy => SuggestOutput::Policy,
-        MergeOutput::Jsonl => {
-            return Err(not_an_output(
-                args.output,
-                "suggest",
-                "table, json, yaml, html, markdown or policy",
-            ))
-        }
-    };
-    // A shard of suggest lists nothing to stream: its seal is checked here, before its totals
-    // are read.
-    check_all(partials)?;
-    partials.sort_by_key(|p| p.header.shard.index);
-    let mut fold = SuggestFold::default();
-    let mut sums = add_totals(partials, |_| Ok(()), |t: ShardLearning, _| fold.add(t))?;
-    // What pass 1 could not read, pass 2 says: a shard's entries are only what a later one
-    // learned past its first 10,000 signatures, added once the first 10,000 are known.
-    for p in partials.iter() {
-        add_past(p, &mut sums, &mut fold)?;
-    }
-    let first = &partials[0];
-    let shards = SuggestShards {
-        count: first.header.shard.count,
-        fingerprint: &first.header.fingerprint,
-        source: first.end.source.as_deref(),
-    };
-    let name = first.name.clone();
-    suggest_command::merge(ctx, &run, fold, output, shards).map_err(|e| match e.downcast::<Unmergeable>() {
-        Ok(why) => problem(format!("`{name}` {why}")),
-        Err(e) => e,
-    })
-}
-
-/// A suggest shard's entries (docs/past-one-machine.md): its counts of the signatures past
-/// its first 10,000, each checked as numbers with the totals' sums (`sums`, every partial's
-/// so far), then added where one process counts it. Any other entry is refused: a shard of
-/// suggest says nothing of what it could not read.
-fn add_past(p: &Partial, sums: &mut Sums, fold: &mut SuggestFold) -> anyhow::Result<()> {
-    let mut entries = p.entries().map_err(|e| read_error(&p.name, e))?;
-    while let Some(raw) = entries.next_raw() {
-        let raw = raw.map_err(problem)?;
-        let counts: Counts = decode_learned(&p.name, raw.number, &raw.json).map_err(problem)?;
-        counts
-            .check()
-            .and_then(|()| sums.add(&counts))
-            .map_err(|why| problem(format!("`{}` {why} (entry {})", p.name, raw.number)))?;
-        let past = decode_learned(&p.name, raw.number, &raw.json).map_err(problem)?;
-        fold.add_past(past)
-            .map_err(|why| damaged(p, &format!("entry {}: {why}", raw.number)))?;
-    }
-    Ok(())
-}
-
-/// The shards' `--backtest-at`, as their run records it (`p`: the partial it is read from).
-fn backtest_at(p: &Partial, at: Option<&str>) -> anyhow::Result<Option<crate::model::failure_history::Timestamp>> {
-    // What the shard's own parse accepted: another value was written in by hand.
-    at.map(parse_backtest_at)
-        .transpose()
-        .map_err(|_| damaged(p, "its run's `backtestAt` is not an RFC 3339 time"))
-}
-
-/// Why the shards' `--backtest-at` has no answer from the merged trials: one process's
-/// refusal (the same usage error, exit 2), said of the shards' flag, since merge was given
-/// none, and what to do about it: run the shards again.
-fn backtest_refused(refused: &NoAnswer, at: Option<&str>) -> anyhow::Error {
-    shards_backtest_refusal(refused, at.unwrap_or_default()).into()
-}
-
-/// The missing queue an entry is the first job of, as a replay hands it on.
-fn missing(queue: Option<String>) -> Option<Fallback> {
-    queue.map(Fallback::Missing)
-}
-
-/// A sharded simulate's partials: the shards' totals and entries folded as one process folds
-/// them, into the sink of `-o`, and its ending (`simulate::conclude`).
-fn merge_simulate(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> anyhow::Result<ExitCode> {
-    if args.output == MergeOutput::Policy {
-        return Err(not_an_output(
-            args.output,
-            "simulate",
-            "table, json, yaml, jsonl, html or markdown",
-        ));
-    }
-    let run: SimulateRun = run_of(partials)?;
-    let run = &run;
-    let format = Format::from(args.output);
-    let options = Options {
-        backtest_at: backtest_at(&partials[0], run.backtest_at.as_deref())?,
-        shard: None,
-    };
-    let mut held = Held::for_stdout(&mut *ctx.out, ctx.out_is_stdout)?;
-    // The replay's messages too, until every partial's seal is checked (at its last
-    // entry): a damaged file's are not said.
-    let mut said = Vec::new();
-    let stderr = Stderr::new(&mut said, ctx.style, None, run.retry_policy);
-    let mut sink = sink(format, run.mode(), &mut held, stderr);
-    let command = if run.compare { "simulate --baseline" } else { "simulate" };
-    let (code, used_given, refused) = if run.compare {
-        // A sink that prints JSON records is handed the shards' records as they are.
-        let records = sink.needs().change_json;
-        let mut fold = CompareFold::new(&mut *sink, &run.given)?;
-        add_folded(partials, |t, used| fold.totals(t, used))?;
-        for_each_entry(partials, records, |p, e| {
-            Ok(match e.item {
-                Item::Change(ch) => {
-                    fold.fallback(&ch.diff.job.clone(), missing(e.missing_queue))?;
-                    fold.change(*ch)?
-                }
-                Item::Record(r) => fold.change_json(r.json(), || r.changed(&p.name).map_err(std::io::Error::other))?,
-                Item::Fallback(job) => {
-                    fold.fallback(&job, missing(e.missing_queue))?;
-                    true
-                }
-                item => fold.not_replayed(&not_replayed(p, item, command)?)?,
-            })
-        })?;
-        let done = fold.finish(&options)?;
-        (
-            compare_code(&done.comparison, run.exit_code),
-            done.used_given,
-            done.refused,
-        )
-    } else {
-        let mut fold = ReplayFold::new(&mut *sink, &run.given)?;
-        add_folded(partials, |t, used| fold.totals(t, used))?;
-        for_each_entry(partials, false, |p, e| {
-            Ok(match e.item {
-                Item::Job(report) => fold.job(*report, e.missing_queue)?,
-                item => fold.not_replayed(&not_replayed(p, item, command)?)?,
-            })
-        })?;
-        let done = fold.finish(&options)?;
-        (replay_code(&done.summary, run.strict), done.used_given, done.refused)
-    };
-    drop(sink);
-    ctx.err.write_all(&said)?;
-    if let Some(refused) = refused {
-        return Err(backtest_refused(&refused, run.backtest_at.as_deref()));
-    }
-    conclude(ctx, run, Some(held), None, used_given)?;
-    let left_out = lookout_summary(ctx, partials)?;
-    // `--strict` with a Lookout source: rows left out make the status 1 (as `simulate`).
-    Ok(if code == ExitCode::Success && run.strict && left_out > 0 {
-        ExitCode::Failure
-    } else {
-        code
-    })
-}
-
-/// A database's export, as the command says it after its answer: `history`'s summary over
-/// every shard's counts. The rows left out in all.
-fn lookout_summary(ctx: &mut Context, partials: &[Partial]) -> anyhow::Result<u64> {
-    let mut queue = None;
-    let mut totals = ExportTotals::default();
-    for p in partials {
-        if let Some(l) = &p.end.lookout {
-            queue = Some(l.queue.as_str());
-            totals.add(&l.totals);
-        }
-    }
-    if let Some(queue) = queue {
-        write_summary(ctx.err, queue, &totals)?;
-    }
-    Ok(totals.left_out())
-}
-
-/// A sharded tune's partials: the shards' tallies folded as one process folds them, then its
-/// ranking and output (`tune::finish`).
-fn merge_tune(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> anyhow::Result<ExitCode> {
-    if matches!(args.output, MergeOutput::Jsonl | MergeOutput::Policy) {
-        return Err(not_an_output(
-            args.output,
-            "tune",
-            "table, json, yaml, html or markdown",
-        ));
-    }
-    let format = Format::from(args.output);
-    let run: TuneRun = run_of(partials)?;
-    let run = &run;
-    let options = Options {
-        backtest_at: backtest_at(&partials[0], run.backtest_at.as_deref())?,
-        shard: None,
-    };
-    // What the shard's own parse accepted: another value was written in by hand.
-    let max_compute = match run.max_compute.as_deref().map(parse_max_compute).transpose() {
-        Ok(m) => m,
-        Err(_) => {
-            return Err(damaged(
-                &partials[0],
-                "its run's `maxCompute` is not a duration or a percentage",
-            ))
-        }
-    };
-    // The replay's messages held until every partial's seal is checked, as `merge_simulate`.
-    let mut said = Vec::new();
-    let mut listener = StderrListener(Stderr::new(&mut said, ctx.style, None, run.retry_policy));
-    let mut fold = SweepFold::new(&mut listener, &run.given, run.ids.len());
-    // Each candidate's tallies, in the order of the header's candidates: as many of both.
-    let candidates = run.ids.len();
-    let check = |c: &Counts| {
-        let arms = c.length("arms").unwrap_or(0);
-        if arms == candidates {
-            return Ok(());
-        }
-        Err(format!(
-            "is damaged: its totals' `arms` hold {arms} candidates' tallies, and its header's `run.ids` names {candidates} candidates"
-        ))
-    };
-    add_totals(partials, check, |t: Tallies, used| {
-        fold.totals(&t, used);
-        Ok(())
-    })?;
-    for_each_entry(partials, false, |p, e| {
-        Ok(match e.item {
-            Item::Fallback(job) => {
-                fold.fallback(&job, missing(e.missing_queue))?;
-                true
-            }
-            item => fold.not_replayed(&not_replayed(p, item, "tune")?)?,
-        })
-    })?;
-    let swept = fold.finish(&options);
-    listener.0.finish()?;
-    drop(listener);
-    ctx.err.write_all(&said)?;
-    let swept = match swept {
-        Ok(s) => s,
-        Err(refused) => return Err(backtest_refused(&refused, run.backtest_at.as_deref())),
-    };
-    let code = tune_command::finish(ctx, swept, run, max_compute, format, None)?;
-    lookout_summary(ctx, partials)?;
-    Ok(code)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::MERGEABLE;
-
-    /// Every verb whose `-o` offers `partial` is one merge ends, and no other: a verb given
-    /// shards and forgotten here (or the reverse) fails this test.
-    #[test]
-    fn the_verbs_that_write_a_partial_are_the_ones_merge_ends() {
-        let mut cmd = crate::cli::command();
-        cmd.build();
-        let mut writing: Vec<String> = cmd
-            .get_subcommands()
-            .filter(|sub| {
-                sub.get_arguments().any(|a| {
-                    a.get_id() == "output" && a.get_possible_values().iter().any(|v| v.get_name() == "partial")
-                })
-            })
-            .map(|sub| sub.get_name().to_string())
-            .collect();
-        writing.sort();
-        let mut merged: Vec<String> = MERGEABLE.iter().map(|m| m.command.to_string()).collect();
-        merged.sort();
-        assert_eq!(writing, merged);
-    }
 }

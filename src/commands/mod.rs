@@ -29,8 +29,8 @@ pub mod watch;
 
 use crate::app::Context;
 use crate::cli::Command;
-use crate::error::{CliError, ExitCode};
-use crate::model::ApiVersion;
+use crate::error::ExitCode;
+use replay::merged::End;
 
 /// Routes a parsed command to the command that runs it (handed to `app::run` by `main`).
 pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitCode> {
@@ -74,7 +74,9 @@ pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitC
             replay::lookout::resolve_replay_dsn(&mut args.replay)?;
             output_file::run_to(ctx, args.output_file.as_deref(), |ctx| suggest::run(ctx, &args))
         }
-        Command::Merge(args) => output_file::run_to(ctx, args.output_file.as_deref(), |ctx| merge::run(ctx, &args)),
+        Command::Merge(args) => output_file::run_to(ctx, args.output_file.as_deref(), |ctx| {
+            merge::run(ctx, &args, merge_end)
+        }),
         Command::Serve(args) => serve::run(ctx, &args),
         Command::Config(args) => config::run(ctx, &args),
         Command::Version(args) => version::run(ctx, &args),
@@ -92,11 +94,35 @@ pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitC
     }
 }
 
-/// `--api-version`'s value (get, diff, explain), or the usage error that says what it takes.
-pub fn api_version(value: &str) -> Result<ApiVersion, CliError> {
-    ApiVersion::parse(value).ok_or_else(|| {
-        CliError::usage(format!(
-            "invalid `--api-version` `{value}`: expected `armadaproject.io/v1` or `armadaproject.io/v1beta1`"
-        ))
-    })
+/// How the partials of the verb `command` end (`merge`): its own ending, one process's,
+/// for the verbs the verb table marks mergeable.
+fn merge_end(command: &str) -> Option<End> {
+    let verb = crate::cli::VERBS.iter().find(|v| v.name == command && v.mergeable)?;
+    match verb.name {
+        "simulate" => Some(simulate::merge),
+        "tune" => Some(tune::merge),
+        "suggest" => Some(suggest::merge),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_end;
+
+    /// Every verb the table marks mergeable is one whose `-o` offers `partial`, and merge
+    /// ends each: a verb given shards and forgotten here (or the reverse) fails this test.
+    #[test]
+    fn the_verbs_that_write_a_partial_are_the_ones_merge_ends() {
+        let mut cmd = crate::cli::command();
+        cmd.build();
+        for verb in crate::cli::VERBS {
+            let sub = cmd.find_subcommand(verb.name).expect("every verb is a subcommand");
+            let partial = sub
+                .get_arguments()
+                .any(|a| a.get_id() == "output" && a.get_possible_values().iter().any(|v| v.get_name() == "partial"));
+            assert_eq!(verb.mergeable, partial, "{}", verb.name);
+            assert_eq!(merge_end(verb.name).is_some(), partial, "{}", verb.name);
+        }
+    }
 }

@@ -472,10 +472,25 @@ fn short_help_has_the_sections_of_long_help_on_every_verb() {
         "schema",
         "history",
     ];
+    let text = |args: &[&str]| {
+        let out = retryctl(home.path()).args(args).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
     for verb in verbs {
         let short = headings(home.path(), &[verb, "-h"]);
         assert_eq!(short, headings(home.path(), &[verb, "--help"]), "{verb}");
         assert!(short.contains(&"Options:".to_string()), "{verb}: {short:?}");
+        // One shape on every verb: `-h` the summary that points to `--help`, `--help` more.
+        let (summary, whole) = (text(&[verb, "-h"]), text(&[verb, "--help"]));
+        assert!(
+            summary.contains("Print help (see more with '--help')"),
+            "{verb}: {summary}"
+        );
+        assert!(
+            whole.contains("Print help (see a summary with '-h')"),
+            "{verb}: {whole}"
+        );
+        assert!(summary.lines().count() < whole.lines().count(), "{verb}");
     }
     assert_eq!(
         headings(home.path(), &["suggest", "-h"]),

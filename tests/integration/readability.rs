@@ -178,6 +178,19 @@ fn every_line_of_the_table_outputs_on_the_example_data_fits_160_characters() {
     add(&[&["suggest"][..], &planted].concat(), 0);
     add(&[&["suggest"][..], &planted, &["--engine", "upstream"]].concat(), 0);
     add(&[&["suggest"][..], &backtest].concat(), 0);
+    // Today's Armada from its baseline's dialect: the proposal's line names both halves.
+    add(
+        &[
+            "suggest",
+            "--history",
+            "testdata/route/week.jsonl",
+            "--queue",
+            "ml",
+            "--baseline",
+            "testdata/route/current/",
+        ],
+        0,
+    );
     let mut long = Vec::new();
     for (args, code) in &runs {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();

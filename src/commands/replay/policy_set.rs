@@ -1,18 +1,16 @@
-//! The policy set a replay decides with (`simulate`, `simulate --baseline`): policies and
-//! queues from `-f` files, from the server, or from the cluster's database
-//! (`--baseline-from-cluster`), the engine they are evaluated by, and the
-//! scheduler config. Owns: refusing duplicates and, for the upstream engine, fields
-//! upstream cannot store. Must not: replay or render anything.
+//! The policy set a side decides with (`simulate`, `simulate --baseline`, `tune`, `suggest`):
+//! policies and queues from a side's files, from the server, or from the cluster's database
+//! (`--baseline-from-cluster`), and the engine they are evaluated by. Owns: refusing
+//! duplicates and, for the upstream engine, fields upstream cannot store. Must not: replay or
+//! render anything.
 
 use crate::app::Context;
-use crate::cli::{ReplayArgs, SimulateArgs};
 use crate::commands::remote;
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::CliError;
-use crate::input::{self, SourceFile};
+use crate::input::SourceFile;
 use crate::lookout::cluster::ClusterState;
-use crate::model::scheduler::SchedulerConfig;
 use crate::model::{ApiVersion, Resource};
 use crate::output::report;
 use crate::output::view::bad_row_line;
@@ -21,15 +19,9 @@ use crate::output::view::bad_row_line;
 /// each job gets its own queue's policies, as the scheduler would see them now.
 pub fn load_from_server(
     ctx: &mut Context,
-    args: &SimulateArgs,
+    retry_policies: Option<&[String]>,
     engine: Option<EngineKind>,
 ) -> anyhow::Result<Simulator> {
-    if !args.source.files.is_empty() {
-        return Err(CliError::usage(
-            "`--from-server` reads the policies and queues from the server; do not also pass `-f`",
-        )
-        .into());
-    }
     let remote = remote::connect(ctx)?;
     let policies = remote
         .client
@@ -74,7 +66,7 @@ pub fn load_from_server(
         refuse_unreadable(&unreadable, Side::Candidate)?;
     }
     // Only `--retry-policy` stands in for a missing queue: never "every policy on the server".
-    let given = args.replay.retry_policies.clone().unwrap_or_default();
+    let given = retry_policies.map(<[String]>::to_vec).unwrap_or_default();
     Simulator::new(policies, queues, Some(given))
         .map(|s| s.from_server().with_engine(engine))
         .map_err(|e| CliError::invalid(e).into())
@@ -87,7 +79,7 @@ pub fn load_from_server(
 pub fn load_from_cluster(
     ctx: &mut Context,
     state: ClusterState,
-    flags: PolicyFlags<'_>,
+    retry_policies: Option<&[String]>,
     queue: &str,
     engine: EngineKind,
 ) -> anyhow::Result<Option<Simulator>> {
@@ -111,7 +103,7 @@ pub fn load_from_cluster(
             writeln!(ctx.err, "{}: {warning}", ctx.style.warning("warning"))?;
         }
     }
-    if flags.retry_policies.is_none() && !state.queues.iter().any(|q| q.name == queue) {
+    if retry_policies.is_none() && !state.queues.iter().any(|q| q.name == queue) {
         return Err(CliError::failed(format!(
             "queue `{queue}` is not in the cluster's `queue` table: the cluster has no policies for its jobs"
         ))
@@ -119,7 +111,7 @@ pub fn load_from_cluster(
         .into());
     }
     // Only `--retry-policy` stands in for a missing queue, as with --from-server.
-    let given = flags.retry_policies.map(<[String]>::to_vec).unwrap_or_default();
+    let given = retry_policies.map(<[String]>::to_vec).unwrap_or_default();
     Simulator::new(state.policies, state.queues, Some(given))
         .map(|s| Some(s.from_server().with_engine(engine)))
         .map_err(|e| CliError::invalid(e).into())
@@ -144,33 +136,16 @@ impl Side {
     }
 }
 
-/// What the policy sets of a replay are read with: `-R` and `--retry-policy`, from
-/// `simulate`'s or `tune`'s flags.
-#[derive(Debug, Clone, Copy)]
-pub struct PolicyFlags<'a> {
-    pub recursive: bool,
-    pub retry_policies: Option<&'a [String]>,
-}
-
-impl<'a> PolicyFlags<'a> {
-    pub fn new(recursive: bool, args: &'a ReplayArgs) -> PolicyFlags<'a> {
-        PolicyFlags {
-            recursive,
-            retry_policies: args.retry_policies.as_deref(),
-        }
-    }
-}
-
 /// The policy set of a side's files (valid: [`super::sides::read_side`] read them) for
 /// `engine`; refused (exit 3) when a name is given twice or the engine cannot evaluate a
 /// field.
 pub fn build(
     files: &[SourceFile],
-    flags: PolicyFlags<'_>,
+    retry_policies: Option<&[String]>,
     engine: EngineKind,
     side: Side,
 ) -> anyhow::Result<Simulator> {
-    match policy_set(files, flags.retry_policies, engine) {
+    match policy_set(files, retry_policies, engine) {
         Ok(sim) => Ok(sim),
         Err(Unusable::Unreadable(fields)) => Err(unreadable(&fields, side).into()),
         Err(Unusable::Invalid(e)) => Err(e.into()),
@@ -278,11 +253,4 @@ fn unreadable(fields: &[String], side: Side) -> CliError {
         "use {} design, or keep the policy to what upstream stores (see `retryctl validate --upstream`)",
         side.engine_flag()
     ))
-}
-
-pub fn base_config(args: &ReplayArgs) -> anyhow::Result<SchedulerConfig> {
-    match &args.scheduler_config {
-        Some(path) => Ok(input::read_scheduler_config(path)?),
-        None => Ok(SchedulerConfig::default()),
-    }
 }

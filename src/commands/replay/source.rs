@@ -25,11 +25,11 @@ use crate::output::history::write_summary;
 use crate::output::mode::Baseline as BaselineFrom;
 use crate::replay::json_lines::Scratch;
 use crate::replay::partial::Lookout;
-use crate::replay::source::{Body, Digest, Either, Entry, Files, HistorySource, OneQueue, Overrides};
+use crate::replay::source::{Body, Digest, Either, Entry, Files, HistorySource, OneQueue};
 
 use super::lookout::{history_named, lookout_filter, no_job, no_job_in_lookout, now, FilterFlags, SET_LOOKOUT_DB};
-use super::policy_set::{base_config, load_from_cluster, PolicyFlags};
-use super::sides::{Baseline, BaselinePolicies};
+use super::policy_set::load_from_cluster;
+use super::sides::{BaselinePolicies, Sides};
 
 /// A source with the entries read ahead of the replay handed out first.
 pub struct ReadAhead<S> {
@@ -212,35 +212,40 @@ impl About {
     }
 }
 
-/// `--global-max-retries` / `--default-policy`.
-pub fn overrides(args: &ReplayArgs) -> Overrides {
-    Overrides {
-        global_max_retries: args.global_max_retries,
-        default_policy: args.default_policy.clone(),
-    }
+/// A file, a directory or stdin opened as the sides read it (their settings, `--queue`'s
+/// jobs alone), and what a partial's fingerprint holds of it: the path, the settings its
+/// jobs get, and how shards split it (docs/past-one-machine.md: a shard of one rule cannot
+/// be merged with a shard of the other). `suggest`'s merge opens the shards' history again
+/// through it, and finds their fingerprint with it.
+pub struct FileSource {
+    pub files: Files,
+    pub one_queue: Option<OneQueue>,
+    pub described: serde_json::Value,
 }
 
-/// What a partial's fingerprint holds of a file source: the path, the settings its jobs
-/// get, and how shards split it (docs/past-one-machine.md: a shard of one rule cannot be
-/// merged with a shard of the other). `suggest`'s merge computes it again to find the
-/// shards' inputs unchanged.
-pub fn files_source(
-    history: &std::path::Path,
-    overrides: &Overrides,
-    base: &crate::model::scheduler::SchedulerConfig,
-    queue: Option<&str>,
-) -> serde_json::Value {
-    let shards = if crate::replay::source::is_stream(history) {
-        "fnv1a64 of the job id"
-    } else {
-        "byte ranges"
-    };
-    serde_json::json!({
-        "history": history.display().to_string(),
-        "queue": queue,
-        "settings": format!("{:?}", overrides.apply(base)),
-        "shards": shards,
-    })
+impl FileSource {
+    pub fn open(sides: &Sides, history: &std::path::Path) -> anyhow::Result<FileSource> {
+        let settings = &sides.settings;
+        let shards = if crate::replay::source::is_stream(history) {
+            "fnv1a64 of the job id"
+        } else {
+            "byte ranges"
+        };
+        let queue = sides.spec.queue.as_deref();
+        let described = serde_json::json!({
+            "history": history.display().to_string(),
+            "queue": queue,
+            "settings": format!("{:?}", settings.applied()),
+            "shards": shards,
+        });
+        let one_queue = queue.map(OneQueue::new);
+        let files = Files::open(history, settings.base.clone(), settings.overrides.clone())?.only(one_queue.clone());
+        Ok(FileSource {
+            files,
+            one_queue,
+            described,
+        })
+    }
 }
 
 /// What `--queue` left out of a file, a directory or stdin (docs/simulate.md "Inputs").
@@ -281,11 +286,10 @@ fn no_job_of(history: &std::path::Path, queue: Option<&str>, others: &[String], 
     ))
 }
 
-/// What [`open`] needs besides the flags: the baseline resolved so far, and what the verb
-/// does with an empty history.
+/// What [`open`] needs besides the sides: the source's flags, and what the verb does with an
+/// empty history.
 pub struct Open<'a> {
-    pub flags: PolicyFlags<'a>,
-    pub baseline: Baseline,
+    pub replay: &'a ReplayArgs,
     /// The verb writes a partial result (the source is digested, never checked empty).
     pub partial: bool,
     /// `--strict`: rows the export left out make the exit status 1 ([`End::finish`]).
@@ -352,12 +356,9 @@ impl End {
 /// `--baseline-from-cluster` asks (read from the same database), its categorizer attached.
 /// `None` after reporting a cluster whose policies cannot all be read (exit 3). An empty
 /// history is an error here (docs/cli.md), unless `--allow-empty` ([`Opened::empty`]).
-pub fn open(ctx: &mut Context, args: &ReplayArgs, open: Open<'_>) -> anyhow::Result<Option<Opened>> {
-    let overrides = overrides(args);
-    let base = base_config(args)?;
+pub fn open(ctx: &mut Context, sides: &Sides, open: Open<'_>) -> anyhow::Result<Option<Opened>> {
     let Open {
-        flags,
-        baseline,
+        replay: args,
         partial,
         strict,
         nothing,
@@ -369,9 +370,11 @@ pub fn open(ctx: &mut Context, args: &ReplayArgs, open: Open<'_>) -> anyhow::Res
         let Some(history) = &args.history else {
             return Err(CliError::usage("give `--history PATH` or `--lookout-db DSN --queue Q`").into());
         };
-        let described = files_source(history, &overrides, &base, args.queue.as_deref());
-        let one_queue = args.queue.as_deref().map(OneQueue::new);
-        let mut files = Files::open(history, base, overrides)?.only(one_queue.clone());
+        let FileSource {
+            mut files,
+            one_queue,
+            described,
+        } = FileSource::open(sides, history)?;
         let about = About {
             source: described,
             digest: if partial { files.digest() } else { Digest::default() },
@@ -383,13 +386,9 @@ pub fn open(ctx: &mut Context, args: &ReplayArgs, open: Open<'_>) -> anyhow::Res
             Err(e) if args.allow_empty => (e.source, true),
             Err(e) => return Err(no_job_of(history, args.queue.as_deref(), &e.other_queues, nothing).into()),
         };
-        let sim = match baseline.policies {
-            BaselinePolicies::Given(ref sim) => Some(baseline.attach((**sim).clone())),
-            _ => None,
-        };
         return Ok(Some(Opened {
             source: Either::Left(source),
-            baseline: sim,
+            baseline: sides.baseline.simulator().cloned(),
             from: BaselineFrom::Files,
             about,
             empty,
@@ -401,7 +400,7 @@ pub fn open(ctx: &mut Context, args: &ReplayArgs, open: Open<'_>) -> anyhow::Res
             },
         }));
     };
-    let settings = overrides.apply(&base);
+    let settings = sides.settings.applied();
     let mut filter = lookout_filter(
         &FilterFlags {
             queue,
@@ -416,16 +415,16 @@ pub fn open(ctx: &mut Context, args: &ReplayArgs, open: Open<'_>) -> anyhow::Res
         tables.extend_from_slice(cluster::CLUSTER_TABLES);
     }
     let db = db::connect_with(dsn, parse_timeout(&ctx.global.timeout)?, &tables)?;
-    let (sim, from) = match baseline.policies {
+    let (sim, from) = match sides.baseline.policies {
         BaselinePolicies::Cluster => {
             let state = cluster::read(&db)?;
-            match load_from_cluster(ctx, state, flags, queue, baseline.engine)? {
-                Some(b) => (Some(baseline.attach(b)), BaselineFrom::Cluster),
+            let retry_policies = sides.spec.retry_policies.as_deref();
+            match load_from_cluster(ctx, state, retry_policies, queue, sides.baseline.engine)? {
+                Some(b) => (Some(sides.baseline.attach(b)), BaselineFrom::Cluster),
                 None => return Ok(None),
             }
         }
-        BaselinePolicies::Given(ref sim) => (Some(baseline.attach((**sim).clone())), BaselineFrom::Files),
-        BaselinePolicies::None => (None, BaselineFrom::Files),
+        _ => (sides.baseline.simulator().cloned(), BaselineFrom::Files),
     };
     let mut about = About {
         source: serde_json::json!({

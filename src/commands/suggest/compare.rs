@@ -12,8 +12,7 @@ use std::path::PathBuf;
 
 use crate::app::Context;
 use crate::commands::replay::lookout::{history_named, no_job};
-use crate::commands::replay::policy_set::base_config;
-use crate::commands::replay::source::overrides;
+use crate::commands::replay::source::FileSource;
 use crate::commands::replay::spool::{cannot_read_back, SpoolFile};
 use crate::engine::simulator::Simulator;
 use crate::engine::JobReport;
@@ -26,12 +25,12 @@ use crate::output::Format;
 use crate::replay::backtest::Backtest;
 use crate::replay::run::{compare_inspected, replay, NoAnswer, Options, Out};
 use crate::replay::source::copy::{Again, Copy};
-use crate::replay::source::{Either, Files, OneQueue};
+use crate::replay::source::Either;
 use crate::suggest::check::RuleCheck;
 use crate::suggest::verdict::{judge, Judged, Judgement, Later};
 
 use super::learn::{spool_test, Pass1};
-use super::{Suggest, NOTHING};
+use super::{History, Suggest, NOTHING};
 
 /// The two sides pass 2 replays, and the format its comparisons are captured in.
 pub(super) struct Pass2<'a> {
@@ -63,28 +62,27 @@ enum Whole {
     Files(PathBuf),
 }
 
-impl Suggest<'_> {
+impl Suggest {
     /// The refusals pass 1's counts call for, before anything is printed (a history changed
     /// since pass 1 read it; jobs without `submittedAt`; nothing replayed; `--backtest-at`
     /// leaving one side empty), and then the estimates' backtest at the same time, refused
     /// (no trials on a side) as `simulate --backtest-at` refuses it.
     pub(super) fn after_pass1(&self, ctx: &mut Context, pass: &mut Pass1) -> anyhow::Result<Option<Backtest>> {
-        let args = self.args;
         let learning = &pass.learning;
         // Stopped before pass 2, which would have said why each unreadable entry was not
         // read: said here, before the error (as `simulate` says it).
         let nothing_replayed = learning.train_jobs + learning.test_jobs == 0;
-        let one_side = self.backtest_at.is_some() && (learning.train_jobs == 0 || learning.test_jobs == 0);
+        let one_side = self.sides.spec.backtest_at.is_some() && (learning.train_jobs == 0 || learning.test_jobs == 0);
         if learning.not_submitted.is_some() || nothing_replayed || one_side {
             ctx.err.write_all(&pass.unsaid)?;
         }
-        let at = args.replay.backtest_at.as_deref().unwrap_or_default();
+        let at = self.sides.spec.backtest_text();
         if let Some((jobs, first)) = learning.not_submitted.clone() {
             return Err(self.backtest_refused(&NoAnswer::NotSubmitted { jobs, first }, at));
         }
         if nothing_replayed {
             // No entry at all (a merge's shards all empty): an empty history, in its words.
-            if let (0, None, Some(history)) = (learning.errors, &args.replay.lookout_db, &args.replay.history) {
+            if let (0, History::File(history)) = (learning.errors, &self.history) {
                 return Err(no_job(&history_named(history), None, NOTHING).into());
             }
             return Err(CliError::invalid(format!(
@@ -104,11 +102,11 @@ impl Suggest<'_> {
                 "run the shards again with a `--backtest-at` between the first and the last submission",
             ));
         }
-        let Some(_) = self.backtest_at else {
+        let Some(backtest_at) = self.sides.spec.backtest_time() else {
             return Ok(None);
         };
         let options = Options {
-            backtest_at: self.backtest_at,
+            backtest_at: Some(backtest_at),
             shard: None,
         };
         let (_, b) = std::mem::take(&mut pass.learning.trials)
@@ -119,14 +117,14 @@ impl Suggest<'_> {
 
     /// What pass 2 reads ([`Histories`]), the later jobs copied before anything is printed.
     pub(super) fn histories(&self, pass: &Pass1) -> anyhow::Result<Histories> {
-        let whole = match (&pass.copy, self.args.replay.history.clone()) {
+        let whole = match (&pass.copy, &self.history) {
             (Some(_), _) => Whole::Copy,
-            (None, Some(path)) => Whole::Files(path),
-            (None, None) => unreachable!("one process copies its history, a merge reads files"),
+            (None, History::File(path)) => Whole::Files(path.clone()),
+            (None, History::Lookout(_)) => unreachable!("one process copies its history, a merge reads files"),
         };
         let mut histories = Histories { whole, copied: None };
         // A merge's shards copied no test jobs: they are copied from the history here.
-        if let (Some(at), None) = (self.backtest_at, &pass.test) {
+        if let (Some(at), None) = (self.sides.spec.backtest_time(), &pass.test) {
             let source = self.open(&histories, pass, Read::Whole)?;
             histories.copied = Some(spool_test(source, at, &pass.places)?);
         }
@@ -140,12 +138,9 @@ impl Suggest<'_> {
             (Read::Test, _) => pass.test.as_ref().or(histories.copied.as_ref()),
             (Read::Whole, Whole::Copy) => pass.copy.as_ref(),
             (Read::Whole, Whole::Files(path)) => {
-                let replay = &self.args.replay;
                 // Pass 2 replays the jobs pass 1 learned from: `--queue`'s alone (their
                 // count said once, after pass 1's source).
-                let queue = replay.queue.as_deref().map(OneQueue::new);
-                let files = Files::open(path, base_config(replay)?, overrides(replay))?.only(queue);
-                return Ok(Either::Right(files));
+                return Ok(Either::Right(FileSource::open(&self.sides, path)?.files));
             }
         };
         let Some(copy) = copy else {
@@ -175,7 +170,7 @@ impl Suggest<'_> {
         let mut out = doc.member(out, "comparison")?;
         let mut quiet = io::sink();
         let stderr = match check {
-            Some(_) => Stderr::new(err, style, None, self.args.replay.retry_policies.is_some()),
+            Some(_) => Stderr::new(err, style, None, self.sides.spec.retry_policies.is_some()),
             None => Stderr::new(&mut quiet, style, None, false),
         };
         let mut sink = view::CaptureSink::new(side.format, &mut out, stderr);

@@ -30,26 +30,20 @@
 //!   first 10,000, written as pass 1 goes; `--shard` without `-o partial` is a usage error.
 
 use std::io::{self, Write};
-use std::sync::Arc;
+use std::path::PathBuf;
 
 use crate::app::Context;
-use crate::cli::{SuggestArgs, SuggestOutput};
-use crate::commands::replay::checks::{
-    backtest_refusal, parse_backtest_at, said_of_the_shards, shards_backtest_refusal,
-};
-use crate::commands::replay::policy_set::{PolicyFlags, Side};
-use crate::commands::replay::sides::{self, engine_of, read_side, Baseline as Sides, Dialect, Named, SideFiles};
+use crate::cli::{SuggestArgs, SuggestOutput, WindowArgs};
+use crate::commands::replay::checks::{backtest_refusal, said_of_the_shards, shards_backtest_refusal};
+use crate::commands::replay::sides::{self, resolve, CandidateFrom, Sides, SidesSpec};
 use crate::commands::replay::source::{self, check_flags, check_source, About, Open};
-use crate::engine::categorizer::Classifier;
 use crate::engine::simulator::Simulator;
-use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
-use crate::model::failure_history::Timestamp;
 use crate::model::validate::name_reason;
 use crate::output::mode::Baseline;
 use crate::output::records::render_change;
 use crate::output::stderr::invalid_text;
-use crate::output::suggest::{self as view, EngineFrom, Report};
+use crate::output::suggest::{self as view, Report};
 use crate::output::Format;
 use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::run::NoAnswer;
@@ -67,26 +61,37 @@ mod learn;
 mod next;
 mod proposal;
 mod shards;
-pub use shards::{merge, Shards, SuggestFold, SuggestRun, Unmergeable};
+pub use shards::{merge, SuggestRun};
 
 use compare::{judge_proposal, Pass2, Read};
 use learn::{learn, Pass1};
 
 pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
-    let knobs = check(args)?;
-    let replay_args = &args.replay;
-    let flags = PolicyFlags::new(false, replay_args);
-    let Some((suggest, baseline)) = load(ctx, args, knobs)? else {
+    let (knobs, spec) = check(args)?;
+    let Some(sides) = resolve(ctx, spec)? else {
         return Ok(ExitCode::InvalidInput);
     };
+    let replay_args = &args.replay;
+    let suggest = Suggest {
+        run: SuggestRun::new(args, knobs, &sides.spec),
+        knobs,
+        output: args.output,
+        exit_code: args.exit_code,
+        shard: replay_args.shard,
+        history: match (&replay_args.history, &replay_args.lookout_db) {
+            (Some(h), _) => History::File(h.clone()),
+            (None, _) => History::Lookout(replay_args.window.clone()),
+        },
+        sides,
+        merged: false,
+    };
     let open = Open {
-        flags,
-        baseline,
+        replay: replay_args,
         partial: args.output == SuggestOutput::Partial,
         strict: false,
         nothing: NOTHING,
     };
-    let Some(opened) = source::open(ctx, replay_args, open)? else {
+    let Some(opened) = source::open(ctx, &suggest.sides, open)? else {
         return Ok(ExitCode::InvalidInput);
     };
     if opened.empty {
@@ -98,26 +103,34 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The checks of suggest's flags before anything is read (`--emit` makes them too, in the
-/// same words): the knobs, what a sharded suggest cannot read, the source's flags, the time.
-pub fn check(args: &SuggestArgs) -> Result<Knobs, CliError> {
-    let knobs = check_knobs(args)?;
-    check_queue(args)?;
+/// same words): the knobs, what a sharded suggest cannot read, the source's flags, the time;
+/// and the sides they name (the proposal, its baseline, `--categorizer` the deployed config).
+pub fn check(args: &SuggestArgs) -> Result<(Knobs, SidesSpec), CliError> {
+    let knobs = check_knobs(
+        args.min_trials,
+        args.futile,
+        args.max_limit,
+        args.extrapolate,
+        &args.name,
+    )?;
+    check_queue(args.replay.queue.as_deref(), args.output)?;
     check_sharded(args)?;
     check_flags(&args.replay, &[])?;
     check_source(&args.replay, args.emit.emit.is_none())?;
-    args.replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?;
-    Ok(knobs)
+    let spec = SidesSpec::of(
+        &args.replay,
+        CandidateFrom::Proposed,
+        false,
+        None,
+        args.categorizer.clone(),
+    )?;
+    Ok((knobs, spec))
 }
 
 /// `--queue` names the Queue `-o policy` writes: there it must be a name `validate` takes
 /// for one (docs/reference/suggest.md "Exit status"); the other outputs write no Queue.
-fn check_queue(args: &SuggestArgs) -> Result<(), CliError> {
-    let Some(q) = args
-        .replay
-        .queue
-        .as_deref()
-        .filter(|_| args.output == SuggestOutput::Policy)
-    else {
+fn check_queue(queue: Option<&str>, output: SuggestOutput) -> Result<(), CliError> {
+    let Some(q) = queue.filter(|_| output == SuggestOutput::Policy) else {
         return Ok(());
     };
     match name_reason(q) {
@@ -171,116 +184,68 @@ fn check_sharded(args: &SuggestArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// What every pass reads, loaded as one process loads it (a sharded suggest's merge loads it
-/// again, from the shards' run, through this same function): the baseline side (its files,
-/// `None` when invalid: the report written, exit 3; the engine their dialect picks; the
-/// deployed categorizer, read once).
-fn load<'a>(ctx: &mut Context, args: &'a SuggestArgs, knobs: Knobs) -> anyhow::Result<Option<(Suggest<'a>, Sides)>> {
-    let replay_args = &args.replay;
-    let backtest_at = args.replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?;
-    let flags = PolicyFlags::new(false, replay_args);
-    let baseline_files = match replay_args.baseline.is_empty() {
-        true => None,
-        false => match read_side(ctx, &replay_args.baseline, false, Side::Baseline, "simulated")? {
-            Some(f) => Some(f),
-            None => return Ok(None),
-        },
-    };
-    // The proposal takes its baseline's dialect (docs/engines.md "Which engine decides"):
-    // the files', the cluster's (upstream's server stores today's Armada's policies), else
-    // the design's.
-    let (engine, engine_from) = match (args.replay.engine, &baseline_files, replay_args.baseline_from_cluster) {
-        (Some(e), _, _) => (EngineKind::from(e), EngineFrom::Flag),
-        (None, Some(b), _) => {
-            let dialect = Dialect::of(&b.files);
-            (engine_of(&[dialect]), EngineFrom::Baseline(dialect.words()))
-        }
-        (None, None, true) => (EngineKind::Upstream, EngineFrom::Cluster),
-        (None, None, false) => (EngineKind::Design, EngineFrom::NoBaseline),
-    };
-    let baseline_engine = args.replay.baseline_engine.map_or(engine, EngineKind::from);
-    // `--categorizer` is the deployed config: the baseline's, and the base of the proposal's.
-    let (baseline_files, in_files) = match baseline_files {
-        Some(SideFiles { files, categorizer }) => (Some(files), categorizer),
-        None => (None, None),
-    };
-    let deployed = Named::new(Side::Baseline, "--categorizer", args.categorizer.as_deref(), in_files)?.read(ctx)?;
-    let baseline = Sides::of(
-        replay_args,
-        baseline_files.as_deref(),
-        flags,
-        baseline_engine,
-        sides::compiled(deployed.as_ref()),
-    )?;
-    let suggest = Suggest {
-        args,
-        knobs,
-        engine,
-        engine_from,
-        baseline_engine,
-        backtest_at,
-        deployed,
-        categorizer: baseline.categorizer.clone(),
-        merged: false,
-    };
-    Ok(Some((suggest, baseline)))
-}
-
 /// The knobs, each in its range (a usage error otherwise: exit 2, nothing on stdout).
-fn check_knobs(args: &SuggestArgs) -> Result<Knobs, CliError> {
-    if !(args.futile > 0.0 && args.futile < 1.0) {
+fn check_knobs(min_trials: u64, futile: f64, max_limit: u32, extrapolate: bool, name: &str) -> Result<Knobs, CliError> {
+    if !(futile > 0.0 && futile < 1.0) {
         return Err(CliError::usage(format!(
-            "invalid `--futile` `{}`: expected a share strictly between 0 and 1, such as `0.05`",
-            args.futile
+            "invalid `--futile` `{futile}`: expected a share strictly between 0 and 1, such as `0.05`"
         )));
     }
-    if args.min_trials < 1 {
+    if min_trials < 1 {
         return Err(CliError::usage("invalid `--min-trials` `0`: expected 1 or more"));
     }
-    if !(1..=MAX_LIMIT).contains(&args.max_limit) {
+    if !(1..=MAX_LIMIT).contains(&max_limit) {
         return Err(CliError::usage(format!(
-            "invalid `--max-limit` `{}`: expected 1 to {MAX_LIMIT}",
-            args.max_limit
+            "invalid `--max-limit` `{max_limit}`: expected 1 to {MAX_LIMIT}"
         )));
     }
-    let name_ok = !args.name.is_empty()
-        && args.name.len() <= 63
-        && args
-            .name
+    let name_ok = !name.is_empty()
+        && name.len() <= 63
+        && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !args.name.starts_with('-')
-        && !args.name.ends_with('-');
+        && !name.starts_with('-')
+        && !name.ends_with('-');
     if !name_ok {
         return Err(CliError::usage(format!(
-            "invalid `--name` `{}`: expected a policy name (lowercase letters, digits and `-`, at most 63, starting and ending with a letter or digit)",
-            args.name
+            "invalid `--name` `{name}`: expected a policy name (lowercase letters, digits and `-`, at most 63, starting and ending with a letter or digit)"
         )));
     }
     Ok(Knobs {
-        min_trials: args.min_trials,
-        futile: args.futile,
-        max_limit: args.max_limit,
-        extrapolate: args.extrapolate,
+        min_trials,
+        futile,
+        max_limit,
+        extrapolate,
     })
 }
 
-pub(super) struct Suggest<'a> {
-    args: &'a SuggestArgs,
+/// Where the history comes from, as the commands suggest prints name it.
+pub(super) enum History {
+    /// `--history PATH` (a merge's: the shards' file).
+    File(PathBuf),
+    /// `--lookout-db`, with its window.
+    Lookout(WindowArgs),
+}
+
+pub(super) struct Suggest {
+    /// What a shard records of the command line, and a merge reads back.
+    run: SuggestRun,
     knobs: Knobs,
-    engine: EngineKind,
-    /// Why `engine` decides, for the table's first line.
-    engine_from: EngineFrom,
-    baseline_engine: EngineKind,
-    backtest_at: Option<Timestamp>,
-    /// `--categorizer`'s config (the upstream proposal keeps its categories) and compiled.
-    deployed: Option<sides::Categorizer>,
-    categorizer: Option<Arc<Classifier>>,
+    output: SuggestOutput,
+    /// `--exit-code`: exit 1 on `adopt`.
+    exit_code: bool,
+    history: History,
+    /// `--shard`: a shard's learning, written for `merge`.
+    shard: Option<Shard>,
+    /// The proposal's side (its engine, why it decides) and the baseline's: its policies, its
+    /// engine, its categorizer, the deployed config (the upstream proposal keeps its
+    /// categories).
+    sides: Sides,
     /// A sharded suggest's merge: its refusals of `--backtest-at` name the shards' flag.
     merged: bool,
 }
 
-impl Suggest<'_> {
+impl Suggest {
     /// Pass 1 over `source`, then the rest (`Suggest::conclude`); with `-o partial`, pass 1
     /// alone, written for `merge`.
     fn drive<S: HistorySource>(
@@ -291,12 +256,16 @@ impl Suggest<'_> {
         from: Baseline,
         about: About,
     ) -> anyhow::Result<ExitCode> {
-        let baseline = self.baseline(baseline)?;
-        if self.args.output == SuggestOutput::Partial {
+        // Every baseline of suggest is known when the source opens: files, the cluster's, or
+        // no policy.
+        let Some(baseline) = baseline else {
+            unreachable!("suggest's baseline is files, the cluster's, or no policy")
+        };
+        if self.output == SuggestOutput::Partial {
             return self.write_partial(ctx, source, &baseline, about);
         }
         // Every source is read once: pass 2 replays pass 1's copy.
-        let pass = learn(ctx.style, source, &baseline, self.backtest_at, None)?;
+        let pass = learn(ctx.style, source, &baseline, self.sides.spec.backtest_time(), None)?;
         self.conclude(ctx, &baseline, from, pass)
     }
 }
@@ -304,20 +273,7 @@ impl Suggest<'_> {
 /// The end of the error for an empty history (docs/cli.md, exit codes).
 const NOTHING: &str = "nothing to learn from";
 
-impl Suggest<'_> {
-    /// The baseline both passes replay: `--baseline`'s, its categorizer the deployed one
-    /// (the source attached it), or none: no policy, the engine's default path, with the
-    /// deployed categorizer.
-    fn baseline(&self, given: Option<Simulator>) -> anyhow::Result<Simulator> {
-        match given {
-            Some(b) => Ok(b),
-            None => Ok(Simulator::new(Vec::new(), Vec::new(), None)
-                .map_err(CliError::invalid)?
-                .with_engine(self.baseline_engine)
-                .with_categorizer(self.categorizer.clone())),
-        }
-    }
-
+impl Suggest {
     /// `-o partial`: the shard's learning (pass 1 over its share), for `merge`, which
     /// proposes and compares. Exit 0 once it is written: the answer is the merge's.
     fn write_partial<S: HistorySource>(
@@ -327,17 +283,16 @@ impl Suggest<'_> {
         baseline: &Simulator,
         about: About,
     ) -> anyhow::Result<ExitCode> {
-        let shard = self.args.replay.shard.unwrap_or(Shard::WHOLE);
-        let run = SuggestRun::new(self.args, self.engine, self.baseline_engine);
-        let inputs = self.inputs(&run, baseline, shard.count, &about.source);
-        let header = Header::new(shard, fingerprint(&inputs), serde_json::to_value(&run)?);
+        let shard = self.shard.unwrap_or(Shard::WHOLE);
+        let inputs = self.inputs(baseline, shard.count, &about.source);
+        let header = Header::new(shard, fingerprint(&inputs), serde_json::to_value(&self.run)?);
         // What pass 1 could not read is said by the merge's pass 2, which reads it again
         // (as one process says it): the partial counts it. Its entries are a later shard's
         // signatures past its first 10,000, written as pass 1 goes.
         let mut rec = Recorder::new(&mut *ctx.out, &header, invalid_text, render_change)?;
         let (source, noted) = Tap::new(source);
         let partial = Some((shard, &mut rec));
-        let pass = learn(ctx.style, source, baseline, self.backtest_at, partial)?;
+        let pass = learn(ctx.style, source, baseline, self.sides.spec.backtest_time(), partial)?;
         rec.job_ids(noted.take());
         rec.end(about.digest.get(), pass.learning.into_shard(), None)?;
         Ok(ExitCode::Success)
@@ -346,20 +301,19 @@ impl Suggest<'_> {
     /// What a partial's fingerprint holds: every input that changes the answer (the run's
     /// flags, the baseline's documents and categorizer, the deployed categorizer's config,
     /// the source and its settings, N). The merge computes it again from what it loads.
-    fn inputs(
-        &self,
-        run: &SuggestRun,
-        baseline: &Simulator,
-        shards: u64,
-        source: &serde_json::Value,
-    ) -> serde_json::Value {
+    fn inputs(&self, baseline: &Simulator, shards: u64, source: &serde_json::Value) -> serde_json::Value {
         serde_json::json!({
-            "run": run,
+            "run": self.run,
             "shards": shards,
             "baseline": baseline.fingerprint(),
-            "deployed": self.deployed.as_ref().map(|d| format!("{:?}", d.file.config)),
+            "deployed": self.deployed().map(|d| format!("{:?}", d.file.config)),
             "source": source,
         })
+    }
+
+    /// The deployed categorizer: `--categorizer`'s, or the one among the baseline's files.
+    fn deployed(&self) -> Option<&sides::Categorizer> {
+        self.sides.baseline.categorizer.as_ref()
     }
 
     /// A refusal of `--backtest-at` after pass 1: one process's; a merge's in the same words
@@ -394,23 +348,23 @@ impl Suggest<'_> {
         from: Baseline,
         mut pass: Pass1,
     ) -> anyhow::Result<ExitCode> {
-        let args = self.args;
         let estimates_backtest = self.after_pass1(ctx, &mut pass)?;
         let learned = &pass.learning.learned;
         let sorted = learned.sorted();
         // The rules (owned: the counts are given the baseline's decisions after pass 2).
         let kept = self.kept(baseline, learned)?;
-        let (verdicts, rules) = propose(&sorted, &self.knobs, self.engine, self.room(&kept));
+        let engine = self.sides.engine;
+        let (verdicts, rules) = propose(&sorted, &self.knobs, engine, self.room(&kept));
         let proposal = self.documents(baseline, learned, &rules, kept)?;
-        if self.deployed.is_none() && proposal.upstream.as_ref().is_some_and(|u| !u.categories.is_empty()) {
+        if self.deployed().is_none() && proposal.upstream.as_ref().is_some_and(|u| !u.categories.is_empty()) {
             writeln!(ctx.err, "note: {}", documents::NOT_COMPLETE)?;
         }
         let histories = self.histories(&pass)?;
         // `-o policy` replays the proposal too, for its verdict, and prints none of it.
-        let policy = args.output == SuggestOutput::Policy;
+        let policy = self.output == SuggestOutput::Policy;
         let mut discard = io::sink();
         let out: &mut dyn Write = if policy { &mut discard } else { &mut *ctx.out };
-        let format = Format::from(args.output);
+        let format = Format::from(self.output);
         let mut doc = view::Doc::new(format, ctx.style);
         // The policy's `retryLimit` as `-o policy` writes it, said alike in every format.
         let policy_retry_limit = match &proposal.upstream {
@@ -420,8 +374,8 @@ impl Suggest<'_> {
         doc.proposal_head(
             &mut *out,
             &view::Head {
-                engine: self.engine,
-                name: &args.name,
+                engine,
+                name: &self.run.name,
                 rules: &rules,
                 kept: &proposal.kept,
                 upstream: proposal.upstream.as_ref(),
@@ -433,7 +387,7 @@ impl Suggest<'_> {
         let check = RuleCheck::new(
             &rules,
             proposal.upstream.as_ref().map(|u| &u.rule_index[..]),
-            &args.name,
+            &self.run.name,
             learned,
         );
         let side = Pass2 {
@@ -451,9 +405,9 @@ impl Suggest<'_> {
         )?;
         let suspects = suspects(learned);
         let report = Report {
-            engine: self.engine,
-            engine_from: self.engine_from,
-            name: &args.name,
+            engine,
+            engine_from: self.sides.engine_from,
+            name: &self.run.name,
             knobs: self.knobs,
             jobs: pass.learning.train_jobs,
             failed_runs: learned.failed_runs,
@@ -466,8 +420,8 @@ impl Suggest<'_> {
             suspects: &suspects,
             baseline_from: from,
             commands: self.commands(&rules, &proposal),
-            backtest: self.backtest_at.map(|_| view::BacktestHead {
-                at: args.replay.backtest_at.clone().unwrap_or_default(),
+            backtest: self.sides.spec.backtest_at.as_ref().map(|b| view::BacktestHead {
+                at: b.text.clone(),
                 train_jobs: pass.learning.train_jobs,
                 test_jobs: pass.learning.test_jobs,
             }),
@@ -500,7 +454,7 @@ impl Suggest<'_> {
         } else {
             doc.finish(&mut *out, &report, &whole_cmp, backtest.as_ref(), &judgement)?;
         }
-        Ok(if args.exit_code && judgement.decision == Decision::Adopt {
+        Ok(if self.exit_code && judgement.decision == Decision::Adopt {
             ExitCode::Failure
         } else {
             ExitCode::Success

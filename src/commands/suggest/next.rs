@@ -12,40 +12,37 @@ use crate::output::suggest::{self as view, EngineFrom};
 use crate::suggest::propose::MAX_LIMIT;
 
 use super::proposal::Proposal;
-use super::Suggest;
+use super::{History, Suggest};
 
-impl Suggest<'_> {
+impl Suggest {
     /// The command that writes the proposal, and the `tune` search of its limits.
     pub(super) fn commands(&self, rules: &[crate::suggest::propose::Proposed], proposal: &Proposal) -> view::Commands {
-        let a = self.args;
-        let r = &a.replay;
+        let (a, r) = (&self.run, &self.sides.spec);
         let mut source = Vec::new();
-        match (&r.history, &r.lookout_db) {
-            (Some(h), _) => {
+        match &self.history {
+            History::File(h) => {
                 source.push(format!("--history {}", shell_word(&h.display().to_string())));
                 // `--queue` selects the jobs of a file too: the same ones are read.
                 if let Some(q) = &r.queue {
                     source.push(format!("--queue {}", shell_word(q)));
                 }
             }
-            (None, Some(dsn)) => {
+            History::Lookout(window) => {
                 // The DSN holds credentials: never printed, the reader's own variable instead.
-                let _ = dsn;
                 source.push("--lookout-db \"$LOOKOUT_DB\"".to_string());
                 if let Some(q) = &r.queue {
                     source.push(format!("--queue {}", shell_word(q)));
                 }
                 for (flag, v) in [
-                    ("--from", &r.window.from),
-                    ("--to", &r.window.to),
-                    ("--since", &r.window.since),
+                    ("--from", &window.from),
+                    ("--to", &window.to),
+                    ("--since", &window.since),
                 ] {
                     if let Some(v) = v {
                         source.push(format!("{flag} {}", shell_word(v)));
                     }
                 }
             }
-            (None, None) => {}
         }
         let mut baseline = Vec::new();
         if !r.baseline.is_empty() {
@@ -61,9 +58,10 @@ impl Suggest<'_> {
         }
         let mut knobs = Vec::new();
         // The engine only as given: else the sides' dialect picks it again, as it did here.
-        let engine = (self.engine_from == EngineFrom::Flag).then(|| format!("--engine {}", self.engine.as_str()));
+        let engine =
+            (self.sides.engine_from == EngineFrom::Flag).then(|| format!("--engine {}", self.sides.engine.as_str()));
         knobs.extend(engine.clone());
-        if let Some(c) = &a.categorizer {
+        if let Some(c) = &r.baseline_categorizer {
             knobs.push(format!("--categorizer {}", shell_word(&c.display().to_string())));
         }
         if a.min_trials != 20 {
@@ -82,7 +80,7 @@ impl Suggest<'_> {
             knobs.push(format!("--name {}", a.name));
         }
         if let Some(t) = &r.backtest_at {
-            knobs.push(format!("--backtest-at {}", shell_word(t)));
+            knobs.push(format!("--backtest-at {}", shell_word(&t.text)));
         }
         let file = format!("{}.yaml", a.name);
         let mut write = vec!["retryctl suggest".to_string()];
@@ -127,8 +125,8 @@ impl Suggest<'_> {
             // Both sides' categorizers: the proposal's is in its file; the baseline's is the
             // deployed one (`--categorizer`, or the one among its files, which tune reads
             // there too), else the recorded categories: it never borrows the proposal's.
-            if self.engine == EngineKind::Upstream {
-                match (&a.categorizer, &self.deployed) {
+            if self.sides.engine == EngineKind::Upstream {
+                match (&r.baseline_categorizer, self.deployed()) {
                     (Some(c), _) => t.push(format!(
                         "--baseline-categorizer {}",
                         shell_word(&c.display().to_string())

@@ -10,7 +10,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::engine::categorizer::Classifier;
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::CliError;
@@ -23,7 +22,7 @@ use crate::suggest::propose::Room;
 use crate::suggest::stats::Learned;
 use crate::suggest::today::{self, Kept};
 
-use crate::commands::replay::policy_set::base_config;
+use crate::commands::replay::sides::{attach, compile, compiled};
 
 use super::Suggest;
 
@@ -38,13 +37,13 @@ pub(super) struct Proposal {
     pub sim: Simulator,
 }
 
-impl Suggest<'_> {
+impl Suggest {
     /// The baseline's first policy's settings (the Queue's first with `--queue`), under the
     /// proposal's name.
     pub(super) fn settings(&self, baseline: &Simulator) -> Settings {
         let queue_first = self
-            .args
-            .replay
+            .sides
+            .spec
             .queue
             .as_deref()
             .and_then(|q| baseline.queue(q))
@@ -52,7 +51,7 @@ impl Suggest<'_> {
             .and_then(|name| baseline.policies().find(|p| &p.name == name));
         let first = queue_first.or_else(|| baseline.policies().next());
         Settings {
-            name: self.args.name.clone(),
+            name: self.run.name.clone(),
             default_action: first.map(|p| p.default_action()),
             retry_limit: first.and_then(|p| p.retry_limit),
             backoff: first.map(|p| p.backoff).unwrap_or_default(),
@@ -64,7 +63,7 @@ impl Suggest<'_> {
     fn queue_document(&self, baseline: &Simulator) -> Option<String> {
         // A name no Queue can have (`check_queue` refuses it with `-o policy`) is no
         // baseline Queue's either: the proposal stands in for every policy without it.
-        let name = self.args.replay.queue.as_deref().filter(|q| name_reason(q).is_none())?;
+        let name = self.sides.spec.queue.as_deref().filter(|q| name_reason(q).is_none())?;
         let mut q = baseline
             .queue(name)
             .cloned()
@@ -74,7 +73,7 @@ impl Suggest<'_> {
             });
         // First in the queue's list, never alone: the rest decides after it as today (the
         // file holds the proposal and the Queue; the others are on the server already).
-        let name = &self.args.name;
+        let name = &self.run.name;
         let rest: Vec<String> = q.retry_policies.iter().filter(|p| *p != name).cloned().collect();
         q.retry_policies = std::iter::once(name.clone()).chain(rest).collect();
         Some(crate::model::encode::to_yaml(&crate::model::encode::queue_document(&q)))
@@ -84,7 +83,7 @@ impl Suggest<'_> {
     /// starting point"): the baseline's effective list for `--queue` (else its policies in
     /// order), as its engine reads it.
     pub(super) fn kept(&self, baseline: &Simulator, learned: &Learned) -> anyhow::Result<Vec<Kept>> {
-        let names: Vec<String> = match self.args.replay.queue.as_deref().and_then(|q| baseline.queue(q)) {
+        let names: Vec<String> = match self.sides.spec.queue.as_deref().and_then(|q| baseline.queue(q)) {
             Some(q) => q.retry_policies.clone(),
             None => baseline.given().to_vec(),
         };
@@ -92,15 +91,10 @@ impl Suggest<'_> {
             .iter()
             .filter_map(|n| baseline.policies().find(|p| &p.name == n))
             .collect();
-        let config = base_config(&self.args.replay)?;
-        let global = self
-            .args
-            .replay
-            .global_max_retries
-            .unwrap_or(crate::engine::Settings::from_config(&config).global_max_retries);
+        let global = self.sides.settings.applied().global_max_retries;
         let decided = today::decided_runs(learned.signatures.iter().chain(learned.other.as_ref()));
-        let kept = today::kept(&policies, self.baseline_engine, global, &decided);
-        if self.engine == EngineKind::Upstream {
+        let kept = today::kept(&policies, self.sides.baseline.engine, global, &decided);
+        if self.sides.engine == EngineKind::Upstream {
             if let Some((from, fields)) = today::not_upstream(&kept) {
                 return Err(CliError::usage(format!(
                     "the baseline's rule `{from}` cannot be kept in a proposal for today's Armada: a v1beta1 rule matches a category only, and has no place for its {}",
@@ -116,7 +110,7 @@ impl Suggest<'_> {
     /// The room the documents leave for proposed rules: the policy's after the `kept` rules,
     /// and upstream the categorizer's after the deployed config's categories and rules.
     pub(super) fn room(&self, kept: &[Kept]) -> Room {
-        let upstream = (self.engine == EngineKind::Upstream).then(|| match &self.deployed {
+        let upstream = (self.sides.engine == EngineKind::Upstream).then(|| match self.deployed() {
             Some(d) => {
                 let c = &d.file.config.categories;
                 (c.len(), c.iter().map(|c| c.rules.len()).sum())
@@ -139,7 +133,7 @@ impl Suggest<'_> {
         let by_text: HashMap<&str, &crate::suggest::stats::SignatureStats> =
             learned.signatures.iter().map(|s| (s.text.as_str(), s)).collect();
         // Upstream: the deployed category each rule can match on, where one separates it.
-        let places: Vec<Option<today::Place>> = match self.engine {
+        let places: Vec<Option<today::Place>> = match self.sides.engine {
             EngineKind::Design => vec![None; rules.len()],
             EngineKind::Upstream => today::places(rules, &learned.signatures)
                 .into_iter()
@@ -164,7 +158,7 @@ impl Suggest<'_> {
             learned.jobs, learned.failed_runs, self.knobs.min_trials, self.knobs.futile, self.knobs.max_limit
         );
         let queue = self.queue_document(baseline);
-        let (mut text, upstream) = match self.engine {
+        let (mut text, upstream) = match self.sides.engine {
             EngineKind::Design => (documents::design_policy(&settings, &documented, &kept, &header), None),
             EngineKind::Upstream => {
                 let blocked = today::raise_blocked_by(&kept, &learned.signatures);
@@ -173,7 +167,7 @@ impl Suggest<'_> {
                     &documented,
                     &kept,
                     blocked,
-                    self.deployed.as_ref().map(|d| documents::Deployed {
+                    self.deployed().map(|d| documents::Deployed {
                         config: &d.file.config,
                         document: &d.file.document.node,
                     }),
@@ -223,8 +217,8 @@ impl Suggest<'_> {
                 policies.push(p.clone());
             }
         }
-        let sim = Simulator::new(policies, queues, Some(vec![self.args.name.clone()]))
-            .map(|s| s.with_engine(self.engine))
+        let sim = Simulator::new(policies, queues, Some(vec![self.run.name.clone()]))
+            .map(|s| s.with_engine(self.sides.engine))
             .map_err(|e| {
                 CliError::failed(format!(
                     "the proposed policy cannot be replayed (a bug in retryctl): {e}"
@@ -232,25 +226,25 @@ impl Suggest<'_> {
             })?;
         let classifier = match categorizer {
             Some(c) => {
-                let compiled = Classifier::new(&c).map_err(|e| {
+                let compiled = compile(&c).map_err(|e| {
                     CliError::failed(format!(
                         "the proposed categorizer does not compile (a bug in retryctl): {e}"
                     ))
                 })?;
                 // Without the deployed config, the new categories go before it: a run they
                 // do not match keeps the category it was recorded with.
-                Some(Arc::new(match &self.deployed {
+                Some(Arc::new(match self.deployed() {
                     Some(_) => compiled,
                     None => compiled.prepended(),
                 }))
             }
-            None => self.categorizer.clone(),
+            None => compiled(self.deployed()),
         };
         Ok(Proposal {
             text,
             kept,
             upstream,
-            sim: sim.with_categorizer(classifier),
+            sim: attach(sim, classifier),
         })
     }
 }

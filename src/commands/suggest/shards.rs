@@ -9,47 +9,33 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::app::Context;
-use crate::cli::{EmitArgs, EngineArg, ReplayArgs, SuggestArgs, SuggestOutput, WindowArgs};
-use crate::commands::replay::policy_set::base_config;
-use crate::commands::replay::sides::BaselinePolicies;
-use crate::commands::replay::source::{self, overrides};
-use crate::engine::EngineKind;
+use crate::cli::{MergeArgs, MergeOutput, SuggestArgs, SuggestOutput};
+use crate::commands::replay::merged::{add_totals, check_all, damaged, not_an_output, problem, read_error, run_of};
+use crate::commands::replay::sides::{resolve, SidesSpec};
+use crate::commands::replay::source::FileSource;
 use crate::error::ExitCode;
 use crate::output::mode::Baseline;
+use crate::replay::partial::counts::{Counts, Sums};
 use crate::replay::partial::fingerprint;
-use crate::replay::source::Files;
+use crate::replay::partial::{decode_learned, Partial};
 use crate::suggest::learn::{Learning, ShardLearning};
+use crate::suggest::propose::Knobs;
 use crate::suggest::stats::PastSignature;
 
 use super::learn::Pass1;
-use super::{check, check_queue, load};
+use super::{check_knobs, check_queue, History, Suggest};
 
 /// What `merge` needs to do the rest of a sharded suggest: a partial's `run`
-/// (docs/past-one-machine.md), the flags that change the answer, the paths as given (the
-/// merge reads the baseline, the categorizer and the history again). The fingerprint holds
-/// it.
+/// (docs/past-one-machine.md): the sides as the shards' command line named them (the merge
+/// resolves them again, with the same function, from the files at the same paths), the
+/// history, and the knobs. The fingerprint holds it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SuggestRun {
     /// Always `suggest`.
     pub command: String,
     pub history: PathBuf,
-    pub baseline: Vec<PathBuf>,
-    /// The engines, resolved (`design` or `upstream`).
-    pub engine: String,
-    /// `--engine` was given (else the baseline's dialect picked it, and the merge picks it
-    /// again, saying so as one process does).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub engine_flag: bool,
-    pub baseline_engine: String,
-    pub scheduler_config: Option<PathBuf>,
-    pub retry_policies: Option<Vec<String>>,
-    pub global_max_retries: Option<u32>,
-    pub default_policy: Option<String>,
-    pub backtest_at: Option<String>,
-    /// The Queue `-o policy` prints.
-    pub queue: Option<String>,
-    pub categorizer: Option<PathBuf>,
+    pub sides: SidesSpec,
     pub min_trials: u64,
     pub futile: f64,
     pub max_limit: u32,
@@ -59,76 +45,18 @@ pub struct SuggestRun {
 }
 
 impl SuggestRun {
-    pub(super) fn new(args: &SuggestArgs, engine: EngineKind, baseline_engine: EngineKind) -> SuggestRun {
-        let r = &args.replay;
+    pub(super) fn new(args: &SuggestArgs, knobs: Knobs, sides: &SidesSpec) -> SuggestRun {
         SuggestRun {
             command: "suggest".into(),
             // A shard's source is a file or directory (`check_sharded`).
-            history: r.history.clone().unwrap_or_default(),
-            baseline: r.baseline.clone(),
-            engine: engine.as_str().into(),
-            engine_flag: r.engine.is_some(),
-            baseline_engine: baseline_engine.as_str().into(),
-            scheduler_config: r.scheduler_config.clone(),
-            retry_policies: r.retry_policies.clone(),
-            global_max_retries: r.global_max_retries,
-            default_policy: r.default_policy.clone(),
-            backtest_at: r.backtest_at.clone(),
-            queue: r.queue.clone(),
-            categorizer: args.categorizer.clone(),
-            min_trials: args.min_trials,
-            futile: args.futile,
-            max_limit: args.max_limit,
-            extrapolate: args.extrapolate,
+            history: args.replay.history.clone().unwrap_or_default(),
+            sides: sides.clone(),
+            min_trials: knobs.min_trials,
+            futile: knobs.futile,
+            max_limit: knobs.max_limit,
+            extrapolate: knobs.extrapolate,
             name: args.name.clone(),
         }
-    }
-
-    /// The command line the shards ran, with `-o output` and no shard: what the merge
-    /// concludes as one process would. `Err`: what of the run is not one a shard writes.
-    fn args(&self, output: SuggestOutput) -> Result<SuggestArgs, String> {
-        let engine = |e: &str| match e {
-            "design" => Ok(EngineArg::Design),
-            "upstream" => Ok(EngineArg::Upstream),
-            other => Err(format!("its run's engine `{other}` is neither `design` nor `upstream`")),
-        };
-        Ok(SuggestArgs {
-            replay: ReplayArgs {
-                history: Some(self.history.clone()),
-                lookout_db: None,
-                queue: self.queue.clone(),
-                jobset: None,
-                window: WindowArgs::default(),
-                baseline: self.baseline.clone(),
-                baseline_from_cluster: false,
-                engine: match self.engine_flag {
-                    true => Some(engine(&self.engine)?),
-                    false => {
-                        engine(&self.engine)?;
-                        None
-                    }
-                },
-                baseline_engine: Some(engine(&self.baseline_engine)?),
-                scheduler_config: self.scheduler_config.clone(),
-                retry_policies: self.retry_policies.clone(),
-                global_max_retries: self.global_max_retries,
-                default_policy: self.default_policy.clone(),
-                backtest_at: self.backtest_at.clone(),
-                shard: None,
-                allow_empty: false,
-            },
-            categorizer: self.categorizer.clone(),
-            min_trials: self.min_trials,
-            futile: self.futile,
-            max_limit: self.max_limit,
-            extrapolate: self.extrapolate,
-            // The merge's exit status is its own (`merge`), not the shards' flag.
-            exit_code: false,
-            name: self.name.clone(),
-            output,
-            output_file: None,
-            emit: EmitArgs::default(),
-        })
     }
 }
 
@@ -171,35 +99,44 @@ impl std::fmt::Display for Unmergeable {
 
 impl std::error::Error for Unmergeable {}
 
-/// `merge` of a sharded suggest (docs/past-one-machine.md): the shards' learning folded, the
-/// inputs loaded again from the shards' run (and found unchanged), then the rest as one
-/// process does it (`Suggest::conclude`): the proposal, and pass 2 over the history.
-pub fn merge(
+/// The end of a sharded suggest, once its shards' learning is folded: the sides resolved
+/// again from the shards' run (and found unchanged), then the rest as one process does it
+/// (`Suggest::conclude`): the proposal, and pass 2 over the history.
+fn conclude_merged(
     ctx: &mut Context,
     run: &SuggestRun,
     fold: SuggestFold,
     output: SuggestOutput,
     shards: Shards<'_>,
 ) -> anyhow::Result<ExitCode> {
-    let args = run.args(output).map_err(Unmergeable)?;
     // The merge's `-o policy` writes the shards' `--queue` as a Queue: its flag, refused alike.
-    check_queue(&args)?;
+    check_queue(run.sides.queue.as_deref(), output)?;
     // What the shard's own checks accepted: another run was written in by hand.
-    let knobs = check(&args).map_err(|e| Unmergeable(format!("is damaged: its run: {}", e.message)))?;
-    let Some((mut driver, sides)) = load(ctx, &args, knobs)? else {
+    let knobs = check_knobs(run.min_trials, run.futile, run.max_limit, run.extrapolate, &run.name)
+        .map_err(|e| Unmergeable(format!("is damaged: its run: {}", e.message)))?;
+    let Some(sides) = resolve(ctx, run.sides.clone())? else {
         return Ok(ExitCode::InvalidInput);
     };
-    driver.merged = true;
-    // A shard's baseline is files (`check_sharded`), read again here with their categorizer.
-    let given = match &sides.policies {
-        BaselinePolicies::Given(sim) => Some(sides.attach((**sim).clone())),
-        _ => None,
+    let suggest = Suggest {
+        run: run.clone(),
+        knobs,
+        output,
+        // The merge's exit status is its own (`merge`), not the shards' flag.
+        exit_code: false,
+        history: History::File(run.history.clone()),
+        shard: None,
+        sides,
+        merged: true,
     };
-    let baseline = driver.baseline(given)?;
-    let replay = &args.replay;
-    let (base, settings) = (base_config(replay)?, overrides(replay));
-    let source = source::files_source(&run.history, &settings, &base, run.queue.as_deref());
-    let inputs = driver.inputs(run, &baseline, shards.count, &source);
+    // A shard's baseline is files (`check_sharded`), read again here with their categorizer,
+    // or no policy.
+    let Some(baseline) = suggest.sides.baseline.simulator().cloned() else {
+        return Err(Unmergeable("is damaged: its run's baseline is neither files nor none".into()).into());
+    };
+    let FileSource {
+        mut files, described, ..
+    } = FileSource::open(&suggest.sides, &run.history)?;
+    let inputs = suggest.inputs(&baseline, shards.count, &described);
     if fingerprint(&inputs) != shards.fingerprint {
         return Err(Unmergeable(
             "is of inputs that changed since its shards read them: the baseline, the categorizer or the scheduler config at the paths its run names are not the same (the fingerprint differs); merge where the shards' inputs are, unchanged"
@@ -207,10 +144,7 @@ pub fn merge(
         )
         .into());
     }
-    let digest = Files::open(&run.history, base, settings)?
-        .digest()
-        .get()
-        .map(|d| format!("{d:016x}"));
+    let digest = files.digest().get().map(|d| format!("{d:016x}"));
     if digest.as_deref() != shards.source {
         return Err(Unmergeable(format!(
             "was made from another history than `{}` is now (the history's digest differs: was it changed since the shards read it?)",
@@ -218,5 +152,69 @@ pub fn merge(
         ))
         .into());
     }
-    driver.conclude(ctx, &baseline, Baseline::Files, Pass1::merged(fold.0))
+    suggest.conclude(ctx, &baseline, Baseline::Files, Pass1::merged(fold.0))
+}
+
+/// A sharded suggest's partials: their learning folded in shard order (byte ranges: the
+/// source's, so the signatures kept are the first met), then the rest of suggest, as one
+/// process does it (`suggest::merge`: it reads the history again for its comparison).
+pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> anyhow::Result<ExitCode> {
+    let run: SuggestRun = run_of(partials)?;
+    let output = match args.output {
+        MergeOutput::Table => SuggestOutput::Table,
+        MergeOutput::Json => SuggestOutput::Json,
+        MergeOutput::Yaml => SuggestOutput::Yaml,
+        MergeOutput::Html => SuggestOutput::Html,
+        MergeOutput::Markdown => SuggestOutput::Markdown,
+        MergeOutput::Policy => SuggestOutput::Policy,
+        MergeOutput::Jsonl => {
+            return Err(not_an_output(
+                args.output,
+                "suggest",
+                "table, json, yaml, html, markdown or policy",
+            ))
+        }
+    };
+    // A shard of suggest lists nothing to stream: its seal is checked here, before its totals
+    // are read.
+    check_all(partials)?;
+    partials.sort_by_key(|p| p.header.shard.index);
+    let mut fold = SuggestFold::default();
+    let mut sums = add_totals(partials, |_| Ok(()), |t: ShardLearning, _| fold.add(t))?;
+    // What pass 1 could not read, pass 2 says: a shard's entries are only what a later one
+    // learned past its first 10,000 signatures, added once the first 10,000 are known.
+    for p in partials.iter() {
+        add_past(p, &mut sums, &mut fold)?;
+    }
+    let first = &partials[0];
+    let shards = Shards {
+        count: first.header.shard.count,
+        fingerprint: &first.header.fingerprint,
+        source: first.end.source.as_deref(),
+    };
+    let name = first.name.clone();
+    conclude_merged(ctx, &run, fold, output, shards).map_err(|e| match e.downcast::<Unmergeable>() {
+        Ok(why) => problem(format!("`{name}` {why}")),
+        Err(e) => e,
+    })
+}
+
+/// A suggest shard's entries (docs/past-one-machine.md): its counts of the signatures past
+/// its first 10,000, each checked as numbers with the totals' sums (`sums`, every partial's
+/// so far), then added where one process counts it. Any other entry is refused: a shard of
+/// suggest says nothing of what it could not read.
+fn add_past(p: &Partial, sums: &mut Sums, fold: &mut SuggestFold) -> anyhow::Result<()> {
+    let mut entries = p.entries().map_err(|e| read_error(&p.name, e))?;
+    while let Some(raw) = entries.next_raw() {
+        let raw = raw.map_err(problem)?;
+        let counts: Counts = decode_learned(&p.name, raw.number, &raw.json).map_err(problem)?;
+        counts
+            .check()
+            .and_then(|()| sums.add(&counts))
+            .map_err(|why| problem(format!("`{}` {why} (entry {})", p.name, raw.number)))?;
+        let past = decode_learned(&p.name, raw.number, &raw.json).map_err(problem)?;
+        fold.add_past(past)
+            .map_err(|why| damaged(p, &format!("entry {}: {why}", raw.number)))?;
+    }
+    Ok(())
 }

@@ -23,19 +23,20 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use crate::app::Context;
-use crate::cli::{ReplayArgs, WatchArgs, WindowArgs};
+use crate::cli::WatchArgs;
 use crate::commands::replay::lookout::{duration_flag, resolve_dsn, time_flag, SET_LOOKOUT_DB};
-use crate::commands::replay::policy_set::{base_config, build, PolicyFlags, Side};
-use crate::commands::replay::sides::{
-    self, baseline_named, check_categorizers, engine_of, read_side, Baseline, BaselinePolicies, Dialect, Named,
-};
-use crate::commands::replay::source::overrides;
+use crate::commands::replay::policy_set::{build, Side};
+use crate::commands::replay::sides::categorizer::{attach, borrow_rule, compiled, Named};
+use crate::commands::replay::sides::dialect::{self, Dialect};
+use crate::commands::replay::sides::files::read_side;
+use crate::commands::replay::sides::Settings as SchedulerSettings;
 use crate::connection::parse_timeout;
 use crate::engine::{EngineKind, Settings};
 use crate::error::{CliError, ExitCode};
 use crate::input::SourceFile;
 use crate::model::duration::GoDuration;
 use crate::model::{Kind, Resource};
+use crate::replay::source::Overrides;
 use crate::watch::job::Sides;
 use crate::watch::metrics::Counters;
 use crate::watch::schedule::Health;
@@ -101,39 +102,18 @@ fn candidate_name(path: &Path) -> String {
         .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-/// The flags a replay verb's sides read (`commands::replay::sides`), from watch's.
-fn replay_args(args: &WatchArgs, dsn: &str) -> ReplayArgs {
-    ReplayArgs {
-        history: None,
-        lookout_db: Some(Some(dsn.to_string())),
-        queue: None,
-        jobset: None,
-        window: WindowArgs::default(),
-        baseline: args.baseline.clone(),
-        baseline_from_cluster: false,
-        engine: args.engine,
-        baseline_engine: args.baseline_engine,
-        scheduler_config: args.scheduler_config.clone(),
-        retry_policies: args.retry_policies.clone(),
-        global_max_retries: args.global_max_retries,
-        default_policy: args.default_policy.clone(),
-        backtest_at: None,
-        shard: None,
-        allow_empty: false,
-    }
-}
-
 /// The sides, each resolved as `simulate --baseline` resolves its own (docs/categorizer.md
-/// "Replaying with a categorizer", docs/engines.md): `--baseline`'s files are today's side;
-/// each `-f` one candidate with its own files. The engine is the one the documents of every
-/// side pick (design when they mix dialects), `--engine`/`--baseline-engine` over it; a
-/// side's categorizer is its flag or the document among its files, never both, and today's
-/// never borrows a candidate's. Also the Queue documents' names, in order. `None` after
-/// reporting invalid documents (exit 3).
-fn sides(ctx: &mut Context, args: &WatchArgs, replay: &ReplayArgs) -> anyhow::Result<Option<(Sides, Vec<String>)>> {
-    let flags = PolicyFlags::new(args.recursive, replay);
+/// "Replaying with a categorizer", docs/engines.md), with the same pieces
+/// (`commands::replay::sides`): `--baseline`'s files are today's side; each `-f` one
+/// candidate with its own files. The engine is the one the documents of every side pick
+/// (design when they mix dialects), `--engine`/`--baseline-engine` over it: one today's side
+/// for every candidate, so that each candidate's shadow counts are against the same
+/// baseline; a side's categorizer is its flag or the document among its files, never both,
+/// and today's never borrows a candidate's. Also the Queue documents' names, in order.
+/// `None` after reporting invalid documents (exit 3).
+fn sides(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<Option<(Sides, Vec<String>)>> {
     let read = |ctx: &mut Context, paths: &[PathBuf], side| read_side(ctx, paths, args.recursive, side, "watched");
-    let Some(today) = read(ctx, &replay.baseline, Side::Baseline)? else {
+    let Some(today) = read(ctx, &args.baseline, Side::Baseline)? else {
         return Ok(None);
     };
     let mut candidates = Vec::new();
@@ -145,13 +125,18 @@ fn sides(ctx: &mut Context, args: &WatchArgs, replay: &ReplayArgs) -> anyhow::Re
     }
     let mut dialects: Vec<Dialect> = candidates.iter().map(|(_, f)| Dialect::of(&f.files)).collect();
     dialects.push(Dialect::of(&today.files));
-    let engine = replay
+    let engine = args
         .engine
         .map(EngineKind::from)
-        .unwrap_or_else(|| engine_of(&dialects));
-    let today_engine = replay.baseline_engine.map_or(engine, EngineKind::from);
+        .unwrap_or_else(|| dialect::of_files(&dialects));
+    let today_engine = args.baseline_engine.map_or(engine, EngineKind::from);
     let queues = queue_documents(today.files.iter().chain(candidates.iter().flat_map(|(_, f)| &f.files)));
-    let (today_files, today_named) = baseline_named(args.baseline_categorizer.as_deref(), Some(today))?;
+    let today_named = Named::new(
+        Side::Baseline,
+        "--baseline-categorizer",
+        args.baseline_categorizer.as_deref(),
+        today.categorizer,
+    )?;
     let mut named = Vec::new();
     for (name, files) in candidates {
         let n = Named::new(
@@ -160,19 +145,19 @@ fn sides(ctx: &mut Context, args: &WatchArgs, replay: &ReplayArgs) -> anyhow::Re
             args.categorizer.as_deref(),
             files.categorizer,
         )?;
-        check_categorizers(replay, &n, &today_named)?;
+        borrow_rule(true, &n, &today_named)?;
         named.push((name, files.files, n));
     }
-    let categorizer = sides::compiled(today_named.read(ctx)?.as_ref());
-    let today = Baseline::of(replay, today_files.as_deref(), flags, today_engine, categorizer)?;
-    let BaselinePolicies::Given(ref policies) = today.policies else {
-        unreachable!("`--baseline` is required: its files make the policies")
-    };
-    let baseline = today.attach((**policies).clone());
+    let retry_policies = args.retry_policies.as_deref();
+    let today_categorizer = today_named.read(ctx)?;
+    let baseline = attach(
+        build(&today.files, retry_policies, today_engine, Side::Baseline)?,
+        compiled(today_categorizer.as_ref()),
+    );
     let mut shadows = Vec::new();
     for (name, files, n) in named {
-        let sim = build(&files, flags, engine, Side::Candidate)?;
-        shadows.push((name, sim.with_categorizer(sides::compiled(n.read(ctx)?.as_ref()))));
+        let sim = build(&files, retry_policies, engine, Side::Candidate)?;
+        shadows.push((name, attach(sim, compiled(n.read(ctx)?.as_ref()))));
     }
     Ok(Some((
         Sides {
@@ -331,8 +316,7 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     let dsn = resolve_dsn(args.lookout_db.clone(), true)?
         .ok_or_else(|| CliError::usage("give Lookout's database: `--lookout-db DSN`").with_hint(SET_LOOKOUT_DB))?;
     let timeout = parse_timeout(&ctx.global.timeout)?;
-    let replay = replay_args(args, &dsn);
-    let Some((sides, documented)) = sides(ctx, args, &replay)? else {
+    let Some((sides, documented)) = sides(ctx, args)? else {
         return Ok(ExitCode::InvalidInput);
     };
     let queues = if args.queues.is_empty() {
@@ -347,7 +331,14 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
     let names: Vec<String> = sides.candidates.iter().map(|(n, _)| n.clone()).collect();
-    let settings = overrides(&replay).apply(&base_config(&replay)?);
+    let settings = SchedulerSettings::read(
+        args.scheduler_config.as_deref(),
+        Overrides {
+            global_max_retries: args.global_max_retries,
+            default_policy: args.default_policy.clone(),
+        },
+    )?
+    .applied();
     let mut state = load_state(ctx, &args.state, flags.since.unwrap_or(now), &queues, &names)?;
     if state.cursor.is_some() && args.since.is_some() {
         writeln!(

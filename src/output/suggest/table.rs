@@ -150,13 +150,15 @@ pub(super) fn table(
         0 => String::new(),
         n => format!(", then {} kept from today", plural(n as u64, "rule", "rules")),
     };
-    writeln!(
-        out,
-        "Proposal: policy `{}` ({dialect}), {} of its own ({retry} Retry, {} Fail){kept}.",
+    let proposal = format!(
+        "policy `{}` ({dialect}), {} of its own ({retry} Retry, {} Fail){kept}.",
         r.name,
         plural(r.rules.len() as u64, "rule", "rules"),
         r.rules.len() - retry
-    )?;
+    );
+    for line in crate::output::lines::wrap("Proposal: ", "  ", &proposal) {
+        writeln!(out, "{line}")?;
+    }
     if let Some(u) = r.upstream {
         if let Some(by) = &u.cut_by {
             writeln!(

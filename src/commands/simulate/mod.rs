@@ -1,7 +1,8 @@
 //! `retryctl simulate`: replay failure histories through the embedded evaluator (docs/simulate.md).
 //!
-//! Load (policies from `-f` or the server, baseline policies from files or the cluster's
-//! database, the scheduler config, the history's source) → pick
+//! Load (the sides, `commands::replay::sides::resolve`: policies from `-f` or the server,
+//! baseline policies from files or the cluster's database, the categorizers, the scheduler
+//! config; the history's source) → pick
 //! the sink of the output format (`output::sinks::sink`) → `replay::run::{replay,
 //! compare}`, which drives the whole path into it → the exit status, read off the totals
 //! the replay returns. Must not: print with `println!`, exit, read histories itself (that
@@ -35,24 +36,19 @@
 //! - `--categorizer FILE` (docs/categorizer.md) is read before the history: exactly one
 //!   categorizer document, valid, else exit 3 naming the file and each problem's line, with
 //!   nothing on stdout; its warnings (not enabled, unknown keys) go to stderr and the replay
-//!   runs. `--baseline-categorizer` needs a baseline (a usage error otherwise); absent, both
-//!   sides share the one categorizer, and the history is classified once for both.
+//!   runs. `--baseline-categorizer` needs a baseline (a usage error otherwise); the baseline
+//!   never borrows the candidate's (`commands::replay::sides`).
 
 use std::io::Write;
 
 use crate::app::Context;
 use crate::cli::{SimulateArgs, SimulateOutput};
-use crate::commands::replay::checks::{backtest_refusal, parse_backtest_at};
+use crate::commands::replay::checks::backtest_refusal;
 use crate::commands::replay::held::Held;
-use crate::commands::replay::policy_set::{build, load_from_server, PolicyFlags, Side};
-use crate::commands::replay::sides::{
-    self, baseline_named, check_categorizers, engine_of, read_side, Baseline as Sides, Dialect, Named, SideFiles,
-};
+use crate::commands::replay::sides::{resolve, CandidateFrom, Sides, SidesSpec};
 use crate::commands::replay::source::{self, check_flags, check_source, About, Open};
 use crate::engine::simulator::Simulator;
-use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
-use crate::model::Kind;
 use crate::output::mode::{Baseline, Mode};
 use crate::output::progress::progress_bar;
 use crate::output::records::render_change;
@@ -69,9 +65,17 @@ use crate::replay::summary::Summary;
 
 use serde::{Deserialize, Serialize};
 
+mod shards;
+pub use shards::merge;
+
 pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
-    check(args)?;
-    let replay = &args.replay;
+    let spec = check(args)?;
+    if args.from_server && !args.source.files.is_empty() {
+        return Err(CliError::usage(
+            "`--from-server` reads the policies and queues from the server; do not also pass `-f`",
+        )
+        .into());
+    }
     if args.source.files.is_empty() && !args.from_server {
         writeln!(
             ctx.err,
@@ -79,79 +83,35 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
             ctx.style.warning("warning")
         )?;
     }
-    let flags = PolicyFlags::new(args.source.recursive, replay);
-    // Each side's files, read before either is built: their dialect picks the engine.
-    let read = |ctx: &mut Context, paths: &[std::path::PathBuf], side| {
-        read_side(ctx, paths, args.source.recursive, side, "simulated")
+    let Some(sides) = resolve(ctx, spec)? else {
+        return Ok(ExitCode::InvalidInput);
     };
-    let candidate_files = match args.from_server {
-        true => SideFiles::none(),
-        false => match read(ctx, &args.source.files, Side::Candidate)? {
-            Some(f) => f,
-            None => return Ok(ExitCode::InvalidInput),
-        },
-    };
-    let baseline_files = match replay.baseline.is_empty() {
-        true => None,
-        false => match read(ctx, &replay.baseline, Side::Baseline)? {
-            Some(f) => Some(f),
-            None => return Ok(ExitCode::InvalidInput),
-        },
-    };
-    let engine = replay.engine.map(EngineKind::from);
-    let policies = candidate_files
-        .files
-        .iter()
-        .flat_map(|f| &f.documents)
-        .any(|d| d.kind == Some(Kind::RetryPolicy));
-    let sim = if args.from_server {
-        load_from_server(ctx, args, engine)?
-    } else {
-        let sides = [
-            Dialect::of(&candidate_files.files),
-            Dialect::of(baseline_files.as_ref().map_or(&[][..], |b| &b.files)),
-        ];
-        let engine = engine.unwrap_or_else(|| engine_of(&sides));
-        build(&candidate_files.files, flags, engine, Side::Candidate)?
-    };
-    // The executor's categorizer of each side (docs/categorizer.md): named, checked, then
-    // read before the history (a bad file is exit 3 with nothing on stdout).
-    let candidate = Named::new(
-        Side::Candidate,
-        "--categorizer",
-        args.categorizer.as_deref(),
-        candidate_files.categorizer,
-    )?;
-    let (baseline_files, baseline) = baseline_named(args.baseline_categorizer.as_deref(), baseline_files)?;
-    check_categorizers(replay, &candidate, &baseline)?;
-    if !args.source.files.is_empty() && !policies {
+    if !args.source.files.is_empty() && !sides.candidate.has_policies {
         writeln!(
             ctx.err,
             "{}: `-f` holds no retry policy: every job follows the legacy behaviour (a failed run is final)",
             ctx.style.warning("warning")
         )?;
     }
-    let baseline_engine = replay.baseline_engine.map_or(sim.engine(), EngineKind::from);
-    // `--baseline FILES` serves either history source; `--baseline-from-cluster` (exclusive
-    // with it) is read from the database when the source opens it.
-    let sim = sim.with_categorizer(sides::compiled(candidate.read(ctx)?.as_ref()));
-    let categorizer = sides::compiled(baseline.read(ctx)?.as_ref());
-    let baseline = Sides::of(replay, baseline_files.as_deref(), flags, baseline_engine, categorizer)?;
-    let partial = args.output == SimulateOutput::Partial;
     let open = Open {
-        flags,
-        baseline,
-        partial,
+        replay: &args.replay,
+        partial: args.output == SimulateOutput::Partial,
         strict: args.strict,
         nothing: "nothing to compare",
     };
-    let Some(opened) = source::open(ctx, replay, open)? else {
+    let Some(opened) = source::open(ctx, &sides, open)? else {
         return Ok(ExitCode::InvalidInput);
     };
+    let sim = sides
+        .candidate
+        .sim
+        .as_ref()
+        .expect("simulate's candidate is files or the server's");
     let code = drive(
         ctx,
         args,
-        &sim,
+        &sides,
+        sim,
         opened.source,
         opened.baseline.as_ref(),
         opened.from,
@@ -161,30 +121,40 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The checks of simulate's flags before anything is read (`--emit` makes them too, in the
-/// same words).
-pub fn check(args: &SimulateArgs) -> Result<(), CliError> {
+/// same words), and its sides as they name them.
+pub fn check(args: &SimulateArgs) -> Result<SidesSpec, CliError> {
     check_flags(&args.replay, &args.source.files)?;
     check_source(&args.replay, args.emit.emit.is_none())?;
-    args.replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?;
-    Ok(())
+    let candidate = match args.from_server {
+        true => CandidateFrom::Server,
+        false => CandidateFrom::Files(args.source.files.clone()),
+    };
+    SidesSpec::of(
+        &args.replay,
+        candidate,
+        args.source.recursive,
+        args.categorizer.clone(),
+        args.baseline_categorizer.clone(),
+    )
 }
 
 /// The replay (or, with a baseline, the comparison) into the sink of `-o`. With
 /// `--backtest-at` stdout is held back until the backtest has an answer: without one, the
 /// usage error is all that is printed.
+#[allow(clippy::too_many_arguments)]
 fn drive<S: HistorySource>(
     ctx: &mut Context,
     args: &SimulateArgs,
+    sides: &Sides,
     sim: &Simulator,
     source: S,
     baseline: Option<&Simulator>,
     from: Baseline,
     about: About,
 ) -> anyhow::Result<ExitCode> {
-    let replay_args = &args.replay;
     let options = Options {
-        backtest_at: replay_args.backtest_at.as_deref().map(parse_backtest_at).transpose()?,
-        shard: replay_args.shard,
+        backtest_at: sides.spec.backtest_time(),
+        shard: args.replay.shard,
     };
     let run = SimulateRun::new(args, sim, baseline.is_some(), from, source.bulk());
     let Ok(format) = Format::try_from(args.output) else {

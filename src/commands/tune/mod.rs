@@ -26,20 +26,18 @@ use std::path::Path;
 
 use crate::app::Context;
 use crate::cli::{TuneArgs, TuneOutput};
-use crate::commands::replay::checks::{backtest_refusal, parse_backtest_at, parse_max_compute, shell_word};
+use crate::commands::replay::checks::{backtest_refusal, parse_max_compute, shell_word};
 use crate::commands::replay::held::Held;
 use crate::commands::replay::lookout::SET_LOOKOUT_DB;
-use crate::commands::replay::policy_set::{policy_set, PolicyFlags, Side, Unusable};
+use crate::commands::replay::policy_set::{policy_set, Unusable};
 use crate::commands::replay::sides::{
-    self, baseline_named, engine_of, no_baseline_categorizer, read_side, Baseline as Sides, BaselinePolicies, Dialect,
-    Named,
+    attach, compile, compiled, resolve, BaselinePolicies, CandidateFrom, Sides, SidesSpec,
 };
-use crate::commands::replay::source::{self, check_flags, overrides, About, Open};
+use crate::commands::replay::source::{self, check_flags, About, Open};
 use crate::engine::categorizer::Classifier;
 use crate::engine::simulator::Simulator;
-use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
-use crate::input::{self, SourceFile};
+use crate::input::SourceFile;
 use crate::model::encode::{policy_document, queue_document, to_yaml};
 use crate::model::Resource;
 use crate::output::mode::Baseline;
@@ -63,6 +61,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+mod shards;
+pub use shards::merge;
+
 /// `--pick`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pick {
@@ -77,36 +78,18 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         pick,
         format,
         max_compute,
-        options,
+        sides,
     } = check(args)?;
     let history = replay.history.is_some() || replay.lookout_db.is_some();
-    // The template: its documents valid, its varies right, its size bounded, before any work.
-    let Some(template_files) = read_side(ctx, &args.source.files, args.source.recursive, Side::Candidate, "tuned")?
-    else {
+    // The template (its documents valid), the baseline and both categorizers, before any work.
+    let Some(sides) = resolve(ctx, sides)? else {
         return Ok(ExitCode::InvalidInput);
     };
-    let scheduler = replay
-        .scheduler_config
-        .as_deref()
-        .map(input::read_scheduler_source)
-        .transpose()?;
-    // The executor's categorizer (docs/categorizer.md): `--categorizer`'s or the template's
-    // own document, compiled as `simulate` compiles it (a bad file is exit 3, its warnings
-    // on stderr), and its document kept for the `categorizer:` varies.
-    let candidate = Named::new(
-        Side::Candidate,
-        "--categorizer",
-        args.categorizer.as_deref(),
-        template_files.categorizer,
-    )?;
-    let candidate_file = candidate.file();
-    let read = candidate.read(ctx)?;
-    let template_dialect = Dialect::of(&template_files.files);
-    let mut template = Template::new(template_files.files, scheduler);
-    if let Some(c) = &read {
+    let mut template = Template::new(sides.candidate.files.clone(), sides.settings.source.clone());
+    if let Some(c) = &sides.candidate.categorizer {
         template = template.with_categorizer(c.file.name.clone(), c.file.document.clone());
     }
-    let categorizer = sides::compiled(read.as_ref());
+    // The template's varies right, its size bounded.
     template.check(&varies).map_err(CliError::usage)?;
     let n = count(&varies);
     if n > u128::from(args.max_candidates) {
@@ -129,35 +112,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
             return write_candidate(ctx, &candidate, &varies);
         }
     }
-    let flags = PolicyFlags::new(args.source.recursive, replay);
-    let baseline_files = match replay.baseline.is_empty() {
-        true => None,
-        false => match read_side(ctx, &replay.baseline, args.source.recursive, Side::Baseline, "tuned")? {
-            Some(f) => Some(f),
-            None => return Ok(ExitCode::InvalidInput),
-        },
-    };
-    // The dialect of the template and the baseline picks the engine (docs/engines.md).
-    let engine = replay.engine.map(EngineKind::from).unwrap_or_else(|| {
-        engine_of(&[
-            template_dialect,
-            Dialect::of(baseline_files.as_ref().map_or(&[][..], |b| &b.files)),
-        ])
-    });
-    let baseline_engine = replay.baseline_engine.map_or(engine, EngineKind::from);
-    // The baseline's categorizer: --baseline-categorizer or its files' own; without
-    // --baseline the template as written is the baseline, its categorizer included (a
-    // `categorizer:` vary changes the candidates only); with one, the baseline never borrows
-    // the candidates'.
-    let (baseline_files, baseline) = baseline_named(args.baseline_categorizer.as_deref(), baseline_files)?;
-    if let (Some(file), true, false) = (&candidate_file, sides::what_if(replay), baseline.said()) {
-        return Err(no_baseline_categorizer(file).into());
-    }
-    let baseline_categorizer = match baseline.said() {
-        false if !sides::what_if(replay) => categorizer.clone(),
-        _ => sides::compiled(baseline.read(ctx)?.as_ref()),
-    };
-    let (arms, ids, skipped) = candidates(&template, &varies, flags, engine, replay, categorizer.as_ref())?;
+    let (arms, ids, skipped) = candidates(&template, &varies, &sides)?;
     if arms.is_empty() {
         for s in skipped.iter().take(5) {
             let first = s.errors.first().map_or(String::new(), error_words);
@@ -174,31 +129,10 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
-    let mut baseline = Sides::of(
-        replay,
-        baseline_files.as_deref(),
-        flags,
-        baseline_engine,
-        baseline_categorizer,
-    )?;
-    let from = match baseline.policies {
-        BaselinePolicies::Given(_) => BaselineFrom::Files,
+    let from = match sides.baseline.policies {
         BaselinePolicies::Cluster => BaselineFrom::Cluster,
-        BaselinePolicies::None => match policy_set(template.files(), flags.retry_policies, baseline_engine) {
-            Ok(sim) => {
-                baseline.policies = BaselinePolicies::Given(Box::new(sim));
-                BaselineFrom::Template
-            }
-            Err(Unusable::Invalid(e)) => return Err(e.into()),
-            Err(Unusable::Unreadable(fields)) => {
-                return Err(CliError::invalid(format!(
-                    "the baseline (the template as written) has fields the upstream engine cannot evaluate:\n{}",
-                    fields.join("\n")
-                ))
-                .with_hint("use --baseline-engine design, or give a baseline upstream can store with --baseline")
-                .into())
-            }
-        },
+        BaselinePolicies::Template(_) => BaselineFrom::Template,
+        _ => BaselineFrom::Files,
     };
     let varied: Vec<(String, Vec<String>)> = varies
         .iter()
@@ -218,7 +152,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         exit_code: args.exit_code,
         retry_policy: replay.retry_policies.is_some(),
         given: arms.first().map(|a| a.sim.given().to_vec()).unwrap_or_default(),
-        categorized: categorizer.is_some() || baseline.categorizer.is_some(),
+        categorized: sides.candidate.categorizer.is_some() || sides.baseline.categorizer.is_some(),
     };
     let mut tune = Tune {
         format,
@@ -226,18 +160,20 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         arms,
         run,
         max_compute,
-        options,
+        options: Options {
+            backtest_at: sides.spec.backtest_time(),
+            shard: replay.shard,
+        },
         template: &template,
         varies: &varies,
     };
     let open = Open {
-        flags,
-        baseline,
+        replay,
         partial: format == Some(TuneOutput::Partial),
         strict: false,
         nothing: "nothing to compare",
     };
-    let Some(opened) = source::open(ctx, replay, open)? else {
+    let Some(opened) = source::open(ctx, &sides, open)? else {
         return Ok(ExitCode::InvalidInput);
     };
     let code = tune.drive(ctx, opened.source, opened.baseline.as_ref(), opened.from, opened.about)?;
@@ -251,7 +187,8 @@ pub struct Checked {
     /// `None`: `--pick` (its YAML).
     format: Option<TuneOutput>,
     max_compute: Option<MaxCompute>,
-    options: Options,
+    /// The sides its flags name: the template and the baseline.
+    sides: SidesSpec,
 }
 
 /// The checks of tune's flags before anything is read, in the same words for a run and for
@@ -296,10 +233,13 @@ pub fn check(args: &TuneArgs) -> Result<Checked, CliError> {
         _ => {}
     }
     let max_compute = args.max_compute.as_deref().map(parse_max_compute).transpose()?;
-    let options = Options {
-        backtest_at: replay.backtest_at.as_deref().map(parse_backtest_at).transpose()?,
-        shard: replay.shard,
-    };
+    let sides = SidesSpec::of(
+        replay,
+        CandidateFrom::Template(args.source.files.clone()),
+        args.source.recursive,
+        args.categorizer.clone(),
+        args.baseline_categorizer.clone(),
+    )?;
     if args.source.files.is_empty() {
         return Err(CliError::usage("give the template's documents with `-f PATH`"));
     }
@@ -308,7 +248,7 @@ pub fn check(args: &TuneArgs) -> Result<Checked, CliError> {
         pick,
         format,
         max_compute,
-        options,
+        sides,
     })
 }
 
@@ -326,20 +266,14 @@ fn parse_varies(args: &TuneArgs) -> Result<Vec<Vary>, CliError> {
 type Built = (Vec<Arm>, Vec<(u64, Values)>, Vec<Skipped>);
 
 /// The candidates of `varies` ([`Built`]).
-fn candidates(
-    template: &Template,
-    varies: &[Vary],
-    flags: PolicyFlags<'_>,
-    engine: EngineKind,
-    replay: &crate::cli::ReplayArgs,
-    categorizer: Option<&Arc<Classifier>>,
-) -> anyhow::Result<Built> {
+fn candidates(template: &Template, varies: &[Vary], sides: &Sides) -> anyhow::Result<Built> {
+    let categorizer = compiled(sides.candidate.categorizer.as_ref());
     let scheduler_varied = varies.iter().any(|v| v.target == Target::Scheduler);
     // Varied categorizers, one `Arc` per distinct compiled config: the sweep shares a
     // replay only between candidates with the same one (the same `Arc`), so equal configs
     // must be one. Keyed by the compiled config's text, as the partials' fingerprint is.
     let mut compiled: HashMap<String, Arc<Classifier>> = HashMap::new();
-    let overrides = overrides(replay);
+    let overrides = &sides.settings.overrides;
     let (mut arms, mut ids, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
     for c in template.candidates(varies) {
         if !c.is_valid() {
@@ -351,10 +285,10 @@ fn candidates(
             continue;
         }
         let classifier = match &c.categorizer {
-            None => categorizer.cloned(),
+            None => categorizer.clone(),
             Some((file, doc)) => {
                 let compiled_one = match &doc.resource {
-                    Some(Resource::ErrorCategories(config)) => Classifier::new(config),
+                    Some(Resource::ErrorCategories(config)) => compile(config),
                     // A valid categorizer document decodes to one: not reached.
                     _ => Err("the varied document is not a categorizer config".to_string()),
                 };
@@ -383,9 +317,9 @@ fn candidates(
                 }
             }
         };
-        match policy_set(&c.files, flags.retry_policies, engine) {
+        match policy_set(&c.files, sides.spec.retry_policies.as_deref(), sides.engine) {
             Ok(sim) => {
-                let sim = sim.with_categorizer(classifier);
+                let sim = attach(sim, classifier);
                 let settings = match (&c.scheduler, scheduler_varied) {
                     (Ok(config), true) => Some(overrides.apply(config)),
                     _ => None,

@@ -1,0 +1,17 @@
+//! The value parsers several verbs share: a flag's value read into the model's type while
+//! the command line is parsed, refused in the house's words (`error::CliError`, which `main`
+//! reports as every other error).
+//!
+//! Owns: those parsers. Must not: do I/O.
+
+use crate::error::CliError;
+use crate::model::ApiVersion;
+
+/// `--api-version`'s value (get, diff, explain).
+pub fn api_version(value: &str) -> Result<ApiVersion, CliError> {
+    ApiVersion::parse(value).ok_or_else(|| {
+        CliError::usage(format!(
+            "invalid `--api-version` `{value}`: expected `armadaproject.io/v1` or `armadaproject.io/v1beta1`"
+        ))
+    })
+}

@@ -1,0 +1,169 @@
+//! What a verb says of its two sides, before anything is read ([`SidesSpec`]): where each
+//! side's documents come from, which flag names which side's categorizer, the engines, the
+//! scheduler's settings, the queue and the backtest time. Each replay verb builds one from
+//! its arguments; a sharded `suggest` writes it into its partial so that `merge` resolves the
+//! same sides with the same function ([`super::resolve`]).
+//!
+//! Owns: that record and the parse of the values it holds (`--backtest-at`). Must not: read
+//! a file.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::cli::ReplayArgs;
+use crate::engine::EngineKind;
+use crate::error::CliError;
+use crate::model::failure_history::Timestamp;
+use crate::replay::source::Overrides;
+
+use crate::commands::replay::checks::parse_backtest_at;
+
+/// Where the candidate side's documents come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CandidateFrom {
+    /// `simulate -f`: the candidate's policy set, read from these files (none: no policy).
+    Files(Vec<PathBuf>),
+    /// `simulate --from-server`: the server's policies and queues.
+    Server,
+    /// `tune -f`: the template the candidates are made from; without a baseline it is the
+    /// baseline too, as written, its categorizer included.
+    Template(Vec<PathBuf>),
+    /// `suggest`: the proposal it builds, in its baseline's dialect.
+    Proposed,
+}
+
+impl CandidateFrom {
+    /// What the verb did with the history, for "nothing was DONE" after invalid documents.
+    pub fn done(&self) -> &'static str {
+        match self {
+            CandidateFrom::Template(_) => "tuned",
+            _ => "simulated",
+        }
+    }
+}
+
+/// `--backtest-at`, as typed and as read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BacktestAt {
+    pub text: String,
+    pub at: Timestamp,
+}
+
+impl BacktestAt {
+    /// `text` read as `--backtest-at`'s value (a usage error otherwise).
+    pub fn parse(text: &str) -> Result<BacktestAt, CliError> {
+        Ok(BacktestAt {
+            text: text.to_string(),
+            at: parse_backtest_at(text)?,
+        })
+    }
+}
+
+impl Serialize for BacktestAt {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for BacktestAt {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<BacktestAt, D::Error> {
+        let text = String::deserialize(d)?;
+        BacktestAt::parse(&text).map_err(|_| serde::de::Error::custom("`backtestAt` is not an RFC 3339 time"))
+    }
+}
+
+/// A verb's two sides as its arguments name them (docs/categorizer.md "Replaying with a
+/// categorizer", docs/engines.md "Which engine decides").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SidesSpec {
+    pub candidate: CandidateFrom,
+    /// `-R`: the sides' directories read recursively.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recursive: bool,
+    /// The candidate's categorizer flag: `--categorizer FILE` (`simulate`, `tune`).
+    pub categorizer: Option<PathBuf>,
+    /// `--baseline FILES`.
+    pub baseline: Vec<PathBuf>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub baseline_from_cluster: bool,
+    /// The baseline's categorizer flag: `--baseline-categorizer FILE|recorded`, or
+    /// `suggest`'s `--categorizer` (the deployed config, [`SidesSpec::baseline_categorizer_flag`]).
+    pub baseline_categorizer: Option<PathBuf>,
+    /// `--engine`, `--baseline-engine`.
+    pub engine: Option<EngineKind>,
+    pub baseline_engine: Option<EngineKind>,
+    pub scheduler_config: Option<PathBuf>,
+    /// `--retry-policy`: the policies of a job whose queue is among no documents.
+    pub retry_policies: Option<Vec<String>>,
+    pub global_max_retries: Option<u32>,
+    pub default_policy: Option<String>,
+    /// `--queue`.
+    pub queue: Option<String>,
+    pub backtest_at: Option<BacktestAt>,
+}
+
+impl SidesSpec {
+    /// The sides `replay`'s flags name, with the candidate from `candidate` and the
+    /// categorizer flags each verb has: `categorizer` the candidate's, `baseline_categorizer`
+    /// the baseline's. `Err`: a value that does not read (`--backtest-at`), a usage error.
+    pub fn of(
+        replay: &ReplayArgs,
+        candidate: CandidateFrom,
+        recursive: bool,
+        categorizer: Option<PathBuf>,
+        baseline_categorizer: Option<PathBuf>,
+    ) -> Result<SidesSpec, CliError> {
+        Ok(SidesSpec {
+            candidate,
+            recursive,
+            categorizer,
+            baseline: replay.baseline.clone(),
+            baseline_from_cluster: replay.baseline_from_cluster,
+            baseline_categorizer,
+            engine: replay.engine.map(EngineKind::from),
+            baseline_engine: replay.baseline_engine.map(EngineKind::from),
+            scheduler_config: replay.scheduler_config.clone(),
+            retry_policies: replay.retry_policies.clone(),
+            global_max_retries: replay.global_max_retries,
+            default_policy: replay.default_policy.clone(),
+            queue: replay.queue.clone(),
+            backtest_at: replay.backtest_at.as_deref().map(BacktestAt::parse).transpose()?,
+        })
+    }
+
+    /// Whether the replay compares against a baseline: `--baseline` or
+    /// `--baseline-from-cluster`.
+    pub fn what_if(&self) -> bool {
+        !self.baseline.is_empty() || self.baseline_from_cluster
+    }
+
+    /// The flag that names the baseline's categorizer: `suggest`'s `--categorizer` is the
+    /// deployed config, the baseline's.
+    pub fn baseline_categorizer_flag(&self) -> &'static str {
+        match self.candidate {
+            CandidateFrom::Proposed => "--categorizer",
+            _ => "--baseline-categorizer",
+        }
+    }
+
+    /// `--global-max-retries` / `--default-policy`.
+    pub fn overrides(&self) -> Overrides {
+        Overrides {
+            global_max_retries: self.global_max_retries,
+            default_policy: self.default_policy.clone(),
+        }
+    }
+
+    /// The backtest's time, as read.
+    pub fn backtest_time(&self) -> Option<Timestamp> {
+        self.backtest_at.as_ref().map(|b| b.at)
+    }
+
+    /// `--backtest-at` as typed (empty without one: the refusals name it).
+    pub fn backtest_text(&self) -> &str {
+        self.backtest_at.as_ref().map_or("", |b| b.text.as_str())
+    }
+}

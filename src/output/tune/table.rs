@@ -1,0 +1,153 @@
+//! `tune`'s table: the inputs a line each, the top candidates in the recommendation order,
+//! the recommendation in words, its values and the command that writes it; every line within
+//! `output::lines`' width but the table's rows and the command.
+//!
+//! Owns: that layout. Must not: count or rank.
+
+use std::io::{self, Write};
+
+use tabled::builder::Builder;
+use tabled::settings::{Padding, Style as TableStyle};
+
+use crate::model::failure_history::Final;
+
+use crate::output::lines;
+use crate::output::table::{write_backtest, write_errors};
+use crate::output::text::shown;
+use crate::output::words::{hours_words, COLLISION, METHOD_LINE};
+use crate::output::Style;
+
+use super::words::*;
+use super::*;
+
+/// The header and rows of the top table, as plain text cells.
+pub(super) fn top_rows(view: &TuneView<'_>) -> (Vec<String>, Vec<Vec<String>>) {
+    let r = view.ranked;
+    let gpus = with_gpus(r);
+    let mut header = vec!["ID".to_string()];
+    header.extend(view.columns.iter().cloned());
+    header.extend(["EXPECTED", "SUCCEEDED", "PENDING", "RESCUED", "LOST", "COST"].map(String::from));
+    if gpus {
+        header.push("GPU-HOURS".into());
+    }
+    if view.categorized {
+        header.push("COLLISIONS".into());
+    }
+    header.push("FRONTIER".into());
+    let rows = r
+        .order
+        .iter()
+        .take(TOP)
+        .map(|&i| {
+            let s = &r.candidates[i];
+            let c = &s.tally.comparison;
+            let mark = if r.recommended == Some(i) { "*" } else { "" };
+            let (lost_over, compute_over) = over(s);
+            let mut row = vec![format!("{}{mark}", s.id)];
+            row.extend(s.values.iter().map(|(_, v)| v.clone()));
+            row.extend([
+                format!("{:.1}", s.expected_succeeded),
+                s.tally.finals[Final::Succeeded as usize].to_string(),
+                s.tally.finals[Final::Pending as usize].to_string(),
+                c.rescued.to_string(),
+                if lost_over {
+                    format!("{} (over)", c.lost)
+                } else {
+                    c.lost.to_string()
+                },
+                if compute_over {
+                    format!("{} (over)", signed_seconds(s.cost))
+                } else {
+                    signed_seconds(s.cost)
+                },
+            ]);
+            if gpus {
+                row.push(hours_words(gpu_hours(s)));
+            }
+            if view.categorized {
+                row.push(collisions(s).to_string());
+            }
+            row.push(if s.frontier { "yes" } else { "" }.to_string());
+            row
+        })
+        .collect();
+    (header, rows)
+}
+
+pub(super) fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write) -> io::Result<()> {
+    let r = view.ranked;
+    for line in inputs_lines(view) {
+        writeln!(out, "{}", style.bold(&line))?;
+    }
+    let (header, rows) = top_rows(view);
+    let mut b = Builder::default();
+    b.push_record(header);
+    for row in rows {
+        b.push_record(row);
+    }
+    let mut table = b.build();
+    table.with(TableStyle::blank()).with(Padding::new(0, 2, 0, 0));
+    for line in table.to_string().lines() {
+        writeln!(out, "  {}", line.trim_end())?;
+    }
+    if r.candidates.len() > TOP {
+        writeln!(
+            out,
+            "  (the first {TOP} of {} in the recommendation order; -o json lists every one)",
+            r.candidates.len()
+        )?;
+    }
+    let base = &r.baseline;
+    writeln!(
+        out,
+        "baseline: ≈ {:.1} expected successes ({} succeeded, {} pending), cost {}",
+        base.expected_succeeded,
+        base.finals[Final::Succeeded as usize],
+        base.finals[Final::Pending as usize],
+        signed_seconds(base.cost)
+    )?;
+    let words = recommendation(view);
+    writeln!(
+        out,
+        "{}",
+        if r.recommended.is_some() {
+            style.bold(&words)
+        } else {
+            style.warning(&words)
+        }
+    )?;
+    if let (Some(i), Some(values)) = (r.recommended, recommended_values(view)) {
+        for line in lines::list("  values: ", &values, ", ", "    ") {
+            writeln!(out, "{line}")?;
+        }
+        writeln!(
+            out,
+            "  write it: {} --pick {} -o yaml",
+            shown(view.pick_command),
+            r.candidates[i].id
+        )?;
+    }
+    if let Some(line) = estimates_decide_line(view) {
+        for l in lines::wrap("", "  ", &line) {
+            writeln!(out, "{}", style.warning(&l))?;
+        }
+    }
+    if let Some(b) = view.backtest {
+        write_backtest(out, "backtest: ", "  ", b)?;
+    }
+    write_errors(out, style, "", "not replayed", view.errors)?;
+    if view.categorized {
+        for line in lines::wrap(
+            "",
+            " ",
+            &format!("(COLLISIONS: under --engine upstream, the candidate's retries that reuse {COLLISION})"),
+        ) {
+            writeln!(out, "{line}")?;
+        }
+    }
+    writeln!(
+        out,
+        "(EXPECTED: succeeded + Σ the estimated chance of each Pending job; COST: compute added − removed + expected, against the baseline; * recommended)"
+    )?;
+    writeln!(out, "{METHOD_LINE}")
+}

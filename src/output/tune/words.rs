@@ -1,0 +1,182 @@
+//! What tune's formats say alike: the recommendation in words, the line when the estimates
+//! alone decided it, the constraints, the inputs, `--pick`'s warning.
+//!
+//! Owns: those sentences. Must not: count or rank.
+
+use crate::engine::job_report::plural;
+use crate::model::failure_history::Final;
+use crate::tune::rank::{EstimatesDecide, Excluded, Ranked};
+
+use crate::output::lines;
+use crate::output::words::seconds_words;
+
+use super::*;
+
+/// The recommended candidate's values as `--vary` names them (`ml:spec.retryLimit=3`), or
+/// `None` without a recommendation.
+pub(super) fn recommended_values(view: &TuneView<'_>) -> Option<Vec<String>> {
+    let r = view.ranked;
+    r.recommended
+        .map(|i| r.candidates[i].values.iter().map(|(k, v)| format!("{k}={v}")).collect())
+}
+
+/// The recommendation in words.
+pub(super) fn recommendation(view: &TuneView<'_>) -> String {
+    let r = view.ranked;
+    match r.recommended {
+        Some(i) => {
+            let s = &r.candidates[i];
+            let c = &s.tally.comparison;
+            format!(
+                "recommended: candidate {}: ≈ {:.1} expected successes, {:+.1} over the baseline; {} rescued, {} lost, {} → Pending; cost {}",
+                s.id,
+                s.expected_succeeded,
+                s.expected_succeeded - r.baseline.expected_succeeded,
+                c.rescued,
+                c.lost,
+                c.to_pending,
+                signed_seconds(s.cost)
+            )
+        }
+        None => "recommended: none: no candidate within the constraints beats the baseline's expected successes or matches them for less cost; keep the baseline".to_string(),
+    }
+}
+
+/// A recommendation that only the estimates put ahead, in one line, and, without
+/// `--max-compute`, how to cap what it may cost.
+pub(super) fn estimates_decide_line(view: &TuneView<'_>) -> Option<String> {
+    let r = view.ranked;
+    let recommended = &r.candidates[r.recommended?];
+    let (rival, theirs) = match r.estimates_decide? {
+        EstimatesDecide::Baseline => ("the baseline".to_string(), r.baseline.finals[Final::Succeeded as usize]),
+        EstimatesDecide::Candidate(i) => (format!("candidate {}", r.candidates[i].id), r.candidates[i].succeeded()),
+    };
+    let ours = recommended.succeeded();
+    let counts = if ours == theirs {
+        format!("{} each", plural(ours, "job", "jobs"))
+    } else {
+        format!("{ours} jobs against {theirs}")
+    };
+    // Said with a cap too: the cap bounds what the estimates may cost, not whether they
+    // decided.
+    let advice = match view.max_compute {
+        Some(_) => "",
+        None => "; give --max-compute (10h, or 50% of the baseline's compute) to cap the compute it adds",
+    };
+    Some(format!(
+        "decided by estimates alone: in the record, candidate {} succeeds no more often than {rival} ({counts}){advice}",
+        recommended.id
+    ))
+}
+
+/// `--max-compute` (`max`, as typed; `applied`, in seconds) as the inputs line says it:
+/// `cost ≤ 8h`, `cost ≤ 100% of the baseline's compute (2h25m56s)`, `cost unbounded`.
+pub(super) fn compute_words(max: Option<&str>, applied: Option<f64>) -> String {
+    max.map_or("cost unbounded".to_string(), |m| match applied {
+        Some(s) if m.ends_with('%') => format!("cost ≤ {m} of the baseline's compute ({})", seconds_words(s)),
+        _ => format!("cost ≤ {m}"),
+    })
+}
+
+/// `tune --pick ID` after a search (docs/tune.md): what candidate `index` of `ranked` gives
+/// up, when it loses a job the baseline saves or breaks a constraint (each said as the
+/// inputs line says it), and what is recommended instead; `None` when it does neither.
+/// `max_compute`: `--max-compute` as typed.
+pub fn pick_warning(ranked: &Ranked, index: usize, max_compute: Option<&str>) -> Option<String> {
+    let c = &ranked.candidates[index];
+    let lost = c.tally.comparison.lost;
+    if lost == 0 && c.excluded.is_empty() {
+        return None;
+    }
+    let mut clauses = Vec::new();
+    let over_lost = c.excluded.iter().find_map(|e| match e {
+        Excluded::Lost { max, .. } => Some(*max),
+        Excluded::Compute { .. } => None,
+    });
+    if lost > 0 {
+        let list = crate::diag::named(&c.tally.lost_jobs, lost, usize::MAX);
+        let over = over_lost.map_or(String::new(), |max| format!(", over the constraint lost ≤ {max}"));
+        clauses.push(format!(
+            "loses {lost} {} the baseline saves{list}{over}",
+            if lost == 1 { "job" } else { "jobs" }
+        ));
+    }
+    for e in &c.excluded {
+        if let Excluded::Compute { cost, .. } = e {
+            clauses.push(format!(
+                "costs {}, over the constraint {}",
+                signed_seconds(*cost),
+                compute_words(max_compute, ranked.max_compute)
+            ));
+        }
+    }
+    let recommendation = match ranked.recommended {
+        Some(i) => format!("candidate {}", ranked.candidates[i].id),
+        None => "none".to_string(),
+    };
+    Some(format!(
+        "candidate {} {}; the recommendation is {recommendation}",
+        c.id,
+        clauses.join(", and ")
+    ))
+}
+
+/// The inputs in three parts: what is searched over which jobs against which baseline, the
+/// varies, the constraints.
+pub(super) fn inputs(view: &TuneView<'_>) -> (String, String) {
+    let r = view.ranked;
+    let compute = compute_words(view.max_compute, r.max_compute);
+    let skipped = if view.skipped.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", skipped_words(view.skipped.len()))
+    };
+    // A shard's own table ranks its jobs alone: said where the jobs are counted.
+    let shard = view.shard.map_or(String::new(), |s| {
+        format!(
+            " (shard {} of {}: its jobs alone, not the cluster's; `retryctl merge` every shard's `-o partial` for those)",
+            s.index, s.count
+        )
+    });
+    let head = format!(
+        "tune: {}{skipped} over {}{shard}; baseline: {}",
+        plural(r.candidates.len() as u64, "candidate", "candidates"),
+        plural(view.jobs, "job", "jobs"),
+        view.baseline_from.words(),
+    );
+    (head, format!("constraints: lost ≤ {}, {compute}", view.max_lost))
+}
+
+/// The inputs in one line (the reports' subtitle).
+pub(super) fn inputs_line(view: &TuneView<'_>) -> String {
+    let (head, constraints) = inputs(view);
+    format!("{head}; varying {}; {constraints}", view.columns.join(" × "))
+}
+
+/// The inputs in the table: the search, the varies (one a line when they do not fit on
+/// one), the constraints.
+pub(super) fn inputs_lines(view: &TuneView<'_>) -> Vec<String> {
+    let (head, constraints) = inputs(view);
+    let mut out = lines::wrap("", "  ", &head);
+    out.extend(lines::list("  varying: ", view.columns, " × ", "    "));
+    out.push(format!("  {constraints}"));
+    out
+}
+
+/// `N skipped: …`, said once for every format.
+pub(super) fn skipped_words(n: usize) -> String {
+    format!(
+        "{} skipped: {} documents do not validate",
+        plural(n as u64, "candidate", "candidates"),
+        whose(n)
+    )
+}
+
+/// The skipped candidates' (`its`, `their`).
+pub(super) fn whose(n: usize) -> &'static str {
+    if n == 1 {
+        "its"
+    } else {
+        "their"
+    }
+}

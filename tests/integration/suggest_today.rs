@@ -1,0 +1,756 @@
+//! `suggest`'s proposal as today's policy edited, and its verdict (docs/reference/suggest.md
+//! "Today's policy is the starting point", "The verdict"): every format, the rules kept, the
+//! deployed categorizer's hints, the engine its baseline's dialect picks, and one policy's
+//! numbers across suggest, simulate and tune. The planted history and its helpers are
+//! `suggest`'s.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::suggest::{json_of, on_planted, path, run, setup, suggest_json, BASELINE_UPSTREAM};
+use crate::support::{root, temp_home};
+
+/// The verdict (docs/reference/suggest.md "The verdict") in every format: the planted history
+/// against a policy that retries everything 3 times gives the clean win, `adopt`, with the
+/// write line; `--exit-code` exits 1 on it; `-o policy` is headed by it and says it on stderr.
+#[test]
+fn an_adopted_proposal_says_so_in_every_format() {
+    let p = setup(7);
+    let home = temp_home();
+    let reason = "0 rescued, 0 lost; retries +0 −480; GPU-hours -6.2";
+    let table = on_planted(&p, home.path(), &[]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains(&format!("\nVerdict: adopt: {reason}\nWrite the proposal:  ")),
+        "{text}"
+    );
+    let v = suggest_json(&p, home.path(), &[]);
+    assert_eq!(
+        v["suggest"]["verdict"],
+        json!({"decision": "adopt", "reasons": [reason]})
+    );
+    let yaml = on_planted(&p, home.path(), &["-o", "yaml"]);
+    let y: Value = serde_yaml::from_slice(&yaml.stdout).unwrap();
+    assert_eq!(y["suggest"]["verdict"], v["suggest"]["verdict"]);
+    let md = String::from_utf8(on_planted(&p, home.path(), &["-o", "markdown"]).stdout).unwrap();
+    assert!(md.contains(&format!("**Verdict: adopt** — {reason}\n")), "{md}");
+    assert!(md.contains("\nWrite it: `"), "{md}");
+    let html = String::from_utf8(on_planted(&p, home.path(), &["-o", "html"]).stdout).unwrap();
+    assert!(
+        html.contains(&format!("<p class=\"verdict\"><b>Verdict: adopt</b> — {reason}</p>")),
+        "{html}"
+    );
+    let policy = on_planted(&p, home.path(), &["-o", "policy"]);
+    assert_eq!(
+        String::from_utf8_lossy(&policy.stderr),
+        format!("verdict: adopt: {reason}\n")
+    );
+    assert!(policy
+        .stdout
+        .starts_with(format!("# verdict: adopt: {reason}\n# Proposed by").as_bytes()));
+    let out = on_planted(&p, home.path(), &["--exit-code"]);
+    assert_eq!(out.status.code(), Some(1), "{}", crate::support::format_output(&out));
+    // The policy's one limit, alike in every format: today's 3.
+    assert!(
+        text.contains("Proposal: policy `suggested` (the design dialect, retryLimit 3), 7 rules"),
+        "{text}"
+    );
+    assert_eq!(v["suggest"]["proposal"]["policyRetryLimit"], 3);
+    assert!(String::from_utf8_lossy(&policy.stdout).contains("\nspec:\n  retryLimit: 3\n"));
+}
+
+/// A proposal that loses a job today's policy saves is `do not adopt`, names the job, and
+/// prints no write line; `--exit-code` exits 0.
+#[test]
+fn a_proposal_that_loses_a_job_is_rejected_without_a_write_line() {
+    let home = temp_home();
+    // 40 jobs of one signature whose one retry pays once in 40 (futile under `--futile
+    // 0.05`): the proposal fails them at once, and loses `j0`, which today's retry saves.
+    let mut jobs = String::new();
+    for k in 0..40 {
+        let failed = json!({"node": "n", "runFor": "60s", "containers": [{"name": "main", "exitCode": 5}]});
+        let second = if k == 0 {
+            json!({"outcome": "succeeded"})
+        } else {
+            failed.clone()
+        };
+        jobs.push_str(&format!(
+            "{}\n",
+            json!({"job": {"id": format!("j{k}")}, "runs": [failed, second]})
+        ));
+    }
+    let history = home.path().join("h.jsonl");
+    std::fs::write(&history, jobs).unwrap();
+    let today = home.path().join("today.yaml");
+    std::fs::write(
+        &today,
+        "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: today}\nspec:\n  retryLimit: 1\n  defaultAction: Retry\n",
+    )
+    .unwrap();
+    let args = [
+        "suggest",
+        "--history",
+        path(&history),
+        "--baseline",
+        path(&today),
+        "--exit-code",
+    ];
+    let out = run(home.path(), &args);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.ends_with("\nVerdict: do not adopt: loses 1 job today's policy saves (`j0`)\n"),
+        "{text}"
+    );
+    assert!(!text.contains("Write the proposal"), "{text}");
+    // The job a verdict names is the history's text: in `-o policy`'s comment a line break
+    // in its id is escaped, so that it cannot end the comment and add a key.
+    let hostile = std::fs::read_to_string(&history)
+        .unwrap()
+        .replacen("\"j0\"", "\"j0\\nkind: Evil\"", 1);
+    std::fs::write(&history, hostile).unwrap();
+    let out = run(
+        home.path(),
+        &[
+            "suggest",
+            "--history",
+            path(&history),
+            "--baseline",
+            path(&today),
+            "-o",
+            "policy",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("# verdict: reject: loses 1 job today's policy saves (`j0\\x0akind: Evil`)\n# Proposed by"),
+        "{text}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("verdict: reject: loses 1 job today's policy saves (`j0\\x0akind: Evil`)\n"),
+        "{}",
+        crate::support::format_output(&out)
+    );
+}
+
+/// The week's one rule of today's (lease expiry, retried once) has a single trial: the
+/// proposal keeps it as written, so `ml-05`, which it saves, is not lost; nothing else has
+/// evidence, so the verdict is to keep today's policy. In both dialects.
+#[test]
+fn a_rule_of_todays_with_one_trial_is_kept_and_its_job_is_not_lost() {
+    let home = temp_home();
+    for (engine, rule) in [
+        (
+            "design",
+            "    # kept from today: ml-old/0 (decided 1 run)\n    - {action: Retry, onFailureCategory: [internal], onFailureSubcategory: [lease-expired], retryLimit: 1}\n",
+        ),
+        (
+            "upstream",
+            "  # kept from today: ml-old/0 (decided 1 run)\n  - {action: Retry, onCategory: internal, onSubcategory: lease-expired}\n",
+        ),
+    ] {
+        let base = [
+            "suggest",
+            "--history",
+            "docs/examples/lookout/week.jsonl",
+            "--queue",
+            "ml",
+            "--baseline",
+            "testdata/lookout/upstream-old/",
+            "--engine",
+            engine,
+        ];
+        let out = run(home.path(), &[&base[..], &["-o", "policy"]].concat());
+        assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(rule), "{engine}: {text}");
+        assert!(text.starts_with("# verdict: keep: "), "{engine}: {text}");
+        // First in the queue's list, never alone.
+        assert!(text.ends_with("retryPolicies:\n- suggested\n- ml-old\n"), "{engine}: {text}");
+        let v = json_of(&run(home.path(), &[&base[..], &["-o", "json"]].concat()));
+        assert_eq!(
+            v["suggest"]["proposal"]["kept"],
+            json!([{"from": "ml-old/0", "decidedRuns": 1}]),
+            "{engine}"
+        );
+        assert_eq!(v["suggest"]["verdict"]["decision"], json!("keep"), "{engine}");
+        assert_eq!(
+            v["suggest"]["proposal"]["comparison"]["transitions"]["lost"],
+            json!(0),
+            "{engine}: {v}"
+        );
+        let out = run(home.path(), &base);
+        let text = String::from_utf8_lossy(&out.stdout);
+        // Its row: decided by the kept rule today, and as today in the proposal.
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("category:internal/lease-expired "))
+            .unwrap_or_else(|| panic!("{engine}: {text}"));
+        let cells: Vec<&str> = row.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+        assert_eq!(
+            cells,
+            [
+                "category:internal/lease-expired",
+                "1",
+                "1",
+                "100.0% (20.7–100.0%)",
+                "0.0",
+                "Retry (ml-old/0)",
+                "as today (too few trials: 1)"
+            ],
+            "{engine}"
+        );
+        assert!(
+            text.contains("0 rules of its own (0 Retry, 0 Fail), then 1 rule kept from today."),
+            "{engine}: {text}"
+        );
+    }
+}
+
+/// 30 OOM kills of `main` that a retry fixes, under today's rule that retries them with a
+/// memory bump: the proposed Retry keeps the bump.
+#[test]
+fn an_oom_rule_keeps_todays_memory_bump() {
+    let home = temp_home();
+    let mut jobs = String::new();
+    for k in 0..30 {
+        let oom = json!({"node": "n", "runFor": "60s", "containers": [{"name": "main", "exitCode": 137, "reason": "OOMKilled"}]});
+        jobs.push_str(&format!(
+            "{}\n",
+            json!({"job": {"id": format!("j{k}")}, "runs": [oom, {"outcome": "succeeded"}]})
+        ));
+    }
+    let history = home.path().join("h.jsonl");
+    std::fs::write(&history, jobs).unwrap();
+    let today = home.path().join("today.yaml");
+    std::fs::write(
+        &today,
+        "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: today}\nspec:\n  retryLimit: 2\n  defaultAction: Fail\n  rules:\n    - action: Retry\n      onConditions: [OOMKilled]\n      mutate: {resources: {memory: {factor: 1.5}}}\n",
+    )
+    .unwrap();
+    let out = run(
+        home.path(),
+        &[
+            "suggest",
+            "--history",
+            path(&history),
+            "--baseline",
+            path(&today),
+            "-o",
+            "policy",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("      onConditions: [OOMKilled]\n      retryLimit: 1\n      mutate: {resources: {memory: {factor: 1.5}}}\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    # kept from today: today/0 (decided 30 runs)\n    - {action: Retry, onConditions: [OOMKilled], retryLimit: 2, mutate: {resources: {memory: {factor: 1.5}}}}\n"),
+        "{text}"
+    );
+    let policy = home.path().join("p.yaml");
+    std::fs::write(&policy, &out.stdout).unwrap();
+    let out = run(home.path(), &["validate", "--strict", "-f", path(&policy)]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+}
+
+/// Upstream: a rule of today's that today's Armada cannot store (a design matcher) cannot be
+/// kept in a v1beta1 proposal: exit 2 naming it, nothing on stdout.
+#[test]
+fn a_design_rule_cannot_be_kept_in_an_upstream_proposal() {
+    let home = temp_home();
+    let history = failed_once_then_succeeded(home.path());
+    let today = home.path().join("today.yaml");
+    std::fs::write(
+        &today,
+        "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: today}\nspec:\n  retryLimit: 1\n  defaultAction: Fail\n  rules:\n    - action: Retry\n      onExitCodes: {operator: In, values: [3]}\n",
+    )
+    .unwrap();
+    let out = run(
+        home.path(),
+        &[
+            "suggest",
+            "--history",
+            path(&history),
+            "--baseline",
+            path(&today),
+            "--engine",
+            "upstream",
+            "--baseline-engine",
+            "design",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", crate::support::format_output(&out));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: the baseline's rule `today/0` cannot be kept in a proposal for today's Armada: a v1beta1 rule matches a category only, and has no place for its onExitCodes, retryLimit\n"),
+        "{err}"
+    );
+}
+
+/// Upstream: OOM kills of `main` (a retry pays) and of `loader` (it never does) share the
+/// deployed category `oom`: each gets a new category that splits it, named after its kind and
+/// container, carrying the deployed rule's hint; alone, `main`'s rule matches `oom` itself.
+#[test]
+fn a_deployed_category_with_a_hint_keeps_the_hint() {
+    let home = temp_home();
+    let categorizer = home.path().join("executor.yaml");
+    std::fs::write(
+        &categorizer,
+        "errorCategories:\n  enabled: true\n  categories:\n    - name: oom\n      rules:\n        - onConditions: [OOMKilled]\n          hint: Increase the memory request\n",
+    )
+    .unwrap();
+    let today = home.path().join("today.yaml");
+    std::fs::write(
+        &today,
+        "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: today\nretryLimit: 1\ndefaultAction: Fail\n",
+    )
+    .unwrap();
+    let write = |containers: &[(&str, bool)]| {
+        let mut jobs = String::new();
+        for (name, pays) in containers {
+            for k in 0..30 {
+                let oom = json!({"node": "n", "runFor": "60s", "containers": [{"name": name, "exitCode": 137, "reason": "OOMKilled"}]});
+                let next = if *pays {
+                    json!({"outcome": "succeeded"})
+                } else {
+                    oom.clone()
+                };
+                jobs.push_str(&format!(
+                    "{}\n",
+                    json!({"job": {"id": format!("{name}-{k}")}, "runs": [oom, next]})
+                ));
+            }
+        }
+        let history = home.path().join("h.jsonl");
+        std::fs::write(&history, jobs).unwrap();
+        history
+    };
+    let suggest = |history: &Path| {
+        let out = run(
+            home.path(),
+            &[
+                "suggest",
+                "--history",
+                path(history),
+                "--baseline",
+                path(&today),
+                "--engine",
+                "upstream",
+                "--categorizer",
+                path(&categorizer),
+                "-o",
+                "policy",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = suggest(&write(&[("main", true), ("loader", false)]));
+    let names: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("    - name: ")).collect();
+    // The new ones first, in the rules' order (container name), named after kind and
+    // container; the deployed one after them.
+    assert_eq!(
+        names,
+        ["s-oom-loader-7a963f69", "s-oom-main-ffa7ead7", "\"oom\""],
+        "{text}"
+    );
+    // Both new categories and the deployed one.
+    assert_eq!(
+        text.matches("          hint: \"Increase the memory request\"\n")
+            .count(),
+        3,
+        "{text}"
+    );
+    assert!(text.contains("          containerName: \"main\"\n"), "{text}");
+    let history = write(&[("main", true)]);
+    let text = suggest(&history);
+    assert!(!text.contains("name: s-"), "{text}");
+    // The `tune` line suggest prints gives both sides their categorizer: the proposal's is in
+    // its file, the baseline's the deployed one.
+    let out = run(
+        home.path(),
+        &[
+            "suggest",
+            "--history",
+            path(&history),
+            "--baseline",
+            path(&today),
+            "--engine",
+            "upstream",
+            "--categorizer",
+            path(&categorizer),
+        ],
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains(&format!(
+            "--engine upstream --baseline-categorizer {} --vary 'suggested:retryLimit=1..3'",
+            path(&categorizer)
+        )),
+        "{table}"
+    );
+    assert!(text.contains("  - action: Retry\n    onCategory: \"oom\"\n"), "{text}");
+}
+
+/// A history whose proposal decides every job as today's policy does: `keep`, nothing to write.
+#[test]
+fn a_proposal_that_changes_nothing_keeps_todays_policy() {
+    let home = temp_home();
+    let history = failed_once_then_succeeded(home.path());
+    let today = home.path().join("today.yaml");
+    std::fs::write(
+        &today,
+        "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: today}\nspec:\n  retryLimit: 1\n  defaultAction: Retry\n",
+    )
+    .unwrap();
+    let out = run(
+        home.path(),
+        &[
+            "suggest",
+            "--history",
+            path(&history),
+            "--baseline",
+            path(&today),
+            "--exit-code",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("\nVerdict: keep today's policy: the proposal changes nothing that matters: no job changes outcome, no retry is added or removed\n"),
+        "{text}"
+    );
+    assert!(!text.contains("Write the proposal"), "{text}");
+}
+
+/// Depths never tried raise no limit; `--extrapolate` raises it and says so in every format.
+#[test]
+fn extrapolate_marks_every_limit_it_extrapolates() {
+    let home = temp_home();
+    let history = failed_once_then_succeeded(home.path());
+    let base = ["suggest", "--history", path(&history)];
+    let v = json_of(&run(home.path(), &[&base[..], &["-o", "json"]].concat()));
+    assert_eq!(
+        v["suggest"]["proposal"]["rules"],
+        json!([{"signature": "exit:3@main", "action": "Retry", "limit": 1, "avoidSameNode": false}])
+    );
+    let v = json_of(&run(
+        home.path(),
+        &[&base[..], &["--extrapolate", "-o", "json"]].concat(),
+    ));
+    assert_eq!(
+        v["suggest"]["proposal"]["rules"],
+        json!([{"signature": "exit:3@main", "action": "Retry", "limit": 5, "avoidSameNode": false, "extrapolatedFrom": 1}])
+    );
+    let table = run(home.path(), &[&base[..], &["--extrapolate"]].concat());
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("Retry ×5 (extrapolated from depth 1)"), "{text}");
+    assert!(text.contains(" --extrapolate -o policy > suggested.yaml"), "{text}");
+    let policy = run(home.path(), &[&base[..], &["--extrapolate", "-o", "policy"]].concat());
+    let text = String::from_utf8_lossy(&policy.stdout);
+    assert!(
+        text.contains("      retryLimit: 5  # extrapolated from depth 1\n"),
+        "{text}"
+    );
+    let md = run(home.path(), &[&base[..], &["--extrapolate", "-o", "markdown"]].concat());
+    assert!(String::from_utf8_lossy(&md.stdout).contains("| Retry ×5 (extrapolated from depth 1) |"));
+}
+
+/// A termination message cannot end the `# signature` comment above its rule for a YAML 1.1
+/// reader (PyYAML, as go-yaml: kubectl, armadactl, the executor's config loader): U+2028,
+/// U+2029, U+0085, `\r` are escaped, so PyYAML reads the same documents `validate` reads.
+#[test]
+fn a_message_cannot_inject_yaml_into_the_policy() {
+    let Some(python) = crate::support::python::python() else {
+        return;
+    };
+    let home = temp_home();
+    let mut jobs = String::new();
+    for (k, sep) in ["\u{2028}", "\u{2029}", "\u{85}", "\r"]
+        .iter()
+        .cycle()
+        .take(40)
+        .enumerate()
+    {
+        let message = format!("boom{sep}injected: true{sep}rules: []");
+        let failed =
+            json!({"node": "n", "runFor": "60s", "containers": [{"name": "main", "exitCode": 3, "message": message}]});
+        jobs.push_str(&format!(
+            "{}\n",
+            json!({"job": {"id": format!("j{k}")}, "runs": [failed, {"outcome": "succeeded"}]})
+        ));
+    }
+    let history = home.path().join("h.jsonl");
+    std::fs::write(&history, jobs).unwrap();
+    let out = run(
+        home.path(),
+        &[
+            "suggest",
+            "--history",
+            path(&history),
+            "--min-trials",
+            "5",
+            "-o",
+            "policy",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let file = home.path().join("p.yaml");
+    std::fs::write(&file, &out.stdout).unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    for c in ['\u{2028}', '\u{2029}', '\u{85}', '\r'] {
+        assert!(!text.contains(c), "{c:?} in {text}");
+    }
+    // YAML 1.2 (validate) and YAML 1.1 (PyYAML) read the same: one policy, its four rules,
+    // no key a message added.
+    let out = run(home.path(), &["validate", "-f", path(&file)]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let read = crate::support::python::run(
+        &python,
+        "import sys, yaml\nfor d in yaml.safe_load_all(open(sys.argv[1])):\n    print(sorted(d), sorted(d['spec']), len(d['spec']['rules']))",
+        &[path(&file)],
+    );
+    assert_eq!(
+        read,
+        "['apiVersion', 'kind', 'metadata', 'spec'] ['defaultAction', 'rules'] 4\n"
+    );
+}
+
+/// 30 jobs whose one failed run (exit 3 in `main`) is followed by a success: a first retry
+/// with evidence, no deeper depth tried. Written to `dir/h.jsonl`.
+fn failed_once_then_succeeded(dir: &Path) -> PathBuf {
+    let mut jobs = String::new();
+    for k in 0..30 {
+        let failed = json!({"node": "n", "runFor": "60s", "containers": [{"name": "main", "exitCode": 3}]});
+        jobs.push_str(&format!(
+            "{}\n",
+            json!({"job": {"id": format!("j{k}")}, "runs": [failed, {"outcome": "succeeded"}]})
+        ));
+    }
+    let history = dir.join("h.jsonl");
+    std::fs::write(&history, jobs).unwrap();
+    history
+}
+
+/// Upstream without the deployed categorizer: the new categories are said to go before the
+/// executor's own (in the document and on stderr), never written as a complete config.
+#[test]
+fn without_the_deployed_categorizer_the_new_categories_are_not_a_complete_config() {
+    let home = temp_home();
+    let out = run(
+        home.path(),
+        &[
+            "suggest",
+            "--history",
+            "testdata/suggest/planted.jsonl",
+            "--baseline",
+            "testdata/policies/valid/upstream-v1beta1.yaml",
+            "--engine",
+            "upstream",
+            "-o",
+            "policy",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("note: add these categories before the executor's existing errorCategories: they are not a complete config\n"),
+        "{err}"
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("# add these categories before the executor's existing errorCategories: they are not a complete config\nerrorCategories:\n"),
+        "{text}"
+    );
+}
+
+/// A history whose only file cannot be read (a YAML error on line 3): `suggest` names the
+/// file, the line and the reason in `simulate`'s words before saying there is nothing to
+/// learn from, for a file read twice as for stdin read once.
+#[test]
+fn an_unreadable_history_is_named_with_its_line_and_reason_as_simulate_names_it() {
+    let home = temp_home();
+    let history = home.path().join("h.yaml");
+    std::fs::write(
+        &history,
+        "apiVersion: armadaproject.io/v1\nkind: FailureHistory\njob: {id: j1, queue: [q\nruns: [{outcome: succeeded}]\n",
+    )
+    .unwrap();
+    let report = format!(
+        "{}\n  error: 5:1: invalid YAML: while parsing a flow sequence, expected ',' or ']'\n",
+        history.display()
+    );
+    let simulate = run(
+        home.path(),
+        &[
+            "simulate",
+            "-f",
+            "testdata/policies/valid/infra.yaml",
+            "--history",
+            path(&history),
+        ],
+    );
+    assert_eq!(
+        simulate.status.code(),
+        Some(3),
+        "{}",
+        crate::support::format_output(&simulate)
+    );
+    assert!(
+        String::from_utf8_lossy(&simulate.stderr).starts_with(&report),
+        "{}",
+        crate::support::format_output(&simulate)
+    );
+    let suggest = run(home.path(), &["suggest", "--history", path(&history)]);
+    assert_eq!(
+        suggest.status.code(),
+        Some(3),
+        "{}",
+        crate::support::format_output(&suggest)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&suggest.stderr),
+        format!("{report}error: no job could be replayed (1 entry not read): there is nothing to learn from\n")
+    );
+    assert_eq!(suggest.stdout, b"");
+}
+
+/// Without `--engine`, suggest proposes in its baseline's dialect (docs/engines.md "Which
+/// engine decides"), and its table's first line says which engine decided and how to pick
+/// the other; a v1beta1 baseline proposes for today's Armada as `--engine upstream` does.
+#[test]
+fn the_engine_follows_the_baselines_dialect_and_the_table_says_so() {
+    let p = setup(23);
+    let home = temp_home();
+    let upstream = home.path().join("today-up.yaml");
+    std::fs::write(&upstream, BASELINE_UPSTREAM).unwrap();
+    let first_line = |args: &[&str]| {
+        let out = run(home.path(), args);
+        assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let history = path(&p.history);
+    assert_eq!(
+        first_line(&["suggest", "--history", history]),
+        "Engine: design (no baseline to take a dialect from); `--engine upstream` proposes for today's Armada."
+    );
+    assert_eq!(
+        first_line(&["suggest", "--history", history, "--baseline", path(&p.baseline)]),
+        "Engine: design (the baseline is `armadaproject.io/v1`); `--engine upstream` proposes for today's Armada."
+    );
+    assert_eq!(
+        first_line(&["suggest", "--history", history, "--baseline", path(&upstream)]),
+        "Engine: upstream (the baseline is `armadaproject.io/v1beta1`); `--engine design` proposes for the design."
+    );
+    assert_eq!(
+        first_line(&[
+            "suggest",
+            "--history",
+            history,
+            "--baseline",
+            path(&upstream),
+            "--engine",
+            "upstream"
+        ]),
+        "Engine: upstream (`--engine`); `--engine design` proposes for the design."
+    );
+    // The dialect's pick is `--engine upstream`'s proposal, byte for byte.
+    let policy = |extra: &[&str]| {
+        let mut args = vec![
+            "suggest",
+            "--history",
+            history,
+            "--baseline",
+            path(&upstream),
+            "-o",
+            "policy",
+        ];
+        args.extend_from_slice(extra);
+        run(home.path(), &args).stdout
+    };
+    let picked = policy(&[]);
+    assert!(String::from_utf8_lossy(&picked).contains("apiVersion: armadaproject.io/v1beta1\n"));
+    assert_eq!(picked, policy(&["--engine", "upstream"]));
+}
+
+/// One policy, one set of numbers (docs/reference/suggest.md "Its effect"): the proposal's
+/// comparison in suggest's json is `simulate --baseline`'s for the same two sides, and tune's
+/// candidate equal to the proposal (its `retryLimit` varied to its own value) counts the same
+/// changes, in both dialects (upstream: each side with its own categorizer, the proposal's in
+/// its file).
+#[test]
+fn one_policys_numbers_agree_across_suggest_simulate_and_tune() {
+    let p = setup(29);
+    let home = temp_home();
+    let upstream = home.path().join("today-up.yaml");
+    std::fs::write(&upstream, BASELINE_UPSTREAM).unwrap();
+    let deployed = root().join("testdata/categorizer/executor-config.yaml");
+    let history = path(&p.history);
+    for (baseline, categorizer, limit) in [
+        (path(&p.baseline), None, "suggested:spec.retryLimit"),
+        (path(&upstream), Some(path(&deployed)), "suggested:retryLimit"),
+    ] {
+        let sides: Vec<&str> = match categorizer {
+            Some(c) => vec!["--baseline", baseline, "--baseline-categorizer", c],
+            None => vec!["--baseline", baseline],
+        };
+        let mut suggest = vec!["suggest", "--history", history, "--baseline", baseline];
+        if let Some(c) = categorizer {
+            suggest.extend(["--categorizer", c]);
+        }
+        let policy = home.path().join("proposal.yaml");
+        let out = run(home.path(), &[&suggest[..], &["-o", "policy"]].concat());
+        assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+        std::fs::write(&policy, &out.stdout).unwrap();
+        let v = json_of(&run(home.path(), &[&suggest[..], &["-o", "json"]].concat()));
+        let proposal = &v["suggest"]["proposal"];
+        let sim = json_of(&run(
+            home.path(),
+            &[
+                &["simulate", "-f", path(&policy), "--history", history][..],
+                &sides,
+                &["-o", "json"],
+            ]
+            .concat(),
+        ));
+        assert_eq!(proposal["comparison"], sim["comparison"], "{baseline}");
+        let n = proposal["policyRetryLimit"].as_u64().unwrap();
+        let vary = format!("{limit}={n}..{n}");
+        let tune = json_of(&run(
+            home.path(),
+            &[
+                &["tune", "-f", path(&policy), "--history", history][..],
+                &sides,
+                &["--vary", &vary, "-o", "json"],
+            ]
+            .concat(),
+        ));
+        let candidate = &tune["tune"]["candidates"][0];
+        let cmp = &sim["comparison"];
+        for key in ["changed", "retries", "delay", "compute"] {
+            assert_eq!(candidate[key], cmp[key], "{baseline}: {key}");
+        }
+        for key in ["rescued", "lost", "toPending", "other", "retriesOnly"] {
+            assert_eq!(
+                candidate["transitions"][key], cmp["transitions"][key],
+                "{baseline}: {key}"
+            );
+        }
+        for key in ["expectedRescued", "low", "high", "withoutEstimate", "expectedCompute"] {
+            assert_eq!(candidate["estimate"][key], cmp["estimate"][key], "{baseline}: {key}");
+        }
+        assert_eq!(tune["tune"]["jobs"], cmp["jobs"], "{baseline}");
+    }
+}
