@@ -4,7 +4,10 @@
 week's failures to a policy", run by tests/integration/route.rs). Deterministic: the same
 input gives the same file.
 
+    cargo build --locked
     scripts/gen-route-week.py testdata/suggest/planted.jsonl > testdata/route/week.jsonl
+
+(`$RETRYCTL` names another build of retryctl than target/debug/retryctl.)
 
 The jobs and their runs are the planted history's (testdata/suggest/planted.jsonl: the
 signatures, their trials and outcomes, the nodes, the run times), made into what Lookout
@@ -24,13 +27,27 @@ holds and gives back on today's Armada:
   category only with a terminal error): testdata/route/current/executor.yaml's, worked out
   here by its rules; Armada's own `internal/lease-expired` stays on every lease expiry.
 
+Then the week is made one that today's policy explains (docs/what-if.md "Does the baseline
+explain the record?"): the draft is replayed by retryctl's upstream engine under
+testdata/route/current/ (its policies and its executor config), and each job keeps the runs that
+replay starts. A planted retry today's Armada never makes (a preempted run: upstream never
+retries a preemption) is not in the record, as it is not in Lookout's. No run is written by
+hand: what the replay starts is what the record holds.
+
 Durations are written as Go prints them without zero units (`1h`, `11m40s`), as `history`
 writes them.
 """
 import datetime
 import json
+import os
+import pathlib
 import random
+import subprocess
 import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CURRENT = ROOT / "testdata" / "route" / "current"
 
 WEEK = datetime.datetime(2026, 11, 15, tzinfo=datetime.timezone.utc)
 CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
@@ -123,15 +140,6 @@ def main():
         p = planted[k]
         at = WEEK + datetime.timedelta(seconds=offset)
         runs = [run_of(r, rng) for r in p["runs"]]
-        last = runs[-1]
-        if "outcome" not in last and "category" not in last and "conditions" not in last:
-            cat, sub = category(last)
-            if cat:
-                last["category"] = cat
-                if sub:
-                    last["subcategory"] = sub
-                # Keep the field order `history` writes: category before outcome and podError.
-                runs[-1] = {key: last[key] for key in order_of(last)}
         jobs.append({
             "apiVersion": "armadaproject.io/v1",
             "kind": "FailureHistory",
@@ -145,8 +153,35 @@ def main():
             "runs": runs,
         })
     jobs.sort(key=lambda j: j["job"]["id"])
+    started = replayed_runs(jobs)
     for j in jobs:
+        j["runs"] = j["runs"][: started[j["job"]["id"]]]
+        last = j["runs"][-1]
+        if "outcome" not in last and "category" not in last and "conditions" not in last:
+            cat, sub = category(last)
+            if cat:
+                last["category"] = cat
+                if sub:
+                    last["subcategory"] = sub
+                # Keep the field order `history` writes: category before outcome and podError.
+                j["runs"][-1] = {key: last[key] for key in order_of(last)}
         print(json.dumps(j, separators=(",", ":"), ensure_ascii=False))
+
+
+def replayed_runs(jobs):
+    """How many of each job's runs the upstream engine starts under testdata/route/current/."""
+    retryctl = os.environ.get("RETRYCTL", str(ROOT / "target" / "debug" / "retryctl"))
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as draft:
+        for j in jobs:
+            draft.write(json.dumps(j) + "\n")
+        draft.flush()
+        out = subprocess.run(
+            [retryctl, "simulate", "-f", str(CURRENT / "policies.yaml"), "-f", str(CURRENT / "queues.yaml"),
+             "--categorizer", str(CURRENT / "executor.yaml"), "--engine", "upstream",
+             "--history", draft.name, "-o", "jsonl"],
+            check=True, capture_output=True, text=True,
+        ).stdout
+    return {r["job"]: len(r["runs"]) for r in map(json.loads, out.splitlines())}
 
 
 def order_of(run):

@@ -13,6 +13,8 @@ use clap::{Args, ValueEnum};
 use super::emit::{EmitArgs, WatchEmitArgs};
 use super::resources::FileSource;
 use super::shard::Shard;
+use super::values;
+use crate::replay::explained::MaxContradictions;
 
 // The Lookout window's flags, as `simulate`, `tune` and `suggest` word them: here they go
 // with --lookout-db, as --queue and --jobset do (`history`, whose source Lookout always is,
@@ -229,17 +231,28 @@ pub struct TuneArgs {
     #[arg(long, value_name = "DURATION|PERCENT%")]
     pub max_compute: Option<String>,
 
+    /// Recommend nothing when more jobs than this contradict the baseline (it is then not
+    /// what the cluster ran): a number of jobs, or a percentage of the jobs compared.
+    #[arg(long, value_name = "N|P%", default_value = "1%", value_parser = values::max_contradictions)]
+    pub max_contradictions: MaxContradictions,
+
     /// Refuse (exit 2, before any replay) a search of more candidates than N.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub max_candidates: u64,
 
     /// Print candidate ID's documents (`recommended`: the recommended one's) as YAML, ready for
-    /// `retryctl apply -f`; a numbered one needs no history (given one, the search runs first
-    /// and a warning says what the candidate loses or which constraint it breaks).
+    /// `retryctl apply -f`; a numbered one needs no history (given one, the search runs first,
+    /// and a candidate that loses a job the baseline saves or breaks a constraint is refused,
+    /// exit 1, unless --force).
     #[arg(long, value_name = "ID|recommended")]
     pub pick: Option<String>,
 
-    /// Exit 1 when a candidate is recommended (with --pick recommended: when none is).
+    /// With --pick ID and a history: write the candidate even when it loses a job the
+    /// baseline saves or breaks a constraint (a warning says which).
+    #[arg(long, requires = "pick")]
+    pub force: bool,
+
+    /// Exit 1 when a candidate is recommended (a change worth making), with or without --pick.
     #[arg(long)]
     pub exit_code: bool,
 
@@ -298,8 +311,14 @@ pub struct SuggestArgs {
     #[arg(long)]
     pub extrapolate: bool,
 
-    /// Exit 1 when the verdict is `adopt` (a change worth making), else 0.
-    #[arg(long)]
+    /// Reject the proposal when more jobs than this contradict today's policy (it is then
+    /// not what the cluster ran): a number of jobs, or a percentage of the jobs compared.
+    #[arg(long, value_name = "N|P%", default_value = "1%", value_parser = values::max_contradictions)]
+    pub max_contradictions: MaxContradictions,
+
+    // Gone: suggest exits 1 on `reject` (docs/reference/suggest.md "Exit status"). Kept hidden
+    // so that a script that still gives it is told so (exit 2), not left to guess.
+    #[arg(long, hide = true)]
     pub exit_code: bool,
 
     /// The proposed policy's name.

@@ -6,6 +6,16 @@
 
 use crate::error::CliError;
 use crate::model::ApiVersion;
+use crate::replay::explained::MaxContradictions;
+
+/// `--max-contradictions`' value (tune, suggest).
+pub fn max_contradictions(value: &str) -> Result<MaxContradictions, CliError> {
+    MaxContradictions::parse(value).ok_or_else(|| {
+        CliError::usage(format!(
+            "invalid `--max-contradictions` `{value}`: expected a number of jobs such as `5` or a percentage of the jobs compared such as `1%`"
+        ))
+    })
+}
 
 /// `--api-version`'s value (get, diff, explain).
 pub fn api_version(value: &str) -> Result<ApiVersion, CliError> {

@@ -504,6 +504,13 @@ fn plan_page(
             plural(c.without_resources, "job", "jobs")
         );
     }
+    if let Some(x) = &c.explained {
+        let _ = writeln!(
+            b,
+            "<p class=\"note\">Baseline: {}.</p>",
+            x.words(|id| format!("<code>{}</code>", esc(id)))
+        );
+    }
     b.push_str("</section>\n");
     if let Some(bt) = &e.backtest {
         backtest_section(&mut b, bt);

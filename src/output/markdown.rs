@@ -188,6 +188,9 @@ fn plan(c: &Comparison, e: &Estimates, listed: &Listed<Row>, mode: Mode) -> Stri
         let _ = writeln!(m, "| {name}-hours | +{added} | −{removed} |");
     }
     m.push('\n');
+    if let Some(e) = &c.explained {
+        let _ = writeln!(m, "**Baseline:** {}.\n", e.words(code));
+    }
     let failed_to_pending = c.failed_to_pending();
     let estimated = listed
         .groups

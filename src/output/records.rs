@@ -29,6 +29,7 @@ use crate::replay::categorize::CategoryCounts;
 use crate::replay::compare::hours;
 use crate::replay::compare::{Comparison, Transition};
 use crate::replay::estimate::{Basis, Estimate, Sums};
+use crate::replay::explained::Explained;
 use crate::replay::sink::{Change, Estimates, Message, Needs, RenderJob, Sink, Totals};
 use crate::replay::source::Progress;
 use crate::replay::summary::Summary;
@@ -446,6 +447,9 @@ pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Valu
     if let Some(b) = &e.backtest {
         m.insert("backtest".into(), backtest_json(b));
     }
+    if let Some(e) = &c.explained {
+        m.insert("explained".into(), explained_json(e));
+    }
     if let Some(s) = &c.categories {
         m.insert(
             "categories".into(),
@@ -453,6 +457,18 @@ pub fn comparison_totals_json(c: &Comparison, e: &Estimates) -> Map<String, Valu
         );
     }
     m
+}
+
+/// Whether the baseline explains the record (docs/what-if.md "Does the baseline explain the
+/// record?"): the jobs compared, those that contradict it and the first of them, and the words.
+pub fn explained_json(e: &Explained) -> Value {
+    json!({
+        "jobs": e.jobs,
+        "explained": e.explained(),
+        "contradicted": e.contradicted,
+        "firstContradicting": e.ids(),
+        "words": e.words(|id| id.to_string()),
+    })
 }
 
 /// A comparison's `transitions`: its changed jobs by group (`rescued`, …, `retriesOnly`);

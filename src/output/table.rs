@@ -296,6 +296,9 @@ pub fn write_comparison(out: &mut dyn Write, style: Style, c: &Comparison) -> io
         c.compute_removed,
         compute_hours(c)
     )?;
+    if let Some(e) = &c.explained {
+        writeln!(out, "  {}", e.words(|id| shown(id).into_owned()))?;
+    }
     if let Some(s) = &c.categories {
         write_categories(out, style, &s.baseline, "baseline: ")?;
         write_categories(out, style, &s.candidate, "candidate: ")?;

@@ -231,6 +231,11 @@ pub struct Comparison {
     /// nothing is added to what a replay without a categorizer prints or records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub categories: Option<Box<SideCategories>>,
+    /// Whether the baseline explains the record: the jobs replayed against it and those whose
+    /// record contradicts it. `None` when the baseline is no policy the cluster ran (`suggest`
+    /// without one), whose contradictions say nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explained: Option<super::explained::Explained>,
 }
 
 fn add(a: &mut TotalDuration, b: u64) {
@@ -374,6 +379,9 @@ impl Comparison {
         self.errors += o.errors;
         if let Some(theirs) = &o.categories {
             self.categories.get_or_insert_with(Box::default).merge(theirs);
+        }
+        if let Some(theirs) = &o.explained {
+            self.explained.get_or_insert_with(Default::default).merge(theirs);
         }
     }
 

@@ -27,6 +27,7 @@ pub mod compare;
 #[cfg(test)]
 pub mod drawn;
 pub mod estimate;
+pub mod explained;
 mod export_totals;
 pub mod fallback;
 pub mod json_lines;

@@ -426,6 +426,52 @@ pub struct Upstream {
     pub rule_index: Vec<usize>,
     /// The new categories.
     pub categories: Vec<NewCategory>,
+    /// Categories holding signatures whose proposals differ: no one matcher tells them apart.
+    pub merged: Vec<Merged>,
+    /// What the executor does with failed pods that changes, for every queue.
+    pub action_changes: Vec<ActionChange>,
+    /// The action of each rule the policy writes of its own (signatures proposing alike on
+    /// one category share one), in order.
+    pub rule_actions: Vec<Action>,
+}
+
+/// A category that stands for signatures whose proposals differ, which no matcher upstream
+/// allows can split (one rule, one matcher): it takes the decision that loses no job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Merged {
+    pub category: String,
+    pub signatures: Vec<String>,
+}
+
+/// A category whose pods the executor treats otherwise under the proposal: cluster-wide.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionChange {
+    pub category: String,
+    /// A new category: the deployed one (`C` or `C/S`) it takes runs from.
+    pub takes_from: Option<String>,
+    /// Its pods are deleted on failure now (else kept).
+    pub delete: bool,
+}
+
+impl ActionChange {
+    /// `pods of category X are deleted on failure, for every queue (were kept)`.
+    pub fn words(&self) -> String {
+        let (now, was) = if self.delete {
+            ("deleted", "kept")
+        } else {
+            ("kept", "deleted")
+        };
+        match &self.takes_from {
+            Some(from) => format!(
+                "pods of category `{}` (runs of `{from}` before) are {now} on failure, for every queue (were {was})",
+                self.category
+            ),
+            None => format!(
+                "pods of category `{}` are {now} on failure, for every queue (were {was})",
+                self.category
+            ),
+        }
+    }
 }
 
 /// The deployed rule that classifies into `category` (and `subcategory`): the first of that
@@ -570,6 +616,7 @@ pub fn upstream_documents(
     let mut policy_rules: Vec<PolicyRule> = Vec::new();
     let mut rule_index = Vec::with_capacity(rules.len());
     let mut delete_existing: Vec<String> = Vec::new();
+    let mut merged: Vec<Merged> = Vec::new();
     for d in rules {
         let r = d.rule;
         let retry = r.action == Action::Retry;
@@ -603,6 +650,25 @@ pub fn upstream_documents(
                         .position(|p| p.2 == c.name && p.3.is_none())
                         .expect("a category's rule is made with it");
                     policy_rules[at].0.push(format!("{}: {}", r.text, d.evidence));
+                    // One matcher for signatures whose proposals differ (a message with two
+                    // exit codes: a rule has one matcher): no category tells them apart, so
+                    // the one they share takes the decision that loses no job, Retry (the one
+                    // `retryLimit` is every Retry rule's), with the Retry signature's mutate.
+                    if policy_rules[at].1 != r.action {
+                        if retry {
+                            policy_rules[at].1 = Action::Retry;
+                            policy_rules[at].4 = d.mutate();
+                        }
+                        match merged.iter_mut().find(|g: &&mut Merged| g.category == c.name) {
+                            Some(g) => g.signatures.push(r.text.clone()),
+                            None => merged.push(Merged {
+                                category: c.name.clone(),
+                                signatures: c.signatures.clone(),
+                            }),
+                        }
+                    } else if let Some(g) = merged.iter_mut().find(|g| g.category == c.name) {
+                        g.signatures.push(r.text.clone());
+                    }
                     rule_index.push(at);
                     continue;
                 }
@@ -765,6 +831,8 @@ pub fn upstream_documents(
     for k in kept {
         p.push_str(&kept_yaml(k, &encode::rule_v1beta1(&k.rule), "  "));
     }
+    let action_changes = action_changes(&categories, existing, &delete_existing);
+    let rule_actions = policy_rules.iter().map(|r| r.1).collect();
     Upstream {
         categorizer: head + &shaped(&c, deployed_file.as_ref()),
         policy: p,
@@ -775,5 +843,44 @@ pub fn upstream_documents(
         cut_by,
         rule_index,
         categories,
+        merged,
+        action_changes,
+        rule_actions,
     }
+}
+
+/// What the executor does differently with failed pods under the proposal, for every queue:
+/// a deployed category a retried signature made `Delete` (its pods were kept), and a new
+/// category whose action is not the one of the category it takes runs from.
+fn action_changes(
+    categories: &[NewCategory],
+    existing: &[crate::model::categorizer::Category],
+    delete_existing: &[String],
+) -> Vec<ActionChange> {
+    let deletes = |name: &str| existing.iter().any(|c| c.name == name && c.action.as_str() == "Delete");
+    let mut changes: Vec<ActionChange> = existing
+        .iter()
+        .filter(|c| delete_existing.contains(&c.name) && c.action.as_str() != "Delete")
+        .map(|c| ActionChange {
+            category: c.name.clone(),
+            takes_from: None,
+            delete: true,
+        })
+        .collect();
+    // A new category that takes no deployed category's runs is listed as new already.
+    for c in categories.iter().filter(|c| c.splits.is_some()) {
+        let was = c
+            .splits
+            .as_deref()
+            .map(|s| s.split('/').next().unwrap_or(s))
+            .is_some_and(deletes);
+        if c.delete != was {
+            changes.push(ActionChange {
+                category: c.name.clone(),
+                takes_from: c.splits.clone(),
+                delete: c.delete,
+            });
+        }
+    }
+    changes
 }

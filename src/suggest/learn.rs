@@ -63,6 +63,7 @@ pub fn learn_job(
         let options = Options {
             backtest_at: at,
             shard: None,
+            explain: false,
         };
         unit.trials.add(history, origin, &options);
     }

@@ -8,6 +8,7 @@
 use crate::diag::named;
 use crate::engine::job_report::plural;
 use crate::replay::compare::{hours, Comparison};
+use crate::replay::explained::{Explained, MaxContradictions};
 
 /// At most this many job ids are named in a reason.
 pub const NAMED: usize = 5;
@@ -32,13 +33,18 @@ impl Decision {
         }
     }
 
-    /// In words, for the table, markdown and html.
-    pub fn words(self) -> &'static str {
+    /// What it means, in plain words: said beside the decision in every format.
+    pub fn gloss(self) -> &'static str {
         match self {
-            Decision::Adopt => "adopt",
+            Decision::Adopt => "a change worth making",
             Decision::Keep => "keep today's policy",
             Decision::Reject => "do not adopt",
         }
+    }
+
+    /// The decision and its gloss (`reject (do not adopt)`), as every format says it.
+    pub fn words(self) -> String {
+        format!("{} ({})", self.as_str(), self.gloss())
     }
 }
 
@@ -48,6 +54,9 @@ pub struct Judged<'a> {
     pub comparison: &'a Comparison,
     /// The first jobs it lost (Succeeded today, Failed under the proposal).
     pub lost_jobs: &'a [String],
+    /// Whether today's policy explains the whole record, and how many jobs may contradict it
+    /// (`--max-contradictions`): past that, nothing measured against it holds.
+    pub explained: Option<(&'a Explained, MaxContradictions)>,
 }
 
 /// The backtest's side (`--backtest-at`): the later jobs.
@@ -65,9 +74,10 @@ pub struct Judgement {
 }
 
 impl Judgement {
-    /// `DECISION: REASON; REASON`, as `-o policy`'s head and stderr say it.
+    /// `DECISION (GLOSS): REASON; REASON`, as every format says it (the table's, markdown's
+    /// and html's `Verdict:` line, `-o policy`'s head, stderr).
     pub fn line(&self) -> String {
-        format!("{}: {}", self.decision.as_str(), self.reasons.join("; "))
+        format!("{}: {}", self.decision.words(), self.reasons.join("; "))
     }
 }
 
@@ -95,6 +105,9 @@ fn changed_outcomes(c: &Comparison) -> u64 {
 pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
     let c = learned.comparison;
     let mut reject = Vec::new();
+    if let Some((e, _)) = learned.explained.filter(|(e, max)| max.exceeded(e)) {
+        reject.push(e.unexplained_words());
+    }
     if c.lost > 0 {
         reject.push(format!(
             "loses {} today's policy saves{}",
@@ -161,6 +174,7 @@ mod tests {
         Judged {
             comparison: c,
             lost_jobs: &[],
+            explained: None,
         }
     }
 
@@ -177,11 +191,41 @@ mod tests {
             Judged {
                 comparison: &c,
                 lost_jobs: &lost,
+                explained: None,
             },
             None,
         );
         assert_eq!(v.decision, Decision::Reject);
         assert_eq!(v.line(), "reject: loses 1 job today's policy saves (`ml-05`)");
+    }
+
+    /// A baseline the record contradicts past `--max-contradictions` rejects whatever the
+    /// proposal gains: nothing measured against it holds.
+    #[test]
+    fn an_unexplained_record_rejects() {
+        let c = Comparison {
+            rescued: 4,
+            retries_removed: 30,
+            ..Comparison::default()
+        };
+        let e = Explained {
+            jobs: 100,
+            contradicted: 2,
+            first: Vec::new(),
+        };
+        let judged = |max| Judged {
+            comparison: &c,
+            lost_jobs: &[],
+            explained: Some((&e, max)),
+        };
+        assert_eq!(
+            judge(judged(MaxContradictions::default()), None).line(),
+            "reject (do not adopt): the baseline does not explain the record: 2 jobs contradict it; is it what the cluster ran?"
+        );
+        assert_eq!(
+            judge(judged(MaxContradictions::Jobs(2)), None).decision,
+            Decision::Adopt
+        );
     }
 
     #[test]

@@ -28,6 +28,7 @@ use crate::replay::run::CompareTally;
 
 use super::sweep::BaselineTally;
 use super::Values;
+use crate::replay::explained::{Explained, MaxContradictions};
 
 /// `--max-compute`: a duration, or a percentage of the baseline's recorded compute.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -41,6 +42,8 @@ pub enum MaxCompute {
 pub struct Constraints {
     pub max_lost: u64,
     pub max_compute: Option<MaxCompute>,
+    /// Past it the baseline is not what the cluster ran, and nothing is recommended.
+    pub max_contradictions: MaxContradictions,
 }
 
 /// The baseline's own figures.
@@ -53,6 +56,10 @@ pub struct BaselineRow {
     pub cost: f64,
     /// The run time of every recorded run it starts.
     pub compute: TotalDuration,
+    /// Whether it explains the record (none for a template that is no policy the cluster ran).
+    pub explained: Option<Explained>,
+    /// Its contradicting jobs are more than `--max-contradictions`: nothing is recommended.
+    pub unexplained: bool,
 }
 
 /// A constraint a candidate breaks, so that it cannot be recommended.
@@ -139,6 +146,11 @@ pub fn rank(
         cost: base_pending.expected_compute,
         pending: base_pending,
         compute: baseline.compute,
+        explained: baseline.explained.clone(),
+        unexplained: baseline
+            .explained
+            .as_ref()
+            .is_some_and(|e| constraints.max_contradictions.exceeded(e)),
     };
     let max_compute = constraints.max_compute.map(|m| match m {
         MaxCompute::Duration(d) => d.as_secs_f64(),
@@ -177,7 +189,7 @@ pub fn rank(
     let recommended = order
         .first()
         .copied()
-        .filter(|&i| scored[i].eligible() && beats_baseline(&scored[i], &baseline));
+        .filter(|&i| !baseline.unexplained && scored[i].eligible() && beats_baseline(&scored[i], &baseline));
     let estimates_decide = recommended.and_then(|r| estimates_decide(&scored, &order, r, &baseline));
     Ranked {
         baseline,
@@ -312,6 +324,8 @@ mod tests {
             expected_succeeded: expected,
             cost: 0.0,
             compute: TotalDuration::ZERO,
+            explained: None,
+            unexplained: false,
         }
     }
 
@@ -390,6 +404,7 @@ mod tests {
             &Constraints {
                 max_lost: 0,
                 max_compute: Some(MaxCompute::Duration(GoDuration(1_000_000_000))),
+                max_contradictions: MaxContradictions::default(),
             },
         );
         assert_eq!(

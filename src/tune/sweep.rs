@@ -40,6 +40,7 @@ use crate::replay::backtest::Backtest;
 use crate::replay::categorize::{CategoryCounts, Reclassify};
 use crate::replay::compare::{JobDiff, Side, Transition};
 use crate::replay::estimate::{PendingSet, Rates};
+use crate::replay::explained::Explained;
 use crate::replay::parallel::{for_each_ordered, Decoded, Emitted, Processed};
 use crate::replay::partial::Recorder;
 use crate::replay::run::{
@@ -71,6 +72,11 @@ pub struct BaselineTally {
     /// With a categorizer (either side's): what the baseline's changed, and its collisions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub categories: Option<CategoryCounts>,
+    /// Whether the baseline explains the record (docs/what-if.md "Does the baseline explain
+    /// the record?"), under the source's own scheduler settings; `None` when it is no policy
+    /// the cluster ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explained: Option<Explained>,
 }
 
 impl BaselineTally {
@@ -82,6 +88,9 @@ impl BaselineTally {
         self.compute.add_total(o.compute);
         if let Some(c) = &o.categories {
             self.categories.get_or_insert_with(CategoryCounts::default).merge(c);
+        }
+        if let Some(e) = &o.explained {
+            self.explained.get_or_insert_with(Explained::default).merge(e);
         }
     }
 }
@@ -463,14 +472,23 @@ where
         }
         // The baseline once per scheduler setting, with the runs it has left when Pending and
         // the run time of its runs from each run on (for what a candidate removes).
-        let bases = (|| -> Result<Vec<Base>, String> {
+        let bases = (|| -> Result<(Vec<Base>, bool), String> {
             let h: &FailureHistory = history;
             let facts = JobFacts::new(h);
             let mut bases: Vec<Base> = Vec::with_capacity(groups.len());
-            for g in &groups {
+            let mut contradicts = false;
+            for (k, g) in groups.iter().enumerate() {
                 let settings = g.unwrap_or(job_settings);
-                let b = replay_job_detailed(baseline, settings, h, Detail::Outcome)
-                    .map_err(|e| fail(&h.job.id, "baseline: ", e))?;
+                // Group 0 is the source's settings, what the cluster ran: there the record
+                // is checked against the baseline (docs/what-if.md).
+                let detail = if k == 0 && options.explain {
+                    Detail::Summary
+                } else {
+                    Detail::Outcome
+                };
+                let b =
+                    replay_job_detailed(baseline, settings, h, detail).map_err(|e| fail(&h.job.id, "baseline: ", e))?;
+                contradicts |= k == 0 && !b.contradictions.is_empty();
                 let mut collisions = CategoryCounts::default();
                 if base_cat.is_some() {
                     part.scratch.collisions(baseline.engine(), &b, &mut collisions);
@@ -490,12 +508,12 @@ where
                     collisions: collisions.collisions,
                 });
             }
-            Ok(bases)
+            Ok((bases, contradicts))
         })();
         if base_cat.is_some() {
             part.scratch.restore(history);
         }
-        let bases = bases?;
+        let (bases, contradicts) = bases?;
         // Every candidate replayed before anything is counted: a job one of them cannot
         // replay counts for none. Lean replays: a candidate's outcome is all it counts. When
         // the candidates match alike, each run is matched once for all of a categorizer
@@ -601,6 +619,11 @@ where
         let t = &mut part.baseline;
         t.finals[side.final_state as usize] += 1;
         t.compute.add(side.compute);
+        if options.explain {
+            t.explained
+                .get_or_insert_with(Explained::default)
+                .add(origin.pos(), &h.job.id, contradicts);
+        }
         if side.final_state == Final::Pending {
             t.pending
                 .add(facts.class(), facts.depth, side.runs_left, h.job.resources.as_ref());

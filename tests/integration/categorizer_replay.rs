@@ -117,6 +117,26 @@ fn a_what_if_of_the_categorizer_alone() {
         crate::support::format_output(&out),
         format!("exit: 2\n--- stdout\n--- stderr\nerror: the baseline has no categorizer while the candidate has `{CATEGORIZER}`: give the deployed one (`--baseline-categorizer FILE`), or `--baseline-categorizer recorded` to keep the categories Lookout recorded\n")
     );
+    // Nor the candidate the baseline's: a categorizer on the baseline alone is refused too.
+    let out = retryctl(home.path())
+        .current_dir(crate::support::root())
+        .args([
+            "simulate",
+            "-f",
+            POLICY,
+            "--history",
+            HISTORY,
+            "--baseline",
+            POLICY,
+            "--baseline-categorizer",
+            CATEGORIZER,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        crate::support::format_output(&out),
+        format!("exit: 2\n--- stdout\n--- stderr\nerror: the candidate has no categorizer while the baseline has `{CATEGORIZER}`: give the candidate's (`--categorizer FILE`), or compare both on the categories Lookout recorded (`--baseline-categorizer recorded`)\n")
+    );
     assert_eq!(
         v["comparison"]["categories"],
         serde_json::json!({

@@ -198,6 +198,7 @@ fn tune_and_suggest_show_ids_nodes_and_signatures_escaped() {
             "p:spec.rules[0].action=Retry,Fail",
             "--pick",
             "2",
+            "--force",
         ],
     );
     assert_escaped(&out);

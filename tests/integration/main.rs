@@ -52,6 +52,7 @@ mod spool;
 mod startup;
 mod streams;
 mod suggest;
+mod suggest_cluster;
 mod suggest_inputs;
 mod suggest_names;
 mod suggest_patterns;

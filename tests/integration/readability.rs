@@ -177,7 +177,8 @@ fn every_line_of_the_table_outputs_on_the_example_data_fits_160_characters() {
     );
     add(&[&["suggest"][..], &planted].concat(), 0);
     add(&[&["suggest"][..], &planted, &["--engine", "upstream"]].concat(), 0);
-    add(&[&["suggest"][..], &backtest].concat(), 0);
+    // Rejected (negative GPU-hours saved on the later jobs): exit 1, its output whole.
+    add(&[&["suggest"][..], &backtest].concat(), 1);
     // Today's Armada from its baseline's dialect: the proposal's line names both halves.
     add(
         &[
@@ -293,7 +294,9 @@ fn the_estimates_method_is_said_once_per_output() {
         ]
         .concat(),
     ] {
-        let out = stdout(&args, 0);
+        // A rejected proposal exits 1 (docs/reference/suggest.md "The verdict").
+        let code = if args[0] == "suggest" { 1 } else { 0 };
+        let out = stdout(&args, code);
         assert_eq!(out.matches("docs/estimates.md").count(), 1, "{args:?}:\n{out}");
         assert_eq!(
             out.lines().filter(|l| l.trim_start() == method).count(),

@@ -176,12 +176,15 @@ fn the_readme_route_runs_as_written_on_a_week_of_todays_armada() {
 
     // suggest: adopt, and a proposal that is today's policy changed only where the week says.
     assert!(
-        suggest.stderr().lines().any(|l| l.starts_with("verdict: adopt: ")),
+        suggest
+            .stderr()
+            .lines()
+            .any(|l| l.starts_with("verdict: adopt (a change worth making): ")),
         "{}",
         suggest.stderr()
     );
     let text = fs::read_to_string(dir.join("suggested.yaml")).unwrap();
-    assert!(text.starts_with("# verdict: adopt: "), "{text}");
+    assert!(text.starts_with("# verdict: adopt (a change worth making): "), "{text}");
     let suggested = documents(&dir.join("suggested.yaml"));
     let policy = of_kind(&suggested, Some("RetryPolicy"));
     assert_eq!(policy["name"], "suggested");

@@ -303,7 +303,7 @@ fn lookout_gives_what_its_export_gives() {
             let cut = |t: &str| t[..t.find("<details>").unwrap_or(t.len())].to_string();
             assert_eq!(cut(&db_text), cut(&file_text));
             assert!(
-                db_text.contains("**Verdict: keep today's policy** — the proposal changes nothing that matters"),
+                db_text.contains("**Verdict: keep (keep today's policy)** — the proposal changes nothing that matters"),
                 "{db_text}"
             );
             assert!(!db_text.contains(&db.dsn), "{db_text}");

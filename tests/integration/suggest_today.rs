@@ -13,7 +13,8 @@ use crate::support::{root, temp_home};
 
 /// The verdict (docs/reference/suggest.md "The verdict") in every format: the planted history
 /// against a policy that retries everything 3 times gives the clean win, `adopt`, with the
-/// write line; `--exit-code` exits 1 on it; `-o policy` is headed by it and says it on stderr.
+/// write line, exit 0; `-o policy` is headed by it and says it on stderr. The decision reads
+/// alike in every format, with its gloss.
 #[test]
 fn an_adopted_proposal_says_so_in_every_format() {
     let p = setup(7);
@@ -22,35 +23,53 @@ fn an_adopted_proposal_says_so_in_every_format() {
     let table = on_planted(&p, home.path(), &[]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(
-        text.contains(&format!("\nVerdict: adopt: {reason}\nWrite the proposal:  ")),
+        text.contains(&format!(
+            "\nVerdict: adopt (a change worth making): {reason}\nWrite the proposal:  "
+        )),
         "{text}"
     );
     let v = suggest_json(&p, home.path(), &[]);
     assert_eq!(
         v["suggest"]["verdict"],
-        json!({"decision": "adopt", "reasons": [reason]})
+        json!({"decision": "adopt", "gloss": "a change worth making", "reasons": [reason]})
     );
     let yaml = on_planted(&p, home.path(), &["-o", "yaml"]);
     let y: Value = serde_yaml::from_slice(&yaml.stdout).unwrap();
     assert_eq!(y["suggest"]["verdict"], v["suggest"]["verdict"]);
     let md = String::from_utf8(on_planted(&p, home.path(), &["-o", "markdown"]).stdout).unwrap();
-    assert!(md.contains(&format!("**Verdict: adopt** — {reason}\n")), "{md}");
+    assert!(
+        md.contains(&format!("**Verdict: adopt (a change worth making)** — {reason}\n")),
+        "{md}"
+    );
     assert!(md.contains("\nWrite it: `"), "{md}");
     let html = String::from_utf8(on_planted(&p, home.path(), &["-o", "html"]).stdout).unwrap();
     assert!(
-        html.contains(&format!("<p class=\"verdict\"><b>Verdict: adopt</b> — {reason}</p>")),
+        html.contains(&format!(
+            "<p class=\"verdict\"><b>Verdict: adopt (a change worth making)</b> — {reason}</p>"
+        )),
         "{html}"
     );
     let policy = on_planted(&p, home.path(), &["-o", "policy"]);
     assert_eq!(
         String::from_utf8_lossy(&policy.stderr),
-        format!("verdict: adopt: {reason}\n")
+        format!("verdict: adopt (a change worth making): {reason}\n")
     );
     assert!(policy
         .stdout
-        .starts_with(format!("# verdict: adopt: {reason}\n# Proposed by").as_bytes()));
+        .starts_with(format!("# verdict: adopt (a change worth making): {reason}\n# Proposed by").as_bytes()));
+    assert_eq!(
+        table.status.code(),
+        Some(0),
+        "{}",
+        crate::support::format_output(&table)
+    );
+    assert_eq!(policy.status.code(), Some(0));
+    // `--exit-code` is gone: the exit status is the gate.
     let out = on_planted(&p, home.path(), &["--exit-code"]);
-    assert_eq!(out.status.code(), Some(1), "{}", crate::support::format_output(&out));
+    assert_eq!(
+        crate::support::format_output(&out),
+        "exit: 2\n--- stdout\n--- stderr\nerror: `suggest --exit-code` is gone: suggest exits 1 when its verdict is `reject`, in every format, and 0 on `adopt` and `keep`\n\nhint: drop `--exit-code`: under `set -e` a script stops at a rejected proposal\n"
+    );
     // The policy's one limit, alike in every format: today's 3.
     assert!(
         text.contains("Proposal: policy `suggested` (the design dialect, retryLimit 3), 7 rules"),
@@ -60,8 +79,8 @@ fn an_adopted_proposal_says_so_in_every_format() {
     assert!(String::from_utf8_lossy(&policy.stdout).contains("\nspec:\n  retryLimit: 3\n"));
 }
 
-/// A proposal that loses a job today's policy saves is `do not adopt`, names the job, and
-/// prints no write line; `--exit-code` exits 0.
+/// A proposal that loses a job today's policy saves is `reject (do not adopt)`, names the job,
+/// prints no write line nor tune line, and exits 1 in every format, its output written whole.
 #[test]
 fn a_proposal_that_loses_a_job_is_rejected_without_a_write_line() {
     let home = temp_home();
@@ -88,22 +107,33 @@ fn a_proposal_that_loses_a_job_is_rejected_without_a_write_line() {
         "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: today}\nspec:\n  retryLimit: 1\n  defaultAction: Retry\n",
     )
     .unwrap();
-    let args = [
-        "suggest",
-        "--history",
-        path(&history),
-        "--baseline",
-        path(&today),
-        "--exit-code",
-    ];
+    let args = ["suggest", "--history", path(&history), "--baseline", path(&today)];
     let out = run(home.path(), &args);
-    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", crate::support::format_output(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.ends_with("\nVerdict: do not adopt: loses 1 job today's policy saves (`j0`)\n"),
+        text.ends_with("\nVerdict: reject (do not adopt): loses 1 job today's policy saves (`j0`)\n"),
         "{text}"
     );
-    assert!(!text.contains("Write the proposal"), "{text}");
+    assert!(
+        !text.contains("Write the proposal") && !text.contains("Search its limits"),
+        "{text}"
+    );
+    for format in ["json", "yaml", "markdown", "html", "policy"] {
+        let out = run(home.path(), &[&args[..], &["-o", format]].concat());
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{format}: {}",
+            crate::support::format_output(&out)
+        );
+        assert!(!out.stdout.is_empty(), "{format}");
+    }
+    let v: Value = serde_json::from_slice(&run(home.path(), &[&args[..], &["-o", "json"]].concat()).stdout).unwrap();
+    assert_eq!(
+        v["suggest"]["verdict"],
+        json!({"decision": "reject", "gloss": "do not adopt", "reasons": ["loses 1 job today's policy saves (`j0`)"]})
+    );
     // The job a verdict names is the history's text: in `-o policy`'s comment a line break
     // in its id is escaped, so that it cannot end the comment and add a key.
     let hostile = std::fs::read_to_string(&history)
@@ -122,15 +152,17 @@ fn a_proposal_that_loses_a_job_is_rejected_without_a_write_line() {
             "policy",
         ],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", crate::support::format_output(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.starts_with("# verdict: reject: loses 1 job today's policy saves (`j0\\x0akind: Evil`)\n# Proposed by"),
+        text.starts_with(
+            "# verdict: reject (do not adopt): loses 1 job today's policy saves (`j0\\x0akind: Evil`)\n# Proposed by"
+        ),
         "{text}"
     );
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .contains("verdict: reject: loses 1 job today's policy saves (`j0\\x0akind: Evil`)\n"),
+            .contains("verdict: reject (do not adopt): loses 1 job today's policy saves (`j0\\x0akind: Evil`)\n"),
         "{}",
         crate::support::format_output(&out)
     );
@@ -167,7 +199,7 @@ fn a_rule_of_todays_with_one_trial_is_kept_and_its_job_is_not_lost() {
         assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains(rule), "{engine}: {text}");
-        assert!(text.starts_with("# verdict: keep: "), "{engine}: {text}");
+        assert!(text.starts_with("# verdict: keep (keep today's policy): "), "{engine}: {text}");
         // First in the queue's list, never alone.
         assert!(text.ends_with("retryPolicies:\n- suggested\n- ml-old\n"), "{engine}: {text}");
         let v = json_of(&run(home.path(), &[&base[..], &["-o", "json"]].concat()));
@@ -412,19 +444,12 @@ fn a_proposal_that_changes_nothing_keeps_todays_policy() {
     .unwrap();
     let out = run(
         home.path(),
-        &[
-            "suggest",
-            "--history",
-            path(&history),
-            "--baseline",
-            path(&today),
-            "--exit-code",
-        ],
+        &["suggest", "--history", path(&history), "--baseline", path(&today)],
     );
     assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("\nVerdict: keep today's policy: the proposal changes nothing that matters: no job changes outcome, no retry is added or removed\n"),
+        text.contains("\nVerdict: keep (keep today's policy): the proposal changes nothing that matters: no job changes outcome, no retry is added or removed\n"),
         "{text}"
     );
     assert!(!text.contains("Write the proposal"), "{text}");

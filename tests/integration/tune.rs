@@ -608,12 +608,13 @@ retryPolicies:
 }
 
 /// `--pick ID` given the history runs the search first: a candidate that loses jobs the
-/// baseline saves, or costs past `--max-compute`, is written all the same (the documents
-/// `--pick ID` without the history writes), with a warning naming the jobs, the constraints
-/// it breaks as the table's first line says them, and the recommendation. The sweep above:
-/// 5 (3, Fail) loses `l1` and `l2`; 6 is recommended.
+/// baseline saves, or costs past `--max-compute`, is refused (exit 1, nothing written) with
+/// the jobs, the constraints it breaks as the table's first line says them, and the
+/// recommendation; `--force` writes it (the documents `--pick ID` without the history
+/// writes) with the same words as a warning. The sweep above: 5 (3, Fail) loses `l1` and
+/// `l2`; 6 is recommended.
 #[test]
-fn pick_of_a_candidate_that_loses_a_job_writes_it_and_warns() {
+fn pick_of_a_candidate_that_loses_a_job_is_refused_unless_forced() {
     let dir = tempfile::tempdir().unwrap();
     setup(dir.path());
     let with = |extra: &[&str]| run(dir.path(), &[&sweep("t")[..], extra].concat());
@@ -634,7 +635,22 @@ fn pick_of_a_candidate_that_loses_a_job_writes_it_and_warns() {
     );
     assert_eq!(
         format_output(&with(&["--pick", "5", "-o", "yaml"])),
+        "exit: 1\n--- stdout\n--- stderr\nerror: candidate 5 loses 2 jobs the baseline saves (`l1`, `l2`), over the constraint lost ≤ 0: pick another (the recommendation is candidate 6), or `--force` to write it\n"
+    );
+    assert_eq!(
+        format_output(&with(&["--pick", "5", "-o", "yaml", "--force"])),
         format!("exit: 0\n--- stdout\n{documents}--- stderr\nwarning: candidate 5 loses 2 jobs the baseline saves (`l1`, `l2`), over the constraint lost ≤ 0; the recommendation is candidate 6\n")
+    );
+    // `--exit-code` means one thing with `--pick` too: a candidate is recommended.
+    assert_eq!(
+        with(&["--pick", "5", "-o", "yaml", "--force", "--exit-code"])
+            .status
+            .code(),
+        Some(1)
+    );
+    assert_eq!(
+        with(&["--pick", "6", "-o", "yaml", "--exit-code"]).status.code(),
+        Some(1)
     );
     // The recommended candidate: no warning.
     let six = with(&["--pick", "6", "-o", "yaml"]);
@@ -649,18 +665,18 @@ fn pick_of_a_candidate_that_loses_a_job_writes_it_and_warns() {
     );
     // Within --max-lost 2 the loss is still said; past --max-compute 5h (costs in
     // `every_broken_constraint_is_listed`) so is the cost, and nothing is recommended.
-    let lenient = with(&["--max-lost", "2", "--pick", "5", "-o", "yaml"]);
+    let lenient = with(&["--max-lost", "2", "--pick", "5", "-o", "yaml", "--force"]);
     assert_eq!(
         String::from_utf8_lossy(&lenient.stderr),
         "warning: candidate 5 loses 2 jobs the baseline saves (`l1`, `l2`); the recommendation is candidate 6\n"
     );
-    let capped = with(&["--max-compute", "5h", "--pick", "3", "-o", "yaml"]);
+    let capped = with(&["--max-compute", "5h", "--pick", "3", "-o", "yaml", "--force"]);
     assert_eq!(capped.status.code(), Some(0));
     assert_eq!(
         String::from_utf8_lossy(&capped.stderr),
         "warning: candidate 3 loses 2 jobs the baseline saves (`l1`, `l2`), over the constraint lost ≤ 0, and costs +8h48m20s, over the constraint cost ≤ 5h; the recommendation is none\n"
     );
-    let costly = with(&["--max-compute", "5h", "--pick", "2", "-o", "yaml"]);
+    let costly = with(&["--max-compute", "5h", "--pick", "2", "-o", "yaml", "--force"]);
     assert_eq!(
         String::from_utf8_lossy(&costly.stderr),
         "warning: candidate 2 costs +6h, over the constraint cost ≤ 5h; the recommendation is none\n"
@@ -679,7 +695,10 @@ fn pick_names_five_lost_jobs_at_most() {
     setup(dir.path());
     let lines: Vec<String> = (1..=7).map(|i| job(&format!("lost{i}"), &[EXIT2, OK])).collect();
     fs::write(dir.path().join("h.jsonl"), lines.join("\n") + "\n").unwrap();
-    let out = run(dir.path(), &[&sweep("t")[..], &["--pick", "1", "-o", "yaml"]].concat());
+    let out = run(
+        dir.path(),
+        &[&sweep("t")[..], &["--pick", "1", "-o", "yaml", "--force"]].concat(),
+    );
     assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),

@@ -155,6 +155,7 @@ fn drive<S: HistorySource>(
     let options = Options {
         backtest_at: sides.spec.backtest_time(),
         shard: args.replay.shard,
+        explain: sides.baseline.explains(),
     };
     let run = SimulateRun::new(args, sim, baseline.is_some(), from, source.bulk());
     let Ok(format) = Format::try_from(args.output) else {
@@ -175,7 +176,7 @@ fn drive<S: HistorySource>(
     let (code, used_given, refused) = if let Some(old) = baseline {
         let done = compare(source, old, sim, &options, Out::Sink(&mut *sink))?;
         (
-            compare_code(&done.comparison, run.exit_code),
+            compare_code(&done.comparison, run.exit_code, run.strict),
             done.used_given,
             done.refused,
         )
@@ -293,11 +294,13 @@ pub fn replay_code(s: &Summary, strict: bool) -> ExitCode {
     }
 }
 
-/// A comparison's exit status: entries not replayed 3, a change with `--exit-code` 1.
-pub fn compare_code(c: &Comparison, exit_code: bool) -> ExitCode {
+/// A comparison's exit status: entries not replayed 3, a change with `--exit-code` 1, and
+/// with `--strict` a job whose record contradicts the baseline 1 (as a plain replay's).
+pub fn compare_code(c: &Comparison, exit_code: bool, strict: bool) -> ExitCode {
+    let contradicted = c.explained.as_ref().is_some_and(|e| e.contradicted > 0);
     if c.errors > 0 {
         ExitCode::InvalidInput
-    } else if exit_code && c.changed > 0 {
+    } else if (exit_code && c.changed > 0) || (strict && contradicted) {
         ExitCode::Failure
     } else {
         ExitCode::Success

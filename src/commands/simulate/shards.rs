@@ -37,6 +37,7 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
     let options = Options {
         backtest_at: backtest_at(&partials[0], run.backtest_at.as_deref())?,
         shard: None,
+        explain: false,
     };
     let mut held = Held::for_stdout(&mut *ctx.out, ctx.out_is_stdout)?;
     // The replay's messages too, until every partial's seal is checked (at its last
@@ -66,7 +67,7 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
         })?;
         let done = fold.finish(&options)?;
         (
-            compare_code(&done.comparison, run.exit_code),
+            compare_code(&done.comparison, run.exit_code, run.strict),
             done.used_given,
             done.refused,
         )

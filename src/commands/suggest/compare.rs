@@ -23,6 +23,7 @@ use crate::output::style::Style;
 use crate::output::suggest as view;
 use crate::output::Format;
 use crate::replay::backtest::Backtest;
+use crate::replay::explained::MaxContradictions;
 use crate::replay::run::{compare_inspected, replay, NoAnswer, Options, Out};
 use crate::replay::source::copy::{Again, Copy};
 use crate::replay::source::Either;
@@ -108,6 +109,7 @@ impl Suggest {
         let options = Options {
             backtest_at: Some(backtest_at),
             shard: None,
+            explain: false,
         };
         let (_, b) = std::mem::take(&mut pass.learning.trials)
             .finish(&options)
@@ -166,6 +168,7 @@ impl Suggest {
         let options = Options {
             backtest_at: None,
             shard: None,
+            explain: self.sides.baseline.explains(),
         };
         let mut out = doc.member(out, "comparison")?;
         let mut quiet = io::sink();
@@ -193,6 +196,7 @@ impl Suggest {
         let options = Options {
             backtest_at: None,
             shard: None,
+            explain: false,
         };
         let (mut quiet, mut nothing) = (io::sink(), io::sink());
         let stderr = Stderr::new(&mut quiet, style, None, false);
@@ -207,6 +211,7 @@ impl Suggest {
 pub(super) fn judge_proposal(
     whole: &view::Captured,
     backtest: Option<&(view::Captured, view::BacktestTail)>,
+    max_contradictions: MaxContradictions,
 ) -> Judgement {
     let (learned, lost_jobs) = match backtest {
         Some((test, _)) => (
@@ -224,6 +229,8 @@ pub(super) fn judge_proposal(
         Judged {
             comparison: &learned,
             lost_jobs: &lost_jobs,
+            // The whole record, learned and later jobs: it is what the cluster ran.
+            explained: whole.comparison.explained.as_ref().map(|e| (e, max_contradictions)),
         },
         backtest.map(|(_, tail)| Later {
             false_kills: tail.false_kills,

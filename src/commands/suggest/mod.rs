@@ -76,7 +76,6 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
         run: SuggestRun::new(args, knobs, &sides.spec),
         knobs,
         output: args.output,
-        exit_code: args.exit_code,
         shard: replay_args.shard,
         history: match (&replay_args.history, &replay_args.lookout_db) {
             (Some(h), _) => History::File(h.clone()),
@@ -106,6 +105,12 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
 /// same words): the knobs, what a sharded suggest cannot read, the source's flags, the time;
 /// and the sides they name (the proposal, its baseline, `--categorizer` the deployed config).
 pub fn check(args: &SuggestArgs) -> Result<(Knobs, SidesSpec), CliError> {
+    if args.exit_code {
+        return Err(CliError::usage(
+            "`suggest --exit-code` is gone: suggest exits 1 when its verdict is `reject`, in every format, and 0 on `adopt` and `keep`",
+        )
+        .with_hint("drop `--exit-code`: under `set -e` a script stops at a rejected proposal"));
+    }
     let knobs = check_knobs(
         args.min_trials,
         args.futile,
@@ -232,8 +237,6 @@ pub(super) struct Suggest {
     run: SuggestRun,
     knobs: Knobs,
     output: SuggestOutput,
-    /// `--exit-code`: exit 1 on `adopt`.
-    exit_code: bool,
     history: History,
     /// `--shard`: a shard's learning, written for `merge`.
     shard: Option<Shard>,
@@ -443,7 +446,7 @@ impl Suggest {
             }
             _ => None,
         };
-        let judgement = judge_proposal(&whole_cmp, backtest.as_ref());
+        let judgement = judge_proposal(&whole_cmp, backtest.as_ref(), self.run.max_contradictions);
         if policy {
             // The reasons name jobs, whose ids are the history's text: escaped, on stderr as
             // everywhere, and in the comment so that no id ends it and adds a key.
@@ -454,7 +457,9 @@ impl Suggest {
         } else {
             doc.finish(&mut *out, &report, &whole_cmp, backtest.as_ref(), &judgement)?;
         }
-        Ok(if self.exit_code && judgement.decision == Decision::Adopt {
+        // A script stops on a proposal that must not be applied: `reject` is exit 1, in every
+        // format, once the output is written in full (docs/reference/suggest.md "Exit status").
+        Ok(if judgement.decision == Decision::Reject {
             ExitCode::Failure
         } else {
             ExitCode::Success

@@ -122,18 +122,21 @@ impl Suggest {
             t.extend(source.iter().cloned());
             t.extend(baseline.iter().cloned());
             t.extend(engine);
-            // Both sides' categorizers: the proposal's is in its file; the baseline's is the
+            // Both sides' categorizers, as suggest compared them (neither side borrows the
+            // other's). Upstream, the proposal's is in its file; the baseline's is the
             // deployed one (`--categorizer`, or the one among its files, which tune reads
-            // there too), else the recorded categories: it never borrows the proposal's.
-            if self.sides.engine == EngineKind::Upstream {
-                match (&r.baseline_categorizer, self.deployed()) {
-                    (Some(c), _) => t.push(format!(
-                        "--baseline-categorizer {}",
-                        shell_word(&c.display().to_string())
-                    )),
-                    (None, Some(_)) => {}
-                    (None, None) => t.push("--baseline-categorizer recorded".to_string()),
+            // there too), else the recorded categories. Design, the proposal has no
+            // categorizer of its own: it decides on the deployed one, given to both sides.
+            let word = |p: &std::path::Path| shell_word(&p.display().to_string());
+            match (self.sides.engine, &r.baseline_categorizer, self.deployed()) {
+                (EngineKind::Upstream, Some(c), _) => t.push(format!("--baseline-categorizer {}", word(c))),
+                (EngineKind::Upstream, None, Some(_)) => {}
+                (EngineKind::Upstream, None, None) => t.push("--baseline-categorizer recorded".to_string()),
+                (EngineKind::Design, Some(c), _) => {
+                    t.push(format!("--categorizer {} --baseline-categorizer {}", word(c), word(c)))
                 }
+                (EngineKind::Design, None, Some(d)) => t.push(format!("--categorizer {}", shell_word(&d.file.name))),
+                (EngineKind::Design, None, None) => {}
             }
             t.extend(varies);
             t.join(" ")

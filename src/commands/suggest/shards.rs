@@ -15,6 +15,7 @@ use crate::commands::replay::sides::{resolve, SidesSpec};
 use crate::commands::replay::source::FileSource;
 use crate::error::ExitCode;
 use crate::output::mode::Baseline;
+use crate::replay::explained::MaxContradictions;
 use crate::replay::partial::counts::{Counts, Sums};
 use crate::replay::partial::fingerprint;
 use crate::replay::partial::{decode_learned, Partial};
@@ -42,6 +43,8 @@ pub struct SuggestRun {
     #[serde(default)]
     pub extrapolate: bool,
     pub name: String,
+    #[serde(default)]
+    pub max_contradictions: MaxContradictions,
 }
 
 impl SuggestRun {
@@ -56,6 +59,7 @@ impl SuggestRun {
             max_limit: knobs.max_limit,
             extrapolate: knobs.extrapolate,
             name: args.name.clone(),
+            max_contradictions: args.max_contradictions,
         }
     }
 }
@@ -121,8 +125,6 @@ fn conclude_merged(
         run: run.clone(),
         knobs,
         output,
-        // The merge's exit status is its own (`merge`), not the shards' flag.
-        exit_code: false,
         history: History::File(run.history.clone()),
         shard: None,
         sides,

@@ -3,8 +3,9 @@
 //! Load (the template, its varies checked and counted before anything else, each candidate's
 //! documents, the baseline) → `tune::sweep` over the history source `replay_source` opens →
 //! `tune::rank` → `output::tune`. `--pick N` without a history writes candidate N's documents
-//! without a replay; given one, it searches as `--pick recommended` does, writes candidate N
-//! and warns when N loses a job the baseline saves or breaks a constraint.
+//! without a replay; given one, it searches as `--pick recommended` does, and writes candidate
+//! N unless N loses a job the baseline saves or breaks a constraint (then exit 1, nothing
+//! written; `--force` writes it with a warning).
 //! Must not: replay, count, rank or format itself.
 //!
 //! Decisions docs/tune.md leaves open:
@@ -48,6 +49,7 @@ use crate::output::text::shown;
 use crate::output::tune::{self as view, BaselineFrom, Skipped, StderrListener, TuneView};
 use crate::output::Format;
 use crate::replay::estimate::Rates;
+use crate::replay::explained::MaxContradictions;
 use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::run::{CompareTally, Options};
 use crate::replay::shard::Shard;
@@ -147,6 +149,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         baseline_from: from,
         max_lost: args.max_lost,
         max_compute: args.max_compute.clone(),
+        max_contradictions: args.max_contradictions,
         pick_command,
         backtest_at: replay.backtest_at.clone(),
         exit_code: args.exit_code,
@@ -157,12 +160,14 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
     let mut tune = Tune {
         format,
         pick,
+        force: args.force,
         arms,
         run,
         max_compute,
         options: Options {
             backtest_at: sides.spec.backtest_time(),
             shard: replay.shard,
+            explain: sides.baseline.explains(),
         },
         template: &template,
         varies: &varies,
@@ -353,6 +358,8 @@ struct Tune<'a> {
     /// `None`: `--pick`.
     format: Option<TuneOutput>,
     pick: Option<Pick>,
+    /// `--force`: write a pick that loses a job or breaks a constraint.
+    force: bool,
     arms: Vec<Arm>,
     run: TuneRun,
     max_compute: Option<MaxCompute>,
@@ -379,6 +386,8 @@ pub struct TuneRun {
     pub max_lost: u64,
     /// `--max-compute` as typed.
     pub max_compute: Option<String>,
+    #[serde(default)]
+    pub max_contradictions: MaxContradictions,
     pub pick_command: String,
     pub backtest_at: Option<String>,
     pub exit_code: bool,
@@ -443,8 +452,9 @@ impl Tune<'_> {
 
 impl Tune<'_> {
     /// `--pick recommended`: the recommended candidate's documents. `--pick ID` (given a
-    /// history): candidate ID's, and a warning when it loses a job the baseline saves or
-    /// breaks a constraint (`output::tune::pick_warning`).
+    /// history): candidate ID's; one that loses a job the baseline saves or breaks a
+    /// constraint is refused (exit 1), or with `--force` written with a warning
+    /// (`output::tune::{pick_refusal, pick_warning}`).
     fn pick(&mut self, ctx: &mut Context, swept: Swept) -> anyhow::Result<ExitCode> {
         let errors_code = if swept.errors > 0 {
             ExitCode::InvalidInput
@@ -455,18 +465,25 @@ impl Tune<'_> {
         let (id, warning) = match self.pick {
             Some(Pick::Id(id)) => {
                 let at = ranked.candidates.iter().position(|c| c.id == id);
-                (
-                    id,
-                    at.and_then(|i| view::pick_warning(&ranked, i, self.run.max_compute.as_deref())),
-                )
+                let max_compute = self.run.max_compute.as_deref();
+                // A pick that loses a job or breaks a constraint is not written unless
+                // forced: a script under `set -e` stops here (docs/tune.md "Picking a
+                // candidate").
+                if let (Some(i), false) = (at, self.force) {
+                    if let Some(refusal) = view::pick_refusal(&ranked, i, max_compute) {
+                        return Err(CliError::failed(refusal).into());
+                    }
+                }
+                (id, at.and_then(|i| view::pick_warning(&ranked, i, max_compute)))
             }
             _ => match ranked.recommended {
                 Some(i) => (ranked.candidates[i].id, None),
                 None => {
                     writeln!(
                         ctx.err,
-                        "{}: no candidate is recommended: none within the constraints beats the baseline's expected successes or matches them for less cost; keep the baseline",
-                        ctx.style.error("error")
+                        "{}: no candidate is recommended: {}",
+                        ctx.style.error("error"),
+                        view::none_recommended(&ranked)
                     )?;
                     return Ok(ExitCode::Failure);
                 }
@@ -476,7 +493,17 @@ impl Tune<'_> {
         if let Some(warning) = warning {
             writeln!(ctx.err, "{}: {warning}", ctx.style.warning("warning"))?;
         }
-        Ok(if code == ExitCode::Success { errors_code } else { code })
+        Ok(if code != ExitCode::Success {
+            code
+        } else if errors_code != ExitCode::Success {
+            errors_code
+        } else if self.run.exit_code && ranked.recommended.is_some() {
+            // `--exit-code` means one thing, with or without `--pick`: a candidate is
+            // recommended.
+            ExitCode::Failure
+        } else {
+            ExitCode::Success
+        })
     }
 
     /// `-o partial`: the shard's tallies and the jobs to list, for `merge`. Exit 0 once it
@@ -532,6 +559,7 @@ fn ranking(
     let constraints = Constraints {
         max_lost: run.max_lost,
         max_compute,
+        max_contradictions: run.max_contradictions,
     };
     rank(candidates, baseline, rates, &constraints)
 }

@@ -109,7 +109,7 @@ fn candidate_name(path: &Path) -> String {
 /// (design when they mix dialects), `--engine`/`--baseline-engine` over it: one today's side
 /// for every candidate, so that each candidate's shadow counts are against the same
 /// baseline; a side's categorizer is its flag or the document among its files, never both,
-/// and today's never borrows a candidate's. Also the Queue documents' names, in order.
+/// and neither side borrows the other's. Also the Queue documents' names, in order.
 /// `None` after reporting invalid documents (exit 3).
 fn sides(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<Option<(Sides, Vec<String>)>> {
     let read = |ctx: &mut Context, paths: &[PathBuf], side| read_side(ctx, paths, args.recursive, side, "watched");
@@ -145,7 +145,7 @@ fn sides(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<Option<(Sides, V
             args.categorizer.as_deref(),
             files.categorizer,
         )?;
-        borrow_rule(true, &n, &today_named)?;
+        borrow_rule(true, false, &n, &today_named)?;
         named.push((name, files.files, n));
     }
     let retry_policies = args.retry_policies.as_deref();

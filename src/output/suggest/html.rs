@@ -17,7 +17,7 @@ use crate::suggest::verdict::{Decision, Judgement};
 
 use super::capture::{BacktestTail, Captured};
 use super::report::Report;
-use super::words::{estimated, no_rules, observed, pct, proposal_words, rate_words, short, today, TOP};
+use super::words::{estimated, merged_words, no_rules, observed, pct, proposal_words, rate_words, short, today, TOP};
 
 pub(super) fn html(
     r: &Report<'_>,
@@ -29,7 +29,7 @@ pub(super) fn html(
     let c = &whole.comparison;
     let verdict = format!(
         "<p class=\"verdict\"><b>Verdict: {}</b> — {}</p>\n",
-        esc(judgement.decision.words()),
+        esc(&judgement.decision.words()),
         esc(&judgement.reasons.join("; "))
     );
     let _ = writeln!(b, "<h1>Proposed retry policy <code>{}</code></h1>", esc(r.name));
@@ -39,6 +39,13 @@ pub(super) fn html(
         "<p class=\"observed\">Observed against the baseline: {}.</p>",
         esc(&observed(c))
     );
+    if let Some(x) = &c.explained {
+        let _ = writeln!(
+            b,
+            "<p class=\"observed\">Baseline: {}.</p>",
+            x.words(|id| format!("<code>{}</code>", esc(id)))
+        );
+    }
     if let Some(line) = whole.estimates.as_ref().and_then(|e| estimated(c, e)) {
         let _ = writeln!(
             b,
@@ -71,6 +78,12 @@ pub(super) fn html(
                 );
             }
             b.push_str("</ul>\n");
+        }
+        for g in &u.merged {
+            let _ = writeln!(b, "<p>{}</p>", esc(&merged_words(g)));
+        }
+        for a in &u.action_changes {
+            let _ = writeln!(b, "<p class=\"cluster\">Cluster-wide: {}</p>", esc(&a.words()));
         }
     }
     if let (Some(bh), Some((bc, t))) = (&r.backtest, backtest) {
@@ -150,7 +163,7 @@ pub(super) fn html(
             esc(&rate_words(s)),
             esc(depths.trim_end()),
             esc(&today(s)),
-            esc(&proposal_words(v))
+            esc(&proposal_words(v, r.upstream))
         );
     }
     b.push_str("</tbody></table>\n");

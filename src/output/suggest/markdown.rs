@@ -12,7 +12,9 @@ use crate::suggest::verdict::{Decision, Judgement};
 
 use super::capture::{BacktestTail, Captured};
 use super::report::Report;
-use super::words::{estimated, gpu_cell, no_rules, observed, proposal_words, rate_words, short, today, TOP};
+use super::words::{
+    estimated, gpu_cell, merged_words, no_rules, observed, proposal_words, rate_words, short, today, TOP,
+};
 
 pub(super) fn markdown(
     r: &Report<'_>,
@@ -26,7 +28,7 @@ pub(super) fn markdown(
     let _ = writeln!(
         m,
         "**Verdict: {}** — {}\n",
-        judgement.decision.words(),
+        md(&judgement.decision.words()),
         md(&judgement.reasons.join("; "))
     );
     let _ = writeln!(
@@ -37,10 +39,21 @@ pub(super) fn markdown(
         plural(r.signatures.len() as u64, "signature", "signatures")
     );
     let _ = writeln!(m, "**Observed against the baseline:** {}.\n", observed(c));
+    if let Some(x) = &c.explained {
+        let _ = writeln!(m, "**Baseline:** {}.\n", x.words(code_span));
+    }
     if let Some(line) = whole.estimates.as_ref().and_then(|e| estimated(c, e)) {
         let _ = writeln!(m, "**Estimated** (not observed): {}.\n", md(&line));
     }
     let _ = writeln!(m, "{}\n", md(&plan_sentence(c)));
+    if let Some(u) = r.upstream {
+        for g in &u.merged {
+            let _ = writeln!(m, "{}\n", md(&merged_words(g)));
+        }
+        for a in &u.action_changes {
+            let _ = writeln!(m, "**Cluster-wide:** {}\n", md(&a.words()));
+        }
+    }
     if let (Some(b), Some((bc, t))) = (&r.backtest, backtest) {
         let _ = writeln!(
             m,
@@ -67,7 +80,7 @@ pub(super) fn markdown(
             rate_words(s),
             gpu_cell(s),
             md(&today(s)),
-            md(&proposal_words(v))
+            md(&proposal_words(v, r.upstream))
         );
     }
     for (k, (s, why)) in no_rules(r).enumerate() {

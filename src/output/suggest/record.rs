@@ -165,6 +165,18 @@ fn proposal_fields(head: &Head<'_>) -> Map<String, Value> {
             .map(|c| json!({"name": c.name, "action": if c.delete {"Delete"} else {"Retain"}, "signatures": c.signatures}))
             .collect();
         m.insert("categories".into(), Value::Array(cats));
+        let merged: Vec<Value> = u
+            .merged
+            .iter()
+            .map(|g| json!({"category": g.category, "signatures": g.signatures}))
+            .collect();
+        m.insert("merged".into(), Value::Array(merged));
+        let changes: Vec<Value> = u
+            .action_changes
+            .iter()
+            .map(|a| json!({"category": a.category, "takesFrom": a.takes_from, "action": if a.delete {"Delete"} else {"Retain"}}))
+            .collect();
+        m.insert("actionChanges".into(), Value::Array(changes));
     }
     m
 }
@@ -238,7 +250,11 @@ pub(super) fn verdict(out: &mut dyn Write, format: Format, judgement: &Judgement
     let mut m = Map::new();
     m.insert(
         "verdict".into(),
-        json!({"decision": judgement.decision.as_str(), "reasons": judgement.reasons}),
+        json!({
+            "decision": judgement.decision.as_str(),
+            "gloss": judgement.decision.gloss(),
+            "reasons": judgement.reasons,
+        }),
     );
     match format {
         Format::Json | Format::Jsonl => writeln!(out, ",{}}}}}", json_fields(&m)),

@@ -19,7 +19,7 @@ use crate::suggest::verdict::{Decision, Judgement};
 
 use super::capture::{BacktestTail, Captured};
 use super::report::{EngineFrom, Report};
-use super::words::{estimated, gpu_cell, no_rules, proposal_words, rate_words, short, today, TOP};
+use super::words::{estimated, gpu_cell, merged_words, no_rules, proposal_words, rate_words, short, today, TOP};
 
 /// The table's first line: which engine decided, why, and how to pick the other.
 fn engine_line(engine: EngineKind, from: EngineFrom) -> String {
@@ -69,7 +69,7 @@ pub(super) fn table(
                 rate_words(s),
                 gpu_cell(s),
                 today(s),
-                proposal_words(v),
+                proposal_words(v, r.upstream),
             ]
         })
         .collect();
@@ -145,18 +145,32 @@ pub(super) fn table(
         EngineKind::Design => format!("the design dialect, {limit}"),
         EngineKind::Upstream => format!("today's Armada: a categorizer and a v1beta1 policy, {limit}"),
     };
-    let retry = r.rules.iter().filter(|p| p.limit.is_some()).count();
+    // The rules the document writes: upstream, signatures proposing alike on one category
+    // share one.
+    let (rules, retry) = match r.upstream {
+        Some(u) => (
+            u.rule_actions.len(),
+            u.rule_actions
+                .iter()
+                .filter(|a| **a == crate::model::Action::Retry)
+                .count(),
+        ),
+        None => (r.rules.len(), r.rules.iter().filter(|p| p.limit.is_some()).count()),
+    };
     let kept = match r.kept.len() {
         0 => String::new(),
         n => format!(", then {} kept from today", plural(n as u64, "rule", "rules")),
     };
-    let proposal = format!(
-        "policy `{}` ({dialect}), {} of its own ({retry} Retry, {} Fail){kept}.",
-        r.name,
-        plural(r.rules.len() as u64, "rule", "rules"),
-        r.rules.len() - retry
-    );
-    for line in crate::output::lines::wrap("Proposal: ", "  ", &proposal) {
+    // One line when it fits, else the policy and its rules a line each.
+    let parts = [
+        format!("policy `{}` ({dialect}),", r.name),
+        format!(
+            "{} of its own ({retry} Retry, {} Fail){kept}.",
+            plural(rules as u64, "rule", "rules"),
+            rules - retry
+        ),
+    ];
+    for line in crate::output::lines::list("Proposal: ", &parts, " ", "  ") {
         writeln!(out, "{line}")?;
     }
     if let Some(u) = r.upstream {
@@ -175,6 +189,14 @@ pub(super) fn table(
                 plural(u.raises.len() as u64, "signature", "signatures"),
                 u.raises.iter().map(|s| short(s, 40)).collect::<Vec<_>>().join(", ")
             )?;
+        }
+        for g in &u.merged {
+            for line in crate::output::lines::wrap("  ", "    ", &merged_words(g)) {
+                writeln!(out, "{line}")?;
+            }
+        }
+        for a in &u.action_changes {
+            writeln!(out, "  cluster-wide: {}", shown(&a.words()))?;
         }
     }
     writeln!(out, "Against the baseline on the same history:")?;
@@ -209,17 +231,13 @@ pub(super) fn table(
         }
     }
     writeln!(out)?;
-    writeln!(
-        out,
-        "Verdict: {}: {}",
-        judgement.decision.words(),
-        judgement.reasons.join("; ")
-    )?;
-    // The proposal is worth writing only when it is worth adopting.
+    writeln!(out, "Verdict: {}", judgement.line())?;
+    // The proposal is worth writing only when it is worth adopting, and its limits worth
+    // searching only when it is not rejected.
     if judgement.decision == Decision::Adopt {
         writeln!(out, "Write the proposal:  {}", shown(&r.commands.write))?;
     }
-    if let Some(t) = &r.commands.tune {
+    if let (Some(t), false) = (&r.commands.tune, judgement.decision == Decision::Reject) {
         writeln!(out, "Search its limits:   {}", shown(t))?;
     }
     Ok(())

@@ -13,6 +13,7 @@ use crate::output::text::shown;
 use crate::output::words::failed_to_pending_words;
 use crate::replay::compare::{hours, Comparison};
 use crate::replay::sink::Estimates;
+use crate::suggest::documents::{Merged, Upstream};
 use crate::suggest::propose::{NoRule, Proposed, Verdict};
 use crate::suggest::stats::SignatureStats;
 
@@ -75,11 +76,40 @@ pub(super) fn today(s: &SignatureStats) -> String {
     }
 }
 
-pub(super) fn proposal_words(v: &Verdict) -> String {
+///
+/// Under today's Armada the one policy `retryLimit` decides every Retry rule: the cell says
+/// what the written policy does (`upstream`: that limit as written), and the signature's own
+/// limit only beside it, cut (and why) or raised; never a limit the document does not carry.
+pub(super) fn proposal_words(v: &Verdict, upstream: Option<&Upstream>) -> String {
+    // A Fail signature that shares its category with a Retry one is retried with it.
+    if let (Verdict::Rule(p), Some(u)) = (v, upstream) {
+        if let (None, Some(g)) = (p.limit, u.merged.iter().find(|g| g.signatures.contains(&p.text))) {
+            return format!(
+                "Retry ×{} (merged in `{}`: no matcher splits it from a Retry signature)",
+                u.written_retry_limit, g.category
+            );
+        }
+    }
     match v {
         Verdict::Rule(p) => match p.limit {
-            Some(l) if p.avoid_same_node => format!("Retry ×{l}, other node{}", extrapolated(p)),
-            Some(l) => format!("Retry ×{l}{}", extrapolated(p)),
+            Some(l) => {
+                let node = if p.avoid_same_node { ", other node" } else { "" };
+                let written = upstream.map_or(l, |u| u.written_retry_limit);
+                let why = match upstream {
+                    Some(u) if l > written => match &u.cut_by {
+                        Some(by) => format!(
+                            " (policy limit {written}; ×{l} cut: a higher one would retry `{}` further)",
+                            shown(by)
+                        ),
+                        None => format!(" (policy limit {written}; ×{l} cut)"),
+                    },
+                    Some(_) if l < written => {
+                        format!(" (policy limit {written}; ×{l} raised: one limit for every rule)")
+                    }
+                    _ => String::new(),
+                };
+                format!("Retry ×{written}{node}{}{why}", extrapolated(p))
+            }
             None => "Fail".into(),
         },
         Verdict::None(NoRule::TooFewTrials { trials, .. }) => format!("as today (too few trials: {trials})"),
@@ -155,4 +185,13 @@ pub(super) fn estimated(c: &Comparison, e: &Estimates) -> Option<String> {
         ));
     }
     (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// A category that stands for signatures whose proposals differ: what it does and why.
+pub(super) fn merged_words(g: &Merged) -> String {
+    format!(
+        "category `{}` stands for {}: no one matcher tells them apart (a rule has one matcher), so it retries them all, the decision that loses no job",
+        g.category,
+        g.signatures.iter().map(|s| short(s, 40)).collect::<Vec<_>>().join(", ")
+    )
 }

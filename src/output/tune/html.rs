@@ -88,9 +88,15 @@ pub(super) fn html(view: &TuneView<'_>) -> String {
         );
     }
     let base = &r.baseline;
+    let explained = base.explained.as_ref().map_or_else(String::new, |e| {
+        format!(
+            "<p class=\"note\">{}.</p>",
+            e.words(|id| format!("<code>{}</code>", esc(id)))
+        )
+    });
     let _ = writeln!(
         b,
-        "<p>Baseline ({}): <span class=\"est\">≈ {:.1}</span> expected successes, cost {}.</p></section>",
+        "<p>Baseline ({}): <span class=\"est\">≈ {:.1}</span> expected successes, cost {}.</p>{explained}</section>",
         esc(view.baseline_from.words()),
         base.expected_succeeded,
         esc(&signed_seconds(base.cost))

@@ -60,6 +60,9 @@ pub(super) fn markdown(view: &TuneView<'_>) -> String {
         base.expected_succeeded,
         signed_seconds(base.cost)
     );
+    if let Some(e) = &base.explained {
+        let _ = writeln!(m, "\n{}.", e.words(crate::output::markdown::code_span));
+    }
     if !view.skipped.is_empty() {
         let _ = writeln!(
             m,

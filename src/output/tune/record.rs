@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use crate::model::failure_history::Final;
 use crate::tune::rank::{Excluded, Scored};
 
-use crate::output::records::{backtest_json, compute_json, estimate_json, transitions_json};
+use crate::output::records::{backtest_json, compute_json, estimate_json, explained_json, transitions_json};
 use crate::output::words::ESTIMATE_METHOD;
 
 use super::*;
@@ -114,6 +114,13 @@ pub fn document(view: &TuneView<'_>) -> Value {
         },
         "method": ESTIMATE_METHOD,
     });
+    // Counted only against a policy the cluster ran (not a template standing in for none).
+    if let (Some(e), Some(b)) = (
+        &r.baseline.explained,
+        tune.get_mut("baseline").and_then(Value::as_object_mut),
+    ) {
+        b.insert("explained".into(), explained_json(e));
+    }
     if let (Some(b), Value::Object(m)) = (view.backtest, &mut tune) {
         m.insert("backtest".into(), backtest_json(b));
     }

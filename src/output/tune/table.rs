@@ -106,6 +106,9 @@ pub(super) fn write_table(view: &TuneView<'_>, style: Style, out: &mut dyn Write
         base.finals[Final::Pending as usize],
         signed_seconds(base.cost)
     )?;
+    if let Some(e) = &base.explained {
+        writeln!(out, "  {}", e.words(|id| crate::diag::shown(id).into_owned()))?;
+    }
     let words = recommendation(view);
     writeln!(
         out,

@@ -38,7 +38,16 @@ pub(super) fn recommendation(view: &TuneView<'_>) -> String {
                 signed_seconds(s.cost)
             )
         }
-        None => "recommended: none: no candidate within the constraints beats the baseline's expected successes or matches them for less cost; keep the baseline".to_string(),
+        None => format!("recommended: none: {}", none_recommended(r)),
+    }
+}
+
+/// Why no candidate is recommended: the baseline does not explain the record (nothing
+/// measured against it holds), or none beats it.
+pub fn none_recommended(r: &Ranked) -> String {
+    match (&r.baseline.explained, r.baseline.unexplained) {
+        (Some(e), true) => e.unexplained_words(),
+        _ => "no candidate within the constraints beats the baseline's expected successes or matches them for less cost; keep the baseline".to_string(),
     }
 }
 
@@ -83,6 +92,22 @@ pub(super) fn compute_words(max: Option<&str>, applied: Option<f64>) -> String {
 /// inputs line says it), and what is recommended instead; `None` when it does neither.
 /// `max_compute`: `--max-compute` as typed.
 pub fn pick_warning(ranked: &Ranked, index: usize, max_compute: Option<&str>) -> Option<String> {
+    let (what, recommendation) = pick_problem(ranked, index, max_compute)?;
+    Some(format!("{what}; the recommendation is {recommendation}"))
+}
+
+/// `--pick ID` of a candidate that loses a job the baseline saves or breaks a constraint,
+/// refused without `--force` (docs/tune.md "Picking a candidate").
+pub fn pick_refusal(ranked: &Ranked, index: usize, max_compute: Option<&str>) -> Option<String> {
+    let (what, recommendation) = pick_problem(ranked, index, max_compute)?;
+    Some(format!(
+        "{what}: pick another (the recommendation is {recommendation}), or `--force` to write it"
+    ))
+}
+
+/// What is wrong with candidate `index` (`candidate N loses …, and costs …`), and the
+/// recommendation in words; `None` when nothing is.
+fn pick_problem(ranked: &Ranked, index: usize, max_compute: Option<&str>) -> Option<(String, String)> {
     let c = &ranked.candidates[index];
     let lost = c.tally.comparison.lost;
     if lost == 0 && c.excluded.is_empty() {
@@ -114,11 +139,7 @@ pub fn pick_warning(ranked: &Ranked, index: usize, max_compute: Option<&str>) ->
         Some(i) => format!("candidate {}", ranked.candidates[i].id),
         None => "none".to_string(),
     };
-    Some(format!(
-        "candidate {} {}; the recommendation is {recommendation}",
-        c.id,
-        clauses.join(", and ")
-    ))
+    Some((format!("candidate {} {}", c.id, clauses.join(", and ")), recommendation))
 }
 
 /// The inputs in three parts: what is searched over which jobs against which baseline, the

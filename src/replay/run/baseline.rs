@@ -80,33 +80,41 @@ pub fn compare_inspected<S: HistorySource>(
             part.reclassify
                 .apply(c, history, &mut s.baseline, Some(&mut s.candidate));
         }
-        let mut side = |sim: &Simulator, counts: fn(&mut SideCategories) -> &mut CategoryCounts, what: &str| {
-            let categorizer = sim.categorizer();
-            if let (false, Some(c)) = (shared, categorizer) {
-                part.reclassify
-                    .apply(c, history, counts(categories(&mut part.tally)), None);
-            }
-            let r = replay_job_detailed(sim, settings, history, Detail::Outcome).map(|mut r| {
-                let pending = r.take_pending();
-                let left = (r.status.final_state() == Final::Pending)
-                    .then(|| runs_left_after(sim, settings, &JobFacts::new(history), pending));
-                (r, left)
-            });
-            if categorizer.is_some() {
-                if let Ok((r, _)) = &r {
+        let mut side =
+            |sim: &Simulator, counts: fn(&mut SideCategories) -> &mut CategoryCounts, what: &str, detail: Detail| {
+                let categorizer = sim.categorizer();
+                if let (false, Some(c)) = (shared, categorizer) {
                     part.reclassify
-                        .collisions(sim.engine(), r, counts(categories(&mut part.tally)));
+                        .apply(c, history, counts(categories(&mut part.tally)), None);
                 }
-                if !shared {
-                    part.reclassify.restore(history);
+                let r = replay_job_detailed(sim, settings, history, detail).map(|mut r| {
+                    let pending = r.take_pending();
+                    let left = (r.status.final_state() == Final::Pending)
+                        .then(|| runs_left_after(sim, settings, &JobFacts::new(history), pending));
+                    (r, left)
+                });
+                if categorizer.is_some() {
+                    if let Ok((r, _)) = &r {
+                        part.reclassify
+                            .collisions(sim.engine(), r, counts(categories(&mut part.tally)));
+                    }
+                    if !shared {
+                        part.reclassify.restore(history);
+                    }
                 }
-            }
-            r.map_err(|e| format!("{origin}: job `{}`: {what}{e}", history.job.id))
+                r.map_err(|e| format!("{origin}: job `{}`: {what}{e}", history.job.id))
+            };
+        // The baseline with its contradiction checks when it is a policy the cluster ran:
+        // whether it explains the record (docs/what-if.md).
+        let baseline_detail = if options.explain {
+            Detail::Summary
+        } else {
+            Detail::Outcome
         };
-        let b = side(baseline, |s| &mut s.baseline, "baseline: ");
+        let b = side(baseline, |s| &mut s.baseline, "baseline: ", baseline_detail);
         // The candidate only when the baseline replayed (its error is the one reported).
         let c = match &b {
-            Ok(_) => side(candidate, |s| &mut s.candidate, ""),
+            Ok(_) => side(candidate, |s| &mut s.candidate, "", Detail::Outcome),
             Err(_) => Err(String::new()),
         };
         if shared {
@@ -115,6 +123,13 @@ pub fn compare_inspected<S: HistorySource>(
         let (b, b_left) = b?;
         let (c, c_left) = c?;
         let h: &FailureHistory = history;
+        if options.explain {
+            part.tally
+                .comparison
+                .explained
+                .get_or_insert_with(Default::default)
+                .add(origin.pos(), &h.job.id, !b.contradictions.is_empty());
+        }
         if let Some(look) = inspect {
             look(h, &b, &c);
         }

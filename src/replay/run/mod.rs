@@ -74,6 +74,9 @@ pub struct Options {
     pub backtest_at: Option<Timestamp>,
     /// `--shard I/N` (docs/past-one-machine.md): only the jobs of shard I.
     pub shard: Option<Shard>,
+    /// A comparison counts the jobs whose record contradicts its baseline (docs/what-if.md
+    /// "Does the baseline explain the record?"): the baseline is a policy the cluster ran.
+    pub explain: bool,
 }
 
 /// Why a replay has no answer to print: `--backtest-at` has none (a usage error,

@@ -160,14 +160,21 @@ impl<'a> Named<'a> {
     }
 }
 
-/// The baseline never borrows the candidate's categorizer (docs/categorizer.md "Replaying
-/// with a categorizer"): in a what-if whose candidate has a categorizer, a baseline that
-/// says none, not even `--baseline-categorizer recorded`, is a usage error, before any is
-/// read.
-pub fn borrow_rule(what_if: bool, candidate: &Named<'_>, baseline: &Named<'_>) -> Result<(), CliError> {
-    match candidate.file() {
-        Some(file) if what_if && !baseline.said() => Err(CliError::usage(format!(
+/// The baseline never borrows the candidate's categorizer, nor the candidate the baseline's
+/// (docs/categorizer.md "Replaying with a categorizer"): in a what-if, a side with a
+/// categorizer beside a side that says none (not even `--baseline-categorizer recorded`) is a
+/// usage error, whichever side has it, before any is read. `suggest`'s candidate is the
+/// proposal it builds on the deployed config (`proposed`): not checked.
+pub fn borrow_rule(what_if: bool, proposed: bool, candidate: &Named<'_>, baseline: &Named<'_>) -> Result<(), CliError> {
+    if !what_if || proposed {
+        return Ok(());
+    }
+    match (candidate.file(), baseline.file()) {
+        (Some(file), None) if !baseline.said() => Err(CliError::usage(format!(
             "the baseline has no categorizer while the candidate has `{file}`: give the deployed one (`--baseline-categorizer FILE`), or `--baseline-categorizer recorded` to keep the categories Lookout recorded"
+        ))),
+        (None, Some(file)) if !candidate.said() => Err(CliError::usage(format!(
+            "the candidate has no categorizer while the baseline has `{file}`: give the candidate's (`--categorizer FILE`), or compare both on the categories Lookout recorded (`--baseline-categorizer recorded`)"
         ))),
         _ => Ok(()),
     }

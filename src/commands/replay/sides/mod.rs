@@ -93,6 +93,12 @@ impl Baseline {
         }
     }
 
+    /// Whether it is a policy the cluster ran, whose fit to the record is counted
+    /// (docs/what-if.md "Does the baseline explain the record?"): not no policy at all.
+    pub fn explains(&self) -> bool {
+        !matches!(self.policies, BaselinePolicies::None | BaselinePolicies::NoPolicy(_))
+    }
+
     /// The cluster's policy set with the baseline's categorizer.
     pub fn attach(&self, sim: Simulator) -> Simulator {
         attach(sim, compiled(self.categorizer.as_ref()))
@@ -155,7 +161,8 @@ pub fn resolve(ctx: &mut Context, spec: SidesSpec) -> anyhow::Result<Option<Side
         spec.baseline_categorizer.as_deref(),
         baseline_document,
     )?;
-    borrow_rule(spec.what_if(), &candidate_named, &baseline_named)?;
+    let proposed = spec.candidate == CandidateFrom::Proposed;
+    borrow_rule(spec.what_if(), proposed, &candidate_named, &baseline_named)?;
     let baseline_said = baseline_named.said();
     let candidate_categorizer = candidate_named.read(ctx)?;
     let baseline_categorizer = match (&spec.candidate, baseline_said, spec.what_if()) {
