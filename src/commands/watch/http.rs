@@ -139,7 +139,12 @@ fn report_of(w: &Watched, which: Option<usize>) -> anyhow::Result<Vec<u8>> {
     let mut said = Vec::new();
     {
         let stderr = Stderr::new(&mut said, Style::default(), None, false);
-        let options = Options::default();
+        // A plan counts the jobs whose record contradicts today's policy, as `simulate
+        // --baseline` does: today's is a policy the cluster runs.
+        let options = Options {
+            explain: which.is_some(),
+            ..Options::default()
+        };
         match which {
             Some(i) => {
                 let mode = Mode::Compare {
