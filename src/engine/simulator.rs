@@ -227,6 +227,53 @@ impl Simulator {
         })
     }
 
+    /// These documents with the queues of `today` they do not name (docs/what-if.md "Queues
+    /// the candidate does not name"): when they name a queue at all, every other queue of
+    /// `today` is added with its list, and the policies of that list they do not define, so
+    /// that its jobs replay as today. Without a Queue of their own, their policies stand for
+    /// every job and nothing is added.
+    pub fn with_queues_of(self, today: &Simulator) -> Result<Simulator, String> {
+        if self.queues.is_empty() {
+            return Ok(self);
+        }
+        let mut missing: Vec<&Queue> = today
+            .queues
+            .values()
+            .filter(|q| !self.queues.contains_key(&q.name))
+            .collect();
+        if missing.is_empty() {
+            return Ok(self);
+        }
+        missing.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut policies: Vec<RetryPolicy> = self.policies().cloned().collect();
+        let mut queues: Vec<Queue> = self.queues.values().cloned().collect();
+        for q in missing {
+            for name in &q.retry_policies {
+                if policies.iter().any(|p| p.name == *name) {
+                    continue;
+                }
+                if let Some(&i) = today.by_name.get(name) {
+                    policies.push(today.policies[i].policy.clone());
+                }
+            }
+            queues.push(q.clone());
+        }
+        let sim = Simulator::new(policies, queues, Some(self.given.clone()))?;
+        Ok(Simulator {
+            from_server: self.from_server,
+            engine: self.engine,
+            categorizer: self.categorizer,
+            ..sim
+        })
+    }
+
+    /// The queues given, by name.
+    pub fn queue_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.queues.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+
     /// Classify every failed run with `categorizer` before deciding (docs/categorizer.md).
     pub fn with_categorizer(mut self, categorizer: Option<Arc<Classifier>>) -> Simulator {
         self.categorizer = categorizer;

@@ -14,6 +14,7 @@ pub mod learn;
 pub mod nodes;
 pub mod pattern;
 pub mod propose;
+pub mod queues;
 pub mod signature;
 pub mod stats;
 pub mod today;

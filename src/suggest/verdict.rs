@@ -9,6 +9,7 @@ use crate::diag::named;
 use crate::engine::job_report::plural;
 use crate::replay::compare::{hours, Comparison};
 use crate::replay::explained::{Explained, MaxContradictions};
+use crate::suggest::queues::QueueCounts;
 
 /// At most this many job ids are named in a reason.
 pub const NAMED: usize = 5;
@@ -57,6 +58,20 @@ pub struct Judged<'a> {
     /// Whether today's policy explains the whole record, and how many jobs may contradict it
     /// (`--max-contradictions`): past that, nothing measured against it holds.
     pub explained: Option<(&'a Explained, MaxContradictions)>,
+    /// When the proposal changes the cluster's categorizer: every queue compared.
+    pub queues: Option<Queues<'a>>,
+}
+
+/// Every queue a changed categorizer reaches (docs/suggest.md "Every queue the change
+/// reaches").
+#[derive(Debug, Clone, Copy)]
+pub struct Queues<'a> {
+    /// Each queue of the history, compared under its own policies.
+    pub counts: &'a [QueueCounts],
+    /// Queues today's documents name whose jobs the history does not hold.
+    pub unseen: &'a [String],
+    /// What the executor does otherwise for every queue (`pods of category X are deleted…`).
+    pub cluster_wide: &'a [String],
 }
 
 /// The backtest's side (`--backtest-at`): the later jobs.
@@ -108,12 +123,33 @@ pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
     if let Some((e, _)) = learned.explained.filter(|(e, max)| max.exceeded(e)) {
         reject.push(e.unexplained_words());
     }
-    if c.lost > 0 {
-        reject.push(format!(
+    match learned.queues {
+        Some(q) => {
+            if !q.unseen.is_empty() {
+                let (queues, verb) = match q.unseen.len() {
+                    1 => ("queue", "uses"),
+                    _ => ("queues", "use"),
+                };
+                reject.push(format!(
+                    "the categorizer is the cluster's: {queues} {} {verb} categories it changes and the history holds none of their jobs (export the week without --queue)",
+                    q.unseen.join(", ")
+                ));
+            }
+            for lost in q.counts.iter().filter(|q| q.lost > 0) {
+                reject.push(format!(
+                    "loses {} of queue {} today's policy saves{}",
+                    plural(lost.lost, "job", "jobs"),
+                    lost.queue,
+                    named(&lost.lost_jobs, lost.lost, NAMED)
+                ));
+            }
+        }
+        None if c.lost > 0 => reject.push(format!(
             "loses {} today's policy saves{}",
             plural(c.lost, "job", "jobs"),
             named(learned.lost_jobs, c.lost, NAMED)
-        ));
+        )),
+        None => {}
     }
     let (more, unit) = observed_hours(c);
     if more > 0.0 && changed_outcomes(c) == 0 {
@@ -158,6 +194,8 @@ pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
         "{} rescued, 0 lost; retries +{} −{}; {} {:+.1}",
         c.rescued, c.retries_added, c.retries_removed, unit, more
     ));
+    // A cluster-wide change is adopted knowingly.
+    reasons.extend(learned.queues.iter().flat_map(|q| q.cluster_wide.iter().cloned()));
     Judgement {
         decision: Decision::Adopt,
         reasons,
@@ -175,6 +213,7 @@ mod tests {
             comparison: c,
             lost_jobs: &[],
             explained: None,
+            queues: None,
         }
     }
 
@@ -192,11 +231,15 @@ mod tests {
                 comparison: &c,
                 lost_jobs: &lost,
                 explained: None,
+                queues: None,
             },
             None,
         );
         assert_eq!(v.decision, Decision::Reject);
-        assert_eq!(v.line(), "reject: loses 1 job today's policy saves (`ml-05`)");
+        assert_eq!(
+            v.line(),
+            "reject (do not adopt): loses 1 job today's policy saves (`ml-05`)"
+        );
     }
 
     /// A baseline the record contradicts past `--max-contradictions` rejects whatever the
@@ -217,6 +260,7 @@ mod tests {
             comparison: &c,
             lost_jobs: &[],
             explained: Some((&e, max)),
+            queues: None,
         };
         assert_eq!(
             judge(judged(MaxContradictions::default()), None).line(),
@@ -225,6 +269,77 @@ mod tests {
         assert_eq!(
             judge(judged(MaxContradictions::Jobs(2)), None).decision,
             Decision::Adopt
+        );
+    }
+
+    /// A changed categorizer: a lost job of another queue rejects, naming the queue; a queue
+    /// of today's documents the history does not hold rejects; a cluster-wide change is
+    /// among an adopt's reasons.
+    #[test]
+    fn every_queue_a_changed_categorizer_reaches() {
+        let c = Comparison {
+            lost: 2,
+            rescued: 4,
+            changed: 6,
+            ..Comparison::default()
+        };
+        let counts = [
+            QueueCounts {
+                queue: "batch".into(),
+                jobs: 10,
+                changed: 2,
+                lost: 2,
+                lost_jobs: vec!["b-1".into(), "b-2".into()],
+                ..QueueCounts::default()
+            },
+            QueueCounts {
+                queue: "ml".into(),
+                jobs: 10,
+                changed: 4,
+                rescued: 4,
+                ..QueueCounts::default()
+            },
+        ];
+        let unseen = ["eval".to_string()];
+        let v = judge(
+            Judged {
+                comparison: &c,
+                lost_jobs: &[],
+                explained: None,
+                queues: Some(Queues {
+                    counts: &counts,
+                    unseen: &unseen,
+                    cluster_wide: &[],
+                }),
+            },
+            None,
+        );
+        assert_eq!(
+            v.line(),
+            "reject (do not adopt): the categorizer is the cluster's: queue eval uses categories it changes and the history holds none of their jobs (export the week without --queue); loses 2 jobs of queue batch today's policy saves (`b-1`, `b-2`)"
+        );
+        let fine = Comparison {
+            rescued: 4,
+            changed: 4,
+            ..Comparison::default()
+        };
+        let wide = ["pods of category `gpu` are deleted on failure, for every queue (were kept)".to_string()];
+        let v = judge(
+            Judged {
+                comparison: &fine,
+                lost_jobs: &[],
+                explained: None,
+                queues: Some(Queues {
+                    counts: &counts[1..],
+                    unseen: &[],
+                    cluster_wide: &wide,
+                }),
+            },
+            None,
+        );
+        assert_eq!(
+            v.line(),
+            "adopt (a change worth making): 4 rescued, 0 lost; retries +0 −0; CPU-hours +0.0; pods of category `gpu` are deleted on failure, for every queue (were kept)"
         );
     }
 
@@ -237,7 +352,7 @@ mod tests {
         };
         assert_eq!(
             judge(judged(&c), None).line(),
-            "reject: costs +2.0 observed GPU-hours and changes no job's outcome"
+            "reject (do not adopt): costs +2.0 observed GPU-hours and changes no job's outcome"
         );
     }
 
@@ -307,7 +422,7 @@ mod tests {
         };
         assert_eq!(
             judge(judged(&c), None).line(),
-            "adopt: 0 rescued, 0 lost; retries +0 −480; CPU-hours -6.0"
+            "adopt (a change worth making): 0 rescued, 0 lost; retries +0 −480; CPU-hours -6.0"
         );
     }
 }

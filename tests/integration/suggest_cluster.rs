@@ -105,3 +105,284 @@ fn a_category_no_matcher_can_split_takes_the_decision_that_loses_no_job() {
 fn p(dir: &Path, name: &str) -> String {
     dir.join(name).display().to_string()
 }
+
+/// Today's policies of a cluster of two queues sharing one executor config: `ml` (the route's)
+/// and `batch`, which retries what the executor puts in `infrastructure`; with `eval`, a third
+/// queue the week holds no job of.
+fn two_queues(dir: &Path, eval: bool) -> String {
+    let current = dir.join(if eval { "three" } else { "current" });
+    std::fs::create_dir_all(&current).unwrap();
+    std::fs::copy("testdata/route/current/executor.yaml", current.join("executor.yaml")).unwrap();
+    std::fs::write(
+        current.join("policies.yaml"),
+        "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: ml-today\nretryLimit: 3\ndefaultAction: Retry\nrules:\n  - action: Retry\n    onCategory: oom\n  - action: Retry\n    onCategory: app-42\n---\napiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: batch-today\nretryLimit: 3\ndefaultAction: Fail\nrules:\n  - action: Retry\n    onCategory: infrastructure\n",
+    )
+    .unwrap();
+    let mut queues = String::new();
+    for q in ["ml", "batch"].into_iter().chain(eval.then_some("eval")) {
+        let list = if q == "ml" { "ml-today" } else { "batch-today" };
+        queues.push_str(&format!(
+            "---\napiVersion: armadaproject.io/v1beta1\nkind: Queue\nname: {q}\npriorityFactor: 1\nretryPolicies: [{list}]\n"
+        ));
+    }
+    std::fs::write(current.join("queues.yaml"), queues).unwrap();
+    format!("{}/", current.display())
+}
+
+/// The route's week, with 25 jobs of `ml` and 10 of `batch` whose image pull backs off once
+/// and then runs: the executor puts both pull failures in `infrastructure/image-pull`.
+fn two_queue_week(dir: &Path) -> String {
+    let week = std::fs::read_to_string("testdata/route/week.jsonl").unwrap();
+    let pulled: Value = week
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|j| j["runs"][0].get("podError").is_some())
+        .unwrap();
+    let mut out = week.clone();
+    let mut add = |queue: &str, id: String| {
+        let mut first = pulled["runs"][0].clone();
+        let m = first.as_object_mut().unwrap();
+        m.remove("category");
+        m.remove("subcategory");
+        m.insert("podError".into(), json!("ImagePullBackOff"));
+        let job = json!({"apiVersion": "armadaproject.io/v1", "kind": "FailureHistory",
+            "job": {"id": id, "queue": queue, "submittedAt": "2026-11-16T01:00:00Z", "resources": {"cpu": "4", "gpu": "1"}},
+            "runs": [first, {"node": "node-02", "queuedFor": "10s", "runFor": "30m", "outcome": "succeeded"}]});
+        out.push_str(&format!("{job}\n"));
+    };
+    for k in 0..25 {
+        add("ml", format!("01m7zzmlpull{k:02}"));
+    }
+    for k in 0..10 {
+        add("batch", format!("01m7zzbatch{k:02}"));
+    }
+    let path = dir.join("week.jsonl");
+    std::fs::write(&path, out).unwrap();
+    path.display().to_string()
+}
+
+/// `ml`'s transient pull back-offs make suggest split `infrastructure/image-pull`: the new
+/// category is the cluster's, and `batch`, which retries `infrastructure`, loses every job it
+/// retried. suggest compares every queue, says so per queue and rejects naming `batch`;
+/// `simulate --baseline` and `tune` given the proposal count the same loss.
+#[test]
+fn a_split_another_queue_retries_on_is_rejected_naming_the_queue() {
+    let home = temp_home();
+    let dir = home.path();
+    let (current, week) = (two_queues(dir, false), two_queue_week(dir));
+    let suggest = |extra: &[&str]| {
+        let args = [
+            &["suggest", "--history", &week, "--queue", "ml", "--baseline", &current][..],
+            extra,
+        ]
+        .concat();
+        retryctl(dir).args(args).output().unwrap()
+    };
+    let table = suggest(&[]);
+    assert_eq!(table.status.code(), Some(1), "{}", format_output(&table));
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("Plan: 0 rescued, 10 lost, 0 → Pending, 190 retried differently; 200 of 1209 jobs change.\n"),
+        "{text}"
+    );
+    assert!(text.contains("\n  queue batch: 0 rescued, 10 lost, 0 → Pending; 10 of 10 jobs change\n  queue ml: 0 rescued, 0 lost, 0 → Pending; 190 of 1199 jobs change\n"), "{text}");
+    assert!(
+        text.contains("Verdict: reject (do not adopt): loses 10 jobs of queue batch today's policy saves (`01m7zzbatch00`, `01m7zzbatch01`, `01m7zzbatch02`, `01m7zzbatch03`, `01m7zzbatch04` and 5 more)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  cluster-wide: pods of category `s-errimagepull-"),
+        "{text}"
+    );
+    assert!(!text.contains("Search its limits"), "{text}");
+    let v: Value = serde_json::from_slice(&suggest(&["-o", "json"]).stdout).unwrap();
+    assert_eq!(v["suggest"]["queues"][0]["queue"], "batch");
+    assert_eq!(v["suggest"]["queues"][0]["lost"], 10);
+    assert_eq!(v["suggest"]["verdict"]["decision"], "reject");
+    // The proposal written in full, headed by the verdict, exit 1: `set -e` stops here.
+    let policy = suggest(&["-o", "policy"]);
+    assert_eq!(policy.status.code(), Some(1));
+    let written = String::from_utf8(policy.stdout).unwrap();
+    assert!(
+        written.starts_with("# verdict: reject (do not adopt): loses 10 jobs of queue batch"),
+        "{written}"
+    );
+    let proposal = dir.join("suggested.yaml");
+    std::fs::write(&proposal, &written).unwrap();
+    let proposal = proposal.display().to_string();
+    // The verbs agree: the queues the proposal does not name replay under today's documents.
+    let simulate = retryctl(dir)
+        .args(["simulate", "-f", &proposal, "--baseline", &current, "--history", &week])
+        .output()
+        .unwrap();
+    assert_eq!(simulate.status.code(), Some(0), "{}", format_output(&simulate));
+    let text = String::from_utf8_lossy(&simulate.stdout);
+    assert!(
+        text.contains("Plan: 0 rescued, 10 lost, 0 → Pending, 190 retried differently; 200 of 1209 jobs change.\n"),
+        "{text}"
+    );
+    let tune = retryctl(dir)
+        .args([
+            "tune",
+            "-f",
+            &proposal,
+            "--baseline",
+            &current,
+            "--history",
+            &week,
+            "--vary",
+            "suggested:retryLimit=3",
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&tune.stdout).unwrap();
+    assert_eq!(
+        v["tune"]["candidates"][0]["transitions"]["lost"],
+        10,
+        "{}",
+        format_output(&tune)
+    );
+}
+
+/// A changed categorizer and a queue of today's documents the history holds no job of:
+/// nothing says what the change does to it, and the verdict says to export every queue.
+#[test]
+fn a_queue_the_week_does_not_hold_rejects_a_changed_categorizer() {
+    let home = temp_home();
+    let dir = home.path();
+    let (current, week) = (two_queues(dir, true), two_queue_week(dir));
+    let out = retryctl(dir)
+        .args([
+            "suggest",
+            "--history",
+            &week,
+            "--queue",
+            "ml",
+            "--baseline",
+            &current,
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", format_output(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["suggest"]["verdict"]["reasons"][0],
+        "the categorizer is the cluster's: queue eval uses categories it changes and the history holds none of their jobs (export the week without --queue)"
+    );
+}
+
+/// The record is what the baseline ran, or nothing measured against it holds: today's policy
+/// of retryLimit 0 cannot have made the week's retries.
+#[test]
+fn a_baseline_the_record_contradicts_rejects_and_recommends_nothing() {
+    let home = temp_home();
+    let dir = home.path();
+    let current = dir.join("current");
+    std::fs::create_dir_all(&current).unwrap();
+    std::fs::copy("testdata/route/current/executor.yaml", current.join("executor.yaml")).unwrap();
+    std::fs::copy("testdata/route/current/queues.yaml", current.join("queues.yaml")).unwrap();
+    let policies = std::fs::read_to_string("testdata/route/current/policies.yaml").unwrap();
+    std::fs::write(
+        current.join("policies.yaml"),
+        policies.replace("retryLimit: 3", "retryLimit: 1"),
+    )
+    .unwrap();
+    let current = format!("{}/", current.display());
+    let week = "testdata/route/week.jsonl";
+    let suggest = retryctl(dir)
+        .args(["suggest", "--history", week, "--queue", "ml", "--baseline", &current])
+        .output()
+        .unwrap();
+    assert_eq!(suggest.status.code(), Some(1), "{}", format_output(&suggest));
+    let text = String::from_utf8_lossy(&suggest.stdout);
+    let explains = text
+        .lines()
+        .find(|l| l.starts_with("  today's policy explains "))
+        .expect("the explains line");
+    assert!(
+        explains.starts_with("  today's policy explains 808 of 1174 jobs (366 contradict it: "),
+        "{text}"
+    );
+    assert!(
+        text.contains("Verdict: reject (do not adopt): the baseline does not explain the record: 366 jobs contradict it; is it what the cluster ran?"),
+        "{text}"
+    );
+    // Within the limit given, the proposal is judged on its own.
+    let allowed = retryctl(dir)
+        .args([
+            "suggest",
+            "--history",
+            week,
+            "--queue",
+            "ml",
+            "--baseline",
+            &current,
+            "--max-contradictions",
+            "366",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&allowed.stdout).contains("does not explain"),
+        "{}",
+        format_output(&allowed)
+    );
+    let tune = retryctl(dir)
+        .args([
+            "tune",
+            "-f",
+            "testdata/route/suggested.yaml",
+            "--history",
+            week,
+            "--baseline",
+            &current,
+            "--vary",
+            "suggested:retryLimit=1..3",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&tune.stdout);
+    assert!(
+        text.contains("recommended: none: the baseline does not explain the record: 366 jobs contradict it; is it what the cluster ran?\n"),
+        "{}",
+        format_output(&tune)
+    );
+    // simulate --baseline says it, and exits 1 with --strict.
+    for (strict, code) in [(false, 0), (true, 1)] {
+        let mut args = vec![
+            "simulate",
+            "-f",
+            "testdata/route/suggested.yaml",
+            "--baseline",
+            &current,
+            "--history",
+            week,
+        ];
+        args.extend(strict.then_some("--strict"));
+        let out = retryctl(dir).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{}", format_output(&out));
+        assert!(String::from_utf8_lossy(&out.stdout)
+            .contains("  today's policy explains 808 of 1174 jobs (366 contradict it: "));
+    }
+    let bad = retryctl(dir)
+        .args([
+            "suggest",
+            "--history",
+            week,
+            "--baseline",
+            &current,
+            "--max-contradictions",
+            "2x",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr).lines().next().unwrap(),
+        "error: invalid `--max-contradictions` `2x`: expected a number of jobs such as `5` or a percentage of the jobs compared such as `1%`"
+    );
+}

@@ -26,9 +26,10 @@ use crate::replay::backtest::Backtest;
 use crate::replay::explained::MaxContradictions;
 use crate::replay::run::{compare_inspected, replay, NoAnswer, Options, Out};
 use crate::replay::source::copy::{Again, Copy};
-use crate::replay::source::Either;
+use crate::replay::source::{Either, OneQueue};
 use crate::suggest::check::RuleCheck;
-use crate::suggest::verdict::{judge, Judged, Judgement, Later};
+use crate::suggest::queues::ByQueue;
+use crate::suggest::verdict::{judge, Judged, Judgement, Later, Queues};
 
 use super::learn::{spool_test, Pass1};
 use super::{History, Suggest, NOTHING};
@@ -46,6 +47,9 @@ pub(super) struct Pass2<'a> {
 pub(super) struct Histories {
     whole: Whole,
     copied: Option<SpoolFile>,
+    /// The proposal changes the cluster's categorizer: every queue's jobs are compared, not
+    /// `--queue`'s alone (docs/suggest.md "Every queue the change reaches").
+    pub every_queue: bool,
 }
 
 /// One history pass 2 reads.
@@ -118,13 +122,17 @@ impl Suggest {
     }
 
     /// What pass 2 reads ([`Histories`]), the later jobs copied before anything is printed.
-    pub(super) fn histories(&self, pass: &Pass1) -> anyhow::Result<Histories> {
+    pub(super) fn histories(&self, pass: &Pass1, every_queue: bool) -> anyhow::Result<Histories> {
         let whole = match (&pass.copy, &self.history) {
             (Some(_), _) => Whole::Copy,
             (None, History::File(path)) => Whole::Files(path.clone()),
             (None, History::Lookout(_)) => unreachable!("one process copies its history, a merge reads files"),
         };
-        let mut histories = Histories { whole, copied: None };
+        let mut histories = Histories {
+            whole,
+            copied: None,
+            every_queue,
+        };
         // A merge's shards copied no test jobs: they are copied from the history here.
         if let (Some(at), None) = (self.sides.spec.backtest_time(), &pass.test) {
             let source = self.open(&histories, pass, Read::Whole)?;
@@ -142,14 +150,24 @@ impl Suggest {
             (Read::Whole, Whole::Files(path)) => {
                 // Pass 2 replays the jobs pass 1 learned from: `--queue`'s alone (their
                 // count said once, after pass 1's source).
-                return Ok(Either::Right(FileSource::open(&self.sides, path)?.files));
+                let files = FileSource::open(&self.sides, path)?.files;
+                return Ok(Either::Right(match histories.every_queue {
+                    true => files.only(None),
+                    false => files,
+                }));
             }
         };
         let Some(copy) = copy else {
             unreachable!("a history pass 2 reads is copied or read again")
         };
         let copy = Copy::open(copy.path(), &pass.places, pass.bulk).map_err(|e| cannot_read_back(copy.path(), e))?;
-        Ok(Either::Left(copy))
+        // The copy holds every queue's jobs. Their own filter: pass 1 counted and said those
+        // of other queues.
+        let queue = match histories.every_queue {
+            true => None,
+            false => pass.queue.as_ref().map(|q| OneQueue::new(q.name())),
+        };
+        Ok(Either::Left(copy.only(queue)))
     }
 
     /// The proposal against the baseline over `path`, written as the `comparison` member of
@@ -164,6 +182,7 @@ impl Suggest {
         side: &Pass2<'_>,
         source: Again,
         check: Option<&RuleCheck>,
+        by_queue: Option<&ByQueue>,
     ) -> anyhow::Result<view::Captured> {
         let options = Options {
             backtest_at: None,
@@ -177,14 +196,25 @@ impl Suggest {
             None => Stderr::new(&mut quiet, style, None, false),
         };
         let mut sink = view::CaptureSink::new(side.format, &mut out, stderr);
-        let look = check.map(|c| move |h: &FailureHistory, b: &JobReport, p: &JobReport| c.look(h, b, p));
+        // The proposal's rules are checked on the learned queue's jobs (other queues' jobs
+        // replay under their own policies); every queue's are counted apart.
+        let learned = self.sides.spec.queue.as_deref();
+        let look = |h: &FailureHistory, b: &JobReport, p: &JobReport| {
+            if let Some(c) = check.filter(|_| learned.is_none_or(|q| h.job.queue.as_deref() == Some(q))) {
+                c.look(h, b, p);
+            }
+            if let Some(q) = by_queue {
+                q.look(h, b, p);
+            }
+        };
+        let inspect = check.is_some() || by_queue.is_some();
         let done = compare_inspected(
             source,
             side.baseline,
             side.proposal,
             &options,
             Out::Sink(&mut sink),
-            look.as_ref().map(|l| l as _),
+            inspect.then_some(&look as _),
         )?;
         let captured = sink.finish(done.comparison);
         out.finish()?;
@@ -212,6 +242,7 @@ pub(super) fn judge_proposal(
     whole: &view::Captured,
     backtest: Option<&(view::Captured, view::BacktestTail)>,
     max_contradictions: MaxContradictions,
+    queues: Option<Queues<'_>>,
 ) -> Judgement {
     let (learned, lost_jobs) = match backtest {
         Some((test, _)) => (
@@ -231,6 +262,7 @@ pub(super) fn judge_proposal(
             lost_jobs: &lost_jobs,
             // The whole record, learned and later jobs: it is what the cluster ran.
             explained: whole.comparison.explained.as_ref().map(|e| (e, max_contradictions)),
+            queues,
         },
         backtest.map(|(_, tail)| Later {
             false_kills: tail.false_kills,

@@ -21,7 +21,7 @@ use crate::replay::partial::Recorder;
 use crate::replay::shard::Shard;
 use crate::replay::sink::Message;
 use crate::replay::source::copy::{job_record, said_record, LastPlace, Places, Said};
-use crate::replay::source::{HistorySource, Pos};
+use crate::replay::source::{EveryQueue, HistorySource, OneQueue, Pos};
 use crate::suggest::learn::{learn_job, Learning, Placed, Unit};
 
 /// What pass 1 hands over: its counts, and what pass 2 reads or says.
@@ -40,6 +40,10 @@ pub struct Pass1 {
     /// (no job replayed), so that an unreadable history is named with its file, line and
     /// reason as `simulate` names it.
     pub unsaid: Vec<u8>,
+    /// `--queue` over a source of every queue: the copies hold every queue's jobs, pass 1
+    /// learned from this queue's alone, and pass 2 compares this queue's alone unless the
+    /// proposal changes the categorizer (docs/suggest.md "Every queue the change reaches").
+    pub queue: Option<OneQueue>,
 }
 
 impl Pass1 {
@@ -53,6 +57,7 @@ impl Pass1 {
             places: Arc::default(),
             bulk: true,
             unsaid: Vec::new(),
+            queue: None,
         }
     }
 }
@@ -69,6 +74,8 @@ const UNIT_BLOCKS: usize = 2;
 struct Learnt {
     placed: Placed,
     record: Option<Vec<u8>>,
+    /// A job of `--queue` (learned from), not only copied.
+    ours: bool,
 }
 
 /// A worker's unit of pass 1: what it learned, and the last place it copied a job from.
@@ -93,6 +100,10 @@ pub fn learn<S: HistorySource>(
 ) -> anyhow::Result<Pass1> {
     let (shard, mut partial) = shard.unzip();
     let copy = shard.is_none();
+    // One process copies every queue's jobs and learns from `--queue`'s: the filter is the
+    // workers' here, not the source's. A shard learns from its queue's alone.
+    let queue = if copy { source.one_queue() } else { None };
+    let source = EveryQueue(source);
     let mut pass = Pass1 {
         // A sharded suggest reads files, by byte range: shard 0 is the first in the source.
         learning: match shard {
@@ -107,17 +118,26 @@ pub fn learn<S: HistorySource>(
         places: Arc::default(),
         bulk: source.bulk(),
         unsaid: Vec::new(),
+        queue: queue.clone(),
     };
     let places = pass.places.clone();
     let work = |acc: &mut Acc, job: Decoded<'_>| -> Result<Learnt, String> {
-        let placed = learn_job(&mut acc.unit, job.history, job.settings, job.origin, baseline, at);
+        let ours = queue.as_ref().is_none_or(|q| q.keeps(job.history.job.queue.as_deref()));
+        let placed = match ours {
+            true => learn_job(&mut acc.unit, job.history, job.settings, job.origin, baseline, at),
+            // Copied for pass 2, in the later jobs' copy too when it is one.
+            false => Placed {
+                test: at.zip(job.history.job.submitted_at).is_some_and(|(at, s)| s >= at),
+                not_submitted: None,
+            },
+        };
         let record = copy.then(|| {
             // Sized for most jobs' records at once (a message-rich one is ~250 bytes).
             let mut r = Vec::with_capacity(512);
             job_record(&places, &mut acc.last, job.origin, job.settings, job.history, &mut r);
             r
         });
-        Ok(Learnt { placed, record })
+        Ok(Learnt { placed, record, ours })
     };
     let mut unsaid = Vec::new();
     let mut kept = Stderr::new(&mut unsaid, style, None, false);
@@ -150,7 +170,9 @@ pub fn learn<S: HistorySource>(
                         }
                     }
                 }
-                pass.learning.add_job(l.placed);
+                if l.ours {
+                    pass.learning.add_job(l.placed);
+                }
                 return Ok(true);
             }
             Processed::Error(m) => {

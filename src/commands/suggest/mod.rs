@@ -54,7 +54,8 @@ use crate::suggest::check::RuleCheck;
 use crate::suggest::documents;
 use crate::suggest::nodes::suspects;
 use crate::suggest::propose::{propose, Knobs, MAX_LIMIT};
-use crate::suggest::verdict::Decision;
+use crate::suggest::queues::{unseen, ByQueue};
+use crate::suggest::verdict::{Decision, Queues};
 
 mod compare;
 mod learn;
@@ -362,7 +363,11 @@ impl Suggest {
         if self.deployed().is_none() && proposal.upstream.as_ref().is_some_and(|u| !u.categories.is_empty()) {
             writeln!(ctx.err, "note: {}", documents::NOT_COMPLETE)?;
         }
-        let histories = self.histories(&pass)?;
+        // The categorizer is the cluster's: a proposal that changes it is compared on every
+        // queue (docs/suggest.md "Every queue the change reaches").
+        let every_queue = proposal.changes_categorizer();
+        let histories = self.histories(&pass, every_queue)?;
+        let by_queue = every_queue.then(ByQueue::default);
         // `-o policy` replays the proposal too, for its verdict, and prints none of it.
         let policy = self.output == SuggestOutput::Policy;
         let mut discard = io::sink();
@@ -405,7 +410,20 @@ impl Suggest {
             &side,
             self.open(&histories, &pass, Read::Whole)?,
             Some(&check),
+            by_queue.as_ref(),
         )?;
+        // Every queue compared, and today's queues the history lacks, when the categorizer
+        // changes.
+        let queue_counts = by_queue.map(ByQueue::into_counts).unwrap_or_default();
+        let unseen = match every_queue {
+            true => unseen(&baseline.queue_names(), &queue_counts),
+            false => Vec::new(),
+        };
+        let cluster_wide: Vec<String> = proposal
+            .upstream
+            .iter()
+            .flat_map(|u| u.action_changes.iter().map(|a| a.words()))
+            .collect();
         let suspects = suspects(learned);
         let report = Report {
             engine,
@@ -428,13 +446,15 @@ impl Suggest {
                 train_jobs: pass.learning.train_jobs,
                 test_jobs: pass.learning.test_jobs,
             }),
+            queues: &queue_counts,
         };
         doc.after_comparison(&mut *out, &report, &check.shadowed())?;
         let backtest = match &report.backtest {
             Some(_) => {
                 doc.backtest_head(&mut *out, &report)?;
                 let test = self.open(&histories, &pass, Read::Test)?;
-                let test_cmp = self.compare((&mut *ctx.err, ctx.style), &mut doc, &mut *out, &side, test, None)?;
+                let test_cmp =
+                    self.compare((&mut *ctx.err, ctx.style), &mut doc, &mut *out, &side, test, None, None)?;
                 let again = self.open(&histories, &pass, Read::Test)?;
                 let tail = view::backtest_tail(
                     &test_cmp,
@@ -446,7 +466,16 @@ impl Suggest {
             }
             _ => None,
         };
-        let judgement = judge_proposal(&whole_cmp, backtest.as_ref(), self.run.max_contradictions);
+        let judgement = judge_proposal(
+            &whole_cmp,
+            backtest.as_ref(),
+            self.run.max_contradictions,
+            every_queue.then_some(Queues {
+                counts: &queue_counts,
+                unseen: &unseen,
+                cluster_wide: &cluster_wide,
+            }),
+        );
         if policy {
             // The reasons name jobs, whose ids are the history's text: escaped, on stderr as
             // everywhere, and in the comment so that no id ends it and adds a key.

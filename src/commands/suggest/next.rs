@@ -119,7 +119,17 @@ impl Suggest {
         }
         let tune = (!varies.is_empty()).then(|| {
             let mut t = vec![format!("retryctl tune -f {file}")];
-            t.extend(source.iter().cloned());
+            // A changed categorizer is the cluster's: tune compares every queue too, the
+            // others under today's documents (docs/suggest.md "Every queue the change
+            // reaches").
+            let queue = r.queue.as_deref().map(|q| format!("--queue {}", shell_word(q)));
+            let every_queue = proposal.changes_categorizer();
+            t.extend(
+                source
+                    .iter()
+                    .filter(|s| !(every_queue && Some(*s) == queue.as_ref()))
+                    .cloned(),
+            );
             t.extend(baseline.iter().cloned());
             t.extend(engine);
             // Both sides' categorizers, as suggest compared them (neither side borrows the

@@ -37,6 +37,16 @@ pub(super) struct Proposal {
     pub sim: Simulator,
 }
 
+impl Proposal {
+    /// Whether it changes the cluster's categorizer (a new category, a split, an action):
+    /// then it is compared on every queue.
+    pub fn changes_categorizer(&self) -> bool {
+        self.upstream
+            .as_ref()
+            .is_some_and(|u| !u.categories.is_empty() || !u.action_changes.is_empty())
+    }
+}
+
 impl Suggest {
     /// The baseline's first policy's settings (the Queue's first with `--queue`), under the
     /// proposal's name.
@@ -217,7 +227,10 @@ impl Suggest {
                 policies.push(p.clone());
             }
         }
+        // Every other queue of today's documents as it is: the categorizer is the cluster's,
+        // and their jobs are compared too when it changes (docs/suggest.md "Every queue").
         let sim = Simulator::new(policies, queues, Some(vec![self.run.name.clone()]))
+            .and_then(|s| s.with_queues_of(baseline))
             .map(|s| s.with_engine(self.sides.engine))
             .map_err(|e| {
                 CliError::failed(format!(

@@ -322,7 +322,15 @@ fn candidates(template: &Template, varies: &[Vary], sides: &Sides) -> anyhow::Re
                 }
             }
         };
-        match policy_set(&c.files, sides.spec.retry_policies.as_deref(), sides.engine) {
+        let set = policy_set(&c.files, sides.spec.retry_policies.as_deref(), sides.engine);
+        // A queue the template does not name replays under the baseline's documents.
+        let set = match (set, &sides.baseline.policies) {
+            (Ok(sim), BaselinePolicies::Given(today)) => sim
+                .with_queues_of(today)
+                .map_err(|e| Unusable::Invalid(CliError::invalid(e))),
+            (set, _) => set,
+        };
+        match set {
             Ok(sim) => {
                 let sim = attach(sim, classifier);
                 let settings = match (&c.scheduler, scheduler_varied) {

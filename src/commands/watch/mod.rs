@@ -156,7 +156,12 @@ fn sides(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<Option<(Sides, V
     );
     let mut shadows = Vec::new();
     for (name, files, n) in named {
-        let sim = build(&files, retry_policies, engine, Side::Candidate)?;
+        // A queue the candidate's files do not name replays under today's documents, as in
+        // `simulate --baseline`: otherwise its jobs would count as changed by a candidate
+        // that says nothing of them, and the counters would part from simulate's.
+        let sim = build(&files, retry_policies, engine, Side::Candidate)?
+            .with_queues_of(&baseline)
+            .map_err(CliError::invalid)?;
         shadows.push((name, attach(sim, compiled(n.read(ctx)?.as_ref()))));
     }
     Ok(Some((

@@ -46,6 +46,9 @@ pub(super) fn html(
             x.words(|id| format!("<code>{}</code>", esc(id)))
         );
     }
+    for q in r.queues.iter().filter(|q| q.changed > 0) {
+        let _ = writeln!(b, "<p class=\"observed\">{}</p>", esc(&q.words()));
+    }
     if let Some(line) = whole.estimates.as_ref().and_then(|e| estimated(c, e)) {
         let _ = writeln!(
             b,

@@ -46,6 +46,12 @@ pub(super) fn markdown(
         let _ = writeln!(m, "**Estimated** (not observed): {}.\n", md(&line));
     }
     let _ = writeln!(m, "{}\n", md(&plan_sentence(c)));
+    for q in r.queues.iter().filter(|q| q.changed > 0) {
+        let _ = writeln!(m, "- {}", md(&q.words()));
+    }
+    if r.queues.iter().any(|q| q.changed > 0) {
+        m.push('\n');
+    }
     if let Some(u) = r.upstream {
         for g in &u.merged {
             let _ = writeln!(m, "{}\n", md(&merged_words(g)));

@@ -96,7 +96,7 @@ impl Doc {
         judgement: &Judgement,
     ) -> io::Result<()> {
         match self.format {
-            Format::Json | Format::Jsonl | Format::Yaml => record::verdict(out, self.format, judgement),
+            Format::Json | Format::Jsonl | Format::Yaml => record::verdict(out, self.format, r, judgement),
             Format::Table => table::table(out, self.style, r, whole, backtest, judgement),
             Format::Markdown => out.write_all(markdown::markdown(r, whole, backtest, judgement).as_bytes()),
             Format::Html => out.write_all(html::html(r, whole, backtest, judgement).as_bytes()),

@@ -246,8 +246,27 @@ pub(super) fn backtest_tail(out: &mut dyn Write, format: Format, t: &BacktestTai
 }
 
 /// The verdict, which ends the record.
-pub(super) fn verdict(out: &mut dyn Write, format: Format, judgement: &Judgement) -> io::Result<()> {
+pub(super) fn verdict(out: &mut dyn Write, format: Format, r: &Report<'_>, judgement: &Judgement) -> io::Result<()> {
     let mut m = Map::new();
+    // Every queue a changed categorizer reaches, before the verdict that weighs them.
+    if !r.queues.is_empty() {
+        let queues: Vec<Value> = r
+            .queues
+            .iter()
+            .map(|q| {
+                json!({
+                    "queue": q.queue,
+                    "jobs": q.jobs,
+                    "changed": q.changed,
+                    "rescued": q.rescued,
+                    "lost": q.lost,
+                    "toPending": q.to_pending,
+                    "lostJobs": q.lost_jobs,
+                })
+            })
+            .collect();
+        m.insert("queues".into(), Value::Array(queues));
+    }
     m.insert(
         "verdict".into(),
         json!({

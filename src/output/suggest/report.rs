@@ -9,6 +9,7 @@ use crate::output::mode::Baseline;
 use crate::suggest::documents::Upstream;
 use crate::suggest::nodes::Suspect;
 use crate::suggest::propose::{Knobs, Proposed, Verdict};
+use crate::suggest::queues::QueueCounts;
 use crate::suggest::stats::SignatureStats;
 use crate::suggest::today::Kept;
 
@@ -67,6 +68,9 @@ pub struct Report<'a> {
     pub baseline_from: Baseline,
     pub commands: Commands,
     pub backtest: Option<BacktestHead>,
+    /// When the proposal changes the cluster's categorizer, every queue compared (in name
+    /// order); empty otherwise.
+    pub queues: &'a [QueueCounts],
 }
 
 /// Where the engine came from (docs/engines.md "Which engine decides").

@@ -201,6 +201,9 @@ pub(super) fn table(
     }
     writeln!(out, "Against the baseline on the same history:")?;
     write_comparison(out, style, &whole.comparison)?;
+    for q in r.queues.iter().filter(|q| q.changed > 0) {
+        writeln!(out, "  {}", shown(&q.words()))?;
+    }
     if let Some(e) = &whole.estimates {
         estimate_lines(out, &whole.comparison, e)?;
     }

@@ -164,9 +164,18 @@ pub struct Copy {
     failed: bool,
     /// `the temporary copy of the history (`PATH`)`, before what is wrong with it.
     name: Arc<str>,
+    /// The first pass copied every queue's jobs: `--queue`'s alone are compared unless the
+    /// proposal changes the cluster's categorizer.
+    queue: Option<OneQueue>,
 }
 
 impl Copy {
+    /// Only `queue`'s jobs replayed (the workers leave out the others).
+    pub fn only(mut self, queue: Option<OneQueue>) -> Copy {
+        self.queue = queue;
+        self
+    }
+
     /// The copy at `path`, written with `places`. `bulk`: the first pass's source's (its
     /// table prints only the summary).
     pub fn open(path: &Path, places: &Places, bulk: bool) -> io::Result<Copy> {
@@ -180,6 +189,7 @@ impl Copy {
             total,
             failed: false,
             name: format!("the temporary copy of the history (`{}`)", path.display()).into(),
+            queue: None,
         })
     }
 
@@ -265,9 +275,8 @@ impl HistorySource for Copy {
         true
     }
 
-    /// The first pass copied the queue's jobs alone (and counted the others).
     fn one_queue(&self) -> Option<OneQueue> {
-        None
+        self.queue.clone()
     }
 }
 

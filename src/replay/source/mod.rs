@@ -154,6 +154,37 @@ impl<L: HistorySource, R: HistorySource> HistorySource for Either<L, R> {
     }
 }
 
+/// A source with its `--queue` filter lifted: every job reaches the workers, which decide
+/// for themselves (suggest's first pass copies every queue's jobs and learns from `--queue`'s
+/// alone: a changed categorizer is compared on every queue).
+pub struct EveryQueue<S>(pub S);
+
+impl<S: HistorySource> Iterator for EveryQueue<S> {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        self.0.next()
+    }
+}
+
+impl<S: HistorySource> HistorySource for EveryQueue<S> {
+    fn progress(&self) -> Progress {
+        self.0.progress()
+    }
+
+    fn bulk(&self) -> bool {
+        self.0.bulk()
+    }
+
+    fn sift(&mut self, shard: Shard) -> bool {
+        self.0.sift(shard)
+    }
+
+    fn one_queue(&self) -> Option<OneQueue> {
+        None
+    }
+}
+
 /// `--queue Q` applied to a file, a directory or a stream (docs/simulate.md "Inputs"): the
 /// jobs of other queues are left out of the replay, and counted for the command to say.
 #[derive(Debug, Clone)]

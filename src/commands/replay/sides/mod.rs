@@ -199,6 +199,12 @@ pub fn resolve(ctx: &mut Context, spec: SidesSpec) -> anyhow::Result<Option<Side
             }
             (None, _) => BaselinePolicies::None,
         };
+    // A queue the candidate's files do not name replays under the baseline's documents
+    // (docs/what-if.md "Queues the candidate does not name").
+    let candidate_sim = match (candidate_sim, &policies) {
+        (Some(sim), BaselinePolicies::Given(today)) => Some(sim.with_queues_of(today).map_err(CliError::invalid)?),
+        (sim, _) => sim,
+    };
     let candidate = Candidate {
         has_policies: candidate_dialect.has_policies(),
         sim: candidate_sim.map(|s| attach(s, compiled(candidate_categorizer.as_ref()))),
