@@ -451,7 +451,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__apply)
-            opts="-f -R -c -v -h -V --filename --recursive --dry-run --prune --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -c -v -h -V --filename --recursive --dry-run --prune --categorizer --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -467,6 +467,10 @@ _retryctl() {
                     ;;
                 --dry-run)
                     COMPREPLY=($(compgen -W "none client server" -- "${cur}"))
+                    return 0
+                    ;;
+                --categorizer)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --armada-url)
@@ -2979,7 +2983,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__suggest)
-            opts="-o -c -v -h -V --history --lookout-db --jobset --baseline-from-cluster --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --allow-empty --categorizer --min-trials --futile --max-limit --extrapolate --exit-code --name --output --output-file --emit --shard-count --image --volume --armada-queue --emit-job-set --job-set --namespace --requests --dsn-secret --since --from --to --queue --baseline --shard --engine --backtest-at --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-o -c -v -h -V --history --lookout-db --jobset --baseline-from-cluster --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --allow-empty --categorizer --min-trials --futile --max-limit --extrapolate --executor-config --executor-config-format --max-contradictions --exit-code --name --output --output-file --emit --shard-count --image --volume --armada-queue --emit-job-set --job-set --namespace --requests --dsn-secret --since --from --to --queue --baseline --shard --engine --backtest-at --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3030,6 +3034,18 @@ _retryctl() {
                     return 0
                     ;;
                 --max-limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --executor-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --executor-config-format)
+                    COMPREPLY=($(compgen -W "config helm" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-contradictions)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3165,7 +3181,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__tune)
-            opts="-f -R -o -c -v -h -V --filename --recursive --vary --history --lookout-db --queue --jobset --baseline --baseline-from-cluster --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --backtest-at --shard --allow-empty --categorizer --baseline-categorizer --max-lost --max-compute --max-candidates --pick --exit-code --output --output-file --emit --shard-count --image --volume --armada-queue --emit-job-set --job-set --namespace --requests --dsn-secret --since --from --to --engine --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-f -R -o -c -v -h -V --filename --recursive --vary --history --lookout-db --queue --jobset --baseline --baseline-from-cluster --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --backtest-at --shard --allow-empty --categorizer --baseline-categorizer --max-lost --max-compute --max-contradictions --max-candidates --pick --force --exit-code --output --output-file --emit --shard-count --image --volume --armada-queue --emit-job-set --job-set --namespace --requests --dsn-secret --since --from --to --engine --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3244,6 +3260,10 @@ _retryctl() {
                     return 0
                     ;;
                 --max-compute)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-contradictions)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -725,6 +725,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s f -l filenam
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l dry-run -d '`client`: validate offline, send nothing; `server`: let the server validate only' -r -f -a "none\t'Send the request'
 client\t'Validate fully offline and send nothing'
 server\t'Ask the server to validate without storing (falls back to client)'"
+complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l categorizer -d 'The executor\'s categorizer config as it will be deployed: refuse (exit 1, nothing sent) a policy naming a category it never assigns (roll out the executor config first)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l armada-url -d 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context\'s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s c -l context -d 'Context of the config file to use instead of its `currentContext`' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l config -d 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)' -r -F
@@ -1020,8 +1021,9 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l categorizer -
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l baseline-categorizer -d 'The baseline side\'s categorizer config, or `recorded` to keep the categories the runs were recorded with (without --baseline: --categorizer, as written; with one, needed when --categorizer is given)' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l max-lost -d 'Recommend no candidate that loses more than N jobs the baseline saved (Succeeded → Failed)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l max-compute -d 'Recommend no candidate whose cost (compute added − removed + expected) is over this: a duration (`10h`), or a percentage of the baseline\'s recorded compute (`5%`)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l max-contradictions -d 'Recommend nothing when more jobs than this contradict the baseline (it is then not what the cluster ran): a number of jobs, or a percentage of the jobs compared' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l max-candidates -d 'Refuse (exit 2, before any replay) a search of more candidates than N' -r
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l pick -d 'Print candidate ID\'s documents (`recommended`: the recommended one\'s) as YAML, ready for `retryctl apply -f`; a numbered one needs no history (given one, the search runs first and a warning says what the candidate loses or which constraint it breaks)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l pick -d 'Print candidate ID\'s documents (`recommended`: the recommended one\'s) as YAML, ready for `retryctl apply -f`; a numbered one needs no history (given one, the search runs first, and a candidate that loses a job the baseline saves or breaks a constraint is refused, exit 1, unless --force)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s o -l output -d 'Output format: html is one self-contained page (the frontier as a chart), markdown a table for a pull request, partial a shard\'s part for `retryctl merge` (with --shard); --pick writes yaml' -r -f -a "table\t''
 json\t''
 yaml\t''
@@ -1058,7 +1060,8 @@ never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l baseline-from-cluster -d 'What-if against what the cluster runs: the baseline is the retry policies and queue attachments stored in the --lookout-db database'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l allow-empty -d 'Exit 0 when the history holds no job (an empty file, directory, stdin or Lookout window), instead of 3'
-complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l exit-code -d 'Exit 1 when a candidate is recommended (with --pick recommended: when none is)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l force -d 'With --pick ID and a history: write the candidate even when it loses a job the baseline saves or breaks a constraint (a warning says which)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l exit-code -d 'Exit 1 when a candidate is recommended (a change worth making), with or without --pick'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -1076,6 +1079,10 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l categorize
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l min-trials -d 'A signature needs this many trials (failed runs followed by another run) for a rule of its own' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l futile -d 'A retry pays when at least this share of trials succeeds (0 < P < 1): the limit is the deepest depth that pays; a signature none of whose depths pays gets Fail' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l max-limit -d 'The largest limit proposed (1 to 10000)' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l executor-config -d 'With --engine upstream: also write the proposed executor config alone to FILE, as deployed (the deployed file\'s other keys kept), to roll out before the policy' -r -F
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l executor-config-format -d 'The shape of --executor-config\'s FILE: `config` (the executor\'s config file) or `helm` (the executor chart\'s values, the config under `applicationConfig:`)' -r -f -a "config\t''
+helm\t''"
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l max-contradictions -d 'Reject the proposal when more jobs than this contradict today\'s policy (it is then not what the cluster ran): a number of jobs, or a percentage of the jobs compared' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l name -d 'The proposed policy\'s name' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s o -l output -d 'Output format: html is one self-contained page, markdown a report for a pull request, policy the proposed documents alone (ready for `validate`, `tune -f` and `apply -f`), partial a shard\'s learning for `retryctl merge` (with --shard)' -r -f -a "table\t''
 json\t''
@@ -1118,7 +1125,7 @@ never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l baseline-from-cluster -d 'What-if against what the cluster runs: the baseline is the retry policies and queue attachments stored in the --lookout-db database'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l allow-empty -d 'Exit 0 when the history holds no job (an empty file, directory, stdin or Lookout window), instead of 3'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l extrapolate -d 'A depth with fewer than 5 trials of its own reads the signature\'s overall share instead of ending the limit (every such limit is marked `extrapolated`)'
-complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l exit-code -d 'Exit 1 when the verdict is `adopt` (a change worth making), else 0'
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l exit-code
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -128,16 +128,23 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
-/// Whether `c` is written as an escape: every control character (C0, DEL, C1) and the line
+/// Whether `c` is written as an escape: every control character (C0, DEL, C1), the line
 /// breaks a terminal or a YAML 1.1 reader knows that are not control characters (U+2028,
-/// U+2029).
+/// U+2029), and the bidirectional controls (U+202A–U+202E embeddings and overrides, U+2066–U+2069
+/// isolates): shown raw, one would reorder what follows it on the line, so that a name reads
+/// as another ("Trojan Source").
 pub fn is_escaped(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') || is_bidi_control(c)
 }
 
-/// `s` with every control character and line break escaped (`\x1b`, `\x07`, `\x00`,
-/// `\x0a`, `\u0085`, `\u2028`): one line, and nothing a terminal acts on or a YAML reader
-/// ends a comment at. The one rule for history text on a terminal (`output::text`), in a
+/// The bidirectional embedding, override and isolate controls: U+202A–U+202E, U+2066–U+2069.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `s` with every control character, line break and bidirectional control escaped (`\x1b`,
+/// `\x07`, `\x00`, `\x0a`, `\u0085`, `\u2028`, `\u202e`): one line, and nothing a terminal
+/// acts on, reorders, or a YAML reader ends a comment at. The one rule for history text on a terminal (`output::text`), in a
 /// message ([`quote`]) and in a YAML comment (`suggest::documents`). Borrowed when there is
 /// nothing to escape, the usual case.
 pub fn shown(s: &str) -> Cow<'_, str> {

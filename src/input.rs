@@ -42,6 +42,46 @@ impl SourceFile {
 
 /// Every file named by `paths`, in order, directories expanded (sorted by name).
 pub fn read_sources(paths: &[PathBuf], recursive: bool, expected: Option<&[Kind]>) -> Vec<SourceFile> {
+    read_sources_seen(paths, recursive, expected).files
+}
+
+/// What `-f PATH...` read, and what its directories hold that it did not read.
+pub struct Sources {
+    pub files: Vec<SourceFile>,
+    /// In the order met, directories walked in name order.
+    pub skipped: Vec<Skipped>,
+}
+
+/// A file in a directory of `-f` that is not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub path: PathBuf,
+    pub why: SkipReason,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    /// Its name does not end in `.yaml`, `.yml` or `.json` (`beta.YAML`, `README.md`).
+    Extension,
+    /// A `.yaml`, `.yml` or `.json` file in a subdirectory, and no `-R`.
+    Subdirectory,
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let why = match self.why {
+            SkipReason::Extension => "a directory's files are read only when named `*.yaml`, `*.yml` or `*.json`",
+            SkipReason::Subdirectory => "in a subdirectory, read only with `-R`",
+        };
+        let path = self.path.display().to_string();
+        write!(f, "skipped `{}`: {why}", crate::diag::shown(&path))
+    }
+}
+
+/// [`read_sources`], and the files its directories hold that it did not read ([`Skipped`]):
+/// what a run that acts on "every file given" (`apply --prune`) must not take for all.
+pub fn read_sources_seen(paths: &[PathBuf], recursive: bool, expected: Option<&[Kind]>) -> Sources {
+    let mut skipped = Vec::new();
     let mut out = Vec::new();
     for path in paths {
         if path.as_os_str() == "-" {
@@ -52,7 +92,7 @@ pub fn read_sources(paths: &[PathBuf], recursive: bool, expected: Option<&[Kind]
         }
         if path.is_dir() {
             let mut files = Vec::new();
-            if let Err(e) = collect_dir(path, recursive, &mut files) {
+            if let Err(e) = collect_dir(path, recursive, &mut files, &mut skipped) {
                 out.push(file_error(path, &e));
                 continue;
             }
@@ -79,25 +119,58 @@ pub fn read_sources(paths: &[PathBuf], recursive: bool, expected: Option<&[Kind]
         }
         out.push(read_file(path, expected));
     }
-    out
+    Sources { files: out, skipped }
 }
 
-fn collect_dir(dir: &Path, recursive: bool, out: &mut Vec<PathBuf>) -> io::Result<()> {
+/// Whether a directory's file is read: by its name's ending, exactly (`beta.YAML` is not).
+fn is_read(path: &Path) -> bool {
+    matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json"))
+}
+
+fn collect_dir(dir: &Path, recursive: bool, out: &mut Vec<PathBuf>, skipped: &mut Vec<Skipped>) -> io::Result<()> {
     let mut entries: Vec<PathBuf> = fs::read_dir(dir)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
     entries.sort();
     for entry in entries {
         if entry.is_dir() {
             if recursive {
-                collect_dir(&entry, recursive, out)?;
+                collect_dir(&entry, recursive, out, skipped)?;
+            } else {
+                let mut seen = std::collections::HashSet::new();
+                unread_documents(&entry, &mut seen, skipped);
             }
-        } else if matches!(
-            entry.extension().and_then(|e| e.to_str()),
-            Some("yaml" | "yml" | "json")
-        ) {
+        } else if is_read(&entry) {
             out.push(entry);
+        } else {
+            skipped.push(Skipped {
+                path: entry,
+                why: SkipReason::Extension,
+            });
         }
     }
     Ok(())
+}
+
+/// The files `-R` would read in `dir`, a subdirectory read without it: the documents a user
+/// may take for given. A directory that cannot be listed, or met again through a symbolic
+/// link (`seen`: a loop), adds nothing: this only says what is left out, and reads nothing.
+fn unread_documents(dir: &Path, seen: &mut std::collections::HashSet<PathBuf>, skipped: &mut Vec<Skipped>) {
+    let Ok(real) = fs::canonicalize(dir) else { return };
+    if !seen.insert(real) {
+        return;
+    }
+    let Ok(list) = fs::read_dir(dir) else { return };
+    let mut entries: Vec<PathBuf> = list.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for entry in entries {
+        if entry.is_dir() {
+            unread_documents(&entry, seen, skipped);
+        } else if is_read(&entry) {
+            skipped.push(Skipped {
+                path: entry,
+                why: SkipReason::Subdirectory,
+            });
+        }
+    }
 }
 
 fn read_file(path: &Path, expected: Option<&[Kind]>) -> SourceFile {
@@ -122,6 +195,56 @@ fn file_error(path: &Path, e: &io::Error) -> SourceFile {
             format!("cannot read: {}", io_reason(e)),
         )],
     }
+}
+
+/// The most symbolic links followed in a row, as Linux's path resolution (ELOOP past 40).
+pub const MAX_LINKS: usize = 40;
+
+/// The process and descriptor a symbolic link in `/proc` names: `/proc/<pid>/fd/<n>` or a
+/// thread's `/proc/<pid>/task/<tid>/fd/<n>` (`/proc/self/fd/N`, which `/dev/stdin` and
+/// `/dev/fd/N` lead to, included: its directory is read as it resolves). `None` for any
+/// other path.
+#[cfg(target_os = "linux")]
+pub fn proc_descriptor(link: &Path) -> Option<(u32, i32)> {
+    use std::path::Component;
+    let dir = fs::canonicalize(link.parent()?).ok()?;
+    let parts: Vec<&str> = dir
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => s.to_str(),
+            _ => None,
+        })
+        .collect();
+    let pid = match parts.as_slice() {
+        ["proc", pid, "fd"] | ["proc", pid, "task", _, "fd"] => pid.parse::<u32>().ok()?,
+        _ => return None,
+    };
+    let fd = link.file_name()?.to_str()?.parse().ok()?;
+    Some((pid, fd))
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn proc_descriptor(_: &Path) -> Option<(u32, i32)> {
+    None
+}
+
+/// Whether `path`, through its symbolic links, names a descriptor this process has open
+/// (`/dev/stdin`, `/dev/fd/3`, `/proc/self/fd/0`): what the shell handed it (`< file`, a
+/// pipe, `<(…)`), to be read as it comes whatever it is, not as a file known by its name.
+pub fn names_own_descriptor(path: &Path) -> bool {
+    let mut path = path.to_path_buf();
+    for _ in 0..=MAX_LINKS {
+        if proc_descriptor(&path).is_some_and(|(pid, _)| pid == std::process::id()) {
+            return true;
+        }
+        let Ok(to) = fs::read_link(&path) else { return false };
+        // A relative target is read from the link's directory (`join` keeps an absolute one).
+        path = match path.parent() {
+            Some(dir) => dir.join(to),
+            None => to,
+        };
+    }
+    false
 }
 
 /// The scheduler config file of `--scheduler-config` (`validate`, `simulate`, `describe`): an error

@@ -60,14 +60,12 @@ fn main() {
     let mut err = stderr.lock();
     let code = match retryctl::app::run(cli, &mut out, &mut err, retryctl::commands::dispatch) {
         Ok(code) => code,
+        // `app::run` flushed `out`, so what the command printed comes before its error.
         Err(e) => {
-            let _ = out.flush();
             // An error may carry anything a file or the history held (a job id, a file
             // name): written escaped, its own lines kept (docs/cli.md).
             report(&e, &mut retryctl::output::text::Escaping::new(&mut err))
         }
     };
-    // A closed pipe (`retryctl get ... | head`) is not an error worth reporting.
-    let _ = out.flush();
     std::process::exit(code.code().into());
 }

@@ -1,7 +1,9 @@
 //! The temporary files a command leaves in the file system while it runs (`--output-file`'s
-//! result on its way, suggest's copy of a history read once), removed when SIGTERM, SIGINT or
-//! SIGHUP ends the process (a preempted pod, Ctrl-C, a closed terminal): one mechanism for
-//! every such file (docs/cli.md, "Signals and temporary files").
+//! result on its way, which is renamed over FILE, so it needs a name), removed when SIGTERM,
+//! SIGINT or SIGHUP ends the process (a preempted pod, Ctrl-C, a closed terminal): one
+//! mechanism for every such file (docs/cli.md, "Signals and temporary files"). A temporary
+//! file that needs no name has none (suggest's copy, held output, changed jobs held back):
+//! nothing is left of it whatever ends the process, and it is not armed here.
 //!
 //! Owns: the handlers and the table of paths they remove. A path is [`arm`]ed while its file
 //! exists and disarmed (its [`Armed`] dropped) once the file is gone or kept; the handler
@@ -51,7 +53,7 @@ mod unix {
     use std::sync::atomic::{AtomicPtr, Ordering};
     use std::sync::Once;
 
-    /// More than a command keeps at once (`--output-file`'s file and suggest's two copies);
+    /// More than a command keeps at once (`--output-file`'s file);
     /// a path past them is not armed (a signal would leave it behind, nothing worse).
     const SLOTS: usize = 8;
 

@@ -2,6 +2,9 @@
 //! The executor's categorizer makes none per run either (`classifying_a_run_allocates_nothing`),
 //! nor does the replay classifying a history in place once warm (`reclassifying_…`).
 //!
+//! A categorizer within its caps holds bounded memory too (`a_categorizer_at_its_caps_holds_bounded_memory`:
+//! SPEC §21, 4,000 rules of `x{k}\pL{6}`), counted as the bytes its thread has live.
+//!
 //! Its own test binary (Cargo.toml `[[test]] alloc`) because it installs a counting global
 //! allocator. The count is per thread (a `thread_local` counter), so the test harness and
 //! other tests running in parallel do not disturb it. Every case is evaluated once to warm
@@ -26,6 +29,9 @@ struct Counting;
 
 thread_local! {
     static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    /// Bytes allocated less bytes freed by this thread (a block freed by another thread is
+    /// not subtracted: the cases that read it allocate and free on one thread).
+    static LIVE: Cell<i64> = const { Cell::new(0) };
 }
 
 fn count() {
@@ -33,25 +39,33 @@ fn count() {
     let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
 }
 
+fn live(bytes: i64) {
+    let _ = LIVE.try_with(|n| n.set(n.get() + bytes));
+}
+
 // SAFETY: every call is forwarded to the system allocator unchanged; counting touches only
 // a thread-local `Cell` (const-initialised, no destructor, never allocates).
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         count();
+        live(layout.size() as i64);
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         count();
+        live(layout.size() as i64);
         unsafe { System.alloc_zeroed(layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         count();
+        live(new_size as i64 - layout.size() as i64);
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        live(-(layout.size() as i64));
         unsafe { System.dealloc(ptr, layout) }
     }
 }
@@ -429,4 +443,84 @@ fn reclassifying_a_history_allocates_nothing_once_warm() {
     assert_eq!(allocations() - before, 0, "reclassifying allocated");
     assert_eq!(history, recorded);
     assert_eq!(counts.changed_runs(), 103 * 4);
+}
+
+/// SPEC §21, bounded within the caps: a categorizer of 1,000 categories × 4 rules, each an
+/// `onTerminationMessage` or `onPodError` pattern `L{k}\pL{6}` (4,000 distinct patterns, none
+/// with a literal the prefilter could scan for), built and run on a failed run that none
+/// matches (so every rule's pattern is searched), holds under 16 MiB. Each pattern compiled by
+/// the `regex` crate took ~300 KiB (its forward and reverse automata of six copies of `\pL`'s
+/// UTF-8 states): 1.25 GB for the config in `simulate`, before the classifier bounded them
+/// (`engine::matcher::Pattern`, `PatternPool`).
+#[test]
+fn a_categorizer_at_its_caps_holds_bounded_memory() {
+    use retryctl::engine::categorizer::{Categorized, Classifier};
+    use retryctl::model::categorizer::{Category, CategoryRule, ErrorCategories};
+    use retryctl::model::failure_history::Container;
+
+    let letters: Vec<char> = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN".chars().collect();
+    let categories = (0..1000)
+        .map(|i| Category {
+            name: format!("cat-{i}"),
+            action: "Delete".into(),
+            rules: (0..4)
+                .map(|r| {
+                    let n = i * 4 + r;
+                    let pattern = format!("{}{{{}}}\\pL{{6}}", letters[n / 100], n % 100 + 1);
+                    if r % 2 == 0 {
+                        CategoryRule {
+                            on_termination_message: Some(pattern),
+                            ..CategoryRule::default()
+                        }
+                    } else {
+                        CategoryRule {
+                            on_pod_error: Some(pattern),
+                            ..CategoryRule::default()
+                        }
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    let config = ErrorCategories {
+        enabled: true,
+        default_category: "uncategorized".into(),
+        categories,
+        ..ErrorCategories::default()
+    };
+    let run = Run {
+        pod_error: Some("xxxx: pull failed".into()),
+        containers: vec![Container {
+            name: "main".into(),
+            exit_code: 1,
+            message: Some("xxx failed: Fehler über Ωmega".into()),
+            ..Container::default()
+        }],
+        ..Run::default()
+    };
+    let before = LIVE.with(Cell::get);
+    let classifier = Classifier::new(&config).unwrap();
+    let Categorized::Classified(c) = classifier.classify(&run) else {
+        panic!("a failed run is classified");
+    };
+    assert_eq!((c.category, c.rule), (Some("uncategorized"), None));
+    // A message only `x{1}\pL{6}` matches (rule 2,300: category 575's first) finds it past the
+    // 2,300 before it.
+    let greek = Run {
+        containers: vec![Container {
+            name: "main".into(),
+            exit_code: 1,
+            message: Some("failed: xαβγδεζ".into()),
+            ..Container::default()
+        }],
+        ..Run::default()
+    };
+    let Categorized::Classified(c) = classifier.classify(&greek) else {
+        panic!("a failed run is classified");
+    };
+    assert_eq!((c.category, c.rule), (Some("cat-575"), Some((575, 0))));
+    let held = LIVE.with(Cell::get) - before;
+    // ~4 MiB: 4,000 programs of ~107 instructions, one set of `\pL`'s ranges for all.
+    assert!(held < 16 << 20, "the classifier holds {} MiB", held >> 20);
+    drop(classifier);
 }

@@ -40,8 +40,8 @@ pub use local::{
     VersionOutput,
 };
 pub use replay::{
-    EngineArg, HistoryArgs, HistoryOutput, MergeArgs, MergeOutput, ReplayArgs, SimulateArgs, SimulateOutput,
-    SuggestArgs, SuggestOutput, TuneArgs, TuneOutput, WatchArgs, WindowArgs,
+    EngineArg, ExecutorConfigFormat, HistoryArgs, HistoryOutput, MergeArgs, MergeOutput, ReplayArgs, SimulateArgs,
+    SimulateOutput, SuggestArgs, SuggestOutput, TuneArgs, TuneOutput, WatchArgs, WindowArgs,
 };
 pub use resources::{
     ApplyArgs, ClusterArgs, CreateArgs, CreateResource, DeleteArgs, DeleteFlags, DeletePolicyFlags, DeleteResource,

@@ -311,6 +311,22 @@ pub struct SuggestArgs {
     #[arg(long)]
     pub extrapolate: bool,
 
+    /// With --engine upstream: also write the proposed executor config alone to FILE, as
+    /// deployed (the deployed file's other keys kept), to roll out before the policy.
+    #[arg(long, value_name = "FILE")]
+    pub executor_config: Option<PathBuf>,
+
+    /// The shape of --executor-config's FILE: `config` (the executor's config file) or
+    /// `helm` (the executor chart's values, the config under `applicationConfig:`).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        default_value = "config",
+        requires = "executor_config"
+    )]
+    pub executor_config_format: ExecutorConfigFormat,
+
     /// Reject the proposal when more jobs than this contradict today's policy (it is then
     /// not what the cluster ran): a number of jobs, or a percentage of the jobs compared.
     #[arg(long, value_name = "N|P%", default_value = "1%", value_parser = values::max_contradictions)]
@@ -338,6 +354,13 @@ pub struct SuggestArgs {
 
     #[command(flatten)]
     pub emit: EmitArgs,
+}
+
+/// `suggest --executor-config-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExecutorConfigFormat {
+    Config,
+    Helm,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

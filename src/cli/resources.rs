@@ -59,6 +59,10 @@ pub struct ApplyArgs {
     /// them); refused, deleting nothing, while a queue still uses one.
     #[arg(long)]
     pub prune: bool,
+    /// The executor's categorizer config as it will be deployed: refuse (exit 1, nothing
+    /// sent) a policy naming a category it never assigns (roll out the executor config first).
+    #[arg(long, value_name = "FILE")]
+    pub categorizer: Option<std::path::PathBuf>,
 }
 
 // `diff` writes nothing: no `--dry-run`.

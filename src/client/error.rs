@@ -135,7 +135,11 @@ impl ClientError {
             | ClientError::Unexpected { .. }
             | ClientError::BadAnswer { .. }
             | ClientError::Dropped { .. } => ExitCode::Unreachable,
-            ClientError::Incompatible { .. } | ClientError::Conflict { .. } => ExitCode::Failure,
+            // A document the server (upstream Armada) or the transport (gRPC) cannot store is
+            // invalid for that target, as `validate --upstream` finds it (exit 3); the
+            // server's own refusal of such a body is InvalidArgument, 3 as well.
+            ClientError::Incompatible { .. } => ExitCode::InvalidInput,
+            ClientError::Conflict { .. } => ExitCode::Failure,
             ClientError::Api {
                 status: Some(status),
                 code,
@@ -340,6 +344,16 @@ mod tests {
         assert_eq!(api(400, Some(3)).exit_code(), ExitCode::InvalidInput);
         assert_eq!(api(500, Some(13)).exit_code(), ExitCode::Unreachable);
         assert_eq!(api(503, Some(14)).exit_code(), ExitCode::Unreachable);
+        // A document this server or transport cannot store: invalid input for it.
+        for grpc in [false, true] {
+            let incompatible = ClientError::Incompatible {
+                kind: "retry policy",
+                name: "p".into(),
+                fields: vec!["backoff".into()],
+                grpc,
+            };
+            assert_eq!(incompatible.exit_code(), ExitCode::InvalidInput);
+        }
         // gRPC: no HTTP status, the same exit code for the same meaning.
         let rpc = |code| ClientError::Api {
             status: None,

@@ -15,6 +15,9 @@
 //!   that read and the delete is refused by `retryctl serve` itself (it deletes no policy a
 //!   queue uses); today's Armada detaches instead, which no client can prevent.
 //! - A policy someone else deleted meanwhile is not an error: it is gone, as asked.
+//! - Pruning needs every file: when `-f`'s directories hold a file that was not read (an
+//!   ending it does not read, a subdirectory without `-R`), the run is refused before
+//!   anything is sent, dry run or not.
 
 use std::collections::HashMap;
 
@@ -23,6 +26,7 @@ use crate::cli::ApplyArgs;
 use crate::commands::remote::batch;
 use crate::commands::remote::{self, Item, Mode, Remote};
 use crate::error::{CliError, ExitCode};
+use crate::input::{SkipReason, Skipped};
 use crate::model::{Kind, Resource};
 
 pub fn run(ctx: &mut Context, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
@@ -33,9 +37,13 @@ pub fn run(ctx: &mut Context, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
         &[Kind::RetryPolicy, Kind::Queue],
         Mode::Apply,
     )?;
+    if let Some(path) = &args.categorizer {
+        refuse_unknown_categories(&batch.items, path)?;
+    }
     if !args.prune {
         return batch::write_all(ctx, &batch, Mode::Apply);
     }
+    refuse_unread(&batch.skipped)?;
     let Some(conn) = &batch.conn else {
         // Only a dry run gets this far without a server (`batch::probe` said so).
         writeln!(
@@ -69,6 +77,44 @@ pub fn run(ctx: &mut Context, args: &ApplyArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(code)
+}
+
+/// Refuses (exit 1) to prune when `-f`'s directories hold files that were not read: a policy
+/// in one of them (`beta.YAML`, `sub/gamma.yaml` without `-R`) would be deleted from the
+/// server as named by no file. Each was said on stderr; the first few are named again here.
+fn refuse_unread(skipped: &[Skipped]) -> Result<(), CliError> {
+    const NAMED: usize = 3;
+    if skipped.is_empty() {
+        return Ok(());
+    }
+    let mut names: Vec<String> = skipped
+        .iter()
+        .take(NAMED)
+        .map(|s| format!("`{}`", crate::diag::shown(&s.path.display().to_string())))
+        .collect();
+    if skipped.len() > NAMED {
+        names.push(format!("{} more", skipped.len() - NAMED));
+    }
+    let count = if skipped.len() == 1 {
+        "a file of `-f`'s directories was".to_string()
+    } else {
+        format!("{} files of `-f`'s directories were", skipped.len())
+    };
+    let mut steps = Vec::new();
+    if let Some(s) = skipped.iter().find(|s| s.why == SkipReason::Extension) {
+        steps.push(format!(
+            "give `{}` a `-f` of its own (a file named is read whatever its name ends in), or rename it to end in `.yaml`",
+            crate::diag::shown(&s.path.display().to_string())
+        ));
+    }
+    if skipped.iter().any(|s| s.why == SkipReason::Subdirectory) {
+        steps.push("add `-R` to read the subdirectories".to_string());
+    }
+    Err(CliError::failed(format!(
+        "--prune cannot tell which retry policies no file names: {count} not read ({}); nothing was sent",
+        names.join(", ")
+    ))
+    .with_hint(steps.join("; ")))
 }
 
 /// Refuses (exit 1) when a queue uses one of `doomed`: the server's queues, each replaced by
@@ -134,4 +180,45 @@ fn refuse_used(conn: &Remote, items: &[Item], doomed: &[String], outcome: &str) 
          `retryctl update queue {} --remove-retry-policy {first}`",
         first_queues[0]
     )))
+}
+
+/// `--categorizer FILE`: a policy whose rules name a category FILE never assigns matches
+/// nothing until the executor runs a config that does (docs/categorizer.md "The two halves, in
+/// order"): refused, nothing sent, each such rule named.
+fn refuse_unknown_categories(items: &[Item], path: &std::path::Path) -> Result<(), CliError> {
+    let file = crate::input::categorizer_file(path);
+    let config = file.documents.iter().find_map(|d| match (&d.resource, d.is_valid()) {
+        (Some(Resource::ErrorCategories(c)), true) => Some(c),
+        _ => None,
+    });
+    let Some(config) = config else {
+        return Err(CliError::invalid(format!(
+            "`{}` holds no valid executor categorizer config (`errorCategories`); nothing was sent",
+            path.display()
+        ))
+        .with_hint(format!("check it with `retryctl validate -f {}`", path.display())));
+    };
+    let mut unknown = Vec::new();
+    for item in items {
+        let Resource::RetryPolicy(p) = &item.resource else {
+            continue;
+        };
+        for d in crate::model::lint::lint_with_categorizer(p, config, &file.name) {
+            if d.code == "category-never-assigned" {
+                unknown.push(format!(
+                    "  {}: policy `{}`: {}: {}",
+                    item.file, p.name, d.path, d.message
+                ));
+            }
+        }
+    }
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::failed(format!(
+        "the policies name categories `{}` does not assign; nothing was sent:\n{}",
+        file.name,
+        unknown.join("\n")
+    ))
+    .with_hint("roll out the executor config first, wait for the executor to run it, then apply the policy"))
 }

@@ -18,8 +18,9 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use crate::app::Context;
+use crate::app::{Checked, Context};
 use crate::error::{CliError, ExitCode};
+use crate::input::MAX_LINKS;
 use crate::on_signal::{self, Armed};
 
 /// Runs `run` with its stdout going to `path` (when given) through an [`OutputFile`], and
@@ -44,6 +45,9 @@ pub fn run_to(
         };
         run(&mut sub)
     };
+    // A write that failed mid-run, even one the command went past, is the command's end: the
+    // result is cut short, and FILE stays as it was.
+    let result = crate::app::settle(result, file.out.failed(), &mut *ctx.err);
     let code = match result {
         Ok(code) => code,
         Err(e) => {
@@ -62,7 +66,8 @@ pub fn run_to(
 
 /// A result on its way to `path`.
 pub struct OutputFile {
-    sink: Sink,
+    /// The sink, its first failed write kept (named as FILE was given).
+    out: Checked<Sink>,
     /// FILE as given, for messages.
     shown: PathBuf,
     written: u64,
@@ -90,9 +95,6 @@ enum Resolved {
     /// Opened (or duplicated) for writing, to be written straight through.
     Through(File),
 }
-
-/// The most symbolic links followed, as Linux's path resolution (ELOOP past 40).
-const MAX_LINKS: usize = 40;
 
 fn cannot(path: &Path, e: &io::Error) -> CliError {
     CliError::failed(format!(
@@ -195,7 +197,7 @@ impl OutputFile {
             }
         };
         Ok(OutputFile {
-            sink,
+            out: Checked::new(sink, format!("`{}`", path.display())),
             shown: path.to_path_buf(),
             written: 0,
         })
@@ -204,8 +206,8 @@ impl OutputFile {
     /// Replace: flushes, syncs and renames the temporary file over the target. Through:
     /// flushes what is left (a reader that went away, `EPIPE`, is not an error, as for stdout).
     pub fn commit(self) -> anyhow::Result<()> {
-        let OutputFile { sink, shown, .. } = self;
-        match sink {
+        let OutputFile { out, shown, .. } = self;
+        match out.into_inner() {
             Sink::Replace { file, target, _armed } => {
                 let tmp = file.into_inner().map_err(|e| cannot(&shown, e.error()))?;
                 tmp.as_file().sync_all().map_err(|e| cannot(&shown, &e))?;
@@ -223,7 +225,7 @@ impl OutputFile {
     /// No result: the temporary file is removed (by the drop); what went straight through
     /// is flushed, as a failed command's stdout is.
     fn abandon(self) {
-        if let Sink::Through(mut file) = self.sink {
+        if let Sink::Through(mut file) = self.out.into_inner() {
             let _ = file.flush();
         }
     }
@@ -231,16 +233,26 @@ impl OutputFile {
 
 impl Write for OutputFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = match &mut self.sink {
-            Sink::Replace { file, .. } => file.write(buf)?,
-            Sink::Through(file) => file.write(buf)?,
-        };
+        let n = self.out.write(buf)?;
         self.written += n as u64;
         Ok(n)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match &mut self.sink {
+        self.out.flush()
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Sink::Replace { file, .. } => file.write(buf),
+            Sink::Through(file) => file.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
             Sink::Replace { file, .. } => file.flush(),
             Sink::Through(file) => file.flush(),
         }
@@ -256,22 +268,10 @@ impl Write for OutputFile {
 mod descriptor {
     use std::fs::File;
     use std::os::fd::{FromRawFd, OwnedFd};
-    use std::path::{Component, Path};
+    use std::path::Path;
 
     pub fn open(link: &Path) -> Option<std::io::Result<File>> {
-        let dir = std::fs::canonicalize(link.parent()?).ok()?;
-        let parts: Vec<&str> = dir
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(s) => s.to_str(),
-                _ => None,
-            })
-            .collect();
-        let pid = match parts.as_slice() {
-            ["proc", pid, "fd"] | ["proc", pid, "task", _, "fd"] => pid.parse::<u32>().ok()?,
-            _ => return None,
-        };
-        let fd: libc::c_int = link.file_name()?.to_str()?.parse().ok()?;
+        let (pid, fd) = crate::input::proc_descriptor(link)?;
         if pid != std::process::id() {
             return Some(std::fs::OpenOptions::new().write(true).open(link));
         }

@@ -44,6 +44,11 @@ pub fn run(ctx: &mut Context, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
                 // Once for the run, after every error: the fix is the same for each document.
                 writeln!(ctx.err, "{UPSTREAM_V1_HINT}")?;
             }
+            // Today's Armada is two halves: a policy's categories are the executor's to
+            // assign. Said once when no executor config was there to check them against.
+            if args.upstream && options.categorizers.is_empty() && names_a_category(&files) {
+                writeln!(ctx.err, "{UNCHECKED_CATEGORIES}")?;
+            }
             if args.strict && t.errors == 0 && t.warnings > 0 {
                 writeln!(
                     ctx.err,
@@ -69,6 +74,18 @@ pub fn run(ctx: &mut Context, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
 /// write it under `--engine upstream` (docs/policies.md).
 const UPSTREAM_V1_HINT: &str =
     "hint: today's Armada stores armadaproject.io/v1beta1: regenerate with `--engine upstream`";
+
+/// What `validate --upstream` says when a policy names a category and no executor config was
+/// given to check it against (docs/categorizer.md "The two halves, in order").
+const UNCHECKED_CATEGORIES: &str = "note: the categories the policies name were not checked against an executor config: give the one the executor will run with `--categorizer FILE`";
+
+/// Whether a valid RetryPolicy names a category (`onCategory`, `onFailureCategory`).
+fn names_a_category(files: &[SourceFile]) -> bool {
+    files.iter().flat_map(|f| &f.documents).any(|d| match &d.resource {
+        Some(Resource::RetryPolicy(p)) => p.rules.iter().any(|r| r.on_failure_category.is_some()),
+        _ => false,
+    })
+}
 
 /// Whether a RetryPolicy document written as `armadaproject.io/v1` has an error.
 fn upstream_refuses_a_v1_policy(files: &[SourceFile]) -> bool {

@@ -13,7 +13,10 @@
 //! literal scan of the run's texts ([`Prefilter`]) says which regex rules can match at all,
 //! and only those run their regex; the rest of a rule is a few comparisons. (Each of thousands
 //! of rules running its own regex on every run had cost more per rule the more there were:
-//! their compiled automata and caches outgrew the processor's caches.)
+//! their compiled automata and caches outgrew the processor's caches.) Its memory is bounded
+//! too: the rules' patterns share one budget of the `regex` crate's automata
+//! ([`REGEX_BUDGET`]), past which a rule's pattern is a program over characters
+//! (`matcher::Pattern`).
 //!
 //! Must not: allocate per run (it runs on every run of a replay; the prefilter's scratch is
 //! one per thread), do I/O, or match a regex with anything but the rules' own matcher
@@ -29,7 +32,7 @@ use crate::model::categorizer::{ErrorCategories, PodAction, CATEGORY_INTERNAL, C
 use crate::model::failure_history::Run;
 use crate::model::policy::Condition;
 
-use super::matcher::{required_of_all, Pattern};
+use super::matcher::{required_of_all, Pattern, PatternPool};
 
 /// An `errorCategories` config compiled for classifying runs.
 #[derive(Debug, Clone)]
@@ -133,6 +136,14 @@ impl Prefilter {
     }
 }
 
+/// The estimated bytes of `regex` crate regexes one classifier's rules may take
+/// (`matcher::Pattern`): 3,000 rules such as `error code E17 in module [a-z]+`, or none of
+/// `x{17}\pL{6}`, which take 304 KiB each there. Past it a rule's pattern is a program over
+/// characters: a few KiB, slower per search, only run when the prefilter leaves its rule. So a
+/// config within the caps (4,000 rules) replays in bounded memory, twice over in `suggest`
+/// (the deployed config and the proposal's).
+const REGEX_BUDGET: u64 = 48 << 20;
+
 #[derive(Debug, Clone)]
 struct CompiledRule {
     /// Index into `categories`, and the rule's index within its category.
@@ -217,13 +228,17 @@ impl Classifier {
         let mut rules = Vec::new();
         // (rule index, its regex as written) of every regex rule, for the prefilter.
         let mut patterns: Vec<(usize, &str)> = Vec::new();
+        // The `regex` crate's regexes of all the rules together stay within this; the rules
+        // past it (and any whose automaton alone is large) match on a program over characters.
+        let mut pool = PatternPool::new(REGEX_BUDGET);
         for (ci, cat) in config.categories.iter().enumerate() {
             let action = cat
                 .pod_action()
                 .ok_or_else(|| format!("category `{}`: invalid action `{}`", cat.name, cat.action))?;
             categories.push((Box::from(cat.name.as_str()), action));
             for (ri, r) in cat.rules.iter().enumerate() {
-                let pattern = |p: &str, what: &str| Pattern::new(p).map_err(|_| invalid(what, &cat.name, ri));
+                let mut pattern =
+                    |p: &str, what: &str| Pattern::within(p, &mut pool).map_err(|_| invalid(what, &cat.name, ri));
                 let matcher = if !r.on_conditions.is_empty() {
                     let has = |c: &str| r.on_conditions.iter().any(|x| x == c);
                     if let Some(bad) = r

@@ -25,7 +25,7 @@ use crate::yaml::{Node, Pos, Value};
 
 use super::decode::Decoder;
 use super::fields;
-use super::validate::compile_pattern;
+use super::validate::check_pattern;
 
 /// Longest category, subcategory and default (upstream's `maxCategoryNameLen`, Lookout's
 /// `varchar(63)` columns), in bytes as upstream counts.
@@ -730,7 +730,7 @@ fn check_rule(out: &mut Vec<Diagnostic>, path: &str, prefix: &str, rule: &Catego
 /// Why `pattern` does not compile with the rules' matcher: its reason alone (the matcher's
 /// message, less its `invalid regular expression `…`: ` head, which the caller words).
 fn regex_reason(pattern: &str) -> Result<(), String> {
-    compile_pattern(pattern).map(drop).map_err(|e| {
+    check_pattern(pattern).map_err(|e| {
         let head = format!("invalid regular expression {}: ", quote(pattern));
         e.strip_prefix(&head).map_or(e.clone(), str::to_string)
     })

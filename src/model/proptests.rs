@@ -56,11 +56,12 @@ fn anti_affinity() -> impl Strategy<Value = Option<AntiAffinityMode>> {
     option::of(prop_oneof![Just(AntiAffinityMode::None), Just(AntiAffinityMode::Node)])
 }
 
-/// Category-like strings, including ones YAML would read as another type when unquoted.
+/// Category-like strings, including ones YAML would read as another type when unquoted;
+/// never a control character or a bidirectional control, which a category refuses.
 fn category() -> impl Strategy<Value = String> {
     prop_oneof![
         "[a-z0-9_.:/-]{1,63}",
-        "[^\\s]{1,20}",
+        "[^\\s\\p{Cc}\\x{202a}-\\x{202e}\\x{2066}-\\x{2069}]{1,20}",
         prop::sample::select(vec![
             "true", "null", "~", "1.5", "0x1F", "yes", "No", "-", "*a", "&b", "!t", "%x", "@x", "`y", "#c", ":", "a:b",
             "'", "\"", "[x]", "{y}", "1e3", ".inf", "0o17", "-1",

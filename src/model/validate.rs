@@ -20,8 +20,10 @@ pub const MAX_RULES: usize = 100;
 pub const MAX_RETRY_LIMIT: u32 = 10_000;
 pub const MAX_EXIT_CODES: usize = 255;
 pub const MAX_PATTERN_BYTES: usize = 1024;
-/// Compiled-program bound for termination-message patterns, so a pattern such as
-/// `(a{100}){100}` cannot make every evaluation slow.
+/// The bound on the `regex` crate's automaton for one pattern (`compile_pattern`): past it the
+/// crate does not build the pattern, and the evaluator matches it over characters instead
+/// (`engine::matcher::Pattern`), whose program grows with the pattern as written. (Go's own
+/// limits keep `(a{100}){100}` out: `check_pattern`.)
 pub const MAX_REGEX_SIZE: usize = 256 * 1024;
 pub const MAX_DELAY: GoDuration = GoDuration(24 * 3600 * 1_000_000_000);
 pub const MAX_MULTIPLIER: f64 = 100.0;
@@ -211,7 +213,7 @@ fn check_rule(out: &mut Vec<Diagnostic>, path: &str, rule: &Rule, policy: &Retry
         }
     }
     if let Some(pattern) = &rule.on_termination_message {
-        if let Err(problem) = compile_pattern(pattern) {
+        if let Err(problem) = check_pattern(pattern) {
             out.push(Diagnostic::error(
                 "invalid-regex",
                 p("onTerminationMessage.pattern"),
@@ -311,25 +313,65 @@ pub fn category_problem(value: &str) -> Option<(&'static str, String)> {
         ))
     } else if value.chars().any(char::is_whitespace) {
         Some(("invalid-value", format!("{} must not contain whitespace", quote(value))))
+    } else if let Some((i, c)) = value
+        .chars()
+        .enumerate()
+        .find(|(_, c)| c.is_control() || crate::diag::is_bidi_control(*c))
+    {
+        // As upstream refuses them in names: a category is a name the executor writes and
+        // Lookout shows, and such a character would act on a terminal or reorder the line.
+        let what = if c.is_control() {
+            "a control character"
+        } else {
+            "a bidirectional control"
+        };
+        Some((
+            "invalid-value",
+            format!(
+                "{} must not contain {what} ({} at position {})",
+                quote(value),
+                quote(&c.to_string()),
+                i + 1
+            ),
+        ))
     } else {
         None
     }
 }
 
-/// Compiles a termination-message pattern, read as Go reads it (`go_regex`), with the same
-/// bounds the evaluator uses.
-pub fn compile_pattern(pattern: &str) -> Result<regex::Regex, String> {
+/// Whether a pattern (a policy's `onTerminationMessage`, the categorizer's patterns) is one
+/// retryctl evaluates: at most [`MAX_PATTERN_BYTES`] bytes, and one Go's `regexp.Compile`
+/// accepts (`go_regex`); else why not. What validation asks: it compiles nothing, so a config of
+/// 4,000 patterns is checked in milliseconds, and no pattern Go accepts is refused for the size
+/// of the `regex` crate's automaton for it (the evaluator runs such a pattern on a matcher over
+/// characters, `engine::matcher::Pattern`).
+pub fn check_pattern(pattern: &str) -> Result<(), String> {
+    go_pattern(pattern).map(drop)
+}
+
+/// [`check_pattern`], giving the pattern written for the `regex` crate.
+fn go_pattern(pattern: &str) -> Result<std::borrow::Cow<'_, str>, String> {
     if pattern.len() > MAX_PATTERN_BYTES {
         return Err(format!(
             "pattern is {} bytes, at most {MAX_PATTERN_BYTES} are allowed",
             pattern.len()
         ));
     }
-    let rust = super::go_regex::to_rust(pattern)
-        .map_err(|reason| format!("invalid regular expression {}: {reason}", quote(pattern)))?;
+    super::go_regex::to_rust(pattern)
+        .map_err(|reason| format!("invalid regular expression {}: {reason}", quote(pattern)))
+}
+
+/// Compiles a termination-message pattern, read as Go reads it (`go_regex`), with the `regex`
+/// crate and the bounds of its automaton ([`MAX_REGEX_SIZE`]): for what needs that crate's
+/// `Regex` (a lint's look at the empty string, tests). A pattern [`check_pattern`] accepts may
+/// still be too large here; the evaluator has its own way for those.
+pub fn compile_pattern(pattern: &str) -> Result<regex::Regex, String> {
+    let rust = go_pattern(pattern)?;
     regex::RegexBuilder::new(&rust)
         .size_limit(MAX_REGEX_SIZE)
         .dfa_size_limit(MAX_REGEX_SIZE * 4)
+        // Go nests to 1,000; the crate's default (250) would refuse what Go reads.
+        .nest_limit(super::go_regex::NEST_LIMIT)
         .build()
         .map_err(|e| {
             let reason = match &e {

@@ -5,7 +5,10 @@
 //! itself: delays come from the evaluator's own `resolve_backoff` / `backoff_delay`, so
 //! what is described is what `simulate` (and the scheduler) does.
 //!
-//! Decisions: a rule's effective limit is its own `retryLimit`, else the policy's, else the
+//! Decisions: everything is written through [`Escaping`]: a stored resource's text (a
+//! category, a pattern, an owner, a label) is anyone's, and its control characters, line
+//! breaks and bidirectional controls are shown as escapes (`\x1b`), as history text is; the
+//! description's own lines are kept. A rule's effective limit is its own `retryLimit`, else the policy's, else the
 //! scheduler's `globalMaxRetries` (docs/engines.md), and is shown capped at `globalMaxRetries`
 //! (which also caps the job's retries across all rules). The backoff schedule lists one
 //! line per retry up to the limit, collapsing the tail once the delay reaches `maxDelay`.
@@ -18,6 +21,7 @@ use crate::engine::{backoff_delay, resolve_backoff, Settings};
 use crate::model::duration::GoDuration;
 use crate::model::policy::{AntiAffinityMode, Mutation};
 use crate::model::{Action, Queue, RetryPolicy, Rule};
+use crate::output::text::Escaping;
 
 /// Where the scheduler settings came from, for the reader.
 pub struct Scheduler<'a> {
@@ -57,6 +61,7 @@ pub fn write_policy(
     used_by: &[(String, usize, usize)],
     scheduler: &Scheduler,
 ) -> io::Result<()> {
+    let out = &mut Escaping::new(out);
     writeln!(out, "Name:            {}", policy.name)?;
     write_used_by(out, policy, used_by, |q, pos, of| format!("{q} (policy {pos} of {of})"))?;
     let limit = match policy.retry_limit {
@@ -314,6 +319,7 @@ pub fn write_policy_upstream(
     used_by: &[(String, usize, usize)],
     scheduler: &Scheduler,
 ) -> io::Result<()> {
+    let out = &mut Escaping::new(out);
     writeln!(out, "Name:            {}", policy.name)?;
     writeln!(
         out,
@@ -409,6 +415,7 @@ pub fn write_queue(
     policies: &[(String, Option<RetryPolicy>)],
     scheduler: &Scheduler,
 ) -> io::Result<()> {
+    let out = &mut Escaping::new(out);
     write_queue_head(out, queue)?;
     if policies.is_empty() {
         let default = match &scheduler.settings.default_policy_name {
@@ -487,6 +494,7 @@ pub fn write_queue_upstream(
     policies: &[(String, Option<RetryPolicy>)],
     scheduler: &Scheduler,
 ) -> io::Result<()> {
+    let out = &mut Escaping::new(out);
     write_queue_head(out, queue)?;
     writeln!(
         out,

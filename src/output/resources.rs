@@ -5,19 +5,22 @@
 //! Owns: how resources look in a table. Must not: call the client, read files or decide exit
 //! codes.
 //!
-//! Decisions: tables are borderless with three spaces between columns, like kubectl; unset
+//! Decisions: every cell is [`shown`] (control characters, line breaks and bidirectional
+//! controls as escapes, `\x1b`), as history text is; tables are borderless with three spaces between columns, like kubectl; unset
 //! values show as `-`, an unset policy `retryLimit` as `-` too (it inherits
 //! `globalMaxRetries`).
 
 use std::io::{self, Write};
 
+use tabled::builder::Builder;
 use tabled::settings::{Padding, Style};
-use tabled::{Table, Tabled};
+use tabled::Tabled;
 
 use crate::model::document::ApiVersion;
 use crate::model::encode;
 use crate::model::policy::Backoff;
 use crate::model::{Queue, RetryPolicy};
+use crate::output::text::shown;
 
 #[derive(Tabled)]
 struct PolicyRow {
@@ -101,10 +104,25 @@ pub fn write_table(
 }
 
 fn table_with<R: Tabled>(out: &mut dyn Write, rows: impl Iterator<Item = R>, no_headers: bool) -> io::Result<()> {
-    let mut t = Table::new(rows);
-    if no_headers {
-        t.with(tabled::settings::Remove::row(tabled::settings::object::Rows::first()));
+    let mut b = Builder::default();
+    if !no_headers {
+        b.push_record(R::headers());
     }
+    for row in rows {
+        b.push_record(row.fields().iter().map(|f| shown(f).into_owned()));
+    }
+    write_cells(out, b)
+}
+
+/// A table of cells already [`shown`]: every value of a stored resource is anyone's text (a
+/// server other than retryctl's stores what it is sent), and a control character, a line
+/// break or a bidirectional control in a cell would act on the terminal, break the row or
+/// reorder it. Borderless, three spaces between columns, as kubectl's.
+pub fn write_cells(out: &mut dyn Write, b: Builder) -> io::Result<()> {
+    if b.count_records() == 0 {
+        return Ok(());
+    }
+    let mut t = b.build();
     t.with(Style::blank()).with(Padding::new(0, 2, 0, 0));
     // The blank style separates columns by one space, the padding adds two; it leaves spaces after the last column: strip them, as kubectl has none.
     for line in t.to_string().lines() {

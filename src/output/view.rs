@@ -8,8 +8,9 @@
 //! type, several names, `TYPE/NAME` arguments of several types) prints one `kind: List` with
 //! `items`, empty included, in YAML and JSON alike, which `apply -f -` reads back (kubectl's
 //! shape, `apiVersion: v1`). `-o jsonpath=` runs over exactly that value. Custom columns and
-//! `--sort-by` run over each item. Mixed types print as one table per type, a blank line
-//! between, as kubectl does.
+//! `--sort-by` run over each item; their cells are escaped as the tables' are (`resources`),
+//! while `-o jsonpath` prints values as they are, data like `-o json`. Mixed types print as
+//! one table per type, a blank line between, as kubectl does.
 
 use std::cmp::Ordering;
 use std::io::{self, Write};
@@ -17,12 +18,12 @@ use std::io::{self, Write};
 use serde_json::{json, Value};
 use serde_json_path::JsonPath;
 use tabled::builder::Builder;
-use tabled::settings::{Padding, Style};
 
 use crate::model::document::{ApiVersion, LIST_API_VERSION, LIST_KIND};
 use crate::model::{encode, Queue, RetryPolicy};
 use crate::output::jsonpath::{self, Template};
 use crate::output::resources;
+use crate::output::text::shown;
 
 /// One resource found by `get`.
 #[derive(Debug, Clone)]
@@ -175,7 +176,7 @@ pub fn write(
         Format::CustomColumns(columns) => {
             let mut b = Builder::default();
             if !options.no_headers {
-                b.push_record(columns.iter().map(|c| c.header.clone()));
+                b.push_record(columns.iter().map(|c| shown(&c.header).into_owned()));
             }
             for (_, o) in &pairs {
                 b.push_record(columns.iter().map(|c| {
@@ -183,17 +184,11 @@ pub fn write(
                     if found.is_empty() {
                         "<none>".to_string()
                     } else {
-                        found.join(",")
+                        shown(&found.join(",")).into_owned()
                     }
                 }));
             }
-            if b.count_records() > 0 {
-                let mut t = b.build();
-                t.with(Style::blank()).with(Padding::new(0, 2, 0, 0));
-                for line in t.to_string().lines() {
-                    writeln!(out, "{}", line.trim_end())?;
-                }
-            }
+            resources::write_cells(out, b)?;
         }
     }
     Ok(Ok(()))

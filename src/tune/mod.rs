@@ -285,11 +285,10 @@ impl Template {
                     }
                     _ => vary::render(segments),
                 };
-                if one_document {
-                    label
-                } else {
-                    format!("{name}:{label}")
-                }
+                let label = if one_document { label } else { format!("{name}:{label}") };
+                // A matcher is a file's text (a pattern may hold ESC or a bidirectional
+                // control): escaped as every table cell is.
+                crate::diag::shown(&label).into_owned()
             })
             .collect()
     }

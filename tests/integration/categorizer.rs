@@ -309,3 +309,140 @@ fn a_categorizer_past_its_caps_is_refused_by_validate_and_every_verb() {
         }
     }
 }
+
+/// SPEC §21, Go's regexp the rest of it: each pattern field refuses what Go's `regexp.Compile`
+/// refuses, in Go's words (golang/go `regexp/syntax/parse.go`, `repeat`: stacked repetition
+/// operators; `parseRepeat`: a count past 1,000), at its field and line, and reads what Go
+/// reads (a brace count with a leading zero is text, flags twice or set and cleared or none,
+/// `\p{^Greek}`, groups nested 300 deep).
+#[test]
+fn patterns_are_refused_in_gos_words_and_read_as_go_reads_them() {
+    let home = temp_home();
+    let deep = format!("{}a{}", "(".repeat(300), ")".repeat(300));
+    let file = home.path().join("go.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "errorCategories:
+  enabled: true
+  categories:
+    - name: go
+      rules:
+        - onTerminationMessage: {{pattern: 'a**'}}
+        - onPodError: {{pattern: 'a{{2}}{{3}}'}}
+        - onPodEvents: {{regexp: 'a*??', type: Warning}}
+        - onTerminationMessage: {{pattern: '(a{{2}}){{501}}'}}
+        - onTerminationMessage: {{pattern: '(?ii)a{{01}}{{00}}{{1,02}}'}}
+        - onPodError: {{pattern: '(?i-i)\\p{{^Greek}}(?)b'}}
+        - onPodEvents: {{regexp: '{deep}', type: Warning}}
+"
+        ),
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    assert_eq!(
+        run(&["validate", "-f", file]),
+        [
+            "exit: 3\n--- stdout\nchecked 1 document in 1 file: 0 valid, 1 invalid; 4 errors, 0 warnings\n--- stderr\n",
+            &format!("{file} (ErrorCategories)\n"),
+            "  error: 6:43 errorCategories.categories[0].rules[0].onTerminationMessage.pattern: category `go` rule 0: invalid onTerminationMessage regex `a**`: invalid nested repetition operator: `**`\n",
+            "  error: 7:33 errorCategories.categories[0].rules[1].onPodError.pattern: category `go` rule 1: invalid onPodError regex `a{2}{3}`: invalid nested repetition operator: `{2}{3}`\n",
+            "  error: 8:33 errorCategories.categories[0].rules[2].onPodEvents.regexp: category `go` rule 2: invalid onPodEvents regexp `a*??`: invalid nested repetition operator: `*??`\n",
+            "  error: 9:43 errorCategories.categories[0].rules[3].onTerminationMessage.pattern: category `go` rule 3: invalid onTerminationMessage regex `(a{2}){501}`: invalid repeat count: `{501}`\n",
+        ]
+        .concat()
+    );
+}
+
+/// SPEC §21, bounded within the caps: 1,000 categories × 4 rules of `L{k}\pL{6}` (the last
+/// ones `{1000}`, which Go reads and retryctl refused as a regex "too large" before its rules
+/// could be matched over characters) pass `validate`, and `simulate` and `suggest` replay a
+/// job under them, the one rule its message matches deciding (its memory and time:
+/// tests/alloc.rs, scripts/bench-categorizer-caps.sh).
+#[test]
+fn a_categorizer_at_its_caps_of_unicode_classes_is_read_and_replayed() {
+    let home = temp_home();
+    let dir = home.path();
+    let letters: Vec<char> = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN".chars().collect();
+    let mut y = String::from("errorCategories:\n  enabled: true\n  defaultCategory: other\n  categories:\n");
+    for i in 0..1000 {
+        y.push_str(&format!("    - name: c{i}\n      action: Delete\n      rules:\n"));
+        for r in 0..4 {
+            let n = i * 4 + r;
+            let k = if i >= 996 { 1000 } else { n % 100 + 1 };
+            let field = if r % 2 == 0 {
+                "onTerminationMessage"
+            } else {
+                "onPodError"
+            };
+            y.push_str(&format!(
+                "        - {field}: {{pattern: '{}{{{k}}}\\pL{{6}}'}}\n",
+                letters[n / 100]
+            ));
+        }
+    }
+    let config = dir.join("caps.yaml");
+    std::fs::write(&config, y).unwrap();
+    let config = config.to_str().unwrap();
+    assert_eq!(
+        run(&["validate", "-f", config]),
+        "exit: 0\n--- stdout\nchecked 1 document in 1 file: 1 valid, 0 invalid\n--- stderr\n"
+    );
+    std::fs::write(
+        dir.join("p.yaml"),
+        "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: p\nretryLimit: 1\ndefaultAction: Fail\nrules:\n  - {action: Retry, onCategory: c575}\n",
+    )
+    .unwrap();
+    // Only `x{1}\pL{6}` (rule 2,300: category 575's first) matches `xαβγδεζ`.
+    let history = dir.join("h.jsonl");
+    std::fs::write(
+        &history,
+        concat!(
+            r#"{"job":{"id":"greek"},"runs":[{"containers":[{"exitCode":1,"message":"failed: xαβγδεζ"}]},{"outcome":"succeeded"}]}"#,
+            "\n",
+            r#"{"job":{"id":"none"},"runs":[{"podError":"xxxx: pull failed","containers":[{"exitCode":1,"message":"xxx failed: Fehler über Ωmega"}]},{"outcome":"succeeded"}]}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let (policy, history) = (dir.join("p.yaml"), history);
+    let simulate = run(&[
+        "simulate",
+        "-f",
+        policy.to_str().unwrap(),
+        "--history",
+        history.to_str().unwrap(),
+        "--engine",
+        "upstream",
+        "--categorizer",
+        config,
+        "-o",
+        "jsonl",
+    ]);
+    assert!(simulate.starts_with("exit: 0\n"), "{simulate}");
+    let finals: Vec<(String, String)> = simulate
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["job"].as_str().unwrap().into(),
+                v["outcome"]["final"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        finals,
+        [("greek".into(), "Succeeded".into()), ("none".into(), "Failed".into())]
+    );
+    let suggest = run(&[
+        "suggest",
+        "--history",
+        history.to_str().unwrap(),
+        "--engine",
+        "upstream",
+        "--categorizer",
+        config,
+    ]);
+    assert!(suggest.starts_with("exit: 0\n"), "{suggest}");
+}

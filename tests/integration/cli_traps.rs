@@ -38,7 +38,8 @@ fn validate_upstream_reports_exactly_what_create_against_upstream_refuses() {
             .env("ARMADA_URL", &stub.url)
             .args(["create", "-f", file]),
     );
-    assert!(create.starts_with("exit: 1\n"), "{create}");
+    // Refused before sending, as invalid input for that server, as `validate --upstream` says.
+    assert!(create.starts_with("exit: 3\n"), "{create}");
     // The client's refusal lists the fields as `a`, `b`, ...
     let refused: Vec<String> = create
         .split("cannot store these fields of retry policy `ml-training`: ")

@@ -274,7 +274,7 @@ fn upstream_server_refuses_design_fields_before_sending() {
         &["create", "-f", "testdata/policies/valid/infra.yaml"],
     );
     insta::assert_snapshot!(out, @r"
-    exit: 1
+    exit: 3
     --- stdout
     --- stderr
     error: testdata/policies/valid/infra.yaml: cannot create retry policy `infra`: the server is upstream Armada (no `Armada-Retry-Policy-Dialect: v1` header), which cannot store these fields of retry policy `infra`: `defaultAction (unset: upstream refuses a policy without one)`, `rules[0].onConditions`, `rules[0] (no category: upstream stores only category rules)`, `rules[0].antiAffinity`
@@ -312,7 +312,7 @@ fn upstream_server_is_never_sent_a_policy_without_default_action() {
         assert_eq!(
             out,
             format!(
-                "exit: 1\n--- stdout\n--- stderr\nerror: FILE: cannot {done} retry policy `p`: the server is upstream Armada (no `Armada-Retry-Policy-Dialect: v1` header), which cannot store these fields of retry policy `p`: `defaultAction (unset: upstream refuses a policy without one)`\n\nhint: set `spec.defaultAction` explicitly (upstream refuses a policy without one), or use a server that speaks the design dialect (`retryctl serve`)\n"
+                "exit: 3\n--- stdout\n--- stderr\nerror: FILE: cannot {done} retry policy `p`: the server is upstream Armada (no `Armada-Retry-Policy-Dialect: v1` header), which cannot store these fields of retry policy `p`: `defaultAction (unset: upstream refuses a policy without one)`\n\nhint: set `spec.defaultAction` explicitly (upstream refuses a policy without one), or use a server that speaks the design dialect (`retryctl serve`)\n"
             ),
             "{verb}"
         );

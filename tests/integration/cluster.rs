@@ -935,8 +935,11 @@ fn a_connection_lost_midway_exits_4() {
     let ended: i64 = db
         .client
         .query_one(
+            // This test's database only: the cluster is shared, and another test's export
+            // runs the same COPY at the same time.
             "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-             WHERE query LIKE 'COPY (SELECT j.job_id%' AND pid <> pg_backend_pid()) t",
+             WHERE query LIKE 'COPY (SELECT j.job_id%' AND pid <> pg_backend_pid() \
+             AND datname = current_database()) t",
             &[],
         )
         .unwrap()

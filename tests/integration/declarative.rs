@@ -270,3 +270,64 @@ fn prune_against_concurrent_writers_never_leaves_a_queue_without_its_policy() {
         s.run(&["delete", "rp", "b"]);
     }
 }
+
+/// `apply --prune -f DIR` sees every file or prunes nothing (docs/cli.md), against a real
+/// `retryctl serve --in-memory` process: a file of DIR it does not read (`beta.YAML`, whose
+/// ending it does not read; `sub/gamma.yaml`, in a subdirectory, without `-R`) is said by
+/// name, and the pruning, dry run or not, is refused before anything is sent: the policies
+/// those files hold stay on the server.
+#[test]
+fn prune_refuses_when_a_file_of_the_directory_was_not_read() {
+    let srv = crate::serve_process::spawn(&["--listen", "127.0.0.1:0", "--in-memory"]);
+    let s = Session::new(&srv.url);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("policies");
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    write(&d, "alpha.yaml", &flat("alpha", 1));
+    let beta = write(&d, "beta.YAML", &flat("beta", 1));
+    write(&d.join("sub"), "gamma.yaml", &flat("gamma", 1));
+    let d = d.display().to_string();
+    // On the server: all three (`-R` reads `sub/`, and `beta.YAML` named is read).
+    s.ok(&["apply", "-R", "-f", &d, "-f", &beta]);
+    assert_eq!(policies(&s), "retrypolicy/alpha\nretrypolicy/beta\nretrypolicy/gamma\n");
+    let notes = format!(
+        "note: skipped `{d}/beta.YAML`: a directory's files are read only when named `*.yaml`, `*.yml` or `*.json`\n\
+         note: skipped `{d}/sub/gamma.yaml`: in a subdirectory, read only with `-R`\n"
+    );
+    // Without --prune, the files skipped are said, and the rest applied.
+    assert_eq!(
+        s.run(&["apply", "-f", &d]),
+        format!("exit: 0\n--- stdout\nretrypolicy/alpha unchanged\n--- stderr\n{notes}")
+    );
+    let refused = format!(
+        "exit: 1\n--- stdout\n--- stderr\n{notes}\
+         error: --prune cannot tell which retry policies no file names: 2 files of `-f`'s directories were not read (`{d}/beta.YAML`, `{d}/sub/gamma.yaml`); nothing was sent\n\n\
+         hint: give `{d}/beta.YAML` a `-f` of its own (a file named is read whatever its name ends in), or rename it to end in `.yaml`; add `-R` to read the subdirectories\n"
+    );
+    for dry in [None, Some("--dry-run")] {
+        let mut args = vec!["apply", "-f", &d, "--prune"];
+        args.extend(dry);
+        assert_eq!(s.run(&args), refused, "{dry:?}");
+        assert_eq!(
+            policies(&s),
+            "retrypolicy/alpha\nretrypolicy/beta\nretrypolicy/gamma\n",
+            "{dry:?}"
+        );
+    }
+    // A subdirectory alone, said and refused the same way, with `-R` as the step.
+    std::fs::remove_file(&beta).unwrap();
+    assert_eq!(
+        s.run(&["apply", "-f", &d, "--prune", "--dry-run"]),
+        format!(
+            "exit: 1\n--- stdout\n--- stderr\nnote: skipped `{d}/sub/gamma.yaml`: in a subdirectory, read only with `-R`\n\
+             error: --prune cannot tell which retry policies no file names: a file of `-f`'s directories was not read (`{d}/sub/gamma.yaml`); nothing was sent\n\n\
+             hint: add `-R` to read the subdirectories\n"
+        )
+    );
+    // Every file read: `beta`, in none, is pruned.
+    assert_eq!(
+        s.run(&["apply", "-R", "-f", &d, "--prune"]),
+        "exit: 0\n--- stdout\nretrypolicy/alpha unchanged\nretrypolicy/gamma unchanged\nretrypolicy/beta pruned\n--- stderr\n"
+    );
+    assert_eq!(policies(&s), "retrypolicy/alpha\nretrypolicy/gamma\n");
+}

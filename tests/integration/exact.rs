@@ -366,7 +366,9 @@ rules:
 }
 
 /// A pattern Go refuses is refused with Go's words: a flag Go does not have, a repetition
-/// count past 1,000.
+/// count past 1,000, stacked repetition operators (SPEC §21: golang/go
+/// `regexp/syntax/parse.go`'s `repeat`: "a** is a syntax error, not a doubled star"), each at
+/// its rule's field and line.
 #[test]
 fn a_pattern_go_refuses_is_refused_with_gos_message() {
     let home = temp_home();
@@ -380,10 +382,26 @@ spec:
   rules:
     - {action: Retry, onTerminationMessage: {pattern: '(?x) a b'}}
     - {action: Retry, onTerminationMessage: {pattern: 'a{1001}'}}
+    - {action: Retry, onTerminationMessage: {pattern: 'a**'}}
+    - {action: Retry, onTerminationMessage: {pattern: 'a{2}{3}'}}
+    - {action: Retry, onTerminationMessage: {pattern: 'a*??'}}
+    - {action: Retry, onTerminationMessage: {pattern: '(?ii)a{01}(?i-i)\\p{^Greek}(?)'}}
 ",
     )
     .unwrap();
     let out = exchange(retryctl(dir).current_dir(dir).args(["validate", "-f", "p.yaml"]));
+    for (line, pattern, words) in [
+        (8, "a**", "invalid nested repetition operator: `**`"),
+        (9, "a{2}{3}", "invalid nested repetition operator: `{2}{3}`"),
+        (10, "a*??", "invalid nested repetition operator: `*??`"),
+    ] {
+        let said = format!(
+            "  error: {line}:55 spec.rules[{}].onTerminationMessage.pattern: invalid regular expression `{pattern}`: {words}\n",
+            line - 6
+        );
+        assert!(out.contains(&said), "{said}in:\n{out}");
+    }
+    assert!(out.contains("5 errors"), "{out}");
     assert!(
         out.contains("invalid regular expression `(?x) a b`: invalid or unsupported Perl syntax: `(?x`"),
         "{out}"
@@ -477,4 +495,108 @@ rules:
     assert!(!out.contains("`preemption`"), "{out}");
     assert!(!out.contains("`internal`"), "{out}");
     assert!(out.contains("never assigns category `nowhere`"), "{out}");
+}
+
+/// SPEC §21, Go's regexp the rest of it: the executor's categorizer decides with what Go's
+/// `regexp` reads (golang/go `regexp/syntax/parse.go`: `parseInt` refuses a leading zero, so
+/// `{01}` is text; `parsePerlFlags` takes a flag set twice, set then cleared, or none;
+/// `parseUnicodeClass` reads `\p{^Greek}` as `\P{Greek}`; a group nests 300 deep), under
+/// `simulate --engine upstream --categorizer`.
+#[test]
+fn the_categorizer_decides_with_what_gos_regexp_reads() {
+    let home = temp_home();
+    let dir = home.path();
+    let deep = format!("{}ok{}", "(".repeat(300), ")".repeat(300));
+    std::fs::write(
+        dir.join("categorizer.yaml"),
+        format!(
+            "errorCategories:
+  enabled: true
+  defaultCategory: other
+  categories:
+    - name: go
+      rules:
+        - onTerminationMessage: {{pattern: '^code x{{01}}$'}}
+        - onTerminationMessage: {{pattern: '^(?i-i)late$'}}
+        - onPodError: {{pattern: '^(?ii)pull(?) \\p{{^Greek}}+$'}}
+        - onPodEvents: {{regexp: '^{deep}$', type: Warning}}
+"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("p.yaml"),
+        "apiVersion: armadaproject.io/v1beta1
+kind: RetryPolicy
+name: p
+retryLimit: 1
+defaultAction: Fail
+rules:
+  - {action: Retry, onCategory: go}
+",
+    )
+    .unwrap();
+    let job = |id: &str, run: &str| format!(r#"{{"job":{{"id":"{id}"}},"runs":[{run},{{"outcome":"succeeded"}}]}}"#);
+    let message = |m: &str| format!(r#"{{"containers":[{{"exitCode":1,"message":"{m}"}}]}}"#);
+    let history = [
+        job("brace-text", &message("code x{01}")),
+        job("one-x", &message("code x")),
+        job("lower-late", &message("late")),
+        job("upper-late", &message("LATE")),
+        job("pull-latin", r#"{"podError":"PULL abc"}"#),
+        job("pull-greek", r#"{"podError":"PULL αβγ"}"#),
+        job(
+            "deep-ok",
+            r#"{"events":[{"type":"Warning","reason":"X","message":"ok"}]}"#,
+        ),
+        job(
+            "deep-not",
+            r#"{"events":[{"type":"Warning","reason":"X","message":"okay"}]}"#,
+        ),
+    ]
+    .join("\n");
+    std::fs::write(dir.join("h.jsonl"), history).unwrap();
+    let out = retryctl(dir)
+        .current_dir(dir)
+        .args([
+            "simulate",
+            "-f",
+            "p.yaml",
+            "--engine",
+            "upstream",
+            "--categorizer",
+            "categorizer.yaml",
+            "--history",
+            "h.jsonl",
+            "-o",
+            "jsonl",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    let outcomes: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            format!(
+                "{} {}",
+                v["job"].as_str().unwrap(),
+                v["outcome"]["final"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            "brace-text Succeeded",
+            "one-x Failed",
+            "lower-late Succeeded",
+            "upper-late Failed",
+            "pull-latin Succeeded",
+            "pull-greek Failed",
+            "deep-ok Succeeded",
+            "deep-not Failed",
+        ]
+    );
 }

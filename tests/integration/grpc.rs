@@ -436,7 +436,7 @@ fn retryctl_over_grpc_against_upstreams_servicers_prints_what_rest_prints() {
     // A design-dialect policy is refused before anything is sent.
     assert_eq!(
         grpc(&["create", "-f", DESIGN]),
-        "exit: 1\n--- stdout\n--- stderr\nerror: testdata/policies/valid/infra.yaml: cannot create retry policy `infra`: \
+        "exit: 3\n--- stdout\n--- stderr\nerror: testdata/policies/valid/infra.yaml: cannot create retry policy `infra`: \
          Armada's gRPC API cannot carry these fields of retry policy `infra` (they have no protobuf form): \
          `defaultAction (unset: upstream refuses a policy without one)`, `rules[0].onConditions`, \
          `rules[0] (no category: upstream stores only category rules)`, `rules[0].antiAffinity`\n\n\
@@ -699,7 +699,7 @@ fn a_batch_over_grpc_lists_every_document_grpc_cannot_carry_and_sends_none() {
             .unwrap();
         format_output(&out).replace(&addr, "ADDR")
     };
-    let refusal = "exit: 1\n--- stdout\n--- stderr\nerror: nothing was sent: 5 of the 7 documents cannot be sent to `grpc://ADDR`:
+    let refusal = "exit: 3\n--- stdout\n--- stderr\nerror: nothing was sent: 5 of the 7 documents cannot be sent to `grpc://ADDR`:
   testdata/policies/valid/backoff-override.yaml: cannot apply retry policy `backoff-override`: Armada's gRPC API cannot carry these fields of retry policy `backoff-override` (they have no protobuf form): `defaultAction (unset: upstream refuses a policy without one)`, `backoff`, `rules[0].onConditions`, `rules[0] (no category: upstream stores only category rules)`, `rules[0].backoff`, `rules[1].onConditions`, `rules[1] (no category: upstream stores only category rules)`
   testdata/policies/valid/container-targeting.yaml: cannot apply retry policy `container-targeting`: Armada's gRPC API cannot carry these fields of retry policy `container-targeting` (they have no protobuf form): `defaultAction (unset: upstream refuses a policy without one)`, `rules[0].containerName`, `rules[0].onExitCodes`, `rules[0] (no category: upstream stores only category rules)`, `rules[1].containerName`, `rules[1].onConditions`, `rules[1] (no category: upstream stores only category rules)`, `rules[2].containerName`, `rules[2].onTerminationMessage`, `rules[2] (no category: upstream stores only category rules)`
   testdata/policies/valid/infra.yaml: cannot apply retry policy `infra`: Armada's gRPC API cannot carry these fields of retry policy `infra` (they have no protobuf form): `defaultAction (unset: upstream refuses a policy without one)`, `rules[0].onConditions`, `rules[0] (no category: upstream stores only category rules)`, `rules[0].antiAffinity`

@@ -26,7 +26,9 @@ fn api_job(i: usize) -> Value {
     })
 }
 
-fn lookout_stub(total: usize) -> Stub {
+/// Lookout's REST API holding `total` jobs of queue `ml` ([`api_job`]), for the bearer token
+/// `tok`; other files' tests export from it too.
+pub(crate) fn lookout_stub(total: usize) -> Stub {
     Stub::start(move |req| match req.path.as_str() {
         "/api/v1/jobs" => {
             if req.header("authorization") != Some("Bearer tok") {

@@ -307,8 +307,9 @@ fn markdown_and_html_reports_escape_file_names() {
     std::fs::rename(&history, &hostile_history).unwrap();
     let hostile_policy = home.path().join("p`\n<i>.yaml");
     std::fs::rename(&fail, &hostile_policy).unwrap();
-    let shown_history = format!(r"'{}/h`x\x0a# injected <b>y.jsonl'", home.path().display());
-    let shown_policy = format!(r"'{}/p`\x0a<i>.yaml'", home.path().display());
+    // Quoted as bash decodes them back (`$'…'`), so the command runs as printed.
+    let shown_history = format!(r"$'{}/h`x\n# injected <b>y.jsonl'", home.path().display());
+    let shown_policy = format!(r"$'{}/p`\n<i>.yaml'", home.path().display());
     let html = |s: &str| {
         s.replace('&', "&amp;")
             .replace('<', "&lt;")
@@ -431,4 +432,84 @@ fn ascii(s: &str) -> String {
     }
     out.push('\'');
     out
+}
+
+/// The commands `suggest` and `tune` print to be run next run as printed, whatever the file
+/// names hold: a history and a policy whose names hold a line break and a quote, pasted into
+/// bash from the table, do what the same command given the names does.
+#[test]
+fn printed_commands_run_in_bash_as_printed() {
+    let home = temp_home();
+    let dir = home.path().join("work");
+    std::fs::create_dir(&dir).unwrap();
+    let data = root().join("testdata/suggest");
+    let history = "we\nek's.jsonl";
+    std::fs::copy(data.join("planted.jsonl"), dir.join(history)).unwrap();
+    std::fs::copy(data.join("today.yaml"), dir.join("today.yaml")).unwrap();
+    let bin_dir = assert_cmd::cargo::cargo_bin("retryctl").parent().unwrap().to_path_buf();
+    let in_dir = |args: &[&str]| retryctl(home.path()).current_dir(&dir).args(args).output().unwrap();
+    // The printed line, run by bash in the same directory, `retryctl` found on PATH.
+    let bash = |line: &str| {
+        let out = std::process::Command::new("bash")
+            .current_dir(&dir)
+            .env_clear()
+            .env("HOME", home.path())
+            .env("NO_COLOR", "1")
+            .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
+            .args(["-c", line])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{line}: {}", format_output(&out));
+        out
+    };
+    let printed = |stdout: &[u8], label: &str| -> String {
+        let text = text(stdout);
+        let line = text
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix(label))
+            .unwrap_or_else(|| panic!("no `{label}` line in:\n{text}"))
+            .trim_start()
+            .to_string();
+        assert!(line.contains(r"$'we\nek\'s.jsonl'"), "{line}");
+        line
+    };
+
+    let out = in_dir(&["suggest", "--baseline", "today.yaml", "--history", history]);
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    let write = printed(&out.stdout, "Write the proposal:");
+    let search = printed(&out.stdout, "Search its limits:");
+    bash(&write);
+    let direct = in_dir(&[
+        "suggest",
+        "--history",
+        history,
+        "--baseline",
+        "today.yaml",
+        "-o",
+        "policy",
+    ]);
+    assert_eq!(direct.status.code(), Some(0), "{}", format_output(&direct));
+    assert_eq!(
+        text(&std::fs::read(dir.join("suggested.yaml")).unwrap()),
+        text(&direct.stdout)
+    );
+
+    // `tune`, as suggest printed it, of the proposal renamed to hold a line break too; then
+    // the line tune prints to write its pick.
+    let policy = "sug\ngested.yaml";
+    std::fs::rename(dir.join("suggested.yaml"), dir.join(policy)).unwrap();
+    let searched = bash(&search.replace("-f suggested.yaml", r"-f $'sug\ngested.yaml'"));
+    let pick = text(&searched.stdout)
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("write it:"))
+        .unwrap_or_else(|| panic!("no `write it:` line in:\n{}", text(&searched.stdout)))
+        .trim_start()
+        .to_string();
+    assert!(pick.contains(r"-f $'sug\ngested.yaml'"), "{pick}");
+    let written = bash(&pick);
+    assert!(
+        text(&written.stdout).contains("kind: RetryPolicy"),
+        "{}",
+        text(&written.stdout)
+    );
 }

@@ -220,7 +220,12 @@ fn merge_writes_its_result_and_leaves_the_file_alone_on_a_refusal() {
 #[cfg(unix)]
 fn started(d: &Path, home: &Path, file: &Path, setup: &str) -> (Child, ChildStdin) {
     let bin = assert_cmd::cargo::cargo_bin("retryctl");
-    let mut child = Command::new("sh")
+    let mut sh = Command::new("sh");
+    // The signals the tests send end the child unless SETUP ignores one, whatever this test
+    // run inherited (`nohup` ignores SIGHUP, and a shell cannot undo a signal ignored when it
+    // started): set for `sh`, which `exec`s retryctl.
+    crate::support::child::default_dispositions(&mut sh);
+    let mut child = sh
         .current_dir(root())
         .env_clear()
         .env("HOME", home)
@@ -299,7 +304,7 @@ fn sigterm_or_sighup_mid_run_leaves_the_file_alone_and_no_temporary_file() {
             }
             let (mut child, stdin) = started(d, home.path(), &file, ":");
             send(&child, sig);
-            let status = child.wait().unwrap();
+            let status = crate::support::child::wait_within(&mut child, 60, &format!("signal {sig}"));
             drop(stdin);
             // What a shell (and Kubernetes) reports: 128 + the signal, or the code itself.
             let reported = status.code().unwrap_or_else(|| 128 + status.signal().unwrap());
@@ -329,7 +334,7 @@ fn an_ignored_sigint_stays_ignored_and_the_run_finishes() {
     std::thread::sleep(Duration::from_millis(300));
     assert!(child.try_wait().unwrap().is_none(), "an ignored SIGINT ended the run");
     drop(stdin);
-    let status = child.wait().unwrap();
+    let status = crate::support::child::wait_within(&mut child, 60, "the run past an ignored SIGINT");
     assert_eq!(status.code(), Some(0), "{status:?}");
     let result: serde_json::Value = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
     assert_eq!(result["summary"]["jobs"], 20_000);

@@ -169,7 +169,7 @@ fn the_readme_route_runs_as_written_on_a_week_of_todays_armada() {
     assert!(
         history
             .stderr()
-            .starts_with("history: exported 1174 jobs and 2405 runs of queue `ml`\n"),
+            .starts_with("history: exported 1174 jobs and 2340 runs of queue `ml`\n"),
         "{}",
         history.stderr()
     );
@@ -208,6 +208,8 @@ fn the_readme_route_runs_as_written_on_a_week_of_todays_armada() {
     // and its categories (their hints) kept; a category a Retry rule matches is deleted.
     let deployed = documents(&root().join(CURRENT).join("executor.yaml")).remove(0);
     let proposed = of_kind(&suggested, None);
+    // `--executor-config`: the same config alone, as the executor is given it.
+    assert_eq!(&documents(&dir.join("executor-suggested.yaml"))[0], proposed);
     assert_eq!(proposed["application"]["clusterId"], "ml-gpu-a", "{text}");
     let without_categories = |d: &Value| {
         let mut d = d.clone();
@@ -346,4 +348,89 @@ fn the_readme_route_runs_as_written_on_a_week_of_todays_armada() {
             assert_eq!(simulate_numbers(&c), tune_numbers(&candidate), "candidate {picked}");
         }
     }
+}
+
+/// The README's route as a script under `set -e` in a directory holding `current/` (made by
+/// `current`), against a Lookout database loaded with `week`: it must stop at suggest, exit 1,
+/// with `verdict` on stderr and suggest's output written whole; no pick, no validate, no apply.
+fn route_stops_at_suggest(name: &str, week: &str, current: impl FnOnce(&Path), verdict: &str) {
+    let Some(mut db) = pg::lookout_db(name) else { return };
+    lookout_rows::load(&mut db, week);
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    fs::create_dir(dir.join("current")).unwrap();
+    current(&dir.join("current"));
+    let server = crate::serve_process::spawn(&["--listen", "127.0.0.1:0", "--in-memory", "--dialect", "upstream"]);
+    let script = format!("set -e\n{}\necho the route went past suggest\n", route().join("\n"));
+    let bin = assert_cmd::cargo::cargo_bin("retryctl");
+    let path = format!("{}:/usr/bin:/bin", bin.parent().unwrap().display());
+    let home = temp_home();
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", home.path())
+        .env("LOOKOUT_DB", &db.dsn)
+        .env("ARMADA_URL", &server.url)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", format_output(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("verdict: reject (do not adopt): {verdict}")),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("went past"));
+    let suggested = fs::read_to_string(dir.join("suggested.yaml")).unwrap();
+    assert!(
+        suggested.starts_with("# verdict: reject (do not adopt): "),
+        "{suggested}"
+    );
+    assert!(!dir.join("ml.yaml").exists());
+    drop(server);
+}
+
+/// A week today's policy does not explain (`current/` says `retryLimit: 1`, the week holds
+/// third runs).
+#[test]
+fn the_readme_route_stops_at_suggest_under_set_e_on_a_week_today_does_not_explain() {
+    let week = fs::read_to_string(root().join(WEEK)).unwrap();
+    route_stops_at_suggest(
+        "route_unexplained",
+        &week,
+        |current| {
+            for f in ["queues.yaml", "executor.yaml"] {
+                fs::copy(root().join(CURRENT).join(f), current.join(f)).unwrap();
+            }
+            let policies = fs::read_to_string(root().join(CURRENT).join("policies.yaml")).unwrap();
+            fs::write(
+                current.join("policies.yaml"),
+                policies.replace("retryLimit: 3", "retryLimit: 1"),
+            )
+            .unwrap();
+        },
+        "the baseline does not explain the record: 366 jobs contradict it; is it what the cluster ran?\n",
+    );
+}
+
+/// A cluster of two queues sharing one executor config: `batch` retries `infrastructure`, and
+/// `ml`'s week makes suggest split its image pulls into a new category. The route exports
+/// `ml`'s week: the verdict names `batch`, whose jobs the week lacks.
+#[test]
+fn the_readme_route_on_a_two_queue_cluster_rejects_naming_the_other_queue() {
+    let home = temp_home();
+    let week = fs::read_to_string(crate::suggest_cluster::two_queue_week(home.path())).unwrap();
+    route_stops_at_suggest(
+        "route_two_queues",
+        &week,
+        |current| {
+            let made = crate::suggest_cluster::two_queues(home.path(), false);
+            for f in ["policies.yaml", "queues.yaml", "executor.yaml"] {
+                fs::copy(Path::new(&made).join(f), current.join(f)).unwrap();
+            }
+        },
+        "the categorizer is the cluster's: queue batch uses categories it changes and the history holds none of their jobs",
+    );
 }

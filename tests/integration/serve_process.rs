@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::serve::call;
+use crate::support::child::{default_dispositions, wait_within};
 use crate::support::pg::free_port;
 use crate::support::{format_output, retryctl, temp_home};
 
@@ -26,7 +27,10 @@ pub(crate) fn spawn(args: &[&str]) -> Proc {
 }
 
 fn spawn_home(args: &[&str], home: &Path) -> Proc {
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("retryctl"))
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("retryctl"));
+    // SIGTERM and SIGINT, which the tests send, end it whatever this run inherited.
+    default_dispositions(&mut cmd);
+    let mut child = cmd
         .arg("serve")
         .args(args)
         .env_clear()
@@ -71,7 +75,7 @@ impl Proc {
             .status()
             .unwrap();
         assert!(status.success());
-        let code = self.child.wait().unwrap().code();
+        let code = wait_within(&mut self.child, 30, "serve after SIGTERM").code();
         self.reader.take().unwrap().join().unwrap();
         let lines = self.rest.lock().unwrap().clone();
         (code, lines)
@@ -323,7 +327,7 @@ fn sigterm_finishes_the_request_in_flight() {
     assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
     assert!(answer.ends_with("\r\n\r\n{}"), "{answer}");
     let mut p = p;
-    assert_eq!(p.child.wait().unwrap().code(), Some(0));
+    assert_eq!(wait_within(&mut p.child, 30, "serve after SIGTERM").code(), Some(0));
     drop(p);
     let conn = rusqlite::Connection::open(&db).unwrap();
     let n: i64 = conn
@@ -516,7 +520,9 @@ fn pipe() -> (std::fs::File, std::os::fd::OwnedFd) {
 
 /// `serve` on `port` with stderr to `stderr`.
 fn serve_with_stderr(port: u16, stderr: std::os::fd::OwnedFd, home: &Path) -> KillOnDrop {
-    let child = Command::new(assert_cmd::cargo::cargo_bin("retryctl"))
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("retryctl"));
+    default_dispositions(&mut cmd);
+    let child = cmd
         .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--in-memory"])
         .env_clear()
         .env("HOME", home)
@@ -569,7 +575,7 @@ fn still_serving_then_stops(mut child: KillOnDrop, port: u16, what: &str) {
         .status()
         .unwrap();
     assert_eq!(
-        child.0.wait().unwrap().code(),
+        wait_within(&mut child.0, 30, what).code(),
         Some(0),
         "{what}: exit status after SIGTERM"
     );

@@ -120,7 +120,7 @@ fn the_cli_meets_what_todays_armada_would_answer() {
     );
     let out = s.run(&["create", "-f", "testdata/policies/valid/infra.yaml"]);
     assert!(
-        out.starts_with("exit: 1\n--- stdout\n--- stderr\nerror: testdata/policies/valid/infra.yaml: cannot create retry policy `infra`: the server is upstream Armada"),
+        out.starts_with("exit: 3\n--- stdout\n--- stderr\nerror: testdata/policies/valid/infra.yaml: cannot create retry policy `infra`: the server is upstream Armada"),
         "{out}"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -230,4 +230,33 @@ fn the_flag_starts_a_server_that_answers_as_upstream() {
         )
     );
     assert_eq!(p.terminate().0, Some(0));
+}
+
+/// A v1 document the rehearsal would refuse, as today's Armada would, is invalid input for
+/// it: exit 3 from the CLI (as `validate --upstream` says of it), whether `create`, `apply`
+/// or a dry run, against the real `retryctl serve --dialect upstream` process; nothing is
+/// stored.
+#[test]
+fn a_v1_document_upstream_refuses_is_exit_3_against_the_real_server() {
+    let srv = crate::serve_process::spawn(&["--listen", "127.0.0.1:0", "--in-memory", "--dialect", "upstream"]);
+    let s = Session::new(&srv.url);
+    let file = "testdata/policies/valid/infra.yaml";
+    let fields = "`defaultAction (unset: upstream refuses a policy without one)`, `rules[0].onConditions`, `rules[0] (no category: upstream stores only category rules)`, `rules[0].antiAffinity`";
+    for (args, verb) in [
+        (&["create", "-f", file][..], "create"),
+        (&["apply", "-f", file][..], "apply"),
+        (&["apply", "-f", file, "--dry-run"][..], "apply"),
+    ] {
+        assert_eq!(
+            s.run(args),
+            format!(
+                "exit: 3\n--- stdout\n--- stderr\nerror: {file}: cannot {verb} retry policy `infra`: the server is upstream Armada (no `Armada-Retry-Policy-Dialect: v1` header), which cannot store these fields of retry policy `infra`: {fields}\n\n\
+                 hint: set `spec.defaultAction` explicitly (upstream refuses a policy without one) and remove the other fields, or use a server that speaks the design dialect (`retryctl serve`)\n"
+            ),
+            "{args:?}"
+        );
+    }
+    let validate = s.run(&["validate", "--upstream", "-f", file]);
+    assert!(validate.starts_with("exit: 3\n"), "{validate}");
+    assert_eq!(s.ok(&["get", "rp", "-o", "name"]), "");
 }

@@ -1,9 +1,11 @@
 //! `suggest`'s copy of a history it reads once (docs/cli.md, "Signals and temporary files"):
-//! made in `$TMPDIR` while its first pass reads stdin, and gone when the command ends —
-//! normally, on an error, and on SIGTERM, SIGINT or SIGHUP, which then end the process as
-//! they would have (143, 130, 129). A signal ignored when retryctl starts stays ignored.
+//! made in `$TMPDIR` while its first pass reads stdin, with no name (an anonymous file), so
+//! that nothing of it is left whatever ends the command: normally, an error, SIGTERM, SIGINT
+//! or SIGHUP (which end the process as they would have: 143, 130, 129), and the signals no
+//! handler can remove a file on (SIGKILL) or that retryctl does not handle (SIGQUIT,
+//! SIGUSR1, SIGALRM). A signal ignored when retryctl starts stays ignored.
 
-#![cfg(unix)]
+#![cfg(target_os = "linux")]
 
 use std::fs;
 use std::io::Write;
@@ -12,6 +14,7 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::child::{default_dispositions, wait_within};
 use crate::support::{root, temp_home};
 
 /// The names in `dir`, sorted.
@@ -22,6 +25,21 @@ fn names(dir: &Path) -> Vec<String> {
         .collect();
     v.sort();
     v
+}
+
+/// The files `child` holds open in `dir` that have no name there: what `/proc/PID/fd`
+/// shows of a file made unlinked (`DIR/#123 (deleted)`) or unlinked since.
+fn unnamed_in(child: &Child, dir: &Path) -> usize {
+    let dir = fs::canonicalize(dir).unwrap();
+    let Ok(fds) = fs::read_dir(format!("/proc/{}/fd", child.id())) else {
+        return 0;
+    };
+    fds.filter_map(|e| fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| {
+            let text = target.to_string_lossy();
+            target.starts_with(&dir) && text.ends_with(" (deleted)")
+        })
+        .count()
 }
 
 /// `suggest --history -` with `$TMPDIR` set to `tmp` (and `ignored`, a signal set to be
@@ -40,6 +58,9 @@ fn started(tmp: &Path, home: &Path, ignored: Option<libc::c_int>) -> (Child, Chi
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    // The signals the tests send end the child unless a test ignores one below, whatever
+    // this test run inherited (`nohup` ignores SIGHUP).
+    default_dispositions(&mut cmd);
     if let Some(sig) = ignored {
         // SAFETY: signal(2) only, between fork and exec.
         unsafe {
@@ -56,17 +77,20 @@ fn started(tmp: &Path, home: &Path, ignored: Option<libc::c_int>) -> (Child, Chi
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&history[..cut]).unwrap();
     let start = Instant::now();
-    while !names(tmp)
-        .iter()
-        .any(|n| n.starts_with("retryctl-suggest-") && n.ends_with(".copy"))
-    {
-        assert!(start.elapsed() < Duration::from_secs(60), "no copy: {:?}", names(tmp));
+    while unnamed_in(&child, tmp) == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no copy open in {}",
+            tmp.display()
+        );
         assert!(child.try_wait().unwrap().is_none(), "ended before the signal");
         std::thread::sleep(Duration::from_millis(10));
     }
-    // The copy is armed as soon as it is made: a moment for that, well past it.
+    // A moment more, for the copy to hold some of the history.
     std::thread::sleep(Duration::from_millis(100));
     assert!(child.try_wait().unwrap().is_none(), "ended before the signal");
+    // Made, written to, and never named.
+    assert!(names(tmp).is_empty(), "{:?}", names(tmp));
     (child, stdin, history[cut..].to_vec())
 }
 
@@ -76,23 +100,33 @@ fn send(child: &Child, sig: libc::c_int) {
     assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
 }
 
-/// Each signal mid-run ends `suggest` as the signal does, and its copy is gone.
+/// Each signal mid-run ends `suggest` as the signal does, and its copy is gone: those
+/// retryctl handles (SIGTERM, SIGINT, SIGHUP), those it does not (SIGQUIT, SIGUSR1,
+/// SIGALRM), and SIGKILL, which no process can act on.
 #[test]
-fn a_signal_mid_run_removes_the_copy() {
+fn a_signal_mid_run_leaves_no_copy() {
     let home = temp_home();
-    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+    for sig in [
+        libc::SIGTERM,
+        libc::SIGINT,
+        libc::SIGHUP,
+        libc::SIGKILL,
+        libc::SIGQUIT,
+        libc::SIGUSR1,
+        libc::SIGALRM,
+    ] {
         let tmp = tempfile::tempdir().unwrap();
         let (mut child, stdin, _) = started(tmp.path(), home.path(), None);
         send(&child, sig);
-        let status = child.wait().unwrap();
+        let status = wait_within(&mut child, 60, &format!("signal {sig}"));
         drop(stdin);
         assert_eq!(status.signal(), Some(sig), "{status:?}");
         assert!(names(tmp.path()).is_empty(), "signal {sig}: {:?}", names(tmp.path()));
     }
 }
 
-/// Started with SIGHUP ignored (`nohup`), the run goes on past a SIGHUP, answers, and its
-/// copy is gone at its end.
+/// Started with SIGHUP ignored (`nohup`), the run goes on past a SIGHUP with its copy open,
+/// answers, and leaves nothing.
 #[test]
 fn an_ignored_sighup_stays_ignored_and_the_copy_goes_at_the_end() {
     let home = temp_home();
@@ -101,10 +135,10 @@ fn an_ignored_sighup_stays_ignored_and_the_copy_goes_at_the_end() {
     send(&child, libc::SIGHUP);
     std::thread::sleep(Duration::from_millis(300));
     assert!(child.try_wait().unwrap().is_none(), "an ignored SIGHUP ended the run");
-    assert_eq!(names(tmp.path()).len(), 1, "{:?}", names(tmp.path()));
+    assert_eq!(unnamed_in(&child, tmp.path()), 1);
     stdin.write_all(&rest).unwrap();
     drop(stdin);
-    let status = child.wait().unwrap();
+    let status = wait_within(&mut child, 60, "the run past an ignored SIGHUP");
     assert_eq!(status.code(), Some(0), "{status:?}");
     assert!(names(tmp.path()).is_empty(), "{:?}", names(tmp.path()));
 }

@@ -3,7 +3,9 @@
 //! format told by its content whatever its name: `suggest` copies it for its second pass
 //! instead of opening it again (which waited forever on a pipe), a JSON Lines stream named
 //! `.yaml` is read as JSON Lines. The 8 MiB line limit holds on a stream that never ends
-//! (`/dev/zero`): the run ends, saying so. `-f` reads its documents from a pipe too.
+//! (`/dev/zero`): the run ends, saying so. `-f` reads its documents from a pipe too. A
+//! descriptor of the process (`/dev/stdin`) is read by its content even when it is a regular
+//! file (`< week.jsonl`).
 
 use std::fs;
 use std::io::Write;
@@ -164,6 +166,40 @@ fn process_substitution_and_dev_stdin_are_read_as_their_content() {
         .output()
         .unwrap();
     assert_eq!(format_output(&stdin), format_output(&file));
+}
+
+/// `--history /dev/stdin < h.jsonl`: stdin redirected from a regular file is read by its
+/// content, as a pipe is, not as a file by its name (`/dev/stdin` says nothing of its format:
+/// it was read as YAML). `simulate` replays it as the file; `suggest` copies it for its second
+/// pass, with the file's proposal and verdict.
+#[cfg(unix)]
+#[test]
+fn dev_stdin_redirected_from_a_file_is_read_by_its_content() {
+    let dir = planted();
+    let d = dir.path();
+    let home = temp_home();
+    for base in [
+        &["simulate", "-f", "today.yaml", "-o", "jsonl", "--history"][..],
+        &["suggest", "--baseline", "today.yaml", "-o", "policy", "--history"][..],
+    ] {
+        let file = spawnable(home.path(), d).args(base).arg("h.jsonl").output().unwrap();
+        assert_eq!(file.status.code(), Some(0), "{base:?}: {}", format_output(&file));
+        let redirected = within(
+            spawnable(home.path(), d).args(base).arg("/dev/stdin"),
+            Stdio::from(fs::File::open(d.join("h.jsonl")).unwrap()),
+            120,
+        );
+        // Stderr whole; stdout (megabytes of records) compared without printing it.
+        assert_eq!(
+            (redirected.status.code(), String::from_utf8_lossy(&redirected.stderr)),
+            (file.status.code(), String::from_utf8_lossy(&file.stderr)),
+            "{base:?}"
+        );
+        assert!(
+            redirected.stdout == file.stdout,
+            "{base:?}: stdout differs from the file's"
+        );
+    }
 }
 
 /// `-f` reads its documents from a named pipe as from a file.

@@ -109,7 +109,7 @@ fn p(dir: &Path, name: &str) -> String {
 /// Today's policies of a cluster of two queues sharing one executor config: `ml` (the route's)
 /// and `batch`, which retries what the executor puts in `infrastructure`; with `eval`, a third
 /// queue the week holds no job of.
-fn two_queues(dir: &Path, eval: bool) -> String {
+pub(crate) fn two_queues(dir: &Path, eval: bool) -> String {
     let current = dir.join(if eval { "three" } else { "current" });
     std::fs::create_dir_all(&current).unwrap();
     std::fs::copy("testdata/route/current/executor.yaml", current.join("executor.yaml")).unwrap();
@@ -131,7 +131,7 @@ fn two_queues(dir: &Path, eval: bool) -> String {
 
 /// The route's week, with 25 jobs of `ml` and 10 of `batch` whose image pull backs off once
 /// and then runs: the executor puts both pull failures in `infrastructure/image-pull`.
-fn two_queue_week(dir: &Path) -> String {
+pub(crate) fn two_queue_week(dir: &Path) -> String {
     let week = std::fs::read_to_string("testdata/route/week.jsonl").unwrap();
     let pulled: Value = week
         .lines()
@@ -271,7 +271,7 @@ fn a_queue_the_week_does_not_hold_rejects_a_changed_categorizer() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         v["suggest"]["verdict"]["reasons"][0],
-        "the categorizer is the cluster's: queue eval uses categories it changes and the history holds none of their jobs (export the week without --queue)"
+        "the categorizer is the cluster's: queue eval uses categories it changes and the history holds none of their jobs (export their weeks too: `retryctl history --queue Q … >> WEEK`)"
     );
 }
 

@@ -213,7 +213,7 @@ fn spec_rules_are_covered() {
             "spec.rules[0].onTerminationMessage.pattern",
         ),
         (
-            "pattern bounded compiled size",
+            "repeat counts multiplied at most 1,000, as Go",
             "regex-compiled-too-big.yaml",
             "invalid-regex",
             "spec.rules[0].onTerminationMessage.pattern",

@@ -174,6 +174,8 @@ pub fn check_sendable(items: &[Item], conn: &Remote, mode: Mode) -> Result<(), C
 /// A loaded, ordered and checked batch, ready to write.
 pub struct Batch {
     pub items: Vec<Item>,
+    /// The files of `-f`'s directories that were not read (said on stderr).
+    pub skipped: Vec<crate::input::Skipped>,
     /// `--dry-run`: nothing is written.
     pub dry: bool,
     /// `None` only for a dry run whose server did not answer.
@@ -201,7 +203,7 @@ pub fn prepare(
     kinds: &[Kind],
     mode: Mode,
 ) -> anyhow::Result<Batch> {
-    let mut items = remote::load(ctx, source, kinds)?;
+    let (mut items, skipped) = remote::load_seen(ctx, source, kinds)?;
     order(&mut items, false);
     let dry = remote::dry_run(ctx, write.dry_run)?;
     let conn = if dry { probe(ctx)? } else { Some(remote::connect(ctx)?) };
@@ -214,12 +216,17 @@ pub fn prepare(
             writeln!(ctx.err, "{note}")?;
         }
     }
-    Ok(Batch { items, dry, conn })
+    Ok(Batch {
+        items,
+        skipped,
+        dry,
+        conn,
+    })
 }
 
 /// Writes every document of a prepared batch in order; the first failure stops the run.
 pub fn write_all(ctx: &mut Context, batch: &Batch, mode: Mode) -> anyhow::Result<ExitCode> {
-    let Batch { items, dry, conn } = batch;
+    let Batch { items, dry, conn, .. } = batch;
     let dry = *dry;
     for (i, item) in items.iter().enumerate() {
         match remote::write(conn.as_ref(), &item.resource, mode, dry) {

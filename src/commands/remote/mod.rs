@@ -143,10 +143,24 @@ pub fn label(r: &Resource) -> String {
 /// Reads, decodes and validates every document of `source`. Any error anywhere: the full
 /// report on stderr and exit 3 before anything is sent, so a bad file never half-applies.
 pub fn load(ctx: &mut Context, source: &FileSource, kinds: &[Kind]) -> anyhow::Result<Vec<Item>> {
+    load_seen(ctx, source, kinds).map(|(items, _)| items)
+}
+
+/// [`load`], and the files of `source`'s directories it did not read, each said on stderr
+/// (a `beta.YAML`, a subdirectory's file without `-R`): a document the user took for given
+/// is never left out without a word.
+pub fn load_seen(
+    ctx: &mut Context,
+    source: &FileSource,
+    kinds: &[Kind],
+) -> anyhow::Result<(Vec<Item>, Vec<input::Skipped>)> {
     if source.files.is_empty() {
         return Err(CliError::usage("no input: pass one or more files or directories with `-f PATH`").into());
     }
-    let mut files = input::read_sources(&source.files, source.recursive, Some(kinds));
+    let input::Sources { mut files, skipped } = input::read_sources_seen(&source.files, source.recursive, Some(kinds));
+    for s in &skipped {
+        writeln!(ctx.err, "note: {s}")?;
+    }
     for place in input::set_aside_categorizers(&mut files) {
         writeln!(
             ctx.err,
@@ -184,7 +198,7 @@ pub fn load(ctx: &mut Context, source: &FileSource, kinds: &[Kind]) -> anyhow::R
     if items.is_empty() {
         return Err(CliError::invalid("no documents in the input: nothing to do").into());
     }
-    Ok(items)
+    Ok((items, skipped))
 }
 
 /// Checks names given on the command line before they reach a URL.

@@ -79,16 +79,57 @@ pub fn parse_max_compute(text: &str) -> Result<MaxCompute, CliError> {
     }
 }
 
-/// `text` as one word for a POSIX shell: as is when it holds only safe characters, else in
-/// single quotes (the commands `tune` and `suggest` print to be run next).
+/// `text` as one word for the shell, in the commands `tune` and `suggest` print to be run
+/// next, so that the line runs as printed: as is when it holds only safe characters; in
+/// single quotes when it holds no character a terminal would act on; else in bash's ANSI-C
+/// quotes (`$'…'`, bash, zsh and ksh), each such character (a line break, ESC, a
+/// bidirectional control: what `output::text::shown` would escape, and so turn into other
+/// characters inside single quotes) written as an escape the shell decodes back: `\n`, `\t`,
+/// `\r`, else its UTF-8 bytes as `\xHH` (bytes, whatever the shell's locale).
 pub fn shell_word(text: &str) -> String {
     let safe = !text.is_empty()
         && text
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c));
     if safe {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
+        return text.to_string();
+    }
+    if !text.chars().any(crate::diag::is_escaped) {
+        return format!("'{}'", text.replace('\'', r"'\''"));
+    }
+    let mut out = String::from("$'");
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str(r"\\"),
+            '\'' => out.push_str(r"\'"),
+            '\n' => out.push_str(r"\n"),
+            '\t' => out.push_str(r"\t"),
+            '\r' => out.push_str(r"\r"),
+            c if crate::diag::is_escaped(c) => {
+                let mut bytes = [0u8; 4];
+                for b in c.encode_utf8(&mut bytes).bytes() {
+                    out.push_str(&format!("\\x{b:02x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_word;
+
+    #[test]
+    fn a_word_is_quoted_as_little_as_it_needs() {
+        assert_eq!(shell_word("week.jsonl"), "week.jsonl");
+        assert_eq!(shell_word("my week's.jsonl"), r"'my week'\''s.jsonl'");
+        assert_eq!(shell_word("we\nek's\\x.jsonl"), r"$'we\nek\'s\\x.jsonl'");
+        assert_eq!(
+            shell_word("a\x1b[2J\u{202e}b\u{85}"),
+            r"$'a\x1b[2J\xe2\x80\xaeb\xc2\x85'"
+        );
     }
 }

@@ -13,6 +13,8 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 
+use crate::app::Checked;
+
 /// What is held in memory before the output goes to a temporary file. A merge of a
 /// million runs prints about 28 MiB: written to a file and read back, it cost a third of
 /// the merge's CPU; past this, memory would grow with the output.
@@ -34,7 +36,8 @@ pub struct Held {
 
 /// Stdout's file, written as the output comes, and its length before.
 struct Direct {
-    out: BufWriter<File>,
+    /// Checked as the context's stdout is: a failed write names stdout (`app::settle`).
+    out: Checked<BufWriter<File>>,
     start: u64,
 }
 
@@ -58,7 +61,7 @@ impl Held {
     fn into_file(file: File, start: u64) -> Held {
         let mut held = Held::default();
         held.direct = Some(Direct {
-            out: BufWriter::with_capacity(256 * 1024, file),
+            out: Checked::new(BufWriter::with_capacity(256 * 1024, file), "stdout"),
             start,
         });
         held
@@ -125,7 +128,7 @@ impl Direct {
     /// The file back to the length it had, its offset there: what was written is gone.
     fn cut_back(self) {
         // Written bytes are dropped with the buffer, not flushed.
-        let (file, _) = self.out.into_parts();
+        let (file, _) = self.out.into_inner().into_parts();
         if file
             .set_len(self.start)
             .and_then(|()| (&file).seek(SeekFrom::Start(self.start)))

@@ -1,27 +1,29 @@
 //! A temporary copy of what a first pass read (`replay::source::copy`), in `$TMPDIR`, for a
 //! verb that replays its history twice (`suggest`'s second pass).
 //!
-//! Owns: the file's life: removed when dropped and, should a signal end the process first,
-//! by `on_signal`'s handler (docs/cli.md, "Signals and temporary files"). Must not: decide
-//! what is copied (the verb writes the lines).
+//! Owns: the file's life. It is anonymous: made in `$TMPDIR` without a name (or unlinked as
+//! it is made), so it is gone with the process whatever ends it, SIGKILL and a crash
+//! included, with nothing for a signal handler to remove (docs/cli.md, "Signals and
+//! temporary files"). Must not: decide what is copied (the verb writes the lines).
 
+use std::fs::File;
 use std::io::{self, Write};
 
 use crate::error::CliError;
 use crate::input;
-use crate::on_signal;
 
-/// The copy: its temporary file, armed against signals while it exists.
+/// The copy: an anonymous file, written through a buffer.
 pub struct SpoolFile {
-    // Declared (so dropped) before its guard: the file is gone before the handler forgets it.
     // Buffered: a record a job, each a write of its own otherwise.
-    file: io::BufWriter<tempfile::NamedTempFile>,
-    _armed: on_signal::Armed,
+    file: io::BufWriter<File>,
 }
 
 impl SpoolFile {
-    pub fn path(&self) -> &std::path::Path {
-        self.file.get_ref().path()
+    /// A descriptor of the copy, for `replay::source::copy::Copy` to read from its start (by
+    /// position: the offset it shares with the writer's is left alone). What was written
+    /// must have been flushed.
+    pub fn reader(&self) -> io::Result<File> {
+        self.file.get_ref().try_clone()
     }
 }
 
@@ -35,25 +37,19 @@ impl Write for SpoolFile {
     }
 }
 
-/// A new, empty copy in `$TMPDIR`.
+/// A new, empty copy in `$TMPDIR`, with no name.
 pub fn spool_file() -> io::Result<SpoolFile> {
-    let file = tempfile::Builder::new()
-        .prefix("retryctl-suggest-")
-        .suffix(".copy")
-        .tempfile()?;
-    let armed = on_signal::arm(file.path());
     Ok(SpoolFile {
-        file: io::BufWriter::with_capacity(1 << 16, file),
-        _armed: armed,
+        file: io::BufWriter::with_capacity(1 << 16, tempfile::tempfile()?),
     })
 }
 
-/// A temporary copy that cannot be opened again to be read: which, and why (not expected:
-/// this process wrote it a moment before).
-pub fn cannot_read_back(path: &std::path::Path, e: io::Error) -> anyhow::Error {
+/// A temporary copy that cannot be read back: why (not expected: this process wrote it a
+/// moment before).
+pub fn cannot_read_back(e: io::Error) -> anyhow::Error {
     CliError::failed(format!(
-        "cannot read back the temporary copy of the history `{}`: {}",
-        path.display(),
+        "cannot read back the temporary copy of the history (in `{}`): {}",
+        std::env::temp_dir().display(),
         input::io_reason(&e)
     ))
     .into()

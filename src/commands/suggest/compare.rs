@@ -160,7 +160,10 @@ impl Suggest {
         let Some(copy) = copy else {
             unreachable!("a history pass 2 reads is copied or read again")
         };
-        let copy = Copy::open(copy.path(), &pass.places, pass.bulk).map_err(|e| cannot_read_back(copy.path(), e))?;
+        let copy = copy
+            .reader()
+            .and_then(|f| Copy::open(f, &pass.places, pass.bulk))
+            .map_err(cannot_read_back)?;
         // The copy holds every queue's jobs. Their own filter: pass 1 counted and said those
         // of other queues.
         let queue = match histories.every_queue {

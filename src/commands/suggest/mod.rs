@@ -33,11 +33,12 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use crate::app::Context;
-use crate::cli::{SuggestArgs, SuggestOutput, WindowArgs};
+use crate::cli::{ExecutorConfigFormat, SuggestArgs, SuggestOutput, WindowArgs};
 use crate::commands::replay::checks::{backtest_refusal, said_of_the_shards, shards_backtest_refusal};
 use crate::commands::replay::sides::{self, resolve, CandidateFrom, Sides, SidesSpec};
 use crate::commands::replay::source::{self, check_flags, check_source, About, Open};
 use crate::engine::simulator::Simulator;
+use crate::engine::EngineKind;
 use crate::error::{CliError, ExitCode};
 use crate::model::validate::name_reason;
 use crate::output::mode::Baseline;
@@ -72,6 +73,13 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
     let Some(sides) = resolve(ctx, spec)? else {
         return Ok(ExitCode::InvalidInput);
     };
+    if let (Some(path), EngineKind::Design) = (&args.executor_config, sides.engine) {
+        return Err(CliError::usage(format!(
+            "`--executor-config {}`: a proposal for the design engine has no executor config of its own; it is written for today's Armada (`--engine upstream`)",
+            path.display()
+        ))
+        .into());
+    }
     let replay_args = &args.replay;
     let suggest = Suggest {
         run: SuggestRun::new(args, knobs, &sides.spec),
@@ -84,6 +92,7 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
         },
         sides,
         merged: false,
+        executor_config: args.executor_config.clone().map(|p| (p, args.executor_config_format)),
     };
     let open = Open {
         replay: replay_args,
@@ -247,6 +256,9 @@ pub(super) struct Suggest {
     sides: Sides,
     /// A sharded suggest's merge: its refusals of `--backtest-at` name the shards' flag.
     merged: bool,
+    /// `--executor-config FILE` and its shape: the proposed executor config alone, written
+    /// once the output is.
+    executor_config: Option<(PathBuf, ExecutorConfigFormat)>,
 }
 
 impl Suggest {
@@ -486,6 +498,9 @@ impl Suggest {
         } else {
             doc.finish(&mut *out, &report, &whole_cmp, backtest.as_ref(), &judgement)?;
         }
+        if let (Some((path, format)), Some(u)) = (&self.executor_config, &proposal.upstream) {
+            write_executor_config(path, *format, &u.categorizer)?;
+        }
         // A script stops on a proposal that must not be applied: `reject` is exit 1, in every
         // format, once the output is written in full (docs/reference/suggest.md "Exit status").
         Ok(if judgement.decision == Decision::Reject {
@@ -494,4 +509,35 @@ impl Suggest {
             ExitCode::Success
         })
     }
+}
+
+/// `--executor-config FILE`: the proposed executor config alone, as deployed (docs/suggest.md
+/// "The two halves, in order"): the config file's shape, or the executor chart's values with
+/// it under `applicationConfig:` (`helm upgrade … -f FILE`). Written beside FILE and renamed
+/// once whole, as `--output-file` is.
+fn write_executor_config(path: &std::path::Path, format: ExecutorConfigFormat, config: &str) -> anyhow::Result<()> {
+    // The line that tells a reader of `-o policy`'s two documents which is not a server
+    // resource says nothing in a file that holds the config alone.
+    let config: String = config
+        .lines()
+        .filter(|l| !l.starts_with("# The executor's config (errorCategories)"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let text = match format {
+        ExecutorConfigFormat::Config => config,
+        ExecutorConfigFormat::Helm => {
+            let mut v =
+                String::from("# The executor chart's values: helm upgrade … -f this file.\napplicationConfig:\n");
+            for line in config.lines() {
+                match line.starts_with('#') || line.is_empty() {
+                    true => v.push_str(&format!("{line}\n")),
+                    false => v.push_str(&format!("  {line}\n")),
+                }
+            }
+            v
+        }
+    };
+    let mut file = crate::commands::output_file::OutputFile::create(path)?;
+    file.write_all(text.as_bytes())?;
+    file.commit()
 }

@@ -129,6 +129,8 @@ fn conclude_merged(
         shard: None,
         sides,
         merged: true,
+        // merge writes its one output: the executor config is `-o policy`'s first document.
+        executor_config: None,
     };
     // A shard's baseline is files (`check_sharded`), read again here with their categorizer,
     // or no policy.

@@ -27,7 +27,6 @@ use std::sync::OnceLock;
 use regex_automata::dfa::{dense, Automaton};
 use regex_automata::nfa::thompson;
 use regex_automata::util::primitives::StateID;
-use regex_automata::util::syntax;
 use regex_automata::{Input, MatchKind};
 
 use crate::model::failure_history::Run;
@@ -653,7 +652,7 @@ pub(crate) fn shareable(pattern: &str) -> bool {
     let Ok(rust) = crate::model::go_regex::to_rust(pattern) else {
         return false;
     };
-    regex_automata::util::syntax::parse_with(&rust, &syntax::Config::new().utf8(true)).is_ok_and(|hir| {
+    regex_automata::util::syntax::parse_with(&rust, &crate::model::go_regex::syntax_config()).is_ok_and(|hir| {
         let props = hir.properties();
         props.minimum_len().is_some_and(|n| n > 0) && props.look_set_prefix().contains(regex_syntax::hir::Look::Start)
     })
@@ -662,7 +661,7 @@ pub(crate) fn shareable(pattern: &str) -> bool {
 /// The DFA over `patterns`, with the syntax of each pattern's own regex (`compile_pattern`:
 /// Go's syntax written as the `regex` crate's, then regex's defaults, Unicode and UTF-8);
 /// `None` when it would be larger than [`DFA_LIMIT`].
-fn build(patterns: &[Box<str>]) -> Option<dense::DFA<Vec<u32>>> {
+pub(super) fn build(patterns: &[Box<str>]) -> Option<dense::DFA<Vec<u32>>> {
     let patterns = patterns
         .iter()
         .map(|p| crate::model::go_regex::to_rust(p).ok())
@@ -680,7 +679,7 @@ fn build(patterns: &[Box<str>]) -> Option<dense::DFA<Vec<u32>>> {
                 .dfa_size_limit(Some(DFA_LIMIT))
                 .determinize_size_limit(Some(DFA_LIMIT * 4)),
         )
-        .syntax(syntax::Config::new().utf8(true))
+        .syntax(crate::model::go_regex::syntax_config())
         .thompson(
             thompson::Config::new()
                 .utf8(true)

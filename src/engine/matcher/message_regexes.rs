@@ -262,7 +262,7 @@ fn possible(literals: &Literals, facts: &RunFacts<'_>, with_init: bool) -> (u64,
 /// without capture slots, as a set is. The lazy DFA and the PikeVM answer every search it
 /// would (test `pattern_sets_answer_a_word_boundary_after_an_optional_anchored_prefix`).
 pub(super) fn pattern_set(patterns: &[&str]) -> Option<PatternSet> {
-    use regex_automata::{meta, nfa::thompson::WhichCaptures, util::syntax, MatchKind};
+    use regex_automata::{meta, nfa::thompson::WhichCaptures, MatchKind};
     // Go's syntax written as the `regex` crate's, as `compile_pattern` does.
     let patterns = patterns
         .iter()
@@ -280,11 +280,13 @@ pub(super) fn pattern_set(patterns: &[&str]) -> Option<PatternSet> {
                 .nfa_size_limit(Some(MAX_REGEX_SIZE * 4))
                 .hybrid_cache_capacity(MAX_REGEX_SIZE * 16),
         )
-        .syntax(syntax::Config::new().utf8(true))
+        .syntax(crate::model::go_regex::syntax_config())
         .build_many(patterns)
         .ok()?;
     let may_match_empty = patterns.iter().any(|p| {
-        regex_syntax::Parser::new()
+        regex_syntax::ParserBuilder::new()
+            .nest_limit(crate::model::go_regex::NEST_LIMIT)
+            .build()
             .parse(p)
             .map_or(true, |hir| hir.properties().minimum_len() == Some(0))
     });

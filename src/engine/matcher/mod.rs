@@ -10,13 +10,15 @@
 //! run's messages for the regex message rules of all its policies, over the DFA of
 //! `list_dfa` ([`SharedRegexes`]). What a match saw is a [`Signal`] (`signal`), read from the
 //! run's facts ([`RunFacts`], `run_facts`); a rule's message pattern is a [`Pattern`]
-//! (`pattern`).
+//! (`pattern`: a literal test, the `regex` crate's `Regex`, or for a pattern whose byte
+//! automaton would be large a program over characters, `char_program`).
 //!
 //! Must not: allocate while matching (the evaluator's budget is zero heap allocations per
 //! decision, `tests/alloc.rs`), do I/O, or change the order in which rules are tried: the
 //! masks only skip rules that cannot match, and candidates are visited in rule order, so the
 //! first matching rule still wins.
 
+mod char_program;
 mod first_match;
 mod list_dfa;
 mod masks;
@@ -37,7 +39,7 @@ use crate::model::quantity::parse_quantity;
 pub use list_dfa::SharedRegexes;
 use masks::{CategoryIndex, ConditionMasks, ExitMasks, NamedExits, SlotPrefixes};
 use message_regexes::MessageRegexes;
-pub(crate) use pattern::Pattern;
+pub(crate) use pattern::{Pattern, PatternPool};
 pub use policy_list::Policies;
 pub(crate) use regex_prefilter::required_of_all;
 use retry_plan::rule_plans;

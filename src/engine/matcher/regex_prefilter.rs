@@ -64,7 +64,7 @@ impl Info {
 /// syntax written as the `regex` crate's, then regex's defaults, UTF-8 mode).
 fn parse(pattern: &str) -> Option<Hir> {
     let rust = crate::model::go_regex::to_rust(pattern).ok()?;
-    syntax::parse_with(&rust, &syntax::Config::new().utf8(true)).ok()
+    syntax::parse_with(&rust, &crate::model::go_regex::syntax_config()).ok()
 }
 
 /// The literals one of which every match of `pattern` contains (ASCII letters lowercased

@@ -565,3 +565,31 @@ fn a_set_finds_a_match_begun_before_an_empty_match_that_splits_a_character() {
         assert_eq!(set.is_match(message), matches != 0, "{message}");
     }
 }
+
+/// The deepest patterns a rule may have (`go_regex`'s tests: 300 nested groups, SPEC §21, and
+/// the most nested shapes within 1,024 bytes) build in every engine a rule's pattern goes to —
+/// the rule's own regex, a policy's set and its hits, the list's DFA, the literal prefilter,
+/// which walks the tree recursively — on a thread of the default 2 MiB stack, as the replay's
+/// workers have, and each answers as the rule's own regex.
+#[test]
+fn deep_patterns_build_every_engine_on_a_small_stack() {
+    for (p, text) in crate::model::go_regex::tests::deep_patterns() {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                let own = Pattern::new(&p).unwrap_or_else(|e| panic!("{e}"));
+                assert!(own.is_match(&text));
+                let refs = [p.as_str()];
+                assert!(pattern_set(&refs).unwrap().is_match(&text));
+                assert_eq!(RegexHits::new(&refs, &[0]).unwrap().matching(&text), 1);
+                let _ = regex_prefilter::required(&p, true);
+                let _ = Literals::new(&refs, &[0]);
+                let anchored: Box<str> = format!("^(?:{p})").into();
+                assert!(shareable(&anchored));
+                assert!(super::list_dfa::build(&[anchored]).is_some());
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+}

@@ -18,7 +18,6 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::engine::Settings;
@@ -155,18 +154,37 @@ fn end(out: &mut [u8], start: usize) {
 
 /// A copy as a history source: blocks of whole records, unpacked by the workers.
 pub struct Copy {
-    file: io::BufReader<File>,
+    file: io::BufReader<At>,
     places: Arc<Written>,
     bulk: bool,
     done: u64,
     total: u64,
     /// The copy stopped reading early (a read error, a record cut short), and said why.
     failed: bool,
-    /// `the temporary copy of the history (`PATH`)`, before what is wrong with it.
+    /// `the temporary copy of the history`, before what is wrong with it.
     name: Arc<str>,
     /// The first pass copied every queue's jobs: `--queue`'s alone are compared unless the
     /// proposal changes the cluster's categorizer.
     queue: Option<OneQueue>,
+}
+
+/// A file read from its start by position (`pread`), whatever its descriptor's offset: the
+/// copy is an anonymous file, written through one descriptor and read through duplicates of
+/// it, which share that offset; so each pass reads it whole, and none moves another.
+struct At {
+    file: File,
+    at: u64,
+}
+
+impl Read for At {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        #[cfg(unix)]
+        let n = std::os::unix::fs::FileExt::read_at(&self.file, buf, self.at)?;
+        #[cfg(windows)]
+        let n = std::os::windows::fs::FileExt::seek_read(&self.file, buf, self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
 }
 
 impl Copy {
@@ -176,19 +194,19 @@ impl Copy {
         self
     }
 
-    /// The copy at `path`, written with `places`. `bulk`: the first pass's source's (its
-    /// table prints only the summary).
-    pub fn open(path: &Path, places: &Places, bulk: bool) -> io::Result<Copy> {
-        let file = File::open(path)?;
+    /// The copy `file` holds (a descriptor of it: read from its start, by position),
+    /// written with `places`. `bulk`: the first pass's source's (its table prints only the
+    /// summary).
+    pub fn open(file: File, places: &Places, bulk: bool) -> io::Result<Copy> {
         let total = file.metadata()?.len();
         Ok(Copy {
-            file: io::BufReader::with_capacity(BLOCK_BYTES, file),
+            file: io::BufReader::with_capacity(BLOCK_BYTES, At { file, at: 0 }),
             places: Arc::new(places.written()),
             bulk,
             done: 0,
             total,
             failed: false,
-            name: format!("the temporary copy of the history (`{}`)", path.display()).into(),
+            name: "the temporary copy of the history".into(),
             queue: None,
         })
     }
@@ -454,9 +472,10 @@ mod tests {
         }
         said_record(&places, Pos(2, 9), Said::LeftOut("left".into()), &mut bytes);
         expected.push("left".into());
-        let mut file = tempfile::NamedTempFile::new().unwrap();
+        let mut file = tempfile::tempfile().unwrap();
         file.write_all(&bytes).unwrap();
-        let copy = Copy::open(file.path(), &places, true).unwrap();
+        // The writer's offset is at the end: the copy reads from the start all the same.
+        let copy = Copy::open(file.try_clone().unwrap(), &places, true).unwrap();
         let mut got = Vec::new();
         let mut into = FailureHistory::default();
         let mut blocks = 0;
@@ -501,9 +520,9 @@ mod tests {
             &job("j"),
             &mut bytes,
         );
-        let mut file = tempfile::NamedTempFile::new().unwrap();
+        let mut file = tempfile::tempfile().unwrap();
         file.write_all(&bytes[..bytes.len() - 1]).unwrap();
-        let copy = Copy::open(file.path(), &places, true).unwrap();
+        let copy = Copy::open(file, &places, true).unwrap();
         let said: Vec<String> = copy
             .map(|e| match e.body {
                 Body::Error(why) => format!("{}: {why}", e.origin),
@@ -512,10 +531,7 @@ mod tests {
             .collect();
         assert_eq!(
             said,
-            [format!(
-                "the temporary copy of the history (`{}`): cannot be read back at byte 0: it ends inside a record",
-                file.path().display()
-            )]
+            ["the temporary copy of the history: cannot be read back at byte 0: it ends inside a record"]
         );
     }
 }

@@ -104,7 +104,7 @@ impl Files {
             };
         }
         let meta = std::fs::metadata(path).map_err(cannot)?;
-        if !meta.is_dir() && !meta.is_file() {
+        if super::is_stream(path) {
             // Opened once (a named pipe's open waits for its writer), never by name again.
             let file = File::open(path).map_err(cannot)?;
             files.open_stream(Box::new(file), path.display().to_string().into(), stem_of(path, "job"));

@@ -1,5 +1,6 @@
-//! A stream: stdin (`--history -`) or any path that is not a regular file or a directory,
-//! read once, in order, its format told by its content.
+//! A stream: stdin (`--history -`), a descriptor of this process (`/dev/stdin`), or any path
+//! that is not a regular file or a directory, read once, in order, its format told by its
+//! content.
 //!
 //! Owns: what is a stream, and opening one: the blank lines before its first line with content,
 //! JSON Lines told from a YAML text, a YAML text read whole, and the bytes read before
@@ -20,11 +21,16 @@ use super::lines::{cut_at_limit, Input, Lines};
 use super::sift::Mine;
 use super::Files;
 
-/// Whether `--history PATH` is a stream, read once ([`Files`]): stdin (`-`), or a path that
-/// is neither a regular file nor a directory (a named pipe, `/dev/fd/N`, a device). A path
-/// that cannot be read is not: opening it says why.
+/// Whether `--history PATH` is a stream, read once ([`Files`]), its format told by its
+/// content: stdin (`-`); a path that names a descriptor of this process (`/dev/stdin`,
+/// `/dev/fd/N`), whatever it has open, a regular file included (`--history /dev/stdin <
+/// week.jsonl`: its name says nothing of its format); or a path that is neither a regular
+/// file nor a directory (a named pipe, a device). A path that cannot be read is not: opening
+/// it says why.
 pub fn is_stream(path: &Path) -> bool {
-    path.as_os_str() == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_dir() && !m.is_file())
+    path.as_os_str() == "-"
+        || crate::input::names_own_descriptor(path)
+        || std::fs::metadata(path).is_ok_and(|m| !m.is_dir() && !m.is_file())
 }
 
 impl Files {

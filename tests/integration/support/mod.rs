@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
+#[cfg(unix)]
+pub mod child;
 pub mod chromium;
 pub mod console;
 pub mod lookout_rows;
