@@ -177,6 +177,7 @@ impl Suggest {
     /// `doc` and captured for the verdict; `check`: the proposal's rules checked on the
     /// candidate's decision records (the whole history), whose messages go to stderr (the
     /// later jobs' were said already).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn compare(
         &self,
         (err, style): (&mut dyn Write, Style),
