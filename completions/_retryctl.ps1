@@ -56,6 +56,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Document the fields of a resource (`retrypolicy.spec.rules`)')
             [CompletionResult]::new('schema', 'schema', [CompletionResultType]::ParameterValue, 'Print the JSON Schema (draft 2020-12) of a document kind, for editors')
             [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Export a real cluster''s failure history from Armada''s Lookout as FailureHistory documents')
+            [CompletionResult]::new('watch', 'watch', [CompletionResultType]::ParameterValue, 'Today''s policy and candidates on Lookout''s live record, as Prometheus metrics')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -1824,6 +1825,51 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'retryctl;watch' {
+            [CompletionResult]::new('--lookout-db', '--lookout-db', [CompletionResultType]::ParameterName, 'Lookout''s PostgreSQL database (`postgresql://user:password@host:5432/lookout`); without the flag or without a value: $LOOKOUT_DB')
+            [CompletionResult]::new('--queue', '--queue', [CompletionResultType]::ParameterName, 'A queue to watch (repeatable); default: the queues of the Queue documents of --baseline and -f')
+            [CompletionResult]::new('--baseline', '--baseline', [CompletionResultType]::ParameterName, 'Today''s policy: the RetryPolicy and Queue documents the cluster runs (files, directories), and its categorizer document if it has one')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'A candidate (a file or a directory), replayed in the shadow of today''s policy and labelled by its base name (repeatable: one candidate each)')
+            [CompletionResult]::new('--filename', '--filename', [CompletionResultType]::ParameterName, 'A candidate (a file or a directory), replayed in the shadow of today''s policy and labelled by its base name (repeatable: one candidate each)')
+            [CompletionResult]::new('--categorizer', '--categorizer', [CompletionResultType]::ParameterName, 'The candidates'' categorizer config (the executor''s `errorCategories`), for those whose files hold none; the baseline then needs its own (--baseline-categorizer)')
+            [CompletionResult]::new('--baseline-categorizer', '--baseline-categorizer', [CompletionResultType]::ParameterName, 'Today''s categorizer config, or `recorded` to keep the categories the runs were recorded with (never --categorizer''s)')
+            [CompletionResult]::new('--engine', '--engine', [CompletionResultType]::ParameterName, 'The engine of the candidates: design or upstream (default: as the documents'' dialect picks, docs/engines.md)')
+            [CompletionResult]::new('--baseline-engine', '--baseline-engine', [CompletionResultType]::ParameterName, 'The engine of today''s policy (default: the same as --engine)')
+            [CompletionResult]::new('--scheduler-config', '--scheduler-config', [CompletionResultType]::ParameterName, 'An Armada scheduler config file (its `scheduling.retryPolicy` block is used)')
+            [CompletionResult]::new('--retry-policy', '--retry-policy', [CompletionResultType]::ParameterName, 'Policies for jobs whose queue is not among the documents (comma separated, in order)')
+            [CompletionResult]::new('--global-max-retries', '--global-max-retries', [CompletionResultType]::ParameterName, 'Override the scheduler''s globalMaxRetries')
+            [CompletionResult]::new('--default-policy', '--default-policy', [CompletionResultType]::ParameterName, 'Override the scheduler''s defaultPolicyName')
+            [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Serve /metrics, /report and /healthz on this address')
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'The file the cursor, the jobs counted of the last 5 minutes and every counter are kept in (written after each poll); a restart resumes from it')
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Where a fresh --state starts: jobs that reached a terminal state since this duration before now (`7d`, `36h`) or this RFC 3339 time (default: now)')
+            [CompletionResult]::new('--poll', '--poll', [CompletionResultType]::ParameterName, 'How long to wait between polls (a Go duration: `30s`, `1m`)')
+            [CompletionResult]::new('--window', '--window', [CompletionResultType]::ParameterName, 'The jobs /report replays: those that reached a terminal state within this duration before now (`7d`, `36h`)')
+            [CompletionResult]::new('--emit', '--emit', [CompletionResultType]::ParameterName, 'Print, instead of watching, the Kubernetes Deployment that runs this command line')
+            [CompletionResult]::new('--image', '--image', [CompletionResultType]::ParameterName, 'With --emit: the container image; its entrypoint must be retryctl (the repository''s Dockerfile)')
+            [CompletionResult]::new('--volume', '--volume', [CompletionResultType]::ParameterName, 'With --emit: the PersistentVolumeClaim the pod mounts at MOUNT: the policies lie under MOUNT and --state is written there')
+            [CompletionResult]::new('--dsn-secret', '--dsn-secret', [CompletionResultType]::ParameterName, 'With --emit: the Secret holding the DSN (key `dsn` unless given); the pod gets it as $LOOKOUT_DB and the DSN is never written out')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'With --emit: the Deployment''s namespace (default: kubectl''s)')
+            [CompletionResult]::new('--requests', '--requests', [CompletionResultType]::ParameterName, 'With --emit: the container''s resources, requested and limited alike (default: cpu=1,memory=256Mi)')
+            [CompletionResult]::new('--armada-url', '--armada-url', [CompletionResultType]::ParameterName, 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'Context of the config file to use instead of its `currentContext`')
+            [CompletionResult]::new('--config', '--config', [CompletionResultType]::ParameterName, 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Timeout of each request to the server, as a duration (`10s`, `500ms`)')
+            [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)')
+            [CompletionResult]::new('--token-file', '--token-file', [CompletionResultType]::ParameterName, 'Send the bearer token held in FILE (one line)')
+            [CompletionResult]::new('--certificate-authority', '--certificate-authority', [CompletionResultType]::ParameterName, 'Also trust the CA certificates of this PEM file for `https://` (default: the context''s `certificateAuthority`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour')
+            [CompletionResult]::new('-R', '-R ', [CompletionResultType]::ParameterName, 'Descend into subdirectories of the directories given')
+            [CompletionResult]::new('--recursive', '--recursive', [CompletionResultType]::ParameterName, 'Descend into subdirectories of the directories given')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate (insecure: warns on every run)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log each request and its status to stderr (credentials are never printed)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log each request and its status to stderr (credentials are never printed)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'retryctl;help' {
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Parse, validate and lint documents offline (what each check means: docs/policies.md)')
             [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Create every document of the files (fails on an existing name), or a queue from flags')
@@ -1844,6 +1890,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('explain', 'explain', [CompletionResultType]::ParameterValue, 'Document the fields of a resource (`retrypolicy.spec.rules`)')
             [CompletionResult]::new('schema', 'schema', [CompletionResultType]::ParameterValue, 'Print the JSON Schema (draft 2020-12) of a document kind, for editors')
             [CompletionResult]::new('history', 'history', [CompletionResultType]::ParameterValue, 'Export a real cluster''s failure history from Armada''s Lookout as FailureHistory documents')
+            [CompletionResult]::new('watch', 'watch', [CompletionResultType]::ParameterValue, 'Today''s policy and candidates on Lookout''s live record, as Prometheus metrics')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -1958,6 +2005,9 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             break
         }
         'retryctl;help;history' {
+            break
+        }
+        'retryctl;help;watch' {
             break
         }
         'retryctl;help;help' {

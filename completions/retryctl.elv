@@ -53,6 +53,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand explain 'Document the fields of a resource (`retrypolicy.spec.rules`)'
             cand schema 'Print the JSON Schema (draft 2020-12) of a document kind, for editors'
             cand history 'Export a real cluster''s failure history from Armada''s Lookout as FailureHistory documents'
+            cand watch 'Today''s policy and candidates on Lookout''s live record, as Prometheus metrics'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'retryctl;validate'= {
@@ -1731,6 +1732,50 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'retryctl;watch'= {
+            cand --lookout-db 'Lookout''s PostgreSQL database (`postgresql://user:password@host:5432/lookout`); without the flag or without a value: $LOOKOUT_DB'
+            cand --queue 'A queue to watch (repeatable); default: the queues of the Queue documents of --baseline and -f'
+            cand --baseline 'Today''s policy: the RetryPolicy and Queue documents the cluster runs (files, directories), and its categorizer document if it has one'
+            cand -f 'A candidate (a file or a directory), replayed in the shadow of today''s policy and labelled by its base name (repeatable: one candidate each)'
+            cand --filename 'A candidate (a file or a directory), replayed in the shadow of today''s policy and labelled by its base name (repeatable: one candidate each)'
+            cand --categorizer 'The candidates'' categorizer config (the executor''s `errorCategories`), for those whose files hold none; the baseline then needs its own (--baseline-categorizer)'
+            cand --baseline-categorizer 'Today''s categorizer config, or `recorded` to keep the categories the runs were recorded with (never --categorizer''s)'
+            cand --engine 'The engine of the candidates: design or upstream (default: as the documents'' dialect picks, docs/engines.md)'
+            cand --baseline-engine 'The engine of today''s policy (default: the same as --engine)'
+            cand --scheduler-config 'An Armada scheduler config file (its `scheduling.retryPolicy` block is used)'
+            cand --retry-policy 'Policies for jobs whose queue is not among the documents (comma separated, in order)'
+            cand --global-max-retries 'Override the scheduler''s globalMaxRetries'
+            cand --default-policy 'Override the scheduler''s defaultPolicyName'
+            cand --listen 'Serve /metrics, /report and /healthz on this address'
+            cand --state 'The file the cursor, the jobs counted of the last 5 minutes and every counter are kept in (written after each poll); a restart resumes from it'
+            cand --since 'Where a fresh --state starts: jobs that reached a terminal state since this duration before now (`7d`, `36h`) or this RFC 3339 time (default: now)'
+            cand --poll 'How long to wait between polls (a Go duration: `30s`, `1m`)'
+            cand --window 'The jobs /report replays: those that reached a terminal state within this duration before now (`7d`, `36h`)'
+            cand --emit 'Print, instead of watching, the Kubernetes Deployment that runs this command line'
+            cand --image 'With --emit: the container image; its entrypoint must be retryctl (the repository''s Dockerfile)'
+            cand --volume 'With --emit: the PersistentVolumeClaim the pod mounts at MOUNT: the policies lie under MOUNT and --state is written there'
+            cand --dsn-secret 'With --emit: the Secret holding the DSN (key `dsn` unless given); the pod gets it as $LOOKOUT_DB and the DSN is never written out'
+            cand --namespace 'With --emit: the Deployment''s namespace (default: kubectl''s)'
+            cand --requests 'With --emit: the container''s resources, requested and limited alike (default: cpu=1,memory=256Mi)'
+            cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
+            cand -c 'Context of the config file to use instead of its `currentContext`'
+            cand --context 'Context of the config file to use instead of its `currentContext`'
+            cand --config 'Config file (default: $ARMADACTL_CONFIG, then ~/.armadactl.yaml)'
+            cand --timeout 'Timeout of each request to the server, as a duration (`10s`, `500ms`)'
+            cand --token 'Bearer token to send; wins over every other credential (`--token-file` keeps it out of `ps`)'
+            cand --token-file 'Send the bearer token held in FILE (one line)'
+            cand --certificate-authority 'Also trust the CA certificates of this PEM file for `https://` (default: the context''s `certificateAuthority`)'
+            cand --color 'When to use colour'
+            cand -R 'Descend into subdirectories of the directories given'
+            cand --recursive 'Descend into subdirectories of the directories given'
+            cand --insecure-skip-tls-verify 'Do not verify the server''s TLS certificate (insecure: warns on every run)'
+            cand -v 'Log each request and its status to stderr (credentials are never printed)'
+            cand --verbose 'Log each request and its status to stderr (credentials are never printed)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'retryctl;help'= {
             cand validate 'Parse, validate and lint documents offline (what each check means: docs/policies.md)'
             cand create 'Create every document of the files (fails on an existing name), or a queue from flags'
@@ -1751,6 +1796,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand explain 'Document the fields of a resource (`retrypolicy.spec.rules`)'
             cand schema 'Print the JSON Schema (draft 2020-12) of a document kind, for editors'
             cand history 'Export a real cluster''s failure history from Armada''s Lookout as FailureHistory documents'
+            cand watch 'Today''s policy and candidates on Lookout''s live record, as Prometheus metrics'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'retryctl;help;validate'= {
@@ -1832,6 +1878,8 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;help;schema'= {
         }
         &'retryctl;help;history'= {
+        }
+        &'retryctl;help;watch'= {
         }
         &'retryctl;help;help'= {
         }

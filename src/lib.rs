@@ -2,7 +2,7 @@
 //!
 //! Layering (enforced in review; a module imports only modules to its right, in the braces
 //! too): `main` → `commands` → `app` (the `Context` commands take) → {`connection`, `server`,
-//! `output`, `lookout`, `tune`, `suggest`, `replay`, `client`, `deploy`} → {`cli`, `armadactl_config`, `tls`} →
+//! `output`, `lookout`, `tune`, `suggest`, `watch`, `replay`, `client`, `deploy`} → {`cli`, `armadactl_config`, `tls`} →
 //! `input` → `engine` → `model` → {`diag`, `yaml`}, with `wire` (Armada's REST JSON) and
 //! `armada_api` (Armada's gRPC contract, generated from `proto/`, and its model ⇄ protobuf
 //! conversion: the same model on the other wire; and, for `serve --dialect upstream`,
@@ -19,7 +19,10 @@
 //! that drives `replay` over every candidate at once, and the ranking (pure). `suggest` is
 //! what `retryctl suggest` learns (docs/reference/suggest.md): signatures, counts, the
 //! proposed rules and documents, suspect nodes, pass 1's fold (which replays one job through
-//! `replay`), all pure; `commands::suggest` drives the two passes. `commands` lists the
+//! `replay`), all pure; `commands::suggest` drives the two passes. `watch` is what `retryctl
+//! watch` counts (docs/watch.md): one job under today's policy and each candidate (through
+//! `replay`'s own replay of a side), the metric families, the cursor and `--state`'s text,
+//! all pure; `commands::watch` polls Lookout, serves and writes the file. `commands` lists the
 //! verbs and two kits they share, `commands::replay` (a comparison's sides resolved once,
 //! the history opened, driven and finished) and `commands::remote` (the server verbs'); a
 //! verb imports kits, never another verb (`merge` aside, through its table of the verbs it
@@ -67,5 +70,6 @@ pub mod server;
 pub mod suggest;
 pub mod tls;
 pub mod tune;
+pub mod watch;
 pub mod wire;
 pub mod yaml;

@@ -1,8 +1,9 @@
 //! `--emit` and the flags that go with it (docs/past-one-machine.md, "Emitting the jobs"),
-//! shared by `simulate`, `tune` and `suggest`.
+//! shared by `simulate`, `tune` and `suggest`; and `watch`'s (docs/watch.md "On Kubernetes"):
+//! a Deployment rather than jobs, so only the flags a Deployment takes.
 //!
-//! Owns: [`EmitArgs`], [`EmitKind`]. Must not: check them against the command line they go
-//! with, or make the documents (both are `deploy`'s).
+//! Owns: [`EmitArgs`], [`EmitKind`], [`WatchEmitArgs`], [`WatchEmitKind`]. Must not: check
+//! them against the command line they go with, or make the documents (both are `deploy`'s).
 
 use clap::{Args, ValueEnum};
 
@@ -99,5 +100,72 @@ pub struct EmitArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EmitKind {
     Armada,
+    Kubernetes,
+}
+
+// `watch --emit kubernetes`: instead of watching, print the Deployment that runs this same
+// command line (docs/watch.md). The ids are those of [`EmitArgs`]' flags of the same names,
+// which the emitted command line leaves out alike (`commands::emit`).
+// (A `//` comment: a doc comment here would become the command's about text.)
+#[derive(Debug, Args, Clone, Default)]
+pub struct WatchEmitArgs {
+    /// Print, instead of watching, the Kubernetes Deployment that runs this command line.
+    #[arg(long, value_enum, value_name = "KIND", help_heading = "Run on Kubernetes (--emit)")]
+    pub emit: Option<WatchEmitKind>,
+
+    /// With --emit: the container image; its entrypoint must be retryctl (the repository's
+    /// Dockerfile).
+    #[arg(
+        long,
+        value_name = "IMAGE",
+        requires = "emit",
+        help_heading = "Run on Kubernetes (--emit)"
+    )]
+    pub image: Option<String>,
+
+    /// With --emit: the PersistentVolumeClaim the pod mounts at MOUNT: the policies lie under
+    /// MOUNT and --state is written there.
+    #[arg(
+        long,
+        value_name = "CLAIM:MOUNT",
+        requires = "emit",
+        help_heading = "Run on Kubernetes (--emit)"
+    )]
+    pub volume: Option<String>,
+
+    /// With --emit: the Secret holding the DSN (key `dsn` unless given); the pod gets it as
+    /// $LOOKOUT_DB and the DSN is never written out.
+    #[arg(
+        long,
+        value_name = "NAME[:KEY]",
+        requires = "emit",
+        help_heading = "Run on Kubernetes (--emit)"
+    )]
+    pub dsn_secret: Option<String>,
+
+    /// With --emit: the Deployment's namespace (default: kubectl's).
+    #[arg(
+        long,
+        value_name = "NAMESPACE",
+        requires = "emit",
+        help_heading = "Run on Kubernetes (--emit)"
+    )]
+    pub namespace: Option<String>,
+
+    /// With --emit: the container's resources, requested and limited alike (default:
+    /// cpu=1,memory=256Mi).
+    #[arg(
+        long,
+        value_name = "NAME=QUANTITY,...",
+        requires = "emit",
+        help_heading = "Run on Kubernetes (--emit)"
+    )]
+    pub requests: Option<String>,
+}
+
+/// What `watch --emit` prints: a long-running process is a Deployment (an Armada job runs
+/// to its end, so there is no `armada`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WatchEmitKind {
     Kubernetes,
 }

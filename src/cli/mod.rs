@@ -14,7 +14,7 @@
 //! table of verbs, [`VERBS`], which every list of verbs reads. Each verb's arguments and
 //! examples are in its family's file: `resources` (the server's resources, `explain`,
 //! `schema`), `replay` (`simulate`, `tune`, `suggest`, `merge`, `history`), `local`
-//! (`validate`, `serve`, `completion`, `config`, `version`); and what several share: `global`
+//! (`validate`, `serve`, `completion`, `config`, `version`), and `watch`'s in `replay`; and what several share: `global`
 //! (the flags of every verb), `view` (how `get` prints), `emit` (`--emit`), `shard`
 //! (`--shard I/N`).
 
@@ -32,7 +32,7 @@ mod view;
 
 use clap::{Args, Parser, Subcommand};
 
-pub use emit::{EmitArgs, EmitKind};
+pub use emit::{EmitArgs, EmitKind, WatchEmitArgs, WatchEmitKind};
 use global::SERVER_FLAGS;
 pub use global::{ColorChoice, GlobalArgs};
 pub use local::{
@@ -41,7 +41,7 @@ pub use local::{
 };
 pub use replay::{
     EngineArg, ExecutorConfigFormat, HistoryArgs, HistoryOutput, MergeArgs, MergeOutput, ReplayArgs, SimulateArgs,
-    SimulateOutput, SuggestArgs, SuggestOutput, TuneArgs, TuneOutput, WindowArgs,
+    SimulateOutput, SuggestArgs, SuggestOutput, TuneArgs, TuneOutput, WatchArgs, WindowArgs,
 };
 pub use resources::{
     ApplyArgs, ClusterArgs, CreateArgs, CreateResource, DeleteArgs, DeleteFlags, DeletePolicyFlags, DeleteResource,
@@ -284,4 +284,11 @@ pub enum Command {
     Schema(SchemaArgs),
     /// Export a real cluster's failure history from Armada's Lookout as FailureHistory documents.
     History(HistoryArgs),
+    /// Today's policy and candidates on Lookout's live record, as Prometheus metrics.
+    ///
+    /// Each poll reads the jobs that reached a terminal state since the last, replays each under
+    /// --baseline and every -f as `simulate --baseline` would, and counts: retries granted and
+    /// futile, what each candidate would have changed, contradictions. Serves /metrics, /report
+    /// (the window's plan as HTML) and /healthz; the counters and cursor survive a restart.
+    Watch(WatchArgs),
 }

@@ -1,5 +1,6 @@
 //! The arguments of the verbs that replay histories and of what feeds them: `simulate`,
-//! `tune`, `suggest`, the `merge` of their shards, and `history` (Lookout's export); what they
+//! `tune`, `suggest`, the `merge` of their shards, `watch` (the live record, as metrics), and
+//! `history` (Lookout's export); what they
 //! share ([`ReplayArgs`], the Lookout window); their output formats; their examples. `--emit`
 //! is `emit`'s, the value of `--shard` `shard`'s.
 //!
@@ -9,7 +10,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::emit::EmitArgs;
+use super::emit::{EmitArgs, WatchEmitArgs};
 use super::resources::FileSource;
 use super::shard::Shard;
 use super::values;
@@ -471,6 +472,96 @@ pub struct HistoryArgs {
     pub allow_empty: bool,
 }
 
+// `retryctl watch` (docs/watch.md): Lookout's live record replayed under today's policy and
+// candidates, exported as Prometheus metrics.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Lookout's PostgreSQL database (`postgresql://user:password@host:5432/lookout`);
+    /// without the flag or without a value: $LOOKOUT_DB.
+    #[arg(long, value_name = "DSN", num_args = 0..=1)]
+    pub lookout_db: Option<Option<String>>,
+
+    /// A queue to watch (repeatable); default: the queues of the Queue documents of
+    /// --baseline and -f.
+    #[arg(long = "queue", value_name = "QUEUE")]
+    pub queues: Vec<String>,
+
+    /// Today's policy: the RetryPolicy and Queue documents the cluster runs (files,
+    /// directories), and its categorizer document if it has one.
+    #[arg(long, value_name = "PATH", num_args = 1.., required = true)]
+    pub baseline: Vec<PathBuf>,
+
+    /// A candidate (a file or a directory), replayed in the shadow of today's policy and
+    /// labelled by its base name (repeatable: one candidate each).
+    #[arg(short = 'f', long = "filename", value_name = "PATH")]
+    pub candidates: Vec<PathBuf>,
+
+    /// Descend into subdirectories of the directories given.
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
+
+    /// The candidates' categorizer config (the executor's `errorCategories`), for those
+    /// whose files hold none; the baseline then needs its own (--baseline-categorizer).
+    #[arg(long, value_name = "FILE")]
+    pub categorizer: Option<PathBuf>,
+
+    /// Today's categorizer config, or `recorded` to keep the categories the runs were
+    /// recorded with (never --categorizer's).
+    #[arg(long, value_name = "FILE")]
+    pub baseline_categorizer: Option<PathBuf>,
+
+    /// The engine of the candidates: design or upstream (default: as the documents'
+    /// dialect picks, docs/engines.md).
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    pub engine: Option<EngineArg>,
+
+    /// The engine of today's policy (default: the same as --engine).
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    pub baseline_engine: Option<EngineArg>,
+
+    /// An Armada scheduler config file (its `scheduling.retryPolicy` block is used).
+    #[arg(long, value_name = "FILE")]
+    pub scheduler_config: Option<PathBuf>,
+
+    /// Policies for jobs whose queue is not among the documents (comma separated, in order).
+    #[arg(long = "retry-policy", value_delimiter = ',', value_name = "NAMES")]
+    pub retry_policies: Option<Vec<String>>,
+
+    /// Override the scheduler's globalMaxRetries.
+    #[arg(long, value_name = "N")]
+    pub global_max_retries: Option<u32>,
+
+    /// Override the scheduler's defaultPolicyName.
+    #[arg(long, value_name = "NAME")]
+    pub default_policy: Option<String>,
+
+    /// Serve /metrics, /report and /healthz on this address.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:9464")]
+    pub listen: String,
+
+    /// The file the cursor, the jobs counted of the last 5 minutes and every counter are
+    /// kept in (written after each poll); a restart resumes from it.
+    #[arg(long, value_name = "FILE", required = true)]
+    pub state: PathBuf,
+
+    /// Where a fresh --state starts: jobs that reached a terminal state since this duration
+    /// before now (`7d`, `36h`) or this RFC 3339 time (default: now).
+    #[arg(long, value_name = "DURATION|TIME")]
+    pub since: Option<String>,
+
+    /// How long to wait between polls (a Go duration: `30s`, `1m`).
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub poll: String,
+
+    /// The jobs /report replays: those that reached a terminal state within this duration
+    /// before now (`7d`, `36h`).
+    #[arg(long, value_name = "DURATION", default_value = "7d")]
+    pub window: String,
+
+    #[command(flatten)]
+    pub emit: WatchEmitArgs,
+}
+
 // The time window of the jobs read from Lookout (`history`, `simulate --lookout-db`), on
 // `job.submitted`.
 #[derive(Debug, Args, Clone, Default)]
@@ -520,6 +611,12 @@ pub(super) const EX_MERGE: &str =
     "Examples:\n  retryctl merge p0.json p1.json p2.json p3.json     # the same bytes as one process
   retryctl merge parts/*.json -o html > plan.html
   retryctl simulate -f new/ --baseline old/ --history h.jsonl --shard 2/4 -o partial > p2.json";
+
+pub(super) const EX_WATCH: &str = "Examples:
+  retryctl watch --baseline current/ --state watch.json          # Lookout at $LOOKOUT_DB
+  retryctl watch --baseline current/ -f suggested.yaml --state watch.json --since 7d
+  retryctl watch --baseline current/ -f a.yaml -f b/ --queue ml --state s.json --poll 1m
+  retryctl watch --baseline current/ -f new/ --state s.json --listen 0.0.0.0:9464 --window 1d";
 
 pub(super) const EX_HISTORY: &str = "Examples:
   retryctl history --lookout-db postgresql://lookout@db/lookout --queue ml --since 7d > week.jsonl

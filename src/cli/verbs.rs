@@ -15,7 +15,8 @@ use super::local::{
     EX_VERSION,
 };
 use super::replay::{
-    HistoryArgs, MergeArgs, SimulateArgs, SuggestArgs, TuneArgs, EX_HISTORY, EX_MERGE, EX_SIMULATE, EX_SUGGEST, EX_TUNE,
+    HistoryArgs, MergeArgs, SimulateArgs, SuggestArgs, TuneArgs, WatchArgs, EX_HISTORY, EX_MERGE, EX_SIMULATE,
+    EX_SUGGEST, EX_TUNE, EX_WATCH,
 };
 use super::resources::{
     ApplyArgs, CreateArgs, DeleteArgs, DescribeArgs, DiffArgs, ExplainArgs, GetArgs, SchemaArgs, UpdateArgs, EX_APPLY,
@@ -218,6 +219,16 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: true,
         output_file: true,
+        mergeable: false,
+    },
+    Verb {
+        name: "watch",
+        define: WatchArgs::augment_args,
+        examples: EX_WATCH,
+        // Lookout only, as `tune` and `suggest` read it: no Armada server.
+        server: false,
+        bulk: true,
+        output_file: false,
         mergeable: false,
     },
 ];

@@ -1,6 +1,6 @@
 //! `--emit armada|kubernetes` on `simulate`, `tune` and `suggest` (docs/past-one-machine.md, "Emitting
 //! the jobs"): prints, instead of running, the documents that run this same command as N
-//! shards and a merge.
+//! shards and a merge; `watch --emit kubernetes` (docs/watch.md): the Deployment that runs it.
 //!
 //! The command line the documents carry is the process's own, parsed again with the same
 //! definition: every flag of the subcommand the user gave (not the defaults, not the global
@@ -17,7 +17,7 @@ use clap::parser::ValueSource;
 use clap::ArgAction;
 
 use crate::app::Context;
-use crate::cli::EmitArgs;
+use crate::cli::{EmitArgs, WatchEmitArgs};
 use crate::deploy::{self, Flag, Invocation};
 use crate::error::{CliError, ExitCode};
 use crate::output::text::shown;
@@ -37,6 +37,16 @@ pub fn run(ctx: &mut Context, emit: &EmitArgs) -> anyhow::Result<ExitCode> {
     let invocation = invocation(std::env::args_os().collect())?;
     let plan = deploy::plan(emit, &invocation)?;
     plan.write(&mut *ctx.out)?;
+    ctx.out.flush()?;
+    Ok(ExitCode::Success)
+}
+
+/// Prints the Deployment of `watch --emit kubernetes` for the process's command line, after
+/// `watch`'s own checks of its flags (`commands::dispatch` calls them).
+pub fn run_watch(ctx: &mut Context, emit: &WatchEmitArgs) -> anyhow::Result<ExitCode> {
+    let invocation = invocation(std::env::args_os().collect())?;
+    let deployment = deploy::watch::deployment(emit, &invocation)?;
+    deployment.write(&mut *ctx.out)?;
     ctx.out.flush()?;
     Ok(ExitCode::Success)
 }

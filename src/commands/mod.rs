@@ -25,6 +25,7 @@ pub mod tune;
 pub mod update;
 pub mod validate;
 pub mod version;
+pub mod watch;
 
 use crate::app::Context;
 use crate::cli::Command;
@@ -83,6 +84,13 @@ pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitC
         Command::Explain(args) => explain::run(ctx, &args),
         Command::Schema(args) => schema::run(ctx, &args),
         Command::History(args) => output_file::run_to(ctx, args.output_file.as_deref(), |ctx| history::run(ctx, &args)),
+        // `--emit kubernetes`: watch's own checks of its flags, in its words, then the
+        // Deployment; it reads no database and no file.
+        Command::Watch(args) if args.emit.emit.is_some() => {
+            watch::check(&args)?;
+            emit::run_watch(ctx, &args.emit)
+        }
+        Command::Watch(args) => watch::run(ctx, &args),
     }
 }
 

@@ -11,37 +11,11 @@ use crate::cli::ServeArgs;
 use crate::error::{CliError, ExitCode};
 use crate::server::{self, Config, Location};
 
-/// `--listen` must be `HOST:PORT` (`127.0.0.1:8080`, `[::1]:0`, `localhost:8080`): anything
-/// else is a usage error (exit 2) here, before binding, rather than a failed bind (exit 1).
-/// Whether the host resolves and the port is free is left to the bind.
-fn check_listen(addr: &str) -> Result<(), CliError> {
-    if addr.parse::<std::net::SocketAddr>().is_ok() {
-        return Ok(());
-    }
-    let ok = match addr.rsplit_once(':') {
-        Some((host, port)) => {
-            !host.is_empty()
-                && !host.contains(':')
-                && !host.chars().any(char::is_whitespace)
-                && port.parse::<u16>().is_ok()
-        }
-        None => false,
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(CliError::usage(format!(
-            "invalid `--listen` address `{addr}`: expected HOST:PORT with a port from 0 to 65535, \
-             such as `127.0.0.1:8080` or `0.0.0.0:8443`"
-        )))
-    }
-}
-
 /// How long in-flight requests get after SIGINT/SIGTERM.
 const GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub fn run(ctx: &mut Context, args: &ServeArgs) -> anyhow::Result<ExitCode> {
-    check_listen(&args.listen)?;
+    server::check_listen(&args.listen)?;
     let db = if args.in_memory {
         Location::InMemory
     } else if let Some(path) = &args.db {

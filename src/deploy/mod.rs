@@ -10,6 +10,8 @@
 //! (the caller hands a writer), read the process's arguments (the caller hands the parsed
 //! [`Invocation`]), or run anything.
 //!
+//! `watch` runs as a Deployment instead ([`watch`]): one long-running pod, no shards.
+//!
 //! The command line is carried flag by flag as the user gave it (every flag the parse
 //! accepted, in the user's order), less the emit flags and what the shards and the merge
 //! set themselves (`--shard`, `-o`, `--output-file`); paths are rewritten to where the
@@ -18,6 +20,7 @@
 
 pub mod armada;
 pub mod kubernetes;
+pub mod watch;
 
 use std::io;
 use std::path::{Component, Path, PathBuf};

@@ -37,6 +37,7 @@ pub mod table;
 pub mod text;
 pub mod tune;
 pub mod view;
+pub mod watch;
 pub mod words;
 
 pub use format::Format;

@@ -49,6 +49,32 @@ pub use dispatch::{InFlight, Requests};
 pub use store::Location;
 use store::Store;
 
+/// `--listen` (`serve`, `watch`) must be `HOST:PORT` (`127.0.0.1:8080`, `[::1]:0`, `localhost:8080`): anything
+/// else is a usage error (exit 2) here, before binding, rather than a failed bind (exit 1).
+/// Whether the host resolves and the port is free is left to the bind.
+pub fn check_listen(addr: &str) -> Result<(), CliError> {
+    if addr.parse::<std::net::SocketAddr>().is_ok() {
+        return Ok(());
+    }
+    let ok = match addr.rsplit_once(':') {
+        Some((host, port)) => {
+            !host.is_empty()
+                && !host.contains(':')
+                && !host.chars().any(char::is_whitespace)
+                && port.parse::<u16>().is_ok()
+        }
+        None => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(CliError::usage(format!(
+            "invalid `--listen` address `{addr}`: expected HOST:PORT with a port from 0 to 65535, \
+             such as `127.0.0.1:8080` or `0.0.0.0:8443`"
+        )))
+    }
+}
+
 /// Request bodies larger than this are refused with 413.
 pub const MAX_BODY: usize = 1024 * 1024;
 

@@ -100,6 +100,26 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
         "a redirection and a Kubernetes cluster; tests/integration/shard_examples.rs runs the pods' args as written",
     ),
     (
+        "docs/watch.md",
+        "$ retryctl watch --baseline current/",
+        "a long-running process on Lookout's PostgreSQL; tests/integration/watch.rs runs watch on the README route's week in a real PostgreSQL and holds its counters to simulate's (the_counters_over_a_window_are_simulate_baselines_numbers)",
+    ),
+    (
+        "docs/watch.md",
+        "$ retryctl watch --baseline testdata/lookout/old",
+        "a long-running process on Lookout's PostgreSQL; tests/integration/watch.rs runs watch against a real PostgreSQL",
+    ),
+    (
+        "docs/watch.md",
+        "$ curl -s localhost:9464/metrics",
+        "curl and a pipeline against a running watch; tests/integration/watch.rs scrapes /metrics and checks it with promtool",
+    ),
+    (
+        "docs/watch.md",
+        "$ kubectl -n armada apply",
+        "a Kubernetes cluster; tests/integration/watch.rs checks deploy/watch/'s documents (emit_kubernetes_prints_the_deployment_of_deploy_watch) and rules",
+    ),
+    (
         "README.md",
         "$ cargo run --locked",
         "builds the project: it is what runs these tests",

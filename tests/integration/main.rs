@@ -69,3 +69,4 @@ mod tune;
 mod tune_categorizer;
 mod upstream_tables;
 mod validate;
+mod watch;

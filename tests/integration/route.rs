@@ -356,7 +356,8 @@ fn the_readme_route_runs_as_written_on_a_week_of_todays_armada() {
 /// with `verdict` on stderr and suggest's output written whole; no pick, no validate, no apply.
 fn route_stops_at_suggest(name: &str, week: &str, current: impl FnOnce(&Path), verdict: &str) {
     let Some(mut db) = pg::lookout_db(name) else { return };
-    lookout_rows::load(&mut db, week);
+    let deployed = fs::read_to_string(root().join(CURRENT).join("executor.yaml")).unwrap();
+    lookout_rows::load(&mut db, week, &deployed);
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     fs::create_dir(dir.join("current")).unwrap();

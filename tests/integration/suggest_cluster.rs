@@ -136,7 +136,7 @@ pub(crate) fn two_queue_week(dir: &Path) -> String {
     let pulled: Value = week
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|j| j["runs"][0].get("podError").is_some())
+        .find(|j| j["runs"][0]["executorPath"] == "stuckPod")
         .unwrap();
     let mut out = week.clone();
     let mut add = |queue: &str, id: String| {
@@ -144,7 +144,10 @@ pub(crate) fn two_queue_week(dir: &Path) -> String {
         let m = first.as_object_mut().unwrap();
         m.remove("category");
         m.remove("subcategory");
-        m.insert("podError".into(), json!("ImagePullBackOff"));
+        // The executor's text for a pull that backs off: another last line than the week's
+        // `not found`, in the same deployed category (`not found|NotFound`).
+        let text = m["podError"].as_str().unwrap().rsplit_once('\n').unwrap().0.to_string();
+        m.insert("podError".into(), json!(format!("{text}\nBack-off pulling image \"registry/team/model:v9\": NotFound")));
         let job = json!({"apiVersion": "armadaproject.io/v1", "kind": "FailureHistory",
             "job": {"id": id, "queue": queue, "submittedAt": "2026-11-16T01:00:00Z", "resources": {"cpu": "4", "gpu": "1"}},
             "runs": [first, {"node": "node-02", "queuedFor": "10s", "runFor": "30m", "outcome": "succeeded"}]});

@@ -175,6 +175,16 @@ pub fn lookout_filter(args: &FilterFlags<'_>, now: Timestamp) -> Result<Filter, 
     })
 }
 
+/// A duration flag's value (`watch --window`, `--since`): a Go duration with an optional
+/// leading day count, as `--since` reads it (`7d`, `36h`, `1d12h`); refused in its words.
+pub fn duration_flag(flag: &str, text: &str) -> Result<GoDuration, CliError> {
+    since(text).ok_or_else(|| {
+        CliError::usage(format!(
+            "invalid `{flag}` `{text}`: expected a duration such as `7d`, `36h` or `1d12h`"
+        ))
+    })
+}
+
 /// A Go duration with an optional leading day count (`7d`, `1d12h`): `--since` is about days.
 fn since(text: &str) -> Option<GoDuration> {
     let (days, rest) = match text.find('d') {

@@ -53,14 +53,34 @@ const JOB_PREEMPTED: i16 = 7;
 
 /// Loads the FailureHistory documents of `jsonl` (one a line, as `history` writes them) into
 /// `db`'s `job` and `job_run`, in one transaction; `deployed`: the executor's categorizer
-/// config (its file's text), whose hints the executor appended to the categorized runs' texts.
+/// config (its file's text, empty for none), whose hints the executor appended to the
+/// categorized runs' texts.
 pub fn load(db: &mut Db, jsonl: &str, deployed: &str) {
+    load_ended(&mut db.client, jsonl, deployed, None);
+}
+
+/// [`load`], the jobs' last transition `ago` (an SQL interval: `'2 minutes'`) before the
+/// database's now when given, in the same transaction: a reader never sees them with another
+/// (as Lookout's ingester stamps a job it just heard of). Through `client` (a cluster of the
+/// test's own, `pg::OwnCluster`).
+pub fn load_ended(client: &mut postgres::Client, jsonl: &str, deployed: &str, ago: Option<&str>) {
     let hints = hints(deployed);
-    let mut tx = db.client.transaction().unwrap();
-    let mut next_run = 0u64;
+    let mut tx = client.transaction().unwrap();
+    // Run ids go on from the runs loaded before: a test may load a history in parts.
+    let loaded: i64 = tx.query_one("SELECT count(*) FROM job_run", &[]).unwrap().get(0);
+    let mut next_run = loaded as u64;
     for (n, line) in jsonl.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let doc: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("line {}: {e}", n + 1));
         insert_job(&mut tx, &doc, &mut next_run, &hints);
+        if let Some(ago) = ago {
+            tx.execute(
+                &format!(
+                    "UPDATE job SET last_transition_time = (now() AT TIME ZONE 'UTC') - interval '{ago}' WHERE job_id = $1"
+                ),
+                &[&text(&doc["job"], "id")],
+            )
+            .unwrap();
+        }
     }
     tx.commit().unwrap();
 }
@@ -70,6 +90,9 @@ pub fn load(db: &mut Db, jsonl: &str, deployed: &str) {
 type Hints = Vec<((String, String), String)>;
 
 fn hints(deployed: &str) -> Hints {
+    if deployed.is_empty() {
+        return Hints::new();
+    }
     let parsed = retryctl::model::parse_documents(deployed, None);
     let Some(retryctl::model::Resource::ErrorCategories(config)) =
         parsed.documents.into_iter().next().and_then(|d| d.resource)

@@ -300,3 +300,113 @@ impl Db {
         self.dsn.replace(PASSWORD, "***")
     }
 }
+
+/// A PostgreSQL cluster of one test's own, which the test stops and starts again (the
+/// shared one serves every other test): a database `lookout` built from the migrations, on a
+/// port that stays the same across restarts. Stopped and removed when dropped.
+pub struct OwnCluster {
+    pub dsn: String,
+    pub port: u16,
+    bin: PathBuf,
+    dir: PathBuf,
+    user: Option<&'static str>,
+}
+
+impl OwnCluster {
+    /// `None` (the test named at the end of the run) when PostgreSQL is not installed.
+    pub fn start() -> Option<OwnCluster> {
+        let Some(bin) = bin_dir() else {
+            // The shared cluster's start says what is missing, once.
+            cluster();
+            return None;
+        };
+        let user = run_as_user();
+        let dir = tempfile::Builder::new()
+            .prefix("retryctl-own-pg-")
+            .tempdir()
+            .unwrap()
+            .keep();
+        if let Some(u) = user {
+            let st = Command::new("chown").args(["-R", u]).arg(&dir).status().unwrap();
+            assert!(st.success(), "chown {} to {u}", dir.display());
+        }
+        let out = command(user, &bin.join("initdb"))
+            .arg("-D")
+            .arg(dir.join("data"))
+            .args(["-U", USER, "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"])
+            .output()
+            .expect("initdb runs");
+        assert!(out.status.success(), "initdb: {}", String::from_utf8_lossy(&out.stderr));
+        let port = free_port();
+        let c = OwnCluster {
+            dsn: format!("postgresql://{USER}@127.0.0.1:{port}/lookout"),
+            port,
+            bin,
+            dir,
+            user,
+        };
+        c.up();
+        let admin_dsn = format!("postgresql://{USER}@127.0.0.1:{port}/postgres");
+        let mut admin = postgres::Client::connect(&admin_dsn, postgres::NoTls).unwrap();
+        admin.batch_execute("CREATE DATABASE lookout").unwrap();
+        let mut db = c.client();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(migrations_dir())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "sql"))
+            .collect();
+        files.sort();
+        for f in files {
+            db.batch_execute(&std::fs::read_to_string(&f).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        }
+        Some(c)
+    }
+
+    fn pg_ctl(&self, args: &[&str]) {
+        let out = command(self.user, &self.bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .args(args)
+            .output()
+            .expect("pg_ctl runs");
+        assert!(
+            out.status.success(),
+            "pg_ctl {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Starts the server (again) on its port, and waits (60 s at most) until it answers.
+    pub fn up(&self) {
+        let opts = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off",
+            self.port,
+            self.dir.display()
+        );
+        let log = self.dir.join("log");
+        self.pg_ctl(&["-w", "-t", "60", "-l", log.to_str().unwrap(), "-o", &opts, "start"]);
+    }
+
+    /// Stops the server at once (`-m immediate`: its connections are cut, as a crash would).
+    pub fn down(&self) {
+        self.pg_ctl(&["-w", "-t", "60", "-m", "immediate", "stop"]);
+    }
+
+    /// A client of database `lookout`.
+    pub fn client(&self) -> postgres::Client {
+        postgres::Client::connect(&self.dsn, postgres::NoTls).unwrap()
+    }
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        let _ = command(self.user, &self.bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["-m", "immediate", "stop"])
+            .output();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -78,6 +78,18 @@ pub enum BaselineDialect {
     None,
 }
 
+/// The engine the documents of `sides` pick (docs/engines.md "Which engine decides"):
+/// `upstream` when every RetryPolicy document among them is today's Armada's and there is
+/// one, `design` otherwise. [`engine`] applies it to a comparison's two sides; `watch`, whose
+/// candidates all share today's side, to all of them at once.
+pub fn of_files(sides: &[Dialect]) -> EngineKind {
+    if sides.iter().any(|d| d.policies) && sides.iter().all(|d| d.all_v1beta1) {
+        EngineKind::Upstream
+    } else {
+        EngineKind::Design
+    }
+}
+
 /// The engine the sides pick, and why (docs/engines.md "Which engine decides"): `--engine`
 /// always wins; else `upstream` when every RetryPolicy document of the sides is today's
 /// Armada's and there is one, `design` otherwise (the only engine that reads both dialects);
@@ -91,13 +103,7 @@ pub fn engine(
     if let Some(e) = flag {
         return (e, EngineFrom::Flag);
     }
-    let from_files = |sides: &[Dialect]| {
-        if sides.iter().any(|d| d.policies) && sides.iter().all(|d| d.all_v1beta1) {
-            EngineKind::Upstream
-        } else {
-            EngineKind::Design
-        }
-    };
+    let from_files = of_files;
     match (candidate, baseline) {
         (CandidateDialect::Files(c), BaselineDialect::Files(b)) => {
             (from_files(&[c, b]), EngineFrom::Baseline(b.words()))

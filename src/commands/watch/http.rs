@@ -1,0 +1,173 @@
+//! `watch`'s HTTP routes (docs/watch.md "What it serves"): `GET /metrics` (the counters in
+//! Prometheus' text format), `GET /report` (the plan of the last `--window` of jobs, as
+//! `simulate --baseline -o html` writes it; `?candidate=NAME` picks among several) and
+//! `GET /healthz` (200 once a poll succeeded, 503 before and after 3 failed in a row).
+//!
+//! Owns: the router and its handlers; `/report`'s replay, on a blocking thread with its own
+//! connection to Lookout, one at a time and kept for `--poll` (the window's jobs are read
+//! again for each, a week of a queue is seconds to minutes). Must not: count (the poller
+//! does) or render (`output::watch`, `output`'s html sink).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+
+use crate::lookout::db;
+use crate::lookout::export_source::ExportSource;
+use crate::lookout::Export;
+use crate::output::mode::{Baseline, Mode};
+use crate::output::sinks::sink;
+use crate::output::stderr::Stderr;
+use crate::output::{Format, Style};
+use crate::replay::run::{compare, replay, Options, Out};
+use crate::watch::schedule::Health;
+
+use super::poll::PAGE;
+use super::{now_micros, Shared, Watched};
+
+/// A report made: for which candidate (`None`: today's policy alone), when, and its page.
+type Made = (Option<usize>, Instant, Arc<Vec<u8>>);
+
+/// What the handlers share.
+#[derive(Clone)]
+struct App {
+    shared: Arc<Shared>,
+    watched: Arc<Watched>,
+    /// The last report of each candidate (`None`: today's policy alone), and when it was made;
+    /// the lock makes reports one at a time.
+    reports: Arc<tokio::sync::Mutex<Vec<Made>>>,
+}
+
+pub(super) fn router(shared: Arc<Shared>, watched: Arc<Watched>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .route("/report", get(report))
+        .with_state(App {
+            shared,
+            watched,
+            reports: Arc::default(),
+        })
+}
+
+async fn metrics(State(app): State<App>) -> Response {
+    let body = {
+        let st = app.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        let cursor = st.cursor.as_ref().map_or(st.start, |c| c.at);
+        crate::output::watch::metrics(&st.counters, Some(cursor), st.last_success)
+    };
+    ([(header::CONTENT_TYPE, crate::output::watch::CONTENT_TYPE)], body).into_response()
+}
+
+async fn healthz(State(app): State<App>) -> Response {
+    let health = app.shared.health.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let text = match &health {
+        Health::Ok => "ok\n".to_string(),
+        Health::Starting => "waiting for the first poll of Lookout to succeed\n".to_string(),
+        Health::Failing { failures, error } => format!("{failures} polls failed in a row; the last: {error}\n"),
+    };
+    let status = StatusCode::from_u16(health.status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct ReportQuery {
+    candidate: Option<String>,
+}
+
+async fn report(State(app): State<App>, Query(q): Query<ReportQuery>) -> Response {
+    let names = &app.watched.names;
+    let which = match q.candidate.as_deref() {
+        Some(name) => match names.iter().position(|n| n == name) {
+            Some(i) => Some(i),
+            None => {
+                let known = if names.is_empty() {
+                    "none is watched".to_string()
+                } else {
+                    format!("watched: {}", names.join(", "))
+                };
+                let text = format!("no candidate `{name}` ({known})\n");
+                return (StatusCode::NOT_FOUND, text).into_response();
+            }
+        },
+        // The first candidate, or today's policy alone when there is none.
+        None => (!names.is_empty()).then_some(0),
+    };
+    let mut reports = app.reports.lock().await;
+    let fresh = |made: &Instant| made.elapsed() < app.watched.flags.poll;
+    if let Some((_, _, page)) = reports.iter().find(|(c, made, _)| *c == which && fresh(made)) {
+        return html(page.clone());
+    }
+    let watched = app.watched.clone();
+    let made = tokio::task::spawn_blocking(move || report_of(&watched, which)).await;
+    match made {
+        Ok(Ok(page)) => {
+            let page = Arc::new(page);
+            reports.retain(|(c, _, _)| *c != which);
+            reports.push((which, Instant::now(), page.clone()));
+            html(page)
+        }
+        Ok(Err(e)) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("the report could not be made: {e:#}\n"),
+        )
+            .into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("the report failed: {e}\n")).into_response(),
+    }
+}
+
+fn html(page: Arc<Vec<u8>>) -> Response {
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], Vec::clone(&page)).into_response()
+}
+
+/// The report of the jobs that reached a terminal state within `--window`: the plan of
+/// candidate `which` against today's policy (`simulate --baseline -o html`), or today's
+/// replay alone (`simulate -o html`). What the replay says on stderr (rows left out, jobs
+/// it could not replay) is the poller's to say: not repeated here.
+fn report_of(w: &Watched, which: Option<usize>) -> anyhow::Result<Vec<u8>> {
+    let db = Arc::new(db::connect(&w.dsn, w.timeout)?);
+    let from = now_micros().saturating_sub(w.flags.window);
+    let stream = db::terminal_jobs(db, w.queues.clone(), from, PAGE);
+    let source = ExportSource::new(Export::new(stream), w.settings.clone(), "lookout-db");
+    let export = source.state();
+    let mut page = Vec::new();
+    let mut said = Vec::new();
+    {
+        let stderr = Stderr::new(&mut said, Style::default(), None, false);
+        // A plan counts the jobs whose record contradicts today's policy, as `simulate
+        // --baseline` does: today's is a policy the cluster runs.
+        let options = Options {
+            explain: which.is_some(),
+            ..Options::default()
+        };
+        match which {
+            Some(i) => {
+                let mode = Mode::Compare {
+                    all_changes: false,
+                    baseline: Baseline::Files,
+                };
+                let mut sink = sink(Format::Html, mode, &mut page, stderr);
+                compare(
+                    source,
+                    &w.sides.baseline,
+                    &w.sides.candidates[i].1,
+                    &options,
+                    Out::Sink(&mut *sink),
+                )?;
+            }
+            None => {
+                let mut sink = sink(Format::Html, Mode::Replay { bulk: true }, &mut page, stderr);
+                replay(source, &w.sides.baseline, &options, Out::Sink(&mut *sink))?;
+            }
+        }
+    }
+    if let Some(e) = export.lock().unwrap_or_else(|e| e.into_inner()).error.take() {
+        return Err(e);
+    }
+    Ok(page)
+}

@@ -1,0 +1,576 @@
+//! `retryctl watch` (docs/watch.md): follows Lookout's database, replays every job that
+//! reaches a terminal state under today's policy and each candidate, and serves the counts as
+//! Prometheus metrics, the window's plan as HTML and its health.
+//!
+//! Owns: the flags' checks (the same for `--emit kubernetes`, which `dispatch` runs instead),
+//! the sides (resolved in one function, [`sides`], as `simulate --baseline` resolves its
+//! own), the `--state` file (read at the start; written atomically: a temporary file, fsync,
+//! rename), the process's life: the poller on a thread of its own ([`poll`]), the HTTP server
+//! on a tokio runtime ([`http`]), stderr as the log, and SIGTERM and SIGINT (save, exit 0
+//! within 5 s). Must not: count or decide what a job adds up to (that is `crate::watch`),
+//! render (that is `output::watch` and `output`'s html sink), or exit the process.
+//!
+//! Signals: watch handles SIGTERM and SIGINT itself (tokio's handlers) and arms no path in
+//! `on_signal`, whose handler would end the process before `--state` is saved. A temporary
+//! state file a SIGKILL leaves (`.NAME.tmp` beside it) is overwritten by the next write.
+
+mod http;
+mod poll;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use crate::app::Context;
+use crate::cli::WatchArgs;
+use crate::commands::replay::lookout::{duration_flag, resolve_dsn, time_flag, SET_LOOKOUT_DB};
+use crate::commands::replay::policy_set::{build, Side};
+use crate::commands::replay::sides::categorizer::{attach, borrow_rule, compiled, Named};
+use crate::commands::replay::sides::dialect::{self, Dialect};
+use crate::commands::replay::sides::files::read_side;
+use crate::commands::replay::sides::Settings as SchedulerSettings;
+use crate::connection::parse_timeout;
+use crate::engine::{EngineKind, Settings};
+use crate::error::{CliError, ExitCode};
+use crate::input::SourceFile;
+use crate::model::duration::GoDuration;
+use crate::model::{Kind, Resource};
+use crate::replay::source::Overrides;
+use crate::watch::job::Sides;
+use crate::watch::metrics::Counters;
+use crate::watch::schedule::Health;
+use crate::watch::state::State;
+
+/// What the flags say, checked before anything is read.
+struct Flags {
+    poll: Duration,
+    /// `--window`, in microseconds.
+    window: i64,
+    /// Where a fresh state starts (microseconds since the Unix epoch); `None`: now.
+    since: Option<i64>,
+}
+
+/// The checks of watch's flags before anything is read (`--emit` makes them too, in the same
+/// words).
+pub fn check(args: &WatchArgs) -> Result<(), CliError> {
+    flags(args, now_micros()).map(|_| ())
+}
+
+fn flags(args: &WatchArgs, now: i64) -> Result<Flags, CliError> {
+    crate::server::check_listen(&args.listen)?;
+    let poll = match GoDuration::parse(&args.poll) {
+        Ok(d) if d.as_nanos() > 0 => Duration::from_nanos(d.as_nanos()),
+        _ => {
+            return Err(CliError::usage(format!(
+                "invalid `--poll` `{}`: expected a duration greater than zero such as `30s` or `1m`",
+                args.poll
+            )))
+        }
+    };
+    let micros = |d: GoDuration| i64::try_from(d.as_nanos() / 1000).unwrap_or(i64::MAX);
+    let window = micros(duration_flag("--window", &args.window)?);
+    let since = match &args.since {
+        None => None,
+        // A duration counts back from now; anything that starts like a date is a time.
+        Some(s) if s.starts_with(|c: char| c.is_ascii_digit()) && s.len() >= 10 && s.as_bytes()[4] == b'-' => {
+            Some(time_flag("--since", s)?.0 / 1000)
+        }
+        Some(s) => Some(now.saturating_sub(micros(duration_flag("--since", s)?))),
+    };
+    let mut names: Vec<String> = Vec::new();
+    for path in &args.candidates {
+        let name = candidate_name(path);
+        if names.contains(&name) {
+            return Err(CliError::usage(format!(
+                "two candidates are named `{name}` (each `-f` is labelled by its file's base name): give them files of different names"
+            )));
+        }
+        names.push(name);
+    }
+    if args.categorizer.is_some() && args.candidates.is_empty() {
+        return Err(CliError::usage(
+            "`--categorizer` is the candidates' categorizer: give a candidate with `-f`, or today's with `--baseline-categorizer`",
+        ));
+    }
+    Ok(Flags { poll, window, since })
+}
+
+/// A candidate's label: its file's (or directory's) base name, extension kept.
+fn candidate_name(path: &Path) -> String {
+    path.file_name()
+        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+/// The sides, each resolved as `simulate --baseline` resolves its own (docs/categorizer.md
+/// "Replaying with a categorizer", docs/engines.md), with the same pieces
+/// (`commands::replay::sides`): `--baseline`'s files are today's side; each `-f` one
+/// candidate with its own files. The engine is the one the documents of every side pick
+/// (design when they mix dialects), `--engine`/`--baseline-engine` over it: one today's side
+/// for every candidate, so that each candidate's shadow counts are against the same
+/// baseline; a side's categorizer is its flag or the document among its files, never both,
+/// and neither side borrows the other's. Also the Queue documents' names, in order.
+/// `None` after reporting invalid documents (exit 3).
+fn sides(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<Option<(Sides, Vec<String>)>> {
+    let read = |ctx: &mut Context, paths: &[PathBuf], side| read_side(ctx, paths, args.recursive, side, "watched");
+    let Some(today) = read(ctx, &args.baseline, Side::Baseline)? else {
+        return Ok(None);
+    };
+    let mut candidates = Vec::new();
+    for path in &args.candidates {
+        let Some(files) = read(ctx, std::slice::from_ref(path), Side::Candidate)? else {
+            return Ok(None);
+        };
+        candidates.push((candidate_name(path), files));
+    }
+    let mut dialects: Vec<Dialect> = candidates.iter().map(|(_, f)| Dialect::of(&f.files)).collect();
+    dialects.push(Dialect::of(&today.files));
+    let engine = args
+        .engine
+        .map(EngineKind::from)
+        .unwrap_or_else(|| dialect::of_files(&dialects));
+    let today_engine = args.baseline_engine.map_or(engine, EngineKind::from);
+    let queues = queue_documents(today.files.iter().chain(candidates.iter().flat_map(|(_, f)| &f.files)));
+    let today_named = Named::new(
+        Side::Baseline,
+        "--baseline-categorizer",
+        args.baseline_categorizer.as_deref(),
+        today.categorizer,
+    )?;
+    let mut named = Vec::new();
+    for (name, files) in candidates {
+        let n = Named::new(
+            Side::Candidate,
+            "--categorizer",
+            args.categorizer.as_deref(),
+            files.categorizer,
+        )?;
+        borrow_rule(true, false, &n, &today_named)?;
+        named.push((name, files.files, n));
+    }
+    let retry_policies = args.retry_policies.as_deref();
+    let today_categorizer = today_named.read(ctx)?;
+    let baseline = attach(
+        build(&today.files, retry_policies, today_engine, Side::Baseline)?,
+        compiled(today_categorizer.as_ref()),
+    );
+    let mut shadows = Vec::new();
+    for (name, files, n) in named {
+        // A queue the candidate's files do not name replays under today's documents, as in
+        // `simulate --baseline`: otherwise its jobs would count as changed by a candidate
+        // that says nothing of them, and the counters would part from simulate's.
+        let sim = build(&files, retry_policies, engine, Side::Candidate)?
+            .with_queues_of(&baseline)
+            .map_err(CliError::invalid)?;
+        shadows.push((name, attach(sim, compiled(n.read(ctx)?.as_ref()))));
+    }
+    Ok(Some((
+        Sides {
+            baseline,
+            candidates: shadows,
+        },
+        queues,
+    )))
+}
+
+/// The names of the Queue documents among `files`, each once, in order.
+fn queue_documents<'a>(files: impl Iterator<Item = &'a SourceFile>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for doc in files.flat_map(|f| &f.documents) {
+        if let (Some(Kind::Queue), Some(Resource::Queue(q))) = (doc.kind, &doc.resource) {
+            if !out.contains(&q.name) {
+                out.push(q.name.clone());
+            }
+        }
+    }
+    out
+}
+
+/// What the poller, the HTTP handlers and the shutdown share.
+struct Shared {
+    state: Mutex<State>,
+    health: Mutex<Health>,
+    /// One writer of `--state` at a time (the poller after a poll, the shutdown).
+    saving: Mutex<()>,
+    path: PathBuf,
+    stop: Stop,
+}
+
+impl Shared {
+    /// Writes `--state` with what is counted now.
+    fn save(&self) -> std::io::Result<()> {
+        let _one = self.saving.lock().unwrap_or_else(|e| e.into_inner());
+        let text = self.state.lock().unwrap_or_else(|e| e.into_inner()).to_json();
+        write_atomically(&self.path, text.as_bytes())
+    }
+}
+
+/// The stop of the process, which the poller waits on between polls.
+#[derive(Default)]
+struct Stop {
+    stopped: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl Stop {
+    fn set(&self) {
+        *self.stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.wake.notify_all();
+    }
+
+    fn is_set(&self) -> bool {
+        *self.stopped.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits `d`, or less when stopped; whether it is.
+    fn wait(&self, d: Duration) -> bool {
+        let guard = self.stopped.lock().unwrap_or_else(|e| e.into_inner());
+        let (guard, _) = self
+            .wake
+            .wait_timeout_while(guard, d, |stopped| !*stopped)
+            .unwrap_or_else(|e| e.into_inner());
+        *guard
+    }
+}
+
+/// `bytes` as the file `path`, whole or not at all: written to `.NAME.tmp` beside it,
+/// flushed to the disk, then renamed over it (and the directory flushed, so that the rename
+/// survives a power cut).
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)?;
+    // Not every file system lets a directory be opened or flushed: the rename is done.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// `--state` as it is, or a fresh state starting at `start` when there is no such file. The
+/// series of a queue or candidate no longer watched are dropped, said in a note; the ones a
+/// scrape shows at 0 are added.
+fn load_state(
+    ctx: &mut Context,
+    path: &Path,
+    start: i64,
+    queues: &[String],
+    names: &[String],
+) -> anyhow::Result<State> {
+    let zeros = Counters::zeros(queues, names);
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(State::new(start, zeros)),
+        Err(e) => return Err(CliError::failed(format!("cannot read `--state` `{}`: {e}", path.display())).into()),
+    };
+    let mut state = State::from_json(&text).map_err(|why| {
+        CliError::invalid(format!("`--state` `{}` cannot be read: {why}", path.display()))
+            .with_hint("move it away to start counting afresh")
+    })?;
+    let dropped = state.counters.retain(|family, labels| {
+        family.labels().iter().zip(labels).all(|(k, v)| match *k {
+            "queue" => queues.contains(v),
+            "candidate" => names.contains(v),
+            _ => true,
+        })
+    });
+    if dropped > 0 {
+        writeln!(
+            ctx.err,
+            "note: `--state` `{}`: dropped {dropped} series of queues or candidates no longer watched",
+            path.display()
+        )?;
+    }
+    state.counters.merge(&zeros);
+    Ok(state)
+}
+
+/// Now, in microseconds since the Unix epoch.
+fn now_micros() -> i64 {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// What the poller needs to replay a job, shared with `/report`.
+pub(crate) struct Watched {
+    sides: Sides,
+    names: Vec<String>,
+    settings: Settings,
+    queues: Vec<String>,
+    dsn: String,
+    timeout: Duration,
+    flags: Flags,
+}
+
+pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
+    let now = now_micros();
+    let flags = flags(args, now)?;
+    let dsn = resolve_dsn(args.lookout_db.clone(), true)?
+        .ok_or_else(|| CliError::usage("give Lookout's database: `--lookout-db DSN`").with_hint(SET_LOOKOUT_DB))?;
+    let timeout = parse_timeout(&ctx.global.timeout)?;
+    let Some((sides, documented)) = sides(ctx, args)? else {
+        return Ok(ExitCode::InvalidInput);
+    };
+    let queues = if args.queues.is_empty() {
+        documented
+    } else {
+        args.queues.clone()
+    };
+    if queues.is_empty() {
+        return Err(CliError::usage(
+            "no queue to watch: the files hold no Queue document; give `--queue QUEUE` (repeatable)",
+        )
+        .into());
+    }
+    let names: Vec<String> = sides.candidates.iter().map(|(n, _)| n.clone()).collect();
+    let settings = SchedulerSettings::read(
+        args.scheduler_config.as_deref(),
+        Overrides {
+            global_max_retries: args.global_max_retries,
+            default_policy: args.default_policy.clone(),
+        },
+    )?
+    .applied();
+    let mut state = load_state(ctx, &args.state, flags.since.unwrap_or(now), &queues, &names)?;
+    if state.cursor.is_some() && args.since.is_some() {
+        writeln!(
+            ctx.err,
+            "note: `--state` `{}` holds a cursor: resuming there (`--since` starts a fresh state only)",
+            args.state.display()
+        )?;
+    }
+    if state.cursor.is_none() {
+        // A fresh state, or one that never counted: `--since` (or now) says where it starts.
+        state.start = flags.since.unwrap_or(state.start);
+    }
+    // Written before anything else, so that a `--state` that cannot be written stops here.
+    write_atomically(&args.state, state.to_json().as_bytes())
+        .map_err(|e| CliError::failed(format!("cannot write `--state` `{}`: {e}", args.state.display())))?;
+    let shared = Arc::new(Shared {
+        state: Mutex::new(state),
+        health: Mutex::new(Health::Starting),
+        saving: Mutex::new(()),
+        path: args.state.clone(),
+        stop: Stop::default(),
+    });
+    let watched = Arc::new(Watched {
+        sides,
+        names,
+        settings,
+        queues,
+        dsn,
+        timeout,
+        flags,
+    });
+    live(ctx, &args.listen, shared, watched)
+}
+
+/// The process's life: the HTTP server and the poller, until SIGTERM or SIGINT; then the
+/// poller's page finished (3 s at most: one stuck on the database is not waited for),
+/// `--state` saved, exit 0.
+fn live(ctx: &mut Context, listen: &str, shared: Arc<Shared>, watched: Arc<Watched>) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .thread_name("retryctl-watch")
+        .build()?;
+    let result = runtime.block_on(async {
+        let mut signals = Signals::install()?;
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| CliError::failed(format!("cannot listen on `{listen}`: {e}")))?;
+        let addr = listener.local_addr()?;
+        let candidates = match watched.names.as_slice() {
+            [] => "no candidate".to_string(),
+            names => format!("candidates {}", names.join(", ")),
+        };
+        writeln!(
+            ctx.err,
+            "retryctl watch: listening on http://{addr} (queues {}; {candidates}; state `{}`)",
+            watched.queues.join(", "),
+            shared.path.display()
+        )?;
+        // The poller's lines come back here: this thread holds stderr.
+        let (log, mut lines) = tokio::sync::mpsc::channel::<String>(1024);
+        let poller = poll::spawn(shared.clone(), watched.clone(), log);
+        let (stop_http, http_stopped) = tokio::sync::oneshot::channel::<()>();
+        let router = http::router(shared.clone(), watched.clone());
+        let server = tokio::spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async move {
+                    let _ = http_stopped.await;
+                })
+                .await
+        });
+        let signal = loop {
+            tokio::select! {
+                signal = signals.recv() => break signal,
+                Some(line) = lines.recv() => { let _ = writeln!(ctx.err, "{line}"); }
+            }
+        };
+        shared.stop.set();
+        let deadline = tokio::time::Instant::now() + STOP_WAIT;
+        while !poller.is_finished() && tokio::time::Instant::now() < deadline {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+                Some(line) = lines.recv() => { let _ = writeln!(ctx.err, "{line}"); }
+            }
+        }
+        // A finished poller saved on its way out; else what its last whole page counted.
+        let saved = if poller.is_finished() {
+            poller.join().unwrap_or_else(|_| shared.save())
+        } else {
+            shared.save()
+        };
+        while let Ok(line) = lines.try_recv() {
+            let _ = writeln!(ctx.err, "{line}");
+        }
+        let _ = stop_http.send(());
+        let _ = tokio::time::timeout(Duration::from_secs(1), server).await;
+        saved.map_err(|e| CliError::failed(format!("cannot write `--state` `{}`: {e}", shared.path.display())))?;
+        writeln!(
+            ctx.err,
+            "retryctl watch: {signal}: stopped; the counters and cursor are saved in `{}`",
+            shared.path.display()
+        )?;
+        anyhow::Ok(ExitCode::Success)
+    });
+    // A `/report` still replaying is not waited for.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    result
+}
+
+/// How long a signal waits for the poller to finish its page.
+const STOP_WAIT: Duration = Duration::from_secs(3);
+
+/// SIGTERM and SIGINT, installed before the start-up line, so that a signal sent once it is
+/// printed saves and exits 0.
+struct Signals {
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> std::io::Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(Signals {
+                int: signal(SignalKind::interrupt())?,
+                term: signal(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Signals {})
+    }
+
+    /// The next one's name.
+    async fn recv(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.int.recv() => "SIGINT",
+                _ = self.term.recv() => "SIGTERM",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "SIGINT"
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// The flags of `retryctl watch WORDS`.
+    fn args(words: &str) -> WatchArgs {
+        let line = format!("retryctl watch --baseline b --state s.json {words}");
+        match crate::cli::Cli::try_parse_from(line.split_whitespace())
+            .unwrap()
+            .command
+        {
+            crate::cli::Command::Watch(a) => a,
+            _ => unreachable!("a watch command line"),
+        }
+    }
+
+    const NOW: i64 = 1_800_000_000_000_000;
+
+    #[test]
+    fn since_is_a_time_or_a_duration_back_from_now() {
+        let f = flags(&args("--since 2026-11-15T00:00:00Z"), NOW).unwrap();
+        assert_eq!(f.since, Some(1_794_700_800_000_000));
+        let f = flags(&args("--since 1d12h"), NOW).unwrap();
+        assert_eq!(f.since, Some(NOW - 36 * 3600 * 1_000_000));
+        assert_eq!(flags(&args(""), NOW).unwrap().since, None);
+        assert_eq!(
+            flags(&args("--since 2026-13-01T00:00:00Z"), NOW).err().unwrap().code,
+            ExitCode::Usage
+        );
+        assert_eq!(
+            flags(&args("--since soon"), NOW).err().unwrap().message,
+            "invalid `--since` `soon`: expected a duration such as `7d`, `36h` or `1d12h`"
+        );
+    }
+
+    #[test]
+    fn poll_window_and_listen_are_checked() {
+        let f = flags(&args("--poll 1m30s --window 2d"), NOW).unwrap();
+        assert_eq!((f.poll, f.window), (Duration::from_secs(90), 2 * 86_400 * 1_000_000));
+        assert_eq!(
+            flags(&args("--window 0s"), NOW).err().unwrap().message,
+            "invalid `--window` `0s`: expected a duration such as `7d`, `36h` or `1d12h`"
+        );
+        assert!(flags(&args("--listen nowhere"), NOW)
+            .err()
+            .unwrap()
+            .message
+            .starts_with("invalid `--listen` address `nowhere`"));
+    }
+
+    #[test]
+    fn candidates_are_named_by_their_base_name() {
+        assert_eq!(candidate_name(Path::new("/data/suggested.yaml")), "suggested.yaml");
+        assert_eq!(candidate_name(Path::new("new/")), "new");
+        assert!(flags(&args("-f a/c.yaml -f b/c.yaml"), NOW).is_err());
+        assert!(flags(&args("-f a/c.yaml -f b/d.yaml"), NOW).is_ok());
+        assert_eq!(
+            flags(&args("--categorizer e.yaml"), NOW).err().unwrap().code,
+            ExitCode::Usage
+        );
+    }
+
+    #[test]
+    fn a_state_is_written_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        write_atomically(&path, b"one").unwrap();
+        write_atomically(&path, b"two").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        // Nothing is left beside it.
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["s.json"]);
+    }
+}

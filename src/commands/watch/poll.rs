@@ -1,0 +1,292 @@
+//! The poller (docs/watch.md "What it reads"): on a thread of its own, poll after poll, the
+//! jobs that reached a terminal state since the cursor, a page at a time, each page read,
+//! replayed on every core and counted, then committed whole: its counters, its jobs as
+//! counted and the cursor past it, together, so that `--state` never holds a page in part.
+//!
+//! Owns: a poll (the pages from [`read_from`], the jobs of the span read again skipped), the
+//! connection (kept between polls, made again after an error), the wait after a poll and the
+//! health it leaves, and the lines it says (sent to the thread that holds stderr). Must not:
+//! count what a job adds up to (`watch::job`), or write stderr itself.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc::Sender;
+
+use crate::lookout::db::{self, Db, Terminal};
+use crate::lookout::export_source::ExportSource;
+use crate::lookout::Export;
+use crate::model::failure_history::Timestamp;
+use crate::replay::categorize::Reclassify;
+use crate::replay::parallel::{for_each_ordered, Emitted};
+use crate::replay::Processed;
+use crate::watch::cursor::{advance, read_from, Cursor};
+use crate::watch::job::{count, see};
+use crate::watch::metrics::{Counters, Family, Outcome, Reason};
+use crate::watch::schedule::next_wait;
+
+use super::{Shared, Watched};
+
+/// Jobs a page holds at most: what is in memory at once is one page's keys, and the rows of
+/// the jobs the replay holds in flight.
+pub(super) const PAGE: usize = 5000;
+
+/// During a long poll (a backlog), `--state` is written at least this often, so that a
+/// restart redoes at most this much.
+const SAVE_EVERY: Duration = Duration::from_secs(10);
+
+/// Starts the poller; its thread ends once `shared.stop` is set, after writing `--state`
+/// (its result: whether that write succeeded).
+pub(super) fn spawn(
+    shared: Arc<Shared>,
+    watched: Arc<Watched>,
+    log: Sender<String>,
+) -> std::thread::JoinHandle<std::io::Result<()>> {
+    let poller = Poller {
+        shared,
+        watched,
+        log,
+        db: None,
+        saved: Instant::now(),
+    };
+    std::thread::Builder::new()
+        .name("retryctl-watch-poll".into())
+        .spawn(move || poller.run())
+        .expect("a thread for the poller")
+}
+
+/// Why a poll failed, and how it is counted.
+struct Failed {
+    reason: Reason,
+    message: String,
+}
+
+impl Failed {
+    fn new(reason: Reason, e: impl std::fmt::Display) -> Failed {
+        Failed {
+            reason,
+            message: e.to_string(),
+        }
+    }
+}
+
+struct Poller {
+    shared: Arc<Shared>,
+    watched: Arc<Watched>,
+    log: Sender<String>,
+    db: Option<Arc<Db>>,
+    /// When `--state` was last written.
+    saved: Instant,
+}
+
+impl Poller {
+    fn run(mut self) -> std::io::Result<()> {
+        let mut failures = 0u32;
+        loop {
+            if self.shared.stop.is_set() {
+                break;
+            }
+            let polled = self.poll();
+            let outcome = match &polled {
+                Ok(read) => {
+                    failures = 0;
+                    let mut st = self.state();
+                    st.last_success = Some(now_millis());
+                    if *read > 0 {
+                        let at = st.cursor.as_ref().map_or(st.start, |c| c.at);
+                        drop(st);
+                        self.say(format!(
+                            "retryctl watch: read {read} jobs; cursor {}",
+                            Timestamp(at.saturating_mul(1000))
+                        ));
+                    }
+                    Ok(())
+                }
+                Err(f) => {
+                    failures += 1;
+                    // A connection that failed once is made again.
+                    self.db = None;
+                    self.state().counters.add(Family::PollErrors, &[f.reason.as_str()], 1);
+                    Err(f)
+                }
+            };
+            if let Err(e) = self.save() {
+                failures += 1;
+                self.say(format!(
+                    "retryctl watch: cannot write `--state` `{}`: {e}",
+                    self.shared.path.display()
+                ));
+            }
+            let wait = next_wait(self.watched.flags.poll, failures);
+            if let Err(f) = outcome {
+                self.say(format!(
+                    "retryctl watch: poll failed ({}): {}; polling again in {}",
+                    f.reason.as_str(),
+                    f.message,
+                    crate::model::duration::GoDuration(u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX))
+                ));
+            }
+            {
+                let mut health = self.shared.health.lock().unwrap_or_else(|e| e.into_inner());
+                let error = match &polled {
+                    Ok(_) if failures > 0 => Err("`--state` cannot be written"),
+                    Ok(_) => Ok(()),
+                    Err(f) => Err(f.message.as_str()),
+                };
+                *health = health.after(error, failures);
+            }
+            if self.shared.stop.wait(wait) {
+                break;
+            }
+        }
+        self.shared.save()
+    }
+
+    /// Writes `--state`; a failure is counted (`reason="state"`).
+    fn save(&mut self) -> std::io::Result<()> {
+        self.saved = Instant::now();
+        self.shared.save().inspect_err(|_| {
+            self.state()
+                .counters
+                .add(Family::PollErrors, &[Reason::State.as_str()], 1);
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, crate::watch::state::State> {
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A line for stderr; dropped when 1,024 are waiting already (stderr is stuck).
+    fn say(&self, line: String) {
+        let _ = self.log.try_send(line);
+    }
+
+    fn connect(&mut self) -> Result<Arc<Db>, Failed> {
+        if let Some(db) = &self.db {
+            return Ok(db.clone());
+        }
+        let db = Arc::new(
+            db::connect(&self.watched.dsn, self.watched.timeout).map_err(|e| Failed::new(Reason::Connect, e))?,
+        );
+        self.db = Some(db.clone());
+        Ok(db)
+    }
+
+    /// One poll: every page from [`read_from`] on; the number of jobs read (those of the span
+    /// read again that were counted before are not). Stops between two pages when the
+    /// process stops.
+    fn poll(&mut self) -> Result<u64, Failed> {
+        let db = self.connect()?;
+        let from = {
+            let st = self.state();
+            read_from(st.cursor.as_ref(), st.start)
+        };
+        // After (`from`, ""): every job of that microsecond, whatever its id.
+        let mut after = (from, String::new());
+        let mut read = 0u64;
+        loop {
+            if self.shared.stop.is_set() {
+                break;
+            }
+            let keys = db::terminal_page(&db, &self.watched.queues, (after.0, &after.1), PAGE)
+                .map_err(|e| Failed::new(Reason::Read, e))?;
+            let full = keys.len() == PAGE;
+            let Some(last) = keys.last().map(|k| Cursor {
+                at: k.at,
+                job: k.job_id.clone(),
+            }) else {
+                break;
+            };
+            let fresh: Vec<Terminal> = {
+                let st = self.state();
+                keys.into_iter()
+                    .filter(|k| !st.seen.contains(k.at, &k.job_id))
+                    .collect()
+            };
+            let counted = self.replay(&db, &fresh)?;
+            {
+                let mut st = self.state();
+                let st = &mut *st;
+                st.counters.merge(&counted);
+                for k in &fresh {
+                    st.seen.insert(k.at, &k.job_id);
+                }
+                advance(&mut st.cursor, &mut st.seen, last.clone());
+            }
+            read += fresh.len() as u64;
+            after = (last.at, last.job);
+            if !full {
+                break;
+            }
+            if self.saved.elapsed() >= SAVE_EVERY {
+                if let Err(e) = self.save() {
+                    self.say(format!(
+                        "retryctl watch: cannot write `--state` `{}`: {e}",
+                        self.shared.path.display()
+                    ));
+                }
+            }
+        }
+        Ok(read)
+    }
+
+    /// The jobs `keys` name read with all their runs, mapped as `history --lookout-db` maps
+    /// them, replayed on every core and counted: the page's counters, or why it could not be
+    /// read whole (then nothing of it counts).
+    fn replay(&self, db: &Arc<Db>, keys: &[Terminal]) -> Result<Counters, Failed> {
+        let mut counted = Counters::default();
+        if keys.is_empty() {
+            return Ok(counted);
+        }
+        let outcomes: HashMap<&str, Outcome> = keys
+            .iter()
+            .map(|k| (k.job_id.as_str(), Outcome::of_state(k.state)))
+            .collect();
+        let source = ExportSource::new(
+            Export::new(db::jobs_named(db.clone(), keys)),
+            self.watched.settings.clone(),
+            "lookout-db",
+        );
+        let export = source.state();
+        let (sides, names) = (&self.watched.sides, &self.watched.names);
+        let work =
+            |scratch: &mut Reclassify, job: crate::replay::Decoded<'_>| see(sides, job.settings, job.history, scratch);
+        for_each_ordered(source, None, work, |e| {
+            let Emitted::Job(_, processed) = e else { return Ok(true) };
+            match processed {
+                Processed::Done(seen) => {
+                    let outcome = outcomes.get(seen.job.as_str()).copied().unwrap_or(Outcome::Failed);
+                    count(&mut counted, &seen, outcome, names);
+                    for e in &seen.errors {
+                        counted.add(Family::PollErrors, &[Reason::Replay.as_str()], 1);
+                        self.say(format!("warning: {e}"));
+                    }
+                }
+                Processed::Error(e) => {
+                    counted.add(Family::PollErrors, &[Reason::Replay.as_str()], 1);
+                    self.say(format!("warning: {e}"));
+                }
+                // In `history`'s words; counted below, from the export's totals.
+                Processed::LeftOut(text) => self.say(format!("warning: {text}")),
+                Processed::Invalid(_) => {}
+            }
+            Ok(true)
+        })
+        .map_err(|e| Failed::new(Reason::Read, e))?;
+        let mut export = export.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = export.error.take() {
+            return Err(Failed::new(Reason::Read, e));
+        }
+        counted.add(Family::UnreadableRows, &[], u128::from(export.totals.left_out()));
+        Ok(counted)
+    }
+}
+
+/// Now, in milliseconds since the Unix epoch.
+fn now_millis() -> i64 {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,175 @@
+//! Where `watch` is in Lookout's record, and which jobs it has counted (docs/watch.md
+//! "Durable"): the cursor, the span read again at each poll, and the jobs of that span
+//! counted already.
+//!
+//! Owns: [`Cursor`] (the last job counted, in the order (`last_transition_time`, `job_id`) of
+//! Lookout's index), [`REREAD`], and [`Seen`] (the jobs counted within [`REREAD`] of the
+//! cursor: each a (time, 64-bit hash of its id) pair, so that memory follows the rate of jobs
+//! over five minutes, not the number of jobs ever seen). Must not: read Lookout or a clock:
+//! times are given, in microseconds since the Unix epoch, as Lookout stores them.
+//!
+//! Why a hash and not the id: a burst of 100,000 jobs within five minutes is 1.6 MB of pairs
+//! against 5 MB of ids and their allocations. Two ids of one instant hashing alike (one chance
+//! in 2^64 per pair) would leave the second uncounted; a clock of the same five minutes holds a
+//! few thousand jobs on the busiest clusters, so the odds stay below one in 10^12 a poll.
+
+use std::collections::BTreeSet;
+
+/// How far before the cursor each poll reads again (microseconds): rows Lookout ingests late,
+/// with a `last_transition_time` before the cursor, are read then, and the jobs of the span
+/// counted already are skipped.
+pub const REREAD: i64 = 5 * 60 * 1_000_000;
+
+/// The last job counted: its `last_transition_time` (microseconds since the Unix epoch) and id.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Cursor {
+    pub at: i64,
+    pub job: String,
+}
+
+/// The jobs counted within [`REREAD`] of the cursor.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Seen {
+    jobs: BTreeSet<(i64, u64)>,
+}
+
+/// The hash a job id is kept as (XXH3, 64 bits: a fixed algorithm, so a state file reads the
+/// same with any build).
+pub fn hash(job: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(job.as_bytes())
+}
+
+impl Seen {
+    /// Whether the job `job` of time `at` was counted.
+    pub fn contains(&self, at: i64, job: &str) -> bool {
+        self.jobs.contains(&(at, hash(job)))
+    }
+
+    /// The job `job` of time `at` is counted.
+    pub fn insert(&mut self, at: i64, job: &str) {
+        self.jobs.insert((at, hash(job)));
+    }
+
+    /// Forgets the jobs before `from`: no poll reads them again.
+    pub fn forget_before(&mut self, from: i64) {
+        self.jobs = self.jobs.split_off(&(from, 0));
+    }
+
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// Every pair, in order (for `--state`).
+    pub fn pairs(&self) -> impl Iterator<Item = (i64, u64)> + '_ {
+        self.jobs.iter().copied()
+    }
+
+    /// The set of `pairs` (read back from `--state`).
+    pub fn of_pairs(pairs: impl IntoIterator<Item = (i64, u64)>) -> Seen {
+        Seen {
+            jobs: pairs.into_iter().collect(),
+        }
+    }
+}
+
+/// Where a poll starts reading: [`REREAD`] before the cursor, or `start` (the time a fresh
+/// state begins at: `--since`, or when `watch` first ran) while nothing is counted.
+pub fn read_from(cursor: Option<&Cursor>, start: i64) -> i64 {
+    match cursor {
+        Some(c) => c.at.saturating_sub(REREAD),
+        None => start,
+    }
+}
+
+/// After a page is counted: the cursor moves to `last` when it is further (a page read again
+/// from before the cursor leaves it), and the jobs it leaves [`REREAD`] behind are forgotten.
+pub fn advance(cursor: &mut Option<Cursor>, seen: &mut Seen, last: Cursor) {
+    if cursor.as_ref().is_none_or(|c| last > *c) {
+        *cursor = Some(last);
+    }
+    if let Some(c) = cursor {
+        seen.forget_before(c.at.saturating_sub(REREAD));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(minutes: i64) -> i64 {
+        minutes * 60 * 1_000_000
+    }
+
+    #[test]
+    fn a_poll_reads_five_minutes_back_and_skips_what_it_counted() {
+        let mut cursor = None;
+        let mut seen = Seen::default();
+        assert_eq!(read_from(cursor.as_ref(), at(100)), at(100));
+        for (t, id) in [(101, "a"), (102, "b"), (103, "c")] {
+            seen.insert(at(t), id);
+        }
+        advance(
+            &mut cursor,
+            &mut seen,
+            Cursor {
+                at: at(103),
+                job: "c".into(),
+            },
+        );
+        assert_eq!(read_from(cursor.as_ref(), at(0)), at(98));
+        // A late row of minute 101 is new; the jobs counted are known by time and id.
+        assert!(seen.contains(at(101), "a"));
+        assert!(!seen.contains(at(101), "late"));
+        assert!(!seen.contains(at(102), "a"));
+        // The cursor moves on: what falls five minutes behind it is forgotten.
+        seen.insert(at(107), "d");
+        advance(
+            &mut cursor,
+            &mut seen,
+            Cursor {
+                at: at(107),
+                job: "d".into(),
+            },
+        );
+        assert!(!seen.contains(at(101), "a"));
+        assert!(seen.contains(at(102), "b") && seen.contains(at(107), "d"));
+        assert_eq!(seen.len(), 3);
+        // A page read again from before the cursor does not move it back.
+        advance(
+            &mut cursor,
+            &mut seen,
+            Cursor {
+                at: at(104),
+                job: "zz".into(),
+            },
+        );
+        assert_eq!(
+            cursor,
+            Some(Cursor {
+                at: at(107),
+                job: "d".into()
+            })
+        );
+    }
+
+    #[test]
+    fn ties_in_time_order_by_id() {
+        let mut cursor = Some(Cursor { at: 5, job: "b".into() });
+        advance(&mut cursor, &mut Seen::default(), Cursor { at: 5, job: "c".into() });
+        assert_eq!(cursor.as_ref().map(|c| c.job.as_str()), Some("c"));
+        advance(&mut cursor, &mut Seen::default(), Cursor { at: 5, job: "a".into() });
+        assert_eq!(cursor.as_ref().map(|c| c.job.as_str()), Some("c"));
+    }
+
+    #[test]
+    fn the_hash_is_xxh3_64() {
+        // XXH3-64's published value of the empty input: a state file written by one build is
+        // read by another.
+        assert_eq!(hash(""), 0x2D06_8005_38D3_94C2);
+        assert_ne!(hash("job-1"), hash("job-2"));
+    }
+}

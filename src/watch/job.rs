@@ -1,0 +1,306 @@
+//! One job as `watch` sees it (docs/watch.md): replayed under today's policy (the baseline)
+//! and under each candidate, with the same engines and categorizers `simulate --baseline`
+//! gives the same sides, then added to the counters.
+//!
+//! Owns: [`Sides`] (the policy sets a job is replayed under), [`see`] (one job → [`Seen`]:
+//! the retries today's policy granted, by rule, whether the job failed anyway and what the
+//! runs those retries started cost, whether the record contradicts today's policy, and each
+//! candidate's change) and [`count`] (a [`Seen`] into [`Counters`]). Must not: read Lookout,
+//! a clock or a file, or decide what a side is (the command resolves the sides); a job is
+//! compared exactly as `replay::run::compare` compares it, so that a window's counters are
+//! `simulate --baseline`'s numbers over the same jobs.
+
+use crate::engine::job_report::RuleLabel;
+use crate::engine::simulator::Simulator;
+use crate::engine::{DecisionKind, Detail, JobReport, Settings};
+use crate::model::duration::GoDuration;
+use crate::model::failure_history::{FailureHistory, Final};
+use crate::replay::categorize::Reclassify;
+use crate::replay::compare::{request_time, JobDiff, Transition};
+use crate::replay::run::{as_side, replay_job_detailed};
+
+use super::metrics::{Change, Counters, Family, Outcome, ADDED, SAVED};
+
+/// The policy sets a job is replayed under, each with its engine and categorizer attached.
+pub struct Sides {
+    /// Today's policy: what the cluster runs.
+    pub baseline: Simulator,
+    /// The candidates, each labelled by its file's base name (`candidate.yaml`).
+    pub candidates: Vec<(String, Simulator)>,
+}
+
+/// A retry today's policy granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retry {
+    /// `POLICY/INDEX` or `POLICY/default`; `(none)` for a retry no rule decided.
+    pub rule: String,
+    /// The run it started: its run time × the job's GPU request, and × its CPU request
+    /// (nanoseconds × thousandths of a device).
+    pub gpu: u128,
+    pub cpu: u128,
+}
+
+/// What one candidate does to the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shadow {
+    pub change: Change,
+    /// GPU time of the runs today's policy starts and the candidate does not, and the other
+    /// way round (nanoseconds × thousandths of a GPU).
+    pub gpu_saved: u128,
+    pub gpu_added: u128,
+}
+
+/// One job, seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    pub job: String,
+    pub queue: String,
+    /// Every retry today's policy granted, in run order.
+    pub retries: Vec<Retry>,
+    /// Today's policy fails the job in the end: its retries were futile.
+    pub failed: bool,
+    /// The record contradicts today's decisions (a run after the job's end, a run it would
+    /// not have started, …: `simulate`'s contradictions).
+    pub contradicted: bool,
+    /// Per candidate, in [`Sides::candidates`]' order; `None` when the candidate could not
+    /// replay the job (`errors` says why).
+    pub shadows: Vec<Option<Shadow>>,
+    /// What a candidate could not replay, `job `ID`: CANDIDATE: why`.
+    pub errors: Vec<String>,
+}
+
+/// Replays `history` under every side; `Err` when today's policy cannot replay it (the job is
+/// then not counted, as `simulate --baseline` does not compare it). `reclassify`: the
+/// worker's scratch, each side classifying the runs with its own categorizer and putting the
+/// recorded categories back after.
+pub fn see(
+    sides: &Sides,
+    settings: &Settings,
+    history: &mut FailureHistory,
+    reclassify: &mut Reclassify,
+) -> Result<Seen, String> {
+    // The contradiction checks need the summary's detail; the decisions are the outcome's.
+    let baseline = as_side(&sides.baseline, history, reclassify, |h| {
+        replay_job_detailed(&sides.baseline, settings, h, Detail::Summary)
+    })
+    .map_err(|e| format!("job `{}`: today's policy: {e}", history.job.id))?;
+    let mut seen = Seen {
+        job: history.job.id.clone(),
+        queue: history.job.queue.clone().unwrap_or_default(),
+        retries: retries(&baseline),
+        failed: baseline.status.final_state() == Final::Failed,
+        contradicted: !baseline.contradictions.is_empty(),
+        shadows: Vec::with_capacity(sides.candidates.len()),
+        errors: Vec::new(),
+    };
+    for (name, sim) in &sides.candidates {
+        let candidate = as_side(sim, history, reclassify, |h| {
+            replay_job_detailed(sim, settings, h, Detail::Outcome)
+        });
+        match candidate {
+            Ok(c) => seen.shadows.push(Some(shadow(&JobDiff::new(&baseline, c)))),
+            Err(e) => {
+                seen.errors.push(format!("job `{}`: {name}: {e}", history.job.id));
+                seen.shadows.push(None);
+            }
+        }
+    }
+    Ok(seen)
+}
+
+/// The retries of a report, each with the rule that granted it and the cost of the run it
+/// started (the next run of the report: a retry at its last run leaves the job Pending).
+fn retries(report: &JobReport) -> Vec<Retry> {
+    let r = report.resources.as_ref();
+    let (gpu, cpu) = (r.and_then(|r| r.gpu_milli), r.and_then(|r| r.cpu_milli));
+    let mut out = Vec::new();
+    for (k, run) in report.runs.iter().enumerate() {
+        let Some(d) = run.decision.as_ref().filter(|d| d.kind == DecisionKind::Retry) else {
+            continue;
+        };
+        let rule = RuleLabel::of(&report.policies, d).map_or_else(|| "(none)".to_string(), |l| l.to_string());
+        let ran = report.runs.get(k + 1).map_or(GoDuration::ZERO, |next| {
+            GoDuration(next.ended_at.saturating_sub(next.started_at))
+        });
+        out.push(Retry {
+            rule,
+            gpu: request_time(ran, gpu),
+            cpu: request_time(ran, cpu),
+        });
+    }
+    out
+}
+
+/// A candidate's change, as the plan names it, and the GPU time of the runs it adds or drops.
+fn shadow(d: &JobDiff) -> Shadow {
+    let change = match d.transition() {
+        Some(Transition::Rescued) => Change::Rescued,
+        Some(Transition::Lost) => Change::Lost,
+        Some(Transition::ToPending) => Change::Pending,
+        Some(Transition::Other) => Change::RetriedDifferently,
+        None if d.changed() => Change::RetriedDifferently,
+        None => Change::Same,
+    };
+    let gpu = d.resources.as_ref().and_then(|r| r.gpu_milli);
+    Shadow {
+        change,
+        gpu_saved: request_time(d.compute_removed, gpu),
+        gpu_added: request_time(d.compute_added, gpu),
+    }
+}
+
+/// Adds `seen` to `counters`: the job under its recorded `outcome`, its retries by rule (and,
+/// when today's policy failed it anyway, as futile, with their runs' GPU and CPU time), its
+/// contradiction, and each candidate's change and GPU time under the candidate's name.
+pub fn count(counters: &mut Counters, seen: &Seen, outcome: Outcome, names: &[String]) {
+    let q = seen.queue.as_str();
+    counters.add(Family::Jobs, &[q, outcome.as_str()], 1);
+    for r in &seen.retries {
+        let labels = [q, r.rule.as_str()];
+        counters.add(Family::Retries, &labels, 1);
+        if seen.failed {
+            counters.add(Family::FutileRetries, &labels, 1);
+            counters.add(Family::FutileRetryGpuSeconds, &labels, r.gpu);
+            counters.add(Family::FutileRetryCpuSeconds, &labels, r.cpu);
+        }
+    }
+    if seen.contradicted {
+        counters.add(Family::Contradictions, &[q], 1);
+    }
+    for (name, shadow) in names.iter().zip(&seen.shadows) {
+        let Some(s) = shadow else { continue };
+        counters.add(Family::ShadowJobs, &[q, name, s.change.as_str()], 1);
+        counters.add(Family::ShadowGpuSeconds, &[q, name, SAVED], s.gpu_saved);
+        counters.add(Family::ShadowGpuSeconds, &[q, name, ADDED], s.gpu_added);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::failure_history::{Container, Job, Resources, Run};
+    use crate::model::test_policies;
+
+    fn sim(limit: u32) -> Simulator {
+        let yaml = format!(
+            "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {{name: p}}\nspec:\n  retryLimit: {limit}\n  rules:\n    - {{action: Retry, onExitCodes: {{operator: In, values: [1]}}}}\n"
+        );
+        Simulator::new(test_policies(&yaml), Vec::new(), Some(vec!["p".into()])).unwrap()
+    }
+
+    /// `failed` runs of exit code 1 of an hour each, then a success when `ends`; 2 GPUs.
+    fn history(failed: usize, ends: bool) -> FailureHistory {
+        let hour = GoDuration::from_secs(3600);
+        let mut runs: Vec<Run> = (0..failed)
+            .map(|_| Run {
+                containers: vec![Container {
+                    exit_code: 1,
+                    ..Container::default()
+                }],
+                run_for: hour,
+                ..Run::default()
+            })
+            .collect();
+        if ends {
+            runs.push(Run {
+                outcome: crate::model::failure_history::Outcome::Succeeded,
+                run_for: hour,
+                ..Run::default()
+            });
+        }
+        FailureHistory {
+            job: Job {
+                id: "j".into(),
+                queue: Some("ml".into()),
+                resources: Some(Resources {
+                    gpu_milli: Some(2000),
+                    cpu_milli: Some(500),
+                    memory: None,
+                }),
+                ..Job::default()
+            },
+            runs,
+            expect: None,
+        }
+    }
+
+    fn seen(today: u32, candidate: u32, h: &mut FailureHistory) -> Seen {
+        let sides = Sides {
+            baseline: sim(today),
+            candidates: vec![("c.yaml".into(), sim(candidate))],
+        };
+        see(&sides, &Settings::default(), h, &mut Reclassify::default()).unwrap()
+    }
+
+    const HOUR_OF_2_GPUS: u128 = 3600 * 1_000_000_000 * 2000;
+
+    #[test]
+    fn a_rescue_is_counted_with_what_it_costs() {
+        // Today: 1 retry, then the second failure fails the job; the candidate retries twice
+        // and reaches the success: rescued, one more hour of 2 GPUs.
+        let s = seen(1, 2, &mut history(2, true));
+        assert!(s.failed);
+        assert_eq!(
+            s.retries,
+            [Retry {
+                rule: "p/0".into(),
+                gpu: HOUR_OF_2_GPUS,
+                cpu: 3600 * 1_000_000_000 * 500,
+            }]
+        );
+        assert_eq!(
+            s.shadows,
+            [Some(Shadow {
+                change: Change::Rescued,
+                gpu_saved: 0,
+                gpu_added: HOUR_OF_2_GPUS,
+            })]
+        );
+        let mut c = Counters::default();
+        count(&mut c, &s, Outcome::Failed, &["c.yaml".into()]);
+        assert_eq!(c.get(Family::Jobs, &["ml", "failed"]), 1);
+        assert_eq!(c.get(Family::FutileRetries, &["ml", "p/0"]), 1);
+        assert_eq!(c.get(Family::FutileRetryGpuSeconds, &["ml", "p/0"]), HOUR_OF_2_GPUS);
+        assert_eq!(c.get(Family::ShadowJobs, &["ml", "c.yaml", "rescued"]), 1);
+        assert_eq!(
+            c.get(Family::ShadowGpuSeconds, &["ml", "c.yaml", "added"]),
+            HOUR_OF_2_GPUS
+        );
+    }
+
+    #[test]
+    fn retries_of_a_job_that_succeeds_are_not_futile() {
+        let s = seen(3, 3, &mut history(2, true));
+        assert!(!s.failed);
+        assert_eq!(s.retries.len(), 2);
+        assert_eq!(
+            s.shadows,
+            [Some(Shadow {
+                change: Change::Same,
+                gpu_saved: 0,
+                gpu_added: 0
+            })]
+        );
+        let mut c = Counters::default();
+        count(&mut c, &s, Outcome::Succeeded, &["c.yaml".into()]);
+        assert_eq!(c.get(Family::Retries, &["ml", "p/0"]), 2);
+        assert_eq!(c.get(Family::FutileRetries, &["ml", "p/0"]), 0);
+        assert_eq!(c.get(Family::ShadowJobs, &["ml", "c.yaml", "same"]), 1);
+    }
+
+    #[test]
+    fn a_candidate_that_retries_less_loses_the_job_and_saves_its_runs() {
+        let s = seen(3, 0, &mut history(1, true));
+        assert_eq!(
+            s.shadows,
+            [Some(Shadow {
+                change: Change::Lost,
+                gpu_saved: HOUR_OF_2_GPUS,
+                gpu_added: 0,
+            })]
+        );
+        // Past the record: the candidate would retry again.
+        let s = seen(1, 5, &mut history(2, false));
+        assert_eq!(s.shadows[0].map(|s| s.change), Some(Change::Pending));
+    }
+}

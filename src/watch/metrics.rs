@@ -1,0 +1,324 @@
+//! What `watch` exports (docs/watch.md "What each metric counts"): the families, their labels,
+//! and the counters themselves, one integer per series.
+//!
+//! Owns: [`Family`] (every metric's name, kind, label names and unit, in the order they are
+//! exported), [`Counters`] (the series and their values, exact integers: counts, and device
+//! time in nanoseconds × thousandths of a device as the replay sums it, so that a window's
+//! sum is what `simulate --baseline` prints) and the label values a series may take
+//! ([`Outcome`], [`Change`], [`Reason`]). Must not: render the text format (that is
+//! `output::watch`), read a clock, or hold a label value that is not bounded by the
+//! command line (queues, rules of the policies, candidates' file names, the fixed words here).
+
+use std::collections::BTreeMap;
+
+/// How a family's integers read as the exported number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// A count, as is.
+    Count,
+    /// Device time in nanoseconds × thousandths of a device: seconds of one device are the
+    /// integer / 10^12.
+    DeviceTime,
+    /// Microseconds since the Unix epoch: a timestamp in seconds is the integer / 10^6.
+    Micros,
+    /// Milliseconds since the Unix epoch.
+    Millis,
+}
+
+/// A metric family: counters, and the two gauges of the poller's progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Family {
+    Jobs,
+    Retries,
+    FutileRetries,
+    FutileRetryGpuSeconds,
+    FutileRetryCpuSeconds,
+    ShadowJobs,
+    ShadowGpuSeconds,
+    Contradictions,
+    UnreadableRows,
+    CursorTimestamp,
+    LastPollSuccessTimestamp,
+    PollErrors,
+}
+
+impl Family {
+    /// Every family, in the order `/metrics` lists them.
+    pub const ALL: [Family; 12] = [
+        Family::Jobs,
+        Family::Retries,
+        Family::FutileRetries,
+        Family::FutileRetryGpuSeconds,
+        Family::FutileRetryCpuSeconds,
+        Family::ShadowJobs,
+        Family::ShadowGpuSeconds,
+        Family::Contradictions,
+        Family::UnreadableRows,
+        Family::CursorTimestamp,
+        Family::LastPollSuccessTimestamp,
+        Family::PollErrors,
+    ];
+
+    /// Its name, as Prometheus stores it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Jobs => "retryctl_watch_jobs_total",
+            Family::Retries => "retryctl_watch_retries_total",
+            Family::FutileRetries => "retryctl_watch_futile_retries_total",
+            Family::FutileRetryGpuSeconds => "retryctl_watch_futile_retry_gpu_seconds_total",
+            Family::FutileRetryCpuSeconds => "retryctl_watch_futile_retry_cpu_seconds_total",
+            Family::ShadowJobs => "retryctl_watch_shadow_jobs_total",
+            Family::ShadowGpuSeconds => "retryctl_watch_shadow_gpu_seconds_total",
+            Family::Contradictions => "retryctl_watch_contradictions_total",
+            Family::UnreadableRows => "retryctl_watch_unreadable_rows_total",
+            Family::CursorTimestamp => "retryctl_watch_cursor_timestamp_seconds",
+            Family::LastPollSuccessTimestamp => "retryctl_watch_last_poll_success_timestamp_seconds",
+            Family::PollErrors => "retryctl_watch_poll_errors_total",
+        }
+    }
+
+    /// The family named `name`.
+    pub fn named(name: &str) -> Option<Family> {
+        Family::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// Its label names, in the order a series' values are kept.
+    pub fn labels(self) -> &'static [&'static str] {
+        match self {
+            Family::Jobs => &["queue", "outcome"],
+            Family::Retries | Family::FutileRetries => &["queue", "rule"],
+            Family::FutileRetryGpuSeconds | Family::FutileRetryCpuSeconds => &["queue", "rule"],
+            Family::ShadowJobs => &["queue", "candidate", "change"],
+            Family::ShadowGpuSeconds => &["queue", "candidate", "direction"],
+            Family::Contradictions => &["queue"],
+            Family::UnreadableRows | Family::CursorTimestamp | Family::LastPollSuccessTimestamp => &[],
+            Family::PollErrors => &["reason"],
+        }
+    }
+
+    /// A counter (only ever grows, kept in `--state`), or a gauge (the poller's progress).
+    pub fn is_counter(self) -> bool {
+        !matches!(self, Family::CursorTimestamp | Family::LastPollSuccessTimestamp)
+    }
+
+    pub fn unit(self) -> Unit {
+        match self {
+            Family::FutileRetryGpuSeconds | Family::FutileRetryCpuSeconds | Family::ShadowGpuSeconds => {
+                Unit::DeviceTime
+            }
+            Family::CursorTimestamp => Unit::Micros,
+            Family::LastPollSuccessTimestamp => Unit::Millis,
+            _ => Unit::Count,
+        }
+    }
+}
+
+/// A job's outcome as Lookout recorded it (`job.state`): the `outcome` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 3] = [Outcome::Succeeded, Outcome::Failed, Outcome::Cancelled];
+
+    /// A terminal `job.state` (contract/lookout/README.md): SUCCEEDED 4, CANCELLED 6; FAILED 5,
+    /// PREEMPTED 7 and REJECTED 9 end the job failed.
+    pub fn of_state(state: i16) -> Outcome {
+        match state {
+            4 => Outcome::Succeeded,
+            6 => Outcome::Cancelled,
+            _ => Outcome::Failed,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Succeeded => "succeeded",
+            Outcome::Failed => "failed",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// What a candidate does to a job against today's policy: the `change` label, the
+/// transitions of `simulate --baseline`'s plan (docs/what-if.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Failed → Succeeded.
+    Rescued,
+    /// Succeeded → Failed.
+    Lost,
+    /// → Pending: the candidate would retry past the end of the record.
+    Pending,
+    /// Another change of final state, or the same final state after another number of
+    /// retries (the plan's `retried differently`).
+    RetriedDifferently,
+    /// Decided alike: same final state, same retries.
+    Same,
+}
+
+impl Change {
+    pub const ALL: [Change; 5] = [
+        Change::Rescued,
+        Change::Lost,
+        Change::Pending,
+        Change::RetriedDifferently,
+        Change::Same,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Change::Rescued => "rescued",
+            Change::Lost => "lost",
+            Change::Pending => "pending",
+            Change::RetriedDifferently => "retried_differently",
+            Change::Same => "same",
+        }
+    }
+}
+
+/// Why a poll, or a job of it, went wrong: the `reason` label of `poll_errors_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// The database could not be reached (or refused the credentials).
+    Connect,
+    /// A statement failed or the connection was lost while reading.
+    Read,
+    /// `--state` could not be written.
+    State,
+    /// A job the replay could not replay on a side (said on stderr); the poll goes on.
+    Replay,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 4] = [Reason::Connect, Reason::Read, Reason::State, Reason::Replay];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Connect => "connect",
+            Reason::Read => "read",
+            Reason::State => "state",
+            Reason::Replay => "replay",
+        }
+    }
+}
+
+/// The `direction` label of `shadow_gpu_seconds_total`: two counters, never a negative one.
+pub const SAVED: &str = "saved";
+pub const ADDED: &str = "added";
+
+/// Every counter series: (family, label values in [`Family::labels`]' order) → its integer.
+/// Sums never wrap: a series that would pass 2^128 − 1 stays there (no real cluster comes near:
+/// docs/estimates.md's bound on device time).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters {
+    series: BTreeMap<(Family, Vec<String>), u128>,
+}
+
+impl Counters {
+    /// Adds `n` to the series of `family` with `labels`, made (at 0) when new.
+    pub fn add(&mut self, family: Family, labels: &[&str], n: u128) {
+        debug_assert_eq!(labels.len(), family.labels().len(), "{}", family.name());
+        let key = (family, labels.iter().map(|l| l.to_string()).collect());
+        let v = self.series.entry(key).or_insert(0);
+        *v = v.saturating_add(n);
+    }
+
+    /// Adds every series of `other`.
+    pub fn merge(&mut self, other: &Counters) {
+        for ((family, labels), n) in &other.series {
+            let v = self.series.entry((*family, labels.clone())).or_insert(0);
+            *v = v.saturating_add(*n);
+        }
+    }
+
+    /// The value of one series (0 when it was never made).
+    pub fn get(&self, family: Family, labels: &[&str]) -> u128 {
+        self.series
+            .iter()
+            .find(|((f, l), _)| *f == family && l.iter().map(String::as_str).eq(labels.iter().copied()))
+            .map_or(0, |(_, n)| *n)
+    }
+
+    /// Every series, by family in [`Family::ALL`]'s order, then by label values.
+    pub fn iter(&self) -> impl Iterator<Item = (Family, &[String], u128)> {
+        self.series.iter().map(|((f, l), n)| (*f, l.as_slice(), *n))
+    }
+
+    /// Keeps the series whose labels `keep` accepts (a queue or a candidate no longer
+    /// watched, after a restart with other flags); returns how many were dropped.
+    pub fn retain(&mut self, mut keep: impl FnMut(Family, &[String]) -> bool) -> usize {
+        let before = self.series.len();
+        self.series.retain(|(f, l), _| keep(*f, l));
+        before - self.series.len()
+    }
+
+    /// The series a scrape shows before anything is counted, each at 0, so that an alert's
+    /// `increase()` sees a series' first step: every queue's outcomes, contradictions and
+    /// every candidate's changes and directions, every reason, and the unreadable rows.
+    pub fn zeros(queues: &[String], candidates: &[String]) -> Counters {
+        let mut c = Counters::default();
+        c.add(Family::UnreadableRows, &[], 0);
+        for r in Reason::ALL {
+            c.add(Family::PollErrors, &[r.as_str()], 0);
+        }
+        for q in queues {
+            for o in Outcome::ALL {
+                c.add(Family::Jobs, &[q, o.as_str()], 0);
+            }
+            c.add(Family::Contradictions, &[q], 0);
+            for name in candidates {
+                for ch in Change::ALL {
+                    c.add(Family::ShadowJobs, &[q, name, ch.as_str()], 0);
+                }
+                for d in [SAVED, ADDED] {
+                    c.add(Family::ShadowGpuSeconds, &[q, name, d], 0);
+                }
+            }
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_found_back() {
+        for f in Family::ALL {
+            assert_eq!(Family::named(f.name()), Some(f));
+            assert!(f.name().starts_with("retryctl_watch_"));
+            // Counters end in `_total` (Prometheus' naming rule); gauges never do.
+            assert_eq!(f.is_counter(), f.name().ends_with("_total"), "{}", f.name());
+        }
+        assert_eq!(Family::named("retryctl_watch_nope"), None);
+    }
+
+    #[test]
+    fn series_add_up_and_saturate() {
+        let mut c = Counters::default();
+        c.add(Family::Jobs, &["ml", "failed"], 2);
+        c.add(Family::Jobs, &["ml", "failed"], 3);
+        c.add(Family::Jobs, &["ml", "succeeded"], 1);
+        assert_eq!(c.get(Family::Jobs, &["ml", "failed"]), 5);
+        assert_eq!(c.get(Family::Jobs, &["batch", "failed"]), 0);
+        let mut d = Counters::default();
+        d.add(Family::Jobs, &["ml", "failed"], u128::MAX);
+        c.merge(&d);
+        assert_eq!(c.get(Family::Jobs, &["ml", "failed"]), u128::MAX);
+        assert_eq!(c.retain(|_, l| l[1] != "succeeded"), 1);
+        assert_eq!(c.iter().count(), 1);
+    }
+
+    #[test]
+    fn the_zeros_name_every_bounded_series() {
+        let c = Counters::zeros(&["ml".into()], &["a.yaml".into(), "b".into()]);
+        // 3 outcomes + 1 contradictions + 2 × (5 changes + 2 directions) + 4 reasons + 1.
+        assert_eq!(c.iter().count(), 3 + 1 + 2 * 7 + 4 + 1);
+        assert!(c.iter().all(|(_, _, n)| n == 0));
+    }
+}

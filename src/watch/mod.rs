@@ -1,0 +1,16 @@
+//! `retryctl watch` (docs/watch.md): today's policy and the candidates, on Lookout's live
+//! record, as counters. What the command's loop, HTTP and database are for, decided here.
+//!
+//! Owns: [`job`] (one job replayed under every side and added to the counters), [`metrics`]
+//! (the families and their series), [`cursor`] (where the record is read from and which jobs
+//! were counted), [`state`] (what `--state` holds, as text) and [`schedule`] (the wait after a
+//! poll, `/healthz`). Pure, as `replay` is: no I/O, clock, environment or randomness; the
+//! command (`commands::watch`) polls, serves and writes the file, `output::watch` renders
+//! the text format. Reads `replay` (its replay of a job under a side, its comparison of two)
+//! and `engine`; imports nothing above it.
+
+pub mod cursor;
+pub mod job;
+pub mod metrics;
+pub mod schedule;
+pub mod state;

@@ -1,0 +1,211 @@
+//! What `--state` holds (docs/watch.md "Durable"): the cursor, the jobs counted within the
+//! span read again, every counter, and when the last poll succeeded, as one JSON document.
+//!
+//! Owns: [`State`] and its text both ways. Must not: write or read the file (the command
+//! writes it atomically: a temporary file, fsync, rename), or read a clock: the times it
+//! holds are given.
+//!
+//! The document: `{"kind": "retryctl watch state", "version": 1, "start", "cursor": {"at",
+//! "job"} | null, "lastPollSuccess", "counted", "counters": [{"metric", "labels", "value"}]}`.
+//! Times are integers (`start` and `cursor.at` microseconds since the Unix epoch, as Lookout
+//! stores them; `lastPollSuccess` milliseconds); `counted` is the pairs of
+//! [`super::cursor::Seen`] as base64 of 16 little-endian bytes each (time, hash): a burst of
+//! jobs costs 16 bytes a job, not a JSON array's 40; a counter's value is a decimal string,
+//! since device time passes what a JSON number holds exactly.
+
+use base64::Engine as _;
+use serde_json::{json, Map, Value};
+
+use super::cursor::{Cursor, Seen};
+use super::metrics::{Counters, Family};
+
+const KIND: &str = "retryctl watch state";
+const VERSION: u64 = 1;
+
+/// Everything a restart resumes from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct State {
+    /// Where a fresh state starts reading (microseconds since the Unix epoch): `--since`, or
+    /// when `watch` first ran. Read while no job is counted.
+    pub start: i64,
+    pub cursor: Option<Cursor>,
+    pub seen: Seen,
+    pub counters: Counters,
+    /// When a poll last succeeded (milliseconds since the Unix epoch).
+    pub last_success: Option<i64>,
+}
+
+impl State {
+    /// A fresh state that starts reading at `start`.
+    pub fn new(start: i64, counters: Counters) -> State {
+        State {
+            start,
+            counters,
+            ..State::default()
+        }
+    }
+
+    /// The document (one line).
+    pub fn to_json(&self) -> String {
+        let mut counted = Vec::with_capacity(self.seen.len() * 16);
+        for (at, hash) in self.seen.pairs() {
+            counted.extend_from_slice(&at.to_le_bytes());
+            counted.extend_from_slice(&hash.to_le_bytes());
+        }
+        let counters: Vec<Value> = self
+            .counters
+            .iter()
+            .filter(|(f, _, _)| f.is_counter())
+            .map(|(f, labels, n)| {
+                let labels: Map<String, Value> = f
+                    .labels()
+                    .iter()
+                    .zip(labels)
+                    .map(|(k, v)| (k.to_string(), Value::String(v.clone())))
+                    .collect();
+                json!({"metric": f.name(), "labels": labels, "value": n.to_string()})
+            })
+            .collect();
+        json!({
+            "kind": KIND,
+            "version": VERSION,
+            "start": self.start,
+            "cursor": self.cursor.as_ref().map(|c| json!({"at": c.at, "job": c.job})),
+            "lastPollSuccess": self.last_success,
+            "counted": base64::engine::general_purpose::STANDARD.encode(counted),
+            "counters": counters,
+        })
+        .to_string()
+    }
+
+    /// The state `text` holds, or what is wrong with it (the caller names the file).
+    pub fn from_json(text: &str) -> Result<State, String> {
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
+        if v["kind"] != KIND {
+            return Err(format!("not a watch state (no `\"kind\": \"{KIND}\"`)"));
+        }
+        match v["version"].as_u64() {
+            Some(VERSION) => {}
+            Some(n) => return Err(format!("version {n}, where this retryctl reads version {VERSION}")),
+            None => return Err("no `version`".into()),
+        }
+        let int = |key: &str, v: &Value| v.as_i64().ok_or_else(|| format!("`{key}` is not an integer"));
+        let start = int("start", &v["start"])?;
+        let cursor = match &v["cursor"] {
+            Value::Null => None,
+            c => Some(Cursor {
+                at: int("cursor.at", &c["at"])?,
+                job: c["job"].as_str().ok_or("`cursor.job` is not a string")?.to_string(),
+            }),
+        };
+        let last_success = match &v["lastPollSuccess"] {
+            Value::Null => None,
+            t => Some(int("lastPollSuccess", t)?),
+        };
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(v["counted"].as_str().ok_or("`counted` is not a string")?)
+            .map_err(|e| format!("`counted` is not base64 ({e})"))?;
+        if bytes.len() % 16 != 0 {
+            return Err(format!("`counted` holds {} bytes, not pairs of 16", bytes.len()));
+        }
+        let pair = |c: &[u8]| {
+            let (at, hash) = c.split_at(8);
+            // 16-byte chunks: both halves are 8 bytes.
+            (
+                i64::from_le_bytes(at.try_into().unwrap_or_default()),
+                u64::from_le_bytes(hash.try_into().unwrap_or_default()),
+            )
+        };
+        let seen = Seen::of_pairs(bytes.chunks_exact(16).map(pair));
+        let mut counters = Counters::default();
+        let list = v["counters"].as_array().ok_or("`counters` is not a list")?;
+        for (i, c) in list.iter().enumerate() {
+            let at = |why: String| format!("counters[{i}]: {why}");
+            let name = c["metric"].as_str().ok_or_else(|| at("no `metric`".into()))?;
+            let family = Family::named(name)
+                .filter(|f| f.is_counter())
+                .ok_or_else(|| at(format!("`{name}` is not a counter of watch")))?;
+            let labels = c["labels"].as_object().ok_or_else(|| at("no `labels`".into()))?;
+            if labels.len() != family.labels().len() {
+                return Err(at(format!("`{name}` has the labels {:?}", family.labels())));
+            }
+            let values = family
+                .labels()
+                .iter()
+                .map(|k| labels.get(*k).and_then(Value::as_str))
+                .collect::<Option<Vec<&str>>>()
+                .ok_or_else(|| at(format!("`{name}` has the labels {:?}", family.labels())))?;
+            let n: u128 = c["value"]
+                .as_str()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| at("`value` is not a decimal string".into()))?;
+            counters.add(family, &values, n);
+        }
+        Ok(State {
+            start,
+            cursor,
+            seen,
+            counters,
+            last_success,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_reads_back_as_written() {
+        let mut s = State::new(
+            1_700_000_000_000_000,
+            Counters::zeros(&["ml".into()], &["c.yaml".into()]),
+        );
+        s.counters.add(Family::Jobs, &["ml", "failed"], 7);
+        s.counters
+            .add(Family::ShadowGpuSeconds, &["ml", "c.yaml", "saved"], u128::MAX - 1);
+        s.cursor = Some(Cursor {
+            at: 1_700_000_123_456_789,
+            job: "01jx\"q".into(),
+        });
+        for (at, id) in [(-5, "a"), (1_700_000_123_456_789, "b")] {
+            s.seen.insert(at, id);
+        }
+        s.last_success = Some(1_700_000_124_000);
+        let back = State::from_json(&s.to_json()).unwrap();
+        assert_eq!(back, s);
+        assert!(back.seen.contains(-5, "a"));
+    }
+
+    #[test]
+    fn what_is_not_a_state_is_said() {
+        let err = |text: &str| State::from_json(text).unwrap_err();
+        assert!(err("{").starts_with("not JSON"));
+        assert_eq!(err("{}"), "not a watch state (no `\"kind\": \"retryctl watch state\"`)");
+        let good = State::new(0, Counters::default()).to_json();
+        assert_eq!(
+            err(&good.replace("\"version\":1", "\"version\":2")),
+            "version 2, where this retryctl reads version 1"
+        );
+        let bad = good.replace(
+            "\"counters\":[]",
+            r#""counters":[{"metric":"retryctl_watch_cursor_timestamp_seconds","labels":{},"value":"1"}]"#,
+        );
+        assert_eq!(
+            err(&bad),
+            "counters[0]: `retryctl_watch_cursor_timestamp_seconds` is not a counter of watch"
+        );
+        let bad = good.replace(
+            "\"counters\":[]",
+            r#""counters":[{"metric":"retryctl_watch_jobs_total","labels":{"queue":"ml"},"value":"1"}]"#,
+        );
+        assert_eq!(
+            err(&bad),
+            r#"counters[0]: `retryctl_watch_jobs_total` has the labels ["queue", "outcome"]"#
+        );
+        assert_eq!(
+            err(&good.replace("\"counted\":\"\"", "\"counted\":\"AAAA\"")),
+            "`counted` holds 3 bytes, not pairs of 16"
+        );
+    }
+}

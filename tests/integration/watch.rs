@@ -1,0 +1,926 @@
+//! `retryctl watch` as a process (docs/watch.md), against a real PostgreSQL built from
+//! Lookout's migrations (support/pg.rs), rows inserted while it runs: each job counted once,
+//! through a SIGKILL and a restart too; the counters over a window are `simulate
+//! --baseline --lookout-db`'s numbers over the same jobs; a database stopped and started again
+//! is survived and `/healthz` follows; `/metrics` passes `promtool check metrics`, the
+//! PrometheusRule passes `promtool check rules` and its own rule tests, every metric an alert or
+//! a panel names is one watch exports; a real Prometheus scrapes it; `--emit kubernetes`
+//! prints deploy/watch/deployment.yaml.
+//!
+//! The week is testdata/route/week.jsonl (1,174 jobs of queue `ml`, every one with a run),
+//! today's policy testdata/route/current/ and the candidate testdata/route/suggested.yaml, each
+//! with its categorizer: the README's route. Nothing here hangs: every wait has a limit, and
+//! each child starts with SIGTERM and SIGINT at their default action and no signal blocked,
+//! whatever the test runner's own dispositions.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::pg::{self, OwnCluster};
+use crate::support::{format_output, lookout_rows, retryctl, root, temp_home, Missing};
+
+const WEEK: &str = "testdata/route/week.jsonl";
+const CURRENT: &str = "testdata/route/current";
+const CANDIDATE: &str = "testdata/route/suggested.yaml";
+
+/// The flags of every watch here but `--state`, the DSN and `--poll` (300ms unless a test
+/// gives its own): an address of its own, the week in reach.
+const FLAGS: [&str; 8] = [
+    "--baseline",
+    CURRENT,
+    "-f",
+    CANDIDATE,
+    "--listen",
+    "127.0.0.1:0",
+    "--since",
+    "30d",
+];
+
+/// How long any one wait lasts at most.
+const LIMIT: Duration = Duration::from_secs(90);
+
+/// A `retryctl watch` child; its stderr collected line by line in the background.
+struct Watch {
+    child: Child,
+    url: String,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+/// Sets SIGTERM and SIGINT to their default action and unblocks every signal, in the child
+/// before it runs: a runner started with them ignored (`nohup`) or blocked would make the
+/// signal tests pass or hang for the runner's sake.
+fn default_signals(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal and sigprocmask are async-signal-safe, as pre_exec requires; the set
+    // is a local initialised by sigemptyset.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+}
+
+fn command(home: &Path, dsn: &str, state: &Path, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("retryctl"));
+    cmd.current_dir(root())
+        .env_clear()
+        .env("HOME", home)
+        .env("NO_COLOR", "1")
+        .env("LOOKOUT_DB", dsn)
+        .arg("watch")
+        .args(FLAGS)
+        .arg("--state")
+        .arg(state)
+        .args(extra)
+        .args(if extra.contains(&"--poll") {
+            &[][..]
+        } else {
+            &["--poll", "300ms"][..]
+        })
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    default_signals(&mut cmd);
+    cmd
+}
+
+impl Watch {
+    /// Starts watch on `dsn` with `--state STATE`, and waits for its start-up line.
+    fn start(home: &Path, dsn: &str, state: &Path, extra: &[&str]) -> Watch {
+        let mut child = command(home, dsn, state, extra).spawn().expect("retryctl watch starts");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let (first_tx, first) = std::sync::mpsc::channel::<String>();
+        let sink = lines.clone();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = first_tx.send(line.clone());
+                sink.lock().unwrap().push(line);
+            }
+        });
+        // Notes may come first (a state resumed); the start-up line names the address.
+        let deadline = Instant::now() + LIMIT;
+        let line = loop {
+            match first.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(line) if line.starts_with("note: ") => continue,
+                Ok(line) => break line,
+                Err(_) => {
+                    let _ = child.kill();
+                    let out = child.wait_with_output().unwrap();
+                    panic!("no start-up line within {LIMIT:?}: {}", format_output(&out));
+                }
+            }
+        };
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| {
+                let _ = child.kill();
+                panic!("no URL in the first line: {line:?}")
+            })
+            .to_string();
+        Watch { child, url, lines }
+    }
+
+    fn log(&self) -> String {
+        self.lines.lock().unwrap().join("\n")
+    }
+
+    fn get(&self, path: &str) -> (u16, String) {
+        get(&format!("{}{path}", self.url))
+    }
+
+    fn metrics(&self) -> Metrics {
+        let (status, text) = self.get("/metrics");
+        assert_eq!(status, 200, "{text}");
+        Metrics::parse(&text)
+    }
+
+    /// Waits until `what` holds of a scrape, and returns that scrape.
+    fn until(&mut self, what: &str, holds: impl Fn(&Metrics) -> bool) -> Metrics {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let m = self.metrics();
+            if holds(&m) {
+                return m;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("watch exited ({status}) waiting for {what}:\n{}", self.log());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {what} within {LIMIT:?}; last scrape:\n{}\nlog:\n{}",
+                m.text,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits until `/healthz` answers `status`.
+    fn health(&mut self, status: u16) -> String {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let (got, body) = self.get("/healthz");
+            if got == status {
+                return body;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "/healthz is still {got} ({body}) after {LIMIT:?}:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Sends `signal` and waits for the exit: its code and how long it took.
+    fn signal(mut self, signal: &str) -> (Option<i32>, Duration, String) {
+        let sent = Instant::now();
+        let st = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let deadline = sent + Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("watch did not exit within 30 s of {signal}:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let took = sent.elapsed();
+        // The reader thread has the last lines once the pipe closes.
+        std::thread::sleep(Duration::from_millis(100));
+        (status.code(), took, self.log())
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn get(url: &str) -> (u16, String) {
+    let client = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(120))
+        .build()
+        .unwrap();
+    let r = client.get(url).send().unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    (r.status().as_u16(), r.text().unwrap())
+}
+
+/// A scrape: every series (`name{labels}` as written) and its value, and the text.
+struct Metrics {
+    series: BTreeMap<String, f64>,
+    text: String,
+}
+
+impl Metrics {
+    fn parse(text: &str) -> Metrics {
+        let series = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .map(|l| {
+                let (k, v) = l.rsplit_once(' ').unwrap_or_else(|| panic!("a sample: {l:?}"));
+                (k.to_string(), v.parse().unwrap_or_else(|_| panic!("a number: {l:?}")))
+            })
+            .collect();
+        Metrics {
+            series,
+            text: text.to_string(),
+        }
+    }
+
+    /// The sum of the family's series whose labels include every `labels` (`k="v"`).
+    fn sum(&self, family: &str, labels: &[&str]) -> f64 {
+        self.series
+            .iter()
+            .filter(|(k, _)| k == &family || k.starts_with(&format!("{family}{{")))
+            .filter(|(k, _)| labels.iter().all(|l| k.contains(l)))
+            .map(|(_, v)| v)
+            .sum()
+    }
+
+    /// The counters alone (not the gauges, not the poll errors, which differ by how the
+    /// process ran), for comparing two watches.
+    fn counted(&self) -> BTreeMap<String, f64> {
+        self.series
+            .iter()
+            .filter(|(k, _)| k.contains("_total") && !k.contains("poll_errors"))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect()
+    }
+
+    fn jobs(&self) -> f64 {
+        self.sum("retryctl_watch_jobs_total", &[])
+    }
+}
+
+/// The week's lines.
+fn week() -> Vec<String> {
+    std::fs::read_to_string(root().join(WEEK))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Loads `lines` as Lookout's rows, their jobs reaching their terminal state `ago` before the
+/// database's now (as Lookout's ingester stamps a job it just heard of), in one transaction: a
+/// poll never sees them with the time the rows were first written with.
+fn arrive(client: &mut postgres::Client, lines: &[String], ago: &str) {
+    lookout_rows::load_ended(client, &(lines.join("\n") + "\n"), "", Some(ago));
+}
+
+fn state_file(home: &Path) -> PathBuf {
+    home.join("watch.json")
+}
+
+#[test]
+fn rows_inserted_while_watch_runs_are_counted_once() {
+    let Some(mut db) = pg::lookout_db("watch_live") else {
+        return;
+    };
+    let home = temp_home();
+    let state = state_file(home.path());
+    let mut w = Watch::start(home.path(), &db.dsn, &state, &[]);
+    w.health(200);
+    assert_eq!(w.metrics().jobs(), 0.0);
+    let lines = week();
+    arrive(&mut db.client, &lines[..300], "0s");
+    w.until("300 jobs", |m| m.jobs() == 300.0);
+    arrive(&mut db.client, &lines[300..600], "0s");
+    w.until("600 jobs", |m| m.jobs() == 600.0);
+    // Ingested late: a job whose last transition is 2 minutes before the cursor is read by the
+    // next poll (the span read again); one 10 minutes before it is not (docs/watch.md).
+    arrive(&mut db.client, &lines[600..601], "2 minutes");
+    arrive(&mut db.client, &lines[601..602], "10 minutes");
+    w.until("the late job", |m| m.jobs() == 601.0);
+    // Polls go on, over the same rows: nothing is counted again.
+    let polls = |m: &Metrics| m.sum("retryctl_watch_last_poll_success_timestamp_seconds", &[]);
+    let seen = polls(&w.metrics());
+    w.until("three more polls", |m| polls(m) > seen + 0.8);
+    let before = w.metrics();
+    assert_eq!(before.jobs(), 601.0, "{}", before.text);
+    let (code, took, log) = w.signal("TERM");
+    assert_eq!(code, Some(0), "{log}");
+    assert!(took < Duration::from_secs(5), "SIGTERM took {took:?}");
+    assert!(
+        log.contains("retryctl watch: SIGTERM: stopped; the counters and cursor are saved in"),
+        "{log}"
+    );
+    // Restarted on its state: the counters go on from where they were, none counted twice.
+    let mut w = Watch::start(home.path(), &db.dsn, &state, &[]);
+    w.health(200);
+    let polls_then = polls(&w.metrics());
+    let after = w.until("a poll after the restart", |m| polls(m) > polls_then);
+    assert_eq!(after.counted(), before.counted());
+    arrive(&mut db.client, &lines[602..610], "0s");
+    w.until("8 more jobs", |m| m.jobs() == 609.0);
+    let (code, took, log) = w.signal("INT");
+    assert_eq!(code, Some(0), "{log}");
+    assert!(took < Duration::from_secs(5), "SIGINT took {took:?}");
+}
+
+#[test]
+fn a_sigkill_between_polls_and_a_restart_count_nothing_twice() {
+    let Some(mut db) = pg::lookout_db("watch_kill") else {
+        return;
+    };
+    let home = temp_home();
+    let state = state_file(home.path());
+    let lines = week();
+    let mut w = Watch::start(home.path(), &db.dsn, &state, &[]);
+    arrive(&mut db.client, &lines[..400], "0s");
+    w.until("400 jobs", |m| m.jobs() == 400.0);
+    let (code, _, _) = w.signal("KILL");
+    assert_eq!(code, None, "killed by the signal");
+    arrive(&mut db.client, &lines[400..800], "0s");
+    let mut w = Watch::start(home.path(), &db.dsn, &state, &[]);
+    let resumed = w.until("800 jobs", |m| m.jobs() == 800.0);
+    // Killed again in the middle of its work, at once after a start: still consistent.
+    let (code, _, _) = w.signal("KILL");
+    assert_eq!(code, None);
+    let mut w = Watch::start(home.path(), &db.dsn, &state, &[]);
+    w.health(200);
+    let again = w.until("a poll", |m| m.jobs() == 800.0);
+    // One watch of a fresh state over the same rows counts the same, number for number.
+    let fresh_home = temp_home();
+    let mut fresh = Watch::start(fresh_home.path(), &db.dsn, &state_file(fresh_home.path()), &[]);
+    let once = fresh.until("800 jobs", |m| m.jobs() == 800.0);
+    assert_eq!(resumed.counted(), once.counted());
+    assert_eq!(again.counted(), once.counted());
+}
+
+/// `simulate ARGS -o json --lookout-db DSN --queue ml --since 30d`'s record.
+fn simulate(home: &Path, dsn: &str, args: &[&str]) -> Value {
+    let out = retryctl(home)
+        .arg("simulate")
+        .args(args)
+        .args(["-o", "json", "--lookout-db", dsn, "--queue", "ml", "--since", "30d"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_counters_over_a_window_are_simulate_baselines_numbers() {
+    let Some(mut db) = pg::lookout_db("watch_window") else {
+        return;
+    };
+    let lines = week();
+    // As Lookout holds them: each job's last transition at its submission (lookout_rows).
+    lookout_rows::load(&mut db, &(lines.join("\n") + "\n"), "");
+    let home = temp_home();
+    // `/report`'s window covers the week too (the last transitions are its submissions).
+    let mut w = Watch::start(home.path(), &db.dsn, &state_file(home.path()), &["--window", "30d"]);
+    let m = w.until("the week", |m| m.jobs() == lines.len() as f64);
+    let plan = simulate(home.path(), &db.dsn, &["-f", CANDIDATE, "--baseline", CURRENT]);
+    let c = &plan["comparison"];
+    let shadow = |change: &str| m.sum("retryctl_watch_shadow_jobs_total", &[&format!("change=\"{change}\"")]);
+    let n = |v: &Value| v.as_f64().unwrap();
+    assert_eq!(shadow("rescued"), n(&c["transitions"]["rescued"]));
+    assert_eq!(shadow("lost"), n(&c["transitions"]["lost"]));
+    assert_eq!(shadow("pending"), n(&c["transitions"]["toPending"]));
+    assert_eq!(
+        shadow("retried_differently"),
+        n(&c["transitions"]["other"]) + n(&c["transitions"]["retriesOnly"])
+    );
+    assert_eq!(shadow("same"), n(&c["unchanged"]));
+    assert_eq!(m.jobs(), n(&c["jobs"]));
+    // The week has changes of every sign, so that the equalities above are not of zeros.
+    assert!(n(&c["changed"]) > 0.0 && shadow("same") > 0.0, "{c}");
+    let gpu = |direction: &str| {
+        m.sum(
+            "retryctl_watch_shadow_gpu_seconds_total",
+            &[&format!("direction=\"{direction}\"")],
+        )
+    };
+    for (direction, hours) in [
+        ("saved", &c["compute"]["gpuHours"]["removed"]),
+        ("added", &c["compute"]["gpuHours"]["added"]),
+    ] {
+        let (seconds, hours) = (gpu(direction), n(hours));
+        assert!(
+            (seconds / 3600.0 - hours).abs() <= 1e-9 * hours.max(1.0),
+            "{direction}: {seconds} s against {hours} h"
+        );
+    }
+    assert!(gpu("saved") > 0.0, "{}", m.text);
+    // Today's side: `simulate` of today's policy alone, with its categorizer.
+    let today = simulate(home.path(), &db.dsn, &["-f", CURRENT]);
+    let s = &today["summary"];
+    let by_rule: BTreeMap<String, f64> = s["retriesByRule"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), n(v)))
+        .collect();
+    let watched: BTreeMap<String, f64> = m
+        .series
+        .iter()
+        .filter_map(|(k, v)| {
+            let rule = k.strip_prefix("retryctl_watch_retries_total{queue=\"ml\",rule=\"")?;
+            Some((rule.trim_end_matches("\"}").to_string(), *v))
+        })
+        .collect();
+    assert_eq!(watched, by_rule);
+    assert_eq!(
+        m.sum("retryctl_watch_contradictions_total", &[]),
+        n(&s["contradictedJobs"])
+    );
+    // The futile retries are those of the jobs today's policy fails: at most its retries.
+    let futile = m.sum("retryctl_watch_futile_retries_total", &[]);
+    assert!(
+        futile > 0.0 && futile < n(&s["retries"]),
+        "{futile} of {}",
+        s["retries"]
+    );
+    // The recorded outcomes: each job's last run, as the rows were written.
+    let mut outcomes = BTreeMap::<&str, f64>::new();
+    for l in &lines {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let last = v["runs"].as_array().unwrap().last().unwrap()["outcome"].clone();
+        *outcomes
+            .entry(match last.as_str() {
+                Some("succeeded") => "succeeded",
+                Some("cancelled") => "cancelled",
+                _ => "failed",
+            })
+            .or_default() += 1.0;
+    }
+    for (outcome, jobs) in outcomes {
+        assert_eq!(
+            m.sum("retryctl_watch_jobs_total", &[&format!("outcome=\"{outcome}\"")]),
+            jobs,
+            "{outcome}"
+        );
+    }
+    // /report is simulate's page of the same plan.
+    let (status, page) = w.get("/report");
+    assert_eq!(status, 200, "{page}");
+    let out = retryctl(home.path())
+        .args([
+            "simulate",
+            "-f",
+            CANDIDATE,
+            "--baseline",
+            CURRENT,
+            "--lookout-db",
+            &db.dsn,
+            "--queue",
+            "ml",
+        ])
+        .args(["--since", "30d", "-o", "html"])
+        .output()
+        .unwrap();
+    let simulated = String::from_utf8(out.stdout).unwrap();
+    let sentence = |page: &str| {
+        let at = page.find("Plan: ").unwrap_or_else(|| panic!("no plan in {page}"));
+        page[at..at + page[at..].find('<').unwrap()].to_string()
+    };
+    assert_eq!(sentence(&page), sentence(&simulated));
+    let (status, body) = w.get("/report?candidate=nope");
+    assert_eq!(
+        (status, body.as_str()),
+        (404, "no candidate `nope` (watched: suggested.yaml)\n")
+    );
+    // The text format as Prometheus' own tool reads it.
+    promtool_check_metrics(&m.text);
+}
+
+/// `promtool` (Debian's `prometheus` package), or `None` after naming the test as skipped.
+fn promtool() -> Option<PathBuf> {
+    let p = PathBuf::from("/usr/bin/promtool");
+    if p.is_file() {
+        return Some(p);
+    }
+    Missing {
+        what: "promtool not found (/usr/bin/promtool)".into(),
+        install: "apt-get install -y prometheus".into(),
+    }
+    .skip();
+    None
+}
+
+fn promtool_check_metrics(text: &str) {
+    let Some(promtool) = promtool() else { return };
+    let mut child = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics:\n{}\n{text}",
+        format_output(&out)
+    );
+    // It lints too: any finding is printed, and none is expected.
+    assert!(
+        out.stdout.is_empty() && out.stderr.is_empty(),
+        "{}",
+        format_output(&out)
+    );
+}
+
+/// deploy/watch/prometheusrule.yaml's `spec` (its rule groups) as a rules file in `dir`.
+fn rules_file(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(root().join("deploy/watch/prometheusrule.yaml")).unwrap();
+    let rule: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let file = dir.join("rules.yaml");
+    std::fs::write(&file, serde_yaml::to_string(&rule["spec"]).unwrap()).unwrap();
+    file
+}
+
+#[test]
+fn the_alerts_pass_promtool_and_their_own_rule_tests() {
+    let Some(promtool) = promtool() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let rules = rules_file(dir.path());
+    let out = Command::new(&promtool)
+        .args(["check", "rules"])
+        .arg(&rules)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", format_output(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("SUCCESS: 3 rules found"),
+        "{}",
+        format_output(&out)
+    );
+    std::fs::copy(
+        root().join("deploy/watch/prometheusrule_test.yaml"),
+        dir.path().join("test.yaml"),
+    )
+    .unwrap();
+    let out = Command::new(&promtool)
+        .args(["test", "rules", "test.yaml"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", format_output(&out));
+}
+
+/// Every `retryctl_watch_…` name in `text`.
+fn names_in(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("retryctl_watch_") {
+        let name: String = rest[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        rest = &rest[at + name.len()..];
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+#[test]
+fn every_metric_an_alert_or_a_panel_names_is_one_watch_exports() {
+    // No database: the first scrape names every family all the same.
+    let home = temp_home();
+    let dead = format!("postgresql://lookout@127.0.0.1:{}/lookout", pg::free_port());
+    let w = Watch::start(home.path(), &dead, &state_file(home.path()), &[]);
+    let (_, text) = w.get("/metrics");
+    let exported: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split(' ').next())
+        .collect();
+    assert_eq!(exported.len(), 12, "{text}");
+    let rules = std::fs::read_to_string(root().join("deploy/watch/prometheusrule.yaml")).unwrap();
+    let rule: serde_yaml::Value = serde_yaml::from_str(&rules).unwrap();
+    let mut named = Vec::new();
+    let mut alerts = Vec::new();
+    for group in rule["spec"]["groups"].as_sequence().unwrap() {
+        for r in group["rules"].as_sequence().unwrap() {
+            alerts.push(r["alert"].as_str().unwrap().to_string());
+            named.extend(names_in(r["expr"].as_str().unwrap()));
+        }
+    }
+    // docs/watch.md quotes each alert's PromQL as the file holds it.
+    let guide = std::fs::read_to_string(root().join("docs/watch.md")).unwrap();
+    for group in rule["spec"]["groups"].as_sequence().unwrap() {
+        for r in group["rules"].as_sequence().unwrap() {
+            let expr = r["expr"].as_str().unwrap();
+            assert!(
+                guide.contains(&format!("  expr: {expr}\n")),
+                "docs/watch.md lacks `{expr}`"
+            );
+        }
+    }
+    assert!(
+        alerts.contains(&"RetryctlFutileRetryGPUHoursHigh".to_string()),
+        "{alerts:?}"
+    );
+    assert!(
+        alerts.contains(&"RetryctlShadowCandidateLosesJobs".to_string()),
+        "{alerts:?}"
+    );
+    let dashboard: Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("deploy/watch/dashboard.json")).unwrap()).unwrap();
+    let mut panels = 0;
+    for p in dashboard["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().into_iter().flatten() {
+            panels += 1;
+            named.extend(names_in(t["expr"].as_str().unwrap()));
+        }
+    }
+    for v in dashboard["templating"]["list"].as_array().unwrap() {
+        named.extend(names_in(&v["query"].to_string()));
+    }
+    assert!(panels >= 10, "{panels} targets");
+    for name in &named {
+        // A name is the family or one of the series a histogram would add: only families here.
+        assert!(
+            exported.contains(&name.as_str()),
+            "`{name}` is named by an alert or a panel, and watch does not export it"
+        );
+    }
+    // Every family is on the dashboard.
+    for family in &exported {
+        assert!(named.iter().any(|n| n == family), "no panel or alert shows `{family}`");
+    }
+}
+
+#[test]
+fn a_database_stopped_and_started_again_is_survived() {
+    let Some(cluster) = OwnCluster::start() else { return };
+    let home = temp_home();
+    let lines = week();
+    cluster.down();
+    let mut w = Watch::start(home.path(), &cluster.dsn, &state_file(home.path()), &[]);
+    // No poll has succeeded yet.
+    let body = w.health(503);
+    assert_eq!(body, "waiting for the first poll of Lookout to succeed\n");
+    cluster.up();
+    w.health(200);
+    let mut client = cluster.client();
+    arrive(&mut client, &lines[..50], "0s");
+    w.until("50 jobs", |m| m.jobs() == 50.0);
+    cluster.down();
+    // Three failed polls in a row: 503, the errors counted, the process still there.
+    let body = w.health(503);
+    assert!(body.starts_with("3 polls failed in a row; the last: "), "{body}");
+    let m = w.until("the failed polls counted", |m| {
+        m.sum("retryctl_watch_poll_errors_total", &["reason=\"connect\""])
+            + m.sum("retryctl_watch_poll_errors_total", &["reason=\"read\""])
+            >= 3.0
+    });
+    assert_eq!(m.jobs(), 50.0);
+    assert!(w.child.try_wait().unwrap().is_none(), "watch exited:\n{}", w.log());
+    assert!(w.log().contains("retryctl watch: poll failed ("), "{}", w.log());
+    cluster.up();
+    let mut client = cluster.client();
+    arrive(&mut client, &lines[50..100], "0s");
+    w.until("100 jobs", |m| m.jobs() == 100.0);
+    w.health(200);
+    let (code, took, log) = w.signal("TERM");
+    assert_eq!(code, Some(0), "{log}");
+    assert!(took < Duration::from_secs(5), "SIGTERM took {took:?}");
+}
+
+#[test]
+fn sigterm_saves_and_exits_while_the_database_hangs_up() {
+    // The database gone mid-run: the poller waits between tries; SIGTERM does not wait for it.
+    let home = temp_home();
+    let dead = format!("postgresql://lookout@127.0.0.1:{}/lookout", pg::free_port());
+    let state = state_file(home.path());
+    let mut w = Watch::start(home.path(), &dead, &state, &["--poll", "1h"]);
+    w.until("the first poll's failure", |m| {
+        m.sum("retryctl_watch_poll_errors_total", &["reason=\"connect\""]) == 1.0
+    });
+    let (code, took, log) = w.signal("TERM");
+    assert_eq!(code, Some(0), "{log}");
+    assert!(took < Duration::from_secs(5), "SIGTERM took {took:?}");
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    assert_eq!(saved["kind"], "retryctl watch state");
+    assert!(
+        saved["counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["metric"] == "retryctl_watch_poll_errors_total"
+                && c["labels"]["reason"] == "connect"
+                && c["value"] == "1"),
+        "{saved}"
+    );
+}
+
+#[test]
+fn prometheus_scrapes_watch_and_answers_its_counter() {
+    let prometheus = Path::new("/usr/bin/prometheus");
+    if !prometheus.is_file() {
+        Missing {
+            what: "Prometheus not found (/usr/bin/prometheus)".into(),
+            install: "apt-get install -y prometheus".into(),
+        }
+        .skip();
+        return;
+    }
+    let Some(mut db) = pg::lookout_db("watch_prom") else {
+        return;
+    };
+    let home = temp_home();
+    let lines = week();
+    arrive(&mut db.client, &lines[..120], "0s");
+    let mut w = Watch::start(home.path(), &db.dsn, &state_file(home.path()), &[]);
+    w.until("120 jobs", |m| m.jobs() == 120.0);
+    let target = w.url.trim_start_matches("http://").to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: retryctl-watch\n    static_configs:\n      - targets: ['{target}']\n"
+        ),
+    )
+    .unwrap();
+    let port = pg::free_port();
+    let mut cmd = Command::new(prometheus);
+    cmd.arg(format!("--config.file={}", config.display()))
+        .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    default_signals(&mut cmd);
+    struct Kill(Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _prometheus = Kill(cmd.spawn().unwrap());
+    let query = format!("http://127.0.0.1:{port}/api/v1/query?query=sum(retryctl_watch_jobs_total)");
+    let deadline = Instant::now() + LIMIT;
+    let answer = loop {
+        if let Ok(r) = reqwest::blocking::Client::new()
+            .get(&query)
+            .timeout(Duration::from_secs(5))
+            .send()
+        {
+            if let Ok(v) = r.json::<Value>() {
+                if let Some(value) = v["data"]["result"][0]["value"][1].as_str() {
+                    break value.to_string();
+                }
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus answered no sample within {LIMIT:?}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    assert_eq!(answer, "120");
+}
+
+#[test]
+fn emit_kubernetes_prints_the_deployment_of_deploy_watch() {
+    let home = temp_home();
+    let out = retryctl(home.path())
+        .args([
+            "watch",
+            "--baseline",
+            "/data/current",
+            "-f",
+            "/data/suggested.yaml",
+            "--state",
+            "/data/watch.json",
+        ])
+        .args([
+            "--listen",
+            "0.0.0.0:9464",
+            "--emit",
+            "kubernetes",
+            "--image",
+            "ghcr.io/armadaproject/retryctl:0.1.0",
+        ])
+        .args([
+            "--volume",
+            "retryctl-watch:/data",
+            "--dsn-secret",
+            "lookout-db",
+            "--namespace",
+            "armada",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    let file = std::fs::read_to_string(root().join("deploy/watch/deployment.yaml")).unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), file);
+    // The Service and the ServiceMonitor select its pod and its port by the names it gives them.
+    let deployment: serde_yaml::Value = serde_yaml::from_str(&file).unwrap();
+    let pod = &deployment["spec"]["template"];
+    let label = &pod["metadata"]["labels"]["app.kubernetes.io/name"];
+    let port = &pod["spec"]["containers"][0]["ports"][0];
+    for other in ["service.yaml", "servicemonitor.yaml"] {
+        let doc: serde_yaml::Value =
+            serde_yaml::from_str(&std::fs::read_to_string(root().join("deploy/watch").join(other)).unwrap()).unwrap();
+        let selected = match other {
+            "service.yaml" => &doc["spec"]["selector"]["app.kubernetes.io/name"],
+            _ => &doc["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"],
+        };
+        assert_eq!(selected, label, "{other}");
+    }
+    let service: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(root().join("deploy/watch/service.yaml")).unwrap()).unwrap();
+    assert_eq!(service["spec"]["ports"][0]["targetPort"], port["name"]);
+    assert_eq!(service["spec"]["ports"][0]["port"], port["containerPort"]);
+}
+
+#[test]
+fn watch_refuses_what_it_cannot_watch() {
+    let home = temp_home();
+    let dir = home.path();
+    std::fs::create_dir_all(dir.join("a")).unwrap();
+    std::fs::create_dir_all(dir.join("b")).unwrap();
+    let policy = "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 1\n  defaultAction: Retry\n";
+    for f in ["a/p.yaml", "b/p.yaml"] {
+        std::fs::write(dir.join(f), policy).unwrap();
+    }
+    let run = |args: &[&str]| {
+        let out = retryctl(dir)
+            .env("LOOKOUT_DB", "postgresql://lookout@127.0.0.1:1/lookout")
+            .arg("watch")
+            .args(args)
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8(out.stderr).unwrap())
+    };
+    let state = dir.join("s.json");
+    let state = state.to_str().unwrap();
+    let a = dir.join("a");
+    let a = a.to_str().unwrap();
+    let b = dir.join("b/p.yaml");
+    let b = b.to_str().unwrap();
+    assert_eq!(
+        run(&["--baseline", a, "--state", state]),
+        (
+            Some(2),
+            "error: no queue to watch: the files hold no Queue document; give `--queue QUEUE` (repeatable)\n".into()
+        )
+    );
+    let a_p = dir.join("a/p.yaml");
+    assert_eq!(
+        run(&["--baseline", a, "-f", a_p.to_str().unwrap(), "-f", b, "--state", state]),
+        (
+            Some(2),
+            "error: two candidates are named `p.yaml` (each `-f` is labelled by its file's base name): give them files of different names\n".into()
+        )
+    );
+    assert_eq!(
+        run(&["--baseline", a, "--state", state, "--queue", "q", "--poll", "0s"]),
+        (
+            Some(2),
+            "error: invalid `--poll` `0s`: expected a duration greater than zero such as `30s` or `1m`\n".into()
+        )
+    );
+    std::fs::write(dir.join("s.json"), "{\"kind\": \"something else\"}").unwrap();
+    let (code, err) = run(&["--baseline", a, "--state", state, "--queue", "q"]);
+    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(
+        err,
+        format!("error: `--state` `{state}` cannot be read: not a watch state (no `\"kind\": \"retryctl watch state\"`)\n\nhint: move it away to start counting afresh\n")
+    );
+    // Lookout given nowhere.
+    let out = retryctl(dir)
+        .args(["watch", "--baseline", a, "--state", state, "--queue", "q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", format_output(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with("error: give Lookout's database: `--lookout-db DSN`\n"),
+        "{}",
+        format_output(&out)
+    );
+}
