@@ -994,6 +994,7 @@ never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l baseline-from-cluster -d 'What-if against what the cluster runs: the baseline is the retry policies and queue attachments stored in the --lookout-db database'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l allow-empty -d 'Exit 0 when the history holds no job (an empty file, directory, stdin or Lookout window), instead of 3'
+complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l skip-invalid -d 'Read past the job lines of the history that cannot be read (each said as a warning), say how many, and exit 0; without it they make the exit status 3'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l exit-code -d 'With --baseline or --baseline-from-cluster: exit 1 when any job changes'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l all-changes -d 'With --baseline or --baseline-from-cluster, -o table: list every changed job (default: the first 20 of each transition, then `… and N more`)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand simulate" -l from-server -d 'Take the job\'s queue and its policies from the server instead of files'
@@ -1060,6 +1061,7 @@ never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l baseline-from-cluster -d 'What-if against what the cluster runs: the baseline is the retry policies and queue attachments stored in the --lookout-db database'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l allow-empty -d 'Exit 0 when the history holds no job (an empty file, directory, stdin or Lookout window), instead of 3'
+complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l skip-invalid -d 'Read past the job lines of the history that cannot be read (each said as a warning), say how many, and exit 0; without it they make the exit status 3'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l force -d 'With --pick ID and a history: write the candidate even when it loses a job the baseline saves or breaks a constraint (a warning says which)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l exit-code -d 'Exit 1 when a candidate is recommended (a change worth making), with or without --pick'
 complete -c retryctl -n "__fish_retryctl_using_subcommand tune" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
@@ -1124,6 +1126,7 @@ always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l baseline-from-cluster -d 'What-if against what the cluster runs: the baseline is the retry policies and queue attachments stored in the --lookout-db database'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l allow-empty -d 'Exit 0 when the history holds no job (an empty file, directory, stdin or Lookout window), instead of 3'
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l skip-invalid -d 'Read past the job lines of the history that cannot be read (each said as a warning), say how many, and exit 0; without it they make the exit status 3'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l extrapolate -d 'A depth with fewer than 5 trials of its own reads the signature\'s overall share instead of ending the limit (every such limit is marked `extrapolated`)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l exit-code
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
@@ -1490,6 +1493,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l from -d 'O
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l to -d 'Only jobs submitted before this RFC 3339 time' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l lookout-db -d 'Lookout\'s PostgreSQL database (`postgresql://user:password@host:5432/lookout`); without a value, or without --lookout-url either: $LOOKOUT_DB' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l lookout-url -d 'Lookout\'s REST API (`http://lookout:10000`); auth as for the Armada API' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l categorizer -d 'The executor\'s categorizer config as deployed (its `errorCategories`): the hint its rules append to a run\'s error text is taken off the texts of the runs it classified' -r -F
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -s o -l output -d 'Output format: one JSON document a line, or YAML documents' -r -f -a "jsonl\t''
 yaml\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l output-file -d 'Write to this file instead of stdout: written beside it and renamed once complete; left as it was when the export fails' -r -F

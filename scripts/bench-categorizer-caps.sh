@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A categorizer at retryctl's caps costs one job a bounded replay (SPEC §21, docs/categorizer.md):
+# A categorizer at retryctl's caps costs one job a bounded replay (docs/categorizer.md):
 # 1,000 categories × 4 rules, each an `onTerminationMessage` or `onPodError` pattern of
 # `L{k}\pL{6}` (rule n: L the n/100-th of a-z, A-N, k = n mod 100 + 1: 4,000 distinct
 # patterns, ~260 kB, each within the size bound a rule's regex has, docs/categorizer.md), none

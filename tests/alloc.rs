@@ -3,7 +3,7 @@
 //! nor does the replay classifying a history in place once warm (`reclassifying_…`).
 //!
 //! A categorizer within its caps holds bounded memory too (`a_categorizer_at_its_caps_holds_bounded_memory`:
-//! SPEC §21, 4,000 rules of `x{k}\pL{6}`), counted as the bytes its thread has live.
+//! 4,000 rules of `x{k}\pL{6}`), counted as the bytes its thread has live.
 //!
 //! Its own test binary (Cargo.toml `[[test]] alloc`) because it installs a counting global
 //! allocator. The count is per thread (a `thread_local` counter), so the test harness and
@@ -445,7 +445,7 @@ fn reclassifying_a_history_allocates_nothing_once_warm() {
     assert_eq!(counts.changed_runs(), 103 * 4);
 }
 
-/// SPEC §21, bounded within the caps: a categorizer of 1,000 categories × 4 rules, each an
+/// bounded within the caps: a categorizer of 1,000 categories × 4 rules, each an
 /// `onTerminationMessage` or `onPodError` pattern `L{k}\pL{6}` (4,000 distinct patterns, none
 /// with a literal the prefilter could scan for), built and run on a failed run that none
 /// matches (so every rule's pattern is searched), holds under 16 MiB. Each pattern compiled by

@@ -329,7 +329,7 @@ fn a_categorizer_past_its_caps_is_refused_by_validate_and_every_verb() {
     }
 }
 
-/// SPEC §21, Go's regexp the rest of it: each pattern field refuses what Go's `regexp.Compile`
+/// Go's regexp the rest of it: each pattern field refuses what Go's `regexp.Compile`
 /// refuses, in Go's words (golang/go `regexp/syntax/parse.go`, `repeat`: stacked repetition
 /// operators; `parseRepeat`: a count past 1,000), at its field and line, and reads what Go
 /// reads (a brace count with a leading zero is text, flags twice or set and cleared or none,
@@ -373,7 +373,7 @@ fn patterns_are_refused_in_gos_words_and_read_as_go_reads_them() {
     );
 }
 
-/// SPEC §21, bounded within the caps: 1,000 categories × 4 rules of `L{k}\pL{6}` (the last
+/// bounded within the caps: 1,000 categories × 4 rules of `L{k}\pL{6}` (the last
 /// ones `{1000}`, which Go reads and retryctl refused as a regex "too large" before its rules
 /// could be matched over characters) pass `validate`, and `simulate` and `suggest` replay a
 /// job under them, the one rule its message matches deciding (its memory and time:

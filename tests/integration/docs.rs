@@ -100,6 +100,11 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
         "a redirection and a Kubernetes cluster; tests/integration/shard_examples.rs runs the pods' args as written",
     ),
     (
+        "docs/categorizer.md",
+        "$ retryctl apply -f ml.yaml --categorizer current/executor.yaml",
+        "the README route's files and an Armada to write to; tests/integration/suggest_cluster.rs runs apply --categorizer against a real `retryctl serve` (apply_refuses_a_policy_before_its_categories_are_rolled_out)",
+    ),
+    (
         "docs/watch.md",
         "$ retryctl watch --baseline current/",
         "a long-running process on Lookout's PostgreSQL; tests/integration/watch.rs runs watch on the README route's week in a real PostgreSQL and holds its counters to simulate's (the_counters_over_a_window_are_simulate_baselines_numbers)",

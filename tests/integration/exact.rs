@@ -366,7 +366,7 @@ rules:
 }
 
 /// A pattern Go refuses is refused with Go's words: a flag Go does not have, a repetition
-/// count past 1,000, stacked repetition operators (SPEC §21: golang/go
+/// count past 1,000, stacked repetition operators (golang/go
 /// `regexp/syntax/parse.go`'s `repeat`: "a** is a syntax error, not a doubled star"), each at
 /// its rule's field and line.
 #[test]
@@ -497,7 +497,7 @@ rules:
     assert!(out.contains("never assigns category `nowhere`"), "{out}");
 }
 
-/// SPEC §21, Go's regexp the rest of it: the executor's categorizer decides with what Go's
+/// Go's regexp the rest of it: the executor's categorizer decides with what Go's
 /// `regexp` reads (golang/go `regexp/syntax/parse.go`: `parseInt` refuses a leading zero, so
 /// `{01}` is text; `parsePerlFlags` takes a flag set twice, set then cleared, or none;
 /// `parseUnicodeClass` reads `\p{^Greek}` as `\P{Greek}`; a group nests 300 deep), under

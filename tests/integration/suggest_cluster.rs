@@ -147,7 +147,12 @@ pub(crate) fn two_queue_week(dir: &Path) -> String {
         // The executor's text for a pull that backs off: another last line than the week's
         // `not found`, in the same deployed category (`not found|NotFound`).
         let text = m["podError"].as_str().unwrap().rsplit_once('\n').unwrap().0.to_string();
-        m.insert("podError".into(), json!(format!("{text}\nBack-off pulling image \"registry/team/model:v9\": NotFound")));
+        m.insert(
+            "podError".into(),
+            json!(format!(
+                "{text}\nBack-off pulling image \"registry/team/model:v9\": NotFound"
+            )),
+        );
         let job = json!({"apiVersion": "armadaproject.io/v1", "kind": "FailureHistory",
             "job": {"id": id, "queue": queue, "submittedAt": "2026-11-16T01:00:00Z", "resources": {"cpu": "4", "gpu": "1"}},
             "runs": [first, {"node": "node-02", "queuedFor": "10s", "runFor": "30m", "outcome": "succeeded"}]});
@@ -194,7 +199,7 @@ fn a_split_another_queue_retries_on_is_rejected_naming_the_queue() {
         "{text}"
     );
     assert!(
-        text.contains("  cluster-wide: pods of category `s-errimagepull-"),
+        text.contains("  cluster-wide: pods of category `s-failed-to-pull-image-registry-team-model-"),
         "{text}"
     );
     assert!(!text.contains("Search its limits"), "{text}");
@@ -388,4 +393,88 @@ fn a_baseline_the_record_contradicts_rejects_and_recommends_nothing() {
         String::from_utf8_lossy(&bad.stderr).lines().next().unwrap(),
         "error: invalid `--max-contradictions` `2x`: expected a number of jobs such as `5` or a percentage of the jobs compared such as `1%`"
     );
+}
+
+/// The two halves, in order: a policy naming a category the executor's config does not
+/// assign is refused by `apply --categorizer` (exit 1, nothing sent) until the config that
+/// assigns it is the one given; `validate --upstream` says once that without one the
+/// categories were not checked.
+#[test]
+fn apply_refuses_a_policy_before_its_categories_are_rolled_out() {
+    let home = temp_home();
+    let dir = home.path();
+    let (current, week) = (two_queues(dir, false), two_queue_week(dir));
+    let suggest = retryctl(dir)
+        .args([
+            "suggest",
+            "--history",
+            &week,
+            "--queue",
+            "ml",
+            "--baseline",
+            &current,
+            "-o",
+            "policy",
+            "--executor-config",
+        ])
+        .arg(dir.join("executor-suggested.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(suggest.status.code(), Some(1), "{}", format_output(&suggest));
+    let proposal = dir.join("suggested.yaml");
+    std::fs::write(&proposal, &suggest.stdout).unwrap();
+    let written = std::fs::read_to_string(dir.join("executor-suggested.yaml")).unwrap();
+    assert!(written.contains("application:\n  clusterId: ml-gpu-a\n"), "{written}");
+    assert!(!written.contains("not a server resource"), "{written}");
+    let server = crate::serve_process::spawn(&["--listen", "127.0.0.1:0", "--in-memory", "--dialect", "upstream"]);
+    let apply = |categorizer: &str| {
+        retryctl(dir)
+            .env("ARMADA_URL", &server.url)
+            .args(["apply", "-f"])
+            .arg(&proposal)
+            .args(["--categorizer", categorizer])
+            .output()
+            .unwrap()
+    };
+    let deployed = format!("{current}executor.yaml");
+    let refused = apply(&deployed);
+    assert_eq!(refused.status.code(), Some(1), "{}", format_output(&refused));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.starts_with(&format!(
+            "error: the policies name categories `{deployed}` does not assign; nothing was sent:\n"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("never assigns category `s-failed-to-pull-image-registry-team-model-"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.ends_with(
+            "hint: roll out the executor config first, wait for the executor to run it, then apply the policy\n"
+        ),
+        "{stderr}"
+    );
+    assert!(refused.stdout.is_empty());
+    // Today's policies on the server (the proposal's Queue lists `ml-today` too).
+    let today = retryctl(dir)
+        .env("ARMADA_URL", &server.url)
+        .args(["apply", "-f", &format!("{current}policies.yaml")])
+        .output()
+        .unwrap();
+    assert_eq!(today.status.code(), Some(0), "{}", format_output(&today));
+    let rolled_out = apply(&dir.join("executor-suggested.yaml").display().to_string());
+    assert_eq!(rolled_out.status.code(), Some(0), "{}", format_output(&rolled_out));
+    let validate = retryctl(dir)
+        .args(["validate", "--upstream", "-f"])
+        .arg(&proposal)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&validate.stderr).contains("note: the categories the policies name were not checked against an executor config: give the one the executor will run with `--categorizer FILE`\n"),
+        "{}",
+        format_output(&validate)
+    );
+    drop(server);
 }

@@ -566,7 +566,7 @@ fn a_set_finds_a_match_begun_before_an_empty_match_that_splits_a_character() {
     }
 }
 
-/// The deepest patterns a rule may have (`go_regex`'s tests: 300 nested groups, SPEC §21, and
+/// The deepest patterns a rule may have (`go_regex`'s tests: 300 nested groups, and
 /// the most nested shapes within 1,024 bytes) build in every engine a rule's pattern goes to —
 /// the rule's own regex, a policy's set and its hits, the list's DFA, the literal prefilter,
 /// which walks the tree recursively — on a thread of the default 2 MiB stack, as the replay's

@@ -287,7 +287,7 @@ fn gos_nesting_and_size_limits() {
         .contains("bytes, at most 1024 are allowed"));
 }
 
-/// The patterns of SPEC §21 and others around them, with what Go answers: read (`Ok`) or
+/// The patterns of docs/categorizer.md and others around them, with what Go answers: read (`Ok`) or
 /// refused with these words (`regexp.Compile`'s error less `error parsing regexp: `).
 #[test]
 fn gos_words_for_what_it_refuses() {
@@ -492,7 +492,7 @@ fn what_is_read_matches_as_go_matches() {
     }
 }
 
-/// SPEC §21: groups nested 300 deep are read (the `regex` crate's own nesting limit, 250, would
+/// groups nested 300 deep are read (the `regex` crate's own nesting limit, 250, would
 /// refuse them), and the most deeply nested patterns within the byte cap compile on a thread of
 /// the default 2 MiB stack (the replay's workers, the server's): no recursion of the parser or
 /// the crate's compiler overflows it. (The engines' own builds: `engine::matcher`'s test
@@ -514,7 +514,7 @@ fn deep_patterns_within_the_cap_compile_on_a_small_stack() {
 }
 
 /// Patterns nested as deep as 1,024 bytes allow, each with a text it matches: 300 groups
-/// (SPEC §21); a group, an alternation and a concatenation a level (`(a|b(a|b(…)))`, which
+/// a group, an alternation and a concatenation a level (`(a|b(a|b(…)))`, which
 /// the writing keeps as nested as written); counted repetitions of groups.
 pub(crate) fn deep_patterns() -> Vec<(String, String)> {
     let levels = (MAX_PATTERN_BYTES - 1) / 5;
