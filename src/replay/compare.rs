@@ -21,6 +21,7 @@ use crate::model::duration::{GoDuration, TotalDuration};
 use crate::model::failure_history::{FailureHistory, Final, Outcome, Resources};
 
 use super::categorize::SideCategories;
+pub use super::device_time::{add_device_time, hours, request_time, Overflow};
 use super::estimate::{class_of, FailureClass, Smallest, MAX_CLASSES};
 use super::recorded::Recorded;
 
@@ -246,57 +247,6 @@ pub struct Comparison {
 
 fn add(a: &mut TotalDuration, b: u64) {
     a.add(GoDuration(b));
-}
-
-/// A sum of device time past 128 bits of nanoseconds × thousandths: which figure, and the
-/// job that took it there. No history of real jobs comes near (a billion runs of a day on
-/// 1,024 GPUs is 2^96); a history that does is refused rather than printed wrong.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Overflow {
-    pub figure: String,
-    pub job: String,
-}
-
-impl Overflow {
-    /// The error a command gives for it (exit 3).
-    pub fn message(&self) -> String {
-        let at = if self.job.is_empty() {
-            String::new()
-        } else {
-            format!("job `{}`: ", self.job)
-        };
-        format!(
-            "{at}the {} passes {} nanoseconds × thousandths of a device (2^128 − 1), the most retryctl can add up; \
-             check the history's `runFor` and `resources`",
-            self.figure,
-            u128::MAX
-        )
-    }
-}
-
-/// `sum += n`, saturating; the first sum it takes past 128 bits sets `overflow` to `figure`
-/// and `job`.
-pub fn add_device_time(sum: &mut u128, n: u128, overflow: &mut Option<Overflow>, figure: &str, job: &str) {
-    match sum.checked_add(n) {
-        Some(s) => *sum = s,
-        None => {
-            *sum = u128::MAX;
-            overflow.get_or_insert_with(|| Overflow {
-                figure: figure.to_string(),
-                job: job.to_string(),
-            });
-        }
-    }
-}
-
-/// Nanoseconds × thousandths of a request, exactly (u128 holds 584 years × 10^20 devices).
-pub fn request_time(ns: GoDuration, milli: Option<u64>) -> u128 {
-    u128::from(ns.0) * u128::from(milli.unwrap_or(0))
-}
-
-/// Nanoseconds × thousandths → hours of one device.
-pub fn hours(ns_milli: u128) -> f64 {
-    ns_milli as f64 / 1000.0 / 1e9 / 3600.0
 }
 
 impl Comparison {

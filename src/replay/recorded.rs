@@ -14,7 +14,7 @@ use crate::engine::is_pod_name_part;
 use crate::model::duration::TotalDuration;
 use crate::model::failure_history::{FailureHistory, Resources};
 
-use super::compare::{add_device_time, request_time, Overflow};
+use super::device_time::{add_device_time, request_time, Overflow};
 
 /// What the record holds, over the jobs replayed (a line that cannot be read counts nowhere).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
