@@ -141,7 +141,8 @@ fn process<A, T>(
                 out.push((origin.pos(), Processed::LeftOut(text)));
             }
         }
-        // A copy's records: one process's own, never a shard's, of the queue's jobs alone.
+        // A copy's records: one process's own, never a shard's; suggest's copies every
+        // queue's jobs, and pass 2 leaves out another queue's unless it compares them all.
         Body::Copied(block) => {
             for (pos, record) in block.records() {
                 let processed = match record {
@@ -150,6 +151,7 @@ fn process<A, T>(
                         settings,
                         packed,
                     } => match scratch.unpack(packed) {
+                        Ok(history) if !kept(history) => continue,
                         Ok(history) => run(&origin, &settings, history),
                         Err(d) => Processed::Error(format!("{origin}: the temporary copy of the history {d}")),
                     },

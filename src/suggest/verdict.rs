@@ -263,7 +263,7 @@ mod tests {
             queues: None,
         };
         assert_eq!(
-            judge(judged(MaxContradictions::default()), None).line(),
+            judge(judged(MaxContradictions::Percent(1.0)), None).line(),
             "reject (do not adopt): the baseline does not explain the record: 2 jobs contradict it; is it what the cluster ran?"
         );
         assert_eq!(

@@ -46,6 +46,7 @@ fn a_what_if_of_the_categorizer_alone() {
         "  retries:   +4 added, -0 removed\n",
         "  delay:     +0s added, -0s removed\n",
         "  compute:   +0s added, -0s removed (runFor of the runs one side starts and the other does not)\n",
+        "  today's policy explains 2 of 5 jobs (3 contradict it: oom, user, other)\n",
         "  baseline: category changes: none\n",
         "  baseline: collisions: 0\n",
         "  candidate: category changes: user-error → user_error 2, none → oom/kernel 1, none → uncategorized 1\n",

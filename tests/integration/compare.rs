@@ -64,6 +64,7 @@ Plan: 1 rescued, 1 lost, 1 → Pending, 0 retried differently; 3 of 4 jobs chang
   delay:     +2s added, -0s removed
   compute:   +1h added, -1h removed (runFor of the runs one side starts and the other does not)
   record:    4h8m recorded; replayed: 3h8m by the baseline, 3h8m by the candidate
+  today's policy explains 3 of 4 jobs (1 contradicts it: a)
   estimate:  ≈ 0.8 (0.4–1.0) of 1 job Failed → Pending would succeed over the runs the candidate has left
   expected:  ≈ 56m34s more run time for the 1 job Pending in the candidate
              (estimates: this history's share of failed runs whose next run succeeded, by failure class and depth; what they assume: docs/estimates.md)
@@ -161,6 +162,7 @@ Plan: 0 rescued, 0 lost, 0 → Pending, 0 retried differently; 0 of 4 jobs chang
   delay:     +0s added, -0s removed
   compute:   +0s added, -0s removed (runFor of the runs one side starts and the other does not)
   record:    4h8m recorded; replayed: 3h8m by the baseline, 3h8m by the candidate
+  today's policy explains 3 of 4 jobs (1 contradicts it: a)
 --- stderr
 "
     );

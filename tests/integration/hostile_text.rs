@@ -110,7 +110,7 @@ fn simulate_shows_a_jobs_table_and_its_messages_escaped() {
     assert_eq!(
         text(&out.stderr),
         format!(
-            "{}error: job `{SHOWN}`: expectation not met: job: expected final `Failed`, got `Succeeded` (Succeeded at run 1 after 1 retry)\n",
+            "{}error: job `{SHOWN}`: expectation not met: job: expected final `Failed`, got `Succeeded` (Succeeded at run 1 after 1 retry)\nwarning: 1 job id of the history cannot be part of a pod name (`armada-<id>-0` must be a lowercase RFC 1123 name) `{SHOWN}`: read all the same, the pod-name collisions and node anti-affinity replayed for them are approximate\n",
             missing_queue(SHOWN)
         )
     );
@@ -141,7 +141,13 @@ fn bulk_summaries_comparisons_and_merges_show_ids_and_categories_escaped() {
         format_output(&out)
     );
     // Only the first job's warning: one per queue.
-    assert_eq!(text(&out.stderr), missing_queue(&format!("{SHOWN}-0")));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "{}warning: 12 job ids of the history cannot be part of a pod name (`armada-<id>-0` must be a lowercase RFC 1123 name), the first `{SHOWN}-0`: read all the same, the pod-name collisions and node anti-affinity replayed for them are approximate\n",
+            missing_queue(&format!("{SHOWN}-0"))
+        )
+    );
 
     let compare = [
         "simulate",

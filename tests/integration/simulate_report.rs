@@ -271,6 +271,8 @@ fn markdown_plan_for_a_pull_request() {
 
 **Record:** 14h22m recorded; replayed: 6h22m by the baseline, 12h22m by the candidate.
 
+**Baseline:** today's policy explains 7 of 15 jobs (8 contradict it: `r1`, `r2`, `r3`, `cuda1`, `cuda2` and 3 more).
+
 **Estimate:** ≈ 2.4 (1.6–2.9) of 3 jobs Failed → Pending would succeed over the runs the candidate has left.
 
 **Expected:** ≈ 2h40m15s more run time for the 3 jobs Pending in the candidate.

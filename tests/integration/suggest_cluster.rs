@@ -302,7 +302,17 @@ fn a_baseline_the_record_contradicts_rejects_and_recommends_nothing() {
     let current = format!("{}/", current.display());
     let week = "testdata/route/week.jsonl";
     let suggest = retryctl(dir)
-        .args(["suggest", "--history", week, "--queue", "ml", "--baseline", &current])
+        .args([
+            "suggest",
+            "--history",
+            week,
+            "--queue",
+            "ml",
+            "--baseline",
+            &current,
+            "--max-contradictions",
+            "1%",
+        ])
         .output()
         .unwrap();
     assert_eq!(suggest.status.code(), Some(1), "{}", format_output(&suggest));
@@ -319,7 +329,7 @@ fn a_baseline_the_record_contradicts_rejects_and_recommends_nothing() {
         text.contains("Verdict: reject (do not adopt): the baseline does not explain the record: 366 jobs contradict it; is it what the cluster ran?"),
         "{text}"
     );
-    // Within the limit given, the proposal is judged on its own.
+    // Within the limit given (by default, any), the proposal is judged on its own.
     let allowed = retryctl(dir)
         .args([
             "suggest",
@@ -348,6 +358,8 @@ fn a_baseline_the_record_contradicts_rejects_and_recommends_nothing() {
             week,
             "--baseline",
             &current,
+            "--max-contradictions",
+            "1%",
             "--vary",
             "suggested:retryLimit=1..3",
         ])
@@ -436,6 +448,13 @@ fn apply_refuses_a_policy_before_its_categories_are_rolled_out() {
             .output()
             .unwrap()
     };
+    // Today's policies on the server (the proposal's Queue lists `ml-today` too).
+    let today = retryctl(dir)
+        .env("ARMADA_URL", &server.url)
+        .args(["apply", "-f", &format!("{current}policies.yaml")])
+        .output()
+        .unwrap();
+    assert_eq!(today.status.code(), Some(0), "{}", format_output(&today));
     let deployed = format!("{current}executor.yaml");
     let refused = apply(&deployed);
     assert_eq!(refused.status.code(), Some(1), "{}", format_output(&refused));
@@ -457,13 +476,6 @@ fn apply_refuses_a_policy_before_its_categories_are_rolled_out() {
         "{stderr}"
     );
     assert!(refused.stdout.is_empty());
-    // Today's policies on the server (the proposal's Queue lists `ml-today` too).
-    let today = retryctl(dir)
-        .env("ARMADA_URL", &server.url)
-        .args(["apply", "-f", &format!("{current}policies.yaml")])
-        .output()
-        .unwrap();
-    assert_eq!(today.status.code(), Some(0), "{}", format_output(&today));
     let rolled_out = apply(&dir.join("executor-suggested.yaml").display().to_string());
     assert_eq!(rolled_out.status.code(), Some(0), "{}", format_output(&rolled_out));
     let validate = retryctl(dir)

@@ -125,7 +125,8 @@ fn unreadable_lines_are_said_once_and_counted_as_simulate_counts_them() {
         String::from_utf8_lossy(&simulate.stdout)
     );
     for (out, name) in [(&from_file, path(&file)), (&from_stdin, "<stdin>")] {
-        assert_eq!(out.status.code(), Some(0));
+        // Unreadable lines are invalid input in every verb (exit 3), its output whole.
+        assert_eq!(out.status.code(), Some(3));
         assert_eq!(errors(out, "/suggest/proposal/comparison/errors"), json!(2));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.starts_with(&said(name)), "{stderr}");
@@ -275,13 +276,25 @@ fn lookout_gives_what_its_export_gives() {
                 "testdata/lookout/old",
                 "--min-trials",
                 "1",
+                // The fixture's baseline is not what made its record: judged all the same.
+                "--max-contradictions",
+                "100%",
                 "-o",
                 o,
             ],
         );
         let mut args = vec!["suggest", "--lookout-db", &db.dsn, "--queue", "ml"];
         args.extend_from_slice(&crate::support::pg::WINDOW);
-        args.extend_from_slice(&["--baseline", "testdata/lookout/old", "--min-trials", "1", "-o", o]);
+        args.extend_from_slice(&[
+            "--baseline",
+            "testdata/lookout/old",
+            "--min-trials",
+            "1",
+            "--max-contradictions",
+            "100%",
+            "-o",
+            o,
+        ]);
         let from_db = run(home.path(), &args);
         assert_eq!(
             from_db.status.code(),

@@ -110,7 +110,9 @@ impl Baseline {
     /// Whether it is a policy the cluster ran, whose fit to the record is counted
     /// (docs/what-if.md "Does the baseline explain the record?"): not no policy at all.
     pub fn explains(&self) -> bool {
-        !matches!(self.policies, BaselinePolicies::None | BaselinePolicies::NoPolicy(_))
+        // tune's template as written is the search's starting point, not a record of what
+        // the cluster ran: it is not held to the record either.
+        matches!(self.policies, BaselinePolicies::Given(_) | BaselinePolicies::Cluster)
     }
 
     /// The cluster's policy set with the baseline's categorizer.
