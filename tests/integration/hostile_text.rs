@@ -184,7 +184,13 @@ fn bulk_summaries_comparisons_and_merges_show_ids_and_categories_escaped() {
     assert_escaped(&merged);
     assert_eq!(merged.status.code(), Some(0), "{}", format_output(&merged));
     assert_eq!(text(&merged.stdout), text(&whole.stdout));
-    assert_eq!(text(&merged.stderr), missing_queue(&format!("{SHOWN}-0")));
+    assert_eq!(
+        text(&merged.stderr),
+        format!(
+            "{}warning: 12 job ids of the history cannot be part of a pod name (`armada-<id>-0` must be a lowercase RFC 1123 name), the first `{SHOWN}-0`: read all the same, the pod-name collisions and node anti-affinity replayed for them are approximate\n",
+            missing_queue(&format!("{SHOWN}-0"))
+        )
+    );
 }
 
 #[test]

@@ -460,15 +460,12 @@ fn apply_refuses_a_policy_before_its_categories_are_rolled_out() {
     assert_eq!(refused.status.code(), Some(1), "{}", format_output(&refused));
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(
-        stderr.starts_with(&format!(
-            "error: the policies name categories `{deployed}` does not assign; nothing was sent:\n"
+        stderr.contains(&format!(
+            "\nerror: the policies name categories `{deployed}` does not assign; nothing was sent:\n"
         )),
         "{stderr}"
     );
-    assert!(
-        stderr.contains("never assigns category `s-failed-to-pull-image-registry-team-model-"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("never assigns category `s-"), "{stderr}");
     assert!(
         stderr.ends_with(
             "hint: roll out the executor config first, wait for the executor to run it, then apply the policy\n"

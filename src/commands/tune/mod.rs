@@ -498,7 +498,10 @@ impl Tune<'_> {
                         ctx.err,
                         "{}: no candidate is recommended: {}",
                         ctx.style.error("error"),
-                        view::none_recommended(&ranked)
+                        match (&ranked.baseline.explained, ranked.baseline.unexplained) {
+                            (Some(e), true) => e.unexplained_words(),
+                            _ => "none within the constraints beats the baseline's expected successes or matches them for less cost; keep the baseline".to_string(),
+                        }
                     )?;
                     return Ok(ExitCode::Failure);
                 }

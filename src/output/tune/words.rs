@@ -44,7 +44,7 @@ pub(super) fn recommendation(view: &TuneView<'_>) -> String {
 
 /// Why no candidate is recommended: the baseline does not explain the record (nothing
 /// measured against it holds), or none beats it.
-pub fn none_recommended(r: &Ranked) -> String {
+fn none_recommended(r: &Ranked) -> String {
     match (&r.baseline.explained, r.baseline.unexplained) {
         (Some(e), true) => e.unexplained_words(),
         _ => "no candidate within the constraints beats the baseline's expected successes or matches them for less cost; keep the baseline".to_string(),
