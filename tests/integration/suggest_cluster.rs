@@ -435,6 +435,7 @@ fn apply_refuses_a_policy_before_its_categories_are_rolled_out() {
     assert_eq!(suggest.status.code(), Some(1), "{}", format_output(&suggest));
     let proposal = dir.join("suggested.yaml");
     std::fs::write(&proposal, &suggest.stdout).unwrap();
+    let written_policy = String::from_utf8(suggest.stdout.clone()).unwrap();
     let written = std::fs::read_to_string(dir.join("executor-suggested.yaml")).unwrap();
     assert!(written.contains("application:\n  clusterId: ml-gpu-a\n"), "{written}");
     assert!(!written.contains("not a server resource"), "{written}");
@@ -475,9 +476,13 @@ fn apply_refuses_a_policy_before_its_categories_are_rolled_out() {
     assert!(refused.stdout.is_empty());
     let rolled_out = apply(&dir.join("executor-suggested.yaml").display().to_string());
     assert_eq!(rolled_out.status.code(), Some(0), "{}", format_output(&rolled_out));
+    // The policy and its Queue without the executor's config `-o policy` writes before them.
+    let policy_only = dir.join("policy-only.yaml");
+    let documents: Vec<&str> = written_policy.split("\n---\n").collect();
+    std::fs::write(&policy_only, documents[1..].join("\n---\n")).unwrap();
     let validate = retryctl(dir)
         .args(["validate", "--upstream", "-f"])
-        .arg(&proposal)
+        .arg(&policy_only)
         .output()
         .unwrap();
     assert!(
