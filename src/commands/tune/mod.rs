@@ -498,10 +498,7 @@ impl Tune<'_> {
                         ctx.err,
                         "{}: no candidate is recommended: {}",
                         ctx.style.error("error"),
-                        match (&ranked.baseline.explained, ranked.baseline.unexplained) {
-                            (Some(e), true) => e.unexplained_words(),
-                            _ => "none within the constraints beats the baseline's expected successes or matches them for less cost; keep the baseline".to_string(),
-                        }
+                        view::none_recommended(&ranked, "none")
                     )?;
                     return Ok(ExitCode::Failure);
                 }

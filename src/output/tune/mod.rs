@@ -25,7 +25,7 @@ mod record;
 mod table;
 mod words;
 
-pub use words::{pick_refusal, pick_warning};
+pub use words::{none_recommended, pick_refusal, pick_warning};
 
 use std::io::{self, Write};
 

@@ -38,16 +38,16 @@ pub(super) fn recommendation(view: &TuneView<'_>) -> String {
                 signed_nanos(s.cost_nanos)
             )
         }
-        None => format!("recommended: none: {}", none_recommended(r)),
+        None => format!("recommended: none: {}", none_recommended(r, "no candidate")),
     }
 }
 
 /// Why no candidate is recommended: the baseline does not explain the record (nothing
 /// measured against it holds), or none beats it.
-fn none_recommended(r: &Ranked) -> String {
+pub fn none_recommended(r: &Ranked, none: &str) -> String {
     match (&r.baseline.explained, r.baseline.unexplained) {
         (Some(e), true) => e.unexplained_words(),
-        _ => "no candidate within the constraints beats the baseline's expected successes or matches them for less cost; keep the baseline".to_string(),
+        _ => format!("{none} within the constraints beats the baseline's expected successes or matches them for less cost; keep the baseline"),
     }
 }
 
