@@ -6,7 +6,9 @@
 //! [`Command`] to `commands::dispatch`; each command reads its own arguments (`SimulateArgs`…);
 //! `connection` resolves the connection flags with the environment and the armadactl config
 //! file; `output` takes its format and colour choices from here; `replay` and `lookout` take
-//! the value of `--shard`, [`Shard`], whose jobs `replay::shard` decides. Below it only
+//! the value of `--shard`, [`Shard`], whose jobs `replay::shard` decides, and `replay` that of
+//! `--max-contradictions`, [`MaxContradictions`], which `replay::explained` holds against a
+//! comparison. Below it only
 //! `engine`: an [`EngineArg`] becomes an `engine::EngineKind`.
 //!
 //! This file is the top level ([`Cli`], [`Command`]) and how the definition is made and parsed
@@ -16,11 +18,12 @@
 //! `schema`), `replay` (`simulate`, `tune`, `suggest`, `merge`, `history`), `local`
 //! (`validate`, `serve`, `completion`, `config`, `version`), and `watch`'s in `replay`; and what several share: `global`
 //! (the flags of every verb), `view` (how `get` prints), `emit` (`--emit`), `shard`
-//! (`--shard I/N`).
+//! (`--shard I/N`), `max_contradictions`, `values` (the value parsers several verbs share).
 
 mod emit;
 mod global;
 mod local;
+mod max_contradictions;
 mod replay;
 mod resources;
 mod shard;
@@ -39,6 +42,7 @@ pub use local::{
     CompletionArgs, ConfigArgs, ConfigCommand, ServeArgs, ServeDialect, ValidateArgs, ValidateOutput, VersionArgs,
     VersionOutput,
 };
+pub use max_contradictions::MaxContradictions;
 pub use replay::{
     EngineArg, ExecutorConfigFormat, HistoryArgs, HistoryOutput, MergeArgs, MergeOutput, ReplayArgs, SimulateArgs,
     SimulateOutput, SuggestArgs, SuggestOutput, TuneArgs, TuneOutput, WatchArgs, WindowArgs,

@@ -14,7 +14,7 @@ use super::emit::{EmitArgs, WatchEmitArgs};
 use super::resources::FileSource;
 use super::shard::Shard;
 use super::values;
-use crate::replay::explained::MaxContradictions;
+use crate::cli::MaxContradictions;
 
 // The Lookout window's flags, as `simulate`, `tune` and `suggest` word them: here they go
 // with --lookout-db, as --queue and --jobset do (`history`, whose source Lookout always is,

@@ -4,9 +4,9 @@
 //!
 //! Owns: those parsers. Must not: do I/O.
 
+use crate::cli::MaxContradictions;
 use crate::error::CliError;
 use crate::model::ApiVersion;
-use crate::replay::explained::MaxContradictions;
 
 /// `--max-contradictions`' value (tune, suggest).
 pub fn max_contradictions(value: &str) -> Result<MaxContradictions, CliError> {

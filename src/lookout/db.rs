@@ -6,7 +6,7 @@
 //! together and the client holds one job at a time whatever the table size), the days of a
 //! queue's jobs nearest a window that holds none ([`nearest`]), decoding its
 //! rows by hand, and turning a row that cannot be read into an [`Item::Bad`] naming the job,
-//! the run and the column (docs/lookout.md). Must not: map rows to histories (`mapping`), or print.
+//! the run and the column (docs/lookout.md); `watch`'s reads by page are in [`terminal`]. Must not: map rows to histories (`mapping`), or print.
 //!
 //! Why one binary `COPY` rather than pages of queries: the server sends the rows as one
 //! stream in its own binary format (timestamps as integers: no text to format on one side
@@ -44,6 +44,9 @@ use super::mapping::{self, error_text, JobRow, LookoutJob, Place, RowError, RunR
 use super::{mask_dsn, Filter, Item};
 use crate::error::{CliError, ExitCode};
 use crate::model::failure_history::Timestamp;
+
+mod terminal;
+pub use terminal::{jobs_named, terminal_jobs, terminal_page, Terminal, TERMINAL_STATES};
 
 /// Bytes of a compressed `error` read: enough for the first [`ERROR_TEXT_MAX`] bytes of text
 /// of any stream a zlib encoder writes (stored blocks add 5 bytes in 64 KiB); a stream that
@@ -308,159 +311,6 @@ pub fn statement(f: &Filter) -> Result<String, CliError> {
 fn in_shard(column: &str, shard: crate::replay::shard::Shard) -> String {
     let n = shard.count;
     format!("((hashtextextended({column}, 0) % {n}) + {n}) % {n} = {}", shard.index)
-}
-
-/// Lookout's terminal job states (contract/lookout/README.md): SUCCEEDED, FAILED, CANCELLED,
-/// PREEMPTED and REJECTED. A job in one of them runs no more, so `watch` reads it once.
-pub const TERMINAL_STATES: [i16; 5] = [4, 5, 6, 7, 9];
-
-/// How far ahead of the database's clock a `last_transition_time` may be and still be read:
-/// a job stamped later (a skewed clock, a hostile row) waits until then, instead of moving a
-/// reader's cursor past every job to come.
-const AHEAD: &str = "interval '1 hour'";
-
-/// A job that reached a terminal state, as [`terminal_page`] lists it: its id and queue, its
-/// `job.state`, and its `job.last_transition_time` in microseconds since the Unix epoch
-/// (Lookout's own precision: a cursor kept in it compares exactly with the column).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Terminal {
-    pub job_id: String,
-    pub queue: String,
-    pub state: i16,
-    pub at: i64,
-}
-
-/// The statement of [`terminal_page`]: the index `idx_job_ltt_jobid` (`last_transition_time`,
-/// `job_id`) read in order from the key after which the page starts. The time is read back in
-/// whole microseconds by integer arithmetic (seconds, then the microseconds within the second),
-/// so that a cursor made of it is the column's value exactly, whatever the server's
-/// floating-point `EXTRACT`.
-const TERMINAL_PAGE: &str = "SELECT job_id, queue, state, \
-     EXTRACT(EPOCH FROM date_trunc('second', last_transition_time))::bigint * 1000000 \
-     + EXTRACT(MICROSECONDS FROM last_transition_time)::bigint % 1000000 \
-     FROM job WHERE queue = ANY($1) AND state = ANY($2) \
-     AND (last_transition_time, job_id) > ($3::text::timestamp, $4) \
-     AND last_transition_time < (now() AT TIME ZONE 'UTC') + ";
-
-/// At most `limit` jobs of `queues` that reached a terminal state ([`TERMINAL_STATES`]) after
-/// `after` (microseconds since the Unix epoch and a job id; `""` for every job of that
-/// instant), in the order of (`last_transition_time`, `job_id`). A page, not a stream: the
-/// caller reads the jobs' rows with [`jobs_named`] and asks for the next page after the last.
-pub fn terminal_page(db: &Db, queues: &[String], after: (i64, &str), limit: usize) -> Result<Vec<Terminal>, CliError> {
-    let statement = format!("{TERMINAL_PAGE}{AHEAD} ORDER BY last_transition_time, job_id LIMIT $5");
-    // Lookout's `timestamp` columns are UTC without a zone: the zone of the text is ignored.
-    let from = Timestamp(after.0.saturating_mul(1000)).to_string();
-    let states = TERMINAL_STATES.to_vec();
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = db
-        .rt
-        .block_on(
-            db.client
-                .query(statement.as_str(), &[&queues, &states, &from, &after.1, &limit]),
-        )
-        .map_err(|e| query_error(&e, &db.shown))?;
-    Ok(rows
-        .iter()
-        .map(|r| Terminal {
-            job_id: r.get(0),
-            queue: r.get(1),
-            state: r.get(2),
-            at: r.get(3),
-        })
-        .collect())
-}
-
-/// The statement of [`jobs_named`]: the rows of the jobs `ids`, looked up by key (an array
-/// the join starts from: a list in `IN`, or a `queue =` beside it, leads the planner to
-/// read every job of the queue or of the index for a few thousand).
-fn named_statement(ids: &[String]) -> Result<String, CliError> {
-    let ids = ids
-        .iter()
-        .map(|id| literal("job_id", id))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(format!(
-        "COPY (SELECT {COLUMNS} FROM unnest(ARRAY[{}]::text[]) AS k(id) JOIN job j ON j.job_id = k.id \
-         LEFT JOIN job_run r ON r.job_id = j.job_id ORDER BY j.job_id) TO STDOUT (FORMAT binary)",
-        ids.join(", ")
-    ))
-}
-
-/// The jobs `keys` name (a page of [`terminal_page`]), each with all its runs, decoded as
-/// [`jobs`] decodes a queue's: one statement per queue among them ([`named_statement`]),
-/// run one after the other on `db`, each once the one before has ended, with the runs looked
-/// up by key ([`by_key`]). A statement that fails ends the stream with its error, as a lost
-/// connection ends [`jobs`]'.
-pub fn jobs_named<'a>(db: std::sync::Arc<Db>, keys: &[Terminal]) -> super::JobStream<'a> {
-    let mut by_queue: Vec<(String, Vec<String>)> = Vec::new();
-    for k in keys {
-        match by_queue.iter_mut().find(|(q, _)| *q == k.queue) {
-            Some((_, ids)) => ids.push(k.job_id.clone()),
-            None => by_queue.push((k.queue.clone(), vec![k.job_id.clone()])),
-        }
-    }
-    if let Err(e) = by_key(&db) {
-        return Box::new(std::iter::once(Err(e.into())));
-    }
-    Box::new(by_queue.into_iter().flat_map(move |(queue, ids)| {
-        match named_statement(&ids).and_then(|s| copy_jobs(db.clone(), &s, &queue)) {
-            Ok(stream) => stream,
-            Err(e) => Box::new(std::iter::once(Err(e.into()))),
-        }
-    }))
-}
-
-/// Every job of `queues` that reached a terminal state at or after `from` (microseconds since
-/// the Unix epoch), page after page of [`terminal_page`] (`limit` jobs each) and the rows of
-/// each page by [`jobs_named`]: `watch`'s report of its window, in constant memory.
-pub fn terminal_jobs<'a>(db: std::sync::Arc<Db>, queues: Vec<String>, from: i64, limit: usize) -> super::JobStream<'a> {
-    Box::new(TerminalJobs {
-        db,
-        queues,
-        // Just before `from`: every job of that microsecond, whatever its id.
-        after: (from.saturating_sub(1), String::new()),
-        limit: limit.max(1),
-        page: None,
-        last: false,
-    })
-}
-
-struct TerminalJobs<'a> {
-    db: std::sync::Arc<Db>,
-    queues: Vec<String>,
-    after: (i64, String),
-    limit: usize,
-    page: Option<super::JobStream<'a>>,
-    /// The page being read is the last (shorter than `limit`), or an error ended the stream.
-    last: bool,
-}
-
-impl Iterator for TerminalJobs<'_> {
-    type Item = anyhow::Result<Item>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(page) = &mut self.page {
-                match page.next() {
-                    Some(item) => return Some(item),
-                    None => self.page = None,
-                }
-            }
-            if self.last {
-                return None;
-            }
-            let keys = match terminal_page(&self.db, &self.queues, (self.after.0, &self.after.1), self.limit) {
-                Ok(keys) => keys,
-                Err(e) => {
-                    self.last = true;
-                    return Some(Err(e.into()));
-                }
-            };
-            let end = keys.last()?;
-            self.after = (end.at, end.job_id.clone());
-            self.last = keys.len() < self.limit;
-            self.page = Some(jobs_named(self.db.clone(), &keys));
-        }
-    }
 }
 
 /// A shard's jobs with their places among all the jobs `f` selects (from 1, in the order an
@@ -1089,6 +939,7 @@ impl Inflater {
 mod tests {
     use std::io::Write;
 
+    use super::terminal::named_statement;
     use super::*;
 
     fn zlib(bytes: &[u8], level: u32) -> Vec<u8> {

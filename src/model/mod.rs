@@ -11,7 +11,8 @@
 //! `explain` and `schema` read it); `vocabulary` the fixed words several of these spell (apiVersion
 //! strings, enum value names; it imports nothing); `validate` checks one document, `lint` checks
 //! documents against each other; `encode` writes a typed resource back as a canonical document;
-//! `duration` and `quantity` are Go durations and Kubernetes quantities; `go_regex` writes Go's regexp
+//! `duration` and `quantity` are Go durations and Kubernetes quantities, `timestamp` a
+//! history's instants; `go_regex` writes Go's regexp
 //! syntax as the `regex` crate's.
 
 pub mod categorizer;
@@ -29,6 +30,7 @@ pub(crate) mod proptests;
 pub mod quantity;
 pub mod queue;
 pub mod scheduler;
+pub mod timestamp;
 pub mod validate;
 pub mod vocabulary;
 

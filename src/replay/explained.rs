@@ -10,38 +10,11 @@
 use crate::engine::job_report::plural;
 use crate::replay::source::Pos;
 
-/// `--max-contradictions`: how many of the jobs compared may contradict the baseline before
-/// it is taken not to be what the cluster ran. The default, 100%, only says the count: most
-/// hand-made histories (the guides', the tests') are not a baseline's record, and a gate that
-/// rejects them by default would hide what the comparison shows; the README's route gives
-/// `1%`.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum MaxContradictions {
-    Jobs(u64),
-    Percent(f64),
-}
+pub use crate::cli::MaxContradictions;
 
-impl Default for MaxContradictions {
-    fn default() -> Self {
-        MaxContradictions::Percent(100.0)
-    }
-}
-
+/// `--max-contradictions`' limit held against what a comparison found (the value and its
+/// parse are `cli`'s, as `--shard`'s are).
 impl MaxContradictions {
-    /// `N` jobs or `P%` of the jobs compared; `None` for anything else.
-    pub fn parse(text: &str) -> Option<MaxContradictions> {
-        match text.strip_suffix('%') {
-            Some(p) => p
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|p| p.is_finite() && (0.0..=100.0).contains(p))
-                .map(MaxContradictions::Percent),
-            None => text.trim().parse::<u64>().ok().map(MaxContradictions::Jobs),
-        }
-    }
-
     /// Whether `e`'s contradicting jobs are more than this allows.
     pub fn exceeded(self, e: &Explained) -> bool {
         match self {

@@ -67,6 +67,7 @@ mod tls;
 mod traces;
 mod tune;
 mod tune_categorizer;
+mod tune_pick;
 mod upstream_tables;
 mod validate;
 mod watch;

@@ -10,7 +10,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use crate::simulate_report::{history as report_history, job, EXIT2, OK, OLD, QUEUE};
+use crate::simulate_report::{history as report_history, OLD, QUEUE};
 use crate::support::pg::{fixture_db, WINDOW};
 use crate::support::{chromium, format_output, retryctl, shell, temp_home};
 
@@ -50,7 +50,7 @@ fn history() -> String {
     h
 }
 
-fn setup(dir: &Path) {
+pub(crate) fn setup(dir: &Path) {
     for (sub, policy) in [("old", OLD), ("t", TEMPLATE)] {
         fs::create_dir_all(dir.join(sub)).unwrap();
         fs::write(dir.join(sub).join("p.yaml"), policy).unwrap();
@@ -59,7 +59,7 @@ fn setup(dir: &Path) {
     fs::write(dir.join("h.jsonl"), history()).unwrap();
 }
 
-fn run(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn run(dir: &Path, args: &[&str]) -> Output {
     let home = temp_home();
     retryctl(home.path()).current_dir(dir).args(args).output().unwrap()
 }
@@ -522,257 +522,6 @@ fn the_frontier_is_what_no_candidate_dominates() {
         });
         assert_eq!(x["frontier"].as_bool(), Some(!dominated), "{x}");
     }
-}
-
-/// The pick round-trips: its documents validate, and simulating them gives the candidate's
-/// numbers (the invariant tests); here, they are the template with the value set, in its own
-/// dialect, comments gone, ready for `apply -f`.
-#[test]
-fn pick_writes_the_template_with_the_values_set() {
-    let dir = tempfile::tempdir().unwrap();
-    setup(dir.path());
-    let out = run(
-        dir.path(),
-        &[
-            "tune",
-            "-f",
-            "t",
-            "--vary",
-            "p:spec.retryLimit=1..3",
-            "--vary",
-            "p:spec.rules[2].retryLimit=unset,5",
-            "--pick",
-            "4",
-            "-o",
-            "yaml",
-        ],
-    );
-    assert_eq!(
-        format_output(&out),
-        "exit: 0
---- stdout
-apiVersion: armadaproject.io/v1
-kind: RetryPolicy
-metadata:
-  name: p
-spec:
-  retryLimit: 2
-  backoff:
-    initialDelay: 10s
-    maxDelay: 1m
-  rules:
-  - action: Retry
-    onConditions:
-    - Preempted
-  - action: Fail
-    onExitCodes:
-      operator: In
-      values:
-      - 2
-  - action: Retry
-    onFailureCategory:
-    - cuda_error
-    retryLimit: 5
----
-apiVersion: armadaproject.io/v1beta1
-kind: Queue
-name: q
-priorityFactor: 1.0
-retryPolicies:
-- p
---- stderr
-"
-    );
-    let file = dir.path().join("picked.yaml");
-    fs::write(&file, &out.stdout).unwrap();
-    let validated = run(dir.path(), &["validate", "-f", "picked.yaml"]);
-    assert_eq!(validated.status.code(), Some(0), "{}", format_output(&validated));
-    // A scheduler vary is said on stderr: `apply` does not take a scheduler config.
-    let s = run(
-        dir.path(),
-        &[
-            "tune",
-            "-f",
-            "t",
-            "--vary",
-            "scheduler:scheduling.retryPolicy.globalMaxRetries=3,4",
-            "--pick",
-            "2",
-            "-o",
-            "yaml",
-        ],
-    );
-    assert!(String::from_utf8_lossy(&s.stderr).contains(
-        "note: candidate 2 also sets the scheduler config (scheduling.retryPolicy.globalMaxRetries=4): set it in the scheduler's own config; `apply` does not take it"
-    ));
-}
-
-/// `--pick ID` given the history runs the search first: a candidate that loses jobs the
-/// baseline saves, or costs past `--max-compute`, is refused (exit 1, nothing written) with
-/// the jobs, the constraints it breaks as the table's first line says them, and the
-/// recommendation; `--force` writes it (the documents `--pick ID` without the history
-/// writes) with the same words as a warning. The sweep above: 5 (3, Fail) loses `l1` and
-/// `l2`; 6 is recommended.
-#[test]
-fn pick_of_a_candidate_that_loses_a_job_is_refused_unless_forced() {
-    let dir = tempfile::tempdir().unwrap();
-    setup(dir.path());
-    let with = |extra: &[&str]| run(dir.path(), &[&sweep("t")[..], extra].concat());
-    // Without the history: nothing replayed, nothing said.
-    let varies = &sweep("t")[7..];
-    let alone = run(
-        dir.path(),
-        &[&["tune", "-f", "t"][..], varies, &["--pick", "5", "-o", "yaml"]].concat(),
-    );
-    let documents = String::from_utf8(alone.stdout.clone()).unwrap();
-    assert!(
-        documents.contains("retryLimit: 3") && documents.contains("action: Fail"),
-        "{documents}"
-    );
-    assert_eq!(
-        format_output(&alone),
-        format!("exit: 0\n--- stdout\n{documents}--- stderr\n")
-    );
-    assert_eq!(
-        format_output(&with(&["--pick", "5", "-o", "yaml"])),
-        "exit: 1\n--- stdout\n--- stderr\nerror: candidate 5 loses 2 jobs the baseline saves (`l1`, `l2`), over the constraint lost ≤ 0: pick another (the recommendation is candidate 6), or `--force` to write it\n"
-    );
-    assert_eq!(
-        format_output(&with(&["--pick", "5", "-o", "yaml", "--force"])),
-        format!("exit: 0\n--- stdout\n{documents}--- stderr\nwarning: candidate 5 loses 2 jobs the baseline saves (`l1`, `l2`), over the constraint lost ≤ 0; the recommendation is candidate 6\n")
-    );
-    // `--exit-code` means one thing with `--pick` too: a candidate is recommended.
-    assert_eq!(
-        with(&["--pick", "5", "-o", "yaml", "--force", "--exit-code"])
-            .status
-            .code(),
-        Some(1)
-    );
-    assert_eq!(
-        with(&["--pick", "6", "-o", "yaml", "--exit-code"]).status.code(),
-        Some(1)
-    );
-    // The recommended candidate: no warning.
-    let six = with(&["--pick", "6", "-o", "yaml"]);
-    assert_eq!(
-        format_output(&six),
-        format_output(&with(&["--pick", "recommended", "-o", "yaml"]))
-    );
-    assert!(
-        six.stderr.is_empty() && !six.stdout.is_empty(),
-        "{}",
-        format_output(&six)
-    );
-    // Within --max-lost 2 the loss is still said; past --max-compute 5h (costs in
-    // `every_broken_constraint_is_listed`) so is the cost, and nothing is recommended.
-    let lenient = with(&["--max-lost", "2", "--pick", "5", "-o", "yaml", "--force"]);
-    assert_eq!(
-        String::from_utf8_lossy(&lenient.stderr),
-        "warning: candidate 5 loses 2 jobs the baseline saves (`l1`, `l2`); the recommendation is candidate 6\n"
-    );
-    let capped = with(&["--max-compute", "5h", "--pick", "3", "-o", "yaml", "--force"]);
-    assert_eq!(capped.status.code(), Some(0));
-    assert_eq!(
-        String::from_utf8_lossy(&capped.stderr),
-        "warning: candidate 3 loses 2 jobs the baseline saves (`l1`, `l2`), over the constraint lost ≤ 0, and costs +8h48m20s, over the constraint cost ≤ 5h; the recommendation is none\n"
-    );
-    let costly = with(&["--max-compute", "5h", "--pick", "2", "-o", "yaml", "--force"]);
-    assert_eq!(
-        String::from_utf8_lossy(&costly.stderr),
-        "warning: candidate 2 costs +6h, over the constraint cost ≤ 5h; the recommendation is none\n"
-    );
-    // A shard cannot say what a candidate loses: refused before any work, exit 2.
-    assert_eq!(
-        format_output(&with(&["--pick", "5", "-o", "yaml", "--shard", "1/4"])),
-        "exit: 2\n--- stdout\n--- stderr\nerror: `--pick 5` with `--shard 1/4` and a history: a shard's jobs alone cannot say what candidate 5 loses against the baseline; give `--pick 5` without the history and `--shard`, or search without `--shard`\n"
-    );
-}
-
-/// The warning names the first five lost jobs in the history's order, and counts the rest.
-#[test]
-fn pick_names_five_lost_jobs_at_most() {
-    let dir = tempfile::tempdir().unwrap();
-    setup(dir.path());
-    let lines: Vec<String> = (1..=7).map(|i| job(&format!("lost{i}"), &[EXIT2, OK])).collect();
-    fs::write(dir.path().join("h.jsonl"), lines.join("\n") + "\n").unwrap();
-    let out = run(
-        dir.path(),
-        &[&sweep("t")[..], &["--pick", "1", "-o", "yaml", "--force"]].concat(),
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
-        "warning: candidate 1 loses 7 jobs the baseline saves (`lost1`, `lost2`, `lost3`, `lost4`, `lost5` and 2 more), over the constraint lost ≤ 0; the recommendation is none\n"
-    );
-}
-
-/// A vary that makes a rule `Fail` drops the rule's `mutate` (and whatever else a `Fail` rule
-/// cannot use), so that the picked documents pass `validate --strict`; `Retry` keeps it.
-#[test]
-fn a_picked_fail_rule_has_no_mutate_and_passes_validate_strict() {
-    let dir = tempfile::tempdir().unwrap();
-    fs::create_dir_all(dir.path().join("m")).unwrap();
-    fs::write(
-        dir.path().join("m/p.yaml"),
-        "apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata: {name: p}\nspec:\n  retryLimit: 3\n  rules:\n    - action: Retry\n      onFailureCategory: [cuda_error]\n      mutate: {affinity: {avoidSameNode: true}}\n    - {action: Retry, onConditions: [Preempted]}\n",
-    )
-    .unwrap();
-    fs::write(dir.path().join("m/q.yaml"), QUEUE).unwrap();
-    let strict = |file: &str| run(dir.path(), &["validate", "--strict", "-f", file]);
-    let template = strict("m");
-    assert_eq!(template.status.code(), Some(0), "{}", format_output(&template));
-    let pick = |id: &str| {
-        let out = run(
-            dir.path(),
-            &[
-                "tune",
-                "-f",
-                "m",
-                "--vary",
-                "p:spec.rules[0].action=Retry,Fail",
-                "--pick",
-                id,
-                "-o",
-                "yaml",
-            ],
-        );
-        assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
-        let file = format!("picked-{id}.yaml");
-        fs::write(dir.path().join(&file), &out.stdout).unwrap();
-        (String::from_utf8(out.stdout).unwrap(), file)
-    };
-    let (retry, _) = pick("1");
-    assert!(
-        retry.contains("    mutate:\n      affinity:\n        avoidSameNode: true\n"),
-        "{retry}"
-    );
-    let (fail, file) = pick("2");
-    assert_eq!(
-        fail,
-        "apiVersion: armadaproject.io/v1
-kind: RetryPolicy
-metadata:
-  name: p
-spec:
-  retryLimit: 3
-  rules:
-  - action: Fail
-    onFailureCategory:
-    - cuda_error
-  - action: Retry
-    onConditions:
-    - Preempted
----
-apiVersion: armadaproject.io/v1beta1
-kind: Queue
-name: q
-priorityFactor: 1.0
-retryPolicies:
-- p
-"
-    );
-    let validated = strict(&file);
-    assert_eq!(validated.status.code(), Some(0), "{}", format_output(&validated));
 }
 
 /// Every bad vary is a usage error (exit 2) naming the value, with the nearest names, and

@@ -3,8 +3,7 @@
 //! Prometheus metrics, the window's plan as HTML and its health.
 //!
 //! Owns: the flags' checks (the same for `--emit kubernetes`, which `dispatch` runs instead),
-//! the sides (resolved in one function, [`sides`], as `simulate --baseline` resolves its
-//! own), the `--state` file (read at the start; written atomically: a temporary file, fsync,
+//! the `--state` file (read at the start; written atomically: a temporary file, fsync,
 //! rename), the process's life: the poller on a thread of its own ([`poll`]), the HTTP server
 //! on a tokio runtime ([`http`]), stderr as the log, and SIGTERM and SIGINT (save, exit 0
 //! within 5 s). Must not: count or decide what a job adds up to (that is `crate::watch`),
@@ -25,17 +24,12 @@ use std::time::Duration;
 use crate::app::Context;
 use crate::cli::WatchArgs;
 use crate::commands::replay::lookout::{duration_flag, resolve_dsn, time_flag, SET_LOOKOUT_DB};
-use crate::commands::replay::policy_set::{build, Side};
-use crate::commands::replay::sides::categorizer::{attach, borrow_rule, compiled, Named};
-use crate::commands::replay::sides::dialect::{self, Dialect};
-use crate::commands::replay::sides::files::read_side;
+use crate::commands::replay::sides::shadows;
 use crate::commands::replay::sides::Settings as SchedulerSettings;
 use crate::connection::parse_timeout;
-use crate::engine::{EngineKind, Settings};
+use crate::engine::Settings;
 use crate::error::{CliError, ExitCode};
-use crate::input::SourceFile;
 use crate::model::duration::GoDuration;
-use crate::model::{Kind, Resource};
 use crate::replay::source::Overrides;
 use crate::watch::job::Sides;
 use crate::watch::metrics::Counters;
@@ -80,7 +74,7 @@ fn flags(args: &WatchArgs, now: i64) -> Result<Flags, CliError> {
     };
     let mut names: Vec<String> = Vec::new();
     for path in &args.candidates {
-        let name = candidate_name(path);
+        let name = shadows::candidate_name(path);
         if names.contains(&name) {
             return Err(CliError::usage(format!(
                 "two candidates are named `{name}` (each `-f` is labelled by its file's base name): give them files of different names"
@@ -94,96 +88,6 @@ fn flags(args: &WatchArgs, now: i64) -> Result<Flags, CliError> {
         ));
     }
     Ok(Flags { poll, window, since })
-}
-
-/// A candidate's label: its file's (or directory's) base name, extension kept.
-fn candidate_name(path: &Path) -> String {
-    path.file_name()
-        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
-}
-
-/// The sides, each resolved as `simulate --baseline` resolves its own (docs/categorizer.md
-/// "Replaying with a categorizer", docs/engines.md), with the same pieces
-/// (`commands::replay::sides`): `--baseline`'s files are today's side; each `-f` one
-/// candidate with its own files. The engine is the one the documents of every side pick
-/// (design when they mix dialects), `--engine`/`--baseline-engine` over it: one today's side
-/// for every candidate, so that each candidate's shadow counts are against the same
-/// baseline; a side's categorizer is its flag or the document among its files, never both,
-/// and neither side borrows the other's. Also the Queue documents' names, in order.
-/// `None` after reporting invalid documents (exit 3).
-fn sides(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<Option<(Sides, Vec<String>)>> {
-    let read = |ctx: &mut Context, paths: &[PathBuf], side| read_side(ctx, paths, args.recursive, side, "watched");
-    let Some(today) = read(ctx, &args.baseline, Side::Baseline)? else {
-        return Ok(None);
-    };
-    let mut candidates = Vec::new();
-    for path in &args.candidates {
-        let Some(files) = read(ctx, std::slice::from_ref(path), Side::Candidate)? else {
-            return Ok(None);
-        };
-        candidates.push((candidate_name(path), files));
-    }
-    let mut dialects: Vec<Dialect> = candidates.iter().map(|(_, f)| Dialect::of(&f.files)).collect();
-    dialects.push(Dialect::of(&today.files));
-    let engine = args
-        .engine
-        .map(EngineKind::from)
-        .unwrap_or_else(|| dialect::of_files(&dialects));
-    let today_engine = args.baseline_engine.map_or(engine, EngineKind::from);
-    let queues = queue_documents(today.files.iter().chain(candidates.iter().flat_map(|(_, f)| &f.files)));
-    let today_named = Named::new(
-        Side::Baseline,
-        "--baseline-categorizer",
-        args.baseline_categorizer.as_deref(),
-        today.categorizer,
-    )?;
-    let mut named = Vec::new();
-    for (name, files) in candidates {
-        let n = Named::new(
-            Side::Candidate,
-            "--categorizer",
-            args.categorizer.as_deref(),
-            files.categorizer,
-        )?;
-        borrow_rule(true, false, &n, &today_named)?;
-        named.push((name, files.files, n));
-    }
-    let retry_policies = args.retry_policies.as_deref();
-    let today_categorizer = today_named.read(ctx)?;
-    let baseline = attach(
-        build(&today.files, retry_policies, today_engine, Side::Baseline)?,
-        compiled(today_categorizer.as_ref()),
-    );
-    let mut shadows = Vec::new();
-    for (name, files, n) in named {
-        // A queue the candidate's files do not name replays under today's documents, as in
-        // `simulate --baseline`: otherwise its jobs would count as changed by a candidate
-        // that says nothing of them, and the counters would part from simulate's.
-        let sim = build(&files, retry_policies, engine, Side::Candidate)?
-            .with_queues_of(&baseline)
-            .map_err(CliError::invalid)?;
-        shadows.push((name, attach(sim, compiled(n.read(ctx)?.as_ref()))));
-    }
-    Ok(Some((
-        Sides {
-            baseline,
-            candidates: shadows,
-        },
-        queues,
-    )))
-}
-
-/// The names of the Queue documents among `files`, each once, in order.
-fn queue_documents<'a>(files: impl Iterator<Item = &'a SourceFile>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for doc in files.flat_map(|f| &f.documents) {
-        if let (Some(Kind::Queue), Some(Resource::Queue(q))) = (doc.kind, &doc.resource) {
-            if !out.contains(&q.name) {
-                out.push(q.name.clone());
-            }
-        }
-    }
-    out
 }
 
 /// What the poller, the HTTP handlers and the shutdown share.
@@ -321,7 +225,7 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     let dsn = resolve_dsn(args.lookout_db.clone(), true)?
         .ok_or_else(|| CliError::usage("give Lookout's database: `--lookout-db DSN`").with_hint(SET_LOOKOUT_DB))?;
     let timeout = parse_timeout(&ctx.global.timeout)?;
-    let Some((sides, documented)) = sides(ctx, args)? else {
+    let Some((sides, documented)) = shadows::resolve(ctx, args)? else {
         return Ok(ExitCode::InvalidInput);
     };
     let queues = if args.queues.is_empty() {
@@ -549,8 +453,6 @@ mod tests {
 
     #[test]
     fn candidates_are_named_by_their_base_name() {
-        assert_eq!(candidate_name(Path::new("/data/suggested.yaml")), "suggested.yaml");
-        assert_eq!(candidate_name(Path::new("new/")), "new");
         assert!(flags(&args("-f a/c.yaml -f b/c.yaml"), NOW).is_err());
         assert!(flags(&args("-f a/c.yaml -f b/d.yaml"), NOW).is_ok());
         assert_eq!(

@@ -10,6 +10,9 @@
 //! the baseline never borrows the candidate's, each categorizer compiled ([`categorizer`]),
 //! the policy sets, and each categorizer attached to its side's policy set.
 //!
+//! `watch`'s sides, today's and one shadow per candidate, are resolved with the same pieces
+//! in [`shadows`].
+//!
 //! Owns: [`Sides`] and [`resolve`]. Must not: read the history, replay or render; the
 //! cluster's baseline is read from Lookout's database when the source opens it
 //! ([`super::source`]), and attached there with [`Baseline::attach`].
@@ -18,6 +21,7 @@ pub mod categorizer;
 pub mod dialect;
 pub mod files;
 pub mod settings;
+pub mod shadows;
 pub mod spec;
 
 use std::path::PathBuf;

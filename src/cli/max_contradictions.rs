@@ -1,0 +1,39 @@
+//! The value of `--max-contradictions` (docs/what-if.md "Does the baseline explain the
+//! record?"): a number of jobs or a share of the jobs compared.
+//!
+//! Owns: [`MaxContradictions`] as a value, its parse and its default. Must not: hold it
+//! against a comparison's count: that is `replay::explained`, which adds `exceeded` to this
+//! type (as `replay::shard` adds which jobs a [`crate::cli::Shard`] holds).
+
+/// `--max-contradictions`: how many of the jobs compared may contradict the baseline before
+/// it is taken not to be what the cluster ran. The default, 100%, only says the count: most
+/// hand-made histories (the guides', the tests') are not a baseline's record, and a gate that
+/// rejects them by default would hide what the comparison shows; the README's route gives
+/// `1%`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum MaxContradictions {
+    Jobs(u64),
+    Percent(f64),
+}
+
+impl Default for MaxContradictions {
+    fn default() -> Self {
+        MaxContradictions::Percent(100.0)
+    }
+}
+
+impl MaxContradictions {
+    /// `N` jobs or `P%` of the jobs compared; `None` for anything else.
+    pub fn parse(text: &str) -> Option<MaxContradictions> {
+        match text.strip_suffix('%') {
+            Some(p) => p
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|p| p.is_finite() && (0.0..=100.0).contains(p))
+                .map(MaxContradictions::Percent),
+            None => text.trim().parse::<u64>().ok().map(MaxContradictions::Jobs),
+        }
+    }
+}
