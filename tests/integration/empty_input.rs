@@ -1,6 +1,7 @@
 //! An empty history (docs/cli.md, exit codes): a file, a directory, stdin or a Lookout window
 //! with no job makes `simulate`, `tune`, `suggest` and `history` exit 3 with nothing on
-//! stdout; `--allow-empty` makes it exit 0 as before; a shard with no job writes its partial.
+//! stdout; `--allow-empty` makes it exit 0 with the answer of no job (suggest's: the verdict
+//! `keep`, in every format); a shard with no job writes its partial.
 
 use std::path::Path;
 use std::process::Output;
@@ -58,15 +59,73 @@ fn an_empty_file_directory_or_stdin_is_refused_by_every_replaying_verb() {
                 &run(home.path(), &args, stdin),
                 &format!("error: no job in {named}: {nothing}\n"),
             );
-            // `--allow-empty`: exit 0 as before (suggest, with nothing learned, prints nothing).
+            // `--allow-empty`: exit 0 as before, with the answer of no job.
             args.push("--allow-empty");
             let out = run(home.path(), &args, stdin);
             assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
-            if verb[0] == "suggest" {
-                assert!(out.stdout.is_empty(), "{}", format_output(&out));
-            }
+            assert!(!out.stdout.is_empty(), "{}", format_output(&out));
         }
     }
+}
+
+/// suggest `--allow-empty` on a history with no job writes a valid answer in every format:
+/// 0 jobs and the verdict `keep`, naming the history; `-o policy` today's policy as the
+/// baseline gives it, headed by the verdict; an `--output-file` gets the document, never
+/// 0 bytes in place of what it held.
+#[test]
+fn suggest_allow_empty_writes_the_answer_of_no_job_in_every_format() {
+    let home = temp_home();
+    let file = home.path().join("week.jsonl");
+    std::fs::write(&file, "").unwrap();
+    let history = file.display().to_string();
+    let verdict = format!("keep (keep today's policy): no job in `{history}`: nothing learned, nothing proposed");
+    let base = [
+        "suggest",
+        "--baseline",
+        "testdata/route/current/",
+        "--history",
+        history.as_str(),
+        "--allow-empty",
+    ];
+    let with = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend(extra);
+        let out = run(home.path(), &args, "");
+        assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+        out
+    };
+    let stdout = |out: &Output| String::from_utf8(out.stdout.clone()).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&with(&["-o", "json"]).stdout).unwrap();
+    assert_eq!(json["suggest"]["jobs"], 0);
+    assert_eq!(
+        json["suggest"]["verdict"],
+        serde_json::json!({
+            "decision": "keep",
+            "gloss": "keep today's policy",
+            "reasons": [format!("no job in `{history}`: nothing learned, nothing proposed")],
+        })
+    );
+    let yaml: serde_json::Value = serde_yaml::from_slice(&with(&["-o", "yaml"]).stdout).unwrap();
+    assert_eq!(yaml, json);
+    let table = stdout(&with(&[]));
+    assert!(table.contains(&format!("\nVerdict: {verdict}\n")), "{table}");
+    let policy = with(&["-o", "policy"]);
+    let text = stdout(&policy);
+    assert!(text.starts_with(&format!("# verdict: {verdict}\n")), "{text}");
+    assert_eq!(String::from_utf8_lossy(&policy.stderr), format!("verdict: {verdict}\n"));
+    // Today's policy, as the baseline gives it: its rules kept, its limit.
+    assert!(text.contains("retryLimit: 3\n"), "{text}");
+    assert!(
+        text.contains("# kept from today: ml-today/0 (decided 0 runs)\n"),
+        "{text}"
+    );
+    let validated = run(home.path(), &["validate", "--upstream", "-f", "-"], &text);
+    assert_eq!(validated.status.code(), Some(0), "{}", format_output(&validated));
+    // An `--output-file` that held a document gets the new one.
+    let kept = home.path().join("suggested.yaml");
+    std::fs::write(&kept, "# last week's proposal\n").unwrap();
+    with(&["-o", "policy", "--output-file", kept.to_str().unwrap()]);
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), text);
 }
 
 #[test]

@@ -117,6 +117,7 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         opened.baseline.as_ref(),
         opened.from,
         opened.about,
+        opened.empty,
     )?;
     opened.end.finish(ctx, code)
 }
@@ -139,7 +140,8 @@ pub fn check(args: &SimulateArgs) -> Result<SidesSpec, CliError> {
     )
 }
 
-/// The replay (or, with a baseline, the comparison) into the sink of `-o`. With
+/// The replay (or, with a baseline, the comparison) into the sink of `-o`; `empty`: a history
+/// with no job, `--allow-empty` given. With
 /// `--backtest-at` stdout is held back until the backtest has an answer: without one, the
 /// usage error is all that is printed.
 #[allow(clippy::too_many_arguments)]
@@ -152,13 +154,16 @@ fn drive<S: HistorySource>(
     baseline: Option<&Simulator>,
     from: Baseline,
     about: About,
+    empty: bool,
 ) -> anyhow::Result<ExitCode> {
     let options = Options {
         backtest_at: sides.spec.backtest_time(),
         shard: args.replay.shard,
         explain: sides.baseline.explains(),
     };
-    let run = SimulateRun::new(args, sim, baseline.is_some(), from, source.bulk());
+    // `--allow-empty` on a history with no job: the table is the summary of 0 jobs, whatever
+    // the source (a YAML file or stdin would print one table per job: none).
+    let run = SimulateRun::new(args, sim, baseline.is_some(), from, source.bulk() || empty);
     let Ok(format) = Format::try_from(args.output) else {
         return write_partial(ctx, &run, sim, source, baseline, about, &options);
     };

@@ -76,7 +76,7 @@ impl Suggest {
         let learning = &pass.learning;
         // Stopped before pass 2, which would have said why each unreadable entry was not
         // read: said here, before the error (as `simulate` says it).
-        let nothing_replayed = learning.train_jobs + learning.test_jobs == 0;
+        let nothing_replayed = learning.train_jobs + learning.test_jobs == 0 && !self.allow_empty;
         let one_side = self.sides.spec.backtest_at.is_some() && (learning.train_jobs == 0 || learning.test_jobs == 0);
         if learning.not_submitted.is_some() || nothing_replayed || one_side {
             ctx.err.write_all(&pass.unsaid)?;

@@ -58,7 +58,7 @@ use crate::suggest::documents;
 use crate::suggest::nodes::suspects;
 use crate::suggest::propose::{propose, Knobs, MAX_LIMIT};
 use crate::suggest::queues::{unseen, ByQueue};
-use crate::suggest::verdict::{Decision, Queues};
+use crate::suggest::verdict::{Decision, Judgement, Queues};
 
 mod compare;
 mod learn;
@@ -94,6 +94,7 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
         },
         sides,
         merged: false,
+        allow_empty: false,
         executor_config: args.executor_config.clone().map(|p| (p, args.executor_config_format)),
     };
     let open = Open {
@@ -105,10 +106,10 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
     let Some(opened) = source::open(ctx, &suggest.sides, open)? else {
         return Ok(ExitCode::InvalidInput);
     };
-    if opened.empty {
-        // `--allow-empty`: nothing learned, nothing proposed: exit 0 with nothing printed.
-        return Ok(ExitCode::Success);
-    }
+    let suggest = Suggest {
+        allow_empty: opened.empty,
+        ..suggest
+    };
     let code = suggest.drive(ctx, opened.source, opened.baseline, opened.from, opened.about)?;
     opened.end.finish(ctx, code)
 }
@@ -244,6 +245,16 @@ pub(super) enum History {
     Lookout(WindowArgs),
 }
 
+impl History {
+    /// As an error or a verdict names it: `` `PATH` ``, stdin, or Lookout's window.
+    fn named(&self) -> String {
+        match self {
+            History::File(path) => crate::commands::replay::lookout::history_named(path),
+            History::Lookout(_) => "the Lookout window".to_string(),
+        }
+    }
+}
+
 pub(super) struct Suggest {
     /// What a shard records of the command line, and a merge reads back.
     run: SuggestRun,
@@ -258,6 +269,9 @@ pub(super) struct Suggest {
     sides: Sides,
     /// A sharded suggest's merge: its refusals of `--backtest-at` name the shards' flag.
     merged: bool,
+    /// `--allow-empty` and a history with no job: the answer of no job, exit 0 (nothing
+    /// learned, nothing proposed, the verdict `keep`), in every format.
+    allow_empty: bool,
     /// `--executor-config FILE` and its shape: the proposed executor config alone, written
     /// once the output is.
     executor_config: Option<(PathBuf, ExecutorConfigFormat)>,
@@ -481,16 +495,27 @@ impl Suggest {
             }
             _ => None,
         };
-        let judgement = judge_proposal(
-            &whole_cmp,
-            backtest.as_ref(),
-            self.run.max_contradictions,
-            every_queue.then_some(Queues {
-                counts: &queue_counts,
-                unseen: &unseen,
-                cluster_wide: &cluster_wide,
-            }),
-        );
+        let judgement = match self.allow_empty {
+            // `--allow-empty` on a history with no job: nothing learned, today's policy
+            // stays, said as every verdict is.
+            true => Judgement {
+                decision: Decision::Keep,
+                reasons: vec![format!(
+                    "no job in {}: nothing learned, nothing proposed",
+                    self.history.named()
+                )],
+            },
+            false => judge_proposal(
+                &whole_cmp,
+                backtest.as_ref(),
+                self.run.max_contradictions,
+                every_queue.then_some(Queues {
+                    counts: &queue_counts,
+                    unseen: &unseen,
+                    cluster_wide: &cluster_wide,
+                }),
+            ),
+        };
         if policy {
             // The reasons name jobs, whose ids are the history's text: escaped, on stderr as
             // everywhere, and in the comment so that no id ends it and adds a key.

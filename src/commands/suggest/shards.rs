@@ -133,6 +133,7 @@ fn conclude_merged(
         shard: None,
         sides,
         merged: true,
+        allow_empty: false,
         // merge writes its one output: the executor config is `-o policy`'s first document.
         executor_config: None,
     };
