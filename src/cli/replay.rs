@@ -24,7 +24,6 @@ const FROM_WITH_LOOKOUT: &str = "With --lookout-db: only jobs submitted at or af
 const TO_WITH_LOOKOUT: &str = "With --lookout-db: only jobs submitted before this RFC 3339 time";
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("histories").args(["history", "lookout_db"])))]
 #[command(group(clap::ArgGroup::new("what_if").args(["baseline", "baseline_from_cluster"])))]
 #[command(mut_arg("since", |a| a.help(SINCE_WITH_LOOKOUT)))]
 #[command(mut_arg("from", |a| a.help(FROM_WITH_LOOKOUT)))]
@@ -93,11 +92,11 @@ pub struct ReplayArgs {
 
     /// Replay a real cluster's history straight from Lookout's PostgreSQL database (as
     /// `retryctl history --lookout-db` reads it, no file in between); needs --queue, and
-    /// --jobset, --since, --from, --to select as for `history`. Without a value, or without
+    /// --jobset, --since, --from, --to select as for `history`. With --history, only where
+    /// --baseline-from-cluster reads the cluster's policies. Without a value, or without
     /// --history either: $LOOKOUT_DB.
-    // What goes with it (`--queue`, the filters, --baseline-from-cluster) is checked by the
-    // command: clap lets a `requires` of a member of the `histories` group pass when another
-    // member (`--history`) is given. The command resolves `$LOOKOUT_DB`
+    // What goes with it (`--queue`, the filters, --baseline-from-cluster, --history) is
+    // checked by the command (`replay::source::check_flags`), in its words. The command resolves `$LOOKOUT_DB`
     // (`replay_source::resolve_dsn`): `Some(Some(DSN))` from then on.
     #[arg(long, value_name = "DSN", num_args = 0..=1)]
     pub lookout_db: Option<Option<String>>,
@@ -189,7 +188,6 @@ impl From<EngineArg> for crate::engine::EngineKind {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("histories").args(["history", "lookout_db"])))]
 #[command(group(clap::ArgGroup::new("what_if").args(["baseline", "baseline_from_cluster"])))]
 #[command(mut_arg("since", |a| a.help(SINCE_WITH_LOOKOUT)))]
 #[command(mut_arg("from", |a| a.help(FROM_WITH_LOOKOUT)))]
@@ -278,7 +276,6 @@ pub struct TuneArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("histories").args(["history", "lookout_db"])))]
 #[command(group(clap::ArgGroup::new("what_if").args(["baseline", "baseline_from_cluster"])))]
 #[command(mut_arg("since", |a| a.help(SINCE_WITH_LOOKOUT)))]
 #[command(mut_arg("from", |a| a.help(FROM_WITH_LOOKOUT)))]

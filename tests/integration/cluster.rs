@@ -596,6 +596,15 @@ fn simulate_flag_misuse_is_a_usage_error() {
         ],
         &["--lookout-db", dsn, "--queue", "ml", "--baseline-engine", "upstream"],
         &["--lookout-db", dsn, "--queue", "ml", "--since", "week"],
+        &[
+            "--history",
+            "h.jsonl",
+            "--lookout-db",
+            dsn,
+            "--baseline-from-cluster",
+            "--since",
+            "7d",
+        ],
     ];
     let mut shown = String::new();
     for case in cases {
@@ -614,9 +623,9 @@ fn simulate_flag_misuse_is_a_usage_error() {
     }
     insta::assert_snapshot!(shown, @r"
     $ simulate -f testdata/lookout/new --history h.jsonl --baseline-from-cluster
-    error: `--baseline-from-cluster` reads Lookout's database: give `--lookout-db DSN` (of a `--history`, `--queue` alone selects the jobs)
+    error: `--baseline-from-cluster` reads Lookout's database: give `--lookout-db DSN` (of a `--history`, `--queue` alone selects the jobs, and `--lookout-db` beside it gives the cluster's policies)
     $ simulate -f testdata/lookout/new --history h.jsonl --lookout-db DSN --queue ml
-    error: the argument '--history <PATH>' cannot be used with '--lookout-db [<DSN>]'
+    error: `--history` and `--lookout-db` are two histories: give one (beside `--history`, `--lookout-db` is only where `--baseline-from-cluster` reads the cluster's policies)
     $ simulate -f testdata/lookout/new --lookout-db DSN
     error: `--lookout-db` replays the jobs of one queue: give `--queue QUEUE`
     $ simulate -f testdata/lookout/new --history h.jsonl --jobset js
@@ -634,6 +643,8 @@ fn simulate_flag_misuse_is_a_usage_error() {
       <--baseline <PATH>...|--baseline-from-cluster>
     $ simulate -f testdata/lookout/new --lookout-db DSN --queue ml --since week
     error: invalid `--since` `week`: expected a duration such as `7d`, `36h` or `1d12h`
+    $ simulate -f testdata/lookout/new --history h.jsonl --lookout-db DSN --baseline-from-cluster --since 7d
+    error: `--since` selects Lookout's jobs, and the jobs are `--history`'s: with `--history`, `--lookout-db` only gives `--baseline-from-cluster` the cluster's policies (`--queue` alone selects the file's jobs)
     ");
 }
 
@@ -694,9 +705,24 @@ fn the_baseline_from_the_cluster_is_the_same_plan_as_from_its_files() {
         &["-f", "testdata/lookout/upstream-new", "--engine", "upstream"],
         &["-f", "testdata/lookout/new", "--baseline-engine", "upstream"],
     ];
+    // The cluster's policies from the database, the jobs from the file: `--history` beside
+    // `--lookout-db`, with or without `--queue`.
+    let from_file_and_db = [
+        "--history",
+        file,
+        "--lookout-db",
+        db.dsn.as_str(),
+        "--baseline-from-cluster",
+    ];
+    let from_file_and_db_ml = [&from_file_and_db[..], &["--queue", "ml"]].concat();
     for candidate in candidates {
         let (a, b) = (run(candidate, &from_files, "json"), run(candidate, &from_db, "json"));
         assert_eq!(b.status.code(), Some(0), "{}", format_output(&b));
+        for mixed in [&from_file_and_db[..], &from_file_and_db_ml] {
+            let c = run(candidate, mixed, "json");
+            assert_eq!(c.status.code(), Some(0), "{}", format_output(&c));
+            assert_eq!(c.stdout, b.stdout, "{candidate:?} {mixed:?}");
+        }
         // Another queue's fields the model does not hold (`batch`'s `resourceLimits`) are
         // not the replay's: nothing is said of them.
         assert!(

@@ -80,7 +80,7 @@ pub fn load_from_cluster(
     ctx: &mut Context,
     state: ClusterState,
     retry_policies: Option<&[String]>,
-    queue: &str,
+    queue: Option<&str>,
     engine: EngineKind,
 ) -> anyhow::Result<Option<Simulator>> {
     if !state.bad.is_empty() {
@@ -94,8 +94,13 @@ pub fn load_from_cluster(
         )?;
         return Ok(None);
     }
-    // Only the replayed queue's: its jobs are the only ones replayed.
-    for unread in state.unread_fields.iter().filter(|u| u.queue == queue) {
+    // Only the replayed queue's: its jobs are the only ones replayed (every queue's, of a
+    // `--history` without `--queue`).
+    for unread in state
+        .unread_fields
+        .iter()
+        .filter(|u| queue.is_none_or(|q| u.queue == q))
+    {
         if let Some(note) = unread.replay_note() {
             writeln!(ctx.err, "note: {note}")?;
         }
@@ -103,7 +108,7 @@ pub fn load_from_cluster(
             writeln!(ctx.err, "{}: {warning}", ctx.style.warning("warning"))?;
         }
     }
-    if retry_policies.is_none() && !state.queues.iter().any(|q| q.name == queue) {
+    if let Some(queue) = queue.filter(|q| retry_policies.is_none() && !state.queues.iter().any(|s| s.name == *q)) {
         return Err(CliError::failed(format!(
             "queue `{queue}` is not in the cluster's `queue` table: the cluster has no policies for its jobs"
         ))

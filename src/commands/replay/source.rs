@@ -365,11 +365,19 @@ pub fn open(ctx: &mut Context, sides: &Sides, open: Open<'_>) -> anyhow::Result<
         nothing,
     } = open;
     let checks = checks_empty(args, partial);
-    let (Some(Some(dsn)), Some(queue)) = (&args.lookout_db, &args.queue) else {
-        // clap's `histories` group makes one of the two required; `check_lookout_flags` that
-        // `--lookout-db` comes with `--queue`.
-        let Some(history) = &args.history else {
-            return Err(CliError::usage("give `--history PATH` or `--lookout-db DSN --queue Q`").into());
+    if let Some(history) = &args.history {
+        // `--baseline-from-cluster` beside `--history`: the cluster's policies from the
+        // database (`check_flags` let `--lookout-db` through for that alone), the jobs from
+        // the file.
+        let (baseline, from) = match (&sides.baseline.policies, &args.lookout_db) {
+            (BaselinePolicies::Cluster, Some(Some(dsn))) => {
+                let db = db::connect_with(dsn, parse_timeout(&ctx.global.timeout)?, cluster::CLUSTER_TABLES)?;
+                match cluster_baseline(ctx, sides, &db, args.queue.as_deref())? {
+                    Some(b) => (Some(b), BaselineFrom::Cluster),
+                    None => return Ok(None),
+                }
+            }
+            _ => (sides.baseline.simulator().cloned(), BaselineFrom::Files),
         };
         let FileSource {
             mut files,
@@ -389,8 +397,8 @@ pub fn open(ctx: &mut Context, sides: &Sides, open: Open<'_>) -> anyhow::Result<
         };
         return Ok(Some(Opened {
             source: Either::Left(source),
-            baseline: sides.baseline.simulator().cloned(),
-            from: BaselineFrom::Files,
+            baseline,
+            from,
             about,
             empty,
             end: End {
@@ -400,6 +408,11 @@ pub fn open(ctx: &mut Context, sides: &Sides, open: Open<'_>) -> anyhow::Result<
                 partial,
             },
         }));
+    }
+    // `check_source` makes one of the two required, `check_flags` `--queue` beside
+    // `--lookout-db`.
+    let (Some(Some(dsn)), Some(queue)) = (&args.lookout_db, &args.queue) else {
+        return Err(CliError::usage("give `--history PATH` or `--lookout-db DSN --queue Q`").into());
     };
     let settings = sides.settings.applied();
     let mut filter = lookout_filter(
@@ -417,14 +430,10 @@ pub fn open(ctx: &mut Context, sides: &Sides, open: Open<'_>) -> anyhow::Result<
     }
     let db = db::connect_with(dsn, parse_timeout(&ctx.global.timeout)?, &tables)?;
     let (sim, from) = match sides.baseline.policies {
-        BaselinePolicies::Cluster => {
-            let state = cluster::read(&db)?;
-            let retry_policies = sides.spec.retry_policies.as_deref();
-            match load_from_cluster(ctx, state, retry_policies, queue, sides.baseline.engine)? {
-                Some(b) => (Some(sides.baseline.attach(b)), BaselineFrom::Cluster),
-                None => return Ok(None),
-            }
-        }
+        BaselinePolicies::Cluster => match cluster_baseline(ctx, sides, &db, Some(queue))? {
+            Some(b) => (Some(b), BaselineFrom::Cluster),
+            None => return Ok(None),
+        },
         _ => (sides.baseline.simulator().cloned(), BaselineFrom::Files),
     };
     let mut about = About {
@@ -491,6 +500,20 @@ pub fn open(ctx: &mut Context, sides: &Sides, open: Open<'_>) -> anyhow::Result<
     }))
 }
 
+/// The cluster's policies and queue attachments, read from Lookout's database `db`, with the
+/// baseline's categorizer; `queue`: the queue replayed (`None`: a `--history` of any queue).
+/// `None` after reporting rows that cannot be read (exit 3).
+fn cluster_baseline(
+    ctx: &mut Context,
+    sides: &Sides,
+    db: &db::Db,
+    queue: Option<&str>,
+) -> anyhow::Result<Option<Simulator>> {
+    let state = cluster::read(db)?;
+    let retry_policies = sides.spec.retry_policies.as_deref();
+    Ok(load_from_cluster(ctx, state, retry_policies, queue, sides.baseline.engine)?.map(|b| sides.baseline.attach(b)))
+}
+
 /// Some history to replay: `--history`, or `--lookout-db` (`$LOOKOUT_DB` resolved before,
 /// `history::resolve_replay_dsn`; `env`: it was, `--emit` reads no variable).
 pub fn check_source(args: &ReplayArgs, env: bool) -> Result<(), CliError> {
@@ -502,7 +525,8 @@ pub fn check_source(args: &ReplayArgs, env: bool) -> Result<(), CliError> {
 }
 
 /// `--lookout-db` needs `--queue`; the filters and `--baseline-from-cluster` need
-/// `--lookout-db`; stdin is read once.
+/// `--lookout-db`; beside `--history`, `--lookout-db` is only where `--baseline-from-cluster`
+/// reads the cluster's policies; stdin is read once.
 pub fn check_flags(args: &ReplayArgs, files: &[std::path::PathBuf]) -> Result<(), CliError> {
     let stdin = |p: &std::path::PathBuf| p.as_os_str() == "-";
     if args.history.as_ref().is_some_and(stdin) && files.iter().chain(&args.baseline).any(stdin) {
@@ -514,6 +538,26 @@ pub fn check_flags(args: &ReplayArgs, files: &[std::path::PathBuf]) -> Result<()
         return Err(CliError::usage(
             "`--since` counts back from when each shard starts, so the shards would read different jobs: give `--from` and `--to` instead",
         ));
+    }
+    if args.history.is_some() && args.lookout_db.is_some() {
+        // The cluster's policies from the database, the jobs from the file.
+        if !args.baseline_from_cluster {
+            return Err(CliError::usage(
+                "`--history` and `--lookout-db` are two histories: give one (beside `--history`, `--lookout-db` is only where `--baseline-from-cluster` reads the cluster's policies)",
+            ));
+        }
+        let filters = [
+            ("--jobset", args.jobset.is_some()),
+            ("--since", args.window.since.is_some()),
+            ("--from", args.window.from.is_some()),
+            ("--to", args.window.to.is_some()),
+        ];
+        return match filters.iter().find(|(_, set)| *set) {
+            Some((flag, _)) => Err(CliError::usage(format!(
+                "`{flag}` selects Lookout's jobs, and the jobs are `--history`'s: with `--history`, `--lookout-db` only gives `--baseline-from-cluster` the cluster's policies (`--queue` alone selects the file's jobs)"
+            ))),
+            None => Ok(()),
+        };
     }
     if args.lookout_db.is_some() {
         if args.shard.is_some() && args.window.to.is_none() {
@@ -538,7 +582,11 @@ pub fn check_flags(args: &ReplayArgs, files: &[std::path::PathBuf]) -> Result<()
     ];
     match given.iter().find(|(_, set)| *set) {
         Some((flag, _)) => Err(CliError::usage(format!(
-            "`{flag}` reads Lookout's database: give `--lookout-db DSN` (of a `--history`, `--queue` alone selects the jobs)"
+            "`{flag}` reads Lookout's database: give `--lookout-db DSN` (of a `--history`, `--queue` alone selects the jobs{})",
+            match *flag {
+                "--baseline-from-cluster" => ", and `--lookout-db` beside it gives the cluster's policies",
+                _ => "",
+            }
         ))),
         None => Ok(()),
     }
