@@ -433,3 +433,50 @@ fn a_signature_whose_text_is_not_its_structures_is_damaged() {
         )
     );
 }
+
+/// A history whose every line is unreadable: each shard writes its partial (exit 0), and the
+/// merge prints what one process prints, each line's diagnostic with its file, line and
+/// reason, then the error, exit 3: for `simulate`, `tune` and `suggest` alike.
+#[test]
+fn shards_of_a_history_of_unreadable_lines_merge_to_one_processs_diagnostics() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("bad.jsonl"),
+        "not json\n{\"job\":\n[1,2]\n{\"apiVersion\":\"armadaproject.io/v1\",\"kind\":\"FailureHistory\",\"job\":{\"id\":\"a\"},\"runs\":\"x\"}\n",
+    )
+    .unwrap();
+    fs::create_dir(dir.path().join("new")).unwrap();
+    fs::copy("testdata/lookout/new/policy.yaml", dir.path().join("new/policy.yaml")).unwrap();
+    let verbs: [&[&str]; 3] = [
+        &["simulate", "-f", "new", "--history", "bad.jsonl"],
+        &[
+            "tune",
+            "-f",
+            "new",
+            "--vary",
+            "ml-new:spec.retryLimit=1..2",
+            "--history",
+            "bad.jsonl",
+        ],
+        &["suggest", "--history", "bad.jsonl"],
+    ];
+    for args in verbs {
+        let whole = run(dir.path(), args);
+        assert_eq!(whole.status.code(), Some(3), "{args:?}: {}", format_output(&whole));
+        let err = String::from_utf8_lossy(&whole.stderr);
+        assert!(
+            err.starts_with(
+                "error: bad.jsonl:1: invalid JSON at column 2: expected ident\n\
+                 error: bad.jsonl:2: invalid JSON at column 7: EOF while parsing a value\n\
+                 error: bad.jsonl:3: expected a JSON object (one FailureHistory per line)\n\
+                 error: bad.jsonl:4: runs: expected a list, found the quoted string `x`\n"
+            ),
+            "{args:?}: {err}"
+        );
+        let partials = shards(dir.path(), args[0], args, 2);
+        let mut merge = vec!["merge"];
+        merge.extend(partials.iter().map(String::as_str));
+        let merged = run(dir.path(), &merge);
+        assert_eq!(format_output(&merged), format_output(&whole), "{args:?}");
+    }
+}

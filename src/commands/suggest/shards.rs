@@ -23,7 +23,7 @@ use crate::suggest::learn::{Learning, ShardLearning};
 use crate::suggest::propose::Knobs;
 use crate::suggest::stats::PastSignature;
 
-use super::learn::Pass1;
+use super::learn::{learn, Pass1};
 use super::{check_knobs, check_queue, History, Suggest};
 
 /// What `merge` needs to do the rest of a sharded suggest: a partial's `run`
@@ -161,7 +161,15 @@ fn conclude_merged(
         ))
         .into());
     }
-    suggest.conclude(ctx, &baseline, Baseline::Files, Pass1::merged(fold.0))
+    let mut pass = Pass1::merged(fold.0);
+    let learning = &pass.learning;
+    if learning.train_jobs + learning.test_jobs == 0 && learning.errors > 0 {
+        // No job replayed: no pass 2 will say why each entry was not read. Pass 1 over the
+        // history again says it, with its file, line and reason, as one process does.
+        let at = suggest.sides.spec.backtest_time();
+        pass.unsaid = learn(ctx.style, files, &baseline, at, None)?.unsaid;
+    }
+    suggest.conclude(ctx, &baseline, Baseline::Files, pass)
 }
 
 /// A sharded suggest's partials: their learning folded in shard order (byte ranges: the
