@@ -96,13 +96,20 @@ impl Judgement {
     }
 }
 
-/// Observed device-hours the proposal adds (negative: saves), GPU where some run asks for a
-/// GPU, else CPU; and which.
+/// Observed hours the proposal adds (negative: saves), and what they count: GPU-hours when
+/// the jobs compared ask for GPUs, else CPU-hours when they ask for CPUs, else run hours
+/// (a history without resources: the run time itself, never a `+0.0` of hours no job asks
+/// for).
 pub fn observed_hours(c: &Comparison) -> (f64, &'static str) {
-    if c.gpu_added > 0 || c.gpu_removed > 0 {
+    let gpu = c.recorded.gpu > 0 || c.gpu_added > 0 || c.gpu_removed > 0;
+    let cpu = c.recorded.cpu > 0 || c.cpu_added > 0 || c.cpu_removed > 0;
+    if gpu {
         (hours(c.gpu_added) - hours(c.gpu_removed), "GPU-hours")
-    } else {
+    } else if cpu {
         (hours(c.cpu_added) - hours(c.cpu_removed), "CPU-hours")
+    } else {
+        let run = |d: crate::model::TotalDuration| d.as_secs_f64() / 3600.0;
+        (run(c.compute_added) - run(c.compute_removed), "run hours")
     }
 }
 
@@ -215,6 +222,29 @@ mod tests {
             explained: None,
             queues: None,
         }
+    }
+
+    #[test]
+    fn hours_name_what_the_jobs_ask_for() {
+        let ns_milli = |h: u128, devices: u128| h * 3_600 * 1_000_000_000 * devices * 1000;
+        let mut c = Comparison {
+            cpu_added: ns_milli(2, 4),
+            compute_added: crate::model::TotalDuration(2 * 3_600 * 1_000_000_000),
+            ..Comparison::default()
+        };
+        // CPU jobs: CPU-hours.
+        c.recorded.cpu = ns_milli(10, 4);
+        assert_eq!(observed_hours(&c), (8.0, "CPU-hours"));
+        // Jobs that ask for GPUs are judged in GPU-hours, even when no GPU time changes.
+        c.recorded.gpu = ns_milli(10, 1);
+        assert_eq!(observed_hours(&c), (0.0, "GPU-hours"));
+        // A history without resources: the run time itself.
+        let c = Comparison {
+            compute_added: crate::model::TotalDuration(3 * 3_600 * 1_000_000_000),
+            compute_removed: crate::model::TotalDuration(3_600 * 1_000_000_000),
+            ..Comparison::default()
+        };
+        assert_eq!(observed_hours(&c), (2.0, "run hours"));
     }
 
     #[test]
@@ -339,7 +369,7 @@ mod tests {
         );
         assert_eq!(
             v.line(),
-            "adopt (a change worth making): 4 rescued, 0 lost; retries +0 −0; CPU-hours +0.0; pods of category `gpu` are deleted on failure, for every queue (were kept)"
+            "adopt (a change worth making): 4 rescued, 0 lost; retries +0 −0; run hours +0.0; pods of category `gpu` are deleted on failure, for every queue (were kept)"
         );
     }
 
