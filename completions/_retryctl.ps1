@@ -1797,7 +1797,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             break
         }
         'retryctl;history' {
-            [CompletionResult]::new('--queue', '--queue', [CompletionResultType]::ParameterName, 'Only jobs of this queue')
+            [CompletionResult]::new('--queue', '--queue', [CompletionResultType]::ParameterName, 'Only jobs of this queue (default: every queue''s, each job with its own queue: the week a changed categorizer is compared on)')
             [CompletionResult]::new('--jobset', '--jobset', [CompletionResultType]::ParameterName, 'Only jobs of this job set')
             [CompletionResult]::new('--job', '--job', [CompletionResultType]::ParameterName, 'Only this job (repeatable)')
             [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Only jobs submitted within this duration before now (`7d`, `36h`)')

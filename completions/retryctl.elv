@@ -1705,7 +1705,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand --version 'Print version'
         }
         &'retryctl;history'= {
-            cand --queue 'Only jobs of this queue'
+            cand --queue 'Only jobs of this queue (default: every queue''s, each job with its own queue: the week a changed categorizer is compared on)'
             cand --jobset 'Only jobs of this job set'
             cand --job 'Only this job (repeatable)'
             cand --since 'Only jobs submitted within this duration before now (`7d`, `36h`)'

@@ -1485,7 +1485,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -l insecure-sk
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retryctl -n "__fish_retryctl_using_subcommand schema" -s V -l version -d 'Print version'
-complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l queue -d 'Only jobs of this queue' -r
+complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l queue -d 'Only jobs of this queue (default: every queue\'s, each job with its own queue: the week a changed categorizer is compared on)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l jobset -d 'Only jobs of this job set' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l job -d 'Only this job (repeatable)' -r
 complete -c retryctl -n "__fish_retryctl_using_subcommand history" -l since -d 'Only jobs submitted within this duration before now (`7d`, `36h`)' -r

@@ -433,9 +433,10 @@ pub enum MergeOutput {
 // The source group is not required: without either flag, `$LOOKOUT_DB` (docs/lookout.md).
 #[command(group(clap::ArgGroup::new("source").args(["lookout_db", "lookout_url"])))]
 pub struct HistoryArgs {
-    /// Only jobs of this queue.
+    /// Only jobs of this queue (default: every queue's, each job with its own queue: the
+    /// week a changed categorizer is compared on).
     #[arg(long, value_name = "QUEUE")]
-    pub queue: String,
+    pub queue: Option<String>,
     /// Only jobs of this job set.
     #[arg(long, value_name = "JOBSET")]
     pub jobset: Option<String>,

@@ -25,7 +25,7 @@ use crate::output::progress::ReadProgress;
 pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let filter = lookout_filter(
         &FilterFlags {
-            queue: &args.queue,
+            queue: args.queue.as_deref(),
             jobset: args.jobset.as_deref(),
             jobs: &args.jobs,
             window: &args.window,
@@ -86,7 +86,7 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     if totals.jobs_read == 0 && !args.allow_empty {
         return Err(no_job_in_lookout(&named, dsn.as_deref(), timeout, &filter, "nothing to export").into());
     }
-    write_summary(ctx.err, &args.queue, totals)?;
+    write_summary(ctx.err, args.queue.as_deref(), totals)?;
     Ok(if args.strict && totals.left_out() > 0 {
         ExitCode::Failure
     } else {

@@ -155,7 +155,11 @@ impl Api {
     /// The page of jobs from `skip`, and a digest of its body (to know a page Lookout sends
     /// again).
     fn page(&self, filter: &Filter, skip: usize) -> Result<(Vec<Value>, u64), CliError> {
-        let mut filters = vec![json!({"field": "queue", "value": filter.queue, "match": "exact"})];
+        let mut filters: Vec<serde_json::Value> = filter
+            .queue
+            .iter()
+            .map(|q| json!({"field": "queue", "value": q, "match": "exact"}))
+            .collect();
         if let Some(js) = &filter.jobset {
             filters.push(json!({"field": "jobSet", "value": js, "match": "exact"}));
         }

@@ -67,7 +67,7 @@ const RUN_BYTES: usize = 256;
 const COLUMNS: &str = "j.job_id, j.memory, j.submitted, left(j.annotations::text, 1048577), \
      r.run_id, r.node, r.job_run_state, r.leased, r.pending, r.started, r.finished, r.exit_code, \
      substring(r.error FROM 1 FOR 131073), r.failure_category, r.failure_subcategory, j.cpu, j.gpu, \
-     substring(r.debug FROM 1 FOR 131073)";
+     substring(r.debug FROM 1 FOR 131073), j.queue";
 
 const JOB_ID: usize = 0;
 const MEMORY: usize = 1;
@@ -87,7 +87,8 @@ const SUBCATEGORY: usize = 14;
 const CPU: usize = 15;
 const GPU: usize = 16;
 const DEBUG: usize = 17;
-const FIELDS: usize = 18;
+const QUEUE: usize = 18;
+const FIELDS: usize = 19;
 
 /// The names of the columns, for messages.
 const NAMES: [&str; FIELDS] = [
@@ -109,6 +110,7 @@ const NAMES: [&str; FIELDS] = [
     "cpu",
     "gpu",
     "debug",
+    "queue",
 ];
 
 /// A connection to Lookout's database.
@@ -349,16 +351,20 @@ pub struct Nearest {
 /// [`Nearest`] for `f`'s queue, on a connection of its own (the export's has ended).
 pub fn nearest(dsn: &str, timeout: Duration, f: &Filter) -> Result<Nearest, CliError> {
     let db = connect(dsn, timeout)?;
-    let queue = literal("--queue", &f.queue)?;
+    // Every queue's jobs without `--queue`.
+    let queue = match &f.queue {
+        Some(q) => format!("queue = {}", literal("--queue", q)?),
+        None => "TRUE".to_string(),
+    };
     let bound = |t: Option<Timestamp>, op: &str, agg: &str| match t {
         Some(t) => format!(
-            "(SELECT to_char({agg}(submitted), 'YYYY-MM-DD') FROM job WHERE queue = {queue} \
+            "(SELECT to_char({agg}(submitted), 'YYYY-MM-DD') FROM job WHERE {queue} \
              AND submitted {op} TIMESTAMPTZ '{t}' AT TIME ZONE 'UTC')"
         ),
         None => "NULL::text".to_string(),
     };
     let statement = format!(
-        "SELECT EXISTS (SELECT 1 FROM job WHERE queue = {queue}), {}, {}",
+        "SELECT EXISTS (SELECT 1 FROM job WHERE {queue}), {}, {}",
         bound(f.from, "<", "max"),
         bound(f.to, ">=", "min")
     );
@@ -373,9 +379,12 @@ pub fn nearest(dsn: &str, timeout: Duration, f: &Filter) -> Result<Nearest, CliE
     })
 }
 
-/// The `WHERE` of an export: the queue and the filters.
+/// The `WHERE` of an export: the queue (none: every queue's jobs) and the filters.
 fn conditions(f: &Filter) -> Result<String, CliError> {
-    let mut s = format!("j.queue = {}", literal("--queue", &f.queue)?);
+    let mut s = match &f.queue {
+        Some(q) => format!("j.queue = {}", literal("--queue", q)?),
+        None => "TRUE".to_string(),
+    };
     if let Some(js) = &f.jobset {
         s.push_str(&format!(" AND j.jobset = {}", literal("--jobset", js)?));
     }
@@ -412,7 +421,7 @@ pub fn jobs_on<'a>(db: std::sync::Arc<Db>, filter: &Filter) -> Result<super::Job
         // rest, which makes N shards read `job_run` N times.
         by_key(&db)?;
     }
-    copy_jobs(db, &statement, &filter.queue)
+    copy_jobs(db, &statement)
 }
 
 /// Off for this session only (a replica allows it): the planner looks each job's runs up
@@ -427,9 +436,9 @@ fn by_key(db: &Db) -> Result<(), CliError> {
         .map_err(|e| query_error(&e, &db.shown))
 }
 
-/// The jobs `statement` (a binary `COPY` of [`COLUMNS`], ordered by `job_id`) reads, every
-/// one of `queue`.
-fn copy_jobs<'a>(db: std::sync::Arc<Db>, statement: &str, queue: &str) -> Result<super::JobStream<'a>, CliError> {
+/// The jobs `statement` (a binary `COPY` of [`COLUMNS`], ordered by `job_id`) reads, each of
+/// the queue its row names.
+fn copy_jobs<'a>(db: std::sync::Arc<Db>, statement: &str) -> Result<super::JobStream<'a>, CliError> {
     let stream = db
         .rt
         .block_on(db.client.copy_out(statement))
@@ -443,7 +452,6 @@ fn copy_jobs<'a>(db: std::sync::Arc<Db>, statement: &str, queue: &str) -> Result
             done: false,
         },
         group: Group {
-            queue: queue.to_string(),
             current: None,
             current_id: Vec::new(),
             skipping: false,
@@ -670,7 +678,6 @@ fn parse_row(buf: &[u8], fields: &mut [Option<(usize, usize)>; FIELDS]) -> Resul
 
 /// Rows → jobs: the rows of one `job_id` are consecutive (the statement orders by it).
 struct Group {
-    queue: String,
     /// The job being read; `None` when its row was bad (`skipping`) or before the first row.
     current: Option<LookoutJob>,
     /// The raw `job_id` of the rows being read.
@@ -691,7 +698,7 @@ impl Group {
             self.current_id.clear();
             self.current_id.extend_from_slice(id);
             self.held = 0;
-            match job_row(row, &self.queue) {
+            match job_row(row) {
                 Ok(job) => {
                     self.current = Some(LookoutJob { job, runs: Vec::new() });
                     self.skipping = false;
@@ -742,7 +749,7 @@ impl Group {
 /// A column's problem, for a [`RowError`] at it.
 type Why = (usize, String);
 
-fn job_row(row: &Row, queue: &str) -> Result<JobRow, RowError> {
+fn job_row(row: &Row) -> Result<JobRow, RowError> {
     let raw_id = row.get(JOB_ID).unwrap_or_default();
     let shown_id = String::from_utf8_lossy(raw_id);
     let bad = |(col, why): Why| RowError::job(&shown_id, Place::Column(NAMES[col]), why);
@@ -760,9 +767,12 @@ fn job_row(row: &Row, queue: &str) -> Result<JobRow, RowError> {
         .and_then(|t| t.ok_or_else(not_null).map(Some))
         .map_err(|w| bad((SUBMITTED, w)))?;
     let annotations = annotations(row.get(ANNOTATIONS)).map_err(|w| bad((ANNOTATIONS, w)))?;
+    let queue = opt_text(row.get(QUEUE))
+        .and_then(|q| q.ok_or_else(not_null))
+        .map_err(|w| bad((QUEUE, w)))?;
     Ok(JobRow {
         job_id,
-        queue: queue.to_string(),
+        queue,
         memory,
         cpu,
         gpu,
@@ -1045,7 +1055,7 @@ mod tests {
             "invalid `--jobset` `a\\0b`: contains a NUL character, which no Lookout column can hold"
         );
         let f = Filter {
-            queue: "q'1".into(),
+            queue: Some("q'1".into()),
             jobset: Some("s".into()),
             jobs: vec!["j1".into(), "j2".into()],
             from: Timestamp::parse("2026-11-15T00:00:00Z"),

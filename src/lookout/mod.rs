@@ -40,7 +40,8 @@ pub use mapping::{LookoutJob, Place, RowError};
 /// The jobs to export. Times bound `job.submitted`: `from` inclusive, `to` exclusive.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Filter {
-    pub queue: String,
+    /// `None`: every queue's jobs (`history` without `--queue`).
+    pub queue: Option<String>,
     pub jobset: Option<String>,
     pub jobs: Vec<String>,
     pub from: Option<Timestamp>,

@@ -31,13 +31,14 @@ pub fn left_out_line(style: Style, e: &RowError) -> String {
 }
 
 /// What was exported, left out, and what Lookout could not tell, with counts, never silent.
-pub fn write_summary(err: &mut dyn Write, queue: &str, t: &ExportTotals) -> io::Result<()> {
+/// `queue`: the one queue exported (`None`: every queue's jobs).
+pub fn write_summary(err: &mut dyn Write, queue: Option<&str>, t: &ExportTotals) -> io::Result<()> {
     let n = &t.notes;
-    writeln!(
-        err,
-        "history: exported {} of queue `{queue}`",
-        jobs_and_runs(t.jobs, n.runs)
-    )?;
+    let of = match queue {
+        Some(q) => format!("queue `{q}`"),
+        None => "every queue".to_string(),
+    };
+    writeln!(err, "history: exported {} of {of}", jobs_and_runs(t.jobs, n.runs))?;
     if t.left_out() > 0 {
         writeln!(
             err,

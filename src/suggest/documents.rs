@@ -407,8 +407,11 @@ pub const NOT_COMPLETE: &str =
 /// The upstream documents and what the report says of them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Upstream {
-    /// The bare `errorCategories:` document.
+    /// The bare `errorCategories:` document, as `-o policy` prints it before the policy.
     pub categorizer: String,
+    /// The same as a file of its own (`--executor-config`): without the line that tells it
+    /// apart from the policy beside it.
+    pub executor_config: String,
     /// The v1beta1 RetryPolicy.
     pub policy: String,
     /// The largest limit among the Retry rules (`None`: no Retry rule).
@@ -739,9 +742,12 @@ pub fn upstream_documents(
     for line in header.lines() {
         head.push_str(&format!("# {}\n", comment(line)));
     }
-    head.push_str("# The executor's config (errorCategories), not a server resource: `retryctl apply` skips it.\n");
+    // Beside the policy, a reader is told which document is not a server resource; the
+    // executor config written alone (`--executor-config`) has no such neighbour.
+    let note = "# The executor's config (errorCategories), not a server resource: `retryctl apply` skips it.\n";
+    let mut tail = String::new();
     if deployed.is_none() {
-        head.push_str(&format!("# {NOT_COMPLETE}\n"));
+        tail.push_str(&format!("# {NOT_COMPLETE}\n"));
     }
     // The `errorCategories` mapping, at the top of its own lines; [`shaped`] places it.
     let mut c = String::from("errorCategories:\n  enabled: true\n");
@@ -833,8 +839,10 @@ pub fn upstream_documents(
     }
     let action_changes = action_changes(&categories, existing, &delete_existing);
     let rule_actions = policy_rules.iter().map(|r| r.1).collect();
+    let config = tail + &shaped(&c, deployed_file.as_ref());
     Upstream {
-        categorizer: head + &shaped(&c, deployed_file.as_ref()),
+        categorizer: format!("{head}{note}{config}"),
+        executor_config: head + &config,
         policy: p,
         policy_retry_limit,
         written_retry_limit,

@@ -138,7 +138,7 @@ pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
                     _ => ("queues", "use"),
                 };
                 reject.push(format!(
-                    "the categorizer is the cluster's: {queues} {} {verb} categories it changes and the history holds none of their jobs (export their weeks too: `retryctl history --queue Q … >> WEEK`)",
+                    "the categorizer is the cluster's: {queues} {} {verb} categories it changes and the history holds none of their jobs (export the week without --queue: `retryctl history --lookout-db … --from … --to …`)",
                     q.unseen.join(", ")
                 ));
             }
@@ -346,7 +346,7 @@ mod tests {
         );
         assert_eq!(
             v.line(),
-            "reject (do not adopt): the categorizer is the cluster's: queue eval uses categories it changes and the history holds none of their jobs (export their weeks too: `retryctl history --queue Q … >> WEEK`); loses 2 jobs of queue batch today's policy saves (`b-1`, `b-2`)"
+            "reject (do not adopt): the categorizer is the cluster's: queue eval uses categories it changes and the history holds none of their jobs (export the week without --queue: `retryctl history --lookout-db … --from … --to …`); loses 2 jobs of queue batch today's policy saves (`b-1`, `b-2`)"
         );
         let fine = Comparison {
             rescued: 4,

@@ -201,6 +201,11 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
     ),
     (
         "docs/lookout.md",
+        "$ retryctl simulate -f new/ --history week.jsonl --lookout-db",
+        "needs PostgreSQL and a cluster's policies; tests/integration/cluster.rs runs it (the_baseline_from_the_cluster_is_the_same_plan_as_from_its_files)",
+    ),
+    (
+        "docs/lookout.md",
         "$ retryctl simulate -f testdata/lookout/new/ --lookout-db",
         "needs PostgreSQL; cluster.rs asserts the plan equals the offline one above plus its `baseline:` line",
     ),

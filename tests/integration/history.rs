@@ -52,6 +52,39 @@ fn db_filters_queue_jobset_job_and_time() {
         ids(&out.stdout)
     };
     assert_eq!(h(&["--queue", "batch"]), ["b-01", "b-02", "b-03", "b-04", "b-05"]);
+    // Without `--queue`, every queue's jobs (by id), each with its own queue: the lines of
+    // the two queues' exports, one line a job.
+    let both = |extra: &[&str]| {
+        let mut args = vec!["--lookout-db", db.dsn.as_str()];
+        args.extend_from_slice(extra);
+        let out = history(home.path(), &args);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        out
+    };
+    let all = both(&[]);
+    let mut lines: Vec<String> = String::from_utf8_lossy(&all.stdout).lines().map(String::from).collect();
+    let mut each: Vec<String> = ["ml", "batch"]
+        .iter()
+        .flat_map(|q| {
+            let out = both(&["--queue", q]);
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut by_id = ids(&all.stdout);
+    by_id.sort();
+    assert_eq!(ids(&all.stdout), by_id);
+    lines.sort();
+    each.sort();
+    assert_eq!(lines, each);
+    let err = String::from_utf8_lossy(&all.stderr);
+    assert!(
+        err.contains(&format!("history: exported {} jobs and ", each.len())),
+        "{err}"
+    );
+    assert!(err.contains(" runs of every queue\n"), "{err}");
     assert_eq!(h(&["--queue", "ml", "--jobset", "nightly"]), ["ml-19", "ml-20"]);
     assert_eq!(
         h(&["--queue", "ml", "--job", "ml-03", "--job", "ml-01", "--job", "b-01"]),

@@ -170,7 +170,7 @@ fn the_readme_route_runs_as_written_on_a_week_of_todays_armada() {
     assert!(
         history
             .stderr()
-            .starts_with("history: exported 1174 jobs and 2340 runs of queue `ml`\n"),
+            .starts_with("history: exported 1174 jobs and 2340 runs of every queue\n"),
         "{}",
         history.stderr()
     );
@@ -419,7 +419,7 @@ fn the_readme_route_stops_at_suggest_under_set_e_on_a_week_today_does_not_explai
 
 /// A cluster of two queues sharing one executor config: `batch` retries `infrastructure`, and
 /// `ml`'s week makes suggest split its image pulls into a new category. The route exports
-/// `ml`'s week: the verdict names `batch`, whose jobs the week lacks.
+/// every queue's week: the verdict names `batch`, whose jobs the split loses.
 #[test]
 fn the_readme_route_on_a_two_queue_cluster_rejects_naming_the_other_queue() {
     let home = temp_home();
@@ -433,6 +433,6 @@ fn the_readme_route_on_a_two_queue_cluster_rejects_naming_the_other_queue() {
                 fs::copy(Path::new(&made).join(f), current.join(f)).unwrap();
             }
         },
-        "the categorizer is the cluster's: queue batch uses categories it changes and the history holds none of their jobs",
+        "loses 10 jobs of queue batch today's policy saves (`01m7zzbatch00`, `01m7zzbatch01`, `01m7zzbatch02`, `01m7zzbatch03`, `01m7zzbatch04` and 5 more)",
     );
 }

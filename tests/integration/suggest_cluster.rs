@@ -203,6 +203,14 @@ fn a_split_another_queue_retries_on_is_rejected_naming_the_queue() {
         "{text}"
     );
     assert!(!text.contains("Search its limits"), "{text}");
+    // `--queue ml` left batch's jobs out of the learning, not out of the comparison.
+    assert!(
+        String::from_utf8_lossy(&table.stderr).ends_with(
+            "note: learned from queue `ml` alone: 10 jobs of other queues were compared, since the proposal changes the cluster's categorizer, and not learned from\n"
+        ),
+        "{}",
+        format_output(&table)
+    );
     let v: Value = serde_json::from_slice(&suggest(&["-o", "json"]).stdout).unwrap();
     assert_eq!(v["suggest"]["queues"][0]["queue"], "batch");
     assert_eq!(v["suggest"]["queues"][0]["lost"], 10);
@@ -279,7 +287,7 @@ fn a_queue_the_week_does_not_hold_rejects_a_changed_categorizer() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         v["suggest"]["verdict"]["reasons"][0],
-        "the categorizer is the cluster's: queue eval uses categories it changes and the history holds none of their jobs (export their weeks too: `retryctl history --queue Q … >> WEEK`)"
+        "the categorizer is the cluster's: queue eval uses categories it changes and the history holds none of their jobs (export the week without --queue: `retryctl history --lookout-db … --from … --to …`)"
     );
 }
 

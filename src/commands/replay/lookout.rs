@@ -27,7 +27,10 @@ pub fn no_job(source: &str, filter: Option<&Filter>, nothing: &str) -> CliError 
 /// The filters of a Lookout source, as [`no_job`] names them: the queue, the job set, the
 /// jobs, the window (`FROM–TO`, `from FROM`, `before TO`).
 fn described_filters(f: &Filter) -> Vec<String> {
-    let mut out = vec![format!("queue `{}`", f.queue)];
+    let mut out = vec![match &f.queue {
+        Some(q) => format!("queue `{q}`"),
+        None => "every queue".to_string(),
+    }];
     if let Some(js) = &f.jobset {
         out.push(format!("job set `{js}`"));
     }
@@ -78,9 +81,15 @@ pub fn history_named(path: &std::path::Path) -> String {
 /// `None` when neither tells anything, or the database cannot say (the error is the export's).
 pub fn nearest_hint(dsn: &str, timeout: std::time::Duration, filter: &Filter) -> Option<String> {
     let n = db::nearest(dsn, timeout, filter).ok()?;
-    let queue = &filter.queue;
+    let queue = match &filter.queue {
+        Some(q) => format!("queue `{q}`"),
+        None => "Lookout".to_string(),
+    };
     if !n.any {
-        return Some(format!("queue `{queue}` has no job in Lookout; check the name"));
+        return Some(match &filter.queue {
+            Some(_) => format!("{queue} has no job in Lookout; check the name"),
+            None => "Lookout has no job at all".to_string(),
+        });
     }
     let days = match (n.before, n.after) {
         (Some(b), Some(a)) => format!("{b} (before the window) and {a} (after it)"),
@@ -88,7 +97,7 @@ pub fn nearest_hint(dsn: &str, timeout: std::time::Duration, filter: &Filter) ->
         (None, Some(a)) => format!("{a} (after the window)"),
         (None, None) => return None,
     };
-    Some(format!("queue `{queue}` has jobs submitted on {days}"))
+    Some(format!("{queue} has jobs submitted on {days}"))
 }
 
 /// The hint of a command given no history, when `$LOOKOUT_DB` would have given one.
@@ -128,7 +137,8 @@ pub fn now() -> Timestamp {
 
 /// The filter flags `history` and `simulate --lookout-db` share.
 pub struct FilterFlags<'a> {
-    pub queue: &'a str,
+    /// `None`: every queue (`history` without `--queue`).
+    pub queue: Option<&'a str>,
     pub jobset: Option<&'a str>,
     pub jobs: &'a [String],
     pub window: &'a WindowArgs,
@@ -166,7 +176,7 @@ pub fn lookout_filter(args: &FilterFlags<'_>, now: Timestamp) -> Result<Filter, 
         }
     }
     Ok(Filter {
-        queue: args.queue.to_string(),
+        queue: args.queue.map(str::to_string),
         jobset: args.jobset.map(str::to_string),
         jobs: args.jobs.to_vec(),
         from,

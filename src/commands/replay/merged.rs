@@ -252,7 +252,7 @@ pub fn lookout_summary(ctx: &mut Context, partials: &[Partial]) -> anyhow::Resul
         }
     }
     if let Some(queue) = queue {
-        write_summary(ctx.err, queue, &totals)?;
+        write_summary(ctx.err, Some(queue), &totals)?;
     }
     Ok(totals.left_out())
 }

@@ -323,21 +323,41 @@ pub struct End {
     one_queue: Option<OneQueue>,
     strict: bool,
     partial: bool,
+    /// suggest compared every queue (its proposal changes the cluster's categorizer): the
+    /// jobs `--queue` left out were left out of its learning only.
+    learned_only: bool,
 }
 
 impl End {
+    /// suggest's, when it compared every queue: the note says the other queues' jobs were
+    /// left out of the learning only.
+    pub fn learned_only(self) -> End {
+        End {
+            learned_only: true,
+            ..self
+        }
+    }
+
     /// After the verb's replay ended with `code`: for a database export, `history`'s summary
     /// on stderr (what was read, left out, and what Lookout could not tell), then the lost
     /// connection's error, or exit 1 with `--strict` and rows left out.
     pub fn finish(self, ctx: &mut Context, code: ExitCode) -> anyhow::Result<ExitCode> {
         if let Some(q) = self.one_queue.as_ref().filter(|q| q.left_out() > 0) {
-            writeln!(ctx.err, "note: {}", left_out_words(q))?;
+            match self.learned_only {
+                false => writeln!(ctx.err, "note: {}", left_out_words(q))?,
+                true => writeln!(
+                    ctx.err,
+                    "note: learned from queue `{}` alone: {} of other queues were compared, since the proposal changes the cluster's categorizer, and not learned from",
+                    q.name(),
+                    crate::engine::job_report::plural(q.left_out(), "job", "jobs"),
+                )?,
+            }
         }
         let Some((state, queue)) = self.export else {
             return Ok(code);
         };
         let state = std::mem::take(&mut *state.lock().unwrap_or_else(|e| e.into_inner()));
-        write_summary(ctx.err, &queue, &state.totals)?;
+        write_summary(ctx.err, Some(&queue), &state.totals)?;
         if let Some(e) = state.error {
             // The connection was lost: what was printed covers the jobs read before.
             return Err(e);
@@ -406,6 +426,7 @@ pub fn open(ctx: &mut Context, sides: &Sides, open: Open<'_>) -> anyhow::Result<
                 one_queue,
                 strict,
                 partial,
+                learned_only: false,
             },
         }));
     }
@@ -417,7 +438,7 @@ pub fn open(ctx: &mut Context, sides: &Sides, open: Open<'_>) -> anyhow::Result<
     let settings = sides.settings.applied();
     let mut filter = lookout_filter(
         &FilterFlags {
-            queue,
+            queue: Some(queue),
             jobset: args.jobset.as_deref(),
             jobs: &[],
             window: &args.window,
@@ -469,6 +490,7 @@ pub fn open(ctx: &mut Context, sides: &Sides, open: Open<'_>) -> anyhow::Result<
         one_queue: None,
         strict,
         partial,
+        learned_only: false,
     };
     let (source, empty) = match read_ahead(export, checks) {
         Ok(source) => (source, false),

@@ -95,6 +95,7 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
         sides,
         merged: false,
         allow_empty: false,
+        compared_every_queue: Default::default(),
         executor_config: args.executor_config.clone().map(|p| (p, args.executor_config_format)),
     };
     let open = Open {
@@ -111,7 +112,11 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
         ..suggest
     };
     let code = suggest.drive(ctx, opened.source, opened.baseline, opened.from, opened.about)?;
-    opened.end.finish(ctx, code)
+    let end = match suggest.compared_every_queue.get() {
+        true => opened.end.learned_only(),
+        false => opened.end,
+    };
+    end.finish(ctx, code)
 }
 
 /// The checks of suggest's flags before anything is read (`--emit` makes them too, in the
@@ -272,6 +277,9 @@ pub(super) struct Suggest {
     /// `--allow-empty` and a history with no job: the answer of no job, exit 0 (nothing
     /// learned, nothing proposed, the verdict `keep`), in every format.
     allow_empty: bool,
+    /// Set when the proposal changed the categorizer and every queue was compared: the jobs
+    /// `--queue` left out were left out of the learning only.
+    compared_every_queue: std::cell::Cell<bool>,
     /// `--executor-config FILE` and its shape: the proposed executor config alone, written
     /// once the output is.
     executor_config: Option<(PathBuf, ExecutorConfigFormat)>,
@@ -394,6 +402,7 @@ impl Suggest {
         // The categorizer is the cluster's: a proposal that changes it is compared on every
         // queue (docs/suggest.md "Every queue the change reaches").
         let every_queue = proposal.changes_categorizer();
+        self.compared_every_queue.set(every_queue);
         let histories = self.histories(&pass, every_queue)?;
         let by_queue = every_queue.then(ByQueue::default);
         // `-o policy` replays the proposal too, for its verdict, and prints none of it.
@@ -527,7 +536,7 @@ impl Suggest {
             doc.finish(&mut *out, &report, &whole_cmp, backtest.as_ref(), &judgement)?;
         }
         if let (Some((path, format)), Some(u)) = (&self.executor_config, &proposal.upstream) {
-            write_executor_config(path, *format, &u.categorizer)?;
+            write_executor_config(path, *format, &u.executor_config)?;
         }
         // Entries not read: exit 3 as `simulate` and `tune` (the proposal was learned
         // without them), unless `--skip-invalid`, which says how many. Then a script stops
@@ -551,15 +560,8 @@ impl Suggest {
 /// it under `applicationConfig:` (`helm upgrade … -f FILE`). Written beside FILE and renamed
 /// once whole, as `--output-file` is.
 fn write_executor_config(path: &std::path::Path, format: ExecutorConfigFormat, config: &str) -> anyhow::Result<()> {
-    // The line that tells a reader of `-o policy`'s two documents which is not a server
-    // resource says nothing in a file that holds the config alone.
-    let config: String = config
-        .lines()
-        .filter(|l| !l.starts_with("# The executor's config (errorCategories)"))
-        .map(|l| format!("{l}\n"))
-        .collect();
     let text = match format {
-        ExecutorConfigFormat::Config => config,
+        ExecutorConfigFormat::Config => config.to_string(),
         ExecutorConfigFormat::Helm => {
             let mut v =
                 String::from("# The executor chart's values: helm upgrade … -f this file.\napplicationConfig:\n");

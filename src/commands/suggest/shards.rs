@@ -134,6 +134,7 @@ fn conclude_merged(
         sides,
         merged: true,
         allow_empty: false,
+        compared_every_queue: Default::default(),
         // merge writes its one output: the executor config is `-o policy`'s first document.
         executor_config: None,
     };

@@ -101,8 +101,8 @@ pub fn jobs_named<'a>(db: std::sync::Arc<Db>, keys: &[Terminal]) -> crate::looko
     if let Err(e) = by_key(&db) {
         return Box::new(std::iter::once(Err(e.into())));
     }
-    Box::new(by_queue.into_iter().flat_map(move |(queue, ids)| {
-        match named_statement(&ids).and_then(|s| copy_jobs(db.clone(), &s, &queue)) {
+    Box::new(by_queue.into_iter().flat_map(move |(_, ids)| {
+        match named_statement(&ids).and_then(|s| copy_jobs(db.clone(), &s)) {
             Ok(stream) => stream,
             Err(e) => Box::new(std::iter::once(Err(e.into()))),
         }
