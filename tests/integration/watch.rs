@@ -556,6 +556,44 @@ fn rules_file(dir: &Path) -> PathBuf {
     file
 }
 
+/// More jobs than a page (5,000): the week five times over, each copy's ids its own. The next
+/// page's keys are read while a page replays; every job is counted once, as `simulate
+/// --baseline` counts the same jobs.
+#[test]
+fn jobs_past_the_first_page_are_counted_once_as_simulate_counts_them() {
+    let Some(mut db) = pg::lookout_db("watch_pages") else {
+        return;
+    };
+    let lines: Vec<String> = (0..5)
+        .flat_map(|k| {
+            week().into_iter().map(move |l| {
+                let mut v: Value = serde_json::from_str(&l).unwrap();
+                let id = format!("{}{k}", v["job"]["id"].as_str().unwrap());
+                v["job"]["id"] = Value::String(id);
+                v.to_string()
+            })
+        })
+        .collect();
+    assert!(lines.len() > 5000, "{}", lines.len());
+    lookout_rows::load(&mut db, &(lines.join("\n") + "\n"), "");
+    let home = temp_home();
+    let mut w = Watch::start(home.path(), &db.dsn, &state_file(home.path()), &["--window", "30d"]);
+    let m = w.until("every copy of the week", |m| m.jobs() == lines.len() as f64);
+    let plan = simulate(home.path(), &db.dsn, &["-f", CANDIDATE, "--baseline", CURRENT]);
+    let c = &plan["comparison"];
+    let shadow = |change: &str| m.sum("retryctl_watch_shadow_jobs_total", &[&format!("change=\"{change}\"")]);
+    let n = |v: &Value| v.as_f64().unwrap();
+    assert_eq!(m.jobs(), n(&c["jobs"]));
+    assert_eq!(shadow("rescued"), n(&c["transitions"]["rescued"]));
+    assert_eq!(shadow("lost"), n(&c["transitions"]["lost"]));
+    assert_eq!(shadow("same"), n(&c["unchanged"]));
+    // Polls go on over the same rows: nothing is counted again.
+    let polls = |m: &Metrics| m.sum("retryctl_watch_last_poll_success_timestamp_seconds", &[]);
+    let seen = polls(&w.metrics());
+    let later = w.until("another poll", |m| polls(m) > seen);
+    assert_eq!(later.counted(), m.counted());
+}
+
 #[test]
 fn the_alerts_pass_promtool_and_their_own_rule_tests() {
     let Some(promtool) = promtool() else { return };

@@ -3,8 +3,9 @@
 //! replayed on every core and counted, then committed whole: its counters, its jobs as
 //! counted and the cursor past it, together, so that `--state` never holds a page in part.
 //!
-//! Owns: a poll (the pages from [`read_from`], the jobs of the span read again skipped), the
-//! connection (kept between polls, made again after an error), the wait after a poll and the
+//! Owns: a poll (the pages from [`read_from`], the jobs of the span read again skipped, the
+//! next page's keys read while a page replays), the two connections (one for the pages' keys,
+//! one for their rows; kept between polls, made again after an error), the wait after a poll and the
 //! health it leaves, and the lines it says (sent to the thread that holds stderr). Must not:
 //! count what a job adds up to (`watch::job`), or write stderr itself.
 
@@ -48,6 +49,7 @@ pub(super) fn spawn(
         watched,
         log,
         db: None,
+        keys_db: None,
         saved: Instant::now(),
     };
     std::thread::Builder::new()
@@ -76,6 +78,9 @@ struct Poller {
     watched: Arc<Watched>,
     log: Sender<String>,
     db: Option<Arc<Db>>,
+    /// A second connection for the next page's keys, read while a page's rows are read
+    /// and replayed on the first (one connection runs one statement at a time).
+    keys_db: Option<Db>,
     /// When `--state` was last written.
     saved: Instant,
 }
@@ -107,6 +112,7 @@ impl Poller {
                     failures += 1;
                     // A connection that failed once is made again.
                     self.db = None;
+                    self.keys_db = None;
                     self.state().counters.add(Family::PollErrors, &[f.reason.as_str()], 1);
                     Err(f)
                 }
@@ -162,35 +168,42 @@ impl Poller {
         let _ = self.log.try_send(line);
     }
 
-    fn connect(&mut self) -> Result<Arc<Db>, Failed> {
-        if let Some(db) = &self.db {
-            return Ok(db.clone());
-        }
-        let db = Arc::new(
-            db::connect(&self.watched.dsn, self.watched.timeout).map_err(|e| Failed::new(Reason::Connect, e))?,
-        );
+    fn connect(&mut self) -> Result<(Arc<Db>, Db), Failed> {
+        let connect = |w: &Watched| db::connect(&w.dsn, w.timeout).map_err(|e| Failed::new(Reason::Connect, e));
+        let db = match &self.db {
+            Some(db) => db.clone(),
+            None => Arc::new(connect(&self.watched)?),
+        };
         self.db = Some(db.clone());
-        Ok(db)
+        let keys = match self.keys_db.take() {
+            Some(k) => k,
+            None => connect(&self.watched)?,
+        };
+        Ok((db, keys))
     }
 
     /// One poll: every page from [`read_from`] on; the number of jobs read (those of the span
     /// read again that were counted before are not). Stops between two pages when the
-    /// process stops.
+    /// process stops. A full page's successor's keys are read on the second connection while
+    /// the page is replayed, so that the replay does not wait for them.
     fn poll(&mut self) -> Result<u64, Failed> {
-        let db = self.connect()?;
+        let (db, keys_db) = self.connect()?;
         let from = {
             let st = self.state();
             read_from(st.cursor.as_ref(), st.start)
         };
+        let watched = self.watched.clone();
+        let queues = &watched.queues;
+        let page = |after: (i64, &str)| {
+            db::terminal_page(&keys_db, queues, after, PAGE).map_err(|e| Failed::new(Reason::Read, e))
+        };
         // After (`from`, ""): every job of that microsecond, whatever its id.
-        let mut after = (from, String::new());
+        let mut keys = page((from, ""))?;
         let mut read = 0u64;
         loop {
             if self.shared.stop.is_set() {
                 break;
             }
-            let keys = db::terminal_page(&db, &self.watched.queues, (after.0, &after.1), PAGE)
-                .map_err(|e| Failed::new(Reason::Read, e))?;
             let full = keys.len() == PAGE;
             let Some(last) = keys.last().map(|k| Cursor {
                 at: k.at,
@@ -200,11 +213,20 @@ impl Poller {
             };
             let fresh: Vec<Terminal> = {
                 let st = self.state();
-                keys.into_iter()
+                keys.iter()
                     .filter(|k| !st.seen.contains(k.at, &k.job_id))
+                    .cloned()
                     .collect()
             };
-            let counted = self.replay(&db, &fresh)?;
+            let (counted, next) = std::thread::scope(|s| {
+                let next = full.then(|| s.spawn(|| page((last.at, &last.job))));
+                let counted = self.replay(&db, &fresh);
+                (
+                    counted,
+                    next.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
+                )
+            });
+            let counted = counted?;
             {
                 let mut st = self.state();
                 let st = &mut *st;
@@ -215,10 +237,8 @@ impl Poller {
                 advance(&mut st.cursor, &mut st.seen, last.clone());
             }
             read += fresh.len() as u64;
-            after = (last.at, last.job);
-            if !full {
-                break;
-            }
+            let Some(next) = next else { break };
+            keys = next?;
             if self.saved.elapsed() >= SAVE_EVERY {
                 if let Err(e) = self.save() {
                     self.say(format!(
@@ -228,6 +248,7 @@ impl Poller {
                 }
             }
         }
+        self.keys_db = Some(keys_db);
         Ok(read)
     }
 
