@@ -1123,7 +1123,7 @@ mod tests {
         ));
         assert_eq!(
             parse_row(&3i16.to_be_bytes(), &mut fields).err().unwrap(),
-            "a row of 3 fields where the statement reads 18"
+            "a row of 3 fields where the statement reads 19"
         );
         assert!(parse_header(b"PGCOPY\n\xff\r\n\x01xxxxxxxx").is_err());
     }

@@ -3,6 +3,7 @@
 //! the decision that loses no job), the executor config's changes that reach every queue.
 
 use std::path::Path;
+use std::process::Output;
 
 use serde_json::{json, Value};
 
@@ -173,19 +174,22 @@ pub(crate) fn two_queue_week(dir: &Path) -> String {
 /// category is the cluster's, and `batch`, which retries `infrastructure`, loses every job it
 /// retried. suggest compares every queue, says so per queue and rejects naming `batch`;
 /// `simulate --baseline` and `tune` given the proposal count the same loss.
+/// `suggest --history WEEK --queue ml --baseline CURRENT EXTRA…` in `dir`.
+fn suggest_ml(dir: &Path, week: &str, current: &str, extra: &[&str]) -> Output {
+    let args = [
+        &["suggest", "--history", week, "--queue", "ml", "--baseline", current][..],
+        extra,
+    ]
+    .concat();
+    retryctl(dir).args(args).output().unwrap()
+}
+
 #[test]
 fn a_split_another_queue_retries_on_is_rejected_naming_the_queue() {
     let home = temp_home();
     let dir = home.path();
     let (current, week) = (two_queues(dir, false), two_queue_week(dir));
-    let suggest = |extra: &[&str]| {
-        let args = [
-            &["suggest", "--history", &week, "--queue", "ml", "--baseline", &current][..],
-            extra,
-        ]
-        .concat();
-        retryctl(dir).args(args).output().unwrap()
-    };
+    let suggest = |extra: &[&str]| suggest_ml(dir, &week, &current, extra);
     let table = suggest(&[]);
     assert_eq!(table.status.code(), Some(1), "{}", format_output(&table));
     let text = String::from_utf8_lossy(&table.stdout);
@@ -269,20 +273,7 @@ fn a_queue_the_week_does_not_hold_rejects_a_changed_categorizer() {
     let home = temp_home();
     let dir = home.path();
     let (current, week) = (two_queues(dir, true), two_queue_week(dir));
-    let out = retryctl(dir)
-        .args([
-            "suggest",
-            "--history",
-            &week,
-            "--queue",
-            "ml",
-            "--baseline",
-            &current,
-            "-o",
-            "json",
-        ])
-        .output()
-        .unwrap();
+    let out = suggest_ml(dir, &week, &current, &["-o", "json"]);
     assert_eq!(out.status.code(), Some(1), "{}", format_output(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
@@ -309,20 +300,7 @@ fn a_baseline_the_record_contradicts_rejects_and_recommends_nothing() {
     .unwrap();
     let current = format!("{}/", current.display());
     let week = "testdata/route/week.jsonl";
-    let suggest = retryctl(dir)
-        .args([
-            "suggest",
-            "--history",
-            week,
-            "--queue",
-            "ml",
-            "--baseline",
-            &current,
-            "--max-contradictions",
-            "1%",
-        ])
-        .output()
-        .unwrap();
+    let suggest = suggest_ml(dir, week, &current, &["--max-contradictions", "1%"]);
     assert_eq!(suggest.status.code(), Some(1), "{}", format_output(&suggest));
     let text = String::from_utf8_lossy(&suggest.stdout);
     let explains = text
@@ -424,22 +402,9 @@ fn apply_refuses_a_policy_before_its_categories_are_rolled_out() {
     let home = temp_home();
     let dir = home.path();
     let (current, week) = (two_queues(dir, false), two_queue_week(dir));
-    let suggest = retryctl(dir)
-        .args([
-            "suggest",
-            "--history",
-            &week,
-            "--queue",
-            "ml",
-            "--baseline",
-            &current,
-            "-o",
-            "policy",
-            "--executor-config",
-        ])
-        .arg(dir.join("executor-suggested.yaml"))
-        .output()
-        .unwrap();
+    let config = dir.join("executor-suggested.yaml");
+    let config = config.to_str().unwrap();
+    let suggest = suggest_ml(dir, &week, &current, &["-o", "policy", "--executor-config", config]);
     assert_eq!(suggest.status.code(), Some(1), "{}", format_output(&suggest));
     let proposal = dir.join("suggested.yaml");
     std::fs::write(&proposal, &suggest.stdout).unwrap();
