@@ -153,14 +153,22 @@ fn counts_that_overflow_when_added_are_refused() {
              error: cannot merge: 2 problems above (nothing was printed)\n"
         )
     );
-    // Together: each partial's fits, their sum does not; the partial that passes is named.
+    // Together: each partial's fits, their sum does not; the partial that holds the larger
+    // part is named, whichever comes first.
     let first = jobs_at("half-0.json", &p[0], max / 2);
     let second = jobs_at("half-1.json", &p[1], max / 2);
     assert!(first <= u128::from(max) && second <= u128::from(max) && first + second > u128::from(max));
+    assert!(first > second, "{first} {second}");
     assert_eq!(
         refused(d, &["half-0.json", "half-1.json", &p[2]]),
         format!(
-            "error: `half-1.json` is damaged: its totals' `jobs` ({second} in all) and the partials' before it ({first}) add up to more than {max}, more than a count can hold\n{CLOSING}"
+            "error: `half-0.json` is damaged: its totals' `jobs` ({first} in all) and the other partials' ({second}) add up to more than {max}, more than a count can hold\n{CLOSING}"
+        )
+    );
+    assert_eq!(
+        refused(d, &["half-1.json", "half-0.json", &p[2]]),
+        format!(
+            "error: `half-0.json` is damaged: its totals' `jobs` ({first} in all) and the partials' before it ({second}) add up to more than {max}, more than a count can hold\n{CLOSING}"
         )
     );
 }
@@ -478,5 +486,43 @@ fn shards_of_a_history_of_unreadable_lines_merge_to_one_processs_diagnostics() {
         merge.extend(partials.iter().map(String::as_str));
         let merged = run(dir.path(), &merge);
         assert_eq!(format_output(&merged), format_output(&whole), "{args:?}");
+    }
+}
+
+/// A device-time sum past 2^128 − 1 (GPU time, nanoseconds × thousandths of a device), forged
+/// into one partial and sealed again: the partial that holds the impossible number is named,
+/// whichever order the partials are given in, never the one whose number is the history's.
+#[test]
+fn a_device_time_past_2_128_names_the_partial_that_holds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let (candidate, baseline, week) = (
+        format!("{root}/testdata/route/suggested.yaml"),
+        format!("{root}/testdata/route/current/"),
+        format!("{root}/testdata/route/week.jsonl"),
+    );
+    let args = [
+        "simulate",
+        "-f",
+        &candidate,
+        "--baseline",
+        &baseline,
+        "--history",
+        &week,
+    ];
+    let p = shards(d, "gpu", &args, 2);
+    let text = fs::read_to_string(d.join(&p[0])).unwrap();
+    let field = "\"gpu_removed\":";
+    let at = text.rfind(field).unwrap() + field.len();
+    let end = at + text[at..].find(|c: char| !c.is_ascii_digit()).unwrap();
+    let honest: u128 = text[at..end].parse().unwrap();
+    assert!(honest > 0, "the week's GPU jobs are retried differently");
+    let forged = format!("{}{}{}", &text[..at], u128::MAX - 1, &text[end..]);
+    fs::write(d.join("forged.json"), reseal(&forged)).unwrap();
+    for order in [["forged.json", p[1].as_str()], [p[1].as_str(), "forged.json"]] {
+        let err = refused(d, &order);
+        assert!(err.starts_with("error: `forged.json` is damaged: "), "{order:?}: {err}");
+        assert!(!err.contains(&format!("`{}`", p[1])), "{order:?}: {err}");
     }
 }

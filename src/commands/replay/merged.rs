@@ -131,7 +131,7 @@ pub fn add_totals<T: serde::de::DeserializeOwned>(
 ) -> anyhow::Result<Sums> {
     let mut problems = Vec::new();
     let mut sums = Sums::default();
-    for p in partials {
+    for (place, p) in partials.iter().enumerate() {
         let counts: Counts = match p.totals() {
             Ok(c) => c,
             Err(ReadError::Bad(why)) => {
@@ -140,12 +140,14 @@ pub fn add_totals<T: serde::de::DeserializeOwned>(
             }
             Err(limit) => return Err(read_error(&p.name, limit)),
         };
-        if let Err(why) = counts
-            .check()
-            .and_then(|()| check(&counts))
-            .and_then(|()| sums.add(&counts))
-        {
+        if let Err(why) = counts.check().and_then(|()| check(&counts)) {
             problems.push(format!("`{}` {why}", p.name));
+            continue;
+        }
+        if let Err(o) = sums.add(&counts, place) {
+            // The partial that holds the impossible number, not the one that came after it.
+            let named = o.partial.map_or(&p.name, |at| &partials[at].name);
+            problems.push(format!("`{named}` {}", o.why));
             continue;
         }
         match p.totals::<T>() {

@@ -201,8 +201,8 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
     let mut sums = add_totals(partials, |_| Ok(()), |t: ShardLearning, _| fold.add(t))?;
     // What pass 1 could not read, pass 2 says: a shard's entries are only what a later one
     // learned past its first 10,000 signatures, added once the first 10,000 are known.
-    for p in partials.iter() {
-        add_past(p, &mut sums, &mut fold)?;
+    for place in 0..partials.len() {
+        add_past(partials, place, &mut sums, &mut fold)?;
     }
     let first = &partials[0];
     let shards = Shards {
@@ -221,15 +221,21 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
 /// its first 10,000, each checked as numbers with the totals' sums (`sums`, every partial's
 /// so far), then added where one process counts it. Any other entry is refused: a shard of
 /// suggest says nothing of what it could not read.
-fn add_past(p: &Partial, sums: &mut Sums, fold: &mut SuggestFold) -> anyhow::Result<()> {
+fn add_past(partials: &[Partial], place: usize, sums: &mut Sums, fold: &mut SuggestFold) -> anyhow::Result<()> {
+    let p = &partials[place];
     let mut entries = p.entries().map_err(|e| read_error(&p.name, e))?;
     while let Some(raw) = entries.next_raw() {
         let raw = raw.map_err(problem)?;
         let counts: Counts = decode_learned(&p.name, raw.number, &raw.json).map_err(problem)?;
         counts
             .check()
-            .and_then(|()| sums.add(&counts))
             .map_err(|why| problem(format!("`{}` {why} (entry {})", p.name, raw.number)))?;
+        sums.add(&counts, place)
+            .map_err(|o| match o.partial.filter(|&at| at != place) {
+                // The partial that holds the impossible number, not this entry's.
+                Some(at) => problem(format!("`{}` {}", partials[at].name, o.why)),
+                None => problem(format!("`{}` {} (entry {})", p.name, o.why, raw.number)),
+            })?;
         let past = decode_learned(&p.name, raw.number, &raw.json).map_err(problem)?;
         fold.add_past(past)
             .map_err(|why| damaged(p, &format!("entry {}: {why}", raw.number)))?;

@@ -92,30 +92,65 @@ impl Counts {
     }
 }
 
-/// Every partial's [`Counts`] added up so far.
+/// Every partial's [`Counts`] added up so far, and for each field the partial that gave the
+/// most to it (so that a sum past its type names the partial holding the impossible number).
 #[derive(Debug, Default)]
-pub struct Sums(BTreeMap<String, u128>);
+pub struct Sums {
+    sums: BTreeMap<String, u128>,
+    /// Per field: the largest count one partial gave, and that partial (its place).
+    largest: BTreeMap<String, (u128, usize)>,
+}
+
+/// A sum past its type's limit: `why` is said of the partial at `partial` (the one whose own
+/// count of the field is the largest: an earlier partial's, or `None`, the one being added).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overflow {
+    pub partial: Option<usize>,
+    pub why: String,
+}
+
+impl std::fmt::Display for Overflow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.why)
+    }
+}
 
 impl Sums {
-    /// Adds a partial's counts; `Err` (nothing added) names the field whose sum would pass
-    /// its type's limit.
-    pub fn add(&mut self, counts: &Counts) -> Result<(), String> {
+    /// Adds the counts of the partial at `place`; `Err` (nothing added) names the field whose
+    /// sum would pass its type's limit, and which partial holds the largest part of it.
+    pub fn add(&mut self, counts: &Counts, place: usize) -> Result<(), Overflow> {
+        let this = |why| Overflow { partial: None, why };
         for (name, &n) in &counts.sums {
             let limit = limit(name);
             if n > limit {
-                return Err(format!(
+                return Err(this(format!(
                     "is damaged: its totals' `{name}` add up to more than {limit}, more than a count can hold"
-                ));
+                )));
             }
-            let before = self.0.get(name).copied().unwrap_or(0);
+            let before = self.sums.get(name).copied().unwrap_or(0);
             if before.checked_add(n).is_none_or(|s| s > limit) {
-                return Err(format!(
-                    "is damaged: its totals' `{name}` ({n} in all) and the partials' before it ({before}) add up to more than {limit}, more than a count can hold"
-                ));
+                return Err(match self.largest.get(name) {
+                    // An earlier partial holds more of it than this one: the impossible number
+                    // is there, not here.
+                    Some(&(most, at)) if most > n => Overflow {
+                        partial: Some(at),
+                        why: format!(
+                            "is damaged: its totals' `{name}` ({most} in all) and the other partials' ({}) add up to more than {limit}, more than a count can hold",
+                            before - most + n
+                        ),
+                    },
+                    _ => this(format!(
+                        "is damaged: its totals' `{name}` ({n} in all) and the partials' before it ({before}) add up to more than {limit}, more than a count can hold"
+                    )),
+                });
             }
         }
         for (name, &n) in &counts.sums {
-            *self.0.entry(name.clone()).or_default() += n;
+            *self.sums.entry(name.clone()).or_default() += n;
+            let most = self.largest.entry(name.clone()).or_insert((n, place));
+            if n > most.0 {
+                *most = (n, place);
+            }
         }
         Ok(())
     }
@@ -328,12 +363,12 @@ mod tests {
         assert_eq!(a.length("arms"), Some(2));
         assert_eq!(a.sums["jobs"], 15);
         let mut sums = Sums::default();
-        sums.add(&a).unwrap();
+        sums.add(&a, 0).unwrap();
         // 128-bit fields take what 64 bits do not.
-        sums.add(&a).unwrap();
+        sums.add(&a, 1).unwrap();
         let big = Counts::of(format!(r#"{{"jobs":{}}}"#, u64::MAX - 20).as_bytes()).unwrap();
         assert_eq!(
-            sums.add(&big).unwrap_err(),
+            sums.add(&big, 2).unwrap_err().to_string(),
             format!(
                 "is damaged: its totals' `jobs` ({} in all) and the partials' before it (30) add up to more than {}, more than a count can hold",
                 u64::MAX - 20,
@@ -343,14 +378,14 @@ mod tests {
         // Past the type within one partial (a sum over its candidates).
         let two = Counts::of(format!(r#"{{"arms":[{{"jobs":{0}}},{{"jobs":{0}}}]}}"#, u64::MAX).as_bytes()).unwrap();
         assert_eq!(
-            Sums::default().add(&two).unwrap_err(),
+            Sums::default().add(&two, 0).unwrap_err().to_string(),
             format!(
                 "is damaged: its totals' `jobs` add up to more than {}, more than a count can hold",
                 u64::MAX
             )
         );
         // Refused whole: the sums are what they were.
-        assert_eq!(sums.0["jobs"], 30);
+        assert_eq!(sums.sums["jobs"], 30);
         // Not counts: positions and exit codes are never added.
         let c = Counts::of(br#"{"first_not_submitted":[[18446744073709551615,1],"j"],"Exit":-1}"#).unwrap();
         assert!(c.sums.is_empty());
@@ -379,8 +414,8 @@ mod tests {
         ] {
             let counts = Counts::of(&totals).unwrap();
             let mut sums = Sums::default();
-            sums.add(&counts).unwrap();
-            sums.add(&counts).unwrap();
+            sums.add(&counts, 0).unwrap();
+            sums.add(&counts, 1).unwrap();
         }
     }
 }
