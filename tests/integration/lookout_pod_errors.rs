@@ -613,23 +613,25 @@ fn suggests_pod_error_rules_match_the_stored_texts() {
     }
     let home = temp_home();
     let executor = write(home.path(), "executor.yaml", EXECUTOR);
-    let out = retryctl(home.path())
-        .args([
-            "suggest",
-            "--engine",
-            "upstream",
-            "--queue",
-            "pe",
-            "--lookout-db",
-            &db.dsn,
-            "--min-trials",
-            "5",
-        ])
-        .arg("--categorizer")
-        .arg(&executor)
-        .args(["-o", "json"])
-        .output()
-        .unwrap();
+    // suggest of queue `pe` straight from the database, with the deployed categorizer.
+    let suggest = |format: &str| {
+        retryctl(home.path())
+            .args([
+                "suggest",
+                "--engine",
+                "upstream",
+                "--queue",
+                "pe",
+                "--lookout-db",
+                &db.dsn,
+            ])
+            .args(["--min-trials", "5", "--categorizer"])
+            .arg(&executor)
+            .args(["-o", format])
+            .output()
+            .unwrap()
+    };
+    let out = suggest("json");
     assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let signatures: Vec<&str> = v["suggest"]["signatures"]
@@ -646,23 +648,7 @@ fn suggests_pod_error_rules_match_the_stored_texts() {
         signatures.contains(&"podError \"Failed to pull image \"reg.example/team/train:v<n>\": rpc error: code = NotFound desc = failed to pull and unpack image \"reg.example/team/train:v<n>\": not found\""),
         "{signatures:?}"
     );
-    let out = retryctl(home.path())
-        .args([
-            "suggest",
-            "--engine",
-            "upstream",
-            "--queue",
-            "pe",
-            "--lookout-db",
-            &db.dsn,
-            "--min-trials",
-            "5",
-        ])
-        .arg("--categorizer")
-        .arg(&executor)
-        .args(["-o", "policy"])
-        .output()
-        .unwrap();
+    let out = suggest("policy");
     assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     let parsed = retryctl::model::parse_documents(&text, None);

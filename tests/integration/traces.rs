@@ -8,6 +8,19 @@ use std::path::Path;
 
 use crate::support::{format_output, retryctl, temp_home};
 
+/// The comparing verbs over `p.yaml` and `h.jsonl` (written by each test): tune's sweep and
+/// suggest against the same baseline as `simulate --baseline p.yaml`.
+const TUNE: &[&str] = &[
+    "tune",
+    "-f",
+    "p.yaml",
+    "--baseline",
+    "p.yaml",
+    "--vary",
+    "p:spec.retryLimit=1..2",
+];
+const SUGGEST: &[&str] = &["suggest", "--baseline", "p.yaml"];
+
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
@@ -324,16 +337,8 @@ fn unreadable_lines_are_exit_3_in_every_verb_or_skipped_and_counted() {
     for verb in [
         &["simulate", "-f", "p.yaml"][..],
         &["simulate", "-f", "p.yaml", "--baseline", "p.yaml"],
-        &[
-            "tune",
-            "-f",
-            "p.yaml",
-            "--baseline",
-            "p.yaml",
-            "--vary",
-            "p:spec.retryLimit=1..2",
-        ],
-        &["suggest", "--baseline", "p.yaml"],
+        TUNE,
+        SUGGEST,
     ] {
         let run = |extra: &[&str]| {
             retryctl(dir)
@@ -439,19 +444,7 @@ fn a_sum_past_128_bits_is_refused_by_tune_and_suggest_too() {
         .collect();
     write(dir, "h.jsonl", &history);
     let refused = "error: the GPU time recorded passes 340282366920938463463374607431768211455 nanoseconds × thousandths of a device (2^128 − 1), the most retryctl can add up; check the history's `runFor` and `resources`\n";
-    for verb in [
-        &["simulate", "-f", "p.yaml", "--baseline", "p.yaml"][..],
-        &[
-            "tune",
-            "-f",
-            "p.yaml",
-            "--baseline",
-            "p.yaml",
-            "--vary",
-            "p:spec.retryLimit=1..2",
-        ],
-        &["suggest", "--baseline", "p.yaml"],
-    ] {
+    for verb in [&["simulate", "-f", "p.yaml", "--baseline", "p.yaml"][..], TUNE, SUGGEST] {
         let out = retryctl(dir)
             .current_dir(dir)
             .args(verb)

@@ -15,31 +15,14 @@
 
 use serde_json::{json, Value};
 
-use super::{json as decoded, Scratch, RETRY_ONCE};
+use super::replayed;
 use crate::support::executor_formats as formats;
 
 /// What a run's decision record and the summary say under `config` (a whole `errorCategories`
 /// mapping): (category, subcategory, "" for none; the pod kept, so that its Retry collides).
 fn on_path(config: &str, run: Value) -> (String, String, bool) {
-    let s = Scratch::new();
     let history = json!({"job": {"id": "j"}, "runs": [run, {"outcome": "succeeded"}]});
-    s.file("c.yaml", config)
-        .file("p.yaml", RETRY_ONCE)
-        .file("h.jsonl", &format!("{history}\n"));
-    let out = s.output(&[
-        "simulate",
-        "-f",
-        "p.yaml",
-        "--engine",
-        "upstream",
-        "--categorizer",
-        "c.yaml",
-        "--history",
-        "h.jsonl",
-        "-o",
-        "json",
-    ]);
-    let v = decoded(&out);
+    let v = replayed(config, &history.to_string());
     let record = &v["jobs"][0]["runs"][0];
     let text = |field: &str| record[field].as_str().unwrap_or_default().to_string();
     let collisions = v["summary"]["collisions"].as_u64().expect("collisions");

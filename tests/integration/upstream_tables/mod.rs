@@ -111,20 +111,15 @@ pub enum PodAction {
 const RETRY_ONCE: &str =
     "apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\nname: retry-once\nretryLimit: 1\ndefaultAction: Retry\n";
 
-/// What the executor's categorizer makes of one failed run, as the user sees it in `simulate
-/// --engine upstream --categorizer c.yaml -o json`: the decision record's `category` and
-/// `subcategory` ("" for none, as upstream's `ClassifyResult` states them) and the pod's fate
-/// (a retried run whose pod is kept collides with it: `summary.collisions` is 1).
-///
-/// `categories` is the body of an enabled `errorCategories` mapping (upstream's tests build
-/// the classifier directly, which is always on), `run` one FailureHistory run as JSON.
-pub fn classify(categories: &str, run: &str) -> (String, String, PodAction) {
+/// `simulate -f p.yaml --engine upstream --categorizer c.yaml --history h.jsonl -o json`, as a
+/// user runs it, with `config` the categorizer file, the policy [`RETRY_ONCE`] and `history`
+/// the history's one line: its output, decoded.
+pub fn replayed(config: &str, history: &str) -> Value {
     let s = Scratch::new();
-    let body: String = categories.lines().map(|l| format!("  {l}\n")).collect();
-    s.file("c.yaml", &format!("errorCategories:\n  enabled: true\n{body}"))
+    s.file("c.yaml", config)
         .file("p.yaml", RETRY_ONCE)
-        .file("h.jsonl", &format!("{{\"job\":{{\"id\":\"j\"}},\"runs\":[{run}]}}\n"));
-    let out = s.output(&[
+        .file("h.jsonl", &format!("{history}\n"));
+    json(&s.output(&[
         "simulate",
         "-f",
         "p.yaml",
@@ -136,8 +131,22 @@ pub fn classify(categories: &str, run: &str) -> (String, String, PodAction) {
         "h.jsonl",
         "-o",
         "json",
-    ]);
-    let v = json(&out);
+    ]))
+}
+
+/// What the executor's categorizer makes of one failed run, as the user sees it in `simulate
+/// --engine upstream --categorizer c.yaml -o json`: the decision record's `category` and
+/// `subcategory` ("" for none, as upstream's `ClassifyResult` states them) and the pod's fate
+/// (a retried run whose pod is kept collides with it: `summary.collisions` is 1).
+///
+/// `categories` is the body of an enabled `errorCategories` mapping (upstream's tests build
+/// the classifier directly, which is always on), `run` one FailureHistory run as JSON.
+pub fn classify(categories: &str, run: &str) -> (String, String, PodAction) {
+    let body: String = categories.lines().map(|l| format!("  {l}\n")).collect();
+    let v = replayed(
+        &format!("errorCategories:\n  enabled: true\n{body}"),
+        &format!("{{\"job\":{{\"id\":\"j\"}},\"runs\":[{run}]}}"),
+    );
     let record = &v["jobs"][0]["runs"][0];
     assert_eq!(record["decision"], "retry", "{record}");
     let text = |field: &str| match &record[field] {
