@@ -44,8 +44,8 @@ pub use local::{
 };
 pub use max_contradictions::MaxContradictions;
 pub use replay::{
-    EngineArg, ExecutorConfigFormat, HistoryArgs, HistoryOutput, MergeArgs, MergeOutput, ReplayArgs, SimulateArgs,
-    SimulateOutput, SuggestArgs, SuggestOutput, TuneArgs, TuneOutput, WatchArgs, WindowArgs,
+    EngineArg, ExecutorConfigFormat, HistoryArgs, HistoryOutput, MergeArgs, MergeOutput, ReplayArgs, SchedulerArgs,
+    SimulateArgs, SimulateOutput, SuggestArgs, SuggestOutput, TuneArgs, TuneOutput, WatchArgs, WindowArgs,
 };
 pub use resources::{
     ApplyArgs, ClusterArgs, CreateArgs, CreateResource, DeleteArgs, DeleteFlags, DeletePolicyFlags, DeleteResource,

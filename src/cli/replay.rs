@@ -133,21 +133,8 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, value_name = "ENGINE", requires = "what_if")]
     pub baseline_engine: Option<EngineArg>,
 
-    /// An Armada scheduler config file (its `scheduling.retryPolicy` block is used).
-    #[arg(long, value_name = "FILE")]
-    pub scheduler_config: Option<PathBuf>,
-
-    /// Policies for jobs whose queue is not among the documents (comma separated, in order).
-    #[arg(long = "retry-policy", value_delimiter = ',', value_name = "NAMES")]
-    pub retry_policies: Option<Vec<String>>,
-
-    /// Override the scheduler's globalMaxRetries.
-    #[arg(long, value_name = "N")]
-    pub global_max_retries: Option<u32>,
-
-    /// Override the scheduler's defaultPolicyName.
-    #[arg(long, value_name = "NAME")]
-    pub default_policy: Option<String>,
+    #[command(flatten)]
+    pub scheduler: SchedulerArgs,
 
     /// Check the estimates on this history: the trials of jobs submitted before TIME (RFC
     /// 3339) fit the rates, those of jobs submitted at or after it test them (every job needs
@@ -519,21 +506,8 @@ pub struct WatchArgs {
     #[arg(long, value_enum, value_name = "ENGINE")]
     pub baseline_engine: Option<EngineArg>,
 
-    /// An Armada scheduler config file (its `scheduling.retryPolicy` block is used).
-    #[arg(long, value_name = "FILE")]
-    pub scheduler_config: Option<PathBuf>,
-
-    /// Policies for jobs whose queue is not among the documents (comma separated, in order).
-    #[arg(long = "retry-policy", value_delimiter = ',', value_name = "NAMES")]
-    pub retry_policies: Option<Vec<String>>,
-
-    /// Override the scheduler's globalMaxRetries.
-    #[arg(long, value_name = "N")]
-    pub global_max_retries: Option<u32>,
-
-    /// Override the scheduler's defaultPolicyName.
-    #[arg(long, value_name = "NAME")]
-    pub default_policy: Option<String>,
+    #[command(flatten)]
+    pub scheduler: SchedulerArgs,
 
     /// Serve /metrics, /report and /healthz on this address.
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:9464")]
@@ -622,3 +596,25 @@ pub(super) const EX_HISTORY: &str = "Examples:
   retryctl history --lookout-db postgresql://lookout@db/lookout --queue ml --since 7d > week.jsonl
   retryctl history --lookout-url http://lookout:10000 --queue ml --jobset nightly -o yaml
   retryctl simulate -f new/ --baseline old/ --history week.jsonl";
+
+// The scheduler's settings every replaying verb and `watch` take: its config file and the
+// flags that override it. (Not a doc comment: a flattened struct's would become the
+// command's about.)
+#[derive(Debug, Clone, Args)]
+pub struct SchedulerArgs {
+    /// An Armada scheduler config file (its `scheduling.retryPolicy` block is used).
+    #[arg(long, value_name = "FILE")]
+    pub scheduler_config: Option<PathBuf>,
+
+    /// Policies for jobs whose queue is not among the documents (comma separated, in order).
+    #[arg(long = "retry-policy", value_delimiter = ',', value_name = "NAMES")]
+    pub retry_policies: Option<Vec<String>>,
+
+    /// Override the scheduler's globalMaxRetries.
+    #[arg(long, value_name = "N")]
+    pub global_max_retries: Option<u32>,
+
+    /// Override the scheduler's defaultPolicyName.
+    #[arg(long, value_name = "NAME")]
+    pub default_policy: Option<String>,
+}

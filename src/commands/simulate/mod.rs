@@ -240,7 +240,7 @@ impl SimulateRun {
             all_changes: args.all_changes,
             exit_code: args.exit_code,
             strict: args.strict,
-            retry_policy: args.replay.retry_policies.is_some(),
+            retry_policy: args.replay.scheduler.retry_policies.is_some(),
             given: sim.given().to_vec(),
             backtest_at: args.replay.backtest_at.clone(),
             skip_invalid: args.replay.skip_invalid,

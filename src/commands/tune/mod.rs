@@ -155,7 +155,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         pick_command,
         backtest_at: replay.backtest_at.clone(),
         exit_code: args.exit_code,
-        retry_policy: replay.retry_policies.is_some(),
+        retry_policy: replay.scheduler.retry_policies.is_some(),
         given: arms.first().map(|a| a.sim.given().to_vec()).unwrap_or_default(),
         categorized: sides.candidate.categorizer.is_some() || sides.baseline.categorizer.is_some(),
         skip_invalid: replay.skip_invalid,
@@ -643,7 +643,7 @@ fn pick_command(args: &TuneArgs) -> String {
     if args.source.recursive {
         words.push("-R".into());
     }
-    if let Some(s) = &args.replay.scheduler_config {
+    if let Some(s) = &args.replay.scheduler.scheduler_config {
         words.push("--scheduler-config".into());
         words.push(shell_word(&path_text(s)));
     }

@@ -30,7 +30,6 @@ use crate::connection::parse_timeout;
 use crate::engine::Settings;
 use crate::error::{CliError, ExitCode};
 use crate::model::duration::GoDuration;
-use crate::replay::source::Overrides;
 use crate::watch::job::Sides;
 use crate::watch::metrics::Counters;
 use crate::watch::schedule::Health;
@@ -240,14 +239,7 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
     let names: Vec<String> = sides.candidates.iter().map(|(n, _)| n.clone()).collect();
-    let settings = SchedulerSettings::read(
-        args.scheduler_config.as_deref(),
-        Overrides {
-            global_max_retries: args.global_max_retries,
-            default_policy: args.default_policy.clone(),
-        },
-    )?
-    .applied();
+    let settings = SchedulerSettings::of_flags(&args.scheduler)?.applied();
     let mut state = load_state(ctx, &args.state, flags.since.unwrap_or(now), &queues, &names)?;
     if state.cursor.is_some() && args.since.is_some() {
         writeln!(

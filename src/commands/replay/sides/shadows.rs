@@ -74,7 +74,7 @@ pub fn resolve(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<Option<(Si
         borrow_rule(true, false, &n, &today_named)?;
         named.push((name, files.files, n));
     }
-    let retry_policies = args.retry_policies.as_deref();
+    let retry_policies = args.scheduler.retry_policies.as_deref();
     let today_categorizer = today_named.read(ctx)?;
     let baseline = attach(
         build(&today.files, retry_policies, today_engine, Side::Baseline)?,
