@@ -92,6 +92,7 @@ mod tests {
                     rules: vec![
                         rule("", "Check the image"),
                         rule("", "Check the image name and tag"),
+                        rule("", "Pull failed\n\nCheck the image"),
                         rule("pull", "Retry later"),
                     ],
                 },
@@ -108,7 +109,7 @@ mod tests {
     #[test]
     fn hints_come_off_the_end_of_the_text_their_rule_appended_them_to() {
         let h = Hints::of(&config());
-        let rows: [(&str, &str, Option<&str>, Option<&str>); 8] = [
+        let rows: [(&str, &str, Option<&str>, Option<&str>); 9] = [
             (
                 "Unable to start pod.\nx\n\nCheck the image",
                 "image",
@@ -117,6 +118,9 @@ mod tests {
             ),
             // The longer of two hints that end alike.
             ("msg\n\nCheck the image name and tag", "image", None, Some("msg")),
+            // A hint that ends another (after its own `\n\n`): the longer comes off whole, or
+            // `Pull failed` would be left in the text.
+            ("msg\n\nPull failed\n\nCheck the image", "image", None, Some("msg")),
             // A failed pod's lines end with `\n`: three newlines before the hint.
             (
                 "Container main failed with exit code 1 because Error: boom\n\n\nCheck the image",
