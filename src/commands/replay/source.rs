@@ -389,15 +389,16 @@ pub fn open(ctx: &mut Context, sides: &Sides, open: Open<'_>) -> anyhow::Result<
         // `--baseline-from-cluster` beside `--history`: the cluster's policies from the
         // database (`check_flags` let `--lookout-db` through for that alone), the jobs from
         // the file.
-        let (baseline, from) = match (&sides.baseline.policies, &args.lookout_db) {
-            (BaselinePolicies::Cluster, Some(Some(dsn))) => {
-                let db = db::connect_with(dsn, parse_timeout(&ctx.global.timeout)?, cluster::CLUSTER_TABLES)?;
-                match cluster_baseline(ctx, sides, &db, args.queue.as_deref())? {
-                    Some(b) => (Some(b), BaselineFrom::Cluster),
-                    None => return Ok(None),
-                }
-            }
-            _ => (sides.baseline.simulator().cloned(), BaselineFrom::Files),
+        let db = match (&sides.baseline.policies, &args.lookout_db) {
+            (BaselinePolicies::Cluster, Some(Some(dsn))) => Some(db::connect_with(
+                dsn,
+                parse_timeout(&ctx.global.timeout)?,
+                cluster::CLUSTER_TABLES,
+            )?),
+            _ => None,
+        };
+        let Some((baseline, from)) = baseline_of(ctx, sides, db.as_ref(), args.queue.as_deref())? else {
+            return Ok(None);
         };
         let FileSource {
             mut files,
@@ -450,12 +451,8 @@ pub fn open(ctx: &mut Context, sides: &Sides, open: Open<'_>) -> anyhow::Result<
         tables.extend_from_slice(cluster::CLUSTER_TABLES);
     }
     let db = db::connect_with(dsn, parse_timeout(&ctx.global.timeout)?, &tables)?;
-    let (sim, from) = match sides.baseline.policies {
-        BaselinePolicies::Cluster => match cluster_baseline(ctx, sides, &db, Some(queue))? {
-            Some(b) => (Some(b), BaselineFrom::Cluster),
-            None => return Ok(None),
-        },
-        _ => (sides.baseline.simulator().cloned(), BaselineFrom::Files),
+    let Some((sim, from)) = baseline_of(ctx, sides, Some(&db), Some(queue))? else {
+        return Ok(None);
     };
     let mut about = About {
         source: serde_json::json!({
@@ -522,18 +519,26 @@ pub fn open(ctx: &mut Context, sides: &Sides, open: Open<'_>) -> anyhow::Result<
     }))
 }
 
-/// The cluster's policies and queue attachments, read from Lookout's database `db`, with the
-/// baseline's categorizer; `queue`: the queue replayed (`None`: a `--history` of any queue).
-/// `None` after reporting rows that cannot be read (exit 3).
-fn cluster_baseline(
+/// The baseline as the source opens it: the cluster's policies and queue attachments read
+/// from Lookout's database `db` (`--baseline-from-cluster`), with the baseline's categorizer,
+/// else the policies the sides resolved; and where it came from. `queue`: the queue replayed
+/// (`None`: a `--history` of any queue). `None` after reporting stored rows that cannot be
+/// read (exit 3).
+fn baseline_of(
     ctx: &mut Context,
     sides: &Sides,
-    db: &db::Db,
+    db: Option<&db::Db>,
     queue: Option<&str>,
-) -> anyhow::Result<Option<Simulator>> {
+) -> anyhow::Result<Option<(Option<Simulator>, BaselineFrom)>> {
+    let (BaselinePolicies::Cluster, Some(db)) = (&sides.baseline.policies, db) else {
+        return Ok(Some((sides.baseline.simulator().cloned(), BaselineFrom::Files)));
+    };
     let state = cluster::read(db)?;
     let retry_policies = sides.spec.retry_policies.as_deref();
-    Ok(load_from_cluster(ctx, state, retry_policies, queue, sides.baseline.engine)?.map(|b| sides.baseline.attach(b)))
+    Ok(
+        load_from_cluster(ctx, state, retry_policies, queue, sides.baseline.engine)?
+            .map(|b| (Some(sides.baseline.attach(b)), BaselineFrom::Cluster)),
+    )
 }
 
 /// Some history to replay: `--history`, or `--lookout-db` (`$LOOKOUT_DB` resolved before,
@@ -568,14 +573,8 @@ pub fn check_flags(args: &ReplayArgs, files: &[std::path::PathBuf]) -> Result<()
                 "`--history` and `--lookout-db` are two histories: give one (beside `--history`, `--lookout-db` is only where `--baseline-from-cluster` reads the cluster's policies)",
             ));
         }
-        let filters = [
-            ("--jobset", args.jobset.is_some()),
-            ("--since", args.window.since.is_some()),
-            ("--from", args.window.from.is_some()),
-            ("--to", args.window.to.is_some()),
-        ];
-        return match filters.iter().find(|(_, set)| *set) {
-            Some((flag, _)) => Err(CliError::usage(format!(
+        return match lookout_filter_given(args) {
+            Some(flag) => Err(CliError::usage(format!(
                 "`{flag}` selects Lookout's jobs, and the jobs are `--history`'s: with `--history`, `--lookout-db` only gives `--baseline-from-cluster` the cluster's policies (`--queue` alone selects the file's jobs)"
             ))),
             None => Ok(()),
@@ -595,21 +594,32 @@ pub fn check_flags(args: &ReplayArgs, files: &[std::path::PathBuf]) -> Result<()
             )),
         };
     }
-    let given = [
-        ("--baseline-from-cluster", args.baseline_from_cluster),
+    let reads_lookout = |flag: &str, beside: &str| {
+        CliError::usage(format!(
+            "`{flag}` reads Lookout's database: give `--lookout-db DSN` (of a `--history`, `--queue` alone selects the jobs{beside})"
+        ))
+    };
+    if args.baseline_from_cluster {
+        return Err(reads_lookout(
+            "--baseline-from-cluster",
+            ", and `--lookout-db` beside it gives the cluster's policies",
+        ));
+    }
+    match lookout_filter_given(args) {
+        Some(flag) => Err(reads_lookout(flag, "")),
+        None => Ok(()),
+    }
+}
+
+/// The first of Lookout's filters given (`--jobset`, `--since`, `--from`, `--to`), which
+/// select the jobs of a database export.
+fn lookout_filter_given(args: &ReplayArgs) -> Option<&'static str> {
+    [
         ("--jobset", args.jobset.is_some()),
         ("--since", args.window.since.is_some()),
         ("--from", args.window.from.is_some()),
         ("--to", args.window.to.is_some()),
-    ];
-    match given.iter().find(|(_, set)| *set) {
-        Some((flag, _)) => Err(CliError::usage(format!(
-            "`{flag}` reads Lookout's database: give `--lookout-db DSN` (of a `--history`, `--queue` alone selects the jobs{})",
-            match *flag {
-                "--baseline-from-cluster" => ", and `--lookout-db` beside it gives the cluster's policies",
-                _ => "",
-            }
-        ))),
-        None => Ok(()),
-    }
+    ]
+    .into_iter()
+    .find_map(|(flag, set)| set.then_some(flag))
 }

@@ -86,27 +86,18 @@ pub(super) fn named_statement(ids: &[String]) -> Result<String, CliError> {
 }
 
 /// The jobs `keys` name (a page of [`terminal_page`]), each with all its runs, decoded as
-/// [`jobs`] decodes a queue's: one statement per queue among them ([`named_statement`]),
-/// run one after the other on `db`, each once the one before has ended, with the runs looked
-/// up by key ([`by_key`]). A statement that fails ends the stream with its error, as a lost
-/// connection ends [`jobs`]'.
+/// [`jobs`] decodes an export (each job's queue from its row): one statement
+/// ([`named_statement`]), with the runs looked up by key ([`by_key`]). A statement that fails
+/// ends the stream with its error, as a lost connection ends [`jobs`]'.
 pub fn jobs_named<'a>(db: std::sync::Arc<Db>, keys: &[Terminal]) -> crate::lookout::JobStream<'a> {
-    let mut by_queue: Vec<(String, Vec<String>)> = Vec::new();
-    for k in keys {
-        match by_queue.iter_mut().find(|(q, _)| *q == k.queue) {
-            Some((_, ids)) => ids.push(k.job_id.clone()),
-            None => by_queue.push((k.queue.clone(), vec![k.job_id.clone()])),
-        }
+    let ids: Vec<String> = keys.iter().map(|k| k.job_id.clone()).collect();
+    match by_key(&db)
+        .and_then(|()| named_statement(&ids))
+        .and_then(|s| copy_jobs(db, &s))
+    {
+        Ok(stream) => stream,
+        Err(e) => Box::new(std::iter::once(Err(e.into()))),
     }
-    if let Err(e) = by_key(&db) {
-        return Box::new(std::iter::once(Err(e.into())));
-    }
-    Box::new(by_queue.into_iter().flat_map(move |(_, ids)| {
-        match named_statement(&ids).and_then(|s| copy_jobs(db.clone(), &s)) {
-            Ok(stream) => stream,
-            Err(e) => Box::new(std::iter::once(Err(e.into()))),
-        }
-    }))
 }
 
 /// Every job of `queues` that reached a terminal state at or after `from` (microseconds since
