@@ -16,7 +16,6 @@ use crate::commands::replay::lookout::{
 };
 use crate::connection::{parse_timeout, resolve, Env};
 use crate::error::{CliError, ExitCode};
-use crate::input;
 use crate::lookout::executor_text::Hints;
 use crate::lookout::{api, db, Event, Export, JobStream};
 use crate::output::history::{left_out_line, write_history, write_summary};
@@ -94,12 +93,10 @@ pub fn run(ctx: &mut Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// `--categorizer FILE`: the deployed categorizer's hints, its warnings said on stderr; exit 3
-/// naming the file and each problem when it does not validate, before Lookout is read.
+/// `--categorizer FILE`: the deployed categorizer's hints, read and checked as a replay's
+/// categorizer is (its warnings said on stderr; exit 3 naming the file and each problem when
+/// it does not validate or compile), before Lookout is read.
 fn deployed_hints(ctx: &mut Context, path: &std::path::Path) -> anyhow::Result<Hints> {
-    let file = input::read_categorizer(path)?;
-    for w in &file.warnings {
-        writeln!(ctx.err, "{}: {w}", ctx.style.warning("warning"))?;
-    }
-    Ok(Hints::of(&file.config))
+    let categorizer = crate::commands::replay::sides::Categorizer::read(ctx, path)?;
+    Ok(Hints::of(&categorizer.file.config))
 }

@@ -57,7 +57,7 @@ impl Categorizer {
 
     /// `--categorizer FILE` (or a side's flag): exit 3 naming it and each problem's line, before
     /// the history is read.
-    fn read(ctx: &mut Context, path: &Path) -> anyhow::Result<Categorizer> {
+    pub fn read(ctx: &mut Context, path: &Path) -> anyhow::Result<Categorizer> {
         Categorizer::compile(ctx, input::read_categorizer(path)?)
     }
 
