@@ -407,11 +407,10 @@ pub const NOT_COMPLETE: &str =
 /// The upstream documents and what the report says of them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Upstream {
-    /// The bare `errorCategories:` document, as `-o policy` prints it before the policy.
-    pub categorizer: String,
-    /// The same as a file of its own (`--executor-config`): without the line that tells it
-    /// apart from the policy beside it.
-    pub executor_config: String,
+    /// The header's comment lines of the executor's config.
+    pub head: String,
+    /// The rest of it: the bare `errorCategories:` document (under the deployed file's shape).
+    pub config: String,
     /// The v1beta1 RetryPolicy.
     pub policy: String,
     /// The largest limit among the Retry rules (`None`: no Retry rule).
@@ -436,6 +435,22 @@ pub struct Upstream {
     /// The action of each rule the policy writes of its own (signatures proposing alike on
     /// one category share one), in order.
     pub rule_actions: Vec<Action>,
+}
+
+impl Upstream {
+    /// The executor's config as `-o policy` prints it before the policy: told apart from it,
+    /// since `apply` reads the file too.
+    pub fn categorizer(&self) -> String {
+        format!(
+            "{}# The executor's config (errorCategories), not a server resource: `retryctl apply` skips it.\n{}",
+            self.head, self.config
+        )
+    }
+
+    /// The same as a file of its own (`--executor-config`), which has no policy beside it.
+    pub fn executor_config(&self) -> String {
+        format!("{}{}", self.head, self.config)
+    }
 }
 
 /// A category that stands for signatures whose proposals differ, which no matcher upstream
@@ -742,9 +757,6 @@ pub fn upstream_documents(
     for line in header.lines() {
         head.push_str(&format!("# {}\n", comment(line)));
     }
-    // Beside the policy, a reader is told which document is not a server resource; the
-    // executor config written alone (`--executor-config`) has no such neighbour.
-    let note = "# The executor's config (errorCategories), not a server resource: `retryctl apply` skips it.\n";
     let mut tail = String::new();
     if deployed.is_none() {
         tail.push_str(&format!("# {NOT_COMPLETE}\n"));
@@ -839,10 +851,9 @@ pub fn upstream_documents(
     }
     let action_changes = action_changes(&categories, existing, &delete_existing);
     let rule_actions = policy_rules.iter().map(|r| r.1).collect();
-    let config = tail + &shaped(&c, deployed_file.as_ref());
     Upstream {
-        categorizer: format!("{head}{note}{config}"),
-        executor_config: head + &config,
+        head,
+        config: tail + &shaped(&c, deployed_file.as_ref()),
         policy: p,
         policy_retry_limit,
         written_retry_limit,

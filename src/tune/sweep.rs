@@ -853,7 +853,6 @@ impl<'s> SweepFold<'s> {
             // The record is every candidate's, as `simulate --baseline` prints it in each.
             a.comparison.recorded = recorded.clone();
         }
-        let recorded_out = recorded;
         Ok(Swept {
             jobs: total.jobs,
             errors,
@@ -862,7 +861,7 @@ impl<'s> SweepFold<'s> {
             rates,
             backtest,
             used_given: fallbacks.used_given,
-            recorded: recorded_out,
+            recorded,
         })
     }
 }

@@ -95,7 +95,6 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
         sides,
         merged: false,
         allow_empty: false,
-        compared_every_queue: Default::default(),
         executor_config: args.executor_config.clone().map(|p| (p, args.executor_config_format)),
     };
     let open = Open {
@@ -111,12 +110,12 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
         allow_empty: opened.empty,
         ..suggest
     };
-    let code = suggest.drive(ctx, opened.source, opened.baseline, opened.from, opened.about)?;
-    let end = match suggest.compared_every_queue.get() {
+    let done = suggest.drive(ctx, opened.source, opened.baseline, opened.from, opened.about)?;
+    let end = match done.every_queue {
         true => opened.end.learned_only(),
         false => opened.end,
     };
-    end.finish(ctx, code)
+    end.finish(ctx, done.code)
 }
 
 /// The checks of suggest's flags before anything is read (`--emit` makes them too, in the
@@ -260,6 +259,14 @@ impl History {
     }
 }
 
+/// How suggest ended: its exit status, and whether the proposal changed the categorizer and
+/// every queue was compared (the jobs `--queue` left out were then left out of the learning
+/// only).
+pub(super) struct Concluded {
+    pub code: ExitCode,
+    pub every_queue: bool,
+}
+
 pub(super) struct Suggest {
     /// What a shard records of the command line, and a merge reads back.
     run: SuggestRun,
@@ -277,9 +284,6 @@ pub(super) struct Suggest {
     /// `--allow-empty` and a history with no job: the answer of no job, exit 0 (nothing
     /// learned, nothing proposed, the verdict `keep`), in every format.
     allow_empty: bool,
-    /// Set when the proposal changed the categorizer and every queue was compared: the jobs
-    /// `--queue` left out were left out of the learning only.
-    compared_every_queue: std::cell::Cell<bool>,
     /// `--executor-config FILE` and its shape: the proposed executor config alone, written
     /// once the output is.
     executor_config: Option<(PathBuf, ExecutorConfigFormat)>,
@@ -295,14 +299,18 @@ impl Suggest {
         baseline: Option<Simulator>,
         from: Baseline,
         about: About,
-    ) -> anyhow::Result<ExitCode> {
+    ) -> anyhow::Result<Concluded> {
         // Every baseline of suggest is known when the source opens: files, the cluster's, or
         // no policy.
         let Some(baseline) = baseline else {
             unreachable!("suggest's baseline is files, the cluster's, or no policy")
         };
         if self.output == SuggestOutput::Partial {
-            return self.write_partial(ctx, source, &baseline, about);
+            let code = self.write_partial(ctx, source, &baseline, about)?;
+            return Ok(Concluded {
+                code,
+                every_queue: false,
+            });
         }
         // Every source is read once: pass 2 replays pass 1's copy.
         let pass = learn(ctx.style, source, &baseline, self.sides.spec.backtest_time(), None)?;
@@ -387,7 +395,7 @@ impl Suggest {
         baseline: &Simulator,
         from: Baseline,
         mut pass: Pass1,
-    ) -> anyhow::Result<ExitCode> {
+    ) -> anyhow::Result<Concluded> {
         let estimates_backtest = self.after_pass1(ctx, &mut pass)?;
         let learned = &pass.learning.learned;
         let sorted = learned.sorted();
@@ -402,7 +410,6 @@ impl Suggest {
         // The categorizer is the cluster's: a proposal that changes it is compared on every
         // queue (docs/suggest.md "Every queue the change reaches").
         let every_queue = proposal.changes_categorizer();
-        self.compared_every_queue.set(every_queue);
         let histories = self.histories(&pass, every_queue)?;
         let by_queue = every_queue.then(ByQueue::default);
         // `-o policy` replays the proposal too, for its verdict, and prints none of it.
@@ -536,7 +543,7 @@ impl Suggest {
             doc.finish(&mut *out, &report, &whole_cmp, backtest.as_ref(), &judgement)?;
         }
         if let (Some((path, format)), Some(u)) = (&self.executor_config, &proposal.upstream) {
-            write_executor_config(path, *format, &u.executor_config)?;
+            write_executor_config(path, *format, &u.executor_config())?;
         }
         // Entries not read: exit 3 as `simulate` and `tune` (the proposal was learned
         // without them), unless `--skip-invalid`, which says how many. Then a script stops
@@ -545,13 +552,14 @@ impl Suggest {
         let errors = whole_cmp.comparison.errors;
         pod_name_warning(&mut *ctx.err, ctx.style, &whole_cmp.comparison.recorded)?;
         skipped_note(&mut *ctx.err, errors, self.run.skip_invalid)?;
-        Ok(if let Some(code) = not_replayed_code(errors, self.run.skip_invalid) {
+        let code = if let Some(code) = not_replayed_code(errors, self.run.skip_invalid) {
             code
         } else if judgement.decision == Decision::Reject {
             ExitCode::Failure
         } else {
             ExitCode::Success
-        })
+        };
+        Ok(Concluded { code, every_queue })
     }
 }
 

@@ -183,7 +183,7 @@ impl Suggest {
                     }),
                     &header,
                 );
-                (format!("{}---\n{}", u.categorizer, u.policy), Some(u))
+                (format!("{}---\n{}", u.categorizer(), u.policy), Some(u))
             }
         };
         if let Some(q) = queue {

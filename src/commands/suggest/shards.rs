@@ -134,7 +134,6 @@ fn conclude_merged(
         sides,
         merged: true,
         allow_empty: false,
-        compared_every_queue: Default::default(),
         // merge writes its one output: the executor config is `-o policy`'s first document.
         executor_config: None,
     };
@@ -170,7 +169,7 @@ fn conclude_merged(
         let at = suggest.sides.spec.backtest_time();
         pass.unsaid = learn(ctx.style, files, &baseline, at, None)?.unsaid;
     }
-    suggest.conclude(ctx, &baseline, Baseline::Files, pass)
+    Ok(suggest.conclude(ctx, &baseline, Baseline::Files, pass)?.code)
 }
 
 /// A sharded suggest's partials: their learning folded in shard order (byte ranges: the

@@ -103,13 +103,10 @@ pub fn engine(
     if let Some(e) = flag {
         return (e, EngineFrom::Flag);
     }
-    let from_files = of_files;
     match (candidate, baseline) {
-        (CandidateDialect::Files(c), BaselineDialect::Files(b)) => {
-            (from_files(&[c, b]), EngineFrom::Baseline(b.words()))
-        }
-        (CandidateDialect::Files(c), _) => (from_files(&[c]), EngineFrom::NoBaseline),
-        (CandidateDialect::Proposed, BaselineDialect::Files(b)) => (from_files(&[b]), EngineFrom::Baseline(b.words())),
+        (CandidateDialect::Files(c), BaselineDialect::Files(b)) => (of_files(&[c, b]), EngineFrom::Baseline(b.words())),
+        (CandidateDialect::Files(c), _) => (of_files(&[c]), EngineFrom::NoBaseline),
+        (CandidateDialect::Proposed, BaselineDialect::Files(b)) => (of_files(&[b]), EngineFrom::Baseline(b.words())),
         (CandidateDialect::Proposed, BaselineDialect::Cluster) => (EngineKind::Upstream, EngineFrom::Cluster),
         (CandidateDialect::Proposed, BaselineDialect::None) => (EngineKind::Design, EngineFrom::NoBaseline),
     }
