@@ -34,6 +34,21 @@ pub struct Settings {
     /// What a default-action retry takes (design): the baseline's first policy's.
     pub backoff: Backoff,
     pub anti_affinity: Option<AntiAffinityMode>,
+    /// A learned Retry default's limit (docs/reference/suggest.md "The policy's defaults"):
+    /// design, the policy's `retryLimit` (every other rule writes its own); upstream, it
+    /// joins the rules' in the one `retryLimit`.
+    pub default_limit: Option<u32>,
+    /// The learned default's evidence, a comment above the policy's settings.
+    pub default_note: Option<String>,
+}
+
+impl Settings {
+    /// The learned default's evidence as comment lines at `pad`, none when today's stays.
+    fn default_comment(&self, pad: &str) -> String {
+        self.default_note
+            .as_deref()
+            .map_or_else(String::new, |n| format!("{pad}# {}\n", comment(n)))
+    }
 }
 
 /// A rule and the words of its evidence (a comment above it).
@@ -120,7 +135,8 @@ pub fn design_policy(settings: &Settings, rules: &[Documented<'_>], kept: &[Kept
     }
     y.push_str("apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata:\n");
     y.push_str(&format!("  name: {}\nspec:\n", settings.name));
-    if let Some(l) = settings.retry_limit {
+    y.push_str(&settings.default_comment("  "));
+    if let Some(l) = settings.default_limit.or(settings.retry_limit) {
         y.push_str(&format!("  retryLimit: {l}\n"));
     }
     y.push_str(&format!(
@@ -359,6 +375,59 @@ mod tests {
         );
     }
 
+    /// A learned Retry default's limit is one more in upstream's one `retryLimit`: it raises
+    /// it past today's where nothing blocks the raise, and is cut with the rules where a kept
+    /// rule would retry further; its evidence heads the policy's settings.
+    #[test]
+    fn a_learned_default_joins_the_one_retry_limit() {
+        let rule = Proposed {
+            text: "category:gpu".into(),
+            signature: Signature::Category {
+                category: "gpu".into(),
+                subcategory: None,
+            },
+            action: Action::Retry,
+            limit: Some(3),
+            avoid_same_node: false,
+            extrapolated_from: None,
+            gpu: 0,
+            cpu: 0,
+            cut: false,
+            as_today: None,
+        };
+        let documented = [Documented {
+            rule: &rule,
+            evidence: String::new(),
+            mutate: None,
+            place: None,
+        }];
+        let settings = Settings {
+            name: "suggested".into(),
+            default_action: Some(Action::Retry),
+            retry_limit: Some(2),
+            default_limit: Some(4),
+            default_note: Some("(default): learned from 1 signature".into()),
+            ..Settings::default()
+        };
+        let u = upstream_documents(&settings, &documented, &[], None, None, "h");
+        assert_eq!((u.policy_retry_limit, u.written_retry_limit), (Some(4), 4));
+        assert_eq!(
+            (u.raises.as_slice(), u.cut.as_slice()),
+            (&["category:gpu".to_string()][..], &[][..])
+        );
+        assert!(
+            u.policy.contains(
+                "name: suggested\n# (default): learned from 1 signature\nretryLimit: 4\ndefaultAction: Retry\n"
+            ),
+            "{}",
+            u.policy
+        );
+        let u = upstream_documents(&settings, &documented, &[], Some("today/0"), None, "h");
+        assert_eq!(u.written_retry_limit, 2);
+        assert_eq!(u.cut, ["category:gpu", "(default)"]);
+        assert_eq!(u.cut_by.as_deref(), Some("today/0"));
+    }
+
     #[test]
     fn category_names_are_short_slugs_with_a_hash() {
         let rule = |text: &str, signature: Signature| Proposed {
@@ -371,6 +440,7 @@ mod tests {
             gpu: 0,
             cpu: 0,
             cut: false,
+            as_today: None,
         };
         let container = |exit, name: &str, template: &str| Signature::Container {
             exit,
@@ -732,7 +802,11 @@ pub fn upstream_documents(
             d.mutate(),
         ));
     }
-    let policy_retry_limit = rules.iter().filter_map(|d| d.rule.limit).max();
+    let policy_retry_limit = rules
+        .iter()
+        .filter_map(|d| d.rule.limit)
+        .chain(settings.default_limit)
+        .max();
     // Today's limit, raised to the proposal's only where no rule of today's would retry
     // further for it.
     let (written_retry_limit, cut_by) = match (policy_retry_limit, settings.retry_limit) {
@@ -742,15 +816,21 @@ pub fn upstream_documents(
         },
         (l, today) => (today.or(l).unwrap_or(0), None),
     };
-    let raises = rules
-        .iter()
-        .filter(|d| d.rule.limit.is_some_and(|l| l < written_retry_limit))
-        .map(|d| d.rule.text.clone())
+    // The learned default's limit is one more (docs/reference/suggest.md "The policy's
+    // defaults").
+    let limits = || {
+        rules
+            .iter()
+            .map(|d| (d.rule.limit, d.rule.text.as_str()))
+            .chain(std::iter::once((settings.default_limit, super::propose::DEFAULT)))
+    };
+    let raises = limits()
+        .filter(|(l, _)| l.is_some_and(|l| l < written_retry_limit))
+        .map(|(_, t)| t.to_string())
         .collect();
-    let cut = rules
-        .iter()
-        .filter(|d| d.rule.limit.is_some_and(|l| l > written_retry_limit))
-        .map(|d| d.rule.text.clone())
+    let cut = limits()
+        .filter(|(l, _)| l.is_some_and(|l| l > written_retry_limit))
+        .map(|(_, t)| t.to_string())
         .collect();
 
     let mut head = String::new();
@@ -820,6 +900,7 @@ pub fn upstream_documents(
     }
     p.push_str("apiVersion: armadaproject.io/v1beta1\nkind: RetryPolicy\n");
     p.push_str(&format!("name: {}\n", settings.name));
+    p.push_str(&settings.default_comment(""));
     p.push_str(&format!("retryLimit: {written_retry_limit}\n"));
     p.push_str(&format!(
         "defaultAction: {}\n",

@@ -59,6 +59,10 @@ pub struct Proposed {
     /// Some run's first line was longer than the template: the pattern is not anchored at
     /// the line's end.
     pub cut: bool,
+    /// A thin signature today's default decided, given a rule that writes today's decision
+    /// because the proposal's default differs (docs/reference/suggest.md "The policy's
+    /// defaults"): why it has no rule of its own learned.
+    pub as_today: Option<NoRule>,
 }
 
 /// Why a signature gets no rule of its own.
@@ -422,6 +426,7 @@ pub fn verdict(stats: &SignatureStats, knobs: &Knobs, engine: EngineKind) -> Ver
         gpu: stats.gpu.once(),
         cpu: stats.cpu.once(),
         cut: stats.cut,
+        as_today: None,
     })
 }
 
@@ -466,15 +471,137 @@ pub fn order(a: &Proposed, b: &Proposed) -> Ordering {
         .then_with(|| a.text.as_bytes().cmp(b.text.as_bytes()))
 }
 
-/// Every signature's verdict (in `stats`' order), and the rules in the policy's order: at
-/// most `room.rules`, those of the signatures with the most GPU- then CPU-hours; the others'
-/// verdict is [`NoRule::NoRoom`] (decided as today).
+/// What a policy's default does with a run no rule matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DefaultDecision {
+    pub action: Action,
+    /// A Retry default's limit.
+    pub limit: Option<u32>,
+}
+
+/// The text the default's row and its evidence go by.
+pub const DEFAULT: &str = "(default)";
+
+/// The proposed policy's default (docs/reference/suggest.md "The policy's defaults"): learned
+/// from the runs of the signatures today's default decides and no rule of the proposal can
+/// match, pooled; else today's.
+#[derive(Debug, Clone)]
+pub struct Defaults {
+    /// Their counts, pooled (text [`DEFAULT`]).
+    pub stats: SignatureStats,
+    /// How many signatures were pooled.
+    pub signatures: usize,
+    /// Their texts: the default decides their runs.
+    pub pooled: std::collections::HashSet<String>,
+    /// Today's default, as the baseline's first policy sets it (no policy: `Fail`).
+    pub today: DefaultDecision,
+    /// The learned default as a rule of text [`DEFAULT`], or why today's stays.
+    pub verdict: Verdict,
+    /// Thin signatures given a rule that writes today's decision, the default changing.
+    pub as_today: usize,
+}
+
+impl Defaults {
+    /// What the proposal's default does.
+    pub fn proposed(&self) -> DefaultDecision {
+        match &self.verdict {
+            Verdict::Rule(p) => DefaultDecision {
+                action: p.action,
+                limit: p.limit,
+            },
+            Verdict::None(_) => self.today,
+        }
+    }
+
+    /// Whether the proposal's default is not today's.
+    pub fn changes(&self) -> bool {
+        self.proposed() != self.today
+    }
+}
+
+/// Every signature's verdict, the rules and the default.
+#[derive(Debug)]
+pub struct Proposal<'a> {
+    /// In `stats`' order.
+    pub verdicts: Vec<(&'a SignatureStats, Verdict)>,
+    /// In the policy's order.
+    pub rules: Vec<Proposed>,
+    pub default: Defaults,
+}
+
+/// Thin evidence: a signature decided as today for want of trials.
+fn thin(why: &NoRule) -> bool {
+    matches!(why, NoRule::TooFewTrials { .. } | NoRule::ThinFirstRetry { .. })
+}
+
+/// Whether today's default decided most of the signature's failed runs that today's policy
+/// decided: the policy's default (`POLICY/default`), no Retry default (`fail_default`), or no
+/// policy at all (the legacy path). A signature a rule of today's decides is the kept rule's,
+/// and one no policy decides (a preemption) is no default's.
+fn decided_by_default(s: &SignatureStats) -> bool {
+    use crate::engine::DecisionKind;
+    let (mut by_default, mut other) = (0u64, 0u64);
+    for (c, n) in &s.current {
+        if let super::stats::Current::Decided { rule, .. } = c {
+            let default = rule.ends_with("/default")
+                || rule == DecisionKind::FailDefault.as_str()
+                || rule == DecisionKind::LegacyFail.as_str();
+            match default {
+                true => by_default += n,
+                false => other += n,
+            }
+        }
+    }
+    by_default > other
+}
+
+/// The default §"The limit" gives the pooled counts, as a rule's verdict (text [`DEFAULT`]):
+/// too few trials or no first retry with evidence of its own keep today's.
+fn default_verdict(stats: &SignatureStats, knobs: &Knobs) -> Verdict {
+    if stats.trials.trials < knobs.min_trials {
+        return Verdict::None(NoRule::TooFewTrials {
+            trials: stats.trials.trials,
+            min: knobs.min_trials,
+        });
+    }
+    if evidenced_depth(stats, knobs.max_limit) == 0 && !knobs.extrapolate {
+        return Verdict::None(NoRule::ThinFirstRetry {
+            trials: stats.by_depth[0].trials,
+        });
+    }
+    let l = limit(stats, knobs);
+    let (action, limit) = match l.depth {
+        0 => (Action::Fail, None),
+        d => (Action::Retry, Some(d)),
+    };
+    Verdict::Rule(Proposed {
+        text: DEFAULT.to_string(),
+        signature: Signature::Unknown,
+        action,
+        limit,
+        avoid_same_node: false,
+        extrapolated_from: l.extrapolated_from,
+        gpu: stats.gpu.once(),
+        cpu: stats.cpu.once(),
+        cut: false,
+        as_today: None,
+    })
+}
+
+/// Every signature's verdict (in `stats`' order), the rules in the policy's order and the
+/// default. At most `room.rules` rules, those of the signatures with the most GPU- then
+/// CPU-hours; the others' verdict is [`NoRule::NoRoom`] (decided as today). The default is
+/// learned from the signatures without a rule of their own for a reason other than thin
+/// evidence whose runs today's default decided (`today`); when it differs from today's, each
+/// thin signature today's default decided gets a rule writing `today`, or, when the room is
+/// short of them, the default stays today's.
 pub fn propose<'a>(
     stats: &[&'a SignatureStats],
     knobs: &Knobs,
     engine: EngineKind,
     room: Room,
-) -> (Vec<(&'a SignatureStats, Verdict)>, Vec<Proposed>) {
+    today: DefaultDecision,
+) -> Proposal<'a> {
     let mut verdicts: Vec<(&SignatureStats, Verdict)> = stats.iter().map(|s| (*s, verdict(s, knobs, engine))).collect();
     let mut ranked: Vec<(usize, &Proposed)> = verdicts
         .iter()
@@ -484,6 +611,7 @@ pub fn propose<'a>(
             Verdict::None(_) => None,
         })
         .collect();
+    let learned_rules = ranked.len().min(room.rules);
     if ranked.len() > room.rules {
         ranked.sort_by(|(_, a), (_, b)| {
             b.gpu
@@ -496,6 +624,7 @@ pub fn propose<'a>(
             verdicts[i].1 = Verdict::None(NoRule::NoRoom(room.full));
         }
     }
+    let default = learn_default(&mut verdicts, knobs, room, learned_rules, today);
     let mut rules: Vec<Proposed> = verdicts
         .iter()
         .filter_map(|(_, v)| match v {
@@ -504,7 +633,67 @@ pub fn propose<'a>(
         })
         .collect();
     rules.sort_by(order);
-    (verdicts, rules)
+    Proposal {
+        verdicts,
+        rules,
+        default,
+    }
+}
+
+/// The default ([`propose`]), and the rules that keep thin signatures as today when it
+/// changes, set among `verdicts`.
+fn learn_default(
+    verdicts: &mut [(&SignatureStats, Verdict)],
+    knobs: &Knobs,
+    room: Room,
+    rules: usize,
+    today: DefaultDecision,
+) -> Defaults {
+    let pooled: Vec<&SignatureStats> = verdicts
+        .iter()
+        .filter(|(s, v)| matches!(v, Verdict::None(why) if !thin(why)) && decided_by_default(s))
+        .map(|(s, _)| *s)
+        .collect();
+    let stats = super::stats::pooled(DEFAULT, pooled.iter().copied());
+    let mut default = Defaults {
+        verdict: default_verdict(&stats, knobs),
+        stats,
+        signatures: pooled.len(),
+        pooled: pooled.iter().map(|s| s.text.clone()).collect(),
+        today,
+        as_today: 0,
+    };
+    if !default.changes() {
+        return default;
+    }
+    let thin_today: Vec<usize> = verdicts
+        .iter()
+        .enumerate()
+        .filter(|(_, (s, v))| matches!(v, Verdict::None(why) if thin(why)) && decided_by_default(s))
+        .map(|(i, _)| i)
+        .collect();
+    if thin_today.len() > room.rules - rules {
+        default.verdict = Verdict::None(NoRule::NoRoom(room.full));
+        return default;
+    }
+    for &i in &thin_today {
+        let (s, v) = &mut verdicts[i];
+        let Verdict::None(why) = v else { continue };
+        *v = Verdict::Rule(Proposed {
+            text: s.text.clone(),
+            signature: s.signature.clone().expect("a thin signature is matchable"),
+            action: today.action,
+            limit: today.limit,
+            avoid_same_node: false,
+            extrapolated_from: None,
+            gpu: s.gpu.once(),
+            cpu: s.cpu.once(),
+            cut: s.cut,
+            as_today: Some(why.clone()),
+        });
+    }
+    default.as_today = thin_today.len();
+    default
 }
 
 #[cfg(test)]
@@ -562,6 +751,138 @@ mod tests {
             s.trials.successes += successes;
         }
         s
+    }
+
+    /// `stats` under `text` and `signature`, its failed runs decided today by `rule` as `action`.
+    fn decided(
+        text: &str,
+        signature: Option<Signature>,
+        depths: [(u64, u64); 5],
+        rule: &str,
+        action: Action,
+    ) -> SignatureStats {
+        let mut s = stats(depths);
+        s.text = text.into();
+        s.signature = signature;
+        s.failed_runs = s.trials.trials + 10;
+        s.current.insert(
+            super::super::stats::Current::Decided {
+                rule: rule.into(),
+                action,
+            },
+            s.failed_runs,
+        );
+        s
+    }
+
+    /// The default is learned from the signatures today's default decided and no rule can
+    /// match; when it changes, a thin signature today's default decided keeps today's
+    /// decision by a rule of its own, and one a rule of today's decides is left to it.
+    #[test]
+    fn the_default_is_learned_from_the_runs_no_rule_matches() {
+        let k = Knobs::default();
+        let fail = DefaultDecision {
+            action: Action::Fail,
+            limit: None,
+        };
+        let exit = |code| {
+            Some(Signature::Container {
+                exit: Some(code),
+                name: "main".into(),
+                init: false,
+                template: String::new(),
+                cut: false,
+            })
+        };
+        let unknown = decided(
+            "unknown",
+            Some(Signature::Unknown),
+            [(20, 10), (10, 5), (0, 0), (0, 0), (0, 0)],
+            "fail_default",
+            Action::Fail,
+        );
+        let thin = decided(
+            "exit:3@main",
+            exit(3),
+            [(3, 2), (0, 0), (0, 0), (0, 0), (0, 0)],
+            "fail_default",
+            Action::Fail,
+        );
+        let ruled = decided(
+            "exit:4@main",
+            exit(4),
+            [(3, 0), (0, 0), (0, 0), (0, 0), (0, 0)],
+            "p/0",
+            Action::Retry,
+        );
+        let preempted = decided(
+            "condition:Preempted",
+            Some(Signature::Condition(Condition::Preempted)),
+            [(30, 0), (0, 0), (0, 0), (0, 0), (0, 0)],
+            "preempted",
+            Action::Fail,
+        );
+        let all = [&unknown, &thin, &ruled, &preempted];
+        let p = propose(&all, &k, EngineKind::Upstream, Room::new(0, None), fail);
+        assert_eq!(p.default.signatures, 1, "the preemption is no default's");
+        assert_eq!(
+            p.default.proposed(),
+            DefaultDecision {
+                action: Action::Retry,
+                limit: Some(2)
+            }
+        );
+        assert!(p.default.changes());
+        assert_eq!(p.default.as_today, 1);
+        assert_eq!(p.rules.len(), 1);
+        let r = &p.rules[0];
+        assert_eq!(
+            (r.text.as_str(), r.action, r.limit, r.as_today.clone()),
+            (
+                "exit:3@main",
+                Action::Fail,
+                None,
+                Some(NoRule::TooFewTrials { trials: 3, min: 20 })
+            )
+        );
+        assert_eq!(
+            p.verdicts[2].1,
+            Verdict::None(NoRule::TooFewTrials { trials: 3, min: 20 })
+        );
+
+        // The default learned the same as today's: nothing changes, no rule is added.
+        let retry2 = DefaultDecision {
+            action: Action::Retry,
+            limit: Some(2),
+        };
+        let p = propose(&all, &k, EngineKind::Upstream, Room::new(0, None), retry2);
+        assert!(!p.default.changes());
+        assert!(p.rules.is_empty());
+
+        // Too few pooled trials: today's stays, and says why.
+        let few = decided(
+            "unknown",
+            Some(Signature::Unknown),
+            [(12, 6), (0, 0), (0, 0), (0, 0), (0, 0)],
+            "p/default",
+            Action::Retry,
+        );
+        let p = propose(&[&few, &thin], &k, EngineKind::Design, Room::new(0, None), retry2);
+        assert_eq!(
+            p.default.verdict,
+            Verdict::None(NoRule::TooFewTrials { trials: 12, min: 20 })
+        );
+        assert_eq!(p.default.proposed(), retry2);
+        assert!(p.rules.is_empty());
+
+        // No room for the rules that keep the thin signatures as today: today's default stays.
+        let p = propose(&[&unknown, &thin], &k, EngineKind::Design, Room::new(100, None), fail);
+        assert_eq!(
+            p.default.verdict,
+            Verdict::None(NoRule::NoRoom(Full::PolicyRules { kept: 100 }))
+        );
+        assert!(!p.default.changes());
+        assert!(p.rules.is_empty());
     }
 
     #[test]

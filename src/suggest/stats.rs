@@ -352,6 +352,20 @@ impl SignatureStats {
     }
 }
 
+/// The counts of `of` pooled under `text` (no signature, no node, no job count): what their
+/// runs say together, as the policy's default decides them (`propose`'s default).
+pub fn pooled<'a>(text: &str, of: impl Iterator<Item = &'a SignatureStats>) -> SignatureStats {
+    let mut pool = SignatureStats::new(text.to_string(), None);
+    for s in of {
+        let mut s = s.clone();
+        s.nodes = Map::default();
+        pool.merge(s);
+    }
+    // A job with runs of two of them would be counted twice: the pool counts runs only.
+    pool.jobs = 0;
+    pool
+}
+
 fn merge_tally(t: &mut Tally, o: Tally) {
     t.trials += o.trials;
     t.successes += o.successes;

@@ -333,6 +333,7 @@ mod tests {
             gpu: 0,
             cpu: 0,
             cut: false,
+            as_today: None,
         };
         let signatures = [
             stats("oom@main", &[("oom/kernel", 30)]),

@@ -329,7 +329,7 @@ fn todays_share_and_the_plans_other_changes_say_what_they_count() {
         "{row}"
     );
     assert!(
-        out.contains("\nPlan: 0 rescued, 0 lost, 0 → Pending, 160 retried differently; 160 of 1174 jobs change.\n"),
+        out.contains("\nPlan: 0 rescued, 0 lost, 0 → Pending, 190 retried differently; 190 of 1174 jobs change.\n"),
         "{out}"
     );
     // A signature that today's policy decides whole says no share.

@@ -19,7 +19,7 @@ use crate::support::{root, temp_home};
 fn an_adopted_proposal_says_so_in_every_format() {
     let p = setup(7);
     let home = temp_home();
-    let reason = "0 rescued, 0 lost; retries +0 −480; GPU-hours -6.2";
+    let reason = "0 rescued, 0 lost; retries +0 −570; GPU-hours -6.2";
     let table = on_planted(&p, home.path(), &[]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(
@@ -72,11 +72,14 @@ fn an_adopted_proposal_says_so_in_every_format() {
     );
     // The policy's one limit, alike in every format: today's 3.
     assert!(
-        text.contains("Proposal: policy `suggested` (the design dialect, retryLimit 3), 7 rules"),
+        text.contains("Proposal: policy `suggested` (the design dialect, retryLimit 3), 8 rules"),
         "{text}"
     );
     assert_eq!(v["suggest"]["proposal"]["policyRetryLimit"], 3);
-    assert!(String::from_utf8_lossy(&policy.stdout).contains("\nspec:\n  retryLimit: 3\n"));
+    // Under the learned default's evidence (docs/reference/suggest.md "The policy's defaults").
+    assert!(String::from_utf8_lossy(&policy.stdout).contains(
+        "\nspec:\n  # (default): learned from 1 signature: 120 failed runs; 90 retried, 0 succeeded: 0.0% (95%: 0.0–4.1%)\n  retryLimit: 3\n  defaultAction: Fail\n"
+    ));
 }
 
 /// A proposal that loses a job today's policy saves is `reject (do not adopt)`, names the job,

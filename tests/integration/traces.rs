@@ -523,7 +523,7 @@ fn suggest_says_what_is_not_there_and_counts_each_hour_once() {
         lines[head..head + 2],
         [
             "SIGNATURE  RUNS  TRIALS  RETRY SUCCESS (95%)  GPU-H   TODAY                              PROPOSED",
-            "unknown    2329  1688    28.1% (26.0–30.3%)   5747.5  Fail: no policy (the legacy path)  as today (no rule)",
+            "unknown    2329  1688    28.1% (26.0–30.3%)   5747.5  Fail: no policy (the legacy path)  by the default: Retry ×5",
         ],
         "{stdout}"
     );
@@ -542,5 +542,85 @@ fn suggest_says_what_is_not_there_and_counts_each_hour_once() {
     assert!(
         once <= raw.gpu_seconds as f64 / 3600.0,
         "{once} > the history's GPU-hours"
+    );
+}
+
+/// On a history with no reasons (every failure `unknown`), suggest proposes the policy's
+/// default, learned from the pooled runs by the limit rule (docs/reference/suggest.md "The
+/// policy's defaults"): the `(default)` row below `unknown`, the proposal line, the verdict
+/// from the comparison, and `-o policy` in both dialects writing `defaultAction: Retry` with
+/// the limit; json says the default, today's and how many signatures were pooled.
+#[test]
+fn with_no_reasons_suggest_proposes_the_default_that_pays() {
+    let home = temp_home();
+    let path = crate::support::root().join("testdata/trace/philly.jsonl");
+    let trace = path.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let out = retryctl(home.path())
+            .args(["suggest", "--history", trace])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{extra:?}: {}", format_output(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let table = run(&[]);
+    let lines: Vec<&str> = table.lines().collect();
+    let head = lines
+        .iter()
+        .position(|l| l.starts_with("SIGNATURE"))
+        .expect("the table");
+    assert_eq!(
+        lines[head + 1..head + 4],
+        [
+            "unknown    2329  1688    28.1% (26.0–30.3%)   5747.5  Fail: no policy (the legacy path)  by the default: Retry ×5",
+            "(default)  2329  1688    28.1% (26.0–30.3%)   5747.5  Fail: no policy (the legacy path)  Retry ×5",
+            "  no rule for unknown: no signal to match on",
+        ],
+        "{table}"
+    );
+    for line in [
+        "Proposal: policy `suggested` (the design dialect, retryLimit 5), 0 rules of its own (0 Retry, 0 Fail); default Retry ×5 (today's: Fail).",
+        "Plan: 441 rescued, 0 lost, 604 → Pending, 108 retried differently; 1153 of 3000 jobs change.",
+        "Verdict: adopt (a change worth making): 441 rescued, 0 lost; retries +1888 −0; GPU-hours +3185.5",
+    ] {
+        assert!(lines.contains(&line), "{line}\n{table}");
+    }
+    let evidence = "(default): learned from 1 signature: 2329 failed runs; 1688 retried, 474 succeeded: 28.1% (95%: 26.0–30.3%); 5747.5 GPU-hours, 1350.9 of them futile";
+    let design = run(&["-o", "policy"]);
+    assert!(
+        design.ends_with(&format!(
+            "  name: suggested\nspec:\n  # {evidence}\n  retryLimit: 5\n  defaultAction: Retry\n  rules: []\n"
+        )),
+        "{design}"
+    );
+    let upstream = run(&["--engine", "upstream", "-o", "policy"]);
+    assert!(
+        upstream.ends_with(&format!(
+            "name: suggested\n# {evidence}\nretryLimit: 5\ndefaultAction: Retry\nrules: []\n"
+        )),
+        "{upstream}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&run(&["-o", "json"])).unwrap();
+    let d = &v["suggest"]["default"];
+    assert_eq!(
+        [
+            &d["pooledSignatures"],
+            &d["today"],
+            &d["proposed"]["action"],
+            &d["proposed"]["limit"],
+            &d["changes"]
+        ],
+        [
+            &serde_json::json!(1),
+            &serde_json::json!({"action": "Fail", "limit": null}),
+            &serde_json::json!("Retry"),
+            &serde_json::json!(5),
+            &serde_json::json!(true)
+        ]
+    );
+    assert_eq!(
+        d["byDepth"][0],
+        serde_json::json!({"depth": "1", "trials": 630, "successes": 288})
     );
 }

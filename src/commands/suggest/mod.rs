@@ -402,8 +402,15 @@ impl Suggest {
         // The rules (owned: the counts are given the baseline's decisions after pass 2).
         let kept = self.kept(baseline, learned)?;
         let engine = self.sides.engine;
-        let (verdicts, rules) = propose(&sorted, &self.knobs, engine, self.room(&kept));
-        let proposal = self.documents(baseline, learned, &rules, kept)?;
+        let proposed = propose(
+            &sorted,
+            &self.knobs,
+            engine,
+            self.room(&kept),
+            self.today_default(baseline),
+        );
+        let (verdicts, rules, default) = (proposed.verdicts, proposed.rules, proposed.default);
+        let proposal = self.documents(baseline, learned, &rules, kept, &default)?;
         if self.deployed().is_none() && proposal.upstream.as_ref().is_some_and(|u| !u.categories.is_empty()) {
             writeln!(ctx.err, "note: {}", documents::NOT_COMPLETE)?;
         }
@@ -419,10 +426,7 @@ impl Suggest {
         let format = Format::from(self.output);
         let mut doc = view::Doc::new(format, ctx.style);
         // The policy's `retryLimit` as `-o policy` writes it, said alike in every format.
-        let policy_retry_limit = match &proposal.upstream {
-            Some(u) => Some(u.written_retry_limit),
-            None => self.settings(baseline).retry_limit,
-        };
+        let policy_retry_limit = proposal.policy_retry_limit();
         doc.proposal_head(
             &mut *out,
             &view::Head {
@@ -478,6 +482,7 @@ impl Suggest {
             failed_runs: learned.failed_runs,
             signatures: &verdicts,
             rules: &rules,
+            default: &default,
             kept: &proposal.kept,
             upstream: proposal.upstream.as_ref(),
             policy_retry_limit,
@@ -485,7 +490,7 @@ impl Suggest {
             suspects: &suspects,
             nodes_named: !learned.nodes.is_empty(),
             baseline_from: from,
-            commands: self.commands(&rules, &proposal),
+            commands: self.commands(&rules, &default, &proposal),
             backtest: self.sides.spec.backtest_at.as_ref().map(|b| view::BacktestHead {
                 at: b.text.clone(),
                 train_jobs: pass.learning.train_jobs,

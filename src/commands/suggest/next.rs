@@ -9,14 +9,19 @@
 use crate::commands::replay::checks::shell_word;
 use crate::engine::EngineKind;
 use crate::output::suggest::{self as view, EngineFrom};
-use crate::suggest::propose::MAX_LIMIT;
+use crate::suggest::propose::{Defaults, Verdict, MAX_LIMIT};
 
 use super::proposal::Proposal;
 use super::{History, Suggest};
 
 impl Suggest {
     /// The command that writes the proposal, and the `tune` search of its limits.
-    pub(super) fn commands(&self, rules: &[crate::suggest::propose::Proposed], proposal: &Proposal) -> view::Commands {
+    pub(super) fn commands(
+        &self,
+        rules: &[crate::suggest::propose::Proposed],
+        default: &Defaults,
+        proposal: &Proposal,
+    ) -> view::Commands {
         let (a, r) = (&self.run, &self.sides.spec);
         let mut source = Vec::new();
         match &self.history {
@@ -93,13 +98,23 @@ impl Suggest {
         let mut varies = Vec::new();
         match &proposal.upstream {
             None => {
-                let mut retry: Vec<(usize, &crate::suggest::propose::Proposed)> =
-                    rules.iter().enumerate().filter(|(_, r)| r.limit.is_some()).collect();
-                retry.sort_by(|a, b| b.1.gpu.cmp(&a.1.gpu).then(b.1.cpu.cmp(&a.1.cpu)).then(a.0.cmp(&b.0)));
-                for (k, r) in retry.into_iter().take(2) {
+                // The rules' paths, and a learned Retry default's (the policy's `retryLimit`).
+                let mut retry: Vec<(String, &crate::suggest::propose::Proposed)> = rules
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| r.limit.is_some())
+                    .map(|(k, r)| (format!("spec.rules[{k}].retryLimit"), r))
+                    .collect();
+                if let (true, Verdict::Rule(d)) = (default.changes(), &default.verdict) {
+                    if d.limit.is_some() {
+                        retry.push(("spec.retryLimit".to_string(), d));
+                    }
+                }
+                retry.sort_by(|a, b| b.1.gpu.cmp(&a.1.gpu).then(b.1.cpu.cmp(&a.1.cpu)));
+                for (path, r) in retry.into_iter().take(2) {
                     let l = r.limit.unwrap_or(1);
                     varies.push(format!(
-                        "--vary '{}:spec.rules[{k}].retryLimit={}..{}'",
+                        "--vary '{}:{path}={}..{}'",
                         a.name,
                         l.saturating_sub(2).max(1),
                         (l + 2).min(MAX_LIMIT)

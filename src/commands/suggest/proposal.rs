@@ -10,15 +10,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::engine::job_report::plural;
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::CliError;
 use crate::input;
 use crate::model::validate::name_reason;
+use crate::model::Action;
 use crate::model::Resource;
 use crate::output::suggest as view;
 use crate::suggest::documents::{self, Documented, Settings, Upstream};
-use crate::suggest::propose::Room;
+use crate::suggest::propose::{DefaultDecision, Defaults, Room, Verdict, DEFAULT};
 use crate::suggest::stats::Learned;
 use crate::suggest::today::{self, Kept};
 
@@ -33,6 +35,8 @@ pub(super) struct Proposal {
     pub text: String,
     /// Today's rules it keeps after its own.
     pub kept: Vec<Kept>,
+    /// The design policy's `retryLimit` as written (upstream: [`Upstream::written_retry_limit`]).
+    retry_limit: Option<u32>,
     pub upstream: Option<Upstream>,
     pub sim: Simulator,
 }
@@ -40,6 +44,14 @@ pub(super) struct Proposal {
 impl Proposal {
     /// Whether it changes the cluster's categorizer (a new category, a split, an action):
     /// then it is compared on every queue.
+    /// The policy's `retryLimit` as `-o policy` writes it (`None`: not written, design only).
+    pub fn policy_retry_limit(&self) -> Option<u32> {
+        match &self.upstream {
+            Some(u) => Some(u.written_retry_limit),
+            None => self.retry_limit,
+        }
+    }
+
     pub fn changes_categorizer(&self) -> bool {
         self.upstream
             .as_ref()
@@ -66,7 +78,45 @@ impl Suggest {
             retry_limit: first.and_then(|p| p.retry_limit),
             backoff: first.map(|p| p.backoff).unwrap_or_default(),
             anti_affinity: first.and_then(|p| p.anti_affinity),
+            default_limit: None,
+            default_note: None,
         }
+    }
+
+    /// Today's default, as the proposal's settings take it from the baseline: a Retry
+    /// default's limit is its policy's, else the global cap; no policy fails (the legacy path).
+    pub(super) fn today_default(&self, baseline: &Simulator) -> DefaultDecision {
+        let settings = self.settings(baseline);
+        match settings.default_action.unwrap_or(Action::Fail) {
+            Action::Retry => DefaultDecision {
+                action: Action::Retry,
+                limit: Some(
+                    settings
+                        .retry_limit
+                        .unwrap_or(self.sides.settings.applied().global_max_retries),
+                ),
+            },
+            Action::Fail => DefaultDecision {
+                action: Action::Fail,
+                limit: None,
+            },
+        }
+    }
+
+    /// The proposal's settings: today's, with the learned default when it differs
+    /// (docs/reference/suggest.md "The policy's defaults").
+    pub(super) fn proposed_settings(&self, baseline: &Simulator, default: &Defaults) -> Settings {
+        let mut settings = self.settings(baseline);
+        if let (true, Verdict::Rule(p)) = (default.changes(), &default.verdict) {
+            settings.default_action = Some(p.action);
+            settings.default_limit = p.limit;
+            settings.default_note = Some(format!(
+                "{DEFAULT}: learned from {}: {}",
+                plural(default.signatures as u64, "signature", "signatures"),
+                view::evidence(&default.stats)
+            ));
+        }
+        settings
     }
 
     /// The Queue `-o policy` prints with `--queue`.
@@ -138,8 +188,9 @@ impl Suggest {
         learned: &Learned,
         rules: &[crate::suggest::propose::Proposed],
         kept: Vec<Kept>,
+        default: &Defaults,
     ) -> anyhow::Result<Proposal> {
-        let settings = self.settings(baseline);
+        let settings = self.proposed_settings(baseline, default);
         let by_text: HashMap<&str, &crate::suggest::stats::SignatureStats> =
             learned.signatures.iter().map(|s| (s.text.as_str(), s)).collect();
         // Upstream: the deployed category each rule can match on, where one separates it.
@@ -155,11 +206,21 @@ impl Suggest {
             .zip(places)
             .map(|(r, place)| {
                 let stats = by_text.get(r.text.as_str());
-                Documented {
-                    rule: r,
-                    evidence: stats.map_or_else(String::new, |s| view::evidence(s)),
-                    mutate: stats.and_then(|s| today::carried_mutate(s, &kept)),
-                    place,
+                let evidence = stats.map_or_else(String::new, |s| view::evidence(s));
+                match &r.as_today {
+                    // Today's default decided it, which carries no mutation (docs/engines.md).
+                    Some(why) => Documented {
+                        rule: r,
+                        evidence: format!("{evidence}; as today ({why}): today's default decided it, and the proposed default differs"),
+                        mutate: None,
+                        place,
+                    },
+                    None => Documented {
+                        rule: r,
+                        evidence,
+                        mutate: stats.and_then(|s| today::carried_mutate(s, &kept)),
+                        place,
+                    },
                 }
             })
             .collect();
@@ -256,6 +317,7 @@ impl Suggest {
         Ok(Proposal {
             text,
             kept,
+            retry_limit: settings.default_limit.or(settings.retry_limit),
             upstream,
             sim: attach(sim, classifier),
         })

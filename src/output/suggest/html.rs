@@ -17,7 +17,9 @@ use crate::suggest::verdict::{Decision, Judgement};
 
 use super::capture::{BacktestTail, Captured};
 use super::report::Report;
-use super::words::{estimated, merged_words, no_rules, observed, pct, proposal_words, rate_words, short, today, TOP};
+use super::words::{
+    default_row, estimated, merged_words, no_rules, observed, pct, rate_words, short, signature_words, today, TOP,
+};
 
 pub(super) fn html(
     r: &Report<'_>,
@@ -139,7 +141,11 @@ pub(super) fn html(
         b,
         "<h2>Signatures</h2>\n<table><thead><tr><th>signature</th><th>runs</th><th>retry success (95%)</th><th>by attempt</th><th>today</th><th>proposed</th></tr></thead><tbody>\n"
     );
-    for (s, v) in &top {
+    let rows = top
+        .iter()
+        .map(|(s, v)| (*s, signature_words(r, s, v)))
+        .chain(default_row(r));
+    for (s, proposed) in rows {
         let mut depths = String::new();
         for (d, t) in ["1", "2", "3", "4", "5+"].iter().zip(s.by_depth) {
             match rate_of(t) {
@@ -166,7 +172,7 @@ pub(super) fn html(
             esc(&rate_words(s)),
             esc(depths.trim_end()),
             esc(&today(s)),
-            esc(&proposal_words(v, r.upstream))
+            esc(&proposed)
         );
     }
     b.push_str("</tbody></table>\n");

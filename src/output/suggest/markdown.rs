@@ -13,7 +13,7 @@ use crate::suggest::verdict::{Decision, Judgement};
 use super::capture::{BacktestTail, Captured};
 use super::report::Report;
 use super::words::{
-    estimated, gpu_cell, merged_words, no_rules, observed, proposal_words, rate_words, short, today, TOP,
+    default_row, estimated, gpu_cell, merged_words, no_rules, observed, rate_words, short, signature_words, today, TOP,
 };
 
 pub(super) fn markdown(
@@ -86,7 +86,19 @@ pub(super) fn markdown(
             rate_words(s),
             gpu_cell(s),
             md(&today(s)),
-            md(&proposal_words(v, r.upstream))
+            md(&signature_words(r, s, v))
+        );
+    }
+    if let Some((s, proposed)) = default_row(r) {
+        let _ = writeln!(
+            m,
+            "| {} | {} | {} | {} | {} | {} |",
+            md(&s.text),
+            s.failed_runs,
+            rate_words(s),
+            gpu_cell(s),
+            md(&today(s)),
+            md(&proposed)
         );
     }
     for (k, (s, why)) in no_rules(r).enumerate() {

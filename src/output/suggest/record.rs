@@ -13,7 +13,7 @@ use crate::engine::EngineKind;
 use crate::output::Format;
 use crate::replay::compare::hours;
 use crate::suggest::nodes::Suspect;
-use crate::suggest::propose::{NoRule, Proposed, Verdict};
+use crate::suggest::propose::{DefaultDecision, Defaults, NoRule, Proposed, Verdict};
 use crate::suggest::stats::{Hours, SignatureStats};
 use crate::suggest::verdict::Judgement;
 
@@ -100,6 +100,9 @@ fn rule_json(p: &Proposed) -> Value {
     if let Some(d) = p.extrapolated_from {
         rule["extrapolatedFrom"] = json!(d);
     }
+    if let Some(why) = &p.as_today {
+        rule["asToday"] = no_rule_json(why);
+    }
     rule
 }
 
@@ -112,8 +115,26 @@ fn suspect_json(s: &Suspect) -> Value {
     json!({"node": s.node, "runs": s.runs, "failed": s.failed, "tail": s.tail, "signatures": sigs})
 }
 
-/// What was learned: the counts, every signature, the suspect nodes.
-fn head_fields<'a>(r: &'a Report<'a>) -> [Field<'a>; 4] {
+/// The policy's default (docs/reference/suggest.md "The policy's defaults"): the pooled
+/// counts as a signature's record, how many signatures were pooled, today's default and the
+/// proposal's (`proposed`: the learned one, `null` with `noRule` saying why today's stays).
+fn default_json(d: &Defaults) -> Value {
+    let decision = |d: DefaultDecision| json!({"action": d.action.as_str(), "limit": d.limit});
+    let mut m = match signature_json(&d.stats, &d.verdict) {
+        Value::Object(m) => m,
+        _ => unreachable!("a signature's record is an object"),
+    };
+    m.remove("nodes");
+    m.remove("jobs");
+    m.insert("pooledSignatures".into(), json!(d.signatures));
+    m.insert("today".into(), decision(d.today));
+    m.insert("changes".into(), json!(d.changes()));
+    m.insert("asTodayRules".into(), json!(d.as_today));
+    Value::Object(m)
+}
+
+/// What was learned: the counts, every signature, the default, the suspect nodes.
+fn head_fields<'a>(r: &'a Report<'a>) -> [Field<'a>; 5] {
     [
         Field::One("jobs", json!(r.jobs)),
         Field::One("failedRuns", json!(r.failed_runs)),
@@ -121,6 +142,7 @@ fn head_fields<'a>(r: &'a Report<'a>) -> [Field<'a>; 4] {
             "signatures",
             Box::new(r.signatures.iter().map(|(s, v)| signature_json(s, v))),
         ),
+        Field::One("default", default_json(r.default)),
         Field::Each("suspectNodes", Box::new(r.suspects.iter().map(suspect_json))),
     ]
 }

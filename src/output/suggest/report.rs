@@ -8,7 +8,7 @@ use crate::engine::EngineKind;
 use crate::output::mode::Baseline;
 use crate::suggest::documents::Upstream;
 use crate::suggest::nodes::Suspect;
-use crate::suggest::propose::{Knobs, Proposed, Verdict};
+use crate::suggest::propose::{Defaults, Knobs, Proposed, Verdict};
 use crate::suggest::queues::QueueCounts;
 use crate::suggest::stats::SignatureStats;
 use crate::suggest::today::Kept;
@@ -58,6 +58,8 @@ pub struct Report<'a> {
     pub signatures: &'a [(&'a SignatureStats, Verdict)],
     /// The proposed rules in the policy's order.
     pub rules: &'a [Proposed],
+    /// The proposed policy's default, learned or today's.
+    pub default: &'a Defaults,
     pub kept: &'a [Kept],
     pub upstream: Option<&'a Upstream>,
     /// The policy's `retryLimit` as `-o policy` writes it (`None`: not written, design only).

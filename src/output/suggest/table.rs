@@ -19,7 +19,10 @@ use crate::suggest::verdict::{Decision, Judgement};
 
 use super::capture::{BacktestTail, Captured};
 use super::report::{EngineFrom, Report};
-use super::words::{estimated, gpu_cell, merged_words, no_rules, proposal_words, rate_words, short, today, TOP};
+use super::words::{
+    decision_words, default_row, estimated, gpu_cell, merged_words, no_rules, rate_words, short, signature_words,
+    today, TOP,
+};
 
 /// The table's first line: which engine decided, why, and how to pick the other.
 fn engine_line(engine: EngineKind, from: EngineFrom) -> String {
@@ -69,9 +72,20 @@ pub(super) fn table(
                 rate_words(s),
                 gpu_cell(s),
                 today(s),
-                proposal_words(v, r.upstream),
+                signature_words(r, s, v),
             ]
         })
+        .chain(default_row(r).map(|(s, proposed)| {
+            [
+                short(&s.text, 48),
+                s.failed_runs.to_string(),
+                s.trials.trials.to_string(),
+                rate_words(s),
+                gpu_cell(s),
+                today(s),
+                proposed,
+            ]
+        }))
         .collect();
     let head = [
         "SIGNATURE",
@@ -163,15 +177,27 @@ pub(super) fn table(
         0 => String::new(),
         n => format!(", then {} kept from today", plural(n as u64, "rule", "rules")),
     };
-    // One line when it fits, else the policy and its rules a line each.
-    let parts = [
+    // One line when it fits, else the policy, its rules and its default a line each.
+    let mut parts = vec![
         format!("policy `{}` ({dialect}),", r.name),
         format!(
-            "{} of its own ({retry} Retry, {} Fail){kept}.",
+            "{} of its own ({retry} Retry, {} Fail){kept}{}",
             plural(rules as u64, "rule", "rules"),
-            rules - retry
+            rules - retry,
+            if r.default.changes() { ";" } else { "." }
         ),
     ];
+    if r.default.changes() {
+        let mut proposed = r.default.proposed();
+        if let (Some(u), Some(_)) = (r.upstream, proposed.limit) {
+            proposed.limit = Some(u.written_retry_limit);
+        }
+        parts.push(format!(
+            "default {} (today's: {}).",
+            decision_words(proposed),
+            decision_words(r.default.today)
+        ));
+    }
     for line in crate::output::lines::list("Proposal: ", &parts, " ", "  ") {
         writeln!(out, "{line}")?;
     }

@@ -15,7 +15,7 @@ use crate::output::words::failed_to_pending_words;
 use crate::replay::compare::{hours, Comparison};
 use crate::replay::sink::Estimates;
 use crate::suggest::documents::{Merged, Upstream};
-use crate::suggest::propose::{NoRule, Proposed, Verdict};
+use crate::suggest::propose::{DefaultDecision, Defaults, NoRule, Proposed, Verdict};
 use crate::suggest::stats::SignatureStats;
 
 use super::report::Report;
@@ -38,12 +38,14 @@ pub(super) fn rate_words(s: &SignatureStats) -> String {
 
 /// The evidence of a rule, in one line (a comment above it in the documents).
 pub fn evidence(s: &SignatureStats) -> String {
+    // A pool of signatures (the default's) counts no jobs: a job may hold runs of several.
+    let jobs = match s.jobs {
+        0 => String::new(),
+        n => format!(" in {}", plural(n, "job", "jobs")),
+    };
     let mut e = format!(
-        "{} failed runs in {}; {} retried, {} succeeded",
-        s.failed_runs,
-        plural(s.jobs, "job", "jobs"),
-        s.trials.trials,
-        s.trials.successes
+        "{} failed runs{jobs}; {} retried, {} succeeded",
+        s.failed_runs, s.trials.trials, s.trials.successes
     );
     if let Some((r, l, h)) = s.rate() {
         let _ = write!(e, ": {} (95%: {:.1}–{})", pct(r), l * 100.0, pct(h));
@@ -97,6 +99,22 @@ pub(super) fn proposal_words(v: &Verdict, upstream: Option<&Upstream>) -> String
             );
         }
     }
+    // A thin signature today's default decided, given a rule that writes today's decision.
+    if let Verdict::Rule(
+        p @ Proposed {
+            as_today: Some(why), ..
+        },
+    ) = v
+    {
+        let decision = match p.limit {
+            Some(l) => format!("Retry ×{}", upstream.map_or(l, |u| u.written_retry_limit)),
+            None => "Fail".to_string(),
+        };
+        return match why {
+            NoRule::TooFewTrials { trials, .. } => format!("as today (too few trials: {trials}): {decision}"),
+            why => format!("as today ({why}): {decision}"),
+        };
+    }
     match v {
         Verdict::Rule(p) => match p.limit {
             Some(l) => {
@@ -121,6 +139,40 @@ pub(super) fn proposal_words(v: &Verdict, upstream: Option<&Upstream>) -> String
         },
         Verdict::None(NoRule::TooFewTrials { trials, .. }) => format!("as today (too few trials: {trials})"),
         Verdict::None(_) => "as today (no rule)".into(),
+    }
+}
+
+/// A signature's PROPOSED cell: its rule, or, when the proposal's default is learned anew and
+/// decides its runs, that default.
+pub(super) fn signature_words(r: &Report<'_>, s: &SignatureStats, v: &Verdict) -> String {
+    let d = r.default;
+    if d.changes() && d.pooled.contains(&s.text) {
+        return format!("by the default: {}", default_words(d, r.upstream));
+    }
+    proposal_words(v, r.upstream)
+}
+
+/// The default's row after the signatures (docs/reference/suggest.md "The policy's
+/// defaults"): its pooled counts and what the proposal's default does, shown when some
+/// signature's runs were pooled into it.
+pub(super) fn default_row<'r>(r: &'r Report<'_>) -> Option<(&'r SignatureStats, String)> {
+    let d = r.default;
+    (d.signatures > 0).then(|| (&d.stats, default_words(d, r.upstream)))
+}
+
+/// What the proposal's default does: the learned one as a rule's cell, else today's and why.
+fn default_words(d: &Defaults, upstream: Option<&Upstream>) -> String {
+    match &d.verdict {
+        Verdict::Rule(_) => proposal_words(&d.verdict, upstream),
+        Verdict::None(why) => format!("as today ({why})"),
+    }
+}
+
+/// A default in a few words: `Retry ×4`, `Fail`.
+pub(super) fn decision_words(d: DefaultDecision) -> String {
+    match d.limit {
+        Some(l) => format!("{} ×{l}", d.action.as_str()),
+        None => d.action.as_str().to_string(),
     }
 }
 
