@@ -37,3 +37,13 @@ impl MaxContradictions {
         }
     }
 }
+
+/// As given on a command line: `N` or `P%`.
+impl std::fmt::Display for MaxContradictions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MaxContradictions::Jobs(n) => write!(f, "{n}"),
+            MaxContradictions::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}

@@ -782,3 +782,42 @@ fn one_policys_numbers_agree_across_suggest_simulate_and_tune() {
         assert_eq!(tune["tune"]["jobs"], cmp["jobs"], "{baseline}");
     }
 }
+
+/// The commands suggest prints carry what decided its verdict and what it read, as given:
+/// `--max-contradictions`, `--skip-invalid`, and in the write line `--executor-config`, so
+/// that running them writes what suggest judged.
+#[test]
+fn the_printed_commands_carry_the_gates_and_the_executor_config() {
+    let home = temp_home();
+    let exec = home.path().join("exec.yaml");
+    let out = run(
+        home.path(),
+        &[
+            "suggest",
+            "--history",
+            "testdata/route/week.jsonl",
+            "--queue",
+            "ml",
+            "--baseline",
+            "testdata/route/current/",
+            "--max-contradictions",
+            "1%",
+            "--skip-invalid",
+            "--executor-config",
+            path(&exec),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("Write") || l.starts_with("Search"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            format!("Write the proposal:  retryctl suggest --history testdata/route/week.jsonl --queue ml --baseline testdata/route/current/ --max-contradictions 1% --skip-invalid -o policy --executor-config {} > suggested.yaml", path(&exec)),
+            "Search its limits:   retryctl tune -f suggested.yaml --history testdata/route/week.jsonl --baseline testdata/route/current/ --max-contradictions 1% --skip-invalid --vary 'suggested:retryLimit=1..5'".to_string(),
+        ]
+    );
+}

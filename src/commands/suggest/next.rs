@@ -6,6 +6,7 @@
 //! Owns: those command lines, each value one shell word. Must not: print them (that is
 //! `output::suggest`) or read anything.
 
+use crate::cli::{ExecutorConfigFormat, MaxContradictions};
 use crate::commands::replay::checks::shell_word;
 use crate::engine::EngineKind;
 use crate::output::suggest::{self as view, EngineFrom};
@@ -87,12 +88,31 @@ impl Suggest {
         if let Some(t) = &r.backtest_at {
             knobs.push(format!("--backtest-at {}", shell_word(&t.text)));
         }
+        // What decides the verdict and what is read, as given: both commands carry them.
+        let mut gates = Vec::new();
+        if a.max_contradictions != MaxContradictions::default() {
+            gates.push(format!(
+                "--max-contradictions {}",
+                shell_word(&a.max_contradictions.to_string())
+            ));
+        }
+        if a.skip_invalid {
+            gates.push("--skip-invalid".to_string());
+        }
         let file = format!("{}.yaml", a.name);
         let mut write = vec!["retryctl suggest".to_string()];
         write.extend(source.iter().cloned());
         write.extend(baseline.iter().cloned());
         write.extend(knobs);
-        write.push(format!("-o policy > {file}"));
+        write.extend(gates.iter().cloned());
+        write.push("-o policy".to_string());
+        if let Some((path, format)) = &self.executor_config {
+            write.push(format!("--executor-config {}", shell_word(&path.display().to_string())));
+            if *format == ExecutorConfigFormat::Helm {
+                write.push("--executor-config-format helm".to_string());
+            }
+        }
+        write.push(format!("> {file}"));
         // tune: the limits of the Retry rules with most hours (two at most: the candidates
         // multiply).
         let mut varies = Vec::new();
@@ -163,6 +183,7 @@ impl Suggest {
                 (EngineKind::Design, None, Some(d)) => t.push(format!("--categorizer {}", shell_word(&d.file.name))),
                 (EngineKind::Design, None, None) => {}
             }
+            t.extend(gates);
             t.extend(varies);
             t.join(" ")
         });
