@@ -46,7 +46,7 @@ use crate::error::{CliError, ExitCode};
 use crate::model::failure_history::Timestamp;
 
 mod terminal;
-pub use terminal::{jobs_named, terminal_jobs, terminal_page, Terminal, TERMINAL_STATES};
+pub use terminal::{jobs_in, terminal_jobs, terminal_page, Span, Terminal, TERMINAL_STATES};
 
 /// Bytes of a compressed `error` read: enough for the first [`ERROR_TEXT_MAX`] bytes of text
 /// of any stream a zlib encoder writes (stored blocks add 5 bytes in 64 KiB); a stream that
@@ -676,7 +676,8 @@ fn parse_row(buf: &[u8], fields: &mut [Option<(usize, usize)>; FIELDS]) -> Resul
     Ok(Parsed::Row(pos))
 }
 
-/// Rows → jobs: the rows of one `job_id` are consecutive (the statement orders by it).
+/// Rows → jobs: the rows of one `job_id` are consecutive (every statement orders by it, or by
+/// a key it ends: `watch`'s pages by (`last_transition_time`, `job_id`)).
 struct Group {
     /// The job being read; `None` when its row was bad (`skipping`) or before the first row.
     current: Option<LookoutJob>,
@@ -949,7 +950,7 @@ impl Inflater {
 mod tests {
     use std::io::Write;
 
-    use super::terminal::named_statement;
+    use super::terminal::span_statement;
     use super::*;
 
     fn zlib(bytes: &[u8], level: u32) -> Vec<u8> {
@@ -1074,12 +1075,19 @@ mod tests {
     }
 
     #[test]
-    fn named_jobs_are_looked_up_by_key() {
-        let s = named_statement(&["j1".into(), "j'2".into()]).unwrap();
+    fn a_page_s_jobs_are_read_by_its_span() {
+        let span = super::terminal::Span {
+            after: (1_764_000_000_000_001, ""),
+            last: (1_764_000_060_000_000, "j'2"),
+        };
+        let s = span_statement(&["ml".into(), "b'x".into()], span).unwrap();
         assert!(
             s.ends_with(
-                " FROM unnest(ARRAY[E'j1', E'j''2']::text[]) AS k(id) JOIN job j ON j.job_id = k.id \
-                 LEFT JOIN job_run r ON r.job_id = j.job_id ORDER BY j.job_id) TO STDOUT (FORMAT binary)"
+                " FROM job j LEFT JOIN job_run r ON r.job_id = j.job_id \
+                 WHERE j.queue = ANY(ARRAY[E'ml', E'b''x']::text[]) AND j.state IN (4, 5, 6, 7, 9) \
+                 AND (j.last_transition_time, j.job_id) > (E'2025-11-24T16:00:00.000001Z'::timestamp, E'') \
+                 AND (j.last_transition_time, j.job_id) <= (E'2025-11-24T16:01:00Z'::timestamp, E'j''2') \
+                 ORDER BY j.last_transition_time, j.job_id) TO STDOUT (FORMAT binary)"
             ),
             "{s}"
         );

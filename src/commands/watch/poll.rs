@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::Sender;
 
-use crate::lookout::db::{self, Db, Terminal};
+use crate::lookout::db::{self, Db, Span, Terminal};
 use crate::lookout::export_source::ExportSource;
 use crate::lookout::Export;
 use crate::model::failure_history::Timestamp;
@@ -198,7 +198,11 @@ impl Poller {
             db::terminal_page(&keys_db, queues, after, PAGE).map_err(|e| Failed::new(Reason::Read, e))
         };
         // After (`from`, ""): every job of that microsecond, whatever its id.
-        let mut keys = page((from, ""))?;
+        let mut after = Cursor {
+            at: from,
+            job: String::new(),
+        };
+        let mut keys = page((after.at, &after.job))?;
         let mut read = 0u64;
         loop {
             if self.shared.stop.is_set() {
@@ -211,6 +215,10 @@ impl Poller {
             }) else {
                 break;
             };
+            let span = Span {
+                after: (after.at, &after.job),
+                last: (last.at, &last.job),
+            };
             let fresh: Vec<Terminal> = {
                 let st = self.state();
                 keys.iter()
@@ -220,7 +228,7 @@ impl Poller {
             };
             let (counted, next) = std::thread::scope(|s| {
                 let next = full.then(|| s.spawn(|| page((last.at, &last.job))));
-                let counted = self.replay(&db, &fresh);
+                let counted = self.replay(&db, span, &fresh);
                 (
                     counted,
                     next.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
@@ -237,6 +245,7 @@ impl Poller {
                 advance(&mut st.cursor, &mut st.seen, last.clone());
             }
             read += fresh.len() as u64;
+            after = last;
             let Some(next) = next else { break };
             keys = next?;
             if self.saved.elapsed() >= SAVE_EVERY {
@@ -252,10 +261,10 @@ impl Poller {
         Ok(read)
     }
 
-    /// The jobs `keys` name read with all their runs, mapped as `history --lookout-db` maps
-    /// them, replayed on every core and counted: the page's counters, or why it could not be
+    /// The jobs `keys` name (of the page `span`) read with all their runs, mapped as `history
+    /// --lookout-db` maps them, replayed on every core and counted: the page's counters, or why it could not be
     /// read whole (then nothing of it counts).
-    fn replay(&self, db: &Arc<Db>, keys: &[Terminal]) -> Result<Counters, Failed> {
+    fn replay(&self, db: &Arc<Db>, span: Span<'_>, keys: &[Terminal]) -> Result<Counters, Failed> {
         let mut counted = Counters::default();
         if keys.is_empty() {
             return Ok(counted);
@@ -265,7 +274,12 @@ impl Poller {
             .map(|k| (k.job_id.as_str(), Outcome::of_state(k.state)))
             .collect();
         let source = ExportSource::new(
-            Export::new(db::jobs_named(db.clone(), keys)),
+            Export::new(db::jobs_in(
+                db.clone(),
+                &self.watched.queues,
+                span,
+                keys.iter().map(|k| k.job_id.clone()).collect(),
+            )),
             self.watched.settings.clone(),
             "lookout-db",
         );

@@ -2,7 +2,7 @@
 //! state, page after page by the key (`last_transition_time`, `job_id`), and the rows of a
 //! page's jobs decoded as the parent decodes a queue's export.
 //!
-//! Owns: [`terminal_page`], [`jobs_named`], [`terminal_jobs`]. Must not: keep a cursor (that
+//! Owns: [`terminal_page`], [`jobs_in`], [`terminal_jobs`]. Must not: keep a cursor (that
 //! is `watch`'s state) or map rows to histories.
 
 use super::{by_key, copy_jobs, literal, query_error, Db, COLUMNS};
@@ -45,7 +45,7 @@ const TERMINAL_PAGE: &str = "SELECT job_id, queue, state, \
 /// At most `limit` jobs of `queues` that reached a terminal state ([`TERMINAL_STATES`]) after
 /// `after` (microseconds since the Unix epoch and a job id; `""` for every job of that
 /// instant), in the order of (`last_transition_time`, `job_id`). A page, not a stream: the
-/// caller reads the jobs' rows with [`jobs_named`] and asks for the next page after the last.
+/// caller reads the jobs' rows with [`jobs_in`] and asks for the next page after the last.
 pub fn terminal_page(db: &Db, queues: &[String], after: (i64, &str), limit: usize) -> Result<Vec<Terminal>, CliError> {
     let statement = format!("{TERMINAL_PAGE}{AHEAD} ORDER BY last_transition_time, job_id LIMIT $5");
     // Lookout's `timestamp` columns are UTC without a zone: the zone of the text is ignored.
@@ -70,39 +70,76 @@ pub fn terminal_page(db: &Db, queues: &[String], after: (i64, &str), limit: usiz
         .collect())
 }
 
-/// The statement of [`jobs_named`]: the rows of the jobs `ids`, looked up by key (an array
-/// the join starts from: a list in `IN`, or a `queue =` beside it, leads the planner to
-/// read every job of the queue or of the index for a few thousand).
-pub(super) fn named_statement(ids: &[String]) -> Result<String, CliError> {
-    let ids = ids
+/// A page of [`terminal_page`] by its bounds: the key it was read after, and its last key
+/// (microseconds since the Unix epoch and a job id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span<'k> {
+    pub after: (i64, &'k str),
+    pub last: (i64, &'k str),
+}
+
+/// The statement of [`jobs_in`]: the rows of the jobs of `queues` in a terminal state whose key
+/// lies in `span`, read as [`terminal_page`] read their keys (the index `idx_job_ltt_jobid`,
+/// by range), each job's runs looked up by its id. A range, not a list of the page's ids: the
+/// statement stays a few hundred bytes whatever the page, and the jobs are found by one scan
+/// of the index instead of one lookup each. In the index's order, which a job's rows share:
+/// the server sends each job's rows as it finds them, where an order of its own (`job_id`)
+/// would have it sort the whole page first while the replay waits.
+pub(super) fn span_statement(queues: &[String], span: Span<'_>) -> Result<String, CliError> {
+    let queues = queues
         .iter()
-        .map(|id| literal("job_id", id))
+        .map(|q| literal("queue", q))
         .collect::<Result<Vec<_>, _>>()?;
+    let states: Vec<String> = TERMINAL_STATES.iter().map(i16::to_string).collect();
+    // Lookout's `timestamp` columns are UTC without a zone: the zone of the text is ignored.
+    let key = |(at, id): (i64, &str)| -> Result<String, CliError> {
+        Ok(format!(
+            "(E'{}'::timestamp, {})",
+            Timestamp(at.saturating_mul(1000)),
+            literal("job_id", id)?
+        ))
+    };
     Ok(format!(
-        "COPY (SELECT {COLUMNS} FROM unnest(ARRAY[{}]::text[]) AS k(id) JOIN job j ON j.job_id = k.id \
-         LEFT JOIN job_run r ON r.job_id = j.job_id ORDER BY j.job_id) TO STDOUT (FORMAT binary)",
-        ids.join(", ")
+        "COPY (SELECT {COLUMNS} FROM job j LEFT JOIN job_run r ON r.job_id = j.job_id \
+         WHERE j.queue = ANY(ARRAY[{}]::text[]) AND j.state IN ({}) \
+         AND (j.last_transition_time, j.job_id) > {} AND (j.last_transition_time, j.job_id) <= {} \
+         ORDER BY j.last_transition_time, j.job_id) TO STDOUT (FORMAT binary)",
+        queues.join(", "),
+        states.join(", "),
+        key(span.after)?,
+        key(span.last)?
     ))
 }
 
-/// The jobs `keys` name (a page of [`terminal_page`]), each with all its runs, decoded as
-/// [`jobs`] decodes an export (each job's queue from its row): one statement
-/// ([`named_statement`]), with the runs looked up by key ([`by_key`]). A statement that fails
-/// ends the stream with its error, as a lost connection ends [`jobs`]'.
-pub fn jobs_named<'a>(db: std::sync::Arc<Db>, keys: &[Terminal]) -> crate::lookout::JobStream<'a> {
-    let ids: Vec<String> = keys.iter().map(|k| k.job_id.clone()).collect();
-    match by_key(&db)
-        .and_then(|()| named_statement(&ids))
+/// The jobs of a page of [`terminal_page`] (its `span`), each with all its runs, decoded as
+/// [`jobs`] decodes an export (each job's queue from its row), and only those `wanted`: a job
+/// that reached its terminal state inside the span after the page's keys were read (a late
+/// row) is not the page's, and a job the caller counted already is skipped before it is
+/// decoded. One statement ([`span_statement`]), the runs looked up by key ([`by_key`]). A
+/// statement that fails ends the stream with its error, as a lost connection ends [`jobs`]'.
+pub fn jobs_in<'a>(
+    db: std::sync::Arc<Db>,
+    queues: &[String],
+    span: Span<'_>,
+    wanted: std::collections::HashSet<String>,
+) -> crate::lookout::JobStream<'a> {
+    let stream = match by_key(&db)
+        .and_then(|()| span_statement(queues, span))
         .and_then(|s| copy_jobs(db, &s))
     {
         Ok(stream) => stream,
-        Err(e) => Box::new(std::iter::once(Err(e.into()))),
-    }
+        Err(e) => return Box::new(std::iter::once(Err(e.into()))),
+    };
+    Box::new(stream.filter(move |item| match item {
+        Ok(Item::Job(j)) => wanted.contains(&j.job.job_id),
+        Ok(Item::Bad(e)) => wanted.contains(&e.job_id),
+        Err(_) => true,
+    }))
 }
 
 /// Every job of `queues` that reached a terminal state at or after `from` (microseconds since
 /// the Unix epoch), page after page of [`terminal_page`] (`limit` jobs each) and the rows of
-/// each page by [`jobs_named`]: `watch`'s report of its window, in constant memory.
+/// each page by [`jobs_in`]: `watch`'s report of its window, in constant memory.
 pub fn terminal_jobs<'a>(
     db: std::sync::Arc<Db>,
     queues: Vec<String>,
@@ -152,9 +189,15 @@ impl Iterator for TerminalJobs<'_> {
                 }
             };
             let end = keys.last()?;
+            let span = Span {
+                after: (self.after.0, &self.after.1),
+                last: (end.at, &end.job_id),
+            };
+            let wanted = keys.iter().map(|k| k.job_id.clone()).collect();
+            let page = jobs_in(self.db.clone(), &self.queues, span, wanted);
             self.after = (end.at, end.job_id.clone());
             self.last = keys.len() < self.limit;
-            self.page = Some(jobs_named(self.db.clone(), &keys));
+            self.page = Some(page);
         }
     }
 }
