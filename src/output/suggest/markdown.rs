@@ -77,23 +77,18 @@ pub(super) fn markdown(
         "| signature | runs | retry success (95%) | GPU-h | today | proposed |"
     );
     let _ = writeln!(m, "|---|---:|---|---:|---|---|");
-    for (s, v) in r.signatures.iter().take(TOP) {
+    // Each signature's row, then the default's below them.
+    let rows = r
+        .signatures
+        .iter()
+        .take(TOP)
+        .map(|(s, v)| (*s, signature_words(r, s, v)))
+        .chain(default_row(r));
+    for (s, proposed) in rows {
         let _ = writeln!(
             m,
             "| {} | {} | {} | {} | {} | {} |",
             md(&short(&s.text, 80)),
-            s.failed_runs,
-            rate_words(s),
-            gpu_cell(s),
-            md(&today(s)),
-            md(&signature_words(r, s, v))
-        );
-    }
-    if let Some((s, proposed)) = default_row(r) {
-        let _ = writeln!(
-            m,
-            "| {} | {} | {} | {} | {} | {} |",
-            md(&s.text),
             s.failed_runs,
             rate_words(s),
             gpu_cell(s),

@@ -60,22 +60,14 @@ pub(super) fn table(
         plural(r.signatures.len() as u64, "signature", "signatures")
     )?;
     writeln!(out)?;
+    // Each signature's row, then the default's below them.
     let rows: Vec<[String; 7]> = r
         .signatures
         .iter()
         .take(TOP)
-        .map(|(s, v)| {
-            [
-                short(&s.text, 48),
-                s.failed_runs.to_string(),
-                s.trials.trials.to_string(),
-                rate_words(s),
-                gpu_cell(s),
-                today(s),
-                signature_words(r, s, v),
-            ]
-        })
-        .chain(default_row(r).map(|(s, proposed)| {
+        .map(|(s, v)| (*s, signature_words(r, s, v)))
+        .chain(default_row(r))
+        .map(|(s, proposed)| {
             [
                 short(&s.text, 48),
                 s.failed_runs.to_string(),
@@ -85,7 +77,7 @@ pub(super) fn table(
                 today(s),
                 proposed,
             ]
-        }))
+        })
         .collect();
     let head = [
         "SIGNATURE",
