@@ -962,3 +962,38 @@ fn watch_refuses_what_it_cannot_watch() {
         format_output(&out)
     );
 }
+
+/// A page's rows are read by its span of Lookout's index (`last_transition_time`, `job_id`),
+/// in that order, and only the jobs its keys named: a job inside the span that the page does
+/// not name (here every other one; in a poll, one that reached its terminal state after the
+/// keys were read, or one counted before) is left out before it is decoded.
+#[test]
+fn a_page_reads_its_span_and_only_the_jobs_its_keys_named() {
+    use retryctl::lookout::db::{connect, jobs_in, terminal_page, Span};
+    use retryctl::lookout::Item;
+    let Some(mut db) = pg::lookout_db("watch_span") else {
+        return;
+    };
+    lookout_rows::load(&mut db, &(week().join("\n") + "\n"), "");
+    let conn = Arc::new(connect(&db.dsn, Duration::from_secs(10)).unwrap());
+    let queues = vec!["ml".to_string(), "batch".to_string()];
+    let keys = terminal_page(&conn, &queues, (0, ""), 40).unwrap();
+    assert_eq!(keys.len(), 40);
+    let last = keys.last().unwrap();
+    let span = Span {
+        after: (0, ""),
+        last: (last.at, &last.job_id),
+    };
+    let named: Vec<String> = keys.iter().step_by(2).map(|k| k.job_id.clone()).collect();
+    let mut read: Vec<String> = Vec::new();
+    for item in jobs_in(conn.clone(), &queues, span, named.iter().cloned().collect()) {
+        let id = match item.unwrap() {
+            Item::Job(j) => j.job.job_id,
+            Item::Bad(e) => e.job_id,
+        };
+        if read.last() != Some(&id) {
+            read.push(id);
+        }
+    }
+    assert_eq!(read, named);
+}
