@@ -43,6 +43,11 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// The design policy's `retryLimit` as written: a learned Retry default's, else today's.
+    pub fn design_retry_limit(&self) -> Option<u32> {
+        self.default_limit.or(self.retry_limit)
+    }
+
     /// The learned default's evidence as comment lines at `pad`, none when today's stays.
     fn default_comment(&self, pad: &str) -> String {
         self.default_note
@@ -136,7 +141,7 @@ pub fn design_policy(settings: &Settings, rules: &[Documented<'_>], kept: &[Kept
     y.push_str("apiVersion: armadaproject.io/v1\nkind: RetryPolicy\nmetadata:\n");
     y.push_str(&format!("  name: {}\nspec:\n", settings.name));
     y.push_str(&settings.default_comment("  "));
-    if let Some(l) = settings.default_limit.or(settings.retry_limit) {
+    if let Some(l) = settings.design_retry_limit() {
         y.push_str(&format!("  retryLimit: {l}\n"));
     }
     y.push_str(&format!(
@@ -380,21 +385,15 @@ mod tests {
     /// rule would retry further; its evidence heads the policy's settings.
     #[test]
     fn a_learned_default_joins_the_one_retry_limit() {
-        let rule = Proposed {
-            text: "category:gpu".into(),
-            signature: Signature::Category {
+        let rule = Proposed::for_test(
+            "category:gpu",
+            Signature::Category {
                 category: "gpu".into(),
                 subcategory: None,
             },
-            action: Action::Retry,
-            limit: Some(3),
-            avoid_same_node: false,
-            extrapolated_from: None,
-            gpu: 0,
-            cpu: 0,
-            cut: false,
-            as_today: None,
-        };
+            Action::Retry,
+            Some(3),
+        );
         let documented = [Documented {
             rule: &rule,
             evidence: String::new(),
@@ -430,18 +429,7 @@ mod tests {
 
     #[test]
     fn category_names_are_short_slugs_with_a_hash() {
-        let rule = |text: &str, signature: Signature| Proposed {
-            text: text.into(),
-            signature,
-            action: Action::Retry,
-            limit: Some(1),
-            avoid_same_node: false,
-            extrapolated_from: None,
-            gpu: 0,
-            cpu: 0,
-            cut: false,
-            as_today: None,
-        };
+        let rule = |text: &str, signature: Signature| Proposed::for_test(text, signature, Action::Retry, Some(1));
         let container = |exit, name: &str, template: &str| Signature::Container {
             exit,
             name: name.into(),

@@ -397,8 +397,22 @@ pub fn verdict(stats: &SignatureStats, knobs: &Knobs, engine: EngineKind) -> Ver
     {
         return Verdict::None(why);
     }
+    match learned(stats, knobs) {
+        Ok((action, limit)) => Verdict::Rule(Proposed {
+            avoid_same_node: action == Action::Retry && avoid_same_node(stats),
+            extrapolated_from: limit.extrapolated_from,
+            ..Proposed::of(stats, action, (action == Action::Retry).then_some(limit.depth))
+        }),
+        Err(why) => Verdict::None(why),
+    }
+}
+
+/// What a signature's counts (or the default's pooled ones) say of retrying, by the limit
+/// rule: `Retry` with [`limit`], or `Fail` when it is 0; why nothing when the evidence is thin
+/// (fewer than `--min-trials` trials, or no depth with evidence of its own).
+fn learned(stats: &SignatureStats, knobs: &Knobs) -> Result<(Action, Limit), NoRule> {
     if stats.trials.trials < knobs.min_trials {
-        return Verdict::None(NoRule::TooFewTrials {
+        return Err(NoRule::TooFewTrials {
             trials: stats.trials.trials,
             min: knobs.min_trials,
         });
@@ -406,28 +420,41 @@ pub fn verdict(stats: &SignatureStats, knobs: &Knobs, engine: EngineKind) -> Ver
     // No depth with evidence of its own: nothing says a retry pays or does not (unless
     // `--extrapolate` reads every depth as the overall share).
     if evidenced_depth(stats, knobs.max_limit) == 0 && !knobs.extrapolate {
-        return Verdict::None(NoRule::ThinFirstRetry {
+        return Err(NoRule::ThinFirstRetry {
             trials: stats.by_depth[0].trials,
         });
     }
     let l = limit(stats, knobs);
-    let (action, limit, avoid) = if l.depth == 0 {
-        (Action::Fail, None, false)
-    } else {
-        (Action::Retry, Some(l.depth), avoid_same_node(stats))
-    };
-    Verdict::Rule(Proposed {
-        text: stats.text.clone(),
-        signature: stats.signature.clone().expect("checked by matchable"),
-        action,
-        limit,
-        avoid_same_node: avoid,
-        extrapolated_from: l.extrapolated_from,
-        gpu: stats.gpu.once(),
-        cpu: stats.cpu.once(),
-        cut: stats.cut,
-        as_today: None,
-    })
+    Ok((if l.depth == 0 { Action::Fail } else { Action::Retry }, l))
+}
+
+impl Proposed {
+    /// A rule for `stats` (its text and signature; none: the default's, `unknown`) deciding
+    /// `action` with `limit`, and nothing else: no `avoidSameNode`, no extrapolation.
+    fn of(stats: &SignatureStats, action: Action, limit: Option<u32>) -> Proposed {
+        Proposed {
+            text: stats.text.clone(),
+            signature: stats.signature.clone().unwrap_or(Signature::Unknown),
+            action,
+            limit,
+            avoid_same_node: false,
+            extrapolated_from: None,
+            gpu: stats.gpu.once(),
+            cpu: stats.cpu.once(),
+            cut: stats.cut,
+            as_today: None,
+        }
+    }
+
+    /// A rule of `text` and `signature` for the documents' and the placements' tests.
+    #[cfg(test)]
+    pub(crate) fn for_test(text: &str, signature: Signature, action: Action, limit: Option<u32>) -> Proposed {
+        Proposed {
+            text: text.into(),
+            signature,
+            ..Proposed::of(&SignatureStats::default(), action, limit)
+        }
+    }
 }
 
 /// Group of a rule in the policy's order: conditions, containers with a message, containers
@@ -489,16 +516,12 @@ pub const DEFAULT: &str = "(default)";
 pub struct Defaults {
     /// Their counts, pooled (text [`DEFAULT`]).
     pub stats: SignatureStats,
-    /// How many signatures were pooled.
-    pub signatures: usize,
-    /// Their texts: the default decides their runs.
+    /// The pooled signatures' texts: the default decides their runs.
     pub pooled: std::collections::HashSet<String>,
     /// Today's default, as the baseline's first policy sets it (no policy: `Fail`).
     pub today: DefaultDecision,
     /// The learned default as a rule of text [`DEFAULT`], or why today's stays.
     pub verdict: Verdict,
-    /// Thin signatures given a rule that writes today's decision, the default changing.
-    pub as_today: usize,
 }
 
 impl Defaults {
@@ -555,37 +578,16 @@ fn decided_by_default(s: &SignatureStats) -> bool {
     by_default > other
 }
 
-/// The default §"The limit" gives the pooled counts, as a rule's verdict (text [`DEFAULT`]):
-/// too few trials or no first retry with evidence of its own keep today's.
+/// The default the limit rule gives the pooled counts, as a rule's verdict (text
+/// [`DEFAULT`]): too few trials or no first retry with evidence of its own keep today's.
 fn default_verdict(stats: &SignatureStats, knobs: &Knobs) -> Verdict {
-    if stats.trials.trials < knobs.min_trials {
-        return Verdict::None(NoRule::TooFewTrials {
-            trials: stats.trials.trials,
-            min: knobs.min_trials,
-        });
+    match learned(stats, knobs) {
+        Ok((action, limit)) => Verdict::Rule(Proposed {
+            extrapolated_from: limit.extrapolated_from,
+            ..Proposed::of(stats, action, (action == Action::Retry).then_some(limit.depth))
+        }),
+        Err(why) => Verdict::None(why),
     }
-    if evidenced_depth(stats, knobs.max_limit) == 0 && !knobs.extrapolate {
-        return Verdict::None(NoRule::ThinFirstRetry {
-            trials: stats.by_depth[0].trials,
-        });
-    }
-    let l = limit(stats, knobs);
-    let (action, limit) = match l.depth {
-        0 => (Action::Fail, None),
-        d => (Action::Retry, Some(d)),
-    };
-    Verdict::Rule(Proposed {
-        text: DEFAULT.to_string(),
-        signature: Signature::Unknown,
-        action,
-        limit,
-        avoid_same_node: false,
-        extrapolated_from: l.extrapolated_from,
-        gpu: stats.gpu.once(),
-        cpu: stats.cpu.once(),
-        cut: false,
-        as_today: None,
-    })
 }
 
 /// Every signature's verdict (in `stats`' order), the rules in the policy's order and the
@@ -658,10 +660,8 @@ fn learn_default(
     let mut default = Defaults {
         verdict: default_verdict(&stats, knobs),
         stats,
-        signatures: pooled.len(),
         pooled: pooled.iter().map(|s| s.text.clone()).collect(),
         today,
-        as_today: 0,
     };
     if !default.changes() {
         return default;
@@ -679,20 +679,12 @@ fn learn_default(
     for &i in &thin_today {
         let (s, v) = &mut verdicts[i];
         let Verdict::None(why) = v else { continue };
+        // A thin signature is a matchable one (`verdict` checks that first).
         *v = Verdict::Rule(Proposed {
-            text: s.text.clone(),
-            signature: s.signature.clone().expect("a thin signature is matchable"),
-            action: today.action,
-            limit: today.limit,
-            avoid_same_node: false,
-            extrapolated_from: None,
-            gpu: s.gpu.once(),
-            cpu: s.cpu.once(),
-            cut: s.cut,
             as_today: Some(why.clone()),
+            ..Proposed::of(s, today.action, today.limit)
         });
     }
-    default.as_today = thin_today.len();
     default
 }
 
@@ -824,7 +816,7 @@ mod tests {
         );
         let all = [&unknown, &thin, &ruled, &preempted];
         let p = propose(&all, &k, EngineKind::Upstream, Room::new(0, None), fail);
-        assert_eq!(p.default.signatures, 1, "the preemption is no default's");
+        assert_eq!(p.default.pooled.len(), 1, "the preemption is no default's");
         assert_eq!(
             p.default.proposed(),
             DefaultDecision {
@@ -833,7 +825,6 @@ mod tests {
             }
         );
         assert!(p.default.changes());
-        assert_eq!(p.default.as_today, 1);
         assert_eq!(p.rules.len(), 1);
         let r = &p.rules[0];
         assert_eq!(

@@ -323,17 +323,8 @@ mod tests {
             seen: seen.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
             ..SignatureStats::default()
         };
-        let rule = |text: &str, action: Action, limit: Option<u32>| Proposed {
-            text: text.into(),
-            signature: crate::suggest::signature::Signature::Unknown,
-            action,
-            limit,
-            avoid_same_node: false,
-            extrapolated_from: None,
-            gpu: 0,
-            cpu: 0,
-            cut: false,
-            as_today: None,
+        let rule = |text: &str, action: Action, limit: Option<u32>| {
+            Proposed::for_test(text, crate::suggest::signature::Signature::Unknown, action, limit)
         };
         let signatures = [
             stats("oom@main", &[("oom/kernel", 30)]),

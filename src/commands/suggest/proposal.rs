@@ -112,7 +112,7 @@ impl Suggest {
             settings.default_limit = p.limit;
             settings.default_note = Some(format!(
                 "{DEFAULT}: learned from {}: {}",
-                plural(default.signatures as u64, "signature", "signatures"),
+                plural(default.pooled.len() as u64, "signature", "signatures"),
                 view::evidence(&default.stats)
             ));
         }
@@ -206,21 +206,23 @@ impl Suggest {
             .zip(places)
             .map(|(r, place)| {
                 let stats = by_text.get(r.text.as_str());
-                let evidence = stats.map_or_else(String::new, |s| view::evidence(s));
-                match &r.as_today {
-                    // Today's default decided it, which carries no mutation (docs/engines.md).
-                    Some(why) => Documented {
-                        rule: r,
-                        evidence: format!("{evidence}; as today ({why}): today's default decided it, and the proposed default differs"),
-                        mutate: None,
-                        place,
-                    },
-                    None => Documented {
-                        rule: r,
-                        evidence,
-                        mutate: stats.and_then(|s| today::carried_mutate(s, &kept)),
-                        place,
-                    },
+                let mut evidence = stats.map_or_else(String::new, |s| view::evidence(s));
+                // A rule keeping today's default's decision carries no mutation, as that
+                // default's retries do not (docs/engines.md).
+                let mutate = match &r.as_today {
+                    Some(why) => {
+                        evidence.push_str(&format!(
+                            "; as today ({why}): today's default decided it, and the proposed default differs"
+                        ));
+                        None
+                    }
+                    None => stats.and_then(|s| today::carried_mutate(s, &kept)),
+                };
+                Documented {
+                    rule: r,
+                    evidence,
+                    mutate,
+                    place,
                 }
             })
             .collect();
@@ -317,7 +319,7 @@ impl Suggest {
         Ok(Proposal {
             text,
             kept,
-            retry_limit: settings.default_limit.or(settings.retry_limit),
+            retry_limit: settings.design_retry_limit(),
             upstream,
             sim: attach(sim, classifier),
         })

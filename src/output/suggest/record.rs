@@ -118,7 +118,7 @@ fn suspect_json(s: &Suspect) -> Value {
 /// The policy's default (docs/reference/suggest.md "The policy's defaults"): the pooled
 /// counts as a signature's record, how many signatures were pooled, today's default and the
 /// proposal's (`proposed`: the learned one, `null` with `noRule` saying why today's stays).
-fn default_json(d: &Defaults) -> Value {
+fn default_json(d: &Defaults, rules: &[Proposed]) -> Value {
     let decision = |d: DefaultDecision| json!({"action": d.action.as_str(), "limit": d.limit});
     let mut m = match signature_json(&d.stats, &d.verdict) {
         Value::Object(m) => m,
@@ -126,10 +126,13 @@ fn default_json(d: &Defaults) -> Value {
     };
     m.remove("nodes");
     m.remove("jobs");
-    m.insert("pooledSignatures".into(), json!(d.signatures));
+    m.insert("pooledSignatures".into(), json!(d.pooled.len()));
     m.insert("today".into(), decision(d.today));
     m.insert("changes".into(), json!(d.changes()));
-    m.insert("asTodayRules".into(), json!(d.as_today));
+    m.insert(
+        "asTodayRules".into(),
+        json!(rules.iter().filter(|p| p.as_today.is_some()).count()),
+    );
     Value::Object(m)
 }
 
@@ -142,7 +145,7 @@ fn head_fields<'a>(r: &'a Report<'a>) -> [Field<'a>; 5] {
             "signatures",
             Box::new(r.signatures.iter().map(|(s, v)| signature_json(s, v))),
         ),
-        Field::One("default", default_json(r.default)),
+        Field::One("default", default_json(r.default, r.rules)),
         Field::Each("suspectNodes", Box::new(r.suspects.iter().map(suspect_json))),
     ]
 }

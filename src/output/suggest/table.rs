@@ -20,8 +20,8 @@ use crate::suggest::verdict::{Decision, Judgement};
 use super::capture::{BacktestTail, Captured};
 use super::report::{EngineFrom, Report};
 use super::words::{
-    decision_words, default_row, estimated, gpu_cell, merged_words, no_rules, rate_words, short, signature_words,
-    today, TOP,
+    as_written, decision_words, default_row, estimated, gpu_cell, merged_words, no_rules, rate_words, short,
+    signature_words, today, TOP,
 };
 
 /// The table's first line: which engine decided, why, and how to pick the other.
@@ -180,13 +180,9 @@ pub(super) fn table(
         ),
     ];
     if r.default.changes() {
-        let mut proposed = r.default.proposed();
-        if let (Some(u), Some(_)) = (r.upstream, proposed.limit) {
-            proposed.limit = Some(u.written_retry_limit);
-        }
         parts.push(format!(
             "default {} (today's: {}).",
-            decision_words(proposed),
+            decision_words(as_written(r.default.proposed(), r.upstream)),
             decision_words(r.default.today)
         ));
     }

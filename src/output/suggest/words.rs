@@ -106,14 +106,11 @@ pub(super) fn proposal_words(v: &Verdict, upstream: Option<&Upstream>) -> String
         },
     ) = v
     {
-        let decision = match p.limit {
-            Some(l) => format!("Retry ×{}", upstream.map_or(l, |u| u.written_retry_limit)),
-            None => "Fail".to_string(),
+        let decision = DefaultDecision {
+            action: p.action,
+            limit: p.limit,
         };
-        return match why {
-            NoRule::TooFewTrials { trials, .. } => format!("as today (too few trials: {trials}): {decision}"),
-            why => format!("as today ({why}): {decision}"),
-        };
+        return format!("{}: {}", as_today(why), decision_words(as_written(decision, upstream)));
     }
     match v {
         Verdict::Rule(p) => match p.limit {
@@ -137,7 +134,7 @@ pub(super) fn proposal_words(v: &Verdict, upstream: Option<&Upstream>) -> String
             }
             None => "Fail".into(),
         },
-        Verdict::None(NoRule::TooFewTrials { trials, .. }) => format!("as today (too few trials: {trials})"),
+        Verdict::None(why @ NoRule::TooFewTrials { .. }) => as_today(why),
         Verdict::None(_) => "as today (no rule)".into(),
     }
 }
@@ -157,7 +154,7 @@ pub(super) fn signature_words(r: &Report<'_>, s: &SignatureStats, v: &Verdict) -
 /// signature's runs were pooled into it.
 pub(super) fn default_row<'r>(r: &'r Report<'_>) -> Option<(&'r SignatureStats, String)> {
     let d = r.default;
-    (d.signatures > 0).then(|| (&d.stats, default_words(d, r.upstream)))
+    (!d.pooled.is_empty()).then(|| (&d.stats, default_words(d, r.upstream)))
 }
 
 /// What the proposal's default does: the learned one as a rule's cell, else today's and why.
@@ -165,6 +162,23 @@ fn default_words(d: &Defaults, upstream: Option<&Upstream>) -> String {
     match &d.verdict {
         Verdict::Rule(_) => proposal_words(&d.verdict, upstream),
         Verdict::None(why) => format!("as today ({why})"),
+    }
+}
+
+/// A signature decided as today for thin evidence: `as today (too few trials: 7)`.
+fn as_today(why: &NoRule) -> String {
+    match why {
+        NoRule::TooFewTrials { trials, .. } => format!("as today (too few trials: {trials})"),
+        why => format!("as today ({why})"),
+    }
+}
+
+/// A decision as the written policy makes it: upstream, every Retry takes the policy's one
+/// `retryLimit`.
+pub(super) fn as_written(d: DefaultDecision, upstream: Option<&Upstream>) -> DefaultDecision {
+    DefaultDecision {
+        limit: d.limit.map(|l| upstream.map_or(l, |u| u.written_retry_limit)),
+        ..d
     }
 }
 
