@@ -39,3 +39,14 @@ timed() {
     cpu[$name]+="$(python3 -c "print(round($u + $s, 2))") "
     rss[$name]="$((k / 1024))"
 }
+# The tree measured: its commit, and whether src or the lock differ from it.
+tree_commit() { echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src Cargo.toml Cargo.lock || echo ' + uncommitted changes')"; }
+# A line per NAME that `timed` ran: the median wall and CPU seconds with every round's, and
+# the peak RSS in MiB.
+medians() {
+    local k
+    for k in "$@"; do
+        printf '%-10s %6ss wall (%s) %6ss CPU (%s) %4s MiB\n' "$k" "$(median "${wall[$k]}")" "${wall[$k]% }" \
+            "$(median "${cpu[$k]}")" "${cpu[$k]% }" "${rss[$k]}"
+    done
+}

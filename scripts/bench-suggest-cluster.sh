@@ -25,9 +25,6 @@ for _ in $(seq "$rounds"); do
     timed simulate "$bin" simulate -f "$dir/suggested.yaml" --baseline "$current" --history "$week" -o json
     timed suggest "$bin" suggest --history "$week" --queue ml --baseline "$current" -o json
 done
-for k in simulate suggest; do
-    printf '%-10s %6ss wall (%s) %6ss CPU (%s) %4s MiB\n' "$k" "$(median "${wall[$k]}")" "${wall[$k]% }" \
-        "$(median "${cpu[$k]}")" "${cpu[$k]% }" "${rss[$k]}"
-done
+medians simulate suggest
 echo "suggest / simulate --baseline, CPU: $(ratio "$(median "${cpu[suggest]}")" "$(median "${cpu[simulate]}")")x (bar: 3)"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -15,7 +15,7 @@ signatures="${1:-10001}"
 rounds="${2:-3}"
 . scripts/bench-common.sh
 machine
-echo "tree: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src Cargo.toml Cargo.lock || echo ' + uncommitted changes'); binary: $bin"
+echo "tree: $(tree_commit); binary: $bin"
 file="$dir/signatures-$signatures.jsonl"
 python3 scripts/gen-signatures.py "$signatures" >"$file"
 echo "== $signatures signatures, $(wc -l <"$file") jobs, $(du -k "$file" | cut -f1) KiB"

@@ -20,7 +20,7 @@ shards="${2:-2}"
 . scripts/bench-common.sh
 machine
 echo "build: $bin"
-echo "tree: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src Cargo.toml Cargo.lock || echo ' + uncommitted changes')"
+echo "tree: $(tree_commit)"
 file="$dir/h.jsonl"
 # Each job's message is a word of letters g-z (no digit, no hex word: the template keeps it
 # whole), its own; one job in ten also fails once with one of 50 recurring messages, so that

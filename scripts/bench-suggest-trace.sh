@@ -19,7 +19,7 @@ rounds="${2:-3}"
 . scripts/bench-common.sh
 export TIMED_QUIET=1
 machine
-echo "tree: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src Cargo.toml Cargo.lock || echo ' + uncommitted changes'); binary: $bin"
+echo "tree: $(tree_commit); binary: $bin"
 file="$dir/trace.jsonl"
 python3 scripts/gen-trace.py --copies "$copies" >"$file"
 echo "== $copies copies: $(wc -l <"$file") jobs, $(python3 -c "import json,sys; print(sum(len(json.loads(l)['runs']) for l in open(sys.argv[1])))" "$file") runs, $(du -m "$file" | cut -f1) MiB"
@@ -39,8 +39,5 @@ for _ in $(seq "$rounds"); do
     timed simulate "$bin" simulate -f "$dir/suggested.yaml" --baseline "$dir/fail.yaml" --history "$file" -o json
     timed suggest "$bin" suggest --history "$file" -o json
 done
-for k in simulate suggest; do
-    printf '%-10s %6ss wall (%s) %6ss CPU (%s) %4s MiB\n' "$k" "$(median "${wall[$k]}")" "${wall[$k]% }" \
-        "$(median "${cpu[$k]}")" "${cpu[$k]% }" "${rss[$k]}"
-done
+medians simulate suggest
 echo "suggest / simulate --baseline, CPU: $(ratio "$(median "${cpu[suggest]}")" "$(median "${cpu[simulate]}")")x (bar: 2)"

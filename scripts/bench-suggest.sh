@@ -22,7 +22,7 @@ export TIMED_QUIET=1
 base_files=()
 for p in "${policies[@]}"; do [ "$p" != -f ] && base_files+=("$p"); done
 machine
-echo "tree: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src Cargo.toml Cargo.lock || echo ' + uncommitted changes')"
+echo "tree: $(tree_commit)"
 for n in "$runs" "$((runs * 3))"; do
     file="$dir/h-$n.jsonl"
     python3 scripts/gen-histories.py --pending --messages "$n" >"$file"
@@ -32,10 +32,7 @@ for n in "$runs" "$((runs * 3))"; do
         timed simulate "$bin" simulate "${policies[@]}" "${baseline[@]}" --history "$file" -o json
         timed suggest "$bin" suggest --history "$file" --baseline "${base_files[@]}" -o json
     done
-    for k in simulate suggest; do
-        printf '%-10s %6ss wall (%s) %6ss CPU (%s) %4s MiB\n' "$k" "$(median "${wall[$k]}")" "${wall[$k]% }" \
-            "$(median "${cpu[$k]}")" "${cpu[$k]% }" "${rss[$k]}"
-    done
+    medians simulate suggest
     echo "suggest / simulate --baseline, CPU: $(ratio "$(median "${cpu[suggest]}")" "$(median "${cpu[simulate]}")")x (bar: 2)"
     unset wall cpu rss
 done
