@@ -222,9 +222,8 @@ pub struct TuneArgs {
     pub max_compute: Option<String>,
 
     /// Recommend nothing when more jobs than this contradict the baseline (it is then not
-    /// what the cluster ran): a number of jobs, or a percentage of the jobs compared (`1%`);
-    /// by default the count is said and decides nothing.
-    #[arg(long, value_name = "N|P%", default_value = "100%", value_parser = values::max_contradictions)]
+    /// what the cluster ran): a number of jobs (`5`), or a percentage of the jobs compared.
+    #[arg(long, value_name = "N|P%", default_value = "1%", value_parser = values::max_contradictions)]
     pub max_contradictions: MaxContradictions,
 
     /// Refuse (exit 2, before any replay) a search of more candidates than N.
@@ -318,9 +317,8 @@ pub struct SuggestArgs {
     pub executor_config_format: ExecutorConfigFormat,
 
     /// Reject the proposal when more jobs than this contradict today's policy (it is then
-    /// not what the cluster ran): a number of jobs, or a percentage of the jobs compared
-    /// (`1%`); by default the count is said and decides nothing.
-    #[arg(long, value_name = "N|P%", default_value = "100%", value_parser = values::max_contradictions)]
+    /// not what the cluster ran): a number of jobs (`5`), or a percentage of the jobs compared.
+    #[arg(long, value_name = "N|P%", default_value = "1%", value_parser = values::max_contradictions)]
     pub max_contradictions: MaxContradictions,
 
     // Gone: suggest exits 1 on `reject` (docs/reference/suggest.md "Exit status"). Kept hidden

@@ -138,8 +138,7 @@ mod tests {
         );
     }
 
-    /// More than 1% of the jobs compared, exactly: 1 of 100 is within it; the default decides
-    /// nothing.
+    /// More than 1% of the jobs compared, exactly, by default: 1 of 100 is within it.
     #[test]
     fn max_contradictions_is_more_than_its_share_or_count() {
         let e = |jobs, contradicted| Explained {
@@ -147,8 +146,9 @@ mod tests {
             contradicted,
             first: Vec::new(),
         };
-        assert!(!MaxContradictions::default().exceeded(&e(100, 100)));
-        let one = MaxContradictions::Percent(1.0);
+        let one = MaxContradictions::default();
+        assert_eq!(one, MaxContradictions::Percent(1.0));
+        assert!(!MaxContradictions::Percent(100.0).exceeded(&e(100, 100)));
         assert!(!one.exceeded(&e(100, 1)));
         assert!(one.exceeded(&e(100, 2)));
         assert!(one.exceeded(&e(99, 1)));

@@ -60,13 +60,15 @@ fn no_room(json_text: &str) -> (Vec<(String, String)>, usize) {
     (none, v["suggest"]["proposal"]["rules"].as_array().unwrap().len())
 }
 
-/// Today's policy: two rules, both kept after the proposal's.
+/// Today's policy: two rules, both kept after the proposal's, and a default that retries, as
+/// the history's jobs were.
 const TODAY: &str = "apiVersion: armadaproject.io/v1
 kind: RetryPolicy
 metadata:
   name: today
 spec:
   retryLimit: 3
+  defaultAction: Retry
   rules:
     - action: Retry
       onConditions: [Preempted]
