@@ -19,9 +19,24 @@ pub fn not_replayed_code(errors: u64, skip_invalid: bool) -> Option<crate::error
     (errors > 0 && !skip_invalid).then_some(crate::error::ExitCode::InvalidInput)
 }
 
+/// What every replay verb says on stderr after its answer, whatever the format
+/// ([`pod_name_warning`], then [`skipped_note`]), and the exit status of the entries not
+/// replayed ([`not_replayed_code`]), which the verb's own status comes after.
+pub fn said_after_replay(
+    err: &mut dyn std::io::Write,
+    style: crate::output::Style,
+    recorded: &crate::replay::recorded::Recorded,
+    errors: u64,
+    skip_invalid: bool,
+) -> std::io::Result<Option<crate::error::ExitCode>> {
+    pod_name_warning(&mut *err, style, recorded)?;
+    skipped_note(err, errors, skip_invalid)?;
+    Ok(not_replayed_code(errors, skip_invalid))
+}
+
 /// `--skip-invalid`'s count on stderr, after the output, when there were any: `note: 2
 /// entries of the history could not be read and were skipped (--skip-invalid)`.
-pub fn skipped_note(err: &mut dyn std::io::Write, errors: u64, skip_invalid: bool) -> std::io::Result<()> {
+fn skipped_note(err: &mut dyn std::io::Write, errors: u64, skip_invalid: bool) -> std::io::Result<()> {
     if skip_invalid && errors > 0 {
         writeln!(
             err,
@@ -35,7 +50,7 @@ pub fn skipped_note(err: &mut dyn std::io::Write, errors: u64, skip_invalid: boo
 
 /// The warning, once after the answer, that some job ids cannot be part of a pod name
 /// (`Recorded::pod_name_warning`), the ids escaped as every id on stderr.
-pub fn pod_name_warning(
+fn pod_name_warning(
     err: &mut dyn std::io::Write,
     style: crate::output::Style,
     recorded: &crate::replay::recorded::Recorded,

@@ -43,7 +43,7 @@ use std::io::Write;
 
 use crate::app::Context;
 use crate::cli::{SimulateArgs, SimulateOutput};
-use crate::commands::replay::checks::{backtest_refusal, not_replayed_code, pod_name_warning, skipped_note};
+use crate::commands::replay::checks::{backtest_refusal, not_replayed_code, said_after_replay};
 use crate::commands::replay::held::Held;
 use crate::commands::replay::sides::{resolve, CandidateFrom, Sides, SidesSpec};
 use crate::commands::replay::source::{self, check_flags, check_source, About, Open};
@@ -303,8 +303,8 @@ fn write_partial<S: HistorySource>(
 /// What is said on stderr after the answer, whatever the format: the job ids that cannot
 /// be part of a pod name, and `--skip-invalid`'s count.
 pub fn said_after(ctx: &mut Context, run: &SimulateRun, errors: u64, recorded: &Recorded) -> anyhow::Result<()> {
-    pod_name_warning(&mut *ctx.err, ctx.style, recorded)?;
-    skipped_note(&mut *ctx.err, errors, run.skip_invalid)?;
+    // The exit status is the verb's own (`replay_code`, `compare_code`).
+    said_after_replay(&mut *ctx.err, ctx.style, recorded, errors, run.skip_invalid)?;
     Ok(())
 }
 

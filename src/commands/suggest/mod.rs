@@ -35,7 +35,7 @@ use std::path::PathBuf;
 use crate::app::Context;
 use crate::cli::{ExecutorConfigFormat, SuggestArgs, SuggestOutput, WindowArgs};
 use crate::commands::replay::checks::{
-    backtest_refusal, not_replayed_code, pod_name_warning, said_of_the_shards, shards_backtest_refusal, skipped_note,
+    backtest_refusal, said_after_replay, said_of_the_shards, shards_backtest_refusal,
 };
 use crate::commands::replay::sides::{self, resolve, CandidateFrom, Sides, SidesSpec};
 use crate::commands::replay::source::{self, check_flags, check_source, About, Open};
@@ -555,9 +555,14 @@ impl Suggest {
         // on a proposal that must not be applied: `reject` is exit 1, in every format, once
         // the output is written in full (docs/reference/suggest.md "Exit status").
         let errors = whole_cmp.comparison.errors;
-        pod_name_warning(&mut *ctx.err, ctx.style, &whole_cmp.comparison.recorded)?;
-        skipped_note(&mut *ctx.err, errors, self.run.skip_invalid)?;
-        let code = if let Some(code) = not_replayed_code(errors, self.run.skip_invalid) {
+        let not_replayed = said_after_replay(
+            &mut *ctx.err,
+            ctx.style,
+            &whole_cmp.comparison.recorded,
+            errors,
+            self.run.skip_invalid,
+        )?;
+        let code = if let Some(code) = not_replayed {
             code
         } else if judgement.decision == Decision::Reject {
             ExitCode::Failure

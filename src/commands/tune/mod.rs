@@ -27,9 +27,7 @@ use std::path::Path;
 
 use crate::app::Context;
 use crate::cli::{TuneArgs, TuneOutput};
-use crate::commands::replay::checks::{
-    backtest_refusal, not_replayed_code, parse_max_compute, pod_name_warning, shell_word, skipped_note,
-};
+use crate::commands::replay::checks::{backtest_refusal, parse_max_compute, said_after_replay, shell_word};
 use crate::commands::replay::held::Held;
 use crate::commands::replay::lookout::SET_LOOKOUT_DB;
 use crate::commands::replay::policy_set::{policy_set, Unusable};
@@ -473,9 +471,14 @@ impl Tune<'_> {
     /// constraint is refused (exit 1), or with `--force` written with a warning
     /// (`output::tune::{pick_refusal, pick_warning}`).
     fn pick(&mut self, ctx: &mut Context, swept: Swept) -> anyhow::Result<ExitCode> {
-        let errors_code = not_replayed_code(swept.errors, self.run.skip_invalid).unwrap_or(ExitCode::Success);
-        pod_name_warning(&mut *ctx.err, ctx.style, &swept.recorded)?;
-        skipped_note(&mut *ctx.err, swept.errors, self.run.skip_invalid)?;
+        let errors_code = said_after_replay(
+            &mut *ctx.err,
+            ctx.style,
+            &swept.recorded,
+            swept.errors,
+            self.run.skip_invalid,
+        )?
+        .unwrap_or(ExitCode::Success);
         let ranked = ranking(swept.arms, &self.run, self.max_compute, &swept.baseline, &swept.rates);
         let (id, warning) = match self.pick {
             Some(Pick::Id(id)) => {
@@ -610,9 +613,14 @@ pub fn finish(
     let mut held = Held::default();
     view::write(format, &view, ctx.style, &mut held)?;
     held.release(&mut *ctx.out)?;
-    pod_name_warning(&mut *ctx.err, ctx.style, &swept.recorded)?;
-    skipped_note(&mut *ctx.err, swept.errors, run.skip_invalid)?;
-    Ok(if let Some(code) = not_replayed_code(swept.errors, run.skip_invalid) {
+    let not_replayed = said_after_replay(
+        &mut *ctx.err,
+        ctx.style,
+        &swept.recorded,
+        swept.errors,
+        run.skip_invalid,
+    )?;
+    Ok(if let Some(code) = not_replayed {
         code
     } else if run.exit_code && ranked.recommended.is_some() {
         ExitCode::Failure

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use crate::app::Context;
 use crate::cli::WatchArgs;
-use crate::commands::replay::lookout::{duration_flag, resolve_dsn, time_flag, SET_LOOKOUT_DB};
+use crate::commands::replay::lookout::{duration_flag, now, resolve_dsn, time_flag, SET_LOOKOUT_DB};
 use crate::commands::replay::sides::shadows;
 use crate::commands::replay::sides::Settings as SchedulerSettings;
 use crate::connection::parse_timeout;
@@ -199,12 +199,14 @@ fn load_state(
     Ok(state)
 }
 
-/// Now, in microseconds since the Unix epoch.
+/// Now, in microseconds since the Unix epoch (Lookout's times).
 fn now_micros() -> i64 {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+    now().0 / 1_000
+}
+
+/// The one sentence for a `--state` that cannot be written (at start, on a save, at the end).
+fn cannot_write_state(path: &Path, e: &std::io::Error) -> String {
+    format!("cannot write `--state` `{}`: {e}", path.display())
 }
 
 /// What the poller needs to replay a job, shared with `/report`.
@@ -254,7 +256,7 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     }
     // Written before anything else, so that a `--state` that cannot be written stops here.
     write_atomically(&args.state, state.to_json().as_bytes())
-        .map_err(|e| CliError::failed(format!("cannot write `--state` `{}`: {e}", args.state.display())))?;
+        .map_err(|e| CliError::failed(cannot_write_state(&args.state, &e)))?;
     let shared = Arc::new(Shared {
         state: Mutex::new(state),
         health: Mutex::new(Health::Starting),
@@ -336,7 +338,7 @@ fn live(ctx: &mut Context, listen: &str, shared: Arc<Shared>, watched: Arc<Watch
         }
         let _ = stop_http.send(());
         let _ = tokio::time::timeout(Duration::from_secs(1), server).await;
-        saved.map_err(|e| CliError::failed(format!("cannot write `--state` `{}`: {e}", shared.path.display())))?;
+        saved.map_err(|e| CliError::failed(cannot_write_state(&shared.path, &e)))?;
         writeln!(
             ctx.err,
             "retryctl watch: {signal}: stopped; the counters and cursor are saved in `{}`",

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::Sender;
 
+use super::cannot_write_state;
 use crate::lookout::db::{self, Db, Span, Terminal};
 use crate::lookout::export_source::ExportSource;
 use crate::lookout::Export;
@@ -117,12 +118,8 @@ impl Poller {
                     Err(f)
                 }
             };
-            if let Err(e) = self.save() {
+            if !self.save() {
                 failures += 1;
-                self.say(format!(
-                    "retryctl watch: cannot write `--state` `{}`: {e}",
-                    self.shared.path.display()
-                ));
             }
             let wait = next_wait(self.watched.flags.poll, failures);
             if let Err(f) = outcome {
@@ -150,13 +147,15 @@ impl Poller {
     }
 
     /// Writes `--state`; a failure is counted (`reason="state"`).
-    fn save(&mut self) -> std::io::Result<()> {
+    /// Saves the state; `false` (said, and counted as a poll error) when it cannot.
+    fn save(&mut self) -> bool {
         self.saved = Instant::now();
-        self.shared.save().inspect_err(|_| {
-            self.state()
-                .counters
-                .add(Family::PollErrors, &[Reason::State.as_str()], 1);
-        })
+        let Err(e) = self.shared.save() else { return true };
+        self.state()
+            .counters
+            .add(Family::PollErrors, &[Reason::State.as_str()], 1);
+        self.say(format!("retryctl watch: {}", cannot_write_state(&self.shared.path, &e)));
+        false
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, crate::watch::state::State> {
@@ -249,12 +248,7 @@ impl Poller {
             let Some(next) = next else { break };
             keys = next?;
             if self.saved.elapsed() >= SAVE_EVERY {
-                if let Err(e) = self.save() {
-                    self.say(format!(
-                        "retryctl watch: cannot write `--state` `{}`: {e}",
-                        self.shared.path.display()
-                    ));
-                }
+                self.save();
             }
         }
         self.keys_db = Some(keys_db);
@@ -320,8 +314,5 @@ impl Poller {
 
 /// Now, in milliseconds since the Unix epoch.
 fn now_millis() -> i64 {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+    crate::commands::replay::lookout::now().0 / 1_000_000
 }
