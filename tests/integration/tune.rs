@@ -352,6 +352,19 @@ fn the_guides_lookout_walkthrough_prints_what_it_says() {
             1
         )
     );
+
+    // The guide's words before the block: by default (1%), the same search recommends nothing.
+    let mut by_default = from_files.clone();
+    let at = by_default.iter().position(|w| *w == "--max-contradictions").unwrap();
+    by_default.drain(at..at + 2);
+    let out = retryctl(home.path()).args(&by_default).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", format_output(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("\nrecommended: none: the baseline does not explain the record: 6 jobs contradict it; is it what the cluster ran?\n"),
+        "{text}"
+    );
+    assert!(guide.contains("so 6 of the 17 jobs contradict it and by default tune would recommend\nnothing (`recommended: none: the baseline does not explain the record: 6 jobs contradict it;\nis it what the cluster ran?`)"));
 }
 
 /// By hand, on the history above against the baseline `old`, varying the template's limit
