@@ -129,20 +129,11 @@ pub fn plan(emit: &EmitArgs, invocation: &Invocation) -> Result<Plan, CliError> 
         }
         Some(n) => n,
     };
-    let image = match emit.image.as_deref() {
-        Some(i) if !i.trim().is_empty() => i.to_string(),
-        _ => {
-            return Err(CliError::usage(
-                "`--emit` needs `--image IMAGE`: the container image the jobs run, its entrypoint retryctl",
-            ))
-        }
-    };
-    let Some(volume) = emit.volume.as_deref() else {
-        return Err(CliError::usage(
-            "`--emit` needs `--volume CLAIM:MOUNT`: the PersistentVolumeClaim that holds the inputs and where the jobs mount it (`retryctl-sweep:/data`)",
-        ));
-    };
-    let (claim, mount) = parse_volume(volume)?;
+    let image = required_image(emit.image.as_deref(), "the jobs run")?;
+    let (claim, mount) = required_volume(
+        emit.volume.as_deref(),
+        "holds the inputs and where the jobs mount it (`retryctl-sweep:/data`)",
+    )?;
     match (kind, &emit.armada_queue) {
         (EmitKind::Armada, None) => {
             return Err(CliError::usage(
@@ -331,6 +322,27 @@ fn check_result(result: &str, mount: &str, shards: u64, inputs: &[(String, Strin
 }
 
 /// `CLAIM:MOUNT`.
+/// `--image IMAGE`, which every emitted document needs: the image `runs` (who runs it).
+fn required_image(image: Option<&str>, runs: &str) -> Result<String, CliError> {
+    match image {
+        Some(i) if !i.trim().is_empty() => Ok(i.to_string()),
+        _ => Err(CliError::usage(format!(
+            "`--emit` needs `--image IMAGE`: the container image {runs}, its entrypoint retryctl"
+        ))),
+    }
+}
+
+/// `--volume CLAIM:MOUNT`, which every emitted document needs: the claim that `holds` (what,
+/// where it is mounted, an example).
+fn required_volume(volume: Option<&str>, holds: &str) -> Result<(String, String), CliError> {
+    let Some(volume) = volume else {
+        return Err(CliError::usage(format!(
+            "`--emit` needs `--volume CLAIM:MOUNT`: the PersistentVolumeClaim that {holds}"
+        )));
+    };
+    parse_volume(volume)
+}
+
 fn parse_volume(text: &str) -> Result<(String, String), CliError> {
     let bad = |why: &str| {
         CliError::usage(format!(
@@ -661,22 +673,29 @@ fn comment(lines: &[String]) -> String {
         .collect()
 }
 
+/// A `command` line of `flags` (name, values, whether they are paths), for the tests of what
+/// is emitted from one.
+#[cfg(test)]
+pub(crate) fn test_invocation(command: &str, flags: &[(&str, &[&str], bool)]) -> Invocation {
+    Invocation {
+        command: command.into(),
+        flags: flags
+            .iter()
+            .map(|(n, v, p)| Flag {
+                name: n.to_string(),
+                values: v.iter().map(|s| s.to_string()).collect(),
+                path: *p,
+            })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn invocation(flags: &[(&str, &[&str], bool)]) -> Invocation {
-        Invocation {
-            command: "tune".into(),
-            flags: flags
-                .iter()
-                .map(|(n, v, p)| Flag {
-                    name: n.to_string(),
-                    values: v.iter().map(|s| s.to_string()).collect(),
-                    path: *p,
-                })
-                .collect(),
-        }
+        test_invocation("tune", flags)
     }
 
     fn emit_args() -> EmitArgs {

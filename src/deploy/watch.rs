@@ -17,8 +17,8 @@ use crate::cli::WatchEmitArgs;
 use crate::error::CliError;
 
 use super::{
-    check_name, comment, container_path, escape, parse_requests, parse_secret, parse_volume, yaml, Invocation, DSN_VAR,
-    NON_ROOT,
+    check_name, comment, container_path, escape, parse_requests, parse_secret, required_image, required_volume, yaml,
+    Invocation, DSN_VAR, NON_ROOT,
 };
 
 /// The Deployment's name, and the `app.kubernetes.io/name` its pod, Service and
@@ -30,20 +30,11 @@ const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
 
 /// The Deployment of `invocation` (a `watch` command line), checked against `emit`.
 pub fn deployment(emit: &WatchEmitArgs, invocation: &Invocation) -> Result<Deployment, CliError> {
-    let image = match emit.image.as_deref() {
-        Some(i) if !i.trim().is_empty() => i.to_string(),
-        _ => {
-            return Err(CliError::usage(
-                "`--emit` needs `--image IMAGE`: the container image the pod runs, its entrypoint retryctl",
-            ))
-        }
-    };
-    let Some(volume) = emit.volume.as_deref() else {
-        return Err(CliError::usage(
-            "`--emit` needs `--volume CLAIM:MOUNT`: the PersistentVolumeClaim that holds the policies and `--state`, and where the pod mounts it (`retryctl-watch:/data`)",
-        ));
-    };
-    let (claim, mount) = parse_volume(volume)?;
+    let image = required_image(emit.image.as_deref(), "the pod runs")?;
+    let (claim, mount) = required_volume(
+        emit.volume.as_deref(),
+        "holds the policies and `--state`, and where the pod mounts it (`retryctl-watch:/data`)",
+    )?;
     let Some(secret) = emit.dsn_secret.as_deref() else {
         return Err(CliError::usage(
             "`--emit` needs `--dsn-secret NAME[:KEY]`: the DSN is never written into the documents, the pod reads it from that Secret",
@@ -208,20 +199,9 @@ impl Deployment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::deploy::Flag;
 
     fn invocation(flags: &[(&str, &[&str], bool)]) -> Invocation {
-        Invocation {
-            command: "watch".into(),
-            flags: flags
-                .iter()
-                .map(|(n, v, p)| Flag {
-                    name: n.to_string(),
-                    values: v.iter().map(|s| s.to_string()).collect(),
-                    path: *p,
-                })
-                .collect(),
-        }
+        crate::deploy::test_invocation("watch", flags)
     }
 
     fn emit() -> WatchEmitArgs {
@@ -299,6 +279,16 @@ mod tests {
             e.message.starts_with("`--emit` needs `--dsn-secret NAME[:KEY]`"),
             "{}",
             e.message
+        );
+        let no_image = WatchEmitArgs { image: None, ..emit() };
+        assert_eq!(
+            deployment(&no_image, &listen("0.0.0.0:9464")).unwrap_err().message,
+            "`--emit` needs `--image IMAGE`: the container image the pod runs, its entrypoint retryctl"
+        );
+        let no_volume = WatchEmitArgs { volume: None, ..emit() };
+        assert_eq!(
+            deployment(&no_volume, &listen("0.0.0.0:9464")).unwrap_err().message,
+            "`--emit` needs `--volume CLAIM:MOUNT`: the PersistentVolumeClaim that holds the policies and `--state`, and where the pod mounts it (`retryctl-watch:/data`)"
         );
     }
 }
