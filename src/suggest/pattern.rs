@@ -97,14 +97,17 @@ fn body(template: &str) -> String {
 /// ([`MAX_PATTERN_BYTES`], Go's and `validate`'s limit): a template of 160 characters can
 /// hold some 30 `<hex>` masks, each a hundred bytes of pattern.
 pub fn too_long(template: &str, cut: bool) -> Option<usize> {
-    let bytes = pattern(template, cut).len();
-    (bytes > MAX_PATTERN_BYTES).then_some(bytes)
+    over_the_limit(&pattern(template, cut))
 }
 
 /// [`too_long`] of a pod-error signature's pattern ([`pod_error_pattern`]).
 pub fn pod_error_too_long(template: &str, cut: bool) -> Option<usize> {
-    let bytes = pod_error_pattern(template, cut).len();
-    (bytes > MAX_PATTERN_BYTES).then_some(bytes)
+    over_the_limit(&pod_error_pattern(template, cut))
+}
+
+/// A pattern's length in bytes when it is over [`MAX_PATTERN_BYTES`].
+fn over_the_limit(pattern: &str) -> Option<usize> {
+    (pattern.len() > MAX_PATTERN_BYTES).then_some(pattern.len())
 }
 
 #[cfg(test)]
