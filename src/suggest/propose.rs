@@ -397,22 +397,21 @@ pub fn verdict(stats: &SignatureStats, knobs: &Knobs, engine: EngineKind) -> Ver
     {
         return Verdict::None(why);
     }
-    match learned(stats, knobs) {
-        Ok((action, limit)) => Verdict::Rule(Proposed {
-            avoid_same_node: action == Action::Retry && avoid_same_node(stats),
-            extrapolated_from: limit.extrapolated_from,
-            ..Proposed::of(stats, action, (action == Action::Retry).then_some(limit.depth))
-        }),
-        Err(why) => Verdict::None(why),
+    let mut v = learned(stats, knobs);
+    // A signature's retry may avoid the node it failed on; the default's never does.
+    if let Verdict::Rule(p) = &mut v {
+        p.avoid_same_node = p.action == Action::Retry && avoid_same_node(stats);
     }
+    v
 }
 
-/// What a signature's counts (or the default's pooled ones) say of retrying, by the limit
-/// rule: `Retry` with [`limit`], or `Fail` when it is 0; why nothing when the evidence is thin
-/// (fewer than `--min-trials` trials, or no depth with evidence of its own).
-fn learned(stats: &SignatureStats, knobs: &Knobs) -> Result<(Action, Limit), NoRule> {
+/// What a signature's counts (or the default's pooled ones, text [`DEFAULT`]) say of
+/// retrying, by the limit rule: `Retry` with [`limit`], or `Fail` when it is 0; nothing, and
+/// why, when the evidence is thin (fewer than `--min-trials` trials, or no depth with evidence
+/// of its own): today's decision stays.
+fn learned(stats: &SignatureStats, knobs: &Knobs) -> Verdict {
     if stats.trials.trials < knobs.min_trials {
-        return Err(NoRule::TooFewTrials {
+        return Verdict::None(NoRule::TooFewTrials {
             trials: stats.trials.trials,
             min: knobs.min_trials,
         });
@@ -420,12 +419,16 @@ fn learned(stats: &SignatureStats, knobs: &Knobs) -> Result<(Action, Limit), NoR
     // No depth with evidence of its own: nothing says a retry pays or does not (unless
     // `--extrapolate` reads every depth as the overall share).
     if evidenced_depth(stats, knobs.max_limit) == 0 && !knobs.extrapolate {
-        return Err(NoRule::ThinFirstRetry {
+        return Verdict::None(NoRule::ThinFirstRetry {
             trials: stats.by_depth[0].trials,
         });
     }
     let l = limit(stats, knobs);
-    Ok((if l.depth == 0 { Action::Fail } else { Action::Retry }, l))
+    let action = if l.depth == 0 { Action::Fail } else { Action::Retry };
+    Verdict::Rule(Proposed {
+        extrapolated_from: l.extrapolated_from,
+        ..Proposed::of(stats, action, (action == Action::Retry).then_some(l.depth))
+    })
 }
 
 impl Proposed {
@@ -578,18 +581,6 @@ fn decided_by_default(s: &SignatureStats) -> bool {
     by_default > other
 }
 
-/// The default the limit rule gives the pooled counts, as a rule's verdict (text
-/// [`DEFAULT`]): too few trials or no first retry with evidence of its own keep today's.
-fn default_verdict(stats: &SignatureStats, knobs: &Knobs) -> Verdict {
-    match learned(stats, knobs) {
-        Ok((action, limit)) => Verdict::Rule(Proposed {
-            extrapolated_from: limit.extrapolated_from,
-            ..Proposed::of(stats, action, (action == Action::Retry).then_some(limit.depth))
-        }),
-        Err(why) => Verdict::None(why),
-    }
-}
-
 /// Every signature's verdict (in `stats`' order), the rules in the policy's order and the
 /// default. At most `room.rules` rules, those of the signatures with the most GPU- then
 /// CPU-hours; the others' verdict is [`NoRule::NoRoom`] (decided as today). The default is
@@ -658,7 +649,7 @@ fn learn_default(
         .collect();
     let stats = super::stats::pooled(DEFAULT, pooled.iter().copied());
     let mut default = Defaults {
-        verdict: default_verdict(&stats, knobs),
+        verdict: learned(&stats, knobs),
         stats,
         pooled: pooled.iter().map(|s| s.text.clone()).collect(),
         today,
