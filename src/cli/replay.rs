@@ -223,7 +223,7 @@ pub struct TuneArgs {
 
     /// Recommend nothing when more jobs than this contradict the baseline (it is then not
     /// what the cluster ran): a number of jobs (`5`), or a percentage of the jobs compared.
-    #[arg(long, value_name = "N|P%", default_value = "1%", value_parser = values::max_contradictions)]
+    #[arg(long, value_name = "N|P%", default_value_t = MaxContradictions::default(), value_parser = values::max_contradictions)]
     pub max_contradictions: MaxContradictions,
 
     /// Refuse (exit 2, before any replay) a search of more candidates than N.
@@ -318,7 +318,7 @@ pub struct SuggestArgs {
 
     /// Reject the proposal when more jobs than this contradict today's policy (it is then
     /// not what the cluster ran): a number of jobs (`5`), or a percentage of the jobs compared.
-    #[arg(long, value_name = "N|P%", default_value = "1%", value_parser = values::max_contradictions)]
+    #[arg(long, value_name = "N|P%", default_value_t = MaxContradictions::default(), value_parser = values::max_contradictions)]
     pub max_contradictions: MaxContradictions,
 
     // Gone: suggest exits 1 on `reject` (docs/reference/suggest.md "Exit status"). Kept hidden
