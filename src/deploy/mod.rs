@@ -321,7 +321,6 @@ fn check_result(result: &str, mount: &str, shards: u64, inputs: &[(String, Strin
     Ok(())
 }
 
-/// `CLAIM:MOUNT`.
 /// `--image IMAGE`, which every emitted document needs: the image `runs` (who runs it).
 fn required_image(image: Option<&str>, runs: &str) -> Result<String, CliError> {
     match image {
@@ -343,6 +342,7 @@ fn required_volume(volume: Option<&str>, holds: &str) -> Result<(String, String)
     parse_volume(volume)
 }
 
+/// `CLAIM:MOUNT`.
 fn parse_volume(text: &str) -> Result<(String, String), CliError> {
     let bad = |why: &str| {
         CliError::usage(format!(

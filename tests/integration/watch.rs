@@ -966,7 +966,7 @@ fn watch_refuses_what_it_cannot_watch() {
 /// A page's rows are read by its span of Lookout's index (`last_transition_time`, `job_id`),
 /// in that order, and only the jobs its keys named: a job inside the span that the page does
 /// not name (here every other one; in a poll, one that reached its terminal state after the
-/// keys were read, or one counted before) is left out before it is decoded.
+/// keys were read, or one counted before) is left out of the page's stream.
 #[test]
 fn a_page_reads_its_span_and_only_the_jobs_its_keys_named() {
     use retryctl::lookout::db::{connect, jobs_in, terminal_page, Span};

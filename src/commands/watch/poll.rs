@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::Sender;
 
 use super::cannot_write_state;
+use crate::commands::replay::lookout::now;
 use crate::lookout::db::{self, Db, Span, Terminal};
 use crate::lookout::export_source::ExportSource;
 use crate::lookout::Export;
@@ -146,8 +147,8 @@ impl Poller {
         self.shared.save()
     }
 
-    /// Writes `--state`; a failure is counted (`reason="state"`).
-    /// Saves the state; `false` (said, and counted as a poll error) when it cannot.
+    /// Writes `--state`; `false` when it cannot, which is said and counted as a poll error
+    /// (`reason="state"`).
     fn save(&mut self) -> bool {
         self.saved = Instant::now();
         let Err(e) = self.shared.save() else { return true };
@@ -255,9 +256,9 @@ impl Poller {
         Ok(read)
     }
 
-    /// The jobs `keys` name (of the page `span`) read with all their runs, mapped as `history
-    /// --lookout-db` maps them, replayed on every core and counted: the page's counters, or why it could not be
-    /// read whole (then nothing of it counts).
+    /// The jobs `keys` name (of the page `span`) read with all their runs, mapped as
+    /// `history --lookout-db` maps them, replayed on every core and counted: the page's
+    /// counters, or why it could not be read whole (then nothing of it counts).
     fn replay(&self, db: &Arc<Db>, span: Span<'_>, keys: &[Terminal]) -> Result<Counters, Failed> {
         let mut counted = Counters::default();
         if keys.is_empty() {
@@ -314,5 +315,5 @@ impl Poller {
 
 /// Now, in milliseconds since the Unix epoch.
 fn now_millis() -> i64 {
-    crate::commands::replay::lookout::now().0 / 1_000_000
+    now().0 / 1_000_000
 }
