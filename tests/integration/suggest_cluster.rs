@@ -409,6 +409,13 @@ fn apply_refuses_a_policy_before_its_categories_are_rolled_out() {
     std::fs::write(&proposal, &suggest.stdout).unwrap();
     let written_policy = String::from_utf8(suggest.stdout.clone()).unwrap();
     let written = std::fs::read_to_string(dir.join("executor-suggested.yaml")).unwrap();
+    // Headed by the verdict, as the policy is: the config may travel alone.
+    let verdict = written_policy.lines().next().unwrap();
+    assert!(
+        verdict.starts_with("# verdict: reject (do not adopt): loses 10 jobs of queue batch"),
+        "{verdict}"
+    );
+    assert_eq!(written.lines().next(), Some(verdict), "{written}");
     assert!(written.contains("application:\n  clusterId: ml-gpu-a\n"), "{written}");
     assert!(!written.contains("not a server resource"), "{written}");
     let server = crate::serve_process::spawn(&["--listen", "127.0.0.1:0", "--in-memory", "--dialect", "upstream"]);

@@ -537,18 +537,19 @@ impl Suggest {
                 }),
             ),
         };
+        // The reasons name jobs, whose ids are the history's text: escaped, on stderr as
+        // everywhere, and in a written file's comment so that no id ends it and adds a key.
+        // Both halves of the proposal carry the verdict: either file may travel alone.
+        let verdict = format!("# verdict: {}\n", documents::comment(&judgement.line()));
         if policy {
-            // The reasons name jobs, whose ids are the history's text: escaped, on stderr as
-            // everywhere, and in the comment so that no id ends it and adds a key.
-            let line = judgement.line();
-            writeln!(ctx.err, "verdict: {}", crate::output::text::shown(&line))?;
-            writeln!(ctx.out, "# verdict: {}", documents::comment(&line))?;
+            writeln!(ctx.err, "verdict: {}", crate::output::text::shown(&judgement.line()))?;
+            ctx.out.write_all(verdict.as_bytes())?;
             ctx.out.write_all(proposal.text.as_bytes())?;
         } else {
             doc.finish(&mut *out, &report, &whole_cmp, backtest.as_ref(), &judgement)?;
         }
         if let (Some((path, format)), Some(u)) = (&self.executor_config, &proposal.upstream) {
-            write_executor_config(path, *format, &u.executor_config())?;
+            write_executor_config(path, *format, &verdict, &u.executor_config())?;
         }
         // Entries not read: exit 3 as `simulate` and `tune` (the proposal was learned
         // without them), unless `--skip-invalid`, which says how many. Then a script stops
@@ -575,14 +576,19 @@ impl Suggest {
 
 /// `--executor-config FILE`: the proposed executor config alone, as deployed (docs/suggest.md
 /// "The two halves, in order"): the config file's shape, or the executor chart's values with
-/// it under `applicationConfig:` (`helm upgrade … -f FILE`). Written beside FILE and renamed
-/// once whole, as `--output-file` is.
-fn write_executor_config(path: &std::path::Path, format: ExecutorConfigFormat, config: &str) -> anyhow::Result<()> {
+/// it under `applicationConfig:` (`helm upgrade … -f FILE`), headed by the `verdict` comment
+/// line. Written beside FILE and renamed once whole, as `--output-file` is.
+fn write_executor_config(
+    path: &std::path::Path,
+    format: ExecutorConfigFormat,
+    verdict: &str,
+    config: &str,
+) -> anyhow::Result<()> {
     let text = match format {
-        ExecutorConfigFormat::Config => config.to_string(),
+        ExecutorConfigFormat::Config => format!("{verdict}{config}"),
         ExecutorConfigFormat::Helm => {
             let mut v =
-                String::from("# The executor chart's values: helm upgrade … -f this file.\napplicationConfig:\n");
+                format!("{verdict}# The executor chart's values: helm upgrade … -f this file.\napplicationConfig:\n");
             for line in config.lines() {
                 match line.starts_with('#') || line.is_empty() {
                     true => v.push_str(&format!("{line}\n")),
