@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use serde_yaml::{Mapping, Value};
 
 use crate::error::CliError;
+use crate::whole_file::{write_whole, Mode};
 
 /// Where the config file comes from, for messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -296,18 +297,15 @@ impl ConfigFile {
         m.insert(key, Value::String(name.to_string()));
         let text = serde_yaml::to_string(&self.root)
             .map_err(|e| CliError::failed(format!("cannot render the config file: {e}")))?;
-        // Write a sibling file and rename it over, so a failure never leaves half a file.
-        let tmp = self.path.with_extension("yaml.retryctl-tmp");
-        // The file may hold passwords: the new one keeps the old one's permissions (0600
-        // stays 0600) rather than getting the umask's default.
-        let write = std::fs::write(&tmp, text)
-            .and_then(|_| match std::fs::metadata(&self.path) {
-                Ok(m) => std::fs::set_permissions(&tmp, m.permissions()),
-                Err(_) => Ok(()),
-            })
-            .and_then(|_| std::fs::rename(&tmp, &self.path));
+        // Replaced whole, so a failure never leaves half a file. The file may hold passwords:
+        // the new one keeps the old one's permissions (0600 stays 0600) rather than getting
+        // the umask's default.
+        let mode = match std::fs::metadata(&self.path) {
+            Ok(m) => Mode::As(m.permissions()),
+            Err(_) => Mode::New,
+        };
+        let write = write_whole(&self.path, text.as_bytes(), mode);
         write.map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
             CliError::failed(format!(
                 "cannot write config file `{}`: {}",
                 self.path.display(),

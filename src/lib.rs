@@ -7,8 +7,9 @@
 //! `armada_api` (Armada's gRPC contract, generated from `proto/`, and its model ⇄ protobuf
 //! conversion: the same model on the other wire; and, for `serve --dialect upstream`,
 //! upstream's gateway JSON and policy validation) beside `model`, for the client and the server. `error` (exit
-//! codes, `CliError`), `redact` (secrets in URLs) and `on_signal` (the temporary files a
-//! signal removes) import nothing from this crate; any module above `engine` may use them. `cli` is the command line's clap types, read by
+//! codes, `CliError`), `redact` (secrets in URLs), `on_signal` (the temporary files a
+//! signal removes) and `whole_file` (a file replaced whole or not at all) import nothing
+//! from this crate; any module above `engine` may use them. `cli` is the command line's clap types, read by
 //! `app`, `commands`, `connection`, `output` and `deploy`, and by `replay` for the value of
 //! `--shard` (`cli::Shard`, to which `replay::shard` adds which jobs a shard holds); it
 //! imports `engine` only (its engine flag becomes an `engine::EngineKind`). `input` reads `-f` files and stdin into documents.
@@ -71,5 +72,6 @@ pub mod suggest;
 pub mod tls;
 pub mod tune;
 pub mod watch;
+pub mod whole_file;
 pub mod wire;
 pub mod yaml;

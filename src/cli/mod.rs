@@ -15,8 +15,9 @@
 //! ([`command`], [`parse`]: only the entered verb's arguments are defined). `verbs` is the one
 //! table of verbs, [`VERBS`], which every list of verbs reads. Each verb's arguments and
 //! examples are in its family's file: `resources` (the server's resources, `explain`,
-//! `schema`), `replay` (`simulate`, `tune`, `suggest`, `merge`, `history`), `local`
-//! (`validate`, `serve`, `completion`, `config`, `version`), and `watch`'s in `replay`; and what several share: `global`
+//! `schema`), `replay` (`simulate`, `tune`, `suggest`, `merge`), `record` (`history`,
+//! `watch`: Lookout's record as it is written), `local` (`validate`, `serve`, `completion`,
+//! `config`, `version`); and what several share: `global`
 //! (the flags of every verb), `view` (how `get` prints), `emit` (`--emit`), `shard`
 //! (`--shard I/N`), `max_contradictions`, `values` (the value parsers several verbs share).
 
@@ -24,6 +25,7 @@ mod emit;
 mod global;
 mod local;
 mod max_contradictions;
+mod record;
 mod replay;
 mod resources;
 mod shard;
@@ -43,9 +45,10 @@ pub use local::{
     VersionOutput,
 };
 pub use max_contradictions::MaxContradictions;
+pub use record::{HistoryArgs, HistoryOutput, WatchArgs};
 pub use replay::{
-    EngineArg, ExecutorConfigFormat, HistoryArgs, HistoryOutput, MergeArgs, MergeOutput, ReplayArgs, SchedulerArgs,
-    SimulateArgs, SimulateOutput, SuggestArgs, SuggestOutput, TuneArgs, TuneOutput, WatchArgs, WindowArgs,
+    EngineArg, ExecutorConfigFormat, MergeArgs, MergeOutput, ReplayArgs, SchedulerArgs, SimulateArgs, SimulateOutput,
+    SuggestArgs, SuggestOutput, TuneArgs, TuneOutput, WindowArgs,
 };
 pub use resources::{
     ApplyArgs, ClusterArgs, CreateArgs, CreateResource, DeleteArgs, DeleteFlags, DeletePolicyFlags, DeleteResource,
@@ -53,7 +56,7 @@ pub use resources::{
     GetFlags, GetResource, QueueFlags, SchemaArgs, SchemaKind, UpdateArgs, UpdateQueueFlags, UpdateResource, WriteArgs,
 };
 pub use shard::{Shard, MAX_SHARDS};
-pub use verbs::{Verb, VERBS};
+pub use verbs::{Merges, Verb, VERBS};
 pub use view::{GetOutput, OutputParser, ViewArgs};
 
 /// The parsed command line. Its definition is [`command`]: the top level is written out in

@@ -4,7 +4,7 @@
 //!
 //! Owns: those parsers. Must not: do I/O.
 
-use crate::cli::MaxContradictions;
+use super::max_contradictions::MaxContradictions;
 use crate::error::CliError;
 use crate::model::ApiVersion;
 

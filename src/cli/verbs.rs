@@ -14,10 +14,8 @@ use super::local::{
     CompletionArgs, ConfigArgs, ServeArgs, ValidateArgs, VersionArgs, EX_COMPLETION, EX_CONFIG, EX_SERVE, EX_VALIDATE,
     EX_VERSION,
 };
-use super::replay::{
-    HistoryArgs, MergeArgs, SimulateArgs, SuggestArgs, TuneArgs, WatchArgs, EX_HISTORY, EX_MERGE, EX_SIMULATE,
-    EX_SUGGEST, EX_TUNE, EX_WATCH,
-};
+use super::record::{HistoryArgs, WatchArgs, EX_HISTORY, EX_WATCH};
+use super::replay::{MergeArgs, SimulateArgs, SuggestArgs, TuneArgs, EX_MERGE, EX_SIMULATE, EX_SUGGEST, EX_TUNE};
 use super::resources::{
     ApplyArgs, CreateArgs, DeleteArgs, DescribeArgs, DiffArgs, ExplainArgs, GetArgs, SchemaArgs, UpdateArgs, EX_APPLY,
     EX_CREATE, EX_DELETE, EX_DESCRIBE, EX_DIFF, EX_EXPLAIN, EX_GET, EX_SCHEMA, EX_UPDATE,
@@ -42,9 +40,18 @@ pub struct Verb {
     /// Whether it takes `--output-file` (`commands::output_file`: the result written beside
     /// the file and renamed over it once complete).
     pub output_file: bool,
-    /// Whether its shards merge: its `-o` writes `partial`, which `merge` ends through the
-    /// verb's own ending (`commands::dispatch`; a test holds the two equal).
-    pub mergeable: bool,
+    /// Whether its shards merge, and as which verb: its `-o` writes `partial`, which `merge`
+    /// ends through the verb's own ending (`commands::dispatch`; a test holds the two equal).
+    pub merges: Option<Merges>,
+}
+
+/// The verbs whose shards merge: `merge` ends each through that verb's own ending
+/// (`commands::dispatch` maps each to it, exhaustively).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Merges {
+    Simulate,
+    Tune,
+    Suggest,
 }
 
 /// Every verb, in the order of the `Command` enum (which is the order help and completions
@@ -57,7 +64,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: false,
         output_file: false,
-        mergeable: false,
+        merges: None,
     },
     Verb {
         name: "create",
@@ -66,7 +73,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
-        mergeable: false,
+        merges: None,
     },
     Verb {
         name: "get",
@@ -75,7 +82,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
-        mergeable: false,
+        merges: None,
     },
     Verb {
         name: "update",
@@ -84,7 +91,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
-        mergeable: false,
+        merges: None,
     },
     Verb {
         name: "apply",
@@ -93,7 +100,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
-        mergeable: false,
+        merges: None,
     },
     Verb {
         name: "diff",
@@ -102,7 +109,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
-        mergeable: false,
+        merges: None,
     },
     Verb {
         name: "delete",
@@ -111,7 +118,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
-        mergeable: false,
+        merges: None,
     },
     Verb {
         name: "simulate",
@@ -120,7 +127,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: true,
         output_file: true,
-        mergeable: true,
+        merges: Some(Merges::Simulate),
     },
     Verb {
         name: "tune",
@@ -129,7 +136,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: true,
         output_file: true,
-        mergeable: true,
+        merges: Some(Merges::Tune),
     },
     Verb {
         name: "suggest",
@@ -138,7 +145,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: true,
         output_file: true,
-        mergeable: true,
+        merges: Some(Merges::Suggest),
     },
     Verb {
         name: "merge",
@@ -147,7 +154,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: true,
         output_file: true,
-        mergeable: false,
+        merges: None,
     },
     Verb {
         name: "serve",
@@ -156,7 +163,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: true,
         output_file: false,
-        mergeable: false,
+        merges: None,
     },
     Verb {
         name: "completion",
@@ -165,7 +172,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: false,
         output_file: false,
-        mergeable: false,
+        merges: None,
     },
     Verb {
         name: "config",
@@ -174,7 +181,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
-        mergeable: false,
+        merges: None,
     },
     Verb {
         name: "version",
@@ -183,7 +190,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
-        mergeable: false,
+        merges: None,
     },
     Verb {
         name: "describe",
@@ -192,7 +199,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: false,
         output_file: false,
-        mergeable: false,
+        merges: None,
     },
     Verb {
         name: "explain",
@@ -201,7 +208,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: false,
         output_file: false,
-        mergeable: false,
+        merges: None,
     },
     Verb {
         name: "schema",
@@ -210,7 +217,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: false,
         output_file: false,
-        mergeable: false,
+        merges: None,
     },
     Verb {
         name: "history",
@@ -219,7 +226,7 @@ pub const VERBS: &[Verb] = &[
         server: true,
         bulk: true,
         output_file: true,
-        mergeable: false,
+        merges: None,
     },
     Verb {
         name: "watch",
@@ -229,7 +236,7 @@ pub const VERBS: &[Verb] = &[
         server: false,
         bulk: true,
         output_file: false,
-        mergeable: false,
+        merges: None,
     },
 ];
 

@@ -36,7 +36,7 @@ pub fn renamed_job_set() -> CliError {
 pub fn run(ctx: &mut Context, emit: &EmitArgs) -> anyhow::Result<ExitCode> {
     let invocation = invocation(std::env::args_os().collect())?;
     let plan = deploy::plan(emit, &invocation)?;
-    plan.write(&mut *ctx.out)?;
+    deploy::write(&plan, &mut *ctx.out)?;
     ctx.out.flush()?;
     Ok(ExitCode::Success)
 }

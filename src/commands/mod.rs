@@ -27,9 +27,11 @@ pub mod validate;
 pub mod version;
 pub mod watch;
 
+use std::path::Path;
+
 use crate::app::Context;
-use crate::cli::Command;
-use crate::error::ExitCode;
+use crate::cli::{Command, EmitArgs, Merges, ReplayArgs, SimulateArgs, SuggestArgs, TuneArgs};
+use crate::error::{CliError, ExitCode};
 use replay::merged::End;
 
 /// Routes a parsed command to the command that runs it (handed to `app::run` by `main`).
@@ -43,37 +45,9 @@ pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitC
         Command::Apply(args) => apply::run(ctx, &args),
         Command::Diff(args) => diff::run(ctx, &args),
         Command::Delete(args) => delete::run(ctx, &args),
-        // `--emit` prints the documents that run the command; its --output-file is the merge's.
-        // It reads no database, and its jobs get the DSN from a Secret: `--lookout-db` stays
-        // as given, and `$LOOKOUT_DB` is not read.
-        Command::Simulate(ref args) if args.emit.renamed_job_set.is_some() => Err(emit::renamed_job_set().into()),
-        Command::Tune(ref args) if args.emit.renamed_job_set.is_some() => Err(emit::renamed_job_set().into()),
-        Command::Suggest(ref args) if args.emit.renamed_job_set.is_some() => Err(emit::renamed_job_set().into()),
-        // The command's own checks of its flags, in its words, then the documents.
-        Command::Simulate(args) if args.emit.emit.is_some() => {
-            simulate::check(&args)?;
-            emit::run(ctx, &args.emit)
-        }
-        Command::Tune(args) if args.emit.emit.is_some() => {
-            tune::check(&args)?;
-            emit::run(ctx, &args.emit)
-        }
-        Command::Suggest(args) if args.emit.emit.is_some() => {
-            suggest::check(&args)?;
-            emit::run(ctx, &args.emit)
-        }
-        Command::Simulate(mut args) => {
-            replay::lookout::resolve_replay_dsn(&mut args.replay)?;
-            output_file::run_to(ctx, args.output_file.as_deref(), |ctx| simulate::run(ctx, &args))
-        }
-        Command::Tune(mut args) => {
-            replay::lookout::resolve_replay_dsn(&mut args.replay)?;
-            output_file::run_to(ctx, args.output_file.as_deref(), |ctx| tune::run(ctx, &args))
-        }
-        Command::Suggest(mut args) => {
-            replay::lookout::resolve_replay_dsn(&mut args.replay)?;
-            output_file::run_to(ctx, args.output_file.as_deref(), |ctx| suggest::run(ctx, &args))
-        }
+        Command::Simulate(args) => replay_verb(ctx, args),
+        Command::Tune(args) => replay_verb(ctx, args),
+        Command::Suggest(args) => replay_verb(ctx, args),
         Command::Merge(args) => output_file::run_to(ctx, args.output_file.as_deref(), |ctx| {
             merge::run(ctx, &args, merge_end)
         }),
@@ -94,16 +68,68 @@ pub fn dispatch(command: Command, ctx: &mut Context<'_>) -> anyhow::Result<ExitC
     }
 }
 
-/// How the partials of the verb `command` end (`merge`): its own ending, one process's,
-/// for the verbs the verb table marks mergeable.
-fn merge_end(command: &str) -> Option<End> {
-    let verb = crate::cli::VERBS.iter().find(|v| v.name == command && v.mergeable)?;
-    match verb.name {
-        "simulate" => Some(simulate::merge),
-        "tune" => Some(tune::merge),
-        "suggest" => Some(suggest::merge),
-        _ => None,
+/// A verb that replays a history (`simulate`, `tune`, `suggest`): what dispatch reads of its
+/// arguments and how it runs it.
+trait ReplayVerb {
+    fn emit(&self) -> &EmitArgs;
+    fn replay(&mut self) -> &mut ReplayArgs;
+    fn output_file(&self) -> Option<&Path>;
+    /// Its own checks of its flags, in its words (`--emit` runs them before the documents).
+    fn check(&self) -> Result<(), CliError>;
+    fn run(&self, ctx: &mut Context<'_>) -> anyhow::Result<ExitCode>;
+}
+
+macro_rules! replay_verb {
+    ($args:ty, $verb:ident) => {
+        impl ReplayVerb for $args {
+            fn emit(&self) -> &EmitArgs {
+                &self.emit
+            }
+            fn replay(&mut self) -> &mut ReplayArgs {
+                &mut self.replay
+            }
+            fn output_file(&self) -> Option<&Path> {
+                self.output_file.as_deref()
+            }
+            fn check(&self) -> Result<(), CliError> {
+                $verb::check(self).map(|_| ())
+            }
+            fn run(&self, ctx: &mut Context<'_>) -> anyhow::Result<ExitCode> {
+                $verb::run(ctx, self)
+            }
+        }
+    };
+}
+
+replay_verb!(SimulateArgs, simulate);
+replay_verb!(TuneArgs, tune);
+replay_verb!(SuggestArgs, suggest);
+
+/// A replay verb: with `--emit`, the documents that run the command (its own checks of its
+/// flags first, in its words; its --output-file is the merge's; it reads no database, and its
+/// jobs get the DSN from a Secret: `--lookout-db` stays as given, and `$LOOKOUT_DB` is not
+/// read); else the replay, into `--output-file` when given.
+fn replay_verb(ctx: &mut Context<'_>, mut args: impl ReplayVerb) -> anyhow::Result<ExitCode> {
+    if args.emit().renamed_job_set.is_some() {
+        return Err(emit::renamed_job_set().into());
     }
+    if args.emit().emit.is_some() {
+        args.check()?;
+        return emit::run(ctx, args.emit());
+    }
+    replay::lookout::resolve_replay_dsn(args.replay())?;
+    output_file::run_to(ctx, args.output_file(), |ctx| args.run(ctx))
+}
+
+/// How the partials of the verb `command` end (`merge`): its own ending, one process's,
+/// for the verbs the verb table says merge.
+fn merge_end(command: &str) -> Option<End> {
+    let verb = crate::cli::VERBS.iter().find(|v| v.name == command)?;
+    Some(match verb.merges? {
+        Merges::Simulate => simulate::merge,
+        Merges::Tune => tune::merge,
+        Merges::Suggest => suggest::merge,
+    })
 }
 
 #[cfg(test)]
@@ -121,7 +147,7 @@ mod tests {
             let partial = sub
                 .get_arguments()
                 .any(|a| a.get_id() == "output" && a.get_possible_values().iter().any(|v| v.get_name() == "partial"));
-            assert_eq!(verb.mergeable, partial, "{}", verb.name);
+            assert_eq!(verb.merges.is_some(), partial, "{}", verb.name);
             assert_eq!(merge_end(verb.name).is_some(), partial, "{}", verb.name);
         }
     }

@@ -22,6 +22,7 @@ use crate::app::{Checked, Context};
 use crate::error::{CliError, ExitCode};
 use crate::input::MAX_LINKS;
 use crate::on_signal::{self, Armed};
+use crate::whole_file::{Mode, WholeFile};
 
 /// Runs `run` with its stdout going to `path` (when given) through an [`OutputFile`], and
 /// replaces `path` when the command wrote a result: it returned (no error) with 0, 1 or 3,
@@ -80,8 +81,7 @@ enum Sink {
     Replace {
         // Declared (so dropped) before the signal guard: the temporary file is gone before
         // the handler forgets it.
-        file: BufWriter<tempfile::NamedTempFile>,
-        target: PathBuf,
+        file: BufWriter<WholeFile>,
         _armed: Armed,
     },
     /// A device, a FIFO or a descriptor: written as the output comes.
@@ -166,32 +166,17 @@ impl OutputFile {
         let sink = match resolve(path)? {
             Resolved::Through(file) => Sink::Through(BufWriter::with_capacity(1 << 16, file)),
             Resolved::Replace(target) => {
-                let Some(name) = target.file_name() else {
+                if target.file_name().is_none() {
                     return Err(CliError::usage(format!(
                         "`--output-file {}` names no file (it leads to `{}`)",
                         path.display(),
                         target.display()
                     )));
-                };
-                let dir = match target.parent() {
-                    Some(d) if !d.as_os_str().is_empty() => d,
-                    _ => Path::new("."),
-                };
-                let mut prefix = std::ffi::OsString::from(".");
-                prefix.push(name);
-                prefix.push(".");
-                let mut builder = tempfile::Builder::new();
-                builder.prefix(&prefix).suffix(".tmp");
-                // What `File::create` gives a new file (0666 less the umask), not tempfile's
-                // 0600: the result is read by the next step, maybe as another user of the
-                // volume.
-                #[cfg(unix)]
-                builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-                let tmp = builder.tempfile_in(dir).map_err(|e| cannot(path, &e))?;
+                }
+                let tmp = WholeFile::create(&target, Mode::New).map_err(|e| cannot(path, &e))?;
                 let armed = on_signal::arm(tmp.path());
                 Sink::Replace {
                     file: BufWriter::with_capacity(1 << 16, tmp),
-                    target,
                     _armed: armed,
                 }
             }
@@ -208,10 +193,9 @@ impl OutputFile {
     pub fn commit(self) -> anyhow::Result<()> {
         let OutputFile { out, shown, .. } = self;
         match out.into_inner() {
-            Sink::Replace { file, target, _armed } => {
+            Sink::Replace { file, _armed } => {
                 let tmp = file.into_inner().map_err(|e| cannot(&shown, e.error()))?;
-                tmp.as_file().sync_all().map_err(|e| cannot(&shown, &e))?;
-                tmp.persist(&target).map_err(|e| cannot(&shown, &e.error))?;
+                tmp.commit().map_err(|e| cannot(&shown, &e))?;
                 drop(_armed);
             }
             Sink::Through(mut file) => match file.flush() {

@@ -7,7 +7,8 @@
 
 use std::io;
 
-use super::{comment, list_item, yaml, Plan};
+use super::plan::Plan;
+use super::text::{comment, list_item, yaml};
 
 /// Writes the shards' submit file, then `---` and the merge's.
 pub fn write(plan: &Plan, out: &mut dyn io::Write) -> io::Result<()> {

@@ -11,7 +11,9 @@
 
 use std::io;
 
-use super::{comment, yaml, Plan, INDEX_VAR, MAX_PARALLELISM};
+use super::plan::Plan;
+use super::pod::{INDEX_VAR, MAX_PARALLELISM};
+use super::text::{comment, yaml};
 
 /// Writes the Indexed Job, then `---` and the merge's Job.
 pub fn write(plan: &Plan, out: &mut dyn io::Write) -> io::Result<()> {

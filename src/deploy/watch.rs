@@ -16,10 +16,10 @@ use std::io;
 use crate::cli::WatchEmitArgs;
 use crate::error::CliError;
 
-use super::{
-    check_name, comment, container_path, escape, parse_requests, parse_secret, required_image, required_volume, yaml,
-    Invocation, DSN_VAR, NON_ROOT,
-};
+use super::invocation::Invocation;
+use super::pod::{escape, DSN_VAR, NON_ROOT};
+use super::text::{comment, yaml};
+use super::values::{check_name, container_path, parse_requests, parse_secret, required_image, required_volume};
 
 /// The Deployment's name, and the `app.kubernetes.io/name` its pod, Service and
 /// ServiceMonitor carry (deploy/watch/).
@@ -201,7 +201,7 @@ mod tests {
     use super::*;
 
     fn invocation(flags: &[(&str, &[&str], bool)]) -> Invocation {
-        crate::deploy::test_invocation("watch", flags)
+        super::super::invocation::test_invocation("watch", flags)
     }
 
     fn emit() -> WatchEmitArgs {

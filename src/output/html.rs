@@ -23,7 +23,7 @@ use crate::model::failure_history::{Final, Outcome};
 use crate::replay::backtest::Backtest;
 use crate::replay::compare::{Comparison, JobDiff, Step, Steps};
 use crate::replay::estimate::{Estimate, FailureClass, Rate};
-use crate::replay::sink::{Change, Estimates, Message, Needs, Sides, Sink, Totals};
+use crate::replay::sink::{Change, Estimates, Message, Needs, SideSummaries, Sink, Totals};
 use crate::replay::source::Progress;
 use crate::replay::summary::Summary;
 
@@ -383,7 +383,7 @@ const LEGEND: &str = "<p class=\"legend\">Runs: one box per recorded run, for th
 fn plan_page(
     c: &Comparison,
     e: &Estimates,
-    sides: Option<&Sides>,
+    sides: Option<&SideSummaries>,
     listed: &Listed<String>,
     estimated: bool,
     cluster: bool,
@@ -620,7 +620,7 @@ fn class_section(b: &mut String, e: &Estimates, compare: bool) {
 }
 
 /// Retries granted and permanent failures per rule, on each side.
-fn rule_section(b: &mut String, s: &Sides) {
+fn rule_section(b: &mut String, s: &SideSummaries) {
     let (rb, rc) = (s.baseline.retries_by_rule(), s.candidate.retries_by_rule());
     let (fb, fc) = (s.baseline.failures_by_rule(), s.candidate.failures_by_rule());
     let mut keys: Vec<&String> = rb.keys().chain(rc.keys()).chain(fb.keys()).chain(fc.keys()).collect();

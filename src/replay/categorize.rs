@@ -190,19 +190,25 @@ impl Reclassify {
         }
     }
 
-    /// Counts the collisions of a side's report of the history [`Reclassify::apply`] last
+    /// The collisions of a side's report of the history [`Reclassify::apply`] last
     /// classified: under the upstream engine (the design gives every retry a new pod name),
     /// its Retry decisions on runs whose pod is retained.
-    pub fn collisions(&self, engine: EngineKind, report: &JobReport, counts: &mut CategoryCounts) {
+    pub fn collided(&self, engine: EngineKind, report: &JobReport) -> u64 {
         if engine != EngineKind::Upstream {
-            return;
+            return 0;
         }
-        for r in &report.runs {
-            let retry = r.decision.as_ref().is_some_and(|d| d.kind == DecisionKind::Retry);
-            if retry && self.retained.get(r.index).copied().unwrap_or(false) {
-                counts.collisions += 1;
-            }
-        }
+        let retained = |k: usize| self.retained.get(k).copied().unwrap_or(false);
+        let retry = |d: &Option<crate::engine::Decision>| d.as_ref().is_some_and(|d| d.kind == DecisionKind::Retry);
+        report
+            .runs
+            .iter()
+            .filter(|r| retry(&r.decision) && retained(r.index))
+            .count() as u64
+    }
+
+    /// [`Reclassify::collided`], counted into `counts`.
+    pub fn collisions(&self, engine: EngineKind, report: &JobReport, counts: &mut CategoryCounts) {
+        counts.collisions += self.collided(engine, report);
     }
 
     /// Gives each run record of `report` its classified pair (what the engine saw, from

@@ -39,6 +39,7 @@ pub mod recorded;
 pub mod run;
 pub mod shard;
 pub mod shard_ids;
+pub mod sides;
 pub mod sink;
 pub mod source;
 pub mod spool;

@@ -55,7 +55,7 @@ pub struct Needs {
     /// then gets these bytes and a report without its per-run texts (freed in parallel).
     pub render: Option<RenderJob>,
     /// The breakdowns of a report: jobs by failure class ([`Estimates::by_class`]), and in
-    /// a comparison each side's [`Summary`] ([`Sides`]).
+    /// a comparison each side's [`Summary`] ([`SideSummaries`]).
     pub breakdowns: bool,
     /// A comparison hands each changed job's runs under both sides ([`Change::steps`]).
     pub steps: bool,
@@ -122,7 +122,7 @@ impl Estimates {
 
 /// Each side's summary, in a comparison (with [`Needs::breakdowns`]).
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub struct Sides {
+pub struct SideSummaries {
     pub baseline: Summary,
     pub candidate: Summary,
 }
@@ -166,7 +166,7 @@ pub enum Totals<'a> {
         comparison: &'a Comparison,
         estimates: &'a Estimates,
         /// With [`Needs::breakdowns`].
-        sides: Option<&'a Sides>,
+        sides: Option<&'a SideSummaries>,
     },
 }
 

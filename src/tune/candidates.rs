@@ -23,8 +23,8 @@ use crate::model::scheduler::{scheduler_config_from_node, SchedulerConfig};
 use crate::model::Kind;
 use crate::yaml::{Node, Value};
 
+use super::template::{count, Template};
 use super::vary::{Segment, Setting, Target, Vary};
-use super::{count, Template};
 
 /// One point of the search.
 #[derive(Debug, Clone)]

@@ -27,7 +27,7 @@ use crate::replay::estimate::{Rates, Sums};
 use crate::replay::run::CompareTally;
 
 use super::sweep::BaselineTally;
-use super::Values;
+use super::template::Values;
 use crate::replay::explained::{Explained, MaxContradictions};
 
 /// `--max-compute`: a duration, or a percentage of the baseline's recorded compute.

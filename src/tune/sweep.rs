@@ -51,7 +51,7 @@ use crate::replay::run::{
 use crate::replay::sink::Message;
 use crate::replay::source::{HistorySource, Progress};
 
-use super::{Target, Vary};
+use super::vary::{Target, Vary};
 
 /// One candidate to replay: its policies (and engine), and its own scheduler settings when
 /// a `scheduler:` vary gives it some (`None`: the source's).

@@ -2,32 +2,24 @@
 //! and under each candidate, with the same engines and categorizers `simulate --baseline`
 //! gives the same sides, then added to the counters.
 //!
-//! Owns: [`Sides`] (the policy sets a job is replayed under), [`see`] (one job → [`Seen`]:
+//! Owns: [`see`] (one job → [`Seen`]:
 //! the retries today's policy granted, by rule, whether the job failed anyway and what the
 //! runs those retries started cost, whether the record contradicts today's policy, and each
 //! candidate's change) and [`count`] (a [`Seen`] into [`Counters`]). Must not: read Lookout,
 //! a clock or a file, or decide what a side is (the command resolves the sides); a job is
-//! compared exactly as `replay::run::compare` compares it, so that a window's counters are
-//! `simulate --baseline`'s numbers over the same jobs.
+//! compared by `replay::run::compare`'s own per-job step (`compare_job`), so that a window's
+//! counters are `simulate --baseline`'s numbers over the same jobs.
 
 use crate::engine::job_report::RuleLabel;
-use crate::engine::simulator::Simulator;
 use crate::engine::{DecisionKind, Detail, JobReport, Settings};
 use crate::model::duration::GoDuration;
 use crate::model::failure_history::{FailureHistory, Final};
 use crate::replay::categorize::Reclassify;
 use crate::replay::compare::{request_time, JobDiff, Transition};
-use crate::replay::run::{as_side, replay_job_detailed};
+use crate::replay::run::compare_job;
+use crate::replay::sides::PolicySets;
 
 use super::metrics::{Change, Counters, Family, Outcome, ADDED, SAVED};
-
-/// The policy sets a job is replayed under, each with its engine and categorizer attached.
-pub struct Sides {
-    /// Today's policy: what the cluster runs.
-    pub baseline: Simulator,
-    /// The candidates, each labelled by its file's base name (`candidate.yaml`).
-    pub candidates: Vec<(String, Simulator)>,
-}
 
 /// A retry today's policy granted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,45 +54,41 @@ pub struct Seen {
     /// The record contradicts today's decisions (a run after the job's end, a run it would
     /// not have started, …: `simulate`'s contradictions).
     pub contradicted: bool,
-    /// Per candidate, in [`Sides::candidates`]' order; `None` when the candidate could not
+    /// Per candidate, in [`PolicySets::candidates`]' order; `None` when the candidate could not
     /// replay the job (`errors` says why).
     pub shadows: Vec<Option<Shadow>>,
     /// What a candidate could not replay, `job `ID`: CANDIDATE: why`.
     pub errors: Vec<String>,
 }
 
-/// Replays `history` under every side; `Err` when today's policy cannot replay it (the job is
-/// then not counted, as `simulate --baseline` does not compare it). `reclassify`: the
-/// worker's scratch, each side classifying the runs with its own categorizer and putting the
-/// recorded categories back after.
+/// Replays `history` under every side of `sets` (the one per-job comparison,
+/// `replay::run::compare_job`, as `simulate --baseline` replays it); `Err` when today's policy
+/// cannot replay it (the job is then not counted, as `simulate --baseline` does not compare
+/// it). `reclassify`: the worker's scratch.
 pub fn see(
-    sides: &Sides,
+    sets: &PolicySets,
     settings: &Settings,
     history: &mut FailureHistory,
     reclassify: &mut Reclassify,
 ) -> Result<Seen, String> {
     // The contradiction checks need the summary's detail; the decisions are the outcome's.
-    let baseline = as_side(&sides.baseline, history, reclassify, |h| {
-        replay_job_detailed(&sides.baseline, settings, h, Detail::Summary)
-    })
-    .map_err(|e| format!("job `{}`: today's policy: {e}", history.job.id))?;
+    let compared = compare_job(sets, settings, history, Detail::Summary, reclassify, None)
+        .map_err(|e| format!("job `{}`: today's policy: {e}", history.job.id))?;
+    let baseline = compared.baseline.report;
     let mut seen = Seen {
         job: history.job.id.clone(),
         queue: history.job.queue.clone().unwrap_or_default(),
         retries: retries(&baseline),
         failed: baseline.status.final_state() == Final::Failed,
         contradicted: !baseline.contradictions.is_empty(),
-        shadows: Vec::with_capacity(sides.candidates.len()),
+        shadows: Vec::with_capacity(sets.candidates.len()),
         errors: Vec::new(),
     };
-    for (name, sim) in &sides.candidates {
-        let candidate = as_side(sim, history, reclassify, |h| {
-            replay_job_detailed(sim, settings, h, Detail::Outcome)
-        });
-        match candidate {
-            Ok(c) => seen.shadows.push(Some(shadow(&JobDiff::new(&baseline, c)))),
+    for (c, replayed) in sets.candidates.iter().zip(compared.candidates) {
+        match replayed {
+            Ok(r) => seen.shadows.push(Some(shadow(&JobDiff::new(&baseline, r.report)))),
             Err(e) => {
-                seen.errors.push(format!("job `{}`: {name}: {e}", history.job.id));
+                seen.errors.push(format!("job `{}`: {}: {e}", history.job.id, c.name));
                 seen.shadows.push(None);
             }
         }
@@ -178,8 +166,10 @@ pub fn count(counters: &mut Counters, seen: &Seen, outcome: Outcome, names: &[St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::simulator::Simulator;
     use crate::model::failure_history::{Container, Job, Resources, Run};
     use crate::model::test_policies;
+    use crate::replay::sides::Candidate;
 
     fn sim(limit: u32) -> Simulator {
         let yaml = format!(
@@ -225,11 +215,14 @@ mod tests {
     }
 
     fn seen(today: u32, candidate: u32, h: &mut FailureHistory) -> Seen {
-        let sides = Sides {
+        let sets = PolicySets {
             baseline: sim(today),
-            candidates: vec![("c.yaml".into(), sim(candidate))],
+            candidates: vec![Candidate {
+                name: "c.yaml".into(),
+                simulator: sim(candidate),
+            }],
         };
-        see(&sides, &Settings::default(), h, &mut Reclassify::default()).unwrap()
+        see(&sets, &Settings::default(), h, &mut Reclassify::default()).unwrap()
     }
 
     const HOUR_OF_2_GPUS: u128 = 3600 * 1_000_000_000 * 2000;

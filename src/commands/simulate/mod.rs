@@ -61,6 +61,7 @@ use crate::replay::recorded::Recorded;
 use crate::replay::run::{compare, replay, NoAnswer, Options, Out};
 use crate::replay::shard::Shard;
 use crate::replay::shard_ids::Tap;
+use crate::replay::sides::PolicySets;
 use crate::replay::source::HistorySource;
 use crate::replay::summary::Summary;
 
@@ -87,7 +88,7 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     let Some(sides) = resolve(ctx, spec)? else {
         return Ok(ExitCode::InvalidInput);
     };
-    if !args.source.files.is_empty() && !sides.candidate.has_policies {
+    if !args.source.files.is_empty() && !sides.candidate().has_policies {
         writeln!(
             ctx.err,
             "{}: `-f` holds no retry policy: every job follows the legacy behaviour (a failed run is final)",
@@ -104,7 +105,7 @@ pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::InvalidInput);
     };
     let sim = sides
-        .candidate
+        .candidate()
         .sim
         .as_ref()
         .expect("simulate's candidate is files or the server's");
@@ -181,7 +182,8 @@ fn drive<S: HistorySource>(
     .skipping(run.skip_invalid);
     let mut sink = sink(format, run.mode(), out, stderr);
     let (code, used_given, refused, (errors, recorded)) = if let Some(old) = baseline {
-        let done = compare(source, old, sim, &options, Out::Sink(&mut *sink))?;
+        let sets = PolicySets::pair(old.clone(), sim.clone());
+        let done = compare(source, &sets, &options, Out::Sink(&mut *sink))?;
         (
             compare_code(&done.comparison, run.exit_code, run.strict, run.skip_invalid),
             done.used_given,
@@ -288,7 +290,15 @@ fn write_partial<S: HistorySource>(
     rec.keep_steps(crate::output::html::ROWS_PER_GROUP);
     let (source, noted) = Tap::new(source);
     let totals = match baseline {
-        Some(old) => compare(source, old, sim, options, Out::Partial(&mut rec))?.totals,
+        Some(old) => {
+            compare(
+                source,
+                &PolicySets::pair(old.clone(), sim.clone()),
+                options,
+                Out::Partial(&mut rec),
+            )?
+            .totals
+        }
         None => replay(source, sim, options, Out::Partial(&mut rec))?.totals,
     };
     // A source cut short (a lost connection, said after this) leaves the partial without

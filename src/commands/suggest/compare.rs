@@ -25,6 +25,7 @@ use crate::output::Format;
 use crate::replay::backtest::Backtest;
 use crate::replay::explained::MaxContradictions;
 use crate::replay::run::{compare_inspected, replay, NoAnswer, Options, Out};
+use crate::replay::sides::PolicySets;
 use crate::replay::source::copy::{Again, Copy};
 use crate::replay::source::{Either, OneQueue};
 use crate::suggest::check::RuleCheck;
@@ -217,10 +218,10 @@ impl Suggest {
             }
         };
         let inspect = check.is_some() || by_queue.is_some();
+        let sets = PolicySets::pair(side.baseline.clone(), side.proposal.clone());
         let done = compare_inspected(
             source,
-            side.baseline,
-            side.proposal,
+            &sets,
             &options,
             Out::Sink(&mut sink),
             inspect.then_some(&look as _),

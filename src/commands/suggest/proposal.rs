@@ -24,7 +24,7 @@ use crate::suggest::propose::{DefaultDecision, Defaults, Room, Verdict, DEFAULT}
 use crate::suggest::stats::Learned;
 use crate::suggest::today::{self, Kept};
 
-use crate::commands::replay::sides::{attach, compile, compiled};
+use crate::commands::replay::sides::{candidate_side, compile, compiled};
 
 use super::Suggest;
 
@@ -292,14 +292,6 @@ impl Suggest {
         }
         // Every other queue of today's documents as it is: the categorizer is the cluster's,
         // and their jobs are compared too when it changes (docs/suggest.md "Every queue").
-        let sim = Simulator::new(policies, queues, Some(vec![self.run.name.clone()]))
-            .and_then(|s| s.with_queues_of(baseline))
-            .map(|s| s.with_engine(self.sides.engine))
-            .map_err(|e| {
-                CliError::failed(format!(
-                    "the proposed policy cannot be replayed (a bug in retryctl): {e}"
-                ))
-            })?;
         let classifier = match categorizer {
             Some(c) => {
                 let compiled = compile(&c).map_err(|e| {
@@ -316,12 +308,19 @@ impl Suggest {
             }
             None => compiled(self.deployed()),
         };
+        let sim = Simulator::new(policies, queues, Some(vec![self.run.name.clone()]))
+            .and_then(|s| candidate_side(s.with_engine(self.sides.engine), Some(baseline), classifier))
+            .map_err(|e| {
+                CliError::failed(format!(
+                    "the proposed policy cannot be replayed (a bug in retryctl): {e}"
+                ))
+            })?;
         Ok(Proposal {
             text,
             kept,
             retry_limit: settings.design_retry_limit(),
             upstream,
-            sim: attach(sim, classifier),
+            sim,
         })
     }
 }

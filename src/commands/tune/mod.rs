@@ -32,7 +32,7 @@ use crate::commands::replay::held::Held;
 use crate::commands::replay::lookout::SET_LOOKOUT_DB;
 use crate::commands::replay::policy_set::{policy_set, Unusable};
 use crate::commands::replay::sides::{
-    attach, compile, compiled, resolve, BaselinePolicies, CandidateFrom, Sides, SidesSpec,
+    candidate_side, compile, compiled, resolve, BaselinePolicies, CandidateFrom, Sides, SidesSpec,
 };
 use crate::commands::replay::source::{self, check_flags, About, Open};
 use crate::engine::categorizer::Classifier;
@@ -87,8 +87,8 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
     let Some(sides) = resolve(ctx, sides)? else {
         return Ok(ExitCode::InvalidInput);
     };
-    let mut template = Template::new(sides.candidate.files.clone(), sides.settings.source.clone());
-    if let Some(c) = &sides.candidate.categorizer {
+    let mut template = Template::new(sides.candidate().files.clone(), sides.settings.source.clone());
+    if let Some(c) = &sides.candidate().categorizer {
         template = template.with_categorizer(c.file.name.clone(), c.file.document.clone());
     }
     // The template's varies right, its size bounded.
@@ -155,7 +155,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         exit_code: args.exit_code,
         retry_policy: replay.scheduler.retry_policies.is_some(),
         given: arms.first().map(|a| a.sim.given().to_vec()).unwrap_or_default(),
-        categorized: sides.candidate.categorizer.is_some() || sides.baseline.categorizer.is_some(),
+        categorized: sides.candidate().categorizer.is_some() || sides.baseline.categorizer.is_some(),
         skip_invalid: replay.skip_invalid,
     };
     let mut tune = Tune {
@@ -273,7 +273,7 @@ type Built = (Vec<Arm>, Vec<(u64, Values)>, Vec<Skipped>);
 
 /// The candidates of `varies` ([`Built`]).
 fn candidates(template: &Template, varies: &[Vary], sides: &Sides) -> anyhow::Result<Built> {
-    let categorizer = compiled(sides.candidate.categorizer.as_ref());
+    let categorizer = compiled(sides.candidate().categorizer.as_ref());
     let scheduler_varied = varies.iter().any(|v| v.target == Target::Scheduler);
     // Varied categorizers, one `Arc` per distinct compiled config: the sweep shares a
     // replay only between candidates with the same one (the same `Arc`), so equal configs
@@ -323,17 +323,11 @@ fn candidates(template: &Template, varies: &[Vary], sides: &Sides) -> anyhow::Re
                 }
             }
         };
-        let set = policy_set(&c.files, sides.spec.retry_policies.as_deref(), sides.engine);
-        // A queue the template does not name replays under the baseline's documents.
-        let set = match (set, &sides.baseline.policies) {
-            (Ok(sim), BaselinePolicies::Given(today)) => sim
-                .with_queues_of(today)
-                .map_err(|e| Unusable::Invalid(CliError::invalid(e))),
-            (set, _) => set,
-        };
+        let set = policy_set(&c.files, sides.spec.retry_policies.as_deref(), sides.engine).and_then(|sim| {
+            candidate_side(sim, sides.baseline.given(), classifier).map_err(|e| Unusable::Invalid(CliError::invalid(e)))
+        });
         match set {
             Ok(sim) => {
-                let sim = attach(sim, classifier);
                 let settings = match (&c.scheduler, scheduler_varied) {
                     (Ok(config), true) => Some(overrides.apply(config)),
                     _ => None,

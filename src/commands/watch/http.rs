@@ -27,8 +27,7 @@ use crate::output::{Format, Style};
 use crate::replay::run::{compare, replay, Options, Out};
 use crate::watch::schedule::Health;
 
-use super::poll::PAGE;
-use super::{now_micros, Shared, Watched};
+use super::shared::{now_micros, Shared, Watched, PAGE};
 
 /// A report made: for which candidate (`None`: today's policy alone), when, and its page.
 type Made = (Option<usize>, Instant, Arc<Vec<u8>>);
@@ -152,17 +151,12 @@ fn report_of(w: &Watched, which: Option<usize>) -> anyhow::Result<Vec<u8>> {
                     baseline: Baseline::Files,
                 };
                 let mut sink = sink(Format::Html, mode, &mut page, stderr);
-                compare(
-                    source,
-                    &w.sides.baseline,
-                    &w.sides.candidates[i].1,
-                    &options,
-                    Out::Sink(&mut *sink),
-                )?;
+                let sets = w.sets.only(i).expect("a watched candidate");
+                compare(source, &sets, &options, Out::Sink(&mut *sink))?;
             }
             None => {
                 let mut sink = sink(Format::Html, Mode::Replay { bulk: true }, &mut page, stderr);
-                replay(source, &w.sides.baseline, &options, Out::Sink(&mut *sink))?;
+                replay(source, &w.sets.baseline, &options, Out::Sink(&mut *sink))?;
             }
         }
     }

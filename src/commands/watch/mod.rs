@@ -3,46 +3,35 @@
 //! Prometheus metrics, the window's plan as HTML and its health.
 //!
 //! Owns: the flags' checks (the same for `--emit kubernetes`, which `dispatch` runs instead),
-//! the `--state` file (read at the start; written atomically: a temporary file, fsync,
-//! rename), the process's life: the poller on a thread of its own ([`poll`]), the HTTP server
+//! the `--state` file (read at the start; written whole: `whole_file`), the process's life: the poller on a thread of its own ([`poll`]), the HTTP server
 //! on a tokio runtime ([`http`]), stderr as the log, and SIGTERM and SIGINT (save, exit 0
 //! within 5 s). Must not: count or decide what a job adds up to (that is `crate::watch`),
 //! render (that is `output::watch` and `output`'s html sink), or exit the process.
 //!
 //! Signals: watch handles SIGTERM and SIGINT itself (tokio's handlers) and arms no path in
 //! `on_signal`, whose handler would end the process before `--state` is saved. A temporary
-//! state file a SIGKILL leaves (`.NAME.tmp` beside it) is overwritten by the next write.
+//! state file a SIGKILL leaves (`.NAME.XXXXXX.tmp` beside it) is never read.
 
 mod http;
 mod poll;
+mod shared;
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::app::Context;
 use crate::cli::WatchArgs;
-use crate::commands::replay::lookout::{duration_flag, now, resolve_dsn, time_flag, SET_LOOKOUT_DB};
-use crate::commands::replay::sides::shadows;
-use crate::commands::replay::sides::Settings as SchedulerSettings;
+use crate::commands::replay::lookout::{duration_flag, resolve_dsn, time_flag, SET_LOOKOUT_DB};
+use crate::commands::replay::sides::{candidate_name, resolve, SidesSpec};
 use crate::connection::parse_timeout;
-use crate::engine::Settings;
 use crate::error::{CliError, ExitCode};
 use crate::model::duration::GoDuration;
-use crate::watch::job::Sides;
 use crate::watch::metrics::Counters;
 use crate::watch::schedule::Health;
 use crate::watch::state::State;
-
-/// What the flags say, checked before anything is read.
-struct Flags {
-    poll: Duration,
-    /// `--window`, in microseconds.
-    window: i64,
-    /// Where a fresh state starts (microseconds since the Unix epoch); `None`: now.
-    since: Option<i64>,
-}
+use crate::whole_file::{write_whole, Mode};
+use shared::{cannot_write_state, now_micros, Flags, Shared, Stop, Watched};
 
 /// The checks of watch's flags before anything is read (`--emit` makes them too, in the same
 /// words).
@@ -73,7 +62,7 @@ fn flags(args: &WatchArgs, now: i64) -> Result<Flags, CliError> {
     };
     let mut names: Vec<String> = Vec::new();
     for path in &args.candidates {
-        let name = shadows::candidate_name(path);
+        let name = candidate_name(path);
         if names.contains(&name) {
             return Err(CliError::usage(format!(
                 "two candidates are named `{name}` (each `-f` is labelled by its file's base name): give them files of different names"
@@ -87,78 +76,6 @@ fn flags(args: &WatchArgs, now: i64) -> Result<Flags, CliError> {
         ));
     }
     Ok(Flags { poll, window, since })
-}
-
-/// What the poller, the HTTP handlers and the shutdown share.
-struct Shared {
-    state: Mutex<State>,
-    health: Mutex<Health>,
-    /// One writer of `--state` at a time (the poller after a poll, the shutdown).
-    saving: Mutex<()>,
-    path: PathBuf,
-    stop: Stop,
-}
-
-impl Shared {
-    /// Writes `--state` with what is counted now.
-    fn save(&self) -> std::io::Result<()> {
-        let _one = self.saving.lock().unwrap_or_else(|e| e.into_inner());
-        let text = self.state.lock().unwrap_or_else(|e| e.into_inner()).to_json();
-        write_atomically(&self.path, text.as_bytes())
-    }
-}
-
-/// The stop of the process, which the poller waits on between polls.
-#[derive(Default)]
-struct Stop {
-    stopped: Mutex<bool>,
-    wake: Condvar,
-}
-
-impl Stop {
-    fn set(&self) {
-        *self.stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        self.wake.notify_all();
-    }
-
-    fn is_set(&self) -> bool {
-        *self.stopped.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Waits `d`, or less when stopped; whether it is.
-    fn wait(&self, d: Duration) -> bool {
-        let guard = self.stopped.lock().unwrap_or_else(|e| e.into_inner());
-        let (guard, _) = self
-            .wake
-            .wait_timeout_while(guard, d, |stopped| !*stopped)
-            .unwrap_or_else(|e| e.into_inner());
-        *guard
-    }
-}
-
-/// `bytes` as the file `path`, whole or not at all: written to `.NAME.tmp` beside it,
-/// flushed to the disk, then renamed over it (and the directory flushed, so that the rename
-/// survives a power cut).
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path)?;
-    // Not every file system lets a directory be opened or flushed: the rename is done.
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
 }
 
 /// `--state` as it is, or a fresh state starting at `start` when there is no such file. The
@@ -199,38 +116,17 @@ fn load_state(
     Ok(state)
 }
 
-/// Now, in microseconds since the Unix epoch (Lookout's times).
-fn now_micros() -> i64 {
-    now().0 / 1_000
-}
-
-/// The one sentence for a `--state` that cannot be written (at start, on a save, at the end).
-fn cannot_write_state(path: &Path, e: &std::io::Error) -> String {
-    format!("cannot write `--state` `{}`: {e}", path.display())
-}
-
-/// What the poller needs to replay a job, shared with `/report`.
-pub(crate) struct Watched {
-    sides: Sides,
-    names: Vec<String>,
-    settings: Settings,
-    queues: Vec<String>,
-    dsn: String,
-    timeout: Duration,
-    flags: Flags,
-}
-
 pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     let now = now_micros();
     let flags = flags(args, now)?;
     let dsn = resolve_dsn(args.lookout_db.clone(), true)?
         .ok_or_else(|| CliError::usage("give Lookout's database: `--lookout-db DSN`").with_hint(SET_LOOKOUT_DB))?;
     let timeout = parse_timeout(&ctx.global.timeout)?;
-    let Some((sides, documented)) = shadows::resolve(ctx, args)? else {
+    let Some(sides) = resolve(ctx, SidesSpec::of_watch(args))? else {
         return Ok(ExitCode::InvalidInput);
     };
     let queues = if args.queues.is_empty() {
-        documented
+        sides.queue_documents()
     } else {
         args.queues.clone()
     };
@@ -240,8 +136,11 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
-    let names: Vec<String> = sides.candidates.iter().map(|(n, _)| n.clone()).collect();
-    let settings = SchedulerSettings::of_flags(&args.scheduler)?.applied();
+    let sets = sides
+        .policy_sets()
+        .expect("watch's sides are files, known before the history is read");
+    let names = sets.names();
+    let settings = sides.settings.applied();
     let mut state = load_state(ctx, &args.state, flags.since.unwrap_or(now), &queues, &names)?;
     if state.cursor.is_some() && args.since.is_some() {
         writeln!(
@@ -255,7 +154,7 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         state.start = flags.since.unwrap_or(state.start);
     }
     // Written before anything else, so that a `--state` that cannot be written stops here.
-    write_atomically(&args.state, state.to_json().as_bytes())
+    write_whole(&args.state, state.to_json().as_bytes(), Mode::New)
         .map_err(|e| CliError::failed(cannot_write_state(&args.state, &e)))?;
     let shared = Arc::new(Shared {
         state: Mutex::new(state),
@@ -265,7 +164,7 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         stop: Stop::default(),
     });
     let watched = Arc::new(Watched {
-        sides,
+        sets,
         names,
         settings,
         queues,
@@ -453,20 +352,5 @@ mod tests {
             flags(&args("--categorizer e.yaml"), NOW).err().unwrap().code,
             ExitCode::Usage
         );
-    }
-
-    #[test]
-    fn a_state_is_written_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.json");
-        write_atomically(&path, b"one").unwrap();
-        write_atomically(&path, b"two").unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"two");
-        // Nothing is left beside it.
-        let names: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, ["s.json"]);
     }
 }

@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::Sender;
 
-use super::cannot_write_state;
 use crate::commands::replay::lookout::now;
 use crate::lookout::db::{self, Db, Span, Terminal};
 use crate::lookout::export_source::ExportSource;
@@ -29,11 +28,7 @@ use crate::watch::job::{count, see};
 use crate::watch::metrics::{Counters, Family, Outcome, Reason};
 use crate::watch::schedule::next_wait;
 
-use super::{Shared, Watched};
-
-/// Jobs a page holds at most: what is in memory at once is one page's keys, and the rows of
-/// the jobs the replay holds in flight.
-pub(super) const PAGE: usize = 5000;
+use super::shared::{cannot_write_state, Shared, Watched, PAGE};
 
 /// During a long poll (a backlog), `--state` is written at least this often, so that a
 /// restart redoes at most this much.
@@ -279,9 +274,9 @@ impl Poller {
             "lookout-db",
         );
         let export = source.state();
-        let (sides, names) = (&self.watched.sides, &self.watched.names);
+        let (sets, names) = (&self.watched.sets, &self.watched.names);
         let work =
-            |scratch: &mut Reclassify, job: crate::replay::Decoded<'_>| see(sides, job.settings, job.history, scratch);
+            |scratch: &mut Reclassify, job: crate::replay::Decoded<'_>| see(sets, job.settings, job.history, scratch);
         for_each_ordered(source, None, work, |e| {
             let Emitted::Job(_, processed) = e else { return Ok(true) };
             match processed {

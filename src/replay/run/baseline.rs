@@ -1,43 +1,42 @@
 //! A comparison (`--baseline`): every job under two Simulators, the changed ones handed to
 //! a sink in input order, folded into a [`Comparison`].
 //!
-//! Owns: [`compare`] and [`compare_inspected`] (the workers' side: both sides of a job, its
-//! diff, the runs a Pending side has left) and [`CompareFold`] (the emitting side, changed
+//! Owns: [`compare`] and [`compare_inspected`] (the workers' side: both sides of a job by
+//! [`compare_job`], its diff, what it adds up to) and [`CompareFold`] (the emitting side, changed
 //! jobs held back until the estimates are final; `merge` runs it over partials too). Must
 //! not: replay without a baseline (that is `plain`), or format anything for people.
 
 use std::io;
 
-use crate::engine::simulator::Simulator;
 use crate::engine::{Detail, JobReport};
 use crate::model::failure_history::{FailureHistory, Final};
-use crate::replay::categorize::{CategoryCounts, SideCategories};
 use crate::replay::compare::{Comparison, JobDiff, Side, Steps, Transition};
 use crate::replay::fallback::{fallback, Fallback, Fallbacks};
 use crate::replay::parallel::{for_each_ordered, Decoded, Emitted, Processed};
+use crate::replay::sides::PolicySets;
 use crate::replay::sink::{Change, Message, Needs, Sink, Totals};
 use crate::replay::source::{HistorySource, Progress};
 use crate::replay::spool::{Changed, Spool};
 
+use super::compared::{compare_job, JobCompared, SideCounts};
 use super::counts::{categories, tally_job_with, Folded, Part};
-use super::job::{replay_job_detailed, runs_left_after, JobFacts};
+use super::job::JobFacts;
 use super::{
     ignore_closed, not_replayed, not_replayed_entry, record, write_or_stop, Compared, NoAnswer, NotReplayed, Options,
     Out,
 };
 
-/// Replays every job of `source` under `baseline` and `candidate` (docs/what-if.md, docs/estimates.md) into
+/// Replays every job of `source` under `sets`' baseline and its one candidate (docs/what-if.md, docs/estimates.md) into
 /// `out`: each changed job to [`Sink::change`], with the estimate of each side that is
 /// Pending; returns the totals it handed to [`Sink::end`] (or, into a partial, the shard's
 /// totals). Expectations are not checked in this mode.
 pub fn compare<S: HistorySource>(
     source: S,
-    baseline: &Simulator,
-    candidate: &Simulator,
+    sets: &PolicySets,
     options: &Options,
     out: Out<'_, '_>,
 ) -> io::Result<Compared> {
-    compare_inspected(source, baseline, candidate, options, out, None)
+    compare_inspected(source, sets, options, out, None)
 }
 
 /// A look at each job both sides replayed: its history as recorded (categories put back),
@@ -45,11 +44,10 @@ pub fn compare<S: HistorySource>(
 /// checks its rules through it.
 pub type Inspect<'a> = &'a (dyn Fn(&FailureHistory, &JobReport, &JobReport) + Sync);
 
-/// [`compare`], showing `inspect` every job both sides replayed.
+/// [`compare`], showing `inspect` every job both sides replayed. `sets` holds one candidate.
 pub fn compare_inspected<S: HistorySource>(
     source: S,
-    baseline: &Simulator,
-    candidate: &Simulator,
+    sets: &PolicySets,
     options: &Options,
     out: Out<'_, '_>,
     inspect: Option<Inspect<'_>>,
@@ -61,67 +59,37 @@ pub fn compare_inspected<S: HistorySource>(
     };
     // A comparison is made of numbers only (final state, retries, delay, run times):
     // neither side needs the per-run texts, nor the checks whose messages it never prints.
+    // The baseline with its contradiction checks when it is a policy the cluster ran:
+    // whether it explains the record (docs/what-if.md).
+    let baseline_detail = if options.explain {
+        Detail::Summary
+    } else {
+        Detail::Outcome
+    };
+    let categorized = sets.categorized();
+    let candidate = &sets.candidates[0].simulator;
     let work = |part: &mut Part, job: Decoded<'_>| {
         let Decoded {
             origin,
             settings,
             history,
         } = job;
-        // Each side under its own categorizer (the engine and the runs a Pending side has
-        // left see its classification); then the recorded categories are put back for the
-        // rest (the estimates' failure classes keep them). One categorizer for both sides
-        // (no --baseline-categorizer) classifies the history once for both.
-        let shared = matches!(
-            (baseline.categorizer(), candidate.categorizer()),
-            (Some(a), Some(b)) if std::ptr::eq(a, b)
-        );
-        if let (true, Some(c)) = (shared, candidate.categorizer()) {
+        let counts = categorized.then(|| {
             let s = categories(&mut part.tally);
-            part.reclassify
-                .apply(c, history, &mut s.baseline, Some(&mut s.candidate));
-        }
-        let mut side =
-            |sim: &Simulator, counts: fn(&mut SideCategories) -> &mut CategoryCounts, what: &str, detail: Detail| {
-                let categorizer = sim.categorizer();
-                if let (false, Some(c)) = (shared, categorizer) {
-                    part.reclassify
-                        .apply(c, history, counts(categories(&mut part.tally)), None);
-                }
-                let r = replay_job_detailed(sim, settings, history, detail).map(|mut r| {
-                    let pending = r.take_pending();
-                    let left = (r.status.final_state() == Final::Pending)
-                        .then(|| runs_left_after(sim, settings, &JobFacts::new(history), pending));
-                    (r, left)
-                });
-                if categorizer.is_some() {
-                    if let Ok((r, _)) = &r {
-                        part.reclassify
-                            .collisions(sim.engine(), r, counts(categories(&mut part.tally)));
-                    }
-                    if !shared {
-                        part.reclassify.restore(history);
-                    }
-                }
-                r.map_err(|e| format!("{origin}: job `{}`: {what}{e}", history.job.id))
-            };
-        // The baseline with its contradiction checks when it is a policy the cluster ran:
-        // whether it explains the record (docs/what-if.md).
-        let baseline_detail = if options.explain {
-            Detail::Summary
-        } else {
-            Detail::Outcome
+            SideCounts {
+                baseline: &mut s.baseline,
+                candidates: std::slice::from_mut(&mut s.candidate),
+            }
+        });
+        let compared = compare_job(sets, settings, history, baseline_detail, &mut part.reclassify, counts)
+            .map_err(|e| format!("{origin}: job `{}`: baseline: {e}", history.job.id))?;
+        let JobCompared { baseline, candidates } = compared;
+        let (b, b_left) = (baseline.report, baseline.runs_left);
+        let (c, c_left) = match candidates.into_iter().next() {
+            Some(Ok(c)) => (c.report, c.runs_left),
+            Some(Err(e)) => return Err(format!("{origin}: job `{}`: {e}", history.job.id)),
+            None => unreachable!("a comparison has one candidate"),
         };
-        let b = side(baseline, |s| &mut s.baseline, "baseline: ", baseline_detail);
-        // The candidate only when the baseline replayed (its error is the one reported).
-        let c = match &b {
-            Ok(_) => side(candidate, |s| &mut s.candidate, "", Detail::Outcome),
-            Err(_) => Err(String::new()),
-        };
-        if shared {
-            part.reclassify.restore(history);
-        }
-        let (b, b_left) = b?;
-        let (c, c_left) = c?;
         let h: &FailureHistory = history;
         if options.explain {
             part.tally
@@ -165,10 +133,23 @@ pub fn compare_inspected<S: HistorySource>(
             fallback(candidate, h),
         ))
     };
+    fold_compared(source, options, out, work, candidate.given(), categorized)
+}
+
+/// The workers' `work` over `source`, each job's result handed to a [`CompareFold`] into the
+/// sink in input order, or recorded into a partial.
+fn fold_compared<S: HistorySource>(
+    source: S,
+    options: &Options,
+    out: Out<'_, '_>,
+    work: impl Fn(&mut Part, Decoded<'_>) -> Result<(Changed, Option<Fallback>), String> + Sync,
+    given: &[String],
+    categorized: bool,
+) -> io::Result<Compared> {
     match out {
         Out::Sink(sink) => {
-            let mut fold = CompareFold::new(sink, candidate.given())?;
-            fold.categorized(baseline.categorizer().is_some() || candidate.categorizer().is_some());
+            let mut fold = CompareFold::new(sink, given)?;
+            fold.categorized(categorized);
             for_each_ordered(source, options.shard, work, |e| match e {
                 Emitted::Job(_, p) => fold.entry(p),
                 Emitted::Unit(part, at) => {

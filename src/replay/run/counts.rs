@@ -13,7 +13,7 @@ use crate::replay::categorize::{Reclassify, SideCategories};
 use crate::replay::compare::{ByClass, Comparison, JobDiff, Side};
 use crate::replay::estimate::{PendingSet, Rates, Trials};
 use crate::replay::recorded::Recorded;
-use crate::replay::sink::{Estimates, Needs, Sides};
+use crate::replay::sink::{Estimates, Needs, SideSummaries};
 use crate::replay::source::{Origin, Pos};
 use crate::replay::summary::Summary;
 
@@ -210,7 +210,7 @@ pub struct Folded {
     by_class: ByClass,
     tally: CompareTally,
     /// A comparison's sides (with breakdowns).
-    pub(super) sides: Sides,
+    pub(super) sides: SideSummaries,
 }
 
 impl Folded {
@@ -237,7 +237,7 @@ impl Folded {
         options: &Options,
         compare: bool,
         needs: Needs,
-    ) -> Result<(Estimates, Comparison, Sides), NoAnswer> {
+    ) -> Result<(Estimates, Comparison, SideSummaries), NoAnswer> {
         let mut trials = self.trials;
         let recorded = std::mem::take(&mut trials.recorded);
         let (rates, backtest) = trials.finish(options)?;

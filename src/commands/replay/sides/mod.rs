@@ -10,10 +10,12 @@
 //! the baseline never borrows the candidate's, each categorizer compiled ([`categorizer`]),
 //! the policy sets, and each categorizer attached to its side's policy set.
 //!
-//! `watch`'s sides, today's and one shadow per candidate, are resolved with the same pieces
-//! in [`shadows`].
+//! `watch`'s sides are resolved here too: today's, and one candidate per `-f`
+//! ([`SidesSpec::of_watch`]), each with its own files and categorizer, every candidate against
+//! the same baseline.
 //!
-//! Owns: [`Sides`] and [`resolve`]. Must not: read the history, replay or render; the
+//! Owns: [`Sides`], [`resolve`] and [`candidate_side`] (every candidate's policy set made as it
+//! is replayed). Must not: read the history, replay or render; the
 //! cluster's baseline is read from Lookout's database when the source opens it
 //! ([`super::source`]), and attached there with [`Baseline::attach`].
 
@@ -21,17 +23,20 @@ pub mod categorizer;
 pub mod dialect;
 pub mod files;
 pub mod settings;
-pub mod shadows;
 pub mod spec;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::app::Context;
+use crate::engine::categorizer::Classifier;
 use crate::engine::simulator::Simulator;
 use crate::engine::EngineKind;
 use crate::error::CliError;
 use crate::input::SourceFile;
+use crate::model::{Kind, Resource};
 use crate::output::suggest::EngineFrom;
+use crate::replay::{self, sides::PolicySets};
 
 use super::policy_set::{build, load_from_server, policy_set, Side, Unusable};
 pub use categorizer::{attach, compile, compiled, Categorizer, RECORDED};
@@ -41,19 +46,26 @@ use files::{read_side, SideFiles};
 pub use settings::Settings;
 pub use spec::{BacktestAt, CandidateFrom, SidesSpec};
 
-/// The two sides, resolved: what every replay verb compares.
+/// The sides, resolved: what every replay verb compares.
 pub struct Sides {
     /// What the verb said of them.
     pub spec: SidesSpec,
-    pub candidate: Candidate,
+    /// The candidates: one for `simulate`, `tune` (its template) and `suggest` (its proposal,
+    /// built later); one per `-f` for `watch`, each named by its base name.
+    pub candidates: Vec<Candidate>,
     pub baseline: Baseline,
-    /// The candidate's engine (the baseline's is [`Baseline::engine`]), and why it decides.
+    /// The candidates' engine (the baseline's is [`Baseline::engine`]), and why it decides.
     pub engine: EngineKind,
     pub engine_from: EngineFrom,
     pub settings: Settings,
 }
 
 impl Sides {
+    /// The candidate of a verb that compares one (`simulate`, `tune`, `suggest`).
+    pub fn candidate(&self) -> &Candidate {
+        &self.candidates[0]
+    }
+
     /// The categorizer the cluster runs, as the verb names it: the baseline's (`suggest`'s
     /// `--categorizer`, `--baseline-categorizer FILE`, `tune`'s template), else in a replay
     /// without a baseline the candidate's. A database's export takes its hints off the
@@ -61,14 +73,54 @@ impl Sides {
     pub fn deployed_categorizer(&self) -> Option<&Categorizer> {
         match (&self.baseline.categorizer, self.spec.what_if()) {
             (Some(c), _) => Some(c),
-            (None, false) => self.candidate.categorizer.as_ref(),
+            (None, false) => self.candidate().categorizer.as_ref(),
             (None, true) => None,
         }
     }
+
+    /// What is replayed, when both sides are known before the history is opened: the
+    /// baseline's policy set and every candidate's (`watch`'s; a verb that builds its
+    /// candidate later makes its own).
+    pub fn policy_sets(&self) -> Option<PolicySets> {
+        let baseline = self.baseline.simulator()?.clone();
+        let candidates = self
+            .candidates
+            .iter()
+            .map(|c| {
+                c.sim.clone().map(|simulator| replay::sides::Candidate {
+                    name: c.name.clone(),
+                    simulator,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(PolicySets { baseline, candidates })
+    }
+
+    /// The names of the Queue documents among the files of every side, each once, in order
+    /// (`watch`'s queues when no `--queue` is given).
+    pub fn queue_documents(&self) -> Vec<String> {
+        let files = self
+            .baseline
+            .files
+            .iter()
+            .chain(self.candidates.iter().flat_map(|c| &c.files));
+        let mut out: Vec<String> = Vec::new();
+        for doc in files.flat_map(|f| &f.documents) {
+            if let (Some(Kind::Queue), Some(Resource::Queue(q))) = (doc.kind, &doc.resource) {
+                if !out.contains(&q.name) {
+                    out.push(q.name.clone());
+                }
+            }
+        }
+        out
+    }
 }
 
-/// The candidate side.
+/// A candidate side.
 pub struct Candidate {
+    /// Its label: `watch`'s `-f` base name, extension kept (`candidate.yaml`); empty for the
+    /// one candidate of the other verbs.
+    pub name: String,
     /// Its documents (valid), without its categorizer document: `-f`'s or the template's.
     pub files: Vec<SourceFile>,
     /// Whether they hold a RetryPolicy document.
@@ -76,7 +128,7 @@ pub struct Candidate {
     /// Its categorizer, read once (its document kept: `tune` varies it).
     pub categorizer: Option<Categorizer>,
     /// Its policy set, its categorizer attached: `-f`'s or the server's (`simulate`); a
-    /// template's candidates and a proposal are the verb's to build.
+    /// template's candidates and a proposal are the verb's to build ([`candidate_side`]).
     pub sim: Option<Simulator>,
 }
 
@@ -100,6 +152,8 @@ pub struct Baseline {
     pub policies: BaselinePolicies,
     pub engine: EngineKind,
     pub categorizer: Option<Categorizer>,
+    /// `--baseline`'s documents (valid), without its categorizer document.
+    pub files: Vec<SourceFile>,
 }
 
 impl Baseline {
@@ -108,6 +162,15 @@ impl Baseline {
         match &self.policies {
             BaselinePolicies::Given(s) | BaselinePolicies::Template(s) | BaselinePolicies::NoPolicy(s) => Some(s),
             BaselinePolicies::None | BaselinePolicies::Cluster => None,
+        }
+    }
+
+    /// `--baseline`'s policy set: the one whose queues a candidate's files do not name are
+    /// replayed under ([`candidate_side`]).
+    pub fn given(&self) -> Option<&Simulator> {
+        match &self.policies {
+            BaselinePolicies::Given(s) => Some(s),
+            _ => None,
         }
     }
 
@@ -125,124 +188,224 @@ impl Baseline {
     }
 }
 
+/// A candidate's policy set as it is replayed: a queue its files do not name replays under
+/// `today`'s documents (docs/what-if.md "Queues the candidate does not name"), so that a
+/// candidate that says nothing of a queue changes none of its jobs; then its categorizer
+/// attached. Every candidate is made here: `-f`'s, `watch`'s, each of `tune`'s and
+/// `suggest`'s proposal.
+pub fn candidate_side(
+    sim: Simulator,
+    today: Option<&Simulator>,
+    categorizer: Option<Arc<Classifier>>,
+) -> Result<Simulator, String> {
+    let sim = match today {
+        Some(today) => sim.with_queues_of(today)?,
+        None => sim,
+    };
+    Ok(attach(sim, categorizer))
+}
+
 /// The sides `spec` names, resolved in the documented order (this module's doc). `None`:
 /// documents that do not validate, reported (exit 3).
 pub fn resolve(ctx: &mut Context, spec: SidesSpec) -> anyhow::Result<Option<Sides>> {
+    let Some((candidate_files, baseline_files)) = read_files(ctx, &spec)? else {
+        return Ok(None);
+    };
+    let settings = Settings::read(spec.scheduler_config.as_deref(), spec.overrides())?;
+    let (engine, engine_from) = pick_engine(&spec, &candidate_files, baseline_files.as_ref());
+    let (baseline_files, baseline_document) = match baseline_files {
+        Some(SideFiles { files, categorizer }) => (files, categorizer),
+        None => (Vec::new(), None),
+    };
+    let (named, baseline_named) = name_categorizers(&spec, candidate_files, baseline_document)?;
+    let mut read = Vec::with_capacity(named.len());
+    for (name, files, n) in named {
+        let categorizer = n.read(ctx)?;
+        read.push((name, files, categorizer));
+    }
+    let baseline_categorizer = match (&spec.candidate, baseline_named.said(), spec.what_if()) {
+        // tune without a baseline: the template as written, its categorizer included.
+        (CandidateFrom::Template(_), false, false) => read.first().and_then(|c| c.2.clone()),
+        _ => baseline_named.read(ctx)?,
+    };
+    // The policy sets, each with its categorizer.
+    let retry_policies = spec.retry_policies.as_deref();
+    let mut candidates = Vec::with_capacity(read.len());
+    for (name, files, categorizer) in read {
+        let sim = match &spec.candidate {
+            CandidateFrom::Files(_) | CandidateFrom::Each(_) => {
+                Some(build(&files, retry_policies, engine, Side::Candidate)?)
+            }
+            CandidateFrom::Server => Some(load_from_server(ctx, retry_policies, spec.engine)?),
+            CandidateFrom::Template(_) | CandidateFrom::Proposed => None,
+        };
+        candidates.push((name, files, categorizer, sim));
+    }
+    // A server without the dialect header decides its own engine (docs/engines.md).
+    let engine = candidates
+        .first()
+        .and_then(|c| c.3.as_ref())
+        .map_or(engine, Simulator::engine);
+    let baseline_engine = spec.baseline_engine.unwrap_or(engine);
+    let template = candidates.first().map_or(&[][..], |c| &c.1[..]);
+    let policies = baseline_policies(&spec, &baseline_files, template, &baseline_categorizer, baseline_engine)?;
+    let today = match &policies {
+        BaselinePolicies::Given(today) => Some(&**today),
+        _ => None,
+    };
+    let candidates = candidates
+        .into_iter()
+        .map(|(name, files, categorizer, sim)| {
+            let sim = sim
+                .map(|s| candidate_side(s, today, compiled(categorizer.as_ref())))
+                .transpose()
+                .map_err(CliError::invalid)?;
+            Ok(Candidate {
+                name,
+                has_policies: Dialect::of(&files).has_policies(),
+                files,
+                categorizer,
+                sim,
+            })
+        })
+        .collect::<Result<Vec<_>, CliError>>()?;
+    Ok(Some(Sides {
+        spec,
+        candidates,
+        baseline: Baseline {
+            policies,
+            engine: baseline_engine,
+            categorizer: baseline_categorizer,
+            files: baseline_files,
+        },
+        engine,
+        engine_from,
+        settings,
+    }))
+}
+
+/// Each candidate's files (named) and the baseline's, when it has files: every document
+/// valid (`None` after reporting one that is not: exit 3). A candidate of no file (the
+/// server's, a proposal) has none.
+#[allow(clippy::type_complexity)]
+fn read_files(
+    ctx: &mut Context,
+    spec: &SidesSpec,
+) -> anyhow::Result<Option<(Vec<(String, SideFiles)>, Option<SideFiles>)>> {
     let done = spec.candidate.done();
-    // The files of both sides.
     let read = |ctx: &mut Context, paths: &[PathBuf], side| read_side(ctx, paths, spec.recursive, side, done);
-    let candidate_files = match &spec.candidate {
+    let mut candidates = Vec::new();
+    match &spec.candidate {
         CandidateFrom::Files(paths) | CandidateFrom::Template(paths) => match read(ctx, paths, Side::Candidate)? {
-            Some(f) => f,
+            Some(f) => candidates.push((String::new(), f)),
             None => return Ok(None),
         },
-        CandidateFrom::Server | CandidateFrom::Proposed => SideFiles::none(),
-    };
-    let baseline_files = match spec.baseline.is_empty() {
+        CandidateFrom::Each(paths) => {
+            for path in paths {
+                match read(ctx, std::slice::from_ref(path), Side::Candidate)? {
+                    Some(f) => candidates.push((candidate_name(path), f)),
+                    None => return Ok(None),
+                }
+            }
+        }
+        CandidateFrom::Server | CandidateFrom::Proposed => candidates.push((String::new(), SideFiles::none())),
+    }
+    let baseline = match spec.baseline.is_empty() {
         true => None,
         false => match read(ctx, &spec.baseline, Side::Baseline)? {
             Some(f) => Some(f),
             None => return Ok(None),
         },
     };
-    let settings = Settings::read(spec.scheduler_config.as_deref(), spec.overrides())?;
-    // The dialect picks the engine.
-    let candidate_dialect = Dialect::of(&candidate_files.files);
-    let (engine, engine_from) = dialect::engine(
+    Ok(Some((candidates, baseline)))
+}
+
+/// The engine the documents of the sides pick, and why (docs/engines.md "Which engine
+/// decides"): every candidate's files count together, against the baseline's.
+fn pick_engine(
+    spec: &SidesSpec,
+    candidates: &[(String, SideFiles)],
+    baseline: Option<&SideFiles>,
+) -> (EngineKind, EngineFrom) {
+    let files: Vec<SourceFile> = candidates.iter().flat_map(|(_, f)| f.files.iter().cloned()).collect();
+    dialect::engine(
         spec.engine,
         match spec.candidate {
             CandidateFrom::Proposed => CandidateDialect::Proposed,
-            _ => CandidateDialect::Files(candidate_dialect),
+            _ => CandidateDialect::Files(Dialect::of(&files)),
         },
-        match (&baseline_files, spec.baseline_from_cluster) {
+        match (baseline, spec.baseline_from_cluster) {
             (Some(b), _) => BaselineDialect::Files(Dialect::of(&b.files)),
             (None, true) => BaselineDialect::Cluster,
             (None, false) => BaselineDialect::None,
         },
-    );
-    // Each side's categorizer named, the borrow rule, each compiled.
-    let SideFiles {
-        files: candidate_files,
-        categorizer: candidate_document,
-    } = candidate_files;
-    let (baseline_files, baseline_document) = match baseline_files {
-        Some(SideFiles { files, categorizer }) => (Some(files), categorizer),
-        None => (None, None),
-    };
-    let candidate_named = Named::new(
-        Side::Candidate,
-        "--categorizer",
-        spec.categorizer.as_deref(),
-        candidate_document,
-    )?;
-    let baseline_named = Named::new(
+    )
+}
+
+/// Each side's categorizer named (its flag or the document among its files, never both)
+/// and the rule that neither side borrows the other's, checked for every candidate before
+/// any is read. Each candidate with its name and files.
+#[allow(clippy::type_complexity)]
+fn name_categorizers<'s>(
+    spec: &'s SidesSpec,
+    candidates: Vec<(String, SideFiles)>,
+    baseline_document: Option<(String, crate::model::Document)>,
+) -> Result<(Vec<(String, Vec<SourceFile>, Named<'s>)>, Named<'s>), CliError> {
+    let mut named = Vec::with_capacity(candidates.len());
+    for (name, SideFiles { files, categorizer }) in candidates {
+        let n = Named::new(
+            Side::Candidate,
+            "--categorizer",
+            spec.categorizer.as_deref(),
+            categorizer,
+        )?;
+        named.push((name, files, n));
+    }
+    let baseline = Named::new(
         Side::Baseline,
         spec.baseline_categorizer_flag(),
         spec.baseline_categorizer.as_deref(),
         baseline_document,
     )?;
     let proposed = spec.candidate == CandidateFrom::Proposed;
-    borrow_rule(spec.what_if(), proposed, &candidate_named, &baseline_named)?;
-    let baseline_said = baseline_named.said();
-    let candidate_categorizer = candidate_named.read(ctx)?;
-    let baseline_categorizer = match (&spec.candidate, baseline_said, spec.what_if()) {
-        // tune without a baseline: the template as written, its categorizer included.
-        (CandidateFrom::Template(_), false, false) => candidate_categorizer.clone(),
-        _ => baseline_named.read(ctx)?,
-    };
-    // The policy sets, each with its categorizer.
+    for (_, _, n) in &named {
+        borrow_rule(spec.what_if(), proposed, n, &baseline)?;
+    }
+    Ok((named, baseline))
+}
+
+/// The baseline's policy set as the spec names it, with its categorizer: `--baseline`'s
+/// files, the cluster's (read when the source opens), `tune`'s template as written, or no
+/// policy (`suggest` without a baseline).
+fn baseline_policies(
+    spec: &SidesSpec,
+    files: &[SourceFile],
+    template: &[SourceFile],
+    categorizer: &Option<Categorizer>,
+    engine: EngineKind,
+) -> anyhow::Result<BaselinePolicies> {
     let retry_policies = spec.retry_policies.as_deref();
-    let candidate_sim = match &spec.candidate {
-        CandidateFrom::Files(_) => Some(build(&candidate_files, retry_policies, engine, Side::Candidate)?),
-        CandidateFrom::Server => Some(load_from_server(ctx, retry_policies, spec.engine)?),
-        CandidateFrom::Template(_) | CandidateFrom::Proposed => None,
-    };
-    // A server without the dialect header decides its own engine (docs/engines.md).
-    let engine = candidate_sim.as_ref().map_or(engine, Simulator::engine);
-    let baseline_engine = spec.baseline_engine.unwrap_or(engine);
-    let with_baseline_categorizer = |sim| Box::new(attach(sim, compiled(baseline_categorizer.as_ref())));
-    let policies =
-        match (&baseline_files, &spec.candidate) {
-            (Some(files), _) => BaselinePolicies::Given(with_baseline_categorizer(build(
-                files,
-                retry_policies,
-                baseline_engine,
-                Side::Baseline,
-            )?)),
-            (None, _) if spec.baseline_from_cluster => BaselinePolicies::Cluster,
-            (None, CandidateFrom::Template(_)) => BaselinePolicies::Template(with_baseline_categorizer(
-                template_baseline(&candidate_files, retry_policies, baseline_engine)?,
-            )),
-            (None, CandidateFrom::Proposed) => {
-                let none = Simulator::new(Vec::new(), Vec::new(), None).map_err(CliError::invalid)?;
-                BaselinePolicies::NoPolicy(with_baseline_categorizer(none.with_engine(baseline_engine)))
-            }
-            (None, _) => BaselinePolicies::None,
-        };
-    // A queue the candidate's files do not name replays under the baseline's documents
-    // (docs/what-if.md "Queues the candidate does not name").
-    let candidate_sim = match (candidate_sim, &policies) {
-        (Some(sim), BaselinePolicies::Given(today)) => Some(sim.with_queues_of(today).map_err(CliError::invalid)?),
-        (sim, _) => sim,
-    };
-    let candidate = Candidate {
-        has_policies: candidate_dialect.has_policies(),
-        sim: candidate_sim.map(|s| attach(s, compiled(candidate_categorizer.as_ref()))),
-        files: candidate_files,
-        categorizer: candidate_categorizer,
-    };
-    Ok(Some(Sides {
-        spec,
-        candidate,
-        baseline: Baseline {
-            policies,
-            engine: baseline_engine,
-            categorizer: baseline_categorizer,
-        },
-        engine,
-        engine_from,
-        settings,
-    }))
+    let with_categorizer = |sim| Box::new(attach(sim, compiled(categorizer.as_ref())));
+    Ok(match &spec.candidate {
+        _ if !spec.baseline.is_empty() => {
+            BaselinePolicies::Given(with_categorizer(build(files, retry_policies, engine, Side::Baseline)?))
+        }
+        _ if spec.baseline_from_cluster => BaselinePolicies::Cluster,
+        CandidateFrom::Template(_) => {
+            BaselinePolicies::Template(with_categorizer(template_baseline(template, retry_policies, engine)?))
+        }
+        CandidateFrom::Proposed => {
+            let none = Simulator::new(Vec::new(), Vec::new(), None).map_err(CliError::invalid)?;
+            BaselinePolicies::NoPolicy(with_categorizer(none.with_engine(engine)))
+        }
+        _ => BaselinePolicies::None,
+    })
+}
+
+/// A candidate's label: its file's (or directory's) base name, extension kept.
+pub fn candidate_name(path: &Path) -> String {
+    path.file_name()
+        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 /// `tune`'s baseline without `--baseline`: the template as written, for `engine`.

@@ -23,18 +23,6 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// What the scheduler flags say (`--scheduler-config` read, its overrides given), as
-    /// `watch` takes them.
-    pub fn of_flags(flags: &crate::cli::SchedulerArgs) -> Result<Settings, CliError> {
-        Settings::read(
-            flags.scheduler_config.as_deref(),
-            Overrides {
-                global_max_retries: flags.global_max_retries,
-                default_policy: flags.default_policy.clone(),
-            },
-        )
-    }
-
     /// `file` read (a bad one is exit 3 naming it) and the overrides given.
     pub fn read(file: Option<&Path>, overrides: Overrides) -> Result<Settings, CliError> {
         let source = file.map(input::read_scheduler_source).transpose()?;

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::cli::ReplayArgs;
+use crate::cli::{ReplayArgs, WatchArgs};
 use crate::engine::EngineKind;
 use crate::error::CliError;
 use crate::model::failure_history::Timestamp;
@@ -32,6 +32,8 @@ pub enum CandidateFrom {
     Template(Vec<PathBuf>),
     /// `suggest`: the proposal it builds, in its baseline's dialect.
     Proposed,
+    /// `watch -f PATH…`: each file or directory one candidate, named by its base name.
+    Each(Vec<PathBuf>),
 }
 
 impl CandidateFrom {
@@ -39,6 +41,7 @@ impl CandidateFrom {
     pub fn done(&self) -> &'static str {
         match self {
             CandidateFrom::Template(_) => "tuned",
+            CandidateFrom::Each(_) => "watched",
             _ => "simulated",
         }
     }
@@ -132,6 +135,27 @@ impl SidesSpec {
             queue: replay.queue.clone(),
             backtest_at: replay.backtest_at.as_deref().map(BacktestAt::parse).transpose()?,
         })
+    }
+
+    /// `watch`'s sides: today's (`--baseline`, required) and one candidate per `-f`, with the
+    /// same flags for categorizers, engines and the scheduler as the replay verbs.
+    pub fn of_watch(args: &WatchArgs) -> SidesSpec {
+        SidesSpec {
+            candidate: CandidateFrom::Each(args.candidates.clone()),
+            recursive: args.recursive,
+            categorizer: args.categorizer.clone(),
+            baseline: args.baseline.clone(),
+            baseline_from_cluster: false,
+            baseline_categorizer: args.baseline_categorizer.clone(),
+            engine: args.engine.map(EngineKind::from),
+            baseline_engine: args.baseline_engine.map(EngineKind::from),
+            scheduler_config: args.scheduler.scheduler_config.clone(),
+            retry_policies: args.scheduler.retry_policies.clone(),
+            global_max_retries: args.scheduler.global_max_retries,
+            default_policy: args.scheduler.default_policy.clone(),
+            queue: None,
+            backtest_at: None,
+        }
     }
 
     /// Whether the replay compares against a baseline: `--baseline` or

@@ -1,0 +1,292 @@
+//! After pass 1, the same for one process and for a sharded suggest's merge: propose (the
+//! rules, the default, the documents), compare (pass 2: the proposal against the baseline on
+//! the whole history, and on the test jobs with `--backtest-at`), judge (the verdict), write
+//! (the format asked, `-o policy`'s documents, `--executor-config`) and the exit status.
+//!
+//! Owns: [`Suggest::conclude`] and its steps. Must not: read pass 1's history (it is given the
+//! learning and the histories to read again), or decide a verdict's rules (`suggest::verdict`).
+
+use std::io::{self, Write};
+
+use crate::app::Context;
+use crate::cli::{ExecutorConfigFormat, SuggestOutput};
+use crate::commands::replay::checks::said_after_replay;
+use crate::engine::simulator::Simulator;
+use crate::error::ExitCode;
+use crate::output::mode::Baseline;
+use crate::output::suggest::{self as view, Report};
+use crate::output::Format;
+use crate::suggest::check::RuleCheck;
+use crate::suggest::documents;
+use crate::suggest::nodes::suspects;
+use crate::suggest::propose::{propose, Defaults, Proposed, Verdict};
+use crate::suggest::queues::{unseen, ByQueue, QueueCounts};
+use crate::suggest::stats::{Learned, SignatureStats};
+use crate::suggest::verdict::{Decision, Judgement, Queues};
+
+use super::compare::{judge_proposal, Pass2, Read};
+use super::learn::Pass1;
+use super::proposal::Proposal;
+use super::{Concluded, Suggest};
+
+/// What was proposed: each signature's verdict, the rules, the default and the documents.
+struct Made<'a> {
+    verdicts: Vec<(&'a SignatureStats, Verdict)>,
+    rules: Vec<Proposed>,
+    default: Defaults,
+    proposal: Proposal,
+}
+
+impl Suggest {
+    /// Propose → compare → judge → write, after pass 1 (`pass`).
+    pub(super) fn conclude(
+        &self,
+        ctx: &mut Context,
+        baseline: &Simulator,
+        from: Baseline,
+        mut pass: Pass1,
+    ) -> anyhow::Result<Concluded> {
+        let estimates_backtest = self.after_pass1(ctx, &mut pass)?;
+        let learned = &pass.learning.learned;
+        let sorted = learned.sorted();
+        let made = self.propose_from(ctx, baseline, learned, &sorted)?;
+        let (rules, default, proposal) = (&made.rules, &made.default, &made.proposal);
+        // The categorizer is the cluster's: a proposal that changes it is compared on every
+        // queue (docs/suggest.md "Every queue the change reaches").
+        let every_queue = proposal.changes_categorizer();
+        let histories = self.histories(&pass, every_queue)?;
+        let by_queue = every_queue.then(ByQueue::default);
+        // `-o policy` replays the proposal too, for its verdict, and prints none of it.
+        let policy = self.output == SuggestOutput::Policy;
+        let mut discard = io::sink();
+        let out: &mut dyn Write = if policy { &mut discard } else { &mut *ctx.out };
+        let format = Format::from(self.output);
+        let mut doc = view::Doc::new(format, ctx.style);
+        // The policy's `retryLimit` as `-o policy` writes it, said alike in every format.
+        let policy_retry_limit = proposal.policy_retry_limit();
+        let engine = self.sides.engine;
+        doc.proposal_head(
+            &mut *out,
+            &view::Head {
+                engine,
+                name: &self.run.name,
+                rules,
+                kept: &proposal.kept,
+                upstream: proposal.upstream.as_ref(),
+                policy_retry_limit,
+            },
+        )?;
+        // Compare: the proposal against the baseline on the whole history; the baseline's
+        // decisions (of the train jobs) and the proposal's rules checked on the way.
+        let check = RuleCheck::new(
+            rules,
+            proposal.upstream.as_ref().map(|u| &u.rule_index[..]),
+            &self.run.name,
+            learned,
+        );
+        let side = Pass2 {
+            baseline,
+            proposal: &proposal.sim,
+            format,
+        };
+        let whole = self.open(&histories, &pass, Read::Whole)?;
+        let err = (&mut *ctx.err as &mut dyn Write, ctx.style);
+        let whole_cmp = self.compare(err, &mut doc, &mut *out, &side, whole, Some(&check), by_queue.as_ref())?;
+        // Every queue compared, and today's queues the history lacks, when the categorizer
+        // changes.
+        let queue_counts = by_queue.map(ByQueue::into_counts).unwrap_or_default();
+        let suspects = suspects(learned);
+        let report = Report {
+            engine,
+            engine_from: self.sides.engine_from,
+            name: &self.run.name,
+            knobs: self.knobs,
+            jobs: pass.learning.train_jobs,
+            failed_runs: learned.failed_runs,
+            signatures: &made.verdicts,
+            rules,
+            default,
+            kept: &proposal.kept,
+            upstream: proposal.upstream.as_ref(),
+            policy_retry_limit,
+            documents: &proposal.text,
+            suspects: &suspects,
+            nodes_named: !learned.nodes.is_empty(),
+            baseline_from: from,
+            commands: self.commands(rules, default, proposal),
+            backtest: self.sides.spec.backtest_at.as_ref().map(|b| view::BacktestHead {
+                at: b.text.clone(),
+                train_jobs: pass.learning.train_jobs,
+                test_jobs: pass.learning.test_jobs,
+            }),
+            queues: &queue_counts,
+        };
+        doc.after_comparison(&mut *out, &report, &check.shadowed())?;
+        let backtest = match &report.backtest {
+            Some(_) => {
+                doc.backtest_head(&mut *out, &report)?;
+                let test = self.open(&histories, &pass, Read::Test)?;
+                let test_cmp =
+                    self.compare((&mut *ctx.err, ctx.style), &mut doc, &mut *out, &side, test, None, None)?;
+                let again = self.open(&histories, &pass, Read::Test)?;
+                let pending = self.pending_gpu_hours(ctx.style, &side, again)?;
+                let tail = view::backtest_tail(&test_cmp, pending, estimates_backtest.as_ref());
+                doc.backtest_tail(&mut *out, &tail)?;
+                Some((test_cmp, tail))
+            }
+            _ => None,
+        };
+        // Judge.
+        let judgement = self.judge(
+            baseline,
+            proposal,
+            &whole_cmp,
+            backtest.as_ref(),
+            every_queue,
+            &queue_counts,
+        );
+        // Write. The reasons name jobs, whose ids are the history's text: escaped, on stderr
+        // as everywhere, and in a written file's comment so that no id ends it and adds a
+        // key. Both halves of the proposal carry the verdict: either file may travel alone.
+        let verdict = format!("# verdict: {}\n", documents::comment(&judgement.line()));
+        if policy {
+            writeln!(ctx.err, "verdict: {}", crate::output::text::shown(&judgement.line()))?;
+            ctx.out.write_all(verdict.as_bytes())?;
+            ctx.out.write_all(proposal.text.as_bytes())?;
+        } else {
+            doc.finish(&mut *out, &report, &whole_cmp, backtest.as_ref(), &judgement)?;
+        }
+        if let (Some((path, format)), Some(u)) = (&self.executor_config, &proposal.upstream) {
+            write_executor_config(path, *format, &verdict, &u.executor_config())?;
+        }
+        let code = self.exit_status(ctx, &whole_cmp, &judgement)?;
+        Ok(Concluded { code, every_queue })
+    }
+
+    /// Propose: the rules of the signatures learned (`sorted`), the default, and the
+    /// documents of today's policy edited with them.
+    fn propose_from<'a>(
+        &self,
+        ctx: &mut Context,
+        baseline: &Simulator,
+        learned: &Learned,
+        sorted: &[&'a SignatureStats],
+    ) -> anyhow::Result<Made<'a>> {
+        // The rules (owned: the counts are given the baseline's decisions after pass 2).
+        let kept = self.kept(baseline, learned)?;
+        let proposed = propose(
+            sorted,
+            &self.knobs,
+            self.sides.engine,
+            self.room(&kept),
+            self.today_default(baseline),
+        );
+        let (verdicts, rules, default) = (proposed.verdicts, proposed.rules, proposed.default);
+        let proposal = self.documents(baseline, learned, &rules, kept, &default)?;
+        if self.deployed().is_none() && proposal.upstream.as_ref().is_some_and(|u| !u.categories.is_empty()) {
+            writeln!(ctx.err, "note: {}", documents::NOT_COMPLETE)?;
+        }
+        Ok(Made {
+            verdicts,
+            rules,
+            default,
+            proposal,
+        })
+    }
+
+    /// Judge: the verdict on the comparison (and the backtest), every queue's counts with it
+    /// when the categorizer changes.
+    fn judge(
+        &self,
+        baseline: &Simulator,
+        proposal: &Proposal,
+        whole: &view::Captured,
+        backtest: Option<&(view::Captured, view::BacktestTail)>,
+        every_queue: bool,
+        counts: &[QueueCounts],
+    ) -> Judgement {
+        if self.allow_empty {
+            // `--allow-empty` on a history with no job: nothing learned, today's policy
+            // stays, said as every verdict is.
+            return Judgement {
+                decision: Decision::Keep,
+                reasons: vec![format!(
+                    "no job in {}: nothing learned, nothing proposed",
+                    self.history.named()
+                )],
+            };
+        }
+        let unseen = match every_queue {
+            true => unseen(&baseline.queue_names(), counts),
+            false => Vec::new(),
+        };
+        let cluster_wide: Vec<String> = proposal
+            .upstream
+            .iter()
+            .flat_map(|u| u.action_changes.iter().map(|a| a.words()))
+            .collect();
+        judge_proposal(
+            whole,
+            backtest,
+            self.run.max_contradictions,
+            every_queue.then_some(Queues {
+                counts,
+                unseen: &unseen,
+                cluster_wide: &cluster_wide,
+            }),
+        )
+    }
+
+    /// The exit status: entries not read are exit 3 as in `simulate` and `tune` (the proposal
+    /// was learned without them), unless `--skip-invalid`, which says how many. Then a script
+    /// stops on a proposal that must not be applied: `reject` is exit 1, in every format,
+    /// once the output is written in full (docs/reference/suggest.md "Exit status").
+    fn exit_status(
+        &self,
+        ctx: &mut Context,
+        whole: &view::Captured,
+        judgement: &Judgement,
+    ) -> anyhow::Result<ExitCode> {
+        let not_replayed = said_after_replay(
+            &mut *ctx.err,
+            ctx.style,
+            &whole.comparison.recorded,
+            whole.comparison.errors,
+            self.run.skip_invalid,
+        )?;
+        Ok(match not_replayed {
+            Some(code) => code,
+            None if judgement.decision == Decision::Reject => ExitCode::Failure,
+            None => ExitCode::Success,
+        })
+    }
+}
+
+/// `--executor-config FILE`: the proposed executor config alone, as deployed (docs/suggest.md
+/// "The two halves, in order"): the config file's shape, or the executor chart's values with
+/// it under `applicationConfig:` (`helm upgrade … -f FILE`), headed by the `verdict` comment
+/// line. Written beside FILE and renamed once whole, as `--output-file` is.
+fn write_executor_config(
+    path: &std::path::Path,
+    format: ExecutorConfigFormat,
+    verdict: &str,
+    config: &str,
+) -> anyhow::Result<()> {
+    let text = match format {
+        ExecutorConfigFormat::Config => format!("{verdict}{config}"),
+        ExecutorConfigFormat::Helm => {
+            let mut v =
+                format!("{verdict}# The executor chart's values: helm upgrade … -f this file.\napplicationConfig:\n");
+            for line in config.lines() {
+                match line.starts_with('#') || line.is_empty() {
+                    true => v.push_str(&format!("{line}\n")),
+                    false => v.push_str(&format!("  {line}\n")),
+                }
+            }
+            v
+        }
+    };
+    let mut file = crate::commands::output_file::OutputFile::create(path)?;
+    file.write_all(text.as_bytes())?;
+    file.commit()
+}

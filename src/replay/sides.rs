@@ -1,0 +1,71 @@
+//! What a comparison replays: one baseline and N candidates ([`PolicySets`]), each a policy set
+//! with its engine and categorizer attached. `simulate --baseline`, `suggest`'s second pass
+//! and `/report` compare the baseline with one candidate; `watch` with one per `-f`. The
+//! commands' sides kit (`commands::replay::sides`) resolves them from what a verb says; the
+//! replay compares them job by job with one function (`replay::run::compare_job`).
+//!
+//! Owns: [`PolicySets`] and [`Candidate`]. Must not: read a file or decide what a side is
+//! (the kit does), replay or count (that is `replay::run`). Pure.
+
+use crate::engine::simulator::Simulator;
+
+/// A candidate side: its label (`watch`'s `-f` base name, `candidate.yaml`; empty where a
+/// verb compares one unnamed candidate) and its policy set.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub name: String,
+    pub simulator: Simulator,
+}
+
+/// The baseline (today's policy, or what a verb compares against) and the candidates, each
+/// replayed on every job.
+#[derive(Debug, Clone)]
+pub struct PolicySets {
+    pub baseline: Simulator,
+    pub candidates: Vec<Candidate>,
+}
+
+impl PolicySets {
+    /// The baseline and one unnamed candidate: what `simulate --baseline` compares.
+    pub fn pair(baseline: Simulator, candidate: Simulator) -> PolicySets {
+        PolicySets {
+            baseline,
+            candidates: vec![Candidate {
+                name: String::new(),
+                simulator: candidate,
+            }],
+        }
+    }
+
+    /// The baseline and candidate `i` alone (`/report` of one of `watch`'s candidates).
+    pub fn only(&self, i: usize) -> Option<PolicySets> {
+        let c = self.candidates.get(i)?;
+        Some(PolicySets {
+            baseline: self.baseline.clone(),
+            candidates: vec![c.clone()],
+        })
+    }
+
+    /// The candidates' labels, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.candidates.iter().map(|c| c.name.clone()).collect()
+    }
+
+    /// Both sides share one categorizer (no `--baseline-categorizer`): a history is classified
+    /// once for every side.
+    pub fn shared_categorizer(&self) -> bool {
+        let Some(b) = self.baseline.categorizer() else {
+            return false;
+        };
+        !self.candidates.is_empty()
+            && self
+                .candidates
+                .iter()
+                .all(|c| c.simulator.categorizer().is_some_and(|c| std::ptr::eq(b, c)))
+    }
+
+    /// Some side classifies runs with a categorizer.
+    pub fn categorized(&self) -> bool {
+        self.baseline.categorizer().is_some() || self.candidates.iter().any(|c| c.simulator.categorizer().is_some())
+    }
+}
