@@ -317,9 +317,11 @@ impl Detector {
                 found.push(widened(done));
             }
         }
+        let only = Windows::merged(found.clone());
         found.extend(given.iter().copied());
         Detected {
             windows: Windows::merged(found).0,
+            found: only,
             lambda,
             tests,
             threshold,
@@ -483,8 +485,10 @@ pub fn slot_of(t: i64) -> i64 {
 /// What detection found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Detected {
-    /// Merged, in time order.
+    /// Merged with the given ones, in time order.
     pub windows: Vec<Window>,
+    /// The detected ones alone, merged (their edges on the 5-minute grid, [`SLOT`]).
+    pub found: Windows,
     /// The mean `k` of a window, and `B`, the windows tested.
     pub lambda: f64,
     pub tests: u64,
@@ -496,6 +500,56 @@ impl Detected {
     pub fn windows(&self) -> Windows {
         Windows(self.windows.clone())
     }
+
+    /// The given windows alone, when nothing is detected.
+    pub fn given(given: &Windows) -> Detected {
+        Detected {
+            windows: given.0.clone(),
+            ..Detected::default()
+        }
+    }
+}
+
+/// How a replay looks for incidents (`Options`): the windows known before it (given by hand,
+/// or found by an earlier pass over the same jobs), whose failed runs' trials are left out as
+/// they are counted, and whether to detect more at the end from its own failed runs.
+#[derive(Debug, Clone, Default)]
+pub struct Look {
+    pub known: std::sync::Arc<Windows>,
+    pub detect: bool,
+}
+
+impl Look {
+    /// As `setting` says, before anything is read.
+    pub fn of(setting: &Setting) -> Look {
+        Look {
+            known: std::sync::Arc::new(setting.given_windows()),
+            detect: setting.detect,
+        }
+    }
+
+    /// Windows known already, and nothing more to detect.
+    pub fn known(windows: Windows) -> Look {
+        Look {
+            known: std::sync::Arc::new(windows),
+            detect: false,
+        }
+    }
+
+    /// Whether any window can exist.
+    pub fn active(&self) -> bool {
+        self.detect || !self.known.is_empty()
+    }
+}
+
+/// What a replay left out of its estimates for incidents: the windows, the failed runs in
+/// them of all it counted, and the trials left out (docs/estimates.md).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Seen {
+    pub windows: Vec<Window>,
+    pub failed_runs: u64,
+    pub in_windows: u64,
+    pub trials_left_out: u64,
 }
 
 /// The rule over a list of failed runs, `(time, job)`, with `λ` (and `B`) given when the

@@ -56,6 +56,7 @@ use crate::output::sinks::sink;
 use crate::output::stderr::{invalid_text, Stderr};
 use crate::output::Format;
 use crate::replay::compare::Comparison;
+use crate::replay::incidents::Setting;
 use crate::replay::partial::{fingerprint, Header, Recorder};
 use crate::replay::recorded::Recorded;
 use crate::replay::run::{compare, replay, NoAnswer, Options, Out};
@@ -161,10 +162,18 @@ fn drive<S: HistorySource>(
         backtest_at: sides.spec.backtest_time(),
         shard: args.replay.shard,
         explain: sides.baseline.explains(),
+        incidents: sides.spec.look(),
     };
     // `--allow-empty` on a history with no job: the table is the summary of 0 jobs, whatever
     // the source (a YAML file or stdin would print one table per job: none).
-    let run = SimulateRun::new(args, sim, baseline.is_some(), from, source.bulk() || empty);
+    let run = SimulateRun::new(
+        args,
+        sim,
+        baseline.is_some(),
+        from,
+        source.bulk() || empty,
+        &sides.spec.incidents,
+    );
     let Ok(format) = Format::try_from(args.output) else {
         return write_partial(ctx, &run, sim, source, baseline, about, &options);
     };
@@ -230,10 +239,20 @@ pub struct SimulateRun {
     /// `--skip-invalid`: entries not replayed are counted and said, and exit 0.
     #[serde(default)]
     pub skip_invalid: bool,
+    /// `--incidents`, `--incident`.
+    #[serde(default, skip_serializing_if = "Setting::is_default")]
+    pub incidents: Setting,
 }
 
 impl SimulateRun {
-    fn new(args: &SimulateArgs, sim: &Simulator, compare: bool, from: Baseline, bulk: bool) -> SimulateRun {
+    fn new(
+        args: &SimulateArgs,
+        sim: &Simulator,
+        compare: bool,
+        from: Baseline,
+        bulk: bool,
+        incidents: &Setting,
+    ) -> SimulateRun {
         SimulateRun {
             command: "simulate".into(),
             compare,
@@ -246,6 +265,7 @@ impl SimulateRun {
             given: sim.given().to_vec(),
             backtest_at: args.replay.backtest_at.clone(),
             skip_invalid: args.replay.skip_invalid,
+            incidents: incidents.clone(),
         }
     }
 

@@ -189,6 +189,7 @@ impl Suggest {
         rules: &[crate::suggest::propose::Proposed],
         kept: Vec<Kept>,
         default: &Defaults,
+        collide: &[String],
     ) -> anyhow::Result<Proposal> {
         let settings = self.proposed_settings(baseline, default);
         let by_text: HashMap<&str, &crate::suggest::stats::SignatureStats> =
@@ -245,6 +246,7 @@ impl Suggest {
                         document: &d.file.document.node,
                     }),
                     &header,
+                    collide,
                 );
                 (format!("{}---\n{}", u.categorizer(), u.policy), Some(u))
             }
