@@ -180,7 +180,14 @@ pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
             reasons: reject,
         };
     }
-    if changed_outcomes(c) == 0 && c.retries_added == 0 && c.retries_removed == 0 {
+    // Retries today's collide with the pods the executor keeps (a returned lease each, no
+    // retry run): those the proposal's categorizer lets run are a change that matters, which
+    // the record cannot show as an outcome.
+    let unblocked = c
+        .categories
+        .as_ref()
+        .map_or(0, |s| s.baseline.collisions.saturating_sub(s.candidate.collisions));
+    if changed_outcomes(c) == 0 && c.retries_added == 0 && c.retries_removed == 0 && unblocked == 0 {
         return Judgement {
             decision: Decision::Keep,
             reasons: vec![
@@ -201,6 +208,12 @@ pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
         "{} rescued, 0 lost; retries +{} −{}; {} {:+.1}",
         c.rescued, c.retries_added, c.retries_removed, unit, more
     ));
+    if unblocked > 0 {
+        reasons.push(format!(
+            "lets {} that collide today run (the pods they collide with are deleted)",
+            plural(unblocked, "retry", "retries")
+        ));
+    }
     // A cluster-wide change is adopted knowingly.
     reasons.extend(learned.queues.iter().flat_map(|q| q.cluster_wide.iter().cloned()));
     Judgement {

@@ -135,7 +135,13 @@ pub(crate) const BAD_NODES: [&str; 3] = ["gpu-bad-1", "gpu-bad-2", "gpu-bad-3"];
 /// incident window of its own: docs/reference/suggest.md "Incidents").
 fn submitted(n: u64) -> String {
     let at = (n / 20) * 1464;
-    format!("2026-11-{:02}T{:02}:{:02}:{:02}Z", 1 + n % 20, at / 3600, at / 60 % 60, at % 60)
+    format!(
+        "2026-11-{:02}T{:02}:{:02}:{:02}Z",
+        1 + n % 20,
+        at / 3600,
+        at / 60 % 60,
+        at % 60
+    )
 }
 
 /// The planted history: each job fails with its kind until a retry succeeds or 4 runs

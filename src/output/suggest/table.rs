@@ -150,9 +150,9 @@ pub(super) fn table(
                 plural((i.found.windows.len() - WINDOWS) as u64, "window", "windows")
             )?;
         }
-        if let Some(median) = i.found.median() {
-            for (text, delay) in &i.short_backoff {
-                writeln!(out, "  {}", backoff_words(text, *delay, median))?;
+        if let Some(words) = i.found.median().and_then(|m| backoff_words(&i.short_backoff, m)) {
+            for line in crate::output::lines::wrap("  ", "    ", &words) {
+                writeln!(out, "{line}")?;
             }
         }
         writeln!(out)?;

@@ -216,13 +216,21 @@ pub(super) fn window_words(w: &Window, l: &Listed) -> String {
     line
 }
 
-/// A Retry rule whose first delay is shorter than the median incident.
-pub(super) fn backoff_words(text: &str, delay: GoDuration, median: i64) -> String {
-    format!(
-        "backoff {delay} < the median incident, {}: {}",
+/// The Retry rules whose first delay (the policy's, the same for each) is shorter than the
+/// median incident, for signatures hit inside one: `None` without any.
+pub(super) fn backoff_words(short_backoff: &[(String, GoDuration)], median: i64) -> Option<String> {
+    let (_, delay) = short_backoff.first()?;
+    let texts: Vec<String> = short_backoff.iter().map(|(t, _)| short(t, 40)).collect();
+    Some(format!(
+        "backoff {delay} < the median incident, {}: the retries of {} come back while an incident may last ({})",
         GoDuration(u64::try_from(median).unwrap_or(0)),
-        short(text, 60)
-    )
+        plural(
+            texts.len() as u64,
+            "signature hit inside one",
+            "signatures hit inside one"
+        ),
+        texts.join(", ")
+    ))
 }
 
 /// Retries the baseline's categorizer says collide that the record shows ran.
