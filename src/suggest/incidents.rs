@@ -424,4 +424,87 @@ mod tests {
         assert_eq!(Listed::top(&l.signatures, 3), vec![("exit:1@main", 2)]);
         assert_eq!(l.node_share(), Some(1.0));
     }
+
+    /// A signature of 40 futile first retries, each on `day(k)` (days since 1970; `None`:
+    /// a time the record does not give), retried today by `today/default`.
+    fn futile(day: impl Fn(u64) -> Option<i64>) -> SignatureStats {
+        let mut s = SignatureStats {
+            text: "exit:1@main".into(),
+            signature: Some(crate::suggest::signature::Signature::Container {
+                exit: Some(1),
+                name: "main".into(),
+                init: false,
+                template: String::new(),
+                cut: false,
+            }),
+            failed_runs: 40,
+            ..SignatureStats::default()
+        };
+        s.current.insert(
+            crate::suggest::stats::Current::Decided {
+                rule: "today/default".into(),
+                action: Action::Retry,
+            },
+            40,
+        );
+        for k in 0..40 {
+            s.trials.trials += 1;
+            s.by_depth[0].trials += 1;
+            s.futile_days
+                .add(0, day(k).map(|d| d * 86_400_000_000_000 + 3_600_000_000_000));
+        }
+        s
+    }
+
+    #[test]
+    fn a_fail_needs_futility_on_two_days() {
+        use crate::engine::EngineKind;
+        use crate::suggest::propose::{verdict, Knobs, NoRule};
+        let k = Knobs::default();
+        let day = 20_775; // 2026-11-18
+                          // Every futile retry on one day: decided as today, the day said.
+        let one = verdict(&futile(|_| Some(day)), &k, EngineKind::Design);
+        assert_eq!(one, Verdict::None(NoRule::FutilityOneDay { day }));
+        assert_eq!(
+            NoRule::FutilityOneDay { day }.to_string(),
+            "futility on one day: 2026-11-18"
+        );
+        // On two days, or one the record does not place: Fail.
+        for two in [
+            futile(|k| Some(day + (k % 2) as i64)),
+            futile(|k| (k > 0).then_some(day)),
+        ] {
+            assert_eq!(
+                decides(&verdict(&two, &k, EngineKind::Design)),
+                Some((Action::Fail, None))
+            );
+        }
+    }
+
+    #[test]
+    fn a_retry_whose_every_retry_collided_stays() {
+        use crate::engine::EngineKind;
+        use crate::suggest::propose::{verdict, Knobs, NoRule};
+        let mut s = futile(|_| Some(20_775));
+        (s.trials, s.by_depth, s.collided) = (Tally::default(), Default::default(), 40);
+        let v = verdict(&s, &Knobs::default(), EngineKind::Upstream);
+        assert_eq!(v, Verdict::None(NoRule::RetriesCollide));
+        assert_eq!(
+            NoRule::RetriesCollide.to_string(),
+            "retries collide: the executor keeps its pods"
+        );
+        // Failed today: no retry to keep; too few trials, as any.
+        s.current.clear();
+        s.current.insert(
+            crate::suggest::stats::Current::Decided {
+                rule: "today/0".into(),
+                action: Action::Fail,
+            },
+            40,
+        );
+        assert!(matches!(
+            verdict(&s, &Knobs::default(), EngineKind::Upstream),
+            Verdict::None(NoRule::TooFewTrials { .. })
+        ));
+    }
 }

@@ -321,3 +321,68 @@ pub struct ShardLearning {
     #[serde(default)]
     detector: Detector,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::failure_history::Container;
+
+    fn failed(category: &str) -> Run {
+        Run {
+            outcome: Outcome::Failed,
+            category: Some(category.into()),
+            containers: vec![Container {
+                name: "main".into(),
+                exit_code: 1,
+                ..Container::default()
+            }],
+            ..Run::default()
+        }
+    }
+
+    fn returned(text: Option<&str>) -> Run {
+        Run {
+            outcome: Outcome::LeaseReturned,
+            pod_error: text.map(str::to_string),
+            ..Run::default()
+        }
+    }
+
+    /// A returned lease saying Kubernetes' `already exists` is a collision whatever the
+    /// categorizer; one saying anything else is not; one saying nothing is when the baseline's
+    /// categorizer keeps the failed run's pod (none here: it keeps none); a run that started
+    /// never is.
+    #[test]
+    fn a_collision_is_a_returned_lease_after_a_kept_pod() {
+        let h = FailureHistory {
+            runs: vec![
+                failed("network"),
+                returned(Some("pods \"armada-01h-0\" already exists")),
+                failed("network"),
+                returned(Some("node drained")),
+                failed("network"),
+                returned(None),
+                failed("network"),
+                Run {
+                    outcome: Outcome::Succeeded,
+                    ..Run::default()
+                },
+            ],
+            ..FailureHistory::default()
+        };
+        let none = Simulator::new(Vec::new(), Vec::new(), None).unwrap();
+        let mut out = Vec::new();
+        collisions(&h, &none, &mut out);
+        assert_eq!(out, vec![true, false, false, false, false, false, false, false]);
+        // A categorizer that keeps `network`'s pods: the silent returned lease collided.
+        let yaml = "errorCategories:\n  enabled: true\n  categories:\n    - name: network\n      rules:\n        - onExitCodes: {operator: In, values: [1]}\n";
+        let parsed = crate::model::parse_documents(yaml, None);
+        let Some(crate::model::Resource::ErrorCategories(config)) = &parsed.documents[0].resource else {
+            panic!("{:?}", parsed.documents[0].diagnostics)
+        };
+        let classifier = crate::engine::categorizer::Classifier::new(config).unwrap();
+        let keeps = none.with_categorizer(Some(std::sync::Arc::new(classifier)));
+        collisions(&h, &keeps, &mut out);
+        assert_eq!(out, vec![true, false, false, false, true, false, false, false]);
+    }
+}

@@ -237,6 +237,24 @@ mod tests {
         }
     }
 
+    /// Retries today's collide with the kept pods, and the proposal's categorizer deletes
+    /// them: a change worth making, though no job changes outcome in the record.
+    #[test]
+    fn retries_let_run_are_a_change() {
+        let mut c = Comparison::default();
+        let mut sides = crate::replay::categorize::SideCategories::default();
+        sides.baseline.collisions = 100;
+        c.categories = Some(Box::new(sides));
+        let j = judge(judged(&c), None);
+        assert_eq!(j.decision, Decision::Adopt);
+        assert_eq!(
+            j.reasons[1],
+            "lets 100 retries that collide today run (the pods they collide with are deleted)"
+        );
+        c.categories = None;
+        assert_eq!(judge(judged(&c), None).decision, Decision::Keep);
+    }
+
     #[test]
     fn hours_name_what_the_jobs_ask_for() {
         let ns_milli = |h: u128, devices: u128| h * 3_600 * 1_000_000_000 * devices * 1000;

@@ -233,6 +233,31 @@ pub(super) fn backoff_words(short_backoff: &[(String, GoDuration)], median: i64)
     ))
 }
 
+/// A signature's runs as a row of the page or the report shows them: its failed runs, and
+/// those left out of its trials (in incidents, or collided retries after them).
+pub(super) fn runs_cell(s: &SignatureStats) -> String {
+    let mut apart = Vec::new();
+    if s.in_incidents > 0 {
+        apart.push(format!("{} in incidents", s.in_incidents));
+    }
+    if s.collided > 0 {
+        apart.push(format!("{} retries collided", s.collided));
+    }
+    match apart.is_empty() {
+        true => s.failed_runs.to_string(),
+        false => format!("{} ({})", s.failed_runs, apart.join(", ")),
+    }
+}
+
+/// The incident windows as the page and the report list them: the headline, a line a window,
+/// and the backoff remark.
+pub(super) fn incidents_lines(r: &Report<'_>) -> Option<(String, Vec<String>)> {
+    let i = r.incidents.as_ref()?;
+    let mut lines: Vec<String> = i.found.windows.iter().map(|(w, l)| window_words(w, l)).collect();
+    lines.extend(i.found.median().and_then(|m| backoff_words(&i.short_backoff, m)));
+    Some((incidents_words(i.found), lines))
+}
+
 /// Retries the baseline's categorizer says collide that the record shows ran.
 pub(super) fn collisions_ran_words(n: u64) -> String {
     format!(
