@@ -23,7 +23,7 @@ use crate::replay::incidents::{self, Window, Windows};
 
 use super::propose::Verdict;
 use super::signature::text_into;
-use super::stats::{Learned, Map, SignatureStats};
+use super::stats::{FutileDays, Learned, Map, SignatureStats};
 
 /// One window's listing: the jobs with a failed run in it, those runs, their GPU time, by
 /// signature and by node, and the record's retries of them.
@@ -80,8 +80,8 @@ struct Removed {
     by_depth: [Tally; DEPTHS],
     same_node: Tally,
     other_node: Tally,
-    /// Futile trials: (depth bucket, the failed run's time).
-    futile: Vec<(usize, Option<i64>)>,
+    /// Futile trials by depth and day.
+    futile: FutileDays,
 }
 
 /// What one node loses: its runs and failures in the windows, and those by signature.
@@ -90,6 +90,25 @@ struct NodeRemoved {
     runs: u64,
     failed: u64,
     signatures: Map<u64>,
+}
+
+/// `map[key] += n`, allocating the key only when it is new (most failed runs' signatures and
+/// nodes are met before).
+fn bump(map: &mut HashMap<String, u64>, key: &str, n: u64) {
+    match map.get_mut(key) {
+        Some(v) => *v += n,
+        None => {
+            map.insert(key.to_string(), n);
+        }
+    }
+}
+
+/// The entry of `key` in `map`, made when new, allocating the key only then.
+fn entry<'m, V: Default>(map: &'m mut Map<V>, key: &str) -> &'m mut V {
+    if !map.contains_key(key) {
+        map.insert(key.to_string(), V::default());
+    }
+    map.get_mut(key).expect("inserted above")
 }
 
 /// A worker's unit of jobs read again: the windows' listings and what the learning loses.
@@ -151,9 +170,9 @@ impl Again {
             let l = &mut self.listed[w];
             l.failed_runs += 1;
             l.gpu = l.gpu.saturating_add(request_time(run.run_for, gpu_milli));
-            *l.signatures.entry(self.text.clone()).or_default() += 1;
+            bump(&mut l.signatures, &self.text, 1);
             if let Some(node) = &run.node {
-                *l.nodes.entry(node.clone()).or_default() += 1;
+                bump(&mut l.nodes, node, 1);
             }
             if let Some(next) = next {
                 l.retried += 1;
@@ -162,7 +181,7 @@ impl Again {
             if !learned {
                 continue;
             }
-            let r = self.sigs.entry(self.text.clone()).or_default();
+            let r = entry(&mut self.sigs, &self.text);
             r.in_incidents += 1;
             let collided = collided.get(k).copied().unwrap_or(false);
             if let Some(next) = next.filter(|_| !collided) {
@@ -171,7 +190,7 @@ impl Again {
                 take(&mut r.trials, success);
                 take(&mut r.by_depth[bucket], success);
                 if !success {
-                    r.futile.push((bucket, self.ends.get(k).copied().flatten()));
+                    r.futile.add(bucket, self.ends.get(k).copied().flatten());
                 }
                 match (&run.node, &next.node) {
                     (Some(a), Some(b)) if a == b => take(&mut r.same_node, success),
@@ -180,11 +199,12 @@ impl Again {
                 }
             }
             if let Some(node) = &run.node {
-                let n = self.nodes.entry(node.clone()).or_default();
+                let n = entry(&mut self.nodes, node);
                 n.runs += 1;
                 if !run.conditions.contains(&Condition::Preempted) {
                     n.failed += 1;
-                    *n.signatures.entry(self.text.clone()).or_default() += 1;
+                    let s = entry(&mut n.signatures, &self.text);
+                    *s += 1;
                 }
             }
         }
@@ -213,7 +233,7 @@ impl Again {
                 a.trials += b.trials;
                 a.successes += b.successes;
             }
-            m.futile.extend(r.futile);
+            m.futile.merge(&r.futile);
         }
         for (name, n) in o.nodes {
             let m = self.nodes.entry(name).or_default();
@@ -242,9 +262,7 @@ impl Again {
             }
             less(&mut s.same_node, r.same_node);
             less(&mut s.other_node, r.other_node);
-            for (bucket, time) in &r.futile {
-                s.futile_days.take(*bucket, *time);
-            }
+            s.futile_days.take_all(&r.futile);
         }
         for (name, n) in &self.nodes {
             let slots: Vec<(usize, u64)> = n.signatures.iter().map(|(t, k)| (learned.slot_of(t), *k)).collect();

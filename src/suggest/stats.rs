@@ -321,23 +321,22 @@ impl FutileDays {
         }
     }
 
-    /// Takes one out again (a trial left out after all).
-    pub fn take(&mut self, bucket: usize, time: Option<i64>) {
-        match time {
-            Some(t) => {
-                let key = (bucket as u8, day_of(t));
-                if let Some(n) = self.by.get_mut(&key) {
-                    *n -= 1;
-                    if *n == 0 {
-                        self.by.remove(&key);
-                    }
+    /// Takes out `o`'s trials, counted here before.
+    pub fn take_all(&mut self, o: &FutileDays) {
+        for (k, n) in &o.by {
+            if let Some(m) = self.by.get_mut(k) {
+                *m = m.saturating_sub(*n);
+                if *m == 0 {
+                    self.by.remove(k);
                 }
             }
-            None => self.untimed[bucket] = self.untimed[bucket].saturating_sub(1),
+        }
+        for (a, b) in self.untimed.iter_mut().zip(o.untimed) {
+            *a = a.saturating_sub(b);
         }
     }
 
-    fn merge(&mut self, o: &FutileDays) {
+    pub fn merge(&mut self, o: &FutileDays) {
         for (k, n) in &o.by {
             *self.by.entry(*k).or_default() += n;
         }

@@ -60,6 +60,9 @@ pub struct Judged<'a> {
     pub explained: Option<(&'a Explained, MaxContradictions)>,
     /// When the proposal changes the cluster's categorizer: every queue compared.
     pub queues: Option<Queues<'a>>,
+    /// Retries the record shows collided with the pods the executor kept, which the proposal's
+    /// categorizer lets run (their pods deleted): a change the record cannot show as an outcome.
+    pub unblocked: u64,
 }
 
 /// Every queue a changed categorizer reaches (docs/suggest.md "Every queue the change
@@ -180,13 +183,7 @@ pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
             reasons: reject,
         };
     }
-    // Retries today's collide with the pods the executor keeps (a returned lease each, no
-    // retry run): those the proposal's categorizer lets run are a change that matters, which
-    // the record cannot show as an outcome.
-    let unblocked = c
-        .categories
-        .as_ref()
-        .map_or(0, |s| s.baseline.collisions.saturating_sub(s.candidate.collisions));
+    let unblocked = learned.unblocked;
     if changed_outcomes(c) == 0 && c.retries_added == 0 && c.retries_removed == 0 && unblocked == 0 {
         return Judgement {
             decision: Decision::Keep,
@@ -210,7 +207,7 @@ pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
     ));
     if unblocked > 0 {
         reasons.push(format!(
-            "lets {} that collide today run (the pods they collide with are deleted)",
+            "lets {} that collided in the record run (the pods they collided with are deleted)",
             plural(unblocked, "retry", "retries")
         ));
     }
@@ -234,6 +231,7 @@ mod tests {
             lost_jobs: &[],
             explained: None,
             queues: None,
+            unblocked: 0,
         }
     }
 
@@ -241,17 +239,19 @@ mod tests {
     /// them: a change worth making, though no job changes outcome in the record.
     #[test]
     fn retries_let_run_are_a_change() {
-        let mut c = Comparison::default();
-        let mut sides = crate::replay::categorize::SideCategories::default();
-        sides.baseline.collisions = 100;
-        c.categories = Some(Box::new(sides));
-        let j = judge(judged(&c), None);
+        let c = Comparison::default();
+        let j = judge(
+            Judged {
+                unblocked: 100,
+                ..judged(&c)
+            },
+            None,
+        );
         assert_eq!(j.decision, Decision::Adopt);
         assert_eq!(
             j.reasons[1],
-            "lets 100 retries that collide today run (the pods they collide with are deleted)"
+            "lets 100 retries that collided in the record run (the pods they collided with are deleted)"
         );
-        c.categories = None;
         assert_eq!(judge(judged(&c), None).decision, Decision::Keep);
     }
 
@@ -293,6 +293,7 @@ mod tests {
                 lost_jobs: &lost,
                 explained: None,
                 queues: None,
+                unblocked: 0,
             },
             None,
         );
@@ -322,6 +323,7 @@ mod tests {
             lost_jobs: &[],
             explained: Some((&e, max)),
             queues: None,
+            unblocked: 0,
         };
         assert_eq!(
             judge(judged(MaxContradictions::Percent(1.0)), None).line(),
@@ -372,6 +374,7 @@ mod tests {
                     unseen: &unseen,
                     cluster_wide: &[],
                 }),
+                unblocked: 0,
             },
             None,
         );
@@ -395,6 +398,7 @@ mod tests {
                     unseen: &[],
                     cluster_wide: &wide,
                 }),
+                unblocked: 0,
             },
             None,
         );

@@ -373,7 +373,7 @@ fn collided_retries_teach_no_fail() {
     assert_eq!(v["suggest"]["verdict"]["decision"], "adopt");
     assert!(
         v["suggest"]["verdict"]["reasons"][1]
-            == "lets 100 retries that collide today run (the pods they collide with are deleted)",
+            == "lets 100 retries that collided in the record run (the pods they collided with are deleted)",
         "{}",
         v["suggest"]["verdict"]
     );

@@ -270,6 +270,7 @@ pub(super) fn judge_proposal(
     backtest: Option<&(view::Captured, view::BacktestTail)>,
     max_contradictions: MaxContradictions,
     queues: Option<Queues<'_>>,
+    unblocked: u64,
 ) -> Judgement {
     let (learned, lost_jobs) = match backtest {
         Some((test, _)) => (
@@ -290,6 +291,7 @@ pub(super) fn judge_proposal(
             // The whole record, learned and later jobs: it is what the cluster ran.
             explained: whole.comparison.explained.as_ref().map(|e| (e, max_contradictions)),
             queues,
+            unblocked,
         },
         backtest.map(|(_, tail)| Later {
             false_kills: tail.false_kills,

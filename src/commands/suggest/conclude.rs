@@ -36,13 +36,15 @@ use super::proposal::Proposal;
 use super::{Concluded, Suggest};
 
 /// What was proposed: each signature's verdict, the rules, the default and the documents;
-/// with incident windows, the signatures whose verdict they change.
+/// with incident windows, the signatures whose verdict they change; the collided retries the
+/// proposal's categorizer lets run.
 struct Made<'a> {
     verdicts: Vec<(&'a SignatureStats, Verdict)>,
     rules: Vec<Proposed>,
     default: Defaults,
     proposal: Proposal,
     sensitive: Sensitive,
+    unblocked: u64,
 }
 
 impl Suggest {
@@ -157,7 +159,7 @@ impl Suggest {
         // Judge.
         let judgement = self.judge(
             baseline,
-            proposal,
+            &made,
             &whole_cmp,
             backtest.as_ref(),
             every_queue,
@@ -224,13 +226,24 @@ impl Suggest {
         };
         // A signature whose every retry collided keeps its Retry, its category's pods
         // deleted (upstream: the one change that lets its retries run).
-        let collide: Vec<String> = verdicts
+        let collided: Vec<(String, u64)> = verdicts
             .iter()
             .filter(|(_, v)| matches!(v, Verdict::None(NoRule::RetriesCollide)))
-            .filter_map(|(s, _)| s.seen.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))))
-            .map(|(label, _)| label.split('/').next().unwrap_or(label).to_string())
+            .filter_map(|(s, _)| {
+                let (label, _) = s.seen.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?;
+                Some((label.split('/').next().unwrap_or(label).to_string(), s.collided))
+            })
             .collect();
+        let collide: Vec<String> = collided.iter().map(|(c, _)| c.clone()).collect();
         let proposal = self.documents(baseline, learned, &rules, kept, &default, &collide)?;
+        // Those whose category's pods the proposal deletes can run.
+        let deleted = |c: &str| {
+            proposal
+                .upstream
+                .as_ref()
+                .is_some_and(|u| u.action_changes.iter().any(|a| a.delete && a.category == c))
+        };
+        let unblocked = collided.iter().filter(|(c, _)| deleted(c)).map(|(_, n)| n).sum();
         if self.deployed().is_none() && proposal.upstream.as_ref().is_some_and(|u| !u.categories.is_empty()) {
             writeln!(ctx.err, "note: {}", documents::NOT_COMPLETE)?;
         }
@@ -240,6 +253,7 @@ impl Suggest {
             default,
             proposal,
             sensitive,
+            unblocked,
         })
     }
 
@@ -274,11 +288,11 @@ impl Suggest {
     }
 
     /// Judge: the verdict on the comparison (and the backtest), every queue's counts with it
-    /// when the categorizer changes.
+    /// when the categorizer changes, the retries `made`'s categorizer lets run.
     fn judge(
         &self,
         baseline: &Simulator,
-        proposal: &Proposal,
+        made: &Made<'_>,
         whole: &view::Captured,
         backtest: Option<&(view::Captured, view::BacktestTail)>,
         every_queue: bool,
@@ -299,7 +313,8 @@ impl Suggest {
             true => unseen(&baseline.queue_names(), counts),
             false => Vec::new(),
         };
-        let cluster_wide: Vec<String> = proposal
+        let cluster_wide: Vec<String> = made
+            .proposal
             .upstream
             .iter()
             .flat_map(|u| u.action_changes.iter().map(|a| a.words()))
@@ -313,6 +328,7 @@ impl Suggest {
                 unseen: &unseen,
                 cluster_wide: &cluster_wide,
             }),
+            made.unblocked,
         )
     }
 
