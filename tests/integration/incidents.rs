@@ -139,9 +139,14 @@ fn a_one_morning_outage_makes_no_permanent_rule() {
         (Some(570), Some(484))
     );
     assert_eq!(s["trials"], 72);
-    assert_eq!(s["proposed"]["action"], "Retry");
-    assert_eq!(s["proposed"]["limit"], 3);
-    assert_eq!(s["withIncidents"]["action"], "Fail");
+    // json gives both: the proposal, and the one its incident runs would make.
+    assert_eq!(
+        (&s["proposed"], &s["withIncidents"]),
+        (
+            &json!({"signature": UNAVAILABLE, "action": "Retry", "limit": 3, "avoidSameNode": false}),
+            &json!({"signature": UNAVAILABLE, "action": "Fail", "limit": null, "avoidSameNode": false})
+        )
+    );
     let incidents = v["suggest"]["incidents"].as_array().unwrap();
     assert_eq!(incidents.len(), 1, "{incidents:?}");
     let w = &incidents[0];
@@ -160,13 +165,29 @@ fn a_one_morning_outage_makes_no_permanent_rule() {
         }
     }
     // The table says it: the window, its counts, the signature's mark.
+    // The table says it: the signature's row and its mark, the window with its counts, and
+    // the remark on the design dialect's backoff (0s, the default's) against the median
+    // incident for the proposal's Retry rules hit inside it.
     let table = String::from_utf8(suggest(dir.path(), &[]).stdout).unwrap();
-    assert!(table.contains("\nIncidents: 1 window (median "), "{table}");
     assert!(
-        table.contains("; incident-sensitive: Fail with the incident runs\n"),
+        table.contains(
+            "\nexit:1@main \"rpc error: code = Unavailable desc…  570   72      484           20.8% (13.1–31.6%)    26.0   Retry (today/default, 76.3% of runs retried)  Retry ×3; incident-sensitive: Fail with the incident runs\n"
+        ),
         "{table}"
     );
-    assert!(table.contains("IN INCIDENTS"), "{table}");
+    let block = &table[table.find("\nIncidents:").expect(&table)..table.find("\n\nSuspect nodes").expect(&table)];
+    assert_eq!(
+        block,
+        [
+            "\nIncidents: 1 window (median 4h5m): 533 of 2372 failed runs learned from left out of learning (22.5%);",
+            "  the record retried 403 failed runs inside them, 11 succeeded",
+            "  2026-11-18T07:10:00Z – 2026-11-18T11:15:00Z: 141 jobs, 533 failed runs, 9.8 GPU-hours;",
+            "    exit:1@main \"rpc error: code = Unavaila… ×484, exit:2@main \"ValueError: unknown config… ×20, oom@main ×17",
+            "  backoff 0s < the median incident, 4h5m: the retries of 4 signatures hit inside one come back while an incident may last (exit:1@main \"rpc error:",
+            "    code = Unavaila…, exit:139@main \"CUDA error: an illegal m…, oom@main, exit:42@main)",
+        ]
+        .join("\n")
+    );
 }
 
 /// `--incidents off`: no window, every run learned from: the outage's 360 futile retries
@@ -383,11 +404,19 @@ fn collided_retries_teach_no_fail() {
         &json!([{"category": "network", "takesFrom": null, "action": "Delete"}])
     );
     let table = String::from_utf8(run(&base).stdout).unwrap();
+    let rows = [
+        "SIGNATURE                                         RUNS  TRIALS  COLLIDED  RETRY SUCCESS (95%)   GPU-H  TODAY               PROPOSED",
+        "exit:1@main \"CUDA error: an illegal memory acce…  60    60      0         100.0% (94.0–100.0%)  70.0   Retry (ml-today/1)  Retry ×3 (policy limit 3; ×1 raised: one limit for every rule)",
+        "exit:1@main \"ConnectionResetError: [Errno <n>] …  100   0       100       -                     16.7   Retry (ml-today/0)  as today (retries collide: the executor keeps its pods)",
+    ]
+    .join("\n");
+    assert!(table.contains(&format!("\n\n{rows}\n\n")), "{table}");
     assert!(
-        table.contains("as today (retries collide: the executor keeps its pods)"),
+        table.contains(
+            "\n  cluster-wide: pods of category `network` are deleted on failure, for every queue (were kept)\n"
+        ),
         "{table}"
     );
-    assert!(table.contains("COLLIDED"), "{table}");
     // The proposal, simulated against today's: the collisions are gone.
     let policy = run(&[&base[..], &["-o", "policy"]].concat());
     std::fs::write(d.join("suggested.yaml"), &policy.stdout).unwrap();
@@ -426,10 +455,14 @@ fn collided_retries_teach_no_fail() {
         "--categorizer",
         "current/executor.yaml",
     ]));
-    assert!(checked.starts_with("exit: 3\n"), "{checked}");
-    assert!(
-        checked.contains("this `Retry` rule retries category `network`, whose failed pod the executor keeps"),
-        "{checked}"
+    assert_eq!(
+        checked,
+        "exit: 3\n--- stdout\nchecked 2 documents in 2 files: 2 valid, 0 invalid; 0 errors, 1 warning\n--- stderr\n\
+         current/policies.yaml (RetryPolicy `ml-today`)\n  \
+         warning: 8:15 rules[0].onCategory: this `Retry` rule retries category `network`, whose failed pod the executor \
+         keeps (its category in `current/executor.yaml` has no `action: Delete`): the retry reuses the pod's name, collides \
+         with the kept pod and its lease is returned; set `action: Delete` on category `network` in \
+         `current/executor.yaml`\nerror: 1 warning with --strict\n"
     );
 }
 
@@ -454,15 +487,26 @@ fn a_retry_that_ran_never_collided() {
         .collect();
     std::fs::write(d.join("week.jsonl"), week).unwrap();
     let home = temp_home();
-    let out = retryctl(home.path())
-        .current_dir(d)
-        .args(["suggest", "--history", "week.jsonl", "--baseline", "current/"])
-        .output()
-        .unwrap();
-    let table = String::from_utf8(out.stdout).unwrap();
+    let suggest = |extra: &[&str]| {
+        retryctl(home.path())
+            .current_dir(d)
+            .args(["suggest", "--history", "week.jsonl", "--baseline", "current/"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let table = String::from_utf8(suggest(&[]).stdout).unwrap();
+    let said = "  note: 3 retries the baseline's categorizer says collide ran in the record (a pod that ran was deleted, not kept):\n    is the baseline's executor config the deployed one?\n";
     assert!(
-        table.contains("  note: 3 retries the baseline's categorizer says collide ran in the record"),
+        table.contains(&format!(
+            "\nexit:1@main \"ConnectionResetError: reset\"  3     3       100.0% (43.9–100.0%)  0.0    Retry (ml-today/0)  as today (too few trials: 3)\n{said}\n"
+        )),
         "{table}"
     );
+    assert_eq!(table.matches("ran in the record").count(), 1, "{table}");
     assert!(!table.contains("COLLIDED"), "{table}");
+    let v = json_of(&suggest(&["-o", "json"]));
+    assert_eq!(v["suggest"]["collisionsRan"], 3, "{}", v["suggest"]);
+    let reset = signature(&v, "exit:1@main \"ConnectionResetError: reset\"");
+    assert_eq!((&reset["trials"], reset.get("collided")), (&json!(3), None));
 }
