@@ -46,7 +46,7 @@ use crate::error::{CliError, ExitCode};
 use crate::model::failure_history::Timestamp;
 
 mod terminal;
-pub use terminal::{jobs_in, terminal_jobs, terminal_page, Span, Terminal, TERMINAL_STATES};
+pub use terminal::{jobs_by_id, jobs_in, terminal_jobs, terminal_page, Span, Terminal, TERMINAL_STATES};
 
 /// Bytes of a compressed `error` read: enough for the first [`ERROR_TEXT_MAX`] bytes of text
 /// of any stream a zlib encoder writes (stored blocks add 5 bytes in 64 KiB); a stream that

@@ -121,6 +121,11 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
     ),
     (
         "docs/watch.md",
+        "$ promtool check rules deploy/watch/rules.yaml",
+        "promtool, from Debian's prometheus; tests/integration/watch.rs runs both lines as printed, from the repository's root (the_alerts_pass_promtool_and_their_own_rule_tests_as_the_guide_prints_them)",
+    ),
+    (
+        "docs/watch.md",
         "$ kubectl -n armada apply",
         "a Kubernetes cluster; tests/integration/watch.rs checks deploy/watch/'s documents (emit_kubernetes_prints_the_deployment_of_deploy_watch) and rules",
     ),

@@ -71,3 +71,4 @@ mod tune_pick;
 mod upstream_tables;
 mod validate;
 mod watch;
+mod watch_record;

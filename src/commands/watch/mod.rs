@@ -31,7 +31,7 @@ use crate::watch::metrics::Counters;
 use crate::watch::schedule::Health;
 use crate::watch::state::State;
 use crate::whole_file::{write_whole, Mode};
-use shared::{cannot_write_state, now_micros, Flags, Shared, Stop, Watched};
+use shared::{cannot_write_state, now_micros, Flags, Shared, Stop, VerdictRule, Watched};
 
 /// The checks of watch's flags before anything is read (`--emit` makes them too, in the same
 /// words).
@@ -52,6 +52,7 @@ fn flags(args: &WatchArgs, now: i64) -> Result<Flags, CliError> {
     };
     let micros = |d: GoDuration| i64::try_from(d.as_nanos() / 1000).unwrap_or(i64::MAX);
     let window = micros(duration_flag("--window", &args.window)?);
+    let settle = micros(duration_flag("--settle", &args.settle)?);
     let since = match &args.since {
         None => None,
         // A duration counts back from now; anything that starts like a date is a time.
@@ -75,7 +76,12 @@ fn flags(args: &WatchArgs, now: i64) -> Result<Flags, CliError> {
             "`--categorizer` is the candidates' categorizer: give a candidate with `-f`, or today's with `--baseline-categorizer`",
         ));
     }
-    Ok(Flags { poll, window, since })
+    Ok(Flags {
+        poll,
+        window,
+        settle,
+        since,
+    })
 }
 
 /// `--state` as it is, or a fresh state starting at `start` when there is no such file. The
@@ -113,6 +119,8 @@ fn load_state(
         )?;
     }
     state.counters.merge(&zeros);
+    state.waiting.retain_queues(|q| queues.iter().any(|w| w == q));
+    state.window.retain_candidates(|c| names.iter().any(|n| n == c));
     Ok(state)
 }
 
@@ -156,13 +164,24 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     // Written before anything else, so that a `--state` that cannot be written stops here.
     write_whole(&args.state, state.to_json().as_bytes(), Mode::New)
         .map_err(|e| CliError::failed(cannot_write_state(&args.state, &e)))?;
-    let shared = Arc::new(Shared {
-        state: Mutex::new(state),
+    let mut shared = Shared {
+        state: Mutex::new(State::default()),
+        published: Mutex::default(),
         health: Mutex::new(Health::Starting),
         saving: Mutex::new(()),
         path: args.state.clone(),
         stop: Stop::default(),
-    });
+        names: names.clone(),
+        rule: VerdictRule {
+            window: flags.window,
+            min_jobs: args.min_jobs,
+            max_contradictions: args.max_contradictions,
+        },
+    };
+    // What the file holds is what is served, from the first scrape.
+    shared.published = Mutex::new(shared.publishable(&state));
+    shared.state = Mutex::new(state);
+    let shared = Arc::new(shared);
     let watched = Arc::new(Watched {
         sets,
         names,
@@ -171,6 +190,7 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         dsn,
         timeout,
         flags,
+        window_words: args.window.clone(),
     });
     live(ctx, &args.listen, shared, watched)
 }
