@@ -71,4 +71,5 @@ mod tune_pick;
 mod upstream_tables;
 mod validate;
 mod watch;
+mod watch_hardening;
 mod watch_record;

@@ -71,7 +71,7 @@ pub(crate) fn default_signals(cmd: &mut Command) {
     }
 }
 
-fn command(home: &Path, dsn: &str, state: &Path, extra: &[&str]) -> Command {
+pub(crate) fn command_for(home: &Path, dsn: &str, state: &Path, extra: &[&str]) -> Command {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("retryctl"));
     cmd.current_dir(root())
         .env_clear()
@@ -98,7 +98,12 @@ fn command(home: &Path, dsn: &str, state: &Path, extra: &[&str]) -> Command {
 impl Watch {
     /// Starts watch on `dsn` with `--state STATE`, and waits for its start-up line.
     pub(crate) fn start(home: &Path, dsn: &str, state: &Path, extra: &[&str]) -> Watch {
-        let mut child = command(home, dsn, state, extra).spawn().expect("retryctl watch starts");
+        Watch::spawn(command_for(home, dsn, state, extra))
+    }
+
+    /// Starts `cmd` (a `command_for`), and waits for its start-up line.
+    pub(crate) fn spawn(mut cmd: Command) -> Watch {
+        let mut child = cmd.spawn().expect("retryctl watch starts");
         let lines = Arc::new(Mutex::new(Vec::new()));
         let (first_tx, first) = std::sync::mpsc::channel::<String>();
         let sink = lines.clone();

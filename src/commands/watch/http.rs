@@ -28,6 +28,7 @@ use crate::output::{Format, Style};
 use crate::replay::run::{compare, replay, Options, Out};
 use crate::watch::schedule::Health;
 
+use super::listen::MAX_HEADER_BYTES;
 use super::shared::{now_micros, waiting_words, Shared, Watched, PAGE};
 
 /// A report made: for which candidate (`None`: today's policy alone), when, and its page.
@@ -48,11 +49,32 @@ pub(super) fn router(shared: Arc<Shared>, watched: Arc<Watched>) -> Router {
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .route("/report", get(report))
+        .layer(axum::middleware::from_fn(header_bound))
         .with_state(App {
             shared,
             watched,
             reports: Arc::default(),
         })
+}
+
+/// 431 for a request whose header passes [`MAX_HEADER_BYTES`] (the connection's read buffer is
+/// bounded by it too, `listen`: this says so to a client that sent it whole at once).
+async fn header_bound(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let bytes: usize = req.uri().to_string().len()
+        + req
+            .headers()
+            .iter()
+            .map(|(k, v)| k.as_str().len() + v.len() + 4)
+            .sum::<usize>();
+    if bytes > MAX_HEADER_BYTES {
+        return (
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            [(header::CONNECTION, "close")],
+            format!("a request header is at most {MAX_HEADER_BYTES} bytes\n"),
+        )
+            .into_response();
+    }
+    next.run(req).await
 }
 
 async fn metrics(State(app): State<App>) -> Response {

@@ -3,8 +3,9 @@
 //! Prometheus metrics, the window's plan as HTML and its health.
 //!
 //! Owns: the flags' checks (the same for `--emit kubernetes`, which `dispatch` runs instead),
-//! the `--state` file (read at the start; written whole: `whole_file`), the process's life: the poller on a thread of its own ([`poll`]), the HTTP server
-//! on a tokio runtime ([`http`]), stderr as the log, and SIGTERM and SIGINT (save, exit 0
+//! the `--state` file (read at the start; written whole: `whole_file`), the process's life:
+//! the poller on a thread of its own ([`poll`]), the HTTP server on a tokio runtime (its
+//! routes [`http`], its bounded accept loop [`listen`]), stderr as the log, and SIGTERM and SIGINT (save, exit 0
 //! within 5 s). Must not: count or decide what a job adds up to (that is `crate::watch`),
 //! render (that is `output::watch` and `output`'s html sink), or exit the process.
 //!
@@ -13,8 +14,10 @@
 //! state file a SIGKILL leaves (`.NAME.XXXXXX.tmp` beside it) is never read.
 
 mod http;
+mod listen;
 mod poll;
 mod shared;
+mod state_file;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -95,10 +98,8 @@ fn load_state(
     names: &[String],
 ) -> anyhow::Result<State> {
     let zeros = Counters::zeros(queues, names);
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(State::new(start, zeros)),
-        Err(e) => return Err(CliError::failed(format!("cannot read `--state` `{}`: {e}", path.display())).into()),
+    let Some(text) = state_file::read(path)? else {
+        return Ok(State::new(start, zeros));
     };
     let mut state = State::from_json(&text).map_err(|why| {
         CliError::invalid(format!("`--state` `{}` cannot be read: {why}", path.display()))
@@ -129,6 +130,10 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
     let flags = flags(args, now)?;
     let dsn = resolve_dsn(args.lookout_db.clone(), true)?
         .ok_or_else(|| CliError::usage("give Lookout's database: `--lookout-db DSN`").with_hint(SET_LOOKOUT_DB))?;
+    // What no poll can fix is refused at the start: a DSN that does not parse, an address that
+    // names no host to listen on.
+    crate::lookout::db::check_dsn(&dsn)?;
+    listen::resolves(&args.listen)?;
     let timeout = parse_timeout(&ctx.global.timeout)?;
     let Some(sides) = resolve(ctx, SidesSpec::of_watch(args))? else {
         return Ok(ExitCode::InvalidInput);
@@ -149,6 +154,8 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         .expect("watch's sides are files, known before the history is read");
     let names = sets.names();
     let settings = sides.settings.applied();
+    // One watch on a --state: held until the process ends.
+    let lock = state_file::lock(&args.state)?;
     let mut state = load_state(ctx, &args.state, flags.since.unwrap_or(now), &queues, &names)?;
     if state.cursor.is_some() && args.since.is_some() {
         writeln!(
@@ -192,7 +199,9 @@ pub fn run(ctx: &mut Context, args: &WatchArgs) -> anyhow::Result<ExitCode> {
         flags,
         window_words: args.window.clone(),
     });
-    live(ctx, &args.listen, shared, watched)
+    let code = live(ctx, &args.listen, shared, watched);
+    drop(lock);
+    code
 }
 
 /// The process's life: the HTTP server and the poller, until SIGTERM or SIGINT; then the
@@ -225,13 +234,9 @@ fn live(ctx: &mut Context, listen: &str, shared: Arc<Shared>, watched: Arc<Watch
         let poller = poll::spawn(shared.clone(), watched.clone(), log);
         let (stop_http, http_stopped) = tokio::sync::oneshot::channel::<()>();
         let router = http::router(shared.clone(), watched.clone());
-        let server = tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    let _ = http_stopped.await;
-                })
-                .await
-        });
+        let server = tokio::spawn(listen::serve(listener, router, async move {
+            let _ = http_stopped.await;
+        }));
         let signal = loop {
             tokio::select! {
                 signal = signals.recv() => break signal,

@@ -50,6 +50,7 @@ pub(super) fn spawn(
         db: None,
         keys_db: None,
         save_failed: false,
+        said_ahead: false,
     };
     std::thread::Builder::new()
         .name("retryctl-watch-poll".into())
@@ -113,6 +114,8 @@ struct Poller {
     keys_db: Option<Db>,
     /// A write of `--state` failed during the last poll.
     save_failed: bool,
+    /// A cursor past the database's clock was said (once).
+    said_ahead: bool,
 }
 
 impl Poller {
@@ -200,7 +203,13 @@ impl Poller {
     }
 
     fn connect(&mut self) -> Result<(Arc<Db>, Db), Failed> {
-        let connect = |w: &Watched| db::connect(&w.dsn, w.timeout).map_err(|e| Failed::new(Reason::Connect, e));
+        // Every statement of watch's fails once the database has said nothing for the
+        // statement bound: a black-holed database is a failed poll, not a hang.
+        let connect = |w: &Watched| {
+            db::connect(&w.dsn, w.timeout)
+                .map(|db| db.answering_within(STATEMENT_SILENCE))
+                .map_err(|e| Failed::new(Reason::Connect, e))
+        };
         let db = match &self.db {
             Some(db) => db.clone(),
             None => Arc::new(connect(&self.watched)?),
@@ -217,6 +226,8 @@ impl Poller {
     /// from [`read_from`] on. Stops between two pages when the process stops.
     fn poll(&mut self) -> Result<Polled, Failed> {
         let (db, keys_db) = self.connect()?;
+        let now = db::database_now(&keys_db).map_err(|e| Failed::new(Reason::Read, e))?;
+        self.not_ahead_of(now);
         let mut polled = Polled::default();
         let pages = self.state().waiting.pages(PAGE);
         for ids in pages {
@@ -247,7 +258,7 @@ impl Poller {
             let st = self.state();
             read_from(st.cursor.as_ref(), st.start)
         };
-        let result = self.pages_from(&db, &keys_db, from, &mut polled);
+        let result = self.pages_from(&db, &keys_db, from, now, &mut polled);
         self.keys_db = Some(keys_db);
         result?;
         polled.waiting = self.state().waiting.len();
@@ -256,7 +267,14 @@ impl Poller {
 
     /// Every page from `from` on. A full page's successor's keys are read on the second
     /// connection while the page is replayed, so that the replay does not wait for them.
-    fn pages_from(&mut self, db: &Arc<Db>, keys_db: &Db, from: i64, polled: &mut Polled) -> Result<(), Failed> {
+    fn pages_from(
+        &mut self,
+        db: &Arc<Db>,
+        keys_db: &Db,
+        from: i64,
+        now: i64,
+        polled: &mut Polled,
+    ) -> Result<(), Failed> {
         let watched = self.watched.clone();
         let queues = &watched.queues;
         let page = |after: (i64, &str)| {
@@ -317,12 +335,49 @@ impl Poller {
             });
             let replayed = replayed?;
             polled.counted += replayed.counted;
-            self.commit(replayed, None, Some(last.clone()));
+            // The cursor never runs past the database's clock: a job stamped in the future (a
+            // skewed ingester) is counted, and the jobs that end before its time are still read.
+            let cursor = match last.at > now {
+                true => Cursor {
+                    at: now,
+                    job: String::new(),
+                },
+                false => last.clone(),
+            };
+            self.commit(replayed, None, Some(cursor));
             after = last;
             let Some(next) = next else { break };
             keys = next?;
         }
         Ok(())
+    }
+
+    /// A cursor (from `--state`) past the database's clock `now`: said once, and moved back to
+    /// it, so that the jobs that end before the cursor's time are read.
+    fn not_ahead_of(&mut self, now: i64) {
+        let ahead = {
+            let mut st = self.state();
+            match st.cursor.as_mut() {
+                Some(c) if c.at > now => {
+                    let was = c.at;
+                    *c = Cursor {
+                        at: now,
+                        job: String::new(),
+                    };
+                    Some(was)
+                }
+                _ => None,
+            }
+        };
+        if let (Some(was), false) = (ahead, self.said_ahead) {
+            self.said_ahead = true;
+            self.say(format!(
+                "warning: `--state` `{}`'s cursor {} lies past the database's clock {}: reading from 5 minutes before the database's now",
+                self.shared.path.display(),
+                Timestamp(was.saturating_mul(1000)),
+                Timestamp(now.saturating_mul(1000))
+            ));
+        }
     }
 
     /// Commits `page` to the state whole (`read_again`: the waiting jobs it read again;
@@ -434,6 +489,9 @@ impl Poller {
         Ok(page)
     }
 }
+
+/// How long a statement of watch's may wait for the database's next byte.
+const STATEMENT_SILENCE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// `N job(s)`.
 fn plural(n: u64, one: &str, many: &str) -> String {
