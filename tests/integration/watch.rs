@@ -453,8 +453,15 @@ fn the_counters_over_a_window_are_simulate_baselines_numbers() {
         }
         assert!(gpu("saved") > 0.0, "{}", m.text);
     }
-    // Today's side: `simulate` of today's policy alone, with its categorizer.
-    let today = simulate(home.path(), &db.dsn, &["-f", CURRENT]);
+    todays_side_is_simulates(home.path(), &db.dsn, &m, &lines);
+    the_verdict_and_the_report(home.path(), &db.dsn, &mut w, &m);
+}
+
+/// Today's side of the window's counters: `simulate` of today's policy alone, with its
+/// categorizer, and the outcomes as the rows were written.
+fn todays_side_is_simulates(home: &Path, dsn: &str, m: &Metrics, lines: &[String]) {
+    let n = |v: &Value| v.as_f64().unwrap();
+    let today = simulate(home, dsn, &["-f", CURRENT]);
     let s = &today["summary"];
     let by_rule: BTreeMap<String, f64> = s["retriesByRule"]
         .as_object()
@@ -484,7 +491,7 @@ fn the_counters_over_a_window_are_simulate_baselines_numbers() {
     );
     // The recorded outcomes: each job's last run, as the rows were written.
     let mut outcomes = BTreeMap::<&str, f64>::new();
-    for l in &lines {
+    for l in lines {
         let v: Value = serde_json::from_str(l).unwrap();
         let last = v["runs"].as_array().unwrap().last().unwrap()["outcome"].clone();
         *outcomes
@@ -502,6 +509,10 @@ fn the_counters_over_a_window_are_simulate_baselines_numbers() {
             "{outcome}"
         );
     }
+}
+
+/// Each candidate's verdict over the window, and `/report`: simulate's page of the same plan.
+fn the_verdict_and_the_report(home: &Path, dsn: &str, w: &mut Watch, m: &Metrics) {
     // Each candidate's verdict over the window, as suggest judges it: the README's proposal
     // in suggest's own words and numbers on the same week.
     let verdict = |name: &str, v: &str| {
@@ -522,7 +533,7 @@ fn the_counters_over_a_window_are_simulate_baselines_numbers() {
         page.contains("<p class=\"sub\"><strong>Verdict over the last 30d: adopt (a change worth making): 0 rescued, 0 lost; retries +0 −570; GPU-hours -6.2</strong></p>"),
         "{page}"
     );
-    let out = retryctl(home.path())
+    let out = retryctl(home)
         .args([
             "simulate",
             "-f",
@@ -530,7 +541,7 @@ fn the_counters_over_a_window_are_simulate_baselines_numbers() {
             "--baseline",
             CURRENT,
             "--lookout-db",
-            &db.dsn,
+            dsn,
             "--queue",
             "ml",
         ])
