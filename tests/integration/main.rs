@@ -34,6 +34,7 @@ mod lookout_pod_errors;
 mod merge_hardening;
 mod one_queue;
 mod output_file;
+mod passwords;
 mod readability;
 mod route;
 mod serve;
