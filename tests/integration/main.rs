@@ -22,6 +22,7 @@ mod docs;
 mod empty_input;
 mod engines;
 mod exact;
+mod executor_config;
 mod failed_writes;
 mod flag_times;
 mod grpc;
