@@ -41,7 +41,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{CopyOutStream, NoTls};
 
 use super::mapping::{self, error_text, JobRow, LookoutJob, Place, RowError, RunRow, ERROR_TEXT_MAX};
-use super::{mask_dsn, Filter, Item};
+use super::{Filter, Item};
 use crate::error::{CliError, ExitCode};
 use crate::model::failure_history::Timestamp;
 
@@ -190,7 +190,7 @@ pub fn check_dsn(dsn: &str) -> Result<(), CliError> {
 
 /// Connects and checks that every table of `tables` exists, naming all that do not.
 pub fn connect_with(dsn: &str, timeout: Duration, tables: &[&str]) -> Result<Db, CliError> {
-    let shown = mask_dsn(dsn);
+    let shown = crate::redact::redact_dsn(dsn);
     let mut config = tokio_postgres::Config::from_str(dsn)
         .map_err(|e| CliError::usage(format!("invalid `--lookout-db` `{shown}`: {e}")))?;
     if config.get_connect_timeout().is_none() {

@@ -7,6 +7,7 @@
 //! pattern as `pattern` builds it) and the categories' names. Pure: text in, text out;
 //! whether the documents validate is checked by the command, through `validate`'s own reader.
 
+use crate::model::categorizer::Shape;
 use crate::model::encode;
 use crate::model::policy::{Action, AntiAffinityMode, Backoff, Condition, Mutation};
 
@@ -469,6 +470,9 @@ pub struct Upstream {
     pub head: String,
     /// The rest of it: the bare `errorCategories:` document (under the deployed file's shape).
     pub config: String,
+    /// Where `config` holds the `errorCategories` mapping: under `application:` (the
+    /// executor's file), or at its top (a bare document, or no deployed file).
+    pub shape: Shape,
     /// The v1beta1 RetryPolicy.
     pub policy: String,
     /// The largest limit among the Retry rules (`None`: no Retry rule).
@@ -629,15 +633,20 @@ pub struct Deployed<'a> {
 }
 
 /// The `errorCategories` mapping `block` (written from the first column) in the deployed
-/// file's shape (docs/reference/suggest.md "The categorizer document"): under
-/// `application:` when the deployed config was, every other key of the document kept, in its
-/// order, with its value (not its comments); without a deployed file, or one whose shape
-/// cannot be followed, the mapping alone.
-pub fn shaped(block: &str, deployed: Option<&Deployed<'_>>) -> String {
+/// file's shape (docs/reference/suggest.md "The categorizer document"), and that shape: under
+/// `application:` when the deployed config's categories were (the executor's file: its
+/// `errorCategories` at the top, if it has one too, is not the executor's and is kept as
+/// it is), at the top when they were (a bare document), every other key of the document
+/// kept, in its order, with its value (not its comments); without a deployed file, or one
+/// whose shape cannot be followed, the mapping alone (bare).
+pub fn shaped(block: &str, deployed: Option<&Deployed<'_>>) -> (String, Shape) {
     use crate::yaml::{write_entry, Value};
-    let Some(Value::Map(top)) = deployed.map(|d| &d.document.value) else {
-        return block.to_string();
+    let alone = || (block.to_string(), Shape::Bare);
+    let Some(deployed) = deployed else { return alone() };
+    let Value::Map(top) = &deployed.document.value else {
+        return alone();
     };
+    let shape = deployed.config.shape;
     let is = |k: &crate::yaml::Node, name: &str| k.as_scalar().is_some_and(|t| t.eq_ignore_ascii_case(name));
     let indented = |indent: usize| -> String {
         let pad = " ".repeat(indent);
@@ -647,7 +656,7 @@ pub fn shaped(block: &str, deployed: Option<&Deployed<'_>>) -> String {
     let mut placed = false;
     for (key, value) in top {
         match &value.value {
-            Value::Map(app) if is(key, "application") && !placed => {
+            Value::Map(app) if shape == Shape::Executor && is(key, "application") && !placed => {
                 out.push_str("application:\n");
                 for (k, v) in app {
                     if is(k, "errorCategories") && !placed {
@@ -662,7 +671,7 @@ pub fn shaped(block: &str, deployed: Option<&Deployed<'_>>) -> String {
                     placed = true;
                 }
             }
-            _ if is(key, "errorCategories") && !placed => {
+            _ if shape == Shape::Bare && is(key, "errorCategories") && !placed => {
                 out.push_str(block);
                 placed = true;
             }
@@ -670,9 +679,9 @@ pub fn shaped(block: &str, deployed: Option<&Deployed<'_>>) -> String {
         }
     }
     if !placed {
-        return block.to_string();
+        return alone();
     }
-    out
+    (out, shape)
 }
 
 /// The upstream dialect: the executor's categorizer (`deployed` with the new categories
@@ -920,9 +929,11 @@ pub fn upstream_documents(
     }
     let action_changes = action_changes(&categories, existing, &delete_existing);
     let rule_actions = policy_rules.iter().map(|r| r.1).collect();
+    let (shaped, shape) = shaped(&c, deployed_file.as_ref());
     Upstream {
         head,
-        config: tail + &shaped(&c, deployed_file.as_ref()),
+        config: tail + &shaped,
+        shape,
         policy: p,
         policy_retry_limit,
         written_retry_limit,

@@ -13,6 +13,7 @@ use crate::cli::{ExecutorConfigFormat, SuggestOutput};
 use crate::commands::replay::checks::said_after_replay;
 use crate::engine::simulator::Simulator;
 use crate::error::ExitCode;
+use crate::model::categorizer::Shape;
 use crate::output::mode::Baseline;
 use crate::output::suggest::{self as view, Report};
 use crate::output::Format;
@@ -157,7 +158,7 @@ impl Suggest {
             doc.finish(&mut *out, &report, &whole_cmp, backtest.as_ref(), &judgement)?;
         }
         if let (Some((path, format)), Some(u)) = (&self.executor_config, &proposal.upstream) {
-            write_executor_config(path, *format, &verdict, &u.executor_config())?;
+            write_executor_config(path, *format, &verdict, &u.executor_config(), u.shape)?;
         }
         let code = self.exit_status(ctx, &whole_cmp, &judgement)?;
         Ok(Concluded { code, every_queue })
@@ -265,22 +266,33 @@ impl Suggest {
 /// `--executor-config FILE`: the proposed executor config alone, as deployed (docs/suggest.md
 /// "The two halves, in order"): the config file's shape, or the executor chart's values with
 /// it under `applicationConfig:` (`helm upgrade … -f FILE`), headed by the `verdict` comment
-/// line. Written beside FILE and renamed once whole, as `--output-file` is.
+/// line. Written beside FILE and renamed once whole, as `--output-file` is. The chart's
+/// values hold the executor's whole config, which reads its categories at
+/// `application.errorCategories`: a bare config (`errorCategories` at its top, `shape`) is
+/// that `application:` part, so it goes under `applicationConfig.application`.
 fn write_executor_config(
     path: &std::path::Path,
     format: ExecutorConfigFormat,
     verdict: &str,
     config: &str,
+    shape: Shape,
 ) -> anyhow::Result<()> {
     let text = match format {
         ExecutorConfigFormat::Config => format!("{verdict}{config}"),
         ExecutorConfigFormat::Helm => {
             let mut v =
                 format!("{verdict}# The executor chart's values: helm upgrade … -f this file.\napplicationConfig:\n");
+            let pad = match shape {
+                Shape::Executor => "  ",
+                Shape::Bare => {
+                    v.push_str("  application:\n");
+                    "    "
+                }
+            };
             for line in config.lines() {
                 match line.starts_with('#') || line.is_empty() {
                     true => v.push_str(&format!("{line}\n")),
-                    false => v.push_str(&format!("  {line}\n")),
+                    false => v.push_str(&format!("{pad}{line}\n")),
                 }
             }
             v

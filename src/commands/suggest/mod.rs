@@ -62,6 +62,7 @@ use learn::learn;
 
 pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
     let (knobs, spec) = check(args)?;
+    check_executor_config(args)?;
     let Some(sides) = resolve(ctx, spec)? else {
         return Ok(ExitCode::InvalidInput);
     };
@@ -137,6 +138,64 @@ pub fn check(args: &SuggestArgs) -> Result<(Knobs, SidesSpec), CliError> {
         args.categorizer.clone(),
     )?;
     Ok((knobs, spec))
+}
+
+/// `--executor-config FILE` is written at the end, over FILE: a FILE this run reads (the
+/// deployed config of `--categorizer`, a `--baseline` file or one in a `--baseline`
+/// directory, whose categorizer document is the deployed config too, the history, the
+/// scheduler's config) or writes (`--output-file`) is refused, exit 2, before anything is read,
+/// naming both flags. Paths are compared canonical (a link, `./`, `..`); a directory holds
+/// every file under it, even one not there yet (the next run would read it).
+fn check_executor_config(args: &SuggestArgs) -> Result<(), CliError> {
+    let Some(exec) = &args.executor_config else {
+        return Ok(());
+    };
+    let Some(target) = canonical(exec) else {
+        return Ok(());
+    };
+    let r = &args.replay;
+    let inputs = std::iter::empty()
+        .chain(args.categorizer.iter().map(|p| ("--categorizer", p)))
+        .chain(r.baseline.iter().map(|p| ("--baseline", p)))
+        .chain(r.history.iter().map(|p| ("--history", p)))
+        .chain(r.scheduler.scheduler_config.iter().map(|p| ("--scheduler-config", p)))
+        .chain(args.output_file.iter().map(|p| ("--output-file", p)));
+    for (flag, path) in inputs {
+        if path.as_os_str() == "-" {
+            continue;
+        }
+        let Some(input) = canonical(path) else { continue };
+        let (exec, path) = (exec.display(), path.display());
+        if input == target {
+            let what = match flag {
+                "--output-file" => "the two outputs would be written over each other",
+                _ => "the proposed config would be written over an input of this run",
+            };
+            return Err(CliError::usage(format!(
+                "`--executor-config {exec}` is also `{flag} {path}`: {what}; give another file"
+            )));
+        }
+        if input.is_dir() && target.starts_with(&input) {
+            return Err(CliError::usage(format!(
+                "`--executor-config {exec}` lies in `{flag} {path}`, a directory this run reads: the proposed config would be written among its files; give a file outside it"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `path` with every link, `.` and `..` resolved; for a file not there yet, its directory's.
+/// `None` when neither is there.
+fn canonical(path: &std::path::Path) -> Option<PathBuf> {
+    if let Ok(c) = std::fs::canonicalize(path) {
+        return Some(c);
+    }
+    let name = path.file_name()?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    std::fs::canonicalize(dir).ok().map(|d| d.join(name))
 }
 
 /// `--queue` names the Queue `-o policy` writes: there it must be a name `validate` takes
