@@ -185,7 +185,7 @@ pub fn connect(dsn: &str, timeout: Duration) -> Result<Db, CliError> {
 pub fn check_dsn(dsn: &str) -> Result<(), CliError> {
     tokio_postgres::Config::from_str(dsn)
         .map(|_| ())
-        .map_err(|e| CliError::usage(format!("invalid `--lookout-db` `{}`: {e}", mask_dsn(dsn))))
+        .map_err(|e| CliError::usage(format!("invalid `--lookout-db` `{}`: {e}", crate::redact::redact_dsn(dsn))))
 }
 
 /// Connects and checks that every table of `tables` exists, naming all that do not.
