@@ -859,6 +859,7 @@ Register-ArgumentCompleter -Native -CommandName 'retryctl' -ScriptBlock {
             [CompletionResult]::new('-R', '-R ', [CompletionResultType]::ParameterName, 'Descend into subdirectories of directories given with -f')
             [CompletionResult]::new('--recursive', '--recursive', [CompletionResultType]::ParameterName, 'Descend into subdirectories of directories given with -f')
             [CompletionResult]::new('--prune', '--prune', [CompletionResultType]::ParameterName, 'Also delete the retry policies on the server that no file names (as `diff` lists them); refused, deleting nothing, while a queue still uses one')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Apply a file `suggest -o policy` headed `# verdict: reject`, which is refused (exit 1, nothing sent) without it')
             [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the server''s TLS certificate (insecure: warns on every run)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log each request and its status to stderr (credentials are never printed)')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Log each request and its status to stderr (credentials are never printed)')

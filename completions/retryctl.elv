@@ -815,6 +815,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
             cand -R 'Descend into subdirectories of directories given with -f'
             cand --recursive 'Descend into subdirectories of directories given with -f'
             cand --prune 'Also delete the retry policies on the server that no file names (as `diff` lists them); refused, deleting nothing, while a queue still uses one'
+            cand --force 'Apply a file `suggest -o policy` headed `# verdict: reject`, which is refused (exit 1, nothing sent) without it'
             cand --insecure-skip-tls-verify 'Do not verify the server''s TLS certificate (insecure: warns on every run)'
             cand -v 'Log each request and its status to stderr (credentials are never printed)'
             cand --verbose 'Log each request and its status to stderr (credentials are never printed)'

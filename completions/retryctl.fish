@@ -738,6 +738,7 @@ always\t''
 never\t''"
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s R -l recursive -d 'Descend into subdirectories of directories given with -f'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l prune -d 'Also delete the retry policies on the server that no file names (as `diff` lists them); refused, deleting nothing, while a queue still uses one'
+complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l force -d 'Apply a file `suggest -o policy` headed `# verdict: reject`, which is refused (exit 1, nothing sent) without it'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand apply" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -83,6 +83,7 @@ retryPolicies: [infra, ml]
         SourceFile {
             name: name.to_string(),
             documents: parsed.documents,
+            head: None,
             errors: Vec::new(),
         }
     }
