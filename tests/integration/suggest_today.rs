@@ -322,6 +322,8 @@ fn a_design_rule_cannot_be_kept_in_an_upstream_proposal() {
             "upstream",
             "--baseline-engine",
             "design",
+            crate::support::UPSTREAM_SCHEDULER[0],
+            crate::support::UPSTREAM_SCHEDULER[1],
         ],
     );
     assert_eq!(out.status.code(), Some(2), "{}", crate::support::format_output(&out));
@@ -590,6 +592,8 @@ fn without_the_deployed_categorizer_the_new_categories_are_not_a_complete_config
             "policy",
             ANY_CONTRADICTIONS[0],
             ANY_CONTRADICTIONS[1],
+            crate::support::UPSTREAM_SCHEDULER[0],
+            crate::support::UPSTREAM_SCHEDULER[1],
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", crate::support::format_output(&out));

@@ -33,6 +33,9 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
     }
     let run: SimulateRun = run_of(partials)?;
     let run = &run;
+    if let Some(note) = &run.scheduler {
+        writeln!(ctx.err, "{note}")?;
+    }
     let format = Format::from(args.output);
     let options = Options {
         backtest_at: backtest_at(&partials[0], run.backtest_at.as_deref())?,

@@ -173,6 +173,7 @@ pub fn run(ctx: &mut Context, args: &TuneArgs) -> anyhow::Result<ExitCode> {
         given: arms.first().map(|a| a.sim.given().to_vec()).unwrap_or_default(),
         categorized: sides.candidate().categorizer.is_some() || sides.baseline.categorizer.is_some(),
         skip_invalid: replay.skip_invalid,
+        scheduler: sides.settings.assumed(),
     };
     let mut tune = Tune {
         format,
@@ -426,6 +427,10 @@ pub struct TuneRun {
     /// `--skip-invalid`: entries not replayed are counted and said, and exit 0.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub skip_invalid: bool,
+    /// What the replay assumed of the scheduler, said on stderr (`Settings::assumed`): the
+    /// merge says it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
 }
 
 impl Tune<'_> {

@@ -36,6 +36,9 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
     let format = Format::from(args.output);
     let run: TuneRun = run_of(partials)?;
     let run = &run;
+    if let Some(note) = &run.scheduler {
+        writeln!(ctx.err, "{note}")?;
+    }
     let options = Options {
         backtest_at: backtest_at(&partials[0], run.backtest_at.as_deref())?,
         shard: None,
