@@ -234,12 +234,14 @@ fn the_readme_route_runs_as_written_on_a_week_of_todays_armada() {
     }
     let oom = proposed.iter().find(|c| c["name"] == "oom").unwrap();
     assert_eq!(oom["rules"][0]["hint"], "Increase the memory request");
-    // The proposal the README's runnable block shows is this one.
+    // The proposal the README's runnable block shows is this one, byte for byte: its
+    // comments (the evidence above each rule) too.
     assert_eq!(
-        documents(&root().join("testdata/route/suggested.yaml")),
-        suggested,
+        fs::read_to_string(root().join("testdata/route/suggested.yaml")).unwrap(),
+        text,
         "testdata/route/suggested.yaml is not what the route's suggest writes: write it again \
-         with `retryctl suggest --history {WEEK} --queue ml --baseline {CURRENT}/ -o policy`"
+         with the route's `{}` in a directory holding `{WEEK}` as `week.jsonl` and `{CURRENT}/` as `current/`",
+        suggest.line
     );
 
     // tune: a recommendation, and the pick the README says.
@@ -333,6 +335,22 @@ fn the_readme_route_runs_as_written_on_a_week_of_todays_armada() {
     };
     assert_eq!(get(&["retrypolicy", "suggested"]), expected);
     assert_eq!(get(&["queue", "ml"]), *queue);
+    // docs/categorizer.md "The two halves, in order": the picked policy applied before the
+    // executor's config is rolled out, refused with the words the guide shows.
+    let guide = fs::read_to_string(root().join("docs/categorizer.md")).unwrap();
+    let command = "$ retryctl apply -f ml.yaml --categorizer current/executor.yaml";
+    let block = crate::docs::ignored_block(&guide, command).expect("docs/categorizer.md shows the refusal");
+    let early = run(
+        dir,
+        &url,
+        &strings(&command[2..].split(' ').skip(1).collect::<Vec<_>>()),
+    );
+    assert_eq!(early.status.code(), Some(1), "{}", format_output(&early));
+    assert_eq!(
+        String::from_utf8(early.stderr).unwrap(),
+        block.output_of(command),
+        "docs/categorizer.md's refusal is not what `{command}` prints on the route's files"
+    );
     drop(server);
 
     // The applied policy against today: no job lost, the numbers tune printed for it. With
