@@ -323,7 +323,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;get'= {
             cand -o 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,..'
             cand --output 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,..'
-            cand --api-version 'Dialect of YAML/JSON output for policies'
+            cand --api-version 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`'
             cand --sort-by 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)'
             cand --lookout-db 'Read what the cluster stores, read-only, from Lookout''s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
@@ -356,7 +356,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;get;retrypolicy'= {
             cand -o 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
             cand --output 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
-            cand --api-version 'Dialect of YAML/JSON output for policies'
+            cand --api-version 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server''s, v1beta1 from today''s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1'
             cand --sort-by 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)'
             cand --lookout-db 'Read what the cluster stores, read-only, from Lookout''s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
@@ -380,7 +380,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;get;retry-policy'= {
             cand -o 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
             cand --output 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
-            cand --api-version 'Dialect of YAML/JSON output for policies'
+            cand --api-version 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server''s, v1beta1 from today''s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1'
             cand --sort-by 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)'
             cand --lookout-db 'Read what the cluster stores, read-only, from Lookout''s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
@@ -404,7 +404,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;get;retrypolicies'= {
             cand -o 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
             cand --output 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
-            cand --api-version 'Dialect of YAML/JSON output for policies'
+            cand --api-version 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server''s, v1beta1 from today''s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1'
             cand --sort-by 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)'
             cand --lookout-db 'Read what the cluster stores, read-only, from Lookout''s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
@@ -428,7 +428,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;get;retry-policies'= {
             cand -o 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
             cand --output 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
-            cand --api-version 'Dialect of YAML/JSON output for policies'
+            cand --api-version 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server''s, v1beta1 from today''s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1'
             cand --sort-by 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)'
             cand --lookout-db 'Read what the cluster stores, read-only, from Lookout''s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
@@ -452,7 +452,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;get;rp'= {
             cand -o 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
             cand --output 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
-            cand --api-version 'Dialect of YAML/JSON output for policies'
+            cand --api-version 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server''s, v1beta1 from today''s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1'
             cand --sort-by 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)'
             cand --lookout-db 'Read what the cluster stores, read-only, from Lookout''s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
@@ -476,7 +476,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;get;queue'= {
             cand -o 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
             cand --output 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
-            cand --api-version 'Dialect of YAML/JSON output for policies'
+            cand --api-version 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server''s, v1beta1 from today''s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1'
             cand --sort-by 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)'
             cand --lookout-db 'Read what the cluster stores, read-only, from Lookout''s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
@@ -500,7 +500,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;get;queues'= {
             cand -o 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
             cand --output 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
-            cand --api-version 'Dialect of YAML/JSON output for policies'
+            cand --api-version 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server''s, v1beta1 from today''s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1'
             cand --sort-by 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)'
             cand --lookout-db 'Read what the cluster stores, read-only, from Lookout''s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
@@ -524,7 +524,7 @@ set edit:completion:arg-completer[retryctl] = {|@words|
         &'retryctl;get;q'= {
             cand -o 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
             cand --output 'Output format: table, wide, yaml, json, name, jsonpath=TEMPLATE (kubectl''s `{.items[*].metadata.name}`), custom-columns=NAME:.path,...'
-            cand --api-version 'Dialect of YAML/JSON output for policies'
+            cand --api-version 'Dialect of YAML/JSON output for policies: `armadaproject.io/v1` or `armadaproject.io/v1beta1`. Default: the server''s, v1beta1 from today''s Armada (a server without the design dialect, `serve --dialect upstream`, `--lookout-db`), else v1'
             cand --sort-by 'Sort by the value at this JSONPath of each object (`.metadata.name`, `{.spec.retryLimit}`)'
             cand --lookout-db 'Read what the cluster stores, read-only, from Lookout''s PostgreSQL database (tables `retry_policy`, `queue`, `queue_retry_policy`) instead of asking the server; without a value: $LOOKOUT_DB'
             cand --armada-url 'Armada server: a REST base URL (http(s)://) or a gRPC address (grpc://, grpcs://) (default: $ARMADA_URL, the context''s `armadaRestUrl` or gRPC `armadaUrl`, then http://localhost:8080)'
