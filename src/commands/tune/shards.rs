@@ -36,9 +36,6 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
     let format = Format::from(args.output);
     let run: TuneRun = run_of(partials)?;
     let run = &run;
-    if let Some(note) = &run.scheduler {
-        writeln!(ctx.err, "{note}")?;
-    }
     let options = Options {
         backtest_at: backtest_at(&partials[0], run.backtest_at.as_deref())?,
         shard: None,
@@ -86,6 +83,11 @@ pub fn merge(ctx: &mut Context, args: &MergeArgs, partials: &mut [Partial]) -> a
     let swept = fold.finish(&options);
     listener.0.finish()?;
     drop(listener);
+    // What the replay assumed of the scheduler, first, as one process says it; once every
+    // partial is read whole (a damaged one is said alone).
+    if let Some(note) = &run.scheduler {
+        writeln!(ctx.err, "{note}")?;
+    }
     ctx.err.write_all(&said)?;
     let swept = match swept {
         Ok(s) => s,
