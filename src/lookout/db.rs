@@ -183,9 +183,12 @@ pub fn connect(dsn: &str, timeout: Duration) -> Result<Db, CliError> {
 /// `dsn` read as a DSN, before anything connects: a usage error naming `--lookout-db` (its
 /// password masked) when it does not parse, which no retry can fix.
 pub fn check_dsn(dsn: &str) -> Result<(), CliError> {
-    tokio_postgres::Config::from_str(dsn)
-        .map(|_| ())
-        .map_err(|e| CliError::usage(format!("invalid `--lookout-db` `{}`: {e}", crate::redact::redact_dsn(dsn))))
+    tokio_postgres::Config::from_str(dsn).map(|_| ()).map_err(|e| {
+        CliError::usage(format!(
+            "invalid `--lookout-db` `{}`: {e}",
+            crate::redact::redact_dsn(dsn)
+        ))
+    })
 }
 
 /// Connects and checks that every table of `tables` exists, naming all that do not.
