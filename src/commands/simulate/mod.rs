@@ -67,8 +67,7 @@ use crate::replay::summary::Summary;
 
 use serde::{Deserialize, Serialize};
 
-mod shards;
-pub use shards::merge;
+pub mod shards;
 
 pub fn run(ctx: &mut Context, args: &SimulateArgs) -> anyhow::Result<ExitCode> {
     let spec = check(args)?;

@@ -55,8 +55,9 @@ mod conclude;
 mod learn;
 mod next;
 mod proposal;
-mod shards;
-pub use shards::{merge, SuggestRun};
+mod run;
+pub mod shards;
+pub use run::SuggestRun;
 
 use learn::learn;
 

@@ -66,8 +66,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-mod shards;
-pub use shards::merge;
+pub mod shards;
 
 /// `--pick`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
