@@ -20,6 +20,7 @@ use crate::model::Action;
 use crate::model::Resource;
 use crate::output::suggest as view;
 use crate::suggest::documents::{self, Documented, Settings, Upstream};
+use crate::suggest::exits::{unsplit, ExitCodes};
 use crate::suggest::propose::{DefaultDecision, Defaults, Room, Verdict, DEFAULT};
 use crate::suggest::stats::Learned;
 use crate::suggest::today::{self, Kept};
@@ -186,6 +187,7 @@ impl Suggest {
         &self,
         baseline: &Simulator,
         learned: &Learned,
+        exits: &ExitCodes,
         rules: &[crate::suggest::propose::Proposed],
         kept: Vec<Kept>,
         default: &Defaults,
@@ -196,7 +198,7 @@ impl Suggest {
         // Upstream: the deployed category each rule can match on, where one separates it.
         let places: Vec<Option<today::Place>> = match self.sides.engine {
             EngineKind::Design => vec![None; rules.len()],
-            EngineKind::Upstream => today::places(rules, &learned.signatures)
+            EngineKind::Upstream => today::places(rules, &learned.signatures, exits)
                 .into_iter()
                 .map(Some)
                 .collect(),
@@ -218,11 +220,16 @@ impl Suggest {
                     }
                     None => stats.and_then(|s| today::carried_mutate(s, &kept)),
                 };
+                let unsplit = match self.sides.engine {
+                    EngineKind::Design => None,
+                    EngineKind::Upstream => unsplit(&r.signature, &r.text, exits),
+                };
                 Documented {
                     rule: r,
                     evidence,
                     mutate,
                     place,
+                    unsplit,
                 }
             })
             .collect();
