@@ -211,6 +211,89 @@ fn a_category_no_matcher_can_split_takes_the_decision_that_loses_no_job() {
     );
 }
 
+/// Two queues sharing one executor config (`testdata/suggest/two-queues/`): `ml`'s exit 4
+/// never pays, so suggest splits it from `boom` by its exit code, and `batch`, which retries
+/// `boom` and whose exit-4 jobs pay on their retry, would lose them: the reject names
+/// `--keep-categorizer`, which proposes on today's categories only (`ml`'s futile category
+/// failed at once) and adopts, the executor config left as it is.
+#[test]
+fn keep_categorizer_is_the_way_past_a_split_that_costs_another_queue_its_jobs() {
+    let home = temp_home();
+    let dir = home.path();
+    let (week, current) = (
+        "testdata/suggest/two-queues/week.jsonl",
+        "testdata/suggest/two-queues/current/",
+    );
+    let executor = std::fs::read("testdata/suggest/two-queues/current/executor.yaml").unwrap();
+    let suggest = |extra: &[&str]| {
+        let args = [
+            &[
+                "suggest",
+                "--history",
+                week,
+                "--queue",
+                "ml",
+                "--baseline",
+                current,
+                "--min-trials",
+                "10",
+            ][..],
+            extra,
+        ]
+        .concat();
+        retryctl(dir).args(args).output().unwrap()
+    };
+    let rejected = suggest(&[]);
+    assert_eq!(rejected.status.code(), Some(1), "{}", format_output(&rejected));
+    let text = String::from_utf8_lossy(&rejected.stdout);
+    assert!(
+        text.contains("Verdict: reject (do not adopt): loses 10 jobs of queue batch today's policy saves (`batch-lock-4-00`, `batch-lock-4-01`, `batch-lock-4-02`, `batch-lock-4-03`, `batch-lock-4-04` and 5 more); hint: propose with --keep-categorizer to leave the executor config as it is (rules on today's categories only)\n"),
+        "{text}"
+    );
+    let kept = suggest(&["--keep-categorizer"]);
+    assert_eq!(kept.status.code(), Some(0), "{}", format_output(&kept));
+    let text = String::from_utf8_lossy(&kept.stdout);
+    for line in [
+        "  1 rule of its own (0 Retry, 1 Fail), then 1 rule kept from today.\n",
+        "  candidate: category changes: none → boom 120, none → futile 90\n",
+        "Verdict: adopt (a change worth making): 0 rescued, 0 lost; retries +0 −60; run hours -1.0\n",
+        "Write the proposal:  retryctl suggest --history testdata/suggest/two-queues/week.jsonl --queue ml --baseline testdata/suggest/two-queues/current/ --min-trials 10 --keep-categorizer -o policy > suggested.yaml\n",
+    ] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+    assert!(!text.contains("cluster-wide"), "{text}");
+    // The policy alone changes: no new category, the one in use untouched.
+    let policy = suggest(&["--keep-categorizer", "-o", "policy"]);
+    assert_eq!(policy.status.code(), Some(0), "{}", format_output(&policy));
+    let written = String::from_utf8(policy.stdout).unwrap();
+    assert!(
+        written.starts_with(
+            "# verdict: adopt (a change worth making): 0 rescued, 0 lost; retries +0 −60; run hours -1.0\n"
+        ),
+        "{written}"
+    );
+    assert!(!written.contains("s-exit-4"), "{written}");
+    assert!(
+        written.contains("  - action: Fail\n    onCategory: \"futile\"\n"),
+        "{written}"
+    );
+    assert_eq!(
+        std::fs::read("testdata/suggest/two-queues/current/executor.yaml").unwrap(),
+        executor
+    );
+    // The executor config is left as it is: no file of it is written.
+    let out = dir.join("executor-suggested.yaml");
+    let refused = suggest(&["--keep-categorizer", "--executor-config", out.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(2), "{}", format_output(&refused));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr)
+            .starts_with("error: the argument '--keep-categorizer' cannot be used with '--executor-config <FILE>'"),
+        "{}",
+        format_output(&refused)
+    );
+    assert!(!out.exists());
+}
+
 fn p(dir: &Path, name: &str) -> String {
     dir.join(name).display().to_string()
 }
@@ -307,7 +390,7 @@ fn a_split_another_queue_retries_on_is_rejected_naming_the_queue() {
     );
     assert!(text.contains("\n  queue batch: 0 rescued, 10 lost, 0 → Pending; 10 of 10 jobs change\n  queue ml: 0 rescued, 0 lost, 0 → Pending; 190 of 1199 jobs change\n"), "{text}");
     assert!(
-        text.contains("Verdict: reject (do not adopt): loses 10 jobs of queue batch today's policy saves (`01m7zzbatch00`, `01m7zzbatch01`, `01m7zzbatch02`, `01m7zzbatch03`, `01m7zzbatch04` and 5 more)\n"),
+        text.contains("Verdict: reject (do not adopt): loses 10 jobs of queue batch today's policy saves (`01m7zzbatch00`, `01m7zzbatch01`, `01m7zzbatch02`, `01m7zzbatch03`, `01m7zzbatch04` and 5 more); hint: propose with --keep-categorizer to leave the executor config as it is (rules on today's categories only)\n"),
         "{text}"
     );
     assert!(
@@ -541,7 +624,8 @@ fn apply_refuses_a_proposal_suggest_rejected_unless_forced() {
     );
     let refused = "note: skipped `suggested.yaml` document 1: the executor's categorizer config is not a server resource; it goes in the executor's config (`errorCategories`)\n\
         error: `suggested.yaml` is a proposal suggest rejected: loses 10 jobs of queue batch today's policy saves \
-        (`01m7zzbatch00`, `01m7zzbatch01`, `01m7zzbatch02`, `01m7zzbatch03`, `01m7zzbatch04` and 5 more); --force to apply it\n";
+        (`01m7zzbatch00`, `01m7zzbatch01`, `01m7zzbatch02`, `01m7zzbatch03`, `01m7zzbatch04` and 5 more); hint: propose with --keep-categorizer to leave the executor config as it is \
+        (rules on today's categories only); --force to apply it\n";
     for args in [
         &["apply", "-f", "suggested.yaml"][..],
         &[

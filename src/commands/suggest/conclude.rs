@@ -184,7 +184,10 @@ impl Suggest {
             self.room(&kept),
             self.today_default(baseline),
         );
-        let (verdicts, rules, default) = (proposed.verdicts, proposed.rules, proposed.default);
+        let (mut verdicts, mut rules, default) = (proposed.verdicts, proposed.rules, proposed.default);
+        if self.run.keep_categorizer {
+            self.on_todays_categories(learned, &mut verdicts, &mut rules);
+        }
         let proposal = self.documents(baseline, learned, exits, &rules, kept, &default)?;
         if self.deployed().is_none() && proposal.upstream.as_ref().is_some_and(|u| !u.categories.is_empty()) {
             writeln!(ctx.err, "note: {}", documents::NOT_COMPLETE)?;

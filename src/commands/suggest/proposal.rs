@@ -21,7 +21,8 @@ use crate::model::Resource;
 use crate::output::suggest as view;
 use crate::suggest::documents::{self, Documented, Settings, Upstream};
 use crate::suggest::exits::{unsplit, ExitCodes};
-use crate::suggest::propose::{DefaultDecision, Defaults, Room, Verdict, DEFAULT};
+use crate::suggest::propose::{DefaultDecision, Defaults, NoRule, Room, Verdict, DEFAULT};
+use crate::suggest::signature::Signature;
 use crate::suggest::stats::Learned;
 use crate::suggest::today::{self, Kept};
 
@@ -179,6 +180,52 @@ impl Suggest {
             None => (0, 0),
         });
         Room::new(kept.len(), upstream)
+    }
+
+    /// `--keep-categorizer` (upstream): the rules a policy on today's categories holds, the
+    /// others decided as today ([`NoRule::KeepCategorizer`]): a rule matching a deployed
+    /// category (`today::places`' `Reuse`, or a category signature), and for a Retry rule one
+    /// whose pods the executor deletes already; again until none is left out, since a
+    /// signature left without a rule shares its category with the others.
+    pub(super) fn on_todays_categories(
+        &self,
+        learned: &Learned,
+        verdicts: &mut [(&crate::suggest::stats::SignatureStats, Verdict)],
+        rules: &mut Vec<crate::suggest::propose::Proposed>,
+    ) {
+        if self.sides.engine != EngineKind::Upstream {
+            return;
+        }
+        let deployed = self.deployed().map(|d| &d.file.config.categories);
+        let deletes =
+            |c: &str| deployed.is_none_or(|cs| cs.iter().any(|k| k.name == c && k.action.as_str() == "Delete"));
+        let none = ExitCodes::default();
+        loop {
+            let places = today::places(rules, &learned.signatures, &none);
+            let out: Vec<String> = rules
+                .iter()
+                .zip(&places)
+                .filter(|(r, place)| {
+                    let category = match (&r.signature, place) {
+                        (Signature::Category { category, .. }, _) | (_, today::Place::Reuse { category, .. }) => {
+                            category
+                        }
+                        _ => return true,
+                    };
+                    r.action == Action::Retry && !deletes(category)
+                })
+                .map(|(r, _)| r.text.clone())
+                .collect();
+            if out.is_empty() {
+                return;
+            }
+            rules.retain(|r| !out.contains(&r.text));
+            for (_, v) in verdicts.iter_mut() {
+                if matches!(v, Verdict::Rule(p) if out.contains(&p.text)) {
+                    *v = Verdict::None(NoRule::KeepCategorizer);
+                }
+            }
+        }
     }
 
     /// The documents of `rules` (within [`Suggest::room`]) and today's `kept` rules after
