@@ -2987,7 +2987,7 @@ _retryctl() {
             return 0
             ;;
         retryctl__subcmd__suggest)
-            opts="-o -c -v -h -V --history --lookout-db --jobset --baseline-from-cluster --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --allow-empty --skip-invalid --categorizer --min-trials --futile --max-limit --extrapolate --executor-config --executor-config-format --max-contradictions --exit-code --name --output --output-file --emit --shard-count --image --volume --armada-queue --emit-job-set --job-set --namespace --requests --dsn-secret --since --from --to --queue --baseline --shard --engine --backtest-at --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
+            opts="-o -c -v -h -V --history --lookout-db --jobset --baseline-from-cluster --baseline-engine --scheduler-config --retry-policy --global-max-retries --default-policy --allow-empty --skip-invalid --categorizer --min-trials --futile --max-limit --extrapolate --executor-config --executor-config-format --keep-categorizer --max-contradictions --exit-code --name --output --output-file --emit --shard-count --image --volume --armada-queue --emit-job-set --job-set --namespace --requests --dsn-secret --since --from --to --queue --baseline --shard --engine --backtest-at --armada-url --context --config --timeout --token --token-file --certificate-authority --insecure-skip-tls-verify --verbose --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -1129,6 +1129,7 @@ complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l baseline-f
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l allow-empty -d 'Exit 0 when the history holds no job (an empty file, directory, stdin or Lookout window), instead of 3'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l skip-invalid -d 'Read past the job lines of the history that cannot be read (each said as a warning), say how many, and exit 0; without it they make the exit status 3'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l extrapolate -d 'A depth with fewer than 5 trials of its own reads the signature\'s overall share instead of ending the limit (every such limit is marked `extrapolated`)'
+complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l keep-categorizer -d 'With --engine upstream: propose rules on today\'s categories only (no new category, no category\'s action changed), so that the executor config stays as it is and only the retry policy changes: the way past a split that costs another queue its jobs'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l exit-code
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -l insecure-skip-tls-verify -d 'Do not verify the server\'s TLS certificate (insecure: warns on every run)'
 complete -c retryctl -n "__fish_retryctl_using_subcommand suggest" -s v -l verbose -d 'Log each request and its status to stderr (credentials are never printed)'

@@ -317,6 +317,12 @@ pub struct SuggestArgs {
     )]
     pub executor_config_format: ExecutorConfigFormat,
 
+    /// With --engine upstream: propose rules on today's categories only (no new category,
+    /// no category's action changed), so that the executor config stays as it is and only
+    /// the retry policy changes: the way past a split that costs another queue its jobs.
+    #[arg(long, conflicts_with = "executor_config")]
+    pub keep_categorizer: bool,
+
     /// Reject the proposal when more jobs than this contradict today's policy (it is then
     /// not what the cluster ran): a number of jobs (`5`), or a percentage of the jobs compared.
     #[arg(long, value_name = "N|P%", default_value_t = MaxContradictions::default(), value_parser = values::max_contradictions)]

@@ -11,6 +11,7 @@ use crate::model::categorizer::Shape;
 use crate::model::encode;
 use crate::model::policy::{Action, AntiAffinityMode, Backoff, Condition, Mutation};
 
+use super::exits::Unsplit;
 use super::pattern::{pattern, pod_error_pattern};
 use super::propose::Proposed;
 use super::signature::Signature;
@@ -66,6 +67,9 @@ pub struct Documented<'a> {
     pub mutate: Option<Mutation>,
     /// Upstream: where its rule matches (`today::places`); `None`: a new category.
     pub place: Option<Place>,
+    /// Upstream: why no `onExitCodes` rule splits it from the other signatures of its
+    /// message (`exits::unsplit`), said when a category merges them; `None`: one does.
+    pub unsplit: Option<Unsplit>,
 }
 
 impl Documented<'_> {
@@ -231,7 +235,17 @@ fn fnv1a64(s: &str) -> u64 {
 /// lowercased with every run of other characters than `[a-z0-9]` made `-`, at most 40
 /// characters, then `-` and the low 32 bits of FNV-1a 64 of the signature in hex.
 pub fn short_category_name(rule: &Proposed) -> String {
+    category_name(rule, false)
+}
+
+/// [`short_category_name`], or with `exit`, the name of the category of the signature's
+/// exit code (`Place::Exit`): named by its matcher, `s-exit-4-main-…`, the hash its
+/// signature's.
+fn category_name(rule: &Proposed, exit: bool) -> String {
     let words = match &rule.signature {
+        Signature::Container {
+            exit: Some(code), name, ..
+        } if exit => format!("exit {code} {name}"),
         Signature::Container { template, .. } | Signature::PodError { template, .. } if !template.is_empty() => {
             template.clone()
         }
@@ -330,6 +344,8 @@ pub struct NewCategory {
     pub hint: Option<String>,
     /// The signatures it stands for (several share a message matcher).
     pub signatures: Vec<String>,
+    /// A category of one signature's exit code (`Place::Exit`), written before the others.
+    pub exit_split: bool,
 }
 
 /// A category's rule, as YAML lines under `rules:` (indent `pad`).
@@ -400,6 +416,7 @@ mod tests {
             evidence: String::new(),
             mutate: None,
             place: None,
+            unsplit: None,
         }];
         let settings = Settings {
             name: "suggested".into(),
@@ -521,6 +538,8 @@ impl Upstream {
 pub struct Merged {
     pub category: String,
     pub signatures: Vec<String>,
+    /// Why no `onExitCodes` rule splits them: each of its signatures that has a reason.
+    pub unsplit: Vec<(String, Unsplit)>,
 }
 
 /// A category whose pods the executor treats otherwise under the proposal: cluster-wide.
@@ -710,7 +729,15 @@ pub fn upstream_documents(
             (_, Some(Place::Reuse { category, subcategory })) => Some((category.clone(), subcategory.clone())),
             _ => None,
         };
-        let (category, sub) = match (reuse, matcher(r)) {
+        // A signature whose exit code is its alone: a category of that code in its container.
+        let exit = match &d.place {
+            Some(Place::Exit { container, code, .. }) => Some(Matcher::ExitCode {
+                container: container.clone(),
+                code: *code,
+            }),
+            _ => None,
+        };
+        let (category, sub) = match (reuse, exit.clone().or_else(|| matcher(r))) {
             (Some((category, subcategory)), _) => {
                 if retry && !delete_existing.contains(&category) {
                     delete_existing.push(category.clone());
@@ -749,6 +776,7 @@ pub fn upstream_documents(
                             None => merged.push(Merged {
                                 category: c.name.clone(),
                                 signatures: c.signatures.clone(),
+                                unsplit: Vec::new(),
                             }),
                         }
                     } else if let Some(g) = merged.iter_mut().find(|g| g.category == c.name) {
@@ -758,9 +786,9 @@ pub fn upstream_documents(
                     continue;
                 }
                 None => {
-                    let name = short_category_name(r);
+                    let name = category_name(r, exit.is_some());
                     let of = match &d.place {
-                        Some(Place::Split { of }) => of.clone(),
+                        Some(Place::Split { of } | Place::Exit { of, .. }) => of.clone(),
                         _ => None,
                     };
                     let (subcategory, hint) = of
@@ -772,18 +800,27 @@ pub fn upstream_documents(
                                 (!r.hint.is_empty()).then(|| r.hint.clone()),
                             )
                         });
-                    categories.push(NewCategory {
-                        name: name.clone(),
-                        delete: retry,
-                        matcher: m,
-                        splits: of.map(|(c, s)| match s {
-                            Some(s) => format!("{c}/{s}"),
-                            None => c,
-                        }),
-                        subcategory,
-                        hint,
-                        signatures: vec![r.text.clone()],
-                    });
+                    // Before the message's category, which would take its runs first.
+                    let at = match exit {
+                        Some(_) => categories.iter().take_while(|c| c.exit_split).count(),
+                        None => categories.len(),
+                    };
+                    categories.insert(
+                        at,
+                        NewCategory {
+                            exit_split: exit.is_some(),
+                            name: name.clone(),
+                            delete: retry,
+                            matcher: m,
+                            splits: of.map(|(c, s)| match s {
+                                Some(s) => format!("{c}/{s}"),
+                                None => c,
+                            }),
+                            subcategory,
+                            hint,
+                            signatures: vec![r.text.clone()],
+                        },
+                    );
                     (name, None)
                 }
             },
@@ -798,6 +835,16 @@ pub fn upstream_documents(
             sub,
             d.mutate(),
         ));
+    }
+    for g in &mut merged {
+        g.unsplit = g
+            .signatures
+            .iter()
+            .filter_map(|s| {
+                let d = rules.iter().find(|d| d.rule.text == *s)?;
+                Some((s.clone(), d.unsplit.clone()?))
+            })
+            .collect();
     }
     let policy_retry_limit = rules
         .iter()

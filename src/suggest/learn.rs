@@ -24,6 +24,7 @@ use crate::replay::categorize::Reclassify;
 use crate::replay::run::{as_side, Options, TrialCount};
 use crate::replay::source::Origin;
 
+use super::exits::ExitCodes;
 use super::stats::{Learned, PastSignature, ShardLearned, UnitLearned};
 
 /// A worker's unit of pass 1: what its jobs added, the trials it counted, its scratch.
@@ -31,6 +32,8 @@ use super::stats::{Learned, PastSignature, ShardLearned, UnitLearned};
 pub struct Unit {
     learned: UnitLearned,
     trials: TrialCount,
+    /// Every queue's failed runs' exit codes, by container.
+    exits: ExitCodes,
     reclassify: Reclassify,
     /// The job's runs as the baseline decided them: the action and, in `labels`, the rule
     /// (`policy/index`, `policy/default`, or the decision's kind); `None`: not reached.
@@ -45,6 +48,12 @@ pub struct Placed {
     pub test: bool,
     /// It has no `submittedAt` (with `--backtest-at`): its id.
     pub not_submitted: Option<String>,
+}
+
+/// What a job of any queue adds to `unit` whatever `--queue` learns from: its failed runs'
+/// exit codes by container (a category the proposal splits by one is every queue's).
+pub fn note_exits(unit: &mut Unit, history: &FailureHistory) {
+    unit.exits.add_job(history);
 }
 
 /// What `history` adds to `unit`: with `at`, its trials for the estimates' backtest; before
@@ -135,6 +144,8 @@ pub struct Learning {
     pub not_submitted: Option<(u64, String)>,
     /// The trials of every job (for the backtest of the estimates).
     pub trials: TrialCount,
+    /// Every queue's failed runs' exit codes, by container (`suggest::exits`).
+    pub exits: ExitCodes,
 }
 
 impl Default for Learning {
@@ -160,6 +171,7 @@ impl Learning {
             errors: 0,
             not_submitted: None,
             trials: TrialCount::default(),
+            exits: ExitCodes::default(),
         }
     }
 
@@ -167,6 +179,7 @@ impl Learning {
     pub fn add_unit(&mut self, unit: Unit) {
         self.trials.merge(&unit.trials);
         self.learned.merge_unit(unit.learned);
+        self.exits.merge(unit.exits);
     }
 
     /// One job replayed, in the source's order.
@@ -202,6 +215,7 @@ impl Learning {
             errors: self.errors,
             not_submitted: self.not_submitted,
             trials: self.trials,
+            exits: self.exits,
         }
     }
 
@@ -217,6 +231,7 @@ impl Learning {
             self.not_submitted.get_or_insert((0, first)).0 += n;
         }
         self.trials.merge(&t.trials);
+        self.exits.merge(t.exits);
         Ok(())
     }
 
@@ -237,4 +252,6 @@ pub struct ShardLearning {
     errors: u64,
     not_submitted: Option<(u64, String)>,
     trials: TrialCount,
+    #[serde(default)]
+    exits: ExitCodes,
 }

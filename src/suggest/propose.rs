@@ -99,6 +99,9 @@ pub enum NoRule {
     /// The documents have no room for it: signatures with more GPU- then CPU-hours (and the
     /// rules the proposal keeps or builds on) take every place a limit leaves.
     NoRoom(Full),
+    /// `--keep-categorizer`: its rule needs a category of its own, or a deployed category's
+    /// action changed (a retried pod must not keep its name).
+    KeepCategorizer,
 }
 
 /// The limit a proposal's documents reach first ([`Room`]).
@@ -231,6 +234,9 @@ impl std::fmt::Display for NoRule {
                 "its message's pattern would be {bytes} bytes, and a rule takes at most {MAX_PATTERN_BYTES}"
             ),
             NoRule::NoRoom(full) => write!(f, "{full}"),
+            NoRule::KeepCategorizer => f.write_str(
+                "--keep-categorizer: its rule needs a category of its own or a deployed category's action changed",
+            ),
         }
     }
 }

@@ -11,6 +11,10 @@ use crate::replay::compare::{hours, Comparison};
 use crate::replay::explained::{Explained, MaxContradictions};
 use crate::suggest::queues::QueueCounts;
 
+/// The next step a reject for a changed categorizer's lost jobs names.
+pub const KEEP_CATEGORIZER: &str =
+    "hint: propose with --keep-categorizer to leave the executor config as it is (rules on today's categories only)";
+
 /// At most this many job ids are named in a reason.
 pub const NAMED: usize = 5;
 
@@ -149,6 +153,10 @@ pub fn judge(learned: Judged<'_>, later: Option<Later<'_>>) -> Judgement {
                     lost.queue,
                     named(&lost.lost_jobs, lost.lost, NAMED)
                 ));
+            }
+            // The way past a split the cluster's categorizer cannot take: the policy alone.
+            if q.counts.iter().any(|q| q.lost > 0) {
+                reject.push(KEEP_CATEGORIZER.to_string());
             }
         }
         None if c.lost > 0 => reject.push(format!(
@@ -346,7 +354,7 @@ mod tests {
         );
         assert_eq!(
             v.line(),
-            "reject (do not adopt): the categorizer is the cluster's: queue eval uses categories it changes and the history holds none of their jobs (export the week without --queue: `retryctl history --lookout-db … --from … --to …`); loses 2 jobs of queue batch today's policy saves (`b-1`, `b-2`)"
+            "reject (do not adopt): the categorizer is the cluster's: queue eval uses categories it changes and the history holds none of their jobs (export the week without --queue: `retryctl history --lookout-db … --from … --to …`); loses 2 jobs of queue batch today's policy saves (`b-1`, `b-2`); hint: propose with --keep-categorizer to leave the executor config as it is (rules on today's categories only)"
         );
         let fine = Comparison {
             rescued: 4,

@@ -19,6 +19,7 @@ use crate::output::suggest::{self as view, Report};
 use crate::output::Format;
 use crate::suggest::check::RuleCheck;
 use crate::suggest::documents;
+use crate::suggest::exits::ExitCodes;
 use crate::suggest::nodes::suspects;
 use crate::suggest::propose::{propose, Defaults, Proposed, Verdict};
 use crate::suggest::queues::{unseen, ByQueue, QueueCounts};
@@ -50,7 +51,7 @@ impl Suggest {
         let estimates_backtest = self.after_pass1(ctx, &mut pass)?;
         let learned = &pass.learning.learned;
         let sorted = learned.sorted();
-        let made = self.propose_from(ctx, baseline, learned, &sorted)?;
+        let made = self.propose_from(ctx, baseline, learned, &pass.learning.exits, &sorted)?;
         let (rules, default, proposal) = (&made.rules, &made.default, &made.proposal);
         // The categorizer is the cluster's: a proposal that changes it is compared on every
         // queue (docs/suggest.md "Every queue the change reaches").
@@ -171,6 +172,7 @@ impl Suggest {
         ctx: &mut Context,
         baseline: &Simulator,
         learned: &Learned,
+        exits: &ExitCodes,
         sorted: &[&'a SignatureStats],
     ) -> anyhow::Result<Made<'a>> {
         // The rules (owned: the counts are given the baseline's decisions after pass 2).
@@ -182,8 +184,11 @@ impl Suggest {
             self.room(&kept),
             self.today_default(baseline),
         );
-        let (verdicts, rules, default) = (proposed.verdicts, proposed.rules, proposed.default);
-        let proposal = self.documents(baseline, learned, &rules, kept, &default)?;
+        let (mut verdicts, mut rules, default) = (proposed.verdicts, proposed.rules, proposed.default);
+        if self.run.keep_categorizer {
+            self.on_todays_categories(learned, &mut verdicts, &mut rules);
+        }
+        let proposal = self.documents(baseline, learned, exits, &rules, kept, &default)?;
         if self.deployed().is_none() && proposal.upstream.as_ref().is_some_and(|u| !u.categories.is_empty()) {
             writeln!(ctx.err, "note: {}", documents::NOT_COMPLETE)?;
         }

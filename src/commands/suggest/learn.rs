@@ -22,7 +22,7 @@ use crate::replay::shard::Shard;
 use crate::replay::sink::Message;
 use crate::replay::source::copy::{job_record, said_record, LastPlace, Places, Said};
 use crate::replay::source::{EveryQueue, HistorySource, OneQueue, Pos};
-use crate::suggest::learn::{learn_job, Learning, Placed, Unit};
+use crate::suggest::learn::{learn_job, note_exits, Learning, Placed, Unit};
 
 /// What pass 1 hands over: its counts, and what pass 2 reads or says.
 pub struct Pass1 {
@@ -123,6 +123,7 @@ pub fn learn<S: HistorySource>(
     let places = pass.places.clone();
     let work = |acc: &mut Acc, job: Decoded<'_>| -> Result<Learnt, String> {
         let ours = queue.as_ref().is_none_or(|q| q.keeps(job.history.job.queue.as_deref()));
+        note_exits(&mut acc.unit, job.history);
         let placed = match ours {
             true => learn_job(&mut acc.unit, job.history, job.settings, job.origin, baseline, at),
             // Copied for pass 2, in the later jobs' copy too when it is one.

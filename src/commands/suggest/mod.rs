@@ -75,6 +75,12 @@ pub fn run(ctx: &mut Context, args: &SuggestArgs) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
+    if let (true, EngineKind::Design) = (args.keep_categorizer, sides.engine) {
+        return Err(CliError::usage(
+            "`--keep-categorizer`: a proposal for the design engine changes no executor config; it is for today's Armada (`--engine upstream`)",
+        )
+        .into());
+    }
     let replay_args = &args.replay;
     let suggest = Suggest {
         run: SuggestRun::new(args, knobs, &sides.spec),

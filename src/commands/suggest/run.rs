@@ -32,6 +32,9 @@ pub struct SuggestRun {
     pub skip_invalid: bool,
     #[serde(default)]
     pub max_contradictions: MaxContradictions,
+    /// `--keep-categorizer`: rules on today's categories only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_categorizer: bool,
 }
 
 impl SuggestRun {
@@ -48,6 +51,7 @@ impl SuggestRun {
             name: args.name.clone(),
             skip_invalid: args.replay.skip_invalid,
             max_contradictions: args.max_contradictions,
+            keep_categorizer: args.keep_categorizer,
         }
     }
 }
